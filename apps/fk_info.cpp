@@ -1,0 +1,93 @@
+// fk-info: what this build of fieldkit is, what it runs on, and every knob.
+//   fk-info                   version, build, devices, knobs
+//   fk-info --bench-overhead  also measures the dispatch cost of a small op;
+//                             the last line is "<ns> ns/op"
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "fk/blas.h"
+#include "fk/cuda/runtime.h"
+#include "fk/fk.h"
+
+namespace {
+
+void print_info() {
+  fmt::print("fieldkit {}\n", FK_VERSION);
+  fmt::print("build      C++{} {} ({})\n", __cplusplus / 100 % 100, __VERSION__,
+#ifdef NDEBUG
+             "optimised"
+#else
+             "debug"
+#endif
+  );
+  fmt::print("blas       {}\n", fk::blas_config());
+  fmt::print("threads    {}\n", fk::get_num_threads());
+  fmt::print("cuda       {} (archs {})\n",
+             fk::cuda::built_with_cuda() ? "built" : "not built", fk::cuda::archs());
+  fmt::print("devices    cpu");
+  for (int i = 0; i < fk::cuda_device_count(); ++i) fmt::print(", cuda:{}", i);
+  fmt::print("\n\nknobs (name = value [default; read]: doc)\n");
+  for (const fk::Knob* k : fk::knobs()) {
+    fmt::print("  {} = {} [{}; {}]: {}\n", k->name(), k->raw(), k->default_value(),
+               k->read() == fk::KnobRead::Latched ? "latched" : "per call", k->doc());
+  }
+}
+
+// Median ns per call of f over `reps` batches of `inner` calls.
+template <typename F>
+double median_ns(F&& f, int reps = 21, int inner = 20000) {
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < inner; ++i) f();
+    auto t1 = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / inner);
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[reps / 2];
+}
+
+void bench_overhead() {
+  fk::set_num_threads(1);
+  fk::Tensor a = fk::ones({16}), b = fk::ones({16});
+  fk::Tensor ag = fk::ones({16}).set_requires_grad(true);
+  fk::Tensor bg = fk::ones({16}).set_requires_grad(true);
+  fk::Tensor seed = fk::ones({16});
+  double fwd = median_ns([&] { fk::Tensor c = fk::add(a, b); });
+  double fwd_bwd = median_ns([&] {
+    fk::Tensor c = fk::add(ag, bg);
+    c.backward(seed);
+  }, 11, 5000);
+  fmt::print("\ndispatch overhead: add of two 16-element f32 tensors, 1 thread\n");
+  fmt::print("  forward            {:.0f} ns/op\n", fwd);
+  fmt::print("  forward+backward   {:.0f} ns/op (incl. gradient accumulation into .grad)\n",
+             fwd_bwd);
+  fmt::print("{:.0f} ns/op\n", fwd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fk-info: build, devices and knobs of this fieldkit"};
+  bool overhead = false;
+  app.add_flag("--bench-overhead", overhead, "measure the dispatch overhead of a small op");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const fk::Knob* k : fk::knobs()) k->validate();
+    print_info();
+    if (overhead) bench_overhead();
+  } catch (const fk::Error& e) {
+    std::fprintf(stderr, "fk-info: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

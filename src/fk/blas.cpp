@@ -1,0 +1,74 @@
+#include "fk/blas.h"
+
+#include <cblas.h>
+
+#include <complex>
+
+#include "fk/error.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+
+namespace fk {
+
+void blas_set_num_threads(int n) { openblas_set_num_threads(n); }
+
+const char* blas_config() { return openblas_get_config(); }
+
+namespace {
+
+// Below this many rows per thread, and for K,N at most kSkinny, our own row
+// split beats OpenBLAS's (measured: ../shared/reference/machine.md).
+constexpr int64_t kSkinny = 256;
+constexpr int64_t kMinRowsPerThread = 2048;
+
+void gemm_serial(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                 const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
+                 int64_t ldc) {
+  auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  int LDA = static_cast<int>(lda), LDB = static_cast<int>(ldb), LDC = static_cast<int>(ldc);
+  switch (dtype) {
+    case DType::F32:
+      cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, static_cast<float>(alpha),
+                  static_cast<const float*>(a), LDA, static_cast<const float*>(b), LDB,
+                  static_cast<float>(beta), static_cast<float*>(c), LDC);
+      break;
+    case DType::F64:
+      cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, alpha, static_cast<const double*>(a), LDA,
+                  static_cast<const double*>(b), LDB, beta, static_cast<double*>(c), LDC);
+      break;
+    case DType::C64: {
+      c64 al(static_cast<float>(alpha)), be(static_cast<float>(beta));
+      cblas_cgemm(CblasRowMajor, TA, TB, M, N, K, &al, a, LDA, b, LDB, &be, c, LDC);
+      break;
+    }
+    case DType::C128: {
+      c128 al(alpha), be(beta);
+      cblas_zgemm(CblasRowMajor, TA, TB, M, N, K, &al, a, LDA, b, LDB, &be, c, LDC);
+      break;
+    }
+    default: throw Error("gemm", "dtype f32, f64, c64 or c128", name(dtype));
+  }
+}
+
+}  // namespace
+
+void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
+          int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  profile::count_launch();
+  int threads = get_num_threads();
+  bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
+  if (!skinny || threads <= 1 || omp_in_parallel()) {
+    gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  size_t es = itemsize(dtype);
+  parallel_for(0, m, kMinRowsPerThread, [&](int64_t lo, int64_t hi) {
+    gemm_serial(dtype, ta, tb, hi - lo, n, k, alpha, static_cast<const char*>(a) + lo * lda * es,
+                lda, b, ldb, beta, static_cast<char*>(c) + lo * ldc * es, ldc);
+  });
+}
+
+}  // namespace fk

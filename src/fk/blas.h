@@ -1,0 +1,22 @@
+#pragma once
+// fk's BLAS layer over OpenBLAS: GEMM on raw row-major buffers. Skinny GEMMs
+// (tall M, small K and N: sparse convolution's shape) are memory-bound and
+// OpenBLAS splits them poorly, so they are partitioned over fk's threads with
+// single-threaded BLAS calls inside (the OpenMP build of OpenBLAS then runs
+// serially within our parallel region).
+#include <cstdint>
+
+#include "fk/dtype.h"
+
+namespace fk {
+
+void blas_set_num_threads(int n);
+const char* blas_config();  // e.g. "OpenBLAS 0.3.21 (openmp, Haswell)"
+
+// C[M,N] = alpha * op(A) op(B) + beta * C, row-major, leading dimensions given.
+// dtype: f32, f64, c64 or c128.
+void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
+          int64_t ldc);
+
+}  // namespace fk

@@ -1,0 +1,161 @@
+// The CUDA host interface (fk/cuda/runtime.h) over the CUDA runtime: a
+// stream-ordered memory pool per device, a settable current stream, and the
+// sync policy (after every op, or lazily with ME_LAZY_SYNC=1).
+#include "fk/cuda/runtime.h"
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <string>
+
+#include "fk/error.h"
+#include "fk/knobs.h"
+
+namespace fk::cuda {
+namespace {
+
+Knob kLazySync("ME_LAZY_SYNC", KnobType::Bool, "0",
+               "CUDA: skip the stream sync after every op; only host reads synchronize",
+               KnobRead::Latched);
+
+constexpr int kMaxDevices = 64;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(what, "cudaSuccess", std::string(cudaGetErrorName(e)) + " (" +
+                                         cudaGetErrorString(e) + ")");
+  }
+}
+
+struct DeviceState {
+  std::mutex mu;
+  void* stream = nullptr;
+  PoolStats stats;
+};
+DeviceState& state(int device) {
+  static DeviceState* states = new DeviceState[kMaxDevices];
+  FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index",
+           "0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
+  return states[device];
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&prev_);
+    if (prev_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(prev_); }
+
+ private:
+  int prev_ = 0;
+};
+
+cudaStream_t stream_of(int device) { return static_cast<cudaStream_t>(state(device).stream); }
+
+}  // namespace
+
+int device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky error (35 on machines without a driver)
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+bool built_with_cuda() { return true; }
+const char* archs() { return FK_CUDA_ARCHS_STR; }
+
+void* pool_allocate(int device, size_t nbytes) {
+  FK_CHECK(device < device_count(), "CUDA allocation",
+           "an available device (" + std::to_string(device_count()) + " present)",
+           "cuda:" + std::to_string(device));
+  DeviceGuard g(device);
+  void* p = nullptr;
+  if (nbytes > 0) check(cudaMallocAsync(&p, nbytes, stream_of(device)), "cudaMallocAsync");
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stats.allocated += static_cast<int64_t>(nbytes);
+  s.stats.peak = std::max(s.stats.peak, s.stats.allocated);
+  ++s.stats.num_allocs;
+  return p;
+}
+
+void pool_deallocate(int device, void* p, size_t nbytes) {
+  if (p) {
+    DeviceGuard g(device);
+    cudaFreeAsync(p, stream_of(device));
+  }
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stats.allocated -= static_cast<int64_t>(nbytes);
+}
+
+PoolStats pool_stats(int device) {
+  auto& s = state(device);
+  PoolStats out;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    out = s.stats;
+  }
+  if (device < device_count()) {
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      uint64_t reserved = 0;
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+      out.reserved = static_cast<int64_t>(reserved);
+    }
+  }
+  return out;
+}
+
+void pool_reset_peak(int device) {
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stats.peak = s.stats.allocated;
+}
+
+void pool_trim(int device) {
+  if (device >= device_count()) return;
+  DeviceGuard g(device);
+  check(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  cudaMemPool_t pool;
+  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+}
+
+void* current_stream(int device) { return state(device).stream; }
+void set_current_stream(int device, void* stream) { state(device).stream = stream; }
+
+void synchronize(int device) {
+  if (device >= device_count()) return;
+  DeviceGuard g(device);
+  check(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+}
+
+void after_op(int device) {
+  if (kLazySync.as_bool()) return;
+  synchronize(device);
+}
+
+void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  int device = dst_device >= 0 ? dst_device : src_device;
+  DeviceGuard g(device);
+  cudaMemcpyKind kind = dst_device < 0   ? cudaMemcpyDeviceToHost
+                        : src_device < 0 ? cudaMemcpyHostToDevice
+                                         : cudaMemcpyDeviceToDevice;
+  check(cudaMemcpyAsync(dst, src, nbytes, kind, stream_of(device)), "cudaMemcpyAsync");
+  // A copy to the host is a host read: it always synchronizes.
+  if (dst_device < 0) {
+    synchronize(device);
+  } else {
+    after_op(device);
+  }
+}
+
+}  // namespace fk::cuda

@@ -1,0 +1,38 @@
+#pragma once
+// The CUDA backend's host interface: plain C++ with raw pointers, so that fk's
+// .cpp files call it without CUDA headers and the .cu files stay thin (kernels
+// and launchers only). Built by fk_cuda when nvcc is found; otherwise
+// runtime_stub.cpp implements it, reporting no devices and refusing the rest.
+#include <cstddef>
+#include <cstdint>
+
+namespace fk::cuda {
+
+// 0 on any runtime error (no driver, error 35 on machines without a GPU).
+int device_count();
+bool built_with_cuda();
+const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90"
+
+// Memory: the stream-ordered pool of the device's current stream.
+struct PoolStats {
+  int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
+};
+void* pool_allocate(int device, size_t nbytes);
+void pool_deallocate(int device, void* p, size_t nbytes);
+PoolStats pool_stats(int device);
+void pool_reset_peak(int device);
+void pool_trim(int device);  // returns the pool's cached memory to the driver
+
+// Streams. The current stream is per device and settable, so a host framework
+// can lend its own (a cudaStream_t passed as void*). nullptr is the default stream.
+void* current_stream(int device);
+void set_current_stream(int device, void* stream);
+void synchronize(int device);
+// Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
+// which case only host reads synchronize.
+void after_op(int device);
+
+// Copies; `kind` of direction is implied by the devices (-1 = host).
+void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size_t nbytes);
+
+}  // namespace fk::cuda

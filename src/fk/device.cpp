@@ -1,0 +1,28 @@
+#include "fk/device.h"
+
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+
+namespace fk {
+
+std::string Device::str() const {
+  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return kCPU;
+  if (s == "cuda") return cuda_device(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5) {
+    try {
+      size_t used = 0;
+      int idx = std::stoi(s.substr(5), &used);
+      if (used == s.size() - 5 && idx >= 0 && idx < 128) return cuda_device(idx);
+    } catch (const std::exception&) {
+    }
+  }
+  throw Error("device name", "'cpu', 'cuda' or 'cuda:N'", "'" + s + "'");
+}
+
+int cuda_device_count() { return cuda::device_count(); }
+
+}  // namespace fk

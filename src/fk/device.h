@@ -1,0 +1,29 @@
+#pragma once
+// Where a tensor's storage lives.
+#include <cstdint>
+#include <string>
+
+namespace fk {
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int8_t index = 0;
+
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;  // "cpu", "cuda:0"
+};
+
+inline constexpr Device kCPU{DeviceType::CPU, 0};
+inline Device cuda_device(int index = 0) { return Device{DeviceType::CUDA, static_cast<int8_t>(index)}; }
+// Parses "cpu", "cuda", "cuda:1"; throws fk::Error otherwise.
+Device parse_device(const std::string& s);
+
+// Number of usable CUDA devices: 0 when built without CUDA, when no driver is
+// present, or on any error from the runtime (this machine reports error 35).
+int cuda_device_count();
+
+}  // namespace fk

@@ -1,0 +1,151 @@
+#include "fk/factory.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "fk/cuda/runtime.h"
+#include "fk/half.h"
+#include "fk/ops/copy.h"
+#include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/loops.h"
+#include "fk/profile.h"
+
+namespace fk {
+
+Tensor empty(const Dims& shape, TensorOptions o) {
+  for (int64_t d : shape) {
+    FK_CHECK(d >= 0, "empty", "non-negative sizes", shape.str());
+  }
+  if (o.device.is_cuda()) {
+    FK_CHECK(o.device.index < cuda::device_count(), "tensor device",
+             "an available device (CUDA devices: " + std::to_string(cuda::device_count()) + ")",
+             o.device.str());
+  }
+  size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(o.dtype);
+  auto storage = std::make_shared<Storage>(o.device, nbytes);
+  Tensor t = make_tensor(std::move(storage), o.dtype, shape, contiguous_strides(shape), 0);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+namespace {
+template <typename T>
+T cast_scalar(c128 v) {
+  if constexpr (std::is_same_v<T, c64>) {
+    return c64(static_cast<float>(v.real()), static_cast<float>(v.imag()));
+  } else if constexpr (std::is_same_v<T, c128>) {
+    return v;
+  } else {
+    return static_cast<T>(v.real());
+  }
+}
+}  // namespace
+
+void fill_(Tensor& t, c128 value) {
+  profile::OpScope op("fill_");
+  if (t.device().is_cuda()) {
+    Tensor host = full(t.shape(), value, {t.dtype()});
+    t.copy_(host);
+    return;
+  }
+  t.bump_version();
+  if (is_half(t.dtype())) {
+    uint16_t bits = t.dtype() == DType::F16 ? float_to_half(static_cast<float>(value.real())).bits
+                                            : float_to_bf16(static_cast<float>(value.real())).bits;
+    cpu::map1<uint16_t, uint16_t>(t, t, [bits](uint16_t) { return bits; });
+    return;
+  }
+  cpu::visit_stored(t.dtype(), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v = cast_scalar<T>(value);
+    cpu::map1<T, T>(t, t, [v](T) { return v; });
+  });
+}
+
+void fill_(Tensor& t, double value) { fill_(t, c128(value, 0.0)); }
+
+Tensor full(const Dims& shape, c128 value, TensorOptions o) {
+  Tensor t = empty(shape, {o.dtype, kCPU});
+  fill_(t, value);
+  if (!o.device.is_cpu()) t = t.to(o.device);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor full(const Dims& shape, double value, TensorOptions o) {
+  return full(shape, c128(value, 0.0), o);
+}
+Tensor zeros(const Dims& shape, TensorOptions o) { return full(shape, 0.0, o); }
+Tensor ones(const Dims& shape, TensorOptions o) { return full(shape, 1.0, o); }
+Tensor scalar_tensor(double value, TensorOptions o) { return full(Dims{}, value, o); }
+
+Tensor arange(double start, double end, double step, TensorOptions o) {
+  FK_CHECK(step != 0, "arange", "a non-zero step", "0");
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  n = std::max<int64_t>(n, 0);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+  Tensor t = from_vector(v, {n}).to(o.dtype).to(o.device);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor arange(int64_t end, TensorOptions o) { return arange(0.0, static_cast<double>(end), 1.0, o); }
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
+  FK_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps));
+  std::vector<double> v(static_cast<size_t>(steps));
+  double h = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  // Fill from both ends so the last point is exactly `end`.
+  for (int64_t i = 0; i < steps; ++i) {
+    v[i] = i < steps / 2 ? start + h * static_cast<double>(i)
+                         : end - h * static_cast<double>(steps - 1 - i);
+  }
+  Tensor t = from_vector(v, {steps}).to(o.dtype).to(o.device);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor eye(int64_t n, TensorOptions o) {
+  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1.0;
+  Tensor t = from_vector(v, {n, n}).to(o.dtype).to(o.device);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor from_blob_copy(const void* data, const Dims& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, {dtype, kCPU});
+  if (t.nbytes() > 0) std::memcpy(t.data_ptr(), data, static_cast<size_t>(t.nbytes()));
+  return device.is_cpu() ? t : t.to(device);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& data, const Dims& shape, Device device) {
+  FK_CHECK(static_cast<int64_t>(data.size()) == shape.numel(), "from_vector",
+           std::to_string(shape.numel()) + " values for shape " + shape.str(),
+           std::to_string(data.size()));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_blob_copy(bytes.data(), shape, DType::Bool, device);
+  } else {
+    return from_blob_copy(data.data(), shape, dtype_of<T>(), device);
+  }
+}
+template Tensor from_vector(const std::vector<bool>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<int32_t>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<int64_t>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<float>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<double>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<c64>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<c128>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<Half>&, const Dims&, Device);
+template Tensor from_vector(const std::vector<BFloat16>&, const Dims&, Device);
+
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), {t.dtype(), t.device()}); }
+Tensor empty_like(const Tensor& t, DType dtype) { return empty(t.shape(), {dtype, t.device()}); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), {t.dtype(), t.device()}); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), {t.dtype(), t.device()}); }
+Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, {t.dtype(), t.device()}); }
+
+}  // namespace fk

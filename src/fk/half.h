@@ -1,0 +1,91 @@
+#pragma once
+// Conversions between f32 and the two 16-bit float formats. The scalar forms are
+// exact IEEE round-to-nearest-even; the bulk forms use F16C / AVX-512 BF16 when
+// the CPU has them (checked at run time) and are what kernels call.
+#include <cstdint>
+#include <cstring>
+
+#include "fk/dtype.h"
+
+namespace fk {
+
+inline float bf16_to_float(BFloat16 h) {
+  uint32_t u = static_cast<uint32_t>(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline BFloat16 float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((u >> 16) | 0x40)};  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return BFloat16{static_cast<uint16_t>(u >> 16)};
+}
+
+inline float half_to_float(Half h) {
+  uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  uint32_t exp = (h.bits >> 10) & 0x1fu;
+  uint32_t man = h.bits & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    if (man == 0) {
+      u = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
+      u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | man << 13;
+  } else {
+    u = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline Half float_to_half(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u;
+  uint32_t absu = u & 0x7fffffffu;
+  if (absu > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};  // NaN
+  if (absu >= 0x477ff000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // overflow -> inf
+  if (absu < 0x38800000u) {  // result is subnormal or zero
+    // Add 0.5 so that the float adder does round-to-nearest-even on the shifted bits.
+    float a;
+    std::memcpy(&a, &absu, 4);
+    a += 0.5f;
+    uint32_t r;
+    std::memcpy(&r, &a, 4);
+    return Half{static_cast<uint16_t>(sign | (r - 0x3f000000u))};
+  }
+  uint32_t mant_odd = (absu >> 13) & 1u;
+  absu += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
+  return Half{static_cast<uint16_t>(sign | (absu >> 13))};
+}
+
+template <typename T>
+inline float to_float(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return half_to_float(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return bf16_to_float(v);
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+// Bulk conversions (n elements); vectorised where the CPU allows.
+void half_to_float(const Half* in, float* out, int64_t n);
+void float_to_half(const float* in, Half* out, int64_t n);
+void bf16_to_float(const BFloat16* in, float* out, int64_t n);
+void float_to_bf16(const float* in, BFloat16* out, int64_t n);
+
+}  // namespace fk

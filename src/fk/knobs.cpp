@@ -1,0 +1,128 @@
+#include "fk/knobs.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "fk/error.h"
+
+namespace fk {
+namespace {
+
+std::map<std::string, Knob*>& registry() {
+  static auto* r = new std::map<std::string, Knob*>();
+  return *r;
+}
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+
+const char* accepts(KnobType t) {
+  switch (t) {
+    case KnobType::Bool: return "0, 1, true, false, on or off";
+    case KnobType::Int: return "an integer";
+    case KnobType::Float: return "a number";
+    case KnobType::String: return "a string";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Knob::Knob(const char* name, KnobType type, const char* default_value, const char* doc,
+           KnobRead read)
+    : name_(name), type_(type), default_(default_value), doc_(doc), read_(read) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[name_] = this;
+}
+
+std::string Knob::raw() const {
+  if (override_) return *override_;
+  if (const char* v = std::getenv(name_)) return v;
+  return default_;
+}
+
+Knob::Parsed Knob::parse(const std::string& text) const {
+  Parsed p;
+  p.s = text;
+  auto bad = [&]() { return Error(std::string("knob ") + name_, accepts(type_), "'" + text + "'"); };
+  switch (type_) {
+    case KnobType::Bool: {
+      std::string t = text;
+      std::transform(t.begin(), t.end(), t.begin(), ::tolower);
+      if (t == "1" || t == "true" || t == "on" || t == "yes") {
+        p.b = true;
+      } else if (t == "0" || t == "false" || t == "off" || t == "no" || t.empty()) {
+        p.b = false;
+      } else {
+        throw bad();
+      }
+      break;
+    }
+    case KnobType::Int: {
+      char* end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || errno) throw bad();
+      p.i = v;
+      break;
+    }
+    case KnobType::Float: {
+      char* end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0') throw bad();
+      p.f = v;
+      break;
+    }
+    case KnobType::String: break;
+  }
+  return p;
+}
+
+Knob::Parsed Knob::current() const {
+  if (read_ == KnobRead::PerCall) return parse(raw());
+  if (latched_ready_.load(std::memory_order_acquire)) return latched_;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!latched_ready_.load(std::memory_order_relaxed)) {
+    latched_ = parse(raw());
+    latched_ready_.store(true, std::memory_order_release);
+  }
+  return latched_;
+}
+
+bool Knob::as_bool() const {
+  if (read_ == KnobRead::Latched && latched_ready_.load(std::memory_order_acquire)) {
+    return latched_.b;
+  }
+  return current().b;
+}
+int64_t Knob::as_int() const { return current().i; }
+double Knob::as_float() const { return current().f; }
+std::string Knob::as_string() const { return current().s; }
+void Knob::validate() const { (void)parse(raw()); }
+
+void Knob::set_override(std::optional<std::string> value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (value) (void)parse(*value);
+  override_ = std::move(value);
+  latched_ready_.store(false);
+}
+
+std::vector<const Knob*> knobs() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  std::vector<const Knob*> out;
+  for (auto& [name, k] : registry()) out.push_back(k);
+  return out;
+}
+
+Knob& mutable_knob(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(name);
+  if (it == registry().end()) throw Error("knob lookup", "the name of a registered knob", "'" + name + "'");
+  return *it->second;
+}
+
+const Knob& knob(const std::string& name) { return mutable_knob(name); }
+
+}  // namespace fk

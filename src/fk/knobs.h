@@ -1,0 +1,73 @@
+#pragma once
+// The knob registry: every environment switch of fieldkit is registered once,
+// with its type, default, a one-line doc and whether it is latched (read once,
+// at first use) or read at every call. `fk::knobs()` and `fk-info` list them.
+// A malformed value is an fk::Error naming the knob, what it accepts and what
+// was given.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fk {
+
+enum class KnobType { Bool, Int, Float, String };
+enum class KnobRead { Latched, PerCall };
+
+class Knob {
+ public:
+  // Registers the knob; define knobs as namespace-scope objects in the .cpp
+  // that reads them.
+  Knob(const char* name, KnobType type, const char* default_value, const char* doc,
+       KnobRead read);
+  Knob(const Knob&) = delete;
+  Knob& operator=(const Knob&) = delete;
+
+  bool as_bool() const;
+  int64_t as_int() const;
+  double as_float() const;
+  std::string as_string() const;
+
+  const char* name() const { return name_; }
+  KnobType type() const { return type_; }
+  const char* default_value() const { return default_; }
+  const char* doc() const { return doc_; }
+  KnobRead read() const { return read_; }
+  // The raw text in force: the environment's value, else the default.
+  std::string raw() const;
+  // Validates the current value (throws fk::Error when malformed).
+  void validate() const;
+  // Tests and programs may override the environment; std::nullopt clears it.
+  // Also resets a latched value so the next read sees the override.
+  void set_override(std::optional<std::string> value);
+
+ private:
+  struct Parsed {
+    bool b = false;
+    int64_t i = 0;
+    double f = 0;
+    std::string s;
+  };
+  Parsed parse(const std::string& text) const;
+  Parsed current() const;
+
+  const char* name_;
+  KnobType type_;
+  const char* default_;
+  const char* doc_;
+  KnobRead read_;
+  mutable std::mutex mu_;
+  mutable std::atomic<bool> latched_ready_{false};
+  mutable Parsed latched_;
+  std::optional<std::string> override_;
+};
+
+// Every registered knob, sorted by name.
+std::vector<const Knob*> knobs();
+// The knob called `name`; throws fk::Error when there is none.
+const Knob& knob(const std::string& name);
+Knob& mutable_knob(const std::string& name);
+
+}  // namespace fk

@@ -1,0 +1,198 @@
+#include "fk/ops/copy.h"
+
+#include <cstring>
+
+#include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/half.h"
+#include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/loops.h"
+#include "fk/profile.h"
+
+namespace fk {
+namespace {
+
+template <typename To, typename From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, c64> || std::is_same_v<To, c128>) {
+    using R = typename To::value_type;
+    if constexpr (std::is_same_v<From, c64> || std::is_same_v<From, c128>) {
+      return To(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+    } else {
+      return To(static_cast<R>(v), R(0));
+    }
+  } else if constexpr (std::is_same_v<From, c64> || std::is_same_v<From, c128>) {
+    return static_cast<To>(v.real());
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// Same-dtype copy: moves bytes by element size, so one instantiation per width.
+void copy_same_dtype(Tensor& dst, const Tensor& src) {
+  switch (dst.itemsize()) {
+    case 1: return cpu::map1<uint8_t, uint8_t>(dst, src, [](uint8_t v) { return v; });
+    case 2: return cpu::map1<uint16_t, uint16_t>(dst, src, [](uint16_t v) { return v; });
+    case 4: return cpu::map1<uint32_t, uint32_t>(dst, src, [](uint32_t v) { return v; });
+    case 8: return cpu::map1<uint64_t, uint64_t>(dst, src, [](uint64_t v) { return v; });
+    default: return cpu::map1<c128, c128>(dst, src, [](c128 v) { return v; });
+  }
+}
+
+// f16/bf16 <-> f32 in bulk when both sides are contiguous, else elementwise.
+void copy_half(Tensor& dst, const Tensor& src) {
+  bool flat = dst.is_contiguous() && src.is_contiguous() && src.shape() == dst.shape();
+  if (dst.dtype() == DType::F32 && flat) {
+    float* o = dst.data<float>();
+    if (src.dtype() == DType::F16) return half_to_float(src.data<Half>(), o, dst.numel());
+    return bf16_to_float(src.data<BFloat16>(), o, dst.numel());
+  }
+  if (src.dtype() == DType::F32 && flat) {
+    const float* i = src.data<float>();
+    if (dst.dtype() == DType::F16) return float_to_half(i, dst.data<Half>(), dst.numel());
+    return float_to_bf16(i, dst.data<BFloat16>(), dst.numel());
+  }
+  if (is_half(src.dtype()) && dst.dtype() == DType::F32) {
+    if (src.dtype() == DType::F16) return cpu::map1<float, Half>(dst, src, [](Half h) { return half_to_float(h); });
+    return cpu::map1<float, BFloat16>(dst, src, [](BFloat16 h) { return bf16_to_float(h); });
+  }
+  if (is_half(dst.dtype()) && src.dtype() == DType::F32) {
+    if (dst.dtype() == DType::F16) return cpu::map1<Half, float>(dst, src, [](float f) { return float_to_half(f); });
+    return cpu::map1<BFloat16, float>(dst, src, [](float f) { return float_to_bf16(f); });
+  }
+  // Anything else goes through f32.
+  Tensor tmp = empty(dst.shape(), {DType::F32});
+  copy_(tmp, src);
+  copy_(dst, tmp);
+}
+
+void copy_cpu(Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == src.dtype()) return copy_same_dtype(dst, src);
+  if (is_half(dst.dtype()) || is_half(src.dtype())) return copy_half(dst, src);
+  cpu::visit_stored(dst.dtype(), "copy_", [&](auto to_tag) {
+    using To = typename decltype(to_tag)::type;
+    cpu::visit_stored(src.dtype(), "copy_", [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      cpu::map1<To, From>(dst, src, [](From v) { return convert<To, From>(v); });
+    });
+  });
+}
+
+struct ToDTypeBackward : autograd::Node {
+  DType src_dtype;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor gi = g[0];
+    if (is_complex(gi.dtype()) && !is_complex(src_dtype)) gi = gi.real();
+    return {gi.to(src_dtype)};
+  }
+  const char* name() const override { return "ToDTypeBackward"; }
+};
+
+struct ToDeviceBackward : autograd::Node {
+  Device src_device;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].to(src_device)}; }
+  const char* name() const override { return "ToDeviceBackward"; }
+};
+
+struct IdentityBackward : autograd::Node {
+  const char* name_;
+  explicit IdentityBackward(const char* n) : name_(n) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0]}; }
+  const char* name() const override { return name_; }
+};
+
+Tensor copy_of(const Tensor& t, DType dtype, Device device) {
+  Tensor out = empty(t.shape(), {dtype, device});
+  copy_(out, t);
+  return out;
+}
+
+}  // namespace
+
+void copy_(Tensor& dst, const Tensor& src) {
+  FK_CHECK(!autograd::needs_grad(dst, src), "copy_",
+           "tensors that do not require grad (in-place ops are not recorded)",
+           "a tensor that requires grad");
+  Dims b = broadcast_shapes(dst.shape(), src.shape(), "copy_");
+  FK_CHECK(b == dst.shape(), "copy_", "a source broadcastable to " + dst.shape().str(),
+           src.shape().str());
+  profile::OpScope op("copy_");
+  dst.bump_version();
+  if (dst.device().is_cpu() && src.device().is_cpu()) return copy_cpu(dst, src);
+  // Across devices: stage a contiguous copy of the same dtype and shape, move its bytes.
+  if (dst.device() != src.device()) {
+    Tensor s = src.expand(dst.shape()).contiguous();
+    if (s.dtype() != dst.dtype() && s.device().is_cpu()) s = copy_of(s, dst.dtype(), kCPU);
+    Tensor staged = (dst.is_contiguous() && s.dtype() == dst.dtype())
+                        ? dst
+                        : empty(dst.shape(), {s.dtype(), dst.device()});
+    int sd = s.device().is_cpu() ? -1 : s.device().index;
+    int dd = staged.device().is_cpu() ? -1 : staged.device().index;
+    cuda::copy_bytes(staged.data_ptr(), dd, s.data_ptr(), sd, static_cast<size_t>(s.nbytes()));
+    profile::count_launch();
+    if (!staged.is_same(dst)) copy_(dst, staged);
+    return;
+  }
+  throw Error("copy_ on CUDA", "contiguous tensors of one dtype (strided CUDA copies land with the CUDA kernels)",
+              "a strided or converting copy");
+}
+
+Tensor contiguous(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = copy_of(t, t.dtype(), t.device());
+  }
+  if (autograd::needs_grad(t)) {
+    autograd::record(std::make_shared<IdentityBackward>("ContiguousBackward"), {t}, out);
+  }
+  return out;
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = copy_of(t, t.dtype(), t.device());
+  }
+  if (autograd::needs_grad(t)) {
+    autograd::record(std::make_shared<IdentityBackward>("CloneBackward"), {t}, out);
+  }
+  return out;
+}
+
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = copy_of(t, dtype, t.device());
+  }
+  if (autograd::needs_grad(t) && is_inexact(dtype)) {
+    auto node = std::make_shared<ToDTypeBackward>();
+    node->src_dtype = t.dtype();
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+Tensor to_device(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = copy_of(t, t.dtype(), device);
+  }
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<ToDeviceBackward>();
+    node->src_device = t.device();
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+}  // namespace fk

@@ -1,0 +1,18 @@
+#pragma once
+// Copies and conversions. All differentiable except the in-place copy_.
+//   copy_(dst, src): src broadcast to dst's shape, converted to dst's dtype and
+//     moved to dst's device; bumps dst's version. Complex -> real keeps the real part.
+//   contiguous / clone: a C-contiguous copy (contiguous returns the input itself
+//     when it already is).
+//   to_dtype / to_device: the input itself when nothing changes.
+#include "fk/tensor.h"
+
+namespace fk {
+
+void copy_(Tensor& dst, const Tensor& src);
+Tensor contiguous(const Tensor& t);
+Tensor clone(const Tensor& t);
+Tensor to_dtype(const Tensor& t, DType dtype);
+Tensor to_device(const Tensor& t, Device device);
+
+}  // namespace fk

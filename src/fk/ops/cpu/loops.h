@@ -1,0 +1,156 @@
+#pragma once
+// The CPU elementwise engine: iterate K operands of one shape with arbitrary
+// (broadcast, transposed, sliced) strides. Dimensions are reordered innermost
+// first, size-1 dimensions dropped and mergeable neighbours coalesced, so a
+// contiguous tensor of any rank is one flat loop that the compiler vectorises.
+// Work above kElementwiseGrain elements is split over fk's threads by index.
+#include <array>
+#include <cstdint>
+
+#include "fk/parallel.h"
+#include "fk/profile.h"
+#include "fk/tensor.h"
+
+namespace fk::cpu {
+
+inline constexpr int64_t kElementwiseGrain = 32768;
+
+template <int K>
+struct Loop {
+  int ndim = 0;
+  int64_t shape[kMaxDims];
+  int64_t strides[K][kMaxDims];  // bytes, innermost first
+  char* base[K];
+  int64_t numel = 1;
+};
+
+// operands[i] must have `shape` after broadcasting; pass it expanded.
+template <int K>
+Loop<K> make_loop(const Dims& shape, const std::array<const Tensor*, K>& operands) {
+  Loop<K> L;
+  for (int k = 0; k < K; ++k) L.base[k] = static_cast<char*>(operands[k]->data_ptr());
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    int64_t st[K];
+    for (int k = 0; k < K; ++k) {
+      const Tensor& t = *operands[k];
+      int td = t.dim() - (shape.size() - d);
+      st[k] = (td >= 0 && t.shape()[td] != 1) ? t.strides()[td] * static_cast<int64_t>(t.itemsize())
+                                               : 0;
+    }
+    bool merge = L.ndim > 0;
+    for (int k = 0; k < K && merge; ++k) {
+      merge = st[k] == L.strides[k][L.ndim - 1] * L.shape[L.ndim - 1];
+    }
+    if (merge) {
+      L.shape[L.ndim - 1] *= shape[d];
+    } else {
+      for (int k = 0; k < K; ++k) L.strides[k][L.ndim] = st[k];
+      L.shape[L.ndim++] = shape[d];
+    }
+  }
+  L.numel = shape.numel();
+  if (L.ndim == 0) {  // a single element (or empty)
+    L.shape[0] = L.numel > 0 ? 1 : 0;
+    for (int k = 0; k < K; ++k) L.strides[k][0] = 0;
+    L.ndim = 1;
+  }
+  return L;
+}
+
+// Calls inner(ptrs, strides, n) for runs along the innermost dimension covering
+// linear indices [begin, end).
+template <int K, typename F>
+void run_range(const Loop<K>& L, int64_t begin, int64_t end, const F& inner) {
+  int64_t idx[kMaxDims] = {};
+  int64_t rem = begin;
+  for (int d = 0; d < L.ndim; ++d) {
+    idx[d] = rem % L.shape[d];
+    rem /= L.shape[d];
+  }
+  char* ptr[K];
+  for (int k = 0; k < K; ++k) {
+    ptr[k] = L.base[k];
+    for (int d = 0; d < L.ndim; ++d) ptr[k] += idx[d] * L.strides[k][d];
+  }
+  int64_t inner_stride[K];
+  for (int k = 0; k < K; ++k) inner_stride[k] = L.strides[k][0];
+  int64_t pos = begin;
+  while (pos < end) {
+    int64_t n = std::min(L.shape[0] - idx[0], end - pos);
+    inner(ptr, inner_stride, n);
+    pos += n;
+    for (int k = 0; k < K; ++k) ptr[k] += n * inner_stride[k];
+    idx[0] += n;
+    for (int d = 0; d + 1 < L.ndim && idx[d] == L.shape[d]; ++d) {
+      for (int k = 0; k < K; ++k) ptr[k] += L.strides[k][d + 1] - L.shape[d] * L.strides[k][d];
+      idx[d] = 0;
+      ++idx[d + 1];
+    }
+  }
+}
+
+template <int K, typename F>
+void run(const Loop<K>& L, const F& inner) {
+  if (L.numel == 0) return;
+  if (L.numel > kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
+  parallel_for(0, L.numel, kElementwiseGrain,
+               [&](int64_t lo, int64_t hi) { run_range(L, lo, hi, inner); });
+}
+
+// out[i] = f(in[i]) over tensors of the same shape (`in` may be broadcast).
+template <typename O, typename I, typename F>
+void map1(Tensor& out, const Tensor& in, const F& f) {
+  auto L = make_loop<2>(out.shape(), {&out, &in});
+  run(L, [&](char** p, const int64_t* s, int64_t n) {
+    O* o = reinterpret_cast<O*>(p[0]);
+    const I* a = reinterpret_cast<const I*>(p[1]);
+    if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const I*>(p[1] + i * s[1]));
+      }
+    }
+  });
+}
+
+// out[i] = f(a[i], b[i]); a and b broadcast to out's shape.
+template <typename O, typename A, typename B, typename F>
+void map2(Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+  auto L = make_loop<3>(out.shape(), {&out, &a, &b});
+  run(L, [&](char** p, const int64_t* s, int64_t n) {
+    O* o = reinterpret_cast<O*>(p[0]);
+    const A* x = reinterpret_cast<const A*>(p[1]);
+    const B* y = reinterpret_cast<const B*>(p[2]);
+    if (s[0] == sizeof(O) && s[1] == sizeof(A) && s[2] == sizeof(B)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[0] == sizeof(O) && s[1] == sizeof(A) && s[2] == 0) {
+      const B yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(B)) {
+      const A xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const A*>(p[1] + i * s[1]),
+                                                   *reinterpret_cast<const B*>(p[2] + i * s[2]));
+      }
+    }
+  });
+}
+
+// out[i] = f(a[i], b[i], c[i]); all broadcast to out's shape.
+template <typename O, typename A, typename B, typename C, typename F>
+void map3(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const F& f) {
+  auto L = make_loop<4>(out.shape(), {&out, &a, &b, &c});
+  run(L, [&](char** p, const int64_t* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const A*>(p[1] + i * s[1]),
+                                                 *reinterpret_cast<const B*>(p[2] + i * s[2]),
+                                                 *reinterpret_cast<const C*>(p[3] + i * s[3]));
+    }
+  });
+}
+
+}  // namespace fk::cpu

@@ -1,0 +1,327 @@
+#include "fk/ops/unary.h"
+
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/loops.h"
+#include "fk/profile.h"
+
+namespace fk {
+
+const char* name(UnaryOp op) {
+  static const char* names[] = {"neg",     "abs",       "sign",    "exp",        "log",
+                                "log1p",   "expm1",     "sqrt",    "rsqrt",      "sin",
+                                "cos",     "tanh",      "sigmoid", "relu",       "leaky_relu",
+                                "elu",     "gelu",      "gelu_tanh", "silu",     "softplus",
+                                "erf",     "pow",       "clamp",   "conj",       "square",
+                                "reciprocal"};
+  return names[static_cast<int>(op)];
+}
+
+namespace {
+
+constexpr double kSqrt2 = 1.4142135623730951;
+constexpr double kInvSqrtPi2 = 1.1283791670955126;  // 2 / sqrt(pi)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
+constexpr double kGeluC = 0.7978845608028654;       // sqrt(2 / pi)
+
+bool accepts_complex(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Exp: case UnaryOp::Log:
+    case UnaryOp::Sqrt: case UnaryOp::Conj: case UnaryOp::Square: case UnaryOp::Reciprocal:
+      return true;
+    default: return false;
+  }
+}
+
+// Ops whose result on an integer input stays an integer.
+bool keeps_integers(UnaryOp op) {
+  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign ||
+         op == UnaryOp::Relu || op == UnaryOp::Clamp || op == UnaryOp::Square ||
+         op == UnaryOp::Conj;
+}
+
+// Backward formulas that read the forward's output instead of its input.
+bool uses_output(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
+    case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Reciprocal:
+      return true;
+    default: return false;
+  }
+}
+
+// A double parameter as T, saturated for integer T (clamp bounds may be +-inf).
+template <typename T>
+T saturate(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!(v > static_cast<double>(std::numeric_limits<T>::lowest()))) return std::numeric_limits<T>::lowest();
+    if (!(v < static_cast<double>(std::numeric_limits<T>::max()))) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
+}
+
+template <typename T>
+T sigmoid_of(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// y = f(x) for real T.
+template <typename T>
+void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
+  const T a = saturate<T>(p.a), b = saturate<T>(p.b);
+  auto run = [&](auto f) { cpu::map1<T, T>(out, x, f); };
+  switch (op) {
+    case UnaryOp::Neg: return run([](T v) { return -v; });
+    case UnaryOp::Abs: return run([](T v) { return v < T(0) ? -v : v; });
+    case UnaryOp::Sign: return run([](T v) { return static_cast<T>((T(0) < v) - (v < T(0))); });
+    case UnaryOp::Relu: return run([](T v) { return v > T(0) ? v : T(0); });
+    case UnaryOp::Clamp: return run([a, b](T v) { return v < a ? a : (v > b ? b : v); });
+    case UnaryOp::Square: case UnaryOp::Conj:
+      if (op == UnaryOp::Conj) return run([](T v) { return v; });
+      return run([](T v) { return v * v; });
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case UnaryOp::Exp: return run([](T v) { return std::exp(v); });
+      case UnaryOp::Log: return run([](T v) { return std::log(v); });
+      case UnaryOp::Log1p: return run([](T v) { return std::log1p(v); });
+      case UnaryOp::Expm1: return run([](T v) { return std::expm1(v); });
+      case UnaryOp::Sqrt: return run([](T v) { return std::sqrt(v); });
+      case UnaryOp::Rsqrt: return run([](T v) { return T(1) / std::sqrt(v); });
+      case UnaryOp::Sin: return run([](T v) { return std::sin(v); });
+      case UnaryOp::Cos: return run([](T v) { return std::cos(v); });
+      case UnaryOp::Tanh: return run([](T v) { return std::tanh(v); });
+      case UnaryOp::Sigmoid: return run([](T v) { return sigmoid_of(v); });
+      case UnaryOp::LeakyRelu: return run([a](T v) { return v > T(0) ? v : a * v; });
+      case UnaryOp::Elu: return run([a](T v) { return v > T(0) ? v : a * std::expm1(v); });
+      case UnaryOp::Gelu:
+        return run([](T v) { return T(0.5) * v * (T(1) + std::erf(v / T(kSqrt2))); });
+      case UnaryOp::GeluTanh:
+        return run([](T v) {
+          return T(0.5) * v * (T(1) + std::tanh(T(kGeluC) * (v + T(0.044715) * v * v * v)));
+        });
+      case UnaryOp::Silu: return run([](T v) { return v * sigmoid_of(v); });
+      case UnaryOp::Softplus:
+        return run([a, b](T v) {
+          T z = a * v;
+          return z > b ? v : std::log1p(std::exp(z)) / a;
+        });
+      case UnaryOp::Erf: return run([](T v) { return std::erf(v); });
+      case UnaryOp::PowScalar: return run([a](T v) { return std::pow(v, a); });
+      case UnaryOp::Reciprocal: return run([](T v) { return T(1) / v; });
+      default: break;
+    }
+  }
+  cpu::unsupported(name(op), dtype_of<T>(), "f32 or f64");
+}
+
+template <typename C>
+void forward_complex(UnaryOp op, Tensor& out, const Tensor& x) {
+  using R = typename C::value_type;
+  if (op == UnaryOp::Abs) return cpu::map1<R, C>(out, x, [](C v) { return std::abs(v); });
+  auto run = [&](auto f) { cpu::map1<C, C>(out, x, f); };
+  switch (op) {
+    case UnaryOp::Neg: return run([](C v) { return -v; });
+    case UnaryOp::Conj: return run([](C v) { return std::conj(v); });
+    case UnaryOp::Exp: return run([](C v) { return std::exp(v); });
+    case UnaryOp::Log: return run([](C v) { return std::log(v); });
+    case UnaryOp::Sqrt: return run([](C v) { return std::sqrt(v); });
+    case UnaryOp::Square: return run([](C v) { return v * v; });
+    case UnaryOp::Reciprocal: return run([](C v) { return C(1) / v; });
+    default: cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
+  }
+}
+
+// dx = g * f'(x), using y = f(x) where that is cheaper. Real T.
+template <typename T>
+void backward_real(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& y,
+                   UnaryParams p) {
+  const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);
+  auto with_x = [&](auto f) { cpu::map2<T, T, T>(gx, g, x, f); };
+  auto with_y = [&](auto f) { cpu::map2<T, T, T>(gx, g, y, f); };
+  switch (op) {
+    case UnaryOp::Neg: return with_x([](T gv, T) { return -gv; });
+    case UnaryOp::Conj: return with_x([](T gv, T) { return gv; });
+    case UnaryOp::Abs:
+      return with_x([](T gv, T v) { return gv * static_cast<T>((T(0) < v) - (v < T(0))); });
+    case UnaryOp::Sign: return with_x([](T, T) { return T(0); });
+    case UnaryOp::Exp: return with_y([](T gv, T yv) { return gv * yv; });
+    case UnaryOp::Log: return with_x([](T gv, T v) { return gv / v; });
+    case UnaryOp::Log1p: return with_x([](T gv, T v) { return gv / (T(1) + v); });
+    case UnaryOp::Expm1: return with_y([](T gv, T yv) { return gv * (yv + T(1)); });
+    case UnaryOp::Sqrt: return with_y([](T gv, T yv) { return gv / (T(2) * yv); });
+    case UnaryOp::Rsqrt: return with_y([](T gv, T yv) { return T(-0.5) * gv * yv * yv * yv; });
+    case UnaryOp::Sin: return with_x([](T gv, T v) { return gv * std::cos(v); });
+    case UnaryOp::Cos: return with_x([](T gv, T v) { return -gv * std::sin(v); });
+    case UnaryOp::Tanh: return with_y([](T gv, T yv) { return gv * (T(1) - yv * yv); });
+    case UnaryOp::Sigmoid: return with_y([](T gv, T yv) { return gv * yv * (T(1) - yv); });
+    case UnaryOp::Relu: return with_x([](T gv, T v) { return v > T(0) ? gv : T(0); });
+    case UnaryOp::LeakyRelu: return with_x([a](T gv, T v) { return v > T(0) ? gv : a * gv; });
+    case UnaryOp::Elu:
+      return with_x([a](T gv, T v) { return v > T(0) ? gv : gv * a * std::exp(v); });
+    case UnaryOp::Gelu:
+      return with_x([](T gv, T v) {
+        T cdf = T(0.5) * (T(1) + std::erf(v / T(kSqrt2)));
+        T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+        return gv * (cdf + v * pdf);
+      });
+    case UnaryOp::GeluTanh:
+      return with_x([](T gv, T v) {
+        T inner = T(kGeluC) * (v + T(0.044715) * v * v * v);
+        T th = std::tanh(inner);
+        T dinner = T(kGeluC) * (T(1) + T(3 * 0.044715) * v * v);
+        return gv * (T(0.5) * (T(1) + th) + T(0.5) * v * (T(1) - th * th) * dinner);
+      });
+    case UnaryOp::Silu:
+      return with_x([](T gv, T v) {
+        T s = sigmoid_of(v);
+        return gv * (s + v * s * (T(1) - s));
+      });
+    case UnaryOp::Softplus:
+      return with_x([a, b](T gv, T v) {
+        T z = a * v;
+        return z > b ? gv : gv * sigmoid_of(z);
+      });
+    case UnaryOp::Erf:
+      return with_x([](T gv, T v) { return gv * T(kInvSqrtPi2) * std::exp(-v * v); });
+    case UnaryOp::PowScalar:
+      return with_x([a](T gv, T v) { return a == T(0) ? T(0) : gv * a * std::pow(v, a - T(1)); });
+    case UnaryOp::Clamp:
+      return with_x([a, b](T gv, T v) { return (v >= a && v <= b) ? gv : T(0); });
+    case UnaryOp::Square: return with_x([](T gv, T v) { return T(2) * gv * v; });
+    case UnaryOp::Reciprocal: return with_y([](T gv, T yv) { return -gv * yv * yv; });
+  }
+}
+
+// Complex gradients follow the conjugate-Wirtinger convention: for a real loss
+// L, grad = dL/dRe + i dL/dIm, and for holomorphic f, gx = g * conj(f'(x)).
+template <typename C>
+void backward_complex(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& y) {
+  using R = typename C::value_type;
+  if (op == UnaryOp::Abs) {  // g real, x complex: g * x / |x|
+    return cpu::map2<C, R, C>(gx, g, x, [](R gv, C v) {
+      R m = std::abs(v);
+      return m == R(0) ? C(0) : gv * v / m;
+    });
+  }
+  auto with_x = [&](auto f) { cpu::map2<C, C, C>(gx, g, x, f); };
+  auto with_y = [&](auto f) { cpu::map2<C, C, C>(gx, g, y, f); };
+  switch (op) {
+    case UnaryOp::Neg: return with_x([](C gv, C) { return -gv; });
+    case UnaryOp::Conj: return with_x([](C gv, C) { return std::conj(gv); });
+    case UnaryOp::Exp: return with_y([](C gv, C yv) { return gv * std::conj(yv); });
+    case UnaryOp::Log: return with_x([](C gv, C v) { return gv / std::conj(v); });
+    case UnaryOp::Sqrt: return with_y([](C gv, C yv) { return gv / (R(2) * std::conj(yv)); });
+    case UnaryOp::Square: return with_x([](C gv, C v) { return R(2) * gv * std::conj(v); });
+    case UnaryOp::Reciprocal:
+      return with_y([](C gv, C yv) { return -gv * std::conj(yv * yv); });
+    default: cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
+  }
+}
+
+DType result_dtype(UnaryOp op, DType in) {
+  if (is_integral(in)) {
+    FK_CHECK(op != UnaryOp::Conj || in != DType::Bool, name(op), "a numeric dtype", "bool");
+    if (keeps_integers(op) && in != DType::Bool) return in;
+    return DType::F32;
+  }
+  if (is_complex(in)) {
+    FK_CHECK(accepts_complex(op), name(op), "a real dtype", name(in));
+    return op == UnaryOp::Abs ? real_type(in) : in;
+  }
+  return in;
+}
+
+struct UnaryBackward : autograd::Node {
+  UnaryOp op;
+  UnaryParams params;
+  autograd::SavedTensor x, y;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {unary_backward(op, g[0], x.unpack(name()), y.unpack(name()), params)};
+  }
+  const char* name() const override { return "UnaryBackward"; }
+  void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override {
+    fn(x);
+    fn(y);
+  }
+};
+
+Tensor check_cpu(const Tensor& t, const char* op) {
+  FK_CHECK(t.device().is_cpu(), op, "a CPU tensor (CUDA elementwise kernels are not built yet)",
+           t.device().str());
+  return t;
+}
+
+}  // namespace
+
+Tensor unary_forward(UnaryOp op, const Tensor& x_in, UnaryParams p) {
+  profile::OpScope scope(name(op));
+  check_cpu(x_in, name(op));
+  DType out_dtype = result_dtype(op, x_in.dtype());
+  DType ct = compute_type(is_integral(x_in.dtype()) && !keeps_integers(op) ? out_dtype
+                                                                            : x_in.dtype());
+  if (x_in.dtype() == DType::Bool) ct = DType::F32;
+  Tensor x = x_in.dtype() == ct ? x_in : x_in.to(ct);
+  DType out_ct = op == UnaryOp::Abs ? real_type(ct) : ct;
+  Tensor out = empty(x.shape(), {out_ct, x.device()});
+  if (is_complex(ct)) {
+    if (ct == DType::C64) forward_complex<c64>(op, out, x);
+    else forward_complex<c128>(op, out, x);
+  } else {
+    cpu::visit_real(ct, name(op), [&](auto tag) {
+      forward_real<typename decltype(tag)::type>(op, out, x, p);
+    });
+  }
+  return out.dtype() == out_dtype ? out : out.to(out_dtype);
+}
+
+Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& x_in, const Tensor& y_in,
+                      UnaryParams p) {
+  profile::OpScope scope("unary_backward");
+  // Only one of x and y is read (uses_output); the other may be undefined.
+  const bool from_y = uses_output(op);
+  const Tensor& ref = from_y ? y_in : x_in;
+  DType ct = compute_type(ref.dtype());
+  Tensor x = from_y ? Tensor() : x_in.to(ct);
+  Tensor y = from_y ? y_in.to(ct) : Tensor();
+  Tensor g = grad.to(op == UnaryOp::Abs ? real_type(ct) : ct);
+  Tensor gx = empty(ref.shape(), {ct, ref.device()});
+  if (is_complex(ct)) {
+    if (ct == DType::C64) backward_complex<c64>(op, gx, g, x, y);
+    else backward_complex<c128>(op, gx, g, x, y);
+  } else {
+    cpu::visit_float(ct, name(op), [&](auto tag) {
+      backward_real<typename decltype(tag)::type>(op, gx, g, x, y, p);
+    });
+  }
+  return gx.dtype() == ref.dtype() ? gx : gx.to(ref.dtype());
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, UnaryParams p) {
+  Tensor out = unary_forward(op, x, p);
+  if (autograd::needs_grad(x)) {
+    auto node = std::make_shared<UnaryBackward>();
+    node->op = op;
+    node->params = p;
+    if (uses_output(op)) {
+      node->y = out.detach();  // not `out`: a node holding its own output is a cycle
+    } else {
+      node->x = x;
+    }
+    autograd::record(node, {x}, out);
+  }
+  return out;
+}
+
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  FK_CHECK(!(lo > hi), "clamp", "min <= max",
+           "min " + std::to_string(lo) + ", max " + std::to_string(hi));
+  return unary(UnaryOp::Clamp, x, {lo, hi});
+}
+
+}  // namespace fk

@@ -1,0 +1,290 @@
+#include "fk/ops/view.h"
+
+#include <algorithm>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/ops/copy.h"
+#include "fk/profile.h"
+
+namespace fk {
+namespace {
+
+Tensor restride(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset) {
+  profile::count_view();
+  return make_tensor(t.storage(), t.dtype(), shape, strides, offset);
+}
+
+Dims infer_shape(const Dims& shape, int64_t numel, const char* where) {
+  Dims out = shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      FK_CHECK(infer < 0, where, "at most one -1 in the shape", shape.str());
+      infer = i;
+    } else {
+      FK_CHECK(out[i] >= 0, where, "sizes >= 0 or -1", shape.str());
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    FK_CHECK(known != 0 && numel % known == 0, where,
+             "a shape compatible with " + std::to_string(numel) + " elements", shape.str());
+    out[infer] = numel / known;
+  }
+  FK_CHECK(out.numel() == numel, where,
+           "a shape with " + std::to_string(numel) + " elements", shape.str());
+  return out;
+}
+
+struct ReshapeBackward : autograd::Node {
+  Dims src_shape;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {g[0].reshape(src_shape)};
+  }
+  const char* name() const override { return "ReshapeBackward"; }
+};
+
+struct PermuteBackward : autograd::Node {
+  Dims inverse;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].permute(inverse)}; }
+  const char* name() const override { return "PermuteBackward"; }
+};
+
+struct ExpandBackward : autograd::Node {
+  Dims src_shape;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {autograd::sum_to(g[0], src_shape)};
+  }
+  const char* name() const override { return "ExpandBackward"; }
+};
+
+// Gradient of a strided sub-view: zeros of the source's shape with the
+// incoming gradient written through the same view geometry.
+struct SubviewBackward : autograd::Node {
+  Dims src_shape;
+  Dims shape, strides;  // the view, relative to a contiguous source
+  int64_t offset = 0;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor z = zeros(src_shape, {g[0].dtype(), g[0].device()});
+    Tensor v = as_strided(z, shape, strides, offset);
+    v.copy_(g[0]);
+    return {z};
+  }
+  const char* name() const override { return "SubviewBackward"; }
+};
+
+struct ComplexPartBackward : autograd::Node {
+  bool imag_part = false;
+  DType src_dtype;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor z = zeros(g[0].shape(), {src_dtype, g[0].device()});
+    Tensor part = imag_part ? fk::imag(z) : fk::real(z);
+    part.copy_(g[0]);
+    return {z};
+  }
+  const char* name() const override { return "ComplexPartBackward"; }
+};
+
+template <typename NodeT>
+Tensor record_view(const Tensor& in, Tensor out, std::shared_ptr<NodeT> node) {
+  if (autograd::needs_grad(in)) autograd::record(node, {in}, out);
+  return out;
+}
+
+// A sub-view (narrow/slice/select): geometry relative to a contiguous source so
+// the backward can rebuild it on a fresh zeros tensor.
+Tensor record_subview(const Tensor& in, Tensor out, const Dims& rel_strides, int64_t rel_offset) {
+  if (!autograd::needs_grad(in)) return out;
+  auto node = std::make_shared<SubviewBackward>();
+  node->src_shape = in.shape();
+  node->shape = out.shape();
+  node->strides = rel_strides;
+  node->offset = rel_offset;
+  autograd::record(node, {in}, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset) {
+  return restride(t, shape, strides, offset);
+}
+
+Tensor view(const Tensor& t, const Dims& shape) {
+  Dims s = infer_shape(shape, t.numel(), "view");
+  FK_CHECK(t.is_contiguous(), "view", "a contiguous tensor (use reshape to copy)",
+           "shape " + t.shape().str() + " with strides " + t.strides().str());
+  auto node = std::make_shared<ReshapeBackward>();
+  node->src_shape = t.shape();
+  return record_view(t, restride(t, s, contiguous_strides(s), t.offset()), node);
+}
+
+Tensor reshape(const Tensor& t, const Dims& shape) {
+  if (t.is_contiguous()) return view(t, shape);
+  Dims s = infer_shape(shape, t.numel(), "reshape");
+  return view(contiguous(t), s);
+}
+
+Tensor permute(const Tensor& t, const Dims& order) {
+  int n = t.dim();
+  FK_CHECK(order.size() == n, "permute", std::to_string(n) + " dimensions", order.str());
+  Dims shape = t.shape(), strides = t.strides(), inverse = Dims::filled(n, -1);
+  for (int i = 0; i < n; ++i) {
+    int d = wrap_dim(order[i], n, "permute");
+    FK_CHECK(inverse[d] < 0, "permute", "a permutation of the dimensions", order.str());
+    inverse[d] = i;
+    shape[i] = t.shape()[d];
+    strides[i] = t.strides()[d];
+  }
+  auto node = std::make_shared<PermuteBackward>();
+  node->inverse = inverse;
+  return record_view(t, restride(t, shape, strides, t.offset()), node);
+}
+
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
+  int n = t.dim();
+  Dims order = Dims::filled(n, 0);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  int a = wrap_dim(d0, n, "transpose"), b = wrap_dim(d1, n, "transpose");
+  if (n == 0) return t;
+  std::swap(order[a], order[b]);
+  return permute(t, order);
+}
+
+Tensor expand(const Tensor& t, const Dims& shape) {
+  int n = shape.size();
+  FK_CHECK(n >= t.dim(), "expand", "at least " + std::to_string(t.dim()) + " dimensions",
+           shape.str());
+  Dims out = shape, strides = Dims::filled(n, 0);
+  for (int i = 0; i < n; ++i) {
+    int src = t.dim() - n + i;
+    int64_t want = shape[i];
+    if (src < 0) {
+      FK_CHECK(want >= 0, "expand", "explicit sizes for new leading dims", shape.str());
+      continue;
+    }
+    int64_t have = t.shape()[src];
+    if (want == -1) want = have;
+    out[i] = want;
+    if (have == want) {
+      strides[i] = t.strides()[src];
+    } else {
+      FK_CHECK(have == 1, "expand", "size 1 where sizes differ (" + t.shape().str() + " to " +
+                                        shape.str() + ")",
+               "size " + std::to_string(have) + " at dim " + std::to_string(src));
+    }
+  }
+  if (out == t.shape()) return t;
+  auto node = std::make_shared<ExpandBackward>();
+  node->src_shape = t.shape();
+  return record_view(t, restride(t, out, strides, t.offset()), node);
+}
+
+Tensor squeeze(const Tensor& t) {
+  Dims shape, strides;
+  for (int i = 0; i < t.dim(); ++i) {
+    if (t.shape()[i] != 1) {
+      shape.push_back(t.shape()[i]);
+      strides.push_back(t.strides()[i]);
+    }
+  }
+  auto node = std::make_shared<ReshapeBackward>();
+  node->src_shape = t.shape();
+  return record_view(t, restride(t, shape, strides, t.offset()), node);
+}
+
+Tensor squeeze(const Tensor& t, int64_t dim) {
+  int d = wrap_dim(dim, t.dim(), "squeeze");
+  if (t.dim() == 0 || t.shape()[d] != 1) return t;
+  Dims shape = t.shape(), strides = t.strides();
+  shape.erase(d);
+  strides.erase(d);
+  auto node = std::make_shared<ReshapeBackward>();
+  node->src_shape = t.shape();
+  return record_view(t, restride(t, shape, strides, t.offset()), node);
+}
+
+Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  int d = wrap_dim(dim, t.dim() + 1, "unsqueeze");
+  Dims shape = t.shape(), strides = t.strides();
+  int64_t st = d < t.dim() ? t.strides()[d] * t.shape()[d] : 1;
+  shape.insert(d, 1);
+  strides.insert(d, st);
+  auto node = std::make_shared<ReshapeBackward>();
+  node->src_shape = t.shape();
+  return record_view(t, restride(t, shape, strides, t.offset()), node);
+}
+
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  int d = wrap_dim(dim, t.dim(), "slice");
+  FK_CHECK(step > 0, "slice", "a positive step", std::to_string(step));
+  int64_t n = t.shape()[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  int64_t len = (end - start + step - 1) / step;
+  Dims shape = t.shape(), strides = t.strides();
+  shape[d] = len;
+  strides[d] *= step;
+  Tensor out = restride(t, shape, strides, t.offset() + start * t.strides()[d]);
+  Dims rel = contiguous_strides(t.shape());
+  int64_t rel_offset = start * rel[d];
+  rel[d] *= step;
+  return record_subview(t, out, rel, rel_offset);
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  int d = wrap_dim(dim, t.dim(), "narrow");
+  int64_t n = t.shape()[d];
+  if (start < 0) start += n;
+  FK_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow",
+           "a range inside [0, " + std::to_string(n) + ")",
+           "start " + std::to_string(start) + ", length " + std::to_string(length));
+  return slice(t, d, start, start + length, 1);
+}
+
+Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  int d = wrap_dim(dim, t.dim(), "select");
+  int64_t n = t.shape()[d];
+  FK_CHECK(index >= -n && index < n, "select",
+           "an index in [" + std::to_string(-n) + ", " + std::to_string(n) + ")",
+           std::to_string(index));
+  if (index < 0) index += n;
+  Dims shape = t.shape(), strides = t.strides();
+  shape.erase(d);
+  strides.erase(d);
+  Tensor out = restride(t, shape, strides, t.offset() + index * t.strides()[d]);
+  Dims rel = contiguous_strides(t.shape());
+  int64_t rel_offset = index * rel[d];
+  rel.erase(d);
+  return record_subview(t, out, rel, rel_offset);
+}
+
+namespace {
+Tensor complex_part(const Tensor& t, bool imag_part) {
+  DType r = real_type(t.dtype());
+  Dims strides = t.strides();
+  for (int i = 0; i < strides.size(); ++i) strides[i] *= 2;
+  profile::count_view();
+  Tensor out = make_tensor(t.storage(), r, t.shape(), strides, t.offset() * 2 + (imag_part ? 1 : 0));
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<ComplexPartBackward>();
+    node->imag_part = imag_part;
+    node->src_dtype = t.dtype();
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+}  // namespace
+
+Tensor real(const Tensor& t) { return is_complex(t.dtype()) ? complex_part(t, false) : t; }
+
+Tensor imag(const Tensor& t) {
+  FK_CHECK(is_complex(t.dtype()), "imag", "a complex tensor", name(t.dtype()));
+  return complex_part(t, true);
+}
+
+}  // namespace fk

@@ -1,0 +1,25 @@
+#pragma once
+// View ops: new geometry over the same storage (no elements touched; counted as
+// view ops by the profiler). All are differentiable. A shape may hold one -1,
+// inferred from the others.
+#include "fk/tensor.h"
+
+namespace fk {
+
+Tensor reshape(const Tensor& t, const Dims& shape);  // a view if contiguous, else a copy
+Tensor view(const Tensor& t, const Dims& shape);     // a view, or an error if the layout forbids it
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& t, const Dims& order);
+Tensor expand(const Tensor& t, const Dims& shape);  // -1 keeps a size; stride 0 on broadcast dims
+Tensor squeeze(const Tensor& t);                    // drops every size-1 dim
+Tensor squeeze(const Tensor& t, int64_t dim);       // drops `dim` if it has size 1
+Tensor unsqueeze(const Tensor& t, int64_t dim);
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+// Elements start, start+step, ... < end along dim (negative start/end count from the end; clamped).
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor select(const Tensor& t, int64_t dim, int64_t index);  // removes dim
+Tensor real(const Tensor& t);  // complex: view of the real parts; real: t itself
+Tensor imag(const Tensor& t);  // complex only
+Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset);
+
+}  // namespace fk

@@ -1,0 +1,69 @@
+#pragma once
+// Profiling counters: every op and every kernel launch bumps a thread-local
+// counter (view and metadata ops apart), so ops/step is always measurable. A
+// ProfileScope reports the counts, wall time and peak memory of a region; when
+// tracing is on, ops also record chrome-trace events. Cheap enough to stay on.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "fk/device.h"
+
+namespace fk::profile {
+
+struct Counters {
+  int64_t ops = 0;       // compute ops (anything that touches elements)
+  int64_t view_ops = 0;  // view and metadata ops (no elements touched)
+  int64_t launches = 0;  // kernel launches: parallel regions, BLAS/FFT calls, CUDA kernels
+};
+
+Counters& counters();  // this thread's counters
+inline void count_view() { ++counters().view_ops; }
+inline void count_launch(int64_t n = 1) { counters().launches += n; }
+
+bool tracing();  // whether chrome-trace events are being recorded
+void set_tracing(bool on);
+void record_event(const char* name, int64_t start_ns, int64_t dur_ns);
+// Writes every recorded event as a chrome trace (chrome://tracing, Perfetto).
+void export_chrome_trace(const std::string& path);
+void clear_trace();
+int64_t now_ns();
+
+// Counts one op; times it as a trace event when tracing is on.
+class OpScope {
+ public:
+  explicit OpScope(const char* name) : name_(name) {
+    ++counters().ops;
+    if (tracing()) [[unlikely]] start_ = now_ns();
+  }
+  ~OpScope() {
+    if (start_ >= 0) [[unlikely]] record_event(name_, start_, now_ns() - start_);
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  const char* name_;
+  int64_t start_ = -1;
+};
+
+struct Report {
+  Counters counts;        // ops, view ops and launches inside the scope
+  double wall_ms = 0;
+  int64_t peak_bytes = 0; // peak allocated memory on the device inside the scope
+  std::string str() const;
+};
+
+// Measures a region: counters and time since construction, peak memory on `device`.
+class ProfileScope {
+ public:
+  explicit ProfileScope(Device device = kCPU);
+  Report report() const;
+
+ private:
+  Device device_;
+  Counters start_;
+  int64_t start_ns_;
+};
+
+}  // namespace fk::profile

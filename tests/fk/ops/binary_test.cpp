@@ -1,0 +1,143 @@
+#include "fk/ops/binary.h"
+
+#include <cmath>
+
+#include "../test_util.h"
+
+namespace fk {
+namespace {
+
+using Fn = testing::TensorFn;
+
+TEST(Binary, BroadcastValues) {
+  Tensor a = from_vector(std::vector<double>{1, 2, 3}, {3, 1});
+  Tensor b = from_vector(std::vector<double>{10, 20}, {1, 2});
+  test::expect_close(add(a, b), {11, 21, 12, 22, 13, 23});
+  test::expect_close(sub(a, b, 0.5), {-4, -9, -3, -8, -2, -7});
+  test::expect_close(mul(a, b), {10, 20, 20, 40, 30, 60});
+  test::expect_close(div(b, a), {10, 20, 5, 10, 10.0 / 3, 20.0 / 3});
+  test::expect_close(maximum(a, from_vector(std::vector<double>{2})), {2, 2, 3});
+  test::expect_close(minimum(a, from_vector(std::vector<double>{2})), {1, 2, 2});
+  test::expect_close(pow(a, from_vector(std::vector<double>{2})), {1, 4, 9});
+  test::expect_close(atan2(a, b), {std::atan2(1, 10), std::atan2(1, 20), std::atan2(2, 10),
+                                   std::atan2(2, 20), std::atan2(3, 10), std::atan2(3, 20)});
+  EXPECT_EQ(lt(a, from_vector(std::vector<double>{2})).to_vector<bool>(),
+            (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(ge(a, from_vector(std::vector<double>{2})).dtype(), DType::Bool);
+  test::expect_close(where(gt(a, from_vector(std::vector<double>{1.5})), a, b),
+                     {10, 20, 2, 2, 3, 3});
+  test::expect_close(add(a, 1.0), {2, 3, 4});
+  test::expect_close(2.0 * a, {2, 4, 6});
+}
+
+TEST(Binary, NonContiguousOperands) {
+  Tensor m = test::random_tensor({4, 5});
+  Tensor mt = m.t();  // [5, 4], strided
+  Tensor r1 = add(mt, mt.contiguous());
+  test::expect_close(r1, mul(mt.contiguous(), 2.0).to_vector<double>(), 1e-15);
+  Tensor s = m.slice(1, 0, 5, 2);  // [4, 3]
+  test::expect_close(mul(s, s), mul(s.contiguous(), s.contiguous()).to_vector<double>(), 1e-15);
+}
+
+TEST(Binary, GradcheckAllWithBroadcastAndStrides) {
+  Tensor a = test::random_tensor({3, 4}, DType::F64, 0.5, 2.0, 1).set_requires_grad(true);
+  Tensor b = test::random_tensor({4}, DType::F64, 0.5, 2.0, 2).set_requires_grad(true);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow,
+                      BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Atan2}) {
+    Fn f = [op](const std::vector<Tensor>& in) {
+      return binary(op, in[0].t().t(), in[1].unsqueeze(0), 0.7);
+    };
+    EXPECT_GRADCHECK(f, (std::vector<Tensor>{a, b})) << name(op);
+    Fn g = [op](const std::vector<Tensor>& in) { return binary(op, in[1], in[0].t().t(), 0.7); };
+    EXPECT_GRADCHECK(g, (std::vector<Tensor>{a, b})) << name(op);
+  }
+}
+
+TEST(Binary, MaximumTiesSplitGradient) {
+  Tensor a = from_vector(std::vector<double>{1, 2}).set_requires_grad(true);
+  Tensor b = from_vector(std::vector<double>{1, 3}).set_requires_grad(true);
+  sum(maximum(a, b)).backward();
+  test::expect_close(a.grad(), {0.5, 0});
+  test::expect_close(b.grad(), {0.5, 1});
+}
+
+TEST(Binary, ComplexGradcheck) {
+  Tensor a = test::random_complex({3}, 3).set_requires_grad(true);
+  Tensor b = test::random_complex({3}, 5).set_requires_grad(true);
+  Tensor r = test::random_tensor({3}).set_requires_grad(true);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div}) {
+    Fn f = [op](const std::vector<Tensor>& in) { return binary(op, in[0], in[1]); };
+    EXPECT_GRADCHECK(f, (std::vector<Tensor>{a, b})) << name(op);
+    Fn g = [op](const std::vector<Tensor>& in) { return binary(op, in[0], in[2]); };
+    EXPECT_GRADCHECK(g, (std::vector<Tensor>{a, b, r})) << name(op) << " complex-real";
+  }
+  EXPECT_THROW(maximum(a, b), Error);
+}
+
+TEST(Ternary, ValuesAndGradcheck) {
+  Tensor s = test::random_tensor({2, 3}, DType::F64, -1, 1, 1).set_requires_grad(true);
+  Tensor x = test::random_tensor({3}, DType::F64, 0.5, 2, 2).set_requires_grad(true);
+  Tensor y = test::random_tensor({2, 1}, DType::F64, 0.5, 2, 3).set_requires_grad(true);
+  auto sv = s.to_vector<double>(), xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  auto m = addcmul(s, x, y, 0.5).to_vector<double>();
+  auto d = addcdiv(s, x, y, 0.5).to_vector<double>();
+  auto l = lerp(s, x, y).to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      double S = sv[i * 3 + j], X = xv[j], Y = yv[i];
+      EXPECT_NEAR(m[i * 3 + j], S + 0.5 * X * Y, 1e-14);
+      EXPECT_NEAR(d[i * 3 + j], S + 0.5 * X / Y, 1e-14);
+      EXPECT_NEAR(l[i * 3 + j], S + Y * (X - S), 1e-14);
+    }
+  }
+  std::vector<Tensor> in{s, x, y};
+  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return addcmul(v[0], v[1], v[2], 0.5); })), in);
+  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return addcdiv(v[0], v[1], v[2], 0.5); })), in);
+  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return lerp(v[0], v[1], v[2]); })), in);
+  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) {
+                     return where(gt(v[1], scalar_like(v[1], 1.0)), v[0], v[2]);
+                   })),
+                   in);
+}
+
+TEST(InPlace, MatchOutOfPlaceAndBumpVersion) {
+  Tensor s = test::random_tensor({2, 3}, DType::F32, -1, 1, 1);
+  Tensor x = test::random_tensor({3}, DType::F32, 0.5, 2, 2);
+  Tensor y = test::random_tensor({2, 1}, DType::F32, 0.5, 2, 3);
+  auto check = [&](auto inplace, Tensor expected) {
+    Tensor t = s.clone();
+    uint32_t v = t.version();
+    inplace(t);
+    EXPECT_GT(t.version(), v);
+    EXPECT_EQ(t.to_vector<float>(), expected.to_vector<float>());
+  };
+  check([&](Tensor& t) { add_(t, x, 2.0); }, add(s, x, 2.0));
+  check([&](Tensor& t) { sub_(t, x); }, sub(s, x));
+  check([&](Tensor& t) { mul_(t, y); }, mul(s, y));
+  check([&](Tensor& t) { div_(t, y); }, div(s, y));
+  check([&](Tensor& t) { addcmul_(t, x, y, 0.3); }, addcmul(s, x, y, 0.3));
+  check([&](Tensor& t) { addcdiv_(t, x, y, 0.3); }, addcdiv(s, x, y, 0.3));
+  check([&](Tensor& t) { lerp_(t, x, 0.25); }, lerp(s, x, 0.25));
+  // Half self: computed in f32, stored back.
+  Tensor h = s.to(DType::F16);
+  add_(h, x);
+  EXPECT_EQ(h.dtype(), DType::F16);
+  // Shapes that would grow self are refused.
+  Tensor small = ones({3});
+  EXPECT_THROW(add_(small, ones({2, 3})), Error);
+  Tensor i = ones({3}, {DType::I32});
+  EXPECT_THROW(add_(i, full({3}, 0.5)), Error);
+}
+
+TEST(Binary, DeviceAndShapeErrors) {
+  try {
+    add(ones({2, 3}), ones({4}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3] and [4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(where(ones({2}), ones({2}), ones({2})), Error);  // non-bool condition
+}
+
+}  // namespace
+}  // namespace fk

@@ -1,0 +1,193 @@
+#include "fk/tensor.h"
+
+#include "test_util.h"
+
+namespace fk {
+namespace {
+
+TEST(Tensor, FactoriesShapesAndStrides) {
+  Tensor t = zeros({2, 3, 4});
+  EXPECT_EQ(t.dim(), 3);
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.strides(), (Dims{12, 4, 1}));
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.dtype(), DType::F32);
+  EXPECT_EQ(sum(t).item(), 0.0);
+  EXPECT_EQ(sum(ones({5, 5})).item(), 25.0);
+  EXPECT_EQ(full({2}, 3.5, {DType::F64}).to_vector<double>(), (std::vector<double>{3.5, 3.5}));
+  EXPECT_EQ(arange(5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  auto ls = linspace(0, 1, 5, {DType::F64}).to_vector<double>();
+  EXPECT_EQ(ls, (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(eye(2).to_vector<float>(), (std::vector<float>{1, 0, 0, 1}));
+}
+
+TEST(Tensor, ViewsShareStorageAndVersion) {
+  Tensor t = arange(0, 12, 1, {DType::F32}).reshape({3, 4});
+  Tensor tt = t.t();
+  EXPECT_FALSE(tt.is_contiguous());
+  EXPECT_EQ(tt.shape(), (Dims{4, 3}));
+  EXPECT_EQ(tt.contiguous().to_vector<float>(),
+            (std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  Tensor col = t.select(1, 2);
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{2, 6, 10}));
+  Tensor s = t.slice(1, 1, 4, 2);
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(t.narrow(0, 1, 2).to_vector<float>()[0], 4.0f);
+  EXPECT_EQ(t.unsqueeze(0).shape(), (Dims{1, 3, 4}));
+  EXPECT_EQ(t.unsqueeze(-1).shape(), (Dims{3, 4, 1}));
+  EXPECT_EQ(t.unsqueeze(0).squeeze().shape(), (Dims{3, 4}));
+  EXPECT_EQ(t.permute({1, 0}).shape(), (Dims{4, 3}));
+  EXPECT_EQ(t.reshape({-1}).shape(), (Dims{12}));
+  Tensor e = ones({3, 1}).expand({3, 5});
+  EXPECT_EQ(e.strides()[1], 0);
+  EXPECT_EQ(sum(e).item(), 15.0);
+  // Writing through a view bumps the shared version and is visible in the base.
+  uint32_t v0 = t.version();
+  Tensor row = t.select(0, 0);
+  fill_(row, -1.0);
+  EXPECT_GT(t.version(), v0);
+  EXPECT_EQ(t.to_vector<float>()[3], -1.0f);
+  EXPECT_TRUE(t.storage() == row.storage());
+}
+
+TEST(Tensor, DTypeConversionsAndHalfRoundTrip) {
+  Tensor x = from_vector(std::vector<double>{1.0, -2.5, 65504.0, 1e-3, 3.14159});
+  Tensor h = x.to(DType::F16);
+  EXPECT_EQ(h.itemsize(), 2u);
+  auto back = h.to_vector<double>();
+  EXPECT_EQ(back[0], 1.0);
+  EXPECT_EQ(back[1], -2.5);
+  EXPECT_EQ(back[2], 65504.0);
+  EXPECT_NEAR(back[3], 1e-3, 1e-6);
+  EXPECT_NEAR(back[4], 3.14159, 2e-3);
+  auto bf = x.to(DType::BF16).to_vector<double>();
+  EXPECT_NEAR(bf[4], 3.14159, 2e-2);
+  EXPECT_EQ(bf[0], 1.0);
+  EXPECT_EQ(from_vector(std::vector<double>{2.7}).to(DType::I32).to_vector<int32_t>()[0], 2);
+  Tensor c = x.to(DType::C64);
+  EXPECT_EQ(c.real().to_vector<double>()[1], -2.5);
+  EXPECT_EQ(c.imag().to_vector<double>()[1], 0.0);
+  // A strided half conversion goes element by element.
+  Tensor m = arange(0, 6, 1, {DType::F32}).reshape({2, 3}).t();
+  EXPECT_EQ(m.to(DType::BF16).to(DType::F32).contiguous().to_vector<float>(),
+            (std::vector<float>{0, 3, 1, 4, 2, 5}));
+}
+
+TEST(Tensor, Promotion) {
+  EXPECT_EQ(promote(DType::I32, DType::F16), DType::F16);
+  EXPECT_EQ(promote(DType::F16, DType::BF16), DType::F32);
+  EXPECT_EQ(promote(DType::F64, DType::C64), DType::C128);
+  EXPECT_EQ(promote(DType::Bool, DType::I32), DType::I32);
+  EXPECT_EQ(promote(DType::I32, DType::I64), DType::I64);
+  EXPECT_EQ((ones({2}, {DType::I32}) + ones({2}, {DType::F64})).dtype(), DType::F64);
+  EXPECT_EQ((ones({2}, {DType::I32}) / ones({2}, {DType::I32})).dtype(), DType::F32);
+  EXPECT_EQ((ones({2}, {DType::F16}) * 2.0).dtype(), DType::F16);
+}
+
+TEST(Tensor, PrintingIsReadable) {
+  std::string s = arange(0, 4, 1, {DType::F32}).reshape({2, 2}).str();
+  EXPECT_NE(s.find("dtype=f32"), std::string::npos);
+  EXPECT_NE(s.find("shape=[2, 2]"), std::string::npos);
+  EXPECT_NE(s.find("[[0, 1]"), std::string::npos);
+  std::string longs = arange(100).str();
+  EXPECT_NE(longs.find("..."), std::string::npos);
+}
+
+TEST(Tensor, ErrorsNameExpectedAndGiven) {
+  Tensor t = zeros({2, 3});
+  try {
+    t.view({4, 2});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a shape with 6 elements"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(t.t().view({6}), Error);  // non-contiguous view
+  EXPECT_THROW(t.select(0, 2), Error);
+  EXPECT_THROW(t.size(2), Error);
+  EXPECT_THROW(t.data<double>(), Error);
+  EXPECT_THROW(add(zeros({2, 3}), zeros({3, 2})), Error);
+  EXPECT_THROW(zeros({2}).item(), Error);
+  EXPECT_THROW(zeros({1}, {DType::I32}).set_requires_grad(true), Error);
+  EXPECT_THROW(parse_device("gpu"), Error);
+  EXPECT_THROW(dtype_from_name("float8"), Error);
+  EXPECT_THROW(zeros({2}, {DType::F32, cuda_device(0)}), Error);  // no GPU here
+  EXPECT_THROW(zeros({1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
+}
+
+TEST(Memory, CachingAllocatorReusesBlocksAndReports) {
+  empty_cache();
+  MemoryStats s0 = memory_stats();
+  { Tensor t = empty({1000}); }
+  MemoryStats s1 = memory_stats();
+  EXPECT_EQ(s1.allocated, s0.allocated);
+  EXPECT_GE(s1.reserved, s0.reserved + 4000);
+  { Tensor t = empty({1000}); }
+  MemoryStats s2 = memory_stats();
+  EXPECT_EQ(s2.cache_hits, s1.cache_hits + 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(empty({3}).data_ptr()) % 64, 0u);
+  reset_peak_memory();
+  { Tensor big = empty({1 << 20}); }
+  EXPECT_GE(memory_stats().peak, memory_stats().allocated + (4 << 20));
+  empty_cache();
+  EXPECT_LT(memory_stats().reserved, s2.reserved);
+}
+
+TEST(Knobs, RegistryParsesAndRejects) {
+  static Knob k("FK_TEST_KNOB", KnobType::Int, "3", "a knob for tests", KnobRead::PerCall);
+  EXPECT_EQ(k.as_int(), 3);
+  setenv("FK_TEST_KNOB", "12", 1);
+  EXPECT_EQ(k.as_int(), 12);
+  setenv("FK_TEST_KNOB", "twelve", 1);
+  try {
+    (void)k.as_int();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("knob FK_TEST_KNOB: expected an integer, got 'twelve'"),
+              std::string::npos) << e.what();
+  }
+  unsetenv("FK_TEST_KNOB");
+  static Knob latched("FK_TEST_LATCHED", KnobType::Bool, "0", "latched", KnobRead::Latched);
+  EXPECT_FALSE(latched.as_bool());
+  setenv("FK_TEST_LATCHED", "1", 1);
+  EXPECT_FALSE(latched.as_bool());  // latched at first use
+  latched.set_override("on");
+  EXPECT_TRUE(latched.as_bool());
+  unsetenv("FK_TEST_LATCHED");
+  bool found = false;
+  for (const Knob* kn : knobs()) found = found || std::string(kn->name()) == "FK_TEST_KNOB";
+  EXPECT_TRUE(found);
+  EXPECT_THROW(knob("NO_SUCH_KNOB"), Error);
+}
+
+TEST(Profile, CountsOpsViewsAndTime) {
+  Tensor a = ones({4}), b = ones({4});
+  profile::ProfileScope scope;
+  Tensor c = add(a, b);
+  Tensor v = c.reshape({2, 2}).t();
+  auto r = scope.report();
+  EXPECT_EQ(r.counts.ops, 1);
+  EXPECT_EQ(r.counts.view_ops, 2);
+  EXPECT_GE(r.wall_ms, 0.0);
+  EXPECT_NE(r.str().find("1 ops"), std::string::npos);
+}
+
+TEST(Profile, ChromeTrace) {
+  profile::clear_trace();
+  profile::set_tracing(true);
+  Tensor c = add(ones({4}), ones({4}));
+  profile::set_tracing(false);
+  std::string path = ::testing::TempDir() + "/trace.json";
+  profile::export_chrome_trace(path);
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_TRUE(f);
+  char buf[4096] = {};
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string s(buf, n);
+  EXPECT_NE(s.find("\"name\":\"add\""), std::string::npos) << s;
+  EXPECT_THROW(profile::export_chrome_trace("/nonexistent/dir/t.json"), Error);
+}
+
+}  // namespace
+}  // namespace fk

@@ -1,0 +1,44 @@
+#pragma once
+// Helpers shared by fk's tests.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "fk/fk.h"
+
+namespace fk::test {
+
+// Deterministic pseudo-random values in [lo, hi) (independent of fk's own RNG).
+inline std::vector<double> random_values(int64_t n, double lo = -1.0, double hi = 1.0,
+                                         unsigned seed = 7) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+inline Tensor random_tensor(const Dims& shape, DType dtype = DType::F64, double lo = -1.0,
+                            double hi = 1.0, unsigned seed = 7) {
+  return from_vector(random_values(shape.numel(), lo, hi, seed), shape).to(dtype);
+}
+
+inline Tensor random_complex(const Dims& shape, unsigned seed = 11) {
+  auto re = random_values(shape.numel(), -1, 1, seed);
+  auto im = random_values(shape.numel(), -1, 1, seed + 1);
+  std::vector<c128> v(re.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = c128(re[i], im[i]);
+  return from_vector(v, shape);
+}
+
+inline void expect_close(const Tensor& a, const std::vector<double>& b, double tol = 1e-6) {
+  std::vector<double> av = a.to_vector<double>();
+  ASSERT_EQ(av.size(), b.size());
+  for (size_t i = 0; i < av.size(); ++i) EXPECT_NEAR(av[i], b[i], tol) << "at " << i;
+}
+
+// Runs gradcheck; on failure the message names the mismatching entry.
+#define EXPECT_GRADCHECK(fn, inputs) EXPECT_EQ(::fk::testing::gradcheck((fn), (inputs)), "")
+
+}  // namespace fk::test
