@@ -5,6 +5,7 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/half.h"
+#include "fk/object_pool.h"
 #include "fk/ops/copy.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
@@ -22,7 +23,7 @@ Tensor empty(const Dims& shape, TensorOptions o) {
              o.device.str());
   }
   size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(o.dtype);
-  auto storage = std::make_shared<Storage>(o.device, nbytes);
+  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), o.device, nbytes);
   Tensor t = make_tensor(std::move(storage), o.dtype, shape, contiguous_strides(shape), 0);
   if (o.requires_grad) t.set_requires_grad(true);
   return t;

@@ -43,7 +43,7 @@ class Dims {
   std::string str() const;  // "[2, 3]"
 
  private:
-  int64_t d_[kMaxDims] = {};
+  int64_t d_[kMaxDims];  // only the first n_ are meaningful
   int n_ = 0;
 };
 

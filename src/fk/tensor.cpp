@@ -4,6 +4,7 @@
 
 #include "fk/autograd.h"
 #include "fk/memory.h"
+#include "fk/object_pool.h"
 #include "fk/ops/copy.h"
 #include "fk/ops/view.h"
 #include "fk/print.h"
@@ -27,7 +28,7 @@ TensorImpl::~TensorImpl() = default;
 
 Tensor make_tensor(std::shared_ptr<Storage> storage, DType dtype, const Dims& shape,
                    const Dims& strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->storage = std::move(storage);
   impl->dtype = dtype;
   impl->shape = shape;

@@ -98,11 +98,35 @@ void run(const Loop<K>& L, const F& inner) {
                [&](int64_t lo, int64_t hi) { run_range(L, lo, hi, inner); });
 }
 
+// True when every operand is contiguous with the output's shape (or a single
+// element): then the loop is one flat run and the geometry pass is skipped.
+inline bool flat_operands(const Tensor& out, std::initializer_list<const Tensor*> ins) {
+  if (!out.is_contiguous()) return false;
+  for (const Tensor* t : ins) {
+    if (!(t->numel() == 1 || (t->shape() == out.shape() && t->is_contiguous()))) return false;
+  }
+  return true;
+}
+
+// Small flat work: call the inner loop directly, no geometry, no threads.
+template <int K, typename F>
+bool run_small_flat(const Tensor& out, const std::array<const Tensor*, K>& ops, const F& inner) {
+  int64_t n = out.numel();
+  if (n > kElementwiseGrain) return false;
+  char* p[K];
+  int64_t s[K];
+  for (int k = 0; k < K; ++k) {
+    p[k] = static_cast<char*>(ops[k]->data_ptr());
+    s[k] = ops[k]->numel() == 1 && n != 1 ? 0 : static_cast<int64_t>(ops[k]->itemsize());
+  }
+  if (n > 0) inner(p, s, n);
+  return true;
+}
+
 // out[i] = f(in[i]) over tensors of the same shape (`in` may be broadcast).
 template <typename O, typename I, typename F>
 void map1(Tensor& out, const Tensor& in, const F& f) {
-  auto L = make_loop<2>(out.shape(), {&out, &in});
-  run(L, [&](char** p, const int64_t* s, int64_t n) {
+  auto inner = [&](char** p, const int64_t* s, int64_t n) {
     O* o = reinterpret_cast<O*>(p[0]);
     const I* a = reinterpret_cast<const I*>(p[1]);
     if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
@@ -112,14 +136,15 @@ void map1(Tensor& out, const Tensor& in, const F& f) {
         *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const I*>(p[1] + i * s[1]));
       }
     }
-  });
+  };
+  if (flat_operands(out, {&in}) && run_small_flat<2>(out, {&out, &in}, inner)) return;
+  run(make_loop<2>(out.shape(), {&out, &in}), inner);
 }
 
 // out[i] = f(a[i], b[i]); a and b broadcast to out's shape.
 template <typename O, typename A, typename B, typename F>
 void map2(Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
-  auto L = make_loop<3>(out.shape(), {&out, &a, &b});
-  run(L, [&](char** p, const int64_t* s, int64_t n) {
+  auto inner = [&](char** p, const int64_t* s, int64_t n) {
     O* o = reinterpret_cast<O*>(p[0]);
     const A* x = reinterpret_cast<const A*>(p[1]);
     const B* y = reinterpret_cast<const B*>(p[2]);
@@ -137,7 +162,9 @@ void map2(Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
                                                    *reinterpret_cast<const B*>(p[2] + i * s[2]));
       }
     }
-  });
+  };
+  if (flat_operands(out, {&a, &b}) && run_small_flat<3>(out, {&out, &a, &b}, inner)) return;
+  run(make_loop<3>(out.shape(), {&out, &a, &b}), inner);
 }
 
 // out[i] = f(a[i], b[i], c[i]); all broadcast to out's shape.
