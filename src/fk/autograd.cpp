@@ -1,6 +1,6 @@
 #include "fk/autograd.h"
 
-#include <unordered_map>
+#include <atomic>
 #include <unordered_set>
 
 #include "fk/factory.h"
@@ -48,128 +48,109 @@ std::shared_ptr<Node> accumulator_of(const Tensor& t) {
   return acc;
 }
 
-Tensor accumulate(const Tensor& a, const Tensor& b) {
-  if (!a.defined()) return b;
-  if (!b.defined()) return a;
-  return add(a, b);
-}
+std::atomic<uint64_t> g_pass{0};
 
-struct EdgeKey {
-  Node* fn;
-  uint32_t nr;
-  bool operator==(const EdgeKey&) const = default;
-};
-struct EdgeKeyHash {
-  size_t operator()(const EdgeKey& k) const {
-    return std::hash<Node*>()(k.fn) ^ (static_cast<size_t>(k.nr) << 1);
-  }
-};
+}  // namespace
 
 // Runs the graph from the roots. With `captures`, gradients arriving at those
 // edges are returned instead of being accumulated into leaves.
-std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
-                                 bool retain_graph, const std::vector<Edge>* captures) {
-  FK_CHECK(roots.size() == grads.size(), "backward", std::to_string(roots.size()) + " gradients",
-           std::to_string(grads.size()));
-  NoGradGuard no_grad;
-  std::vector<Edge> root_edges;
-  std::vector<Tensor> root_grads;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& r = roots[i];
-    FK_CHECK(tensor_requires_grad(r), "backward", "a tensor that requires grad",
-             "one that does not (no input of it requires grad)");
-    Tensor g = grads[i];
-    if (!g.defined()) {
-      FK_CHECK(r.numel() == 1, "backward", "a gradient argument for a non-scalar output",
-               "none for shape " + r.shape().str());
-      g = ones_like(r);
+struct Engine {
+  static std::vector<Tensor> run(const std::vector<Tensor>& roots,
+                                 const std::vector<Tensor>& grads, bool retain_graph,
+                                 const std::vector<Edge>* captures) {
+    FK_CHECK(roots.size() == grads.size(), "backward",
+             std::to_string(roots.size()) + " gradients", std::to_string(grads.size()));
+    NoGradGuard no_grad;
+    std::vector<Edge> root_edges;
+    std::vector<Tensor> root_grads;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      const Tensor& r = roots[i];
+      FK_CHECK(tensor_requires_grad(r), "backward", "a tensor that requires grad",
+               "one that does not (no input of it requires grad)");
+      Tensor g = grads[i];
+      if (!g.defined()) {
+        FK_CHECK(r.numel() == 1, "backward", "a gradient argument for a non-scalar output",
+                 "none for shape " + r.shape().str());
+        g = ones_like(r);
+      }
+      FK_CHECK(g.shape() == r.shape(), "backward", "a gradient of shape " + r.shape().str(),
+               g.shape().str());
+      root_edges.push_back(edge_of(r));
+      root_grads.push_back(g);
     }
-    FK_CHECK(g.shape() == r.shape(), "backward", "a gradient of shape " + r.shape().str(),
-             g.shape().str());
-    root_edges.push_back(edge_of(r));
-    root_grads.push_back(g);
-  }
 
-  // Dependencies: how many edges point at each node.
-  std::unordered_map<Node*, int> deps;
-  std::unordered_map<Node*, std::shared_ptr<Node>> owners;
-  std::vector<Node*> stack;
-  for (auto& e : root_edges) {
-    if (e.fn && owners.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
-  }
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (auto& e : n->next) {
-      if (!e.fn) continue;
-      ++deps[e.fn.get()];
-      if (owners.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
+    // Visit every reachable node once, counting the edges that point at it.
+    const uint64_t pass = ++g_pass;
+    std::vector<Node*> nodes, stack;
+    auto visit = [&](Node* n) {
+      if (n->pass_ == pass) return false;
+      n->pass_ = pass;
+      n->deps_ = 0;
+      n->buffer_.assign(n->num_outputs, Tensor());
+      nodes.push_back(n);
+      return true;
+    };
+    for (auto& e : root_edges) {
+      if (e.fn && visit(e.fn.get())) stack.push_back(e.fn.get());
     }
-  }
-
-  std::unordered_map<EdgeKey, size_t, EdgeKeyHash> capture_index;
-  std::vector<Tensor> captured;
-  std::unordered_set<Node*> capture_nodes;
-  if (captures) {
-    captured.resize(captures->size());
-    for (size_t i = 0; i < captures->size(); ++i) {
-      const Edge& e = (*captures)[i];
-      if (!e.fn) continue;
-      capture_index[{e.fn.get(), e.input_nr}] = i;
-      capture_nodes.insert(e.fn.get());
-    }
-  }
-
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  auto add_grad = [&](const Edge& e, const Tensor& g) {
-    auto& buf = buffers[e.fn.get()];
-    if (buf.empty()) buf.resize(e.fn->num_outputs);
-    buf[e.input_nr] = accumulate(buf[e.input_nr], g);
-  };
-  for (size_t i = 0; i < root_edges.size(); ++i) {
-    if (root_edges[i].fn) add_grad(root_edges[i], root_grads[i]);
-  }
-
-  std::vector<Node*> ready;
-  for (auto& [n, owner] : owners) {
-    if (deps[n] == 0) ready.push_back(n);
-  }
-  while (!ready.empty()) {
-    Node* n = ready.back();
-    ready.pop_back();
-    std::vector<Tensor> in = std::move(buffers[n]);
-    buffers.erase(n);
-    if (in.empty()) in.resize(n->num_outputs);
-    bool is_capture = capture_nodes.count(n) > 0;
-    if (is_capture) {
-      for (uint32_t k = 0; k < in.size(); ++k) {
-        auto it = capture_index.find({n, k});
-        if (it != capture_index.end()) captured[it->second] = in[k];
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (auto& e : n->next) {
+        if (!e.fn) continue;
+        if (visit(e.fn.get())) stack.push_back(e.fn.get());
+        ++e.fn->deps_;
       }
     }
-    bool is_leaf_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
-    std::vector<Tensor> out;
-    bool any = false;
-    for (auto& g : in) any = any || g.defined();
-    if (any && !(captures && is_leaf_sink)) {
-      FK_CHECK(!n->released(), std::string("backward through ") + n->name(),
-               "a graph that still holds its saved tensors (pass retain_graph=true to "
-               "backward more than once)",
-               "a graph freed by an earlier backward");
-      out = n->apply(std::move(in));
-      if (!retain_graph) n->release_saved();
-    }
-    for (size_t k = 0; k < n->next.size(); ++k) {
-      const Edge& e = n->next[k];
-      if (!e.fn) continue;
-      if (k < out.size() && out[k].defined()) add_grad(e, out[k]);
-      if (--deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
-    }
-  }
-  return captured;
-}
 
-}  // namespace
+    std::vector<Tensor> captured;
+    if (captures) captured.resize(captures->size());
+    auto add_grad = [](const Edge& e, const Tensor& g) {
+      Tensor& slot = e.fn->buffer_[e.input_nr];
+      slot = slot.defined() ? add(slot, g) : g;
+    };
+    for (size_t i = 0; i < root_edges.size(); ++i) {
+      if (root_edges[i].fn) add_grad(root_edges[i], root_grads[i]);
+    }
+
+    std::vector<Node*> ready;
+    for (Node* n : nodes) {
+      if (n->deps_ == 0) ready.push_back(n);
+    }
+    while (!ready.empty()) {
+      Node* n = ready.back();
+      ready.pop_back();
+      std::vector<Tensor> in = std::move(n->buffer_);
+      n->buffer_.clear();
+      bool leaf_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+      if (captures) {
+        for (size_t c = 0; c < captures->size(); ++c) {
+          const Edge& e = (*captures)[c];
+          if (e.fn.get() == n) captured[c] = in[e.input_nr];
+        }
+      }
+      bool any = false;
+      for (auto& g : in) any = any || g.defined();
+      std::vector<Tensor> out;
+      if (any && !(captures && leaf_sink)) {
+        FK_CHECK(!n->released(), std::string("backward through ") + n->name(),
+                 "a graph that still holds its saved tensors (pass retain_graph=true to "
+                 "backward more than once)",
+                 "a graph freed by an earlier backward");
+        out = n->apply(std::move(in));
+        if (!retain_graph) n->release_saved();
+      }
+      for (size_t k = 0; k < n->next.size(); ++k) {
+        const Edge& e = n->next[k];
+        if (!e.fn) continue;
+        if (k < out.size() && out[k].defined()) add_grad(e, out[k]);
+        if (--e.fn->deps_ == 0) ready.push_back(e.fn.get());
+      }
+    }
+    return captured;
+  }
+};
+
 
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
@@ -222,7 +203,7 @@ void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
               bool retain_graph) {
-  run_backward(roots, grads, retain_graph, nullptr);
+  Engine::run(roots, grads, retain_graph, nullptr);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
@@ -233,7 +214,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Ten
              "an input that does not");
     edges.push_back(edge_of(in));
   }
-  return run_backward(roots, grads, retain_graph, &edges);
+  return Engine::run(roots, grads, retain_graph, &edges);
 }
 
 SavedStats saved_stats(const Tensor& t) {

@@ -54,7 +54,13 @@ class Node : public std::enable_shared_from_this<Node> {
   uint32_t num_outputs = 1;
 
  private:
+  friend struct Engine;
   bool released_ = false;
+  // Scratch of the backward pass that last visited this node (kept here so a
+  // pass needs no hash maps). One graph must not be run by two threads at once.
+  uint64_t pass_ = 0;
+  int deps_ = 0;
+  std::vector<Tensor> buffer_;
 };
 
 struct AutogradMeta {
