@@ -296,7 +296,11 @@ TEST(Index, ScatterAddIsThreadCountDeterministic) {
   const int saved = get_num_threads();
   for (int threads : {1, 2, 3, 4}) {
     set_num_threads(threads);
+    const int64_t launches = profile::counters().launches;
     Tensor out = scatter_add(zeros({rows, n}, {DType::F32}), 1, index, src);
+    if (threads > 1) {
+      EXPECT_GT(profile::counters().launches, launches);  // ran threaded
+    }
     EXPECT_TRUE(same(out, want)) << threads;
     Tensor out0 = scatter_add(zeros({n, rows}, {DType::F32}), 0, index.t(), srcT);
     EXPECT_TRUE(same(out0.t(), want)) << threads;

@@ -56,6 +56,20 @@ TEST(Cat, ValuesAgainstLoops) {
   test::expect_close(o3, want, 0.0);
 }
 
+TEST(Cat, ContiguousInputsAreCopiedAsRows) {
+  Tensor a = test::random_tensor({4, 3}, DType::F64, -1, 1, 10);
+  Tensor b = test::random_tensor({4, 5}, DType::F64, -1, 1, 11);
+  const int64_t ops = profile::counters().ops;
+  Tensor out = cat({a, b}, 1);
+  EXPECT_EQ(profile::counters().ops - ops, 1);  // no elementwise copy_ behind it
+  auto av = a.to_vector<double>(), bv = b.to_vector<double>(), ov = out.to_vector<double>();
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(ov[i * 8 + j], j < 3 ? av[i * 3 + j] : bv[i * 5 + j - 3]);
+    }
+  }
+}
+
 TEST(Cat, PromotesDtypes) {
   Tensor a = from_vector(std::vector<int32_t>{1, 2});
   Tensor b = from_vector(std::vector<float>{0.5f});
