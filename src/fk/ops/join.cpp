@@ -1,1 +1,495 @@
-// (being written)
+#include "fk/ops/join.h"
+
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/loops.h"
+#include "fk/ops/index.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+
+namespace fk {
+
+const char* name(PadMode mode) {
+  static const char* names[] = {"constant", "reflect", "replicate", "circular"};
+  return names[static_cast<int>(mode)];
+}
+
+namespace {
+
+void check_cpu(const Tensor& t, const char* op) {
+  FK_CHECK(t.device().is_cpu(), op,
+           std::string("a CPU tensor (CUDA kernels for ") + op + " are not built yet)",
+           t.device().str());
+}
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+template <typename F>
+void visit_width(size_t width, F&& f) {
+  switch (width) {
+    case 1:
+      return f(cpu::Tag<uint8_t>{});
+    case 2:
+      return f(cpu::Tag<uint16_t>{});
+    case 4:
+      return f(cpu::Tag<uint32_t>{});
+    case 8:
+      return f(cpu::Tag<uint64_t>{});
+    default:
+      return f(cpu::Tag<Bytes16>{});
+  }
+}
+
+int64_t prod(const Dims& s, int begin, int end) {
+  int64_t p = 1;
+  for (int i = begin; i < end; ++i) p *= s[i];
+  return p;
+}
+
+Tensor grad_as(const Tensor& g, DType dtype) {
+  Tensor r = g;
+  if (is_complex(r.dtype()) && !is_complex(dtype)) r = r.real();
+  return r.dtype() == dtype ? r : r.to(dtype);
+}
+
+// --- one gather through per-dim index tables (pad, roll, flip) ---------------------
+
+// maps[d][i] is the source coordinate along d of output coordinate i, or -1
+// where the output takes `fill` (a 0-dim tensor of t's dtype).
+using DimMaps = std::vector<std::vector<int64_t>>;
+
+Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, const Tensor& fill) {
+  Tensor out = empty(shape, {t.dtype()});
+  const int n = shape.size();
+  if (out.numel() == 0) return out;
+  if (n == 0) {
+    out.copy_(t);
+    return out;
+  }
+  constexpr int64_t kFill = std::numeric_limits<int64_t>::min();
+  std::vector<std::vector<int64_t>> offs(n);  // element offsets into t
+  for (int d = 0; d < n; ++d) {
+    offs[d].resize(shape[d]);
+    for (int64_t i = 0; i < shape[d]; ++i) {
+      int64_t m = maps[d][i];
+      offs[d][i] = m < 0 ? kFill : m * t.stride(d);
+    }
+  }
+  const int64_t last = shape[n - 1], rows = out.numel() / last;
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / last);
+  if (rows > grain && get_num_threads() > 1) profile::count_launch();
+  visit_width(t.itemsize(), [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    const W* src = static_cast<const W*>(t.data_ptr());
+    W* dst = static_cast<W*>(out.data_ptr());
+    const W v = fill.defined() ? *static_cast<const W*>(fill.data_ptr()) : W{};
+    const int64_t* off_last = offs[n - 1].data();
+    parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        int64_t base = 0, rem = r;
+        bool filled = false;
+        for (int d = n - 2; d >= 0; --d) {
+          int64_t o = offs[d][rem % shape[d]];
+          rem /= shape[d];
+          filled = filled || o == kFill;
+          base += filled ? 0 : o;
+        }
+        W* row = dst + r * last;
+        if (filled) {
+          for (int64_t j = 0; j < last; ++j) row[j] = v;
+          continue;
+        }
+        const W* s = src + base;
+        for (int64_t j = 0; j < last; ++j) row[j] = off_last[j] == kFill ? v : s[off_last[j]];
+      }
+    });
+  });
+  return out;
+}
+
+DimMaps identity_maps(const Dims& shape) {
+  DimMaps maps(shape.size());
+  for (int d = 0; d < shape.size(); ++d) {
+    maps[d].resize(shape[d]);
+    for (int64_t i = 0; i < shape[d]; ++i) maps[d][i] = i;
+  }
+  return maps;
+}
+
+// --- pad --------------------------------------------------------------------------
+
+// Source coordinate of each of the n + l + r output cells along one dim.
+std::vector<int64_t> pad_map(int64_t n, int64_t l, int64_t r, PadMode mode) {
+  std::vector<int64_t> m(static_cast<size_t>(n + l + r));
+  for (int64_t i = 0; i < n + l + r; ++i) {
+    int64_t s = i - l;
+    switch (mode) {
+      case PadMode::Constant:
+        s = (s >= 0 && s < n) ? s : -1;
+        break;
+      case PadMode::Reflect:
+        if (s < 0) s = -s;
+        if (s >= n) s = 2 * (n - 1) - s;
+        break;
+      case PadMode::Replicate:
+        s = std::min(std::max<int64_t>(s, 0), n - 1);
+        break;
+      case PadMode::Circular:
+        s = ((s % n) + n) % n;
+        break;
+    }
+    m[i] = s;
+  }
+  return m;
+}
+
+// Validates pads against t's shape; returns the padded shape.
+Dims padded_shape(const Dims& in, const std::vector<int64_t>& pads, PadMode mode) {
+  const char* op = "pad";
+  FK_CHECK(pads.size() % 2 == 0, op, "an even number of pads ((left, right) pairs)",
+           std::to_string(pads.size()) + " pads");
+  FK_CHECK(static_cast<int>(pads.size() / 2) <= in.size(), op,
+           "at most one (left, right) pair per dimension (" + std::to_string(in.size()) + " dims)",
+           std::to_string(pads.size() / 2) + " pairs");
+  Dims out = in;
+  for (size_t p = 0; p < pads.size() / 2; ++p) {
+    int d = in.size() - 1 - static_cast<int>(p);
+    int64_t l = pads[2 * p], r = pads[2 * p + 1], n = in[d];
+    std::string at = " for dim " + std::to_string(d) + " of size " + std::to_string(n);
+    std::string given = "pads (" + std::to_string(l) + ", " + std::to_string(r) + ")" + at;
+    if (mode == PadMode::Constant) {
+      FK_CHECK(n + l + r >= 0, op, "pads leaving a size >= 0", given);
+    } else {
+      FK_CHECK(l >= 0 && r >= 0, op, std::string("pads >= 0 in ") + name(mode) + " mode", given);
+    }
+    if (mode == PadMode::Reflect) {
+      FK_CHECK((l < n && r < n) || (l == 0 && r == 0), op,
+               "reflect pads smaller than the dimension size", given);
+    }
+    if (mode == PadMode::Replicate) {
+      FK_CHECK(n > 0 || (l == 0 && r == 0), op, "a non-empty dimension to replicate", given);
+    }
+    if (mode == PadMode::Circular) {
+      FK_CHECK(l <= n && r <= n, op, "circular pads no larger than the dimension size", given);
+    }
+    out[d] = n + l + r;
+  }
+  return out;
+}
+
+Tensor pad_forward(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  check_cpu(t, "pad");
+  Dims shape = padded_shape(t.shape(), pads, mode);
+  DimMaps maps = identity_maps(t.shape());
+  for (size_t p = 0; p < pads.size() / 2; ++p) {
+    int d = t.dim() - 1 - static_cast<int>(p);
+    maps[d] = pad_map(t.size(d), pads[2 * p], pads[2 * p + 1], mode);
+  }
+  Tensor fill;
+  if (mode == PadMode::Constant) fill = full(Dims{}, value, {t.dtype()});
+  return gather_by_maps(t, shape, maps, fill);
+}
+
+Tensor roll_forward(const Tensor& t, const std::vector<int64_t>& shifts,
+                    const std::vector<int64_t>& dims) {
+  check_cpu(t, "roll");
+  FK_CHECK(shifts.size() == dims.size(), "roll",
+           "one shift per dim (" + std::to_string(dims.size()) + " dims)",
+           std::to_string(shifts.size()) + " shifts");
+  FK_CHECK(t.dim() >= 1, "roll", "a tensor with at least 1 dimension", "a 0-dim tensor");
+  std::vector<int64_t> total(t.dim(), 0);
+  for (size_t i = 0; i < dims.size(); ++i) total[wrap_dim(dims[i], t.dim(), "roll")] += shifts[i];
+  DimMaps maps = identity_maps(t.shape());
+  for (int d = 0; d < t.dim(); ++d) {
+    const int64_t n = t.size(d);
+    if (n == 0) continue;
+    const int64_t s = ((total[d] % n) + n) % n;
+    for (int64_t i = 0; i < n; ++i) maps[d][i] = (i - s + n) % n;
+  }
+  return gather_by_maps(t, t.shape(), maps, Tensor());
+}
+
+std::vector<int> flip_dims(const Tensor& t, const std::vector<int64_t>& dims) {
+  std::vector<int> out;
+  FK_CHECK(t.dim() >= 1 || dims.empty(), "flip", "a tensor with at least 1 dimension",
+           "a 0-dim tensor");
+  std::vector<bool> seen(t.dim(), false);
+  for (int64_t d : dims) {
+    int w = wrap_dim(d, t.dim(), "flip");
+    FK_CHECK(!seen[w], "flip", "each dim at most once", "dim " + std::to_string(d) + " twice");
+    seen[w] = true;
+    out.push_back(w);
+  }
+  return out;
+}
+
+Tensor flip_forward(const Tensor& t, const std::vector<int64_t>& dims) {
+  check_cpu(t, "flip");
+  DimMaps maps = identity_maps(t.shape());
+  for (int d : flip_dims(t, dims)) {
+    const int64_t n = t.size(d);
+    for (int64_t i = 0; i < n; ++i) maps[d][i] = n - 1 - i;
+  }
+  return gather_by_maps(t, t.shape(), maps, Tensor());
+}
+
+// --- cat ----------------------------------------------------------------------------
+
+Tensor cat_forward(const std::vector<Tensor>& ts, int d, DType rt, const Dims& shape) {
+  Tensor out = empty(shape, {rt});
+  if (out.numel() == 0) return out;
+  const int64_t outer = prod(shape, 0, d), inner = prod(shape, d + 1, shape.size());
+  const int64_t out_row = shape[d] * inner * static_cast<int64_t>(itemsize(rt));
+  struct Rows {
+    const char* src;
+    int64_t bytes;   // one input row: size(d) * inner elements
+    int64_t offset;  // its place in an output row
+  };
+  std::vector<Rows> rows;
+  int64_t at = 0;
+  for (const Tensor& t : ts) {
+    const int64_t n = t.size(d);
+    if (n > 0) {
+      if (t.dtype() == rt && t.is_contiguous()) {
+        rows.push_back({static_cast<const char*>(t.data_ptr()),
+                        n * inner * static_cast<int64_t>(itemsize(rt)),
+                        at * inner * static_cast<int64_t>(itemsize(rt))});
+      } else {
+        Tensor v = out.narrow(d, at, n);
+        v.copy_(t);
+      }
+    }
+    at += n;
+  }
+  if (rows.empty()) return out;
+  char* dst = static_cast<char*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain * 8 / out_row);
+  if (outer > grain && get_num_threads() > 1) profile::count_launch();
+  parallel_for(0, outer, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      for (const Rows& r : rows) {
+        std::memcpy(dst + o * out_row + r.offset, r.src + o * r.bytes,
+                    static_cast<size_t>(r.bytes));
+      }
+    }
+  });
+  return out;
+}
+
+// --- autograd nodes ------------------------------------------------------------------
+
+struct CatBackward : autograd::Node {
+  int64_t dim = 0;
+  std::vector<int64_t> sizes;
+  std::vector<DType> dtypes;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    std::vector<Tensor> out(sizes.size());
+    int64_t at = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (next[i].fn) out[i] = grad_as(g[0].narrow(dim, at, sizes[i]), dtypes[i]);
+      at += sizes[i];
+    }
+    return out;
+  }
+  const char* name() const override { return "CatBackward"; }
+};
+
+struct PadBackward : autograd::Node {
+  Dims in_shape;
+  std::vector<int64_t> pads;
+  PadMode mode = PadMode::Constant;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {pad_backward(g[0], in_shape, pads, mode)};
+  }
+  const char* name() const override { return "PadBackward"; }
+};
+
+struct RollBackward : autograd::Node {
+  std::vector<int64_t> shifts, dims;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    std::vector<int64_t> back(shifts.size());
+    for (size_t i = 0; i < shifts.size(); ++i) back[i] = -shifts[i];
+    return {roll(g[0], back, dims)};
+  }
+  const char* name() const override { return "RollBackward"; }
+};
+
+struct FlipBackward : autograd::Node {
+  std::vector<int64_t> dims;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {flip(g[0], dims)}; }
+  const char* name() const override { return "FlipBackward"; }
+};
+
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
+  profile::OpScope scope("cat");
+  FK_CHECK(!ts.empty(), "cat", "at least one tensor", "an empty list");
+  const Tensor& first = ts[0];
+  FK_CHECK(first.dim() >= 1, "cat", "tensors with at least 1 dimension",
+           "a 0-dim tensor at position 0");
+  const int d = wrap_dim(dim, first.dim(), "cat");
+  Dims shape = first.shape();
+  DType rt = first.dtype();
+  int64_t total = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    check_cpu(t, "cat");
+    bool same = t.dim() == first.dim();
+    for (int k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == shape[k];
+    if (!same) {
+      Dims want = shape;
+      std::string w = "[";
+      for (int k = 0; k < want.size(); ++k) {
+        w += (k ? ", " : "") + (k == d ? std::string("*") : std::to_string(want[k]));
+      }
+      throw Error("cat", "tensors of shape " + w + "] (any size at dim " + std::to_string(d) + ")",
+                  "tensor " + std::to_string(i) + " of shape " + t.shape().str());
+    }
+    rt = promote(rt, t.dtype());
+    total += t.size(d);
+  }
+  shape[d] = total;
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = cat_forward(ts, d, rt, shape);
+  }
+  if (autograd::any_needs_grad(ts)) {
+    auto node = std::make_shared<CatBackward>();
+    node->dim = d;
+    for (const Tensor& t : ts) {
+      node->sizes.push_back(t.size(d));
+      node->dtypes.push_back(t.dtype());
+    }
+    autograd::record(node, ts, out);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
+  FK_CHECK(!ts.empty(), "stack", "at least one tensor", "an empty list");
+  const int d = wrap_dim(dim, ts[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  parts.reserve(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    FK_CHECK(ts[i].shape() == ts[0].shape(), "stack", "tensors of one shape " + ts[0].shape().str(),
+             "tensor " + std::to_string(i) + " of shape " + ts[i].shape().str());
+    parts.push_back(ts[i].unsqueeze(d));
+  }
+  return cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& t, int64_t size, int64_t dim) {
+  FK_CHECK(t.dim() >= 1, "split", "a tensor with at least 1 dimension", "a 0-dim tensor");
+  const int d = wrap_dim(dim, t.dim(), "split");
+  const int64_t n = t.size(d);
+  FK_CHECK(size > 0, "split", "a chunk size > 0", std::to_string(size));
+  std::vector<Tensor> out;
+  if (n == 0) out.push_back(t.narrow(d, 0, 0));
+  for (int64_t at = 0; at < n; at += size) out.push_back(t.narrow(d, at, std::min(size, n - at)));
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
+  FK_CHECK(t.dim() >= 1, "split", "a tensor with at least 1 dimension", "a 0-dim tensor");
+  const int d = wrap_dim(dim, t.dim(), "split");
+  int64_t total = 0;
+  std::string list;
+  for (int64_t s : sizes) {
+    FK_CHECK(s >= 0, "split", "sizes >= 0", std::to_string(s));
+    total += s;
+    list += (list.empty() ? "" : ", ") + std::to_string(s);
+  }
+  FK_CHECK(total == t.size(d), "split",
+           "sizes summing to " + std::to_string(t.size(d)) + " (dim " + std::to_string(d) + ")",
+           "sizes [" + list + "] summing to " + std::to_string(total));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(t.narrow(d, at, s));
+    at += s;
+  }
+  return out;
+}
+
+Tensor pad(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  profile::OpScope scope("pad");
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = pad_forward(t, pads, mode, value);
+  }
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<PadBackward>();
+    node->in_shape = t.shape();
+    node->pads = pads;
+    node->mode = mode;
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+Tensor pad_backward(const Tensor& g, const Dims& in_shape, const std::vector<int64_t>& pads,
+                    PadMode mode) {
+  if (mode == PadMode::Constant) {
+    // The adjoint of padding by p (or cropping by -p) is cropping by p (padding by -p with zeros).
+    std::vector<int64_t> inverse(pads.size());
+    for (size_t i = 0; i < pads.size(); ++i) inverse[i] = -pads[i];
+    return pad(g, inverse, PadMode::Constant, 0.0);
+  }
+  // The padding maps factor over dims, so the adjoint is one index_add per padded dim.
+  Tensor r = g;
+  for (size_t p = 0; p < pads.size() / 2; ++p) {
+    const int d = in_shape.size() - 1 - static_cast<int>(p);
+    std::vector<int64_t> m = pad_map(in_shape[d], pads[2 * p], pads[2 * p + 1], mode);
+    Dims shape = r.shape();
+    shape[d] = in_shape[d];
+    r = index_add(zeros(shape, {r.dtype()}), d, from_vector(m), r);
+  }
+  return r;
+}
+
+Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+  if (dims.empty()) {
+    FK_CHECK(shifts.size() == 1, "roll", "one shift when no dims are given (flattened roll)",
+             std::to_string(shifts.size()) + " shifts");
+    return roll(t.reshape({t.numel()}), shifts, {0}).reshape(t.shape());
+  }
+  profile::OpScope scope("roll");
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = roll_forward(t, shifts, dims);
+  }
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<RollBackward>();
+    node->shifts = shifts;
+    node->dims = dims;
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims) {
+  profile::OpScope scope("flip");
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = flip_forward(t, dims);
+  }
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<FlipBackward>();
+    node->dims = dims;
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+}  // namespace fk

@@ -1,2 +1,59 @@
 #pragma once
-// (being written)
+// Joining, splitting and rearranging whole tensors: cat, stack, split, pad,
+// roll, flip. CPU only; all differentiable (split returns narrow views, which
+// already are).
+//
+//   cat(ts, d)    tensors of one rank whose sizes agree outside d; the result
+//                 has promote(all dtypes). Contiguous inputs of the result's
+//                 dtype are copied as whole rows (one memcpy per input per
+//                 outer index); anything else through a strided copy.
+//   stack(ts, d)  tensors of one shape, joined along a new dim d (in [-r-1, r]).
+//   split         views of consecutive chunks along d: of `size` each (the
+//                 last may be shorter), or of the given sizes (summing to the
+//                 dim's size).
+//   pad           PyTorch's convention: `pads` lists (left, right) pairs
+//                 starting from the LAST dimension, so {1, 2} pads the last dim
+//                 by 1 before and 2 after, and {1, 2, 3, 4} also pads the dim
+//                 before it by 3 and 4. Constant mode fills with `value`
+//                 (complex tensors: value + 0i) and accepts negative pads,
+//                 which crop. Reflect mirrors without repeating the edge
+//                 (needs pad < size), Replicate repeats the edge (needs size
+//                 > 0), Circular wraps around (needs pad <= size); these take
+//                 pads >= 0. Their backward adds each padded cell's gradient
+//                 into its source cell, in a fixed order (deterministic).
+//   roll          out[(i + shift) mod n] = t[i] along each listed dim; shifts
+//                 may be negative or exceed the size; a dim listed twice
+//                 rolls twice. With no dims, rolls the flattened tensor by
+//                 shifts[0].
+//   flip          reverses the listed dims (each at most once).
+//
+// Memory: every op but split allocates its result; pad, roll and flip read the
+// input in place (any layout) through one per-dim index table each.
+#include <cstdint>
+#include <vector>
+
+#include "fk/tensor.h"
+
+namespace fk {
+
+Tensor cat(const std::vector<Tensor>& ts, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, int64_t size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim);
+
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+const char* name(PadMode mode);
+
+Tensor pad(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant,
+           double value = 0.0);
+Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims);
+Tensor flip(const Tensor& t, const std::vector<int64_t>& dims);
+
+// The pure backward of pad: the gradient w.r.t. the unpadded input of shape
+// `in_shape` (constant: the inverse crop/pad; other modes: padded cells
+// accumulated into their sources). roll and flip are their own backward
+// (roll by -shifts, flip again).
+Tensor pad_backward(const Tensor& g, const Dims& in_shape, const std::vector<int64_t>& pads,
+                    PadMode mode);
+
+}  // namespace fk
