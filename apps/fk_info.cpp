@@ -27,8 +27,8 @@ void print_info() {
   );
   fmt::print("blas       {}\n", fk::blas_config());
   fmt::print("threads    {}\n", fk::get_num_threads());
-  fmt::print("cuda       {} (archs {})\n",
-             fk::cuda::built_with_cuda() ? "built" : "not built", fk::cuda::archs());
+  fmt::print("cuda       {} (archs {})\n", fk::cuda::built_with_cuda() ? "built" : "not built",
+             fk::cuda::archs());
   fmt::print("devices    cpu");
   for (int i = 0; i < fk::cuda_device_count(); ++i) fmt::print(", cuda:{}", i);
   fmt::print("\n\nknobs (name = value [default; read]: doc)\n");
@@ -59,10 +59,12 @@ void bench_overhead() {
   fk::Tensor bg = fk::ones({16}).set_requires_grad(true);
   fk::Tensor seed = fk::ones({16});
   double fwd = median_ns([&] { fk::Tensor c = fk::add(a, b); });
-  double fwd_bwd = median_ns([&] {
-    fk::Tensor c = fk::add(ag, bg);
-    c.backward(seed);
-  }, 11, 5000);
+  double fwd_bwd = median_ns(
+      [&] {
+        fk::Tensor c = fk::add(ag, bg);
+        c.backward(seed);
+      },
+      11, 5000);
   fmt::print("\ndispatch overhead: add of two 16-element f32 tensors, 1 thread\n");
   fmt::print("  forward            {:.0f} ns/op\n", fwd);
   fmt::print("  forward+backward   {:.0f} ns/op (incl. gradient accumulation into .grad)\n",

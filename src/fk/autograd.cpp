@@ -55,11 +55,10 @@ std::atomic<uint64_t> g_pass{0};
 // Runs the graph from the roots. With `captures`, gradients arriving at those
 // edges are returned instead of being accumulated into leaves.
 struct Engine {
-  static std::vector<Tensor> run(const std::vector<Tensor>& roots,
-                                 const std::vector<Tensor>& grads, bool retain_graph,
-                                 const std::vector<Edge>* captures) {
-    FK_CHECK(roots.size() == grads.size(), "backward",
-             std::to_string(roots.size()) + " gradients", std::to_string(grads.size()));
+  static std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                                 bool retain_graph, const std::vector<Edge>* captures) {
+    FK_CHECK(roots.size() == grads.size(), "backward", std::to_string(roots.size()) + " gradients",
+             std::to_string(grads.size()));
     NoGradGuard no_grad;
     std::vector<Edge> root_edges;
     std::vector<Tensor> root_grads;
@@ -151,17 +150,19 @@ struct Engine {
   }
 };
 
-
-bool grad_enabled() { return g_grad_enabled; }
-void set_grad_enabled(bool on) { g_grad_enabled = on; }
+bool grad_enabled() {
+  return g_grad_enabled;
+}
+void set_grad_enabled(bool on) {
+  g_grad_enabled = on;
+}
 
 SavedTensor::SavedTensor(const Tensor& t) : t_(t), version_(t.defined() ? t.version() : 0) {}
 
 const Tensor& SavedTensor::unpack(const char* node_name) const {
   if (t_.defined() && t_.version() != version_) {
     throw Error(std::string("backward of ") + node_name,
-                "a saved tensor at version " + std::to_string(version_) +
-                    " (as when it was saved)",
+                "a saved tensor at version " + std::to_string(version_) + " (as when it was saved)",
                 "version " + std::to_string(t_.version()) +
                     ": it was modified by an in-place op after being saved");
   }

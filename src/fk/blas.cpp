@@ -10,9 +10,13 @@
 
 namespace fk {
 
-void blas_set_num_threads(int n) { openblas_set_num_threads(n); }
+void blas_set_num_threads(int n) {
+  openblas_set_num_threads(n);
+}
 
-const char* blas_config() { return openblas_get_config(); }
+const char* blas_config() {
+  return openblas_get_config();
+}
 
 namespace {
 
@@ -47,7 +51,8 @@ void gemm_serial(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
       cblas_zgemm(CblasRowMajor, TA, TB, M, N, K, &al, a, LDA, b, LDB, &be, c, LDC);
       break;
     }
-    default: throw Error("gemm", "dtype f32, f64, c64 or c128", name(dtype));
+    default:
+      throw Error("gemm", "dtype f32, f64, c64 or c128", name(dtype));
   }
 }
 

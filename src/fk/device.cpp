@@ -23,6 +23,8 @@ Device parse_device(const std::string& s) {
   throw Error("device name", "'cpu', 'cuda' or 'cuda:N'", "'" + s + "'");
 }
 
-int cuda_device_count() { return cuda::device_count(); }
+int cuda_device_count() {
+  return cuda::device_count();
+}
 
 }  // namespace fk

@@ -18,7 +18,9 @@ struct Device {
 };
 
 inline constexpr Device kCPU{DeviceType::CPU, 0};
-inline Device cuda_device(int index = 0) { return Device{DeviceType::CUDA, static_cast<int8_t>(index)}; }
+inline Device cuda_device(int index = 0) {
+  return Device{DeviceType::CUDA, static_cast<int8_t>(index)};
+}
 // Parses "cpu", "cuda", "cuda:1"; throws fk::Error otherwise.
 Device parse_device(const std::string& s);
 

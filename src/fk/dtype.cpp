@@ -6,30 +6,48 @@ namespace fk {
 
 size_t itemsize(DType t) {
   switch (t) {
-    case DType::Bool: return 1;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::C64: return 8;
-    case DType::C128: return 16;
+    case DType::Bool:
+      return 1;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
+    case DType::F16:
+      return 2;
+    case DType::BF16:
+      return 2;
+    case DType::F32:
+      return 4;
+    case DType::F64:
+      return 8;
+    case DType::C64:
+      return 8;
+    case DType::C128:
+      return 16;
   }
   return 0;
 }
 
 const char* name(DType t) {
   switch (t) {
-    case DType::Bool: return "bool";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::C64: return "c64";
-    case DType::C128: return "c128";
+    case DType::Bool:
+      return "bool";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::C64:
+      return "c64";
+    case DType::C128:
+      return "c128";
   }
   return "?";
 }
@@ -64,11 +82,13 @@ DType promote(DType a, DType b) {
     return hi;
   }
   switch (ka) {
-    case 1: return DType::I64;
+    case 1:
+      return DType::I64;
     case 2:
       if (a == DType::F64 || b == DType::F64) return DType::F64;
       return DType::F32;  // f16+bf16, or half with f32
-    default: return DType::C128;
+    default:
+      return DType::C128;
   }
 }
 

@@ -21,16 +21,24 @@ using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
 size_t itemsize(DType t);
-const char* name(DType t);  // "f32", "c64", ...
+const char* name(DType t);                    // "f32", "c64", ...
 DType dtype_from_name(const std::string& s);  // throws fk::Error on unknown names
 
 inline bool is_floating(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
 }
-inline bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
-inline bool is_complex(DType t) { return t == DType::C64 || t == DType::C128; }
-inline bool is_integral(DType t) { return t == DType::Bool || t == DType::I32 || t == DType::I64; }
-inline bool is_inexact(DType t) { return is_floating(t) || is_complex(t); }
+inline bool is_half(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
+inline bool is_complex(DType t) {
+  return t == DType::C64 || t == DType::C128;
+}
+inline bool is_integral(DType t) {
+  return t == DType::Bool || t == DType::I32 || t == DType::I64;
+}
+inline bool is_inexact(DType t) {
+  return is_floating(t) || is_complex(t);
+}
 
 // NumPy/PyTorch promotion: bool < integers < floats < complex; within a kind the
 // wider type wins; f16 with bf16 gives f32; a complex type is widened to hold
@@ -41,7 +49,9 @@ DType real_type(DType t);
 // f32/f16/bf16 -> c64, f64 -> c128; complex unchanged; others -> c64.
 DType complex_type(DType t);
 // The type arithmetic runs in: f16/bf16 compute in f32, everything else in itself.
-inline DType compute_type(DType t) { return is_half(t) ? DType::F32 : t; }
+inline DType compute_type(DType t) {
+  return is_half(t) ? DType::F32 : t;
+}
 
 // The C++ type stored for a dtype, for templates in kernels.
 template <DType T>
@@ -86,22 +96,40 @@ struct CppType<DType::C128> {
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<bool>() { return DType::Bool; }
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::I32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::I32;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::I64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::I64;
+}
 template <>
-constexpr DType dtype_of<Half>() { return DType::F16; }
+constexpr DType dtype_of<Half>() {
+  return DType::F16;
+}
 template <>
-constexpr DType dtype_of<BFloat16>() { return DType::BF16; }
+constexpr DType dtype_of<BFloat16>() {
+  return DType::BF16;
+}
 template <>
-constexpr DType dtype_of<float>() { return DType::F32; }
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::F64; }
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
 template <>
-constexpr DType dtype_of<c64>() { return DType::C64; }
+constexpr DType dtype_of<c64>() {
+  return DType::C64;
+}
 template <>
-constexpr DType dtype_of<c128>() { return DType::C128; }
+constexpr DType dtype_of<c128>() {
+  return DType::C128;
+}
 
 }  // namespace fk

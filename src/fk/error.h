@@ -23,11 +23,11 @@ class Error : public std::runtime_error {
 
 // Throws Error(where, expected, given) when cond is false. The strings are only
 // built on failure, so checks cost nothing on the hot path.
-#define FK_CHECK(cond, where, expected, given)        \
-  do {                                                \
-    if (!(cond)) [[unlikely]] {                       \
+#define FK_CHECK(cond, where, expected, given)         \
+  do {                                                 \
+    if (!(cond)) [[unlikely]] {                        \
       throw ::fk::Error((where), (expected), (given)); \
-    }                                                 \
+    }                                                  \
   } while (0)
 
 }  // namespace fk

@@ -63,7 +63,9 @@ void fill_(Tensor& t, c128 value) {
   });
 }
 
-void fill_(Tensor& t, double value) { fill_(t, c128(value, 0.0)); }
+void fill_(Tensor& t, double value) {
+  fill_(t, c128(value, 0.0));
+}
 
 Tensor full(const Dims& shape, c128 value, TensorOptions o) {
   Tensor t = empty(shape, {o.dtype, kCPU});
@@ -76,9 +78,15 @@ Tensor full(const Dims& shape, c128 value, TensorOptions o) {
 Tensor full(const Dims& shape, double value, TensorOptions o) {
   return full(shape, c128(value, 0.0), o);
 }
-Tensor zeros(const Dims& shape, TensorOptions o) { return full(shape, 0.0, o); }
-Tensor ones(const Dims& shape, TensorOptions o) { return full(shape, 1.0, o); }
-Tensor scalar_tensor(double value, TensorOptions o) { return full(Dims{}, value, o); }
+Tensor zeros(const Dims& shape, TensorOptions o) {
+  return full(shape, 0.0, o);
+}
+Tensor ones(const Dims& shape, TensorOptions o) {
+  return full(shape, 1.0, o);
+}
+Tensor scalar_tensor(double value, TensorOptions o) {
+  return full(Dims{}, value, o);
+}
 
 Tensor arange(double start, double end, double step, TensorOptions o) {
   FK_CHECK(step != 0, "arange", "a non-zero step", "0");
@@ -91,7 +99,9 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
   return t;
 }
 
-Tensor arange(int64_t end, TensorOptions o) { return arange(0.0, static_cast<double>(end), 1.0, o); }
+Tensor arange(int64_t end, TensorOptions o) {
+  return arange(0.0, static_cast<double>(end), 1.0, o);
+}
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   FK_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps));
@@ -143,10 +153,20 @@ template Tensor from_vector(const std::vector<c128>&, const Dims&, Device);
 template Tensor from_vector(const std::vector<Half>&, const Dims&, Device);
 template Tensor from_vector(const std::vector<BFloat16>&, const Dims&, Device);
 
-Tensor empty_like(const Tensor& t) { return empty(t.shape(), {t.dtype(), t.device()}); }
-Tensor empty_like(const Tensor& t, DType dtype) { return empty(t.shape(), {dtype, t.device()}); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), {t.dtype(), t.device()}); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), {t.dtype(), t.device()}); }
-Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, {t.dtype(), t.device()}); }
+Tensor empty_like(const Tensor& t) {
+  return empty(t.shape(), {t.dtype(), t.device()});
+}
+Tensor empty_like(const Tensor& t, DType dtype) {
+  return empty(t.shape(), {dtype, t.device()});
+}
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.shape(), {t.dtype(), t.device()});
+}
+Tensor ones_like(const Tensor& t) {
+  return ones(t.shape(), {t.dtype(), t.device()});
+}
+Tensor full_like(const Tensor& t, double v) {
+  return full(t.shape(), v, {t.dtype(), t.device()});
+}
 
 }  // namespace fk

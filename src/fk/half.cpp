@@ -11,7 +11,7 @@ bool cpu_has_f16c() {
 }
 
 __attribute__((target("f16c,avx2"))) void half_to_float_f16c(const Half* in, float* out,
-                                                              int64_t n) {
+                                                             int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
@@ -21,7 +21,7 @@ __attribute__((target("f16c,avx2"))) void half_to_float_f16c(const Half* in, flo
 }
 
 __attribute__((target("f16c,avx2"))) void float_to_half_f16c(const float* in, Half* out,
-                                                              int64_t n) {
+                                                             int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);

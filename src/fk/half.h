@@ -19,8 +19,9 @@ inline float bf16_to_float(BFloat16 h) {
 inline BFloat16 float_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((u >> 16) | 0x40)};  // NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return BFloat16{static_cast<uint16_t>((u >> 16) | 0x40)};  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                             // round to nearest even
   return BFloat16{static_cast<uint16_t>(u >> 16)};
 }
 
@@ -55,7 +56,7 @@ inline Half float_to_half(float f) {
   std::memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};  // NaN
+  if (absu > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};   // NaN
   if (absu >= 0x477ff000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // overflow -> inf
   if (absu < 0x38800000u) {  // result is subnormal or zero
     // Add 0.5 so that the float adder does round-to-nearest-even on the shifted bits.

@@ -20,10 +20,14 @@ std::mutex& registry_mutex() {
 
 const char* accepts(KnobType t) {
   switch (t) {
-    case KnobType::Bool: return "0, 1, true, false, on or off";
-    case KnobType::Int: return "an integer";
-    case KnobType::Float: return "a number";
-    case KnobType::String: return "a string";
+    case KnobType::Bool:
+      return "0, 1, true, false, on or off";
+    case KnobType::Int:
+      return "an integer";
+    case KnobType::Float:
+      return "a number";
+    case KnobType::String:
+      return "a string";
   }
   return "?";
 }
@@ -46,7 +50,9 @@ std::string Knob::raw() const {
 Knob::Parsed Knob::parse(const std::string& text) const {
   Parsed p;
   p.s = text;
-  auto bad = [&]() { return Error(std::string("knob ") + name_, accepts(type_), "'" + text + "'"); };
+  auto bad = [&]() {
+    return Error(std::string("knob ") + name_, accepts(type_), "'" + text + "'");
+  };
   switch (type_) {
     case KnobType::Bool: {
       std::string t = text;
@@ -75,7 +81,8 @@ Knob::Parsed Knob::parse(const std::string& text) const {
       p.f = v;
       break;
     }
-    case KnobType::String: break;
+    case KnobType::String:
+      break;
   }
   return p;
 }
@@ -97,10 +104,18 @@ bool Knob::as_bool() const {
   }
   return current().b;
 }
-int64_t Knob::as_int() const { return current().i; }
-double Knob::as_float() const { return current().f; }
-std::string Knob::as_string() const { return current().s; }
-void Knob::validate() const { (void)parse(raw()); }
+int64_t Knob::as_int() const {
+  return current().i;
+}
+double Knob::as_float() const {
+  return current().f;
+}
+std::string Knob::as_string() const {
+  return current().s;
+}
+void Knob::validate() const {
+  (void)parse(raw());
+}
 
 void Knob::set_override(std::optional<std::string> value) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -119,10 +134,13 @@ std::vector<const Knob*> knobs() {
 Knob& mutable_knob(const std::string& name) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto it = registry().find(name);
-  if (it == registry().end()) throw Error("knob lookup", "the name of a registered knob", "'" + name + "'");
+  if (it == registry().end())
+    throw Error("knob lookup", "the name of a registered knob", "'" + name + "'");
   return *it->second;
 }
 
-const Knob& knob(const std::string& name) { return mutable_knob(name); }
+const Knob& knob(const std::string& name) {
+  return mutable_knob(name);
+}
 
 }  // namespace fk

@@ -20,8 +20,7 @@ class Knob {
  public:
   // Registers the knob; define knobs as namespace-scope objects in the .cpp
   // that reads them.
-  Knob(const char* name, KnobType type, const char* default_value, const char* doc,
-       KnobRead read);
+  Knob(const char* name, KnobType type, const char* default_value, const char* doc, KnobRead read);
   Knob(const Knob&) = delete;
   Knob& operator=(const Knob&) = delete;
 

@@ -10,11 +10,11 @@
 namespace fk {
 
 struct MemoryStats {
-  int64_t allocated = 0;  // bytes in live blocks (as requested by tensors)
-  int64_t peak = 0;       // highest `allocated` since start or the last reset_peak
-  int64_t reserved = 0;   // bytes held from the system: live plus cached blocks
-  int64_t num_allocs = 0; // number of allocate() calls
-  int64_t cache_hits = 0; // of those, how many were served from the cache
+  int64_t allocated = 0;   // bytes in live blocks (as requested by tensors)
+  int64_t peak = 0;        // highest `allocated` since start or the last reset_peak
+  int64_t reserved = 0;    // bytes held from the system: live plus cached blocks
+  int64_t num_allocs = 0;  // number of allocate() calls
+  int64_t cache_hits = 0;  // of those, how many were served from the cache
 };
 
 void* allocate(Device d, size_t nbytes);

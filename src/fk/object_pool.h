@@ -60,7 +60,9 @@ struct PoolAllocator {
     ::operator delete(p);
   }
   template <typename U>
-  bool operator==(const PoolAllocator<U>&) const { return true; }
+  bool operator==(const PoolAllocator<U>&) const {
+    return true;
+  }
 };
 
 }  // namespace fk

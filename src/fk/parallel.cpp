@@ -27,6 +27,8 @@ void set_num_threads(int n) {
   blas_set_num_threads(n);
 }
 
-int get_num_threads() { return thread_count().load(std::memory_order_relaxed); }
+int get_num_threads() {
+  return thread_count().load(std::memory_order_relaxed);
+}
 
 }  // namespace fk

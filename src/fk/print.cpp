@@ -9,15 +9,20 @@ namespace {
 
 std::string format_value(const Tensor& flat, int64_t i) {
   switch (flat.dtype()) {
-    case DType::Bool: return flat.data<bool>()[i] ? "true" : "false";
-    case DType::I32: return std::to_string(flat.data<int32_t>()[i]);
-    case DType::I64: return std::to_string(flat.data<int64_t>()[i]);
-    case DType::F64: return fmt::format("{:.6g}", flat.data<double>()[i]);
+    case DType::Bool:
+      return flat.data<bool>()[i] ? "true" : "false";
+    case DType::I32:
+      return std::to_string(flat.data<int32_t>()[i]);
+    case DType::I64:
+      return std::to_string(flat.data<int64_t>()[i]);
+    case DType::F64:
+      return fmt::format("{:.6g}", flat.data<double>()[i]);
     case DType::C128: {
       c128 v = flat.data<c128>()[i];
       return fmt::format("{:.4g}{:+.4g}i", v.real(), v.imag());
     }
-    default: return fmt::format("{:.6g}", flat.data<float>()[i]);
+    default:
+      return fmt::format("{:.6g}", flat.data<float>()[i]);
   }
 }
 
@@ -56,8 +61,9 @@ std::string to_string(const Tensor& t, int edge_items) {
   render(flat, t.shape(), 0, 0, edge_items, body);
   std::string s = "tensor(" + body + ", dtype=" + name(t.dtype()) + ", shape=" + t.shape().str();
   if (!t.device().is_cpu()) s += ", device=" + t.device().str();
-  if (t.requires_grad()) s += t.grad_fn() ? std::string(", grad_fn=") + t.grad_fn()->name()
-                                          : std::string(", requires_grad");
+  if (t.requires_grad())
+    s += t.grad_fn() ? std::string(", grad_fn=") + t.grad_fn()->name()
+                     : std::string(", requires_grad");
   return s + ")";
 }
 

@@ -38,8 +38,12 @@ Counters& counters() {
   return c;
 }
 
-bool tracing() { return g_tracing.load(std::memory_order_relaxed); }
-void set_tracing(bool on) { g_tracing.store(on); }
+bool tracing() {
+  return g_tracing.load(std::memory_order_relaxed);
+}
+void set_tracing(bool on) {
+  g_tracing.store(on);
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -18,8 +18,12 @@ struct Counters {
 };
 
 Counters& counters();  // this thread's counters
-inline void count_view() { ++counters().view_ops; }
-inline void count_launch(int64_t n = 1) { counters().launches += n; }
+inline void count_view() {
+  ++counters().view_ops;
+}
+inline void count_launch(int64_t n = 1) {
+  counters().launches += n;
+}
 
 bool tracing();  // whether chrome-trace events are being recorded
 void set_tracing(bool on);
@@ -34,10 +38,12 @@ class OpScope {
  public:
   explicit OpScope(const char* name) : name_(name) {
     ++counters().ops;
-    if (tracing()) [[unlikely]] start_ = now_ns();
+    if (tracing()) [[unlikely]]
+      start_ = now_ns();
   }
   ~OpScope() {
-    if (start_ >= 0) [[unlikely]] record_event(name_, start_, now_ns() - start_);
+    if (start_ >= 0) [[unlikely]]
+      record_event(name_, start_, now_ns() - start_);
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
@@ -48,9 +54,9 @@ class OpScope {
 };
 
 struct Report {
-  Counters counts;        // ops, view ops and launches inside the scope
+  Counters counts;  // ops, view ops and launches inside the scope
   double wall_ms = 0;
-  int64_t peak_bytes = 0; // peak allocated memory on the device inside the scope
+  int64_t peak_bytes = 0;  // peak allocated memory on the device inside the scope
   std::string str() const;
 };
 

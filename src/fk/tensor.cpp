@@ -37,8 +37,12 @@ Tensor make_tensor(std::shared_ptr<Storage> storage, DType dtype, const Dims& sh
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "Tensor::size")]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "Tensor::stride")]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape()[wrap_dim(d, dim(), "Tensor::size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return strides()[wrap_dim(d, dim(), "Tensor::stride")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -58,8 +62,7 @@ void Tensor::check_dtype(DType expected, const char* where) const {
 }
 
 double Tensor::item() const {
-  FK_CHECK(numel() == 1, "Tensor::item", "a tensor with one element",
-           "shape " + shape().str());
+  FK_CHECK(numel() == 1, "Tensor::item", "a tensor with one element", "shape " + shape().str());
   FK_CHECK(!is_complex(dtype()), "Tensor::item", "a real dtype", name(dtype()));
   return to_vector<double>()[0];
 }
@@ -80,7 +83,9 @@ template std::vector<c128> Tensor::to_vector<c128>() const;
 
 // --- autograd accessors -----------------------------------------------------
 
-bool Tensor::requires_grad() const { return autograd::tensor_requires_grad(*this); }
+bool Tensor::requires_grad() const {
+  return autograd::tensor_requires_grad(*this);
+}
 
 Tensor& Tensor::set_requires_grad(bool r) {
   if (r) {
@@ -97,7 +102,9 @@ Tensor& Tensor::set_requires_grad(bool r) {
   return *this;
 }
 
-Tensor Tensor::grad() const { return impl_->meta ? impl_->meta->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  return impl_->meta ? impl_->meta->grad : Tensor();
+}
 
 void Tensor::set_grad(const Tensor& g) const {
   if (!impl_->meta) impl_->meta = std::make_unique<autograd::AutogradMeta>();
@@ -108,7 +115,9 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
   return impl_->meta ? impl_->meta->grad_fn : nullptr;
 }
 
-bool Tensor::is_leaf() const { return !grad_fn(); }
+bool Tensor::is_leaf() const {
+  return !grad_fn();
+}
 
 void Tensor::backward(const Tensor& g, bool retain_graph) const {
   autograd::backward({*this}, {g}, retain_graph);
@@ -120,32 +129,68 @@ Tensor Tensor::detach() const {
 
 // --- views and copies: thin forwards to the ops --------------------------
 
-Tensor Tensor::reshape(const Dims& s) const { return fk::reshape(*this, s); }
-Tensor Tensor::view(const Dims& s) const { return fk::view(*this, s); }
-Tensor Tensor::transpose(int64_t a, int64_t b) const { return fk::transpose(*this, a, b); }
-Tensor Tensor::permute(const Dims& o) const { return fk::permute(*this, o); }
-Tensor Tensor::expand(const Dims& s) const { return fk::expand(*this, s); }
-Tensor Tensor::squeeze() const { return fk::squeeze(*this); }
-Tensor Tensor::squeeze(int64_t d) const { return fk::squeeze(*this, d); }
-Tensor Tensor::unsqueeze(int64_t d) const { return fk::unsqueeze(*this, d); }
-Tensor Tensor::narrow(int64_t d, int64_t s, int64_t l) const { return fk::narrow(*this, d, s, l); }
+Tensor Tensor::reshape(const Dims& s) const {
+  return fk::reshape(*this, s);
+}
+Tensor Tensor::view(const Dims& s) const {
+  return fk::view(*this, s);
+}
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  return fk::transpose(*this, a, b);
+}
+Tensor Tensor::permute(const Dims& o) const {
+  return fk::permute(*this, o);
+}
+Tensor Tensor::expand(const Dims& s) const {
+  return fk::expand(*this, s);
+}
+Tensor Tensor::squeeze() const {
+  return fk::squeeze(*this);
+}
+Tensor Tensor::squeeze(int64_t d) const {
+  return fk::squeeze(*this, d);
+}
+Tensor Tensor::unsqueeze(int64_t d) const {
+  return fk::unsqueeze(*this, d);
+}
+Tensor Tensor::narrow(int64_t d, int64_t s, int64_t l) const {
+  return fk::narrow(*this, d, s, l);
+}
 Tensor Tensor::slice(int64_t d, int64_t s, int64_t e, int64_t st) const {
   return fk::slice(*this, d, s, e, st);
 }
-Tensor Tensor::select(int64_t d, int64_t i) const { return fk::select(*this, d, i); }
-Tensor Tensor::real() const { return fk::real(*this); }
-Tensor Tensor::imag() const { return fk::imag(*this); }
-Tensor Tensor::contiguous() const { return fk::contiguous(*this); }
-Tensor Tensor::clone() const { return fk::clone(*this); }
-Tensor Tensor::to(DType t) const { return fk::to_dtype(*this, t); }
-Tensor Tensor::to(Device d) const { return fk::to_device(*this, d); }
+Tensor Tensor::select(int64_t d, int64_t i) const {
+  return fk::select(*this, d, i);
+}
+Tensor Tensor::real() const {
+  return fk::real(*this);
+}
+Tensor Tensor::imag() const {
+  return fk::imag(*this);
+}
+Tensor Tensor::contiguous() const {
+  return fk::contiguous(*this);
+}
+Tensor Tensor::clone() const {
+  return fk::clone(*this);
+}
+Tensor Tensor::to(DType t) const {
+  return fk::to_dtype(*this, t);
+}
+Tensor Tensor::to(Device d) const {
+  return fk::to_device(*this, d);
+}
 Tensor& Tensor::copy_(const Tensor& src) {
   fk::copy_(*this, src);
   return *this;
 }
 
-std::string Tensor::str() const { return to_string(*this); }
+std::string Tensor::str() const {
+  return to_string(*this);
+}
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << t.str();
+}
 
 }  // namespace fk

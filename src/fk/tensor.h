@@ -41,7 +41,7 @@ struct Storage {
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Dims shape;
-  Dims strides;  // in elements
+  Dims strides;        // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::F32;
   std::unique_ptr<autograd::AutogradMeta> meta;
@@ -77,7 +77,8 @@ class Tensor {
 
   // Raw pointer to the first element (storage + offset).
   void* data_ptr() const {
-    return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(itemsize());
+    return static_cast<char*>(impl_->storage->data) +
+           impl_->offset * static_cast<int64_t>(itemsize());
   }
   // Typed pointer; throws when T does not match the dtype.
   template <typename T>

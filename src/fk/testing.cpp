@@ -41,8 +41,7 @@ void perturb(Tensor& t, int64_t k, double delta) {
 
 }  // namespace
 
-std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
-                      GradcheckOptions opt) {
+std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions opt) {
   std::vector<Tensor> xs;
   std::vector<size_t> diff_index;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -13,17 +13,19 @@
 namespace fk {
 
 const char* name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                "atan2", "eq", "ne", "lt", "le", "gt", "ge"};
+  static const char* names[] = {"add",   "sub", "mul", "div", "pow", "maximum", "minimum",
+                                "atan2", "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
   return names[static_cast<int>(op)];
 }
 
 namespace {
 
-bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+bool is_comparison(BinaryOp op) {
+  return op >= BinaryOp::Eq;
+}
 bool is_complex_op(BinaryOp op) {
-  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
-         op == BinaryOp::Div || op == BinaryOp::Eq || op == BinaryOp::Ne;
+  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
+         op == BinaryOp::Eq || op == BinaryOp::Ne;
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
@@ -59,9 +61,12 @@ void arith_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b, do
     case BinaryOp::Sub:
       if (alpha == 1.0) return run([](T x, T y) { return x - y; });
       return run([al](T x, T y) { return x - al * y; });
-    case BinaryOp::Mul: return run([](T x, T y) { return x * y; });
-    case BinaryOp::Div: return run([](T x, T y) { return x / y; });
-    default: break;
+    case BinaryOp::Mul:
+      return run([](T x, T y) { return x * y; });
+    case BinaryOp::Div:
+      return run([](T x, T y) { return x / y; });
+    default:
+      break;
   }
   if constexpr (!kComplex) {
     switch (op) {
@@ -71,8 +76,10 @@ void arith_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b, do
         return run([](T x, T y) { return (x != x || x > y) ? x : y; });  // NaN propagates
       case BinaryOp::Minimum:
         return run([](T x, T y) { return (x != x || x < y) ? x : y; });
-      case BinaryOp::Atan2: return run([](T y, T x) { return static_cast<T>(std::atan2(y, x)); });
-      default: break;
+      case BinaryOp::Atan2:
+        return run([](T y, T x) { return static_cast<T>(std::atan2(y, x)); });
+      default:
+        break;
     }
   }
   cpu::unsupported(name(op), dtype_of<T>(), "a real dtype");
@@ -82,17 +89,25 @@ template <typename T>
 void compare_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
   auto run = [&](auto f) { cpu::map2<bool, T, T>(out, a, b, f); };
   switch (op) {
-    case BinaryOp::Eq: return run([](T x, T y) { return x == y; });
-    case BinaryOp::Ne: return run([](T x, T y) { return x != y; });
-    default: break;
+    case BinaryOp::Eq:
+      return run([](T x, T y) { return x == y; });
+    case BinaryOp::Ne:
+      return run([](T x, T y) { return x != y; });
+    default:
+      break;
   }
   if constexpr (!std::is_same_v<T, c64> && !std::is_same_v<T, c128>) {
     switch (op) {
-      case BinaryOp::Lt: return run([](T x, T y) { return x < y; });
-      case BinaryOp::Le: return run([](T x, T y) { return x <= y; });
-      case BinaryOp::Gt: return run([](T x, T y) { return x > y; });
-      case BinaryOp::Ge: return run([](T x, T y) { return x >= y; });
-      default: break;
+      case BinaryOp::Lt:
+        return run([](T x, T y) { return x < y; });
+      case BinaryOp::Le:
+        return run([](T x, T y) { return x <= y; });
+      case BinaryOp::Gt:
+        return run([](T x, T y) { return x > y; });
+      case BinaryOp::Ge:
+        return run([](T x, T y) { return x >= y; });
+      default:
+        break;
     }
   }
   cpu::unsupported(name(op), dtype_of<T>(), "a real dtype");
@@ -164,7 +179,8 @@ struct BinaryBackward : autograd::Node {
         if (need_b) gb = neg(mul(r, y));
         break;
       }
-      default: break;  // comparisons have no gradient
+      default:
+        break;  // comparisons have no gradient
     }
     return {ga.defined() ? grad_for(ga, a_shape, a_dtype) : Tensor(),
             gb.defined() ? grad_for(gb, b_shape, b_dtype) : Tensor()};
@@ -188,7 +204,9 @@ Tensor scalar_for(const Tensor& t, double s) {
 
 }  // namespace
 
-Tensor scalar_like(const Tensor& t, double s) { return scalar_for(t, s); }
+Tensor scalar_like(const Tensor& t, double s) {
+  return scalar_for(t, s);
+}
 
 Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alpha) {
   profile::OpScope scope(name(op));
@@ -199,7 +217,8 @@ Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, doubl
   }
   Tensor a = a_in.dtype() == ct ? a_in : a_in.to(ct);
   Tensor b = b_in.dtype() == ct ? b_in : b_in.to(ct);
-  const Dims& shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name(op));
+  const Dims& shape =
+      a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name(op));
   Tensor out = empty(shape, {is_comparison(op) ? DType::Bool : ct, a.device()});
   if (is_comparison(op)) {
     cpu::visit_numeric(ct, name(op), [&](auto tag) {
@@ -221,7 +240,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, double alpha) {
     node->alpha = alpha;
     bool need_a = autograd::tensor_requires_grad(a), need_b = autograd::tensor_requires_grad(b);
     switch (op) {
-      case BinaryOp::Add: case BinaryOp::Sub: break;
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+        break;
       case BinaryOp::Mul:
         if (need_a) node->b = b;
         if (need_b) node->a = a;
@@ -248,11 +269,21 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, double alpha) {
   return out;
 }
 
-Tensor add(const Tensor& a, double s) { return add(a, scalar_for(a, s)); }
-Tensor sub(const Tensor& a, double s) { return sub(a, scalar_for(a, s)); }
-Tensor mul(const Tensor& a, double s) { return mul(a, scalar_for(a, s)); }
-Tensor div(const Tensor& a, double s) { return div(a, scalar_for(a, s)); }
-Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor add(const Tensor& a, double s) {
+  return add(a, scalar_for(a, s));
+}
+Tensor sub(const Tensor& a, double s) {
+  return sub(a, scalar_for(a, s));
+}
+Tensor mul(const Tensor& a, double s) {
+  return mul(a, scalar_for(a, s));
+}
+Tensor div(const Tensor& a, double s) {
+  return div(a, scalar_for(a, s));
+}
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
 
 // --- ternary ----------------------------------------------------------------
 
@@ -265,8 +296,8 @@ Tensor ternary_forward(TernaryOp op, const Tensor& x_in, const Tensor& y_in, con
   profile::OpScope scope(op_name);
   check_same_device(x_in, y_in, op_name);
   check_same_device(x_in, z_in, op_name);
-  Dims shape = broadcast_shapes(broadcast_shapes(x_in.shape(), y_in.shape(), op_name),
-                                z_in.shape(), op_name);
+  Dims shape = broadcast_shapes(broadcast_shapes(x_in.shape(), y_in.shape(), op_name), z_in.shape(),
+                                op_name);
   if (op == TernaryOp::Where) {
     FK_CHECK(x_in.dtype() == DType::Bool, "where", "a bool condition", name(x_in.dtype()));
     DType rt = promote(y_in.dtype(), z_in.dtype());
@@ -364,7 +395,9 @@ Tensor ternary(TernaryOp op, const Tensor& x, const Tensor& y, const Tensor& z, 
     bool gx = autograd::tensor_requires_grad(x), gy = autograd::tensor_requires_grad(y),
          gz = autograd::tensor_requires_grad(z);
     switch (op) {
-      case TernaryOp::Where: node->x = x; break;
+      case TernaryOp::Where:
+        node->x = x;
+        break;
       case TernaryOp::Addcmul:
         if (gy) node->z = z;
         if (gz) node->y = y;
@@ -424,7 +457,9 @@ Tensor addcdiv(const Tensor& s, const Tensor& t1, const Tensor& t2, double v) {
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
   return ternary(TernaryOp::Lerp, a, b, w, 0.0, "lerp");
 }
-Tensor lerp(const Tensor& a, const Tensor& b, double w) { return lerp(a, b, scalar_for(a, w)); }
+Tensor lerp(const Tensor& a, const Tensor& b, double w) {
+  return lerp(a, b, scalar_for(a, w));
+}
 
 // In-place forms. Same-dtype float operands run one fused kernel writing self;
 // anything else computes out of place and copies back.
@@ -438,9 +473,8 @@ bool fused_inplace(Tensor& self, const std::vector<const Tensor*>& others, const
   }
   if (!self.device().is_cpu()) return false;
   self.bump_version();
-  cpu::visit_float(self.dtype(), "in-place op", [&](auto tag) {
-    kernel(typename decltype(tag)::type{});
-  });
+  cpu::visit_float(self.dtype(), "in-place op",
+                   [&](auto tag) { kernel(typename decltype(tag)::type{}); });
   return true;
 }
 }  // namespace
@@ -457,7 +491,9 @@ Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
   }
   return assign(self, binary_forward(BinaryOp::Add, self, other, alpha), "add_");
 }
-Tensor& sub_(Tensor& self, const Tensor& other, double alpha) { return add_(self, other, -alpha); }
+Tensor& sub_(Tensor& self, const Tensor& other, double alpha) {
+  return add_(self, other, -alpha);
+}
 Tensor& mul_(Tensor& self, const Tensor& other) {
   check_inplace(self, "mul_");
   profile::OpScope scope("mul_");
@@ -473,7 +509,9 @@ Tensor& div_(Tensor& self, const Tensor& other) {
   check_inplace(self, "div_");
   return assign(self, binary_forward(BinaryOp::Div, self, other), "div_");
 }
-Tensor& mul_(Tensor& self, double s) { return mul_(self, scalar_for(self, s)); }
+Tensor& mul_(Tensor& self, double s) {
+  return mul_(self, scalar_for(self, s));
+}
 Tensor& addcmul_(Tensor& self, const Tensor& t1, const Tensor& t2, double value) {
   check_inplace(self, "addcmul_");
   profile::OpScope scope("addcmul_");

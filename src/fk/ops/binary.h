@@ -10,7 +10,20 @@
 namespace fk {
 
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Atan2, Eq, Ne, Lt, Le, Gt, Ge
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  Atan2,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge
 };
 const char* name(BinaryOp op);
 
@@ -25,18 +38,42 @@ inline Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0) {
 inline Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0) {
   return binary(BinaryOp::Sub, a, b, alpha);
 }
-inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
-inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
-inline Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
-inline Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
-inline Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
-inline Tensor atan2(const Tensor& y, const Tensor& x) { return binary(BinaryOp::Atan2, y, x); }
-inline Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
-inline Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
-inline Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
-inline Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
-inline Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
-inline Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Mul, a, b);
+}
+inline Tensor div(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Div, a, b);
+}
+inline Tensor pow(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Pow, a, b);
+}
+inline Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Maximum, a, b);
+}
+inline Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Minimum, a, b);
+}
+inline Tensor atan2(const Tensor& y, const Tensor& x) {
+  return binary(BinaryOp::Atan2, y, x);
+}
+inline Tensor eq(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Eq, a, b);
+}
+inline Tensor ne(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Ne, a, b);
+}
+inline Tensor lt(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Lt, a, b);
+}
+inline Tensor le(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Le, a, b);
+}
+inline Tensor gt(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Gt, a, b);
+}
+inline Tensor ge(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Ge, a, b);
+}
 
 // Scalar operands keep the tensor's dtype (an integer tensor with a
 // non-integer scalar becomes f32).
@@ -67,15 +104,33 @@ Tensor& addcdiv_(Tensor& self, const Tensor& t1, const Tensor& t2, double value 
 Tensor& lerp_(Tensor& self, const Tensor& end, double w);
 Tensor& lerp_(Tensor& self, const Tensor& end, const Tensor& w);
 
-inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
-inline Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
-inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
-inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
-inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+inline Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+inline Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+inline Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+inline Tensor operator+(const Tensor& a, double s) {
+  return add(a, s);
+}
+inline Tensor operator-(const Tensor& a, double s) {
+  return sub(a, s);
+}
+inline Tensor operator*(const Tensor& a, double s) {
+  return mul(a, s);
+}
+inline Tensor operator/(const Tensor& a, double s) {
+  return div(a, s);
+}
+inline Tensor operator*(double s, const Tensor& a) {
+  return mul(a, s);
+}
 Tensor operator-(const Tensor& a);
 
 }  // namespace fk

@@ -34,11 +34,16 @@ To convert(From v) {
 // Same-dtype copy: moves bytes by element size, so one instantiation per width.
 void copy_same_dtype(Tensor& dst, const Tensor& src) {
   switch (dst.itemsize()) {
-    case 1: return cpu::map1<uint8_t, uint8_t>(dst, src, [](uint8_t v) { return v; });
-    case 2: return cpu::map1<uint16_t, uint16_t>(dst, src, [](uint16_t v) { return v; });
-    case 4: return cpu::map1<uint32_t, uint32_t>(dst, src, [](uint32_t v) { return v; });
-    case 8: return cpu::map1<uint64_t, uint64_t>(dst, src, [](uint64_t v) { return v; });
-    default: return cpu::map1<c128, c128>(dst, src, [](c128 v) { return v; });
+    case 1:
+      return cpu::map1<uint8_t, uint8_t>(dst, src, [](uint8_t v) { return v; });
+    case 2:
+      return cpu::map1<uint16_t, uint16_t>(dst, src, [](uint16_t v) { return v; });
+    case 4:
+      return cpu::map1<uint32_t, uint32_t>(dst, src, [](uint32_t v) { return v; });
+    case 8:
+      return cpu::map1<uint64_t, uint64_t>(dst, src, [](uint64_t v) { return v; });
+    default:
+      return cpu::map1<c128, c128>(dst, src, [](c128 v) { return v; });
   }
 }
 
@@ -56,11 +61,13 @@ void copy_half(Tensor& dst, const Tensor& src) {
     return float_to_bf16(i, dst.data<BFloat16>(), dst.numel());
   }
   if (is_half(src.dtype()) && dst.dtype() == DType::F32) {
-    if (src.dtype() == DType::F16) return cpu::map1<float, Half>(dst, src, [](Half h) { return half_to_float(h); });
+    if (src.dtype() == DType::F16)
+      return cpu::map1<float, Half>(dst, src, [](Half h) { return half_to_float(h); });
     return cpu::map1<float, BFloat16>(dst, src, [](BFloat16 h) { return bf16_to_float(h); });
   }
   if (is_half(dst.dtype()) && src.dtype() == DType::F32) {
-    if (dst.dtype() == DType::F16) return cpu::map1<Half, float>(dst, src, [](float f) { return float_to_half(f); });
+    if (dst.dtype() == DType::F16)
+      return cpu::map1<Half, float>(dst, src, [](float f) { return float_to_half(f); });
     return cpu::map1<BFloat16, float>(dst, src, [](float f) { return float_to_bf16(f); });
   }
   // Anything else goes through f32.
@@ -136,7 +143,8 @@ void copy_(Tensor& dst, const Tensor& src) {
     if (!staged.is_same(dst)) copy_(dst, staged);
     return;
   }
-  throw Error("copy_ on CUDA", "contiguous tensors of one dtype (strided CUDA copies land with the CUDA kernels)",
+  throw Error("copy_ on CUDA",
+              "contiguous tensors of one dtype (strided CUDA copies land with the CUDA kernels)",
               "a strided or converting copy");
 }
 

@@ -12,12 +12,11 @@
 namespace fk {
 
 const char* name(UnaryOp op) {
-  static const char* names[] = {"neg",     "abs",       "sign",    "exp",        "log",
-                                "log1p",   "expm1",     "sqrt",    "rsqrt",      "sin",
-                                "cos",     "tanh",      "sigmoid", "relu",       "leaky_relu",
-                                "elu",     "gelu",      "gelu_tanh", "silu",     "softplus",
-                                "erf",     "pow",       "clamp",   "conj",       "square",
-                                "reciprocal"};
+  static const char* names[] = {"neg",     "abs",       "sign",       "exp", "log",   "log1p",
+                                "expm1",   "sqrt",      "rsqrt",      "sin", "cos",   "tanh",
+                                "sigmoid", "relu",      "leaky_relu", "elu", "gelu",  "gelu_tanh",
+                                "silu",    "softplus",  "erf",        "pow", "clamp", "conj",
+                                "square",  "reciprocal"};
   return names[static_cast<int>(op)];
 }
 
@@ -30,27 +29,39 @@ constexpr double kGeluC = 0.7978845608028654;       // sqrt(2 / pi)
 
 bool accepts_complex(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Exp: case UnaryOp::Log:
-    case UnaryOp::Sqrt: case UnaryOp::Conj: case UnaryOp::Square: case UnaryOp::Reciprocal:
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Exp:
+    case UnaryOp::Log:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Conj:
+    case UnaryOp::Square:
+    case UnaryOp::Reciprocal:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 // Ops whose result on an integer input stays an integer.
 bool keeps_integers(UnaryOp op) {
-  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign ||
-         op == UnaryOp::Relu || op == UnaryOp::Clamp || op == UnaryOp::Square ||
-         op == UnaryOp::Conj;
+  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign || op == UnaryOp::Relu ||
+         op == UnaryOp::Clamp || op == UnaryOp::Square || op == UnaryOp::Conj;
 }
 
 // Backward formulas that read the forward's output instead of its input.
 bool uses_output(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
-    case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Reciprocal:
+    case UnaryOp::Exp:
+    case UnaryOp::Expm1:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Reciprocal:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -58,8 +69,10 @@ bool uses_output(UnaryOp op) {
 template <typename T>
 T saturate(double v) {
   if constexpr (std::is_integral_v<T>) {
-    if (!(v > static_cast<double>(std::numeric_limits<T>::lowest()))) return std::numeric_limits<T>::lowest();
-    if (!(v < static_cast<double>(std::numeric_limits<T>::max()))) return std::numeric_limits<T>::max();
+    if (!(v > static_cast<double>(std::numeric_limits<T>::lowest())))
+      return std::numeric_limits<T>::lowest();
+    if (!(v < static_cast<double>(std::numeric_limits<T>::max())))
+      return std::numeric_limits<T>::max();
   }
   return static_cast<T>(v);
 }
@@ -75,46 +88,70 @@ void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
   const T a = saturate<T>(p.a), b = saturate<T>(p.b);
   auto run = [&](auto f) { cpu::map1<T, T>(out, x, f); };
   switch (op) {
-    case UnaryOp::Neg: return run([](T v) { return -v; });
-    case UnaryOp::Abs: return run([](T v) { return v < T(0) ? -v : v; });
-    case UnaryOp::Sign: return run([](T v) { return static_cast<T>((T(0) < v) - (v < T(0))); });
-    case UnaryOp::Relu: return run([](T v) { return v > T(0) ? v : T(0); });
-    case UnaryOp::Clamp: return run([a, b](T v) { return v < a ? a : (v > b ? b : v); });
-    case UnaryOp::Square: case UnaryOp::Conj:
+    case UnaryOp::Neg:
+      return run([](T v) { return -v; });
+    case UnaryOp::Abs:
+      return run([](T v) { return v < T(0) ? -v : v; });
+    case UnaryOp::Sign:
+      return run([](T v) { return static_cast<T>((T(0) < v) - (v < T(0))); });
+    case UnaryOp::Relu:
+      return run([](T v) { return v > T(0) ? v : T(0); });
+    case UnaryOp::Clamp:
+      return run([a, b](T v) { return v < a ? a : (v > b ? b : v); });
+    case UnaryOp::Square:
+    case UnaryOp::Conj:
       if (op == UnaryOp::Conj) return run([](T v) { return v; });
       return run([](T v) { return v * v; });
-    default: break;
+    default:
+      break;
   }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case UnaryOp::Exp: return run([](T v) { return std::exp(v); });
-      case UnaryOp::Log: return run([](T v) { return std::log(v); });
-      case UnaryOp::Log1p: return run([](T v) { return std::log1p(v); });
-      case UnaryOp::Expm1: return run([](T v) { return std::expm1(v); });
-      case UnaryOp::Sqrt: return run([](T v) { return std::sqrt(v); });
-      case UnaryOp::Rsqrt: return run([](T v) { return T(1) / std::sqrt(v); });
-      case UnaryOp::Sin: return run([](T v) { return std::sin(v); });
-      case UnaryOp::Cos: return run([](T v) { return std::cos(v); });
-      case UnaryOp::Tanh: return run([](T v) { return std::tanh(v); });
-      case UnaryOp::Sigmoid: return run([](T v) { return sigmoid_of(v); });
-      case UnaryOp::LeakyRelu: return run([a](T v) { return v > T(0) ? v : a * v; });
-      case UnaryOp::Elu: return run([a](T v) { return v > T(0) ? v : a * std::expm1(v); });
+      case UnaryOp::Exp:
+        return run([](T v) { return std::exp(v); });
+      case UnaryOp::Log:
+        return run([](T v) { return std::log(v); });
+      case UnaryOp::Log1p:
+        return run([](T v) { return std::log1p(v); });
+      case UnaryOp::Expm1:
+        return run([](T v) { return std::expm1(v); });
+      case UnaryOp::Sqrt:
+        return run([](T v) { return std::sqrt(v); });
+      case UnaryOp::Rsqrt:
+        return run([](T v) { return T(1) / std::sqrt(v); });
+      case UnaryOp::Sin:
+        return run([](T v) { return std::sin(v); });
+      case UnaryOp::Cos:
+        return run([](T v) { return std::cos(v); });
+      case UnaryOp::Tanh:
+        return run([](T v) { return std::tanh(v); });
+      case UnaryOp::Sigmoid:
+        return run([](T v) { return sigmoid_of(v); });
+      case UnaryOp::LeakyRelu:
+        return run([a](T v) { return v > T(0) ? v : a * v; });
+      case UnaryOp::Elu:
+        return run([a](T v) { return v > T(0) ? v : a * std::expm1(v); });
       case UnaryOp::Gelu:
         return run([](T v) { return T(0.5) * v * (T(1) + std::erf(v / T(kSqrt2))); });
       case UnaryOp::GeluTanh:
         return run([](T v) {
           return T(0.5) * v * (T(1) + std::tanh(T(kGeluC) * (v + T(0.044715) * v * v * v)));
         });
-      case UnaryOp::Silu: return run([](T v) { return v * sigmoid_of(v); });
+      case UnaryOp::Silu:
+        return run([](T v) { return v * sigmoid_of(v); });
       case UnaryOp::Softplus:
         return run([a, b](T v) {
           T z = a * v;
           return z > b ? v : std::log1p(std::exp(z)) / a;
         });
-      case UnaryOp::Erf: return run([](T v) { return std::erf(v); });
-      case UnaryOp::PowScalar: return run([a](T v) { return std::pow(v, a); });
-      case UnaryOp::Reciprocal: return run([](T v) { return T(1) / v; });
-      default: break;
+      case UnaryOp::Erf:
+        return run([](T v) { return std::erf(v); });
+      case UnaryOp::PowScalar:
+        return run([a](T v) { return std::pow(v, a); });
+      case UnaryOp::Reciprocal:
+        return run([](T v) { return T(1) / v; });
+      default:
+        break;
     }
   }
   cpu::unsupported(name(op), dtype_of<T>(), "f32 or f64");
@@ -126,14 +163,22 @@ void forward_complex(UnaryOp op, Tensor& out, const Tensor& x) {
   if (op == UnaryOp::Abs) return cpu::map1<R, C>(out, x, [](C v) { return std::abs(v); });
   auto run = [&](auto f) { cpu::map1<C, C>(out, x, f); };
   switch (op) {
-    case UnaryOp::Neg: return run([](C v) { return -v; });
-    case UnaryOp::Conj: return run([](C v) { return std::conj(v); });
-    case UnaryOp::Exp: return run([](C v) { return std::exp(v); });
-    case UnaryOp::Log: return run([](C v) { return std::log(v); });
-    case UnaryOp::Sqrt: return run([](C v) { return std::sqrt(v); });
-    case UnaryOp::Square: return run([](C v) { return v * v; });
-    case UnaryOp::Reciprocal: return run([](C v) { return C(1) / v; });
-    default: cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
+    case UnaryOp::Neg:
+      return run([](C v) { return -v; });
+    case UnaryOp::Conj:
+      return run([](C v) { return std::conj(v); });
+    case UnaryOp::Exp:
+      return run([](C v) { return std::exp(v); });
+    case UnaryOp::Log:
+      return run([](C v) { return std::log(v); });
+    case UnaryOp::Sqrt:
+      return run([](C v) { return std::sqrt(v); });
+    case UnaryOp::Square:
+      return run([](C v) { return v * v; });
+    case UnaryOp::Reciprocal:
+      return run([](C v) { return C(1) / v; });
+    default:
+      cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
   }
 }
 
@@ -145,23 +190,38 @@ void backward_real(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, con
   auto with_x = [&](auto f) { cpu::map2<T, T, T>(gx, g, x, f); };
   auto with_y = [&](auto f) { cpu::map2<T, T, T>(gx, g, y, f); };
   switch (op) {
-    case UnaryOp::Neg: return with_x([](T gv, T) { return -gv; });
-    case UnaryOp::Conj: return with_x([](T gv, T) { return gv; });
+    case UnaryOp::Neg:
+      return with_x([](T gv, T) { return -gv; });
+    case UnaryOp::Conj:
+      return with_x([](T gv, T) { return gv; });
     case UnaryOp::Abs:
       return with_x([](T gv, T v) { return gv * static_cast<T>((T(0) < v) - (v < T(0))); });
-    case UnaryOp::Sign: return with_x([](T, T) { return T(0); });
-    case UnaryOp::Exp: return with_y([](T gv, T yv) { return gv * yv; });
-    case UnaryOp::Log: return with_x([](T gv, T v) { return gv / v; });
-    case UnaryOp::Log1p: return with_x([](T gv, T v) { return gv / (T(1) + v); });
-    case UnaryOp::Expm1: return with_y([](T gv, T yv) { return gv * (yv + T(1)); });
-    case UnaryOp::Sqrt: return with_y([](T gv, T yv) { return gv / (T(2) * yv); });
-    case UnaryOp::Rsqrt: return with_y([](T gv, T yv) { return T(-0.5) * gv * yv * yv * yv; });
-    case UnaryOp::Sin: return with_x([](T gv, T v) { return gv * std::cos(v); });
-    case UnaryOp::Cos: return with_x([](T gv, T v) { return -gv * std::sin(v); });
-    case UnaryOp::Tanh: return with_y([](T gv, T yv) { return gv * (T(1) - yv * yv); });
-    case UnaryOp::Sigmoid: return with_y([](T gv, T yv) { return gv * yv * (T(1) - yv); });
-    case UnaryOp::Relu: return with_x([](T gv, T v) { return v > T(0) ? gv : T(0); });
-    case UnaryOp::LeakyRelu: return with_x([a](T gv, T v) { return v > T(0) ? gv : a * gv; });
+    case UnaryOp::Sign:
+      return with_x([](T, T) { return T(0); });
+    case UnaryOp::Exp:
+      return with_y([](T gv, T yv) { return gv * yv; });
+    case UnaryOp::Log:
+      return with_x([](T gv, T v) { return gv / v; });
+    case UnaryOp::Log1p:
+      return with_x([](T gv, T v) { return gv / (T(1) + v); });
+    case UnaryOp::Expm1:
+      return with_y([](T gv, T yv) { return gv * (yv + T(1)); });
+    case UnaryOp::Sqrt:
+      return with_y([](T gv, T yv) { return gv / (T(2) * yv); });
+    case UnaryOp::Rsqrt:
+      return with_y([](T gv, T yv) { return T(-0.5) * gv * yv * yv * yv; });
+    case UnaryOp::Sin:
+      return with_x([](T gv, T v) { return gv * std::cos(v); });
+    case UnaryOp::Cos:
+      return with_x([](T gv, T v) { return -gv * std::sin(v); });
+    case UnaryOp::Tanh:
+      return with_y([](T gv, T yv) { return gv * (T(1) - yv * yv); });
+    case UnaryOp::Sigmoid:
+      return with_y([](T gv, T yv) { return gv * yv * (T(1) - yv); });
+    case UnaryOp::Relu:
+      return with_x([](T gv, T v) { return v > T(0) ? gv : T(0); });
+    case UnaryOp::LeakyRelu:
+      return with_x([a](T gv, T v) { return v > T(0) ? gv : a * gv; });
     case UnaryOp::Elu:
       return with_x([a](T gv, T v) { return v > T(0) ? gv : gv * a * std::exp(v); });
     case UnaryOp::Gelu:
@@ -193,8 +253,10 @@ void backward_real(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, con
       return with_x([a](T gv, T v) { return a == T(0) ? T(0) : gv * a * std::pow(v, a - T(1)); });
     case UnaryOp::Clamp:
       return with_x([a, b](T gv, T v) { return (v >= a && v <= b) ? gv : T(0); });
-    case UnaryOp::Square: return with_x([](T gv, T v) { return T(2) * gv * v; });
-    case UnaryOp::Reciprocal: return with_y([](T gv, T yv) { return -gv * yv * yv; });
+    case UnaryOp::Square:
+      return with_x([](T gv, T v) { return T(2) * gv * v; });
+    case UnaryOp::Reciprocal:
+      return with_y([](T gv, T yv) { return -gv * yv * yv; });
   }
 }
 
@@ -212,15 +274,22 @@ void backward_complex(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, 
   auto with_x = [&](auto f) { cpu::map2<C, C, C>(gx, g, x, f); };
   auto with_y = [&](auto f) { cpu::map2<C, C, C>(gx, g, y, f); };
   switch (op) {
-    case UnaryOp::Neg: return with_x([](C gv, C) { return -gv; });
-    case UnaryOp::Conj: return with_x([](C gv, C) { return std::conj(gv); });
-    case UnaryOp::Exp: return with_y([](C gv, C yv) { return gv * std::conj(yv); });
-    case UnaryOp::Log: return with_x([](C gv, C v) { return gv / std::conj(v); });
-    case UnaryOp::Sqrt: return with_y([](C gv, C yv) { return gv / (R(2) * std::conj(yv)); });
-    case UnaryOp::Square: return with_x([](C gv, C v) { return R(2) * gv * std::conj(v); });
+    case UnaryOp::Neg:
+      return with_x([](C gv, C) { return -gv; });
+    case UnaryOp::Conj:
+      return with_x([](C gv, C) { return std::conj(gv); });
+    case UnaryOp::Exp:
+      return with_y([](C gv, C yv) { return gv * std::conj(yv); });
+    case UnaryOp::Log:
+      return with_x([](C gv, C v) { return gv / std::conj(v); });
+    case UnaryOp::Sqrt:
+      return with_y([](C gv, C yv) { return gv / (R(2) * std::conj(yv)); });
+    case UnaryOp::Square:
+      return with_x([](C gv, C v) { return R(2) * gv * std::conj(v); });
     case UnaryOp::Reciprocal:
       return with_y([](C gv, C yv) { return -gv * std::conj(yv * yv); });
-    default: cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
+    default:
+      cpu::unsupported(name(op), dtype_of<C>(), "a real dtype");
   }
 }
 
@@ -263,19 +332,20 @@ Tensor unary_forward(UnaryOp op, const Tensor& x_in, UnaryParams p) {
   profile::OpScope scope(name(op));
   check_cpu(x_in, name(op));
   DType out_dtype = result_dtype(op, x_in.dtype());
-  DType ct = compute_type(is_integral(x_in.dtype()) && !keeps_integers(op) ? out_dtype
-                                                                            : x_in.dtype());
+  DType ct =
+      compute_type(is_integral(x_in.dtype()) && !keeps_integers(op) ? out_dtype : x_in.dtype());
   if (x_in.dtype() == DType::Bool) ct = DType::F32;
   Tensor x = x_in.dtype() == ct ? x_in : x_in.to(ct);
   DType out_ct = op == UnaryOp::Abs ? real_type(ct) : ct;
   Tensor out = empty(x.shape(), {out_ct, x.device()});
   if (is_complex(ct)) {
-    if (ct == DType::C64) forward_complex<c64>(op, out, x);
-    else forward_complex<c128>(op, out, x);
+    if (ct == DType::C64)
+      forward_complex<c64>(op, out, x);
+    else
+      forward_complex<c128>(op, out, x);
   } else {
-    cpu::visit_real(ct, name(op), [&](auto tag) {
-      forward_real<typename decltype(tag)::type>(op, out, x, p);
-    });
+    cpu::visit_real(ct, name(op),
+                    [&](auto tag) { forward_real<typename decltype(tag)::type>(op, out, x, p); });
   }
   return out.dtype() == out_dtype ? out : out.to(out_dtype);
 }
@@ -292,8 +362,10 @@ Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& x_in, const 
   Tensor g = grad.to(op == UnaryOp::Abs ? real_type(ct) : ct);
   Tensor gx = empty(ref.shape(), {ct, ref.device()});
   if (is_complex(ct)) {
-    if (ct == DType::C64) backward_complex<c64>(op, gx, g, x, y);
-    else backward_complex<c128>(op, gx, g, x, y);
+    if (ct == DType::C64)
+      backward_complex<c64>(op, gx, g, x, y);
+    else
+      backward_complex<c128>(op, gx, g, x, y);
   } else {
     cpu::visit_float(ct, name(op), [&](auto tag) {
       backward_real<typename decltype(tag)::type>(op, gx, g, x, y, p);

@@ -33,16 +33,14 @@ Dims infer_shape(const Dims& shape, int64_t numel, const char* where) {
              "a shape compatible with " + std::to_string(numel) + " elements", shape.str());
     out[infer] = numel / known;
   }
-  FK_CHECK(out.numel() == numel, where,
-           "a shape with " + std::to_string(numel) + " elements", shape.str());
+  FK_CHECK(out.numel() == numel, where, "a shape with " + std::to_string(numel) + " elements",
+           shape.str());
   return out;
 }
 
 struct ReshapeBackward : autograd::Node {
   Dims src_shape;
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    return {g[0].reshape(src_shape)};
-  }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].reshape(src_shape)}; }
   const char* name() const override { return "ReshapeBackward"; }
 };
 
@@ -171,8 +169,8 @@ Tensor expand(const Tensor& t, const Dims& shape) {
     if (have == want) {
       strides[i] = t.strides()[src];
     } else {
-      FK_CHECK(have == 1, "expand", "size 1 where sizes differ (" + t.shape().str() + " to " +
-                                        shape.str() + ")",
+      FK_CHECK(have == 1, "expand",
+               "size 1 where sizes differ (" + t.shape().str() + " to " + shape.str() + ")",
                "size " + std::to_string(have) + " at dim " + std::to_string(src));
     }
   }
@@ -269,7 +267,8 @@ Tensor complex_part(const Tensor& t, bool imag_part) {
   Dims strides = t.strides();
   for (int i = 0; i < strides.size(); ++i) strides[i] *= 2;
   profile::count_view();
-  Tensor out = make_tensor(t.storage(), r, t.shape(), strides, t.offset() * 2 + (imag_part ? 1 : 0));
+  Tensor out =
+      make_tensor(t.storage(), r, t.shape(), strides, t.offset() * 2 + (imag_part ? 1 : 0));
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<ComplexPartBackward>();
     node->imag_part = imag_part;
@@ -280,7 +279,9 @@ Tensor complex_part(const Tensor& t, bool imag_part) {
 }
 }  // namespace
 
-Tensor real(const Tensor& t) { return is_complex(t.dtype()) ? complex_part(t, false) : t; }
+Tensor real(const Tensor& t) {
+  return is_complex(t.dtype()) ? complex_part(t, false) : t;
+}
 
 Tensor imag(const Tensor& t) {
   FK_CHECK(is_complex(t.dtype()), "imag", "a complex tensor", name(t.dtype()));

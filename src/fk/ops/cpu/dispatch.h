@@ -22,9 +22,12 @@ struct Tag {
 template <typename F>
 decltype(auto) visit_float(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::F32: return f(Tag<float>{});
-    case DType::F64: return f(Tag<double>{});
-    default: unsupported(op, t, "f32 or f64");
+    case DType::F32:
+      return f(Tag<float>{});
+    case DType::F64:
+      return f(Tag<double>{});
+    default:
+      unsupported(op, t, "f32 or f64");
   }
 }
 
@@ -32,11 +35,16 @@ decltype(auto) visit_float(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) visit_inexact(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::F32: return f(Tag<float>{});
-    case DType::F64: return f(Tag<double>{});
-    case DType::C64: return f(Tag<c64>{});
-    case DType::C128: return f(Tag<c128>{});
-    default: unsupported(op, t, "f32, f64, c64 or c128");
+    case DType::F32:
+      return f(Tag<float>{});
+    case DType::F64:
+      return f(Tag<double>{});
+    case DType::C64:
+      return f(Tag<c64>{});
+    case DType::C128:
+      return f(Tag<c128>{});
+    default:
+      unsupported(op, t, "f32, f64, c64 or c128");
   }
 }
 
@@ -44,11 +52,16 @@ decltype(auto) visit_inexact(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) visit_real(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::I32: return f(Tag<int32_t>{});
-    case DType::I64: return f(Tag<int64_t>{});
-    case DType::F32: return f(Tag<float>{});
-    case DType::F64: return f(Tag<double>{});
-    default: unsupported(op, t, "i32, i64, f32 or f64");
+    case DType::I32:
+      return f(Tag<int32_t>{});
+    case DType::I64:
+      return f(Tag<int64_t>{});
+    case DType::F32:
+      return f(Tag<float>{});
+    case DType::F64:
+      return f(Tag<double>{});
+    default:
+      unsupported(op, t, "i32, i64, f32 or f64");
   }
 }
 
@@ -56,13 +69,20 @@ decltype(auto) visit_real(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) visit_numeric(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::I32: return f(Tag<int32_t>{});
-    case DType::I64: return f(Tag<int64_t>{});
-    case DType::F32: return f(Tag<float>{});
-    case DType::F64: return f(Tag<double>{});
-    case DType::C64: return f(Tag<c64>{});
-    case DType::C128: return f(Tag<c128>{});
-    default: unsupported(op, t, "i32, i64, f32, f64, c64 or c128");
+    case DType::I32:
+      return f(Tag<int32_t>{});
+    case DType::I64:
+      return f(Tag<int64_t>{});
+    case DType::F32:
+      return f(Tag<float>{});
+    case DType::F64:
+      return f(Tag<double>{});
+    case DType::C64:
+      return f(Tag<c64>{});
+    case DType::C128:
+      return f(Tag<c128>{});
+    default:
+      unsupported(op, t, "i32, i64, f32, f64, c64 or c128");
   }
 }
 
@@ -70,14 +90,22 @@ decltype(auto) visit_numeric(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) visit_stored(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::Bool: return f(Tag<bool>{});
-    case DType::I32: return f(Tag<int32_t>{});
-    case DType::I64: return f(Tag<int64_t>{});
-    case DType::F32: return f(Tag<float>{});
-    case DType::F64: return f(Tag<double>{});
-    case DType::C64: return f(Tag<c64>{});
-    case DType::C128: return f(Tag<c128>{});
-    default: unsupported(op, t, "bool, i32, i64, f32, f64, c64 or c128");
+    case DType::Bool:
+      return f(Tag<bool>{});
+    case DType::I32:
+      return f(Tag<int32_t>{});
+    case DType::I64:
+      return f(Tag<int64_t>{});
+    case DType::F32:
+      return f(Tag<float>{});
+    case DType::F64:
+      return f(Tag<double>{});
+    case DType::C64:
+      return f(Tag<c64>{});
+    case DType::C128:
+      return f(Tag<c128>{});
+    default:
+      unsupported(op, t, "bool, i32, i64, f32, f64, c64 or c128");
   }
 }
 

@@ -36,7 +36,7 @@ Loop<K> make_loop(const Dims& shape, const std::array<const Tensor*, K>& operand
       const Tensor& t = *operands[k];
       int td = t.dim() - (shape.size() - d);
       st[k] = (td >= 0 && t.shape()[td] != 1) ? t.strides()[td] * static_cast<int64_t>(t.itemsize())
-                                               : 0;
+                                              : 0;
     }
     bool merge = L.ndim > 0;
     for (int k = 0; k < K && merge; ++k) {
