@@ -41,8 +41,8 @@ enum class Kind : uint8_t { C2C, R2C, C2R };
 // R2C on the output. The adjoints of the real transforms need it (0.5 / 2).
 struct Spec {
   Kind kind = Kind::C2C;
-  std::vector<int> dims;
-  std::vector<int64_t> n;
+  Dims dims;  // wrapped, distinct
+  Dims n;
   int sign = FFTW_FORWARD;  // C2C only; R2C is always forward, C2R always backward
   double scale = 1.0;
   double pair_factor = 1.0;
@@ -50,7 +50,17 @@ struct Spec {
 
 // --- FFTW, both precisions ----------------------------------------------------
 
-using IoDims = std::vector<fftw_iodim64>;
+// Up to kMaxDims FFTW dims, without heap allocation (this is on every call's path).
+struct IoDims {
+  std::array<fftw_iodim64, kMaxDims> v;
+  int count = 0;
+  void push_back(const fftw_iodim64& d) { v[count++] = d; }
+  void clear() { count = 0; }
+  int size() const { return count; }
+  const fftw_iodim64* data() const { return v.data(); }
+  const fftw_iodim64* begin() const { return v.data(); }
+  const fftw_iodim64* end() const { return v.data() + count; }
+};
 
 template <typename R>
 struct Fftw;
@@ -281,11 +291,11 @@ void execute(Kind kind, int sign, const IoDims& d, const IoDims& h, void* in, vo
 // The FFTW layout of a transform from `in` to `out` (same rank): `tdims` are
 // transformed (their logical lengths `n`), every other dim longer than 1 is a
 // batch dim. Strides are in elements of each side's own type.
-void layout(const Tensor& in, const Tensor& out, const std::vector<int>& tdims,
-            const std::vector<int64_t>& n, IoDims& d, IoDims& h) {
+void layout(const Tensor& in, const Tensor& out, const Dims& tdims, const Dims& n, IoDims& d,
+            IoDims& h) {
   d.clear();
   h.clear();
-  for (size_t i = 0; i < tdims.size(); ++i) {
+  for (int i = 0; i < tdims.size(); ++i) {
     d.push_back({n[i], in.stride(tdims[i]), out.stride(tdims[i])});
   }
   for (int a = 0; a < out.dim(); ++a) {
@@ -330,12 +340,11 @@ void scale_real(Tensor& t, double scale) {
 
 // x with its `dims` resized to `sizes`: truncation is a view, padding a
 // zero-filled copy (then *owned = true: the caller may overwrite it).
-Tensor resize_dims(const Tensor& x, const std::vector<int>& dims, const std::vector<int64_t>& sizes,
-                   bool* owned) {
+Tensor resize_dims(const Tensor& x, const Dims& dims, const Dims& sizes, bool* owned) {
   Tensor v = x;
   Dims target = x.shape();
   bool pad = false;
-  for (size_t i = 0; i < dims.size(); ++i) {
+  for (int i = 0; i < dims.size(); ++i) {
     if (x.size(dims[i]) > sizes[i]) v = v.narrow(dims[i], 0, sizes[i]);
     pad = pad || x.size(dims[i]) < sizes[i];
     target[dims[i]] = sizes[i];
@@ -343,7 +352,7 @@ Tensor resize_dims(const Tensor& x, const std::vector<int>& dims, const std::vec
   if (!pad) return v;
   Tensor z = zeros(target, {x.dtype()});
   Tensor region = z;
-  for (int dim : dims) region = region.narrow(dim, 0, v.size(dim));
+  for (int64_t dim : dims) region = region.narrow(dim, 0, v.size(dim));
   copy_(region, v);
   if (owned != nullptr) *owned = true;
   return z;
@@ -355,10 +364,10 @@ template <typename R>
 Tensor run_typed(const Spec& spec, Tensor x, bool owned) {
   const DType real_dt = dtype_of<R>();
   const DType complex_dt = complex_type(real_dt);
-  const int last = spec.dims.back();
+  const int last = static_cast<int>(spec.dims.back());
   const int64_t n_last = spec.n.back();
   Dims out_shape = x.shape();
-  for (size_t i = 0; i < spec.dims.size(); ++i) out_shape[spec.dims[i]] = spec.n[i];
+  for (int i = 0; i < spec.dims.size(); ++i) out_shape[static_cast<int>(spec.dims[i])] = spec.n[i];
   IoDims d, h;
 
   if (spec.kind != Kind::C2R) {
@@ -404,8 +413,8 @@ Tensor run(const Spec& spec, const Tensor& input, bool owned) {
     x = x.to(want);
     owned = true;
   }
-  std::vector<int64_t> in_sizes = spec.n;
-  if (spec.kind == Kind::C2R) in_sizes.back() = spec.n.back() / 2 + 1;
+  Dims in_sizes = spec.n;
+  if (spec.kind == Kind::C2R) in_sizes[in_sizes.size() - 1] = spec.n.back() / 2 + 1;
   x = resize_dims(x, spec.dims, in_sizes, &owned);
   if (real_dt == DType::F64) return run_typed<double>(spec, x, owned);
   return run_typed<float>(spec, x, owned);
@@ -439,8 +448,8 @@ Tensor backward(const Spec& spec, const Dims& in_shape, DType in_dtype, const Te
       gx = run(adj, g, false);
       break;
   }
-  std::vector<int64_t> sizes;
-  for (int dim : spec.dims) sizes.push_back(in_shape[dim]);
+  Dims sizes;
+  for (int64_t dim : spec.dims) sizes.push_back(in_shape[static_cast<int>(dim)]);
   gx = resize_dims(gx, spec.dims, sizes, nullptr);
   if (is_complex(gx.dtype()) && !is_complex(in_dtype)) gx = gx.real();
   return gx;
@@ -473,7 +482,7 @@ class FftBackward : public autograd::Node {
 
 // --- argument handling ----------------------------------------------------------
 
-double norm_scale(FFTNorm norm, bool inverse, const std::vector<int64_t>& n) {
+double norm_scale(FFTNorm norm, bool inverse, const Dims& n) {
   double total = 1;
   for (int64_t v : n) total *= static_cast<double>(v);
   switch (norm) {
@@ -487,16 +496,10 @@ double norm_scale(FFTNorm norm, bool inverse, const std::vector<int64_t>& n) {
   return 1.0;
 }
 
-std::string join(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 // Checks and defaults shared by every entry point, then forward + autograd.
 // `s` entries of -1 take the default length; `dims` empty means numpy's default.
-Tensor transform(const char* op, Kind kind, bool inverse, const Tensor& x,
-                 const std::vector<int64_t>& s, const std::vector<int64_t>& dims_in, FFTNorm norm) {
+Tensor transform(const char* op, Kind kind, bool inverse, const Tensor& x, const Dims& s,
+                 const Dims& dims_in, FFTNorm norm) {
   profile::OpScope scope(op);
   FK_CHECK(x.defined(), op, "a defined tensor", "an undefined one");
   FK_CHECK(x.device().is_cpu(), op, "a CPU tensor (CUDA kernels for op are not built yet)",
@@ -506,28 +509,27 @@ Tensor transform(const char* op, Kind kind, bool inverse, const Tensor& x,
              name(x.dtype()));
   }
   FK_CHECK(x.dtype() != DType::Bool, op, "a numeric input", name(x.dtype()));
-  std::vector<int64_t> dims64 = dims_in;
-  if (dims64.empty()) {
-    FK_CHECK(static_cast<int64_t>(s.size()) <= x.dim(), op,
-             fmt::format("at most {} signal sizes (the input's rank)", x.dim()),
-             std::to_string(s.size()));
-    const int64_t count = s.empty() ? x.dim() : static_cast<int64_t>(s.size());
-    for (int64_t a = x.dim() - count; a < x.dim(); ++a) dims64.push_back(a);
+  Dims dims = dims_in;
+  if (dims.empty()) {
+    FK_CHECK(s.size() <= x.dim(), op,
+             fmt::format("at most {} signal sizes (the input's rank)", x.dim()), s.str());
+    const int count = s.empty() ? x.dim() : s.size();
+    for (int a = x.dim() - count; a < x.dim(); ++a) dims.push_back(a);
   }
-  FK_CHECK(!dims64.empty(), op, "at least one dim to transform", "none (a 0-d input)");
-  FK_CHECK(s.empty() || s.size() == dims64.size(), op,
-           fmt::format("{} signal sizes (one per dim)", dims64.size()), join(s));
+  FK_CHECK(!dims.empty(), op, "at least one dim to transform", "none (a 0-d input)");
+  FK_CHECK(s.empty() || s.size() == dims.size(), op,
+           fmt::format("{} signal sizes (one per dim)", dims.size()), s.str());
   Spec spec;
   spec.kind = kind;
   spec.sign = inverse ? FFTW_BACKWARD : FFTW_FORWARD;
-  for (size_t i = 0; i < dims64.size(); ++i) {
-    const int dim = wrap_dim(dims64[i], x.dim(), op);
+  for (int i = 0; i < dims.size(); ++i) {
+    const int dim = wrap_dim(dims[i], x.dim(), op);
     FK_CHECK(std::find(spec.dims.begin(), spec.dims.end(), dim) == spec.dims.end(), op,
-             "distinct dims", join(dims64));
+             "distinct dims", dims.str());
     spec.dims.push_back(dim);
-    const bool last = i + 1 == dims64.size();
+    const bool last = i + 1 == dims.size();
     int64_t len = s.empty() ? -1 : s[i];
-    FK_CHECK(len == -1 || len >= 1, op, "signal lengths >= 1 (or -1 for the default)", join(s));
+    FK_CHECK(len == -1 || len >= 1, op, "signal lengths >= 1 (or -1 for the default)", s.str());
     if (len == -1) len = kind == Kind::C2R && last ? 2 * (x.size(dim) - 1) : x.size(dim);
     FK_CHECK(len >= 1, op, "a signal length >= 1",
              fmt::format("{} along dim {} (input shape {})", len, dim, x.shape().str()));
@@ -543,57 +545,65 @@ Tensor transform(const char* op, Kind kind, bool inverse, const Tensor& x,
   return out;
 }
 
-std::vector<int64_t> one(int64_t v) {
-  return {v};
+// An n-d argument list as Dims (at most kMaxDims entries, like any shape).
+Dims list(const char* op, const char* what, const std::vector<int64_t>& v) {
+  FK_CHECK(v.size() <= static_cast<size_t>(kMaxDims), op,
+           fmt::format("at most {} {}", kMaxDims, what), std::to_string(v.size()));
+  return Dims(v);
+}
+
+Tensor transform_n(const char* op, Kind kind, bool inverse, const Tensor& x,
+                   const std::vector<int64_t>& s, const std::vector<int64_t>& dims, FFTNorm norm) {
+  return transform(op, kind, inverse, x, list(op, "signal sizes", s), list(op, "dims", dims), norm);
 }
 
 }  // namespace
 
 Tensor fft(const Tensor& x, int64_t n, int64_t dim, FFTNorm norm) {
-  return transform("fft", Kind::C2C, false, x, one(n), one(dim), norm);
+  return transform("fft", Kind::C2C, false, x, Dims{n}, Dims{dim}, norm);
 }
 Tensor ifft(const Tensor& x, int64_t n, int64_t dim, FFTNorm norm) {
-  return transform("ifft", Kind::C2C, true, x, one(n), one(dim), norm);
+  return transform("ifft", Kind::C2C, true, x, Dims{n}, Dims{dim}, norm);
 }
 Tensor rfft(const Tensor& x, int64_t n, int64_t dim, FFTNorm norm) {
-  return transform("rfft", Kind::R2C, false, x, one(n), one(dim), norm);
+  return transform("rfft", Kind::R2C, false, x, Dims{n}, Dims{dim}, norm);
 }
 Tensor irfft(const Tensor& x, int64_t n, int64_t dim, FFTNorm norm) {
-  return transform("irfft", Kind::C2R, true, x, one(n), one(dim), norm);
+  return transform("irfft", Kind::C2R, true, x, Dims{n}, Dims{dim}, norm);
 }
 
 Tensor fftn(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
             FFTNorm norm) {
-  return transform("fftn", Kind::C2C, false, x, s, dims, norm);
+  return transform_n("fftn", Kind::C2C, false, x, s, dims, norm);
 }
 Tensor ifftn(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
              FFTNorm norm) {
-  return transform("ifftn", Kind::C2C, true, x, s, dims, norm);
+  return transform_n("ifftn", Kind::C2C, true, x, s, dims, norm);
 }
 Tensor rfftn(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
              FFTNorm norm) {
-  return transform("rfftn", Kind::R2C, false, x, s, dims, norm);
+  return transform_n("rfftn", Kind::R2C, false, x, s, dims, norm);
 }
 Tensor irfftn(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
               FFTNorm norm) {
-  return transform("irfftn", Kind::C2R, true, x, s, dims, norm);
+  return transform_n("irfftn", Kind::C2R, true, x, s, dims, norm);
 }
 
 Tensor fft2(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
             FFTNorm norm) {
-  return transform("fft2", Kind::C2C, false, x, s, dims, norm);
+  return transform_n("fft2", Kind::C2C, false, x, s, dims, norm);
 }
 Tensor ifft2(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
              FFTNorm norm) {
-  return transform("ifft2", Kind::C2C, true, x, s, dims, norm);
+  return transform_n("ifft2", Kind::C2C, true, x, s, dims, norm);
 }
 Tensor rfft2(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
              FFTNorm norm) {
-  return transform("rfft2", Kind::R2C, false, x, s, dims, norm);
+  return transform_n("rfft2", Kind::R2C, false, x, s, dims, norm);
 }
 Tensor irfft2(const Tensor& x, const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
               FFTNorm norm) {
-  return transform("irfft2", Kind::C2R, true, x, s, dims, norm);
+  return transform_n("irfft2", Kind::C2R, true, x, s, dims, norm);
 }
 
 int64_t fft_plan_cache_size() {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <thread>
 
 #include "../test_util.h"
 
@@ -300,6 +301,37 @@ TEST(Fft, DtypesAndPrecision) {
   // Half input: computed in f32 from the rounded values.
   Tensor h = x64.to(DType::F16);
   expect_complex_close(fft(h), values(fft(h.to(DType::F32))), 0);
+}
+
+TEST(Fft, IntegerInputIsComputedInF32) {
+  Tensor i = arange(6);
+  EXPECT_EQ(fft(i).dtype(), DType::C64);
+  expect_complex_close(fft(i), values(fft(i.to(DType::F64))), 1e-5);
+  EXPECT_EQ(rfft(i).dtype(), DType::C64);
+}
+
+TEST(Fft, ConcurrentCallsPlanSafely) {
+  // Plans are made under a lock; executing them needs none.
+  fft_clear_plan_cache();
+  std::vector<Tensor> inputs;
+  std::vector<CVec> expected;
+  for (int t = 0; t < 4; ++t) {
+    inputs.push_back(test::random_complex({3, 5 + t}, 130 + t));
+    expected.push_back(dftn(values(inputs.back()), {3, 5 + t}, {0, 1}, -1));
+  }
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        CVec v = values(fftn(inputs[t]));
+        for (size_t i = 0; i < v.size(); ++i) bad[t] += std::abs(v[i] - expected[t][i]) > 1e-10;
+        (void)irfftn(inputs[(t + rep) % 4]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
 }
 
 TEST(Fft, EmptyBatch) {
