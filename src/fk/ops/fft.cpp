@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -328,14 +327,6 @@ void scale_bins(Tensor& t, int dim, int64_t n, double scale, double pair_factor)
     mul(row + 2 * inner, 2 * inner * (pair_end - 1), sp);
     mul(row + 2 * inner * pair_end, 2 * inner * (m - pair_end), s);
   }
-}
-
-template <typename R>
-void scale_real(Tensor& t, double scale) {
-  if (scale == 1.0) return;
-  auto* p = static_cast<R*>(t.data_ptr());
-  const R s = static_cast<R>(scale);
-  for (int64_t i = 0, e = t.numel(); i < e; ++i) p[i] *= s;
 }
 
 // x with its `dims` resized to `sizes`: truncation is a view, padding a
