@@ -396,7 +396,8 @@ Tensor run_typed(const Spec& spec, Tensor x, bool owned) {
 
 // The transform of `x` (any strides, no autograd). `owned`: x may be overwritten.
 Tensor run(const Spec& spec, const Tensor& input, bool owned) {
-  Tensor x = input.detach();
+  // Views and conversions below must not record: detach (an allocation) only when needed.
+  Tensor x = autograd::tensor_requires_grad(input) ? input.detach() : input;
   const DType dt = x.dtype();
   const DType real_dt = is_complex(dt) ? real_type(dt) : (dt == DType::F64 ? dt : DType::F32);
   const DType want = spec.kind == Kind::R2C ? real_dt : complex_type(real_dt);
