@@ -412,6 +412,17 @@ TEST(Fft, GradcheckThreeDimsWithBatch) {
       d, (std::vector<Tensor>{r, test::random_complex({2, 3, 3}, 97).set_requires_grad(true)}));
 }
 
+TEST(Fft, SinglePrecisionRealInputGetsRealGradient) {
+  // F^H 1 = n * delta: only the first element of x sees the all-ones seed.
+  Tensor x = ones({4}, {DType::F32}).set_requires_grad(true);
+  fft(x).backward(full({4}, c128(1, 0), {DType::C64}));
+  EXPECT_EQ(x.grad().dtype(), DType::F32);
+  test::expect_close(x.grad(), {4, 0, 0, 0}, 1e-6);
+  Tensor r = ones({6}, {DType::F32}).set_requires_grad(true);
+  irfft(rfft(r), 6).backward(ones({6}, {DType::F32}));  // the identity's gradient
+  test::expect_close(r.grad(), {1, 1, 1, 1, 1, 1}, 1e-6);
+}
+
 TEST(Fft, AdjointDotTest) {
   // <F x, y> = <x, F^H y>, with F^H y both from the unscaled inverse and from autograd.
   Tensor x = test::random_complex({4, 3, 5}, 101);
