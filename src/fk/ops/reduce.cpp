@@ -1,5 +1,6 @@
 #include "fk/ops/reduce.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -25,7 +26,7 @@ namespace {
 constexpr int64_t kReduceBlock = 32768;
 // Output lanes handled together when the reduced dims are not innermost, so
 // that each step reads a contiguous run of the input (accumulating rows).
-constexpr int64_t kLaneBlock = 64;
+constexpr int64_t kLaneBlock = 256;
 
 template <typename T>
 constexpr bool kIsComplex = std::is_same_v<T, c64> || std::is_same_v<T, c128>;
@@ -99,37 +100,95 @@ ReducePlan plan_reduce(const Tensor& t, const Dims& dims, bool keepdim, const ch
 }
 
 // The input of a reduction as a contiguous [A, R, C] block: output element
-// (a, c) reduces src[a, :, c]. C == 1 (rows) whenever the reduced elements are
-// innermost after a free permutation; a contiguous input reduced over a run of
-// leading or middle dims is read in place with C > 1 (no transposed copy); any
-// other layout is copied once into rows.
+// (a, c) reduces src[a, :, c]. A dense input (contiguous, or a permutation of
+// a contiguous layout such as a transpose) whose reduced dims form one run in
+// memory order is read in place: C == 1 when they are innermost (rows),
+// C > 1 when they are leading or middle dims (rows are accumulated, no
+// transposed copy). Any other layout is copied once into rows.
 struct Reduction {
   ReducePlan plan;
   Tensor src;
   int64_t A = 1, R = 1, C = 1;
+  Dims kept_mem;  // the kept dims in the order the kernel writes them (memory order)
+
+  // A buffer the kernel writes (kept dims in memory order).
+  Tensor alloc(DType dtype) const {
+    Dims shape;
+    for (int64_t d : kept_mem) shape.push_back(plan.keep_shape[static_cast<int>(d)]);
+    return empty(shape, {dtype, src.device()});
+  }
+  // The buffer as the result: kept dims back in their logical order, keepdim applied.
+  Tensor result(const Tensor& buf) const {
+    Dims back = Dims::filled(kept_mem.size(), 0);
+    bool identity = true;
+    for (int i = 0; i < kept_mem.size(); ++i) {
+      int rank = 0;  // position of kept_mem[i] among the kept dims in logical order
+      for (int j = 0; j < kept_mem.size(); ++j) rank += kept_mem[j] < kept_mem[i];
+      back[rank] = i;
+      identity = identity && rank == i;
+    }
+    Tensor logical = identity ? buf : buf.permute(back).contiguous();
+    return logical.reshape(plan.out_shape);
+  }
 };
+
+// A permutation listing t's dims from the largest stride to the smallest (ties
+// in dim order): t.permute(result) is contiguous when t is dense.
+Dims memory_order(const Tensor& t) {
+  Dims order;
+  for (int i = 0; i < t.dim(); ++i) order.push_back(i);
+  std::stable_sort(order.data(), order.data() + order.size(), [&](int64_t a, int64_t b) {
+    return t.strides()[static_cast<int>(a)] > t.strides()[static_cast<int>(b)];
+  });
+  return order;
+}
 
 Reduction prepare(const Tensor& t, const Dims& dims, bool keepdim, const char* op) {
   check_cpu(t, op);
   Reduction r;
   r.plan = plan_reduce(t, dims, keepdim, op);
+  const ReducePlan& p = r.plan;
   Tensor x = t.detach();  // internal views and copies record no autograd history
-  Tensor perm = x.permute(r.plan.order);
-  if (!perm.is_contiguous() && x.is_contiguous() && !r.plan.dims.empty()) {
-    int first = static_cast<int>(r.plan.dims[0]), last = static_cast<int>(r.plan.dims.back());
+  Dims mem = memory_order(x);
+  Tensor dense = x.permute(mem);
+  if (x.numel() > 0 && dense.is_contiguous()) {
+    // Positions (in memory order) of the first and last reduced dims of size > 1.
+    int first = -1, last = -1;
+    for (int i = 0; i < mem.size(); ++i) {
+      int d = static_cast<int>(mem[i]);
+      if (p.reduced[d] && x.shape()[d] > 1) {
+        if (first < 0) first = i;
+        last = i;
+      }
+    }
     bool run = true;
-    for (int i = first; i <= last; ++i) run = run && (r.plan.reduced[i] || x.shape()[i] == 1);
+    for (int i = first + 1; i < last; ++i) {
+      int d = static_cast<int>(mem[i]);
+      run = run && (p.reduced[d] || x.shape()[d] == 1);
+    }
     if (run) {
-      r.src = x;
-      for (int i = 0; i < first; ++i) r.A *= x.shape()[i];
-      r.R = r.plan.inner;
-      for (int i = last + 1; i < x.dim(); ++i) r.C *= x.shape()[i];
+      r.src = dense;
+      for (int i = 0; i < mem.size(); ++i) {
+        int d = static_cast<int>(mem[i]);
+        if (!p.reduced[d]) r.kept_mem.push_back(d);
+        if (first < 0) {
+          r.A *= x.shape()[d];  // nothing to reduce: every element is its own output
+        } else if (i < first) {
+          r.A *= x.shape()[d];
+        } else if (i > last) {
+          r.C *= x.shape()[d];
+        }
+      }
+      r.R = p.inner;
       return r;
     }
   }
-  r.src = perm.is_contiguous() ? perm : perm.contiguous();
-  r.A = r.plan.outer;
-  r.R = r.plan.inner;
+  r.src = x.permute(p.order).contiguous();
+  for (int i = 0; i < x.dim(); ++i) {
+    if (!p.reduced[i]) r.kept_mem.push_back(i);
+  }
+  r.A = p.outer;
+  r.R = p.inner;
   return r;
 }
 
@@ -310,26 +369,31 @@ double real_dot(const M& d, const M& e) {
   }
 }
 
-// Welford's running mean and sum of squared deviations (Chan et al. to merge
-// blocks): one pass, no catastrophic cancellation. Complex T gives real variances.
+// Shifted sums: each lane keeps K = its first value, sum(x - K) and
+// sum |x - K|^2, so the update is two adds (no division) and the deviations
+// stay small whatever the offset of the data; m2 = s2 - |s1|^2 / n. Blocks are
+// combined with Chan et al.'s pairwise formula. Complex T gives real variances.
 template <typename T>
 struct VarReducer {
   using R = typename RealOf<T>::type;
   using M = std::conditional_t<kIsComplex<T>, c128, double>;
   struct Acc {
     double n = 0;
-    M mean{};
-    double m2 = 0;
+    M shift{}, s1{};
+    double s2 = 0;
+    M mean() const { return shift + s1 / n; }
+    double m2() const { return std::max(0.0, s2 - real_dot(s1, s1) / n); }
   };
   R* out;
   double correction;
   Acc init() const { return Acc{}; }
   void step(Acc& a, T v, int64_t) const {
     M x = static_cast<M>(v);
+    if (a.n == 0) a.shift = x;
+    M d = x - a.shift;
+    a.s1 += d;
+    a.s2 += real_dot(d, d);
     a.n += 1;
-    M d = x - a.mean;
-    a.mean += d / a.n;
-    a.m2 += real_dot(d, M(x - a.mean));
   }
   void merge(Acc& a, const Acc& b) const {
     if (b.n == 0) return;
@@ -338,13 +402,13 @@ struct VarReducer {
       return;
     }
     double n = a.n + b.n;
-    M d = b.mean - a.mean;
-    a.mean += d * (b.n / n);
-    a.m2 += b.m2 + real_dot(d, d) * (a.n * b.n / n);
-    a.n = n;
+    M ma = a.mean(), d = b.mean() - ma;
+    double m2 = a.m2() + b.m2() + real_dot(d, d) * (a.n * b.n / n);
+    a = Acc{n, ma + d * (b.n / n), M{}, m2};
   }
   void finish(int64_t o, const Acc& a) const {
-    out[o] = static_cast<R>(a.m2 / std::max(0.0, a.n - correction));
+    double m2 = a.n > 0 ? a.m2() : 0.0;
+    out[o] = static_cast<R>(m2 / std::max(0.0, a.n - correction));
   }
 };
 
@@ -428,11 +492,12 @@ Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim) {
   DType rt = is_integral(t_in.dtype()) ? DType::I64 : t_in.dtype();
   DType ct = compute_type(rt);
   Reduction r = prepare(t_in.detach().to(ct), dims, keepdim, "sum");
-  Tensor out = empty(r.plan.out_shape, {ct, t_in.device()});
+  Tensor out = r.alloc(ct);
   cpu::visit_numeric(ct, "sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C, SumReducer<T>{out.data<T>()});
   });
+  out = r.result(out);
   return out.dtype() == rt ? out : out.to(rt);
 }
 
@@ -507,13 +572,15 @@ Tensor extreme_forward(const Tensor& t, const Dims& dims, bool keepdim, const ch
   DType ct = t.dtype() == DType::Bool ? DType::I32 : compute_type(t.dtype());
   Reduction r = prepare(t.detach().to(ct), dims, keepdim, op);
   check_nonempty(r, op, t);
-  Tensor out = empty(r.plan.out_shape, {ct, t.device()});
-  if (indices) *indices = empty(r.plan.out_shape, {DType::I64, t.device()});
+  Tensor out = r.alloc(ct);
+  if (indices) *indices = r.alloc(DType::I64);
   cpu::visit_real(ct, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int64_t* idx = indices ? indices->data<int64_t>() : nullptr;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C, ExtremeReducer<T, kMax>{out.data<T>(), idx});
   });
+  out = r.result(out);
+  if (indices) *indices = r.result(*indices);
   return out.dtype() == t.dtype() ? out : out.to(t.dtype());
 }
 
@@ -620,13 +687,13 @@ NormKind norm_kind(double p) {
 Tensor norm_forward(const Tensor& t, double p, const Dims& dims, bool keepdim) {
   profile::OpScope scope("norm");
   Reduction r = prepare(t, dims, keepdim, "norm");
-  Tensor out = empty(r.plan.out_shape, {real_type(t.dtype()), t.device()});
+  Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = typename RealOf<T>::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C, NormReducer<T>{out.data<R>(), norm_kind(p), p});
   });
-  return out;
+  return r.result(out);
 }
 
 // x / |x| (0 at 0): the gradient direction of |x| for real and complex x.
@@ -696,14 +763,14 @@ struct NormBackward : autograd::Node {
 Tensor var_forward(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
   profile::OpScope scope("var");
   Reduction r = prepare(t, dims, keepdim, "var");
-  Tensor out = empty(r.plan.out_shape, {real_type(t.dtype()), t.device()});
+  Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "var", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = typename RealOf<T>::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C,
                  VarReducer<T>{out.data<R>(), static_cast<double>(correction)});
   });
-  return out;
+  return r.result(out);
 }
 
 // d var / dx = 2 (x - mean) / (N - correction); the mean's own dependence on x
@@ -727,12 +794,12 @@ struct VarBackward : autograd::Node {
 Tensor logsumexp_forward(const Tensor& t, const Dims& dims, bool keepdim) {
   profile::OpScope scope("logsumexp");
   Reduction r = prepare(t, dims, keepdim, "logsumexp");
-  Tensor out = empty(r.plan.out_shape, {t.dtype(), t.device()});
+  Tensor out = r.alloc(t.dtype());
   cpu::visit_float(t.dtype(), "logsumexp", [&](auto tag) {
     using T = typename decltype(tag)::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C, LogSumExpReducer<T>{out.data<T>()});
   });
-  return out;
+  return r.result(out);
 }
 
 // d lse / dx = exp(x - lse), the softmax.
@@ -752,15 +819,22 @@ struct LogSumExpBackward : autograd::Node {
 
 // --- softmax / log_softmax ----------------------------------------------------------
 
-// Calls f(offset, stride) for each lane (a, c) of a contiguous [A, R, C] block,
-// one lane per thread, lanes split by index.
+// Calls f(offset, w) for blocks of up to kLaneBlock neighbouring lanes (a, c)
+// of a contiguous [A, R, C] block: lane j of the block is the R elements at
+// offset + j + r * C. Each lane is handled by one thread; rows of w elements
+// are read contiguously, so a leading dim is processed without a transpose.
 template <typename F>
-void for_each_lane(const Split& s, const F& f) {
-  const int64_t lanes = s.A * s.C;
-  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(s.R, 1));
-  if (lanes >= 2 * grain && get_num_threads() > 1) profile::count_launch();
-  parallel_for(0, lanes, grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t l = lo; l < hi; ++l) f((l / s.C) * s.R * s.C + l % s.C, s.C);
+void for_each_lane_block(const Split& s, const F& f) {
+  const int64_t nc = (s.C + kLaneBlock - 1) / kLaneBlock;
+  const int64_t tasks = s.A * nc;
+  const int64_t per_task = std::max<int64_t>(1, s.R * std::min(s.C, kLaneBlock));
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / per_task);
+  if (tasks >= 2 * grain && get_num_threads() > 1) profile::count_launch();
+  parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t a = task / nc, c0 = (task % nc) * kLaneBlock;
+      f(a * s.R * s.C + c0, std::min(s.C, c0 + kLaneBlock) - c0);
+    }
   });
 }
 
@@ -769,24 +843,44 @@ void for_each_lane(const Split& s, const F& f) {
 template <typename T, bool kLog>
 void softmax_kernel(const T* x, T* y, const Split& s) {
   using Acc = typename SumAcc<T>::type;
-  for_each_lane(s, [&](int64_t off, int64_t st) {
-    const T* xl = x + off;
-    T* yl = y + off;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t r = 0; r < s.R; ++r) m = std::max(m, xl[r * st]);
-    if (std::isinf(m)) m = T(0);  // all -inf (or an inf): avoid inf - inf
-    Acc total = 0;
-    for (int64_t r = 0; r < s.R; ++r) {
-      T e = std::exp(xl[r * st] - m);
-      if constexpr (!kLog) yl[r * st] = e;
-      total += e;
+  const int64_t C = s.C;
+  for_each_lane_block(s, [&](int64_t off, int64_t w) {
+    std::array<T, kLaneBlock> m;
+    std::array<Acc, kLaneBlock> total;
+    for (int64_t j = 0; j < w; ++j) {
+      m[j] = -std::numeric_limits<T>::infinity();
+      total[j] = 0;
     }
-    if constexpr (kLog) {
-      T shift = m + static_cast<T>(std::log(total));
-      for (int64_t r = 0; r < s.R; ++r) yl[r * st] = xl[r * st] - shift;
-    } else {
-      T inv = static_cast<T>(1.0 / total);
-      for (int64_t r = 0; r < s.R; ++r) yl[r * st] *= inv;
+    for (int64_t r = 0; r < s.R; ++r) {
+      const T* xr = x + off + r * C;
+      for (int64_t j = 0; j < w; ++j) m[j] = std::max(m[j], xr[j]);
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      if (std::isinf(m[j])) m[j] = T(0);  // all -inf (or an inf): avoid inf - inf
+    }
+    for (int64_t r = 0; r < s.R; ++r) {
+      const T* xr = x + off + r * C;
+      T* yr = y + off + r * C;
+      for (int64_t j = 0; j < w; ++j) {
+        T e = std::exp(xr[j] - m[j]);
+        if constexpr (!kLog) yr[j] = e;
+        total[j] += e;
+      }
+    }
+    std::array<T, kLaneBlock> k;  // log_softmax: the shift m + log(total); softmax: 1 / total
+    for (int64_t j = 0; j < w; ++j) {
+      k[j] = kLog ? m[j] + static_cast<T>(std::log(total[j])) : static_cast<T>(1.0 / total[j]);
+    }
+    for (int64_t r = 0; r < s.R; ++r) {
+      const T* xr = x + off + r * C;
+      T* yr = y + off + r * C;
+      for (int64_t j = 0; j < w; ++j) {
+        if constexpr (kLog) {
+          yr[j] = xr[j] - k[j];
+        } else {
+          yr[j] *= k[j];
+        }
+      }
     }
   });
 }
@@ -795,16 +889,27 @@ void softmax_kernel(const T* x, T* y, const Split& s) {
 template <typename T, bool kLog>
 void softmax_backward_kernel(const T* g, const T* y, T* gx, const Split& s) {
   using Acc = typename SumAcc<T>::type;
-  for_each_lane(s, [&](int64_t off, int64_t st) {
-    Acc total = 0;
+  const int64_t C = s.C;
+  for_each_lane_block(s, [&](int64_t off, int64_t w) {
+    std::array<Acc, kLaneBlock> total;
+    for (int64_t j = 0; j < w; ++j) total[j] = 0;
     for (int64_t r = 0; r < s.R; ++r) {
-      int64_t i = off + r * st;
-      total += kLog ? static_cast<Acc>(g[i]) : static_cast<Acc>(g[i]) * static_cast<Acc>(y[i]);
+      const T* gr = g + off + r * C;
+      const T* yr = y + off + r * C;
+      for (int64_t j = 0; j < w; ++j) {
+        total[j] +=
+            kLog ? static_cast<Acc>(gr[j]) : static_cast<Acc>(gr[j]) * static_cast<Acc>(yr[j]);
+      }
     }
-    T tot = static_cast<T>(total);
+    std::array<T, kLaneBlock> tot;
+    for (int64_t j = 0; j < w; ++j) tot[j] = static_cast<T>(total[j]);
     for (int64_t r = 0; r < s.R; ++r) {
-      int64_t i = off + r * st;
-      gx[i] = kLog ? g[i] - std::exp(y[i]) * tot : y[i] * (g[i] - tot);
+      const T* gr = g + off + r * C;
+      const T* yr = y + off + r * C;
+      T* out = gx + off + r * C;
+      for (int64_t j = 0; j < w; ++j) {
+        out[j] = kLog ? gr[j] - std::exp(yr[j]) * tot[j] : yr[j] * (gr[j] - tot[j]);
+      }
     }
   });
 }
@@ -900,11 +1005,12 @@ Tensor prod(const Tensor& t, const Dims& dims, bool keepdim) {
   check_cpu(t, "prod");
   DType ct = is_integral(t.dtype()) ? DType::I64 : t.dtype();
   Reduction r = prepare(t.detach().to(ct), dims, keepdim, "prod");
-  Tensor out = empty(r.plan.out_shape, {ct, t.device()});
+  Tensor out = r.alloc(ct);
   cpu::visit_numeric(ct, "prod", [&](auto tag) {
     using T = typename decltype(tag)::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C, ProdReducer<T>{out.data<T>()});
   });
+  out = r.result(out);
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<ProdBackward>();
     node->x = t;
