@@ -1,9 +1,26 @@
 #pragma once
 // Reductions over chosen dimensions (keepdim keeps them as size 1) and the
-// softmax family, all differentiable except argmax/argmin. An empty `dims`
-// reduces over every dimension. Each output element is accumulated in a fixed
-// order (fixed-size blocks combined in block order), so results do not depend
-// on the thread count. f16/bf16 inputs are reduced in f32.
+// softmax family, all differentiable except argmax/argmin. CPU only for now.
+//
+// Dims: an empty `dims` reduces over every dimension; negative dims count from
+// the end; a repeated dim is an error. Reducing over no elements gives 0 (sum),
+// 1 (prod) and an error for amax/amin/max/min/argmax/argmin.
+//
+// Dtypes: i32/i64/bool inputs give i64 from sum and prod, f32 from mean, var,
+// std, norm, logsumexp and softmax, and keep their dtype in amax/amin/max/min.
+// f16/bf16 inputs are computed in f32 and returned in their own dtype. Complex
+// inputs are accepted by sum, mean, prod (complex results) and norm, var, std
+// (real results); the ordered ops, logsumexp and softmax want a real dtype.
+// f32 and c64 are accumulated in double precision.
+//
+// Determinism: each output element is accumulated in a fixed order (rows
+// longer than a fixed block size are split into blocks combined in block
+// order), so results do not depend on the thread count.
+//
+// Memory: a contiguous input, or a permutation of one (a transpose), whose
+// reduced dims are adjacent in memory is read in place: no copy when reducing
+// the innermost dims, and leading or middle dims are reduced by accumulating
+// whole rows (no transposed copy). Other layouts are copied once.
 #include <utility>
 
 #include "fk/tensor.h"
@@ -12,21 +29,27 @@ namespace fk {
 
 Tensor sum(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
+// Gradient computed from products of the other elements (exact with zeros).
 Tensor prod(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-// Largest / smallest values (ties: the gradient is split evenly among them).
+// Largest / smallest values (NaN propagates; ties: the gradient is split evenly among them).
 Tensor amax(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-// Values and i64 indices (first occurrence) along one dimension.
+// Values and i64 indices (first occurrence) along one dimension; the gradient
+// flows to the indexed element.
 std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& t, int64_t dim, bool keepdim = false);
-// p-norm (p = 2 by default; p = inf for the max-abs norm). Complex inputs give real norms.
+// p-norm for any p > 0 (p = 2 by default; p = inf for the max-abs norm).
+// Complex inputs give real norms. Where the derivative is undefined (x = 0,
+// or a zero norm) the subgradient 0 is used.
 Tensor norm(const Tensor& t, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-// Variance with Bessel's correction by default (correction = 1).
+// Variance: sum |x - mean|^2 / (N - correction) (Bessel's correction by default).
 Tensor var(const Tensor& t, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor std(const Tensor& t, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false);
+// log(sum(exp(x))), computed as m + log(sum(exp(x - m))) with m the max.
 Tensor logsumexp(const Tensor& t, const Dims& dims, bool keepdim = false);
+// Along one dim, shifted by the max (no overflow); same shape as t.
 Tensor softmax(const Tensor& t, int64_t dim);
 Tensor log_softmax(const Tensor& t, int64_t dim);
 
