@@ -39,7 +39,8 @@ class Generator {
 
   uint64_t seed() const { return seed_; }
   uint64_t offset() const { return offset_.load(std::memory_order_relaxed); }
-  // Re-seeds and rewinds the offset to 0.
+  // Re-seeds and rewinds the offset to 0. Not synchronized with draws running
+  // concurrently on other threads (reserve() is).
   void manual_seed(uint64_t seed) {
     seed_ = seed;
     set_offset(0);

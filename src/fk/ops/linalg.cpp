@@ -148,14 +148,18 @@ void check_defined(const char* op, const Tensor& t, const char* what) {
 void check_devices(const char* op, const Tensor& a, const Tensor& b) {
   FK_CHECK(a.device() == b.device(), op, "operands on one device",
            a.device().str() + " and " + b.device().str());
-  FK_CHECK(a.device().is_cpu(), op, "a CPU tensor (CUDA kernels for matmul are not built yet)",
+  FK_CHECK(a.device().is_cpu(), op,
+           std::string("a CPU tensor (CUDA kernels for ") + op + " are not built yet)",
            a.device().str());
 }
 
-// The dtype a product of these dtypes is computed and stored in.
-DType product_dtype(const char* op, DType a, DType b, const std::string& given) {
-  DType rt = promote(a, b);
-  FK_CHECK(is_inexact(rt), op, "floating or complex operands", given);
+// The dtype a product of these operands is computed and stored in (the
+// message is only built on failure: this runs on every call).
+DType product_dtype(const char* op, DType a, DType b, DType bias = DType::Bool) {
+  DType rt = promote(promote(a, b), bias);
+  FK_CHECK(is_inexact(rt), op, "floating or complex operands",
+           std::string(name(a)) + " and " + name(b) +
+               (bias == DType::Bool ? "" : std::string(" with a ") + name(bias) + " bias"));
   return rt;
 }
 
@@ -222,8 +226,7 @@ struct LinearBackward : autograd::Node {
 // Shapes checked; casts, promotes, runs and records.
 Tensor matmul_checked(const char* op, const Tensor& a_in, const Tensor& b_in) {
   Tensor a = autocast_operand(a_in), b = autocast_operand(b_in);
-  DType rt = product_dtype(op, a.dtype(), b.dtype(),
-                           std::string(name(a.dtype())) + " and " + name(b.dtype()));
+  DType rt = product_dtype(op, a.dtype(), b.dtype());
   if (a.dtype() != rt) a = a.to(rt);
   if (b.dtype() != rt) b = b.to(rt);
   Tensor out = matmul_forward(a, b);
@@ -384,12 +387,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
              "a bias of shape " + Dims{w_in.shape()[0]}.str(), b_in.shape().str());
   }
   Tensor x = autocast_operand(x_in), w = autocast_operand(w_in), bias = autocast_operand(b_in);
-  std::string given = std::string(name(x.dtype())) + " and " + name(w.dtype());
-  DType rt = product_dtype("linear", x.dtype(), w.dtype(), given);
-  if (bias.defined()) {
-    rt = product_dtype("linear", rt, bias.dtype(),
-                       given + " with a " + name(bias.dtype()) + " bias");
-  }
+  DType rt =
+      product_dtype("linear", x.dtype(), w.dtype(), bias.defined() ? bias.dtype() : DType::Bool);
   if (x.dtype() != rt) x = x.to(rt);
   if (w.dtype() != rt) w = w.to(rt);
   if (bias.defined() && bias.dtype() != rt) bias = bias.to(rt);
