@@ -248,6 +248,9 @@ Tensor matmul_checked(const char* op, const Tensor& a_in, const Tensor& b_in) {
 Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   autograd::NoGradGuard no_grad;
   const DType dt = a.dtype();
+  FK_CHECK(dt == b.dtype(), "matmul_forward", "operands of one dtype",
+           std::string(name(dt)) + " and " + name(b.dtype()));
+  check_matmul_shapes("matmul_forward", a, b);
   const bool a1 = a.dim() == 1, b1 = b.dim() == 1;
   Tensor a2 = a1 ? a.unsqueeze(0) : a;
   Tensor b2 = b1 ? b.unsqueeze(1) : b;
