@@ -25,8 +25,11 @@
 // shared (a 2-D weight) and whose left operand folds into rows are one GEMM call;
 // other batches are one GEMM per output matrix, each counted as a launch.
 //
-// Determinism: every output matrix is produced by one GEMM call whose result
-// does not depend on fk's thread count (OpenBLAS splits M and N, never K).
+// Determinism: repeatable run to run for a given thread count. Across thread
+// counts the last bits may differ: OpenBLAS never splits K, but its edge-tile
+// kernels depend on where a call's row and column ranges start, and both its
+// own threading and fk::gemm's row split move those starts (measured: 1024^3
+// sgemm at 1 vs 2 OpenBLAS threads differs in ~6 % of the elements, by ulps).
 //
 // Gradients: dA = dC · B^H, dB = A^H · dC (conjugate transposes for complex
 // operands, matching fk's convention grad = dL/dRe + i dL/dIm), reduced over
