@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <complex>
 
 #include "fk/error.h"
@@ -63,16 +64,21 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
           int64_t ldc) {
   if (m == 0 || n == 0) return;
   profile::count_launch();
-  int threads = get_num_threads();
   bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
-  if (!skinny || threads <= 1 || omp_in_parallel()) {
+  if (!skinny) {
     gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
+  // Fixed row blocks, whatever the thread count: each block is always the same
+  // single-threaded call, so the result does not depend on how many threads run.
   size_t es = itemsize(dtype);
-  parallel_for(0, m, kMinRowsPerThread, [&](int64_t lo, int64_t hi) {
-    gemm_serial(dtype, ta, tb, hi - lo, n, k, alpha, static_cast<const char*>(a) + lo * lda * es,
-                lda, b, ldb, beta, static_cast<char*>(c) + lo * ldc * es, ldc);
+  int64_t blocks = (m + kMinRowsPerThread - 1) / kMinRowsPerThread;
+  parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t blk = lo; blk < hi; ++blk) {
+      int64_t r0 = blk * kMinRowsPerThread, r1 = std::min(m, r0 + kMinRowsPerThread);
+      gemm_serial(dtype, ta, tb, r1 - r0, n, k, alpha, static_cast<const char*>(a) + r0 * lda * es,
+                  lda, b, ldb, beta, static_cast<char*>(c) + r0 * ldc * es, ldc);
+    }
   });
 }
 
