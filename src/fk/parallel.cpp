@@ -4,15 +4,22 @@
 #include <cstdlib>
 
 #include "fk/blas.h"
+#include "fk/error.h"
+#include "fk/knobs.h"
 
 namespace fk {
 namespace {
+
+Knob kOmpNumThreads("OMP_NUM_THREADS", KnobType::Int, "0",
+                    "CPU threads of fk's parallel loops and BLAS (0 = one per core); "
+                    "fk::set_num_threads overrides it",
+                    KnobRead::Latched);
+
 int initial_threads() {
-  if (const char* s = std::getenv("OMP_NUM_THREADS")) {
-    int n = std::atoi(s);
-    if (n > 0) return n;
-  }
-  return std::max(1, omp_get_num_procs());
+  int64_t n = kOmpNumThreads.as_int();
+  FK_CHECK(n >= 0 && n <= 4096, "knob OMP_NUM_THREADS", "a thread count in [0, 4096]",
+           std::to_string(n));
+  return n > 0 ? static_cast<int>(n) : std::max(1, omp_get_num_procs());
 }
 std::atomic<int>& thread_count() {
   static std::atomic<int> n{initial_threads()};

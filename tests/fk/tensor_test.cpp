@@ -191,3 +191,31 @@ TEST(Profile, ChromeTrace) {
 
 }  // namespace
 }  // namespace fk
+
+namespace fk {
+namespace {
+
+TEST(Copy, TiledTransposeMatchesElementwise) {
+  // Shapes around the tile size, batched, and a sliced source.
+  for (auto shape : {Dims{37, 70}, Dims{3, 40, 33}, Dims{64, 64}}) {
+    Tensor x = test::random_tensor(shape, DType::F32);
+    Tensor xt = x.transpose(-1, -2);
+    Tensor c = xt.contiguous();
+    auto xv = x.to_vector<float>();
+    int64_t r = shape[shape.size() - 2], k = shape[shape.size() - 1];
+    int64_t batch = x.numel() / (r * k);
+    auto cv = c.to_vector<float>();
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < r; ++j)
+          ASSERT_EQ(cv[(b * k + i) * r + j], xv[(b * r + j) * k + i]);
+  }
+  Tensor y = test::random_tensor({50, 60}, DType::F64);
+  Tensor ys = y.slice(1, 5, 55).t();  // [50 cols, 50 rows], source rows strided by 60
+  auto yv = y.to_vector<double>(), sv = ys.contiguous().to_vector<double>();
+  for (int64_t i = 0; i < 50; ++i)
+    for (int64_t j = 0; j < 50; ++j) ASSERT_EQ(sv[i * 50 + j], yv[j * 60 + 5 + i]);
+}
+
+}  // namespace
+}  // namespace fk

@@ -31,8 +31,48 @@ To convert(From v) {
   }
 }
 
+// A copy whose source runs contiguously along the destination's second loop
+// dimension (a transpose): done in square tiles so both sides stay in cache.
+// Handles up to one extra (batch) dimension; returns false for other layouts.
+template <typename T>
+bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
+  auto L = cpu::make_loop<2>(dst.shape(), {&dst, &src});
+  constexpr int64_t es = sizeof(T);
+  if (L.ndim < 2 || L.ndim > 3 || L.strides[0][0] != es || L.strides[1][1] != es ||
+      L.strides[1][0] == es || L.shape[0] < 16 || L.shape[1] < 16) {
+    return false;
+  }
+  constexpr int64_t kTile = 32;
+  const int64_t n0 = L.shape[0], n1 = L.shape[1], nb = L.ndim == 3 ? L.shape[2] : 1;
+  const int64_t d1 = L.strides[0][1] / es, s0 = L.strides[1][0] / es;
+  const int64_t db = L.ndim == 3 ? L.strides[0][2] / es : 0;
+  const int64_t sb = L.ndim == 3 ? L.strides[1][2] / es : 0;
+  T* out = reinterpret_cast<T*>(L.base[0]);
+  const T* in = reinterpret_cast<const T*>(L.base[1]);
+  const int64_t tiles1 = (n1 + kTile - 1) / kTile;
+  if (L.numel > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
+  parallel_for(0, nb * tiles1, std::max<int64_t>(1, cpu::kElementwiseGrain / (kTile * n0)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t t = lo; t < hi; ++t) {
+                   int64_t b = t / tiles1, i1 = (t % tiles1) * kTile;
+                   int64_t e1 = std::min(n1, i1 + kTile);
+                   for (int64_t i0 = 0; i0 < n0; i0 += kTile) {
+                     int64_t e0 = std::min(n0, i0 + kTile);
+                     for (int64_t a = i1; a < e1; ++a) {
+                       T* o = out + b * db + a * d1;
+                       const T* x = in + b * sb + a;
+                       for (int64_t c = i0; c < e0; ++c) o[c] = x[c * s0];
+                     }
+                   }
+                 }
+               });
+  return true;
+}
+
 // Same-dtype copy: moves bytes by element size, so one instantiation per width.
 void copy_same_dtype(Tensor& dst, const Tensor& src) {
+  if (dst.itemsize() == 4 && copy_tiled_transpose<uint32_t>(dst, src)) return;
+  if (dst.itemsize() == 8 && copy_tiled_transpose<uint64_t>(dst, src)) return;
   switch (dst.itemsize()) {
     case 1:
       return cpu::map1<uint8_t, uint8_t>(dst, src, [](uint8_t v) { return v; });
