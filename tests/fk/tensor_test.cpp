@@ -144,7 +144,8 @@ TEST(Knobs, RegistryParsesAndRejects) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("knob FK_TEST_KNOB: expected an integer, got 'twelve'"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   unsetenv("FK_TEST_KNOB");
   static Knob latched("FK_TEST_LATCHED", KnobType::Bool, "0", "latched", KnobRead::Latched);
@@ -207,8 +208,7 @@ TEST(Copy, TiledTransposeMatchesElementwise) {
     auto cv = c.to_vector<float>();
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < r; ++j)
-          ASSERT_EQ(cv[(b * k + i) * r + j], xv[(b * r + j) * k + i]);
+        for (int64_t j = 0; j < r; ++j) ASSERT_EQ(cv[(b * k + i) * r + j], xv[(b * r + j) * k + i]);
   }
   Tensor y = test::random_tensor({50, 60}, DType::F64);
   Tensor ys = y.slice(1, 5, 55).t();  // [50 cols, 50 rows], source rows strided by 60

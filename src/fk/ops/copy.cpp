@@ -42,26 +42,38 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
       L.strides[1][0] == es || L.shape[0] < 16 || L.shape[1] < 16) {
     return false;
   }
-  constexpr int64_t kTile = 32;
+  // 16x16 tiles through a small buffer: every cache line is read whole and
+  // written whole, so power-of-two row strides (which map rows to one L1 set)
+  // cannot make lines thrash between their halves. Tiles are walked in strips
+  // of kStrip destination rows so each source page is visited for 1 KiB at a
+  // time rather than 64 B (TLB misses dominated otherwise).
+  constexpr int64_t kB = 16, kStrip = 256 / sizeof(T) * 4;
   const int64_t n0 = L.shape[0], n1 = L.shape[1], nb = L.ndim == 3 ? L.shape[2] : 1;
   const int64_t d1 = L.strides[0][1] / es, s0 = L.strides[1][0] / es;
   const int64_t db = L.ndim == 3 ? L.strides[0][2] / es : 0;
   const int64_t sb = L.ndim == 3 ? L.strides[1][2] / es : 0;
   T* out = reinterpret_cast<T*>(L.base[0]);
   const T* in = reinterpret_cast<const T*>(L.base[1]);
-  const int64_t tiles1 = (n1 + kTile - 1) / kTile;
+  const int64_t tiles1 = (n1 + kStrip - 1) / kStrip;
   if (L.numel > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
-  parallel_for(0, nb * tiles1, std::max<int64_t>(1, cpu::kElementwiseGrain / (kTile * n0)),
+  parallel_for(0, nb * tiles1, std::max<int64_t>(1, cpu::kElementwiseGrain / (kStrip * n0)),
                [&](int64_t lo, int64_t hi) {
+                 T buf[kB][kB];
                  for (int64_t t = lo; t < hi; ++t) {
-                   int64_t b = t / tiles1, i1 = (t % tiles1) * kTile;
-                   int64_t e1 = std::min(n1, i1 + kTile);
-                   for (int64_t i0 = 0; i0 < n0; i0 += kTile) {
-                     int64_t e0 = std::min(n0, i0 + kTile);
-                     for (int64_t a = i1; a < e1; ++a) {
-                       T* o = out + b * db + a * d1;
-                       const T* x = in + b * sb + a;
-                       for (int64_t c = i0; c < e0; ++c) o[c] = x[c * s0];
+                   int64_t b = t / tiles1, s0a = (t % tiles1) * kStrip;
+                   int64_t s1a = std::min(n1, s0a + kStrip);
+                   for (int64_t c0 = 0; c0 < n0; c0 += kB) {
+                     int64_t nc = std::min(kB, n0 - c0);
+                     for (int64_t a0 = s0a; a0 < s1a; a0 += kB) {
+                       int64_t na = std::min(kB, s1a - a0);
+                       const T* src = in + b * sb + a0;
+                       T* dst = out + b * db + a0 * d1;
+                       for (int64_t c = 0; c < nc; ++c) {
+                         for (int64_t a = 0; a < na; ++a) buf[c][a] = src[(c0 + c) * s0 + a];
+                       }
+                       for (int64_t a = 0; a < na; ++a) {
+                         for (int64_t c = 0; c < nc; ++c) dst[a * d1 + c0 + c] = buf[c][a];
+                       }
                      }
                    }
                  }
