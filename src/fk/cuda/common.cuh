@@ -1,5 +1,5 @@
 #pragma once
-// Device-side helpers shared by fk's .cu files (included by .cu files only):
+// Helpers shared by fk's .cu files (and common.cpp, their host half):
 // storage <-> compute type traits (f16/bf16 computed in f32), a small complex
 // type, strided geometry with in-kernel index math, and launch helpers.
 // No fmt, no thrust: these TUs stay cheap to compile.

@@ -147,7 +147,8 @@ void launch_fill_strided(int dtype, void* out, int ndim, const int64_t* shape,
 // dst = convert(src) elementwise over `shape`, any pair of the 9 dtypes, with
 // fk's conversion rules (complex -> real keeps the real part, -> bool is != 0,
 // float -> int truncates, f64 -> f16/bf16 goes through f32 as on the CPU).
-// Same-dtype contiguous copies become one cudaMemcpyAsync.
+// Same-dtype contiguous copies become one cudaMemcpyAsync. src and dst must
+// not overlap (callers copy through a temporary when they might).
 void launch_copy_strided(int src_dtype, const void* src, const int64_t* src_strides, int dst_dtype,
                          void* dst, const int64_t* dst_strides, int ndim, const int64_t* shape,
                          void* stream);
