@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -22,8 +23,8 @@ constexpr int kMaxDevices = 64;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
-    throw Error(what, "cudaSuccess", std::string(cudaGetErrorName(e)) + " (" +
-                                         cudaGetErrorString(e) + ")");
+    throw Error(what, "cudaSuccess",
+                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
   }
 }
 
@@ -31,6 +32,7 @@ struct DeviceState {
   std::mutex mu;
   void* stream = nullptr;
   PoolStats stats;
+  std::once_flag pool_setup;
 };
 DeviceState& state(int device) {
   static DeviceState* states = new DeviceState[kMaxDevices];
@@ -51,33 +53,62 @@ class DeviceGuard {
   int prev_ = 0;
 };
 
-cudaStream_t stream_of(int device) { return static_cast<cudaStream_t>(state(device).stream); }
+cudaStream_t stream_of(int device) {
+  return static_cast<cudaStream_t>(state(device).stream);
+}
 
 }  // namespace
 
 int device_count() {
-  static const int count = [] {
+  static const int count = []() noexcept {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();  // clear the sticky error (35 on machines without a driver)
+      cudaGetLastError();  // clear the error (35 on machines without a driver)
       return 0;
     }
-    return n;
+    return n < 0 ? 0 : (n > kMaxDevices ? kMaxDevices : n);
   }();
   return count;
 }
 
-bool built_with_cuda() { return true; }
-const char* archs() { return FK_CUDA_ARCHS_STR; }
+bool built_with_cuda() {
+  return true;
+}
+const char* archs() {
+  return FK_CUDA_ARCHS_STR;
+}
 
 void* pool_allocate(int device, size_t nbytes) {
-  FK_CHECK(device < device_count(), "CUDA allocation",
+  FK_CHECK(device >= 0 && device < device_count(), "CUDA allocation",
            "an available device (" + std::to_string(device_count()) + " present)",
            "cuda:" + std::to_string(device));
   DeviceGuard g(device);
-  void* p = nullptr;
-  if (nbytes > 0) check(cudaMallocAsync(&p, nbytes, stream_of(device)), "cudaMallocAsync");
   auto& s = state(device);
+  // The default pool returns memory to the driver at every synchronization
+  // unless its release threshold is raised; keep it cached until pool_trim.
+  std::call_once(s.pool_setup, [device] {
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      uint64_t keep = UINT64_MAX;
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+  });
+  void* p = nullptr;
+  if (nbytes > 0) {
+    cudaStream_t stream = stream_of(device);
+    cudaError_t e = cudaMallocAsync(&p, nbytes, stream);
+    if (e == cudaErrorMemoryAllocation) {
+      // Out of memory: cached blocks may be pending on other streams; wait for
+      // the device, return the pool's cache to the driver and try once more.
+      cudaGetLastError();
+      cudaDeviceSynchronize();
+      cudaMemPool_t pool;
+      if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+      e = cudaMallocAsync(&p, nbytes, stream);
+    }
+    if (e != cudaSuccess) cudaGetLastError();
+    check(e, "cudaMallocAsync");
+  }
   std::lock_guard<std::mutex> lock(s.mu);
   s.stats.allocated += static_cast<int64_t>(nbytes);
   s.stats.peak = std::max(s.stats.peak, s.stats.allocated);
@@ -128,8 +159,12 @@ void pool_trim(int device) {
   check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
 }
 
-void* current_stream(int device) { return state(device).stream; }
-void set_current_stream(int device, void* stream) { state(device).stream = stream; }
+void* current_stream(int device) {
+  return state(device).stream;
+}
+void set_current_stream(int device, void* stream) {
+  state(device).stream = stream;
+}
 
 void synchronize(int device) {
   if (device >= device_count()) return;

@@ -11,7 +11,7 @@ namespace fk::cuda {
 // 0 on any runtime error (no driver, error 35 on machines without a GPU).
 int device_count();
 bool built_with_cuda();
-const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90"
+const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" or "80,90,120"
 
 // Memory: the stream-ordered pool of the device's current stream.
 struct PoolStats {

@@ -1,5 +1,11 @@
 // The CUDA host interface for builds without nvcc: no devices, and a clear error
-// for anything that would need one.
+// for anything that would need one. Every function declared in runtime.h,
+// kernels.h, blas.h and fft.h is defined here, so fk's op files call the CUDA
+// launchers without #ifdefs (they are only reached with a CUDA tensor, which a
+// CPU-only build cannot make).
+#include "fk/cuda/blas.h"
+#include "fk/cuda/fft.h"
+#include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 
@@ -11,18 +17,124 @@ namespace {
 }
 }  // namespace
 
-int device_count() { return 0; }
-bool built_with_cuda() { return false; }
-const char* archs() { return "none"; }
-void* pool_allocate(int, size_t) { no_cuda("CUDA allocation"); }
-void pool_deallocate(int, void*, size_t) { no_cuda("CUDA deallocation"); }
-PoolStats pool_stats(int) { return {}; }
+int device_count() {
+  return 0;
+}
+bool built_with_cuda() {
+  return false;
+}
+const char* archs() {
+  return "none";
+}
+void* pool_allocate(int, size_t) {
+  no_cuda("CUDA allocation");
+}
+void pool_deallocate(int, void*, size_t) {
+  no_cuda("CUDA deallocation");
+}
+PoolStats pool_stats(int) {
+  return {};
+}
 void pool_reset_peak(int) {}
 void pool_trim(int) {}
-void* current_stream(int) { return nullptr; }
-void set_current_stream(int, void*) { no_cuda("set_current_stream"); }
+void* current_stream(int) {
+  return nullptr;
+}
+void set_current_stream(int, void*) {
+  no_cuda("set_current_stream");
+}
 void synchronize(int) {}
 void after_op(int) {}
-void copy_bytes(void*, int, const void*, int, size_t) { no_cuda("CUDA copy"); }
+void copy_bytes(void*, int, const void*, int, size_t) {
+  no_cuda("CUDA copy");
+}
+
+// kernels.h
+void launch_unary(int, int, const void*, void*, int64_t, double, double, void*) {
+  no_cuda("cuda::launch_unary");
+}
+void launch_unary_strided(int, int, const void*, void*, int, const int64_t*, const int64_t*,
+                          const int64_t*, double, double, void*) {
+  no_cuda("cuda::launch_unary_strided");
+}
+void launch_unary_backward(int, int, const void*, const void*, void*, int64_t, double, double,
+                           void*) {
+  no_cuda("cuda::launch_unary_backward");
+}
+void launch_binary(int, int, const void*, const void*, void*, int, const int64_t*, const int64_t*,
+                   const int64_t*, const int64_t*, double, double, void*) {
+  no_cuda("cuda::launch_binary");
+}
+void launch_scale(int, void*, int64_t, double, void*) {
+  no_cuda("cuda::launch_scale");
+}
+void launch_where(int, const void*, const void*, const void*, void*, int, const int64_t*,
+                  const int64_t*, const int64_t*, const int64_t*, void*) {
+  no_cuda("cuda::launch_where");
+}
+void launch_fill(int, void*, int64_t, double, double, void*) {
+  no_cuda("cuda::launch_fill");
+}
+void launch_fill_strided(int, void*, int, const int64_t*, const int64_t*, double, double, void*) {
+  no_cuda("cuda::launch_fill_strided");
+}
+void launch_copy_strided(int, const void*, const int64_t*, int, void*, const int64_t*, int,
+                         const int64_t*, void*) {
+  no_cuda("cuda::launch_copy_strided");
+}
+void launch_convert(int, const void*, int, void*, int64_t, void*) {
+  no_cuda("cuda::launch_convert");
+}
+void launch_reduce_lastdim(int, int, const void*, void*, int64_t, int64_t, void*) {
+  no_cuda("cuda::launch_reduce_lastdim");
+}
+int reduce_out_dtype(int op, int dtype) {
+  const bool integral = dtype == kBool || dtype == kI32 || dtype == kI64;
+  return integral && (op == kReduceSum || op == kReduceProd) ? kI64 : dtype;
+}
+void launch_argreduce_lastdim(bool, int, const void*, int64_t*, int64_t, int64_t, void*) {
+  no_cuda("cuda::launch_argreduce_lastdim");
+}
+void launch_softmax_lastdim(int, const void*, void*, int64_t, int64_t, bool, void*) {
+  no_cuda("cuda::launch_softmax_lastdim");
+}
+void launch_softmax_backward_lastdim(int, const void*, const void*, void*, int64_t, int64_t, bool,
+                                     void*) {
+  no_cuda("cuda::launch_softmax_backward_lastdim");
+}
+void launch_index_select(int, const void*, const int64_t*, void*, int64_t, int64_t, int64_t,
+                         int64_t, IndexCheck, void*) {
+  no_cuda("cuda::launch_index_select");
+}
+void launch_gather(int, const void*, const int64_t*, int64_t, const int64_t*, const int64_t*, void*,
+                   const int64_t*, int, const int64_t*, int, IndexCheck, void*) {
+  no_cuda("cuda::launch_gather");
+}
+void launch_scatter_add(int, void*, const int64_t*, int64_t, const void*, const int64_t*,
+                        const int64_t*, const int64_t*, int, const int64_t*, int, bool, IndexCheck,
+                        void*) {
+  no_cuda("cuda::launch_scatter_add");
+}
+
+// blas.h
+void gemm(int, int, bool, bool, int64_t, int64_t, int64_t, double, const void*, int64_t,
+          const void*, int64_t, double, void*, int64_t, void*, bool) {
+  no_cuda("cuda::gemm");
+}
+void gemm_strided_batched(int, int, bool, bool, int64_t, int64_t, int64_t, double, const void*,
+                          int64_t, int64_t, const void*, int64_t, int64_t, double, void*, int64_t,
+                          int64_t, int64_t, void*, bool) {
+  no_cuda("cuda::gemm_strided_batched");
+}
+void blas_release() {}
+
+// fft.h
+void fft_execute(int, int, int, bool, const FftLayout&, void*, void*, void*) {
+  no_cuda("cuda::fft_execute");
+}
+int64_t fft_plan_cache_size() {
+  return 0;
+}
+void fft_plan_cache_clear() {}
 
 }  // namespace fk::cuda

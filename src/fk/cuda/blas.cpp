@@ -1,0 +1,187 @@
+// cuBLAS GEMM (see blas.h). Host code only: compiled by the host compiler.
+#include "fk/cuda/blas.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "fk/cuda/kernels.h"
+#include "fk/error.h"
+
+namespace fk::cuda {
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommendation for Hopper
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(what, "cudaSuccess",
+                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+void check_blas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    throw Error(what, "CUBLAS_STATUS_SUCCESS",
+                std::string(cublasGetStatusName(st)) + " (" + cublasGetStatusString(st) + ")");
+  }
+}
+
+struct Handle {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+
+std::mutex g_mu;
+Handle g_handles[kMaxDevices];
+
+// The device's handle, created on first use. The caller holds g_mu: a handle is
+// bound to one stream at a time, so calls on one device are serialized here.
+cublasHandle_t handle_for(int device) {
+  FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
+           std::to_string(device));
+  Handle& h = g_handles[device];
+  if (h.handle == nullptr) {
+    check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
+    cublasStatus_t st = cublasCreate(&h.handle);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      cudaFree(h.workspace);
+      h = Handle{};
+      check_blas(st, "cublasCreate");
+    }
+    check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
+  }
+  return h.handle;
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&prev_);
+    if (prev_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(prev_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+// The cuBLAS data/compute types and scalars for an fk dtype.
+struct GemmTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+  // alpha/beta in the compute type's scalar format (up to two doubles).
+  alignas(16) unsigned char alpha[16];
+  alignas(16) unsigned char beta[16];
+};
+
+GemmTypes types_for(int dtype, double alpha, double beta, bool allow_tf32) {
+  GemmTypes t{};
+  auto put = [](unsigned char* dst, auto v) { std::memcpy(dst, &v, sizeof(v)); };
+  switch (dtype) {
+    case kF32:
+    case kF16:
+    case kBF16:
+      t.data = dtype == kF32 ? CUDA_R_32F : (dtype == kF16 ? CUDA_R_16F : CUDA_R_16BF);
+      t.compute = dtype == kF32 && allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      put(t.alpha, static_cast<float>(alpha));
+      put(t.beta, static_cast<float>(beta));
+      break;
+    case kF64:
+      t.data = CUDA_R_64F;
+      t.compute = CUBLAS_COMPUTE_64F;
+      put(t.alpha, alpha);
+      put(t.beta, beta);
+      break;
+    case kC64: {
+      t.data = CUDA_C_32F;
+      t.compute = CUBLAS_COMPUTE_32F;
+      float a[2] = {static_cast<float>(alpha), 0.f}, b[2] = {static_cast<float>(beta), 0.f};
+      std::memcpy(t.alpha, a, sizeof(a));
+      std::memcpy(t.beta, b, sizeof(b));
+      break;
+    }
+    case kC128: {
+      t.data = CUDA_C_64F;
+      t.compute = CUBLAS_COMPUTE_64F;
+      double a[2] = {alpha, 0.0}, b[2] = {beta, 0.0};
+      std::memcpy(t.alpha, a, sizeof(a));
+      std::memcpy(t.beta, b, sizeof(b));
+      break;
+    }
+    default:
+      throw Error("cuda::gemm", "dtype f32, f16, bf16, f64, c64 or c128",
+                  "dtype code " + std::to_string(dtype));
+  }
+  return t;
+}
+
+void check_dims(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                int64_t ldc) {
+  FK_CHECK(m >= 0 && n >= 0 && k >= 0, "cuda::gemm", "non-negative m, n, k",
+           std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k));
+  // Row-major A is [m,k] (or [k,m] when ta): lda must cover a stored row.
+  const int64_t a_row = ta ? m : k, b_row = tb ? k : n;
+  FK_CHECK(lda >= std::max<int64_t>(a_row, 1) && ldb >= std::max<int64_t>(b_row, 1) &&
+               ldc >= std::max<int64_t>(n, 1),
+           "cuda::gemm", "leading dimensions >= the stored row lengths",
+           "lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
+               std::to_string(ldc));
+}
+
+}  // namespace
+
+void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                          double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                          int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
+                          int64_t stride_c, int64_t batch, void* stream, bool allow_tf32) {
+  check_dims(ta, tb, m, n, k, lda, ldb, ldc);
+  FK_CHECK(batch >= 0, "cuda::gemm", "a non-negative batch", std::to_string(batch));
+  if (m == 0 || n == 0 || batch == 0) return;
+  GemmTypes t = types_for(dtype, alpha, beta, allow_tf32);
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  cublasHandle_t h = handle_for(device);
+  check_blas(cublasSetStream(h, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+  // Column-major view: C^T[n,m] = op(B)^T[n,k] op(A)^T[k,m].
+  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (batch == 1) {
+    check_blas(cublasGemmEx_64(h, op_b, op_a, n, m, k, t.alpha, b, t.data, ldb, a, t.data, lda,
+                               t.beta, c, t.data, ldc, t.compute, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+  } else {
+    check_blas(cublasGemmStridedBatchedEx_64(h, op_b, op_a, n, m, k, t.alpha, b, t.data, ldb,
+                                             stride_b, a, t.data, lda, stride_a, t.beta, c, t.data,
+                                             ldc, stride_c, batch, t.compute, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+  }
+}
+
+void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c, int64_t ldc,
+          void* stream, bool allow_tf32) {
+  gemm_strided_batched(device, dtype, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+                       1, stream, allow_tf32);
+}
+
+void blas_release() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (int d = 0; d < kMaxDevices; ++d) {
+    Handle& h = g_handles[d];
+    if (h.handle == nullptr) continue;
+    DeviceGuard guard(d);
+    cublasDestroy(h.handle);
+    cudaFree(h.workspace);
+    h = Handle{};
+  }
+}
+
+}  // namespace fk::cuda

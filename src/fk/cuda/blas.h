@@ -1,0 +1,38 @@
+#pragma once
+// GEMM on CUDA devices through cuBLAS, on row-major data (fk's layout). Plain
+// C++ signatures (device pointers, a cudaStream_t as void*), so fk's .cpp files
+// call it without CUDA headers; runtime_stub.cpp throws in CPU-only builds.
+//
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS is
+// called with the operands (and m, n) swapped and no data is moved.
+// dtype (fk::DType code): f32 (FP32, or TF32 tensor cores when allow_tf32),
+// f16 and bf16 (stored 16-bit, f32 accumulation on tensor cores; C is 16-bit
+// too), f64, c64, c128 (transposes are plain, not conjugating, as fk::gemm).
+// One cuBLAS handle per device, created on first use with a fixed 32 MiB
+// workspace (so no allocation happens inside a call and results do not depend
+// on what memory cuBLAS could get), bound to `stream` for each call.
+// Determinism: cuBLAS GEMM is bitwise reproducible for a given GPU model,
+// library version, shapes and stream setup (no split-K atomics are used by
+// cublasGemmEx's default algorithms on one stream); TF32 changes the results
+// (10-bit mantissa inputs) but stays reproducible.
+#include <cstdint>
+
+namespace fk::cuda {
+
+// C[m,n] = alpha * op(A) op(B) + beta * C; op(A) is [m,k], op(B) is [k,n];
+// lda/ldb/ldc are row strides in elements (>= the row length of the stored matrix).
+void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c, int64_t ldc,
+          void* stream, bool allow_tf32);
+
+// `batch` independent GEMMs; matrix i starts stride_a * i (etc.) elements after
+// the first (stride 0 broadcasts one operand over the batch).
+void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                          double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                          int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
+                          int64_t stride_c, int64_t batch, void* stream, bool allow_tf32);
+
+// Destroys the cuBLAS handles (tests, shutdown); later calls recreate them.
+void blas_release();
+
+}  // namespace fk::cuda

@@ -1,0 +1,194 @@
+// cuFFT with a plan cache (see fft.h). Host code only: compiled by the host compiler.
+#include "fk/cuda/fft.h"
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <array>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "fk/cuda/kernels.h"
+#include "fk/error.h"
+
+namespace fk::cuda {
+namespace {
+
+void check_fft(cufftResult r, const char* what) {
+  if (r != CUFFT_SUCCESS) {
+    throw Error(what, "CUFFT_SUCCESS", "cufftResult " + std::to_string(static_cast<int>(r)));
+  }
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(what, "cudaSuccess",
+                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&prev_);
+    if (prev_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(prev_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+// A fully resolved layout (packed defaults filled in) plus what else selects a plan.
+struct PlanKey {
+  std::array<int64_t, 20> v{};
+  bool operator<(const PlanKey& o) const { return v < o.v; }
+};
+
+struct Plan {
+  cufftHandle handle = 0;
+  std::list<PlanKey>::iterator lru;
+};
+
+std::mutex g_mu;
+std::map<PlanKey, Plan> g_plans;
+std::list<PlanKey> g_lru;  // front = most recently used
+
+void destroy(Plan& p) {
+  cufftDestroy(p.handle);
+}
+
+cufftType plan_type(int kind, bool dbl) {
+  switch (kind) {
+    case kFftC2C:
+      return dbl ? CUFFT_Z2Z : CUFFT_C2C;
+    case kFftR2C:
+      return dbl ? CUFFT_D2Z : CUFFT_R2C;
+    default:
+      return dbl ? CUFFT_Z2D : CUFFT_C2R;
+  }
+}
+
+cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l) {
+  const char* where = "cuda::fft_execute";
+  FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", std::to_string(l.rank));
+  FK_CHECK(l.batch >= 1, where, "batch >= 1", std::to_string(l.batch));
+  for (int i = 0; i < l.rank; ++i) {
+    FK_CHECK(l.n[i] >= 1, where, "sizes >= 1", std::to_string(l.n[i]));
+  }
+  // Packed defaults: the complex side of r2c / c2r holds n/2 + 1 in the last dim.
+  const int last = l.rank - 1;
+  for (int i = 0; i < l.rank; ++i) {
+    int64_t real_n = l.n[i], cplx_n = i == last && kind != kFftC2C ? l.n[i] / 2 + 1 : l.n[i];
+    if (l.in_embed[i] == 0) l.in_embed[i] = kind == kFftC2R ? cplx_n : real_n;
+    if (l.out_embed[i] == 0) l.out_embed[i] = kind == kFftR2C ? cplx_n : real_n;
+  }
+  int64_t in_size = 1, out_size = 1;
+  for (int i = 0; i < l.rank; ++i) {
+    in_size *= l.in_embed[i];
+    out_size *= l.out_embed[i];
+  }
+  if (l.in_dist == 0) l.in_dist = in_size;
+  if (l.out_dist == 0) l.out_dist = out_size;
+
+  PlanKey key;
+  int j = 0;
+  key.v[j++] = device;
+  key.v[j++] = kind;
+  key.v[j++] = dbl;
+  key.v[j++] = l.rank;
+  key.v[j++] = l.batch;
+  for (int i = 0; i < 3; ++i) key.v[j++] = i < l.rank ? l.n[i] : 0;
+  for (int i = 0; i < 3; ++i) key.v[j++] = i < l.rank ? l.in_embed[i] : 0;
+  for (int i = 0; i < 3; ++i) key.v[j++] = i < l.rank ? l.out_embed[i] : 0;
+  key.v[j++] = l.in_stride;
+  key.v[j++] = l.out_stride;
+  key.v[j++] = l.in_dist;
+  key.v[j++] = l.out_dist;
+
+  auto it = g_plans.find(key);
+  if (it != g_plans.end()) {
+    g_lru.splice(g_lru.begin(), g_lru, it->second.lru);
+    return it->second.handle;
+  }
+  if (static_cast<int>(g_plans.size()) >= kFftPlanCacheCapacity) {
+    auto victim = g_plans.find(g_lru.back());
+    destroy(victim->second);
+    g_plans.erase(victim);
+    g_lru.pop_back();
+  }
+  long long n[3], ie[3], oe[3];
+  for (int i = 0; i < l.rank; ++i) {
+    n[i] = l.n[i];
+    ie[i] = l.in_embed[i];
+    oe[i] = l.out_embed[i];
+  }
+  cufftHandle h = 0;
+  check_fft(cufftCreate(&h), "cufftCreate");
+  size_t work = 0;
+  cufftResult r = cufftMakePlanMany64(h, l.rank, n, ie, l.in_stride, l.in_dist, oe, l.out_stride,
+                                      l.out_dist, plan_type(kind, dbl), l.batch, &work);
+  if (r != CUFFT_SUCCESS) {
+    cufftDestroy(h);
+    check_fft(r, "cufftMakePlanMany64");
+  }
+  g_lru.push_front(key);
+  g_plans[key] = Plan{h, g_lru.begin()};
+  return h;
+}
+
+}  // namespace
+
+void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout& layout, void* in,
+                 void* out, void* stream) {
+  const char* where = "cuda::fft_execute";
+  FK_CHECK(kind >= kFftC2C && kind <= kFftC2R, where, "kind c2c, r2c or c2r (0..2)",
+           std::to_string(kind));
+  FK_CHECK(dtype == kF32 || dtype == kF64 || dtype == kC64 || dtype == kC128, where,
+           "precision f32/c64 or f64/c128", "dtype code " + std::to_string(dtype));
+  FK_CHECK(kind == kFftC2C || inverse == (kind == kFftC2R), where, "r2c forward and c2r inverse",
+           inverse ? "r2c inverse" : "c2r forward");
+  const bool dbl = dtype == kF64 || dtype == kC128;
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  cufftHandle h = plan_for(device, kind, dbl, layout);
+  check_fft(cufftSetStream(h, static_cast<cudaStream_t>(stream)), "cufftSetStream");
+  const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
+  cufftResult r;
+  switch (kind) {
+    case kFftC2C:
+      r = dbl ? cufftExecZ2Z(h, static_cast<cufftDoubleComplex*>(in),
+                             static_cast<cufftDoubleComplex*>(out), dir)
+              : cufftExecC2C(h, static_cast<cufftComplex*>(in), static_cast<cufftComplex*>(out),
+                             dir);
+      break;
+    case kFftR2C:
+      r = dbl ? cufftExecD2Z(h, static_cast<cufftDoubleReal*>(in),
+                             static_cast<cufftDoubleComplex*>(out))
+              : cufftExecR2C(h, static_cast<cufftReal*>(in), static_cast<cufftComplex*>(out));
+      break;
+    default:
+      r = dbl ? cufftExecZ2D(h, static_cast<cufftDoubleComplex*>(in),
+                             static_cast<cufftDoubleReal*>(out))
+              : cufftExecC2R(h, static_cast<cufftComplex*>(in), static_cast<cufftReal*>(out));
+  }
+  check_fft(r, "cufftExec");
+}
+
+int64_t fft_plan_cache_size() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return static_cast<int64_t>(g_plans.size());
+}
+
+void fft_plan_cache_clear() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto& [key, plan] : g_plans) destroy(plan);
+  g_plans.clear();
+  g_lru.clear();
+}
+
+}  // namespace fk::cuda

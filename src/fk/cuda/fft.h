@@ -1,0 +1,45 @@
+#pragma once
+// FFTs on CUDA devices through cuFFT, with a plan cache. Plain C++ signatures
+// (device pointers, a cudaStream_t as void*); runtime_stub.cpp throws in
+// CPU-only builds.
+//
+// Transforms are unnormalized in both directions (as cuFFT and FFTW): the
+// caller scales, e.g. with launch_scale. Layouts follow cufftPlanMany's
+// "advanced data layout": element (b, x) of batch b at position x of the
+// embedded array sits at b * dist + (x . embed strides) * stride.
+// Plans are cached per (device, kind, precision, rank, n, batch, layout) and
+// reused; the cache holds at most kFftPlanCacheCapacity plans (least recently
+// used evicted). A plan owns its work area (allocated by cuFFT when created).
+// Calls are serialized by a mutex (a plan is bound to one stream at a time).
+// Determinism: cuFFT is bitwise reproducible for a fixed plan, GPU model and
+// library version.
+// Caution: a c2r transform overwrites its input (cuFFT may use it as scratch);
+// pass a copy when the input must survive.
+#include <cstdint>
+
+namespace fk::cuda {
+
+enum FftKind : int { kFftC2C = 0, kFftR2C = 1, kFftC2R = 2 };
+inline constexpr int kFftPlanCacheCapacity = 64;
+
+struct FftLayout {
+  int rank = 1;       // 1..3 transformed dims
+  int64_t n[3] = {};  // logical sizes; for r2c / c2r the real signal's sizes
+  int64_t batch = 1;
+  // Storage sizes of the embedding arrays; 0 = packed (n, with the last dim
+  // n/2 + 1 on the complex side of r2c / c2r).
+  int64_t in_embed[3] = {}, out_embed[3] = {};
+  int64_t in_stride = 1, out_stride = 1;
+  int64_t in_dist = 0, out_dist = 0;  // 0 = packed: the product of the embed sizes
+};
+
+// dtype: the precision, f32/c64 (single) or f64/c128 (double). inverse selects
+// the direction of c2c; r2c is always forward and c2r always inverse.
+// in and out may be equal (in-place) when the layouts allow it (cuFFT's rules).
+void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout& layout, void* in,
+                 void* out, void* stream);
+
+int64_t fft_plan_cache_size();
+void fft_plan_cache_clear();
+
+}  // namespace fk::cuda
