@@ -22,4 +22,13 @@ BENCHMARK(BM_AddSmallBackward);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("command", "build/bin/fk_bench (make bench)");
+  benchmark::AddCustomContext("machine limits",
+                              "raw cblas_sgemm (BM_GemmRaw*) and raw FFTW (BM_Fftw*) in the same run");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

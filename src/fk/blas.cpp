@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <complex>
 
+#include "fk/amp.h"
+#include "fk/cuda/blas.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
@@ -80,6 +83,17 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
                   lda, b, ldb, beta, static_cast<char*>(c) + r0 * ldc * es, ldc);
     }
   });
+}
+
+void gemm_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+             double alpha, const void* a, int64_t lda, const void* b, int64_t ldb, double beta,
+             void* c, int64_t ldc) {
+  if (device.is_cpu()) return gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m == 0 || n == 0) return;
+  cuda::gemm(device.index, static_cast<int>(dtype), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+             ldc, cuda::current_stream(device.index), amp::allow_tf32());
+  profile::count_launch();
+  cuda::after_op(device.index);
 }
 
 }  // namespace fk

@@ -6,6 +6,7 @@
 // serially within our parallel region).
 #include <cstdint>
 
+#include "fk/device.h"
 #include "fk/dtype.h"
 
 namespace fk {
@@ -18,5 +19,12 @@ const char* blas_config();  // e.g. "OpenBLAS 0.3.21 (openmp, Haswell)"
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
           int64_t ldc);
+
+// The same on `device`'s memory: the CPU path above, or cuBLAS on the device's
+// current stream (TF32 for f32 when fk::amp::allow_tf32()), followed by the
+// sync policy.
+void gemm_on(Device device, DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
+             int64_t k, double alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+             double beta, void* c, int64_t ldc);
 
 }  // namespace fk

@@ -3,12 +3,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
 #include "fk/half.h"
 #include "fk/object_pool.h"
 #include "fk/ops/copy.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/profile.h"
 
 namespace fk {
@@ -45,8 +47,11 @@ T cast_scalar(c128 v) {
 void fill_(Tensor& t, c128 value) {
   profile::OpScope op("fill_");
   if (t.device().is_cuda()) {
-    Tensor host = full(t.shape(), value, {t.dtype()});
-    t.copy_(host);
+    t.bump_version();
+    cuda::launch_fill_strided(static_cast<int>(t.dtype()), t.data_ptr(), t.dim(), t.shape().data(),
+                              t.strides().data(), value.real(), value.imag(),
+                              cuda_ops::stream_of(t));
+    cuda_ops::launched(t);
     return;
   }
   t.bump_version();
@@ -68,9 +73,8 @@ void fill_(Tensor& t, double value) {
 }
 
 Tensor full(const Dims& shape, c128 value, TensorOptions o) {
-  Tensor t = empty(shape, {o.dtype, kCPU});
+  Tensor t = empty(shape, {o.dtype, o.device});
   fill_(t, value);
-  if (!o.device.is_cpu()) t = t.to(o.device);
   if (o.requires_grad) t.set_requires_grad(true);
   return t;
 }

@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/unary.h"
 #include "fk/ops/view.h"
 #include "fk/profile.h"
@@ -31,8 +33,6 @@ bool is_complex_op(BinaryOp op) {
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
   FK_CHECK(a.device() == b.device(), op, "operands on one device",
            a.device().str() + " and " + b.device().str());
-  FK_CHECK(a.device().is_cpu(), op, "CPU tensors (CUDA elementwise kernels are not built yet)",
-           a.device().str());
 }
 
 // The dtype of `a op b` and the dtype it is computed in.
@@ -215,6 +215,20 @@ Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, doubl
   if (is_complex(ct)) {
     FK_CHECK(is_complex_op(op), name(op), "real operands", std::string(name(ct)) + " operands");
   }
+  if (a_in.device().is_cuda()) {
+    // The kernel computes f16/bf16 in f32 itself: operands go in the result dtype.
+    DType kt = is_comparison(op) ? ct : rt;
+    Tensor a = a_in.dtype() == kt ? a_in : a_in.to(kt);
+    Tensor b = b_in.dtype() == kt ? b_in : b_in.to(kt);
+    Dims shape = broadcast_shapes(a.shape(), b.shape(), name(op));
+    Tensor out = empty(shape, {is_comparison(op) ? DType::Bool : rt, a.device()});
+    Dims as = cuda_ops::broadcast_strides(a, shape), bs = cuda_ops::broadcast_strides(b, shape);
+    cuda::launch_binary(static_cast<int>(op), static_cast<int>(kt), a.data_ptr(), b.data_ptr(),
+                        out.data_ptr(), shape.size(), shape.data(), as.data(), bs.data(),
+                        out.strides().data(), alpha, 0.0, cuda_ops::stream_of(a));
+    cuda_ops::launched(a);
+    return out;
+  }
   Tensor a = a_in.dtype() == ct ? a_in : a_in.to(ct);
   Tensor b = b_in.dtype() == ct ? b_in : b_in.to(ct);
   const Dims& shape =
@@ -301,6 +315,17 @@ Tensor ternary_forward(TernaryOp op, const Tensor& x_in, const Tensor& y_in, con
   if (op == TernaryOp::Where) {
     FK_CHECK(x_in.dtype() == DType::Bool, "where", "a bool condition", name(x_in.dtype()));
     DType rt = promote(y_in.dtype(), z_in.dtype());
+    if (x_in.device().is_cuda()) {
+      Tensor y = y_in.to(rt), z = z_in.to(rt);
+      Tensor out = empty(shape, {rt, x_in.device()});
+      Dims cs = cuda_ops::broadcast_strides(x_in, shape),
+           ys = cuda_ops::broadcast_strides(y, shape), zs = cuda_ops::broadcast_strides(z, shape);
+      cuda::launch_where(static_cast<int>(rt), x_in.data_ptr(), y.data_ptr(), z.data_ptr(),
+                         out.data_ptr(), shape.size(), shape.data(), cs.data(), ys.data(),
+                         zs.data(), cuda_ops::stream_of(out));
+      cuda_ops::launched(out);
+      return out;
+    }
     DType ct = compute_type(rt);
     Tensor y = y_in.to(ct), z = z_in.to(ct);
     Tensor out = empty(shape, {ct, x_in.device()});
@@ -312,6 +337,19 @@ Tensor ternary_forward(TernaryOp op, const Tensor& x_in, const Tensor& y_in, con
   }
   DType rt = promote(promote(x_in.dtype(), y_in.dtype()), z_in.dtype());
   if (is_integral(rt)) rt = DType::F32;
+  if (x_in.device().is_cuda()) {  // composed from binary kernels until a fused one exists
+    Tensor x = x_in.to(rt), y = y_in.to(rt), z = z_in.to(rt);
+    switch (op) {
+      case TernaryOp::Addcmul:
+        return binary_forward(BinaryOp::Add, x, binary_forward(BinaryOp::Mul, y, z), value);
+      case TernaryOp::Addcdiv:
+        return binary_forward(BinaryOp::Add, x, binary_forward(BinaryOp::Div, y, z), value);
+      default:
+        return binary_forward(
+            BinaryOp::Add, x,
+            binary_forward(BinaryOp::Mul, z, binary_forward(BinaryOp::Sub, y, x)));
+    }
+  }
   DType ct = compute_type(rt);
   Tensor x = x_in.to(ct), y = y_in.to(ct), z = z_in.to(ct);
   Tensor out = empty(shape, {ct, x.device()});

@@ -3,11 +3,13 @@
 #include <cstring>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/half.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/profile.h"
 
 namespace fk {
@@ -195,9 +197,12 @@ void copy_(Tensor& dst, const Tensor& src) {
     if (!staged.is_same(dst)) copy_(dst, staged);
     return;
   }
-  throw Error("copy_ on CUDA",
-              "contiguous tensors of one dtype (strided CUDA copies land with the CUDA kernels)",
-              "a strided or converting copy");
+  // Same CUDA device: one strided, converting, broadcasting copy kernel.
+  Dims src_strides = cuda_ops::broadcast_strides(src, dst.shape());
+  cuda::launch_copy_strided(static_cast<int>(src.dtype()), src.data_ptr(), src_strides.data(),
+                            static_cast<int>(dst.dtype()), dst.data_ptr(), dst.strides().data(),
+                            dst.dim(), dst.shape().data(), cuda_ops::stream_of(dst));
+  cuda_ops::launched(dst);
 }
 
 Tensor contiguous(const Tensor& t) {

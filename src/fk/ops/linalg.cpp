@@ -96,7 +96,8 @@ void matmul_into(Tensor a, Tensor b, Tensor& out, double beta) {
   // rows: one tall GEMM, which fk::gemm can split over threads.
   if (batch_numel(b) == 1 && batch_numel(a) == nbatch && !la.trans &&
       batch_folds_into_rows(a, la.ld)) {
-    gemm(dt, false, lb.trans, nbatch * M, N, K, 1.0, pa, la.ld, pb, lb.ld, beta, pc, ldc);
+    gemm_on(out.device(), dt, false, lb.trans, nbatch * M, N, K, 1.0, pa, la.ld, pb, lb.ld, beta,
+            pc, ldc);
     return;
   }
 
@@ -115,9 +116,9 @@ void matmul_into(Tensor a, Tensor b, Tensor& out, double beta) {
       oa += idx[i] * sa[i];
       ob += idx[i] * sb[i];
     }
-    gemm(dt, la.trans, lb.trans, M, N, K, 1.0, pa + oa * static_cast<int64_t>(es), la.ld,
-         pb + ob * static_cast<int64_t>(es), lb.ld, beta, pc + m * M * N * static_cast<int64_t>(es),
-         ldc);
+    gemm_on(out.device(), dt, la.trans, lb.trans, M, N, K, 1.0, pa + oa * static_cast<int64_t>(es),
+            la.ld, pb + ob * static_cast<int64_t>(es), lb.ld, beta,
+            pc + m * M * N * static_cast<int64_t>(es), ldc);
     for (int i = nb - 1; i >= 0; --i) {
       if (++idx[i] < out.shape()[i]) break;
       idx[i] = 0;
@@ -148,9 +149,6 @@ void check_defined(const char* op, const Tensor& t, const char* what) {
 void check_devices(const char* op, const Tensor& a, const Tensor& b) {
   FK_CHECK(a.device() == b.device(), op, "operands on one device",
            a.device().str() + " and " + b.device().str());
-  FK_CHECK(a.device().is_cpu(), op,
-           std::string("a CPU tensor (CUDA kernels for ") + op + " are not built yet)",
-           a.device().str());
 }
 
 // The dtype a product of these operands is computed and stored in (the

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/unary.h"
 #include "fk/ops/view.h"
 #include "fk/profile.h"
@@ -486,8 +488,50 @@ void check_nonempty(const Reduction& r, const char* op, const Tensor& t) {
 
 // --- sum ----------------------------------------------------------------------
 
+// CUDA: reduced dims moved last and made contiguous, then one deterministic
+// row-reduction kernel (one block per output, fixed-order tree).
+Tensor sum_cuda(const Tensor& t, const Dims& dims, bool keepdim) {
+  int n = t.dim();
+  bool reduced[kMaxDims] = {};
+  if (dims.empty()) {
+    for (int i = 0; i < n; ++i) reduced[i] = true;
+  } else {
+    for (int64_t d : dims) {
+      int w = wrap_dim(d, n, "sum");
+      FK_CHECK(!reduced[w], "sum", "distinct dimensions", dims.str());
+      reduced[w] = true;
+    }
+  }
+  Dims order, out_shape;
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < n; ++i) {
+    if (!reduced[i]) {
+      order.push_back(i);
+      out_shape.push_back(t.shape()[i]);
+      outer *= t.shape()[i];
+    } else if (keepdim) {
+      out_shape.push_back(1);
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (reduced[i]) {
+      order.push_back(i);
+      inner *= t.shape()[i];
+    }
+  }
+  Tensor src = t.detach().permute(order).contiguous();
+  int code = cuda::kReduceSum;
+  auto out_dtype = static_cast<DType>(cuda::reduce_out_dtype(code, static_cast<int>(t.dtype())));
+  Tensor out = empty(out_shape, {out_dtype, t.device()});
+  cuda::launch_reduce_lastdim(code, static_cast<int>(t.dtype()), src.data_ptr(), out.data_ptr(),
+                              outer, inner, cuda_ops::stream_of(t));
+  cuda_ops::launched(t);
+  return out;
+}
+
 Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim) {
   profile::OpScope scope("sum");
+  if (t_in.device().is_cuda()) return sum_cuda(t_in, dims, keepdim);
   check_cpu(t_in, "sum");
   DType rt = is_integral(t_in.dtype()) ? DType::I64 : t_in.dtype();
   DType ct = compute_type(rt);

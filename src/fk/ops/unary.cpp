@@ -4,9 +4,11 @@
 #include <limits>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/profile.h"
 
 namespace fk {
@@ -320,18 +322,36 @@ struct UnaryBackward : autograd::Node {
   }
 };
 
-Tensor check_cpu(const Tensor& t, const char* op) {
-  FK_CHECK(t.device().is_cpu(), op, "a CPU tensor (CUDA elementwise kernels are not built yet)",
-           t.device().str());
-  return t;
+// CUDA: one strided kernel; f16/bf16 are computed in f32 inside it.
+Tensor unary_forward_cuda(UnaryOp op, const Tensor& x_in, DType out_dtype, UnaryParams p) {
+  bool to_float = x_in.dtype() == DType::Bool || (is_integral(x_in.dtype()) && !keeps_integers(op));
+  Tensor x = to_float ? x_in.to(DType::F32) : x_in;
+  Tensor out = empty(x.shape(), {out_dtype, x.device()});
+  cuda::launch_unary_strided(static_cast<int>(op), static_cast<int>(x.dtype()), x.data_ptr(),
+                             out.data_ptr(), x.dim(), x.shape().data(), x.strides().data(),
+                             out.strides().data(), p.a, p.b, cuda_ops::stream_of(x));
+  cuda_ops::launched(x);
+  return out;
+}
+
+Tensor unary_backward_cuda(UnaryOp op, const Tensor& grad, const Tensor& ref_in, UnaryParams p) {
+  Tensor ref = ref_in.contiguous();
+  DType gdt = op == UnaryOp::Abs ? real_type(ref.dtype()) : ref.dtype();
+  Tensor g = grad.to(gdt).contiguous();
+  Tensor gx = empty(ref.shape(), {ref.dtype(), ref.device()});
+  cuda::launch_unary_backward(static_cast<int>(op), static_cast<int>(ref.dtype()), g.data_ptr(),
+                              ref.data_ptr(), gx.data_ptr(), ref.numel(), p.a, p.b,
+                              cuda_ops::stream_of(ref));
+  cuda_ops::launched(ref);
+  return gx;
 }
 
 }  // namespace
 
 Tensor unary_forward(UnaryOp op, const Tensor& x_in, UnaryParams p) {
   profile::OpScope scope(name(op));
-  check_cpu(x_in, name(op));
   DType out_dtype = result_dtype(op, x_in.dtype());
+  if (x_in.device().is_cuda()) return unary_forward_cuda(op, x_in, out_dtype, p);
   DType ct =
       compute_type(is_integral(x_in.dtype()) && !keeps_integers(op) ? out_dtype : x_in.dtype());
   if (x_in.dtype() == DType::Bool) ct = DType::F32;
@@ -356,6 +376,7 @@ Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& x_in, const 
   // Only one of x and y is read (uses_output); the other may be undefined.
   const bool from_y = uses_output(op);
   const Tensor& ref = from_y ? y_in : x_in;
+  if (ref.device().is_cuda()) return unary_backward_cuda(op, grad, ref, p);
   DType ct = compute_type(ref.dtype());
   Tensor x = from_y ? Tensor() : x_in.to(ct);
   Tensor y = from_y ? y_in.to(ct) : Tensor();
