@@ -4,30 +4,6 @@
 
 namespace fk {
 
-size_t itemsize(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return 1;
-    case DType::I32:
-      return 4;
-    case DType::I64:
-      return 8;
-    case DType::F16:
-      return 2;
-    case DType::BF16:
-      return 2;
-    case DType::F32:
-      return 4;
-    case DType::F64:
-      return 8;
-    case DType::C64:
-      return 8;
-    case DType::C128:
-      return 16;
-  }
-  return 0;
-}
-
 const char* name(DType t) {
   switch (t) {
     case DType::Bool:

@@ -20,7 +20,10 @@ struct BFloat16 {
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-size_t itemsize(DType t);
+inline size_t itemsize(DType t) {
+  constexpr unsigned char kSizes[kNumDTypes] = {1, 4, 8, 2, 2, 4, 8, 8, 16};
+  return kSizes[static_cast<int>(t)];
+}
 const char* name(DType t);                    // "f32", "c64", ...
 DType dtype_from_name(const std::string& s);  // throws fk::Error on unknown names
 

@@ -56,10 +56,6 @@ void Dims::resize(int n, int64_t fill) {
   n_ = n;
 }
 
-bool Dims::operator==(const Dims& o) const {
-  return n_ == o.n_ && std::equal(begin(), end(), o.begin());
-}
-
 std::string Dims::str() const {
   std::string s = "[";
   for (int i = 0; i < n_; ++i) {
@@ -70,7 +66,7 @@ std::string Dims::str() const {
 }
 
 Dims contiguous_strides(const Dims& shape) {
-  Dims s = Dims::filled(shape.size(), 1);
+  Dims s = shape;  // same rank; every entry is overwritten below
   int64_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     s[i] = acc;

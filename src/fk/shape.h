@@ -38,7 +38,13 @@ class Dims {
     for (int i = 0; i < n_; ++i) p *= d_[i];
     return p;
   }
-  bool operator==(const Dims& o) const;
+  bool operator==(const Dims& o) const {
+    if (n_ != o.n_) return false;
+    for (int i = 0; i < n_; ++i) {
+      if (d_[i] != o.d_[i]) return false;
+    }
+    return true;
+  }
   bool operator!=(const Dims& o) const { return !(*this == o); }
   std::string str() const;  // "[2, 3]"
 
