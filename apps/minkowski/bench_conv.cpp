@@ -1,0 +1,216 @@
+#include "bench_conv.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fk/blas.h"
+#include "fk/fk.h"
+#include "minkowski/minkowski.h"
+#include "npy.h"
+#include "scene.h"
+
+namespace minkowski_app {
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median_ms(int repeats, const std::function<void()>& f) {
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    double t0 = now_ms();
+    f();
+    t.push_back(now_ms() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+fk::Tensor random_uniform(fk::Dims shape, double scale, uint64_t seed) {
+  fk::Tensor t = fk::empty(shape, {fk::DType::F32});
+  float* p = t.data<float>();
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    p[i] = static_cast<float>((static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1) * scale);
+  }
+  return t;
+}
+
+struct KnobOverride {
+  std::string name;
+  KnobOverride(std::string n, std::string v) : name(std::move(n)) {
+    fk::mutable_knob(name).set_override(v);
+  }
+  ~KnobOverride() { fk::mutable_knob(name).set_override(std::nullopt); }
+};
+
+}  // namespace
+
+int bench_conv(const BenchConvOptions& o) {
+  using namespace minkowski;
+  if (o.threads > 0) fk::set_num_threads(o.threads);
+  if (o.points < 1) throw std::runtime_error("--points must be positive");
+  if (o.channels < 1 || o.out_channels < 0) throw std::runtime_error("--channels must be positive");
+  if (o.kernel < 1 || o.stride < 1)
+    throw std::runtime_error("--kernel and --stride must be positive");
+  if (o.repeats < 1) throw std::runtime_error("--repeats must be positive");
+  fk::DType dt = fk::dtype_from_name(o.dtype);
+  if (!fk::is_floating(dt)) throw std::runtime_error("--dtype must be f32, f64, f16 or bf16");
+  int cin = o.channels, cout = o.out_channels > 0 ? o.out_channels : o.channels;
+
+  std::vector<int32_t> rows;
+  std::string source;
+  if (!o.scene.empty()) {
+    NpyInts a = read_npy_ints(o.scene);
+    if (a.cols != 4)
+      throw std::runtime_error(o.scene + ": expected N x 4 (batch, x, y, z), got N x " +
+                               std::to_string(a.cols));
+    rows = std::move(a.data);
+    source = o.scene;
+  } else {
+    rows = synthetic_scene(o.points);
+    source = fmt::format("synthetic({})", o.points);
+  }
+  int64_t n_in = static_cast<int64_t>(rows.size() / 4);
+  fk::Tensor coords = fk::from_vector(rows, fk::Dims{n_in, 4});
+  KernelRegion region = KernelRegion::cube({o.kernel});
+
+  // Kernel map from scratch (fresh manager each time): insert + map.
+  std::shared_ptr<CoordinateManager> mgr;
+  MapKey in_key, out_key;
+  std::shared_ptr<const KernelMap> map;
+  std::vector<double> t_insert, t_kmap, t_index;
+  for (int r = 0; r < o.repeats; ++r) {
+    mgr = std::make_shared<CoordinateManager>(3);
+    double t0 = now_ms();
+    in_key = mgr->insert(coords, {1}).key;
+    double t1 = now_ms();
+    out_key = mgr->stride(in_key, {o.stride});
+    map = mgr->kernel_map(in_key, out_key, region, false);
+    double t2 = now_ms();
+    map->by_out();
+    map->by_in();
+    double t3 = now_ms();
+    t_insert.push_back(t1 - t0);
+    t_kmap.push_back(t2 - t1);
+    t_index.push_back(t3 - t2);
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  int64_t n_unique = mgr->size(in_key), n_out = mgr->size(out_key), pairs = map->pairs();
+
+  fk::Tensor f = random_uniform({n_unique, cin}, 1.0, 1).to(dt);
+  fk::Tensor w =
+      random_uniform({map->volume, cin, cout}, 1.0 / std::sqrt(cin * map->volume), 2).to(dt);
+  fk::Tensor g = random_uniform({n_out, cout}, 1.0, 3).to(dt);
+
+  struct Pass {
+    double fwd = 0, bwd = 0;
+    int64_t staging = 0, groups = 0;
+  };
+  auto run = [&](const char* fused, const char* cap) {
+    KnobOverride a("ME_FUSED_COPY", fused), b("ME_FUSED_COPY_MAX_MB", cap);
+    Pass p;
+    conv_forward(f, w, *map);  // warm-up (allocator, pages)
+    p.fwd = median_ms(o.repeats, [&] { conv_forward(f, w, *map); });
+    p.staging = last_conv_call().staging_bytes;
+    p.groups = last_conv_call().groups;
+    conv_backward(g, f, w, *map, true, true);
+    p.bwd = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, true); });
+    return p;
+  };
+  Pass fused = run("1", "2048");
+  Pass chunked = run("1", fmt::format("{}", o.chunk_mb).c_str());
+  Pass per_offset = run("0", "2048");
+
+  // This machine's sgemm on the conv's GEMM shape, same threads, same run.
+  const int64_t gm = 100000, gk = 64, gn = 64;
+  fk::Tensor A = random_uniform({gm, gk}, 1, 4), B = random_uniform({gk, gn}, 1, 5),
+             C = fk::empty({gm, gn});
+  fk::gemm(fk::DType::F32, false, false, gm, gn, gk, 1.0, A.data<float>(), gk, B.data<float>(), gn,
+           0.0, C.data<float>(), gn);
+  double t_gemm = median_ms(o.repeats, [&] {
+    fk::gemm(fk::DType::F32, false, false, gm, gn, gk, 1.0, A.data<float>(), gk, B.data<float>(),
+             gn, 0.0, C.data<float>(), gn);
+  });
+  double sgemm_gflops = 2.0 * gm * gn * gk / (t_gemm * 1e6);
+
+  double flop = 2.0 * static_cast<double>(pairs) * cin * cout;
+  auto gf = [&](double ms, double mult) { return mult * flop / (ms * 1e6); };
+
+  fmt::print("minkowski bench conv: {} | {} input rows -> {} unique, {} output rows\n", source,
+             n_in, n_unique, n_out);
+  fmt::print("  kernel {}^3 stride {}, C_in {} C_out {}, {}, {} threads, median of {}\n", o.kernel,
+             o.stride, cin, cout, o.dtype, fk::get_num_threads(), o.repeats);
+  fmt::print("  pairs {} ({:.2f} per output row), kernel map {:.1f} MB\n", pairs,
+             static_cast<double>(pairs) / std::max<int64_t>(n_out, 1), map->bytes() / 1e6);
+  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms\n", med(t_insert),
+             med(t_kmap), med(t_index));
+  auto line = [&](const char* name, const Pass& p) {
+    fmt::print(
+        "  {:<12} forward {:8.2f} ms ({:6.1f} GFLOP/s)  backward {:8.2f} ms ({:6.1f} GFLOP/s)  "
+        "staging {:.1f} MB in {} group(s)\n",
+        name, p.fwd, gf(p.fwd, 1), p.bwd, gf(p.bwd, 2), p.staging / 1e6, p.groups);
+  };
+  line("fused", fused);
+  line(fmt::format("chunked{}MB", o.chunk_mb).c_str(), chunked);
+  line("per-offset", per_offset);
+  fmt::print("  fused/per-offset time: forward {:.2f}, backward {:.2f}\n",
+             fused.fwd / per_offset.fwd, fused.bwd / per_offset.bwd);
+  fmt::print("  sgemm {}x{}x{}: {:.2f} ms, {:.1f} GFLOP/s\n", gm, gk, gn, t_gemm, sgemm_gflops);
+
+  if (!o.json.empty()) {
+    auto pass_json = [&](const Pass& p) {
+      return nlohmann::json{{"forward_ms", p.fwd},
+                            {"backward_ms", p.bwd},
+                            {"forward_gflops", gf(p.fwd, 1)},
+                            {"backward_gflops", gf(p.bwd, 2)},
+                            {"staging_bytes", p.staging},
+                            {"groups", p.groups}};
+    };
+    nlohmann::json j{{"source", source},
+                     {"input_rows", n_in},
+                     {"unique_rows", n_unique},
+                     {"output_rows", n_out},
+                     {"kernel", o.kernel},
+                     {"stride", o.stride},
+                     {"c_in", cin},
+                     {"c_out", cout},
+                     {"dtype", o.dtype},
+                     {"threads", fk::get_num_threads()},
+                     {"repeats", o.repeats},
+                     {"pairs", pairs},
+                     {"kernel_map_bytes", map->bytes()},
+                     {"insert_ms", med(t_insert)},
+                     {"kernel_map_ms", med(t_kmap)},
+                     {"row_index_ms", med(t_index)},
+                     {"fused", pass_json(fused)},
+                     {"chunked", pass_json(chunked)},
+                     {"chunk_mb", o.chunk_mb},
+                     {"per_offset", pass_json(per_offset)},
+                     {"fused_over_per_offset_forward", fused.fwd / per_offset.fwd},
+                     {"fused_over_per_offset_backward", fused.bwd / per_offset.bwd},
+                     {"sgemm_ms", t_gemm},
+                     {"sgemm_gflops", sgemm_gflops},
+                     {"blas", fk::blas_config()}};
+    std::ofstream out(o.json);
+    if (!out) throw std::runtime_error("cannot write " + o.json);
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace minkowski_app

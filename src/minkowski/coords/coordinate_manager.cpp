@@ -1,0 +1,214 @@
+#include "minkowski/coords/coordinate_manager.h"
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+
+namespace minkowski {
+
+namespace {
+std::string join(const std::vector<int32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+int32_t floor_to(int32_t c, int32_t t) {
+  int64_t q = c >= 0 ? c / t : -((static_cast<int64_t>(-c) + t - 1) / t);
+  return static_cast<int32_t>(q * t);
+}
+}  // namespace
+
+std::string MapKey::str() const {
+  return "ts[" + join(tensor_stride) + "]" + (tag.empty() ? "" : "#" + tag);
+}
+
+CoordinateManager::CoordinateManager(int dimension) : dimension_(dimension) {
+  FK_CHECK(dimension >= 1, "minkowski::CoordinateManager", "dimension >= 1",
+           std::to_string(dimension));
+}
+
+std::string CoordinateManager::unique_tag(const std::vector<int32_t>& ts,
+                                          const std::string& tag) const {
+  if (!maps_.count(MapKey{ts, tag})) return tag;
+  for (int64_t i = counter_;; ++i) {
+    std::string t = tag + "~" + std::to_string(i);
+    if (!maps_.count(MapKey{ts, t})) return t;
+  }
+}
+
+CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordinates,
+                                                      const std::vector<int32_t>& tensor_stride,
+                                                      const std::string& tag) {
+  const char* where = "minkowski::CoordinateManager::insert";
+  FK_CHECK(coordinates.defined(), where, "a coordinate tensor", "an undefined tensor");
+  FK_CHECK(coordinates.device().is_cpu(), where,
+           "CPU coordinates (CUDA kernels for minkowski are not built yet)",
+           coordinates.device().str());
+  FK_CHECK(coordinates.dtype() == fk::DType::I32, where, "int32 coordinates",
+           std::string(fk::name(coordinates.dtype())) + " coordinates");
+  FK_CHECK(coordinates.dim() == 2 && coordinates.size(1) == dimension_ + 1, where,
+           "coordinates of shape N x " + std::to_string(dimension_ + 1) + " (batch, x_1..x_" +
+               std::to_string(dimension_) + ")",
+           coordinates.shape().str());
+  auto ts = expand_axes(tensor_stride, dimension_, where, "tensor stride");
+  fk::Tensor c = coordinates.contiguous();
+  const int32_t* rows = c.data<int32_t>();
+  int64_t n = c.size(0);
+  const int w = dimension_ + 1;
+  for (int64_t i = 0; i < n; ++i)
+    for (int a = 0; a < dimension_; ++a) {
+      int32_t v = rows[i * w + 1 + a];
+      FK_CHECK(v % ts[a] == 0, where,
+               "coordinates that are multiples of the tensor stride [" + join(ts) + "]",
+               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
+                   std::to_string(i));
+    }
+  return insert_rows(rows, n, ts, tag);
+}
+
+CoordinateManager::Inserted CoordinateManager::insert_rows(const int32_t* rows, int64_t n,
+                                                           const std::vector<int32_t>& ts,
+                                                           const std::string& tag) {
+  Inserted r;
+  auto m = std::make_shared<CoordinateMap>(rows, n, dimension_ + 1, ts, &r.unique_rows, &r.inverse);
+  std::lock_guard<std::mutex> lock(mu_);
+  r.key = MapKey{ts, unique_tag(ts, tag)};
+  ++counter_;
+  maps_[r.key] = std::move(m);
+  return r;
+}
+
+bool CoordinateManager::has(const MapKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return maps_.count(key) > 0;
+}
+
+std::shared_ptr<const CoordinateMap> CoordinateManager::map(const MapKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = maps_.find(key);
+  FK_CHECK(it != maps_.end(), "minkowski::CoordinateManager", "a coordinate map key it holds",
+           key.str());
+  return it->second;
+}
+
+fk::Tensor CoordinateManager::coordinates(const MapKey& key) const {
+  auto m = map(key);
+  return fk::from_blob_copy(m->coordinates().data(), {m->size(), m->width()}, fk::DType::I32);
+}
+
+MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& stride) {
+  auto s = expand_axes(stride, dimension_, "minkowski::CoordinateManager::stride", "stride");
+  auto src = map(in);
+  MapKey out{in.tensor_stride, in.tag};
+  bool unit = true;
+  for (int a = 0; a < dimension_; ++a) {
+    out.tensor_stride[a] *= s[a];
+    unit = unit && s[a] == 1;
+  }
+  if (unit || has(out)) return out;
+  const int w = dimension_ + 1;
+  int64_t n = src->size();
+  std::vector<int32_t> rows(src->coordinates());
+  fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int a = 0; a < dimension_; ++a)
+        rows[i * w + 1 + a] = floor_to(rows[i * w + 1 + a], out.tensor_stride[a]);
+  });
+  auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride);
+  std::lock_guard<std::mutex> lock(mu_);
+  maps_.emplace(out, std::move(m));
+  return out;
+}
+
+MapKey CoordinateManager::expand(const MapKey& in, const KernelRegion& region,
+                                 const std::vector<int32_t>& out_ts) {
+  auto ts =
+      expand_axes(out_ts, dimension_, "minkowski::CoordinateManager::expand", "tensor stride");
+  auto src = map(in);
+  auto off = region.offsets(ts);
+  const int w = dimension_ + 1;
+  int64_t n = src->size(), K = static_cast<int64_t>(off.size()) / dimension_;
+  std::vector<int32_t> rows(static_cast<size_t>(n * K * w));
+  fk::parallel_for(0, n, 4096, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const int32_t* c = src->row(i);
+      for (int64_t k = 0; k < K; ++k) {
+        int32_t* r = rows.data() + (i * K + k) * w;
+        r[0] = c[0];
+        for (int a = 0; a < dimension_; ++a) r[1 + a] = c[1 + a] + off[k * dimension_ + a];
+      }
+    }
+  });
+  auto m = std::make_shared<CoordinateMap>(rows.data(), n * K, w, ts);
+  std::lock_guard<std::mutex> lock(mu_);
+  MapKey key{ts, unique_tag(ts, "gen")};
+  ++counter_;
+  maps_.emplace(key, std::move(m));
+  return key;
+}
+
+std::shared_ptr<const KernelMap> CoordinateManager::kernel_map(const MapKey& in, const MapKey& out,
+                                                               const KernelRegion& region,
+                                                               bool transpose) {
+  std::string rs = region.str(dimension_);
+  std::string fwd_key = "F|" + (transpose ? out.str() : in.str()) + "|" +
+                        (transpose ? in.str() : out.str()) + "|" + rs;
+  std::string key = transpose ? "T|" + in.str() + "|" + out.str() + "|" + rs : fwd_key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernel_maps_.find(key);
+    if (it != kernel_maps_.end()) return it->second;
+  }
+  std::shared_ptr<const KernelMap> fwd;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernel_maps_.find(fwd_key);
+    if (it != kernel_maps_.end()) fwd = it->second;
+  }
+  if (!fwd) {
+    // Forward direction: fine (or same) map -> coarse map.
+    const MapKey& fine = transpose ? out : in;
+    const MapKey& coarse = transpose ? in : out;
+    auto fm = map(fine), cm = map(coarse);
+    if (fine == coarse && region.is_identity(dimension_))
+      fwd = KernelMap::make_identity(fm->size());
+    else
+      fwd = build_kernel_map(*fm, *cm, region.offsets(fm->tensor_stride()));
+    std::lock_guard<std::mutex> lock(mu_);
+    kernel_maps_.emplace(fwd_key, fwd);
+  }
+  if (!transpose) return fwd;
+  std::shared_ptr<const KernelMap> t = fwd->transposed();
+  std::lock_guard<std::mutex> lock(mu_);
+  kernel_maps_.emplace(key, t);
+  return t;
+}
+
+void CoordinateManager::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  maps_.clear();
+  kernel_maps_.clear();
+}
+
+int64_t CoordinateManager::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t b = 0;
+  for (const auto& [k, m] : maps_) b += m->bytes();
+  for (const auto& [k, m] : kernel_maps_) b += m->bytes();
+  return b;
+}
+
+int64_t CoordinateManager::num_maps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(maps_.size());
+}
+
+int64_t CoordinateManager::num_kernel_maps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(kernel_maps_.size());
+}
+
+}  // namespace minkowski

@@ -1,0 +1,12 @@
+#pragma once
+// The minkowski engine in one include: sparse tensors on integer coordinates,
+// coordinate/kernel maps and sparse convolutions (CPU).
+#include "minkowski/coords/coordinate_manager.h"
+#include "minkowski/coords/coordinate_map.h"
+#include "minkowski/coords/kernel_map.h"
+#include "minkowski/coords/kernel_region.h"
+#include "minkowski/ops/conv.h"
+#include "minkowski/ops/conv_kernel.h"
+#include "minkowski/ops/dense.h"
+#include "minkowski/ops/quantize.h"
+#include "minkowski/sparse_tensor.h"

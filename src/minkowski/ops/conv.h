@@ -1,0 +1,59 @@
+#pragma once
+// Sparse convolutions on SparseTensors (CPU). All are differentiable w.r.t.
+// the features and the weight (autograd nodes over conv_forward /
+// conv_backward); the bias is added with fk's broadcasting add.
+//
+// Weight: (K, C_in, C_out) with K the kernel region's volume in its documented
+// offset order (kernel_region.h); a 1x1 convolution (identity region, stride 1)
+// also accepts (C_in, C_out) and runs as a single GEMM. Channelwise: (K, C).
+// Bias: undefined, (C_out) or (1, C_out). Features, weight and bias share one
+// dtype (f32, f64, f16, bf16; 16-bit computed in f32).
+//
+//   convolution                 output map = stride(input map, stride)
+//                               (stride 1: the input map itself, i.e. a
+//                               submanifold convolution), or `out` when given
+//                               (convolution onto given coordinates, same
+//                               manager). Output tensor stride = input * stride.
+//   convolution_transpose       output tensor stride = input / stride (must
+//                               divide). Reuses an existing map of that stride
+//                               (e.g. the encoder's, whose kernel map is then
+//                               reused transposed), else creates one as the
+//                               generative variant does; or `out` when given.
+//   generative_convolution_transpose   always a new output map: every input
+//                               coordinate plus every offset (scaled by the
+//                               output tensor stride).
+//   channelwise_convolution     out[o,c] = sum F[i,c] W[k,c] over the map.
+//
+// Determinism: bit-identical across runs, thread counts and copy paths
+// (conv_kernel.h); kernel maps are ordered deterministically.
+#include <vector>
+
+#include "minkowski/coords/kernel_region.h"
+#include "minkowski/sparse_tensor.h"
+
+namespace minkowski {
+
+SparseTensor convolution(const SparseTensor& x, const fk::Tensor& weight, const fk::Tensor& bias,
+                         const KernelRegion& kernel, const std::vector<int32_t>& stride = {1},
+                         const MapKey* out = nullptr);
+SparseTensor convolution_transpose(const SparseTensor& x, const fk::Tensor& weight,
+                                   const fk::Tensor& bias, const KernelRegion& kernel,
+                                   const std::vector<int32_t>& stride = {1},
+                                   const MapKey* out = nullptr);
+SparseTensor generative_convolution_transpose(const SparseTensor& x, const fk::Tensor& weight,
+                                              const fk::Tensor& bias, const KernelRegion& kernel,
+                                              const std::vector<int32_t>& stride);
+SparseTensor channelwise_convolution(const SparseTensor& x, const fk::Tensor& weight,
+                                     const fk::Tensor& bias, const KernelRegion& kernel,
+                                     const std::vector<int32_t>& stride = {1});
+
+// The differentiable core on a kernel map (features N_in x C_in -> N_out x C_out).
+fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
+                             std::shared_ptr<const KernelMap> map, bool channelwise = false);
+
+// Process-wide flag kept for API parity with the reference engine. Every path
+// here is deterministic by construction, so it changes nothing and costs nothing.
+void set_deterministic(bool on);
+bool is_deterministic();
+
+}  // namespace minkowski

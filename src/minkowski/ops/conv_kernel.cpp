@@ -1,0 +1,473 @@
+#include "minkowski/ops/conv_kernel.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <omp.h>
+#include <vector>
+
+#include "fk/blas.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/knobs.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+
+namespace minkowski {
+
+namespace {
+
+fk::Knob kFusedCopy("ME_FUSED_COPY", fk::KnobType::Bool, "1",
+                    "minkowski convolution: 1 = fused gather/GEMM/scatter over groups of offsets, "
+                    "0 = per-offset copies (A/B and debugging)",
+                    fk::KnobRead::PerCall);
+fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
+                         "minkowski convolution: cap on the fused path's staging (input + output "
+                         "rows) per call, in MiB (fractions allowed; <= 0 means 2048); above it "
+                         "offsets are processed in groups",
+                         fk::KnobRead::PerCall);
+
+thread_local ConvCallInfo tl_info;
+
+// Rows of the weight-gradient partial sums: fixed, so results do not depend on
+// the thread count.
+constexpr int64_t kWeightBlock = 4096;
+
+// GEMM rows per BLAS call: fixed, so every path and thread count issues the
+// same calls.
+constexpr int64_t kRowBlock = 2048;
+// OpenBLAS runs a GEMM on one thread below this m*n*k (its SMP threshold) and
+// always inside an active OpenMP region; above it, outside a region, it may
+// split the work and round differently. So big jobs always run in our team.
+constexpr double kBlasSerialMnk = 262144.0;
+
+struct Gemm {
+  bool ta, tb;
+  int64_t m, n, k;
+  const void *a, *b;
+  int64_t lda, ldb;
+  void* c;
+  int64_t ldc;
+};
+
+// Runs the GEMMs (beta = 0) in one parallel region; results do not depend on
+// the thread count (see kBlasSerialMnk).
+void run_gemms(fk::DType dt, const std::vector<Gemm>& jobs) {
+  double work = 0, biggest = 0;
+  for (const Gemm& g : jobs) {
+    double mnk = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    work += mnk;
+    biggest = std::max(biggest, mnk);
+  }
+  auto one = [&](const Gemm& g) {
+    fk::gemm(dt, g.ta, g.tb, g.m, g.n, g.k, 1.0, g.a, g.lda, g.b, g.ldb, 0.0, g.c, g.ldc);
+  };
+  int nt = fk::get_num_threads();
+  int64_t nj = static_cast<int64_t>(jobs.size());
+  if (nt < 2 || omp_in_parallel() || (biggest <= kBlasSerialMnk && work < 4.0 * kBlasSerialMnk)) {
+    for (const Gemm& g : jobs) one(g);
+    return;
+  }
+  fk::profile::count_launch();
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    // Contiguous ranges: neighbouring blocks share their weight slice.
+    int64_t lo = nj * t / n, hi = nj * (t + 1) / n;
+    for (int64_t j = lo; j < hi; ++j) one(jobs[j]);
+  }
+}
+
+// Row-blocked jobs of C = A . op(B) for one offset.
+void add_row_jobs(std::vector<Gemm>& jobs, bool tb, int64_t m, int64_t n, int64_t k, size_t es,
+                  const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
+  for (int64_t r = 0; r < m; r += kRowBlock) {
+    int64_t rows = std::min(kRowBlock, m - r);
+    jobs.push_back({false, tb, rows, n, k, static_cast<const char*>(a) + r * lda * es, b, lda, ldb,
+                    static_cast<char*>(c) + r * ldc * es, ldc});
+  }
+}
+
+struct Group {
+  int64_t k0, k1;  // offsets [k0, k1)
+  int64_t p0, p1;  // pairs [p0, p1)
+};
+
+std::vector<Group> plan_groups(const KernelMap& m, bool fused, int64_t row_bytes) {
+  std::vector<Group> g;
+  int64_t K = m.volume;
+  if (!fused) {
+    for (int64_t k = 0; k < K; ++k)
+      if (m.count(k) > 0) g.push_back({k, k + 1, m.offset_begin[k], m.offset_begin[k + 1]});
+    return g;
+  }
+  double mb = kFusedCopyMaxMb.as_float();
+  if (!(mb > 0)) mb = 2048;
+  int64_t cap_rows = static_cast<int64_t>(mb * 1048576.0 / static_cast<double>(row_bytes));
+  int64_t k = 0;
+  while (k < K) {
+    int64_t k1 = k + 1;
+    while (k1 < K && m.offset_begin[k1 + 1] - m.offset_begin[k] <= cap_rows) ++k1;
+    if (m.offset_begin[k1] > m.offset_begin[k])
+      g.push_back({k, k1, m.offset_begin[k], m.offset_begin[k1]});
+    k = k1;
+  }
+  return g;
+}
+
+int64_t max_rows(const std::vector<Group>& g) {
+  int64_t r = 0;
+  for (const auto& x : g) r = std::max(r, x.p1 - x.p0);
+  return r;
+}
+
+template <typename T>
+void gather_rows(const T* src, int64_t width, const int32_t* rows, int64_t n, T* dst) {
+  fk::parallel_for(0, n, 8192, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p)
+      std::memcpy(dst + p * width, src + static_cast<int64_t>(rows[p]) * width, width * sizeof(T));
+  });
+}
+
+template <typename T>
+inline void add_row(T* __restrict dst, const T* __restrict src, int64_t width) {
+  for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+}
+
+// dst[rows[p]] += staged[p - p0] for p in [p0, p1): rows are unique in the range.
+template <typename T>
+void scatter_unique(const T* staged, int64_t width, const int32_t* rows, int64_t p0, int64_t p1,
+                    T* dst) {
+  fk::parallel_for(p0, p1, 8192, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p)
+      add_row(dst + static_cast<int64_t>(rows[p]) * width, staged + (p - p0) * width, width);
+  });
+}
+
+// dst[r] += staged[p - p0] for every pair p of row r in [p0, p1), in pair
+// (= offset) order; `cursor` remembers where each row's list stopped.
+template <typename T>
+void scatter_grouped(const T* staged, int64_t width, const RowIndex& idx, int64_t p0, int64_t p1,
+                     std::vector<int64_t>& cursor, T* dst) {
+  int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
+  fk::parallel_for(0, n, 2048, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      int64_t j = cursor[r], e = idx.begin[r + 1];
+      T* d = dst + r * width;
+      for (; j < e; ++j) {
+        int64_t p = idx.pairs[j];
+        if (p >= p1) break;
+        add_row(d, staged + (p - p0) * width, width);
+      }
+      cursor[r] = j;
+    }
+  });
+}
+
+template <typename T>
+constexpr fk::DType dtype_of_t() {
+  return std::is_same_v<T, float> ? fk::DType::F32 : fk::DType::F64;
+}
+
+template <typename T>
+void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out) {
+  constexpr fk::DType dt = dtype_of_t<T>();
+  if (m.identity) {
+    tl_info = {true, 1, 0};
+    std::vector<Gemm> jobs;
+    add_row_jobs(jobs, false, m.out_size, cout, cin, sizeof(T), F, cin, W, cout, out, cout);
+    run_gemms(dt, jobs);
+    return;
+  }
+  bool fused = kFusedCopy.as_bool();
+  auto groups = plan_groups(m, fused, (cin + cout) * static_cast<int64_t>(sizeof(T)));
+  int64_t rows = max_rows(groups);
+  tl_info = {fused, static_cast<int64_t>(groups.size()),
+             rows * (cin + cout) * static_cast<int64_t>(sizeof(T))};
+  if (groups.empty()) return;
+  fk::Tensor sin = fk::empty({rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
+  T* si = sin.data<T>();
+  T* so = sout.data<T>();
+  const RowIndex* idx = fused ? &m.by_out() : nullptr;
+  std::vector<int64_t> cursor;
+  if (fused) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
+  for (const Group& g : groups) {
+    gather_rows(F, cin, m.in_rows.data() + g.p0, g.p1 - g.p0, si);
+    std::vector<Gemm> jobs;
+    for (int64_t k = g.k0; k < g.k1; ++k) {
+      int64_t at = m.offset_begin[k] - g.p0;
+      add_row_jobs(jobs, false, m.count(k), cout, cin, sizeof(T), si + at * cin, cin,
+                   W + k * cin * cout, cout, so + at * cout, cout);
+    }
+    run_gemms(dt, jobs);
+    if (fused)
+      scatter_grouped(so, cout, *idx, g.p0, g.p1, cursor, out);
+    else
+      scatter_unique(so, cout, m.out_rows.data(), g.p0, g.p1, out);
+    fk::profile::count_launch(2);
+  }
+}
+
+// grad_W_k = sum over fixed blocks of (staged F)^T (staged G), blocks summed in order.
+template <typename T>
+void weight_grad(const T* si, const T* so, int64_t cin, int64_t cout, const KernelMap& m,
+                 const Group& g, T* gw) {
+  constexpr fk::DType dt = dtype_of_t<T>();
+  struct Job {
+    int64_t k, r0, r1;
+  };
+  std::vector<Job> jobs;
+  std::vector<int64_t> first_job(g.k1 - g.k0 + 1, 0);
+  for (int64_t k = g.k0; k < g.k1; ++k) {
+    first_job[k - g.k0] = static_cast<int64_t>(jobs.size());
+    for (int64_t r = m.offset_begin[k]; r < m.offset_begin[k + 1]; r += kWeightBlock)
+      jobs.push_back({k, r, std::min(r + kWeightBlock, m.offset_begin[k + 1])});
+  }
+  first_job[g.k1 - g.k0] = static_cast<int64_t>(jobs.size());
+  int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
+  std::vector<T> part(static_cast<size_t>(nj * blk));
+  std::vector<Gemm> gemms;
+  for (int64_t j = 0; j < nj; ++j) {
+    const Job& b = jobs[j];
+    int64_t at = b.r0 - g.p0;
+    gemms.push_back({true, false, cin, cout, b.r1 - b.r0, si + at * cin, so + at * cout, cin, cout,
+                     part.data() + j * blk, cout});
+  }
+  run_gemms(dt, gemms);
+  for (int64_t k = g.k0; k < g.k1; ++k) {
+    T* dst = gw + k * blk;
+    for (int64_t j = first_job[k - g.k0]; j < first_job[k - g.k0 + 1]; ++j)
+      add_row(dst, part.data() + j * blk, blk);
+  }
+}
+
+template <typename T>
+void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout,
+                   const KernelMap& m, T* gin, T* gw) {
+  constexpr fk::DType dt = dtype_of_t<T>();
+  if (m.identity) {
+    tl_info = {true, 1, 0};
+    if (gin) {
+      std::vector<Gemm> jobs;
+      add_row_jobs(jobs, true, m.in_size, cin, cout, sizeof(T), G, cout, W, cout, gin, cin);
+      run_gemms(dt, jobs);
+    }
+    if (gw) weight_grad(F, G, cin, cout, m, Group{0, 1, 0, m.in_size}, gw);
+    return;
+  }
+  bool fused = kFusedCopy.as_bool();
+  auto groups = plan_groups(m, fused, (cin + cout) * static_cast<int64_t>(sizeof(T)));
+  int64_t rows = max_rows(groups);
+  tl_info = {fused, static_cast<int64_t>(groups.size()),
+             rows * (cin + cout) * static_cast<int64_t>(sizeof(T))};
+  if (groups.empty()) return;
+  fk::Tensor sin = fk::empty({rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
+  T* si = sin.data<T>();
+  T* so = sout.data<T>();
+  const RowIndex* idx = fused && gin ? &m.by_in() : nullptr;
+  std::vector<int64_t> cursor;
+  if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
+  for (const Group& g : groups) {
+    gather_rows(G, cout, m.out_rows.data() + g.p0, g.p1 - g.p0, so);
+    if (gw) {
+      gather_rows(F, cin, m.in_rows.data() + g.p0, g.p1 - g.p0, si);
+      weight_grad(si, so, cin, cout, m, g, gw);
+    }
+    if (!gin) continue;
+    std::vector<Gemm> jobs;
+    for (int64_t k = g.k0; k < g.k1; ++k) {
+      int64_t at = m.offset_begin[k] - g.p0;
+      add_row_jobs(jobs, true, m.count(k), cin, cout, sizeof(T), so + at * cout, cout,
+                   W + k * cin * cout, cout, si + at * cin, cin);
+    }
+    run_gemms(dt, jobs);
+    if (idx)
+      scatter_grouped(si, cin, *idx, g.p0, g.p1, cursor, gin);
+    else
+      scatter_unique(si, cin, m.in_rows.data(), g.p0, g.p1, gin);
+    fk::profile::count_launch(3);
+  }
+}
+
+void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, const KernelMap& m) {
+  FK_CHECK(f.device().is_cpu() && w.device().is_cpu(), where,
+           "CPU tensors (CUDA kernels for minkowski are not built yet)",
+           f.device().str() + " / " + w.device().str());
+  FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
+           fk::name(f.dtype()));
+  FK_CHECK(w.dtype() == f.dtype(), where,
+           "weights of the features' dtype " + std::string(fk::name(f.dtype())),
+           fk::name(w.dtype()));
+  FK_CHECK(f.dim() == 2 && f.size(0) == m.in_size, where,
+           "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
+}
+
+fk::DType compute_dtype(fk::DType d) {
+  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
+}
+
+}  // namespace
+
+ConvCallInfo last_conv_call() {
+  return tl_info;
+}
+
+fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, const KernelMap& m) {
+  const char* where = "minkowski::convolution";
+  check_common(where, features, weight, m);
+  int64_t cin = features.size(1);
+  bool ok = (weight.dim() == 3 && weight.size(0) == m.volume && weight.size(1) == cin) ||
+            (m.identity && weight.dim() == 2 && weight.size(0) == cin);
+  FK_CHECK(ok, where,
+           "a weight of shape (K=" + std::to_string(m.volume) + ", C_in=" + std::to_string(cin) +
+               ", C_out)",
+           weight.shape().str());
+  int64_t cout = weight.size(weight.dim() - 1);
+  fk::DType ct = compute_dtype(features.dtype());
+  fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
+  fk::Tensor out = fk::zeros({m.out_size, cout}, {ct});
+  if (ct == fk::DType::F32)
+    forward_impl<float>(f.data<float>(), cin, w.data<float>(), cout, m, out.data<float>());
+  else
+    forward_impl<double>(f.data<double>(), cin, w.data<double>(), cout, m, out.data<double>());
+  return out.to(features.dtype());
+}
+
+ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                        const fk::Tensor& weight, const KernelMap& m, bool need_features,
+                        bool need_weight) {
+  int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
+  fk::DType ct = compute_dtype(features.dtype());
+  fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
+             w = weight.to(ct).contiguous();
+  ConvGrads r;
+  fk::Tensor gin = need_features ? fk::zeros({m.in_size, cin}, {ct}) : fk::Tensor();
+  fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
+  if (ct == fk::DType::F32)
+    backward_impl<float>(g.data<float>(), f.data<float>(), cin, w.data<float>(), cout, m,
+                         need_features ? gin.data<float>() : nullptr,
+                         need_weight ? gw.data<float>() : nullptr);
+  else
+    backward_impl<double>(g.data<double>(), f.data<double>(), cin, w.data<double>(), cout, m,
+                          need_features ? gin.data<double>() : nullptr,
+                          need_weight ? gw.data<double>() : nullptr);
+  if (need_features) r.features = gin.to(features.dtype());
+  if (need_weight) r.weight = gw.to(weight.dtype());
+  return r;
+}
+
+namespace {
+
+template <typename T>
+void cw_forward(const T* F, const T* W, int64_t c, const KernelMap& m, T* out) {
+  const RowIndex& idx = m.by_out();
+  fk::parallel_for(0, m.out_size, 1024, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      T* d = out + o * c;
+      for (int64_t j = idx.begin[o]; j < idx.begin[o + 1]; ++j) {
+        int64_t p = idx.pairs[j];
+        int64_t i = m.identity ? p : m.in_rows[p];
+        int64_t k = m.identity ? 0
+                               : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
+                                     m.offset_begin.begin() - 1;
+        const T* s = F + i * c;
+        const T* w = W + k * c;
+        for (int64_t x = 0; x < c; ++x) d[x] += s[x] * w[x];
+      }
+    }
+  });
+}
+
+template <typename T>
+void cw_backward(const T* G, const T* F, const T* W, int64_t c, const KernelMap& m, T* gin, T* gw) {
+  auto offset_of = [&](int64_t p) {
+    return m.identity ? int64_t{0}
+                      : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
+                            m.offset_begin.begin() - 1;
+  };
+  if (gin) {
+    const RowIndex& idx = m.by_in();
+    fk::parallel_for(0, m.in_size, 1024, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        T* d = gin + i * c;
+        for (int64_t j = idx.begin[i]; j < idx.begin[i + 1]; ++j) {
+          int64_t p = idx.pairs[j];
+          int64_t o = m.identity ? p : m.out_rows[p];
+          const T* g = G + o * c;
+          const T* w = W + offset_of(p) * c;
+          for (int64_t x = 0; x < c; ++x) d[x] += g[x] * w[x];
+        }
+      }
+    });
+  }
+  if (gw) {
+    // Per offset, fixed blocks of pairs summed in block order.
+    struct Job {
+      int64_t k, p0, p1;
+    };
+    std::vector<Job> jobs;
+    for (int64_t k = 0; k < m.volume; ++k)
+      for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += kWeightBlock)
+        jobs.push_back({k, p, std::min(p + kWeightBlock, m.offset_begin[k + 1])});
+    int64_t nj = static_cast<int64_t>(jobs.size());
+    std::vector<T> part(static_cast<size_t>(nj * c), T(0));
+    int64_t grain = m.pairs() * c < (int64_t{1} << 20) ? nj : 1;
+    fk::parallel_for(0, nj, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j) {
+        T* d = part.data() + j * c;
+        for (int64_t p = jobs[j].p0; p < jobs[j].p1; ++p) {
+          int64_t i = m.identity ? p : m.in_rows[p], o = m.identity ? p : m.out_rows[p];
+          for (int64_t x = 0; x < c; ++x) d[x] += F[i * c + x] * G[o * c + x];
+        }
+      }
+    });
+    for (int64_t j = 0; j < nj; ++j) add_row(gw + jobs[j].k * c, part.data() + j * c, c);
+  }
+}
+
+}  // namespace
+
+fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& weight,
+                               const KernelMap& m) {
+  const char* where = "minkowski::channelwise_convolution";
+  check_common(where, features, weight, m);
+  int64_t c = features.size(1);
+  FK_CHECK(weight.dim() == 2 && weight.size(0) == m.volume && weight.size(1) == c, where,
+           "a weight of shape (K=" + std::to_string(m.volume) + ", C=" + std::to_string(c) + ")",
+           weight.shape().str());
+  fk::profile::count_launch();
+  fk::DType ct = compute_dtype(features.dtype());
+  fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
+  fk::Tensor out = fk::zeros({m.out_size, c}, {ct});
+  if (ct == fk::DType::F32)
+    cw_forward<float>(f.data<float>(), w.data<float>(), c, m, out.data<float>());
+  else
+    cw_forward<double>(f.data<double>(), w.data<double>(), c, m, out.data<double>());
+  return out.to(features.dtype());
+}
+
+ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                               const fk::Tensor& weight, const KernelMap& m, bool need_features,
+                               bool need_weight) {
+  int64_t c = features.size(1);
+  fk::profile::count_launch();
+  fk::DType ct = compute_dtype(features.dtype());
+  fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
+             w = weight.to(ct).contiguous();
+  fk::Tensor gin = need_features ? fk::zeros({m.in_size, c}, {ct}) : fk::Tensor();
+  fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
+  if (ct == fk::DType::F32)
+    cw_backward<float>(g.data<float>(), f.data<float>(), w.data<float>(), c, m,
+                       need_features ? gin.data<float>() : nullptr,
+                       need_weight ? gw.data<float>() : nullptr);
+  else
+    cw_backward<double>(g.data<double>(), f.data<double>(), w.data<double>(), c, m,
+                        need_features ? gin.data<double>() : nullptr,
+                        need_weight ? gw.data<double>() : nullptr);
+  ConvGrads r;
+  if (need_features) r.features = gin.to(features.dtype());
+  if (need_weight) r.weight = gw.to(weight.dtype());
+  return r;
+}
+
+}  // namespace minkowski

@@ -1,0 +1,67 @@
+#pragma once
+// The convolution compute on a kernel map (CPU): gather -> GEMM -> scatter.
+//
+//   forward   out[o]    = sum_k sum_{(i,o) in map_k} F[i] . W_k
+//   backward  grad_F[i] = sum_k sum_{(i,o) in map_k} G[o] . W_k^T
+//             grad_W_k  = sum_{(i,o) in map_k} F[i]^T . G[o]
+//
+// Shapes: features N_in x C_in, weight K x C_in x C_out (K = map volume; an
+// identity map also accepts C_in x C_out), result N_out x C_out. Dtypes f32,
+// f64, f16, bf16 (features and weight alike); f16/bf16 are converted to f32,
+// computed (GEMM and accumulation) in f32 and rounded once at the end.
+//
+// Two copy paths over the same map, chosen at every call:
+//   fused (default)  rows of all offsets of a group are gathered into one
+//                    staging buffer, one GEMM per offset runs over it, and one
+//                    scatter-accumulate writes the group. Groups are runs of
+//                    whole offsets whose staging (rows x (C_in + C_out) x
+//                    sizeof(compute type)) stays under ME_FUSED_COPY_MAX_MB
+//                    (a number of MiB, fractions allowed; <= 0 means the
+//                    default 2048); an offset larger than the cap is a group
+//                    of its own.
+//   per-offset       ME_FUSED_COPY=0: gather, GEMM and scatter per offset.
+// Both knobs are read at every call.
+//
+// Determinism: by construction, on every path and any thread count. Each
+// output row is owned by one thread and receives its terms in offset order
+// (the scatter walks the map regrouped by row), GEMMs are per offset over the
+// same rows on both paths (fk::gemm splits rows in fixed blocks) and the
+// weight gradient sums fixed row blocks in block order. Hence fused, chunked
+// and per-offset results are bit-identical, and set_deterministic() costs
+// nothing.
+//
+// Memory: staging of min(pairs, cap rows) x (C_in + C_out) compute-type
+// elements per call, plus (backward) one C_in x C_out partial per 4096 pairs.
+#include <cstdint>
+
+#include "fk/tensor.h"
+#include "minkowski/coords/kernel_map.h"
+
+namespace minkowski {
+
+fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, const KernelMap& map);
+
+struct ConvGrads {
+  fk::Tensor features;  // undefined unless requested
+  fk::Tensor weight;
+};
+ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                        const fk::Tensor& weight, const KernelMap& map, bool need_features,
+                        bool need_weight);
+
+// Channelwise (depthwise) variant: weight K x C, out[o,c] = sum F[i,c] W[k,c].
+fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& weight,
+                               const KernelMap& map);
+ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                               const fk::Tensor& weight, const KernelMap& map, bool need_features,
+                               bool need_weight);
+
+// What the last conv_forward/conv_backward on this thread did (for benchmarks).
+struct ConvCallInfo {
+  bool fused = true;
+  int64_t groups = 0;
+  int64_t staging_bytes = 0;
+};
+ConvCallInfo last_conv_call();
+
+}  // namespace minkowski

@@ -1,0 +1,89 @@
+#include "minkowski/ops/quantize.h"
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/join.h"
+#include "minkowski/coords/coordinate_map.h"
+#include "minkowski/coords/kernel_region.h"
+
+namespace minkowski {
+
+namespace {
+// N x D -> int32 rows, floor(c / size) for real inputs.
+std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& size,
+                                const char* where) {
+  FK_CHECK(c.defined() && c.dim() == 2 && c.size(1) >= 1, where, "coordinates of shape N x D",
+           c.defined() ? c.shape().str() : "undefined");
+  FK_CHECK(c.device().is_cpu(), where, "CPU coordinates", c.device().str());
+  FK_CHECK(!fk::is_complex(c.dtype()) && c.dtype() != fk::DType::Bool, where,
+           "real or integer coordinates", fk::name(c.dtype()));
+  int64_t n = c.size(0), d = c.size(1);
+  FK_CHECK(size.size() == 1 || static_cast<int64_t>(size.size()) == d, where,
+           "a quantization size of 1 or " + std::to_string(d) + " values",
+           std::to_string(size.size()) + " values");
+  for (double s : size) FK_CHECK(s > 0, where, "a positive quantization size", std::to_string(s));
+  auto v = c.to_vector<double>();
+  std::vector<int32_t> r(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t a = 0; a < d; ++a) {
+      double q = std::floor(v[i * d + a] / size[size.size() == 1 ? 0 : a]);
+      FK_CHECK(std::abs(q) < 2147483647.0, where, "quantized coordinates within int32",
+               std::to_string(q));
+      r[i * d + a] = static_cast<int32_t>(q);
+    }
+  return r;
+}
+}  // namespace
+
+Quantized sparse_quantize(const fk::Tensor& coordinates, const fk::Tensor& features,
+                          const std::vector<double>& quantization_size, QuantizationMode mode) {
+  const char* where = "minkowski::sparse_quantize";
+  auto rows = floor_rows(coordinates, quantization_size, where);
+  int64_t n = coordinates.size(0), d = coordinates.size(1);
+  if (features.defined())
+    FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
+             "features of shape " + std::to_string(n) + " x C", features.shape().str());
+  Quantized q;
+  CoordinateMap map(rows.data(), n, static_cast<int>(d), std::vector<int32_t>(d, 1),
+                    &q.unique_index, &q.inverse);
+  q.coordinates = fk::from_blob_copy(map.coordinates().data(), {map.size(), d}, fk::DType::I32);
+  if (features.defined()) q.features = quantize_features(features, q.unique_index, q.inverse, mode);
+  return q;
+}
+
+fk::Tensor batched_coordinates(const std::vector<fk::Tensor>& coordinates) {
+  const char* where = "minkowski::batched_coordinates";
+  FK_CHECK(!coordinates.empty(), where, "at least one coordinate tensor", "none");
+  int64_t d = coordinates[0].defined() && coordinates[0].dim() == 2 ? coordinates[0].size(1) : -1;
+  std::vector<int32_t> out;
+  for (size_t b = 0; b < coordinates.size(); ++b) {
+    const fk::Tensor& c = coordinates[b];
+    FK_CHECK(c.defined() && c.dim() == 2 && c.size(1) == d, where,
+             "N_i x " + std::to_string(d) + " coordinates",
+             c.defined() ? c.shape().str() : "undefined");
+    auto r = floor_rows(c, {1.0}, where);
+    for (int64_t i = 0; i < c.size(0); ++i) {
+      out.push_back(static_cast<int32_t>(b));
+      out.insert(out.end(), r.begin() + i * d, r.begin() + (i + 1) * d);
+    }
+  }
+  return fk::from_vector(out, fk::Dims{static_cast<int64_t>(out.size()) / (d + 1), d + 1});
+}
+
+Collated sparse_collate(const std::vector<fk::Tensor>& coordinates,
+                        const std::vector<fk::Tensor>& features) {
+  FK_CHECK(
+      coordinates.size() == features.size(), "minkowski::sparse_collate",
+      "as many feature tensors as coordinate tensors (" + std::to_string(coordinates.size()) + ")",
+      std::to_string(features.size()));
+  for (size_t b = 0; b < features.size(); ++b)
+    FK_CHECK(features[b].dim() == 2 && features[b].size(0) == coordinates[b].size(0),
+             "minkowski::sparse_collate",
+             "features with one row per coordinate in sample " + std::to_string(b),
+             features[b].shape().str());
+  return {batched_coordinates(coordinates), fk::cat(features, 0)};
+}
+
+}  // namespace minkowski

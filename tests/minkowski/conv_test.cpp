@@ -1,0 +1,465 @@
+// Convolutions against an independent dense-grid reference, gradchecks, dtypes,
+// copy paths, determinism and errors.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "fk/fk.h"
+#include "fk/test_util.h"
+#include "minkowski/minkowski.h"
+
+namespace minkowski {
+namespace {
+
+using Rows = std::vector<std::vector<int32_t>>;  // [batch, x_1..x_D]
+
+// Distinct random coordinates, multiples of ts, in [-range, range] * ts.
+Rows random_rows(int d, int n, int range, int ts, int batches, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> u(-range, range), ub(0, batches - 1);
+  std::set<std::vector<int32_t>> seen;
+  Rows r;
+  while (static_cast<int>(r.size()) < n) {
+    std::vector<int32_t> c(d + 1);
+    c[0] = ub(g);
+    for (int a = 1; a <= d; ++a) c[a] = u(g) * ts;
+    if (seen.insert(c).second) r.push_back(c);
+  }
+  return r;
+}
+
+fk::Tensor to_tensor(const Rows& r) {
+  std::vector<int32_t> v;
+  for (const auto& c : r) v.insert(v.end(), c.begin(), c.end());
+  int64_t w = r.empty() ? 1 : static_cast<int64_t>(r[0].size());
+  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(r.size()), w});
+}
+
+Rows from_tensor(const fk::Tensor& t) {
+  auto v = t.to_vector<int32_t>();
+  int64_t w = t.size(1);
+  Rows r;
+  for (int64_t i = 0; i < t.size(0); ++i)
+    r.emplace_back(v.begin() + i * w, v.begin() + (i + 1) * w);
+  return r;
+}
+
+// Hypercube offsets, written out independently: axis 0 fastest; odd centered.
+std::vector<std::vector<int>> cube_offsets(int d, int k, int dil, int ts) {
+  int vol = 1;
+  for (int a = 0; a < d; ++a) vol *= k;
+  std::vector<std::vector<int>> o(vol, std::vector<int>(d));
+  for (int i = 0; i < vol; ++i) {
+    int rem = i;
+    for (int a = 0; a < d; ++a) {
+      int idx = rem % k;
+      rem /= k;
+      o[i][a] = (k % 2 ? idx - k / 2 : idx) * dil * ts;
+    }
+  }
+  return o;
+}
+
+// A dense grid of features over a bounding box (batch x cells x channels),
+// zero where no input exists.
+struct Grid {
+  int d, c, margin;
+  std::vector<int> lo, size;
+  int batches;
+  std::vector<double> v;
+  Grid(const Rows& rows, const std::vector<double>& feats, int channels, int margin_)
+      : d(static_cast<int>(rows[0].size()) - 1), c(channels), margin(margin_) {
+    lo.assign(d, 1 << 30);
+    std::vector<int> hi(d, -(1 << 30));
+    batches = 0;
+    for (const auto& r : rows) {
+      batches = std::max(batches, r[0] + 1);
+      for (int a = 0; a < d; ++a)
+        lo[a] = std::min(lo[a], r[a + 1]), hi[a] = std::max(hi[a], r[a + 1]);
+    }
+    size.resize(d);
+    int64_t cells = 1;
+    for (int a = 0; a < d; ++a) {
+      lo[a] -= margin;
+      size[a] = hi[a] + margin - lo[a] + 1;
+      cells *= size[a];
+    }
+    v.assign(batches * cells * c, 0.0);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      int64_t at = index(rows[i][0], rows[i].data() + 1);
+      for (int x = 0; x < c; ++x) v[at * c + x] = feats[i * c + x];
+    }
+  }
+  int64_t index(int b, const int32_t* x) const {
+    if (b < 0 || b >= batches) return -1;
+    int64_t f = b;
+    for (int a = 0; a < d; ++a) {
+      int64_t q = x[a] - lo[a];
+      if (q < 0 || q >= size[a]) return -1;
+      f = f * size[a] + q;
+    }
+    return f;
+  }
+};
+
+// out[o] = sum_k sum_cin grid[o + sign*off_k][cin] W[k][cin][cout]
+std::vector<double> reference_conv(const Rows& in, const std::vector<double>& feats, int cin,
+                                   const Rows& out, const std::vector<double>& w, int cout,
+                                   const std::vector<std::vector<int>>& offs, int sign) {
+  int margin = 1;
+  for (const auto& o : offs)
+    for (int v : o) margin = std::max(margin, std::abs(v));
+  Grid g(in, feats, cin, margin);
+  int d = g.d;
+  std::vector<double> r(out.size() * cout, 0.0);
+  for (size_t o = 0; o < out.size(); ++o)
+    for (size_t k = 0; k < offs.size(); ++k) {
+      std::vector<int32_t> q(d);
+      for (int a = 0; a < d; ++a) q[a] = out[o][a + 1] + sign * offs[k][a];
+      int64_t at = g.index(out[o][0], q.data());
+      if (at < 0) continue;
+      for (int ci = 0; ci < cin; ++ci)
+        for (int co = 0; co < cout; ++co)
+          r[o * cout + co] += g.v[at * cin + ci] * w[(k * cin + ci) * cout + co];
+    }
+  return r;
+}
+
+struct Case {
+  Rows rows;
+  fk::Tensor f, w;
+  std::vector<double> fv, wv;
+};
+
+Case make_case(int d, int n, int range, int ts, int cin, int cout, int vol, unsigned seed,
+               int batches = 2) {
+  Case c;
+  c.rows = random_rows(d, n, range, ts, batches, seed);
+  c.f = fk::test::random_tensor({n, cin}, fk::DType::F64, -1, 1, seed + 1);
+  c.w = fk::test::random_tensor({vol, cin, cout}, fk::DType::F64, -1, 1, seed + 2);
+  c.fv = c.f.to_vector<double>();
+  c.wv = c.w.to_vector<double>();
+  return c;
+}
+
+void check_submanifold(int d, int n, int range, int k, int dil) {
+  Case c = make_case(d, n, range, 1, 3, 4, static_cast<int>(std::pow(k, d)), 10 + d);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  SparseTensor y = convolution(x, c.w, fk::Tensor(), KernelRegion::cube({k}, {dil}));
+  EXPECT_EQ(y.key(), x.key());
+  auto want = reference_conv(c.rows, c.fv, 3, c.rows, c.wv, 4, cube_offsets(d, k, dil, 1), 1);
+  fk::test::expect_close(y.F(), want, 1e-12);
+}
+
+TEST(MinkowskiConv, Submanifold2D3D4D) {
+  check_submanifold(2, 60, 5, 3, 1);
+  check_submanifold(3, 120, 4, 3, 1);
+  check_submanifold(4, 150, 2, 3, 1);
+  check_submanifold(3, 80, 4, 2, 1);  // even kernel: offsets {0,1}
+}
+
+TEST(MinkowskiConv, Dilated) {
+  check_submanifold(2, 80, 6, 3, 2);
+  check_submanifold(3, 100, 5, 3, 2);
+}
+
+void check_strided(int d, int k, int s, int ts) {
+  int vol = static_cast<int>(std::pow(k, d));
+  Case c = make_case(d, 90, 6, ts, 2, 3, vol, 40 + d * k + s);
+  SparseTensor x(c.f, to_tensor(c.rows), {ts});
+  SparseTensor y = convolution(x, c.w, fk::Tensor(), KernelRegion::cube({k}), {s});
+  EXPECT_EQ(y.tensor_stride(), std::vector<int32_t>(d, ts * s));
+  // Output coordinates: floor(c / (ts*s)) * (ts*s), computed here independently.
+  std::set<std::vector<int32_t>> want_set;
+  int t = ts * s;
+  for (auto r : c.rows) {
+    for (int a = 1; a <= d; ++a) r[a] = static_cast<int32_t>(std::floor(r[a] / double(t))) * t;
+    want_set.insert(r);
+  }
+  Rows out = from_tensor(y.C());
+  EXPECT_EQ(std::set<std::vector<int32_t>>(out.begin(), out.end()), want_set);
+  EXPECT_EQ(out.size(), want_set.size());
+  auto want = reference_conv(c.rows, c.fv, 2, out, c.wv, 3, cube_offsets(d, k, 1, ts), 1);
+  fk::test::expect_close(y.F(), want, 1e-12);
+}
+
+TEST(MinkowskiConv, Strided) {
+  check_strided(2, 3, 2, 1);
+  check_strided(2, 2, 2, 1);
+  check_strided(3, 3, 2, 2);
+  check_strided(3, 2, 2, 1);
+  check_strided(4, 2, 2, 1);
+}
+
+TEST(MinkowskiConv, TransposedReusesEncoderMap) {
+  for (int d : {2, 3}) {
+    Case c = make_case(d, 80, 5, 1, 2, 3, static_cast<int>(std::pow(2, d)), 70 + d);
+    SparseTensor x(c.f, to_tensor(c.rows));
+    fk::Tensor w_down = fk::test::random_tensor(c.w.shape(), fk::DType::F64, -1, 1, 3);
+    SparseTensor down = convolution(x, w_down, fk::Tensor(), KernelRegion::cube({2}), {2});
+    int64_t maps_before = x.manager()->num_kernel_maps();
+    // transpose back: weight (K, 3, 2) from coarse (3 channels) to fine (2)
+    fk::Tensor wt = fk::test::random_tensor({c.w.size(0), 3, 2}, fk::DType::F64, -1, 1, 5);
+    SparseTensor up = convolution_transpose(down, wt, fk::Tensor(), KernelRegion::cube({2}), {2});
+    EXPECT_EQ(up.key(), x.key());
+    EXPECT_EQ(x.manager()->num_kernel_maps(), maps_before + 1);  // the swap, no rebuild of F
+    Rows coarse = from_tensor(down.C());
+    auto want = reference_conv(coarse, down.F().to_vector<double>(), 3, c.rows,
+                               wt.to_vector<double>(), 2, cube_offsets(d, 2, 1, 1), -1);
+    fk::test::expect_close(up.F(), want, 1e-12);
+  }
+}
+
+TEST(MinkowskiConv, TransposedOddKernel) {
+  Case c = make_case(2, 70, 6, 1, 2, 3, 9, 91);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  fk::Tensor w1 = fk::test::random_tensor({9, 2, 3}, fk::DType::F64, -1, 1, 4);
+  SparseTensor down = convolution(x, w1, fk::Tensor(), KernelRegion::cube({3}), {2});
+  fk::Tensor wt = fk::test::random_tensor({9, 3, 2}, fk::DType::F64, -1, 1, 6);
+  SparseTensor up = convolution_transpose(down, wt, fk::Tensor(), KernelRegion::cube({3}), {2});
+  EXPECT_EQ(up.key(), x.key());
+  auto want = reference_conv(from_tensor(down.C()), down.F().to_vector<double>(), 3, c.rows,
+                             wt.to_vector<double>(), 2, cube_offsets(2, 3, 1, 1), -1);
+  fk::test::expect_close(up.F(), want, 1e-12);
+}
+
+TEST(MinkowskiConv, GenerativeTranspose) {
+  for (int d : {2, 3}) {
+    int vol = static_cast<int>(std::pow(2, d));
+    Case c = make_case(d, 30, 4, 2, 3, 2, vol, 80 + d);
+    SparseTensor x(c.f, to_tensor(c.rows), {2});
+    SparseTensor y =
+        generative_convolution_transpose(x, c.w, fk::Tensor(), KernelRegion::cube({2}), {2});
+    EXPECT_EQ(y.tensor_stride(), std::vector<int32_t>(d, 1));
+    EXPECT_EQ(y.size(), 30 * vol);  // 2^D distinct children per coarse point
+    Rows out = from_tensor(y.C());
+    auto want = reference_conv(c.rows, c.fv, 3, out, c.wv, 2, cube_offsets(d, 2, 1, 1), -1);
+    fk::test::expect_close(y.F(), want, 1e-12);
+  }
+}
+
+TEST(MinkowskiConv, OntoGivenCoordinates) {
+  Case c = make_case(2, 50, 5, 1, 2, 3, 9, 33);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  Rows target = random_rows(2, 40, 6, 1, 2, 99);
+  MapKey ok = x.manager()->insert(to_tensor(target), {1}, "target").key;
+  SparseTensor y = convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, &ok);
+  EXPECT_EQ(y.key(), ok);
+  auto want = reference_conv(c.rows, c.fv, 2, target, c.wv, 3, cube_offsets(2, 3, 1, 1), 1);
+  fk::test::expect_close(y.F(), want, 1e-12);
+}
+
+TEST(MinkowskiConv, OneByOneAndBias) {
+  Case c = make_case(3, 40, 4, 1, 3, 5, 1, 12);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  fk::Tensor b = fk::test::random_tensor({5}, fk::DType::F64, -1, 1, 2);
+  SparseTensor y = convolution(x, c.w.reshape({3, 5}), b, KernelRegion::cube({1}));
+  auto bv = b.to_vector<double>();
+  auto want = reference_conv(c.rows, c.fv, 3, c.rows, c.wv, 5, cube_offsets(3, 1, 1, 1), 1);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += bv[i % 5];
+  fk::test::expect_close(y.F(), want, 1e-12);
+  EXPECT_TRUE(x.manager()->kernel_map(x.key(), x.key(), KernelRegion::cube({1}), false)->identity);
+}
+
+TEST(MinkowskiConv, ChannelwiseAndCross) {
+  Case c = make_case(2, 60, 5, 1, 3, 3, 9, 21);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  fk::Tensor w = fk::test::random_tensor({9, 3}, fk::DType::F64, -1, 1, 8);
+  SparseTensor y = channelwise_convolution(x, w, fk::Tensor(), KernelRegion::cube({3}));
+  // channelwise == full conv with a diagonal weight
+  std::vector<double> wd(9 * 3 * 3, 0.0), wv = w.to_vector<double>();
+  for (int k = 0; k < 9; ++k)
+    for (int ch = 0; ch < 3; ++ch) wd[(k * 3 + ch) * 3 + ch] = wv[k * 3 + ch];
+  auto want = reference_conv(c.rows, c.fv, 3, c.rows, wd, 3, cube_offsets(2, 3, 1, 1), 1);
+  fk::test::expect_close(y.F(), want, 1e-12);
+  // hypercross: center, +x, -x, +y, -y
+  fk::Tensor wc = fk::test::random_tensor({5, 3, 2}, fk::DType::F64, -1, 1, 9);
+  SparseTensor z = convolution(x, wc, fk::Tensor(), KernelRegion::cross({3}));
+  std::vector<std::vector<int>> cross{{0, 0}, {1, 0}, {-1, 0}, {0, 1}, {0, -1}};
+  fk::test::expect_close(
+      z.F(), reference_conv(c.rows, c.fv, 3, c.rows, wc.to_vector<double>(), 2, cross, 1), 1e-12);
+}
+
+// ---- gradients ------------------------------------------------------------
+
+TEST(MinkowskiConvGrad, EveryVariant) {
+  Rows rows = random_rows(2, 10, 2, 1, 1, 5);
+  fk::Tensor coords = to_tensor(rows);
+  fk::Tensor f = fk::test::random_tensor({10, 2}, fk::DType::F64, -1, 1, 1).set_requires_grad(true);
+  auto mgr = std::make_shared<CoordinateManager>(2);
+  SparseTensor base(f.detach(), coords, {1}, QuantizationMode::RandomSubsample, mgr);
+  auto w = [](fk::Dims s, unsigned seed) {
+    return fk::test::random_tensor(s, fk::DType::F64, -1, 1, seed).set_requires_grad(true);
+  };
+  auto on = [&](const fk::Tensor& feat) { return SparseTensor(feat, base.key(), mgr); };
+  fk::Tensor b = w({3}, 4);
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return convolution(on(in[0]), in[1], in[2], KernelRegion::cube({3})).F();
+      },
+      (std::vector<fk::Tensor>{f, w({9, 2, 3}, 2), b}));
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return convolution(on(in[0]), in[1], fk::Tensor(), KernelRegion::cube({3}), {2}).F();
+      },
+      (std::vector<fk::Tensor>{f, w({9, 2, 3}, 3)}));
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        SparseTensor dn = convolution(on(in[0]), in[1], fk::Tensor(), KernelRegion::cube({2}), {2});
+        return convolution_transpose(dn, in[2], fk::Tensor(), KernelRegion::cube({2}), {2}).F();
+      },
+      (std::vector<fk::Tensor>{f, w({4, 2, 2}, 5), w({4, 2, 3}, 6)}));
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        SparseTensor x(in[0], coords, {1}, QuantizationMode::RandomSubsample);
+        return generative_convolution_transpose(x, in[1], fk::Tensor(), KernelRegion::cube({2}),
+                                                {1})
+            .F();
+      },
+      (std::vector<fk::Tensor>{f, w({4, 2, 2}, 7)}));
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return channelwise_convolution(on(in[0]), in[1], fk::Tensor(), KernelRegion::cube({3})).F();
+      },
+      (std::vector<fk::Tensor>{f, w({9, 2}, 8)}));
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return convolution(on(in[0]), in[1], fk::Tensor(), KernelRegion::cube({1})).F();
+      },
+      (std::vector<fk::Tensor>{f, w({2, 3}, 9)}));
+  // non-contiguous (transposed) features
+  fk::Tensor ft =
+      fk::test::random_tensor({2, 10}, fk::DType::F64, -1, 1, 11).set_requires_grad(true);
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return convolution(on(in[0].t()), in[1], fk::Tensor(), KernelRegion::cross({3})).F();
+      },
+      (std::vector<fk::Tensor>{ft, w({5, 2, 3}, 12)}));
+}
+
+// ---- dtypes, copy paths, determinism ---------------------------------------
+
+struct KnobGuard {
+  ~KnobGuard() {
+    fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
+    fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
+  }
+};
+
+TEST(MinkowskiConv, HalfPrecisionAgainstF32) {
+  Case c = make_case(3, 300, 5, 1, 8, 8, 27, 50);
+  SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
+  fk::Tensor w32 = c.w.to(fk::DType::F32);
+  fk::Tensor y32 = convolution(x, w32, fk::Tensor(), KernelRegion::cube({3})).F();
+  // tolerances: inputs rounded to 16 bits (f16 2^-11, bf16 2^-8 relative), sums
+  // of up to 27*8 products of magnitude <= 1, output rounded once.
+  for (auto [dt, tol] : {std::pair{fk::DType::F16, 0.05}, std::pair{fk::DType::BF16, 0.4}}) {
+    SparseTensor xh(c.f.to(dt), x.key(), x.manager());
+    fk::Tensor wh = c.w.to(dt).set_requires_grad(true);
+    fk::Tensor fh = xh.F().clone().set_requires_grad(true);
+    fk::Tensor yh = convolution(SparseTensor(fh, x.key(), x.manager()), wh, fk::Tensor(),
+                                KernelRegion::cube({3}))
+                        .F();
+    EXPECT_EQ(yh.dtype(), dt);
+    fk::test::expect_close(yh, y32.to_vector<double>(), tol);
+    fk::sum(yh).backward();
+    EXPECT_EQ(fh.grad().dtype(), dt);
+    EXPECT_EQ(wh.grad().dtype(), dt);
+  }
+}
+
+TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdentical) {
+  KnobGuard guard;
+  set_deterministic(true);
+  // A dense-ish blob so offsets hold several 2048-row GEMM blocks.
+  Rows rows = random_rows(3, 12000, 12, 1, 1, 3);
+  fk::Tensor f = fk::test::random_tensor({12000, 16}, fk::DType::F32, -1, 1, 4);
+  fk::Tensor w = fk::test::random_tensor({27, 16, 8}, fk::DType::F32, -1, 1, 5);
+  SparseTensor x(f, to_tensor(rows));
+  auto run = [&]() {
+    fk::Tensor ff = f.clone().set_requires_grad(true), ww = w.clone().set_requires_grad(true);
+    fk::Tensor y = convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(),
+                               KernelRegion::cube({3}))
+                       .F();
+    fk::Tensor g = fk::test::random_tensor(y.shape(), fk::DType::F32, -1, 1, 6);
+    y.backward(g);
+    return std::vector<std::vector<float>>{y.to_vector<float>(), ff.grad().to_vector<float>(),
+                                           ww.grad().to_vector<float>()};
+  };
+  auto base = run();
+  auto same = [&](const std::vector<std::vector<float>>& r, const char* what) {
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_TRUE(r[0] == base[0]) << what << ": output";
+    EXPECT_TRUE(r[1] == base[1]) << what << ": feature gradient";
+    EXPECT_TRUE(r[2] == base[2]) << what << ": weight gradient";
+  };
+  EXPECT_EQ(last_conv_call().groups, 1);
+  fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("0.001");
+  same(run(), "chunked per offset");
+  EXPECT_EQ(last_conv_call().groups, 27);
+  fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("3");
+  same(run(), "chunked 3 MiB");
+  EXPECT_GT(last_conv_call().groups, 1);
+  fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
+  fk::mutable_knob("ME_FUSED_COPY").set_override("0");
+  same(run(), "per-offset");
+  EXPECT_FALSE(last_conv_call().fused);
+  fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(1);
+  auto one = run();
+  fk::set_num_threads(threads);
+  same(one, "1 thread");
+  set_deterministic(false);
+  EXPECT_FALSE(is_deterministic());
+}
+
+// ---- errors and edge cases ---------------------------------------------------
+
+TEST(MinkowskiConv, Errors) {
+  Case c = make_case(2, 20, 3, 1, 2, 3, 9, 60);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  try {
+    convolution(x, fk::zeros({8, 2, 3}, {fk::DType::F64}), fk::Tensor(), KernelRegion::cube({3}));
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("K=9"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(
+      convolution(x, fk::zeros({9, 3, 3}, {fk::DType::F64}), fk::Tensor(), KernelRegion::cube({3})),
+      fk::Error);
+  EXPECT_THROW(convolution(x, c.w.to(fk::DType::F32), fk::Tensor(), KernelRegion::cube({3})),
+               fk::Error);
+  EXPECT_THROW(convolution(x, c.w, fk::zeros({4}, {fk::DType::F64}), KernelRegion::cube({3})),
+               fk::Error);
+  // tensors of different managers
+  SparseTensor other(c.f, to_tensor(c.rows));
+  MapKey foreign = other.manager()->insert(to_tensor(random_rows(2, 5, 3, 1, 1, 1)), {1}, "x").key;
+  EXPECT_THROW(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, &foreign),
+               fk::Error);
+  EXPECT_THROW(check_same_manager(x, other, "test"), fk::Error);
+  // transpose stride must divide the tensor stride
+  EXPECT_THROW(convolution_transpose(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {2}),
+               fk::Error);
+  EXPECT_THROW(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1, 2, 3}), fk::Error);
+}
+
+TEST(MinkowskiConv, EmptyTensors) {
+  SparseTensor x(fk::zeros({0, 2}, {fk::DType::F64}), fk::empty({0, 3}, {fk::DType::I32}));
+  fk::Tensor w =
+      fk::test::random_tensor({9, 2, 3}, fk::DType::F64, -1, 1, 1).set_requires_grad(true);
+  SparseTensor y = convolution(x, w, fk::Tensor(), KernelRegion::cube({3}));
+  EXPECT_EQ(y.F().shape(), (fk::Dims{0, 3}));
+  SparseTensor z = convolution(x, w, fk::Tensor(), KernelRegion::cube({3}), {2});
+  EXPECT_EQ(z.size(), 0);
+  fk::sum(y.F()).backward();
+  EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(54, 0.0));
+  SparseTensor g = generative_convolution_transpose(z, fk::zeros({4, 3, 1}, {fk::DType::F64}),
+                                                    fk::Tensor(), KernelRegion::cube({2}), {2});
+  EXPECT_EQ(g.size(), 0);
+}
+
+}  // namespace
+}  // namespace minkowski
