@@ -83,7 +83,8 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
   }
   if (smoke) {
     const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
-    if (!p.empty() && !(is_file && fs::equivalent(p, target))) nefi::apply_config_file(cfg, p.string());
+    if (!p.empty() && !(is_file && fs::equivalent(p, target)))
+      nefi::apply_config_file(cfg, p.string());
     cfg.smoke = true;
   }
   for (const auto& s : sets) nefi::apply_set(cfg, s);
@@ -99,7 +100,8 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
     }
     if (!ok) throw fk::Error("--method", "one of " + valid, "'" + m + "'");
   }
-  if (out.empty()) out = "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, smoke ? "smoke" : "");
+  if (out.empty())
+    out = "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, smoke ? "smoke" : "");
   const bool tty = isatty(fileno(stderr));
   std::vector<nefi::RunOutput> outs;
   for (const auto& m : cfg.methods) {

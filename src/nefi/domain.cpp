@@ -18,8 +18,7 @@ Domain::Domain(fk::Dims shape, std::vector<double> extent)
   FK_CHECK(static_cast<int>(extent_.size()) == shape_.size(), "nefi::Domain",
            "one extent per axis (" + std::to_string(shape_.size()) + ")",
            std::to_string(extent_.size()) + " extents");
-  for (double e : extent_)
-    FK_CHECK(e > 0, "nefi::Domain", "positive extents", std::to_string(e));
+  for (double e : extent_) FK_CHECK(e > 0, "nefi::Domain", "positive extents", std::to_string(e));
 }
 
 std::vector<double> Domain::spacing(const fk::Dims& shape) const {
@@ -47,7 +46,9 @@ fk::Tensor Domain::coords(fk::DType dtype) const {
   return fk::from_vector(v, out_shape).to(dtype);
 }
 
-Domain Domain::at(const fk::Dims& shape) const { return Domain(shape, extent_); }
+Domain Domain::at(const fk::Dims& shape) const {
+  return Domain(shape, extent_);
+}
 
 Domain Domain::coarsen(int factor, int64_t min_size) const {
   FK_CHECK(factor >= 1, "nefi::Domain::coarsen", "factor >= 1", std::to_string(factor));

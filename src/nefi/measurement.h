@@ -9,9 +9,9 @@
 namespace nefi {
 
 struct Measurement {
-  fk::Tensor data;       // (*shape), real
-  fk::Tensor mask;       // undefined (all observed) or (*shape), same dtype as data
-  double noise_std = -1; // < 0: unknown
+  fk::Tensor data;        // (*shape), real
+  fk::Tensor mask;        // undefined (all observed) or (*shape), same dtype as data
+  double noise_std = -1;  // < 0: unknown
 
   bool has_noise() const { return noise_std >= 0; }
   // The measurement at another grid of the same box: data and mask are area

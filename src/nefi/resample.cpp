@@ -18,7 +18,8 @@ std::vector<double> resample_axis(const std::vector<double>& v, const fk::Dims& 
   // Output cell j covers [j/m, (j+1)/m); input cell i covers [i/n, (i+1)/n).
   for (int64_t j = 0; j < m; ++j) {
     const double lo = static_cast<double>(j) / m, hi = static_cast<double>(j + 1) / m;
-    const int64_t i0 = static_cast<int64_t>(lo * n), i1 = std::min(n - 1, static_cast<int64_t>(hi * n));
+    const int64_t i0 = static_cast<int64_t>(lo * n),
+                  i1 = std::min(n - 1, static_cast<int64_t>(hi * n));
     for (int64_t i = i0; i <= i1; ++i) {
       const double a = std::max(lo, static_cast<double>(i) / n);
       const double b = std::min(hi, static_cast<double>(i + 1) / n);

@@ -48,8 +48,10 @@ WienerResult wiener_deconvolve(const fk::Tensor& y, const PsfFunction& psf, cons
   double chosen = 1e-10;
   for (int k = 0; k <= 100; ++k) {
     const double lambda = std::pow(10.0, -10.0 + 0.1 * k);
-    if (solve(lambda, nullptr) <= tau * noise_std) chosen = lambda;
-    else break;
+    if (solve(lambda, nullptr) <= tau * noise_std)
+      chosen = lambda;
+    else
+      break;
   }
   out.snr = 1.0 / chosen;
   out.residual_rmse = solve(chosen, &out.x);

@@ -13,8 +13,7 @@ namespace nefi {
 
 FourierFeatures::FourierFeatures(int in_dim, int n_octaves, bool include_input, bool annealed)
     : in_dim_(in_dim), n_octaves_(n_octaves), include_input_(include_input), annealed_(annealed) {
-  FK_CHECK(in_dim >= 1 && n_octaves >= 0, "nefi::FourierFeatures",
-           "in_dim >= 1 and n_octaves >= 0",
+  FK_CHECK(in_dim >= 1 && n_octaves >= 0, "nefi::FourierFeatures", "in_dim >= 1 and n_octaves >= 0",
            std::to_string(in_dim) + ", " + std::to_string(n_octaves));
   FK_CHECK(include_input || n_octaves > 0, "nefi::FourierFeatures",
            "at least one feature (include_input or n_octaves > 0)", "none");

@@ -7,8 +7,7 @@
 
 namespace nefi {
 
-GridField::GridField(const fk::Dims& shape, std::vector<HeadPtr> heads)
-    : heads_(std::move(heads)) {
+GridField::GridField(const fk::Dims& shape, std::vector<HeadPtr> heads) : heads_(std::move(heads)) {
   FK_CHECK(!heads_.empty(), "nefi::GridField", "at least one head", "none");
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();

@@ -11,7 +11,9 @@
 namespace nefi {
 namespace {
 
-double logit(double p) { return std::log(p / (1.0 - p)); }
+double logit(double p) {
+  return std::log(p / (1.0 - p));
+}
 // Inverse of softplus_beta(h) = log(1 + exp(beta h)) / beta.
 double inv_softplus(double v, double beta) {
   return v * beta > 20 ? v : std::log(std::expm1(beta * v)) / beta;
@@ -63,14 +65,12 @@ struct BoundedHead : Head {
              std::to_string(lo) + ", " + std::to_string(v0) + ", " + std::to_string(hi));
   }
   std::vector<double> init_bias() const override {
-    if (log_scale)
-      return {logit((std::log(v0) - std::log(lo)) / (std::log(hi) - std::log(lo)))};
+    if (log_scale) return {logit((std::log(v0) - std::log(lo)) / (std::log(hi) - std::log(lo)))};
     return {logit((v0 - lo) / (hi - lo))};
   }
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap&) const override {
     fk::Tensor s = fk::sigmoid(r[0]);
-    if (log_scale)
-      return fk::exp(fk::add(fk::mul(s, std::log(hi) - std::log(lo)), std::log(lo)));
+    if (log_scale) return fk::exp(fk::add(fk::mul(s, std::log(hi) - std::log(lo)), std::log(lo)));
     return fk::add(fk::mul(s, hi - lo), lo);
   }
   std::string kind() const override { return log_scale ? "log_bounded" : "bounded"; }
@@ -139,11 +139,15 @@ struct AffineHead : ModifierHead {
 
 }  // namespace
 
-HeadPtr identity_head(std::string n, double v) { return std::make_shared<IdentityHead>(n, v); }
+HeadPtr identity_head(std::string n, double v) {
+  return std::make_shared<IdentityHead>(n, v);
+}
 HeadPtr softplus_head(std::string n, double v, double b) {
   return std::make_shared<SoftplusHead>(n, v, b);
 }
-HeadPtr exp_head(std::string n, double v) { return std::make_shared<ExpHead>(n, v); }
+HeadPtr exp_head(std::string n, double v) {
+  return std::make_shared<ExpHead>(n, v);
+}
 HeadPtr bounded_head(std::string n, double lo, double hi, double v) {
   return std::make_shared<BoundedHead>(n, lo, hi, v, false);
 }
@@ -156,7 +160,9 @@ HeadPtr gated_softplus_head(std::string n, double v, double g, double b) {
 HeadPtr support_masked_head(HeadPtr in, std::string dep, double tau, double fill) {
   return std::make_shared<SupportMaskedHead>(std::move(in), std::move(dep), tau, fill);
 }
-HeadPtr zero_mean_head(HeadPtr in) { return std::make_shared<ZeroMeanHead>(std::move(in)); }
+HeadPtr zero_mean_head(HeadPtr in) {
+  return std::make_shared<ZeroMeanHead>(std::move(in));
+}
 HeadPtr affine_head(HeadPtr in, double s, double t) {
   return std::make_shared<AffineHead>(std::move(in), s, t);
 }

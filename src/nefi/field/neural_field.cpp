@@ -11,6 +11,7 @@
 #include "fk/ops/linalg.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "nefi/field/fast_tanh.h"
 
 namespace nefi {
 namespace {
@@ -30,8 +31,7 @@ FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
   return out;
 }
 
-NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg,
-                         uint64_t seed)
+NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg, uint64_t seed)
     : ndim_(ndim),
       heads_(std::move(heads)),
       cfg_(std::move(cfg)),
@@ -40,9 +40,9 @@ NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig
   FK_CHECK(cfg_.hidden > 0 && cfg_.depth > 0, "nefi::NeuralField", "hidden > 0 and depth > 0",
            std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
   const std::string& a = cfg_.activation;
-  FK_CHECK(a == "tanh" || a == "relu" || a == "gelu" || a == "silu" || a == "softplus" ||
-               a == "sine",
-           "nefi::NeuralField", "activation tanh, relu, gelu, silu, softplus or sine", a);
+  FK_CHECK(
+      a == "tanh" || a == "relu" || a == "gelu" || a == "silu" || a == "softplus" || a == "sine",
+      "nefi::NeuralField", "activation tanh, relu, gelu, silu, softplus or sine", a);
   FK_CHECK(!cfg_.autocast || *cfg_.autocast == fk::DType::BF16 || *cfg_.autocast == fk::DType::F16,
            "nefi::NeuralField", "autocast bf16 or f16", fk::name(*cfg_.autocast));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
@@ -95,7 +95,8 @@ void NeuralField::reset_parameters(uint64_t seed) {
 
 fk::Tensor NeuralField::activate(const fk::Tensor& x) const {
   const std::string& a = cfg_.activation;
-  if (a == "tanh") return fk::tanh(x);
+  // Half-precision trunks (autocast) keep fk::tanh; f32 takes the fused path.
+  if (a == "tanh") return x.dtype() == fk::DType::F32 ? fast_tanh(x) : fk::tanh(x);
   if (a == "relu") return fk::relu(x);
   if (a == "gelu") return fk::gelu(x);
   if (a == "silu") return fk::silu(x);

@@ -22,7 +22,7 @@ namespace nefi {
 struct NeuralFieldConfig {
   int hidden = 256;
   int depth = 6;
-  int skip_at = 3;  // <= 0 or >= depth: no skip
+  int skip_at = 3;                  // <= 0 or >= depth: no skip
   std::string activation = "tanh";  // tanh | relu | gelu | silu | softplus | sine
   int n_octaves = 12;
   bool annealed = true;
@@ -54,6 +54,5 @@ class NeuralField : public Field {
   fk::Dims coords_shape_;
   fk::Tensor coords_;
 };
-
 
 }  // namespace nefi

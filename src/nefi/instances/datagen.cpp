@@ -57,9 +57,8 @@ std::vector<double> direct_convolve(const std::vector<double>& v, const fk::Dims
   return out;
 }
 
-std::vector<double> sample_psf(const std::string& kind, const std::vector<double>& h,
-                               double sigma, double length, double angle_deg, double radius,
-                               fk::Dims* kshape) {
+std::vector<double> sample_psf(const std::string& kind, const std::vector<double>& h, double sigma,
+                               double length, double angle_deg, double radius, fk::Dims* kshape) {
   const int d = static_cast<int>(h.size());
   std::vector<int64_t> r(d);
   if (kind == "gaussian") {

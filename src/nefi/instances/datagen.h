@@ -38,8 +38,7 @@ std::vector<double> direct_convolve(const std::vector<double>& v, const fk::Dims
 
 // PSF kernels sampled at fine spacing h (per axis), normalised to unit sum.
 // kind: gaussian (sigma), motion (length, angle_deg), disk (radius).
-std::vector<double> sample_psf(const std::string& kind, const std::vector<double>& h,
-                               double sigma, double length, double angle_deg, double radius,
-                               fk::Dims* kshape);
+std::vector<double> sample_psf(const std::string& kind, const std::vector<double>& h, double sigma,
+                               double length, double angle_deg, double radius, fk::Dims* kshape);
 
 }  // namespace nefi::datagen

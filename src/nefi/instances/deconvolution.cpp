@@ -37,11 +37,12 @@ std::vector<double> deconv_scene(const std::string& scene, int64_t nf, int64_t n
   };
   if (scene == "phantom") {
     // Modified Shepp-Logan: (value, x0, y0, a, b, angle) on [-1, 1]^2.
-    const double e[10][6] = {{1.0, 0, 0, 0.69, 0.92, 0},          {-0.8, 0, -0.0184, 0.6624, 0.874, 0},
-                             {-0.2, 0.22, 0, 0.11, 0.31, -18},    {-0.2, -0.22, 0, 0.16, 0.41, 18},
-                             {0.1, 0, 0.35, 0.21, 0.25, 0},       {0.1, 0, 0.1, 0.046, 0.046, 0},
-                             {0.1, 0, -0.1, 0.046, 0.046, 0},     {0.1, -0.08, -0.605, 0.046, 0.023, 0},
-                             {0.1, 0, -0.605, 0.023, 0.023, 0},   {0.1, 0.06, -0.605, 0.023, 0.046, 0}};
+    const double e[10][6] = {
+        {1.0, 0, 0, 0.69, 0.92, 0},        {-0.8, 0, -0.0184, 0.6624, 0.874, 0},
+        {-0.2, 0.22, 0, 0.11, 0.31, -18},  {-0.2, -0.22, 0, 0.16, 0.41, 18},
+        {0.1, 0, 0.35, 0.21, 0.25, 0},     {0.1, 0, 0.1, 0.046, 0.046, 0},
+        {0.1, 0, -0.1, 0.046, 0.046, 0},   {0.1, -0.08, -0.605, 0.046, 0.023, 0},
+        {0.1, 0, -0.605, 0.023, 0.023, 0}, {0.1, 0.06, -0.605, 0.023, 0.046, 0}};
     each([&](double& out, double x, double y) {
       const double u = 2 * x - 1, w = 1 - 2 * y;
       for (const auto& el : e) {
@@ -65,7 +66,8 @@ std::vector<double> deconv_scene(const std::string& scene, int64_t nf, int64_t n
     const int64_t k = rng.integer(8, 16);
     const double r = dot_cells / static_cast<double>(n);
     for (int64_t b = 0; b < k; ++b) {
-      const double cx = rng.uniform(0.1, 0.9), cy = rng.uniform(0.1, 0.9), a = rng.uniform(0.5, 1.0);
+      const double cx = rng.uniform(0.1, 0.9), cy = rng.uniform(0.1, 0.9),
+                   a = rng.uniform(0.5, 1.0);
       each([&](double& out, double x, double y) {
         if ((x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r) out += a;
       });
@@ -149,7 +151,8 @@ class Deconvolution : public Instance {
       for (double& v : y) v += m.noise_std * rng.normal();
     } else if (p.s("noise") == "poisson") {
       for (double& v : y)
-        v = static_cast<double>(rng.poisson(p.d("peak_counts") * std::max(v, 0.0) + p.d("background")));
+        v = static_cast<double>(
+            rng.poisson(p.d("peak_counts") * std::max(v, 0.0) + p.d("background")));
     } else {
       FK_CHECK(false, "config key 'noise'", "gaussian or poisson", p.s("noise"));
     }
@@ -184,15 +187,17 @@ class Deconvolution : public Instance {
         sd = std::sqrt(std::max(mean / v.size(), 1.0)) / peak;
         y = fk::from_vector(v, y.shape());
       }
-      const WienerResult w = wiener_deconvolve(y, psf, prob.domain, sd, p.d("wiener_tau"), p.d("wiener_snr"));
+      const WienerResult w =
+          wiener_deconvolve(y, psf, prob.domain, sd, p.d("wiener_tau"), p.d("wiener_snr"));
       out.reconstruction = w.x;
       out.result.fields["x"] = w.x;
       out.result.prediction = FFTConvolution(psf, prob.domain).apply(w.x);
       out.metrics["wiener_snr"] = w.snr;
     } else {
       OperatorPtr blur = std::make_shared<FFTConvolution>(psf, prob.domain);
-      prob.op = poisson ? std::make_shared<NuisanceOperator>(blur, p.d("peak_counts"), p.d("background"))
-                        : blur;
+      prob.op =
+          poisson ? std::make_shared<NuisanceOperator>(blur, p.d("peak_counts"), p.d("background"))
+                  : blur;
       prob.measurement = meas;
       std::vector<HeadPtr> heads{softplus_head("x", p.d("init_value"))};
       double lr = p.d("lr");
@@ -236,7 +241,11 @@ class Deconvolution : public Instance {
 
 }  // namespace
 
-const char* deconvolution_data_tag() { return kDeconvDataTag; }
-InstancePtr make_deconvolution() { return std::make_shared<Deconvolution>(); }
+const char* deconvolution_data_tag() {
+  return kDeconvDataTag;
+}
+InstancePtr make_deconvolution() {
+  return std::make_shared<Deconvolution>();
+}
 
 }  // namespace nefi

@@ -18,8 +18,8 @@ namespace nefi {
 struct RunOutput {
   std::string method;
   Result result;
-  fk::Tensor gt;            // ground truth at the inversion grid, f64
-  Measurement measurement;  // what the method saw
+  fk::Tensor gt;              // ground truth at the inversion grid, f64
+  Measurement measurement;    // what the method saw
   fk::Tensor reconstruction;  // the primary field, f64
   std::map<std::string, double> metrics;
   Curriculum curriculum;
@@ -35,7 +35,7 @@ class Instance {
   virtual std::vector<std::string> scenes() const = 0;
   // The measurement and ground truth for `seed` (no inversion code involved).
   virtual std::pair<Measurement, fk::Tensor> make_measurement(const Params& cfg,
-                                                               uint64_t seed) const = 0;
+                                                              uint64_t seed) const = 0;
   virtual RunOutput run(const Params& cfg, const std::string& method, uint64_t seed,
                         const SolverOptions& solver) const = 0;
 };

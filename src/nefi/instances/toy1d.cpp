@@ -92,7 +92,8 @@ class Toy1D : public Instance {
     const std::vector<double> scene = toy1d_scene(p.s("scene"), nf, seed);
     fk::Dims ks;
     const auto k = datagen::sample_psf("gaussian", {1.0 / nf}, p.d("sigma"), 0, 0, 0, &ks);
-    const std::vector<double> clean = area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
+    const std::vector<double> clean =
+        area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
     const std::vector<double> gt = area_resample(scene, fine, coarse);
     double mx = 0;
     for (double c : clean) mx = std::max(mx, c);
@@ -154,7 +155,11 @@ class Toy1D : public Instance {
 
 }  // namespace
 
-const char* toy1d_data_tag() { return kToy1DDataTag; }
-InstancePtr make_toy1d() { return std::make_shared<Toy1D>(); }
+const char* toy1d_data_tag() {
+  return kToy1DDataTag;
+}
+InstancePtr make_toy1d() {
+  return std::make_shared<Toy1D>();
+}
 
 }  // namespace nefi

@@ -78,8 +78,12 @@ void Params::set(const std::string& key, const std::string& text) {
   }
 }
 
-bool Params::b(const std::string& key) const { return std::get<bool>(get(key).value); }
-int64_t Params::i(const std::string& key) const { return std::get<int64_t>(get(key).value); }
+bool Params::b(const std::string& key) const {
+  return std::get<bool>(get(key).value);
+}
+int64_t Params::i(const std::string& key) const {
+  return std::get<int64_t>(get(key).value);
+}
 double Params::d(const std::string& key) const {
   const auto& v = get(key).value;
   if (std::holds_alternative<int64_t>(v)) return static_cast<double>(std::get<int64_t>(v));

@@ -32,7 +32,7 @@ class Params {
     std::string doc;
   };
   const std::vector<Entry>& entries() const { return entries_; }
-  std::string keys() const;  // "a, b, c"
+  std::string keys() const;                        // "a, b, c"
   static std::string render(const ParamValue& v);  // YAML flow text
 
  private:

@@ -27,8 +27,7 @@ struct Canvas {
 
 void draw_line(Canvas& c, int x0, int y0, int x1, int y1, unsigned char v) {
   const int n = std::max({std::abs(x1 - x0), std::abs(y1 - y0), 1});
-  for (int i = 0; i <= n; ++i)
-    c.set(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, v, v, v);
+  for (int i = 0; i <= n; ++i) c.set(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, v, v, v);
 }
 
 void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, double hi,
@@ -46,8 +45,9 @@ void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, do
 
 void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
                      const fk::Tensor& rec) {
-  FK_CHECK(gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
-           "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());
+  FK_CHECK(
+      gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
+      "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());
   const std::vector<double> g = gt.to_vector<double>(), m = meas.to_vector<double>(),
                             r = rec.to_vector<double>();
   auto [glo, ghi] = std::minmax_element(g.begin(), g.end());

@@ -16,7 +16,8 @@ std::string flow(const YAML::Node& n) {
   return e.c_str();
 }
 
-void check_keys(const YAML::Node& n, const std::string& section, const std::vector<std::string>& valid) {
+void check_keys(const YAML::Node& n, const std::string& section,
+                const std::vector<std::string>& valid) {
   FK_CHECK(n.IsMap(), "config section '" + section + "'", "a mapping", flow(n));
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
@@ -26,7 +27,8 @@ void check_keys(const YAML::Node& n, const std::string& section, const std::vect
       ok = ok || v == k;
       list += (list.empty() ? "" : ", ") + v;
     }
-    FK_CHECK(ok, "config section '" + section + "'", "one of the keys " + list, "unknown key '" + k + "'");
+    FK_CHECK(ok, "config section '" + section + "'", "one of the keys " + list,
+             "unknown key '" + k + "'");
   }
 }
 
@@ -53,8 +55,8 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
   check_keys(root, "top level (" + path + ")", {"instance", "config", "solver", "run"});
   if (root["instance"]) {
     const std::string name = root["instance"].as<std::string>();
-    FK_CHECK(cfg.instance.empty() || cfg.instance == name, path,
-             "instance '" + cfg.instance + "'", "'" + name + "'");
+    FK_CHECK(cfg.instance.empty() || cfg.instance == name, path, "instance '" + cfg.instance + "'",
+             "'" + name + "'");
   }
   if (const YAML::Node c = root["config"]) {
     FK_CHECK(c.IsMap(), "config section 'config'", "a mapping", flow(c));
@@ -120,10 +122,12 @@ void apply_set(RunConfig& cfg, const std::string& a) {
 std::string to_yaml(const RunConfig& cfg) {
   std::ostringstream os;
   os << "instance: " << cfg.instance << "\nconfig:\n";
-  for (const auto& e : cfg.config.entries()) os << "  " << e.key << ": " << Params::render(e.value) << "\n";
+  for (const auto& e : cfg.config.entries())
+    os << "  " << e.key << ": " << Params::render(e.value) << "\n";
   os << "solver:\n  nan_guard: " << (cfg.nan_guard ? "true" : "false")
-     << "\n  checkpoint_every: " << cfg.checkpoint_every << "\n  max_bad_steps: " << cfg.max_bad_steps
-     << "\nrun:\n  seed: " << cfg.seed << "\n  methods: [";
+     << "\n  checkpoint_every: " << cfg.checkpoint_every
+     << "\n  max_bad_steps: " << cfg.max_bad_steps << "\nrun:\n  seed: " << cfg.seed
+     << "\n  methods: [";
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   return os.str();

@@ -25,7 +25,8 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   FK_CHECK(!outs.empty(), "nefi::write_run_dir", "at least one method's output", "none");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  FK_CHECK(!ec, "nefi::write_run_dir", "a directory that can be created", dir + " (" + ec.message() + ")");
+  FK_CHECK(!ec, "nefi::write_run_dir", "a directory that can be created",
+           dir + " (" + ec.message() + ")");
   write_text(dir + "/config.yaml", to_yaml(cfg));
   nlohmann::json j;
   j["instance"] = cfg.instance;
@@ -39,13 +40,21 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
     nlohmann::json m;
     m["metrics"] = o.metrics;
     const Result& r = o.result;
-    m["timing"] = {{"total_s", r.total_s}, {"ms_per_step", r.ms_per_step()}, {"ops_per_step", r.ops_per_step()}};
+    m["timing"] = {{"total_s", r.total_s},
+                   {"ms_per_step", r.ms_per_step()},
+                   {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : r.stages)
-      stages.push_back({{"name", s.name}, {"shape", s.shape.vec()}, {"steps", s.steps}, {"seconds", s.seconds},
-                        {"stop", s.stop}, {"final_total", s.final_total}, {"final_data_loss", s.final_data_loss},
-                        {"lr_mult", s.lr_mult}, {"final_progress", s.final_progress},
+      stages.push_back({{"name", s.name},
+                        {"shape", s.shape.vec()},
+                        {"steps", s.steps},
+                        {"seconds", s.seconds},
+                        {"stop", s.stop},
+                        {"final_total", s.final_total},
+                        {"final_data_loss", s.final_data_loss},
+                        {"lr_mult", s.lr_mult},
+                        {"final_progress", s.final_progress},
                         {"ops_per_step", s.steps ? static_cast<double>(s.ops) / s.steps : 0.0},
                         {"ms_per_step", s.steps ? 1e3 * s.seconds / s.steps : 0.0}});
     m["stage_results"] = stages;

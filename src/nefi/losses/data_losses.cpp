@@ -52,7 +52,9 @@ struct MseBackward : fk::autograd::Node {
   }
 };
 
-fk::Tensor obs_mask(const LossContext& c) { return c.obs->mask; }
+fk::Tensor obs_mask(const LossContext& c) {
+  return c.obs->mask;
+}
 
 struct MseLoss : Loss {
   bool noise_aware;
@@ -81,7 +83,8 @@ struct RelativeMseLoss : Loss {
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& y = c.obs->data;
     fk::Tensor y2 = fk::square(y);
-    const double denom = (c.obs->mask.defined() ? fk::sum(fk::mul(y2, c.obs->mask)) : fk::sum(y2)).item();
+    const double denom =
+        (c.obs->mask.defined() ? fk::sum(fk::mul(y2, c.obs->mask)) : fk::sum(y2)).item();
     FK_CHECK(denom > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
     fk::Tensor r = fk::square(fk::sub(c.pred, y.to(c.pred.dtype())));
     if (c.obs->mask.defined()) r = fk::mul(r, c.obs->mask.to(c.pred.dtype()));
@@ -106,7 +109,8 @@ struct LogMseLoss : Loss {
     if (s <= 0) s = 1.0;
     fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), 1.0 / s), eps));
     fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
-    return wmean(fk::square(fk::sub(lp, ly)), c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+    return wmean(fk::square(fk::sub(lp, ly)),
+                 c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
 };
 
@@ -154,8 +158,8 @@ struct PoissonNllLoss : Loss {
 fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
                       double scale) {
   fk::profile::OpScope scope("masked_mse");
-  FK_CHECK(p.shape() == y.shape(), "nefi::MSE", "prediction and data of one shape " + y.shape().str(),
-           p.shape().str());
+  FK_CHECK(p.shape() == y.shape(), "nefi::MSE",
+           "prediction and data of one shape " + y.shape().str(), p.shape().str());
   FK_CHECK(!mask.defined() || mask.shape() == y.shape(), "nefi::MSE",
            "a mask of shape " + y.shape().str(), mask.defined() ? mask.shape().str() : "");
   FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE",
@@ -202,15 +206,21 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
   return out;
 }
 
-LossPtr mse_loss(bool na, std::string n) { return std::make_shared<MseLoss>(std::move(n), na); }
-LossPtr relative_mse_loss(std::string n) { return std::make_shared<RelativeMseLoss>(std::move(n)); }
+LossPtr mse_loss(bool na, std::string n) {
+  return std::make_shared<MseLoss>(std::move(n), na);
+}
+LossPtr relative_mse_loss(std::string n) {
+  return std::make_shared<RelativeMseLoss>(std::move(n));
+}
 LossPtr log_mse_loss(std::string norm, double eps, std::string n) {
   return std::make_shared<LogMseLoss>(std::move(n), std::move(norm), eps);
 }
 LossPtr normalized_mse_loss(std::string n) {
   return std::make_shared<NormalizedMseLoss>(std::move(n));
 }
-LossPtr huber_loss(double d, std::string n) { return std::make_shared<HuberLoss>(std::move(n), d); }
+LossPtr huber_loss(double d, std::string n) {
+  return std::make_shared<HuberLoss>(std::move(n), d);
+}
 LossPtr poisson_nll_loss(double e, std::string n) {
   return std::make_shared<PoissonNllLoss>(std::move(n), e);
 }

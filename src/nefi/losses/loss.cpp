@@ -7,8 +7,9 @@ namespace nefi {
 
 const fk::Tensor& LossContext::field(const std::string& name) const {
   auto it = fields->find(name);
-  FK_CHECK(it != fields->end(), "nefi::Loss", "a field named '" + name + "'",
-           fields->empty() ? std::string("no fields") : "fields " + fields->begin()->first + ", ...");
+  FK_CHECK(
+      it != fields->end(), "nefi::Loss", "a field named '" + name + "'",
+      fields->empty() ? std::string("no fields") : "fields " + fields->begin()->first + ", ...");
   return it->second;
 }
 

@@ -55,8 +55,8 @@ class LossSet {
   // A copy with some weights replaced (by loss name; unknown names are an error).
   LossSet with_weights(const std::map<std::string, double>& overrides) const;
   struct Value {
-    fk::Tensor total;                     // differentiable
-    std::vector<fk::Tensor> components;   // unweighted, one per term
+    fk::Tensor total;                    // differentiable
+    std::vector<fk::Tensor> components;  // unweighted, one per term
   };
   // Terms with weight 0 are skipped (their component is undefined).
   Value forward(const LossContext& ctx) const;

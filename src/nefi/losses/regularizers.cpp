@@ -84,9 +84,7 @@ struct TVBackward : fk::autograd::Node {
   std::vector<double> inv_h;
   TVOptions opt;
   const char* name() const override { return "TotalVariationBackward"; }
-  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
-    fn(x);
-  }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override { fn(x); }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("total_variation_backward");
     const fk::Tensor& xt = x.unpack(name());
@@ -108,12 +106,15 @@ struct FieldLoss : Loss {
 
 struct L1Loss : FieldLoss {
   using FieldLoss::FieldLoss;
-  fk::Tensor forward(const LossContext& c) const override { return fk::mean(fk::abs(c.field(field))); }
+  fk::Tensor forward(const LossContext& c) const override {
+    return fk::mean(fk::abs(c.field(field)));
+  }
 };
 
 struct TVLoss : FieldLoss {
   TVOptions opt;
-  TVLoss(std::string n, std::string f, TVOptions o) : FieldLoss(std::move(n), std::move(f)), opt(std::move(o)) {}
+  TVLoss(std::string n, std::string f, TVOptions o)
+      : FieldLoss(std::move(n), std::move(f)), opt(std::move(o)) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
     std::vector<double> h(x.dim(), 1.0);
@@ -134,8 +135,8 @@ struct LaplacianLoss : FieldLoss {
       pads[2 * (x.dim() - 1 - a)] = 1;
       pads[2 * (x.dim() - 1 - a) + 1] = 1;
       fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
-      fk::Tensor l = fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)),
-                             xp.narrow(a, 2, x.size(a)));
+      fk::Tensor l =
+          fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
       lap = lap.defined() ? fk::add(lap, l) : l;
     }
     FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 3 cells", x.shape().str());
@@ -145,14 +146,17 @@ struct LaplacianLoss : FieldLoss {
 
 struct TikhonovLoss : FieldLoss {
   using FieldLoss::FieldLoss;
-  fk::Tensor forward(const LossContext& c) const override { return fk::mean(fk::square(c.field(field))); }
+  fk::Tensor forward(const LossContext& c) const override {
+    return fk::mean(fk::square(c.field(field)));
+  }
 };
 
 struct RangeLoss : FieldLoss {
   double lo, hi;
   RangeLoss(std::string n, std::string f, double l, double h)
       : FieldLoss(std::move(n), std::move(f)), lo(l), hi(h) {
-    FK_CHECK(lo <= hi, "nefi::RangePenalty", "lo <= hi", std::to_string(lo) + " > " + std::to_string(hi));
+    FK_CHECK(lo <= hi, "nefi::RangePenalty", "lo <= hi",
+             std::to_string(lo) + " > " + std::to_string(hi));
   }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
@@ -164,7 +168,8 @@ struct RangeLoss : FieldLoss {
 
 }  // namespace
 
-fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, const TVOptions& opt) {
+fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
+                           const TVOptions& opt) {
   fk::profile::OpScope scope("total_variation");
   FK_CHECK(x.dim() >= 1 && x.dim() <= 8 && static_cast<int>(h.size()) == x.dim(), "nefi::TV",
            "a field and one spacing per axis", x.shape().str());
@@ -192,7 +197,9 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, co
   return out;
 }
 
-LossPtr l1_loss(std::string f, std::string n) { return std::make_shared<L1Loss>(std::move(n), std::move(f)); }
+LossPtr l1_loss(std::string f, std::string n) {
+  return std::make_shared<L1Loss>(std::move(n), std::move(f));
+}
 LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
   return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
 }

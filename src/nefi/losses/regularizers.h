@@ -31,7 +31,6 @@ LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
                            std::string name = "range");
 
 // The fused total variation of x (shape = grid) with spacing h per axis.
-fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
-                           const TVOptions& opt);
+fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, const TVOptions& opt);
 
 }  // namespace nefi

@@ -20,8 +20,12 @@ NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset
   if (to) offset_.set_requires_grad(true);
 }
 
-double NuisanceOperator::gain() const { return std::exp(log_gain_.item()); }
-double NuisanceOperator::offset() const { return offset_.item(); }
+double NuisanceOperator::gain() const {
+  return std::exp(log_gain_.item());
+}
+double NuisanceOperator::offset() const {
+  return offset_.item();
+}
 
 std::optional<double> NuisanceOperator::homogeneity() const {
   if (offset() != 0.0 || train_offset_) return std::nullopt;
@@ -42,8 +46,12 @@ fk::Tensor NuisanceOperator::finish(const fk::Tensor& y) const {
   return offset() == 0.0 ? out : fk::add(out, offset());
 }
 
-fk::Tensor NuisanceOperator::forward(const FieldMap& f) const { return finish(inner_->forward(f)); }
-fk::Tensor NuisanceOperator::apply(const fk::Tensor& x) const { return finish(inner_->apply(x)); }
+fk::Tensor NuisanceOperator::forward(const FieldMap& f) const {
+  return finish(inner_->forward(f));
+}
+fk::Tensor NuisanceOperator::apply(const fk::Tensor& x) const {
+  return finish(inner_->apply(x));
+}
 
 std::shared_ptr<Operator> NuisanceOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<NuisanceOperator>(*this);  // the leaves are shared handles

@@ -144,7 +144,9 @@ PsfFunction disk_psf(double radius) {
 }
 
 FFTConvolution::FFTConvolution(PsfFunction psf, Domain domain, bool periodic)
-    : psf_(std::move(psf)), domain_(std::move(domain)), periodic_(periodic),
+    : psf_(std::move(psf)),
+      domain_(std::move(domain)),
+      periodic_(periodic),
       cache_(std::make_shared<Cache>()) {
   prepare();
 }
@@ -197,8 +199,8 @@ fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype) const {
 
 fk::Tensor FFTConvolution::apply(const fk::Tensor& x) const {
   const int d = domain_.ndim();
-  FK_CHECK(x.dim() >= d, "nefi::FFTConvolution", "a field of shape (..., " + domain_.shape().str() + ")",
-           x.shape().str());
+  FK_CHECK(x.dim() >= d, "nefi::FFTConvolution",
+           "a field of shape (..., " + domain_.shape().str() + ")", x.shape().str());
   for (int a = 0; a < d; ++a)
     FK_CHECK(x.size(x.dim() - d + a) == domain_.shape()[a], "nefi::FFTConvolution",
              "a field of shape (..., " + domain_.shape().str() + ")", x.shape().str());

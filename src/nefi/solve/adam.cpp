@@ -80,7 +80,8 @@ double FusedAdam::step(double lr) {
     }
   }
   const double norm = std::sqrt(sq);
-  const double clip = (opt_.grad_clip > 0 && norm > opt_.grad_clip) ? opt_.grad_clip / (norm + 1e-6) : 1.0;
+  const double clip =
+      (opt_.grad_clip > 0 && norm > opt_.grad_clip) ? opt_.grad_clip / (norm + 1e-6) : 1.0;
   ++t_;
   for (size_t i = 0; i < params_.size(); ++i) {
     fk::profile::OpScope scope("adam_step");

@@ -10,7 +10,8 @@ namespace nefi {
 
 double Stage::lr_at(int t) const {
   if (lr_schedule == "constant") return lr;
-  if (lr_schedule == "step") return lr * std::pow(lr_gamma, std::floor(t / std::max(1, lr_step_size)));
+  if (lr_schedule == "step")
+    return lr * std::pow(lr_gamma, std::floor(t / std::max(1, lr_step_size)));
   const double lo = lr * lr_min_ratio;
   const double f = std::min(1.0, static_cast<double>(t) / std::max(1, steps));
   return lo + (lr - lo) * 0.5 * (1.0 + std::cos(std::numbers::pi * f));

@@ -10,8 +10,8 @@ namespace nefi {
 namespace {
 
 void check(const fk::Tensor& x, const fk::Tensor& gt, const char* where) {
-  FK_CHECK(x.defined() && gt.defined() && x.shape() == gt.shape(), where,
-           "two fields of one shape", x.defined() ? x.shape().str() : "undefined");
+  FK_CHECK(x.defined() && gt.defined() && x.shape() == gt.shape(), where, "two fields of one shape",
+           x.defined() ? x.shape().str() : "undefined");
 }
 
 double range_of(const std::vector<double>& g) {
@@ -57,7 +57,8 @@ double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, in
   auto sxx = blur(xx, rows, cols), syy = blur(yy, rows, cols), sxy = blur(xy, rows, cols);
   double s = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i], cxy = sxy[i] - mx[i] * my[i];
+    const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i],
+                 cxy = sxy[i] - mx[i] * my[i];
     s += ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
          ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
   }

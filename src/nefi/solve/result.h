@@ -9,7 +9,8 @@
 namespace nefi {
 
 struct History {
-  std::vector<std::string> columns;  // step, global_step, stage, lr, progress, total, data_loss, <losses>
+  std::vector<std::string>
+      columns;  // step, global_step, stage, lr, progress, total, data_loss, <losses>
   std::vector<std::vector<double>> rows;
   // The values of one column (empty when unknown).
   std::vector<double> column(const std::string& name) const;

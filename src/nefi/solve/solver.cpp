@@ -136,8 +136,13 @@ Result Solver::run() {
       std::vector<double> comps;
       for (const auto& c : val.components) comps.push_back(c.defined() ? c.item() : 0.0);
       const double data = losses.data_loss(comps);
-      std::vector<double> row{static_cast<double>(t), static_cast<double>(global),
-                              static_cast<double>(si), lr, progress, total, data};
+      std::vector<double> row{static_cast<double>(t),
+                              static_cast<double>(global),
+                              static_cast<double>(si),
+                              lr,
+                              progress,
+                              total,
+                              data};
       row.insert(row.end(), comps.begin(), comps.end());
       res.history.rows.push_back(std::move(row));
       ++global;
@@ -145,7 +150,8 @@ Result Solver::run() {
       sr.final_total = total;
       sr.final_data_loss = data;
 
-      StepInfo info{static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};
+      StepInfo info{
+          static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};
       bool keep = true;
       for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
       if (!keep) {
