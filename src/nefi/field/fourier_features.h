@@ -1,0 +1,41 @@
+#pragma once
+// FourierFeatures: gamma(x) = [x, w_k sin(2^k pi x), w_k cos(2^k pi x)]_{k<K}
+// with the cosine band gate w_k(beta) = (1 - cos(pi clip(beta - k, 0, 1))) / 2,
+// beta = progress * K (Nerfies; NeTMY Eq. 27, NeFTY Eq. 21).
+//
+// Coordinates are fixed per stage, so the ungated features are computed once
+// per coordinate shape and cached. An annealing forward is one multiply by the
+// gate row; once every gate is 1 (progress >= 1, or annealing off) a forward
+// returns the cached tensor: zero ops. Input (N, d) f32; output (N, out_dim()).
+// The cache is keyed on the coordinate tensor's storage and version.
+#include <memory>
+
+#include "fk/tensor.h"
+
+namespace nefi {
+
+class FourierFeatures {
+ public:
+  FourierFeatures(int in_dim, int n_octaves, bool include_input = true, bool annealed = true);
+
+  int out_dim() const { return (include_input_ ? in_dim_ : 0) + 2 * n_octaves_ * in_dim_; }
+  int n_octaves() const { return n_octaves_; }
+  // Gate of band k at `progress` (1 when annealing is off).
+  double band_weight(int k, double progress) const;
+  fk::Tensor forward(const fk::Tensor& coords, double progress);
+  void clear_cache();
+
+ private:
+  int in_dim_, n_octaves_;
+  bool include_input_, annealed_;
+  // Cached ungated features and the coordinates they belong to.
+  const void* key_ptr_ = nullptr;
+  uint32_t key_version_ = 0;
+  fk::Dims key_shape_;
+  fk::Tensor base_;
+  // Cached gate row for the last progress value.
+  double gate_progress_ = -1;
+  fk::Tensor gate_;
+};
+
+}  // namespace nefi

@@ -1,0 +1,28 @@
+#pragma once
+// GridField: free values on the stage grid (the classical pixel/voxel
+// baseline), with the same heads as a neural field. At each stage start the
+// values are carried over to the new grid by area resampling.
+#include <vector>
+
+#include "nefi/field/field.h"
+#include "nefi/field/heads.h"
+
+namespace nefi {
+
+class GridField : public Field {
+ public:
+  GridField(const fk::Dims& shape, std::vector<HeadPtr> heads);
+  FieldMap forward(const Domain& domain, double progress) override;
+  void on_stage_start(const Domain& domain) override;
+  void reset_parameters(uint64_t seed) override;
+  std::string kind() const override { return "grid"; }
+  const fk::Dims& shape() const { return shape_; }
+
+ private:
+  void allocate(const fk::Dims& shape);
+  std::vector<HeadPtr> heads_;
+  int n_out_ = 0;
+  fk::Dims shape_;
+};
+
+}  // namespace nefi

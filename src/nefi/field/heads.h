@@ -1,0 +1,62 @@
+#pragma once
+// Heads map the raw network output to physical fields (the value prior):
+//   Identity             h
+//   Softplus(beta, v0)   softplus_beta(h), init bias so the start is v0
+//   Exp(v0)              exp(h)
+//   Bounded(lo, hi, v0)  lo + (hi - lo) sigmoid(h)            (NeFTY Eq. 6)
+//   LogBounded(lo, hi)   exp(log lo + (log hi - log lo) sigmoid(h)), log-uniform
+//   GatedSoftplus        softplus(h0) sigmoid(h1), two raw channels (NeTMY Eq. 5)
+// Modifiers wrap another head:
+//   SupportMasked(inner, depends_on, tau, fill): inner * 1{rho > tau max rho},
+//     rho = an earlier head's field, the mask under stop-gradient (NeTMY Eq. 26)
+//   ZeroMean(inner)      inner - mean(inner) (a gauge fix)
+//   Affine(inner, a, b)  a * inner + b
+// Heads are resolved in declaration order, so a head may read earlier fields.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/field/field.h"
+
+namespace nefi {
+
+class Head {
+ public:
+  explicit Head(std::string name) : name_(std::move(name)) {}
+  virtual ~Head() = default;
+  const std::string& name() const { return name_; }
+  virtual int n_in() const { return 1; }
+  // Output-layer bias that makes a zero-weight network produce the head's
+  // initial value (one entry per raw channel).
+  virtual std::vector<double> init_bias() const { return std::vector<double>(n_in(), 0.0); }
+  // raw: n_in() tensors of shape (*shape); done: the fields of earlier heads.
+  virtual fk::Tensor transform(const std::vector<fk::Tensor>& raw, const FieldMap& done) const = 0;
+  virtual std::string kind() const = 0;
+
+ private:
+  std::string name_;
+};
+
+using HeadPtr = std::shared_ptr<Head>;
+
+HeadPtr identity_head(std::string name, double init_value = 0.0);
+HeadPtr softplus_head(std::string name, double init_value = 0.1, double beta = 1.0);
+HeadPtr exp_head(std::string name, double init_value = 1.0);
+HeadPtr bounded_head(std::string name, double lo, double hi, double init_value);
+HeadPtr log_bounded_head(std::string name, double lo, double hi, double init_value);
+HeadPtr gated_softplus_head(std::string name, double init_value = 0.1, double gate_init = 0.9,
+                            double beta = 1.0);
+HeadPtr support_masked_head(HeadPtr inner, std::string depends_on, double tau = 0.3,
+                            double fill = 0.0);
+HeadPtr zero_mean_head(HeadPtr inner);
+HeadPtr affine_head(HeadPtr inner, double scale, double shift);
+// Splits a raw (N, C) output into the heads' fields of `shape`, in order.
+FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw_channels_last,
+                     const fk::Dims& shape);
+// By kind name: identity, softplus, exp, bounded, log_bounded, gated_softplus
+// (modifiers are built with the functions above).
+HeadPtr make_head(const std::string& kind, std::string name, double init_value, double lo = 0,
+                  double hi = 1);
+
+}  // namespace nefi

@@ -1,0 +1,137 @@
+#include "nefi/field/neural_field.h"
+
+#include <cmath>
+
+#include "fk/amp.h"
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/linalg.h"
+#include "fk/ops/unary.h"
+#include "fk/random.h"
+#include "nefi/field/fast_tanh.h"
+
+namespace nefi {
+namespace {
+constexpr double kSirenW0 = 30.0;
+}
+
+FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
+                     const fk::Dims& shape) {
+  FieldMap out;
+  int c = 0;
+  for (const HeadPtr& h : heads) {
+    std::vector<fk::Tensor> cols;
+    for (int j = 0; j < h->n_in(); ++j, ++c)
+      cols.push_back(raw.size(1) == 1 ? raw.reshape(shape) : raw.select(1, c).reshape(shape));
+    out[h->name()] = h->transform(cols, out);
+  }
+  return out;
+}
+
+NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg, uint64_t seed)
+    : ndim_(ndim),
+      heads_(std::move(heads)),
+      cfg_(std::move(cfg)),
+      enc_(ndim, cfg_.n_octaves, cfg_.include_input, cfg_.annealed) {
+  FK_CHECK(!heads_.empty(), "nefi::NeuralField", "at least one head", "none");
+  FK_CHECK(cfg_.hidden > 0 && cfg_.depth > 0, "nefi::NeuralField", "hidden > 0 and depth > 0",
+           std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
+  const std::string& a = cfg_.activation;
+  FK_CHECK(
+      a == "tanh" || a == "relu" || a == "gelu" || a == "silu" || a == "softplus" || a == "sine",
+      "nefi::NeuralField", "activation tanh, relu, gelu, silu, softplus or sine", a);
+  FK_CHECK(!cfg_.autocast || *cfg_.autocast == fk::DType::BF16 || *cfg_.autocast == fk::DType::F16,
+           "nefi::NeuralField", "autocast bf16 or f16", fk::name(*cfg_.autocast));
+  for (const HeadPtr& h : heads_) n_out_ += h->n_in();
+  primary_ = heads_.front()->name();
+  int in = enc_.out_dim();
+  for (int i = 0; i < cfg_.depth; ++i) {
+    const int fan_in = (i == cfg_.skip_at && i > 0) ? cfg_.hidden + enc_.out_dim() : in;
+    params_.add("layer" + std::to_string(i) + ".weight", {cfg_.hidden, fan_in});
+    params_.add("layer" + std::to_string(i) + ".bias", {cfg_.hidden});
+    in = cfg_.hidden;
+  }
+  params_.add("out.weight", {n_out_, cfg_.hidden});
+  params_.add("out.bias", {n_out_});
+  params_.allocate(fk::DType::F32);
+  reset_parameters(seed);
+}
+
+void NeuralField::reset_parameters(uint64_t seed) {
+  fk::Generator gen(seed);
+  fk::autograd::NoGradGuard ng;
+  const bool sine = cfg_.activation == "sine";
+  const bool xavier = cfg_.activation == "tanh";
+  for (int i = 0; i <= cfg_.depth; ++i) {
+    fk::Tensor w = params_.raw(2 * i), b = params_.raw(2 * i + 1);
+    const double fan_out = static_cast<double>(w.size(0)), fan_in = static_cast<double>(w.size(1));
+    double bound, bbound = 0;
+    if (sine) {
+      bound = i == 0 ? 1.0 / fan_in : std::sqrt(6.0 / fan_in) / kSirenW0;
+      bbound = 1.0 / std::sqrt(fan_in);
+    } else if (xavier) {
+      bound = std::sqrt(6.0 / (fan_in + fan_out));
+    } else {
+      bound = std::sqrt(6.0 / fan_in);
+    }
+    if (i == cfg_.depth) bound *= cfg_.out_init_scale;
+    w.copy_(fk::uniform(w.shape(), -bound, bound, {fk::DType::F32}, &gen));
+    if (i == cfg_.depth) {
+      std::vector<double> bias;
+      for (const HeadPtr& h : heads_)
+        for (double v : h->init_bias()) bias.push_back(v);
+      b.copy_(fk::from_vector(bias, fk::Dims{n_out_}));
+    } else if (bbound > 0) {
+      b.copy_(fk::uniform(b.shape(), -bbound, bbound, {fk::DType::F32}, &gen));
+    } else {
+      fill_(b, 0.0);
+    }
+  }
+  params_.flat().bump_version();
+}
+
+fk::Tensor NeuralField::activate(const fk::Tensor& x) const {
+  const std::string& a = cfg_.activation;
+  // Half-precision trunks (autocast) keep fk::tanh; f32 takes the fused path.
+  if (a == "tanh") return x.dtype() == fk::DType::F32 ? fast_tanh(x) : fk::tanh(x);
+  if (a == "relu") return fk::relu(x);
+  if (a == "gelu") return fk::gelu(x);
+  if (a == "silu") return fk::silu(x);
+  if (a == "softplus") return fk::softplus(x);
+  return fk::sin(fk::mul(x, kSirenW0));
+}
+
+const fk::Tensor& NeuralField::coords_for(const Domain& domain) {
+  if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
+    coords_ = domain.coords(fk::DType::F32).reshape({domain.numel(), ndim_});
+    coords_shape_ = domain.shape();
+  }
+  return coords_;
+}
+
+fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
+  FK_CHECK(domain.ndim() == ndim_, "nefi::NeuralField", std::to_string(ndim_) + "-D domain",
+           domain.str());
+  const std::vector<fk::Tensor> p = params_.views();
+  const fk::Tensor x = enc_.forward(coords_for(domain), progress);
+  fk::Tensor h = x;
+  {
+    std::optional<fk::amp::AutocastGuard> ac;
+    if (cfg_.autocast) ac.emplace(*cfg_.autocast);
+    for (int i = 0; i < cfg_.depth; ++i) {
+      if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
+      h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
+    }
+  }
+  if (h.dtype() != fk::DType::F32) h = h.to(fk::DType::F32);
+  return fk::linear(h, p[2 * cfg_.depth], p[2 * cfg_.depth + 1]);
+}
+
+FieldMap NeuralField::forward(const Domain& domain, double progress) {
+  return apply_heads(heads_, raw(domain, progress), domain.shape());
+}
+
+}  // namespace nefi

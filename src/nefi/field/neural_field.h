@@ -1,0 +1,58 @@
+#pragma once
+// NeuralField: coordinates -> annealed Fourier features -> MLP -> output
+// projection -> heads. The MLP has `depth` hidden layers of width `hidden`;
+// layer `skip_at` (0 < skip_at < depth) also sees the encoding again
+// (concatenated). Initialisation matches the activation: Xavier for tanh,
+// Kaiming (He) for relu/gelu/silu/softplus, SIREN (w0 = 30) for sine. The
+// output weights are scaled by out_init_scale and the output bias comes from
+// the heads, so a fresh field is near-uniform at the heads' initial values.
+// With `autocast` (bf16/f16) the trunk runs in half precision; the output
+// projection and the heads stay f32.
+// All parameters sit in one flat f32 buffer (params()).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/field/field.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/heads.h"
+
+namespace nefi {
+
+struct NeuralFieldConfig {
+  int hidden = 256;
+  int depth = 6;
+  int skip_at = 3;                  // <= 0 or >= depth: no skip
+  std::string activation = "tanh";  // tanh | relu | gelu | silu | softplus | sine
+  int n_octaves = 12;
+  bool annealed = true;
+  bool include_input = true;
+  double out_init_scale = 0.1;
+  std::optional<fk::DType> autocast;  // BF16 or F16
+};
+
+class NeuralField : public Field {
+ public:
+  NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg = {}, uint64_t seed = 0);
+  FieldMap forward(const Domain& domain, double progress) override;
+  void reset_parameters(uint64_t seed) override;
+  std::string kind() const override { return "neural"; }
+  // The pre-head network output, (N, n_out) over the domain's cells.
+  fk::Tensor raw(const Domain& domain, double progress);
+  const NeuralFieldConfig& config() const { return cfg_; }
+  FourierFeatures& encoding() { return enc_; }
+
+ private:
+  fk::Tensor activate(const fk::Tensor& x) const;
+  const fk::Tensor& coords_for(const Domain& domain);
+
+  int ndim_;
+  std::vector<HeadPtr> heads_;
+  NeuralFieldConfig cfg_;
+  FourierFeatures enc_;
+  int n_out_ = 0;
+  fk::Dims coords_shape_;
+  fk::Tensor coords_;
+};
+
+}  // namespace nefi

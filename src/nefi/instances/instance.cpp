@@ -1,0 +1,52 @@
+#include "nefi/instances/instance.h"
+
+#include "fk/error.h"
+
+namespace nefi {
+
+const std::vector<InstancePtr>& all_instances() {
+  static const std::vector<InstancePtr> list{make_toy1d(), make_deconvolution()};
+  return list;
+}
+
+InstancePtr find_instance(const std::string& name) {
+  std::string names;
+  for (const auto& i : all_instances()) {
+    if (i->name() == name) return i;
+    names += (names.empty() ? "" : ", ") + i->name();
+  }
+  throw fk::Error("nefi", "an instance (" + names + ") or a config file", "'" + name + "'");
+}
+
+void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
+  p.declare("steps", steps, "steps per stage; stage i runs at n / 2^(stages-1-i)");
+  p.declare("lr", lr, "learning rate of the first stage");
+  p.declare("lr_decay", 0.5, "lr factor per later stage");
+  p.declare("lr_schedule", std::string("cosine"), "cosine | step | constant");
+  p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
+  p.declare("optimizer", std::string("adamw"), "adam | adamw");
+  p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
+  p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
+  p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
+}
+
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr) {
+  std::vector<int> steps;
+  for (double s : p.list("steps")) {
+    FK_CHECK(s >= 1 && s == static_cast<int>(s), "config key 'steps'", "positive integers",
+             Params::render(p.list("steps")));
+    steps.push_back(static_cast<int>(s));
+  }
+  Curriculum c = Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"));
+  for (Stage& s : c.stages) {
+    s.anneal_fraction = p.d("anneal_fraction");
+    s.lr_schedule = p.s("lr_schedule");
+  }
+  c.optim.optimizer = p.s("optimizer");
+  c.optim.weight_decay = p.d("weight_decay");
+  c.optim.grad_clip = p.d("grad_clip");
+  c.validate();
+  return c;
+}
+
+}  // namespace nefi

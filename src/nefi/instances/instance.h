@@ -1,0 +1,60 @@
+#pragma once
+// Instance: a registered inverse problem end to end — a typed config, an
+// independent data generator (scene -> measurement on a finer f64 grid), the
+// inversion problem for each method (neural, grid, ...), and its metrics.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nefi/io/params.h"
+#include "nefi/measurement.h"
+#include "nefi/solve/curriculum.h"
+#include "nefi/solve/result.h"
+#include "nefi/solve/solver.h"
+
+namespace nefi {
+
+struct RunOutput {
+  std::string method;
+  Result result;
+  fk::Tensor gt;              // ground truth at the inversion grid, f64
+  Measurement measurement;    // what the method saw
+  fk::Tensor reconstruction;  // the primary field, f64
+  std::map<std::string, double> metrics;
+  Curriculum curriculum;
+};
+
+class Instance {
+ public:
+  virtual ~Instance() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;
+  virtual Params default_config() const = 0;
+  virtual std::vector<std::string> methods() const = 0;
+  virtual std::vector<std::string> scenes() const = 0;
+  // The measurement and ground truth for `seed` (no inversion code involved).
+  virtual std::pair<Measurement, fk::Tensor> make_measurement(const Params& cfg,
+                                                              uint64_t seed) const = 0;
+  virtual RunOutput run(const Params& cfg, const std::string& method, uint64_t seed,
+                        const SolverOptions& solver) const = 0;
+};
+
+using InstancePtr = std::shared_ptr<Instance>;
+
+const std::vector<InstancePtr>& all_instances();
+// Throws fk::Error listing the registered names when `name` is unknown.
+InstancePtr find_instance(const std::string& name);
+
+InstancePtr make_toy1d();
+InstancePtr make_deconvolution();
+// Fidelity tags of the data generators (the inversion operators carry others).
+const char* toy1d_data_tag();
+const char* deconvolution_data_tag();
+
+// Curriculum keys shared by the instances: steps (list), lr, lr_decay,
+// anneal_fraction, weight_decay, grad_clip, min_coarse.
+void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr);
+
+}  // namespace nefi

@@ -1,0 +1,121 @@
+#include "nefi/io/params.h"
+
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "fk/error.h"
+
+namespace nefi {
+
+void Params::declare(const std::string& key, ParamValue value, std::string doc) {
+  FK_CHECK(!has(key), "nefi::Params::declare", "a new key", key + " (declared twice)");
+  entries_.push_back({key, std::move(value), std::move(doc)});
+}
+
+bool Params::has(const std::string& key) const {
+  for (const auto& e : entries_)
+    if (e.key == key) return true;
+  return false;
+}
+
+std::string Params::keys() const {
+  std::string out;
+  for (const auto& e : entries_) out += (out.empty() ? "" : ", ") + e.key;
+  return out;
+}
+
+const Params::Entry& Params::get(const std::string& key) const {
+  for (const auto& e : entries_)
+    if (e.key == key) return e;
+  throw fk::Error("config", "one of the keys " + keys(), "unknown key '" + key + "'");
+}
+
+Params::Entry& Params::get(const std::string& key) {
+  return const_cast<Entry&>(static_cast<const Params*>(this)->get(key));
+}
+
+void Params::set_value(const std::string& key, ParamValue value) {
+  Entry& e = get(key);
+  // An int where a double is declared is fine; anything else must match.
+  if (std::holds_alternative<double>(e.value) && std::holds_alternative<int64_t>(value))
+    value = static_cast<double>(std::get<int64_t>(value));
+  FK_CHECK(e.value.index() == value.index(), "config key '" + key + "'",
+           "a value like " + render(e.value), render(value));
+  e.value = std::move(value);
+}
+
+void Params::set(const std::string& key, const std::string& text) {
+  Entry& e = get(key);
+  const std::string where = "config key '" + key + "'";
+  YAML::Node n;
+  try {
+    n = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    throw fk::Error(where, "a value like " + render(e.value), "'" + text + "'");
+  }
+  try {
+    if (std::holds_alternative<bool>(e.value)) {
+      e.value = n.as<bool>();
+    } else if (std::holds_alternative<int64_t>(e.value)) {
+      e.value = n.as<int64_t>();
+    } else if (std::holds_alternative<double>(e.value)) {
+      e.value = n.as<double>();
+    } else if (std::holds_alternative<std::string>(e.value)) {
+      FK_CHECK(n.IsScalar(), where, "a string", "'" + text + "'");
+      e.value = n.as<std::string>();
+    } else {
+      std::vector<double> v;
+      if (n.IsSequence()) {
+        for (const auto& x : n) v.push_back(x.as<double>());
+      } else {
+        v.push_back(n.as<double>());
+      }
+      e.value = v;
+    }
+  } catch (const YAML::Exception&) {
+    throw fk::Error(where, "a value like " + render(e.value), "'" + text + "'");
+  }
+}
+
+bool Params::b(const std::string& key) const {
+  return std::get<bool>(get(key).value);
+}
+int64_t Params::i(const std::string& key) const {
+  return std::get<int64_t>(get(key).value);
+}
+double Params::d(const std::string& key) const {
+  const auto& v = get(key).value;
+  if (std::holds_alternative<int64_t>(v)) return static_cast<double>(std::get<int64_t>(v));
+  return std::get<double>(v);
+}
+const std::string& Params::s(const std::string& key) const {
+  return std::get<std::string>(get(key).value);
+}
+std::vector<double> Params::list(const std::string& key) const {
+  return std::get<std::vector<double>>(get(key).value);
+}
+
+std::string Params::render(const ParamValue& v) {
+  std::ostringstream os;
+  os.precision(10);
+  if (std::holds_alternative<bool>(v)) {
+    os << (std::get<bool>(v) ? "true" : "false");
+  } else if (std::holds_alternative<int64_t>(v)) {
+    os << std::get<int64_t>(v);
+  } else if (std::holds_alternative<double>(v)) {
+    const double d = std::get<double>(v);
+    os << d;
+    if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
+  } else if (std::holds_alternative<std::string>(v)) {
+    os << std::get<std::string>(v);
+  } else {
+    os << "[";
+    const auto& l = std::get<std::vector<double>>(v);
+    for (size_t i = 0; i < l.size(); ++i) os << (i ? ", " : "") << l[i];
+    os << "]";
+  }
+  return os.str();
+}
+
+}  // namespace nefi

@@ -1,0 +1,44 @@
+#pragma once
+// Params: an instance's typed configuration — every key declared once with a
+// type, a default and a one-line doc. Setting an undeclared key, or a value
+// that does not parse as the declared type, throws fk::Error naming the key
+// (and, for unknown keys, the valid ones): a mistyped config never runs.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace nefi {
+
+using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<double>>;
+
+class Params {
+ public:
+  void declare(const std::string& key, ParamValue value, std::string doc);
+  bool has(const std::string& key) const;
+  // Parses `text` (YAML scalar or flow list) as the key's declared type.
+  void set(const std::string& key, const std::string& text);
+  void set_value(const std::string& key, ParamValue value);
+
+  bool b(const std::string& key) const;
+  int64_t i(const std::string& key) const;
+  double d(const std::string& key) const;  // ints are accepted
+  const std::string& s(const std::string& key) const;
+  std::vector<double> list(const std::string& key) const;
+
+  struct Entry {
+    std::string key;
+    ParamValue value;
+    std::string doc;
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::string keys() const;                        // "a, b, c"
+  static std::string render(const ParamValue& v);  // YAML flow text
+
+ private:
+  const Entry& get(const std::string& key) const;
+  Entry& get(const std::string& key);
+  std::vector<Entry> entries_;
+};
+
+}  // namespace nefi

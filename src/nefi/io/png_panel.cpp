@@ -1,0 +1,87 @@
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include "nefi/io/png_panel.h"
+
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fk/error.h"
+
+namespace nefi {
+namespace {
+
+struct Canvas {
+  int w, h;
+  std::vector<unsigned char> px;  // RGB
+  Canvas(int w_, int h_) : w(w_), h(h_), px(static_cast<size_t>(w_) * h_ * 3, 255) {}
+  void set(int x, int y, unsigned char r, unsigned char g, unsigned char b) {
+    if (x < 0 || y < 0 || x >= w || y >= h) return;
+    unsigned char* p = &px[(static_cast<size_t>(y) * w + x) * 3];
+    p[0] = r;
+    p[1] = g;
+    p[2] = b;
+  }
+};
+
+void draw_line(Canvas& c, int x0, int y0, int x1, int y1, unsigned char v) {
+  const int n = std::max({std::abs(x1 - x0), std::abs(y1 - y0), 1});
+  for (int i = 0; i <= n; ++i) c.set(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, v, v, v);
+}
+
+void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, double hi,
+          unsigned char shade) {
+  const int ph = c.h - 8;
+  auto Y = [&](double x) { return 4 + static_cast<int>((1 - (x - lo) / (hi - lo)) * (ph - 1)); };
+  for (size_t i = 1; i < v.size(); ++i) {
+    const int x0 = ox + static_cast<int>((i - 1) * (pw - 1) / std::max<size_t>(1, v.size() - 1));
+    const int x1 = ox + static_cast<int>(i * (pw - 1) / std::max<size_t>(1, v.size() - 1));
+    draw_line(c, x0, Y(v[i - 1]), x1, Y(v[i]), shade);
+  }
+}
+
+}  // namespace
+
+void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
+                     const fk::Tensor& rec) {
+  FK_CHECK(
+      gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
+      "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());
+  const std::vector<double> g = gt.to_vector<double>(), m = meas.to_vector<double>(),
+                            r = rec.to_vector<double>();
+  auto [glo, ghi] = std::minmax_element(g.begin(), g.end());
+  auto [mlo, mhi] = std::minmax_element(m.begin(), m.end());
+  double lo = *glo, hi = *ghi > *glo ? *ghi : *glo + 1;
+  const int gap = 6;
+  if (gt.dim() == 1) {
+    const int pw = 320, ph = 200;
+    Canvas c(3 * pw + 2 * gap, ph);
+    const double pad = 0.1 * (hi - lo);
+    plot(c, 0, pw, g, lo - pad, hi + pad, 0);
+    plot(c, pw + gap, pw, m, std::min(lo, *mlo) - pad, std::max(hi, *mhi) + pad, 0);
+    plot(c, 2 * (pw + gap), pw, g, lo - pad, hi + pad, 170);
+    plot(c, 2 * (pw + gap), pw, r, lo - pad, hi + pad, 0);
+    FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
+             "nefi::write_panel_png", "a writable path", path);
+    return;
+  }
+  const int rows = static_cast<int>(gt.size(0)), cols = static_cast<int>(gt.size(1));
+  const int s = std::max(1, 256 / std::max(rows, cols));
+  Canvas c(3 * cols * s + 2 * gap, rows * s);
+  auto image = [&](int ox, const std::vector<double>& v, double l, double h) {
+    for (int i = 0; i < rows * s; ++i)
+      for (int j = 0; j < cols * s; ++j) {
+        const double t = std::clamp((v[(i / s) * cols + j / s] - l) / (h - l), 0.0, 1.0);
+        const auto q = static_cast<unsigned char>(std::lround(255 * t));
+        c.set(ox + j, i, q, q, q);
+      }
+  };
+  image(0, g, lo, hi);
+  image(cols * s + gap, m, *mlo, *mhi > *mlo ? *mhi : *mlo + 1);
+  image(2 * (cols * s + gap), r, lo, hi);
+  FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
+           "nefi::write_panel_png", "a writable path", path);
+}
+
+}  // namespace nefi

@@ -1,0 +1,75 @@
+#include "nefi/io/run_writer.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fk/error.h"
+#include "nefi/io/npy.h"
+#include "nefi/io/png_panel.h"
+
+namespace nefi {
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  FK_CHECK(f.good(), "nefi::write_run_dir", "a writable path", path);
+  f << text;
+}
+
+}  // namespace
+
+void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
+                   int threads) {
+  FK_CHECK(!outs.empty(), "nefi::write_run_dir", "at least one method's output", "none");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  FK_CHECK(!ec, "nefi::write_run_dir", "a directory that can be created",
+           dir + " (" + ec.message() + ")");
+  write_text(dir + "/config.yaml", to_yaml(cfg));
+  nlohmann::json j;
+  j["instance"] = cfg.instance;
+  j["seed"] = cfg.seed;
+  j["scene"] = cfg.config.has("scene") ? cfg.config.s("scene") : "";
+  j["device"] = "cpu";
+  j["threads"] = threads;
+  j["config_hash"] = config_hash(cfg);
+  bool history_written = false;
+  for (const RunOutput& o : outs) {
+    nlohmann::json m;
+    m["metrics"] = o.metrics;
+    const Result& r = o.result;
+    m["timing"] = {{"total_s", r.total_s},
+                   {"ms_per_step", r.ms_per_step()},
+                   {"ops_per_step", r.ops_per_step()}};
+    m["n_parameters"] = r.n_parameters;
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& s : r.stages)
+      stages.push_back({{"name", s.name},
+                        {"shape", s.shape.vec()},
+                        {"steps", s.steps},
+                        {"seconds", s.seconds},
+                        {"stop", s.stop},
+                        {"final_total", s.final_total},
+                        {"final_data_loss", s.final_data_loss},
+                        {"lr_mult", s.lr_mult},
+                        {"final_progress", s.final_progress},
+                        {"ops_per_step", s.steps ? static_cast<double>(s.ops) / s.steps : 0.0},
+                        {"ms_per_step", s.steps ? 1e3 * s.seconds / s.steps : 0.0}});
+    m["stage_results"] = stages;
+    j["methods"][o.method] = m;
+    write_npy(dir + "/" + o.method + ".npy", o.reconstruction);
+    if (!history_written && !r.history.rows.empty()) {
+      write_text(dir + "/history.csv", r.history.csv());
+      history_written = true;
+    }
+  }
+  write_text(dir + "/metrics.json", j.dump(2) + "\n");
+  write_npy(dir + "/ground_truth.npy", outs.front().gt);
+  write_npy(dir + "/measurement.npy", outs.front().measurement.data);
+  write_panel_png(dir + "/panel.png", outs.front().gt, outs.front().measurement.data,
+                  outs.front().reconstruction);
+}
+
+}  // namespace nefi

@@ -1,0 +1,17 @@
+#pragma once
+// Writes a run directory: config.yaml (re-runnable), metrics.json, history.csv
+// (of the first method that has one), the fields as .npy (ground truth,
+// measurement, one reconstruction per method) and panel.png (ground truth |
+// measurement | first method's reconstruction).
+#include <string>
+#include <vector>
+
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+
+namespace nefi {
+
+void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
+                   int threads);
+
+}  // namespace nefi

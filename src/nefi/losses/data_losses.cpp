@@ -1,0 +1,228 @@
+#include "nefi/losses/data_losses.h"
+
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "fk/profile.h"
+
+namespace nefi {
+namespace {
+
+fk::Tensor as_contig(const fk::Tensor& t, fk::DType dt) {
+  fk::Tensor u = t.dtype() == dt ? t : t.to(dt);
+  return u.is_contiguous() ? u : u.contiguous();
+}
+
+struct MseBackward : fk::autograd::Node {
+  fk::autograd::SavedTensor p, y, w;
+  double wsum = 1, scale = 1;
+  const char* name() const override { return "MaskedMseBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(p);
+    fn(y);
+    fn(w);
+  }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("masked_mse_backward");
+    const fk::Tensor& pt = p.unpack(name());
+    const fk::Tensor& yt = y.unpack(name());
+    const fk::Tensor wt = w.defined() ? w.unpack(name()) : fk::Tensor();
+    const double g = grads[0].item() * 2.0 / (wsum * scale);
+    fk::Tensor out = fk::empty(pt.shape(), {pt.dtype()});
+    const int64_t n = pt.numel();
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* pp = pt.data<T>();
+      const T* yy = yt.data<T>();
+      const T* ww = wt.defined() ? wt.data<T>() : nullptr;
+      T* o = out.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<T>(g * (ww ? ww[i] : T(1)) * (static_cast<double>(pp[i]) - yy[i]));
+    };
+    if (pt.dtype() == fk::DType::F64)
+      run(double{});
+    else
+      run(float{});
+    return {out};
+  }
+};
+
+fk::Tensor obs_mask(const LossContext& c) {
+  return c.obs->mask;
+}
+
+struct MseLoss : Loss {
+  bool noise_aware;
+  MseLoss(std::string n, bool na) : Loss(std::move(n)), noise_aware(na) {}
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    double scale = 1.0;
+    if (noise_aware) {
+      FK_CHECK(c.obs->has_noise() && c.obs->noise_std > 0, "nefi::MSE(noise_aware)",
+               "a measurement with a known positive noise_std", std::to_string(c.obs->noise_std));
+      scale = c.obs->noise_std * c.obs->noise_std;
+    }
+    return masked_mse(c.pred, c.obs->data, obs_mask(c), scale);
+  }
+};
+
+// Mask-weighted mean of t (differentiable).
+fk::Tensor wmean(const fk::Tensor& t, const fk::Tensor& mask) {
+  if (!mask.defined()) return fk::mean(t);
+  return fk::div(fk::sum(fk::mul(t, mask)), fk::sum(mask).item());
+}
+
+struct RelativeMseLoss : Loss {
+  using Loss::Loss;
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& y = c.obs->data;
+    fk::Tensor y2 = fk::square(y);
+    const double denom =
+        (c.obs->mask.defined() ? fk::sum(fk::mul(y2, c.obs->mask)) : fk::sum(y2)).item();
+    FK_CHECK(denom > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
+    fk::Tensor r = fk::square(fk::sub(c.pred, y.to(c.pred.dtype())));
+    if (c.obs->mask.defined()) r = fk::mul(r, c.obs->mask.to(c.pred.dtype()));
+    return fk::div(fk::sum(r), denom);
+  }
+};
+
+struct LogMseLoss : Loss {
+  std::string normalize;
+  double eps;
+  LogMseLoss(std::string n, std::string norm, double e)
+      : Loss(std::move(n)), normalize(std::move(norm)), eps(e) {
+    FK_CHECK(normalize == "max" || normalize == "mean" || normalize == "none", "nefi::LogMSE",
+             "normalize max, mean or none", normalize);
+  }
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    double s = 1.0;
+    if (normalize == "max") s = fk::amax(fk::abs(y)).item();
+    if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
+    if (s <= 0) s = 1.0;
+    fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), 1.0 / s), eps));
+    fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
+    return wmean(fk::square(fk::sub(lp, ly)),
+                 c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+  }
+};
+
+struct NormalizedMseLoss : Loss {
+  using Loss::Loss;
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    const fk::Tensor m = c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor();
+    const double ym = wmean(y, m).item();
+    FK_CHECK(ym != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
+    fk::Tensor pn = fk::div(c.pred, fk::add(wmean(c.pred, m), 1e-12));
+    return wmean(fk::square(fk::sub(pn, fk::mul(y, 1.0 / ym))), m);
+  }
+};
+
+struct HuberLoss : Loss {
+  double delta;
+  HuberLoss(std::string n, double d) : Loss(std::move(n)), delta(d) {
+    FK_CHECK(d > 0, "nefi::Huber", "delta > 0", std::to_string(d));
+  }
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    fk::Tensor r = fk::abs(fk::sub(c.pred, c.obs->data.to(c.pred.dtype())));
+    fk::Tensor quad = fk::mul(fk::square(r), 0.5);
+    fk::Tensor lin = fk::mul(fk::sub(r, 0.5 * delta), delta);
+    fk::Tensor h = fk::where(fk::lt(r, fk::scalar_like(r, delta)), quad, lin);
+    return wmean(h, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+  }
+};
+
+struct PoissonNllLoss : Loss {
+  double eps;
+  PoissonNllLoss(std::string n, double e) : Loss(std::move(n)), eps(e) {}
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    fk::Tensor nll = fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps))));
+    return wmean(nll, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+  }
+};
+
+}  // namespace
+
+fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
+                      double scale) {
+  fk::profile::OpScope scope("masked_mse");
+  FK_CHECK(p.shape() == y.shape(), "nefi::MSE",
+           "prediction and data of one shape " + y.shape().str(), p.shape().str());
+  FK_CHECK(!mask.defined() || mask.shape() == y.shape(), "nefi::MSE",
+           "a mask of shape " + y.shape().str(), mask.defined() ? mask.shape().str() : "");
+  FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE",
+           "an f32/f64 prediction", fk::name(p.dtype()));
+  const fk::DType dt = p.dtype();
+  fk::Tensor pc, yc, wc;
+  {
+    fk::autograd::NoGradGuard ng;  // host copies only; the node below records against p
+    pc = as_contig(p, dt);
+    yc = as_contig(y, dt);
+    if (mask.defined()) wc = as_contig(mask, dt);
+  }
+  const int64_t n = pc.numel();
+  double s = 0, wsum = 0;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* pp = pc.data<T>();
+    const T* yy = yc.data<T>();
+    const T* ww = wc.defined() ? wc.data<T>() : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(pp[i]) - yy[i];
+      const double w = ww ? ww[i] : 1.0;
+      s += w * d * d;
+      wsum += w;
+    }
+  };
+  if (dt == fk::DType::F64)
+    run(double{});
+  else
+    run(float{});
+  FK_CHECK(wsum > 0, "nefi::MSE", "at least one observed cell", "an all-zero mask");
+  fk::Tensor out = fk::scalar_tensor(s / (wsum * scale), {dt});
+  if (fk::autograd::needs_grad(p)) {
+    auto node = std::make_shared<MseBackward>();
+    node->p = pc.detach();
+    node->y = yc;
+    if (wc.defined()) node->w = wc;
+    node->wsum = wsum;
+    node->scale = scale;
+    // pc may be a copy of p (to / contiguous): record against p so the
+    // gradient flows back through those differentiable conversions.
+    fk::autograd::record(node, {p}, out);
+  }
+  return out;
+}
+
+LossPtr mse_loss(bool na, std::string n) {
+  return std::make_shared<MseLoss>(std::move(n), na);
+}
+LossPtr relative_mse_loss(std::string n) {
+  return std::make_shared<RelativeMseLoss>(std::move(n));
+}
+LossPtr log_mse_loss(std::string norm, double eps, std::string n) {
+  return std::make_shared<LogMseLoss>(std::move(n), std::move(norm), eps);
+}
+LossPtr normalized_mse_loss(std::string n) {
+  return std::make_shared<NormalizedMseLoss>(std::move(n));
+}
+LossPtr huber_loss(double d, std::string n) {
+  return std::make_shared<HuberLoss>(std::move(n), d);
+}
+LossPtr poisson_nll_loss(double e, std::string n) {
+  return std::make_shared<PoissonNllLoss>(std::move(n), e);
+}
+
+}  // namespace nefi

@@ -1,0 +1,71 @@
+#pragma once
+// Losses read a Context (fields, prediction, observation at the stage grid,
+// domain, operator, stage, step, progress) and return a 0-dim tensor.
+// Reductions are means over (observed) cells so that weights do not depend on
+// the resolution. Data terms (is_data) drive stopping rules; regularisers
+// read a named field. A LossSet holds weighted terms and can be re-weighted
+// per curriculum stage.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/domain.h"
+#include "nefi/field/field.h"
+#include "nefi/measurement.h"
+#include "nefi/operators/operator.h"
+
+namespace nefi {
+
+struct LossContext {
+  const FieldMap* fields = nullptr;
+  fk::Tensor pred;
+  const Measurement* obs = nullptr;
+  const Domain* domain = nullptr;
+  const Operator* op = nullptr;
+  int stage = 0;
+  int step = 0;
+  double progress = 1.0;
+  const fk::Tensor& field(const std::string& name) const;
+};
+
+class Loss {
+ public:
+  explicit Loss(std::string name) : name_(std::move(name)) {}
+  virtual ~Loss() = default;
+  const std::string& name() const { return name_; }
+  virtual bool is_data() const { return false; }
+  virtual fk::Tensor forward(const LossContext& ctx) const = 0;
+
+ private:
+  std::string name_;
+};
+
+using LossPtr = std::shared_ptr<Loss>;
+
+class LossSet {
+ public:
+  struct Term {
+    LossPtr loss;
+    double weight;
+  };
+  LossSet() = default;
+  void add(LossPtr loss, double weight);
+  // A copy with some weights replaced (by loss name; unknown names are an error).
+  LossSet with_weights(const std::map<std::string, double>& overrides) const;
+  struct Value {
+    fk::Tensor total;                    // differentiable
+    std::vector<fk::Tensor> components;  // unweighted, one per term
+  };
+  // Terms with weight 0 are skipped (their component is undefined).
+  Value forward(const LossContext& ctx) const;
+  const std::vector<Term>& terms() const { return terms_; }
+  // Sum of the data components of a forward result.
+  double data_loss(const std::vector<double>& components) const;
+
+ private:
+  std::vector<Term> terms_;
+};
+
+}  // namespace nefi

@@ -1,0 +1,216 @@
+#include "nefi/losses/regularizers.h"
+
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "fk/profile.h"
+
+namespace nefi {
+namespace {
+
+// Walks every cell and axis: calls f(cell, neighbour, axis) for each forward
+// difference that exists (periodic axes wrap; others stop at the last cell).
+struct Stencil {
+  std::vector<int64_t> shape, stride;
+  std::vector<bool> periodic;
+  explicit Stencil(const fk::Dims& s, const std::vector<int>& per) {
+    const int d = s.size();
+    shape.assign(s.begin(), s.end());
+    stride.assign(d, 1);
+    for (int a = d - 2; a >= 0; --a) stride[a] = stride[a + 1] * shape[a + 1];
+    periodic.assign(d, false);
+    for (int a : per) {
+      FK_CHECK(a >= 0 && a < d, "nefi::TV", "periodic axes in [0, " + std::to_string(d) + ")",
+               std::to_string(a));
+      periodic[a] = true;
+    }
+  }
+  // Neighbour of cell i along axis a (or -1).
+  int64_t next(int64_t i, int a) const {
+    const int64_t c = (i / stride[a]) % shape[a];
+    if (c + 1 < shape[a]) return i + stride[a];
+    return periodic[a] ? i - c * stride[a] : -1;
+  }
+};
+
+template <typename T>
+double tv_value(const T* x, int64_t n, const Stencil& st, const std::vector<double>& inv_h,
+                const TVOptions& o, T* grad /* nullable: the gradient dTV/dx * g */, double g) {
+  const int d = static_cast<int>(st.shape.size());
+  const double e2 = o.eps * o.eps;
+  double total = 0;
+  double diff[8];
+  int64_t nb[8];
+  for (int64_t i = 0; i < n; ++i) {
+    double q = 0;
+    for (int a = 0; a < d; ++a) {
+      nb[a] = st.next(i, a);
+      diff[a] = nb[a] < 0 ? 0.0 : (static_cast<double>(x[nb[a]]) - x[i]) * inv_h[a];
+      q += diff[a] * diff[a];
+    }
+    if (o.isotropic) {
+      const double r = std::sqrt(q + e2);
+      total += r;
+      if (grad)
+        for (int a = 0; a < d; ++a) {
+          if (nb[a] < 0) continue;
+          const double c = g * diff[a] / r * inv_h[a];
+          grad[nb[a]] += static_cast<T>(c);
+          grad[i] -= static_cast<T>(c);
+        }
+    } else {
+      for (int a = 0; a < d; ++a) {
+        const double r = std::sqrt(diff[a] * diff[a] + e2);
+        total += r;
+        if (grad && nb[a] >= 0) {
+          const double c = g * diff[a] / r * inv_h[a];
+          grad[nb[a]] += static_cast<T>(c);
+          grad[i] -= static_cast<T>(c);
+        }
+      }
+    }
+  }
+  return total / static_cast<double>(n);
+}
+
+struct TVBackward : fk::autograd::Node {
+  fk::autograd::SavedTensor x;
+  std::vector<double> inv_h;
+  TVOptions opt;
+  const char* name() const override { return "TotalVariationBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override { fn(x); }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("total_variation_backward");
+    const fk::Tensor& xt = x.unpack(name());
+    fk::Tensor out = fk::zeros(xt.shape(), {xt.dtype()});
+    const Stencil st(xt.shape(), opt.periodic_axes);
+    const double g = grads[0].item() / static_cast<double>(xt.numel());
+    if (xt.dtype() == fk::DType::F64)
+      tv_value(xt.data<double>(), xt.numel(), st, inv_h, opt, out.data<double>(), g);
+    else
+      tv_value(xt.data<float>(), xt.numel(), st, inv_h, opt, out.data<float>(), g);
+    return {out};
+  }
+};
+
+struct FieldLoss : Loss {
+  std::string field;
+  FieldLoss(std::string n, std::string f) : Loss(std::move(n)), field(std::move(f)) {}
+};
+
+struct L1Loss : FieldLoss {
+  using FieldLoss::FieldLoss;
+  fk::Tensor forward(const LossContext& c) const override {
+    return fk::mean(fk::abs(c.field(field)));
+  }
+};
+
+struct TVLoss : FieldLoss {
+  TVOptions opt;
+  TVLoss(std::string n, std::string f, TVOptions o)
+      : FieldLoss(std::move(n), std::move(f)), opt(std::move(o)) {}
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    std::vector<double> h(x.dim(), 1.0);
+    if (opt.use_spacing) h = c.domain->spacing(x.shape());
+    return total_variation(x, h, opt);
+  }
+};
+
+struct LaplacianLoss : FieldLoss {
+  using FieldLoss::FieldLoss;
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    fk::Tensor lap;
+    for (int a = 0; a < x.dim(); ++a) {
+      if (x.size(a) < 3) continue;
+      // Replicate padding: zero flux through the boundary.
+      std::vector<int64_t> pads(2 * x.dim(), 0);
+      pads[2 * (x.dim() - 1 - a)] = 1;
+      pads[2 * (x.dim() - 1 - a) + 1] = 1;
+      fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
+      fk::Tensor l =
+          fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
+      lap = lap.defined() ? fk::add(lap, l) : l;
+    }
+    FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 3 cells", x.shape().str());
+    return fk::mean(fk::square(lap));
+  }
+};
+
+struct TikhonovLoss : FieldLoss {
+  using FieldLoss::FieldLoss;
+  fk::Tensor forward(const LossContext& c) const override {
+    return fk::mean(fk::square(c.field(field)));
+  }
+};
+
+struct RangeLoss : FieldLoss {
+  double lo, hi;
+  RangeLoss(std::string n, std::string f, double l, double h)
+      : FieldLoss(std::move(n), std::move(f)), lo(l), hi(h) {
+    FK_CHECK(lo <= hi, "nefi::RangePenalty", "lo <= hi",
+             std::to_string(lo) + " > " + std::to_string(hi));
+  }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    fk::Tensor below = fk::relu(fk::sub(fk::scalar_like(x, lo), x));
+    fk::Tensor above = fk::relu(fk::sub(x, hi));
+    return fk::mean(fk::add(fk::square(below), fk::square(above)));
+  }
+};
+
+}  // namespace
+
+fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
+                           const TVOptions& opt) {
+  fk::profile::OpScope scope("total_variation");
+  FK_CHECK(x.dim() >= 1 && x.dim() <= 8 && static_cast<int>(h.size()) == x.dim(), "nefi::TV",
+           "a field and one spacing per axis", x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV",
+           "an f32/f64 field", fk::name(x.dtype()));
+  fk::Tensor xc;
+  {
+    fk::autograd::NoGradGuard ng;
+    xc = x.is_contiguous() ? x.detach() : x.contiguous().detach();
+  }
+  std::vector<double> inv_h;
+  for (double v : h) inv_h.push_back(1.0 / v);
+  const Stencil st(xc.shape(), opt.periodic_axes);
+  const double v = xc.dtype() == fk::DType::F64
+                       ? tv_value<double>(xc.data<double>(), xc.numel(), st, inv_h, opt, nullptr, 0)
+                       : tv_value<float>(xc.data<float>(), xc.numel(), st, inv_h, opt, nullptr, 0);
+  fk::Tensor out = fk::scalar_tensor(v, {x.dtype()});
+  if (fk::autograd::needs_grad(x)) {
+    auto node = std::make_shared<TVBackward>();
+    node->x = xc;
+    node->inv_h = inv_h;
+    node->opt = opt;
+    fk::autograd::record(node, {x}, out);
+  }
+  return out;
+}
+
+LossPtr l1_loss(std::string f, std::string n) {
+  return std::make_shared<L1Loss>(std::move(n), std::move(f));
+}
+LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
+  return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
+}
+LossPtr laplacian_loss(std::string f, std::string n) {
+  return std::make_shared<LaplacianLoss>(std::move(n), std::move(f));
+}
+LossPtr tikhonov_loss(std::string f, std::string n) {
+  return std::make_shared<TikhonovLoss>(std::move(n), std::move(f));
+}
+LossPtr range_penalty_loss(double lo, double hi, std::string f, std::string n) {
+  return std::make_shared<RangeLoss>(std::move(n), std::move(f), lo, hi);
+}
+
+}  // namespace nefi

@@ -1,0 +1,36 @@
+#pragma once
+// Regularisers on a named field x (means over cells, resolution-free):
+//   L1                  mean |x|
+//   TV(isotropic)       mean sqrt(sum_a (D_a x)^2 + eps^2)          (NeFTY Eq. 22)
+//   TV(anisotropic)     mean sum_a sqrt((D_a x)^2 + eps^2)          (NeTMY Eq. 3)
+//                       D_a a forward difference, divided by the physical
+//                       spacing when use_spacing; periodic axes wrap, other
+//                       axes have D_a = 0 on the last cell. One fused op
+//                       forward and one backward.
+//   Laplacian           mean (sum_a second difference)^2 (zero-flux edges)
+//   Tikhonov            mean x^2
+//   RangePenalty(lo,hi) mean relu(lo - x)^2 + relu(x - hi)^2
+#include <vector>
+
+#include "nefi/losses/loss.h"
+
+namespace nefi {
+
+struct TVOptions {
+  bool isotropic = true;
+  double eps = 1e-6;
+  std::vector<int> periodic_axes;
+  bool use_spacing = false;
+};
+
+LossPtr l1_loss(std::string field = "x", std::string name = "l1");
+LossPtr tv_loss(std::string field = "x", TVOptions opt = {}, std::string name = "tv");
+LossPtr laplacian_loss(std::string field = "x", std::string name = "laplacian");
+LossPtr tikhonov_loss(std::string field = "x", std::string name = "tikhonov");
+LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
+                           std::string name = "range");
+
+// The fused total variation of x (shape = grid) with spacing h per axis.
+fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, const TVOptions& opt);
+
+}  // namespace nefi

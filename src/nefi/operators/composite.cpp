@@ -1,0 +1,172 @@
+#include "nefi/operators/composite.h"
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/unary.h"
+
+namespace nefi {
+
+NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
+    : inner_(std::move(inner)), train_gain_(tg), train_offset_(to) {
+  FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");
+  FK_CHECK(gain > 0, "nefi::NuisanceOperator", "a positive gain", std::to_string(gain));
+  primary = inner_->primary;
+  log_gain_ = fk::scalar_tensor(std::log(gain), {fk::DType::F32});
+  offset_ = fk::scalar_tensor(offset, {fk::DType::F32});
+  if (tg) log_gain_.set_requires_grad(true);
+  if (to) offset_.set_requires_grad(true);
+}
+
+double NuisanceOperator::gain() const {
+  return std::exp(log_gain_.item());
+}
+double NuisanceOperator::offset() const {
+  return offset_.item();
+}
+
+std::optional<double> NuisanceOperator::homogeneity() const {
+  if (offset() != 0.0 || train_offset_) return std::nullopt;
+  return inner_->homogeneity();
+}
+
+std::vector<fk::Tensor> NuisanceOperator::parameters() const {
+  std::vector<fk::Tensor> p = inner_->parameters();
+  if (train_gain_) p.push_back(log_gain_);
+  if (train_offset_) p.push_back(offset_);
+  return p;
+}
+
+fk::Tensor NuisanceOperator::finish(const fk::Tensor& y) const {
+  fk::Tensor out = train_gain_ ? fk::mul(y, fk::exp(log_gain_).to(y.dtype()))
+                               : (gain() == 1.0 ? y : fk::mul(y, gain()));
+  if (train_offset_) return fk::add(out, offset_.to(y.dtype()));
+  return offset() == 0.0 ? out : fk::add(out, offset());
+}
+
+fk::Tensor NuisanceOperator::forward(const FieldMap& f) const {
+  return finish(inner_->forward(f));
+}
+fk::Tensor NuisanceOperator::apply(const fk::Tensor& x) const {
+  return finish(inner_->apply(x));
+}
+
+std::shared_ptr<Operator> NuisanceOperator::at_resolution(const fk::Dims& shape) const {
+  auto op = std::make_shared<NuisanceOperator>(*this);  // the leaves are shared handles
+  op->inner_ = inner_->at_resolution(shape);
+  return op;
+}
+
+SequentialOperator::SequentialOperator(std::vector<OperatorPtr> ops) : ops_(std::move(ops)) {
+  FK_CHECK(!ops_.empty(), "nefi::SequentialOperator", "at least one operator", "none");
+  primary = ops_.front()->primary;
+}
+
+fk::Tensor SequentialOperator::forward(const FieldMap& f) const {
+  fk::Tensor y = ops_.front()->forward(f);
+  for (size_t i = 1; i < ops_.size(); ++i) y = ops_[i]->apply(y);
+  return y;
+}
+
+fk::Tensor SequentialOperator::apply(const fk::Tensor& x) const {
+  fk::Tensor y = x;
+  for (const auto& op : ops_) y = op->apply(y);
+  return y;
+}
+
+std::shared_ptr<Operator> SequentialOperator::at_resolution(const fk::Dims& shape) const {
+  std::vector<OperatorPtr> ops;
+  fk::Dims s = shape;
+  for (const auto& op : ops_) {
+    ops.push_back(op->at_resolution(s));
+    s = op->output_shape(s);
+  }
+  return std::make_shared<SequentialOperator>(ops);
+}
+
+fk::Dims SequentialOperator::output_shape(const fk::Dims& shape) const {
+  fk::Dims s = shape;
+  for (const auto& op : ops_) s = op->output_shape(s);
+  return s;
+}
+
+std::optional<double> SequentialOperator::homogeneity() const {
+  double p = 1;
+  for (const auto& op : ops_) {
+    auto h = op->homogeneity();
+    if (!h) return std::nullopt;
+    p *= *h;
+  }
+  return p;
+}
+
+bool SequentialOperator::batchable() const {
+  for (const auto& op : ops_)
+    if (!op->batchable()) return false;
+  return true;
+}
+bool SequentialOperator::graph_capturable() const {
+  for (const auto& op : ops_)
+    if (!op->graph_capturable()) return false;
+  return true;
+}
+std::string SequentialOperator::fidelity_tag() const {
+  std::string t;
+  for (const auto& op : ops_) {
+    const std::string tag = op->fidelity_tag();
+    if (tag.empty()) continue;
+    if (!t.empty()) t.push_back('+');
+    t.append(tag);
+  }
+  return t;
+}
+std::vector<fk::Tensor> SequentialOperator::parameters() const {
+  std::vector<fk::Tensor> p;
+  for (const auto& op : ops_)
+    for (auto& t : op->parameters()) p.push_back(t);
+  return p;
+}
+
+SumOperator::SumOperator(std::vector<OperatorPtr> ops) : ops_(std::move(ops)) {
+  FK_CHECK(!ops_.empty(), "nefi::SumOperator", "at least one operator", "none");
+  primary = ops_.front()->primary;
+}
+
+fk::Tensor SumOperator::apply(const fk::Tensor& x) const {
+  fk::Tensor y = ops_.front()->apply(x);
+  for (size_t i = 1; i < ops_.size(); ++i) y = fk::add(y, ops_[i]->apply(x));
+  return y;
+}
+
+std::shared_ptr<Operator> SumOperator::at_resolution(const fk::Dims& shape) const {
+  std::vector<OperatorPtr> ops;
+  for (const auto& op : ops_) ops.push_back(op->at_resolution(shape));
+  return std::make_shared<SumOperator>(ops);
+}
+
+std::optional<double> SumOperator::homogeneity() const {
+  std::optional<double> p = ops_.front()->homogeneity();
+  for (const auto& op : ops_)
+    if (!p || op->homogeneity() != p) return std::nullopt;
+  return p;
+}
+bool SumOperator::batchable() const {
+  for (const auto& op : ops_)
+    if (!op->batchable()) return false;
+  return true;
+}
+bool SumOperator::graph_capturable() const {
+  for (const auto& op : ops_)
+    if (!op->graph_capturable()) return false;
+  return true;
+}
+std::vector<fk::Tensor> SumOperator::parameters() const {
+  std::vector<fk::Tensor> p;
+  for (const auto& op : ops_)
+    for (auto& t : op->parameters()) p.push_back(t);
+  return p;
+}
+
+}  // namespace nefi

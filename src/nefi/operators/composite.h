@@ -1,0 +1,71 @@
+#pragma once
+// Operators built from others:
+//   Nuisance(inner, gain, offset): exp(log_gain) F(x) + offset, with the gain
+//     and offset optionally trainable (0-dim f32 leaves shared by every
+//     resolution); fixed values model a known detector gain / background.
+//   Sequential(ops): ops applied in order; homogeneity is the product.
+//   Sum(ops): the sum of the ops' outputs on the same field.
+#include <vector>
+
+#include "nefi/operators/operator.h"
+
+namespace nefi {
+
+class NuisanceOperator : public Operator {
+ public:
+  NuisanceOperator(OperatorPtr inner, double gain = 1.0, double offset = 0.0,
+                   bool train_gain = false, bool train_offset = false);
+  fk::Tensor forward(const FieldMap& fields) const override;
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& s) const override { return inner_->output_shape(s); }
+  std::optional<double> homogeneity() const override;
+  bool batchable() const override { return inner_->batchable() && parameters().empty(); }
+  bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
+  std::string kind() const override { return "nuisance"; }
+  std::vector<fk::Tensor> parameters() const override;
+  double gain() const;
+  double offset() const;
+
+ private:
+  fk::Tensor finish(const fk::Tensor& y) const;
+  OperatorPtr inner_;
+  fk::Tensor log_gain_, offset_;
+  bool train_gain_, train_offset_;
+};
+
+class SequentialOperator : public Operator {
+ public:
+  explicit SequentialOperator(std::vector<OperatorPtr> ops);
+  fk::Tensor forward(const FieldMap& fields) const override;
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& shape) const override;
+  std::optional<double> homogeneity() const override;
+  bool batchable() const override;
+  bool graph_capturable() const override;
+  std::string fidelity_tag() const override;
+  std::string kind() const override { return "sequential"; }
+  std::vector<fk::Tensor> parameters() const override;
+
+ private:
+  std::vector<OperatorPtr> ops_;
+};
+
+class SumOperator : public Operator {
+ public:
+  explicit SumOperator(std::vector<OperatorPtr> ops);
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  std::optional<double> homogeneity() const override;
+  bool batchable() const override;
+  bool graph_capturable() const override;
+  std::string kind() const override { return "sum"; }
+  std::vector<fk::Tensor> parameters() const override;
+
+ private:
+  std::vector<OperatorPtr> ops_;
+};
+
+}  // namespace nefi

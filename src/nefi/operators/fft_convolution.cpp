@@ -1,0 +1,218 @@
+#include "nefi/operators/fft_convolution.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/fft.h"
+
+namespace nefi {
+namespace {
+
+// Smallest 2^a 3^b 5^c >= n (FFTW is fastest on such lengths).
+int64_t fast_length(int64_t n) {
+  for (int64_t m = std::max<int64_t>(n, 1);; ++m) {
+    int64_t r = m;
+    for (int64_t p : {2, 3, 5})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
+// Iterates every index of `shape` in C order.
+template <typename F>
+void for_each_index(const fk::Dims& shape, F&& f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t p = 0; p < shape.numel(); ++p) {
+    f(p, idx);
+    for (int a = shape.size() - 1; a >= 0; --a) {
+      if (++idx[a] < shape[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+
+PsfSample normalised(PsfSample s) {
+  double total = 0;
+  for (double v : s.values) total += v;
+  FK_CHECK(total > 0, "nefi::psf", "a kernel with positive mass", "an empty one");
+  for (double& v : s.values) v /= total;
+  return s;
+}
+
+}  // namespace
+
+PsfFunction gaussian_psf(double sigma, double truncate) {
+  FK_CHECK(sigma > 0, "nefi::gaussian_psf", "sigma > 0", std::to_string(sigma));
+  return [sigma, truncate](const std::vector<double>& h) {
+    PsfSample s;
+    std::vector<int64_t> r;
+    for (double hi : h) {
+      r.push_back(static_cast<int64_t>(std::ceil(truncate * sigma / hi)));
+      s.shape.push_back(2 * r.back() + 1);
+    }
+    s.values.resize(s.shape.numel());
+    for_each_index(s.shape, [&](int64_t p, const std::vector<int64_t>& idx) {
+      double q = 0;
+      for (size_t a = 0; a < h.size(); ++a) {
+        const double d = (idx[a] - r[a]) * h[a] / sigma;
+        q += d * d;
+      }
+      s.values[p] = std::exp(-0.5 * q);
+    });
+    return normalised(std::move(s));
+  };
+}
+
+PsfFunction motion_psf(double length, double angle_deg) {
+  FK_CHECK(length > 0, "nefi::motion_psf", "length > 0", std::to_string(length));
+  return [length, angle_deg](const std::vector<double>& h) {
+    const size_t d = h.size();
+    const double th = angle_deg * std::numbers::pi / 180.0;
+    // Direction: axis d-1 is x, axis d-2 is y (1-D: along the only axis).
+    std::vector<double> dir(d, 0.0);
+    dir[d - 1] = d == 1 ? 1.0 : std::cos(th);
+    if (d >= 2) dir[d - 2] = std::sin(th);
+    PsfSample s;
+    std::vector<int64_t> r;
+    double hmin = h[0];
+    for (size_t a = 0; a < d; ++a) {
+      r.push_back(static_cast<int64_t>(std::ceil(0.5 * length * std::abs(dir[a]) / h[a])) + 1);
+      s.shape.push_back(2 * r.back() + 1);
+      hmin = std::min(hmin, h[a]);
+    }
+    s.values.assign(s.shape.numel(), 0.0);
+    const int n = std::max(2, static_cast<int>(std::ceil(8.0 * length / hmin)));
+    for (int i = 0; i < n; ++i) {
+      const double t = length * ((i + 0.5) / n - 0.5);
+      // Multilinear deposit of one sample point.
+      std::vector<int64_t> base(d);
+      std::vector<double> frac(d);
+      for (size_t a = 0; a < d; ++a) {
+        const double u = t * dir[a] / h[a] + r[a];
+        base[a] = static_cast<int64_t>(std::floor(u));
+        frac[a] = u - base[a];
+      }
+      for (int corner = 0; corner < (1 << d); ++corner) {
+        double w = 1;
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t a = 0; a < d; ++a) {
+          const int bit = (corner >> a) & 1;
+          const int64_t j = base[a] + bit;
+          inside = inside && j >= 0 && j < s.shape[a];
+          w *= bit ? frac[a] : 1 - frac[a];
+          off = off * s.shape[a] + j;
+        }
+        if (inside) s.values[off] += w;
+      }
+    }
+    return normalised(std::move(s));
+  };
+}
+
+PsfFunction disk_psf(double radius) {
+  FK_CHECK(radius > 0, "nefi::disk_psf", "radius > 0", std::to_string(radius));
+  return [radius](const std::vector<double>& h) {
+    PsfSample s;
+    std::vector<int64_t> r;
+    for (double hi : h) {
+      r.push_back(static_cast<int64_t>(std::ceil(radius / hi)) + 1);
+      s.shape.push_back(2 * r.back() + 1);
+    }
+    s.values.assign(s.shape.numel(), 0.0);
+    constexpr int kSub = 4;  // sub-samples per axis: antialiased edge
+    const size_t d = h.size();
+    for_each_index(s.shape, [&](int64_t p, const std::vector<int64_t>& idx) {
+      int inside = 0, total = 0;
+      fk::Dims sub = fk::Dims::filled(static_cast<int>(d), kSub);
+      for_each_index(sub, [&](int64_t, const std::vector<int64_t>& si) {
+        double q = 0;
+        for (size_t a = 0; a < d; ++a) {
+          const double x = (idx[a] - r[a] + (si[a] + 0.5) / kSub - 0.5) * h[a];
+          q += x * x;
+        }
+        inside += q <= radius * radius;
+        ++total;
+      });
+      s.values[p] = static_cast<double>(inside) / total;
+    });
+    return normalised(std::move(s));
+  };
+}
+
+FFTConvolution::FFTConvolution(PsfFunction psf, Domain domain, bool periodic)
+    : psf_(std::move(psf)),
+      domain_(std::move(domain)),
+      periodic_(periodic),
+      cache_(std::make_shared<Cache>()) {
+  prepare();
+}
+
+std::shared_ptr<Operator> FFTConvolution::at_resolution(const fk::Dims& shape) const {
+  auto op = std::make_shared<FFTConvolution>(*this);  // shares the spectrum cache
+  op->domain_ = domain_.at(shape);
+  op->prepare();
+  return op;
+}
+
+void FFTConvolution::prepare() {
+  const PsfSample k = kernel();
+  FK_CHECK(k.shape.size() == domain_.ndim(), "nefi::FFTConvolution",
+           "a " + std::to_string(domain_.ndim()) + "-D kernel", k.shape.str());
+  fft_shape_.clear();
+  radius_.clear();
+  for (int a = 0; a < domain_.ndim(); ++a) {
+    fft_shape_.push_back(periodic_ ? domain_.shape()[a]
+                                   : fast_length(domain_.shape()[a] + k.shape[a] - 1));
+    radius_.push_back((k.shape[a] - 1) / 2);
+  }
+}
+
+fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype) const {
+  const std::vector<int64_t>& L = fft_shape_;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  auto key = std::make_pair(L, static_cast<int>(real_dtype));
+  auto it = cache_->spectra.find(key);
+  if (it != cache_->spectra.end()) return it->second;
+  const PsfSample k = kernel();
+  const fk::Dims Ld(L);
+  std::vector<double> grid(Ld.numel(), 0.0);
+  for_each_index(k.shape, [&](int64_t p, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      // Linear: kernel at [0, m) so 'same' starts at the kernel radius.
+      // Periodic: centred on index 0, wrapped.
+      int64_t j = idx[a];
+      if (periodic_) j = ((idx[a] - (k.shape[a] - 1) / 2) % L[a] + L[a]) % L[a];
+      off = off * L[a] + j;
+    }
+    grid[off] += k.values[p];
+  });
+  fk::Tensor kt = fk::from_vector(grid, Ld).to(real_dtype);
+  fk::Tensor spec = fk::rfftn(kt, L);
+  cache_->spectra[key] = spec;
+  return spec;
+}
+
+fk::Tensor FFTConvolution::apply(const fk::Tensor& x) const {
+  const int d = domain_.ndim();
+  FK_CHECK(x.dim() >= d, "nefi::FFTConvolution",
+           "a field of shape (..., " + domain_.shape().str() + ")", x.shape().str());
+  for (int a = 0; a < d; ++a)
+    FK_CHECK(x.size(x.dim() - d + a) == domain_.shape()[a], "nefi::FFTConvolution",
+             "a field of shape (..., " + domain_.shape().str() + ")", x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::FFTConvolution",
+           "a real f32/f64 field", fk::name(x.dtype()));
+  const std::vector<int64_t>& L = fft_shape_;
+  std::vector<int64_t> dims;
+  for (int a = 0; a < d; ++a) dims.push_back(x.dim() - d + a);
+  fk::Tensor y = fk::irfftn(fk::mul(fk::rfftn(x, L, dims), spectrum(x.dtype())), L, dims);
+  if (periodic_) return y;
+  for (int a = 0; a < d; ++a) y = y.narrow(x.dim() - d + a, radius_[a], domain_.shape()[a]);
+  return y;
+}
+
+}  // namespace nefi

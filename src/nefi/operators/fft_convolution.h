@@ -1,0 +1,67 @@
+#pragma once
+// FFTConvolution: y = k * x, a linear convolution with 'same' output size
+// computed by zero-padding to >= n + m - 1 (no wrap-around), or a circular one
+// (periodic = true). The point-spread function is a function of the grid
+// spacing, sampled at each resolution and normalised to unit sum, so every
+// curriculum stage sees the same physical blur. Kernel spectra are cached per
+// grid shape in a cache shared by all resolutions of one operator.
+// Per forward: rfftn, one complex multiply, irfftn, then a view (3 ops).
+// Input (..., *shape) real f32/f64 (leading dims are a batch); output the same
+// shape and dtype. Linear, homogeneity 1; autograd supplies the adjoint
+// (correlation) through the transforms.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "nefi/domain.h"
+#include "nefi/operators/operator.h"
+
+namespace nefi {
+
+// Kernel sampler: given the physical spacing per axis, returns the kernel
+// values (C order) and its odd size per axis; the centre is the middle cell.
+struct PsfSample {
+  std::vector<double> values;
+  fk::Dims shape;
+};
+using PsfFunction = std::function<PsfSample(const std::vector<double>& spacing)>;
+
+// Gaussian, linear-motion and disk PSFs in physical units, sampled at cell
+// centres (motion: a segment of `length` at `angle_deg`, drawn with 8 samples
+// per cell; disk: radius `radius`).
+PsfFunction gaussian_psf(double sigma, double truncate = 4.0);
+PsfFunction motion_psf(double length, double angle_deg);
+PsfFunction disk_psf(double radius);
+
+class FFTConvolution : public Operator {
+ public:
+  FFTConvolution(PsfFunction psf, Domain domain, bool periodic = false);
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  std::optional<double> homogeneity() const override { return 1.0; }
+  std::string fidelity_tag() const override { return "blur-1x-float32"; }
+  std::string kind() const override { return "fft_convolution"; }
+  const Domain& domain() const { return domain_; }
+  // The sampled kernel at this operator's resolution (for tests and baselines).
+  PsfSample kernel() const { return psf_(domain_.spacing()); }
+  // Spectrum of the kernel on the padded grid, complex (f32 -> c64, f64 -> c128).
+  fk::Tensor spectrum(fk::DType real_dtype) const;
+  // Padded FFT length per axis.
+  const std::vector<int64_t>& fft_shape() const { return fft_shape_; }
+  bool periodic() const { return periodic_; }
+
+ private:
+  struct Cache {
+    std::mutex mu;
+    std::map<std::pair<std::vector<int64_t>, int>, fk::Tensor> spectra;
+  };
+  void prepare();  // padded lengths and kernel radii at this resolution
+  PsfFunction psf_;
+  std::vector<int64_t> fft_shape_, radius_;
+  Domain domain_;
+  bool periodic_;
+  std::shared_ptr<Cache> cache_;
+};
+
+}  // namespace nefi

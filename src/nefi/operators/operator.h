@@ -1,0 +1,47 @@
+#pragma once
+// Operator: the differentiable model of the instrument, fields -> prediction.
+// Operators are pure functions of their inputs (caches keyed on shape are
+// allowed) and know how to rebuild themselves for another grid of the same
+// physical domain (at_resolution), sharing any trainable parameter.
+//   homogeneity: p with F(c x) = c^p F(x) (1 for linear maps), if known
+//   batchable: forward accepts leading batch dims (B, *shape) -> (B, *out)
+//   graph_capturable: a step through it could be captured as one CUDA graph
+//     (no host syncs, no data-dependent control flow)
+//   fidelity_tag: the discretisation; the data generators carry a different
+//     one (inverse-crime guard)
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/field/field.h"
+
+namespace nefi {
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  // Applies the operator to the primary field (override for several fields).
+  virtual fk::Tensor forward(const FieldMap& fields) const;
+  virtual fk::Tensor apply(const fk::Tensor& x) const = 0;
+  virtual std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const = 0;
+  virtual fk::Dims output_shape(const fk::Dims& shape) const { return shape; }
+  virtual std::optional<double> homogeneity() const { return std::nullopt; }
+  virtual bool linear() const { return homogeneity() && *homogeneity() == 1.0; }
+  virtual bool batchable() const { return true; }
+  virtual bool graph_capturable() const { return true; }
+  virtual std::string fidelity_tag() const { return ""; }
+  virtual std::string kind() const = 0;
+  // Trainable leaves (nuisance parameters), shared across resolutions.
+  virtual std::vector<fk::Tensor> parameters() const { return {}; }
+  // Vector-Jacobian product g^T dF/dx at x; through autograd unless an
+  // operator supplies its own adjoint.
+  virtual fk::Tensor vjp(const fk::Tensor& x, const fk::Tensor& g) const;
+
+  std::string primary = "x";
+};
+
+using OperatorPtr = std::shared_ptr<Operator>;
+
+}  // namespace nefi

@@ -1,0 +1,45 @@
+#pragma once
+// Pointwise operators: Identity (y = x), Pointwise (y = w ⊙ x, a fixed weight
+// map broadcast against x; at another resolution the map is area-resampled),
+// and Saturation (y = s tanh(x / s), a detector that saturates at s).
+#include "nefi/operators/operator.h"
+
+namespace nefi {
+
+class IdentityOperator : public Operator {
+ public:
+  fk::Tensor apply(const fk::Tensor& x) const override { return x; }
+  std::shared_ptr<Operator> at_resolution(const fk::Dims&) const override {
+    return std::make_shared<IdentityOperator>(*this);
+  }
+  std::optional<double> homogeneity() const override { return 1.0; }
+  std::string kind() const override { return "identity"; }
+};
+
+class PointwiseOperator : public Operator {
+ public:
+  explicit PointwiseOperator(fk::Tensor weight);  // (*shape), real
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  std::optional<double> homogeneity() const override { return 1.0; }
+  std::string kind() const override { return "pointwise"; }
+  const fk::Tensor& weight() const { return weight_; }
+
+ private:
+  fk::Tensor weight_;
+};
+
+class SaturationOperator : public Operator {
+ public:
+  explicit SaturationOperator(double level);
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims&) const override {
+    return std::make_shared<SaturationOperator>(*this);
+  }
+  std::string kind() const override { return "saturation"; }
+
+ private:
+  double level_;
+};
+
+}  // namespace nefi

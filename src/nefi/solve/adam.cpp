@@ -1,0 +1,97 @@
+#include "nefi/solve/adam.h"
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+
+namespace nefi {
+namespace {
+
+template <typename T>
+double sum_sq(const fk::Tensor& g) {
+  const T* p = g.data<T>();
+  double s = 0;
+  for (int64_t i = 0, n = g.numel(); i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  return s;
+}
+
+template <typename T>
+void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
+            double clip, const AdamOptions& o, int64_t t) {
+  T* x = p.data<T>();
+  const T* gg = g.defined() ? g.data<T>() : nullptr;
+  T* mm = m.data<T>();
+  T* vv = v.data<T>();
+  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
+  const double step = lr / bc1, inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
+  const double decay = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
+  const double l2 = o.decoupled ? 0.0 : o.weight_decay;
+  const T b1 = static_cast<T>(o.beta1), b2 = static_cast<T>(o.beta2);
+  for (int64_t i = 0, n = p.numel(); i < n; ++i) {
+    T gi = gg ? static_cast<T>(gg[i] * clip) : T(0);
+    if (l2 != 0) gi += static_cast<T>(l2) * x[i];
+    mm[i] = b1 * mm[i] + (T(1) - b1) * gi;
+    vv[i] = b2 * vv[i] + (T(1) - b2) * gi * gi;
+    const double denom = std::sqrt(static_cast<double>(vv[i])) * inv_sqrt_bc2 + o.eps;
+    x[i] = static_cast<T>(x[i] * decay - step * mm[i] / denom);
+  }
+}
+
+}  // namespace
+
+FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
+    : params_(std::move(params)), opt_(opt) {
+  for (const fk::Tensor& p : params_) {
+    FK_CHECK(p.is_contiguous() && (p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64),
+             "nefi::FusedAdam", "contiguous f32/f64 parameters",
+             std::string(fk::name(p.dtype())) + " " + p.shape().str());
+  }
+  reset_state();
+}
+
+void FusedAdam::reset_state() {
+  m_.clear();
+  v_.clear();
+  for (const fk::Tensor& p : params_) {
+    m_.push_back(fk::zeros(p.shape(), {p.dtype()}));
+    v_.push_back(fk::zeros(p.shape(), {p.dtype()}));
+  }
+  t_ = 0;
+}
+
+void FusedAdam::zero_grad() {
+  for (const fk::Tensor& p : params_) p.set_grad(fk::Tensor());
+}
+
+double FusedAdam::step(double lr) {
+  std::vector<fk::Tensor> grads;
+  double sq = 0;
+  {
+    fk::profile::OpScope scope("adam_grad_norm");
+    for (const fk::Tensor& p : params_) {
+      fk::Tensor g = p.grad();
+      if (g.defined() && (g.dtype() != p.dtype() || !g.is_contiguous()))
+        g = g.to(p.dtype()).contiguous();
+      grads.push_back(g);
+      if (g.defined()) sq += p.dtype() == fk::DType::F64 ? sum_sq<double>(g) : sum_sq<float>(g);
+    }
+  }
+  const double norm = std::sqrt(sq);
+  const double clip =
+      (opt_.grad_clip > 0 && norm > opt_.grad_clip) ? opt_.grad_clip / (norm + 1e-6) : 1.0;
+  ++t_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    fk::profile::OpScope scope("adam_step");
+    if (params_[i].dtype() == fk::DType::F64)
+      update<double>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
+    else
+      update<float>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
+    params_[i].bump_version();
+  }
+  return norm;
+}
+
+}  // namespace nefi

@@ -1,0 +1,38 @@
+#pragma once
+// Adam / AdamW as one fused loop over flat parameter buffers: for each buffer
+// the gradient-norm clip factor, the moment updates, bias correction, decoupled
+// (AdamW) or L2 (Adam) weight decay and the parameter write happen in a single
+// pass (one op per buffer, plus one for the global norm when clipping).
+// Parameters: f32/f64 leaves updated in place (their version bumps). State
+// (m, v) is f32/f64 like the parameter. Deterministic (sequential loops).
+#include <vector>
+
+#include "fk/tensor.h"
+
+namespace nefi {
+
+struct AdamOptions {
+  bool decoupled = true;  // AdamW
+  double weight_decay = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double grad_clip = 0;  // global norm; <= 0 off
+};
+
+class FusedAdam {
+ public:
+  FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt);
+  // One step at learning rate lr with each param's .grad (missing grads count
+  // as zero). Returns the global gradient norm before clipping.
+  double step(double lr);
+  void reset_state();
+  void zero_grad();
+  const std::vector<fk::Tensor>& params() const { return params_; }
+  int64_t steps() const { return t_; }
+
+ private:
+  std::vector<fk::Tensor> params_, m_, v_;
+  AdamOptions opt_;
+  int64_t t_ = 0;
+};
+
+}  // namespace nefi

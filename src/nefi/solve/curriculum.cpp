@@ -1,0 +1,75 @@
+#include "nefi/solve/curriculum.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fk/error.h"
+
+namespace nefi {
+
+double Stage::lr_at(int t) const {
+  if (lr_schedule == "constant") return lr;
+  if (lr_schedule == "step")
+    return lr * std::pow(lr_gamma, std::floor(t / std::max(1, lr_step_size)));
+  const double lo = lr * lr_min_ratio;
+  const double f = std::min(1.0, static_cast<double>(t) / std::max(1, steps));
+  return lo + (lr - lo) * 0.5 * (1.0 + std::cos(std::numbers::pi * f));
+}
+
+double Stage::progress_at(int t) const {
+  if (!anneal) return 1.0;
+  return std::min(1.0, static_cast<double>(t) / std::max(1.0, anneal_fraction * steps));
+}
+
+void Stage::validate() const {
+  const std::string w = "nefi::Stage '" + name + "'";
+  FK_CHECK(steps > 0, w, "steps > 0", std::to_string(steps));
+  FK_CHECK(lr > 0, w, "lr > 0", std::to_string(lr));
+  FK_CHECK(lr_schedule == "cosine" || lr_schedule == "step" || lr_schedule == "constant", w,
+           "lr_schedule cosine, step or constant", lr_schedule);
+  FK_CHECK(anneal_fraction > 0 && anneal_fraction <= 1, w, "anneal_fraction in (0, 1]",
+           std::to_string(anneal_fraction));
+}
+
+int Curriculum::total_steps() const {
+  int n = 0;
+  for (const Stage& s : stages) n += s.steps;
+  return n;
+}
+
+void Curriculum::validate() const {
+  FK_CHECK(!stages.empty(), "nefi::Curriculum", "at least one stage", "none");
+  for (const Stage& s : stages) s.validate();
+  FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw", "nefi::OptimConfig",
+           "optimizer adam or adamw", optim.optimizer);
+}
+
+Curriculum Curriculum::single(const fk::Dims& shape, int steps, double lr) {
+  Curriculum c;
+  c.stages[0].shape = shape;
+  c.stages[0].steps = steps;
+  c.stages[0].lr = lr;
+  return c;
+}
+
+Curriculum Curriculum::multiscale(const fk::Dims& shape, std::vector<int> steps, double lr,
+                                  double lr_decay, int64_t min_size) {
+  FK_CHECK(!steps.empty(), "nefi::Curriculum::multiscale", "at least one stage", "none");
+  Curriculum c;
+  c.stages.clear();
+  const int n = static_cast<int>(steps.size());
+  for (int i = 0; i < n; ++i) {
+    Stage s;
+    s.name = "stage" + std::to_string(i);
+    s.shape = shape;
+    for (int a = 0; a < shape.size(); ++a)
+      s.shape[a] = std::min(shape[a], std::max(min_size, shape[a] >> (n - 1 - i)));
+    s.steps = steps[i];
+    s.lr = lr * std::pow(lr_decay, i);
+    c.stages.push_back(s);
+  }
+  return c;
+}
+
+}  // namespace nefi

@@ -1,0 +1,62 @@
+#pragma once
+// Curriculum: the stages a solve runs through (coarse-to-fine grids, learning
+// rates, schedules, annealing), the optimizer settings and the stopping rules.
+//   lr_at(t): cosine  lo + (lr - lo) (1 + cos(pi min(1, t/T))) / 2, lo = lr * lr_min_ratio
+//             step    lr * gamma^floor(t / step_size)
+//             constant lr
+//   progress_at(t) = min(1, t / max(1, anneal_fraction * steps)); 1 when anneal
+//   is off. Annealing restarts from 0 at every stage (the beta reset).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fk/shape.h"
+
+namespace nefi {
+
+struct Stage {
+  std::string name = "stage";
+  fk::Dims shape;  // empty: the domain shape
+  int steps = 1000;
+  double lr = 1e-3;
+  std::string lr_schedule = "cosine";  // cosine | step | constant
+  double lr_min_ratio = 0.01;
+  int lr_step_size = 1000;
+  double lr_gamma = 0.1;
+  bool anneal = true;
+  double anneal_fraction = 1.0;
+  std::map<std::string, double> loss_weights;  // per-stage overrides
+
+  double lr_at(int t) const;
+  double progress_at(int t) const;
+  void validate() const;  // throws fk::Error naming the bad field
+};
+
+struct OptimConfig {
+  std::string optimizer = "adamw";  // adam | adamw
+  double weight_decay = 1e-4;
+  double grad_clip = 1.0;  // <= 0: off
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> ema;  // EMA decay of the parameters
+};
+
+struct Curriculum {
+  std::vector<Stage> stages{Stage{}};
+  OptimConfig optim;
+  std::optional<int> early_stop_patience;
+  double early_stop_min_delta = 1e-6;
+  std::optional<double> discrepancy_tau;
+  std::optional<double> time_budget_s;
+
+  int total_steps() const;
+  void validate() const;
+  // One stage at `shape`.
+  static Curriculum single(const fk::Dims& shape, int steps = 2000, double lr = 1e-3);
+  // n_stages stages, stage i at max(min_size, n / 2^(n_stages-1-i)) per axis,
+  // lr * lr_decay^i (the reference default: 2 stages, (3000, 7000), 1e-3, 0.5).
+  static Curriculum multiscale(const fk::Dims& shape, std::vector<int> steps = {3000, 7000},
+                               double lr = 1e-3, double lr_decay = 0.5, int64_t min_size = 8);
+};
+
+}  // namespace nefi

@@ -1,0 +1,46 @@
+#pragma once
+// Result of a solve: the fields at the final grid (detached), the prediction,
+// the per-step history, per-stage summaries and timing.
+#include <string>
+#include <vector>
+
+#include "nefi/field/field.h"
+
+namespace nefi {
+
+struct History {
+  std::vector<std::string>
+      columns;  // step, global_step, stage, lr, progress, total, data_loss, <losses>
+  std::vector<std::vector<double>> rows;
+  // The values of one column (empty when unknown).
+  std::vector<double> column(const std::string& name) const;
+  std::string csv() const;
+};
+
+struct StageResult {
+  std::string name;
+  fk::Dims shape;
+  int steps = 0;  // steps actually run
+  double seconds = 0;
+  double final_total = 0;
+  double final_data_loss = 0;
+  std::string stop = "completed";  // completed | early_stop | discrepancy | time_budget | callback
+  double lr_mult = 1;
+  double final_progress = 1;
+  int64_t ops = 0, launches = 0;  // fk counters over the stage's steps
+};
+
+struct Result {
+  FieldMap fields;  // detached, at the final stage grid
+  fk::Tensor prediction;
+  History history;
+  std::vector<StageResult> stages;
+  double total_s = 0;
+  int64_t n_parameters = 0;
+  int total_steps() const;
+  double ms_per_step() const;
+  double ops_per_step() const;
+  // Summed over stages (for the last stage only, use stages.back()).
+};
+
+}  // namespace nefi

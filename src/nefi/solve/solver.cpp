@@ -1,0 +1,207 @@
+#include "nefi/solve/solver.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/solve/adam.h"
+
+namespace nefi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<fk::Tensor> snapshot(const std::vector<fk::Tensor>& params) {
+  fk::autograd::NoGradGuard ng;
+  std::vector<fk::Tensor> s;
+  for (const auto& p : params) s.push_back(p.detach().clone());
+  return s;
+}
+
+void restore(std::vector<fk::Tensor>& params, const std::vector<fk::Tensor>& snap) {
+  fk::autograd::NoGradGuard ng;
+  for (size_t i = 0; i < params.size(); ++i) {
+    fk::Tensor d = params[i].detach();
+    d.copy_(snap[i]);
+  }
+}
+
+// shadow <- decay * shadow + (1 - decay) * p, in one pass per buffer.
+void ema_update(std::vector<fk::Tensor>& shadow, const std::vector<fk::Tensor>& params,
+                double decay) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    fk::profile::OpScope scope("ema_update");
+    const int64_t n = params[i].numel();
+    if (params[i].dtype() == fk::DType::F64) {
+      double* s = shadow[i].data<double>();
+      const double* p = params[i].data<double>();
+      for (int64_t j = 0; j < n; ++j) s[j] = decay * s[j] + (1 - decay) * p[j];
+    } else {
+      float* s = shadow[i].data<float>();
+      const float* p = params[i].data<float>();
+      const float d = static_cast<float>(decay);
+      for (int64_t j = 0; j < n; ++j) s[j] = d * s[j] + (1 - d) * p[j];
+    }
+  }
+}
+
+}  // namespace
+
+Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
+    : problem_(std::move(problem)), cur_(std::move(curriculum)), opt_(std::move(options)) {
+  FK_CHECK(problem_.field && problem_.op, "nefi::Solver", "a problem with a field and an operator",
+           "a missing one");
+  FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
+  cur_.validate();
+}
+
+Result Solver::run() {
+  Result res;
+  const auto t_run = Clock::now();
+  Field& field = *problem_.field;
+  field.reset_parameters(opt_.seed);
+  res.history.columns = {"step", "global_step", "stage", "lr", "progress", "total", "data_loss"};
+  for (const auto& t : problem_.losses.terms()) res.history.columns.push_back(t.loss->name());
+  const int total_steps = cur_.total_steps();
+  int global = 0;
+  bool run_over = false;
+  Domain final_domain = problem_.domain;
+  double final_progress = 1.0;
+  OperatorPtr final_op = problem_.op;
+
+  for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
+    const Stage& stage = cur_.stages[si];
+    const fk::Dims shape = stage.shape.empty() ? problem_.domain.shape() : stage.shape;
+    const Domain sd = problem_.domain.at(shape);
+    OperatorPtr op = problem_.op->at_resolution(shape);
+    const Measurement obs = problem_.measurement.resampled(op->output_shape(shape));
+    field.on_stage_start(sd);
+    const LossSet losses = problem_.losses.with_weights(stage.loss_weights);
+    std::vector<fk::Tensor> params{field.params().flat()};
+    for (const auto& p : op->parameters()) params.push_back(p);
+    AdamOptions ao;
+    ao.decoupled = cur_.optim.optimizer == "adamw";
+    ao.weight_decay = cur_.optim.weight_decay;
+    ao.beta1 = cur_.optim.beta1;
+    ao.beta2 = cur_.optim.beta2;
+    ao.eps = cur_.optim.eps;
+    ao.grad_clip = cur_.optim.grad_clip;
+    FusedAdam adam(params, ao);
+    std::vector<fk::Tensor> good = snapshot(params);
+    std::vector<fk::Tensor> shadow;
+    if (cur_.optim.ema) shadow = snapshot(params);
+
+    StageResult sr;
+    sr.name = stage.name;
+    sr.shape = shape;
+    double lr_mult = 1.0, best = std::numeric_limits<double>::infinity(), progress = 0;
+    int since_best = 0, bad = 0, good_steps = 0;
+    fk::profile::ProfileScope prof;
+    const auto t_stage = Clock::now();
+    for (int t = 0; t < stage.steps; ++t) {
+      const double lr = lr_mult * stage.lr_at(t);
+      progress = stage.progress_at(t);
+      FieldMap fields = field.forward(sd, progress);
+      fk::Tensor pred = op->forward(fields);
+      LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
+      LossSet::Value val = losses.forward(ctx);
+      const double total = val.total.item();
+      if (!std::isfinite(total)) {
+        FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+                 std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
+        ++bad;
+        FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
+                 "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+                 "a persistent non-finite loss at stage " + stage.name);
+        restore(params, good);
+        lr_mult *= 0.5;
+        adam.reset_state();
+        continue;
+      }
+      bad = 0;
+      adam.zero_grad();
+      val.total.backward();
+      adam.step(lr);
+      if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
+      if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);
+
+      std::vector<double> comps;
+      for (const auto& c : val.components) comps.push_back(c.defined() ? c.item() : 0.0);
+      const double data = losses.data_loss(comps);
+      std::vector<double> row{static_cast<double>(t),
+                              static_cast<double>(global),
+                              static_cast<double>(si),
+                              lr,
+                              progress,
+                              total,
+                              data};
+      row.insert(row.end(), comps.begin(), comps.end());
+      res.history.rows.push_back(std::move(row));
+      ++global;
+      sr.steps = t + 1;
+      sr.final_total = total;
+      sr.final_data_loss = data;
+
+      StepInfo info{
+          static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};
+      bool keep = true;
+      for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
+      if (!keep) {
+        sr.stop = "callback";
+        break;
+      }
+      if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
+        sr.stop = "time_budget";
+        run_over = true;
+        break;
+      }
+      if (progress < 1.0) continue;
+      if (cur_.early_stop_patience) {
+        if (data < best - cur_.early_stop_min_delta) {
+          best = data;
+          since_best = 0;
+        } else if (++since_best >= *cur_.early_stop_patience) {
+          sr.stop = "early_stop";
+          break;
+        }
+      }
+      if (cur_.discrepancy_tau && obs.has_noise()) {
+        fk::autograd::NoGradGuard ng;
+        const double rmse = std::sqrt(masked_mse(pred.detach(), obs.data, obs.mask).item());
+        if (rmse <= *cur_.discrepancy_tau * obs.noise_std) {
+          sr.stop = "discrepancy";
+          break;
+        }
+      }
+    }
+    sr.seconds = seconds_since(t_stage);
+    const auto rep = prof.report();
+    sr.ops = rep.counts.ops;
+    sr.launches = rep.counts.launches;
+    if (cur_.optim.ema) restore(params, shadow);
+    sr.lr_mult = lr_mult;
+    sr.final_progress = progress;
+    res.stages.push_back(sr);
+    final_domain = sd;
+    final_progress = progress;
+    final_op = op;
+  }
+
+  fk::autograd::NoGradGuard ng;
+  FieldMap fields = field.forward(final_domain, final_progress);
+  res.prediction = final_op->forward(fields).detach();
+  for (auto& [k, v] : fields) res.fields[k] = v.detach().contiguous();
+  res.n_parameters = field.n_parameters();
+  res.total_s = seconds_since(t_run);
+  return res;
+}
+
+}  // namespace nefi

@@ -1,0 +1,159 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "fk/profile.h"
+#include "fk/testing.h"
+#include "nefi/field/fast_tanh.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/field/heads.h"
+#include "nefi/field/neural_field.h"
+
+namespace {
+
+TEST(NefiFourierFeatures, ValuesGatesAndCache) {
+  nefi::FourierFeatures enc(1, 3, /*include_input=*/true, /*annealed=*/true);
+  EXPECT_EQ(enc.out_dim(), 7);
+  fk::Tensor x = fk::from_vector(std::vector<float>{-0.5f, 0.25f}, fk::Dims{2, 1});
+  // Finished annealing: all gates 1, values sin/cos(2^k pi x).
+  auto f = enc.forward(x, 1.0).to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    const double xi = i == 0 ? -0.5 : 0.25;
+    EXPECT_NEAR(f[i * 7], xi, 1e-7);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(f[i * 7 + 1 + 2 * k], std::sin(std::ldexp(std::numbers::pi, k) * xi), 1e-6);
+      EXPECT_NEAR(f[i * 7 + 2 + 2 * k], std::cos(std::ldexp(std::numbers::pi, k) * xi), 1e-6);
+    }
+  }
+  // Gate: beta = progress * K; band k weight (1 - cos(pi clip(beta - k))) / 2.
+  EXPECT_DOUBLE_EQ(enc.band_weight(0, 0.0), 0.0);
+  EXPECT_NEAR(enc.band_weight(1, 0.5), 0.5, 1e-12);  // beta 1.5: half open
+  EXPECT_DOUBLE_EQ(enc.band_weight(2, 1.0), 1.0);
+  auto g = enc.forward(x, 0.5).to_vector<double>();
+  EXPECT_NEAR(g[1], f[1], 1e-7);        // band 0 fully open at beta 1.5
+  EXPECT_NEAR(g[3], 0.5 * f[3], 1e-7);  // band 1 half
+  EXPECT_NEAR(g[5], 0.0, 1e-7);         // band 2 closed
+  // Cached: an annealing forward costs one op, a finished one none.
+  {
+    fk::profile::ProfileScope p;
+    enc.forward(x, 0.3);
+    EXPECT_EQ(p.report().counts.ops, 1);
+  }
+  {
+    fk::profile::ProfileScope p;
+    enc.forward(x, 1.0);
+    EXPECT_EQ(p.report().counts.ops, 0);
+  }
+  EXPECT_THROW(nefi::FourierFeatures(1, 0, false), fk::Error);
+  EXPECT_THROW(enc.forward(fk::zeros({2, 2}), 1.0), fk::Error);
+}
+
+TEST(NefiFastTanh, MatchesTanhAndGradchecks) {
+  std::vector<float> xs;
+  for (int i = -2000; i <= 2000; ++i) xs.push_back(i * 0.01f);
+  xs.push_back(50.f);
+  xs.push_back(-50.f);
+  fk::Tensor x = fk::from_vector(xs);
+  auto y = nefi::fast_tanh(x).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(y[i], std::tanh(xs[i]), 3e-7) << xs[i];  // ~2 ulp near +-1
+  fk::Tensor xd = fk::from_vector(std::vector<double>{-2.0, -0.3, 0.1, 1.7}, fk::Dims{2, 2});
+  xd.set_requires_grad(true);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [](const std::vector<fk::Tensor>& in) { return nefi::fast_tanh(in[0].t()); }, {xd}),
+            "");
+  EXPECT_THROW(nefi::fast_tanh(fk::zeros({2}, {fk::DType::I32})), fk::Error);
+}
+
+TEST(NefiHeads, TransformsAndInitialValues) {
+  fk::Tensor z = fk::zeros({3});
+  nefi::FieldMap none;
+  auto at_bias = [&](const nefi::HeadPtr& h) {
+    std::vector<fk::Tensor> cols;
+    for (double b : h->init_bias()) cols.push_back(fk::full({3}, b));
+    return h->transform(cols, none).to_vector<double>()[0];
+  };
+  EXPECT_NEAR(at_bias(nefi::softplus_head("x", 0.05)), 0.05, 1e-6);
+  EXPECT_NEAR(at_bias(nefi::exp_head("x", 2.0)), 2.0, 1e-6);
+  EXPECT_NEAR(at_bias(nefi::bounded_head("x", 1.0, 3.0, 2.5)), 2.5, 1e-6);
+  EXPECT_NEAR(at_bias(nefi::log_bounded_head("x", 0.01, 100.0, 1.0)), 1.0, 1e-5);
+  EXPECT_NEAR(at_bias(nefi::gated_softplus_head("x", 0.2, 0.8)), 0.2, 1e-6);
+  EXPECT_NEAR(at_bias(nefi::affine_head(nefi::identity_head("x", 1.0), 2.0, 3.0)), 5.0, 1e-9);
+  // ZeroMean: exact zero mean.
+  auto zm = nefi::zero_mean_head(nefi::identity_head("x"));
+  auto v = zm->transform({fk::from_vector(std::vector<float>{1, 2, 6})}, none).to_vector<double>();
+  EXPECT_NEAR(v[0] + v[1] + v[2], 0.0, 1e-6);
+  // SupportMasked: inner * 1{rho > tau max rho}.
+  nefi::FieldMap done{{"rho", fk::from_vector(std::vector<float>{0.1f, 1.0f, 0.5f})}};
+  auto sm = nefi::support_masked_head(nefi::identity_head("x"), "rho", 0.3);
+  auto m = sm->transform({fk::from_vector(std::vector<float>{4, 5, 6})}, done).to_vector<double>();
+  EXPECT_EQ(m, (std::vector<double>{0, 5, 6}));
+  EXPECT_THROW(sm->transform({z}, none), fk::Error);
+  EXPECT_THROW(nefi::bounded_head("x", 1.0, 0.0, 0.5), fk::Error);
+  EXPECT_THROW(nefi::make_head("nope", "x", 1.0), fk::Error);
+}
+
+TEST(NefiNeuralField, FlatBufferGradientsAndInit) {
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 8;
+  cfg.depth = 3;
+  cfg.skip_at = 1;
+  cfg.n_octaves = 2;
+  nefi::NeuralField f(1, {nefi::softplus_head("x", 0.3)}, cfg, 7);
+  nefi::Domain d({16});
+  // out_init_scale 0.1 + head bias: near-uniform at the head's initial value.
+  auto x0 = f.forward(d, 1.0).at("x").to_vector<double>();
+  for (double v : x0) EXPECT_NEAR(v, 0.3, 0.1);
+  // One leaf, gradient lands in one flat buffer; check against finite differences.
+  fk::Tensor loss = fk::sum(fk::square(f.forward(d, 0.7).at("x")));
+  loss.backward();
+  fk::Tensor g = f.params().flat().grad();
+  ASSERT_TRUE(g.defined());
+  ASSERT_EQ(g.numel(), f.n_parameters());
+  auto gv = g.to_vector<double>();
+  fk::Tensor flat = f.params().flat();
+  for (int64_t idx : {int64_t{0}, int64_t{40}, f.n_parameters() - 1}) {
+    auto eval = [&](double delta) {
+      fk::autograd::NoGradGuard ng;
+      float* p = flat.data<float>();
+      const float old = p[idx];
+      p[idx] = static_cast<float>(old + delta);
+      flat.bump_version();
+      double s = 0;
+      for (double v : f.forward(d, 0.7).at("x").to_vector<double>()) s += v * v;
+      p[idx] = old;
+      flat.bump_version();
+      return s;
+    };
+    const double fd = (eval(1e-2) - eval(-1e-2)) / 2e-2;
+    EXPECT_NEAR(gv[idx], fd, 2e-3 + 2e-2 * std::abs(fd)) << idx;
+  }
+  // Same seed, same parameters.
+  nefi::NeuralField f2(1, {nefi::softplus_head("x", 0.3)}, cfg, 7);
+  EXPECT_EQ(f2.params().flat().to_vector<float>(), f.params().flat().to_vector<float>());
+  cfg.activation = "swish";
+  EXPECT_THROW(nefi::NeuralField(1, {nefi::identity_head("x")}, cfg), fk::Error);
+}
+
+TEST(NefiGridField, ResamplesAtStageStart) {
+  nefi::GridField g({4}, {nefi::identity_head("x", 0.5)});
+  EXPECT_EQ(g.forward(nefi::Domain({4}), 1.0).at("x").to_vector<double>(),
+            (std::vector<double>(4, 0.5)));
+  {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor v = g.params().raw(0);
+    v.copy_(fk::from_vector(std::vector<float>{1, 2, 3, 4}, fk::Dims{1, 4}));
+  }
+  g.on_stage_start(nefi::Domain({8}));
+  EXPECT_EQ(g.forward(nefi::Domain({8}), 1.0).at("x").to_vector<double>(),
+            (std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4}));
+  EXPECT_THROW(g.forward(nefi::Domain({4}), 1.0), fk::Error);
+}
+
+}  // namespace

@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "nefi/operators/fft_convolution.h"
+#include "nefi/resample.h"
+#include "nefi/solve/metrics.h"
+
+namespace {
+
+std::string config_path(const std::string& name) {
+  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
+}
+
+TEST(NefiInstances, RegistryAndConfigErrors) {
+  EXPECT_EQ(nefi::find_instance("toy1d")->name(), "toy1d");
+  try {
+    nefi::find_instance("toy2d");
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deconvolution"), std::string::npos);
+  }
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  try {
+    nefi::apply_set(c, "sigmaa=0.1");
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sigmaa"), std::string::npos);
+  }
+  EXPECT_THROW(nefi::apply_set(c, "n=abc"), fk::Error);
+  EXPECT_THROW(nefi::apply_set(c, "noequals"), fk::Error);
+  nefi::apply_set(c, "config.n=32");
+  EXPECT_EQ(c.config.i("n"), 32);
+  nefi::apply_set(c, "steps=[5, 6]");
+  EXPECT_EQ(c.config.list("steps"), (std::vector<double>{5, 6}));
+  // A mistyped key inside a YAML file is an error naming it.
+  const std::string bad = testing::TempDir() + "/bad.yaml";
+  std::ofstream(bad) << "instance: toy1d\nconfig:\n  n: 64\n  hiden: 32\n";
+  try {
+    nefi::load_run_config_file(bad);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hiden"), std::string::npos);
+  }
+  std::ofstream(bad) << "instance: toy1d\nrun:\n  sed: 1\n";
+  EXPECT_THROW(nefi::load_run_config_file(bad), fk::Error);
+}
+
+TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
+  for (const char* f :
+       {"toy1d.yaml", "toy1d_smoke.yaml", "deconvolution_smoke.yaml", "deconvolution_full.yaml"}) {
+    nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
+    const std::string out = testing::TempDir() + "/roundtrip.yaml";
+    std::ofstream(out) << nefi::to_yaml(c);
+    nefi::RunConfig d = nefi::load_run_config_file(out);
+    EXPECT_EQ(nefi::to_yaml(c), nefi::to_yaml(d)) << f;
+    EXPECT_EQ(nefi::config_hash(c), nefi::config_hash(d));
+  }
+  nefi::RunConfig full = nefi::load_run_config_file(config_path("deconvolution_full.yaml"));
+  EXPECT_EQ(full.config.list("steps"), (std::vector<double>{1200, 2400}));
+}
+
+// Inverse-crime guard: the data come from a different discretisation (2x/4x
+// finer f64 grid, direct spatial convolution) than the inversion operator
+// (FFT at the inversion grid). The tags differ, and the generator's clean
+// data are close to, but not the same numbers as, the operator applied to
+// the ground truth.
+TEST(NefiInstances, DataGeneratorsAreIndependentOfTheInversionOperator) {
+  nefi::FFTConvolution inv(nefi::gaussian_psf(0.04), nefi::Domain({32, 32}));
+  EXPECT_NE(std::string(nefi::deconvolution_data_tag()), inv.fidelity_tag());
+  EXPECT_NE(std::string(nefi::toy1d_data_tag()), inv.fidelity_tag());
+  auto inst = nefi::find_instance("deconvolution");
+  nefi::Params p = inst->default_config();
+  p.set("n", "32");
+  p.set("psf_sigma", "0.04");
+  p.set("noise_std", "0");
+  auto [m, gt] = inst->make_measurement(p, 0);
+  auto clean = m.data.to_vector<double>();
+  auto model = inv.apply(gt).to_vector<double>();
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < clean.size(); ++i) {
+    diff = std::max(diff, std::abs(clean[i] - model[i]));
+    scale = std::max(scale, std::abs(clean[i]));
+  }
+  EXPECT_GT(diff, 1e-4 * scale);  // not the inversion operator's own numbers
+  EXPECT_LT(diff, 0.1 * scale);   // but the same physics
+  // The generator's source includes none of the inversion operators.
+  std::ifstream src(std::string(NEFI_SOURCE_DIR) + "/src/nefi/instances/datagen.cpp");
+  std::string text((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find("operators/"), std::string::npos);
+}
+
+// Quality floors of the smoke presets over several seeds (the reference's
+// smoke quality: toy1d ~25 dB; deconvolution well above the blurred data).
+TEST(NefiInstances, Toy1DSmokeQualityFloor) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("toy1d_smoke.yaml"));
+  auto inst = nefi::find_instance("toy1d");
+  double total = 0;
+  const int seeds = 4;
+  for (int s = 0; s < seeds; ++s) {
+    auto out = inst->run(c.config, "neural", s, {});
+    EXPECT_GT(out.metrics.at("psnr"), 20.0) << "seed " << s;
+    total += out.metrics.at("psnr");
+  }
+  EXPECT_GT(total / seeds, 24.0);
+}
+
+TEST(NefiInstances, DeconvolutionSmokeBeatsTheBlurredData) {
+  fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
+  auto inst = nefi::find_instance("deconvolution");
+  for (int s = 0; s < 2; ++s) {
+    auto out = inst->run(c.config, "neural", s, {});
+    const double blurred = nefi::psnr(out.measurement.data.to(fk::DType::F64), out.gt);
+    EXPECT_GT(out.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    auto w = inst->run(c.config, "wiener", s, {});
+    EXPECT_GT(w.metrics.at("psnr"), blurred) << "seed " << s;
+  }
+}
+
+}  // namespace

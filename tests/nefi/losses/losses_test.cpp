@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/factory.h"
+#include "fk/ops/unary.h"
+#include "fk/random.h"
+#include "fk/testing.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/losses/regularizers.h"
+
+namespace {
+
+fk::Tensor rnd(const fk::Dims& s, uint64_t seed, bool grad = false) {
+  fk::Generator g(seed);
+  fk::Tensor t = fk::randn(s, {fk::DType::F64}, &g);
+  if (grad) t.set_requires_grad(true);
+  return t;
+}
+
+TEST(NefiLosses, MaskedMseValueAndGradient) {
+  fk::Tensor p = rnd({3, 4}, 1, true), y = rnd({3, 4}, 2);
+  fk::Tensor w =
+      fk::from_vector(std::vector<double>{1, 0.5, 0, 1, 1, 1, 1, 1, 0.25, 1, 1, 1}, fk::Dims{3, 4});
+  auto pv = p.to_vector<double>(), yv = y.to_vector<double>(), wv = w.to_vector<double>();
+  double s = 0, ws = 0;
+  for (size_t i = 0; i < pv.size(); ++i) {
+    s += wv[i] * (pv[i] - yv[i]) * (pv[i] - yv[i]);
+    ws += wv[i];
+  }
+  EXPECT_NEAR(nefi::masked_mse(p, y, w, 2.0).item(), s / ws / 2.0, 1e-12);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [&](const std::vector<fk::Tensor>& in) {
+                  return nefi::masked_mse(in[0].t(), y.t(), w.t());
+                },
+                {p}),
+            "");
+  EXPECT_THROW(nefi::masked_mse(p, rnd({4, 3}, 3), {}), fk::Error);
+  EXPECT_THROW(nefi::masked_mse(p, y, fk::zeros({3, 4}, {fk::DType::F64})), fk::Error);
+}
+
+TEST(NefiLosses, TotalVariationValuesAndGradients) {
+  // 1-D, anisotropic, no smoothing: mean |x[i+1] - x[i]| (last cell 0).
+  fk::Tensor x = fk::from_vector(std::vector<double>{0, 1, 3, 2}, fk::Dims{4});
+  nefi::TVOptions o;
+  o.isotropic = false;
+  o.eps = 0;
+  EXPECT_NEAR(nefi::total_variation(x, {1.0}, o).item(), (1 + 2 + 1) / 4.0, 1e-12);
+  o.periodic_axes = {0};
+  EXPECT_NEAR(nefi::total_variation(x, {1.0}, o).item(), (1 + 2 + 1 + 2) / 4.0, 1e-12);
+  EXPECT_NEAR(nefi::total_variation(x, {0.5}, o).item(), 2 * (1 + 2 + 1 + 2) / 4.0, 1e-12);
+  // 2-D isotropic: one cell with differences (3, 4) -> 5.
+  fk::Tensor x2 = fk::from_vector(std::vector<double>{0, 4, 3, 0}, fk::Dims{2, 2});
+  nefi::TVOptions iso;
+  iso.eps = 0;
+  // cells: (0,0): d=(3,4)->5; (0,1): d=(-4,0)->4; (1,0): d=(0,-3)->3; (1,1): 0.
+  EXPECT_NEAR(nefi::total_variation(x2, {1.0, 1.0}, iso).item(), 12.0 / 4.0, 1e-12);
+  for (bool isotropic : {true, false}) {
+    nefi::TVOptions g;
+    g.isotropic = isotropic;
+    g.eps = 0.1;
+    g.periodic_axes = {1};
+    fk::Tensor t = rnd({4, 5}, 7, true);
+    EXPECT_EQ(fk::testing::gradcheck(
+                  [&](const std::vector<fk::Tensor>& in) {
+                    return nefi::total_variation(in[0], {0.5, 0.25}, g);
+                  },
+                  {t}),
+              "");
+  }
+  o.periodic_axes = {3};
+  EXPECT_THROW(nefi::total_variation(x, {1.0}, o), fk::Error);
+}
+
+TEST(NefiLosses, DataTermsAndLossSet) {
+  fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2, 4}),
+             obs = fk::from_vector(std::vector<double>{1, 1, 2});
+  nefi::Measurement m;
+  m.data = obs;
+  m.noise_std = 0.5;
+  nefi::FieldMap fields{{"x", fk::from_vector(std::vector<double>{-1, 2, 0.5})}};
+  nefi::Domain d({3});
+  nefi::LossContext c{&fields, pred, &m, &d, nullptr, 0, 0, 1.0};
+  EXPECT_NEAR(nefi::mse_loss()->forward(c).item(), 5.0 / 3, 1e-12);
+  EXPECT_NEAR(nefi::mse_loss(true)->forward(c).item(), 5.0 / 3 / 0.25, 1e-12);
+  EXPECT_NEAR(nefi::relative_mse_loss()->forward(c).item(), 5.0 / 6, 1e-12);
+  EXPECT_NEAR(nefi::huber_loss(1.0)->forward(c).item(), (0 + 0.5 + 1.5) / 3, 1e-12);
+  const double pn =
+      (1 - 1 * std::log(1 + 1e-8) + 2 - std::log(2 + 1e-8) + 4 - 2 * std::log(4 + 1e-8)) / 3;
+  EXPECT_NEAR(nefi::poisson_nll_loss()->forward(c).item(), pn, 1e-9);
+  EXPECT_NEAR(nefi::normalized_mse_loss()->forward(c).item(),
+              (std::pow(1 / (7.0 / 3) - 0.75, 2) + std::pow(2 / (7.0 / 3) - 0.75, 2) +
+               std::pow(4 / (7.0 / 3) - 1.5, 2)) /
+                  3,
+              1e-9);
+  EXPECT_NEAR(nefi::log_mse_loss("none", 1e-10)->forward(c).item(),
+              (0 + std::pow(std::log(2.0), 2) + std::pow(std::log(2.0), 2)) / 3, 1e-8);
+  EXPECT_NEAR(nefi::l1_loss("x")->forward(c).item(), 3.5 / 3, 1e-12);
+  EXPECT_NEAR(nefi::tikhonov_loss("x")->forward(c).item(), 5.25 / 3, 1e-12);
+  EXPECT_NEAR(nefi::range_penalty_loss(0, 1, "x")->forward(c).item(), (1 + 1) / 3.0, 1e-12);
+  fk::Tensor lap_x = fk::from_vector(std::vector<double>{0, 1, 4, 9});
+  nefi::FieldMap lf{{"x", lap_x}};
+  nefi::LossContext lc{&lf, pred, &m, &d, nullptr, 0, 0, 1.0};
+  // Replicate edges: second differences (1, 2, 2, -5).
+  EXPECT_NEAR(nefi::laplacian_loss("x")->forward(lc).item(), (1 + 4 + 4 + 25) / 4.0, 1e-12);
+
+  nefi::LossSet set;
+  set.add(nefi::mse_loss(), 1.0);
+  set.add(nefi::l1_loss("x"), 0.5);
+  auto v = set.forward(c);
+  EXPECT_NEAR(v.total.item(), 5.0 / 3 + 0.5 * 3.5 / 3, 1e-12);
+  auto s2 = set.with_weights({{"l1", 0.0}});
+  EXPECT_NEAR(s2.forward(c).total.item(), 5.0 / 3, 1e-12);
+  EXPECT_NEAR(set.data_loss({1.0, 2.0}), 1.0, 1e-12);
+  EXPECT_THROW(set.with_weights({{"tv", 1.0}}), fk::Error);
+  EXPECT_THROW(set.add(nefi::mse_loss(), 1.0), fk::Error);
+  EXPECT_THROW(nefi::l1_loss("rho")->forward(c), fk::Error);
+}
+
+}  // namespace

@@ -1,0 +1,169 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/operators/pointwise.h"
+#include "nefi/solve/adam.h"
+#include "nefi/solve/curriculum.h"
+#include "nefi/solve/metrics.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+TEST(NefiCurriculum, SchedulesAndMultiscale) {
+  nefi::Stage s;
+  s.steps = 100;
+  s.lr = 1.0;
+  EXPECT_DOUBLE_EQ(s.lr_at(0), 1.0);
+  EXPECT_NEAR(s.lr_at(50), 0.01 + 0.99 * 0.5, 1e-12);
+  EXPECT_NEAR(s.lr_at(100), 0.01, 1e-12);
+  s.lr_schedule = "step";
+  s.lr_step_size = 30;
+  EXPECT_NEAR(s.lr_at(65), 0.01, 1e-12);
+  s.anneal_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(s.progress_at(25), 0.5);
+  EXPECT_DOUBLE_EQ(s.progress_at(80), 1.0);
+  s.anneal = false;
+  EXPECT_DOUBLE_EQ(s.progress_at(0), 1.0);
+  auto c = nefi::Curriculum::multiscale({64, 20}, {10, 20, 30}, 1e-2, 0.5, 8);
+  ASSERT_EQ(c.stages.size(), 3u);
+  EXPECT_EQ(c.stages[0].shape, fk::Dims({16, 8}));
+  EXPECT_EQ(c.stages[1].shape, fk::Dims({32, 10}));
+  EXPECT_EQ(c.stages[2].shape, fk::Dims({64, 20}));
+  EXPECT_NEAR(c.stages[2].lr, 2.5e-3, 1e-15);
+  EXPECT_EQ(c.total_steps(), 60);
+  c.stages[1].lr_schedule = "linear";
+  try {
+    c.validate();
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear"), std::string::npos);
+  }
+}
+
+TEST(NefiAdam, FusedStepMatchesTheFormula) {
+  fk::Tensor p = fk::from_vector(std::vector<double>{1.0, -2.0});
+  p.set_requires_grad(true);
+  p.set_grad(fk::from_vector(std::vector<double>{0.5, 3.0}));
+  nefi::AdamOptions o;
+  o.weight_decay = 0.1;
+  nefi::FusedAdam adam({p}, o);
+  adam.step(0.01);
+  // Step 1: m = 0.1 g, v = 0.001 g^2; m_hat = g, v_hat = g^2 -> update lr * g/(|g| + eps).
+  auto v = p.to_vector<double>();
+  EXPECT_NEAR(v[0], 1.0 * (1 - 0.001) - 0.01 * 0.5 / (0.5 + 1e-8), 1e-12);
+  EXPECT_NEAR(v[1], -2.0 * (1 - 0.001) - 0.01 * 3.0 / (3.0 + 1e-8), 1e-12);
+  // Clipping scales the gradient before the moments (the direction is kept).
+  fk::Tensor q = fk::from_vector(std::vector<double>{0.0, 0.0});
+  q.set_requires_grad(true);
+  q.set_grad(fk::from_vector(std::vector<double>{30.0, 40.0}));
+  nefi::AdamOptions oc;
+  oc.grad_clip = 1.0;
+  nefi::FusedAdam a2({q}, oc);
+  EXPECT_NEAR(a2.step(0.1), 50.0, 1e-12);
+  EXPECT_NEAR(q.to_vector<double>()[0], -0.1, 1e-6);
+  EXPECT_THROW(nefi::FusedAdam({fk::zeros({2}, {fk::DType::I32})}, {}), fk::Error);
+}
+
+TEST(NefiMetrics, AgainstHandValues) {
+  fk::Tensor gt = fk::from_vector(std::vector<double>{0, 1, 0, 1});
+  fk::Tensor x = fk::from_vector(std::vector<double>{0.1, 1, 0, 0.9});
+  EXPECT_NEAR(nefi::mse(x, gt), 0.02 / 4, 1e-15);
+  EXPECT_NEAR(nefi::psnr(x, gt), 10 * std::log10(1 / 0.005), 1e-9);
+  EXPECT_NEAR(nefi::relative_error(x, gt), std::sqrt(0.02 / 2), 1e-12);
+  EXPECT_NEAR(nefi::ssim(gt, gt), 1.0, 1e-12);
+  EXPECT_LT(nefi::ssim(x, gt), 1.0);
+  EXPECT_THROW(nefi::mse(x, fk::zeros({3})), fk::Error);
+}
+
+// Identity-operator problem on a grid field: easy to reason about.
+nefi::InverseProblem identity_problem(std::vector<double> data, double noise) {
+  nefi::InverseProblem p;
+  p.domain = nefi::Domain({static_cast<int64_t>(data.size())});
+  p.field = std::make_shared<nefi::GridField>(p.domain.shape(),
+                                              std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
+  p.op = std::make_shared<nefi::IdentityOperator>();
+  p.losses.add(nefi::mse_loss(), 1.0);
+  p.measurement.data = fk::from_vector(data).to(fk::DType::F32);
+  p.measurement.noise_std = noise;
+  return p;
+}
+
+TEST(NefiSolver, FitsAndStopsByDiscrepancy) {
+  auto p = identity_problem({1, 2, 3, 4, 5, 6, 7, 8}, 0.05);
+  nefi::Curriculum c = nefi::Curriculum::single({8}, 2000, 0.1);
+  c.stages[0].anneal = false;
+  c.optim.weight_decay = 0;
+  c.discrepancy_tau = 1.0;
+  nefi::Result r = nefi::Solver(p, c).run();
+  EXPECT_EQ(r.stages[0].stop, "discrepancy");
+  EXPECT_LT(r.stages[0].steps, 2000);
+  auto x = r.fields.at("x").to_vector<double>();
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(x[i], i + 1, 0.1);
+  EXPECT_EQ(r.history.rows.size(), static_cast<size_t>(r.stages[0].steps));
+  EXPECT_EQ(r.history.columns.back(), "mse");
+  EXPECT_GT(r.ops_per_step(), 0);
+}
+
+// Non-finite on the calls listed in `bad` (counted across the run).
+struct FlakyLoss : nefi::Loss {
+  std::vector<int> bad;
+  mutable int calls = 0;
+  explicit FlakyLoss(std::vector<int> b) : nefi::Loss("flaky"), bad(std::move(b)) {}
+  fk::Tensor forward(const nefi::LossContext& c) const override {
+    const int k = calls++;
+    bool nan = bad.empty();
+    for (int b : bad) nan = nan || b == k;
+    return fk::mul(fk::sum(c.field("x")), nan ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+  }
+};
+
+TEST(NefiSolver, NanGuardRollsBackAndHalvesLr) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  p.losses.add(std::make_shared<FlakyLoss>(std::vector<int>{5, 6}), 1.0);
+  nefi::Curriculum c = nefi::Curriculum::single({4}, 600, 0.5);
+  c.stages[0].anneal = false;
+  c.stages[0].lr_schedule = "constant";
+  c.optim.weight_decay = 0;
+  nefi::Result r = nefi::Solver(p, c).run();
+  EXPECT_DOUBLE_EQ(r.stages[0].lr_mult, 0.25);
+  EXPECT_EQ(r.history.rows.size(), 598u);  // the two bad steps were skipped
+  auto x = r.fields.at("x").to_vector<double>();
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[i], i + 1, 0.2);
+  // Persistent non-finite losses: a clear error after max_bad_steps.
+  auto q = identity_problem({1, 2}, -1);
+  q.losses.add(std::make_shared<FlakyLoss>(std::vector<int>{}), 1.0);
+  nefi::SolverOptions so;
+  so.max_bad_steps = 3;
+  try {
+    nefi::Solver(q, nefi::Curriculum::single({2}, 50, 0.1), so).run();
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos);
+  }
+}
+
+TEST(NefiSolver, EarlyStopAndCallbacks) {
+  auto p = identity_problem({1, 1, 1, 1}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({4}, 500, 0.05);
+  c.stages[0].anneal = false;
+  c.early_stop_patience = 5;
+  c.early_stop_min_delta = 1e-3;
+  nefi::Result r = nefi::Solver(p, c).run();
+  EXPECT_EQ(r.stages[0].stop, "early_stop");
+  nefi::SolverOptions so;
+  int seen = 0;
+  so.callbacks.push_back([&](const nefi::StepInfo& s) { return ++seen, s.step < 9; });
+  nefi::Curriculum c2 = nefi::Curriculum::single({4}, 500, 0.05);
+  nefi::Result r2 = nefi::Solver(identity_problem({1, 1, 1, 1}, -1), c2, so).run();
+  EXPECT_EQ(r2.stages[0].stop, "callback");
+  EXPECT_EQ(seen, 10);
+}
+
+}  // namespace
