@@ -26,6 +26,8 @@ void print_info() {
 #endif
   );
   fmt::print("blas       {}\n", fk::blas_config());
+  fmt::print("fft        {} (CPU){}\n", fk::fft_backend(),
+             fk::cuda::built_with_cuda() ? ", cuFFT (CUDA)" : "");
   fmt::print("threads    {}\n", fk::get_num_threads());
   fmt::print("cuda       {} (archs {})\n", fk::cuda::built_with_cuda() ? "built" : "not built",
              fk::cuda::archs());

@@ -551,6 +551,10 @@ Tensor transform_n(const char* op, Kind kind, bool inverse, const Tensor& x,
 
 }  // namespace
 
+const char* fft_backend() {
+  return fftw_version;
+}
+
 Tensor fft(const Tensor& x, int64_t n, int64_t dim, FFTNorm norm) {
   return transform("fft", Kind::C2C, false, x, Dims{n}, Dims{dim}, norm);
 }

@@ -40,6 +40,9 @@ namespace fk {
 
 enum class FFTNorm { Backward, Forward, Ortho };
 
+// The CPU FFT library and its version, e.g. "fftw-3.3.10-sse2-avx".
+const char* fft_backend();
+
 Tensor fft(const Tensor& x, int64_t n = -1, int64_t dim = -1, FFTNorm norm = FFTNorm::Backward);
 Tensor ifft(const Tensor& x, int64_t n = -1, int64_t dim = -1, FFTNorm norm = FFTNorm::Backward);
 Tensor rfft(const Tensor& x, int64_t n = -1, int64_t dim = -1, FFTNorm norm = FFTNorm::Backward);
