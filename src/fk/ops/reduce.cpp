@@ -489,16 +489,19 @@ void check_nonempty(const Reduction& r, const char* op, const Tensor& t) {
 // --- sum ----------------------------------------------------------------------
 
 // CUDA: reduced dims moved last and made contiguous, then one deterministic
-// row-reduction kernel (one block per output, fixed-order tree).
-Tensor sum_cuda(const Tensor& t, const Dims& dims, bool keepdim) {
+// row-reduction kernel (one block per output, fixed-order tree). `indices`
+// (optional) receives the first-occurrence position of max/min within the
+// reduced block.
+Tensor reduce_cuda(const Tensor& t, const Dims& dims, bool keepdim, int code, const char* op,
+                   Tensor* indices = nullptr) {
   int n = t.dim();
   bool reduced[kMaxDims] = {};
   if (dims.empty()) {
     for (int i = 0; i < n; ++i) reduced[i] = true;
   } else {
     for (int64_t d : dims) {
-      int w = wrap_dim(d, n, "sum");
-      FK_CHECK(!reduced[w], "sum", "distinct dimensions", dims.str());
+      int w = wrap_dim(d, n, op);
+      FK_CHECK(!reduced[w], op, "distinct dimensions", dims.str());
       reduced[w] = true;
     }
   }
@@ -519,19 +522,26 @@ Tensor sum_cuda(const Tensor& t, const Dims& dims, bool keepdim) {
       inner *= t.shape()[i];
     }
   }
+  FK_CHECK(inner > 0 || code == cuda::kReduceSum || outer == 0, op, "a non-empty reduction",
+           "shape " + t.shape().str() + " reduced over " + dims.str());
   Tensor src = t.detach().permute(order).contiguous();
-  int code = cuda::kReduceSum;
   auto out_dtype = static_cast<DType>(cuda::reduce_out_dtype(code, static_cast<int>(t.dtype())));
   Tensor out = empty(out_shape, {out_dtype, t.device()});
   cuda::launch_reduce_lastdim(code, static_cast<int>(t.dtype()), src.data_ptr(), out.data_ptr(),
                               outer, inner, cuda_ops::stream_of(t));
+  if (indices) {
+    *indices = empty(out_shape, {DType::I64, t.device()});
+    cuda::launch_argreduce_lastdim(code == cuda::kReduceMax, static_cast<int>(t.dtype()),
+                                   src.data_ptr(), indices->data<int64_t>(), outer, inner,
+                                   cuda_ops::stream_of(t));
+  }
   cuda_ops::launched(t);
   return out;
 }
 
 Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim) {
   profile::OpScope scope("sum");
-  if (t_in.device().is_cuda()) return sum_cuda(t_in, dims, keepdim);
+  if (t_in.device().is_cuda()) return reduce_cuda(t_in, dims, keepdim, cuda::kReduceSum, "sum");
   check_cpu(t_in, "sum");
   DType rt = is_integral(t_in.dtype()) ? DType::I64 : t_in.dtype();
   DType ct = compute_type(rt);
@@ -610,9 +620,12 @@ template <bool kMax>
 Tensor extreme_forward(const Tensor& t, const Dims& dims, bool keepdim, const char* op,
                        Tensor* indices) {
   profile::OpScope scope(op);
-  check_cpu(t, op);
   FK_CHECK(!is_complex(t.dtype()), op, "a real dtype (complex numbers are not ordered)",
            name(t.dtype()));
+  if (t.device().is_cuda()) {
+    return reduce_cuda(t, dims, keepdim, kMax ? cuda::kReduceMax : cuda::kReduceMin, op, indices);
+  }
+  check_cpu(t, op);
   DType ct = t.dtype() == DType::Bool ? DType::I32 : compute_type(t.dtype());
   Reduction r = prepare(t.detach().to(ct), dims, keepdim, op);
   check_nonempty(r, op, t);
@@ -666,6 +679,14 @@ struct MaxDimBackward : autograd::Node {
   int dim = 0;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     profile::OpScope scope("max_backward");
+    if (grads[0].device().is_cuda()) {  // position == index along dim, as a mask
+      Tensor idx = indices.unpack(name()).reshape(keep_shape);
+      Dims pos_shape = Dims::filled(in_shape.size(), 1);
+      pos_shape[dim] = in_shape[dim];
+      Tensor pos = arange(in_shape[dim], {DType::I64, grads[0].device()}).reshape(pos_shape);
+      Tensor g = grads[0].reshape(keep_shape);
+      return {where(eq(pos, idx), g, scalar_like(g, 0.0)).expand(in_shape).contiguous()};
+    }
     Tensor g = grads[0].reshape(keep_shape).contiguous();
     Tensor idx = indices.unpack(name()).contiguous();
     Tensor gx = zeros(in_shape, {g.dtype(), g.device()});
@@ -958,8 +979,26 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, const Split& s) {
   });
 }
 
+// CUDA: the softmax dim moved last (one row per block), then moved back.
+Tensor softmax_cuda(const Tensor& t, const Tensor* grad, int d, bool log) {
+  Tensor x = t.detach().transpose(d, -1).contiguous();
+  Tensor y = empty(x.shape(), {x.dtype(), x.device()});
+  int64_t inner = x.dim() ? x.shape()[x.dim() - 1] : 1, outer = inner ? x.numel() / inner : 0;
+  if (grad) {
+    Tensor g = grad->to(x.dtype()).transpose(d, -1).contiguous();
+    cuda::launch_softmax_backward_lastdim(static_cast<int>(x.dtype()), g.data_ptr(), x.data_ptr(),
+                                          y.data_ptr(), outer, inner, log, cuda_ops::stream_of(x));
+  } else {
+    cuda::launch_softmax_lastdim(static_cast<int>(x.dtype()), x.data_ptr(), y.data_ptr(), outer,
+                                 inner, log, cuda_ops::stream_of(x));
+  }
+  cuda_ops::launched(x);
+  return y.transpose(d, -1).contiguous();
+}
+
 Tensor softmax_forward(const Tensor& t, int d, bool log) {
   profile::OpScope scope(log ? "log_softmax" : "softmax");
+  if (t.device().is_cuda()) return softmax_cuda(t, nullptr, d, log);
   Tensor x = t.detach().contiguous();
   Tensor y = empty(x.shape(), {x.dtype(), x.device()});
   Split s = split_at(x.shape(), d);
@@ -976,6 +1015,7 @@ Tensor softmax_forward(const Tensor& t, int d, bool log) {
 
 Tensor softmax_backward(const Tensor& g_in, const Tensor& y_in, int d, bool log) {
   profile::OpScope scope(log ? "log_softmax_backward" : "softmax_backward");
+  if (y_in.device().is_cuda()) return softmax_cuda(y_in, &g_in, d, log);
   Tensor y = y_in.contiguous();
   Tensor g = g_in.to(y.dtype()).contiguous();
   Tensor gx = empty(y.shape(), {y.dtype(), y.device()});
@@ -1004,7 +1044,6 @@ struct SoftmaxBackward : autograd::Node {
 
 Tensor softmax_impl(const Tensor& t, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
-  check_cpu(t, op);
   int d = wrap_dim(dim, t.dim(), op);
   FK_CHECK(!is_complex(t.dtype()), op, "a real dtype", name(t.dtype()));
   DType ct = inexact_type(t.dtype());

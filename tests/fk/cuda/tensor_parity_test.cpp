@@ -52,6 +52,30 @@ TEST(CudaTensor, UnaryBinaryWhereSum) {
   expect_same(sum(ga), sum(a), 1e-5);
 }
 
+TEST(CudaTensor, ReductionsAndSoftmax) {
+  SKIP_WITHOUT_GPU();
+  Tensor a = test::random_tensor({5, 9}, DType::F32, -2, 2, 5);
+  Tensor g = a.to(kGpu);
+  expect_same(mean(g, {1}), mean(a, {1}), 1e-6);
+  expect_same(amax(g, {0}, true), amax(a, {0}, true), 0);
+  expect_same(amin(g), amin(a), 0);
+  auto [gv, gi] = max(g, 1);
+  auto [cv, ci] = max(a, 1);
+  expect_same(gv, cv, 0);
+  expect_same(gi, ci, 0);
+  expect_same(argmin(g, 0), argmin(a, 0), 0);
+  expect_same(softmax(g, 0), softmax(a, 0), 1e-6);
+  expect_same(log_softmax(g, 1), log_softmax(a, 1), 1e-6);
+  // Gradients of max along a dim and of softmax match the CPU's.
+  auto grads = [&](Device d) {
+    Tensor x = a.to(d).detach().set_requires_grad(true);
+    Tensor y = add(sum(max(x, 1).first), sum(mul(softmax(x, 0), x)));
+    y.backward();
+    return x.grad();
+  };
+  expect_same(grads(kGpu), grads(kCPU), 1e-5);
+}
+
 TEST(CudaTensor, MatmulAndAutograd) {
   SKIP_WITHOUT_GPU();
   Tensor a = test::random_tensor({3, 5}, DType::F64, -1, 1, 3);
