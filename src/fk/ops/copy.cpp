@@ -87,18 +87,10 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
 void copy_same_dtype(Tensor& dst, const Tensor& src) {
   if (dst.itemsize() == 4 && copy_tiled_transpose<uint32_t>(dst, src)) return;
   if (dst.itemsize() == 8 && copy_tiled_transpose<uint64_t>(dst, src)) return;
-  switch (dst.itemsize()) {
-    case 1:
-      return cpu::map1<uint8_t, uint8_t>(dst, src, [](uint8_t v) { return v; });
-    case 2:
-      return cpu::map1<uint16_t, uint16_t>(dst, src, [](uint16_t v) { return v; });
-    case 4:
-      return cpu::map1<uint32_t, uint32_t>(dst, src, [](uint32_t v) { return v; });
-    case 8:
-      return cpu::map1<uint64_t, uint64_t>(dst, src, [](uint64_t v) { return v; });
-    default:
-      return cpu::map1<c128, c128>(dst, src, [](c128 v) { return v; });
-  }
+  cpu::visit_width(dst.itemsize(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu::map1<T, T>(dst, src, [](T v) { return v; });
+  });
 }
 
 // f16/bf16 <-> f32 in bulk when both sides are contiguous, else elementwise.

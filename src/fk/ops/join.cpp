@@ -21,30 +21,10 @@ const char* name(PadMode mode) {
 
 namespace {
 
-void check_cpu(const Tensor& t, const char* op) {
-  FK_CHECK(t.device().is_cpu(), op,
-           std::string("a CPU tensor (CUDA kernels for ") + op + " are not built yet)",
-           t.device().str());
-}
+using cpu::check_cpu;
 
-struct Bytes16 {
-  uint64_t lo, hi;
-};
-template <typename F>
-void visit_width(size_t width, F&& f) {
-  switch (width) {
-    case 1:
-      return f(cpu::Tag<uint8_t>{});
-    case 2:
-      return f(cpu::Tag<uint16_t>{});
-    case 4:
-      return f(cpu::Tag<uint32_t>{});
-    case 8:
-      return f(cpu::Tag<uint64_t>{});
-    default:
-      return f(cpu::Tag<Bytes16>{});
-  }
-}
+using cpu::Bytes16;
+using cpu::visit_width;
 
 int64_t prod(const Dims& s, int begin, int end) {
   int64_t p = 1;

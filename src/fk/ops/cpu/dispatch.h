@@ -2,6 +2,7 @@
 // Run-time dtype -> compile-time type for CPU kernels. Each visitor lists the
 // dtypes a kernel is instantiated for and throws a clear error for the rest, so
 // only what is declared is compiled.
+#include <cstdint>
 #include <string>
 
 #include "fk/dtype.h"
@@ -106,6 +107,26 @@ decltype(auto) visit_stored(DType t, const char* op, F&& f) {
       return f(Tag<c128>{});
     default:
       unsupported(op, t, "bool, i32, i64, f32, f64, c64 or c128");
+  }
+}
+
+// Ops that only move elements are instantiated per element width, not per dtype.
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+template <typename F>
+decltype(auto) visit_width(size_t width, F&& f) {
+  switch (width) {
+    case 1:
+      return f(Tag<uint8_t>{});
+    case 2:
+      return f(Tag<uint16_t>{});
+    case 4:
+      return f(Tag<uint32_t>{});
+    case 8:
+      return f(Tag<uint64_t>{});
+    default:
+      return f(Tag<Bytes16>{});
   }
 }
 

@@ -15,6 +15,13 @@ namespace fk::cpu {
 
 inline constexpr int64_t kElementwiseGrain = 32768;
 
+// For ops with CPU kernels only: a clear error for tensors on other devices.
+inline void check_cpu(const Tensor& t, const char* op) {
+  FK_CHECK(t.device().is_cpu(), op,
+           std::string("a CPU tensor (CUDA kernels for ") + op + " are not built yet)",
+           t.device().str());
+}
+
 template <int K>
 struct Loop {
   int ndim = 0;
