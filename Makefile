@@ -21,13 +21,20 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD_DIR) -j $(JOBS) --output-on-failure
 
+# Both engines' main jobs on small CPU defaults; results land in runs/.
 demo: build
 	@mkdir -p runs
-	@$(BIN)/fk-info | tee runs/fk-info.txt
+	@$(BIN)/fk-info > runs/fk-info.txt && echo "fk-info -> runs/fk-info.txt"
+	@$(BIN)/nefi run configs/toy1d_smoke.yaml
+	@$(BIN)/nefi run configs/deconvolution_smoke.yaml
+	@$(BIN)/minkowski bench conv --points 20000 --channels 32 --repeats 3 \
+	  --json runs/minkowski-bench-conv-20k.json
 
 bench: build
-	@$(BIN)/fk-info --bench-overhead
+	@$(BIN)/fk-info --bench-overhead | tail -4
 	@$(BIN)/fk_bench
+	@$(BIN)/minkowski bench conv --scene ../shared/data/indoor_scene_100k.npy --channels 64 --threads 1
+	@$(BIN)/minkowski bench conv --scene ../shared/data/indoor_scene_100k.npy --channels 64 --threads 2
 
 asan:
 	@$(MAKE) --no-print-directory test PRESET=asan
