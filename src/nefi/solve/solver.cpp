@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/losses/data_losses.h"
+#include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
 
 namespace nefi {
@@ -113,7 +114,7 @@ Result Solver::run() {
       fk::Tensor pred = op->forward(fields);
       LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
       LossSet::Value val = losses.forward(ctx);
-      const double total = val.total.item();
+      const double total = scalar_value(val.total);
       if (!std::isfinite(total)) {
         FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
                  std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
@@ -128,13 +129,13 @@ Result Solver::run() {
       }
       bad = 0;
       adam.zero_grad();
-      val.total.backward();
+      val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
       adam.step(lr);
       if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
       if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);
 
       std::vector<double> comps;
-      for (const auto& c : val.components) comps.push_back(c.defined() ? c.item() : 0.0);
+      for (const auto& c : val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
       const double data = losses.data_loss(comps);
       std::vector<double> row{static_cast<double>(t),
                               static_cast<double>(global),
