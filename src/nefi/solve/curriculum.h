@@ -48,6 +48,7 @@ struct Curriculum {
   double early_stop_min_delta = 1e-6;
   std::optional<double> discrepancy_tau;
   std::optional<double> time_budget_s;
+  int restarts = 1;  // full runs from seeds seed, seed + 1, ...; the best final data loss wins
 
   int total_steps() const;
   void validate() const;

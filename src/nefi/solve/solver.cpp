@@ -64,19 +64,70 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   cur_.validate();
 }
 
+struct Solver::Attempt {
+  Result res;  // history and stage summaries
+  Domain final_domain;
+  double final_progress = 1.0;
+  OperatorPtr final_op;
+  bool run_over = false;
+  std::vector<fk::Tensor> params;  // snapshot at the end (restarts only)
+};
+
 Result Solver::run() {
-  Result res;
   const auto t_run = Clock::now();
+  Attempt best;
+  int best_r = 0;
+  double best_loss = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < cur_.restarts; ++r) {
+    Attempt a = run_once(opt_.seed + r, t_run);
+    const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
+                                             : a.res.stages.back().final_data_loss;
+    const bool over = a.run_over;
+    if (r == 0 || loss < best_loss) {
+      best_loss = loss;
+      best_r = r;
+      best = std::move(a);
+    }
+    if (over) break;
+  }
   Field& field = *problem_.field;
-  field.reset_parameters(opt_.seed);
+  if (cur_.restarts > 1) {
+    std::vector<fk::Tensor> params{field.params().flat()};
+    for (const auto& p : best.final_op->parameters()) params.push_back(p);
+    restore(params, best.params);
+  }
+  Result res = std::move(best.res);
+  res.seed = opt_.seed + best_r;
+  res.restart = best_r;
+  const Domain final_domain = best.final_domain;
+  const double final_progress = best.final_progress;
+  const OperatorPtr final_op = best.final_op;
+  fk::autograd::NoGradGuard ng;
+  FieldMap fields = field.forward(final_domain, final_progress);
+  res.prediction = final_op->forward(fields).detach();
+  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
+  res.fields = res.raw_fields;
+  const Measurement final_obs = problem_.measurement.resampled(res.prediction.shape());
+  for (const auto& post : problem_.postprocess)
+    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
+      res.post_info[k] = v;
+  res.n_parameters = field.n_parameters();
+  res.total_s = seconds_since(t_run);
+  return res;
+}
+
+Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
+  Attempt at;
+  Result& res = at.res;
+  Field& field = *problem_.field;
+  field.reset_parameters(seed);
   res.history.columns = {"step", "global_step", "stage", "lr", "progress", "total", "data_loss"};
   for (const auto& t : problem_.losses.terms()) res.history.columns.push_back(t.loss->name());
   const int total_steps = cur_.total_steps();
   int global = 0;
-  bool run_over = false;
-  Domain final_domain = problem_.domain;
-  double final_progress = 1.0;
-  OperatorPtr final_op = problem_.op;
+  bool& run_over = at.run_over;
+  at.final_domain = problem_.domain;
+  at.final_op = problem_.op;
 
   for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
     const Stage& stage = cur_.stages[si];
@@ -191,18 +242,16 @@ Result Solver::run() {
     sr.lr_mult = lr_mult;
     sr.final_progress = progress;
     res.stages.push_back(sr);
-    final_domain = sd;
-    final_progress = progress;
-    final_op = op;
+    at.final_domain = sd;
+    at.final_progress = progress;
+    at.final_op = op;
   }
-
-  fk::autograd::NoGradGuard ng;
-  FieldMap fields = field.forward(final_domain, final_progress);
-  res.prediction = final_op->forward(fields).detach();
-  for (auto& [k, v] : fields) res.fields[k] = v.detach().contiguous();
-  res.n_parameters = field.n_parameters();
-  res.total_s = seconds_since(t_run);
-  return res;
+  if (cur_.restarts > 1) {
+    std::vector<fk::Tensor> ps{field.params().flat()};
+    for (const auto& p : at.final_op->parameters()) ps.push_back(p);
+    at.params = snapshot(ps);
+  }
+  return at;
 }
 
 }  // namespace nefi
