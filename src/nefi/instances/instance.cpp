@@ -30,6 +30,14 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
 }
 
+std::optional<fk::DType> autocast_from(const Params& p) {
+  const std::string& a = p.s("autocast");
+  if (a == "none") return std::nullopt;
+  if (a == "bf16") return fk::DType::BF16;
+  if (a == "fp16") return fk::DType::F16;
+  throw fk::Error("config key 'autocast'", "none, bf16 or fp16", a);
+}
+
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr) {
   std::vector<int> steps;
   for (double s : p.list("steps")) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fk/amp.h"
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -147,6 +148,9 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     ao.eps = cur_.optim.eps;
     ao.grad_clip = cur_.optim.grad_clip;
     FusedAdam adam(params, ao);
+    // f16 trunks: dynamic loss scaling so small gradients survive the f16 backward.
+    std::optional<fk::amp::GradScaler> scaler;
+    if (field.autocast() == fk::DType::F16) scaler.emplace();
     std::vector<fk::Tensor> good = snapshot(params);
     std::vector<fk::Tensor> shadow;
     if (cur_.optim.ema) shadow = snapshot(params);
@@ -180,8 +184,17 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
       }
       bad = 0;
       adam.zero_grad();
-      val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
-      adam.step(lr);
+      if (scaler) {
+        scaler->scale(val.total).backward();
+        std::vector<fk::Tensor> grads;
+        for (const auto& p : params) grads.push_back(p.grad());
+        const bool finite = scaler->unscale_and_check(grads);
+        scaler->update(!finite);
+        if (finite) adam.step(lr);
+      } else {
+        val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
+        adam.step(lr);
+      }
       if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
       if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);
 
