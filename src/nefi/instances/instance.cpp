@@ -24,7 +24,7 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("lr_decay", 0.5, "lr factor per later stage");
   p.declare("lr_schedule", std::string("cosine"), "cosine | step | constant");
   p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
-  p.declare("optimizer", std::string("adamw"), "adam | adamw");
+  p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");

@@ -12,6 +12,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/lbfgs.h"
 
 namespace nefi {
 namespace {
@@ -55,6 +56,33 @@ void ema_update(std::vector<fk::Tensor>& shadow, const std::vector<fk::Tensor>& 
   }
 }
 
+// Host copies of the trainable parameters for L-BFGS (one flat vector).
+std::vector<double> gather(const std::vector<fk::Tensor>& params, bool grads) {
+  std::vector<double> out;
+  for (const auto& p : params) {
+    const fk::Tensor t = grads ? p.grad() : p;
+    if (!t.defined()) {
+      out.insert(out.end(), static_cast<size_t>(p.numel()), 0.0);
+      continue;
+    }
+    const auto v = t.to_vector<double>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+void scatter(std::vector<fk::Tensor>& params, const std::vector<double>& x) {
+  fk::autograd::NoGradGuard ng;
+  size_t off = 0;
+  for (auto& p : params) {
+    const auto n = static_cast<size_t>(p.numel());
+    std::vector<double> seg(x.begin() + off, x.begin() + off + n);
+    fk::Tensor d = p.detach();
+    d.copy_(fk::from_vector(seg, p.shape()));
+    off += n;
+  }
+}
+
 }  // namespace
 
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
@@ -63,6 +91,9 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "a missing one");
   FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
   cur_.validate();
+  FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
+           "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
+           "optimizer lbfgs with autocast fp16");
 }
 
 struct Solver::Attempt {
@@ -151,6 +182,10 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     // f16 trunks: dynamic loss scaling so small gradients survive the f16 backward.
     std::optional<fk::amp::GradScaler> scaler;
     if (field.autocast() == fk::DType::F16) scaler.emplace();
+    const bool use_lbfgs = cur_.optim.optimizer == "lbfgs";
+    Lbfgs lbfgs(cur_.optim.lbfgs_history, cur_.optim.lbfgs_max_iter);
+    std::vector<double> xh;
+    if (use_lbfgs) xh = gather(params, false);
     std::vector<fk::Tensor> good = snapshot(params);
     std::vector<fk::Tensor> shadow;
     if (cur_.optim.ema) shadow = snapshot(params);
@@ -165,35 +200,55 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     for (int t = 0; t < stage.steps; ++t) {
       const double lr = lr_mult * stage.lr_at(t);
       progress = stage.progress_at(t);
-      FieldMap fields = field.forward(sd, progress);
-      fk::Tensor pred = op->forward(fields);
-      LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
-      LossSet::Value val = losses.forward(ctx);
-      const double total = scalar_value(val.total);
-      if (!std::isfinite(total)) {
-        FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
-                 std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
-        ++bad;
-        FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
-                 "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
-                 "a persistent non-finite loss at stage " + stage.name);
-        restore(params, good);
-        lr_mult *= 0.5;
-        adam.reset_state();
-        continue;
-      }
-      bad = 0;
-      adam.zero_grad();
-      if (scaler) {
-        scaler->scale(val.total).backward();
-        std::vector<fk::Tensor> grads;
-        for (const auto& p : params) grads.push_back(p.grad());
-        const bool finite = scaler->unscale_and_check(grads);
-        scaler->update(!finite);
-        if (finite) adam.step(lr);
+      fk::Tensor pred;
+      LossSet::Value val;
+      double total = 0;
+      if (use_lbfgs) {
+        // No NaN guard or clipping here: the line search rejects bad points.
+        auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
+          scatter(params, x);
+          for (auto& p : params) p.set_grad(fk::Tensor());
+          FieldMap fl = field.forward(sd, progress);
+          pred = op->forward(fl);
+          LossContext c{&fl, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
+          val = losses.forward(c);
+          val.total.backward(make_scalar(1.0, val.total.dtype()));
+          g = gather(params, true);
+          return scalar_value(val.total);
+        };
+        total = lbfgs.step(objective, xh, lr);
       } else {
-        val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
-        adam.step(lr);
+        FieldMap fields = field.forward(sd, progress);
+        pred = op->forward(fields);
+        LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
+        val = losses.forward(ctx);
+        total = scalar_value(val.total);
+        if (!std::isfinite(total)) {
+          FK_CHECK(
+              opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+              std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
+          ++bad;
+          FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
+                   "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+                   "a persistent non-finite loss at stage " + stage.name);
+          restore(params, good);
+          lr_mult *= 0.5;
+          adam.reset_state();
+          continue;
+        }
+        bad = 0;
+        adam.zero_grad();
+        if (scaler) {
+          scaler->scale(val.total).backward();
+          std::vector<fk::Tensor> grads;
+          for (const auto& p : params) grads.push_back(p.grad());
+          const bool finite = scaler->unscale_and_check(grads);
+          scaler->update(!finite);
+          if (finite) adam.step(lr);
+        } else {
+          val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
+          adam.step(lr);
+        }
       }
       if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
       if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);

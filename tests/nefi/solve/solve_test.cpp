@@ -206,6 +206,32 @@ TEST(NefiSolver, RestartsKeepTheBestRun) {
   EXPECT_NEAR(m, finals[want], 0.5 * finals[want]);
 }
 
+TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {
+  // Quadratic in the grid values: L-BFGS reaches the data in a few iterations.
+  auto p = identity_problem({1, -2, 3, 0.5, 4, -1}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({6}, 8, 1.0);
+  c.optim.optimizer = "lbfgs";
+  c.stages[0].lr_schedule = "constant";
+  nefi::Result r = nefi::Solver(p, c).run();
+  auto x = r.fields.at("x").to_vector<double>();
+  const std::vector<double> y{1, -2, 3, 0.5, 4, -1};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(x[i], y[i], 1e-3);
+  // Refused with an f16 trunk.
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 4;
+  cfg.depth = 1;
+  cfg.n_octaves = 1;
+  cfg.autocast = fk::DType::F16;
+  p.field = std::make_shared<nefi::NeuralField>(
+      1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+  try {
+    nefi::Solver(p, c);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lbfgs"), std::string::npos);
+  }
+}
+
 TEST(NefiPostprocess, EnergyScaleClipThreshold) {
   nefi::Measurement obs;
   obs.data = fk::from_vector(std::vector<double>{2, 4});
