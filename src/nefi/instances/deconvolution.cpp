@@ -237,6 +237,7 @@ class Deconvolution : public Instance {
     out.metrics["psnr"] = psnr(out.reconstruction, gt);
     out.metrics["ssim"] = ssim(out.reconstruction, gt);
     out.metrics["mse"] = mse(out.reconstruction, gt);
+    if (!poisson) out.metrics["blurred_psnr"] = psnr(meas.data.to(fk::DType::F64), gt);
     return out;
   }
 };
