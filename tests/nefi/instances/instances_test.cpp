@@ -120,9 +120,10 @@ TEST(NefiInstances, DeconvolutionSmokeBeatsTheBlurredData) {
   for (int s = 0; s < 2; ++s) {
     auto out = inst->run(c.config, "neural", s, {});
     const double blurred = nefi::psnr(out.measurement.data.to(fk::DType::F64), out.gt);
-    EXPECT_GT(out.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), blurred + 4.0) << "seed " << s;
     auto w = inst->run(c.config, "wiener", s, {});
-    EXPECT_GT(w.metrics.at("psnr"), blurred) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), w.metrics.at("psnr")) << "seed " << s;
   }
 }
 
