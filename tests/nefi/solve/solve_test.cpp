@@ -232,6 +232,34 @@ TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {
   }
 }
 
+TEST(NefiSolver, TimeBudgetAndEma) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  nefi::Curriculum c = nefi::Curriculum::multiscale({4}, {100000, 100000}, 0.05, 0.5, 4);
+  c.time_budget_s = 0.05;
+  nefi::Result r = nefi::Solver(p, c).run();
+  ASSERT_EQ(r.stages.size(), 1u);  // the budget ends the whole run
+  EXPECT_EQ(r.stages[0].stop, "time_budget");
+  EXPECT_LT(r.stages[0].steps, 100000);
+  // EMA: the stage ends with the shadow average, which lags the raw iterate
+  // on a monotone path (the fit from 0 towards the data).
+  nefi::Curriculum e = nefi::Curriculum::single({4}, 30, 0.05);
+  e.stages[0].anneal = false;
+  e.stages[0].lr_schedule = "constant";
+  e.optim.weight_decay = 0;
+  const double raw = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e)
+                         .run()
+                         .fields.at("x")
+                         .to_vector<double>()[3];
+  e.optim.ema = 0.9;
+  const double avg = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e)
+                         .run()
+                         .fields.at("x")
+                         .to_vector<double>()[3];
+  EXPECT_GT(raw, 1.0);
+  EXPECT_LT(avg, raw - 0.05);
+  EXPECT_GT(avg, 0.0);
+}
+
 TEST(NefiPostprocess, EnergyScaleClipThreshold) {
   nefi::Measurement obs;
   obs.data = fk::from_vector(std::vector<double>{2, 4});
