@@ -15,7 +15,7 @@ InstancePtr find_instance(const std::string& name) {
     if (i->name() == name) return i;
     names += (names.empty() ? "" : ", ") + i->name();
   }
-  throw fk::Error("nefi", "an instance (" + names + ") or a config file", "'" + name + "'");
+  throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
 }
 
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
