@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -97,6 +98,17 @@ struct FastTanhBackward : fk::autograd::Node {
 };
 
 }  // namespace
+
+void fast_tanh_f32(const float* in, float* out, int64_t n) {
+  if (in != out) return tanh_f32(in, out, n);
+  // In place: through a small stack buffer (the kernels take restrict pointers).
+  float buf[1024];
+  for (int64_t i = 0; i < n; i += 1024) {
+    const int64_t m = std::min<int64_t>(1024, n - i);
+    std::memcpy(buf, in + i, m * sizeof(float));
+    tanh_f32(buf, out + i, m);
+  }
+}
 
 fk::Tensor fast_tanh(const fk::Tensor& x) {
   fk::profile::OpScope scope("fast_tanh");

@@ -11,5 +11,7 @@
 namespace nefi {
 
 fk::Tensor fast_tanh(const fk::Tensor& x);
+// The raw kernel (in == out allowed): n f32 values.
+void fast_tanh_f32(const float* in, float* out, int64_t n);
 
 }  // namespace nefi

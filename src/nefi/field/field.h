@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ class Field {
   // Re-initialises every parameter from `seed` (restarts, reproducibility).
   virtual void reset_parameters(uint64_t seed) = 0;
   virtual std::string kind() const = 0;
+  // Half-precision trunk, if any (the solver adds a GradScaler for f16).
+  virtual std::optional<fk::DType> autocast() const { return std::nullopt; }
 
   FlatParams& params() { return params_; }
   const FlatParams& params() const { return params_; }

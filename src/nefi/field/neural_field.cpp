@@ -11,6 +11,7 @@
 #include "fk/ops/linalg.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "nefi/field/dense.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -123,11 +124,17 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
     if (cfg_.autocast) ac.emplace(*cfg_.autocast);
     for (int i = 0; i < cfg_.depth; ++i) {
       if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
-      h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
+      if (cfg_.autocast) {
+        h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
+      } else if (cfg_.activation == "tanh") {
+        h = dense(h, p[2 * i], p[2 * i + 1], DenseActivation::Tanh);  // one op each way
+      } else {
+        h = activate(dense(h, p[2 * i], p[2 * i + 1], DenseActivation::None));
+      }
     }
   }
   if (h.dtype() != fk::DType::F32) h = h.to(fk::DType::F32);
-  return fk::linear(h, p[2 * cfg_.depth], p[2 * cfg_.depth + 1]);
+  return dense(h, p[2 * cfg_.depth], p[2 * cfg_.depth + 1], DenseActivation::None);
 }
 
 FieldMap NeuralField::forward(const Domain& domain, double progress) {

@@ -37,6 +37,7 @@ class NeuralField : public Field {
   FieldMap forward(const Domain& domain, double progress) override;
   void reset_parameters(uint64_t seed) override;
   std::string kind() const override { return "neural"; }
+  std::optional<fk::DType> autocast() const override { return cfg_.autocast; }
   // The pre-head network output, (N, n_out) over the domain's cells.
   fk::Tensor raw(const Domain& domain, double progress);
   const NeuralFieldConfig& config() const { return cfg_; }

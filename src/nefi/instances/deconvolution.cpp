@@ -120,6 +120,7 @@ class Deconvolution : public Instance {
     p.declare("activation", std::string("tanh"), "tanh | relu | gelu | silu | softplus | sine");
     p.declare("n_octaves", int64_t{7}, "Fourier feature octaves");
     p.declare("out_init_scale", 0.1, "output-layer weight scale");
+    p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     declare_curriculum_keys(p, {400, 800}, 2e-2);
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
@@ -209,6 +210,7 @@ class Deconvolution : public Instance {
         fc.activation = p.s("activation");
         fc.n_octaves = static_cast<int>(p.i("n_octaves"));
         fc.out_init_scale = p.d("out_init_scale");
+        fc.autocast = autocast_from(p);
         prob.field = std::make_shared<NeuralField>(2, heads, fc, seed);
       } else if (method == "grid") {
         prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
@@ -235,6 +237,7 @@ class Deconvolution : public Instance {
     out.metrics["psnr"] = psnr(out.reconstruction, gt);
     out.metrics["ssim"] = ssim(out.reconstruction, gt);
     out.metrics["mse"] = mse(out.reconstruction, gt);
+    if (!poisson) out.metrics["blurred_psnr"] = psnr(meas.data.to(fk::DType::F64), gt);
     return out;
   }
 };

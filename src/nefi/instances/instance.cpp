@@ -15,7 +15,7 @@ InstancePtr find_instance(const std::string& name) {
     if (i->name() == name) return i;
     names += (names.empty() ? "" : ", ") + i->name();
   }
-  throw fk::Error("nefi", "an instance (" + names + ") or a config file", "'" + name + "'");
+  throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
 }
 
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
@@ -24,10 +24,18 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("lr_decay", 0.5, "lr factor per later stage");
   p.declare("lr_schedule", std::string("cosine"), "cosine | step | constant");
   p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
-  p.declare("optimizer", std::string("adamw"), "adam | adamw");
+  p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
+}
+
+std::optional<fk::DType> autocast_from(const Params& p) {
+  const std::string& a = p.s("autocast");
+  if (a == "none") return std::nullopt;
+  if (a == "bf16") return fk::DType::BF16;
+  if (a == "fp16") return fk::DType::F16;
+  throw fk::Error("config key 'autocast'", "none, bf16 or fp16", a);
 }
 
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr) {

@@ -4,6 +4,7 @@
 // inversion problem for each method (neural, grid, ...), and its metrics.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,8 @@ const char* deconvolution_data_tag();
 // anneal_fraction, weight_decay, grad_clip, min_coarse.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr);
+// The `autocast` key: none | bf16 | fp16 (the MLP trunk only; the output
+// projection, heads, operator and losses stay f32).
+std::optional<fk::DType> autocast_from(const Params& p);
 
 }  // namespace nefi

@@ -74,11 +74,12 @@ class Toy1D : public Instance {
     p.declare("activation", std::string("tanh"), "tanh | relu | gelu | silu | softplus | sine");
     p.declare("n_octaves", int64_t{6}, "Fourier feature octaves");
     p.declare("out_init_scale", 0.1, "output-layer weight scale");
+    p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     p.declare("init_value", 0.1, "softplus head initial value");
     declare_curriculum_keys(p, {300, 600}, 3e-3);
     p.declare("tv", 1e-4, "TV weight");
     p.declare("l1", 0.0, "L1 weight");
-    p.declare("grid_lr", 3e-2, "learning rate of the grid baseline");
+    p.declare("grid_lr", 0.1, "learning rate of the grid baseline");
     return p;
   }
 
@@ -126,6 +127,7 @@ class Toy1D : public Instance {
       fc.activation = p.s("activation");
       fc.n_octaves = static_cast<int>(p.i("n_octaves"));
       fc.out_init_scale = p.d("out_init_scale");
+      fc.autocast = autocast_from(p);
       prob.field = std::make_shared<NeuralField>(1, heads, fc, so.seed);
     } else if (method == "grid") {
       prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);

@@ -48,7 +48,7 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    throw fk::Error("nefi", "a readable config file", "'" + path + "'");
+    throw fk::Error("config file", "a readable config file", "'" + path + "'");
   } catch (const YAML::Exception& e) {
     throw fk::Error(path, "valid YAML", e.what());
   }
@@ -86,7 +86,7 @@ RunConfig load_run_config_file(const std::string& path) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    throw fk::Error("nefi", "a readable config file", "'" + path + "'");
+    throw fk::Error("config file", "a readable config file", "'" + path + "'");
   } catch (const YAML::Exception& e) {
     throw fk::Error(path, "valid YAML", e.what());
   }

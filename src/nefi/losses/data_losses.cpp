@@ -9,6 +9,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
+#include "nefi/scalar.h"
 
 namespace nefi {
 namespace {
@@ -32,7 +33,7 @@ struct MseBackward : fk::autograd::Node {
     const fk::Tensor& pt = p.unpack(name());
     const fk::Tensor& yt = y.unpack(name());
     const fk::Tensor wt = w.defined() ? w.unpack(name()) : fk::Tensor();
-    const double g = grads[0].item() * 2.0 / (wsum * scale);
+    const double g = scalar_value(grads[0]) * 2.0 / (wsum * scale);
     fk::Tensor out = fk::empty(pt.shape(), {pt.dtype()});
     const int64_t n = pt.numel();
     auto run = [&](auto tag) {
@@ -191,7 +192,7 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
   else
     run(float{});
   FK_CHECK(wsum > 0, "nefi::MSE", "at least one observed cell", "an all-zero mask");
-  fk::Tensor out = fk::scalar_tensor(s / (wsum * scale), {dt});
+  fk::Tensor out = make_scalar(s / (wsum * scale), dt);
   if (fk::autograd::needs_grad(p)) {
     auto node = std::make_shared<MseBackward>();
     node->p = pc.detach();

@@ -1,9 +1,48 @@
 #include "nefi/losses/loss.h"
 
+#include "fk/autograd.h"
 #include "fk/error.h"
-#include "fk/ops/binary.h"
+#include "fk/profile.h"
+#include "nefi/scalar.h"
 
 namespace nefi {
+namespace {
+
+// total = sum_i w_i c_i over 0-dim terms as one op, and one op back (the
+// plain chain is a mul, an add and a scalar fill per term, both ways).
+struct WeightedSumBackward : fk::autograd::Node {
+  std::vector<double> weights;
+  std::vector<fk::DType> dtypes;
+  const char* name() const override { return "WeightedSumBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("weighted_sum_backward");
+    const double g = scalar_value(grads[0]);
+    std::vector<fk::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i)
+      out.push_back(next[i].fn ? make_scalar(g * weights[i], dtypes[i]) : fk::Tensor());
+    return out;
+  }
+};
+
+fk::Tensor weighted_sum(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
+  fk::profile::OpScope scope("weighted_sum");
+  double total = 0;
+  fk::DType dt = fk::DType::F32;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    total += w[i] * scalar_value(terms[i]);
+    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
+  }
+  fk::Tensor out = make_scalar(total, dt);
+  if (fk::autograd::any_needs_grad(terms)) {
+    auto node = std::make_shared<WeightedSumBackward>();
+    node->weights = w;
+    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    fk::autograd::record(node, terms, out);
+  }
+  return out;
+}
+
+}  // namespace
 
 const fk::Tensor& LossContext::field(const std::string& name) const {
   auto it = fields->find(name);
@@ -40,17 +79,22 @@ LossSet LossSet::with_weights(const std::map<std::string, double>& overrides) co
 
 LossSet::Value LossSet::forward(const LossContext& ctx) const {
   Value v;
+  std::vector<fk::Tensor> active;
+  std::vector<double> weights;
   for (const Term& t : terms_) {
     if (t.weight == 0.0) {
       v.components.emplace_back();
       continue;
     }
     fk::Tensor c = t.loss->forward(ctx);
+    FK_CHECK(c.numel() == 1, "nefi::LossSet", "a scalar from loss '" + t.loss->name() + "'",
+             c.shape().str());
     v.components.push_back(c);
-    fk::Tensor wc = t.weight == 1.0 ? c : fk::mul(c, t.weight);
-    v.total = v.total.defined() ? fk::add(v.total, wc) : wc;
+    active.push_back(c.dim() == 0 ? c : c.reshape(fk::Dims{}));
+    weights.push_back(t.weight);
   }
-  FK_CHECK(v.total.defined(), "nefi::LossSet", "at least one term with a non-zero weight", "none");
+  FK_CHECK(!active.empty(), "nefi::LossSet", "at least one term with a non-zero weight", "none");
+  v.total = (active.size() == 1 && weights[0] == 1.0) ? active[0] : weighted_sum(active, weights);
   return v;
 }
 

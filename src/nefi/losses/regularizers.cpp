@@ -1,6 +1,7 @@
 #include "nefi/losses/regularizers.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -10,6 +11,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
+#include "nefi/scalar.h"
 
 namespace nefi {
 namespace {
@@ -88,9 +90,10 @@ struct TVBackward : fk::autograd::Node {
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("total_variation_backward");
     const fk::Tensor& xt = x.unpack(name());
-    fk::Tensor out = fk::zeros(xt.shape(), {xt.dtype()});
+    fk::Tensor out = fk::empty(xt.shape(), {xt.dtype()});
+    std::memset(out.data_ptr(), 0, out.nbytes());
     const Stencil st(xt.shape(), opt.periodic_axes);
-    const double g = grads[0].item() / static_cast<double>(xt.numel());
+    const double g = scalar_value(grads[0]) / static_cast<double>(xt.numel());
     if (xt.dtype() == fk::DType::F64)
       tv_value(xt.data<double>(), xt.numel(), st, inv_h, opt, out.data<double>(), g);
     else
@@ -186,7 +189,7 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
   const double v = xc.dtype() == fk::DType::F64
                        ? tv_value<double>(xc.data<double>(), xc.numel(), st, inv_h, opt, nullptr, 0)
                        : tv_value<float>(xc.data<float>(), xc.numel(), st, inv_h, opt, nullptr, 0);
-  fk::Tensor out = fk::scalar_tensor(v, {x.dtype()});
+  fk::Tensor out = make_scalar(v, x.dtype());
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<TVBackward>();
     node->x = xc;

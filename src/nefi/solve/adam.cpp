@@ -29,14 +29,17 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, do
   const double step = lr / bc1, inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
   const double decay = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
   const double l2 = o.decoupled ? 0.0 : o.weight_decay;
+  // All arithmetic in T so the loop vectorises (sqrt/div packed; the target
+  // is built with -fno-math-errno).
   const T b1 = static_cast<T>(o.beta1), b2 = static_cast<T>(o.beta2);
-  for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-    T gi = gg ? static_cast<T>(gg[i] * clip) : T(0);
-    if (l2 != 0) gi += static_cast<T>(l2) * x[i];
+  const T c = static_cast<T>(clip), l2t = static_cast<T>(l2), dec = static_cast<T>(decay);
+  const T st = static_cast<T>(step), ib = static_cast<T>(inv_sqrt_bc2), eps = static_cast<T>(o.eps);
+  const int64_t n = p.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = (gg ? gg[i] * c : T(0)) + l2t * x[i];
     mm[i] = b1 * mm[i] + (T(1) - b1) * gi;
     vv[i] = b2 * vv[i] + (T(1) - b2) * gi * gi;
-    const double denom = std::sqrt(static_cast<double>(vv[i])) * inv_sqrt_bc2 + o.eps;
-    x[i] = static_cast<T>(x[i] * decay - step * mm[i] / denom);
+    x[i] = x[i] * dec - st * mm[i] / (std::sqrt(vv[i]) * ib + eps);
   }
 }
 

@@ -41,8 +41,9 @@ int Curriculum::total_steps() const {
 void Curriculum::validate() const {
   FK_CHECK(!stages.empty(), "nefi::Curriculum", "at least one stage", "none");
   for (const Stage& s : stages) s.validate();
-  FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw", "nefi::OptimConfig",
-           "optimizer adam or adamw", optim.optimizer);
+  FK_CHECK(restarts >= 1, "nefi::Curriculum", "restarts >= 1", std::to_string(restarts));
+  FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "lbfgs",
+           "nefi::OptimConfig", "optimizer adam, adamw or lbfgs", optim.optimizer);
 }
 
 Curriculum Curriculum::single(const fk::Dims& shape, int steps, double lr) {

@@ -34,11 +34,13 @@ struct Stage {
 };
 
 struct OptimConfig {
-  std::string optimizer = "adamw";  // adam | adamw
+  std::string optimizer = "adamw";  // adam | adamw | lbfgs
   double weight_decay = 1e-4;
   double grad_clip = 1.0;  // <= 0: off
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> ema;  // EMA decay of the parameters
+  int lbfgs_history = 20;
+  int lbfgs_max_iter = 20;  // objective evaluations per L-BFGS step (line search)
 };
 
 struct Curriculum {
@@ -48,6 +50,7 @@ struct Curriculum {
   double early_stop_min_delta = 1e-6;
   std::optional<double> discrepancy_tau;
   std::optional<double> time_budget_s;
+  int restarts = 1;  // full runs from seeds seed, seed + 1, ...; the best final data loss wins
 
   int total_steps() const;
   void validate() const;

@@ -3,12 +3,14 @@
 // operator (the physics), the losses and the measurement.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nefi/domain.h"
 #include "nefi/field/field.h"
 #include "nefi/losses/loss.h"
 #include "nefi/measurement.h"
 #include "nefi/operators/operator.h"
+#include "nefi/solve/postprocess.h"
 
 namespace nefi {
 
@@ -19,6 +21,7 @@ struct InverseProblem {
   OperatorPtr op;
   LossSet losses;
   Measurement measurement;
+  std::vector<PostprocessPtr> postprocess;  // run in order on the final fields
 };
 
 }  // namespace nefi

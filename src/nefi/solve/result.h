@@ -1,6 +1,7 @@
 #pragma once
 // Result of a solve: the fields at the final grid (detached), the prediction,
 // the per-step history, per-stage summaries and timing.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,14 @@ struct StageResult {
 };
 
 struct Result {
-  FieldMap fields;  // detached, at the final stage grid
+  FieldMap fields;      // detached, at the final stage grid, after postprocess
+  FieldMap raw_fields;  // the same before postprocess
   fk::Tensor prediction;
   History history;
   std::vector<StageResult> stages;
+  std::map<std::string, double> post_info;  // e.g. scale_factor
+  uint64_t seed = 0;
+  int restart = 0;  // which restart won
   double total_s = 0;
   int64_t n_parameters = 0;
   int total_steps() const;

@@ -4,12 +4,15 @@
 #include <cmath>
 #include <limits>
 
+#include "fk/amp.h"
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/losses/data_losses.h"
+#include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/lbfgs.h"
 
 namespace nefi {
 namespace {
@@ -53,6 +56,33 @@ void ema_update(std::vector<fk::Tensor>& shadow, const std::vector<fk::Tensor>& 
   }
 }
 
+// Host copies of the trainable parameters for L-BFGS (one flat vector).
+std::vector<double> gather(const std::vector<fk::Tensor>& params, bool grads) {
+  std::vector<double> out;
+  for (const auto& p : params) {
+    const fk::Tensor t = grads ? p.grad() : p;
+    if (!t.defined()) {
+      out.insert(out.end(), static_cast<size_t>(p.numel()), 0.0);
+      continue;
+    }
+    const auto v = t.to_vector<double>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+void scatter(std::vector<fk::Tensor>& params, const std::vector<double>& x) {
+  fk::autograd::NoGradGuard ng;
+  size_t off = 0;
+  for (auto& p : params) {
+    const auto n = static_cast<size_t>(p.numel());
+    std::vector<double> seg(x.begin() + off, x.begin() + off + n);
+    fk::Tensor d = p.detach();
+    d.copy_(fk::from_vector(seg, p.shape()));
+    off += n;
+  }
+}
+
 }  // namespace
 
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
@@ -61,21 +91,75 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "a missing one");
   FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
   cur_.validate();
+  FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
+           "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
+           "optimizer lbfgs with autocast fp16");
 }
 
+struct Solver::Attempt {
+  Result res;  // history and stage summaries
+  Domain final_domain;
+  double final_progress = 1.0;
+  OperatorPtr final_op;
+  bool run_over = false;
+  std::vector<fk::Tensor> params;  // snapshot at the end (restarts only)
+};
+
 Result Solver::run() {
-  Result res;
   const auto t_run = Clock::now();
+  Attempt best;
+  int best_r = 0;
+  double best_loss = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < cur_.restarts; ++r) {
+    Attempt a = run_once(opt_.seed + r, t_run);
+    const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
+                                             : a.res.stages.back().final_data_loss;
+    const bool over = a.run_over;
+    if (r == 0 || loss < best_loss) {
+      best_loss = loss;
+      best_r = r;
+      best = std::move(a);
+    }
+    if (over) break;
+  }
   Field& field = *problem_.field;
-  field.reset_parameters(opt_.seed);
+  if (cur_.restarts > 1) {
+    std::vector<fk::Tensor> params{field.params().flat()};
+    for (const auto& p : best.final_op->parameters()) params.push_back(p);
+    restore(params, best.params);
+  }
+  Result res = std::move(best.res);
+  res.seed = opt_.seed + best_r;
+  res.restart = best_r;
+  const Domain final_domain = best.final_domain;
+  const double final_progress = best.final_progress;
+  const OperatorPtr final_op = best.final_op;
+  fk::autograd::NoGradGuard ng;
+  FieldMap fields = field.forward(final_domain, final_progress);
+  res.prediction = final_op->forward(fields).detach();
+  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
+  res.fields = res.raw_fields;
+  const Measurement final_obs = problem_.measurement.resampled(res.prediction.shape());
+  for (const auto& post : problem_.postprocess)
+    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
+      res.post_info[k] = v;
+  res.n_parameters = field.n_parameters();
+  res.total_s = seconds_since(t_run);
+  return res;
+}
+
+Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
+  Attempt at;
+  Result& res = at.res;
+  Field& field = *problem_.field;
+  field.reset_parameters(seed);
   res.history.columns = {"step", "global_step", "stage", "lr", "progress", "total", "data_loss"};
   for (const auto& t : problem_.losses.terms()) res.history.columns.push_back(t.loss->name());
   const int total_steps = cur_.total_steps();
   int global = 0;
-  bool run_over = false;
-  Domain final_domain = problem_.domain;
-  double final_progress = 1.0;
-  OperatorPtr final_op = problem_.op;
+  bool& run_over = at.run_over;
+  at.final_domain = problem_.domain;
+  at.final_op = problem_.op;
 
   for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
     const Stage& stage = cur_.stages[si];
@@ -95,6 +179,13 @@ Result Solver::run() {
     ao.eps = cur_.optim.eps;
     ao.grad_clip = cur_.optim.grad_clip;
     FusedAdam adam(params, ao);
+    // f16 trunks: dynamic loss scaling so small gradients survive the f16 backward.
+    std::optional<fk::amp::GradScaler> scaler;
+    if (field.autocast() == fk::DType::F16) scaler.emplace();
+    const bool use_lbfgs = cur_.optim.optimizer == "lbfgs";
+    Lbfgs lbfgs(cur_.optim.lbfgs_history, cur_.optim.lbfgs_max_iter);
+    std::vector<double> xh;
+    if (use_lbfgs) xh = gather(params, false);
     std::vector<fk::Tensor> good = snapshot(params);
     std::vector<fk::Tensor> shadow;
     if (cur_.optim.ema) shadow = snapshot(params);
@@ -109,32 +200,61 @@ Result Solver::run() {
     for (int t = 0; t < stage.steps; ++t) {
       const double lr = lr_mult * stage.lr_at(t);
       progress = stage.progress_at(t);
-      FieldMap fields = field.forward(sd, progress);
-      fk::Tensor pred = op->forward(fields);
-      LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
-      LossSet::Value val = losses.forward(ctx);
-      const double total = val.total.item();
-      if (!std::isfinite(total)) {
-        FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
-                 std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
-        ++bad;
-        FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
-                 "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
-                 "a persistent non-finite loss at stage " + stage.name);
-        restore(params, good);
-        lr_mult *= 0.5;
-        adam.reset_state();
-        continue;
+      fk::Tensor pred;
+      LossSet::Value val;
+      double total = 0;
+      if (use_lbfgs) {
+        // No NaN guard or clipping here: the line search rejects bad points.
+        auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
+          scatter(params, x);
+          for (auto& p : params) p.set_grad(fk::Tensor());
+          FieldMap fl = field.forward(sd, progress);
+          pred = op->forward(fl);
+          LossContext c{&fl, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
+          val = losses.forward(c);
+          val.total.backward(make_scalar(1.0, val.total.dtype()));
+          g = gather(params, true);
+          return scalar_value(val.total);
+        };
+        total = lbfgs.step(objective, xh, lr);
+      } else {
+        FieldMap fields = field.forward(sd, progress);
+        pred = op->forward(fields);
+        LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
+        val = losses.forward(ctx);
+        total = scalar_value(val.total);
+        if (!std::isfinite(total)) {
+          FK_CHECK(
+              opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+              std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
+          ++bad;
+          FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
+                   "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+                   "a persistent non-finite loss at stage " + stage.name);
+          restore(params, good);
+          lr_mult *= 0.5;
+          adam.reset_state();
+          continue;
+        }
+        bad = 0;
+        adam.zero_grad();
+        if (scaler) {
+          scaler->scale(val.total).backward();
+          std::vector<fk::Tensor> grads;
+          for (const auto& p : params) grads.push_back(p.grad());
+          const bool finite = scaler->unscale_and_check(grads);
+          scaler->update(!finite);
+          if (finite) adam.step(lr);
+        } else {
+          val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
+          adam.step(lr);
+        }
       }
-      bad = 0;
-      adam.zero_grad();
-      val.total.backward();
-      adam.step(lr);
       if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
       if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);
 
       std::vector<double> comps;
-      for (const auto& c : val.components) comps.push_back(c.defined() ? c.item() : 0.0);
+      for (const auto& c : val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
       const double data = losses.data_loss(comps);
       std::vector<double> row{static_cast<double>(t),
                               static_cast<double>(global),
@@ -190,18 +310,16 @@ Result Solver::run() {
     sr.lr_mult = lr_mult;
     sr.final_progress = progress;
     res.stages.push_back(sr);
-    final_domain = sd;
-    final_progress = progress;
-    final_op = op;
+    at.final_domain = sd;
+    at.final_progress = progress;
+    at.final_op = op;
   }
-
-  fk::autograd::NoGradGuard ng;
-  FieldMap fields = field.forward(final_domain, final_progress);
-  res.prediction = final_op->forward(fields).detach();
-  for (auto& [k, v] : fields) res.fields[k] = v.detach().contiguous();
-  res.n_parameters = field.n_parameters();
-  res.total_s = seconds_since(t_run);
-  return res;
+  if (cur_.restarts > 1) {
+    std::vector<fk::Tensor> ps{field.params().flat()};
+    for (const auto& p : at.final_op->parameters()) ps.push_back(p);
+    at.params = snapshot(ps);
+  }
+  return at;
 }
 
 }  // namespace nefi

@@ -13,6 +13,7 @@
 //   seeds       the field is re-initialised from `seed` at run start
 // The final fields are evaluated at the last stage's grid at the progress
 // actually reached.
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ class Solver {
   Result run();
 
  private:
+  struct Attempt;
+  Attempt run_once(uint64_t seed, std::chrono::steady_clock::time_point t_run);
   InverseProblem problem_;
   Curriculum cur_;
   SolverOptions opt_;

@@ -8,6 +8,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
+#include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/field/fast_tanh.h"
 #include "nefi/field/fourier_features.h"
@@ -154,6 +155,40 @@ TEST(NefiGridField, ResamplesAtStageStart) {
   EXPECT_EQ(g.forward(nefi::Domain({8}), 1.0).at("x").to_vector<double>(),
             (std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4}));
   EXPECT_THROW(g.forward(nefi::Domain({4}), 1.0), fk::Error);
+}
+
+}  // namespace
+
+#include "fk/ops/linalg.h"
+#include "nefi/field/dense.h"
+
+namespace {
+
+TEST(NefiDense, MatchesLinearTanhAndGradchecks) {
+  fk::Generator g(5);
+  fk::Tensor x = fk::randn({7, 5}, {fk::DType::F64}, &g),
+             w = fk::randn({3, 5}, {fk::DType::F64}, &g), b = fk::randn({3}, {fk::DType::F64}, &g);
+  auto ref = fk::tanh(fk::linear(x, w, b)).to_vector<double>();
+  auto got = nefi::dense(x, w, b, nefi::DenseActivation::Tanh).to_vector<double>();
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-12);
+  auto xf = x.to(fk::DType::F32), wf = w.to(fk::DType::F32), bf = b.to(fk::DType::F32);
+  auto got32 = nefi::dense(xf, wf, bf, nefi::DenseActivation::None).to_vector<double>();
+  auto ref32 = fk::linear(x, w, b).to_vector<double>();
+  for (size_t i = 0; i < ref32.size(); ++i) EXPECT_NEAR(got32[i], ref32[i], 1e-5);
+  // Gradients for x (non-contiguous: a transposed view), w and b, both activations.
+  fk::Tensor xt = fk::randn({5, 7}, {fk::DType::F64}, &g);
+  for (auto act : {nefi::DenseActivation::None, nefi::DenseActivation::Tanh}) {
+    std::vector<fk::Tensor> in{xt.clone(), w.clone(), b.clone()};
+    for (auto& t : in) t.set_requires_grad(true);
+    EXPECT_EQ(fk::testing::gradcheck(
+                  [act](const std::vector<fk::Tensor>& v) {
+                    return nefi::dense(v[0].t(), v[1], v[2], act);
+                  },
+                  in),
+              "");
+  }
+  EXPECT_THROW(nefi::dense(x, w.t(), b, nefi::DenseActivation::None), fk::Error);
+  EXPECT_THROW(nefi::dense(x, wf, b, nefi::DenseActivation::None), fk::Error);
 }
 
 }  // namespace

@@ -120,10 +120,30 @@ TEST(NefiInstances, DeconvolutionSmokeBeatsTheBlurredData) {
   for (int s = 0; s < 2; ++s) {
     auto out = inst->run(c.config, "neural", s, {});
     const double blurred = nefi::psnr(out.measurement.data.to(fk::DType::F64), out.gt);
-    EXPECT_GT(out.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), blurred + 4.0) << "seed " << s;
     auto w = inst->run(c.config, "wiener", s, {});
-    EXPECT_GT(w.metrics.at("psnr"), blurred) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), w.metrics.at("psnr")) << "seed " << s;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Half-precision MLP trunk (f16 with a GradScaler) stays close to f32.
+TEST(NefiInstances, AutocastTrunkTracksF32) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("toy1d_smoke.yaml"));
+  auto inst = nefi::find_instance("toy1d");
+  const double ref = inst->run(c.config, "neural", 0, {}).metrics.at("psnr");
+  for (const char* a : {"bf16", "fp16"}) {
+    nefi::RunConfig h = c;
+    nefi::apply_set(h, std::string("autocast=") + a);
+    EXPECT_NEAR(inst->run(h.config, "neural", 0, {}).metrics.at("psnr"), ref, 1.5) << a;
+  }
+  nefi::apply_set(c, "autocast=fp8");
+  EXPECT_THROW(inst->run(c.config, "neural", 0, {}), fk::Error);
 }
 
 }  // namespace

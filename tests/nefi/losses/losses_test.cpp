@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
 #include "fk/testing.h"
@@ -112,6 +113,19 @@ TEST(NefiLosses, DataTermsAndLossSet) {
   auto s2 = set.with_weights({{"l1", 0.0}});
   EXPECT_NEAR(s2.forward(c).total.item(), 5.0 / 3, 1e-12);
   EXPECT_NEAR(set.data_loss({1.0, 2.0}), 1.0, 1e-12);
+  // The weighted total is one custom node: its gradient reaches both terms.
+  fk::Tensor px = rnd({3}, 11, true);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [&](const std::vector<fk::Tensor>& in) {
+                  nefi::FieldMap f{{"x", in[0]}};
+                  nefi::LossContext cc{&f, fk::mul(in[0], 2.0), &m, &d, nullptr, 0, 0, 1.0};
+                  nefi::LossSet ls;
+                  ls.add(nefi::mse_loss(), 0.7);
+                  ls.add(nefi::tikhonov_loss("x"), 0.3);
+                  return ls.forward(cc).total;
+                },
+                {px}),
+            "");
   EXPECT_THROW(set.with_weights({{"tv", 1.0}}), fk::Error);
   EXPECT_THROW(set.add(nefi::mse_loss(), 1.0), fk::Error);
   EXPECT_THROW(nefi::l1_loss("rho")->forward(c), fk::Error);

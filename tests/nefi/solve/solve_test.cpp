@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "nefi/field/grid_field.h"
+#include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/solve/adam.h"
@@ -164,6 +166,116 @@ TEST(NefiSolver, EarlyStopAndCallbacks) {
   nefi::Result r2 = nefi::Solver(identity_problem({1, 1, 1, 1}, -1), c2, so).run();
   EXPECT_EQ(r2.stages[0].stop, "callback");
   EXPECT_EQ(seen, 10);
+}
+
+}  // namespace
+
+#include "nefi/solve/postprocess.h"
+
+namespace {
+
+TEST(NefiSolver, RestartsKeepTheBestRun) {
+  // A neural field with tiny budgets: restarts differ by seed; the kept run
+  // has the lowest final data loss of all of them.
+  nefi::InverseProblem p = identity_problem({0, 1, 4, 9, 16, 9, 4, 1}, -1);
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 8;
+  cfg.depth = 2;
+  cfg.n_octaves = 2;
+  p.field = std::make_shared<nefi::NeuralField>(
+      1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+  nefi::Curriculum c = nefi::Curriculum::single({8}, 20, 1e-2);
+  std::vector<double> finals;
+  for (uint64_t s = 0; s < 3; ++s) {
+    nefi::SolverOptions so;
+    so.seed = s;
+    finals.push_back(nefi::Solver(p, c, so).run().stages.back().final_data_loss);
+  }
+  c.restarts = 3;
+  nefi::Result r = nefi::Solver(p, c).run();
+  const int want =
+      static_cast<int>(std::min_element(finals.begin(), finals.end()) - finals.begin());
+  EXPECT_EQ(r.restart, want);
+  EXPECT_DOUBLE_EQ(r.stages.back().final_data_loss, finals[want]);
+  EXPECT_EQ(r.history.rows.size(), 20u);
+  // The returned field is the kept run's (its prediction reproduces that loss scale).
+  double m = 0;
+  auto pr = r.prediction.to_vector<double>();
+  const std::vector<double> y{0, 1, 4, 9, 16, 9, 4, 1};
+  for (int i = 0; i < 8; ++i) m += (pr[i] - y[i]) * (pr[i] - y[i]) / 8;
+  EXPECT_NEAR(m, finals[want], 0.5 * finals[want]);
+}
+
+TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {
+  // Quadratic in the grid values: L-BFGS reaches the data in a few iterations.
+  auto p = identity_problem({1, -2, 3, 0.5, 4, -1}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({6}, 8, 1.0);
+  c.optim.optimizer = "lbfgs";
+  c.stages[0].lr_schedule = "constant";
+  nefi::Result r = nefi::Solver(p, c).run();
+  auto x = r.fields.at("x").to_vector<double>();
+  const std::vector<double> y{1, -2, 3, 0.5, 4, -1};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(x[i], y[i], 1e-3);
+  // Refused with an f16 trunk.
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 4;
+  cfg.depth = 1;
+  cfg.n_octaves = 1;
+  cfg.autocast = fk::DType::F16;
+  p.field = std::make_shared<nefi::NeuralField>(
+      1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+  try {
+    nefi::Solver(p, c);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lbfgs"), std::string::npos);
+  }
+}
+
+TEST(NefiSolver, TimeBudgetAndEma) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  nefi::Curriculum c = nefi::Curriculum::multiscale({4}, {100000, 100000}, 0.05, 0.5, 4);
+  c.time_budget_s = 0.05;
+  nefi::Result r = nefi::Solver(p, c).run();
+  ASSERT_EQ(r.stages.size(), 1u);  // the budget ends the whole run
+  EXPECT_EQ(r.stages[0].stop, "time_budget");
+  EXPECT_LT(r.stages[0].steps, 100000);
+  // EMA: the stage ends with the shadow average, which lags the raw iterate
+  // on a monotone path (the fit from 0 towards the data).
+  nefi::Curriculum e = nefi::Curriculum::single({4}, 30, 0.05);
+  e.stages[0].anneal = false;
+  e.stages[0].lr_schedule = "constant";
+  e.optim.weight_decay = 0;
+  const double raw = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e)
+                         .run()
+                         .fields.at("x")
+                         .to_vector<double>()[3];
+  e.optim.ema = 0.9;
+  const double avg = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e)
+                         .run()
+                         .fields.at("x")
+                         .to_vector<double>()[3];
+  EXPECT_GT(raw, 1.0);
+  EXPECT_LT(avg, raw - 0.05);
+  EXPECT_GT(avg, 0.0);
+}
+
+TEST(NefiPostprocess, EnergyScaleClipThreshold) {
+  nefi::Measurement obs;
+  obs.data = fk::from_vector(std::vector<double>{2, 4});
+  nefi::FieldMap f{{"x", fk::from_vector(std::vector<double>{1, 3})}};
+  fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2});
+  // p = 2: E_obs / E_pred = 10 / 2.5 = 4 -> alpha = 2; the prediction scales by 4.
+  auto info = nefi::energy_scale_correction("x", 2.0)->apply(f, pred, obs);
+  EXPECT_NEAR(info.at("scale_factor"), 2.0, 1e-12);
+  EXPECT_EQ(f.at("x").to_vector<double>(), (std::vector<double>{2, 6}));
+  EXPECT_EQ(pred.to_vector<double>(), (std::vector<double>{4, 8}));
+  nefi::clip("x", 0, 5)->apply(f, pred, obs);
+  EXPECT_EQ(f.at("x").to_vector<double>(), (std::vector<double>{2, 5}));
+  nefi::threshold_mask("x", 0.5)->apply(f, pred, obs);
+  EXPECT_EQ(f.at("mask").to_vector<double>(), (std::vector<double>{0, 1}));
+  EXPECT_THROW(nefi::clip("rho", 0, 1)->apply(f, pred, obs), fk::Error);
+  EXPECT_THROW(nefi::clip("x", 1, 0), fk::Error);
 }
 
 }  // namespace
