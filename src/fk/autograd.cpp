@@ -20,7 +20,7 @@ struct AccumulateGrad : Node {
     auto impl = leaf.lock();
     if (!impl || !g[0].defined()) return {};
     Tensor var(impl);
-    Tensor gi = g[0];
+    Tensor gi = std::move(g[0]);
     if (gi.dtype() != var.dtype()) {
       if (is_complex(gi.dtype()) && !is_complex(var.dtype())) gi = gi.real();
       gi = gi.to(var.dtype());
@@ -28,7 +28,15 @@ struct AccumulateGrad : Node {
     FK_CHECK(gi.shape() == var.shape(), "gradient accumulation",
              "a gradient of shape " + var.shape().str(), gi.shape().str());
     Tensor prev = var.grad();
-    var.set_grad(prev.defined() ? add(prev, gi) : gi.clone());
+    if (prev.defined()) {
+      var.set_grad(add(prev, gi));
+    } else {
+      // Take over a gradient buffer nothing else references; copy a shared one
+      // (it may alias another leaf's .grad or a tensor the caller holds).
+      bool unique = gi.impl_ptr().use_count() == 1 && gi.storage().use_count() == 1 &&
+                    gi.is_contiguous();
+      var.set_grad(unique ? gi : gi.clone());
+    }
     return {};
   }
   const char* name() const override { return "AccumulateGrad"; }

@@ -28,6 +28,11 @@ namespace {
 // split beats OpenBLAS's (measured: ../shared/reference/machine.md).
 constexpr int64_t kSkinny = 256;
 constexpr int64_t kMinRowsPerThread = 2048;
+// Below this many multiply-adds a GEMM runs on the calling thread: a second
+// thread saves at most tens of microseconds and waking a team can cost
+// milliseconds on a busy VM (measured in nefi's 32x32 deconvolution: 64 ms/step
+// with 2 OpenBLAS threads against 2 ms with one).
+constexpr double kSmallGemm = 1 << 24;
 
 void gemm_serial(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                  const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
@@ -69,6 +74,16 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
   profile::count_launch();
   bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
   if (!skinny) {
+    if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kSmallGemm &&
+        !omp_in_parallel()) {
+      // OpenBLAS (OpenMP build) sizes its team from omp_get_max_threads(), a
+      // per-task setting: one thread for this call only, no team wake-up.
+      int prev = omp_get_max_threads();
+      omp_set_num_threads(1);
+      gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      omp_set_num_threads(prev);
+      return;
+    }
     gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
