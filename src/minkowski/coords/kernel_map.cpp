@@ -10,20 +10,29 @@ namespace minkowski {
 namespace {
 
 std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const std::vector<int32_t>& rows,
-                                     int64_t n) {
+                                     const std::vector<int32_t>& others, int64_t n) {
   auto idx = std::make_shared<RowIndex>();
   int64_t p = m.pairs();
   idx->begin.assign(n + 1, 0);
   idx->pairs.resize(p);
+  idx->other.resize(p);
+  idx->offset.assign(p, 0);
   if (m.identity) {
     std::iota(idx->begin.begin(), idx->begin.end(), int64_t{0});
     std::iota(idx->pairs.begin(), idx->pairs.end(), 0);
+    std::iota(idx->other.begin(), idx->other.end(), 0);
     return idx;
   }
   for (int64_t i = 0; i < p; ++i) ++idx->begin[rows[i] + 1];
   for (int64_t r = 0; r < n; ++r) idx->begin[r + 1] += idx->begin[r];
   std::vector<int64_t> cursor(idx->begin.begin(), idx->begin.end() - 1);
-  for (int64_t i = 0; i < p; ++i) idx->pairs[cursor[rows[i]]++] = static_cast<int32_t>(i);
+  for (int64_t k = 0; k < m.volume; ++k)
+    for (int64_t i = m.offset_begin[k]; i < m.offset_begin[k + 1]; ++i) {
+      int64_t at = cursor[rows[i]]++;
+      idx->pairs[at] = static_cast<int32_t>(i);
+      idx->other[at] = others[i];
+      idx->offset[at] = static_cast<int32_t>(k);
+    }
   return idx;
 }
 
@@ -34,19 +43,22 @@ int64_t KernelMap::bytes() const {
   int64_t b = static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * 4 +
                                    offset_begin.capacity() * 8);
   for (const auto* r : {by_out_.get(), by_in_.get()})
-    if (r) b += static_cast<int64_t>(r->begin.capacity() * 8 + r->pairs.capacity() * 4);
+    if (r)
+      b += static_cast<int64_t>(r->begin.capacity() * 8 +
+                                (r->pairs.capacity() + r->other.capacity() + r->offset.capacity()) *
+                                    4);
   return b;
 }
 
 const RowIndex& KernelMap::by_out() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!by_out_) by_out_ = group_rows(*this, out_rows, out_size);
+  if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
   return *by_out_;
 }
 
 const RowIndex& KernelMap::by_in() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!by_in_) by_in_ = group_rows(*this, in_rows, in_size);
+  if (!by_in_) by_in_ = group_rows(*this, in_rows, out_rows, in_size);
   return *by_in_;
 }
 

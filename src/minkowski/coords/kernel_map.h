@@ -26,8 +26,10 @@
 namespace minkowski {
 
 struct RowIndex {
-  std::vector<int64_t> begin;  // rows + 1
-  std::vector<int32_t> pairs;  // pair ids, ascending (= offset order) within a row
+  std::vector<int64_t> begin;   // rows + 1
+  std::vector<int32_t> pairs;   // pair ids, ascending (= offset order) within a row
+  std::vector<int32_t> other;   // per entry: the pair's row on the other side
+  std::vector<int32_t> offset;  // per entry: the pair's kernel offset
 };
 
 struct KernelMap {

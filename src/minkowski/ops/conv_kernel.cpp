@@ -117,9 +117,8 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 
 // Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
 // src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
-void row_stationary(const KernelMap& m, const RowIndex& idx, const std::vector<int32_t>& other,
-                    const float* src, const float* mats, int64_t rows_in, int64_t cols_out,
-                    float* dst) {
+void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
+                    int64_t rows_in, int64_t cols_out, float* dst) {
   int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
   fk::profile::count_launch();
@@ -127,13 +126,9 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const std::vector<i
     std::vector<const float*> a(m.volume), w(m.volume);
     for (int64_t r = lo; r < hi; ++r) {
       int64_t t = 0;
-      for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-        int64_t p = idx.pairs[j];
-        int64_t k = std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
-                    m.offset_begin.begin() - 1;
-        a[t] = src + static_cast<int64_t>(m.identity ? p : other[p]) * rows_in;
-        w[t] = mats + k * rows_in * cols_out;
-        ++t;
+      for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j, ++t) {
+        a[t] = src + static_cast<int64_t>(idx.other[j]) * rows_in;
+        w[t] = mats + static_cast<int64_t>(idx.offset[j]) * rows_in * cols_out;
       }
       row_accumulate_f32(a.data(), w.data(), t, rows_in, cols_out, dst + r * cols_out);
     }
@@ -245,7 +240,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     direct = gather_gemm_supported(cout);
     if (direct && fused) {
       tl_info = {true, 1, 0};
-      row_stationary(m, m.by_out(), m.in_rows, F, W, cin, cout, out);
+      row_stationary(m, m.by_out(), F, W, cin, cout, out);
       return;
     }
   }
@@ -391,7 +386,7 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
     }
     if (direct && fused) {
       tl_info = {true, 1, 0};
-      row_stationary(m, m.by_in(), m.out_rows, G, wt.data(), cout, cin, gin);
+      row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
       return;
     }
   }

@@ -90,6 +90,41 @@ __attribute__((target("avx2,fma"))) void row_terms(const float* const* a, const 
   }
 }
 
+// R rows of `part` (input channels ci..ci+R) x NV vectors of columns.
+template <int NV, int R>
+__attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, const float* const* g,
+                                                    int64_t n, int64_t ci, int64_t col,
+                                                    int64_t cout, float* part) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + (ci + r) * cout + col + 8 * v);
+  for (int64_t p = 0; p < n; ++p) {
+    const float* ap = a[p] + ci;
+    const float* gp = g[p] + col;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      __m256 b = _mm256_broadcast_ss(ap + r);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = _mm256_fmadd_ps(b, _mm256_loadu_ps(gp + 8 * v), acc[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + (ci + r) * cout + col + 8 * v, acc[r][v]);
+}
+
+template <int NV>
+void outer_columns(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                   int64_t col, int64_t cout, float* part) {
+  int64_t ci = 0;
+  for (; ci + 3 <= cin; ci += 3) outer_tile<NV, 3>(a, g, n, ci, col, cout, part);
+  for (; ci < cin; ++ci) outer_tile<NV, 1>(a, g, n, ci, col, cout, part);
+}
+
 bool has_avx2() {
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return v;
@@ -118,6 +153,30 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
       break;
     default:
       break;
+  }
+}
+
+void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                          int64_t cout, float* part) {
+  // Pairs in slices whose rows stay in L2 while every tile walks them.
+  constexpr int64_t kSlice = 256;
+  for (int64_t p0 = 0; p0 < n; p0 += kSlice) {
+    int64_t cnt = n - p0 < kSlice ? n - p0 : kSlice;
+    int64_t col = 0;
+    for (; col + 32 <= cout; col += 32) outer_columns<4>(a + p0, g + p0, cnt, cin, col, cout, part);
+    switch ((cout - col) / 8) {
+      case 3:
+        outer_columns<3>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      case 2:
+        outer_columns<2>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      case 1:
+        outer_columns<1>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      default:
+        break;
+    }
   }
 }
 

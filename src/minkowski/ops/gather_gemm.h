@@ -23,4 +23,9 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
                         int64_t cout, float* out);
 
+// part[ci][co] += sum_p a[p][ci] * g[p][co], p ascending (part: C_in x C_out,
+// row-major). The weight gradient of one block of pairs. C_out multiple of 8.
+void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                          int64_t cout, float* part);
+
 }  // namespace minkowski
