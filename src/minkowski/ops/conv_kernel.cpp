@@ -306,7 +306,25 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
   if (nj == 0) return;
   std::vector<T> part(static_cast<size_t>(nj * blk));
+  bool direct = false;
+  if constexpr (std::is_same_v<T, float>) direct = gather_gemm_supported(cout);
   auto run = [&](int64_t lo, int64_t hi) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) {  // rows read in place, no gather
+        std::vector<const float*> a(kWeightBlock), b(kWeightBlock);
+        for (int64_t j = lo; j < hi; ++j) {
+          const Job& q = jobs[j];
+          int64_t n = q.p1 - q.p0;
+          for (int64_t p = 0; p < n; ++p) {
+            a[p] = F + (m.identity ? q.p0 + p : m.in_rows[q.p0 + p]) * cin;
+            b[p] = G + (m.identity ? q.p0 + p : m.out_rows[q.p0 + p]) * cout;
+          }
+          std::fill(part.begin() + j * blk, part.begin() + (j + 1) * blk, 0.0f);
+          outer_accumulate_f32(a.data(), b.data(), n, cin, cout, part.data() + j * blk);
+        }
+        return;
+      }
+    }
     std::vector<T> a(static_cast<size_t>(kWeightBlock * cin)),
         b(static_cast<size_t>(kWeightBlock * cout));
     for (int64_t j = lo; j < hi; ++j) {
