@@ -114,11 +114,30 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
     }
   });
   std::vector<std::vector<int32_t>> pairs(K);  // per offset: (in, out) interleaved
+  // A map onto itself (submanifold) is symmetric: (i, o) at offset v means
+  // (o, i) at offset -v. When every offset's negation is in the region, only
+  // one of each +-v pair is searched and its mirror is the swap.
+  std::vector<int64_t> mirror(K, -1);
+  if (&in == &out) {
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t q = 0; q < K && mirror[k] < 0; ++q) {
+        bool neg = true;
+        for (int i = 0; i < d && neg; ++i) neg = offsets[q * d + i] == -offsets[k * d + i];
+        if (neg) mirror[k] = q;
+      }
+    for (int64_t k = 0; k < K; ++k)
+      if (mirror[k] < 0) mirror.assign(K, -1);
+  }
+  std::vector<int64_t> search;
+  for (int64_t k = 0; k < K; ++k)
+    if (mirror[k] < 0 || mirror[k] >= k) search.push_back(k);
+  const int64_t ns = static_cast<int64_t>(search.size());
   fk::profile::count_launch();
   // One offset per task; small maps stay on the calling thread.
-  int64_t grain = n_out * K < (int64_t{1} << 18) ? K : 1;
-  fk::parallel_for(0, K, grain, [&](int64_t klo, int64_t khi) {
-    for (int64_t k = klo; k < khi; ++k) {
+  int64_t grain = n_out * ns < (int64_t{1} << 18) ? ns : 1;
+  fk::parallel_for(0, ns, grain, [&](int64_t slo, int64_t shi) {
+    for (int64_t si = slo; si < shi; ++si) {
+      const int64_t k = search[si];
       const int32_t* off = offsets.data() + k * d;
       std::vector<int32_t>& p = pairs[k];
       int64_t ptr = 0;
@@ -145,6 +164,14 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
       }
     }
   });
+  for (int64_t k = 0; k < K; ++k) {
+    int64_t q = mirror[k];
+    if (q < 0 || q >= k) continue;  // searched
+    const std::vector<int32_t>& src = pairs[q];
+    std::vector<int32_t>& dst = pairs[k];
+    dst.resize(src.size());
+    for (size_t j = 0; j < src.size(); j += 2) dst[j] = src[j + 1], dst[j + 1] = src[j];
+  }
   int64_t total = 0;
   for (int64_t k = 0; k < K; ++k) {
     m->offset_begin[k] = total;
