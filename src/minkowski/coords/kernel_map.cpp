@@ -14,13 +14,11 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const std::vector<int32
   auto idx = std::make_shared<RowIndex>();
   int64_t p = m.pairs();
   idx->begin.assign(n + 1, 0);
-  idx->pairs.resize(p);
-  idx->other.resize(p);
-  idx->offset.assign(p, 0);
+  idx->entries.resize(p);
   if (m.identity) {
     std::iota(idx->begin.begin(), idx->begin.end(), int64_t{0});
-    std::iota(idx->pairs.begin(), idx->pairs.end(), 0);
-    std::iota(idx->other.begin(), idx->other.end(), 0);
+    for (int64_t i = 0; i < p; ++i)
+      idx->entries[i] = {static_cast<int32_t>(i), static_cast<int32_t>(i), 0};
     return idx;
   }
   for (int64_t i = 0; i < p; ++i) ++idx->begin[rows[i] + 1];
@@ -29,9 +27,7 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const std::vector<int32
   for (int64_t k = 0; k < m.volume; ++k)
     for (int64_t i = m.offset_begin[k]; i < m.offset_begin[k + 1]; ++i) {
       int64_t at = cursor[rows[i]]++;
-      idx->pairs[at] = static_cast<int32_t>(i);
-      idx->other[at] = others[i];
-      idx->offset[at] = static_cast<int32_t>(k);
+      idx->entries[at] = {static_cast<int32_t>(i), others[i], static_cast<int32_t>(k)};
     }
   return idx;
 }
@@ -44,9 +40,7 @@ int64_t KernelMap::bytes() const {
                                    offset_begin.capacity() * 8);
   for (const auto* r : {by_out_.get(), by_in_.get()})
     if (r)
-      b += static_cast<int64_t>(r->begin.capacity() * 8 +
-                                (r->pairs.capacity() + r->other.capacity() + r->offset.capacity()) *
-                                    4);
+      b += static_cast<int64_t>(r->begin.capacity() * 8 + r->entries.capacity() * sizeof(RowEntry));
   return b;
 }
 

@@ -25,11 +25,15 @@
 
 namespace minkowski {
 
+struct RowEntry {
+  int32_t pair;    // pair id; ascending (= offset order) within a row
+  int32_t other;   // the pair's row on the other side
+  int32_t offset;  // the pair's kernel offset
+};
+
 struct RowIndex {
-  std::vector<int64_t> begin;   // rows + 1
-  std::vector<int32_t> pairs;   // pair ids, ascending (= offset order) within a row
-  std::vector<int32_t> other;   // per entry: the pair's row on the other side
-  std::vector<int32_t> offset;  // per entry: the pair's kernel offset
+  std::vector<int64_t> begin;  // rows + 1
+  std::vector<RowEntry> entries;
 };
 
 struct KernelMap {

@@ -127,8 +127,8 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, c
     for (int64_t r = lo; r < hi; ++r) {
       int64_t t = 0;
       for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j, ++t) {
-        a[t] = src + static_cast<int64_t>(idx.other[j]) * rows_in;
-        w[t] = mats + static_cast<int64_t>(idx.offset[j]) * rows_in * cols_out;
+        a[t] = src + static_cast<int64_t>(idx.entries[j].other) * rows_in;
+        w[t] = mats + static_cast<int64_t>(idx.entries[j].offset) * rows_in * cols_out;
       }
       row_accumulate_f32(a.data(), w.data(), t, rows_in, cols_out, dst + r * cols_out);
     }
@@ -202,7 +202,7 @@ void scatter_grouped(const T* staged, int64_t width, const RowIndex& idx, int64_
       int64_t j = cursor[r], e = idx.begin[r + 1];
       T* d = dst + r * width;
       for (; j < e; ++j) {
-        int64_t p = idx.pairs[j];
+        int64_t p = idx.entries[j].pair;
         if (p >= p1) break;
         add_row(d, staged + (p - p0) * width, width);
       }
@@ -512,7 +512,7 @@ void cw_forward(const T* F, const T* W, int64_t c, const KernelMap& m, T* out) {
     for (int64_t o = lo; o < hi; ++o) {
       T* d = out + o * c;
       for (int64_t j = idx.begin[o]; j < idx.begin[o + 1]; ++j) {
-        int64_t p = idx.pairs[j];
+        int64_t p = idx.entries[j].pair;
         int64_t i = m.identity ? p : m.in_rows[p];
         int64_t k = m.identity ? 0
                                : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
@@ -538,7 +538,7 @@ void cw_backward(const T* G, const T* F, const T* W, int64_t c, const KernelMap&
       for (int64_t i = lo; i < hi; ++i) {
         T* d = gin + i * c;
         for (int64_t j = idx.begin[i]; j < idx.begin[i + 1]; ++j) {
-          int64_t p = idx.pairs[j];
+          int64_t p = idx.entries[j].pair;
           int64_t o = m.identity ? p : m.out_rows[p];
           const T* g = G + o * c;
           const T* w = W + offset_of(p) * c;
