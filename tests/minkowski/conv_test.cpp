@@ -466,6 +466,44 @@ TEST(MinkowskiConv, F32KernelsAgainstReference) {
   }
 }
 
+TEST(MinkowskiConv, F32StridedTransposedOneByOne) {
+  // The f32 kernels on non-submanifold maps and the identity map, vs f64.
+  Case c = make_case(3, 300, 5, 1, 8, 16, 8, 77);
+  SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
+  SparseTensor x64(c.f, x.key(), x.manager());
+  auto both = [&](const std::function<SparseTensor(const SparseTensor&, fk::DType)>& op) {
+    fk::Tensor a = op(x, fk::DType::F32).F(), b = op(x64, fk::DType::F64).F();
+    fk::test::expect_close(a, b.to_vector<double>(), 1e-4);
+  };
+  fk::Tensor w_down = fk::test::random_tensor({8, 8, 16}, fk::DType::F64, -1, 1, 1);
+  fk::Tensor w_up = fk::test::random_tensor({8, 16, 8}, fk::DType::F64, -1, 1, 2);
+  fk::Tensor w_1 = fk::test::random_tensor({8, 16}, fk::DType::F64, -1, 1, 3);
+  both([&](const SparseTensor& in, fk::DType dt) {
+    return convolution(in, w_down.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+  });
+  both([&](const SparseTensor& in, fk::DType dt) {
+    SparseTensor dn = convolution(in, w_down.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+    return convolution_transpose(dn, w_up.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+  });
+  both([&](const SparseTensor& in, fk::DType dt) {
+    return convolution(in, w_1.to(dt), fk::Tensor(), KernelRegion::cube({1}));
+  });
+  // 1x1 gradients in f32 against f64
+  fk::Tensor f32 = x.F().clone().set_requires_grad(true), f64 = c.f.clone().set_requires_grad(true);
+  fk::Tensor w32 = w_1.to(fk::DType::F32).set_requires_grad(true),
+             w64 = w_1.clone().set_requires_grad(true);
+  fk::sum(convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(),
+                      KernelRegion::cube({1}))
+              .F())
+      .backward();
+  fk::sum(convolution(SparseTensor(f64, x.key(), x.manager()), w64, fk::Tensor(),
+                      KernelRegion::cube({1}))
+              .F())
+      .backward();
+  fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
+  fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
+}
+
 // ---- errors and edge cases ---------------------------------------------------
 
 TEST(MinkowskiConv, Errors) {
