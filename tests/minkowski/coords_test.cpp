@@ -87,6 +87,30 @@ TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   EXPECT_EQ(m3.map(b.key)->find(q), 1);
 }
 
+TEST(MinkowskiMap, ShardedBuildMatchesSerial) {
+  // >= 65536 rows with 2 threads builds sharded tables; results must not change.
+  std::vector<int32_t> v;
+  uint32_t s = 12345;
+  for (int i = 0; i < 80000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v.insert(v.end(), {static_cast<int32_t>(s >> 31), static_cast<int32_t>((s >> 8) % 60) - 30,
+                       static_cast<int32_t>((s >> 16) % 50) - 25, static_cast<int32_t>(s % 40)});
+  }
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(2);
+  std::vector<int64_t> u2, i2;
+  CoordinateMap m2(v.data(), 80000, 4, {1, 1, 1}, &u2, &i2);
+  fk::set_num_threads(1);
+  std::vector<int64_t> u1, i1;
+  CoordinateMap m1(v.data(), 80000, 4, {1, 1, 1}, &u1, &i1);
+  fk::set_num_threads(threads);
+  EXPECT_EQ(u1, u2);
+  EXPECT_EQ(i1, i2);
+  EXPECT_LT(m1.size(), 80000);
+  for (int64_t r = 0; r < m1.size(); r += 97) EXPECT_EQ(m2.find(m1.row(r)), r);
+  for (int i = 0; i < 80000; i += 101) EXPECT_EQ(m2.find(v.data() + 4 * i), i1[i]);
+}
+
 TEST(MinkowskiKernelMap, LineCounts) {
   // Points 0,1,2,4 on a line: offsets -1, 0, +1.
   CoordinateManager m(1);
