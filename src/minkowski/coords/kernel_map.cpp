@@ -32,6 +32,29 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const std::vector<int32
   return idx;
 }
 
+// by_in of a symmetric map from its by_out: the pairs with input row i are the
+// mirrors of the pairs with output row i.
+std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out) {
+  auto idx = std::make_shared<RowIndex>();
+  idx->begin = by_out.begin;
+  idx->entries.resize(by_out.entries.size());
+  int64_t n = static_cast<int64_t>(by_out.begin.size()) - 1;
+  for (int64_t r = 0; r < n; ++r) {
+    RowEntry* e = idx->entries.data() + by_out.begin[r];
+    int64_t cnt = by_out.begin[r + 1] - by_out.begin[r];
+    for (int64_t j = 0; j < cnt; ++j) {
+      const RowEntry& o = by_out.entries[by_out.begin[r] + j];
+      int32_t mk = m.mirror[o.offset];
+      e[j] = {static_cast<int32_t>(m.offset_begin[mk] + (o.pair - m.offset_begin[o.offset])),
+              o.other, mk};
+    }
+    // offset order (= pair order): a short insertion sort
+    for (int64_t j = 1; j < cnt; ++j)
+      for (int64_t q = j; q > 0 && e[q - 1].pair > e[q].pair; --q) std::swap(e[q - 1], e[q]);
+  }
+  return idx;
+}
+
 }  // namespace
 
 int64_t KernelMap::bytes() const {
@@ -52,7 +75,14 @@ const RowIndex& KernelMap::by_out() const {
 
 const RowIndex& KernelMap::by_in() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!by_in_) by_in_ = group_rows(*this, in_rows, out_rows, in_size);
+  if (!by_in_) {
+    if (!mirror.empty()) {
+      if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
+      by_in_ = mirror_rows(*this, *by_out_);
+    } else {
+      by_in_ = group_rows(*this, in_rows, out_rows, in_size);
+    }
+  }
   return *by_in_;
 }
 
@@ -166,6 +196,7 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
     dst.resize(src.size());
     for (size_t j = 0; j < src.size(); j += 2) dst[j] = src[j + 1], dst[j + 1] = src[j];
   }
+  if (mirror[0] >= 0) m->mirror.assign(mirror.begin(), mirror.end());
   int64_t total = 0;
   for (int64_t k = 0; k < K; ++k) {
     m->offset_begin[k] = total;

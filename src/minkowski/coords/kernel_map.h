@@ -44,6 +44,10 @@ struct KernelMap {
   std::vector<int64_t> offset_begin;  // volume + 1
   std::vector<int32_t> in_rows;
   std::vector<int32_t> out_rows;
+  // A symmetric map onto itself: offset k's pairs are offset mirror[k]'s pairs
+  // swapped, in the same order (empty otherwise). Lets by_in() be derived from
+  // by_out() with sequential access.
+  std::vector<int32_t> mirror;
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
