@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -25,13 +26,27 @@ double now_ms() {
       .count();
 }
 
+// CPU time of the whole process (all threads): on a shared, loaded machine
+// this is steadier than wall time (it excludes time spent descheduled).
+double cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Minimum CPU time over the runs, recorded by median_ms.
+thread_local double g_last_cpu_ms = 0;
+
 double median_ms(int repeats, const std::function<void()>& f) {
   std::vector<double> t;
+  double best_cpu = 1e300;
   for (int i = 0; i < repeats; ++i) {
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_ms();
     f();
     t.push_back(now_ms() - t0);
+    best_cpu = std::min(best_cpu, cpu_ms() - c0);
   }
+  g_last_cpu_ms = best_cpu;
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
@@ -90,18 +105,21 @@ int bench_conv(const BenchConvOptions& o) {
   std::shared_ptr<CoordinateManager> mgr;
   MapKey in_key, out_key;
   std::shared_ptr<const KernelMap> map;
-  std::vector<double> t_insert, t_kmap, t_index;
+  std::vector<double> t_insert, t_kmap, t_index, c_insert, c_kmap, c_index;
   for (int r = 0; r < o.repeats; ++r) {
     mgr = std::make_shared<CoordinateManager>(3);
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_ms();
     in_key = mgr->insert(coords, {1}).key;
-    double t1 = now_ms();
+    double t1 = now_ms(), c1 = cpu_ms();
     out_key = mgr->stride(in_key, {o.stride});
     map = mgr->kernel_map(in_key, out_key, region, false);
-    double t2 = now_ms();
+    double t2 = now_ms(), c2 = cpu_ms();
     map->by_out();
     map->by_in();
-    double t3 = now_ms();
+    double t3 = now_ms(), c3 = cpu_ms();
+    c_insert.push_back(c1 - c0);
+    c_kmap.push_back(c2 - c1);
+    c_index.push_back(c3 - c2);
     t_insert.push_back(t1 - t0);
     t_kmap.push_back(t2 - t1);
     t_index.push_back(t3 - t2);
@@ -118,7 +136,7 @@ int bench_conv(const BenchConvOptions& o) {
   fk::Tensor g = random_uniform({n_out, cout}, 1.0, 3).to(dt);
 
   struct Pass {
-    double fwd = 0, bwd = 0;
+    double fwd = 0, bwd = 0, fwd_cpu = 0, bwd_cpu = 0;
     int64_t staging = 0, groups = 0;
   };
   auto run = [&](const char* fused, const char* cap) {
@@ -126,10 +144,12 @@ int bench_conv(const BenchConvOptions& o) {
     Pass p;
     conv_forward(f, w, *map);  // warm-up (allocator, pages)
     p.fwd = median_ms(o.repeats, [&] { conv_forward(f, w, *map); });
+    p.fwd_cpu = g_last_cpu_ms;
     p.staging = last_conv_call().staging_bytes;
     p.groups = last_conv_call().groups;
     conv_backward(g, f, w, *map, true, true);
     p.bwd = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, true); });
+    p.bwd_cpu = g_last_cpu_ms;
     return p;
   };
   Pass fused = run("1", "2048");
@@ -147,6 +167,7 @@ int bench_conv(const BenchConvOptions& o) {
              gn, 0.0, C.data<float>(), gn);
   });
   double sgemm_gflops = 2.0 * gm * gn * gk / (t_gemm * 1e6);
+  double sgemm_cpu = g_last_cpu_ms;
 
   double flop = 2.0 * static_cast<double>(pairs) * cin * cout;
   auto gf = [&](double ms, double mult) { return mult * flop / (ms * 1e6); };
@@ -157,25 +178,38 @@ int bench_conv(const BenchConvOptions& o) {
              o.stride, cin, cout, o.dtype, fk::get_num_threads(), o.repeats);
   fmt::print("  pairs {} ({:.2f} per output row), kernel map {:.1f} MB\n", pairs,
              static_cast<double>(pairs) / std::max<int64_t>(n_out, 1), map->bytes() / 1e6);
-  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms\n", med(t_insert),
-             med(t_kmap), med(t_index));
+  auto mn = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms (wall, median)\n",
+             med(t_insert), med(t_kmap), med(t_index));
+  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms (cpu, min)\n",
+             mn(c_insert), mn(c_kmap), mn(c_index));
   auto line = [&](const char* name, const Pass& p) {
     fmt::print(
         "  {:<12} forward {:8.2f} ms ({:6.1f} GFLOP/s)  backward {:8.2f} ms ({:6.1f} GFLOP/s)  "
         "staging {:.1f} MB in {} group(s)\n",
         name, p.fwd, gf(p.fwd, 1), p.bwd, gf(p.bwd, 2), p.staging / 1e6, p.groups);
   };
+  auto cpu_line = [&](const char* name, const Pass& p) {
+    fmt::print("  {:<12} forward {:8.2f} cpu-ms ({:6.1f} GFLOP/cpu-s) backward {:8.2f} cpu-ms\n",
+               name, p.fwd_cpu, gf(p.fwd_cpu, 1), p.bwd_cpu);
+  };
   line("fused", fused);
   line(fmt::format("chunked{}MB", o.chunk_mb).c_str(), chunked);
   line("per-offset", per_offset);
   fmt::print("  fused/per-offset time: forward {:.2f}, backward {:.2f}\n",
              fused.fwd / per_offset.fwd, fused.bwd / per_offset.bwd);
-  fmt::print("  sgemm {}x{}x{}: {:.2f} ms, {:.1f} GFLOP/s\n", gm, gk, gn, t_gemm, sgemm_gflops);
+  cpu_line("fused", fused);
+  cpu_line(fmt::format("chunked{}MB", o.chunk_mb).c_str(), chunked);
+  cpu_line("per-offset", per_offset);
+  fmt::print("  sgemm {}x{}x{}: {:.2f} ms, {:.1f} GFLOP/s ({:.2f} cpu-ms)\n", gm, gk, gn, t_gemm,
+             sgemm_gflops, sgemm_cpu);
 
   if (!o.json.empty()) {
     auto pass_json = [&](const Pass& p) {
       return nlohmann::json{{"forward_ms", p.fwd},
                             {"backward_ms", p.bwd},
+                            {"forward_cpu_ms", p.fwd_cpu},
+                            {"backward_cpu_ms", p.bwd_cpu},
                             {"forward_gflops", gf(p.fwd, 1)},
                             {"backward_gflops", gf(p.bwd, 2)},
                             {"staging_bytes", p.staging},
@@ -197,6 +231,9 @@ int bench_conv(const BenchConvOptions& o) {
                      {"insert_ms", med(t_insert)},
                      {"kernel_map_ms", med(t_kmap)},
                      {"row_index_ms", med(t_index)},
+                     {"insert_cpu_ms", mn(c_insert)},
+                     {"kernel_map_cpu_ms", mn(c_kmap)},
+                     {"row_index_cpu_ms", mn(c_index)},
                      {"fused", pass_json(fused)},
                      {"chunked", pass_json(chunked)},
                      {"chunk_mb", o.chunk_mb},
@@ -205,6 +242,7 @@ int bench_conv(const BenchConvOptions& o) {
                      {"fused_over_per_offset_backward", fused.bwd / per_offset.bwd},
                      {"sgemm_ms", t_gemm},
                      {"sgemm_gflops", sgemm_gflops},
+                     {"sgemm_cpu_ms", sgemm_cpu},
                      {"blas", fk::blas_config()}};
     std::ofstream out(o.json);
     if (!out) throw std::runtime_error("cannot write " + o.json);

@@ -370,38 +370,47 @@ TEST(MinkowskiConv, HalfPrecisionAgainstF32) {
   }
 }
 
-TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdentical) {
+// f32 runs the AVX2 micro-kernels (row-stationary fused path, per-pair
+// per-offset path) where the CPU has them; f64 runs BLAS over staged rows,
+// where the staging cap splits the offsets into groups.
+void check_paths_bit_identical(fk::DType dt) {
   KnobGuard guard;
   set_deterministic(true);
   // A dense-ish blob so offsets hold several 2048-row GEMM blocks.
   Rows rows = random_rows(3, 12000, 12, 1, 1, 3);
-  fk::Tensor f = fk::test::random_tensor({12000, 16}, fk::DType::F32, -1, 1, 4);
-  fk::Tensor w = fk::test::random_tensor({27, 16, 8}, fk::DType::F32, -1, 1, 5);
+  fk::Tensor f = fk::test::random_tensor({12000, 16}, dt, -1, 1, 4);
+  fk::Tensor w = fk::test::random_tensor({27, 16, 8}, dt, -1, 1, 5);
   SparseTensor x(f, to_tensor(rows));
   auto run = [&]() {
     fk::Tensor ff = f.clone().set_requires_grad(true), ww = w.clone().set_requires_grad(true);
     fk::Tensor y = convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(),
                                KernelRegion::cube({3}))
                        .F();
-    fk::Tensor g = fk::test::random_tensor(y.shape(), fk::DType::F32, -1, 1, 6);
+    fk::Tensor g = fk::test::random_tensor(y.shape(), dt, -1, 1, 6);
     y.backward(g);
-    return std::vector<std::vector<float>>{y.to_vector<float>(), ff.grad().to_vector<float>(),
-                                           ww.grad().to_vector<float>()};
+    return std::vector<fk::Tensor>{y, ff.grad(), ww.grad()};
   };
   auto base = run();
-  auto same = [&](const std::vector<std::vector<float>>& r, const char* what) {
-    ASSERT_EQ(r.size(), 3u);
-    EXPECT_TRUE(r[0] == base[0]) << what << ": output";
-    EXPECT_TRUE(r[1] == base[1]) << what << ": feature gradient";
-    EXPECT_TRUE(r[2] == base[2]) << what << ": weight gradient";
+  auto same = [&](const std::vector<fk::Tensor>& r, const char* what) {
+    const char* names[3] = {"output", "feature gradient", "weight gradient"};
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(r[i].to_vector<double>() == base[i].to_vector<double>())
+          << fk::name(dt) << " " << what << ": " << names[i];
   };
-  EXPECT_EQ(last_conv_call().groups, 1);
+  bool staged = dt == fk::DType::F64;
+  if (staged) {
+    EXPECT_EQ(last_conv_call().groups, 1);
+  }
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("0.001");
   same(run(), "chunked per offset");
-  EXPECT_EQ(last_conv_call().groups, 27);
+  if (staged) {
+    EXPECT_EQ(last_conv_call().groups, 27);
+  }
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("3");
   same(run(), "chunked 3 MiB");
-  EXPECT_GT(last_conv_call().groups, 1);
+  if (staged) {
+    EXPECT_GT(last_conv_call().groups, 1);
+  }
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
   fk::mutable_knob("ME_FUSED_COPY").set_override("0");
   same(run(), "per-offset");
@@ -412,8 +421,87 @@ TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdentical) {
   auto one = run();
   fk::set_num_threads(threads);
   same(one, "1 thread");
+  // and the values are right (against the f64 BLAS path)
+  if (!staged) {
+    SparseTensor x64(f.to(fk::DType::F64), x.key(), x.manager());
+    fk::Tensor y64 =
+        convolution(x64, w.to(fk::DType::F64), fk::Tensor(), KernelRegion::cube({3})).F();
+    fk::test::expect_close(base[0], y64.to_vector<double>(), 1e-4);
+  }
   set_deterministic(false);
   EXPECT_FALSE(is_deterministic());
+}
+
+TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF32) {
+  check_paths_bit_identical(fk::DType::F32);
+}
+
+TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF64) {
+  check_paths_bit_identical(fk::DType::F64);
+}
+
+TEST(MinkowskiConv, F32KernelsAgainstReference) {
+  // Channel counts that exercise every column panel of the f32 micro-kernels
+  // (8..96 outputs) and odd input widths, forward and backward, vs f64.
+  for (auto [cin, cout] :
+       {std::pair{3, 8}, std::pair{8, 24}, std::pair{16, 40}, std::pair{24, 96}}) {
+    Case c = make_case(3, 200, 4, 1, cin, cout, 27, 300 + cin);
+    SparseTensor x(c.f, to_tensor(c.rows));
+    fk::Tensor f32 = c.f.to(fk::DType::F32).set_requires_grad(true);
+    fk::Tensor w32 = c.w.to(fk::DType::F32).set_requires_grad(true);
+    fk::Tensor y = convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(),
+                               KernelRegion::cube({3}))
+                       .F();
+    auto want = reference_conv(c.rows, c.fv, cin, c.rows, c.wv, cout, cube_offsets(3, 3, 1, 1), 1);
+    fk::test::expect_close(y, want, 1e-4);
+    fk::Tensor f64 = c.f.clone().set_requires_grad(true), w64 = c.w.clone().set_requires_grad(true);
+    fk::Tensor y64 = convolution(SparseTensor(f64, x.key(), x.manager()), w64, fk::Tensor(),
+                                 KernelRegion::cube({3}))
+                         .F();
+    fk::Tensor g = fk::test::random_tensor(y.shape(), fk::DType::F64, -1, 1, 3);
+    y.backward(g.to(fk::DType::F32));
+    y64.backward(g);
+    fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
+    fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
+  }
+}
+
+TEST(MinkowskiConv, F32StridedTransposedOneByOne) {
+  // The f32 kernels on non-submanifold maps and the identity map, vs f64.
+  Case c = make_case(3, 300, 5, 1, 8, 16, 8, 77);
+  SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
+  SparseTensor x64(c.f, x.key(), x.manager());
+  auto both = [&](const std::function<SparseTensor(const SparseTensor&, fk::DType)>& op) {
+    fk::Tensor a = op(x, fk::DType::F32).F(), b = op(x64, fk::DType::F64).F();
+    fk::test::expect_close(a, b.to_vector<double>(), 1e-4);
+  };
+  fk::Tensor w_down = fk::test::random_tensor({8, 8, 16}, fk::DType::F64, -1, 1, 1);
+  fk::Tensor w_up = fk::test::random_tensor({8, 16, 8}, fk::DType::F64, -1, 1, 2);
+  fk::Tensor w_1 = fk::test::random_tensor({8, 16}, fk::DType::F64, -1, 1, 3);
+  both([&](const SparseTensor& in, fk::DType dt) {
+    return convolution(in, w_down.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+  });
+  both([&](const SparseTensor& in, fk::DType dt) {
+    SparseTensor dn = convolution(in, w_down.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+    return convolution_transpose(dn, w_up.to(dt), fk::Tensor(), KernelRegion::cube({2}), {2});
+  });
+  both([&](const SparseTensor& in, fk::DType dt) {
+    return convolution(in, w_1.to(dt), fk::Tensor(), KernelRegion::cube({1}));
+  });
+  // 1x1 gradients in f32 against f64
+  fk::Tensor f32 = x.F().clone().set_requires_grad(true), f64 = c.f.clone().set_requires_grad(true);
+  fk::Tensor w32 = w_1.to(fk::DType::F32).set_requires_grad(true),
+             w64 = w_1.clone().set_requires_grad(true);
+  fk::sum(convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(),
+                      KernelRegion::cube({1}))
+              .F())
+      .backward();
+  fk::sum(convolution(SparseTensor(f64, x.key(), x.manager()), w64, fk::Tensor(),
+                      KernelRegion::cube({1}))
+              .F())
+      .backward();
+  fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
+  fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
 }
 
 // ---- errors and edge cases ---------------------------------------------------

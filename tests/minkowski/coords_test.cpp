@@ -87,6 +87,30 @@ TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   EXPECT_EQ(m3.map(b.key)->find(q), 1);
 }
 
+TEST(MinkowskiMap, ShardedBuildMatchesSerial) {
+  // >= 65536 rows with 2 threads builds sharded tables; results must not change.
+  std::vector<int32_t> v;
+  uint32_t s = 12345;
+  for (int i = 0; i < 80000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v.insert(v.end(), {static_cast<int32_t>(s >> 31), static_cast<int32_t>((s >> 8) % 60) - 30,
+                       static_cast<int32_t>((s >> 16) % 50) - 25, static_cast<int32_t>(s % 40)});
+  }
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(2);
+  std::vector<int64_t> u2, i2;
+  CoordinateMap m2(v.data(), 80000, 4, {1, 1, 1}, &u2, &i2);
+  fk::set_num_threads(1);
+  std::vector<int64_t> u1, i1;
+  CoordinateMap m1(v.data(), 80000, 4, {1, 1, 1}, &u1, &i1);
+  fk::set_num_threads(threads);
+  EXPECT_EQ(u1, u2);
+  EXPECT_EQ(i1, i2);
+  EXPECT_LT(m1.size(), 80000);
+  for (int64_t r = 0; r < m1.size(); r += 97) EXPECT_EQ(m2.find(m1.row(r)), r);
+  for (int i = 0; i < 80000; i += 101) EXPECT_EQ(m2.find(v.data() + 4 * i), i1[i]);
+}
+
 TEST(MinkowskiKernelMap, LineCounts) {
   // Points 0,1,2,4 on a line: offsets -1, 0, +1.
   CoordinateManager m(1);
@@ -111,6 +135,55 @@ TEST(MinkowskiKernelMap, LineCounts) {
   m.clear();
   EXPECT_EQ(m.num_maps(), 0);
   EXPECT_EQ(m.num_kernel_maps(), 0);
+}
+
+// Row indices checked against a plain regrouping of the pair arrays.
+void expect_row_index(const KernelMap& km, const RowIndex& idx, bool by_out) {
+  int64_t rows = by_out ? km.out_size : km.in_size;
+  std::vector<std::vector<RowEntry>> want(rows);
+  for (int64_t k = 0; k < km.volume; ++k)
+    for (int64_t p = km.offset_begin[k]; p < km.offset_begin[k + 1]; ++p) {
+      int32_t self = by_out ? km.out_rows[p] : km.in_rows[p];
+      int32_t other = by_out ? km.in_rows[p] : km.out_rows[p];
+      want[self].push_back({static_cast<int32_t>(p), other, static_cast<int32_t>(k)});
+    }
+  ASSERT_EQ(static_cast<int64_t>(idx.begin.size()), rows + 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(idx.begin[r + 1] - idx.begin[r], static_cast<int64_t>(want[r].size())) << r;
+    for (size_t j = 0; j < want[r].size(); ++j) {
+      const RowEntry& e = idx.entries[idx.begin[r] + j];
+      EXPECT_EQ(e.pair, want[r][j].pair);
+      EXPECT_EQ(e.other, want[r][j].other);
+      EXPECT_EQ(e.offset, want[r][j].offset);
+    }
+  }
+}
+
+TEST(MinkowskiKernelMap, RowIndicesSymmetricAndNot) {
+  std::vector<int32_t> v;
+  uint32_t s = 99;
+  for (int i = 0; i < 3000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v.insert(v.end(),
+             {0, static_cast<int32_t>((s >> 4) % 20) - 10,
+              static_cast<int32_t>((s >> 12) % 20) - 10, static_cast<int32_t>((s >> 20) % 20)});
+  }
+  CoordinateManager m(3);
+  auto k = m.insert(coords(v, 4), {1}).key;
+  auto sub = m.kernel_map(k, k, KernelRegion::cube({3}), false);
+  EXPECT_FALSE(sub->mirror.empty());            // symmetric: half the offsets searched
+  expect_row_index(*sub, sub->by_in(), false);  // derived from by_out through the mirror
+  expect_row_index(*sub, sub->by_out(), true);
+  auto cross = m.kernel_map(k, k, KernelRegion::cross({3}), false);  // mirrors out of order
+  EXPECT_FALSE(cross->mirror.empty());
+  expect_row_index(*cross, cross->by_in(), false);
+  auto strided = m.kernel_map(k, m.stride(k, {2}), KernelRegion::cube({3}), false);
+  EXPECT_TRUE(strided->mirror.empty());
+  expect_row_index(*strided, strided->by_in(), false);
+  expect_row_index(*strided, strided->by_out(), true);
+  auto even = m.kernel_map(k, k, KernelRegion::cube({2}), false);  // {0,1}: not symmetric
+  EXPECT_TRUE(even->mirror.empty());
+  expect_row_index(*even, even->by_in(), false);
 }
 
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {

@@ -4,10 +4,10 @@
 // offset order, the layout a CUDA path can upload as is:
 //   offset_begin[k] .. offset_begin[k+1]  the pairs of offset k
 //   in_rows[p], out_rows[p]               pair p (int32 rows)
-// Within one offset each output row appears at most once (and, for a map built
-// by build_kernel_map, pairs are sorted by output row), so a per-offset
-// scatter never collides. The order is fully deterministic: it does not depend
-// on the thread count.
+// Within one offset each output row appears at most once, so a per-offset
+// scatter never collides. Pairs of one offset follow the output map's key
+// order (lexicographic in (x_D, .., x_1, batch)); the order is fully
+// deterministic and does not depend on the thread count.
 //
 // by_out()/by_in() are the pairs regrouped by output / input row (CSR), each
 // row's pairs in offset order; the convolution's scatter walks them so that
@@ -25,9 +25,15 @@
 
 namespace minkowski {
 
+struct RowEntry {
+  int32_t pair;    // pair id; ascending (= offset order) within a row
+  int32_t other;   // the pair's row on the other side
+  int32_t offset;  // the pair's kernel offset
+};
+
 struct RowIndex {
   std::vector<int64_t> begin;  // rows + 1
-  std::vector<int32_t> pairs;  // pair ids, ascending (= offset order) within a row
+  std::vector<RowEntry> entries;
 };
 
 struct KernelMap {
@@ -38,6 +44,10 @@ struct KernelMap {
   std::vector<int64_t> offset_begin;  // volume + 1
   std::vector<int32_t> in_rows;
   std::vector<int32_t> out_rows;
+  // A symmetric map onto itself: offset k's pairs are offset mirror[k]'s pairs
+  // swapped, in the same order (empty otherwise). Lets by_in() be derived from
+  // by_out() with sequential access.
+  std::vector<int32_t> mirror;
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
@@ -55,7 +65,9 @@ struct KernelMap {
 };
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already
-// scaled), for every row of `out`. Parallel over fixed blocks of output rows.
+// scaled), for every row of `out`: a merge join of both maps' sorted keys,
+// one offset per task (parallel over offsets). Memory: the maps' sorted keys
+// (cached), 8 bytes per output row and coordinate, and the pairs.
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets);
 

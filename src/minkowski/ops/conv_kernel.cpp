@@ -12,6 +12,7 @@
 #include "fk/knobs.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/gather_gemm.h"
 
 namespace minkowski {
 
@@ -88,6 +89,52 @@ void add_row_jobs(std::vector<Gemm>& jobs, bool tb, int64_t m, int64_t n, int64_
   }
 }
 
+// Runs the AVX-512 gather-GEMM over [p0, p1) of each offset in [k0, k1):
+// dst[p - base] = src[rows[p]] . mats[k], in blocks of pairs, one parallel region.
+void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, const float* src,
+                      int64_t ld_src, const int32_t* rows, const float* mats, int64_t rows_in,
+                      int64_t cols_out, float* dst) {
+  constexpr int64_t kPairBlock = 1536;
+  struct Job {
+    int64_t k, p0, p1;
+  };
+  std::vector<Job> jobs;
+  for (int64_t k = k0; k < k1; ++k)
+    for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += kPairBlock)
+      jobs.push_back({k, p, std::min(p + kPairBlock, m.offset_begin[k + 1])});
+  int64_t nj = static_cast<int64_t>(jobs.size());
+  double work = static_cast<double>(m.offset_begin[k1] - m.offset_begin[k0]) * rows_in * cols_out;
+  fk::profile::count_launch();
+  fk::parallel_for(0, nj, work < 4.0 * kBlasSerialMnk ? nj : 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) {
+      const Job& b = jobs[j];
+      gather_gemm_f32(src, ld_src, rows ? rows + b.p0 : nullptr, b.p1 - b.p0,
+                      mats + b.k * rows_in * cols_out, rows_in, cols_out,
+                      dst + (b.p0 - base) * cols_out, cols_out);
+    }
+  });
+}
+
+// Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
+// src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
+void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
+                    int64_t rows_in, int64_t cols_out, float* dst) {
+  int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
+  double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
+  fk::profile::count_launch();
+  fk::parallel_for(0, n, work < 4.0 * kBlasSerialMnk ? n : 256, [&](int64_t lo, int64_t hi) {
+    std::vector<const float*> a(m.volume), w(m.volume);
+    for (int64_t r = lo; r < hi; ++r) {
+      int64_t t = 0;
+      for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j, ++t) {
+        a[t] = src + static_cast<int64_t>(idx.entries[j].other) * rows_in;
+        w[t] = mats + static_cast<int64_t>(idx.entries[j].offset) * rows_in * cols_out;
+      }
+      row_accumulate_f32(a.data(), w.data(), t, rows_in, cols_out, dst + r * cols_out);
+    }
+  });
+}
+
 struct Group {
   int64_t k0, k1;  // offsets [k0, k1)
   int64_t p0, p1;  // pairs [p0, p1)
@@ -155,7 +202,7 @@ void scatter_grouped(const T* staged, int64_t width, const RowIndex& idx, int64_
       int64_t j = cursor[r], e = idx.begin[r + 1];
       T* d = dst + r * width;
       for (; j < e; ++j) {
-        int64_t p = idx.pairs[j];
+        int64_t p = idx.entries[j].pair;
         if (p >= p1) break;
         add_row(d, staged + (p - p0) * width, width);
       }
@@ -174,24 +221,53 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   constexpr fk::DType dt = dtype_of_t<T>();
   if (m.identity) {
     tl_info = {true, 1, 0};
+    if constexpr (std::is_same_v<T, float>) {
+      if (gather_gemm_supported(cout)) {
+        gather_gemm_jobs(m, 0, 1, 0, F, cin, nullptr, W, cin, cout, out);
+        return;
+      }
+    }
     std::vector<Gemm> jobs;
     add_row_jobs(jobs, false, m.out_size, cout, cin, sizeof(T), F, cin, W, cout, out, cout);
     run_gemms(dt, jobs);
     return;
   }
   bool fused = kFusedCopy.as_bool();
-  auto groups = plan_groups(m, fused, (cin + cout) * static_cast<int64_t>(sizeof(T)));
+  // f32 micro-kernels read input rows in place: no input staging; the fused
+  // path then needs no staging at all (each output row accumulates its terms).
+  bool direct = false;
+  if constexpr (std::is_same_v<T, float>) {
+    direct = gather_gemm_supported(cout);
+    if (direct && fused) {
+      tl_info = {true, 1, 0};
+      row_stationary(m, m.by_out(), F, W, cin, cout, out);
+      return;
+    }
+  }
+  int64_t staged_cols = direct ? cout : cin + cout;
+  auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);
   tl_info = {fused, static_cast<int64_t>(groups.size()),
-             rows * (cin + cout) * static_cast<int64_t>(sizeof(T))};
+             rows * staged_cols * static_cast<int64_t>(sizeof(T))};
   if (groups.empty()) return;
-  fk::Tensor sin = fk::empty({rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
+  fk::Tensor sin = fk::empty({direct ? 0 : rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
   T* si = sin.data<T>();
   T* so = sout.data<T>();
   const RowIndex* idx = fused ? &m.by_out() : nullptr;
   std::vector<int64_t> cursor;
   if (fused) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
   for (const Group& g : groups) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) {
+        gather_gemm_jobs(m, g.k0, g.k1, g.p0, F, cin, m.in_rows.data(), W, cin, cout, so);
+        if (fused)
+          scatter_grouped(so, cout, *idx, g.p0, g.p1, cursor, out);
+        else
+          scatter_unique(so, cout, m.out_rows.data(), g.p0, g.p1, out);
+        fk::profile::count_launch(1);
+        continue;
+      }
+    }
     gather_rows(F, cin, m.in_rows.data() + g.p0, g.p1 - g.p0, si);
     std::vector<Gemm> jobs;
     for (int64_t k = g.k0; k < g.k1; ++k) {
@@ -208,37 +284,77 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   }
 }
 
-// grad_W_k = sum over fixed blocks of (staged F)^T (staged G), blocks summed in order.
+// grad_W_k = sum over fixed blocks of pairs of F[in]^T . G[out], each block
+// gathered into per-thread buffers (cache-sized, no conv-sized staging) and
+// multiplied by BLAS, blocks summed in order: independent of copy path, group
+// plan and thread count.
 template <typename T>
-void weight_grad(const T* si, const T* so, int64_t cin, int64_t cout, const KernelMap& m,
-                 const Group& g, T* gw) {
+void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m,
+                         T* gw) {
   constexpr fk::DType dt = dtype_of_t<T>();
   struct Job {
-    int64_t k, r0, r1;
+    int64_t k, p0, p1;
   };
   std::vector<Job> jobs;
-  std::vector<int64_t> first_job(g.k1 - g.k0 + 1, 0);
-  for (int64_t k = g.k0; k < g.k1; ++k) {
-    first_job[k - g.k0] = static_cast<int64_t>(jobs.size());
-    for (int64_t r = m.offset_begin[k]; r < m.offset_begin[k + 1]; r += kWeightBlock)
-      jobs.push_back({k, r, std::min(r + kWeightBlock, m.offset_begin[k + 1])});
+  std::vector<int64_t> first(m.volume + 1, 0);
+  for (int64_t k = 0; k < m.volume; ++k) {
+    first[k] = static_cast<int64_t>(jobs.size());
+    for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += kWeightBlock)
+      jobs.push_back({k, p, std::min(p + kWeightBlock, m.offset_begin[k + 1])});
   }
-  first_job[g.k1 - g.k0] = static_cast<int64_t>(jobs.size());
+  first[m.volume] = static_cast<int64_t>(jobs.size());
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
+  if (nj == 0) return;
   std::vector<T> part(static_cast<size_t>(nj * blk));
-  std::vector<Gemm> gemms;
-  for (int64_t j = 0; j < nj; ++j) {
-    const Job& b = jobs[j];
-    int64_t at = b.r0 - g.p0;
-    gemms.push_back({true, false, cin, cout, b.r1 - b.r0, si + at * cin, so + at * cout, cin, cout,
-                     part.data() + j * blk, cout});
+  bool direct = false;
+  if constexpr (std::is_same_v<T, float>) direct = gather_gemm_supported(cout);
+  auto run = [&](int64_t lo, int64_t hi) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) {  // rows read in place, no gather
+        std::vector<const float*> a(kWeightBlock), b(kWeightBlock);
+        for (int64_t j = lo; j < hi; ++j) {
+          const Job& q = jobs[j];
+          int64_t n = q.p1 - q.p0;
+          for (int64_t p = 0; p < n; ++p) {
+            a[p] = F + (m.identity ? q.p0 + p : m.in_rows[q.p0 + p]) * cin;
+            b[p] = G + (m.identity ? q.p0 + p : m.out_rows[q.p0 + p]) * cout;
+          }
+          std::fill(part.begin() + j * blk, part.begin() + (j + 1) * blk, 0.0f);
+          outer_accumulate_f32(a.data(), b.data(), n, cin, cout, part.data() + j * blk);
+        }
+        return;
+      }
+    }
+    std::vector<T> a(static_cast<size_t>(kWeightBlock * cin)),
+        b(static_cast<size_t>(kWeightBlock * cout));
+    for (int64_t j = lo; j < hi; ++j) {
+      const Job& q = jobs[j];
+      int64_t n = q.p1 - q.p0;
+      for (int64_t p = 0; p < n; ++p) {
+        int64_t i = m.identity ? q.p0 + p : m.in_rows[q.p0 + p];
+        int64_t o = m.identity ? q.p0 + p : m.out_rows[q.p0 + p];
+        std::memcpy(a.data() + p * cin, F + i * cin, cin * sizeof(T));
+        std::memcpy(b.data() + p * cout, G + o * cout, cout * sizeof(T));
+      }
+      fk::gemm(dt, true, false, cin, cout, n, 1.0, a.data(), cin, b.data(), cout, 0.0,
+               part.data() + j * blk, cout);
+    }
+  };
+  int nt = fk::get_num_threads();
+  double work = static_cast<double>(m.pairs()) * blk;
+  if (nt < 2 || omp_in_parallel() || work < 4.0 * kBlasSerialMnk) {
+    run(0, nj);  // every job at most ~kBlasSerialMnk x 4: BLAS keeps such calls serial
+  } else {
+    fk::profile::count_launch();
+#pragma omp parallel num_threads(nt)
+    {
+      int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      run(nj * t / n, nj * (t + 1) / n);
+    }
   }
-  run_gemms(dt, gemms);
-  for (int64_t k = g.k0; k < g.k1; ++k) {
-    T* dst = gw + k * blk;
-    for (int64_t j = first_job[k - g.k0]; j < first_job[k - g.k0 + 1]; ++j)
-      add_row(dst, part.data() + j * blk, blk);
-  }
+  for (int64_t k = 0; k < m.volume; ++k)
+    for (int64_t j = first[k]; j < first[k + 1]; ++j)
+      add_row(gw + k * blk, part.data() + j * blk, blk);
 }
 
 template <typename T>
@@ -252,28 +368,59 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
       add_row_jobs(jobs, true, m.in_size, cin, cout, sizeof(T), G, cout, W, cout, gin, cin);
       run_gemms(dt, jobs);
     }
-    if (gw) weight_grad(F, G, cin, cout, m, Group{0, 1, 0, m.in_size}, gw);
+    if (gw) weight_grad_blocked(F, G, cin, cout, m, gw);
     return;
   }
+  if (gw) weight_grad_blocked(F, G, cin, cout, m, gw);
+  if (!gin) return;
   bool fused = kFusedCopy.as_bool();
-  auto groups = plan_groups(m, fused, (cin + cout) * static_cast<int64_t>(sizeof(T)));
+  bool direct_in = false;
+  if constexpr (std::is_same_v<T, float>) direct_in = gather_gemm_supported(cin);
+  int64_t staged_cols = direct_in ? cin : cin + cout;
+  auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);
   tl_info = {fused, static_cast<int64_t>(groups.size()),
-             rows * (cin + cout) * static_cast<int64_t>(sizeof(T))};
+             rows * staged_cols * static_cast<int64_t>(sizeof(T))};
   if (groups.empty()) return;
-  fk::Tensor sin = fk::empty({rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
+  bool staged = !(direct_in && fused);
+  fk::Tensor sin = fk::empty({staged ? rows : 0, cin}, {dt}),
+             sout = fk::empty({staged && !direct_in ? rows : 0, cout}, {dt});
   T* si = sin.data<T>();
   T* so = sout.data<T>();
-  const RowIndex* idx = fused && gin ? &m.by_in() : nullptr;
+  const RowIndex* idx = fused ? &m.by_in() : nullptr;
   std::vector<int64_t> cursor;
   if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
-  for (const Group& g : groups) {
-    gather_rows(G, cout, m.out_rows.data() + g.p0, g.p1 - g.p0, so);
-    if (gw) {
-      gather_rows(F, cin, m.in_rows.data() + g.p0, g.p1 - g.p0, si);
-      weight_grad(si, so, cin, cout, m, g, gw);
+  // The f32 micro-kernels compute grad_in from G rows in place, against W_k^T.
+  bool direct = false;
+  std::vector<T> wt;
+  if constexpr (std::is_same_v<T, float>) {
+    direct = gin && gather_gemm_supported(cin);
+    if (direct) {
+      wt.resize(static_cast<size_t>(m.volume * cin * cout));
+      for (int64_t k = 0; k < m.volume; ++k)
+        for (int64_t a = 0; a < cin; ++a)
+          for (int64_t b = 0; b < cout; ++b)
+            wt[(k * cout + b) * cin + a] = W[(k * cin + a) * cout + b];
     }
-    if (!gin) continue;
+    if (direct && fused) {
+      tl_info = {true, 1, 0};
+      row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
+      return;
+    }
+  }
+  for (const Group& g : groups) {
+    if (!direct) gather_rows(G, cout, m.out_rows.data() + g.p0, g.p1 - g.p0, so);
+    if constexpr (std::is_same_v<T, float>) {
+      if (direct) {
+        gather_gemm_jobs(m, g.k0, g.k1, g.p0, G, cout, m.out_rows.data(), wt.data(), cout, cin, si);
+        if (idx)
+          scatter_grouped(si, cin, *idx, g.p0, g.p1, cursor, gin);
+        else
+          scatter_unique(si, cin, m.in_rows.data(), g.p0, g.p1, gin);
+        fk::profile::count_launch(2);
+        continue;
+      }
+    }
     std::vector<Gemm> jobs;
     for (int64_t k = g.k0; k < g.k1; ++k) {
       int64_t at = m.offset_begin[k] - g.p0;
@@ -365,7 +512,7 @@ void cw_forward(const T* F, const T* W, int64_t c, const KernelMap& m, T* out) {
     for (int64_t o = lo; o < hi; ++o) {
       T* d = out + o * c;
       for (int64_t j = idx.begin[o]; j < idx.begin[o + 1]; ++j) {
-        int64_t p = idx.pairs[j];
+        int64_t p = idx.entries[j].pair;
         int64_t i = m.identity ? p : m.in_rows[p];
         int64_t k = m.identity ? 0
                                : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
@@ -391,7 +538,7 @@ void cw_backward(const T* G, const T* F, const T* W, int64_t c, const KernelMap&
       for (int64_t i = lo; i < hi; ++i) {
         T* d = gin + i * c;
         for (int64_t j = idx.begin[i]; j < idx.begin[i + 1]; ++j) {
-          int64_t p = idx.pairs[j];
+          int64_t p = idx.entries[j].pair;
           int64_t o = m.identity ? p : m.out_rows[p];
           const T* g = G + o * c;
           const T* w = W + offset_of(p) * c;

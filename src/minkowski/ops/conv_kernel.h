@@ -11,27 +11,41 @@
 // computed (GEMM and accumulation) in f32 and rounded once at the end.
 //
 // Two copy paths over the same map, chosen at every call:
-//   fused (default)  rows of all offsets of a group are gathered into one
-//                    staging buffer, one GEMM per offset runs over it, and one
+//   fused (default)  BLAS path (f64, and f32 where the micro-kernels do not
+//                    apply): rows of all offsets of a group are gathered into
+//                    one staging buffer, one GEMM per offset (in fixed 2048-row
+//                    blocks, all in one parallel region) runs over it, and one
 //                    scatter-accumulate writes the group. Groups are runs of
 //                    whole offsets whose staging (rows x (C_in + C_out) x
 //                    sizeof(compute type)) stays under ME_FUSED_COPY_MAX_MB
 //                    (a number of MiB, fractions allowed; <= 0 means the
 //                    default 2048); an offset larger than the cap is a group
 //                    of its own.
-//   per-offset       ME_FUSED_COPY=0: gather, GEMM and scatter per offset.
-// Both knobs are read at every call.
+//                    f32 with C_out (forward) / C_in (input gradient) a
+//                    multiple of 8 on an AVX2+FMA CPU: row-stationary, i.e.
+//                    each output row sums its terms F[i] . W_k straight from
+//                    the feature matrix (gather_gemm.h): no staging at all,
+//                    so the cap has nothing to split.
+//   per-offset       ME_FUSED_COPY=0: gather, GEMM and scatter per offset
+//                    (f32: the per-pair micro-kernel into a staging buffer of
+//                    one offset's rows, then the scatter).
+// Both knobs are read at every call. The weight gradient is the same on both
+// paths: fixed blocks of 4096 pairs (rows read in place for f32, gathered into
+// per-thread buffers for BLAS), block partials summed in order.
 //
 // Determinism: by construction, on every path and any thread count. Each
 // output row is owned by one thread and receives its terms in offset order
-// (the scatter walks the map regrouped by row), GEMMs are per offset over the
-// same rows on both paths (fk::gemm splits rows in fixed blocks) and the
-// weight gradient sums fixed row blocks in block order. Hence fused, chunked
-// and per-offset results are bit-identical, and set_deterministic() costs
-// nothing.
+// (the scatter walks the map regrouped by row), every term is computed by the
+// same instruction sequence on both paths (identical fixed-block BLAS calls,
+// always inside an OpenMP region or single-threaded so OpenBLAS never splits
+// them; or the f32 micro-kernels, whose per-row result does not depend on the
+// tiling), and the weight gradient sums fixed blocks in order. Hence fused,
+// chunked and per-offset results are bit-identical (tested), and
+// set_deterministic() costs nothing.
 //
-// Memory: staging of min(pairs, cap rows) x (C_in + C_out) compute-type
-// elements per call, plus (backward) one C_in x C_out partial per 4096 pairs.
+// Memory: BLAS path: staging of min(pairs, cap rows) x (C_in + C_out) elements
+// per call; f32 fused: none; per-offset: one offset's rows; backward: one
+// C_in x C_out partial per 4096 pairs (+ K x C_in x C_out transposed weights).
 #include <cstdint>
 
 #include "fk/tensor.h"

@@ -1,0 +1,229 @@
+#include "minkowski/ops/gather_gemm.h"
+
+#include <immintrin.h>
+
+namespace minkowski {
+
+namespace {
+
+// 16 ymm registers: 3 rows x 4 vectors (32 columns) per tile, the weight
+// operands folded into the FMAs.
+constexpr int kRows = 3;
+
+template <int NV, int R>
+__attribute__((target("avx2,fma"))) inline void tile(const float* const* a, const float* w,
+                                                     int64_t cin, int64_t ldw, float* const* c) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t x = 0; x < cin; ++x) {
+    const float* wr = w + x * ldw;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      __m256 b = _mm256_broadcast_ss(a[r] + x);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8 * v), acc[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(c[r] + 8 * v, acc[r][v]);
+}
+
+template <int NV>
+__attribute__((target("avx2,fma"))) void run_columns(const float* f, int64_t ldf,
+                                                     const int32_t* rows, int64_t n, const float* w,
+                                                     int64_t cin, int64_t ldw, float* out,
+                                                     int64_t ldo) {
+  const float* a[kRows];
+  float* c[kRows];
+  int64_t p = 0;
+  for (; p + kRows <= n; p += kRows) {
+    for (int r = 0; r < kRows; ++r) {
+      a[r] = f + (rows ? static_cast<int64_t>(rows[p + r]) : p + r) * ldf;
+      c[r] = out + (p + r) * ldo;
+    }
+    if (rows && p + 2 * kRows <= n)
+      for (int r = 0; r < kRows; ++r) {
+        const char* q =
+            reinterpret_cast<const char*>(f + static_cast<int64_t>(rows[p + kRows + r]) * ldf);
+        _mm_prefetch(q, _MM_HINT_T0);
+        _mm_prefetch(q + 64, _MM_HINT_T0);
+      }
+    tile<NV, kRows>(a, w, cin, ldw, c);
+  }
+  for (; p < n; ++p) {
+    a[0] = f + (rows ? static_cast<int64_t>(rows[p]) : p) * ldf;
+    c[0] = out + p * ldo;
+    tile<NV, 1>(a, w, cin, ldw, c);
+  }
+}
+
+// One output row, NV vectors (<= 64 columns): each term in fresh registers,
+// then added to the row in memory.
+template <int NV>
+__attribute__((target("avx2,fma"))) void row_terms(const float* const* a, const float* const* w,
+                                                   int64_t terms, int64_t cin, int64_t ldw,
+                                                   float* out) {
+  for (int64_t j = 0; j < terms; ++j) {
+    if (j + 1 < terms)
+      for (int64_t l = 0; l < cin; l += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(a[j + 1] + l), _MM_HINT_T0);
+    const float* aj = a[j];
+    const float* wj = w[j];
+    __m256 acc[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+    for (int64_t x = 0; x < cin; ++x) {
+      __m256 b = _mm256_broadcast_ss(aj + x);
+      const float* wr = wj + x * ldw;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[v] = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8 * v), acc[v]);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+      _mm256_storeu_ps(out + 8 * v, _mm256_add_ps(_mm256_loadu_ps(out + 8 * v), acc[v]));
+  }
+}
+
+// R rows of `part` (input channels ci..ci+R) x NV vectors of columns.
+template <int NV, int R>
+__attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, const float* const* g,
+                                                    int64_t n, int64_t ci, int64_t col,
+                                                    int64_t cout, float* part) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + (ci + r) * cout + col + 8 * v);
+  for (int64_t p = 0; p < n; ++p) {
+    const float* ap = a[p] + ci;
+    const float* gp = g[p] + col;
+    // The G slice stays in registers for all R rows: 0.75 loads per FMA.
+    __m256 gv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(gp + 8 * v);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      __m256 b = _mm256_broadcast_ss(ap + r);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(b, gv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + (ci + r) * cout + col + 8 * v, acc[r][v]);
+}
+
+template <int NV>
+void outer_columns(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                   int64_t col, int64_t cout, float* part) {
+  int64_t ci = 0;
+  for (; ci + 2 <= cin; ci += 2) outer_tile<NV, 2>(a, g, n, ci, col, cout, part);
+  for (; ci < cin; ++ci) outer_tile<NV, 1>(a, g, n, ci, col, cout, part);
+}
+
+bool has_avx2() {
+  static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return v;
+}
+
+}  // namespace
+
+bool gather_gemm_supported(int64_t cout) {
+  return cout > 0 && cout % 8 == 0 && has_avx2();
+}
+
+void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n, const float* w,
+                     int64_t cin, int64_t cout, float* out, int64_t ldo) {
+  int64_t col = 0;
+  for (; col + 32 <= cout; col += 32)
+    run_columns<4>(f, ldf, rows, n, w + col, cin, cout, out + col, ldo);
+  switch ((cout - col) / 8) {
+    case 3:
+      run_columns<3>(f, ldf, rows, n, w + col, cin, cout, out + col, ldo);
+      break;
+    case 2:
+      run_columns<2>(f, ldf, rows, n, w + col, cin, cout, out + col, ldo);
+      break;
+    case 1:
+      run_columns<1>(f, ldf, rows, n, w + col, cin, cout, out + col, ldo);
+      break;
+    default:
+      break;
+  }
+}
+
+void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                          int64_t cout, float* part) {
+  // Pairs in slices whose rows stay in L2 while every tile walks them.
+  constexpr int64_t kSlice = 256;
+  for (int64_t p0 = 0; p0 < n; p0 += kSlice) {
+    int64_t cnt = n - p0 < kSlice ? n - p0 : kSlice;
+    int64_t col = 0;
+    for (; col + 32 <= cout; col += 32) outer_columns<4>(a + p0, g + p0, cnt, cin, col, cout, part);
+    switch ((cout - col) / 8) {
+      case 3:
+        outer_columns<3>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      case 2:
+        outer_columns<2>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      case 1:
+        outer_columns<1>(a + p0, g + p0, cnt, cin, col, cout, part);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
+                        int64_t cout, float* out) {
+  // Column panels of 64; the weight pointers step along the row of W.
+  const float* wp[64];
+  int64_t col = 0;
+  while (col < cout) {
+    int64_t width = cout - col < 64 ? cout - col : 64;
+    int64_t done = 0;
+    while (done < terms) {
+      int64_t cnt = terms - done < 64 ? terms - done : 64;
+      for (int64_t j = 0; j < cnt; ++j) wp[j] = w[done + j] + col;
+      switch (width / 8) {
+        case 8:
+          row_terms<8>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 7:
+          row_terms<7>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 6:
+          row_terms<6>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 5:
+          row_terms<5>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 4:
+          row_terms<4>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 3:
+          row_terms<3>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        case 2:
+          row_terms<2>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+        default:
+          row_terms<1>(a + done, wp, cnt, cin, cout, out + col);
+          break;
+      }
+      done += cnt;
+    }
+    col += width;
+  }
+}
+
+}  // namespace minkowski

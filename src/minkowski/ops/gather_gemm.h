@@ -1,0 +1,31 @@
+#pragma once
+// f32 micro-kernels for sparse convolution on AVX2+FMA (chosen at run time;
+// callers fall back to BLAS where unsupported): the gathered rows are read in
+// place from the feature matrix, with no staging copy and no BLAS packing.
+//
+// Every product term t = a . W (a row of C_in, W C_in x C_out) is computed the
+// same way in both kernels (fresh accumulators, one FMA per input channel in
+// ascending order), and terms are added to a row in the order given, so the
+// per-pair kernel + a scatter and the per-row kernel give bit-identical rows,
+// whatever the tiling or thread count.
+#include <cstdint>
+
+namespace minkowski {
+
+// C_out a multiple of 8 on a CPU with AVX2 and FMA.
+bool gather_gemm_supported(int64_t cout);
+
+// out[p] = f[rows[p]] . w for p in [0, n) (rows == nullptr: row p), ldo-strided.
+void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n, const float* w,
+                     int64_t cin, int64_t cout, float* out, int64_t ldo);
+
+// out[0:cout] += sum_j a[j] . w[j], j ascending (out must hold its start value).
+void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
+                        int64_t cout, float* out);
+
+// part[ci][co] += sum_p a[p][ci] * g[p][co], p ascending (part: C_in x C_out,
+// row-major). The weight gradient of one block of pairs. C_out multiple of 8.
+void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                          int64_t cout, float* part);
+
+}  // namespace minkowski
