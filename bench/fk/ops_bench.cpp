@@ -24,8 +24,8 @@ BENCHMARK(BM_AddSmallBackward);
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("command", "build/bin/fk_bench (make bench)");
-  benchmark::AddCustomContext("machine limits",
-                              "raw cblas_sgemm (BM_GemmRaw*) and raw FFTW (BM_Fftw*) in the same run");
+  benchmark::AddCustomContext(
+      "machine limits", "raw cblas_sgemm (BM_GemmRaw*) and raw FFTW (BM_Fftw*) in the same run");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

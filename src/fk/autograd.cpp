@@ -33,8 +33,8 @@ struct AccumulateGrad : Node {
     } else {
       // Take over a gradient buffer nothing else references; copy a shared one
       // (it may alias another leaf's .grad or a tensor the caller holds).
-      bool unique = gi.impl_ptr().use_count() == 1 && gi.storage().use_count() == 1 &&
-                    gi.is_contiguous();
+      bool unique =
+          gi.impl_ptr().use_count() == 1 && gi.storage().use_count() == 1 && gi.is_contiguous();
       var.set_grad(unique ? gi : gi.clone());
     }
     return {};
