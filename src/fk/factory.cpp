@@ -61,6 +61,13 @@ void fill_(Tensor& t, c128 value) {
     cpu::map1<uint16_t, uint16_t>(t, t, [bits](uint16_t) { return bits; });
     return;
   }
+  if (t.dtype() == DType::Bool) {
+    // As bytes: the loop also loads the (possibly uninitialised) old values,
+    // and a bool load of anything but 0 or 1 is undefined behaviour.
+    uint8_t b = value != c128(0.0, 0.0) ? 1 : 0;
+    cpu::map1<uint8_t, uint8_t>(t, t, [b](uint8_t) { return b; });
+    return;
+  }
   cpu::visit_stored(t.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v = cast_scalar<T>(value);
