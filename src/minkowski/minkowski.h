@@ -10,3 +10,4 @@
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/quantize.h"
 #include "minkowski/sparse_tensor.h"
+#include "minkowski/tensor_field.h"

@@ -1,0 +1,158 @@
+// TensorField: voxelizing continuous points and slicing sparse features back.
+#include <gtest/gtest.h>
+
+#include "fk/fk.h"
+#include "fk/test_util.h"
+#include "minkowski/minkowski.h"
+
+namespace minkowski {
+namespace {
+
+// 2-D points in two batches, voxel size 0.5:
+//   row 0: b0 ( 0.1, 0.2 )  -> ( 0, 0)      map row 0
+//   row 1: b0 (-0.1, 0.5 )  -> (-1, 1)      map row 1 (0.5 is on a boundary)
+//   row 2: b1 ( 0.1, 0.2 )  -> ( 0, 0)      map row 2 (other batch)
+//   row 3: b0 ( 0.4, 0.0 )  -> ( 0, 0)      duplicate of row 0
+//   row 4: b0 (-0.5, 0.49)  -> (-1, 0)      map row 3 (-0.5 is on a boundary)
+//   row 5: b1 ( 0.3, 0.4 )  -> ( 0, 0)      duplicate of row 2
+struct Points {
+  fk::Tensor c = fk::from_vector(std::vector<double>{0, 0.1, 0.2, 0, -0.1, 0.5, 1, 0.1, 0.2, 0, 0.4,
+                                                     0.0, 0, -0.5, 0.49, 1, 0.3, 0.4},
+                                 fk::Dims{6, 3});
+  fk::Tensor f = fk::from_vector(std::vector<double>{1, -1, 2, -2, 3, -3, 5, -5, 4, -4, 7, -7},
+                                 fk::Dims{6, 2});
+};
+
+TEST(TensorField, QuantizesByHand) {
+  Points p;
+  TensorField field(p.f, p.c);
+  EXPECT_EQ(field.dimension(), 2);
+  EXPECT_TRUE(field.inverse_mapping().empty());
+  SparseTensor s = field.sparse(0.5);
+  ASSERT_EQ(s.size(), 4);
+  EXPECT_EQ(s.C().to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 0, 0, -1, 1, 1, 0, 0, 0, -1, 0}));
+  EXPECT_EQ(field.inverse_mapping(), (std::vector<int64_t>{0, 1, 2, 0, 3, 2}));
+  EXPECT_EQ(s.tensor_stride(), (std::vector<int32_t>{1, 1}));
+  fk::test::expect_close(s.F(), {3, -3, 2, -2, 5, -5, 4, -4}, 1e-12);  // default: average
+
+  // Per-axis sizes: y voxels of 1.0 merge rows 1 and 4 into (-1, 0).
+  SparseTensor t = field.sparse(std::vector<double>{0.5, 1.0});
+  EXPECT_EQ(t.C().to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 0, -1, 0, 1, 0, 0}));
+  EXPECT_EQ(field.inverse_mapping(), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+
+  // f32 coordinates, f32 features, non-contiguous coordinates (a transposed copy).
+  fk::Tensor c32 = p.c.to(fk::DType::F32).transpose(0, 1).contiguous().transpose(0, 1);
+  ASSERT_FALSE(c32.is_contiguous());
+  TensorField f32(p.f.to(fk::DType::F32), c32);
+  SparseTensor s32 = f32.sparse(0.5);
+  EXPECT_EQ(s32.C().to_vector<int32_t>(), s.C().to_vector<int32_t>());
+  fk::test::expect_close(s32.F(), {3, -3, 2, -2, 5, -5, 4, -4}, 1e-6);
+}
+
+TEST(TensorField, Modes) {
+  Points p;
+  TensorField field(p.f, p.c);
+  fk::test::expect_close(field.sparse(0.5, QuantizationMode::UnweightedSum).F(),
+                         {6, -6, 2, -2, 10, -10, 4, -4}, 1e-12);
+  fk::test::expect_close(field.sparse(0.5, QuantizationMode::MaxPool).F(),
+                         {5, -1, 2, -2, 7, -3, 4, -4}, 1e-12);
+  fk::test::expect_close(field.sparse(0.5, QuantizationMode::RandomSubsample).F(),
+                         {1, -1, 2, -2, 3, -3, 4, -4}, 1e-12);
+}
+
+TEST(TensorField, SliceGathersVoxelFeatures) {
+  Points p;
+  TensorField field(p.f, p.c);
+  auto mgr = std::make_shared<CoordinateManager>(2);
+  SparseTensor s = field.sparse(0.5, QuantizationMode::UnweightedAverage, mgr);
+  EXPECT_EQ(s.manager(), mgr);
+  EXPECT_EQ(field.quantized_manager(), mgr);
+  fk::Tensor back = field.slice(s);
+  ASSERT_EQ(back.shape(), (fk::Dims{6, 2}));
+  fk::test::expect_close(back, {3, -3, 2, -2, 5, -5, 3, -3, 4, -4, 5, -5}, 1e-12);
+
+  // New features on the same map (another channel count).
+  fk::Tensor g = fk::from_vector(std::vector<double>{10, 20, 30, 40}, fk::Dims{4, 1});
+  fk::test::expect_close(field.slice(SparseTensor(g, s.key(), mgr)), {10, 20, 30, 10, 40, 30}, 0);
+  // Identical coordinates in another manager are accepted.
+  SparseTensor copy(g, s.C());
+  ASSERT_NE(copy.manager(), mgr);
+  fk::test::expect_close(field.slice(copy), {10, 20, 30, 10, 40, 30}, 0);
+}
+
+TEST(TensorField, Gradients) {
+  Points p;
+  fk::Tensor c = p.c;
+  auto through = [c](QuantizationMode mode) {
+    return [c, mode](const std::vector<fk::Tensor>& in) {
+      TensorField field(in[0], c);
+      SparseTensor s = field.sparse(0.5, mode);
+      // A conv-free op on the voxel features, on the same map.
+      SparseTensor sq(fk::mul(s.F(), s.F()), s.key(), s.manager());
+      return field.slice(sq);
+    };
+  };
+  for (auto mode : {QuantizationMode::UnweightedAverage, QuantizationMode::UnweightedSum,
+                    QuantizationMode::MaxPool}) {
+    fk::Tensor f = p.f.clone().set_requires_grad(true);
+    EXPECT_GRADCHECK(through(mode), std::vector<fk::Tensor>{f});
+  }
+  // Non-contiguous features.
+  fk::Tensor ft = p.f.transpose(0, 1).contiguous().transpose(0, 1).set_requires_grad(true);
+  ASSERT_FALSE(ft.is_contiguous());
+  EXPECT_GRADCHECK(through(QuantizationMode::UnweightedAverage), std::vector<fk::Tensor>{ft});
+}
+
+TEST(TensorField, Errors) {
+  Points p;
+  // coordinate width: no spatial axis
+  EXPECT_THROW(TensorField(p.f, fk::zeros({6, 1}, {fk::DType::F64})), fk::Error);
+  // integer coordinates
+  try {
+    TensorField(p.f, fk::zeros({6, 3}, {fk::DType::I32}));
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f32 or f64 coordinates"), std::string::npos);
+  }
+  // row count mismatch
+  try {
+    TensorField(fk::ones({5, 2}, {fk::DType::F64}), p.c);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("as many feature rows"), std::string::npos);
+  }
+  // integer features
+  EXPECT_THROW(TensorField(fk::ones({6, 2}, {fk::DType::I32}), p.c), fk::Error);
+
+  TensorField field(p.f, p.c);
+  EXPECT_THROW(field.sparse(0.0), fk::Error);
+  EXPECT_THROW(field.sparse(-1.0), fk::Error);
+  EXPECT_THROW(field.sparse(std::vector<double>{0.5, 0.5, 0.5}), fk::Error);
+  // slice before sparse()
+  EXPECT_THROW(field.slice(SparseTensor(p.f, fk::zeros({6, 3}, {fk::DType::I32}))), fk::Error);
+  // non-integer batch index
+  auto cv = p.c.to_vector<double>();
+  cv[3] = 0.5;
+  TensorField bad(p.f, fk::from_vector(cv, fk::Dims{6, 3}));
+  try {
+    bad.sparse(0.5);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("integer batch index"), std::string::npos);
+  }
+  // slice of a tensor on a different map (the stride-2 map of the same manager)
+  SparseTensor s = field.sparse(0.5);
+  SparseTensor other(fk::ones({1, 2}, {fk::DType::F64}),
+                     fk::from_vector(std::vector<int32_t>{0, 2, 2}, fk::Dims{1, 3}), {2},
+                     QuantizationMode::RandomSubsample, s.manager());
+  try {
+    field.slice(other);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("identical coordinates"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace minkowski
