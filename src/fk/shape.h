@@ -53,6 +53,12 @@ class Dims {
   int n_ = 0;
 };
 
+// Product of shape[begin..end) (the element count of a block of dimensions).
+inline int64_t numel_between(const Dims& shape, int begin, int end) {
+  int64_t p = 1;
+  for (int i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
 // Row-major (C-contiguous) strides for a shape.
 Dims contiguous_strides(const Dims& shape);
 // NumPy broadcasting of two shapes; throws fk::Error naming both when they do not broadcast.

@@ -20,12 +20,6 @@ using cpu::check_cpu;
 using cpu::Bytes16;
 using cpu::visit_width;
 
-int64_t prod(const Dims& s, int begin, int end) {
-  int64_t p = 1;
-  for (int i = begin; i < end; ++i) p *= s[i];
-  return p;
-}
-
 // The index as a contiguous i64 tensor, every value checked against [0, bound).
 Tensor checked_index(const Tensor& index, int64_t bound, int dim, const char* op) {
   check_cpu(index, op);
@@ -85,7 +79,8 @@ Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index) {
   Tensor out = empty(shape, {t.dtype()});
   if (out.numel() == 0) return out;
   Tensor src = t.contiguous();
-  const int64_t outer = prod(shape, 0, d), inner = prod(shape, d + 1, shape.size());
+  const int64_t outer = numel_between(shape, 0, d),
+                inner = numel_between(shape, d + 1, shape.size());
   const int64_t rows = outer * k;
   const int64_t* ip = idx.data<int64_t>();
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / inner);
@@ -282,7 +277,8 @@ IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index
 void index_add_into(Tensor& out, const IndexAddArgs& a, const Tensor& src, double alpha) {
   Tensor s = src.to(out.dtype()).expand(a.src_shape).contiguous();
   const Dims& shape = out.shape();
-  const int64_t outer = prod(shape, 0, a.d), inner = prod(shape, a.d + 1, shape.size());
+  const int64_t outer = numel_between(shape, 0, a.d),
+                inner = numel_between(shape, a.d + 1, shape.size());
   if (s.numel() == 0) return;
   cpu::visit_numeric(out.dtype(), "index_add", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -26,12 +26,6 @@ using cpu::check_cpu;
 using cpu::Bytes16;
 using cpu::visit_width;
 
-int64_t prod(const Dims& s, int begin, int end) {
-  int64_t p = 1;
-  for (int i = begin; i < end; ++i) p *= s[i];
-  return p;
-}
-
 Tensor grad_as(const Tensor& g, DType dtype) {
   Tensor r = g;
   if (is_complex(r.dtype()) && !is_complex(dtype)) r = r.real();
@@ -224,7 +218,8 @@ Tensor flip_forward(const Tensor& t, const std::vector<int64_t>& dims) {
 Tensor cat_forward(const std::vector<Tensor>& ts, int d, DType rt, const Dims& shape) {
   Tensor out = empty(shape, {rt});
   if (out.numel() == 0) return out;
-  const int64_t outer = prod(shape, 0, d), inner = prod(shape, d + 1, shape.size());
+  const int64_t outer = numel_between(shape, 0, d),
+                inner = numel_between(shape, d + 1, shape.size());
   const int64_t out_row = shape[d] * inner * static_cast<int64_t>(itemsize(rt));
   struct Rows {
     const char* src;

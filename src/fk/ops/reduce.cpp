@@ -56,10 +56,7 @@ struct SumAcc<c64> {
   using type = c128;
 };
 
-void check_cpu(const Tensor& t, const char* op) {
-  FK_CHECK(t.device().is_cpu(), op, "a CPU tensor (CUDA reductions are not built yet)",
-           t.device().str());
-}
+using cpu::check_cpu;
 
 struct ReducePlan {
   Dims out_shape;   // with keepdim applied
@@ -494,43 +491,17 @@ void check_nonempty(const Reduction& r, const char* op, const Tensor& t) {
 // reduced block.
 Tensor reduce_cuda(const Tensor& t, const Dims& dims, bool keepdim, int code, const char* op,
                    Tensor* indices = nullptr) {
-  int n = t.dim();
-  bool reduced[kMaxDims] = {};
-  if (dims.empty()) {
-    for (int i = 0; i < n; ++i) reduced[i] = true;
-  } else {
-    for (int64_t d : dims) {
-      int w = wrap_dim(d, n, op);
-      FK_CHECK(!reduced[w], op, "distinct dimensions", dims.str());
-      reduced[w] = true;
-    }
-  }
-  Dims order, out_shape;
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < n; ++i) {
-    if (!reduced[i]) {
-      order.push_back(i);
-      out_shape.push_back(t.shape()[i]);
-      outer *= t.shape()[i];
-    } else if (keepdim) {
-      out_shape.push_back(1);
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    if (reduced[i]) {
-      order.push_back(i);
-      inner *= t.shape()[i];
-    }
-  }
+  const ReducePlan p = plan_reduce(t, dims, keepdim, op);
+  const int64_t outer = p.outer, inner = p.inner;
   FK_CHECK(inner > 0 || code == cuda::kReduceSum || outer == 0, op, "a non-empty reduction",
            "shape " + t.shape().str() + " reduced over " + dims.str());
-  Tensor src = t.detach().permute(order).contiguous();
+  Tensor src = t.detach().permute(p.order).contiguous();
   auto out_dtype = static_cast<DType>(cuda::reduce_out_dtype(code, static_cast<int>(t.dtype())));
-  Tensor out = empty(out_shape, {out_dtype, t.device()});
+  Tensor out = empty(p.out_shape, {out_dtype, t.device()});
   cuda::launch_reduce_lastdim(code, static_cast<int>(t.dtype()), src.data_ptr(), out.data_ptr(),
                               outer, inner, cuda_ops::stream_of(t));
   if (indices) {
-    *indices = empty(out_shape, {DType::I64, t.device()});
+    *indices = empty(p.out_shape, {DType::I64, t.device()});
     cuda::launch_argreduce_lastdim(code == cuda::kReduceMax, static_cast<int>(t.dtype()),
                                    src.data_ptr(), indices->data<int64_t>(), outer, inner,
                                    cuda_ops::stream_of(t));
