@@ -1,0 +1,104 @@
+#pragma once
+// HeatOperator: the NeFTY instrument. ∂T/∂t = ∇·(α∇T) on an extent[0] ×
+// extent[1] × extent[2] slab sampled by a (nx, ny, nz) cell grid; the last
+// axis is depth and z index 0 is the observed front surface. Finite volumes
+// with harmonic-mean face diffusivities 2 α_i α_j / (α_i + α_j), implicit
+// Euler (I − Δt L(α)) Tⁿ⁺¹ = Tⁿ with `implicit_substeps` steps per camera
+// frame; periodic lateral boundaries, adiabatic front face, adiabatic
+// (neumann) or convective (robin, sink h/Δz) back face.
+//
+// apply(alpha): alpha (nx, ny, nz) f32 or f64 -> front-surface temperatures
+// at the observed frames, (n_obs, nx, ny), same dtype. Frame 0 is the initial
+// state; frames first_frame, first_frame + frame_stride, ... ≤ n_frames are
+// observed. Not batchable; homogeneity none.
+//
+// Inner solvers of each implicit step (warm-started from the previous frame):
+// jacobi (K sweeps), chebyshev (semi-iteration over the same sweeps with the
+// Gershgorin bound ρ = max_i Σ_j W_j[i], no host sync), cg (Jacobi-
+// preconditioned, relative tolerance cg_tol, convergence checked every
+// check_every iterations, at most cg_max_iter).
+// Stencil backends: flat (padded flat layout, every neighbour a constant
+// offset, one fused kernel per sweep over preallocated buffers), roll (the
+// plain reference built from fk::roll + addcmul), auto (= flat).
+// Gradient modes: adjoint (the forward runs without a graph and saves only the
+// trajectory; backward solves the discrete adjoint backwards in time and
+// assembles dJ/dα once over face products — one autograd node), checkpoint
+// (per frame recompute), autograd (unrolled through the inner iterations).
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/domain.h"
+#include "nefi/operators/operator.h"
+
+namespace nefi {
+
+// The flash that heats the front face at t = 0:
+// A · exp(−r_xy² / 2 w_xy²) · exp(−z² / 2 w_z²), z measured from the front
+// face, stored as exact cell averages (erf), laterally periodised.
+struct GaussianFlash {
+  double amplitude = 100.0;
+  double width_xy = 2.5;
+  double width_z = 0.2;
+  std::optional<std::array<double, 2>> center;  // physical (x, y); default the middle
+  bool periodic = true;
+};
+
+struct HeatConfig {
+  std::vector<double> extent{10.0, 10.0, 1.0};
+  double dt = 0.05;
+  int64_t n_frames = 100;
+  int64_t implicit_substeps = 1;
+  int64_t first_frame = 1;
+  int64_t frame_stride = 1;
+  std::string stencil = "auto";      // flat | roll | auto
+  std::string solver = "jacobi";     // jacobi | chebyshev | cg
+  int64_t jacobi_iters = 50;         // K for jacobi and chebyshev
+  double cg_tol = 1e-6;              // relative residual
+  int64_t cg_max_iter = 200;
+  int64_t check_every = 1;           // cg: iterations between convergence checks
+  std::string grad_mode = "adjoint";  // adjoint | checkpoint | autograd
+  std::string back_bc = "neumann";   // neumann (adiabatic) | robin
+  double robin_h = 0.0;              // robin heat-transfer coefficient (>= 0)
+  GaussianFlash flash;
+  // Throws fk::Error naming the key for: non-positive dt/extent, n_frames < 1,
+  // substeps < 1, first_frame outside [0, n_frames], frame_stride < 1, an
+  // unknown stencil/solver/grad_mode/back_bc, K < 1, negative robin_h, ...
+  void validate() const;
+};
+
+// Cell averages of the flash on `shape` = (nx, ny, nz) over `extent`, f64.
+fk::Tensor flash_cell_averages(const GaussianFlash& flash, const fk::Dims& shape,
+                               const std::vector<double>& extent);
+
+class HeatOperator : public Operator {
+ public:
+  // shape = (nx, ny, nz); every axis >= 3 (the stencil's smallest grid).
+  HeatOperator(HeatConfig cfg, fk::Dims shape);
+
+  fk::Tensor apply(const fk::Tensor& alpha) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& shape) const override;
+  bool batchable() const override { return false; }
+  std::string fidelity_tag() const override;  // "implicit-euler-<solver>"
+  std::string kind() const override { return "heat"; }
+
+  const HeatConfig& config() const { return cfg_; }
+  const fk::Dims& shape() const { return shape_; }
+  std::vector<double> spacing() const;
+  std::vector<int64_t> observed_frames() const;
+  // The initial state T⁰ (nx, ny, nz), f64.
+  const fk::Tensor& initial_state() const { return t0_; }
+  // Diagnostic solve without a graph: every frame's state, (n_frames + 1, nx, ny, nz).
+  fk::Tensor simulate(const fk::Tensor& alpha) const;
+  // Gershgorin bound ρ of the Jacobi iteration matrix at `alpha` (a 0-dim tensor).
+  fk::Tensor jacobi_bound(const fk::Tensor& alpha) const;
+
+ private:
+  HeatConfig cfg_;
+  fk::Dims shape_;
+  fk::Tensor t0_;
+};
+
+}  // namespace nefi
