@@ -55,6 +55,23 @@ FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
   reset_state();
 }
 
+void FusedAdam::load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v,
+                           int64_t t) {
+  FK_CHECK(m.size() == params_.size() && v.size() == params_.size() && t >= 0,
+           "FusedAdam::load_state", std::to_string(params_.size()) + " moment pairs",
+           std::to_string(m.size()) + " and " + std::to_string(v.size()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    FK_CHECK(m[i].shape() == params_[i].shape() && v[i].shape() == params_[i].shape() &&
+                 m[i].dtype() == params_[i].dtype() && v[i].dtype() == params_[i].dtype(),
+             "FusedAdam::load_state",
+             "moments shaped like parameter " + std::to_string(i) + " " + params_[i].shape().str(),
+             m[i].shape().str());
+    m_[i].copy_(m[i]);
+    v_[i].copy_(v[i]);
+  }
+  t_ = t;
+}
+
 void FusedAdam::reset_state() {
   m_.clear();
   v_.clear();

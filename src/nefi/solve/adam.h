@@ -28,6 +28,11 @@ class FusedAdam {
   void zero_grad();
   const std::vector<fk::Tensor>& params() const { return params_; }
   int64_t steps() const { return t_; }
+  // The moments (m, v per parameter) and the step count, for checkpoints.
+  const std::vector<fk::Tensor>& first_moments() const { return m_; }
+  const std::vector<fk::Tensor>& second_moments() const { return v_; }
+  // Restores saved moments; shapes and dtypes must match the parameters.
+  void load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v, int64_t t);
 
  private:
   std::vector<fk::Tensor> params_, m_, v_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "fk/amp.h"
 #include "fk/autograd.h"
@@ -12,6 +13,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/checkpoint.h"
 #include "nefi/solve/lbfgs.h"
 
 namespace nefi {
@@ -91,6 +93,8 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "a missing one");
   FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
   cur_.validate();
+  FK_CHECK(opt_.checkpoint_interval >= 0, "SolverOptions::checkpoint_interval", "a step count >= 0",
+           std::to_string(opt_.checkpoint_interval));
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");
@@ -160,8 +164,22 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
   bool& run_over = at.run_over;
   at.final_domain = problem_.domain;
   at.final_op = problem_.op;
+  // A resume applies to the first attempt only (restarts re-seed from scratch).
+  std::optional<Checkpoint> resume;
+  if (!opt_.resume_from.empty() && seed == opt_.seed) {
+    resume = load_checkpoint(opt_.resume_from);
+    FK_CHECK(resume->field_kind == field.kind(), "nefi::Solver resume",
+             "a checkpoint of a '" + field.kind() + "' field",
+             "one of a '" + resume->field_kind + "' field (" + opt_.resume_from + ")");
+    FK_CHECK(resume->stage >= 0 && static_cast<size_t>(resume->stage) < cur_.stages.size() &&
+                 resume->step < cur_.stages[resume->stage].steps,
+             "nefi::Solver resume", "a position inside this curriculum",
+             "stage " + std::to_string(resume->stage) + " step " + std::to_string(resume->step));
+    global = resume->global_step;
+  }
 
   for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
+    if (resume && static_cast<int>(si) < resume->stage) continue;
     const Stage& stage = cur_.stages[si];
     const fk::Dims shape = stage.shape.empty() ? problem_.domain.shape() : stage.shape;
     const Domain sd = problem_.domain.at(shape);
@@ -194,10 +212,47 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     sr.name = stage.name;
     sr.shape = shape;
     double lr_mult = 1.0, best = std::numeric_limits<double>::infinity(), progress = 0;
-    int since_best = 0, bad = 0, good_steps = 0;
+    int since_best = 0, bad = 0, good_steps = 0, t0 = 0;
+    if (resume) {
+      FK_CHECK(resume->params.size() == params.size(), "nefi::Solver resume",
+               std::to_string(params.size()) + " parameter buffers",
+               std::to_string(resume->params.size()) + " in " + opt_.resume_from);
+      fk::autograd::NoGradGuard ng;
+      for (size_t i = 0; i < params.size(); ++i) {
+        FK_CHECK(resume->params[i].shape() == params[i].shape() &&
+                     resume->params[i].dtype() == params[i].dtype(),
+                 "nefi::Solver resume",
+                 "parameter buffer " + std::to_string(i) + " " + params[i].shape().str(),
+                 resume->params[i].shape().str() + " in " + opt_.resume_from);
+        params[i].detach().copy_(resume->params[i]);
+      }
+      if (!use_lbfgs && !resume->adam_m.empty())
+        adam.load_state(resume->adam_m, resume->adam_v, resume->adam_steps);
+      if (use_lbfgs) xh = gather(params, false);
+      lr_mult = resume->lr_mult;
+      t0 = resume->step + 1;
+      good = snapshot(params);
+      if (cur_.optim.ema) shadow = snapshot(params);
+      resume.reset();
+    }
+    auto save = [&](int t) {
+      Checkpoint ck;
+      ck.stage = static_cast<int>(si);
+      ck.step = t;
+      ck.global_step = global;
+      ck.field_kind = field.kind();
+      ck.lr_mult = lr_mult;
+      ck.params = snapshot(params);
+      if (!use_lbfgs) {
+        ck.adam_m = adam.first_moments();
+        ck.adam_v = adam.second_moments();
+        ck.adam_steps = adam.steps();
+      }
+      save_checkpoint(opt_.checkpoint_path, ck);
+    };
     fk::profile::ProfileScope prof;
     const auto t_stage = Clock::now();
-    for (int t = 0; t < stage.steps; ++t) {
+    for (int t = t0; t < stage.steps; ++t) {
       const double lr = lr_mult * stage.lr_at(t);
       progress = stage.progress_at(t);
       fk::Tensor pred;
@@ -269,6 +324,10 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
       sr.steps = t + 1;
       sr.final_total = total;
       sr.final_data_loss = data;
+      if (!opt_.checkpoint_path.empty() &&
+          (t + 1 == stage.steps ||
+           (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
+        save(t);
 
       StepInfo info{
           static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};

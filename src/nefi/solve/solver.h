@@ -11,6 +11,12 @@
 //               discrepancy (masked RMSE <= tau * noise_std), a wall-clock
 //               budget for the whole run, or a callback returning false
 //   seeds       the field is re-initialised from `seed` at run start
+//   checkpoints with checkpoint_path set, the position, parameters and Adam
+//               moments are written every checkpoint_interval steps and at
+//               every stage end (checkpoint.h); resume_from continues a run
+//               at the step after a saved one and finishes bit-identical to
+//               an uninterrupted run (its history starts at the checkpoint;
+//               an EMA shadow is not saved and restarts from the parameters)
 // The final fields are evaluated at the last stage's grid at the progress
 // actually reached.
 #include <chrono>
@@ -38,6 +44,9 @@ struct SolverOptions {
   int checkpoint_every = 25;
   int max_bad_steps = 10;
   std::vector<StepCallback> callbacks;
+  std::string checkpoint_path;  // empty: no checkpoints on disk
+  int checkpoint_interval = 0;  // steps between checkpoints (0: stage ends only)
+  std::string resume_from;      // a checkpoint file to continue from
 };
 
 class Solver {

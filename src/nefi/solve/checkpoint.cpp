@@ -1,0 +1,142 @@
+#include "nefi/solve/checkpoint.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+
+namespace nefi {
+namespace {
+
+constexpr char kMagic[8] = {'N', 'E', 'F', 'I', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+nlohmann::json describe(const std::vector<fk::Tensor>& ts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& t : ts) {
+    FK_CHECK(t.dtype() == fk::DType::F32 || t.dtype() == fk::DType::F64, "nefi::save_checkpoint",
+             "f32/f64 tensors", fk::name(t.dtype()));
+    a.push_back({{"dtype", fk::name(t.dtype())}, {"shape", t.shape().vec()}});
+  }
+  return a;
+}
+
+template <typename T>
+void put(std::ostream& f, const T& v) {
+  f.write(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+template <typename T>
+T get(std::istream& f, const std::string& path) {
+  T v{};
+  f.read(reinterpret_cast<char*>(&v), sizeof(T));
+  FK_CHECK(f.good(), "nefi::load_checkpoint", "a complete checkpoint file", "a truncated " + path);
+  return v;
+}
+
+std::vector<fk::Tensor> read_tensors(std::istream& f, const nlohmann::json& desc,
+                                     const std::string& path, uint64_t& payload) {
+  std::vector<fk::Tensor> out;
+  for (const auto& d : desc) {
+    const std::string dt = d.at("dtype").get<std::string>();
+    FK_CHECK(dt == "f32" || dt == "f64", "nefi::load_checkpoint", "f32/f64 tensors",
+             dt + " in " + path);
+    fk::Tensor t = fk::empty(fk::Dims(d.at("shape").get<std::vector<int64_t>>()),
+                             {dt == "f64" ? fk::DType::F64 : fk::DType::F32});
+    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+    FK_CHECK(f.good(), "nefi::load_checkpoint", "a complete checkpoint file",
+             "a truncated " + path);
+    payload += t.nbytes();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Checkpoint& ck) {
+  FK_CHECK(ck.adam_m.size() == ck.adam_v.size(), "nefi::save_checkpoint",
+           "as many second moments as first", std::to_string(ck.adam_v.size()));
+  const nlohmann::json h = {{"stage", ck.stage},
+                            {"step", ck.step},
+                            {"global_step", ck.global_step},
+                            {"field_kind", ck.field_kind},
+                            {"lr_mult", ck.lr_mult},
+                            {"adam_steps", ck.adam_steps},
+                            {"params", describe(ck.params)},
+                            {"adam_m", describe(ck.adam_m)},
+                            {"adam_v", describe(ck.adam_v)}};
+  const std::string header = h.dump();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    FK_CHECK(f.good(), "nefi::save_checkpoint", "a writable path", path);
+    f.write(kMagic, sizeof kMagic);
+    put(f, kVersion);
+    put(f, static_cast<uint64_t>(header.size()));
+    f << header;
+    uint64_t payload = 0;
+    for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v})
+      for (const auto& t : *group) {
+        const fk::Tensor c = t.contiguous();
+        f.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
+        payload += c.nbytes();
+      }
+    put(f, payload);
+    FK_CHECK(f.good(), "nefi::save_checkpoint", "a successful write", path);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  FK_CHECK(!ec, "nefi::save_checkpoint", "a renamable temporary file", tmp + ": " + ec.message());
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  FK_CHECK(f.good(), "nefi::load_checkpoint", "a readable checkpoint file", path);
+  char magic[sizeof kMagic];
+  f.read(magic, sizeof magic);
+  FK_CHECK(f.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, "nefi::load_checkpoint",
+           "a nefi checkpoint (NEFICKPT)", "another kind of file: " + path);
+  const auto version = get<uint32_t>(f, path);
+  FK_CHECK(version == kVersion, "nefi::load_checkpoint",
+           "checkpoint format version " + std::to_string(kVersion), std::to_string(version));
+  const auto len = get<uint64_t>(f, path);
+  FK_CHECK(len < (uint64_t{1} << 26), "nefi::load_checkpoint", "a header under 64 MiB",
+           std::to_string(len) + " bytes in " + path);
+  std::string header(len, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(len));
+  FK_CHECK(f.good(), "nefi::load_checkpoint", "a complete checkpoint file", "a truncated " + path);
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::exception& e) {
+    throw fk::Error("nefi::load_checkpoint", "a JSON header",
+                    std::string(e.what()) + " in " + path);
+  }
+  Checkpoint ck;
+  uint64_t payload = 0;
+  try {
+    ck.stage = h.at("stage").get<int>();
+    ck.step = h.at("step").get<int>();
+    ck.global_step = h.at("global_step").get<int>();
+    ck.field_kind = h.at("field_kind").get<std::string>();
+    ck.lr_mult = h.at("lr_mult").get<double>();
+    ck.adam_steps = h.at("adam_steps").get<int64_t>();
+    ck.params = read_tensors(f, h.at("params"), path, payload);
+    ck.adam_m = read_tensors(f, h.at("adam_m"), path, payload);
+    ck.adam_v = read_tensors(f, h.at("adam_v"), path, payload);
+  } catch (const nlohmann::json::exception& e) {
+    throw fk::Error("nefi::load_checkpoint", "a header with the checkpoint fields",
+                    std::string(e.what()) + " in " + path);
+  }
+  const auto stored = get<uint64_t>(f, path);
+  FK_CHECK(stored == payload, "nefi::load_checkpoint", std::to_string(payload) + " payload bytes",
+           std::to_string(stored) + " in " + path);
+  return ck;
+}
+
+}  // namespace nefi

@@ -1,0 +1,139 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/operators/pointwise.h"
+#include "nefi/solve/checkpoint.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("nefi-ckpt-" + std::to_string(::getpid()) + "-" + name);
+}
+
+// A two-stage neural-field fit through the identity: small, but it exercises
+// the multiscale curriculum, annealing and Adam's moments.
+nefi::InverseProblem problem() {
+  nefi::InverseProblem p;
+  p.domain = nefi::Domain({16});
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 8;
+  cfg.depth = 2;
+  cfg.n_octaves = 3;
+  p.field = std::make_shared<nefi::NeuralField>(
+      1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+  p.op = std::make_shared<nefi::IdentityOperator>();
+  p.losses.add(nefi::mse_loss(), 1.0);
+  std::vector<double> y;
+  for (int i = 0; i < 16; ++i) y.push_back(std::sin(0.4 * i));
+  p.measurement.data = fk::from_vector(y).to(fk::DType::F32);
+  return p;
+}
+
+nefi::Curriculum curriculum() {
+  return nefi::Curriculum::multiscale({16}, {12, 18}, 1e-2, 0.5, 8);
+}
+
+TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
+  const nefi::Result full = nefi::Solver(problem(), curriculum()).run();
+
+  // Stop after global step 16 (stage 1, step 3) with a checkpoint every 8 steps.
+  const fs::path ck = temp_path("resume.ckpt");
+  nefi::SolverOptions first;
+  first.checkpoint_path = ck.string();
+  first.checkpoint_interval = 8;
+  first.callbacks.push_back([](const nefi::StepInfo& s) { return s.global_step < 16; });
+  nefi::Solver(problem(), curriculum(), first).run();
+  const nefi::Checkpoint saved = nefi::load_checkpoint(ck.string());
+  EXPECT_EQ(saved.stage, 1);
+  EXPECT_EQ(saved.step, 3);
+  EXPECT_EQ(saved.global_step, 16);
+  EXPECT_EQ(saved.field_kind, "neural");
+  EXPECT_EQ(saved.adam_steps, 4);
+
+  nefi::SolverOptions second;
+  second.resume_from = ck.string();
+  const nefi::Result resumed = nefi::Solver(problem(), curriculum(), second).run();
+  ASSERT_EQ(resumed.history.rows.size(), 30u - 16u);
+  EXPECT_EQ(resumed.history.rows.front()[1], 16.0);  // global step column
+  const auto a = full.fields.at("x").to_vector<double>();
+  const auto b = resumed.fields.at("x").to_vector<double>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+  EXPECT_EQ(full.history.rows.back(), resumed.history.rows.back());
+  fs::remove(ck);
+}
+
+TEST(NefiCheckpoint, RoundTripAndBadFiles) {
+  nefi::Checkpoint ck;
+  ck.stage = 2;
+  ck.step = 7;
+  ck.global_step = 40;
+  ck.field_kind = "grid";
+  ck.lr_mult = 0.25;
+  ck.adam_steps = 11;
+  ck.params = {fk::from_vector(std::vector<double>{1, 2, 3}),
+               fk::from_vector(std::vector<float>{4, 5}, {1, 2})};
+  ck.adam_m = ck.params;
+  ck.adam_v = ck.params;
+  const fs::path p = temp_path("roundtrip.ckpt");
+  nefi::save_checkpoint(p.string(), ck);
+  const nefi::Checkpoint back = nefi::load_checkpoint(p.string());
+  EXPECT_EQ(back.stage, 2);
+  EXPECT_EQ(back.step, 7);
+  EXPECT_EQ(back.global_step, 40);
+  EXPECT_EQ(back.field_kind, "grid");
+  EXPECT_EQ(back.lr_mult, 0.25);
+  EXPECT_EQ(back.adam_steps, 11);
+  ASSERT_EQ(back.params.size(), 2u);
+  EXPECT_EQ(back.params[0].to_vector<double>(), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(back.params[1].dtype(), fk::DType::F32);
+  EXPECT_EQ(back.params[1].shape(), fk::Dims({1, 2}));
+  EXPECT_EQ(back.adam_v[1].to_vector<double>(), (std::vector<double>{4, 5}));
+
+  auto expect_error = [](const std::string& path, const std::string& needle) {
+    try {
+      nefi::load_checkpoint(path);
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(temp_path("missing.ckpt").string(), "readable");
+  // Truncated: drop the last bytes.
+  const auto size = fs::file_size(p);
+  const fs::path cut = temp_path("cut.ckpt");
+  fs::copy_file(p, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, size - 12);
+  expect_error(cut.string(), "truncated");
+  // Foreign: an .npy-like file.
+  const fs::path foreign = temp_path("foreign.ckpt");
+  std::ofstream(foreign) << "\x93NUMPY this is not a checkpoint";
+  expect_error(foreign.string(), "NEFICKPT");
+  // A resume into another field kind is refused by the solver.
+  nefi::InverseProblem prob = problem();
+  nefi::SolverOptions so;
+  so.resume_from = p.string();
+  try {
+    nefi::Solver(prob, curriculum(), so).run();
+    ADD_FAILURE() << "resumed a grid checkpoint into a neural field";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'neural'"), std::string::npos) << e.what();
+  }
+  for (const auto& f : {p, cut, foreign}) fs::remove(f);
+}
+
+}  // namespace
