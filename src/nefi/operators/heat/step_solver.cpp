@@ -15,18 +15,29 @@ class FlatStepSolver : public StepSolver {
     if (o_.solver == "chebyshev")
       omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
   }
-  void start(const fk::Tensor& x0) override { sweeper_.load(x0); }
+  void start(const fk::Tensor& x0) override {
+    sweeper_.load(x0);
+    sweeper_.set_rhs(x0);
+  }
   void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
     sweeper_.set_rhs(b, surface);
+    iterate();
+  }
+  void advance(const fk::Tensor& surface) override {
+    if (surface.defined()) sweeper_.add_surface(surface);
+    iterate();
+  }
+  // Also makes this solution the next advance's right-hand side (one pass).
+  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
+  const HeatSystem& system() const override { return sweeper_.system(); }
+
+ private:
+  void iterate() {
     if (omega_.defined())
       sweeper_.chebyshev(omega_);
     else
       sweeper_.jacobi(o_.iters);
   }
-  void result(fk::Tensor& out) const override { sweeper_.store(out); }
-  const HeatSystem& system() const override { return sweeper_.system(); }
-
- private:
   FlatSweeper sweeper_;
   SolverOptions o_;
   fk::Tensor omega_;
@@ -49,7 +60,8 @@ class GenericStepSolver : public StepSolver {
     }
     x_ = solve_step(system_, sweep_, b, x_, o_, omega_);
   }
-  void result(fk::Tensor& out) const override { fk::copy_(out, x_); }
+  void advance(const fk::Tensor& surface) override { solve(x_, surface); }
+  void result(fk::Tensor& out) override { fk::copy_(out, x_); }
   const HeatSystem& system() const override { return system_; }
 
  private:
