@@ -4,8 +4,11 @@
 //   BM_PaperStencil  64×64×16, 20 frames, K = 50, forward + adjoint, f32, at
 //                    1 and 2 threads, flat / roll / flat + Chebyshev K = 20,
 //                    with cell updates per second and the bandwidth they imply
-//                    (36 B per cell update for the flat f32 sweep: 6 weights,
-//                    c, the iterate read once and written once);
+//                    (24 B per cell update for the graph-free flat f32 sweep:
+//                    3 face weights, c, the iterate read once and written once);
+//   BM_Sweep         one sweep at 64×64×16 f32 per backend, with ops and
+//                    launches per sweep (graph-free flat, the differentiable
+//                    flat node, the roll reference);
 //   BM_SmokeOperator 16×16×6, 30 frames, Jacobi K = 20 / Chebyshev K = 13,
 //                    forward + adjoint, with ops per application;
 //   BM_StreamTriad   a[i] = b[i] + s c[i] over 3 × 32 MiB (the machine limit);
@@ -21,7 +24,9 @@
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
+#include "nefi/operators/heat/inner_solvers.h"
 
 namespace {
 
@@ -63,8 +68,9 @@ void BM_PaperStencil(benchmark::State& state) {
   const double updates = double(s.numel()) * 2 * 20 * kIters[v];
   state.counters["cell_updates/s"] =
       benchmark::Counter(updates * state.iterations(), benchmark::Counter::kIsRate);
-  state.counters["sweep_GB/s"] =
-      benchmark::Counter(updates * 36 * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  if (v != 1)  // the graph-free flat sweep's traffic; roll moves ~12 grids per sweep
+    state.counters["sweep_GB/s"] =
+        benchmark::Counter(updates * 24 * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.counters["ops/apply"] = double(after.ops - before.ops) / state.iterations();
   state.counters["launches/apply"] = double(after.launches - before.launches) / state.iterations();
   state.SetLabel(std::string(kStencil[v]) + " " + kSolver[v] + " K=" + std::to_string(kIters[v]));
@@ -98,6 +104,37 @@ void BM_SmokeOperator(benchmark::State& state) {
   state.SetLabel(c.stencil + " " + c.solver + " K=" + std::to_string(c.jacobi_iters));
 }
 BENCHMARK(BM_SmokeOperator)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// state.range(0): 0 graph-free flat (FlatSweeper), 1 differentiable flat op, 2 roll.
+void BM_Sweep(benchmark::State& state) {
+  const int v = static_cast<int>(state.range(0));
+  fk::set_num_threads(static_cast<int>(state.range(1)));
+  const nefi::heat::StepGeometry g{64, 64, 16, 10.0 / 64, 10.0 / 64, 1.0 / 16, 0.05, 0};
+  const fk::Tensor alpha = uniform_alpha(g.shape(), 0.15);
+  const auto sys = nefi::heat::build_system(alpha, g);
+  const fk::Tensor x = fk::ones(g.shape()), c = fk::ones(g.shape());
+  nefi::heat::FlatSweeper sweeper(sys, g);
+  sweeper.load(x);
+  sweeper.set_rhs(c);
+  const auto before = fk::profile::counters();
+  for (auto _ : state) {
+    if (v == 0)
+      sweeper.jacobi(1);
+    else if (v == 1)
+      benchmark::DoNotOptimize(nefi::heat::flat_sweep(x, c, sys.weights, g).data_ptr());
+    else
+      benchmark::DoNotOptimize(nefi::heat::roll_sweep(x, c, sys.weights).data_ptr());
+  }
+  const auto after = fk::profile::counters();
+  static const char* kName[] = {"flat (graph-free)", "flat (differentiable op)", "roll"};
+  state.SetLabel(kName[v]);
+  state.counters["ops/sweep"] = double(after.ops - before.ops) / state.iterations();
+  state.counters["launches/sweep"] = double(after.launches - before.launches) / state.iterations();
+  state.counters["cell_updates/s"] =
+      benchmark::Counter(double(g.numel()) * state.iterations(), benchmark::Counter::kIsRate);
+  fk::set_num_threads(1);
+}
+BENCHMARK(BM_Sweep)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_StreamTriad(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
