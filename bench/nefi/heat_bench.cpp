@@ -51,11 +51,12 @@ nefi::HeatConfig paper_config(const char* stencil, const char* solver, int64_t k
   return c;
 }
 
-// state.range(0): 0 flat Jacobi K=50, 1 roll Jacobi K=50, 2 flat Chebyshev K=20; range(1): threads.
+// state.range(0): 0 flat Jacobi K=50, 1 roll Jacobi K=50, 2 flat Chebyshev K=20,
+// 3 flat CG (cg_tol 1e-6); range(1): threads.
 void BM_PaperStencil(benchmark::State& state) {
-  static const char* kStencil[] = {"flat", "roll", "flat"};
-  static const char* kSolver[] = {"jacobi", "jacobi", "chebyshev"};
-  static const int64_t kIters[] = {50, 50, 20};
+  static const char* kStencil[] = {"flat", "roll", "flat", "flat"};
+  static const char* kSolver[] = {"jacobi", "jacobi", "chebyshev", "cg"};
+  static const int64_t kIters[] = {50, 50, 20, 0};
   const int v = static_cast<int>(state.range(0));
   fk::set_num_threads(static_cast<int>(state.range(1)));
   const fk::Dims s{64, 64, 16};
@@ -65,19 +66,20 @@ void BM_PaperStencil(benchmark::State& state) {
   const auto before = fk::profile::counters();
   for (auto _ : state) forward_backward(op, alpha);
   const auto after = fk::profile::counters();
-  const double updates = double(s.numel()) * 2 * 20 * kIters[v];
+  const double updates = double(s.numel()) * 2 * 20 * kIters[v];  // 0 for CG
   state.counters["cell_updates/s"] =
       benchmark::Counter(updates * state.iterations(), benchmark::Counter::kIsRate);
-  if (v != 1)  // the graph-free flat sweep's traffic; roll moves ~12 grids per sweep
+  if (v == 0 || v == 2)  // the graph-free flat sweep's traffic; roll moves ~12 grids per sweep
     state.counters["sweep_GB/s"] =
         benchmark::Counter(updates * 24 * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.counters["ops/apply"] = double(after.ops - before.ops) / state.iterations();
   state.counters["launches/apply"] = double(after.launches - before.launches) / state.iterations();
-  state.SetLabel(std::string(kStencil[v]) + " " + kSolver[v] + " K=" + std::to_string(kIters[v]));
+  state.SetLabel(std::string(kStencil[v]) + " " + kSolver[v] +
+                 (v == 3 ? " tol=1e-6" : " K=" + std::to_string(kIters[v])));
   fk::set_num_threads(1);
 }
 BENCHMARK(BM_PaperStencil)
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0)
     ->UseRealTime();

@@ -16,6 +16,7 @@
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/heat/heat_system.h"
@@ -306,6 +307,37 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
         heat::jacobi_solve(heat::make_sweep(false, sys.weights, g), fk::mul(c, sys.inv_diag), x, 5),
         omega);
     EXPECT_LT(max_diff(xs, xr), tol * max_abs(xr));
+  }
+}
+
+TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
+  const auto g = geometry(6, 5, 7, {2.0, 2.0, 1.0}, 0.1, 0.4);
+  for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
+    fk::Tensor alpha = test_alpha(g.shape(), dtype);
+    fk::Tensor b = test_alpha(g.shape(), dtype, 12);
+    fk::Generator gen(2);
+    fk::Tensor s = fk::randn({g.nx, g.ny}, {dtype}, &gen);
+    auto sys = heat::build_system(alpha, g);
+    heat::FlatCG cg(sys, g);
+    fk::Tensor x = b.clone();
+    auto& cnt = fk::profile::counters();
+    const int64_t ops0 = cnt.ops;
+    const int64_t it = cg.solve(x, b, s, 1e-5, 200, 2);
+    EXPECT_LE(cnt.ops - ops0, 1 + 3 * it);  // three fused passes per iteration
+    fk::Tensor rhs = b.clone();
+    fk::Tensor front = rhs.select(2, 0);
+    fk::add_(front, s);
+    int64_t it_ref = 0;
+    fk::Tensor ref =
+        heat::cg_solve(heat::make_sweep(false, sys.weights, g), sys, rhs, b, 1e-5, 200, 2, &it_ref);
+    EXPECT_EQ(it, it_ref);
+    EXPECT_EQ(it % 2, 0);
+    const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
+    EXPECT_LT(max_diff(x, ref), tol * max_abs(ref));
+    // Converged to the tolerance: ‖b − A x‖ ≤ 1e-5 ‖b‖.
+    fk::Tensor res =
+        fk::sub(rhs, heat::apply_system(sys, heat::make_sweep(true, sys.weights, g), x));
+    EXPECT_LE(l2(res), 1e-5 * l2(rhs) * (dtype == fk::DType::F64 ? 1.0 : 1.5));
   }
 }
 
