@@ -34,6 +34,21 @@ void refill(T* pad, const FlatLayout& L) {
   }
 }
 
+// Σ a_k b_k in double over four independent partial sums (a fixed order).
+template <typename T>
+double dot(const T* a, const T* b, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += double(a[k]) * double(b[k]);
+    s1 += double(a[k + 1]) * double(b[k + 1]);
+    s2 += double(a[k + 2]) * double(b[k + 2]);
+    s3 += double(a[k + 3]) * double(b[k + 3]);
+  }
+  for (; k < n; ++k) s0 += double(a[k]) * double(b[k]);
+  return (s0 + s1) + (s2 + s3);
+}
+
 // q = A p = D ⊙ (p − Σ_j W_j S_j p) over p's padded interior; returns p·q.
 template <typename T>
 double apply_a(T* __restrict q, const T* __restrict p, const T* __restrict w, const T* __restrict d,
@@ -41,19 +56,26 @@ double apply_a(T* __restrict q, const T* __restrict p, const T* __restrict w, co
   const int64_t run = L.ny * L.nz, n = L.nx * run, sx = L.plane(), sy = L.nz;
   double pq = 0;
   for (int64_t x = 0; x < L.nx; ++x) {
-    const T* pp = p + L.interior(x);
+    const T* __restrict pp = p + L.interior(x);
     const int64_t o = x * run;
+    const T* __restrict w0 = w + o;
+    const T* __restrict w1 = w0 + n;
+    const T* __restrict w2 = w1 + n;
+    const T* __restrict w3 = w2 + n;
+    const T* __restrict w4 = w3 + n;
+    const T* __restrict w5 = w4 + n;
+    const T* __restrict dd = d + o;
+    T* __restrict qq = q + o;
     for (int64_t k = 0; k < run; ++k) {
-      const int64_t i = o + k;
-      T s = w[i] * pp[k - sx];
-      s += w[n + i] * pp[k + sx];
-      s += w[2 * n + i] * pp[k - sy];
-      s += w[3 * n + i] * pp[k + sy];
-      s += w[4 * n + i] * pp[k - 1];
-      s += w[5 * n + i] * pp[k + 1];
-      q[i] = d[i] * (pp[k] - s);
-      pq += double(pp[k]) * double(q[i]);
+      T s = w0[k] * pp[k - sx];
+      s += w1[k] * pp[k + sx];
+      s += w2[k] * pp[k - sy];
+      s += w3[k] * pp[k + sy];
+      s += w4[k] * pp[k - 1];
+      s += w5[k] * pp[k + 1];
+      qq[k] = dd[k] * (pp[k] - s);
     }
+    pq += dot(pp, qq, run);
   }
   return pq;
 }
@@ -142,15 +164,20 @@ int64_t FlatCG::solve(fk::Tensor& x, const fk::Tensor& b_in, const fk::Tensor& s
       {
         fk::profile::OpScope scope("heat_cg_update");
         for (int64_t xi = 0; xi < L.nx; ++xi) {
-          const T* pp = p + L.interior(xi);
+          const T* __restrict pp = p + L.interior(xi);
+          const int64_t o = xi * run;
+          T* __restrict xo = xx + o;
+          T* __restrict ro = r + o;
+          T* __restrict zo = z + o;
+          const T* __restrict qo = q + o;
+          const T* __restrict dio = di + o;
           for (int64_t k = 0; k < run; ++k) {
-            const int64_t i = xi * run + k;
-            xx[i] += a * pp[k];
-            r[i] -= a * q[i];
-            z[i] = di[i] * r[i];
-            rz_next += double(r[i]) * double(z[i]);
-            rr += double(r[i]) * double(r[i]);
+            xo[k] += a * pp[k];
+            ro[k] -= a * qo[k];
+            zo[k] = dio[k] * ro[k];
           }
+          rz_next += dot(ro, zo, run);
+          rr += dot(ro, ro, run);
         }
       }
       if ((it % check_every == 0 || it == max_iter) && std::sqrt(rr) <= tol * b_norm) break;
