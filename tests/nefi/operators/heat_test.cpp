@@ -410,6 +410,7 @@ TEST(HeatGradient, AutogradAndCheckpointPassGradcheckForEveryBackend) {
       for (const char* mode : {"autograd", "checkpoint"}) {
         HeatConfig c = small_config();
         c.n_frames = 2;
+        c.implicit_substeps = 2;
         c.stencil = stencil;
         c.solver = solver;
         c.jacobi_iters = 4;
