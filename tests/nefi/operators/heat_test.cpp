@@ -13,6 +13,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
+#include "fk/parallel.h"
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "fk/testing.h"
@@ -308,6 +309,24 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
         omega);
     EXPECT_LT(max_diff(xs, xr), tol * max_abs(xr));
   }
+}
+
+// Large enough for the sweep to split x-planes over two threads: bitwise the
+// same iterates (each plane is computed by one thread in one order).
+TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {
+  const auto g = geometry(64, 64, 16, {10, 10, 1}, 0.05);
+  fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F32);
+  fk::Tensor b = test_alpha(g.shape(), fk::DType::F32, 6);
+  fk::Tensor x[2];
+  for (int threads : {1, 2}) {
+    fk::set_num_threads(threads);
+    auto& cnt = fk::profile::counters();
+    const int64_t launches = cnt.launches;
+    x[threads - 1] = one_step(alpha, g, b, true, {"chebyshev", 6, 0, 1, 1});
+    if (threads == 2) EXPECT_GE(cnt.launches - launches, 6);  // every sweep split
+  }
+  fk::set_num_threads(1);
+  EXPECT_EQ(max_diff(x[0], x[1]), 0.0);
 }
 
 TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
