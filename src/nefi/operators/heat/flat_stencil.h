@@ -4,12 +4,14 @@
 // z unpadded), so every neighbour of an interior cell is at a constant offset:
 // ±(ny + 2)·nz along x, ±nz along y, ±1 along z. z ± 1 at the front and back
 // faces reads the adjacent row's cell, which is finite and carries weight 0.
-// The interior of each x-plane is one contiguous run of ny·nz cells, so a
-// Jacobi sweep is one branch-free multiply-add loop over 7 coefficient
-// streams, and it refills the periodic ghosts of the plane it wrote.
+// The interior of each x-plane is one contiguous run of ny·nz cells (and a
+// chunk of planes one run, ghost rows included), so a Jacobi sweep is one
+// branch-free multiply-add loop, compiled for AVX2+FMA and baseline, that then
+// refills the periodic ghosts of the planes it wrote.
 //
 // One sweep is one fused op (one OpScope, one launch when it goes parallel
-// over x-planes); the buffers are allocated once per system, never per sweep.
+// over x-planes); FlatSweeper's buffers are allocated once per system, never
+// per sweep.
 #include <cstdint>
 
 #include "fk/tensor.h"
