@@ -129,6 +129,11 @@ TEST(HeatConfig, BadValuesNameTheirKey) {
   HeatOperator op(small_config(), {4, 4, 3});
   EXPECT_THROW(op.apply(fk::ones({4, 4, 4}, {fk::DType::F64})), fk::Error);
   EXPECT_THROW(op.apply(fk::ones({4, 4, 3}, {fk::DType::I64})), fk::Error);
+  fk::Tensor bad = fk::full({4, 4, 3}, 0.1, {fk::DType::F32});
+  fk::Tensor cell = bad.select(0, 2).select(0, 1).select(0, 0);
+  fk::fill_(cell, 0.0);
+  EXPECT_THROW(op.apply(bad), fk::Error);
+  EXPECT_THROW(op.simulate(bad), fk::Error);
 }
 
 TEST(HeatOperator, FramesShapesAndResolution) {
