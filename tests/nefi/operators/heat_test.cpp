@@ -417,6 +417,15 @@ TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
   }
 }
 
+// Gradient of ℓ = <apply(α), w> in `mode`.
+fk::Tensor loss_gradient(const HeatOperator& op, const fk::Tensor& alpha, const fk::Tensor& w) {
+  fk::Tensor a = alpha.detach().clone();
+  a.set_requires_grad(true);
+  fk::Tensor loss = fk::sum(fk::mul(op.apply(a), w));
+  loss.backward();
+  return a.grad();
+}
+
 TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
   for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
     for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
@@ -435,20 +444,15 @@ TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
       const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
       EXPECT_LT(max_diff(yf, yr), tol * max_abs(yr)) << solver;
       EXPECT_EQ(yf.dtype(), dtype);
+      // The adjoint's backward solves too (flat sweeper against the fk-op solvers).
+      fk::Tensor w = fk::ones(yf.shape(), {dtype});
+      fk::Tensor gf = loss_gradient(flat, alpha, w), gr = loss_gradient(roll, alpha, w);
+      EXPECT_LT(max_diff(gf, gr), 10 * tol * max_abs(gr)) << solver;
     }
   }
 }
 
 // --- gradients -------------------------------------------------------------------
-
-// Gradient of ℓ = <apply(α), w> in `mode`.
-fk::Tensor loss_gradient(const HeatOperator& op, const fk::Tensor& alpha, const fk::Tensor& w) {
-  fk::Tensor a = alpha.detach().clone();
-  a.set_requires_grad(true);
-  fk::Tensor loss = fk::sum(fk::mul(op.apply(a), w));
-  loss.backward();
-  return a.grad();
-}
 
 TEST(HeatGradient, AdjointPassesDotTestAndFiniteDifferences) {
   HeatConfig c = small_config();
