@@ -1,0 +1,109 @@
+#include "nefi/operators/heat/step_solver.h"
+
+#include "fk/autograd.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/copy.h"
+#include "nefi/operators/heat/flat_cg.h"
+#include "nefi/operators/heat/flat_stencil.h"
+
+namespace nefi::heat {
+namespace {
+
+class FlatStepSolver : public StepSolver {
+ public:
+  FlatStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
+      : sweeper_(std::move(s), g), o_(o) {
+    if (o_.solver == "chebyshev")
+      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
+  }
+  void start(const fk::Tensor& x0) override {
+    sweeper_.load(x0);
+    sweeper_.set_rhs(x0);
+  }
+  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
+    sweeper_.set_rhs(b, surface);
+    iterate();
+  }
+  void advance(const fk::Tensor& surface) override {
+    if (surface.defined()) sweeper_.add_surface(surface);
+    iterate();
+  }
+  // Also makes this solution the next advance's right-hand side (one pass).
+  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
+  const HeatSystem& system() const override { return sweeper_.system(); }
+
+ private:
+  void iterate() {
+    if (omega_.defined())
+      sweeper_.chebyshev(omega_);
+    else
+      sweeper_.jacobi(o_.iters);
+  }
+  FlatSweeper sweeper_;
+  SolverOptions o_;
+  fk::Tensor omega_;
+};
+
+class FlatCgStepSolver : public StepSolver {
+ public:
+  FlatCgStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
+      : cg_(std::move(s), g), o_(o) {}
+  void start(const fk::Tensor& x0) override {
+    x_ = x0.detach().to(cg_.system().diag.dtype()).contiguous().clone();
+  }
+  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
+    const fk::Tensor rhs = b.is_same(x_) ? x_.clone() : b;
+    cg_.solve(x_, rhs, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+  }
+  void advance(const fk::Tensor& surface) override {
+    cg_.solve(x_, x_.clone(), surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+  }
+  void result(fk::Tensor& out) override { fk::copy_(out, x_); }
+  const HeatSystem& system() const override { return cg_.system(); }
+
+ private:
+  FlatCG cg_;
+  SolverOptions o_;
+  fk::Tensor x_;
+};
+
+class GenericStepSolver : public StepSolver {
+ public:
+  GenericStepSolver(HeatSystem s, const StepGeometry& g, bool flat, const SolverOptions& o)
+      : system_(std::move(s)), sweep_(make_sweep(flat, system_.weights, g)), o_(o) {
+    if (o_.solver == "chebyshev") omega_ = chebyshev_weights(gershgorin_bound(system_), o_.iters);
+  }
+  void start(const fk::Tensor& x0) override { x_ = x0.detach().to(system_.diag.dtype()).clone(); }
+  void solve(const fk::Tensor& b_in, const fk::Tensor& surface) override {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor b = b_in.to(system_.diag.dtype());
+    if (surface.defined()) {
+      b = b.clone();
+      fk::Tensor front = b.select(2, 0);
+      fk::add_(front, surface.to(b.dtype()));
+    }
+    x_ = solve_step(system_, sweep_, b, x_, o_, omega_);
+  }
+  void advance(const fk::Tensor& surface) override { solve(x_, surface); }
+  void result(fk::Tensor& out) override { fk::copy_(out, x_); }
+  const HeatSystem& system() const override { return system_; }
+
+ private:
+  HeatSystem system_;
+  Sweep sweep_;
+  SolverOptions o_;
+  fk::Tensor omega_, x_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const StepGeometry& g,
+                                             bool flat, const SolverOptions& o) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor a = alpha.detach();
+  if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);
+  if (flat) return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
+  return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, false, o);
+}
+
+}  // namespace nefi::heat
