@@ -110,8 +110,9 @@ Result Solver::run() {
   Attempt best;
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
+  const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   for (int r = 0; r < cur_.restarts; ++r) {
-    Attempt a = run_once(opt_.seed + r, t_run);
+    Attempt a = run_once(base_seed + r, t_run);
     const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
                                              : a.res.stages.back().final_data_loss;
     const bool over = a.run_over;
@@ -129,7 +130,7 @@ Result Solver::run() {
     restore(params, best.params);
   }
   Result res = std::move(best.res);
-  res.seed = opt_.seed + best_r;
+  res.seed = base_seed + best_r;
   res.restart = best_r;
   const Domain final_domain = best.final_domain;
   const double final_progress = best.final_progress;
@@ -161,7 +162,17 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
   at.final_domain = problem_.domain;
   at.final_op = problem_.op;
 
+  const int n_stages = static_cast<int>(cur_.stages.size());
+  std::optional<size_t> only;
+  if (opt_.only_stage) {
+    const int k = *opt_.only_stage < 0 ? n_stages + *opt_.only_stage : *opt_.only_stage;
+    FK_CHECK(k >= 0 && k < n_stages, "nefi::Solver stage",
+             "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+             std::to_string(*opt_.only_stage));
+    only = static_cast<size_t>(k);
+  }
   for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
+    if (only && si != *only) continue;
     const Stage& stage = cur_.stages[si];
     const fk::Dims shape = stage.shape.empty() ? problem_.domain.shape() : stage.shape;
     const Domain sd = problem_.domain.at(shape);
@@ -190,6 +201,9 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     std::vector<fk::Tensor> shadow;
     if (cur_.optim.ema) shadow = snapshot(params);
 
+    if (opt_.on_stage_start)
+      opt_.on_stage_start(StageView{static_cast<int>(si), &stage, &sd, &field, op.get(), &obs,
+                                    &losses, &cur_.optim, params});
     StageResult sr;
     sr.name = stage.name;
     sr.shape = shape;
@@ -198,6 +212,8 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     fk::profile::ProfileScope prof;
     const auto t_stage = Clock::now();
     for (int t = 0; t < stage.steps; ++t) {
+      const int64_t t_step = fk::profile::now_ns();
+      const fk::profile::Counters c_step = fk::profile::counters();
       const double lr = lr_mult * stage.lr_at(t);
       progress = stage.progress_at(t);
       fk::Tensor pred;
@@ -270,14 +286,27 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
       sr.final_total = total;
       sr.final_data_loss = data;
 
-      StepInfo info{
-          static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};
+      const fk::profile::Counters& c_now = fk::profile::counters();
+      StepInfo info{static_cast<int>(si),
+                    t,
+                    global,
+                    stage.steps,
+                    total_steps,
+                    lr,
+                    progress,
+                    total,
+                    data,
+                    (fk::profile::now_ns() - t_step) / 1e6,
+                    c_now.ops - c_step.ops,
+                    c_now.view_ops - c_step.view_ops,
+                    c_now.launches - c_step.launches};
       bool keep = true;
       for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
       if (!keep) {
         sr.stop = "callback";
         break;
       }
+      if (!opt_.stopping_rules) continue;
       if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
         sr.stop = "time_budget";
         run_over = true;
