@@ -343,6 +343,14 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     at.final_progress = progress;
     at.final_op = op;
   }
+  if (only && *only + 1 != cur_.stages.size()) {
+    // One early stage run alone: the result still lives on the curriculum's
+    // final grid, where the instances compare it with their ground truth.
+    const Stage& last = cur_.stages.back();
+    const fk::Dims shape = last.shape.empty() ? problem_.domain.shape() : last.shape;
+    at.final_domain = problem_.domain.at(shape);
+    at.final_op = problem_.op->at_resolution(shape);
+  }
   if (cur_.restarts > 1) {
     std::vector<fk::Tensor> ps{field.params().flat()};
     for (const auto& p : at.final_op->parameters()) ps.push_back(p);
