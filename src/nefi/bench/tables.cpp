@@ -137,15 +137,20 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
   }
   s += "\n";
   s += rule + "\n";
-  // Best per (class, metric).
+  // Best per (class, metric); none when every method has the same mean (a
+  // property of the data such as the blurred input's PSNR).
   std::map<std::pair<std::string, std::string>, double> best;
+  std::map<std::pair<std::string, std::string>, std::set<double>> distinct;
   for (const Group& g : gs)
     for (const auto& m : metrics) {
       const double v = column_ci(g, m, level).mean;
       if (!std::isfinite(v)) continue;
+      distinct[{g.cls, m}].insert(v);
       auto [it, fresh] = best.emplace(std::make_pair(g.cls, m), v);
       if (!fresh && (higher_is_better(m) ? v > it->second : v < it->second)) it->second = v;
     }
+  for (const auto& [key, values] : distinct)
+    if (values.size() < 2) best.erase(key);
   for (const Group& g : gs) {
     int n_ok = static_cast<int>(g.rows.size()) - failed(g);
     s += with_class ? fmt::format("| {} | {} |", g.cls, g.method) : fmt::format("| {} |", g.method);
@@ -154,7 +159,7 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
       const MeanCI ci = column_ci(g, c, level);
       std::string cell = mean_ci_text(ci);
       const auto b = best.find({g.cls, c});
-      if (b != best.end() && std::isfinite(ci.mean) && ci.mean == b->second && gs.size() > 1)
+      if (b != best.end() && std::isfinite(ci.mean) && ci.mean == b->second)
         cell = fmt::format("**{}**", cell);
       s += " ";
       s += cell + " |";
