@@ -18,7 +18,9 @@ namespace {
 
 void print_progress(const bench::Progress& p) {
   const double left = p.done > 0 ? p.elapsed_s * (p.total - p.done) / p.done : NAN;
-  std::fprintf(stderr, "\r\033[K[bench] %lld/%lld runs · %.1f s elapsed · ~%.1f s left",
+  std::fprintf(stderr,
+               "\r\033[K[bench] units %lld/%lld (runs %lld/%lld) · %.1f s elapsed · ~%.1f s left",
+               static_cast<long long>(p.units_done), static_cast<long long>(p.units_total),
                static_cast<long long>(p.done), static_cast<long long>(p.total), p.elapsed_s, left);
   if (p.done == p.total) std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);

@@ -234,6 +234,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
   std::vector<Row> rows;
   Progress prog;
   prog.total = static_cast<int64_t>(mine.size() * proto.methods.size());
+  prog.units_total = static_cast<int64_t>(mine.size());
   const auto t0 = std::chrono::steady_clock::now();
   for (const Unit& u : mine) {
     // Every method of a unit must see the same data (the pairing).
@@ -253,6 +254,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
       }
       rows.push_back(std::move(r));
       ++prog.done;
+      prog.units_done = prog.done / static_cast<int64_t>(proto.methods.size());
       prog.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt.on_progress) opt.on_progress(prog);
     }

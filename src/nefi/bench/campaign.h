@@ -92,7 +92,8 @@ Protocol make_protocol(const CampaignSpec& spec);
 Params protocol_params(const Instance& instance, const Protocol& p);
 
 struct Progress {
-  int64_t done = 0, total = 0;  // runs (unit x method) in this shard
+  int64_t done = 0, total = 0;              // runs (unit x method) in this shard
+  int64_t units_done = 0, units_total = 0;  // units in this shard
   double elapsed_s = 0;
 };
 

@@ -169,6 +169,8 @@ TEST(BenchCampaign, FailingRunIsRecordedAndTheCampaignGoesOn) {
   o.on_progress = [&calls](const Progress& pr) {
     ++calls;
     EXPECT_EQ(pr.total, 4);
+    EXPECT_EQ(pr.units_total, 2);
+    EXPECT_EQ(pr.units_done, pr.done / 2);
   };
   const auto rows = run_campaign(flaky, p, o);
   EXPECT_EQ(calls, 4);
