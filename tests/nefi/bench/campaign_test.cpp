@@ -3,6 +3,7 @@
 #include "nefi/bench/campaign.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,14 @@
 #include "nefi/bench/tables.h"
 
 namespace {
+
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 namespace fs = std::filesystem;
 using namespace nefi::bench;
@@ -30,7 +39,7 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(testing::TempDir()) / ("nefi_bench_" + name);
+  const fs::path d = scratch() / ("nefi_bench_" + name);
   fs::remove_all(d);
   return d;
 }
@@ -254,7 +263,7 @@ TEST(BenchCampaign, BadInputIsAClearError) {
   EXPECT_THROW(make_protocol(s), fk::Error);
 
   // An output directory that is a file.
-  const fs::path file = fs::path(testing::TempDir()) / "nefi_bench_not_a_dir";
+  const fs::path file = scratch() / "nefi_bench_not_a_dir";
   std::ofstream(file) << "x";
   const Protocol p = make_protocol(tiny_spec());
   try {

@@ -3,6 +3,7 @@
 // binary (both go to FK_BIN_DIR); skipped when it has not been built.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,14 @@
 #include <sstream>
 
 namespace {
+
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 namespace fs = std::filesystem;
 
@@ -23,7 +32,7 @@ struct CliResult {
 };
 
 CliResult run_cli(const std::string& args) {
-  const fs::path err = fs::path(testing::TempDir()) / "nefi_cli_err.txt";
+  const fs::path err = scratch() / "nefi_cli_err.txt";
   const std::string cmd = nefi_binary().string() + " " + args + " >/dev/null 2>" + err.string();
   const int rc = std::system(cmd.c_str());
   std::ifstream f(err);
@@ -34,14 +43,14 @@ CliResult run_cli(const std::string& args) {
 
 TEST(BenchCli, BadInputPrintsOneLineAndExits2) {
   if (!fs::exists(nefi_binary())) GTEST_SKIP() << "nefi_cli not built";
-  const fs::path file = fs::path(testing::TempDir()) / "nefi_cli_a_file";
+  const fs::path file = scratch() / "nefi_cli_a_file";
   std::ofstream(file) << "x";
   const std::pair<std::string, std::string> cases[] = {
       {"bench toy1d --shard 3/2", "--shard"},
       {"bench toy1d --methods neural,admm", "admm"},
       {"bench toy2d", "toy2d"},
       {"bench toy1d --out " + file.string(), "is a file"},
-      {"bench-merge " + (fs::path(testing::TempDir()) / "no_such_dir").string(), "bench-merge"},
+      {"bench-merge " + (scratch() / "no_such_dir").string(), "bench-merge"},
       {"profile toy1d --stage 7", "stage"},
       {"profile deconvolution --method wiener --set n=16", "solver loop"}};
   for (const auto& [args, needle] : cases) {

@@ -3,6 +3,7 @@
 #include "nefi/bench/merge.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -17,11 +18,19 @@
 
 namespace {
 
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
 namespace fs = std::filesystem;
 using namespace nefi::bench;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(testing::TempDir()) / ("nefi_merge_" + name);
+  const fs::path d = scratch() / ("nefi_merge_" + name);
   fs::remove_all(d);
   return d;
 }

@@ -3,6 +3,7 @@
 #include "nefi/bench/profile.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,14 @@
 #include "nefi/io/run_config.h"
 
 namespace {
+
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 using namespace nefi::bench;
 
@@ -25,7 +34,7 @@ TEST(BenchProfile, ReportsTheLastStageOfToy1d) {
   ProfileOptions o;
   o.steps = 4;
   o.warmup = 2;
-  const std::string trace = testing::TempDir() + "/nefi_profile_trace.json";
+  const std::string trace = (scratch() / "nefi_profile_trace.json").string();
   o.trace_path = trace;
   const auto inst = nefi::find_instance("toy1d");
   const ProfileReport r = profile_instance(*inst, cfg.config, o);
