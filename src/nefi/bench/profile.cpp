@@ -168,6 +168,7 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
   so.callbacks.push_back([&](const StepInfo& s) {
     if (opt.minimal) return false;  // the bare loop has run; end the stage
     const int k = seen++;
+    if (k >= timed_end + traced) return false;  // a restart: the profile is complete
     samples.push_back({s.step_ms, s.step_ops, s.step_view_ops, s.step_launches});
     if (k + 1 == timed_end) {
       // The solver reset the peak at the stage start.
