@@ -114,8 +114,9 @@ Result Solver::run() {
   Attempt best;
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
+  const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   for (int r = 0; r < cur_.restarts; ++r) {
-    Attempt a = run_once(opt_.seed + r, t_run);
+    Attempt a = run_once(base_seed + r, t_run);
     const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
                                              : a.res.stages.back().final_data_loss;
     const bool over = a.run_over;
@@ -133,7 +134,7 @@ Result Solver::run() {
     restore(params, best.params);
   }
   Result res = std::move(best.res);
-  res.seed = opt_.seed + best_r;
+  res.seed = base_seed + best_r;
   res.restart = best_r;
   const Domain final_domain = best.final_domain;
   const double final_progress = best.final_progress;
@@ -166,7 +167,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
   at.final_op = problem_.op;
   // A resume applies to the first attempt only (restarts re-seed from scratch).
   std::optional<Checkpoint> resume;
-  if (!opt_.resume_from.empty() && seed == opt_.seed) {
+  if (!opt_.resume_from.empty() && seed == opt_.init_seed.value_or(opt_.seed)) {
     resume = load_checkpoint(opt_.resume_from);
     FK_CHECK(resume->field_kind == field.kind(), "nefi::Solver resume",
              "a checkpoint of a '" + field.kind() + "' field",
@@ -178,8 +179,18 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     global = resume->global_step;
   }
 
+  const int n_stages = static_cast<int>(cur_.stages.size());
+  std::optional<size_t> only;
+  if (opt_.only_stage) {
+    const int k = *opt_.only_stage < 0 ? n_stages + *opt_.only_stage : *opt_.only_stage;
+    FK_CHECK(k >= 0 && k < n_stages, "nefi::Solver stage",
+             "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+             std::to_string(*opt_.only_stage));
+    only = static_cast<size_t>(k);
+  }
   for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
     if (resume && static_cast<int>(si) < resume->stage) continue;
+    if (only && si != *only) continue;
     const Stage& stage = cur_.stages[si];
     const fk::Dims shape = stage.shape.empty() ? problem_.domain.shape() : stage.shape;
     const Domain sd = problem_.domain.at(shape);
@@ -208,6 +219,9 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     std::vector<fk::Tensor> shadow;
     if (cur_.optim.ema) shadow = snapshot(params);
 
+    if (opt_.on_stage_start)
+      opt_.on_stage_start(StageView{static_cast<int>(si), &stage, &sd, &field, op.get(), &obs,
+                                    &losses, &cur_.optim, params});
     StageResult sr;
     sr.name = stage.name;
     sr.shape = shape;
@@ -253,6 +267,8 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     fk::profile::ProfileScope prof;
     const auto t_stage = Clock::now();
     for (int t = t0; t < stage.steps; ++t) {
+      const int64_t t_step = fk::profile::now_ns();
+      const fk::profile::Counters c_step = fk::profile::counters();
       const double lr = lr_mult * stage.lr_at(t);
       progress = stage.progress_at(t);
       fk::Tensor pred;
@@ -329,14 +345,27 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
            (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
         save(t);
 
-      StepInfo info{
-          static_cast<int>(si), t, global, stage.steps, total_steps, lr, progress, total, data};
+      const fk::profile::Counters& c_now = fk::profile::counters();
+      StepInfo info{static_cast<int>(si),
+                    t,
+                    global,
+                    stage.steps,
+                    total_steps,
+                    lr,
+                    progress,
+                    total,
+                    data,
+                    (fk::profile::now_ns() - t_step) / 1e6,
+                    c_now.ops - c_step.ops,
+                    c_now.view_ops - c_step.view_ops,
+                    c_now.launches - c_step.launches};
       bool keep = true;
       for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
       if (!keep) {
         sr.stop = "callback";
         break;
       }
+      if (!opt_.stopping_rules) continue;
       if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
         sr.stop = "time_budget";
         run_over = true;
@@ -372,6 +401,14 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     at.final_domain = sd;
     at.final_progress = progress;
     at.final_op = op;
+  }
+  if (only && *only + 1 != cur_.stages.size()) {
+    // One early stage run alone: the result still lives on the curriculum's
+    // final grid, where the instances compare it with their ground truth.
+    const Stage& last = cur_.stages.back();
+    const fk::Dims shape = last.shape.empty() ? problem_.domain.shape() : last.shape;
+    at.final_domain = problem_.domain.at(shape);
+    at.final_op = problem_.op->at_resolution(shape);
   }
   if (cur_.restarts > 1) {
     std::vector<fk::Tensor> ps{field.params().flat()};

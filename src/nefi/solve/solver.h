@@ -21,6 +21,7 @@
 // actually reached.
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,25 @@ namespace nefi {
 struct StepInfo {
   int stage = 0, step = 0, global_step = 0, stage_steps = 0, total_steps = 0;
   double lr = 0, progress = 0, total = 0, data_loss = 0;
+  // The step's wall time (from the top of the loop to the callbacks, history
+  // bookkeeping included) and the fk counters it bumped (profilers read these).
+  double step_ms = 0;
+  int64_t step_ops = 0, step_view_ops = 0, step_launches = 0;
+};
+
+// The live objects of a stage, handed to SolverOptions::on_stage_start after
+// the stage is set up and before its first step (a profiler times a bare loop
+// on them; anything it does to the parameters is what the solve continues from).
+struct StageView {
+  int index = 0;
+  const Stage* stage = nullptr;
+  const Domain* domain = nullptr;
+  Field* field = nullptr;
+  const Operator* op = nullptr;
+  const Measurement* obs = nullptr;
+  const LossSet* losses = nullptr;
+  const OptimConfig* optim = nullptr;
+  std::vector<fk::Tensor> params;  // field parameters, then operator parameters
 };
 
 // Return false to end the current stage.
@@ -47,6 +67,12 @@ struct SolverOptions {
   std::string checkpoint_path;  // empty: no checkpoints on disk
   int checkpoint_interval = 0;  // steps between checkpoints (0: stage ends only)
   std::string resume_from;      // a checkpoint file to continue from
+  // Profiling and benchmarking switches; the defaults are the normal solve.
+  bool stopping_rules = true;         // false: no early stop, discrepancy or time-budget stop
+  std::optional<int> only_stage;      // run just this stage (negative: counted from the end)
+  std::optional<uint64_t> init_seed;  // initialise the field from this seed instead of `seed`
+                                      // (a benchmark pairs one measurement with several seeds)
+  std::function<void(const StageView&)> on_stage_start;
 };
 
 class Solver {

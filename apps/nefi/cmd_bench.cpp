@@ -1,0 +1,107 @@
+// nefi bench TARGET and nefi bench-merge DIR: paired benchmark campaigns,
+// sharded for clusters (nefi/bench/campaign.h, merge.h, tables.h).
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "common.h"
+#include "fk/error.h"
+#include "nefi/bench/campaign.h"
+#include "nefi/bench/merge.h"
+#include "nefi/bench/tables.h"
+
+namespace nefi::cli {
+namespace {
+
+void print_progress(const bench::Progress& p) {
+  const double left = p.done > 0 ? p.elapsed_s * (p.total - p.done) / p.done : NAN;
+  std::fprintf(stderr,
+               "\r\033[K[bench] units %lld/%lld (runs %lld/%lld) · %.1f s elapsed · ~%.1f s left",
+               static_cast<long long>(p.units_done), static_cast<long long>(p.units_total),
+               static_cast<long long>(p.done), static_cast<long long>(p.total), p.elapsed_s, left);
+  if (p.done == p.total) std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app, const Context&) {
+  struct Opts {
+    bench::CampaignSpec spec;
+    std::string shard = "0/1", out;
+    int threads = 0;
+    bool by_class = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand(
+      "bench", "paired benchmark: (class, sample, seed) units x methods, mean ± 95 % CI");
+  sub->add_option("target", o->spec.target, "instance name or config file")->required();
+  sub->add_option("--methods,-m", o->spec.methods,
+                  "comma list (default: the config's run.methods, else all)")
+      ->delimiter(',');
+  sub->add_option("--n,-n", o->spec.n_samples, "measurements per class (default 4)");
+  sub->add_option("--seeds", o->spec.seeds, "comma list of seeds (default 0,1,2)")->delimiter(',');
+  sub->add_option("--classes", o->spec.classes, "comma list of scenes, or all (default)")
+      ->delimiter(',');
+  sub->add_option("--budget-scale", o->spec.budget_scale, "multiply every stage's steps");
+  sub->add_option("--set", o->spec.sets, "override KEY=VALUE (repeatable)");
+  sub->add_option("--shard", o->shard, "run shard I/N: units k with k mod N == I");
+  sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)");
+  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
+  return {sub, [o] {
+            const bench::Shard shard = bench::parse_shard(o->shard);
+            const bench::Protocol proto = bench::make_protocol(o->spec);
+            const std::string out = !o->out.empty() ? o->out
+                                                    : "runs/" + proto.instance + "-bench-" +
+                                                          bench::protocol_hash(proto);
+            bench::prepare_out_dir(out);
+            set_threads(o->threads);
+            const InstancePtr inst = find_instance(proto.instance);
+            bench::CampaignOptions co;
+            co.shard = shard;
+            if (stderr_is_tty()) co.on_progress = print_progress;
+            bench::ShardFile s{proto, shard, bench::run_campaign(*inst, proto, co)};
+            int failed = 0;
+            for (const auto& r : s.rows) failed += !r.error.empty();
+            bench::TableOptions to;
+            to.by_class = o->by_class;
+            const auto files = bench::finish_campaign(out, s, to);
+            if (shard.count == 1) std::cout << bench::summary_md(proto, s.rows, to) << "\n";
+            std::cout << fmt::format("{}: {} runs ({} failed) -> {}\n",
+                                     shard.count > 1 ? "shard " + o->shard : proto.instance,
+                                     s.rows.size(), failed, shard.count > 1 ? files.front() : out);
+            return 0;
+          }};
+}
+
+Command add_bench_merge(CLI::App& app, const Context&) {
+  struct Opts {
+    std::string dir, out;
+    bool allow_missing = false, by_class = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("bench-merge",
+                                 "merge shard-III-of-NNN.json files into the campaign's tables");
+  sub->add_option("dir", o->dir, "directory holding the shard files")->required();
+  sub->add_flag("--allow-missing", o->allow_missing, "merge even when shards are missing");
+  sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
+  sub->add_option("--out,-o", o->out, "output directory (default: DIR)");
+  return {sub, [o] {
+            const bench::MergedCampaign m = bench::merge_shards(o->dir, o->allow_missing);
+            const std::string out = o->out.empty() ? o->dir : o->out;
+            bench::TableOptions to;
+            to.by_class = o->by_class;
+            bench::write_tables(out, m.protocol, m.rows, to);
+            std::cout << fmt::format(
+                "merged {} shard(s) of {} ({} runs){} -> {}\n", m.found.size(), m.n_shards,
+                m.rows.size(),
+                m.missing.empty() ? "" : fmt::format(", {} missing", m.missing.size()), out);
+            return 0;
+          }};
+}
+
+}  // namespace nefi::cli

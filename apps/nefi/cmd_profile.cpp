@@ -1,0 +1,75 @@
+// nefi profile INSTANCE: ms/step, ops/step and the top ops of one curriculum
+// stage (nefi/bench/profile.h).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "fk/error.h"
+#include "fk/parallel.h"
+#include "nefi/bench/merge.h"
+#include "nefi/bench/profile.h"
+#include "nefi/io/run_config.h"
+
+namespace fs = std::filesystem;
+
+namespace nefi::cli {
+
+Command add_profile(CLI::App& app, const Context&) {
+  struct Opts {
+    std::string instance, config, trace, json, method;
+    std::vector<std::string> sets;
+    bench::ProfileOptions p;
+    int threads = 0;
+    bool table = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand(
+      "profile", "time the real solver loop on one curriculum stage (ms/step, ops/step, top ops)");
+  sub->add_option("instance", o->instance, "instance name (or a config file)")->required();
+  sub->add_option("--config", o->config, "config file applied to the instance's defaults");
+  sub->add_option("--set", o->sets, "override KEY=VALUE (repeatable)");
+  sub->add_option("--method,-m", o->p.method, "method (default: the instance's first)");
+  sub->add_option("--seed", o->p.seed, "measurement and initialisation seed (default 0)");
+  sub->add_option("--steps", o->p.steps, "timed steps (default 20)");
+  sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
+  sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");
+  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_flag("--minimal", o->p.minimal, "time a bare loop without the solver's bookkeeping");
+  sub->add_flag("--table", o->table, "print every op's time, not just the top ones");
+  sub->add_option("--trace", o->trace, "write a chrome trace of the traced steps into DIR");
+  sub->add_option("--json", o->json, "append one JSON line per run to FILE");
+  return {sub, [o] {
+            set_threads(o->threads);
+            const bool is_file = fs::exists(o->instance) || o->instance.ends_with(".yaml") ||
+                                 o->instance.ends_with(".yml");
+            RunConfig cfg =
+                is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
+            if (!o->config.empty()) apply_config_file(cfg, o->config);
+            for (const auto& s : o->sets) apply_set(cfg, s);
+            const InstancePtr inst = find_instance(cfg.instance);
+            if (!o->trace.empty()) {
+              bench::prepare_out_dir(o->trace, "--trace");
+              o->p.trace_path =
+                  (fs::path(o->trace) /
+                   ("profile-" + inst->name() + "-" +
+                    (o->p.method.empty() ? inst->methods().front() : o->p.method) + ".json"))
+                      .string();
+            }
+            const bench::ProfileReport rep = bench::profile_instance(*inst, cfg.config, o->p);
+            std::cout << bench::format_profile(rep, o->table);
+            if (!o->p.trace_path.empty()) std::cout << "  trace -> " << o->p.trace_path << "\n";
+            if (!o->json.empty()) {
+              std::ofstream f(o->json, std::ios::app);
+              FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
+              const std::string config_path = !o->config.empty() ? o->config
+                                              : is_file          ? o->instance
+                                                                 : "";
+              f << bench::profile_json_line(rep, config_path, o->sets) << "\n";
+            }
+            return 0;
+          }};
+}
+
+}  // namespace nefi::cli

@@ -1,0 +1,41 @@
+#include "common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "fk/parallel.h"
+
+namespace fs = std::filesystem;
+
+namespace nefi::cli {
+
+std::vector<fs::path> config_dirs(const char* argv0) {
+  std::vector<fs::path> dirs;
+  if (const char* e = std::getenv("NEFI_CONFIG_DIR")) dirs.emplace_back(e);
+  dirs.emplace_back("configs");
+  std::error_code ec;
+  const fs::path exe = fs::canonical(fs::path(argv0), ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path().parent_path() / "configs");
+  return dirs;
+}
+
+fs::path find_config(const std::vector<fs::path>& dirs, const std::string& file) {
+  for (const auto& d : dirs)
+    if (fs::exists(d / file)) return d / file;
+  return {};
+}
+
+void set_threads(int threads) {
+  if (threads > 0)
+    fk::set_num_threads(threads);
+  else if (!std::getenv("OMP_NUM_THREADS"))
+    fk::set_num_threads(1);
+}
+
+bool stderr_is_tty() {
+  return isatty(fileno(stderr));
+}
+
+}  // namespace nefi::cli

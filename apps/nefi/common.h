@@ -1,0 +1,36 @@
+#pragma once
+// Shared pieces of the nefi subcommands. Each command registers itself on the
+// app and returns what to run when it is the one parsed; errors are
+// exceptions, which main turns into one line and exit status 2.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nefi::cli {
+
+struct Context {
+  std::vector<std::filesystem::path> config_dirs;  // $NEFI_CONFIG_DIR, ./configs, <repo>/configs
+};
+
+using Command = std::pair<CLI::App*, std::function<int()>>;
+
+Command add_list(CLI::App& app, const Context& ctx);
+Command add_run(CLI::App& app, const Context& ctx);
+Command add_profile(CLI::App& app, const Context& ctx);
+Command add_bench(CLI::App& app, const Context& ctx);
+Command add_bench_merge(CLI::App& app, const Context& ctx);
+
+std::vector<std::filesystem::path> config_dirs(const char* argv0);
+std::filesystem::path find_config(const std::vector<std::filesystem::path>& dirs,
+                                  const std::string& file);
+// One thread unless asked (--threads N, else $OMP_NUM_THREADS): these solves
+// are small, and on a shared 2-vCPU machine two threads made a 32^2
+// deconvolution step 30x slower (64 ms against 2 ms) with identical results.
+void set_threads(int threads);
+// True when stderr is a terminal (progress lines).
+bool stderr_is_tty();
+
+}  // namespace nefi::cli

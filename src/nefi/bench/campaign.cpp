@@ -1,0 +1,278 @@
+#include "nefi/bench/campaign.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include <yaml-cpp/yaml.h>
+
+#include "fk/error.h"
+#include "fk/memory.h"
+#include "fk/parallel.h"
+
+namespace nefi::bench {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// FNV-1a over the measurement's values: the pairing check across methods.
+uint64_t data_fingerprint(const Measurement& m) {
+  uint64_t h = 1469598103934665603ull;
+  for (double v : m.data.to_vector<double>()) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int b = 0; b < 8; ++b) {
+      h ^= (bits >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+// One (unit, method) run; `fingerprint` gets the measurement's (0 on failure).
+Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& method,
+            const Protocol& proto, uint64_t* fingerprint = nullptr) {
+  Row r;
+  r.unit = u.index;
+  r.method = method;
+  r.cls = u.cls;
+  r.sample = u.sample;
+  r.data_seed = u.data_seed;
+  r.seed = u.seed;
+  r.threads = fk::get_num_threads();
+  r.host = host_name();
+  if (p.has("scene")) p.set_value("scene", u.cls);
+  SolverOptions so;
+  so.seed = u.data_seed;
+  so.init_seed = u.seed;
+  so.nan_guard = proto.nan_guard;
+  so.checkpoint_every = static_cast<int>(proto.checkpoint_every);
+  so.max_bad_steps = static_cast<int>(proto.max_bad_steps);
+  // The solver resets the peak at each stage start; the running maximum over
+  // steps plus the final reading covers the whole solve.
+  int64_t peak = 0;
+  so.callbacks.push_back([&peak](const StepInfo&) {
+    peak = std::max(peak, fk::memory_stats().peak);
+    return true;
+  });
+  fk::reset_peak_memory();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    RunOutput out = inst.run(p, method, u.data_seed, so);
+    r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    peak = std::max(peak, fk::memory_stats().peak);
+    r.peak_mem_mb = peak / 1048576.0;
+    r.metrics = out.metrics;
+    const Result& res = out.result;
+    r.steps = res.total_steps();
+    r.n_params = res.n_parameters;
+    if (r.steps == 0) {
+      r.stop = "direct";
+      r.ms_per_step = r.ops_per_step = r.final_data_loss = kNaN;
+    } else {
+      std::vector<std::string> stops;
+      for (const auto& s : res.stages) stops.push_back(s.stop);
+      r.stop = join(stops, ",");
+      r.ms_per_step = res.ms_per_step();
+      r.ops_per_step = res.ops_per_step();
+      r.final_data_loss = res.stages.back().final_data_loss;
+    }
+    if (fingerprint) *fingerprint = data_fingerprint(out.measurement);
+  } catch (const std::exception& e) {
+    r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.metrics.clear();
+    r.steps = 0;
+    r.final_data_loss = r.ms_per_step = r.ops_per_step = kNaN;
+    r.peak_mem_mb = std::max(peak, fk::memory_stats().peak) / 1048576.0;
+    r.stop = "failed";
+    r.error = e.what();
+    if (r.error.empty()) r.error = "unknown error";
+  }
+  return r;
+}
+
+}  // namespace
+
+int64_t Protocol::n_units() const {
+  return static_cast<int64_t>(classes.size()) * n_samples * static_cast<int64_t>(seeds.size());
+}
+
+std::vector<Unit> units(const Protocol& p) {
+  std::vector<Unit> out;
+  for (const auto& c : p.classes)
+    for (int64_t s = 0; s < p.n_samples; ++s)
+      for (uint64_t seed : p.seeds)
+        out.push_back({static_cast<int64_t>(out.size()), c, s,
+                       p.data_seed_offset + static_cast<uint64_t>(s), seed});
+  return out;
+}
+
+Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  Shard s;
+  bool ok = slash != std::string::npos && slash > 0 && slash + 1 < text.size();
+  if (ok) {
+    try {
+      size_t a = 0, b = 0;
+      const std::string is = text.substr(0, slash), ns = text.substr(slash + 1);
+      s.index = std::stoi(is, &a);
+      s.count = std::stoi(ns, &b);
+      ok = a == is.size() && b == ns.size();
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  FK_CHECK(ok && s.count >= 1 && s.count <= 999 && s.index >= 0 && s.index < s.count, "--shard",
+           "I/N with 0 <= I < N <= 999", "'" + text + "'");
+  return s;
+}
+
+std::string shard_filename(const Shard& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%03d-of-%03d.json", s.index, s.count);
+  return buf;
+}
+
+Protocol make_protocol(const CampaignSpec& spec) {
+  const bool is_file = std::filesystem::exists(spec.target) || spec.target.ends_with(".yaml") ||
+                       spec.target.ends_with(".yml");
+  RunConfig cfg = is_file ? load_run_config_file(spec.target) : default_run_config(spec.target);
+  bool file_methods = false;
+  if (is_file) {
+    const YAML::Node root = YAML::LoadFile(spec.target);
+    file_methods = root["run"] && root["run"]["methods"];
+  }
+  for (const auto& s : spec.sets) apply_set(cfg, s);
+  InstancePtr inst = find_instance(cfg.instance);
+  Protocol p;
+  p.instance = inst->name();
+  p.methods = !spec.methods.empty() ? spec.methods : file_methods ? cfg.methods : inst->methods();
+  FK_CHECK(!p.methods.empty(), "--methods", "at least one method", "none");
+  for (const auto& m : p.methods) {
+    FK_CHECK(contains(inst->methods(), m), "--methods",
+             "methods of " + p.instance + " (" + join(inst->methods()) + ")", "'" + m + "'");
+    FK_CHECK(std::count(p.methods.begin(), p.methods.end(), m) == 1, "--methods",
+             "each method once", "'" + m + "' twice");
+  }
+  const bool all = spec.classes.empty() || (spec.classes.size() == 1 && spec.classes[0] == "all");
+  p.classes = all ? inst->scenes() : spec.classes;
+  for (const auto& c : p.classes) {
+    FK_CHECK(contains(inst->scenes(), c), "--classes",
+             "scenes of " + p.instance + " (" + join(inst->scenes()) + ") or all", "'" + c + "'");
+    FK_CHECK(std::count(p.classes.begin(), p.classes.end(), c) == 1, "--classes", "each class once",
+             "'" + c + "' twice");
+  }
+  FK_CHECK(!p.classes.empty(), "--classes", "at least one class", "none");
+  FK_CHECK(spec.n_samples >= 1, "--n", "at least 1 sample per class",
+           std::to_string(spec.n_samples));
+  FK_CHECK(!spec.seeds.empty(), "--seeds", "at least one seed", "none");
+  p.n_samples = spec.n_samples;
+  p.seeds = spec.seeds;
+  FK_CHECK(std::isfinite(spec.budget_scale) && spec.budget_scale > 0, "--budget-scale",
+           "a positive factor", std::to_string(spec.budget_scale));
+  p.budget_scale = spec.budget_scale;
+  if (spec.budget_scale != 1.0) {
+    FK_CHECK(cfg.config.has("steps"), "--budget-scale", "an instance with a 'steps' config key",
+             p.instance + " has none");
+    std::vector<double> steps = cfg.config.list("steps");
+    for (double& s : steps) s = std::max(1.0, std::round(s * spec.budget_scale));
+    cfg.config.set_value("steps", steps);
+  }
+  for (const auto& e : cfg.config.entries()) p.config.emplace_back(e.key, Params::render(e.value));
+  p.nan_guard = cfg.nan_guard;
+  p.checkpoint_every = cfg.checkpoint_every;
+  p.max_bad_steps = cfg.max_bad_steps;
+  return p;
+}
+
+Params protocol_params(const Instance& instance, const Protocol& p) {
+  Params params = instance.default_config();
+  for (const auto& [k, v] : p.config) params.set(k, v);
+  return params;
+}
+
+std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
+                              const CampaignOptions& opt) {
+  FK_CHECK(opt.shard.count >= 1 && opt.shard.index >= 0 && opt.shard.index < opt.shard.count,
+           "shard", "I/N with 0 <= I < N",
+           std::to_string(opt.shard.index) + "/" + std::to_string(opt.shard.count));
+  const Params params = protocol_params(inst, proto);
+  std::vector<Unit> mine;
+  for (const Unit& u : units(proto))
+    if (u.index % opt.shard.count == opt.shard.index) mine.push_back(u);
+  if (opt.warmup && !mine.empty()) {
+    // One step per stage on this shard's first unit: FFT plans, allocator
+    // caches and feature caches exist before the first timed run.
+    Params w = params;
+    if (w.has("steps")) w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
+    for (const auto& m : proto.methods) try {
+        run_one(inst, w, mine.front(), m, proto);
+      } catch (const std::exception&) {
+      }
+  }
+  std::vector<Row> rows;
+  Progress prog;
+  prog.total = static_cast<int64_t>(mine.size() * proto.methods.size());
+  prog.units_total = static_cast<int64_t>(mine.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Unit& u : mine) {
+    // Every method of a unit must see the same data (the pairing).
+    uint64_t reference = 0;
+    std::string first_ok;
+    for (const auto& m : proto.methods) {
+      uint64_t fp = 0;
+      Row r = run_one(inst, params, u, m, proto, &fp);
+      if (r.error.empty() && first_ok.empty()) {
+        reference = fp;
+        first_ok = m;
+      } else if (r.error.empty() && fp != reference) {
+        r.metrics.clear();
+        r.stop = "failed";
+        r.error = "the measurement differs from " + first_ok +
+                  "'s (the instance's data generation is not deterministic)";
+      }
+      rows.push_back(std::move(r));
+      ++prog.done;
+      prog.units_done = prog.done / static_cast<int64_t>(proto.methods.size());
+      prog.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (opt.on_progress) opt.on_progress(prog);
+    }
+  }
+  sort_rows(proto, rows);
+  return rows;
+}
+
+void sort_rows(const Protocol& p, std::vector<Row>& rows) {
+  const int64_t ns = static_cast<int64_t>(p.seeds.size());
+  auto method_index = [&p](const std::string& m) {
+    return std::find(p.methods.begin(), p.methods.end(), m) - p.methods.begin();
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    const auto ka = std::make_tuple(a.unit / ns, method_index(a.method), a.unit % ns);
+    const auto kb = std::make_tuple(b.unit / ns, method_index(b.method), b.unit % ns);
+    return ka < kb;
+  });
+}
+
+}  // namespace nefi::bench

@@ -1,0 +1,114 @@
+#pragma once
+// A benchmark campaign: paired units (class, sample, seed) x methods on one
+// instance. Unit k enumerates class -> sample -> seed; its measurement comes
+// from data seed `data_seed_offset + sample` with the class as the scene, so
+// every method and every seed of a (class, sample) sees the same data, and the
+// seed only initialises the field (SolverOptions::init_seed). A run that
+// throws becomes a row with its error; the campaign goes on.
+//
+// Sharding: shard (i, n) runs unit k exactly when k mod n == i, all methods of
+// the unit together, so comparisons stay paired across a cluster.
+//
+// Rows carry everything the tables need, the environment-dependent fields
+// included (kEnvironmentFields: timings, memory, threads, host), so the tables
+// are a pure function of (protocol, rows) and a merge of shards reproduces the
+// unsharded run's files exactly.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+
+namespace nefi::bench {
+
+// What a campaign runs; shards of one campaign share it exactly.
+struct Protocol {
+  std::string instance;
+  std::vector<std::pair<std::string, std::string>> config;  // key -> YAML text, budget applied
+  std::vector<std::string> methods;                         // the first is the reference
+  std::vector<std::string> classes;
+  int64_t n_samples = 4;
+  std::vector<uint64_t> seeds{0, 1, 2};
+  double budget_scale = 1.0;
+  uint64_t data_seed_offset = 0;
+  bool nan_guard = true;
+  int64_t checkpoint_every = 25, max_bad_steps = 10;
+
+  int64_t n_units() const;
+};
+
+struct Unit {
+  int64_t index = 0;  // k, the canonical position
+  std::string cls;
+  int64_t sample = 0;
+  uint64_t data_seed = 0, seed = 0;
+};
+std::vector<Unit> units(const Protocol& p);
+
+// Fields that vary between machines and runs of the same protocol.
+inline const std::vector<std::string> kEnvironmentFields{
+    "time_s", "ms_per_step", "ops_per_step", "peak_mem_mb", "threads", "host"};
+
+struct Row {
+  int64_t unit = 0;
+  std::string method, cls;
+  int64_t sample = 0;
+  uint64_t data_seed = 0, seed = 0;
+  std::map<std::string, double> metrics;  // empty when the run failed
+  int64_t steps = 0;                      // optimizer steps run (0: a direct method)
+  double final_data_loss = 0;             // NaN for direct methods and failures
+  int64_t n_params = 0;
+  std::string stop;   // per-stage stop reasons joined by ','; "direct" without a solver
+  std::string error;  // empty on success
+  // environment
+  double time_s = 0, ms_per_step = 0, ops_per_step = 0, peak_mem_mb = 0;
+  int64_t threads = 1;
+  std::string host;
+};
+
+struct Shard {
+  int index = 0, count = 1;
+};
+// "i/n" with 0 <= i < n; fk::Error otherwise.
+Shard parse_shard(const std::string& text);
+// shard-III-of-NNN.json
+std::string shard_filename(const Shard& s);
+
+struct CampaignSpec {
+  std::string target;                // instance name or config file
+  std::vector<std::string> sets;     // --set KEY=VALUE
+  std::vector<std::string> methods;  // empty: the config file's run.methods, else all
+  std::vector<std::string> classes;  // empty or {"all"}: every scene of the instance
+  int64_t n_samples = 4;
+  std::vector<uint64_t> seeds{0, 1, 2};
+  double budget_scale = 1.0;  // multiplies the `steps` list (at least 1 step per stage)
+};
+// Resolves and checks a spec (unknown instance, method or class, bad budget
+// are fk::Errors naming the valid choices).
+Protocol make_protocol(const CampaignSpec& spec);
+// The instance's config with the protocol's values applied.
+Params protocol_params(const Instance& instance, const Protocol& p);
+
+struct Progress {
+  int64_t done = 0, total = 0;              // runs (unit x method) in this shard
+  int64_t units_done = 0, units_total = 0;  // units in this shard
+  double elapsed_s = 0;
+};
+
+struct CampaignOptions {
+  Shard shard;
+  bool warmup = true;  // one untimed 1-step run per method before the clock starts
+  std::function<void(const Progress&)> on_progress;
+};
+
+// Runs this shard's units with `instance` (which must be protocol.instance's
+// implementation, or a stand-in with the same methods and scenes).
+std::vector<Row> run_campaign(const Instance& instance, const Protocol& protocol,
+                              const CampaignOptions& options);
+
+// Canonical order: class -> sample -> method (protocol order) -> seed.
+void sort_rows(const Protocol& p, std::vector<Row>& rows);
+
+}  // namespace nefi::bench

@@ -1,0 +1,129 @@
+#include "nefi/bench/json_io.h"
+
+#include <cmath>
+#include <limits>
+
+#include "fk/error.h"
+
+namespace nefi::bench {
+namespace {
+
+using json = nlohmann::json;
+
+json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double read_number(const json& j) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  if (!j.is_number()) throw json::type_error::create(302, "expected a number", &j);
+  return j.get<double>();
+}
+
+const json& field(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key))
+    throw json::out_of_range::create(403, std::string("missing key '") + key + "'", &j);
+  return j.at(key);
+}
+
+}  // namespace
+
+json to_json(const Protocol& p) {
+  json config = json::array();
+  for (const auto& [k, v] : p.config) config.push_back({k, v});
+  return {{"instance", p.instance},
+          {"config", config},
+          {"methods", p.methods},
+          {"classes", p.classes},
+          {"n_samples", p.n_samples},
+          {"seeds", p.seeds},
+          {"budget_scale", p.budget_scale},
+          {"data_seed_offset", p.data_seed_offset},
+          {"solver",
+           {{"nan_guard", p.nan_guard},
+            {"checkpoint_every", p.checkpoint_every},
+            {"max_bad_steps", p.max_bad_steps}}}};
+}
+
+Protocol protocol_from_json(const json& j, const std::string& where) {
+  try {
+    Protocol p;
+    p.instance = field(j, "instance").get<std::string>();
+    for (const auto& kv : field(j, "config"))
+      p.config.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+    p.methods = field(j, "methods").get<std::vector<std::string>>();
+    p.classes = field(j, "classes").get<std::vector<std::string>>();
+    p.n_samples = field(j, "n_samples").get<int64_t>();
+    p.seeds = field(j, "seeds").get<std::vector<uint64_t>>();
+    p.budget_scale = read_number(field(j, "budget_scale"));
+    p.data_seed_offset = field(j, "data_seed_offset").get<uint64_t>();
+    const json& s = field(j, "solver");
+    p.nan_guard = field(s, "nan_guard").get<bool>();
+    p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();
+    p.max_bad_steps = field(s, "max_bad_steps").get<int64_t>();
+    FK_CHECK(!p.methods.empty() && !p.classes.empty() && !p.seeds.empty() && p.n_samples >= 1,
+             where, "a protocol with methods, classes, seeds and samples", "an empty one");
+    return p;
+  } catch (const json::exception& e) {
+    throw fk::Error(where, "a benchmark protocol", e.what());
+  }
+}
+
+json to_json(const Row& r) {
+  json metrics = json::object();
+  for (const auto& [k, v] : r.metrics) metrics[k] = number(v);
+  return {{"unit", r.unit},
+          {"method", r.method},
+          {"class", r.cls},
+          {"sample", r.sample},
+          {"data_seed", r.data_seed},
+          {"seed", r.seed},
+          {"metrics", metrics},
+          {"steps", r.steps},
+          {"final_data_loss", number(r.final_data_loss)},
+          {"n_params", r.n_params},
+          {"stop", r.stop},
+          {"error", r.error},
+          {"time_s", number(r.time_s)},
+          {"ms_per_step", number(r.ms_per_step)},
+          {"ops_per_step", number(r.ops_per_step)},
+          {"peak_mem_mb", number(r.peak_mem_mb)},
+          {"threads", r.threads},
+          {"host", r.host}};
+}
+
+Row row_from_json(const json& j, const std::string& where) {
+  try {
+    Row r;
+    r.unit = field(j, "unit").get<int64_t>();
+    r.method = field(j, "method").get<std::string>();
+    r.cls = field(j, "class").get<std::string>();
+    r.sample = field(j, "sample").get<int64_t>();
+    r.data_seed = field(j, "data_seed").get<uint64_t>();
+    r.seed = field(j, "seed").get<uint64_t>();
+    for (const auto& [k, v] : field(j, "metrics").items()) r.metrics[k] = read_number(v);
+    r.steps = field(j, "steps").get<int64_t>();
+    r.final_data_loss = read_number(field(j, "final_data_loss"));
+    r.n_params = field(j, "n_params").get<int64_t>();
+    r.stop = field(j, "stop").get<std::string>();
+    r.error = field(j, "error").get<std::string>();
+    r.time_s = read_number(field(j, "time_s"));
+    r.ms_per_step = read_number(field(j, "ms_per_step"));
+    r.ops_per_step = read_number(field(j, "ops_per_step"));
+    r.peak_mem_mb = read_number(field(j, "peak_mem_mb"));
+    r.threads = field(j, "threads").get<int64_t>();
+    r.host = field(j, "host").get<std::string>();
+    return r;
+  } catch (const json::exception& e) {
+    throw fk::Error(where, "a benchmark row", e.what());
+  }
+}
+
+}  // namespace nefi::bench

@@ -1,0 +1,329 @@
+#include "nefi/bench/tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fk/error.h"
+#include "nefi/bench/json_io.h"
+#include "nefi/bench/merge.h"
+#include "nefi/bench/stats.h"
+
+namespace nefi::bench {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Columns summarised besides the metrics: (row field, markdown header).
+const std::vector<std::pair<std::string, std::string>> kCostColumns{
+    {"time_s", "time (s)"},
+    {"ms_per_step", "ms/step"},
+    {"steps", "steps"},
+    {"peak_mem_mb", "peak mem (MB)"}};
+
+double value(const Row& r, const std::string& column) {
+  if (!r.error.empty()) return kNaN;
+  if (column == "time_s") return r.time_s;
+  if (column == "ms_per_step") return r.ms_per_step;
+  if (column == "steps") return static_cast<double>(r.steps);
+  if (column == "peak_mem_mb") return r.peak_mem_mb;
+  const auto it = r.metrics.find(column);
+  return it == r.metrics.end() ? kNaN : it->second;
+}
+
+std::string num(double v) {
+  return fmt::format("{}", v);  // shortest round-trip; nan, inf
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string mean_ci_text(const MeanCI& m) {
+  if (m.n == 0 || !std::isfinite(m.mean)) return "–";
+  if (!std::isfinite(m.half)) return fmt::format("{:.4g}", m.mean);
+  return fmt::format("{:.4g} ± {:.2g}", m.mean, m.half);
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '|', '/');
+  return s;
+}
+
+struct Group {
+  std::string method, cls;  // cls empty: all classes
+  std::vector<const Row*> rows;
+};
+
+std::vector<Group> groups(const Protocol& p, const std::vector<Row>& rows, bool by_class) {
+  std::vector<Group> out;
+  if (by_class) {
+    for (const auto& c : p.classes)
+      for (const auto& m : p.methods) out.push_back({m, c, {}});
+  } else {
+    for (const auto& m : p.methods) out.push_back({m, "", {}});
+  }
+  for (const Row& r : rows)
+    for (Group& g : out)
+      if (g.method == r.method && (g.cls.empty() || g.cls == r.cls)) g.rows.push_back(&r);
+  return out;
+}
+
+int failed(const Group& g) {
+  return static_cast<int>(
+      std::count_if(g.rows.begin(), g.rows.end(), [](const Row* r) { return !r->error.empty(); }));
+}
+
+MeanCI column_ci(const Group& g, const std::string& column, double level) {
+  std::vector<double> v;
+  for (const Row* r : g.rows) v.push_back(value(*r, column));
+  return mean_ci(v, level);
+}
+
+// Paired differences (method - reference) per unit, over the units where
+// both runs have the column.
+MeanCI diff_ci(const std::vector<Row>& rows, const std::string& ref, const std::string& method,
+               const std::string& column, double level, int* pairs = nullptr) {
+  std::map<int64_t, double> a, b;
+  for (const Row& r : rows) {
+    if (r.method == ref) a[r.unit] = value(r, column);
+    if (r.method == method) b[r.unit] = value(r, column);
+  }
+  std::vector<double> va, vb;
+  for (const auto& [u, x] : a)
+    if (b.count(u)) {
+      va.push_back(x);
+      vb.push_back(b.at(u));
+    }
+  const auto d = paired_differences(va, vb);
+  if (pairs) *pairs = static_cast<int>(d.size());
+  return mean_ci(d, level);
+}
+
+std::vector<std::string> summary_columns(const std::vector<Row>& rows) {
+  std::vector<std::string> cols = metric_names(rows);
+  for (const auto& [c, h] : kCostColumns) cols.push_back(c);
+  return cols;
+}
+
+std::string header_of(const std::string& col) {
+  for (const auto& [c, h] : kCostColumns)
+    if (c == col) return h;
+  return col + (higher_is_better(col) ? " ↑" : " ↓");
+}
+
+// Markdown table of groups; the best mean of each metric column in bold.
+std::string md_table(const std::vector<Group>& gs, const std::vector<std::string>& metrics,
+                     double level, bool with_class) {
+  std::vector<std::string> cols = metrics;
+  for (const auto& [c, h] : kCostColumns) cols.push_back(c);
+  std::string s = with_class ? "| class | method | n | failed |" : "| method | n | failed |";
+  std::string rule = with_class ? "|---|---|---:|---:|" : "|---|---:|---:|";
+  for (const auto& c : cols) {
+    s += " ";
+    s += header_of(c) + " |";
+    rule += "---:|";
+  }
+  s += "\n";
+  s += rule + "\n";
+  // Best per (class, metric); none when every method has the same mean (a
+  // property of the data such as the blurred input's PSNR).
+  std::map<std::pair<std::string, std::string>, double> best;
+  std::map<std::pair<std::string, std::string>, std::set<double>> distinct;
+  for (const Group& g : gs)
+    for (const auto& m : metrics) {
+      const double v = column_ci(g, m, level).mean;
+      if (!std::isfinite(v)) continue;
+      distinct[{g.cls, m}].insert(v);
+      auto [it, fresh] = best.emplace(std::make_pair(g.cls, m), v);
+      if (!fresh && (higher_is_better(m) ? v > it->second : v < it->second)) it->second = v;
+    }
+  for (const auto& [key, values] : distinct)
+    if (values.size() < 2) best.erase(key);
+  for (const Group& g : gs) {
+    int n_ok = static_cast<int>(g.rows.size()) - failed(g);
+    s += with_class ? fmt::format("| {} | {} |", g.cls, g.method) : fmt::format("| {} |", g.method);
+    s += fmt::format(" {} | {} |", n_ok, failed(g));
+    for (const auto& c : cols) {
+      const MeanCI ci = column_ci(g, c, level);
+      std::string cell = mean_ci_text(ci);
+      const auto b = best.find({g.cls, c});
+      if (b != best.end() && std::isfinite(ci.mean) && ci.mean == b->second)
+        cell = fmt::format("**{}**", cell);
+      s += " ";
+      s += cell + " |";
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> metric_names(const std::vector<Row>& rows) {
+  std::set<std::string> names;
+  for (const Row& r : rows)
+    for (const auto& [k, v] : r.metrics) names.insert(k);
+  return {names.begin(), names.end()};
+}
+
+bool higher_is_better(const std::string& m) {
+  for (const char* h : {"psnr", "ssim", "iou", "dice", "f1", "accuracy"})
+    if (m.find(h) != std::string::npos) return true;
+  return false;
+}
+
+std::string rows_csv(const Protocol& p, const std::vector<Row>& rows) {
+  (void)p;
+  const auto metrics = metric_names(rows);
+  std::string s = "unit,method,class,sample,data_seed,seed";
+  for (const auto& m : metrics) s += fmt::format(",{}", csv_field(m));
+  s += ",steps,final_data_loss,n_params,stop,error,time_s,ms_per_step,ops_per_step,peak_mem_mb,"
+       "threads,host\n";
+  for (const Row& r : rows) {
+    s += fmt::format("{},{},{},{},{},{}", r.unit, csv_field(r.method), csv_field(r.cls), r.sample,
+                     r.data_seed, r.seed);
+    for (const auto& m : metrics) {
+      const auto it = r.metrics.find(m);
+      s += ",";
+      s += (it == r.metrics.end() ? std::string() : num(it->second));
+    }
+    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.steps, num(r.final_data_loss),
+                     r.n_params, csv_field(r.stop), csv_field(r.error), num(r.time_s),
+                     num(r.ms_per_step), num(r.ops_per_step), num(r.peak_mem_mb), r.threads,
+                     csv_field(r.host));
+  }
+  return s;
+}
+
+std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o) {
+  const auto cols = summary_columns(rows);
+  std::string s = "kind,method,class,n,failed";
+  for (const auto& c : cols) s += fmt::format(",{},{}", csv_field(c), csv_field(c + "_ci"));
+  s += "\n";
+  for (const Group& g : groups(p, rows, o.by_class)) {
+    s += fmt::format("mean,{},{},{},{}", csv_field(g.method), csv_field(g.cls),
+                     static_cast<int>(g.rows.size()) - failed(g), failed(g));
+    for (const auto& c : cols) {
+      const MeanCI ci = column_ci(g, c, o.level);
+      s += ",";
+      s += num(ci.mean) + "," + num(ci.half);
+    }
+    s += "\n";
+  }
+  const std::string& ref = p.methods.front();
+  for (size_t mi = 1; mi < p.methods.size(); ++mi) {
+    int pairs = 0;
+    diff_ci(rows, ref, p.methods[mi], cols.front(), o.level, &pairs);
+    s += fmt::format("diff_vs_{},{},,{},", csv_field(ref), csv_field(p.methods[mi]), pairs);
+    for (const auto& c : cols) {
+      const MeanCI ci = diff_ci(rows, ref, p.methods[mi], c, o.level);
+      s += ",";
+      s += num(ci.mean) + "," + num(ci.half);
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o) {
+  const auto metrics = metric_names(rows);
+  const int64_t expected = p.n_units() * static_cast<int64_t>(p.methods.size());
+  std::string s = fmt::format("# Benchmark: {}\n\n", p.instance);
+  s += fmt::format(
+      "{} samples × {} seeds × {} classes ({}), methods {}, budget scale {}; "
+      "mean ± {:g} % CI (Student t)",
+      p.n_samples, p.seeds.size(), p.classes.size(), fmt::join(p.classes, ", "),
+      fmt::join(p.methods, ", "), p.budget_scale, 100 * o.level);
+  if (static_cast<int64_t>(rows.size()) != expected)
+    s += fmt::format("; **incomplete: {} of {} runs**", rows.size(), expected);
+  s += ".\n\n";
+  s += md_table(groups(p, rows, false), metrics, o.level, false);
+  if (p.methods.size() > 1) {
+    const std::string& ref = p.methods.front();
+    const auto cols = summary_columns(rows);
+    s += fmt::format("\nPaired differences against {} (method − {}, per unit):\n\n", ref, ref);
+    s += "| method | pairs |";
+    std::string rule = "|---|---:|";
+    for (const auto& c : cols) {
+      s += " Δ ";
+      s += header_of(c) + " |";
+      rule += "---:|";
+    }
+    s += "\n";
+    s += rule + "\n";
+    for (size_t mi = 1; mi < p.methods.size(); ++mi) {
+      int pairs = 0;
+      diff_ci(rows, ref, p.methods[mi], cols.front(), o.level, &pairs);
+      s += fmt::format("| {} | {} |", p.methods[mi], pairs);
+      for (const auto& c : cols)
+        s += fmt::format(" {} |", mean_ci_text(diff_ci(rows, ref, p.methods[mi], c, o.level)));
+      s += "\n";
+    }
+  }
+  if (p.classes.size() > 1) {
+    s += "\nPer class:\n\n";
+    s += md_table(groups(p, rows, true), metrics, o.level, true);
+  }
+  std::vector<const Row*> errors;
+  for (const Row& r : rows)
+    if (!r.error.empty()) errors.push_back(&r);
+  if (!errors.empty()) {
+    s += "\nFailed runs:\n\n";
+    for (const Row* r : errors)
+      s += fmt::format("- unit {} ({}, sample {}, seed {}) {}: {}\n", r->unit, r->cls, r->sample,
+                       r->seed, r->method, one_line(r->error));
+  }
+  return s;
+}
+
+std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows) {
+  nlohmann::json j;
+  j["format"] = "nefi-benchmark/1";
+  j["protocol"] = to_json(p);
+  nlohmann::json directions = nlohmann::json::object();
+  for (const auto& m : metric_names(rows)) directions[m] = higher_is_better(m) ? "higher" : "lower";
+  j["metric_directions"] = directions;
+  nlohmann::json rj = nlohmann::json::array();
+  std::set<std::string> hosts;
+  std::set<int64_t> threads;
+  for (const Row& r : rows) {
+    rj.push_back(to_json(r));
+    hosts.insert(r.host);
+    threads.insert(r.threads);
+  }
+  j["rows"] = rj;
+  j["environment"] = {{"device", "cpu"},
+                      {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())},
+                      {"threads", std::vector<int64_t>(threads.begin(), threads.end())},
+                      {"environment_fields", kEnvironmentFields}};
+  return j.dump(1) + "\n";
+}
+
+void write_tables(const std::string& dir, const Protocol& p, const std::vector<Row>& rows,
+                  const TableOptions& o) {
+  prepare_out_dir(dir);
+  auto write = [&dir](const char* name, const std::string& text) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream f(path);
+    FK_CHECK(f.good(), "benchmark table", "a writable path", "'" + path + "'");
+    f << text;
+  };
+  write("rows.csv", rows_csv(p, rows));
+  write("summary.csv", summary_csv(p, rows, o));
+  write("summary.md", summary_md(p, rows, o));
+  write("benchmark.json", benchmark_json(p, rows));
+}
+
+}  // namespace nefi::bench

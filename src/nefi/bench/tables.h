@@ -1,0 +1,40 @@
+#pragma once
+// The tables of a campaign, each a pure function of (protocol, rows), so an
+// unsharded run and a merge of its shards write the same bytes:
+//   rows.csv        one line per (unit, method): ids, metrics, steps, timings,
+//                   memory, stop reason, error, threads, host
+//   summary.csv     per method (per class and method with by_class): n, failed,
+//                   mean and 95 % CI half-width of every metric and of time_s,
+//                   ms_per_step, steps, peak_mem_mb; then the paired
+//                   differences against the first method
+//   summary.md      the same as markdown (best mean in bold), the paired
+//                   differences, a per-class table when there are several classes
+//   benchmark.json  protocol, metric names and directions, rows, environment
+//                   (the distinct hosts and thread counts found in the rows)
+// Metrics are the union of the rows' metric names, sorted.
+#include <string>
+#include <vector>
+
+#include "nefi/bench/campaign.h"
+
+namespace nefi::bench {
+
+struct TableOptions {
+  bool by_class = false;  // summary.csv per (class, method)
+  double level = 0.95;
+};
+
+std::vector<std::string> metric_names(const std::vector<Row>& rows);
+// psnr, ssim, iou, dice and *f1* are better high; everything else low.
+bool higher_is_better(const std::string& metric);
+
+std::string rows_csv(const Protocol& p, const std::vector<Row>& rows);
+std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o);
+std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o);
+std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows);
+
+// Writes the four files into `dir` (created; a file there is an fk::Error).
+void write_tables(const std::string& dir, const Protocol& p, const std::vector<Row>& rows,
+                  const TableOptions& o = {});
+
+}  // namespace nefi::bench

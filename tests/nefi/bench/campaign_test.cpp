@@ -1,0 +1,278 @@
+// Campaigns, shards and merges: a tiny toy1d campaign run whole and as three
+// shards; the merge reproduces the unsharded tables byte for byte.
+#include "nefi/bench/campaign.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fk/error.h"
+#include "nefi/bench/merge.h"
+#include "nefi/bench/tables.h"
+
+namespace {
+
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+namespace fs = std::filesystem;
+using namespace nefi::bench;
+
+std::string config_path(const std::string& name) {
+  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = scratch() / ("nefi_bench_" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+// 2 classes x 2 samples x 2 seeds = 8 units, neural and grid (from the
+// config), 3 + 6 steps each.
+CampaignSpec tiny_spec() {
+  CampaignSpec s;
+  s.target = config_path("toy1d_smoke.yaml");
+  s.classes = {"bumps", "spikes"};
+  s.n_samples = 2;
+  s.seeds = {0, 1};
+  s.budget_scale = 0.05;
+  return s;
+}
+
+bool same_except_environment(const Row& a, const Row& b) {
+  return a.unit == b.unit && a.method == b.method && a.cls == b.cls && a.sample == b.sample &&
+         a.data_seed == b.data_seed && a.seed == b.seed && a.metrics == b.metrics &&
+         a.steps == b.steps && a.final_data_loss == b.final_data_loss && a.n_params == b.n_params &&
+         a.stop == b.stop && a.error == b.error;
+}
+
+TEST(BenchCampaign, UnitsAndProtocol) {
+  const Protocol p = make_protocol(tiny_spec());
+  EXPECT_EQ(p.instance, "toy1d");
+  EXPECT_EQ(p.methods, (std::vector<std::string>{"neural", "grid"}));
+  EXPECT_EQ(p.n_units(), 8);
+  const auto us = units(p);
+  // class -> sample -> seed; the data seed follows the sample only.
+  EXPECT_EQ(us[5].cls, "spikes");
+  EXPECT_EQ(us[5].sample, 0);
+  EXPECT_EQ(us[5].seed, 1u);
+  EXPECT_EQ(us[6].data_seed, 1u);
+  // The budget scale rounds each stage's steps (60, 120 -> 3, 6).
+  bool found = false;
+  for (const auto& [k, v] : p.config)
+    if (k == "steps") {
+      EXPECT_EQ(v, "[3, 6]");
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  // Without a config file every method of the instance runs.
+  CampaignSpec s;
+  s.target = "deconvolution";
+  EXPECT_EQ(make_protocol(s).methods, (std::vector<std::string>{"neural", "grid", "wiener"}));
+  EXPECT_EQ(make_protocol(s).classes.size(), 3u);
+}
+
+TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {
+  const Protocol p = make_protocol(tiny_spec());
+  const auto inst = nefi::find_instance(p.instance);
+  const fs::path whole = fresh_dir("whole"), sharded = fresh_dir("sharded"),
+                 merged = fresh_dir("merged");
+  CampaignOptions o;
+  const std::vector<Row> rows = run_campaign(*inst, p, o);
+  ASSERT_EQ(rows.size(), 16u);
+  finish_campaign(whole.string(), {p, {0, 1}, rows}, {});
+  for (int i = 0; i < 3; ++i) {
+    o.shard = {i, 3};
+    const auto files =
+        finish_campaign(sharded.string(), {p, o.shard, run_campaign(*inst, p, o)}, {});
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(fs::path(files[0]).filename(), shard_filename({i, 3}));
+  }
+  // Each shard holds exactly its units, every method of them, and each run
+  // agrees with the unsharded one in everything but the environment fields.
+  for (int i = 0; i < 3; ++i) {
+    ShardFile s = read_shard((sharded / shard_filename({i, 3})).string());
+    for (Row& r : s.rows) {
+      EXPECT_EQ(r.unit % 3, i);
+      const auto match = std::find_if(rows.begin(), rows.end(), [&](const Row& u) {
+        return u.unit == r.unit && u.method == r.method;
+      });
+      ASSERT_NE(match, rows.end());
+      EXPECT_TRUE(same_except_environment(r, *match)) << r.unit << " " << r.method;
+      // Pin the environment fields to the unsharded run's.
+      r.time_s = match->time_s;
+      r.ms_per_step = match->ms_per_step;
+      r.ops_per_step = match->ops_per_step;
+      r.peak_mem_mb = match->peak_mem_mb;
+      r.threads = match->threads;
+      r.host = match->host;
+    }
+    EXPECT_EQ(s.rows.size(), (i == 2 ? 2u : 3u) * 2);
+    write_shard(sharded.string(), s);
+  }
+  const MergedCampaign m = merge_shards(sharded.string());
+  EXPECT_EQ(m.n_shards, 3);
+  EXPECT_TRUE(m.missing.empty());
+  write_tables(merged.string(), m.protocol, m.rows);
+  for (const char* f : {"summary.md", "summary.csv", "rows.csv", "benchmark.json"}) {
+    const std::string a = slurp(whole / f), b = slurp(merged / f);
+    EXPECT_FALSE(a.empty()) << f;
+    EXPECT_EQ(a, b) << f;
+  }
+  // Canonical order: class -> sample -> method -> seed.
+  EXPECT_EQ(m.rows[0].method, "neural");
+  EXPECT_EQ(m.rows[1].method, "neural");
+  EXPECT_EQ(m.rows[1].seed, 1u);
+  EXPECT_EQ(m.rows[2].method, "grid");
+}
+
+// toy1d whose grid method fails on the second sample.
+class FlakyToy : public nefi::Instance {
+ public:
+  FlakyToy() : base_(nefi::find_instance("toy1d")) {}
+  std::string name() const override { return "toy1d"; }
+  std::string summary() const override { return "toy1d, grid fails on data seed 1"; }
+  nefi::Params default_config() const override { return base_->default_config(); }
+  std::vector<std::string> methods() const override { return base_->methods(); }
+  std::vector<std::string> scenes() const override { return base_->scenes(); }
+  std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params& p,
+                                                            uint64_t seed) const override {
+    return base_->make_measurement(p, seed);
+  }
+  nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    FK_CHECK(!(method == "grid" && seed == 1), "flaky", "a healthy run", "data seed 1");
+    return base_->run(p, method, seed, so);
+  }
+
+ private:
+  nefi::InstancePtr base_;
+};
+
+TEST(BenchCampaign, FailingRunIsRecordedAndTheCampaignGoesOn) {
+  CampaignSpec s = tiny_spec();
+  s.classes = {"bumps"};
+  s.seeds = {0};
+  const Protocol p = make_protocol(s);
+  FlakyToy flaky;
+  CampaignOptions o;
+  o.warmup = false;
+  int calls = 0;
+  o.on_progress = [&calls](const Progress& pr) {
+    ++calls;
+    EXPECT_EQ(pr.total, 4);
+    EXPECT_EQ(pr.units_total, 2);
+    EXPECT_EQ(pr.units_done, pr.done / 2);
+  };
+  const auto rows = run_campaign(flaky, p, o);
+  EXPECT_EQ(calls, 4);
+  ASSERT_EQ(rows.size(), 4u);
+  const Row& bad = rows[3];  // sample 1, grid
+  EXPECT_EQ(bad.method, "grid");
+  EXPECT_EQ(bad.sample, 1);
+  EXPECT_NE(bad.error.find("data seed 1"), std::string::npos);
+  EXPECT_EQ(bad.stop, "failed");
+  EXPECT_TRUE(bad.metrics.empty());
+  EXPECT_TRUE(rows[2].error.empty());
+  const std::string md = summary_md(p, rows, {});
+  EXPECT_NE(md.find("Failed runs"), std::string::npos);
+  EXPECT_NE(md.find("| grid | 1 | 1 |"), std::string::npos) << md;
+  // The failed run is absent from the paired differences (1 pair left).
+  EXPECT_NE(md.find("| grid | 1 |"), std::string::npos);
+  // Round trip through a shard file keeps the error text.
+  const fs::path d = fresh_dir("flaky");
+  write_shard(d.string(), {p, {0, 1}, rows});
+  EXPECT_EQ(read_shard((d / shard_filename({0, 1})).string()).rows[3].error, bad.error);
+}
+
+TEST(BenchCampaign, DirectBaselineRunsThroughTheSameProtocol) {
+  CampaignSpec s;
+  s.target = config_path("deconvolution_smoke.yaml");
+  s.sets = {"n=16"};
+  s.methods = {"wiener", "grid"};
+  s.classes = {"phantom"};
+  s.n_samples = 1;
+  s.seeds = {0, 1};
+  s.budget_scale = 0.02;
+  const Protocol p = make_protocol(s);
+  CampaignOptions o;
+  o.warmup = false;
+  const auto rows = run_campaign(*nefi::find_instance("deconvolution"), p, o);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].method, "wiener");
+  EXPECT_TRUE(rows[0].error.empty()) << rows[0].error;
+  EXPECT_EQ(rows[0].steps, 0);
+  EXPECT_EQ(rows[0].stop, "direct");
+  EXPECT_TRUE(std::isnan(rows[0].ms_per_step));
+  EXPECT_TRUE(rows[0].metrics.count("psnr"));
+  EXPECT_EQ(rows[2].method, "grid");
+  EXPECT_EQ(rows[2].steps, 3 + 6);
+  // The Wiener rows of both seeds saw the same data: same reconstruction.
+  EXPECT_EQ(rows[0].metrics, rows[1].metrics);
+  const std::string csv = rows_csv(p, rows);
+  EXPECT_NE(csv.find(",direct,"), std::string::npos);
+}
+
+TEST(BenchCampaign, BadInputIsAClearError) {
+  for (const char* bad : {"3/2", "2/2", "-1/2", "1/0", "a/b", "2", "1/2/3", ""})
+    EXPECT_THROW(parse_shard(bad), fk::Error) << bad;
+  EXPECT_EQ(parse_shard("2/3").index, 2);
+  try {
+    parse_shard("3/2");
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--shard"), std::string::npos);
+  }
+  CampaignSpec s = tiny_spec();
+  s.methods = {"neural", "admm"};
+  try {
+    make_protocol(s);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("admm"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("grid"), std::string::npos);
+  }
+  s = tiny_spec();
+  s.target = "toy2d";
+  EXPECT_THROW(make_protocol(s), fk::Error);
+  s = tiny_spec();
+  s.classes = {"bumps", "stars"};
+  EXPECT_THROW(make_protocol(s), fk::Error);
+  s = tiny_spec();
+  s.budget_scale = 0;
+  EXPECT_THROW(make_protocol(s), fk::Error);
+  s = tiny_spec();
+  s.n_samples = 0;
+  EXPECT_THROW(make_protocol(s), fk::Error);
+
+  // An output directory that is a file.
+  const fs::path file = scratch() / "nefi_bench_not_a_dir";
+  std::ofstream(file) << "x";
+  const Protocol p = make_protocol(tiny_spec());
+  try {
+    write_tables(file.string(), p, {});
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a file"), std::string::npos);
+  }
+  EXPECT_THROW(write_shard(file.string(), {p, {0, 2}, {}}), fk::Error);
+}
+
+}  // namespace

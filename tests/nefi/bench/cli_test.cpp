@@ -1,0 +1,65 @@
+// The nefi CLI's bench, bench-merge and profile commands on bad input: one
+// line on stderr, exit status 2. Runs the built binary next to this test
+// binary (both go to FK_BIN_DIR); skipped when it has not been built.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+// A per-process scratch directory: test processes run in parallel.
+std::filesystem::path scratch() {
+  const auto d = std::filesystem::path(testing::TempDir()) /
+                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+namespace fs = std::filesystem;
+
+fs::path nefi_binary() {
+  return fs::read_symlink("/proc/self/exe").parent_path() / "nefi";
+}
+
+struct CliResult {
+  int status = -1;
+  std::string err;
+};
+
+CliResult run_cli(const std::string& args) {
+  const fs::path err = scratch() / "nefi_cli_err.txt";
+  const std::string cmd = nefi_binary().string() + " " + args + " >/dev/null 2>" + err.string();
+  const int rc = std::system(cmd.c_str());
+  std::ifstream f(err);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
+}
+
+TEST(BenchCli, BadInputPrintsOneLineAndExits2) {
+  if (!fs::exists(nefi_binary())) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path file = scratch() / "nefi_cli_a_file";
+  std::ofstream(file) << "x";
+  const std::pair<std::string, std::string> cases[] = {
+      {"bench toy1d --shard 3/2", "--shard"},
+      {"bench toy1d --methods neural,admm", "admm"},
+      {"bench toy2d", "toy2d"},
+      {"bench toy1d --out " + file.string(), "is a file"},
+      {"bench-merge " + (scratch() / "no_such_dir").string(), "bench-merge"},
+      {"profile toy1d --stage 7", "stage"},
+      {"profile deconvolution --method wiener --set n=16", "solver loop"}};
+  for (const auto& [args, needle] : cases) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("nefi: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+}  // namespace
