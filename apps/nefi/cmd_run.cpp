@@ -23,7 +23,8 @@ namespace {
 
 int run_cmd(const std::string& target, bool smoke, const std::vector<std::string>& sets,
             std::optional<uint64_t> seed, const std::vector<std::string>& methods_opt,
-            std::string out, int threads, const std::vector<fs::path>& dirs) {
+            std::string out, int threads, int save_every, const std::string& resume,
+            const std::vector<fs::path>& dirs) {
   set_threads(threads);
   nefi::RunConfig cfg;
   const bool is_file = fs::exists(target) || target.ends_with(".yaml") || target.ends_with(".yml");
@@ -34,7 +35,13 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
   }
   if (smoke) {
     const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
-    if (!p.empty() && !(is_file && fs::equivalent(p, target)))
+    // Never fall back to the full config: a missing smoke file is an error.
+    if (p.empty()) {
+      std::string searched;
+      for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
+      throw fk::Error("--smoke", cfg.instance + "_smoke.yaml in " + searched, "no such file");
+    }
+    if (!(is_file && fs::equivalent(p, target)))
       nefi::apply_config_file(cfg, p.string());
     cfg.smoke = true;
   }
@@ -53,6 +60,15 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
   }
   if (out.empty())
     out = "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, smoke ? "smoke" : "");
+  FK_CHECK(save_every >= 0, "--save-every", "a step count >= 0", std::to_string(save_every));
+  // --resume DIR reads each method's checkpoint from DIR; a file serves one method.
+  const bool resume_dir = !resume.empty() && fs::is_directory(resume);
+  FK_CHECK(resume.empty() || resume_dir || fs::exists(resume), "--resume",
+           "a checkpoint file or a run directory", "'" + resume + "' (not found)");
+  FK_CHECK(resume.empty() || resume_dir || cfg.methods.size() == 1, "--resume FILE",
+           "one method (give a run directory for several)",
+           std::to_string(cfg.methods.size()) + " methods");
+  if (save_every > 0) fs::create_directories(out);
   const bool tty = isatty(fileno(stderr));
   std::vector<nefi::RunOutput> outs;
   for (const auto& m : cfg.methods) {
@@ -60,6 +76,12 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
     so.nan_guard = cfg.nan_guard;
     so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
     so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+    const std::string ckpt = "checkpoint-" + m + ".ckpt";
+    if (save_every > 0) {
+      so.checkpoint_path = (fs::path(out) / ckpt).string();
+      so.checkpoint_interval = save_every;
+    }
+    if (!resume.empty()) so.resume_from = resume_dir ? (fs::path(resume) / ckpt).string() : resume;
     if (tty)
       so.callbacks.push_back([m](const nefi::StepInfo& s) {
         if (s.global_step % 10 == 0 || s.global_step == s.total_steps)
@@ -92,7 +114,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
     bool smoke = false;
     std::vector<std::string> sets, methods;
     uint64_t seed = 0;
-    int threads = 0;
+    int threads = 0, save_every = 0;
+    std::string resume;
     CLI::Option* seed_opt = nullptr;
   };
   auto o = std::make_shared<Opts>();
@@ -104,10 +127,15 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--method,-m", o->methods, "method(s) to run (default: the config's)");
   run->add_option("--out,-o", o->out, "output directory");
   run->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  run->add_option("--save-every", o->save_every,
+                  "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
+  run->add_option("--resume", o->resume,
+                  "continue from a checkpoint file, or a run directory's checkpoints");
   return {run, [o, &ctx] {
             return run_cmd(o->target, o->smoke, o->sets,
                            o->seed_opt->count() ? std::optional<uint64_t>(o->seed) : std::nullopt,
-                           o->methods, o->out, o->threads, ctx.config_dirs);
+                           o->methods, o->out, o->threads, o->save_every, o->resume,
+                           ctx.config_dirs);
           }};
 }
 
