@@ -33,6 +33,10 @@
 #include "nefi/operators/operator.h"
 
 namespace nefi {
+namespace heat {
+struct HeatPlan;
+struct StepGeometry;
+}  // namespace heat
 
 // The flash that heats the front face at t = 0:
 // A · exp(−r_xy² / 2 w_xy²) · exp(−z² / 2 w_z²), z measured from the front
@@ -52,15 +56,15 @@ struct HeatConfig {
   int64_t implicit_substeps = 1;
   int64_t first_frame = 1;
   int64_t frame_stride = 1;
-  std::string stencil = "auto";      // flat | roll | auto
-  std::string solver = "jacobi";     // jacobi | chebyshev | cg
-  int64_t jacobi_iters = 50;         // K for jacobi and chebyshev
-  double cg_tol = 1e-6;              // relative residual
+  std::string stencil = "auto";   // flat | roll | auto
+  std::string solver = "jacobi";  // jacobi | chebyshev | cg
+  int64_t jacobi_iters = 50;      // K for jacobi and chebyshev
+  double cg_tol = 1e-6;           // relative residual
   int64_t cg_max_iter = 200;
-  int64_t check_every = 1;           // cg: iterations between convergence checks
+  int64_t check_every = 1;            // cg: iterations between convergence checks
   std::string grad_mode = "adjoint";  // adjoint | checkpoint | autograd
-  std::string back_bc = "neumann";   // neumann (adiabatic) | robin
-  double robin_h = 0.0;              // robin heat-transfer coefficient (>= 0)
+  std::string back_bc = "neumann";    // neumann (adiabatic) | robin
+  double robin_h = 0.0;               // robin heat-transfer coefficient (>= 0)
   GaussianFlash flash;
   // Throws fk::Error naming the key for: non-positive dt/extent, n_frames < 1,
   // substeps < 1, first_frame outside [0, n_frames], frame_stride < 1, an
@@ -94,11 +98,15 @@ class HeatOperator : public Operator {
   fk::Tensor simulate(const fk::Tensor& alpha) const;
   // Gershgorin bound ρ of the Jacobi iteration matrix at `alpha` (a 0-dim tensor).
   fk::Tensor jacobi_bound(const fk::Tensor& alpha) const;
+  // Spacing, Δt of one implicit step and back-face sink the solves use.
+  const heat::StepGeometry& step_geometry() const;
 
  private:
+  void check_alpha(const fk::Tensor& alpha, const char* where) const;
   HeatConfig cfg_;
   fk::Dims shape_;
   fk::Tensor t0_;
+  std::shared_ptr<const heat::HeatPlan> plan_;
 };
 
 }  // namespace nefi

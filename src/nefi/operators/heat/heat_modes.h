@@ -1,0 +1,41 @@
+#pragma once
+// The three gradient modes of HeatOperator::apply, each a function of α and
+// the operator's plan, returning the observed surfaces (n_obs, nx, ny):
+//   adjoint    graph-free forward saving T¹..T^N; one node whose backward runs
+//              the discrete adjoint A μⁿ = μⁿ⁺¹ + ∂ℓ/∂Tⁿ backwards and
+//              assembles dJ/dα once from the face sums (NeFTY Eq. 10–11).
+//   checkpoint graph-free forward saving the state at every frame start; the
+//              backward recomputes each frame with a graph and backpropagates
+//              through it (exactly the unrolled gradient, one frame in memory).
+//   autograd   the unrolled reference: every sweep recorded.
+#include <memory>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/operators/heat/heat_system.h"
+#include "nefi/operators/heat/inner_solvers.h"
+
+namespace nefi::heat {
+
+struct HeatPlan {
+  StepGeometry g;        // spacing, dt of one implicit step, back sink
+  int64_t substeps = 1;  // implicit steps per frame
+  bool flat = true;      // stencil backend
+  SolverOptions solver;
+  std::vector<int64_t> frames;  // observed frames, ascending (0 = the initial state)
+  fk::Tensor t0;                // T⁰ (nx, ny, nz), f64
+
+  int64_t last_frame() const { return frames.empty() ? 0 : frames.back(); }
+  // Output row of frame f, or -1 when f is not observed.
+  int64_t row_of_frame(int64_t f) const;
+};
+
+fk::Tensor apply_adjoint(const fk::Tensor& alpha, std::shared_ptr<const HeatPlan> plan);
+fk::Tensor apply_checkpoint(const fk::Tensor& alpha, std::shared_ptr<const HeatPlan> plan);
+fk::Tensor apply_unrolled(const fk::Tensor& alpha, const HeatPlan& plan);
+
+// Copies the front surface T[:, :, 0] of a contiguous grid into row `row` of
+// out (n_obs, nx, ny), both of one dtype.
+void copy_surface(fk::Tensor& out, int64_t row, const fk::Tensor& state);
+
+}  // namespace nefi::heat

@@ -1,0 +1,112 @@
+#include "nefi/operators/heat/heat_operator.h"
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "nefi/operators/heat/heat_modes.h"
+#include "nefi/operators/heat/step_solver.h"
+
+namespace nefi {
+
+HeatOperator::HeatOperator(HeatConfig cfg, fk::Dims shape)
+    : cfg_(std::move(cfg)), shape_(std::move(shape)) {
+  cfg_.validate();
+  FK_CHECK(shape_.size() == 3 && shape_[0] >= 3 && shape_[1] >= 3 && shape_[2] >= 3,
+           "nefi::HeatOperator",
+           "a grid (nx, ny, nz) with every axis >= 3 (the stencil's smallest)", shape_.str());
+  t0_ = flash_cell_averages(cfg_.flash, shape_, cfg_.extent);
+  auto plan = std::make_shared<heat::HeatPlan>();
+  const auto h = spacing();
+  plan->g = {shape_[0],
+             shape_[1],
+             shape_[2],
+             h[0],
+             h[1],
+             h[2],
+             cfg_.dt / static_cast<double>(cfg_.implicit_substeps),
+             cfg_.back_bc == "robin" ? cfg_.robin_h / h[2] : 0.0};
+  plan->substeps = cfg_.implicit_substeps;
+  plan->flat = cfg_.stencil != "roll";
+  plan->solver = {cfg_.solver, cfg_.jacobi_iters, cfg_.cg_tol, cfg_.cg_max_iter, cfg_.check_every};
+  plan->frames = observed_frames();
+  plan->t0 = t0_;
+  plan_ = std::move(plan);
+}
+
+std::vector<double> HeatOperator::spacing() const {
+  std::vector<double> h(3);
+  for (int a = 0; a < 3; ++a) h[a] = cfg_.extent[a] / static_cast<double>(shape_[a]);
+  return h;
+}
+
+std::vector<int64_t> HeatOperator::observed_frames() const {
+  std::vector<int64_t> f;
+  for (int64_t i = cfg_.first_frame; i <= cfg_.n_frames; i += cfg_.frame_stride) f.push_back(i);
+  return f;
+}
+
+void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const {
+  FK_CHECK(alpha.defined() && alpha.shape() == shape_, where, "alpha of shape " + shape_.str(),
+           alpha.defined() ? alpha.shape().str() : "an undefined tensor");
+  FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
+           "f32 or f64 alpha", fk::name(alpha.dtype()));
+  FK_CHECK(alpha.device().is_cpu(), where, "a CPU tensor", alpha.device().str());
+}
+
+fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
+  check_alpha(alpha, "nefi::HeatOperator::apply");
+  if (!fk::autograd::needs_grad(alpha) || cfg_.grad_mode == "adjoint")
+    return heat::apply_adjoint(alpha, plan_);
+  if (cfg_.grad_mode == "checkpoint") return heat::apply_checkpoint(alpha, plan_);
+  return heat::apply_unrolled(alpha, *plan_);
+}
+
+std::shared_ptr<Operator> HeatOperator::at_resolution(const fk::Dims& shape) const {
+  auto op = std::make_shared<HeatOperator>(cfg_, shape);
+  op->primary = primary;
+  return op;
+}
+
+fk::Dims HeatOperator::output_shape(const fk::Dims& shape) const {
+  FK_CHECK(shape.size() == 3, "nefi::HeatOperator::output_shape", "a grid (nx, ny, nz)",
+           shape.str());
+  return {static_cast<int64_t>(observed_frames().size()), shape[0], shape[1]};
+}
+
+std::string HeatOperator::fidelity_tag() const {
+  return "implicit-euler-" + cfg_.solver;
+}
+
+fk::Tensor HeatOperator::simulate(const fk::Tensor& alpha_in) const {
+  check_alpha(alpha_in, "nefi::HeatOperator::simulate");
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor alpha = alpha_in.detach();
+  const fk::DType dt = alpha.dtype();
+  fk::Tensor states = fk::empty({cfg_.n_frames + 1, shape_[0], shape_[1], shape_[2]}, {dt});
+  fk::Tensor state = states.select(0, 0);
+  state.copy_(t0_);
+  auto solver = heat::make_step_solver(alpha, plan_->g, plan_->flat, plan_->solver);
+  solver->start(state);
+  fk::Tensor scratch = fk::empty(shape_, {dt});
+  for (int64_t f = 1; f <= cfg_.n_frames; ++f) {
+    for (int64_t s = 0; s < cfg_.implicit_substeps; ++s) {
+      solver->solve(state);
+      fk::Tensor next = s + 1 == cfg_.implicit_substeps ? states.select(0, f) : scratch;
+      solver->result(next);
+      state = next;
+    }
+  }
+  return states;
+}
+
+fk::Tensor HeatOperator::jacobi_bound(const fk::Tensor& alpha) const {
+  check_alpha(alpha, "nefi::HeatOperator::jacobi_bound");
+  fk::autograd::NoGradGuard ng;
+  return heat::gershgorin_bound(heat::build_system(alpha.detach(), plan_->g));
+}
+
+const heat::StepGeometry& HeatOperator::step_geometry() const {
+  return plan_->g;
+}
+
+}  // namespace nefi

@@ -1,0 +1,73 @@
+#include "nefi/operators/heat/step_solver.h"
+
+#include "fk/autograd.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/copy.h"
+#include "nefi/operators/heat/flat_stencil.h"
+
+namespace nefi::heat {
+namespace {
+
+class FlatStepSolver : public StepSolver {
+ public:
+  FlatStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
+      : sweeper_(std::move(s), g), o_(o) {
+    if (o_.solver == "chebyshev")
+      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
+  }
+  void start(const fk::Tensor& x0) override { sweeper_.load(x0); }
+  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
+    sweeper_.set_rhs(b, surface);
+    if (omega_.defined())
+      sweeper_.chebyshev(omega_);
+    else
+      sweeper_.jacobi(o_.iters);
+  }
+  void result(fk::Tensor& out) const override { sweeper_.store(out); }
+  const HeatSystem& system() const override { return sweeper_.system(); }
+
+ private:
+  FlatSweeper sweeper_;
+  SolverOptions o_;
+  fk::Tensor omega_;
+};
+
+class GenericStepSolver : public StepSolver {
+ public:
+  GenericStepSolver(HeatSystem s, const StepGeometry& g, bool flat, const SolverOptions& o)
+      : system_(std::move(s)), sweep_(make_sweep(flat, system_.weights, g)), o_(o) {
+    if (o_.solver == "chebyshev") omega_ = chebyshev_weights(gershgorin_bound(system_), o_.iters);
+  }
+  void start(const fk::Tensor& x0) override { x_ = x0.detach().to(system_.diag.dtype()).clone(); }
+  void solve(const fk::Tensor& b_in, const fk::Tensor& surface) override {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor b = b_in.to(system_.diag.dtype());
+    if (surface.defined()) {
+      b = b.clone();
+      fk::Tensor front = b.select(2, 0);
+      fk::add_(front, surface.to(b.dtype()));
+    }
+    x_ = solve_step(system_, sweep_, b, x_, o_, omega_);
+  }
+  void result(fk::Tensor& out) const override { fk::copy_(out, x_); }
+  const HeatSystem& system() const override { return system_; }
+
+ private:
+  HeatSystem system_;
+  Sweep sweep_;
+  SolverOptions o_;
+  fk::Tensor omega_, x_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const StepGeometry& g,
+                                             bool flat, const SolverOptions& o) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor a = alpha.detach();
+  if (flat && o.solver != "cg") return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
+  return std::make_unique<GenericStepSolver>(flat ? build_system(a, g) : build_system_ops(a, g), g,
+                                             flat, o);
+}
+
+}  // namespace nefi::heat
