@@ -74,6 +74,46 @@ TEST(ThermalTomography, BadConfigsAreClearErrors) {
   EXPECT_THROW(inst->run(c.config, "pinn_soft", 0, {}), fk::Error);
 }
 
+// Noise, supersampling and scenes reach the measurement; the paper network
+// has the reference's 2.44 M parameters.
+TEST(ThermalTomography, MeasurementOptionsAndThePaperNetwork) {
+  auto inst = nefi::find_instance("thermal_tomography");
+  nefi::RunConfig c = smoke();
+  nefi::apply_set(c, "n_frames=6");
+  auto [clean, gt] = inst->make_measurement(c.config, 2);
+  EXPECT_EQ(clean.data.shape(), (fk::Dims{6, 16, 16}));
+  EXPECT_EQ(gt.shape(), (fk::Dims{16, 16, 6}));
+  EXPECT_EQ(clean.noise_std, 0.0);
+  nefi::apply_set(c, "noise_std=0.01");
+  auto [noisy, gt2] = inst->make_measurement(c.config, 2);
+  auto [again, gt3] = inst->make_measurement(c.config, 2);
+  const auto a = clean.data.to_vector<double>(), b = noisy.data.to_vector<double>(),
+             b2 = again.data.to_vector<double>();
+  double mx = 0, var = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    mx = std::max(mx, std::abs(a[i]));
+    var += (b[i] - a[i]) * (b[i] - a[i]) / a.size();
+  }
+  EXPECT_EQ(b, b2);  // deterministic per seed
+  EXPECT_NEAR(noisy.noise_std, 0.01 * mx, 1e-9 * mx);
+  EXPECT_NEAR(std::sqrt(var) / noisy.noise_std, 1.0, 0.1);
+  nefi::apply_set(c, "noise_std=0");
+  nefi::apply_set(c, "sim_supersample=2");
+  auto [fine, gt4] = inst->make_measurement(c.config, 2);
+  const auto f = fine.data.to_vector<double>();
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(f[i] - a[i]));
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff, 0.1 * mx);
+  // The paper network on a tiny grid, one step: 72 encoded inputs, 10 relu
+  // layers of 512 with the encoding again at layer 4, one output.
+  nefi::RunConfig paper = nefi::default_run_config("thermal_tomography");
+  nefi::apply_set(paper, "grid=[4, 4, 3]");
+  nefi::apply_set(paper, "steps=1");
+  const auto out = inst->run(paper.config, "nefty", 0, {});
+  EXPECT_EQ(out.result.n_parameters, 2438657);
+}
+
 // The simulator's flash is its own erf code; it agrees with the operator's.
 TEST(ThermalTomography, SimulatorFlashMatchesTheOperatorFlash) {
   for (double w : {2.5, 4.0}) {
