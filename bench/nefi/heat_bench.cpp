@@ -4,8 +4,11 @@
 //   BM_PaperStencil  64×64×16, 20 frames, K = 50, forward + adjoint, f32, at
 //                    1 and 2 threads, flat / roll / flat + Chebyshev K = 20,
 //                    with cell updates per second and the bandwidth they imply
-//                    (36 B per cell update for the flat f32 sweep: 6 weights,
-//                    c, the iterate read once and written once);
+//                    (24 B per cell update for the graph-free flat f32 sweep:
+//                    3 face weights, c, the iterate read once and written once);
+//   BM_Sweep         one sweep at 64×64×16 f32 per backend, with ops and
+//                    launches per sweep (graph-free flat, the differentiable
+//                    flat node, the roll reference);
 //   BM_SmokeOperator 16×16×6, 30 frames, Jacobi K = 20 / Chebyshev K = 13,
 //                    forward + adjoint, with ops per application;
 //   BM_StreamTriad   a[i] = b[i] + s c[i] over 3 × 32 MiB (the machine limit);
@@ -21,7 +24,9 @@
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
+#include "nefi/operators/heat/inner_solvers.h"
 
 namespace {
 
@@ -46,11 +51,12 @@ nefi::HeatConfig paper_config(const char* stencil, const char* solver, int64_t k
   return c;
 }
 
-// state.range(0): 0 flat Jacobi K=50, 1 roll Jacobi K=50, 2 flat Chebyshev K=20; range(1): threads.
+// state.range(0): 0 flat Jacobi K=50, 1 roll Jacobi K=50, 2 flat Chebyshev K=20,
+// 3 flat CG (cg_tol 1e-6); range(1): threads.
 void BM_PaperStencil(benchmark::State& state) {
-  static const char* kStencil[] = {"flat", "roll", "flat"};
-  static const char* kSolver[] = {"jacobi", "jacobi", "chebyshev"};
-  static const int64_t kIters[] = {50, 50, 20};
+  static const char* kStencil[] = {"flat", "roll", "flat", "flat"};
+  static const char* kSolver[] = {"jacobi", "jacobi", "chebyshev", "cg"};
+  static const int64_t kIters[] = {50, 50, 20, 1};  // K is unused by CG
   const int v = static_cast<int>(state.range(0));
   fk::set_num_threads(static_cast<int>(state.range(1)));
   const fk::Dims s{64, 64, 16};
@@ -60,18 +66,21 @@ void BM_PaperStencil(benchmark::State& state) {
   const auto before = fk::profile::counters();
   for (auto _ : state) forward_backward(op, alpha);
   const auto after = fk::profile::counters();
-  const double updates = double(s.numel()) * 2 * 20 * kIters[v];
-  state.counters["cell_updates/s"] =
-      benchmark::Counter(updates * state.iterations(), benchmark::Counter::kIsRate);
-  state.counters["sweep_GB/s"] =
-      benchmark::Counter(updates * 36 * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  const double updates = double(s.numel()) * 2 * 20 * kIters[v];  // sweeps (not for CG)
+  if (v != 3)  // CG's iteration count varies per step
+    state.counters["cell_updates/s"] =
+        benchmark::Counter(updates * state.iterations(), benchmark::Counter::kIsRate);
+  if (v == 0 || v == 2)  // the graph-free flat sweep's traffic; roll moves ~12 grids per sweep
+    state.counters["sweep_GB/s"] =
+        benchmark::Counter(updates * 24 * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.counters["ops/apply"] = double(after.ops - before.ops) / state.iterations();
   state.counters["launches/apply"] = double(after.launches - before.launches) / state.iterations();
-  state.SetLabel(std::string(kStencil[v]) + " " + kSolver[v] + " K=" + std::to_string(kIters[v]));
+  state.SetLabel(std::string(kStencil[v]) + " " + kSolver[v] +
+                 (v == 3 ? " tol=1e-6" : " K=" + std::to_string(kIters[v])));
   fk::set_num_threads(1);
 }
 BENCHMARK(BM_PaperStencil)
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0)
     ->UseRealTime();
@@ -98,6 +107,44 @@ void BM_SmokeOperator(benchmark::State& state) {
   state.SetLabel(c.stencil + " " + c.solver + " K=" + std::to_string(c.jacobi_iters));
 }
 BENCHMARK(BM_SmokeOperator)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// state.range(0): 0 graph-free flat (FlatSweeper), 1 differentiable flat op, 2 roll.
+void BM_Sweep(benchmark::State& state) {
+  const int v = static_cast<int>(state.range(0));
+  fk::set_num_threads(static_cast<int>(state.range(1)));
+  // range(2): 0 the paper grid, 1 the smoke grid (16×16×6, where per-op overhead shows).
+  const nefi::heat::StepGeometry g =
+      state.range(2) == 0
+          ? nefi::heat::StepGeometry{64, 64, 16, 10.0 / 64, 10.0 / 64, 1.0 / 16, 0.05, 0}
+          : nefi::heat::StepGeometry{16, 16, 6, 10.0 / 16, 10.0 / 16, 1.0 / 6, 0.1, 0};
+  const fk::Tensor alpha = uniform_alpha(g.shape(), 0.15);
+  const auto sys = nefi::heat::build_system(alpha, g);
+  const fk::Tensor x = fk::ones(g.shape()), c = fk::ones(g.shape());
+  nefi::heat::FlatSweeper sweeper(sys, g);
+  sweeper.load(x);
+  sweeper.set_rhs(c);
+  const auto before = fk::profile::counters();
+  for (auto _ : state) {
+    if (v == 0)
+      sweeper.jacobi(1);
+    else if (v == 1)
+      benchmark::DoNotOptimize(nefi::heat::flat_sweep(x, c, sys.weights, g).data_ptr());
+    else
+      benchmark::DoNotOptimize(nefi::heat::roll_sweep(x, c, sys.weights).data_ptr());
+  }
+  const auto after = fk::profile::counters();
+  static const char* kName[] = {"flat (graph-free)", "flat (differentiable op)", "roll"};
+  state.SetLabel(std::string(kName[v]) + (state.range(2) == 0 ? " 64x64x16" : " 16x16x6"));
+  state.counters["ops/sweep"] = double(after.ops - before.ops) / state.iterations();
+  state.counters["launches/sweep"] = double(after.launches - before.launches) / state.iterations();
+  state.counters["cell_updates/s"] =
+      benchmark::Counter(double(g.numel()) * state.iterations(), benchmark::Counter::kIsRate);
+  fk::set_num_threads(1);
+}
+BENCHMARK(BM_Sweep)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_StreamTriad(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));

@@ -13,9 +13,11 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
+#include "fk/parallel.h"
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/heat/heat_system.h"
@@ -309,6 +311,57 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
   }
 }
 
+// Large enough for the sweep to split x-planes over two threads: bitwise the
+// same iterates (each plane is computed by one thread in one order).
+TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {
+  const auto g = geometry(64, 64, 16, {10, 10, 1}, 0.05);
+  fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F32);
+  fk::Tensor b = test_alpha(g.shape(), fk::DType::F32, 6);
+  fk::Tensor x[2];
+  for (int threads : {1, 2}) {
+    fk::set_num_threads(threads);
+    auto& cnt = fk::profile::counters();
+    const int64_t launches = cnt.launches;
+    x[threads - 1] = one_step(alpha, g, b, true, {"chebyshev", 6, 0, 1, 1});
+    if (threads == 2) {
+      EXPECT_GE(cnt.launches - launches, 6);  // every sweep split
+    }
+  }
+  fk::set_num_threads(1);
+  EXPECT_EQ(max_diff(x[0], x[1]), 0.0);
+}
+
+TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
+  const auto g = geometry(6, 5, 7, {2.0, 2.0, 1.0}, 0.1, 0.4);
+  for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
+    fk::Tensor alpha = test_alpha(g.shape(), dtype);
+    fk::Tensor b = test_alpha(g.shape(), dtype, 12);
+    fk::Generator gen(2);
+    fk::Tensor s = fk::randn({g.nx, g.ny}, {dtype}, &gen);
+    auto sys = heat::build_system(alpha, g);
+    heat::FlatCG cg(sys, g);
+    fk::Tensor x = b.clone();
+    auto& cnt = fk::profile::counters();
+    const int64_t ops0 = cnt.ops;
+    const int64_t it = cg.solve(x, b, s, 1e-5, 200, 2);
+    EXPECT_LE(cnt.ops - ops0, 1 + 3 * it);  // three fused passes per iteration
+    fk::Tensor rhs = b.clone();
+    fk::Tensor front = rhs.select(2, 0);
+    fk::add_(front, s);
+    int64_t it_ref = 0;
+    fk::Tensor ref =
+        heat::cg_solve(heat::make_sweep(false, sys.weights, g), sys, rhs, b, 1e-5, 200, 2, &it_ref);
+    EXPECT_EQ(it, it_ref);
+    EXPECT_EQ(it % 2, 0);
+    const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
+    EXPECT_LT(max_diff(x, ref), tol * max_abs(ref));
+    // Converged to the tolerance: ‖b − A x‖ ≤ 1e-5 ‖b‖.
+    fk::Tensor res =
+        fk::sub(rhs, heat::apply_system(sys, heat::make_sweep(true, sys.weights, g), x));
+    EXPECT_LE(l2(res), 1e-5 * l2(rhs) * (dtype == fk::DType::F64 ? 1.0 : 1.5));
+  }
+}
+
 TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
   for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
     for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
@@ -378,6 +431,7 @@ TEST(HeatGradient, AutogradAndCheckpointPassGradcheckForEveryBackend) {
       for (const char* mode : {"autograd", "checkpoint"}) {
         HeatConfig c = small_config();
         c.n_frames = 2;
+        c.implicit_substeps = 2;
         c.stencil = stencil;
         c.solver = solver;
         c.jacobi_iters = 4;

@@ -1,5 +1,6 @@
 #include "nefi/operators/heat/flat_stencil.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "fk/autograd.h"
@@ -82,11 +83,62 @@ void sweep_rows(T* out, const T* in, const T* c, const T* w, int64_t wn, int64_t
     sweep_base<T, kLerp, kRhs>(out, in, c, w, wn, n, sx, sy, omega);
 }
 
+// The symmetric (face-weight) sweep of FlatSweeper over one run: every pointer
+// is at the run's first padded cell, and the −x/−y/−z face of a cell is the
+// +x/+y/+z face of the cell one offset back.
+template <typename T, bool kLerp>
+[[gnu::always_inline]] inline void face_sweep_run(T* __restrict out, const T* __restrict in,
+                                                  const T* __restrict c, const T* __restrict fx,
+                                                  const T* __restrict fy, const T* __restrict fz,
+                                                  int64_t n, int64_t sx, int64_t sy, T omega) {
+  for (int64_t k = 0; k < n; ++k) {
+    T s = c[k] + fx[k - sx] * in[k - sx];
+    s += fx[k] * in[k + sx];
+    s += fy[k - sy] * in[k - sy];
+    s += fy[k] * in[k + sy];
+    s += fz[k - 1] * in[k - 1];
+    s += fz[k] * in[k + 1];
+    if constexpr (kLerp)
+      out[k] = out[k] + omega * (s - out[k]);
+    else
+      out[k] = s;
+  }
+}
+
+template <typename T, bool kLerp>
+void face_sweep_base(T* out, const T* in, const T* c, const T* fx, const T* fy, const T* fz,
+                     int64_t n, int64_t sx, int64_t sy, T omega) {
+  face_sweep_run<T, kLerp>(out, in, c, fx, fy, fz, n, sx, sy, omega);
+}
+
+template <typename T, bool kLerp>
+__attribute__((target("avx2,fma"))) void face_sweep_avx2(T* out, const T* in, const T* c,
+                                                         const T* fx, const T* fy, const T* fz,
+                                                         int64_t n, int64_t sx, int64_t sy,
+                                                         T omega) {
+  face_sweep_run<T, kLerp>(out, in, c, fx, fy, fz, n, sx, sy, omega);
+}
+
+template <typename T, bool kLerp>
+void face_sweep(T* out, const T* in, const T* c, const T* fx, const T* fy, const T* fz, int64_t n,
+                int64_t sx, int64_t sy, T omega) {
+  if (has_avx2())
+    face_sweep_avx2<T, kLerp>(out, in, c, fx, fy, fz, n, sx, sy, omega);
+  else
+    face_sweep_base<T, kLerp>(out, in, c, fx, fy, fz, n, sx, sy, omega);
+}
+
 template <typename T>
 void refill_rows(T* pad, const FlatLayout& L, int64_t x) {
-  T* p = pad + (x + 1) * L.plane();
-  std::memcpy(p, p + L.ny * L.nz, L.nz * sizeof(T));
-  std::memcpy(p + (L.ny + 1) * L.nz, p + L.nz, L.nz * sizeof(T));
+  // Rows are short (nz cells): a plain loop beats two library calls.
+  T* __restrict lo = pad + (x + 1) * L.plane();
+  T* __restrict hi = lo + (L.ny + 1) * L.nz;
+  const T* __restrict last = lo + L.ny * L.nz;
+  const T* __restrict first = lo + L.nz;
+  for (int64_t z = 0; z < L.nz; ++z) {
+    lo[z] = last[z];
+    hi[z] = first[z];
+  }
 }
 
 template <typename T>
@@ -144,14 +196,54 @@ fk::Tensor contiguous_as(const fk::Tensor& t, fk::DType dt) {
   return r.is_contiguous() ? r : r.contiguous();
 }
 
+template <typename T>
+void refill_all(T* pad, const FlatLayout& L) {
+  for (int64_t x = 0; x < L.nx; ++x) refill_rows(pad, L, x);
+  refill_planes(pad, L);
+}
+
 }  // namespace
 
 FlatSweeper::FlatSweeper(HeatSystem system, const StepGeometry& g)
     : system_(std::move(system)), g_(g), layout_{g.nx, g.ny, g.nz} {
   check_system(system_, g_);
+  fk::profile::OpScope scope("heat_flat_faces");
   const fk::DType dt = system_.weights.dtype();
-  for (auto& b : buf_) b = fk::zeros({layout_.size()}, {dt});
-  rhs_ = fk::zeros(g.shape(), {dt});
+  const int64_t P = layout_.size();
+  for (auto& b : buf_) b = fk::zeros({P}, {dt});
+  rhs_ = fk::zeros({P}, {dt});
+  faces_ = fk::zeros({3, P}, {dt});
+  root_d_ = fk::empty({2, g.nx, g.ny, g.nz}, {dt});
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = g.numel(), nx = g.nx, ny = g.ny, nz = g.nz;
+    const T* w = system_.weights.data<T>();
+    const fk::Tensor diag = contiguous_as(system_.diag, dt);
+    const T* dd = diag.data<T>();
+    T* sd = root_d_.data<T>();
+    T* isd = sd + n;
+    for (int64_t i = 0; i < n; ++i) {
+      sd[i] = std::sqrt(dd[i]);
+      isd[i] = T(1) / sd[i];
+    }
+    T* fx = faces_.data<T>();
+    T* fy = fx + P;
+    T* fz = fy + P;
+    // Ŵ_f = W_j[i] √(D_i / D_j) = Δt a_f / √(D_i D_j) for the + face of cell i.
+    for (int64_t x = 0; x < nx; ++x) {
+      const int64_t xp = (x + 1) % nx;
+      for (int64_t y = 0; y < ny; ++y) {
+        const int64_t yp = (y + 1) % ny;
+        for (int64_t z = 0; z < nz; ++z) {
+          const int64_t i = (x * ny + y) * nz + z, p = layout_.interior(x) + y * nz + z;
+          fx[p] = w[n + i] * sd[i] * isd[(xp * ny + y) * nz + z];
+          fy[p] = w[3 * n + i] * sd[i] * isd[(x * ny + yp) * nz + z];
+          fz[p] = z + 1 < nz ? w[5 * n + i] * sd[i] * isd[i + 1] : T(0);
+        }
+      }
+    }
+    for (int a = 0; a < 3; ++a) refill_all(fx + a * P, layout_);
+  });
 }
 
 void FlatSweeper::load(const fk::Tensor& x_in) {
@@ -161,7 +253,17 @@ void FlatSweeper::load(const fk::Tensor& x_in) {
            x.shape().str());
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    pack(buf_[cur_].data<T>(), x.data<T>(), layout_);
+    T* y = buf_[cur_].data<T>();
+    const T* src = x.data<T>();
+    const T* sd = root_d_.data<T>();
+    const int64_t run = g_.ny * g_.nz;
+    for (int64_t i = 0; i < g_.nx; ++i) {
+      T* __restrict o = y + layout_.interior(i);
+      const T* __restrict a = src + i * run;
+      const T* __restrict r = sd + i * run;
+      for (int64_t k = 0; k < run; ++k) o[k] = r[k] * a[k];
+    }
+    refill_all(y, layout_);
   });
   buf_[cur_].bump_version();
 }
@@ -173,40 +275,86 @@ void FlatSweeper::store(fk::Tensor& x) const {
            x.shape().str());
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pad = buf_[cur_].data<T>();
+    const T* y = buf_[cur_].data<T>();
+    const T* isd = root_d_.data<T>() + g_.numel();
     T* dst = x.data<T>();
     const int64_t run = g_.ny * g_.nz;
-    for (int64_t i = 0; i < g_.nx; ++i)
-      std::memcpy(dst + i * run, pad + layout_.interior(i), run * sizeof(T));
+    for (int64_t i = 0; i < g_.nx; ++i) {
+      const T* __restrict a = y + layout_.interior(i);
+      const T* __restrict r = isd + i * run;
+      T* __restrict o = dst + i * run;
+      for (int64_t k = 0; k < run; ++k) o[k] = r[k] * a[k];
+    }
   });
   x.bump_version();
 }
 
-void FlatSweeper::set_rhs(const fk::Tensor& b_in, const fk::Tensor& surface_in) {
+void FlatSweeper::store_and_set_rhs(fk::Tensor& x) {
+  fk::profile::OpScope scope("heat_flat_store_rhs");
+  FK_CHECK(x.is_contiguous() && x.numel() == g_.numel() && x.dtype() == rhs_.dtype(),
+           "nefi::heat::FlatSweeper::store_and_set_rhs", "a contiguous grid of the system's dtype",
+           x.shape().str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* y = buf_[cur_].data<T>();
+    T* c = rhs_.data<T>();
+    const T* isd = root_d_.data<T>() + g_.numel();
+    T* dst = x.data<T>();
+    const int64_t run = g_.ny * g_.nz;
+    for (int64_t i = 0; i < g_.nx; ++i) {
+      const T* __restrict a = y + layout_.interior(i);
+      T* __restrict cc = c + layout_.interior(i);
+      const T* __restrict r = isd + i * run;
+      T* __restrict o = dst + i * run;
+      for (int64_t k = 0; k < run; ++k) {
+        o[k] = r[k] * a[k];
+        cc[k] = r[k] * o[k];
+      }
+    }
+  });
+  x.bump_version();
+  rhs_.bump_version();
+}
+
+void FlatSweeper::set_rhs(const fk::Tensor& b_in, const fk::Tensor& surface) {
   fk::profile::OpScope scope("heat_flat_rhs");
   const fk::DType dt = rhs_.dtype();
   const fk::Tensor b = contiguous_as(b_in, dt);
   FK_CHECK(b.numel() == g_.numel(), "nefi::heat::FlatSweeper::set_rhs",
            "a grid " + g_.shape().str(), b.shape().str());
-  fk::Tensor s;
-  if (surface_in.defined()) {
-    s = contiguous_as(surface_in, dt);
-    FK_CHECK(s.numel() == g_.nx * g_.ny, "nefi::heat::FlatSweeper::set_rhs", "a surface (nx, ny)",
-             s.shape().str());
-  }
   dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    const T* __restrict bb = b.data<T>();
-    const T* __restrict di = system_.inv_diag.data<T>();
-    T* __restrict c = rhs_.data<T>();
-    for (int64_t i = 0, n = g_.numel(); i < n; ++i) c[i] = bb[i] * di[i];
-    if (s.defined()) {
-      const T* ss = s.data<T>();
-      for (int64_t r = 0, rows = g_.nx * g_.ny; r < rows; ++r) {
-        const int64_t i = r * g_.nz;
-        c[i] = (bb[i] + ss[r]) * di[i];
-      }
+    const T* bb = b.data<T>();
+    const T* isd = root_d_.data<T>() + g_.numel();
+    T* c = rhs_.data<T>();
+    const int64_t run = g_.ny * g_.nz;
+    for (int64_t i = 0; i < g_.nx; ++i) {
+      const T* __restrict a = bb + i * run;
+      const T* __restrict r = isd + i * run;
+      T* __restrict cc = c + layout_.interior(i);
+      for (int64_t k = 0; k < run; ++k) cc[k] = r[k] * a[k];
     }
+  });
+  rhs_.bump_version();
+  if (surface.defined()) add_surface(surface);
+}
+
+void FlatSweeper::add_surface(const fk::Tensor& surface) {
+  fk::profile::OpScope scope("heat_flat_add_surface");
+  const fk::DType dt = rhs_.dtype();
+  const fk::Tensor s = contiguous_as(surface, dt);
+  FK_CHECK(s.numel() == g_.nx * g_.ny, "nefi::heat::FlatSweeper::add_surface", "a surface (nx, ny)",
+           s.shape().str());
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const T* ss = s.data<T>();
+    const T* isd = root_d_.data<T>() + g_.numel();
+    T* c = rhs_.data<T>();
+    for (int64_t x = 0; x < g_.nx; ++x)
+      for (int64_t y = 0; y < g_.ny; ++y) {
+        const int64_t r = x * g_.ny + y;
+        c[layout_.interior(x) + y * g_.nz] += isd[r * g_.nz] * ss[r];
+      }
   });
   rhs_.bump_version();
 }
@@ -217,15 +365,27 @@ void FlatSweeper::sweep(bool lerp, const void* omega) {
   const int next = 1 - cur_;
   dispatch(rhs_.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    const FlatLayout& L = layout_;
+    const int64_t P = L.size(), run = L.ny * L.nz;
     const T* in = buf_[cur_].data<T>();
     T* out = buf_[next].data<T>();
     const T* c = rhs_.data<T>();
-    const T* w = system_.weights.data<T>();
-    auto out_at = [&](int64_t x) { return out + layout_.interior(x); };
-    if (lerp)
-      sweep_planes<T, true, true>(layout_, in, c, w, *static_cast<const T*>(omega), out_at, out);
-    else
-      sweep_planes<T, false, true>(layout_, in, c, w, T(1), out_at, out);
+    const T* fx = faces_.data<T>();
+    const T w = lerp ? *static_cast<const T*>(omega) : T(1);
+    fk::parallel_for(0, L.nx, plane_grain(L), [&](int64_t lo, int64_t hi) {
+      // Planes lo..hi-1 as one run: the ghost rows between two planes are
+      // swept too (finite garbage: every buffer's ghosts are finite) and then
+      // refilled, which costs 2 / (ny + 2) more cells but one call per chunk.
+      const int64_t p = L.interior(lo), n = (hi - 1 - lo) * L.plane() + run;
+      if (lerp)
+        face_sweep<T, true>(out + p, in + p, c + p, fx + p, fx + P + p, fx + 2 * P + p, n,
+                            L.plane(), L.nz, w);
+      else
+        face_sweep<T, false>(out + p, in + p, c + p, fx + p, fx + P + p, fx + 2 * P + p, n,
+                             L.plane(), L.nz, w);
+      for (int64_t x = lo; x < hi; ++x) refill_rows(out, L, x);
+    });
+    refill_planes(out, L);
   });
   buf_[next].bump_version();
   cur_ = next;

@@ -62,7 +62,7 @@ struct HeatAdjointBackward : fk::autograd::Node {
         const int64_t row = p.row_of_frame(m / p.substeps);
         if (row >= 0) surface = g.select(0, row);
       }
-      solver->solve(mu, surface);
+      solver->advance(surface);
       solver->result(mu);
       accumulate_face_products(sums, mu, traj.select(0, m - 1), p.g);
     }
@@ -90,7 +90,7 @@ fk::Tensor apply_adjoint(const fk::Tensor& alpha_in, std::shared_ptr<const HeatP
     auto solver = make_step_solver(alpha, p.g, p.flat, p.solver);
     solver->start(state);
     for (int64_t m = 1; m <= n_steps; ++m) {
-      solver->solve(state);
+      solver->advance();
       fk::Tensor next = grad ? traj.select(0, m - 1) : spare[m % 2];
       solver->result(next);
       state = next;

@@ -83,7 +83,7 @@ fk::Tensor apply_checkpoint(const fk::Tensor& alpha_in, std::shared_ptr<const He
     fk::Tensor scratch = fk::empty(p.g.shape(), {dt});
     for (int64_t f = 1; f <= n_frames; ++f) {
       for (int64_t s = 0; s < p.substeps; ++s) {
-        solver->solve(state);
+        solver->advance();
         fk::Tensor next = (s + 1 == p.substeps && f < n_frames) ? starts.select(0, f) : scratch;
         solver->result(next);
         state = next;

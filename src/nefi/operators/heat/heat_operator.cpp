@@ -90,7 +90,7 @@ fk::Tensor HeatOperator::simulate(const fk::Tensor& alpha_in) const {
   fk::Tensor scratch = fk::empty(shape_, {dt});
   for (int64_t f = 1; f <= cfg_.n_frames; ++f) {
     for (int64_t s = 0; s < cfg_.implicit_substeps; ++s) {
-      solver->solve(state);
+      solver->advance();
       fk::Tensor next = s + 1 == cfg_.implicit_substeps ? states.select(0, f) : scratch;
       solver->result(next);
       state = next;

@@ -85,6 +85,8 @@ class HeatOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool batchable() const override { return false; }
+  // CPU rollouts with a custom node per apply (and host reads under cg).
+  bool graph_capturable() const override { return false; }
   std::string fidelity_tag() const override;  // "implicit-euler-<solver>"
   std::string kind() const override { return "heat"; }
 

@@ -148,24 +148,27 @@ void accumulate_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::
            sums.shape().str() + ", " + mu.shape().str() + ", " + t.shape().str());
   dispatch(mu.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* __restrict sx = sums.data<T>();
-    T* __restrict sy = sx + g.numel();
-    T* __restrict sz = sy + g.numel();
-    const T* __restrict m = mu.data<T>();
-    const T* __restrict v = t.data<T>();
-    const int64_t nx = g.nx, ny = g.ny, nz = g.nz;
+    T* sx = sums.data<T>();
+    T* sy = sx + g.numel();
+    T* sz = sy + g.numel();
+    const T* m = mu.data<T>();
+    const T* v = t.data<T>();
+    const int64_t nx = g.nx, ny = g.ny, nz = g.nz, plane = ny * nz;
+    // (a[k + o] − a[k]) (b[k + o] − b[k]) accumulated over a contiguous run.
+    auto run = [](T* __restrict s, const T* __restrict a, const T* __restrict an,
+                  const T* __restrict b, const T* __restrict bn, int64_t n) {
+      for (int64_t k = 0; k < n; ++k) s[k] += (an[k] - a[k]) * (bn[k] - b[k]);
+    };
     for (int64_t x = 0; x < nx; ++x) {
-      const int64_t xp = (x + 1) % nx;
-      for (int64_t y = 0; y < ny; ++y) {
-        const int64_t yp = (y + 1) % ny;
-        const int64_t i = (x * ny + y) * nz, ix = (xp * ny + y) * nz, iy = (x * ny + yp) * nz;
-        for (int64_t z = 0; z < nz; ++z) {
-          sx[i + z] += (m[ix + z] - m[i + z]) * (v[ix + z] - v[i + z]);
-          sy[i + z] += (m[iy + z] - m[i + z]) * (v[iy + z] - v[i + z]);
-        }
-        for (int64_t z = 0; z + 1 < nz; ++z)
-          sz[i + z] += (m[i + z + 1] - m[i + z]) * (v[i + z + 1] - v[i + z]);
-      }
+      const int64_t i = x * plane, ix = ((x + 1) % nx) * plane;
+      run(sx + i, m + i, m + ix, v + i, v + ix, plane);
+      const int64_t inner = (ny - 1) * nz;  // y faces inside the plane, then the wrapped row
+      run(sy + i, m + i, m + i + nz, v + i, v + i + nz, inner);
+      run(sy + i + inner, m + i + inner, m + i, v + i + inner, v + i, nz);
+      // z faces as one run: the entry at z = nz − 1 pairs a row's last cell with
+      // the next row's first and is reset below (alpha_gradient never reads it).
+      run(sz + i, m + i, m + i + 1, v + i, v + i + 1, plane - 1);
+      for (int64_t r = 0; r < ny; ++r) sz[i + r * nz + nz - 1] = T(0);
     }
   });
   sums.bump_version();

@@ -3,6 +3,7 @@
 #include "fk/autograd.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/copy.h"
+#include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
 
 namespace nefi::heat {
@@ -15,21 +16,55 @@ class FlatStepSolver : public StepSolver {
     if (o_.solver == "chebyshev")
       omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
   }
-  void start(const fk::Tensor& x0) override { sweeper_.load(x0); }
+  void start(const fk::Tensor& x0) override {
+    sweeper_.load(x0);
+    sweeper_.set_rhs(x0);
+  }
   void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
     sweeper_.set_rhs(b, surface);
+    iterate();
+  }
+  void advance(const fk::Tensor& surface) override {
+    if (surface.defined()) sweeper_.add_surface(surface);
+    iterate();
+  }
+  // Also makes this solution the next advance's right-hand side (one pass).
+  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
+  const HeatSystem& system() const override { return sweeper_.system(); }
+
+ private:
+  void iterate() {
     if (omega_.defined())
       sweeper_.chebyshev(omega_);
     else
       sweeper_.jacobi(o_.iters);
   }
-  void result(fk::Tensor& out) const override { sweeper_.store(out); }
-  const HeatSystem& system() const override { return sweeper_.system(); }
-
- private:
   FlatSweeper sweeper_;
   SolverOptions o_;
   fk::Tensor omega_;
+};
+
+class FlatCgStepSolver : public StepSolver {
+ public:
+  FlatCgStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
+      : cg_(std::move(s), g), o_(o) {}
+  void start(const fk::Tensor& x0) override {
+    x_ = x0.detach().to(cg_.system().diag.dtype()).contiguous().clone();
+  }
+  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
+    const fk::Tensor rhs = b.is_same(x_) ? x_.clone() : b;
+    cg_.solve(x_, rhs, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+  }
+  void advance(const fk::Tensor& surface) override {
+    cg_.solve(x_, x_.clone(), surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+  }
+  void result(fk::Tensor& out) override { fk::copy_(out, x_); }
+  const HeatSystem& system() const override { return cg_.system(); }
+
+ private:
+  FlatCG cg_;
+  SolverOptions o_;
+  fk::Tensor x_;
 };
 
 class GenericStepSolver : public StepSolver {
@@ -49,7 +84,8 @@ class GenericStepSolver : public StepSolver {
     }
     x_ = solve_step(system_, sweep_, b, x_, o_, omega_);
   }
-  void result(fk::Tensor& out) const override { fk::copy_(out, x_); }
+  void advance(const fk::Tensor& surface) override { solve(x_, surface); }
+  void result(fk::Tensor& out) override { fk::copy_(out, x_); }
   const HeatSystem& system() const override { return system_; }
 
  private:
@@ -65,9 +101,9 @@ std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const Step
                                              bool flat, const SolverOptions& o) {
   fk::autograd::NoGradGuard ng;
   const fk::Tensor a = alpha.detach();
-  if (flat && o.solver != "cg") return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
-  return std::make_unique<GenericStepSolver>(flat ? build_system(a, g) : build_system_ops(a, g), g,
-                                             flat, o);
+  if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);
+  if (flat) return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
+  return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, false, o);
 }
 
 }  // namespace nefi::heat

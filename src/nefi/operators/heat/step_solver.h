@@ -20,8 +20,11 @@ class StepSolver {
   virtual void start(const fk::Tensor& x0) = 0;
   // Solves A x = b (+ surface (nx, ny) added at z = 0 when defined).
   virtual void solve(const fk::Tensor& b, const fk::Tensor& surface = fk::Tensor()) = 0;
+  // The rollout step: solves A x = x_prev (+ surface), x_prev being the last
+  // result() (or the start value), warm-started from it.
+  virtual void advance(const fk::Tensor& surface = fk::Tensor()) = 0;
   // Copies the solution into `out` (a contiguous grid of α's dtype).
-  virtual void result(fk::Tensor& out) const = 0;
+  virtual void result(fk::Tensor& out) = 0;
   virtual const HeatSystem& system() const = 0;
 };
 
