@@ -5,8 +5,10 @@
 // HeatOperator (implicit Euler, operators/heat/). Scenes: homogeneous or
 // layered bulk with 1–4 low-diffusivity defects (thermal/scenes.h).
 // Methods: nefty (a neural field: Fourier features without the raw input, a
-// relu MLP with a skip, a bounded α head) and grid (Grid Opt.: free voxels,
-// same head, losses, adjoint and schedule). Losses: MSE on the surface frames
+// relu MLP with a skip, a bounded α head), grid (Grid Opt.: free voxels,
+// same head, losses, adjoint and schedule) and tsr (the classical per-pixel
+// thermographic signal reconstruction, thermal/tsr.h; no optimisation). Losses: MSE on the surface
+// frames
 // + isotropic TV (lateral axes periodic, physical spacing). Metrics:
 // thermal/metrics.h plus the surface fit (surface_mse, surface_psnr, and
 // surface_psnr_init of the uniform start α_init: the data-fit paradox).
@@ -24,6 +26,7 @@
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/metrics.h"
 #include "nefi/instances/thermal/scenes.h"
+#include "nefi/instances/thermal/tsr.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -208,7 +211,7 @@ class ThermalTomography : public Instance {
   std::string summary() const override {
     return "3-D diffusivity from front-surface flash thermography (NeFTY)";
   }
-  std::vector<std::string> methods() const override { return {"nefty", "grid"}; }
+  std::vector<std::string> methods() const override { return {"nefty", "grid", "tsr"}; }
   std::vector<std::string> scenes() const override { return {"homogeneous", "layered"}; }
 
   Params default_config() const override {
@@ -294,6 +297,8 @@ class ThermalTomography : public Instance {
     // Grid baseline.
     p.declare("grid_lr", 0.0, "grid learning rate (0: lr)");
     p.declare("grid_steps", int64_t{0}, "grid steps (0: steps)");
+    // TSR baseline.
+    p.declare("tsr_window", 0.35, "TSR: half-width in ln t of the local curvature fits");
     return p;
   }
 
@@ -322,11 +327,10 @@ class ThermalTomography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "nefty" || method == "grid", "thermal_tomography", "method nefty or grid",
-             method);
+    FK_CHECK(method == "nefty" || method == "grid" || method == "tsr", "thermal_tomography",
+             "method nefty, grid or tsr", method);
     auto [meas, gt] = make_measurement(p, seed);
     const fk::Dims grid = grid_of(p);
-    const double amin = p.d("alpha_min"), amax = p.d("alpha_max"), a0 = p.d("alpha_init");
     InverseProblem prob;
     prob.name = "thermal_tomography";
     prob.domain = Domain(grid, p.list("extent"));
@@ -334,6 +338,51 @@ class ThermalTomography : public Instance {
     op->primary = "alpha";
     prob.op = op;
     prob.measurement = meas;
+    RunOutput out;
+    out.method = method;
+    out.gt = gt;
+    out.measurement = meas;
+    if (method == "tsr") {
+      out.reconstruction = run_tsr(p, meas, grid);
+      out.result.fields["alpha"] = out.reconstruction;
+      out.result.prediction = op->apply(out.reconstruction.to(fk::DType::F32));
+    } else {
+      solve(p, method, seed, so, prob, out);
+    }
+    add_metrics(p, *op, gt, meas, out);
+    return out;
+  }
+
+ private:
+  // TSR depth map -> α volume: bulk α̂ clamped to the head's bounds; defect
+  // columns take the prior defect α (mid alpha_defect_range) over the prior
+  // thickness (twice the mid half-thickness).
+  static fk::Tensor run_tsr(const Params& p, const Measurement& meas, const fk::Dims& grid) {
+    const fk::Dims fs = meas.data.shape();
+    std::vector<double> frames = meas.data.to_vector<double>(), times;
+    for (int64_t n = p.i("first_frame"); n <= p.i("n_frames"); n += p.i("frame_stride"))
+      times.push_back(static_cast<double>(n) * p.d("dt"));
+    int64_t skip = 0;  // frame 0 (t = 0) has no log time
+    while (skip < static_cast<int64_t>(times.size()) && times[skip] <= 0) ++skip;
+    times.erase(times.begin(), times.begin() + skip);
+    frames.erase(frames.begin(), frames.begin() + skip * fs[1] * fs[2]);
+    thermal::TsrOptions o;
+    o.window = p.d("tsr_window");
+    o.thickness = p.list("extent")[2];
+    o.k = p.d("projection_k");
+    thermal::TsrResult r = thermal::tsr(frames, times, fk::Dims{fs[0] - skip, fs[1], fs[2]}, o);
+    r.alpha_bulk = std::clamp(r.alpha_bulk, p.d("alpha_min"), p.d("alpha_max"));
+    const auto ad = pair_of(p, "alpha_defect_range"),
+               ht = pair_of(p, "defect_half_thickness_range");
+    return fk::from_vector(
+        thermal::tsr_alpha_volume(r, grid, o.thickness, 0.5 * (ad[0] + ad[1]), ht[0] + ht[1]),
+        grid);
+  }
+
+  static void solve(const Params& p, const std::string& method, uint64_t seed,
+                    const SolverOptions& so, InverseProblem& prob, RunOutput& out) {
+    const fk::Dims grid = grid_of(p);
+    const double amin = p.d("alpha_min"), amax = p.d("alpha_max"), a0 = p.d("alpha_init");
     std::vector<HeadPtr> heads{bounded_head("alpha", amin, amax, a0)};
     int steps = static_cast<int>(p.i("steps"));
     double lr = p.d("lr");
@@ -359,20 +408,20 @@ class ThermalTomography : public Instance {
     tv.periodic_axes = {0, 1};
     tv.use_spacing = true;
     prob.losses.add(tv_loss("alpha", tv), p.d("tv_weight"));
-    RunOutput out;
-    out.method = method;
-    out.gt = gt;
-    out.measurement = meas;
     out.curriculum = thermal_curriculum(p, grid, steps, lr);
     SolverOptions opts = so;
     opts.seed = seed;
     Solver solver(prob, out.curriculum, opts);
     out.result = solver.run();
     out.reconstruction = out.result.fields.at("alpha").to(fk::DType::F64);
+  }
 
+  static void add_metrics(const Params& p, const HeatOperator& op, const fk::Tensor& gt,
+                          const Measurement& meas, RunOutput& out) {
+    const fk::Dims grid = grid_of(p);
     thermal::VolumeMetricOptions mo;
-    mo.alpha_min = amin;
-    mo.alpha_max = amax;
+    mo.alpha_min = p.d("alpha_min");
+    mo.alpha_max = p.d("alpha_max");
     mo.iou_tau = p.d("iou_tau");
     mo.edge_threshold = p.d("edge_threshold");
     mo.edge_dilate = static_cast<int>(p.i("edge_dilate"));
@@ -386,9 +435,8 @@ class ThermalTomography : public Instance {
     for (size_t i = 0; i < obs.size(); ++i) se += (pred[i] - obs[i]) * (pred[i] - obs[i]);
     out.metrics["surface_mse"] = se / static_cast<double>(obs.size());
     out.metrics["surface_psnr"] = surface_psnr(pred, obs);
-    const fk::Tensor start = op->apply(fk::full(grid, a0, {fk::DType::F32}));
+    const fk::Tensor start = op.apply(fk::full(grid, p.d("alpha_init"), {fk::DType::F32}));
     out.metrics["surface_psnr_init"] = surface_psnr(start.to_vector<double>(), obs);
-    return out;
   }
 };
 
