@@ -6,8 +6,9 @@
 // layered bulk with 1–4 low-diffusivity defects (thermal/scenes.h).
 // Methods: nefty (a neural field: Fourier features without the raw input, a
 // relu MLP with a skip, a bounded α head), grid (Grid Opt.: free voxels,
-// same head, losses, adjoint and schedule) and tsr (the classical per-pixel
-// thermographic signal reconstruction, thermal/tsr.h; no optimisation). Losses: MSE on the surface
+// same head, losses, adjoint and schedule), and the classical per-pixel
+// heuristics tsr (thermographic signal reconstruction, thermal/tsr.h) and
+// ppt (pulsed phase thermography, thermal/ppt.h), no optimisation. Losses: MSE on the surface
 // frames
 // + isotropic TV (lateral axes periodic, physical spacing). Metrics:
 // thermal/metrics.h plus the surface fit (surface_mse, surface_psnr, and
@@ -23,8 +24,10 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/thermal/depth_volume.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/metrics.h"
+#include "nefi/instances/thermal/ppt.h"
 #include "nefi/instances/thermal/scenes.h"
 #include "nefi/instances/thermal/tsr.h"
 #include "nefi/losses/data_losses.h"
@@ -211,7 +214,7 @@ class ThermalTomography : public Instance {
   std::string summary() const override {
     return "3-D diffusivity from front-surface flash thermography (NeFTY)";
   }
-  std::vector<std::string> methods() const override { return {"nefty", "grid", "tsr"}; }
+  std::vector<std::string> methods() const override { return {"nefty", "grid", "tsr", "ppt"}; }
   std::vector<std::string> scenes() const override { return {"homogeneous", "layered"}; }
 
   Params default_config() const override {
@@ -299,6 +302,8 @@ class ThermalTomography : public Instance {
     p.declare("grid_steps", int64_t{0}, "grid steps (0: steps)");
     // TSR baseline.
     p.declare("tsr_window", 0.35, "TSR: half-width in ln t of the local curvature fits");
+    p.declare("ppt_c1", 1.82, "PPT: depth = c1 sqrt(alpha / (pi f_blind))");
+    p.declare("ppt_min_contrast", 0.03, "PPT: phase-contrast detection floor (radians)");
     return p;
   }
 
@@ -327,8 +332,8 @@ class ThermalTomography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "nefty" || method == "grid" || method == "tsr", "thermal_tomography",
-             "method nefty, grid or tsr", method);
+    FK_CHECK(method == "nefty" || method == "grid" || method == "tsr" || method == "ppt",
+             "thermal_tomography", "method nefty, grid, tsr or ppt", method);
     auto [meas, gt] = make_measurement(p, seed);
     const fk::Dims grid = grid_of(p);
     InverseProblem prob;
@@ -342,8 +347,8 @@ class ThermalTomography : public Instance {
     out.method = method;
     out.gt = gt;
     out.measurement = meas;
-    if (method == "tsr") {
-      out.reconstruction = run_tsr(p, meas, grid);
+    if (method == "tsr" || method == "ppt") {
+      out.reconstruction = method == "tsr" ? run_tsr(p, meas, grid) : run_ppt(p, meas, grid);
       out.result.fields["alpha"] = out.reconstruction;
       out.result.prediction = op->apply(out.reconstruction.to(fk::DType::F32));
     } else {
@@ -354,29 +359,58 @@ class ThermalTomography : public Instance {
   }
 
  private:
-  // TSR depth map -> α volume: bulk α̂ clamped to the head's bounds; defect
-  // columns take the prior defect α (mid alpha_defect_range) over the prior
-  // thickness (twice the mid half-thickness).
-  static fk::Tensor run_tsr(const Params& p, const Measurement& meas, const fk::Dims& grid) {
-    const fk::Dims fs = meas.data.shape();
-    std::vector<double> frames = meas.data.to_vector<double>(), times;
+  // Depth map -> α volume with the scene prior where the heuristics are
+  // blind: the defect α (mid alpha_defect_range) over the prior thickness
+  // (twice the mid half-thickness); PPT also takes the mid bulk α.
+  static fk::Tensor prior_volume(const Params& p, const std::vector<bool>& defect,
+                                 const std::vector<double>& depth, const fk::Dims& grid,
+                                 double alpha_bulk) {
+    const auto ad = pair_of(p, "alpha_defect_range"),
+               ht = pair_of(p, "defect_half_thickness_range");
+    return fk::from_vector(
+        thermal::depth_map_alpha_volume(defect, depth, grid, p.list("extent")[2], alpha_bulk,
+                                        0.5 * (ad[0] + ad[1]), ht[0] + ht[1]),
+        grid);
+  }
+
+  // The observed frames after t = 0 and their times.
+  static std::pair<std::vector<double>, std::vector<double>> timed_frames(const Params& p,
+                                                                          const Measurement& m) {
+    const fk::Dims fs = m.data.shape();
+    std::vector<double> frames = m.data.to_vector<double>(), times;
     for (int64_t n = p.i("first_frame"); n <= p.i("n_frames"); n += p.i("frame_stride"))
       times.push_back(static_cast<double>(n) * p.d("dt"));
-    int64_t skip = 0;  // frame 0 (t = 0) has no log time
+    int64_t skip = 0;  // frame 0 (t = 0) has no log time and precedes the cooling
     while (skip < static_cast<int64_t>(times.size()) && times[skip] <= 0) ++skip;
     times.erase(times.begin(), times.begin() + skip);
     frames.erase(frames.begin(), frames.begin() + skip * fs[1] * fs[2]);
+    return {frames, times};
+  }
+
+  static fk::Tensor run_tsr(const Params& p, const Measurement& meas, const fk::Dims& grid) {
+    const auto [frames, times] = timed_frames(p, meas);
     thermal::TsrOptions o;
     o.window = p.d("tsr_window");
     o.thickness = p.list("extent")[2];
     o.k = p.d("projection_k");
-    thermal::TsrResult r = thermal::tsr(frames, times, fk::Dims{fs[0] - skip, fs[1], fs[2]}, o);
-    r.alpha_bulk = std::clamp(r.alpha_bulk, p.d("alpha_min"), p.d("alpha_max"));
-    const auto ad = pair_of(p, "alpha_defect_range"),
-               ht = pair_of(p, "defect_half_thickness_range");
-    return fk::from_vector(
-        thermal::tsr_alpha_volume(r, grid, o.thickness, 0.5 * (ad[0] + ad[1]), ht[0] + ht[1]),
-        grid);
+    const fk::Dims fs{static_cast<int64_t>(times.size()), grid[0], grid[1]};
+    const thermal::TsrResult r = thermal::tsr(frames, times, fs, o);
+    return prior_volume(p, r.defect, r.depth, grid,
+                        std::clamp(r.alpha_bulk, p.d("alpha_min"), p.d("alpha_max")));
+  }
+
+  static fk::Tensor run_ppt(const Params& p, const Measurement& meas, const fk::Dims& grid) {
+    const auto [frames, times] = timed_frames(p, meas);
+    const auto ab = pair_of(p, "alpha_base_range");
+    thermal::PptOptions o;
+    o.alpha = 0.5 * (ab[0] + ab[1]);
+    o.c1 = p.d("ppt_c1");
+    o.min_contrast = p.d("ppt_min_contrast");
+    o.k = p.d("projection_k");
+    o.thickness = p.list("extent")[2];
+    const fk::Dims fs{static_cast<int64_t>(times.size()), grid[0], grid[1]};
+    const thermal::PptResult r = thermal::ppt(frames, p.d("dt") * p.i("frame_stride"), fs, o);
+    return prior_volume(p, r.defect, r.depth, grid, o.alpha);
   }
 
   static void solve(const Params& p, const std::string& method, uint64_t seed,

@@ -29,7 +29,7 @@ nefi::RunConfig smoke() {
 
 TEST(ThermalTomography, RegisteredWithBothPresets) {
   auto inst = nefi::find_instance("thermal_tomography");
-  EXPECT_EQ(inst->methods(), (std::vector<std::string>{"nefty", "grid", "tsr"}));
+  EXPECT_EQ(inst->methods(), (std::vector<std::string>{"nefty", "grid", "tsr", "ppt"}));
   EXPECT_EQ(inst->scenes(), (std::vector<std::string>{"homogeneous", "layered"}));
   // The paper file spells out the code defaults.
   const nefi::RunConfig paper =
@@ -40,7 +40,7 @@ TEST(ThermalTomography, RegisteredWithBothPresets) {
   const nefi::RunConfig s = smoke();
   EXPECT_EQ(s.config.list("grid"), (std::vector<double>{16, 16, 6}));
   EXPECT_EQ(s.config.i("steps"), 150);
-  EXPECT_EQ(s.methods, (std::vector<std::string>{"nefty", "grid", "tsr"}));
+  EXPECT_EQ(s.methods, (std::vector<std::string>{"nefty", "grid", "tsr", "ppt"}));
   for (const char* f : {"thermal_tomography_smoke.yaml", "thermal_tomography_paper.yaml"}) {
     nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
     const std::string out = testing::TempDir() + "/thermal_roundtrip.yaml";
@@ -201,14 +201,17 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
                fk::Error);
 }
 
-// The classical TSR baseline needs no optimisation: it maps the frames to
-// a depth map and a prior-shaped α volume (seed 0: 2-D IoU 0.84).
-TEST(ThermalTomography, TsrBaselineLocatesTheDefectColumns) {
+// The classical baselines need no optimisation: they map the frames to a
+// depth map and a prior-shaped α volume (seed 0, 2-D IoU: TSR 0.84, PPT 0.93).
+TEST(ThermalTomography, ClassicalBaselinesLocateTheDefectColumns) {
   nefi::RunConfig c = smoke();
-  const auto out = nefi::find_instance("thermal_tomography")->run(c.config, "tsr", 0, {});
-  EXPECT_GT(out.metrics.at("iou_2d"), 0.6);
-  EXPECT_GT(out.metrics.at("surface_psnr"), out.metrics.at("surface_psnr_init"));
-  EXPECT_EQ(out.reconstruction.shape(), (fk::Dims{16, 16, 6}));
+  auto inst = nefi::find_instance("thermal_tomography");
+  for (const char* m : {"tsr", "ppt"}) {
+    const auto out = inst->run(c.config, m, 0, {});
+    EXPECT_GT(out.metrics.at("iou_2d"), 0.7) << m;
+    EXPECT_GT(out.metrics.at("surface_psnr"), out.metrics.at("surface_psnr_init")) << m;
+    EXPECT_EQ(out.reconstruction.shape(), (fk::Dims{16, 16, 6})) << m;
+  }
 }
 
 // The smoke preset end to end, and the run directory with its panel. The

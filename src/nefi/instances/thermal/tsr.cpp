@@ -156,23 +156,4 @@ TsrResult tsr(const std::vector<double>& frames, const std::vector<double>& time
   return r;
 }
 
-std::vector<double> tsr_alpha_volume(const TsrResult& r, const fk::Dims& shape, double thickness,
-                                     double alpha_defect, double defect_thickness) {
-  FK_CHECK(shape.size() == 3 && static_cast<int64_t>(r.depth.size()) == shape[0] * shape[1],
-           "nefi::thermal::tsr_alpha_volume", "a volume whose columns match the TSR map",
-           shape.str());
-  const int64_t nz = shape[2];
-  const double hz = thickness / static_cast<double>(nz);
-  std::vector<double> v(shape.numel(), r.alpha_bulk);
-  for (int64_t p = 0; p < shape[0] * shape[1]; ++p) {
-    if (!r.defect[p]) continue;
-    for (int64_t z = 0; z < nz; ++z) {
-      const double zc = (z + 0.5) * hz;
-      if (zc >= r.depth[p] - 0.5 * hz && zc <= r.depth[p] + defect_thickness)
-        v[p * nz + z] = alpha_defect;
-    }
-  }
-  return v;
-}
-
 }  // namespace nefi::thermal

@@ -13,8 +13,7 @@
 //   depth d(x, y) = H sqrt(t*(x, y) / t*_ref)   (no α needed), and
 //   bulk α̂ = τ₂ H² / t*_ref.
 // Defect pixels: depth below the median by more than k σ̂ (σ̂ = 1.4826 MAD of
-// the depth map). A defect column's volume starts at its depth and, as TSR
-// cannot see thickness, extends over a prior thickness.
+// the depth map). depth_volume.h turns the map into an α volume.
 #include <vector>
 
 #include "fk/shape.h"
@@ -42,10 +41,5 @@ double tsr_peak_fourier_number();
 // frames (n_obs, nx, ny) at times `times` (> 0), C order.
 TsrResult tsr(const std::vector<double>& frames, const std::vector<double>& times,
               const fk::Dims& frame_shape, const TsrOptions& opt);
-
-// The α volume (nx, ny, nz) of a TSR map: bulk α̂ everywhere, alpha_defect
-// from each defect column's depth over `defect_thickness`.
-std::vector<double> tsr_alpha_volume(const TsrResult& r, const fk::Dims& shape, double thickness,
-                                     double alpha_defect, double defect_thickness);
 
 }  // namespace nefi::thermal

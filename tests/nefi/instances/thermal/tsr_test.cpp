@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "fk/error.h"
+#include "nefi/instances/thermal/depth_volume.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 
 namespace {
@@ -72,7 +73,7 @@ TEST(ThermalTsr, RecoversBulkAlphaAndDepthFromSimulatedFrames) {
       }
     }
   // The volume: bulk α̂ with the prior thickness under each defect pixel.
-  const auto v = th::tsr_alpha_volume(r, s, 1.0, 0.01, 0.1);
+  const auto v = th::depth_map_alpha_volume(r.defect, r.depth, s, 1.0, r.alpha_bulk, 0.01, 0.1);
   EXPECT_EQ(v[(0 * 8 + 3) * 20 + 0], r.alpha_bulk);
   int64_t low = 0;
   for (int64_t k = 0; k < 20; ++k) low += v[(0 * 8 + 3) * 20 + k] == 0.01;
