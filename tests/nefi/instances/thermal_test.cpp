@@ -201,6 +201,26 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
                fk::Error);
 }
 
+// n_stages > 1: coarse-to-fine grids (each axis halved per earlier stage,
+// never below 4 cells); the measurement is area-averaged laterally.
+TEST(ThermalTomography, CoarseToFineStages) {
+  nefi::RunConfig c = smoke();
+  nefi::apply_set(c, "n_frames=8");
+  nefi::apply_set(c, "n_stages=2");
+  nefi::apply_set(c, "stage_steps=[4, 3]");
+  auto inst = nefi::find_instance("thermal_tomography");
+  for (const char* m : {"nefty", "grid"}) {
+    const auto out = inst->run(c.config, m, 0, {});
+    ASSERT_EQ(out.result.stages.size(), 2u) << m;
+    EXPECT_EQ(out.result.stages[0].shape, (fk::Dims{8, 8, 4})) << m;
+    EXPECT_EQ(out.result.stages[1].shape, (fk::Dims{16, 16, 6})) << m;
+    EXPECT_EQ(out.result.total_steps(), 7) << m;
+    EXPECT_EQ(out.reconstruction.shape(), (fk::Dims{16, 16, 6})) << m;
+  }
+  nefi::apply_set(c, "stage_steps=[4]");
+  EXPECT_THROW(inst->run(c.config, "grid", 0, {}), fk::Error);
+}
+
 // The classical baselines need no optimisation: they map the frames to a
 // depth map and a prior-shaped α volume (seed 0, 2-D IoU: TSR 0.84, PPT 0.93).
 TEST(ThermalTomography, ClassicalBaselinesLocateTheDefectColumns) {
