@@ -129,6 +129,11 @@ TEST(HeatConfig, BadValuesNameTheirKey) {
   HeatOperator op(small_config(), {4, 4, 3});
   EXPECT_THROW(op.apply(fk::ones({4, 4, 4}, {fk::DType::F64})), fk::Error);
   EXPECT_THROW(op.apply(fk::ones({4, 4, 3}, {fk::DType::I64})), fk::Error);
+  fk::Tensor bad = fk::full({4, 4, 3}, 0.1, {fk::DType::F32});
+  fk::Tensor cell = bad.select(0, 2).select(0, 1).select(0, 0);
+  fk::fill_(cell, 0.0);
+  EXPECT_THROW(op.apply(bad), fk::Error);
+  EXPECT_THROW(op.simulate(bad), fk::Error);
 }
 
 TEST(HeatOperator, FramesShapesAndResolution) {
@@ -247,6 +252,56 @@ TEST(HeatAnalytic, DepthCosineModeDecaysAtTheDiscreteRate) {
   }
 }
 
+// A = I − Δt L(α) as a dense matrix (columns from unit vectors through both
+// backends) against its definition: −Δt 2 α_i α_j / (α_i + α_j) / h² between
+// face neighbours (x and y wrapped, no z wrap), rows summing to 1 (+ Δt β on
+// the back layer); hence symmetric and strictly diagonally dominant.
+TEST(HeatSystem, DenseMatrixMatchesTheDefinition) {
+  const auto g = geometry(3, 4, 3, {1.5, 2.0, 0.9}, 0.2, 0.7);
+  const int64_t n = g.numel();
+  fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F64);
+  const auto a = alpha.to_vector<double>();
+  std::vector<double> expect(n * n, 0.0);
+  const double h[3] = {g.hx, g.hy, g.hz};
+  auto index = [&](int64_t x, int64_t y, int64_t z) { return (x * g.ny + y) * g.nz + z; };
+  for (int64_t x = 0; x < g.nx; ++x)
+    for (int64_t y = 0; y < g.ny; ++y)
+      for (int64_t z = 0; z < g.nz; ++z) {
+        const int64_t i = index(x, y, z);
+        const int64_t nb[3] = {index((x + 1) % g.nx, y, z), index(x, (y + 1) % g.ny, z),
+                               z + 1 < g.nz ? index(x, y, z + 1) : -1};
+        for (int axis = 0; axis < 3; ++axis) {
+          const int64_t j = nb[axis];
+          if (j < 0) continue;
+          const double c = g.dt * 2 * a[i] * a[j] / (a[i] + a[j]) / (h[axis] * h[axis]);
+          expect[i * n + j] -= c;
+          expect[j * n + i] -= c;
+          expect[i * n + i] += c;
+          expect[j * n + j] += c;
+        }
+        expect[i * n + i] += 1 + (z + 1 == g.nz ? g.dt * g.sink : 0.0);
+      }
+  for (bool flat : {true, false}) {
+    const auto sys = flat ? heat::build_system(alpha, g) : heat::build_system_ops(alpha, g);
+    const auto sweep = heat::make_sweep(flat, sys.weights, g);
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<double> e(n, 0.0);
+      e[j] = 1;
+      auto col = heat::apply_system(sys, sweep, fk::from_vector(e, g.shape())).to_vector<double>();
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(col[i], expect[i * n + j], 1e-13) << "A[" << i << "," << j << "] flat=" << flat;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double off = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      EXPECT_EQ(expect[i * n + j], expect[j * n + i]);
+      if (j != i) off += std::abs(expect[i * n + j]);
+    }
+    EXPECT_GT(expect[i * n + i], off);
+  }
+}
+
 TEST(HeatSystem, FusedBuilderMatchesTheFkOpReference) {
   const auto g = geometry(5, 4, 6, {2.0, 1.5, 1.0}, 0.07, 0.8);
   fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F64);
@@ -362,6 +417,15 @@ TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
   }
 }
 
+// Gradient of ℓ = <apply(α), w> in `mode`.
+fk::Tensor loss_gradient(const HeatOperator& op, const fk::Tensor& alpha, const fk::Tensor& w) {
+  fk::Tensor a = alpha.detach().clone();
+  a.set_requires_grad(true);
+  fk::Tensor loss = fk::sum(fk::mul(op.apply(a), w));
+  loss.backward();
+  return a.grad();
+}
+
 TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
   for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
     for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
@@ -380,20 +444,15 @@ TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
       const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
       EXPECT_LT(max_diff(yf, yr), tol * max_abs(yr)) << solver;
       EXPECT_EQ(yf.dtype(), dtype);
+      // The adjoint's backward solves too (flat sweeper against the fk-op solvers).
+      fk::Tensor w = fk::ones(yf.shape(), {dtype});
+      fk::Tensor gf = loss_gradient(flat, alpha, w), gr = loss_gradient(roll, alpha, w);
+      EXPECT_LT(max_diff(gf, gr), 10 * tol * max_abs(gr)) << solver;
     }
   }
 }
 
 // --- gradients -------------------------------------------------------------------
-
-// Gradient of ℓ = <apply(α), w> in `mode`.
-fk::Tensor loss_gradient(const HeatOperator& op, const fk::Tensor& alpha, const fk::Tensor& w) {
-  fk::Tensor a = alpha.detach().clone();
-  a.set_requires_grad(true);
-  fk::Tensor loss = fk::sum(fk::mul(op.apply(a), w));
-  loss.backward();
-  return a.grad();
-}
 
 TEST(HeatGradient, AdjointPassesDotTestAndFiniteDifferences) {
   HeatConfig c = small_config();

@@ -1,5 +1,7 @@
 #include "nefi/operators/heat/heat_operator.h"
 
+#include <limits>
+
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -51,6 +53,22 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const
   FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
            "f32 or f64 alpha", fk::name(alpha.dtype()));
   FK_CHECK(alpha.device().is_cpu(), where, "a CPU tensor", alpha.device().str());
+  // A zero or negative diffusivity would turn the harmonic means into NaN
+  // trajectories; one pass over α names the first bad cell instead.
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor a = alpha.is_contiguous() ? alpha.detach() : alpha.detach().contiguous();
+  auto scan = [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = a.data<T>();
+    for (int64_t i = 0, n = a.numel(); i < n; ++i)
+      FK_CHECK(p[i] > T(0) && p[i] < std::numeric_limits<T>::infinity(), where,
+               "a finite alpha > 0 in every cell",
+               std::to_string(static_cast<double>(p[i])) + " at flat index " + std::to_string(i));
+  };
+  if (a.dtype() == fk::DType::F64)
+    scan(double{});
+  else
+    scan(float{});
 }
 
 fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
