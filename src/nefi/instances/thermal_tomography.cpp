@@ -4,15 +4,18 @@
 // (thermal/explicit_simulator.h), which shares no code with the inversion's
 // HeatOperator (implicit Euler, operators/heat/). Scenes: homogeneous or
 // layered bulk with 1–4 low-diffusivity defects (thermal/scenes.h).
-// Methods: nefty (a neural field: Fourier features without the raw input, a
-// relu MLP with a skip, a bounded α head), grid (Grid Opt.: free voxels,
-// same head, losses, adjoint and schedule), and the classical per-pixel
-// heuristics tsr (thermographic signal reconstruction, thermal/tsr.h) and
-// ppt (pulsed phase thermography, thermal/ppt.h), no optimisation. Losses: MSE on the surface
-// frames
-// + isotropic TV (lateral axes periodic, physical spacing). Metrics:
-// thermal/metrics.h plus the surface fit (surface_mse, surface_psnr, and
-// surface_psnr_init of the uniform start α_init: the data-fit paradox).
+// Methods:
+//   nefty  a neural field: Fourier features without the raw input, a relu
+//          MLP with a skip, a bounded α head
+//   grid   Grid Opt.: free voxels, same head, losses, adjoint and schedule
+//   tsr    thermographic signal reconstruction (thermal/tsr.h)
+//   ppt    pulsed phase thermography (thermal/ppt.h)
+// tsr and ppt are per-pixel heuristics without optimisation; their α volumes
+// borrow the scene prior where they are blind (depth_volume.h).
+// Losses: MSE on the surface frames + isotropic TV (lateral axes periodic,
+// physical spacing, mean convention). Metrics: thermal/metrics.h plus the
+// surface fit (surface_mse, surface_psnr, and surface_psnr_init of the
+// uniform start α_init: the data-fit paradox).
 // Defaults are the reference's paper config (configs/thermal_tomography_paper.yaml).
 #include <algorithm>
 #include <cmath>
