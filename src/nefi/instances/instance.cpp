@@ -5,7 +5,8 @@
 namespace nefi {
 
 const std::vector<InstancePtr>& all_instances() {
-  static const std::vector<InstancePtr> list{make_toy1d(), make_deconvolution()};
+  static const std::vector<InstancePtr> list{make_toy1d(), make_deconvolution(),
+                                             make_thermal_tomography()};
   return list;
 }
 

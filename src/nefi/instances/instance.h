@@ -49,9 +49,11 @@ InstancePtr find_instance(const std::string& name);
 
 InstancePtr make_toy1d();
 InstancePtr make_deconvolution();
+InstancePtr make_thermal_tomography();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
+const char* thermal_tomography_data_tag();
 
 // Curriculum keys shared by the instances: steps (list), lr, lr_decay,
 // anneal_fraction, weight_decay, grad_clip, min_coarse.

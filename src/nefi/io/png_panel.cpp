@@ -44,7 +44,76 @@ void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, do
 }  // namespace
 
 void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
+                     const fk::Tensor& rec, const fk::Tensor& prediction) {
+  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, prediction);
+  write_panel_png(path, gt, meas, rec);
+}
+
+void write_volume_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& rec,
+                            const fk::Tensor& obs, const fk::Tensor& pred) {
+  FK_CHECK(
+      gt.dim() == 3 && rec.shape() == gt.shape() && obs.dim() == 3 && obs.size(1) == gt.size(0) &&
+          obs.size(2) == gt.size(1) && (!pred.defined() || pred.shape() == obs.shape()),
+      "nefi::write_volume_panel_png", "volumes (nx, ny, nz) and surface frames (n_obs, nx, ny)",
+      gt.shape().str() + ", " + rec.shape().str() + ", " + obs.shape().str());
+  const int nx = static_cast<int>(gt.size(0)), ny = static_cast<int>(gt.size(1)),
+            nz = static_cast<int>(gt.size(2)), nt = static_cast<int>(obs.size(0));
+  auto spread = [](int n, int k) {
+    std::vector<int> idx;
+    for (int i = 0; i < std::min(n, k); ++i) {
+      const int v = std::min(n, k) == 1 ? 0 : i * (n - 1) / (std::min(n, k) - 1);
+      if (idx.empty() || idx.back() != v) idx.push_back(v);
+    }
+    return idx;
+  };
+  const std::vector<int> slices = spread(nz, 8);
+  // Early frames change fastest: the first, ~10 %, ~33 % and the last.
+  std::vector<int> frames;
+  for (int f : {0, nt / 10, nt / 3, nt - 1})
+    if (frames.empty() || f > frames.back()) frames.push_back(f);
+  const int s = std::max(1, 96 / std::max(nx, ny)), gap = 4;
+  const int tw = ny * s, th = nx * s;
+  const int ncols = static_cast<int>(std::max(slices.size(), frames.size()));
+  Canvas c(ncols * (tw + gap) - gap, 4 * th + 3 * gap);
+  // Blue gaps: grey tiles stay distinguishable where a tile is white.
+  for (size_t p = 0; p < c.px.size(); p += 3) {
+    c.px[p] = 90;
+    c.px[p + 1] = 120;
+    c.px[p + 2] = 200;
+  }
+  const std::vector<double> g = gt.to_vector<double>(), r = rec.to_vector<double>(),
+                            o = obs.to_vector<double>();
+  const std::vector<double> q = pred.defined() ? pred.to_vector<double>() : std::vector<double>{};
+  auto [glo, ghi] = std::minmax_element(g.begin(), g.end());
+  const double lo = *glo, hi = *ghi > *glo ? *ghi : *glo + 1;
+  // value(i, j) -> grey on [l, h], tile at column col of row `row`.
+  auto tile = [&](int row, int col, double l, double h, auto value) {
+    for (int i = 0; i < th; ++i)
+      for (int j = 0; j < tw; ++j) {
+        const double t = std::clamp((value(i / s, j / s) - l) / (h - l), 0.0, 1.0);
+        const auto v = static_cast<unsigned char>(std::lround(255 * t));
+        c.set(col * (tw + gap) + j, row * (th + gap) + i, v, v, v);
+      }
+  };
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const int z = slices[k];
+    tile(0, k, lo, hi, [&](int i, int j) { return g[(i * ny + j) * nz + z]; });
+    tile(1, k, lo, hi, [&](int i, int j) { return r[(i * ny + j) * nz + z]; });
+  }
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const size_t off = static_cast<size_t>(frames[k]) * nx * ny;
+    auto [flo, fhi] = std::minmax_element(o.begin() + off, o.begin() + off + nx * ny);
+    const double l = *flo, h = *fhi > *flo ? *fhi : *flo + 1;
+    tile(2, k, l, h, [&](int i, int j) { return o[off + i * ny + j]; });
+    if (!q.empty()) tile(3, k, l, h, [&](int i, int j) { return q[off + i * ny + j]; });
+  }
+  FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
+           "nefi::write_volume_panel_png", "a writable path", path);
+}
+
+void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
                      const fk::Tensor& rec) {
+  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, fk::Tensor());
   FK_CHECK(
       gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
       "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());

@@ -69,7 +69,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   write_npy(dir + "/ground_truth.npy", outs.front().gt);
   write_npy(dir + "/measurement.npy", outs.front().measurement.data);
   write_panel_png(dir + "/panel.png", outs.front().gt, outs.front().measurement.data,
-                  outs.front().reconstruction);
+                  outs.front().reconstruction, outs.front().result.prediction);
 }
 
 }  // namespace nefi

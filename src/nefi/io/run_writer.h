@@ -2,7 +2,8 @@
 // Writes a run directory: config.yaml (re-runnable), metrics.json, history.csv
 // (of the first method that has one), the fields as .npy (ground truth,
 // measurement, one reconstruction per method) and panel.png (ground truth |
-// measurement | first method's reconstruction).
+// measurement | first method's reconstruction; for volumes the depth slices
+// and the surface fit, see png_panel.h).
 #include <string>
 #include <vector>
 

@@ -1,0 +1,251 @@
+#include "nefi/instances/thermal/explicit_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numbers>
+
+#include "fk/error.h"
+
+namespace nefi::thermal {
+namespace {
+
+// Mean of exp(−(s − c)² / 2w²) over s ∈ [a, b] (exact, via erf).
+double gaussian_mean(double a, double b, double c, double w) {
+  const double r = std::numbers::sqrt2 * w;
+  return w * std::sqrt(std::numbers::pi / 2.0) * (std::erf((b - c) / r) - std::erf((a - c) / r)) /
+         (b - a);
+}
+
+// Cell means of a lateral Gaussian on n cells over [0, L]; periodic sums the
+// images c + k L for every k whose contribution can exceed 1e-30.
+std::vector<double> lateral_profile(int64_t n, double L, double c, double w, bool periodic) {
+  const int64_t images = periodic ? static_cast<int64_t>(std::ceil(12.0 * w / L)) + 1 : 0;
+  std::vector<double> out(n, 0.0);
+  const double h = L / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = -images; k <= images; ++k)
+      out[i] += gaussian_mean(i * h, (i + 1) * h, c + k * L, w);
+  return out;
+}
+
+}  // namespace
+
+void ExplicitHeatConfig::validate() const {
+  const char* w = "nefi::thermal::ExplicitHeatSimulator";
+  FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
+           "config key 'extent'", "three positive lengths",
+           std::to_string(extent.size()) + " values");
+  FK_CHECK(dt > 0, "config key 'dt'", "dt > 0", std::to_string(dt));
+  FK_CHECK(n_frames >= 1, "config key 'n_frames'", "n_frames >= 1", std::to_string(n_frames));
+  FK_CHECK(first_frame >= 0 && first_frame <= n_frames, "config key 'first_frame'",
+           "a frame in [0, n_frames]", std::to_string(first_frame));
+  FK_CHECK(frame_stride >= 1, "config key 'frame_stride'", "frame_stride >= 1",
+           std::to_string(frame_stride));
+  FK_CHECK(face_mode == "harmonic" || face_mode == "arithmetic", "config key 'sim_face_mode'",
+           "harmonic or arithmetic", face_mode);
+  FK_CHECK(back_bc == "neumann" || back_bc == "robin", "config key 'bc_back'", "neumann or robin",
+           back_bc);
+  FK_CHECK(robin_h >= 0, "config key 'robin_h'", "robin_h >= 0", std::to_string(robin_h));
+  FK_CHECK(min_substeps >= 1, "config key 'sim_min_substeps'", "sim_min_substeps >= 1",
+           std::to_string(min_substeps));
+  FK_CHECK(substep_safety >= 1, "config key 'sim_substep_safety'", "sim_substep_safety >= 1",
+           std::to_string(substep_safety));
+  FK_CHECK(flash.width_xy > 0 && flash.width_z > 0, w, "positive flash widths",
+           std::to_string(flash.width_xy) + ", " + std::to_string(flash.width_z));
+}
+
+std::vector<double> flash_cell_averages(const FlashSpec& f, const fk::Dims& shape,
+                                        const std::vector<double>& extent) {
+  FK_CHECK(shape.size() == 3 && extent.size() == 3, "nefi::thermal::flash_cell_averages",
+           "a 3-D grid and extent", shape.str());
+  const double cx = f.center ? (*f.center)[0] : 0.5 * extent[0];
+  const double cy = f.center ? (*f.center)[1] : 0.5 * extent[1];
+  const auto px = lateral_profile(shape[0], extent[0], cx, f.width_xy, f.periodic);
+  const auto py = lateral_profile(shape[1], extent[1], cy, f.width_xy, f.periodic);
+  const double hz = extent[2] / static_cast<double>(shape[2]);
+  std::vector<double> pz(shape[2]);
+  for (int64_t k = 0; k < shape[2]; ++k)
+    pz[k] = gaussian_mean(k * hz, (k + 1) * hz, 0.0, f.width_z);
+  std::vector<double> out(shape.numel());
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j)
+      for (int64_t k = 0; k < shape[2]; ++k)
+        out[(i * shape[1] + j) * shape[2] + k] = f.amplitude * px[i] * py[j] * pz[k];
+  return out;
+}
+
+ExplicitHeatSimulator::ExplicitHeatSimulator(ExplicitHeatConfig cfg) : cfg_(std::move(cfg)) {
+  cfg_.validate();
+}
+
+std::vector<int64_t> ExplicitHeatSimulator::observed_frames() const {
+  std::vector<int64_t> f;
+  for (int64_t n = cfg_.first_frame; n <= cfg_.n_frames; n += cfg_.frame_stride) f.push_back(n);
+  return f;
+}
+
+int64_t ExplicitHeatSimulator::substeps(const fk::Dims& shape, double alpha_max) const {
+  double hmin = 1e300;
+  for (int a = 0; a < 3; ++a) hmin = std::min(hmin, cfg_.extent[a] / static_cast<double>(shape[a]));
+  const double dt_stable = hmin * hmin / (2.0 * 3.0 * alpha_max);
+  const auto n = static_cast<int64_t>(std::ceil(cfg_.dt / dt_stable * cfg_.substep_safety));
+  return std::max(cfg_.min_substeps, n);
+}
+
+namespace {
+
+// Forward-Euler time stepping on a ghost-padded grid; calls on_frame(n, T)
+// for every frame n = 0..n_frames with the interior state (C order).
+void run_explicit(const ExplicitHeatConfig& cfg, int64_t n_sub, const std::vector<double>& alpha,
+                  const fk::Dims& shape, std::vector<double> t0,
+                  const std::function<void(int64_t, const std::vector<double>&)>& on_frame) {
+  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
+  const int64_t px = nx + 2, py = ny + 2, pz = nz + 2;
+  const int64_t sx = py * pz, sy = pz, sz = 1;  // strides of the padded array
+  const int64_t P = px * py * pz;
+  const double h[3] = {cfg.extent[0] / nx, cfg.extent[1] / ny, cfg.extent[2] / nz};
+  const double inv_h2[3] = {1 / (h[0] * h[0]), 1 / (h[1] * h[1]), 1 / (h[2] * h[2])};
+  auto pad_index = [&](int64_t i, int64_t j, int64_t k) { return (i * py + j) * pz + k; };
+  auto interior = [&](int64_t i, int64_t j, int64_t k) { return (i * ny + j) * nz + k; };
+
+  // Ghost filling shared by α and T: lateral ghosts wrap, depth ghosts copy
+  // their neighbour (scaled by back_scale on the back face).
+  auto fill_ghosts = [&](std::vector<double>& v, const std::vector<double>& back_scale) {
+    for (int64_t j = 1; j <= ny; ++j)
+      for (int64_t k = 1; k <= nz; ++k) {
+        v[pad_index(0, j, k)] = v[pad_index(nx, j, k)];
+        v[pad_index(nx + 1, j, k)] = v[pad_index(1, j, k)];
+      }
+    for (int64_t i = 0; i < px; ++i)
+      for (int64_t k = 1; k <= nz; ++k) {
+        v[pad_index(i, 0, k)] = v[pad_index(i, ny, k)];
+        v[pad_index(i, ny + 1, k)] = v[pad_index(i, 1, k)];
+      }
+    for (int64_t i = 0; i < px; ++i)
+      for (int64_t j = 0; j < py; ++j) {
+        v[pad_index(i, j, 0)] = v[pad_index(i, j, 1)];
+        const double s = back_scale.empty() ? 1.0 : back_scale[i * py + j];
+        v[pad_index(i, j, nz + 1)] = s * v[pad_index(i, j, nz)];
+      }
+  };
+
+  std::vector<double> ap(P, 0.0);
+  for (int64_t i = 0; i < nx; ++i)
+    for (int64_t j = 0; j < ny; ++j)
+      for (int64_t k = 0; k < nz; ++k)
+        ap[pad_index(i + 1, j + 1, k + 1)] = alpha[interior(i, j, k)];
+  fill_ghosts(ap, {});
+  // Robin back face: the ghost T_g = T (1 − h Δz / α) makes the face flux
+  // α (T_g − T) / Δz equal to −h T.
+  std::vector<double> back_scale;
+  if (cfg.back_bc == "robin") {
+    back_scale.assign(px * py, 1.0);
+    for (int64_t i = 0; i < px; ++i)
+      for (int64_t j = 0; j < py; ++j)
+        back_scale[i * py + j] = 1.0 - cfg.robin_h * h[2] / ap[pad_index(i, j, nz + 1)];
+  }
+  // Face diffusivity between padded cell p and p + stride along each axis.
+  const bool harmonic = cfg.face_mode == "harmonic";
+  auto face = [&](double a, double b) { return harmonic ? 2 * a * b / (a + b) : 0.5 * (a + b); };
+  const int64_t stride[3] = {sx, sy, sz};
+  std::vector<double> kf[3];
+  for (int a = 0; a < 3; ++a) {
+    kf[a].assign(P, 0.0);
+    for (int64_t p = 0; p + stride[a] < P; ++p)
+      kf[a][p] = face(ap[p], ap[p + stride[a]]) * inv_h2[a];
+  }
+
+  std::vector<double> tp(P, 0.0), tn(P, 0.0), out(shape.numel());
+  for (int64_t i = 0; i < nx; ++i)
+    for (int64_t j = 0; j < ny; ++j)
+      for (int64_t k = 0; k < nz; ++k) tp[pad_index(i + 1, j + 1, k + 1)] = t0[interior(i, j, k)];
+  auto emit = [&](int64_t n) {
+    for (int64_t i = 0; i < nx; ++i)
+      for (int64_t j = 0; j < ny; ++j)
+        for (int64_t k = 0; k < nz; ++k)
+          out[interior(i, j, k)] = tp[pad_index(i + 1, j + 1, k + 1)];
+    on_frame(n, out);
+  };
+  emit(0);
+  const double dts = cfg.dt / static_cast<double>(n_sub);
+  for (int64_t n = 1; n <= cfg.n_frames; ++n) {
+    for (int64_t s = 0; s < n_sub; ++s) {
+      fill_ghosts(tp, back_scale);
+      for (int64_t i = 1; i <= nx; ++i)
+        for (int64_t j = 1; j <= ny; ++j) {
+          const int64_t row = pad_index(i, j, 0);
+          for (int64_t k = 1; k <= nz; ++k) {
+            const int64_t p = row + k;
+            const double t = tp[p];
+            // Σ_axes (F_{+} − F_{−}) / Δ with F = ᾱ ΔT / Δ (the 1/Δ² is in kf).
+            const double div = kf[0][p] * (tp[p + sx] - t) - kf[0][p - sx] * (t - tp[p - sx]) +
+                               kf[1][p] * (tp[p + sy] - t) - kf[1][p - sy] * (t - tp[p - sy]) +
+                               kf[2][p] * (tp[p + sz] - t) - kf[2][p - sz] * (t - tp[p - sz]);
+            tn[p] = t + dts * div;
+          }
+        }
+      std::swap(tp, tn);
+    }
+    emit(n);
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> ExplicitHeatSimulator::trajectory(const std::vector<double>& alpha,
+                                                                   const fk::Dims& shape,
+                                                                   std::vector<double> t0) const {
+  FK_CHECK(shape.size() == 3 && shape[0] >= 1 && shape[1] >= 1 && shape[2] >= 1 &&
+               static_cast<int64_t>(alpha.size()) == shape.numel(),
+           "nefi::thermal::ExplicitHeatSimulator", "alpha with one value per cell of a 3-D grid",
+           shape.str() + " with " + std::to_string(alpha.size()) + " values");
+  double amax = 0;
+  for (double a : alpha) {
+    FK_CHECK(a > 0 && std::isfinite(a), "nefi::thermal::ExplicitHeatSimulator",
+             "a positive finite diffusivity", std::to_string(a));
+    amax = std::max(amax, a);
+  }
+  if (t0.empty()) t0 = flash_cell_averages(cfg_.flash, shape, cfg_.extent);
+  FK_CHECK(static_cast<int64_t>(t0.size()) == shape.numel(), "nefi::thermal::ExplicitHeatSimulator",
+           "an initial state with one value per cell", std::to_string(t0.size()));
+  std::vector<std::vector<double>> frames;
+  run_explicit(cfg_, substeps(shape, amax), alpha, shape, std::move(t0),
+               [&](int64_t, const std::vector<double>& t) { frames.push_back(t); });
+  return frames;
+}
+
+std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<double>& alpha,
+                                                          const fk::Dims& shape, int64_t s) const {
+  FK_CHECK(s >= 1 && shape.size() == 3, "nefi::thermal::ExplicitHeatSimulator",
+           "supersample >= 1 and a 3-D grid", std::to_string(s) + ", " + shape.str());
+  const fk::Dims fine{shape[0] * s, shape[1] * s, shape[2] * s};
+  FK_CHECK(static_cast<int64_t>(alpha.size()) == fine.numel(),
+           "nefi::thermal::ExplicitHeatSimulator", "alpha on the supersampled grid " + fine.str(),
+           std::to_string(alpha.size()) + " values");
+  double amax = 0;
+  for (double a : alpha) {
+    FK_CHECK(a > 0 && std::isfinite(a), "nefi::thermal::ExplicitHeatSimulator",
+             "a positive finite diffusivity", std::to_string(a));
+    amax = std::max(amax, a);
+  }
+  const std::vector<int64_t> obs = observed_frames();
+  const int64_t nx = shape[0], ny = shape[1];
+  std::vector<double> out(obs.size() * nx * ny, 0.0);
+  size_t next = 0;
+  const double w = 1.0 / static_cast<double>(s * s * s);
+  run_explicit(cfg_, substeps(fine, amax), alpha, fine,
+               flash_cell_averages(cfg_.flash, fine, cfg_.extent),
+               [&](int64_t n, const std::vector<double>& t) {
+                 if (next >= obs.size() || obs[next] != n) return;
+                 double* o = out.data() + next * nx * ny;
+                 for (int64_t i = 0; i < fine[0]; ++i)
+                   for (int64_t j = 0; j < fine[1]; ++j)
+                     for (int64_t k = 0; k < s; ++k)
+                       o[(i / s) * ny + j / s] += w * t[(i * fine[1] + j) * fine[2] + k];
+                 ++next;
+               });
+  return out;
+}
+
+}  // namespace nefi::thermal

@@ -1,0 +1,278 @@
+#include "nefi/instances/thermal/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/error.h"
+
+namespace nefi::thermal {
+namespace {
+
+void check_pair(const std::vector<double>& x, const std::vector<double>& gt, const char* where) {
+  FK_CHECK(x.size() == gt.size() && !x.empty(), where, "two non-empty volumes of one size",
+           std::to_string(x.size()) + " vs " + std::to_string(gt.size()));
+}
+
+void check_volume(const std::vector<double>& v, const fk::Dims& shape, const char* where) {
+  FK_CHECK(shape.size() == 3 && static_cast<int64_t>(v.size()) == shape.numel(), where,
+           "a volume of shape (nx, ny, nz)", shape.str() + " with " + std::to_string(v.size()));
+}
+
+double median(std::vector<double> v) {
+  const size_t n = v.size(), m = n / 2;
+  std::nth_element(v.begin(), v.begin() + m, v.end());
+  if (n % 2) return v[m];
+  const double hi = v[m];
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + m));
+}
+
+// Separable Gaussian filter of an (r, c) plane, renormalised over the
+// in-bounds part of the window.
+std::vector<double> gauss_blur(const std::vector<double>& v, int64_t rows, int64_t cols) {
+  constexpr int kR = 5;
+  double w[2 * kR + 1];
+  for (int i = -kR; i <= kR; ++i) w[i + kR] = std::exp(-0.5 * i * i / (1.5 * 1.5));
+  auto pass = [&](const std::vector<double>& in, bool along_cols) {
+    std::vector<double> out(in.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        double s = 0, ws = 0;
+        for (int k = -kR; k <= kR; ++k) {
+          const int64_t rr = along_cols ? r : r + k, cc = along_cols ? c + k : c;
+          if (rr < 0 || rr >= rows || cc < 0 || cc >= cols) continue;
+          s += w[k + kR] * in[rr * cols + cc];
+          ws += w[k + kR];
+        }
+        out[r * cols + c] = s / ws;
+      }
+    return out;
+  };
+  return pass(pass(v, true), false);
+}
+
+double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
+                  int64_t cols, double range) {
+  const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
+  const size_t n = x.size();
+  std::vector<double> xx(n), yy(n), xy(n);
+  for (size_t i = 0; i < n; ++i) {
+    xx[i] = x[i] * x[i];
+    yy[i] = y[i] * y[i];
+    xy[i] = x[i] * y[i];
+  }
+  const auto mx = gauss_blur(x, rows, cols), my = gauss_blur(y, rows, cols);
+  const auto sxx = gauss_blur(xx, rows, cols), syy = gauss_blur(yy, rows, cols),
+             sxy = gauss_blur(xy, rows, cols);
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i];
+    const double cxy = sxy[i] - mx[i] * my[i];
+    s += ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
+         ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
+  }
+  return s / static_cast<double>(n);
+}
+
+// |∇v| in cell units: central differences inside, one-sided at the edges.
+std::vector<double> gradient_magnitude(const std::vector<double>& v, const fk::Dims& s) {
+  const int64_t st[3] = {s[1] * s[2], s[2], 1};
+  std::vector<double> g(v.size(), 0.0);
+  for (int64_t i = 0; i < s[0]; ++i)
+    for (int64_t j = 0; j < s[1]; ++j)
+      for (int64_t k = 0; k < s[2]; ++k) {
+        const int64_t p = i * st[0] + j * st[1] + k;
+        const int64_t c[3] = {i, j, k};
+        double q = 0;
+        for (int a = 0; a < 3; ++a) {
+          if (s[a] < 2) continue;
+          const int64_t lo = c[a] > 0 ? p - st[a] : p, hi = c[a] + 1 < s[a] ? p + st[a] : p;
+          const double d = (v[hi] - v[lo]) / static_cast<double>((hi - lo) / st[a]);
+          q += d * d;
+        }
+        g[p] = std::sqrt(q);
+      }
+  return g;
+}
+
+// Binary dilation by a (2r + 1)³ cube.
+std::vector<bool> dilate_cube(const std::vector<bool>& m, const fk::Dims& s, int r) {
+  std::vector<bool> out(m.size(), false);
+  for (int64_t i = 0; i < s[0]; ++i)
+    for (int64_t j = 0; j < s[1]; ++j)
+      for (int64_t k = 0; k < s[2]; ++k) {
+        if (!m[(i * s[1] + j) * s[2] + k]) continue;
+        for (int64_t a = std::max<int64_t>(0, i - r); a <= std::min(s[0] - 1, i + r); ++a)
+          for (int64_t b = std::max<int64_t>(0, j - r); b <= std::min(s[1] - 1, j + r); ++b)
+            for (int64_t c = std::max<int64_t>(0, k - r); c <= std::min(s[2] - 1, k + r); ++c)
+              out[(a * s[1] + b) * s[2] + c] = true;
+      }
+  return out;
+}
+
+}  // namespace
+
+double psnr_range(const std::vector<double>& x, const std::vector<double>& gt, double range) {
+  check_pair(x, gt, "nefi::thermal::psnr_range");
+  FK_CHECK(range > 0, "nefi::thermal::psnr_range", "a positive data range", std::to_string(range));
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m += (x[i] - gt[i]) * (x[i] - gt[i]);
+  m /= static_cast<double>(x.size());
+  return m > 0 ? 10.0 * std::log10(range * range / m) : 99.0;
+}
+
+double ssim_depth(const std::vector<double>& x, const std::vector<double>& gt,
+                  const fk::Dims& shape, double range) {
+  check_volume(x, shape, "nefi::thermal::ssim_depth");
+  check_volume(gt, shape, "nefi::thermal::ssim_depth");
+  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
+  double total = 0;
+  std::vector<double> a(nx * ny), b(nx * ny);
+  for (int64_t k = 0; k < nz; ++k) {
+    for (int64_t p = 0; p < nx * ny; ++p) {
+      a[p] = x[p * nz + k];
+      b[p] = gt[p * nz + k];
+    }
+    total += ssim_plane(a, b, nx, ny, range);
+  }
+  return total / static_cast<double>(nz);
+}
+
+double iou_below(const std::vector<double>& x, const std::vector<double>& gt, double tau) {
+  check_pair(x, gt, "nefi::thermal::iou_below");
+  int64_t inter = 0, uni = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool a = x[i] < tau, b = gt[i] < tau;
+    inter += a && b;
+    uni += a || b;
+  }
+  return uni ? static_cast<double>(inter) / static_cast<double>(uni) : 1.0;
+}
+
+double edge_f1(const std::vector<double>& x, const std::vector<double>& gt, const fk::Dims& shape,
+               double threshold, int dilate) {
+  check_volume(x, shape, "nefi::thermal::edge_f1");
+  check_volume(gt, shape, "nefi::thermal::edge_f1");
+  FK_CHECK(dilate >= 0, "nefi::thermal::edge_f1", "dilate >= 0", std::to_string(dilate));
+  const auto gx = gradient_magnitude(x, shape), gg = gradient_magnitude(gt, shape);
+  const double thr = threshold * *std::max_element(gg.begin(), gg.end());
+  std::vector<bool> pe(x.size()), ge(x.size());
+  int64_t np = 0, ng = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    pe[i] = gx[i] > thr;
+    ge[i] = gg[i] > thr;
+    np += pe[i];
+    ng += ge[i];
+  }
+  if (np == 0 && ng == 0) return 1.0;
+  if (np == 0 || ng == 0) return 0.0;
+  const auto pd = dilate_cube(pe, shape, dilate), gd = dilate_cube(ge, shape, dilate);
+  int64_t tp_p = 0, tp_g = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    tp_p += pe[i] && gd[i];
+    tp_g += ge[i] && pd[i];
+  }
+  const double prec = static_cast<double>(tp_p) / np, rec = static_cast<double>(tp_g) / ng;
+  return prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0.0;
+}
+
+DefectMap project_defects(const std::vector<double>& alpha, const fk::Dims& shape, double thickness,
+                          double k) {
+  check_volume(alpha, shape, "nefi::thermal::project_defects");
+  const int64_t nx = shape[0], ny = shape[1], nz = shape[2], cols = nx * ny;
+  std::vector<double> deficit(alpha.size()), slice(cols);
+  double scale = 0;
+  for (int64_t z = 0; z < nz; ++z) {
+    for (int64_t p = 0; p < cols; ++p) slice[p] = alpha[p * nz + z];
+    const double bulk = median(slice);
+    for (int64_t p = 0; p < cols; ++p) deficit[p * nz + z] = bulk - alpha[p * nz + z];
+    scale = std::max(scale, std::abs(bulk));
+  }
+  const double med = median(deficit);
+  std::vector<double> dev(deficit.size());
+  for (size_t i = 0; i < dev.size(); ++i) dev[i] = std::abs(deficit[i] - med);
+  const double sigma = 1.4826 * median(dev);
+  // A noiseless volume has σ̂ = 0: any positive deficit above rounding counts.
+  const double thr = std::max(k * sigma, 1e-12 * scale);
+  DefectMap m;
+  m.mask.assign(cols, false);
+  m.depth.assign(cols, thickness);
+  const double hz = thickness / static_cast<double>(nz);
+  for (int64_t p = 0; p < cols; ++p)
+    for (int64_t z = 0; z < nz; ++z)
+      if (deficit[p * nz + z] > thr) {
+        m.mask[p] = true;
+        m.depth[p] = (z + 0.5) * hz;
+        break;
+      }
+  return m;
+}
+
+DepthErrors depth_errors(const DefectMap& pred, const DefectMap& gt, double thickness) {
+  FK_CHECK(pred.mask.size() == gt.mask.size(), "nefi::thermal::depth_errors",
+           "two defect maps of one size",
+           std::to_string(pred.mask.size()) + " vs " + std::to_string(gt.mask.size()));
+  DepthErrors e;
+  int64_t n = 0;
+  for (size_t p = 0; p < gt.mask.size(); ++p) {
+    if (!gt.mask[p]) continue;
+    const double d = gt.depth[p], dh = pred.mask[p] ? pred.depth[p] : thickness;
+    e.abs_rel += std::abs(dh - d) / d;
+    e.rmse += (dh - d) * (dh - d);
+    e.delta1 += std::max(dh / d, d / dh) < 1.25 ? 1.0 : 0.0;
+    ++n;
+  }
+  if (n == 0) return {0.0, 0.0, 1.0};  // nothing to locate: no error
+  e.abs_rel /= n;
+  e.rmse = std::sqrt(e.rmse / n);
+  e.delta1 /= n;
+  return e;
+}
+
+double iou_2d(const std::vector<bool>& a, const std::vector<bool>& b) {
+  FK_CHECK(a.size() == b.size(), "nefi::thermal::iou_2d", "two masks of one size",
+           std::to_string(a.size()) + " vs " + std::to_string(b.size()));
+  int64_t inter = 0, uni = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    inter += a[i] && b[i];
+    uni += a[i] || b[i];
+  }
+  return uni ? static_cast<double>(inter) / static_cast<double>(uni) : 1.0;
+}
+
+double dice_2d(const std::vector<bool>& a, const std::vector<bool>& b) {
+  FK_CHECK(a.size() == b.size(), "nefi::thermal::dice_2d", "two masks of one size",
+           std::to_string(a.size()) + " vs " + std::to_string(b.size()));
+  int64_t inter = 0, total = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    inter += a[i] && b[i];
+    total += static_cast<int64_t>(a[i]) + static_cast<int64_t>(b[i]);
+  }
+  return total ? 2.0 * static_cast<double>(inter) / static_cast<double>(total) : 1.0;
+}
+
+std::map<std::string, double> volume_metrics(const std::vector<double>& x,
+                                             const std::vector<double>& gt, const fk::Dims& shape,
+                                             const VolumeMetricOptions& o) {
+  check_volume(x, shape, "nefi::thermal::volume_metrics");
+  check_volume(gt, shape, "nefi::thermal::volume_metrics");
+  const double range = o.alpha_max - o.alpha_min;
+  std::map<std::string, double> m;
+  double se = 0;
+  for (size_t i = 0; i < x.size(); ++i) se += (x[i] - gt[i]) * (x[i] - gt[i]);
+  m["mse"] = se / static_cast<double>(x.size());
+  m["psnr"] = psnr_range(x, gt, range);
+  m["ssim"] = ssim_depth(x, gt, shape, range);
+  m["iou"] = iou_below(x, gt, o.iou_tau);
+  m["edge_f1"] = edge_f1(x, gt, shape, o.edge_threshold, o.edge_dilate);
+  const DefectMap pm = project_defects(x, shape, o.thickness, o.projection_k);
+  const DefectMap gm = project_defects(gt, shape, o.thickness, o.projection_k);
+  m["iou_2d"] = iou_2d(pm.mask, gm.mask);
+  m["dice_2d"] = dice_2d(pm.mask, gm.mask);
+  const DepthErrors de = depth_errors(pm, gm, o.thickness);
+  m["depth_abs_rel"] = de.abs_rel;
+  m["depth_rmse"] = de.rmse;
+  m["depth_delta1"] = de.delta1;
+  return m;
+}
+
+}  // namespace nefi::thermal

@@ -1,0 +1,140 @@
+#include "nefi/instances/thermal/scenes.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/error.h"
+#include "nefi/instances/datagen.h"
+
+namespace nefi::thermal {
+namespace {
+
+std::string range_str(double lo, double hi) {
+  // Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on the
+  // chained operator+ form.
+  std::string s = "[";
+  s += std::to_string(lo);
+  s += ", ";
+  s += std::to_string(hi);
+  s += "]";
+  return s;
+}
+
+void check_range(const std::array<double, 2>& r, const std::string& key, bool positive) {
+  FK_CHECK(r[0] <= r[1] && (!positive || r[0] > 0), "config key '" + key + "'",
+           positive ? "a range 0 < lo <= hi" : "a range lo <= hi", range_str(r[0], r[1]));
+}
+
+}  // namespace
+
+void SceneConfig::validate() const {
+  FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
+           "config key 'extent'", "three positive lengths",
+           std::to_string(extent.size()) + " values");
+  FK_CHECK(scene == "homogeneous" || scene == "layered", "config key 'scene'",
+           "homogeneous or layered", scene);
+  check_range(alpha_base_range, "alpha_base_range", true);
+  check_range(alpha_defect_range, "alpha_defect_range", true);
+  check_range(defect_radius_range, "defect_radius_range", true);
+  check_range(defect_half_thickness_range, "defect_half_thickness_range", true);
+  check_range(defect_depth_range, "defect_depth_range", false);
+  FK_CHECK(n_defects[0] >= 0 && n_defects[0] <= n_defects[1], "config key 'n_defects'",
+           "a range 0 <= lo <= hi", range_str(n_defects[0], n_defects[1]));
+  FK_CHECK(n_layers[0] >= 1 && n_layers[0] <= n_layers[1], "config key 'n_layers'",
+           "a range 1 <= lo <= hi", range_str(n_layers[0], n_layers[1]));
+  FK_CHECK(!defect_shapes.empty(), "config key 'defect_shapes'", "at least one shape", "none");
+  for (const auto& s : defect_shapes)
+    FK_CHECK(s == "ellipsoid" || s == "cylinder" || s == "box", "config key 'defect_shapes'",
+             "ellipsoid, cylinder or box", s);
+  FK_CHECK(lateral_margin >= 0 && 2 * lateral_margin < std::min(extent[0], extent[1]),
+           "config key 'lateral_margin'", "0 <= margin < half the lateral extent",
+           std::to_string(lateral_margin));
+  FK_CHECK(min_layer_fraction >= 0 && min_layer_fraction * n_layers[1] <= 1.0,
+           "config key 'min_layer_fraction'", "min_layer_fraction * max layers <= 1",
+           std::to_string(min_layer_fraction));
+}
+
+namespace {
+
+bool contains(const Defect& d, double x, double y, double z) {
+  const double dx = x - d.center[0], dy = y - d.center[1], dz = z - d.center[2];
+  const double r2 = d.radius * d.radius, t = d.half_thickness;
+  if (d.shape == "ellipsoid") return (dx * dx + dy * dy) / r2 + dz * dz / (t * t) <= 1.0;
+  if (d.shape == "cylinder") return dx * dx + dy * dy <= r2 && std::abs(dz) <= t;
+  return std::abs(dx) <= d.radius && std::abs(dy) <= d.radius && std::abs(dz) <= t;
+}
+
+}  // namespace
+
+double Scene::alpha_at(double x, double y, double z) const {
+  double a = layer_alphas.front();
+  for (size_t l = 0; l < layer_tops.size(); ++l)
+    if (z >= layer_tops[l]) a = layer_alphas[l];
+  for (const Defect& d : defects)
+    if (contains(d, x, y, z)) a = d.alpha;
+  return a;
+}
+
+bool Scene::in_defect(double x, double y, double z) const {
+  for (const Defect& d : defects)
+    if (contains(d, x, y, z)) return true;
+  return false;
+}
+
+Scene draw_scene(const SceneConfig& cfg, uint64_t seed) {
+  cfg.validate();
+  datagen::Rng rng(seed);
+  const double H = cfg.extent[2];
+  Scene s;
+  const auto& ab = cfg.alpha_base_range;
+  if (cfg.scene == "homogeneous") {
+    s.layer_tops = {0.0};
+    s.layer_alphas = {rng.uniform(ab[0], ab[1])};
+  } else {
+    const int64_t n = rng.integer(cfg.n_layers[0], cfg.n_layers[1]);
+    // Thicknesses f_i = m + (1 − n m) w_i with w the gaps of sorted uniforms
+    // (a uniform point on the simplex): every stratum keeps its minimum.
+    std::vector<double> u(n - 1);
+    for (double& v : u) v = rng.uniform();
+    std::sort(u.begin(), u.end());
+    const double m = cfg.min_layer_fraction, free = 1.0 - n * m;
+    double top = 0, prev = 0;
+    for (int64_t l = 0; l < n; ++l) {
+      s.layer_tops.push_back(top * H);
+      s.layer_alphas.push_back(rng.uniform(ab[0], ab[1]));
+      const double next = l + 1 < n ? u[l] : 1.0;
+      top += m + free * (next - prev);
+      prev = next;
+    }
+  }
+  const int64_t nd = rng.integer(cfg.n_defects[0], cfg.n_defects[1]);
+  const double mg = cfg.lateral_margin;
+  for (int64_t i = 0; i < nd; ++i) {
+    Defect d;
+    d.shape = cfg.defect_shapes[rng.integer(0, static_cast<int64_t>(cfg.defect_shapes.size()) - 1)];
+    d.center = {rng.uniform(mg, cfg.extent[0] - mg), rng.uniform(mg, cfg.extent[1] - mg),
+                rng.uniform(cfg.defect_depth_range[0], cfg.defect_depth_range[1])};
+    d.radius = rng.uniform(cfg.defect_radius_range[0], cfg.defect_radius_range[1]);
+    d.half_thickness =
+        rng.uniform(cfg.defect_half_thickness_range[0], cfg.defect_half_thickness_range[1]);
+    d.alpha = rng.uniform(cfg.alpha_defect_range[0], cfg.alpha_defect_range[1]);
+    s.defects.push_back(d);
+  }
+  return s;
+}
+
+std::vector<double> rasterise(const Scene& scene, const fk::Dims& shape,
+                              const std::vector<double>& extent) {
+  FK_CHECK(shape.size() == 3 && extent.size() == 3, "nefi::thermal::rasterise",
+           "a 3-D grid and extent", shape.str());
+  std::vector<double> out(shape.numel());
+  const double hx = extent[0] / shape[0], hy = extent[1] / shape[1], hz = extent[2] / shape[2];
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j)
+      for (int64_t k = 0; k < shape[2]; ++k)
+        out[(i * shape[1] + j) * shape[2] + k] =
+            scene.alpha_at((i + 0.5) * hx, (j + 0.5) * hy, (k + 0.5) * hz);
+  return out;
+}
+
+}  // namespace nefi::thermal
