@@ -342,7 +342,8 @@ void index_add_into(Tensor& out, const IndexAddArgs& a, const Tensor& src, doubl
   if (out.device().is_cuda()) {
     // A scatter_add over [outer, k, inner] with the index broadcast along the
     // outer and inner dims (out is contiguous [outer, n, inner]).
-    if (alpha != 1.0) s = mul(s, alpha).to(out.dtype());
+    // alpha in out's dtype times src, as the CPU kernel computes it.
+    if (alpha != 1.0) s = mul(s, full(Dims{}, alpha, {out.dtype(), out.device()}));
     const int64_t n = shape[a.d], k = a.idx.numel();
     const int64_t iter[3] = {outer, k, inner};
     const int64_t out_strides[3] = {n * inner, inner, 1}, src_strides[3] = {k * inner, inner, 1};
