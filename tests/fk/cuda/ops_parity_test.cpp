@@ -246,12 +246,8 @@ TEST(CudaOps, PadRollFlip) {
         return pad(t, {-1, 2, 1, -2}, PadMode::Constant, 0.5);
       },
       0, "pad with crops");
-  expect_parity(
-      x,
-      [&](const Tensor& t) {
-        return pad(t, {-3, -1}, PadMode::Constant, 0.5);
-      },
-      0, "pad cropping everything");
+  expect_same(pad(x.to(kGpu), {-3, -1}, PadMode::Constant, 0.5),
+              pad(x, {-3, -1}, PadMode::Constant, 0.5), 0, "pad cropping everything");
   expect_parity(
       x,
       [&](const Tensor& t) {
