@@ -331,8 +331,8 @@ TEST(CudaOps, ProdNormVarLogsumexp) {
   for (int j = 0; j < 5; ++j) w[j] = -std::numeric_limits<double>::infinity();
   Tensor xi2 = from_vector(w, {4, 5});
   expect_same(logsumexp(xi2.to(kGpu), {1}), logsumexp(xi2, {1}), 1e-12, "logsumexp with infs");
-  expect_same(prod(zeros({2, 0}, {DType::F64, kGpu}), {1}), prod(zeros({2, 0}), {1}), 0,
-              "prod of empty rows");
+  expect_same(prod(zeros({2, 0}, {DType::F64, kGpu}), {1}), prod(zeros({2, 0}, {DType::F64}), {1}),
+              0, "prod of empty rows");
 }
 
 TEST(CudaOps, Fft) {
