@@ -18,8 +18,6 @@
 namespace fk {
 namespace {
 
-using cpu::check_cpu;
-
 using cpu::Bytes16;
 using cpu::visit_width;
 
@@ -55,7 +53,7 @@ Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int di
   FK_CHECK(index.dtype() == DType::I32 || index.dtype() == DType::I64, op,
            "an i32 or i64 index tensor", std::string("an index of dtype ") + name(index.dtype()));
   if (t.device().is_cuda()) return checked_index_cuda(t, index, bound, dim, op);
-  check_cpu(index, op);
+  check_device(t, index, op, "an index");
   Tensor idx = index.to(DType::I64).contiguous();
   const int64_t* p = idx.data<int64_t>();
   for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
@@ -96,7 +94,6 @@ Tensor accumulator_copy(const Tensor& self, DType ct) {
 // --- index_select -----------------------------------------------------------
 
 Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index) {
-  if (!t.device().is_cuda()) check_cpu(t, "index_select");
   FK_CHECK(t.dim() >= 1, "index_select", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, "index_select", "a 1-D index",
            "an index of shape " + index.shape().str());
@@ -155,7 +152,6 @@ Dims gather_shape(const Tensor& t, int d, const Tensor& index) {
 }
 
 Tensor gather_forward(const Tensor& t, int64_t dim, const Tensor& index) {
-  if (!t.device().is_cuda()) check_cpu(t, "gather");
   FK_CHECK(t.dim() >= 1, "gather", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() == t.dim(), "gather",
            "an index with the input's rank " + std::to_string(t.dim()),
@@ -237,7 +233,6 @@ struct ScatterArgs {
 
 ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                          const char* op) {
-  if (!self.device().is_cuda()) check_cpu(self, op);
   check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() == self.dim(), op, "an index with self's rank " + std::to_string(self.dim()),
@@ -317,7 +312,6 @@ struct IndexAddArgs {
 
 IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                             double alpha, const char* op) {
-  if (!self.device().is_cuda()) check_cpu(self, op);
   check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, op, "a 1-D index", "an index of shape " + index.shape().str());
@@ -402,7 +396,6 @@ void masked_fill_kernel(Tensor& out, const Tensor& t, const Tensor& mask, double
 }
 
 Tensor masked_fill_forward(const Tensor& t, const Tensor& mask, double value) {
-  if (!t.device().is_cuda()) check_cpu(t, "masked_fill");
   check_mask(t, mask, "masked_fill");
   check_broadcasts_to(mask, t.shape(), "masked_fill", "a mask");
   Tensor out = empty(t.shape(), {t.dtype(), t.device()});
@@ -425,7 +418,6 @@ Tensor mask_positions(const Tensor& mask, const Dims& shape) {
 }
 
 Tensor masked_select_forward(const Tensor& t, const Tensor& mask) {
-  if (!t.device().is_cuda()) check_cpu(t, "masked_select");
   check_mask(t, mask, "masked_select");
   Dims shape = broadcast_shapes(t.shape(), mask.shape(), "masked_select");
   if (t.device().is_cuda()) {
@@ -673,7 +665,6 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor&
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value) {
   check_inplace(self, Tensor(), "masked_fill_");
   profile::OpScope scope("masked_fill_");
-  if (!self.device().is_cuda()) check_cpu(self, "masked_fill_");
   check_mask(self, mask, "masked_fill_");
   check_broadcasts_to(mask, self.shape(), "masked_fill_", "a mask");
   self.bump_version();

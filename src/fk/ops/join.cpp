@@ -23,8 +23,6 @@ const char* name(PadMode mode) {
 
 namespace {
 
-using cpu::check_cpu;
-
 using cpu::Bytes16;
 using cpu::visit_width;
 
@@ -195,7 +193,6 @@ Tensor pad_constant_cuda(const Tensor& t, const std::vector<int64_t>& pads, cons
 }
 
 Tensor pad_forward(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode, double value) {
-  if (!t.device().is_cuda()) check_cpu(t, "pad");
   Dims shape = padded_shape(t.shape(), pads, mode);
   if (t.device().is_cuda() && mode == PadMode::Constant) {
     return pad_constant_cuda(t, pads, shape, value);
@@ -213,7 +210,6 @@ Tensor pad_forward(const Tensor& t, const std::vector<int64_t>& pads, PadMode mo
 
 Tensor roll_forward(const Tensor& t, const std::vector<int64_t>& shifts,
                     const std::vector<int64_t>& dims) {
-  if (!t.device().is_cuda()) check_cpu(t, "roll");
   FK_CHECK(shifts.size() == dims.size(), "roll",
            "one shift per dim (" + std::to_string(dims.size()) + " dims)",
            std::to_string(shifts.size()) + " shifts");
@@ -246,7 +242,6 @@ std::vector<int> flip_dims(const Tensor& t, const std::vector<int64_t>& dims) {
 }
 
 Tensor flip_forward(const Tensor& t, const std::vector<int64_t>& dims) {
-  if (!t.device().is_cuda()) check_cpu(t, "flip");
   DimMaps maps = identity_maps(t.shape());
   for (int d : flip_dims(t, dims)) {
     const int64_t n = t.size(d);
@@ -370,7 +365,6 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
   int64_t total = 0;
   for (size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
-    if (!first.device().is_cuda()) check_cpu(t, "cat");
     FK_CHECK(t.device() == first.device(), "cat",
              "tensors on one device (" + first.device().str() + ")",
              "tensor " + std::to_string(i) + " on " + t.device().str());
