@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
@@ -11,6 +12,7 @@
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
@@ -33,17 +35,17 @@ void check_device(const Tensor& t, const Tensor& other, const char* op, const ch
 }
 
 // CUDA: the index as a contiguous i64 tensor on `t`'s device, its range
-// checked before any kernel writes (two device reductions and one host read:
-// out-of-range indices throw here, as on the CPU, not inside a kernel).
+// checked before any kernel writes (two device reductions and one host read
+// of their results: out-of-range indices throw here, as on the CPU, not
+// inside a kernel).
 Tensor checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bound, int dim,
                           const char* op) {
   check_device(t, index, op, "an index");
   Tensor idx = index.to(DType::I64).contiguous();
   if (idx.numel() == 0) return idx;
-  const auto lo = static_cast<int64_t>(amin(idx).item()),
-             hi = static_cast<int64_t>(amax(idx).item());
-  if (lo < 0) throw Error(op, bounds(bound, dim), "index " + std::to_string(lo));
-  if (hi >= bound) throw Error(op, bounds(bound, dim), "index " + std::to_string(hi));
+  const std::vector<int64_t> range = stack({amin(idx), amax(idx)}, 0).to_vector<int64_t>();
+  if (range[0] < 0) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[0]));
+  if (range[1] >= bound) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[1]));
   return idx;
 }
 
