@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/index.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
@@ -87,7 +89,25 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
   return out;
 }
 
-// CUDA: the same gather as one index_select per dim whose map is not the
+// CUDA: t's rows along d picked by the table m (every entry in [0, size(d)):
+// the callers build it so, hence no range check and no host read), through
+// the index_select kernel.
+Tensor select_cuda(const Tensor& t, int d, const std::vector<int64_t>& m) {
+  Dims shape = t.shape();
+  shape[d] = static_cast<int64_t>(m.size());
+  Tensor out = empty(shape, {t.dtype(), t.device()});
+  if (out.numel() == 0) return out;
+  Tensor src = t.contiguous();
+  Tensor idx = from_vector(m).to(t.device());
+  cuda::launch_index_select(static_cast<int>(t.dtype()), src.data_ptr(), idx.data<int64_t>(),
+                            out.data_ptr(), numel_between(shape, 0, d), t.size(d),
+                            numel_between(shape, d + 1, shape.size()), shape[d], {},
+                            cuda_ops::stream_of(t));
+  cuda_ops::launched(t);
+  return out;
+}
+
+// CUDA: the same gather as one row selection per dim whose map is not the
 // identity (maps without -1 entries: roll, flip, and pad's non-constant modes).
 // Each pass moves the whole tensor once; the tables are built on the host.
 Tensor gather_by_maps_cuda(const Tensor& t, const DimMaps& maps) {
@@ -98,7 +118,7 @@ Tensor gather_by_maps_cuda(const Tensor& t, const DimMaps& maps) {
     bool identity = static_cast<int64_t>(m.size()) == t.size(d);
     for (size_t i = 0; identity && i < m.size(); ++i) identity = m[i] == static_cast<int64_t>(i);
     if (identity) continue;
-    r = index_select(r, d, from_vector(m).to(t.device()));
+    r = select_cuda(r, d, m);
     copied = true;
   }
   return copied ? r : t.clone();
