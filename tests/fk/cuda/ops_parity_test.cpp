@@ -408,6 +408,9 @@ TEST(CudaOps, FactoriesOnDevice) {
   expect_same(eye(3, {DType::F32, kGpu}), eye(3, {DType::F32}), 0, "eye");
   Generator a(5), b(5);
   expect_same(randn({3, 4}, {DType::F32, kGpu}, &a), randn({3, 4}, {DType::F32}, &b), 0, "randn");
+  expect_same(randint(0, 9, {6}, {DType::I64, kGpu}, &a), randint(0, 9, {6}, {DType::I64}, &b), 0,
+              "randint");
+  expect_same(randperm(7, {DType::I64, kGpu}, &a), randperm(7, {DType::I64}, &b), 0, "randperm");
 }
 
 // A CUDA tensor on a device that does not exist (any device on a machine
