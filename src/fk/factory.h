@@ -19,6 +19,9 @@ Tensor zeros(const Dims& shape, TensorOptions o = {});
 Tensor ones(const Dims& shape, TensorOptions o = {});
 Tensor full(const Dims& shape, double value, TensorOptions o = {});
 Tensor full(const Dims& shape, c128 value, TensorOptions o);
+// arange, linspace and eye compute their values on the host (in f64) and copy
+// them to o.device, so a CUDA tensor holds exactly the CPU's values (as the
+// generators of fk/random.h do).
 // [start, end) in steps of `step` (i64 by default, like NumPy's integer arange).
 Tensor arange(double start, double end, double step = 1.0, TensorOptions o = {DType::I64});
 Tensor arange(int64_t end, TensorOptions o = {DType::I64});

@@ -186,6 +186,14 @@ void launch_softmax_lastdim(int dtype, const void* in, void* out, int64_t outer,
 void launch_softmax_backward_lastdim(int dtype, const void* grad, const void* out, void* grad_in,
                                      int64_t outer, int64_t inner, bool log, void* stream);
 
+// The gradient of prod over each row of a contiguous [outer, inner] x:
+// grad_in[o, i] = grad[o] * conj(prod_{j != i} x[o, j]), the product of the
+// others taken as (product before i) x (product after i): exact with zeros in
+// the row, no division, the CPU's order of multiplication. One thread per row
+// (rows are walked sequentially). f32 f64 c64 c128 (prod_backward.cu).
+void launch_prod_backward_lastdim(int dtype, const void* x, const void* grad, void* grad_in,
+                                  int64_t outer, int64_t inner, void* stream);
+
 // ---------------------------------------------------------------------------
 // Indexing (index.cu, scatter.cu). Indices are i64. Bad indices cannot throw
 // on the device: a kernel that meets one leaves that output element untouched

@@ -102,6 +102,9 @@ void launch_softmax_backward_lastdim(int, const void*, const void*, void*, int64
                                      void*) {
   no_cuda("cuda::launch_softmax_backward_lastdim");
 }
+void launch_prod_backward_lastdim(int, const void*, const void*, void*, int64_t, int64_t, void*) {
+  no_cuda("cuda::launch_prod_backward_lastdim");
+}
 void launch_index_select(int, const void*, const int64_t*, void*, int64_t, int64_t, int64_t,
                          int64_t, IndexCheck, void*) {
   no_cuda("cuda::launch_index_select");

@@ -10,7 +10,10 @@
 // are an error. fftn-family defaults: every dim, or the last len(s) dims.
 // Dtypes: real input to fft/ifft/fftn/ifftn is promoted to complex (f32 -> c64,
 // f64 -> c128, f16/bf16/integers -> computed in f32 -> c64); rfft* need real
-// input, irfft* return real (c64 -> f32, c128 -> f64). Devices: CPU only.
+// input, irfft* return real (c64 -> f32, c128 -> f64). Devices: CPU (FFTW) and
+// CUDA (cuFFT through the plan cache of fk/cuda/fft.h: the transformed dims
+// are moved last and made contiguous, up to 3 per cuFFT call; multi-dim irfft
+// runs as the inverse DFT along the leading dims then a 1-D C2R, as below).
 // Norm (as numpy): Backward = no scaling forward, 1/N on the inverse; Forward =
 // the reverse; Ortho = 1/sqrt(N) both ways, N = product of the signal lengths.
 // Multi-dim irfft follows numpy: inverse DFT along the leading dims, then a

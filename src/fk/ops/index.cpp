@@ -3,35 +3,64 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 
 namespace fk {
 namespace {
 
-using cpu::check_cpu;
-
 using cpu::Bytes16;
 using cpu::visit_width;
 
-// The index as a contiguous i64 tensor, every value checked against [0, bound).
-Tensor checked_index(const Tensor& index, int64_t bound, int dim, const char* op) {
-  check_cpu(index, op);
+std::string bounds(int64_t bound, int dim) {
+  return "indices in [0, " + std::to_string(bound) + ") along dim " + std::to_string(dim) +
+         " (negative indices are not wrapped)";
+}
+
+// `what` (an index, mask or source) must live on t's device.
+void check_device(const Tensor& t, const Tensor& other, const char* op, const char* what) {
+  FK_CHECK(other.device() == t.device(), op, std::string(what) + " on " + t.device().str(),
+           std::string(what) + " on " + other.device().str());
+}
+
+// CUDA: the index as a contiguous i64 tensor on `t`'s device, its range
+// checked before any kernel writes (two device reductions and one host read
+// of their results: out-of-range indices throw here, as on the CPU, not
+// inside a kernel).
+Tensor checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bound, int dim,
+                          const char* op) {
+  check_device(t, index, op, "an index");
+  Tensor idx = index.to(DType::I64).contiguous();
+  if (idx.numel() == 0) return idx;
+  const std::vector<int64_t> range = stack({amin(idx), amax(idx)}, 0).to_vector<int64_t>();
+  if (range[0] < 0) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[0]));
+  if (range[1] >= bound) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[1]));
+  return idx;
+}
+
+// The index as a contiguous i64 tensor on t's device, every value checked
+// against [0, bound).
+Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op) {
   FK_CHECK(index.dtype() == DType::I32 || index.dtype() == DType::I64, op,
            "an i32 or i64 index tensor", std::string("an index of dtype ") + name(index.dtype()));
+  if (t.device().is_cuda()) return checked_index_cuda(t, index, bound, dim, op);
+  check_device(t, index, op, "an index");
   Tensor idx = index.to(DType::I64).contiguous();
   const int64_t* p = idx.data<int64_t>();
   for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
     if (p[i] < 0 || p[i] >= bound) [[unlikely]] {
-      throw Error(op,
-                  "indices in [0, " + std::to_string(bound) + ") along dim " + std::to_string(dim) +
-                      " (negative indices are not wrapped)",
+      throw Error(op, bounds(bound, dim),
                   "index " + std::to_string(p[i]) + " at flat position " + std::to_string(i));
     }
   }
@@ -59,7 +88,7 @@ Tensor grad_for(const Tensor& g, const Dims& shape, DType dtype) {
 
 // A copy of `self` in dtype `ct` (contiguous), the buffer scatter/index add write.
 Tensor accumulator_copy(const Tensor& self, DType ct) {
-  Tensor out = empty(self.shape(), {ct});
+  Tensor out = empty(self.shape(), {ct, self.device()});
   out.copy_(self);
   return out;
 }
@@ -67,20 +96,25 @@ Tensor accumulator_copy(const Tensor& self, DType ct) {
 // --- index_select -----------------------------------------------------------
 
 Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index) {
-  check_cpu(t, "index_select");
   FK_CHECK(t.dim() >= 1, "index_select", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, "index_select", "a 1-D index",
            "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, t.dim(), "index_select");
-  Tensor idx = checked_index(index, t.size(d), d, "index_select");
+  Tensor idx = checked_index(t, index, t.size(d), d, "index_select");
   const int64_t k = idx.numel(), n = t.size(d);
   Dims shape = t.shape();
   shape[d] = k;
-  Tensor out = empty(shape, {t.dtype()});
+  Tensor out = empty(shape, {t.dtype(), t.device()});
   if (out.numel() == 0) return out;
   Tensor src = t.contiguous();
   const int64_t outer = numel_between(shape, 0, d),
                 inner = numel_between(shape, d + 1, shape.size());
+  if (t.device().is_cuda()) {
+    cuda::launch_index_select(static_cast<int>(t.dtype()), src.data_ptr(), idx.data<int64_t>(),
+                              out.data_ptr(), outer, n, inner, k, {}, cuda_ops::stream_of(t));
+    cuda_ops::launched(t);
+    return out;
+  }
   const int64_t rows = outer * k;
   const int64_t* ip = idx.data<int64_t>();
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / inner);
@@ -120,16 +154,27 @@ Dims gather_shape(const Tensor& t, int d, const Tensor& index) {
 }
 
 Tensor gather_forward(const Tensor& t, int64_t dim, const Tensor& index) {
-  check_cpu(t, "gather");
   FK_CHECK(t.dim() >= 1, "gather", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() == t.dim(), "gather",
            "an index with the input's rank " + std::to_string(t.dim()),
            "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, t.dim(), "gather");
   Dims shape = gather_shape(t, d, index);
-  Tensor idx = checked_index(index, t.size(d), d, "gather").expand(shape);
-  Tensor out = empty(shape, {t.dtype()});
+  Tensor idx = checked_index(t, index, t.size(d), d, "gather").expand(shape);
+  Tensor out = empty(shape, {t.dtype(), t.device()});
   if (out.numel() == 0) return out;
+  if (t.device().is_cuda()) {
+    // t's own strides, 0 along the dims it is broadcast over.
+    Dims in_strides = t.strides();
+    for (int i = 0; i < t.dim(); ++i) {
+      if (i != d && t.size(i) == 1) in_strides[i] = 0;
+    }
+    cuda::launch_gather(static_cast<int>(t.dtype()), t.data_ptr(), in_strides.data(), t.size(d),
+                        idx.data<int64_t>(), idx.strides().data(), out.data_ptr(), nullptr,
+                        shape.size(), shape.data(), d, {}, cuda_ops::stream_of(t));
+    cuda_ops::launched(t);
+    return out;
+  }
   // t seen with stride 0 along d: each element's address is then the fiber base
   // plus index * stride(d), so the elementwise engine walks all three operands.
   Dims strides = t.strides();
@@ -190,8 +235,7 @@ struct ScatterArgs {
 
 ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                          const char* op) {
-  check_cpu(self, op);
-  check_cpu(src, op);
+  check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() == self.dim(), op, "an index with self's rank " + std::to_string(self.dim()),
            "an index of shape " + index.shape().str());
@@ -204,12 +248,24 @@ ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, c
              "self " + self.shape().str() + " and index " + index.shape().str());
   }
   check_broadcasts_to(src, shape, op, "a source");
-  return {d, checked_index(index, self.size(d), d, op).expand(shape)};
+  return {d, checked_index(self, index, self.size(d), d, op).expand(shape)};
 }
 
 // Writes self + scatter into `out` (already holding self, dtype ct).
 void scatter_into(Tensor& out, const ScatterArgs& a, const Tensor& src) {
   Tensor s = src.to(out.dtype()).expand(a.idx.shape());
+  if (out.device().is_cuda()) {
+    // The sort-based deterministic mode: each target adds its sources in the
+    // CPU's order, so results are bitwise reproducible run to run.
+    const Dims& shape = a.idx.shape();
+    if (shape.numel() == 0) return;
+    cuda::launch_scatter_add(static_cast<int>(out.dtype()), out.data_ptr(), out.strides().data(),
+                             out.size(a.d), s.data_ptr(), s.strides().data(), a.idx.data<int64_t>(),
+                             a.idx.strides().data(), shape.size(), shape.data(), a.d, true, {},
+                             cuda_ops::stream_of(out));
+    cuda_ops::launched(out);
+    return;
+  }
   cpu::visit_numeric(out.dtype(), "scatter_add", [&](auto tag) {
     scatter_add_kernel<typename decltype(tag)::type>(out, a.d, a.idx, s);
   });
@@ -258,12 +314,11 @@ struct IndexAddArgs {
 
 IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                             double alpha, const char* op) {
-  check_cpu(self, op);
-  check_cpu(src, op);
+  check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, op, "a 1-D index", "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, self.dim(), op);
-  Tensor idx = checked_index(index, self.size(d), d, op);
+  Tensor idx = checked_index(self, index, self.size(d), d, op);
   Dims shape = self.shape();
   shape[d] = idx.numel();
   check_broadcasts_to(src, shape, op, "a source");
@@ -280,6 +335,21 @@ void index_add_into(Tensor& out, const IndexAddArgs& a, const Tensor& src, doubl
   const int64_t outer = numel_between(shape, 0, a.d),
                 inner = numel_between(shape, a.d + 1, shape.size());
   if (s.numel() == 0) return;
+  if (out.device().is_cuda()) {
+    // A scatter_add over [outer, k, inner] with the index broadcast along the
+    // outer and inner dims (out is contiguous [outer, n, inner]).
+    // alpha in out's dtype times src, as the CPU kernel computes it.
+    if (alpha != 1.0) s = mul(s, full(Dims{}, alpha, {out.dtype(), out.device()}));
+    const int64_t n = shape[a.d], k = a.idx.numel();
+    const int64_t iter[3] = {outer, k, inner};
+    const int64_t out_strides[3] = {n * inner, inner, 1}, src_strides[3] = {k * inner, inner, 1};
+    const int64_t index_strides[3] = {0, 1, 0};
+    cuda::launch_scatter_add(static_cast<int>(out.dtype()), out.data_ptr(), out_strides, n,
+                             s.data_ptr(), src_strides, a.idx.data<int64_t>(), index_strides, 3,
+                             iter, 1, true, {}, cuda_ops::stream_of(out));
+    cuda_ops::launched(out);
+    return;
+  }
   cpu::visit_numeric(out.dtype(), "index_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     index_add_kernel<T>(out.data<T>(), s.data<T>(), a.idx.data<int64_t>(), outer, shape[a.d],
@@ -298,13 +368,27 @@ Tensor index_add_forward(const Tensor& self, int64_t dim, const Tensor& index, c
 
 // --- masks ------------------------------------------------------------------------
 
-void check_mask(const Tensor& mask, const char* op) {
-  check_cpu(mask, op);
+void check_mask(const Tensor& t, const Tensor& mask, const char* op) {
+  check_device(t, mask, op, "a mask");
   FK_CHECK(mask.dtype() == DType::Bool, op, "a bool mask",
            std::string("a mask of dtype ") + name(mask.dtype()));
 }
 
+// out (contiguous) = mask ? value : t; out may be t itself.
+void masked_fill_cuda(Tensor& out, const Tensor& t, const Tensor& mask, double value) {
+  const Dims& shape = out.shape();
+  if (shape.numel() == 0) return;
+  Tensor fill = full(Dims{}, value, {t.dtype(), t.device()});
+  Dims ms = cuda_ops::broadcast_strides(mask, shape), ts = cuda_ops::broadcast_strides(t, shape);
+  Dims fs = Dims::filled(shape.size(), 0);
+  cuda::launch_where(static_cast<int>(t.dtype()), mask.data_ptr(), fill.data_ptr(), t.data_ptr(),
+                     out.data_ptr(), shape.size(), shape.data(), ms.data(), fs.data(), ts.data(),
+                     cuda_ops::stream_of(t));
+  cuda_ops::launched(t);
+}
+
 void masked_fill_kernel(Tensor& out, const Tensor& t, const Tensor& mask, double value) {
+  if (t.device().is_cuda()) return masked_fill_cuda(out, t, mask, value);
   Tensor fill = full(Dims{}, value, {t.dtype()});
   visit_width(t.itemsize(), [&](auto tag) {
     using W = typename decltype(tag)::type;
@@ -314,18 +398,36 @@ void masked_fill_kernel(Tensor& out, const Tensor& t, const Tensor& mask, double
 }
 
 Tensor masked_fill_forward(const Tensor& t, const Tensor& mask, double value) {
-  check_cpu(t, "masked_fill");
-  check_mask(mask, "masked_fill");
+  check_mask(t, mask, "masked_fill");
   check_broadcasts_to(mask, t.shape(), "masked_fill", "a mask");
-  Tensor out = empty(t.shape(), {t.dtype()});
+  Tensor out = empty(t.shape(), {t.dtype(), t.device()});
   masked_fill_kernel(out, t, mask, value);
   return out;
 }
 
+// CUDA: the flat positions (row-major over `shape`) where the mask, broadcast
+// to `shape`, is true, as an i64 tensor on the mask's device. The mask is read
+// on the host (one byte per element copied back): the result's length is
+// needed there anyway to allocate the output.
+Tensor mask_positions(const Tensor& mask, const Dims& shape) {
+  Tensor host = mask.expand(shape).contiguous().to(kCPU);
+  const bool* m = host.data<bool>();
+  std::vector<int64_t> pos;
+  for (int64_t i = 0, n = host.numel(); i < n; ++i) {
+    if (m[i]) pos.push_back(i);
+  }
+  return from_vector(pos).to(mask.device());
+}
+
 Tensor masked_select_forward(const Tensor& t, const Tensor& mask) {
-  check_cpu(t, "masked_select");
-  check_mask(mask, "masked_select");
+  check_mask(t, mask, "masked_select");
   Dims shape = broadcast_shapes(t.shape(), mask.shape(), "masked_select");
+  if (t.device().is_cuda()) {
+    Tensor pos = mask_positions(mask, shape);
+    if (pos.numel() == 0) return empty(Dims{0}, {t.dtype(), t.device()});
+    Tensor flat = t.expand(shape).contiguous().reshape(Dims{shape.numel()});
+    return index_select(flat, 0, pos);
+  }
   Tensor te = t.expand(shape), me = mask.expand(shape);
   auto loop = cpu::make_loop<2>(shape, {&te, &me});
   int64_t count = 0;
@@ -565,10 +667,16 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor&
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value) {
   check_inplace(self, Tensor(), "masked_fill_");
   profile::OpScope scope("masked_fill_");
-  check_cpu(self, "masked_fill_");
-  check_mask(mask, "masked_fill_");
+  check_mask(self, mask, "masked_fill_");
   check_broadcasts_to(mask, self.shape(), "masked_fill_", "a mask");
   self.bump_version();
+  if (self.device().is_cuda() && !self.is_contiguous()) {
+    // The device kernel writes a contiguous output: fill a copy, copy it back.
+    Tensor out = empty(self.shape(), {self.dtype(), self.device()});
+    masked_fill_kernel(out, self, mask, value);
+    self.copy_(out);
+    return self;
+  }
   masked_fill_kernel(self, self, mask, value);
   return self;
 }
@@ -577,19 +685,29 @@ Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value) {
 
 Tensor index_select_backward(const Tensor& g, const Dims& t_shape, int64_t dim,
                              const Tensor& index) {
-  return index_add(zeros(t_shape, {g.dtype()}), dim, index, g);
+  return index_add(zeros(t_shape, {g.dtype(), g.device()}), dim, index, g);
 }
 
 Tensor gather_backward(const Tensor& g, const Dims& t_shape, int64_t dim, const Tensor& index) {
   int d = wrap_dim(dim, t_shape.size(), "gather backward");
   Dims shape = g.shape();  // t's shape with the sizes t was broadcast to
   shape[d] = t_shape[d];
-  Tensor r = scatter_add(zeros(shape, {g.dtype()}), d, index, g);
+  Tensor r = scatter_add(zeros(shape, {g.dtype(), g.device()}), d, index, g);
   return autograd::sum_to(r, t_shape);
 }
 
 Tensor masked_select_backward(const Tensor& g, const Tensor& mask, const Dims& t_shape) {
   Dims shape = broadcast_shapes(t_shape, mask.shape(), "masked_select backward");
+  if (g.device().is_cuda()) {
+    Tensor pos = mask_positions(mask, shape);
+    FK_CHECK(
+        g.numel() == pos.numel(), "masked_select backward",
+        "a gradient with one element per selected position (" + std::to_string(pos.numel()) + ")",
+        std::to_string(g.numel()) + " elements");
+    Tensor flat = zeros(Dims{shape.numel()}, {g.dtype(), g.device()});
+    if (pos.numel() > 0) flat = index_add(flat, 0, pos, g.contiguous().reshape(Dims{g.numel()}));
+    return autograd::sum_to(flat.reshape(shape), t_shape);
+  }
   Tensor out = zeros(shape, {g.dtype()});
   Tensor me = mask.expand(shape);
   Tensor gc = g.contiguous();

@@ -1,7 +1,15 @@
 #pragma once
 // Indexing ops: select, gather and scatter along one dimension, and boolean
-// masks. CPU only. Every op is differentiable w.r.t. its float/complex data
-// operands; indices and masks never receive gradients.
+// masks. Every op is differentiable w.r.t. its float/complex data operands;
+// indices and masks never receive gradients.
+//
+// Devices: CPU and CUDA; indices, masks and sources must be on the indexed
+// tensor's device. On CUDA, indices are range-checked by two device
+// reductions and one host read before any kernel writes; scatter_add and
+// index_add use the sort-based deterministic scatter (each target adds its
+// sources in the CPU's order: bitwise reproducible); masked_select reads the
+// mask back to the host (its length sizes the output) and gathers with the
+// positions found there.
 //
 // Indices are i32 or i64 tensors. Negative indices are an error (they are not
 // wrapped), as is any index >= the size of the indexed dimension; the error

@@ -1,13 +1,17 @@
 #include "fk/ops/join.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/index.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
@@ -20,8 +24,6 @@ const char* name(PadMode mode) {
 }
 
 namespace {
-
-using cpu::check_cpu;
 
 using cpu::Bytes16;
 using cpu::visit_width;
@@ -85,6 +87,41 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
     });
   });
   return out;
+}
+
+// CUDA: t's rows along d picked by the table m (every entry in [0, size(d)):
+// the callers build it so, hence no range check and no host read), through
+// the index_select kernel.
+Tensor select_cuda(const Tensor& t, int d, const std::vector<int64_t>& m) {
+  Dims shape = t.shape();
+  shape[d] = static_cast<int64_t>(m.size());
+  Tensor out = empty(shape, {t.dtype(), t.device()});
+  if (out.numel() == 0) return out;
+  Tensor src = t.contiguous();
+  Tensor idx = from_vector(m).to(t.device());
+  cuda::launch_index_select(static_cast<int>(t.dtype()), src.data_ptr(), idx.data<int64_t>(),
+                            out.data_ptr(), numel_between(shape, 0, d), t.size(d),
+                            numel_between(shape, d + 1, shape.size()), shape[d], {},
+                            cuda_ops::stream_of(t));
+  cuda_ops::launched(t);
+  return out;
+}
+
+// CUDA: the same gather as one row selection per dim whose map is not the
+// identity (maps without -1 entries: roll, flip, and pad's non-constant modes).
+// Each pass moves the whole tensor once; the tables are built on the host.
+Tensor gather_by_maps_cuda(const Tensor& t, const DimMaps& maps) {
+  Tensor r = t;
+  bool copied = false;
+  for (int d = 0; d < t.dim(); ++d) {
+    const std::vector<int64_t>& m = maps[d];
+    bool identity = static_cast<int64_t>(m.size()) == t.size(d);
+    for (size_t i = 0; identity && i < m.size(); ++i) identity = m[i] == static_cast<int64_t>(i);
+    if (identity) continue;
+    r = select_cuda(r, d, m);
+    copied = true;
+  }
+  return copied ? r : t.clone();
 }
 
 DimMaps identity_maps(const Dims& shape) {
@@ -157,14 +194,35 @@ Dims padded_shape(const Dims& in, const std::vector<int64_t>& pads, PadMode mode
   return out;
 }
 
+// CUDA, constant mode: the output filled with `value`, then the part of t
+// that survives cropping (negative pads) copied into its place.
+Tensor pad_constant_cuda(const Tensor& t, const std::vector<int64_t>& pads, const Dims& shape,
+                         double value) {
+  Tensor out = full(shape, value, {t.dtype(), t.device()});
+  Tensor src = t, dst = out;
+  for (size_t p = 0; p < pads.size() / 2; ++p) {
+    const int d = t.dim() - 1 - static_cast<int>(p);
+    const int64_t l = pads[2 * p], r = pads[2 * p + 1];
+    const int64_t len = t.size(d) + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0);
+    if (len <= 0) return out;
+    src = src.narrow(d, std::max<int64_t>(-l, 0), len);
+    dst = dst.narrow(d, std::max<int64_t>(l, 0), len);
+  }
+  if (dst.numel() > 0) dst.copy_(src);
+  return out;
+}
+
 Tensor pad_forward(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode, double value) {
-  check_cpu(t, "pad");
   Dims shape = padded_shape(t.shape(), pads, mode);
+  if (t.device().is_cuda() && mode == PadMode::Constant) {
+    return pad_constant_cuda(t, pads, shape, value);
+  }
   DimMaps maps = identity_maps(t.shape());
   for (size_t p = 0; p < pads.size() / 2; ++p) {
     int d = t.dim() - 1 - static_cast<int>(p);
     maps[d] = pad_map(t.size(d), pads[2 * p], pads[2 * p + 1], mode);
   }
+  if (t.device().is_cuda()) return gather_by_maps_cuda(t, maps);
   Tensor fill;
   if (mode == PadMode::Constant) fill = full(Dims{}, value, {t.dtype()});
   return gather_by_maps(t, shape, maps, fill);
@@ -172,7 +230,6 @@ Tensor pad_forward(const Tensor& t, const std::vector<int64_t>& pads, PadMode mo
 
 Tensor roll_forward(const Tensor& t, const std::vector<int64_t>& shifts,
                     const std::vector<int64_t>& dims) {
-  check_cpu(t, "roll");
   FK_CHECK(shifts.size() == dims.size(), "roll",
            "one shift per dim (" + std::to_string(dims.size()) + " dims)",
            std::to_string(shifts.size()) + " shifts");
@@ -186,6 +243,7 @@ Tensor roll_forward(const Tensor& t, const std::vector<int64_t>& shifts,
     const int64_t s = ((total[d] % n) + n) % n;
     for (int64_t i = 0; i < n; ++i) maps[d][i] = (i - s + n) % n;
   }
+  if (t.device().is_cuda()) return gather_by_maps_cuda(t, maps);
   return gather_by_maps(t, t.shape(), maps, Tensor());
 }
 
@@ -204,20 +262,32 @@ std::vector<int> flip_dims(const Tensor& t, const std::vector<int64_t>& dims) {
 }
 
 Tensor flip_forward(const Tensor& t, const std::vector<int64_t>& dims) {
-  check_cpu(t, "flip");
   DimMaps maps = identity_maps(t.shape());
   for (int d : flip_dims(t, dims)) {
     const int64_t n = t.size(d);
     for (int64_t i = 0; i < n; ++i) maps[d][i] = n - 1 - i;
   }
+  if (t.device().is_cuda()) return gather_by_maps_cuda(t, maps);
   return gather_by_maps(t, t.shape(), maps, Tensor());
 }
 
 // --- cat ----------------------------------------------------------------------------
 
 Tensor cat_forward(const std::vector<Tensor>& ts, int d, DType rt, const Dims& shape) {
-  Tensor out = empty(shape, {rt});
+  Tensor out = empty(shape, {rt, ts[0].device()});
   if (out.numel() == 0) return out;
+  if (out.device().is_cuda()) {  // one strided device copy (with conversion) per input
+    int64_t at = 0;
+    for (const Tensor& t : ts) {
+      const int64_t n = t.size(d);
+      if (n > 0) {
+        Tensor v = out.narrow(d, at, n);
+        v.copy_(t);
+      }
+      at += n;
+    }
+    return out;
+  }
   const int64_t outer = numel_between(shape, 0, d),
                 inner = numel_between(shape, d + 1, shape.size());
   const int64_t out_row = shape[d] * inner * static_cast<int64_t>(itemsize(rt));
@@ -315,7 +385,9 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
   int64_t total = 0;
   for (size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
-    check_cpu(t, "cat");
+    FK_CHECK(t.device() == first.device(), "cat",
+             "tensors on one device (" + first.device().str() + ")",
+             "tensor " + std::to_string(i) + " on " + t.device().str());
     bool same = t.dim() == first.dim();
     for (int k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == shape[k];
     if (!same) {
@@ -426,7 +498,7 @@ Tensor pad_backward(const Tensor& g, const Dims& in_shape, const std::vector<int
     std::vector<int64_t> m = pad_map(in_shape[d], pads[2 * p], pads[2 * p + 1], mode);
     Dims shape = r.shape();
     shape[d] = in_shape[d];
-    r = index_add(zeros(shape, {r.dtype()}), d, from_vector(m), r);
+    r = index_add(zeros(shape, {r.dtype(), r.device()}), d, from_vector(m).to(r.device()), r);
   }
   return r;
 }

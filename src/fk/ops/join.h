@@ -1,7 +1,10 @@
 #pragma once
 // Joining, splitting and rearranging whole tensors: cat, stack, split, pad,
-// roll, flip. CPU only; all differentiable (split returns narrow views, which
-// already are).
+// roll, flip. All differentiable (split returns narrow views, which already
+// are). Devices: CPU and CUDA (inputs of cat on one device). On CUDA, cat is
+// one strided device copy per input, constant pad a fill plus one copy, and
+// roll, flip and the other pad modes one index_select per changed dim (index
+// tables built on the host).
 //
 //   cat(ts, d)    tensors of one rank whose sizes agree outside d; the result
 //                 has promote(all dtypes). Contiguous inputs of the result's

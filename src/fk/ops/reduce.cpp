@@ -493,8 +493,8 @@ Tensor reduce_cuda(const Tensor& t, const Dims& dims, bool keepdim, int code, co
                    Tensor* indices = nullptr) {
   const ReducePlan p = plan_reduce(t, dims, keepdim, op);
   const int64_t outer = p.outer, inner = p.inner;
-  FK_CHECK(inner > 0 || code == cuda::kReduceSum || outer == 0, op, "a non-empty reduction",
-           "shape " + t.shape().str() + " reduced over " + dims.str());
+  FK_CHECK(inner > 0 || code == cuda::kReduceSum || code == cuda::kReduceProd || outer == 0, op,
+           "a non-empty reduction", "shape " + t.shape().str() + " reduced over " + dims.str());
   Tensor src = t.detach().permute(p.order).contiguous();
   auto out_dtype = static_cast<DType>(cuda::reduce_out_dtype(code, static_cast<int>(t.dtype())));
   Tensor out = empty(p.out_shape, {out_dtype, t.device()});
@@ -566,10 +566,16 @@ Tensor prod_backward(const Tensor& g, const Tensor& x_in, const ReducePlan& p) {
   Tensor x = x_in.permute(p.order).contiguous();
   Tensor gc = g.to(x.dtype()).contiguous();
   Tensor gx = empty(x.shape(), {x.dtype(), x.device()});
-  cpu::visit_inexact(x.dtype(), "prod_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    prod_backward_rows(x.data<T>(), gc.data<T>(), gx.data<T>(), p.outer, p.inner);
-  });
+  if (x.device().is_cuda()) {
+    cuda::launch_prod_backward_lastdim(static_cast<int>(x.dtype()), x.data_ptr(), gc.data_ptr(),
+                                       gx.data_ptr(), p.outer, p.inner, cuda_ops::stream_of(x));
+    cuda_ops::launched(x);
+  } else {
+    cpu::visit_inexact(x.dtype(), "prod_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      prod_backward_rows(x.data<T>(), gc.data<T>(), gx.data<T>(), p.outer, p.inner);
+    });
+  }
   Dims inverse = Dims::filled(p.order.size(), 0);
   for (int i = 0; i < p.order.size(); ++i) inverse[static_cast<int>(p.order[i])] = i;
   return gx.permute(inverse).contiguous();
@@ -720,8 +726,29 @@ NormKind norm_kind(double p) {
   return NormKind::General;
 }
 
+// CUDA: composed from the device's elementwise ops and deterministic
+// reductions (|x| summed, squared and summed, or its max), accumulated in the
+// input's precision (the CPU accumulates in f64).
+Tensor norm_cuda(const Tensor& t, double p, const Dims& dims, bool keepdim) {
+  const ReducePlan plan = plan_reduce(t, dims, keepdim, "norm");
+  if (plan.inner == 0) return zeros(plan.out_shape, {real_type(t.dtype()), t.device()});
+  Tensor m = abs(t.detach());  // real for complex inputs
+  switch (norm_kind(p)) {
+    case NormKind::One:
+      return sum(m, dims, keepdim);
+    case NormKind::Two:
+      return sqrt(sum(square(m), dims, keepdim));
+    case NormKind::Inf:
+      return amax(m, dims, keepdim);
+    case NormKind::General:
+      break;
+  }
+  return pow(sum(pow(m, p), dims, keepdim), 1.0 / p);
+}
+
 Tensor norm_forward(const Tensor& t, double p, const Dims& dims, bool keepdim) {
   profile::OpScope scope("norm");
+  if (t.device().is_cuda()) return norm_cuda(t, p, dims, keepdim);
   Reduction r = prepare(t, dims, keepdim, "norm");
   Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "norm", [&](auto tag) {
@@ -743,6 +770,29 @@ T unit(T v) {
   }
 }
 
+// The CUDA form of norm_backward's elementwise step (below), from the
+// device's elementwise ops: n is the norm and s the incoming gradient, both
+// real with the reduced dims kept as size 1 (s already divided by the count of
+// maxima for p = inf).
+Tensor norm_backward_cuda(const Tensor& x, const Tensor& n, const Tensor& s, double p) {
+  Tensor m = abs(x);
+  Tensor zero = scalar_like(x, 0.0);
+  Tensor u = is_complex(x.dtype()) ? where(eq(m, scalar_like(m, 0.0)), zero, div(x, m)) : sign(x);
+  Tensor n_zero = eq(n, scalar_like(n, 0.0));
+  switch (norm_kind(p)) {
+    case NormKind::One:
+      return mul(u, s);
+    case NormKind::Two:
+      return where(n_zero, zero, mul(x, div(s, n)));
+    case NormKind::Inf:
+      return where(eq(m, n), mul(u, s), zero);
+    case NormKind::General:
+      break;
+  }
+  Tensor v = mul(u, mul(s, pow(div(m, n), p - 1.0)));
+  return where(n_zero, zero, where(eq(m, scalar_like(m, 0.0)), zero, v));
+}
+
 // d||x||_p / dx = sgn(x) (|x| / n)^(p-1); at x = 0 or n = 0 the subgradient 0
 // is used. For p = inf, `s` is g / (number of elements attaining the max).
 Tensor norm_backward(const Tensor& g_in, const Tensor& x, const Tensor& n_in, double p,
@@ -756,6 +806,7 @@ Tensor norm_backward(const Tensor& g_in, const Tensor& x, const Tensor& n_in, do
     Tensor count = sum(eq(abs(x), n).to(rt), plan.dims, true);
     s = div(s, count);
   }
+  if (x.device().is_cuda()) return norm_backward_cuda(x, n, s, p);
   Tensor gx = empty(x.shape(), {x.dtype(), x.device()});
   cpu::visit_inexact(x.dtype(), "norm_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -798,6 +849,15 @@ struct NormBackward : autograd::Node {
 
 Tensor var_forward(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
   profile::OpScope scope("var");
+  if (t.device().is_cuda()) {
+    // Two passes on the device: the mean, then the summed squared deviations.
+    const ReducePlan plan = plan_reduce(t, dims, keepdim, "var");
+    Tensor x = t.detach();
+    Tensor dev = sub(x, mean(x, dims, true));
+    Tensor sq = is_complex(dev.dtype()) ? square(abs(dev)) : square(dev);
+    const double divisor = std::max(0.0, static_cast<double>(plan.inner - correction));
+    return div(sum(sq, dims, keepdim), divisor);
+  }
   Reduction r = prepare(t, dims, keepdim, "var");
   Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "var", [&](auto tag) {
@@ -829,6 +889,21 @@ struct VarBackward : autograd::Node {
 
 Tensor logsumexp_forward(const Tensor& t, const Dims& dims, bool keepdim) {
   profile::OpScope scope("logsumexp");
+  if (t.device().is_cuda()) {
+    // m + log(sum(exp(x - m))) with m the max (0 where it is infinite, so that
+    // rows of -inf give -inf and a +inf gives +inf, as on the CPU).
+    const ReducePlan plan = plan_reduce(t, dims, keepdim, "logsumexp");
+    if (plan.inner == 0) {
+      return full(plan.out_shape, -std::numeric_limits<double>::infinity(),
+                  {t.dtype(), t.device()});
+    }
+    Tensor x = t.detach();
+    Tensor m = amax(x, dims, true);
+    Tensor inf = scalar_like(m, std::numeric_limits<double>::infinity());
+    m = where(eq(abs(m), inf), scalar_like(m, 0.0), m);
+    Tensor out = add(log(sum(exp(sub(x, m)), dims, true)), m);
+    return out.reshape(plan.out_shape);
+  }
   Reduction r = prepare(t, dims, keepdim, "logsumexp");
   Tensor out = r.alloc(t.dtype());
   cpu::visit_float(t.dtype(), "logsumexp", [&](auto tag) {
@@ -1056,19 +1131,24 @@ Tensor mean(const Tensor& t, const Dims& dims, bool keepdim) {
 Tensor prod(const Tensor& t, const Dims& dims, bool keepdim) {
   if (is_half(t.dtype())) return prod(t.to(DType::F32), dims, keepdim).to(t.dtype());
   profile::OpScope scope("prod");
-  check_cpu(t, "prod");
-  DType ct = is_integral(t.dtype()) ? DType::I64 : t.dtype();
-  Reduction r = prepare(t.detach().to(ct), dims, keepdim, "prod");
-  Tensor out = r.alloc(ct);
-  cpu::visit_numeric(ct, "prod", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    reduce_block(r.src.data<T>(), r.A, r.R, r.C, ProdReducer<T>{out.data<T>()});
-  });
-  out = r.result(out);
+  Tensor out;
+  if (t.device().is_cuda()) {
+    out = reduce_cuda(t, dims, keepdim, cuda::kReduceProd, "prod");
+  } else {
+    check_cpu(t, "prod");
+    DType ct = is_integral(t.dtype()) ? DType::I64 : t.dtype();
+    Reduction r = prepare(t.detach().to(ct), dims, keepdim, "prod");
+    out = r.alloc(ct);
+    cpu::visit_numeric(ct, "prod", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      reduce_block(r.src.data<T>(), r.A, r.R, r.C, ProdReducer<T>{out.data<T>()});
+    });
+    out = r.result(out);
+  }
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<ProdBackward>();
     node->x = t;
-    node->plan = r.plan;
+    node->plan = plan_reduce(t, dims, keepdim, "prod");
     autograd::record(node, {t}, out);
   }
   return out;
@@ -1097,7 +1177,6 @@ Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
 
 Tensor norm(const Tensor& t, double p, const Dims& dims, bool keepdim) {
   FK_CHECK(p > 0, "norm", "p > 0 or inf", std::to_string(p));
-  check_cpu(t, "norm");
   DType ct = inexact_type(t.dtype());
   if (ct != t.dtype()) {
     Tensor r = norm(t.to(ct), p, dims, keepdim);
@@ -1116,7 +1195,6 @@ Tensor norm(const Tensor& t, double p, const Dims& dims, bool keepdim) {
 }
 
 Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
-  check_cpu(t, "var");
   DType ct = inexact_type(t.dtype());
   if (ct != t.dtype()) {
     Tensor r = var(t.to(ct), dims, correction, keepdim);
@@ -1139,7 +1217,6 @@ Tensor std(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) 
 }
 
 Tensor logsumexp(const Tensor& t, const Dims& dims, bool keepdim) {
-  check_cpu(t, "logsumexp");
   FK_CHECK(!is_complex(t.dtype()), "logsumexp", "a real dtype", name(t.dtype()));
   DType ct = inexact_type(t.dtype());
   if (ct != t.dtype()) {

@@ -1,6 +1,10 @@
 #pragma once
 // Reductions over chosen dimensions (keepdim keeps them as size 1) and the
-// softmax family, all differentiable except argmax/argmin. CPU only for now.
+// softmax family, all differentiable except argmax/argmin. Devices: CPU and
+// CUDA. On CUDA, sum, prod, amax/amin/max/min/argmax/argmin and the softmax
+// family are deterministic row kernels (reduced dims moved last); norm, var,
+// std and logsumexp are composed from them and the elementwise ops, and
+// accumulate in the input's precision (f32 stays f32; the CPU uses f64).
 //
 // Dims: an empty `dims` reduces over every dimension; negative dims count from
 // the end; a repeated dim is an error. Reducing over no elements gives 0 (sum),

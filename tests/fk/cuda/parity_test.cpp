@@ -469,6 +469,41 @@ TEST(CudaParity, RowReductionsMatchCpuAndAreDeterministic) {
   }
 }
 
+// The gradient of prod along rows against the product of the other elements
+// of the row taken one by one (O(n^2), no prefix products), with zeros.
+TEST(CudaParity, ProdBackwardRowsMatchLoop) {
+  SKIP_WITHOUT_GPU();
+  const int64_t outer = 5, inner = 7;
+  for (DType dt : {DType::F64, DType::F32, DType::C128, DType::C64}) {
+    std::vector<c128> xv = random_of({outer, inner}, DType::C128, -1.5, 1.5, 81).to_vector<c128>();
+    xv[1 * inner + 3] = 0;  // row 1: one zero; row 2: two
+    xv[2 * inner + 0] = 0;
+    xv[2 * inner + 6] = 0;
+    Tensor x = from_vector(xv, {outer, inner}).to(dt);  // real dtypes keep the real parts
+    Tensor g = random_of({outer}, dt, -1, 1, 82);
+    xv = x.to_vector<c128>();
+    std::vector<c128> gv = g.to_vector<c128>(), want(xv.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        c128 others = 1.0;
+        for (int64_t j = 0; j < inner; ++j) {
+          if (j != i) others *= xv[o * inner + j];
+        }
+        want[o * inner + i] = gv[o] * std::conj(others);
+      }
+    }
+    DeviceBuffer dx = upload(x), dg = upload(g), out(outer * inner * itemsize(dt));
+    cuda::launch_prod_backward_lastdim(code(dt), dx.get(), dg.get(), out.get(), outer, inner,
+                                       stream());
+    expect_close(download(out, {outer, inner}, dt), from_vector(want, {outer, inner}).to(dt),
+                 tol_for(dt), std::string("prod backward ") + name(dt));
+  }
+  DeviceBuffer buf(64);
+  EXPECT_THROW(cuda::launch_prod_backward_lastdim(cuda::kI32, buf.get(), buf.get(), buf.get(), 1, 2,
+                                                  stream()),
+               Error);
+}
+
 TEST(CudaParity, ArgReductionFirstOccurrence) {
   SKIP_WITHOUT_GPU();
   const int64_t outer = 9, inner = 1500;
