@@ -27,12 +27,17 @@ demo: build
 	@$(BIN)/fk-info > runs/fk-info.txt && echo "fk-info -> runs/fk-info.txt"
 	@$(BIN)/nefi run configs/toy1d_smoke.yaml
 	@$(BIN)/nefi run configs/deconvolution_smoke.yaml
+	@$(BIN)/nefi run configs/thermal_tomography_smoke.yaml
 	@$(BIN)/minkowski bench conv --points 20000 --channels 32 --repeats 3 \
 	  --json runs/minkowski-bench-conv-20k.json
 
 bench: build
 	@$(BIN)/fk-info --bench-overhead | tail -4
 	@$(BIN)/fk_bench
+	@OMP_NUM_THREADS=1 $(BIN)/nefi_bench
+	@$(BIN)/nefi profile toy1d --config configs/toy1d_smoke.yaml --threads 1
+	@$(BIN)/nefi profile deconvolution --config configs/deconvolution_smoke.yaml --threads 1
+	@$(BIN)/nefi profile thermal_tomography --config configs/thermal_tomography_smoke.yaml --threads 1
 	@$(BIN)/minkowski bench conv --scene ../shared/data/indoor_scene_100k.npy --channels 64 --threads 1
 	@$(BIN)/minkowski bench conv --scene ../shared/data/indoor_scene_100k.npy --channels 64 --threads 2
 

@@ -245,6 +245,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
       if (use_lbfgs) xh = gather(params, false);
       lr_mult = resume->lr_mult;
       t0 = resume->step + 1;
+      progress = stage.progress_at(resume->step);  // what the field ends at if no step is left
       good = snapshot(params);
       if (cur_.optim.ema) shadow = snapshot(params);
       resume.reset();

@@ -74,6 +74,16 @@ TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
   EXPECT_EQ(full.history.rows.back(), resumed.history.rows.back());
+
+  // Resuming a finished run's last checkpoint runs nothing and returns the
+  // same field (evaluated at the progress the run ended with).
+  nefi::SolverOptions save_all;
+  save_all.checkpoint_path = ck.string();
+  nefi::Solver(problem(), curriculum(), save_all).run();
+  const nefi::Result again = nefi::Solver(problem(), curriculum(), second).run();
+  EXPECT_TRUE(again.history.rows.empty());
+  const auto c = again.fields.at("x").to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], c[i]) << i;
   fs::remove(ck);
 }
 
