@@ -139,6 +139,7 @@ int bench_conv(const BenchConvOptions& o) {
 
   struct Pass {
     double fwd = 0, bwd = 0, fwd_cpu = 0, bwd_cpu = 0;
+    double bwd_in = 0, bwd_w = 0, bwd_in_cpu = 0, bwd_w_cpu = 0;
     int64_t staging = 0, groups = 0;
   };
   auto run = [&](const char* fused, const char* cap) {
@@ -152,6 +153,11 @@ int bench_conv(const BenchConvOptions& o) {
     conv_backward(g, f, w, *map, true, true);
     p.bwd = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, true); });
     p.bwd_cpu = g_last_cpu_ms;
+    // the two halves of the backward on their own
+    p.bwd_in = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, false); });
+    p.bwd_in_cpu = g_last_cpu_ms;
+    p.bwd_w = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, false, true); });
+    p.bwd_w_cpu = g_last_cpu_ms;
     return p;
   };
   Pass fused = run("1", "2048");
@@ -204,6 +210,11 @@ int bench_conv(const BenchConvOptions& o) {
   line("per-offset", per_offset);
   fmt::print("  fused/per-offset time: forward {:.2f}, backward {:.2f}\n",
              fused.fwd / per_offset.fwd, fused.bwd / per_offset.bwd);
+  fmt::print(
+      "  fused backward halves: input grad {:.2f} ms ({:.1f} GFLOP/s), weight grad {:.2f} ms "
+      "({:.1f} GFLOP/s); cpu {:.2f} / {:.2f} cpu-ms\n",
+      fused.bwd_in, gf(fused.bwd_in, 1), fused.bwd_w, gf(fused.bwd_w, 1), fused.bwd_in_cpu,
+      fused.bwd_w_cpu);
   cpu_line("fused", fused);
   cpu_line(fmt::format("chunked{}MB", o.chunk_mb).c_str(), chunked);
   cpu_line("per-offset", per_offset);
@@ -216,6 +227,10 @@ int bench_conv(const BenchConvOptions& o) {
                             {"backward_ms", p.bwd},
                             {"forward_cpu_ms", p.fwd_cpu},
                             {"backward_cpu_ms", p.bwd_cpu},
+                            {"backward_input_grad_ms", p.bwd_in},
+                            {"backward_weight_grad_ms", p.bwd_w},
+                            {"backward_input_grad_cpu_ms", p.bwd_in_cpu},
+                            {"backward_weight_grad_cpu_ms", p.bwd_w_cpu},
                             {"forward_gflops", gf(p.fwd, 1)},
                             {"backward_gflops", gf(p.bwd, 2)},
                             {"staging_bytes", p.staging},

@@ -373,19 +373,18 @@ TEST(MinkowskiConv, HalfPrecisionAgainstF32) {
 // f32 runs the AVX2 micro-kernels (row-stationary fused path, per-pair
 // per-offset path) where the CPU has them; f64 runs BLAS over staged rows,
 // where the staging cap splits the offsets into groups.
-void check_paths_bit_identical(fk::DType dt) {
+void check_paths_bit_identical(fk::DType dt, const KernelRegion& region = KernelRegion::cube({3})) {
   KnobGuard guard;
   set_deterministic(true);
   // A dense-ish blob so offsets hold several 2048-row GEMM blocks.
   Rows rows = random_rows(3, 12000, 12, 1, 1, 3);
   fk::Tensor f = fk::test::random_tensor({12000, 16}, dt, -1, 1, 4);
-  fk::Tensor w = fk::test::random_tensor({27, 16, 8}, dt, -1, 1, 5);
+  fk::Tensor w = fk::test::random_tensor({region.volume(3), 16, 8}, dt, -1, 1, 5);
   SparseTensor x(f, to_tensor(rows));
   auto run = [&]() {
     fk::Tensor ff = f.clone().set_requires_grad(true), ww = w.clone().set_requires_grad(true);
-    fk::Tensor y = convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(),
-                               KernelRegion::cube({3}))
-                       .F();
+    fk::Tensor y =
+        convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(), region).F();
     fk::Tensor g = fk::test::random_tensor(y.shape(), dt, -1, 1, 6);
     y.backward(g);
     return std::vector<fk::Tensor>{y, ff.grad(), ww.grad()};
@@ -404,7 +403,7 @@ void check_paths_bit_identical(fk::DType dt) {
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("0.001");
   same(run(), "chunked per offset");
   if (staged) {
-    EXPECT_EQ(last_conv_call().groups, 27);
+    EXPECT_EQ(last_conv_call().groups, region.volume(3));
   }
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("3");
   same(run(), "chunked 3 MiB");
@@ -424,8 +423,7 @@ void check_paths_bit_identical(fk::DType dt) {
   // and the values are right (against the f64 BLAS path)
   if (!staged) {
     SparseTensor x64(f.to(fk::DType::F64), x.key(), x.manager());
-    fk::Tensor y64 =
-        convolution(x64, w.to(fk::DType::F64), fk::Tensor(), KernelRegion::cube({3})).F();
+    fk::Tensor y64 = convolution(x64, w.to(fk::DType::F64), fk::Tensor(), region).F();
     fk::test::expect_close(base[0], y64.to_vector<double>(), 1e-4);
   }
   set_deterministic(false);
@@ -434,6 +432,12 @@ void check_paths_bit_identical(fk::DType dt) {
 
 TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF32) {
   check_paths_bit_identical(fk::DType::F32);
+}
+
+TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF32Cross) {
+  // A symmetric map whose mirror does not reverse the offset order: the
+  // input gradient reads by_out through the mirror with a sort.
+  check_paths_bit_identical(fk::DType::F32, KernelRegion::cross({5}));
 }
 
 TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF64) {

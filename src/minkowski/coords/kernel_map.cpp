@@ -171,7 +171,8 @@ BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
 template <typename Key>
 Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
   Key k = 0;
-  for (int c = 0; c < w; ++c) k |= static_cast<Key>(static_cast<int64_t>(row[c]) - l.lo[c]) << l.shift[c];
+  for (int c = 0; c < w; ++c)
+    k |= static_cast<Key>(static_cast<int64_t>(row[c]) - l.lo[c]) << l.shift[c];
   return k;
 }
 
@@ -278,8 +279,7 @@ void search_rows(const std::vector<Key>& ikeys, const std::vector<int32_t>& irow
   for (int64_t L = 0; L < nl; ++L) {
     base[L] = static_cast<Key>(lines[L].delta);
     first[L] = base[L] + static_cast<Key>(int64_t{lines[L].dx.front().first});
-    ptr[L] = std::lower_bound(ikeys.begin(), ikeys.end() - 1, okeys[j0] + first[L]) -
-             ikeys.begin();
+    ptr[L] = std::lower_bound(ikeys.begin(), ikeys.end() - 1, okeys[j0] + first[L]) - ikeys.begin();
     unit[L] = 1;
     for (size_t a = 1; a < lines[L].dx.size(); ++a)
       unit[L] &= lines[L].dx[a].first == lines[L].dx[a - 1].first + 1;

@@ -117,20 +117,49 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 
 // Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
 // src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
+// With `mirror` (a symmetric map), idx is by_out and the rows are input rows:
+// input row r's pairs are its by_out entries with offset k read as mirror[k]
+// (the swapped pair), summed in ascending mirrored offset, i.e. exactly
+// by_in's order, so by_in is never built.
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
-                    int64_t rows_in, int64_t cols_out, float* dst) {
+                    int64_t rows_in, int64_t cols_out, float* dst,
+                    const std::vector<int32_t>* mirror = nullptr) {
   int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
+  // A mirror that reverses the offset order (hypercubes) needs no sort.
+  bool reversing = mirror != nullptr;
+  if (mirror)
+    for (int64_t k = 0; k < m.volume; ++k)
+      reversing = reversing && (*mirror)[k] == m.volume - 1 - k;
   fk::profile::count_launch();
   fk::parallel_for(0, n, work < 4.0 * kBlasSerialMnk ? n : 256, [&](int64_t lo, int64_t hi) {
     std::vector<const float*> a(m.volume), w(m.volume);
+    std::vector<std::pair<int32_t, const float*>> t(m.volume);
     for (int64_t r = lo; r < hi; ++r) {
-      int64_t t = 0;
-      for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j, ++t) {
-        a[t] = src + static_cast<int64_t>(idx.entries[j].other) * rows_in;
-        w[t] = mats + static_cast<int64_t>(idx.entries[j].offset) * rows_in * cols_out;
+      const int64_t b = idx.begin[r], cnt = idx.begin[r + 1] - b;
+      const RowEntry* e = idx.entries.data() + b;
+      if (!mirror) {
+        for (int64_t j = 0; j < cnt; ++j) {
+          a[j] = src + static_cast<int64_t>(e[j].other) * rows_in;
+          w[j] = mats + static_cast<int64_t>(e[j].offset) * rows_in * cols_out;
+        }
+      } else if (reversing) {
+        for (int64_t j = 0; j < cnt; ++j) {
+          const RowEntry& x = e[cnt - 1 - j];
+          a[j] = src + static_cast<int64_t>(x.other) * rows_in;
+          w[j] = mats + (m.volume - 1 - static_cast<int64_t>(x.offset)) * rows_in * cols_out;
+        }
+      } else {
+        for (int64_t j = 0; j < cnt; ++j)
+          t[j] = {(*mirror)[e[j].offset], src + static_cast<int64_t>(e[j].other) * rows_in};
+        std::sort(t.begin(), t.begin() + cnt,
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (int64_t j = 0; j < cnt; ++j) {
+          a[j] = t[j].second;
+          w[j] = mats + static_cast<int64_t>(t[j].first) * rows_in * cols_out;
+        }
       }
-      row_accumulate_f32(a.data(), w.data(), t, rows_in, cols_out, dst + r * cols_out);
+      row_accumulate_f32(a.data(), w.data(), cnt, rows_in, cols_out, dst + r * cols_out);
     }
   });
 }
@@ -387,9 +416,6 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
              sout = fk::empty({staged && !direct_in ? rows : 0, cout}, {dt});
   T* si = sin.data<T>();
   T* so = sout.data<T>();
-  const RowIndex* idx = fused ? &m.by_in() : nullptr;
-  std::vector<int64_t> cursor;
-  if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
   // The f32 micro-kernels compute grad_in from G rows in place, against W_k^T.
   bool direct = false;
   std::vector<T> wt;
@@ -404,10 +430,16 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
     }
     if (direct && fused) {
       tl_info = {true, 1, 0};
-      row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
+      if (!m.mirror.empty())
+        row_stationary(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
+      else
+        row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
       return;
     }
   }
+  const RowIndex* idx = fused ? &m.by_in() : nullptr;
+  std::vector<int64_t> cursor;
+  if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
   for (const Group& g : groups) {
     if (!direct) gather_rows(G, cout, m.out_rows.data() + g.p0, g.p1 - g.p0, so);
     if constexpr (std::is_same_v<T, float>) {
