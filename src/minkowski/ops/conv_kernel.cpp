@@ -117,49 +117,49 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 
 // Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
 // src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
+// Rows go in blocks of kRowTile: a block's pairs are bucketed by offset and
+// each offset's terms run as 6-row register tiles sharing the weight loads
+// (gather_gemm_add_f32), offsets ascending, so every row still receives its
+// terms in offset order, computed as the per-offset path computes them.
 // With `mirror` (a symmetric map), idx is by_out and the rows are input rows:
 // input row r's pairs are its by_out entries with offset k read as mirror[k]
-// (the swapped pair), summed in ascending mirrored offset, i.e. exactly
-// by_in's order, so by_in is never built.
+// (the swapped pair), i.e. exactly by_in's pairs, so by_in is never built.
+constexpr int64_t kRowTile = 128;
+
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
                     int64_t rows_in, int64_t cols_out, float* dst,
                     const std::vector<int32_t>* mirror = nullptr) {
-  int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
+  const int64_t n = static_cast<int64_t>(idx.begin.size()) - 1, K = m.volume;
+  const int64_t blocks = (n + kRowTile - 1) / kRowTile;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
-  // A mirror that reverses the offset order (hypercubes) needs no sort.
-  bool reversing = mirror != nullptr;
-  if (mirror)
-    for (int64_t k = 0; k < m.volume; ++k)
-      reversing = reversing && (*mirror)[k] == m.volume - 1 - k;
   fk::profile::count_launch();
-  fk::parallel_for(0, n, work < 4.0 * kBlasSerialMnk ? n : 256, [&](int64_t lo, int64_t hi) {
-    std::vector<const float*> a(m.volume), w(m.volume);
-    std::vector<std::pair<int32_t, const float*>> t(m.volume);
-    for (int64_t r = lo; r < hi; ++r) {
-      const int64_t b = idx.begin[r], cnt = idx.begin[r + 1] - b;
-      const RowEntry* e = idx.entries.data() + b;
-      if (!mirror) {
-        for (int64_t j = 0; j < cnt; ++j) {
-          a[j] = src + static_cast<int64_t>(e[j].other) * rows_in;
-          w[j] = mats + static_cast<int64_t>(e[j].offset) * rows_in * cols_out;
+  fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 2, [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> start(K + 1);
+    std::vector<const float*> a;
+    std::vector<float*> c;
+    for (int64_t blk = lo; blk < hi; ++blk) {
+      const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
+      const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+      const RowEntry* e = idx.entries.data();
+      std::fill(start.begin(), start.end(), 0);
+      for (int64_t j = e0; j < e1; ++j)
+        ++start[(mirror ? (*mirror)[e[j].offset] : e[j].offset) + 1];
+      for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+      a.resize(e1 - e0);
+      c.resize(e1 - e0);
+      // rows ascending within each offset's bucket
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+          int64_t at = start[mirror ? (*mirror)[e[j].offset] : e[j].offset]++;
+          a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
+          c[at] = dst + r * cols_out;
         }
-      } else if (reversing) {
-        for (int64_t j = 0; j < cnt; ++j) {
-          const RowEntry& x = e[cnt - 1 - j];
-          a[j] = src + static_cast<int64_t>(x.other) * rows_in;
-          w[j] = mats + (m.volume - 1 - static_cast<int64_t>(x.offset)) * rows_in * cols_out;
-        }
-      } else {
-        for (int64_t j = 0; j < cnt; ++j)
-          t[j] = {(*mirror)[e[j].offset], src + static_cast<int64_t>(e[j].other) * rows_in};
-        std::sort(t.begin(), t.begin() + cnt,
-                  [](const auto& x, const auto& y) { return x.first < y.first; });
-        for (int64_t j = 0; j < cnt; ++j) {
-          a[j] = t[j].second;
-          w[j] = mats + static_cast<int64_t>(t[j].first) * rows_in * cols_out;
-        }
+      for (int64_t k = 0, b = 0; k < K; ++k) {
+        // start[k] is now the end of bucket k
+        gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b,
+                            mats + k * rows_in * cols_out, rows_in, cols_out);
+        b = start[k];
       }
-      row_accumulate_f32(a.data(), w.data(), cnt, rows_in, cols_out, dst + r * cols_out);
     }
   });
 }

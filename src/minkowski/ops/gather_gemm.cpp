@@ -93,6 +93,69 @@ __attribute__((target("avx2,fma"))) void row_terms(const float* const* a, const 
   }
 }
 
+// R rows x NV vectors: c[r][0:8NV] += a[r] . w (w: cin rows, ldw apart). The
+// classic 6 x 16 register tile (12 accumulators, per input channel 2 loads of
+// w and 6 broadcasts for 12 FMAs); each term starts from zero and is added to
+// its row at the end, exactly like row_terms, so results are bit-identical.
+template <int R, int NV>
+__attribute__((target("avx2,fma"))) inline void add_tile(const float* const* a, const float* w,
+                                                         int64_t cin, int64_t ldw,
+                                                         float* const* c) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t x = 0; x < cin; ++x) {
+    __m256 wv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + x * ldw + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      __m256 b = _mm256_broadcast_ss(a[r] + x);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(b, wv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      _mm256_storeu_ps(c[r] + 8 * v, _mm256_add_ps(_mm256_loadu_ps(c[r] + 8 * v), acc[r][v]));
+}
+
+template <int NV>
+void add_panel(const float* const* a, float* const* c, int64_t n, const float* w, int64_t cin,
+               int64_t ldw, int64_t col) {
+  float* cc[6];
+  int64_t i = 0;
+  for (; i + 6 <= n; i += 6) {
+    for (int r = 0; r < 6; ++r) cc[r] = c[i + r] + col;
+    add_tile<6, NV>(a + i, w, cin, ldw, cc);
+  }
+  const int64_t rest = n - i;
+  for (int r = 0; r < rest; ++r) cc[r] = c[i + r] + col;
+  switch (rest) {
+    case 5:
+      add_tile<5, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 4:
+      add_tile<4, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 3:
+      add_tile<3, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 2:
+      add_tile<2, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 1:
+      add_tile<1, NV>(a + i, w, cin, ldw, cc);
+      break;
+    default:
+      break;
+  }
+}
+
 // The weight-gradient tile: R rows of `part` (input channels) x NV*8 columns,
 // over n pairs of a packed slice: a (n x lda, row p = the pair's input row
 // from the tile's first channel on) and g (n x NV*8, the pair's gradient
@@ -210,6 +273,13 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
         outer_panel<1>(pa.data(), cin, gq, cnt, part + 16 * q, cout);
     }
   }
+}
+
+void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
+                         int64_t cin, int64_t cout) {
+  int64_t col = 0;
+  for (; col + 16 <= cout; col += 16) add_panel<2>(a, c, n, w + col, cin, cout, col);
+  if (col < cout) add_panel<1>(a, c, n, w + col, cin, cout, col);
 }
 
 void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,

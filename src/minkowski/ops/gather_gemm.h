@@ -23,6 +23,13 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
                         int64_t cout, float* out);
 
+// c[i][0:cout] += a[i] . w for i in [0, n): one offset's terms added to n
+// distinct rows (each term computed from zero, like row_accumulate_f32's, so
+// the two give bit-identical rows when each row gets its terms in the same
+// order). C_out multiple of 8.
+void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
+                         int64_t cin, int64_t cout);
+
 // part[ci][co] += sum_p a[p][ci] * g[p][co], p ascending (part: C_in x C_out,
 // row-major). The weight gradient of one block of pairs. C_out multiple of 8.
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
