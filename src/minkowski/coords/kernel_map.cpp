@@ -301,22 +301,23 @@ void search_rows(const std::vector<Key>& ikeys, const std::vector<int32_t>& irow
         for (const auto& [dx, k] : lines[L].dx) {
           const Key target = b + static_cast<Key>(int64_t{dx});
           q += keys[q] < target;  // at most one key lies below target here
-          slot[k] = keys[q] == target ? rows[q] : -1;
+          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
         }
       } else {
         for (const auto& [dx, k] : lines[L].dx) {
           const Key target = b + static_cast<Key>(int64_t{dx});
           while (keys[q] < target) ++q;
-          slot[k] = keys[q] == target ? rows[q] : -1;
+          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
         }
       }
     }
     int64_t n = 0;
     for (int64_t k = 0; k < K; ++k) {
       ks[n] = static_cast<int32_t>(k);
-      ins[n] = slot[k];
+      ins[n] = slot[k];  // a key position for now
       n += slot[k] >= 0;
     }
+    for (int64_t a = 0; a < n; ++a) ins[a] = rows[ins[a]];
     row(j, ks.data(), ins.data(), n);
   }
 }
@@ -437,6 +438,8 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
     return m;
   }
   BuildLayout l = make_layout(in, out, offsets);
+  // The narrowest key that holds the layout (and its all-ones sentinel).
+  if (l.bits <= 31) return build_with<uint32_t>(in, out, offsets, l);
   if (l.bits <= 63) return build_with<uint64_t>(in, out, offsets, l);
   FK_CHECK(l.bits <= 127, "minkowski::kernel_map",
            "coordinates (padded by the kernel's reach) whose per-axis extents pack into 127 bits",

@@ -133,35 +133,36 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, c
   const int64_t blocks = (n + kRowTile - 1) / kRowTile;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
   fk::profile::count_launch();
-  fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 2, [&](int64_t lo, int64_t hi) {
-    std::vector<int64_t> start(K + 1);
-    std::vector<const float*> a;
-    std::vector<float*> c;
-    for (int64_t blk = lo; blk < hi; ++blk) {
-      const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
-      const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-      const RowEntry* e = idx.entries.data();
-      std::fill(start.begin(), start.end(), 0);
-      for (int64_t j = e0; j < e1; ++j)
-        ++start[(mirror ? (*mirror)[e[j].offset] : e[j].offset) + 1];
-      for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-      a.resize(e1 - e0);
-      c.resize(e1 - e0);
-      // rows ascending within each offset's bucket
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-          int64_t at = start[mirror ? (*mirror)[e[j].offset] : e[j].offset]++;
-          a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
-          c[at] = dst + r * cols_out;
-        }
-      for (int64_t k = 0, b = 0; k < K; ++k) {
-        // start[k] is now the end of bucket k
-        gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b,
-                            mats + k * rows_in * cols_out, rows_in, cols_out);
-        b = start[k];
-      }
-    }
-  });
+  fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 2,
+                   [&](int64_t lo, int64_t hi) {
+                     std::vector<int64_t> start(K + 1);
+                     std::vector<const float*> a;
+                     std::vector<float*> c;
+                     for (int64_t blk = lo; blk < hi; ++blk) {
+                       const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
+                       const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+                       const RowEntry* e = idx.entries.data();
+                       std::fill(start.begin(), start.end(), 0);
+                       for (int64_t j = e0; j < e1; ++j)
+                         ++start[(mirror ? (*mirror)[e[j].offset] : e[j].offset) + 1];
+                       for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+                       a.resize(e1 - e0);
+                       c.resize(e1 - e0);
+                       // rows ascending within each offset's bucket
+                       for (int64_t r = r0; r < r1; ++r)
+                         for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+                           int64_t at = start[mirror ? (*mirror)[e[j].offset] : e[j].offset]++;
+                           a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
+                           c[at] = dst + r * cols_out;
+                         }
+                       for (int64_t k = 0, b = 0; k < K; ++k) {
+                         // start[k] is now the end of bucket k
+                         gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b,
+                                             mats + k * rows_in * cols_out, rows_in, cols_out);
+                         b = start[k];
+                       }
+                     }
+                   });
 }
 
 struct Group {
