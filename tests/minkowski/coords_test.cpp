@@ -202,7 +202,7 @@ struct MapCase {
   int batches;
   KernelRegion region;
   int stride;     // output map: the input strided by this (1: the input itself)
-  int32_t shift;  // added to every coordinate (large values: 128-bit keys)
+  int32_t shift;  // added to every other point (wide extents: 64- and 128-bit keys)
 };
 
 std::vector<int32_t> random_coords(const MapCase& c, unsigned seed) {
@@ -214,7 +214,7 @@ std::vector<int32_t> random_coords(const MapCase& c, unsigned seed) {
     for (int a = 0; a < c.d; ++a) {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
       int32_t x = static_cast<int32_t>((s >> 33) % c.range) - c.range / 2;
-      v.push_back(x + (a % 2 == 0 ? c.shift : -c.shift));
+      v.push_back(x + (i % 2 == 0 ? c.shift : 0));  // two far-apart clouds
     }
   }
   return v;
