@@ -470,6 +470,32 @@ TEST(MinkowskiConv, F32KernelsAgainstReference) {
   }
 }
 
+TEST(MinkowskiConv, F32RepeatedOffsetsGetTheirOwnWeights) {
+  // A symmetric custom region with the zero offset twice: no mirror (it would
+  // be ambiguous), each copy uses its own weight slice, forward and backward.
+  std::vector<int32_t> off{0, 0, 1, 0, -1, 0, 0, 0, 0, 1, 0, -1};
+  KernelRegion region = KernelRegion::custom(off, 2);
+  Case c = make_case(2, 300, 12, 1, 8, 16, 6, 41);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  auto km = x.manager()->kernel_map(x.key(), x.key(), region, false);
+  EXPECT_TRUE(km->mirror.empty());
+  fk::Tensor f32 = c.f.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor w32 = c.w.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor y =
+      convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(), region).F();
+  std::vector<std::vector<int>> offs{{0, 0}, {1, 0}, {-1, 0}, {0, 0}, {0, 1}, {0, -1}};
+  auto want = reference_conv(c.rows, c.fv, 8, c.rows, c.wv, 16, offs, 1);
+  fk::test::expect_close(y, want, 1e-4);
+  fk::Tensor f64 = c.f.clone().set_requires_grad(true), w64 = c.w.clone().set_requires_grad(true);
+  fk::Tensor y64 =
+      convolution(SparseTensor(f64, x.key(), x.manager()), w64, fk::Tensor(), region).F();
+  fk::Tensor g = fk::test::random_tensor(y.shape(), fk::DType::F64, -1, 1, 3);
+  y.backward(g.to(fk::DType::F32));
+  y64.backward(g);
+  fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
+  fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
+}
+
 TEST(MinkowskiConv, F32StridedTransposedOneByOne) {
   // The f32 kernels on non-submanifold maps and the identity map, vs f64.
   Case c = make_case(3, 300, 5, 1, 8, 16, 8, 77);

@@ -184,8 +184,8 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
                  std::vector<int32_t>& rows) {
   const int64_t n = m.size();
   const int w = m.width();
-  std::vector<Key> k2(n);
-  std::vector<int32_t> r2(n);
+  std::vector<Key> k2;
+  std::vector<int32_t> r2;
   keys.resize(n + 1);
   rows.resize(n);
   fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
@@ -194,11 +194,15 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
       rows[i] = static_cast<int32_t>(i);
     }
   });
+  bool sorted = true;  // rows already in key order (scenes often are): no sort
+  for (int64_t i = 1; i < n && sorted; ++i) sorted = keys[i - 1] < keys[i];
   constexpr int kDigit = 11;
   std::vector<int64_t> count(size_t{1} << kDigit);
-  for (int s = 0; s < l.bits; s += kDigit) {
+  for (int s = 0; s < l.bits && !sorted; s += kDigit) {
     std::fill(count.begin(), count.end(), 0);
     const Key mask = (Key{1} << kDigit) - 1;
+    k2.resize(n);
+    r2.resize(n);
     for (int64_t i = 0; i < n; ++i) ++count[static_cast<size_t>((keys[i] >> s) & mask)];
     int64_t sum = 0;
     for (auto& c : count) sum += std::exchange(c, sum);
@@ -207,7 +211,7 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
       k2[at] = keys[i];
       r2[at] = rows[i];
     }
-    std::copy(k2.begin(), k2.end(), keys.begin());
+    std::copy(k2.begin(), k2.begin() + n, keys.begin());
     rows.swap(r2);
   }
   keys[n] = ~Key{0};
@@ -244,7 +248,8 @@ std::vector<Line> make_lines(const std::vector<int32_t>& offsets, int d, const B
 }
 
 // A symmetric map onto itself: mirror[k] = the offset -offsets[k] (empty when
-// some offset has no negation in the region or the maps differ).
+// some offset has no negation in the region, the maps differ, or repeated
+// offsets make the pairing ambiguous: it must be an involution).
 std::vector<int32_t> find_mirror(const CoordinateMap& in, const CoordinateMap& out,
                                  const std::vector<int32_t>& offsets, int d) {
   const int64_t K = static_cast<int64_t>(offsets.size()) / d;
@@ -258,6 +263,8 @@ std::vector<int32_t> find_mirror(const CoordinateMap& in, const CoordinateMap& o
     }
     if (mirror[k] < 0) return {};
   }
+  for (int64_t k = 0; k < K; ++k)
+    if (mirror[mirror[k]] != k) return {};
   return mirror;
 }
 
