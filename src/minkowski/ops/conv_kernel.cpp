@@ -314,6 +314,61 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   }
 }
 
+// f32 weight gradient walking output rows instead of offsets: fixed chunks of
+// output rows (their count depends only on the map's size), each chunk in
+// blocks of kRowTile rows whose pairs are bucketed by offset, so the block's
+// gradient rows and their neighbours' feature rows stay in cache across all
+// offsets (walking offsets streams both matrices from memory once per offset).
+// One C_in x C_out partial per (chunk, offset), summed in chunk order:
+// independent of copy path and thread count. Returns false (nothing done)
+// when the partials would exceed 64 MiB for even one chunk.
+bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
+                         const KernelMap& m, float* gw) {
+  const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
+  const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
+  const int64_t budget = int64_t{64} << 20;
+  if (per_chunk > budget || n == 0) return false;
+  const int64_t chunks = std::max<int64_t>(1, std::min((n + 2047) / 2048, budget / per_chunk));
+  const RowIndex& idx = m.by_out();
+  std::vector<float> part(static_cast<size_t>(chunks * K * blk), 0.0f);
+  double work = static_cast<double>(m.pairs()) * blk;
+  fk::profile::count_launch();
+  fk::parallel_for(0, chunks, work < 4.0 * kBlasSerialMnk ? chunks : 1,
+                   [&](int64_t lo, int64_t hi) {
+                     std::vector<int64_t> start(K + 1);
+                     std::vector<const float*> a, g;
+                     for (int64_t c = lo; c < hi; ++c) {
+                       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
+                       for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
+                         const int64_t r1 = std::min(c1, r0 + kRowTile);
+                         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+                         const RowEntry* e = idx.entries.data();
+                         std::fill(start.begin(), start.end(), 0);
+                         for (int64_t j = e0; j < e1; ++j) ++start[e[j].offset + 1];
+                         for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+                         a.resize(e1 - e0);
+                         g.resize(e1 - e0);
+                         for (int64_t r = r0; r < r1; ++r)
+                           for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+                             int64_t at = start[e[j].offset]++;
+                             a[at] = F + static_cast<int64_t>(e[j].other) * cin;
+                             g[at] = G + r * cout;
+                           }
+                         for (int64_t k = 0, b = 0; k < K; ++k) {
+                           if (start[k] > b)
+                             outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin,
+                                                  cout, part.data() + (c * K + k) * blk);
+                           b = start[k];
+                         }
+                       }
+                     }
+                   });
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < chunks; ++c)
+      add_row(gw + k * blk, part.data() + (c * K + k) * blk, blk);
+  return true;
+}
+
 // grad_W_k = sum over fixed blocks of pairs of F[in]^T . G[out], each block
 // gathered into per-thread buffers (cache-sized, no conv-sized staging) and
 // multiplied by BLAS, blocks summed in order: independent of copy path, group
@@ -335,6 +390,10 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
   first[m.volume] = static_cast<int64_t>(jobs.size());
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
   if (nj == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!m.identity && gather_gemm_supported(cout) && weight_grad_by_rows(F, G, cin, cout, m, gw))
+      return;
+  }
   std::vector<T> part(static_cast<size_t>(nj * blk));
   bool direct = false;
   if constexpr (std::is_same_v<T, float>) direct = gather_gemm_supported(cout);
