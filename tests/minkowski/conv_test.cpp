@@ -496,6 +496,32 @@ TEST(MinkowskiConv, F32RepeatedOffsetsGetTheirOwnWeights) {
   fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
 }
 
+TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
+  // Thousands of rows: the f32 weight gradient sums several fixed row chunks;
+  // against f64, and bit-identical at 1 and 2 threads.
+  Rows rows = random_rows(3, 9000, 30, 1, 1, 12);
+  SparseTensor x64(fk::test::random_tensor({9000, 8}, fk::DType::F64, -1, 1, 13), to_tensor(rows));
+  ASSERT_GT(x64.size(), 6000);
+  fk::Tensor w = fk::test::random_tensor({27, 8, 16}, fk::DType::F64, -1, 1, 14);
+  fk::Tensor g = fk::test::random_tensor({x64.size(), 16}, fk::DType::F64, -1, 1, 15);
+  auto grad_w = [&](fk::DType dt) {
+    fk::Tensor ww = w.to(dt).set_requires_grad(true);
+    fk::Tensor y = convolution(SparseTensor(x64.F().to(dt), x64.key(), x64.manager()), ww,
+                               fk::Tensor(), KernelRegion::cube({3}))
+                       .F();
+    y.backward(g.to(dt));
+    return ww.grad();
+  };
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(2);
+  fk::Tensor two = grad_w(fk::DType::F32);
+  fk::set_num_threads(1);
+  fk::Tensor one = grad_w(fk::DType::F32);
+  fk::set_num_threads(threads);
+  EXPECT_TRUE(one.to_vector<float>() == two.to_vector<float>());
+  fk::test::expect_close(one, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
+}
+
 TEST(MinkowskiConv, F32StridedTransposedOneByOne) {
   // The f32 kernels on non-submanifold maps and the identity map, vs f64.
   Case c = make_case(3, 300, 5, 1, 8, 16, 8, 77);
