@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -361,7 +362,10 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   const int64_t nc = (n_out + kChunk - 1) / kChunk;
   const int64_t grain = n_out * K < (int64_t{1} << 18) ? nc : 1;
   std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
-  std::vector<std::unique_ptr<int32_t[]>> found_k(nc), found_in(nc);
+  struct Free {
+    void operator()(int32_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<int32_t[], Free>> found_k(nc), found_in(nc);
   auto idx = std::make_shared<RowIndex>();
   idx->begin.resize(n_out + 1);
   int64_t* row_begin = idx->begin.data();
@@ -370,9 +374,15 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
     for (int64_t c = clo; c < chi; ++c) {
       int64_t* cc = chunk_count.data() + c * K;
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      // uninitialised: only the written prefix is ever touched
-      found_k[c].reset(new int32_t[(j1 - j0) * K]);
-      found_in[c].reset(new int32_t[(j1 - j0) * K]);
+      // Room for the worst case, uninitialised (only the written prefix is
+      // touched), shrunk to what was found afterwards.
+      auto room = [&] {
+        void* p = std::malloc(static_cast<size_t>((j1 - j0) * K) * sizeof(int32_t));
+        if (!p) throw std::bad_alloc();
+        return static_cast<int32_t*>(p);
+      };
+      found_k[c].reset(room());
+      found_in[c].reset(room());
       int32_t* fk_ = found_k[c].get();
       int32_t* fi = found_in[c].get();
       search_rows(ikeys, irows, *okeys, lines, K, j0, j1,
@@ -384,6 +394,12 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
                     fi += n;
                     row_begin[(*orows)[j] + 1] = n;
                   });
+      const size_t used = std::max<size_t>(1, (fi - found_in[c].get()) * sizeof(int32_t));
+      for (auto* f : {&found_k[c], &found_in[c]})
+        if (void* p = std::realloc(f->get(), used)) {
+          (void)f->release();
+          f->reset(static_cast<int32_t*>(p));
+        }
     }
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
