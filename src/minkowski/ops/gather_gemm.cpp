@@ -66,37 +66,11 @@ __attribute__((target("avx2,fma"))) void run_columns(const float* f, int64_t ldf
   }
 }
 
-// One output row, NV vectors (<= 64 columns): each term in fresh registers,
-// then added to the row in memory.
-template <int NV>
-__attribute__((target("avx2,fma"))) void row_terms(const float* const* a, const float* const* w,
-                                                   int64_t terms, int64_t cin, int64_t ldw,
-                                                   float* out) {
-  for (int64_t j = 0; j < terms; ++j) {
-    if (j + 1 < terms)
-      for (int64_t l = 0; l < cin; l += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(a[j + 1] + l), _MM_HINT_T0);
-    const float* aj = a[j];
-    const float* wj = w[j];
-    __m256 acc[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
-    for (int64_t x = 0; x < cin; ++x) {
-      __m256 b = _mm256_broadcast_ss(aj + x);
-      const float* wr = wj + x * ldw;
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[v] = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8 * v), acc[v]);
-    }
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v)
-      _mm256_storeu_ps(out + 8 * v, _mm256_add_ps(_mm256_loadu_ps(out + 8 * v), acc[v]));
-  }
-}
-
 // R rows x NV vectors: c[r][0:8NV] += a[r] . w (w: cin rows, ldw apart). The
 // classic 6 x 16 register tile (12 accumulators, per input channel 2 loads of
 // w and 6 broadcasts for 12 FMAs); each term starts from zero and is added to
-// its row at the end, exactly like row_terms, so results are bit-identical.
+// its row at the end, exactly like the per-pair tile + scatter, so results are
+// bit-identical.
 template <int R, int NV>
 __attribute__((target("avx2,fma"))) inline void add_tile(const float* const* a, const float* w,
                                                          int64_t cin, int64_t ldw,
@@ -280,49 +254,6 @@ void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, cons
   int64_t col = 0;
   for (; col + 16 <= cout; col += 16) add_panel<2>(a, c, n, w + col, cin, cout, col);
   if (col < cout) add_panel<1>(a, c, n, w + col, cin, cout, col);
-}
-
-void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
-                        int64_t cout, float* out) {
-  // Column panels of 64; the weight pointers step along the row of W.
-  const float* wp[64];
-  int64_t col = 0;
-  while (col < cout) {
-    int64_t width = cout - col < 64 ? cout - col : 64;
-    int64_t done = 0;
-    while (done < terms) {
-      int64_t cnt = terms - done < 64 ? terms - done : 64;
-      for (int64_t j = 0; j < cnt; ++j) wp[j] = w[done + j] + col;
-      switch (width / 8) {
-        case 8:
-          row_terms<8>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 7:
-          row_terms<7>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 6:
-          row_terms<6>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 5:
-          row_terms<5>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 4:
-          row_terms<4>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 3:
-          row_terms<3>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 2:
-          row_terms<2>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        default:
-          row_terms<1>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-      }
-      done += cnt;
-    }
-    col += width;
-  }
 }
 
 }  // namespace minkowski
