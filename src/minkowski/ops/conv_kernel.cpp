@@ -328,9 +328,14 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
   const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
   const int64_t budget = int64_t{64} << 20;
   if (per_chunk > budget || n == 0) return false;
-  const int64_t chunks = std::max<int64_t>(1, std::min((n + 2047) / 2048, budget / per_chunk));
+  // Chunks of >= 4096 rows: enough of them to share among threads, few enough
+  // that the partials stay small.
+  const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
   const RowIndex& idx = m.by_out();
-  std::vector<float> part(static_cast<size_t>(chunks * K * blk), 0.0f);
+  // From the caching allocator (no page faults on repeated calls), zeroed by
+  // the thread that fills it, right before use.
+  fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
+  float* part = part_t.data<float>();
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
   fk::parallel_for(0, chunks, work < 4.0 * kBlasSerialMnk ? chunks : 1,
@@ -338,6 +343,7 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
                      std::vector<int64_t> start(K + 1);
                      std::vector<const float*> a, g;
                      for (int64_t c = lo; c < hi; ++c) {
+                       std::fill(part + c * K * blk, part + (c + 1) * K * blk, 0.0f);
                        const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
                        for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
                          const int64_t r1 = std::min(c1, r0 + kRowTile);
@@ -357,15 +363,14 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
                          for (int64_t k = 0, b = 0; k < K; ++k) {
                            if (start[k] > b)
                              outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin,
-                                                  cout, part.data() + (c * K + k) * blk);
+                                                  cout, part + (c * K + k) * blk);
                            b = start[k];
                          }
                        }
                      }
                    });
   for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < chunks; ++c)
-      add_row(gw + k * blk, part.data() + (c * K + k) * blk, blk);
+    for (int64_t c = 0; c < chunks; ++c) add_row(gw + k * blk, part + (c * K + k) * blk, blk);
   return true;
 }
 
