@@ -105,7 +105,7 @@ int bench_conv(const BenchConvOptions& o) {
   std::shared_ptr<CoordinateManager> mgr;
   MapKey in_key, out_key;
   std::shared_ptr<const KernelMap> map;
-  std::vector<double> t_insert, t_kmap, t_index, c_insert, c_kmap, c_index;
+  std::vector<double> t_insert, t_kmap, t_index, c_insert, c_kmap, c_index, t_by_in, c_by_in;
   for (int r = 0; r < o.repeats; ++r) {
     mgr = std::make_shared<CoordinateManager>(3);
     double t0 = now_ms(), c0 = cpu_ms();
@@ -114,9 +114,11 @@ int bench_conv(const BenchConvOptions& o) {
     out_key = mgr->stride(in_key, {o.stride});
     map = mgr->kernel_map(in_key, out_key, region, false);
     double t2 = now_ms(), c2 = cpu_ms();
-    map->by_out();
-    map->by_in();
+    map->by_out();  // built with the map
     double t3 = now_ms(), c3 = cpu_ms();
+    map->by_in();  // only paths that need it (not the f32 fused ones on a symmetric map)
+    t_by_in.push_back(now_ms() - t3);
+    c_by_in.push_back(cpu_ms() - c3);
     c_insert.push_back(c1 - c0);
     c_kmap.push_back(c2 - c1);
     c_index.push_back(c3 - c2);
@@ -137,6 +139,7 @@ int bench_conv(const BenchConvOptions& o) {
 
   struct Pass {
     double fwd = 0, bwd = 0, fwd_cpu = 0, bwd_cpu = 0;
+    double bwd_in = 0, bwd_w = 0, bwd_in_cpu = 0, bwd_w_cpu = 0;
     int64_t staging = 0, groups = 0;
   };
   auto run = [&](const char* fused, const char* cap) {
@@ -150,6 +153,11 @@ int bench_conv(const BenchConvOptions& o) {
     conv_backward(g, f, w, *map, true, true);
     p.bwd = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, true); });
     p.bwd_cpu = g_last_cpu_ms;
+    // the two halves of the backward on their own
+    p.bwd_in = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, true, false); });
+    p.bwd_in_cpu = g_last_cpu_ms;
+    p.bwd_w = median_ms(o.repeats, [&] { conv_backward(g, f, w, *map, false, true); });
+    p.bwd_w_cpu = g_last_cpu_ms;
     return p;
   };
   Pass fused = run("1", "2048");
@@ -179,10 +187,14 @@ int bench_conv(const BenchConvOptions& o) {
   fmt::print("  pairs {} ({:.2f} per output row), kernel map {:.1f} MB\n", pairs,
              static_cast<double>(pairs) / std::max<int64_t>(n_out, 1), map->bytes() / 1e6);
   auto mn = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
-  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms (wall, median)\n",
-             med(t_insert), med(t_kmap), med(t_index));
-  fmt::print("  insert {:.2f} ms, kernel map {:.2f} ms, row index {:.2f} ms (cpu, min)\n",
-             mn(c_insert), mn(c_kmap), mn(c_index));
+  fmt::print(
+      "  insert {:.2f} ms, kernel map {:.2f} ms, row index by_out {:.2f} ms, by_in {:.2f} ms "
+      "(wall, median)\n",
+      med(t_insert), med(t_kmap), med(t_index), med(t_by_in));
+  fmt::print(
+      "  insert {:.2f} ms, kernel map {:.2f} ms, row index by_out {:.2f} ms, by_in {:.2f} ms "
+      "(cpu, min)\n",
+      mn(c_insert), mn(c_kmap), mn(c_index), mn(c_by_in));
   auto line = [&](const char* name, const Pass& p) {
     fmt::print(
         "  {:<12} forward {:8.2f} ms ({:6.1f} GFLOP/s)  backward {:8.2f} ms ({:6.1f} GFLOP/s)  "
@@ -198,6 +210,11 @@ int bench_conv(const BenchConvOptions& o) {
   line("per-offset", per_offset);
   fmt::print("  fused/per-offset time: forward {:.2f}, backward {:.2f}\n",
              fused.fwd / per_offset.fwd, fused.bwd / per_offset.bwd);
+  fmt::print(
+      "  fused backward halves: input grad {:.2f} ms ({:.1f} GFLOP/s), weight grad {:.2f} ms "
+      "({:.1f} GFLOP/s); cpu {:.2f} / {:.2f} cpu-ms\n",
+      fused.bwd_in, gf(fused.bwd_in, 1), fused.bwd_w, gf(fused.bwd_w, 1), fused.bwd_in_cpu,
+      fused.bwd_w_cpu);
   cpu_line("fused", fused);
   cpu_line(fmt::format("chunked{}MB", o.chunk_mb).c_str(), chunked);
   cpu_line("per-offset", per_offset);
@@ -210,6 +227,10 @@ int bench_conv(const BenchConvOptions& o) {
                             {"backward_ms", p.bwd},
                             {"forward_cpu_ms", p.fwd_cpu},
                             {"backward_cpu_ms", p.bwd_cpu},
+                            {"backward_input_grad_ms", p.bwd_in},
+                            {"backward_weight_grad_ms", p.bwd_w},
+                            {"backward_input_grad_cpu_ms", p.bwd_in_cpu},
+                            {"backward_weight_grad_cpu_ms", p.bwd_w_cpu},
                             {"forward_gflops", gf(p.fwd, 1)},
                             {"backward_gflops", gf(p.bwd, 2)},
                             {"staging_bytes", p.staging},
@@ -234,6 +255,8 @@ int bench_conv(const BenchConvOptions& o) {
                      {"insert_cpu_ms", mn(c_insert)},
                      {"kernel_map_cpu_ms", mn(c_kmap)},
                      {"row_index_cpu_ms", mn(c_index)},
+                     {"by_in_ms", med(t_by_in)},
+                     {"by_in_cpu_ms", mn(c_by_in)},
                      {"fused", pass_json(fused)},
                      {"chunked", pass_json(chunked)},
                      {"chunk_mb", o.chunk_mb},

@@ -33,6 +33,8 @@ enum class QuantizationMode {
 fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& unique_rows,
                              const std::vector<int64_t>& inverse, QuantizationMode mode);
 
+class TensorField;
+
 class SparseTensor {
  public:
   SparseTensor() = default;
@@ -60,6 +62,10 @@ class SparseTensor {
   // on an existing map).
   const std::vector<int64_t>& unique_index() const { return unique_index_; }
   const std::vector<int64_t>& inverse_mapping() const { return inverse_; }
+  // This tensor's features at the field's points, as a field on the same
+  // points: field.with_features(field.slice(*this)) (MinkowskiEngine's
+  // SparseTensor.slice(TensorField)). Defined in tensor_field.cpp.
+  TensorField slice(const TensorField& field) const;
 
  private:
   fk::Tensor features_;

@@ -37,7 +37,8 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
 }
 
 SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, QuantizationMode mode,
-                                 std::shared_ptr<CoordinateManager> manager) {
+                                 std::shared_ptr<CoordinateManager> manager,
+                                 const std::vector<int32_t>& tensor_stride) {
   const char* where = "minkowski::TensorField::sparse";
   FK_CHECK(defined(), where, "a constructed field", "an empty TensorField");
   const int64_t n = size(), d = dimension(), w = d + 1;
@@ -46,6 +47,14 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
            std::to_string(voxel_size.size()) + " values");
   for (double s : voxel_size)
     FK_CHECK(std::isfinite(s) && s > 0, where, "a positive voxel size", std::to_string(s));
+  FK_CHECK(tensor_stride.size() == 1 || static_cast<int64_t>(tensor_stride.size()) == d, where,
+           "a tensor stride of 1 or " + std::to_string(d) + " values",
+           std::to_string(tensor_stride.size()) + " values");
+  std::vector<int32_t> ts(static_cast<size_t>(d));
+  for (int64_t a = 0; a < d; ++a) {
+    ts[a] = tensor_stride[tensor_stride.size() == 1 ? 0 : a];
+    FK_CHECK(ts[a] > 0, where, "a positive tensor stride", std::to_string(ts[a]));
+  }
   auto v = coordinates_.to_vector<double>();
   std::vector<int32_t> rows(v.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -59,40 +68,77 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
       FK_CHECK(std::isfinite(q) && std::abs(q) < kInt32Limit, where,
                "finite voxel coordinates within int32 (row " + std::to_string(i) + ")",
                std::to_string(q));
-      rows[i * w + 1 + a] = static_cast<int32_t>(q);
+      // floored to a multiple of the stride (toward -inf)
+      double t = static_cast<double>(ts[a]);
+      rows[i * w + 1 + a] = static_cast<int32_t>(std::floor(q / t) * t);
     }
   }
   // SparseTensor's constructor inserts the voxels, deduplicates and reduces
   // the features (differentiably); the field only keeps the mapping.
-  SparseTensor s(features_, fk::from_vector(rows, fk::Dims{n, w}),
-                 std::vector<int32_t>(static_cast<size_t>(d), 1), mode, std::move(manager));
+  SparseTensor s(features_, fk::from_vector(rows, fk::Dims{n, w}), ts, mode, std::move(manager));
   inverse_ = s.inverse_mapping();
   manager_ = s.manager();
   key_ = s.key();
   return s;
 }
 
-fk::Tensor TensorField::slice(const SparseTensor& s) const {
+std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
   const char* where = "minkowski::TensorField::slice";
   FK_CHECK(manager_ != nullptr, where, "a field quantized with sparse() first",
            "a field never quantized");
   FK_CHECK(s.defined(), where, "a sparse tensor", "an undefined SparseTensor");
-  bool same_map = s.manager() == manager_ && s.key() == key_;
-  if (!same_map) {
-    // Another map is accepted only if it holds exactly the field's voxels in
-    // the same row order, since rows are what the inverse mapping indexes.
-    fk::Tensor mine = manager_->coordinates(key_), theirs = s.C();
-    same_map =
-        mine.shape() == theirs.shape() && mine.to_vector<int32_t>() == theirs.to_vector<int32_t>();
-    FK_CHECK(same_map, where,
-             "a sparse tensor on the field's quantized map " + key_.str() + " (" +
-                 std::to_string(manager_->size(key_)) +
-                 " rows) or on a map with identical coordinates",
+  if (s.manager() == manager_ && s.key() == key_) return inverse_;
+  const std::vector<int32_t>& mine = key_.tensor_stride;
+  const std::vector<int32_t>& theirs = s.tensor_stride();
+  const int d = dimension();
+  bool multiple = s.dimension() == d && static_cast<int>(theirs.size()) == d;
+  for (int a = 0; multiple && a < d; ++a) multiple = theirs[a] % mine[a] == 0;
+  FK_CHECK(multiple, where,
+           "a sparse tensor of dimension " + std::to_string(d) +
+               " whose tensor stride is a multiple of the field's " + key_.str(),
+           s.key().str());
+  // Each voxel of the field, floored to the other map's stride, looked up there.
+  auto field_map = manager_->map(key_);
+  auto other = s.manager()->map(s.key());
+  const int64_t m = field_map->size();
+  std::vector<int64_t> row_of(static_cast<size_t>(m));
+  std::vector<int32_t> c(static_cast<size_t>(d) + 1);
+  for (int64_t r = 0; r < m; ++r) {
+    const int32_t* v = field_map->row(r);
+    c[0] = v[0];
+    for (int a = 0; a < d; ++a) {
+      int64_t t = theirs[a], x = v[a + 1];
+      c[a + 1] = static_cast<int32_t>(x - ((x % t) + t) % t);
+    }
+    row_of[r] = other->find(c.data());
+    FK_CHECK(row_of[r] >= 0, where,
+             "a sparse tensor holding every voxel of the field (at its stride), e.g. the field's "
+             "quantized map " +
+                 key_.str() + " or a map strided from it",
              "the map " + s.key().str() + " with " + std::to_string(s.size()) +
-                 " rows and different coordinates");
+                 " rows, which lacks the voxel of field row " + std::to_string(r));
   }
-  return fk::index_select(
-      s.F(), 0, fk::from_vector(inverse_, fk::Dims{static_cast<int64_t>(inverse_.size())}));
+  std::vector<int64_t> inv(inverse_.size());
+  for (size_t i = 0; i < inverse_.size(); ++i) inv[i] = row_of[inverse_[i]];
+  return inv;
+}
+
+fk::Tensor TensorField::slice(const SparseTensor& s) const {
+  std::vector<int64_t> inv = inverse_mapping(s);
+  return fk::index_select(s.F(), 0,
+                          fk::from_vector(inv, fk::Dims{static_cast<int64_t>(inv.size())}));
+}
+
+TensorField TensorField::with_features(const fk::Tensor& features) const {
+  TensorField f(features, coordinates_);
+  f.inverse_ = inverse_;
+  f.manager_ = manager_;
+  f.key_ = key_;
+  return f;
+}
+
+TensorField SparseTensor::slice(const TensorField& field) const {
+  return field.with_features(field.slice(*this));
 }
 
 }  // namespace minkowski

@@ -7,13 +7,16 @@
 // f32/f64/f16/bf16 CPU tensor, may require grad.
 //
 // sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, the
-// batch column is kept as is), inserts the voxels as a stride-1 map in a
-// CoordinateManager through SparseTensor's constructor (so rows follow the
-// first occurrence of each voxel in input order, deterministically) and
+// batch column is kept as is; with a tensor stride t the voxel is then
+// floor(voxel / t) * t and the map has stride t), inserts the voxels as a map
+// in a CoordinateManager through SparseTensor's constructor (so rows follow
+// the first occurrence of each voxel in input order, deterministically) and
 // reduces the features of points sharing a voxel by the QuantizationMode
 // (differentiable w.r.t. the features). The field remembers the point->voxel
 // row mapping and the map it was quantized to; slice() uses it to gather the
-// features of a SparseTensor on that map back to every point.
+// features of a SparseTensor back to every point: on that map directly, on
+// any other map (coarser stride, other manager, other row order) by looking
+// up each voxel's coordinate, floored to that map's stride.
 //
 // Memory: the field holds its two tensors plus, after sparse(), one int64 per
 // point (the inverse mapping) and a reference to the manager.
@@ -42,25 +45,35 @@ class TensorField {
   int64_t channels() const { return features_.size(1); }
 
   // Quantizes the field. voxel_size: one positive value or one per spatial
-  // axis (D values). The result lives in `manager` (a new one when null) under
-  // the stride-1 key; the field records that map and the inverse mapping (the
-  // last call wins).
+  // axis (D values); tensor_stride: 1 or D positive values (voxels are floored
+  // to multiples of it). The result lives in `manager` (a new one when null)
+  // under a key of that stride; the field records that map and the inverse
+  // mapping (the last call wins).
   SparseTensor sparse(const std::vector<double>& voxel_size,
                       QuantizationMode mode = QuantizationMode::UnweightedAverage,
-                      std::shared_ptr<CoordinateManager> manager = nullptr);
+                      std::shared_ptr<CoordinateManager> manager = nullptr,
+                      const std::vector<int32_t>& tensor_stride = {1});
   SparseTensor sparse(double voxel_size = 1.0,
                       QuantizationMode mode = QuantizationMode::UnweightedAverage,
-                      std::shared_ptr<CoordinateManager> manager = nullptr) {
-    return sparse(std::vector<double>{voxel_size}, mode, std::move(manager));
+                      std::shared_ptr<CoordinateManager> manager = nullptr,
+                      const std::vector<int32_t>& tensor_stride = {1}) {
+    return sparse(std::vector<double>{voxel_size}, mode, std::move(manager), tensor_stride);
   }
 
-  // The features of `s` at every point: N x C (s.channels()), row i = row
-  // inverse_mapping()[i] of s.F(). Differentiable w.r.t. s.F() (index_select,
-  // whose backward is an ordered index_add, so deterministic). `s` must live
-  // on the map this field was last quantized to, or on any map whose
-  // coordinates are identical row for row (e.g. the same voxels in another
-  // manager, or a stride-preserving op's output map); otherwise fk::Error.
+  // The features of `s` at every point: N x C (s.channels()). On the map this
+  // field was last quantized to, row i = row inverse_mapping()[i] of s.F().
+  // On any other map (e.g. after strided convolutions, or the same voxels in
+  // another manager or row order) with a tensor stride that is a multiple of
+  // the field's, point i gets the row holding its voxel floored to that stride
+  // (ME's composition of the inverse mapping with a stride map); every voxel
+  // must be found there, otherwise fk::Error. Differentiable w.r.t. s.F()
+  // (index_select, whose backward is an ordered index_add, so deterministic).
   fk::Tensor slice(const SparseTensor& s) const;
+  // Point row -> row of `s` that slice(s) uses (a copy of inverse_mapping() on
+  // the field's own map).
+  std::vector<int64_t> inverse_mapping(const SparseTensor& s) const;
+  // The same points and quantization record with other features (N rows).
+  TensorField with_features(const fk::Tensor& features) const;
 
   // Voxel row of each point (empty before sparse()).
   const std::vector<int64_t>& inverse_mapping() const { return inverse_; }

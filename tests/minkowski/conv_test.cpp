@@ -349,43 +349,62 @@ struct KnobGuard {
 };
 
 TEST(MinkowskiConv, HalfPrecisionAgainstF32) {
+  // 8 channels: the f32 micro-kernels run underneath (forward, input and
+  // weight gradient), with halves converted in and rounded once out.
   Case c = make_case(3, 300, 5, 1, 8, 8, 27, 50);
   SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
-  fk::Tensor w32 = c.w.to(fk::DType::F32);
-  fk::Tensor y32 = convolution(x, w32, fk::Tensor(), KernelRegion::cube({3})).F();
+  fk::Tensor w32 = c.w.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor f32 = x.F().clone().set_requires_grad(true);
+  fk::Tensor y32 = convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(),
+                               KernelRegion::cube({3}))
+                       .F();
+  fk::sum(y32).backward();
   // tolerances: inputs rounded to 16 bits (f16 2^-11, bf16 2^-8 relative), sums
-  // of up to 27*8 products of magnitude <= 1, output rounded once.
-  for (auto [dt, tol] : {std::pair{fk::DType::F16, 0.05}, std::pair{fk::DType::BF16, 0.4}}) {
-    SparseTensor xh(c.f.to(dt), x.key(), x.manager());
-    fk::Tensor wh = c.w.to(dt).set_requires_grad(true);
+  // of up to 27*8 products of magnitude <= 1, output rounded once; weight
+  // gradients (here up to ~37) sum up to ~300 features per offset (absolute
+  // part) and are rounded once (relative part).
+  struct Tol {
+    fk::DType dt;
+    double abs, rel;
+  };
+  for (Tol t : {Tol{fk::DType::F16, 0.05, 2e-3}, Tol{fk::DType::BF16, 0.4, 1e-2}}) {
+    SparseTensor xh(c.f.to(t.dt), x.key(), x.manager());
+    fk::Tensor wh = c.w.to(t.dt).set_requires_grad(true);
     fk::Tensor fh = xh.F().clone().set_requires_grad(true);
     fk::Tensor yh = convolution(SparseTensor(fh, x.key(), x.manager()), wh, fk::Tensor(),
                                 KernelRegion::cube({3}))
                         .F();
-    EXPECT_EQ(yh.dtype(), dt);
-    fk::test::expect_close(yh, y32.to_vector<double>(), tol);
+    EXPECT_EQ(yh.dtype(), t.dt);
+    fk::test::expect_close(yh, y32.to_vector<double>(), t.abs);
     fk::sum(yh).backward();
-    EXPECT_EQ(fh.grad().dtype(), dt);
-    EXPECT_EQ(wh.grad().dtype(), dt);
+    EXPECT_EQ(fh.grad().dtype(), t.dt);
+    EXPECT_EQ(wh.grad().dtype(), t.dt);
+    auto near = [&](const fk::Tensor& got, const fk::Tensor& want, double abs) {
+      auto a = got.to_vector<double>(), b = want.to_vector<double>();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_NEAR(a[i], b[i], abs + t.rel * std::abs(b[i])) << fk::name(t.dt) << " at " << i;
+    };
+    near(fh.grad(), f32.grad(), t.abs);
+    near(wh.grad(), w32.grad(), 10 * t.abs);
   }
 }
 
 // f32 runs the AVX2 micro-kernels (row-stationary fused path, per-pair
 // per-offset path) where the CPU has them; f64 runs BLAS over staged rows,
 // where the staging cap splits the offsets into groups.
-void check_paths_bit_identical(fk::DType dt) {
+void check_paths_bit_identical(fk::DType dt, const KernelRegion& region = KernelRegion::cube({3})) {
   KnobGuard guard;
   set_deterministic(true);
   // A dense-ish blob so offsets hold several 2048-row GEMM blocks.
   Rows rows = random_rows(3, 12000, 12, 1, 1, 3);
   fk::Tensor f = fk::test::random_tensor({12000, 16}, dt, -1, 1, 4);
-  fk::Tensor w = fk::test::random_tensor({27, 16, 8}, dt, -1, 1, 5);
+  fk::Tensor w = fk::test::random_tensor({region.volume(3), 16, 8}, dt, -1, 1, 5);
   SparseTensor x(f, to_tensor(rows));
   auto run = [&]() {
     fk::Tensor ff = f.clone().set_requires_grad(true), ww = w.clone().set_requires_grad(true);
-    fk::Tensor y = convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(),
-                               KernelRegion::cube({3}))
-                       .F();
+    fk::Tensor y =
+        convolution(SparseTensor(ff, x.key(), x.manager()), ww, fk::Tensor(), region).F();
     fk::Tensor g = fk::test::random_tensor(y.shape(), dt, -1, 1, 6);
     y.backward(g);
     return std::vector<fk::Tensor>{y, ff.grad(), ww.grad()};
@@ -404,7 +423,7 @@ void check_paths_bit_identical(fk::DType dt) {
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("0.001");
   same(run(), "chunked per offset");
   if (staged) {
-    EXPECT_EQ(last_conv_call().groups, 27);
+    EXPECT_EQ(last_conv_call().groups, region.volume(3));
   }
   fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override("3");
   same(run(), "chunked 3 MiB");
@@ -424,8 +443,7 @@ void check_paths_bit_identical(fk::DType dt) {
   // and the values are right (against the f64 BLAS path)
   if (!staged) {
     SparseTensor x64(f.to(fk::DType::F64), x.key(), x.manager());
-    fk::Tensor y64 =
-        convolution(x64, w.to(fk::DType::F64), fk::Tensor(), KernelRegion::cube({3})).F();
+    fk::Tensor y64 = convolution(x64, w.to(fk::DType::F64), fk::Tensor(), region).F();
     fk::test::expect_close(base[0], y64.to_vector<double>(), 1e-4);
   }
   set_deterministic(false);
@@ -434,6 +452,12 @@ void check_paths_bit_identical(fk::DType dt) {
 
 TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF32) {
   check_paths_bit_identical(fk::DType::F32);
+}
+
+TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF32Cross) {
+  // A symmetric map whose mirror does not reverse the offset order: the
+  // input gradient reads by_out through the mirror with a sort.
+  check_paths_bit_identical(fk::DType::F32, KernelRegion::cross({5}));
 }
 
 TEST(MinkowskiConv, FusedPerOffsetChunkedAndThreadsBitIdenticalF64) {
@@ -464,6 +488,58 @@ TEST(MinkowskiConv, F32KernelsAgainstReference) {
     fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
     fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
   }
+}
+
+TEST(MinkowskiConv, F32RepeatedOffsetsGetTheirOwnWeights) {
+  // A symmetric custom region with the zero offset twice: no mirror (it would
+  // be ambiguous), each copy uses its own weight slice, forward and backward.
+  std::vector<int32_t> off{0, 0, 1, 0, -1, 0, 0, 0, 0, 1, 0, -1};
+  KernelRegion region = KernelRegion::custom(off, 2);
+  Case c = make_case(2, 300, 12, 1, 8, 16, 6, 41);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  auto km = x.manager()->kernel_map(x.key(), x.key(), region, false);
+  EXPECT_TRUE(km->mirror.empty());
+  fk::Tensor f32 = c.f.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor w32 = c.w.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor y =
+      convolution(SparseTensor(f32, x.key(), x.manager()), w32, fk::Tensor(), region).F();
+  std::vector<std::vector<int>> offs{{0, 0}, {1, 0}, {-1, 0}, {0, 0}, {0, 1}, {0, -1}};
+  auto want = reference_conv(c.rows, c.fv, 8, c.rows, c.wv, 16, offs, 1);
+  fk::test::expect_close(y, want, 1e-4);
+  fk::Tensor f64 = c.f.clone().set_requires_grad(true), w64 = c.w.clone().set_requires_grad(true);
+  fk::Tensor y64 =
+      convolution(SparseTensor(f64, x.key(), x.manager()), w64, fk::Tensor(), region).F();
+  fk::Tensor g = fk::test::random_tensor(y.shape(), fk::DType::F64, -1, 1, 3);
+  y.backward(g.to(fk::DType::F32));
+  y64.backward(g);
+  fk::test::expect_close(f32.grad(), f64.grad().to_vector<double>(), 1e-4);
+  fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
+}
+
+TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
+  // Thousands of rows: the f32 weight gradient sums several fixed row chunks;
+  // against f64, and bit-identical at 1 and 2 threads.
+  Rows rows = random_rows(3, 9000, 30, 1, 1, 12);
+  SparseTensor x64(fk::test::random_tensor({9000, 8}, fk::DType::F64, -1, 1, 13), to_tensor(rows));
+  ASSERT_GT(x64.size(), 6000);
+  fk::Tensor w = fk::test::random_tensor({27, 8, 16}, fk::DType::F64, -1, 1, 14);
+  fk::Tensor g = fk::test::random_tensor({x64.size(), 16}, fk::DType::F64, -1, 1, 15);
+  auto grad_w = [&](fk::DType dt) {
+    fk::Tensor ww = w.to(dt).set_requires_grad(true);
+    fk::Tensor y = convolution(SparseTensor(x64.F().to(dt), x64.key(), x64.manager()), ww,
+                               fk::Tensor(), KernelRegion::cube({3}))
+                       .F();
+    y.backward(g.to(dt));
+    return ww.grad();
+  };
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(2);
+  fk::Tensor two = grad_w(fk::DType::F32);
+  fk::set_num_threads(1);
+  fk::Tensor one = grad_w(fk::DType::F32);
+  fk::set_num_threads(threads);
+  EXPECT_TRUE(one.to_vector<float>() == two.to_vector<float>());
+  fk::test::expect_close(one, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
 }
 
 TEST(MinkowskiConv, F32StridedTransposedOneByOne) {

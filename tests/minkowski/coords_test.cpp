@@ -1,7 +1,10 @@
 // Coordinate maps, kernel regions and kernel maps on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <numeric>
 #include <set>
+#include <string>
 
 #include "fk/fk.h"
 #include "minkowski/minkowski.h"
@@ -184,6 +187,144 @@ TEST(MinkowskiKernelMap, RowIndicesSymmetricAndNot) {
   auto even = m.kernel_map(k, k, KernelRegion::cube({2}), false);  // {0,1}: not symmetric
   EXPECT_TRUE(even->mirror.empty());
   expect_row_index(*even, even->by_in(), false);
+}
+
+// Kernel maps on random inputs against a plain construction: a std::map from
+// coordinate to row, every (output row, offset) looked up. Checks the pair
+// sets per offset, one output row at most once per offset, the documented
+// order within an offset (output rows in lexicographic coordinate order, batch
+// first, axes as the build orders them: only checked to be a fixed order, i.e.
+// equal across thread counts), the mirror property and by_out.
+struct MapCase {
+  int d;
+  int n;
+  int range;
+  int batches;
+  KernelRegion region;
+  int stride;     // output map: the input strided by this (1: the input itself)
+  int32_t shift;  // added to every other point (wide extents: 64- and 128-bit keys)
+};
+
+std::vector<int32_t> random_coords(const MapCase& c, unsigned seed) {
+  std::vector<int32_t> v;
+  uint64_t s = seed;
+  for (int i = 0; i < c.n; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    v.push_back(static_cast<int32_t>((s >> 60) % c.batches));
+    for (int a = 0; a < c.d; ++a) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      int32_t x = static_cast<int32_t>((s >> 33) % c.range) - c.range / 2;
+      v.push_back(x + (i % 2 == 0 ? c.shift : 0));  // two far-apart clouds
+    }
+  }
+  return v;
+}
+
+void check_map_against_plain(const MapCase& c, unsigned seed) {
+  SCOPED_TRACE(std::to_string(c.d) + "-D " + c.region.str(c.d) + " stride " +
+               std::to_string(c.stride));
+  CoordinateManager m(c.d);
+  auto k = m.insert(coords(random_coords(c, seed), c.d + 1), {1}).key;
+  MapKey out_key = c.stride == 1 ? k : m.stride(k, {c.stride});
+  auto in = m.map(k), out = m.map(out_key);
+  std::vector<int32_t> offsets = c.region.offsets(in->tensor_stride());
+  int threads = fk::get_num_threads();
+  fk::set_num_threads(1);
+  auto km = build_kernel_map(*in, *out, offsets);
+  fk::set_num_threads(2);
+  auto km2 = build_kernel_map(*in, *out, offsets);
+  fk::set_num_threads(threads);
+  EXPECT_EQ(km->offset_begin, km2->offset_begin);
+  EXPECT_EQ(km->in_rows, km2->in_rows);
+  EXPECT_EQ(km->out_rows, km2->out_rows);
+
+  std::map<std::vector<int32_t>, int32_t> rows;
+  for (int64_t i = 0; i < in->size(); ++i)
+    rows.emplace(std::vector<int32_t>(in->row(i), in->row(i) + c.d + 1), static_cast<int32_t>(i));
+  const int64_t K = static_cast<int64_t>(offsets.size()) / c.d;
+  ASSERT_EQ(km->volume, K);
+  for (int64_t q = 0; q < K; ++q) {
+    std::set<std::pair<int32_t, int32_t>> want, got;
+    for (int64_t o = 0; o < out->size(); ++o) {
+      std::vector<int32_t> x(out->row(o), out->row(o) + c.d + 1);
+      for (int a = 0; a < c.d; ++a) x[a + 1] += offsets[q * c.d + a];
+      auto it = rows.find(x);
+      if (it != rows.end()) want.insert({it->second, static_cast<int32_t>(o)});
+    }
+    std::set<int32_t> outs;
+    for (int64_t p = km->offset_begin[q]; p < km->offset_begin[q + 1]; ++p) {
+      got.insert({km->in_rows[p], km->out_rows[p]});
+      EXPECT_TRUE(outs.insert(km->out_rows[p]).second) << "output row twice in offset " << q;
+    }
+    EXPECT_EQ(got, want) << "offset " << q;
+  }
+  if (!km->mirror.empty())
+    for (int64_t q = 0; q < K; ++q) {
+      int64_t mq = km->mirror[q];
+      ASSERT_EQ(km->count(q), km->count(mq));
+      for (int64_t j = 0; j < km->count(q); ++j) {
+        EXPECT_EQ(km->in_rows[km->offset_begin[q] + j], km->out_rows[km->offset_begin[mq] + j]);
+        EXPECT_EQ(km->out_rows[km->offset_begin[q] + j], km->in_rows[km->offset_begin[mq] + j]);
+      }
+    }
+  expect_row_index(*km, km->by_out(), true);
+  expect_row_index(*km, km->by_in(), false);
+}
+
+TEST(MinkowskiKernelMap, RandomAgainstPlainLookup) {
+  std::vector<int32_t> custom{0, 0, 0, 2, -1, 0, 0, 2, 1, 1};  // incl. a repeated offset
+  MapCase cases[] = {
+      {2, 400, 30, 2, KernelRegion::cube({3}), 1, 0},
+      {2, 400, 30, 1, KernelRegion::cube({3}, {2}), 1, 0},     // dilated
+      {2, 400, 30, 3, KernelRegion::cube({2}), 2, 0},          // strided, even kernel
+      {2, 300, 20, 1, KernelRegion::custom(custom, 2), 1, 0},  // custom, not symmetric
+      {3, 600, 12, 2, KernelRegion::cube({3}), 1, 0},
+      {3, 600, 12, 2, KernelRegion::cube({5, 3, 1}), 1, 0},  // lines of 5 along x_1
+      {3, 600, 12, 2, KernelRegion::cross({3}), 1, 0},
+      {3, 600, 16, 2, KernelRegion::cube({3}), 2, 0},
+      {3, 600, 16, 1, KernelRegion::cube({3}, {3}), 3, 0},  // dilated and strided
+      {4, 500, 6, 2, KernelRegion::cube({3}), 1, 0},
+      {4, 500, 8, 2, KernelRegion::cube({3}), 2, 0},
+      {4, 300, 8, 2, KernelRegion::cube({3}), 1, 1 << 30},  // 128-bit keys
+      {1, 100, 40, 2, KernelRegion::cube({5}), 1, 0},
+  };
+  unsigned seed = 1;
+  for (const MapCase& c : cases) check_map_against_plain(c, seed++);
+}
+
+TEST(MinkowskiKernelMap, ManyRowsAcrossChunksAndThreads) {
+  // More output rows than one build chunk (8192), two batches.
+  check_map_against_plain({3, 12000, 30, 2, KernelRegion::cube({3}), 1, 0}, 77);
+}
+
+TEST(MinkowskiKernelMap, SamePairsWhateverTheRowOrder) {
+  // Rows in scene order (z fastest, which the build picks as its line axis)
+  // and permuted (another axis order may be picked) give the same pairs once
+  // the rows of one are mapped onto the other's.
+  std::vector<int32_t> v;
+  for (int x = 0; x < 6; ++x)
+    for (int y = 0; y < 5; ++y)
+      for (int z = 0; z < 7; ++z)
+        if ((x * 7 + y * 3 + z) % 4 != 0) v.insert(v.end(), {0, x, y, z});
+  const int64_t n = static_cast<int64_t>(v.size()) / 4;
+  std::vector<int32_t> w(v.size());
+  std::vector<int32_t> perm(n);
+  ASSERT_EQ(std::gcd(n, int64_t{37}), 1);
+  for (int64_t i = 0; i < n; ++i) perm[i] = static_cast<int32_t>((i * 37) % n);
+  for (int64_t i = 0; i < n; ++i) std::copy(&v[perm[i] * 4], &v[perm[i] * 4 + 4], &w[i * 4]);
+  CoordinateManager ma(3), mb(3);
+  auto ka = ma.insert(coords(v, 4), {1}).key, kb = mb.insert(coords(w, 4), {1}).key;
+  auto a = ma.kernel_map(ka, ka, KernelRegion::cube({3}), false);
+  auto b = mb.kernel_map(kb, kb, KernelRegion::cube({3}), false);
+  ASSERT_EQ(a->offset_begin, b->offset_begin);
+  // row i of b is row perm[i] of a
+  std::vector<std::set<std::pair<int32_t, int32_t>>> sa(27), sb(27);
+  for (int64_t q = 0; q < 27; ++q)
+    for (int64_t p = a->offset_begin[q]; p < a->offset_begin[q + 1]; ++p) {
+      sa[q].insert({a->in_rows[p], a->out_rows[p]});
+      sb[q].insert({perm[b->in_rows[p]], perm[b->out_rows[p]]});
+    }
+  EXPECT_EQ(sa, sb);
 }
 
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {

@@ -150,8 +150,67 @@ TEST(TensorField, Errors) {
     field.slice(other);
     FAIL();
   } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("identical coordinates"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("lacks the voxel"), std::string::npos);
   }
+  // a stride that is not a multiple of the field's
+  field.sparse(0.5, QuantizationMode::UnweightedAverage, nullptr, {2});
+  SparseTensor s3(fk::ones({1, 2}, {fk::DType::F64}),
+                  fk::from_vector(std::vector<int32_t>{0, 3, 3}, fk::Dims{1, 3}), {3});
+  try {
+    field.slice(s3);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple of the field"), std::string::npos);
+  }
+  EXPECT_THROW(field.sparse(0.5, QuantizationMode::UnweightedAverage, nullptr, {0}), fk::Error);
+  EXPECT_THROW(field.sparse(0.5, QuantizationMode::UnweightedAverage, nullptr, {1, 1, 1}),
+               fk::Error);
+}
+
+TEST(TensorField, SparseWithTensorStride) {
+  // Voxels (0,0) (-1,1) (0,0)b1 (0,0) (-1,0) (0,0)b1 floored to stride 2:
+  // b0 (0,0) <- points 0, 3; b0 (-2,0) <- points 1, 4; b1 (0,0) <- points 2, 5.
+  Points p;
+  TensorField field(p.f, p.c);
+  SparseTensor s = field.sparse(0.5, QuantizationMode::UnweightedAverage, nullptr, {2});
+  EXPECT_EQ(s.tensor_stride(), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(s.C().to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 0, -2, 0, 1, 0, 0}));
+  fk::test::expect_close(s.F(), {3, -3, 3, -3, 5, -5}, 1e-12);
+  EXPECT_EQ(field.inverse_mapping(), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  fk::test::expect_close(field.slice(s), {3, -3, 3, -3, 5, -5, 3, -3, 3, -3, 5, -5}, 1e-12);
+}
+
+TEST(TensorField, SliceFromStridedAndReorderedMaps) {
+  Points p;
+  TensorField field(p.f, p.c);
+  SparseTensor s = field.sparse(0.5);
+  // The stride-2 map of the field's map (as a strided convolution makes it).
+  MapKey k2 = s.manager()->stride(s.key(), {2});
+  ASSERT_EQ(s.manager()->coordinates(k2).to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 0, 0, -2, 0, 1, 0, 0}));
+  fk::Tensor g = fk::from_vector(std::vector<double>{10, 20, 30}, fk::Dims{3, 1});
+  SparseTensor coarse(g, k2, s.manager());
+  fk::test::expect_close(field.slice(coarse), {10, 20, 30, 10, 20, 30}, 0);
+  EXPECT_EQ(field.inverse_mapping(coarse), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  // The field's voxels in another manager, rows in another order.
+  fk::Tensor c = s.C();
+  auto cv = c.to_vector<int32_t>();
+  std::vector<int32_t> rev;
+  for (int r = 3; r >= 0; --r) rev.insert(rev.end(), cv.begin() + 3 * r, cv.begin() + 3 * r + 3);
+  SparseTensor reordered(fk::from_vector(std::vector<double>{4, 3, 2, 1}, fk::Dims{4, 1}),
+                         fk::from_vector(rev, fk::Dims{4, 3}));
+  // field rows 0..3 are rows 3..0 there
+  fk::test::expect_close(field.slice(reordered), {1, 2, 3, 1, 4, 3}, 0);
+  // SparseTensor::slice(field): a field on the same points.
+  TensorField back = coarse.slice(field);
+  EXPECT_EQ(back.size(), 6);
+  EXPECT_EQ(back.C().to_vector<double>(), p.c.to_vector<double>());
+  fk::test::expect_close(back.F(), {10, 20, 30, 10, 20, 30}, 0);
+  EXPECT_EQ(back.inverse_mapping(), field.inverse_mapping());
+  // gradients flow through the composed mapping
+  fk::Tensor gg = g.clone().set_requires_grad(true);
+  fk::sum(field.slice(SparseTensor(gg, k2, s.manager()))).backward();
+  fk::test::expect_close(gg.grad(), {2, 2, 2}, 0);
 }
 
 }  // namespace

@@ -93,32 +93,8 @@ CoordinateMap::CoordinateMap(const int32_t* rows, int64_t n, int width,
   }
 }
 
-const SortedRows& CoordinateMap::sorted() const {
-  std::lock_guard<std::mutex> lock(sorted_mu_);
-  if (sorted_) return *sorted_;
-  auto s = std::make_shared<SortedRows>();
-  std::vector<std::pair<Key128, int32_t>> kv(size_);
-  fk::parallel_for(0, size_, 16384, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      packer_.pack(row(i), kv[i].first);
-      kv[i].second = static_cast<int32_t>(i);
-    }
-  });
-  // Keys are unique, so the order is total and deterministic.
-  std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  s->keys.resize(size_);
-  s->rows.resize(size_);
-  for (int64_t i = 0; i < size_; ++i) s->keys[i] = kv[i].first, s->rows[i] = kv[i].second;
-  sorted_ = std::move(s);
-  return *sorted_;
-}
-
 int64_t CoordinateMap::bytes() const {
   int64_t b = static_cast<int64_t>(coords_.capacity() * sizeof(int32_t));
-  {
-    std::lock_guard<std::mutex> lock(sorted_mu_);
-    if (sorted_) b += size_ * static_cast<int64_t>(sizeof(Key128) + sizeof(int32_t));
-  }
   for (const auto& t : shards_)
     b += static_cast<int64_t>(t.bucket_count() * (sizeof(std::pair<Key128, int32_t>) + 8));
   return b;

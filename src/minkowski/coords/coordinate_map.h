@@ -18,8 +18,6 @@
 // Memory: coordinates N*(1+D)*4 bytes plus the table (~32 bytes per slot at
 // load <= 0.5 plus keys). CPU only.
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include <tsl/robin_map.h>
@@ -68,13 +66,6 @@ class CoordinatePacker {
   std::vector<int> shift_;
 };
 
-// A map's rows in ascending packed-key order, i.e. lexicographic order of
-// (x_D, .., x_1, batch); kernel maps merge-join these instead of hashing.
-struct SortedRows {
-  std::vector<Key128> keys;
-  std::vector<int32_t> rows;
-};
-
 class CoordinateMap {
  public:
   // Inserts n rows (row-major n x width, width = 1 + D). Duplicates keep their
@@ -104,8 +95,6 @@ class CoordinateMap {
     auto it = shard.find(k, h);
     return it == shard.end() ? -1 : it->second;
   }
-  // Built on first use (thread-safe), then cached with the map.
-  const SortedRows& sorted() const;
   int64_t bytes() const;
 
  private:
@@ -120,8 +109,6 @@ class CoordinateMap {
   CoordinatePacker packer_;
   int shard_bits_ = 0;
   std::vector<Table> shards_;
-  mutable std::mutex sorted_mu_;
-  mutable std::shared_ptr<SortedRows> sorted_;
 };
 
 }  // namespace minkowski

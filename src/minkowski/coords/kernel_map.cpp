@@ -1,7 +1,15 @@
 #include "minkowski/coords/kernel_map.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <numeric>
+#include <string>
+#include <utility>
 
+#include "fk/error.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 
@@ -9,8 +17,8 @@ namespace minkowski {
 
 namespace {
 
-std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const std::vector<int32_t>& rows,
-                                     const std::vector<int32_t>& others, int64_t n) {
+std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_t>& rows,
+                                     const LargeArray<int32_t>& others, int64_t n) {
   auto idx = std::make_shared<RowIndex>();
   int64_t p = m.pairs();
   idx->begin.assign(n + 1, 0);
@@ -107,116 +115,359 @@ std::shared_ptr<KernelMap> KernelMap::make_identity(int64_t n) {
   return m;
 }
 
-std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
-                                            const std::vector<int32_t>& offsets) {
+namespace {
+
+// The kernel-map build's own key layout: the batch index on top, below it the
+// spatial axes from the one that changes least often between consecutive
+// output rows to the one that changes most often (`line_axis`, lowest bits):
+// for rows stored in coordinate order (as scenes and strided maps usually
+// are) the key order is then the row order, so the writes of the build and
+// the reads of a convolution run through memory sequentially. Every axis is
+// padded by the kernel's reach on it, so out_key + delta(offset) is exactly
+// the key of out_coord + offset (no carries, no bounds checks), and
+// neighbours along line_axis have consecutive keys.
+struct BuildLayout {
+  std::vector<int64_t> lo;
+  std::vector<int> shift;
+  int bits = 0;
+  int line_axis = 1;  // column
+};
+
+BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
+                        const std::vector<int32_t>& offsets) {
   const int w = in.width(), d = w - 1;
   const int64_t K = static_cast<int64_t>(offsets.size()) / d;
-  const int64_t n_out = out.size(), n_in = in.size();
+  BuildLayout l;
+  l.lo.resize(w);
+  l.shift.resize(w);
+  std::vector<int64_t> reach(w, 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int i = 0; i < d; ++i)
+      reach[i + 1] = std::max<int64_t>(reach[i + 1], std::abs(int64_t{offsets[k * d + i]}));
+  const CoordinatePacker &pi = in.packer(), &po = out.packer();
+  // How often each axis changes between consecutive output rows.
+  std::vector<int64_t> changes(w, 0);
+  for (int64_t i = 1; i < out.size(); ++i) {
+    const int32_t *a = out.row(i - 1), *b = out.row(i);
+    for (int c = 1; c < w; ++c) changes[c] += a[c] != b[c];
+  }
+  std::vector<int> order(d);  // columns from least to most significant, then 0
+  std::iota(order.begin(), order.end(), 1);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return changes[a] > changes[b]; });
+  order.push_back(0);
+  l.line_axis = order[0];
+  for (int c : order) {
+    int64_t lo = std::min<int64_t>(pi.min(c), po.min(c)) - reach[c];
+    int64_t hi = std::max<int64_t>(pi.min(c) + pi.extent(c), po.min(c) + po.extent(c)) + reach[c];
+    int b = 0;
+    while (b < 63 && (int64_t{1} << b) <= hi - lo) ++b;
+    l.lo[c] = lo;
+    l.shift[c] = l.bits;
+    l.bits += b;
+  }
+  return l;
+}
+
+template <typename Key>
+Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
+  Key k = 0;
+  for (int c = 0; c < w; ++c)
+    k |= static_cast<Key>(static_cast<int64_t>(row[c]) - l.lo[c]) << l.shift[c];
+  return k;
+}
+
+// (key, row) of every map row in ascending key order: LSD radix sort, 11-bit
+// digits over the layout's bits (stable, so deterministic). keys gets a
+// sentinel above every key at index n (and rows a -1 there).
+template <typename Key>
+void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
+                 std::vector<int32_t>& rows) {
+  const int64_t n = m.size();
+  const int w = m.width();
+  std::vector<Key> k2;
+  std::vector<int32_t> r2;
+  keys.resize(n + 1);
+  rows.resize(n);
+  fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      keys[i] = pack_key<Key>(l, m.row(i), w);
+      rows[i] = static_cast<int32_t>(i);
+    }
+  });
+  bool sorted = true;  // rows already in key order (scenes often are): no sort
+  for (int64_t i = 1; i < n && sorted; ++i) sorted = keys[i - 1] < keys[i];
+  constexpr int kDigit = 11;
+  std::vector<int64_t> count(size_t{1} << kDigit);
+  for (int s = 0; s < l.bits && !sorted; s += kDigit) {
+    std::fill(count.begin(), count.end(), 0);
+    const Key mask = (Key{1} << kDigit) - 1;
+    k2.resize(n);
+    r2.resize(n);
+    for (int64_t i = 0; i < n; ++i) ++count[static_cast<size_t>((keys[i] >> s) & mask)];
+    int64_t sum = 0;
+    for (auto& c : count) sum += std::exchange(c, sum);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t at = count[static_cast<size_t>((keys[i] >> s) & mask)]++;
+      k2[at] = keys[i];
+      r2[at] = rows[i];
+    }
+    std::copy(k2.begin(), k2.begin() + n, keys.begin());
+    rows.swap(r2);
+  }
+  keys[n] = ~Key{0};
+  rows.push_back(-1);
+}
+
+// Offsets that differ only along the line axis form a line: one merge pointer per line
+// finds all of them, as their keys are consecutive.
+struct Line {
+  Key128 delta;  // key offset of the line at dx = 0 (two's complement)
+  std::vector<std::pair<int32_t, int32_t>> dx;  // (dx, k), ascending
+};
+
+std::vector<Line> make_lines(const std::vector<int32_t>& offsets, int d, const BuildLayout& l) {
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  std::vector<Line> lines;
+  std::vector<std::vector<int32_t>> rest;  // components 2..D of each line
+  for (int64_t k = 0; k < K; ++k) {
+    const int32_t* o = offsets.data() + k * d;
+    std::vector<int32_t> r(o, o + d);
+    r[l.line_axis - 1] = 0;
+    size_t at = std::find(rest.begin(), rest.end(), r) - rest.begin();
+    if (at == rest.size()) {
+      rest.push_back(r);
+      Key128 delta = 0;
+      for (int i = 0; i < d; ++i)
+        if (i + 1 != l.line_axis) delta += static_cast<Key128>(int64_t{o[i]}) << l.shift[i + 1];
+      lines.push_back({delta, {}});
+    }
+    lines[at].dx.push_back({o[l.line_axis - 1], static_cast<int32_t>(k)});
+  }
+  for (Line& ln : lines) std::sort(ln.dx.begin(), ln.dx.end());
+  return lines;
+}
+
+// A symmetric map onto itself: mirror[k] = the offset -offsets[k] (empty when
+// some offset has no negation in the region, the maps differ, or repeated
+// offsets make the pairing ambiguous: it must be an involution).
+std::vector<int32_t> find_mirror(const CoordinateMap& in, const CoordinateMap& out,
+                                 const std::vector<int32_t>& offsets, int d) {
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  if (&in != &out) return {};
+  std::vector<int32_t> mirror(K, -1);
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t q = 0; q < K && mirror[k] < 0; ++q) {
+      bool neg = true;
+      for (int i = 0; i < d && neg; ++i) neg = offsets[q * d + i] == -offsets[k * d + i];
+      if (neg) mirror[k] = static_cast<int32_t>(q);
+    }
+    if (mirror[k] < 0) return {};
+  }
+  for (int64_t k = 0; k < K; ++k)
+    if (mirror[mirror[k]] != k) return {};
+  return mirror;
+}
+
+// Walks output rows [j0, j1) (in key order) and calls row(j, ks, ins, n) with
+// the row's n neighbours (offsets ks ascending, input rows ins). Per line of
+// offsets, a pointer moves forward to the first input key not below the
+// line's first target; the line's targets are then checked in ascending
+// order. Written to be branch-free in the common case (unit steps along the
+// line, pointers moving at most two keys per row): every offset's result goes
+// to its slot, and the row's list is the slots compacted in offset order.
+template <typename Key, typename RowFn>
+void search_rows(const std::vector<Key>& ikeys, const std::vector<int32_t>& irows,
+                 const std::vector<Key>& okeys, const std::vector<Line>& lines, int64_t K,
+                 int64_t j0, int64_t j1, const RowFn& row) {
+  const int64_t nl = static_cast<int64_t>(lines.size());
+  std::vector<int64_t> ptr(nl);
+  std::vector<Key> base(nl), first(nl);
+  std::vector<char> unit(nl);  // the line's offsets step by one along it
+  for (int64_t L = 0; L < nl; ++L) {
+    base[L] = static_cast<Key>(lines[L].delta);
+    first[L] = base[L] + static_cast<Key>(int64_t{lines[L].dx.front().first});
+    ptr[L] = std::lower_bound(ikeys.begin(), ikeys.end() - 1, okeys[j0] + first[L]) - ikeys.begin();
+    unit[L] = 1;
+    for (size_t a = 1; a < lines[L].dx.size(); ++a)
+      unit[L] &= lines[L].dx[a].first == lines[L].dx[a - 1].first + 1;
+  }
+  std::vector<int32_t> slot(K), ks(K), ins(K);
+  const Key* keys = ikeys.data();
+  const int32_t* rows = irows.data();
+  for (int64_t j = j0; j < j1; ++j) {
+    const Key t = okeys[j];
+    for (int64_t L = 0; L < nl; ++L) {
+      int64_t q = ptr[L];
+      const Key lo = t + first[L];
+      q += keys[q] < lo;
+      q += keys[q] < lo;
+      while (keys[q] < lo) ++q;
+      ptr[L] = q;
+      const Key b = t + base[L];
+      if (unit[L]) {
+        for (const auto& [dx, k] : lines[L].dx) {
+          const Key target = b + static_cast<Key>(int64_t{dx});
+          q += keys[q] < target;  // at most one key lies below target here
+          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
+        }
+      } else {
+        for (const auto& [dx, k] : lines[L].dx) {
+          const Key target = b + static_cast<Key>(int64_t{dx});
+          while (keys[q] < target) ++q;
+          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
+        }
+      }
+    }
+    int64_t n = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      ks[n] = static_cast<int32_t>(k);
+      ins[n] = slot[k];  // a key position for now
+      n += slot[k] >= 0;
+    }
+    for (int64_t a = 0; a < n; ++a) ins[a] = rows[ins[a]];
+    row(j, ks.data(), ins.data(), n);
+  }
+}
+
+template <typename Key>
+std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateMap& out,
+                                      const std::vector<int32_t>& offsets, const BuildLayout& l) {
+  const int w = in.width(), d = w - 1;
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  const int64_t n_out = out.size();
   auto m = std::make_shared<KernelMap>();
   m->volume = K;
-  m->in_size = n_in;
+  m->in_size = in.size();
   m->out_size = n_out;
   m->offset_begin.assign(K + 1, 0);
-  if (n_out == 0 || n_in == 0) return m;
 
-  // Merge join instead of hashing: walk the output rows in key order; for a
-  // fixed offset the neighbours' keys (packed with the input's layout, rows
-  // outside the input's bounding box skipped) are then ascending too, so one
-  // forward pointer over the input's sorted keys finds them all, with purely
-  // sequential memory access.
-  const SortedRows& is = in.sorted();
-  const SortedRows& os = out.sorted();
-  const CoordinatePacker& pk = in.packer();
-  std::vector<int64_t> ext(w), shifts(w);
-  for (int c = 0; c < w; ++c) ext[c] = pk.extent(c), shifts[c] = pk.shift(c);
-  // Output coordinates relative to the input's minimum, in output key order.
-  std::vector<int64_t> rel(static_cast<size_t>(n_out * w));
-  fk::parallel_for(0, n_out, 16384, [&](int64_t lo, int64_t hi) {
-    for (int64_t j = lo; j < hi; ++j) {
-      const int32_t* c = out.row(os.rows[j]);
-      for (int i = 0; i < w; ++i) rel[j * w + i] = static_cast<int64_t>(c[i]) - pk.min(i);
+  std::vector<Key> ikeys, okeys_own;
+  std::vector<int32_t> irows, orows_own;
+  sorted_keys<Key>(in, l, ikeys, irows);
+  const std::vector<Key>* okeys = &ikeys;
+  const std::vector<int32_t>* orows = &irows;
+  if (&in != &out) {
+    sorted_keys<Key>(out, l, okeys_own, orows_own);
+    okeys = &okeys_own;
+    orows = &orows_own;
+  }
+  const std::vector<Line> lines = make_lines(offsets, d, l);
+
+  // Fixed chunks of output rows in key order (the result does not depend on
+  // the thread count). Pass 1 searches and keeps each row's (offset, input
+  // row) list; pass 2, once the counts are known, lays out the pairs in offset
+  // order and the rows' lists as by_out.
+  constexpr int64_t kChunk = 8192;
+  const int64_t nc = (n_out + kChunk - 1) / kChunk;
+  const int64_t grain = n_out * K < (int64_t{1} << 18) ? nc : 1;
+  std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
+  struct Free {
+    void operator()(int32_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<int32_t[], Free>> found_k(nc), found_in(nc);
+  auto idx = std::make_shared<RowIndex>();
+  idx->begin.resize(n_out + 1);
+  int64_t* row_begin = idx->begin.data();
+  fk::profile::count_launch(2);
+  fk::parallel_for(0, nc, grain, [&](int64_t clo, int64_t chi) {
+    for (int64_t c = clo; c < chi; ++c) {
+      int64_t* cc = chunk_count.data() + c * K;
+      const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
+      // Room for the worst case, uninitialised (only the written prefix is
+      // touched), shrunk to what was found afterwards.
+      auto room = [&] {
+        void* p = std::malloc(static_cast<size_t>((j1 - j0) * K) * sizeof(int32_t));
+        if (!p) throw std::bad_alloc();
+        return static_cast<int32_t*>(p);
+      };
+      found_k[c].reset(room());
+      found_in[c].reset(room());
+      int32_t* fk_ = found_k[c].get();
+      int32_t* fi = found_in[c].get();
+      search_rows(ikeys, irows, *okeys, lines, K, j0, j1,
+                  [&](int64_t j, const int32_t* ks, const int32_t* ins, int64_t n) {
+                    for (int64_t a = 0; a < n; ++a) ++cc[ks[a]];
+                    std::memcpy(fk_, ks, n * sizeof(int32_t));
+                    std::memcpy(fi, ins, n * sizeof(int32_t));
+                    fk_ += n;
+                    fi += n;
+                    row_begin[(*orows)[j] + 1] = n;
+                  });
+      const size_t used = std::max<size_t>(1, (fi - found_in[c].get()) * sizeof(int32_t));
+      for (auto* f : {&found_k[c], &found_in[c]})
+        if (void* p = std::realloc(f->get(), used)) {
+          (void)f->release();
+          f->reset(static_cast<int32_t*>(p));
+        }
     }
   });
-  std::vector<std::vector<int32_t>> pairs(K);  // per offset: (in, out) interleaved
-  // A map onto itself (submanifold) is symmetric: (i, o) at offset v means
-  // (o, i) at offset -v. When every offset's negation is in the region, only
-  // one of each +-v pair is searched and its mirror is the swap.
-  std::vector<int64_t> mirror(K, -1);
-  if (&in == &out) {
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t q = 0; q < K && mirror[k] < 0; ++q) {
-        bool neg = true;
-        for (int i = 0; i < d && neg; ++i) neg = offsets[q * d + i] == -offsets[k * d + i];
-        if (neg) mirror[k] = q;
-      }
-    for (int64_t k = 0; k < K; ++k)
-      if (mirror[k] < 0) mirror.assign(K, -1);
-  }
-  std::vector<int64_t> search;
-  for (int64_t k = 0; k < K; ++k)
-    if (mirror[k] < 0 || mirror[k] >= k) search.push_back(k);
-  const int64_t ns = static_cast<int64_t>(search.size());
-  fk::profile::count_launch();
-  // One offset per task; small maps stay on the calling thread.
-  int64_t grain = n_out * ns < (int64_t{1} << 18) ? ns : 1;
-  fk::parallel_for(0, ns, grain, [&](int64_t slo, int64_t shi) {
-    for (int64_t si = slo; si < shi; ++si) {
-      const int64_t k = search[si];
-      const int32_t* off = offsets.data() + k * d;
-      std::vector<int32_t>& p = pairs[k];
-      int64_t ptr = 0;
-      for (int64_t j = 0; j < n_out; ++j) {
-        const int64_t* r = rel.data() + j * w;
-        if (r[0] < 0 || r[0] > ext[0]) continue;
-        Key128 key = static_cast<Key128>(r[0]) << shifts[0];
-        bool inside = true;
-        for (int i = 1; i < w; ++i) {
-          int64_t v = r[i] + off[i - 1];
-          if (v < 0 || v > ext[i]) {
-            inside = false;
-            break;
-          }
-          key |= static_cast<Key128>(v) << shifts[i];
-        }
-        if (!inside) continue;
-        while (ptr < n_in && is.keys[ptr] < key) ++ptr;
-        if (ptr == n_in) break;
-        if (is.keys[ptr] == key) {
-          p.push_back(is.rows[ptr]);
-          p.push_back(os.rows[j]);
-        }
-      }
-    }
-  });
-  for (int64_t k = 0; k < K; ++k) {
-    int64_t q = mirror[k];
-    if (q < 0 || q >= k) continue;  // searched
-    const std::vector<int32_t>& src = pairs[q];
-    std::vector<int32_t>& dst = pairs[k];
-    dst.resize(src.size());
-    for (size_t j = 0; j < src.size(); j += 2) dst[j] = src[j + 1], dst[j + 1] = src[j];
-  }
-  if (mirror[0] >= 0) m->mirror.assign(mirror.begin(), mirror.end());
+  // Offset ranges, where each chunk's pairs of each offset start, and the rows'
+  // ranges of by_out.
   int64_t total = 0;
   for (int64_t k = 0; k < K; ++k) {
     m->offset_begin[k] = total;
-    total += static_cast<int64_t>(pairs[k].size() / 2);
+    for (int64_t c = 0; c < nc; ++c) total += std::exchange(chunk_count[c * K + k], total);
   }
   m->offset_begin[K] = total;
+  row_begin[0] = 0;
+  for (int64_t r = 0; r < n_out; ++r) row_begin[r + 1] += row_begin[r];
   m->in_rows.resize(total);
   m->out_rows.resize(total);
-  fk::parallel_for(0, K, grain, [&](int64_t klo, int64_t khi) {
-    for (int64_t k = klo; k < khi; ++k) {
-      int64_t s = m->offset_begin[k];
-      const std::vector<int32_t>& p = pairs[k];
-      for (size_t j = 0; j < p.size() / 2; ++j) {
-        m->in_rows[s + j] = p[2 * j];
-        m->out_rows[s + j] = p[2 * j + 1];
+  idx->entries.resize(total);
+  int32_t* in_rows = m->in_rows.data();
+  int32_t* out_rows = m->out_rows.data();
+  RowEntry* entries = idx->entries.data();
+  fk::parallel_for(0, nc, grain, [&](int64_t clo, int64_t chi) {
+    for (int64_t c = clo; c < chi; ++c) {
+      int64_t* cursor = chunk_count.data() + c * K;
+      const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
+      const int32_t* ks = found_k[c].get();
+      const int32_t* ins = found_in[c].get();
+      for (int64_t j = j0; j < j1; ++j) {
+        const int32_t o = (*orows)[j];
+        const int64_t b = row_begin[o], n = row_begin[o + 1] - b;
+        RowEntry* e = entries + b;
+        for (int64_t a = 0; a < n; ++a) {
+          const int64_t p = cursor[ks[a]]++;
+          in_rows[p] = ins[a];
+          out_rows[p] = o;
+          e[a] = {static_cast<int32_t>(p), ins[a], ks[a]};
+        }
+        ks += n;
+        ins += n;
       }
-      std::vector<int32_t>().swap(pairs[k]);
+      found_k[c].reset();
+      found_in[c].reset();
     }
   });
+  m->mirror = find_mirror(in, out, offsets, d);
+  m->adopt_by_out(std::move(idx));
   return m;
+}
+
+}  // namespace
+
+std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
+                                            const std::vector<int32_t>& offsets) {
+  const int d = in.width() - 1;
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  if (out.size() == 0 || in.size() == 0) {
+    auto m = std::make_shared<KernelMap>();
+    m->volume = K;
+    m->in_size = in.size();
+    m->out_size = out.size();
+    m->offset_begin.assign(K + 1, 0);
+    return m;
+  }
+  BuildLayout l = make_layout(in, out, offsets);
+  // The narrowest key that holds the layout (and its all-ones sentinel).
+  if (l.bits <= 31) return build_with<uint32_t>(in, out, offsets, l);
+  if (l.bits <= 63) return build_with<uint64_t>(in, out, offsets, l);
+  FK_CHECK(l.bits <= 127, "minkowski::kernel_map",
+           "coordinates (padded by the kernel's reach) whose per-axis extents pack into 127 bits",
+           std::to_string(l.bits) + " bits");
+  return build_with<Key128>(in, out, offsets, l);
 }
 
 }  // namespace minkowski

@@ -5,14 +5,16 @@
 //   offset_begin[k] .. offset_begin[k+1]  the pairs of offset k
 //   in_rows[p], out_rows[p]               pair p (int32 rows)
 // Within one offset each output row appears at most once, so a per-offset
-// scatter never collides. Pairs of one offset follow the output map's key
-// order (lexicographic in (x_D, .., x_1, batch)); the order is fully
+// scatter never collides. Pairs of one offset follow the output coordinates'
+// lexicographic order in (batch, x_D, .., x_1); the order is fully
 // deterministic and does not depend on the thread count.
 //
 // by_out()/by_in() are the pairs regrouped by output / input row (CSR), each
 // row's pairs in offset order; the convolution's scatter walks them so that
 // every row is owned by one thread and accumulated in offset order
-// (deterministic by construction). They are built on first use and cached.
+// (deterministic by construction). build_kernel_map produces by_out in the
+// same pass as the pairs; by_in is built on first use and cached (a symmetric
+// map's convolutions do not need it: see `mirror`).
 //
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
 // pair p is (p, p).
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "minkowski/coords/coordinate_map.h"
+#include "minkowski/coords/large_array.h"
 
 namespace minkowski {
 
@@ -32,8 +35,8 @@ struct RowEntry {
 };
 
 struct RowIndex {
-  std::vector<int64_t> begin;  // rows + 1
-  std::vector<RowEntry> entries;
+  LargeArray<int64_t> begin;  // rows + 1
+  LargeArray<RowEntry> entries;
 };
 
 struct KernelMap {
@@ -42,8 +45,8 @@ struct KernelMap {
   int64_t out_size = 0;
   bool identity = false;
   std::vector<int64_t> offset_begin;  // volume + 1
-  std::vector<int32_t> in_rows;
-  std::vector<int32_t> out_rows;
+  LargeArray<int32_t> in_rows;
+  LargeArray<int32_t> out_rows;
   // A symmetric map onto itself: offset k's pairs are offset mirror[k]'s pairs
   // swapped, in the same order (empty otherwise). Lets by_in() be derived from
   // by_out() with sequential access.
@@ -58,6 +61,11 @@ struct KernelMap {
   // The adjoint map (inputs and outputs swapped), as a transposed convolution uses.
   std::shared_ptr<KernelMap> transposed() const;
   static std::shared_ptr<KernelMap> make_identity(int64_t n);
+  // Installs a by-output-row index built together with the pairs.
+  void adopt_by_out(std::shared_ptr<RowIndex> idx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_out_ = std::move(idx);
+  }
 
  private:
   mutable std::mutex mu_;
@@ -65,9 +73,15 @@ struct KernelMap {
 };
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already
-// scaled), for every row of `out`: a merge join of both maps' sorted keys,
-// one offset per task (parallel over offsets). Memory: the maps' sorted keys
-// (cached), 8 bytes per output row and coordinate, and the pairs.
+// scaled), for every row of `out`. A merge join instead of hashing: both maps'
+// coordinates are packed into 64-bit keys (128-bit when they do not fit) in a
+// layout padded by the kernel's reach and radix-sorted; walking the output
+// keys in order, key + delta(offset) ascends too, so one forward pointer per
+// line of offsets along x_1 (whose keys are consecutive) finds every
+// neighbour with sequential memory access. Parallel over fixed chunks of
+// output rows, all offsets at once; a counting pass then lays the pairs out in
+// offset order and fills by_out. Memory: keys and rows of both maps
+// (12-24 bytes per row), 8 bytes per pair of scratch, the pairs and by_out.
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets);
 

@@ -117,22 +117,52 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 
 // Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
 // src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
+// Rows go in blocks of kRowTile: a block's pairs are bucketed by offset and
+// each offset's terms run as 6-row register tiles sharing the weight loads
+// (gather_gemm_add_f32), offsets ascending, so every row still receives its
+// terms in offset order, computed as the per-offset path computes them.
+// With `mirror` (a symmetric map), idx is by_out and the rows are input rows:
+// input row r's pairs are its by_out entries with offset k read as mirror[k]
+// (the swapped pair), i.e. exactly by_in's pairs, so by_in is never built.
+constexpr int64_t kRowTile = 128;
+
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
-                    int64_t rows_in, int64_t cols_out, float* dst) {
-  int64_t n = static_cast<int64_t>(idx.begin.size()) - 1;
+                    int64_t rows_in, int64_t cols_out, float* dst,
+                    const std::vector<int32_t>* mirror = nullptr) {
+  const int64_t n = static_cast<int64_t>(idx.begin.size()) - 1, K = m.volume;
+  const int64_t blocks = (n + kRowTile - 1) / kRowTile;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
   fk::profile::count_launch();
-  fk::parallel_for(0, n, work < 4.0 * kBlasSerialMnk ? n : 256, [&](int64_t lo, int64_t hi) {
-    std::vector<const float*> a(m.volume), w(m.volume);
-    for (int64_t r = lo; r < hi; ++r) {
-      int64_t t = 0;
-      for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j, ++t) {
-        a[t] = src + static_cast<int64_t>(idx.entries[j].other) * rows_in;
-        w[t] = mats + static_cast<int64_t>(idx.entries[j].offset) * rows_in * cols_out;
-      }
-      row_accumulate_f32(a.data(), w.data(), t, rows_in, cols_out, dst + r * cols_out);
-    }
-  });
+  fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 2,
+                   [&](int64_t lo, int64_t hi) {
+                     std::vector<int64_t> start(K + 1);
+                     std::vector<const float*> a;
+                     std::vector<float*> c;
+                     for (int64_t blk = lo; blk < hi; ++blk) {
+                       const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
+                       const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+                       const RowEntry* e = idx.entries.data();
+                       std::fill(start.begin(), start.end(), 0);
+                       for (int64_t j = e0; j < e1; ++j)
+                         ++start[(mirror ? (*mirror)[e[j].offset] : e[j].offset) + 1];
+                       for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+                       a.resize(e1 - e0);
+                       c.resize(e1 - e0);
+                       // rows ascending within each offset's bucket
+                       for (int64_t r = r0; r < r1; ++r)
+                         for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+                           int64_t at = start[mirror ? (*mirror)[e[j].offset] : e[j].offset]++;
+                           a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
+                           c[at] = dst + r * cols_out;
+                         }
+                       for (int64_t k = 0, b = 0; k < K; ++k) {
+                         // start[k] is now the end of bucket k
+                         gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b,
+                                             mats + k * rows_in * cols_out, rows_in, cols_out);
+                         b = start[k];
+                       }
+                     }
+                   });
 }
 
 struct Group {
@@ -284,6 +314,66 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   }
 }
 
+// f32 weight gradient walking output rows instead of offsets: fixed chunks of
+// output rows (their count depends only on the map's size), each chunk in
+// blocks of kRowTile rows whose pairs are bucketed by offset, so the block's
+// gradient rows and their neighbours' feature rows stay in cache across all
+// offsets (walking offsets streams both matrices from memory once per offset).
+// One C_in x C_out partial per (chunk, offset), summed in chunk order:
+// independent of copy path and thread count. Returns false (nothing done)
+// when the partials would exceed 64 MiB for even one chunk.
+bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
+                         const KernelMap& m, float* gw) {
+  const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
+  const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
+  const int64_t budget = int64_t{64} << 20;
+  if (per_chunk > budget || n == 0) return false;
+  // Chunks of >= 4096 rows: enough of them to share among threads, few enough
+  // that the partials stay small.
+  const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
+  const RowIndex& idx = m.by_out();
+  // From the caching allocator (no page faults on repeated calls), zeroed by
+  // the thread that fills it, right before use.
+  fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
+  float* part = part_t.data<float>();
+  double work = static_cast<double>(m.pairs()) * blk;
+  fk::profile::count_launch();
+  fk::parallel_for(0, chunks, work < 4.0 * kBlasSerialMnk ? chunks : 1,
+                   [&](int64_t lo, int64_t hi) {
+                     std::vector<int64_t> start(K + 1);
+                     std::vector<const float*> a, g;
+                     for (int64_t c = lo; c < hi; ++c) {
+                       std::fill(part + c * K * blk, part + (c + 1) * K * blk, 0.0f);
+                       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
+                       for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
+                         const int64_t r1 = std::min(c1, r0 + kRowTile);
+                         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+                         const RowEntry* e = idx.entries.data();
+                         std::fill(start.begin(), start.end(), 0);
+                         for (int64_t j = e0; j < e1; ++j) ++start[e[j].offset + 1];
+                         for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+                         a.resize(e1 - e0);
+                         g.resize(e1 - e0);
+                         for (int64_t r = r0; r < r1; ++r)
+                           for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+                             int64_t at = start[e[j].offset]++;
+                             a[at] = F + static_cast<int64_t>(e[j].other) * cin;
+                             g[at] = G + r * cout;
+                           }
+                         for (int64_t k = 0, b = 0; k < K; ++k) {
+                           if (start[k] > b)
+                             outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin,
+                                                  cout, part + (c * K + k) * blk);
+                           b = start[k];
+                         }
+                       }
+                     }
+                   });
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < chunks; ++c) add_row(gw + k * blk, part + (c * K + k) * blk, blk);
+  return true;
+}
+
 // grad_W_k = sum over fixed blocks of pairs of F[in]^T . G[out], each block
 // gathered into per-thread buffers (cache-sized, no conv-sized staging) and
 // multiplied by BLAS, blocks summed in order: independent of copy path, group
@@ -305,6 +395,10 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
   first[m.volume] = static_cast<int64_t>(jobs.size());
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
   if (nj == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!m.identity && gather_gemm_supported(cout) && weight_grad_by_rows(F, G, cin, cout, m, gw))
+      return;
+  }
   std::vector<T> part(static_cast<size_t>(nj * blk));
   bool direct = false;
   if constexpr (std::is_same_v<T, float>) direct = gather_gemm_supported(cout);
@@ -387,9 +481,6 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
              sout = fk::empty({staged && !direct_in ? rows : 0, cout}, {dt});
   T* si = sin.data<T>();
   T* so = sout.data<T>();
-  const RowIndex* idx = fused ? &m.by_in() : nullptr;
-  std::vector<int64_t> cursor;
-  if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
   // The f32 micro-kernels compute grad_in from G rows in place, against W_k^T.
   bool direct = false;
   std::vector<T> wt;
@@ -404,10 +495,16 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
     }
     if (direct && fused) {
       tl_info = {true, 1, 0};
-      row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
+      if (!m.mirror.empty())
+        row_stationary(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
+      else
+        row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
       return;
     }
   }
+  const RowIndex* idx = fused ? &m.by_in() : nullptr;
+  std::vector<int64_t> cursor;
+  if (idx) cursor.assign(idx->begin.begin(), idx->begin.end() - 1);
   for (const Group& g : groups) {
     if (!direct) gather_rows(G, cout, m.out_rows.data() + g.p0, g.p1 - g.p0, so);
     if constexpr (std::is_same_v<T, float>) {

@@ -24,14 +24,19 @@
 //                    f32 with C_out (forward) / C_in (input gradient) a
 //                    multiple of 8 on an AVX2+FMA CPU: row-stationary, i.e.
 //                    each output row sums its terms F[i] . W_k straight from
-//                    the feature matrix (gather_gemm.h): no staging at all,
-//                    so the cap has nothing to split.
+//                    the feature matrix (gather_gemm.h), rows in blocks of 128
+//                    whose terms run offset by offset as register tiles: no
+//                    staging at all, so the cap has nothing to split. A
+//                    symmetric map's input gradient reads by_out through the
+//                    offset mirror (no by_in).
 //   per-offset       ME_FUSED_COPY=0: gather, GEMM and scatter per offset
 //                    (f32: the per-pair micro-kernel into a staging buffer of
 //                    one offset's rows, then the scatter).
 // Both knobs are read at every call. The weight gradient is the same on both
-// paths: fixed blocks of 4096 pairs (rows read in place for f32, gathered into
-// per-thread buffers for BLAS), block partials summed in order.
+// paths: f32 (C_out a multiple of 8): fixed chunks of output rows walked in
+// blocks of 128 rows, pairs bucketed by offset, one partial per (chunk,
+// offset); BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers;
+// partials summed in order.
 //
 // Determinism: by construction, on every path and any thread count. Each
 // output row is owned by one thread and receives its terms in offset order
@@ -44,7 +49,8 @@
 // set_deterministic() costs nothing.
 //
 // Memory: BLAS path: staging of min(pairs, cap rows) x (C_in + C_out) elements
-// per call; f32 fused: none; per-offset: one offset's rows; backward: one
+// per call; f32 fused: none; per-offset: one offset's rows; backward: f32 one
+// K x C_in x C_out partial per row chunk (at most 64 MiB in all), BLAS one
 // C_in x C_out partial per 4096 pairs (+ K x C_in x C_out transposed weights).
 #include <cstdint>
 

@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+#include <vector>
+
 namespace minkowski {
 
 namespace {
@@ -63,69 +66,127 @@ __attribute__((target("avx2,fma"))) void run_columns(const float* f, int64_t ldf
   }
 }
 
-// One output row, NV vectors (<= 64 columns): each term in fresh registers,
-// then added to the row in memory.
-template <int NV>
-__attribute__((target("avx2,fma"))) void row_terms(const float* const* a, const float* const* w,
-                                                   int64_t terms, int64_t cin, int64_t ldw,
-                                                   float* out) {
-  for (int64_t j = 0; j < terms; ++j) {
-    if (j + 1 < terms)
-      for (int64_t l = 0; l < cin; l += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(a[j + 1] + l), _MM_HINT_T0);
-    const float* aj = a[j];
-    const float* wj = w[j];
-    __m256 acc[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
-    for (int64_t x = 0; x < cin; ++x) {
-      __m256 b = _mm256_broadcast_ss(aj + x);
-      const float* wr = wj + x * ldw;
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[v] = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8 * v), acc[v]);
+// R rows x NV vectors: c[r][0:8NV] += a[r] . w (w: cin rows, ldw apart). The
+// classic 6 x 16 register tile (12 accumulators, per input channel 2 loads of
+// w and 6 broadcasts for 12 FMAs); each term starts from zero and is added to
+// its row at the end, exactly like the per-pair tile + scatter, so results are
+// bit-identical.
+template <int R, int NV>
+__attribute__((target("avx2,fma"))) inline void add_tile(const float* const* a, const float* w,
+                                                         int64_t cin, int64_t ldw,
+                                                         float* const* c) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t x = 0; x < cin; ++x) {
+    __m256 wv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + x * ldw + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      __m256 b = _mm256_broadcast_ss(a[r] + x);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(b, wv[v], acc[r][v]);
     }
-#pragma GCC unroll 8
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
-      _mm256_storeu_ps(out + 8 * v, _mm256_add_ps(_mm256_loadu_ps(out + 8 * v), acc[v]));
+      _mm256_storeu_ps(c[r] + 8 * v, _mm256_add_ps(_mm256_loadu_ps(c[r] + 8 * v), acc[r][v]));
+}
+
+template <int NV>
+void add_panel(const float* const* a, float* const* c, int64_t n, const float* w, int64_t cin,
+               int64_t ldw, int64_t col) {
+  float* cc[6];
+  int64_t i = 0;
+  for (; i + 6 <= n; i += 6) {
+    for (int r = 0; r < 6; ++r) cc[r] = c[i + r] + col;
+    add_tile<6, NV>(a + i, w, cin, ldw, cc);
+  }
+  const int64_t rest = n - i;
+  for (int r = 0; r < rest; ++r) cc[r] = c[i + r] + col;
+  switch (rest) {
+    case 5:
+      add_tile<5, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 4:
+      add_tile<4, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 3:
+      add_tile<3, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 2:
+      add_tile<2, NV>(a + i, w, cin, ldw, cc);
+      break;
+    case 1:
+      add_tile<1, NV>(a + i, w, cin, ldw, cc);
+      break;
+    default:
+      break;
   }
 }
 
-// R rows of `part` (input channels ci..ci+R) x NV vectors of columns.
-template <int NV, int R>
-__attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, const float* const* g,
-                                                    int64_t n, int64_t ci, int64_t col,
-                                                    int64_t cout, float* part) {
+// The weight-gradient tile: R rows of `part` (input channels) x NV*8 columns,
+// over n pairs of a packed slice: a (n x lda, row p = the pair's input row
+// from the tile's first channel on) and g (n x NV*8, the pair's gradient
+// columns of this panel, contiguous). The classic 6 x 16 register tile: 12
+// accumulators, per pair 2 loads and 6 broadcasts for 12 FMAs. Accumulators
+// start from `part` and each element sums its pairs in ascending order, so
+// the result does not depend on how the pairs are sliced.
+template <int R, int NV>
+__attribute__((target("avx2,fma"))) void outer_tile(const float* a, int64_t lda, const float* g,
+                                                    int64_t n, float* part, int64_t ldp) {
   __m256 acc[R][NV];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + (ci + r) * cout + col + 8 * v);
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + r * ldp + 8 * v);
   for (int64_t p = 0; p < n; ++p) {
-    const float* ap = a[p] + ci;
-    const float* gp = g[p] + col;
-    // The G slice stays in registers for all R rows: 0.75 loads per FMA.
     __m256 gv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(gp + 8 * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(g + p * NV * 8 + 8 * v);
+    const float* ap = a + p * lda;
+#pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       __m256 b = _mm256_broadcast_ss(ap + r);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(b, gv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + (ci + r) * cout + col + 8 * v, acc[r][v]);
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + r * ldp + 8 * v, acc[r][v]);
 }
 
 template <int NV>
-void outer_columns(const float* const* a, const float* const* g, int64_t n, int64_t cin,
-                   int64_t col, int64_t cout, float* part) {
+void outer_panel(const float* a, int64_t cin, const float* g, int64_t n, float* part,
+                 int64_t cout) {
   int64_t ci = 0;
-  for (; ci + 2 <= cin; ci += 2) outer_tile<NV, 2>(a, g, n, ci, col, cout, part);
-  for (; ci < cin; ++ci) outer_tile<NV, 1>(a, g, n, ci, col, cout, part);
+  for (; ci + 6 <= cin; ci += 6) outer_tile<6, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+  switch (cin - ci) {
+    case 5:
+      outer_tile<5, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      break;
+    case 4:
+      outer_tile<4, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      break;
+    case 3:
+      outer_tile<3, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      break;
+    case 2:
+      outer_tile<2, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      break;
+    case 1:
+      outer_tile<1, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      break;
+    default:
+      break;
+  }
 }
 
 bool has_avx2() {
@@ -161,69 +222,38 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
                           int64_t cout, float* part) {
-  // Pairs in slices whose rows stay in L2 while every tile walks them.
-  constexpr int64_t kSlice = 256;
+  // Slices of pairs packed contiguously (input rows as they are, gradient rows
+  // split into 16-column panels), so that every tile streams through L1.
+  constexpr int64_t kSlice = 128;
+  const int64_t panels = (cout + 15) / 16;
+  thread_local std::vector<float> pa, pg;
+  pa.resize(static_cast<size_t>(kSlice * cin));
+  pg.resize(static_cast<size_t>(kSlice * panels * 16));
   for (int64_t p0 = 0; p0 < n; p0 += kSlice) {
-    int64_t cnt = n - p0 < kSlice ? n - p0 : kSlice;
-    int64_t col = 0;
-    for (; col + 32 <= cout; col += 32) outer_columns<4>(a + p0, g + p0, cnt, cin, col, cout, part);
-    switch ((cout - col) / 8) {
-      case 3:
-        outer_columns<3>(a + p0, g + p0, cnt, cin, col, cout, part);
-        break;
-      case 2:
-        outer_columns<2>(a + p0, g + p0, cnt, cin, col, cout, part);
-        break;
-      case 1:
-        outer_columns<1>(a + p0, g + p0, cnt, cin, col, cout, part);
-        break;
-      default:
-        break;
+    const int64_t cnt = n - p0 < kSlice ? n - p0 : kSlice;
+    for (int64_t p = 0; p < cnt; ++p) {
+      std::memcpy(pa.data() + p * cin, a[p0 + p], cin * sizeof(float));
+      const float* gp = g[p0 + p];
+      for (int64_t q = 0; q < panels; ++q) {
+        const int64_t w = cout - 16 * q < 16 ? cout - 16 * q : 16;
+        std::memcpy(pg.data() + q * kSlice * 16 + p * w, gp + 16 * q, w * sizeof(float));
+      }
+    }
+    for (int64_t q = 0; q < panels; ++q) {
+      const float* gq = pg.data() + q * kSlice * 16;
+      if (cout - 16 * q >= 16)
+        outer_panel<2>(pa.data(), cin, gq, cnt, part + 16 * q, cout);
+      else
+        outer_panel<1>(pa.data(), cin, gq, cnt, part + 16 * q, cout);
     }
   }
 }
 
-void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
-                        int64_t cout, float* out) {
-  // Column panels of 64; the weight pointers step along the row of W.
-  const float* wp[64];
+void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
+                         int64_t cin, int64_t cout) {
   int64_t col = 0;
-  while (col < cout) {
-    int64_t width = cout - col < 64 ? cout - col : 64;
-    int64_t done = 0;
-    while (done < terms) {
-      int64_t cnt = terms - done < 64 ? terms - done : 64;
-      for (int64_t j = 0; j < cnt; ++j) wp[j] = w[done + j] + col;
-      switch (width / 8) {
-        case 8:
-          row_terms<8>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 7:
-          row_terms<7>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 6:
-          row_terms<6>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 5:
-          row_terms<5>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 4:
-          row_terms<4>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 3:
-          row_terms<3>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        case 2:
-          row_terms<2>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-        default:
-          row_terms<1>(a + done, wp, cnt, cin, cout, out + col);
-          break;
-      }
-      done += cnt;
-    }
-    col += width;
-  }
+  for (; col + 16 <= cout; col += 16) add_panel<2>(a, c, n, w + col, cin, cout, col);
+  if (col < cout) add_panel<1>(a, c, n, w + col, cin, cout, col);
 }
 
 }  // namespace minkowski

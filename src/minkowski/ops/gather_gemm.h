@@ -6,7 +6,7 @@
 // Every product term t = a . W (a row of C_in, W C_in x C_out) is computed the
 // same way in both kernels (fresh accumulators, one FMA per input channel in
 // ascending order), and terms are added to a row in the order given, so the
-// per-pair kernel + a scatter and the per-row kernel give bit-identical rows,
+// per-pair kernel + a scatter and the add-in-place kernel give bit-identical rows,
 // whatever the tiling or thread count.
 #include <cstdint>
 
@@ -19,9 +19,12 @@ bool gather_gemm_supported(int64_t cout);
 void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n, const float* w,
                      int64_t cin, int64_t cout, float* out, int64_t ldo);
 
-// out[0:cout] += sum_j a[j] . w[j], j ascending (out must hold its start value).
-void row_accumulate_f32(const float* const* a, const float* const* w, int64_t terms, int64_t cin,
-                        int64_t cout, float* out);
+// c[i][0:cout] += a[i] . w for i in [0, n): one offset's terms added to n
+// distinct rows (each term computed from zero, like gather_gemm_f32's, so a
+// row that gets its terms in the same order is bit-identical to the per-pair
+// kernel + scatter). C_out multiple of 8.
+void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
+                         int64_t cin, int64_t cout);
 
 // part[ci][co] += sum_p a[p][ci] * g[p][co], p ascending (part: C_in x C_out,
 // row-major). The weight gradient of one block of pairs. C_out multiple of 8.
