@@ -257,10 +257,12 @@ class ThermalTomography : public Instance {
     p.declare("n_defects", std::vector<double>{1, 4}, "defect count range (inclusive)");
     p.declare("n_layers", std::vector<double>{3, 4}, "layered: strata count range");
     p.declare("defect_shapes", std::string("ellipsoid,cylinder,box"), "comma-separated shapes");
-    p.declare("defect_radius_range", std::vector<double>{0.6, 1.6}, "lateral radius range");
+    p.declare("defect_radius_range", std::vector<double>{0.6, 1.6},
+              "range of each lateral semi-axis");
     p.declare("defect_half_thickness_range", std::vector<double>{0.08, 0.2},
               "half-thickness (depth) range");
-    p.declare("defect_depth_range", std::vector<double>{0.25, 0.75}, "centre depth range");
+    p.declare("defect_depth_range", std::vector<double>{0.25, 0.75},
+              "centre depth / H range (clipped so the defect stays inside)");
     p.declare("lateral_margin", 1.0, "defect centres keep this far from the lateral edges");
     p.declare("min_layer_fraction", 0.15, "layered: thinnest stratum / H");
     // Data.

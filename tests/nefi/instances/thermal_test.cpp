@@ -101,10 +101,13 @@ TEST(ThermalTomography, MeasurementOptionsAndThePaperNetwork) {
   nefi::apply_set(c, "sim_supersample=2");
   auto [fine, gt4] = inst->make_measurement(c.config, 2);
   const auto f = fine.data.to_vector<double>();
-  double diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(f[i] - a[i]));
-  EXPECT_GT(diff, 0.0);
-  EXPECT_LT(diff, 0.1 * mx);
+  // The finer raster moves the defect outline by partial cells: single
+  // pixels change by up to 10-25 % of the peak over smoke seeds 0-7, the
+  // frames as a whole by 1.4-4.4 % RMS (seed 2: 2.1 %).
+  double ms = 0;
+  for (size_t i = 0; i < a.size(); ++i) ms += (f[i] - a[i]) * (f[i] - a[i]) / a.size();
+  EXPECT_GT(ms, 0.0);
+  EXPECT_LT(std::sqrt(ms), 0.05 * mx);
   // The paper network on a tiny grid, one step: 72 encoded inputs, 10 relu
   // layers of 512 with the encoding again at layer 4, one output.
   nefi::RunConfig paper = nefi::default_run_config("thermal_tomography");
@@ -222,30 +225,39 @@ TEST(ThermalTomography, CoarseToFineStages) {
 }
 
 // The classical baselines need no optimisation: they map the frames to a
-// depth map and a prior-shaped α volume (seed 0, 2-D IoU: TSR 0.84, PPT 0.93).
+// depth map and a prior-shaped α volume. Per scene they vary a lot (2-D IoU
+// over smoke seeds 0-4: TSR 0.48-0.87, mean 0.66; PPT 0.61-1.0, mean 0.76),
+// so the check is on the mean over those seeds.
 TEST(ThermalTomography, ClassicalBaselinesLocateTheDefectColumns) {
   nefi::RunConfig c = smoke();
   auto inst = nefi::find_instance("thermal_tomography");
   for (const char* m : {"tsr", "ppt"}) {
-    const auto out = inst->run(c.config, m, 0, {});
-    EXPECT_GT(out.metrics.at("iou_2d"), 0.7) << m;
-    EXPECT_GT(out.metrics.at("surface_psnr"), out.metrics.at("surface_psnr_init")) << m;
-    EXPECT_EQ(out.reconstruction.shape(), (fk::Dims{16, 16, 6})) << m;
+    double iou = 0, fit = 0, fit0 = 0;
+    for (uint64_t seed = 0; seed < 5; ++seed) {
+      const auto out = inst->run(c.config, m, seed, {});
+      iou += out.metrics.at("iou_2d") / 5;
+      fit += out.metrics.at("surface_psnr") / 5;
+      fit0 += out.metrics.at("surface_psnr_init") / 5;
+      EXPECT_EQ(out.reconstruction.shape(), (fk::Dims{16, 16, 6})) << m;
+    }
+    EXPECT_GT(iou, 0.6) << m;
+    EXPECT_GT(fit, fit0 + 3.0) << m;
   }
 }
 
-// The smoke preset end to end, and the run directory with its panel. The
-// reference reports IoU 0.97 on its seed 0 (0.26-0.97 over seeds 0-4, mean
-// 0.50); scenes here come from another generator. This seed 0 (one shallow
-// cylinder) recovers 49 of its 50 defect cells, and all 31 false positives
-// lie under the defect, where no heat reaches in 3 s and the data cannot
-// tell bulk from defect (IoU 0.61; 0.98 without them; seeds 0-4 mean 0.53).
+// The smoke preset end to end, and the run directory with its panel. Scenes
+// come from the reference's seed stream (NumPy default_rng, scenes.h), so
+// seed 0 is the reference's seed 0: two ellipsoids at depths 0.52 and 0.56
+// (64 cells in z layers 2-3). The reference reports IoU 0.97, edge F1 1.0,
+// surface PSNR 45.1 dB for it; this run gives 0.969, 1.0, 44.4 dB, and its
+// Grid Opt. IoU 0, PSNR 14.1, surface PSNR 31.5 equal the reference's.
 TEST(ThermalTomography, SmokeSeed0FindsTheDefect) {
   fk::set_num_threads(1);
   nefi::RunConfig c = smoke();
   auto inst = nefi::find_instance("thermal_tomography");
   const nefi::RunOutput out = inst->run(c.config, "nefty", 0, {});
-  EXPECT_GE(out.metrics.at("iou"), 0.5);
+  EXPECT_GE(out.metrics.at("iou"), 0.9);
+  EXPECT_GE(out.metrics.at("edge_f1"), 0.95);
   EXPECT_GE(out.metrics.at("dice_2d"), 0.5);
   EXPECT_GT(out.metrics.at("surface_psnr"), out.metrics.at("surface_psnr_init") + 20.0);
   const auto loss = out.result.history.column("data_loss");

@@ -26,32 +26,40 @@ double median(std::vector<double> v) {
   return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + m));
 }
 
-// Separable Gaussian filter of an (r, c) plane, renormalised over the
-// in-bounds part of the window.
-std::vector<double> gauss_blur(const std::vector<double>& v, int64_t rows, int64_t cols) {
-  constexpr int kR = 5;
-  double w[2 * kR + 1];
-  for (int i = -kR; i <= kR; ++i) w[i + kR] = std::exp(-0.5 * i * i / (1.5 * 1.5));
-  auto pass = [&](const std::vector<double>& in, bool along_cols) {
-    std::vector<double> out(in.size());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) {
-        double s = 0, ws = 0;
-        for (int k = -kR; k <= kR; ++k) {
-          const int64_t rr = along_cols ? r : r + k, cc = along_cols ? c + k : c;
-          if (rr < 0 || rr >= rows || cc < 0 || cc >= cols) continue;
-          s += w[k + kR] * in[rr * cols + cc];
-          ws += w[k + kR];
-        }
-        out[r * cols + c] = s / ws;
-      }
-    return out;
-  };
-  return pass(pass(v, true), false);
+// Separable Gaussian filter (σ 1.5, `win` taps normalised to unit sum) of an
+// (rows, cols) plane at the 'valid' positions only, where the whole window
+// fits: (rows − win + 1) × (cols − win + 1) values.
+std::vector<double> gauss_valid(const std::vector<double>& v, int64_t rows, int64_t cols, int win) {
+  std::vector<double> w(win);
+  double sum = 0;
+  for (int i = 0; i < win; ++i) {
+    const double t = i - 0.5 * (win - 1);
+    w[i] = std::exp(-0.5 * t * t / (1.5 * 1.5));
+    sum += w[i];
+  }
+  for (double& x : w) x /= sum;
+  const int64_t vr = rows - win + 1, vc = cols - win + 1;
+  std::vector<double> tmp(vr * cols), out(vr * vc);
+  for (int64_t r = 0; r < vr; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double s = 0;
+      for (int k = 0; k < win; ++k) s += w[k] * v[(r + k) * cols + c];
+      tmp[r * cols + c] = s;
+    }
+  for (int64_t r = 0; r < vr; ++r)
+    for (int64_t c = 0; c < vc; ++c) {
+      double s = 0;
+      for (int k = 0; k < win; ++k) s += w[k] * tmp[r * cols + c + k];
+      out[r * vc + c] = s;
+    }
+  return out;
 }
 
 double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
                   int64_t cols, double range) {
+  // The reference's window: 7 taps, shrunk to the plane and kept odd.
+  int win = static_cast<int>(std::min<int64_t>({7, rows, cols}));
+  if (win % 2 == 0) --win;
   const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
   const size_t n = x.size();
   std::vector<double> xx(n), yy(n), xy(n);
@@ -60,17 +68,17 @@ double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, in
     yy[i] = y[i] * y[i];
     xy[i] = x[i] * y[i];
   }
-  const auto mx = gauss_blur(x, rows, cols), my = gauss_blur(y, rows, cols);
-  const auto sxx = gauss_blur(xx, rows, cols), syy = gauss_blur(yy, rows, cols),
-             sxy = gauss_blur(xy, rows, cols);
+  const auto mx = gauss_valid(x, rows, cols, win), my = gauss_valid(y, rows, cols, win);
+  const auto sxx = gauss_valid(xx, rows, cols, win), syy = gauss_valid(yy, rows, cols, win),
+             sxy = gauss_valid(xy, rows, cols, win);
   double s = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < mx.size(); ++i) {
     const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i];
     const double cxy = sxy[i] - mx[i] * my[i];
     s += ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
          ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
   }
-  return s / static_cast<double>(n);
+  return s / static_cast<double>(mx.size());
 }
 
 // |∇v| in cell units: central differences inside, one-sided at the edges.

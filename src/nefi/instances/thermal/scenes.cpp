@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "fk/error.h"
-#include "nefi/instances/datagen.h"
+#include "nefi/instances/thermal/numpy_rng.h"
 
 namespace nefi::thermal {
 namespace {
@@ -37,7 +38,10 @@ void SceneConfig::validate() const {
   check_range(alpha_defect_range, "alpha_defect_range", true);
   check_range(defect_radius_range, "defect_radius_range", true);
   check_range(defect_half_thickness_range, "defect_half_thickness_range", true);
-  check_range(defect_depth_range, "defect_depth_range", false);
+  FK_CHECK(0 <= defect_depth_range[0] && defect_depth_range[0] <= defect_depth_range[1] &&
+               defect_depth_range[1] <= 1,
+           "config key 'defect_depth_range'", "centre depths / H with 0 <= lo <= hi <= 1",
+           range_str(defect_depth_range[0], defect_depth_range[1]));
   FK_CHECK(n_defects[0] >= 0 && n_defects[0] <= n_defects[1], "config key 'n_defects'",
            "a range 0 <= lo <= hi", range_str(n_defects[0], n_defects[1]));
   FK_CHECK(n_layers[0] >= 1 && n_layers[0] <= n_layers[1], "config key 'n_layers'",
@@ -56,12 +60,29 @@ void SceneConfig::validate() const {
 
 namespace {
 
-bool contains(const Defect& d, double x, double y, double z) {
-  const double dx = x - d.center[0], dy = y - d.center[1], dz = z - d.center[2];
-  const double r2 = d.radius * d.radius, t = d.half_thickness;
-  if (d.shape == "ellipsoid") return (dx * dx + dy * dy) / r2 + dz * dz / (t * t) <= 1.0;
-  if (d.shape == "cylinder") return dx * dx + dy * dy <= r2 && std::abs(dz) <= t;
-  return std::abs(dx) <= d.radius && std::abs(dy) <= d.radius && std::abs(dz) <= t;
+// Offset a − c folded into [−L/2, L/2): the nearest periodic image.
+double min_image(double a, double c, double L) {
+  const double d = std::fmod(a - c + 0.5 * L, L);
+  return (d < 0 ? d + L : d) - 0.5 * L;
+}
+
+// The defect frame at (x, y, z): (u, v) lateral offsets turned by the
+// defect's angle, dz the depth offset.
+std::array<double, 3> local(const Defect& d, const std::vector<double>& extent, double x, double y,
+                            double z) {
+  const double ox = min_image(x, d.center[0], extent[0]);
+  const double oy = min_image(y, d.center[1], extent[1]);
+  const double c = std::cos(d.angle), s = std::sin(d.angle);
+  return {c * ox + s * oy, -s * ox + c * oy, z - d.center[2]};
+}
+
+bool contains(const Defect& d, const std::array<double, 3>& q) {
+  const auto [u, v, dz] = q;
+  const double t = d.half_thickness, ru = d.radii[0], rv = d.radii[1];
+  if (d.shape == "ellipsoid")
+    return (u * u) / (ru * ru) + (v * v) / (rv * rv) + dz * dz / (t * t) <= 1.0;
+  if (d.shape == "cylinder") return u * u + v * v <= ru * ru && std::abs(dz) <= t;
+  return std::abs(u) <= ru && std::abs(v) <= rv && std::abs(dz) <= t;
 }
 
 }  // namespace
@@ -71,29 +92,32 @@ double Scene::alpha_at(double x, double y, double z) const {
   for (size_t l = 0; l < layer_tops.size(); ++l)
     if (z >= layer_tops[l]) a = layer_alphas[l];
   for (const Defect& d : defects)
-    if (contains(d, x, y, z)) a = d.alpha;
+    if (contains(d, local(d, extent, x, y, z))) a = d.alpha;
   return a;
 }
 
 bool Scene::in_defect(double x, double y, double z) const {
   for (const Defect& d : defects)
-    if (contains(d, x, y, z)) return true;
+    if (contains(d, local(d, extent, x, y, z))) return true;
   return false;
 }
 
 Scene draw_scene(const SceneConfig& cfg, uint64_t seed) {
   cfg.validate();
-  datagen::Rng rng(seed);
+  NumpyRng rng(seed);
   const double H = cfg.extent[2];
   Scene s;
+  s.extent = cfg.extent;
   const auto& ab = cfg.alpha_base_range;
   if (cfg.scene == "homogeneous") {
     s.layer_tops = {0.0};
     s.layer_alphas = {rng.uniform(ab[0], ab[1])};
   } else {
-    const int64_t n = rng.integer(cfg.n_layers[0], cfg.n_layers[1]);
+    const int64_t n = rng.integers(cfg.n_layers[0], cfg.n_layers[1] + 1);
     // Thicknesses f_i = m + (1 − n m) w_i with w the gaps of sorted uniforms
-    // (a uniform point on the simplex): every stratum keeps its minimum.
+    // (a uniform point on the simplex): every stratum keeps its minimum. The
+    // reference draws w with NumPy's Dirichlet (gamma) sampler, which is not
+    // reproduced here, so layered scenes follow their own stream from here.
     std::vector<double> u(n - 1);
     for (double& v : u) v = rng.uniform();
     std::sort(u.begin(), u.end());
@@ -107,16 +131,21 @@ Scene draw_scene(const SceneConfig& cfg, uint64_t seed) {
       prev = next;
     }
   }
-  const int64_t nd = rng.integer(cfg.n_defects[0], cfg.n_defects[1]);
+  const int64_t nd = rng.integers(cfg.n_defects[0], cfg.n_defects[1] + 1);
   const double mg = cfg.lateral_margin;
   for (int64_t i = 0; i < nd; ++i) {
     Defect d;
-    d.shape = cfg.defect_shapes[rng.integer(0, static_cast<int64_t>(cfg.defect_shapes.size()) - 1)];
-    d.center = {rng.uniform(mg, cfg.extent[0] - mg), rng.uniform(mg, cfg.extent[1] - mg),
-                rng.uniform(cfg.defect_depth_range[0], cfg.defect_depth_range[1])};
-    d.radius = rng.uniform(cfg.defect_radius_range[0], cfg.defect_radius_range[1]);
+    d.shape = cfg.defect_shapes[rng.integers(0, static_cast<int64_t>(cfg.defect_shapes.size()))];
+    const auto& rr = cfg.defect_radius_range;
+    d.radii = {rng.uniform(rr[0], rr[1]), rng.uniform(rr[0], rr[1])};
     d.half_thickness =
         rng.uniform(cfg.defect_half_thickness_range[0], cfg.defect_half_thickness_range[1]);
+    const double zlo = std::max(cfg.defect_depth_range[0] * H, d.half_thickness);
+    const double zhi = std::min(cfg.defect_depth_range[1] * H, H - d.half_thickness);
+    const double x = rng.uniform(mg, cfg.extent[0] - mg), y = rng.uniform(mg, cfg.extent[1] - mg);
+    const double u = rng.uniform();
+    d.center = {x, y, zhi > zlo ? zlo + u * (zhi - zlo) : 0.5 * H};
+    d.angle = rng.uniform(0.0, std::numbers::pi);
     d.alpha = rng.uniform(cfg.alpha_defect_range[0], cfg.alpha_defect_range[1]);
     s.defects.push_back(d);
   }
@@ -127,13 +156,46 @@ std::vector<double> rasterise(const Scene& scene, const fk::Dims& shape,
                               const std::vector<double>& extent) {
   FK_CHECK(shape.size() == 3 && extent.size() == 3, "nefi::thermal::rasterise",
            "a 3-D grid and extent", shape.str());
-  std::vector<double> out(shape.numel());
+  FK_CHECK(extent == scene.extent, "nefi::thermal::rasterise", "the scene's own extent",
+           "another extent");
   const double hx = extent[0] / shape[0], hy = extent[1] / shape[1], hz = extent[2] / shape[2];
+  auto centre = [&](int64_t i, int64_t j, int64_t k) {
+    return std::array<double, 3>{(i + 0.5) * hx, (j + 0.5) * hy, (k + 0.5) * hz};
+  };
+  std::vector<double> out(shape.numel());
   for (int64_t i = 0; i < shape[0]; ++i)
     for (int64_t j = 0; j < shape[1]; ++j)
-      for (int64_t k = 0; k < shape[2]; ++k)
-        out[(i * shape[1] + j) * shape[2] + k] =
-            scene.alpha_at((i + 0.5) * hx, (j + 0.5) * hy, (k + 0.5) * hz);
+      for (int64_t k = 0; k < shape[2]; ++k) {
+        const auto [x, y, z] = centre(i, j, k);
+        out[(i * shape[1] + j) * shape[2] + k] = scene.alpha_at(x, y, z);
+      }
+  // A defect thinner than a cell may miss every centre: it keeps the cell(s)
+  // nearest to its centre (later defects still overwrite earlier ones).
+  for (size_t n = 0; n < scene.defects.size(); ++n) {
+    const Defect& d = scene.defects[n];
+    std::vector<double> dist(out.size());
+    bool hit = false;
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < shape[1]; ++j)
+        for (int64_t k = 0; k < shape[2]; ++k) {
+          const auto [x, y, z] = centre(i, j, k);
+          const auto q = local(d, extent, x, y, z);
+          hit = hit || contains(d, q);
+          dist[(i * shape[1] + j) * shape[2] + k] = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+        }
+    if (hit) continue;
+    const double dmin = *std::min_element(dist.begin(), dist.end());
+    for (size_t p = 0; p < out.size(); ++p) {
+      if (dist[p] != dmin) continue;
+      const auto [x, y, z] = centre(static_cast<int64_t>(p) / (shape[1] * shape[2]),
+                                    (static_cast<int64_t>(p) / shape[2]) % shape[1],
+                                    static_cast<int64_t>(p) % shape[2]);
+      bool later = false;  // a later defect that covers this cell keeps it
+      for (size_t m = n + 1; m < scene.defects.size(); ++m)
+        later = later || contains(scene.defects[m], local(scene.defects[m], extent, x, y, z));
+      if (!later) out[p] = d.alpha;
+    }
+  }
   return out;
 }
 

@@ -9,12 +9,19 @@
 //                sorted uniforms), α per stratum ~ U(alpha_base_range)
 //   defects      n ~ U{n_defects range}; shape ~ U(defect_shapes); lateral
 //                centre ~ U(lateral_margin, L − lateral_margin) per axis;
-//                centre depth ~ U(defect_depth_range); lateral radius ~
-//                U(defect_radius_range); half-thickness in depth ~
-//                U(defect_half_thickness_range); α ~ U(alpha_defect_range)
-//                ellipsoid  (dx² + dy²) / r² + dz² / t² ≤ 1
-//                cylinder   dx² + dy² ≤ r², |dz| ≤ t   (a disk along depth)
-//                box        |dx| ≤ r, |dy| ≤ r, |dz| ≤ t
+//                two lateral semi-axes (r_u, r_v) ~ U(defect_radius_range)
+//                each, turned in plane by θ ~ U(0, π); half-thickness in
+//                depth t ~ U(defect_half_thickness_range); centre depth
+//                ~ U(defect_depth_range · H) clipped to [t, H − t] so the
+//                defect stays inside the slab (H / 2 when nothing is left);
+//                α ~ U(alpha_defect_range). (u, v) are the lateral offsets
+//                from the centre (minimum image across the periodic lateral
+//                boundaries) turned by θ, dz the depth offset:
+//                ellipsoid  u² / r_u² + v² / r_v² + dz² / t² ≤ 1
+//                cylinder   u² + v² ≤ r_u², |dz| ≤ t   (a disk along depth)
+//                box        |u| ≤ r_u, |v| ≤ r_v, |dz| ≤ t
+// A defect that covers no cell centre of a raster keeps the cell(s) nearest
+// its centre, so no drawn defect vanishes on a coarse grid.
 // Later defects overwrite earlier ones where they overlap. Physical
 // coordinates: x ∈ [0, L_x], y ∈ [0, L_y], z ∈ [0, H] with z = 0 the front.
 #include <array>
@@ -36,7 +43,7 @@ struct SceneConfig {
   std::vector<std::string> defect_shapes{"ellipsoid", "cylinder", "box"};
   std::array<double, 2> defect_radius_range{0.6, 1.6};
   std::array<double, 2> defect_half_thickness_range{0.08, 0.2};
-  std::array<double, 2> defect_depth_range{0.25, 0.75};
+  std::array<double, 2> defect_depth_range{0.25, 0.75};  // centre depth / H
   double lateral_margin = 1.0;
   double min_layer_fraction = 0.15;
   // Throws fk::Error naming the key (inverted ranges, unknown scene/shape,
@@ -47,12 +54,15 @@ struct SceneConfig {
 struct Defect {
   std::string shape;
   std::array<double, 3> center;  // physical x, y, z (z = depth of the centre)
-  double radius = 0, half_thickness = 0, alpha = 0;
+  std::array<double, 2> radii;   // lateral semi-axes (r_u, r_v); a cylinder uses r_u
+  double angle = 0;              // in-plane rotation of (u, v) from (x, y), radians
+  double half_thickness = 0, alpha = 0;
 };
 
 struct Scene {
-  std::vector<double> layer_tops;    // depth where each stratum starts (first 0)
-  std::vector<double> layer_alphas;  // one per stratum (homogeneous: one)
+  std::vector<double> extent{10.0, 10.0, 1.0};  // the slab (lateral periods)
+  std::vector<double> layer_tops;               // depth where each stratum starts (first 0)
+  std::vector<double> layer_alphas;             // one per stratum (homogeneous: one)
   std::vector<Defect> defects;
   // α at a physical point.
   double alpha_at(double x, double y, double z) const;
@@ -60,9 +70,13 @@ struct Scene {
   bool in_defect(double x, double y, double z) const;
 };
 
-// Deterministic per seed (datagen::Rng).
+// Deterministic per seed. Drawn from NumPy's default_rng(seed) stream
+// (numpy_rng.h) in the reference's order: bulk α; defect count; per defect
+// shape, r_u, r_v, t, x, y, depth, θ, α. A homogeneous scene is therefore the
+// reference's scene for the same seed; a layered one matches up to its strata.
 Scene draw_scene(const SceneConfig& cfg, uint64_t seed);
-// α at the cell centres of `shape` over `extent`, C order (x, y, z).
+// α at the cell centres of `shape` over `extent` (the scene's slab), C order
+// (x, y, z); sub-cell defects keep their nearest cell(s).
 std::vector<double> rasterise(const Scene& scene, const fk::Dims& shape,
                               const std::vector<double>& extent);
 

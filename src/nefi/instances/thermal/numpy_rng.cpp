@@ -1,0 +1,120 @@
+#include "nefi/instances/thermal/numpy_rng.h"
+
+#include <array>
+#include <string>
+
+#include "fk/error.h"
+
+namespace nefi::thermal {
+namespace {
+
+using u128 = unsigned __int128;
+
+// SeedSequence constants (32-bit hash mixing).
+constexpr uint32_t kInitA = 0x43b0d7e5, kMultA = 0x931e8875, kInitB = 0x8b51f9dd,
+                   kMultB = 0x58f38ded, kMixL = 0xca01f9dd, kMixR = 0x4973f715;
+constexpr int kXShift = 16;
+constexpr int kPool = 4;
+
+uint32_t hashmix(uint32_t v, uint32_t& h) {
+  v ^= h;
+  h *= kMultA;
+  v *= h;
+  v ^= v >> kXShift;
+  return v;
+}
+
+uint32_t mix(uint32_t x, uint32_t y) {
+  uint32_t r = kMixL * x - kMixR * y;
+  r ^= r >> kXShift;
+  return r;
+}
+
+// SeedSequence(seed).generate_state(4, uint64): the PCG64 seed words.
+std::array<uint64_t, 4> seed_words(uint64_t seed) {
+  // The entropy as 32-bit words, least significant first (at least one).
+  uint32_t entropy[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  const int n_entropy = (seed >> 32) ? 2 : 1;
+  std::array<uint32_t, kPool> pool{};
+  uint32_t h = kInitA;
+  for (int i = 0; i < kPool; ++i) pool[i] = hashmix(i < n_entropy ? entropy[i] : 0u, h);
+  for (int s = 0; s < kPool; ++s)
+    for (int d = 0; d < kPool; ++d)
+      if (s != d) pool[d] = mix(pool[d], hashmix(pool[s], h));
+  std::array<uint32_t, 8> w{};
+  uint32_t hb = kInitB;
+  for (int i = 0; i < 8; ++i) {
+    uint32_t v = pool[i % kPool];
+    v ^= hb;
+    hb *= kMultB;
+    v *= hb;
+    v ^= v >> kXShift;
+    w[i] = v;
+  }
+  std::array<uint64_t, 4> out{};
+  for (int i = 0; i < 4; ++i) out[i] = w[2 * i] | (static_cast<uint64_t>(w[2 * i + 1]) << 32);
+  return out;
+}
+
+constexpr u128 kMult = (static_cast<u128>(0x2360ed051fc65da4ull) << 64) | 0x4385df649fccf645ull;
+
+}  // namespace
+
+NumpyRng::NumpyRng(uint64_t seed) {
+  const auto s = seed_words(seed);
+  const u128 init = (static_cast<u128>(s[0]) << 64) | s[1];
+  const u128 seq = (static_cast<u128>(s[2]) << 64) | s[3];
+  inc_ = (seq << 1) | 1u;
+  state_ = 0;
+  state_ = state_ * kMult + inc_;
+  state_ += init;
+  state_ = state_ * kMult + inc_;
+}
+
+uint64_t NumpyRng::next_u64() {
+  state_ = state_ * kMult + inc_;
+  const uint64_t hi = static_cast<uint64_t>(state_ >> 64), lo = static_cast<uint64_t>(state_);
+  const unsigned rot = static_cast<unsigned>(state_ >> 122);
+  const uint64_t x = hi ^ lo;
+  return (x >> rot) | (x << ((64u - rot) & 63u));
+}
+
+uint32_t NumpyRng::next_u32() {
+  if (has_u32_) {
+    has_u32_ = false;
+    return u32_;
+  }
+  const uint64_t v = next_u64();
+  has_u32_ = true;
+  u32_ = static_cast<uint32_t>(v >> 32);
+  return static_cast<uint32_t>(v);
+}
+
+double NumpyRng::random() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
+
+double NumpyRng::uniform(double lo, double hi) {
+  return lo + (hi - lo) * random();
+}
+
+int64_t NumpyRng::integers(int64_t lo, int64_t hi) {
+  FK_CHECK(lo < hi && static_cast<uint64_t>(hi - lo - 1) < 0xffffffffull,
+           "nefi::thermal::NumpyRng::integers", "lo < hi with hi - lo <= 2^32 - 1",
+           std::to_string(lo) + ", " + std::to_string(hi));
+  const uint32_t range = static_cast<uint32_t>(hi - lo - 1);  // inclusive span
+  if (range == 0) return lo;
+  const uint32_t excl = range + 1;
+  uint64_t m = static_cast<uint64_t>(next_u32()) * excl;
+  uint32_t left = static_cast<uint32_t>(m);
+  if (left < excl) {
+    const uint32_t threshold = (0xffffffffu - range) % excl;
+    while (left < threshold) {
+      m = static_cast<uint64_t>(next_u32()) * excl;
+      left = static_cast<uint32_t>(m);
+    }
+  }
+  return lo + static_cast<int64_t>(m >> 32);
+}
+
+}  // namespace nefi::thermal

@@ -1,0 +1,36 @@
+#pragma once
+// The random stream of NumPy's `np.random.default_rng(seed)` (SeedSequence
+// → PCG64 XSL-RR 128/64), with the two draws the reference's scene
+// generator makes: `uniform(lo, hi)` and `integers(lo, hi)` (hi exclusive).
+// Scenes drawn from it are the reference's scenes for the same seed, so a
+// smoke seed here is the seed the reference reports numbers for.
+// Written from the published algorithms (O'Neill's PCG, NumPy's SeedSequence
+// hash mixing, Lemire's bounded integers); checked against values NumPy
+// prints (tests/nefi/instances/thermal/numpy_rng_test.cpp).
+#include <cstdint>
+
+namespace nefi::thermal {
+
+class NumpyRng {
+ public:
+  explicit NumpyRng(uint64_t seed);
+  // The next 64 output bits.
+  uint64_t next_u64();
+  // 32 bits: the low half of a fresh 64-bit output, its high half kept for
+  // the next call (NumPy's PCG64 next_uint32 buffer).
+  uint32_t next_u32();
+  // [0, 1) with 53 random bits: Generator.random().
+  double random();
+  // lo + (hi − lo) · random(): Generator.uniform(lo, hi).
+  double uniform(double lo = 0.0, double hi = 1.0);
+  // An integer in [lo, hi): Generator.integers(lo, hi) for int64 with a range
+  // below 2³² (Lemire's multiply-shift with rejection on 32-bit draws).
+  int64_t integers(int64_t lo, int64_t hi);
+
+ private:
+  unsigned __int128 state_ = 0, inc_ = 0;
+  bool has_u32_ = false;
+  uint32_t u32_ = 0;
+};
+
+}  // namespace nefi::thermal
