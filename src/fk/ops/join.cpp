@@ -44,7 +44,20 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
   Tensor out = empty(shape, {t.dtype()});
   const int n = shape.size();
   if (out.numel() == 0) return out;
-  if (n == 0) {
+  // Trailing dims copied whole (identity map over a source laid out
+  // contiguously there) fold into one run per row: a roll, flip or pad of the
+  // outer dims then moves long runs instead of gathering element by element.
+  int c = n;
+  int64_t inner = 1;
+  while (c > 0) {
+    const int d = c - 1;
+    bool id = shape[d] == t.size(d) && (t.stride(d) == inner || shape[d] == 1);
+    for (int64_t i = 0; id && i < shape[d]; ++i) id = maps[d][i] == i;
+    if (!id) break;
+    inner *= shape[d];
+    --c;
+  }
+  if (c == 0) {
     out.copy_(t);
     return out;
   }
@@ -57,7 +70,31 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
       offs[d][i] = m < 0 ? kFill : m * t.stride(d);
     }
   }
-  const int64_t last = shape[n - 1], rows = out.numel() / last;
+  const bool folded = c < n;
+  const int outer = folded ? c : n - 1;  // dims that pick a row's source
+  const int64_t last = folded ? inner : shape[n - 1], rows = out.numel() / last;
+  // The unfolded last dim as runs of consecutive source elements (a roll has
+  // two per row); used when the runs are long enough to pay for themselves.
+  struct Run {
+    int64_t dst, src, len;
+  };
+  std::vector<Run> runs;
+  if (!folded) {
+    const int64_t* o = offs[n - 1].data();
+    for (int64_t j = 0; j < last; ++j) {
+      const bool both_fill = j > 0 && o[j] == kFill && o[j - 1] == kFill;
+      const bool next_elem = j > 0 && o[j] != kFill && o[j - 1] != kFill && t.stride(n - 1) == 1 &&
+                             o[j] == o[j - 1] + 1;
+      const bool extend = both_fill || next_elem;
+      if (extend) {
+        ++runs.back().len;
+      } else {
+        runs.push_back({j, o[j], 1});
+      }
+    }
+  }
+  const bool use_runs = folded || static_cast<int64_t>(runs.size()) * 8 <= last;
+  if (folded) runs = {{0, 0, inner}};
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / last);
   if (rows > grain && get_num_threads() > 1) profile::count_launch();
   visit_width(t.itemsize(), [&](auto tag) {
@@ -70,7 +107,7 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
       for (int64_t r = lo; r < hi; ++r) {
         int64_t base = 0, rem = r;
         bool filled = false;
-        for (int d = n - 2; d >= 0; --d) {
+        for (int d = outer - 1; d >= 0; --d) {
           int64_t o = offs[d][rem % shape[d]];
           rem /= shape[d];
           filled = filled || o == kFill;
@@ -78,11 +115,21 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
         }
         W* row = dst + r * last;
         if (filled) {
-          for (int64_t j = 0; j < last; ++j) row[j] = v;
+          std::fill_n(row, last, v);
           continue;
         }
         const W* s = src + base;
-        for (int64_t j = 0; j < last; ++j) row[j] = off_last[j] == kFill ? v : s[off_last[j]];
+        if (use_runs) {
+          for (const Run& run : runs) {
+            if (run.src == kFill) {
+              std::fill_n(row + run.dst, run.len, v);
+            } else {
+              std::copy_n(s + run.src, run.len, row + run.dst);
+            }
+          }
+        } else {
+          for (int64_t j = 0; j < last; ++j) row[j] = off_last[j] == kFill ? v : s[off_last[j]];
+        }
       }
     });
   });

@@ -1,5 +1,6 @@
 #include "fk/ops/join.h"
 
+#include <algorithm>
 #include <string>
 
 #include "../test_util.h"
@@ -249,6 +250,49 @@ TEST(Flip, AgainstLoops) {
   test::expect_close(flip(flip(t.transpose(0, 2), {1}), {1}),
                      t.transpose(0, 2).contiguous().to_vector<double>(), 0.0);
   test::expect_close(flip(t, {}), tv, 0.0);
+}
+
+// Rows long enough for the run-copy paths (runs along the last dim, trailing
+// identity dims folded into one run per row), against index arithmetic.
+TEST(Join, LongRowsAgainstLoops) {
+  Tensor t = test::random_tensor({3, 4, 40}, DType::F32, -1, 1, 9);
+  auto tv = t.to_vector<double>();
+  auto at = [&](int64_t i, int64_t j, int64_t k) { return tv[(i * 4 + j) * 40 + k]; };
+  auto mod = [](int64_t a, int64_t n) { return ((a % n) + n) % n; };
+  std::vector<double> want;
+  for (int64_t i = 0; i < 3; ++i)  // roll along the last dim: two runs per row
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 40; ++k) want.push_back(at(i, j, mod(k - 5, 40)));
+  test::expect_close(roll(t, {5}, {2}), want, 0.0);
+  want.clear();
+  for (int64_t i = 0; i < 3; ++i)  // roll along the first dim: folded rows of 160
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 40; ++k) want.push_back(at(mod(i - 1, 3), j, k));
+  test::expect_close(roll(t, {1}, {0}), want, 0.0);
+  want.clear();
+  for (int64_t i = 0; i < 4; ++i)  // constant pad: fill runs, a copy run, filled rows
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 45; ++k) {
+        const int64_t a = i - 1, c = k - 3;
+        want.push_back(a < 0 || c < 0 || c >= 40 ? -1.0 : at(a, j, c));
+      }
+  test::expect_close(pad(t, {3, 2, 0, 0, 1, 0}, PadMode::Constant, -1.0), want, 0.0);
+  want.clear();
+  for (int64_t i = 0; i < 3; ++i)  // replicate pad on the last dim
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 44; ++k) want.push_back(at(i, j, std::clamp<int64_t>(k - 2, 0, 39)));
+  test::expect_close(pad(t, {2, 2}, PadMode::Replicate), want, 0.0);
+  want.clear();
+  for (int64_t i = 0; i < 3; ++i)  // flip of the middle dim folds the last
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 40; ++k) want.push_back(at(i, 3 - j, k));
+  test::expect_close(flip(t, {1}), want, 0.0);
+  // A transposed (non-contiguous) source never folds; it still rolls right.
+  Tensor tt = t.transpose(0, 2);  // [40, 4, 3]
+  auto r = roll(tt, {3}, {0}).to_vector<double>();
+  for (int64_t k = 0; k < 40; ++k)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t i = 0; i < 3; ++i) ASSERT_EQ(r[(mod(k + 3, 40) * 4 + j) * 3 + i], at(i, j, k));
 }
 
 TEST(Join, GradcheckAll) {

@@ -177,14 +177,24 @@ void map2(Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
 // out[i] = f(a[i], b[i], c[i]); all broadcast to out's shape.
 template <typename O, typename A, typename B, typename C, typename F>
 void map3(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const F& f) {
-  auto L = make_loop<4>(out.shape(), {&out, &a, &b, &c});
-  run(L, [&](char** p, const int64_t* s, int64_t n) {
+  auto inner = [&](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(O) && s[1] == sizeof(A) && s[2] == sizeof(B) && s[3] == sizeof(C)) {
+      // Unit strides: a plain indexed loop the compiler vectorises.
+      O* o = reinterpret_cast<O*>(p[0]);
+      const A* x = reinterpret_cast<const A*>(p[1]);
+      const B* y = reinterpret_cast<const B*>(p[2]);
+      const C* z = reinterpret_cast<const C*>(p[3]);
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const A*>(p[1] + i * s[1]),
                                                  *reinterpret_cast<const B*>(p[2] + i * s[2]),
                                                  *reinterpret_cast<const C*>(p[3] + i * s[3]));
     }
-  });
+  };
+  if (flat_operands(out, {&a, &b, &c}) && run_small_flat<4>(out, {&out, &a, &b, &c}, inner)) return;
+  run(make_loop<4>(out.shape(), {&out, &a, &b, &c}), inner);
 }
 
 }  // namespace fk::cpu
