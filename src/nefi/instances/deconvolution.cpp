@@ -4,6 +4,7 @@
 // every stage sees the same physical blur. Data come from a 2x finer f64 grid
 // with a direct convolution (datagen.h). Scenes: phantom | smooth |
 // sparse_dots. Methods: neural | grid (+TV) | wiener (SNR by discrepancy).
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -26,55 +27,127 @@ namespace {
 
 constexpr const char* kDeconvDataTag = "blur-2x-float64-direct";
 
-// Scenes on an nf x nf grid over [0, 1]^2 (row = y, column = x).
-std::vector<double> deconv_scene(const std::string& scene, int64_t nf, int64_t n, double dot_cells,
-                                 uint64_t seed) {
-  datagen::Rng rng(seed);
-  std::vector<double> v(nf * nf, 0.0);
-  auto each = [&](auto&& f) {
-    for (int64_t i = 0; i < nf; ++i)
-      for (int64_t j = 0; j < nf; ++j) f(v[i * nf + j], (j + 0.5) / nf, (i + 0.5) / nf);
-  };
-  if (scene == "phantom") {
-    // Modified Shepp-Logan: (value, x0, y0, a, b, angle) on [-1, 1]^2.
-    const double e[10][6] = {
-        {1.0, 0, 0, 0.69, 0.92, 0},        {-0.8, 0, -0.0184, 0.6624, 0.874, 0},
-        {-0.2, 0.22, 0, 0.11, 0.31, -18},  {-0.2, -0.22, 0, 0.16, 0.41, 18},
-        {0.1, 0, 0.35, 0.21, 0.25, 0},     {0.1, 0, 0.1, 0.046, 0.046, 0},
-        {0.1, 0, -0.1, 0.046, 0.046, 0},   {0.1, -0.08, -0.605, 0.046, 0.023, 0},
-        {0.1, 0, -0.605, 0.023, 0.023, 0}, {0.1, 0.06, -0.605, 0.023, 0.046, 0}};
-    each([&](double& out, double x, double y) {
-      const double u = 2 * x - 1, w = 1 - 2 * y;
-      for (const auto& el : e) {
-        const double th = el[5] * std::numbers::pi / 180.0;
-        const double dx = u - el[1], dy = w - el[2];
-        const double xr = dx * std::cos(th) + dy * std::sin(th);
-        const double yr = -dx * std::sin(th) + dy * std::cos(th);
-        if (xr * xr / (el[3] * el[3]) + yr * yr / (el[4] * el[4]) <= 1.0) out += el[0];
+// A scene is analytic: its random parameters are drawn first, independently
+// of any grid, and the continuous image is then rendered as cell averages on
+// whichever grid asks for it (the native ground truth and the finer data
+// grid are area averages of one point-sampled image, so they agree). Values
+// lie in [0, 1] on a zero-ish background. Coordinates are physical on
+// [0, extent]^2, axis 0 = x (rows), axis 1 = y (columns).
+struct Primitive {
+  enum Kind { kDisk, kRect, kGauss, kCosine } kind;
+  bool paint;                  // overwrite the region (indicator shapes) instead of adding
+  double value;                // painted value or additive amplitude
+  double cx, cy, a, b, theta;  // centre, half sizes / stds, rotation (radians)
+};
+
+struct Scene {
+  double background = 0;
+  bool clip = true;  // clamp the point-sampled image to [0, 1]
+  std::vector<Primitive> parts;
+
+  double at(double x, double y) const {
+    double v = background;
+    for (const Primitive& q : parts) {
+      if (q.kind == Primitive::kCosine) {  // (a, b) = wave vector, theta = phase
+        v += q.value * 0.5 * (1.0 + std::cos(q.a * x + q.b * y + q.theta));
+        continue;
       }
-    });
-  } else if (scene == "smooth") {
-    const int64_t k = rng.integer(4, 8);
-    for (int64_t b = 0; b < k; ++b) {
-      const double cx = rng.uniform(0.2, 0.8), cy = rng.uniform(0.2, 0.8);
-      const double s = rng.uniform(0.05, 0.15), a = rng.uniform(0.3, 1.0);
-      each([&](double& out, double x, double y) {
-        out += a * std::exp(-0.5 * ((x - cx) * (x - cx) + (y - cy) * (y - cy)) / (s * s));
-      });
+      const double c = std::cos(q.theta), s = std::sin(q.theta);
+      const double dx = x - q.cx, dy = y - q.cy;
+      const double u = c * dx + s * dy, w = -s * dx + c * dy;
+      double m = 0;
+      if (q.kind == Primitive::kDisk) {
+        m = (u / q.a) * (u / q.a) + (w / q.b) * (w / q.b) <= 1.0 ? 1.0 : 0.0;
+      } else if (q.kind == Primitive::kRect) {
+        m = std::abs(u) <= q.a && std::abs(w) <= q.b ? 1.0 : 0.0;
+      } else {
+        m = std::exp(-0.5 * ((u / q.a) * (u / q.a) + (w / q.b) * (w / q.b)));
+      }
+      v = q.paint ? v * (1.0 - m) + q.value * m : v + q.value * m;
     }
-  } else if (scene == "sparse_dots") {
-    const int64_t k = rng.integer(8, 16);
-    const double r = dot_cells / static_cast<double>(n);
-    for (int64_t b = 0; b < k; ++b) {
-      const double cx = rng.uniform(0.1, 0.9), cy = rng.uniform(0.1, 0.9),
-                   a = rng.uniform(0.5, 1.0);
-      each([&](double& out, double x, double y) {
-        if ((x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r) out += a;
-      });
-    }
-  } else {
-    FK_CHECK(false, "config key 'scene'", "phantom, smooth or sparse_dots", scene);
+    return clip ? std::clamp(v, 0.0, 1.0) : v;
   }
+};
+
+// Draws a scene of class `cls` for an n x n native grid on [0, L]^2; sizes
+// are fractions of L, dots have std dot_cells native cells.
+Scene draw_scene(const std::string& cls, int64_t n, double L, double dot_cells, uint64_t seed) {
+  datagen::Rng rng(seed);
+  Scene sc;
+  auto pos = [&](double margin) {
+    const double cx = rng.uniform(margin * L, (1 - margin) * L);
+    return std::pair{cx, rng.uniform(margin * L, (1 - margin) * L)};
+  };
+  const double dot = dot_cells * L / static_cast<double>(n);
+  auto dots = [&](int64_t lo, int64_t hi, double margin, double amp_lo) {
+    for (int64_t k = rng.integer(lo, hi); k > 0; --k) {
+      const auto [cx, cy] = pos(margin);
+      sc.parts.push_back({Primitive::kGauss, false, rng.uniform(amp_lo, 1.0), cx, cy, dot, dot, 0});
+    }
+  };
+  if (cls == "phantom") {
+    // Piecewise-constant disks and rotated rectangles of varying contrast,
+    // soft blobs and a few near-point dots.
+    sc.background = rng.uniform(0.0, 0.08);
+    for (int64_t k = rng.integer(2, 4); k > 0; --k) {
+      const auto [cx, cy] = pos(0.15);
+      const double r = rng.uniform(0.05, 0.15) * L;
+      sc.parts.push_back({Primitive::kDisk, true, rng.uniform(0.3, 0.9), cx, cy, r, r, 0});
+    }
+    for (int64_t k = rng.integer(1, 3); k > 0; --k) {
+      const auto [cx, cy] = pos(0.15);
+      const double w = rng.uniform(0.08, 0.3) * L, h = rng.uniform(0.06, 0.25) * L;
+      const double th = rng.uniform(0.0, std::numbers::pi);
+      sc.parts.push_back({Primitive::kRect, true, rng.uniform(0.2, 1.0), cx, cy, w / 2, h / 2, th});
+    }
+    for (int64_t k = rng.integer(1, 2); k > 0; --k) {
+      const auto [cx, cy] = pos(0.12);
+      const double sg = rng.uniform(0.03, 0.08) * L;
+      sc.parts.push_back({Primitive::kGauss, false, rng.uniform(0.15, 0.4), cx, cy, sg, sg, 0});
+    }
+    dots(2, 5, 0.08, 0.5);
+  } else if (cls == "smooth") {
+    // Broad anisotropic blobs plus a low-frequency cosine texture; unclipped
+    // here and rescaled to a 0.9 maximum by the renderer.
+    sc.background = rng.uniform(0.0, 0.1);
+    sc.clip = false;
+    for (int64_t k = rng.integer(3, 6); k > 0; --k) {
+      const auto [cx, cy] = pos(0.1);
+      const double sx = rng.uniform(0.08, 0.2) * L, sy = rng.uniform(0.08, 0.2) * L;
+      const double th = rng.uniform(0.0, std::numbers::pi);
+      sc.parts.push_back({Primitive::kGauss, false, rng.uniform(0.2, 0.6), cx, cy, sx, sy, th});
+    }
+    const double k0 = rng.uniform(-2.0, 2.0) * 2 * std::numbers::pi / L;
+    const double k1 = rng.uniform(-2.0, 2.0) * 2 * std::numbers::pi / L;
+    const double ph = rng.uniform(0.0, 2 * std::numbers::pi);
+    sc.parts.push_back({Primitive::kCosine, false, rng.uniform(0.05, 0.2), 0, 0, k0, k1, ph});
+  } else if (cls == "sparse_dots") {
+    // Isolated near-point sources on a zero background.
+    dots(6, 15, 0.1, 0.4);
+  } else {
+    FK_CHECK(false, "config key 'scene'", "phantom, smooth or sparse_dots", cls);
+  }
+  return sc;
+}
+
+// Point samples at the cell centres of an m x m grid on [0, L]^2.
+std::vector<double> point_samples(const Scene& sc, int64_t m, double L) {
+  std::vector<double> v(m * m);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < m; ++j) v[i * m + j] = sc.at((i + 0.5) * L / m, (j + 0.5) * L / m);
+  return v;
+}
+
+// Cell averages of the scene on an m x m grid: point samples on a sub-grid
+// fixed relative to the native grid (render_factor x n per axis, at least one
+// sample per cell), area-averaged. `scale` multiplies the image (smooth
+// scenes), the result is clamped to [0, 1].
+std::vector<double> render_scene(const Scene& sc, int64_t m, int64_t n, int64_t render_factor,
+                                 double L, double scale) {
+  const int64_t sub = std::max<int64_t>(1, (render_factor * n + m - 1) / m);
+  std::vector<double> v = point_samples(sc, m * sub, L);
+  if (sub > 1) v = area_resample(v, {m * sub, m * sub}, {m, m});
+  for (double& x : v) x = std::clamp(x * scale, 0.0, 1.0);
   return v;
 }
 
@@ -108,7 +181,8 @@ class Deconvolution : public Instance {
     p.declare("background", 1.0, "Poisson: background counts");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64)");
     p.declare("scene", std::string("phantom"), "phantom | smooth | sparse_dots");
-    p.declare("dot_cells", 0.7, "sparse_dots radius in cells");
+    p.declare("dot_cells", 0.7, "dot standard deviation in native cells");
+    p.declare("render_factor", int64_t{4}, "scene point samples per native cell and axis");
     p.declare("init_value", 0.05, "softplus head initial value");
     p.declare("data_loss", std::string("auto"), "auto | mse | poisson_nll");
     p.declare("tv", 1e-4, "TV weight");
@@ -136,12 +210,21 @@ class Deconvolution : public Instance {
     const int64_t nf = n * ss;
     const fk::Dims fine{nf, nf}, coarse{n, n};
     const double hf = p.d("extent") / nf;
-    const std::vector<double> scene = deconv_scene(p.s("scene"), nf, n, p.d("dot_cells"), seed);
+    const double L = p.d("extent");
+    const int64_t rf = p.i("render_factor");
+    FK_CHECK(rf >= 1, "config key 'render_factor'", ">= 1", std::to_string(rf));
+    const Scene sc = draw_scene(p.s("scene"), n, L, p.d("dot_cells"), seed);
+    double scale = 1.0;
+    if (!sc.clip) {  // grid-independent rescaling to a 0.9 maximum of the point samples
+      const auto pts = point_samples(sc, n * rf, L);
+      scale = 0.9 / std::max(*std::max_element(pts.begin(), pts.end()), 1e-12);
+    }
+    const std::vector<double> scene = render_scene(sc, nf, n, rf, L, scale);
     fk::Dims ks;
     const auto k = datagen::sample_psf(p.s("psf"), {hf, hf}, p.d("psf_sigma"), p.d("motion_length"),
                                        p.d("motion_angle"), p.d("disk_radius"), &ks);
     const auto clean = area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
-    const auto gt = area_resample(scene, fine, coarse);
+    const auto gt = render_scene(sc, n, n, rf, L, scale);
     datagen::Rng rng(seed * 7919 + 23);
     std::vector<double> y(clean);
     Measurement m;
@@ -225,6 +308,7 @@ class Deconvolution : public Instance {
       prob.losses.add(dl == "mse" ? mse_loss() : poisson_nll_loss(), 1.0);
       TVOptions tv;
       tv.eps = p.d("tv_eps");
+      tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
       prob.losses.add(tv_loss("x", tv), p.d("tv"));
       prob.losses.add(l1_loss("x"), p.d("l1"));
       out.curriculum = curriculum_from(p, prob.domain.shape(), lr);
