@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -113,18 +114,57 @@ TEST(NefiInstances, Toy1DSmokeQualityFloor) {
   EXPECT_GT(total / seeds, 24.0);
 }
 
-TEST(NefiInstances, DeconvolutionSmokeBeatsTheBlurredData) {
+// Scenes are random per seed, lie in [0, 1] and are cell averages of one
+// analytic image: the smooth class is rescaled to a 0.9 point maximum, so its
+// cell averages stay at or below 0.9.
+TEST(NefiInstances, DeconvolutionScenesAreSeededAndBounded) {
+  auto inst = nefi::find_instance("deconvolution");
+  nefi::Params p = inst->default_config();
+  p.set("n", "16");
+  p.set("noise_std", "0");
+  for (const char* scene : {"phantom", "smooth", "sparse_dots"}) {
+    p.set("scene", scene);
+    const auto a = inst->make_measurement(p, 0).second.to_vector<double>();
+    const auto b = inst->make_measurement(p, 1).second.to_vector<double>();
+    const auto a2 = inst->make_measurement(p, 0).second.to_vector<double>();
+    EXPECT_EQ(a, a2) << scene;
+    EXPECT_NE(a, b) << scene;
+    const auto [lo, hi] = std::minmax_element(a.begin(), a.end());
+    EXPECT_GE(*lo, 0.0) << scene;
+    EXPECT_LE(*hi, std::string(scene) == "smooth" ? 0.9 + 1e-12 : 1.0) << scene;
+    EXPECT_GT(*hi, 0.2) << scene;
+  }
+  p.set("scene", "rings");
+  EXPECT_THROW(inst->make_measurement(p, 0), fk::Error);
+}
+
+// Deconvolution smoke floors over seeds 0-2 (random phantom scenes). Measured
+// (lr_decay 1.0, 1 thread): neural 26.53 / 25.77 / 27.27 dB, SSIM 0.94 / 0.92 /
+// 0.94; grid + TV 27.34 / 27.48 / 28.23 dB, SSIM 0.957 / 0.956 / 0.956; Wiener
+// 24.19 / 24.79 / 26.73 dB; blurred data 21.56 / 21.05 / 23.43 dB (reference,
+// seed 0: 21.03 blurred, 24.96 Wiener, 28.05 neural, 29.07 grid).
+TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
   fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution");
-  for (int s = 0; s < 2; ++s) {
+  const int seeds = 3;
+  double neural = 0, grid = 0;
+  for (int s = 0; s < seeds; ++s) {
     auto out = inst->run(c.config, "neural", s, {});
     const double blurred = nefi::psnr(out.measurement.data.to(fk::DType::F64), out.gt);
-    EXPECT_GT(out.metrics.at("psnr"), blurred + 4.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), blurred + 3.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("ssim"), 0.88) << "seed " << s;
     auto w = inst->run(c.config, "wiener", s, {});
-    EXPECT_GT(w.metrics.at("psnr"), blurred + 1.0) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), blurred + 1.5) << "seed " << s;
     EXPECT_GT(out.metrics.at("psnr"), w.metrics.at("psnr")) << "seed " << s;
+    auto g = inst->run(c.config, "grid", s, {});
+    EXPECT_GT(g.metrics.at("psnr"), blurred + 3.0) << "seed " << s;
+    EXPECT_GT(g.metrics.at("ssim"), 0.93) << "seed " << s;
+    neural += out.metrics.at("psnr");
+    grid += g.metrics.at("psnr");
   }
+  EXPECT_GT(neural / seeds, 25.5);
+  EXPECT_GT(grid / seeds, 26.5);
 }
 
 }  // namespace
