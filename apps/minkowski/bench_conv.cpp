@@ -164,6 +164,32 @@ int bench_conv(const BenchConvOptions& o) {
   Pass chunked = run("1", fmt::format("{}", o.chunk_mb).c_str());
   Pass per_offset = run("0", "2048");
 
+  // Thread scaling of the default path: one thread and all threads alternate
+  // call by call, so both see the same load on a shared machine; the minimum
+  // wall time of each is the least disturbed run.
+  const int nt = fk::get_num_threads();
+  struct Scaling {
+    double fwd1 = 1e300, fwdn = 1e300, bwd1 = 1e300, bwdn = 1e300;
+  } sc;
+  if (nt > 1) {
+    auto timed = [](const std::function<void()>& f) {
+      double t0 = now_ms();
+      f();
+      return now_ms() - t0;
+    };
+    for (int r = 0; r < o.repeats; ++r)
+      for (int threads : {1, nt}) {
+        fk::set_num_threads(threads);
+        double tf = timed([&] { conv_forward(f, w, *map); });
+        double tb = timed([&] { conv_backward(g, f, w, *map, true, true); });
+        double& f_best = threads == 1 ? sc.fwd1 : sc.fwdn;
+        double& b_best = threads == 1 ? sc.bwd1 : sc.bwdn;
+        f_best = std::min(f_best, tf);
+        b_best = std::min(b_best, tb);
+      }
+    fk::set_num_threads(nt);
+  }
+
   // This machine's sgemm on the conv's GEMM shape, same threads, same run.
   const int64_t gm = 100000, gk = 64, gn = 64;
   fk::Tensor A = random_uniform({gm, gk}, 1, 4), B = random_uniform({gk, gn}, 1, 5),
@@ -220,6 +246,11 @@ int bench_conv(const BenchConvOptions& o) {
   cpu_line("per-offset", per_offset);
   fmt::print("  sgemm {}x{}x{}: {:.2f} ms, {:.1f} GFLOP/s ({:.2f} cpu-ms)\n", gm, gk, gn, t_gemm,
              sgemm_gflops, sgemm_cpu);
+  if (nt > 1)
+    fmt::print(
+        "  scaling (fused, 1 vs {} threads interleaved, min wall): forward {:.2f} / {:.2f} ms "
+        "({:.2f}x), backward {:.2f} / {:.2f} ms ({:.2f}x)\n",
+        nt, sc.fwd1, sc.fwdn, sc.fwd1 / sc.fwdn, sc.bwd1, sc.bwdn, sc.bwd1 / sc.bwdn);
 
   if (!o.json.empty()) {
     auto pass_json = [&](const Pass& p) {
@@ -263,6 +294,11 @@ int bench_conv(const BenchConvOptions& o) {
                      {"per_offset", pass_json(per_offset)},
                      {"fused_over_per_offset_forward", fused.fwd / per_offset.fwd},
                      {"fused_over_per_offset_backward", fused.bwd / per_offset.bwd},
+                     {"scaling", nt > 1 ? nlohmann::json{{"forward_1_thread_min_ms", sc.fwd1},
+                                                         {"forward_n_threads_min_ms", sc.fwdn},
+                                                         {"backward_1_thread_min_ms", sc.bwd1},
+                                                         {"backward_n_threads_min_ms", sc.bwdn}}
+                                        : nlohmann::json()},
                      {"sgemm_ms", t_gemm},
                      {"sgemm_gflops", sgemm_gflops},
                      {"sgemm_cpu_ms", sgemm_cpu},

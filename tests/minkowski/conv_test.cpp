@@ -2,6 +2,7 @@
 // copy paths, determinism and errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -540,6 +541,60 @@ TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
   fk::set_num_threads(threads);
   EXPECT_TRUE(one.to_vector<float>() == two.to_vector<float>());
   fk::test::expect_close(one, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
+}
+
+TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
+  // The f32 fused kernels hand out row blocks to threads on demand, so which
+  // thread computes a row depends on timing; the results must not. A dense
+  // blob (about 20 neighbours a row) beside scattered isolated rows, so blocks
+  // differ in cost; a submanifold conv (symmetric map: the input gradient
+  // reads by_out through the mirror) and one onto given coordinates, some far
+  // from every input, whose rows get no terms and must still come out 0 (the
+  // outputs are no longer zeroed before the kernels run).
+  Rows rows = random_rows(3, 4000, 8, 1, 1, 21);
+  for (auto& r : random_rows(3, 3000, 60, 1, 1, 22)) rows.push_back({1, r[1], r[2], r[3]});
+  Rows target = random_rows(3, 2500, 9, 1, 1, 23);
+  for (auto& r : random_rows(3, 500, 40, 1, 1, 24)) target.push_back({0, r[1] + 200, r[2], r[3]});
+  const int64_t n = static_cast<int64_t>(rows.size());
+  fk::Tensor f = fk::test::random_tensor({n, 16}, fk::DType::F64, -1, 1, 25);
+  fk::Tensor w = fk::test::random_tensor({27, 16, 16}, fk::DType::F64, -1, 1, 26);
+  SparseTensor x(f.to(fk::DType::F32), to_tensor(rows));
+  ASSERT_EQ(x.size(), n);
+  MapKey onto = x.manager()->insert(to_tensor(target), {1}, "target").key;
+  auto run = [&](int threads) {
+    int before = fk::get_num_threads();
+    fk::set_num_threads(threads);
+    // Leave NaNs in the allocator's cache where the outputs will land.
+    for (int64_t rows_out : {n, static_cast<int64_t>(target.size())})
+      fk::full({rows_out, 16}, std::nan(""), {fk::DType::F32});
+    fk::Tensor ff = x.F().clone().set_requires_grad(true);
+    fk::Tensor ww = w.to(fk::DType::F32).set_requires_grad(true);
+    SparseTensor xx(ff, x.key(), x.manager());
+    fk::Tensor y1 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3})).F();
+    fk::Tensor y2 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3}), {1}, &onto).F();
+    y1.backward(fk::test::random_tensor(y1.shape(), fk::DType::F32, -1, 1, 27));
+    y2.backward(fk::test::random_tensor(y2.shape(), fk::DType::F32, -1, 1, 28));
+    fk::set_num_threads(before);
+    return std::vector<std::vector<float>>{y1.to_vector<float>(), y2.to_vector<float>(),
+                                           ff.grad().to_vector<float>(),
+                                           ww.grad().to_vector<float>()};
+  };
+  auto one = run(1);
+  for (int threads : {2, 3}) {
+    auto r = run(threads);
+    const char* names[4] = {"submanifold output", "output onto given coordinates",
+                            "feature gradient", "weight gradient"};
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(r[i] == one[i]) << threads << " threads: " << names[i];
+  }
+  // and the values are right: against the plain-loop reference in f64
+  auto want1 = reference_conv(rows, f.to_vector<double>(), 16, rows, w.to_vector<double>(), 16,
+                              cube_offsets(3, 3, 1, 1), 1);
+  auto want2 = reference_conv(rows, f.to_vector<double>(), 16, target, w.to_vector<double>(), 16,
+                              cube_offsets(3, 3, 1, 1), 1);
+  fk::test::expect_close(fk::from_vector(one[0], fk::Dims{n, 16}), want1, 1e-4);
+  fk::Tensor y2 = fk::from_vector(one[1], fk::Dims{static_cast<int64_t>(target.size()), 16});
+  fk::test::expect_close(y2, want2, 1e-4);
+  for (size_t i = 2500 * 16; i < one[1].size(); ++i) ASSERT_EQ(one[1][i], 0.0f) << i;
 }
 
 TEST(MinkowskiConv, F32StridedTransposedOneByOne) {

@@ -125,6 +125,38 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 // input row r's pairs are its by_out entries with offset k read as mirror[k]
 // (the swapped pair), i.e. exactly by_in's pairs, so by_in is never built.
 constexpr int64_t kRowTile = 128;
+// Blocks a thread takes at a time: small enough that two threads finish
+// within ~0.5 ms of each other (and a thread slowed by another process on a
+// shared machine just takes fewer), large enough that consecutive blocks,
+// which share neighbour rows, mostly land on the same core.
+constexpr int64_t kRowTilesPerGrab = 4;
+
+// Whether a job of `work` multiply-adds over `items` independent items is
+// worth a thread team.
+bool parallel_worth(double work, int64_t items) {
+  return items > 1 && work >= 4.0 * kBlasSerialMnk && fk::get_num_threads() > 1 &&
+         !omp_in_parallel();
+}
+
+// Work sharing by blocks handed out on demand (OpenMP dynamic schedule),
+// `grab` at a time. body(each_block) runs once per thread: it sets up that
+// thread's scratch, then calls each_block(fn), which calls fn(b) for the
+// blocks this thread gets. Which thread runs a block never changes what the
+// block computes, so results do not depend on the thread count or timing.
+template <typename Body>
+void for_blocks(int64_t blocks, int64_t grab, bool parallel, const Body& body) {
+  if (!parallel) {
+    body([&](const auto& fn) {
+      for (int64_t b = 0; b < blocks; ++b) fn(b);
+    });
+    return;
+  }
+#pragma omp parallel num_threads(fk::get_num_threads())
+  body([&](const auto& fn) {
+#pragma omp for schedule(dynamic, grab) nowait
+    for (int64_t b = 0; b < blocks; ++b) fn(b);
+  });
+}
 
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
                     int64_t rows_in, int64_t cols_out, float* dst,
@@ -132,37 +164,39 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, c
   const int64_t n = static_cast<int64_t>(idx.begin.size()) - 1, K = m.volume;
   const int64_t blocks = (n + kRowTile - 1) / kRowTile;
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
+  const RowEntry* e = idx.entries.data();
+  auto offset_of = [&](int64_t j) { return mirror ? (*mirror)[e[j].offset] : e[j].offset; };
   fk::profile::count_launch();
-  fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 2,
-                   [&](int64_t lo, int64_t hi) {
-                     std::vector<int64_t> start(K + 1);
-                     std::vector<const float*> a;
-                     std::vector<float*> c;
-                     for (int64_t blk = lo; blk < hi; ++blk) {
-                       const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
-                       const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-                       const RowEntry* e = idx.entries.data();
-                       std::fill(start.begin(), start.end(), 0);
-                       for (int64_t j = e0; j < e1; ++j)
-                         ++start[(mirror ? (*mirror)[e[j].offset] : e[j].offset) + 1];
-                       for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-                       a.resize(e1 - e0);
-                       c.resize(e1 - e0);
-                       // rows ascending within each offset's bucket
-                       for (int64_t r = r0; r < r1; ++r)
-                         for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-                           int64_t at = start[mirror ? (*mirror)[e[j].offset] : e[j].offset]++;
-                           a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
-                           c[at] = dst + r * cols_out;
-                         }
-                       for (int64_t k = 0, b = 0; k < K; ++k) {
-                         // start[k] is now the end of bucket k
-                         gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b,
-                                             mats + k * rows_in * cols_out, rows_in, cols_out);
-                         b = start[k];
-                       }
-                     }
-                   });
+  for_blocks(blocks, kRowTilesPerGrab, parallel_worth(work, blocks), [&](auto&& each_block) {
+    std::vector<int64_t> start(K + 1);
+    std::vector<const float*> a;
+    std::vector<float*> c;
+    each_block([&](int64_t blk) {
+      const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
+      const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+      // The block's rows are this thread's alone: zero them here (no serial
+      // fill of the whole output before the region, and they are hot next).
+      std::fill(dst + r0 * cols_out, dst + r1 * cols_out, 0.0f);
+      std::fill(start.begin(), start.end(), 0);
+      for (int64_t j = e0; j < e1; ++j) ++start[offset_of(j) + 1];
+      for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+      a.resize(e1 - e0);
+      c.resize(e1 - e0);
+      // rows ascending within each offset's bucket
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+          int64_t at = start[offset_of(j)]++;
+          a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
+          c[at] = dst + r * cols_out;
+        }
+      for (int64_t k = 0, b = 0; k < K; ++k) {
+        // start[k] is now the end of bucket k
+        gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b, mats + k * rows_in * cols_out,
+                            rows_in, cols_out);
+        b = start[k];
+      }
+    });
+  });
 }
 
 struct Group {
@@ -196,6 +230,14 @@ int64_t max_rows(const std::vector<Group>& g) {
   int64_t r = 0;
   for (const auto& x : g) r = std::max(r, x.p1 - x.p0);
   return r;
+}
+
+// Zeroes n elements, in parallel when large (the outputs are tens of MiB: a
+// serial fill before the compute would be the main serial section).
+template <typename T>
+void zero_fill(T* p, int64_t n) {
+  fk::parallel_for(0, n, int64_t{1} << 20,
+                   [&](int64_t lo, int64_t hi) { std::fill(p + lo, p + hi, T(0)); });
 }
 
 template <typename T>
@@ -246,11 +288,14 @@ constexpr fk::DType dtype_of_t() {
   return std::is_same_v<T, float> ? fk::DType::F32 : fk::DType::F64;
 }
 
+// `out` (N_out x C_out) arrives uninitialised: the row-stationary path zeroes
+// each block of rows in the thread that owns it, the others zero it first.
 template <typename T>
 void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out) {
   constexpr fk::DType dt = dtype_of_t<T>();
   if (m.identity) {
     tl_info = {true, 1, 0};
+    zero_fill(out, m.out_size * cout);
     if constexpr (std::is_same_v<T, float>) {
       if (gather_gemm_supported(cout)) {
         gather_gemm_jobs(m, 0, 1, 0, F, cin, nullptr, W, cin, cout, out);
@@ -274,6 +319,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
       return;
     }
   }
+  zero_fill(out, m.out_size * cout);
   int64_t staged_cols = direct ? cout : cin + cout;
   auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);
@@ -338,39 +384,48 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
   float* part = part_t.data<float>();
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
-  fk::parallel_for(0, chunks, work < 4.0 * kBlasSerialMnk ? chunks : 1,
-                   [&](int64_t lo, int64_t hi) {
-                     std::vector<int64_t> start(K + 1);
-                     std::vector<const float*> a, g;
-                     for (int64_t c = lo; c < hi; ++c) {
-                       std::fill(part + c * K * blk, part + (c + 1) * K * blk, 0.0f);
-                       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
-                       for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
-                         const int64_t r1 = std::min(c1, r0 + kRowTile);
-                         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-                         const RowEntry* e = idx.entries.data();
-                         std::fill(start.begin(), start.end(), 0);
-                         for (int64_t j = e0; j < e1; ++j) ++start[e[j].offset + 1];
-                         for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-                         a.resize(e1 - e0);
-                         g.resize(e1 - e0);
-                         for (int64_t r = r0; r < r1; ++r)
-                           for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-                             int64_t at = start[e[j].offset]++;
-                             a[at] = F + static_cast<int64_t>(e[j].other) * cin;
-                             g[at] = G + r * cout;
-                           }
-                         for (int64_t k = 0, b = 0; k < K; ++k) {
-                           if (start[k] > b)
-                             outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin,
-                                                  cout, part + (c * K + k) * blk);
-                           b = start[k];
-                         }
-                       }
-                     }
-                   });
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < chunks; ++c) add_row(gw + k * blk, part + (c * K + k) * blk, blk);
+  for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
+    std::vector<int64_t> start(K + 1);
+    std::vector<const float*> a, g;
+    each_chunk([&](int64_t c) {
+      std::fill(part + c * K * blk, part + (c + 1) * K * blk, 0.0f);
+      const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
+      for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
+        const int64_t r1 = std::min(c1, r0 + kRowTile);
+        const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
+        const RowEntry* e = idx.entries.data();
+        std::fill(start.begin(), start.end(), 0);
+        for (int64_t j = e0; j < e1; ++j) ++start[e[j].offset + 1];
+        for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
+        a.resize(e1 - e0);
+        g.resize(e1 - e0);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
+            int64_t at = start[e[j].offset]++;
+            a[at] = F + static_cast<int64_t>(e[j].other) * cin;
+            g[at] = G + r * cout;
+          }
+        for (int64_t k = 0, b = 0; k < K; ++k) {
+          if (start[k] > b)
+            outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin, cout,
+                                 part + (c * K + k) * blk);
+          b = start[k];
+        }
+      }
+    });
+  });
+  // Every element sums its chunks in chunk order, whoever sums it: split the
+  // K x C_in x C_out elements in fixed spans among the threads.
+  const int64_t total = K * blk, span = 4096;
+  const int64_t spans = (total + span - 1) / span;
+  for_blocks(spans, 4, parallel_worth(static_cast<double>(total) * chunks, spans),
+             [&](auto&& each_span) {
+               each_span([&](int64_t s) {
+                 const int64_t x0 = s * span, x1 = std::min(total, x0 + span);
+                 for (int64_t c = 0; c < chunks; ++c)
+                   add_row(gw + x0, part + c * total + x0, x1 - x0);
+               });
+             });
   return true;
 }
 
@@ -451,6 +506,8 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
       add_row(gw + k * blk, part.data() + j * blk, blk);
 }
 
+// `gin` (N_in x C_in) arrives uninitialised, like forward_impl's `out`; `gw`
+// zeroed.
 template <typename T>
 void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout,
                    const KernelMap& m, T* gin, T* gw) {
@@ -458,6 +515,7 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
   if (m.identity) {
     tl_info = {true, 1, 0};
     if (gin) {
+      zero_fill(gin, m.in_size * cin);
       std::vector<Gemm> jobs;
       add_row_jobs(jobs, true, m.in_size, cin, cout, sizeof(T), G, cout, W, cout, gin, cin);
       run_gemms(dt, jobs);
@@ -475,8 +533,9 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
   int64_t rows = max_rows(groups);
   tl_info = {fused, static_cast<int64_t>(groups.size()),
              rows * staged_cols * static_cast<int64_t>(sizeof(T))};
-  if (groups.empty()) return;
   bool staged = !(direct_in && fused);
+  if (staged) zero_fill(gin, m.in_size * cin);  // else row_stationary zeroes its blocks
+  if (groups.empty() && staged) return;
   fk::Tensor sin = fk::empty({staged ? rows : 0, cin}, {dt}),
              sout = fk::empty({staged && !direct_in ? rows : 0, cout}, {dt});
   T* si = sin.data<T>();
@@ -569,7 +628,7 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, co
   int64_t cout = weight.size(weight.dim() - 1);
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
-  fk::Tensor out = fk::zeros({m.out_size, cout}, {ct});
+  fk::Tensor out = fk::empty({m.out_size, cout}, {ct});  // forward_impl writes every row
   if (ct == fk::DType::F32)
     forward_impl<float>(f.data<float>(), cin, w.data<float>(), cout, m, out.data<float>());
   else
@@ -585,7 +644,8 @@ ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
   fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
              w = weight.to(ct).contiguous();
   ConvGrads r;
-  fk::Tensor gin = need_features ? fk::zeros({m.in_size, cin}, {ct}) : fk::Tensor();
+  // backward_impl writes every row of gin
+  fk::Tensor gin = need_features ? fk::empty({m.in_size, cin}, {ct}) : fk::Tensor();
   fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
   if (ct == fk::DType::F32)
     backward_impl<float>(g.data<float>(), f.data<float>(), cin, w.data<float>(), cout, m,
