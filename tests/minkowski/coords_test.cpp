@@ -231,12 +231,21 @@ void check_map_against_plain(const MapCase& c, unsigned seed) {
   int threads = fk::get_num_threads();
   fk::set_num_threads(1);
   auto km = build_kernel_map(*in, *out, offsets);
-  fk::set_num_threads(2);
-  auto km2 = build_kernel_map(*in, *out, offsets);
+  for (int t : {2, 3}) {  // chunks are handed out on demand: any thread may build any
+    fk::set_num_threads(t);
+    auto km2 = build_kernel_map(*in, *out, offsets);
+    EXPECT_EQ(km->offset_begin, km2->offset_begin) << t << " threads";
+    EXPECT_EQ(km->in_rows, km2->in_rows) << t << " threads";
+    EXPECT_EQ(km->out_rows, km2->out_rows) << t << " threads";
+    const RowIndex &a = km->by_out(), &b = km2->by_out();
+    EXPECT_EQ(a.begin, b.begin) << t << " threads";
+    bool same = a.entries.size() == b.entries.size();
+    for (size_t j = 0; same && j < a.entries.size(); ++j)
+      same = a.entries[j].pair == b.entries[j].pair && a.entries[j].other == b.entries[j].other &&
+             a.entries[j].offset == b.entries[j].offset;
+    EXPECT_TRUE(same) << t << " threads: by_out";
+  }
   fk::set_num_threads(threads);
-  EXPECT_EQ(km->offset_begin, km2->offset_begin);
-  EXPECT_EQ(km->in_rows, km2->in_rows);
-  EXPECT_EQ(km->out_rows, km2->out_rows);
 
   std::map<std::vector<int32_t>, int32_t> rows;
   for (int64_t i = 0; i < in->size(); ++i)
@@ -287,6 +296,8 @@ TEST(MinkowskiKernelMap, RandomAgainstPlainLookup) {
       {4, 500, 8, 2, KernelRegion::cube({3}), 2, 0},
       {4, 300, 8, 2, KernelRegion::cube({3}), 1, 1 << 30},  // 128-bit keys
       {1, 100, 40, 2, KernelRegion::cube({5}), 1, 0},
+      // enough rows that the build runs in parallel over several chunks
+      {3, 30000, 40, 2, KernelRegion::cube({3}), 1, 0},
   };
   unsigned seed = 1;
   for (const MapCase& c : cases) check_map_against_plain(c, seed++);

@@ -12,6 +12,7 @@
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/coords/block_schedule.h"
 
 namespace minkowski {
 
@@ -355,12 +356,14 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   const std::vector<Line> lines = make_lines(offsets, d, l);
 
   // Fixed chunks of output rows in key order (the result does not depend on
-  // the thread count). Pass 1 searches and keeps each row's (offset, input
-  // row) list; pass 2, once the counts are known, lays out the pairs in offset
-  // order and the rows' lists as by_out.
-  constexpr int64_t kChunk = 8192;
+  // the thread count, nor on the chunk size: pairs of an offset follow the
+  // output keys either way). Pass 1 searches and keeps each row's (offset,
+  // input row) list; pass 2, once the counts are known, lays out the pairs in
+  // offset order and the rows' lists as by_out. Chunks are handed out on
+  // demand, enough of them (~25 for 100k rows) that two threads end together.
+  constexpr int64_t kChunk = 4096;
   const int64_t nc = (n_out + kChunk - 1) / kChunk;
-  const int64_t grain = n_out * K < (int64_t{1} << 18) ? nc : 1;
+  const bool parallel = n_out * K >= (int64_t{1} << 18);
   std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
   struct Free {
     void operator()(int32_t* p) const { std::free(p); }
@@ -370,8 +373,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   idx->begin.resize(n_out + 1);
   int64_t* row_begin = idx->begin.data();
   fk::profile::count_launch(2);
-  fk::parallel_for(0, nc, grain, [&](int64_t clo, int64_t chi) {
-    for (int64_t c = clo; c < chi; ++c) {
+  for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
+    each_chunk([&](int64_t c) {
       int64_t* cc = chunk_count.data() + c * K;
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
       // Room for the worst case, uninitialised (only the written prefix is
@@ -400,7 +403,7 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
           (void)f->release();
           f->reset(static_cast<int32_t*>(p));
         }
-    }
+    });
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
   // ranges of by_out.
@@ -418,8 +421,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   int32_t* in_rows = m->in_rows.data();
   int32_t* out_rows = m->out_rows.data();
   RowEntry* entries = idx->entries.data();
-  fk::parallel_for(0, nc, grain, [&](int64_t clo, int64_t chi) {
-    for (int64_t c = clo; c < chi; ++c) {
+  for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
+    each_chunk([&](int64_t c) {
       int64_t* cursor = chunk_count.data() + c * K;
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
       const int32_t* ks = found_k[c].get();
@@ -439,7 +442,7 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
       }
       found_k[c].reset();
       found_in[c].reset();
-    }
+    });
   });
   m->mirror = find_mirror(in, out, offsets, d);
   m->adopt_by_out(std::move(idx));

@@ -12,6 +12,7 @@
 #include "fk/knobs.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/gather_gemm.h"
 
 namespace minkowski {
@@ -136,26 +137,6 @@ constexpr int64_t kRowTilesPerGrab = 4;
 bool parallel_worth(double work, int64_t items) {
   return items > 1 && work >= 4.0 * kBlasSerialMnk && fk::get_num_threads() > 1 &&
          !omp_in_parallel();
-}
-
-// Work sharing by blocks handed out on demand (OpenMP dynamic schedule),
-// `grab` at a time. body(each_block) runs once per thread: it sets up that
-// thread's scratch, then calls each_block(fn), which calls fn(b) for the
-// blocks this thread gets. Which thread runs a block never changes what the
-// block computes, so results do not depend on the thread count or timing.
-template <typename Body>
-void for_blocks(int64_t blocks, int64_t grab, bool parallel, const Body& body) {
-  if (!parallel) {
-    body([&](const auto& fn) {
-      for (int64_t b = 0; b < blocks; ++b) fn(b);
-    });
-    return;
-  }
-#pragma omp parallel num_threads(fk::get_num_threads())
-  body([&](const auto& fn) {
-#pragma omp for schedule(dynamic, grab) nowait
-    for (int64_t b = 0; b < blocks; ++b) fn(b);
-  });
 }
 
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,

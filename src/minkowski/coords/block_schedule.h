@@ -1,0 +1,37 @@
+#pragma once
+// Work sharing by blocks handed out on demand (OpenMP dynamic schedule), for
+// the kernel-map build and the convolution kernels. A static split gives each
+// thread a fixed half: when the halves cost differently (uneven density), or
+// another process slows one thread on a shared machine, the other waits. Here
+// a thread that finishes early takes more blocks. Which thread runs a block
+// never changes what the block computes, so results stay independent of the
+// thread count and of timing.
+#include <omp.h>
+
+#include <cstdint>
+
+#include "fk/parallel.h"
+
+namespace minkowski {
+
+// body(each_block) runs once per thread: it sets up that thread's scratch,
+// then calls each_block(fn), which calls fn(b) for the blocks b in
+// [0, blocks) that this thread gets, `grab` consecutive blocks at a time (so
+// neighbouring blocks, which often share data, mostly stay on one core).
+// With parallel == false, one call on the calling thread takes every block.
+template <typename Body>
+void for_blocks(int64_t blocks, int64_t grab, bool parallel, const Body& body) {
+  if (!parallel || blocks < 2 || fk::get_num_threads() < 2 || omp_in_parallel()) {
+    body([&](const auto& fn) {
+      for (int64_t b = 0; b < blocks; ++b) fn(b);
+    });
+    return;
+  }
+#pragma omp parallel num_threads(fk::get_num_threads())
+  body([&](const auto& fn) {
+#pragma omp for schedule(dynamic, grab) nowait
+    for (int64_t b = 0; b < blocks; ++b) fn(b);
+  });
+}
+
+}  // namespace minkowski
