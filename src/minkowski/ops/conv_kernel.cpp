@@ -155,8 +155,8 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, c
     each_block([&](int64_t blk) {
       const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
       const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-      // The block's rows are this thread's alone: zero them here (no serial
-      // fill of the whole output before the region, and they are hot next).
+      // The block's rows are this thread's alone: zero them here, where they
+      // stay in cache for the adds (no separate pass over the whole output).
       std::fill(dst + r0 * cols_out, dst + r1 * cols_out, 0.0f);
       std::fill(start.begin(), start.end(), 0);
       for (int64_t j = e0; j < e1; ++j) ++start[offset_of(j) + 1];
@@ -213,8 +213,7 @@ int64_t max_rows(const std::vector<Group>& g) {
   return r;
 }
 
-// Zeroes n elements, in parallel when large (the outputs are tens of MiB: a
-// serial fill before the compute would be the main serial section).
+// Zeroes n elements, in parallel when large (the outputs are tens of MiB).
 template <typename T>
 void zero_fill(T* p, int64_t n) {
   fk::parallel_for(0, n, int64_t{1} << 20,
