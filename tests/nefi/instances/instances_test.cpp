@@ -171,6 +171,33 @@ TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
 
 namespace {
 
+// Poisson deconvolution reads the reference's key background_counts; the older
+// `background` stays an alias. poisson_nll needs count data.
+TEST(NefiInstances, DeconvolutionBackgroundCountsKeyAndAlias) {
+  auto inst = nefi::find_instance("deconvolution");
+  nefi::Params p = inst->default_config();
+  p.set("n", "16");
+  p.set("noise", "poisson");
+  const auto base = inst->make_measurement(p, 3).first.data.to_vector<double>();
+  nefi::Params a = p, b = p;
+  a.set("background_counts", "40");
+  b.set("background", "40");
+  const auto va = inst->make_measurement(a, 3).first.data.to_vector<double>();
+  EXPECT_EQ(va, inst->make_measurement(b, 3).first.data.to_vector<double>());
+  double mean_base = 0, mean_a = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    mean_base += base[i] / va.size();
+    mean_a += va[i] / va.size();
+  }
+  EXPECT_NEAR(mean_a - mean_base, 39.0, 3.0);  // 39 more background counts per cell
+  a.set("background_counts", "-2");
+  EXPECT_THROW(inst->make_measurement(a, 3), fk::Error);
+  nefi::Params g = inst->default_config();
+  g.set("n", "16");
+  g.set("data_loss", "poisson_nll");
+  EXPECT_THROW(inst->run(g, "neural", 0, {}), fk::Error);
+}
+
 // Half-precision MLP trunk (f16 with a GradScaler) stays close to f32.
 TEST(NefiInstances, AutocastTrunkTracksF32) {
   fk::set_num_threads(1);
