@@ -396,6 +396,10 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     sr.ops = rep.counts.ops;
     sr.launches = rep.counts.launches;
     if (cur_.optim.ema) restore(params, shadow);
+    // A stage that ran to its end is evaluated at the end of its schedule,
+    // progress_at(steps) (bands fully open), as in the reference; one that
+    // stopped early keeps the progress it was last trained at.
+    if (sr.stop == "completed") progress = stage.progress_at(stage.steps);
     sr.lr_mult = lr_mult;
     sr.final_progress = progress;
     res.stages.push_back(sr);

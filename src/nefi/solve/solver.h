@@ -17,8 +17,9 @@
 //               at the step after a saved one and finishes bit-identical to
 //               an uninterrupted run (its history starts at the checkpoint;
 //               an EMA shadow is not saved and restarts from the parameters)
-// The final fields are evaluated at the last stage's grid at the progress
-// actually reached.
+// The final fields are evaluated at the last stage's grid at the end of its
+// annealing schedule (progress_at(steps)) when it ran to completion, else at
+// the progress it stopped at (bands never trained stay off).
 #include <chrono>
 #include <functional>
 #include <optional>

@@ -206,6 +206,24 @@ TEST(NefiSolver, RestartsKeepTheBestRun) {
   EXPECT_NEAR(m, finals[want], 0.5 * finals[want]);
 }
 
+// A stage run to its end is evaluated at progress_at(steps) (all bands open,
+// as the reference does); a stage stopped early keeps its last progress.
+TEST(NefiSolver, FinalProgressIsTheScheduleEndUnlessStopped) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({4}, 10, 0.05);
+  nefi::Result r = nefi::Solver(p, c).run();
+  EXPECT_EQ(r.stages.back().stop, "completed");
+  EXPECT_DOUBLE_EQ(r.stages.back().final_progress, 1.0);
+  c.stages[0].anneal_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(nefi::Solver(p, c).run().stages.back().final_progress, 1.0);
+  c.stages[0].anneal_fraction = 1.0;
+  nefi::SolverOptions o;
+  o.callbacks.push_back([](const nefi::StepInfo& s) { return s.step < 4; });
+  r = nefi::Solver(p, c, o).run();
+  EXPECT_EQ(r.stages.back().stop, "callback");
+  EXPECT_DOUBLE_EQ(r.stages.back().final_progress, 0.4);  // stopped after step 4 of 10
+}
+
 TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {
   // Quadratic in the grid values: L-BFGS reaches the data in a few iterations.
   auto p = identity_problem({1, -2, 3, 0.5, 4, -1}, -1);
