@@ -139,10 +139,10 @@ TEST(NefiInstances, DeconvolutionScenesAreSeededAndBounded) {
 }
 
 // Deconvolution smoke floors over seeds 0-2 (random phantom scenes). Measured
-// (lr_decay 1.0, 1 thread): neural 26.53 / 25.77 / 27.27 dB, SSIM 0.94 / 0.92 /
-// 0.94; grid + TV 27.34 / 27.48 / 28.23 dB, SSIM 0.957 / 0.956 / 0.956; Wiener
-// 24.19 / 24.79 / 26.73 dB; blurred data 21.56 / 21.05 / 23.43 dB (reference,
-// seed 0: 21.03 blurred, 24.96 Wiener, 28.05 neural, 29.07 grid).
+// (lr_decay 1.0, 1 thread): neural 26.53 / 25.77 / 27.27 dB, SSIM 0.935 /
+// 0.926 / 0.932; grid + TV 27.39 / 27.47 / 28.16 dB, SSIM 0.955 / 0.945 /
+// 0.948; Wiener 24.19 / 24.79 / 26.73 dB; blurred data 21.56 / 21.05 / 23.43
+// dB (reference, seed 0: 21.03 blurred, 24.96 Wiener, 28.05 neural, 29.07 grid).
 TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
   fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
