@@ -71,6 +71,20 @@ TEST(NefiAdam, FusedStepMatchesTheFormula) {
   EXPECT_NEAR(a2.step(0.1), 50.0, 1e-12);
   EXPECT_NEAR(q.to_vector<double>()[0], -0.1, 1e-6);
   EXPECT_THROW(nefi::FusedAdam({fk::zeros({2}, {fk::DType::I32})}, {}), fk::Error);
+  // A parameter without a gradient is not touched (no weight decay either),
+  // the one with a gradient steps as usual.
+  fk::Tensor r = fk::from_vector(std::vector<double>{1.0}),
+             u = fk::from_vector(std::vector<double>{2.0});
+  r.set_requires_grad(true);
+  u.set_requires_grad(true);
+  u.set_grad(fk::from_vector(std::vector<double>{-4.0}));
+  nefi::AdamOptions ow;
+  ow.weight_decay = 0.5;
+  nefi::FusedAdam a3({r, u}, ow);
+  a3.step(0.1);
+  EXPECT_EQ(r.to_vector<double>()[0], 1.0);
+  EXPECT_NEAR(u.to_vector<double>()[0], 2.0 * (1 - 0.05) + 0.1 * 4.0 / (4.0 + 1e-8), 1e-12);
+  EXPECT_EQ(a3.first_moments()[0].to_vector<double>()[0], 0.0);
 }
 
 TEST(NefiMetrics, AgainstHandValues) {
