@@ -3,7 +3,8 @@
 //   field(stage grid, progress) -> operator -> LossSet -> backward -> fused Adam(W)
 // with one host read of the loss components per step. Around it:
 //   NaN guard   a non-finite total restores the last good parameters (snapshot
-//               every checkpoint_every good steps), halves the stage's lr
+//               at stage start and after stage steps 0, checkpoint_every,
+//               2 checkpoint_every, ... that were good), halves the stage's lr
 //               multiplier, clears the optimizer state and skips the step;
 //               more than max_bad_steps in a row throws fk::Error
 //   EMA         optim.ema: a shadow of the parameters, copied in at stage end

@@ -236,6 +236,9 @@ TEST(NefiSolver, FinalProgressIsTheScheduleEndUnlessStopped) {
   r = nefi::Solver(p, c, o).run();
   EXPECT_EQ(r.stages.back().stop, "callback");
   EXPECT_DOUBLE_EQ(r.stages.back().final_progress, 0.4);  // stopped after step 4 of 10
+  nefi::SolverOptions bad;
+  bad.checkpoint_every = 0;
+  EXPECT_THROW(nefi::Solver(p, c, bad), fk::Error);
 }
 
 TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {
