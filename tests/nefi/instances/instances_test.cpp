@@ -108,10 +108,12 @@ TEST(NefiInstances, Toy1DSmokeQualityFloor) {
   const int seeds = 4;
   for (int s = 0; s < seeds; ++s) {
     auto out = inst->run(c.config, "neural", s, {});
-    EXPECT_GT(out.metrics.at("psnr"), 20.0) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), 22.0) << "seed " << s;
     total += out.metrics.at("psnr");
   }
-  EXPECT_GT(total / seeds, 24.0);
+  // Measured 26.78 / 26.45 / 28.98 / 24.01 dB with the reference's per-length
+  // anisotropic TV and skip layer (25.29 / 23.34 / 28.15 / 22.72 before).
+  EXPECT_GT(total / seeds, 25.5);
 }
 
 // Scenes are random per seed, lie in [0, 1] and are cell averages of one
