@@ -1,7 +1,9 @@
 #pragma once
 // GridField: free values on the stage grid (the classical pixel/voxel
 // baseline), with the same heads as a neural field. At each stage start the
-// values are carried over to the new grid by area resampling.
+// values are carried over to the new grid like the reference does: area means
+// when no axis grows, otherwise (bi/tri)linear interpolation of the cell
+// centres (edge cells clamped).
 #include <vector>
 
 #include "nefi/field/field.h"

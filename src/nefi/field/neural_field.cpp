@@ -64,16 +64,19 @@ NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig
 void NeuralField::reset_parameters(uint64_t seed) {
   fk::Generator gen(seed);
   fk::autograd::NoGradGuard ng;
-  const bool sine = cfg_.activation == "sine";
-  const bool xavier = cfg_.activation == "tanh";
+  // The reference's rule: He (Kaiming-uniform, ReLU gain) for relu / gelu /
+  // silu, SIREN for sine, Xavier-uniform otherwise (tanh, softplus); hidden
+  // biases start at zero.
+  const std::string& a = cfg_.activation;
+  const bool sine = a == "sine";
+  const bool xavier = !sine && a != "relu" && a != "gelu" && a != "silu";
   for (int i = 0; i <= cfg_.depth; ++i) {
     fk::Tensor w = params_.raw(2 * i), b = params_.raw(2 * i + 1);
     const double fan_out = static_cast<double>(w.size(0)), fan_in = static_cast<double>(w.size(1));
-    double bound, bbound = 0;
-    if (sine) {
+    double bound;
+    if (sine && i < cfg_.depth) {
       bound = i == 0 ? 1.0 / fan_in : std::sqrt(6.0 / fan_in) / kSirenW0;
-      bbound = 1.0 / std::sqrt(fan_in);
-    } else if (xavier) {
+    } else if (xavier || i == cfg_.depth) {
       bound = std::sqrt(6.0 / (fan_in + fan_out));
     } else {
       bound = std::sqrt(6.0 / fan_in);
@@ -85,8 +88,6 @@ void NeuralField::reset_parameters(uint64_t seed) {
       for (const HeadPtr& h : heads_)
         for (double v : h->init_bias()) bias.push_back(v);
       b.copy_(fk::from_vector(bias, fk::Dims{n_out_}));
-    } else if (bbound > 0) {
-      b.copy_(fk::uniform(b.shape(), -bbound, bbound, {fk::DType::F32}, &gen));
     } else {
       fill_(b, 0.0);
     }

@@ -2,10 +2,11 @@
 // NeuralField: coordinates -> annealed Fourier features -> MLP -> output
 // projection -> heads. The MLP has `depth` hidden layers of width `hidden`;
 // layer `skip_at` (0 < skip_at < depth) also sees the encoding again
-// (concatenated). Initialisation matches the activation: Xavier for tanh,
-// Kaiming (He) for relu/gelu/silu/softplus, SIREN (w0 = 30) for sine. The
-// output weights are scaled by out_init_scale and the output bias comes from
-// the heads, so a fresh field is near-uniform at the heads' initial values.
+// (concatenated). Initialisation follows the reference: hidden weights
+// Kaiming (He) for relu/gelu/silu, SIREN (w0 = 30) for sine, Xavier for tanh
+// and softplus, hidden biases 0; the output weights are Xavier scaled by
+// out_init_scale and the output bias comes from the heads, so a fresh field
+// is near-uniform at the heads' initial values.
 // With `autocast` (bf16/f16) the trunk runs in half precision; the output
 // projection and the heads stay f32.
 // All parameters sit in one flat f32 buffer (params()).

@@ -151,6 +151,14 @@ std::vector<double> render_scene(const Scene& sc, int64_t m, int64_t n, int64_t 
   return v;
 }
 
+// The Poisson background: the reference's key `background_counts`, or its
+// older alias `background` when that one is set (>= 0).
+double background_counts(const Params& p) {
+  const double bg = p.d("background") >= 0 ? p.d("background") : p.d("background_counts");
+  FK_CHECK(bg >= 0, "config key 'background_counts'", "counts >= 0", std::to_string(bg));
+  return bg;
+}
+
 PsfFunction inversion_psf(const Params& p) {
   const std::string& k = p.s("psf");
   if (k == "gaussian") return gaussian_psf(p.d("psf_sigma"));
@@ -178,7 +186,8 @@ class Deconvolution : public Instance {
     p.declare("noise", std::string("gaussian"), "gaussian | poisson");
     p.declare("noise_std", 0.01, "Gaussian noise std relative to the clean maximum");
     p.declare("peak_counts", 200.0, "Poisson: expected counts at intensity 1");
-    p.declare("background", 1.0, "Poisson: background counts");
+    p.declare("background_counts", 1.0, "Poisson: background counts");
+    p.declare("background", -1.0, "alias of background_counts (used when >= 0)");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64)");
     p.declare("scene", std::string("phantom"), "phantom | smooth | sparse_dots");
     p.declare("dot_cells", 0.7, "dot standard deviation in native cells");
@@ -236,7 +245,7 @@ class Deconvolution : public Instance {
     } else if (p.s("noise") == "poisson") {
       for (double& v : y)
         v = static_cast<double>(
-            rng.poisson(p.d("peak_counts") * std::max(v, 0.0) + p.d("background")));
+            rng.poisson(p.d("peak_counts") * std::max(v, 0.0) + background_counts(p)));
     } else {
       FK_CHECK(false, "config key 'noise'", "gaussian or poisson", p.s("noise"));
     }
@@ -260,15 +269,15 @@ class Deconvolution : public Instance {
     if (method == "wiener") {
       fk::Tensor y = meas.data.to(fk::DType::F64);
       double sd = meas.noise_std;
-      if (poisson) {  // counts -> intensity; sigma from the mean count level
-        const double peak = p.d("peak_counts"), bg = p.d("background");
+      if (poisson) {  // counts -> intensity; sigma from the mean count level (each >= 1)
+        const double peak = p.d("peak_counts"), bg = background_counts(p);
         std::vector<double> v = y.to_vector<double>();
         double mean = 0;
         for (double& c : v) {
-          mean += c;
+          mean += std::max(c, 1.0);
           c = (c - bg) / peak;
         }
-        sd = std::sqrt(std::max(mean / v.size(), 1.0)) / peak;
+        sd = std::sqrt(mean / static_cast<double>(v.size())) / peak;
         y = fk::from_vector(v, y.shape());
       }
       const WienerResult w =
@@ -279,9 +288,9 @@ class Deconvolution : public Instance {
       out.metrics["wiener_snr"] = w.snr;
     } else {
       OperatorPtr blur = std::make_shared<FFTConvolution>(psf, prob.domain);
-      prob.op =
-          poisson ? std::make_shared<NuisanceOperator>(blur, p.d("peak_counts"), p.d("background"))
-                  : blur;
+      prob.op = poisson ? std::make_shared<NuisanceOperator>(blur, p.d("peak_counts"),
+                                                             background_counts(p))
+                        : blur;
       prob.measurement = meas;
       std::vector<HeadPtr> heads{softplus_head("x", p.d("init_value"))};
       double lr = p.d("lr");
@@ -305,7 +314,12 @@ class Deconvolution : public Instance {
       if (dl == "auto") dl = poisson ? "poisson_nll" : "mse";
       FK_CHECK(dl == "mse" || dl == "poisson_nll", "config key 'data_loss'",
                "auto, mse or poisson_nll", dl);
-      prob.losses.add(dl == "mse" ? mse_loss() : poisson_nll_loss(), 1.0);
+      FK_CHECK(dl == "mse" || poisson, "config key 'data_loss'",
+               "poisson_nll only with noise poisson (count data)", "noise " + p.s("noise"));
+      // The Poisson NLL is per count: 1 / peak_counts brings it to image units,
+      // so the TV weight means the same for both noise models (as in the reference).
+      prob.losses.add(dl == "mse" ? mse_loss() : poisson_nll_loss(),
+                      dl == "mse" ? 1.0 : 1.0 / p.d("peak_counts"));
       TVOptions tv;
       tv.eps = p.d("tv_eps");
       tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage

@@ -70,7 +70,7 @@ class Toy1D : public Instance {
     p.declare("supersample", int64_t{4}, "data grid refinement (f64)");
     p.declare("hidden", int64_t{64}, "MLP width");
     p.declare("depth", int64_t{4}, "MLP hidden layers");
-    p.declare("skip_at", int64_t{0}, "layer that sees the encoding again (0: none)");
+    p.declare("skip_at", int64_t{2}, "layer that sees the encoding again (0: none)");
     p.declare("activation", std::string("tanh"), "tanh | relu | gelu | silu | softplus | sine");
     p.declare("n_octaves", int64_t{6}, "Fourier feature octaves");
     p.declare("out_init_scale", 0.1, "output-layer weight scale");
@@ -136,7 +136,12 @@ class Toy1D : public Instance {
       FK_CHECK(false, "toy1d", "method neural or grid", method);
     }
     prob.losses.add(mse_loss(), 1.0);
-    prob.losses.add(tv_loss("x"), p.d("tv"));
+    // The reference's toy1d TV: anisotropic, differences per unit length (the
+    // weight means the same at every stage's grid).
+    TVOptions tv;
+    tv.isotropic = false;
+    tv.use_spacing = true;
+    prob.losses.add(tv_loss("x", tv), p.d("tv"));
     prob.losses.add(l1_loss("x"), p.d("l1"));
     RunOutput out;
     out.method = method;

@@ -127,12 +127,16 @@ struct TVLoss : FieldLoss {
 };
 
 struct LaplacianLoss : FieldLoss {
-  using FieldLoss::FieldLoss;
+  bool use_spacing;
+  LaplacianLoss(std::string n, std::string f, bool sp)
+      : FieldLoss(std::move(n), std::move(f)), use_spacing(sp) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
+    std::vector<double> h(x.dim(), 1.0);
+    if (use_spacing) h = c.domain->spacing(x.shape());
     fk::Tensor lap;
     for (int a = 0; a < x.dim(); ++a) {
-      if (x.size(a) < 3) continue;
+      if (x.size(a) < 2) continue;  // a single cell with replicated edges: exactly 0
       // Replicate padding: zero flux through the boundary.
       std::vector<int64_t> pads(2 * x.dim(), 0);
       pads[2 * (x.dim() - 1 - a)] = 1;
@@ -140,9 +144,10 @@ struct LaplacianLoss : FieldLoss {
       fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
       fk::Tensor l =
           fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
+      if (h[a] != 1.0) l = fk::mul(l, 1.0 / (h[a] * h[a]));
       lap = lap.defined() ? fk::add(lap, l) : l;
     }
-    FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 3 cells", x.shape().str());
+    FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 2 cells", x.shape().str());
     return fk::mean(fk::square(lap));
   }
 };
@@ -206,8 +211,8 @@ LossPtr l1_loss(std::string f, std::string n) {
 LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
   return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
 }
-LossPtr laplacian_loss(std::string f, std::string n) {
-  return std::make_shared<LaplacianLoss>(std::move(n), std::move(f));
+LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n) {
+  return std::make_shared<LaplacianLoss>(std::move(n), std::move(f), use_spacing);
 }
 LossPtr tikhonov_loss(std::string f, std::string n) {
   return std::make_shared<TikhonovLoss>(std::move(n), std::move(f));

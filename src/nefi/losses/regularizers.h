@@ -4,10 +4,12 @@
 //   TV(isotropic)       mean sqrt(sum_a (D_a x)^2 + eps^2)          (NeFTY Eq. 22)
 //   TV(anisotropic)     mean sum_a sqrt((D_a x)^2 + eps^2)          (NeTMY Eq. 3)
 //                       D_a a forward difference, divided by the physical
-//                       spacing when use_spacing; periodic axes wrap, other
-//                       axes have D_a = 0 on the last cell. One fused op
-//                       forward and one backward.
-//   Laplacian           mean (sum_a second difference)^2 (zero-flux edges)
+//                       spacing when use_spacing (the default, as in the
+//                       reference: weights then hold across resolutions);
+//                       periodic axes wrap, other axes have D_a = 0 on the
+//                       last cell. One fused op forward and one backward.
+//   Laplacian           mean (sum_a second difference / h_a^2)^2, zero-flux
+//                       (replicated) edges; h_a = 1 without use_spacing
 //   Tikhonov            mean x^2
 //   RangePenalty(lo,hi) mean relu(lo - x)^2 + relu(x - hi)^2
 #include <vector>
@@ -20,12 +22,13 @@ struct TVOptions {
   bool isotropic = true;
   double eps = 1e-6;
   std::vector<int> periodic_axes;
-  bool use_spacing = false;
+  bool use_spacing = true;
 };
 
 LossPtr l1_loss(std::string field = "x", std::string name = "l1");
 LossPtr tv_loss(std::string field = "x", TVOptions opt = {}, std::string name = "tv");
-LossPtr laplacian_loss(std::string field = "x", std::string name = "laplacian");
+LossPtr laplacian_loss(std::string field = "x", bool use_spacing = true,
+                       std::string name = "laplacian");
 LossPtr tikhonov_loss(std::string field = "x", std::string name = "tikhonov");
 LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
                            std::string name = "range");

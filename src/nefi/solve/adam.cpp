@@ -21,7 +21,7 @@ template <typename T>
 void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
             double clip, const AdamOptions& o, int64_t t) {
   T* x = p.data<T>();
-  const T* gg = g.defined() ? g.data<T>() : nullptr;
+  const T* gg = g.data<T>();
   T* mm = m.data<T>();
   T* vv = v.data<T>();
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
@@ -36,7 +36,7 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, do
   const T st = static_cast<T>(step), ib = static_cast<T>(inv_sqrt_bc2), eps = static_cast<T>(o.eps);
   const int64_t n = p.numel();
   for (int64_t i = 0; i < n; ++i) {
-    const T gi = (gg ? gg[i] * c : T(0)) + l2t * x[i];
+    const T gi = gg[i] * c + l2t * x[i];
     mm[i] = b1 * mm[i] + (T(1) - b1) * gi;
     vv[i] = b2 * vv[i] + (T(1) - b2) * gi * gi;
     x[i] = x[i] * dec - st * mm[i] / (std::sqrt(vv[i]) * ib + eps);
@@ -104,6 +104,9 @@ double FusedAdam::step(double lr) {
       (opt_.grad_clip > 0 && norm > opt_.grad_clip) ? opt_.grad_clip / (norm + 1e-6) : 1.0;
   ++t_;
   for (size_t i = 0; i < params_.size(); ++i) {
+    // A parameter without a gradient is left alone (no decay, no moment
+    // update), as PyTorch's Adam(W) does; the step count stays shared.
+    if (!grads[i].defined()) continue;
     fk::profile::OpScope scope("adam_step");
     if (params_[i].dtype() == fk::DType::F64)
       update<double>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);

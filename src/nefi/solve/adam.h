@@ -21,8 +21,9 @@ struct AdamOptions {
 class FusedAdam {
  public:
   FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt);
-  // One step at learning rate lr with each param's .grad (missing grads count
-  // as zero). Returns the global gradient norm before clipping.
+  // One step at learning rate lr with each param's .grad; a param without a
+  // grad is skipped (unchanged, moments kept). Returns the global gradient
+  // norm before clipping.
   double step(double lr);
   void reset_state();
   void zero_grad();

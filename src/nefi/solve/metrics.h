@@ -1,9 +1,17 @@
 #pragma once
-// Reconstruction metrics against a ground truth on the same grid (f64, host):
+// Reconstruction metrics against a ground truth on the same grid (f64, host),
+// the reference's definitions:
 //   mse, psnr = 10 log10(range^2 / mse) with range = max(gt) - min(gt),
 //   relative_error = ||x - gt|| / ||gt||,
-//   ssim with a Gaussian window (sigma 1.5, radius 5 cells, truncated at the
-//   edges), K1 = 0.01, K2 = 0.03, for 1-D and 2-D grids (3-D: mean over slices).
+//   ssim: Gaussian window of `win` taps (sigma 1.5, unit sum; win = min(7,
+//   the first two axis lengths) made odd), evaluated at the 'valid' positions
+//   only (where the whole window fits), K1 = 0.01, K2 = 0.03, constants
+//   (K data_range)^2 with data_range = max(gt) - min(gt) (1 if that is 0)
+//   unless given. 1-D: a 1-D window; 2-D: the separable 2-D window; 3-D: the
+//   mean of the 2-D SSIM of the slices along the last axis. 4-D and up throw.
+#include <optional>
+#include <vector>
+
 #include "fk/tensor.h"
 
 namespace nefi {
@@ -11,6 +19,9 @@ namespace nefi {
 double mse(const fk::Tensor& x, const fk::Tensor& gt);
 double psnr(const fk::Tensor& x, const fk::Tensor& gt);
 double relative_error(const fk::Tensor& x, const fk::Tensor& gt);
-double ssim(const fk::Tensor& x, const fk::Tensor& gt);
+double ssim(const fk::Tensor& x, const fk::Tensor& gt, std::optional<double> data_range = {});
+// The same on C-ordered host values of `shape`.
+double ssim(const std::vector<double>& x, const std::vector<double>& gt, const fk::Dims& shape,
+            std::optional<double> data_range = {});
 
 }  // namespace nefi

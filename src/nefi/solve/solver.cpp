@@ -93,6 +93,8 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "a missing one");
   FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
   cur_.validate();
+  FK_CHECK(opt_.checkpoint_every >= 1, "SolverOptions::checkpoint_every", "a step count >= 1",
+           std::to_string(opt_.checkpoint_every));
   FK_CHECK(opt_.checkpoint_interval >= 0, "SolverOptions::checkpoint_interval", "a step count >= 0",
            std::to_string(opt_.checkpoint_interval));
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
@@ -226,7 +228,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     sr.name = stage.name;
     sr.shape = shape;
     double lr_mult = 1.0, best = std::numeric_limits<double>::infinity(), progress = 0;
-    int since_best = 0, bad = 0, good_steps = 0, t0 = 0;
+    int since_best = 0, bad = 0, t0 = 0;
     if (resume) {
       FK_CHECK(resume->params.size() == params.size(), "nefi::Solver resume",
                std::to_string(params.size()) + " parameter buffers",
@@ -323,7 +325,8 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
         }
       }
       if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
-      if (++good_steps % opt_.checkpoint_every == 0) good = snapshot(params);
+      // Snapshot after every checkpoint_every-th stage step (0, 25, ...), like the reference.
+      if (t % opt_.checkpoint_every == 0) good = snapshot(params);
 
       std::vector<double> comps;
       for (const auto& c : val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
@@ -396,6 +399,10 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
     sr.ops = rep.counts.ops;
     sr.launches = rep.counts.launches;
     if (cur_.optim.ema) restore(params, shadow);
+    // A stage that ran to its end is evaluated at the end of its schedule,
+    // progress_at(steps) (bands fully open), as in the reference; one that
+    // stopped early keeps the progress it was last trained at.
+    if (sr.stop == "completed") progress = stage.progress_at(stage.steps);
     sr.lr_mult = lr_mult;
     sr.final_progress = progress;
     res.stages.push_back(sr);

@@ -3,7 +3,8 @@
 //   field(stage grid, progress) -> operator -> LossSet -> backward -> fused Adam(W)
 // with one host read of the loss components per step. Around it:
 //   NaN guard   a non-finite total restores the last good parameters (snapshot
-//               every checkpoint_every good steps), halves the stage's lr
+//               at stage start and after stage steps 0, checkpoint_every,
+//               2 checkpoint_every, ... that were good), halves the stage's lr
 //               multiplier, clears the optimizer state and skips the step;
 //               more than max_bad_steps in a row throws fk::Error
 //   EMA         optim.ema: a shadow of the parameters, copied in at stage end
@@ -17,8 +18,9 @@
 //               at the step after a saved one and finishes bit-identical to
 //               an uninterrupted run (its history starts at the checkpoint;
 //               an EMA shadow is not saved and restarts from the parameters)
-// The final fields are evaluated at the last stage's grid at the progress
-// actually reached.
+// The final fields are evaluated at the last stage's grid at the end of its
+// annealing schedule (progress_at(steps)) when it ran to completion, else at
+// the progress it stopped at (bands never trained stay off).
 #include <chrono>
 #include <functional>
 #include <optional>

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <numbers>
 
@@ -142,6 +144,40 @@ TEST(NefiNeuralField, FlatBufferGradientsAndInit) {
   EXPECT_THROW(nefi::NeuralField(1, {nefi::identity_head("x")}, cfg), fk::Error);
 }
 
+// Initial weight ranges per activation (the reference's rule): uniform
+// bounds Xavier sqrt(6 / (in + out)) for tanh / softplus, He sqrt(6 / in) for
+// relu / gelu / silu, SIREN 1 / in then sqrt(6 / in) / 30 for sine; hidden
+// biases 0; the output layer Xavier times out_init_scale with the head bias.
+TEST(NefiNeuralField, InitialisationBoundsPerActivation) {
+  for (const char* act : {"tanh", "softplus", "relu", "gelu", "silu", "sine"}) {
+    nefi::NeuralFieldConfig cfg;
+    cfg.hidden = 48;
+    cfg.depth = 2;
+    cfg.skip_at = 0;
+    cfg.n_octaves = 2;  // encoding width 1 + 2 * 2 = 5
+    cfg.activation = act;
+    nefi::NeuralField f(1, {nefi::softplus_head("x", 0.3)}, cfg, 3);
+    const std::string a = act;
+    const double fans[3][2] = {{5, 48}, {48, 48}, {48, 1}};  // (in, out) per layer
+    for (int i = 0; i < 3; ++i) {
+      const double in = fans[i][0], out = fans[i][1];
+      double bound = std::sqrt(6.0 / (in + out));
+      if (i < 2 && (a == "relu" || a == "gelu" || a == "silu")) bound = std::sqrt(6.0 / in);
+      if (i < 2 && a == "sine") bound = i == 0 ? 1.0 / in : std::sqrt(6.0 / in) / 30.0;
+      if (i == 2) bound *= 0.1;
+      double mx = 0;
+      for (double w : f.params().raw(2 * i).to_vector<double>()) mx = std::max(mx, std::abs(w));
+      EXPECT_LE(mx, bound * (1 + 1e-6)) << a << " layer " << i;
+      EXPECT_GT(mx, 0.8 * bound) << a << " layer " << i;
+      const auto b = f.params().raw(2 * i + 1).to_vector<double>();
+      if (i < 2)
+        for (double v : b) EXPECT_EQ(v, 0.0) << a << " layer " << i;
+      else
+        EXPECT_NEAR(std::log1p(std::exp(b[0])), 0.3, 1e-6);
+    }
+  }
+}
+
 TEST(NefiGridField, ResamplesAtStageStart) {
   nefi::GridField g({4}, {nefi::identity_head("x", 0.5)});
   EXPECT_EQ(g.forward(nefi::Domain({4}), 1.0).at("x").to_vector<double>(),
@@ -151,10 +187,43 @@ TEST(NefiGridField, ResamplesAtStageStart) {
     fk::Tensor v = g.params().raw(0);
     v.copy_(fk::from_vector(std::vector<float>{1, 2, 3, 4}, fk::Dims{1, 4}));
   }
+  // Refining: linear interpolation between cell centres, edges clamped.
   g.on_stage_start(nefi::Domain({8}));
   EXPECT_EQ(g.forward(nefi::Domain({8}), 1.0).at("x").to_vector<double>(),
-            (std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4}));
+            (std::vector<double>{1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4}));
   EXPECT_THROW(g.forward(nefi::Domain({4}), 1.0), fk::Error);
+  // Coarsening: block means.
+  g.on_stage_start(nefi::Domain({4}));
+  EXPECT_EQ(g.forward(nefi::Domain({4}), 1.0).at("x").to_vector<double>(),
+            (std::vector<double>{1.125, 2, 3, 3.875}));
+}
+
+// 2-D refinement against the bilinear formula at each new cell centre.
+TEST(NefiGridField, BilinearRefinementMatchesPointFormula) {
+  const std::vector<float> v{0, 1, 5, 2, -1, 3};  // (2, 3)
+  nefi::GridField g({2, 3}, {nefi::identity_head("x")});
+  {
+    fk::autograd::NoGradGuard ng;
+    g.params().raw(0).copy_(fk::from_vector(v, fk::Dims{1, 2, 3}));
+  }
+  g.on_stage_start(nefi::Domain({4, 5}));
+  const auto got = g.forward(nefi::Domain({4, 5}), 1.0).at("x").to_vector<double>();
+  auto coord = [](int64_t j, int64_t n, int64_t m, int64_t& i0, int64_t& i1, double& t) {
+    const double s = std::max(0.0, (j + 0.5) * n / static_cast<double>(m) - 0.5);
+    i0 = std::min<int64_t>(static_cast<int64_t>(s), n - 1);
+    i1 = std::min<int64_t>(i0 + 1, n - 1);
+    t = s - static_cast<double>(i0);
+  };
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 5; ++c) {
+      int64_t r0, r1, c0, c1;
+      double tr, tc;
+      coord(r, 2, 4, r0, r1, tr);
+      coord(c, 3, 5, c0, c1, tc);
+      const double want = (1 - tr) * (1 - tc) * v[r0 * 3 + c0] + (1 - tr) * tc * v[r0 * 3 + c1] +
+                          tr * (1 - tc) * v[r1 * 3 + c0] + tr * tc * v[r1 * 3 + c1];
+      EXPECT_NEAR(got[r * 5 + c], want, 1e-6) << r << "," << c;
+    }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "fk/factory.h"
@@ -73,6 +75,33 @@ TEST(NefiLosses, TotalVariationValuesAndGradients) {
   EXPECT_THROW(nefi::total_variation(x, {1.0}, o), fk::Error);
 }
 
+// The Laplacian with per-axis spacing against plain loops (replicated edges).
+TEST(NefiLosses, LaplacianWithSpacingMatchesLoops) {
+  const fk::Dims s{3, 5};
+  fk::Tensor x = rnd({3, 5}, 11);
+  const auto v = x.to_vector<double>();
+  const double h0 = 1.5 / 3, h1 = 2.0 / 5;
+  double want = 0;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) {
+      auto at = [&](int64_t a, int64_t b) {
+        return v[std::clamp<int64_t>(a, 0, 2) * 5 + std::clamp<int64_t>(b, 0, 4)];
+      };
+      const double l = (at(i - 1, j) - 2 * at(i, j) + at(i + 1, j)) / (h0 * h0) +
+                       (at(i, j - 1) - 2 * at(i, j) + at(i, j + 1)) / (h1 * h1);
+      want += l * l / 15.0;
+    }
+  nefi::FieldMap f{{"x", x}};
+  nefi::Measurement m;
+  m.data = x;
+  nefi::Domain d(s, {1.5, 2.0});
+  nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+  EXPECT_NEAR(nefi::laplacian_loss("x")->forward(c).item(), want, 1e-9 * want);
+  nefi::FieldMap one{{"x", fk::zeros({1, 1}, {fk::DType::F64})}};
+  nefi::LossContext c1{&one, x, &m, &d, nullptr, 0, 0, 1.0};
+  EXPECT_THROW(nefi::laplacian_loss("x")->forward(c1), fk::Error);
+}
+
 TEST(NefiLosses, DataTermsAndLossSet) {
   fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2, 4}),
              obs = fk::from_vector(std::vector<double>{1, 1, 2});
@@ -102,8 +131,17 @@ TEST(NefiLosses, DataTermsAndLossSet) {
   fk::Tensor lap_x = fk::from_vector(std::vector<double>{0, 1, 4, 9});
   nefi::FieldMap lf{{"x", lap_x}};
   nefi::LossContext lc{&lf, pred, &m, &d, nullptr, 0, 0, 1.0};
-  // Replicate edges: second differences (1, 2, 2, -5).
-  EXPECT_NEAR(nefi::laplacian_loss("x")->forward(lc).item(), (1 + 4 + 4 + 25) / 4.0, 1e-12);
+  // Replicate edges: second differences (1, 2, 2, -5), in cell units without
+  // spacing; by default divided by h^2 with h = 1/4 (4 cells of the unit box).
+  EXPECT_NEAR(nefi::laplacian_loss("x", false)->forward(lc).item(), (1 + 4 + 4 + 25) / 4.0, 1e-12);
+  EXPECT_NEAR(nefi::laplacian_loss("x")->forward(lc).item(), 256 * (1 + 4 + 4 + 25) / 4.0, 1e-9);
+  // TV divides by the cell size by default too: anisotropic |D x| / h.
+  nefi::TVOptions an;
+  an.isotropic = false;
+  an.eps = 0;
+  EXPECT_NEAR(nefi::tv_loss("x", an)->forward(lc).item(), 4 * (1 + 3 + 5) / 4.0, 1e-9);
+  an.use_spacing = false;
+  EXPECT_NEAR(nefi::tv_loss("x", an)->forward(lc).item(), (1 + 3 + 5) / 4.0, 1e-12);
 
   nefi::LossSet set;
   set.add(nefi::mse_loss(), 1.0);

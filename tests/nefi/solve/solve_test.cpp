@@ -71,6 +71,20 @@ TEST(NefiAdam, FusedStepMatchesTheFormula) {
   EXPECT_NEAR(a2.step(0.1), 50.0, 1e-12);
   EXPECT_NEAR(q.to_vector<double>()[0], -0.1, 1e-6);
   EXPECT_THROW(nefi::FusedAdam({fk::zeros({2}, {fk::DType::I32})}, {}), fk::Error);
+  // A parameter without a gradient is not touched (no weight decay either),
+  // the one with a gradient steps as usual.
+  fk::Tensor r = fk::from_vector(std::vector<double>{1.0}),
+             u = fk::from_vector(std::vector<double>{2.0});
+  r.set_requires_grad(true);
+  u.set_requires_grad(true);
+  u.set_grad(fk::from_vector(std::vector<double>{-4.0}));
+  nefi::AdamOptions ow;
+  ow.weight_decay = 0.5;
+  nefi::FusedAdam a3({r, u}, ow);
+  a3.step(0.1);
+  EXPECT_EQ(r.to_vector<double>()[0], 1.0);
+  EXPECT_NEAR(u.to_vector<double>()[0], 2.0 * (1 - 0.05) + 0.1 * 4.0 / (4.0 + 1e-8), 1e-12);
+  EXPECT_EQ(a3.first_moments()[0].to_vector<double>()[0], 0.0);
 }
 
 TEST(NefiMetrics, AgainstHandValues) {
@@ -204,6 +218,27 @@ TEST(NefiSolver, RestartsKeepTheBestRun) {
   const std::vector<double> y{0, 1, 4, 9, 16, 9, 4, 1};
   for (int i = 0; i < 8; ++i) m += (pr[i] - y[i]) * (pr[i] - y[i]) / 8;
   EXPECT_NEAR(m, finals[want], 0.5 * finals[want]);
+}
+
+// A stage run to its end is evaluated at progress_at(steps) (all bands open,
+// as the reference does); a stage stopped early keeps its last progress.
+TEST(NefiSolver, FinalProgressIsTheScheduleEndUnlessStopped) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({4}, 10, 0.05);
+  nefi::Result r = nefi::Solver(p, c).run();
+  EXPECT_EQ(r.stages.back().stop, "completed");
+  EXPECT_DOUBLE_EQ(r.stages.back().final_progress, 1.0);
+  c.stages[0].anneal_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(nefi::Solver(p, c).run().stages.back().final_progress, 1.0);
+  c.stages[0].anneal_fraction = 1.0;
+  nefi::SolverOptions o;
+  o.callbacks.push_back([](const nefi::StepInfo& s) { return s.step < 4; });
+  r = nefi::Solver(p, c, o).run();
+  EXPECT_EQ(r.stages.back().stop, "callback");
+  EXPECT_DOUBLE_EQ(r.stages.back().final_progress, 0.4);  // stopped after step 4 of 10
+  nefi::SolverOptions bad;
+  bad.checkpoint_every = 0;
+  EXPECT_THROW(nefi::Solver(p, c, bad), fk::Error);
 }
 
 TEST(NefiSolver, LbfgsSolvesAQuadraticQuickly) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fk/error.h"
+#include "nefi/solve/metrics.h"
 
 namespace nefi::thermal {
 namespace {
@@ -24,61 +25,6 @@ double median(std::vector<double> v) {
   if (n % 2) return v[m];
   const double hi = v[m];
   return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + m));
-}
-
-// Separable Gaussian filter (σ 1.5, `win` taps normalised to unit sum) of an
-// (rows, cols) plane at the 'valid' positions only, where the whole window
-// fits: (rows − win + 1) × (cols − win + 1) values.
-std::vector<double> gauss_valid(const std::vector<double>& v, int64_t rows, int64_t cols, int win) {
-  std::vector<double> w(win);
-  double sum = 0;
-  for (int i = 0; i < win; ++i) {
-    const double t = i - 0.5 * (win - 1);
-    w[i] = std::exp(-0.5 * t * t / (1.5 * 1.5));
-    sum += w[i];
-  }
-  for (double& x : w) x /= sum;
-  const int64_t vr = rows - win + 1, vc = cols - win + 1;
-  std::vector<double> tmp(vr * cols), out(vr * vc);
-  for (int64_t r = 0; r < vr; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      double s = 0;
-      for (int k = 0; k < win; ++k) s += w[k] * v[(r + k) * cols + c];
-      tmp[r * cols + c] = s;
-    }
-  for (int64_t r = 0; r < vr; ++r)
-    for (int64_t c = 0; c < vc; ++c) {
-      double s = 0;
-      for (int k = 0; k < win; ++k) s += w[k] * tmp[r * cols + c + k];
-      out[r * vc + c] = s;
-    }
-  return out;
-}
-
-double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
-                  int64_t cols, double range) {
-  // The reference's window: 7 taps, shrunk to the plane and kept odd.
-  int win = static_cast<int>(std::min<int64_t>({7, rows, cols}));
-  if (win % 2 == 0) --win;
-  const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
-  const size_t n = x.size();
-  std::vector<double> xx(n), yy(n), xy(n);
-  for (size_t i = 0; i < n; ++i) {
-    xx[i] = x[i] * x[i];
-    yy[i] = y[i] * y[i];
-    xy[i] = x[i] * y[i];
-  }
-  const auto mx = gauss_valid(x, rows, cols, win), my = gauss_valid(y, rows, cols, win);
-  const auto sxx = gauss_valid(xx, rows, cols, win), syy = gauss_valid(yy, rows, cols, win),
-             sxy = gauss_valid(xy, rows, cols, win);
-  double s = 0;
-  for (size_t i = 0; i < mx.size(); ++i) {
-    const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i];
-    const double cxy = sxy[i] - mx[i] * my[i];
-    s += ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
-         ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
-  }
-  return s / static_cast<double>(mx.size());
 }
 
 // |∇v| in cell units: central differences inside, one-sided at the edges.
@@ -132,17 +78,7 @@ double ssim_depth(const std::vector<double>& x, const std::vector<double>& gt,
                   const fk::Dims& shape, double range) {
   check_volume(x, shape, "nefi::thermal::ssim_depth");
   check_volume(gt, shape, "nefi::thermal::ssim_depth");
-  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
-  double total = 0;
-  std::vector<double> a(nx * ny), b(nx * ny);
-  for (int64_t k = 0; k < nz; ++k) {
-    for (int64_t p = 0; p < nx * ny; ++p) {
-      a[p] = x[p * nz + k];
-      b[p] = gt[p * nz + k];
-    }
-    total += ssim_plane(a, b, nx, ny, range);
-  }
-  return total / static_cast<double>(nz);
+  return nefi::ssim(x, gt, shape, range);  // slices along the last axis: depth
 }
 
 double iou_below(const std::vector<double>& x, const std::vector<double>& gt, double tau) {

@@ -2,10 +2,10 @@
 // Thermal-tomography metrics on (nx, ny, nz) diffusivity volumes (C order,
 // last axis depth, f64 host vectors):
 //   psnr_range      10 log10(range² / mse) with a given range (α_max − α_min)
-//   ssim_depth      mean over depth slices of the 2-D SSIM of each (nx, ny)
-//                   slice: the reference's 7 × 7 Gaussian window (σ 1.5, unit
-//                   sum; min(7, nx, ny) taps made odd on small planes) at the
-//                   'valid' positions only, K1 0.01, K2 0.03, given range
+//   ssim_depth      nefi::ssim (solve/metrics.h) of the volume at the given
+//                   range: the mean over depth slices of the 2-D SSIM of each
+//                   (nx, ny) slice, the reference's 7-tap Gaussian window at
+//                   the 'valid' positions
 //   iou_below       IoU of {α < τ} in prediction and truth (both empty: 1)
 //   edge_f1         edges = cells whose gradient magnitude (central
 //                   differences in cell units, one-sided at the edges)

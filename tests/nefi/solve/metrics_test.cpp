@@ -1,0 +1,113 @@
+#include "nefi/solve/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+
+namespace {
+
+// SSIM with plain loops: every window position where the whole window fits,
+// weights the product of normalised 1-D Gaussians (sigma 1.5), the local
+// moments summed directly. rows = 1 is a 1-D signal (window along columns).
+double ssim_loops(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
+                  int64_t cols, int win, double range) {
+  std::vector<double> g(win);
+  double gs = 0;
+  for (int i = 0; i < win; ++i) gs += g[i] = std::exp(-std::pow(i - (win - 1) / 2.0, 2) / 4.5);
+  const int wr = rows == 1 ? 1 : win;
+  const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
+  double total = 0;
+  int64_t n = 0;
+  for (int64_t r = 0; r + wr <= rows; ++r)
+    for (int64_t c = 0; c + win <= cols; ++c, ++n) {
+      double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+      for (int a = 0; a < wr; ++a)
+        for (int b = 0; b < win; ++b) {
+          const double w = (wr == 1 ? 1.0 : g[a] / gs) * g[b] / gs;
+          const double u = x[(r + a) * cols + c + b], v = y[(r + a) * cols + c + b];
+          mx += w * u;
+          my += w * v;
+          sxx += w * u * u;
+          syy += w * v * v;
+          sxy += w * u * v;
+        }
+      const double vx = sxx - mx * mx, vy = syy - my * my, cv = sxy - mx * my;
+      total += (2 * mx * my + c1) * (2 * cv + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+    }
+  return total / static_cast<double>(n);
+}
+
+void fill_pair(int64_t n, std::vector<double>& gt, std::vector<double>& x) {
+  gt.resize(n);
+  x.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    gt[p] = 0.3 + 0.25 * std::sin(0.37 * p) + 0.1 * std::cos(0.11 * p * p);
+    x[p] = gt[p] + 0.05 * std::cos(1.3 * p * p);
+  }
+}
+
+double range_of(const std::vector<double>& v) {
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return *hi - *lo;
+}
+
+TEST(NefiSsim, OneDimensionalMatchesLoops) {
+  for (int64_t n : {int64_t{40}, int64_t{6}, int64_t{3}}) {
+    std::vector<double> gt, x;
+    fill_pair(n, gt, x);
+    const int win = n >= 7 ? 7 : (n % 2 ? static_cast<int>(n) : static_cast<int>(n) - 1);
+    const double want = ssim_loops(x, gt, 1, n, win, range_of(gt));
+    EXPECT_NEAR(nefi::ssim(fk::from_vector(x), fk::from_vector(gt)), want, 1e-12) << n;
+    EXPECT_LT(want, 0.999);
+  }
+}
+
+TEST(NefiSsim, TwoDimensionalMatchesLoopsOverValidWindows) {
+  // 7 taps; 5 taps on a 5-row plane; 3 taps when the short side is 4.
+  for (const fk::Dims& s : {fk::Dims{12, 9}, fk::Dims{5, 11}, fk::Dims{4, 6}}) {
+    const int win = s[0] >= 7 ? 7 : (s[0] == 5 ? 5 : 3);
+    std::vector<double> gt, x;
+    fill_pair(s.numel(), gt, x);
+    const double want = ssim_loops(x, gt, s[0], s[1], win, range_of(gt));
+    EXPECT_NEAR(nefi::ssim(fk::from_vector(x, s), fk::from_vector(gt, s)), want, 1e-12) << s.str();
+    // An explicit data range replaces max(gt) - min(gt) in C1 and C2.
+    EXPECT_NEAR(nefi::ssim(x, gt, s, 2.5), ssim_loops(x, gt, s[0], s[1], win, 2.5), 1e-12);
+    EXPECT_LT(want, 0.99);
+  }
+}
+
+TEST(NefiSsim, ThreeDimensionalIsTheMeanOverLastAxisSlices) {
+  const fk::Dims s{8, 10, 3};
+  std::vector<double> gt, x;
+  fill_pair(s.numel(), gt, x);
+  double want = 0;
+  for (int64_t k = 0; k < s[2]; ++k) {
+    std::vector<double> a, b;
+    for (int64_t p = 0; p < s[0] * s[1]; ++p) {
+      a.push_back(x[p * s[2] + k]);
+      b.push_back(gt[p * s[2] + k]);
+    }
+    want += ssim_loops(a, b, s[0], s[1], 7, range_of(gt)) / 3.0;
+  }
+  EXPECT_NEAR(nefi::ssim(fk::from_vector(x, s), fk::from_vector(gt, s)), want, 1e-12);
+}
+
+TEST(NefiSsim, IdentityConstantsAndBadInput) {
+  std::vector<double> gt, x;
+  fill_pair(64, gt, x);
+  EXPECT_NEAR(nefi::ssim(gt, gt, fk::Dims{8, 8}), 1.0, 1e-12);
+  // Constant fields 0.1 vs 0.2 (range 0 -> 1): only the luminance term,
+  // (2 0.1 0.2 + c1) / (0.1^2 + 0.2^2 + c1) with c1 = 0.01^2.
+  std::vector<double> a(64, 0.2), b(64, 0.1);
+  EXPECT_NEAR(nefi::ssim(a, b, fk::Dims{8, 8}), 0.0401 / 0.0501, 1e-12);
+  EXPECT_THROW(nefi::ssim(a, b, fk::Dims{2, 2, 4, 4}), fk::Error);
+  EXPECT_THROW(nefi::ssim(a, b, fk::Dims{8, 7}), fk::Error);
+  EXPECT_THROW(nefi::ssim(a, b, fk::Dims{8, 8}, 0.0), fk::Error);
+  EXPECT_THROW(nefi::ssim(fk::from_vector(a), fk::zeros({3})), fk::Error);
+}
+
+}  // namespace
