@@ -14,7 +14,9 @@
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
+#include "nefi/instances/deconvolution_scene.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/composite.h"
@@ -27,60 +29,20 @@ namespace {
 
 constexpr const char* kDeconvDataTag = "blur-2x-float64-direct";
 
-// A scene is analytic: its random parameters are drawn first, independently
-// of any grid, and the continuous image is then rendered as cell averages on
-// whichever grid asks for it (the native ground truth and the finer data
-// grid are area averages of one point-sampled image, so they agree). Values
-// lie in [0, 1] on a zero-ish background. Coordinates are physical on
-// [0, extent]^2, axis 0 = x (rows), axis 1 = y (columns).
-struct Primitive {
-  enum Kind { kDisk, kRect, kGauss, kCosine } kind;
-  bool paint;                  // overwrite the region (indicator shapes) instead of adding
-  double value;                // painted value or additive amplitude
-  double cx, cy, a, b, theta;  // centre, half sizes / stds, rotation (radians)
-};
+}  // namespace
 
-struct Scene {
-  double background = 0;
-  bool clip = true;  // clamp the point-sampled image to [0, 1]
-  std::vector<Primitive> parts;
+namespace deconv {
 
-  double at(double x, double y) const {
-    double v = background;
-    for (const Primitive& q : parts) {
-      if (q.kind == Primitive::kCosine) {  // (a, b) = wave vector, theta = phase
-        v += q.value * 0.5 * (1.0 + std::cos(q.a * x + q.b * y + q.theta));
-        continue;
-      }
-      const double c = std::cos(q.theta), s = std::sin(q.theta);
-      const double dx = x - q.cx, dy = y - q.cy;
-      const double u = c * dx + s * dy, w = -s * dx + c * dy;
-      double m = 0;
-      if (q.kind == Primitive::kDisk) {
-        m = (u / q.a) * (u / q.a) + (w / q.b) * (w / q.b) <= 1.0 ? 1.0 : 0.0;
-      } else if (q.kind == Primitive::kRect) {
-        m = std::abs(u) <= q.a && std::abs(w) <= q.b ? 1.0 : 0.0;
-      } else {
-        m = std::exp(-0.5 * ((u / q.a) * (u / q.a) + (w / q.b) * (w / q.b)));
-      }
-      v = q.paint ? v * (1.0 - m) + q.value * m : v + q.value * m;
-    }
-    return clip ? std::clamp(v, 0.0, 1.0) : v;
-  }
-};
-
-// Draws a scene of class `cls` for an n x n native grid on [0, L]^2; sizes
-// are fractions of L, dots have std dot_cells native cells.
 Scene draw_scene(const std::string& cls, int64_t n, double L, double dot_cells, uint64_t seed) {
-  datagen::Rng rng(seed);
+  NumpyRng rng(seed);
   Scene sc;
   auto pos = [&](double margin) {
-    const double cx = rng.uniform(margin * L, (1 - margin) * L);
-    return std::pair{cx, rng.uniform(margin * L, (1 - margin) * L)};
+    const double cx = rng.uniform(margin * L, L - margin * L);  // x (axis 0) first, then y
+    return std::pair{cx, rng.uniform(margin * L, L - margin * L)};
   };
   const double dot = dot_cells * L / static_cast<double>(n);
   auto dots = [&](int64_t lo, int64_t hi, double margin, double amp_lo) {
-    for (int64_t k = rng.integer(lo, hi); k > 0; --k) {
+    for (int64_t k = rng.integers(lo, hi); k > 0; --k) {
       const auto [cx, cy] = pos(margin);
       sc.parts.push_back({Primitive::kGauss, false, rng.uniform(amp_lo, 1.0), cx, cy, dot, dot, 0});
     }
@@ -89,46 +51,53 @@ Scene draw_scene(const std::string& cls, int64_t n, double L, double dot_cells, 
     // Piecewise-constant disks and rotated rectangles of varying contrast,
     // soft blobs and a few near-point dots.
     sc.background = rng.uniform(0.0, 0.08);
-    for (int64_t k = rng.integer(2, 4); k > 0; --k) {
+    for (int64_t k = rng.integers(2, 5); k > 0; --k) {
       const auto [cx, cy] = pos(0.15);
       const double r = rng.uniform(0.05, 0.15) * L;
       sc.parts.push_back({Primitive::kDisk, true, rng.uniform(0.3, 0.9), cx, cy, r, r, 0});
     }
-    for (int64_t k = rng.integer(1, 3); k > 0; --k) {
+    for (int64_t k = rng.integers(1, 4); k > 0; --k) {
       const auto [cx, cy] = pos(0.15);
       const double w = rng.uniform(0.08, 0.3) * L, h = rng.uniform(0.06, 0.25) * L;
       const double th = rng.uniform(0.0, std::numbers::pi);
       sc.parts.push_back({Primitive::kRect, true, rng.uniform(0.2, 1.0), cx, cy, w / 2, h / 2, th});
     }
-    for (int64_t k = rng.integer(1, 2); k > 0; --k) {
+    for (int64_t k = rng.integers(1, 3); k > 0; --k) {
       const auto [cx, cy] = pos(0.12);
       const double sg = rng.uniform(0.03, 0.08) * L;
       sc.parts.push_back({Primitive::kGauss, false, rng.uniform(0.15, 0.4), cx, cy, sg, sg, 0});
     }
-    dots(2, 5, 0.08, 0.5);
+    dots(2, 6, 0.08, 0.5);
   } else if (cls == "smooth") {
     // Broad anisotropic blobs plus a low-frequency cosine texture; unclipped
     // here and rescaled to a 0.9 maximum by the renderer.
     sc.background = rng.uniform(0.0, 0.1);
     sc.clip = false;
-    for (int64_t k = rng.integer(3, 6); k > 0; --k) {
+    for (int64_t k = rng.integers(3, 7); k > 0; --k) {
       const auto [cx, cy] = pos(0.1);
       const double sx = rng.uniform(0.08, 0.2) * L, sy = rng.uniform(0.08, 0.2) * L;
       const double th = rng.uniform(0.0, std::numbers::pi);
       sc.parts.push_back({Primitive::kGauss, false, rng.uniform(0.2, 0.6), cx, cy, sx, sy, th});
     }
+    // The wave vector is one size-2 uniform draw in NumPy: two consecutive doubles.
     const double k0 = rng.uniform(-2.0, 2.0) * 2 * std::numbers::pi / L;
     const double k1 = rng.uniform(-2.0, 2.0) * 2 * std::numbers::pi / L;
     const double ph = rng.uniform(0.0, 2 * std::numbers::pi);
     sc.parts.push_back({Primitive::kCosine, false, rng.uniform(0.05, 0.2), 0, 0, k0, k1, ph});
   } else if (cls == "sparse_dots") {
     // Isolated near-point sources on a zero background.
-    dots(6, 15, 0.1, 0.4);
+    dots(6, 16, 0.1, 0.4);
   } else {
     FK_CHECK(false, "config key 'scene'", "phantom, smooth or sparse_dots", cls);
   }
   return sc;
 }
+
+}  // namespace deconv
+
+namespace {
+using deconv::draw_scene;
+using deconv::Scene;
 
 // Point samples at the cell centres of an m x m grid on [0, L]^2.
 std::vector<double> point_samples(const Scene& sc, int64_t m, double L) {

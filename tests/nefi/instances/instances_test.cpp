@@ -140,11 +140,12 @@ TEST(NefiInstances, DeconvolutionScenesAreSeededAndBounded) {
   EXPECT_THROW(inst->make_measurement(p, 0), fk::Error);
 }
 
-// Deconvolution smoke floors over seeds 0-2 (random phantom scenes). Measured
-// (lr_decay 1.0, 1 thread): neural 26.53 / 25.77 / 27.27 dB, SSIM 0.935 /
-// 0.926 / 0.932; grid + TV 27.39 / 27.47 / 28.16 dB, SSIM 0.955 / 0.945 /
-// 0.948; Wiener 24.19 / 24.79 / 26.73 dB; blurred data 21.56 / 21.05 / 23.43
-// dB (reference, seed 0: 21.03 blurred, 24.96 Wiener, 28.05 neural, 29.07 grid).
+// Deconvolution smoke floors over seeds 0-2 (the reference's random phantom
+// scenes for those seeds). Measured (lr_decay 1.0, 1 thread): neural 27.76 /
+// 25.45 / 25.38 dB, SSIM 0.954 / 0.954 / 0.937; grid + TV 28.74 / 26.01 /
+// 26.06 dB, SSIM 0.974 / 0.964 / 0.956; Wiener 24.32 / 22.95 / 23.97 dB;
+// blurred data 21.01 / 18.80 / 19.60 dB (reference, seed 0: 21.03 blurred,
+// 24.96 Wiener, 28.05 neural, 29.07 grid).
 TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
   fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
@@ -165,8 +166,8 @@ TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
     neural += out.metrics.at("psnr");
     grid += g.metrics.at("psnr");
   }
-  EXPECT_GT(neural / seeds, 25.5);
-  EXPECT_GT(grid / seeds, 26.5);
+  EXPECT_GT(neural / seeds, 25.5);  // measured 26.20
+  EXPECT_GT(grid / seeds, 26.3);    // measured 26.94
 }
 
 }  // namespace

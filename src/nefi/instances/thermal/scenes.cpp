@@ -5,7 +5,7 @@
 #include <numbers>
 
 #include "fk/error.h"
-#include "nefi/instances/thermal/numpy_rng.h"
+#include "nefi/instances/numpy_rng.h"
 
 namespace nefi::thermal {
 namespace {

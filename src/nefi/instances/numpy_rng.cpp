@@ -1,11 +1,11 @@
-#include "nefi/instances/thermal/numpy_rng.h"
+#include "nefi/instances/numpy_rng.h"
 
 #include <array>
 #include <string>
 
 #include "fk/error.h"
 
-namespace nefi::thermal {
+namespace nefi {
 namespace {
 
 using u128 = unsigned __int128;
@@ -100,7 +100,7 @@ double NumpyRng::uniform(double lo, double hi) {
 
 int64_t NumpyRng::integers(int64_t lo, int64_t hi) {
   FK_CHECK(lo < hi && static_cast<uint64_t>(hi - lo - 1) < 0xffffffffull,
-           "nefi::thermal::NumpyRng::integers", "lo < hi with hi - lo <= 2^32 - 1",
+           "nefi::NumpyRng::integers", "lo < hi with hi - lo <= 2^32 - 1",
            std::to_string(lo) + ", " + std::to_string(hi));
   const uint32_t range = static_cast<uint32_t>(hi - lo - 1);  // inclusive span
   if (range == 0) return lo;
@@ -117,4 +117,4 @@ int64_t NumpyRng::integers(int64_t lo, int64_t hi) {
   return lo + static_cast<int64_t>(m >> 32);
 }
 
-}  // namespace nefi::thermal
+}  // namespace nefi

@@ -1,4 +1,4 @@
-#include "nefi/instances/thermal/numpy_rng.h"
+#include "nefi/instances/numpy_rng.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 namespace {
 
-using nefi::thermal::NumpyRng;
+using nefi::NumpyRng;
 
 // Values printed by NumPy 2.4 (`np.random.default_rng(seed)`), the stream the
 // reference's scenes are drawn from.

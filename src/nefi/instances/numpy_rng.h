@@ -1,15 +1,18 @@
 #pragma once
 // The random stream of NumPy's `np.random.default_rng(seed)` (SeedSequence
 // → PCG64 XSL-RR 128/64), with the two draws the reference's scene
-// generator makes: `uniform(lo, hi)` and `integers(lo, hi)` (hi exclusive).
-// Scenes drawn from it are the reference's scenes for the same seed, so a
-// smoke seed here is the seed the reference reports numbers for.
+// generators (thermal, deconvolution) make: `uniform(lo, hi)` and
+// `integers(lo, hi)` (hi exclusive). A sized draw `uniform(lo, hi, size=k)`
+// is k consecutive `uniform(lo, hi)` calls (NumPy fills the array with one
+// double per element). Scenes drawn from it are the reference's scenes for
+// the same seed, so a smoke seed here is the seed the reference reports
+// numbers for.
 // Written from the published algorithms (O'Neill's PCG, NumPy's SeedSequence
 // hash mixing, Lemire's bounded integers); checked against values NumPy
-// prints (tests/nefi/instances/thermal/numpy_rng_test.cpp).
+// prints (tests/nefi/instances/numpy_rng_test.cpp).
 #include <cstdint>
 
-namespace nefi::thermal {
+namespace nefi {
 
 class NumpyRng {
  public:
@@ -33,4 +36,4 @@ class NumpyRng {
   uint32_t u32_ = 0;
 };
 
-}  // namespace nefi::thermal
+}  // namespace nefi
