@@ -41,8 +41,7 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
       for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
       throw fk::Error("--smoke", cfg.instance + "_smoke.yaml in " + searched, "no such file");
     }
-    if (!(is_file && fs::equivalent(p, target)))
-      nefi::apply_config_file(cfg, p.string());
+    if (!(is_file && fs::equivalent(p, target))) nefi::apply_config_file(cfg, p.string());
     cfg.smoke = true;
   }
   for (const auto& s : sets) nefi::apply_set(cfg, s);
