@@ -39,6 +39,19 @@ std::optional<fk::DType> autocast_from(const Params& p) {
   throw fk::Error("config key 'autocast'", "none, bf16 or fp16", a);
 }
 
+NeuralFieldConfig neural_field_config_from(const Params& p) {
+  NeuralFieldConfig fc;
+  fc.hidden = static_cast<int>(p.i("hidden"));
+  fc.depth = static_cast<int>(p.i("depth"));
+  fc.skip_at = static_cast<int>(p.i("skip_at"));
+  fc.activation = p.s("activation");
+  fc.n_octaves = static_cast<int>(p.i("n_octaves"));
+  fc.out_init_scale = p.d("out_init_scale");
+  if (p.has("autocast")) fc.autocast = autocast_from(p);
+  if (p.has("include_input")) fc.include_input = p.b("include_input");
+  return fc;
+}
+
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr) {
   std::vector<int> steps;
   for (double s : p.list("steps")) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nefi/field/neural_field.h"
 #include "nefi/io/params.h"
 #include "nefi/measurement.h"
 #include "nefi/solve/curriculum.h"
@@ -62,5 +63,9 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr);
 // The `autocast` key: none | bf16 | fp16 (the MLP trunk only; the output
 // projection, heads, operator and losses stay f32).
 std::optional<fk::DType> autocast_from(const Params& p);
+// The neural field's keys shared by the instances: hidden, depth, skip_at,
+// activation, n_octaves, out_init_scale, autocast (if declared) and
+// include_input (if declared).
+NeuralFieldConfig neural_field_config_from(const Params& p);
 
 }  // namespace nefi

@@ -426,15 +426,7 @@ class ThermalTomography : public Instance {
     int steps = static_cast<int>(p.i("steps"));
     double lr = p.d("lr");
     if (method == "nefty") {
-      NeuralFieldConfig fc;
-      fc.hidden = static_cast<int>(p.i("hidden"));
-      fc.depth = static_cast<int>(p.i("depth"));
-      fc.skip_at = static_cast<int>(p.i("skip_at"));
-      fc.activation = p.s("activation");
-      fc.n_octaves = static_cast<int>(p.i("n_octaves"));
-      fc.include_input = p.b("include_input");
-      fc.out_init_scale = p.d("out_init_scale");
-      prob.field = std::make_shared<NeuralField>(3, heads, fc, seed);
+      prob.field = std::make_shared<NeuralField>(3, heads, neural_field_config_from(p), seed);
     } else {
       prob.field = std::make_shared<GridField>(grid, heads);
       if (p.d("grid_lr") > 0) lr = p.d("grid_lr");

@@ -120,15 +120,7 @@ class Toy1D : public Instance {
     std::vector<HeadPtr> heads{softplus_head("x", p.d("init_value"))};
     double lr = p.d("lr");
     if (method == "neural") {
-      NeuralFieldConfig fc;
-      fc.hidden = static_cast<int>(p.i("hidden"));
-      fc.depth = static_cast<int>(p.i("depth"));
-      fc.skip_at = static_cast<int>(p.i("skip_at"));
-      fc.activation = p.s("activation");
-      fc.n_octaves = static_cast<int>(p.i("n_octaves"));
-      fc.out_init_scale = p.d("out_init_scale");
-      fc.autocast = autocast_from(p);
-      prob.field = std::make_shared<NeuralField>(1, heads, fc, so.seed);
+      prob.field = std::make_shared<NeuralField>(1, heads, neural_field_config_from(p), seed);
     } else if (method == "grid") {
       prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
       lr = p.d("grid_lr");
