@@ -68,7 +68,7 @@ int run_cmd(const std::string& target, bool smoke, const std::vector<std::string
            "one method (give a run directory for several)",
            std::to_string(cfg.methods.size()) + " methods");
   if (save_every > 0) fs::create_directories(out);
-  const bool tty = isatty(fileno(stderr));
+  const bool tty = stderr_is_tty();
   std::vector<nefi::RunOutput> outs;
   for (const auto& m : cfg.methods) {
     nefi::SolverOptions so;

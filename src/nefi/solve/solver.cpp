@@ -118,7 +118,7 @@ Result Solver::run() {
   double best_loss = std::numeric_limits<double>::infinity();
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   for (int r = 0; r < cur_.restarts; ++r) {
-    Attempt a = run_once(base_seed + r, t_run);
+    Attempt a = run_once(base_seed + r, r == 0, t_run);
     const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
                                              : a.res.stages.back().final_data_loss;
     const bool over = a.run_over;
@@ -155,7 +155,7 @@ Result Solver::run() {
   return res;
 }
 
-Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
+Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_run) {
   Attempt at;
   Result& res = at.res;
   Field& field = *problem_.field;
@@ -169,7 +169,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, Clock::time_point t_run) {
   at.final_op = problem_.op;
   // A resume applies to the first attempt only (restarts re-seed from scratch).
   std::optional<Checkpoint> resume;
-  if (!opt_.resume_from.empty() && seed == opt_.init_seed.value_or(opt_.seed)) {
+  if (!opt_.resume_from.empty() && first) {
     resume = load_checkpoint(opt_.resume_from);
     FK_CHECK(resume->field_kind == field.kind(), "nefi::Solver resume",
              "a checkpoint of a '" + field.kind() + "' field",

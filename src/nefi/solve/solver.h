@@ -84,7 +84,8 @@ class Solver {
 
  private:
   struct Attempt;
-  Attempt run_once(uint64_t seed, std::chrono::steady_clock::time_point t_run);
+  // `first`: the first restart (the only one a resume applies to).
+  Attempt run_once(uint64_t seed, bool first, std::chrono::steady_clock::time_point t_run);
   InverseProblem problem_;
   Curriculum cur_;
   SolverOptions opt_;

@@ -18,7 +18,8 @@ class FlatCG {
  public:
   FlatCG(HeatSystem system, const StepGeometry& g);
   // x (a contiguous grid, the warm start) := the solution of A x = b (+ s at
-  // z = 0, s (nx, ny) or undefined). Returns the iterations run.
+  // z = 0, s (nx, ny) or undefined). b may be x itself: it is copied before x
+  // is touched. Returns the iterations run.
   int64_t solve(fk::Tensor& x, const fk::Tensor& b, const fk::Tensor& surface, double tol,
                 int64_t max_iter, int64_t check_every);
   const HeatSystem& system() const { return system_; }

@@ -52,11 +52,10 @@ class FlatCgStepSolver : public StepSolver {
     x_ = x0.detach().to(cg_.system().diag.dtype()).contiguous().clone();
   }
   void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
-    const fk::Tensor rhs = b.is_same(x_) ? x_.clone() : b;
-    cg_.solve(x_, rhs, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+    cg_.solve(x_, b, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
   }
   void advance(const fk::Tensor& surface) override {
-    cg_.solve(x_, x_.clone(), surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);
+    cg_.solve(x_, x_, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);  // b may be x
   }
   void result(fk::Tensor& out) override { fk::copy_(out, x_); }
   const HeatSystem& system() const override { return cg_.system(); }
