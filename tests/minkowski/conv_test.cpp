@@ -564,11 +564,12 @@ TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
   auto run = [&](int threads) {
     int before = fk::get_num_threads();
     fk::set_num_threads(threads);
-    // Leave NaNs in the allocator's cache where the outputs will land.
-    for (int64_t rows_out : {n, static_cast<int64_t>(target.size())})
-      fk::full({rows_out, 16}, std::nan(""), {fk::DType::F32});
     fk::Tensor ff = x.F().clone().set_requires_grad(true);
     fk::Tensor ww = w.to(fk::DType::F32).set_requires_grad(true);
+    // Leave NaNs in the allocator's cache where the outputs will land (after
+    // the inputs are made, so no input takes the poisoned blocks).
+    for (int64_t rows_out : {n, static_cast<int64_t>(target.size())})
+      fk::full({rows_out, 16}, std::nan(""), {fk::DType::F32});
     SparseTensor xx(ff, x.key(), x.manager());
     fk::Tensor y1 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3})).F();
     fk::Tensor y2 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3}), {1}, &onto).F();

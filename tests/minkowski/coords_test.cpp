@@ -304,7 +304,7 @@ TEST(MinkowskiKernelMap, RandomAgainstPlainLookup) {
 }
 
 TEST(MinkowskiKernelMap, ManyRowsAcrossChunksAndThreads) {
-  // More output rows than one build chunk (8192), two batches.
+  // More output rows than one build chunk (4096), two batches.
   check_map_against_plain({3, 12000, 30, 2, KernelRegion::cube({3}), 1, 0}, 77);
 }
 
