@@ -36,6 +36,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/heat/heat_operator.h"
+#include "nefi/solve/metrics.h"
 
 namespace nefi {
 namespace {
@@ -204,11 +205,6 @@ Curriculum thermal_curriculum(const Params& p, const fk::Dims& grid, int steps, 
   c.optim.grad_clip = p.d("grad_clip");
   c.validate();
   return c;
-}
-
-double surface_psnr(const std::vector<double>& pred, const std::vector<double>& obs) {
-  const auto [lo, hi] = std::minmax_element(obs.begin(), obs.end());
-  return thermal::psnr_range(pred, obs, *hi > *lo ? *hi - *lo : 1.0);
 }
 
 class ThermalTomography : public Instance {
@@ -460,14 +456,11 @@ class ThermalTomography : public Instance {
     mo.thickness = p.list("extent")[2];
     out.metrics = thermal::volume_metrics(out.reconstruction.to_vector<double>(),
                                           gt.to_vector<double>(), grid, mo);
-    const std::vector<double> obs = meas.data.to_vector<double>();
-    const std::vector<double> pred = out.result.prediction.to_vector<double>();
-    double se = 0;
-    for (size_t i = 0; i < obs.size(); ++i) se += (pred[i] - obs[i]) * (pred[i] - obs[i]);
-    out.metrics["surface_mse"] = se / static_cast<double>(obs.size());
-    out.metrics["surface_psnr"] = surface_psnr(pred, obs);
+    // Surface fit: PSNR over the observed frames' range, as nefi::psnr does.
+    out.metrics["surface_mse"] = mse(out.result.prediction, meas.data);
+    out.metrics["surface_psnr"] = psnr(out.result.prediction, meas.data);
     const fk::Tensor start = op.apply(fk::full(grid, p.d("alpha_init"), {fk::DType::F32}));
-    out.metrics["surface_psnr_init"] = surface_psnr(start.to_vector<double>(), obs);
+    out.metrics["surface_psnr_init"] = psnr(start, meas.data);
   }
 };
 
