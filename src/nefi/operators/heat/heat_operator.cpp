@@ -101,17 +101,16 @@ fk::Tensor HeatOperator::simulate(const fk::Tensor& alpha_in) const {
   const fk::Tensor alpha = alpha_in.detach();
   const fk::DType dt = alpha.dtype();
   fk::Tensor states = fk::empty({cfg_.n_frames + 1, shape_[0], shape_[1], shape_[2]}, {dt});
-  fk::Tensor state = states.select(0, 0);
-  state.copy_(t0_);
+  states.select(0, 0).copy_(t0_);
   auto solver = heat::make_step_solver(alpha, plan_->g, plan_->flat, plan_->solver);
-  solver->start(state);
+  solver->start(states.select(0, 0));
+  // result() after every substep: it also hands the solution to the next advance().
   fk::Tensor scratch = fk::empty(shape_, {dt});
   for (int64_t f = 1; f <= cfg_.n_frames; ++f) {
     for (int64_t s = 0; s < cfg_.implicit_substeps; ++s) {
       solver->advance();
       fk::Tensor next = s + 1 == cfg_.implicit_substeps ? states.select(0, f) : scratch;
       solver->result(next);
-      state = next;
     }
   }
   return states;

@@ -68,8 +68,8 @@ class FlatCgStepSolver : public StepSolver {
 
 class GenericStepSolver : public StepSolver {
  public:
-  GenericStepSolver(HeatSystem s, const StepGeometry& g, bool flat, const SolverOptions& o)
-      : system_(std::move(s)), sweep_(make_sweep(flat, system_.weights, g)), o_(o) {
+  GenericStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
+      : system_(std::move(s)), sweep_(make_sweep(false, system_.weights, g)), o_(o) {
     if (o_.solver == "chebyshev") omega_ = chebyshev_weights(gershgorin_bound(system_), o_.iters);
   }
   void start(const fk::Tensor& x0) override { x_ = x0.detach().to(system_.diag.dtype()).clone(); }
@@ -102,7 +102,7 @@ std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const Step
   const fk::Tensor a = alpha.detach();
   if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);
   if (flat) return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
-  return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, false, o);
+  return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, o);
 }
 
 }  // namespace nefi::heat
