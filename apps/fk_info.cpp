@@ -28,6 +28,8 @@ void print_info() {
   fmt::print("blas       {}\n", fk::blas_config());
   fmt::print("fft        {} (CPU){}\n", fk::fft_backend(),
              fk::cuda::built_with_cuda() ? ", cuFFT (CUDA)" : "");
+  fmt::print("cpu isa    {} (detected {}; FK_CPU_ISA caps it)\n", fk::cpu_isa_name(fk::cpu_isa()),
+             fk::cpu_isa_name(fk::cpu_isa_detected()));
   fmt::print("threads    {}\n", fk::get_num_threads());
   fmt::print("cuda       {} (archs {})\n", fk::cuda::built_with_cuda() ? "built" : "not built",
              fk::cuda::archs());

@@ -2,6 +2,7 @@
 // The fk runtime in one include.
 #include "fk/amp.h"
 #include "fk/autograd.h"
+#include "fk/cpu_isa.h"
 #include "fk/device.h"
 #include "fk/dtype.h"
 #include "fk/error.h"

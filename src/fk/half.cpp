@@ -2,12 +2,13 @@
 
 #include <immintrin.h>
 
+#include "fk/cpu_isa.h"
+
 namespace fk {
 namespace {
 
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-  return has;
+  return cpu_isa() >= CpuIsa::Avx2;
 }
 
 __attribute__((target("f16c,avx2"))) void half_to_float_f16c(const Half* in, float* out,

@@ -1,5 +1,7 @@
 #include "fk/tensor.h"
 
+#include "fk/half.h"
+
 #include "test_util.h"
 
 namespace fk {
@@ -159,6 +161,44 @@ TEST(Knobs, RegistryParsesAndRejects) {
   for (const Knob* kn : knobs()) found = found || std::string(kn->name()) == "FK_TEST_KNOB";
   EXPECT_TRUE(found);
   EXPECT_THROW(knob("NO_SUCH_KNOB"), Error);
+}
+
+TEST(CpuIsa, KnobCapsTheLevelAndGenericHalfConversionMatches) {
+  Knob& k = mutable_knob("FK_CPU_ISA");
+  std::vector<float> in;
+  for (int i = -3000; i <= 3000; ++i) in.push_back(static_cast<float>(i) * 37.3f + 0.1f * i);
+  in.push_back(1e-7f);    // subnormal in f16
+  in.push_back(70000.f);  // overflows f16
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<Half> h_auto(in.size()), h_gen(in.size());
+  std::vector<BFloat16> b_auto(in.size()), b_gen(in.size());
+  std::vector<float> back_auto(in.size()), back_gen(in.size());
+  k.set_override("auto");
+  EXPECT_EQ(cpu_isa(), cpu_isa_detected());
+  float_to_half(in.data(), h_auto.data(), n);
+  half_to_float(h_auto.data(), back_auto.data(), n);
+  float_to_bf16(in.data(), b_auto.data(), n);
+  k.set_override("generic");
+  EXPECT_EQ(cpu_isa(), CpuIsa::Generic);
+  EXPECT_STREQ(cpu_isa_name(cpu_isa()), "generic");
+  float_to_half(in.data(), h_gen.data(), n);
+  half_to_float(h_gen.data(), back_gen.data(), n);
+  float_to_bf16(in.data(), b_gen.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(h_auto[i].bits, h_gen[i].bits) << in[i];
+    ASSERT_EQ(b_auto[i].bits, b_gen[i].bits) << in[i];
+    ASSERT_EQ(back_auto[i], back_gen[i]) << in[i];
+  }
+  k.set_override("avx512");
+  try {
+    (void)cpu_isa();
+    ADD_FAILURE() << "an unknown ISA was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected one of auto, avx2, generic, got avx512"),
+              std::string::npos)
+        << e.what();
+  }
+  k.set_override(std::nullopt);
 }
 
 TEST(Profile, CountsOpsViewsAndTime) {

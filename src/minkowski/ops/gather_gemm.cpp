@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "fk/cpu_isa.h"
+
 namespace minkowski {
 
 namespace {
@@ -190,8 +192,7 @@ void outer_panel(const float* a, int64_t cin, const float* g, int64_t n, float* 
 }
 
 bool has_avx2() {
-  static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return v;
+  return fk::cpu_isa() >= fk::CpuIsa::Avx2;
 }
 
 }  // namespace

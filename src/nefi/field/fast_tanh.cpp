@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fk/autograd.h"
+#include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
@@ -63,8 +64,7 @@ __attribute__((target("avx2,fma"))) void tanh_f32_avx2(const float* __restrict x
 }
 
 void tanh_f32(const float* x, float* y, int64_t n) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2)
+  if (fk::cpu_isa() >= fk::CpuIsa::Avx2)
     tanh_f32_avx2(x, y, n);
   else
     tanh_f32_base(x, y, n);

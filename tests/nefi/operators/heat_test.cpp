@@ -427,29 +427,34 @@ fk::Tensor loss_gradient(const HeatOperator& op, const fk::Tensor& alpha, const 
 }
 
 TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
-  for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
-    for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
-      HeatConfig c = small_config();
-      c.solver = solver;
-      c.jacobi_iters = 12;
-      c.implicit_substeps = 2;
-      c.back_bc = "robin";
-      c.robin_h = 0.5;
-      HeatConfig r = c;
-      c.stencil = "flat";
-      r.stencil = "roll";
-      HeatOperator flat(c, {6, 5, 4}), roll(r, {6, 5, 4});
-      fk::Tensor alpha = test_alpha({6, 5, 4}, dtype);
-      fk::Tensor yf = flat.apply(alpha), yr = roll.apply(alpha);
-      const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
-      EXPECT_LT(max_diff(yf, yr), tol * max_abs(yr)) << solver;
-      EXPECT_EQ(yf.dtype(), dtype);
-      // The adjoint's backward solves too (flat sweeper against the fk-op solvers).
-      fk::Tensor w = fk::ones(yf.shape(), {dtype});
-      fk::Tensor gf = loss_gradient(flat, alpha, w), gr = loss_gradient(roll, alpha, w);
-      EXPECT_LT(max_diff(gf, gr), 10 * tol * max_abs(gr)) << solver;
+  // The flat sweep's AVX2 and generic builds alike (FK_CPU_ISA).
+  for (const char* isa : {"auto", "generic"}) {
+    fk::mutable_knob("FK_CPU_ISA").set_override(isa);
+    for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
+      for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
+        HeatConfig c = small_config();
+        c.solver = solver;
+        c.jacobi_iters = 12;
+        c.implicit_substeps = 2;
+        c.back_bc = "robin";
+        c.robin_h = 0.5;
+        HeatConfig r = c;
+        c.stencil = "flat";
+        r.stencil = "roll";
+        HeatOperator flat(c, {6, 5, 4}), roll(r, {6, 5, 4});
+        fk::Tensor alpha = test_alpha({6, 5, 4}, dtype);
+        fk::Tensor yf = flat.apply(alpha), yr = roll.apply(alpha);
+        const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
+        EXPECT_LT(max_diff(yf, yr), tol * max_abs(yr)) << solver;
+        EXPECT_EQ(yf.dtype(), dtype);
+        // The adjoint's backward solves too (flat sweeper against the fk-op solvers).
+        fk::Tensor w = fk::ones(yf.shape(), {dtype});
+        fk::Tensor gf = loss_gradient(flat, alpha, w), gr = loss_gradient(roll, alpha, w);
+        EXPECT_LT(max_diff(gf, gr), 10 * tol * max_abs(gr)) << solver << " " << isa;
+      }
     }
   }
+  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
 }
 
 // --- gradients -------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fk/autograd.h"
+#include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -70,8 +71,7 @@ __attribute__((target("avx2,fma"))) void sweep_avx2(T* out, const T* in, const T
 }
 
 bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return fk::cpu_isa() >= fk::CpuIsa::Avx2;
 }
 
 template <typename T, bool kLerp, bool kRhs>

@@ -1,0 +1,39 @@
+#include "fk/cpu_isa.h"
+
+#include <string>
+
+#include "fk/error.h"
+#include "fk/knobs.h"
+
+namespace fk {
+namespace {
+
+Knob kCpuIsa("FK_CPU_ISA", KnobType::String, "auto",
+             "highest x86 vector ISA the CPU kernels may use: auto, avx2 or generic (capped by "
+             "what the CPU has)",
+             KnobRead::Latched);
+
+}  // namespace
+
+CpuIsa cpu_isa_detected() {
+  static const CpuIsa isa = [] {
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    return avx2 ? CpuIsa::Avx2 : CpuIsa::Generic;
+  }();
+  return isa;
+}
+
+CpuIsa cpu_isa() {
+  const std::string want = kCpuIsa.as_string();
+  FK_CHECK(want == "auto" || want == "avx2" || want == "generic", "FK_CPU_ISA",
+           "one of auto, avx2, generic", want);
+  return want == "generic" ? CpuIsa::Generic : cpu_isa_detected();
+}
+
+const char* cpu_isa_name(CpuIsa isa) {
+  return isa == CpuIsa::Avx2 ? "avx2" : "generic";
+}
+
+}  // namespace fk
