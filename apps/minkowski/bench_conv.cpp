@@ -12,6 +12,7 @@
 
 #include "fk/blas.h"
 #include "fk/fk.h"
+#include "fma_peak.h"
 #include "minkowski/minkowski.h"
 #include "npy.h"
 #include "scene.h"
@@ -206,6 +207,8 @@ int bench_conv(const BenchConvOptions& o) {
   });
   double sgemm_gflops = 2.0 * gm * gn * gk / (t_gemm * 1e6);
   double sgemm_cpu = g_last_cpu_ms;
+  // The f32 FMA ceiling at the run's thread count: what no GEMM-like pass can beat.
+  const double peak = fma_peak_gflops(nt);
 
   double flop = 2.0 * static_cast<double>(pairs) * cin * cout;
   auto gf = [&](double ms, double mult) { return mult * flop / (ms * 1e6); };
@@ -250,6 +253,12 @@ int bench_conv(const BenchConvOptions& o) {
   cpu_line("per-offset", per_offset);
   fmt::print("  sgemm {}x{}x{}: {:.2f} ms, {:.1f} GFLOP/s ({:.2f} cpu-ms)\n", gm, gk, gn, t_gemm,
              sgemm_gflops, sgemm_cpu);
+  if (peak > 0)
+    fmt::print(
+        "  f32 FMA peak ({} threads, AVX2, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
+        "input grad {:.0f} %, weight grad {:.0f} % of it\n",
+        nt, peak, 100 * gf(fused.fwd, 1) / peak, 100 * gf(fused.bwd_in, 1) / peak,
+        100 * gf(fused.bwd_w, 1) / peak);
   if (nt > 1) {
     // On a shared machine the scheduler may cap this process's share whatever
     // its thread count (autogroups), so the wall ratio shows no scaling; the
@@ -319,6 +328,7 @@ int bench_conv(const BenchConvOptions& o) {
                      {"sgemm_ms", t_gemm},
                      {"sgemm_gflops", sgemm_gflops},
                      {"sgemm_cpu_ms", sgemm_cpu},
+                     {"fma_peak_gflops", peak},
                      {"blas", fk::blas_config()}};
     std::ofstream out(o.json);
     if (!out) throw std::runtime_error("cannot write " + o.json);

@@ -2,8 +2,7 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-#include <vector>
+#include <algorithm>
 
 #include "fk/cpu_isa.h"
 
@@ -100,12 +99,25 @@ __attribute__((target("avx2,fma"))) inline void add_tile(const float* const* a, 
       _mm256_storeu_ps(c[r] + 8 * v, _mm256_add_ps(_mm256_loadu_ps(c[r] + 8 * v), acc[r][v]));
 }
 
+// Pulls the rows of the tile after next towards L1 while this one computes:
+// gathered rows come from anywhere in the feature matrix (L2/L3), and without
+// it their misses stall the first column panel's tiles.
+inline void prefetch_rows(const float* const* a, int64_t n, int64_t cin) {
+  const int64_t lines = (cin * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+  for (int64_t r = 0; r < n; ++r) {
+    const char* q = reinterpret_cast<const char*>(a[r]);
+    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
+  }
+}
+
 template <int NV>
 void add_panel(const float* const* a, float* const* c, int64_t n, const float* w, int64_t cin,
                int64_t ldw, int64_t col) {
   float* cc[6];
   int64_t i = 0;
+  if (col == 0) prefetch_rows(a, std::min<int64_t>(n, 12), cin);
   for (; i + 6 <= n; i += 6) {
+    if (col == 0 && i + 12 < n) prefetch_rows(a + i + 12, std::min<int64_t>(6, n - i - 12), cin);
     for (int r = 0; r < 6; ++r) cc[r] = c[i + r] + col;
     add_tile<6, NV>(a + i, w, cin, ldw, cc);
   }
@@ -132,16 +144,17 @@ void add_panel(const float* const* a, float* const* c, int64_t n, const float* w
   }
 }
 
-// The weight-gradient tile: R rows of `part` (input channels) x NV*8 columns,
-// over n pairs of a packed slice: a (n x lda, row p = the pair's input row
-// from the tile's first channel on) and g (n x NV*8, the pair's gradient
-// columns of this panel, contiguous). The classic 6 x 16 register tile: 12
-// accumulators, per pair 2 loads and 6 broadcasts for 12 FMAs. Accumulators
-// start from `part` and each element sums its pairs in ascending order, so
-// the result does not depend on how the pairs are sliced.
+// The weight-gradient tile: R rows of `part` (input channels a0 .. a0+R) x
+// NV*8 columns (gradient channels g0 ..), over n pairs read in place: pair p's
+// input row a[p] and gradient row g[p]. The classic 6 x 16 register tile: 12
+// accumulators, per pair 2 loads and 6 broadcasts for 12 FMAs (the rows are
+// the block's, already in L1/L2, so no packing copy). Accumulators start from
+// `part` and each element sums its pairs in ascending order, so the result
+// does not depend on how the pairs are sliced.
 template <int R, int NV>
-__attribute__((target("avx2,fma"))) void outer_tile(const float* a, int64_t lda, const float* g,
-                                                    int64_t n, float* part, int64_t ldp) {
+__attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, int64_t a0,
+                                                    const float* const* g, int64_t g0, int64_t n,
+                                                    float* part, int64_t ldp) {
   __m256 acc[R][NV];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
@@ -149,9 +162,10 @@ __attribute__((target("avx2,fma"))) void outer_tile(const float* a, int64_t lda,
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + r * ldp + 8 * v);
   for (int64_t p = 0; p < n; ++p) {
     __m256 gv[NV];
+    const float* gp = g[p] + g0;
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(g + p * NV * 8 + 8 * v);
-    const float* ap = a + p * lda;
+    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(gp + 8 * v);
+    const float* ap = a[p] + a0;
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       __m256 b = _mm256_broadcast_ss(ap + r);
@@ -165,26 +179,27 @@ __attribute__((target("avx2,fma"))) void outer_tile(const float* a, int64_t lda,
     for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + r * ldp + 8 * v, acc[r][v]);
 }
 
+// All input channels of one 8*NV-column panel of gradient channels g0...
 template <int NV>
-void outer_panel(const float* a, int64_t cin, const float* g, int64_t n, float* part,
-                 int64_t cout) {
+void outer_panel(const float* const* a, int64_t cin, const float* const* g, int64_t g0, int64_t n,
+                 float* part, int64_t cout) {
   int64_t ci = 0;
-  for (; ci + 6 <= cin; ci += 6) outer_tile<6, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+  for (; ci + 6 <= cin; ci += 6) outer_tile<6, NV>(a, ci, g, g0, n, part + ci * cout, cout);
   switch (cin - ci) {
     case 5:
-      outer_tile<5, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      outer_tile<5, NV>(a, ci, g, g0, n, part + ci * cout, cout);
       break;
     case 4:
-      outer_tile<4, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      outer_tile<4, NV>(a, ci, g, g0, n, part + ci * cout, cout);
       break;
     case 3:
-      outer_tile<3, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      outer_tile<3, NV>(a, ci, g, g0, n, part + ci * cout, cout);
       break;
     case 2:
-      outer_tile<2, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      outer_tile<2, NV>(a, ci, g, g0, n, part + ci * cout, cout);
       break;
     case 1:
-      outer_tile<1, NV>(a + ci, cin, g, n, part + ci * cout, cout);
+      outer_tile<1, NV>(a, ci, g, g0, n, part + ci * cout, cout);
       break;
     default:
       break;
@@ -223,31 +238,11 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
                           int64_t cout, float* part) {
-  // Slices of pairs packed contiguously (input rows as they are, gradient rows
-  // split into 16-column panels), so that every tile streams through L1.
-  constexpr int64_t kSlice = 128;
-  const int64_t panels = (cout + 15) / 16;
-  thread_local std::vector<float> pa, pg;
-  pa.resize(static_cast<size_t>(kSlice * cin));
-  pg.resize(static_cast<size_t>(kSlice * panels * 16));
-  for (int64_t p0 = 0; p0 < n; p0 += kSlice) {
-    const int64_t cnt = n - p0 < kSlice ? n - p0 : kSlice;
-    for (int64_t p = 0; p < cnt; ++p) {
-      std::memcpy(pa.data() + p * cin, a[p0 + p], cin * sizeof(float));
-      const float* gp = g[p0 + p];
-      for (int64_t q = 0; q < panels; ++q) {
-        const int64_t w = cout - 16 * q < 16 ? cout - 16 * q : 16;
-        std::memcpy(pg.data() + q * kSlice * 16 + p * w, gp + 16 * q, w * sizeof(float));
-      }
-    }
-    for (int64_t q = 0; q < panels; ++q) {
-      const float* gq = pg.data() + q * kSlice * 16;
-      if (cout - 16 * q >= 16)
-        outer_panel<2>(pa.data(), cin, gq, cnt, part + 16 * q, cout);
-      else
-        outer_panel<1>(pa.data(), cin, gq, cnt, part + 16 * q, cout);
-    }
-  }
+  if (n == 0) return;
+  prefetch_rows(a, n, cin);
+  int64_t q = 0;
+  for (; q + 16 <= cout; q += 16) outer_panel<2>(a, cin, g, q, n, part + q, cout);
+  if (q < cout) outer_panel<1>(a, cin, g, q, n, part + q, cout);
 }
 
 void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
