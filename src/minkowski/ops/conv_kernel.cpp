@@ -90,7 +90,7 @@ void add_row_jobs(std::vector<Gemm>& jobs, bool tb, int64_t m, int64_t n, int64_
   }
 }
 
-// Runs the AVX-512 gather-GEMM over [p0, p1) of each offset in [k0, k1):
+// Runs the AVX2 gather-GEMM over [p0, p1) of each offset in [k0, k1):
 // dst[p - base] = src[rows[p]] . mats[k], in blocks of pairs, one parallel region.
 void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, const float* src,
                       int64_t ld_src, const int32_t* rows, const float* mats, int64_t rows_in,
@@ -274,8 +274,9 @@ template <typename T>
 void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out) {
   constexpr fk::DType dt = dtype_of_t<T>();
   if (m.identity) {
+    // Every row is written once (micro-kernel stores, GEMMs with beta = 0):
+    // no zeroing first.
     tl_info = {true, 1, 0};
-    zero_fill(out, m.out_size * cout);
     if constexpr (std::is_same_v<T, float>) {
       if (gather_gemm_supported(cout)) {
         gather_gemm_jobs(m, 0, 1, 0, F, cin, nullptr, W, cin, cout, out);
