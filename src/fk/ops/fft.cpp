@@ -147,7 +147,7 @@ using PlanKey =
 
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+    uint64_t h = 14695981039346656037ull;  // FNV-1a over the words
     for (int64_t v : k) {
       h ^= static_cast<uint64_t>(v);
       h *= 1099511628211ull;

@@ -14,6 +14,7 @@
 #include "fk/error.h"
 #include "fk/memory.h"
 #include "fk/parallel.h"
+#include "nefi/io/fnv.h"
 
 namespace nefi::bench {
 namespace {
@@ -38,16 +39,8 @@ std::string host_name() {
 
 // FNV-1a over the measurement's values: the pairing check across methods.
 uint64_t data_fingerprint(const Measurement& m) {
-  uint64_t h = 1469598103934665603ull;
-  for (double v : m.data.to_vector<double>()) {
-    uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    for (int b = 0; b < 8; ++b) {
-      h ^= (bits >> (8 * b)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  }
-  return h;
+  const std::vector<double> v = m.data.to_vector<double>();
+  return fnv1a(v.data(), v.size() * sizeof(double));
 }
 
 // One (unit, method) run; `fingerprint` gets the measurement's (0 on failure).

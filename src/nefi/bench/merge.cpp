@@ -10,6 +10,7 @@
 #include "fk/error.h"
 #include "nefi/bench/json_io.h"
 #include "nefi/bench/tables.h"
+#include "nefi/io/fnv.h"
 
 namespace nefi::bench {
 namespace {
@@ -95,14 +96,7 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
 }
 
 std::string protocol_hash(const Protocol& p) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char ch : to_json(p).dump()) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 8);
+  return fnv1a_hex8(to_json(p).dump());
 }
 
 std::vector<std::string> finish_campaign(const std::string& dir, const ShardFile& s,

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fk/error.h"
+#include "nefi/io/fnv.h"
 
 namespace nefi {
 namespace {
@@ -134,14 +135,7 @@ std::string to_yaml(const RunConfig& cfg) {
 }
 
 std::string config_hash(const RunConfig& cfg, const std::string& extra) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char ch : to_yaml(cfg) + extra) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 8);
+  return fnv1a_hex8(to_yaml(cfg) + extra);
 }
 
 }  // namespace nefi

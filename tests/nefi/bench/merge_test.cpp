@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "fk/error.h"
+#include "nefi/io/fnv.h"
 
 // GCC 12 reports a false -Wrestrict inside std::string assignment once the
 // test body is inlined (GCC bug 105329).
@@ -43,6 +44,15 @@ Protocol tiny_protocol() {
   s.seeds = {0, 1};
   s.budget_scale = 0.05;
   return make_protocol(s);
+}
+
+TEST(Fnv1a, MatchesThePublishedTestVectors) {
+  // Protocol and config hashes are written into shards and run directories,
+  // so they must not change between builds: FNV-1a 64's reference values.
+  EXPECT_EQ(nefi::fnv1a("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(nefi::fnv1a("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(nefi::fnv1a("foobar", 6), 0x85944171f73967e8ull);
+  EXPECT_EQ(nefi::fnv1a_hex8("foobar"), "85944171");
 }
 
 TEST(BenchMerge, CorruptTruncatedAndForeignShardsAreRejected) {

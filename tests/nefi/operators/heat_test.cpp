@@ -11,6 +11,7 @@
 
 #include "fk/autograd.h"
 #include "fk/factory.h"
+#include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
