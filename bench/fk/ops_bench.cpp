@@ -16,6 +16,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "fk/fk.h"
 
@@ -47,8 +50,9 @@ fk::Tensor operand(const fk::Dims& shape, unsigned seed) {
   return fk::uniform(shape, 0.5, 1.5, {}, &g);
 }
 
-void report(benchmark::State& state, int64_t n, int operands) {
-  state.SetBytesProcessed(state.iterations() * n * operands * static_cast<int64_t>(sizeof(float)));
+void report(benchmark::State& state, int64_t n, double bytes_per_element) {
+  state.SetBytesProcessed(
+      static_cast<int64_t>(static_cast<double>(state.iterations() * n) * bytes_per_element));
 }
 
 // Sets the thread count for both fk and the plain loops, and returns it.
@@ -73,44 +77,169 @@ void args(benchmark::internal::Benchmark* b) {
   b->ArgsProduct({{65536, 1048576}, {1, 2}})->ArgNames({"n", "threads"})->UseRealTime();
 }
 
-// Fk: the op as nefi calls it (fresh result each call, from the caching allocator).
-// Loop: the same arithmetic into a preallocated result.
-#define FK_EW_PAIR(Name, operands, fk_expr, loop_body)                                       \
-  void BM_Ew##Name##_Fk(benchmark::State& state) {                                           \
-    int64_t n = state.range(0);                                                              \
-    threads_of(state);                                                                       \
-    fk::Tensor a = operand(grid(n), 1), b = operand(grid(n), 2), c = operand(grid(n), 3);    \
-    for (auto _ : state) benchmark::DoNotOptimize(fk_expr);                                  \
-    report(state, n, operands);                                                              \
-  }                                                                                          \
-  BENCHMARK(BM_Ew##Name##_Fk)->Apply(args);                                                  \
-  void BM_Ew##Name##_Loop(benchmark::State& state) {                                         \
-    int64_t n = state.range(0);                                                              \
-    int threads = threads_of(state);                                                         \
-    fk::Tensor ta = operand(grid(n), 1), tb = operand(grid(n), 2), tc = operand(grid(n), 3), \
-               to = fk::empty(grid(n));                                                      \
-    const float *a = ta.data<float>(), *b = tb.data<float>(), *c = tc.data<float>();         \
-    float* o = to.data<float>();                                                             \
-    (void)a, (void)b, (void)c;                                                               \
-    for (auto _ : state) {                                                                   \
-      plain_for(n, threads, [&](int64_t lo, int64_t hi) {                                    \
-        for (int64_t i = lo; i < hi; ++i) loop_body;                                         \
-      });                                                                                    \
-      benchmark::ClobberMemory();                                                            \
-    }                                                                                        \
-    report(state, n, operands);                                                              \
-  }                                                                                          \
-  BENCHMARK(BM_Ew##Name##_Loop)->Apply(args)
+// The operands every case draws from, as tensors (fk) and raw pointers (loops).
+struct Operands {
+  explicit Operands(int64_t n)
+      : a(operand(grid(n), 1)),
+        b(operand(grid(n), 2)),
+        c(operand(grid(n), 3)),
+        row(operand({16}, 4)),
+        mask(fk::lt(a, b)),
+        a64(a.to(fk::DType::F64)),
+        b64(b.to(fk::DType::F64)),
+        out(fk::empty(grid(n))),
+        out64(fk::empty(grid(n), {fk::DType::F64})),
+        out_bool(fk::empty(grid(n), {fk::DType::Bool})) {}
+  fk::Tensor a, b, c, row, mask, a64, b64, out, out64, out_bool;
+};
 
-FK_EW_PAIR(Add, 3, fk::add(a, b), o[i] = a[i] + b[i]);
-FK_EW_PAIR(Mul, 3, fk::mul(a, b), o[i] = a[i] * b[i]);
-FK_EW_PAIR(Addcmul, 4, fk::addcmul(a, b, c, 0.5), o[i] = a[i] + 0.5f * b[i] * c[i]);
-FK_EW_PAIR(Exp, 2, fk::exp(a), o[i] = std::exp(a[i]));
-FK_EW_PAIR(Tanh, 2, fk::tanh(a), o[i] = std::tanh(a[i]));
-// The loop for a transposed copy is a straight copy: the floor of its traffic.
-FK_EW_PAIR(ContiguousT, 2, fk::contiguous(a.reshape({n / 256, 256}).t()), o[i] = a[i]);
-// Same arithmetic in place: no result to allocate.
-FK_EW_PAIR(AddcmulInplace, 4, fk::addcmul_(a, b, c, 1e-30), o[i] = o[i] + 1e-30f * b[i] * c[i]);
+// Fk: the op as nefi calls it (a fresh result each call, from the caching
+// allocator). Loop: the same arithmetic into a preallocated result.
+struct Case {
+  const char* name;
+  double bytes_per_element;  // operands read + result written
+  std::function<void(Operands&)> fk;
+  std::function<void(Operands&, int64_t, int64_t)> loop;
+};
+
+const std::vector<Case>& cases() {
+  using O = Operands;
+  using I = int64_t;
+  static const std::vector<Case> k = {
+      {"Add", 12, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i];
+       }},
+      {"AddF64", 24, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a64, o.b64)); },
+       [](O& o, I lo, I hi) {
+         double* r = o.out64.data<double>();
+         const double *x = o.a64.data<double>(), *y = o.b64.data<double>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i];
+       }},
+      {"AddScalar", 8, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, 0.5)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + 0.5f;
+       }},
+      {"AddRow16", 8, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, o.row)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.row.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i & 15];
+       }},
+      {"Mul", 12, [](O& o) { benchmark::DoNotOptimize(fk::mul(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] * y[i];
+       }},
+      {"Addcmul", 16, [](O& o) { benchmark::DoNotOptimize(fk::addcmul(o.a, o.b, o.c, 0.5)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>(), *z = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + 0.5f * y[i] * z[i];
+       }},
+      // In place: no result to allocate; tiny factors keep the values bounded.
+      {"AddcmulInplace", 16, [](O& o) { fk::addcmul_(o.out, o.b, o.c, 1e-30); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *y = o.b.data<float>(), *z = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + 1e-30f * y[i] * z[i];
+       }},
+      {"LerpInplace", 12, [](O& o) { fk::lerp_(o.out, o.b, 0.25); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + 0.25f * (y[i] - r[i]);
+       }},
+      {"Where", 13, [](O& o) { benchmark::DoNotOptimize(fk::where(o.mask, o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         const bool* m = o.mask.data<bool>();
+         for (I i = lo; i < hi; ++i) r[i] = m[i] ? x[i] : y[i];
+       }},
+      {"Lt", 9, [](O& o) { benchmark::DoNotOptimize(fk::lt(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         bool* r = o.out_bool.data<bool>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] < y[i];
+       }},
+      {"ToF64", 12, [](O& o) { benchmark::DoNotOptimize(o.a.to(fk::DType::F64)); },
+       [](O& o, I lo, I hi) {
+         double* r = o.out64.data<double>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i];
+       }},
+      {"Exp", 8, [](O& o) { benchmark::DoNotOptimize(fk::exp(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::exp(x[i]);
+       }},
+      {"Tanh", 8, [](O& o) { benchmark::DoNotOptimize(fk::tanh(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::tanh(x[i]);
+       }},
+      {"Sigmoid", 8, [](O& o) { benchmark::DoNotOptimize(fk::sigmoid(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = 1.0f / (1.0f + std::exp(-x[i]));
+       }},
+      {"Log", 8, [](O& o) { benchmark::DoNotOptimize(fk::log(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::log(x[i]);
+       }},
+      // The loop for a transposed copy is a straight copy: the floor of its traffic.
+      {"ContiguousT", 8,
+       [](O& o) {
+         const int64_t n = o.a.numel();
+         benchmark::DoNotOptimize(fk::contiguous(o.a.reshape({n / 256, 256}).t()));
+       },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i];
+       }},
+  };
+  return k;
+}
+
+void run_fk(benchmark::State& state, const Case& c) {
+  const int64_t n = state.range(0);
+  threads_of(state);
+  Operands o(n);
+  for (auto _ : state) c.fk(o);
+  report(state, n, c.bytes_per_element);
+}
+
+void run_loop(benchmark::State& state, const Case& c) {
+  const int64_t n = state.range(0);
+  const int threads = threads_of(state);
+  Operands o(n);
+  for (auto _ : state) {
+    plain_for(n, threads, [&](int64_t lo, int64_t hi) { c.loop(o, lo, hi); });
+    benchmark::ClobberMemory();
+  }
+  report(state, n, c.bytes_per_element);
+}
+
+// BM_Ew<case>_Fk and BM_Ew<case>_Loop side by side.
+void register_cases() {
+  for (const Case& c : cases()) {
+    std::string name = std::string("BM_Ew") + c.name;
+    benchmark::RegisterBenchmark((name + "_Fk").c_str(), run_fk, c)->Apply(args);
+    benchmark::RegisterBenchmark((name + "_Loop").c_str(), run_loop, c)->Apply(args);
+  }
+}
 
 // roll along one dim (0 or the last) and along two dims, as nefi's heat
 // reference stencil calls it; the loop copies the same bytes as runs.
@@ -131,14 +260,14 @@ void roll_loop(benchmark::State& state, int64_t rows, int64_t row_len, int64_t s
     });
     benchmark::ClobberMemory();
   }
-  report(state, n, 2);
+  report(state, n, 8);
 }
 void roll_fk(benchmark::State& state, std::vector<int64_t> shifts, std::vector<int64_t> dims) {
   int64_t n = state.range(0);
   threads_of(state);
   fk::Tensor a = operand(grid(n), 1);
   for (auto _ : state) benchmark::DoNotOptimize(fk::roll(a, shifts, dims));
-  report(state, n, 2);
+  report(state, n, 8);
 }
 void BM_EwRollDim0_Fk(benchmark::State& state) {
   roll_fk(state, {1}, {0});
@@ -171,7 +300,7 @@ void BM_EwSum_Fk(benchmark::State& state) {
   threads_of(state);
   fk::Tensor a = operand(grid(n), 1);
   for (auto _ : state) benchmark::DoNotOptimize(fk::sum(a));
-  report(state, n, 1);
+  report(state, n, 4);
 }
 void BM_EwSum_Loop(benchmark::State& state) {
   int64_t n = state.range(0);
@@ -191,7 +320,7 @@ void BM_EwSum_Loop(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(part[0] + part[1]);
   }
-  report(state, n, 1);
+  report(state, n, 4);
 }
 BENCHMARK(BM_EwSum_Fk)->Apply(args);
 BENCHMARK(BM_EwSum_Loop)->Apply(args);
@@ -204,6 +333,7 @@ int main(int argc, char** argv) {
       "machine limits",
       "raw cblas_sgemm (BM_GemmRaw*), raw FFTW (BM_Fftw*) and plain loops (BM_Ew*_Loop) in the "
       "same run");
+  register_cases();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
