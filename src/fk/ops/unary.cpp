@@ -1,13 +1,16 @@
 #include "fk/ops/unary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "fk/autograd.h"
+#include "fk/cpu_isa.h"
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/ops/cpu/vec_math.h"
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/profile.h"
 
@@ -84,9 +87,56 @@ T sigmoid_of(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
+// The f32 ops with an AVX2 kernel (cpu/vec_math.h), or false.
+bool vec_fn_of(UnaryOp op, cpu::avx2::VecFn* fn) {
+  switch (op) {
+    case UnaryOp::Exp:
+      *fn = cpu::avx2::VecFn::Exp;
+      return true;
+    case UnaryOp::Log:
+      *fn = cpu::avx2::VecFn::Log;
+      return true;
+    case UnaryOp::Tanh:
+      *fn = cpu::avx2::VecFn::Tanh;
+      return true;
+    case UnaryOp::Sigmoid:
+      *fn = cpu::avx2::VecFn::Sigmoid;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// out = fn(x) in f32 through the AVX2 kernel: unit-stride runs directly, any
+// other run through a small buffer, so every element gets the same code (and
+// bitwise the same result) whatever the layout or thread split.
+void forward_vec_f32(cpu::avx2::VecFn fn, Tensor& out, const Tensor& x) {
+  auto inner = [&](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(float) && s[1] == sizeof(float)) {
+      return cpu::avx2::apply_f32(fn, reinterpret_cast<const float*>(p[1]),
+                                  reinterpret_cast<float*>(p[0]), n);
+    }
+    constexpr int64_t kChunk = 256;
+    float buf[kChunk];
+    for (int64_t j = 0; j < n; j += kChunk) {
+      const int64_t m = std::min(kChunk, n - j);
+      for (int64_t i = 0; i < m; ++i)
+        buf[i] = *reinterpret_cast<const float*>(p[1] + (j + i) * s[1]);
+      cpu::avx2::apply_f32(fn, buf, buf, m);
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(p[0] + (j + i) * s[0]) = buf[i];
+    }
+  };
+  if (cpu::flat_operands(out, {&x}) && cpu::run_small_flat<2>(out, {&out, &x}, inner)) return;
+  cpu::run(cpu::make_loop<2>(out.shape(), {&out, &x}), inner);
+}
+
 // y = f(x) for real T.
 template <typename T>
 void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
+  if constexpr (std::is_same_v<T, float>) {
+    cpu::avx2::VecFn fn;
+    if (vec_fn_of(op, &fn) && cpu_isa() >= CpuIsa::Avx2) return forward_vec_f32(fn, out, x);
+  }
   const T a = saturate<T>(p.a), b = saturate<T>(p.b);
   auto run = [&](auto f) { cpu::map1<T, T>(out, x, f); };
   switch (op) {
