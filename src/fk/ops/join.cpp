@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fk/autograd.h"
@@ -319,13 +320,55 @@ Tensor roll_contiguous_cpu(const Tensor& t, const std::vector<int64_t>& shift) {
     }
     return off;
   };
+  // Within a row, out[j] = src[(j - wrap) mod row]. The bulk moves as one copy
+  // shifted right by `wrap` (or left by row - wrap, whichever leaves the shorter
+  // wrapped part per row); then each row's wrapped part, `len` bytes at `at`,
+  // is patched from `from` in the same source row.
+  const bool head = wrap <= row - wrap;
+  const int64_t len = head ? wrap : row - wrap, at = head ? 0 : wrap, from = head ? row - wrap : 0;
+  const int64_t shift_bytes = head ? wrap : wrap - row;  // out[i] = src[i - shift_bytes]
+  // Patches of a few bytes (a roll by one element along the last dim) as fixed-size
+  // moves; a general copy call per row cost as much as the bulk copy.
+  auto patch_rows = [&](char* o, const char* s, int64_t r_begin, int64_t r_end, auto size) {
+    constexpr int64_t kSize = decltype(size)::value;
+    // Locals, not captures: byte stores may alias them, which made every
+    // iteration reload them.
+    char* op = o + at;
+    const char* sp = s + from;
+    const int64_t step = row, n = len;
+    for (int64_t r = r_begin; r < r_end; r += step) {
+      if constexpr (kSize > 0) {
+        std::memcpy(op + r, sp + r, kSize);
+      } else {
+        cpu::copy_bytes(op + r, sp + r, n);
+      }
+    }
+  };
   // Output bytes [lo, hi) of one block, whose source starts at s.
   auto block_range = [&](char* o, const char* s, int64_t lo, int64_t hi) {
-    const int64_t a = std::max(lo, wrap);
-    if (a < hi) cpu::copy_bytes(o + a, s + a - wrap, hi - a);
-    for (int64_t r = lo / row * row; r < hi; r += row) {  // each row's wrapped head
-      const int64_t b = std::max(lo, r), e = std::min(hi, r + wrap);
-      if (b < e) cpu::copy_bytes(o + b, s + b - wrap + row, e - b);
+    const int64_t a = std::max(lo, shift_bytes), e = std::min(hi, block + shift_bytes);
+    if (a < e) cpu::copy_bytes(o + a, s + a - shift_bytes, e - a);
+    // Rows whose patch lies wholly inside [lo, hi), then the (at most two) cut ones.
+    const int64_t r_begin = (lo - at + row - 1) / row * row;
+    const int64_t r_end = hi - at - len < 0 ? 0 : (hi - at - len) / row * row + row;
+    using std::integral_constant;
+    switch (len) {
+      case 4:
+        patch_rows(o, s, r_begin, r_end, integral_constant<int64_t, 4>{});
+        break;
+      case 8:
+        patch_rows(o, s, r_begin, r_end, integral_constant<int64_t, 8>{});
+        break;
+      case 16:
+        patch_rows(o, s, r_begin, r_end, integral_constant<int64_t, 16>{});
+        break;
+      default:
+        patch_rows(o, s, r_begin, r_end, integral_constant<int64_t, 0>{});
+    }
+    for (int64_t r : {r_begin - row, std::max(r_begin, r_end)}) {
+      if (r < 0) continue;
+      const int64_t b = std::max(lo, r + at), f = std::min(hi, r + at + len);
+      if (b < f) cpu::copy_bytes(o + b, s + b - at + from, f - b);
     }
   };
   const int64_t total = t.numel() * es;
