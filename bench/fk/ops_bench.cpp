@@ -161,6 +161,12 @@ const std::vector<Case>& cases() {
          const float* y = o.b.data<float>();
          for (I i = lo; i < hi; ++i) r[i] = r[i] + 0.25f * (y[i] - r[i]);
        }},
+      {"LerpInplaceTensorW", 16, [](O& o) { fk::lerp_(o.out, o.b, o.c); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *y = o.b.data<float>(), *w = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + w[i] * (y[i] - r[i]);
+       }},
       {"Where", 13, [](O& o) { benchmark::DoNotOptimize(fk::where(o.mask, o.a, o.b)); },
        [](O& o, I lo, I hi) {
          float* r = o.out.data<float>();
@@ -203,6 +209,18 @@ const std::vector<Case>& cases() {
          float* r = o.out.data<float>();
          const float* x = o.a.data<float>();
          for (I i = lo; i < hi; ++i) r[i] = std::log(x[i]);
+       }},
+      {"Sqrt", 8, [](O& o) { benchmark::DoNotOptimize(fk::sqrt(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::sqrt(x[i]);
+       }},
+      {"Relu", 8, [](O& o) { benchmark::DoNotOptimize(fk::relu(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] > 0.0f ? x[i] : 0.0f;
        }},
       // The loop for a transposed copy is a straight copy: the floor of its traffic.
       {"ContiguousT", 8,

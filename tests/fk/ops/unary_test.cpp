@@ -274,6 +274,37 @@ TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
   EXPECT_TRUE(std::isnan(g[4]));
 }
 
+// sqrt and rsqrt run vectorised (SSE2) and must give std::sqrt's correctly
+// rounded bits, 1 / std::sqrt for rsqrt, in f32 and f64, strided or not.
+TEST(VecMath, SqrtBitwiseStdSqrt) {
+  const std::vector<float> xs = wide_f32_inputs();
+  Tensor x = from_vector(std::vector<double>(xs.begin(), xs.end())).to(DType::F32);
+  auto s = sqrt(x).to_vector<float>(), r = rsqrt(x).to_vector<float>();
+  auto st = sqrt(x.reshape({-1, 2}).t()).t().contiguous().to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float ws = std::sqrt(xs[i]), wr = 1.0f / std::sqrt(xs[i]);
+    ASSERT_TRUE(std::memcmp(&s[i], &ws, 4) == 0 || (std::isnan(ws) && std::isnan(s[i]))) << xs[i];
+    ASSERT_TRUE(std::memcmp(&r[i], &wr, 4) == 0 || (std::isnan(wr) && std::isnan(r[i]))) << xs[i];
+    ASSERT_TRUE(std::memcmp(&st[i], &s[i], 4) == 0 || std::isnan(s[i])) << xs[i];
+  }
+  std::vector<double> xd = test::random_values(1001, 0, 1e6, 8);
+  xd[0] = -1.0;
+  xd[1] = -0.0;
+  xd[2] = std::numeric_limits<double>::denorm_min();
+  xd[3] = std::numeric_limits<double>::infinity();
+  auto sd = sqrt(from_vector(xd)).to_vector<double>();
+  auto rd = rsqrt(from_vector(xd)).to_vector<double>();
+  for (size_t i = 0; i < xd.size(); ++i) {
+    if (std::isnan(std::sqrt(xd[i]))) {
+      EXPECT_TRUE(std::isnan(sd[i]) && std::isnan(rd[i]));
+      continue;
+    }
+    EXPECT_EQ(sd[i], std::sqrt(xd[i]));
+    EXPECT_EQ(rd[i], 1.0 / std::sqrt(xd[i]));
+  }
+  EXPECT_TRUE(std::signbit(sd[1]));  // sqrt(-0) = -0
+}
+
 // Same values in any layout, any run length and on any thread count, bitwise.
 TEST(VecMath, LayoutAndThreadIndependent) {
   Tensor x = test::random_tensor({301, 333}, DType::F32, -12, 12, 5);  // 100,233: above the grain
