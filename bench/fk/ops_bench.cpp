@@ -204,6 +204,12 @@ const std::vector<Case>& cases() {
          const float* x = o.a.data<float>();
          for (I i = lo; i < hi; ++i) r[i] = 1.0f / (1.0f + std::exp(-x[i]));
        }},
+      {"Softplus", 8, [](O& o) { benchmark::DoNotOptimize(fk::softplus(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
+       }},
       {"Log", 8, [](O& o) { benchmark::DoNotOptimize(fk::log(o.a)); },
        [](O& o, I lo, I hi) {
          float* r = o.out.data<float>();

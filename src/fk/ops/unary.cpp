@@ -91,18 +91,25 @@ T sigmoid_of(T x) {
 
 // The f32 ops with an AVX2 kernel (cpu/vec_math.h), or false.
 bool vec_fn_of(UnaryOp op, cpu::avx2::VecFn* fn) {
+  using cpu::avx2::VecFn;
   switch (op) {
     case UnaryOp::Exp:
-      *fn = cpu::avx2::VecFn::Exp;
+      *fn = VecFn::Exp;
       return true;
     case UnaryOp::Log:
-      *fn = cpu::avx2::VecFn::Log;
+      *fn = VecFn::Log;
       return true;
     case UnaryOp::Tanh:
-      *fn = cpu::avx2::VecFn::Tanh;
+      *fn = VecFn::Tanh;
       return true;
     case UnaryOp::Sigmoid:
-      *fn = cpu::avx2::VecFn::Sigmoid;
+      *fn = VecFn::Sigmoid;
+      return true;
+    case UnaryOp::Silu:
+      *fn = VecFn::Silu;
+      return true;
+    case UnaryOp::Softplus:
+      *fn = VecFn::Softplus;
       return true;
     default:
       return false;
@@ -170,8 +177,9 @@ void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
   if constexpr (std::is_same_v<T, float>) {
     cpu::avx2::VecFn fn;
     if (vec_fn_of(op, &fn) && cpu_isa() >= CpuIsa::Avx2) {
-      return map_array<float>(out, x, [fn](const float* in, float* o, int64_t n) {
-        cpu::avx2::apply_f32(fn, in, o, n);
+      const cpu::avx2::VecParams vp{static_cast<float>(p.a), static_cast<float>(p.b)};
+      return map_array<float>(out, x, [fn, vp](const float* in, float* o, int64_t n) {
+        cpu::avx2::apply_f32(fn, in, o, n, vp);
       });
     }
   }

@@ -142,8 +142,9 @@ TEST(Unary, LargeInputsUseThreadsAndAgree) {
 //
 // Inputs: every 4099th f32 bit pattern (all exponents, both signs, NaNs, infs,
 // subnormals) plus the special values; the reference is the f64 function
-// rounded to f32. Bounds (max ulp): exp 1, log 1, tanh 2, sigmoid 2 (sigmoid
-// only where its result is normal; below that it must lie in [0, FLT_MIN]).
+// rounded to f32. Bounds (max ulp): exp 1, log 1, tanh 2, sigmoid 2, silu 3,
+// softplus 3 (sigmoid, silu, softplus only where the result is normal, silu
+// for x >= -87.3; elsewhere the result must be tiny, of the right sign).
 // Both the AVX2 kernels (cpu/vec_math.h, where the CPU has AVX2) and the op as
 // dispatched (AVX2 or the generic glibc build, per FK_CPU_ISA) must hold them.
 
@@ -196,13 +197,17 @@ struct UlpFn {
   double (*reference)(double);
   int64_t max_ulp;
   bool normal_results_only;
+  float min_x;  // below it only the sign and tininess (|y| <= 1e-35) are checked
 };
 
+constexpr float kLowest = -std::numeric_limits<float>::infinity();
 const UlpFn kUlpFns[] = {
-    {"exp", [](double x) { return std::exp(x); }, 1, false},
-    {"log", [](double x) { return std::log(x); }, 1, false},
-    {"tanh", [](double x) { return std::tanh(x); }, 2, false},
-    {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, 2, true},
+    {"exp", [](double x) { return std::exp(x); }, 1, false, kLowest},
+    {"log", [](double x) { return std::log(x); }, 1, false, kLowest},
+    {"tanh", [](double x) { return std::tanh(x); }, 2, false, kLowest},
+    {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, 2, true, kLowest},
+    {"silu", [](double x) { return x / (1 + std::exp(-x)); }, 3, true, -87.3f},
+    {"softplus", [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, 3, true, kLowest},
 };
 
 // The worst ulp error of `got` over `xs` (a NaN where NaN is due counts 0, any
@@ -215,8 +220,12 @@ int64_t max_ulp_error(const UlpFn& fn, const std::vector<float>& xs, const std::
     int64_t err;
     if (std::isnan(want) || std::isnan(got[i])) {
       err = std::isnan(want) && std::isnan(got[i]) ? 0 : INT32_MAX;
-    } else if (fn.normal_results_only && std::fabs(want) < std::numeric_limits<float>::min()) {
-      err = got[i] >= 0.0f && got[i] <= std::numeric_limits<float>::min() ? 0 : INT32_MAX;
+    } else if (xs[i] < fn.min_x ||
+               (fn.normal_results_only && std::fabs(want) < std::numeric_limits<float>::min())) {
+      // Tiny: below FLT_MIN, or (below min_x) no larger than the true value's bound.
+      const float limit = xs[i] < fn.min_x ? 1e-35f : std::numeric_limits<float>::min();
+      const bool tiny = std::fabs(got[i]) <= limit;
+      err = tiny && (got[i] == 0.0f || std::signbit(got[i]) == std::signbit(want)) ? 0 : INT32_MAX;
     } else {
       err = std::llabs(ordered(want) - ordered(got[i]));
     }
@@ -231,9 +240,10 @@ int64_t max_ulp_error(const UlpFn& fn, const std::vector<float>& xs, const std::
 TEST(VecMath, Avx2KernelsWithinUlpBounds) {
   if (cpu_isa_detected() < CpuIsa::Avx2) GTEST_SKIP() << "no AVX2 on this CPU";
   const std::vector<float> xs = wide_f32_inputs();
-  const cpu::avx2::VecFn fns[] = {cpu::avx2::VecFn::Exp, cpu::avx2::VecFn::Log,
-                                  cpu::avx2::VecFn::Tanh, cpu::avx2::VecFn::Sigmoid};
-  for (int k = 0; k < 4; ++k) {
+  using cpu::avx2::VecFn;
+  const VecFn fns[] = {VecFn::Exp,     VecFn::Log,  VecFn::Tanh,
+                       VecFn::Sigmoid, VecFn::Silu, VecFn::Softplus};
+  for (int k = 0; k < 6; ++k) {
     std::vector<float> got(xs.size());
     cpu::avx2::apply_f32(fns[k], xs.data(), got.data(), static_cast<int64_t>(xs.size()));
     float wx = 0;
@@ -245,13 +255,20 @@ TEST(VecMath, Avx2KernelsWithinUlpBounds) {
 TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
   const std::vector<float> xs = wide_f32_inputs();
   Tensor x = from_vector(std::vector<double>(xs.begin(), xs.end())).to(DType::F32);
-  const Tensor ys[] = {exp(x), log(x), tanh(x), sigmoid(x)};
-  for (int k = 0; k < 4; ++k) {
+  const Tensor ys[] = {exp(x), log(x), tanh(x), sigmoid(x), silu(x), softplus(x)};
+  for (int k = 0; k < 6; ++k) {
     float wx = 0;
     const int64_t e = max_ulp_error(kUlpFns[k], xs, ys[k].to_vector<float>(), &wx);
     EXPECT_LE(e, kUlpFns[k].max_ulp)
         << kUlpFns[k].name << " (" << cpu_isa_name(cpu_isa()) << ") at x = " << wx;
   }
+  // softplus's beta and threshold reach the kernel.
+  const UlpFn sp2{"softplus(beta 2, threshold 5)",
+                  [](double v) { return 2 * v > 5 ? v : std::log1p(std::exp(2 * v)) / 2; }, 3, true,
+                  kLowest};
+  float wx = 0;
+  EXPECT_LE(max_ulp_error(sp2, xs, softplus(x, 2.0, 5.0).to_vector<float>(), &wx), 3)
+      << "at x = " << wx;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   Tensor s = from_vector(std::vector<double>{inf, -inf, 0.0, -0.0, nan, -1.0}).to(DType::F32);
   auto e = exp(s).to_vector<float>(), l = log(s).to_vector<float>(), t = tanh(s).to_vector<float>(),
@@ -309,8 +326,9 @@ TEST(VecMath, SqrtBitwiseStdSqrt) {
 TEST(VecMath, LayoutAndThreadIndependent) {
   Tensor x = test::random_tensor({301, 333}, DType::F32, -12, 12, 5);  // 100,233: above the grain
   const int saved = get_num_threads();
-  for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Sigmoid}) {
-    Tensor in = op == UnaryOp::Log ? abs(x) : x;
+  for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu,
+                     UnaryOp::Softplus, UnaryOp::Sqrt}) {
+    Tensor in = op == UnaryOp::Log || op == UnaryOp::Sqrt ? abs(x) : x;
     set_num_threads(1);
     auto one = unary(op, in).to_vector<float>();
     set_num_threads(3);

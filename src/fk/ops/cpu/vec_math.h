@@ -1,14 +1,15 @@
 #pragma once
-// f32 exp, log, tanh and sigmoid, eight lanes at a time with AVX2 + FMA, for
+// f32 exp, log, tanh, sigmoid, silu and softplus, eight lanes at a time with
+// AVX2 + FMA, for
 // the unary ops' contiguous runs when fk::cpu_isa() >= CpuIsa::Avx2. glibc's
 // scalar expf/logf/tanhf cost 5-30 ns per element on this project's machines
 // (tanhf the worst); these run at about memory speed.
 //
 // Accuracy against the correctly rounded result, over the whole f32 range
 // (tests/fk/ops/unary_test.cpp: VecMath.*): exp, log <= 1 ulp; tanh, sigmoid
-// <= 2 ulp (sigmoid where the result is a normal number; where it is
-// subnormal, x < -87.3, both this and the generic 1 / (1 + exp(-x)) flush
-// towards 0). Special values: NaN in, NaN out; exp(+-inf) = inf, 0;
+// <= 2 ulp; silu, softplus <= 3 ulp (sigmoid and softplus where the result
+// is a normal number, silu for x >= -87.3; below that both this and the
+// generic formulas lose precision towards 0). Special values: NaN in, NaN out; exp(+-inf) = inf, 0;
 // log(0) = -inf, log(x < 0) = NaN, log(inf) = inf; tanh(+-inf) = +-1;
 // sigmoid(+-inf) = 1, 0; subnormal inputs and results are handled (no
 // flush-to-zero). Each lane is computed on its own, so a value's result does
@@ -25,7 +26,8 @@
 //         exact f as the leading term, so small |f| loses nothing).
 //   tanh: |x| < 0.5: odd Taylor series to x^17 (truncation < 1e-9);
 //         otherwise sign(x) (1 - 2 / (e^{2|x|} + 1)).
-//   sigmoid: 1 / (1 + e^{-x}).
+//   sigmoid: 1 / (1 + e^{-x}); silu: see silu_ps.
+//   softplus: see softplus_ps (log1p from log with Goldberg's correction).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -35,7 +37,12 @@ namespace fk::cpu::avx2 {
 
 #define FK_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
-enum class VecFn { Exp, Log, Tanh, Sigmoid };
+enum class VecFn { Exp, Log, Tanh, Sigmoid, Silu, Softplus };
+
+// softplus's beta (a) and threshold (b); unused by the others.
+struct VecParams {
+  float a = 1.0f, b = 20.0f;
+};
 
 FK_TARGET_AVX2 inline __m256 exp_ps(__m256 x) {
   const __m256 ln2_hi = _mm256_set1_ps(0.693145751953125f);  // 16 bits: n ln2_hi exact
@@ -134,39 +141,72 @@ FK_TARGET_AVX2 inline __m256 sigmoid_ps(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 
+// x / (1 + e^{-x}) for x >= 0, x e^x / (1 + e^x) below: e^{-|x|} never
+// overflows, so results stay accurate down to x = -87.3, where e^x turns
+// subnormal. (The generic x sigmoid(x) loses them below -87.3 too.)
+FK_TARGET_AVX2 inline __m256 silu_ps(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), ax));
+  const __m256 num =
+      _mm256_blendv_ps(x, _mm256_mul_ps(x, e), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+  return _mm256_div_ps(num, _mm256_add_ps(one, e));
+}
+
+// z = a x; z > b ? x : log1p(e^z) / a. log1p(u) as log(w) u / (w - 1) with
+// w = 1 + u rounded (Goldberg's correction for the rounding of w; u itself
+// where w == 1), and z where e^z overflows (the generic form gives inf there).
+FK_TARGET_AVX2 inline __m256 softplus_ps(__m256 x, VecParams p) {
+  const __m256 a = _mm256_set1_ps(p.a), one = _mm256_set1_ps(1.0f);
+  const __m256 z = _mm256_mul_ps(a, x);
+  const __m256 u = exp_ps(z);
+  const __m256 w = _mm256_add_ps(one, u);
+  __m256 l = _mm256_div_ps(_mm256_mul_ps(log_ps(w), u), _mm256_sub_ps(w, one));
+  l = _mm256_blendv_ps(l, u, _mm256_cmp_ps(w, one, _CMP_EQ_OQ));
+  l = _mm256_blendv_ps(l, z, _mm256_cmp_ps(u, _mm256_set1_ps(__builtin_inff()), _CMP_EQ_OQ));
+  const __m256 r = _mm256_div_ps(l, a);
+  return _mm256_blendv_ps(r, x, _mm256_cmp_ps(z, _mm256_set1_ps(p.b), _CMP_GT_OQ));
+}
+
 template <VecFn kFn>
-FK_TARGET_AVX2 inline __m256 apply_ps(__m256 x) {
+FK_TARGET_AVX2 inline __m256 apply_ps(__m256 x, VecParams p) {
   if constexpr (kFn == VecFn::Exp) return exp_ps(x);
   if constexpr (kFn == VecFn::Log) return log_ps(x);
   if constexpr (kFn == VecFn::Tanh) return tanh_ps(x);
   if constexpr (kFn == VecFn::Sigmoid) return sigmoid_ps(x);
+  if constexpr (kFn == VecFn::Silu) return silu_ps(x);
+  if constexpr (kFn == VecFn::Softplus) return softplus_ps(x, p);
 }
 
 // y[i] = fn(x[i]) for i < n; y may equal x. The last n % 8 go through a padded
 // buffer and the same vector code.
 template <VecFn kFn>
-FK_TARGET_AVX2 void apply_f32(const float* x, float* y, int64_t n) {
+FK_TARGET_AVX2 void apply_f32(const float* x, float* y, int64_t n, VecParams p) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, apply_ps<kFn>(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, apply_ps<kFn>(_mm256_loadu_ps(x + i), p));
   if (i < n) {
     alignas(32) float buf[8] = {};
     const size_t rest = static_cast<size_t>(n - i) * sizeof(float);
     std::memcpy(buf, x + i, rest);
-    _mm256_store_ps(buf, apply_ps<kFn>(_mm256_load_ps(buf)));
+    _mm256_store_ps(buf, apply_ps<kFn>(_mm256_load_ps(buf), p));
     std::memcpy(y + i, buf, rest);
   }
 }
 
-inline void apply_f32(VecFn fn, const float* x, float* y, int64_t n) {
+inline void apply_f32(VecFn fn, const float* x, float* y, int64_t n, VecParams p = {}) {
   switch (fn) {
     case VecFn::Exp:
-      return apply_f32<VecFn::Exp>(x, y, n);
+      return apply_f32<VecFn::Exp>(x, y, n, p);
     case VecFn::Log:
-      return apply_f32<VecFn::Log>(x, y, n);
+      return apply_f32<VecFn::Log>(x, y, n, p);
     case VecFn::Tanh:
-      return apply_f32<VecFn::Tanh>(x, y, n);
+      return apply_f32<VecFn::Tanh>(x, y, n, p);
     case VecFn::Sigmoid:
-      return apply_f32<VecFn::Sigmoid>(x, y, n);
+      return apply_f32<VecFn::Sigmoid>(x, y, n, p);
+    case VecFn::Silu:
+      return apply_f32<VecFn::Silu>(x, y, n, p);
+    case VecFn::Softplus:
+      return apply_f32<VecFn::Softplus>(x, y, n, p);
   }
 }
 
