@@ -1,5 +1,25 @@
-// fk op benchmarks. Run: build/bin/fk_bench
+// fk elementwise-class op benchmarks, each beside a plain C loop that moves the
+// same bytes in the same run, so the ratio fk/loop is the figure (it survives a
+// shared machine better than either time alone). Sizes: 65,536 f32 elements
+// (64x64x16, 256 KiB per operand: L2-resident) and 1,048,576 (256x256x16,
+// 4 MiB: L3). Second argument: threads (fk::set_num_threads; the loops use an
+// OpenMP team of that size). GB/s counts every operand read plus the result
+// written once.
+// Reproduce:
+//   cmake --build build/h -j2 --target fk_bench
+//   build/h/bin/fk_bench --benchmark_filter='Ew' --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true   (one line)
+// Machine limit (../shared/reference/machine.md, triad): ~160 / 300 GB/s in
+// L1/L2 and ~110 / 210 GB/s in L3 on 1 / 2 threads. Rates are per CPU second
+// on one thread, per wall second on two.
 #include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "fk/fk.h"
 
@@ -20,12 +40,340 @@ void BM_AddSmallBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_AddSmallBackward);
 
+// --- elementwise class: fk op vs plain loop -----------------------------------
+
+fk::Dims grid(int64_t n) {
+  return n == 65536 ? fk::Dims{64, 64, 16} : fk::Dims{n / (64 * 16), 64, 16};
+}
+
+fk::Tensor operand(const fk::Dims& shape, unsigned seed) {
+  fk::Generator g(seed);
+  return fk::uniform(shape, 0.5, 1.5, {}, &g);
+}
+
+void report(benchmark::State& state, int64_t n, double bytes_per_element) {
+  state.SetBytesProcessed(
+      static_cast<int64_t>(static_cast<double>(state.iterations() * n) * bytes_per_element));
+}
+
+// Sets the thread count for both fk and the plain loops, and returns it.
+int threads_of(benchmark::State& state) {
+  int t = static_cast<int>(state.range(1));
+  fk::set_num_threads(t);
+  return t;
+}
+
+// A plain OpenMP loop over [0, n) with `threads` threads (one thread: no team).
+template <typename F>
+void plain_for(int64_t n, int threads, const F& body) {
+  if (threads == 1) return body(int64_t{0}, n);
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    body(n * t / nt, n * (t + 1) / nt);
+  }
+}
+
+// One thread: timed per CPU second (robust when the machine is shared); two
+// threads: by the wall clock.
+void args(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{65536, 1048576}, {1}})->ArgNames({"n", "threads"});
+}
+void args_mt(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{65536, 1048576}, {2}})->ArgNames({"n", "threads"})->UseRealTime();
+}
+
+// The operands every case draws from, as tensors (fk) and raw pointers (loops).
+struct Operands {
+  explicit Operands(int64_t n)
+      : a(operand(grid(n), 1)),
+        b(operand(grid(n), 2)),
+        c(operand(grid(n), 3)),
+        row(operand({16}, 4)),
+        mask(fk::lt(a, b)),
+        a64(a.to(fk::DType::F64)),
+        b64(b.to(fk::DType::F64)),
+        out(fk::empty(grid(n))),
+        out64(fk::empty(grid(n), {fk::DType::F64})),
+        out_bool(fk::empty(grid(n), {fk::DType::Bool})) {}
+  fk::Tensor a, b, c, row, mask, a64, b64, out, out64, out_bool;
+};
+
+// Fk: the op as nefi calls it (a fresh result each call, from the caching
+// allocator). Loop: the same arithmetic into a preallocated result.
+struct Case {
+  const char* name;
+  double bytes_per_element;  // operands read + result written
+  std::function<void(Operands&)> fk;
+  std::function<void(Operands&, int64_t, int64_t)> loop;
+};
+
+const std::vector<Case>& cases() {
+  using O = Operands;
+  using I = int64_t;
+  static const std::vector<Case> k = {
+      {"Add", 12, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i];
+       }},
+      {"AddF64", 24, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a64, o.b64)); },
+       [](O& o, I lo, I hi) {
+         double* r = o.out64.data<double>();
+         const double *x = o.a64.data<double>(), *y = o.b64.data<double>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i];
+       }},
+      {"AddScalar", 8, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, 0.5)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + 0.5f;
+       }},
+      {"AddRow16", 8, [](O& o) { benchmark::DoNotOptimize(fk::add(o.a, o.row)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.row.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + y[i & 15];
+       }},
+      {"Mul", 12, [](O& o) { benchmark::DoNotOptimize(fk::mul(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] * y[i];
+       }},
+      {"Addcmul", 16, [](O& o) { benchmark::DoNotOptimize(fk::addcmul(o.a, o.b, o.c, 0.5)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>(), *z = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] + 0.5f * y[i] * z[i];
+       }},
+      // In place: no result to allocate; tiny factors keep the values bounded.
+      {"AddcmulInplace", 16, [](O& o) { fk::addcmul_(o.out, o.b, o.c, 1e-30); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *y = o.b.data<float>(), *z = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + 1e-30f * y[i] * z[i];
+       }},
+      {"LerpInplace", 12, [](O& o) { fk::lerp_(o.out, o.b, 0.25); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + 0.25f * (y[i] - r[i]);
+       }},
+      {"LerpInplaceTensorW", 16, [](O& o) { fk::lerp_(o.out, o.b, o.c); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *y = o.b.data<float>(), *w = o.c.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = r[i] + w[i] * (y[i] - r[i]);
+       }},
+      {"Where", 13, [](O& o) { benchmark::DoNotOptimize(fk::where(o.mask, o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         const bool* m = o.mask.data<bool>();
+         for (I i = lo; i < hi; ++i) r[i] = m[i] ? x[i] : y[i];
+       }},
+      {"Lt", 9, [](O& o) { benchmark::DoNotOptimize(fk::lt(o.a, o.b)); },
+       [](O& o, I lo, I hi) {
+         bool* r = o.out_bool.data<bool>();
+         const float *x = o.a.data<float>(), *y = o.b.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] < y[i];
+       }},
+      {"ToF64", 12, [](O& o) { benchmark::DoNotOptimize(o.a.to(fk::DType::F64)); },
+       [](O& o, I lo, I hi) {
+         double* r = o.out64.data<double>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i];
+       }},
+      {"Exp", 8, [](O& o) { benchmark::DoNotOptimize(fk::exp(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::exp(x[i]);
+       }},
+      {"Tanh", 8, [](O& o) { benchmark::DoNotOptimize(fk::tanh(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::tanh(x[i]);
+       }},
+      {"Sigmoid", 8, [](O& o) { benchmark::DoNotOptimize(fk::sigmoid(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = 1.0f / (1.0f + std::exp(-x[i]));
+       }},
+      {"Softplus", 8, [](O& o) { benchmark::DoNotOptimize(fk::softplus(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
+       }},
+      {"Log", 8, [](O& o) { benchmark::DoNotOptimize(fk::log(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::log(x[i]);
+       }},
+      {"Sqrt", 8, [](O& o) { benchmark::DoNotOptimize(fk::sqrt(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = std::sqrt(x[i]);
+       }},
+      {"Relu", 8, [](O& o) { benchmark::DoNotOptimize(fk::relu(o.a)); },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i] > 0.0f ? x[i] : 0.0f;
+       }},
+      // The loop for a transposed copy is a straight copy: the floor of its traffic.
+      {"ContiguousT", 8,
+       [](O& o) {
+         const int64_t n = o.a.numel();
+         benchmark::DoNotOptimize(fk::contiguous(o.a.reshape({n / 256, 256}).t()));
+       },
+       [](O& o, I lo, I hi) {
+         float* r = o.out.data<float>();
+         const float* x = o.a.data<float>();
+         for (I i = lo; i < hi; ++i) r[i] = x[i];
+       }},
+  };
+  return k;
+}
+
+void run_fk(benchmark::State& state, const Case& c) {
+  const int64_t n = state.range(0);
+  threads_of(state);
+  Operands o(n);
+  for (auto _ : state) c.fk(o);
+  report(state, n, c.bytes_per_element);
+}
+
+void run_loop(benchmark::State& state, const Case& c) {
+  const int64_t n = state.range(0);
+  const int threads = threads_of(state);
+  Operands o(n);
+  for (auto _ : state) {
+    plain_for(n, threads, [&](int64_t lo, int64_t hi) { c.loop(o, lo, hi); });
+    benchmark::ClobberMemory();
+  }
+  report(state, n, c.bytes_per_element);
+}
+
+// BM_Ew<case>_Fk and BM_Ew<case>_Loop side by side.
+void register_cases() {
+  for (const Case& c : cases()) {
+    std::string name = std::string("BM_Ew") + c.name;
+    for (auto apply : {args, args_mt}) {
+      benchmark::RegisterBenchmark((name + "_Fk").c_str(), run_fk, c)->Apply(apply);
+      benchmark::RegisterBenchmark((name + "_Loop").c_str(), run_loop, c)->Apply(apply);
+    }
+  }
+}
+
+// roll along one dim (0 or the last) and along two dims, as nefi's heat
+// reference stencil calls it; the loop copies the same bytes as runs.
+void roll_loop(benchmark::State& state, int64_t rows, int64_t row_len, int64_t shift) {
+  int64_t n = state.range(0);
+  int threads = threads_of(state);
+  fk::Tensor ta = operand(grid(n), 1), to = fk::empty(grid(n));
+  const float* a = ta.data<float>();
+  float* o = to.data<float>();
+  for (auto _ : state) {
+    plain_for(rows, threads, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const float* s = a + r * row_len;
+        float* d = o + r * row_len;
+        std::memcpy(d + shift, s, sizeof(float) * (row_len - shift));
+        std::memcpy(d, s + row_len - shift, sizeof(float) * shift);
+      }
+    });
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 8);
+}
+void roll_fk(benchmark::State& state, std::vector<int64_t> shifts, std::vector<int64_t> dims) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand(grid(n), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::roll(a, shifts, dims));
+  report(state, n, 8);
+}
+void BM_EwRollDim0_Fk(benchmark::State& state) {
+  roll_fk(state, {1}, {0});
+}
+void BM_EwRollDim0_Loop(benchmark::State& state) {
+  roll_loop(state, 1, state.range(0), 64 * 16);
+}
+void BM_EwRollLast_Fk(benchmark::State& state) {
+  roll_fk(state, {1}, {2});
+}
+void BM_EwRollLast_Loop(benchmark::State& state) {
+  roll_loop(state, state.range(0) / 16, 16, 1);
+}
+void BM_EwRoll2d_Fk(benchmark::State& state) {
+  roll_fk(state, {1, 1}, {0, 1});
+}
+void BM_EwRoll2d_Loop(benchmark::State& state) {
+  roll_loop(state, 1, state.range(0), 64 * 16 + 16);  // same bytes in two runs
+}
+BENCHMARK(BM_EwRollDim0_Fk)->Apply(args);
+BENCHMARK(BM_EwRollDim0_Fk)->Apply(args_mt);
+BENCHMARK(BM_EwRollDim0_Loop)->Apply(args);
+BENCHMARK(BM_EwRollDim0_Loop)->Apply(args_mt);
+BENCHMARK(BM_EwRollLast_Fk)->Apply(args);
+BENCHMARK(BM_EwRollLast_Fk)->Apply(args_mt);
+BENCHMARK(BM_EwRollLast_Loop)->Apply(args);
+BENCHMARK(BM_EwRollLast_Loop)->Apply(args_mt);
+BENCHMARK(BM_EwRoll2d_Fk)->Apply(args);
+BENCHMARK(BM_EwRoll2d_Fk)->Apply(args_mt);
+BENCHMARK(BM_EwRoll2d_Loop)->Apply(args);
+BENCHMARK(BM_EwRoll2d_Loop)->Apply(args_mt);
+
+// Full sum: the loop keeps 8 partial sums so it vectorises without -ffast-math.
+void BM_EwSum_Fk(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand(grid(n), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::sum(a));
+  report(state, n, 4);
+}
+void BM_EwSum_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  int threads = threads_of(state);
+  fk::Tensor ta = operand(grid(n), 1);
+  const float* a = ta.data<float>();
+  for (auto _ : state) {
+    float part[2] = {0, 0};
+    plain_for(n, threads, [&](int64_t lo, int64_t hi) {
+      float acc[8] = {};
+      for (int64_t i = lo; i + 8 <= hi; i += 8) {
+        for (int j = 0; j < 8; ++j) acc[j] += a[i + j];
+      }
+      float s = 0;
+      for (float v : acc) s += v;
+      part[lo == 0 ? 0 : 1] = s;
+    });
+    benchmark::DoNotOptimize(part[0] + part[1]);
+  }
+  report(state, n, 4);
+}
+BENCHMARK(BM_EwSum_Fk)->Apply(args);
+BENCHMARK(BM_EwSum_Fk)->Apply(args_mt);
+BENCHMARK(BM_EwSum_Loop)->Apply(args);
+BENCHMARK(BM_EwSum_Loop)->Apply(args_mt);
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("command", "build/bin/fk_bench (make bench)");
   benchmark::AddCustomContext(
-      "machine limits", "raw cblas_sgemm (BM_GemmRaw*) and raw FFTW (BM_Fftw*) in the same run");
+      "machine limits",
+      "raw cblas_sgemm (BM_GemmRaw*), raw FFTW (BM_Fftw*) and plain loops (BM_Ew*_Loop) in the "
+      "same run");
+  register_cases();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

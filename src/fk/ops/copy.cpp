@@ -1,5 +1,7 @@
 #include "fk/ops/copy.h"
 
+#include <immintrin.h>
+
 #include <cstring>
 
 #include "fk/autograd.h"
@@ -7,6 +9,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/half.h"
+#include "fk/ops/cpu/copy_bytes.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
@@ -33,6 +36,51 @@ To convert(From v) {
   }
 }
 
+// One tile of a transpose: dst[a * d1 + c] = src[c * s0 + a] for c < nc, a < na.
+// Full 16x16 tiles of 4- and 8-byte elements: SSE2 4x4 / 2x2 register
+// transposes from the source rows into a 1 KiB (2 KiB) buffer, then each
+// buffer row out to its destination row in whole cache lines. Writing the
+// 4x4 blocks straight to the destination instead touches 16 lines 4 KiB
+// apart at once, which share one L1 set when rows are a power of two long
+// and thrash (a 1024^2 f32 transpose ran 3.5x slower). The former scalar
+// buffer loop cost ~2 cycles per element, half of it in memmove calls GCC
+// made of the buffer's row copies.
+template <typename T>
+void transpose_tile(const T* src, int64_t s0, T* dst, int64_t d1, int64_t nc, int64_t na) {
+  constexpr int64_t kB = 16;
+  if (nc < kB || na < kB || (sizeof(T) != 4 && sizeof(T) != 8)) {
+    for (int64_t a = 0; a < na; ++a) {
+      for (int64_t c = 0; c < nc; ++c) dst[a * d1 + c] = src[c * s0 + a];
+    }
+    return;
+  }
+  alignas(64) T buf[kB][kB];
+  if constexpr (sizeof(T) == 4) {
+    for (int64_t c = 0; c < kB; c += 4) {
+      for (int64_t a = 0; a < kB; a += 4) {
+        const float* s = reinterpret_cast<const float*>(src + c * s0 + a);
+        __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + s0), r2 = _mm_loadu_ps(s + 2 * s0),
+               r3 = _mm_loadu_ps(s + 3 * s0);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_store_ps(reinterpret_cast<float*>(&buf[a][c]), r0);
+        _mm_store_ps(reinterpret_cast<float*>(&buf[a + 1][c]), r1);
+        _mm_store_ps(reinterpret_cast<float*>(&buf[a + 2][c]), r2);
+        _mm_store_ps(reinterpret_cast<float*>(&buf[a + 3][c]), r3);
+      }
+    }
+  } else if constexpr (sizeof(T) == 8) {
+    for (int64_t c = 0; c < kB; c += 2) {
+      for (int64_t a = 0; a < kB; a += 2) {
+        const double* s = reinterpret_cast<const double*>(src + c * s0 + a);
+        __m128d r0 = _mm_loadu_pd(s), r1 = _mm_loadu_pd(s + s0);
+        _mm_store_pd(reinterpret_cast<double*>(&buf[a][c]), _mm_unpacklo_pd(r0, r1));
+        _mm_store_pd(reinterpret_cast<double*>(&buf[a + 1][c]), _mm_unpackhi_pd(r0, r1));
+      }
+    }
+  }
+  for (int64_t a = 0; a < kB; ++a) std::memcpy(dst + a * d1, buf[a], sizeof(buf[a]));
+}
+
 // A copy whose source runs contiguously along the destination's second loop
 // dimension (a transpose): done in square tiles so both sides stay in cache.
 // Handles up to one extra (batch) dimension; returns false for other layouts.
@@ -44,11 +92,11 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
       L.strides[1][0] == es || L.shape[0] < 16 || L.shape[1] < 16) {
     return false;
   }
-  // 16x16 tiles through a small buffer: every cache line is read whole and
-  // written whole, so power-of-two row strides (which map rows to one L1 set)
-  // cannot make lines thrash between their halves. Tiles are walked in strips
-  // of kStrip destination rows so each source page is visited for 1 KiB at a
-  // time rather than 64 B (TLB misses dominated otherwise).
+  // 16x16 tiles: every cache line is read whole and written whole, so
+  // power-of-two row strides (which map rows to one L1 set) cannot make lines
+  // thrash between their halves. Tiles are walked in strips of kStrip
+  // destination rows so each source page is visited for 1 KiB at a time
+  // rather than 64 B (TLB misses dominated otherwise).
   constexpr int64_t kB = 16, kStrip = 256 / sizeof(T) * 4;
   const int64_t n0 = L.shape[0], n1 = L.shape[1], nb = L.ndim == 3 ? L.shape[2] : 1;
   const int64_t d1 = L.strides[0][1] / es, s0 = L.strides[1][0] / es;
@@ -60,7 +108,6 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
   if (L.numel > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, nb * tiles1, std::max<int64_t>(1, cpu::kElementwiseGrain / (kStrip * n0)),
                [&](int64_t lo, int64_t hi) {
-                 T buf[kB][kB];
                  for (int64_t t = lo; t < hi; ++t) {
                    int64_t b = t / tiles1, s0a = (t % tiles1) * kStrip;
                    int64_t s1a = std::min(n1, s0a + kStrip);
@@ -68,14 +115,8 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
                      int64_t nc = std::min(kB, n0 - c0);
                      for (int64_t a0 = s0a; a0 < s1a; a0 += kB) {
                        int64_t na = std::min(kB, s1a - a0);
-                       const T* src = in + b * sb + a0;
-                       T* dst = out + b * db + a0 * d1;
-                       for (int64_t c = 0; c < nc; ++c) {
-                         for (int64_t a = 0; a < na; ++a) buf[c][a] = src[(c0 + c) * s0 + a];
-                       }
-                       for (int64_t a = 0; a < na; ++a) {
-                         for (int64_t c = 0; c < nc; ++c) dst[a * d1 + c0 + c] = buf[c][a];
-                       }
+                       transpose_tile(in + b * sb + a0 + c0 * s0, s0, out + b * db + a0 * d1 + c0,
+                                      d1, nc, na);
                      }
                    }
                  }
@@ -83,8 +124,24 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
   return true;
 }
 
+// Contiguous to contiguous, same dtype: a byte copy split over threads by
+// index. Not through the elementwise engine, whose identity loop GCC turns into
+// a libc memcpy call, slow for misaligned views (see cpu/copy_bytes.h).
+bool copy_flat(Tensor& dst, const Tensor& src) {
+  if (!(dst.is_contiguous() && src.is_contiguous() && dst.shape() == src.shape())) return false;
+  const int64_t es = static_cast<int64_t>(dst.itemsize());
+  char* o = static_cast<char*>(dst.data_ptr());
+  const char* i = static_cast<const char*>(src.data_ptr());
+  if (dst.numel() > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
+  parallel_for(0, dst.numel(), cpu::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    cpu::copy_bytes(o + lo * es, i + lo * es, (hi - lo) * es);
+  });
+  return true;
+}
+
 // Same-dtype copy: moves bytes by element size, so one instantiation per width.
 void copy_same_dtype(Tensor& dst, const Tensor& src) {
+  if (copy_flat(dst, src)) return;
   if (dst.itemsize() == 4 && copy_tiled_transpose<uint32_t>(dst, src)) return;
   if (dst.itemsize() == 8 && copy_tiled_transpose<uint64_t>(dst, src)) return;
   cpu::visit_width(dst.itemsize(), [&](auto tag) {

@@ -1,6 +1,8 @@
 #include "fk/ops/binary.h"
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "../test_util.h"
 
@@ -91,13 +93,82 @@ TEST(Ternary, ValuesAndGradcheck) {
     }
   }
   std::vector<Tensor> in{s, x, y};
-  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return addcmul(v[0], v[1], v[2], 0.5); })), in);
-  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return addcdiv(v[0], v[1], v[2], 0.5); })), in);
+  EXPECT_GRADCHECK(
+      (Fn([](const std::vector<Tensor>& v) { return addcmul(v[0], v[1], v[2], 0.5); })), in);
+  EXPECT_GRADCHECK(
+      (Fn([](const std::vector<Tensor>& v) { return addcdiv(v[0], v[1], v[2], 0.5); })), in);
   EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return lerp(v[0], v[1], v[2]); })), in);
   EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) {
                      return where(gt(v[1], scalar_like(v[1], 1.0)), v[0], v[2]);
                    })),
                    in);
+}
+
+// where() selects bits (a branch-free blend): every stored dtype, NaN payloads
+// and -0.0 kept, condition / branches broadcast from one element (the splat
+// path of the ternary loop), against a byte-wise loop.
+TEST(Where, EveryDtypeBitExactWithBroadcastOperands) {
+  const int64_t n = 1000;
+  Tensor c = gt(test::random_tensor({n}, DType::F64, -1, 1, 1), zeros({}, {DType::F64}));
+  Tensor c1 = gt(ones({1}), zeros({1}));  // one true element, broadcast
+  auto cv = c.to_vector<bool>();
+  std::vector<double> av = test::random_values(n, -5, 5, 2), bv = test::random_values(n, -5, 5, 3);
+  av[7] = -0.0;
+  av[8] = std::nan("");
+  bv[9] = -std::nan("0x123");
+  for (DType dt :
+       {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64, DType::C64, DType::C128}) {
+    Tensor a = from_vector(av).to(dt), b = from_vector(bv).to(dt);
+    if (dt == DType::Bool) a = gt(from_vector(av), zeros({}, {DType::F64}));
+    const int64_t es = static_cast<int64_t>(a.itemsize());
+    auto bytes = [&](const Tensor& t, int64_t i) {
+      return static_cast<const char*>(t.data_ptr()) + (t.numel() == 1 ? 0 : i) * es;
+    };
+    struct Form {
+      Tensor cond, x, y;
+    };
+    Tensor b0 = b.narrow(0, 4, 1);  // one element of b, broadcast
+    for (const Form& f : {Form{c, a, b}, Form{c, a, b0}, Form{c, b0, a}, Form{c1, a, b}}) {
+      Tensor out = where(f.cond, f.x, f.y);
+      ASSERT_EQ(out.dtype(), dt);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool take_x = f.cond.numel() == 1 ? true : cv[static_cast<size_t>(i)];
+        const char* want = take_x ? bytes(f.x, i) : bytes(f.y, i);
+        ASSERT_EQ(std::memcmp(bytes(out, i), want, static_cast<size_t>(es)), 0)
+            << name(dt) << " at " << i;
+      }
+    }
+  }
+}
+
+// Ternary ops with one operand broadcast from a single element (lerp's scalar
+// weight, addcmul's scalar factor) on runs long enough for the splat path,
+// out of place and in place, against plain loops.
+TEST(Ternary, BroadcastScalarOperandsAgainstLoops) {
+  const int64_t n = 777;
+  Tensor x = test::random_tensor({n}, DType::F64, -1, 1, 4);
+  Tensor y = test::random_tensor({n}, DType::F64, 0.5, 2, 5);
+  Tensor w = from_vector(std::vector<double>{0.3});
+  auto xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  std::vector<double> lerp_want(n), cmul_want(n), cdiv_want(n);
+  for (int64_t i = 0; i < n; ++i) {
+    lerp_want[i] = xv[i] + 0.3 * (yv[i] - xv[i]);
+    cmul_want[i] = xv[i] + 2.0 * 0.3 * yv[i];
+    cdiv_want[i] = 0.3 + 2.0 * xv[i] / yv[i];
+  }
+  test::expect_close(lerp(x, y, w), lerp_want, 1e-15);
+  test::expect_close(addcmul(x, w, y, 2.0), cmul_want, 1e-15);
+  test::expect_close(addcdiv(w, x, y, 2.0), cdiv_want, 1e-15);
+  Tensor t = x.clone();
+  lerp_(t, y, w);
+  EXPECT_EQ(t.to_vector<double>(), lerp(x, y, w).to_vector<double>());
+  t = x.clone();
+  div_(t, y);
+  EXPECT_EQ(t.to_vector<double>(), div(x, y).to_vector<double>());
+  Tensor x32 = x.to(DType::F32), y32 = y.to(DType::F32);
+  t = x32.clone();
+  lerp_(t, y32, 0.3);
+  EXPECT_EQ(t.to_vector<float>(), lerp(x32, y32, 0.3).to_vector<float>());
 }
 
 TEST(InPlace, MatchOutOfPlaceAndBumpVersion) {

@@ -1,6 +1,14 @@
 #include "fk/ops/unary.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "fk/cpu_isa.h"
+#include "fk/ops/cpu/vec_math.h"
 
 #include "../test_util.h"
 
@@ -14,7 +22,9 @@ struct Case {
   double (*reference)(double, UnaryParams);
 };
 
-double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double ref_sigmoid(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 const Case kCases[] = {
     {UnaryOp::Neg, {}, -2, 2, [](double x, UnaryParams) { return -x; }},
@@ -30,23 +40,44 @@ const Case kCases[] = {
     {UnaryOp::Tanh, {}, -2, 2, [](double x, UnaryParams) { return std::tanh(x); }},
     {UnaryOp::Sigmoid, {}, -4, 4, [](double x, UnaryParams) { return ref_sigmoid(x); }},
     {UnaryOp::Relu, {}, -2, 2, [](double x, UnaryParams) { return x > 0 ? x : 0; }},
-    {UnaryOp::LeakyRelu, {0.1, 0}, -2, 2,
+    {UnaryOp::LeakyRelu,
+     {0.1, 0},
+     -2,
+     2,
      [](double x, UnaryParams p) { return x > 0 ? x : p.a * x; }},
-    {UnaryOp::Elu, {1.5, 0}, -2, 2,
+    {UnaryOp::Elu,
+     {1.5, 0},
+     -2,
+     2,
      [](double x, UnaryParams p) { return x > 0 ? x : p.a * (std::exp(x) - 1); }},
-    {UnaryOp::Gelu, {}, -3, 3,
+    {UnaryOp::Gelu,
+     {},
+     -3,
+     3,
      [](double x, UnaryParams) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-    {UnaryOp::GeluTanh, {}, -3, 3,
+    {UnaryOp::GeluTanh,
+     {},
+     -3,
+     3,
      [](double x, UnaryParams) {
        return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
      }},
     {UnaryOp::Silu, {}, -3, 3, [](double x, UnaryParams) { return x * ref_sigmoid(x); }},
-    {UnaryOp::Softplus, {2.0, 20}, -3, 3,
+    {UnaryOp::Softplus,
+     {2.0, 20},
+     -3,
+     3,
      [](double x, UnaryParams p) { return std::log1p(std::exp(p.a * x)) / p.a; }},
     {UnaryOp::Erf, {}, -2, 2, [](double x, UnaryParams) { return std::erf(x); }},
-    {UnaryOp::PowScalar, {2.5, 0}, 0.2, 2,
+    {UnaryOp::PowScalar,
+     {2.5, 0},
+     0.2,
+     2,
      [](double x, UnaryParams p) { return std::pow(x, p.a); }},
-    {UnaryOp::Clamp, {-0.5, 0.4}, -1, 1,
+    {UnaryOp::Clamp,
+     {-0.5, 0.4},
+     -1,
+     1,
      [](double x, UnaryParams p) { return std::min(std::max(x, p.a), p.b); }},
     {UnaryOp::Square, {}, -2, 2, [](double x, UnaryParams) { return x * x; }},
     {UnaryOp::Reciprocal, {}, 0.5, 2, [](double x, UnaryParams) { return 1 / x; }},
@@ -80,7 +111,7 @@ TEST(Unary, ComplexOpsGradcheck) {
   for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Conj, UnaryOp::Exp, UnaryOp::Square,
                      UnaryOp::Reciprocal, UnaryOp::Log, UnaryOp::Sqrt}) {
     auto f = [op](const std::vector<Tensor>& in) { return unary(op, in[0]); };
-    EXPECT_GRADCHECK(f, std::vector<Tensor>{z}) ;
+    EXPECT_GRADCHECK(f, std::vector<Tensor>{z});
   }
   auto fabs_ = [](const std::vector<Tensor>& in) { return abs(in[0]); };
   EXPECT_GRADCHECK(fabs_, std::vector<Tensor>{z});
@@ -105,6 +136,210 @@ TEST(Unary, LargeInputsUseThreadsAndAgree) {
   auto b = tanh(x).to_vector<float>();
   set_num_threads(2);
   EXPECT_EQ(a, b);
+}
+
+// --- f32 exp, log, tanh, sigmoid against the correctly rounded result ------------
+//
+// Inputs: every 4099th f32 bit pattern (all exponents, both signs, NaNs, infs,
+// subnormals) plus the special values; the reference is the f64 function
+// rounded to f32. Bounds (max ulp): exp 1, log 1, tanh 2, sigmoid 2, silu 3,
+// softplus 3 (sigmoid, silu, softplus only where the result is normal, silu
+// for x >= -87.3; elsewhere the result must be tiny, of the right sign).
+// Both the AVX2 kernels (cpu/vec_math.h, where the CPU has AVX2) and the op as
+// dispatched (AVX2 or the generic glibc build, per FK_CPU_ISA) must hold them.
+
+std::vector<float> wide_f32_inputs() {
+  std::vector<float> v;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) {
+    uint32_t u = static_cast<uint32_t>(b);
+    float f;
+    std::memcpy(&f, &u, 4);
+    v.push_back(f);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float f : {0.0f,
+                  -0.0f,
+                  inf,
+                  -inf,
+                  std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::min(),
+                  std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(),
+                  1.0f,
+                  -1.0f,
+                  0.5f,
+                  -0.5f,
+                  0.49999997f,
+                  88.72283f,
+                  88.72284f,
+                  -87.33654f,
+                  -103.97208f,
+                  -104.0f,
+                  1e-30f,
+                  -1e-30f,
+                  9.0f,
+                  -9.0f,
+                  1.41421356f,
+                  0.70710678f})
+    v.push_back(f);
+  return v;
+}
+
+int64_t ordered(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, 4);
+  return i < 0 ? int64_t{INT32_MIN} - i : i;
+}
+
+struct UlpFn {
+  const char* name;
+  double (*reference)(double);
+  int64_t max_ulp;
+  bool normal_results_only;
+  float min_x;  // below it only the sign and tininess (|y| <= 1e-35) are checked
+};
+
+constexpr float kLowest = -std::numeric_limits<float>::infinity();
+const UlpFn kUlpFns[] = {
+    {"exp", [](double x) { return std::exp(x); }, 1, false, kLowest},
+    {"log", [](double x) { return std::log(x); }, 1, false, kLowest},
+    {"tanh", [](double x) { return std::tanh(x); }, 2, false, kLowest},
+    {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, 2, true, kLowest},
+    {"silu", [](double x) { return x / (1 + std::exp(-x)); }, 3, true, -87.3f},
+    {"softplus", [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, 3, true, kLowest},
+};
+
+// The worst ulp error of `got` over `xs` (a NaN where NaN is due counts 0, any
+// other mismatch with NaN or inf a huge error); reports the worst input.
+int64_t max_ulp_error(const UlpFn& fn, const std::vector<float>& xs, const std::vector<float>& got,
+                      float* worst_x) {
+  int64_t worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float want = static_cast<float>(fn.reference(static_cast<double>(xs[i])));
+    int64_t err;
+    if (std::isnan(want) || std::isnan(got[i])) {
+      err = std::isnan(want) && std::isnan(got[i]) ? 0 : INT32_MAX;
+    } else if (xs[i] < fn.min_x ||
+               (fn.normal_results_only && std::fabs(want) < std::numeric_limits<float>::min())) {
+      // Tiny: below FLT_MIN, or (below min_x) no larger than the true value's bound.
+      const float limit = xs[i] < fn.min_x ? 1e-35f : std::numeric_limits<float>::min();
+      const bool tiny = std::fabs(got[i]) <= limit;
+      err = tiny && (got[i] == 0.0f || std::signbit(got[i]) == std::signbit(want)) ? 0 : INT32_MAX;
+    } else {
+      err = std::llabs(ordered(want) - ordered(got[i]));
+    }
+    if (err > worst) {
+      worst = err;
+      *worst_x = xs[i];
+    }
+  }
+  return worst;
+}
+
+TEST(VecMath, Avx2KernelsWithinUlpBounds) {
+  if (cpu_isa_detected() < CpuIsa::Avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  const std::vector<float> xs = wide_f32_inputs();
+  using cpu::avx2::VecFn;
+  const VecFn fns[] = {VecFn::Exp,     VecFn::Log,  VecFn::Tanh,
+                       VecFn::Sigmoid, VecFn::Silu, VecFn::Softplus};
+  for (int k = 0; k < 6; ++k) {
+    std::vector<float> got(xs.size());
+    cpu::avx2::apply_f32(fns[k], xs.data(), got.data(), static_cast<int64_t>(xs.size()));
+    float wx = 0;
+    const int64_t e = max_ulp_error(kUlpFns[k], xs, got, &wx);
+    EXPECT_LE(e, kUlpFns[k].max_ulp) << kUlpFns[k].name << " at x = " << wx;
+  }
+}
+
+TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
+  const std::vector<float> xs = wide_f32_inputs();
+  Tensor x = from_vector(std::vector<double>(xs.begin(), xs.end())).to(DType::F32);
+  const Tensor ys[] = {exp(x), log(x), tanh(x), sigmoid(x), silu(x), softplus(x)};
+  for (int k = 0; k < 6; ++k) {
+    float wx = 0;
+    const int64_t e = max_ulp_error(kUlpFns[k], xs, ys[k].to_vector<float>(), &wx);
+    EXPECT_LE(e, kUlpFns[k].max_ulp)
+        << kUlpFns[k].name << " (" << cpu_isa_name(cpu_isa()) << ") at x = " << wx;
+  }
+  // softplus's beta and threshold reach the kernel.
+  const UlpFn sp2{"softplus(beta 2, threshold 5)",
+                  [](double v) { return 2 * v > 5 ? v : std::log1p(std::exp(2 * v)) / 2; }, 3, true,
+                  kLowest};
+  float wx = 0;
+  EXPECT_LE(max_ulp_error(sp2, xs, softplus(x, 2.0, 5.0).to_vector<float>(), &wx), 3)
+      << "at x = " << wx;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  Tensor s = from_vector(std::vector<double>{inf, -inf, 0.0, -0.0, nan, -1.0}).to(DType::F32);
+  auto e = exp(s).to_vector<float>(), l = log(s).to_vector<float>(), t = tanh(s).to_vector<float>(),
+       g = sigmoid(s).to_vector<float>();
+  EXPECT_EQ(e[0], inf);
+  EXPECT_EQ(e[1], 0.0f);
+  EXPECT_EQ(e[2], 1.0f);
+  EXPECT_TRUE(std::isnan(e[4]));
+  EXPECT_EQ(l[0], inf);
+  EXPECT_EQ(l[2], -inf);
+  EXPECT_EQ(l[3], -inf);
+  EXPECT_TRUE(std::isnan(l[4]) && std::isnan(l[5]));
+  EXPECT_EQ(t[0], 1.0f);
+  EXPECT_EQ(t[1], -1.0f);
+  EXPECT_TRUE(t[3] == 0.0f && std::signbit(t[3]));  // tanh(-0) = -0
+  EXPECT_TRUE(std::isnan(t[4]));
+  EXPECT_EQ(g[0], 1.0f);
+  EXPECT_EQ(g[1], 0.0f);
+  EXPECT_EQ(g[2], 0.5f);
+  EXPECT_TRUE(std::isnan(g[4]));
+}
+
+// sqrt and rsqrt run vectorised (SSE2) and must give std::sqrt's correctly
+// rounded bits, 1 / std::sqrt for rsqrt, in f32 and f64, strided or not.
+TEST(VecMath, SqrtBitwiseStdSqrt) {
+  const std::vector<float> xs = wide_f32_inputs();
+  Tensor x = from_vector(std::vector<double>(xs.begin(), xs.end())).to(DType::F32);
+  auto s = sqrt(x).to_vector<float>(), r = rsqrt(x).to_vector<float>();
+  auto st = sqrt(x.reshape({-1, 2}).t()).t().contiguous().to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float ws = std::sqrt(xs[i]), wr = 1.0f / std::sqrt(xs[i]);
+    ASSERT_TRUE(std::memcmp(&s[i], &ws, 4) == 0 || (std::isnan(ws) && std::isnan(s[i]))) << xs[i];
+    ASSERT_TRUE(std::memcmp(&r[i], &wr, 4) == 0 || (std::isnan(wr) && std::isnan(r[i]))) << xs[i];
+    ASSERT_TRUE(std::memcmp(&st[i], &s[i], 4) == 0 || std::isnan(s[i])) << xs[i];
+  }
+  std::vector<double> xd = test::random_values(1001, 0, 1e6, 8);
+  xd[0] = -1.0;
+  xd[1] = -0.0;
+  xd[2] = std::numeric_limits<double>::denorm_min();
+  xd[3] = std::numeric_limits<double>::infinity();
+  auto sd = sqrt(from_vector(xd)).to_vector<double>();
+  auto rd = rsqrt(from_vector(xd)).to_vector<double>();
+  for (size_t i = 0; i < xd.size(); ++i) {
+    if (std::isnan(std::sqrt(xd[i]))) {
+      EXPECT_TRUE(std::isnan(sd[i]) && std::isnan(rd[i]));
+      continue;
+    }
+    EXPECT_EQ(sd[i], std::sqrt(xd[i]));
+    EXPECT_EQ(rd[i], 1.0 / std::sqrt(xd[i]));
+  }
+  EXPECT_TRUE(std::signbit(sd[1]));  // sqrt(-0) = -0
+}
+
+// Same values in any layout, any run length and on any thread count, bitwise.
+TEST(VecMath, LayoutAndThreadIndependent) {
+  Tensor x = test::random_tensor({301, 333}, DType::F32, -12, 12, 5);  // 100,233: above the grain
+  const int saved = get_num_threads();
+  for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu,
+                     UnaryOp::Softplus, UnaryOp::Sqrt}) {
+    Tensor in = op == UnaryOp::Log || op == UnaryOp::Sqrt ? abs(x) : x;
+    set_num_threads(1);
+    auto one = unary(op, in).to_vector<float>();
+    set_num_threads(3);
+    auto three = unary(op, in).to_vector<float>();
+    auto strided = unary(op, in.t()).t().contiguous().to_vector<float>();
+    auto tail = unary(op, in.reshape({in.numel()}).narrow(0, 3, 13)).to_vector<float>();
+    EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * 4), 0) << name(op);
+    EXPECT_EQ(std::memcmp(one.data(), strided.data(), one.size() * 4), 0) << name(op);
+    EXPECT_EQ(std::memcmp(one.data() + 3, tail.data(), 13 * 4), 0) << name(op);
+  }
+  set_num_threads(saved);
 }
 
 }  // namespace

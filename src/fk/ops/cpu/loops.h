@@ -174,6 +174,19 @@ void map2(Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
   run(make_loop<3>(out.shape(), {&out, &a, &b}), inner);
 }
 
+// Points at `p` if it steps by one element (stride sizeof(T)), or at `buf`
+// filled with the one value *p if it is broadcast along the run (stride 0);
+// *step is then 1 or 0 elements per chunk element. Null for any other stride.
+template <typename T, int64_t kChunk>
+const T* unit_or_splat(const char* p, int64_t stride, T (&buf)[kChunk], int64_t* step) {
+  *step = stride == 0 ? 0 : 1;
+  if (stride == static_cast<int64_t>(sizeof(T))) return reinterpret_cast<const T*>(p);
+  if (stride != 0) return nullptr;
+  const T v = *reinterpret_cast<const T*>(p);
+  for (int64_t i = 0; i < kChunk; ++i) buf[i] = v;
+  return buf;
+}
+
 // out[i] = f(a[i], b[i], c[i]); all broadcast to out's shape.
 template <typename O, typename A, typename B, typename C, typename F>
 void map3(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const F& f) {
@@ -186,6 +199,32 @@ void map3(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const 
       const C* z = reinterpret_cast<const C*>(p[3]);
       for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
       return;
+    }
+    if (s[0] == sizeof(O) && n >= 16) {
+      // Unit or broadcast (scalar) inputs, e.g. lerp's weight or where's zero:
+      // each broadcast input is splatted into a buffer once, so every chunk
+      // runs the same vectorised unit-stride loop instead of the byte-offset
+      // one below (~8x slower).
+      constexpr int64_t kChunk = 256;
+      A xb[kChunk];
+      B yb[kChunk];
+      C zb[kChunk];
+      int64_t xs, ys, zs;
+      const A* x = unit_or_splat(p[1], s[1], xb, &xs);
+      const B* y = unit_or_splat(p[2], s[2], yb, &ys);
+      const C* z = unit_or_splat(p[3], s[3], zb, &zs);
+      if (x && y && z) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        for (int64_t j = 0; j < n; j += kChunk) {
+          const int64_t m = std::min(kChunk, n - j);
+          O* oj = o + j;
+          const A* xj = x + xs * j;
+          const B* yj = y + ys * j;
+          const C* zj = z + zs * j;
+          for (int64_t i = 0; i < m; ++i) oj[i] = f(xj[i], yj[i], zj[i]);
+        }
+        return;
+      }
     }
     for (int64_t i = 0; i < n; ++i) {
       *reinterpret_cast<O*>(p[0] + i * s[0]) = f(*reinterpret_cast<const A*>(p[1] + i * s[1]),

@@ -1,0 +1,92 @@
+#include "fk/ops/copy.h"
+
+#include <cstring>
+#include <vector>
+
+#include "../test_util.h"
+
+namespace fk {
+namespace {
+
+// Bitwise equality of two tensors' elements in logical order.
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  Tensor ca = a.contiguous(), cb = b.contiguous();
+  return ca.dtype() == cb.dtype() && ca.shape() == cb.shape() &&
+         std::memcmp(ca.data_ptr(), cb.data_ptr(), static_cast<size_t>(ca.nbytes())) == 0;
+}
+
+// contiguous() of transposed views (the tiled transpose: full 16x16 tiles
+// through SSE2 register transposes, ragged edges element by element), for
+// every element width, against index arithmetic.
+TEST(Copy, TransposedViewsAgainstIndexArithmetic) {
+  for (DType dt : {DType::F32, DType::I32, DType::F64, DType::I64, DType::C64, DType::C128}) {
+    for (Dims shape : {Dims{64, 48}, Dims{37, 70}, Dims{16, 16}, Dims{3, 33, 20}}) {
+      Tensor t = is_complex(dt) ? test::random_complex(shape, 3).to(dt)
+                                : test::random_tensor(shape, DType::F64, -100, 100, 3).to(dt);
+      const int r = t.dim();
+      Tensor v = t.transpose(r - 2, r - 1);  // [.., n1, n0], source runs along dst's dim -2
+      Tensor c = v.contiguous();
+      ASSERT_TRUE(c.is_contiguous());
+      const int64_t nb = r == 3 ? shape[0] : 1, n0 = shape[r - 2], n1 = shape[r - 1];
+      const int64_t es = static_cast<int64_t>(t.itemsize());
+      const char* src = static_cast<const char*>(t.data_ptr());
+      const char* dst = static_cast<const char*>(c.data_ptr());
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t i = 0; i < n1; ++i)
+          for (int64_t j = 0; j < n0; ++j)
+            ASSERT_EQ(std::memcmp(dst + ((b * n1 + i) * n0 + j) * es,
+                                  src + ((b * n0 + j) * n1 + i) * es, static_cast<size_t>(es)),
+                      0)
+                << name(dt) << " " << shape.str() << " at " << b << "," << i << "," << j;
+    }
+  }
+}
+
+// Contiguous copies of views at every element offset (source and destination
+// differently aligned) and of every width, and the transpose, give the same
+// bits on 1 and 3 threads.
+TEST(Copy, FlatCopiesOfOffsetViewsAndThreadCounts) {
+  Tensor t = test::random_tensor({70001}, DType::F64, -1, 1, 4);
+  for (DType dt : {DType::Bool, DType::F32, DType::F64, DType::C128}) {
+    Tensor src = dt == DType::Bool   ? gt(t, zeros({}, {DType::F64}))
+                 : dt == DType::C128 ? test::random_complex({70001}, 5)
+                                     : t.to(dt);
+    for (int64_t off : {0, 1, 3, 5}) {
+      Tensor v = src.narrow(0, off, 70001 - off - 2);
+      Tensor dst = empty(v.shape(), {dt});
+      dst.copy_(v);
+      const int64_t es = static_cast<int64_t>(src.itemsize());
+      ASSERT_EQ(std::memcmp(dst.data_ptr(), static_cast<const char*>(src.data_ptr()) + off * es,
+                            static_cast<size_t>(dst.nbytes())),
+                0)
+          << name(dt) << " offset " << off;
+    }
+  }
+  Tensor m = test::random_tensor({300, 257}, DType::F32, -1, 1, 6);
+  const int saved = get_num_threads();
+  set_num_threads(1);
+  Tensor one = m.t().contiguous(), flat1 = m.narrow(1, 1, 250).contiguous();
+  set_num_threads(3);
+  Tensor three = m.t().contiguous(), flat3 = m.narrow(1, 1, 250).contiguous();
+  set_num_threads(saved);
+  EXPECT_TRUE(same_bytes(one, three));
+  EXPECT_TRUE(same_bytes(flat1, flat3));
+  EXPECT_TRUE(same_bytes(one.t(), m));
+}
+
+// to(dtype) between real types and from f32 to f64 and back, against casts.
+TEST(Copy, DtypeConversionsAgainstCasts) {
+  Tensor t = test::random_tensor({5, 7}, DType::F64, -50, 50, 7);
+  auto v = t.to_vector<double>();
+  auto f = t.to(DType::F32).to_vector<float>();
+  auto i = t.to(DType::I32).to_vector<int32_t>();
+  for (size_t k = 0; k < v.size(); ++k) {
+    EXPECT_EQ(f[k], static_cast<float>(v[k]));
+    EXPECT_EQ(i[k], static_cast<int32_t>(v[k]));
+  }
+  auto back = t.to(DType::F32).t().to(DType::F64).t().to_vector<double>();
+  for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(back[k], static_cast<double>(f[k]));
+}
+
+}  // namespace
+}  // namespace fk
