@@ -178,9 +178,13 @@ Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
   return k;
 }
 
+// Sentinel keys after the last real key: the search reads up to this many
+// keys past a pointer without bounds checks.
+constexpr int64_t kKeyPad = 16;
+
 // (key, row) of every map row in ascending key order: LSD radix sort, 11-bit
-// digits over the layout's bits (stable, so deterministic). keys gets a
-// sentinel above every key at index n (and rows a -1 there).
+// digits over the layout's bits (stable, so deterministic). keys gets
+// kKeyPad sentinels above every key from index n on (and rows a -1 at n).
 template <typename Key>
 void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
                  std::vector<int32_t>& rows) {
@@ -188,7 +192,7 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
   const int w = m.width();
   std::vector<Key> k2;
   std::vector<int32_t> r2;
-  keys.resize(n + 1);
+  keys.resize(n + kKeyPad);
   rows.resize(n);
   fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
@@ -216,7 +220,7 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     std::copy(k2.begin(), k2.begin() + n, keys.begin());
     rows.swap(r2);
   }
-  keys[n] = ~Key{0};
+  std::fill(keys.begin() + n, keys.end(), ~Key{0});
   rows.push_back(-1);
 }
 
@@ -270,68 +274,141 @@ std::vector<int32_t> find_mirror(const CoordinateMap& in, const CoordinateMap& o
   return mirror;
 }
 
-// Walks output rows [j0, j1) (in key order) and calls row(j, ks, ins, n) with
-// the row's n neighbours (offsets ks ascending, input rows ins). Per line of
-// offsets, a pointer moves forward to the first input key not below the
-// line's first target; the line's targets are then checked in ascending
-// order. Written to be branch-free in the common case (unit steps along the
-// line, pointers moving at most two keys per row): every offset's result goes
-// to its slot, and the row's list is the slots compacted in offset order.
-template <typename Key, typename RowFn>
-void search_rows(const std::vector<Key>& ikeys, const std::vector<int32_t>& irows,
-                 const std::vector<Key>& okeys, const std::vector<Line>& lines, int64_t K,
-                 int64_t j0, int64_t j1, const RowFn& row) {
-  const int64_t nl = static_cast<int64_t>(lines.size());
-  std::vector<int64_t> ptr(nl);
-  std::vector<Key> base(nl), first(nl);
-  std::vector<char> unit(nl);  // the line's offsets step by one along it
-  for (int64_t L = 0; L < nl; ++L) {
-    base[L] = static_cast<Key>(lines[L].delta);
-    first[L] = base[L] + static_cast<Key>(int64_t{lines[L].dx.front().first});
-    ptr[L] = std::lower_bound(ikeys.begin(), ikeys.end() - 1, okeys[j0] + first[L]) - ikeys.begin();
-    unit[L] = 1;
-    for (size_t a = 1; a < lines[L].dx.size(); ++a)
-      unit[L] &= lines[L].dx[a].first == lines[L].dx[a - 1].first + 1;
+// How the lines are searched. A line of distinct offsets whose keys span at
+// most kMaxSpan + 1 (every line of a cube or cross, dilated or not) is
+// "windowed": once its pointer sits on the first input key not below the
+// line's lowest target, the next span + 1 keys are all compared at once, and
+// each key inside the span names its offset through a table (no
+// data-dependent branches, and no chain of dependent loads). Other lines
+// (long spans, repeated offsets) check their targets one after another.
+// Results go to per-offset slots plus a bit mask of the offsets found, whose
+// set bits in ascending order are the row's neighbours in offset order.
+template <typename Key>
+struct SearchPlan {
+  static constexpr int64_t kMaxSpan = 8;
+  int words = 1;                  // 64-bit mask words
+  int32_t trash = 63;             // slot/bit for keys inside a window that are no offset
+  std::vector<Key> first;         // per line: key offset of its lowest target
+  std::vector<int32_t> span;      // per windowed line: highest dx - lowest dx
+  std::vector<int64_t> table_at;  // per windowed line: its table in `table`
+  std::vector<int32_t> table;     // span + 2 entries per windowed line
+  int64_t windowed = 0;           // lines [0, windowed) are windowed
+  std::vector<Line> other;        // the remaining lines, searched target by target
+};
+
+template <typename Key>
+SearchPlan<Key> make_plan(const std::vector<Line>& lines, int64_t K) {
+  SearchPlan<Key> p;
+  // Up to 63 offsets: one word, bit 63 the trash (masked off). More: the
+  // trash gets a word of its own after the mask.
+  p.words = K <= 63 ? 1 : static_cast<int>((K + 63) / 64);
+  p.trash = K <= 63 ? 63 : p.words * 64;
+  std::vector<const Line*> rest;
+  for (const Line& ln : lines) {
+    const int64_t span = int64_t{ln.dx.back().first} - ln.dx.front().first;
+    bool distinct = true;
+    for (size_t a = 1; a < ln.dx.size(); ++a) distinct &= ln.dx[a].first != ln.dx[a - 1].first;
+    if (!distinct || span > SearchPlan<Key>::kMaxSpan) {
+      rest.push_back(&ln);
+      continue;
+    }
+    p.first.push_back(static_cast<Key>(ln.delta) + static_cast<Key>(int64_t{ln.dx.front().first}));
+    p.span.push_back(static_cast<int32_t>(span));
+    p.table_at.push_back(static_cast<int64_t>(p.table.size()));
+    const size_t at = p.table.size();
+    p.table.resize(at + span + 2, p.trash);
+    for (const auto& [dx, k] : ln.dx) p.table[at + (dx - ln.dx.front().first)] = k;
+    ++p.windowed;
   }
-  std::vector<int32_t> slot(K), ks(K), ins(K);
-  const Key* keys = ikeys.data();
-  const int32_t* rows = irows.data();
+  for (const Line* ln : rest) {
+    p.first.push_back(static_cast<Key>(ln->delta) +
+                      static_cast<Key>(int64_t{ln->dx.front().first}));
+    p.other.push_back(*ln);
+  }
+  return p;
+}
+
+// Walks output rows [j0, j1) (in key order) and calls row(j, mask, slot) with
+// the row's neighbours: the set bits of mask (plan.words words) are the
+// offsets found, slot[k] the position of offset k's input key. kWords is 1
+// when K <= 63 (the mask then lives in a register), else 0.
+template <int kWords, typename Key, typename RowFn>
+void search_rows(const Key* keys, int64_t n_in, const Key* okeys, const SearchPlan<Key>& plan,
+                 int64_t j0, int64_t j1, const RowFn& row) {
+  const int words = kWords > 0 ? kWords : plan.words;
+  const int64_t nl = static_cast<int64_t>(plan.first.size()), nw = plan.windowed;
+  std::vector<int64_t> ptr(nl);
+  for (int64_t L = 0; L < nl; ++L)
+    ptr[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + plan.first[L]) - keys;
+  std::vector<uint64_t> mask(words + 1);
+  std::vector<int32_t> slot(plan.trash + 1);
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
+  const int64_t* table_at = plan.table_at.data();
+  const int32_t* table = plan.table.data();
+  int64_t* at = ptr.data();
+  uint64_t* mk = mask.data();
+  int32_t* __restrict sl = slot.data();
   for (int64_t j = j0; j < j1; ++j) {
     const Key t = okeys[j];
-    for (int64_t L = 0; L < nl; ++L) {
-      int64_t q = ptr[L];
+    uint64_t m0 = 0;
+    auto mark = [&](int32_t k) {
+      if constexpr (kWords == 1)
+        m0 |= uint64_t{1} << k;
+      else
+        mk[k >> 6] |= uint64_t{1} << (k & 63);
+    };
+    if constexpr (kWords != 1)
+      for (int w = 0; w <= words; ++w) mk[w] = 0;
+    for (int64_t L = 0; L < nw; ++L) {
       const Key lo = t + first[L];
-      q += keys[q] < lo;
-      q += keys[q] < lo;
+      int64_t q = at[L];
+      // Pointers mostly move by 0-2 keys per row: four independent compares
+      // instead of a loop; a longer jump (a gap in the data) takes the loop.
+      const int64_t c =
+          (keys[q] < lo) + (keys[q + 1] < lo) + (keys[q + 2] < lo) + (keys[q + 3] < lo);
+      q += c;
+      if (c == 4) [[unlikely]]
+        while (keys[q] < lo) ++q;
+      at[L] = q;
+      const int32_t* tab = table + table_at[L];
+      const int64_t sp = span[L];
+      for (int64_t i = 0; i <= sp; ++i) {
+        const Key d = keys[q + i] - lo;  // >= 0: keys from q on are not below lo
+        const int32_t k = tab[static_cast<int64_t>(std::min(d, static_cast<Key>(sp + 1)))];
+        sl[k] = static_cast<int32_t>(q + i);
+        mark(k);
+      }
+    }
+    for (int64_t L = nw; L < nl; ++L) {
+      const Line& ln = plan.other[L - nw];
+      int64_t q = at[L];
+      const Key lo = t + first[L];
       while (keys[q] < lo) ++q;
-      ptr[L] = q;
-      const Key b = t + base[L];
-      if (unit[L]) {
-        for (const auto& [dx, k] : lines[L].dx) {
-          const Key target = b + static_cast<Key>(int64_t{dx});
-          q += keys[q] < target;  // at most one key lies below target here
-          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
-        }
-      } else {
-        for (const auto& [dx, k] : lines[L].dx) {
-          const Key target = b + static_cast<Key>(int64_t{dx});
-          while (keys[q] < target) ++q;
-          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
+      at[L] = q;
+      const Key b = t + static_cast<Key>(ln.delta);
+      for (const auto& [dx, k] : ln.dx) {
+        const Key target = b + static_cast<Key>(int64_t{dx});
+        while (keys[q] < target) ++q;
+        if (keys[q] == target) {
+          sl[k] = static_cast<int32_t>(q);
+          mark(k);
         }
       }
     }
-    int64_t n = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      ks[n] = static_cast<int32_t>(k);
-      ins[n] = slot[k];  // a key position for now
-      n += slot[k] >= 0;
-    }
-    for (int64_t a = 0; a < n; ++a) ins[a] = rows[ins[a]];
-    row(j, ks.data(), ins.data(), n);
+    if constexpr (kWords == 1) mk[0] = m0 & ~(uint64_t{1} << 63);
+    row(j, static_cast<const uint64_t*>(mk), static_cast<const int32_t*>(sl));
   }
 }
 
-template <typename Key>
+// Calls fn(k) for the set bits of mask (words words), ascending.
+template <typename Fn>
+inline void for_bits(const uint64_t* mask, int words, const Fn& fn) {
+  for (int w = 0; w < words; ++w)
+    for (uint64_t m = mask[w]; m; m &= m - 1) fn(static_cast<int32_t>(w * 64 + __builtin_ctzll(m)));
+}
+
+template <int kWords, typename Key>
 std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateMap& out,
                                       const std::vector<int32_t>& offsets, const BuildLayout& l) {
   const int w = in.width(), d = w - 1;
@@ -353,56 +430,48 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
     okeys = &okeys_own;
     orows = &orows_own;
   }
-  const std::vector<Line> lines = make_lines(offsets, d, l);
+  const SearchPlan<Key> plan = make_plan<Key>(make_lines(offsets, d, l), K);
+  const int words = plan.words;
 
   // Fixed chunks of output rows in key order (the result does not depend on
   // the thread count, nor on the chunk size: pairs of an offset follow the
-  // output keys either way). Pass 1 searches and keeps each row's (offset,
-  // input row) list; pass 2, once the counts are known, lays out the pairs in
+  // output keys either way). Pass 1 searches and keeps each row's offset mask
+  // and input rows; pass 2, once the counts are known, lays out the pairs in
   // offset order and the rows' lists as by_out. Chunks are handed out on
   // demand, enough of them (~25 for 100k rows) that two threads end together.
   constexpr int64_t kChunk = 4096;
   const int64_t nc = (n_out + kChunk - 1) / kChunk;
   const bool parallel = n_out * K >= (int64_t{1} << 18);
   std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
-  struct Free {
-    void operator()(int32_t* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<int32_t[], Free>> found_k(nc), found_in(nc);
+  std::vector<LargeArray<int32_t>> found(nc);
+  LargeArray<uint64_t> masks(static_cast<size_t>(n_out * words));
   auto idx = std::make_shared<RowIndex>();
   idx->begin.resize(n_out + 1);
   int64_t* row_begin = idx->begin.data();
+  const Key* ik = ikeys.data();
+  const int32_t* ir = irows.data();
+  const int32_t* orow = orows->data();
   fk::profile::count_launch(2);
   for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
       int64_t* cc = chunk_count.data() + c * K;
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      // Room for the worst case, uninitialised (only the written prefix is
-      // touched), shrunk to what was found afterwards.
-      auto room = [&] {
-        void* p = std::malloc(static_cast<size_t>((j1 - j0) * K) * sizeof(int32_t));
-        if (!p) throw std::bad_alloc();
-        return static_cast<int32_t*>(p);
-      };
-      found_k[c].reset(room());
-      found_in[c].reset(room());
-      int32_t* fk_ = found_k[c].get();
-      int32_t* fi = found_in[c].get();
-      search_rows(ikeys, irows, *okeys, lines, K, j0, j1,
-                  [&](int64_t j, const int32_t* ks, const int32_t* ins, int64_t n) {
-                    for (int64_t a = 0; a < n; ++a) ++cc[ks[a]];
-                    std::memcpy(fk_, ks, n * sizeof(int32_t));
-                    std::memcpy(fi, ins, n * sizeof(int32_t));
-                    fk_ += n;
-                    fi += n;
-                    row_begin[(*orows)[j] + 1] = n;
-                  });
-      const size_t used = std::max<size_t>(1, (fi - found_in[c].get()) * sizeof(int32_t));
-      for (auto* f : {&found_k[c], &found_in[c]})
-        if (void* p = std::realloc(f->get(), used)) {
-          (void)f->release();
-          f->reset(static_cast<int32_t*>(p));
-        }
+      // Room for the worst case, uninitialised: only the written prefix is
+      // ever touched.
+      found[c].resize(static_cast<size_t>((j1 - j0) * K));
+      int32_t* fi = found[c].data();
+      uint64_t* mo = masks.data();
+      search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1,
+                          [&](int64_t j, const uint64_t* mask, const int32_t* slot) {
+                            int64_t n = 0;
+                            for_bits(mask, words, [&](int32_t k) {
+                              fi[n++] = ir[slot[k]];
+                              ++cc[k];
+                            });
+                            for (int v = 0; v < words; ++v) mo[j * words + v] = mask[v];
+                            fi += n;
+                            row_begin[orow[j] + 1] = n;
+                          });
     });
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
@@ -425,28 +494,32 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
     each_chunk([&](int64_t c) {
       int64_t* cursor = chunk_count.data() + c * K;
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      const int32_t* ks = found_k[c].get();
-      const int32_t* ins = found_in[c].get();
+      const int32_t* ins = found[c].data();
       for (int64_t j = j0; j < j1; ++j) {
-        const int32_t o = (*orows)[j];
-        const int64_t b = row_begin[o], n = row_begin[o + 1] - b;
-        RowEntry* e = entries + b;
-        for (int64_t a = 0; a < n; ++a) {
-          const int64_t p = cursor[ks[a]]++;
-          in_rows[p] = ins[a];
+        const int32_t o = orow[j];
+        RowEntry* e = entries + row_begin[o];
+        for_bits(masks.data() + j * words, words, [&](int32_t k) {
+          const int64_t p = cursor[k]++;
+          const int32_t i = *ins++;
+          in_rows[p] = i;
           out_rows[p] = o;
-          e[a] = {static_cast<int32_t>(p), ins[a], ks[a]};
-        }
-        ks += n;
-        ins += n;
+          *e++ = {static_cast<int32_t>(p), i, k};
+        });
       }
-      found_k[c].reset();
-      found_in[c].reset();
+      LargeArray<int32_t>().swap(found[c]);
     });
   });
   m->mirror = find_mirror(in, out, offsets, d);
   m->adopt_by_out(std::move(idx));
   return m;
+}
+
+template <typename Key>
+std::shared_ptr<KernelMap> build_keyed(const CoordinateMap& in, const CoordinateMap& out,
+                                       const std::vector<int32_t>& offsets, const BuildLayout& l) {
+  const int64_t K = static_cast<int64_t>(offsets.size()) / (in.width() - 1);
+  if (K <= 63) return build_with<1, Key>(in, out, offsets, l);
+  return build_with<0, Key>(in, out, offsets, l);
 }
 
 }  // namespace
@@ -465,12 +538,12 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
   }
   BuildLayout l = make_layout(in, out, offsets);
   // The narrowest key that holds the layout (and its all-ones sentinel).
-  if (l.bits <= 31) return build_with<uint32_t>(in, out, offsets, l);
-  if (l.bits <= 63) return build_with<uint64_t>(in, out, offsets, l);
+  if (l.bits <= 31) return build_keyed<uint32_t>(in, out, offsets, l);
+  if (l.bits <= 63) return build_keyed<uint64_t>(in, out, offsets, l);
   FK_CHECK(l.bits <= 127, "minkowski::kernel_map",
            "coordinates (padded by the kernel's reach) whose per-axis extents pack into 127 bits",
            std::to_string(l.bits) + " bits");
-  return build_with<Key128>(in, out, offsets, l);
+  return build_keyed<Key128>(in, out, offsets, l);
 }
 
 }  // namespace minkowski
