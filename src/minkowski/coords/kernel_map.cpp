@@ -42,25 +42,54 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_
 }
 
 // by_in of a symmetric map from its by_out: the pairs with input row i are the
-// mirrors of the pairs with output row i.
+// mirrors of the pairs with output row i (same row, same other row, offset
+// mirror[k], pair moved from offset k's range to the same place in mirror[k]'s).
+// A row's entries must then be reordered by mirror[k]: reversed when the
+// mirror reverses the offset order (centred cubes), else placed by a bit mask
+// over the at most 63 mirrored offsets of the row (each offset occurs at most
+// once per row), else sorted. Rows are independent: parallel over blocks.
 std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out) {
   auto idx = std::make_shared<RowIndex>();
-  idx->begin = by_out.begin;
+  const int64_t n = static_cast<int64_t>(by_out.begin.size()) - 1, K = m.volume;
+  idx->begin.resize(n + 1);
   idx->entries.resize(by_out.entries.size());
-  int64_t n = static_cast<int64_t>(by_out.begin.size()) - 1;
-  for (int64_t r = 0; r < n; ++r) {
-    RowEntry* e = idx->entries.data() + by_out.begin[r];
-    int64_t cnt = by_out.begin[r + 1] - by_out.begin[r];
-    for (int64_t j = 0; j < cnt; ++j) {
-      const RowEntry& o = by_out.entries[by_out.begin[r] + j];
-      int32_t mk = m.mirror[o.offset];
-      e[j] = {static_cast<int32_t>(m.offset_begin[mk] + (o.pair - m.offset_begin[o.offset])),
-              o.other, mk};
-    }
-    // offset order (= pair order): a short insertion sort
-    for (int64_t j = 1; j < cnt; ++j)
-      for (int64_t q = j; q > 0 && e[q - 1].pair > e[q].pair; --q) std::swap(e[q - 1], e[q]);
+  std::vector<int32_t> shift(K);  // pair id of the mirror minus pair id
+  bool reverses = true;
+  for (int64_t k = 0; k < K; ++k) {
+    shift[k] = static_cast<int32_t>(m.offset_begin[m.mirror[k]] - m.offset_begin[k]);
+    reverses &= m.mirror[k] == K - 1 - k;
   }
+  const int64_t* begin = by_out.begin.data();
+  const RowEntry* src = by_out.entries.data();
+  int64_t* dst_begin = idx->begin.data();
+  RowEntry* dst = idx->entries.data();
+  const int32_t* mirror = m.mirror.data();
+  fk::parallel_for(0, n, 8192, [&](int64_t lo, int64_t hi) {
+    std::copy(begin + lo, begin + hi + (hi == n), dst_begin + lo);
+    RowEntry slot[64];
+    for (int64_t r = lo; r < hi; ++r) {
+      const RowEntry* o = src + begin[r];
+      RowEntry* e = dst + begin[r];
+      const int64_t cnt = begin[r + 1] - begin[r];
+      auto mirrored = [&](const RowEntry& x) {
+        return RowEntry{x.pair + shift[x.offset], x.other, mirror[x.offset]};
+      };
+      if (reverses) {
+        for (int64_t j = 0; j < cnt; ++j) e[cnt - 1 - j] = mirrored(o[j]);
+      } else if (K <= 64) {
+        uint64_t mask = 0;
+        for (int64_t j = 0; j < cnt; ++j) {
+          const RowEntry x = mirrored(o[j]);
+          slot[x.offset] = x;
+          mask |= uint64_t{1} << x.offset;
+        }
+        for (; mask; mask &= mask - 1) *e++ = slot[__builtin_ctzll(mask)];
+      } else {
+        for (int64_t j = 0; j < cnt; ++j) e[j] = mirrored(o[j]);
+        std::sort(e, e + cnt, [](const RowEntry& a, const RowEntry& b) { return a.pair < b.pair; });
+      }
+    }
+  });
   return idx;
 }
 
@@ -104,6 +133,10 @@ std::shared_ptr<KernelMap> KernelMap::transposed() const {
   t->offset_begin = offset_begin;
   t->in_rows = out_rows;
   t->out_rows = in_rows;
+  // Same pair ids with the sides swapped: the adjoint's row indices are ours.
+  std::lock_guard<std::mutex> lock(mu_);
+  t->by_out_ = by_in_;
+  t->by_in_ = by_out_;
   return t;
 }
 
