@@ -430,7 +430,97 @@ void search_rows(const Key* keys, int64_t n_in, const Key* okeys, const SearchPl
       }
     }
     if constexpr (kWords == 1) mk[0] = m0 & ~(uint64_t{1} << 63);
-    row(j, static_cast<const uint64_t*>(mk), static_cast<const int32_t*>(sl));
+    row(j, static_cast<const uint64_t*>(mk), [&](int32_t k) { return int64_t{sl[k]}; });
+  }
+}
+
+// The same for plans whose lines are all windowed and K <= 63, faster on
+// runs: when an output key follows the previous one (t = t' + 1, e.g. a run
+// of voxels along the line axis), every line's window moves by one key, so
+// the window keeps its keys but the lowest and gains at most one, at the
+// line's end pointer: one compare per line instead of a search. Per line the
+// state is `end` (the first input position after the window) and `present`
+// (bit d: key lo + d is there); the window's keys are the popcount(present)
+// positions before `end`, so offset (line, d) sits at end - popcount(present
+// >> d). Rows that start a run search their lines afresh.
+template <typename Key, typename RowFn>
+void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
+                         const SearchPlan<Key>& plan, int64_t K, int64_t j0, int64_t j1,
+                         const RowFn& row) {
+  const int64_t nl = plan.windowed;
+  std::vector<int64_t> end(nl);
+  std::vector<uint32_t> present(nl, 0);
+  // Per line: spread[L][present] = mask of the offsets present; rank[L][present
+  // * (span + 1) + d] = popcount(present >> d).
+  std::vector<int64_t> spread_at(nl), rank_at(nl);
+  std::vector<uint64_t> spread;
+  std::vector<uint8_t> rank;
+  std::vector<int32_t> line_of(K), d_of(K);
+  for (int64_t L = 0; L < nl; ++L) {
+    const int64_t s1 = plan.span[L] + 1;
+    const int32_t* tab = plan.table.data() + plan.table_at[L];
+    spread_at[L] = static_cast<int64_t>(spread.size());
+    rank_at[L] = static_cast<int64_t>(rank.size());
+    for (int64_t p = 0; p < (int64_t{1} << s1); ++p) {
+      uint64_t m = 0;
+      for (int64_t d = 0; d < s1; ++d) {
+        if ((p >> d) & 1 && tab[d] != plan.trash) m |= uint64_t{1} << tab[d];
+        rank.push_back(static_cast<uint8_t>(__builtin_popcountll(static_cast<uint64_t>(p) >> d)));
+      }
+      spread.push_back(m);
+    }
+    for (int64_t d = 0; d < s1; ++d)
+      if (tab[d] != plan.trash) {
+        line_of[tab[d]] = static_cast<int32_t>(L);
+        d_of[tab[d]] = static_cast<int32_t>(d);
+      }
+    end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + plan.first[L]) - keys;
+  }
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
+  int64_t* __restrict en = end.data();
+  uint32_t* __restrict pr = present.data();
+  const uint64_t* sp = spread.data();
+  const int64_t* sp_at = spread_at.data();
+  auto position = [&](int32_t k) {
+    const int32_t L = line_of[k];
+    return en[L] - rank[rank_at[L] + pr[L] * (span[L] + 1) + d_of[k]];
+  };
+  Key prev = okeys[j0];
+  for (int64_t j = j0; j < j1; ++j) {
+    const Key t = okeys[j];
+    uint64_t m0 = 0;
+    if (j > j0 && t == prev + 1) {
+      for (int64_t L = 0; L < nl; ++L) {
+        const int64_t e = en[L];
+        const uint32_t gained = keys[e] == t + first[L] + static_cast<Key>(span[L]);
+        en[L] = e + gained;
+        const uint32_t p = (pr[L] >> 1) | (gained << span[L]);
+        pr[L] = p;
+        m0 |= sp[sp_at[L] + p];
+      }
+    } else {
+      for (int64_t L = 0; L < nl; ++L) {
+        const Key lo = t + first[L];
+        int64_t q = en[L] - rank[rank_at[L] + pr[L] * (span[L] + 1)];  // first key >= old lo
+        const int64_t c =
+            (keys[q] < lo) + (keys[q + 1] < lo) + (keys[q + 2] < lo) + (keys[q + 3] < lo);
+        q += c;
+        if (c == 4) [[unlikely]]
+          while (keys[q] < lo) ++q;
+        const int64_t s = span[L];
+        uint32_t p = 0;
+        for (int64_t i = 0; i <= s; ++i)
+          p |= uint32_t{1} << static_cast<int64_t>(
+                   std::min(keys[q + i] - lo, static_cast<Key>(s + 1)));
+        p &= (uint32_t{1} << (s + 1)) - 1;
+        pr[L] = p;
+        en[L] = q + rank[rank_at[L] + p * (s + 1)];
+        m0 |= sp[sp_at[L] + p];
+      }
+    }
+    prev = t;
+    row(j, static_cast<const uint64_t*>(&m0), position);
   }
 }
 
@@ -476,6 +566,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   const int64_t nc = (n_out + kChunk - 1) / kChunk;
   const bool parallel = n_out * K >= (int64_t{1} << 18);
   std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
+  // found[c]: the input rows of chunk c's rows' pairs, row after row, each
+  // row's in offset order; masks: each row's offsets (words words per row).
   std::vector<LargeArray<int32_t>> found(nc);
   LargeArray<uint64_t> masks(static_cast<size_t>(n_out * words));
   auto idx = std::make_shared<RowIndex>();
@@ -494,17 +586,20 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
       found[c].resize(static_cast<size_t>((j1 - j0) * K));
       int32_t* fi = found[c].data();
       uint64_t* mo = masks.data();
-      search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1,
-                          [&](int64_t j, const uint64_t* mask, const int32_t* slot) {
-                            int64_t n = 0;
-                            for_bits(mask, words, [&](int32_t k) {
-                              fi[n++] = ir[slot[k]];
-                              ++cc[k];
-                            });
-                            for (int v = 0; v < words; ++v) mo[j * words + v] = mask[v];
-                            fi += n;
-                            row_begin[orow[j] + 1] = n;
-                          });
+      auto emit = [&](int64_t j, const uint64_t* mask, const auto& position) {
+        int32_t* f = fi;
+        for_bits(mask, words, [&](int32_t k) {
+          *f++ = ir[position(k)];
+          ++cc[k];
+        });
+        for (int v = 0; v < words; ++v) mo[j * words + v] = mask[v];
+        row_begin[orow[j] + 1] = f - fi;
+        fi = f;
+      };
+      if (kWords == 1 && plan.other.empty())
+        search_rows_sliding(ik, in.size(), okeys->data(), plan, K, j0, j1, emit);
+      else
+        search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1, emit);
     });
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
