@@ -219,7 +219,7 @@ constexpr int64_t kKeyPad = 16;
 // digits over the layout's bits (stable, so deterministic). keys gets
 // kKeyPad sentinels above every key from index n on (and rows a -1 at n).
 template <typename Key>
-void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
+bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
                  std::vector<int32_t>& rows) {
   const int64_t n = m.size();
   const int w = m.width();
@@ -255,6 +255,7 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
   }
   std::fill(keys.begin() + n, keys.end(), ~Key{0});
   rows.push_back(-1);
+  return sorted;
 }
 
 // Offsets that differ only along the line axis form a line: one merge pointer per line
@@ -455,6 +456,8 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
   std::vector<int64_t> spread_at(nl), rank_at(nl);
   std::vector<uint64_t> spread;
   std::vector<uint8_t> rank;
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
   std::vector<int32_t> line_of(K), d_of(K);
   for (int64_t L = 0; L < nl; ++L) {
     const int64_t s1 = plan.span[L] + 1;
@@ -476,15 +479,22 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
       }
     end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + plan.first[L]) - keys;
   }
-  const Key* first = plan.first.data();
-  const int32_t* span = plan.span.data();
   int64_t* __restrict en = end.data();
   uint32_t* __restrict pr = present.data();
   const uint64_t* sp = spread.data();
   const int64_t* sp_at = spread_at.data();
+  struct Where {
+    int32_t line, rank_base, span1;  // rank_base: the line's rank table + d
+  };
+  std::vector<Where> where(K);
+  for (int64_t k = 0; k < K; ++k)
+    where[k] = {line_of[k], static_cast<int32_t>(rank_at[line_of[k]] + d_of[k]),
+                span[line_of[k]] + 1};
+  const Where* wh = where.data();
+  const uint8_t* rk = rank.data();
   auto position = [&](int32_t k) {
-    const int32_t L = line_of[k];
-    return en[L] - rank[rank_at[L] + pr[L] * (span[L] + 1) + d_of[k]];
+    const Where w = wh[k];
+    return en[w.line] - rk[w.rank_base + pr[w.line] * w.span1];
   };
   Key prev = okeys[j0];
   for (int64_t j = j0; j < j1; ++j) {
@@ -545,7 +555,7 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
 
   std::vector<Key> ikeys, okeys_own;
   std::vector<int32_t> irows, orows_own;
-  sorted_keys<Key>(in, l, ikeys, irows);
+  const bool in_ordered = sorted_keys<Key>(in, l, ikeys, irows);  // key position = row
   const std::vector<Key>* okeys = &ikeys;
   const std::vector<int32_t>* orows = &irows;
   if (&in != &out) {
@@ -589,7 +599,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
       auto emit = [&](int64_t j, const uint64_t* mask, const auto& position) {
         int32_t* f = fi;
         for_bits(mask, words, [&](int32_t k) {
-          *f++ = ir[position(k)];
+          const int64_t q = position(k);
+          *f++ = in_ordered ? static_cast<int32_t>(q) : ir[q];
           ++cc[k];
         });
         for (int v = 0; v < words; ++v) mo[j * words + v] = mask[v];
