@@ -90,8 +90,9 @@ TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   EXPECT_EQ(m3.map(b.key)->find(q), 1);
 }
 
-TEST(MinkowskiMap, ShardedBuildMatchesSerial) {
-  // >= 65536 rows with 2 threads builds sharded tables; results must not change.
+TEST(MinkowskiMap, BuildIndependentOfThreads) {
+  // Unordered rows with duplicates (radix-sorted index); keys are packed in
+  // parallel with 2 threads: results must not change.
   std::vector<int32_t> v;
   uint32_t s = 12345;
   for (int i = 0; i < 80000; ++i) {
