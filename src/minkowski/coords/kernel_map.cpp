@@ -444,57 +444,69 @@ void search_rows(const Key* keys, int64_t n_in, const Key* okeys, const SearchPl
 // (bit d: key lo + d is there); the window's keys are the popcount(present)
 // positions before `end`, so offset (line, d) sits at end - popcount(present
 // >> d). Rows that start a run search their lines afresh.
-template <typename Key, typename RowFn>
-void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
-                         const SearchPlan<Key>& plan, int64_t K, int64_t j0, int64_t j1,
-                         const RowFn& row) {
-  const int64_t nl = plan.windowed;
-  std::vector<int64_t> end(nl);
-  std::vector<uint32_t> present(nl, 0);
-  // Per line: spread[L][present] = mask of the offsets present; rank[L][present
-  // * (span + 1) + d] = popcount(present >> d).
-  std::vector<int64_t> spread_at(nl), rank_at(nl);
+// Tables of the sliding search, built once per kernel map: per line,
+// spread[L][present] = the mask of the offsets present and rank[L][present *
+// (span + 1) + d] = popcount(present >> d); per offset, where it sits.
+struct SlidingTables {
+  struct Where {
+    int32_t line, rank_base, span1;  // rank_base: the line's rank table + d
+  };
+  std::vector<int64_t> spread_at, rank_at;
   std::vector<uint64_t> spread;
   std::vector<uint8_t> rank;
-  const Key* first = plan.first.data();
-  const int32_t* span = plan.span.data();
-  std::vector<int32_t> line_of(K), d_of(K);
+  std::vector<Where> where;  // per offset
+};
+
+template <typename Key>
+SlidingTables make_sliding_tables(const SearchPlan<Key>& plan, int64_t K) {
+  SlidingTables st;
+  const int64_t nl = plan.windowed;
+  st.spread_at.resize(nl);
+  st.rank_at.resize(nl);
+  st.where.resize(K);
   for (int64_t L = 0; L < nl; ++L) {
     const int64_t s1 = plan.span[L] + 1;
     const int32_t* tab = plan.table.data() + plan.table_at[L];
-    spread_at[L] = static_cast<int64_t>(spread.size());
-    rank_at[L] = static_cast<int64_t>(rank.size());
+    st.spread_at[L] = static_cast<int64_t>(st.spread.size());
+    st.rank_at[L] = static_cast<int64_t>(st.rank.size());
     for (int64_t p = 0; p < (int64_t{1} << s1); ++p) {
       uint64_t m = 0;
       for (int64_t d = 0; d < s1; ++d) {
         if ((p >> d) & 1 && tab[d] != plan.trash) m |= uint64_t{1} << tab[d];
-        rank.push_back(static_cast<uint8_t>(__builtin_popcountll(static_cast<uint64_t>(p) >> d)));
+        st.rank.push_back(
+            static_cast<uint8_t>(__builtin_popcountll(static_cast<uint64_t>(p) >> d)));
       }
-      spread.push_back(m);
+      st.spread.push_back(m);
     }
     for (int64_t d = 0; d < s1; ++d)
-      if (tab[d] != plan.trash) {
-        line_of[tab[d]] = static_cast<int32_t>(L);
-        d_of[tab[d]] = static_cast<int32_t>(d);
-      }
-    end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + plan.first[L]) - keys;
+      if (tab[d] != plan.trash)
+        st.where[tab[d]] = {static_cast<int32_t>(L), static_cast<int32_t>(st.rank_at[L] + d),
+                            static_cast<int32_t>(s1)};
   }
+  return st;
+}
+
+template <typename Key, typename RowFn>
+void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
+                         const SearchPlan<Key>& plan, const SlidingTables& st, int64_t j0,
+                         int64_t j1, const RowFn& row) {
+  const int64_t nl = plan.windowed;
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
+  std::vector<int64_t> end(nl);
+  std::vector<uint32_t> present(nl, 0);
+  for (int64_t L = 0; L < nl; ++L)
+    end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + first[L]) - keys;
   int64_t* __restrict en = end.data();
   uint32_t* __restrict pr = present.data();
-  const uint64_t* sp = spread.data();
-  const int64_t* sp_at = spread_at.data();
-  struct Where {
-    int32_t line, rank_base, span1;  // rank_base: the line's rank table + d
-  };
-  std::vector<Where> where(K);
-  for (int64_t k = 0; k < K; ++k)
-    where[k] = {line_of[k], static_cast<int32_t>(rank_at[line_of[k]] + d_of[k]),
-                span[line_of[k]] + 1};
-  const Where* wh = where.data();
-  const uint8_t* rk = rank.data();
+  const uint64_t* sp = st.spread.data();
+  const int64_t* sp_at = st.spread_at.data();
+  const uint8_t* rank = st.rank.data();
+  const int64_t* rank_at = st.rank_at.data();
+  const SlidingTables::Where* wh = st.where.data();
   auto position = [&](int32_t k) {
-    const Where w = wh[k];
-    return en[w.line] - rk[w.rank_base + pr[w.line] * w.span1];
+    const SlidingTables::Where w = wh[k];
+    return en[w.line] - rank[w.rank_base + pr[w.line] * w.span1];
   };
   Key prev = okeys[j0];
   for (int64_t j = j0; j < j1; ++j) {
@@ -565,6 +577,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   }
   const SearchPlan<Key> plan = make_plan<Key>(make_lines(offsets, d, l), K);
   const int words = plan.words;
+  const bool sliding = kWords == 1 && plan.other.empty();
+  const SlidingTables tables = sliding ? make_sliding_tables(plan, K) : SlidingTables{};
 
   // Fixed chunks of output rows in key order (the result does not depend on
   // the thread count, nor on the chunk size: pairs of an offset follow the
@@ -607,8 +621,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
         row_begin[orow[j] + 1] = f - fi;
         fi = f;
       };
-      if (kWords == 1 && plan.other.empty())
-        search_rows_sliding(ik, in.size(), okeys->data(), plan, K, j0, j1, emit);
+      if (sliding)
+        search_rows_sliding(ik, in.size(), okeys->data(), plan, tables, j0, j1, emit);
       else
         search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1, emit);
     });
