@@ -86,6 +86,8 @@ class CoordinateMap {
   const int32_t* row(int64_t i) const { return coords_.data() + i * width_; }
   const std::vector<int32_t>& coordinates() const { return coords_; }
   const CoordinatePacker& packer() const { return packer_; }
+  // The map's rows in key order (lexicographic in batch, x_1, .., x_D).
+  const LargeArray<int32_t>& rows_in_key_order() const { return key_row_; }
 
   // Map row of a coordinate, or -1.
   int64_t find(const int32_t* coord) const {

@@ -165,6 +165,9 @@ struct BuildLayout {
   std::vector<int> shift;
   int bits = 0;
   int line_axis = 1;  // column
+  // Axes in the order of the coordinate maps' own keys (batch, x_1, .., x_D),
+  // whose sorted row lists then give this layout's sorted order.
+  bool lexicographic = false;
 };
 
 BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
@@ -191,6 +194,8 @@ BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
                    [&](int a, int b) { return changes[a] > changes[b]; });
   order.push_back(0);
   l.line_axis = order[0];
+  l.lexicographic = true;
+  for (int i = 0; i < d; ++i) l.lexicographic &= order[i] == d - i;
   for (int c : order) {
     int64_t lo = std::min<int64_t>(pi.min(c), po.min(c)) - reach[c];
     int64_t hi = std::max<int64_t>(pi.min(c) + pi.extent(c), po.min(c) + po.extent(c)) + reach[c];
@@ -215,9 +220,11 @@ Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
 // keys past a pointer without bounds checks.
 constexpr int64_t kKeyPad = 16;
 
-// (key, row) of every map row in ascending key order: LSD radix sort, 11-bit
-// digits over the layout's bits (stable, so deterministic). keys gets
-// kKeyPad sentinels above every key from index n on (and rows a -1 at n).
+// (key, row) of every map row in ascending key order: the map's own sorted
+// row list when the layout orders axes as the map's keys do, else an LSD
+// radix sort, 11-bit digits over the layout's bits (stable, so
+// deterministic). keys gets kKeyPad sentinels above every key from index n on
+// (and rows a -1 at n). Returns whether row i is at position i.
 template <typename Key>
 bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
                  std::vector<int32_t>& rows) {
@@ -227,6 +234,20 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
   std::vector<int32_t> r2;
   keys.resize(n + kKeyPad);
   rows.resize(n);
+  if (l.lexicographic) {  // the map's index already lists its rows in key order
+    const int32_t* order = m.rows_in_key_order().data();
+    fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        rows[i] = order[i];
+        keys[i] = pack_key<Key>(l, m.row(order[i]), w);
+      }
+    });
+    bool identity = true;
+    for (int64_t i = 0; i < n; ++i) identity &= rows[i] == i;
+    std::fill(keys.begin() + n, keys.end(), ~Key{0});
+    rows.push_back(-1);
+    return identity;
+  }
   fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       keys[i] = pack_key<Key>(l, m.row(i), w);
