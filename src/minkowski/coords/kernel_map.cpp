@@ -476,6 +476,11 @@ struct SlidingTables {
   std::vector<uint64_t> spread;
   std::vector<uint8_t> rank;
   std::vector<Where> where;  // per offset
+  // Every key of every window is an offset, and a line's offsets ascend with
+  // d (cubes): walking a row's offsets in order then meets each line's keys
+  // in position order, so positions come from a cursor per line.
+  bool ordered = true;
+  std::vector<int32_t> line_of;  // per offset
 };
 
 template <typename Key>
@@ -485,6 +490,7 @@ SlidingTables make_sliding_tables(const SearchPlan<Key>& plan, int64_t K) {
   st.spread_at.resize(nl);
   st.rank_at.resize(nl);
   st.where.resize(K);
+  st.line_of.resize(K);
   for (int64_t L = 0; L < nl; ++L) {
     const int64_t s1 = plan.span[L] + 1;
     const int32_t* tab = plan.table.data() + plan.table_at[L];
@@ -499,10 +505,14 @@ SlidingTables make_sliding_tables(const SearchPlan<Key>& plan, int64_t K) {
       }
       st.spread.push_back(m);
     }
-    for (int64_t d = 0; d < s1; ++d)
-      if (tab[d] != plan.trash)
+    for (int64_t d = 0; d < s1; ++d) {
+      st.ordered &= tab[d] != plan.trash && (d == 0 || tab[d] > tab[d - 1]);
+      if (tab[d] != plan.trash) {
         st.where[tab[d]] = {static_cast<int32_t>(L), static_cast<int32_t>(st.rank_at[L] + d),
                             static_cast<int32_t>(s1)};
+        st.line_of[tab[d]] = static_cast<int32_t>(L);
+      }
+    }
   }
   return st;
 }
@@ -514,12 +524,17 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
   const int64_t nl = plan.windowed;
   const Key* first = plan.first.data();
   const int32_t* span = plan.span.data();
-  std::vector<int64_t> end(nl);
+  // Per line: the window's first position (first key >= lo), its end and
+  // which of its keys are present; cursor: positions handed out in this row.
+  std::vector<int64_t> start(nl), end(nl), cursor(nl);
   std::vector<uint32_t> present(nl, 0);
   for (int64_t L = 0; L < nl; ++L)
-    end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + first[L]) - keys;
+    start[L] = end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + first[L]) - keys;
+  int64_t* __restrict sa = start.data();
   int64_t* __restrict en = end.data();
+  int64_t* __restrict cur = cursor.data();
   uint32_t* __restrict pr = present.data();
+  const int32_t* line_of = st.line_of.data();
   const uint64_t* sp = st.spread.data();
   const int64_t* sp_at = st.spread_at.data();
   const uint8_t* rank = st.rank.data();
@@ -538,6 +553,7 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
         const int64_t e = en[L];
         const uint32_t gained = keys[e] == t + first[L] + static_cast<Key>(span[L]);
         en[L] = e + gained;
+        sa[L] += pr[L] & 1;  // the old lowest key (if there) left the window
         const uint32_t p = (pr[L] >> 1) | (gained << span[L]);
         pr[L] = p;
         m0 |= sp[sp_at[L] + p];
@@ -545,7 +561,7 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
     } else {
       for (int64_t L = 0; L < nl; ++L) {
         const Key lo = t + first[L];
-        int64_t q = en[L] - rank[rank_at[L] + pr[L] * (span[L] + 1)];  // first key >= old lo
+        int64_t q = sa[L];  // first key >= the previous row's lo
         const int64_t c =
             (keys[q] < lo) + (keys[q + 1] < lo) + (keys[q + 2] < lo) + (keys[q + 3] < lo);
         q += c;
@@ -558,12 +574,18 @@ void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
                    std::min(keys[q + i] - lo, static_cast<Key>(s + 1)));
         p &= (uint32_t{1} << (s + 1)) - 1;
         pr[L] = p;
+        sa[L] = q;
         en[L] = q + rank[rank_at[L] + p * (s + 1)];
         m0 |= sp[sp_at[L] + p];
       }
     }
     prev = t;
-    row(j, static_cast<const uint64_t*>(&m0), position);
+    if (st.ordered) {
+      for (int64_t L = 0; L < nl; ++L) cur[L] = sa[L];
+      row(j, static_cast<const uint64_t*>(&m0), [&](int32_t k) { return cur[line_of[k]]++; });
+    } else {
+      row(j, static_cast<const uint64_t*>(&m0), position);
+    }
   }
 }
 
