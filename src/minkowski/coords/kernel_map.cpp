@@ -219,6 +219,8 @@ Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
 // Sentinel keys after the last real key: the search reads up to this many
 // keys past a pointer without bounds checks.
 constexpr int64_t kKeyPad = 16;
+// Packing keys costs ~2 ns a row: threads pay only for millions of rows.
+constexpr int64_t kPackGrain = int64_t{1} << 20;
 
 // (key, row) of every map row in ascending key order: the map's own sorted
 // row list when the layout orders axes as the map's keys do, else an LSD
@@ -236,7 +238,7 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
   rows.resize(n);
   if (l.lexicographic) {  // the map's index already lists its rows in key order
     const int32_t* order = m.rows_in_key_order().data();
-    fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+    fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         rows[i] = order[i];
         keys[i] = pack_key<Key>(l, m.row(order[i]), w);
@@ -248,7 +250,7 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     rows.push_back(-1);
     return identity;
   }
-  fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+  fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       keys[i] = pack_key<Key>(l, m.row(i), w);
       rows[i] = static_cast<int32_t>(i);
