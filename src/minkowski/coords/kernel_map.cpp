@@ -648,7 +648,10 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   fk::profile::count_launch(2);
   for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
-      int64_t* cc = chunk_count.data() + c * K;
+      // Counted in the thread's own array: neighbouring chunks' counters
+      // share cache lines, and two threads work on neighbouring chunks.
+      std::vector<int64_t> counts(K, 0);
+      int64_t* cc = counts.data();
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
       // Room for the worst case, uninitialised: only the written prefix is
       // ever touched.
@@ -670,6 +673,7 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
         search_rows_sliding(ik, in.size(), okeys->data(), plan, tables, j0, j1, emit);
       else
         search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1, emit);
+      std::copy(counts.begin(), counts.end(), chunk_count.begin() + c * K);
     });
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
@@ -690,7 +694,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   RowEntry* entries = idx->entries.data();
   for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
-      int64_t* cursor = chunk_count.data() + c * K;
+      std::vector<int64_t> cursors(chunk_count.begin() + c * K, chunk_count.begin() + (c + 1) * K);
+      int64_t* cursor = cursors.data();
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
       const int32_t* ins = found[c].data();
       for (int64_t j = j0; j < j1; ++j) {
