@@ -228,14 +228,15 @@ constexpr int64_t kPackGrain = int64_t{1} << 20;
 // deterministic). keys gets kKeyPad sentinels above every key from index n on
 // (and rows a -1 at n). Returns whether row i is at position i.
 template <typename Key>
-bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
-                 std::vector<int32_t>& rows) {
+bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, LargeArray<Key>& keys,
+                 LargeArray<int32_t>& rows) {
   const int64_t n = m.size();
   const int w = m.width();
-  std::vector<Key> k2;
-  std::vector<int32_t> r2;
+  LargeArray<Key> k2;
+  LargeArray<int32_t> r2;
   keys.resize(n + kKeyPad);
-  rows.resize(n);
+  rows.resize(n + 1);
+  rows[n] = -1;
   if (l.lexicographic) {  // the map's index already lists its rows in key order
     const int32_t* order = m.rows_in_key_order().data();
     fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
@@ -247,7 +248,6 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     bool identity = true;
     for (int64_t i = 0; i < n; ++i) identity &= rows[i] == i;
     std::fill(keys.begin() + n, keys.end(), ~Key{0});
-    rows.push_back(-1);
     return identity;
   }
   fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
@@ -264,7 +264,8 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     std::fill(count.begin(), count.end(), 0);
     const Key mask = (Key{1} << kDigit) - 1;
     k2.resize(n);
-    r2.resize(n);
+    r2.resize(n + 1);
+    r2[n] = -1;
     for (int64_t i = 0; i < n; ++i) ++count[static_cast<size_t>((keys[i] >> s) & mask)];
     int64_t sum = 0;
     for (auto& c : count) sum += std::exchange(c, sum);
@@ -277,7 +278,6 @@ bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     rows.swap(r2);
   }
   std::fill(keys.begin() + n, keys.end(), ~Key{0});
-  rows.push_back(-1);
   return sorted;
 }
 
@@ -610,11 +610,11 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   m->out_size = n_out;
   m->offset_begin.assign(K + 1, 0);
 
-  std::vector<Key> ikeys, okeys_own;
-  std::vector<int32_t> irows, orows_own;
+  LargeArray<Key> ikeys, okeys_own;
+  LargeArray<int32_t> irows, orows_own;
   const bool in_ordered = sorted_keys<Key>(in, l, ikeys, irows);  // key position = row
-  const std::vector<Key>* okeys = &ikeys;
-  const std::vector<int32_t>* orows = &irows;
+  const LargeArray<Key>* okeys = &ikeys;
+  const LargeArray<int32_t>* orows = &irows;
   if (&in != &out) {
     sorted_keys<Key>(out, l, okeys_own, orows_own);
     okeys = &okeys_own;
