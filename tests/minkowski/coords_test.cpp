@@ -90,8 +90,9 @@ TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   EXPECT_EQ(m3.map(b.key)->find(q), 1);
 }
 
-TEST(MinkowskiMap, ShardedBuildMatchesSerial) {
-  // >= 65536 rows with 2 threads builds sharded tables; results must not change.
+TEST(MinkowskiMap, BuildIndependentOfThreads) {
+  // Unordered rows with duplicates (radix-sorted index): results must not
+  // depend on the thread count.
   std::vector<int32_t> v;
   uint32_t s = 12345;
   for (int i = 0; i < 80000; ++i) {
@@ -112,6 +113,67 @@ TEST(MinkowskiMap, ShardedBuildMatchesSerial) {
   EXPECT_LT(m1.size(), 80000);
   for (int64_t r = 0; r < m1.size(); r += 97) EXPECT_EQ(m2.find(m1.row(r)), r);
   for (int i = 0; i < 80000; i += 101) EXPECT_EQ(m2.find(v.data() + 4 * i), i1[i]);
+}
+
+// Insert against a plain std::map (first occurrence wins), for rows given in
+// key order without duplicates (no sort), shuffled with duplicates (radix
+// sort), and with keys wider than 64 bits.
+void check_insert_against_plain(const std::vector<int32_t>& v, int width) {
+  const int64_t n = static_cast<int64_t>(v.size()) / width;
+  std::vector<int64_t> uniq, inv;
+  CoordinateMap m(v.data(), n, width, std::vector<int32_t>(width - 1, 1), &uniq, &inv);
+  std::map<std::vector<int32_t>, int64_t> first;  // coordinate -> map row
+  std::vector<int64_t> want_uniq, want_inv;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int32_t> c(v.begin() + i * width, v.begin() + (i + 1) * width);
+    auto [it, fresh] = first.emplace(c, static_cast<int64_t>(want_uniq.size()));
+    if (fresh) want_uniq.push_back(i);
+    want_inv.push_back(it->second);
+  }
+  ASSERT_EQ(m.size(), static_cast<int64_t>(want_uniq.size()));
+  EXPECT_EQ(uniq, want_uniq);
+  EXPECT_EQ(inv, want_inv);
+  for (const auto& [c, r] : first) {
+    EXPECT_EQ(std::vector<int32_t>(m.row(r), m.row(r) + width), c);
+    EXPECT_EQ(m.find(c.data()), r);
+    std::vector<int32_t> miss = c;  // a neighbour that is not in the map
+    for (miss.back() = c.back() + 1; first.count(miss) && miss.back() < c.back() + 8;)
+      ++miss.back();
+    if (!first.count(miss)) {
+      EXPECT_EQ(m.find(miss.data()), -1);
+    }
+  }
+}
+
+TEST(MinkowskiMap, InsertSortedShuffledAndWideAgainstPlain) {
+  std::vector<int32_t> sorted;  // (batch, x, y, z) lexicographic, as scenes come
+  for (int b = 0; b < 2; ++b)
+    for (int x = -3; x < 4; ++x)
+      for (int y = 0; y < 5; ++y)
+        for (int z = -2; z < 6; ++z)
+          if ((x * 5 + y * 3 + z + b) % 3 != 0) sorted.insert(sorted.end(), {b, x, y, z});
+  check_insert_against_plain(sorted, 4);
+  std::vector<int32_t> shuffled;
+  uint32_t s = 7;
+  const int64_t n = static_cast<int64_t>(sorted.size()) / 4;
+  for (int64_t i = 0; i < 2 * n; ++i) {  // every row about twice, in random order
+    s = s * 1664525u + 1013904223u;
+    const int64_t r = (s >> 8) % n;
+    shuffled.insert(shuffled.end(), sorted.begin() + r * 4, sorted.begin() + r * 4 + 4);
+  }
+  check_insert_against_plain(shuffled, 4);
+  std::vector<int32_t> wide;  // 4-D over most of the int32 range: > 64 key bits
+  for (int i = 0; i < 300; ++i) {
+    s = s * 1664525u + 1013904223u;
+    int32_t a = static_cast<int32_t>(s), b = static_cast<int32_t>(s * 2654435761u);
+    wide.insert(wide.end(), {i % 3, a, b, a ^ b, i % 5});
+    if (i % 4 == 0) wide.insert(wide.end(), {i % 3, a, b, a ^ b, i % 5});  // duplicate
+  }
+  check_insert_against_plain(wide, 5);
+  CoordinateMap one(wide.data(), 1, 5, {1, 1, 1, 1});  // a single point: no key bits
+  EXPECT_EQ(one.find(wide.data()), 0);
+  int32_t other[5] = {0, 1, 2, 3, 4};
+  EXPECT_EQ(one.find(other), -1);
 }
 
 TEST(MinkowskiKernelMap, LineCounts) {
@@ -296,6 +358,10 @@ TEST(MinkowskiKernelMap, RandomAgainstPlainLookup) {
       {4, 500, 8, 2, KernelRegion::cube({3}), 2, 0},
       {4, 300, 8, 2, KernelRegion::cube({3}), 1, 1 << 30},  // 128-bit keys
       {1, 100, 40, 2, KernelRegion::cube({5}), 1, 0},
+      {2, 400, 40, 1, KernelRegion::cube({3}, {5}), 1, 0},  // lines too long for a window
+      {3, 400, 10, 1, KernelRegion::cube({5}), 1, 0},       // 125 offsets: masks of 2 words
+      {3, 300, 12, 1, KernelRegion::cross({33}), 1, 0},     // 97 offsets, mirrors out of order
+      {3, 300, 12, 1, KernelRegion::cube({5}), 2, 0},       // 125 offsets, strided
       // enough rows that the build runs in parallel over several chunks
       {3, 30000, 40, 2, KernelRegion::cube({3}), 1, 0},
   };
@@ -309,33 +375,45 @@ TEST(MinkowskiKernelMap, ManyRowsAcrossChunksAndThreads) {
 }
 
 TEST(MinkowskiKernelMap, SamePairsWhateverTheRowOrder) {
-  // Rows in scene order (z fastest, which the build picks as its line axis)
-  // and permuted (another axis order may be picked) give the same pairs once
-  // the rows of one are mapped onto the other's.
+  // Rows in scene order (z fastest, which the build picks as its line axis),
+  // nearly in scene order (same axis order, rows taken from the map's sorted
+  // index) and permuted (another axis order may be picked) give the same
+  // pairs once the rows of one are mapped onto the other's.
   std::vector<int32_t> v;
   for (int x = 0; x < 6; ++x)
     for (int y = 0; y < 5; ++y)
       for (int z = 0; z < 7; ++z)
         if ((x * 7 + y * 3 + z) % 4 != 0) v.insert(v.end(), {0, x, y, z});
   const int64_t n = static_cast<int64_t>(v.size()) / 4;
-  std::vector<int32_t> w(v.size());
-  std::vector<int32_t> perm(n);
   ASSERT_EQ(std::gcd(n, int64_t{37}), 1);
-  for (int64_t i = 0; i < n; ++i) perm[i] = static_cast<int32_t>((i * 37) % n);
-  for (int64_t i = 0; i < n; ++i) std::copy(&v[perm[i] * 4], &v[perm[i] * 4 + 4], &w[i * 4]);
-  CoordinateManager ma(3), mb(3);
-  auto ka = ma.insert(coords(v, 4), {1}).key, kb = mb.insert(coords(w, 4), {1}).key;
+  std::vector<int32_t> scattered(n), swapped(n);
+  for (int64_t i = 0; i < n; ++i) {
+    scattered[i] = static_cast<int32_t>((i * 37) % n);
+    swapped[i] = static_cast<int32_t>(i % 10 == 0 && i + 1 < n ? i + 1 : i % 10 == 1 ? i - 1 : i);
+  }
+  CoordinateManager ma(3);
+  auto ka = ma.insert(coords(v, 4), {1}).key;
   auto a = ma.kernel_map(ka, ka, KernelRegion::cube({3}), false);
-  auto b = mb.kernel_map(kb, kb, KernelRegion::cube({3}), false);
-  ASSERT_EQ(a->offset_begin, b->offset_begin);
-  // row i of b is row perm[i] of a
-  std::vector<std::set<std::pair<int32_t, int32_t>>> sa(27), sb(27);
+  std::vector<std::set<std::pair<int32_t, int32_t>>> sa(27);
   for (int64_t q = 0; q < 27; ++q)
-    for (int64_t p = a->offset_begin[q]; p < a->offset_begin[q + 1]; ++p) {
+    for (int64_t p = a->offset_begin[q]; p < a->offset_begin[q + 1]; ++p)
       sa[q].insert({a->in_rows[p], a->out_rows[p]});
-      sb[q].insert({perm[b->in_rows[p]], perm[b->out_rows[p]]});
-    }
-  EXPECT_EQ(sa, sb);
+  for (const auto& perm : {scattered, swapped}) {
+    std::vector<int32_t> w(v.size());
+    for (int64_t i = 0; i < n; ++i) std::copy(&v[perm[i] * 4], &v[perm[i] * 4 + 4], &w[i * 4]);
+    CoordinateManager mb(3);
+    auto kb = mb.insert(coords(w, 4), {1}).key;
+    auto b = mb.kernel_map(kb, kb, KernelRegion::cube({3}), false);
+    ASSERT_EQ(a->offset_begin, b->offset_begin);
+    // row i of b is row perm[i] of a
+    std::vector<std::set<std::pair<int32_t, int32_t>>> sb(27);
+    for (int64_t q = 0; q < 27; ++q)
+      for (int64_t p = b->offset_begin[q]; p < b->offset_begin[q + 1]; ++p)
+        sb[q].insert({perm[b->in_rows[p]], perm[b->out_rows[p]]});
+    EXPECT_EQ(sa, sb);
+    expect_row_index(*b, b->by_out(), true);
+    expect_row_index(*b, b->by_in(), false);
+  }
 }
 
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {
@@ -357,8 +435,11 @@ TEST(MinkowskiKernelMap, StridedAndTransposedReuse) {
   auto fwd = m.kernel_map(k, s, KernelRegion::cube({2}), false);
   EXPECT_EQ(fwd->count(0), 3);
   EXPECT_EQ(fwd->count(1), 3);
+  fwd->by_out();
   auto tr = m.kernel_map(s, k, KernelRegion::cube({2}), true);
   EXPECT_EQ(tr->pairs(), 6);
+  expect_row_index(*tr, tr->by_out(), true);  // the forward map's by_in
+  expect_row_index(*tr, tr->by_in(), false);  // shared with the forward map's by_out
   EXPECT_EQ(tr->in_rows, fwd->out_rows);
   EXPECT_EQ(tr->out_rows, fwd->in_rows);
   EXPECT_EQ(m.num_kernel_maps(), 2);

@@ -58,7 +58,22 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
   const int32_t* rows = c.data<int32_t>();
   int64_t n = c.size(0);
   const int w = dimension_ + 1;
-  for (int64_t i = 0; i < n; ++i)
+  // One pass per axis without a division (strides are mostly 1 or powers of
+  // two); the first offending coordinate is looked up only when there is one.
+  bool multiples = true;
+  for (int a = 0; a < dimension_; ++a) {
+    const int32_t t = ts[a];
+    if (t == 1) continue;
+    const int32_t* col = rows + 1 + a;
+    if ((t & (t - 1)) == 0) {
+      int32_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad |= col[i * w] & (t - 1);
+      multiples = multiples && bad == 0;
+    } else {
+      for (int64_t i = 0; i < n && multiples; ++i) multiples = col[i * w] % t == 0;
+    }
+  }
+  for (int64_t i = 0; i < n && !multiples; ++i)
     for (int a = 0; a < dimension_; ++a) {
       int32_t v = rows[i * w + 1 + a];
       FK_CHECK(v % ts[a] == 0, where,

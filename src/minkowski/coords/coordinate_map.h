@@ -1,41 +1,35 @@
 #pragma once
 // A coordinate map: the unique int32 coordinates [batch, x_1..x_D] of one
-// sparse tensor, row i of the features <-> row i here, plus a hash from
+// sparse tensor, row i of the features <-> row i here, plus an index from
 // coordinate to row.
 //
-// Hashing: each row is packed into a 128-bit key, every column shifted by the
-// map's minimum and given just the bits its extent needs (so any D works as long
-// as the packed extents fit 128 bits: always for D <= 3, and for larger D when
-// the coordinates span less than the full int32 range). A query outside the
-// map's bounding box is answered "absent" without touching the table, which
-// makes border lookups of kernel maps free.
+// Keys: each row is packed into an integer key, every column shifted by the
+// map's minimum and given just the bits its extent needs (so any D works as
+// long as the packed extents fit 128 bits: always for D <= 3, and for larger D
+// when the coordinates span less than the full int32 range). The batch takes
+// the top bits and x_D the lowest, so key order is lexicographic order of
+// (batch, x_1, .., x_D). A query outside the map's bounding box is answered
+// "absent" without a search.
 //
-// The table is tsl::robin_map, split into 2^s shards by the key hash's top
-// bits so that threads build shards in parallel (each thread scans all keys and
-// inserts its shard's ones in row order, so "first occurrence wins" holds and
-// the result is independent of the shard and thread count).
+// Index: the keys sorted (64-bit when they fit, else 128-bit), each with its
+// row, plus a table of where each value of the keys' top bits starts; a lookup
+// is a binary search inside one such bucket (~n buckets, so a few keys each).
+// Building it is a radix sort, skipped when the rows already come in key order
+// (scenes stored in (batch, x, y, z) order do); duplicates are then adjacent,
+// and the stable sort keeps the first occurrence first. No hashing, no random
+// access: ~1-2 ms for 100k rows on one core. The result does not depend on the
+// thread count.
 //
-// Memory: coordinates N*(1+D)*4 bytes plus the table (~32 bytes per slot at
-// load <= 0.5 plus keys). CPU only.
+// Memory: coordinates N*(1+D)*4 bytes, keys and rows 12 (or 20) bytes per row,
+// ~4 bytes per row of bucket table. CPU only.
 #include <cstdint>
 #include <vector>
 
-#include <tsl/robin_map.h>
+#include "minkowski/coords/large_array.h"
 
 namespace minkowski {
 
 using Key128 = unsigned __int128;
-
-struct Key128Hash {
-  size_t operator()(Key128 k) const {
-    uint64_t lo = static_cast<uint64_t>(k), hi = static_cast<uint64_t>(k >> 64);
-    uint64_t h = lo * 0x9E3779B97F4A7C15ull ^ (hi + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    return static_cast<size_t>(h);
-  }
-};
 
 // Bit layout of one map's keys.
 class CoordinatePacker {
@@ -44,6 +38,7 @@ class CoordinatePacker {
   // Bounds from rows (n x width); throws when the extents need more than 128 bits.
   CoordinatePacker(const int32_t* rows, int64_t n, int width);
   int width() const { return width_; }
+  int bits() const { return bits_; }
   int32_t min(int c) const { return min_[c]; }
   int64_t extent(int c) const { return extent_[c]; }  // max - min
   int shift(int c) const { return shift_[c]; }
@@ -58,9 +53,18 @@ class CoordinatePacker {
     key = k;
     return true;
   }
+  // The same for a row known to be inside the bounding box (a map's own rows).
+  template <typename Key>
+  Key pack_inside(const int32_t* row) const {
+    Key k = 0;
+    for (int c = 0; c < width_; ++c)
+      k |= static_cast<Key>(static_cast<int64_t>(row[c]) - min_[c]) << shift_[c];
+    return k;
+  }
 
  private:
   int width_ = 0;
+  int bits_ = 0;
   std::vector<int32_t> min_;
   std::vector<int64_t> extent_;
   std::vector<int> shift_;
@@ -82,6 +86,8 @@ class CoordinateMap {
   const int32_t* row(int64_t i) const { return coords_.data() + i * width_; }
   const std::vector<int32_t>& coordinates() const { return coords_; }
   const CoordinatePacker& packer() const { return packer_; }
+  // The map's rows in key order (lexicographic in batch, x_1, .., x_D).
+  const LargeArray<int32_t>& rows_in_key_order() const { return key_row_; }
 
   // Map row of a coordinate, or -1.
   int64_t find(const int32_t* coord) const {
@@ -89,26 +95,29 @@ class CoordinateMap {
     if (!packer_.pack(coord, k)) return -1;
     return find_key(k);
   }
-  int64_t find_key(Key128 k) const {
-    size_t h = Key128Hash()(k);
-    const auto& shard = shards_[shard_of(h)];
-    auto it = shard.find(k, h);
-    return it == shard.end() ? -1 : it->second;
-  }
+  // Map row of a key of packer()'s layout, or -1.
+  int64_t find_key(Key128 k) const;
   int64_t bytes() const;
 
  private:
-  using Table = tsl::robin_map<Key128, int32_t, Key128Hash, std::equal_to<Key128>,
-                               std::allocator<std::pair<Key128, int32_t>>, true>;
-  size_t shard_of(size_t h) const { return shard_bits_ == 0 ? 0 : h >> (64 - shard_bits_); }
+  template <typename Key>
+  void build(const int32_t* rows, int64_t n, std::vector<int64_t>* unique_rows,
+             std::vector<int64_t>* inverse);
+  template <typename Key>
+  int64_t search(const LargeArray<Key>& keys, Key k) const;
 
   int width_;
   int64_t size_ = 0;
   std::vector<int32_t> tensor_stride_;
   std::vector<int32_t> coords_;
   CoordinatePacker packer_;
-  int shard_bits_ = 0;
-  std::vector<Table> shards_;
+  // The index: keys ascending (one of the two, by packer_.bits() <= 64), the
+  // map row of each, and bucket_[b] = the first key whose top bits are >= b.
+  LargeArray<uint64_t> keys64_;
+  LargeArray<Key128> keys128_;
+  LargeArray<int32_t> key_row_;
+  LargeArray<int32_t> bucket_;
+  int bucket_shift_ = 0;
 };
 
 }  // namespace minkowski

@@ -42,25 +42,54 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_
 }
 
 // by_in of a symmetric map from its by_out: the pairs with input row i are the
-// mirrors of the pairs with output row i.
+// mirrors of the pairs with output row i (same row, same other row, offset
+// mirror[k], pair moved from offset k's range to the same place in mirror[k]'s).
+// A row's entries must then be reordered by mirror[k]: reversed when the
+// mirror reverses the offset order (centred cubes), else placed by a bit mask
+// over the at most 63 mirrored offsets of the row (each offset occurs at most
+// once per row), else sorted. Rows are independent: parallel over blocks.
 std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out) {
   auto idx = std::make_shared<RowIndex>();
-  idx->begin = by_out.begin;
+  const int64_t n = static_cast<int64_t>(by_out.begin.size()) - 1, K = m.volume;
+  idx->begin.resize(n + 1);
   idx->entries.resize(by_out.entries.size());
-  int64_t n = static_cast<int64_t>(by_out.begin.size()) - 1;
-  for (int64_t r = 0; r < n; ++r) {
-    RowEntry* e = idx->entries.data() + by_out.begin[r];
-    int64_t cnt = by_out.begin[r + 1] - by_out.begin[r];
-    for (int64_t j = 0; j < cnt; ++j) {
-      const RowEntry& o = by_out.entries[by_out.begin[r] + j];
-      int32_t mk = m.mirror[o.offset];
-      e[j] = {static_cast<int32_t>(m.offset_begin[mk] + (o.pair - m.offset_begin[o.offset])),
-              o.other, mk};
-    }
-    // offset order (= pair order): a short insertion sort
-    for (int64_t j = 1; j < cnt; ++j)
-      for (int64_t q = j; q > 0 && e[q - 1].pair > e[q].pair; --q) std::swap(e[q - 1], e[q]);
+  std::vector<int32_t> shift(K);  // pair id of the mirror minus pair id
+  bool reverses = true;
+  for (int64_t k = 0; k < K; ++k) {
+    shift[k] = static_cast<int32_t>(m.offset_begin[m.mirror[k]] - m.offset_begin[k]);
+    reverses &= m.mirror[k] == K - 1 - k;
   }
+  const int64_t* begin = by_out.begin.data();
+  const RowEntry* src = by_out.entries.data();
+  int64_t* dst_begin = idx->begin.data();
+  RowEntry* dst = idx->entries.data();
+  const int32_t* mirror = m.mirror.data();
+  fk::parallel_for(0, n, 8192, [&](int64_t lo, int64_t hi) {
+    std::copy(begin + lo, begin + hi + (hi == n), dst_begin + lo);
+    RowEntry slot[64];
+    for (int64_t r = lo; r < hi; ++r) {
+      const RowEntry* o = src + begin[r];
+      RowEntry* e = dst + begin[r];
+      const int64_t cnt = begin[r + 1] - begin[r];
+      auto mirrored = [&](const RowEntry& x) {
+        return RowEntry{x.pair + shift[x.offset], x.other, mirror[x.offset]};
+      };
+      if (reverses) {
+        for (int64_t j = 0; j < cnt; ++j) e[cnt - 1 - j] = mirrored(o[j]);
+      } else if (K <= 64) {
+        uint64_t mask = 0;
+        for (int64_t j = 0; j < cnt; ++j) {
+          const RowEntry x = mirrored(o[j]);
+          slot[x.offset] = x;
+          mask |= uint64_t{1} << x.offset;
+        }
+        for (; mask; mask &= mask - 1) *e++ = slot[__builtin_ctzll(mask)];
+      } else {
+        for (int64_t j = 0; j < cnt; ++j) e[j] = mirrored(o[j]);
+        std::sort(e, e + cnt, [](const RowEntry& a, const RowEntry& b) { return a.pair < b.pair; });
+      }
+    }
+  });
   return idx;
 }
 
@@ -104,6 +133,10 @@ std::shared_ptr<KernelMap> KernelMap::transposed() const {
   t->offset_begin = offset_begin;
   t->in_rows = out_rows;
   t->out_rows = in_rows;
+  // Same pair ids with the sides swapped: the adjoint's row indices are ours.
+  std::lock_guard<std::mutex> lock(mu_);
+  t->by_out_ = by_in_;
+  t->by_in_ = by_out_;
   return t;
 }
 
@@ -132,6 +165,9 @@ struct BuildLayout {
   std::vector<int> shift;
   int bits = 0;
   int line_axis = 1;  // column
+  // Axes in the order of the coordinate maps' own keys (batch, x_1, .., x_D),
+  // whose sorted row lists then give this layout's sorted order.
+  bool lexicographic = false;
 };
 
 BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
@@ -158,6 +194,8 @@ BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
                    [&](int a, int b) { return changes[a] > changes[b]; });
   order.push_back(0);
   l.line_axis = order[0];
+  l.lexicographic = true;
+  for (int i = 0; i < d; ++i) l.lexicographic &= order[i] == d - i;
   for (int c : order) {
     int64_t lo = std::min<int64_t>(pi.min(c), po.min(c)) - reach[c];
     int64_t hi = std::max<int64_t>(pi.min(c) + pi.extent(c), po.min(c) + po.extent(c)) + reach[c];
@@ -178,19 +216,41 @@ Key pack_key(const BuildLayout& l, const int32_t* row, int w) {
   return k;
 }
 
-// (key, row) of every map row in ascending key order: LSD radix sort, 11-bit
-// digits over the layout's bits (stable, so deterministic). keys gets a
-// sentinel above every key at index n (and rows a -1 there).
+// Sentinel keys after the last real key: the search reads up to this many
+// keys past a pointer without bounds checks.
+constexpr int64_t kKeyPad = 16;
+// Packing keys costs ~2 ns a row: threads pay only for millions of rows.
+constexpr int64_t kPackGrain = int64_t{1} << 20;
+
+// (key, row) of every map row in ascending key order: the map's own sorted
+// row list when the layout orders axes as the map's keys do, else an LSD
+// radix sort, 11-bit digits over the layout's bits (stable, so
+// deterministic). keys gets kKeyPad sentinels above every key from index n on
+// (and rows a -1 at n). Returns whether row i is at position i.
 template <typename Key>
-void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>& keys,
-                 std::vector<int32_t>& rows) {
+bool sorted_keys(const CoordinateMap& m, const BuildLayout& l, LargeArray<Key>& keys,
+                 LargeArray<int32_t>& rows) {
   const int64_t n = m.size();
   const int w = m.width();
-  std::vector<Key> k2;
-  std::vector<int32_t> r2;
-  keys.resize(n + 1);
-  rows.resize(n);
-  fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+  LargeArray<Key> k2;
+  LargeArray<int32_t> r2;
+  keys.resize(n + kKeyPad);
+  rows.resize(n + 1);
+  rows[n] = -1;
+  if (l.lexicographic) {  // the map's index already lists its rows in key order
+    const int32_t* order = m.rows_in_key_order().data();
+    fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        rows[i] = order[i];
+        keys[i] = pack_key<Key>(l, m.row(order[i]), w);
+      }
+    });
+    bool identity = true;
+    for (int64_t i = 0; i < n; ++i) identity &= rows[i] == i;
+    std::fill(keys.begin() + n, keys.end(), ~Key{0});
+    return identity;
+  }
+  fk::parallel_for(0, n, kPackGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       keys[i] = pack_key<Key>(l, m.row(i), w);
       rows[i] = static_cast<int32_t>(i);
@@ -204,7 +264,8 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     std::fill(count.begin(), count.end(), 0);
     const Key mask = (Key{1} << kDigit) - 1;
     k2.resize(n);
-    r2.resize(n);
+    r2.resize(n + 1);
+    r2[n] = -1;
     for (int64_t i = 0; i < n; ++i) ++count[static_cast<size_t>((keys[i] >> s) & mask)];
     int64_t sum = 0;
     for (auto& c : count) sum += std::exchange(c, sum);
@@ -216,8 +277,8 @@ void sorted_keys(const CoordinateMap& m, const BuildLayout& l, std::vector<Key>&
     std::copy(k2.begin(), k2.begin() + n, keys.begin());
     rows.swap(r2);
   }
-  keys[n] = ~Key{0};
-  rows.push_back(-1);
+  std::fill(keys.begin() + n, keys.end(), ~Key{0});
+  return sorted;
 }
 
 // Offsets that differ only along the line axis form a line: one merge pointer per line
@@ -270,68 +331,274 @@ std::vector<int32_t> find_mirror(const CoordinateMap& in, const CoordinateMap& o
   return mirror;
 }
 
-// Walks output rows [j0, j1) (in key order) and calls row(j, ks, ins, n) with
-// the row's n neighbours (offsets ks ascending, input rows ins). Per line of
-// offsets, a pointer moves forward to the first input key not below the
-// line's first target; the line's targets are then checked in ascending
-// order. Written to be branch-free in the common case (unit steps along the
-// line, pointers moving at most two keys per row): every offset's result goes
-// to its slot, and the row's list is the slots compacted in offset order.
-template <typename Key, typename RowFn>
-void search_rows(const std::vector<Key>& ikeys, const std::vector<int32_t>& irows,
-                 const std::vector<Key>& okeys, const std::vector<Line>& lines, int64_t K,
-                 int64_t j0, int64_t j1, const RowFn& row) {
-  const int64_t nl = static_cast<int64_t>(lines.size());
-  std::vector<int64_t> ptr(nl);
-  std::vector<Key> base(nl), first(nl);
-  std::vector<char> unit(nl);  // the line's offsets step by one along it
-  for (int64_t L = 0; L < nl; ++L) {
-    base[L] = static_cast<Key>(lines[L].delta);
-    first[L] = base[L] + static_cast<Key>(int64_t{lines[L].dx.front().first});
-    ptr[L] = std::lower_bound(ikeys.begin(), ikeys.end() - 1, okeys[j0] + first[L]) - ikeys.begin();
-    unit[L] = 1;
-    for (size_t a = 1; a < lines[L].dx.size(); ++a)
-      unit[L] &= lines[L].dx[a].first == lines[L].dx[a - 1].first + 1;
+// How the lines are searched. A line of distinct offsets whose keys span at
+// most kMaxSpan + 1 (every line of a cube or cross, dilated or not) is
+// "windowed": once its pointer sits on the first input key not below the
+// line's lowest target, the next span + 1 keys are all compared at once, and
+// each key inside the span names its offset through a table (no
+// data-dependent branches, and no chain of dependent loads). Other lines
+// (long spans, repeated offsets) check their targets one after another.
+// Results go to per-offset slots plus a bit mask of the offsets found, whose
+// set bits in ascending order are the row's neighbours in offset order.
+template <typename Key>
+struct SearchPlan {
+  static constexpr int64_t kMaxSpan = 8;
+  int words = 1;                  // 64-bit mask words
+  int32_t trash = 63;             // slot/bit for keys inside a window that are no offset
+  std::vector<Key> first;         // per line: key offset of its lowest target
+  std::vector<int32_t> span;      // per windowed line: highest dx - lowest dx
+  std::vector<int64_t> table_at;  // per windowed line: its table in `table`
+  std::vector<int32_t> table;     // span + 2 entries per windowed line
+  int64_t windowed = 0;           // lines [0, windowed) are windowed
+  std::vector<Line> other;        // the remaining lines, searched target by target
+};
+
+template <typename Key>
+SearchPlan<Key> make_plan(const std::vector<Line>& lines, int64_t K) {
+  SearchPlan<Key> p;
+  // Up to 63 offsets: one word, bit 63 the trash (masked off). More: the
+  // trash gets a word of its own after the mask.
+  p.words = K <= 63 ? 1 : static_cast<int>((K + 63) / 64);
+  p.trash = K <= 63 ? 63 : p.words * 64;
+  std::vector<const Line*> rest;
+  for (const Line& ln : lines) {
+    const int64_t span = int64_t{ln.dx.back().first} - ln.dx.front().first;
+    bool distinct = true;
+    for (size_t a = 1; a < ln.dx.size(); ++a) distinct &= ln.dx[a].first != ln.dx[a - 1].first;
+    if (!distinct || span > SearchPlan<Key>::kMaxSpan) {
+      rest.push_back(&ln);
+      continue;
+    }
+    p.first.push_back(static_cast<Key>(ln.delta) + static_cast<Key>(int64_t{ln.dx.front().first}));
+    p.span.push_back(static_cast<int32_t>(span));
+    p.table_at.push_back(static_cast<int64_t>(p.table.size()));
+    const size_t at = p.table.size();
+    p.table.resize(at + span + 2, p.trash);
+    for (const auto& [dx, k] : ln.dx) p.table[at + (dx - ln.dx.front().first)] = k;
+    ++p.windowed;
   }
-  std::vector<int32_t> slot(K), ks(K), ins(K);
-  const Key* keys = ikeys.data();
-  const int32_t* rows = irows.data();
+  for (const Line* ln : rest) {
+    p.first.push_back(static_cast<Key>(ln->delta) +
+                      static_cast<Key>(int64_t{ln->dx.front().first}));
+    p.other.push_back(*ln);
+  }
+  return p;
+}
+
+// Walks output rows [j0, j1) (in key order) and calls row(j, mask, slot) with
+// the row's neighbours: the set bits of mask (plan.words words) are the
+// offsets found, slot[k] the position of offset k's input key. kWords is 1
+// when K <= 63 (the mask then lives in a register), else 0.
+template <int kWords, typename Key, typename RowFn>
+void search_rows(const Key* keys, int64_t n_in, const Key* okeys, const SearchPlan<Key>& plan,
+                 int64_t j0, int64_t j1, const RowFn& row) {
+  const int words = kWords > 0 ? kWords : plan.words;
+  const int64_t nl = static_cast<int64_t>(plan.first.size()), nw = plan.windowed;
+  std::vector<int64_t> ptr(nl);
+  for (int64_t L = 0; L < nl; ++L)
+    ptr[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + plan.first[L]) - keys;
+  std::vector<uint64_t> mask(words + 1);
+  std::vector<int32_t> slot(plan.trash + 1);
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
+  const int64_t* table_at = plan.table_at.data();
+  const int32_t* table = plan.table.data();
+  int64_t* at = ptr.data();
+  uint64_t* mk = mask.data();
+  int32_t* __restrict sl = slot.data();
   for (int64_t j = j0; j < j1; ++j) {
     const Key t = okeys[j];
-    for (int64_t L = 0; L < nl; ++L) {
-      int64_t q = ptr[L];
+    uint64_t m0 = 0;
+    auto mark = [&](int32_t k) {
+      if constexpr (kWords == 1)
+        m0 |= uint64_t{1} << k;
+      else
+        mk[k >> 6] |= uint64_t{1} << (k & 63);
+    };
+    if constexpr (kWords != 1)
+      for (int w = 0; w <= words; ++w) mk[w] = 0;
+    for (int64_t L = 0; L < nw; ++L) {
       const Key lo = t + first[L];
-      q += keys[q] < lo;
-      q += keys[q] < lo;
+      int64_t q = at[L];
+      // Pointers mostly move by 0-2 keys per row: four independent compares
+      // instead of a loop; a longer jump (a gap in the data) takes the loop.
+      const int64_t c =
+          (keys[q] < lo) + (keys[q + 1] < lo) + (keys[q + 2] < lo) + (keys[q + 3] < lo);
+      q += c;
+      if (c == 4) [[unlikely]]
+        while (keys[q] < lo) ++q;
+      at[L] = q;
+      const int32_t* tab = table + table_at[L];
+      const int64_t sp = span[L];
+      for (int64_t i = 0; i <= sp; ++i) {
+        const Key d = keys[q + i] - lo;  // >= 0: keys from q on are not below lo
+        const int32_t k = tab[static_cast<int64_t>(std::min(d, static_cast<Key>(sp + 1)))];
+        sl[k] = static_cast<int32_t>(q + i);
+        mark(k);
+      }
+    }
+    for (int64_t L = nw; L < nl; ++L) {
+      const Line& ln = plan.other[L - nw];
+      int64_t q = at[L];
+      const Key lo = t + first[L];
       while (keys[q] < lo) ++q;
-      ptr[L] = q;
-      const Key b = t + base[L];
-      if (unit[L]) {
-        for (const auto& [dx, k] : lines[L].dx) {
-          const Key target = b + static_cast<Key>(int64_t{dx});
-          q += keys[q] < target;  // at most one key lies below target here
-          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
-        }
-      } else {
-        for (const auto& [dx, k] : lines[L].dx) {
-          const Key target = b + static_cast<Key>(int64_t{dx});
-          while (keys[q] < target) ++q;
-          slot[k] = keys[q] == target ? static_cast<int32_t>(q) : -1;
+      at[L] = q;
+      const Key b = t + static_cast<Key>(ln.delta);
+      for (const auto& [dx, k] : ln.dx) {
+        const Key target = b + static_cast<Key>(int64_t{dx});
+        while (keys[q] < target) ++q;
+        if (keys[q] == target) {
+          sl[k] = static_cast<int32_t>(q);
+          mark(k);
         }
       }
     }
-    int64_t n = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      ks[n] = static_cast<int32_t>(k);
-      ins[n] = slot[k];  // a key position for now
-      n += slot[k] >= 0;
-    }
-    for (int64_t a = 0; a < n; ++a) ins[a] = rows[ins[a]];
-    row(j, ks.data(), ins.data(), n);
+    if constexpr (kWords == 1) mk[0] = m0 & ~(uint64_t{1} << 63);
+    row(j, static_cast<const uint64_t*>(mk), [&](int32_t k) { return int64_t{sl[k]}; });
   }
 }
 
+// The same for plans whose lines are all windowed and K <= 63, faster on
+// runs: when an output key follows the previous one (t = t' + 1, e.g. a run
+// of voxels along the line axis), every line's window moves by one key, so
+// the window keeps its keys but the lowest and gains at most one, at the
+// line's end pointer: one compare per line instead of a search. Per line the
+// state is `end` (the first input position after the window) and `present`
+// (bit d: key lo + d is there); the window's keys are the popcount(present)
+// positions before `end`, so offset (line, d) sits at end - popcount(present
+// >> d). Rows that start a run search their lines afresh.
+// Tables of the sliding search, built once per kernel map: per line,
+// spread[L][present] = the mask of the offsets present and rank[L][present *
+// (span + 1) + d] = popcount(present >> d); per offset, where it sits.
+struct SlidingTables {
+  struct Where {
+    int32_t line, rank_base, span1;  // rank_base: the line's rank table + d
+  };
+  std::vector<int64_t> spread_at, rank_at;
+  std::vector<uint64_t> spread;
+  std::vector<uint8_t> rank;
+  std::vector<Where> where;  // per offset
+  // Every key of every window is an offset, and a line's offsets ascend with
+  // d (cubes): walking a row's offsets in order then meets each line's keys
+  // in position order, so positions come from a cursor per line.
+  bool ordered = true;
+  std::vector<int32_t> line_of;  // per offset
+};
+
 template <typename Key>
+SlidingTables make_sliding_tables(const SearchPlan<Key>& plan, int64_t K) {
+  SlidingTables st;
+  const int64_t nl = plan.windowed;
+  st.spread_at.resize(nl);
+  st.rank_at.resize(nl);
+  st.where.resize(K);
+  st.line_of.resize(K);
+  for (int64_t L = 0; L < nl; ++L) {
+    const int64_t s1 = plan.span[L] + 1;
+    const int32_t* tab = plan.table.data() + plan.table_at[L];
+    st.spread_at[L] = static_cast<int64_t>(st.spread.size());
+    st.rank_at[L] = static_cast<int64_t>(st.rank.size());
+    for (int64_t p = 0; p < (int64_t{1} << s1); ++p) {
+      uint64_t m = 0;
+      for (int64_t d = 0; d < s1; ++d) {
+        if ((p >> d) & 1 && tab[d] != plan.trash) m |= uint64_t{1} << tab[d];
+        st.rank.push_back(
+            static_cast<uint8_t>(__builtin_popcountll(static_cast<uint64_t>(p) >> d)));
+      }
+      st.spread.push_back(m);
+    }
+    for (int64_t d = 0; d < s1; ++d) {
+      st.ordered &= tab[d] != plan.trash && (d == 0 || tab[d] > tab[d - 1]);
+      if (tab[d] != plan.trash) {
+        st.where[tab[d]] = {static_cast<int32_t>(L), static_cast<int32_t>(st.rank_at[L] + d),
+                            static_cast<int32_t>(s1)};
+        st.line_of[tab[d]] = static_cast<int32_t>(L);
+      }
+    }
+  }
+  return st;
+}
+
+template <typename Key, typename RowFn>
+void search_rows_sliding(const Key* keys, int64_t n_in, const Key* okeys,
+                         const SearchPlan<Key>& plan, const SlidingTables& st, int64_t j0,
+                         int64_t j1, const RowFn& row) {
+  const int64_t nl = plan.windowed;
+  const Key* first = plan.first.data();
+  const int32_t* span = plan.span.data();
+  // Per line: the window's first position (first key >= lo), its end and
+  // which of its keys are present; cursor: positions handed out in this row.
+  std::vector<int64_t> start(nl), end(nl), cursor(nl);
+  std::vector<uint32_t> present(nl, 0);
+  for (int64_t L = 0; L < nl; ++L)
+    start[L] = end[L] = std::lower_bound(keys, keys + n_in, okeys[j0] + first[L]) - keys;
+  int64_t* __restrict sa = start.data();
+  int64_t* __restrict en = end.data();
+  int64_t* __restrict cur = cursor.data();
+  uint32_t* __restrict pr = present.data();
+  const int32_t* line_of = st.line_of.data();
+  const uint64_t* sp = st.spread.data();
+  const int64_t* sp_at = st.spread_at.data();
+  const uint8_t* rank = st.rank.data();
+  const int64_t* rank_at = st.rank_at.data();
+  const SlidingTables::Where* wh = st.where.data();
+  auto position = [&](int32_t k) {
+    const SlidingTables::Where w = wh[k];
+    return en[w.line] - rank[w.rank_base + pr[w.line] * w.span1];
+  };
+  Key prev = okeys[j0];
+  for (int64_t j = j0; j < j1; ++j) {
+    const Key t = okeys[j];
+    uint64_t m0 = 0;
+    if (j > j0 && t == prev + 1) {
+      for (int64_t L = 0; L < nl; ++L) {
+        const int64_t e = en[L];
+        const uint32_t gained = keys[e] == t + first[L] + static_cast<Key>(span[L]);
+        en[L] = e + gained;
+        sa[L] += pr[L] & 1;  // the old lowest key (if there) left the window
+        const uint32_t p = (pr[L] >> 1) | (gained << span[L]);
+        pr[L] = p;
+        m0 |= sp[sp_at[L] + p];
+      }
+    } else {
+      for (int64_t L = 0; L < nl; ++L) {
+        const Key lo = t + first[L];
+        int64_t q = sa[L];  // first key >= the previous row's lo
+        const int64_t c =
+            (keys[q] < lo) + (keys[q + 1] < lo) + (keys[q + 2] < lo) + (keys[q + 3] < lo);
+        q += c;
+        if (c == 4) [[unlikely]]
+          while (keys[q] < lo) ++q;
+        const int64_t s = span[L];
+        uint32_t p = 0;
+        for (int64_t i = 0; i <= s; ++i)
+          p |= uint32_t{1} << static_cast<int64_t>(
+                   std::min(keys[q + i] - lo, static_cast<Key>(s + 1)));
+        p &= (uint32_t{1} << (s + 1)) - 1;
+        pr[L] = p;
+        sa[L] = q;
+        en[L] = q + rank[rank_at[L] + p * (s + 1)];
+        m0 |= sp[sp_at[L] + p];
+      }
+    }
+    prev = t;
+    if (st.ordered) {
+      for (int64_t L = 0; L < nl; ++L) cur[L] = sa[L];
+      row(j, static_cast<const uint64_t*>(&m0), [&](int32_t k) { return cur[line_of[k]]++; });
+    } else {
+      row(j, static_cast<const uint64_t*>(&m0), position);
+    }
+  }
+}
+
+// Calls fn(k) for the set bits of mask (words words), ascending.
+template <typename Fn>
+inline void for_bits(const uint64_t* mask, int words, const Fn& fn) {
+  for (int w = 0; w < words; ++w)
+    for (uint64_t m = mask[w]; m; m &= m - 1) fn(static_cast<int32_t>(w * 64 + __builtin_ctzll(m)));
+}
+
+template <int kWords, typename Key>
 std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateMap& out,
                                       const std::vector<int32_t>& offsets, const BuildLayout& l) {
   const int w = in.width(), d = w - 1;
@@ -343,66 +610,70 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   m->out_size = n_out;
   m->offset_begin.assign(K + 1, 0);
 
-  std::vector<Key> ikeys, okeys_own;
-  std::vector<int32_t> irows, orows_own;
-  sorted_keys<Key>(in, l, ikeys, irows);
-  const std::vector<Key>* okeys = &ikeys;
-  const std::vector<int32_t>* orows = &irows;
+  LargeArray<Key> ikeys, okeys_own;
+  LargeArray<int32_t> irows, orows_own;
+  const bool in_ordered = sorted_keys<Key>(in, l, ikeys, irows);  // key position = row
+  const LargeArray<Key>* okeys = &ikeys;
+  const LargeArray<int32_t>* orows = &irows;
   if (&in != &out) {
     sorted_keys<Key>(out, l, okeys_own, orows_own);
     okeys = &okeys_own;
     orows = &orows_own;
   }
-  const std::vector<Line> lines = make_lines(offsets, d, l);
+  const SearchPlan<Key> plan = make_plan<Key>(make_lines(offsets, d, l), K);
+  const int words = plan.words;
+  const bool sliding = kWords == 1 && plan.other.empty();
+  const SlidingTables tables = sliding ? make_sliding_tables(plan, K) : SlidingTables{};
 
   // Fixed chunks of output rows in key order (the result does not depend on
   // the thread count, nor on the chunk size: pairs of an offset follow the
-  // output keys either way). Pass 1 searches and keeps each row's (offset,
-  // input row) list; pass 2, once the counts are known, lays out the pairs in
+  // output keys either way). Pass 1 searches and keeps each row's offset mask
+  // and input rows; pass 2, once the counts are known, lays out the pairs in
   // offset order and the rows' lists as by_out. Chunks are handed out on
   // demand, enough of them (~25 for 100k rows) that two threads end together.
   constexpr int64_t kChunk = 4096;
   const int64_t nc = (n_out + kChunk - 1) / kChunk;
   const bool parallel = n_out * K >= (int64_t{1} << 18);
   std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
-  struct Free {
-    void operator()(int32_t* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<int32_t[], Free>> found_k(nc), found_in(nc);
+  // found[c]: the input rows of chunk c's rows' pairs, row after row, each
+  // row's in offset order; masks: each row's offsets (words words per row).
+  std::vector<LargeArray<int32_t>> found(nc);
+  LargeArray<uint64_t> masks(static_cast<size_t>(n_out * words));
   auto idx = std::make_shared<RowIndex>();
   idx->begin.resize(n_out + 1);
   int64_t* row_begin = idx->begin.data();
+  const Key* ik = ikeys.data();
+  const int32_t* ir = irows.data();
+  const int32_t* orow = orows->data();
   fk::profile::count_launch(2);
   for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
-      int64_t* cc = chunk_count.data() + c * K;
+      // Counted in the thread's own array: neighbouring chunks' counters
+      // share cache lines, and two threads work on neighbouring chunks.
+      std::vector<int64_t> counts(K, 0);
+      int64_t* cc = counts.data();
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      // Room for the worst case, uninitialised (only the written prefix is
-      // touched), shrunk to what was found afterwards.
-      auto room = [&] {
-        void* p = std::malloc(static_cast<size_t>((j1 - j0) * K) * sizeof(int32_t));
-        if (!p) throw std::bad_alloc();
-        return static_cast<int32_t*>(p);
+      // Room for the worst case, uninitialised: only the written prefix is
+      // ever touched.
+      found[c].resize(static_cast<size_t>((j1 - j0) * K));
+      int32_t* fi = found[c].data();
+      uint64_t* mo = masks.data();
+      auto emit = [&](int64_t j, const uint64_t* mask, const auto& position) {
+        int32_t* f = fi;
+        for_bits(mask, words, [&](int32_t k) {
+          const int64_t q = position(k);
+          *f++ = in_ordered ? static_cast<int32_t>(q) : ir[q];
+          ++cc[k];
+        });
+        for (int v = 0; v < words; ++v) mo[j * words + v] = mask[v];
+        row_begin[orow[j] + 1] = f - fi;
+        fi = f;
       };
-      found_k[c].reset(room());
-      found_in[c].reset(room());
-      int32_t* fk_ = found_k[c].get();
-      int32_t* fi = found_in[c].get();
-      search_rows(ikeys, irows, *okeys, lines, K, j0, j1,
-                  [&](int64_t j, const int32_t* ks, const int32_t* ins, int64_t n) {
-                    for (int64_t a = 0; a < n; ++a) ++cc[ks[a]];
-                    std::memcpy(fk_, ks, n * sizeof(int32_t));
-                    std::memcpy(fi, ins, n * sizeof(int32_t));
-                    fk_ += n;
-                    fi += n;
-                    row_begin[(*orows)[j] + 1] = n;
-                  });
-      const size_t used = std::max<size_t>(1, (fi - found_in[c].get()) * sizeof(int32_t));
-      for (auto* f : {&found_k[c], &found_in[c]})
-        if (void* p = std::realloc(f->get(), used)) {
-          (void)f->release();
-          f->reset(static_cast<int32_t*>(p));
-        }
+      if (sliding)
+        search_rows_sliding(ik, in.size(), okeys->data(), plan, tables, j0, j1, emit);
+      else
+        search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1, emit);
+      std::copy(counts.begin(), counts.end(), chunk_count.begin() + c * K);
     });
   });
   // Offset ranges, where each chunk's pairs of each offset start, and the rows'
@@ -423,30 +694,40 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
   RowEntry* entries = idx->entries.data();
   for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
-      int64_t* cursor = chunk_count.data() + c * K;
+      std::vector<int64_t> cursors(chunk_count.begin() + c * K, chunk_count.begin() + (c + 1) * K);
+      int64_t* cursor = cursors.data();
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      const int32_t* ks = found_k[c].get();
-      const int32_t* ins = found_in[c].get();
+      const int32_t* ins = found[c].data();
       for (int64_t j = j0; j < j1; ++j) {
-        const int32_t o = (*orows)[j];
-        const int64_t b = row_begin[o], n = row_begin[o + 1] - b;
-        RowEntry* e = entries + b;
-        for (int64_t a = 0; a < n; ++a) {
-          const int64_t p = cursor[ks[a]]++;
-          in_rows[p] = ins[a];
+        const int32_t o = orow[j];
+        RowEntry* e = entries + row_begin[o];
+        for_bits(masks.data() + j * words, words, [&](int32_t k) {
+          const int64_t p = cursor[k]++;
+          const int32_t i = *ins++;
+          // 2K write streams (one per offset and array) are more than the
+          // hardware prefetcher follows: without this, a third of the build
+          // waited for cache lines to be read before being overwritten.
+          __builtin_prefetch(in_rows + p + 64, 1, 3);
+          __builtin_prefetch(out_rows + p + 64, 1, 3);
+          in_rows[p] = i;
           out_rows[p] = o;
-          e[a] = {static_cast<int32_t>(p), ins[a], ks[a]};
-        }
-        ks += n;
-        ins += n;
+          *e++ = {static_cast<int32_t>(p), i, k};
+        });
       }
-      found_k[c].reset();
-      found_in[c].reset();
+      LargeArray<int32_t>().swap(found[c]);
     });
   });
   m->mirror = find_mirror(in, out, offsets, d);
   m->adopt_by_out(std::move(idx));
   return m;
+}
+
+template <typename Key>
+std::shared_ptr<KernelMap> build_keyed(const CoordinateMap& in, const CoordinateMap& out,
+                                       const std::vector<int32_t>& offsets, const BuildLayout& l) {
+  const int64_t K = static_cast<int64_t>(offsets.size()) / (in.width() - 1);
+  if (K <= 63) return build_with<1, Key>(in, out, offsets, l);
+  return build_with<0, Key>(in, out, offsets, l);
 }
 
 }  // namespace
@@ -465,12 +746,12 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
   }
   BuildLayout l = make_layout(in, out, offsets);
   // The narrowest key that holds the layout (and its all-ones sentinel).
-  if (l.bits <= 31) return build_with<uint32_t>(in, out, offsets, l);
-  if (l.bits <= 63) return build_with<uint64_t>(in, out, offsets, l);
+  if (l.bits <= 31) return build_keyed<uint32_t>(in, out, offsets, l);
+  if (l.bits <= 63) return build_keyed<uint64_t>(in, out, offsets, l);
   FK_CHECK(l.bits <= 127, "minkowski::kernel_map",
            "coordinates (padded by the kernel's reach) whose per-axis extents pack into 127 bits",
            std::to_string(l.bits) + " bits");
-  return build_with<Key128>(in, out, offsets, l);
+  return build_keyed<Key128>(in, out, offsets, l);
 }
 
 }  // namespace minkowski

@@ -14,7 +14,8 @@
 // every row is owned by one thread and accumulated in offset order
 // (deterministic by construction). build_kernel_map produces by_out in the
 // same pass as the pairs; by_in is built on first use and cached (a symmetric
-// map's convolutions do not need it: see `mirror`).
+// map's convolutions do not need it: see `mirror`; when they do, it is derived
+// from by_out). A transposed map shares the two indices, swapped.
 //
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
 // pair p is (p, p).
@@ -74,14 +75,18 @@ struct KernelMap {
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already
 // scaled), for every row of `out`. A merge join instead of hashing: both maps'
-// coordinates are packed into 64-bit keys (128-bit when they do not fit) in a
-// layout padded by the kernel's reach and radix-sorted; walking the output
-// keys in order, key + delta(offset) ascends too, so one forward pointer per
-// line of offsets along x_1 (whose keys are consecutive) finds every
-// neighbour with sequential memory access. Parallel over fixed chunks of
-// output rows, all offsets at once; a counting pass then lays the pairs out in
-// offset order and fills by_out. Memory: keys and rows of both maps
-// (12-24 bytes per row), 8 bytes per pair of scratch, the pairs and by_out.
+// coordinates are packed into 32/64-bit keys (128-bit when they do not fit) in
+// a layout padded by the kernel's reach and radix-sorted (no sort when the
+// rows already come in key order); walking the output keys in order,
+// key + delta(offset) ascends too, so one forward pointer per line of offsets
+// along the line axis (whose keys are consecutive) finds every neighbour with
+// sequential memory access, comparing a line's whole window of keys at once.
+// Along a run of consecutive output keys the windows just slide by one key:
+// one compare per line. Parallel over fixed chunks of output rows, all offsets
+// at once; a counting pass then lays the pairs out in offset order and fills
+// by_out. Memory: keys and rows of both maps (8-24 bytes per row), scratch of
+// 4 bytes per pair and 8 bytes per output row, the pairs and by_out (all from
+// fk's caching allocator, see large_array.h).
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets);
 
