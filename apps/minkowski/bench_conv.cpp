@@ -108,6 +108,7 @@ int bench_conv(const BenchConvOptions& o) {
   std::shared_ptr<const KernelMap> map;
   std::vector<double> t_insert, t_kmap, t_index, c_insert, c_kmap, c_index, t_by_in, c_by_in;
   for (int r = 0; r < o.repeats; ++r) {
+    map.reset();  // free the previous build outside the timed spans
     mgr = std::make_shared<CoordinateManager>(3);
     double t0 = now_ms(), c0 = cpu_ms();
     in_key = mgr->insert(coords, {1}).key;
