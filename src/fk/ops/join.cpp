@@ -480,8 +480,9 @@ Tensor cat_forward(const std::vector<Tensor>& ts, int d, DType rt, const Dims& s
   parallel_for(0, outer, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o) {
       for (const Rows& r : rows) {
-        std::memcpy(dst + o * out_row + r.offset, r.src + o * r.bytes,
-                    static_cast<size_t>(r.bytes));
+        // Inputs sit at any offset from the output (views, odd row sizes):
+        // copy_bytes keeps misaligned long rows at copy speed (copy_bytes.h).
+        cpu::copy_bytes(dst + o * out_row + r.offset, r.src + o * r.bytes, r.bytes);
       }
     }
   });

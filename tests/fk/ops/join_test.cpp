@@ -72,6 +72,33 @@ TEST(Cat, ContiguousInputsAreCopiedAsRows) {
   }
 }
 
+// Long rows at every relative alignment (views starting 0..3 elements into a
+// buffer) and odd byte lengths (f16 rows of 2..140 bytes), against a plain loop.
+TEST(Cat, LongAndOddRowsAtAnyOffset) {
+  for (DType dt : {DType::F32, DType::F16}) {
+    for (int64_t off : {0, 1, 2, 3}) {
+      for (int64_t len : {1, 7, 15, 17, 63, 70, 1500}) {
+        Tensor base_a = test::random_tensor({3 * len + 4}, DType::F64, -100, 100, 5).to(dt);
+        Tensor base_b = test::random_tensor({3 * (len + 1) + 4}, DType::F64, -100, 100, 6).to(dt);
+        Tensor a = base_a.narrow(0, off, 3 * len).reshape({3, len});
+        Tensor b = base_b.narrow(0, 3 - off, 3 * (len + 1)).reshape({3, len + 1});
+        ASSERT_TRUE(a.is_contiguous() && b.is_contiguous());
+        Tensor out = cat({a, b}, 1);
+        auto av = a.to_vector<double>(), bv = b.to_vector<double>(), ov = out.to_vector<double>();
+        ASSERT_EQ(out.shape(), (Dims{3, 2 * len + 1}));
+        for (int64_t i = 0; i < 3; ++i) {
+          for (int64_t j = 0; j < 2 * len + 1; ++j) {
+            double want = j < len ? av[static_cast<size_t>(i * len + j)]
+                                  : bv[static_cast<size_t>(i * (len + 1) + j - len)];
+            ASSERT_EQ(ov[static_cast<size_t>(i * (2 * len + 1) + j)], want)
+                << name(dt) << " off " << off << " len " << len << " at " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Cat, PromotesDtypes) {
   Tensor a = from_vector(std::vector<int32_t>{1, 2});
   Tensor b = from_vector(std::vector<float>{0.5f});
