@@ -8,8 +8,9 @@
 //
 //   cat(ts, d)    tensors of one rank whose sizes agree outside d; the result
 //                 has promote(all dtypes). Contiguous inputs of the result's
-//                 dtype are copied as whole rows (one cpu::copy_bytes per
-//                 input per outer index, alignment-proof); anything else
+//                 dtype are copied as whole rows (cpu::copy_rows: fixed-size
+//                 moves for short rows, alignment-proof copy_bytes for long
+//                 ones, output rows in L1-sized tiles); anything else
 //                 through a strided copy.
 //   stack(ts, d)  tensors of one shape, joined along a new dim d (in [-r-1, r]).
 //   split         views of consecutive chunks along d: of `size` each (the
