@@ -9,6 +9,8 @@
 //   cmake --build build/h -j2 --target fk_bench
 //   build/h/bin/fk_bench --benchmark_filter='Ew' --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true   (one line)
+// Reductions and row copies (BM_RedSum*, BM_Cat*, BM_IndexSelectRows*, one
+// thread): --benchmark_filter='RedSum|Cat|IndexSelect' likewise.
 // Machine limit (../shared/reference/machine.md, triad): ~160 / 300 GB/s in
 // L1/L2 and ~110 / 210 GB/s in L3 on 1 / 2 threads. Rates are per CPU second
 // on one thread, per wall second on two.
