@@ -9,6 +9,8 @@
 //   cmake --build build/h -j2 --target fk_bench
 //   build/h/bin/fk_bench --benchmark_filter='Ew' --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true   (one line)
+// Reductions and row copies (BM_RedSum*, BM_Cat*, BM_IndexSelectRows*, one
+// thread): --benchmark_filter='RedSum|Cat|IndexSelect' likewise.
 // Machine limit (../shared/reference/machine.md, triad): ~160 / 300 GB/s in
 // L1/L2 and ~110 / 210 GB/s in L3 on 1 / 2 threads. Rates are per CPU second
 // on one thread, per wall second on two.
@@ -364,6 +366,168 @@ BENCHMARK(BM_EwSum_Fk)->Apply(args);
 BENCHMARK(BM_EwSum_Fk)->Apply(args_mt);
 BENCHMARK(BM_EwSum_Loop)->Apply(args);
 BENCHMARK(BM_EwSum_Loop)->Apply(args_mt);
+
+// --- reductions and row copies: fk op vs plain loop, one thread -----------------
+// Operand: grid(n) = [n / 1024, 64, 16] f32. The loops accumulate in f64 like
+// fk (8 independent partial sums for a contiguous run, one per output lane
+// across rows) and write f32 results.
+
+void BM_RedSumFull_Fk(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand(grid(n), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::sum(a));
+  report(state, n, 4);
+}
+void BM_RedSumFull_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor ta = operand(grid(n), 1);
+  const float* a = ta.data<float>();
+  for (auto _ : state) {
+    double acc[8] = {};
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+      for (int j = 0; j < 8; ++j) acc[j] += a[i + j];
+    }
+    float s = static_cast<float>(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                 ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, n, 4);
+}
+void BM_RedSumDim0_Fk(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand(grid(n), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::sum(a, {0}));
+  report(state, n, 4);
+}
+void BM_RedSumDim0_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor ta = operand(grid(n), 1), to = fk::empty({64, 16});
+  const float* a = ta.data<float>();
+  float* o = to.data<float>();
+  const int64_t C = 64 * 16, R = n / C;
+  std::vector<double> acc(C);
+  for (auto _ : state) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t c = 0; c < C; ++c) acc[c] += a[r * C + c];
+    }
+    for (int64_t c = 0; c < C; ++c) o[c] = static_cast<float>(acc[c]);
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 4);
+}
+void BM_RedSumLast_Fk(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand(grid(n), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::sum(a, {2}));
+  report(state, n, 4);
+}
+void BM_RedSumLast_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor ta = operand(grid(n), 1), to = fk::empty({n / 16});
+  const float* a = ta.data<float>();
+  float* o = to.data<float>();
+  for (auto _ : state) {
+    for (int64_t row = 0; row < n / 16; ++row) {
+      const float* x = a + row * 16;
+      double acc[8];
+      for (int j = 0; j < 8; ++j) acc[j] = static_cast<double>(x[j]) + x[j + 8];
+      o[row] = static_cast<float>(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                  ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 4);
+}
+BENCHMARK(BM_RedSumFull_Fk)->Apply(args);
+BENCHMARK(BM_RedSumFull_Loop)->Apply(args);
+BENCHMARK(BM_RedSumDim0_Fk)->Apply(args);
+BENCHMARK(BM_RedSumDim0_Loop)->Apply(args);
+BENCHMARK(BM_RedSumLast_Fk)->Apply(args);
+BENCHMARK(BM_RedSumLast_Loop)->Apply(args);
+
+// cat of two 64x64x16 f32 tensors along dim 0 (two 256 KiB runs) and dim 2
+// (4096 x 2 runs of 64 B); the loop copies the same runs element by element.
+// The second operand is an offset view's copy so its rows sit 4 bytes off the
+// result's (the misaligned case).
+void cat_fk(benchmark::State& state, int64_t dim) {
+  fk::set_num_threads(1);
+  fk::Tensor a = operand({64, 64, 16}, 1);
+  fk::Tensor b = operand({64 * 64 * 16 + 1}, 2).narrow(0, 1, 64 * 64 * 16).reshape({64, 64, 16});
+  for (auto _ : state) benchmark::DoNotOptimize(fk::cat({a, b}, dim));
+  report(state, 2 * 65536, 8);
+}
+void cat_loop(benchmark::State& state, int64_t rows, int64_t row_len) {
+  fk::set_num_threads(1);
+  fk::Tensor ta = operand({64, 64, 16}, 1), tb = operand({64, 64, 16}, 2);
+  fk::Tensor to = fk::empty({2 * 65536});
+  const float *a = ta.data<float>(), *b = tb.data<float>();
+  float* o = to.data<float>();
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* d = o + 2 * r * row_len;
+      const float *x = a + r * row_len, *y = b + r * row_len;
+      for (int64_t j = 0; j < row_len; ++j) d[j] = x[j];
+      for (int64_t j = 0; j < row_len; ++j) d[row_len + j] = y[j];
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, 2 * 65536, 8);
+}
+void BM_CatDim0_Fk(benchmark::State& state) {
+  cat_fk(state, 0);
+}
+void BM_CatDim0_Loop(benchmark::State& state) {
+  cat_loop(state, 1, 65536);
+}
+void BM_CatDim2_Fk(benchmark::State& state) {
+  cat_fk(state, 2);
+}
+void BM_CatDim2_Loop(benchmark::State& state) {
+  cat_loop(state, 4096, 16);
+}
+BENCHMARK(BM_CatDim0_Fk);
+BENCHMARK(BM_CatDim0_Loop);
+BENCHMARK(BM_CatDim2_Fk);
+BENCHMARK(BM_CatDim2_Loop);
+
+// index_select of 64 rows (4 KiB each, a permutation) from a [64, 1024] f32 matrix.
+fk::Tensor row_permutation() {
+  std::vector<int64_t> idx(64);
+  for (int64_t i = 0; i < 64; ++i) idx[static_cast<size_t>(i)] = (i * 37 + 5) % 64;
+  return fk::from_vector(idx, {64});
+}
+void BM_IndexSelectRows_Fk(benchmark::State& state) {
+  fk::set_num_threads(1);
+  fk::Tensor a = operand({64 * 1024 + 1}, 1).narrow(0, 1, 64 * 1024).reshape({64, 1024});
+  fk::Tensor idx = row_permutation();
+  for (auto _ : state) benchmark::DoNotOptimize(fk::index_select(a, 0, idx));
+  report(state, 65536, 8);
+}
+void BM_IndexSelectRows_Loop(benchmark::State& state) {
+  fk::set_num_threads(1);
+  fk::Tensor ta = operand({64, 1024}, 1), to = fk::empty({64, 1024});
+  fk::Tensor idx = row_permutation();
+  const float* a = ta.data<float>();
+  const int64_t* ip = idx.data<int64_t>();
+  float* o = to.data<float>();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < 64; ++i) {
+      const float* s = a + ip[i] * 1024;
+      for (int64_t j = 0; j < 1024; ++j) o[i * 1024 + j] = s[j];
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, 65536, 8);
+}
+BENCHMARK(BM_IndexSelectRows_Fk);
+BENCHMARK(BM_IndexSelectRows_Loop);
 
 }  // namespace
 

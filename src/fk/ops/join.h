@@ -8,8 +8,10 @@
 //
 //   cat(ts, d)    tensors of one rank whose sizes agree outside d; the result
 //                 has promote(all dtypes). Contiguous inputs of the result's
-//                 dtype are copied as whole rows (one memcpy per input per
-//                 outer index); anything else through a strided copy.
+//                 dtype are copied as whole rows (cpu::copy_rows: fixed-size
+//                 moves for short rows, alignment-proof copy_bytes for long
+//                 ones, output rows in L1-sized tiles); anything else
+//                 through a strided copy.
 //   stack(ts, d)  tensors of one shape, joined along a new dim d (in [-r-1, r]).
 //   split         views of consecutive chunks along d: of `size` each (the
 //                 last may be shorter), or of the given sizes (summing to the
@@ -30,7 +32,9 @@
 //                 shifts[0].
 //   flip          reverses the listed dims (each at most once).
 //
-// Memory: every op but split allocates its result; pad, roll and flip read the
+// Memory: every op but split allocates its result. roll of a contiguous CPU
+// tensor is one long shifted copy plus a short wrap-around copy per row (no
+// index table); pad, flip, and roll of other layouts or on CUDA read the
 // input in place (any layout) through one per-dim index table each.
 #include <cstdint>
 #include <vector>

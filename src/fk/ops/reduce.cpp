@@ -13,6 +13,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/unary.h"
@@ -195,9 +196,27 @@ Reduction prepare(const Tensor& t, const Dims& dims, bool keepdim, const char* o
 //   Acc init(); void step(Acc&, T value, int64_t r);
 //   void merge(Acc& left, const Acc& right);  // right covers later r
 //   void finish(int64_t out_index, const Acc&);
-// Every output is accumulated in increasing r by one thread (rows longer than
-// kReduceBlock: per-block partials merged in block order), so the result is
-// the same for any thread count.
+// and optionally, for contiguous runs (C == 1):
+//   Acc fold_row(const T* x, int64_t n);  // the run x[0..n) in one Acc
+// Every output is accumulated by one thread, by step in increasing r (C > 1:
+// the C lanes are independent, so the compiler vectorises across them) or by
+// fold_row (C == 1: 8 partial accumulators in the fixed order of
+// cpu/fold_lanes.h); rows longer than kReduceBlock are cut into blocks at
+// multiples of kReduceBlock whose partials are merged in block order. The
+// split depends on the shape only, so the result is bitwise the same for any
+// thread count.
+// One contiguous run x[0..n) (elements r0 .. r0 + n of its row) in one Acc.
+template <typename T, typename Red>
+typename Red::Acc fold_run(const Red& red, const T* x, int64_t n, int64_t r0 = 0) {
+  if constexpr (requires { red.fold_row(x, n); }) {
+    return red.fold_row(x, n);
+  } else {
+    typename Red::Acc s = red.init();
+    for (int64_t i = 0; i < n; ++i) red.step(s, x[i], r0 + i);
+    return s;
+  }
+}
+
 template <typename T, typename Red>
 void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) {
   using Acc = typename Red::Acc;
@@ -205,6 +224,14 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
   const int64_t nc = (C + kLaneBlock - 1) / kLaneBlock;
   const int64_t tasks = A * nr * nc;
   if (tasks == 0) return;
+  if (C == 1 && nr == 1) {  // whole contiguous rows: one task per row, no index arithmetic
+    const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(R, 1));
+    if (A >= 2 * grain && get_num_threads() > 1) profile::count_launch();
+    parallel_for(0, A, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t a = lo; a < hi; ++a) red.finish(a, fold_run(red, in + a * R, R));
+    });
+    return;
+  }
   std::vector<Acc> partial(nr > 1 ? static_cast<size_t>(A * nr * C) : 0);
   const int64_t per_task =
       std::max<int64_t>(1, std::min(R, kReduceBlock) * std::min(C, kLaneBlock));
@@ -218,9 +245,7 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
       const int64_t r0 = rb * kReduceBlock, r1 = std::min(R, r0 + kReduceBlock);
       const T* base = in + a * R * C + c0;
       if (C == 1) {
-        Acc s = red.init();
-        for (int64_t r = r0; r < r1; ++r) red.step(s, base[r], r);
-        acc[0] = s;
+        acc[0] = fold_run(red, base + r0, r1 - r0, r0);
       } else {
         for (int64_t j = 0; j < w; ++j) acc[j] = red.init();
         for (int64_t r = r0; r < r1; ++r) {
@@ -249,12 +274,21 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
 
 // --- reducers ---------------------------------------------------------------
 
+inline constexpr auto kPlus = [](const auto& a, const auto& b) { return a + b; };
+inline constexpr auto kTimes = [](const auto& a, const auto& b) { return a * b; };
+
 template <typename T>
 struct SumReducer {
   using Acc = typename SumAcc<T>::type;
   T* out;
   Acc init() const { return Acc(0); }
   void step(Acc& a, T v, int64_t) const { a += static_cast<Acc>(v); }
+  // f32 runs: 8 f64 partial sums, so the f64 accumulation (error ~ n eps_f64
+  // relative to sum |x|) is kept at the speed of the loads.
+  Acc fold_row(const T* x, int64_t n) const {
+    return cpu::fold_lanes(
+        x, n, Acc(0), [](T v) { return static_cast<Acc>(v); }, kPlus);
+  }
   void merge(Acc& a, const Acc& b) const { a += b; }
   void finish(int64_t o, const Acc& a) const { out[o] = static_cast<T>(a); }
 };
@@ -265,6 +299,10 @@ struct ProdReducer {
   T* out;
   Acc init() const { return Acc(1); }
   void step(Acc& a, T v, int64_t) const { a *= static_cast<Acc>(v); }
+  Acc fold_row(const T* x, int64_t n) const {
+    return cpu::fold_lanes(
+        x, n, Acc(1), [](T v) { return static_cast<Acc>(v); }, kTimes);
+  }
   void merge(Acc& a, const Acc& b) const { a *= b; }
   void finish(int64_t o, const Acc& a) const { out[o] = static_cast<T>(a); }
 };
@@ -317,10 +355,18 @@ struct NormReducer {
   R* out;
   NormKind kind;
   double p;
+  // |v|^2 in double (std::norm of a float would square in float).
+  static double square_mag(T v) {
+    if constexpr (kIsComplex<T>) {
+      return std::norm(static_cast<c128>(v));
+    } else {
+      return static_cast<double>(v) * static_cast<double>(v);
+    }
+  }
   Acc init() const { return 0.0; }
   void step(Acc& a, T v, int64_t) const {
     if (kind == NormKind::Two) {
-      a += static_cast<double>(std::norm(v));
+      a += square_mag(v);
       return;
     }
     double m = static_cast<double>(std::abs(v));
@@ -335,6 +381,24 @@ struct NormReducer {
         a += std::pow(m, p);
         break;
     }
+  }
+  // Inf: NaN wins, else the larger (exact, so the lane order cannot show).
+  static double max_nan(double a, double b) { return (b != b || b > a) ? b : a; }
+  Acc fold_row(const T* x, int64_t n) const {
+    auto mag = [](T v) { return static_cast<double>(std::abs(v)); };
+    switch (kind) {
+      case NormKind::Two:
+        return cpu::fold_lanes(x, n, 0.0, square_mag, kPlus);
+      case NormKind::One:
+        return cpu::fold_lanes(x, n, 0.0, mag, kPlus);
+      case NormKind::Inf:
+        return cpu::fold_lanes(x, n, 0.0, mag, max_nan);
+      case NormKind::General:
+        break;
+    }
+    const double e = p;
+    return cpu::fold_lanes(
+        x, n, 0.0, [&](T v) { return std::pow(mag(v), e); }, kPlus);
   }
   void merge(Acc& a, const Acc& b) const {
     if (kind != NormKind::Inf) {
@@ -393,6 +457,24 @@ struct VarReducer {
     a.s1 += d;
     a.s2 += real_dot(d, d);
     a.n += 1;
+  }
+  // Real runs: the same shifted sums (K = x[0]), each over 8 partial sums.
+  Acc fold_row(const T* x, int64_t n) const requires(!kIsComplex<T>) {
+    Acc a;
+    if (n == 0) return a;
+    const double k = static_cast<double>(x[0]);
+    a.n = static_cast<double>(n);
+    a.shift = k;
+    a.s1 = cpu::fold_lanes(
+        x, n, 0.0, [k](T v) { return static_cast<double>(v) - k; }, kPlus);
+    a.s2 = cpu::fold_lanes(
+        x, n, 0.0,
+        [k](T v) {
+          double d = static_cast<double>(v) - k;
+          return d * d;
+        },
+        kPlus);
+    return a;
   }
   void merge(Acc& a, const Acc& b) const {
     if (b.n == 0) return;

@@ -17,9 +17,15 @@
 // (real results); the ordered ops, logsumexp and softmax want a real dtype.
 // f32 and c64 are accumulated in double precision.
 //
-// Determinism: each output element is accumulated in a fixed order (rows
-// longer than a fixed block size are split into blocks combined in block
-// order), so results do not depend on the thread count.
+// Determinism: each output element is accumulated in a fixed order, so results
+// do not depend on the thread count. On the CPU a reduction over contiguous
+// runs (innermost dims) folds each run into 8 partial accumulators (f64 for
+// f32 input) combined in the tree order of ops/cpu/fold_lanes.h, which keeps
+// the loads vectorised without -ffast-math (sum, mean, prod, norm, var, std;
+// max/min and logsumexp fold one element at a time). Runs longer than a fixed
+// block size are split into blocks combined in block order. Reducing leading
+// or middle dims accumulates each output in increasing order of the reduced
+// index, many outputs side by side.
 //
 // Memory: a contiguous input, or a permutation of one (a transpose), whose
 // reduced dims are adjacent in memory is read in place: no copy when reducing

@@ -62,6 +62,29 @@ TEST(IndexSelect, ValuesAgainstLoops) {
   EXPECT_DOUBLE_EQ(out.to_vector<double>()[0], tv[at3(t.shape(), 2, 0, 0)]);
 }
 
+// Long and odd-length rows from a view at every offset, f32 and f16, against a loop.
+TEST(IndexSelect, LongAndOddRowsAtAnyOffset) {
+  for (DType dt : {DType::F32, DType::F16}) {
+    for (int64_t off : {0, 1, 3}) {
+      for (int64_t len : {2, 9, 33, 70, 1500}) {
+        Tensor base = test::random_tensor({5 * len + 3}, DType::F64, -100, 100, 9).to(dt);
+        Tensor t = base.narrow(0, off, 5 * len).reshape({5, len});
+        const std::vector<int64_t> ids = {4, 0, 4, 2, 1, 3};
+        Tensor out = index_select(t, 0, idx64(ids, {6}));
+        auto tv = t.to_vector<double>(), ov = out.to_vector<double>();
+        ASSERT_EQ(out.shape(), (Dims{6, len}));
+        for (size_t r = 0; r < ids.size(); ++r) {
+          for (int64_t j = 0; j < len; ++j) {
+            ASSERT_EQ(ov[r * static_cast<size_t>(len) + static_cast<size_t>(j)],
+                      tv[static_cast<size_t>(ids[r] * len + j)])
+                << name(dt) << " off " << off << " len " << len << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(IndexSelect, MovesAnyDtype) {
   Tensor c = test::random_complex({4, 2});
   Tensor out = index_select(c, 0, idx64({3, 1}, {2}));

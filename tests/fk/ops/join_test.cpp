@@ -72,6 +72,37 @@ TEST(Cat, ContiguousInputsAreCopiedAsRows) {
   }
 }
 
+// Rows at every relative alignment (views starting 0..3 elements into a
+// buffer) of every kind copy_rows tells apart: the fixed sizes 4..64 bytes,
+// odd byte lengths (f16) and long rows; many rows, so the output is copied in
+// several tiles. Against a plain loop.
+TEST(Cat, ShortLongAndOddRowsAtAnyOffset) {
+  for (DType dt : {DType::F32, DType::F16}) {
+    for (int64_t off : {0, 1, 2, 3}) {
+      for (int64_t la : {1, 2, 4, 7, 8, 15, 16, 17, 32, 63, 70, 1500}) {
+        const int64_t lb = la % 2 == 0 ? la : la + 1, rows = la <= 70 ? 300 : 3;
+        const int64_t width = la + lb;
+        Tensor base_a = test::random_tensor({rows * la + 4}, DType::F64, -100, 100, 5).to(dt);
+        Tensor base_b = test::random_tensor({rows * lb + 4}, DType::F64, -100, 100, 6).to(dt);
+        Tensor a = base_a.narrow(0, off, rows * la).reshape({rows, la});
+        Tensor b = base_b.narrow(0, 3 - off, rows * lb).reshape({rows, lb});
+        ASSERT_TRUE(a.is_contiguous() && b.is_contiguous());
+        Tensor out = cat({a, b}, 1);
+        auto av = a.to_vector<double>(), bv = b.to_vector<double>(), ov = out.to_vector<double>();
+        ASSERT_EQ(out.shape(), (Dims{rows, width}));
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < width; ++j) {
+            double want = j < la ? av[static_cast<size_t>(i * la + j)]
+                                 : bv[static_cast<size_t>(i * lb + j - la)];
+            ASSERT_EQ(ov[static_cast<size_t>(i * width + j)], want)
+                << name(dt) << " off " << off << " len " << la << " at " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Cat, PromotesDtypes) {
   Tensor a = from_vector(std::vector<int32_t>{1, 2});
   Tensor b = from_vector(std::vector<float>{0.5f});

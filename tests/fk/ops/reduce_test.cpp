@@ -432,6 +432,119 @@ TEST(Reduce, ResultsDoNotDependOnThreadCount) {
   EXPECT_NEAR(one[0][0], exact, 1e-3);
 }
 
+// The documented order of a contiguous f64 run (cpu/fold_lanes.h): 8 lanes
+// over full groups of 8, combined as a tree, then the tail; runs longer than
+// 32768 (reduce.cpp's block) folded per block, blocks added in order.
+double documented_sum(const double* x, int64_t n) {
+  double total = 0;
+  for (int64_t b0 = 0; b0 < n; b0 += 32768) {
+    const int64_t len = std::min<int64_t>(32768, n - b0);
+    double l[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      for (int k = 0; k < 8; ++k) l[k] += x[b0 + i + k];
+    }
+    double a = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    for (; i < len; ++i) a += x[b0 + i];
+    total = b0 == 0 ? a : total + a;
+  }
+  return total;
+}
+
+TEST(Reduce, SumOfRunsNotAMultipleOfTheVectorWidth) {
+  const std::vector<int64_t> sizes = {1,  2,  3,  5,  7,    8,     9,     15,        17,
+                                      31, 33, 63, 65, 1001, 32767, 32769, 65536 + 3, 100003};
+  int before = get_num_threads();
+  for (int64_t n : sizes) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    // Values of both signs and mixed magnitudes, so the order of the adds shows.
+    Tensor x64 =
+        mul(test::random_tensor({n}, DType::F64, -1, 1, static_cast<unsigned>(n)),
+            exp(test::random_tensor({n}, DType::F64, -8, 8, static_cast<unsigned>(n + 1))));
+    std::vector<double> v = x64.to_vector<double>();
+    long double exact = 0, abs_total = 0;
+    for (double e : v) exact += e, abs_total += std::fabs(e);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      // f64: exactly the documented order, and within its error bound of the
+      // long double sum ((n / 8 + 4) eps sum |x|).
+      const double s64 = sum(x64).item();
+      EXPECT_EQ(s64, documented_sum(v.data(), n));
+      EXPECT_NEAR(s64, static_cast<double>(exact),
+                  static_cast<double>(abs_total) * (n / 8.0 + 4) * 0x1p-53);
+      // f32: accumulated in f64, so the result is the exact sum rounded to f32
+      // (up to the f64 error, far below half an f32 ulp).
+      Tensor x32 = x64.to(DType::F32);
+      long double exact32 = 0, abs32 = 0;
+      for (float e : x32.to_vector<float>()) exact32 += e, abs32 += std::fabs(e);
+      const double s32 = sum(x32).item();
+      EXPECT_NEAR(s32, static_cast<double>(exact32),
+                  std::fabs(static_cast<double>(exact32)) * 0x1p-24 +
+                      static_cast<double>(abs32) * (n / 8.0 + 4) * 0x1p-53);
+      // Rows of this length (last dim) of a 3-row matrix: the same order.
+      Tensor m = x64.reshape({1, n}).expand({3, n}).contiguous();
+      std::vector<double> rows = sum(m, {1}).to_vector<double>();
+      for (double r : rows) EXPECT_EQ(r, s64);
+      // Columns are accumulated lane by lane in increasing row order (the
+      // lanes are the vector): within n eps sum |x| of the exact sum.
+      for (double c : sum(m.t().contiguous(), {0}).to_vector<double>()) {
+        EXPECT_NEAR(c, static_cast<double>(exact), static_cast<double>(abs_total) * n * 0x1p-53);
+      }
+    }
+  }
+  set_num_threads(before);
+}
+
+// prod, norm and var over odd-length rows against plain f64 / long double loops.
+TEST(Reduce, RowFoldsOfOddLengthMatchPlainLoops) {
+  for (int64_t n : {1, 7, 13, 67, 40001}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    Tensor x = test::random_tensor({2, n}, DType::F32, -2, 2, static_cast<unsigned>(7 * n));
+    Tensor pos = test::random_tensor({2, n}, DType::F64, 0.999, 1.001, static_cast<unsigned>(n));
+    std::vector<float> xv = x.to_vector<float>();
+    std::vector<double> pv = pos.to_vector<double>();
+    std::vector<double> l1, l2, linf, l3, v, p;
+    for (int64_t r = 0; r < 2; ++r) {
+      long double a1 = 0, a2 = 0, a3 = 0, ainf = 0, s = 0, pr = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        long double e = xv[static_cast<size_t>(r * n + i)];
+        a1 += std::fabs(e), a2 += e * e, a3 += std::pow(std::fabs(e), 3.0L), s += e;
+        ainf = std::max(ainf, std::fabs(e));
+        pr *= pv[static_cast<size_t>(r * n + i)];
+      }
+      long double mean = s / n, ss = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        long double d = xv[static_cast<size_t>(r * n + i)] - mean;
+        ss += d * d;
+      }
+      l1.push_back(static_cast<double>(a1));
+      l2.push_back(static_cast<double>(std::sqrt(a2)));
+      l3.push_back(static_cast<double>(std::cbrt(a3)));
+      linf.push_back(static_cast<double>(ainf));
+      v.push_back(static_cast<double>(ss / n));
+      p.push_back(static_cast<double>(pr));
+    }
+    // f32 results: within a few f32 ulps of the long double value.
+    auto near = [](const Tensor& got, const std::vector<double>& want, double rel) {
+      std::vector<double> g = got.to_vector<double>();
+      ASSERT_EQ(g.size(), want.size());
+      for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], std::fabs(want[i]) * rel);
+    };
+    near(norm(x, 1, {1}), l1, 2e-7);
+    near(norm(x, 2, {1}), l2, 2e-7);
+    near(norm(x, 3, {1}), l3, 2e-7);
+    EXPECT_EQ(norm(x, std::numeric_limits<double>::infinity(), {1}).to_vector<double>(), linf);
+    near(var(x, {1}, 0), v, 2e-7);
+    near(prod(pos, {1}), p, 1e-13);
+  }
+  // A NaN anywhere in a row (any lane or the tail) gives NaN for norm inf.
+  for (int64_t at : {0, 5, 8, 12}) {
+    std::vector<double> d(13, 1.0);
+    d[static_cast<size_t>(at)] = std::nan("");
+    EXPECT_TRUE(std::isnan(norm(from_vector(d), std::numeric_limits<double>::infinity()).item()));
+  }
+}
+
 TEST(Reduce, IntegerAndHalfDtypes) {
   Tensor i = from_vector(std::vector<int32_t>{1, -2, 3, 4, 5, 6}, {2, 3});
   Tensor s = sum(i, {1});

@@ -34,4 +34,40 @@ inline void copy_bytes(void* dst_v, const void* src_v, int64_t n) {
   for (; n > 0; --n) *dst++ = *src++;
 }
 
+// `count` rows of `bytes` each, row i from src + i * src_stride to
+// dst + i * dst_stride. Short rows of a common size (4 to 64 bytes, powers of
+// two: a few channels of f32/f64) are copied with the size known at compile
+// time, one or a few vector moves per row; the generic copy_bytes pays a
+// handful of size tests per row, which dominates at 64 bytes (a cat of
+// 64x64x16 f32 along the last dim ran 2.4x slower than a plain loop).
+template <int64_t kBytes>
+void copy_fixed_rows(char* dst, int64_t dst_stride, const char* src, int64_t src_stride,
+                     int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * dst_stride, src + i * src_stride, kBytes);
+  }
+}
+
+inline void copy_rows(void* dst_v, int64_t dst_stride, const void* src_v, int64_t src_stride,
+                      int64_t bytes, int64_t count) {
+  char* dst = static_cast<char*>(dst_v);
+  const char* src = static_cast<const char*>(src_v);
+  switch (bytes) {
+    case 4:
+      return copy_fixed_rows<4>(dst, dst_stride, src, src_stride, count);
+    case 8:
+      return copy_fixed_rows<8>(dst, dst_stride, src, src_stride, count);
+    case 16:
+      return copy_fixed_rows<16>(dst, dst_stride, src, src_stride, count);
+    case 32:
+      return copy_fixed_rows<32>(dst, dst_stride, src, src_stride, count);
+    case 64:
+      return copy_fixed_rows<64>(dst, dst_stride, src, src_stride, count);
+    default:
+      for (int64_t i = 0; i < count; ++i) {
+        copy_bytes(dst + i * dst_stride, src + i * src_stride, bytes);
+      }
+  }
+}
+
 }  // namespace fk::cpu
