@@ -312,11 +312,11 @@ enum class TernaryOp { Where, Addcmul, Addcdiv, Lerp };
 // (where() ran at ~6 ns per element, as slow as glibc's expf); a bit blend
 // vectorises. Bit-exact: it moves a's or b's bits unchanged.
 template <typename T>
-T select(uint8_t c, T a, T b) {  // c is 0 or 1 (a bool's byte)
+T select(uint8_t c, T a, T b) {  // c: a bool's byte (any nonzero byte is true)
   if constexpr (std::is_arithmetic_v<T> && (sizeof(T) == 1 || sizeof(T) == 4 || sizeof(T) == 8)) {
     using U = std::conditional_t<sizeof(T) == 1, uint8_t,
                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
-    const U m = static_cast<U>(U(0) - static_cast<U>(c));
+    const U m = static_cast<U>(U(0) - static_cast<U>(c != 0));
     return std::bit_cast<T>(
         static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & static_cast<U>(~m))));
   } else {

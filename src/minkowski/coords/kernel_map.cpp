@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -684,6 +685,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
     for (int64_t c = 0; c < nc; ++c) total += std::exchange(chunk_count[c * K + k], total);
   }
   m->offset_begin[K] = total;
+  FK_CHECK(total <= std::numeric_limits<int32_t>::max(), "minkowski::kernel_map",
+           "at most 2^31 - 1 pairs (int32 pair ids)", std::to_string(total) + " pairs");
   row_begin[0] = 0;
   for (int64_t r = 0; r < n_out; ++r) row_begin[r + 1] += row_begin[r];
   m->in_rows.resize(total);

@@ -5,9 +5,11 @@
 //   offset_begin[k] .. offset_begin[k+1]  the pairs of offset k
 //   in_rows[p], out_rows[p]               pair p (int32 rows)
 // Within one offset each output row appears at most once, so a per-offset
-// scatter never collides. Pairs of one offset follow the output coordinates'
-// lexicographic order in (batch, x_D, .., x_1); the order is fully
-// deterministic and does not depend on the thread count.
+// scatter never collides. Pairs of one offset follow the output rows in the
+// build's key order (batch on top, then the spatial axes from the one that
+// changes least often between consecutive output rows to the one that
+// changes most often: for rows in coordinate order, (batch, x_1, .., x_D));
+// the order is fully deterministic and does not depend on the thread count.
 //
 // by_out()/by_in() are the pairs regrouped by output / input row (CSR), each
 // row's pairs in offset order; the convolution's scatter walks them so that
@@ -55,7 +57,8 @@ struct KernelMap {
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
-  // Bytes of the pair arrays and of the cached row indices.
+  // Bytes of the pair arrays and of the cached row indices (a transposed
+  // map shares its row indices with its forward map: both count them).
   int64_t bytes() const;
   const RowIndex& by_out() const;
   const RowIndex& by_in() const;
@@ -85,8 +88,11 @@ struct KernelMap {
 // one compare per line. Parallel over fixed chunks of output rows, all offsets
 // at once; a counting pass then lays the pairs out in offset order and fills
 // by_out. Memory: keys and rows of both maps (8-24 bytes per row), scratch of
-// 4 bytes per pair and 8 bytes per output row, the pairs and by_out (all from
-// fk's caching allocator, see large_array.h).
+// 8 bytes per output row plus, per chunk of output rows, room for the chunk's
+// worst case of 4 bytes x rows x K (reserved, only the found pairs touched;
+// freed before the build returns, but counted in fk::memory_stats' peak), the
+// pairs and by_out (all from fk's caching allocator, see large_array.h). At
+// most 2^31 - 1 pairs (int32 pair ids); more is an fk::Error.
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fk/cpu_isa.h"
+#include "fk/knobs.h"
 #include "fk/ops/cpu/vec_math.h"
 
 #include "../test_util.h"
@@ -252,7 +253,7 @@ TEST(VecMath, Avx2KernelsWithinUlpBounds) {
   }
 }
 
-TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
+void ops_within_ulp_bounds_and_special_values() {
   const std::vector<float> xs = wide_f32_inputs();
   Tensor x = from_vector(std::vector<double>(xs.begin(), xs.end())).to(DType::F32);
   const Tensor ys[] = {exp(x), log(x), tanh(x), sigmoid(x), silu(x), softplus(x)};
@@ -289,6 +290,15 @@ TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
   EXPECT_EQ(g[1], 0.0f);
   EXPECT_EQ(g[2], 0.5f);
   EXPECT_TRUE(std::isnan(g[4]));
+}
+
+// Both builds: the AVX2 kernels and the generic (glibc) path.
+TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
+  for (const char* isa : {"auto", "generic"}) {
+    mutable_knob("FK_CPU_ISA").set_override(isa);
+    ops_within_ulp_bounds_and_special_values();
+  }
+  mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
 }
 
 // sqrt and rsqrt run vectorised (SSE2) and must give std::sqrt's correctly
