@@ -303,6 +303,34 @@ void roll_fk(benchmark::State& state, std::vector<int64_t> shifts, std::vector<i
   for (auto _ : state) benchmark::DoNotOptimize(fk::roll(a, shifts, dims));
   report(state, n, 8);
 }
+// softmax of (n / 256) x 256 f32 along `dim`, with the vector exp (auto) or
+// glibc's (generic): the same op, the ISA knob flipped.
+void softmax_case(benchmark::State& state, int dim, const char* isa) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand({n / 256, 256}, 1);
+  fk::mutable_knob("FK_CPU_ISA").set_override(isa);
+  for (auto _ : state) benchmark::DoNotOptimize(fk::softmax(a, dim));
+  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
+  report(state, n, 8);
+}
+void BM_SoftmaxLast_Avx2(benchmark::State& state) {
+  softmax_case(state, 1, "auto");
+}
+void BM_SoftmaxLast_Generic(benchmark::State& state) {
+  softmax_case(state, 1, "generic");
+}
+void BM_SoftmaxDim0_Avx2(benchmark::State& state) {
+  softmax_case(state, 0, "auto");
+}
+void BM_SoftmaxDim0_Generic(benchmark::State& state) {
+  softmax_case(state, 0, "generic");
+}
+BENCHMARK(BM_SoftmaxLast_Avx2)->Apply(args);
+BENCHMARK(BM_SoftmaxLast_Generic)->Apply(args);
+BENCHMARK(BM_SoftmaxDim0_Avx2)->Apply(args);
+BENCHMARK(BM_SoftmaxDim0_Generic)->Apply(args);
+
 void BM_EwRollDim0_Fk(benchmark::State& state) {
   roll_fk(state, {1}, {0});
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../test_util.h"
+#include "fk/knobs.h"
 
 namespace fk {
 namespace {
@@ -402,6 +403,24 @@ TEST(Reduce, SoftmaxSumsToOneAndIsStable) {
     test::expect_close(logsumexp(big, {0}), {1002 + std::log(s)}, 1e-4);
     test::expect_close(logsumexp(neg(big), {0}), {1000}, 1e-4);
   }
+}
+
+TEST(Reduce, SoftmaxF32VectorExpMatchesGenericAndF64) {
+  // The AVX2 exp path (last dim: one lane's run; dim 0: rows of lanes) and
+  // the generic std::exp path, against f64 on the same values.
+  Tensor x64 = test::random_tensor({37, 300}, DType::F64, -20, 20, 52);
+  Tensor x = x64.to(DType::F32);
+  Knob& isa = mutable_knob("FK_CPU_ISA");
+  for (int d : {0, 1}) {
+    std::vector<double> want = softmax(x.to(DType::F64), d).to_vector<double>();
+    std::vector<double> want_log = log_softmax(x.to(DType::F64), d).to_vector<double>();
+    for (const char* v : {"auto", "generic"}) {
+      isa.set_override(v);
+      test::expect_close(softmax(x, d), want, 1e-6);
+      test::expect_close(log_softmax(x, d), want_log, 1e-5);
+    }
+  }
+  isa.set_override(std::nullopt);
 }
 
 TEST(Reduce, ResultsDoNotDependOnThreadCount) {
