@@ -13,36 +13,20 @@
 #include "fk/error.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
+#include "nefi/test_files.h"
 
 namespace {
 
-// A per-process scratch directory: test processes run in parallel.
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::path(testing::TempDir()) /
-                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
+using nefi::test::config_path;
+using nefi::test::scratch;
+using nefi::test::slurp;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  return nefi::test::fresh_dir("nefi_bench_" + name);
 }
 
 namespace fs = std::filesystem;
 using namespace nefi::bench;
-
-std::string config_path(const std::string& name) {
-  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = scratch() / ("nefi_bench_" + name);
-  fs::remove_all(d);
-  return d;
-}
 
 // 2 classes x 2 samples x 2 seeds = 8 units, neural and grid (from the
 // config), 3 + 6 steps each.

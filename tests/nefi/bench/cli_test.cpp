@@ -10,15 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "nefi/test_files.h"
+
 namespace {
 
-// A per-process scratch directory: test processes run in parallel.
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::path(testing::TempDir()) /
-                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
-}
+using nefi::test::scratch;
 
 namespace fs = std::filesystem;
 

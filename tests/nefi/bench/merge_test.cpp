@@ -12,6 +12,7 @@
 
 #include "fk/error.h"
 #include "nefi/io/fnv.h"
+#include "nefi/test_files.h"
 
 // GCC 12 reports a false -Wrestrict inside std::string assignment once the
 // test body is inlined (GCC bug 105329).
@@ -19,22 +20,14 @@
 
 namespace {
 
-// A per-process scratch directory: test processes run in parallel.
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::path(testing::TempDir()) /
-                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
+using nefi::test::scratch;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  return nefi::test::fresh_dir("nefi_merge_" + name);
 }
 
 namespace fs = std::filesystem;
 using namespace nefi::bench;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = scratch() / ("nefi_merge_" + name);
-  fs::remove_all(d);
-  return d;
-}
 
 Protocol tiny_protocol() {
   CampaignSpec s;

@@ -12,16 +12,11 @@
 
 #include "fk/error.h"
 #include "nefi/io/run_config.h"
+#include "nefi/test_files.h"
 
 namespace {
 
-// A per-process scratch directory: test processes run in parallel.
-std::filesystem::path scratch() {
-  const auto d = std::filesystem::path(testing::TempDir()) /
-                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
-}
+using nefi::test::scratch;
 
 using namespace nefi::bench;
 

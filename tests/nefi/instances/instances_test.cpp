@@ -12,12 +12,11 @@
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/resample.h"
 #include "nefi/solve/metrics.h"
+#include "nefi/test_files.h"
 
 namespace {
 
-std::string config_path(const std::string& name) {
-  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
-}
+using nefi::test::config_path;
 
 TEST(NefiInstances, RegistryAndConfigErrors) {
   EXPECT_EQ(nefi::find_instance("toy1d")->name(), "toy1d");

@@ -16,12 +16,11 @@
 #include "nefi/io/run_config.h"
 #include "nefi/io/run_writer.h"
 #include "nefi/operators/heat/heat_operator.h"
+#include "nefi/test_files.h"
 
 namespace {
 
-std::string config_path(const std::string& name) {
-  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
-}
+using nefi::test::config_path;
 
 nefi::RunConfig smoke() {
   return nefi::load_run_config_file(config_path("thermal_tomography_smoke.yaml"));
