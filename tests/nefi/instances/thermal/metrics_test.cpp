@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fk/error.h"
+#include "nefi/ssim_loops.h"
 
 namespace {
 
@@ -40,35 +41,6 @@ TEST(ThermalMetrics, SsimSliceWise) {
   EXPECT_NEAR(th::ssim_depth(x, gt, s, 1.0), (2 * 0.0401 / 0.0501 + 1) / 3, 1e-12);
 }
 
-// SSIM of one plane with plain loops: the 2-D Gaussian weights (outer
-// product of the normalised 1-D window) summed over every window that fits.
-double ssim_plane_loops(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
-                        int64_t cols, int win, double range) {
-  std::vector<double> g(win);
-  double gs = 0;
-  for (int i = 0; i < win; ++i) gs += g[i] = std::exp(-std::pow(i - (win - 1) / 2.0, 2) / 4.5);
-  const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
-  double total = 0;
-  int64_t n = 0;
-  for (int64_t r = 0; r + win <= rows; ++r)
-    for (int64_t c = 0; c + win <= cols; ++c, ++n) {
-      double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
-      for (int a = 0; a < win; ++a)
-        for (int b = 0; b < win; ++b) {
-          const double w = g[a] * g[b] / (gs * gs);
-          const double u = x[(r + a) * cols + c + b], v = y[(r + a) * cols + c + b];
-          mx += w * u;
-          my += w * v;
-          sxx += w * u * u;
-          syy += w * v * v;
-          sxy += w * u * v;
-        }
-      const double vx = sxx - mx * mx, vy = syy - my * my, cv = sxy - mx * my;
-      total += (2 * mx * my + c1) * (2 * cv + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2));
-    }
-  return total / static_cast<double>(n);
-}
-
 // The reference's SSIM: a 7-tap window (3 taps on a 4-wide plane: the
 // smaller side, made odd) at the valid positions, averaged over depth.
 TEST(ThermalMetrics, SsimMatchesPlainLoopsOverValidWindows) {
@@ -87,7 +59,7 @@ TEST(ThermalMetrics, SsimMatchesPlainLoopsOverValidWindows) {
           a.push_back(x[at(s, i, j, k)]);
           b.push_back(gt[at(s, i, j, k)]);
         }
-      want += ssim_plane_loops(a, b, s[0], s[1], win, 0.25) / static_cast<double>(s[2]);
+      want += nefi::test::ssim_loops(a, b, s[0], s[1], win, 0.25) / static_cast<double>(s[2]);
     }
     EXPECT_NEAR(th::ssim_depth(x, gt, s, 0.25), want, 1e-12) << s.str();
     EXPECT_LT(want, 0.99);  // the noise is visible
