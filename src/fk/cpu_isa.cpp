@@ -1,5 +1,7 @@
 #include "fk/cpu_isa.h"
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "fk/error.h"
@@ -26,10 +28,18 @@ CpuIsa cpu_isa_detected() {
 }
 
 CpuIsa cpu_isa() {
+  // Called per kernel call (per x-plane of a heat sweep): the answer is cached
+  // as (knob version << 1 | isa) and re-derived only after an override.
+  static std::atomic<uint64_t> cache{~uint64_t{0}};
+  const uint64_t v = kCpuIsa.version();
+  const uint64_t c = cache.load(std::memory_order_acquire);
+  if (c >> 1 == v) return static_cast<CpuIsa>(c & 1);
   const std::string want = kCpuIsa.as_string();
   FK_CHECK(want == "auto" || want == "avx2" || want == "generic", "FK_CPU_ISA",
            "one of auto, avx2, generic", want);
-  return want == "generic" ? CpuIsa::Generic : cpu_isa_detected();
+  const CpuIsa isa = want == "generic" ? CpuIsa::Generic : cpu_isa_detected();
+  cache.store(v << 1 | static_cast<uint64_t>(isa), std::memory_order_release);
+  return isa;
 }
 
 const char* cpu_isa_name(CpuIsa isa) {

@@ -122,6 +122,7 @@ void Knob::set_override(std::optional<std::string> value) {
   if (value) (void)parse(*value);
   override_ = std::move(value);
   latched_ready_.store(false);
+  version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::vector<const Knob*> knobs() {

@@ -41,6 +41,9 @@ class Knob {
   // Tests and programs may override the environment; std::nullopt clears it.
   // Also resets a latched value so the next read sees the override.
   void set_override(std::optional<std::string> value);
+  // Bumped by every set_override: lets a hot path cache what it derived from
+  // a latched knob and re-derive only when an override changed it.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
   struct Parsed {
@@ -59,6 +62,7 @@ class Knob {
   KnobRead read_;
   mutable std::mutex mu_;
   mutable std::atomic<bool> latched_ready_{false};
+  std::atomic<uint64_t> version_{0};
   mutable Parsed latched_;
   std::optional<std::string> override_;
 };
