@@ -543,6 +543,39 @@ TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
   fk::test::expect_close(one, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
 }
 
+TEST(MinkowskiConv, F32WeightGradientSkipsChunksWithoutAnOffset) {
+  // The f32 weight gradient keeps one partial per (row chunk of 4096 rows,
+  // offset), written from zero by its first pair and never zero-filled. Here
+  // the first chunk holds only isolated rows (batch 0, three apart: the centre
+  // offset alone), so its other 26 partials are never written and must not be
+  // summed; NaNs are left in the allocator's cache in their size class.
+  Rows rows;
+  for (int i = 0; i < 5000; ++i)
+    rows.push_back({0, 3 * (i % 30), 3 * (i / 30 % 30), 3 * (i / 900)});
+  for (auto& r : random_rows(3, 4000, 20, 1, 1, 31)) rows.push_back({1, r[1], r[2], r[3]});
+  const int64_t n = static_cast<int64_t>(rows.size());
+  fk::Tensor f = fk::test::random_tensor({n, 8}, fk::DType::F64, -1, 1, 32);
+  fk::Tensor w = fk::test::random_tensor({27, 8, 16}, fk::DType::F64, -1, 1, 33);
+  SparseTensor x(f, to_tensor(rows));
+  fk::Tensor g = fk::test::random_tensor({x.size(), 16}, fk::DType::F64, -1, 1, 34);
+  auto grad_w = [&](fk::DType dt) {
+    fk::Tensor ww = w.to(dt).set_requires_grad(true);
+    SparseTensor xx(x.F().to(dt), x.key(), x.manager());
+    fk::Tensor y = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3})).F();
+    {
+      // 3 chunks x 27 offsets x 8 x 16 floats: poison several blocks of that class.
+      std::vector<fk::Tensor> nan;
+      for (int i = 0; i < 8; ++i)
+        nan.push_back(fk::full({3 * 27 * 8 * 16}, std::nan(""), {fk::DType::F32}));
+    }
+    y.backward(g.to(dt));
+    return ww.grad();
+  };
+  fk::Tensor got = grad_w(fk::DType::F32);
+  for (float v : got.to_vector<float>()) ASSERT_FALSE(std::isnan(v));
+  fk::test::expect_close(got, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
+}
+
 TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
   // The f32 fused kernels hand out row blocks to threads on demand, so which
   // thread computes a row depends on timing; the results must not. A dense

@@ -347,8 +347,11 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
 // gradient rows and their neighbours' feature rows stay in cache across all
 // offsets (walking offsets streams both matrices from memory once per offset).
 // One C_in x C_out partial per (chunk, offset), summed in chunk order:
-// independent of copy path and thread count. Returns false (nothing done)
-// when the partials would exceed 64 MiB for even one chunk.
+// independent of copy path and thread count. A partial is written from zero
+// by its first block and skipped by the sum when no pair touched it, so the
+// partials are never zero-filled (x + 0.0f == x for every sum that starts
+// from +0, so skipping changes no bit). Returns false (nothing done) when the
+// partials would exceed 64 MiB for even one chunk.
 bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
                          const KernelMap& m, float* gw) {
   const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
@@ -359,17 +362,17 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
   // that the partials stay small.
   const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
   const RowIndex& idx = m.by_out();
-  // From the caching allocator (no page faults on repeated calls), zeroed by
-  // the thread that fills it, right before use.
+  // From the caching allocator (no page faults on repeated calls).
   fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
   float* part = part_t.data<float>();
+  std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
     std::vector<int64_t> start(K + 1);
     std::vector<const float*> a, g;
     each_chunk([&](int64_t c) {
-      std::fill(part + c * K * blk, part + (c + 1) * K * blk, 0.0f);
+      char* written = touched.data() + c * K;
       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
       for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
         const int64_t r1 = std::min(c1, r0 + kRowTile);
@@ -387,9 +390,11 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
             g[at] = G + r * cout;
           }
         for (int64_t k = 0, b = 0; k < K; ++k) {
-          if (start[k] > b)
+          if (start[k] > b) {
             outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin, cout,
-                                 part + (c * K + k) * blk);
+                                 part + (c * K + k) * blk, !written[k]);
+            written[k] = 1;
+          }
           b = start[k];
         }
       }
@@ -404,7 +409,11 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
                each_span([&](int64_t s) {
                  const int64_t x0 = s * span, x1 = std::min(total, x0 + span);
                  for (int64_t c = 0; c < chunks; ++c)
-                   add_row(gw + x0, part + c * total + x0, x1 - x0);
+                   for (int64_t k = x0 / blk; k * blk < x1; ++k)
+                     if (touched[c * K + k]) {
+                       const int64_t y0 = std::max(x0, k * blk), y1 = std::min(x1, (k + 1) * blk);
+                       add_row(gw + y0, part + c * total + y0, y1 - y0);
+                     }
                });
              });
   return true;
@@ -449,8 +458,7 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
             a[p] = F + (m.identity ? q.p0 + p : m.in_rows[q.p0 + p]) * cin;
             b[p] = G + (m.identity ? q.p0 + p : m.out_rows[q.p0 + p]) * cout;
           }
-          std::fill(part.begin() + j * blk, part.begin() + (j + 1) * blk, 0.0f);
-          outer_accumulate_f32(a.data(), b.data(), n, cin, cout, part.data() + j * blk);
+          outer_accumulate_f32(a.data(), b.data(), n, cin, cout, part.data() + j * blk, true);
         }
         return;
       }

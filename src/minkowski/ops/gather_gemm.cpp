@@ -154,12 +154,13 @@ void add_panel(const float* const* a, float* const* c, int64_t n, const float* w
 template <int R, int NV>
 __attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, int64_t a0,
                                                     const float* const* g, int64_t g0, int64_t n,
-                                                    float* part, int64_t ldp) {
+                                                    float* part, int64_t ldp, bool fresh) {
   __m256 acc[R][NV];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_loadu_ps(part + r * ldp + 8 * v);
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(part + r * ldp + 8 * v);
   for (int64_t p = 0; p < n; ++p) {
     __m256 gv[NV];
     const float* gp = g[p] + g0;
@@ -182,24 +183,24 @@ __attribute__((target("avx2,fma"))) void outer_tile(const float* const* a, int64
 // All input channels of one 8*NV-column panel of gradient channels g0...
 template <int NV>
 void outer_panel(const float* const* a, int64_t cin, const float* const* g, int64_t g0, int64_t n,
-                 float* part, int64_t cout) {
+                 float* part, int64_t cout, bool fresh) {
   int64_t ci = 0;
-  for (; ci + 6 <= cin; ci += 6) outer_tile<6, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+  for (; ci + 6 <= cin; ci += 6) outer_tile<6, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
   switch (cin - ci) {
     case 5:
-      outer_tile<5, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+      outer_tile<5, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
       break;
     case 4:
-      outer_tile<4, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+      outer_tile<4, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
       break;
     case 3:
-      outer_tile<3, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+      outer_tile<3, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
       break;
     case 2:
-      outer_tile<2, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+      outer_tile<2, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
       break;
     case 1:
-      outer_tile<1, NV>(a, ci, g, g0, n, part + ci * cout, cout);
+      outer_tile<1, NV>(a, ci, g, g0, n, part + ci * cout, cout, fresh);
       break;
     default:
       break;
@@ -237,12 +238,15 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 }
 
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
-                          int64_t cout, float* part) {
-  if (n == 0) return;
+                          int64_t cout, float* part, bool fresh) {
+  if (n == 0) {
+    if (fresh) std::fill(part, part + cin * cout, 0.0f);
+    return;
+  }
   prefetch_rows(a, n, cin);
   int64_t q = 0;
-  for (; q + 16 <= cout; q += 16) outer_panel<2>(a, cin, g, q, n, part + q, cout);
-  if (q < cout) outer_panel<1>(a, cin, g, q, n, part + q, cout);
+  for (; q + 16 <= cout; q += 16) outer_panel<2>(a, cin, g, q, n, part + q, cout, fresh);
+  if (q < cout) outer_panel<1>(a, cin, g, q, n, part + q, cout, fresh);
 }
 
 void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
