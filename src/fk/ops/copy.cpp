@@ -214,6 +214,28 @@ struct IdentityBackward : autograd::Node {
   const char* name() const override { return name_; }
 };
 
+// The byte range [first, last] a non-empty view can touch.
+std::pair<const char*, const char*> byte_span(const Tensor& t) {
+  const char* at = static_cast<const char*>(t.data_ptr());
+  int64_t lo = 0, hi = 0;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    (t.stride(d) < 0 ? lo : hi) += (t.size(d) - 1) * t.stride(d);
+  const int64_t es = static_cast<int64_t>(t.itemsize());
+  return {at + lo * es, at + (hi + 1) * es - 1};
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto [a0, a1] = byte_span(a);
+  auto [b0, b1] = byte_span(b);
+  return a0 <= b1 && b0 <= a1;
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.offset() == b.offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
 Tensor copy_of(const Tensor& t, DType dtype, Device device) {
   Tensor out = empty(t.shape(), {dtype, device});
   copy_(out, t);
@@ -229,7 +251,20 @@ void copy_(Tensor& dst, const Tensor& src) {
   Dims b = broadcast_shapes(dst.shape(), src.shape(), "copy_");
   FK_CHECK(b == dst.shape(), "copy_", "a source broadcastable to " + dst.shape().str(),
            src.shape().str());
+  for (int64_t d = 0; d < dst.dim(); ++d)
+    FK_CHECK(
+        dst.stride(d) != 0 || dst.size(d) <= 1, "copy_",
+        "a destination whose elements are distinct memory (clone() an expanded tensor "
+        "before writing to it)",
+        "dim " + std::to_string(d) + " of size " + std::to_string(dst.size(d)) + " with stride 0");
   profile::OpScope op("copy_");
+  // A source overlapping the destination (a shifted view of the same storage)
+  // would be read after parts of it were written: copy it out first. The same
+  // view onto itself is left alone (every element is written with itself).
+  if (overlaps(dst, src) && !same_view(dst, src)) {
+    Tensor staged = clone(src);
+    return copy_(dst, staged);
+  }
   dst.bump_version();
   if (dst.device().is_cpu() && src.device().is_cpu()) return copy_cpu(dst, src);
   // Across devices: stage a contiguous copy of the same dtype and shape, move its bytes.

@@ -2,6 +2,8 @@
 // Copies and conversions. All differentiable except the in-place copy_.
 //   copy_(dst, src): src broadcast to dst's shape, converted to dst's dtype and
 //     moved to dst's device; bumps dst's version. Complex -> real keeps the real part.
+//     A source overlapping dst in memory is read as it was before the copy; a
+//     dst with repeated elements (a stride-0 dim, as from expand) is an error.
 //   contiguous / clone: a C-contiguous copy (contiguous returns the input itself
 //     when it already is).
 //   to_dtype / to_device: the input itself when nothing changes.

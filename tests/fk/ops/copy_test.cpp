@@ -1,6 +1,7 @@
 #include "fk/ops/copy.h"
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../test_util.h"
@@ -72,6 +73,36 @@ TEST(Copy, FlatCopiesOfOffsetViewsAndThreadCounts) {
   EXPECT_TRUE(same_bytes(one, three));
   EXPECT_TRUE(same_bytes(flat1, flat3));
   EXPECT_TRUE(same_bytes(one.t(), m));
+}
+
+// copy_ between overlapping views of one storage reads the source as it was
+// before the copy (shifted left and right, a transpose onto itself), against a
+// copy made beforehand; the same view onto itself is
+// a no-op; and a destination with repeated elements (stride 0) is refused.
+TEST(Copy, OverlappingViewsReadTheSourceAsItWas) {
+  for (int64_t shift : {1, -1, 7, -7}) {
+    Tensor buf = test::random_tensor({1000}, DType::F64, -1, 1, 9);
+    const int64_t n = 1000 - 7;
+    Tensor dst = buf.narrow(0, shift > 0 ? 0 : 7, n);  // src after dst, then before it
+    Tensor src = buf.narrow(0, shift > 0 ? shift : 7 + shift, n);
+    Tensor want = src.clone();
+    dst.copy_(src);
+    EXPECT_TRUE(same_bytes(dst, want)) << "shift " << shift;
+  }
+  Tensor sq = test::random_tensor({40, 40}, DType::F32, -1, 1, 10);
+  Tensor want = sq.t().clone();
+  sq.copy_(sq.t());
+  EXPECT_TRUE(same_bytes(sq, want));
+  Tensor same = sq.clone();
+  sq.copy_(sq);
+  EXPECT_TRUE(same_bytes(sq, same));
+  Tensor e = zeros({3}, {DType::F32}).unsqueeze(0).expand({4, 3});
+  try {
+    e.copy_(ones({4, 3}, {DType::F32}));
+    ADD_FAILURE() << "a stride-0 destination was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("distinct memory"), std::string::npos) << err.what();
+  }
 }
 
 // to(dtype) between real types and from f32 to f64 and back, against casts.
