@@ -1,6 +1,8 @@
 #include "minkowski/ops/conv_kernel.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include <omp.h>
@@ -195,9 +197,21 @@ std::vector<Group> plan_groups(const KernelMap& m, bool fused, int64_t row_bytes
   }
   double mb = kFusedCopyMaxMb.as_float();
   if (!(mb > 0)) mb = 2048;
-  int64_t cap_rows = static_cast<int64_t>(mb * 1048576.0 / static_cast<double>(row_bytes));
+  // Rows under the cap, computed in double: any cap a knob accepts fits.
+  const double cap = std::floor(mb * 1048576.0 / static_cast<double>(row_bytes));
+  const int64_t cap_rows = cap >= 9e18 ? INT64_MAX : static_cast<int64_t>(cap);
+  // An offset over the cap is cut into pieces of whole GEMM blocks (so its
+  // BLAS calls stay those of the per-offset path): the cap holds down to one
+  // block of kRowBlock rows.
+  const int64_t piece = std::max(kRowBlock, cap_rows / kRowBlock * kRowBlock);
   int64_t k = 0;
   while (k < K) {
+    if (m.count(k) > cap_rows) {
+      for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += piece)
+        g.push_back({k, k + 1, p, std::min(p + piece, m.offset_begin[k + 1])});
+      ++k;
+      continue;
+    }
     int64_t k1 = k + 1;
     while (k1 < K && m.offset_begin[k1 + 1] - m.offset_begin[k] <= cap_rows) ++k1;
     if (m.offset_begin[k1] > m.offset_begin[k])
@@ -205,6 +219,13 @@ std::vector<Group> plan_groups(const KernelMap& m, bool fused, int64_t row_bytes
     k = k1;
   }
   return g;
+}
+
+// Offset k's pairs inside group g: where they start in the group's staging
+// and how many (a whole offset, or one piece of one cut by the cap).
+std::pair<int64_t, int64_t> span_in_group(const KernelMap& m, int64_t k, const Group& g) {
+  const int64_t lo = std::max(m.offset_begin[k], g.p0), hi = std::min(m.offset_begin[k + 1], g.p1);
+  return {lo - g.p0, hi - lo};
 }
 
 int64_t max_rows(const std::vector<Group>& g) {
@@ -328,9 +349,9 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     gather_rows(F, cin, m.in_rows.data() + g.p0, g.p1 - g.p0, si);
     std::vector<Gemm> jobs;
     for (int64_t k = g.k0; k < g.k1; ++k) {
-      int64_t at = m.offset_begin[k] - g.p0;
-      add_row_jobs(jobs, false, m.count(k), cout, cin, sizeof(T), si + at * cin, cin,
-                   W + k * cin * cout, cout, so + at * cout, cout);
+      auto [at, n] = span_in_group(m, k, g);
+      add_row_jobs(jobs, false, n, cout, cin, sizeof(T), si + at * cin, cin, W + k * cin * cout,
+                   cout, so + at * cout, cout);
     }
     run_gemms(dt, jobs);
     if (fused)
@@ -568,9 +589,9 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
     }
     std::vector<Gemm> jobs;
     for (int64_t k = g.k0; k < g.k1; ++k) {
-      int64_t at = m.offset_begin[k] - g.p0;
-      add_row_jobs(jobs, true, m.count(k), cin, cout, sizeof(T), so + at * cout, cout,
-                   W + k * cin * cout, cout, si + at * cin, cin);
+      auto [at, n] = span_in_group(m, k, g);
+      add_row_jobs(jobs, true, n, cin, cout, sizeof(T), so + at * cout, cout, W + k * cin * cout,
+                   cout, si + at * cin, cin);
     }
     run_gemms(dt, jobs);
     if (idx)

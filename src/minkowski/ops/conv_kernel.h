@@ -19,8 +19,9 @@
 //                    whole offsets whose staging (rows x (C_in + C_out) x
 //                    sizeof(compute type)) stays under ME_FUSED_COPY_MAX_MB
 //                    (a number of MiB, fractions allowed; <= 0 means the
-//                    default 2048); an offset larger than the cap is a group
-//                    of its own.
+//                    default 2048); an offset larger than the cap is cut into
+//                    pieces of whole 2048-row GEMM blocks, so the cap holds
+//                    down to one block (2048 x (C_in + C_out) elements).
 //                    f32 with C_out (forward) / C_in (input gradient) a
 //                    multiple of 8 on an AVX2+FMA CPU: row-stationary, i.e.
 //                    each output row sums its terms F[i] . W_k straight from
