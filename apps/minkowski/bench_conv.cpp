@@ -196,8 +196,9 @@ int bench_conv(const BenchConvOptions& o) {
     fk::set_num_threads(nt);
   }
 
-  // This machine's sgemm on the conv's GEMM shape, same threads, same run.
-  const int64_t gm = 100000, gk = 64, gn = 64;
+  // This machine's sgemm on the conv's GEMM shape (100k rows of C_in times
+  // C_in x C_out), same threads, same run.
+  const int64_t gm = 100000, gk = cin, gn = cout;
   fk::Tensor A = random_uniform({gm, gk}, 1, 4), B = random_uniform({gk, gn}, 1, 5),
              C = fk::empty({gm, gn});
   fk::gemm(fk::DType::F32, false, false, gm, gn, gk, 1.0, A.data<float>(), gk, B.data<float>(), gn,
@@ -326,6 +327,7 @@ int bench_conv(const BenchConvOptions& o) {
                                                          {"backward_1_thread_cpu_ms", sc.bwd1_cpu},
                                                          {"backward_n_threads_cpu_ms", sc.bwdn_cpu}}
                                         : nlohmann::json()},
+                     {"sgemm_shape", {gm, gk, gn}},
                      {"sgemm_ms", t_gemm},
                      {"sgemm_gflops", sgemm_gflops},
                      {"sgemm_cpu_ms", sgemm_cpu},
