@@ -3,8 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
