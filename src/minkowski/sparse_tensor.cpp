@@ -5,6 +5,8 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/index.h"
+#include "fk/parallel.h"
+#include "fk/random.h"
 
 namespace minkowski {
 
@@ -23,13 +25,43 @@ fk::Tensor index_tensor(const std::vector<int64_t>& v) {
 }
 }  // namespace
 
-fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& unique_rows,
+std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t m, uint64_t seed) {
+  const int64_t n = static_cast<int64_t>(inverse.size());
+  // The input rows of each map row, in input order (a counting sort).
+  std::vector<int64_t> start(static_cast<size_t>(m) + 1, 0);
+  for (int64_t r : inverse) {
+    FK_CHECK(r >= 0 && r < m, "minkowski::subsample_rows",
+             "map rows in [0, " + std::to_string(m) + ")", std::to_string(r));
+    ++start[r + 1];
+  }
+  for (int64_t r = 0; r < m; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> members(static_cast<size_t>(n)), fill(start.begin(), start.end() - 1);
+  for (int64_t i = 0; i < n; ++i) members[fill[inverse[i]]++] = i;
+  std::vector<int64_t> kept(static_cast<size_t>(m));
+  const fk::Generator gen(seed);
+  fk::parallel_for(0, m, 4096, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      uint64_t count = static_cast<uint64_t>(start[r + 1] - start[r]);
+      if (count == 1) {
+        kept[r] = members[start[r]];
+        continue;
+      }
+      auto w = gen.block(static_cast<uint64_t>(r));
+      uint64_t u = (static_cast<uint64_t>(w[0]) << 32) | w[1];
+      kept[r] = members[start[r] + static_cast<int64_t>(u % count)];
+    }
+  });
+  return kept;
+}
+
+fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& kept_rows,
                              const std::vector<int64_t>& inverse, QuantizationMode mode) {
-  int64_t m = static_cast<int64_t>(unique_rows.size()), n = features.size(0), c = features.size(1);
+  int64_t m = static_cast<int64_t>(kept_rows.size()), n = features.size(0), c = features.size(1);
   if (m == n) return features;  // no duplicates: rows are already in order
   switch (mode) {
     case QuantizationMode::RandomSubsample:
-      return fk::index_select(features, 0, index_tensor(unique_rows));
+    case QuantizationMode::FirstOccurrence:
+      return fk::index_select(features, 0, index_tensor(kept_rows));
     case QuantizationMode::UnweightedSum:
     case QuantizationMode::UnweightedAverage: {
       fk::Tensor s =
@@ -60,7 +92,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
 
 SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordinates,
                            const std::vector<int32_t>& tensor_stride, QuantizationMode mode,
-                           std::shared_ptr<CoordinateManager> manager) {
+                           std::shared_ptr<CoordinateManager> manager, uint64_t seed) {
   const char* where = "minkowski::SparseTensor";
   check_features(features, where);
   FK_CHECK(coordinates.defined() && coordinates.dim() == 2 && coordinates.size(1) >= 2, where,
@@ -73,6 +105,9 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordin
     manager = std::make_shared<CoordinateManager>(static_cast<int>(coordinates.size(1)) - 1);
   }
   auto ins = manager->insert(coordinates, tensor_stride);
+  if (mode == QuantizationMode::RandomSubsample)
+    ins.unique_rows =
+        subsample_rows(ins.inverse, static_cast<int64_t>(ins.unique_rows.size()), seed);
   features_ = quantize_features(features, ins.unique_rows, ins.inverse, mode);
   manager_ = std::move(manager);
   key_ = ins.key;
@@ -93,8 +128,22 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
 }
 
 void check_same_manager(const SparseTensor& a, const SparseTensor& b, const char* where) {
+  FK_CHECK(a.defined() && b.defined(), where, "two sparse tensors", "an empty handle");
   FK_CHECK(a.manager() == b.manager(), where, "tensors of the same coordinate manager",
-           "tensors of different managers");
+           "tensors of different managers (maps " + a.key().str() + " and " + b.key().str() +
+               "; equal keys do not make the same map)");
+}
+
+void check_same_manager(const SparseTensor& a, const MapRef& b, const char* where) {
+  FK_CHECK(a.defined(), where, "a sparse tensor", "an empty handle");
+  FK_CHECK(b.manager != nullptr, where, "a target map with its coordinate manager",
+           "a MapRef without a manager (map " + b.key.str() + ")");
+  FK_CHECK(
+      a.manager() == b.manager, where,
+      "a target map of the input's coordinate manager (the input's map is " + a.key().str() + ")",
+      "the map " + b.key.str() + " of another manager (equal keys do not make the same map)");
+  FK_CHECK(b.manager->has(b.key), where, "a target map present in its manager",
+           "the map " + b.key.str() + ", which the manager does not hold");
 }
 
 }  // namespace minkowski

@@ -5,13 +5,18 @@
 // stride), held by a shared CoordinateManager. Row i of the features is row i
 // of the map.
 //
-// Building from raw coordinates deduplicates them (quantization): the first
-// occurrence of each coordinate is kept in input order, and the features of
-// duplicates are reduced by the QuantizationMode; unique_index() and
-// inverse_mapping() relate input rows and map rows.
+// Building from raw coordinates deduplicates them (quantization): map rows
+// follow the first occurrence of each coordinate in input order, and the
+// features of duplicates are reduced by the QuantizationMode; unique_index()
+// and inverse_mapping() relate input rows and map rows.
 //
 // Coordinates must be an int32 CPU tensor N x (1+D) (float coordinates are an
 // error: quantize them with sparse_quantize first).
+//
+// Tensors of different managers never mix: a MapKey is only (stride, tag) and
+// names a map in any manager, so ops that combine two tensors, or a tensor and
+// a target map, take the target as a MapRef (key + manager) and refuse one of
+// another manager (check_same_manager).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,28 +27,53 @@
 namespace minkowski {
 
 enum class QuantizationMode {
-  RandomSubsample,    // keep one row per coordinate (deterministically the first)
+  RandomSubsample,    // keep one row per coordinate, drawn uniformly from a seed
   UnweightedAverage,  // mean of the duplicates
   UnweightedSum,      // sum of the duplicates
   MaxPool,            // per-channel max of the duplicates
+  FirstOccurrence,    // keep the first row per coordinate in input order (what
+                      // MinkowskiEngine's CPU RANDOM_SUBSAMPLE actually does)
 };
 
+// The seed RandomSubsample uses unless given one: a fixed value, so that runs
+// are reproducible by default.
+inline constexpr uint64_t kSubsampleSeed = 0;
+
+// The input row each of the m map rows keeps under RandomSubsample: one of the
+// rows i with inverse[i] == r, each with probability 1/count (up to a bias of
+// count / 2^64). Map row r draws from Philox4x32-10 block (counter r, key
+// seed), so the choice depends only on (seed, r, the rows of r), never on the
+// thread count. O(N) time, N + m int64 of scratch.
+std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t m,
+                                    uint64_t seed = kSubsampleSeed);
+
 // Reduces rows of `features` (N x C) to M rows by `inverse` (map row of each
-// input row) and `unique_rows` (first input row of each map row). Differentiable.
-fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& unique_rows,
+// input row) and `kept_rows` (the input row each map row keeps: read by
+// RandomSubsample and FirstOccurrence, which gather those rows). Differentiable.
+fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& kept_rows,
                              const std::vector<int64_t>& inverse, QuantizationMode mode);
 
 class TensorField;
+
+// One map of one manager: how an op is given coordinates that are not its
+// input's (e.g. convolution onto given coordinates). Unlike a bare MapKey, it
+// lets the op check that the map is in the input's manager.
+struct MapRef {
+  std::shared_ptr<CoordinateManager> manager;
+  MapKey key;
+};
 
 class SparseTensor {
  public:
   SparseTensor() = default;
   // Inserts `coordinates` into `manager` (a new one of dimension C.size(1)-1
-  // when null) and quantizes duplicates.
+  // when null) and quantizes duplicates; `seed` picks the rows RandomSubsample
+  // keeps (subsample_rows), other modes ignore it.
   SparseTensor(const fk::Tensor& features, const fk::Tensor& coordinates,
                const std::vector<int32_t>& tensor_stride = {1},
                QuantizationMode mode = QuantizationMode::RandomSubsample,
-               std::shared_ptr<CoordinateManager> manager = nullptr);
+               std::shared_ptr<CoordinateManager> manager = nullptr,
+               uint64_t seed = kSubsampleSeed);
   // Features on an existing map.
   SparseTensor(const fk::Tensor& features, const MapKey& key,
                std::shared_ptr<CoordinateManager> manager);
@@ -58,8 +88,12 @@ class SparseTensor {
   int64_t size() const { return features_.size(0); }
   int64_t channels() const { return features_.size(1); }
   const std::shared_ptr<CoordinateManager>& manager() const { return manager_; }
-  // Input row kept for each row, and row of each input row (empty when built
-  // on an existing map).
+  // This tensor's map, with its manager (e.g. as a convolution's target).
+  MapRef map_ref() const { return {manager_, key_}; }
+  // Input row kept for each row (under RandomSubsample the randomly chosen
+  // duplicate whose features the row holds, under every other mode the first
+  // occurrence), and row of each input row (both empty when built on an
+  // existing map).
   const std::vector<int64_t>& unique_index() const { return unique_index_; }
   const std::vector<int64_t>& inverse_mapping() const { return inverse_; }
   // This tensor's features at the field's points, as a field on the same
@@ -74,7 +108,9 @@ class SparseTensor {
   std::vector<int64_t> unique_index_, inverse_;
 };
 
-// Throws unless a and b share a manager.
+// Throws fk::Error unless both sides belong to one manager (the same object,
+// not merely equal keys).
 void check_same_manager(const SparseTensor& a, const SparseTensor& b, const char* where);
+void check_same_manager(const SparseTensor& a, const MapRef& b, const char* where);
 
 }  // namespace minkowski

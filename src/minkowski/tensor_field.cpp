@@ -38,7 +38,7 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
 
 SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, QuantizationMode mode,
                                  std::shared_ptr<CoordinateManager> manager,
-                                 const std::vector<int32_t>& tensor_stride) {
+                                 const std::vector<int32_t>& tensor_stride, uint64_t seed) {
   const char* where = "minkowski::TensorField::sparse";
   FK_CHECK(defined(), where, "a constructed field", "an empty TensorField");
   const int64_t n = size(), d = dimension(), w = d + 1;
@@ -75,7 +75,8 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
   }
   // SparseTensor's constructor inserts the voxels, deduplicates and reduces
   // the features (differentiably); the field only keeps the mapping.
-  SparseTensor s(features_, fk::from_vector(rows, fk::Dims{n, w}), ts, mode, std::move(manager));
+  SparseTensor s(features_, fk::from_vector(rows, fk::Dims{n, w}), ts, mode, std::move(manager),
+                 seed);
   inverse_ = s.inverse_mapping();
   manager_ = s.manager();
   key_ = s.key();

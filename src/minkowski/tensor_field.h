@@ -12,7 +12,8 @@
 // in a CoordinateManager through SparseTensor's constructor (so rows follow
 // the first occurrence of each voxel in input order, deterministically) and
 // reduces the features of points sharing a voxel by the QuantizationMode
-// (differentiable w.r.t. the features). The field remembers the point->voxel
+// (differentiable w.r.t. the features; RandomSubsample keeps a point drawn
+// from the seed, the same for any thread count). The field remembers the point->voxel
 // row mapping and the map it was quantized to; slice() uses it to gather the
 // features of a SparseTensor back to every point: on that map directly, on
 // any other map (coarser stride, other manager, other row order) by looking
@@ -48,16 +49,18 @@ class TensorField {
   // axis (D values); tensor_stride: 1 or D positive values (voxels are floored
   // to multiples of it). The result lives in `manager` (a new one when null)
   // under a key of that stride; the field records that map and the inverse
-  // mapping (the last call wins).
+  // mapping (the last call wins). seed: the draw of RandomSubsample.
   SparseTensor sparse(const std::vector<double>& voxel_size,
                       QuantizationMode mode = QuantizationMode::UnweightedAverage,
                       std::shared_ptr<CoordinateManager> manager = nullptr,
-                      const std::vector<int32_t>& tensor_stride = {1});
+                      const std::vector<int32_t>& tensor_stride = {1},
+                      uint64_t seed = kSubsampleSeed);
   SparseTensor sparse(double voxel_size = 1.0,
                       QuantizationMode mode = QuantizationMode::UnweightedAverage,
                       std::shared_ptr<CoordinateManager> manager = nullptr,
-                      const std::vector<int32_t>& tensor_stride = {1}) {
-    return sparse(std::vector<double>{voxel_size}, mode, std::move(manager), tensor_stride);
+                      const std::vector<int32_t>& tensor_stride = {1},
+                      uint64_t seed = kSubsampleSeed) {
+    return sparse(std::vector<double>{voxel_size}, mode, std::move(manager), tensor_stride, seed);
   }
 
   // The features of `s` at every point: N x C (s.channels()). On the map this

@@ -246,7 +246,8 @@ TEST(MinkowskiConv, OntoGivenCoordinates) {
   SparseTensor x(c.f, to_tensor(c.rows));
   Rows target = random_rows(2, 40, 6, 1, 2, 99);
   MapKey ok = x.manager()->insert(to_tensor(target), {1}, "target").key;
-  SparseTensor y = convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, &ok);
+  SparseTensor y =
+      convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, MapRef{x.manager(), ok});
   EXPECT_EQ(y.key(), ok);
   auto want = reference_conv(c.rows, c.fv, 2, target, c.wv, 3, cube_offsets(2, 3, 1, 1), 1);
   fk::test::expect_close(y.F(), want, 1e-12);
@@ -613,7 +614,9 @@ TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
       fk::full({rows_out, 16}, std::nan(""), {fk::DType::F32});
     SparseTensor xx(ff, x.key(), x.manager());
     fk::Tensor y1 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3})).F();
-    fk::Tensor y2 = convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3}), {1}, &onto).F();
+    fk::Tensor y2 =
+        convolution(xx, ww, fk::Tensor(), KernelRegion::cube({3}), {1}, MapRef{x.manager(), onto})
+            .F();
     y1.backward(fk::test::random_tensor(y1.shape(), fk::DType::F32, -1, 1, 27));
     y2.backward(fk::test::random_tensor(y2.shape(), fk::DType::F32, -1, 1, 28));
     fk::set_num_threads(before);
@@ -699,12 +702,36 @@ TEST(MinkowskiConv, Errors) {
                fk::Error);
   EXPECT_THROW(convolution(x, c.w, fk::zeros({4}, {fk::DType::F64}), KernelRegion::cube({3})),
                fk::Error);
-  // tensors of different managers
+  // A target map of another manager is refused even though its key (stride 1,
+  // tag "") also names a map of x's manager, and even when that map is the
+  // one the convolution would use anyway.
   SparseTensor other(c.f, to_tensor(c.rows));
-  MapKey foreign = other.manager()->insert(to_tensor(random_rows(2, 5, 3, 1, 1, 1)), {1}, "x").key;
-  EXPECT_THROW(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, &foreign),
+  ASSERT_NE(other.manager(), x.manager());
+  ASSERT_EQ(other.key(), x.key());
+  ASSERT_TRUE(x.manager()->has(other.key()));
+  try {
+    convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, other.map_ref());
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of another manager"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1},
+                           MapRef{other.manager(), x.key()}),
                fk::Error);
+  EXPECT_THROW(
+      convolution_transpose(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, other.map_ref()),
+      fk::Error);
   EXPECT_THROW(check_same_manager(x, other, "test"), fk::Error);
+  // a target without a manager, or a key its manager does not hold
+  EXPECT_THROW(
+      convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, MapRef{nullptr, x.key()}),
+      fk::Error);
+  EXPECT_THROW(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1},
+                           MapRef{x.manager(), MapKey{{1, 1}, "absent"}}),
+               fk::Error);
+  // x's own map as a target is accepted
+  EXPECT_EQ(convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, x.map_ref()).key(),
+            x.key());
   // transpose stride must divide the tensor stride
   EXPECT_THROW(convolution_transpose(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {2}),
                fk::Error);

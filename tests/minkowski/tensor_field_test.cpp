@@ -1,6 +1,8 @@
 // TensorField: voxelizing continuous points and slicing sparse features back.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "fk/fk.h"
 #include "fk/test_util.h"
 #include "minkowski/minkowski.h"
@@ -57,8 +59,26 @@ TEST(TensorField, Modes) {
                          {6, -6, 2, -2, 10, -10, 4, -4}, 1e-12);
   fk::test::expect_close(field.sparse(0.5, QuantizationMode::MaxPool).F(),
                          {5, -1, 2, -2, 7, -3, 4, -4}, 1e-12);
-  fk::test::expect_close(field.sparse(0.5, QuantizationMode::RandomSubsample).F(),
+  fk::test::expect_close(field.sparse(0.5, QuantizationMode::FirstOccurrence).F(),
                          {1, -1, 2, -2, 3, -3, 4, -4}, 1e-12);
+  // RandomSubsample: voxel 0 keeps point 0 or 3, voxel 2 point 2 or 5; the
+  // seed reaches the draw (the first 32 seeds give all four combinations).
+  std::set<std::vector<double>> outcomes;
+  for (uint64_t seed = 0; seed < 32; ++seed) {
+    SparseTensor s = field.sparse(0.5, QuantizationMode::RandomSubsample, nullptr, {1}, seed);
+    auto v = s.F().to_vector<double>();
+    ASSERT_EQ(v.size(), 8u);
+    EXPECT_TRUE(v[0] == 1 || v[0] == 5) << v[0];
+    EXPECT_TRUE(v[4] == 3 || v[4] == 7) << v[4];
+    EXPECT_EQ(v[1], -v[0]);
+    EXPECT_EQ(v[5], -v[4]);
+    EXPECT_EQ((std::vector<double>{v[2], v[3], v[6], v[7]}), (std::vector<double>{2, -2, 4, -4}));
+    EXPECT_EQ(v, field.sparse(0.5, QuantizationMode::RandomSubsample, nullptr, {1}, seed)
+                     .F()
+                     .to_vector<double>());
+    outcomes.insert(v);
+  }
+  EXPECT_EQ(outcomes.size(), 4u);
 }
 
 TEST(TensorField, SliceGathersVoxelFeatures) {

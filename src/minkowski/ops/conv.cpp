@@ -60,9 +60,8 @@ std::vector<int32_t> divide_stride(const std::vector<int32_t>& ts, const std::ve
   return r;
 }
 
-void check_out_key(const SparseTensor& x, const MapKey* out, const char* where) {
-  if (out)
-    FK_CHECK(x.manager()->has(*out), where, "an output map of the input's manager", out->str());
+void check_out_map(const SparseTensor& x, const std::optional<MapRef>& out, const char* where) {
+  if (out) check_same_manager(x, *out, where);
 }
 
 }  // namespace
@@ -98,14 +97,14 @@ fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weigh
 
 SparseTensor convolution(const SparseTensor& x, const fk::Tensor& weight, const fk::Tensor& bias,
                          const KernelRegion& kernel, const std::vector<int32_t>& stride,
-                         const MapKey* out) {
+                         const std::optional<MapRef>& out) {
   const char* where = "minkowski::convolution";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   int d = x.dimension();
   auto s = expand_axes(stride, d, where, "stride");
-  check_out_key(x, out, where);
+  check_out_map(x, out, where);
   auto& mgr = x.manager();
-  MapKey ok = out ? *out : mgr->stride(x.key(), s);
+  MapKey ok = out ? out->key : mgr->stride(x.key(), s);
   auto map = mgr->kernel_map(x.key(), ok, kernel, false);
   fk::Tensor f = convolve_features(x.F(), weight, map);
   return SparseTensor(add_bias(f, bias, where), ok, mgr);
@@ -113,16 +112,17 @@ SparseTensor convolution(const SparseTensor& x, const fk::Tensor& weight, const 
 
 SparseTensor convolution_transpose(const SparseTensor& x, const fk::Tensor& weight,
                                    const fk::Tensor& bias, const KernelRegion& kernel,
-                                   const std::vector<int32_t>& stride, const MapKey* out) {
+                                   const std::vector<int32_t>& stride,
+                                   const std::optional<MapRef>& out) {
   const char* where = "minkowski::convolution_transpose";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   int d = x.dimension();
   auto s = expand_axes(stride, d, where, "stride");
-  check_out_key(x, out, where);
+  check_out_map(x, out, where);
   auto& mgr = x.manager();
   MapKey ok;
   if (out) {
-    ok = *out;
+    ok = out->key;
   } else {
     auto ts = divide_stride(x.tensor_stride(), s, where);
     MapKey same_tag{ts, x.key().tag}, plain{ts, ""};

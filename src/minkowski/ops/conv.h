@@ -12,13 +12,17 @@
 //   convolution                 output map = stride(input map, stride)
 //                               (stride 1: the input map itself, i.e. a
 //                               submanifold convolution), or `out` when given
-//                               (convolution onto given coordinates, same
-//                               manager). Output tensor stride = input * stride.
+//                               (convolution onto given coordinates: a map of
+//                               the input's manager, e.g. y.map_ref(); a map of
+//                               another manager is an fk::Error even when its
+//                               key exists in the input's). Output tensor
+//                               stride = input * stride.
 //   convolution_transpose       output tensor stride = input / stride (must
 //                               divide). Reuses an existing map of that stride
 //                               (e.g. the encoder's, whose kernel map is then
 //                               reused transposed), else creates one as the
-//                               generative variant does; or `out` when given.
+//                               generative variant does; or `out` when given
+//                               (same rule as above).
 //   generative_convolution_transpose   always a new output map: every input
 //                               coordinate plus every offset (scaled by the
 //                               output tensor stride).
@@ -26,6 +30,7 @@
 //
 // Determinism: bit-identical across runs, thread counts and copy paths
 // (conv_kernel.h); kernel maps are ordered deterministically.
+#include <optional>
 #include <vector>
 
 #include "minkowski/coords/kernel_region.h"
@@ -35,11 +40,11 @@ namespace minkowski {
 
 SparseTensor convolution(const SparseTensor& x, const fk::Tensor& weight, const fk::Tensor& bias,
                          const KernelRegion& kernel, const std::vector<int32_t>& stride = {1},
-                         const MapKey* out = nullptr);
+                         const std::optional<MapRef>& out = std::nullopt);
 SparseTensor convolution_transpose(const SparseTensor& x, const fk::Tensor& weight,
                                    const fk::Tensor& bias, const KernelRegion& kernel,
                                    const std::vector<int32_t>& stride = {1},
-                                   const MapKey* out = nullptr);
+                                   const std::optional<MapRef>& out = std::nullopt);
 SparseTensor generative_convolution_transpose(const SparseTensor& x, const fk::Tensor& weight,
                                               const fk::Tensor& bias, const KernelRegion& kernel,
                                               const std::vector<int32_t>& stride);

@@ -1,6 +1,9 @@
 #include "minkowski/ops/quantize.h"
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -35,21 +38,57 @@ std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& 
     }
   return r;
 }
+
+void check_labels(const fk::Tensor& labels, int64_t n, int64_t ignore_label, const char* where) {
+  FK_CHECK(labels.dtype() == fk::DType::I32 || labels.dtype() == fk::DType::I64, where,
+           "int32 or int64 labels", fk::name(labels.dtype()));
+  FK_CHECK(labels.device().is_cpu(), where, "CPU labels", labels.device().str());
+  FK_CHECK(labels.dim() == 1 && labels.size(0) == n, where,
+           "labels of shape (" + std::to_string(n) + "), one per coordinate row",
+           labels.shape().str());
+  if (labels.dtype() == fk::DType::I32)
+    FK_CHECK(ignore_label >= INT32_MIN && ignore_label <= INT32_MAX, where,
+             "an ignore label that fits the int32 labels", std::to_string(ignore_label));
+}
+
+// One label per voxel: the points' common label, or ignore_label on conflict.
+fk::Tensor quantize_labels(const fk::Tensor& labels, const std::vector<int64_t>& inverse, int64_t m,
+                           int64_t ignore_label) {
+  const int64_t n = static_cast<int64_t>(inverse.size());
+  auto in = labels.to_vector<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(m));
+  std::vector<bool> seen(static_cast<size_t>(m), false);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t r = inverse[i];
+    if (!seen[r]) {
+      seen[r] = true;
+      out[r] = in[i];
+    } else if (out[r] != in[i]) {
+      out[r] = ignore_label;
+    }
+  }
+  return fk::from_vector(out, fk::Dims{m}).to(labels.dtype());
+}
 }  // namespace
 
 Quantized sparse_quantize(const fk::Tensor& coordinates, const fk::Tensor& features,
-                          const std::vector<double>& quantization_size, QuantizationMode mode) {
+                          const std::vector<double>& quantization_size, QuantizationMode mode,
+                          const fk::Tensor& labels, int64_t ignore_label, uint64_t seed) {
   const char* where = "minkowski::sparse_quantize";
   auto rows = floor_rows(coordinates, quantization_size, where);
   int64_t n = coordinates.size(0), d = coordinates.size(1);
   if (features.defined())
     FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
              "features of shape " + std::to_string(n) + " x C", features.shape().str());
+  if (labels.defined()) check_labels(labels, n, ignore_label, where);
   Quantized q;
   CoordinateMap map(rows.data(), n, static_cast<int>(d), std::vector<int32_t>(d, 1),
                     &q.unique_index, &q.inverse);
   q.coordinates = fk::from_blob_copy(map.coordinates().data(), {map.size(), d}, fk::DType::I32);
+  if (mode == QuantizationMode::RandomSubsample)
+    q.unique_index = subsample_rows(q.inverse, map.size(), seed);
   if (features.defined()) q.features = quantize_features(features, q.unique_index, q.inverse, mode);
+  if (labels.defined()) q.labels = quantize_labels(labels, q.inverse, map.size(), ignore_label);
   return q;
 }
 
