@@ -157,6 +157,47 @@ TEST(MinkowskiConvVariants, GenerativeTransposeDilated) {
   fk::test::expect_close(y.F(), reference_conv(c.rows, c.fv, 2, out, c.wv, 3, offs, -1), 1e-12);
 }
 
+TEST(MinkowskiConvVariants, OntoGivenCoordinatesOfOtherStrides) {
+  Case c = make_case(3, 150, 4, 1, 2, 3, 27, 500);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  auto& mgr = x.manager();
+  // onto coarser given coordinates (tensor stride 2): offsets scale by the
+  // input's tensor stride, as for a strided convolution
+  Rows coarse = random_rows(3, 60, 2, 2, 2, 501);
+  MapKey at2 = mgr->insert(to_tensor(coarse), {2}, "given coarse").key;
+  SparseTensor y = convolution(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {1}, &at2);
+  EXPECT_EQ(y.key(), at2);
+  fk::test::expect_close(
+      y.F(), reference_conv(c.rows, c.fv, 2, coarse, c.wv, 3, cube_offsets(3, 3, 1, 1), 1), 1e-12);
+  // transposed from the coarse map onto given fine coordinates (not the
+  // input's map): offsets scale by the output's tensor stride
+  fk::Tensor yf = fk::test::random_tensor({60, 3}, fk::DType::F64, -1, 1, 502);
+  SparseTensor xc(yf, at2, mgr);
+  Rows fine = random_rows(3, 120, 5, 1, 2, 503);
+  MapKey at1 = mgr->insert(to_tensor(fine), {1}, "given fine").key;
+  fk::Tensor wt = random_weight({27, 3, 2}, 504);
+  SparseTensor up = convolution_transpose(xc, wt, fk::Tensor(), KernelRegion::cube({3}), {2}, &at1);
+  EXPECT_EQ(up.key(), at1);
+  fk::test::expect_close(up.F(),
+                         reference_conv(coarse, yf.to_vector<double>(), 3, fine,
+                                        wt.to_vector<double>(), 2, cube_offsets(3, 3, 1, 1), -1),
+                         1e-12);
+}
+
+TEST(MinkowskiConvVariants, TransposedWithoutAFinerMapExpands) {
+  // No map at the output stride exists: the transposed convolution creates
+  // one as the generative variant does (every coordinate plus every offset).
+  Case c = make_case(3, 40, 3, 2, 2, 3, 27, 510);
+  SparseTensor x(c.f, to_tensor(c.rows), {2});
+  SparseTensor y = convolution_transpose(x, c.w, fk::Tensor(), KernelRegion::cube({3}), {2});
+  EXPECT_EQ(y.tensor_stride(), std::vector<int32_t>(3, 1));
+  Offsets offs = cube_offsets(3, 3, 1, 1);
+  Rows out = from_tensor(y.C());
+  EXPECT_EQ(out.size(), expanded_rows(c.rows, offs).size());
+  EXPECT_EQ(row_set(out), expanded_rows(c.rows, offs));
+  fk::test::expect_close(y.F(), reference_conv(c.rows, c.fv, 2, out, c.wv, 3, offs, -1), 1e-12);
+}
+
 // ---- per-axis kernel sizes, strides, dilations (3-D) -------------------------
 
 TEST(MinkowskiConvVariants, PerAxisSizesStridesDilations) {
