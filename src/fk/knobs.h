@@ -27,7 +27,7 @@ struct KnobRange {
 class Knob {
  public:
   // Registers the knob; define knobs as namespace-scope objects in the .cpp
-  // that read them. `range` applies to Float knobs only.
+  // that reads them. `range` applies to Float knobs only.
   Knob(const char* name, KnobType type, const char* default_value, const char* doc, KnobRead read,
        KnobRange range = {});
   Knob(const Knob&) = delete;
