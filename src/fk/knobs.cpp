@@ -1,6 +1,10 @@
 #include "fk/knobs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -18,14 +22,14 @@ std::mutex& registry_mutex() {
   return *m;
 }
 
-const char* accepts(KnobType t) {
+std::string accepts(KnobType t, const KnobRange& range) {
   switch (t) {
     case KnobType::Bool:
-      return "0, 1, true, false, on or off";
+      return "0, 1, true, false, on, off, yes or no";
     case KnobType::Int:
       return "an integer";
     case KnobType::Float:
-      return "a number";
+      return fmt::format("a finite number in [{:g}, {:g}]", range.lo, range.hi);
     case KnobType::String:
       return "a string";
   }
@@ -35,8 +39,8 @@ const char* accepts(KnobType t) {
 }  // namespace
 
 Knob::Knob(const char* name, KnobType type, const char* default_value, const char* doc,
-           KnobRead read)
-    : name_(name), type_(type), default_(default_value), doc_(doc), read_(read) {
+           KnobRead read, KnobRange range)
+    : name_(name), type_(type), default_(default_value), doc_(doc), read_(read), range_(range) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[name_] = this;
 }
@@ -51,7 +55,7 @@ Knob::Parsed Knob::parse(const std::string& text) const {
   Parsed p;
   p.s = text;
   auto bad = [&]() {
-    return Error(std::string("knob ") + name_, accepts(type_), "'" + text + "'");
+    return Error(std::string("knob ") + name_, accepts(type_, range_), "'" + text + "'");
   };
   switch (type_) {
     case KnobType::Bool: {
@@ -77,7 +81,11 @@ Knob::Parsed Knob::parse(const std::string& text) const {
     case KnobType::Float: {
       char* end = nullptr;
       double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0') throw bad();
+      // strtod also reads "nan" and "inf" (and overflows to inf): refused with
+      // everything outside the knob's range.
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || v < range_.lo || v > range_.hi) {
+        throw bad();
+      }
       p.f = v;
       break;
     }

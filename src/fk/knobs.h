@@ -16,11 +16,20 @@ namespace fk {
 enum class KnobType { Bool, Int, Float, String };
 enum class KnobRead { Latched, PerCall };
 
+// The values a Float knob accepts: finite numbers in [lo, hi]. fieldkit's float
+// knobs are sizes and caps, so the default is [0, 1e9]: never nan or inf, and
+// small enough that a product with a byte count still fits an int64.
+struct KnobRange {
+  double lo = 0.0;
+  double hi = 1e9;
+};
+
 class Knob {
  public:
   // Registers the knob; define knobs as namespace-scope objects in the .cpp
-  // that reads them.
-  Knob(const char* name, KnobType type, const char* default_value, const char* doc, KnobRead read);
+  // that reads them. `range` applies to Float knobs only.
+  Knob(const char* name, KnobType type, const char* default_value, const char* doc, KnobRead read,
+       KnobRange range = {});
   Knob(const Knob&) = delete;
   Knob& operator=(const Knob&) = delete;
 
@@ -34,6 +43,7 @@ class Knob {
   const char* default_value() const { return default_; }
   const char* doc() const { return doc_; }
   KnobRead read() const { return read_; }
+  const KnobRange& range() const { return range_; }
   // The raw text in force: the environment's value, else the default.
   std::string raw() const;
   // Validates the current value (throws fk::Error when malformed).
@@ -60,6 +70,7 @@ class Knob {
   const char* default_;
   const char* doc_;
   KnobRead read_;
+  KnobRange range_;
   mutable std::mutex mu_;
   mutable std::atomic<bool> latched_ready_{false};
   std::atomic<uint64_t> version_{0};

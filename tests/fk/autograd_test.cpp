@@ -21,8 +21,8 @@ TEST(Autograd, ChainRuleAndAccumulation) {
 TEST(Autograd, SharedSubexpressionAndBroadcast) {
   Tensor a = from_vector(std::vector<double>{1, 2}, {2, 1}).set_requires_grad(true);
   Tensor b = from_vector(std::vector<double>{3, 4, 5}, {1, 3}).set_requires_grad(true);
-  Tensor c = add(a, b);          // [2, 3]
-  Tensor d = sum(mul(c, c));     // sum (a+b)^2
+  Tensor c = add(a, b);       // [2, 3]
+  Tensor d = sum(mul(c, c));  // sum (a+b)^2
   d.backward();
   // dd/da_i = sum_j 2(a_i + b_j)
   test::expect_close(a.grad(), {2 * (4 + 5 + 6), 2 * (5 + 6 + 7)});
@@ -109,11 +109,28 @@ TEST(Autograd, ViewsAreDifferentiable) {
   Tensor x = test::random_tensor({3, 4}).set_requires_grad(true);
   auto f = [](const std::vector<Tensor>& in) {
     const Tensor& t = in[0];
-    Tensor a = t.t().slice(0, 1, 4, 2);                 // [2, 3]
+    Tensor a = t.t().slice(0, 1, 4, 2);  // [2, 3]
     Tensor b = t.select(1, 0).unsqueeze(0).expand({2, 3});
     return sum(mul(a, b).reshape({-1}).narrow(0, 1, 4).unsqueeze(1).squeeze(1).permute({0}));
   };
   EXPECT_GRADCHECK(f, std::vector<Tensor>{x});
+}
+
+// real() and imag() share one backward node that routes the gradient into one
+// half of a complex zeros tensor: each part alone, both in one expression, and
+// imag of a transposed view.
+TEST(Autograd, ComplexPartsAreDifferentiable) {
+  Tensor z = test::random_complex({2, 3}).set_requires_grad(true);
+  Tensor w = test::random_tensor({2, 3}, DType::F64, -1, 1, 4);
+  using Fn = testing::TensorFn;
+  Fn im = [w](const std::vector<Tensor>& in) { return mul(in[0].imag(), w); };
+  EXPECT_GRADCHECK(im, std::vector<Tensor>{z});
+  Fn re = [w](const std::vector<Tensor>& in) { return mul(in[0].real(), w); };
+  EXPECT_GRADCHECK(re, std::vector<Tensor>{z});
+  Fn both = [](const std::vector<Tensor>& in) {
+    return sub(mul(in[0].real(), in[0].imag()), in[0].t().imag().t());
+  };
+  EXPECT_GRADCHECK(both, std::vector<Tensor>{z});
 }
 
 TEST(Autograd, ConversionsAreDifferentiable) {

@@ -1,6 +1,12 @@
 #include "fk/tensor.h"
 
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+
 #include "fk/half.h"
+#include "fk/ops/cpu/loops.h"
 
 #include "test_util.h"
 
@@ -163,6 +169,77 @@ TEST(Knobs, RegistryParsesAndRejects) {
   EXPECT_THROW(knob("NO_SUCH_KNOB"), Error);
 }
 
+// The error for a malformed value names the knob, the form it accepts and the
+// text given.
+void expect_knob_error(Knob& k, const std::string& value, const std::string& expected) {
+  try {
+    k.set_override(value);
+    ADD_FAILURE() << k.name() << " accepted '" << value << "'";
+  } catch (const Error& e) {
+    const std::string want =
+        std::string("knob ") + k.name() + ": expected " + expected + ", got '" + value + "'";
+    EXPECT_EQ(std::string(e.what()), want);
+  }
+}
+
+TEST(Knobs, FloatKnobsAcceptFiniteValuesInTheirRangeOnly) {
+  static Knob size("FK_TEST_FLOAT", KnobType::Float, "2048", "a size knob for tests",
+                   KnobRead::PerCall);
+  EXPECT_EQ(size.range().lo, 0.0);
+  EXPECT_EQ(size.range().hi, 1e9);
+  EXPECT_EQ(size.as_float(), 2048.0);
+  const std::string form = "a finite number in [0, 1e+09]";
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "1e400", "-1", "-0.5", "1e30", "1000000001",
+                          "abc", "3x", ""}) {
+    expect_knob_error(size, bad, form);
+  }
+  EXPECT_EQ(size.as_float(), 2048.0);  // a refused override leaves the value in force
+  // The same values from the environment are refused when read.
+  for (const char* bad : {"nan", "inf", "-1", "1e30"}) {
+    setenv("FK_TEST_FLOAT", bad, 1);
+    EXPECT_THROW(size.validate(), Error) << bad;
+    EXPECT_THROW((void)size.as_float(), Error) << bad;
+  }
+  unsetenv("FK_TEST_FLOAT");
+  for (double good : {0.0, 0.25, 1e9}) {
+    size.set_override(std::to_string(good));
+    EXPECT_EQ(size.as_float(), good);
+  }
+  size.set_override(std::nullopt);
+  // A knob with its own range.
+  static Knob signed_knob("FK_TEST_SIGNED_FLOAT", KnobType::Float, "0", "a signed knob",
+                          KnobRead::Latched, KnobRange{-1.0, 1.0});
+  signed_knob.set_override("-0.75");
+  EXPECT_EQ(signed_knob.as_float(), -0.75);
+  expect_knob_error(signed_knob, "1.5", "a finite number in [-1, 1]");
+  expect_knob_error(signed_knob, "-inf", "a finite number in [-1, 1]");
+  EXPECT_EQ(signed_knob.as_float(), -0.75);
+  signed_knob.set_override(std::nullopt);
+}
+
+TEST(Knobs, BoolKnobsRejectOtherWords) {
+  static Knob flag("FK_TEST_BOOL", KnobType::Bool, "0", "a flag for tests", KnobRead::PerCall);
+  for (const char* bad : {"2", "maybe", "-1", "nan", "tru"}) {
+    expect_knob_error(flag, bad, "0, 1, true, false, on, off, yes or no");
+  }
+  for (const char* on : {"1", "TRUE", "On", "yes"}) {
+    flag.set_override(on);
+    EXPECT_TRUE(flag.as_bool()) << on;
+  }
+  flag.set_override("off");
+  EXPECT_FALSE(flag.as_bool());
+  flag.set_override(std::nullopt);
+}
+
+// Every knob's default must parse (a bad default would only fail at first use).
+TEST(Knobs, EveryRegisteredDefaultIsValid) {
+  for (const Knob* k : knobs()) {
+    Knob& m = mutable_knob(k->name());
+    EXPECT_NO_THROW(m.set_override(std::string(k->default_value()))) << k->name();
+    m.set_override(std::nullopt);
+  }
+}
+
 TEST(CpuIsa, KnobCapsTheLevelAndGenericHalfConversionMatches) {
   Knob& k = mutable_knob("FK_CPU_ISA");
   std::vector<float> in;
@@ -205,12 +282,58 @@ TEST(Profile, CountsOpsViewsAndTime) {
   Tensor a = ones({4}), b = ones({4});
   profile::ProfileScope scope;
   Tensor c = add(a, b);
-  Tensor v = c.reshape({2, 2}).t();
+  Tensor d = mul(sub(c, a), div(c, b));  // three more ops
+  Tensor v = d.reshape({2, 2}).t();
+  // sleep_for waits at least this long on the steady clock the scope reads.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
   auto r = scope.report();
-  EXPECT_EQ(r.counts.ops, 1);
+  EXPECT_EQ(r.counts.ops, 4);
   EXPECT_EQ(r.counts.view_ops, 2);
-  EXPECT_GE(r.wall_ms, 0.0);
-  EXPECT_NE(r.str().find("1 ops"), std::string::npos);
+  EXPECT_EQ(r.counts.launches, 0);  // every op is below the elementwise grain
+  EXPECT_GE(r.wall_ms, 3.0);
+  EXPECT_NE(r.str().find("4 ops, 2 view ops, 0 launches"), std::string::npos) << r.str();
+}
+
+// A launch is a parallel region or a BLAS call: an elementwise op above the
+// grain is one launch with two threads and none with one; a GEMM is one.
+TEST(Profile, CountsLaunches) {
+  const int saved = get_num_threads();
+  Tensor big = ones({2 * cpu::kElementwiseGrain});
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    profile::ProfileScope scope;
+    Tensor c = add(big, big);
+    EXPECT_EQ(scope.report().counts.launches, threads == 1 ? 0 : 1) << threads << " threads";
+    EXPECT_EQ(scope.report().counts.ops, 1);
+  }
+  set_num_threads(saved);
+  Tensor m = ones({4, 4});
+  profile::ProfileScope scope;
+  Tensor p = matmul(m, m);
+  EXPECT_EQ(scope.report().counts.launches, 1);
+}
+
+// The scope's peak is the most memory in use since it began: at least what was
+// in use then plus a tensor allocated (and freed) inside it.
+TEST(Profile, PeakMemoryOfTheScope) {
+  Tensor keep = ones({1000});
+  const int64_t before = memory_stats().allocated;
+  {
+    profile::ProfileScope scope;
+    Tensor v = keep.reshape({10, 100}).t();  // views allocate nothing
+    EXPECT_EQ(scope.report().peak_bytes, before);
+  }
+  profile::ProfileScope scope;
+  const int64_t bytes = int64_t{1} << 22;
+  {
+    Tensor t = empty({bytes / 4}, {DType::F32});
+    EXPECT_EQ(t.nbytes(), bytes);
+  }
+  EXPECT_EQ(memory_stats().allocated, before);
+  const auto r = scope.report();
+  EXPECT_GE(r.peak_bytes, before + bytes);
+  EXPECT_LT(r.peak_bytes, before + 2 * bytes);  // one tensor, not two
+  EXPECT_NE(r.str().find("peak 4.0"), std::string::npos) << r.str();
 }
 
 TEST(Profile, ChromeTrace) {

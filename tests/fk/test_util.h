@@ -38,6 +38,16 @@ inline void expect_close(const Tensor& a, const std::vector<double>& b, double t
   for (size_t i = 0; i < av.size(); ++i) EXPECT_NEAR(av[i], b[i], tol) << "at " << i;
 }
 
+// The values of x (differentiably) in a layout that is not contiguous: x is
+// stacked with itself along a new innermost axis and the first copy selected,
+// so the innermost stride is 2. gradcheck hands the function contiguous inputs;
+// a function builds this inside to check an op on strided operands.
+inline Tensor strided_copy(const Tensor& x) {
+  Tensor v = stack({x, x}, -1).select(-1, 0);
+  if (v.is_contiguous()) ADD_FAILURE() << "strided_copy made a contiguous view " << v.shape().str();
+  return v;
+}
+
 // Runs gradcheck; on failure the message names the mismatching entry.
 #define EXPECT_GRADCHECK(fn, inputs) EXPECT_EQ(::fk::testing::gradcheck((fn), (inputs)), "")
 

@@ -1,8 +1,12 @@
 #include "fk/ops/binary.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <type_traits>
 
 #include "fk/autograd.h"
@@ -484,11 +488,20 @@ Tensor ternary(TernaryOp op, const Tensor& x, const Tensor& y, const Tensor& z, 
   return out;
 }
 
-void check_inplace(const Tensor& self, const char* op) {
-  FK_CHECK(!autograd::needs_grad(self), op,
-           "a tensor autograd does not track (in-place ops are not recorded; use the "
-           "out-of-place form)",
-           "a tensor that requires grad");
+// An in-place op writes self without recording a node, so under grad mode no
+// operand may need a gradient: self's history would go stale, and another
+// operand's gradient would silently be dropped. Under no_grad anything goes.
+void check_inplace(const char* op, std::initializer_list<const Tensor*> operands) {
+  if (!autograd::grad_enabled()) return;
+  int i = 0;
+  for (const Tensor* t : operands) {
+    FK_CHECK(
+        !autograd::tensor_requires_grad(*t), op,
+        "operands that do not require grad, or grad mode off (in-place ops are not "
+        "recorded by autograd; use the out-of-place op)",
+        i == 0 ? std::string("self requiring grad") : fmt::format("operand {} requiring grad", i));
+    ++i;
+  }
 }
 
 // Writes `result` into self (same shape required), bumping self's version.
@@ -540,7 +553,7 @@ bool fused_inplace(Tensor& self, const std::vector<const Tensor*>& others, const
 }  // namespace
 
 Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
-  check_inplace(self, "add_");
+  check_inplace("add_", {&self, &other});
   profile::OpScope scope("add_");
   if (fused_inplace(self, {&other}, [&](auto z) {
         using T = decltype(z);
@@ -552,10 +565,11 @@ Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
   return assign(self, binary_forward(BinaryOp::Add, self, other, alpha), "add_");
 }
 Tensor& sub_(Tensor& self, const Tensor& other, double alpha) {
+  check_inplace("sub_", {&self, &other});
   return add_(self, other, -alpha);
 }
 Tensor& mul_(Tensor& self, const Tensor& other) {
-  check_inplace(self, "mul_");
+  check_inplace("mul_", {&self, &other});
   profile::OpScope scope("mul_");
   if (fused_inplace(self, {&other}, [&](auto z) {
         using T = decltype(z);
@@ -566,7 +580,7 @@ Tensor& mul_(Tensor& self, const Tensor& other) {
   return assign(self, binary_forward(BinaryOp::Mul, self, other), "mul_");
 }
 Tensor& div_(Tensor& self, const Tensor& other) {
-  check_inplace(self, "div_");
+  check_inplace("div_", {&self, &other});
   profile::OpScope scope("div_");
   if (fused_inplace(self, {&other}, [&](auto z) {
         using T = decltype(z);
@@ -580,7 +594,7 @@ Tensor& mul_(Tensor& self, double s) {
   return mul_(self, scalar_for(self, s));
 }
 Tensor& addcmul_(Tensor& self, const Tensor& t1, const Tensor& t2, double value) {
-  check_inplace(self, "addcmul_");
+  check_inplace("addcmul_", {&self, &t1, &t2});
   profile::OpScope scope("addcmul_");
   if (fused_inplace(self, {&t1, &t2}, [&](auto z) {
         using T = decltype(z);
@@ -593,7 +607,7 @@ Tensor& addcmul_(Tensor& self, const Tensor& t1, const Tensor& t2, double value)
                 "addcmul_");
 }
 Tensor& addcdiv_(Tensor& self, const Tensor& t1, const Tensor& t2, double value) {
-  check_inplace(self, "addcdiv_");
+  check_inplace("addcdiv_", {&self, &t1, &t2});
   profile::OpScope scope("addcdiv_");
   if (fused_inplace(self, {&t1, &t2}, [&](auto z) {
         using T = decltype(z);
@@ -606,7 +620,7 @@ Tensor& addcdiv_(Tensor& self, const Tensor& t1, const Tensor& t2, double value)
                 "addcdiv_");
 }
 Tensor& lerp_(Tensor& self, const Tensor& end, const Tensor& w) {
-  check_inplace(self, "lerp_");
+  check_inplace("lerp_", {&self, &end, &w});
   profile::OpScope scope("lerp_");
   if (fused_inplace(self, {&end, &w}, [&](auto z) {
         using T = decltype(z);

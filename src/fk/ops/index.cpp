@@ -73,10 +73,11 @@ void check_broadcasts_to(const Tensor& t, const Dims& shape, const char* op, con
 }
 
 void check_inplace(const Tensor& self, const Tensor& other, const char* op) {
-  FK_CHECK(!autograd::needs_grad(self, other), op,
-           "tensors autograd does not track (in-place ops are not recorded; use the "
-           "out-of-place form)",
-           "a tensor that requires grad");
+  FK_CHECK(
+      !autograd::needs_grad(self, other), op,
+      "operands that do not require grad, or grad mode off (in-place ops are not "
+      "recorded by autograd; use the out-of-place op)",
+      autograd::tensor_requires_grad(self) ? "self requiring grad" : "the source requiring grad");
 }
 
 // Reduces a gradient to an input's shape and dtype (real part for real inputs).

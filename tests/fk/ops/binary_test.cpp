@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "../test_util.h"
@@ -44,13 +46,20 @@ TEST(Binary, NonContiguousOperands) {
 TEST(Binary, GradcheckAllWithBroadcastAndStrides) {
   Tensor a = test::random_tensor({3, 4}, DType::F64, 0.5, 2.0, 1).set_requires_grad(true);
   Tensor b = test::random_tensor({4}, DType::F64, 0.5, 2.0, 2).set_requires_grad(true);
+  // gradcheck passes contiguous inputs: the functions make strided views of
+  // them (a transposed copy, and test::strided_copy's stride-2 view).
+  auto transposed = [](const Tensor& x) { return x.t().contiguous().t(); };
+  ASSERT_FALSE(transposed(a).is_contiguous());
+  ASSERT_FALSE(test::strided_copy(b).is_contiguous());
   for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow,
                       BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Atan2}) {
-    Fn f = [op](const std::vector<Tensor>& in) {
-      return binary(op, in[0].t().t(), in[1].unsqueeze(0), 0.7);
+    Fn f = [op, transposed](const std::vector<Tensor>& in) {
+      return binary(op, transposed(in[0]), in[1].unsqueeze(0), 0.7);
     };
     EXPECT_GRADCHECK(f, (std::vector<Tensor>{a, b})) << name(op);
-    Fn g = [op](const std::vector<Tensor>& in) { return binary(op, in[1], in[0].t().t(), 0.7); };
+    Fn g = [op, transposed](const std::vector<Tensor>& in) {
+      return binary(op, test::strided_copy(in[1]), transposed(in[0]), 0.7);
+    };
     EXPECT_GRADCHECK(g, (std::vector<Tensor>{a, b})) << name(op);
   }
 }
@@ -93,15 +102,25 @@ TEST(Ternary, ValuesAndGradcheck) {
     }
   }
   std::vector<Tensor> in{s, x, y};
-  EXPECT_GRADCHECK(
-      (Fn([](const std::vector<Tensor>& v) { return addcmul(v[0], v[1], v[2], 0.5); })), in);
-  EXPECT_GRADCHECK(
-      (Fn([](const std::vector<Tensor>& v) { return addcdiv(v[0], v[1], v[2], 0.5); })), in);
-  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) { return lerp(v[0], v[1], v[2]); })), in);
-  EXPECT_GRADCHECK((Fn([](const std::vector<Tensor>& v) {
-                     return where(gt(v[1], scalar_like(v[1], 1.0)), v[0], v[2]);
-                   })),
-                   in);
+  // Each function also runs on strided views of its (contiguous) inputs: self
+  // transposed, the others with stride 2.
+  auto strided = [](const std::vector<Tensor>& v) {
+    return std::vector<Tensor>{v[0].t().contiguous().t(), test::strided_copy(v[1]),
+                               test::strided_copy(v[2])};
+  };
+  for (const Tensor& v : strided(in)) ASSERT_FALSE(v.is_contiguous());
+  std::vector<Fn> fns = {
+      [](const std::vector<Tensor>& v) { return addcmul(v[0], v[1], v[2], 0.5); },
+      [](const std::vector<Tensor>& v) { return addcdiv(v[0], v[1], v[2], 0.5); },
+      [](const std::vector<Tensor>& v) { return lerp(v[0], v[1], v[2]); },
+      [](const std::vector<Tensor>& v) {
+        return where(gt(v[1], scalar_like(v[1], 1.0)), v[0], v[2]);
+      }};
+  for (size_t k = 0; k < fns.size(); ++k) {
+    EXPECT_GRADCHECK(fns[k], in) << "op " << k;
+    Fn on_strided = [f = fns[k], strided](const std::vector<Tensor>& v) { return f(strided(v)); };
+    EXPECT_GRADCHECK(on_strided, in) << "op " << k << " on strided views";
+  }
 }
 
 // where() selects bits (a branch-free blend): every stored dtype, NaN payloads
@@ -198,6 +217,73 @@ TEST(InPlace, MatchOutOfPlaceAndBumpVersion) {
   EXPECT_THROW(add_(small, ones({2, 3})), Error);
   Tensor i = ones({3}, {DType::I32});
   EXPECT_THROW(add_(i, full({3}, 0.5)), Error);
+}
+
+// In-place ops record no node, so under grad mode every operand (not only
+// self) that requires grad is refused before self is written; under no_grad
+// they run and match the out-of-place op.
+TEST(InPlace, RefuseAnyOperandNeedingGradUnderGradMode) {
+  const Tensor s = test::random_tensor({2, 3}, DType::F64, -1, 1, 1);
+  const Tensor x = test::random_tensor({3}, DType::F64, 0.5, 2, 2);
+  const Tensor y = test::random_tensor({2, 1}, DType::F64, 0.5, 2, 3);
+  using InPlaceFn = std::function<void(Tensor&, const Tensor&, const Tensor&)>;
+  using OutFn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  struct Case {
+    const char* op;
+    int operands;  // self plus this many others (x, then y)
+    InPlaceFn inplace;
+    OutFn reference;
+  };
+  const std::vector<Case> cases = {
+      {"add_", 1, [](Tensor& t, const Tensor& a, const Tensor&) { add_(t, a, 2.0); },
+       [](const Tensor& t, const Tensor& a, const Tensor&) { return add(t, a, 2.0); }},
+      {"sub_", 1, [](Tensor& t, const Tensor& a, const Tensor&) { sub_(t, a); },
+       [](const Tensor& t, const Tensor& a, const Tensor&) { return sub(t, a); }},
+      {"mul_", 1, [](Tensor& t, const Tensor& a, const Tensor&) { mul_(t, a); },
+       [](const Tensor& t, const Tensor& a, const Tensor&) { return mul(t, a); }},
+      {"div_", 1, [](Tensor& t, const Tensor& a, const Tensor&) { div_(t, a); },
+       [](const Tensor& t, const Tensor& a, const Tensor&) { return div(t, a); }},
+      {"addcmul_", 2, [](Tensor& t, const Tensor& a, const Tensor& b) { addcmul_(t, a, b, 0.3); },
+       [](const Tensor& t, const Tensor& a, const Tensor& b) { return addcmul(t, a, b, 0.3); }},
+      {"addcdiv_", 2, [](Tensor& t, const Tensor& a, const Tensor& b) { addcdiv_(t, a, b, 0.3); },
+       [](const Tensor& t, const Tensor& a, const Tensor& b) { return addcdiv(t, a, b, 0.3); }},
+      {"lerp_", 1, [](Tensor& t, const Tensor& a, const Tensor&) { lerp_(t, a, 0.25); },
+       [](const Tensor& t, const Tensor& a, const Tensor&) { return lerp(t, a, 0.25); }},
+      {"lerp_", 2, [](Tensor& t, const Tensor& a, const Tensor& b) { lerp_(t, a, b); },
+       [](const Tensor& t, const Tensor& a, const Tensor& b) { return lerp(t, a, b); }},
+  };
+  for (const Case& c : cases) {
+    for (int tracked = 0; tracked <= c.operands; ++tracked) {
+      SCOPED_TRACE(std::string(c.op) + " operand " + std::to_string(tracked));
+      Tensor t = s.clone(), a = x.clone(), b = y.clone();
+      Tensor* operand[3] = {&t, &a, &b};
+      operand[tracked]->set_requires_grad(true);
+      try {
+        c.inplace(t, a, b);
+        ADD_FAILURE() << "no error";
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(c.op), std::string::npos) << what;
+        EXPECT_NE(what.find("in-place ops are not recorded by autograd"), std::string::npos)
+            << what;
+        EXPECT_NE(what.find(tracked == 0 ? "self" : "operand " + std::to_string(tracked)),
+                  std::string::npos)
+            << what;
+      }
+      EXPECT_EQ(t.to_vector<double>(), s.to_vector<double>()) << "self written before refusal";
+      autograd::NoGradGuard ng;
+      c.inplace(t, a, b);
+      EXPECT_EQ(t.to_vector<double>(), c.reference(s, x, y).to_vector<double>());
+    }
+  }
+  // A tensor requiring grad may be read by an in-place op on another tensor
+  // only under no_grad (the optimizer-style update).
+  Tensor w = zeros({3}, {DType::F64});
+  Tensor g = ones({3}, {DType::F64, kCPU, true});
+  EXPECT_THROW(add_(w, g), Error);
+  autograd::NoGradGuard ng;
+  add_(w, g, -0.5);
+  test::expect_close(w, {-0.5, -0.5, -0.5}, 0.0);
 }
 
 TEST(Binary, DeviceAndShapeErrors) {

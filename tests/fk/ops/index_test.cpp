@@ -218,6 +218,31 @@ TEST(Index, InPlaceForms) {
   Tensor g = zeros({3}, {DType::F64, kCPU, true});
   EXPECT_THROW(masked_fill_(g, from_vector(std::vector<bool>{true, true, true}), 1.0), Error);
   EXPECT_THROW(index_add_(g, 0, idx64({0}, {1}), ones({1}, {DType::F64})), Error);
+  // A source needing grad is refused too (its gradient would be dropped), but
+  // not under no_grad.
+  Tensor plain = zeros({3}, {DType::F64});
+  Tensor src = ones({1}, {DType::F64, kCPU, true});
+  for (int op = 0; op < 2; ++op) {
+    try {
+      if (op == 0) index_add_(plain, 0, idx64({1}, {1}), src);
+      if (op == 1) scatter_add_(plain, 0, idx64({1}, {1}), src);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("in-place ops are not recorded by autograd"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("source requiring grad"), std::string::npos) << e.what();
+    }
+  }
+  test::expect_close(plain, {0, 0, 0}, 0.0);
+  {
+    autograd::NoGradGuard ng;
+    index_add_(plain, 0, idx64({1}, {1}), src, 2.0);
+    scatter_add_(plain, 0, idx64({2}, {1}), src);
+    masked_fill_(g, from_vector(std::vector<bool>{true, false, false}), 4.0);
+  }
+  test::expect_close(plain, {0, 2, 1}, 0.0);
+  test::expect_close(g, {4, 0, 0}, 0.0);
   Tensor f = zeros({3}, {DType::F32});
   EXPECT_THROW(index_add_(f, 0, idx64({0}, {1}), test::random_complex({1})), Error);
 }
@@ -251,9 +276,11 @@ TEST(Index, GradcheckAll) {
                        x[0].narrow(0, 0, 1).narrow(1, 0, 1));
   };
   EXPECT_GRADCHECK(f6, in);
-  // index_add with alpha, source transposed.
+  // index_add with alpha, source with transposed strides (same values).
+  auto transposed_source = [](const Tensor& t0) { return t0.narrow(0, 0, 3).t().contiguous().t(); };
+  ASSERT_FALSE(transposed_source(t).is_contiguous());
   Fn f7 = [&](const std::vector<Tensor>& x) {
-    return index_add(x[1], 1, idx64({4, 0, 4}, {3}), x[0].narrow(0, 0, 3).t().t(), 1.5);
+    return index_add(x[1], 1, idx64({4, 0, 4}, {3}), transposed_source(x[0]), 1.5);
   };
   EXPECT_GRADCHECK(f7, in);
   Fn f8 = [&](const std::vector<Tensor>& x) {

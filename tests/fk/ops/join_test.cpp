@@ -122,7 +122,9 @@ TEST(Stack, ValuesAndDims) {
   Tensor s0 = stack({a, b});
   EXPECT_EQ(s0.shape(), (Dims{2, 2, 3}));
   test::expect_close(s0, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 0.0);
-  Tensor s2 = stack({a, b.t().t()}, -1);
+  Tensor bt = b.t().contiguous().t();  // b's values, transposed strides
+  ASSERT_FALSE(bt.is_contiguous());
+  Tensor s2 = stack({a, bt}, -1);
   EXPECT_EQ(s2.shape(), (Dims{2, 3, 2}));
   test::expect_close(s2, {1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12}, 0.0);
   Tensor s1 = stack({a, b}, 1);

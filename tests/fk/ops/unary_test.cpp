@@ -131,11 +131,12 @@ TEST(Unary, IntegerInputs) {
 
 TEST(Unary, LargeInputsUseThreadsAndAgree) {
   Tensor x = test::random_tensor({300000}, DType::F32);
+  const int saved = get_num_threads();
   set_num_threads(2);
   auto a = tanh(x).to_vector<float>();
   set_num_threads(1);
   auto b = tanh(x).to_vector<float>();
-  set_num_threads(2);
+  set_num_threads(saved);
   EXPECT_EQ(a, b);
 }
 
