@@ -27,9 +27,9 @@ fk::Knob kFusedCopy("ME_FUSED_COPY", fk::KnobType::Bool, "1",
                     fk::KnobRead::PerCall);
 fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
                          "minkowski convolution: cap on the fused path's staging (input + output "
-                         "rows) per call, in MiB (fractions allowed; <= 0 means 2048); above it "
-                         "offsets are processed in groups",
-                         fk::KnobRead::PerCall);
+                         "rows) per call, in MiB (fractions allowed; 0 means 2048); above it "
+                         "offsets are processed in groups, and one over it in 2048-row pieces",
+                         fk::KnobRead::PerCall, fk::KnobRange{0, 1e9});
 
 thread_local ConvCallInfo tl_info;
 
@@ -376,6 +376,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
 bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
                          const KernelMap& m, float* gw) {
   const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
+  if (blk == 0) return true;  // nothing to compute: the gradient has no elements
   const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
   const int64_t budget = int64_t{64} << 20;
   if (per_chunk > budget || n == 0) return false;

@@ -18,8 +18,8 @@
 //                    scatter-accumulate writes the group. Groups are runs of
 //                    whole offsets whose staging (rows x (C_in + C_out) x
 //                    sizeof(compute type)) stays under ME_FUSED_COPY_MAX_MB
-//                    (a number of MiB, fractions allowed; <= 0 means the
-//                    default 2048); an offset larger than the cap is cut into
+//                    (a number of MiB in [0, 1e9], fractions allowed; 0
+//                    means the default 2048); an offset larger than the cap is cut into
 //                    pieces of whole 2048-row GEMM blocks, so the cap holds
 //                    down to one block (2048 x (C_in + C_out) elements).
 //                    f32 with C_out (forward) / C_in (input gradient) a
