@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
+#include "fk/error.h"
 #include "fk/half.h"
 #include "fk/object_pool.h"
 #include "fk/ops/copy.h"
@@ -45,6 +47,10 @@ T cast_scalar(c128 v) {
 }  // namespace
 
 void fill_(Tensor& t, c128 value) {
+  FK_CHECK(!autograd::needs_grad(t), "fill_",
+           "a tensor that does not require grad, or no_grad mode (in-place ops are not recorded "
+           "by autograd)",
+           "a tensor that requires grad");
   profile::OpScope op("fill_");
   if (t.device().is_cuda()) {
     t.bump_version();

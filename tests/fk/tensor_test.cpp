@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "fk/autograd.h"
 #include "fk/half.h"
 #include "fk/ops/cpu/loops.h"
 
@@ -378,6 +379,24 @@ TEST(Copy, TiledTransposeMatchesElementwise) {
   auto yv = y.to_vector<double>(), sv = ys.contiguous().to_vector<double>();
   for (int64_t i = 0; i < 50; ++i)
     for (int64_t j = 0; j < 50; ++j) ASSERT_EQ(sv[i * 50 + j], yv[j * 60 + 5 + i]);
+}
+
+// fill_ is in place: refused on a tensor that requires grad under grad mode
+// (autograd would not see it), allowed under no_grad (initialising a parameter).
+TEST(Tensor, FillInPlaceRefusesATensorNeedingGrad) {
+  Tensor p = zeros({4}, {DType::F64}).set_requires_grad(true);
+  try {
+    fill_(p, 1.5);
+    ADD_FAILURE() << "fill_ of a tensor requiring grad was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fill_"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(p.to_vector<double>(), std::vector<double>(4, 0.0));
+  {
+    autograd::NoGradGuard ng;
+    fill_(p, 1.5);
+  }
+  EXPECT_EQ(p.to_vector<double>(), std::vector<double>(4, 1.5));
 }
 
 }  // namespace
