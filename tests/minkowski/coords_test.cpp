@@ -1,6 +1,8 @@
 // Coordinate maps, kernel regions and kernel maps on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -417,6 +419,116 @@ TEST(MinkowskiKernelMap, SamePairsWhateverTheRowOrder) {
     expect_row_index(*b, b->by_out(), true);
     expect_row_index(*b, b->by_in(), false);
   }
+}
+
+// Row indices that are regrouped from the pair arrays (maps without a mirror,
+// transposed maps, identity maps) under 1, 2 and 3 threads: the same RowIndex
+// every time, equal to a plain regrouping. The maps hold enough pairs (> 3 x
+// 2^15) that 2 and 3 threads split them into 2 and 3 chunks.
+RowIndex copy_of(const RowIndex& r) {
+  RowIndex c;
+  c.begin = r.begin;
+  c.entries = r.entries;
+  return c;
+}
+
+void expect_same_index(const RowIndex& a, const RowIndex& b, int threads) {
+  EXPECT_EQ(a.begin, b.begin) << threads << " threads";
+  ASSERT_EQ(a.entries.size(), b.entries.size()) << threads << " threads";
+  bool same = true;
+  for (size_t j = 0; same && j < a.entries.size(); ++j)
+    same = a.entries[j].pair == b.entries[j].pair && a.entries[j].other == b.entries[j].other &&
+           a.entries[j].offset == b.entries[j].offset;
+  EXPECT_TRUE(same) << threads << " threads";
+}
+
+// The entries of every row as a std::map from row to its (pair, other,
+// offset) list, walking the pairs offset by offset.
+std::map<int32_t, std::vector<std::array<int32_t, 3>>> rows_by_map(const KernelMap& km,
+                                                                   bool by_out) {
+  std::map<int32_t, std::vector<std::array<int32_t, 3>>> want;
+  for (int64_t k = 0; k < km.volume; ++k)
+    for (int64_t p = km.offset_begin[k]; p < km.offset_begin[k + 1]; ++p) {
+      const int32_t self = km.identity ? static_cast<int32_t>(p)
+                           : by_out    ? km.out_rows[p]
+                                       : km.in_rows[p];
+      const int32_t other = km.identity ? static_cast<int32_t>(p)
+                            : by_out    ? km.in_rows[p]
+                                        : km.out_rows[p];
+      want[self].push_back({static_cast<int32_t>(p), other, static_cast<int32_t>(k)});
+    }
+  return want;
+}
+
+void expect_index_as_map(const KernelMap& km, const RowIndex& idx, bool by_out) {
+  const auto want = rows_by_map(km, by_out);
+  const int64_t rows = by_out ? km.out_size : km.in_size;
+  ASSERT_EQ(static_cast<int64_t>(idx.begin.size()), rows + 1);
+  EXPECT_EQ(idx.begin[0], 0);
+  EXPECT_EQ(idx.begin[rows], km.pairs());
+  int64_t mismatches = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto it = want.find(static_cast<int32_t>(r));
+    std::vector<std::array<int32_t, 3>> got;
+    for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j)
+      got.push_back({idx.entries[j].pair, idx.entries[j].other, idx.entries[j].offset});
+    mismatches += got != (it == want.end() ? std::vector<std::array<int32_t, 3>>{} : it->second);
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(MinkowskiKernelMap, RegroupedIndicesSameUnderOneTwoThreeThreads) {
+  // ~45k points of a 40^3 block: a strided map (stride 2, cube 3), a custom
+  // region on the map itself that is not symmetric and has an offset that
+  // matches nothing (an empty offset range between full ones), the strided
+  // map's transpose without row indices yet, and an identity map.
+  std::vector<int32_t> v;
+  for (int x = 0; x < 40; ++x)
+    for (int y = 0; y < 40; ++y)
+      for (int z = 0; z < 40; ++z)
+        if ((x * 7 + y * 13 + z * 5) % 10 < 7) v.insert(v.end(), {0, x, y, z});
+  CoordinateManager m(3);
+  auto k = m.insert(coords(v, 4), {1}).key;
+  auto s = m.stride(k, {2});
+  auto in = m.map(k), out = m.map(s);
+  const std::vector<int32_t> custom{0, 0, 0, 1, 0, 0, 1000, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0};
+  struct Case {
+    const char* name;
+    std::function<std::shared_ptr<KernelMap>()> make;
+    bool by_out;
+  };
+  const Case cases[] = {
+      {"strided by_in",
+       [&] {
+         return build_kernel_map(*in, *out, KernelRegion::cube({3}).offsets({1, 1, 1}));
+       },
+       false},
+      {"custom by_in", [&] { return build_kernel_map(*in, *in, custom); }, false},
+      {"transposed by_out",
+       [&] {
+         return build_kernel_map(*in, *out, KernelRegion::cube({3}).offsets({1, 1, 1}))
+             ->transposed();
+       },
+       true},
+      {"identity by_out", [] { return KernelMap::make_identity(100000); }, true},
+  };
+  const int threads = fk::get_num_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    fk::set_num_threads(1);
+    auto m1 = c.make();
+    ASSERT_GT(m1->pairs(), 3 * (int64_t{1} << 15));
+    EXPECT_TRUE(m1->mirror.empty());
+    const RowIndex serial = copy_of(c.by_out ? m1->by_out() : m1->by_in());
+    expect_index_as_map(*m1, serial, c.by_out);
+    for (int t : {2, 3}) {
+      fk::set_num_threads(1);
+      auto mt = c.make();
+      fk::set_num_threads(t);
+      expect_same_index(serial, c.by_out ? mt->by_out() : mt->by_in(), t);
+    }
+  }
+  fk::set_num_threads(threads);
 }
 
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {

@@ -19,26 +19,102 @@ namespace minkowski {
 
 namespace {
 
+// Pairs per chunk of the regrouping below which a thread does not pay (the
+// count and scatter passes cost a few ns a pair; each chunk adds a pass over
+// the rows' counters).
+constexpr int64_t kGroupGrain = int64_t{1} << 15;
+// Rows per block of the regrouping's scan over the rows.
+constexpr int64_t kGroupRowBlock = int64_t{1} << 14;
+
+// The pairs grouped by rows[p] (CSR over n rows), each row's entries in pair
+// order (= offset order): a stable counting sort. In parallel over
+// contiguous chunks of pairs: each chunk counts its pairs per row, a scan
+// over the rows (chunk after chunk within a row) gives every chunk its
+// first slot in every row, and each chunk scatters its pairs from there.
+// Within a row, chunk c's pairs land after those of chunks < c and keep
+// their order, so the result is the serial one whatever the chunks: their
+// number follows the thread count (bounding the counters, 4 bytes x chunks
+// x rows), the result does not.
 std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_t>& rows,
                                      const LargeArray<int32_t>& others, int64_t n) {
   auto idx = std::make_shared<RowIndex>();
-  int64_t p = m.pairs();
-  idx->begin.assign(n + 1, 0);
-  idx->entries.resize(p);
+  const int64_t P = m.pairs();
+  idx->begin.resize(n + 1);
+  idx->entries.resize(P);
+  int64_t* begin = idx->begin.data();
+  RowEntry* entries = idx->entries.data();
   if (m.identity) {
-    std::iota(idx->begin.begin(), idx->begin.end(), int64_t{0});
-    for (int64_t i = 0; i < p; ++i)
-      idx->entries[i] = {static_cast<int32_t>(i), static_cast<int32_t>(i), 0};
+    fk::parallel_for(0, n + 1, kGroupGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        begin[i] = i;
+        if (i < P) entries[i] = {static_cast<int32_t>(i), static_cast<int32_t>(i), 0};
+      }
+    });
     return idx;
   }
-  for (int64_t i = 0; i < p; ++i) ++idx->begin[rows[i] + 1];
-  for (int64_t r = 0; r < n; ++r) idx->begin[r + 1] += idx->begin[r];
-  std::vector<int64_t> cursor(idx->begin.begin(), idx->begin.end() - 1);
-  for (int64_t k = 0; k < m.volume; ++k)
-    for (int64_t i = m.offset_begin[k]; i < m.offset_begin[k + 1]; ++i) {
-      int64_t at = cursor[rows[i]]++;
-      idx->entries[at] = {static_cast<int32_t>(i), others[i], static_cast<int32_t>(k)};
+  const int64_t nc =
+      std::max<int64_t>(1, std::min<int64_t>(fk::get_num_threads(), P / kGroupGrain));
+  // cursor[c * n + r]: chunk c's pairs of row r, then (after the scan) the
+  // slot of chunk c's next pair of row r.
+  LargeArray<int32_t> cursor(static_cast<size_t>(nc * n));
+  const int32_t* row = rows.data();
+  const int32_t* other = others.data();
+  const int64_t* offset_begin = m.offset_begin.data();
+  auto pairs_of = [&](int64_t c) { return std::pair{P * c / nc, P * (c + 1) / nc}; };
+  fk::parallel_for(0, nc, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int32_t* cnt = cursor.data() + c * n;
+      std::fill(cnt, cnt + n, 0);
+      const auto [lo, hi] = pairs_of(c);
+      for (int64_t i = lo; i < hi; ++i) ++cnt[row[i]];
     }
+  });
+  // Rows in fixed blocks: per block, each row's total and each chunk's start
+  // relative to the block; then the blocks' starts; then absolute slots.
+  const int64_t nb = (n + kGroupRowBlock - 1) / kGroupRowBlock;
+  std::vector<int64_t> block_start(nb + 1, 0);
+  auto for_row_blocks = [&](const auto& fn) {
+    fk::parallel_for(0, nb, std::max<int64_t>(1, kGroupGrain / kGroupRowBlock),
+                     [&](int64_t b0, int64_t b1) {
+                       for (int64_t b = b0; b < b1; ++b)
+                         fn(b * kGroupRowBlock, std::min(n, (b + 1) * kGroupRowBlock), b);
+                     });
+  };
+  for_row_blocks([&](int64_t r0, int64_t r1, int64_t b) {
+    int64_t s = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      begin[r] = s;
+      for (int64_t c = 0; c < nc; ++c) {
+        int32_t& x = cursor[c * n + r];
+        const int32_t cnt = x;
+        x = static_cast<int32_t>(s);
+        s += cnt;
+      }
+    }
+    block_start[b + 1] = s;
+  });
+  for (int64_t b = 0; b < nb; ++b) block_start[b + 1] += block_start[b];
+  for_row_blocks([&](int64_t r0, int64_t r1, int64_t b) {
+    const int64_t base = block_start[b];
+    for (int64_t r = r0; r < r1; ++r) begin[r] += base;
+    for (int64_t c = 0; c < nc; ++c) {
+      int32_t* x = cursor.data() + c * n;
+      for (int64_t r = r0; r < r1; ++r) x[r] += static_cast<int32_t>(base);
+    }
+  });
+  begin[n] = P;
+  fk::parallel_for(0, nc, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int32_t* cur = cursor.data() + c * n;
+      const auto [lo, hi] = pairs_of(c);
+      int64_t k =
+          std::upper_bound(offset_begin, offset_begin + m.volume + 1, lo) - offset_begin - 1;
+      for (int64_t i = lo; i < hi; ++i) {
+        while (i >= offset_begin[k + 1]) ++k;
+        entries[cur[row[i]]++] = {static_cast<int32_t>(i), other[i], static_cast<int32_t>(k)};
+      }
+    }
+  });
   return idx;
 }
 
