@@ -563,6 +563,67 @@ TEST(MinkowskiKernelMap, StridedAndTransposedReuse) {
   EXPECT_EQ(m.num_kernel_maps(), 2);
 }
 
+TEST(MinkowskiKernelMap, TransposeSharesIndicesBuiltLater) {
+  // The transpose is made before the forward map has a by_in: whichever map
+  // builds that index, the other one uses it.
+  CoordinateManager m(1);
+  auto k = m.insert(coords({0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 7}, 2), {1}).key;
+  MapKey s = m.stride(k, {2});
+  auto fwd = m.kernel_map(k, s, KernelRegion::cube({3}), false);
+  auto tr = m.kernel_map(s, k, KernelRegion::cube({3}), true);
+  EXPECT_EQ(fwd->row_indices().size(), 1u);  // by_out, built with the pairs
+  EXPECT_EQ(&tr->by_in(), &fwd->by_out());
+  const RowIndex& t_out = tr->by_out();  // builds the forward map's by_in
+  expect_row_index(*tr, t_out, true);
+  EXPECT_EQ(&fwd->by_in(), &t_out);
+  expect_row_index(*fwd, fwd->by_in(), false);
+  EXPECT_EQ(tr->row_indices().size(), 2u);
+  // and the transpose of the transpose is the forward map again
+  auto back = tr->transposed();
+  EXPECT_EQ(&back->by_out(), &fwd->by_out());
+  EXPECT_EQ(&back->by_in(), &fwd->by_in());
+}
+
+TEST(MinkowskiMap, BytesCountSharedRowIndicesOnce) {
+  // A manager with two coordinate maps, a strided map, its transpose (the
+  // same row indices, swapped) and a submanifold map on the coarse map.
+  std::vector<int32_t> v;
+  for (int x = 0; x < 9; ++x)
+    for (int y = 0; y < 7; ++y)
+      if ((x + 2 * y) % 3 != 0) v.insert(v.end(), {x % 2, x, y});
+  CoordinateManager m(2);
+  auto k = m.insert(coords(v, 3), {1}).key;
+  MapKey s = m.stride(k, {2});
+  auto fwd = m.kernel_map(k, s, KernelRegion::cube({3}), false);
+  fwd->by_in();
+  auto tr = m.kernel_map(s, k, KernelRegion::cube({3}), true);
+  tr->by_out();
+  auto sub = m.kernel_map(s, s, KernelRegion::cube({3}), false);
+  ASSERT_EQ(m.num_kernel_maps(), 3);
+  const int64_t n = m.size(k), n_s = m.size(s);
+  const int64_t P = fwd->pairs(), P_sub = sub->pairs();
+  ASSERT_GT(P, 0);
+  ASSERT_GT(P_sub, 0);
+  // Coordinate map: 3 int32 per row, one 64-bit key and an int32 row per
+  // row, plus its bucket table (2^b + 1 int32 with 2^b the first power of two
+  // >= its rows).
+  auto map_bytes = [](int64_t rows) {
+    int64_t buckets = 1;
+    while (buckets < rows) buckets *= 2;
+    return rows * 3 * 4 + rows * (8 + 4) + (buckets + 1) * 4;
+  };
+  // Pair arrays: two int32 per pair and 9 + 1 offset starts; row index: one
+  // int64 start per row + 1 and a 12-byte entry per pair.
+  auto pair_bytes = [](int64_t pairs) { return pairs * 2 * 4 + 10 * 8; };
+  auto index_bytes = [](int64_t rows, int64_t pairs) { return (rows + 1) * 8 + pairs * 12; };
+  const int64_t want = map_bytes(n) + map_bytes(n_s) + 2 * pair_bytes(P) + index_bytes(n_s, P) +
+                       index_bytes(n, P) + pair_bytes(P_sub) + index_bytes(n_s, P_sub);
+  EXPECT_EQ(m.bytes(), want);
+  // Each map on its own keeps the shared indices alive.
+  EXPECT_EQ(fwd->bytes(), pair_bytes(P) + index_bytes(n_s, P) + index_bytes(n, P));
+  EXPECT_EQ(tr->bytes(), fwd->bytes());
+}
+
 TEST(MinkowskiMap, Errors) {
   CoordinateManager m(2);
   try {

@@ -1,5 +1,7 @@
 #include "minkowski/coords/coordinate_manager.h"
 
+#include <set>
+
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -212,7 +214,13 @@ int64_t CoordinateManager::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t b = 0;
   for (const auto& [k, m] : maps_) b += m->bytes();
-  for (const auto& [k, m] : kernel_maps_) b += m->bytes();
+  // A transposed map's row indices are its forward map's: count each once.
+  std::set<const RowIndex*> indices;
+  for (const auto& [k, m] : kernel_maps_) {
+    b += m->pair_bytes();
+    for (const auto& idx : m->row_indices())
+      if (indices.insert(idx.get()).second) b += idx->bytes();
+  }
   return b;
 }
 

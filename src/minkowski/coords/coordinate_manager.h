@@ -68,7 +68,9 @@ class CoordinateManager {
                                               const KernelRegion& region, bool transpose);
 
   void clear();
-  int64_t bytes() const;  // coordinate maps + kernel maps
+  // Coordinate maps + kernel maps, each storage once (a map and its
+  // transpose share their row indices).
+  int64_t bytes() const;
   int64_t num_maps() const;
   int64_t num_kernel_maps() const;
 

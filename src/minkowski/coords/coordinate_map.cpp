@@ -163,6 +163,7 @@ void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* 
       for (int64_t i = 0; i < n; ++i) (*inverse)[i] = id[first[i]];
     }
     keys.resize(m);
+    keys.shrink_to_fit();  // the map keeps m keys, not one per input row
     key_row_.resize(m);
     for (int64_t s = 0; s < m; ++s) key_row_[s] = id[order[s]];
   }

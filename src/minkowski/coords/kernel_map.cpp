@@ -172,33 +172,45 @@ std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out
 
 }  // namespace
 
+int64_t KernelMap::pair_bytes() const {
+  return static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * sizeof(int32_t) +
+                              offset_begin.capacity() * sizeof(int64_t));
+}
+
+std::vector<std::shared_ptr<const RowIndex>> KernelMap::row_indices() const {
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  std::vector<std::shared_ptr<const RowIndex>> r;
+  for (const auto& idx : {rows_->first, rows_->second})
+    if (idx) r.push_back(idx);
+  return r;
+}
+
 int64_t KernelMap::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  int64_t b = static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * 4 +
-                                   offset_begin.capacity() * 8);
-  for (const auto* r : {by_out_.get(), by_in_.get()})
-    if (r)
-      b += static_cast<int64_t>(r->begin.capacity() * 8 + r->entries.capacity() * sizeof(RowEntry));
+  int64_t b = pair_bytes();
+  for (const auto& idx : row_indices()) b += idx->bytes();
   return b;
 }
 
 const RowIndex& KernelMap::by_out() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
-  return *by_out_;
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  auto& by_out = swapped_ ? rows_->second : rows_->first;
+  if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+  return *by_out;
 }
 
 const RowIndex& KernelMap::by_in() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!by_in_) {
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  auto& by_out = swapped_ ? rows_->second : rows_->first;
+  auto& by_in = swapped_ ? rows_->first : rows_->second;
+  if (!by_in) {
     if (!mirror.empty()) {
-      if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
-      by_in_ = mirror_rows(*this, *by_out_);
+      if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+      by_in = mirror_rows(*this, *by_out);
     } else {
-      by_in_ = group_rows(*this, in_rows, out_rows, in_size);
+      by_in = group_rows(*this, in_rows, out_rows, in_size);
     }
   }
-  return *by_in_;
+  return *by_in;
 }
 
 std::shared_ptr<KernelMap> KernelMap::transposed() const {
@@ -210,10 +222,10 @@ std::shared_ptr<KernelMap> KernelMap::transposed() const {
   t->offset_begin = offset_begin;
   t->in_rows = out_rows;
   t->out_rows = in_rows;
-  // Same pair ids with the sides swapped: the adjoint's row indices are ours.
-  std::lock_guard<std::mutex> lock(mu_);
-  t->by_out_ = by_in_;
-  t->by_in_ = by_out_;
+  // Same pair ids with the sides swapped: the adjoint's row indices are
+  // ours, including those either map builds later.
+  t->rows_ = rows_;
+  t->swapped_ = !swapped_;
   return t;
 }
 
