@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -80,6 +81,34 @@ TEST(MinkowskiMap, StrideFloorsTowardMinusInfinity) {
   EXPECT_EQ(m.num_maps(), 3);
 }
 
+TEST(MinkowskiMap, StridedMapRowsInCoordinateOrder) {
+  // Rows of a strided map: the distinct floored coordinates, sorted by
+  // (batch, x_1, .., x_D), whatever the order of the finer map's rows.
+  std::vector<int32_t> v;
+  uint32_t s = 3;
+  for (int i = 0; i < 2000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v.insert(v.end(), {static_cast<int32_t>(s >> 30), static_cast<int32_t>((s >> 4) % 40) - 20,
+                       static_cast<int32_t>((s >> 12) % 40) - 20, static_cast<int32_t>(s >> 24)});
+  }
+  CoordinateManager m(3);
+  auto k = m.insert(coords(v, 4), {1}).key;
+  std::set<std::vector<int32_t>> want;
+  for (size_t i = 0; i < v.size(); i += 4) {
+    std::vector<int32_t> c(v.begin() + i, v.begin() + i + 4);
+    for (int a = 1; a < 4; ++a) c[a] = static_cast<int32_t>(std::floor(c[a] / 4.0) * 4);
+    want.insert(c);
+  }
+  MapKey s4 = m.stride(m.stride(k, {2}), {2});
+  auto got = m.coordinates(s4).to_vector<int32_t>();
+  ASSERT_EQ(got.size(), want.size() * 4);
+  size_t r = 0;
+  for (const auto& c : want) {
+    EXPECT_EQ(std::vector<int32_t>(got.begin() + r * 4, got.begin() + r * 4 + 4), c) << r;
+    ++r;
+  }
+}
+
 TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   // 5-D with a wide spread still packs; the full int32 range in 3-D packs too.
   CoordinateManager m5(5);
@@ -123,10 +152,13 @@ TEST(MinkowskiMap, UnorderedBuildSameUnderOneAndTwoThreads) {
 // Insert against a plain std::map (first occurrence wins), for rows given in
 // key order without duplicates (no sort), shuffled with duplicates (radix
 // sort), and with keys wider than 64 bits.
-void check_insert_against_plain(const std::vector<int32_t>& v, int width) {
+// In key order, map row r is the r-th distinct coordinate in lexicographic
+// order (std::map's), taken from its first occurrence.
+void check_insert_against_plain(const std::vector<int32_t>& v, int width,
+                                RowOrder order = RowOrder::kFirstOccurrence) {
   const int64_t n = static_cast<int64_t>(v.size()) / width;
   std::vector<int64_t> uniq, inv;
-  CoordinateMap m(v.data(), n, width, std::vector<int32_t>(width - 1, 1), &uniq, &inv);
+  CoordinateMap m(v.data(), n, width, std::vector<int32_t>(width - 1, 1), &uniq, &inv, order);
   std::map<std::vector<int32_t>, int64_t> first;  // coordinate -> map row
   std::vector<int64_t> want_uniq, want_inv;
   for (int64_t i = 0; i < n; ++i) {
@@ -134,6 +166,16 @@ void check_insert_against_plain(const std::vector<int32_t>& v, int width) {
     auto [it, fresh] = first.emplace(c, static_cast<int64_t>(want_uniq.size()));
     if (fresh) want_uniq.push_back(i);
     want_inv.push_back(it->second);
+  }
+  if (order == RowOrder::kKeys) {
+    std::vector<int64_t> rank(want_uniq.size()), by_key;  // first-occurrence row -> key row
+    for (auto& [c, r] : first) {
+      rank[r] = static_cast<int64_t>(by_key.size());
+      by_key.push_back(want_uniq[r]);
+      r = rank[r];
+    }
+    for (auto& r : want_inv) r = rank[r];
+    want_uniq = by_key;
   }
   ASSERT_EQ(m.size(), static_cast<int64_t>(want_uniq.size()));
   EXPECT_EQ(uniq, want_uniq);
@@ -167,6 +209,8 @@ TEST(MinkowskiMap, InsertSortedShuffledAndWideAgainstPlain) {
     shuffled.insert(shuffled.end(), sorted.begin() + r * 4, sorted.begin() + r * 4 + 4);
   }
   check_insert_against_plain(shuffled, 4);
+  check_insert_against_plain(shuffled, 4, RowOrder::kKeys);
+  check_insert_against_plain(sorted, 4, RowOrder::kKeys);  // already in key order
   std::vector<int32_t> wide;  // 4-D over most of the int32 range: > 64 key bits
   for (int i = 0; i < 300; ++i) {
     s = s * 1664525u + 1013904223u;
@@ -175,6 +219,7 @@ TEST(MinkowskiMap, InsertSortedShuffledAndWideAgainstPlain) {
     if (i % 4 == 0) wide.insert(wide.end(), {i % 3, a, b, a ^ b, i % 5});  // duplicate
   }
   check_insert_against_plain(wide, 5);
+  check_insert_against_plain(wide, 5, RowOrder::kKeys);
   CoordinateMap one(wide.data(), 1, 5, {1, 1, 1, 1});  // a single point: no key bits
   EXPECT_EQ(one.find(wide.data()), 0);
   int32_t other[5] = {0, 1, 2, 3, 4};

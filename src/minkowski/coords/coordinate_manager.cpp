@@ -134,7 +134,8 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
       for (int a = 0; a < dimension_; ++a)
         rows[i * w + 1 + a] = floor_to(rows[i * w + 1 + a], out.tensor_stride[a]);
   });
-  auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride);
+  auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride, nullptr, nullptr,
+                                           RowOrder::kKeys);
   std::lock_guard<std::mutex> lock(mu_);
   maps_.emplace(out, std::move(m));
   return out;
