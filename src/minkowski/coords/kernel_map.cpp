@@ -30,7 +30,8 @@ constexpr int64_t kGroupRowBlock = int64_t{1} << 14;
 // order (= offset order): a stable counting sort. In parallel over
 // contiguous chunks of pairs: each chunk counts its pairs per row, a scan
 // over the rows (chunk after chunk within a row) gives every chunk its
-// first slot in every row, and each chunk scatters its pairs from there.
+// first slot in every row, and each chunk scatters its pairs from there
+// (three parallel passes).
 // Within a row, chunk c's pairs land after those of chunks < c and keep
 // their order, so the result is the serial one whatever the chunks: their
 // number follows the thread count (bounding the counters, 4 bytes x chunks
@@ -69,52 +70,46 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_
       for (int64_t i = lo; i < hi; ++i) ++cnt[row[i]];
     }
   });
-  // Rows in fixed blocks: per block, each row's total and each chunk's start
-  // relative to the block; then the blocks' starts; then absolute slots.
+  // Rows in fixed blocks: per block, each row's start and each chunk's first
+  // slot in the row, relative to the block; then the blocks' starts.
   const int64_t nb = (n + kGroupRowBlock - 1) / kGroupRowBlock;
   std::vector<int64_t> block_start(nb + 1, 0);
-  auto for_row_blocks = [&](const auto& fn) {
-    fk::parallel_for(0, nb, std::max<int64_t>(1, kGroupGrain / kGroupRowBlock),
-                     [&](int64_t b0, int64_t b1) {
-                       for (int64_t b = b0; b < b1; ++b)
-                         fn(b * kGroupRowBlock, std::min(n, (b + 1) * kGroupRowBlock), b);
-                     });
-  };
-  for_row_blocks([&](int64_t r0, int64_t r1, int64_t b) {
-    int64_t s = 0;
-    for (int64_t r = r0; r < r1; ++r) {
-      begin[r] = s;
-      for (int64_t c = 0; c < nc; ++c) {
-        int32_t& x = cursor[c * n + r];
-        const int32_t cnt = x;
-        x = static_cast<int32_t>(s);
-        s += cnt;
-      }
-    }
-    block_start[b + 1] = s;
-  });
+  fk::parallel_for(
+      0, nb, std::max<int64_t>(1, kGroupGrain / kGroupRowBlock), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          int64_t s = 0;
+          for (int64_t r = b * kGroupRowBlock; r < std::min(n, (b + 1) * kGroupRowBlock); ++r) {
+            begin[r] = s;
+            for (int64_t c = 0; c < nc; ++c) {
+              int32_t& x = cursor[c * n + r];
+              s += std::exchange(x, static_cast<int32_t>(s));
+            }
+          }
+          block_start[b + 1] = s;
+        }
+      });
   for (int64_t b = 0; b < nb; ++b) block_start[b + 1] += block_start[b];
-  for_row_blocks([&](int64_t r0, int64_t r1, int64_t b) {
-    const int64_t base = block_start[b];
-    for (int64_t r = r0; r < r1; ++r) begin[r] += base;
-    for (int64_t c = 0; c < nc; ++c) {
-      int32_t* x = cursor.data() + c * n;
-      for (int64_t r = r0; r < r1; ++r) x[r] += static_cast<int32_t>(base);
-    }
-  });
-  begin[n] = P;
+  // Each chunk scatters its pairs to (its row's block start + its slot in the
+  // row) and makes a share of the rows' starts absolute (no pass of its own:
+  // on a loaded machine every parallel region costs a wait for the slowest
+  // thread).
+  const int64_t* base = block_start.data();
   fk::parallel_for(0, nc, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t r = n * c / nc; r < n * (c + 1) / nc; ++r) begin[r] += base[r / kGroupRowBlock];
       int32_t* cur = cursor.data() + c * n;
       const auto [lo, hi] = pairs_of(c);
       int64_t k =
           std::upper_bound(offset_begin, offset_begin + m.volume + 1, lo) - offset_begin - 1;
       for (int64_t i = lo; i < hi; ++i) {
         while (i >= offset_begin[k + 1]) ++k;
-        entries[cur[row[i]]++] = {static_cast<int32_t>(i), other[i], static_cast<int32_t>(k)};
+        const int32_t r = row[i];
+        entries[base[r / kGroupRowBlock] + cur[r]++] = {static_cast<int32_t>(i), other[i],
+                                                        static_cast<int32_t>(k)};
       }
     }
   });
+  begin[n] = P;
   return idx;
 }
 

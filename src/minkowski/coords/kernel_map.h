@@ -17,8 +17,9 @@
 // (deterministic by construction). build_kernel_map produces by_out in the
 // same pass as the pairs; by_in is built on first use and cached (a symmetric
 // map's convolutions do not need it: see `mirror`; when they do, it is derived
-// from by_out; other maps regroup their pairs, in parallel). A map and its transpose share the two
-// indices, swapped, whichever of them builds one first (both build the same index).
+// from by_out; other maps regroup their pairs, in parallel). A map and its
+// transpose share the two indices, swapped, whichever of them builds one
+// first (both build the same index).
 //
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
 // pair p is (p, p).
