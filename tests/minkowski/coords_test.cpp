@@ -1,6 +1,9 @@
 // Coordinate maps, kernel regions and kernel maps on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -78,6 +81,34 @@ TEST(MinkowskiMap, StrideFloorsTowardMinusInfinity) {
   EXPECT_EQ(m.num_maps(), 3);
 }
 
+TEST(MinkowskiMap, StridedMapRowsInCoordinateOrder) {
+  // Rows of a strided map: the distinct floored coordinates, sorted by
+  // (batch, x_1, .., x_D), whatever the order of the finer map's rows.
+  std::vector<int32_t> v;
+  uint32_t s = 3;
+  for (int i = 0; i < 2000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v.insert(v.end(), {static_cast<int32_t>(s >> 30), static_cast<int32_t>((s >> 4) % 40) - 20,
+                       static_cast<int32_t>((s >> 12) % 40) - 20, static_cast<int32_t>(s >> 24)});
+  }
+  CoordinateManager m(3);
+  auto k = m.insert(coords(v, 4), {1}).key;
+  std::set<std::vector<int32_t>> want;
+  for (size_t i = 0; i < v.size(); i += 4) {
+    std::vector<int32_t> c(v.begin() + i, v.begin() + i + 4);
+    for (int a = 1; a < 4; ++a) c[a] = static_cast<int32_t>(std::floor(c[a] / 4.0) * 4);
+    want.insert(c);
+  }
+  MapKey s4 = m.stride(m.stride(k, {2}), {2});
+  auto got = m.coordinates(s4).to_vector<int32_t>();
+  ASSERT_EQ(got.size(), want.size() * 4);
+  size_t r = 0;
+  for (const auto& c : want) {
+    EXPECT_EQ(std::vector<int32_t>(got.begin() + r * 4, got.begin() + r * 4 + 4), c) << r;
+    ++r;
+  }
+}
+
 TEST(MinkowskiMap, ManyDimensionsAndWideExtents) {
   // 5-D with a wide spread still packs; the full int32 range in 3-D packs too.
   CoordinateManager m5(5);
@@ -121,10 +152,13 @@ TEST(MinkowskiMap, UnorderedBuildSameUnderOneAndTwoThreads) {
 // Insert against a plain std::map (first occurrence wins), for rows given in
 // key order without duplicates (no sort), shuffled with duplicates (radix
 // sort), and with keys wider than 64 bits.
-void check_insert_against_plain(const std::vector<int32_t>& v, int width) {
+// In key order, map row r is the r-th distinct coordinate in lexicographic
+// order (std::map's), taken from its first occurrence.
+void check_insert_against_plain(const std::vector<int32_t>& v, int width,
+                                RowOrder order = RowOrder::kFirstOccurrence) {
   const int64_t n = static_cast<int64_t>(v.size()) / width;
   std::vector<int64_t> uniq, inv;
-  CoordinateMap m(v.data(), n, width, std::vector<int32_t>(width - 1, 1), &uniq, &inv);
+  CoordinateMap m(v.data(), n, width, std::vector<int32_t>(width - 1, 1), &uniq, &inv, order);
   std::map<std::vector<int32_t>, int64_t> first;  // coordinate -> map row
   std::vector<int64_t> want_uniq, want_inv;
   for (int64_t i = 0; i < n; ++i) {
@@ -132,6 +166,16 @@ void check_insert_against_plain(const std::vector<int32_t>& v, int width) {
     auto [it, fresh] = first.emplace(c, static_cast<int64_t>(want_uniq.size()));
     if (fresh) want_uniq.push_back(i);
     want_inv.push_back(it->second);
+  }
+  if (order == RowOrder::kKeys) {
+    std::vector<int64_t> rank(want_uniq.size()), by_key;  // first-occurrence row -> key row
+    for (auto& [c, r] : first) {
+      rank[r] = static_cast<int64_t>(by_key.size());
+      by_key.push_back(want_uniq[r]);
+      r = rank[r];
+    }
+    for (auto& r : want_inv) r = rank[r];
+    want_uniq = by_key;
   }
   ASSERT_EQ(m.size(), static_cast<int64_t>(want_uniq.size()));
   EXPECT_EQ(uniq, want_uniq);
@@ -165,6 +209,8 @@ TEST(MinkowskiMap, InsertSortedShuffledAndWideAgainstPlain) {
     shuffled.insert(shuffled.end(), sorted.begin() + r * 4, sorted.begin() + r * 4 + 4);
   }
   check_insert_against_plain(shuffled, 4);
+  check_insert_against_plain(shuffled, 4, RowOrder::kKeys);
+  check_insert_against_plain(sorted, 4, RowOrder::kKeys);  // already in key order
   std::vector<int32_t> wide;  // 4-D over most of the int32 range: > 64 key bits
   for (int i = 0; i < 300; ++i) {
     s = s * 1664525u + 1013904223u;
@@ -173,6 +219,7 @@ TEST(MinkowskiMap, InsertSortedShuffledAndWideAgainstPlain) {
     if (i % 4 == 0) wide.insert(wide.end(), {i % 3, a, b, a ^ b, i % 5});  // duplicate
   }
   check_insert_against_plain(wide, 5);
+  check_insert_against_plain(wide, 5, RowOrder::kKeys);
   CoordinateMap one(wide.data(), 1, 5, {1, 1, 1, 1});  // a single point: no key bits
   EXPECT_EQ(one.find(wide.data()), 0);
   int32_t other[5] = {0, 1, 2, 3, 4};
@@ -419,6 +466,116 @@ TEST(MinkowskiKernelMap, SamePairsWhateverTheRowOrder) {
   }
 }
 
+// Row indices that are regrouped from the pair arrays (maps without a mirror,
+// transposed maps, identity maps) under 1, 2 and 3 threads: the same RowIndex
+// every time, equal to a plain regrouping. The maps hold enough pairs (> 3 x
+// 2^15) that 2 and 3 threads split them into 2 and 3 chunks.
+RowIndex copy_of(const RowIndex& r) {
+  RowIndex c;
+  c.begin = r.begin;
+  c.entries = r.entries;
+  return c;
+}
+
+void expect_same_index(const RowIndex& a, const RowIndex& b, int threads) {
+  EXPECT_EQ(a.begin, b.begin) << threads << " threads";
+  ASSERT_EQ(a.entries.size(), b.entries.size()) << threads << " threads";
+  bool same = true;
+  for (size_t j = 0; same && j < a.entries.size(); ++j)
+    same = a.entries[j].pair == b.entries[j].pair && a.entries[j].other == b.entries[j].other &&
+           a.entries[j].offset == b.entries[j].offset;
+  EXPECT_TRUE(same) << threads << " threads";
+}
+
+// The entries of every row as a std::map from row to its (pair, other,
+// offset) list, walking the pairs offset by offset.
+std::map<int32_t, std::vector<std::array<int32_t, 3>>> rows_by_map(const KernelMap& km,
+                                                                   bool by_out) {
+  std::map<int32_t, std::vector<std::array<int32_t, 3>>> want;
+  for (int64_t k = 0; k < km.volume; ++k)
+    for (int64_t p = km.offset_begin[k]; p < km.offset_begin[k + 1]; ++p) {
+      const int32_t self = km.identity ? static_cast<int32_t>(p)
+                           : by_out    ? km.out_rows[p]
+                                       : km.in_rows[p];
+      const int32_t other = km.identity ? static_cast<int32_t>(p)
+                            : by_out    ? km.in_rows[p]
+                                        : km.out_rows[p];
+      want[self].push_back({static_cast<int32_t>(p), other, static_cast<int32_t>(k)});
+    }
+  return want;
+}
+
+void expect_index_as_map(const KernelMap& km, const RowIndex& idx, bool by_out) {
+  const auto want = rows_by_map(km, by_out);
+  const int64_t rows = by_out ? km.out_size : km.in_size;
+  ASSERT_EQ(static_cast<int64_t>(idx.begin.size()), rows + 1);
+  EXPECT_EQ(idx.begin[0], 0);
+  EXPECT_EQ(idx.begin[rows], km.pairs());
+  int64_t mismatches = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto it = want.find(static_cast<int32_t>(r));
+    std::vector<std::array<int32_t, 3>> got;
+    for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j)
+      got.push_back({idx.entries[j].pair, idx.entries[j].other, idx.entries[j].offset});
+    mismatches += got != (it == want.end() ? std::vector<std::array<int32_t, 3>>{} : it->second);
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(MinkowskiKernelMap, RegroupedIndicesSameUnderOneTwoThreeThreads) {
+  // ~45k points of a 40^3 block: a strided map (stride 2, cube 3), a custom
+  // region on the map itself that is not symmetric and has an offset that
+  // matches nothing (an empty offset range between full ones), the strided
+  // map's transpose without row indices yet, and an identity map.
+  std::vector<int32_t> v;
+  for (int x = 0; x < 40; ++x)
+    for (int y = 0; y < 40; ++y)
+      for (int z = 0; z < 40; ++z)
+        if ((x * 7 + y * 13 + z * 5) % 10 < 7) v.insert(v.end(), {0, x, y, z});
+  CoordinateManager m(3);
+  auto k = m.insert(coords(v, 4), {1}).key;
+  auto s = m.stride(k, {2});
+  auto in = m.map(k), out = m.map(s);
+  const std::vector<int32_t> custom{0, 0, 0, 1, 0, 0, 1000, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0};
+  struct Case {
+    const char* name;
+    std::function<std::shared_ptr<KernelMap>()> make;
+    bool by_out;
+  };
+  const Case cases[] = {
+      {"strided by_in",
+       [&] {
+         return build_kernel_map(*in, *out, KernelRegion::cube({3}).offsets({1, 1, 1}));
+       },
+       false},
+      {"custom by_in", [&] { return build_kernel_map(*in, *in, custom); }, false},
+      {"transposed by_out",
+       [&] {
+         return build_kernel_map(*in, *out, KernelRegion::cube({3}).offsets({1, 1, 1}))
+             ->transposed();
+       },
+       true},
+      {"identity by_out", [] { return KernelMap::make_identity(100000); }, true},
+  };
+  const int threads = fk::get_num_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    fk::set_num_threads(1);
+    auto m1 = c.make();
+    ASSERT_GT(m1->pairs(), 3 * (int64_t{1} << 15));
+    EXPECT_TRUE(m1->mirror.empty());
+    const RowIndex serial = copy_of(c.by_out ? m1->by_out() : m1->by_in());
+    expect_index_as_map(*m1, serial, c.by_out);
+    for (int t : {2, 3}) {
+      fk::set_num_threads(1);
+      auto mt = c.make();
+      fk::set_num_threads(t);
+      expect_same_index(serial, c.by_out ? mt->by_out() : mt->by_in(), t);
+    }
+  }
+  fk::set_num_threads(threads);
+}
+
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {
   // 2x2 square in batch 0, one point in batch 1 at (0,0): 3x3 submanifold.
   CoordinateManager m(2);
@@ -449,6 +606,67 @@ TEST(MinkowskiKernelMap, StridedAndTransposedReuse) {
   EXPECT_EQ(tr->in_rows, fwd->out_rows);
   EXPECT_EQ(tr->out_rows, fwd->in_rows);
   EXPECT_EQ(m.num_kernel_maps(), 2);
+}
+
+TEST(MinkowskiKernelMap, TransposeSharesIndicesBuiltLater) {
+  // The transpose is made before the forward map has a by_in: whichever map
+  // builds that index, the other one uses it.
+  CoordinateManager m(1);
+  auto k = m.insert(coords({0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 7}, 2), {1}).key;
+  MapKey s = m.stride(k, {2});
+  auto fwd = m.kernel_map(k, s, KernelRegion::cube({3}), false);
+  auto tr = m.kernel_map(s, k, KernelRegion::cube({3}), true);
+  EXPECT_EQ(fwd->row_indices().size(), 1u);  // by_out, built with the pairs
+  EXPECT_EQ(&tr->by_in(), &fwd->by_out());
+  const RowIndex& t_out = tr->by_out();  // builds the forward map's by_in
+  expect_row_index(*tr, t_out, true);
+  EXPECT_EQ(&fwd->by_in(), &t_out);
+  expect_row_index(*fwd, fwd->by_in(), false);
+  EXPECT_EQ(tr->row_indices().size(), 2u);
+  // and the transpose of the transpose is the forward map again
+  auto back = tr->transposed();
+  EXPECT_EQ(&back->by_out(), &fwd->by_out());
+  EXPECT_EQ(&back->by_in(), &fwd->by_in());
+}
+
+TEST(MinkowskiMap, BytesCountSharedRowIndicesOnce) {
+  // A manager with two coordinate maps, a strided map, its transpose (the
+  // same row indices, swapped) and a submanifold map on the coarse map.
+  std::vector<int32_t> v;
+  for (int x = 0; x < 9; ++x)
+    for (int y = 0; y < 7; ++y)
+      if ((x + 2 * y) % 3 != 0) v.insert(v.end(), {x % 2, x, y});
+  CoordinateManager m(2);
+  auto k = m.insert(coords(v, 3), {1}).key;
+  MapKey s = m.stride(k, {2});
+  auto fwd = m.kernel_map(k, s, KernelRegion::cube({3}), false);
+  fwd->by_in();
+  auto tr = m.kernel_map(s, k, KernelRegion::cube({3}), true);
+  tr->by_out();
+  auto sub = m.kernel_map(s, s, KernelRegion::cube({3}), false);
+  ASSERT_EQ(m.num_kernel_maps(), 3);
+  const int64_t n = m.size(k), n_s = m.size(s);
+  const int64_t P = fwd->pairs(), P_sub = sub->pairs();
+  ASSERT_GT(P, 0);
+  ASSERT_GT(P_sub, 0);
+  // Coordinate map: 3 int32 per row, one 64-bit key and an int32 row per
+  // row, plus its bucket table (2^b + 1 int32 with 2^b the first power of two
+  // >= its rows).
+  auto map_bytes = [](int64_t rows) {
+    int64_t buckets = 1;
+    while (buckets < rows) buckets *= 2;
+    return rows * 3 * 4 + rows * (8 + 4) + (buckets + 1) * 4;
+  };
+  // Pair arrays: two int32 per pair and 9 + 1 offset starts; row index: one
+  // int64 start per row + 1 and a 12-byte entry per pair.
+  auto pair_bytes = [](int64_t pairs) { return pairs * 2 * 4 + 10 * 8; };
+  auto index_bytes = [](int64_t rows, int64_t pairs) { return (rows + 1) * 8 + pairs * 12; };
+  const int64_t want = map_bytes(n) + map_bytes(n_s) + 2 * pair_bytes(P) + index_bytes(n_s, P) +
+                       index_bytes(n, P) + pair_bytes(P_sub) + index_bytes(n_s, P_sub);
+  EXPECT_EQ(m.bytes(), want);
+  // Each map on its own keeps the shared indices alive.
+  EXPECT_EQ(fwd->bytes(), pair_bytes(P) + index_bytes(n_s, P) + index_bytes(n, P));
+  EXPECT_EQ(tr->bytes(), fwd->bytes());
 }
 
 TEST(MinkowskiMap, Errors) {

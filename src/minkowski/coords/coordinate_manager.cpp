@@ -1,5 +1,7 @@
 #include "minkowski/coords/coordinate_manager.h"
 
+#include <set>
+
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -132,7 +134,8 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
       for (int a = 0; a < dimension_; ++a)
         rows[i * w + 1 + a] = floor_to(rows[i * w + 1 + a], out.tensor_stride[a]);
   });
-  auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride);
+  auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride, nullptr, nullptr,
+                                           RowOrder::kKeys);
   std::lock_guard<std::mutex> lock(mu_);
   maps_.emplace(out, std::move(m));
   return out;
@@ -212,7 +215,13 @@ int64_t CoordinateManager::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t b = 0;
   for (const auto& [k, m] : maps_) b += m->bytes();
-  for (const auto& [k, m] : kernel_maps_) b += m->bytes();
+  // A transposed map's row indices are its forward map's: count each once.
+  std::set<const RowIndex*> indices;
+  for (const auto& [k, m] : kernel_maps_) {
+    b += m->pair_bytes();
+    for (const auto& idx : m->row_indices())
+      if (indices.insert(idx.get()).second) b += idx->bytes();
+  }
   return b;
 }
 

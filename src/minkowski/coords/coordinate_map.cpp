@@ -96,19 +96,19 @@ CoordinatePacker::CoordinatePacker(const int32_t* rows, int64_t n, int width)
 
 CoordinateMap::CoordinateMap(const int32_t* rows, int64_t n, int width,
                              std::vector<int32_t> tensor_stride, std::vector<int64_t>* unique_rows,
-                             std::vector<int64_t>* inverse)
+                             std::vector<int64_t>* inverse, RowOrder row_order)
     : width_(width), tensor_stride_(std::move(tensor_stride)), packer_(rows, n, width) {
   FK_CHECK(n < (int64_t{1} << 31), "minkowski::CoordinateMap", "fewer than 2^31 coordinates",
            std::to_string(n));
   if (packer_.bits() <= 64)
-    build<uint64_t>(rows, n, unique_rows, inverse);
+    build<uint64_t>(rows, n, unique_rows, inverse, row_order);
   else
-    build<Key128>(rows, n, unique_rows, inverse);
+    build<Key128>(rows, n, unique_rows, inverse, row_order);
 }
 
 template <typename Key>
 void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* unique_rows,
-                          std::vector<int64_t>* inverse) {
+                          std::vector<int64_t>* inverse, RowOrder row_order) {
   const int w = width_;
   LargeArray<Key> keys(n);
   // ~2 ns a row: threads pay only for millions of rows (waking a team costs more).
@@ -132,6 +132,30 @@ void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* 
       inverse->resize(n);
       std::iota(inverse->begin(), inverse->end(), int64_t{0});
     }
+  } else if (row_order == RowOrder::kKeys) {
+    radix_sort(keys, order, packer_.bits());
+    // Map row u = the u-th distinct key, taken from its first occurrence
+    // (the stable sort put it first in its run of equal keys).
+    if (inverse) inverse->resize(n);
+    int64_t u = 0;  // unique keys so far, compacted to the front of keys/order
+    for (int64_t s = 0; s < n; ++s) {
+      const int32_t i = order[s];
+      if (s == 0 || keys[s] != keys[s - 1]) {
+        keys[u] = keys[s];
+        order[u++] = i;
+      }
+      if (inverse) (*inverse)[i] = u - 1;
+    }
+    size_ = u;
+    coords_.resize(static_cast<size_t>(u) * w);
+    if (unique_rows) unique_rows->assign(order.begin(), order.begin() + u);
+    for (int64_t r = 0; r < u; ++r)
+      std::copy(rows + int64_t{order[r]} * w, rows + (int64_t{order[r]} + 1) * w,
+                coords_.data() + r * w);
+    keys.resize(u);
+    keys.shrink_to_fit();
+    key_row_.resize(u);
+    std::iota(key_row_.begin(), key_row_.end(), 0);
   } else {
     radix_sort(keys, order, packer_.bits());
     // Runs of equal keys: the stable sort put each run's first occurrence
@@ -163,6 +187,7 @@ void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* 
       for (int64_t i = 0; i < n; ++i) (*inverse)[i] = id[first[i]];
     }
     keys.resize(m);
+    keys.shrink_to_fit();  // the map keeps m keys, not one per input row
     key_row_.resize(m);
     for (int64_t s = 0; s < m; ++s) key_row_[s] = id[order[s]];
   }

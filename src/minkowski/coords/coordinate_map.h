@@ -70,14 +70,22 @@ class CoordinatePacker {
   std::vector<int> shift_;
 };
 
+// The order of a map's rows.
+enum class RowOrder {
+  kFirstOccurrence,  // the input's order, each coordinate where it first occurs
+  kKeys,             // ascending keys: lexicographic in (batch, x_1, .., x_D)
+};
+
 class CoordinateMap {
  public:
   // Inserts n rows (row-major n x width, width = 1 + D). Duplicates keep their
-  // first occurrence; `unique_rows` (optional) receives the input row of each map
-  // row, `inverse` (optional) the map row of each input row.
+  // first occurrence (the map row takes that input row's place in
+  // kFirstOccurrence order); `unique_rows` (optional) receives the input row
+  // of each map row, `inverse` (optional) the map row of each input row.
   CoordinateMap(const int32_t* rows, int64_t n, int width, std::vector<int32_t> tensor_stride,
                 std::vector<int64_t>* unique_rows = nullptr,
-                std::vector<int64_t>* inverse = nullptr);
+                std::vector<int64_t>* inverse = nullptr,
+                RowOrder row_order = RowOrder::kFirstOccurrence);
 
   int64_t size() const { return size_; }
   int width() const { return width_; }
@@ -102,7 +110,7 @@ class CoordinateMap {
  private:
   template <typename Key>
   void build(const int32_t* rows, int64_t n, std::vector<int64_t>* unique_rows,
-             std::vector<int64_t>* inverse);
+             std::vector<int64_t>* inverse, RowOrder row_order);
   template <typename Key>
   int64_t search(const LargeArray<Key>& keys, Key k) const;
 

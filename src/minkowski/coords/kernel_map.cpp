@@ -19,26 +19,97 @@ namespace minkowski {
 
 namespace {
 
+// Pairs per chunk of the regrouping below which a thread does not pay (the
+// count and scatter passes cost a few ns a pair; each chunk adds a pass over
+// the rows' counters).
+constexpr int64_t kGroupGrain = int64_t{1} << 15;
+// Rows per block of the regrouping's scan over the rows.
+constexpr int64_t kGroupRowBlock = int64_t{1} << 14;
+
+// The pairs grouped by rows[p] (CSR over n rows), each row's entries in pair
+// order (= offset order): a stable counting sort. In parallel over
+// contiguous chunks of pairs: each chunk counts its pairs per row, a scan
+// over the rows (chunk after chunk within a row) gives every chunk its
+// first slot in every row, and each chunk scatters its pairs from there
+// (three parallel passes).
+// Within a row, chunk c's pairs land after those of chunks < c and keep
+// their order, so the result is the serial one whatever the chunks: their
+// number follows the thread count (bounding the counters, 4 bytes x chunks
+// x rows), the result does not.
 std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_t>& rows,
                                      const LargeArray<int32_t>& others, int64_t n) {
   auto idx = std::make_shared<RowIndex>();
-  int64_t p = m.pairs();
-  idx->begin.assign(n + 1, 0);
-  idx->entries.resize(p);
+  const int64_t P = m.pairs();
+  idx->begin.resize(n + 1);
+  idx->entries.resize(P);
+  int64_t* begin = idx->begin.data();
+  RowEntry* entries = idx->entries.data();
   if (m.identity) {
-    std::iota(idx->begin.begin(), idx->begin.end(), int64_t{0});
-    for (int64_t i = 0; i < p; ++i)
-      idx->entries[i] = {static_cast<int32_t>(i), static_cast<int32_t>(i), 0};
+    fk::parallel_for(0, n + 1, kGroupGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        begin[i] = i;
+        if (i < P) entries[i] = {static_cast<int32_t>(i), static_cast<int32_t>(i), 0};
+      }
+    });
     return idx;
   }
-  for (int64_t i = 0; i < p; ++i) ++idx->begin[rows[i] + 1];
-  for (int64_t r = 0; r < n; ++r) idx->begin[r + 1] += idx->begin[r];
-  std::vector<int64_t> cursor(idx->begin.begin(), idx->begin.end() - 1);
-  for (int64_t k = 0; k < m.volume; ++k)
-    for (int64_t i = m.offset_begin[k]; i < m.offset_begin[k + 1]; ++i) {
-      int64_t at = cursor[rows[i]]++;
-      idx->entries[at] = {static_cast<int32_t>(i), others[i], static_cast<int32_t>(k)};
+  const int64_t nc =
+      std::max<int64_t>(1, std::min<int64_t>(fk::get_num_threads(), P / kGroupGrain));
+  // cursor[c * n + r]: chunk c's pairs of row r, then (after the scan) the
+  // slot of chunk c's next pair of row r.
+  LargeArray<int32_t> cursor(static_cast<size_t>(nc * n));
+  const int32_t* row = rows.data();
+  const int32_t* other = others.data();
+  const int64_t* offset_begin = m.offset_begin.data();
+  auto pairs_of = [&](int64_t c) { return std::pair{P * c / nc, P * (c + 1) / nc}; };
+  fk::parallel_for(0, nc, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      int32_t* cnt = cursor.data() + c * n;
+      std::fill(cnt, cnt + n, 0);
+      const auto [lo, hi] = pairs_of(c);
+      for (int64_t i = lo; i < hi; ++i) ++cnt[row[i]];
     }
+  });
+  // Rows in fixed blocks: per block, each row's start and each chunk's first
+  // slot in the row, relative to the block; then the blocks' starts.
+  const int64_t nb = (n + kGroupRowBlock - 1) / kGroupRowBlock;
+  std::vector<int64_t> block_start(nb + 1, 0);
+  fk::parallel_for(
+      0, nb, std::max<int64_t>(1, kGroupGrain / kGroupRowBlock), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          int64_t s = 0;
+          for (int64_t r = b * kGroupRowBlock; r < std::min(n, (b + 1) * kGroupRowBlock); ++r) {
+            begin[r] = s;
+            for (int64_t c = 0; c < nc; ++c) {
+              int32_t& x = cursor[c * n + r];
+              s += std::exchange(x, static_cast<int32_t>(s));
+            }
+          }
+          block_start[b + 1] = s;
+        }
+      });
+  for (int64_t b = 0; b < nb; ++b) block_start[b + 1] += block_start[b];
+  // Each chunk scatters its pairs to (its row's block start + its slot in the
+  // row) and makes a share of the rows' starts absolute (no pass of its own:
+  // on a loaded machine every parallel region costs a wait for the slowest
+  // thread).
+  const int64_t* base = block_start.data();
+  fk::parallel_for(0, nc, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t r = n * c / nc; r < n * (c + 1) / nc; ++r) begin[r] += base[r / kGroupRowBlock];
+      int32_t* cur = cursor.data() + c * n;
+      const auto [lo, hi] = pairs_of(c);
+      int64_t k =
+          std::upper_bound(offset_begin, offset_begin + m.volume + 1, lo) - offset_begin - 1;
+      for (int64_t i = lo; i < hi; ++i) {
+        while (i >= offset_begin[k + 1]) ++k;
+        const int32_t r = row[i];
+        entries[base[r / kGroupRowBlock] + cur[r]++] = {static_cast<int32_t>(i), other[i],
+                                                        static_cast<int32_t>(k)};
+      }
+    }
+  });
+  begin[n] = P;
   return idx;
 }
 
@@ -96,33 +167,45 @@ std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out
 
 }  // namespace
 
+int64_t KernelMap::pair_bytes() const {
+  return static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * sizeof(int32_t) +
+                              offset_begin.capacity() * sizeof(int64_t));
+}
+
+std::vector<std::shared_ptr<const RowIndex>> KernelMap::row_indices() const {
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  std::vector<std::shared_ptr<const RowIndex>> r;
+  for (const auto& idx : {rows_->first, rows_->second})
+    if (idx) r.push_back(idx);
+  return r;
+}
+
 int64_t KernelMap::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  int64_t b = static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * 4 +
-                                   offset_begin.capacity() * 8);
-  for (const auto* r : {by_out_.get(), by_in_.get()})
-    if (r)
-      b += static_cast<int64_t>(r->begin.capacity() * 8 + r->entries.capacity() * sizeof(RowEntry));
+  int64_t b = pair_bytes();
+  for (const auto& idx : row_indices()) b += idx->bytes();
   return b;
 }
 
 const RowIndex& KernelMap::by_out() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
-  return *by_out_;
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  auto& by_out = swapped_ ? rows_->second : rows_->first;
+  if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+  return *by_out;
 }
 
 const RowIndex& KernelMap::by_in() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!by_in_) {
+  std::lock_guard<std::mutex> lock(rows_->mu);
+  auto& by_out = swapped_ ? rows_->second : rows_->first;
+  auto& by_in = swapped_ ? rows_->first : rows_->second;
+  if (!by_in) {
     if (!mirror.empty()) {
-      if (!by_out_) by_out_ = group_rows(*this, out_rows, in_rows, out_size);
-      by_in_ = mirror_rows(*this, *by_out_);
+      if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+      by_in = mirror_rows(*this, *by_out);
     } else {
-      by_in_ = group_rows(*this, in_rows, out_rows, in_size);
+      by_in = group_rows(*this, in_rows, out_rows, in_size);
     }
   }
-  return *by_in_;
+  return *by_in;
 }
 
 std::shared_ptr<KernelMap> KernelMap::transposed() const {
@@ -134,10 +217,10 @@ std::shared_ptr<KernelMap> KernelMap::transposed() const {
   t->offset_begin = offset_begin;
   t->in_rows = out_rows;
   t->out_rows = in_rows;
-  // Same pair ids with the sides swapped: the adjoint's row indices are ours.
-  std::lock_guard<std::mutex> lock(mu_);
-  t->by_out_ = by_in_;
-  t->by_in_ = by_out_;
+  // Same pair ids with the sides swapped: the adjoint's row indices are
+  // ours, including those either map builds later.
+  t->rows_ = rows_;
+  t->swapped_ = !swapped_;
   return t;
 }
 

@@ -17,7 +17,9 @@
 // (deterministic by construction). build_kernel_map produces by_out in the
 // same pass as the pairs; by_in is built on first use and cached (a symmetric
 // map's convolutions do not need it: see `mirror`; when they do, it is derived
-// from by_out). A transposed map shares the two indices, swapped.
+// from by_out; other maps regroup their pairs, in parallel). A map and its
+// transpose share the two indices, swapped, whichever of them builds one
+// first (both build the same index).
 //
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
 // pair p is (p, p).
@@ -40,9 +42,18 @@ struct RowEntry {
 struct RowIndex {
   LargeArray<int64_t> begin;  // rows + 1
   LargeArray<RowEntry> entries;
+  int64_t bytes() const {
+    return static_cast<int64_t>(begin.capacity() * sizeof(int64_t) +
+                                entries.capacity() * sizeof(RowEntry));
+  }
 };
 
 struct KernelMap {
+  KernelMap() = default;
+  // Not copyable: a copy would share the row indices (use transposed()).
+  KernelMap(const KernelMap&) = delete;
+  KernelMap& operator=(const KernelMap&) = delete;
+
   int64_t volume = 0;
   int64_t in_size = 0;
   int64_t out_size = 0;
@@ -57,8 +68,13 @@ struct KernelMap {
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
-  // Bytes of the pair arrays and of the cached row indices (a transposed
-  // map shares its row indices with its forward map: both count them).
+  // Bytes of this map's own arrays (pairs, offset ranges).
+  int64_t pair_bytes() const;
+  // The row indices built so far; shared with the transposed map (the
+  // CoordinateManager counts each once by these pointers).
+  std::vector<std::shared_ptr<const RowIndex>> row_indices() const;
+  // pair_bytes() plus the bytes of row_indices(): the memory this map keeps
+  // alive on its own, shared indices included.
   int64_t bytes() const;
   const RowIndex& by_out() const;
   const RowIndex& by_in() const;
@@ -67,13 +83,20 @@ struct KernelMap {
   static std::shared_ptr<KernelMap> make_identity(int64_t n);
   // Installs a by-output-row index built together with the pairs.
   void adopt_by_out(std::shared_ptr<RowIndex> idx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    by_out_ = std::move(idx);
+    std::lock_guard<std::mutex> lock(rows_->mu);
+    (swapped_ ? rows_->second : rows_->first) = std::move(idx);
   }
 
  private:
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<RowIndex> by_out_, by_in_;
+  // The row indices of a map and of its transposes, by the sides of the map
+  // that made the first of them: `first` groups that map's output rows,
+  // `second` its input rows; a transposed map sees them swapped.
+  struct SharedRows {
+    std::mutex mu;
+    std::shared_ptr<RowIndex> first, second;
+  };
+  std::shared_ptr<SharedRows> rows_ = std::make_shared<SharedRows>();
+  bool swapped_ = false;
 };
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already
