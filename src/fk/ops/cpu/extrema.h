@@ -60,11 +60,11 @@ struct ExtremaLanes<float> {
   }
   FK_TARGET_AVX2 static __m256i lanes() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
   FK_TARGET_AVX2 static __m256i add(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
-  FK_TARGET_AVX2 static void store(float* v, int64_t* i, V best, __m256i at) {
-    alignas(32) int32_t pos[kWidth];
-    _mm256_storeu_ps(v, best);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pos), at);
-    for (int64_t k = 0; k < kWidth; ++k) i[k] = pos[k];
+  FK_TARGET_AVX2 static void store_positions(int64_t* i, __m256i at) {
+    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at));
+    const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(i), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(i + 4), hi);
   }
   FK_TARGET_AVX2 static V max_ignoring_nan(V v, V m) { return _mm256_max_ps(v, m); }
   FK_TARGET_AVX2 static V is_nan(V v) { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); }
@@ -72,6 +72,25 @@ struct ExtremaLanes<float> {
   FK_TARGET_AVX2 static V splat_value(float v) { return _mm256_set1_ps(v); }
   FK_TARGET_AVX2 static bool any(V mask) { return _mm256_movemask_ps(mask) != 0; }
   FK_TARGET_AVX2 static void store_values(float* v, V x) { _mm256_storeu_ps(v, x); }
+  FK_TARGET_AVX2 static V andnot(V a, V b) { return _mm256_andnot_ps(a, b); }
+  // All ones where position a < b.
+  FK_TARGET_AVX2 static V earlier(__m256i a, __m256i b) {
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, a));
+  }
+  // Lane k gets lane k ^ 4 (level 0), k ^ 2 (1), k ^ 1 (2).
+  static constexpr int kLevels = 3;
+  template <int kLevel>
+  FK_TARGET_AVX2 static V partner(V v) {
+    if constexpr (kLevel == 0) return _mm256_permute2f128_ps(v, v, 1);
+    if constexpr (kLevel == 1) return _mm256_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2));
+    if constexpr (kLevel == 2) return _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1));
+  }
+  template <int kLevel>
+  FK_TARGET_AVX2 static __m256i partner(__m256i v) {
+    return _mm256_castps_si256(partner<kLevel>(_mm256_castsi256_ps(v)));
+  }
+  FK_TARGET_AVX2 static float first(V v) { return _mm256_cvtss_f32(v); }
+  FK_TARGET_AVX2 static int64_t first(__m256i v) { return _mm256_cvtsi256_si32(v); }
 };
 
 template <>
@@ -92,8 +111,7 @@ struct ExtremaLanes<double> {
   FK_TARGET_AVX2 static __m256i splat(int64_t i) { return _mm256_set1_epi64x(i); }
   FK_TARGET_AVX2 static __m256i lanes() { return _mm256_setr_epi64x(0, 1, 2, 3); }
   FK_TARGET_AVX2 static __m256i add(__m256i a, __m256i b) { return _mm256_add_epi64(a, b); }
-  FK_TARGET_AVX2 static void store(double* v, int64_t* i, V best, __m256i at) {
-    _mm256_storeu_pd(v, best);
+  FK_TARGET_AVX2 static void store_positions(int64_t* i, __m256i at) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(i), at);
   }
   FK_TARGET_AVX2 static V max_ignoring_nan(V v, V m) { return _mm256_max_pd(v, m); }
@@ -102,7 +120,47 @@ struct ExtremaLanes<double> {
   FK_TARGET_AVX2 static V splat_value(double v) { return _mm256_set1_pd(v); }
   FK_TARGET_AVX2 static bool any(V mask) { return _mm256_movemask_pd(mask) != 0; }
   FK_TARGET_AVX2 static void store_values(double* v, V x) { _mm256_storeu_pd(v, x); }
+  FK_TARGET_AVX2 static V andnot(V a, V b) { return _mm256_andnot_pd(a, b); }
+  FK_TARGET_AVX2 static V earlier(__m256i a, __m256i b) {
+    return _mm256_castsi256_pd(_mm256_cmpgt_epi64(b, a));
+  }
+  // Lane k gets lane k ^ 2 (level 0), k ^ 1 (1).
+  static constexpr int kLevels = 2;
+  template <int kLevel>
+  FK_TARGET_AVX2 static V partner(V v) {
+    if constexpr (kLevel == 0) return _mm256_permute2f128_pd(v, v, 1);
+    if constexpr (kLevel == 1) return _mm256_permute_pd(v, 0b0101);
+  }
+  template <int kLevel>
+  FK_TARGET_AVX2 static __m256i partner(__m256i v) {
+    return _mm256_castpd_si256(partner<kLevel>(_mm256_castsi256_pd(v)));
+  }
+  FK_TARGET_AVX2 static double first(V v) { return _mm256_cvtsd_f64(v); }
+  FK_TARGET_AVX2 static int64_t first(__m256i v) {
+    return _mm_cvtsi128_si64(_mm256_castsi256_si128(v));
+  }
 };
+
+// Lane by lane, keeps whichever of (best, at) and (v, pos) comes first in the
+// order "beats, or equal and earlier" (a total order, as positions differ).
+template <bool kMax, typename L>
+FK_TARGET_AVX2 void keep_first(typename L::V& best, __m256i& at, typename L::V v, __m256i pos) {
+  const typename L::V v_beats = L::template beats<kMax>(v, best);
+  const typename L::V best_beats = L::template beats<kMax>(best, v);
+  const typename L::V take = L::or_(v_beats, L::andnot(best_beats, L::earlier(pos, at)));
+  best = L::blend(best, v, take);
+  at = L::blend(at, pos, take);
+}
+
+// Lane 0 of (best, at) becomes the first extreme of all lanes (a butterfly).
+template <bool kMax, typename L, int kLevel = 0>
+FK_TARGET_AVX2 void keep_first_across_lanes(typename L::V& best, __m256i& at) {
+  if constexpr (kLevel < L::kLevels) {
+    keep_first<kMax, L>(best, at, L::template partner<kLevel>(best),
+                        L::template partner<kLevel>(at));
+    keep_first_across_lanes<kMax, L, kLevel + 1>(best, at);
+  }
+}
 
 // The position of the first extreme of x[0..n), n >= 1 (see the top of the
 // file); n < 2^31.
@@ -147,15 +205,14 @@ FK_TARGET_AVX2 int64_t first_extreme_run(const T* x, int64_t n) {
       at[0] = L::blend(at[0], pos, take);
       pos = L::add(pos, offset);
     }
-    T vals[kChains * W];
-    int64_t idx[kChains * W];
-    for (int64_t u = 0; u < chains; ++u) L::store(vals + u * W, idx + u * W, best[u], at[u]);
-    best_v = vals[0];
-    best_i = idx[0];
-    for (int64_t k = 1; k < chains * W; ++k) {
-      const bool tie = !beats<kMax>(best_v, vals[k]) && idx[k] < best_i;
-      if (beats<kMax>(vals[k], best_v) || tie) best_v = vals[k], best_i = idx[k];
+    if (chains == kChains) {
+      keep_first<kMax, L>(best[0], at[0], best[1], at[1]);
+      keep_first<kMax, L>(best[2], at[2], best[3], at[3]);
+      keep_first<kMax, L>(best[0], at[0], best[2], at[2]);
     }
+    keep_first_across_lanes<kMax, L>(best[0], at[0]);
+    best_v = L::first(best[0]);
+    best_i = L::first(at[0]);
   }
   for (; i < n; ++i) {  // after every vector element: a strict beat is needed
     if (beats<kMax>(x[i], best_v)) best_v = x[i], best_i = i;
@@ -187,8 +244,7 @@ FK_TARGET_AVX2 void first_extreme_lane_group(const T* x, int64_t rows, int64_t s
       at[u] = L::blend(at[u], pos, take);
     }
   }
-  T vals[W];
-  for (int64_t u = 0; u < kVectors; ++u) L::store(vals, row + u * W, best[u], at[u]);
+  for (int64_t u = 0; u < kVectors; ++u) L::store_positions(row + u * W, at[u]);
 }
 
 // Rows of lanes: for lanes j of x + r * stride + j (r < rows, rows >= 1), the
