@@ -14,6 +14,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/exp_shifted_sum.h"
 #include "fk/ops/cpu/extrema.h"
 #include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/lane_sums.h"
@@ -550,10 +551,14 @@ void exp_in_place(T* e, int64_t n, bool vec) {
 
 // sum exp(x_i - m) over the run x[0..n), a buffer of kLaneBlock at a time,
 // in the fixed 8-lane order of cpu/lane_sums.h (the result depends on n
-// only); softmax (kStore) also keeps each exp(x_i - m) in y.
+// only); softmax (kStore) also keeps each exp(x_i - m) in y. f32 with `vec`:
+// the same exps and order in one AVX2 pass (cpu/exp_shifted_sum.h).
 template <typename T, bool kStore>
 typename SumAcc<T>::type exp_shifted_run(const T* x, T* y, int64_t n, T m, bool vec) {
   using Acc = typename SumAcc<T>::type;
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec) return cpu::avx2::exp_shifted_sum_f32<kStore>(x, y, n, m);
+  }
   cpu::LaneSums<Acc> sums;
   T buf[kLaneBlock];
   for (int64_t at = 0; at < n; at += kLaneBlock) {
