@@ -481,10 +481,11 @@ BENCHMARK(BM_RedSumLast_Fk)->Apply(args);
 BENCHMARK(BM_RedSumLast_Loop)->Apply(args);
 
 // max/argmax/logsumexp of (n / 256) x 256 f32 (256x256 and 4096x256): max
-// along dim 0 (values and indices; rows of lanes), argmax and logsumexp along
-// the last dim (runs of 256). _Fk: FK_CPU_ISA=auto (AVX2 kernels where the CPU
-// has them); _Generic: the knob at generic (the scalar path); _Loop: the plain
-// loop. Bytes: the operand read once.
+// and argmax along dim 0 (rows of lanes) and the last dim (runs of 256),
+// logsumexp along the last dim. _Fk: FK_CPU_ISA=auto (AVX2 kernels where the
+// CPU has them); _Generic: the knob at generic (the scalar path); _Loop: the
+// plain loop (max and argmax share one per dim: both track the values).
+// Bytes: the operand read once.
 // Reproduce: build/h/bin/fk_bench --benchmark_filter='RedMax|RedArgmax|RedLse'
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 template <typename F>
@@ -499,6 +500,8 @@ void with_isa(benchmark::State& state, const char* isa, const F& op) {
 }
 auto max_dim0 = [](const fk::Tensor& a) { return fk::max(a, 0); };
 auto argmax_last = [](const fk::Tensor& a) { return fk::argmax(a, 1); };
+auto argmax_dim0 = [](const fk::Tensor& a) { return fk::argmax(a, 0); };
+auto max_last = [](const fk::Tensor& a) { return fk::max(a, 1); };
 auto lse_last = [](const fk::Tensor& a) { return fk::logsumexp(a, {1}); };
 void BM_RedMaxDim0_Fk(benchmark::State& state) {
   with_isa(state, "auto", max_dim0);
@@ -524,6 +527,18 @@ void BM_RedMaxDim0_Loop(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   report(state, n, 4);
+}
+void BM_RedArgmaxDim0_Fk(benchmark::State& state) {
+  with_isa(state, "auto", argmax_dim0);
+}
+void BM_RedArgmaxDim0_Generic(benchmark::State& state) {
+  with_isa(state, "generic", argmax_dim0);
+}
+void BM_RedMaxLast_Fk(benchmark::State& state) {
+  with_isa(state, "auto", max_last);
+}
+void BM_RedMaxLast_Generic(benchmark::State& state) {
+  with_isa(state, "generic", max_last);
 }
 void BM_RedArgmaxLast_Fk(benchmark::State& state) {
   with_isa(state, "auto", argmax_last);
@@ -577,6 +592,10 @@ void BM_RedLseLast_Loop(benchmark::State& state) {
 BENCHMARK(BM_RedMaxDim0_Fk)->Apply(args);
 BENCHMARK(BM_RedMaxDim0_Generic)->Apply(args);
 BENCHMARK(BM_RedMaxDim0_Loop)->Apply(args);
+BENCHMARK(BM_RedArgmaxDim0_Fk)->Apply(args);
+BENCHMARK(BM_RedArgmaxDim0_Generic)->Apply(args);
+BENCHMARK(BM_RedMaxLast_Fk)->Apply(args);
+BENCHMARK(BM_RedMaxLast_Generic)->Apply(args);
 BENCHMARK(BM_RedArgmaxLast_Fk)->Apply(args);
 BENCHMARK(BM_RedArgmaxLast_Generic)->Apply(args);
 BENCHMARK(BM_RedArgmaxLast_Loop)->Apply(args);
