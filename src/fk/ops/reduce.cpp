@@ -610,9 +610,8 @@ struct LogSumExpReducer {
   // NaN and s the sum of exp(x - m): the online form's special cases.
   static Acc from_max(double m, bool nan, double s) {
     const double inf = std::numeric_limits<double>::infinity();
-    if (nan)
-      return Acc{std::numeric_limits<double>::quiet_NaN(),
-                 std::numeric_limits<double>::quiet_NaN()};
+    const double nan_value = std::numeric_limits<double>::quiet_NaN();
+    if (nan) return Acc{nan_value, nan_value};
     if (m == -inf) return Acc{};       // every element -inf (or none): the sum is 0
     if (m == inf) return Acc{inf, 1};  // a +inf: the result is +inf
     return Acc{m, s};
