@@ -480,6 +480,129 @@ BENCHMARK(BM_RedSumDim0_Loop)->Apply(args);
 BENCHMARK(BM_RedSumLast_Fk)->Apply(args);
 BENCHMARK(BM_RedSumLast_Loop)->Apply(args);
 
+// max/argmax/logsumexp of (n / 256) x 256 f32 (256x256 and 4096x256): max
+// and argmax along dim 0 (rows of lanes) and the last dim (runs of 256),
+// logsumexp along the last dim. _Fk: FK_CPU_ISA=auto (AVX2 kernels where the
+// CPU has them); _Generic: the knob at generic (the scalar path); _Loop: the
+// plain loop (max and argmax share one per dim: both track the values).
+// Bytes: the operand read once.
+// Reproduce: build/h/bin/fk_bench --benchmark_filter='RedMax|RedArgmax|RedLse'
+//     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+template <typename F>
+void with_isa(benchmark::State& state, const char* isa, const F& op) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor a = operand({n / 256, 256}, 1);
+  fk::mutable_knob("FK_CPU_ISA").set_override(isa);
+  for (auto _ : state) benchmark::DoNotOptimize(op(a));
+  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
+  report(state, n, 4);
+}
+auto max_dim0 = [](const fk::Tensor& a) { return fk::max(a, 0); };
+auto argmax_last = [](const fk::Tensor& a) { return fk::argmax(a, 1); };
+auto argmax_dim0 = [](const fk::Tensor& a) { return fk::argmax(a, 0); };
+auto max_last = [](const fk::Tensor& a) { return fk::max(a, 1); };
+auto lse_last = [](const fk::Tensor& a) { return fk::logsumexp(a, {1}); };
+void BM_RedMaxDim0_Fk(benchmark::State& state) {
+  with_isa(state, "auto", max_dim0);
+}
+void BM_RedMaxDim0_Generic(benchmark::State& state) {
+  with_isa(state, "generic", max_dim0);
+}
+void BM_RedMaxDim0_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  const int64_t C = 256, R = n / C;
+  fk::Tensor ta = operand({R, C}, 1), tv = fk::empty({C}), ti = fk::empty({C}, {fk::DType::I64});
+  const float* a = ta.data<float>();
+  float* best = tv.data<float>();
+  int64_t* idx = ti.data<int64_t>();
+  for (auto _ : state) {
+    for (int64_t c = 0; c < C; ++c) best[c] = a[c], idx[c] = 0;
+    for (int64_t r = 1; r < R; ++r) {
+      for (int64_t c = 0; c < C; ++c) {
+        if (a[r * C + c] > best[c]) best[c] = a[r * C + c], idx[c] = r;
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 4);
+}
+void BM_RedArgmaxDim0_Fk(benchmark::State& state) {
+  with_isa(state, "auto", argmax_dim0);
+}
+void BM_RedArgmaxDim0_Generic(benchmark::State& state) {
+  with_isa(state, "generic", argmax_dim0);
+}
+void BM_RedMaxLast_Fk(benchmark::State& state) {
+  with_isa(state, "auto", max_last);
+}
+void BM_RedMaxLast_Generic(benchmark::State& state) {
+  with_isa(state, "generic", max_last);
+}
+void BM_RedArgmaxLast_Fk(benchmark::State& state) {
+  with_isa(state, "auto", argmax_last);
+}
+void BM_RedArgmaxLast_Generic(benchmark::State& state) {
+  with_isa(state, "generic", argmax_last);
+}
+void BM_RedArgmaxLast_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor ta = operand({n / 256, 256}, 1), ti = fk::empty({n / 256}, {fk::DType::I64});
+  const float* a = ta.data<float>();
+  int64_t* idx = ti.data<int64_t>();
+  for (auto _ : state) {
+    for (int64_t row = 0; row < n / 256; ++row) {
+      const float* x = a + row * 256;
+      int64_t bi = 0;
+      for (int64_t j = 1; j < 256; ++j) bi = x[j] > x[bi] ? j : bi;
+      idx[row] = bi;
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 4);
+}
+void BM_RedLseLast_Fk(benchmark::State& state) {
+  with_isa(state, "auto", lse_last);
+}
+void BM_RedLseLast_Generic(benchmark::State& state) {
+  with_isa(state, "generic", lse_last);
+}
+// The max, then the f64 sum of glibc's expf(x - max), in one chain.
+void BM_RedLseLast_Loop(benchmark::State& state) {
+  int64_t n = state.range(0);
+  threads_of(state);
+  fk::Tensor ta = operand({n / 256, 256}, 1), to = fk::empty({n / 256});
+  const float* a = ta.data<float>();
+  float* o = to.data<float>();
+  for (auto _ : state) {
+    for (int64_t row = 0; row < n / 256; ++row) {
+      const float* x = a + row * 256;
+      float m = x[0];
+      for (int64_t j = 1; j < 256; ++j) m = x[j] > m ? x[j] : m;
+      double s = 0;
+      for (int64_t j = 0; j < 256; ++j) s += std::exp(x[j] - m);
+      o[row] = static_cast<float>(m + std::log(s));
+    }
+    benchmark::ClobberMemory();
+  }
+  report(state, n, 4);
+}
+BENCHMARK(BM_RedMaxDim0_Fk)->Apply(args);
+BENCHMARK(BM_RedMaxDim0_Generic)->Apply(args);
+BENCHMARK(BM_RedMaxDim0_Loop)->Apply(args);
+BENCHMARK(BM_RedArgmaxDim0_Fk)->Apply(args);
+BENCHMARK(BM_RedArgmaxDim0_Generic)->Apply(args);
+BENCHMARK(BM_RedMaxLast_Fk)->Apply(args);
+BENCHMARK(BM_RedMaxLast_Generic)->Apply(args);
+BENCHMARK(BM_RedArgmaxLast_Fk)->Apply(args);
+BENCHMARK(BM_RedArgmaxLast_Generic)->Apply(args);
+BENCHMARK(BM_RedArgmaxLast_Loop)->Apply(args);
+BENCHMARK(BM_RedLseLast_Fk)->Apply(args);
+BENCHMARK(BM_RedLseLast_Generic)->Apply(args);
+BENCHMARK(BM_RedLseLast_Loop)->Apply(args);
+
 // cat of two 64x64x16 f32 tensors along dim 0 (two 256 KiB runs) and dim 2
 // (4096 x 2 runs of 64 B); the loop copies the same runs element by element.
 // The second operand is an offset view's copy so its rows sit 4 bytes off the

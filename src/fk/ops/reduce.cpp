@@ -14,7 +14,10 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/exp_shifted_sum.h"
+#include "fk/ops/cpu/extrema.h"
 #include "fk/ops/cpu/fold_lanes.h"
+#include "fk/ops/cpu/lane_sums.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cpu/vec_math.h"
 #include "fk/ops/cuda_dispatch.h"
@@ -200,17 +203,23 @@ Reduction prepare(const Tensor& t, const Dims& dims, bool keepdim, const char* o
 //   void finish(int64_t out_index, const Acc&);
 // and optionally, for contiguous runs (C == 1):
 //   Acc fold_row(const T* x, int64_t n);  // the run x[0..n) in one Acc
+//   Acc fold_row(const T* x, int64_t n, int64_t r0);  // elements r0 .. r0 + n
+// and for rows of lanes (C > 1):
+//   void fold_rows(const T* base, int64_t r0, int64_t r1, int64_t C, int64_t w, Acc* acc);
+//     // acc[j] = lane j (< w) of the rows r0 .. r1 at base + r * C
 // Every output is accumulated by one thread, by step in increasing r (C > 1:
-// the C lanes are independent, so the compiler vectorises across them) or by
-// fold_row (C == 1: 8 partial accumulators in the fixed order of
-// cpu/fold_lanes.h); rows longer than kReduceBlock are cut into blocks at
+// the C lanes are independent, so the compiler vectorises across them), by
+// fold_rows, or by fold_row (C == 1: 8 partial accumulators in the fixed
+// order of cpu/fold_lanes.h); rows longer than kReduceBlock are cut into blocks at
 // multiples of kReduceBlock whose partials are merged in block order. The
 // split depends on the shape only, so the result is bitwise the same for any
 // thread count.
 // One contiguous run x[0..n) (elements r0 .. r0 + n of its row) in one Acc.
 template <typename T, typename Red>
 typename Red::Acc fold_run(const Red& red, const T* x, int64_t n, int64_t r0 = 0) {
-  if constexpr (requires { red.fold_row(x, n); }) {
+  if constexpr (requires { red.fold_row(x, n, r0); }) {
+    return red.fold_row(x, n, r0);
+  } else if constexpr (requires { red.fold_row(x, n); }) {
     return red.fold_row(x, n);
   } else {
     typename Red::Acc s = red.init();
@@ -248,6 +257,8 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
       const T* base = in + a * R * C + c0;
       if (C == 1) {
         acc[0] = fold_run(red, base + r0, r1 - r0, r0);
+      } else if constexpr (requires { red.fold_rows(base, r0, r1, C, w, acc.data()); }) {
+        red.fold_rows(base, r0, r1, C, w, acc.data());
       } else {
         for (int64_t j = 0; j < w; ++j) acc[j] = red.init();
         for (int64_t r = r0; r < r1; ++r) {
@@ -326,17 +337,48 @@ bool better(T v, T best) {
 }
 
 // Extreme value and its first index; either output pointer may be null.
+// f32/f64 with `vec` (an AVX2 CPU): runs and rows of lanes go through
+// cpu/extrema.h, which finds the same positions without a branch per element;
+// the value is then read at the position, so both paths agree bit for bit.
 template <typename T, bool kMax>
 struct ExtremeReducer {
+  static constexpr bool kVector = std::is_same_v<T, float> || std::is_same_v<T, double>;
   struct Acc {
     T best{};
     int64_t index = -1;
   };
   T* values;
   int64_t* indices;
+  bool vec = false;
   Acc init() const { return Acc{}; }
   void step(Acc& a, T v, int64_t r) const {
     if (a.index < 0 || better<kMax>(v, a.best)) a = Acc{v, r};
+  }
+  // n <= kReduceBlock (reduce_block's split), so positions fit the lanes' int32.
+  Acc fold_row(const T* x, int64_t n, int64_t r0) const {
+    if constexpr (kVector) {
+      if (vec && n > 0) {
+        const int64_t i = cpu::avx2::first_extreme_run<kMax>(x, n);
+        return Acc{x[i], r0 + i};
+      }
+    }
+    Acc a = init();
+    for (int64_t i = 0; i < n; ++i) step(a, x[i], r0 + i);
+    return a;
+  }
+  void fold_rows(const T* base, int64_t r0, int64_t r1, int64_t C, int64_t w, Acc* acc) const {
+    int64_t done = 0;  // lanes handled by whole vectors
+    if constexpr (kVector) {
+      if (vec && r1 > r0) {
+        int64_t row[kLaneBlock];
+        done = cpu::avx2::first_extreme_lanes<kMax>(base + r0 * C, r1 - r0, C, w, row);
+        for (int64_t j = 0; j < done; ++j) acc[j] = Acc{base[(r0 + row[j]) * C + j], r0 + row[j]};
+      }
+    }
+    for (int64_t j = done; j < w; ++j) acc[j] = init();
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t j = done; j < w; ++j) step(acc[j], base[r * C + j], r);
+    }
   }
   void merge(Acc& a, const Acc& b) const {
     if (b.index >= 0 && (a.index < 0 || better<kMax>(b.best, a.best))) a = b;
@@ -495,16 +537,124 @@ struct VarReducer {
   }
 };
 
+// --- shifted exponentials (softmax, logsumexp) -----------------------------
+
+// e = exp(x_i - m) over e[0..n), in place: the AVX2 exp for f32 with `vec`
+// (<= 1 ulp, vec_math.h), else std::exp.
+template <typename T>
+void exp_in_place(T* e, int64_t n, bool vec) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec) return cpu::avx2::apply_f32(cpu::avx2::VecFn::Exp, e, e, n);
+  }
+  for (int64_t i = 0; i < n; ++i) e[i] = std::exp(e[i]);
+}
+
+// sum exp(x_i - m) over the run x[0..n), a buffer of kLaneBlock at a time,
+// in the fixed 8-lane order of cpu/lane_sums.h (the result depends on n
+// only); softmax (kStore) also keeps each exp(x_i - m) in y. f32 with `vec`:
+// the same exps and order in one AVX2 pass (cpu/exp_shifted_sum.h).
+template <typename T, bool kStore>
+typename SumAcc<T>::type exp_shifted_run(const T* x, T* y, int64_t n, T m, bool vec) {
+  using Acc = typename SumAcc<T>::type;
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec) return cpu::avx2::exp_shifted_sum_f32<kStore>(x, y, n, m);
+  }
+  cpu::LaneSums<Acc> sums;
+  T buf[kLaneBlock];
+  for (int64_t at = 0; at < n; at += kLaneBlock) {
+    const int64_t len = std::min(kLaneBlock, n - at);
+    T* e = buf;
+    if constexpr (kStore) e = y + at;
+    for (int64_t i = 0; i < len; ++i) e[i] = x[at + i] - m;
+    exp_in_place(e, len, vec);
+    const int64_t full = len - len % cpu::kFoldLanes;
+    sums.add_groups(e, full);
+    if (at + len == n) return sums.total(e + full, len - full);
+  }
+  return Acc(0);
+}
+
+// e = exp(x - m) for the R values of each of w lanes (lane j at x + j + r C),
+// summed into total[j] in r order (one chain per lane; the lanes are the
+// vector); softmax (kStore) also stores e in y.
+template <typename T, bool kStore, typename Acc>
+void exp_shifted_lanes(const T* x, T* y, int64_t R, int64_t C, int64_t w, const T* m, Acc* total,
+                       bool vec) {
+  T buf[kLaneBlock];
+  for (int64_t r = 0; r < R; ++r) {
+    const T* xr = x + r * C;
+    T* e = buf;
+    if constexpr (kStore) e = y + r * C;
+    for (int64_t j = 0; j < w; ++j) e[j] = xr[j] - m[j];
+    exp_in_place(e, w, vec);
+    for (int64_t j = 0; j < w; ++j) total[j] += e[j];
+  }
+}
+
 // Online log-sum-exp: keeps the running max m and sum of exp(x - m), rescaled
-// when the max grows, so no exp overflows.
+// when the max grows, so no exp overflows. f32 with `vec` (an AVX2 CPU) takes
+// two passes instead, over a run or rows of lanes: the max (NaN noted apart),
+// then the f64 sum of the AVX2 exp(x - max) in a fixed order; blocks are
+// merged as in the online form.
 template <typename T>
 struct LogSumExpReducer {
+  static constexpr bool kTwoPass = std::is_same_v<T, float>;
   struct Acc {
     double m = -std::numeric_limits<double>::infinity();
     double s = 0;
   };
   T* out;
+  bool vec = false;
   Acc init() const { return Acc{}; }
+  // The Acc of elements whose max (NaN aside) is m, with `nan` if one was
+  // NaN and s the sum of exp(x - m): the online form's special cases.
+  static Acc from_max(double m, bool nan, double s) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan_value = std::numeric_limits<double>::quiet_NaN();
+    if (nan) return Acc{nan_value, nan_value};
+    if (m == -inf) return Acc{};       // every element -inf (or none): the sum is 0
+    if (m == inf) return Acc{inf, 1};  // a +inf: the result is +inf
+    return Acc{m, s};
+  }
+  Acc fold_row(const T* x, int64_t n) const requires kTwoPass {
+    if (!vec || n == 0) {
+      Acc a = init();
+      for (int64_t i = 0; i < n; ++i) step(a, x[i], i);
+      return a;
+    }
+    bool nan = false;
+    const float m = cpu::avx2::max_ignoring_nan_run(x, n, &nan);
+    if (nan || std::isinf(m)) return from_max(m, nan, 0);
+    return from_max(m, false, exp_shifted_run<float, false>(x, nullptr, n, m, true));
+  }
+  void fold_rows(const T* base, int64_t r0, int64_t r1, int64_t C, int64_t w,
+                 Acc* acc) const requires kTwoPass {
+    if (!vec) {
+      for (int64_t j = 0; j < w; ++j) acc[j] = init();
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t j = 0; j < w; ++j) step(acc[j], base[r * C + j], r);
+      }
+      return;
+    }
+    std::array<float, kLaneBlock> m, shift{};  // {}: as in softmax_kernel
+    std::array<bool, kLaneBlock> nan;
+    std::array<double, kLaneBlock> total;
+    for (int64_t j = 0; j < w; ++j) m[j] = -std::numeric_limits<float>::infinity(), nan[j] = false;
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = base + r * C;
+      for (int64_t j = 0; j < w; ++j) {
+        nan[j] = nan[j] || xr[j] != xr[j];
+        m[j] = xr[j] > m[j] ? xr[j] : m[j];
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      shift[j] = std::isinf(m[j]) ? 0.0f : m[j];  // avoids inf - inf; such lanes are special
+      total[j] = 0;
+    }
+    exp_shifted_lanes<float, false>(base + r0 * C, nullptr, r1 - r0, C, w, shift.data(),
+                                    total.data(), true);
+    for (int64_t j = 0; j < w; ++j) acc[j] = from_max(m[j], nan[j], total[j]);
+  }
   void step(Acc& a, T v_in, int64_t) const {
     double v = static_cast<double>(v_in);
     if (v != v) {
@@ -695,7 +845,8 @@ Tensor extreme_forward(const Tensor& t, const Dims& dims, bool keepdim, const ch
   cpu::visit_real(ct, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int64_t* idx = indices ? indices->data<int64_t>() : nullptr;
-    reduce_block(r.src.data<T>(), r.A, r.R, r.C, ExtremeReducer<T, kMax>{out.data<T>(), idx});
+    const bool vec = cpu_isa() >= CpuIsa::Avx2;
+    reduce_block(r.src.data<T>(), r.A, r.R, r.C, ExtremeReducer<T, kMax>{out.data<T>(), idx, vec});
   });
   out = r.result(out);
   if (indices) *indices = r.result(*indices);
@@ -990,9 +1141,10 @@ Tensor logsumexp_forward(const Tensor& t, const Dims& dims, bool keepdim) {
   }
   Reduction r = prepare(t, dims, keepdim, "logsumexp");
   Tensor out = r.alloc(t.dtype());
+  const bool vec = cpu_isa() >= CpuIsa::Avx2;
   cpu::visit_float(t.dtype(), "logsumexp", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    reduce_block(r.src.data<T>(), r.A, r.R, r.C, LogSumExpReducer<T>{out.data<T>()});
+    reduce_block(r.src.data<T>(), r.A, r.R, r.C, LogSumExpReducer<T>{out.data<T>(), vec});
   });
   return r.result(out);
 }
@@ -1033,59 +1185,31 @@ void for_each_lane_block(const Split& s, const F& f) {
   });
 }
 
-// e = exp(x - m) for the R values of each of w lanes (lane j at x + j + r C),
-// summed into total[j] in r order; softmax also stores e in y. f32 on an AVX2
-// CPU takes the vector exp (<= 1 ulp, vec_math.h) over a chunk of the one
-// lane's run (C == 1, a softmax over the last dim) or a row of lanes at a
-// time; the sums keep their order, so only the exp's last bit can differ.
-template <typename T, bool kLog, typename Acc>
-void exp_shifted(const T* x, T* y, int64_t R, int64_t C, int64_t w, const T* m, Acc* total) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (cpu_isa() >= CpuIsa::Avx2) {
-      float buf[kLaneBlock];
-      const bool run = C == 1;  // then w == 1
-      const int64_t rows = run ? (R + kLaneBlock - 1) / kLaneBlock : R;
-      for (int64_t q = 0; q < rows; ++q) {
-        const int64_t at = run ? q * kLaneBlock : q * C;
-        const int64_t n = run ? std::min(kLaneBlock, R - at) : w;
-        for (int64_t i = 0; i < n; ++i) buf[i] = x[at + i] - m[run ? 0 : i];
-        cpu::avx2::apply_f32(cpu::avx2::VecFn::Exp, buf, buf, n);
-        for (int64_t i = 0; i < n; ++i) {
-          if constexpr (!kLog) y[at + i] = buf[i];
-          total[run ? 0 : i] += buf[i];
-        }
-      }
-      return;
-    }
-  }
-  for (int64_t r = 0; r < R; ++r) {
-    const T* xr = x + r * C;
-    T* yr = y + r * C;
-    for (int64_t j = 0; j < w; ++j) {
-      T e = std::exp(xr[j] - m[j]);
-      if constexpr (!kLog) yr[j] = e;
-      total[j] += e;
-    }
-  }
-}
-
 // y = exp(x - m) / sum exp(x - m) with m the lane's max (or x - m - log sum for
 // log_softmax): exp never overflows.
+// f32 on an AVX2 CPU takes the vector exp (<= 1 ulp, vec_math.h); the sums
+// keep their order, so only the exp's last bit differs between the paths.
 template <typename T, bool kLog>
 void softmax_kernel(const T* x, T* y, const Split& s) {
   using Acc = typename SumAcc<T>::type;
   const int64_t C = s.C;
+  const bool vec = cpu_isa() >= CpuIsa::Avx2;
   for_each_lane_block(s, [&](int64_t off, int64_t w) {
     if (C == 1) {
       // Over the last dim: one lane, a contiguous run. Straight loops over it
-      // (the lane loops below would run one element per row), same order.
+      // (the lane loops below would run one element per row); the sum over 8
+      // lanes in a fixed order (cpu/lane_sums.h).
       const T* xr = x + off;
       T* yr = y + off;
       T m = -std::numeric_limits<T>::infinity();
-      for (int64_t r = 0; r < s.R; ++r) m = m < xr[r] ? xr[r] : m;  // std::max
+      if (vec) {
+        bool nan = false;  // a NaN makes the row NaN through its exp
+        m = cpu::avx2::max_ignoring_nan_run(xr, s.R, &nan);
+      } else {
+        for (int64_t r = 0; r < s.R; ++r) m = m < xr[r] ? xr[r] : m;  // std::max
+      }
       if (std::isinf(m)) m = T(0);
-      Acc total = 0;
-      exp_shifted<T, kLog>(xr, yr, s.R, 1, 1, &m, &total);
+      const Acc total = exp_shifted_run<T, !kLog>(xr, yr, s.R, m, vec);
       const T k = kLog ? m + static_cast<T>(std::log(total)) : static_cast<T>(1.0 / total);
       for (int64_t r = 0; r < s.R; ++r) {
         if constexpr (kLog) {
@@ -1096,7 +1220,7 @@ void softmax_kernel(const T* x, T* y, const Split& s) {
       }
       return;
     }
-    std::array<T, kLaneBlock> m;
+    std::array<T, kLaneBlock> m{};  // {}: GCC cannot see that lanes < w are all set
     std::array<Acc, kLaneBlock> total;
     for (int64_t j = 0; j < w; ++j) {
       m[j] = -std::numeric_limits<T>::infinity();
@@ -1109,7 +1233,7 @@ void softmax_kernel(const T* x, T* y, const Split& s) {
     for (int64_t j = 0; j < w; ++j) {
       if (std::isinf(m[j])) m[j] = T(0);  // all -inf (or an inf): avoid inf - inf
     }
-    exp_shifted<T, kLog>(x + off, y + off, s.R, C, w, m.data(), total.data());
+    exp_shifted_lanes<T, !kLog>(x + off, y + off, s.R, C, w, m.data(), total.data(), vec);
     std::array<T, kLaneBlock> k;  // log_softmax: the shift m + log(total); softmax: 1 / total
     for (int64_t j = 0; j < w; ++j) {
       k[j] = kLog ? m[j] + static_cast<T>(std::log(total[j])) : static_cast<T>(1.0 / total[j]);

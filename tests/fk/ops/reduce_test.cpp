@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "../test_util.h"
+#include "fk/cpu_isa.h"
 #include "fk/knobs.h"
 
 namespace fk {
@@ -435,7 +438,12 @@ TEST(Reduce, ResultsDoNotDependOnThreadCount) {
     r.push_back(var(x).to_vector<float>());
     r.push_back(norm(m, 2, {0}).to_vector<float>());
     r.push_back(logsumexp(x, {0}).to_vector<float>());
+    r.push_back(logsumexp(m, {0}).to_vector<float>());
+    r.push_back(logsumexp(m, {1}).to_vector<float>());
     r.push_back(softmax(m, 0).to_vector<float>());
+    r.push_back(softmax(m, 1).to_vector<float>());
+    r.push_back(argmax(m, 0).to(DType::F32).to_vector<float>());
+    r.push_back(amin(x).to_vector<float>());
     return r;
   };
   set_num_threads(1);
@@ -626,6 +634,263 @@ TEST(Reduce, NaNPropagatesThroughExtremes) {
   EXPECT_TRUE(std::isnan(amin(x).item()));
   EXPECT_EQ(argmax(x, 0).to_vector<int64_t>()[0], 1);
   EXPECT_TRUE(std::isnan(logsumexp(x, {0}).item()));
+}
+
+// Runs f once per CPU ISA path (FK_CPU_ISA=generic, then avx2: the CPU's
+// best, which is generic again on a CPU without AVX2), naming the path.
+void on_both_isa_paths(const std::function<void(const char*)>& f) {
+  Knob& isa = mutable_knob("FK_CPU_ISA");
+  for (const char* v : {"generic", "avx2"}) {
+    isa.set_override(v);
+    SCOPED_TRACE(std::string("FK_CPU_ISA=") + v + " (" + cpu_isa_name(cpu_isa()) + ")");
+    f(v);
+  }
+  isa.set_override(std::nullopt);
+}
+
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Values drawn from a small palette so that ties are common, with -0 and +0
+// (equal), +-inf and two NaNs of different payloads (and signs) at the rate
+// `nan_rate`: the value a max returns must be the element itself.
+template <typename T>
+std::vector<T> palette_values(int64_t n, double nan_rate, unsigned seed) {
+  const T inf = std::numeric_limits<T>::infinity();
+  T nan_a = std::numeric_limits<T>::quiet_NaN(), nan_b = -std::numeric_limits<T>::quiet_NaN();
+  if constexpr (sizeof(T) == 4) {
+    uint32_t bits = 0x7fc00123u;
+    std::memcpy(&nan_b, &bits, 4);
+  } else {
+    uint64_t bits = 0xfff8000000000abcull;
+    std::memcpy(&nan_b, &bits, 8);
+  }
+  const T pal[] = {-inf, T(-2), T(-0.0), T(0), T(0.5), T(1), T(3), inf};
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> pick(0, 7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) {
+    double r = u(gen);
+    x = r < nan_rate / 2 ? nan_a : r < nan_rate ? nan_b : pal[pick(gen)];
+  }
+  return v;
+}
+
+// The first NaN, else the first largest (std::max_element) or smallest.
+template <typename T>
+size_t ref_extreme(const std::vector<T>& g, bool want_max) {
+  auto nan = std::find_if(g.begin(), g.end(), [](T v) { return v != v; });
+  if (nan != g.end()) return static_cast<size_t>(nan - g.begin());
+  auto it = want_max ? std::max_element(g.begin(), g.end()) : std::min_element(g.begin(), g.end());
+  return static_cast<size_t>(it - g.begin());
+}
+
+// max/min/argmax/argmin/amax/amin of [A, R, C] along dim 1, against the loop:
+// the same index and bitwise the same value (the element at that index).
+template <typename T>
+void check_extremes(const std::vector<T>& v, int64_t A, int64_t R, int64_t C) {
+  Tensor x = from_vector(v, {A, R, C});
+  for (bool want_max : {true, false}) {
+    SCOPED_TRACE(want_max ? "max" : "min");
+    std::vector<int64_t> want_i;
+    std::vector<T> want_v;
+    for (int64_t a = 0; a < A; ++a) {
+      for (int64_t c = 0; c < C; ++c) {
+        std::vector<T> g;
+        for (int64_t r = 0; r < R; ++r) g.push_back(v[static_cast<size_t>((a * R + r) * C + c)]);
+        size_t i = ref_extreme(g, want_max);
+        want_i.push_back(static_cast<int64_t>(i));
+        want_v.push_back(g[i]);
+      }
+    }
+    auto [vals, idx] = want_max ? max(x, 1) : min(x, 1);
+    EXPECT_EQ(idx.template to_vector<int64_t>(), want_i);
+    EXPECT_EQ((want_max ? argmax(x, 1) : argmin(x, 1)).template to_vector<int64_t>(), want_i);
+    for (const Tensor& got : {vals, want_max ? amax(x, {1}) : amin(x, {1})}) {
+      std::vector<T> gv = got.template to_vector<T>();
+      ASSERT_EQ(gv.size(), want_v.size());
+      for (size_t k = 0; k < gv.size(); ++k) {
+        EXPECT_TRUE(same_bits(gv[k], want_v[k]))
+            << "output " << k << ": " << gv[k] << " vs " << want_v[k] << " at " << want_i[k];
+      }
+    }
+  }
+}
+
+// Runs (C == 1) of lengths around the AVX2 kernel's vector widths and chain
+// counts, rows of lanes (C > 1) around them and beyond kLaneBlock, and rows
+// longer than one reduction block, for f32 and f64 on both ISA paths.
+TEST(Reduce, ExtremesMatchPlainLoopsOnBothIsaPaths) {
+  struct Shape {
+    int64_t A, R, C;
+  };
+  const std::vector<Shape> shapes = {
+      {3, 1, 1},  {3, 3, 1},  {3, 7, 1},  {2, 8, 1},   {2, 9, 1},    {2, 31, 1},    {2, 32, 1},
+      {2, 33, 1}, {2, 63, 1}, {2, 65, 1}, {2, 100, 1}, {2, 257, 1},  {1, 40001, 1}, {1, 5, 3},
+      {2, 9, 8},  {1, 7, 13}, {2, 5, 40}, {1, 6, 300}, {1, 40001, 9}};
+  on_both_isa_paths([&](const char*) {
+    for (const Shape& s : shapes) {
+      for (double nan_rate : {0.0, 0.02}) {
+        SCOPED_TRACE("shape " + std::to_string(s.A) + "x" + std::to_string(s.R) + "x" +
+                     std::to_string(s.C) + " nan rate " + std::to_string(nan_rate));
+        const int64_t n = s.A * s.R * s.C;
+        const auto seed = static_cast<unsigned>(n + 1000 * nan_rate);
+        check_extremes(palette_values<float>(n, nan_rate, seed), s.A, s.R, s.C);
+        check_extremes(palette_values<double>(n, nan_rate, seed + 1), s.A, s.R, s.C);
+      }
+    }
+  });
+}
+
+// Hand-made rows for the documented rules: ties go to the first, -0 and +0
+// tie, the first NaN wins, +-inf are ordinary extremes.
+TEST(Reduce, ExtremeTiesZerosInfsAndNaNs) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  struct Row {
+    std::vector<double> v;
+    int64_t argmax, argmin;
+  };
+  const std::vector<Row> rows = {
+      {{-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0, 0.0}, 0, 0},
+      {{0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0}, 0, 0},
+      {{1, 2, 3, 3, 2, 3, 1, 1, 1}, 2, 0},
+      {{inf, 1, inf, -inf, -inf, 0, 0, 0, inf}, 0, 3},
+      {{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, 0, 0},
+      {{1, 2, 3, 4, 5, 6, 7, 8, nan}, 8, 8},
+      {{nan, 2, nan, 4, 5, 6, 7, inf, -inf}, 0, 0},
+      {{1, inf, 3, nan, 5, nan, 7, 8, -inf}, 3, 3},
+  };
+  on_both_isa_paths([&](const char*) {
+    for (DType dt : {DType::F32, DType::F64}) {
+      for (bool by_lanes : {false, true}) {  // rows as runs, or as columns
+        std::vector<double> flat;
+        for (const Row& r : rows) flat.insert(flat.end(), r.v.begin(), r.v.end());
+        Tensor x = from_vector(flat, {static_cast<int64_t>(rows.size()), 9}).to(dt);
+        if (by_lanes) x = x.t().contiguous();
+        const int d = by_lanes ? 0 : 1;
+        std::vector<int64_t> want_max, want_min;
+        for (const Row& r : rows) want_max.push_back(r.argmax), want_min.push_back(r.argmin);
+        EXPECT_EQ(argmax(x, d).to_vector<int64_t>(), want_max) << name(dt) << " " << d;
+        EXPECT_EQ(argmin(x, d).to_vector<int64_t>(), want_min) << name(dt) << " " << d;
+        // The zero rows' results keep the first element's sign.
+        std::vector<double> mx = amax(x, {d}).to_vector<double>();
+        EXPECT_TRUE(std::signbit(mx[0]) && !std::signbit(mx[1])) << name(dt) << " " << d;
+        EXPECT_TRUE(std::isnan(mx[5]) && std::isnan(mx[6]) && std::isnan(mx[7]));
+        EXPECT_EQ(mx[3], inf);
+        EXPECT_EQ(amin(x, {d}).to_vector<double>()[3], -inf);
+      }
+    }
+  });
+}
+
+// f64 logsumexp by plain loops: NaN if there is one, -inf for all -inf, +inf
+// if there is a +inf, else m + log(sum exp(x - m)) in long double.
+double ref_lse_f64(const std::vector<double>& g) {
+  const double inf = std::numeric_limits<double>::infinity();
+  double m = -inf;
+  for (double v : g) {
+    if (v != v) return v;
+    m = std::max(m, v);
+  }
+  if (std::isinf(m)) return m;
+  long double s = 0;
+  for (double v : g) s += std::exp(static_cast<long double>(v) - m);
+  return static_cast<double>(m + std::log(s));
+}
+
+// f32 logsumexp (AVX2: two passes, the vector exp; generic: the online form in
+// f64) against the f64 loop, along the last dim (runs, and runs cut into
+// blocks) and dim 0 (rows of lanes), with rows holding -inf, +inf and NaN.
+// Bound: 2^-23 |result| + 5e-7, i.e. the result's rounding to f32 (up to 2^-24
+// |result|, at most 0.72 of that observed on both paths) plus log(sum)'s error
+// from the f32 exp (1 ulp) and x - m rounded to f32 (each ~6e-8 relative to a sum
+// >= 1), with margin.
+TEST(Reduce, LogsumexpF32MatchesF64OnBothIsaPaths) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  for (int64_t n : {1, 5, 8, 13, 256, 300, 40001}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const int64_t rows = 9;
+    // Shifted by -log(n) so that most results are O(1) and the f32 rounding
+    // of the result does not hide the error of the sum.
+    const double shift = -std::log(static_cast<double>(n));
+    std::vector<double> base =
+        test::random_values(rows * n, shift - 4, shift + 4, static_cast<unsigned>(n));
+    std::vector<float> v(base.begin(), base.end());
+    auto at = [&](int64_t r, int64_t i) -> float& { return v[static_cast<size_t>(r * n + i)]; };
+    for (int64_t i = 0; i < n; ++i) at(0, i) *= 8;                    // a wide spread of exponents
+    for (int64_t i = 0; i < n; ++i) at(1, i) = -inf;                  // all -inf
+    for (int64_t i = 0; i < n; i += 2) at(2, i) = -inf;               // some -inf
+    at(3, n / 2) = inf;                                               // a +inf
+    at(4, n - 1) = nan;                                               // a NaN last
+    at(5, 0) = inf, at(5, n - 1) = -inf;                              // +inf and -inf
+    at(6, n / 3) = nan, at(6, n - 1) = inf;                           // NaN and +inf
+    for (int64_t i = 0; i < n; ++i) at(7, i) = 87.0f + at(7, i) / 4;  // exp(x) overflows f32
+    for (int64_t i = 0; i < n; ++i) at(8, i) = -100.0f + at(8, i) / 4;  // exp(x) underflows
+    Tensor x = from_vector(v, {rows, n});
+    for (int d : {1, 0}) {
+      Tensor xd = d == 1 ? x : x.t().contiguous();  // rows as runs, or as lanes
+      std::vector<double> want;
+      for (int64_t r = 0; r < rows; ++r) {
+        want.push_back(
+            ref_lse_f64(std::vector<double>(v.begin() + r * n, v.begin() + (r + 1) * n)));
+      }
+      on_both_isa_paths([&](const char*) {
+        std::vector<double> got = logsumexp(xd, {d}).to_vector<double>();
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t r = 0; r < got.size(); ++r) {
+          if (std::isnan(want[r]) || std::isinf(want[r])) {
+            EXPECT_TRUE(same_bits(got[r], want[r]) || (std::isnan(got[r]) && std::isnan(want[r])))
+                << "row " << r << " dim " << d << ": " << got[r] << " vs " << want[r];
+          } else {
+            EXPECT_NEAR(got[r], want[r], std::fabs(want[r]) * 0x1p-23 + 5e-7)
+                << "row " << r << " dim " << d;
+          }
+        }
+      });
+    }
+  }
+}
+
+// Softmax over the last dim sums exp(x - max) over 8 lanes in the order of
+// cpu/fold_lanes.h (tail last), in f64: the results are exactly e_i / total
+// and x_i - (max + log total) with total that documented sum of the e_i, on
+// both ISA paths, for f64 and f32. The e_i come from fk::exp on the same ISA
+// path (for f32 on AVX2, the vector exp that softmax also uses). The f64 case
+// pins the order; in f32 a different order of the f64 sum rarely survives the
+// rounding to f32, so that case pins the exps and the rest of the formula.
+template <typename T>
+void check_softmax_sum_order(int64_t n) {
+  std::vector<double> v64 = test::random_values(2 * n, -20, 20, static_cast<unsigned>(3 * n));
+  std::vector<T> v(v64.begin(), v64.end());
+  Tensor x = from_vector(v, {2, n});
+  on_both_isa_paths([&](const char*) {
+    std::vector<T> want, want_log;
+    for (int64_t r = 0; r < 2; ++r) {
+      const T* row = v.data() + r * n;
+      const T m = *std::max_element(row, row + n);
+      std::vector<T> d(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) d[static_cast<size_t>(i)] = row[i] - m;
+      std::vector<T> e = exp(from_vector(d)).template to_vector<T>();
+      std::vector<double> e64(e.begin(), e.end());
+      const double total = documented_sum(e64.data(), n);
+      const T k = static_cast<T>(1.0 / total), shift = m + static_cast<T>(std::log(total));
+      for (int64_t i = 0; i < n; ++i) want.push_back(e[static_cast<size_t>(i)] * k);
+      for (int64_t i = 0; i < n; ++i) want_log.push_back(row[i] - shift);
+    }
+    EXPECT_EQ(softmax(x, 1).template to_vector<T>(), want);
+    EXPECT_EQ(log_softmax(x, 1).template to_vector<T>(), want_log);
+  });
+}
+
+TEST(Reduce, SoftmaxLastDimSumsInTheDocumentedOrder) {
+  for (int64_t n : {5, 8, 21, 300}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    check_softmax_sum_order<double>(n);
+    check_softmax_sum_order<float>(n);
+  }
 }
 
 TEST(Reduce, ErrorPaths) {
