@@ -34,7 +34,11 @@ std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t
              "map rows in [0, " + std::to_string(m) + ")", std::to_string(r));
     ++start[r + 1];
   }
-  for (int64_t r = 0; r < m; ++r) start[r + 1] += start[r];
+  for (int64_t r = 0; r < m; ++r) {
+    FK_CHECK(start[r + 1] > 0, "minkowski::subsample_rows", "an inverse mapping onto every map row",
+             "no input row for map row " + std::to_string(r));
+    start[r + 1] += start[r];
+  }
   std::vector<int64_t> members(static_cast<size_t>(n)), fill(start.begin(), start.end() - 1);
   for (int64_t i = 0; i < n; ++i) members[fill[inverse[i]]++] = i;
   std::vector<int64_t> kept(static_cast<size_t>(m));

@@ -124,6 +124,7 @@ TEST(MinkowskiQuantize, SubsampleRowsIsUniform) {
     EXPECT_LT(count[i], 135) << "row " << i;
   }
   EXPECT_THROW(subsample_rows({0, 2}, 2), fk::Error);
+  EXPECT_THROW(subsample_rows({0, 0}, 2), fk::Error);  // map row 1 has no input row
 }
 
 TEST(MinkowskiQuantize, Gradients) {

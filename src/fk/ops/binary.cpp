@@ -12,6 +12,7 @@
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
+#include "fk/ops/copy.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
@@ -537,12 +538,19 @@ Tensor lerp(const Tensor& a, const Tensor& b, double w) {
 // In-place forms. Same-dtype float operands run one fused kernel writing self;
 // anything else computes out of place and copies back.
 namespace {
+// The fused kernel reads each operand element as it writes self's: an operand
+// overlapping self in another layout (a shifted view), or a self whose
+// elements share memory (an expanded view), takes the out-of-place path, whose
+// copy_ reads the operand as it was and refuses such a self.
 template <typename F>
 bool fused_inplace(Tensor& self, const std::vector<const Tensor*>& others, const F& kernel) {
   if (!(self.dtype() == DType::F32 || self.dtype() == DType::F64)) return false;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.stride(d) == 0 && self.size(d) > 1) return false;
   for (auto* o : others) {
     if (o->dtype() != self.dtype() || o->device() != self.device()) return false;
     if (broadcast_shapes(self.shape(), o->shape(), "in-place op") != self.shape()) return false;
+    if (overlaps(self, *o) && !same_view(self, *o)) return false;
   }
   if (!self.device().is_cpu()) return false;
   self.bump_version();

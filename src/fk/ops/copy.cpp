@@ -224,6 +224,14 @@ std::pair<const char*, const char*> byte_span(const Tensor& t) {
   return {at + lo * es, at + (hi + 1) * es - 1};
 }
 
+Tensor copy_of(const Tensor& t, DType dtype, Device device) {
+  Tensor out = empty(t.shape(), {dtype, device});
+  copy_(out, t);
+  return out;
+}
+
+}  // namespace
+
 bool overlaps(const Tensor& a, const Tensor& b) {
   if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
   auto [a0, a1] = byte_span(a);
@@ -235,14 +243,6 @@ bool same_view(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.offset() == b.offset() && a.shape() == b.shape() &&
          a.strides() == b.strides();
 }
-
-Tensor copy_of(const Tensor& t, DType dtype, Device device) {
-  Tensor out = empty(t.shape(), {dtype, device});
-  copy_(out, t);
-  return out;
-}
-
-}  // namespace
 
 void copy_(Tensor& dst, const Tensor& src) {
   FK_CHECK(!autograd::needs_grad(dst, src), "copy_",

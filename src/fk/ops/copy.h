@@ -12,6 +12,11 @@
 namespace fk {
 
 void copy_(Tensor& dst, const Tensor& src);
+// Whether two views of one storage can touch a common byte (from their
+// extents, so interleaved views count as overlapping), and whether they are
+// the very same view (dtype, offset, shape and strides).
+bool overlaps(const Tensor& a, const Tensor& b);
+bool same_view(const Tensor& a, const Tensor& b);
 Tensor contiguous(const Tensor& t);
 Tensor clone(const Tensor& t);
 Tensor to_dtype(const Tensor& t, DType dtype);

@@ -52,11 +52,12 @@ class CoordinateManager {
   fk::Tensor coordinates(const MapKey& key) const;
 
   // The map with tensor stride ts*stride holding floor(c / (ts*stride)) *
-  // (ts*stride) of every coordinate (floor toward -inf). Its rows are in
-  // coordinate order, lexicographic in (batch, x_1, .., x_D) (MinkowskiEngine
-  // promises no order here): kernel maps on it then need no sort, and their
-  // pairs walk its rows sequentially. Reuses an existing map of that key
-  // (same tag); stride 1 returns `in` itself.
+  // (ts*stride) of every coordinate (floor toward -inf). A map this call
+  // creates has its rows in coordinate order, lexicographic in (batch, x_1,
+  // .., x_D) (MinkowskiEngine promises no order here): kernel maps on it then
+  // need no sort, and their pairs walk its rows sequentially. An existing map
+  // of that key (same tag), e.g. one inserted by the caller, is reused as it
+  // is, in its own order; stride 1 returns `in` itself.
   MapKey stride(const MapKey& in, const std::vector<int32_t>& stride);
   // A new map at tensor stride out_ts holding c + offset_k (offsets scaled by
   // out_ts) for every coordinate c of `in` and every offset of `region`: the

@@ -53,8 +53,11 @@ std::shared_ptr<RowIndex> group_rows(const KernelMap& m, const LargeArray<int32_
     });
     return idx;
   }
+  // Chunks: one per thread, each worth a thread, and few enough that the
+  // counters (4 bytes x chunks x rows) stay within the entries' own size.
   const int64_t nc =
-      std::max<int64_t>(1, std::min<int64_t>(fk::get_num_threads(), P / kGroupGrain));
+      std::max<int64_t>(1, std::min({static_cast<int64_t>(fk::get_num_threads()), P / kGroupGrain,
+                                     3 * P / std::max<int64_t>(n, 1), int64_t{16}}));
   // cursor[c * n + r]: chunk c's pairs of row r, then (after the scan) the
   // slot of chunk c's next pair of row r.
   LargeArray<int32_t> cursor(static_cast<size_t>(nc * n));

@@ -1,5 +1,7 @@
 #include "fk/ops/copy.h"
 
+#include "fk/ops/binary.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -102,6 +104,29 @@ TEST(Copy, OverlappingViewsReadTheSourceAsItWas) {
     ADD_FAILURE() << "a stride-0 destination was accepted";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("distinct memory"), std::string::npos) << err.what();
+  }
+}
+
+// The fused in-place kernels (f32/f64 add_, mul_, addcmul_, ...) read each
+// operand as it was, like copy_: an operand that is a shifted view of self
+// gives the out-of-place result, and an expanded self is refused (as for every
+// dtype).
+TEST(Copy, InPlaceOpsOnOverlappingOperandsReadThemAsTheyWere) {
+  for (DType dt : {DType::F32, DType::F64, DType::I32}) {
+    Tensor x = arange(0, 5, 1, {dt});
+    Tensor self = x.narrow(0, 1, 4), other = x.narrow(0, 0, 4);
+    add_(self, other);
+    EXPECT_EQ(x.to(DType::F64).to_vector<double>(), (std::vector<double>{0, 1, 3, 5, 7}))
+        << name(dt);
+    if (dt != DType::I32) {
+      Tensor y = arange(0, 5, 1, {dt});
+      Tensor ahead = y.narrow(0, 1, 4);
+      addcmul_(ahead, y.narrow(0, 0, 4), y.narrow(0, 0, 4), 1.0);  // y[i+1] += y[i]^2
+      EXPECT_EQ(y.to(DType::F64).to_vector<double>(), (std::vector<double>{0, 1, 3, 7, 13}))
+          << name(dt);
+    }
+    Tensor e = zeros({3}, {dt}).unsqueeze(0).expand({4, 3});
+    EXPECT_THROW(add_(e, ones({4, 3}, {dt})), Error) << name(dt);
   }
 }
 
