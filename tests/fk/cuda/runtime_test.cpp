@@ -181,7 +181,7 @@ TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
   EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady)
       << "an op synchronized under ME_LAZY_SYNC=1";
   gate.open();
-  expect_near(total, sum(mul(add(x, x), 0.25), {1}), 1e-5, "sum after a host read");
+  expect_near(total, sum(mul(add(x, x), 0.25), {1}), 1e-4, "sum after a host read");
   expect_near(y, mul(x, 0.5), 1e-6, "add then mul");
 }
 
@@ -216,8 +216,8 @@ TEST(CudaRuntime, OpsRunOnTheCallersStream) {
     expect_near(acc, a, 0, "in-place add");
     expect_near(y, matmul(mul(a, 2.0), b), 1e-4, "matmul of an input made behind the gate");
     Tensor fx_cpu = rfftn(mul(x, -1.5));
-    expect_near(fx.real(), fx_cpu.real(), 1e-12, "rfftn (real part)");
-    expect_near(fx.imag(), fx_cpu.imag(), 1e-12, "rfftn (imaginary part)");
+    expect_near(fx.real(), fx_cpu.real(), 1e-11, "rfftn (real part)");
+    expect_near(fx.imag(), fx_cpu.imag(), 1e-11, "rfftn (imaginary part)");
   }
 }
 
