@@ -70,13 +70,16 @@ std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, Gra
   // Analytic: one backward per real output component.
   std::vector<std::vector<std::vector<double>>> analytic(diff_index.size());
   for (int64_t j = 0; j < n_out; ++j) {
-    Tensor seed = zeros(y.shape(), {y.dtype()});
+    // Seeds are written on the host and moved to the output's device.
+    Tensor seed;
     if (complex_out) {
-      seed.data<c128>()[j / 2] = j % 2 == 0 ? c128(1, 0) : c128(0, 1);
+      Tensor s128 = zeros(y.shape(), {DType::C128});
+      s128.data<c128>()[j / 2] = j % 2 == 0 ? c128(1, 0) : c128(0, 1);
+      seed = s128.to(y.dtype()).to(y.device());
     } else {
       Tensor s64 = zeros(y.shape(), {DType::F64});
       s64.data<double>()[j] = 1.0;
-      seed = s64.to(y.dtype());
+      seed = s64.to(y.dtype()).to(y.device());
     }
     std::vector<Tensor> req;
     for (size_t i : diff_index) req.push_back(xs[i]);
@@ -97,24 +100,34 @@ std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, Gra
   // Numerical: central differences per real input component.
   autograd::NoGradGuard ng;
   for (size_t a = 0; a < diff_index.size(); ++a) {
-    Tensor& x = xs[diff_index[a]];
+    const size_t i = diff_index[a];
+    const Tensor x = xs[i];
+    // Components are nudged through a host pointer: a CPU input in place, a
+    // device input on a host copy that is moved back before each evaluation.
+    const bool on_host = x.device().is_cpu();
+    Tensor h = on_host ? x : x.to(kCPU).contiguous();
+    auto evaluate = [&] {
+      if (!on_host) xs[i] = h.to(x.device());
+      return flatten(fn(xs));
+    };
     int64_t n_in = x.numel() * (is_complex(x.dtype()) ? 2 : 1);
     for (int64_t k = 0; k < n_in; ++k) {
-      perturb(x, k, opt.eps);
-      std::vector<double> yp = flatten(fn(xs));
-      perturb(x, k, -2 * opt.eps);
-      std::vector<double> ym = flatten(fn(xs));
-      perturb(x, k, opt.eps);
+      perturb(h, k, opt.eps);
+      std::vector<double> yp = evaluate();
+      perturb(h, k, -2 * opt.eps);
+      std::vector<double> ym = evaluate();
+      perturb(h, k, opt.eps);
       for (int64_t j = 0; j < n_out; ++j) {
         double num = (yp[j] - ym[j]) / (2 * opt.eps);
         double ana = analytic[a][j][k];
         if (!(std::abs(ana - num) <= opt.atol + opt.rtol * std::abs(num))) {
           return fmt::format(
-              "input {} component {}, output component {}: analytic {:.10g}, numerical {:.10g}",
-              diff_index[a], k, j, ana, num);
+              "input {} component {}, output component {}: analytic {:.10g}, numerical {:.10g}", i,
+              k, j, ana, num);
         }
       }
     }
+    xs[i] = x;
   }
   return "";
 }

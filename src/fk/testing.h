@@ -1,7 +1,8 @@
 #pragma once
 // fk::testing::gradcheck: compares the gradients autograd computes with central
 // finite differences, element by element of the full Jacobian. Use f64/c128
-// inputs. Complex numbers are checked through their real and imaginary parts:
+// inputs, on the CPU or a CUDA device (a device input is perturbed through a
+// host copy). Complex numbers are checked through their real and imaginary parts:
 // seeding an output with 1 differentiates Re(y), with i differentiates Im(y),
 // and a complex input's gradient is dL/dRe + i dL/dIm.
 #include <functional>

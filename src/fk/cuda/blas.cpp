@@ -1,4 +1,10 @@
 // cuBLAS GEMM (see blas.h). Host code only: compiled by the host compiler.
+// One cublasGemmEx / cublasGemmStridedBatchedEx call covers every dtype fk
+// multiplies on the device: f32 (FP32, or TF32 tensor cores with
+// CUBLAS_COMPUTE_32F_FAST_TF32), f16 and bf16 (tensor cores, f32 accumulation),
+// f64, c64 and c128, with cuBLAS choosing the kernel. fk calls no cuBLASLt API
+// (libcublas loads libcublasLt for itself): what that API adds, epilogue fusion
+// (bias, activation) and explicit algorithm selection, fk does not use.
 #include "fk/cuda/blas.h"
 
 #include <cublas_v2.h>

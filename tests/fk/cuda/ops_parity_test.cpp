@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../test_util.h"
@@ -396,6 +397,44 @@ TEST(CudaOps, Fft) {
   expect_same(rfft(r.to(DType::F16).to(kGpu)), rfft(r.to(DType::F16)), 2e-3, "rfft f16");
   Tensor rg = r.to(kGpu);
   expect_same(irfftn(rfftn(rg), {4, 6}), r, 1e-12, "round trip");
+}
+
+// fk::testing::gradcheck with the inputs on the device: autograd's gradients
+// of the CUDA ops against central differences of the same CUDA ops (f64), an
+// independent check of the device backward paths beside the CPU/GPU parity.
+TEST(CudaOps, GradcheckOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  Tensor a = test::random_tensor({3, 4}, DType::F64, -1, 1, 31).to(kGpu);
+  Tensor b = test::random_tensor({4, 2}, DType::F64, -1, 1, 32).to(kGpu);
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  Tensor idx = i64s({2, 0, 2, 1}, {4}).to(kGpu);  // a repeat: the backward accumulates
+  // Every evaluation (analytic and perturbed) must run on the device.
+  auto on_gpu = [](testing::TensorFn f) {
+    return [f](const std::vector<Tensor>& xs) {
+      for (const Tensor& x : xs) EXPECT_TRUE(x.device().is_cuda());
+      Tensor y = f(xs);
+      EXPECT_TRUE(y.device().is_cuda());
+      return y;
+    };
+  };
+  const std::vector<std::pair<std::string, testing::TensorFn>> unary_cases = {
+      {"tanh(x) * exp(x)", [](const auto& xs) { return mul(tanh(xs[0]), exp(xs[0])); }},
+      {"softmax dim 1", [](const auto& xs) { return softmax(xs[0], 1); }},
+      {"sum of squares dim 1", [](const auto& xs) { return sum(mul(xs[0], xs[0]), {1}); }},
+      {"index_select dim 0", [&](const auto& xs) { return index_select(xs[0], 0, idx); }},
+      {"rfftn (complex output)", [](const auto& xs) { return rfftn(xs[0]); }},
+      {"irfftn of a scaled rfftn",
+       [](const auto& xs) {
+         return irfftn(mul(rfftn(xs[0]), 0.5), {3, 4});
+       }},
+  };
+  for (const auto& [what, f] : unary_cases) {
+    EXPECT_EQ(testing::gradcheck(on_gpu(f), {a}), "") << what;
+  }
+  EXPECT_EQ(testing::gradcheck(on_gpu([](const auto& xs) { return matmul(xs[0], xs[1]); }), {a, b}),
+            "")
+      << "matmul";
 }
 
 TEST(CudaOps, FactoriesOnDevice) {

@@ -1,0 +1,263 @@
+// The CUDA runtime's policies, observed from outside: the sync policy
+// (ME_LAZY_SYNC), ops on the stream the caller set, and the stream-ordered
+// pool's statistics and trimming. The GPU tests skip themselves where no GPU is
+// usable; a CPU-only build compiles none of them (they call the CUDA runtime).
+//
+// The sync policy is observed with host functions enqueued on a stream: one
+// that sleeps (an op that synchronizes returns only after it), and a gate that
+// holds back everything queued behind it until the test opens it (an op that
+// does not synchronize returns while its work still waits). The gate opens by
+// itself after 2 s, so a wrong policy fails these tests instead of hanging them.
+#include <gtest/gtest.h>
+
+#ifdef FK_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../test_util.h"
+#include "fk/cuda/runtime.h"
+
+namespace fk {
+namespace {
+
+#define SKIP_WITHOUT_GPU() \
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+const Device kGpu = cuda_device(0);
+const char* const kLazySync = "ME_LAZY_SYNC";
+
+// Overrides ME_LAZY_SYNC for one test (the override also resets the latch).
+class SyncPolicy {
+ public:
+  explicit SyncPolicy(const char* value) { mutable_knob(kLazySync).set_override(value); }
+  ~SyncPolicy() { mutable_knob(kLazySync).set_override(std::nullopt); }
+  SyncPolicy(const SyncPolicy&) = delete;
+  SyncPolicy& operator=(const SyncPolicy&) = delete;
+};
+
+// A stream the test creates and makes device 0's current stream, as a host
+// framework lending its own stream would; the previous one is restored after
+// the stream has drained (tensors freed on it are stream-ordered frees).
+class CallerStream {
+ public:
+  CallerStream() : previous_(cuda::current_stream(0)) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    cuda::set_current_stream(0, stream_);
+  }
+  ~CallerStream() {
+    cudaStreamSynchronize(stream_);
+    cuda::set_current_stream(0, previous_);
+    cudaStreamDestroy(stream_);
+  }
+  CallerStream(const CallerStream&) = delete;
+  CallerStream& operator=(const CallerStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  void* previous_;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Holds back the work queued on `stream` after it until open() (or 2 s).
+class Gate {
+ public:
+  explicit Gate(cudaStream_t stream) : stream_(stream) {
+    EXPECT_EQ(cudaLaunchHostFunc(stream_, &Gate::hold, this), cudaSuccess);
+  }
+  // Opens and waits for the stream, so the host function never outlives the gate.
+  ~Gate() {
+    open();
+    cudaStreamSynchronize(stream_);
+  }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  void open() { open_.store(true, std::memory_order_release); }
+
+ private:
+  static void CUDART_CB hold(void* self) {
+    auto* gate = static_cast<Gate*>(self);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!gate->open_.load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  cudaStream_t stream_;
+  std::atomic<bool> open_{false};
+};
+
+void CUDART_CB sleep_50ms(void*) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// The bytes of a CUDA tensor as they are now, read on a stream of their own
+// (non-blocking: it does not wait for the legacy default stream or any other).
+std::vector<float> read_now(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  cudaStream_t side = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(out.data(), t.data_ptr(), out.size() * sizeof(float),
+                            cudaMemcpyDeviceToHost, side),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+  cudaStreamDestroy(side);
+  return out;
+}
+
+void expect_near(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
+  ASSERT_TRUE(gpu.device().is_cuda()) << what;
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  auto g = gpu.to(kCPU).to_vector<double>(), c = cpu.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_NEAR(g[i], c[i], tol * (1 + std::abs(c[i]))) << what << " at " << i;
+  }
+}
+
+// Registered as a latched boolean, off by default: synchronizing after every
+// op is the default policy. Runs without a GPU.
+TEST(CudaRuntime, LazySyncKnobIsLatchedAndOffByDefault) {
+  const Knob& k = knob(kLazySync);
+  EXPECT_EQ(k.type(), KnobType::Bool);
+  EXPECT_EQ(k.read(), KnobRead::Latched);
+  EXPECT_EQ(std::string(k.default_value()), "0");
+  // Latched: once read, a change of the environment is not seen.
+  const char* env = std::getenv(kLazySync);
+  const std::optional<std::string> saved = env ? std::optional<std::string>(env) : std::nullopt;
+  const bool first = k.as_bool();
+  setenv(kLazySync, first ? "0" : "1", 1);
+  EXPECT_EQ(k.as_bool(), first);
+  if (saved) {
+    setenv(kLazySync, saved->c_str(), 1);
+  } else {
+    unsetenv(kLazySync);
+  }
+}
+
+// Default policy: each op returns only once its stream has drained, here
+// including a 50 ms host function queued just before it.
+TEST(CudaRuntime, EveryOpSynchronizesByDefault) {
+  SKIP_WITHOUT_GPU();
+  SyncPolicy eager("0");
+  CallerStream s;
+  Tensor x = test::random_tensor({48, 64}, DType::F32, -1, 1, 51).to(kGpu);
+  Tensor w = test::random_tensor({64, 32}, DType::F32, -1, 1, 52).to(kGpu);
+  const std::vector<std::pair<std::string, std::function<Tensor()>>> ops = {
+      {"add", [&] { return add(x, x); }},
+      {"sum", [&] { return sum(x, {1}); }},
+      {"matmul", [&] { return matmul(x, w); }},
+      {"rfftn", [&] { return rfftn(x); }},
+      {"host-to-device copy", [&] { return test::random_tensor({16}, DType::F32).to(kGpu); }},
+  };
+  for (const auto& [what, op] : ops) {
+    ASSERT_EQ(cudaLaunchHostFunc(s.get(), sleep_50ms, nullptr), cudaSuccess);
+    Tensor y = op();
+    EXPECT_EQ(cudaStreamQuery(s.get()), cudaSuccess)
+        << what << " returned before its stream drained";
+  }
+}
+
+// ME_LAZY_SYNC=1: ops return with their work still queued (behind a closed
+// gate); a host read synchronizes and sees the finished values.
+TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
+  SKIP_WITHOUT_GPU();
+  SyncPolicy lazy("1");
+  CallerStream s;
+  Tensor x = test::random_tensor({8, 512}, DType::F32, -1, 1, 53);
+  Tensor gx = x.to(kGpu);
+  cuda::synchronize(0);
+  Gate gate(s.get());
+  Tensor y = mul(add(gx, gx), 0.25);
+  Tensor total = sum(y, {1});
+  EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady)
+      << "an op synchronized under ME_LAZY_SYNC=1";
+  gate.open();
+  expect_near(total, sum(mul(add(x, x), 0.25), {1}), 1e-4, "sum after a host read");
+  expect_near(y, mul(x, 0.5), 1e-6, "add then mul");
+}
+
+// set_current_stream: ops run on the caller's stream. Behind a gate on that
+// stream, an in-place add leaves its target untouched (read from another
+// stream), and ops whose inputs are made behind the gate still get them right,
+// which they would not if they ran on any stream not ordered after the gate.
+TEST(CudaRuntime, OpsRunOnTheCallersStream) {
+  SKIP_WITHOUT_GPU();
+  SyncPolicy lazy("1");  // with eager syncs an op would wait for the gate
+  CallerStream s;
+  EXPECT_EQ(cuda::current_stream(0), static_cast<void*>(s.get()));
+  Tensor a = test::random_tensor({64, 32}, DType::F32, -1, 1, 54);
+  Tensor b = test::random_tensor({32, 16}, DType::F32, -1, 1, 55);
+  Tensor x = test::random_tensor({16, 24}, DType::F64, -1, 1, 56);
+  Tensor ga = a.to(kGpu), gb = b.to(kGpu), gx = x.to(kGpu);
+  Tensor acc = zeros({64, 32}, {DType::F32, kGpu});
+  // Warm up: the cuBLAS handle and the cuFFT plan allocate when first made.
+  Tensor warm_blas = matmul(ga, gb), warm_fft = rfftn(gx);
+  cuda::synchronize(0);
+  {
+    Gate gate(s.get());
+    add_(acc, ga);
+    Tensor a2 = mul(ga, 2.0);
+    Tensor y = matmul(a2, gb);
+    Tensor fx = rfftn(mul(gx, -1.5));
+    EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady);
+    for (float v : read_now(acc)) {
+      ASSERT_EQ(v, 0.0f) << "the in-place add ran before the gate on the caller's stream opened";
+    }
+    gate.open();
+    expect_near(acc, a, 0, "in-place add");
+    expect_near(y, matmul(mul(a, 2.0), b), 1e-4, "matmul of an input made behind the gate");
+    Tensor fx_cpu = rfftn(mul(x, -1.5));
+    expect_near(fx.real(), fx_cpu.real(), 1e-11, "rfftn (real part)");
+    expect_near(fx.imag(), fx_cpu.imag(), 1e-11, "rfftn (imaginary part)");
+  }
+}
+
+// memory_stats counts the bytes tensors request: a known allocation moves
+// `allocated` and `peak` by exactly its size, and reset_peak_memory lowers the
+// peak to what is live.
+TEST(CudaRuntime, MemoryStatsCountAKnownAllocation) {
+  SKIP_WITHOUT_GPU();
+  const int64_t n = int64_t{3} << 20;  // f32 elements: 12 MiB
+  const int64_t nbytes = 4 * n;
+  const MemoryStats before = memory_stats(kGpu);
+  {
+    Tensor t = empty({n}, {DType::F32, kGpu});
+    const MemoryStats live = memory_stats(kGpu);
+    EXPECT_EQ(live.allocated, before.allocated + nbytes);
+    EXPECT_EQ(live.num_allocs, before.num_allocs + 1);
+    EXPECT_GE(live.peak, before.allocated + nbytes);
+    EXPECT_GE(live.reserved, live.allocated);
+  }
+  const MemoryStats after = memory_stats(kGpu);
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_GE(after.peak, before.allocated + nbytes);
+  reset_peak_memory(kGpu);
+  EXPECT_EQ(memory_stats(kGpu).peak, after.allocated);
+}
+
+// A freed block stays reserved by the pool (its release threshold is raised,
+// so even a synchronization keeps it); empty_cache returns it to the driver.
+TEST(CudaRuntime, EmptyCacheTrimsThePool) {
+  SKIP_WITHOUT_GPU();
+  const int64_t nbytes = int64_t{256} << 20;
+  { Tensor t = empty({nbytes / 4}, {DType::F32, kGpu}); }
+  cuda::synchronize(0);  // the free is stream-ordered
+  const int64_t cached = memory_stats(kGpu).reserved;
+  EXPECT_GE(cached, nbytes);
+  empty_cache(kGpu);
+  const int64_t trimmed = memory_stats(kGpu).reserved;
+  EXPECT_LE(trimmed + nbytes, cached) << "reserved " << cached << " -> " << trimmed;
+}
+
+}  // namespace
+}  // namespace fk
+#endif  // FK_WITH_CUDA
