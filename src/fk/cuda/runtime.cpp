@@ -116,6 +116,10 @@ void* pool_allocate(int device, size_t nbytes) {
   return p;
 }
 
+// Freed in the order of the device's current stream. A block whose last use
+// was on another stream (the caller switched streams with set_current_stream)
+// may be reused before that stream's work ends: fk has no record_stream, so a
+// caller mixing streams synchronizes them before dropping such tensors.
 void pool_deallocate(int device, void* p, size_t nbytes) {
   if (p) {
     DeviceGuard g(device);
