@@ -376,10 +376,9 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
 bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
                          const KernelMap& m, float* gw) {
   const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
-  if (blk == 0) return true;  // nothing to compute: the gradient has no elements
   const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
   const int64_t budget = int64_t{64} << 20;
-  if (per_chunk > budget || n == 0) return false;
+  if (per_chunk == 0 || per_chunk > budget || n == 0) return false;
   // Chunks of >= 4096 rows: enough of them to share among threads, few enough
   // that the partials stay small.
   const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
@@ -448,6 +447,7 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
 template <typename T>
 void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m,
                          T* gw) {
+  if (cin * cout == 0) return;  // the gradient has no elements
   constexpr fk::DType dt = dtype_of_t<T>();
   struct Job {
     int64_t k, p0, p1;
