@@ -3,47 +3,26 @@
 // built binary next to this test binary (both go to FK_BIN_DIR); skipped when
 // it has not been built.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path minkowski_binary() {
-  return fs::read_symlink("/proc/self/exe").parent_path() / "minkowski";
-}
-
 fs::path scratch() {
   fs::path d = fs::temp_directory_path() / ("minkowski_cli_" + std::to_string(getpid()));
   fs::create_directories(d);
   return d;
-}
-
-struct CliResult {
-  int status = -1;
-  std::string err;
-};
-
-CliResult run_cli(const std::string& args) {
-  const fs::path err = scratch() / "err.txt";
-  const std::string cmd =
-      minkowski_binary().string() + " " + args + " >/dev/null 2>" + err.string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream f(err);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
 }
 
 // A .npy of int32 rows (N x cols), version 1.0, little endian.
@@ -61,7 +40,8 @@ void write_npy(const fs::path& path, const std::vector<int32_t>& v, int64_t cols
 }
 
 TEST(BenchConvCli, SceneRunWritesItsJson) {
-  if (!fs::exists(minkowski_binary())) GTEST_SKIP() << "minkowski CLI not built";
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
   // A 12 x 12 plane of voxels: each interior voxel has 9 neighbours (itself
   // and 8 in the plane) under a 3^3 kernel, so the pair count is known.
   std::vector<int32_t> rows;
@@ -69,10 +49,13 @@ TEST(BenchConvCli, SceneRunWritesItsJson) {
     for (int y = 0; y < 12; ++y) rows.insert(rows.end(), {0, x, y, 5});
   const fs::path scene = scratch() / "plane.npy", json = scratch() / "out.json";
   write_npy(scene, rows, 4);
-  const CliResult r = run_cli("bench conv --scene " + scene.string() +
-                              " --channels 8 --out-channels 16 --kernel 3 --threads 1 --repeats 1 "
-                              "--json " +
-                              json.string());
+  const auto r = fieldkit_test::run_cli(
+      fieldkit_test::sibling_binary("minkowski"),
+      "bench conv --scene " + scene.string() +
+          " --channels 8 --out-channels 16 --kernel 3 --threads 1 --repeats 1 "
+          "--json " +
+          json.string(),
+      scratch());
   ASSERT_EQ(r.status, 0) << r.err;
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);
@@ -90,7 +73,8 @@ TEST(BenchConvCli, SceneRunWritesItsJson) {
 }
 
 TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
-  if (!fs::exists(minkowski_binary())) GTEST_SKIP() << "minkowski CLI not built";
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
   const fs::path three_cols = scratch() / "three_cols.npy";
   write_npy(three_cols, {0, 1, 2, 0, 1, 3}, 3);
   const std::pair<std::string, std::string> cases[] = {
@@ -101,7 +85,8 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
       {"bench conv --points 0", "--points"},
       {"bench conv --points many", "--points"}};
   for (const auto& [args, needle] : cases) {
-    const CliResult r = run_cli(args);
+    const auto r =
+        fieldkit_test::run_cli(fieldkit_test::sibling_binary("minkowski"), args, scratch());
     EXPECT_NE(r.status, 0) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("minkowski: ", 0), 0u) << r.err;

@@ -2,14 +2,11 @@
 // line on stderr, exit status 2. Runs the built binary next to this test
 // binary (both go to FK_BIN_DIR); skipped when it has not been built.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "cli_run.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -18,27 +15,8 @@ using nefi::test::scratch;
 
 namespace fs = std::filesystem;
 
-fs::path nefi_binary() {
-  return fs::read_symlink("/proc/self/exe").parent_path() / "nefi";
-}
-
-struct CliResult {
-  int status = -1;
-  std::string err;
-};
-
-CliResult run_cli(const std::string& args) {
-  const fs::path err = scratch() / "nefi_cli_err.txt";
-  const std::string cmd = nefi_binary().string() + " " + args + " >/dev/null 2>" + err.string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream f(err);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
-}
-
 TEST(BenchCli, BadInputPrintsOneLineAndExits2) {
-  if (!fs::exists(nefi_binary())) GTEST_SKIP() << "nefi_cli not built";
+  if (!fs::exists(fieldkit_test::sibling_binary("nefi"))) GTEST_SKIP() << "nefi_cli not built";
   const fs::path file = scratch() / "nefi_cli_a_file";
   std::ofstream(file) << "x";
   const std::pair<std::string, std::string> cases[] = {
@@ -50,7 +28,7 @@ TEST(BenchCli, BadInputPrintsOneLineAndExits2) {
       {"profile toy1d --stage 7", "stage"},
       {"profile deconvolution --method wiener --set n=16", "solver loop"}};
   for (const auto& [args, needle] : cases) {
-    const CliResult r = run_cli(args);
+    const auto r = fieldkit_test::run_cli(fieldkit_test::sibling_binary("nefi"), args, scratch());
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("nefi: error: ", 0), 0u) << r.err;
