@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -30,7 +31,9 @@ void check(cudaError_t e, const char* what) {
 
 struct DeviceState {
   std::mutex mu;
-  void* stream = nullptr;
+  // The device's current stream, one per process (not per thread); atomic so
+  // that a thread setting it races no thread reading it.
+  std::atomic<void*> stream{nullptr};
   PoolStats stats;
   std::once_flag pool_setup;
 };
@@ -54,7 +57,7 @@ class DeviceGuard {
 };
 
 cudaStream_t stream_of(int device) {
-  return static_cast<cudaStream_t>(state(device).stream);
+  return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
 }
 
 }  // namespace
@@ -164,10 +167,10 @@ void pool_trim(int device) {
 }
 
 void* current_stream(int device) {
-  return state(device).stream;
+  return state(device).stream.load(std::memory_order_acquire);
 }
 void set_current_stream(int device, void* stream) {
-  state(device).stream = stream;
+  state(device).stream.store(stream, std::memory_order_release);
 }
 
 void synchronize(int device) {
