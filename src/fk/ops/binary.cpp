@@ -545,8 +545,7 @@ namespace {
 template <typename F>
 bool fused_inplace(Tensor& self, const std::vector<const Tensor*>& others, const F& kernel) {
   if (!(self.dtype() == DType::F32 || self.dtype() == DType::F64)) return false;
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.stride(d) == 0 && self.size(d) > 1) return false;
+  if (repeats_elements(self)) return false;
   for (auto* o : others) {
     if (o->dtype() != self.dtype() || o->device() != self.device()) return false;
     if (broadcast_shapes(self.shape(), o->shape(), "in-place op") != self.shape()) return false;

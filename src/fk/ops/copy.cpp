@@ -239,6 +239,12 @@ bool overlaps(const Tensor& a, const Tensor& b) {
   return a0 <= b1 && b0 <= a1;
 }
 
+bool repeats_elements(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0 && t.size(d) > 1) return true;
+  return false;
+}
+
 bool same_view(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.offset() == b.offset() && a.shape() == b.shape() &&
          a.strides() == b.strides();
@@ -251,12 +257,10 @@ void copy_(Tensor& dst, const Tensor& src) {
   Dims b = broadcast_shapes(dst.shape(), src.shape(), "copy_");
   FK_CHECK(b == dst.shape(), "copy_", "a source broadcastable to " + dst.shape().str(),
            src.shape().str());
-  for (int64_t d = 0; d < dst.dim(); ++d)
-    FK_CHECK(
-        dst.stride(d) != 0 || dst.size(d) <= 1, "copy_",
-        "a destination whose elements are distinct memory (clone() an expanded tensor "
-        "before writing to it)",
-        "dim " + std::to_string(d) + " of size " + std::to_string(dst.size(d)) + " with stride 0");
+  FK_CHECK(!repeats_elements(dst), "copy_",
+           "a destination whose elements are distinct memory (clone() an expanded tensor "
+           "before writing to it)",
+           "shape " + dst.shape().str() + " with strides " + dst.strides().str());
   profile::OpScope op("copy_");
   // A source overlapping the destination (a shifted view of the same storage)
   // would be read after parts of it were written: copy it out first. The same

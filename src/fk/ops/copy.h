@@ -17,6 +17,9 @@ void copy_(Tensor& dst, const Tensor& src);
 // the very same view (dtype, offset, shape and strides).
 bool overlaps(const Tensor& a, const Tensor& b);
 bool same_view(const Tensor& a, const Tensor& b);
+// Whether several elements of t share memory (a stride-0 dim of size > 1, as
+// from expand): such a tensor cannot be written element by element.
+bool repeats_elements(const Tensor& t);
 Tensor contiguous(const Tensor& t);
 Tensor clone(const Tensor& t);
 Tensor to_dtype(const Tensor& t, DType dtype);

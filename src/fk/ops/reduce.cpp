@@ -214,6 +214,19 @@ Reduction prepare(const Tensor& t, const Dims& dims, bool keepdim, const char* o
 // multiples of kReduceBlock whose partials are merged in block order. The
 // split depends on the shape only, so the result is bitwise the same for any
 // thread count.
+// Lanes j0 .. w of the rows r0 .. r1 at base + r * C, one step at a time
+// (acc[j] = lane j): the generic fold of rows of lanes, which the
+// reducers' fold_rows fall back to.
+template <typename T, typename Red>
+void step_rows(const Red& red, const T* base, int64_t r0, int64_t r1, int64_t C, int64_t w,
+               typename Red::Acc* acc, int64_t j0 = 0) {
+  for (int64_t j = j0; j < w; ++j) acc[j] = red.init();
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* row = base + r * C;
+    for (int64_t j = j0; j < w; ++j) red.step(acc[j], row[j], r);
+  }
+}
+
 // One contiguous run x[0..n) (elements r0 .. r0 + n of its row) in one Acc.
 template <typename T, typename Red>
 typename Red::Acc fold_run(const Red& red, const T* x, int64_t n, int64_t r0 = 0) {
@@ -260,11 +273,7 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
       } else if constexpr (requires { red.fold_rows(base, r0, r1, C, w, acc.data()); }) {
         red.fold_rows(base, r0, r1, C, w, acc.data());
       } else {
-        for (int64_t j = 0; j < w; ++j) acc[j] = red.init();
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* row = base + r * C;
-          for (int64_t j = 0; j < w; ++j) red.step(acc[j], row[j], r);
-        }
+        step_rows(red, base, r0, r1, C, w, acc.data());
       }
       for (int64_t j = 0; j < w; ++j) {
         if (nr == 1) {
@@ -375,10 +384,7 @@ struct ExtremeReducer {
         for (int64_t j = 0; j < done; ++j) acc[j] = Acc{base[(r0 + row[j]) * C + j], r0 + row[j]};
       }
     }
-    for (int64_t j = done; j < w; ++j) acc[j] = init();
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t j = done; j < w; ++j) step(acc[j], base[r * C + j], r);
-    }
+    step_rows(*this, base, r0, r1, C, w, acc, done);
   }
   void merge(Acc& a, const Acc& b) const {
     if (b.index >= 0 && (a.index < 0 || better<kMax>(b.best, a.best))) a = b;
@@ -629,13 +635,7 @@ struct LogSumExpReducer {
   }
   void fold_rows(const T* base, int64_t r0, int64_t r1, int64_t C, int64_t w,
                  Acc* acc) const requires kTwoPass {
-    if (!vec) {
-      for (int64_t j = 0; j < w; ++j) acc[j] = init();
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t j = 0; j < w; ++j) step(acc[j], base[r * C + j], r);
-      }
-      return;
-    }
+    if (!vec) return step_rows(*this, base, r0, r1, C, w, acc);
     std::array<float, kLaneBlock> m, shift{};  // {}: as in softmax_kernel
     std::array<bool, kLaneBlock> nan;
     std::array<double, kLaneBlock> total;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/vec_math.h"
 
 namespace fk::cpu::avx2 {
@@ -33,7 +34,7 @@ __attribute__((target("avx2,fma"))) double exp_shifted_sum_f32(const float* x, f
   alignas(32) double l[8];
   _mm256_store_pd(l, lo);
   _mm256_store_pd(l + 4, hi);
-  double a = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  double a = combine_lanes(l, [](double u, double v) { return u + v; });
   if (i < n) {
     alignas(32) float buf[8] = {};
     const size_t rest = static_cast<size_t>(n - i) * sizeof(float);
