@@ -9,7 +9,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
-#include "minkowski/conv_reference.h"
+#include "minkowski/ops/conv_reference.h"
 #include "minkowski/minkowski.h"
 
 namespace minkowski {

@@ -14,7 +14,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
-#include "minkowski/conv_reference.h"
+#include "minkowski/ops/conv_reference.h"
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_kernel.h"
 
