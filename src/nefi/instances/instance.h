@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nefi/field/neural_field.h"
-#include "nefi/io/params.h"
+#include "nefi/params.h"
 #include "nefi/measurement.h"
 #include "nefi/solve/curriculum.h"
 #include "nefi/solve/result.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "nefi/instances/instance.h"
-#include "nefi/io/params.h"
+#include "nefi/params.h"
 
 namespace nefi {
 

@@ -32,13 +32,21 @@ class Params {
     std::string doc;
   };
   const std::vector<Entry>& entries() const { return entries_; }
-  std::string keys() const;                        // "a, b, c"
-  static std::string render(const ParamValue& v);  // YAML flow text
+  std::string keys() const;  // "a, b, c"
+  // YAML flow text that reads back as exactly `v`: doubles via yaml_float,
+  // integral list entries as integers.
+  static std::string render(const ParamValue& v);
 
  private:
   const Entry& get(const std::string& key) const;
   Entry& get(const std::string& key);
   std::vector<Entry> entries_;
 };
+
+// The shortest text that reads back as exactly `v`, in a form every YAML
+// loader reads as a float: a mantissa with a point and a signed exponent
+// (1.0, 0.02, 1.0e-06, 1.0e+21) and .inf / -.inf / .nan. YAML 1.1 loaders
+// (PyYAML) read `1e-06` or `1` as a string or an int.
+std::string yaml_float(double v);
 
 }  // namespace nefi

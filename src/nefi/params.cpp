@@ -1,5 +1,7 @@
-#include "nefi/io/params.h"
+#include "nefi/params.h"
 
+#include <charconv>
+#include <cmath>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -96,23 +98,45 @@ std::vector<double> Params::list(const std::string& key) const {
   return std::get<std::vector<double>>(get(key).value);
 }
 
+std::string yaml_float(double v) {
+  if (std::isnan(v)) return ".nan";
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip text
+  std::string s(buf, r.ptr);
+  const size_t e = s.find('e');
+  const std::string mantissa = s.substr(0, e);
+  if (mantissa.find('.') == std::string::npos)
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  return s;
+}
+
+namespace {
+
+// A list entry: integers stay integers ([64, 64, 16]), anything else is a float.
+std::string render_list_entry(double v) {
+  constexpr double kExactInt = 9007199254740992.0;  // 2^53
+  if (v == std::floor(v) && std::abs(v) < kExactInt && !(v == 0 && std::signbit(v)))
+    return std::to_string(static_cast<int64_t>(v));
+  return yaml_float(v);
+}
+
+}  // namespace
+
 std::string Params::render(const ParamValue& v) {
   std::ostringstream os;
-  os.precision(10);
   if (std::holds_alternative<bool>(v)) {
     os << (std::get<bool>(v) ? "true" : "false");
   } else if (std::holds_alternative<int64_t>(v)) {
     os << std::get<int64_t>(v);
   } else if (std::holds_alternative<double>(v)) {
-    const double d = std::get<double>(v);
-    os << d;
-    if (os.str().find_first_of(".eEn") == std::string::npos) os << ".0";
+    os << yaml_float(std::get<double>(v));
   } else if (std::holds_alternative<std::string>(v)) {
     os << std::get<std::string>(v);
   } else {
     os << "[";
     const auto& l = std::get<std::vector<double>>(v);
-    for (size_t i = 0; i < l.size(); ++i) os << (i ? ", " : "") << l[i];
+    for (size_t i = 0; i < l.size(); ++i) os << (i ? ", " : "") << render_list_entry(l[i]);
     os << "]";
   }
   return os.str();
