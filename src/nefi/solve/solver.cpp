@@ -85,6 +85,342 @@ void scatter(std::vector<fk::Tensor>& params, const std::vector<double>& x) {
   }
 }
 
+// The trainable parameters of a stage: the field's flat buffer, then the operator's.
+std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op) {
+  std::vector<fk::Tensor> params{field.params().flat()};
+  for (const auto& p : op.parameters()) params.push_back(p);
+  return params;
+}
+
+AdamOptions adam_options(const OptimConfig& o) {
+  AdamOptions ao;
+  ao.decoupled = o.optimizer == "adamw";
+  ao.weight_decay = o.weight_decay;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.grad_clip = o.grad_clip;
+  return ao;
+}
+
+std::vector<std::string> history_columns(const LossSet& losses) {
+  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
+                             "progress", "total",       "data_loss"};
+  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
+  return c;
+}
+
+// The checkpoint a run continues from, checked against this field and curriculum.
+Checkpoint checkpoint_to_resume(const std::string& path, const Field& field,
+                                const Curriculum& cur) {
+  Checkpoint ck = load_checkpoint(path);
+  FK_CHECK(ck.field_kind == field.kind(), "nefi::Solver resume",
+           "a checkpoint of a '" + field.kind() + "' field",
+           "one of a '" + ck.field_kind + "' field (" + path + ")");
+  FK_CHECK(ck.stage >= 0 && static_cast<size_t>(ck.stage) < cur.stages.size() &&
+               ck.step < cur.stages[ck.stage].steps,
+           "nefi::Solver resume", "a position inside this curriculum",
+           "stage " + std::to_string(ck.stage) + " step " + std::to_string(ck.step));
+  return ck;
+}
+
+// SolverOptions::only_stage as an index into the curriculum (negative: from the end).
+std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
+  if (!only) return std::nullopt;
+  const int k = *only < 0 ? n_stages + *only : *only;
+  FK_CHECK(k >= 0 && k < n_stages, "nefi::Solver stage",
+           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+           std::to_string(*only));
+  return static_cast<size_t>(k);
+}
+
+// One curriculum stage: its grid, operator, data and losses, the optimizer
+// state and the NaN guard's snapshots, and the loop over its steps.
+class StageRun {
+ public:
+  // Moves the field to the stage's grid, sets up the optimizer and calls
+  // SolverOptions::on_stage_start.
+  StageRun(const InverseProblem& problem, const Curriculum& cur, const SolverOptions& opt,
+           size_t index);
+  // Continues from a saved position inside this stage.
+  void resume(const Checkpoint& ck, const std::string& path);
+  // Runs the remaining steps, appending to `history`; `global` counts the
+  // run's steps, `run_over` is set when the run's time budget is spent.
+  StageResult run(History& history, int& global, int total_steps, Clock::time_point t_run,
+                  bool& run_over);
+
+  const Domain& domain() const { return domain_; }
+  const OperatorPtr& op() const { return op_; }
+  double progress() const { return progress_; }
+
+ private:
+  struct StepValue {
+    fk::Tensor pred;
+    LossSet::Value val;
+    double total = 0;
+  };
+  void lbfgs_step(int t, double lr, StepValue& v);
+  // False when the loss is not finite: the parameters are restored and the step skipped.
+  bool adam_step(int t, double lr, StepValue& v);
+  double record(History& history, int t, int global, double lr, const StepValue& v);
+  void save(int t, int global) const;
+  // Calls the callbacks and applies the stopping rules; nullptr: go on.
+  const char* stop_reason(const StepInfo& info, const fk::Tensor& pred, Clock::time_point t_run,
+                          bool& run_over);
+
+  const Curriculum& cur_;
+  const SolverOptions& opt_;
+  const int index_;
+  const Stage& stage_;
+  const Domain domain_;
+  const OperatorPtr op_;
+  const Measurement obs_;
+  const LossSet losses_;
+  Field& field_;
+  std::vector<fk::Tensor> params_;
+  FusedAdam adam_;
+  std::optional<fk::amp::GradScaler> scaler_;  // f16 trunks: dynamic loss scaling
+  const bool use_lbfgs_;
+  Lbfgs lbfgs_;
+  std::vector<double> xh_;          // L-BFGS's host copy of the parameters
+  std::vector<fk::Tensor> good_;    // the NaN guard's last good parameters
+  std::vector<fk::Tensor> shadow_;  // the EMA shadow
+  StageResult sr_;
+  double lr_mult_ = 1.0, best_ = std::numeric_limits<double>::infinity(), progress_ = 0;
+  int since_best_ = 0, bad_ = 0, t0_ = 0;
+};
+
+fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
+  return stage.shape.empty() ? domain.shape() : stage.shape;
+}
+
+// The field moves to the stage grid before its parameters are read (a grid
+// field resamples its buffer).
+std::vector<fk::Tensor> start_stage_field(Field& field, const Domain& domain, const Operator& op) {
+  field.on_stage_start(domain);
+  return solve_parameters(field, op);
+}
+
+StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const SolverOptions& opt,
+                   size_t index)
+    : cur_(cur),
+      opt_(opt),
+      index_(static_cast<int>(index)),
+      stage_(cur.stages[index]),
+      domain_(problem.domain.at(stage_shape(stage_, problem.domain))),
+      op_(problem.op->at_resolution(domain_.shape())),
+      obs_(problem.measurement.resampled(op_->output_shape(domain_.shape()))),
+      losses_(problem.losses.with_weights(stage_.loss_weights)),
+      field_(*problem.field),
+      params_(start_stage_field(field_, domain_, *op_)),
+      adam_(params_, adam_options(cur.optim)),
+      use_lbfgs_(cur.optim.optimizer == "lbfgs"),
+      lbfgs_(cur.optim.lbfgs_history, cur.optim.lbfgs_max_iter) {
+  if (field_.autocast() == fk::DType::F16) scaler_.emplace();
+  if (use_lbfgs_) xh_ = gather(params_, false);
+  good_ = snapshot(params_);
+  if (cur_.optim.ema) shadow_ = snapshot(params_);
+  if (opt_.on_stage_start)
+    opt_.on_stage_start(StageView{index_, &stage_, &domain_, &field_, op_.get(), &obs_, &losses_,
+                                  &cur_.optim, params_});
+  sr_.name = stage_.name;
+  sr_.shape = domain_.shape();
+}
+
+void StageRun::resume(const Checkpoint& ck, const std::string& path) {
+  FK_CHECK(ck.params.size() == params_.size(), "nefi::Solver resume",
+           std::to_string(params_.size()) + " parameter buffers",
+           std::to_string(ck.params.size()) + " in " + path);
+  {
+    fk::autograd::NoGradGuard ng;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      FK_CHECK(
+          ck.params[i].shape() == params_[i].shape() && ck.params[i].dtype() == params_[i].dtype(),
+          "nefi::Solver resume",
+          "parameter buffer " + std::to_string(i) + " " + params_[i].shape().str(),
+          ck.params[i].shape().str() + " in " + path);
+      params_[i].detach().copy_(ck.params[i]);
+    }
+  }
+  if (!use_lbfgs_ && !ck.adam_m.empty()) adam_.load_state(ck.adam_m, ck.adam_v, ck.adam_steps);
+  if (use_lbfgs_) xh_ = gather(params_, false);
+  lr_mult_ = ck.lr_mult;
+  t0_ = ck.step + 1;
+  progress_ = stage_.progress_at(ck.step);  // what the field ends at if no step is left
+  good_ = snapshot(params_);
+  if (cur_.optim.ema) shadow_ = snapshot(params_);
+}
+
+void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
+  // No NaN guard or clipping here: the line search rejects bad points.
+  auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
+    scatter(params_, x);
+    for (auto& p : params_) p.set_grad(fk::Tensor());
+    FieldMap fl = field_.forward(domain_, progress_);
+    v.pred = op_->forward(fl);
+    LossContext c{&fl, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+    v.val = losses_.forward(c);
+    v.val.total.backward(make_scalar(1.0, v.val.total.dtype()));
+    g = gather(params_, true);
+    return scalar_value(v.val.total);
+  };
+  v.total = lbfgs_.step(objective, xh_, lr);
+}
+
+bool StageRun::adam_step(int t, double lr, StepValue& v) {
+  FieldMap fields = field_.forward(domain_, progress_);
+  v.pred = op_->forward(fields);
+  LossContext ctx{&fields, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+  v.val = losses_.forward(ctx);
+  v.total = scalar_value(v.val.total);
+  if (!std::isfinite(v.total)) {
+    FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+             std::to_string(v.total) + " at stage " + stage_.name + " step " + std::to_string(t));
+    ++bad_;
+    FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
+             "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+             "a persistent non-finite loss at stage " + stage_.name);
+    restore(params_, good_);
+    lr_mult_ *= 0.5;
+    adam_.reset_state();
+    return false;
+  }
+  bad_ = 0;
+  adam_.zero_grad();
+  if (scaler_) {
+    scaler_->scale(v.val.total).backward();
+    std::vector<fk::Tensor> grads;
+    for (const auto& p : params_) grads.push_back(p.grad());
+    const bool finite = scaler_->unscale_and_check(grads);
+    scaler_->update(!finite);
+    if (finite) adam_.step(lr);
+  } else {
+    v.val.total.backward(make_scalar(1.0, v.val.total.dtype()));  // no fill op for the seed
+    adam_.step(lr);
+  }
+  return true;
+}
+
+// Appends the step's history row and updates the stage summary; returns the data loss.
+double StageRun::record(History& history, int t, int global, double lr, const StepValue& v) {
+  std::vector<double> comps;
+  for (const auto& c : v.val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
+  const double data = losses_.data_loss(comps);
+  std::vector<double> row{static_cast<double>(t),
+                          static_cast<double>(global),
+                          static_cast<double>(index_),
+                          lr,
+                          progress_,
+                          v.total,
+                          data};
+  row.insert(row.end(), comps.begin(), comps.end());
+  history.rows.push_back(std::move(row));
+  sr_.steps = t + 1;
+  sr_.final_total = v.total;
+  sr_.final_data_loss = data;
+  return data;
+}
+
+void StageRun::save(int t, int global) const {
+  Checkpoint ck;
+  ck.stage = index_;
+  ck.step = t;
+  ck.global_step = global;
+  ck.field_kind = field_.kind();
+  ck.lr_mult = lr_mult_;
+  ck.params = snapshot(params_);
+  if (!use_lbfgs_) {
+    ck.adam_m = adam_.first_moments();
+    ck.adam_v = adam_.second_moments();
+    ck.adam_steps = adam_.steps();
+  }
+  save_checkpoint(opt_.checkpoint_path, ck);
+}
+
+const char* StageRun::stop_reason(const StepInfo& info, const fk::Tensor& pred,
+                                  Clock::time_point t_run, bool& run_over) {
+  bool keep = true;
+  for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
+  if (!keep) return "callback";
+  if (!opt_.stopping_rules) return nullptr;
+  if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
+    run_over = true;
+    return "time_budget";
+  }
+  if (progress_ < 1.0) return nullptr;
+  if (cur_.early_stop_patience) {
+    if (info.data_loss < best_ - cur_.early_stop_min_delta) {
+      best_ = info.data_loss;
+      since_best_ = 0;
+    } else if (++since_best_ >= *cur_.early_stop_patience) {
+      return "early_stop";
+    }
+  }
+  if (cur_.discrepancy_tau && obs_.has_noise()) {
+    fk::autograd::NoGradGuard ng;
+    const double rmse = std::sqrt(masked_mse(pred.detach(), obs_.data, obs_.mask).item());
+    if (rmse <= *cur_.discrepancy_tau * obs_.noise_std) return "discrepancy";
+  }
+  return nullptr;
+}
+
+StageResult StageRun::run(History& history, int& global, int total_steps, Clock::time_point t_run,
+                          bool& run_over) {
+  fk::profile::ProfileScope prof;
+  const auto t_stage = Clock::now();
+  for (int t = t0_; t < stage_.steps; ++t) {
+    const int64_t t_step = fk::profile::now_ns();
+    const fk::profile::Counters c_step = fk::profile::counters();
+    const double lr = lr_mult_ * stage_.lr_at(t);
+    progress_ = stage_.progress_at(t);
+    StepValue v;
+    if (use_lbfgs_) {
+      lbfgs_step(t, lr, v);
+    } else if (!adam_step(t, lr, v)) {
+      continue;
+    }
+    if (cur_.optim.ema) ema_update(shadow_, params_, *cur_.optim.ema);
+    // Snapshot after every checkpoint_every-th stage step (0, 25, ...), like the reference.
+    if (t % opt_.checkpoint_every == 0) good_ = snapshot(params_);
+    const double data = record(history, t, global, lr, v);
+    ++global;
+    if (!opt_.checkpoint_path.empty() &&
+        (t + 1 == stage_.steps ||
+         (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
+      save(t, global);
+    const fk::profile::Counters& c_now = fk::profile::counters();
+    const StepInfo info{index_,
+                        t,
+                        global,
+                        stage_.steps,
+                        total_steps,
+                        lr,
+                        progress_,
+                        v.total,
+                        data,
+                        (fk::profile::now_ns() - t_step) / 1e6,
+                        c_now.ops - c_step.ops,
+                        c_now.view_ops - c_step.view_ops,
+                        c_now.launches - c_step.launches};
+    if (const char* stop = stop_reason(info, v.pred, t_run, run_over)) {
+      sr_.stop = stop;
+      break;
+    }
+  }
+  sr_.seconds = seconds_since(t_stage);
+  const auto rep = prof.report();
+  sr_.ops = rep.counts.ops;
+  sr_.launches = rep.counts.launches;
+  if (cur_.optim.ema) restore(params_, shadow_);
+  // A stage that ran to its end is evaluated at the end of its schedule,
+  // progress_at(steps) (bands fully open), as in the reference; one that
+  // stopped early keeps the progress it was last trained at.
+  if (sr_.stop == "completed") progress_ = stage_.progress_at(stage_.steps);
+  sr_.lr_mult = lr_mult_;
+  sr_.final_progress = progress_;
+  return sr_;
+}
+
 }  // namespace
 
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
@@ -131,8 +467,7 @@ Result Solver::run() {
   }
   Field& field = *problem_.field;
   if (cur_.restarts > 1) {
-    std::vector<fk::Tensor> params{field.params().flat()};
-    for (const auto& p : best.final_op->parameters()) params.push_back(p);
+    std::vector<fk::Tensor> params = solve_parameters(field, *best.final_op);
     restore(params, best.params);
   }
   Result res = std::move(best.res);
@@ -157,272 +492,39 @@ Result Solver::run() {
 
 Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_run) {
   Attempt at;
-  Result& res = at.res;
   Field& field = *problem_.field;
   field.reset_parameters(seed);
-  res.history.columns = {"step", "global_step", "stage", "lr", "progress", "total", "data_loss"};
-  for (const auto& t : problem_.losses.terms()) res.history.columns.push_back(t.loss->name());
-  const int total_steps = cur_.total_steps();
-  int global = 0;
-  bool& run_over = at.run_over;
+  at.res.history.columns = history_columns(problem_.losses);
   at.final_domain = problem_.domain;
   at.final_op = problem_.op;
   // A resume applies to the first attempt only (restarts re-seed from scratch).
   std::optional<Checkpoint> resume;
-  if (!opt_.resume_from.empty() && first) {
-    resume = load_checkpoint(opt_.resume_from);
-    FK_CHECK(resume->field_kind == field.kind(), "nefi::Solver resume",
-             "a checkpoint of a '" + field.kind() + "' field",
-             "one of a '" + resume->field_kind + "' field (" + opt_.resume_from + ")");
-    FK_CHECK(resume->stage >= 0 && static_cast<size_t>(resume->stage) < cur_.stages.size() &&
-                 resume->step < cur_.stages[resume->stage].steps,
-             "nefi::Solver resume", "a position inside this curriculum",
-             "stage " + std::to_string(resume->stage) + " step " + std::to_string(resume->step));
-    global = resume->global_step;
-  }
-
-  const int n_stages = static_cast<int>(cur_.stages.size());
-  std::optional<size_t> only;
-  if (opt_.only_stage) {
-    const int k = *opt_.only_stage < 0 ? n_stages + *opt_.only_stage : *opt_.only_stage;
-    FK_CHECK(k >= 0 && k < n_stages, "nefi::Solver stage",
-             "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
-             std::to_string(*opt_.only_stage));
-    only = static_cast<size_t>(k);
-  }
-  for (size_t si = 0; si < cur_.stages.size() && !run_over; ++si) {
+  if (!opt_.resume_from.empty() && first)
+    resume = checkpoint_to_resume(opt_.resume_from, field, cur_);
+  int global = resume ? resume->global_step : 0;
+  const std::optional<size_t> only =
+      only_stage_index(opt_.only_stage, static_cast<int>(cur_.stages.size()));
+  for (size_t si = 0; si < cur_.stages.size() && !at.run_over; ++si) {
     if (resume && static_cast<int>(si) < resume->stage) continue;
     if (only && si != *only) continue;
-    const Stage& stage = cur_.stages[si];
-    const fk::Dims shape = stage.shape.empty() ? problem_.domain.shape() : stage.shape;
-    const Domain sd = problem_.domain.at(shape);
-    OperatorPtr op = problem_.op->at_resolution(shape);
-    const Measurement obs = problem_.measurement.resampled(op->output_shape(shape));
-    field.on_stage_start(sd);
-    const LossSet losses = problem_.losses.with_weights(stage.loss_weights);
-    std::vector<fk::Tensor> params{field.params().flat()};
-    for (const auto& p : op->parameters()) params.push_back(p);
-    AdamOptions ao;
-    ao.decoupled = cur_.optim.optimizer == "adamw";
-    ao.weight_decay = cur_.optim.weight_decay;
-    ao.beta1 = cur_.optim.beta1;
-    ao.beta2 = cur_.optim.beta2;
-    ao.eps = cur_.optim.eps;
-    ao.grad_clip = cur_.optim.grad_clip;
-    FusedAdam adam(params, ao);
-    // f16 trunks: dynamic loss scaling so small gradients survive the f16 backward.
-    std::optional<fk::amp::GradScaler> scaler;
-    if (field.autocast() == fk::DType::F16) scaler.emplace();
-    const bool use_lbfgs = cur_.optim.optimizer == "lbfgs";
-    Lbfgs lbfgs(cur_.optim.lbfgs_history, cur_.optim.lbfgs_max_iter);
-    std::vector<double> xh;
-    if (use_lbfgs) xh = gather(params, false);
-    std::vector<fk::Tensor> good = snapshot(params);
-    std::vector<fk::Tensor> shadow;
-    if (cur_.optim.ema) shadow = snapshot(params);
-
-    if (opt_.on_stage_start)
-      opt_.on_stage_start(StageView{static_cast<int>(si), &stage, &sd, &field, op.get(), &obs,
-                                    &losses, &cur_.optim, params});
-    StageResult sr;
-    sr.name = stage.name;
-    sr.shape = shape;
-    double lr_mult = 1.0, best = std::numeric_limits<double>::infinity(), progress = 0;
-    int since_best = 0, bad = 0, t0 = 0;
+    StageRun stage(problem_, cur_, opt_, si);
     if (resume) {
-      FK_CHECK(resume->params.size() == params.size(), "nefi::Solver resume",
-               std::to_string(params.size()) + " parameter buffers",
-               std::to_string(resume->params.size()) + " in " + opt_.resume_from);
-      fk::autograd::NoGradGuard ng;
-      for (size_t i = 0; i < params.size(); ++i) {
-        FK_CHECK(resume->params[i].shape() == params[i].shape() &&
-                     resume->params[i].dtype() == params[i].dtype(),
-                 "nefi::Solver resume",
-                 "parameter buffer " + std::to_string(i) + " " + params[i].shape().str(),
-                 resume->params[i].shape().str() + " in " + opt_.resume_from);
-        params[i].detach().copy_(resume->params[i]);
-      }
-      if (!use_lbfgs && !resume->adam_m.empty())
-        adam.load_state(resume->adam_m, resume->adam_v, resume->adam_steps);
-      if (use_lbfgs) xh = gather(params, false);
-      lr_mult = resume->lr_mult;
-      t0 = resume->step + 1;
-      progress = stage.progress_at(resume->step);  // what the field ends at if no step is left
-      good = snapshot(params);
-      if (cur_.optim.ema) shadow = snapshot(params);
+      stage.resume(*resume, opt_.resume_from);
       resume.reset();
     }
-    auto save = [&](int t) {
-      Checkpoint ck;
-      ck.stage = static_cast<int>(si);
-      ck.step = t;
-      ck.global_step = global;
-      ck.field_kind = field.kind();
-      ck.lr_mult = lr_mult;
-      ck.params = snapshot(params);
-      if (!use_lbfgs) {
-        ck.adam_m = adam.first_moments();
-        ck.adam_v = adam.second_moments();
-        ck.adam_steps = adam.steps();
-      }
-      save_checkpoint(opt_.checkpoint_path, ck);
-    };
-    fk::profile::ProfileScope prof;
-    const auto t_stage = Clock::now();
-    for (int t = t0; t < stage.steps; ++t) {
-      const int64_t t_step = fk::profile::now_ns();
-      const fk::profile::Counters c_step = fk::profile::counters();
-      const double lr = lr_mult * stage.lr_at(t);
-      progress = stage.progress_at(t);
-      fk::Tensor pred;
-      LossSet::Value val;
-      double total = 0;
-      if (use_lbfgs) {
-        // No NaN guard or clipping here: the line search rejects bad points.
-        auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
-          scatter(params, x);
-          for (auto& p : params) p.set_grad(fk::Tensor());
-          FieldMap fl = field.forward(sd, progress);
-          pred = op->forward(fl);
-          LossContext c{&fl, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
-          val = losses.forward(c);
-          val.total.backward(make_scalar(1.0, val.total.dtype()));
-          g = gather(params, true);
-          return scalar_value(val.total);
-        };
-        total = lbfgs.step(objective, xh, lr);
-      } else {
-        FieldMap fields = field.forward(sd, progress);
-        pred = op->forward(fields);
-        LossContext ctx{&fields, pred, &obs, &sd, op.get(), static_cast<int>(si), t, progress};
-        val = losses.forward(ctx);
-        total = scalar_value(val.total);
-        if (!std::isfinite(total)) {
-          FK_CHECK(
-              opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
-              std::to_string(total) + " at stage " + stage.name + " step " + std::to_string(t));
-          ++bad;
-          FK_CHECK(bad <= opt_.max_bad_steps, "nefi::Solver",
-                   "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
-                   "a persistent non-finite loss at stage " + stage.name);
-          restore(params, good);
-          lr_mult *= 0.5;
-          adam.reset_state();
-          continue;
-        }
-        bad = 0;
-        adam.zero_grad();
-        if (scaler) {
-          scaler->scale(val.total).backward();
-          std::vector<fk::Tensor> grads;
-          for (const auto& p : params) grads.push_back(p.grad());
-          const bool finite = scaler->unscale_and_check(grads);
-          scaler->update(!finite);
-          if (finite) adam.step(lr);
-        } else {
-          val.total.backward(make_scalar(1.0, val.total.dtype()));  // no fill op for the seed
-          adam.step(lr);
-        }
-      }
-      if (cur_.optim.ema) ema_update(shadow, params, *cur_.optim.ema);
-      // Snapshot after every checkpoint_every-th stage step (0, 25, ...), like the reference.
-      if (t % opt_.checkpoint_every == 0) good = snapshot(params);
-
-      std::vector<double> comps;
-      for (const auto& c : val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
-      const double data = losses.data_loss(comps);
-      std::vector<double> row{static_cast<double>(t),
-                              static_cast<double>(global),
-                              static_cast<double>(si),
-                              lr,
-                              progress,
-                              total,
-                              data};
-      row.insert(row.end(), comps.begin(), comps.end());
-      res.history.rows.push_back(std::move(row));
-      ++global;
-      sr.steps = t + 1;
-      sr.final_total = total;
-      sr.final_data_loss = data;
-      if (!opt_.checkpoint_path.empty() &&
-          (t + 1 == stage.steps ||
-           (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
-        save(t);
-
-      const fk::profile::Counters& c_now = fk::profile::counters();
-      StepInfo info{static_cast<int>(si),
-                    t,
-                    global,
-                    stage.steps,
-                    total_steps,
-                    lr,
-                    progress,
-                    total,
-                    data,
-                    (fk::profile::now_ns() - t_step) / 1e6,
-                    c_now.ops - c_step.ops,
-                    c_now.view_ops - c_step.view_ops,
-                    c_now.launches - c_step.launches};
-      bool keep = true;
-      for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
-      if (!keep) {
-        sr.stop = "callback";
-        break;
-      }
-      if (!opt_.stopping_rules) continue;
-      if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
-        sr.stop = "time_budget";
-        run_over = true;
-        break;
-      }
-      if (progress < 1.0) continue;
-      if (cur_.early_stop_patience) {
-        if (data < best - cur_.early_stop_min_delta) {
-          best = data;
-          since_best = 0;
-        } else if (++since_best >= *cur_.early_stop_patience) {
-          sr.stop = "early_stop";
-          break;
-        }
-      }
-      if (cur_.discrepancy_tau && obs.has_noise()) {
-        fk::autograd::NoGradGuard ng;
-        const double rmse = std::sqrt(masked_mse(pred.detach(), obs.data, obs.mask).item());
-        if (rmse <= *cur_.discrepancy_tau * obs.noise_std) {
-          sr.stop = "discrepancy";
-          break;
-        }
-      }
-    }
-    sr.seconds = seconds_since(t_stage);
-    const auto rep = prof.report();
-    sr.ops = rep.counts.ops;
-    sr.launches = rep.counts.launches;
-    if (cur_.optim.ema) restore(params, shadow);
-    // A stage that ran to its end is evaluated at the end of its schedule,
-    // progress_at(steps) (bands fully open), as in the reference; one that
-    // stopped early keeps the progress it was last trained at.
-    if (sr.stop == "completed") progress = stage.progress_at(stage.steps);
-    sr.lr_mult = lr_mult;
-    sr.final_progress = progress;
-    res.stages.push_back(sr);
-    at.final_domain = sd;
-    at.final_progress = progress;
-    at.final_op = op;
+    at.res.stages.push_back(
+        stage.run(at.res.history, global, cur_.total_steps(), t_run, at.run_over));
+    at.final_domain = stage.domain();
+    at.final_progress = stage.progress();
+    at.final_op = stage.op();
   }
   if (only && *only + 1 != cur_.stages.size()) {
     // One early stage run alone: the result still lives on the curriculum's
     // final grid, where the instances compare it with their ground truth.
-    const Stage& last = cur_.stages.back();
-    const fk::Dims shape = last.shape.empty() ? problem_.domain.shape() : last.shape;
-    at.final_domain = problem_.domain.at(shape);
-    at.final_op = problem_.op->at_resolution(shape);
+    at.final_domain = problem_.domain.at(stage_shape(cur_.stages.back(), problem_.domain));
+    at.final_op = problem_.op->at_resolution(at.final_domain.shape());
   }
-  if (cur_.restarts > 1) {
-    std::vector<fk::Tensor> ps{field.params().flat()};
-    for (const auto& p : at.final_op->parameters()) ps.push_back(p);
-    at.params = snapshot(ps);
-  }
+  if (cur_.restarts > 1) at.params = snapshot(solve_parameters(field, *at.final_op));
   return at;
 }
 
