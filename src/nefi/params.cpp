@@ -98,6 +98,17 @@ std::vector<double> Params::list(const std::string& key) const {
   return std::get<std::vector<double>>(get(key).value);
 }
 
+const std::string& Params::choice(const std::string& key,
+                                  const std::vector<std::string>& options) const {
+  const std::string& v = s(key);
+  std::string names;
+  for (const auto& o : options) {
+    if (o == v) return v;
+    names += (names.empty() ? "" : ", ") + o;
+  }
+  throw fk::Error("config key '" + key + "'", "one of " + names, "'" + v + "'");
+}
+
 std::string yaml_float(double v) {
   if (std::isnan(v)) return ".nan";
   if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";

@@ -25,6 +25,9 @@ class Params {
   double d(const std::string& key) const;  // ints are accepted
   const std::string& s(const std::string& key) const;
   std::vector<double> list(const std::string& key) const;
+  // The string value of `key`, which must be one of `options` (else an error
+  // naming the key and the options).
+  const std::string& choice(const std::string& key, const std::vector<std::string>& options) const;
 
   struct Entry {
     std::string key;

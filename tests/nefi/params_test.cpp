@@ -93,6 +93,11 @@ TEST(NefiParams, ErrorsNameTheKey) {
   const std::string typed = message([&] { p.set_value("n", std::string("x")); });
   EXPECT_NE(typed.find("'n'"), std::string::npos) << typed;
   EXPECT_THROW(p.declare("n", int64_t{1}, "twice"), fk::Error);
+  p.declare("mode", std::string("fast"), "a choice");
+  EXPECT_EQ(p.choice("mode", {"slow", "fast"}), "fast");
+  const std::string choice = message([&] { p.choice("mode", {"slow", "exact"}); });
+  EXPECT_NE(choice.find("'mode'"), std::string::npos) << choice;
+  EXPECT_NE(choice.find("slow, exact"), std::string::npos) << choice;
 }
 
 }  // namespace

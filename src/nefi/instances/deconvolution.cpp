@@ -120,20 +120,94 @@ std::vector<double> render_scene(const Scene& sc, int64_t m, int64_t n, int64_t 
   return v;
 }
 
+// The instance's keys, read once and checked.
+struct DeconvolutionConfig {
+  int64_t n = 0, supersample = 0, render_factor = 0;
+  double extent = 0;
+  std::string scene;
+  double dot_cells = 0;
+  std::string psf;  // gaussian | motion | disk, with its parameters
+  double psf_sigma = 0, motion_length = 0, motion_angle = 0, disk_radius = 0;
+  PsfFunction inversion_psf;
+  bool poisson = false;  // else Gaussian noise of noise_std * max(clean)
+  double noise_std = 0, peak_counts = 0, background_counts = 0;
+  bool poisson_nll = false;  // the data loss (else mse)
+  double init_value = 0;
+  NeuralFieldConfig field;
+  Curriculum neural_curriculum, grid_curriculum;
+  TVOptions tv;
+  double tv_weight = 0, l1 = 0;
+  double wiener_snr = 0, wiener_tau = 0;
+
+  static DeconvolutionConfig from(const Params& p);
+};
+
 // The Poisson background: the reference's key `background_counts`, or its
 // older alias `background` when that one is set (>= 0).
-double background_counts(const Params& p) {
+double background_counts_of(const Params& p) {
   const double bg = p.d("background") >= 0 ? p.d("background") : p.d("background_counts");
   FK_CHECK(bg >= 0, "config key 'background_counts'", "counts >= 0", std::to_string(bg));
   return bg;
 }
 
-PsfFunction inversion_psf(const Params& p) {
-  const std::string& k = p.s("psf");
-  if (k == "gaussian") return gaussian_psf(p.d("psf_sigma"));
-  if (k == "motion") return motion_psf(p.d("motion_length"), p.d("motion_angle"));
-  if (k == "disk") return disk_psf(p.d("disk_radius"));
-  throw fk::Error("config key 'psf'", "gaussian, motion or disk", k);
+PsfFunction inversion_psf_of(const DeconvolutionConfig& c) {
+  if (c.psf == "gaussian") return gaussian_psf(c.psf_sigma);
+  if (c.psf == "motion") return motion_psf(c.motion_length, c.motion_angle);
+  if (c.psf == "disk") return disk_psf(c.disk_radius);
+  throw fk::Error("config key 'psf'", "gaussian, motion or disk", c.psf);
+}
+
+// data_loss auto: the Poisson NLL for count data, else MSE.
+bool poisson_nll_from(const Params& p, bool poisson) {
+  std::string dl = p.s("data_loss");
+  if (dl == "auto") dl = poisson ? "poisson_nll" : "mse";
+  FK_CHECK(dl == "mse" || dl == "poisson_nll", "config key 'data_loss'", "auto, mse or poisson_nll",
+           dl);
+  FK_CHECK(dl == "mse" || poisson, "config key 'data_loss'",
+           "poisson_nll only with noise poisson (count data)", "noise " + p.s("noise"));
+  return dl == "poisson_nll";
+}
+
+DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
+  DeconvolutionConfig c;
+  c.n = p.i("n");
+  c.supersample = p.i("supersample");
+  FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+  FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
+           "a refinement in [1, 64]", std::to_string(c.supersample));
+  c.extent = p.d("extent");
+  c.render_factor = p.i("render_factor");
+  FK_CHECK(c.render_factor >= 1, "config key 'render_factor'", ">= 1",
+           std::to_string(c.render_factor));
+  c.scene = p.s("scene");
+  FK_CHECK(c.scene == "phantom" || c.scene == "smooth" || c.scene == "sparse_dots",
+           "config key 'scene'", "phantom, smooth or sparse_dots", c.scene);
+  c.dot_cells = p.d("dot_cells");
+  c.psf = p.s("psf");
+  c.psf_sigma = p.d("psf_sigma");
+  c.motion_length = p.d("motion_length");
+  c.motion_angle = p.d("motion_angle");
+  c.disk_radius = p.d("disk_radius");
+  c.inversion_psf = inversion_psf_of(c);
+  const std::string& noise = p.s("noise");
+  FK_CHECK(noise == "gaussian" || noise == "poisson", "config key 'noise'", "gaussian or poisson",
+           noise);
+  c.poisson = noise == "poisson";
+  c.noise_std = p.d("noise_std");
+  c.peak_counts = p.d("peak_counts");
+  c.background_counts = background_counts_of(p);
+  c.poisson_nll = poisson_nll_from(p, c.poisson);
+  c.init_value = p.d("init_value");
+  c.field = neural_field_config_from(p);
+  c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
+  c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
+  c.tv.eps = p.d("tv_eps");
+  c.tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
+  c.tv_weight = p.d("tv");
+  c.l1 = p.d("l1");
+  c.wiener_snr = p.d("wiener_snr");
+  c.wiener_tau = p.d("wiener_tau");
+  return c;
 }
 
 class Deconvolution : public Instance {
@@ -182,16 +256,37 @@ class Deconvolution : public Instance {
 
   std::pair<Measurement, fk::Tensor> make_measurement(const Params& p,
                                                       uint64_t seed) const override {
-    const int64_t n = p.i("n"), ss = p.i("supersample");
-    FK_CHECK(n >= 8 && ss >= 1, "deconvolution", "n >= 8 and supersample >= 1",
-             std::to_string(n) + ", " + std::to_string(ss));
-    const int64_t nf = n * ss;
+    return measure(DeconvolutionConfig::from(p), seed);
+  }
+
+  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
+                const SolverOptions& so) const override {
+    FK_CHECK(method == "neural" || method == "grid" || method == "wiener", "deconvolution",
+             "method neural, grid or wiener", method);
+    const DeconvolutionConfig c = DeconvolutionConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    RunOutput out = start_run_output(method, meas, gt);
+    if (method == "wiener") {
+      run_wiener(c, domain, meas, out);
+    } else {
+      solve(c, method, seed, so, domain, meas, out);
+    }
+    out.metrics["psnr"] = psnr(out.reconstruction, gt);
+    out.metrics["ssim"] = ssim(out.reconstruction, gt);
+    out.metrics["mse"] = mse(out.reconstruction, gt);
+    if (!c.poisson) out.metrics["blurred_psnr"] = psnr(meas.data.to(fk::DType::F64), gt);
+    return out;
+  }
+
+ private:
+  // The scene on the finer f64 grid -> direct blur -> area average -> noise;
+  // the ground truth rendered at the inversion grid.
+  static std::pair<Measurement, fk::Tensor> measure(const DeconvolutionConfig& c, uint64_t seed) {
+    const int64_t n = c.n, nf = n * c.supersample, rf = c.render_factor;
     const fk::Dims fine{nf, nf}, coarse{n, n};
-    const double hf = p.d("extent") / nf;
-    const double L = p.d("extent");
-    const int64_t rf = p.i("render_factor");
-    FK_CHECK(rf >= 1, "config key 'render_factor'", ">= 1", std::to_string(rf));
-    const Scene sc = draw_scene(p.s("scene"), n, L, p.d("dot_cells"), seed);
+    const double L = c.extent, hf = L / nf;
+    const Scene sc = draw_scene(c.scene, n, L, c.dot_cells, seed);
     double scale = 1.0;
     if (!sc.clip) {  // grid-independent rescaling to a 0.9 maximum of the point samples
       const auto pts = point_samples(sc, n * rf, L);
@@ -199,105 +294,76 @@ class Deconvolution : public Instance {
     }
     const std::vector<double> scene = render_scene(sc, nf, n, rf, L, scale);
     fk::Dims ks;
-    const auto k = datagen::sample_psf(p.s("psf"), {hf, hf}, p.d("psf_sigma"), p.d("motion_length"),
-                                       p.d("motion_angle"), p.d("disk_radius"), &ks);
+    const auto k = datagen::sample_psf(c.psf, {hf, hf}, c.psf_sigma, c.motion_length,
+                                       c.motion_angle, c.disk_radius, &ks);
     const auto clean = area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
     const auto gt = render_scene(sc, n, n, rf, L, scale);
     datagen::Rng rng(seed * 7919 + 23);
     std::vector<double> y(clean);
     Measurement m;
-    if (p.s("noise") == "gaussian") {
-      double mx = 0;
-      for (double c : clean) mx = std::max(mx, c);
-      m.noise_std = p.d("noise_std") * mx;
-      for (double& v : y) v += m.noise_std * rng.normal();
-    } else if (p.s("noise") == "poisson") {
+    if (c.poisson) {
       for (double& v : y)
         v = static_cast<double>(
-            rng.poisson(p.d("peak_counts") * std::max(v, 0.0) + background_counts(p)));
+            rng.poisson(c.peak_counts * std::max(v, 0.0) + c.background_counts));
     } else {
-      FK_CHECK(false, "config key 'noise'", "gaussian or poisson", p.s("noise"));
+      double mx = 0;
+      for (double v : clean) mx = std::max(mx, v);
+      m.noise_std = c.noise_std * mx;
+      for (double& v : y) v += m.noise_std * rng.normal();
     }
     m.data = fk::from_vector(y, coarse).to(fk::DType::F32);
     return {m, fk::from_vector(gt, coarse)};
   }
 
-  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
-                const SolverOptions& so) const override {
-    auto [meas, gt] = make_measurement(p, seed);
-    const int64_t n = p.i("n");
-    const bool poisson = p.s("noise") == "poisson";
+  // Wiener filtering with its SNR by the discrepancy principle; Poisson counts
+  // are turned into intensities first.
+  static void run_wiener(const DeconvolutionConfig& c, const Domain& domain,
+                         const Measurement& meas, RunOutput& out) {
+    fk::Tensor y = meas.data.to(fk::DType::F64);
+    double sd = meas.noise_std;
+    if (c.poisson) {  // counts -> intensity; sigma from the mean count level (each >= 1)
+      std::vector<double> v = y.to_vector<double>();
+      double mean = 0;
+      for (double& x : v) {
+        mean += std::max(x, 1.0);
+        x = (x - c.background_counts) / c.peak_counts;
+      }
+      sd = std::sqrt(mean / static_cast<double>(v.size())) / c.peak_counts;
+      y = fk::from_vector(v, y.shape());
+    }
+    const WienerResult w =
+        wiener_deconvolve(y, c.inversion_psf, domain, sd, c.wiener_tau, c.wiener_snr);
+    out.reconstruction = w.x;
+    out.result.fields["x"] = w.x;
+    out.result.prediction = FFTConvolution(c.inversion_psf, domain).apply(w.x);
+    out.metrics["wiener_snr"] = w.snr;
+  }
+
+  static void solve(const DeconvolutionConfig& c, const std::string& method, uint64_t seed,
+                    const SolverOptions& so, const Domain& domain, const Measurement& meas,
+                    RunOutput& out) {
     InverseProblem prob;
     prob.name = "deconvolution";
-    prob.domain = Domain({n, n}, {p.d("extent"), p.d("extent")});
-    const PsfFunction psf = inversion_psf(p);
-    RunOutput out;
-    out.method = method;
-    out.gt = gt;
-    out.measurement = meas;
-    if (method == "wiener") {
-      fk::Tensor y = meas.data.to(fk::DType::F64);
-      double sd = meas.noise_std;
-      if (poisson) {  // counts -> intensity; sigma from the mean count level (each >= 1)
-        const double peak = p.d("peak_counts"), bg = background_counts(p);
-        std::vector<double> v = y.to_vector<double>();
-        double mean = 0;
-        for (double& c : v) {
-          mean += std::max(c, 1.0);
-          c = (c - bg) / peak;
-        }
-        sd = std::sqrt(mean / static_cast<double>(v.size())) / peak;
-        y = fk::from_vector(v, y.shape());
-      }
-      const WienerResult w =
-          wiener_deconvolve(y, psf, prob.domain, sd, p.d("wiener_tau"), p.d("wiener_snr"));
-      out.reconstruction = w.x;
-      out.result.fields["x"] = w.x;
-      out.result.prediction = FFTConvolution(psf, prob.domain).apply(w.x);
-      out.metrics["wiener_snr"] = w.snr;
+    prob.domain = domain;
+    OperatorPtr blur = std::make_shared<FFTConvolution>(c.inversion_psf, domain);
+    prob.op = c.poisson
+                  ? std::make_shared<NuisanceOperator>(blur, c.peak_counts, c.background_counts)
+                  : blur;
+    prob.measurement = meas;
+    std::vector<HeadPtr> heads{softplus_head("x", c.init_value)};
+    if (method == "neural") {
+      prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
     } else {
-      OperatorPtr blur = std::make_shared<FFTConvolution>(psf, prob.domain);
-      prob.op = poisson ? std::make_shared<NuisanceOperator>(blur, p.d("peak_counts"),
-                                                             background_counts(p))
-                        : blur;
-      prob.measurement = meas;
-      std::vector<HeadPtr> heads{softplus_head("x", p.d("init_value"))};
-      double lr = p.d("lr");
-      if (method == "neural") {
-        prob.field = std::make_shared<NeuralField>(2, heads, neural_field_config_from(p), seed);
-      } else if (method == "grid") {
-        prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
-        lr = p.d("grid_lr");
-      } else {
-        FK_CHECK(false, "deconvolution", "method neural, grid or wiener", method);
-      }
-      std::string dl = p.s("data_loss");
-      if (dl == "auto") dl = poisson ? "poisson_nll" : "mse";
-      FK_CHECK(dl == "mse" || dl == "poisson_nll", "config key 'data_loss'",
-               "auto, mse or poisson_nll", dl);
-      FK_CHECK(dl == "mse" || poisson, "config key 'data_loss'",
-               "poisson_nll only with noise poisson (count data)", "noise " + p.s("noise"));
-      // The Poisson NLL is per count: 1 / peak_counts brings it to image units,
-      // so the TV weight means the same for both noise models (as in the reference).
-      prob.losses.add(dl == "mse" ? mse_loss() : poisson_nll_loss(),
-                      dl == "mse" ? 1.0 : 1.0 / p.d("peak_counts"));
-      TVOptions tv;
-      tv.eps = p.d("tv_eps");
-      tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
-      prob.losses.add(tv_loss("x", tv), p.d("tv"));
-      prob.losses.add(l1_loss("x"), p.d("l1"));
-      out.curriculum = curriculum_from(p, prob.domain.shape(), lr);
-      SolverOptions opts = so;
-      opts.seed = seed;
-      Solver solver(prob, out.curriculum, opts);
-      out.result = solver.run();
-      out.reconstruction = out.result.fields.at("x").to(fk::DType::F64);
+      prob.field = std::make_shared<GridField>(domain.shape(), heads);
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    if (!poisson) out.metrics["blurred_psnr"] = psnr(meas.data.to(fk::DType::F64), gt);
-    return out;
+    // The Poisson NLL is per count: 1 / peak_counts brings it to image units,
+    // so the TV weight means the same for both noise models (as in the reference).
+    prob.losses.add(c.poisson_nll ? poisson_nll_loss() : mse_loss(),
+                    c.poisson_nll ? 1.0 / c.peak_counts : 1.0);
+    prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    prob.losses.add(l1_loss("x"), c.l1);
+    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
+                     seed, so, out);
   }
 };
 

@@ -1,8 +1,17 @@
 #include "nefi/instances/instance.h"
 
+#include <algorithm>
+
 #include "fk/error.h"
 
 namespace nefi {
+namespace {
+
+// Bounds that keep a mistyped width or depth from asking for terabytes.
+constexpr int64_t kMaxHidden = 65536, kMaxDepth = 1024;
+constexpr double kMaxSteps = 1e9;  // a step count an int holds
+
+}  // namespace
 
 const std::vector<InstancePtr>& all_instances() {
   static const std::vector<InstancePtr> list{make_toy1d(), make_deconvolution(),
@@ -19,6 +28,26 @@ InstancePtr find_instance(const std::string& name) {
   throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
 }
 
+RunOutput start_run_output(const std::string& method, const Measurement& measurement,
+                           const fk::Tensor& gt) {
+  RunOutput out;
+  out.method = method;
+  out.gt = gt;
+  out.measurement = measurement;
+  return out;
+}
+
+void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
+                      const SolverOptions& so, RunOutput& out) {
+  const std::string primary = problem.field->primary();
+  out.curriculum = curriculum;
+  SolverOptions opts = so;
+  opts.seed = seed;
+  Solver solver(std::move(problem), out.curriculum, opts);
+  out.result = solver.run();
+  out.reconstruction = out.result.fields.at(primary).to(fk::DType::F64);
+}
+
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("steps", steps, "steps per stage; stage i runs at n / 2^(stages-1-i)");
   p.declare("lr", lr, "learning rate of the first stage");
@@ -32,39 +61,49 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
 }
 
 std::optional<fk::DType> autocast_from(const Params& p) {
-  const std::string& a = p.s("autocast");
+  const std::string& a = p.choice("autocast", {"none", "bf16", "fp16"});
   if (a == "none") return std::nullopt;
-  if (a == "bf16") return fk::DType::BF16;
-  if (a == "fp16") return fk::DType::F16;
-  throw fk::Error("config key 'autocast'", "none, bf16 or fp16", a);
+  return a == "bf16" ? fk::DType::BF16 : fk::DType::F16;
 }
 
 NeuralFieldConfig neural_field_config_from(const Params& p) {
   NeuralFieldConfig fc;
-  fc.hidden = static_cast<int>(p.i("hidden"));
-  fc.depth = static_cast<int>(p.i("depth"));
-  fc.skip_at = static_cast<int>(p.i("skip_at"));
-  fc.activation = p.s("activation");
-  fc.n_octaves = static_cast<int>(p.i("n_octaves"));
+  const int64_t hidden = p.i("hidden"), depth = p.i("depth"), octaves = p.i("n_octaves");
+  FK_CHECK(hidden >= 1 && hidden <= kMaxHidden, "config key 'hidden'",
+           "a width in [1, " + std::to_string(kMaxHidden) + "]", std::to_string(hidden));
+  FK_CHECK(depth >= 1 && depth <= kMaxDepth, "config key 'depth'",
+           "a layer count in [1, " + std::to_string(kMaxDepth) + "]", std::to_string(depth));
+  FK_CHECK(octaves >= 0 && octaves <= 60, "config key 'n_octaves'", "an octave count in [0, 60]",
+           std::to_string(octaves));
+  fc.hidden = static_cast<int>(hidden);
+  fc.depth = static_cast<int>(depth);
+  fc.skip_at = static_cast<int>(std::clamp<int64_t>(p.i("skip_at"), -1, depth));
+  fc.activation = p.choice("activation", {"tanh", "relu", "gelu", "silu", "softplus", "sine"});
+  fc.n_octaves = static_cast<int>(octaves);
   fc.out_init_scale = p.d("out_init_scale");
   if (p.has("autocast")) fc.autocast = autocast_from(p);
   if (p.has("include_input")) fc.include_input = p.b("include_input");
   return fc;
 }
 
-Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr) {
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key) {
+  const double lr = p.d(lr_key);
+  FK_CHECK(lr > 0, "config key '" + lr_key + "'", "a learning rate > 0", std::to_string(lr));
   std::vector<int> steps;
   for (double s : p.list("steps")) {
-    FK_CHECK(s >= 1 && s == static_cast<int>(s), "config key 'steps'", "positive integers",
-             Params::render(p.list("steps")));
+    FK_CHECK(s >= 1 && s <= kMaxSteps && s == static_cast<int>(s), "config key 'steps'",
+             "positive integers", Params::render(p.list("steps")));
     steps.push_back(static_cast<int>(s));
   }
+  const double anneal = p.d("anneal_fraction");
+  FK_CHECK(anneal > 0 && anneal <= 1, "config key 'anneal_fraction'", "a fraction in (0, 1]",
+           std::to_string(anneal));
   Curriculum c = Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"));
   for (Stage& s : c.stages) {
-    s.anneal_fraction = p.d("anneal_fraction");
-    s.lr_schedule = p.s("lr_schedule");
+    s.anneal_fraction = anneal;
+    s.lr_schedule = p.choice("lr_schedule", {"cosine", "step", "constant"});
   }
-  c.optim.optimizer = p.s("optimizer");
+  c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
   c.optim.weight_decay = p.d("weight_decay");
   c.optim.grad_clip = p.d("grad_clip");
   c.validate();

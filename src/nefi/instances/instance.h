@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "nefi/field/neural_field.h"
-#include "nefi/params.h"
 #include "nefi/measurement.h"
+#include "nefi/params.h"
 #include "nefi/solve/curriculum.h"
 #include "nefi/solve/result.h"
 #include "nefi/solve/solver.h"
@@ -56,16 +56,27 @@ const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
 const char* thermal_tomography_data_tag();
 
+// A method's output before it runs: the method, the data it sees and the truth.
+RunOutput start_run_output(const std::string& method, const Measurement& measurement,
+                           const fk::Tensor& gt);
+// The tail every optimising method shares: solves `problem` on `curriculum`
+// with the run's seed (and the caller's solver switches) and records the
+// curriculum, the result and the problem's primary field (f64) in `out`.
+void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
+                      const SolverOptions& so, RunOutput& out);
+
 // Curriculum keys shared by the instances: steps (list), lr, lr_decay,
 // anneal_fraction, weight_decay, grad_clip, min_coarse.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
-Curriculum curriculum_from(const Params& p, const fk::Dims& shape, double lr);
+// The curriculum those keys describe at `shape`, starting at the learning
+// rate under `lr_key`; checked (an error names the key).
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key);
 // The `autocast` key: none | bf16 | fp16 (the MLP trunk only; the output
 // projection, heads, operator and losses stay f32).
 std::optional<fk::DType> autocast_from(const Params& p);
 // The neural field's keys shared by the instances: hidden, depth, skip_at,
 // activation, n_octaves, out_init_scale, autocast (if declared) and
-// include_input (if declared).
+// include_input (if declared); checked (an error names the key).
 NeuralFieldConfig neural_field_config_from(const Params& p);
 
 }  // namespace nefi

@@ -52,6 +52,38 @@ std::vector<double> toy1d_scene(const std::string& scene, int64_t nf, uint64_t s
   return v;
 }
 
+// The instance's keys, read once and checked.
+struct Toy1DConfig {
+  int64_t n = 0, supersample = 0;  // grid cells; data grid refinement
+  double sigma = 0, noise_std = 0;
+  std::string scene;
+  double init_value = 0;
+  NeuralFieldConfig field;
+  Curriculum neural_curriculum, grid_curriculum;
+  double tv = 0, l1 = 0;
+
+  static Toy1DConfig from(const Params& p) {
+    Toy1DConfig c;
+    c.n = p.i("n");
+    c.supersample = p.i("supersample");
+    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+    FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
+             "a refinement in [1, 64]", std::to_string(c.supersample));
+    c.sigma = p.d("sigma");
+    c.noise_std = p.d("noise_std");
+    c.scene = p.s("scene");
+    FK_CHECK(c.scene == "bumps" || c.scene == "spikes" || c.scene == "mixed", "config key 'scene'",
+             "bumps, spikes or mixed", c.scene);
+    c.init_value = p.d("init_value");
+    c.field = neural_field_config_from(p);
+    c.neural_curriculum = curriculum_from(p, {c.n}, "lr");
+    c.grid_curriculum = curriculum_from(p, {c.n}, "grid_lr");
+    c.tv = p.d("tv");
+    c.l1 = p.d("l1");
+    return c;
+  }
+};
+
 class Toy1D : public Instance {
  public:
   std::string name() const override { return "toy1d"; }
@@ -85,47 +117,24 @@ class Toy1D : public Instance {
 
   std::pair<Measurement, fk::Tensor> make_measurement(const Params& p,
                                                       uint64_t seed) const override {
-    const int64_t n = p.i("n"), ss = p.i("supersample");
-    FK_CHECK(n >= 8 && ss >= 1, "toy1d", "n >= 8 and supersample >= 1",
-             std::to_string(n) + ", " + std::to_string(ss));
-    const int64_t nf = n * ss;
-    const fk::Dims fine{nf}, coarse{n};
-    const std::vector<double> scene = toy1d_scene(p.s("scene"), nf, seed);
-    fk::Dims ks;
-    const auto k = datagen::sample_psf("gaussian", {1.0 / nf}, p.d("sigma"), 0, 0, 0, &ks);
-    const std::vector<double> clean =
-        area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
-    const std::vector<double> gt = area_resample(scene, fine, coarse);
-    double mx = 0;
-    for (double c : clean) mx = std::max(mx, c);
-    const double sd = p.d("noise_std") * mx;
-    datagen::Rng rng(seed * 7919 + 17);
-    std::vector<double> y(clean);
-    for (double& v : y) v += sd * rng.normal();
-    Measurement m;
-    m.data = fk::from_vector(y, coarse).to(fk::DType::F32);
-    m.noise_std = sd;
-    return {m, fk::from_vector(gt, coarse)};
+    return measure(Toy1DConfig::from(p), seed);
   }
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    auto [meas, gt] = make_measurement(p, seed);
-    const int64_t n = p.i("n");
+    FK_CHECK(method == "neural" || method == "grid", "toy1d", "method neural or grid", method);
+    const Toy1DConfig c = Toy1DConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
     InverseProblem prob;
     prob.name = "toy1d";
-    prob.domain = Domain({n}, {1.0});
-    prob.op = std::make_shared<FFTConvolution>(gaussian_psf(p.d("sigma")), prob.domain);
+    prob.domain = Domain({c.n}, {1.0});
+    prob.op = std::make_shared<FFTConvolution>(gaussian_psf(c.sigma), prob.domain);
     prob.measurement = meas;
-    std::vector<HeadPtr> heads{softplus_head("x", p.d("init_value"))};
-    double lr = p.d("lr");
+    std::vector<HeadPtr> heads{softplus_head("x", c.init_value)};
     if (method == "neural") {
-      prob.field = std::make_shared<NeuralField>(1, heads, neural_field_config_from(p), seed);
-    } else if (method == "grid") {
-      prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
-      lr = p.d("grid_lr");
+      prob.field = std::make_shared<NeuralField>(1, heads, c.field, seed);
     } else {
-      FK_CHECK(false, "toy1d", "method neural or grid", method);
+      prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
     }
     prob.losses.add(mse_loss(), 1.0);
     // The reference's toy1d TV: anisotropic, differences per unit length (the
@@ -133,22 +142,38 @@ class Toy1D : public Instance {
     TVOptions tv;
     tv.isotropic = false;
     tv.use_spacing = true;
-    prob.losses.add(tv_loss("x", tv), p.d("tv"));
-    prob.losses.add(l1_loss("x"), p.d("l1"));
-    RunOutput out;
-    out.method = method;
-    out.curriculum = curriculum_from(p, prob.domain.shape(), lr);
-    out.gt = gt;
-    out.measurement = meas;
-    SolverOptions opts = so;
-    opts.seed = seed;
-    Solver solver(prob, out.curriculum, opts);
-    out.result = solver.run();
-    out.reconstruction = out.result.fields.at("x").to(fk::DType::F64);
+    prob.losses.add(tv_loss("x", tv), c.tv);
+    prob.losses.add(l1_loss("x"), c.l1);
+    RunOutput out = start_run_output(method, meas, gt);
+    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
+                     seed, so, out);
     out.metrics["psnr"] = psnr(out.reconstruction, gt);
     out.metrics["mse"] = mse(out.reconstruction, gt);
     out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
     return out;
+  }
+
+ private:
+  // Scene on the 4x finer f64 grid -> direct blur -> area average -> noise.
+  static std::pair<Measurement, fk::Tensor> measure(const Toy1DConfig& c, uint64_t seed) {
+    const int64_t nf = c.n * c.supersample;
+    const fk::Dims fine{nf}, coarse{c.n};
+    const std::vector<double> scene = toy1d_scene(c.scene, nf, seed);
+    fk::Dims ks;
+    const auto k = datagen::sample_psf("gaussian", {1.0 / nf}, c.sigma, 0, 0, 0, &ks);
+    const std::vector<double> clean =
+        area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
+    const std::vector<double> gt = area_resample(scene, fine, coarse);
+    double mx = 0;
+    for (double v : clean) mx = std::max(mx, v);
+    const double sd = c.noise_std * mx;
+    datagen::Rng rng(seed * 7919 + 17);
+    std::vector<double> y(clean);
+    for (double& v : y) v += sd * rng.normal();
+    Measurement m;
+    m.data = fk::from_vector(y, coarse).to(fk::DType::F32);
+    m.noise_std = sd;
+    return {m, fk::from_vector(gt, coarse)};
   }
 };
 

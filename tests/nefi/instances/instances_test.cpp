@@ -66,6 +66,90 @@ TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
   EXPECT_EQ(full.config.list("steps"), (std::vector<double>{1200, 2400}));
 }
 
+// Each instance reads its keys once into a typed config that checks every
+// value before any data are simulated: a bad value (of the right YAML type)
+// is a one-line fk::Error that names its key, from make_measurement and run.
+TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
+  struct Case {
+    const char* instance;
+    const char* key;
+    const char* value;
+  };
+  const Case cases[] = {
+      {"toy1d", "n", "4"},
+      {"toy1d", "supersample", "0"},
+      {"toy1d", "scene", "blobs"},
+      {"toy1d", "hidden", "0"},
+      {"toy1d", "depth", "-1"},
+      {"toy1d", "activation", "swish"},
+      {"toy1d", "autocast", "fp8"},
+      {"toy1d", "steps", "[0, 5]"},
+      {"toy1d", "steps", "[1e12]"},
+      {"toy1d", "lr", "0"},
+      {"toy1d", "grid_lr", "-1"},
+      {"toy1d", "lr_schedule", "linear"},
+      {"toy1d", "optimizer", "sgd"},
+      {"toy1d", "anneal_fraction", "0"},
+      {"deconvolution", "psf", "airy"},
+      {"deconvolution", "noise", "laplace"},
+      {"deconvolution", "scene", "stars"},
+      {"deconvolution", "data_loss", "l2"},
+      {"deconvolution", "data_loss", "poisson_nll"},  // needs noise poisson
+      {"deconvolution", "render_factor", "0"},
+      {"deconvolution", "background_counts", "-2"},
+      {"deconvolution", "n_octaves", "-1"},
+      {"thermal_tomography", "grid", "[2, 8, 8]"},
+      {"thermal_tomography", "extent", "[1, 1]"},
+      {"thermal_tomography", "alpha_init", "0.5"},
+      {"thermal_tomography", "alpha_min", "0"},
+      {"thermal_tomography", "face_mode", "arithmetic"},
+      {"thermal_tomography", "bc_lateral", "neumann"},
+      {"thermal_tomography", "bc_back", "dirichlet"},
+      {"thermal_tomography", "initial", "flash"},
+      {"thermal_tomography", "solver", "lu"},
+      {"thermal_tomography", "stencil_backend", "simd"},
+      {"thermal_tomography", "grad_mode", "forward"},
+      {"thermal_tomography", "dt", "0"},
+      {"thermal_tomography", "first_frame", "500"},
+      {"thermal_tomography", "flash_center", "[1]"},
+      {"thermal_tomography", "scene", "striped"},
+      {"thermal_tomography", "n_defects", "[1.5, 2]"},
+      {"thermal_tomography", "alpha_base_range", "[0.2, 0.1]"},
+      {"thermal_tomography", "defect_shapes", "sphere"},
+      {"thermal_tomography", "sim_face_mode", "geometric"},
+      {"thermal_tomography", "sim_supersample", "0"},
+      {"thermal_tomography", "noise_std", "-1"},
+      {"thermal_tomography", "steps", "0"},
+      {"thermal_tomography", "grid_steps", "-1"},
+      {"thermal_tomography", "lr_step_size", "0"},
+      {"thermal_tomography", "n_stages", "0"},
+      {"thermal_tomography", "lr", "0"},
+      {"thermal_tomography", "lr_schedule", "exp"},
+      {"thermal_tomography", "optimizer", "sgd"},
+      {"thermal_tomography", "tv_eps", "0"},
+      {"thermal_tomography", "activation", "swish"},
+  };
+  for (const Case& k : cases) {
+    nefi::RunConfig c = nefi::default_run_config(k.instance);
+    nefi::apply_set(c, std::string(k.key) + "=" + k.value);  // the YAML type is right
+    auto inst = nefi::find_instance(k.instance);
+    for (int via_run = 0; via_run < 2; ++via_run) {
+      std::string message = "no error";
+      try {
+        if (via_run)
+          inst->run(c.config, inst->methods().front(), 0, {});
+        else
+          inst->make_measurement(c.config, 0);
+      } catch (const fk::Error& e) {
+        message = e.what();
+      }
+      EXPECT_NE(message.find(std::string("'") + k.key + "'"), std::string::npos)
+          << k.instance << " " << k.key << "=" << k.value << ": " << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
 // Inverse-crime guard: the data come from a different discretisation (2x/4x
 // finer f64 grid, direct spatial convolution) than the inversion operator
 // (FFT at the inversion grid). The tags differ, and the generator's clean

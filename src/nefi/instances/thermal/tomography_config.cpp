@@ -1,0 +1,335 @@
+#include "nefi/instances/thermal/tomography_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "fk/error.h"
+#include "nefi/instances/instance.h"
+
+namespace nefi::thermal {
+namespace {
+
+constexpr double kMaxSteps = 1e9;  // a step count an int holds
+
+void declare_domain_and_operator_keys(Params& p) {
+  p.declare("extent", std::vector<double>{10, 10, 1}, "physical slab size [Lx, Ly, H]");
+  p.declare("grid", std::vector<double>{64, 64, 16}, "cells [nx, ny, nz]; z is depth");
+  p.declare("dt", 0.05, "time between camera frames");
+  p.declare("n_frames", int64_t{100}, "frames after the flash");
+  p.declare("first_frame", int64_t{1}, "first observed frame (0 = the initial state)");
+  p.declare("frame_stride", int64_t{1}, "observe every k-th frame");
+  p.declare("solver", std::string("jacobi"), "inner solver: jacobi | chebyshev | cg");
+  p.declare("jacobi_iters", int64_t{50}, "K sweeps per implicit step (jacobi, chebyshev)");
+  p.declare("cg_tol", 1e-6, "cg relative residual tolerance");
+  p.declare("cg_max_iter", int64_t{200}, "cg iteration cap");
+  p.declare("implicit_substeps", int64_t{1}, "implicit steps per frame");
+  p.declare("face_mode", std::string("harmonic"), "face diffusivity rule (harmonic)");
+  p.declare("grad_mode", std::string("adjoint"), "adjoint | checkpoint | autograd");
+  p.declare("stencil_backend", std::string("auto"), "flat | roll | auto");
+  p.declare("alpha_min", 0.003, "lower bound of the alpha head");
+  p.declare("alpha_max", 0.25, "upper bound of the alpha head (and the PSNR range)");
+  p.declare("bc_lateral", std::string("periodic"), "lateral boundaries (periodic)");
+  p.declare("bc_back", std::string("neumann"), "back face: neumann (adiabatic) | robin");
+  p.declare("robin_h", 0.0, "robin heat-transfer coefficient");
+  p.declare("initial", std::string("gaussian"), "initial condition (gaussian flash)");
+  p.declare("flash_amplitude", 100.0, "flash peak temperature");
+  p.declare("flash_width_xy", 2.5, "flash lateral width (std, physical)");
+  p.declare("flash_width_z", 0.2, "flash depth width (std, physical)");
+  p.declare("flash_center", std::vector<double>{}, "flash centre [x, y]; [] = the middle");
+}
+
+void declare_scene_and_data_keys(Params& p) {
+  p.declare("scene", std::string("homogeneous"), "homogeneous | layered");
+  p.declare("alpha_base_range", std::vector<double>{0.1, 0.2}, "bulk alpha ~ U(range)");
+  p.declare("alpha_defect_range", std::vector<double>{0.005, 0.015}, "defect alpha ~ U(range)");
+  p.declare("n_defects", std::vector<double>{1, 4}, "defect count range (inclusive)");
+  p.declare("n_layers", std::vector<double>{3, 4}, "layered: strata count range");
+  p.declare("defect_shapes", std::string("ellipsoid,cylinder,box"), "comma-separated shapes");
+  p.declare("defect_radius_range", std::vector<double>{0.6, 1.6},
+            "range of each lateral semi-axis");
+  p.declare("defect_half_thickness_range", std::vector<double>{0.08, 0.2},
+            "half-thickness (depth) range");
+  p.declare("defect_depth_range", std::vector<double>{0.25, 0.75},
+            "centre depth / H range (clipped so the defect stays inside)");
+  p.declare("lateral_margin", 1.0, "defect centres keep this far from the lateral edges");
+  p.declare("min_layer_fraction", 0.15, "layered: thinnest stratum / H");
+  p.declare("sim_face_mode", std::string("harmonic"), "simulator faces: harmonic | arithmetic");
+  p.declare("sim_min_substeps", int64_t{10}, "simulator: fewest Euler substeps per frame");
+  p.declare("sim_substep_safety", 2.0, "simulator: substeps = safety * dt / dt_stable");
+  p.declare("sim_supersample", int64_t{1}, "simulator grid refinement");
+  p.declare("noise_std", 0.0, "Gaussian noise std relative to the clean surface maximum");
+}
+
+void declare_field_and_optimisation_keys(Params& p) {
+  p.declare("hidden", int64_t{512}, "MLP width");
+  p.declare("depth", int64_t{10}, "MLP hidden layers");
+  p.declare("skip_at", int64_t{4}, "layer that sees the encoding again (0: none)");
+  p.declare("activation", std::string("relu"), "tanh | relu | gelu | silu | softplus | sine");
+  p.declare("n_octaves", int64_t{12}, "Fourier feature octaves");
+  p.declare("include_input", false, "raw coordinates in the encoding");
+  p.declare("out_init_scale", 0.1, "output-layer weight scale");
+  p.declare("alpha_init", 0.15, "the bounded head's initial value");
+  p.declare("steps", int64_t{10000}, "optimizer steps");
+  p.declare("lr", 5e-5, "learning rate (nefty)");
+  p.declare("lr_schedule", std::string("step"), "step | cosine | constant");
+  p.declare("lr_step_size", int64_t{1000}, "step schedule: steps per decay");
+  p.declare("lr_gamma", 0.1, "step schedule: decay factor");
+  p.declare("lr_min_ratio", 0.01, "cosine schedule: final lr / lr");
+  p.declare("anneal_steps", int64_t{2500}, "Fourier band annealing length (0: off)");
+  p.declare("optimizer", std::string("adam"), "adam | adamw | lbfgs");
+  p.declare("weight_decay", 0.0, "AdamW decoupled weight decay");
+  p.declare("grad_clip", 0.0, "global gradient-norm clip (<= 0: off)");
+  p.declare("n_stages", int64_t{1}, "coarse-to-fine stages (grids halve per earlier stage)");
+  p.declare("stage_steps", std::vector<double>{}, "steps per stage; [] = steps / n_stages each");
+  p.declare("stage_lr_decay", 1.0, "lr factor per later stage");
+  p.declare("tv_weight", 1e-3, "isotropic TV weight (mean convention)");
+  p.declare("tv_eps", 1e-6, "TV smoothing");
+}
+
+void declare_evaluation_and_baseline_keys(Params& p) {
+  p.declare("iou_tau", 0.03, "defect threshold of iou (alpha < tau)");
+  p.declare("edge_threshold", 0.5, "edge_f1: fraction of the true gradient maximum");
+  p.declare("edge_dilate", int64_t{1}, "edge_f1: match tolerance in cells");
+  p.declare("projection_k", 2.0, "depth maps: deficit > k * MAD sigma");
+  p.declare("grid_lr", 0.0, "grid learning rate (0: lr)");
+  p.declare("grid_steps", int64_t{0}, "grid steps (0: steps)");
+  p.declare("tsr_window", 0.35, "TSR: half-width in ln t of the local curvature fits");
+  p.declare("ppt_c1", 1.82, "PPT: depth = c1 sqrt(alpha / (pi f_blind))");
+  p.declare("ppt_min_contrast", 0.03, "PPT: phase-contrast detection floor (radians)");
+}
+
+std::array<double, 2> pair_of(const Params& p, const std::string& key) {
+  const std::vector<double> v = p.list(key);
+  FK_CHECK(v.size() == 2, "config key '" + key + "'", "a pair [lo, hi]", Params::render(v));
+  return {v[0], v[1]};
+}
+
+std::array<int64_t, 2> int_pair_of(const Params& p, const std::string& key) {
+  const auto v = pair_of(p, key);
+  FK_CHECK(v[0] == std::floor(v[0]) && v[1] == std::floor(v[1]), "config key '" + key + "'",
+           "two integers", Params::render(p.list(key)));
+  return {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1])};
+}
+
+fk::Dims grid_of(const Params& p) {
+  const std::vector<double> g = p.list("grid");
+  FK_CHECK(g.size() == 3, "config key 'grid'", "three cell counts [nx, ny, nz]", Params::render(g));
+  fk::Dims d;
+  for (double v : g) {
+    FK_CHECK(v >= 3 && v == std::floor(v), "config key 'grid'",
+             "integers >= 3 (the heat stencil's smallest grid)", Params::render(g));
+    d.push_back(static_cast<int64_t>(v));
+  }
+  return d;
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::optional<std::array<double, 2>> flash_center(const Params& p) {
+  const std::vector<double> c = p.list("flash_center");
+  if (c.empty()) return std::nullopt;
+  FK_CHECK(c.size() == 2, "config key 'flash_center'", "[] (the middle) or a physical [x, y]",
+           Params::render(c));
+  return std::array<double, 2>{c[0], c[1]};
+}
+
+// The keys the inversion operator and the simulator share (the slab, the
+// camera's frames, the back face and the flash) and the operator's own.
+void read_slab_and_operator(const Params& p, TomographyConfig& c) {
+  c.grid = grid_of(p);
+  c.extent = p.list("extent");
+  HeatConfig& h = c.heat;
+  ExplicitHeatConfig& s = c.simulator;
+  h.extent = s.extent = c.scene.extent = c.extent;
+  h.dt = s.dt = p.d("dt");
+  h.n_frames = s.n_frames = p.i("n_frames");
+  h.first_frame = s.first_frame = p.i("first_frame");
+  h.frame_stride = s.frame_stride = p.i("frame_stride");
+  h.back_bc = s.back_bc = p.choice("bc_back", {"neumann", "robin"});
+  h.robin_h = s.robin_h = p.d("robin_h");
+  h.flash.amplitude = s.flash.amplitude = p.d("flash_amplitude");
+  h.flash.width_xy = s.flash.width_xy = p.d("flash_width_xy");
+  h.flash.width_z = s.flash.width_z = p.d("flash_width_z");
+  h.flash.center = s.flash.center = flash_center(p);
+  h.flash.periodic = s.flash.periodic = true;
+  h.implicit_substeps = p.i("implicit_substeps");
+  h.stencil = p.choice("stencil_backend", {"flat", "roll", "auto"});
+  h.solver = p.choice("solver", {"jacobi", "chebyshev", "cg"});
+  h.jacobi_iters = p.i("jacobi_iters");
+  h.cg_tol = p.d("cg_tol");
+  h.cg_max_iter = p.i("cg_max_iter");
+  h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
+  FK_CHECK(p.s("face_mode") == "harmonic", "config key 'face_mode'",
+           "harmonic (the operator's face rule)", p.s("face_mode"));
+  FK_CHECK(p.s("bc_lateral") == "periodic", "config key 'bc_lateral'", "periodic",
+           p.s("bc_lateral"));
+  FK_CHECK(p.s("initial") == "gaussian", "config key 'initial'", "gaussian", p.s("initial"));
+  c.alpha_min = p.d("alpha_min");
+  c.alpha_max = p.d("alpha_max");
+  c.alpha_init = p.d("alpha_init");
+  FK_CHECK(c.alpha_min > 0 && c.alpha_min < c.alpha_max, "config keys 'alpha_min'/'alpha_max'",
+           "0 < alpha_min < alpha_max",
+           std::to_string(c.alpha_min) + ", " + std::to_string(c.alpha_max));
+  FK_CHECK(c.alpha_init > c.alpha_min && c.alpha_init < c.alpha_max, "config key 'alpha_init'",
+           "alpha_min < alpha_init < alpha_max", std::to_string(c.alpha_init));
+}
+
+void read_scene_and_data(const Params& p, TomographyConfig& c) {
+  SceneConfig& sc = c.scene;
+  sc.scene = p.s("scene");
+  sc.alpha_base_range = pair_of(p, "alpha_base_range");
+  sc.alpha_defect_range = pair_of(p, "alpha_defect_range");
+  sc.n_defects = int_pair_of(p, "n_defects");
+  sc.n_layers = int_pair_of(p, "n_layers");
+  sc.defect_shapes = split_names(p.s("defect_shapes"));
+  sc.defect_radius_range = pair_of(p, "defect_radius_range");
+  sc.defect_half_thickness_range = pair_of(p, "defect_half_thickness_range");
+  sc.defect_depth_range = pair_of(p, "defect_depth_range");
+  sc.lateral_margin = p.d("lateral_margin");
+  sc.min_layer_fraction = p.d("min_layer_fraction");
+  sc.validate();
+  ExplicitHeatConfig& s = c.simulator;
+  s.face_mode = p.s("sim_face_mode");
+  s.min_substeps = p.i("sim_min_substeps");
+  s.substep_safety = p.d("sim_substep_safety");
+  s.validate();
+  c.sim_supersample = p.i("sim_supersample");
+  FK_CHECK(c.sim_supersample >= 1, "config key 'sim_supersample'", "an integer >= 1",
+           std::to_string(c.sim_supersample));
+  c.noise_std = p.d("noise_std");
+  FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", "noise_std >= 0",
+           std::to_string(c.noise_std));
+}
+
+// One stage over `steps` at `grid`, or n_stages coarse-to-fine stages.
+Curriculum thermal_curriculum(const Params& p, const fk::Dims& grid, int steps, double lr) {
+  const int64_t n_stages = p.i("n_stages");
+  Curriculum c;
+  if (n_stages == 1) {
+    c = Curriculum::single(grid, steps, lr);
+  } else {
+    std::vector<int> per;
+    for (double s : p.list("stage_steps")) {
+      FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
+               "positive integers", Params::render(p.list("stage_steps")));
+      per.push_back(static_cast<int>(s));
+    }
+    if (per.empty()) per.assign(n_stages, std::max(1, steps / static_cast<int>(n_stages)));
+    FK_CHECK(static_cast<int64_t>(per.size()) == n_stages, "config key 'stage_steps'",
+             "[] or one entry per stage", Params::render(p.list("stage_steps")));
+    c = Curriculum::multiscale(grid, per, lr, p.d("stage_lr_decay"), 4);
+  }
+  for (Stage& s : c.stages) {
+    s.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "constant"});
+    s.lr_min_ratio = p.d("lr_min_ratio");
+    s.lr_step_size = static_cast<int>(p.i("lr_step_size"));
+    s.lr_gamma = p.d("lr_gamma");
+    const int64_t anneal = p.i("anneal_steps");
+    s.anneal = anneal > 0;
+    s.anneal_fraction = std::clamp(static_cast<double>(anneal) / s.steps, 1e-9, 1.0);
+  }
+  c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
+  c.optim.weight_decay = p.d("weight_decay");
+  c.optim.grad_clip = p.d("grad_clip");
+  c.validate();
+  return c;
+}
+
+// A count of optimizer steps under `key`, in [lo, kMaxSteps].
+int step_count(const Params& p, const std::string& key, int64_t lo) {
+  const int64_t v = p.i(key);
+  FK_CHECK(v >= lo && v <= static_cast<int64_t>(kMaxSteps), "config key '" + key + "'",
+           "a step count in [" + std::to_string(lo) + ", 1e9]", std::to_string(v));
+  return static_cast<int>(v);
+}
+
+// The field, the losses and the two methods' schedules (grid: its own lr and
+// steps when set).
+void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
+  c.field = neural_field_config_from(p);
+  const int steps = step_count(p, "steps", 1);
+  const int grid_steps = step_count(p, "grid_steps", 0);
+  step_count(p, "anneal_steps", 0);
+  step_count(p, "lr_step_size", 1);  // the step schedule divides by it
+  const int64_t n_stages = p.i("n_stages");
+  FK_CHECK(n_stages >= 1 && n_stages <= 32, "config key 'n_stages'", "a stage count in [1, 32]",
+           std::to_string(n_stages));
+  const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
+  FK_CHECK(lr > 0, "config key 'lr'", "a learning rate > 0", std::to_string(lr));
+  FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",
+           std::to_string(grid_lr));
+  c.tv_weight = p.d("tv_weight");
+  c.tv.isotropic = true;
+  c.tv.eps = p.d("tv_eps");
+  c.tv.periodic_axes = {0, 1};
+  c.tv.use_spacing = true;
+  FK_CHECK(c.tv_weight >= 0 && c.tv.eps > 0, "config keys 'tv_weight'/'tv_eps'",
+           "tv_weight >= 0 and tv_eps > 0",
+           std::to_string(c.tv_weight) + ", " + std::to_string(c.tv.eps));
+  c.nefty_curriculum = thermal_curriculum(p, c.grid, steps, lr);
+  c.grid_curriculum = thermal_curriculum(p, c.grid, grid_steps > 0 ? grid_steps : steps,
+                                         grid_lr > 0 ? grid_lr : lr);
+}
+
+void read_evaluation_and_baselines(const Params& p, TomographyConfig& c) {
+  const double thickness = c.extent[2];
+  VolumeMetricOptions& m = c.metrics;
+  m.alpha_min = c.alpha_min;
+  m.alpha_max = c.alpha_max;
+  m.iou_tau = p.d("iou_tau");
+  m.edge_threshold = p.d("edge_threshold");
+  m.edge_dilate = static_cast<int>(p.i("edge_dilate"));
+  m.projection_k = p.d("projection_k");
+  m.thickness = thickness;
+  c.tsr.window = p.d("tsr_window");
+  c.tsr.thickness = thickness;
+  c.tsr.k = m.projection_k;
+  const auto& ab = c.scene.alpha_base_range;
+  c.ppt.alpha = 0.5 * (ab[0] + ab[1]);
+  c.ppt.c1 = p.d("ppt_c1");
+  c.ppt.min_contrast = p.d("ppt_min_contrast");
+  c.ppt.k = m.projection_k;
+  c.ppt.thickness = thickness;
+  const HeatConfig& h = c.heat;
+  c.frame_interval = h.dt * static_cast<double>(h.frame_stride);
+  for (int64_t n = h.first_frame; n <= h.n_frames; n += h.frame_stride)
+    c.frame_times.push_back(static_cast<double>(n) * h.dt);
+  const auto& ad = c.scene.alpha_defect_range;
+  const auto& ht = c.scene.defect_half_thickness_range;
+  c.prior_defect_alpha = 0.5 * (ad[0] + ad[1]);
+  c.prior_thickness = ht[0] + ht[1];
+}
+
+}  // namespace
+
+Params tomography_params() {
+  Params p;
+  declare_domain_and_operator_keys(p);
+  declare_scene_and_data_keys(p);
+  declare_field_and_optimisation_keys(p);
+  declare_evaluation_and_baseline_keys(p);
+  return p;
+}
+
+TomographyConfig TomographyConfig::from(const Params& p) {
+  TomographyConfig c;
+  read_slab_and_operator(p, c);
+  read_scene_and_data(p, c);
+  c.heat.validate();  // after the simulator's checks, which name the keys they share
+  read_field_and_optimisation(p, c);
+  read_evaluation_and_baselines(p, c);
+  return c;
+}
+
+}  // namespace nefi::thermal
