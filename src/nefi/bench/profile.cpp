@@ -122,34 +122,21 @@ std::vector<StepSample> bare_loop(const StageView& v, int n_untraced, int n_trac
   return out;
 }
 
-}  // namespace
-
-ProfileReport profile_instance(const Instance& inst, const Params& config,
-                               const ProfileOptions& opt) {
-  FK_CHECK(opt.steps >= 1, "--steps", "at least 1", std::to_string(opt.steps));
-  FK_CHECK(opt.warmup >= 0, "--warmup", "0 or more", std::to_string(opt.warmup));
-  ProfileReport rep;
-  rep.instance = inst.name();
-  rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
-  const auto ms = inst.methods();
-  FK_CHECK(std::find(ms.begin(), ms.end(), rep.method) != ms.end(), "--method",
-           "a method of " + rep.instance + " (" + fmt::format("{}", fmt::join(ms, ", ")) + ")",
-           "'" + rep.method + "'");
-  rep.steps = opt.steps;
-  rep.warmup = opt.warmup;
-  rep.minimal = opt.minimal;
-  rep.threads = fk::get_num_threads();
-
-  const int timed_end = opt.warmup + opt.steps;
+// The solver hooks of a profile: on_stage_start checks the stage (and runs
+// the bare loop for a minimal profile), on_step records the step samples,
+// switches tracing on after the timed steps and ends the stage when done.
+struct StageRecorder {
+  StageRecorder(const ProfileOptions& o, ProfileReport& r)
+      : opt(o), rep(r), timed_end(o.warmup + o.steps) {}
+  const ProfileOptions& opt;
+  ProfileReport& rep;
+  const int timed_end;
   int traced = 0;  // traced steps after the timed ones (fewer when the stage is short)
-  std::vector<StepSample> samples;
   bool stage_seen = false;
-  TracingOff tracing_off;
-  SolverOptions so;
-  so.seed = opt.seed;
-  so.stopping_rules = false;
-  so.only_stage = opt.stage;
-  so.on_stage_start = [&](const StageView& v) {
+  int seen = 0;
+  std::vector<StepSample> samples;
+
+  void on_stage_start(const StageView& v) {
     stage_seen = true;
     rep.stage = v.index;
     rep.shape = v.domain->shape();
@@ -163,9 +150,9 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
     fk::reset_peak_memory();
     samples = bare_loop(v, timed_end, traced);
     rep.peak_bytes = fk::memory_stats().peak;
-  };
-  int seen = 0;
-  so.callbacks.push_back([&](const StepInfo& s) {
+  }
+
+  bool on_step(const StepInfo& s) {
     if (opt.minimal) return false;  // the bare loop has run; end the stage
     const int k = seen++;
     if (k >= timed_end + traced) return false;  // a restart: the profile is complete
@@ -182,16 +169,32 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
       return false;
     }
     return true;
-  });
-  RunOutput out = inst.run(config, rep.method, opt.seed, so);
-  fk::profile::set_tracing(false);
-  FK_CHECK(stage_seen && static_cast<int>(samples.size()) >= timed_end, "nefi profile",
-           "a method that runs the solver loop",
-           rep.method + " ran " + std::to_string(samples.size()) + " steps");
-  rep.n_stages = static_cast<int>(out.curriculum.stages.size());
+  }
+};
+
+ProfileReport start_report(const Instance& inst, const ProfileOptions& opt) {
+  FK_CHECK(opt.steps >= 1, "--steps", "at least 1", std::to_string(opt.steps));
+  FK_CHECK(opt.warmup >= 0, "--warmup", "0 or more", std::to_string(opt.warmup));
+  ProfileReport rep;
+  rep.instance = inst.name();
+  rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
+  const auto ms = inst.methods();
+  FK_CHECK(std::find(ms.begin(), ms.end(), rep.method) != ms.end(), "--method",
+           "a method of " + rep.instance + " (" + fmt::format("{}", fmt::join(ms, ", ")) + ")",
+           "'" + rep.method + "'");
+  rep.steps = opt.steps;
+  rep.warmup = opt.warmup;
+  rep.minimal = opt.minimal;
+  rep.threads = fk::get_num_threads();
+  return rep;
+}
+
+// Median, mean and per-step counters over the timed samples.
+void summarise_timed_steps(const std::vector<StepSample>& samples, const ProfileOptions& opt,
+                           ProfileReport& rep) {
   std::vector<double> t;
   double ops = 0, views = 0, launches = 0;
-  for (int k = opt.warmup; k < timed_end; ++k) {
+  for (int k = opt.warmup; k < opt.warmup + opt.steps; ++k) {
     t.push_back(samples[k].ms);
     ops += samples[k].ops;
     views += samples[k].view_ops;
@@ -203,17 +206,42 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
   rep.ops_per_step = ops / opt.steps;
   rep.view_ops_per_step = views / opt.steps;
   rep.launches_per_step = launches / opt.steps;
-  if (traced > 0) {
-    std::string path = opt.trace_path;
-    if (path.empty())
-      path = (std::filesystem::temp_directory_path() /
-              fmt::format("nefi-profile-{}.json", static_cast<long>(getpid())))
-                 .string();
-    fk::profile::export_chrome_trace(path);
-    fk::profile::clear_trace();
-    rep.ops = op_table(path, traced);
-    if (opt.trace_path.empty()) std::filesystem::remove(path);
-  }
+}
+
+// The traced steps' op table, through a chrome trace (kept at opt.trace_path if set).
+void add_op_table(const ProfileOptions& opt, int traced, ProfileReport& rep) {
+  std::string path = opt.trace_path;
+  if (path.empty())
+    path = (std::filesystem::temp_directory_path() /
+            fmt::format("nefi-profile-{}.json", static_cast<long>(getpid())))
+               .string();
+  fk::profile::export_chrome_trace(path);
+  fk::profile::clear_trace();
+  rep.ops = op_table(path, traced);
+  if (opt.trace_path.empty()) std::filesystem::remove(path);
+}
+
+}  // namespace
+
+ProfileReport profile_instance(const Instance& inst, const Params& config,
+                               const ProfileOptions& opt) {
+  ProfileReport rep = start_report(inst, opt);
+  StageRecorder rec(opt, rep);
+  TracingOff tracing_off;
+  SolverOptions so;
+  so.seed = opt.seed;
+  so.stopping_rules = false;
+  so.only_stage = opt.stage;
+  so.on_stage_start = [&rec](const StageView& v) { rec.on_stage_start(v); };
+  so.callbacks.push_back([&rec](const StepInfo& s) { return rec.on_step(s); });
+  RunOutput out = inst.run(config, rep.method, opt.seed, so);
+  fk::profile::set_tracing(false);
+  FK_CHECK(rec.stage_seen && static_cast<int>(rec.samples.size()) >= rec.timed_end, "nefi profile",
+           "a method that runs the solver loop",
+           rep.method + " ran " + std::to_string(rec.samples.size()) + " steps");
+  rep.n_stages = static_cast<int>(out.curriculum.stages.size());
+  summarise_timed_steps(rec.samples, opt, rep);
+  if (rec.traced > 0) add_op_table(opt, rec.traced, rep);
   return rep;
 }
 

@@ -1,6 +1,7 @@
 #include "nefi/instances/thermal/explicit_simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <numbers>
@@ -95,96 +96,123 @@ int64_t ExplicitHeatSimulator::substeps(const fk::Dims& shape, double alpha_max)
 
 namespace {
 
-// Forward-Euler time stepping on a ghost-padded grid; calls on_frame(n, T)
-// for every frame n = 0..n_frames with the interior state (C order).
-void run_explicit(const ExplicitHeatConfig& cfg, int64_t n_sub, const std::vector<double>& alpha,
-                  const fk::Dims& shape, std::vector<double> t0,
-                  const std::function<void(int64_t, const std::vector<double>&)>& on_frame) {
-  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
-  const int64_t px = nx + 2, py = ny + 2, pz = nz + 2;
-  const int64_t sx = py * pz, sy = pz, sz = 1;  // strides of the padded array
-  const int64_t P = px * py * pz;
-  const double h[3] = {cfg.extent[0] / nx, cfg.extent[1] / ny, cfg.extent[2] / nz};
-  const double inv_h2[3] = {1 / (h[0] * h[0]), 1 / (h[1] * h[1]), 1 / (h[2] * h[2])};
-  auto pad_index = [&](int64_t i, int64_t j, int64_t k) { return (i * py + j) * pz + k; };
-  auto interior = [&](int64_t i, int64_t j, int64_t k) { return (i * ny + j) * nz + k; };
+// The (nx, ny, nz) grid with one ghost layer on each side, C order.
+struct PaddedGrid {
+  int64_t nx, ny, nz, px, py, pz;
+  explicit PaddedGrid(const fk::Dims& shape)
+      : nx(shape[0]), ny(shape[1]), nz(shape[2]), px(nx + 2), py(ny + 2), pz(nz + 2) {}
+  int64_t size() const { return px * py * pz; }
+  int64_t index(int64_t i, int64_t j, int64_t k) const { return (i * py + j) * pz + k; }
+  int64_t interior(int64_t i, int64_t j, int64_t k) const { return (i * ny + j) * nz + k; }
 
+  // The interior of the padded `v` <- the grid values `g`.
+  void load(std::vector<double>& v, const std::vector<double>& g) const {
+    for (int64_t i = 0; i < nx; ++i)
+      for (int64_t j = 0; j < ny; ++j)
+        for (int64_t k = 0; k < nz; ++k) v[index(i + 1, j + 1, k + 1)] = g[interior(i, j, k)];
+  }
+  // The grid values `g` <- the interior of the padded `v`.
+  void store(std::vector<double>& g, const std::vector<double>& v) const {
+    for (int64_t i = 0; i < nx; ++i)
+      for (int64_t j = 0; j < ny; ++j)
+        for (int64_t k = 0; k < nz; ++k) g[interior(i, j, k)] = v[index(i + 1, j + 1, k + 1)];
+  }
   // Ghost filling shared by α and T: lateral ghosts wrap, depth ghosts copy
   // their neighbour (scaled by back_scale on the back face).
-  auto fill_ghosts = [&](std::vector<double>& v, const std::vector<double>& back_scale) {
+  void fill_ghosts(std::vector<double>& v, const std::vector<double>& back_scale) const {
     for (int64_t j = 1; j <= ny; ++j)
       for (int64_t k = 1; k <= nz; ++k) {
-        v[pad_index(0, j, k)] = v[pad_index(nx, j, k)];
-        v[pad_index(nx + 1, j, k)] = v[pad_index(1, j, k)];
+        v[index(0, j, k)] = v[index(nx, j, k)];
+        v[index(nx + 1, j, k)] = v[index(1, j, k)];
       }
     for (int64_t i = 0; i < px; ++i)
       for (int64_t k = 1; k <= nz; ++k) {
-        v[pad_index(i, 0, k)] = v[pad_index(i, ny, k)];
-        v[pad_index(i, ny + 1, k)] = v[pad_index(i, 1, k)];
+        v[index(i, 0, k)] = v[index(i, ny, k)];
+        v[index(i, ny + 1, k)] = v[index(i, 1, k)];
       }
     for (int64_t i = 0; i < px; ++i)
       for (int64_t j = 0; j < py; ++j) {
-        v[pad_index(i, j, 0)] = v[pad_index(i, j, 1)];
+        v[index(i, j, 0)] = v[index(i, j, 1)];
         const double s = back_scale.empty() ? 1.0 : back_scale[i * py + j];
-        v[pad_index(i, j, nz + 1)] = s * v[pad_index(i, j, nz)];
+        v[index(i, j, nz + 1)] = s * v[index(i, j, nz)];
       }
-  };
-
-  std::vector<double> ap(P, 0.0);
-  for (int64_t i = 0; i < nx; ++i)
-    for (int64_t j = 0; j < ny; ++j)
-      for (int64_t k = 0; k < nz; ++k)
-        ap[pad_index(i + 1, j + 1, k + 1)] = alpha[interior(i, j, k)];
-  fill_ghosts(ap, {});
-  // Robin back face: the ghost T_g = T (1 − h Δz / α) makes the face flux
-  // α (T_g − T) / Δz equal to −h T.
-  std::vector<double> back_scale;
-  if (cfg.back_bc == "robin") {
-    back_scale.assign(px * py, 1.0);
-    for (int64_t i = 0; i < px; ++i)
-      for (int64_t j = 0; j < py; ++j)
-        back_scale[i * py + j] = 1.0 - cfg.robin_h * h[2] / ap[pad_index(i, j, nz + 1)];
   }
-  // Face diffusivity between padded cell p and p + stride along each axis.
+};
+
+// Robin back face: the ghost T_g = T (1 − h Δz / α) makes the face flux
+// α (T_g − T) / Δz equal to −h T. Empty for an adiabatic back face.
+std::vector<double> robin_back_scale(const ExplicitHeatConfig& cfg, const PaddedGrid& g,
+                                     const std::vector<double>& ap, double hz) {
+  std::vector<double> back_scale;
+  if (cfg.back_bc != "robin") return back_scale;
+  back_scale.assign(g.px * g.py, 1.0);
+  for (int64_t i = 0; i < g.px; ++i)
+    for (int64_t j = 0; j < g.py; ++j)
+      back_scale[i * g.py + j] = 1.0 - cfg.robin_h * hz / ap[g.index(i, j, g.nz + 1)];
+  return back_scale;
+}
+
+// Face diffusivity over Δ² between padded cell p and p + stride along each axis.
+std::array<std::vector<double>, 3> face_conductances(const ExplicitHeatConfig& cfg,
+                                                     const PaddedGrid& g,
+                                                     const std::vector<double>& ap,
+                                                     const double inv_h2[3]) {
   const bool harmonic = cfg.face_mode == "harmonic";
   auto face = [&](double a, double b) { return harmonic ? 2 * a * b / (a + b) : 0.5 * (a + b); };
-  const int64_t stride[3] = {sx, sy, sz};
-  std::vector<double> kf[3];
+  const int64_t P = g.size(), stride[3] = {g.py * g.pz, g.pz, 1};
+  std::array<std::vector<double>, 3> kf;
   for (int a = 0; a < 3; ++a) {
     kf[a].assign(P, 0.0);
     for (int64_t p = 0; p + stride[a] < P; ++p)
       kf[a][p] = face(ap[p], ap[p + stride[a]]) * inv_h2[a];
   }
+  return kf;
+}
 
-  std::vector<double> tp(P, 0.0), tn(P, 0.0), out(shape.numel());
-  for (int64_t i = 0; i < nx; ++i)
-    for (int64_t j = 0; j < ny; ++j)
-      for (int64_t k = 0; k < nz; ++k) tp[pad_index(i + 1, j + 1, k + 1)] = t0[interior(i, j, k)];
+// One forward-Euler substep of length dts: tn's interior from tp (ghosts filled).
+void euler_substep(const PaddedGrid& g, const std::array<std::vector<double>, 3>& kf,
+                   const std::vector<double>& tp, std::vector<double>& tn, double dts) {
+  const int64_t sx = g.py * g.pz, sy = g.pz, sz = 1;
+  for (int64_t i = 1; i <= g.nx; ++i)
+    for (int64_t j = 1; j <= g.ny; ++j) {
+      const int64_t row = g.index(i, j, 0);
+      for (int64_t k = 1; k <= g.nz; ++k) {
+        const int64_t p = row + k;
+        const double t = tp[p];
+        // Σ_axes (F_{+} − F_{−}) / Δ with F = ᾱ ΔT / Δ (the 1/Δ² is in kf).
+        const double div = kf[0][p] * (tp[p + sx] - t) - kf[0][p - sx] * (t - tp[p - sx]) +
+                           kf[1][p] * (tp[p + sy] - t) - kf[1][p - sy] * (t - tp[p - sy]) +
+                           kf[2][p] * (tp[p + sz] - t) - kf[2][p - sz] * (t - tp[p - sz]);
+        tn[p] = t + dts * div;
+      }
+    }
+}
+
+// Forward-Euler time stepping on a ghost-padded grid; calls on_frame(n, T)
+// for every frame n = 0..n_frames with the interior state (C order).
+void run_explicit(const ExplicitHeatConfig& cfg, int64_t n_sub, const std::vector<double>& alpha,
+                  const fk::Dims& shape, std::vector<double> t0,
+                  const std::function<void(int64_t, const std::vector<double>&)>& on_frame) {
+  const PaddedGrid g(shape);
+  const double h[3] = {cfg.extent[0] / g.nx, cfg.extent[1] / g.ny, cfg.extent[2] / g.nz};
+  const double inv_h2[3] = {1 / (h[0] * h[0]), 1 / (h[1] * h[1]), 1 / (h[2] * h[2])};
+  std::vector<double> ap(g.size(), 0.0);
+  g.load(ap, alpha);
+  g.fill_ghosts(ap, {});
+  const std::vector<double> back_scale = robin_back_scale(cfg, g, ap, h[2]);
+  const std::array<std::vector<double>, 3> kf = face_conductances(cfg, g, ap, inv_h2);
+  std::vector<double> tp(g.size(), 0.0), tn(g.size(), 0.0), out(shape.numel());
+  g.load(tp, t0);
   auto emit = [&](int64_t n) {
-    for (int64_t i = 0; i < nx; ++i)
-      for (int64_t j = 0; j < ny; ++j)
-        for (int64_t k = 0; k < nz; ++k)
-          out[interior(i, j, k)] = tp[pad_index(i + 1, j + 1, k + 1)];
+    g.store(out, tp);
     on_frame(n, out);
   };
   emit(0);
   const double dts = cfg.dt / static_cast<double>(n_sub);
   for (int64_t n = 1; n <= cfg.n_frames; ++n) {
     for (int64_t s = 0; s < n_sub; ++s) {
-      fill_ghosts(tp, back_scale);
-      for (int64_t i = 1; i <= nx; ++i)
-        for (int64_t j = 1; j <= ny; ++j) {
-          const int64_t row = pad_index(i, j, 0);
-          for (int64_t k = 1; k <= nz; ++k) {
-            const int64_t p = row + k;
-            const double t = tp[p];
-            // Σ_axes (F_{+} − F_{−}) / Δ with F = ᾱ ΔT / Δ (the 1/Δ² is in kf).
-            const double div = kf[0][p] * (tp[p + sx] - t) - kf[0][p - sx] * (t - tp[p - sx]) +
-                               kf[1][p] * (tp[p + sy] - t) - kf[1][p - sy] * (t - tp[p - sy]) +
-                               kf[2][p] * (tp[p + sz] - t) - kf[2][p - sz] * (t - tp[p - sz]);
-            tn[p] = t + dts * div;
-          }
-        }
+      g.fill_ghosts(tp, back_scale);
+      euler_substep(g, kf, tp, tn, dts);
       std::swap(tp, tn);
     }
     emit(n);

@@ -86,6 +86,115 @@ fk::Tensor contiguous_as(const fk::Tensor& t, fk::DType dt) {
   return r.is_contiguous() ? r : r.contiguous();
 }
 
+// The buffers of one solve: the system (W, D, D⁻¹), the iterate x, the
+// residual r, z = D⁻¹ r, q = A p and the right-hand side on the grid, and the
+// search direction p on the padded grid.
+template <typename T>
+struct CgBuffers {
+  const FlatLayout& L;
+  const T *w, *d, *di;
+  T *x, *r, *z, *q, *rhs, *p;
+};
+
+// p's interior <- the grid buffer g; the halo refilled.
+template <typename T>
+void load_padded(T* p, const T* g, const FlatLayout& L) {
+  const int64_t run = L.ny * L.nz;
+  for (int64_t xi = 0; xi < L.nx; ++xi)
+    for (int64_t k = 0; k < run; ++k) p[L.interior(xi) + k] = g[xi * run + k];
+  refill(p, L);
+}
+
+// rhs = b + s (s on the front face, may be null); r = rhs − A x; z = D⁻¹ r;
+// p = z. Returns (rhs·rhs, r·z).
+template <typename T>
+std::pair<double, double> cg_start(const CgBuffers<T>& c, const T* b, const T* s) {
+  fk::profile::OpScope scope("heat_cg_start");
+  const FlatLayout& L = c.L;
+  const int64_t n = L.nx * L.ny * L.nz;
+  double bb = 0, rz = 0;
+  for (int64_t i = 0; i < n; ++i) c.rhs[i] = b[i];
+  if (s)
+    for (int64_t r0 = 0; r0 < L.nx * L.ny; ++r0) c.rhs[r0 * L.nz] += s[r0];
+  for (int64_t i = 0; i < n; ++i) bb += double(c.rhs[i]) * double(c.rhs[i]);
+  load_padded(c.p, c.x, L);
+  apply_a(c.q, c.p, c.w, c.d, L);
+  for (int64_t i = 0; i < n; ++i) {
+    c.r[i] = c.rhs[i] - c.q[i];
+    c.z[i] = c.di[i] * c.r[i];
+    rz += double(c.r[i]) * double(c.z[i]);
+  }
+  load_padded(c.p, c.z, L);
+  return {bb, rz};
+}
+
+// x += a p; r −= a q; z = D⁻¹ r. Returns (r·z, r·r) of the new residual.
+template <typename T>
+std::pair<double, double> cg_update(const CgBuffers<T>& c, T a) {
+  fk::profile::OpScope scope("heat_cg_update");
+  const FlatLayout& L = c.L;
+  const int64_t run = L.ny * L.nz;
+  double rz_next = 0, rr = 0;
+  for (int64_t xi = 0; xi < L.nx; ++xi) {
+    const T* __restrict pp = c.p + L.interior(xi);
+    const int64_t o = xi * run;
+    T* __restrict xo = c.x + o;
+    T* __restrict ro = c.r + o;
+    T* __restrict zo = c.z + o;
+    const T* __restrict qo = c.q + o;
+    const T* __restrict dio = c.di + o;
+    for (int64_t k = 0; k < run; ++k) {
+      xo[k] += a * pp[k];
+      ro[k] -= a * qo[k];
+      zo[k] = dio[k] * ro[k];
+    }
+    rz_next += dot(ro, zo, run);
+    rr += dot(ro, ro, run);
+  }
+  return {rz_next, rr};
+}
+
+// p = z + beta p; the halo refilled.
+template <typename T>
+void cg_direction(const CgBuffers<T>& c, T beta) {
+  fk::profile::OpScope scope("heat_cg_direction");
+  const FlatLayout& L = c.L;
+  const int64_t run = L.ny * L.nz;
+  for (int64_t xi = 0; xi < L.nx; ++xi) {
+    T* pp = c.p + L.interior(xi);
+    const T* zz = c.z + xi * run;
+    for (int64_t k = 0; k < run; ++k) pp[k] = zz[k] + beta * pp[k];
+  }
+  refill(c.p, L);
+}
+
+// Jacobi-preconditioned CG from c.x; returns the iterations run.
+template <typename T>
+int64_t run_cg(const CgBuffers<T>& c, const T* b, const T* s, double tol, int64_t max_iter,
+               int64_t check_every) {
+  auto [bb, rz] = cg_start(c, b, s);
+  const double b_norm = std::sqrt(bb);
+  if (b_norm == 0) {  // A is SPD: A x = 0 has the solution 0
+    const int64_t n = c.L.nx * c.L.ny * c.L.nz;
+    for (int64_t i = 0; i < n; ++i) c.x[i] = T(0);
+    return 0;
+  }
+  int64_t it = 0;
+  while (it < max_iter) {
+    ++it;
+    double pq;
+    {
+      fk::profile::OpScope scope("heat_cg_apply");
+      pq = apply_a(c.q, c.p, c.w, c.d, c.L);
+    }
+    const auto [rz_next, rr] = cg_update(c, T(rz / pq));
+    if ((it % check_every == 0 || it == max_iter) && std::sqrt(rr) <= tol * b_norm) break;
+    cg_direction(c, T(rz_next / rz));
+    rz = rz_next;
+  }
+  return it;
+}
+
 }  // namespace
 
 FlatCG::FlatCG(HeatSystem system, const StepGeometry& g)
@@ -112,87 +221,17 @@ int64_t FlatCG::solve(fk::Tensor& x, const fk::Tensor& b_in, const fk::Tensor& s
   int64_t it = 0;
   dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
-    const FlatLayout& L = layout_;
-    const int64_t n = g_.numel(), run = L.ny * L.nz;
-    const T* w = system_.weights.data<T>();
-    const T* d = system_.diag.data<T>();
-    const T* di = system_.inv_diag.data<T>();
-    T* xx = x.data<T>();
-    T* r = r_.data<T>();
-    T* z = z_.data<T>();
-    T* q = q_.data<T>();
-    T* rhs = rhs_.data<T>();
-    T* p = p_.data<T>();
-    double bb = 0, rz = 0;
-    {
-      // rhs = b + s; r = rhs − A x; z = D⁻¹ r; p = z.
-      fk::profile::OpScope scope("heat_cg_start");
-      const T* bp = b.data<T>();
-      for (int64_t i = 0; i < n; ++i) rhs[i] = bp[i];
-      if (s.defined()) {
-        const T* sp = s.data<T>();
-        for (int64_t r0 = 0; r0 < L.nx * L.ny; ++r0) rhs[r0 * L.nz] += sp[r0];
-      }
-      for (int64_t i = 0; i < n; ++i) bb += double(rhs[i]) * double(rhs[i]);
-      for (int64_t xi = 0; xi < L.nx; ++xi)
-        for (int64_t k = 0; k < run; ++k) p[L.interior(xi) + k] = xx[xi * run + k];
-      refill(p, L);
-      apply_a(q, p, w, d, L);
-      for (int64_t i = 0; i < n; ++i) {
-        r[i] = rhs[i] - q[i];
-        z[i] = di[i] * r[i];
-        rz += double(r[i]) * double(z[i]);
-      }
-      for (int64_t xi = 0; xi < L.nx; ++xi)
-        for (int64_t k = 0; k < run; ++k) p[L.interior(xi) + k] = z[xi * run + k];
-      refill(p, L);
-    }
-    const double b_norm = std::sqrt(bb);
-    if (b_norm == 0) {  // A is SPD: A x = 0 has the solution 0
-      for (int64_t i = 0; i < n; ++i) xx[i] = T(0);
-      return;
-    }
-    while (it < max_iter) {
-      ++it;
-      double pq;
-      {
-        fk::profile::OpScope scope("heat_cg_apply");
-        pq = apply_a(q, p, w, d, L);
-      }
-      const T a = T(rz / pq);
-      double rz_next = 0, rr = 0;
-      {
-        fk::profile::OpScope scope("heat_cg_update");
-        for (int64_t xi = 0; xi < L.nx; ++xi) {
-          const T* __restrict pp = p + L.interior(xi);
-          const int64_t o = xi * run;
-          T* __restrict xo = xx + o;
-          T* __restrict ro = r + o;
-          T* __restrict zo = z + o;
-          const T* __restrict qo = q + o;
-          const T* __restrict dio = di + o;
-          for (int64_t k = 0; k < run; ++k) {
-            xo[k] += a * pp[k];
-            ro[k] -= a * qo[k];
-            zo[k] = dio[k] * ro[k];
-          }
-          rz_next += dot(ro, zo, run);
-          rr += dot(ro, ro, run);
-        }
-      }
-      if ((it % check_every == 0 || it == max_iter) && std::sqrt(rr) <= tol * b_norm) break;
-      {
-        fk::profile::OpScope scope("heat_cg_direction");
-        const T beta = T(rz_next / rz);
-        for (int64_t xi = 0; xi < L.nx; ++xi) {
-          T* pp = p + L.interior(xi);
-          const T* zz = z + xi * run;
-          for (int64_t k = 0; k < run; ++k) pp[k] = zz[k] + beta * pp[k];
-        }
-        refill(p, L);
-      }
-      rz = rz_next;
-    }
+    const CgBuffers<T> c{layout_,
+                         system_.weights.data<T>(),
+                         system_.diag.data<T>(),
+                         system_.inv_diag.data<T>(),
+                         x.data<T>(),
+                         r_.data<T>(),
+                         z_.data<T>(),
+                         q_.data<T>(),
+                         rhs_.data<T>(),
+                         p_.data<T>()};
+    it = run_cg(c, b.data<T>(), s.defined() ? s.data<T>() : nullptr, tol, max_iter, check_every);
   });
   x.bump_version();
   return it;
