@@ -145,7 +145,8 @@ struct DeconvolutionConfig {
 // The Poisson background: the reference's key `background_counts`, or its
 // older alias `background` when that one is set (>= 0).
 double background_counts_of(const Params& p) {
-  const double bg = p.d("background") >= 0 ? p.d("background") : p.d("background_counts");
+  const double alias = p.d("background");
+  const double bg = alias >= 0 ? alias : p.d("background_counts");
   FK_CHECK(bg >= 0, "config key 'background_counts'", "counts >= 0", std::to_string(bg));
   return bg;
 }
@@ -158,13 +159,14 @@ PsfFunction inversion_psf_of(const DeconvolutionConfig& c) {
 }
 
 // data_loss auto: the Poisson NLL for count data, else MSE.
-bool poisson_nll_from(const Params& p, bool poisson) {
+bool poisson_nll_from(const Params& p, const std::string& noise) {
+  const bool poisson = noise == "poisson";
   std::string dl = p.s("data_loss");
   if (dl == "auto") dl = poisson ? "poisson_nll" : "mse";
   FK_CHECK(dl == "mse" || dl == "poisson_nll", "config key 'data_loss'", "auto, mse or poisson_nll",
            dl);
   FK_CHECK(dl == "mse" || poisson, "config key 'data_loss'",
-           "poisson_nll only with noise poisson (count data)", "noise " + p.s("noise"));
+           "poisson_nll only with noise poisson (count data)", "noise " + noise);
   return dl == "poisson_nll";
 }
 
@@ -189,14 +191,12 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.motion_angle = p.d("motion_angle");
   c.disk_radius = p.d("disk_radius");
   c.inversion_psf = inversion_psf_of(c);
-  const std::string& noise = p.s("noise");
-  FK_CHECK(noise == "gaussian" || noise == "poisson", "config key 'noise'", "gaussian or poisson",
-           noise);
+  const std::string& noise = p.choice("noise", {"gaussian", "poisson"});
   c.poisson = noise == "poisson";
   c.noise_std = p.d("noise_std");
   c.peak_counts = p.d("peak_counts");
   c.background_counts = background_counts_of(p);
-  c.poisson_nll = poisson_nll_from(p, c.poisson);
+  c.poisson_nll = poisson_nll_from(p, noise);
   c.init_value = p.d("init_value");
   c.field = neural_field_config_from(p);
   c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");

@@ -90,9 +90,10 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   const double lr = p.d(lr_key);
   FK_CHECK(lr > 0, "config key '" + lr_key + "'", "a learning rate > 0", std::to_string(lr));
   std::vector<int> steps;
-  for (double s : p.list("steps")) {
+  const std::vector<double> listed = p.list("steps");
+  for (double s : listed) {
     FK_CHECK(s >= 1 && s <= kMaxSteps && s == static_cast<int>(s), "config key 'steps'",
-             "positive integers", Params::render(p.list("steps")));
+             "positive integers", Params::render(listed));
     steps.push_back(static_cast<int>(s));
   }
   const double anneal = p.d("anneal_fraction");

@@ -170,11 +170,10 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.cg_tol = p.d("cg_tol");
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
-  FK_CHECK(p.s("face_mode") == "harmonic", "config key 'face_mode'",
-           "harmonic (the operator's face rule)", p.s("face_mode"));
-  FK_CHECK(p.s("bc_lateral") == "periodic", "config key 'bc_lateral'", "periodic",
-           p.s("bc_lateral"));
-  FK_CHECK(p.s("initial") == "gaussian", "config key 'initial'", "gaussian", p.s("initial"));
+  // The inversion operator implements one face rule, lateral boundary and start.
+  p.choice("face_mode", {"harmonic"});
+  p.choice("bc_lateral", {"periodic"});
+  p.choice("initial", {"gaussian"});
   c.alpha_min = p.d("alpha_min");
   c.alpha_max = p.d("alpha_max");
   c.alpha_init = p.d("alpha_init");
@@ -212,36 +211,40 @@ void read_scene_and_data(const Params& p, TomographyConfig& c) {
            std::to_string(c.noise_std));
 }
 
+// The schedule keys both optimising methods share, read once.
+struct ScheduleKeys {
+  int64_t n_stages = 1;
+  std::vector<double> stage_steps;
+  double stage_lr_decay = 1;
+  std::string lr_schedule;
+  double lr_min_ratio = 0, lr_gamma = 0;
+  int lr_step_size = 0;
+  int64_t anneal_steps = 0;
+  OptimConfig optim;
+};
+
 // One stage over `steps` at `grid`, or n_stages coarse-to-fine stages.
-Curriculum thermal_curriculum(const Params& p, const fk::Dims& grid, int steps, double lr) {
-  const int64_t n_stages = p.i("n_stages");
+Curriculum thermal_curriculum(const ScheduleKeys& k, const fk::Dims& grid, int steps, double lr) {
   Curriculum c;
-  if (n_stages == 1) {
+  if (k.n_stages == 1) {
     c = Curriculum::single(grid, steps, lr);
   } else {
     std::vector<int> per;
-    for (double s : p.list("stage_steps")) {
-      FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
-               "positive integers", Params::render(p.list("stage_steps")));
-      per.push_back(static_cast<int>(s));
-    }
-    if (per.empty()) per.assign(n_stages, std::max(1, steps / static_cast<int>(n_stages)));
-    FK_CHECK(static_cast<int64_t>(per.size()) == n_stages, "config key 'stage_steps'",
-             "[] or one entry per stage", Params::render(p.list("stage_steps")));
-    c = Curriculum::multiscale(grid, per, lr, p.d("stage_lr_decay"), 4);
+    for (double s : k.stage_steps) per.push_back(static_cast<int>(s));
+    if (per.empty()) per.assign(k.n_stages, std::max(1, steps / static_cast<int>(k.n_stages)));
+    FK_CHECK(static_cast<int64_t>(per.size()) == k.n_stages, "config key 'stage_steps'",
+             "[] or one entry per stage", Params::render(k.stage_steps));
+    c = Curriculum::multiscale(grid, per, lr, k.stage_lr_decay, 4);
   }
   for (Stage& s : c.stages) {
-    s.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "constant"});
-    s.lr_min_ratio = p.d("lr_min_ratio");
-    s.lr_step_size = static_cast<int>(p.i("lr_step_size"));
-    s.lr_gamma = p.d("lr_gamma");
-    const int64_t anneal = p.i("anneal_steps");
-    s.anneal = anneal > 0;
-    s.anneal_fraction = std::clamp(static_cast<double>(anneal) / s.steps, 1e-9, 1.0);
+    s.lr_schedule = k.lr_schedule;
+    s.lr_min_ratio = k.lr_min_ratio;
+    s.lr_step_size = k.lr_step_size;
+    s.lr_gamma = k.lr_gamma;
+    s.anneal = k.anneal_steps > 0;
+    s.anneal_fraction = std::clamp(static_cast<double>(k.anneal_steps) / s.steps, 1e-9, 1.0);
   }
-  c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
-  c.optim.weight_decay = p.d("weight_decay");
-  c.optim.grad_clip = p.d("grad_clip");
+  c.optim = k.optim;
   c.validate();
   return c;
 }
@@ -260,11 +263,23 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   c.field = neural_field_config_from(p);
   const int steps = step_count(p, "steps", 1);
   const int grid_steps = step_count(p, "grid_steps", 0);
-  step_count(p, "anneal_steps", 0);
-  step_count(p, "lr_step_size", 1);  // the step schedule divides by it
-  const int64_t n_stages = p.i("n_stages");
-  FK_CHECK(n_stages >= 1 && n_stages <= 32, "config key 'n_stages'", "a stage count in [1, 32]",
-           std::to_string(n_stages));
+  ScheduleKeys k;
+  k.anneal_steps = step_count(p, "anneal_steps", 0);
+  k.lr_step_size = step_count(p, "lr_step_size", 1);  // the step schedule divides by it
+  k.n_stages = p.i("n_stages");
+  FK_CHECK(k.n_stages >= 1 && k.n_stages <= 32, "config key 'n_stages'", "a stage count in [1, 32]",
+           std::to_string(k.n_stages));
+  k.stage_steps = p.list("stage_steps");
+  for (double s : k.stage_steps)
+    FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
+             "positive integers", Params::render(k.stage_steps));
+  k.stage_lr_decay = p.d("stage_lr_decay");
+  k.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "constant"});
+  k.lr_min_ratio = p.d("lr_min_ratio");
+  k.lr_gamma = p.d("lr_gamma");
+  k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
+  k.optim.weight_decay = p.d("weight_decay");
+  k.optim.grad_clip = p.d("grad_clip");
   const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
   FK_CHECK(lr > 0, "config key 'lr'", "a learning rate > 0", std::to_string(lr));
   FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",
@@ -277,8 +292,8 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   FK_CHECK(c.tv_weight >= 0 && c.tv.eps > 0, "config keys 'tv_weight'/'tv_eps'",
            "tv_weight >= 0 and tv_eps > 0",
            std::to_string(c.tv_weight) + ", " + std::to_string(c.tv.eps));
-  c.nefty_curriculum = thermal_curriculum(p, c.grid, steps, lr);
-  c.grid_curriculum = thermal_curriculum(p, c.grid, grid_steps > 0 ? grid_steps : steps,
+  c.nefty_curriculum = thermal_curriculum(k, c.grid, steps, lr);
+  c.grid_curriculum = thermal_curriculum(k, c.grid, grid_steps > 0 ? grid_steps : steps,
                                          grid_lr > 0 ? grid_lr : lr);
 }
 
