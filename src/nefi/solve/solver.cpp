@@ -186,8 +186,12 @@ class StageRun {
   std::vector<fk::Tensor> good_;    // the NaN guard's last good parameters
   std::vector<fk::Tensor> shadow_;  // the EMA shadow
   StageResult sr_;
-  double lr_mult_ = 1.0, best_ = std::numeric_limits<double>::infinity(), progress_ = 0;
-  int since_best_ = 0, bad_ = 0, t0_ = 0;
+  double lr_mult_ = 1.0;  // halved by every non-finite step
+  double progress_ = 0;   // of the last step taken (the field's annealing)
+  int bad_ = 0;           // non-finite steps in a row
+  int t0_ = 0;            // the first step (after a resume, the one after the saved step)
+  double best_ = std::numeric_limits<double>::infinity();  // early stopping's best data loss
+  int since_best_ = 0;
 };
 
 fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
