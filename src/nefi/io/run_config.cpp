@@ -17,19 +17,79 @@ std::string flow(const YAML::Node& n) {
   return e.c_str();
 }
 
-void check_keys(const YAML::Node& n, const std::string& section,
+// A scalar of type T under `key` of a config file; anything else is an error
+// naming the file and the key.
+template <typename T>
+T scalar_as(const YAML::Node& n, const std::string& path, const std::string& key,
+            const char* expected) {
+  try {
+    if (n.IsScalar()) return n.as<T>();
+  } catch (const YAML::Exception&) {
+  }
+  throw fk::Error(path + ": key '" + key + "'", expected, flow(n));
+}
+
+std::string key_of(const YAML::Node& k, const std::string& path, const std::string& section) {
+  return scalar_as<std::string>(k, path, section + " key", "a plain key");
+}
+
+void check_keys(const YAML::Node& n, const std::string& path, const std::string& section,
                 const std::vector<std::string>& valid) {
-  FK_CHECK(n.IsMap(), "config section '" + section + "'", "a mapping", flow(n));
+  FK_CHECK(n.IsMap(), "config section '" + section + "' (" + path + ")", "a mapping", flow(n));
   for (const auto& kv : n) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = key_of(kv.first, path, section);
     bool ok = false;
     std::string list;
     for (const auto& v : valid) {
       ok = ok || v == k;
       list += (list.empty() ? "" : ", ") + v;
     }
-    FK_CHECK(ok, "config section '" + section + "'", "one of the keys " + list,
+    FK_CHECK(ok, "config section '" + section + "' (" + path + ")", "one of the keys " + list,
              "unknown key '" + k + "'");
+  }
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw fk::Error("config file", "a readable config file", "'" + path + "'");
+  } catch (const YAML::Exception& e) {
+    throw fk::Error(path, "valid YAML", e.what());
+  }
+}
+
+// The instance keys: a scalar's text or a flow list, parsed by Params::set.
+void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
+  FK_CHECK(c.IsMap(), "config section 'config' (" + path + ")", "a mapping", flow(c));
+  for (const auto& kv : c) {
+    const std::string k = key_of(kv.first, path, "config");
+    try {
+      cfg.config.set(k, kv.second.IsScalar() ? kv.second.Scalar() : flow(kv.second));
+    } catch (const fk::Error& e) {  // say which file holds the bad value
+      throw fk::Error(path + ": " + e.where(), e.expected(), e.given());
+    }
+  }
+}
+
+void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string& path) {
+  check_keys(s, path, "solver", {"nan_guard", "checkpoint_every", "max_bad_steps"});
+  if (s["nan_guard"]) cfg.nan_guard = scalar_as<bool>(s["nan_guard"], path, "nan_guard", "a bool");
+  if (s["checkpoint_every"])
+    cfg.checkpoint_every =
+        scalar_as<int64_t>(s["checkpoint_every"], path, "checkpoint_every", "an integer");
+  if (s["max_bad_steps"])
+    cfg.max_bad_steps = scalar_as<int64_t>(s["max_bad_steps"], path, "max_bad_steps", "an integer");
+}
+
+void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
+  check_keys(r, path, "run", {"seed", "methods"});
+  if (r["seed"]) cfg.seed = scalar_as<uint64_t>(r["seed"], path, "seed", "an integer >= 0");
+  if (const YAML::Node m = r["methods"]) {
+    FK_CHECK(m.IsSequence(), path + ": key 'methods'", "a list of method names", flow(m));
+    cfg.methods.clear();
+    for (const auto& x : m)
+      cfg.methods.push_back(scalar_as<std::string>(x, path, "methods", "a method name"));
   }
 }
 
@@ -45,54 +105,24 @@ RunConfig default_run_config(const std::string& instance) {
 }
 
 void apply_config_file(RunConfig& cfg, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw fk::Error("config file", "a readable config file", "'" + path + "'");
-  } catch (const YAML::Exception& e) {
-    throw fk::Error(path, "valid YAML", e.what());
-  }
-  check_keys(root, "top level (" + path + ")", {"instance", "config", "solver", "run"});
+  const YAML::Node root = load_yaml_file(path);
+  check_keys(root, path, "top level", {"instance", "config", "solver", "run"});
   if (root["instance"]) {
-    const std::string name = root["instance"].as<std::string>();
+    const std::string name =
+        scalar_as<std::string>(root["instance"], path, "instance", "an instance name");
     FK_CHECK(cfg.instance.empty() || cfg.instance == name, path, "instance '" + cfg.instance + "'",
              "'" + name + "'");
   }
-  if (const YAML::Node c = root["config"]) {
-    FK_CHECK(c.IsMap(), "config section 'config'", "a mapping", flow(c));
-    for (const auto& kv : c) {
-      const std::string k = kv.first.as<std::string>();
-      cfg.config.set(k, kv.second.IsScalar() ? kv.second.as<std::string>() : flow(kv.second));
-    }
-  }
-  if (const YAML::Node s = root["solver"]) {
-    check_keys(s, "solver", {"nan_guard", "checkpoint_every", "max_bad_steps"});
-    if (s["nan_guard"]) cfg.nan_guard = s["nan_guard"].as<bool>();
-    if (s["checkpoint_every"]) cfg.checkpoint_every = s["checkpoint_every"].as<int64_t>();
-    if (s["max_bad_steps"]) cfg.max_bad_steps = s["max_bad_steps"].as<int64_t>();
-  }
-  if (const YAML::Node r = root["run"]) {
-    check_keys(r, "run", {"seed", "methods"});
-    if (r["seed"]) cfg.seed = r["seed"].as<uint64_t>();
-    if (r["methods"]) {
-      cfg.methods.clear();
-      for (const auto& m : r["methods"]) cfg.methods.push_back(m.as<std::string>());
-    }
-  }
+  if (const YAML::Node c = root["config"]) apply_instance_section(cfg, c, path);
+  if (const YAML::Node s = root["solver"]) apply_solver_section(cfg, s, path);
+  if (const YAML::Node r = root["run"]) apply_run_section(cfg, r, path);
 }
 
 RunConfig load_run_config_file(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw fk::Error("config file", "a readable config file", "'" + path + "'");
-  } catch (const YAML::Exception& e) {
-    throw fk::Error(path, "valid YAML", e.what());
-  }
+  const YAML::Node root = load_yaml_file(path);
   FK_CHECK(root.IsMap() && root["instance"], path, "a top-level 'instance:' key", "none");
-  RunConfig cfg = default_run_config(root["instance"].as<std::string>());
+  RunConfig cfg = default_run_config(
+      scalar_as<std::string>(root["instance"], path, "instance", "an instance name"));
   apply_config_file(cfg, path);
   return cfg;
 }

@@ -150,6 +150,34 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
   }
 }
 
+// A config file whose values have the wrong YAML shape is a one-line
+// fk::Error naming the file, never a yaml-cpp exception.
+TEST(NefiInstances, MalformedConfigFilesAreErrorsNamingTheFile) {
+  const std::string path = testing::TempDir() + "/malformed.yaml";
+  for (const char* text :
+       {"instance: {a: 1}\n", "- 1\n- 2\n", "instance: toy1d\nconfig: 3\n",
+        "instance: toy1d\nsolver:\n  nan_guard: maybe\n",
+        "instance: toy1d\nsolver:\n  max_bad_steps: [1]\n",
+        "instance: toy1d\nconfig:\n  [a, b]: 1\n", "instance: toy1d\nrun:\n  seed: -1\n",
+        "instance: toy1d\nrun:\n  methods: [[a]]\n", "instance: toy1d\nrun:\n  methods: {a: 1}\n",
+        "instance: toy1d\nconfig:\n  n: [1, 2]\n", "instance: toy1d\nconfig:\n  steps: {a: 1}\n",
+        "instance: toy1d\nconfig:\n  scene: [a]\n", "instance: toy1d\n? [a]\n: 1\n",
+        "instance: toy1d\nconfig:\n  hidden: 99999999999999999999\n"}) {
+    std::ofstream(path) << text;
+    std::string message = "no error";
+    try {
+      nefi::load_run_config_file(path);
+    } catch (const fk::Error& e) {
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = std::string("not an fk::Error: ") + e.what();
+    }
+    EXPECT_EQ(message.rfind("not an fk::Error", 0), std::string::npos) << text << message;
+    EXPECT_NE(message.find("malformed.yaml"), std::string::npos) << text << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
 // Inverse-crime guard: the data come from a different discretisation (2x/4x
 // finer f64 grid, direct spatial convolution) than the inversion operator
 // (FFT at the inversion grid). The tags differ, and the generator's clean
