@@ -3,6 +3,10 @@
 // type, a default and a one-line doc. Setting an undeclared key, or a value
 // that does not parse as the declared type, throws fk::Error naming the key
 // (and, for unknown keys, the valid ones): a mistyped config never runs.
+// Each instance reads its Params once into its own typed config struct.
+// Params lives at the root of nefi, beside Domain and Measurement, because
+// instances/ declare and read it and io/ (config files, run directories)
+// loads and writes it: neither layer has to reach up into the other.
 #include <cstdint>
 #include <string>
 #include <variant>
