@@ -8,6 +8,7 @@
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/dense.h"
+#include "minkowski/ops/pooling.h"
 #include "minkowski/ops/quantize.h"
 #include "minkowski/sparse_tensor.h"
 #include "minkowski/tensor_field.h"
