@@ -9,6 +9,7 @@
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/pooling.h"
+#include "minkowski/ops/pooling_transpose.h"
 #include "minkowski/ops/quantize.h"
 #include "minkowski/sparse_tensor.h"
 #include "minkowski/tensor_field.h"
