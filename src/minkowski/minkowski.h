@@ -8,6 +8,7 @@
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/dense.h"
+#include "minkowski/ops/global_pooling.h"
 #include "minkowski/ops/pooling.h"
 #include "minkowski/ops/pooling_transpose.h"
 #include "minkowski/ops/quantize.h"
