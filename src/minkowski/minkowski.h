@@ -5,6 +5,7 @@
 #include "minkowski/coords/coordinate_map.h"
 #include "minkowski/coords/kernel_map.h"
 #include "minkowski/coords/kernel_region.h"
+#include "minkowski/ops/broadcast.h"
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/dense.h"

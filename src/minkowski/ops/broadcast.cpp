@@ -1,0 +1,242 @@
+#include "minkowski/ops/broadcast.h"
+
+#include <algorithm>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/cpu_isa.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+
+namespace minkowski {
+
+namespace {
+
+constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+// out[i] = f[i] op g[group[i]] over rows [r0, r1).
+template <typename T, BroadcastMode M>
+[[gnu::always_inline]] inline void apply_rows(const T* f, const T* g, const int32_t* group,
+                                              int64_t c, int64_t r0, int64_t r1, T* out) {
+  for (int64_t i = r0; i < r1; ++i) {
+    const T* __restrict a = f + i * c;
+    const T* __restrict b = g + static_cast<int64_t>(group[i]) * c;
+    T* __restrict d = out + i * c;
+    for (int64_t x = 0; x < c; ++x) {
+      if constexpr (M == BroadcastMode::Add)
+        d[x] = a[x] + b[x];
+      else
+        d[x] = a[x] * b[x];
+    }
+  }
+}
+
+template <typename T, BroadcastMode M>
+void rows_generic(const T* f, const T* g, const int32_t* group, int64_t c, int64_t r0, int64_t r1,
+                  T* out) {
+  apply_rows<T, M>(f, g, group, c, r0, r1, out);
+}
+template <typename T, BroadcastMode M>
+__attribute__((target("avx2,fma"))) void rows_avx2(const T* f, const T* g, const int32_t* group,
+                                                   int64_t c, int64_t r0, int64_t r1, T* out) {
+  apply_rows<T, M>(f, g, group, c, r0, r1, out);
+}
+
+template <typename T, BroadcastMode M>
+void forward_impl(const T* f, const T* g, const RowGroups& rg, int64_t c, T* out) {
+  auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? rows_avx2<T, M> : rows_generic<T, M>;
+  const int64_t n = static_cast<int64_t>(rg.group.size());
+  fk::profile::count_launch();
+  fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(c, 1)),
+                   [&](int64_t lo, int64_t hi) { fn(f, g, rg.group.data(), c, lo, hi, out); });
+}
+
+fk::DType compute_dtype(fk::DType d) {
+  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
+}
+
+class BroadcastBackward : public fk::autograd::Node {
+ public:
+  std::shared_ptr<const RowGroups> groups;
+  BroadcastMode mode = BroadcastMode::Add;
+  fk::autograd::SavedTensor features, glob;  // Multiply only
+
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    if (!grads[0].defined()) return {fk::Tensor(), fk::Tensor()};
+    BroadcastGrads g =
+        broadcast_backward(grads[0], features.unpack(name()), glob.unpack(name()), *groups, mode,
+                           next[0].fn != nullptr, next[1].fn != nullptr);
+    return {g.features, g.glob};
+  }
+  const char* name() const override { return "minkowski::BroadcastBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(features);
+    fn(glob);
+  }
+};
+
+// glob[group(i)] for every row i (differentiable w.r.t. glob): the broadcast
+// operand of the concatenation.
+fk::Tensor gather_glob(const fk::Tensor& glob, std::shared_ptr<const RowGroups> groups) {
+  // x + glob with x = 0 is the gather; its features' gradient is never requested.
+  fk::Tensor zeros =
+      fk::zeros({static_cast<int64_t>(groups->group.size()), glob.size(1)}, {glob.dtype()});
+  fk::Tensor out;
+  {
+    fk::autograd::NoGradGuard ng;
+    out = broadcast_forward(zeros, glob.detach(), *groups, BroadcastMode::Add);
+  }
+  if (fk::autograd::needs_grad(glob)) {
+    auto node = std::make_shared<BroadcastBackward>();
+    node->groups = std::move(groups);
+    node->mode = BroadcastMode::Add;
+    fk::autograd::record(node, {zeros, glob}, out);
+  }
+  return out;
+}
+
+SparseTensor broadcast_op(const SparseTensor& x, const SparseTensor& glob, BroadcastMode mode,
+                          const char* where) {
+  auto groups = std::make_shared<const RowGroups>(broadcast_groups(x, glob, where));
+  FK_CHECK(glob.channels() == x.channels(), where,
+           "a global tensor of the input's " + std::to_string(x.channels()) + " channels",
+           std::to_string(glob.channels()) + " channels");
+  fk::Tensor out;
+  {
+    fk::autograd::NoGradGuard ng;
+    out = broadcast_forward(x.F().detach(), glob.F().detach(), *groups, mode);
+  }
+  if (fk::autograd::needs_grad(x.F(), glob.F())) {
+    auto node = std::make_shared<BroadcastBackward>();
+    node->groups = std::move(groups);
+    node->mode = mode;
+    if (mode == BroadcastMode::Multiply) {
+      node->features = x.F();
+      node->glob = glob.F();
+    }
+    fk::autograd::record(node, {x.F(), glob.F()}, out);
+  }
+  return SparseTensor(out, x.key(), x.manager());
+}
+
+std::string coordinate_text(const int32_t* row, int width) {
+  std::string s = "(";
+  for (int a = 0; a < width; ++a) s += (a ? ", " : "") + std::to_string(row[a]);
+  return s + ")";
+}
+
+}  // namespace
+
+RowGroups broadcast_groups(const SparseTensor& x, const SparseTensor& glob, const char* where) {
+  FK_CHECK(x.defined() && glob.defined(), where, "two sparse tensors", "an empty handle");
+  check_same_manager(x, glob, where);
+  auto gm = x.manager()->map(glob.key());
+  auto xm = x.manager()->map(x.key());
+  const int w = gm->width();
+  // glob row of each batch item (-1: none)
+  std::vector<int32_t> row_of;
+  for (int64_t r = 0; r < gm->size(); ++r) {
+    const int32_t* c = gm->row(r);
+    FK_CHECK(c[0] >= 0 && std::all_of(c + 1, c + w, [](int32_t v) { return v == 0; }), where,
+             "a global tensor: rows at (b, 0, .., 0), b >= 0 (e.g. from global_pooling)",
+             "row " + std::to_string(r) + " at " + coordinate_text(c, w));
+    if (static_cast<size_t>(c[0]) >= row_of.size()) row_of.resize(c[0] + 1, -1);
+    row_of[c[0]] = static_cast<int32_t>(r);
+  }
+  std::vector<int32_t> label(static_cast<size_t>(xm->size()));
+  for (int64_t i = 0; i < xm->size(); ++i) {
+    const int32_t b = xm->row(i)[0];
+    const int32_t g = b >= 0 && static_cast<size_t>(b) < row_of.size() ? row_of[b] : -1;
+    FK_CHECK(g >= 0, where,
+             "a global row for every batch item of the input (the glob has " +
+                 std::to_string(gm->size()) + " rows)",
+             "no global row for batch item " + std::to_string(b));
+    label[i] = g;
+  }
+  return group_by(std::move(label), gm->size());
+}
+
+fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
+                             const RowGroups& rg, BroadcastMode mode) {
+  const char* where = "minkowski::broadcast";
+  const int64_t n = static_cast<int64_t>(rg.group.size());
+  FK_CHECK(features.defined() && glob.defined(), where, "features and a global feature",
+           "an undefined tensor");
+  FK_CHECK(features.device().is_cpu() && glob.device().is_cpu(), where,
+           "CPU tensors (CUDA kernels for minkowski are not built yet)",
+           features.device().str() + " / " + glob.device().str());
+  FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
+           fk::name(features.dtype()));
+  FK_CHECK(glob.dtype() == features.dtype(), where,
+           "a global feature of the features' dtype " + std::string(fk::name(features.dtype())),
+           fk::name(glob.dtype()));
+  FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
+           "features of shape " + std::to_string(n) + " x C", features.shape().str());
+  const int64_t c = features.size(1);
+  FK_CHECK(glob.dim() == 2 && glob.size(0) == rg.groups && glob.size(1) == c, where,
+           "a global feature of shape " + std::to_string(rg.groups) + " x " + std::to_string(c),
+           glob.shape().str());
+  fk::DType ct = compute_dtype(features.dtype());
+  fk::Tensor f = features.to(ct).contiguous(), g = glob.to(ct).contiguous();
+  fk::Tensor out = fk::empty({n, c}, {ct});
+  if (ct == fk::DType::F32) {
+    if (mode == BroadcastMode::Add)
+      forward_impl<float, BroadcastMode::Add>(f.data<float>(), g.data<float>(), rg, c,
+                                              out.data<float>());
+    else
+      forward_impl<float, BroadcastMode::Multiply>(f.data<float>(), g.data<float>(), rg, c,
+                                                   out.data<float>());
+  } else {
+    if (mode == BroadcastMode::Add)
+      forward_impl<double, BroadcastMode::Add>(f.data<double>(), g.data<double>(), rg, c,
+                                               out.data<double>());
+    else
+      forward_impl<double, BroadcastMode::Multiply>(f.data<double>(), g.data<double>(), rg, c,
+                                                    out.data<double>());
+  }
+  return out.to(features.dtype());
+}
+
+BroadcastGrads broadcast_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                                  const fk::Tensor& glob, const RowGroups& rg, BroadcastMode mode,
+                                  bool need_features, bool need_glob) {
+  BroadcastGrads r;
+  if (mode == BroadcastMode::Add) {
+    // d/dx: the gradient itself; d/dglob: its sum over each item's rows.
+    if (need_features) r.features = grad_out;
+    if (need_glob) r.glob = global_pool_forward(grad_out, rg, PoolingMode::Sum).out;
+    return r;
+  }
+  // d/dx[i] = G[i] * glob[b(i)]; d/dglob[b] = sum over b's rows of G[i] * x[i].
+  if (need_features) r.features = broadcast_forward(grad_out, glob, rg, BroadcastMode::Multiply);
+  if (need_glob) {
+    fk::DType ct = compute_dtype(grad_out.dtype());
+    fk::Tensor prod = fk::mul(grad_out.to(ct), features.to(ct));
+    r.glob = global_pool_forward(prod, rg, PoolingMode::Sum).out.to(grad_out.dtype());
+  }
+  return r;
+}
+
+SparseTensor broadcast_add(const SparseTensor& x, const SparseTensor& glob) {
+  return broadcast_op(x, glob, BroadcastMode::Add, "minkowski::broadcast_add");
+}
+
+SparseTensor broadcast_multiply(const SparseTensor& x, const SparseTensor& glob) {
+  return broadcast_op(x, glob, BroadcastMode::Multiply, "minkowski::broadcast_multiply");
+}
+
+SparseTensor broadcast_concatenation(const SparseTensor& x, const SparseTensor& glob) {
+  const char* where = "minkowski::broadcast_concatenation";
+  auto groups = std::make_shared<const RowGroups>(broadcast_groups(x, glob, where));
+  FK_CHECK(glob.F().dtype() == x.F().dtype(), where,
+           "a global tensor of the input's dtype " + std::string(fk::name(x.F().dtype())),
+           fk::name(glob.F().dtype()));
+  fk::Tensor out = fk::cat({x.F(), gather_glob(glob.F(), std::move(groups))}, 1);
+  return SparseTensor(out, x.key(), x.manager());
+}
+
+}  // namespace minkowski
