@@ -28,10 +28,13 @@ template <typename T, PoolingMode M>
   for (int64_t p = 1; p < n; ++p) {
     s = src + static_cast<int64_t>(rows[p]) * c;
     if constexpr (M == PoolingMode::Max) {
+      const int32_t i = rows[p];
       for (int64_t x = 0; x < c; ++x) {
-        const bool gt = s[x] > acc[x];
-        acc[x] = gt ? s[x] : acc[x];
-        amax[x] = gt ? rows[p] : amax[x];
+        // branch-free, unconditional stores (see pooling.cpp's reduce)
+        const T av = acc[x], sv = s[x];
+        const int32_t take = -static_cast<int32_t>(sv > av);
+        acc[x] = av < sv ? sv : av;
+        amax[x] = (amax[x] & ~take) | (i & take);
       }
     } else {
       for (int64_t x = 0; x < c; ++x) acc[x] += s[x];

@@ -32,6 +32,23 @@ struct RowRange {
   T* dst;
 };
 
+// Pairs ahead whose source row is prefetched: rows are gathered from a few
+// interleaved streams with gaps (one per offset line), which the hardware
+// prefetcher follows only in part (measured: sum pooling forward, kernel 2
+// stride 2, 100k x 64 f32, one thread, ~1.7 -> ~1.3 ms). The backward reads
+// its rows in output order, near-sequential: no gain there.
+constexpr int64_t kPrefetchAhead = 8;
+
+template <typename T>
+[[gnu::always_inline]] inline void prefetch_source(const RowRange<T>& r, const RowEntry* e,
+                                                   int64_t j, int64_t entries) {
+  if (j + kPrefetchAhead >= entries) return;
+  const char* p = reinterpret_cast<const char*>(
+      r.src + static_cast<int64_t>(e[j + kPrefetchAhead].other) * r.channels);
+  const int64_t bytes = r.channels * static_cast<int64_t>(sizeof(T));
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
 // Forward: dst[o] = reduction of src[i] over o's pairs, in pair (offset) order.
 // The first term is copied (no zeroing pass); Max keeps the first of equal
 // values (strictly greater replaces).
@@ -40,6 +57,7 @@ template <typename T, PoolingMode M>
   const int64_t c = r.channels;
   const int64_t* begin = r.idx->begin.data();
   const RowEntry* e = r.idx->entries.data();
+  const int64_t entries = static_cast<int64_t>(r.idx->entries.size());
   for (int64_t o = r0; o < r1; ++o) {
     T* __restrict d = r.dst + o * c;
     int32_t* __restrict a = M == PoolingMode::Max ? r.argmax_out + o * c : nullptr;
@@ -49,18 +67,24 @@ template <typename T, PoolingMode M>
       if constexpr (M == PoolingMode::Max) std::fill(a, a + c, -1);
       continue;
     }
+    prefetch_source(r, e, j0, entries);
     const T* __restrict s = r.src + static_cast<int64_t>(e[j0].other) * c;
     for (int64_t x = 0; x < c; ++x) d[x] = s[x];
     if constexpr (M == PoolingMode::Max)
       for (int64_t x = 0; x < c; ++x) a[x] = e[j0].other;
     for (int64_t j = j0 + 1; j < j1; ++j) {
+      prefetch_source(r, e, j, entries);
       const int32_t i = e[j].other;
       s = r.src + static_cast<int64_t>(i) * c;
       if constexpr (M == PoolingMode::Max) {
         for (int64_t x = 0; x < c; ++x) {
-          const bool gt = s[x] > d[x];
-          d[x] = gt ? s[x] : d[x];
-          a[x] = gt ? i : a[x];
+          // Branch-free and written unconditionally: as a conditional store
+          // GCC emits masked stores (vmaskmovps), microcoded and ~5x slower
+          // on AMD cores.
+          const T dv = d[x], sv = s[x];
+          const int32_t take = -static_cast<int32_t>(sv > dv);
+          d[x] = dv < sv ? sv : dv;
+          a[x] = (a[x] & ~take) | (i & take);
         }
       } else {
         for (int64_t x = 0; x < c; ++x) d[x] += s[x];
