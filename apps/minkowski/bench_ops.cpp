@@ -164,16 +164,13 @@ int bench_ops(const BenchOpsOptions& o) {
   }
   {
     fk::Tensor gcat = random_uniform({n, 2 * c}, 6, dt);
-    cases.push_back({"broadcast_cat", "forward", 3 * feat + rows_bytes + gfeat, [&] {
-                       fk::autograd::NoGradGuard ng;
-                       broadcast_concatenation(x, glob);
-                     }});
-    fk::Tensor xr = f.detach().set_requires_grad(true), gr = gv.detach().set_requires_grad(true);
-    SparseTensor xs(xr, fine, mgr), gs(gr, glob.key(), mgr);
-    fk::Tensor y = broadcast_concatenation(xs, gs).F();
-    cases.push_back({"broadcast_cat", "backward", 3 * feat + rows_bytes + gfeat, [y, gcat, xr, gr] {
-                       fk::autograd::grad({y}, {gcat}, {xr, gr}, true);
-                     }});
+    fk::Tensor widths_f = fk::empty({0, c}, {dt}), widths_g = fk::empty({0, c}, {dt});
+    cases.push_back({"broadcast_cat", "forward", 3 * feat + rows_bytes + gfeat,
+                     [&] { broadcast_forward(f, gv, bg, BroadcastMode::Concatenate); }});
+    cases.push_back(
+        {"broadcast_cat", "backward", 3 * feat + rows_bytes + gfeat, [&, gcat, widths_f, widths_g] {
+           broadcast_backward(gcat, widths_f, widths_g, bg, BroadcastMode::Concatenate, true, true);
+         }});
   }
 
   // Measure, per thread count: after a warm-up of everything (which also

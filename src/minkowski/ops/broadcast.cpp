@@ -1,14 +1,13 @@
 #include "minkowski/ops/broadcast.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "fk/autograd.h"
 #include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/ops/binary.h"
-#include "fk/ops/join.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 
@@ -18,45 +17,85 @@ namespace {
 
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-// out[i] = f[i] op g[group[i]] over rows [r0, r1).
+// out[i] = f[i] op g[group[i]] over rows [r0, r1); Concatenate writes
+// [f[i], g[group[i]]] (cf + cg wide), the others cf = cg channels.
 template <typename T, BroadcastMode M>
-[[gnu::always_inline]] inline void apply_rows(const T* f, const T* g, const int32_t* group,
-                                              int64_t c, int64_t r0, int64_t r1, T* out) {
+[[gnu::always_inline]] inline void apply_rows(const T* f, int64_t cf, const T* g, int64_t cg,
+                                              const int32_t* group, int64_t r0, int64_t r1,
+                                              T* out) {
   for (int64_t i = r0; i < r1; ++i) {
-    const T* __restrict a = f + i * c;
-    const T* __restrict b = g + static_cast<int64_t>(group[i]) * c;
-    T* __restrict d = out + i * c;
-    for (int64_t x = 0; x < c; ++x) {
-      if constexpr (M == BroadcastMode::Add)
-        d[x] = a[x] + b[x];
-      else
-        d[x] = a[x] * b[x];
+    const T* __restrict a = f + i * cf;
+    const T* __restrict b = g + static_cast<int64_t>(group[i]) * cg;
+    if constexpr (M == BroadcastMode::Concatenate) {
+      T* __restrict d = out + i * (cf + cg);
+      for (int64_t x = 0; x < cf; ++x) d[x] = a[x];
+      for (int64_t x = 0; x < cg; ++x) d[cf + x] = b[x];
+    } else {
+      T* __restrict d = out + i * cf;
+      for (int64_t x = 0; x < cf; ++x) {
+        if constexpr (M == BroadcastMode::Add)
+          d[x] = a[x] + b[x];
+        else
+          d[x] = a[x] * b[x];
+      }
     }
   }
 }
 
 template <typename T, BroadcastMode M>
-void rows_generic(const T* f, const T* g, const int32_t* group, int64_t c, int64_t r0, int64_t r1,
-                  T* out) {
-  apply_rows<T, M>(f, g, group, c, r0, r1, out);
+void rows_generic(const T* f, int64_t cf, const T* g, int64_t cg, const int32_t* group, int64_t r0,
+                  int64_t r1, T* out) {
+  apply_rows<T, M>(f, cf, g, cg, group, r0, r1, out);
 }
 template <typename T, BroadcastMode M>
-__attribute__((target("avx2,fma"))) void rows_avx2(const T* f, const T* g, const int32_t* group,
-                                                   int64_t c, int64_t r0, int64_t r1, T* out) {
-  apply_rows<T, M>(f, g, group, c, r0, r1, out);
+__attribute__((target("avx2,fma"))) void rows_avx2(const T* f, int64_t cf, const T* g, int64_t cg,
+                                                   const int32_t* group, int64_t r0, int64_t r1,
+                                                   T* out) {
+  apply_rows<T, M>(f, cf, g, cg, group, r0, r1, out);
 }
 
 template <typename T, BroadcastMode M>
-void forward_impl(const T* f, const T* g, const RowGroups& rg, int64_t c, T* out) {
+void forward_impl(const T* f, int64_t cf, const T* g, int64_t cg, const RowGroups& rg, T* out) {
   auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? rows_avx2<T, M> : rows_generic<T, M>;
   const int64_t n = static_cast<int64_t>(rg.group.size());
   fk::profile::count_launch();
-  fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(c, 1)),
-                   [&](int64_t lo, int64_t hi) { fn(f, g, rg.group.data(), c, lo, hi, out); });
+  fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(cf + cg, 1)),
+                   [&](int64_t lo, int64_t hi) { fn(f, cf, g, cg, rg.group.data(), lo, hi, out); });
+}
+
+template <typename T>
+void dispatch_forward(BroadcastMode mode, const T* f, int64_t cf, const T* g, int64_t cg,
+                      const RowGroups& rg, T* out) {
+  switch (mode) {
+    case BroadcastMode::Add:
+      return forward_impl<T, BroadcastMode::Add>(f, cf, g, cg, rg, out);
+    case BroadcastMode::Multiply:
+      return forward_impl<T, BroadcastMode::Multiply>(f, cf, g, cg, rg, out);
+    case BroadcastMode::Concatenate:
+      return forward_impl<T, BroadcastMode::Concatenate>(f, cf, g, cg, rg, out);
+  }
 }
 
 fk::DType compute_dtype(fk::DType d) {
   return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
+}
+
+// The first `cols` columns of m (N x W) as a new N x cols matrix: a row copy
+// per row, in parallel (fk's generic strided copy walks element by element).
+fk::Tensor leading_columns(const fk::Tensor& m, int64_t cols) {
+  fk::Tensor src = m.stride(1) == 1 ? m : m.contiguous();
+  const int64_t n = src.size(0), ld = src.stride(0);
+  const size_t es = src.itemsize(), row = static_cast<size_t>(cols) * es;
+  fk::Tensor out = fk::empty({n, cols}, {src.dtype()});
+  const char* s = static_cast<const char*>(src.data_ptr());
+  char* d = static_cast<char*>(out.data_ptr());
+  if (row == 0) return out;
+  fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(cols, 1)),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t i = lo; i < hi; ++i)
+                       std::memcpy(d + i * row, s + i * ld * static_cast<int64_t>(es), row);
+                   });
+  return out;
 }
 
 class BroadcastBackward : public fk::autograd::Node {
@@ -64,13 +103,18 @@ class BroadcastBackward : public fk::autograd::Node {
   std::shared_ptr<const RowGroups> groups;
   BroadcastMode mode = BroadcastMode::Add;
   fk::autograd::SavedTensor features, glob;  // Multiply only
+  int64_t features_channels = 0, glob_channels = 0;
 
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     if (!grads[0].defined()) return {fk::Tensor(), fk::Tensor()};
-    BroadcastGrads g =
-        broadcast_backward(grads[0], features.unpack(name()), glob.unpack(name()), *groups, mode,
-                           next[0].fn != nullptr, next[1].fn != nullptr);
-    return {g.features, g.glob};
+    // Multiply reads the saved inputs; Concatenate only their widths.
+    fk::Tensor f = mode == BroadcastMode::Multiply ? features.unpack(name())
+                                                   : fk::empty({0, features_channels});
+    fk::Tensor g =
+        mode == BroadcastMode::Multiply ? glob.unpack(name()) : fk::empty({0, glob_channels});
+    BroadcastGrads r = broadcast_backward(grads[0], f, g, *groups, mode, next[0].fn != nullptr,
+                                          next[1].fn != nullptr);
+    return {r.features, r.glob};
   }
   const char* name() const override { return "minkowski::BroadcastBackward"; }
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
@@ -79,30 +123,10 @@ class BroadcastBackward : public fk::autograd::Node {
   }
 };
 
-// glob[group(i)] for every row i (differentiable w.r.t. glob): the broadcast
-// operand of the concatenation.
-fk::Tensor gather_glob(const fk::Tensor& glob, std::shared_ptr<const RowGroups> groups) {
-  // x + glob with x = 0 is the gather; its features' gradient is never requested.
-  fk::Tensor zeros =
-      fk::zeros({static_cast<int64_t>(groups->group.size()), glob.size(1)}, {glob.dtype()});
-  fk::Tensor out;
-  {
-    fk::autograd::NoGradGuard ng;
-    out = broadcast_forward(zeros, glob.detach(), *groups, BroadcastMode::Add);
-  }
-  if (fk::autograd::needs_grad(glob)) {
-    auto node = std::make_shared<BroadcastBackward>();
-    node->groups = std::move(groups);
-    node->mode = BroadcastMode::Add;
-    fk::autograd::record(node, {zeros, glob}, out);
-  }
-  return out;
-}
-
 SparseTensor broadcast_op(const SparseTensor& x, const SparseTensor& glob, BroadcastMode mode,
                           const char* where) {
   auto groups = std::make_shared<const RowGroups>(broadcast_groups(x, glob, where));
-  FK_CHECK(glob.channels() == x.channels(), where,
+  FK_CHECK(mode == BroadcastMode::Concatenate || glob.channels() == x.channels(), where,
            "a global tensor of the input's " + std::to_string(x.channels()) + " channels",
            std::to_string(glob.channels()) + " channels");
   fk::Tensor out;
@@ -118,6 +142,8 @@ SparseTensor broadcast_op(const SparseTensor& x, const SparseTensor& glob, Broad
       node->features = x.F();
       node->glob = glob.F();
     }
+    node->features_channels = x.channels();
+    node->glob_channels = glob.channels();
     fk::autograd::record(node, {x.F(), glob.F()}, out);
   }
   return SparseTensor(out, x.key(), x.manager());
@@ -176,28 +202,21 @@ fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
            fk::name(glob.dtype()));
   FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
            "features of shape " + std::to_string(n) + " x C", features.shape().str());
-  const int64_t c = features.size(1);
-  FK_CHECK(glob.dim() == 2 && glob.size(0) == rg.groups && glob.size(1) == c, where,
-           "a global feature of shape " + std::to_string(rg.groups) + " x " + std::to_string(c),
+  const int64_t cf = features.size(1);
+  const bool cat = mode == BroadcastMode::Concatenate;
+  FK_CHECK(glob.dim() == 2 && glob.size(0) == rg.groups && (cat || glob.size(1) == cf), where,
+           "a global feature of shape " + std::to_string(rg.groups) + " x " +
+               (cat ? std::string("C_glob") : std::to_string(cf)),
            glob.shape().str());
+  const int64_t cg = glob.size(1), width = cat ? cf + cg : cf;
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous(), g = glob.to(ct).contiguous();
-  fk::Tensor out = fk::empty({n, c}, {ct});
-  if (ct == fk::DType::F32) {
-    if (mode == BroadcastMode::Add)
-      forward_impl<float, BroadcastMode::Add>(f.data<float>(), g.data<float>(), rg, c,
-                                              out.data<float>());
-    else
-      forward_impl<float, BroadcastMode::Multiply>(f.data<float>(), g.data<float>(), rg, c,
-                                                   out.data<float>());
-  } else {
-    if (mode == BroadcastMode::Add)
-      forward_impl<double, BroadcastMode::Add>(f.data<double>(), g.data<double>(), rg, c,
-                                               out.data<double>());
-    else
-      forward_impl<double, BroadcastMode::Multiply>(f.data<double>(), g.data<double>(), rg, c,
-                                                    out.data<double>());
-  }
+  fk::Tensor out = fk::empty({n, width}, {ct});
+  if (ct == fk::DType::F32)
+    dispatch_forward<float>(mode, f.data<float>(), cf, g.data<float>(), cg, rg, out.data<float>());
+  else
+    dispatch_forward<double>(mode, f.data<double>(), cf, g.data<double>(), cg, rg,
+                             out.data<double>());
   return out.to(features.dtype());
 }
 
@@ -205,18 +224,28 @@ BroadcastGrads broadcast_backward(const fk::Tensor& grad_out, const fk::Tensor& 
                                   const fk::Tensor& glob, const RowGroups& rg, BroadcastMode mode,
                                   bool need_features, bool need_glob) {
   BroadcastGrads r;
-  if (mode == BroadcastMode::Add) {
-    // d/dx: the gradient itself; d/dglob: its sum over each item's rows.
-    if (need_features) r.features = grad_out;
-    if (need_glob) r.glob = global_pool_forward(grad_out, rg, PoolingMode::Sum).out;
-    return r;
-  }
-  // d/dx[i] = G[i] * glob[b(i)]; d/dglob[b] = sum over b's rows of G[i] * x[i].
-  if (need_features) r.features = broadcast_forward(grad_out, glob, rg, BroadcastMode::Multiply);
-  if (need_glob) {
-    fk::DType ct = compute_dtype(grad_out.dtype());
-    fk::Tensor prod = fk::mul(grad_out.to(ct), features.to(ct));
-    r.glob = global_pool_forward(prod, rg, PoolingMode::Sum).out.to(grad_out.dtype());
+  switch (mode) {
+    case BroadcastMode::Add:
+      // d/dx: the gradient itself; d/dglob: its sum over each item's rows.
+      if (need_features) r.features = grad_out;
+      if (need_glob) r.glob = global_pool_forward(grad_out, rg, PoolingMode::Sum).out;
+      break;
+    case BroadcastMode::Multiply:
+      // d/dx[i] = G[i] * glob[b(i)]; d/dglob[b] = sum over b's rows of G[i] * x[i].
+      if (need_features)
+        r.features = broadcast_forward(grad_out, glob, rg, BroadcastMode::Multiply);
+      if (need_glob) r.glob = group_sum_of_products(grad_out, features, rg);
+      break;
+    case BroadcastMode::Concatenate: {
+      // the two column blocks of G: the first is x's, the second summed per item
+      const int64_t cf = features.size(1), cg = glob.size(1);
+      FK_CHECK(grad_out.dim() == 2 && grad_out.size(1) == cf + cg, "minkowski::broadcast backward",
+               "a gradient of " + std::to_string(cf + cg) + " columns", grad_out.shape().str());
+      if (need_features) r.features = leading_columns(grad_out, cf);
+      if (need_glob)
+        r.glob = global_pool_forward(grad_out.narrow(1, cf, cg), rg, PoolingMode::Sum).out;
+      break;
+    }
   }
   return r;
 }
@@ -230,13 +259,7 @@ SparseTensor broadcast_multiply(const SparseTensor& x, const SparseTensor& glob)
 }
 
 SparseTensor broadcast_concatenation(const SparseTensor& x, const SparseTensor& glob) {
-  const char* where = "minkowski::broadcast_concatenation";
-  auto groups = std::make_shared<const RowGroups>(broadcast_groups(x, glob, where));
-  FK_CHECK(glob.F().dtype() == x.F().dtype(), where,
-           "a global tensor of the input's dtype " + std::string(fk::name(x.F().dtype())),
-           fk::name(glob.F().dtype()));
-  fk::Tensor out = fk::cat({x.F(), gather_glob(glob.F(), std::move(groups))}, 1);
-  return SparseTensor(out, x.key(), x.manager());
+  return broadcast_op(x, glob, BroadcastMode::Concatenate, "minkowski::broadcast_concatenation");
 }
 
 }  // namespace minkowski

@@ -27,13 +27,15 @@
 
 namespace minkowski {
 
-enum class BroadcastMode { Add, Multiply };
+enum class BroadcastMode { Add, Multiply, Concatenate };
 
 // The glob row of each row of x, grouped (RowGroups over glob's rows); checks
 // managers, that glob is global and that it covers x's batch items.
 RowGroups broadcast_groups(const SparseTensor& x, const SparseTensor& glob, const char* where);
 
-// The pure pair: out[i] = f[i] op g[group(i)].
+// The pure pair: out[i] = f[i] op g[group(i)] (Concatenate: [f[i], g[group(i)]]).
+// The backward reads the values of features and glob for Multiply, only
+// their widths (size(1)) for Concatenate, neither for Add.
 fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
                              const RowGroups& groups, BroadcastMode mode);
 struct BroadcastGrads {

@@ -17,24 +17,41 @@ namespace {
 // Below this many elements an op runs on the calling thread.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-// acc = the reduction of src's rows[0 .. n) (n >= 1), in row order; Max
-// keeps the first of equal values.
-template <typename T, PoolingMode M>
-[[gnu::always_inline]] inline void fold(const T* src, int64_t c, const int32_t* rows, int64_t n,
-                                        T* __restrict acc, int32_t* __restrict amax) {
-  const T* __restrict s = src + static_cast<int64_t>(rows[0]) * c;
-  for (int64_t x = 0; x < c; ++x) acc[x] = s[x];
-  if constexpr (M == PoolingMode::Max) std::fill(amax, amax + c, rows[0]);
-  for (int64_t p = 1; p < n; ++p) {
-    s = src + static_cast<int64_t>(rows[p]) * c;
-    if constexpr (M == PoolingMode::Max) {
-      const int32_t i = rows[p];
+// The rows reduced: a's rows (row stride lda), or with `b` the elementwise
+// products a[i] * b[i] (Sum only: the glob gradient of broadcast multiply).
+template <typename T>
+struct Source {
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+};
+
+// acc = the reduction of the source's rows[0 .. n) (n >= 1), in row order;
+// Max keeps the first of equal values.
+template <typename T, PoolingMode M, bool Product>
+[[gnu::always_inline]] inline void fold(const Source<T>& src, int64_t c, const int32_t* rows,
+                                        int64_t n, T* __restrict acc, int32_t* __restrict amax) {
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t i = rows[p];
+    const T* __restrict s = src.a + i * src.lda;
+    if constexpr (Product) {
+      const T* __restrict t = src.b + i * src.ldb;
+      if (p == 0)
+        for (int64_t x = 0; x < c; ++x) acc[x] = s[x] * t[x];
+      else
+        for (int64_t x = 0; x < c; ++x) acc[x] += s[x] * t[x];
+    } else if (p == 0) {
+      for (int64_t x = 0; x < c; ++x) acc[x] = s[x];
+      if constexpr (M == PoolingMode::Max) std::fill(amax, amax + c, rows[0]);
+    } else if constexpr (M == PoolingMode::Max) {
+      const int32_t r = rows[p];
       for (int64_t x = 0; x < c; ++x) {
         // branch-free, unconditional stores (see pooling.cpp's reduce)
         const T av = acc[x], sv = s[x];
         const int32_t take = -static_cast<int32_t>(sv > av);
         acc[x] = av < sv ? sv : av;
-        amax[x] = (amax[x] & ~take) | (i & take);
+        amax[x] = (amax[x] & ~take) | (r & take);
       }
     } else {
       for (int64_t x = 0; x < c; ++x) acc[x] += s[x];
@@ -42,20 +59,22 @@ template <typename T, PoolingMode M>
   }
 }
 
-template <typename T, PoolingMode M>
-void fold_generic(const T* src, int64_t c, const int32_t* rows, int64_t n, T* acc, int32_t* amax) {
-  fold<T, M>(src, c, rows, n, acc, amax);
+template <typename T, PoolingMode M, bool P>
+void fold_generic(const Source<T>& src, int64_t c, const int32_t* rows, int64_t n, T* acc,
+                  int32_t* amax) {
+  fold<T, M, P>(src, c, rows, n, acc, amax);
 }
-template <typename T, PoolingMode M>
-__attribute__((target("avx2,fma"))) void fold_avx2(const T* src, int64_t c, const int32_t* rows,
-                                                   int64_t n, T* acc, int32_t* amax) {
-  fold<T, M>(src, c, rows, n, acc, amax);
+template <typename T, PoolingMode M, bool P>
+__attribute__((target("avx2,fma"))) void fold_avx2(const Source<T>& src, int64_t c,
+                                                   const int32_t* rows, int64_t n, T* acc,
+                                                   int32_t* amax) {
+  fold<T, M, P>(src, c, rows, n, acc, amax);
 }
 
 // out[g] = reduction of group g's rows: each group's rows in fixed blocks
 // (one partial each, in parallel), the partials combined in block order.
-template <typename T, PoolingMode M>
-void forward_impl(const T* src, int64_t c, const RowGroups& rg, T* out, int32_t* amax) {
+template <typename T, PoolingMode M, bool P = false>
+void forward_impl(const Source<T>& src, int64_t c, const RowGroups& rg, T* out, int32_t* amax) {
   struct Job {
     int64_t p0, p1;
   };
@@ -70,7 +89,7 @@ void forward_impl(const T* src, int64_t c, const RowGroups& rg, T* out, int32_t*
   const int64_t nj = static_cast<int64_t>(jobs.size());
   std::vector<T> part(static_cast<size_t>(nj * c));
   std::vector<int32_t> part_arg(M == PoolingMode::Max ? static_cast<size_t>(nj * c) : 0);
-  auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? fold_avx2<T, M> : fold_generic<T, M>;
+  auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? fold_avx2<T, M, P> : fold_generic<T, M, P>;
   const int64_t elements = static_cast<int64_t>(rg.rows.size()) * c;
   fk::profile::count_launch();
   fk::parallel_for(0, nj, elements >= kParallelElements ? 1 : nj, [&](int64_t lo, int64_t hi) {
@@ -105,35 +124,53 @@ void forward_impl(const T* src, int64_t c, const RowGroups& rg, T* out, int32_t*
   }
 }
 
+template <typename T, PoolingMode M>
+[[gnu::always_inline]] inline void route(const T* G, int64_t c, const RowGroups& rg,
+                                         const int32_t* amax, int64_t r0, int64_t r1, T* gin) {
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t g = rg.group[i];
+    const T* __restrict s = G + g * c;
+    T* __restrict d = gin + i * c;
+    if constexpr (M == PoolingMode::Max) {
+      const int32_t* __restrict a = amax + g * c;
+      const int32_t self = static_cast<int32_t>(i);
+      for (int64_t x = 0; x < c; ++x) d[x] = a[x] == self ? s[x] : T(0);
+    } else if constexpr (M == PoolingMode::Average) {
+      const T k = static_cast<T>(rg.size(g));
+      for (int64_t x = 0; x < c; ++x) d[x] = s[x] / k;
+    } else {
+      for (int64_t x = 0; x < c; ++x) d[x] = s[x];
+    }
+  }
+}
+
+template <typename T, PoolingMode M>
+void route_generic(const T* G, int64_t c, const RowGroups& rg, const int32_t* amax, int64_t r0,
+                   int64_t r1, T* gin) {
+  route<T, M>(G, c, rg, amax, r0, r1, gin);
+}
+template <typename T, PoolingMode M>
+__attribute__((target("avx2,fma"))) void route_avx2(const T* G, int64_t c, const RowGroups& rg,
+                                                    const int32_t* amax, int64_t r0, int64_t r1,
+                                                    T* gin) {
+  route<T, M>(G, c, rg, amax, r0, r1, gin);
+}
+
 // gin[i] = what row i's group sends back: G[g] (Sum), G[g] / size (Average),
 // G[g, x] where i is the arg-max of channel x (Max).
 template <typename T, PoolingMode M>
 void backward_impl(const T* G, int64_t c, const RowGroups& rg, const int32_t* amax, T* gin) {
   const int64_t n = static_cast<int64_t>(rg.group.size());
+  auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? route_avx2<T, M> : route_generic<T, M>;
   fk::profile::count_launch();
   fk::parallel_for(0, n,
                    std::max<int64_t>(kGlobalBlock, kParallelElements / std::max<int64_t>(c, 1)),
-                   [&](int64_t lo, int64_t hi) {
-                     for (int64_t i = lo; i < hi; ++i) {
-                       const int64_t g = rg.group[i];
-                       const T* s = G + g * c;
-                       T* d = gin + i * c;
-                       if constexpr (M == PoolingMode::Max) {
-                         const int32_t* a = amax + g * c;
-                         for (int64_t x = 0; x < c; ++x) d[x] = a[x] == i ? s[x] : T(0);
-                       } else if constexpr (M == PoolingMode::Average) {
-                         const T k = static_cast<T>(rg.size(g));
-                         for (int64_t x = 0; x < c; ++x) d[x] = s[x] / k;
-                       } else {
-                         std::copy(s, s + c, d);
-                       }
-                     }
-                   });
+                   [&](int64_t lo, int64_t hi) { fn(G, c, rg, amax, lo, hi, gin); });
 }
 
 template <typename T>
-void dispatch_forward(PoolingMode mode, const T* src, int64_t c, const RowGroups& rg, T* out,
-                      int32_t* amax) {
+void dispatch_forward(PoolingMode mode, const Source<T>& src, int64_t c, const RowGroups& rg,
+                      T* out, int32_t* amax) {
   switch (mode) {
     case PoolingMode::Max:
       return forward_impl<T, PoolingMode::Max>(src, c, rg, out, amax);
@@ -169,6 +206,14 @@ void check_rows(const fk::Tensor& f, int64_t rows, const char* where, const char
            fk::name(f.dtype()));
   FK_CHECK(f.dim() == 2 && f.size(0) == rows, where,
            std::string(what) + " of shape " + std::to_string(rows) + " x C", f.shape().str());
+}
+
+// t itself when each row is contiguous (e.g. a column slice of a wider
+// matrix), else a contiguous copy: the kernels take a row stride.
+fk::Tensor rows_contiguous(const fk::Tensor& t) {
+  return t.dim() == 2 && (t.stride(1) == 1 || t.size(1) <= 1) && t.stride(0) >= t.size(1)
+             ? t
+             : t.contiguous();
 }
 
 class GlobalPoolingBackward : public fk::autograd::Node {
@@ -245,15 +290,17 @@ GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGro
   check_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
   const int64_t c = features.size(1);
   fk::DType ct = compute_dtype(features.dtype());
-  fk::Tensor f = features.to(ct).contiguous();
+  fk::Tensor f = rows_contiguous(features.to(ct));
   fk::Tensor out = fk::empty({rg.groups, c}, {ct});
   GlobalPoolingResult r;
   if (mode == PoolingMode::Max) r.argmax = fk::empty({rg.groups, c}, {fk::DType::I32});
   int32_t* amax = r.argmax.defined() ? r.argmax.data<int32_t>() : nullptr;
   if (ct == fk::DType::F32)
-    dispatch_forward<float>(mode, f.data<float>(), c, rg, out.data<float>(), amax);
+    dispatch_forward<float>(mode, {f.data<float>(), f.stride(0), nullptr, 0}, c, rg,
+                            out.data<float>(), amax);
   else
-    dispatch_forward<double>(mode, f.data<double>(), c, rg, out.data<double>(), amax);
+    dispatch_forward<double>(mode, {f.data<double>(), f.stride(0), nullptr, 0}, c, rg,
+                             out.data<double>(), amax);
   r.out = out.to(features.dtype());
   return r;
 }
@@ -279,6 +326,29 @@ fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg,
   else
     dispatch_backward<double>(mode, g.data<double>(), c, rg, amax, gin.data<double>());
   return gin.to(grad_out.dtype());
+}
+
+fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const RowGroups& rg) {
+  const char* where = "minkowski::group_sum_of_products";
+  const int64_t n = static_cast<int64_t>(rg.group.size());
+  check_rows(a, n, where, "a");
+  check_rows(b, n, where, "b");
+  FK_CHECK(a.dtype() == b.dtype() && a.size(1) == b.size(1), where,
+           "two matrices of one dtype and shape " + a.shape().str(),
+           b.shape().str() + " " + fk::name(b.dtype()));
+  const int64_t c = a.size(1);
+  fk::DType ct = compute_dtype(a.dtype());
+  fk::Tensor x = rows_contiguous(a.to(ct)), y = rows_contiguous(b.to(ct));
+  fk::Tensor out = fk::empty({rg.groups, c}, {ct});
+  if (ct == fk::DType::F32)
+    forward_impl<float, PoolingMode::Sum, true>(
+        {x.data<float>(), x.stride(0), y.data<float>(), y.stride(0)}, c, rg, out.data<float>(),
+        nullptr);
+  else
+    forward_impl<double, PoolingMode::Sum, true>(
+        {x.data<double>(), x.stride(0), y.data<double>(), y.stride(0)}, c, rg, out.data<double>(),
+        nullptr);
+  return out.to(a.dtype());
 }
 
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,

@@ -63,6 +63,10 @@ GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGro
                                         PoolingMode mode);
 fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& groups,
                                 PoolingMode mode, const fk::Tensor& argmax);
+// Per group, the sum over its rows of a[i] * b[i] (a, b: N x C of one dtype),
+// blocked like Sum: the glob gradient of broadcast_multiply without
+// materialising the products.
+fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const RowGroups& groups);
 // The differentiable core.
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
                                 PoolingMode mode);
