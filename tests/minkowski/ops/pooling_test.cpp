@@ -180,6 +180,18 @@ TEST(MinkowskiPooling, BitIdenticalAtOneTwoThreeThreads) {
   }
 }
 
+TEST(MinkowskiPooling, EmptyTensorPoolsToEmpty) {
+  SparseTensor x(fk::zeros({0, 2}, {fk::DType::F64}), fk::zeros({0, 3}, {fk::DType::I32}));
+  for (PoolingMode mode : kModes) {
+    fk::Tensor f = x.F().clone().set_requires_grad(true);
+    SparseTensor y =
+        local_pooling(SparseTensor(f, x.key(), x.manager()), mode, KernelRegion::cube({2}), {2});
+    EXPECT_EQ(y.F().shape(), (fk::Dims{0, 2}));
+    y.F().backward(fk::zeros({0, 2}, {fk::DType::F64}));
+    EXPECT_EQ(f.grad().shape(), (fk::Dims{0, 2}));
+  }
+}
+
 TEST(MinkowskiPooling, ErrorsNameExpectedAndGiven) {
   Rows rows = random_rows(2, 20, 4, 1, 2, 3);
   fk::Tensor f = fk::test::random_tensor({20, 3}, fk::DType::F64, -1, 1, 4);
