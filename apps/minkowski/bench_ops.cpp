@@ -200,8 +200,16 @@ int bench_ops(const BenchOpsOptions& o) {
   }
   fk::set_num_threads(before);
 
+  std::string threads_list;
+  for (int t : o.threads) threads_list += fmt::format("{}{}", threads_list.empty() ? "" : ",", t);
+  const std::string command = fmt::format(
+      "minkowski bench ops {} --channels {} --dtype {} --threads {} --repeats {} --triad-mib {} "
+      "--evict-mib {}",
+      o.points > 0 ? fmt::format("--points {}", o.points) : "--scene " + o.scene, c, o.dtype,
+      threads_list, o.repeats, o.triad_mib, o.evict_mib);
   fmt::print("minkowski bench ops: {} | {} input rows -> {} unique, C {} {}, best of {}\n", source,
              n_in, n, c, o.dtype, o.repeats);
+  fmt::print("  command: {}\n", command);
   fmt::print("  stride 2: {} rows; pairs k2 {}, k3 {}; {} batch item(s)\n", nc, k2->pairs(),
              k3->pairs(), groups->groups);
   std::string triad_line =
@@ -233,7 +241,8 @@ int bench_ops(const BenchOpsOptions& o) {
   if (!o.json.empty()) {
     nlohmann::json jt = nlohmann::json::object();
     for (int t : o.threads) jt[std::to_string(t)] = triad[t];
-    nlohmann::json j{{"source", source},
+    nlohmann::json j{{"command", command},
+                     {"source", source},
                      {"input_rows", n_in},
                      {"unique_rows", n},
                      {"stride2_rows", nc},
