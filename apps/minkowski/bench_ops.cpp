@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 
 #include "fk/fk.h"
@@ -177,7 +179,8 @@ int bench_ops(const BenchOpsOptions& o) {
   // builds the cached indices an op needs, e.g. a map's by-input rows), each
   // round runs one triad pass and every case once; the best of the rounds is
   // kept. Interleaved so that, on a shared machine, the triad and the cases
-  // see the same load.
+  // see the same load, and in a fresh order each round so that no case keeps
+  // meeting a periodic disturbance (another process's loop) at the same phase.
   std::map<int, double> triad;
   std::vector<std::vector<double>> secs(cases.size());
   const int before = fk::get_num_threads();
@@ -189,11 +192,14 @@ int bench_ops(const BenchOpsOptions& o) {
     for (const Case& k : cases) k.run();
     double best_triad = 0;
     std::vector<double> best(cases.size(), 1e300);
+    std::vector<size_t> order(cases.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937 shuffle(12345);
     for (int r = 0; r < o.repeats; ++r) {
       evict_caches(junk);
       best_triad = std::max(best_triad, stream.pass(t));
-      for (size_t i = 0; i < cases.size(); ++i)
-        best[i] = std::min(best[i], cold_run_s(junk, cases[i].run));
+      std::shuffle(order.begin(), order.end(), shuffle);
+      for (size_t i : order) best[i] = std::min(best[i], cold_run_s(junk, cases[i].run));
     }
     triad[t] = best_triad;
     for (size_t i = 0; i < cases.size(); ++i) secs[i].push_back(best[i]);
