@@ -163,25 +163,31 @@ RowGroups broadcast_groups(const SparseTensor& x, const SparseTensor& glob, cons
   auto gm = x.manager()->map(glob.key());
   auto xm = x.manager()->map(x.key());
   const int w = gm->width();
-  // glob row of each batch item (-1: none)
-  std::vector<int32_t> row_of;
+  // (batch item, glob row), sorted by item: any batch index, no table of
+  // max-index size
+  std::vector<std::pair<int32_t, int32_t>> item_row;
   for (int64_t r = 0; r < gm->size(); ++r) {
     const int32_t* c = gm->row(r);
     FK_CHECK(c[0] >= 0 && std::all_of(c + 1, c + w, [](int32_t v) { return v == 0; }), where,
              "a global tensor: rows at (b, 0, .., 0), b >= 0 (e.g. from global_pooling)",
              "row " + std::to_string(r) + " at " + coordinate_text(c, w));
-    if (static_cast<size_t>(c[0]) >= row_of.size()) row_of.resize(c[0] + 1, -1);
-    row_of[c[0]] = static_cast<int32_t>(r);
+    item_row.emplace_back(c[0], static_cast<int32_t>(r));
   }
+  std::sort(item_row.begin(), item_row.end());
   std::vector<int32_t> label(static_cast<size_t>(xm->size()));
+  int32_t last_b = 0, last_g = -1;  // rows mostly come grouped by item: one search per run
   for (int64_t i = 0; i < xm->size(); ++i) {
     const int32_t b = xm->row(i)[0];
-    const int32_t g = b >= 0 && static_cast<size_t>(b) < row_of.size() ? row_of[b] : -1;
-    FK_CHECK(g >= 0, where,
+    if (i == 0 || b != last_b) {
+      auto it = std::lower_bound(item_row.begin(), item_row.end(), std::pair{b, int32_t{-1}});
+      last_b = b;
+      last_g = it != item_row.end() && it->first == b ? it->second : -1;
+    }
+    FK_CHECK(last_g >= 0, where,
              "a global row for every batch item of the input (the glob has " +
                  std::to_string(gm->size()) + " rows)",
              "no global row for batch item " + std::to_string(b));
-    label[i] = g;
+    label[i] = last_g;
   }
   return group_by(std::move(label), gm->size());
 }

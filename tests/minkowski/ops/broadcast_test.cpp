@@ -159,6 +159,10 @@ TEST(MinkowskiBroadcast, ErrorsNameExpectedAndGiven) {
   MapKey only0 = x.manager()->insert(to_tensor(Rows{{0, 0, 0}}), {1}, "only0").key;
   SparseTensor g0(fk::zeros({1, 3}, {fk::DType::F64}), only0, x.manager());
   expect_error([&] { broadcast_concatenation(x, g0); }, "every batch item", "batch item 1");
+  // a huge batch index is looked up, not tabulated
+  MapKey far = x.manager()->insert(to_tensor(Rows{{2000000000, 0, 0}}), {1}, "far").key;
+  SparseTensor gfar(fk::zeros({1, 3}, {fk::DType::F64}), far, x.manager());
+  expect_error([&] { broadcast_add(x, gfar); }, "every batch item", "no global row for batch item");
   // another manager
   SparseTensor y(x.F(), to_tensor(rows));
   SparseTensor other = global_max_pooling(y);
