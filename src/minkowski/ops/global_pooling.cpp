@@ -276,6 +276,17 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
     hi = std::max(hi, batch[i]);
   }
   FK_CHECK(lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(lo));
+  if (hi >= n) {
+    // more items than rows: some are empty; name the first without sizing
+    // anything by the batch index
+    std::vector<int32_t> items(batch);
+    std::sort(items.begin(), items.end());
+    items.erase(std::unique(items.begin(), items.end()), items.end());
+    int32_t b = 0;
+    while (b < static_cast<int32_t>(items.size()) && items[b] == b) ++b;
+    FK_CHECK(false, where, "at least one point in every batch item 0.." + std::to_string(hi),
+             "no point in batch item " + std::to_string(b));
+  }
   RowGroups r = group_by(std::move(batch), int64_t{hi} + 1);
   for (int64_t b = 0; b < r.groups; ++b)
     FK_CHECK(r.size(b) > 0, where,

@@ -142,6 +142,16 @@ TEST(MinkowskiGlobalPooling, EmptyItemsAreErrorsNotNaN) {
     EXPECT_NE(std::string(e.what()).find("batch item 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("0..2"), std::string::npos) << e.what();
   }
+  // a huge batch index: the same error, without a table of that size
+  SparseTensor far(fk::ones({2, 1}, {fk::DType::F64}),
+                   to_tensor(Rows{{0, 0, 0}, {2000000000, 0, 0}}));
+  try {
+    global_sum_pooling(far);
+    FAIL() << "no error for empty batch items";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no point in batch item 1"), std::string::npos)
+        << e.what();
+  }
   SparseTensor neg(fk::ones({1, 1}, {fk::DType::F64}), to_tensor(Rows{{-1, 0, 0}}));
   EXPECT_THROW(global_sum_pooling(neg), fk::Error);
   SparseTensor empty(fk::zeros({0, 2}, {fk::DType::F64}), fk::zeros({0, 3}, {fk::DType::I32}));
