@@ -284,8 +284,8 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
     items.erase(std::unique(items.begin(), items.end()), items.end());
     int32_t b = 0;
     while (b < static_cast<int32_t>(items.size()) && items[b] == b) ++b;
-    FK_CHECK(false, where, "at least one point in every batch item 0.." + std::to_string(hi),
-             "no point in batch item " + std::to_string(b));
+    throw fk::Error(where, "at least one point in every batch item 0.." + std::to_string(hi),
+                    "no point in batch item " + std::to_string(b));
   }
   RowGroups r = group_by(std::move(batch), int64_t{hi} + 1);
   for (int64_t b = 0; b < r.groups; ++b)
