@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include "fk/fk.h"
 #include "minkowski/minkowski.h"
@@ -93,99 +94,125 @@ void check_options(const BenchOpsOptions& o) {
     if (t < 1) throw std::runtime_error("--threads counts must be positive");
 }
 
-}  // namespace
-
-int bench_ops(const BenchOpsOptions& o) {
-  check_options(o);
-  fk::DType dt = fk::dtype_from_name(o.dtype);
-  if (!fk::is_floating(dt)) throw std::runtime_error("--dtype must be f32, f64, f16 or bf16");
+// Everything the cases run on, built once (the cases refer to it).
+struct Fixture {
   std::string source;
-  std::vector<int32_t> rows = load_rows(o, source);
-  const int64_t n_in = static_cast<int64_t>(rows.size() / 4);
-  const int64_t c = o.channels;
-  const double es = static_cast<double>(fk::itemsize(dt));
+  int64_t input_rows = 0, rows = 0, coarse_rows = 0, channels = 0;
+  fk::DType dtype = fk::DType::F32;
+  double elem = 4;  // bytes per feature element
+  std::shared_ptr<CoordinateManager> mgr;
+  std::shared_ptr<const KernelMap> k2, k3, up;  // fine -> stride 2 (kernel 2, 3), and back
+  fk::Tensor f, fc, gc, gf;                     // features and gradients, fine and coarse
+  std::shared_ptr<const RowGroups> items;       // the scene's batch items
+  fk::Tensor glob;                              // one global row per item
+  RowGroups glob_rows;                          // the glob row of each fine row
+};
 
-  auto mgr = std::make_shared<CoordinateManager>(3);
-  MapKey fine = mgr->insert(fk::from_vector(rows, fk::Dims{n_in, 4}), {1}).key;
-  MapKey coarse = mgr->stride(fine, {2});
-  const int64_t n = mgr->size(fine), nc = mgr->size(coarse);
-  auto k2 = mgr->kernel_map(fine, coarse, KernelRegion::cube({2}), false);
-  auto k3 = mgr->kernel_map(fine, coarse, KernelRegion::cube({3}), false);
-  auto up = mgr->kernel_map(coarse, fine, KernelRegion::cube({2}), true);
-  fk::Tensor f = random_uniform({n, c}, 1, dt), fc = random_uniform({nc, c}, 2, dt),
-             gc = random_uniform({nc, c}, 3, dt), gf = random_uniform({n, c}, 4, dt);
-  SparseTensor x(f, fine, mgr);
+void build_fixture(const BenchOpsOptions& o, Fixture& fx) {
+  fx.dtype = fk::dtype_from_name(o.dtype);
+  if (!fk::is_floating(fx.dtype)) throw std::runtime_error("--dtype must be f32, f64, f16 or bf16");
+  std::vector<int32_t> rows = load_rows(o, fx.source);
+  fx.input_rows = static_cast<int64_t>(rows.size() / 4);
+  fx.channels = o.channels;
+  fx.elem = static_cast<double>(fk::itemsize(fx.dtype));
+  fx.mgr = std::make_shared<CoordinateManager>(3);
+  MapKey fine = fx.mgr->insert(fk::from_vector(rows, fk::Dims{fx.input_rows, 4}), {1}).key;
+  MapKey coarse = fx.mgr->stride(fine, {2});
+  fx.rows = fx.mgr->size(fine);
+  fx.coarse_rows = fx.mgr->size(coarse);
+  fx.k2 = fx.mgr->kernel_map(fine, coarse, KernelRegion::cube({2}), false);
+  fx.k3 = fx.mgr->kernel_map(fine, coarse, KernelRegion::cube({3}), false);
+  fx.up = fx.mgr->kernel_map(coarse, fine, KernelRegion::cube({2}), true);
+  const int64_t c = fx.channels;
+  fx.f = random_uniform({fx.rows, c}, 1, fx.dtype);
+  fx.fc = random_uniform({fx.coarse_rows, c}, 2, fx.dtype);
+  fx.gc = random_uniform({fx.coarse_rows, c}, 3, fx.dtype);
+  fx.gf = random_uniform({fx.rows, c}, 4, fx.dtype);
+  fx.items = std::make_shared<const RowGroups>(batch_groups(*fx.mgr->map(fine), "bench"));
+  SparseTensor x(fx.f, fine, fx.mgr), glob = global_avg_pooling(x);
+  fx.glob = glob.F();
+  fx.glob_rows = broadcast_groups(x, glob, "bench");
+}
 
-  std::vector<Case> cases;
-  auto pool_cases = [&](const std::string& name, const KernelMap& m, const fk::Tensor& in,
-                        const fk::Tensor& grad, PoolingMode mode) {
-    const double pairs = static_cast<double>(m.pairs()), ni = static_cast<double>(m.in_size),
-                 no = static_cast<double>(m.out_size), cd = static_cast<double>(c);
-    const double index = pairs * 12, amax = mode == PoolingMode::Max ? no * cd * 4 : 0;
-    auto argmax = std::make_shared<fk::Tensor>(pool_forward(in, m, mode).argmax);
-    cases.push_back({name, "forward", (ni + no) * cd * es + index + (no + 1) * 8 + amax,
-                     [&m, in, mode] { pool_forward(in, m, mode); }});
-    const double counts = mode == PoolingMode::Average ? (no + 1) * 8 : 0;
-    cases.push_back({name, "backward", (ni + no) * cd * es + index + (ni + 1) * 8 + counts + amax,
-                     [&m, grad, mode, argmax] { pool_backward(grad, m, mode, *argmax); }});
-  };
+// Forward and backward of one pooling on map m (in -> out rows).
+void add_pooling(const Fixture& fx, std::vector<Case>& cases, const std::string& name,
+                 const KernelMap& m, const fk::Tensor& in, const fk::Tensor& grad,
+                 PoolingMode mode) {
+  const double pairs = static_cast<double>(m.pairs()), ni = static_cast<double>(m.in_size),
+               no = static_cast<double>(m.out_size), cd = static_cast<double>(fx.channels);
+  const double feats = (ni + no) * cd * fx.elem, index = pairs * 12;
+  const double amax = mode == PoolingMode::Max ? no * cd * 4 : 0;
+  const double counts = mode == PoolingMode::Average ? (no + 1) * 8 : 0;
+  auto argmax = std::make_shared<fk::Tensor>(pool_forward(in, m, mode).argmax);
+  cases.push_back({name, "forward", feats + index + (no + 1) * 8 + amax,
+                   [&m, in, mode] { pool_forward(in, m, mode); }});
+  cases.push_back({name, "backward", feats + index + (ni + 1) * 8 + counts + amax,
+                   [&m, grad, mode, argmax] { pool_backward(grad, m, mode, *argmax); }});
+}
+
+void add_pooling_cases(const Fixture& fx, std::vector<Case>& cases) {
   for (auto [mode, tag] : {std::pair{PoolingMode::Sum, "sum"},
                            {PoolingMode::Average, "avg"},
                            {PoolingMode::Max, "max"}}) {
-    pool_cases(fmt::format("{}_pool k2 s2", tag), *k2, f, gc, mode);
-    pool_cases(fmt::format("{}_pool k3 s2", tag), *k3, f, gc, mode);
+    add_pooling(fx, cases, fmt::format("{}_pool k2 s2", tag), *fx.k2, fx.f, fx.gc, mode);
+    add_pooling(fx, cases, fmt::format("{}_pool k3 s2", tag), *fx.k3, fx.f, fx.gc, mode);
   }
-  pool_cases("sum_unpool k2 s2", *up, fc, gf, PoolingMode::Sum);
+  add_pooling(fx, cases, "sum_unpool k2 s2", *fx.up, fx.fc, fx.gf, PoolingMode::Sum);
+}
 
-  auto groups = std::make_shared<const RowGroups>(batch_groups(*mgr->map(fine), "bench"));
-  const double rows_bytes = static_cast<double>(n) * 4, nb = static_cast<double>(groups->groups),
-               feat = static_cast<double>(n * c) * es, gfeat = nb * c * es;
+void add_global_and_broadcast_cases(const Fixture& fx, std::vector<Case>& cases) {
+  const int64_t c = fx.channels, nb = fx.items->groups;
+  const double rows = static_cast<double>(fx.rows) * 4,  // the grouping's labels
+      feat = static_cast<double>(fx.rows * c) * fx.elem,
+               glob = static_cast<double>(nb * c) * fx.elem;
   for (auto [mode, tag] :
        {std::pair{PoolingMode::Average, "global_avg"}, {PoolingMode::Max, "global_max"}}) {
-    const double amax = mode == PoolingMode::Max ? nb * c * 4 : 0;
-    auto argmax = std::make_shared<fk::Tensor>(global_pool_forward(f, *groups, mode).argmax);
-    fk::Tensor g = random_uniform({groups->groups, c}, 5, dt);
-    cases.push_back({tag, "forward", feat + rows_bytes + gfeat + amax,
-                     [&, mode] { global_pool_forward(f, *groups, mode); }});
-    cases.push_back({tag, "backward", feat + rows_bytes + gfeat + amax,
-                     [&, mode, g, argmax] { global_pool_backward(g, *groups, mode, *argmax); }});
+    const double amax = mode == PoolingMode::Max ? static_cast<double>(nb * c) * 4 : 0;
+    auto argmax = std::make_shared<fk::Tensor>(global_pool_forward(fx.f, *fx.items, mode).argmax);
+    fk::Tensor g = random_uniform({nb, c}, 5, fx.dtype);
+    cases.push_back({tag, "forward", feat + rows + glob + amax,
+                     [&fx, mode] { global_pool_forward(fx.f, *fx.items, mode); }});
+    cases.push_back({tag, "backward", feat + rows + glob + amax, [&fx, mode, g, argmax] {
+                       global_pool_backward(g, *fx.items, mode, *argmax);
+                     }});
   }
+  // add: the features' gradient is the output's own (no traffic), the
+  // glob's a sum over rows; multiply: G and x read, the features' gradient
+  // written; concatenate: G read, the features' columns written.
+  for (auto [mode, tag, fwd, bwd] : {std::tuple{BroadcastMode::Add, "broadcast_add", 2.0, 1.0},
+                                     {BroadcastMode::Multiply, "broadcast_mul", 2.0, 3.0},
+                                     {BroadcastMode::Concatenate, "broadcast_cat", 3.0, 3.0}}) {
+    const bool cat = mode == BroadcastMode::Concatenate;
+    fk::Tensor g = cat ? random_uniform({fx.rows, 2 * c}, 6, fx.dtype) : fx.gf;
+    // Concatenate's backward reads only the widths of the two inputs.
+    fk::Tensor xin = cat ? fk::empty({0, c}, {fx.dtype}) : fx.f;
+    fk::Tensor gin = cat ? fk::empty({0, c}, {fx.dtype}) : fx.glob;
+    cases.push_back({tag, "forward", fwd * feat + rows + glob,
+                     [&fx, mode] { broadcast_forward(fx.f, fx.glob, fx.glob_rows, mode); }});
+    cases.push_back({tag, "backward", bwd * feat + rows + glob, [&fx, mode, g, xin, gin] {
+                       broadcast_backward(g, xin, gin, fx.glob_rows, mode, true, true);
+                     }});
+  }
+}
 
-  SparseTensor glob = global_avg_pooling(x);
-  RowGroups bg = broadcast_groups(x, glob, "bench");
-  fk::Tensor gv = glob.F();
-  for (auto [mode, tag] : {std::pair{BroadcastMode::Add, "broadcast_add"},
-                           {BroadcastMode::Multiply, "broadcast_mul"}}) {
-    cases.push_back({tag, "forward", 2 * feat + rows_bytes + gfeat,
-                     [&, mode] { broadcast_forward(f, gv, bg, mode); }});
-    // add: the features' gradient is the output's (no traffic), the glob's a
-    // sum over rows; multiply: G and x read, the features' gradient written
-    const double bwd = mode == BroadcastMode::Add ? feat : 3 * feat;
-    cases.push_back({tag, "backward", bwd + rows_bytes + gfeat,
-                     [&, mode] { broadcast_backward(gf, f, gv, bg, mode, true, true); }});
-  }
-  {
-    fk::Tensor gcat = random_uniform({n, 2 * c}, 6, dt);
-    fk::Tensor widths_f = fk::empty({0, c}, {dt}), widths_g = fk::empty({0, c}, {dt});
-    cases.push_back({"broadcast_cat", "forward", 3 * feat + rows_bytes + gfeat,
-                     [&] { broadcast_forward(f, gv, bg, BroadcastMode::Concatenate); }});
-    cases.push_back(
-        {"broadcast_cat", "backward", 3 * feat + rows_bytes + gfeat, [&, gcat, widths_f, widths_g] {
-           broadcast_backward(gcat, widths_f, widths_g, bg, BroadcastMode::Concatenate, true, true);
-         }});
-  }
+struct Timings {
+  std::map<int, double> triad;            // bytes/s per thread count
+  std::vector<std::vector<double>> secs;  // [case][thread count index]
+};
 
-  // Measure, per thread count: after a warm-up of everything (which also
-  // builds the cached indices an op needs, e.g. a map's by-input rows), each
-  // round runs one triad pass and every case once; the best of the rounds is
-  // kept. Interleaved so that, on a shared machine, the triad and the cases
-  // see the same load, and in a fresh order each round so that no case keeps
-  // meeting a periodic disturbance (another process's loop) at the same phase.
-  std::map<int, double> triad;
-  std::vector<std::vector<double>> secs(cases.size());
+// Per thread count: after a warm-up of everything (which also builds the
+// cached indices an op needs, e.g. a map's by-input rows), each round runs
+// one triad pass and every case once, all from cold caches; the best of the
+// rounds is kept. Interleaved so that, on a shared machine, the triad and the
+// cases see the same load, and in a fresh order each round so that no case
+// keeps meeting a periodic disturbance (another process's loop) at one phase.
+Timings measure(const BenchOpsOptions& o, const std::vector<Case>& cases) {
+  Timings tm;
+  tm.secs.resize(cases.size());
   const int before = fk::get_num_threads();
   std::vector<uint64_t> junk(static_cast<size_t>(o.evict_mib) << 17, 1);
   StreamTriad stream(o.triad_mib);
+  std::mt19937 shuffle(12345);
   for (int t : o.threads) {
     fk::set_num_threads(t);
     stream.pass(t);
@@ -194,79 +221,102 @@ int bench_ops(const BenchOpsOptions& o) {
     std::vector<double> best(cases.size(), 1e300);
     std::vector<size_t> order(cases.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::mt19937 shuffle(12345);
     for (int r = 0; r < o.repeats; ++r) {
       evict_caches(junk);
       best_triad = std::max(best_triad, stream.pass(t));
       std::shuffle(order.begin(), order.end(), shuffle);
       for (size_t i : order) best[i] = std::min(best[i], cold_run_s(junk, cases[i].run));
     }
-    triad[t] = best_triad;
-    for (size_t i = 0; i < cases.size(); ++i) secs[i].push_back(best[i]);
+    tm.triad[t] = best_triad;
+    for (size_t i = 0; i < cases.size(); ++i) tm.secs[i].push_back(best[i]);
   }
   fk::set_num_threads(before);
+  return tm;
+}
 
-  std::string threads_list;
-  for (int t : o.threads) threads_list += fmt::format("{}{}", threads_list.empty() ? "" : ",", t);
-  const std::string command = fmt::format(
+std::string command_line(const BenchOpsOptions& o) {
+  std::string threads;
+  for (int t : o.threads) threads += fmt::format("{}{}", threads.empty() ? "" : ",", t);
+  return fmt::format(
       "minkowski bench ops {} --channels {} --dtype {} --threads {} --repeats {} --triad-mib {} "
       "--evict-mib {}",
-      o.points > 0 ? fmt::format("--points {}", o.points) : "--scene " + o.scene, c, o.dtype,
-      threads_list, o.repeats, o.triad_mib, o.evict_mib);
-  fmt::print("minkowski bench ops: {} | {} input rows -> {} unique, C {} {}, best of {}\n", source,
-             n_in, n, c, o.dtype, o.repeats);
-  fmt::print("  command: {}\n", command);
-  fmt::print("  stride 2: {} rows; pairs k2 {}, k3 {}; {} batch item(s)\n", nc, k2->pairs(),
-             k3->pairs(), groups->groups);
-  std::string triad_line =
-      "  stream triad (same run, 3 x " + std::to_string(o.triad_mib) + " MiB):";
-  for (int t : o.threads) triad_line += fmt::format(" {} thr {:.1f} GB/s", t, triad[t] / 1e9);
-  fmt::print("{}\n", triad_line);
+      o.points > 0 ? fmt::format("--points {}", o.points) : "--scene " + o.scene, o.channels,
+      o.dtype, threads, o.repeats, o.triad_mib, o.evict_mib);
+}
+
+// Prints the table; returns its rows as JSON.
+nlohmann::json print_table(const BenchOpsOptions& o, const std::vector<Case>& cases,
+                           const Timings& tm) {
   std::string head = fmt::format("  {:<18} {:<9} {:>8}", "op", "pass", "MB");
   for (int t : o.threads)
     head += fmt::format(" | {:>2} thr: {:>8} {:>6} {:>6}", t, "ms", "GB/s", "triad");
   fmt::print("{}\n", head);
-  nlohmann::json jops = nlohmann::json::array();
+  nlohmann::json ops = nlohmann::json::array();
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& k = cases[i];
     std::string line = fmt::format("  {:<18} {:<9} {:>8.1f}", k.op, k.pass, k.bytes / 1e6);
     nlohmann::json runs = nlohmann::json::array();
     for (size_t j = 0; j < o.threads.size(); ++j) {
       const int t = o.threads[j];
-      const double bps = k.bytes / secs[i][j];
-      line += fmt::format(" | {:>2} thr: {:>8.3f} {:>6.1f} {:>5.0f}%", t, secs[i][j] * 1e3,
-                          bps / 1e9, 100 * bps / triad[t]);
+      const double sec = tm.secs[i][j], bps = k.bytes / sec, triad = tm.triad.at(t);
+      line += fmt::format(" | {:>2} thr: {:>8.3f} {:>6.1f} {:>5.0f}%", t, sec * 1e3, bps / 1e9,
+                          100 * bps / triad);
       runs.push_back({{"threads", t},
-                      {"ms", secs[i][j] * 1e3},
+                      {"ms", sec * 1e3},
                       {"bytes_per_s", bps},
-                      {"triad_fraction", bps / triad[t]}});
+                      {"triad_fraction", bps / triad}});
     }
     fmt::print("{}\n", line);
-    jops.push_back({{"op", k.op}, {"pass", k.pass}, {"bytes", k.bytes}, {"runs", runs}});
+    ops.push_back({{"op", k.op}, {"pass", k.pass}, {"bytes", k.bytes}, {"runs", runs}});
   }
-  if (!o.json.empty()) {
-    nlohmann::json jt = nlohmann::json::object();
-    for (int t : o.threads) jt[std::to_string(t)] = triad[t];
-    nlohmann::json j{{"command", command},
-                     {"source", source},
-                     {"input_rows", n_in},
-                     {"unique_rows", n},
-                     {"stride2_rows", nc},
-                     {"pairs_k2", k2->pairs()},
-                     {"pairs_k3", k3->pairs()},
-                     {"batch_items", groups->groups},
-                     {"channels", c},
-                     {"dtype", o.dtype},
-                     {"repeats", o.repeats},
-                     {"threads", o.threads},
-                     {"triad_mib", o.triad_mib},
-                     {"evict_mib", o.evict_mib},
-                     {"triad_bytes_per_s", jt},
-                     {"ops", jops}};
-    std::ofstream out(o.json);
-    if (!out) throw std::runtime_error("cannot write " + o.json);
-    out << j.dump(2) << "\n";
+  return ops;
+}
+
+}  // namespace
+
+int bench_ops(const BenchOpsOptions& o) {
+  check_options(o);
+  Fixture fx;
+  build_fixture(o, fx);
+  std::vector<Case> cases;
+  add_pooling_cases(fx, cases);
+  add_global_and_broadcast_cases(fx, cases);
+  const Timings tm = measure(o, cases);
+
+  const std::string command = command_line(o);
+  fmt::print("minkowski bench ops: {} | {} input rows -> {} unique, C {} {}, best of {}\n",
+             fx.source, fx.input_rows, fx.rows, fx.channels, o.dtype, o.repeats);
+  fmt::print("  command: {}\n", command);
+  fmt::print("  stride 2: {} rows; pairs k2 {}, k3 {}; {} batch item(s)\n", fx.coarse_rows,
+             fx.k2->pairs(), fx.k3->pairs(), fx.items->groups);
+  std::string triad_line = fmt::format("  stream triad (same run, 3 x {} MiB):", o.triad_mib);
+  nlohmann::json triad = nlohmann::json::object();
+  for (int t : o.threads) {
+    triad_line += fmt::format(" {} thr {:.1f} GB/s", t, tm.triad.at(t) / 1e9);
+    triad[std::to_string(t)] = tm.triad.at(t);
   }
+  fmt::print("{}\n", triad_line);
+  nlohmann::json ops = print_table(o, cases, tm);
+  if (o.json.empty()) return 0;
+  nlohmann::json j{{"command", command},
+                   {"source", fx.source},
+                   {"input_rows", fx.input_rows},
+                   {"unique_rows", fx.rows},
+                   {"stride2_rows", fx.coarse_rows},
+                   {"pairs_k2", fx.k2->pairs()},
+                   {"pairs_k3", fx.k3->pairs()},
+                   {"batch_items", fx.items->groups},
+                   {"channels", fx.channels},
+                   {"dtype", o.dtype},
+                   {"repeats", o.repeats},
+                   {"threads", o.threads},
+                   {"triad_mib", o.triad_mib},
+                   {"evict_mib", o.evict_mib},
+                   {"triad_bytes_per_s", triad},
+                   {"ops", ops}};
+  std::ofstream out(o.json);
+  if (!out) throw std::runtime_error("cannot write " + o.json);
+  out << j.dump(2) << "\n";
   return 0;
 }
 
