@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "bench_conv.h"
+#include "bench_ops.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"minkowski: sparse convolution engine tools"};
@@ -24,6 +25,18 @@ int main(int argc, char** argv) {
   conv->add_option("--chunk-mb", o.chunk_mb, "ME_FUSED_COPY_MAX_MB of the chunked variant");
   conv->add_option("--scene", o.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
   conv->add_option("--json", o.json, "also write the results as JSON to this file");
+  CLI::App* ops = bench->add_subcommand(
+      "ops", "pooling, unpooling, global pooling and broadcast: bytes/s vs a stream triad");
+  minkowski_app::BenchOpsOptions oo;
+  ops->add_option("--scene", oo.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
+  ops->add_option("--points", oo.points, "a synthetic scene of this many voxels instead");
+  ops->add_option("--channels", oo.channels, "feature channels");
+  ops->add_option("--dtype", oo.dtype, "f32, f64, f16 or bf16");
+  ops->add_option("--threads", oo.threads, "thread counts to run at (e.g. 1,2)")->delimiter(',');
+  ops->add_option("--repeats", oo.repeats, "timed runs per measurement (best reported)");
+  ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array");
+  ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)");
+  ops->add_option("--json", oo.json, "also write the results as JSON to this file");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,6 +49,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*conv) return minkowski_app::bench_conv(o);
+    if (*ops) return minkowski_app::bench_ops(oo);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minkowski: error: %s\n", e.what());
     return 1;
