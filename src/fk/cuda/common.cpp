@@ -56,13 +56,6 @@ bool is_flat(const Geometry& g, int operands) {
   return true;
 }
 
-void check_cuda(cudaError_t e, const char* where) {
-  if (e != cudaSuccess) {
-    throw Error(where, "cudaSuccess",
-                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
-  }
-}
-
 void check_launch(const char* where) {
   check_cuda(cudaGetLastError(), where);
 }

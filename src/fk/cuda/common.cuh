@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
@@ -113,7 +114,6 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
 
 // Throws fk::Error when the last launch failed (bad configuration, no device).
 void check_launch(const char* where);
-void check_cuda(cudaError_t e, const char* where);
 
 [[noreturn]] void unsupported(const char* where, const char* expected, int dtype);
 const char* dtype_name(int dtype);
