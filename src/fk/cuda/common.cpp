@@ -56,6 +56,11 @@ bool is_flat(const Geometry& g, int operands) {
   return true;
 }
 
+void check_op(int op, int count, const char* where) {
+  FK_CHECK(op >= 0 && op < count, where, "an op code 0.." + std::to_string(count - 1),
+           std::to_string(op));
+}
+
 void check_launch(const char* where) {
   check_cuda(cudaGetLastError(), where);
 }
