@@ -12,9 +12,10 @@
 //   - with `deterministic`, a second device run gives the same bits.
 // A row's op is either an fk op (the same function on both devices) or a CUDA
 // launcher called on device tensors, with fk's CPU op or a plain loop as the
-// reference. Every test skips itself where no CUDA device is usable (CPU-only
-// builds, machines without a driver); scripts/gpu-check runs them on a GPU and
-// counts a skip there as a failure.
+// reference. A new family file names its family in tests/CMakeLists.txt's
+// FK_CUDA_PARITY_FAMILIES (one ctest entry). Every test skips itself where no CUDA device is usable
+// (CPU-only builds, machines without a driver); scripts/gpu-check runs them on a GPU and counts a
+// skip there as a failure.
 #include <gtest/gtest.h>
 
 #include <functional>
