@@ -1,8 +1,9 @@
 #pragma once
 // The CUDA parity harness (in the spirit of ggml's test-backend-ops): a table
-// of OpCase rows per op family (unary_parity_test.cpp, binary_, copy_,
-// reduce_, index_, linalg_, fft_), each run in each of its dtypes as one test,
-// CudaParity.MatchesCpu/<family>_<case>_<dtype>. A row runs its op on the
+// of OpCase rows per op family, in files named after the CPU tests
+// (unary_parity_test.cpp, binary_, copy_, join_, reduce_, reduce_ops_, index_,
+// index_ops_, linalg_, fft_), each row run in each of its dtypes as one test,
+// <Family>/CudaParity.MatchesCpu/<row>_<dtype>. A row runs its op on the
 // device and its reference on the CPU from the same inputs and compares:
 //   - values, within the row's tolerance (default by dtype) or bit for bit;
 //   - with `grad`, the gradients of every inexact input of
@@ -12,10 +13,11 @@
 //   - with `deterministic`, a second device run gives the same bits.
 // A row's op is either an fk op (the same function on both devices) or a CUDA
 // launcher called on device tensors, with fk's CPU op or a plain loop as the
-// reference. A new family file names its family in tests/CMakeLists.txt's
-// FK_CUDA_PARITY_FAMILIES (one ctest entry). Every test skips itself where no CUDA device is usable
-// (CPU-only builds, machines without a driver); scripts/gpu-check runs them on a GPU and counts a
-// skip there as a failure.
+// reference. A new family is also named in tests/CMakeLists.txt's
+// FK_CUDA_PARITY_FAMILIES (one ctest entry per family). Every test skips
+// itself where no CUDA device is usable (CPU-only builds, machines without a
+// driver); scripts/gpu-check runs them on a GPU and counts a skip there as a
+// failure.
 #include <gtest/gtest.h>
 
 #include <functional>
