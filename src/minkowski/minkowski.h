@@ -13,6 +13,7 @@
 #include "minkowski/ops/normalization.h"
 #include "minkowski/ops/prune.h"
 #include "minkowski/ops/quantize.h"
+#include "minkowski/ops/spmm.h"
 #include "minkowski/ops/union.h"
 #include "minkowski/sparse_tensor.h"
 #include "minkowski/tensor_field.h"
