@@ -10,6 +10,7 @@
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/elementwise.h"
+#include "minkowski/ops/interpolation.h"
 #include "minkowski/ops/normalization.h"
 #include "minkowski/ops/prune.h"
 #include "minkowski/ops/quantize.h"
