@@ -158,6 +158,17 @@ TEST(TensorField, CatSliceAppendsTheFieldsFeatures) {
   EXPECT_THROW(s.with_features(fk::zeros({3, 2}, {fk::DType::F64})), fk::Error);
 }
 
+TEST(TensorField, SparseByModeUsesVoxelSizeOne) {
+  Points p;
+  TensorField field(p.f, fk::mul(p.c, 4.0));  // batch 4 and 0: still integers
+  SparseTensor a = field.sparse(QuantizationMode::UnweightedSum);
+  auto inverse = field.inverse_mapping();
+  SparseTensor b = field.sparse(1.0, QuantizationMode::UnweightedSum);
+  EXPECT_EQ(a.C().to_vector<int32_t>(), b.C().to_vector<int32_t>());
+  EXPECT_EQ(inverse, field.inverse_mapping());
+  fk::test::expect_close(a.F(), b.F().to_vector<double>(), 0);
+}
+
 TEST(TensorField, Errors) {
   Points p;
   // coordinate width: no spatial axis

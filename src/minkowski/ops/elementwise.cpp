@@ -8,13 +8,14 @@
 #include "fk/ops/join.h"
 #include "fk/profile.h"
 #include "minkowski/ops/union.h"
+#include "minkowski/tensor_field.h"
 
 namespace minkowski {
 
 namespace {
 
 // Every input on the map of the first (same manager, same key).
-void check_one_map(const std::vector<SparseTensor>& xs, const char* where) {
+void check_aligned(const std::vector<SparseTensor>& xs, const char* where) {
   FK_CHECK(!xs.empty(), where, "at least one sparse tensor", "none");
   for (size_t i = 1; i < xs.size(); ++i) {
     check_same_manager(xs[0], xs[i], where);
@@ -24,13 +25,58 @@ void check_one_map(const std::vector<SparseTensor>& xs, const char* where) {
   }
 }
 
-void check_like(const SparseTensor& a, const SparseTensor& b, size_t i, const char* where) {
+// Every input on the points of the first (the same coordinate tensor, or
+// equal coordinates).
+void check_aligned(const std::vector<TensorField>& xs, const char* where) {
+  FK_CHECK(!xs.empty(), where, "at least one field", "none");
+  for (size_t i = 0; i < xs.size(); ++i)
+    FK_CHECK(xs[i].defined(), where, "constructed fields",
+             "an empty TensorField as input " + std::to_string(i));
+  const fk::Tensor& c0 = xs[0].C();
+  for (size_t i = 1; i < xs.size(); ++i) {
+    const fk::Tensor& c = xs[i].C();
+    bool same = c.is_same(c0) || (c.shape() == c0.shape() && c.dtype() == c0.dtype() &&
+                                  c.to_vector<double>() == c0.to_vector<double>());
+    FK_CHECK(same, where,
+             "fields on the same points (input 0: " + std::to_string(xs[0].size()) + " points)",
+             "input " + std::to_string(i) + " on other coordinates");
+  }
+}
+
+template <typename X>
+void check_like(const X& a, const X& b, size_t i, const char* where) {
   FK_CHECK(b.channels() == a.channels(), where,
            std::to_string(a.channels()) + " channels (as input 0)",
            std::to_string(b.channels()) + " in input " + std::to_string(i));
   FK_CHECK(b.F().dtype() == a.F().dtype(), where,
            std::string("features of one dtype (input 0: ") + fk::name(a.F().dtype()) + ")",
            std::string(fk::name(b.F().dtype())) + " in input " + std::to_string(i));
+}
+
+template <typename X>
+X cat_features(const std::vector<X>& xs) {
+  const char* where = "minkowski::cat";
+  check_aligned(xs, where);
+  std::vector<fk::Tensor> fs;
+  for (const auto& x : xs) fs.push_back(x.F());
+  return xs[0].with_features(fk::cat(fs, 1));
+}
+
+template <typename X>
+X sum_features(const std::vector<X>& xs, const char* where) {
+  check_aligned(xs, where);
+  fk::Tensor s = xs[0].F();
+  for (size_t i = 1; i < xs.size(); ++i) {
+    check_like(xs[0], xs[i], i, where);
+    s = fk::add(s, xs[i].F());
+  }
+  return xs[0].with_features(s);
+}
+
+template <typename X>
+X mean_features(const std::vector<X>& xs) {
+  X s = sum_features(xs, "minkowski::mean");
+  return s.with_features(fk::div(s.F(), static_cast<double>(xs.size())));
 }
 
 void check_op(fk::BinaryOp op, const char* where) {
@@ -46,27 +92,22 @@ fk::Tensor index_tensor(const std::vector<int64_t>& v) {
 }  // namespace
 
 SparseTensor cat(const std::vector<SparseTensor>& xs) {
-  const char* where = "minkowski::cat";
-  check_one_map(xs, where);
-  std::vector<fk::Tensor> fs;
-  for (const auto& x : xs) fs.push_back(x.F());
-  return xs[0].with_features(fk::cat(fs, 1));
+  return cat_features(xs);
 }
-
 SparseTensor sum(const std::vector<SparseTensor>& xs) {
-  const char* where = "minkowski::sum";
-  check_one_map(xs, where);
-  fk::Tensor s = xs[0].F();
-  for (size_t i = 1; i < xs.size(); ++i) {
-    check_like(xs[0], xs[i], i, where);
-    s = fk::add(s, xs[i].F());
-  }
-  return xs[0].with_features(s);
+  return sum_features(xs, "minkowski::sum");
 }
-
 SparseTensor mean(const std::vector<SparseTensor>& xs) {
-  SparseTensor s = sum(xs);
-  return s.with_features(fk::div(s.F(), static_cast<double>(xs.size())));
+  return mean_features(xs);
+}
+TensorField cat(const std::vector<TensorField>& xs) {
+  return cat_features(xs);
+}
+TensorField sum(const std::vector<TensorField>& xs) {
+  return sum_features(xs, "minkowski::sum");
+}
+TensorField mean(const std::vector<TensorField>& xs) {
+  return mean_features(xs);
 }
 
 SparseTensor binary(const SparseTensor& a, const SparseTensor& b, fk::BinaryOp op) {

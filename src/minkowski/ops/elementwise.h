@@ -3,8 +3,11 @@
 // mean of tensors on one coordinate map, and the binary ops + - * / between
 // tensors that align their coordinates.
 //
-//   cat, sum, mean   every input on the SAME map (one manager, one key):
-//                    cat -> N x (sum C_i); sum, mean -> N x C (equal C).
+//   cat, sum, mean   every input on the SAME map (one manager, one key), or
+//                    fields on the same points (one coordinate tensor, or
+//                    equal coordinates): cat -> N x (sum C_i); sum, mean ->
+//                    N x C (equal C and dtype). The result keeps input 0's
+//                    map (or points and quantization record).
 //   binary(a, b, op) op in Add, Sub, Mul, Div; equal channel counts and dtypes.
 //     same map:      op(a.F(), b.F()) row by row; the result on that map.
 //     different maps of one manager and one tensor stride: the result lives on
@@ -31,12 +34,16 @@
 #include "fk/ops/binary.h"
 #include "fk/tensor.h"
 #include "minkowski/sparse_tensor.h"
+#include "minkowski/tensor_field.h"
 
 namespace minkowski {
 
 SparseTensor cat(const std::vector<SparseTensor>& xs);
 SparseTensor sum(const std::vector<SparseTensor>& xs);
 SparseTensor mean(const std::vector<SparseTensor>& xs);
+TensorField cat(const std::vector<TensorField>& xs);
+TensorField sum(const std::vector<TensorField>& xs);
+TensorField mean(const std::vector<TensorField>& xs);
 
 SparseTensor binary(const SparseTensor& a, const SparseTensor& b, fk::BinaryOp op);
 SparseTensor binary(const SparseTensor& a, const fk::Tensor& b, fk::BinaryOp op);

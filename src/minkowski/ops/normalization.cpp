@@ -172,17 +172,32 @@ Segments single_segment(int64_t rows) {
   return Segments{std::vector<int32_t>(static_cast<size_t>(rows), 0), 1};
 }
 
+namespace {
+// Dense segment ids of batch indices, in increasing batch order.
+template <typename B>
+Segments segments_of_batches(const std::vector<B>& batch) {
+  std::map<B, int32_t> id;
+  for (B b : batch) id.emplace(b, 0);
+  int32_t next = 0;
+  for (auto& [b, s] : id) s = next++;
+  Segments seg{std::vector<int32_t>(batch.size()), static_cast<int64_t>(id.size())};
+  for (size_t i = 0; i < batch.size(); ++i) seg.of_row[i] = id[batch[i]];
+  return seg;
+}
+}  // namespace
+
 Segments batch_segments(const SparseTensor& x) {
   FK_CHECK(x.defined(), "minkowski::batch_segments", "a sparse tensor", "an empty handle");
   auto map = x.manager()->map(x.key());
-  std::map<int32_t, int32_t> id;
-  for (int64_t i = 0; i < map->size(); ++i) id.emplace(map->row(i)[0], 0);
-  int32_t next = 0;
-  for (auto& [b, s] : id) s = next++;
-  Segments seg{std::vector<int32_t>(static_cast<size_t>(map->size())),
-               static_cast<int64_t>(id.size())};
-  for (int64_t i = 0; i < map->size(); ++i) seg.of_row[i] = id[map->row(i)[0]];
-  return seg;
+  std::vector<int32_t> batch(static_cast<size_t>(map->size()));
+  for (int64_t i = 0; i < map->size(); ++i) batch[i] = map->row(i)[0];
+  return segments_of_batches(batch);
+}
+
+Segments batch_segments(const TensorField& x) {
+  FK_CHECK(x.defined(), "minkowski::batch_segments", "a field", "an empty TensorField");
+  // column 0 holds the batch index (TensorField checks it is an integer when quantizing)
+  return segments_of_batches(x.C().select(1, 0).to_vector<double>());
 }
 
 NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double eps) {
@@ -343,13 +358,21 @@ InstanceNorm::InstanceNorm(int64_t channels, double eps, bool affine, fk::DType 
   }
 }
 
-SparseTensor InstanceNorm::forward(const SparseTensor& x) const {
+fk::Tensor InstanceNorm::normalize_items(const fk::Tensor& features, const Segments& seg) const {
   const char* where = "minkowski::InstanceNorm";
-  FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
-  FK_CHECK(x.channels() == channels_, where, std::to_string(channels_) + " channels",
-           std::to_string(x.channels()));
-  check_module_dtype(x.F(), weight, where);
-  return x.with_features(normalize(x.F(), batch_segments(x), eps_, weight, bias));
+  FK_CHECK(features.size(1) == channels_, where, std::to_string(channels_) + " channels",
+           std::to_string(features.size(1)));
+  check_module_dtype(features, weight, where);
+  return normalize(features, seg, eps_, weight, bias);
+}
+
+SparseTensor InstanceNorm::forward(const SparseTensor& x) const {
+  FK_CHECK(x.defined(), "minkowski::InstanceNorm", "a sparse tensor", "an empty handle");
+  return x.with_features(normalize_items(x.F(), batch_segments(x)));
+}
+
+TensorField InstanceNorm::forward(const TensorField& x) const {
+  return x.with_features(normalize_items(x.F(), batch_segments(x)));
 }
 
 }  // namespace minkowski

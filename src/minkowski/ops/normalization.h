@@ -36,8 +36,10 @@ struct Segments {
 };
 // One segment holding every row.
 Segments single_segment(int64_t rows);
-// One segment per batch index present in x's map, in increasing batch order.
+// One segment per batch index present in x's map (a field's column 0), in
+// increasing batch order.
 Segments batch_segments(const SparseTensor& x);
+Segments batch_segments(const TensorField& x);
 
 struct NormStats {
   std::vector<double> mean, var;  // S x C, var biased
@@ -96,7 +98,7 @@ class BatchNorm {
   bool training_ = true;
 };
 
-// Normalizes each batch item of a SparseTensor on its own (statistics over
+// Normalizes each batch item of a SparseTensor or TensorField on its own (statistics over
 // that item's points), then the affine map. eps defaults to torch's 1e-5 (ME
 // hard-codes 1e-8). An item of one point normalizes to its bias.
 class InstanceNorm {
@@ -104,11 +106,13 @@ class InstanceNorm {
   explicit InstanceNorm(int64_t channels, double eps = 1e-5, bool affine = true,
                         fk::DType dtype = fk::DType::F32);
   SparseTensor forward(const SparseTensor& x) const;
+  TensorField forward(const TensorField& x) const;
   int64_t channels() const { return channels_; }
 
   fk::Tensor weight, bias;
 
  private:
+  fk::Tensor normalize_items(const fk::Tensor& features, const Segments& seg) const;
   int64_t channels_;
   double eps_;
 };

@@ -59,6 +59,33 @@ TEST(MinkowskiElementwise, CatSumMeanOnOneMap) {
   EXPECT_GRADCHECK(fn, (std::vector<fk::Tensor>{s.x.F(), b2.F().contiguous()}));
 }
 
+TEST(MinkowskiElementwise, CatSumMeanOnFields) {
+  auto s = random_sparse(2, 6, 2, 14);
+  fk::Tensor pts = s.x.C().to(fk::DType::F64);
+  TensorField a(s.x.F(), pts);
+  TensorField b = a.with_features(fk::mul(s.x.F(), 2.0));
+  TensorField c = cat({a, b});
+  EXPECT_TRUE(c.C().is_same(pts));
+  std::vector<double> cat_want, mean_want;
+  for (int i = 0; i < 6; ++i) {
+    for (int ch = 0; ch < 2; ++ch) cat_want.push_back(s.f[i * 2 + ch]);
+    for (int ch = 0; ch < 2; ++ch) cat_want.push_back(2 * s.f[i * 2 + ch]);
+  }
+  for (double v : s.f) mean_want.push_back(1.5 * v);
+  fk::test::expect_close(c.F(), cat_want, 0);
+  // Equal coordinates in another tensor count as the same points.
+  TensorField b2(b.F(), pts.clone());
+  fk::test::expect_close(mean({a, b2}).F(), mean_want, 1e-15);
+  fk::test::expect_close(sum({a, b}).F(), fk::mul(s.x.F(), 3.0).to_vector<double>(), 1e-15);
+  TensorField moved(s.x.F(), fk::add(pts, 0.5));
+  feature_ops::expect_error(
+      [&] {
+        sum({a, moved});
+      },
+      {"fields on the same points", "input 1 on other coordinates"});
+  feature_ops::expect_error([&] { cat({a, TensorField()}); }, {"empty TensorField as input 1"});
+}
+
 TEST(MinkowskiElementwise, SameMapIsRowByRow) {
   auto s = random_sparse(2, 10, 3, 2);
   auto g = fk::test::random_values(30, 0.5, 2, 6);
@@ -157,7 +184,7 @@ TEST(MinkowskiElementwise, BadInputs) {
   feature_ops::expect_error([&] { cat({a.x, other.x}); }, {"same coordinate manager"});
   feature_ops::expect_error([&] { cat({a.x, b.x}); }, {"one coordinate map", "input 1 on"});
   feature_ops::expect_error([&] { sum({a.x, b.x}); }, {"one coordinate map"});
-  feature_ops::expect_error([&] { cat({}); }, {"at least one", "none"});
+  feature_ops::expect_error([&] { cat(std::vector<SparseTensor>{}); }, {"at least one", "none"});
   auto strided = random_sparse(2, 6, 2, 12, fk::DType::F64, mgr, 3, 2);
   feature_ops::expect_error([&] { a.x - strided.x; }, {"one tensor stride", "ts[2,2]"});
   auto wide = random_sparse(2, 6, 3, 13, fk::DType::F64, mgr);

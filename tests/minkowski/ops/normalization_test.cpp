@@ -122,6 +122,9 @@ TEST(MinkowskiInstanceNorm, NormalizesEachBatchItem) {
   SparseTensor y = in.forward(s.x);
   EXPECT_EQ(y.key(), s.x.key());
   fk::test::expect_close(y.F(), ref.y, 1e-12);
+  // On a field: the batch column of its points groups them.
+  TensorField field(s.x.F(), s.x.C().to(fk::DType::F64));
+  fk::test::expect_close(in.forward(field).F(), ref.y, 1e-12);
   // Batch indices need not be 0..B-1: items 3 and -2.
   std::vector<int32_t> c{3, 0, 0, 3, 1, 0, -2, 5, 5, 3, 2, 2, -2, 4, 4};
   std::vector<double> f{1, 2, 4, 8, 16, 32, 0.5, 0.25, 3, 5};
