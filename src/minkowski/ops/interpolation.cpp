@@ -28,9 +28,10 @@ Corners corners_of(const double* q, const std::vector<int32_t>& ts, int64_t i) {
   c.base[0] = static_cast<int32_t>(q[0]);
   for (int a = 0; a < d; ++a) {
     const double t = ts[a], cell = std::floor(q[a + 1] / t);
-    // the top corner adds one stride: keep both within int32
-    FK_CHECK(std::isfinite(cell) && std::abs((cell + 1) * t) < kInt32Limit, kWhere,
-             "finite coordinates within int32 (point " + std::to_string(i) + ")",
+    // both corners, cell * t and (cell + 1) * t, within int32
+    FK_CHECK(std::isfinite(cell) && std::abs(cell * t) < kInt32Limit &&
+                 std::abs((cell + 1) * t) < kInt32Limit,
+             kWhere, "finite coordinates within int32 (point " + std::to_string(i) + ")",
              std::to_string(q[a + 1]));
     c.base[a + 1] = static_cast<int32_t>(cell * t);
     c.frac[a] = (q[a + 1] - cell * t) / t;
