@@ -25,20 +25,22 @@ fk::DType compute_dtype(fk::DType t) {
   return t == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
 }
 
-// sums[(s * c + ch) * K + k] = sum over the rows i of segment s of
-// term(i, ch)[k]: per block of rows, then the blocks in order.
+// sums[(k * S + s) * c + ch] = sum over the rows i of segment s of
+// term(i, ch)[k]: per block of rows, then the blocks in order. One plane per
+// k keeps the channel loop's stores contiguous (vectorizable).
 template <int K, typename Term>
 std::vector<double> segment_sums(int64_t n, int64_t c, const Segments& seg, const Term& term) {
-  const int64_t blocks = (n + kBlockRows - 1) / kBlockRows, width = seg.count * c * K;
+  const int64_t blocks = (n + kBlockRows - 1) / kBlockRows, plane = seg.count * c,
+                width = plane * K;
   std::vector<double> part(static_cast<size_t>(blocks * width), 0.0);
   fk::parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       double* p = part.data() + b * width;
       for (int64_t i = b * kBlockRows; i < std::min(n, (b + 1) * kBlockRows); ++i) {
-        double* q = p + seg.of_row[i] * c * K;
+        double* q = p + seg.of_row[i] * c;
         for (int64_t ch = 0; ch < c; ++ch) {
           std::array<double, K> t = term(i, ch);
-          for (int k = 0; k < K; ++k) q[ch * K + k] += t[k];
+          for (int k = 0; k < K; ++k) q[k * plane + ch] += t[k];
         }
       }
     }
@@ -81,20 +83,31 @@ std::vector<double> values_or(const fk::Tensor& p, int64_t c, double fill) {
   return p.defined() ? p.to_vector<double>() : std::vector<double>(static_cast<size_t>(c), fill);
 }
 
+// The elementwise passes run in the compute type T (f32 for f32/f16/bf16, f64
+// for f64) with per-(segment, channel) coefficients formed in f64:
+// y = (x - mean) a + b (centred first, so a large mean cancels exactly).
 template <typename T>
 fk::Tensor forward_kernel(const fk::Tensor& xc, const Segments& seg, const NormStats& st,
                           const std::vector<double>& w, const std::vector<double>& b) {
-  const int64_t n = xc.size(0), c = xc.size(1);
+  const int64_t n = xc.size(0), c = xc.size(1), sc = seg.count * c;
+  std::vector<T> mean(static_cast<size_t>(sc)), scale(static_cast<size_t>(sc)),
+      shift(static_cast<size_t>(sc));
+  for (int64_t k = 0; k < sc; ++k) {
+    mean[k] = static_cast<T>(st.mean[k]);
+    scale[k] = static_cast<T>(st.invstd[k] * w[k % c]);
+    shift[k] = static_cast<T>(b[k % c]);
+  }
   fk::Tensor y = fk::empty({n, c}, {xc.dtype()});
   const T* xp = xc.data<T>();
   T* yp = y.data<T>();
+  const T *mp = mean.data(), *sp = scale.data(), *hp = shift.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const int64_t s = seg.of_row[i] * c;
-      for (int64_t ch = 0; ch < c; ++ch) {
-        double v = (static_cast<double>(xp[i * c + ch]) - st.mean[s + ch]) * st.invstd[s + ch];
-        yp[i * c + ch] = static_cast<T>(v * w[ch] + b[ch]);
-      }
+      const int64_t k0 = seg.of_row[i] * c;
+      const T* xi = xp + i * c;
+      T* yi = yp + i * c;
+      for (int64_t ch = 0; ch < c; ++ch)
+        yi[ch] = (xi[ch] - mp[k0 + ch]) * sp[k0 + ch] + hp[k0 + ch];
     }
   });
   return y;
@@ -104,14 +117,14 @@ template <typename T>
 NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segments& seg,
                           const NormStats& st, const std::vector<double>& w, bool batch_stats,
                           bool need_x) {
-  const int64_t n = xc.size(0), c = xc.size(1);
+  const int64_t n = xc.size(0), c = xc.size(1), sc = seg.count * c;
   const T* xp = xc.data<T>();
   const T* gp = gc.data<T>();
   auto xhat = [&](int64_t i, int64_t ch) {
     const int64_t s = seg.of_row[i] * c + ch;
     return (static_cast<double>(xp[i * c + ch]) - st.mean[s]) * st.invstd[s];
   };
-  // Per (segment, channel): sum g and sum g * xhat.
+  // Per (segment, channel): sum g (plane 0) and sum g * xhat (plane 1).
   std::vector<double> sums = segment_sums<2>(n, c, seg, [&](int64_t i, int64_t ch) {
     double g = static_cast<double>(gp[i * c + ch]);
     return std::array<double, 2>{g, g * xhat(i, ch)};
@@ -120,25 +133,44 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
   std::vector<double> dw(static_cast<size_t>(c), 0.0), db(static_cast<size_t>(c), 0.0);
   for (int64_t s = 0; s < seg.count; ++s)
     for (int64_t ch = 0; ch < c; ++ch) {
-      db[ch] += sums[(s * c + ch) * 2];
-      dw[ch] += sums[(s * c + ch) * 2 + 1];
+      db[ch] += sums[s * c + ch];
+      dw[ch] += sums[sc + s * c + ch];
     }
   r.weight = fk::from_vector(dw, fk::Dims{c});
   r.bias = fk::from_vector(db, fk::Dims{c});
   if (!need_x) return r;
+  // dx = w invstd (g - mean(g) - xhat mean(g xhat)) per (segment, channel) k,
+  // i.e. dx = scale[k] g - xhat[k] coef_x[k] - coef_1[k] with the
+  // coefficients hoisted out of the row loop (batch statistics); with fixed
+  // statistics only scale[k] g remains.
+  // dx = s (g - mean(g) - xhat mean(g xhat)) with s = w invstd and
+  // xhat = (x - mean) invstd, i.e. dx = s g - (x - mean) u - v per (segment,
+  // channel) k with u = s invstd mean(g xhat), v = s mean(g) formed in f64
+  // (with fixed statistics u = v = 0).
+  std::vector<T> m(static_cast<size_t>(sc)), s(static_cast<size_t>(sc)),
+      u(static_cast<size_t>(sc), T(0)), v(static_cast<size_t>(sc), T(0));
+  for (int64_t k = 0; k < sc; ++k) {
+    const double a = w[k % c] * st.invstd[k];
+    m[k] = static_cast<T>(st.mean[k]);
+    s[k] = static_cast<T>(a);
+    if (batch_stats) {
+      const double inv_n = 1.0 / static_cast<double>(st.rows[k / c]);
+      u[k] = static_cast<T>(a * st.invstd[k] * sums[sc + k] * inv_n);
+      v[k] = static_cast<T>(a * sums[k] * inv_n);
+    }
+  }
   r.x = fk::empty({n, c}, {xc.dtype()});
   T* dp = r.x.data<T>();
+  const T *mp = m.data(), *sp = s.data(), *up = u.data(), *vp = v.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const int64_t s = seg.of_row[i];
+      const int64_t k0 = seg.of_row[i] * c;
+      const T* xi = xp + i * c;
+      const T* gi = gp + i * c;
+      T* di = dp + i * c;
       for (int64_t ch = 0; ch < c; ++ch) {
-        const int64_t k = s * c + ch;
-        double g = static_cast<double>(gp[i * c + ch]);
-        if (batch_stats) {
-          double inv_n = 1.0 / static_cast<double>(st.rows[s]);
-          g -= sums[k * 2] * inv_n + xhat(i, ch) * sums[k * 2 + 1] * inv_n;
-        }
-        dp[i * c + ch] = static_cast<T>(g * w[ch] * st.invstd[k]);
+        const int64_t k = k0 + ch;
+        di[ch] = gi[ch] * sp[k] - (xi[ch] - mp[k]) * up[k] - vp[k];
       }
     }
   });
