@@ -85,29 +85,32 @@ std::vector<double> values_or(const fk::Tensor& p, int64_t c, double fill) {
 
 // The elementwise passes run in the compute type T (f32 for f32/f16/bf16, f64
 // for f64) with per-(segment, channel) coefficients formed in f64:
-// y = (x - mean) a + b (centred first, so a large mean cancels exactly).
+// y = (x - mean) a + b, centred first with the mean split into T's nearest
+// value and the rest (x - mean_hi is exact near the mean, so a large mean
+// costs no precision).
 template <typename T>
 fk::Tensor forward_kernel(const fk::Tensor& xc, const Segments& seg, const NormStats& st,
                           const std::vector<double>& w, const std::vector<double>& b) {
   const int64_t n = xc.size(0), c = xc.size(1), sc = seg.count * c;
-  std::vector<T> mean(static_cast<size_t>(sc)), scale(static_cast<size_t>(sc)),
-      shift(static_cast<size_t>(sc));
+  std::vector<T> mean(static_cast<size_t>(sc)), rest(static_cast<size_t>(sc)),
+      scale(static_cast<size_t>(sc)), shift(static_cast<size_t>(sc));
   for (int64_t k = 0; k < sc; ++k) {
     mean[k] = static_cast<T>(st.mean[k]);
+    rest[k] = static_cast<T>(st.mean[k] - static_cast<double>(mean[k]));
     scale[k] = static_cast<T>(st.invstd[k] * w[k % c]);
     shift[k] = static_cast<T>(b[k % c]);
   }
   fk::Tensor y = fk::empty({n, c}, {xc.dtype()});
   const T* xp = xc.data<T>();
   T* yp = y.data<T>();
-  const T *mp = mean.data(), *sp = scale.data(), *hp = shift.data();
+  const T *mp = mean.data(), *rp = rest.data(), *sp = scale.data(), *hp = shift.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t k0 = seg.of_row[i] * c;
       const T* xi = xp + i * c;
       T* yi = yp + i * c;
       for (int64_t ch = 0; ch < c; ++ch)
-        yi[ch] = (xi[ch] - mp[k0 + ch]) * sp[k0 + ch] + hp[k0 + ch];
+        yi[ch] = (xi[ch] - mp[k0 + ch] - rp[k0 + ch]) * sp[k0 + ch] + hp[k0 + ch];
     }
   });
   return y;
@@ -147,11 +150,13 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
   // xhat = (x - mean) invstd, i.e. dx = s g - (x - mean) u - v per (segment,
   // channel) k with u = s invstd mean(g xhat), v = s mean(g) formed in f64
   // (with fixed statistics u = v = 0).
-  std::vector<T> m(static_cast<size_t>(sc)), s(static_cast<size_t>(sc)),
-      u(static_cast<size_t>(sc), T(0)), v(static_cast<size_t>(sc), T(0));
+  std::vector<T> m(static_cast<size_t>(sc)), m_rest(static_cast<size_t>(sc)),
+      s(static_cast<size_t>(sc)), u(static_cast<size_t>(sc), T(0)),
+      v(static_cast<size_t>(sc), T(0));
   for (int64_t k = 0; k < sc; ++k) {
     const double a = w[k % c] * st.invstd[k];
-    m[k] = static_cast<T>(st.mean[k]);
+    m[k] = static_cast<T>(st.mean[k]);  // split as in forward_kernel
+    m_rest[k] = static_cast<T>(st.mean[k] - static_cast<double>(m[k]));
     s[k] = static_cast<T>(a);
     if (batch_stats) {
       const double inv_n = 1.0 / static_cast<double>(st.rows[k / c]);
@@ -161,7 +166,7 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
   }
   r.x = fk::empty({n, c}, {xc.dtype()});
   T* dp = r.x.data<T>();
-  const T *mp = m.data(), *sp = s.data(), *up = u.data(), *vp = v.data();
+  const T *mp = m.data(), *rp = m_rest.data(), *sp = s.data(), *up = u.data(), *vp = v.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t k0 = seg.of_row[i] * c;
@@ -170,7 +175,7 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
       T* di = dp + i * c;
       for (int64_t ch = 0; ch < c; ++ch) {
         const int64_t k = k0 + ch;
-        di[ch] = gi[ch] * sp[k] - (xi[ch] - mp[k]) * up[k] - vp[k];
+        di[ch] = gi[ch] * sp[k] - (xi[ch] - mp[k] - rp[k]) * up[k] - vp[k];
       }
     }
   });

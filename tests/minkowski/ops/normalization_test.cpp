@@ -181,6 +181,27 @@ TEST(MinkowskiNormalization, HalfTypesComputeInF32) {
   }
 }
 
+TEST(MinkowskiNormalization, LargeMeanInF32) {
+  // Features 1000 + noise of scale 0.1: centring before scaling keeps f32
+  // results at f32 precision of the noise, for the output and the gradient.
+  auto s = random_sparse(3, 64, 2, 9);
+  std::vector<double> f32v;
+  for (double v : s.f) f32v.push_back(static_cast<float>(1000 + 0.1 * v));
+  fk::Tensor x = fk::from_vector(f32v, fk::Dims{64, 2});
+  auto ref = reference_norm(f32v, 2, std::vector<int>(64, 0), 1e-5, {1, 1}, {0, 0});
+  fk::Tensor x32 = x.to(fk::DType::F32).set_requires_grad(true);
+  fk::Tensor y = normalize(x32, single_segment(64), 1e-5, {}, {});
+  fk::test::expect_close(y, ref.y, 1e-4);
+  // d/dx of sum(y * y0): against the f64 op on the same values.
+  fk::Tensor x64 = x.clone().set_requires_grad(true);
+  fk::Tensor y64 = normalize(x64, single_segment(64), 1e-5, {}, {});
+  fk::Tensor probe = fk::test::random_tensor({64, 2}, fk::DType::F64, -1, 1, 10);
+  fk::sum(fk::mul(y64, probe)).backward();
+  fk::sum(fk::mul(y, probe.to(fk::DType::F32))).backward();
+  // gradients are ~invstd = 1 / (0.1 * 0.58) ~ 17 in size
+  fk::test::expect_close(x32.grad(), x64.grad().to_vector<double>(), 2e-3);
+}
+
 TEST(MinkowskiNormalization, ThreadInvariant) {
   // More rows than one statistics block (1024), so blocks are split over threads.
   auto s = random_sparse(3, 3000, 5, 7, fk::DType::F32, nullptr, 12);
