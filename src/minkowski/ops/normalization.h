@@ -16,8 +16,9 @@
 // in f64; f64 in f64. Statistics are kept in f64.
 // Determinism: statistics are summed over fixed blocks of rows combined in
 // block order, so results are bit-identical for any thread count.
-// Memory: a contiguous compute-dtype copy of x when it is not one already,
-// the output, and 3 x S x C doubles of statistics.
+// Memory: a contiguous compute-dtype copy of x (and of the gradient) when it
+// is not one already, the output, 4 x S x C doubles of statistics and, while
+// summing, 2 x S x C doubles per block of 1024 rows.
 // Differentiable w.r.t. x, weight and bias (NormalizeBackward calls
 // normalize_backward).
 #include <cstdint>
