@@ -338,12 +338,15 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& seg, double eps, const
   return y;
 }
 
-BatchNorm::BatchNorm(int64_t channels, double eps, double momentum, bool affine,
+BatchNorm::BatchNorm(int64_t channels, double eps, std::optional<double> momentum, bool affine,
                      bool track_running_stats, fk::DType dtype)
     : channels_(channels), eps_(eps), momentum_(momentum), track_(track_running_stats) {
   const char* where = "minkowski::BatchNorm";
   FK_CHECK(channels > 0, where, "a positive channel count", std::to_string(channels));
   FK_CHECK(fk::is_floating(dtype), where, "f32, f64, f16 or bf16", fk::name(dtype));
+  if (momentum_)
+    FK_CHECK(*momentum_ >= 0 && *momentum_ <= 1, where, "a momentum in [0, 1]",
+             std::to_string(*momentum_));
   if (affine) {
     weight = fk::ones({channels}, {dtype}).set_requires_grad(true);
     bias = fk::zeros({channels}, {dtype}).set_requires_grad(true);
@@ -371,7 +374,9 @@ fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
   NormStats st;
   fk::Tensor y = normalize(x, single_segment(n), eps_, weight, bias, nullptr, &st);
   if (training_ && track_) {
-    const double m = momentum_, unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    ++num_batches_tracked;
+    const double m = momentum_ ? *momentum_ : 1.0 / static_cast<double>(num_batches_tracked);
+    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
     auto rm = running_mean.to_vector<double>(), rv = running_var.to_vector<double>();
     for (int64_t c = 0; c < channels_; ++c) {
       rm[c] = (1 - m) * rm[c] + m * st.mean[c];
@@ -379,7 +384,6 @@ fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
     }
     running_mean.copy_(fk::from_vector(rm, fk::Dims{channels_}));
     running_var.copy_(fk::from_vector(rv, fk::Dims{channels_}));
-    ++num_batches_tracked;
   }
   return y;
 }

@@ -22,6 +22,7 @@
 // Differentiable w.r.t. x, weight and bias (NormalizeBackward calls
 // normalize_backward).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "fk/tensor.h"
@@ -70,7 +71,8 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& seg, double eps, const
 
 // torch.nn.BatchNorm1d applied to the features of every point.
 // Training: batch statistics (at least 2 rows), and with track_running_stats
-//   running = (1 - momentum) * running + momentum * batch, where the running
+//   running = (1 - m) * running + m * batch with m = momentum (no momentum:
+//   m = 1 / batches tracked, the cumulative average), where the running
 //   var takes the unbiased batch var (n / (n - 1)), as torch does.
 // Eval with track_running_stats: the running statistics. Eval without: the
 //   batch statistics, as torch.
@@ -79,8 +81,9 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& seg, double eps, const
 // that f16/bf16 modules keep them in f32.
 class BatchNorm {
  public:
-  explicit BatchNorm(int64_t channels, double eps = 1e-5, double momentum = 0.1, bool affine = true,
-                     bool track_running_stats = true, fk::DType dtype = fk::DType::F32);
+  explicit BatchNorm(int64_t channels, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                     bool affine = true, bool track_running_stats = true,
+                     fk::DType dtype = fk::DType::F32);
   fk::Tensor forward(const fk::Tensor& features);
   SparseTensor forward(const SparseTensor& x) { return x.with_features(forward(x.F())); }
   TensorField forward(const TensorField& x) { return x.with_features(forward(x.F())); }
@@ -94,7 +97,8 @@ class BatchNorm {
 
  private:
   int64_t channels_;
-  double eps_, momentum_;
+  double eps_;
+  std::optional<double> momentum_;
   bool track_;
   bool training_ = true;
 };

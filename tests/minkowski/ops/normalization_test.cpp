@@ -93,6 +93,24 @@ TEST(MinkowskiBatchNorm, TrainingMatchesReferenceAndTracksRunningStats) {
   fk::test::expect_close(bn.running_mean, rm, 0);  // eval does not update
 }
 
+TEST(MinkowskiBatchNorm, NoMomentumIsTheCumulativeAverage) {
+  BatchNorm bn(2, 1e-5, std::nullopt, false, true, fk::DType::F64);
+  std::vector<double> mean_sum(2, 0.0), var_sum(2, 0.0);
+  for (unsigned seed : {11u, 12u, 13u}) {
+    auto s = random_sparse(2, 8, 2, seed);
+    bn.forward(s.x);
+    auto ref = reference_norm(s.f, 2, std::vector<int>(8, 0), 1e-5, {1, 1}, {0, 0});
+    for (int c = 0; c < 2; ++c) {
+      mean_sum[c] += ref.mean[0][c];
+      var_sum[c] += ref.var[0][c] * 8.0 / 7.0;
+    }
+  }
+  fk::test::expect_close(bn.running_mean, {mean_sum[0] / 3, mean_sum[1] / 3}, 1e-15);
+  fk::test::expect_close(bn.running_var, {var_sum[0] / 3, var_sum[1] / 3}, 1e-15);
+  EXPECT_EQ(bn.num_batches_tracked, 3);
+  feature_ops::expect_error([] { BatchNorm(2, 1e-5, 1.5); }, {"momentum in [0, 1]", "1.5"});
+}
+
 TEST(MinkowskiBatchNorm, NoAffineNoTrackingAndTensorField) {
   auto s = random_sparse(2, 12, 2, 3);
   BatchNorm bn(2, 1e-3, 0.1, false, false, fk::DType::F64);
