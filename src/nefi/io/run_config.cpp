@@ -44,7 +44,9 @@ RunConfig default_run_config(const std::string& instance) {
   return c;
 }
 
-void apply_config_file(RunConfig& cfg, const std::string& path) {
+// A function-try-block: values of the wrong type (a list for a seed, a
+// mapping for a key) throw YAML exceptions, config errors like any other.
+void apply_config_file(RunConfig& cfg, const std::string& path) try {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -80,6 +82,8 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
       for (const auto& m : r["methods"]) cfg.methods.push_back(m.as<std::string>());
     }
   }
+} catch (const YAML::Exception& e) {
+  throw fk::Error(path, "config values of the documented types", e.what());
 }
 
 RunConfig load_run_config_file(const std::string& path) {
@@ -91,7 +95,8 @@ RunConfig load_run_config_file(const std::string& path) {
   } catch (const YAML::Exception& e) {
     throw fk::Error(path, "valid YAML", e.what());
   }
-  FK_CHECK(root.IsMap() && root["instance"], path, "a top-level 'instance:' key", "none");
+  FK_CHECK(root.IsMap() && root["instance"] && root["instance"].IsScalar(), path,
+           "a top-level 'instance:' key naming an instance", "none");
   RunConfig cfg = default_run_config(root["instance"].as<std::string>());
   apply_config_file(cfg, path);
   return cfg;
