@@ -61,7 +61,7 @@ fuzz:
 	  build/fuzz/bin/$${h}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$$h- \
 	    build/fuzz/corpus/$$h tests/fuzz/corpus/$$h >build/fuzz/$$h.log 2>&1; rc=$$?; \
-	  grep -E "^#[0-9]+ +DONE|^stat::number_of_executed_units" build/fuzz/$$h.log; \
+	  grep -E "^#[0-9]+[[:space:]]+DONE|^stat::number_of_executed_units" build/fuzz/$$h.log; \
 	  if [ $$rc -ne 0 ]; then tail -n 40 build/fuzz/$$h.log; exit 1; fi; \
 	done
 
