@@ -87,6 +87,8 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
   write_npy(three_cols, {0, 1, 2, 0, 1, 3}, 3);
   const fs::path floats = scratch() / "floats.npy", wide = scratch() / "wide.npy";
   fk::write_npy(floats.string(), fk::zeros({2, 4}));
+  const fs::path far = scratch() / "far.npy";
+  write_npy(far, {0, 0, 0, 0, 0, -2147483647 - 1, 0, 0}, 4);
   fk::write_npy(wide.string(),
                 fk::from_vector(std::vector<int64_t>{0, 1, 2, int64_t{1} << 31}, fk::Dims{1, 4}));
   const std::pair<std::string, std::string> cases[] = {
@@ -94,6 +96,7 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
       {"bench conv --scene " + three_cols.string(), "N x 4"},
       {"bench conv --scene " + floats.string(), "int32 or int64"},
       {"bench conv --scene " + wide.string(), "within the int32 range"},
+      {"bench conv --scene " + far.string(), "within [-2^30, 2^30]"},
       {"bench conv --points 1000 --dtype i32", "--dtype"},
       {"bench conv --points 1000 --kernel 0", "--kernel"},
       {"bench conv --points 0", "--points"},
