@@ -83,9 +83,11 @@ CoordinatePacker::CoordinatePacker(const int32_t* rows, int64_t n, int width)
   int bits = 0;
   for (int c = width - 1; c >= 0; --c) {
     extent_[c] = static_cast<int64_t>(mx[c]) - min_[c];
-    shift_[c] = bits;
     int b = 0;
     while (b < 63 && (int64_t{1} << b) <= extent_[c]) ++b;
+    // A column of one value packs as 0 at any shift: 0 keeps the shift below
+    // the key's width when the columns under it fill all of it.
+    shift_[c] = b == 0 ? 0 : bits;
     bits += b;
   }
   bits_ = bits;

@@ -31,6 +31,23 @@ TEST(MinkowskiCoordinateMap, ManyDimensionsAndWideExtents) {
   EXPECT_EQ(m3.find(rows.data()), 0);
 }
 
+TEST(MinkowskiCoordinateMap, ConstantColumnsAboveAFullKey) {
+  // x and y span the full int32 range (32 bits each, 64 in all), the batch is
+  // constant: its shift must stay below 64 (a shift of 64 was UB; found by the
+  // minkowski_coords fuzz harness). The same with 128-bit keys.
+  const int32_t lo = -2147483647 - 1, hi = 2147483647;
+  const std::vector<int32_t> rows{3, lo, hi, 3, hi, lo, 3, 0, 0};
+  CoordinateMap m(rows.data(), 3, 3, {1, 1});
+  EXPECT_EQ(m.packer().bits(), 64);
+  for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(m.find(rows.data() + 3 * r), r);
+  const int32_t absent[3] = {3, lo, lo};
+  EXPECT_EQ(m.find(absent), -1);
+  const std::vector<int32_t> wide{7, lo, hi, lo, hi, 7, hi, lo, hi, lo};
+  CoordinateMap w(wide.data(), 2, 5, {1, 1, 1, 1});
+  EXPECT_EQ(w.packer().bits(), 128);
+  EXPECT_EQ(w.find(wide.data() + 5), 1);
+}
+
 TEST(MinkowskiCoordinateMap, UnorderedBuildSameUnderOneAndTwoThreads) {
   // Unordered rows with duplicates (radix-sorted index) under 1 and 2
   // threads. Below 2^20 rows the build runs on the calling thread whatever
