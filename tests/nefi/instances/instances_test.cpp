@@ -50,6 +50,20 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
   }
   std::ofstream(bad) << "instance: toy1d\nrun:\n  sed: 1\n";
   EXPECT_THROW(nefi::load_run_config_file(bad), fk::Error);
+  // Values of the wrong YAML type are fk::Errors naming the file, not YAML
+  // exceptions (found by the config fuzz harness, tests/fuzz).
+  for (const char* text :
+       {"instance: toy1d\nsolver:\n  max_bad_steps: 09\n", "instance: toy1d\nrun:\n  seed: [1]\n",
+        "instance: toy1d\nrun:\n  methods: [[a]]\n", "instance: toy1d\nconfig:\n  [n]: 3\n",
+        "instance: {a: 1}\n"}) {
+    std::ofstream(bad) << text;
+    try {
+      nefi::load_run_config_file(bad);
+      ADD_FAILURE() << text;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
