@@ -44,6 +44,7 @@ void Curriculum::validate() const {
   FK_CHECK(restarts >= 1, "nefi::Curriculum", "restarts >= 1", std::to_string(restarts));
   FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "lbfgs",
            "nefi::OptimConfig", "optimizer adam, adamw or lbfgs", optim.optimizer);
+  optim.lbfgs.validate();
 }
 
 Curriculum Curriculum::single(const fk::Dims& shape, int steps, double lr) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fk/shape.h"
+#include "nefi/solve/lbfgs.h"
 
 namespace nefi {
 
@@ -39,8 +40,7 @@ struct OptimConfig {
   double grad_clip = 1.0;  // <= 0: off
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> ema;  // EMA decay of the parameters
-  int lbfgs_history = 20;
-  int lbfgs_max_iter = 20;  // objective evaluations per L-BFGS step (line search)
+  LbfgsOptions lbfgs;         // optimizer lbfgs: history, iterations and tolerances per step
 };
 
 struct Curriculum {

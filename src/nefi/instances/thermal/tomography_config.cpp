@@ -80,6 +80,7 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("optimizer", std::string("adam"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 0.0, "AdamW decoupled weight decay");
   p.declare("grad_clip", 0.0, "global gradient-norm clip (<= 0: off)");
+  declare_lbfgs_keys(p);
   p.declare("n_stages", int64_t{1}, "coarse-to-fine stages (grids halve per earlier stage)");
   p.declare("stage_steps", std::vector<double>{}, "steps per stage; [] = steps / n_stages each");
   p.declare("stage_lr_decay", 1.0, "lr factor per later stage");
@@ -280,6 +281,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
   k.optim.weight_decay = p.d("weight_decay");
   k.optim.grad_clip = p.d("grad_clip");
+  k.optim.lbfgs = lbfgs_options_from(p);
   const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
   FK_CHECK(lr > 0, "config key 'lr'", "a learning rate > 0", std::to_string(lr));
   FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",
