@@ -261,7 +261,7 @@ std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<doub
   const int64_t nx = shape[0], ny = shape[1];
   std::vector<double> out(obs.size() * nx * ny, 0.0);
   size_t next = 0;
-  const double w = 1.0 / static_cast<double>(s * s * s);
+  const double w = 1.0 / static_cast<double>(s * s);
   run_explicit(cfg_, substeps(fine, amax), alpha, fine,
                flash_cell_averages(cfg_.flash, fine, cfg_.extent),
                [&](int64_t n, const std::vector<double>& t) {
@@ -269,8 +269,7 @@ std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<doub
                  double* o = out.data() + next * nx * ny;
                  for (int64_t i = 0; i < fine[0]; ++i)
                    for (int64_t j = 0; j < fine[1]; ++j)
-                     for (int64_t k = 0; k < s; ++k)
-                       o[(i / s) * ny + j / s] += w * t[(i * fine[1] + j) * fine[2] + k];
+                     o[(i / s) * ny + j / s] += w * t[(i * fine[1] + j) * fine[2]];
                  ++next;
                });
   return out;

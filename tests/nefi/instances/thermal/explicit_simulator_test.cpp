@@ -165,6 +165,33 @@ TEST(ThermalExplicitSimulator, SupersampledSurfaceAgreesWithTheCoarseOne) {
   EXPECT_LT(diff, 0.05 * scale);  // of the same physics
 }
 
+// The reference's supersampled data: the fine grid's own front-cell frames
+// (not a depth average of the top s fine layers), area-averaged laterally.
+TEST(ThermalExplicitSimulator, SupersampledSurfaceIsTheFineFrontLayerAveragedLaterally) {
+  ExplicitHeatConfig c;
+  c.extent = {4.0, 4.0, 1.0};
+  c.dt = 0.1;
+  c.n_frames = 6;
+  c.flash.width_xy = 1.2;
+  c.flash.width_z = 0.2;
+  ExplicitHeatSimulator sim(c);
+  const fk::Dims s{4, 4, 3}, f{8, 8, 6};
+  std::vector<double> a(f.numel());
+  for (int64_t i = 0; i < f.numel(); ++i) a[i] = 0.1 + 0.05 * std::sin(0.7 * i);
+  const auto super = sim.surface_frames(a, s, 2);
+  const auto fine = sim.surface_frames(a, f, 1);
+  ASSERT_EQ(super.size(), 6u * 16);
+  for (int64_t n = 0; n < 6; ++n)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double m = 0;
+        for (int64_t di = 0; di < 2; ++di)
+          for (int64_t dj = 0; dj < 2; ++dj)
+            m += 0.25 * fine[(n * 8 + 2 * i + di) * 8 + 2 * j + dj];
+        EXPECT_NEAR(super[(n * 4 + i) * 4 + j], m, 1e-12 * std::abs(m)) << n << i << j;
+      }
+}
+
 TEST(ThermalExplicitSimulator, BadConfigsAreClearErrors) {
   auto bad = [](auto edit) {
     ExplicitHeatConfig c;
