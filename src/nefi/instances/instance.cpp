@@ -40,7 +40,7 @@ RunOutput start_run_output(const std::string& method, const Measurement& measure
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out) {
   const std::string primary = problem.field->primary();
-  out.curriculum = curriculum;
+  out.curriculum = so.max_total_steps > 0 ? curriculum.capped(so.max_total_steps) : curriculum;
   SolverOptions opts = so;
   opts.seed = seed;
   Solver solver(std::move(problem), out.curriculum, opts);
