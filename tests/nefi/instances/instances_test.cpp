@@ -104,6 +104,7 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"deconvolution", "render_factor", "0"},
       {"deconvolution", "background_counts", "-2"},
       {"deconvolution", "n_octaves", "-1"},
+      {"deconvolution", "head", "sigmoid"},
       {"thermal_tomography", "grid", "[2, 8, 8]"},
       {"thermal_tomography", "extent", "[1, 1]"},
       {"thermal_tomography", "alpha_init", "0.5"},
@@ -303,6 +304,26 @@ TEST(NefiInstances, DeconvolutionScenesAreSeededAndBounded) {
 // 26.06 dB, SSIM 0.974 / 0.964 / 0.956; Wiener 24.32 / 22.95 / 23.97 dB;
 // blurred data 21.01 / 18.80 / 19.60 dB (reference, seed 0: 21.03 blurred,
 // 24.96 Wiener, 28.05 neural, 29.07 grid).
+// The reference's head key: softplus (x >= 0, the default) or bounded, a
+// sigmoid into (0, 1) that starts at init_value.
+TEST(NefiInstances, DeconvolutionHeadKey) {
+  nefi::RunConfig c = nefi::default_run_config("deconvolution");
+  EXPECT_EQ(c.config.s("head"), "softplus");
+  for (const char* s : {"n=16", "steps=[1, 1]", "lr=1e-9", "head=bounded", "init_value=0.3"})
+    nefi::apply_set(c, s);
+  auto inst = nefi::find_instance("deconvolution");
+  for (const char* m : {"neural", "grid"}) {
+    const auto out = inst->run(c.config, m, 0, {});
+    for (double v : out.reconstruction.to_vector<double>()) {
+      EXPECT_GT(v, 0.0) << m;
+      EXPECT_LT(v, 1.0) << m;
+      EXPECT_NEAR(v, 0.3, 0.05) << m;  // a near-zero lr keeps the start
+    }
+  }
+  nefi::apply_set(c, "init_value=1.5");
+  EXPECT_THROW(inst->run(c.config, "neural", 0, {}), fk::Error);
+}
+
 TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
   fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
