@@ -24,7 +24,7 @@ void declare_domain_and_operator_keys(Params& p) {
   p.declare("cg_tol", 1e-6, "cg relative residual tolerance");
   p.declare("cg_max_iter", int64_t{200}, "cg iteration cap");
   p.declare("implicit_substeps", int64_t{1}, "implicit steps per frame");
-  p.declare("face_mode", std::string("harmonic"), "face diffusivity rule (harmonic)");
+  p.declare("face_mode", std::string("harmonic"), "face diffusivity: harmonic | arithmetic");
   p.declare("grad_mode", std::string("adjoint"), "adjoint | checkpoint | autograd");
   p.declare("stencil_backend", std::string("auto"), "flat | roll | auto");
   p.declare("alpha_min", 0.003, "lower bound of the alpha head");
@@ -171,8 +171,8 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.cg_tol = p.d("cg_tol");
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
-  // The inversion operator implements one face rule, lateral boundary and start.
-  p.choice("face_mode", {"harmonic"});
+  h.face_mode = p.choice("face_mode", {"harmonic", "arithmetic"});
+  // The inversion operator implements one lateral boundary and start.
   p.choice("bc_lateral", {"periodic"});
   p.choice("initial", {"gaussian"});
   c.alpha_min = p.d("alpha_min");
