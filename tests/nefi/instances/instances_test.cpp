@@ -112,7 +112,7 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"thermal_tomography", "face_mode", "geometric"},
       {"thermal_tomography", "bc_lateral", "neumann"},
       {"thermal_tomography", "bc_back", "dirichlet"},
-      {"thermal_tomography", "initial", "flash"},
+      {"thermal_tomography", "initial", "laser"},
       {"thermal_tomography", "solver", "lu"},
       {"thermal_tomography", "stencil_backend", "simd"},
       {"thermal_tomography", "grad_mode", "forward"},

@@ -200,6 +200,26 @@ TEST(HeatFlash, CellAveragesMatchQuadratureAndTotalHeat) {
   EXPECT_NEAR(t[(i * 10 + j) * 6 + k], acc, 1e-4 * acc);
 }
 
+// initial: flash (the reference's UniformFlash): A times the depth profile's
+// cell averages, the same in every column.
+TEST(HeatFlash, UniformFlashIsTheDepthProfileInEveryColumn) {
+  nefi::GaussianFlash f;
+  f.amplitude = 2.0;
+  f.width_z = 0.25;
+  f.uniform = true;
+  const std::vector<double> extent{3.0, 2.0, 1.0};
+  const fk::Dims s{3, 4, 5};
+  const auto t = nefi::flash_cell_averages(f, s, extent).to_vector<double>();
+  for (int64_t k = 0; k < 5; ++k) {
+    const double a = k * 0.2, b = (k + 1) * 0.2, sq = std::sqrt(2.0) * 0.25;
+    const double expect =
+        2.0 * 0.25 * std::sqrt(std::numbers::pi / 2) * (std::erf(b / sq) - std::erf(a / sq)) / 0.2;
+    for (int64_t p = 0; p < 12; ++p) {
+      EXPECT_NEAR(t[p * 5 + k], expect, 1e-12 * expect) << p << " " << k;
+    }
+  }
+}
+
 // --- analytic decay ------------------------------------------------------------
 
 // cos(2π k x / Lx), uniform in y and z, decays by 1 / (1 + Δt α λ_k) per step,

@@ -62,8 +62,10 @@ std::vector<double> flash_cell_averages(const FlashSpec& f, const fk::Dims& shap
            "a 3-D grid and extent", shape.str());
   const double cx = f.center ? (*f.center)[0] : 0.5 * extent[0];
   const double cy = f.center ? (*f.center)[1] : 0.5 * extent[1];
-  const auto px = lateral_profile(shape[0], extent[0], cx, f.width_xy, f.periodic);
-  const auto py = lateral_profile(shape[1], extent[1], cy, f.width_xy, f.periodic);
+  const auto px = f.uniform ? std::vector<double>(shape[0], 1.0)
+                            : lateral_profile(shape[0], extent[0], cx, f.width_xy, f.periodic);
+  const auto py = f.uniform ? std::vector<double>(shape[1], 1.0)
+                            : lateral_profile(shape[1], extent[1], cy, f.width_xy, f.periodic);
   const double hz = extent[2] / static_cast<double>(shape[2]);
   std::vector<double> pz(shape[2]);
   for (int64_t k = 0; k < shape[2]; ++k)

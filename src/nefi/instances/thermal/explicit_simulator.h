@@ -41,6 +41,7 @@ struct FlashSpec {
   double width_z = 0.2;
   std::optional<std::array<double, 2>> center;  // physical (x, y); default the middle
   bool periodic = true;
+  bool uniform = false;  // A exp(−z²/2w_z²) in every column (initial: flash)
 };
 
 struct ExplicitHeatConfig {

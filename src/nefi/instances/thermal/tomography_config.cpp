@@ -32,7 +32,8 @@ void declare_domain_and_operator_keys(Params& p) {
   p.declare("bc_lateral", std::string("periodic"), "lateral boundaries (periodic)");
   p.declare("bc_back", std::string("neumann"), "back face: neumann (adiabatic) | robin");
   p.declare("robin_h", 0.0, "robin heat-transfer coefficient");
-  p.declare("initial", std::string("gaussian"), "initial condition (gaussian flash)");
+  p.declare("initial", std::string("gaussian"),
+            "gaussian (flash spot) | flash (uniform front-face flash)");
   p.declare("flash_amplitude", 100.0, "flash peak temperature");
   p.declare("flash_width_xy", 2.5, "flash lateral width (std, physical)");
   p.declare("flash_width_z", 0.2, "flash depth width (std, physical)");
@@ -164,6 +165,7 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.flash.width_z = s.flash.width_z = p.d("flash_width_z");
   h.flash.center = s.flash.center = flash_center(p);
   h.flash.periodic = s.flash.periodic = true;
+  h.flash.uniform = s.flash.uniform = p.choice("initial", {"gaussian", "flash"}) == "flash";
   h.implicit_substeps = p.i("implicit_substeps");
   h.stencil = p.choice("stencil_backend", {"flat", "roll", "auto"});
   h.solver = p.choice("solver", {"jacobi", "chebyshev", "cg"});
@@ -172,9 +174,8 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
   h.face_mode = p.choice("face_mode", {"harmonic", "arithmetic"});
-  // The inversion operator implements one lateral boundary and start.
+  // The inversion operator implements one lateral boundary.
   p.choice("bc_lateral", {"periodic"});
-  p.choice("initial", {"gaussian"});
   c.alpha_min = p.d("alpha_min");
   c.alpha_max = p.d("alpha_max");
   c.alpha_init = p.d("alpha_init");

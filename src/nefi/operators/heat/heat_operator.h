@@ -41,13 +41,16 @@ struct StepGeometry;
 
 // The flash that heats the front face at t = 0:
 // A · exp(−r_xy² / 2 w_xy²) · exp(−z² / 2 w_z²), z measured from the front
-// face, stored as exact cell averages (erf), laterally periodised.
+// face, stored as exact cell averages (erf), laterally periodised. uniform:
+// the reference's UniformFlash (initial: flash, the real-PVC setting),
+// A · exp(−z² / 2 w_z²), the same in every column.
 struct GaussianFlash {
   double amplitude = 100.0;
   double width_xy = 2.5;
   double width_z = 0.2;
   std::optional<std::array<double, 2>> center;  // physical (x, y); default the middle
   bool periodic = true;
+  bool uniform = false;
 };
 
 struct HeatConfig {

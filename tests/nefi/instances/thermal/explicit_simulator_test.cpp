@@ -6,11 +6,14 @@
 #include <numbers>
 
 #include "fk/error.h"
+#include "nefi/operators/heat/heat_operator.h"
 
 namespace {
 
 using nefi::thermal::ExplicitHeatConfig;
 using nefi::thermal::ExplicitHeatSimulator;
+using nefi::thermal::flash_cell_averages;
+using nefi::thermal::FlashSpec;
 
 // T⁰ = cos(2π x / Lx) cos(π z / H) sampled at cell centres is an eigenvector
 // of the periodic-x / adiabatic-z discrete Laplacian with eigenvalue
@@ -190,6 +193,27 @@ TEST(ThermalExplicitSimulator, SupersampledSurfaceIsTheFineFrontLayerAveragedLat
             m += 0.25 * fine[(n * 8 + 2 * i + di) * 8 + 2 * j + dj];
         EXPECT_NEAR(super[(n * 4 + i) * 4 + j], m, 1e-12 * std::abs(m)) << n << i << j;
       }
+}
+
+// initial: flash — the simulator's flash is the operator's uniform flash.
+TEST(ThermalExplicitSimulator, UniformFlashMatchesTheOperatorFlash) {
+  FlashSpec g;
+  g.amplitude = 2.0;
+  g.width_z = 0.25;
+  g.uniform = true;
+  nefi::GaussianFlash f;
+  f.amplitude = 2.0;
+  f.width_z = 0.25;
+  f.uniform = true;
+  const std::vector<double> extent{3.0, 2.0, 1.0};
+  const fk::Dims s{3, 4, 5};
+  const auto u = flash_cell_averages(g, s, extent);
+  const auto t = nefi::flash_cell_averages(f, s, extent).to_vector<double>();
+  ASSERT_EQ(u.size(), t.size());
+  for (size_t i = 0; i < u.size(); ++i) {
+    EXPECT_NEAR(u[i], t[i], 1e-12 * t[i]) << i;
+    EXPECT_EQ(u[i], u[i % 5]) << i;  // every column alike
+  }
 }
 
 TEST(ThermalExplicitSimulator, BadConfigsAreClearErrors) {
