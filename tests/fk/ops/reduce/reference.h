@@ -117,7 +117,7 @@ inline const std::vector<DimsCase>& dims_cases() {
 
 // The documented order of a contiguous f64 run (cpu/fold_lanes.h): 8 lanes
 // over full groups of 8, combined as a tree, then the tail; runs longer than
-// 32768 (reduce.cpp's block) folded per block, blocks added in order.
+// 32768 (cpu/reduce_block.h's block) folded per block, blocks added in order.
 inline double documented_sum(const double* x, int64_t n) {
   double total = 0;
   for (int64_t b0 = 0; b0 < n; b0 += 32768) {
