@@ -1,0 +1,446 @@
+#include "nefi/solve/batch.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+#include "nefi/field/batched_mlp.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/scalar.h"
+#include "nefi/solve/adam.h"
+#include "nefi/solve/split_rows.h"
+
+namespace nefi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void copy_row(float* dst, const float* src, int64_t b, int64_t p) {
+  std::memcpy(dst + b * p, src + b * p, static_cast<size_t>(p) * sizeof(float));
+}
+
+fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
+  std::vector<int64_t> d{n};
+  d.insert(d.end(), shape.begin(), shape.end());
+  return fk::Dims(d);
+}
+
+// What lives for the whole run: the (N, P) parameters, the per-problem
+// bookkeeping that crosses stages, and the outputs.
+struct BatchRun {
+  std::vector<InverseProblem>& problems;
+  const Curriculum& cur;
+  const BatchOptions& opt;
+  const int64_t n;
+  const MlpLayout layout;
+  const NeuralField& field0;  // the architecture (heads, encoding settings)
+  fk::Tensor params;          // (N, P) f32 leaf
+  std::vector<char> failed;
+  std::vector<std::string> errors;
+  std::vector<int> global;
+  std::vector<Result> results;
+  bool run_over = false;
+  Clock::time_point t_run = Clock::now();
+};
+
+// Per-problem state inside one stage.
+struct ProblemStage {
+  Measurement obs;
+  LossSet losses;
+  int64_t adam_t = 0;
+  double lr_mult = 1.0, progress = 0.0;
+  int bad = 0;
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  bool running = true;
+  StageResult sr;
+};
+
+class BatchStage {
+ public:
+  BatchStage(BatchRun& run, size_t index);
+  void run_steps();
+  const Domain& domain() const { return domain_; }
+  const OperatorPtr& op() const { return op_; }
+  const std::vector<ProblemStage>& problems() const { return ps_; }
+
+ private:
+  struct Eval {
+    std::vector<LossSet::Value> vals;
+    std::vector<fk::Tensor> preds;
+    std::vector<double> totals;
+  };
+  Eval evaluate(int t, const ActiveMask& active);
+  void update(const std::vector<char>& stepped, double lr_t);
+  void guard(int64_t b, double total, int t);
+  void record(int64_t b, int t, double lr, const LossSet::Value& v, double total);
+  const char* stop_reason(int64_t b, double data, const fk::Tensor& pred);
+  float* row(fk::Tensor& t, int64_t b) { return t.data<float>() + b * run_.layout.n_params; }
+
+  BatchRun& run_;
+  const int index_;
+  const Stage& stage_;
+  const Domain domain_;
+  const OperatorPtr op_;
+  fk::Tensor coords_;
+  FourierFeatures enc_;
+  AdamOptions adam_;
+  fk::Tensor m_, v_, good_, shadow_;
+  std::vector<ProblemStage> ps_;
+};
+
+BatchStage::BatchStage(BatchRun& run, size_t index)
+    : run_(run),
+      index_(static_cast<int>(index)),
+      stage_(run.cur.stages[index]),
+      domain_(run.problems[0].domain.at(stage_.shape.empty() ? run.problems[0].domain.shape()
+                                                             : stage_.shape)),
+      op_(run.problems[0].op->at_resolution(domain_.shape())),
+      coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
+      enc_(domain_.ndim(), run.field0.config().n_octaves, run.field0.config().include_input,
+           run.field0.config().annealed) {
+  const OptimConfig& o = run.cur.optim;
+  adam_.decoupled = o.optimizer == "adamw";
+  adam_.weight_decay = o.weight_decay;
+  adam_.beta1 = o.beta1;
+  adam_.beta2 = o.beta2;
+  adam_.eps = o.eps;
+  adam_.grad_clip = o.grad_clip;
+  const fk::Dims pshape = run.params.shape();
+  m_ = fk::zeros(pshape, {fk::DType::F32});
+  v_ = fk::zeros(pshape, {fk::DType::F32});
+  good_ = run.params.detach().clone();
+  if (o.ema) shadow_ = run.params.detach().clone();
+  ps_.resize(static_cast<size_t>(run.n));
+  const fk::Dims out_shape = op_->output_shape(domain_.shape());
+  for (int64_t b = 0; b < run.n; ++b) {
+    ProblemStage& p = ps_[b];
+    p.obs = run.problems[b].measurement.resampled(out_shape);
+    p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
+    p.running = !run.failed[b];
+    if (run.failed[b]) p.sr.stop = "failed";
+    p.sr.name = stage_.name;
+    p.sr.shape = domain_.shape();
+  }
+}
+
+// Field -> operator -> per-problem losses for the active problems.
+BatchStage::Eval BatchStage::evaluate(int t, const ActiveMask& active) {
+  const int64_t n = run_.n;
+  const double progress = stage_.progress_at(t);
+  const fk::Tensor features = enc_.forward(coords_, progress);
+  const fk::Tensor raw = batched_mlp(run_.params, features, run_.layout, active);
+  const fk::Tensor raw2 = raw.reshape({n * domain_.numel(), run_.layout.n_out});
+  const FieldMap fields = apply_heads(run_.field0.heads(), raw2, with_batch(n, domain_.shape()));
+  const fk::Tensor pred = op_->forward(fields);
+  std::map<std::string, std::vector<fk::Tensor>> field_rows;
+  for (const auto& [name, f] : fields) field_rows[name] = split_rows(f);
+  Eval e;
+  e.preds = split_rows(pred);
+  e.vals.resize(static_cast<size_t>(n));
+  e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+  for (int64_t b = 0; b < n; ++b) {
+    if (!(*active)[b]) continue;
+    FieldMap fb;
+    for (const auto& [name, rows] : field_rows) fb[name] = rows[b];
+    LossContext ctx{&fb, e.preds[b], &ps_[b].obs, &domain_, op_.get(), index_, t, progress};
+    e.vals[b] = ps_[b].losses.forward(ctx);
+    e.totals[b] = scalar_value(e.vals[b].total);
+  }
+  return e;
+}
+
+// The NaN guard of one problem whose loss was not finite at step t.
+void BatchStage::guard(int64_t b, double total, int t) {
+  ProblemStage& p = ps_[b];
+  std::string why;
+  if (!run_.opt.nan_guard)
+    why = "a non-finite loss " + std::to_string(total) + " at stage " + stage_.name + " step " +
+          std::to_string(t) + " (nan_guard is off)";
+  else if (++p.bad > run_.opt.max_bad_steps)
+    why = "a persistent non-finite loss at stage " + stage_.name + " (more than " +
+          std::to_string(run_.opt.max_bad_steps) + " non-finite steps in a row)";
+  if (!why.empty()) {
+    run_.failed[b] = 1;
+    run_.errors[b] = why;
+    p.running = false;
+    p.sr.stop = "failed";
+    return;
+  }
+  fk::Tensor pd = run_.params.detach();
+  copy_row(pd.data<float>(), good_.data<float>(), b, run_.layout.n_params);
+  pd.bump_version();
+  p.lr_mult *= 0.5;
+  const size_t bytes = static_cast<size_t>(run_.layout.n_params) * sizeof(float);
+  std::memset(row(m_, b), 0, bytes);
+  std::memset(row(v_, b), 0, bytes);
+  p.adam_t = 0;
+}
+
+// Per-problem clip factor and Adam(W) step of the problems that stepped.
+void BatchStage::update(const std::vector<char>& stepped, double lr_t) {
+  fk::profile::OpScope scope("batched_adam_step");
+  fk::Tensor pd = run_.params.detach();
+  const fk::Tensor grad = run_.params.grad();
+  const int64_t P = run_.layout.n_params;
+  for (int64_t b = 0; b < run_.n; ++b) {
+    if (!stepped[b]) continue;
+    const float* g = grad.data<float>() + b * P;
+    double sq = 0;
+    for (int64_t i = 0; i < P; ++i) sq += static_cast<double>(g[i]) * g[i];
+    const double norm = std::sqrt(sq);
+    const double clip =
+        (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
+    ProblemStage& p = ps_[b];
+    ++p.adam_t;
+    adam_update(row(pd, b), g, row(m_, b), row(v_, b), P, p.lr_mult * lr_t, clip, adam_, p.adam_t);
+  }
+  pd.bump_version();
+  run_.params.set_grad(fk::Tensor());
+}
+
+void BatchStage::record(int64_t b, int t, double lr, const LossSet::Value& v, double total) {
+  ProblemStage& p = ps_[b];
+  std::vector<double> comps;
+  for (const auto& c : v.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
+  const double data = p.losses.data_loss(comps);
+  std::vector<double> r{static_cast<double>(t),
+                        static_cast<double>(run_.global[b]),
+                        static_cast<double>(index_),
+                        lr,
+                        p.progress,
+                        total,
+                        data};
+  r.insert(r.end(), comps.begin(), comps.end());
+  run_.results[b].history.rows.push_back(std::move(r));
+  p.sr.steps = t + 1;
+  p.sr.final_total = total;
+  p.sr.final_data_loss = data;
+  ++run_.global[b];
+}
+
+// The sequential Solver's stopping rules for one problem (nullptr: go on).
+const char* BatchStage::stop_reason(int64_t b, double data, const fk::Tensor& pred) {
+  ProblemStage& p = ps_[b];
+  if (!run_.opt.stopping_rules || p.progress < 1.0) return nullptr;
+  if (run_.cur.early_stop_patience) {
+    if (data < p.best - run_.cur.early_stop_min_delta) {
+      p.best = data;
+      p.since_best = 0;
+    } else if (++p.since_best >= *run_.cur.early_stop_patience) {
+      return "early_stop";
+    }
+  }
+  if (run_.cur.discrepancy_tau && p.obs.has_noise()) {
+    fk::autograd::NoGradGuard ng;
+    const double rmse = std::sqrt(masked_mse(pred.detach(), p.obs.data, p.obs.mask).item());
+    if (rmse <= *run_.cur.discrepancy_tau * p.obs.noise_std) return "discrepancy";
+  }
+  return nullptr;
+}
+
+void BatchStage::run_steps() {
+  fk::profile::ProfileScope prof;
+  const auto t_stage = Clock::now();
+  const int64_t n = run_.n, P = run_.layout.n_params;
+  const std::optional<double> ema = run_.cur.optim.ema;
+  for (int t = 0; t < stage_.steps; ++t) {
+    auto mask = std::make_shared<std::vector<char>>(n);
+    int n_active = 0;
+    for (int64_t b = 0; b < n; ++b) n_active += (*mask)[b] = ps_[b].running;
+    if (n_active == 0) break;
+    const int64_t t_step = fk::profile::now_ns();
+    const fk::profile::Counters c_step = fk::profile::counters();
+    const double lr_t = stage_.lr_at(t);
+    Eval e = evaluate(t, mask);
+    std::vector<char> stepped(n, 0);
+    std::vector<fk::Tensor> roots, seeds;
+    for (int64_t b = 0; b < n; ++b) {
+      if (!(*mask)[b]) continue;
+      ps_[b].progress = stage_.progress_at(t);
+      if (!std::isfinite(e.totals[b])) continue;
+      stepped[b] = 1;
+      ps_[b].bad = 0;
+      roots.push_back(e.vals[b].total);
+      seeds.push_back(make_scalar(1.0, e.vals[b].total.dtype()));
+    }
+    if (!roots.empty()) fk::autograd::backward(roots, seeds);  // the objective sum_b L_b
+    if (!roots.empty()) update(stepped, lr_t);
+    for (int64_t b = 0; b < n; ++b)
+      if ((*mask)[b] && !stepped[b]) guard(b, e.totals[b], t);
+    float* pd = run_.params.data<float>();
+    for (int64_t b = 0; b < n; ++b) {
+      if (!stepped[b]) continue;
+      if (ema) {
+        float* s = row(shadow_, b);
+        const float* x = pd + b * P;
+        const float d = static_cast<float>(*ema);
+        for (int64_t j = 0; j < P; ++j) s[j] = d * s[j] + (1 - d) * x[j];
+      }
+      if (t % run_.opt.checkpoint_every == 0) copy_row(good_.data<float>(), pd, b, P);
+      record(b, t, ps_[b].lr_mult * lr_t, e.vals[b], e.totals[b]);
+      if (const char* stop = stop_reason(b, ps_[b].sr.final_data_loss, e.preds[b])) {
+        ps_[b].sr.stop = stop;
+        ps_[b].running = false;
+      }
+    }
+    const fk::profile::Counters& c_now = fk::profile::counters();
+    const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
+                             c_now.ops - c_step.ops};
+    bool keep = !run_.opt.on_step || run_.opt.on_step(info);
+    if (run_.opt.stopping_rules && run_.cur.time_budget_s &&
+        seconds_since(run_.t_run) > *run_.cur.time_budget_s) {
+      run_.run_over = true;
+      for (auto& p : ps_)
+        if (p.running) p.sr.stop = "time_budget";
+      keep = false;
+    }
+    if (!keep) break;
+  }
+  const double secs = seconds_since(t_stage);
+  const auto rep = prof.report();
+  if (ema) {
+    fk::Tensor pdt = run_.params.detach();
+    for (int64_t b = 0; b < n; ++b)
+      if (!run_.failed[b]) copy_row(pdt.data<float>(), shadow_.data<float>(), b, P);
+    pdt.bump_version();
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    ProblemStage& p = ps_[b];
+    // Timings are the batch's per problem: what one solve costs inside it.
+    p.sr.seconds = secs / static_cast<double>(n);
+    p.sr.ops = rep.counts.ops / n;
+    p.sr.launches = rep.counts.launches / n;
+    if (p.sr.stop == "completed") p.progress = stage_.progress_at(stage_.steps);
+    p.sr.lr_mult = p.lr_mult;
+    p.sr.final_progress = p.progress;
+  }
+}
+
+std::vector<std::string> history_columns(const LossSet& losses) {
+  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
+                             "progress", "total",       "data_loss"};
+  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
+  return c;
+}
+
+// The (N, P) leaf: every problem's field initialised from its seed, as the
+// sequential Solver does at run start.
+fk::Tensor stacked_parameters(std::vector<InverseProblem>& problems, const BatchOptions& opt,
+                              int64_t P) {
+  const int64_t n = static_cast<int64_t>(problems.size());
+  fk::Tensor params = fk::empty({n, P}, {fk::DType::F32});
+  for (int64_t b = 0; b < n; ++b) {
+    Field& f = *problems[b].field;
+    f.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
+    std::memcpy(params.data<float>() + b * P, f.params().flat().data_ptr(),
+                static_cast<size_t>(P) * sizeof(float));
+  }
+  params.set_requires_grad(true);
+  return params;
+}
+
+// The final fields of problem b (Solver::run's tail), its field holding the solution.
+void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_progress) {
+  InverseProblem& prob = run.problems[b];
+  const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
+  Result& res = run.results[b];
+  Field& field = *prob.field;
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor flat = field.params().flat().detach();
+  std::memcpy(flat.data_ptr(), run.params.data<float>() + b * run.layout.n_params,
+              static_cast<size_t>(run.layout.n_params) * sizeof(float));
+  flat.bump_version();
+  FieldMap fields = field.forward(final_domain, final_progress);
+  res.prediction = final_op->forward(fields).detach();
+  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
+  res.fields = res.raw_fields;
+  const Measurement final_obs = prob.measurement.resampled(res.prediction.shape());
+  for (const auto& post : prob.postprocess)
+    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
+      res.post_info[k] = v;
+  res.n_parameters = field.n_parameters();
+  res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
+  res.batch_size = static_cast<int>(run.n);
+  res.error = run.errors[b];
+  res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
+}
+
+std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
+  if (!only) return std::nullopt;
+  const int k = *only < 0 ? n_stages + *only : *only;
+  FK_CHECK(k >= 0 && k < n_stages, "nefi::batch_invert stage",
+           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+           std::to_string(*only));
+  return static_cast<size_t>(k);
+}
+
+}  // namespace
+
+std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& cur,
+                                 const BatchOptions& opt) {
+  cur.validate();
+  if (auto why = batchable_reason(problems, cur))
+    throw fk::Error("nefi::batch_invert", "batchable problems", *why);
+  FK_CHECK(opt.seeds.empty() || opt.seeds.size() == problems.size(), "BatchOptions::seeds",
+           "one seed per problem (" + std::to_string(problems.size()) + ") or none",
+           std::to_string(opt.seeds.size()));
+  FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
+           std::to_string(opt.checkpoint_every));
+  const auto& field0 = dynamic_cast<const NeuralField&>(*problems[0].field);
+  const MlpLayout layout = mlp_layout(field0);
+  const int64_t n = static_cast<int64_t>(problems.size());
+  BatchRun run{problems,
+               cur,
+               opt,
+               n,
+               layout,
+               field0,
+               stacked_parameters(problems, opt, layout.n_params),
+               std::vector<char>(n, 0),
+               std::vector<std::string>(n),
+               std::vector<int>(n, 0),
+               std::vector<Result>(n)};
+  for (int64_t b = 0; b < n; ++b)
+    run.results[b].history.columns = history_columns(problems[b].losses);
+  const std::optional<size_t> only =
+      only_stage_index(opt.only_stage, static_cast<int>(cur.stages.size()));
+  Domain final_domain = problems[0].domain;
+  std::vector<double> final_progress(n, 1.0);
+  for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
+    if (only && si != *only) continue;
+    BatchStage stage(run, si);
+    stage.run_steps();
+    for (int64_t b = 0; b < n; ++b) {
+      run.results[b].stages.push_back(stage.problems()[b].sr);
+      final_progress[b] = stage.problems()[b].progress;
+    }
+    final_domain = stage.domain();
+  }
+  if (only && *only + 1 != cur.stages.size()) {
+    const Stage& last = cur.stages.back();
+    final_domain =
+        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
+  }
+  std::string failed_list;
+  for (int64_t b = 0; b < n; ++b) {
+    finish(run, b, final_domain, final_progress[b]);
+    if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
+  }
+  FK_CHECK(failed_list.empty() || !opt.raise_on_error, "nefi::batch_invert", "every problem solved",
+           "problem(s) [" + failed_list +
+               "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
+  return run.results;
+}
+
+}  // namespace nefi
