@@ -54,10 +54,13 @@ struct BatchedMlpBackward : fk::autograd::Node {
     Node::release_saved();
   }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override;
-  void problem_backward(int64_t b, const float* g, float* grad) const;
+  // scratch: 2 m hidden + m (hidden + features) floats (from fk's caching
+  // allocator: glibc would mmap and page-fault buffers this size every call).
+  void problem_backward(int64_t b, const float* g, float* grad, float* scratch) const;
 };
 
-void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad) const {
+void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad,
+                                          float* scratch) const {
   const int64_t m = features.size(0), H = L.hidden, D = L.features;
   const float* p = params.data<float>() + b * L.n_params;
   grad += b * L.n_params;
@@ -69,31 +72,27 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   };
   // Output layer (no activation): dW = g^T h, db, dh = g W.
   const int64_t no = L.n_out;
-  std::vector<float> dh(static_cast<size_t>(m * H)), gz(static_cast<size_t>(m * H));
-  std::vector<float> dx;
+  float* dh = scratch;
+  float* gz = scratch + m * H;
+  float* dx = scratch + 2 * m * H;
   fk::gemm(kF32, true, false, no, H, m, 1.0, g, no, y_of(L.depth - 1), H, 0.0,
            grad + L.w_offset[L.depth], H);
   column_sums(g, m, no, grad + L.b_offset[L.depth]);
-  fk::gemm(kF32, false, false, m, H, no, 1.0, g, no, p + L.w_offset[L.depth], H, 0.0, dh.data(), H);
+  fk::gemm(kF32, false, false, m, H, no, 1.0, g, no, p + L.w_offset[L.depth], H, 0.0, dh, H);
   for (int l = L.depth - 1; l >= 0; --l) {
     const float* y = y_of(l);
     for (int64_t i = 0; i < m * H; ++i) gz[i] = dh[i] * (1.0f - y[i] * y[i]);
     const int64_t K = L.fan_in(l);
-    fk::gemm(kF32, true, false, H, K, m, 1.0, gz.data(), H, input_of(l), K, 0.0,
-             grad + L.w_offset[l], K);
-    column_sums(gz.data(), m, H, grad + L.b_offset[l]);
+    fk::gemm(kF32, true, false, H, K, m, 1.0, gz, H, input_of(l), K, 0.0, grad + L.w_offset[l], K);
+    column_sums(gz, m, H, grad + L.b_offset[l]);
     if (l == 0) break;  // the features need no gradient
     if (K == H) {
-      fk::gemm(kF32, false, false, m, H, H, 1.0, gz.data(), H, p + L.w_offset[l], H, 0.0, dh.data(),
-               H);
+      fk::gemm(kF32, false, false, m, H, H, 1.0, gz, H, p + L.w_offset[l], H, 0.0, dh, H);
       continue;
     }
     // The skip layer: its input was [h, features]; h's share is the first H columns.
-    dx.resize(static_cast<size_t>(m * K));
-    fk::gemm(kF32, false, false, m, K, H, 1.0, gz.data(), H, p + L.w_offset[l], K, 0.0, dx.data(),
-             K);
-    for (int64_t i = 0; i < m; ++i)
-      std::memcpy(dh.data() + i * H, dx.data() + i * K, H * sizeof(float));
+    fk::gemm(kF32, false, false, m, K, H, 1.0, gz, H, p + L.w_offset[l], K, 0.0, dx, K);
+    for (int64_t i = 0; i < m; ++i) std::memcpy(dh + i * H, dx + i * K, H * sizeof(float));
   }
 }
 
@@ -112,9 +111,10 @@ std::vector<fk::Tensor> BatchedMlpBackward::apply(std::vector<fk::Tensor>&& grad
   const float* gp = g.data<float>();
   float* op = out.data<float>();
   fk::parallel_for(0, n, problem_grain(L, m), [&](int64_t lo, int64_t hi) {
+    const fk::Tensor scratch = fk::empty({m * (3 * L.hidden + L.features)}, {kF32});
     for (int64_t b = lo; b < hi; ++b) {
       if (is_active(active, b))
-        problem_backward(b, gp + b * m * L.n_out, op);
+        problem_backward(b, gp + b * m * L.n_out, op, scratch.data<float>());
       else
         std::memset(op + b * L.n_params, 0, L.n_params * sizeof(float));
     }
