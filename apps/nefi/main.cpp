@@ -7,6 +7,7 @@
 //            [--batch B]
 //   nefi bench TARGET [--methods a,b] [--n N] [--seeds 0,1,2] [--classes ...]
 //            [--budget-scale s] [--shard i/n] [--out DIR] [--threads N] [--by-class]
+//            [--batched [--batch-size B]]
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>
