@@ -24,6 +24,7 @@ int profile_batched(const Instance& inst, const Params& config, const Opts& o) {
   bp.method = o.p.method;
   bp.seed = o.p.seed;
   bp.batch = o.batch;
+  bp.chunk = o.chunk;
   bp.steps = o.p.steps;
   bp.warmup = o.p.warmup;
   bp.stage = o.p.stage;
@@ -44,7 +45,7 @@ Command add_profile(CLI::App& app, const Context&) {
     std::string instance, config, trace, json, method;
     std::vector<std::string> sets;
     bench::ProfileOptions p;
-    int threads = 0, batch = 0;
+    int threads = 0, batch = 0, chunk = 0;
     bool table = false;
   };
   auto o = std::make_shared<Opts>();
@@ -61,6 +62,7 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--batch", o->batch,
                   "time batch_invert with B problems instead (per-problem ms/step)");
+  sub->add_option("--chunk", o->chunk, "with --batch: problems per fused sub-step (0: all)");
   sub->add_flag("--minimal", o->p.minimal, "time a bare loop without the solver's bookkeeping");
   sub->add_flag("--table", o->table, "print every op's time, not just the top ones");
   sub->add_option("--trace", o->trace, "write a chrome trace of the traced steps into DIR");

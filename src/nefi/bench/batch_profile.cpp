@@ -67,6 +67,7 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
   rep.instance = inst.name();
   rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
   rep.batch = opt.batch;
+  rep.chunk = opt.chunk;
   rep.steps = opt.steps;
   rep.warmup = opt.warmup;
   rep.threads = fk::get_num_threads();
@@ -99,6 +100,7 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
   double ops = 0;
   BatchOptions bo;
   bo.seeds = seeds;
+  bo.chunk_size = opt.chunk;
   bo.stopping_rules = false;
   bo.only_stage = rep.stage;
   bo.on_step = [&](const BatchStepInfo& s) {
@@ -129,9 +131,10 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
 
 std::string format_batch_profile(const BatchProfileReport& r) {
   std::string s = fmt::format(
-      "{} · {} · stage {}/{} ({}) · batch {} · {} timed steps after {} warm-up · {} thread{}\n",
+      "{} · {} · stage {}/{} ({}) · batch {}{} · {} timed steps after {} warm-up · {} thread{}\n",
       r.instance, r.method, r.stage + 1, r.n_stages, fmt::join(r.shape.vec(), "×"), r.batch,
-      r.steps, r.warmup, r.threads, r.threads == 1 ? "" : "s");
+      r.chunk > 0 ? fmt::format(" in chunks of {}", r.chunk) : "", r.steps, r.warmup, r.threads,
+      r.threads == 1 ? "" : "s");
   s += fmt::format(
       "  ms/step      per problem {:.4f}  (batch step median {:.4f})   sequential {:.4f}\n",
       r.per_problem_ms, r.batch_ms, r.sequential_ms);
@@ -151,6 +154,7 @@ std::string batch_profile_json_line(const BatchProfileReport& r) {
                          {"n_stages", r.n_stages},
                          {"shape", r.shape.vec()},
                          {"batch", r.batch},
+                         {"chunk", r.chunk},
                          {"threads", r.threads},
                          {"steps", r.steps},
                          {"warmup", r.warmup},

@@ -21,13 +21,14 @@ struct BatchProfileOptions {
   std::string method;  // empty: the instance's first method
   uint64_t seed = 0;
   int batch = 1;
+  int chunk = 0;  // BatchOptions::chunk_size
   int steps = 20, warmup = 5;
   int stage = -1;  // negative: counted from the end
 };
 
 struct BatchProfileReport {
   std::string instance, method;
-  int stage = 0, n_stages = 0, batch = 1, steps = 0, warmup = 0, threads = 1;
+  int stage = 0, n_stages = 0, batch = 1, chunk = 0, steps = 0, warmup = 0, threads = 1;
   fk::Dims shape;
   double batch_ms = 0;                              // median wall time of one batch step
   double per_problem_ms = 0;                        // batch_ms / batch

@@ -25,10 +25,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void copy_row(float* dst, const float* src, int64_t b, int64_t p) {
-  std::memcpy(dst + b * p, src + b * p, static_cast<size_t>(p) * sizeof(float));
-}
-
 fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   std::vector<int64_t> d{n};
   d.insert(d.end(), shape.begin(), shape.end());
@@ -44,7 +40,13 @@ struct BatchRun {
   const int64_t n;
   const MlpLayout layout;
   const NeuralField& field0;  // the architecture (heads, encoding settings)
-  fk::Tensor params;          // (N, P) f32 leaf
+  const int64_t chunk;        // problems per fused step (BatchOptions::chunk_size; N when 0)
+  std::vector<fk::Tensor>
+      blocks;  // (chunk, P) f32 leaves; problem b is row b % chunk of block b / chunk
+  int64_t n_blocks() const { return static_cast<int64_t>(blocks.size()); }
+  float* param_row(int64_t b) {
+    return blocks[b / chunk].data<float>() + (b % chunk) * layout.n_params;
+  }
   std::vector<char> failed;
   std::vector<std::string> errors;
   std::vector<int> global;
@@ -75,13 +77,16 @@ class BatchStage {
   const std::vector<ProblemStage>& problems() const { return ps_; }
 
  private:
+  // One block's step values, indexed by the problem's row in the block.
   struct Eval {
     std::vector<LossSet::Value> vals;
     std::vector<fk::Tensor> preds;
     std::vector<double> totals;
   };
-  Eval evaluate(int t, const ActiveMask& active);
-  void update(const std::vector<char>& stepped, double lr_t);
+  Eval evaluate(int t, int64_t block, const ActiveMask& active);
+  // Returns the problems of the block that were active.
+  int step_block(int t, double lr_t, int64_t block);
+  void update(int64_t block, const std::vector<char>& stepped, double lr_t);
   void guard(int64_t b, double total, int t);
   void record(int64_t b, int t, double lr, const LossSet::Value& v, double total);
   const char* stop_reason(int64_t b, double data, const fk::Tensor& pred);
@@ -116,11 +121,13 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
   adam_.beta2 = o.beta2;
   adam_.eps = o.eps;
   adam_.grad_clip = o.grad_clip;
-  const fk::Dims pshape = run.params.shape();
+  const fk::Dims pshape{run.n, run.layout.n_params};
   m_ = fk::zeros(pshape, {fk::DType::F32});
   v_ = fk::zeros(pshape, {fk::DType::F32});
-  good_ = run.params.detach().clone();
-  if (o.ema) shadow_ = run.params.detach().clone();
+  good_ = fk::empty(pshape, {fk::DType::F32});
+  for (int64_t b = 0; b < run.n; ++b)
+    std::memcpy(row(good_, b), run.param_row(b), run.layout.n_params * sizeof(float));
+  if (o.ema) shadow_ = good_.clone();
   ps_.resize(static_cast<size_t>(run.n));
   const fk::Dims out_shape = op_->output_shape(domain_.shape());
   for (int64_t b = 0; b < run.n; ++b) {
@@ -135,11 +142,12 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
 }
 
 // Field -> operator -> per-problem losses for the active problems.
-BatchStage::Eval BatchStage::evaluate(int t, const ActiveMask& active) {
-  const int64_t n = run_.n;
+BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& active) {
+  const fk::Tensor& params = run_.blocks[block];
+  const int64_t n = params.size(0), b0 = block * run_.chunk;
   const double progress = stage_.progress_at(t);
   const fk::Tensor features = enc_.forward(coords_, progress);
-  const fk::Tensor raw = batched_mlp(run_.params, features, run_.layout, active);
+  const fk::Tensor raw = batched_mlp(params, features, run_.layout, active);
   const fk::Tensor raw2 = raw.reshape({n * domain_.numel(), run_.layout.n_out});
   const FieldMap fields = apply_heads(run_.field0.heads(), raw2, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
@@ -153,8 +161,9 @@ BatchStage::Eval BatchStage::evaluate(int t, const ActiveMask& active) {
     if (!(*active)[b]) continue;
     FieldMap fb;
     for (const auto& [name, rows] : field_rows) fb[name] = rows[b];
-    LossContext ctx{&fb, e.preds[b], &ps_[b].obs, &domain_, op_.get(), index_, t, progress};
-    e.vals[b] = ps_[b].losses.forward(ctx);
+    ProblemStage& p = ps_[b0 + b];
+    LossContext ctx{&fb, e.preds[b], &p.obs, &domain_, op_.get(), index_, t, progress};
+    e.vals[b] = p.losses.forward(ctx);
     e.totals[b] = scalar_value(e.vals[b].total);
   }
   return e;
@@ -177,9 +186,8 @@ void BatchStage::guard(int64_t b, double total, int t) {
     p.sr.stop = "failed";
     return;
   }
-  fk::Tensor pd = run_.params.detach();
-  copy_row(pd.data<float>(), good_.data<float>(), b, run_.layout.n_params);
-  pd.bump_version();
+  std::memcpy(run_.param_row(b), row(good_, b), run_.layout.n_params * sizeof(float));
+  run_.blocks[b / run_.chunk].bump_version();
   p.lr_mult *= 0.5;
   const size_t bytes = static_cast<size_t>(run_.layout.n_params) * sizeof(float);
   std::memset(row(m_, b), 0, bytes);
@@ -188,14 +196,15 @@ void BatchStage::guard(int64_t b, double total, int t) {
 }
 
 // Per-problem clip factor and Adam(W) step of the problems that stepped.
-void BatchStage::update(const std::vector<char>& stepped, double lr_t) {
+void BatchStage::update(int64_t block, const std::vector<char>& stepped, double lr_t) {
   fk::profile::OpScope scope("batched_adam_step");
-  fk::Tensor pd = run_.params.detach();
-  const fk::Tensor grad = run_.params.grad();
-  const int64_t P = run_.layout.n_params;
-  for (int64_t b = 0; b < run_.n; ++b) {
-    if (!stepped[b]) continue;
-    const float* g = grad.data<float>() + b * P;
+  fk::Tensor& params = run_.blocks[block];
+  const fk::Tensor grad = params.grad();
+  const int64_t P = run_.layout.n_params, b0 = block * run_.chunk;
+  for (int64_t k = 0; k < params.size(0); ++k) {
+    if (!stepped[k]) continue;
+    const int64_t b = b0 + k;
+    const float* g = grad.data<float>() + k * P;
     double sq = 0;
     for (int64_t i = 0; i < P; ++i) sq += static_cast<double>(g[i]) * g[i];
     const double norm = std::sqrt(sq);
@@ -203,10 +212,11 @@ void BatchStage::update(const std::vector<char>& stepped, double lr_t) {
         (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
     ProblemStage& p = ps_[b];
     ++p.adam_t;
-    adam_update(row(pd, b), g, row(m_, b), row(v_, b), P, p.lr_mult * lr_t, clip, adam_, p.adam_t);
+    adam_update(run_.param_row(b), g, row(m_, b), row(v_, b), P, p.lr_mult * lr_t, clip, adam_,
+                p.adam_t);
   }
-  pd.bump_version();
-  run_.params.set_grad(fk::Tensor());
+  params.bump_version();
+  params.set_grad(fk::Tensor());
 }
 
 void BatchStage::record(int64_t b, int t, double lr, const LossSet::Value& v, double total) {
@@ -249,51 +259,66 @@ const char* BatchStage::stop_reason(int64_t b, double data, const fk::Tensor& pr
   return nullptr;
 }
 
+// One block's step: its problems' fields, operator call and losses, the
+// backward of sum_b L_b, their updates and bookkeeping.
+int BatchStage::step_block(int t, double lr_t, int64_t block) {
+  const int64_t n = run_.blocks[block].size(0), b0 = block * run_.chunk;
+  const int64_t P = run_.layout.n_params;
+  auto mask = std::make_shared<std::vector<char>>(n);
+  int n_active = 0;
+  for (int64_t k = 0; k < n; ++k) n_active += (*mask)[k] = ps_[b0 + k].running;
+  if (n_active == 0) return 0;
+  Eval e = evaluate(t, block, mask);
+  std::vector<char> stepped(n, 0);
+  std::vector<fk::Tensor> roots, seeds;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!(*mask)[k]) continue;
+    ps_[b0 + k].progress = stage_.progress_at(t);
+    if (!std::isfinite(e.totals[k])) continue;
+    stepped[k] = 1;
+    ps_[b0 + k].bad = 0;
+    roots.push_back(e.vals[k].total);
+    seeds.push_back(make_scalar(1.0, e.vals[k].total.dtype()));
+  }
+  if (!roots.empty()) {
+    fk::autograd::backward(roots, seeds);  // the objective sum_b L_b
+    update(block, stepped, lr_t);
+  }
+  for (int64_t k = 0; k < n; ++k)
+    if ((*mask)[k] && !stepped[k]) guard(b0 + k, e.totals[k], t);
+  const std::optional<double> ema = run_.cur.optim.ema;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!stepped[k]) continue;
+    const int64_t b = b0 + k;
+    const float* x = run_.param_row(b);
+    if (ema) {
+      float* sh = row(shadow_, b);
+      const float d = static_cast<float>(*ema);
+      for (int64_t j = 0; j < P; ++j) sh[j] = d * sh[j] + (1 - d) * x[j];
+    }
+    if (t % run_.opt.checkpoint_every == 0)
+      std::memcpy(row(good_, b), x, static_cast<size_t>(P) * sizeof(float));
+    record(b, t, ps_[b].lr_mult * lr_t, e.vals[k], e.totals[k]);
+    if (const char* stop = stop_reason(b, ps_[b].sr.final_data_loss, e.preds[k])) {
+      ps_[b].sr.stop = stop;
+      ps_[b].running = false;
+    }
+  }
+  return n_active;
+}
+
 void BatchStage::run_steps() {
   fk::profile::ProfileScope prof;
   const auto t_stage = Clock::now();
   const int64_t n = run_.n, P = run_.layout.n_params;
-  const std::optional<double> ema = run_.cur.optim.ema;
   for (int t = 0; t < stage_.steps; ++t) {
-    auto mask = std::make_shared<std::vector<char>>(n);
-    int n_active = 0;
-    for (int64_t b = 0; b < n; ++b) n_active += (*mask)[b] = ps_[b].running;
-    if (n_active == 0) break;
     const int64_t t_step = fk::profile::now_ns();
     const fk::profile::Counters c_step = fk::profile::counters();
     const double lr_t = stage_.lr_at(t);
-    Eval e = evaluate(t, mask);
-    std::vector<char> stepped(n, 0);
-    std::vector<fk::Tensor> roots, seeds;
-    for (int64_t b = 0; b < n; ++b) {
-      if (!(*mask)[b]) continue;
-      ps_[b].progress = stage_.progress_at(t);
-      if (!std::isfinite(e.totals[b])) continue;
-      stepped[b] = 1;
-      ps_[b].bad = 0;
-      roots.push_back(e.vals[b].total);
-      seeds.push_back(make_scalar(1.0, e.vals[b].total.dtype()));
-    }
-    if (!roots.empty()) fk::autograd::backward(roots, seeds);  // the objective sum_b L_b
-    if (!roots.empty()) update(stepped, lr_t);
-    for (int64_t b = 0; b < n; ++b)
-      if ((*mask)[b] && !stepped[b]) guard(b, e.totals[b], t);
-    float* pd = run_.params.data<float>();
-    for (int64_t b = 0; b < n; ++b) {
-      if (!stepped[b]) continue;
-      if (ema) {
-        float* s = row(shadow_, b);
-        const float* x = pd + b * P;
-        const float d = static_cast<float>(*ema);
-        for (int64_t j = 0; j < P; ++j) s[j] = d * s[j] + (1 - d) * x[j];
-      }
-      if (t % run_.opt.checkpoint_every == 0) copy_row(good_.data<float>(), pd, b, P);
-      record(b, t, ps_[b].lr_mult * lr_t, e.vals[b], e.totals[b]);
-      if (const char* stop = stop_reason(b, ps_[b].sr.final_data_loss, e.preds[b])) {
-        ps_[b].sr.stop = stop;
-        ps_[b].running = false;
-      }
-    }
+    int n_active = 0;
+    for (int64_t block = 0; block < run_.n_blocks(); ++block)
+      n_active += step_block(t, lr_t, block);
+    if (n_active == 0) break;
     const fk::profile::Counters& c_now = fk::profile::counters();
     const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
                              c_now.ops - c_step.ops};
@@ -309,11 +334,11 @@ void BatchStage::run_steps() {
   }
   const double secs = seconds_since(t_stage);
   const auto rep = prof.report();
-  if (ema) {
-    fk::Tensor pdt = run_.params.detach();
+  if (run_.cur.optim.ema) {
     for (int64_t b = 0; b < n; ++b)
-      if (!run_.failed[b]) copy_row(pdt.data<float>(), shadow_.data<float>(), b, P);
-    pdt.bump_version();
+      if (!run_.failed[b])
+        std::memcpy(run_.param_row(b), row(shadow_, b), static_cast<size_t>(P) * sizeof(float));
+    for (auto& blk : run_.blocks) blk.bump_version();
   }
   for (int64_t b = 0; b < n; ++b) {
     ProblemStage& p = ps_[b];
@@ -334,20 +359,25 @@ std::vector<std::string> history_columns(const LossSet& losses) {
   return c;
 }
 
-// The (N, P) leaf: every problem's field initialised from its seed, as the
-// sequential Solver does at run start.
-fk::Tensor stacked_parameters(std::vector<InverseProblem>& problems, const BatchOptions& opt,
-                              int64_t P) {
+// The (chunk, P) leaves: every problem's field initialised from its seed, as
+// the sequential Solver does at run start.
+std::vector<fk::Tensor> parameter_blocks(std::vector<InverseProblem>& problems,
+                                         const BatchOptions& opt, int64_t P, int64_t chunk) {
   const int64_t n = static_cast<int64_t>(problems.size());
-  fk::Tensor params = fk::empty({n, P}, {fk::DType::F32});
-  for (int64_t b = 0; b < n; ++b) {
-    Field& f = *problems[b].field;
-    f.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
-    std::memcpy(params.data<float>() + b * P, f.params().flat().data_ptr(),
-                static_cast<size_t>(P) * sizeof(float));
+  std::vector<fk::Tensor> blocks;
+  for (int64_t b0 = 0; b0 < n; b0 += chunk) {
+    const int64_t rows = std::min(chunk, n - b0);
+    fk::Tensor params = fk::empty({rows, P}, {fk::DType::F32});
+    for (int64_t k = 0; k < rows; ++k) {
+      Field& f = *problems[b0 + k].field;
+      f.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b0 + k]);
+      std::memcpy(params.data<float>() + k * P, f.params().flat().data_ptr(),
+                  static_cast<size_t>(P) * sizeof(float));
+    }
+    params.set_requires_grad(true);
+    blocks.push_back(params);
   }
-  params.set_requires_grad(true);
-  return params;
+  return blocks;
 }
 
 // The final fields of problem b (Solver::run's tail), its field holding the solution.
@@ -358,7 +388,7 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
   Field& field = *prob.field;
   fk::autograd::NoGradGuard ng;
   fk::Tensor flat = field.params().flat().detach();
-  std::memcpy(flat.data_ptr(), run.params.data<float>() + b * run.layout.n_params,
+  std::memcpy(flat.data_ptr(), run.param_row(b),
               static_cast<size_t>(run.layout.n_params) * sizeof(float));
   flat.bump_version();
   FieldMap fields = field.forward(final_domain, final_progress);
@@ -395,18 +425,22 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
   FK_CHECK(opt.seeds.empty() || opt.seeds.size() == problems.size(), "BatchOptions::seeds",
            "one seed per problem (" + std::to_string(problems.size()) + ") or none",
            std::to_string(opt.seeds.size()));
+  FK_CHECK(opt.chunk_size >= 0, "BatchOptions::chunk_size", "0 (all) or a problem count",
+           std::to_string(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
            std::to_string(opt.checkpoint_every));
   const auto& field0 = dynamic_cast<const NeuralField&>(*problems[0].field);
   const MlpLayout layout = mlp_layout(field0);
   const int64_t n = static_cast<int64_t>(problems.size());
+  const int64_t chunk = opt.chunk_size > 0 ? std::min<int64_t>(opt.chunk_size, n) : n;
   BatchRun run{problems,
                cur,
                opt,
                n,
                layout,
                field0,
-               stacked_parameters(problems, opt, layout.n_params),
+               chunk,
+               parameter_blocks(problems, opt, layout.n_params, chunk),
                std::vector<char>(n, 0),
                std::vector<std::string>(n),
                std::vector<int>(n, 0),

@@ -55,6 +55,12 @@ struct BatchOptions {
   int checkpoint_every = 25;
   int max_bad_steps = 10;
   bool raise_on_error = true;  // throw at the end when a problem failed
+  // Problems per fused step (0: all N, one operator call on (N, *shape)). A
+  // step then runs ceil(N / chunk_size) fused sub-steps in turn, each with
+  // its own field op, operator call and backward: the working set of a
+  // sub-step stays in cache and memory is capped by the chunk, at the cost
+  // of proportionally more ops. Results do not depend on it.
+  int chunk_size = 0;
   // Profiling switches, as in SolverOptions.
   bool stopping_rules = true;
   std::optional<int> only_stage;

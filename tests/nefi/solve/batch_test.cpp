@@ -96,7 +96,8 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& bat, double to
   EXPECT_EQ(bat.error, "");
 }
 
-void expect_batched_equals_sequential(const std::string& instance, std::vector<double> steps) {
+void expect_batched_equals_sequential(const std::string& instance, std::vector<double> steps,
+                                      int chunk = 0) {
   const nefi::Params p = smoke_params(instance, steps);
   Setups s = setups(instance, p, {0, 1, 2});
   std::vector<nefi::Result> seq;
@@ -104,6 +105,7 @@ void expect_batched_equals_sequential(const std::string& instance, std::vector<d
     seq.push_back(sequential(s.problems[b], s.curriculum, s.seeds[b]));
   nefi::BatchOptions bo;
   bo.seeds = s.seeds;
+  bo.chunk_size = chunk;
   Setups fresh = setups(instance, p, {0, 1, 2});
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   ASSERT_EQ(bat.size(), 3u);
@@ -120,6 +122,15 @@ TEST(NefiBatch, Toy1dEqualsSequentialPerStep) {
 
 TEST(NefiBatch, DeconvolutionEqualsSequentialPerStep) {
   expect_batched_equals_sequential("deconvolution", {8, 16});
+}
+
+TEST(NefiBatch, ChunkedStepsEqualSequentialPerStep) {
+  expect_batched_equals_sequential("toy1d", {20, 40}, 2);  // blocks of 2 and 1
+  nefi::BatchOptions bad;
+  bad.chunk_size = -1;
+  const nefi::Params p = smoke_params("toy1d", {5});
+  Setups s = setups("toy1d", p, {0});
+  EXPECT_THROW(nefi::batch_invert(s.problems, s.curriculum, bad), fk::Error);
 }
 
 // NaN on every call: the problem owning it diverges.
@@ -141,6 +152,7 @@ TEST(NefiBatch, ADivergedProblemIsFrozenAndTheOthersGoOn) {
   bo.seeds = {0, 1, 2};
   bo.max_bad_steps = 3;
   bo.raise_on_error = false;
+  bo.chunk_size = 2;  // the failed problem shares a block with a healthy one
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   EXPECT_EQ(bat[1].stages[0].stop, "failed");
   EXPECT_EQ(bat[1].stages[1].stop, "failed");  // frozen for the rest of the run
