@@ -122,6 +122,7 @@ Row row_from_json(const json& j, const std::string& where) {
     r.threads = field(j, "threads").get<int64_t>();
     r.host = field(j, "host").get<std::string>();
     if (j.contains("batch_size")) r.batch_size = j.at("batch_size").get<int64_t>();
+    FK_CHECK(r.batch_size >= 1, where, "a row with batch_size >= 1", std::to_string(r.batch_size));
     return r;
   } catch (const json::exception& e) {
     throw fk::Error(where, "a benchmark row", e.what());

@@ -31,7 +31,7 @@ fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   return fk::Dims(d);
 }
 
-// What lives for the whole run: the (N, P) parameters, the per-problem
+// What lives for the whole run: the parameter blocks, the per-problem
 // bookkeeping that crosses stages, and the outputs.
 struct BatchRun {
   std::vector<InverseProblem>& problems;
@@ -41,8 +41,8 @@ struct BatchRun {
   const MlpLayout layout;
   const NeuralField& field0;  // the architecture (heads, encoding settings)
   const int64_t chunk;        // problems per fused step (BatchOptions::chunk_size; N when 0)
-  std::vector<fk::Tensor>
-      blocks;  // (chunk, P) f32 leaves; problem b is row b % chunk of block b / chunk
+  // (chunk, P) f32 leaves: problem b is row b % chunk of block b / chunk.
+  std::vector<fk::Tensor> blocks;
   int64_t n_blocks() const { return static_cast<int64_t>(blocks.size()); }
   float* param_row(int64_t b) {
     return blocks[b / chunk].data<float>() + (b % chunk) * layout.n_params;
