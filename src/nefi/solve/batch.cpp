@@ -1,5 +1,6 @@
 #include "nefi/solve/batch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/join.h"
 #include "fk/profile.h"
 #include "nefi/field/batched_mlp.h"
 #include "nefi/field/fourier_features.h"
@@ -29,6 +31,48 @@ fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   std::vector<int64_t> d{n};
   d.insert(d.end(), shape.begin(), shape.end());
   return fk::Dims(d);
+}
+
+// total_b = sum_i w_i c_i[b] over (n) terms, as LossSet's weighted sum does
+// per problem (double accumulation, rounded to the terms' dtype), one op
+// each way.
+struct WeightedRowsBackward : fk::autograd::Node {
+  std::vector<double> weights;
+  std::vector<fk::DType> dtypes;
+  const char* name() const override { return "WeightedRowsBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("weighted_rows_backward");
+    const std::vector<double> g = grads[0].to_vector<double>();
+    std::vector<fk::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      std::vector<double> gi(g.size());
+      for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
+      out.push_back(
+          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}).to(dtypes[i])
+                     : fk::Tensor());
+    }
+    return out;
+  }
+};
+
+fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
+  fk::profile::OpScope scope("weighted_rows");
+  const int64_t n = terms[0].size(0);
+  std::vector<double> total(static_cast<size_t>(n), 0.0);
+  fk::DType dt = fk::DType::F32;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::vector<double> v = terms[i].to_vector<double>();
+    for (int64_t b = 0; b < n; ++b) total[b] += w[i] * v[b];
+    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
+  }
+  fk::Tensor out = fk::from_vector(total, fk::Dims{n}).to(dt);
+  if (fk::autograd::any_needs_grad(terms)) {
+    auto node = std::make_shared<WeightedRowsBackward>();
+    node->weights = w;
+    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    fk::autograd::record(node, terms, out);
+  }
+  return out;
 }
 
 // What lives for the whole run: the parameter blocks, the per-problem
@@ -79,16 +123,23 @@ class BatchStage {
  private:
   // One block's step values, indexed by the problem's row in the block.
   struct Eval {
-    std::vector<LossSet::Value> vals;
     std::vector<fk::Tensor> preds;
-    std::vector<double> totals;
+    std::vector<double> totals;              // NaN where not evaluated
+    std::vector<std::vector<double>> comps;  // per term (0 where its weight is 0)
+    std::vector<fk::Tensor> roots;           // per-row totals, or one (n) in shared mode
   };
   Eval evaluate(int t, int64_t block, const ActiveMask& active);
+  // Each problem's own LossSet on its rows.
+  void losses_per_problem(int t, int64_t block, const ActiveMask& active, const FieldMap& fields,
+                          const fk::Tensor& pred, Eval& e);
+  // One shared LossSet on the whole block (every problem's set is the same).
+  void losses_shared(int64_t block, const FieldMap& fields, const fk::Tensor& pred, Eval& e);
+  bool shared_losses() const;
   // Returns the problems of the block that were active.
   int step_block(int t, double lr_t, int64_t block);
   void update(int64_t block, const std::vector<char>& stepped, double lr_t);
   void guard(int64_t b, double total, int t);
-  void record(int64_t b, int t, double lr, const LossSet::Value& v, double total);
+  void record(int64_t b, int t, double lr, const std::vector<double>& comps, double total);
   const char* stop_reason(int64_t b, double data, const fk::Tensor& pred);
   float* row(fk::Tensor& t, int64_t b) { return t.data<float>() + b * run_.layout.n_params; }
 
@@ -102,6 +153,8 @@ class BatchStage {
   AdamOptions adam_;
   fk::Tensor m_, v_, good_, shadow_;
   std::vector<ProblemStage> ps_;
+  bool shared_ = false;                             // the loss mode of this stage
+  std::vector<fk::Tensor> block_obs_, block_mask_;  // stacked observations (shared mode)
 };
 
 BatchStage::BatchStage(BatchRun& run, size_t index)
@@ -139,34 +192,118 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
     p.sr.name = stage_.name;
     p.sr.shape = domain_.shape();
   }
+  shared_ = run.opt.loss_mode != "loop" && shared_losses();
+  FK_CHECK(shared_ || run.opt.loss_mode != "shared", "nefi::batch_invert loss_mode",
+           "problems whose loss sets match term by term (batched forms, weights, masks)",
+           "loss_mode shared with differing or unbatchable loss sets");
+  for (int64_t blk = 0; shared_ && blk < run.n_blocks(); ++blk) {
+    std::vector<fk::Tensor> obs, mask;
+    for (int64_t b = blk * run.chunk; b < std::min(run.n, (blk + 1) * run.chunk); ++b) {
+      obs.push_back(ps_[b].obs.data);
+      if (ps_[b].obs.mask.defined()) mask.push_back(ps_[b].obs.mask);
+    }
+    block_obs_.push_back(fk::stack(obs, 0));
+    block_mask_.push_back(mask.empty() ? fk::Tensor() : fk::stack(mask, 0));
+  }
+}
+
+// True when every problem's stage LossSet matches problem 0's term by term:
+// the same weights, and the same batched loss wherever a weight is non-zero,
+// with masks on all measurements or on none. Checked at every stage start.
+bool BatchStage::shared_losses() const {
+  const auto& t0 = ps_[0].losses.terms();
+  for (const ProblemStage& p : ps_) {
+    const auto& t = p.losses.terms();
+    if (t.size() != t0.size() || p.obs.mask.defined() != ps_[0].obs.mask.defined()) return false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].weight != t0[i].weight || t[i].loss->name() != t0[i].loss->name()) return false;
+      if (t[i].weight == 0.0) continue;
+      const std::string sig = t[i].loss->signature();
+      if (sig.empty() || sig != t0[i].loss->signature()) return false;
+    }
+  }
+  return true;
 }
 
 // Field -> operator -> per-problem losses for the active problems.
 BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& active) {
   const fk::Tensor& params = run_.blocks[block];
-  const int64_t n = params.size(0), b0 = block * run_.chunk;
+  const int64_t n = params.size(0);
   const double progress = stage_.progress_at(t);
   const fk::Tensor features = enc_.forward(coords_, progress);
   const fk::Tensor raw = batched_mlp(params, features, run_.layout, active);
   const fk::Tensor raw2 = raw.reshape({n * domain_.numel(), run_.layout.n_out});
   const FieldMap fields = apply_heads(run_.field0.heads(), raw2, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
+  Eval e;
+  e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+  e.comps.resize(static_cast<size_t>(n));
+  if (shared_) {
+    fk::autograd::NoGradGuard ng;
+    e.preds = split_rows(pred.detach());
+  }
+  if (shared_)
+    losses_shared(block, fields, pred, e);
+  else
+    losses_per_problem(t, block, active, fields, pred, e);
+  return e;
+}
+
+void BatchStage::losses_per_problem(int t, int64_t block, const ActiveMask& active,
+                                    const FieldMap& fields, const fk::Tensor& pred, Eval& e) {
+  const int64_t n = pred.size(0), b0 = block * run_.chunk;
+  const double progress = stage_.progress_at(t);
   std::map<std::string, std::vector<fk::Tensor>> field_rows;
   for (const auto& [name, f] : fields) field_rows[name] = split_rows(f);
-  Eval e;
   e.preds = split_rows(pred);
-  e.vals.resize(static_cast<size_t>(n));
-  e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+  e.roots.resize(static_cast<size_t>(n));
   for (int64_t b = 0; b < n; ++b) {
     if (!(*active)[b]) continue;
     FieldMap fb;
     for (const auto& [name, rows] : field_rows) fb[name] = rows[b];
     ProblemStage& p = ps_[b0 + b];
     LossContext ctx{&fb, e.preds[b], &p.obs, &domain_, op_.get(), index_, t, progress};
-    e.vals[b] = p.losses.forward(ctx);
-    e.totals[b] = scalar_value(e.vals[b].total);
+    const LossSet::Value v = p.losses.forward(ctx);
+    e.roots[b] = v.total;
+    e.totals[b] = scalar_value(v.total);
+    for (const auto& c : v.components) e.comps[b].push_back(c.defined() ? scalar_value(c) : 0.0);
   }
-  return e;
+}
+
+void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::Tensor& pred,
+                               Eval& e) {
+  const int64_t n = pred.size(0), b0 = block * run_.chunk;
+  BatchLossContext ctx;
+  ctx.fields = &fields;
+  ctx.pred = pred;
+  ctx.obs = block_obs_[block];
+  ctx.mask = block_mask_[block];
+  for (int64_t b = 0; b < n; ++b) ctx.noise_std.push_back(ps_[b0 + b].obs.noise_std);
+  ctx.domain = &domain_;
+  std::vector<fk::Tensor> active;
+  std::vector<double> weights;
+  std::vector<std::vector<double>> values;
+  for (const LossSet::Term& term : ps_[b0].losses.terms()) {
+    if (term.weight == 0.0) {
+      values.emplace_back(static_cast<size_t>(n), 0.0);
+      continue;
+    }
+    fk::Tensor c = term.loss->forward_rows(ctx);
+    FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert",
+             "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
+             c.defined() ? c.shape().str() : "none");
+    values.push_back(c.to_vector<double>());
+    active.push_back(c);
+    weights.push_back(term.weight);
+  }
+  FK_CHECK(!active.empty(), "nefi::batch_invert", "at least one term with a non-zero weight",
+           "none");
+  const fk::Tensor total =
+      (active.size() == 1 && weights[0] == 1.0) ? active[0] : weighted_rows(active, weights);
+  e.roots = {total};
+  e.totals = total.to_vector<double>();
+  for (int64_t b = 0; b < n; ++b)
+    for (const auto& v : values) e.comps[b].push_back(v[b]);
 }
 
 // The NaN guard of one problem whose loss was not finite at step t.
@@ -219,10 +356,9 @@ void BatchStage::update(int64_t block, const std::vector<char>& stepped, double 
   params.set_grad(fk::Tensor());
 }
 
-void BatchStage::record(int64_t b, int t, double lr, const LossSet::Value& v, double total) {
+void BatchStage::record(int64_t b, int t, double lr, const std::vector<double>& comps,
+                        double total) {
   ProblemStage& p = ps_[b];
-  std::vector<double> comps;
-  for (const auto& c : v.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
   const double data = p.losses.data_loss(comps);
   std::vector<double> r{static_cast<double>(t),
                         static_cast<double>(run_.global[b]),
@@ -271,14 +407,22 @@ int BatchStage::step_block(int t, double lr_t, int64_t block) {
   Eval e = evaluate(t, block, mask);
   std::vector<char> stepped(n, 0);
   std::vector<fk::Tensor> roots, seeds;
+  std::vector<double> seed_rows(static_cast<size_t>(n), 0.0);
   for (int64_t k = 0; k < n; ++k) {
     if (!(*mask)[k]) continue;
     ps_[b0 + k].progress = stage_.progress_at(t);
     if (!std::isfinite(e.totals[k])) continue;
     stepped[k] = 1;
     ps_[b0 + k].bad = 0;
-    roots.push_back(e.vals[k].total);
-    seeds.push_back(make_scalar(1.0, e.vals[k].total.dtype()));
+    seed_rows[k] = 1.0;
+    if (shared_) continue;
+    roots.push_back(e.roots[k]);
+    seeds.push_back(make_scalar(1.0, e.roots[k].dtype()));
+  }
+  if (shared_ && std::count(stepped.begin(), stepped.end(), 1) > 0) {
+    // Seed 0 for the rows that do not step: their gradient is zero.
+    roots = e.roots;
+    seeds = {fk::from_vector(seed_rows, fk::Dims{n}).to(e.roots[0].dtype())};
   }
   if (!roots.empty()) {
     fk::autograd::backward(roots, seeds);  // the objective sum_b L_b
@@ -298,7 +442,7 @@ int BatchStage::step_block(int t, double lr_t, int64_t block) {
     }
     if (t % run_.opt.checkpoint_every == 0)
       std::memcpy(row(good_, b), x, static_cast<size_t>(P) * sizeof(float));
-    record(b, t, ps_[b].lr_mult * lr_t, e.vals[k], e.totals[k]);
+    record(b, t, ps_[b].lr_mult * lr_t, e.comps[k], e.totals[k]);
     if (const char* stop = stop_reason(b, ps_[b].sr.final_data_loss, e.preds[k])) {
       ps_[b].sr.stop = stop;
       ps_[b].running = false;
@@ -425,6 +569,8 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
   FK_CHECK(opt.seeds.empty() || opt.seeds.size() == problems.size(), "BatchOptions::seeds",
            "one seed per problem (" + std::to_string(problems.size()) + ") or none",
            std::to_string(opt.seeds.size()));
+  FK_CHECK(opt.loss_mode == "auto" || opt.loss_mode == "shared" || opt.loss_mode == "loop",
+           "BatchOptions::loss_mode", "auto, shared or loop", opt.loss_mode);
   FK_CHECK(opt.chunk_size >= 0, "BatchOptions::chunk_size", "0 (all) or a problem count",
            std::to_string(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",

@@ -5,9 +5,12 @@
 //   field    the N parameter rows (N, P) -> one batched MLP op (batched_mlp.h)
 //            on the shared features -> heads on (N, *shape)
 //   operator called once on (N, *shape)
-//   losses   reduced per problem: each problem's LossSet on its own row of the
-//            fields and prediction (one split op each way, so a problem's
-//            gradient never touches the others'); objective sum_b L_b
+//   losses   reduced per problem: when every problem's LossSet matches (same
+//            terms and weights, each with a batched form: MSE, TV), one
+//            shared set evaluated on the whole block, one op per term each
+//            way; otherwise each problem's LossSet on its own row of the
+//            fields and prediction (split_rows: one op each way, so a
+//            problem's gradient never touches the others'); objective sum_b L_b
 //   Adam(W)  per problem: its own moments, step count, lr multiplier and
 //            clip factor (its own gradient norm), through the very update
 //            loop FusedAdam runs, so a problem's first update is bitwise the
@@ -61,6 +64,10 @@ struct BatchOptions {
   // sub-step stays in cache and memory is capped by the chunk, at the cost
   // of proportionally more ops. Results do not depend on it.
   int chunk_size = 0;
+  // auto: one shared LossSet evaluated on the whole block when every
+  // problem's matches (checked at each stage start), else each problem's own
+  // on its rows; shared: require the former; loop: always the latter.
+  std::string loss_mode = "auto";
   // Profiling switches, as in SolverOptions.
   bool stopping_rules = true;
   std::optional<int> only_stage;

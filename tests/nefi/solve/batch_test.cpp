@@ -97,7 +97,7 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& bat, double to
 }
 
 void expect_batched_equals_sequential(const std::string& instance, std::vector<double> steps,
-                                      int chunk = 0) {
+                                      int chunk = 0, const std::string& loss_mode = "shared") {
   const nefi::Params p = smoke_params(instance, steps);
   Setups s = setups(instance, p, {0, 1, 2});
   std::vector<nefi::Result> seq;
@@ -106,6 +106,7 @@ void expect_batched_equals_sequential(const std::string& instance, std::vector<d
   nefi::BatchOptions bo;
   bo.seeds = s.seeds;
   bo.chunk_size = chunk;
+  bo.loss_mode = loss_mode;
   Setups fresh = setups(instance, p, {0, 1, 2});
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   ASSERT_EQ(bat.size(), 3u);
@@ -116,12 +117,16 @@ void expect_batched_equals_sequential(const std::string& instance, std::vector<d
   }
 }
 
+// One shared loss set on the whole batch (toy1d's and deconvolution's sets
+// match term by term), and each problem's own set on its rows.
 TEST(NefiBatch, Toy1dEqualsSequentialPerStep) {
   expect_batched_equals_sequential("toy1d", {20, 40});
+  expect_batched_equals_sequential("toy1d", {20, 40}, 0, "loop");
 }
 
 TEST(NefiBatch, DeconvolutionEqualsSequentialPerStep) {
   expect_batched_equals_sequential("deconvolution", {8, 16});
+  expect_batched_equals_sequential("deconvolution", {8}, 0, "loop");
 }
 
 TEST(NefiBatch, ChunkedStepsEqualSequentialPerStep) {
@@ -152,7 +157,12 @@ TEST(NefiBatch, ADivergedProblemIsFrozenAndTheOthersGoOn) {
   bo.seeds = {0, 1, 2};
   bo.max_bad_steps = 3;
   bo.raise_on_error = false;
-  bo.chunk_size = 2;  // the failed problem shares a block with a healthy one
+  bo.chunk_size = 2;        // the failed problem shares a block with a healthy one
+  bo.loss_mode = "shared";  // refused: problem 1's loss set has an extra term
+  EXPECT_THROW(nefi::batch_invert(fresh.problems, s.curriculum, bo), fk::Error);
+  bo.loss_mode = "auto";
+  fresh = setups("toy1d", p, {0, 1, 2});
+  fresh.problems[1].losses.add(std::make_shared<AlwaysNanLoss>(), 1.0);
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   EXPECT_EQ(bat[1].stages[0].stop, "failed");
   EXPECT_EQ(bat[1].stages[1].stop, "failed");  // frozen for the rest of the run
