@@ -32,8 +32,8 @@ Command add_bench(CLI::App& app, const Context&) {
   struct Opts {
     bench::CampaignSpec spec;
     std::string shard = "0/1", out;
-    int threads = 0;
-    bool by_class = false;
+    int threads = 0, batch_size = 16;
+    bool by_class = false, batched = false;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
@@ -52,6 +52,9 @@ Command add_bench(CLI::App& app, const Context&) {
   sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)");
   sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
+  sub->add_flag("--batched", o->batched,
+                "solve each method's units with batch_invert where it can (else sequentially)");
+  sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
   return {sub, [o] {
             const bench::Shard shard = bench::parse_shard(o->shard);
             const bench::Protocol proto = bench::make_protocol(o->spec);
@@ -64,6 +67,10 @@ Command add_bench(CLI::App& app, const Context&) {
             bench::CampaignOptions co;
             co.shard = shard;
             if (stderr_is_tty()) co.on_progress = print_progress;
+            FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
+                     std::to_string(o->batch_size));
+            if (o->batched) co.batch_size = o->batch_size;
+            co.on_log = [](const std::string& line) { std::cerr << "[bench] " << line << "\n"; };
             bench::ShardFile s{proto, shard, bench::run_campaign(*inst, proto, co)};
             int failed = 0;
             for (const auto& r : s.rows) failed += !r.error.empty();

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
+#include "nefi/bench/batch_profile.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/profile.h"
 #include "nefi/io/run_config.h"
@@ -15,13 +16,36 @@
 namespace fs = std::filesystem;
 
 namespace nefi::cli {
+namespace {
+
+template <typename Opts>
+int profile_batched(const Instance& inst, const Params& config, const Opts& o) {
+  bench::BatchProfileOptions bp;
+  bp.method = o.p.method;
+  bp.seed = o.p.seed;
+  bp.batch = o.batch;
+  bp.chunk = o.chunk;
+  bp.steps = o.p.steps;
+  bp.warmup = o.p.warmup;
+  bp.stage = o.p.stage;
+  const bench::BatchProfileReport rep = bench::profile_batch(inst, config, bp);
+  std::cout << bench::format_batch_profile(rep);
+  if (!o.json.empty()) {
+    std::ofstream f(o.json, std::ios::app);
+    FK_CHECK(f.good(), "--json", "a writable file", "'" + o.json + "'");
+    f << bench::batch_profile_json_line(rep) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
 
 Command add_profile(CLI::App& app, const Context&) {
   struct Opts {
     std::string instance, config, trace, json, method;
     std::vector<std::string> sets;
     bench::ProfileOptions p;
-    int threads = 0;
+    int threads = 0, batch = 0, chunk = 0;
     bool table = false;
   };
   auto o = std::make_shared<Opts>();
@@ -36,6 +60,9 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
   sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");
   sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--batch", o->batch,
+                  "time batch_invert with B problems instead (per-problem ms/step)");
+  sub->add_option("--chunk", o->chunk, "with --batch: problems per fused sub-step (0: all)");
   sub->add_flag("--minimal", o->p.minimal, "time a bare loop without the solver's bookkeeping");
   sub->add_flag("--table", o->table, "print every op's time, not just the top ones");
   sub->add_option("--trace", o->trace, "write a chrome trace of the traced steps into DIR");
@@ -49,6 +76,7 @@ Command add_profile(CLI::App& app, const Context&) {
             if (!o->config.empty()) apply_config_file(cfg, o->config);
             for (const auto& s : o->sets) apply_set(cfg, s);
             const InstancePtr inst = find_instance(cfg.instance);
+            if (o->batch > 0) return profile_batched(*inst, cfg.config, *o);
             if (!o->trace.empty()) {
               bench::prepare_out_dir(o->trace, "--trace");
               o->p.trace_path =

@@ -5,8 +5,10 @@
 //            [--scene S] [--method M] [--metrics a,b] [--out DIR] [--threads N]
 //   nefi profile INSTANCE [--config F] [--set k=v]... [--steps 20] [--warmup 5]
 //            [--stage -1] [--threads N] [--minimal] [--table] [--trace DIR] [--json FILE]
+//            [--batch B]
 //   nefi bench TARGET [--methods a,b] [--n N] [--seeds 0,1,2] [--classes ...]
 //            [--budget-scale s] [--shard i/n] [--out DIR] [--threads N] [--by-class]
+//            [--batched [--batch-size B]]
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>

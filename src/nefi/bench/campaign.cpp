@@ -14,6 +14,7 @@
 #include "fk/error.h"
 #include "fk/memory.h"
 #include "fk/parallel.h"
+#include "nefi/bench/batched_runs.h"
 #include "nefi/io/fnv.h"
 
 namespace nefi::bench {
@@ -224,6 +225,17 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
       } catch (const std::exception&) {
       }
   }
+  // --batched: the methods batch_invert can solve run here, batch by batch.
+  std::map<std::pair<int64_t, std::string>, BatchedRow> batched;
+  for (const auto& m : proto.methods) {
+    if (opt.batch_size <= 0) break;
+    if (auto why = batched_method_reason(inst, params, m, mine)) {
+      if (opt.on_log) opt.on_log("method " + m + " runs sequentially: " + *why);
+      continue;
+    }
+    for (auto& [k, br] : run_batched(inst, params, mine, m, proto, opt.batch_size))
+      batched[{k, m}] = std::move(br);
+  }
   std::vector<Row> rows;
   Progress prog;
   prog.total = static_cast<int64_t>(mine.size() * proto.methods.size());
@@ -235,7 +247,9 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
     std::string first_ok;
     for (const auto& m : proto.methods) {
       uint64_t fp = 0;
-      Row r = run_one(inst, params, u, m, proto, &fp);
+      const auto it = batched.find({u.index, m});
+      Row r = it != batched.end() ? it->second.row : run_one(inst, params, u, m, proto, &fp);
+      if (it != batched.end()) fp = it->second.fingerprint;
       if (r.error.empty() && first_ok.empty()) {
         reference = fp;
         first_ok = m;

@@ -49,7 +49,7 @@ std::vector<Unit> units(const Protocol& p);
 
 // Fields that vary between machines and runs of the same protocol.
 inline const std::vector<std::string> kEnvironmentFields{
-    "time_s", "ms_per_step", "ops_per_step", "peak_mem_mb", "threads", "host"};
+    "time_s", "ms_per_step", "ops_per_step", "peak_mem_mb", "threads", "host", "batch_size"};
 
 struct Row {
   int64_t unit = 0;
@@ -66,6 +66,9 @@ struct Row {
   double time_s = 0, ms_per_step = 0, ops_per_step = 0, peak_mem_mb = 0;
   int64_t threads = 1;
   std::string host;
+  // > 1: solved by batch_invert with this many problems; time_s, ms_per_step,
+  // ops_per_step and peak_mem_mb are then the batch's divided by it.
+  int64_t batch_size = 1;
 };
 
 struct Shard {
@@ -101,6 +104,11 @@ struct CampaignOptions {
   Shard shard;
   bool warmup = true;  // one untimed 1-step run per method before the clock starts
   std::function<void(const Progress&)> on_progress;
+  // > 0 (--batched): each method that batch_invert can solve runs this
+  // shard's units in batches of this size (batched_runs.h); the others run
+  // one by one and on_log says why.
+  int batch_size = 0;
+  std::function<void(const std::string&)> on_log;
 };
 
 // Runs this shard's units with `instance` (which must be protocol.instance's

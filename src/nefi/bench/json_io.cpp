@@ -107,7 +107,8 @@ json to_json(const Row& r) {
           {"ops_per_step", number(r.ops_per_step)},
           {"peak_mem_mb", number(r.peak_mem_mb)},
           {"threads", r.threads},
-          {"host", r.host}};
+          {"host", r.host},
+          {"batch_size", r.batch_size}};
 }
 
 Row row_from_json(const json& j, const std::string& where) {
@@ -131,6 +132,8 @@ Row row_from_json(const json& j, const std::string& where) {
     r.peak_mem_mb = read_number(field(j, "peak_mem_mb"));
     r.threads = field(j, "threads").get<int64_t>();
     r.host = field(j, "host").get<std::string>();
+    if (j.contains("batch_size")) r.batch_size = j.at("batch_size").get<int64_t>();
+    FK_CHECK(r.batch_size >= 1, where, "a row with batch_size >= 1", std::to_string(r.batch_size));
     return r;
   } catch (const json::exception& e) {
     throw fk::Error(where, "a benchmark row", e.what());

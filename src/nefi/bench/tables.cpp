@@ -190,7 +190,7 @@ std::string rows_csv(const Protocol& p, const std::vector<Row>& rows) {
   std::string s = "unit,method,class,sample,data_seed,seed";
   for (const auto& m : metrics) s += fmt::format(",{}", csv_field(m));
   s += ",steps,final_data_loss,n_params,stop,error,time_s,ms_per_step,ops_per_step,peak_mem_mb,"
-       "threads,host\n";
+       "threads,host,batch_size\n";
   for (const Row& r : rows) {
     s += fmt::format("{},{},{},{},{},{}", r.unit, csv_field(r.method), csv_field(r.cls), r.sample,
                      r.data_seed, r.seed);
@@ -199,10 +199,10 @@ std::string rows_csv(const Protocol& p, const std::vector<Row>& rows) {
       s += ",";
       s += (it == r.metrics.end() ? std::string() : num(it->second));
     }
-    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.steps, num(r.final_data_loss),
+    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{}\n", r.steps, num(r.final_data_loss),
                      r.n_params, csv_field(r.stop), csv_field(r.error), num(r.time_s),
                      num(r.ms_per_step), num(r.ops_per_step), num(r.peak_mem_mb), r.threads,
-                     csv_field(r.host));
+                     csv_field(r.host), r.batch_size);
   }
   return s;
 }

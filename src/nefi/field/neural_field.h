@@ -43,6 +43,7 @@ class NeuralField : public Field {
   fk::Tensor raw(const Domain& domain, double progress);
   const NeuralFieldConfig& config() const { return cfg_; }
   FourierFeatures& encoding() { return enc_; }
+  const std::vector<HeadPtr>& heads() const { return heads_; }
 
  private:
   fk::Tensor activate(const fk::Tensor& x) const;

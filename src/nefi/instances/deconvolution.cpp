@@ -264,24 +264,45 @@ class Deconvolution : public Instance {
     return measure(DeconvolutionConfig::from(p), seed);
   }
 
-  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
-                const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "wiener", "deconvolution",
-             "method neural, grid or wiener", method);
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    check_method(method);
+    if (method == "wiener") return std::nullopt;
     const DeconvolutionConfig c = DeconvolutionConfig::from(p);
     auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.extent, c.extent});
-    RunOutput out = start_run_output(method, meas, gt);
+    ProblemSetup s;
+    s.problem = problem(c, method, Domain({c.n, c.n}, {c.extent, c.extent}), meas, seed);
+    s.curriculum = method == "neural" ? c.neural_curriculum : c.grid_curriculum;
+    s.measurement = meas;
+    s.gt = gt;
+    return s;
+  }
+
+  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
+                const SolverOptions& so) const override {
+    check_method(method);
+    RunOutput out;
     if (method == "wiener") {
-      run_wiener(c, domain, meas, out);
+      const DeconvolutionConfig c = DeconvolutionConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      run_wiener(c, Domain({c.n, c.n}, {c.extent, c.extent}), meas, out);
     } else {
-      solve(c, method, seed, so, domain, meas, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    if (!c.poisson) out.metrics["blurred_psnr"] = psnr(meas.data.to(fk::DType::F64), gt);
+    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
     return out;
+  }
+
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    std::map<std::string, double> m{{"psnr", psnr(out.reconstruction, out.gt)},
+                                    {"ssim", ssim(out.reconstruction, out.gt)},
+                                    {"mse", mse(out.reconstruction, out.gt)}};
+    if (p.s("noise") != "poisson")
+      m["blurred_psnr"] = psnr(out.measurement.data.to(fk::DType::F64), out.gt);
+    return m;
   }
 
  private:
@@ -344,9 +365,13 @@ class Deconvolution : public Instance {
     out.metrics["wiener_snr"] = w.snr;
   }
 
-  static void solve(const DeconvolutionConfig& c, const std::string& method, uint64_t seed,
-                    const SolverOptions& so, const Domain& domain, const Measurement& meas,
-                    RunOutput& out) {
+  static void check_method(const std::string& method) {
+    FK_CHECK(method == "neural" || method == "grid" || method == "wiener", "deconvolution",
+             "method neural, grid or wiener", method);
+  }
+
+  static InverseProblem problem(const DeconvolutionConfig& c, const std::string& method,
+                                const Domain& domain, const Measurement& meas, uint64_t seed) {
     InverseProblem prob;
     prob.name = "deconvolution";
     prob.domain = domain;
@@ -368,8 +393,7 @@ class Deconvolution : public Instance {
                     c.poisson_nll ? 1.0 / c.peak_counts : 1.0);
     prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
     prob.losses.add(l1_loss("x"), c.l1);
-    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
-                     seed, so, out);
+    return prob;
   }
 };
 

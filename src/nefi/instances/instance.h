@@ -27,6 +27,16 @@ struct RunOutput {
   Curriculum curriculum;
 };
 
+// What a gradient method solves: the inverse problem with its curriculum,
+// the measurement it sees and the ground truth (batch_invert and the
+// batched benchmark build problems through it).
+struct ProblemSetup {
+  InverseProblem problem;
+  Curriculum curriculum;
+  Measurement measurement;
+  fk::Tensor gt;
+};
+
 class Instance {
  public:
   virtual ~Instance() = default;
@@ -40,6 +50,19 @@ class Instance {
                                                               uint64_t seed) const = 0;
   virtual RunOutput run(const Params& cfg, const std::string& method, uint64_t seed,
                         const SolverOptions& solver) const = 0;
+  // The problem `method` solves for `seed`, for the methods that run the
+  // solver loop on one InverseProblem; nullopt for the others (direct
+  // baselines) and for instances that do not offer it.
+  virtual std::optional<ProblemSetup> setup(const Params& cfg, const std::string& method,
+                                            uint64_t seed) const {
+    (void)cfg, (void)method, (void)seed;
+    return std::nullopt;
+  }
+  // The metrics run() reports, for an output solved elsewhere (batched).
+  virtual std::map<std::string, double> evaluate(const Params& cfg, const RunOutput& out) const {
+    (void)cfg, (void)out;
+    return {};
+  }
 };
 
 using InstancePtr = std::shared_ptr<Instance>;

@@ -126,12 +126,13 @@ class Toy1D : public Instance {
     return measure(Toy1DConfig::from(p), seed);
   }
 
-  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
-                const SolverOptions& so) const override {
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
     FK_CHECK(method == "neural" || method == "grid", "toy1d", "method neural or grid", method);
     const Toy1DConfig c = Toy1DConfig::from(p);
     auto [meas, gt] = measure(c, seed);
-    InverseProblem prob;
+    ProblemSetup s;
+    InverseProblem& prob = s.problem;
     prob.name = "toy1d";
     prob.domain = Domain({c.n}, {1.0});
     prob.op = std::make_shared<FFTConvolution>(gaussian_psf(c.sigma), prob.domain);
@@ -150,13 +151,25 @@ class Toy1D : public Instance {
     tv.use_spacing = true;
     prob.losses.add(tv_loss("x", tv), c.tv);
     prob.losses.add(l1_loss("x"), c.l1);
-    RunOutput out = start_run_output(method, meas, gt);
-    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
-                     seed, so, out);
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
+    s.curriculum = method == "neural" ? c.neural_curriculum : c.grid_curriculum;
+    s.measurement = meas;
+    s.gt = gt;
+    return s;
+  }
+
+  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
+                const SolverOptions& so) const override {
+    ProblemSetup s = *setup(p, method, seed);
+    RunOutput out = start_run_output(method, s.measurement, s.gt);
+    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
+    out.metrics = evaluate(p, out);
     return out;
+  }
+
+  std::map<std::string, double> evaluate(const Params&, const RunOutput& out) const override {
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"mse", mse(out.reconstruction, out.gt)},
+            {"relative_error", relative_error(out.reconstruction, out.gt)}};
   }
 
  private:

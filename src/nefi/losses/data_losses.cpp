@@ -53,6 +53,33 @@ struct MseBackward : fk::autograd::Node {
   }
 };
 
+struct MseRowsBackward : fk::autograd::Node {
+  fk::Tensor p, y, w;  // contiguous copies taken in the forward
+  std::vector<double> wsum, scale;
+  const char* name() const override { return "MaskedMseRowsBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("masked_mse_rows_backward");
+    const int64_t rows = p.size(0), n = p.numel() / rows;
+    const std::vector<double> gr = grads[0].to_vector<double>();
+    fk::Tensor out = fk::zeros(p.shape(), {p.dtype()});
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t b = 0; b < rows; ++b) {
+        if (gr[b] == 0.0) continue;  // a frozen or skipped problem: no gradient
+        const double g = gr[b] * 2.0 / (wsum[b] * scale[b]);
+        const T* pp = p.data<T>() + b * n;
+        const T* yy = y.data<T>() + b * n;
+        const T* ww = w.defined() ? w.data<T>() + b * n : nullptr;
+        T* o = out.data<T>() + b * n;
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = static_cast<T>(g * (ww ? ww[i] : T(1)) * (static_cast<double>(pp[i]) - yy[i]));
+      }
+    };
+    p.dtype() == fk::DType::F64 ? run(double{}) : run(float{});
+    return {out};
+  }
+};
+
 fk::Tensor obs_mask(const LossContext& c) {
   return c.obs->mask;
 }
@@ -69,6 +96,18 @@ struct MseLoss : Loss {
       scale = c.obs->noise_std * c.obs->noise_std;
     }
     return masked_mse(c.pred, c.obs->data, obs_mask(c), scale);
+  }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    std::vector<double> scale(c.noise_std.size(), 1.0);
+    for (size_t b = 0; b < scale.size() && noise_aware; ++b) {
+      FK_CHECK(c.noise_std[b] > 0, "nefi::MSE(noise_aware)",
+               "a measurement with a known positive noise_std", std::to_string(c.noise_std[b]));
+      scale[b] = c.noise_std[b] * c.noise_std[b];
+    }
+    return masked_mse_rows(c.pred, c.obs, c.mask, scale);
+  }
+  std::string signature() const override {
+    return "mse:" + name() + (noise_aware ? ":noise_aware" : "");
   }
 };
 
@@ -202,6 +241,58 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
     node->scale = scale;
     // pc may be a copy of p (to / contiguous): record against p so the
     // gradient flows back through those differentiable conversions.
+    fk::autograd::record(node, {p}, out);
+  }
+  return out;
+}
+
+fk::Tensor masked_mse_rows(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
+                           const std::vector<double>& scale) {
+  fk::profile::OpScope scope("masked_mse_rows");
+  FK_CHECK(p.dim() >= 1 && p.shape() == y.shape() &&
+               (!mask.defined() || mask.shape() == y.shape()) &&
+               static_cast<int64_t>(scale.size()) == p.size(0),
+           "nefi::MSE rows", "prediction, data and mask (N, ...) and N scales",
+           p.shape().str() + ", " + y.shape().str() + ", " + std::to_string(scale.size()));
+  FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE rows",
+           "an f32/f64 prediction", fk::name(p.dtype()));
+  const fk::DType dt = p.dtype();
+  fk::Tensor pc, yc, wc;
+  {
+    fk::autograd::NoGradGuard ng;
+    pc = as_contig(p, dt).detach();
+    yc = as_contig(y, dt);
+    if (mask.defined()) wc = as_contig(mask, dt);
+  }
+  const int64_t rows = p.size(0), n = p.numel() / std::max<int64_t>(rows, 1);
+  std::vector<double> value(rows), wsum(rows);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t b = 0; b < rows; ++b) {
+      const T* pp = pc.data<T>() + b * n;
+      const T* yy = yc.data<T>() + b * n;
+      const T* ww = wc.defined() ? wc.data<T>() + b * n : nullptr;
+      double s = 0, ws = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double d = static_cast<double>(pp[i]) - yy[i];
+        const double w = ww ? ww[i] : 1.0;
+        s += w * d * d;
+        ws += w;
+      }
+      FK_CHECK(ws > 0, "nefi::MSE", "at least one observed cell", "an all-zero mask");
+      value[b] = s / (ws * scale[b]);
+      wsum[b] = ws;
+    }
+  };
+  dt == fk::DType::F64 ? run(double{}) : run(float{});
+  fk::Tensor out = fk::from_vector(value, fk::Dims{rows}).to(dt);
+  if (fk::autograd::needs_grad(p)) {
+    auto node = std::make_shared<MseRowsBackward>();
+    node->p = pc;
+    node->y = yc;
+    node->w = wc;
+    node->wsum = wsum;
+    node->scale = scale;
     fk::autograd::record(node, {p}, out);
   }
   return out;

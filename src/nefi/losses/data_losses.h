@@ -24,5 +24,9 @@ LossPtr poisson_nll_loss(double eps = 1e-8, std::string name = "poisson_nll");
 // w = mask (or 1) and the mean divides by sum w. Differentiable in p.
 fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
                       double scale = 1.0);
+// The same for N problems at once: p, y, mask (N, ...), one scale per row;
+// returns (N) with row b bitwise masked_mse(p[b], y[b], mask[b], scale[b]).
+fk::Tensor masked_mse_rows(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
+                           const std::vector<double>& scale);
 
 }  // namespace nefi

@@ -52,6 +52,12 @@ const fk::Tensor& LossContext::field(const std::string& name) const {
   return it->second;
 }
 
+const fk::Tensor& BatchLossContext::field(const std::string& name) const {
+  auto it = fields->find(name);
+  FK_CHECK(it != fields->end(), "nefi::Loss", "a field named '" + name + "'", "none");
+  return it->second;
+}
+
 void LossSet::add(LossPtr loss, double weight) {
   FK_CHECK(loss != nullptr, "nefi::LossSet::add", "a loss", "null");
   for (const Term& t : terms_)

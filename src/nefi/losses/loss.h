@@ -30,6 +30,16 @@ struct LossContext {
   const fk::Tensor& field(const std::string& name) const;
 };
 
+// N problems' terms at once (batch_invert): fields and prediction (N, ...),
+// the N observations stacked, and each problem's noise level.
+struct BatchLossContext {
+  const FieldMap* fields = nullptr;
+  fk::Tensor pred, obs, mask;  // mask undefined: every cell observed
+  std::vector<double> noise_std;
+  const Domain* domain = nullptr;
+  const fk::Tensor& field(const std::string& name) const;
+};
+
 class Loss {
  public:
   explicit Loss(std::string name) : name_(std::move(name)) {}
@@ -37,6 +47,15 @@ class Loss {
   const std::string& name() const { return name_; }
   virtual bool is_data() const { return false; }
   virtual fk::Tensor forward(const LossContext& ctx) const = 0;
+  // The term of every problem, (N), as N forward() calls would give it, in
+  // one op each way; undefined when the loss has no batched form.
+  virtual fk::Tensor forward_rows(const BatchLossContext& ctx) const {
+    (void)ctx;
+    return {};
+  }
+  // Equal for two losses that compute the same function (empty: unknown);
+  // batch_invert evaluates one shared loss set when every problem's matches.
+  virtual std::string signature() const { return ""; }
 
  private:
   std::string name_;

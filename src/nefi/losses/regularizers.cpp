@@ -102,6 +102,31 @@ struct TVBackward : fk::autograd::Node {
   }
 };
 
+// The TV of each row of x (N, *grid): one node, rows independent.
+struct TVRowsBackward : fk::autograd::Node {
+  fk::Tensor x;  // contiguous copy taken in the forward
+  std::vector<double> inv_h;
+  TVOptions opt;
+  const char* name() const override { return "TotalVariationRowsBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("total_variation_rows_backward");
+    const std::vector<double> gr = grads[0].to_vector<double>();
+    fk::Tensor out = fk::zeros(x.shape(), {x.dtype()});
+    const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
+    const Stencil st(grid, opt.periodic_axes);
+    const int64_t rows = x.size(0), n = grid.numel();
+    for (int64_t b = 0; b < rows; ++b) {
+      if (gr[b] == 0.0) continue;  // a frozen or skipped problem
+      const double g = gr[b] / static_cast<double>(n);
+      if (x.dtype() == fk::DType::F64)
+        tv_value(x.data<double>() + b * n, n, st, inv_h, opt, out.data<double>() + b * n, g);
+      else
+        tv_value(x.data<float>() + b * n, n, st, inv_h, opt, out.data<float>() + b * n, g);
+    }
+    return {out};
+  }
+};
+
 struct FieldLoss : Loss {
   std::string field;
   FieldLoss(std::string n, std::string f) : Loss(std::move(n)), field(std::move(f)) {}
@@ -123,6 +148,19 @@ struct TVLoss : FieldLoss {
     std::vector<double> h(x.dim(), 1.0);
     if (opt.use_spacing) h = c.domain->spacing(x.shape());
     return total_variation(x, h, opt);
+  }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
+    std::vector<double> h(grid.size(), 1.0);
+    if (opt.use_spacing) h = c.domain->spacing(grid);
+    return total_variation_rows(x, h, opt);
+  }
+  std::string signature() const override {
+    std::string s = "tv:" + name() + ":" + field + (opt.isotropic ? ":iso" : ":aniso") + ":" +
+                    std::to_string(opt.eps) + (opt.use_spacing ? ":spacing" : "");
+    for (int a : opt.periodic_axes) s += ":p" + std::to_string(a);
+    return s;
   }
 };
 
@@ -197,6 +235,39 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
   fk::Tensor out = make_scalar(v, x.dtype());
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<TVBackward>();
+    node->x = xc;
+    node->inv_h = inv_h;
+    node->opt = opt;
+    fk::autograd::record(node, {x}, out);
+  }
+  return out;
+}
+
+fk::Tensor total_variation_rows(const fk::Tensor& x, const std::vector<double>& h,
+                                const TVOptions& opt) {
+  fk::profile::OpScope scope("total_variation_rows");
+  FK_CHECK(x.dim() >= 2 && x.dim() <= 9 && static_cast<int>(h.size()) == x.dim() - 1,
+           "nefi::TV rows", "fields (N, *grid) and one spacing per grid axis", x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV rows",
+           "an f32/f64 field", fk::name(x.dtype()));
+  fk::Tensor xc;
+  {
+    fk::autograd::NoGradGuard ng;
+    xc = x.is_contiguous() ? x.detach() : x.contiguous().detach();
+  }
+  std::vector<double> inv_h;
+  for (double v : h) inv_h.push_back(1.0 / v);
+  const fk::Dims grid(std::vector<int64_t>(xc.shape().begin() + 1, xc.shape().end()));
+  const Stencil st(grid, opt.periodic_axes);
+  const int64_t rows = xc.size(0), n = grid.numel();
+  std::vector<double> value(rows);
+  for (int64_t b = 0; b < rows; ++b)
+    value[b] = xc.dtype() == fk::DType::F64
+                   ? tv_value<double>(xc.data<double>() + b * n, n, st, inv_h, opt, nullptr, 0)
+                   : tv_value<float>(xc.data<float>() + b * n, n, st, inv_h, opt, nullptr, 0);
+  fk::Tensor out = fk::from_vector(value, fk::Dims{rows}).to(x.dtype());
+  if (fk::autograd::needs_grad(x)) {
+    auto node = std::make_shared<TVRowsBackward>();
     node->x = xc;
     node->inv_h = inv_h;
     node->opt = opt;

@@ -35,5 +35,9 @@ LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
 
 // The fused total variation of x (shape = grid) with spacing h per axis.
 fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, const TVOptions& opt);
+// The same for each row of x (N, *grid): (N), row b bitwise
+// total_variation(x[b], h, opt). One op each way.
+fk::Tensor total_variation_rows(const fk::Tensor& x, const std::vector<double>& h,
+                                const TVOptions& opt);
 
 }  // namespace nefi

@@ -40,6 +40,7 @@ class FFTConvolution : public Operator {
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return 1.0; }
+  bool batchable() const override { return true; }
   std::string fidelity_tag() const override { return "blur-1x-float32"; }
   std::string kind() const override { return "fft_convolution"; }
   const Domain& domain() const { return domain_; }

@@ -5,6 +5,8 @@
 // physical domain (at_resolution), sharing any trainable parameter.
 //   homogeneity: p with F(c x) = c^p F(x) (1 for linear maps), if known
 //   batchable: forward accepts leading batch dims (B, *shape) -> (B, *out)
+//     with every batch row independent of the others (batch_invert relies
+//     on it); off unless an operator declares it
 //   graph_capturable: a step through it could be captured as one CUDA graph
 //     (no host syncs, no data-dependent control flow)
 //   fidelity_tag: the discretisation; the data generators carry a different
@@ -29,7 +31,7 @@ class Operator {
   virtual fk::Dims output_shape(const fk::Dims& shape) const { return shape; }
   virtual std::optional<double> homogeneity() const { return std::nullopt; }
   virtual bool linear() const { return homogeneity() && *homogeneity() == 1.0; }
-  virtual bool batchable() const { return true; }
+  virtual bool batchable() const { return false; }
   virtual bool graph_capturable() const { return true; }
   virtual std::string fidelity_tag() const { return ""; }
   virtual std::string kind() const = 0;

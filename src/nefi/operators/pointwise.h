@@ -13,6 +13,7 @@ class IdentityOperator : public Operator {
     return std::make_shared<IdentityOperator>(*this);
   }
   std::optional<double> homogeneity() const override { return 1.0; }
+  bool batchable() const override { return true; }
   std::string kind() const override { return "identity"; }
 };
 
@@ -22,6 +23,7 @@ class PointwiseOperator : public Operator {
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return 1.0; }
+  bool batchable() const override { return true; }
   std::string kind() const override { return "pointwise"; }
   const fk::Tensor& weight() const { return weight_; }
 
@@ -36,6 +38,7 @@ class SaturationOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims&) const override {
     return std::make_shared<SaturationOperator>(*this);
   }
+  bool batchable() const override { return true; }
   std::string kind() const override { return "saturation"; }
 
  private:

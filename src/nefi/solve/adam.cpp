@@ -20,10 +20,14 @@ double sum_sq(const fk::Tensor& g) {
 template <typename T>
 void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
             double clip, const AdamOptions& o, int64_t t) {
-  T* x = p.data<T>();
-  const T* gg = g.data<T>();
-  T* mm = m.data<T>();
-  T* vv = v.data<T>();
+  adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), lr, clip, o, t);
+}
+
+}  // namespace
+
+template <typename T>
+void adam_update(T* x, const T* gg, T* mm, T* vv, int64_t n, double lr, double clip,
+                 const AdamOptions& o, int64_t t) {
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
   const double step = lr / bc1, inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
@@ -34,7 +38,6 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, do
   const T b1 = static_cast<T>(o.beta1), b2 = static_cast<T>(o.beta2);
   const T c = static_cast<T>(clip), l2t = static_cast<T>(l2), dec = static_cast<T>(decay);
   const T st = static_cast<T>(step), ib = static_cast<T>(inv_sqrt_bc2), eps = static_cast<T>(o.eps);
-  const int64_t n = p.numel();
   for (int64_t i = 0; i < n; ++i) {
     const T gi = gg[i] * c + l2t * x[i];
     mm[i] = b1 * mm[i] + (T(1) - b1) * gi;
@@ -42,8 +45,10 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, do
     x[i] = x[i] * dec - st * mm[i] / (std::sqrt(vv[i]) * ib + eps);
   }
 }
-
-}  // namespace
+template void adam_update<float>(float*, const float*, float*, float*, int64_t, double, double,
+                                 const AdamOptions&, int64_t);
+template void adam_update<double>(double*, const double*, double*, double*, int64_t, double, double,
+                                  const AdamOptions&, int64_t);
 
 FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
     : params_(std::move(params)), opt_(opt) {

@@ -18,6 +18,14 @@ struct AdamOptions {
   double grad_clip = 0;  // global norm; <= 0 off
 };
 
+// The update FusedAdam runs on one buffer of n elements at step count t >= 1
+// with the clip factor already known (1: none): moments, bias correction,
+// weight decay and the parameter write in one pass. Exposed so a batched
+// optimizer (solve/batch.h) makes bitwise the same update per problem.
+template <typename T>
+void adam_update(T* x, const T* g, T* m, T* v, int64_t n, double lr, double clip,
+                 const AdamOptions& o, int64_t t);
+
 class FusedAdam {
  public:
   FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt);

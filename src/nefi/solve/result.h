@@ -26,6 +26,7 @@ struct StageResult {
   double final_total = 0;
   double final_data_loss = 0;
   std::string stop = "completed";  // completed | early_stop | discrepancy | time_budget | callback
+                                   // | failed (batch_invert: a problem that diverged)
   double lr_mult = 1;
   double final_progress = 1;
   int64_t ops = 0, launches = 0;  // fk counters over the stage's steps
@@ -42,6 +43,8 @@ struct Result {
   int restart = 0;  // which restart won
   double total_s = 0;
   int64_t n_parameters = 0;
+  int batch_size = 1;  // > 1: solved by batch_invert with this many problems
+  std::string error;   // batch_invert: why this problem failed (empty: it did not)
   int total_steps() const;
   double ms_per_step() const;
   double ops_per_step() const;

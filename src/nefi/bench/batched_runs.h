@@ -1,0 +1,34 @@
+#pragma once
+// The --batched half of a campaign: one method's units solved in batches of
+// B by batch_invert, each batch's problems built by Instance::setup exactly
+// as Instance::run builds them (data seed, scene class, initialisation seed),
+// so a batched row pairs with the sequential rows of the other methods. A
+// row's time_s is its batch's wall clock divided by B, its peak memory the
+// batch's peak divided by B; batch_size records B (the last batch of a shard
+// may be smaller). A problem that fails in its batch becomes a failed row.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nefi/bench/campaign.h"
+
+namespace nefi::bench {
+
+// Why `method` cannot run batched on these units (nullopt: it can).
+std::optional<std::string> batched_method_reason(const Instance& instance, const Params& params,
+                                                 const std::string& method,
+                                                 const std::vector<Unit>& units);
+
+struct BatchedRow {
+  Row row;
+  uint64_t fingerprint = 0;  // of the measurement (the campaign's pairing check)
+};
+
+// Rows of `method` on `units`, keyed by unit index.
+std::map<int64_t, BatchedRow> run_batched(const Instance& instance, const Params& params,
+                                          const std::vector<Unit>& units, const std::string& method,
+                                          const Protocol& protocol, int batch_size);
+
+}  // namespace nefi::bench

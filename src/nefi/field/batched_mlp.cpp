@@ -1,0 +1,217 @@
+#include "nefi/field/batched_mlp.h"
+
+#include <cstring>
+
+#include "fk/autograd.h"
+#include "fk/blas.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+#include "nefi/field/fast_tanh.h"
+
+namespace nefi {
+namespace {
+
+constexpr fk::DType kF32 = fk::DType::F32;
+
+// Problems per thread chunk: a chunk should hold ~2^22 multiply-adds
+// (~0.1 ms), so small batches of small fields stay on the calling thread: on
+// a loaded VM a team wake-up costs milliseconds (measured: toy1d at batch 4
+// on 2 threads took 14 ms per problem-step with a grain of 2^18).
+int64_t problem_grain(const MlpLayout& L, int64_t m) {
+  int64_t macs = 0;
+  for (int i = 0; i <= L.depth; ++i) macs += m * L.fan_in(i) * (i == L.depth ? L.n_out : L.hidden);
+  return std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(macs, 1));
+}
+
+bool is_active(const ActiveMask& a, int64_t b) {
+  return !a || (*a)[b] != 0;
+}
+
+// y (m, out) = bias rows, then += x W^T (nefi::dense's forward, f32).
+void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const float* bias,
+                int64_t out, float* y) {
+  for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * out, bias, out * sizeof(float));
+  fk::gemm(kF32, false, true, m, out, in, 1.0, x, in, w, in, 1.0, y, out);
+}
+
+// db[j] = sum_i gz[i, j] in row order (nefi::dense's backward).
+void column_sums(const float* gz, int64_t m, int64_t out, float* db) {
+  for (int64_t j = 0; j < out; ++j) db[j] = 0.0f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < out; ++j) db[j] += gz[i * out + j];
+}
+
+struct BatchedMlpBackward : fk::autograd::Node {
+  MlpLayout L;
+  ActiveMask active;
+  fk::Tensor params, features, skip_input;  // params: the values of the forward
+  std::vector<fk::Tensor> ys;               // (N, M, hidden) per hidden layer
+  uint32_t params_version = 0;
+  const char* name() const override { return "BatchedMlpBackward"; }
+  void release_saved() override {
+    ys.clear();
+    skip_input = fk::Tensor();
+    Node::release_saved();
+  }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override;
+  // scratch: 2 m hidden + m (hidden + features) floats (from fk's caching
+  // allocator: glibc would mmap and page-fault buffers this size every call).
+  void problem_backward(int64_t b, const float* g, float* grad, float* scratch) const;
+};
+
+void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad,
+                                          float* scratch) const {
+  const int64_t m = features.size(0), H = L.hidden, D = L.features;
+  const float* p = params.data<float>() + b * L.n_params;
+  grad += b * L.n_params;
+  auto y_of = [&](int l) { return ys[l].data<float>() + b * m * H; };
+  auto input_of = [&](int l) -> const float* {
+    if (l == 0) return features.data<float>();
+    if (l == L.skip_at && L.has_skip()) return skip_input.data<float>() + b * m * (H + D);
+    return y_of(l - 1);
+  };
+  // Output layer (no activation): dW = g^T h, db, dh = g W.
+  const int64_t no = L.n_out;
+  float* dh = scratch;
+  float* gz = scratch + m * H;
+  float* dx = scratch + 2 * m * H;
+  fk::gemm(kF32, true, false, no, H, m, 1.0, g, no, y_of(L.depth - 1), H, 0.0,
+           grad + L.w_offset[L.depth], H);
+  column_sums(g, m, no, grad + L.b_offset[L.depth]);
+  fk::gemm(kF32, false, false, m, H, no, 1.0, g, no, p + L.w_offset[L.depth], H, 0.0, dh, H);
+  for (int l = L.depth - 1; l >= 0; --l) {
+    const float* y = y_of(l);
+    for (int64_t i = 0; i < m * H; ++i) gz[i] = dh[i] * (1.0f - y[i] * y[i]);
+    const int64_t K = L.fan_in(l);
+    fk::gemm(kF32, true, false, H, K, m, 1.0, gz, H, input_of(l), K, 0.0, grad + L.w_offset[l], K);
+    column_sums(gz, m, H, grad + L.b_offset[l]);
+    if (l == 0) break;  // the features need no gradient
+    if (K == H) {
+      fk::gemm(kF32, false, false, m, H, H, 1.0, gz, H, p + L.w_offset[l], H, 0.0, dh, H);
+      continue;
+    }
+    // The skip layer: its input was [h, features]; h's share is the first H columns.
+    fk::gemm(kF32, false, false, m, K, H, 1.0, gz, H, p + L.w_offset[l], K, 0.0, dx, K);
+    for (int64_t i = 0; i < m; ++i) std::memcpy(dh + i * H, dx + i * K, H * sizeof(float));
+  }
+}
+
+std::vector<fk::Tensor> BatchedMlpBackward::apply(std::vector<fk::Tensor>&& grads) {
+  fk::profile::OpScope scope("batched_mlp_backward");
+  FK_CHECK(params.version() == params_version, "nefi::batched_mlp backward",
+           "parameters unchanged since the forward", "an in-place update in between");
+  fk::Tensor g = grads[0];
+  {
+    fk::autograd::NoGradGuard ng;
+    if (g.dtype() != kF32) g = g.to(kF32);
+    if (!g.is_contiguous()) g = g.contiguous();
+  }
+  const int64_t n = params.size(0), m = features.size(0);
+  fk::Tensor out = fk::empty({n, L.n_params}, {kF32});
+  const float* gp = g.data<float>();
+  float* op = out.data<float>();
+  fk::parallel_for(0, n, problem_grain(L, m), [&](int64_t lo, int64_t hi) {
+    const fk::Tensor scratch = fk::empty({m * (3 * L.hidden + L.features)}, {kF32});
+    for (int64_t b = lo; b < hi; ++b) {
+      if (is_active(active, b))
+        problem_backward(b, gp + b * m * L.n_out, op, scratch.data<float>());
+      else
+        std::memset(op + b * L.n_params, 0, L.n_params * sizeof(float));
+    }
+  });
+  return {out};
+}
+
+}  // namespace
+
+int MlpLayout::fan_in(int layer) const {
+  if (layer == 0) return features;
+  if (layer == skip_at && has_skip()) return hidden + features;
+  return hidden;
+}
+
+MlpLayout mlp_layout(const NeuralField& field) {
+  const NeuralFieldConfig& c = field.config();
+  FK_CHECK(c.activation == "tanh" && !c.autocast, "nefi::batched_mlp",
+           "a neural field with tanh activation and no autocast",
+           "activation " + c.activation + (c.autocast ? " with autocast" : ""));
+  MlpLayout L;
+  L.depth = c.depth;
+  L.hidden = c.hidden;
+  L.skip_at = c.skip_at;
+  const FlatParams& fp = field.params();
+  L.features = static_cast<int>(fp.shape(0)[1]);
+  L.n_out = static_cast<int>(fp.shape(2 * c.depth)[0]);
+  int64_t off = 0;
+  for (int i = 0; i < fp.size(); ++i) {
+    (i % 2 == 0 ? L.w_offset : L.b_offset).push_back(off);
+    off += fp.shape(i).numel();
+  }
+  L.n_params = off;
+  FK_CHECK(fp.size() == 2 * (L.depth + 1) && off == fp.numel(), "nefi::batched_mlp",
+           "the NeuralField parameter layout", std::to_string(fp.size()) + " buffers");
+  return L;
+}
+
+fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, const MlpLayout& L,
+                       ActiveMask active) {
+  fk::profile::OpScope scope("batched_mlp");
+  FK_CHECK(params.dim() == 2 && params.size(1) == L.n_params && params.dtype() == kF32 &&
+               params.is_contiguous(),
+           "nefi::batched_mlp", "contiguous f32 parameters (N, " + std::to_string(L.n_params) + ")",
+           params.shape().str());
+  FK_CHECK(features.dim() == 2 && features.size(1) == L.features && features.dtype() == kF32 &&
+               features.is_contiguous(),
+           "nefi::batched_mlp", "contiguous f32 features (M, " + std::to_string(L.features) + ")",
+           features.shape().str());
+  const int64_t n = params.size(0), m = features.size(0), H = L.hidden, D = L.features;
+  FK_CHECK(!active || static_cast<int64_t>(active->size()) == n, "nefi::batched_mlp",
+           "one active flag per problem", std::to_string(active ? active->size() : 0));
+  std::vector<fk::Tensor> ys;
+  for (int l = 0; l < L.depth; ++l) ys.push_back(fk::empty({n, m, H}, {kF32}));
+  fk::Tensor skip = L.has_skip() ? fk::empty({n, m, H + D}, {kF32}) : fk::Tensor();
+  fk::Tensor raw = fk::empty({n, m, L.n_out}, {kF32});
+  const float* x = features.data<float>();
+  fk::parallel_for(0, n, problem_grain(L, m), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      float* rb = raw.data<float>() + b * m * L.n_out;
+      if (!is_active(active, b)) {
+        std::memset(rb, 0, m * L.n_out * sizeof(float));
+        continue;
+      }
+      const float* p = params.data<float>() + b * L.n_params;
+      const float* in = x;
+      for (int l = 0; l < L.depth; ++l) {
+        if (l == L.skip_at && L.has_skip()) {
+          float* s = skip.data<float>() + b * m * (H + D);
+          for (int64_t i = 0; i < m; ++i) {
+            std::memcpy(s + i * (H + D), in + i * H, H * sizeof(float));
+            std::memcpy(s + i * (H + D) + H, x + i * D, D * sizeof(float));
+          }
+          in = s;
+        }
+        float* y = ys[l].data<float>() + b * m * H;
+        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, y);
+        fast_tanh_f32(y, y, m * H);
+        in = y;
+      }
+      dense_rows(in, m, H, p + L.w_offset[L.depth], p + L.b_offset[L.depth], L.n_out, rb);
+    }
+  });
+  if (fk::autograd::needs_grad(params)) {
+    auto node = std::make_shared<BatchedMlpBackward>();
+    node->L = L;
+    node->active = std::move(active);
+    node->params = params.detach();
+    node->params_version = params.version();
+    node->features = features;
+    node->skip_input = skip;
+    node->ys = std::move(ys);
+    fk::autograd::record(node, {params}, raw);
+  }
+  return raw;
+}
+
+}  // namespace nefi

@@ -1,0 +1,626 @@
+#include "nefi/solve/batch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/join.h"
+#include "fk/profile.h"
+#include "nefi/field/batched_mlp.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/scalar.h"
+#include "nefi/solve/adam.h"
+#include "nefi/solve/split_rows.h"
+
+namespace nefi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
+  std::vector<int64_t> d{n};
+  d.insert(d.end(), shape.begin(), shape.end());
+  return fk::Dims(d);
+}
+
+// total_b = sum_i w_i c_i[b] over (n) terms, as LossSet's weighted sum does
+// per problem (double accumulation, rounded to the terms' dtype), one op
+// each way.
+struct WeightedRowsBackward : fk::autograd::Node {
+  std::vector<double> weights;
+  std::vector<fk::DType> dtypes;
+  const char* name() const override { return "WeightedRowsBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("weighted_rows_backward");
+    const std::vector<double> g = grads[0].to_vector<double>();
+    std::vector<fk::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      std::vector<double> gi(g.size());
+      for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
+      out.push_back(
+          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}).to(dtypes[i])
+                     : fk::Tensor());
+    }
+    return out;
+  }
+};
+
+fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
+  fk::profile::OpScope scope("weighted_rows");
+  const int64_t n = terms[0].size(0);
+  std::vector<double> total(static_cast<size_t>(n), 0.0);
+  fk::DType dt = fk::DType::F32;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::vector<double> v = terms[i].to_vector<double>();
+    for (int64_t b = 0; b < n; ++b) total[b] += w[i] * v[b];
+    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
+  }
+  fk::Tensor out = fk::from_vector(total, fk::Dims{n}).to(dt);
+  if (fk::autograd::any_needs_grad(terms)) {
+    auto node = std::make_shared<WeightedRowsBackward>();
+    node->weights = w;
+    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    fk::autograd::record(node, terms, out);
+  }
+  return out;
+}
+
+// What lives for the whole run: the parameter blocks, the per-problem
+// bookkeeping that crosses stages, and the outputs.
+struct BatchRun {
+  std::vector<InverseProblem>& problems;
+  const Curriculum& cur;
+  const BatchOptions& opt;
+  const int64_t n;
+  const MlpLayout layout;
+  const NeuralField& field0;  // the architecture (heads, encoding settings)
+  const int64_t chunk;        // problems per fused step (BatchOptions::chunk_size; N when 0)
+  // (chunk, P) f32 leaves: problem b is row b % chunk of block b / chunk.
+  std::vector<fk::Tensor> blocks;
+  int64_t n_blocks() const { return static_cast<int64_t>(blocks.size()); }
+  float* param_row(int64_t b) {
+    return blocks[b / chunk].data<float>() + (b % chunk) * layout.n_params;
+  }
+  std::vector<char> failed;
+  std::vector<std::string> errors;
+  std::vector<int> global;
+  std::vector<Result> results;
+  bool run_over = false;
+  Clock::time_point t_run = Clock::now();
+};
+
+// Per-problem state inside one stage.
+struct ProblemStage {
+  Measurement obs;
+  LossSet losses;
+  int64_t adam_t = 0;
+  double lr_mult = 1.0, progress = 0.0;
+  int bad = 0;
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  bool running = true;
+  StageResult sr;
+};
+
+class BatchStage {
+ public:
+  BatchStage(BatchRun& run, size_t index);
+  void run_steps();
+  const Domain& domain() const { return domain_; }
+  const OperatorPtr& op() const { return op_; }
+  const std::vector<ProblemStage>& problems() const { return ps_; }
+
+ private:
+  // One block's step values, indexed by the problem's row in the block.
+  struct Eval {
+    std::vector<fk::Tensor> preds;
+    std::vector<double> totals;              // NaN where not evaluated
+    std::vector<std::vector<double>> comps;  // per term (0 where its weight is 0)
+    std::vector<fk::Tensor> roots;           // per-row totals, or one (n) in shared mode
+  };
+  Eval evaluate(int t, int64_t block, const ActiveMask& active);
+  // Each problem's own LossSet on its rows.
+  void losses_per_problem(int t, int64_t block, const ActiveMask& active, const FieldMap& fields,
+                          const fk::Tensor& pred, Eval& e);
+  // One shared LossSet on the whole block (every problem's set is the same).
+  void losses_shared(int64_t block, const FieldMap& fields, const fk::Tensor& pred, Eval& e);
+  bool shared_losses() const;
+  // Returns the problems of the block that were active.
+  int step_block(int t, double lr_t, int64_t block);
+  void update(int64_t block, const std::vector<char>& stepped, double lr_t);
+  void guard(int64_t b, double total, int t);
+  void record(int64_t b, int t, double lr, const std::vector<double>& comps, double total);
+  const char* stop_reason(int64_t b, double data, const fk::Tensor& pred);
+  float* row(fk::Tensor& t, int64_t b) { return t.data<float>() + b * run_.layout.n_params; }
+
+  BatchRun& run_;
+  const int index_;
+  const Stage& stage_;
+  const Domain domain_;
+  const OperatorPtr op_;
+  fk::Tensor coords_;
+  FourierFeatures enc_;
+  AdamOptions adam_;
+  fk::Tensor m_, v_, good_, shadow_;
+  std::vector<ProblemStage> ps_;
+  bool shared_ = false;                             // the loss mode of this stage
+  std::vector<fk::Tensor> block_obs_, block_mask_;  // stacked observations (shared mode)
+};
+
+BatchStage::BatchStage(BatchRun& run, size_t index)
+    : run_(run),
+      index_(static_cast<int>(index)),
+      stage_(run.cur.stages[index]),
+      domain_(run.problems[0].domain.at(stage_.shape.empty() ? run.problems[0].domain.shape()
+                                                             : stage_.shape)),
+      op_(run.problems[0].op->at_resolution(domain_.shape())),
+      coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
+      enc_(domain_.ndim(), run.field0.config().n_octaves, run.field0.config().include_input,
+           run.field0.config().annealed) {
+  const OptimConfig& o = run.cur.optim;
+  adam_.decoupled = o.optimizer == "adamw";
+  adam_.weight_decay = o.weight_decay;
+  adam_.beta1 = o.beta1;
+  adam_.beta2 = o.beta2;
+  adam_.eps = o.eps;
+  adam_.grad_clip = o.grad_clip;
+  const fk::Dims pshape{run.n, run.layout.n_params};
+  m_ = fk::zeros(pshape, {fk::DType::F32});
+  v_ = fk::zeros(pshape, {fk::DType::F32});
+  good_ = fk::empty(pshape, {fk::DType::F32});
+  for (int64_t b = 0; b < run.n; ++b)
+    std::memcpy(row(good_, b), run.param_row(b), run.layout.n_params * sizeof(float));
+  if (o.ema) shadow_ = good_.clone();
+  ps_.resize(static_cast<size_t>(run.n));
+  const fk::Dims out_shape = op_->output_shape(domain_.shape());
+  for (int64_t b = 0; b < run.n; ++b) {
+    ProblemStage& p = ps_[b];
+    p.obs = run.problems[b].measurement.resampled(out_shape);
+    p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
+    p.running = !run.failed[b];
+    if (run.failed[b]) p.sr.stop = "failed";
+    p.sr.name = stage_.name;
+    p.sr.shape = domain_.shape();
+  }
+  shared_ = run.opt.loss_mode != "loop" && shared_losses();
+  FK_CHECK(shared_ || run.opt.loss_mode != "shared", "nefi::batch_invert loss_mode",
+           "problems whose loss sets match term by term (batched forms, weights, masks)",
+           "loss_mode shared with differing or unbatchable loss sets");
+  for (int64_t blk = 0; shared_ && blk < run.n_blocks(); ++blk) {
+    std::vector<fk::Tensor> obs, mask;
+    for (int64_t b = blk * run.chunk; b < std::min(run.n, (blk + 1) * run.chunk); ++b) {
+      obs.push_back(ps_[b].obs.data);
+      if (ps_[b].obs.mask.defined()) mask.push_back(ps_[b].obs.mask);
+    }
+    block_obs_.push_back(fk::stack(obs, 0));
+    block_mask_.push_back(mask.empty() ? fk::Tensor() : fk::stack(mask, 0));
+  }
+}
+
+// True when every problem's stage LossSet matches problem 0's term by term:
+// the same weights, and the same batched loss wherever a weight is non-zero,
+// with masks on all measurements or on none. Checked at every stage start.
+bool BatchStage::shared_losses() const {
+  const auto& t0 = ps_[0].losses.terms();
+  for (const ProblemStage& p : ps_) {
+    const auto& t = p.losses.terms();
+    if (t.size() != t0.size() || p.obs.mask.defined() != ps_[0].obs.mask.defined()) return false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].weight != t0[i].weight || t[i].loss->name() != t0[i].loss->name()) return false;
+      if (t[i].weight == 0.0) continue;
+      const std::string sig = t[i].loss->signature();
+      if (sig.empty() || sig != t0[i].loss->signature()) return false;
+    }
+  }
+  return true;
+}
+
+// Field -> operator -> per-problem losses for the active problems.
+BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& active) {
+  const fk::Tensor& params = run_.blocks[block];
+  const int64_t n = params.size(0);
+  const double progress = stage_.progress_at(t);
+  const fk::Tensor features = enc_.forward(coords_, progress);
+  const fk::Tensor raw = batched_mlp(params, features, run_.layout, active);
+  const fk::Tensor raw2 = raw.reshape({n * domain_.numel(), run_.layout.n_out});
+  const FieldMap fields = apply_heads(run_.field0.heads(), raw2, with_batch(n, domain_.shape()));
+  const fk::Tensor pred = op_->forward(fields);
+  Eval e;
+  e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+  e.comps.resize(static_cast<size_t>(n));
+  if (shared_) {
+    fk::autograd::NoGradGuard ng;
+    e.preds = split_rows(pred.detach());
+  }
+  if (shared_)
+    losses_shared(block, fields, pred, e);
+  else
+    losses_per_problem(t, block, active, fields, pred, e);
+  return e;
+}
+
+void BatchStage::losses_per_problem(int t, int64_t block, const ActiveMask& active,
+                                    const FieldMap& fields, const fk::Tensor& pred, Eval& e) {
+  const int64_t n = pred.size(0), b0 = block * run_.chunk;
+  const double progress = stage_.progress_at(t);
+  std::map<std::string, std::vector<fk::Tensor>> field_rows;
+  for (const auto& [name, f] : fields) field_rows[name] = split_rows(f);
+  e.preds = split_rows(pred);
+  e.roots.resize(static_cast<size_t>(n));
+  for (int64_t b = 0; b < n; ++b) {
+    if (!(*active)[b]) continue;
+    FieldMap fb;
+    for (const auto& [name, rows] : field_rows) fb[name] = rows[b];
+    ProblemStage& p = ps_[b0 + b];
+    LossContext ctx{&fb, e.preds[b], &p.obs, &domain_, op_.get(), index_, t, progress};
+    const LossSet::Value v = p.losses.forward(ctx);
+    e.roots[b] = v.total;
+    e.totals[b] = scalar_value(v.total);
+    for (const auto& c : v.components) e.comps[b].push_back(c.defined() ? scalar_value(c) : 0.0);
+  }
+}
+
+void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::Tensor& pred,
+                               Eval& e) {
+  const int64_t n = pred.size(0), b0 = block * run_.chunk;
+  BatchLossContext ctx;
+  ctx.fields = &fields;
+  ctx.pred = pred;
+  ctx.obs = block_obs_[block];
+  ctx.mask = block_mask_[block];
+  for (int64_t b = 0; b < n; ++b) ctx.noise_std.push_back(ps_[b0 + b].obs.noise_std);
+  ctx.domain = &domain_;
+  std::vector<fk::Tensor> active;
+  std::vector<double> weights;
+  std::vector<std::vector<double>> values;
+  for (const LossSet::Term& term : ps_[b0].losses.terms()) {
+    if (term.weight == 0.0) {
+      values.emplace_back(static_cast<size_t>(n), 0.0);
+      continue;
+    }
+    fk::Tensor c = term.loss->forward_rows(ctx);
+    FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert",
+             "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
+             c.defined() ? c.shape().str() : "none");
+    values.push_back(c.to_vector<double>());
+    active.push_back(c);
+    weights.push_back(term.weight);
+  }
+  FK_CHECK(!active.empty(), "nefi::batch_invert", "at least one term with a non-zero weight",
+           "none");
+  const fk::Tensor total =
+      (active.size() == 1 && weights[0] == 1.0) ? active[0] : weighted_rows(active, weights);
+  e.roots = {total};
+  e.totals = total.to_vector<double>();
+  for (int64_t b = 0; b < n; ++b)
+    for (const auto& v : values) e.comps[b].push_back(v[b]);
+}
+
+// The NaN guard of one problem whose loss was not finite at step t.
+void BatchStage::guard(int64_t b, double total, int t) {
+  ProblemStage& p = ps_[b];
+  std::string why;
+  if (!run_.opt.nan_guard)
+    why = "a non-finite loss " + std::to_string(total) + " at stage " + stage_.name + " step " +
+          std::to_string(t) + " (nan_guard is off)";
+  else if (++p.bad > run_.opt.max_bad_steps)
+    why = "a persistent non-finite loss at stage " + stage_.name + " (more than " +
+          std::to_string(run_.opt.max_bad_steps) + " non-finite steps in a row)";
+  if (!why.empty()) {
+    run_.failed[b] = 1;
+    run_.errors[b] = why;
+    p.running = false;
+    p.sr.stop = "failed";
+    return;
+  }
+  std::memcpy(run_.param_row(b), row(good_, b), run_.layout.n_params * sizeof(float));
+  run_.blocks[b / run_.chunk].bump_version();
+  p.lr_mult *= 0.5;
+  const size_t bytes = static_cast<size_t>(run_.layout.n_params) * sizeof(float);
+  std::memset(row(m_, b), 0, bytes);
+  std::memset(row(v_, b), 0, bytes);
+  p.adam_t = 0;
+}
+
+// Per-problem clip factor and Adam(W) step of the problems that stepped.
+void BatchStage::update(int64_t block, const std::vector<char>& stepped, double lr_t) {
+  fk::profile::OpScope scope("batched_adam_step");
+  fk::Tensor& params = run_.blocks[block];
+  const fk::Tensor grad = params.grad();
+  const int64_t P = run_.layout.n_params, b0 = block * run_.chunk;
+  for (int64_t k = 0; k < params.size(0); ++k) {
+    if (!stepped[k]) continue;
+    const int64_t b = b0 + k;
+    const float* g = grad.data<float>() + k * P;
+    double sq = 0;
+    for (int64_t i = 0; i < P; ++i) sq += static_cast<double>(g[i]) * g[i];
+    const double norm = std::sqrt(sq);
+    const double clip =
+        (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
+    ProblemStage& p = ps_[b];
+    ++p.adam_t;
+    adam_update(run_.param_row(b), g, row(m_, b), row(v_, b), P, p.lr_mult * lr_t, clip, adam_,
+                p.adam_t);
+  }
+  params.bump_version();
+  params.set_grad(fk::Tensor());
+}
+
+void BatchStage::record(int64_t b, int t, double lr, const std::vector<double>& comps,
+                        double total) {
+  ProblemStage& p = ps_[b];
+  const double data = p.losses.data_loss(comps);
+  std::vector<double> r{static_cast<double>(t),
+                        static_cast<double>(run_.global[b]),
+                        static_cast<double>(index_),
+                        lr,
+                        p.progress,
+                        total,
+                        data};
+  r.insert(r.end(), comps.begin(), comps.end());
+  run_.results[b].history.rows.push_back(std::move(r));
+  p.sr.steps = t + 1;
+  p.sr.final_total = total;
+  p.sr.final_data_loss = data;
+  ++run_.global[b];
+}
+
+// The sequential Solver's stopping rules for one problem (nullptr: go on).
+const char* BatchStage::stop_reason(int64_t b, double data, const fk::Tensor& pred) {
+  ProblemStage& p = ps_[b];
+  if (!run_.opt.stopping_rules || p.progress < 1.0) return nullptr;
+  if (run_.cur.early_stop_patience) {
+    if (data < p.best - run_.cur.early_stop_min_delta) {
+      p.best = data;
+      p.since_best = 0;
+    } else if (++p.since_best >= *run_.cur.early_stop_patience) {
+      return "early_stop";
+    }
+  }
+  if (run_.cur.discrepancy_tau && p.obs.has_noise()) {
+    fk::autograd::NoGradGuard ng;
+    const double rmse = std::sqrt(masked_mse(pred.detach(), p.obs.data, p.obs.mask).item());
+    if (rmse <= *run_.cur.discrepancy_tau * p.obs.noise_std) return "discrepancy";
+  }
+  return nullptr;
+}
+
+// One block's step: its problems' fields, operator call and losses, the
+// backward of sum_b L_b, their updates and bookkeeping.
+int BatchStage::step_block(int t, double lr_t, int64_t block) {
+  const int64_t n = run_.blocks[block].size(0), b0 = block * run_.chunk;
+  const int64_t P = run_.layout.n_params;
+  auto mask = std::make_shared<std::vector<char>>(n);
+  int n_active = 0;
+  for (int64_t k = 0; k < n; ++k) n_active += (*mask)[k] = ps_[b0 + k].running;
+  if (n_active == 0) return 0;
+  Eval e = evaluate(t, block, mask);
+  std::vector<char> stepped(n, 0);
+  std::vector<fk::Tensor> roots, seeds;
+  std::vector<double> seed_rows(static_cast<size_t>(n), 0.0);
+  for (int64_t k = 0; k < n; ++k) {
+    if (!(*mask)[k]) continue;
+    ps_[b0 + k].progress = stage_.progress_at(t);
+    if (!std::isfinite(e.totals[k])) continue;
+    stepped[k] = 1;
+    ps_[b0 + k].bad = 0;
+    seed_rows[k] = 1.0;
+    if (shared_) continue;
+    roots.push_back(e.roots[k]);
+    seeds.push_back(make_scalar(1.0, e.roots[k].dtype()));
+  }
+  if (shared_ && std::count(stepped.begin(), stepped.end(), 1) > 0) {
+    // Seed 0 for the rows that do not step: their gradient is zero.
+    roots = e.roots;
+    seeds = {fk::from_vector(seed_rows, fk::Dims{n}).to(e.roots[0].dtype())};
+  }
+  if (!roots.empty()) {
+    fk::autograd::backward(roots, seeds);  // the objective sum_b L_b
+    update(block, stepped, lr_t);
+  }
+  for (int64_t k = 0; k < n; ++k)
+    if ((*mask)[k] && !stepped[k]) guard(b0 + k, e.totals[k], t);
+  const std::optional<double> ema = run_.cur.optim.ema;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!stepped[k]) continue;
+    const int64_t b = b0 + k;
+    const float* x = run_.param_row(b);
+    if (ema) {
+      float* sh = row(shadow_, b);
+      const float d = static_cast<float>(*ema);
+      for (int64_t j = 0; j < P; ++j) sh[j] = d * sh[j] + (1 - d) * x[j];
+    }
+    if (t % run_.opt.checkpoint_every == 0)
+      std::memcpy(row(good_, b), x, static_cast<size_t>(P) * sizeof(float));
+    record(b, t, ps_[b].lr_mult * lr_t, e.comps[k], e.totals[k]);
+    if (const char* stop = stop_reason(b, ps_[b].sr.final_data_loss, e.preds[k])) {
+      ps_[b].sr.stop = stop;
+      ps_[b].running = false;
+    }
+  }
+  return n_active;
+}
+
+void BatchStage::run_steps() {
+  fk::profile::ProfileScope prof;
+  const auto t_stage = Clock::now();
+  const int64_t n = run_.n, P = run_.layout.n_params;
+  for (int t = 0; t < stage_.steps; ++t) {
+    const int64_t t_step = fk::profile::now_ns();
+    const fk::profile::Counters c_step = fk::profile::counters();
+    const double lr_t = stage_.lr_at(t);
+    int n_active = 0;
+    for (int64_t block = 0; block < run_.n_blocks(); ++block)
+      n_active += step_block(t, lr_t, block);
+    if (n_active == 0) break;
+    const fk::profile::Counters& c_now = fk::profile::counters();
+    const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
+                             c_now.ops - c_step.ops};
+    bool keep = !run_.opt.on_step || run_.opt.on_step(info);
+    if (run_.opt.stopping_rules && run_.cur.time_budget_s &&
+        seconds_since(run_.t_run) > *run_.cur.time_budget_s) {
+      run_.run_over = true;
+      for (auto& p : ps_)
+        if (p.running) p.sr.stop = "time_budget";
+      keep = false;
+    }
+    if (!keep) break;
+  }
+  const double secs = seconds_since(t_stage);
+  const auto rep = prof.report();
+  if (run_.cur.optim.ema) {
+    for (int64_t b = 0; b < n; ++b)
+      if (!run_.failed[b])
+        std::memcpy(run_.param_row(b), row(shadow_, b), static_cast<size_t>(P) * sizeof(float));
+    for (auto& blk : run_.blocks) blk.bump_version();
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    ProblemStage& p = ps_[b];
+    // Timings are the batch's per problem: what one solve costs inside it.
+    p.sr.seconds = secs / static_cast<double>(n);
+    p.sr.ops = rep.counts.ops / n;
+    p.sr.launches = rep.counts.launches / n;
+    if (p.sr.stop == "completed") p.progress = stage_.progress_at(stage_.steps);
+    p.sr.lr_mult = p.lr_mult;
+    p.sr.final_progress = p.progress;
+  }
+}
+
+std::vector<std::string> history_columns(const LossSet& losses) {
+  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
+                             "progress", "total",       "data_loss"};
+  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
+  return c;
+}
+
+// The (chunk, P) leaves: every problem's field initialised from its seed, as
+// the sequential Solver does at run start.
+std::vector<fk::Tensor> parameter_blocks(std::vector<InverseProblem>& problems,
+                                         const BatchOptions& opt, int64_t P, int64_t chunk) {
+  const int64_t n = static_cast<int64_t>(problems.size());
+  std::vector<fk::Tensor> blocks;
+  for (int64_t b0 = 0; b0 < n; b0 += chunk) {
+    const int64_t rows = std::min(chunk, n - b0);
+    fk::Tensor params = fk::empty({rows, P}, {fk::DType::F32});
+    for (int64_t k = 0; k < rows; ++k) {
+      Field& f = *problems[b0 + k].field;
+      f.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b0 + k]);
+      std::memcpy(params.data<float>() + k * P, f.params().flat().data_ptr(),
+                  static_cast<size_t>(P) * sizeof(float));
+    }
+    params.set_requires_grad(true);
+    blocks.push_back(params);
+  }
+  return blocks;
+}
+
+// The final fields of problem b (Solver::run's tail), its field holding the solution.
+void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_progress) {
+  InverseProblem& prob = run.problems[b];
+  const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
+  Result& res = run.results[b];
+  Field& field = *prob.field;
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor flat = field.params().flat().detach();
+  std::memcpy(flat.data_ptr(), run.param_row(b),
+              static_cast<size_t>(run.layout.n_params) * sizeof(float));
+  flat.bump_version();
+  FieldMap fields = field.forward(final_domain, final_progress);
+  res.prediction = final_op->forward(fields).detach();
+  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
+  res.fields = res.raw_fields;
+  const Measurement final_obs = prob.measurement.resampled(res.prediction.shape());
+  for (const auto& post : prob.postprocess)
+    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
+      res.post_info[k] = v;
+  res.n_parameters = field.n_parameters();
+  res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
+  res.batch_size = static_cast<int>(run.n);
+  res.error = run.errors[b];
+  res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
+}
+
+std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
+  if (!only) return std::nullopt;
+  const int k = *only < 0 ? n_stages + *only : *only;
+  FK_CHECK(k >= 0 && k < n_stages, "nefi::batch_invert stage",
+           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+           std::to_string(*only));
+  return static_cast<size_t>(k);
+}
+
+}  // namespace
+
+std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& cur,
+                                 const BatchOptions& opt) {
+  cur.validate();
+  if (auto why = batchable_reason(problems, cur))
+    throw fk::Error("nefi::batch_invert", "batchable problems", *why);
+  FK_CHECK(opt.seeds.empty() || opt.seeds.size() == problems.size(), "BatchOptions::seeds",
+           "one seed per problem (" + std::to_string(problems.size()) + ") or none",
+           std::to_string(opt.seeds.size()));
+  FK_CHECK(opt.loss_mode == "auto" || opt.loss_mode == "shared" || opt.loss_mode == "loop",
+           "BatchOptions::loss_mode", "auto, shared or loop", opt.loss_mode);
+  FK_CHECK(opt.chunk_size >= 0, "BatchOptions::chunk_size", "0 (all) or a problem count",
+           std::to_string(opt.chunk_size));
+  FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
+           std::to_string(opt.checkpoint_every));
+  const auto& field0 = dynamic_cast<const NeuralField&>(*problems[0].field);
+  const MlpLayout layout = mlp_layout(field0);
+  const int64_t n = static_cast<int64_t>(problems.size());
+  const int64_t chunk = opt.chunk_size > 0 ? std::min<int64_t>(opt.chunk_size, n) : n;
+  BatchRun run{problems,
+               cur,
+               opt,
+               n,
+               layout,
+               field0,
+               chunk,
+               parameter_blocks(problems, opt, layout.n_params, chunk),
+               std::vector<char>(n, 0),
+               std::vector<std::string>(n),
+               std::vector<int>(n, 0),
+               std::vector<Result>(n)};
+  for (int64_t b = 0; b < n; ++b)
+    run.results[b].history.columns = history_columns(problems[b].losses);
+  const std::optional<size_t> only =
+      only_stage_index(opt.only_stage, static_cast<int>(cur.stages.size()));
+  Domain final_domain = problems[0].domain;
+  std::vector<double> final_progress(n, 1.0);
+  for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
+    if (only && si != *only) continue;
+    BatchStage stage(run, si);
+    stage.run_steps();
+    for (int64_t b = 0; b < n; ++b) {
+      run.results[b].stages.push_back(stage.problems()[b].sr);
+      final_progress[b] = stage.problems()[b].progress;
+    }
+    final_domain = stage.domain();
+  }
+  if (only && *only + 1 != cur.stages.size()) {
+    const Stage& last = cur.stages.back();
+    final_domain =
+        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
+  }
+  std::string failed_list;
+  for (int64_t b = 0; b < n; ++b) {
+    finish(run, b, final_domain, final_progress[b]);
+    if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
+  }
+  FK_CHECK(failed_list.empty() || !opt.raise_on_error, "nefi::batch_invert", "every problem solved",
+           "problem(s) [" + failed_list +
+               "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
+  return run.results;
+}
+
+}  // namespace nefi

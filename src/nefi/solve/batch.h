@@ -1,0 +1,86 @@
+#pragma once
+// batch_invert: N independent inverse problems that share a domain, a field
+// architecture and a batchable operator, solved in ONE optimisation loop.
+// Per step:
+//   field    the N parameter rows (N, P) -> one batched MLP op (batched_mlp.h)
+//            on the shared features -> heads on (N, *shape)
+//   operator called once on (N, *shape)
+//   losses   reduced per problem: when every problem's LossSet matches (same
+//            terms and weights, each with a batched form: MSE, TV), one
+//            shared set evaluated on the whole block, one op per term each
+//            way; otherwise each problem's LossSet on its own row of the
+//            fields and prediction (split_rows: one op each way, so a
+//            problem's gradient never touches the others'); objective sum_b L_b
+//   Adam(W)  per problem: its own moments, step count, lr multiplier and
+//            clip factor (its own gradient norm), through the very update
+//            loop FusedAdam runs, so a problem's first update is bitwise the
+//            sequential one
+// Per problem, as the sequential Solver does for one: the NaN guard (restore
+// the problem's last good row, halve its lr multiplier, reset its moments;
+// more than max_bad_steps in a row fails the problem), EMA, early stopping
+// and the discrepancy stop. A stopped problem is frozen for the rest of the
+// stage (no field evaluation, zero gradient, no update), a failed one for the
+// rest of the run; the others go on. A time budget ends the whole batch.
+// One Result per problem, finished like Solver::run (final fields at the last
+// stage's grid and trained progress, postprocess, prediction); its timings
+// are the batch's divided by N (the per-problem cost). Each problem's Field
+// holds its solution afterwards.
+//
+// Requirements (batchable_reason names the first one broken): at least one
+// problem; the same domain; NeuralFields of one architecture (tanh, no
+// autocast) with elementwise heads; operators of one kind that are batchable
+// (FFT convolution, identity, pointwise, saturation, a nuisance without
+// trainable parameters, sequential / sum of those; not heat or other
+// time-stepping or implicit-solve operators) and have no trainable
+// parameters; a measurement each; the optimizer adam or adamw; one run
+// (restarts 1).
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/solve/curriculum.h"
+#include "nefi/solve/problem.h"
+#include "nefi/solve/result.h"
+
+namespace nefi {
+
+struct BatchStepInfo {
+  int stage = 0, step = 0;
+  int active = 0;      // problems that took this step
+  double step_ms = 0;  // the whole batch's step
+  int64_t step_ops = 0;
+};
+
+struct BatchOptions {
+  std::vector<uint64_t> seeds;  // field initialisation per problem (empty: all 0)
+  bool nan_guard = true;
+  int checkpoint_every = 25;
+  int max_bad_steps = 10;
+  bool raise_on_error = true;  // throw at the end when a problem failed
+  // Problems per fused step (0: all N, one operator call on (N, *shape)). A
+  // step then runs ceil(N / chunk_size) fused sub-steps in turn, each with
+  // its own field op, operator call and backward: the working set of a
+  // sub-step stays in cache and memory is capped by the chunk, at the cost
+  // of proportionally more ops. Results do not depend on it.
+  int chunk_size = 0;
+  // auto: one shared LossSet evaluated on the whole block when every
+  // problem's matches (checked at each stage start), else each problem's own
+  // on its rows; shared: require the former; loop: always the latter.
+  std::string loss_mode = "auto";
+  // Profiling switches, as in SolverOptions.
+  bool stopping_rules = true;
+  std::optional<int> only_stage;
+  std::function<bool(const BatchStepInfo&)> on_step;  // false ends the stage
+};
+
+// Why these problems cannot be solved together; nullopt when they can.
+std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& problems,
+                                            const Curriculum& curriculum);
+
+// Throws fk::Error with batchable_reason's message when the problems cannot
+// be batched, and (raise_on_error) "problem(s) [i, ...] failed" at the end.
+std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& curriculum,
+                                 const BatchOptions& options = {});
+
+}  // namespace nefi

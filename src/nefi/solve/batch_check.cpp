@@ -1,0 +1,109 @@
+// batchable_reason (solve/batch.h): what keeps problems from one batched loop.
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/random.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/solve/batch.h"
+
+namespace nefi {
+namespace {
+
+std::string head_signature(const NeuralField& f) {
+  std::string s;
+  for (const HeadPtr& h : f.heads()) {
+    s += h->kind() + ":" + h->name() + "(";
+    for (double v : h->init_bias()) s += std::to_string(v) + ",";
+    s += ");";
+  }
+  return s;
+}
+
+std::string field_signature(const NeuralField& f) {
+  const NeuralFieldConfig& c = f.config();
+  return std::to_string(c.hidden) + "x" + std::to_string(c.depth) + " skip " +
+         std::to_string(c.skip_at) + " octaves " + std::to_string(c.n_octaves) +
+         (c.annealed ? " annealed" : "") + (c.include_input ? " input" : "") + " " + c.activation +
+         " params " + std::to_string(f.n_parameters()) + " heads " + head_signature(f);
+}
+
+std::optional<std::string> field_reason(const InverseProblem& p, const InverseProblem& first,
+                                        size_t i) {
+  const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
+  if (!f)
+    return "problem " + std::to_string(i) + " has a '" + p.field->kind() +
+           "' field (batch_invert batches neural fields; grid baselines run sequentially)";
+  const NeuralFieldConfig& c = f->config();
+  if (c.activation != "tanh" || c.autocast)
+    return "problem " + std::to_string(i) + "'s neural field has activation " + c.activation +
+           (c.autocast ? " with autocast" : "") +
+           " (the batched MLP runs tanh trunks in f32 without autocast)";
+  for (const HeadPtr& h : f->heads())
+    if (h->kind() == "support_masked" || h->kind() == "zero_mean")
+      return "head '" + h->name() + "' (" + h->kind() +
+             ") reduces over the whole field (batched heads must be elementwise)";
+  const auto* f0 = dynamic_cast<const NeuralField*>(first.field.get());
+  if (field_signature(*f) != field_signature(*f0))
+    return "problem " + std::to_string(i) + "'s field (" + field_signature(*f) +
+           ") differs from problem 0's (" + field_signature(*f0) + ")";
+  return std::nullopt;
+}
+
+// Problem i's operator must compute problem 0's map (the batch calls one
+// operator): compared on a random probe at the domain grid.
+bool same_map(const Operator& a, const Operator& b, const Domain& d) {
+  fk::autograd::NoGradGuard ng;
+  fk::Generator gen(12345);
+  const fk::Tensor x = fk::uniform(d.shape(), 0.0, 1.0, {fk::DType::F64}, &gen);
+  const std::vector<double> ya = a.apply(x).to_vector<double>();
+  const std::vector<double> yb = b.apply(x).to_vector<double>();
+  if (ya.size() != yb.size()) return false;
+  for (size_t k = 0; k < ya.size(); ++k)
+    if (std::abs(ya[k] - yb[k]) > 1e-12 * (1.0 + std::abs(ya[k]))) return false;
+  return true;
+}
+
+std::optional<std::string> operator_reason(const InverseProblem& p, const InverseProblem& first,
+                                           size_t i) {
+  const std::string who = "problem " + std::to_string(i) + "'s operator '" + p.op->kind() + "'";
+  if (!p.op->parameters().empty())
+    return who +
+           " has trainable parameters (nuisance gain/offset; batch_invert shares one "
+           "operator with no trainable state)";
+  if (!p.op->batchable())
+    return who +
+           " is not batchable (time-stepping and implicit-solve operators such as heat solve one "
+           "problem per call)";
+  if (p.op->kind() != first.op->kind() || !same_map(*p.op, *first.op, first.domain))
+    return who + " differs from problem 0's '" + first.op->kind() +
+           "' (the batch calls one operator on every problem)";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& problems,
+                                            const Curriculum& cur) {
+  if (problems.empty()) return std::string("no problems");
+  const std::string& opt = cur.optim.optimizer;
+  if (opt != "adam" && opt != "adamw")
+    return "optimizer '" + opt + "' (batch_invert keeps per-problem Adam/AdamW state only)";
+  if (cur.restarts != 1)
+    return "restarts " + std::to_string(cur.restarts) + " (batch_invert runs one attempt)";
+  const InverseProblem& first = problems.front();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const InverseProblem& p = problems[i];
+    const std::string who = "problem " + std::to_string(i);
+    if (!p.field || !p.op) return who + " has no field or no operator";
+    if (!p.measurement.data.defined()) return who + " has no measurement";
+    if (!(p.domain.shape() == first.domain.shape()) || p.domain.extent() != first.domain.extent())
+      return who + "'s domain " + p.domain.str() + " differs from problem 0's " +
+             first.domain.str();
+    if (auto r = field_reason(p, first, i)) return r;
+    if (auto r = operator_reason(p, first, i)) return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace nefi

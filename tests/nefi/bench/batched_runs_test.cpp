@@ -1,0 +1,82 @@
+// --batched campaigns: neural rows solved by batch_invert against the same
+// campaign run sequentially (the reference), the grid baseline's logged
+// fallback, and the batch size recorded in the rows and their JSON.
+#include "nefi/bench/batched_runs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nefi/bench/json_io.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+using namespace nefi::bench;
+
+CampaignSpec spec() {
+  CampaignSpec s;
+  s.target = nefi::test::config_path("toy1d_smoke.yaml");
+  s.classes = {"bumps", "spikes"};
+  s.n_samples = 2;
+  s.seeds = {0, 1};
+  s.budget_scale = 0.1;
+  return s;
+}
+
+TEST(BenchBatched, NeuralRowsMatchTheSequentialCampaign) {
+  const Protocol p = make_protocol(spec());
+  const nefi::InstancePtr inst = nefi::find_instance(p.instance);
+  CampaignOptions seq;
+  seq.warmup = false;
+  const std::vector<Row> a = run_campaign(*inst, p, seq);
+  CampaignOptions bat = seq;
+  bat.batch_size = 3;  // 8 units: batches of 3, 3 and 2
+  std::vector<std::string> log;
+  bat.on_log = [&log](const std::string& s) { log.push_back(s); };
+  const std::vector<Row> b = run_campaign(*inst, p, bat);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("grid runs sequentially"), std::string::npos) << log[0];
+  int batched = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(a[i].method + " unit " + std::to_string(a[i].unit));
+    EXPECT_EQ(a[i].unit, b[i].unit);
+    EXPECT_EQ(a[i].method, b[i].method);
+    EXPECT_EQ(a[i].error, "");
+    EXPECT_EQ(b[i].error, "");
+    EXPECT_EQ(a[i].steps, b[i].steps);
+    EXPECT_EQ(a[i].stop, b[i].stop);
+    EXPECT_EQ(a[i].batch_size, 1);
+    ASSERT_EQ(a[i].metrics.size(), b[i].metrics.size());
+    for (const auto& [k, v] : a[i].metrics)
+      EXPECT_NEAR(v, b[i].metrics.at(k), 1e-5 * (1 + std::abs(v))) << k;
+    EXPECT_NEAR(a[i].final_data_loss, b[i].final_data_loss, 1e-5);
+    if (b[i].method == "neural") {
+      ++batched;
+      EXPECT_EQ(b[i].batch_size, b[i].unit < 6 ? 3 : 2);
+    } else {
+      EXPECT_EQ(b[i].batch_size, 1);
+    }
+  }
+  EXPECT_EQ(batched, 8);
+  // The batch size survives the shard file's JSON.
+  const Row back = row_from_json(to_json(b.front()), "test");
+  EXPECT_EQ(back.batch_size, b.front().batch_size);
+}
+
+TEST(BenchBatched, DirectMethodsAreNotBatched) {
+  CampaignSpec s;
+  s.target = nefi::test::config_path("deconvolution_smoke.yaml");
+  s.classes = {"phantom"};
+  s.n_samples = 1;
+  s.seeds = {0};
+  const Protocol p = make_protocol(s);
+  const nefi::InstancePtr inst = nefi::find_instance(p.instance);
+  const auto reason = batched_method_reason(*inst, protocol_params(*inst, p), "wiener", units(p));
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("direct method"), std::string::npos);
+  EXPECT_FALSE(batched_method_reason(*inst, protocol_params(*inst, p), "neural", units(p)));
+}
+
+}  // namespace

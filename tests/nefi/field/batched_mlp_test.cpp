@@ -1,0 +1,120 @@
+// batched_mlp against N sequential NeuralFields (the reference: nefi::dense
+// per layer, itself checked against fk::linear + tanh), and split_rows by
+// gradcheck.
+#include "nefi/field/batched_mlp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
+#include "fk/random.h"
+#include "fk/testing.h"
+#include "nefi/solve/split_rows.h"
+
+namespace {
+
+nefi::NeuralFieldConfig small_config() {
+  nefi::NeuralFieldConfig c;
+  c.hidden = 12;
+  c.depth = 3;
+  c.skip_at = 2;
+  c.n_octaves = 3;
+  return c;
+}
+
+std::vector<std::shared_ptr<nefi::NeuralField>> fields(int n, const nefi::NeuralFieldConfig& c) {
+  std::vector<std::shared_ptr<nefi::NeuralField>> out;
+  for (int b = 0; b < n; ++b)
+    out.push_back(std::make_shared<nefi::NeuralField>(
+        2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c,
+        b + 7));
+  return out;
+}
+
+fk::Tensor stacked(const std::vector<std::shared_ptr<nefi::NeuralField>>& fs) {
+  const int64_t P = fs[0]->n_parameters();
+  fk::Tensor p = fk::empty({static_cast<int64_t>(fs.size()), P});
+  for (size_t b = 0; b < fs.size(); ++b)
+    std::memcpy(p.data<float>() + b * P, fs[b]->params().flat().data_ptr(), P * sizeof(float));
+  p.set_requires_grad(true);
+  return p;
+}
+
+TEST(NefiBatchedMlp, RowsAndGradientsEqualSequentialFields) {
+  const nefi::Domain d({6, 5});
+  const double progress = 0.6;  // some bands half open
+  auto fs = fields(3, small_config());
+  const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
+  EXPECT_EQ(L.n_params, fs[0]->n_parameters());
+  nefi::FourierFeatures enc(2, 3);
+  const fk::Tensor x = enc.forward(d.coords().reshape({30, 2}), progress);
+  fk::Tensor params = stacked(fs);
+  const fk::Tensor raw = nefi::batched_mlp(params, x, L);
+  ASSERT_EQ(raw.shape(), fk::Dims({3, 30, 2}));
+  const fk::Tensor w = fk::uniform({3, 30, 2}, -1.0, 1.0);
+  fk::sum(fk::mul(raw, w)).backward();
+  const fk::Tensor g = params.grad();
+  for (int64_t b = 0; b < 3; ++b) {
+    const fk::Tensor rb = fs[b]->raw(d, progress);
+    const auto want = rb.to_vector<double>(), got = raw.select(0, b).to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
+    fk::sum(fk::mul(rb, w.select(0, b))).backward();
+    const auto gw = fs[b]->params().flat().grad().to_vector<double>();
+    const auto gg = g.select(0, b).to_vector<double>();
+    ASSERT_EQ(gw.size(), gg.size());
+    for (size_t i = 0; i < gw.size(); ++i) EXPECT_NEAR(gg[i], gw[i], 1e-5 * (1 + std::abs(gw[i])));
+  }
+}
+
+TEST(NefiBatchedMlp, InactiveProblemsGetZerosBothWays) {
+  auto fs = fields(3, small_config());
+  const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
+  nefi::FourierFeatures enc(2, 3);
+  const fk::Tensor x = enc.forward(nefi::Domain({4, 4}).coords().reshape({16, 2}), 1.0);
+  fk::Tensor params = stacked(fs);
+  auto active = std::make_shared<std::vector<char>>(std::vector<char>{1, 0, 1});
+  const fk::Tensor raw = nefi::batched_mlp(params, x, L, active);
+  fk::sum(raw).backward();
+  for (double v : raw.select(0, 1).to_vector<double>()) EXPECT_EQ(v, 0.0);
+  for (double v : params.grad().select(0, 1).to_vector<double>()) EXPECT_EQ(v, 0.0);
+  double g0 = 0;
+  for (double v : params.grad().select(0, 0).to_vector<double>()) g0 += std::abs(v);
+  EXPECT_GT(g0, 0.0);
+}
+
+TEST(NefiBatchedMlp, BadInputsThrow) {
+  auto fs = fields(2, small_config());
+  const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
+  const fk::Tensor x = fk::zeros({5, L.features});
+  EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params + 1}), x, L), fk::Error);
+  EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params}), fk::zeros({5, 3}), L), fk::Error);
+  auto mask = std::make_shared<std::vector<char>>(3, 1);
+  EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params}), x, L, mask), fk::Error);
+  nefi::NeuralFieldConfig relu = small_config();
+  relu.activation = "relu";
+  EXPECT_THROW(nefi::mlp_layout(*fields(1, relu)[0]), fk::Error);
+}
+
+TEST(NefiSplitRows, ViewsAndGradcheck) {
+  const fk::Tensor x = fk::uniform({3, 2, 2}, -1.0, 1.0, {fk::DType::F64});
+  const auto rows = nefi::split_rows(x);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].to_vector<double>(), x.select(0, 1).to_vector<double>());
+  // Rows 0 and 2 feed a loss, row 1 does not (its gradient must be zero).
+  const std::string err = fk::testing::gradcheck(
+      [](const std::vector<fk::Tensor>& in) {
+        const auto r = nefi::split_rows(in[0]);
+        return fk::add(fk::sum(fk::mul(r[0], r[0])), fk::mul(fk::sum(r[2]), 3.0));
+      },
+      {x});
+  EXPECT_EQ(err, "");
+  EXPECT_THROW(nefi::split_rows(fk::zeros({0, 2})), fk::Error);
+}
+
+}  // namespace
