@@ -61,8 +61,8 @@ void method_row(plot::Figure& f, double y, const HistoryPlot& run) {
                    {lr.lo, lr.hi, true, "loss"},
                    run.method + ": loss terms"};
   a.grid = true;
-  stage_markers(f, a, *run.result, step, stage);
   plot::draw_lines(f, a, losses);
+  stage_markers(f, a, *run.result, step, stage);
   std::vector<plot::Series> rate{{"learning rate", step, h.column("lr"), plot::series_colour(0)}};
   const plot::Range rr = positive_range(rate);
   plot::AxesSpec b = a;
@@ -70,8 +70,8 @@ void method_row(plot::Figure& f, double y, const HistoryPlot& run) {
   b.y = plot::Axis{rr.lo, rr.hi, true, "learning rate"};
   b.title = run.method + ": learning rate";
   b.grid = true;
-  stage_markers(f, b, *run.result, step, stage);
   plot::draw_lines(f, b, rate);
+  stage_markers(f, b, *run.result, step, stage);
 }
 
 }  // namespace

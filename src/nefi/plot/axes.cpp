@@ -59,15 +59,19 @@ void draw_x_ticks(Figure& f, const AxesSpec& a) {
   }
 }
 
-void draw_y_ticks(Figure& f, const AxesSpec& a) {
+// Returns the widest tick label's width.
+double draw_y_ticks(Figure& f, const AxesSpec& a) {
   const Box& b = a.box;
   TextStyle st{kTickFont, kInk, Align::End, Align::Centre};
+  double widest = 0;
   for (const Tick& t : ticks_of(a.y, tick_target(b.h, 40))) {
     const double y = to_px_y(a, t.v);
     if (a.grid) f.line({b.x, y}, {b.x + b.w, y}, kGrid);
     f.line({b.x - kTick, y}, {b.x, y}, kInk);
     f.text({b.x - kTick - 3, y}, t.label, st);
+    widest = std::max(widest, f.text_width(t.label, kTickFont));
   }
+  return widest;
 }
 
 bool drawable(const AxesSpec& a, double x, double y) {
@@ -88,13 +92,14 @@ double to_px_y(const AxesSpec& a, double v) {
 void draw_frame(Figure& f, const AxesSpec& a) {
   const Box& b = a.box;
   draw_x_ticks(f, a);
-  draw_y_ticks(f, a);
+  const double widest = draw_y_ticks(f, a);
   f.stroke_rect(b.x, b.y, b.w, b.h, kInk, 1);
   if (!a.x.label.empty())
     f.text({b.x + b.w / 2, b.y + b.h + 36}, a.x.label,
            {kLabelFont, kInk, Align::Centre, Align::End});
   if (!a.y.label.empty())
-    f.text({b.x - kLeftMargin + 14, b.y + b.h / 2}, a.y.label,
+    // Beside the widest tick label, but not beyond the margin.
+    f.text({std::max(b.x - kTick - widest - 16, b.x - kLeftMargin + 8), b.y + b.h / 2}, a.y.label,
            {kLabelFont, kInk, Align::Centre, Align::Centre, false, true});
   if (!a.title.empty())
     f.text({b.x + b.w / 2, b.y - 8}, a.title, {kTitleFont, kInk, Align::Centre, Align::End, true});
@@ -239,7 +244,10 @@ void draw_marker(Figure& f, const AxesSpec& a, double x, const std::string& labe
   const double px = to_px_x(a, x);
   const Rgb c{0.45, 0.45, 0.45};
   f.line({px, a.box.y}, {px, a.box.y + a.box.h}, c, 1, 5);
-  if (!label.empty()) f.text({px + 4, a.box.y + 4}, label, {10, c, Align::Start, Align::Start});
+  if (label.empty()) return;
+  // On a white patch: the label stays legible over the lines it marks.
+  f.fill_rect(px + 2, a.box.y + 2, f.text_width(label, 10) + 4, 13, {1, 1, 1});
+  f.text({px + 4, a.box.y + 4}, label, {10, c, Align::Start, Align::Start});
 }
 
 void draw_intervals(Figure& f, const AxesSpec& a, const std::vector<Interval>& cats) {

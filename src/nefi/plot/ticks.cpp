@@ -60,7 +60,11 @@ std::vector<double> log_ticks(double lo, double hi) {
 
 std::string tick_label(double v, double step) {
   const double a = std::max(std::abs(v), step);
-  if (a >= 1e5 || (step < 1e-3 && a < 1e-2)) return fmt::format("{:.3g}", v);
+  if (a >= 1e5 || (step < 1e-3 && a < 1e-2)) {  // "1.5e5", "-2e-4": short and exact enough
+    if (v == 0) return "0";
+    const int ex = static_cast<int>(std::floor(std::log10(std::abs(v)) + 1e-9));
+    return fmt::format("{:.3g}e{}", v / std::pow(10.0, ex), ex);
+  }
   // Decimals enough to tell neighbouring ticks apart (2.5 steps need one more).
   int dec = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
   const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));

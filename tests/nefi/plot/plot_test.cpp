@@ -58,6 +58,8 @@ TEST(PlotTicks, LabelsShowTheStep) {
   EXPECT_EQ(plot::tick_label(0.4, 0.2), "0.4");
   EXPECT_EQ(plot::tick_label(200, 100), "200");
   EXPECT_EQ(plot::tick_label(-1e-17, 0.1), "0.0");
+  EXPECT_EQ(plot::tick_label(150000, 50000), "1.5e5");
+  EXPECT_EQ(plot::tick_label(-2e-4, 1e-4), "-2e-4");
 }
 
 TEST(PlotColormap, SequentialMapsRiseInLightness) {
