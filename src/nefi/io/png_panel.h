@@ -9,8 +9,9 @@
 //        diverging scale symmetric about 0.
 //   3-D: a volume (nx, ny, nz) with surface frames (n_obs, nx, ny): per row
 //        (truth, then each method) the x-y slice at the depth of the truth's
-//        strongest feature, the x-z and y-z slices through it and the
-//        maximum over depth; a last row of observed frames (early to late)
+//        strongest feature, the x-z and y-z slices through it and a
+//        maximum-deviation projection (per column the value farthest from
+//        the truth's median); a last row of observed frames (early to late)
 //        and the first method's predicted last frame.
 // Each method's tile title carries its headline metrics.
 #include <map>
