@@ -22,3 +22,6 @@ target_include_directories(fk_openblas SYSTEM INTERFACE ${FK_CBLAS_INCLUDE_DIR})
 target_link_libraries(fk_openblas INTERFACE ${FK_OPENBLAS_LIBRARY})
 
 pkg_check_modules(FFTW3 REQUIRED IMPORTED_TARGET fftw3 fftw3f)
+
+# cairo: nefi's figures (drawing, text, PNG output).
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)

@@ -106,7 +106,7 @@ std::vector<std::string> finish_campaign(const std::string& dir, const ShardFile
   const MergedCampaign m = merge_shard_files({parse_shard_json(shard_json(s), "campaign")});
   write_tables(dir, m.protocol, m.rows, o);
   std::vector<std::string> out;
-  for (const char* f : {"summary.md", "summary.csv", "rows.csv", "benchmark.json"})
+  for (const char* f : {"summary.md", "summary.csv", "rows.csv", "benchmark.json", "summary.png"})
     out.push_back((fs::path(dir) / f).string());
   return out;
 }

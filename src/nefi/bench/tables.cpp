@@ -15,6 +15,7 @@
 #include "nefi/bench/json_io.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/stats.h"
+#include "nefi/bench/summary_png.h"
 
 namespace nefi::bench {
 namespace {
@@ -324,6 +325,7 @@ void write_tables(const std::string& dir, const Protocol& p, const std::vector<R
   write("summary.csv", summary_csv(p, rows, o));
   write("summary.md", summary_md(p, rows, o));
   write("benchmark.json", benchmark_json(p, rows));
+  write_summary_png((std::filesystem::path(dir) / "summary.png").string(), p, rows, o.level);
 }
 
 }  // namespace nefi::bench

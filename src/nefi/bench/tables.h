@@ -11,6 +11,7 @@
 //                   differences, a per-class table when there are several classes
 //   benchmark.json  protocol, metric names and directions, rows, environment
 //                   (the distinct hosts and thread counts found in the rows)
+//   summary.png     per metric, each method's runs and mean with its interval
 // Metrics are the union of the rows' metric names, sorted.
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const T
 std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o);
 std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows);
 
-// Writes the four files into `dir` (created; a file there is an fk::Error).
+// Writes the five files into `dir` (created; a file there is an fk::Error).
 void write_tables(const std::string& dir, const Protocol& p, const std::vector<Row>& rows,
                   const TableOptions& o = {});
 

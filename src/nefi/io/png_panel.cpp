@@ -1,156 +1,169 @@
-#define STB_IMAGE_WRITE_IMPLEMENTATION
 #include "nefi/io/png_panel.h"
 
-#include <stb_image_write.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "fk/error.h"
+#include "nefi/io/panel_tiles.h"
+#include "nefi/io/png_volume_panel.h"
 
 namespace nefi {
 namespace {
 
-struct Canvas {
-  int w, h;
-  std::vector<unsigned char> px;  // RGB
-  Canvas(int w_, int h_) : w(w_), h(h_), px(static_cast<size_t>(w_) * h_ * 3, 255) {}
-  void set(int x, int y, unsigned char r, unsigned char g, unsigned char b) {
-    if (x < 0 || y < 0 || x >= w || y >= h) return;
-    unsigned char* p = &px[(static_cast<size_t>(y) * w + x) * 3];
-    p[0] = r;
-    p[1] = g;
-    p[2] = b;
-  }
-};
+using panel::extent_of;
+using panel::kGap;
+using panel::kHead;
+using panel::kTop;
+using panel::minus;
+using panel::tile_w;
+using plot::AxesSpec;
+using plot::Figure;
 
-void draw_line(Canvas& c, int x0, int y0, int x1, int y1, unsigned char v) {
-  const int n = std::max({std::abs(x1 - x0), std::abs(y1 - y0), 1});
-  for (int i = 0; i <= n; ++i) c.set(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, v, v, v);
+std::vector<double> values(const fk::Tensor& t) {
+  return t.to_vector<double>();
 }
 
-void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, double hi,
-          unsigned char shade) {
-  const int ph = c.h - 8;
-  auto Y = [&](double x) { return 4 + static_cast<int>((1 - (x - lo) / (hi - lo)) * (ph - 1)); };
-  for (size_t i = 1; i < v.size(); ++i) {
-    const int x0 = ox + static_cast<int>((i - 1) * (pw - 1) / std::max<size_t>(1, v.size() - 1));
-    const int x1 = ox + static_cast<int>(i * (pw - 1) / std::max<size_t>(1, v.size() - 1));
-    draw_line(c, x0, Y(v[i - 1]), x1, Y(v[i]), shade);
+void panel_1d(const std::string& path, const PanelInput& in) {
+  const std::vector<double> g = values(in.gt), m = values(in.measurement);
+  const int n = static_cast<int>(g.size());
+  const double L = extent_of(in, 0);
+  std::vector<double> x(n);
+  for (int i = 0; i < n; ++i) x[i] = (i + 0.5) * L / n;
+  std::vector<plot::Series> fields{{"measurement", x, m, {0.55, 0.55, 0.55}, 1.6, 0, true},
+                                   {"ground truth", x, g, {0.1, 0.1, 0.1}, 2.2, 6}};
+  std::vector<plot::Series> errors;
+  std::vector<std::vector<double>> errs;
+  for (size_t k = 0; k < in.methods.size(); ++k) {
+    const PanelMethod& pm = in.methods[k];
+    const std::vector<double> r = values(pm.reconstruction);
+    const std::string hl = headline_metrics(pm.metrics);
+    const std::string name = hl.empty() ? pm.name : pm.name + " (" + hl + ")";
+    fields.push_back({name, x, r, plot::series_colour(static_cast<int>(k)), 1.8});
+    errors.push_back({pm.name, x, minus(r, g), plot::series_colour(static_cast<int>(k)), 1.6});
   }
+  std::vector<const std::vector<double>*> all;
+  for (const auto& s : fields) all.push_back(&s.y);
+  const plot::Range vr = plot::padded(plot::value_range(all), 0.08);
+  std::vector<const std::vector<double>*> es;
+  for (const auto& s : errors) es.push_back(&s.y);
+  const plot::Range er = plot::padded(plot::symmetric_range(es), 0.08);
+  const double w = 460, h = 280;
+  Figure f(static_cast<int>(2 * (plot::kLeftMargin + w + kGap) + 10),
+           static_cast<int>(kTop + kHead + h + plot::kBottomMargin));
+  panel::figure_title(f, in.title);
+  const double y = kTop + kHead;
+  AxesSpec a{{plot::kLeftMargin, y, w, h},
+             {0, L, false, "x"},
+             {vr.lo, vr.hi, false, in.value_label},
+             "Fields"};
+  a.grid = true;
+  plot::draw_lines(f, a, fields);
+  AxesSpec e{{2 * plot::kLeftMargin + w + kGap, y, w, h},
+             {0, L, false, "x"},
+             {er.lo, er.hi, false, "reconstruction - truth"},
+             "Signed error"};
+  e.grid = true;
+  plot::draw_lines(f, e, errors);
+  f.save_png(path);
+}
+
+// Every method's metrics, one line each, in the corner the error row leaves free.
+void metrics_table(Figure& f, double x, double y, const PanelInput& in) {
+  const plot::Rgb ink{0.2, 0.2, 0.2};
+  f.text({x, y}, "Metrics (reconstruction vs truth)",
+         {13, ink, plot::Align::Start, plot::Align::End, true});
+  double at = y + 22;
+  for (const PanelMethod& pm : in.methods) {
+    std::string line = pm.name + ":";
+    for (const auto& [k, v] : pm.metrics) line += fmt::format("  {} {:.4g}", k, v);
+    f.text({x, at}, line, {11, ink});
+    at += 18;
+  }
+  f.text({x, at + 10}, "Truth and reconstructions share the colour bar on the right;",
+         {11, {0.4, 0.4, 0.4}});
+  f.text({x, at + 26}, "errors are reconstruction - truth.", {11, {0.4, 0.4, 0.4}});
+}
+
+panel::Slice slice_2d(const std::vector<double>& v, int n0, int n1, const PanelInput& in) {
+  return {n0, n1, v, {0, extent_of(in, 0), false, "y"}, {0, extent_of(in, 1), false, "x"}};
+}
+
+void panel_2d(const std::string& path, const PanelInput& in) {
+  const int n0 = static_cast<int>(in.gt.size(0)), n1 = static_cast<int>(in.gt.size(1));
+  const std::vector<double> g = values(in.gt), m = values(in.measurement);
+  std::vector<std::vector<double>> recs, errs;
+  for (const PanelMethod& pm : in.methods) {
+    recs.push_back(values(pm.reconstruction));
+    errs.push_back(minus(recs.back(), g));
+  }
+  std::vector<const std::vector<double>*> fs{&g}, es;
+  for (size_t k = 0; k < recs.size(); ++k) {
+    es.push_back(&errs[k]);
+  }
+  const plot::Range fr = plot::value_range(fs), mr = plot::value_range({&m}),
+                    er = plot::symmetric_range(es);
+  const int k = static_cast<int>(in.methods.size());
+  const double x_rec = 2 * tile_w() + panel::kBarRoom;
+  Figure f(static_cast<int>(x_rec + k * tile_w() + panel::kBarRoom),
+           static_cast<int>(kTop + 2 * panel::row_h()));
+  panel::figure_title(f, in.title);
+  const double y0 = kTop, y1 = kTop + panel::row_h();
+  panel::tile(f, 0, y0, slice_2d(g, n0, n1, in), fr, plot::Colormap::Viridis, "Ground truth", "");
+  panel::tile(f, tile_w(), y0, slice_2d(m, n0, n1, in), mr, plot::Colormap::Viridis, "Measurement",
+              "own colour scale");
+  panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, plot::Colormap::Viridis,
+             "measured " + in.value_label);
+  for (int i = 0; i < k; ++i) {
+    const PanelMethod& pm = in.methods[i];
+    const double x = x_rec + i * tile_w();
+    panel::tile(f, x, y0, slice_2d(recs[i], n0, n1, in), fr, plot::Colormap::Viridis, pm.name,
+                headline_metrics(pm.metrics));
+    panel::tile(f, x, y1, slice_2d(errs[i], n0, n1, in), er, plot::Colormap::Diverging,
+                pm.name + " - truth", "signed error");
+  }
+  const double xb = x_rec + k * tile_w() - kGap + 4;
+  panel::bar(f, xb, y0, fr, plot::Colormap::Viridis, in.value_label);
+  panel::bar(f, xb, y1, er, plot::Colormap::Diverging, "error (" + in.value_label + ")");
+  metrics_table(f, 16, y1 + kHead, in);
+  f.save_png(path);
 }
 
 }  // namespace
 
-void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
-                     const fk::Tensor& rec, const fk::Tensor& prediction) {
-  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, prediction);
-  write_panel_png(path, gt, meas, rec);
+std::string headline_metrics(const std::map<std::string, double>& metrics) {
+  static const std::vector<std::pair<std::string, std::string>> kOrder = {
+      {"psnr", "PSNR {:.1f} dB"},
+      {"ssim", "SSIM {:.3f}"},
+      {"relative_error", "rel. err {:.3f}"},
+      {"iou", "IoU {:.3f}"},
+      {"dice", "Dice {:.3f}"},
+      {"surface_psnr", "surface PSNR {:.1f} dB"}};
+  std::string out;
+  int shown = 0;
+  for (const auto& [key, form] : kOrder) {
+    auto it = metrics.find(key);
+    if (it == metrics.end() || shown == 2) continue;
+    out += (shown++ ? ", " : "") + fmt::format(fmt::runtime(form), it->second);
+  }
+  if (out.empty() && !metrics.empty())
+    out = fmt::format("{} {:.4g}", metrics.begin()->first, metrics.begin()->second);
+  return out;
 }
 
-void write_volume_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& rec,
-                            const fk::Tensor& obs, const fk::Tensor& pred) {
-  FK_CHECK(
-      gt.dim() == 3 && rec.shape() == gt.shape() && obs.dim() == 3 && obs.size(1) == gt.size(0) &&
-          obs.size(2) == gt.size(1) && (!pred.defined() || pred.shape() == obs.shape()),
-      "nefi::write_volume_panel_png", "volumes (nx, ny, nz) and surface frames (n_obs, nx, ny)",
-      gt.shape().str() + ", " + rec.shape().str() + ", " + obs.shape().str());
-  const int nx = static_cast<int>(gt.size(0)), ny = static_cast<int>(gt.size(1)),
-            nz = static_cast<int>(gt.size(2)), nt = static_cast<int>(obs.size(0));
-  auto spread = [](int n, int k) {
-    std::vector<int> idx;
-    for (int i = 0; i < std::min(n, k); ++i) {
-      const int v = std::min(n, k) == 1 ? 0 : i * (n - 1) / (std::min(n, k) - 1);
-      if (idx.empty() || idx.back() != v) idx.push_back(v);
-    }
-    return idx;
-  };
-  const std::vector<int> slices = spread(nz, 8);
-  // Early frames change fastest: the first, ~10 %, ~33 % and the last.
-  std::vector<int> frames;
-  for (int f : {0, nt / 10, nt / 3, nt - 1})
-    if (frames.empty() || f > frames.back()) frames.push_back(f);
-  const int s = std::max(1, 96 / std::max(nx, ny)), gap = 4;
-  const int tw = ny * s, th = nx * s;
-  const int ncols = static_cast<int>(std::max(slices.size(), frames.size()));
-  Canvas c(ncols * (tw + gap) - gap, 4 * th + 3 * gap);
-  // Blue gaps: grey tiles stay distinguishable where a tile is white.
-  for (size_t p = 0; p < c.px.size(); p += 3) {
-    c.px[p] = 90;
-    c.px[p + 1] = 120;
-    c.px[p + 2] = 200;
-  }
-  const std::vector<double> g = gt.to_vector<double>(), r = rec.to_vector<double>(),
-                            o = obs.to_vector<double>();
-  const std::vector<double> q = pred.defined() ? pred.to_vector<double>() : std::vector<double>{};
-  auto [glo, ghi] = std::minmax_element(g.begin(), g.end());
-  const double lo = *glo, hi = *ghi > *glo ? *ghi : *glo + 1;
-  // value(i, j) -> grey on [l, h], tile at column col of row `row`.
-  auto tile = [&](int row, int col, double l, double h, auto value) {
-    for (int i = 0; i < th; ++i)
-      for (int j = 0; j < tw; ++j) {
-        const double t = std::clamp((value(i / s, j / s) - l) / (h - l), 0.0, 1.0);
-        const auto v = static_cast<unsigned char>(std::lround(255 * t));
-        c.set(col * (tw + gap) + j, row * (th + gap) + i, v, v, v);
-      }
-  };
-  for (size_t k = 0; k < slices.size(); ++k) {
-    const int z = slices[k];
-    tile(0, k, lo, hi, [&](int i, int j) { return g[(i * ny + j) * nz + z]; });
-    tile(1, k, lo, hi, [&](int i, int j) { return r[(i * ny + j) * nz + z]; });
-  }
-  for (size_t k = 0; k < frames.size(); ++k) {
-    const size_t off = static_cast<size_t>(frames[k]) * nx * ny;
-    auto [flo, fhi] = std::minmax_element(o.begin() + off, o.begin() + off + nx * ny);
-    const double l = *flo, h = *fhi > *flo ? *fhi : *flo + 1;
-    tile(2, k, l, h, [&](int i, int j) { return o[off + i * ny + j]; });
-    if (!q.empty()) tile(3, k, l, h, [&](int i, int j) { return q[off + i * ny + j]; });
-  }
-  FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
-           "nefi::write_volume_panel_png", "a writable path", path);
-}
-
-void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
-                     const fk::Tensor& rec) {
-  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, fk::Tensor());
-  FK_CHECK(
-      gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
-      "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());
-  const std::vector<double> g = gt.to_vector<double>(), m = meas.to_vector<double>(),
-                            r = rec.to_vector<double>();
-  auto [glo, ghi] = std::minmax_element(g.begin(), g.end());
-  auto [mlo, mhi] = std::minmax_element(m.begin(), m.end());
-  double lo = *glo, hi = *ghi > *glo ? *ghi : *glo + 1;
-  const int gap = 6;
-  if (gt.dim() == 1) {
-    const int pw = 320, ph = 200;
-    Canvas c(3 * pw + 2 * gap, ph);
-    const double pad = 0.1 * (hi - lo);
-    plot(c, 0, pw, g, lo - pad, hi + pad, 0);
-    plot(c, pw + gap, pw, m, std::min(lo, *mlo) - pad, std::max(hi, *mhi) + pad, 0);
-    plot(c, 2 * (pw + gap), pw, g, lo - pad, hi + pad, 170);
-    plot(c, 2 * (pw + gap), pw, r, lo - pad, hi + pad, 0);
-    FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
-             "nefi::write_panel_png", "a writable path", path);
-    return;
-  }
-  const int rows = static_cast<int>(gt.size(0)), cols = static_cast<int>(gt.size(1));
-  const int s = std::max(1, 256 / std::max(rows, cols));
-  Canvas c(3 * cols * s + 2 * gap, rows * s);
-  auto image = [&](int ox, const std::vector<double>& v, double l, double h) {
-    for (int i = 0; i < rows * s; ++i)
-      for (int j = 0; j < cols * s; ++j) {
-        const double t = std::clamp((v[(i / s) * cols + j / s] - l) / (h - l), 0.0, 1.0);
-        const auto q = static_cast<unsigned char>(std::lround(255 * t));
-        c.set(ox + j, i, q, q, q);
-      }
-  };
-  image(0, g, lo, hi);
-  image(cols * s + gap, m, *mlo, *mhi > *mlo ? *mhi : *mlo + 1);
-  image(2 * (cols * s + gap), r, lo, hi);
-  FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
-           "nefi::write_panel_png", "a writable path", path);
+void write_panel_png(const std::string& path, const PanelInput& in) {
+  FK_CHECK(!in.methods.empty(), "nefi::write_panel_png", "at least one method", "none");
+  for (const PanelMethod& pm : in.methods)
+    FK_CHECK(pm.reconstruction.shape() == in.gt.shape(), "nefi::write_panel_png",
+             "reconstructions of the truth's shape " + in.gt.shape().str(),
+             pm.name + ": " + pm.reconstruction.shape().str());
+  if (in.gt.dim() == 3) return write_volume_panel_png(path, in);
+  FK_CHECK(in.gt.dim() >= 1 && in.gt.dim() <= 2 && in.measurement.shape() == in.gt.shape(),
+           "nefi::write_panel_png", "1-D or 2-D fields of one shape",
+           in.gt.shape().str() + ", " + in.measurement.shape().str());
+  if (in.gt.dim() == 1) return panel_1d(path, in);
+  panel_2d(path, in);
 }
 
 }  // namespace nefi

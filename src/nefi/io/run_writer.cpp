@@ -1,5 +1,6 @@
 #include "nefi/io/run_writer.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -7,7 +8,7 @@
 
 #include "fk/error.h"
 #include "fk/io/npy.h"
-#include "nefi/io/png_panel.h"
+#include "nefi/io/run_figures.h"
 
 namespace nefi {
 namespace {
@@ -65,11 +66,12 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
       history_written = true;
     }
   }
-  write_text(dir + "/metrics.json", j.dump(2) + "\n");
   fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
   fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
-  write_panel_png(dir + "/panel.png", outs.front().gt, outs.front().measurement.data,
-                  outs.front().reconstruction, outs.front().result.prediction);
+  const auto t0 = std::chrono::steady_clock::now();
+  write_run_figures(dir, cfg, outs);
+  j["figures_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_text(dir + "/metrics.json", j.dump(2) + "\n");
 }
 
 }  // namespace nefi

@@ -1,9 +1,8 @@
 #pragma once
 // Writes a run directory: config.yaml (re-runnable), metrics.json, history.csv
 // (of the first method that has one), the fields as .npy (ground truth,
-// measurement, one reconstruction per method) and panel.png (ground truth |
-// measurement | first method's reconstruction; for volumes the depth slices
-// and the surface fit, see png_panel.h).
+// measurement, one reconstruction per method), panel.png and history.png
+// (run_figures.h); metrics.json's figures_s is the time the figures took.
 #include <string>
 #include <vector>
 

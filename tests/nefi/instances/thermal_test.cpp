@@ -12,7 +12,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/scenes.h"
-#include "nefi/io/png_panel.h"
+#include "nefi/io/png_volume_panel.h"
 #include "nefi/io/run_config.h"
 #include "nefi/io/run_writer.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -195,9 +195,11 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
   fk::Tensor obs = fk::full(fk::Dims{7, 6, 5}, 1.0, {fk::DType::F64});
   const std::string path = testing::TempDir() + "/thermal_panel.png";
   std::filesystem::remove(path);
-  nefi::write_volume_panel_png(path, gt, gt, obs, obs);
+  nefi::write_volume_panel_png(path, {"thermal", gt, obs, {}, "value", {{"grid", gt, obs, {}}}});
   EXPECT_GT(std::filesystem::file_size(path), 0u);
-  EXPECT_THROW(nefi::write_volume_panel_png(path, gt, gt, fk::full(fk::Dims{7, 5, 5}, 1.0), obs),
+  const fk::Tensor bad = fk::full(fk::Dims{7, 5, 5}, 1.0);
+  EXPECT_THROW(nefi::write_volume_panel_png(
+                   path, {"thermal", gt, bad, {}, "value", {{"grid", gt, obs, {}}}}),
                fk::Error);
 }
 

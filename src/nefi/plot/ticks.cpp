@@ -1,0 +1,88 @@
+#include "nefi/plot/ticks.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace nefi::plot {
+
+double nice_step(double lo, double hi, int target) {
+  if (lo > hi) std::swap(lo, hi);
+  double span = hi - lo;
+  if (!(span > 0)) span = std::max(std::abs(lo), 1.0) * 0.2;
+  const double raw = span / std::max(target, 1);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0})
+    if (m * p >= raw * 0.999) return m * p;
+  return 10 * p;
+}
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (lo > hi) std::swap(lo, hi);
+  if (!(hi > lo)) {
+    const double pad = std::max(std::abs(lo), 1.0) * 0.1;
+    lo -= pad;
+    hi += pad;
+  }
+  const double step = nice_step(lo, hi, target);
+  std::vector<double> t;
+  const double eps = step * 1e-9;
+  for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {
+    const double v = k * step;
+    t.push_back(std::abs(v) < eps ? 0.0 : v);
+  }
+  return t;
+}
+
+std::vector<double> log_ticks(double lo, double hi) {
+  if (lo > hi) std::swap(lo, hi);
+  std::vector<double> t;
+  if (!(lo > 0)) return t;
+  const double eps = 1e-9;
+  for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= std::ceil(std::log10(hi)); ++e)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, e);
+      if (v >= lo * (1 - eps) && v <= hi * (1 + eps)) t.push_back(v);
+    }
+  std::vector<double> decades;
+  for (double v : t)
+    if (std::abs(std::log10(v) - std::round(std::log10(v))) < 1e-9) decades.push_back(v);
+  if (decades.size() >= 2) {
+    // Too many decades: keep every k-th so about six remain.
+    const size_t k = (decades.size() + 5) / 6;
+    std::vector<double> kept;
+    for (size_t i = 0; i < decades.size(); i += k) kept.push_back(decades[i]);
+    return kept;
+  }
+  return t;
+}
+
+std::string tick_label(double v, double step) {
+  const double a = std::max(std::abs(v), step);
+  if (a >= 1e5 || (step < 1e-3 && a < 1e-2)) {  // "1.5e5", "-2e-4": short and exact enough
+    if (v == 0) return "0";
+    const int ex = static_cast<int>(std::floor(std::log10(std::abs(v)) + 1e-9));
+    return fmt::format("{:.3g}e{}", v / std::pow(10.0, ex), ex);
+  }
+  // Decimals enough to tell neighbouring ticks apart (2.5 steps need one more).
+  int dec = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+  const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+  if (std::abs(m - 2.5) < 1e-6) ++dec;
+  std::string s = fmt::format("{:.{}f}", v, dec);
+  if (s == "-0" || s.rfind("-0.", 0) == 0) {
+    bool zero = std::all_of(s.begin() + 1, s.end(), [](char c) { return c == '0' || c == '.'; });
+    if (zero) s.erase(0, 1);
+  }
+  return s;
+}
+
+std::string log_tick_label(double v) {
+  const double e = std::log10(v);
+  if (e >= -2 && e < 4) return fmt::format("{:g}", v);
+  const int ex = static_cast<int>(std::floor(e + 1e-9));
+  const double m = v / std::pow(10.0, ex);
+  return std::abs(m - 1) < 1e-9 ? fmt::format("1e{}", ex) : fmt::format("{:g}e{}", m, ex);
+}
+
+}  // namespace nefi::plot

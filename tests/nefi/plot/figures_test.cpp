@@ -1,0 +1,167 @@
+// Every figure type rendered from synthetic data, decoded back (stb_image)
+// and measured against the layout's stated size; no golden images.
+#define STB_IMAGE_IMPLEMENTATION
+#include <gtest/gtest.h>
+#include <stb/stb_image.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "nefi/bench/summary_png.h"
+#include "nefi/io/history_png.h"
+#include "nefi/io/panel_tiles.h"
+#include "nefi/io/png_panel.h"
+#include "nefi/plot/axes.h"
+
+namespace nefi {
+namespace {
+
+struct Decoded {
+  int w = 0, h = 0;
+  double non_white = 0;  // fraction of pixels that are not white
+};
+
+Decoded decode(const std::string& path) {
+  int w = 0, h = 0, n = 0;
+  unsigned char* px = stbi_load(path.c_str(), &w, &h, &n, 3);
+  EXPECT_NE(px, nullptr) << path;
+  Decoded d{w, h, 0};
+  if (!px) return d;
+  size_t count = 0;
+  for (size_t i = 0; i < static_cast<size_t>(w) * h; ++i)
+    if (px[3 * i] < 250 || px[3 * i + 1] < 250 || px[3 * i + 2] < 250) ++count;
+  d.non_white = static_cast<double>(count) / (static_cast<double>(w) * h);
+  stbi_image_free(px);
+  return d;
+}
+
+std::string tmp(const std::string& name) {
+  const std::string p = testing::TempDir() + "/nefi_plot_" + name;
+  std::filesystem::remove(p);
+  return p;
+}
+
+TEST(PlotFigure, DrawsAndSavesAnAxesWithAColourBar) {
+  plot::Figure f(400, 300);
+  plot::AxesSpec a;
+  a.box = {60, 30, 200, 200};
+  a.y_down = true;
+  plot::draw_image(f, a, {2, 3, {0, 1, 2, 3, 4, 5}, 0, 5, plot::Colormap::Viridis});
+  plot::draw_colorbar(f, {280, 30, 14, 200}, 0, 5, plot::Colormap::Viridis, "u");
+  const std::string p = tmp("axes.png");
+  f.save_png(p);
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, 400);
+  EXPECT_EQ(d.h, 300);
+  EXPECT_GT(d.non_white, 0.3);
+}
+
+fk::Tensor ramp(const fk::Dims& shape, double scale) {
+  std::vector<double> v(shape.numel());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(0.3 * static_cast<double>(i));
+  return fk::from_vector(v, shape);
+}
+
+TEST(PlotPanel, OneDimensionalIsALinePlot) {
+  const fk::Tensor gt = ramp({40}, 1), rec = ramp({40}, 0.9);
+  const std::string p = tmp("panel1d.png");
+  write_panel_png(p,
+                  {"toy", gt, ramp({40}, 1.1), {2.0}, "u", {{"neural", rec, {}, {{"psnr", 30}}}}});
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, 1098);  // 2 * (58 + 460 + 26) + 10
+  EXPECT_EQ(d.h, 410);   // 40 + 46 + 280 + 44
+  EXPECT_GT(d.non_white, 0.05);
+}
+
+TEST(PlotPanel, TwoDimensionalHasAColumnPerMethodAndAnErrorRow) {
+  const fk::Dims s{12, 16};
+  const fk::Tensor gt = ramp(s, 1);
+  const std::string p = tmp("panel2d.png");
+  write_panel_png(p, {"deconv",
+                      gt,
+                      ramp(s, 0.5),
+                      {1.0, 1.5},
+                      "intensity",
+                      {{"neural", ramp(s, 0.9), {}, {{"psnr", 30}, {"ssim", 0.9}}},
+                       {"grid", ramp(s, 1.1), {}, {}}}});
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + 2 * panel::kBarRoom));
+  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 2 * panel::row_h()));
+  EXPECT_GT(d.non_white, 0.3);
+  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, {}, "u", {{"bad", ramp({3, 3}, 1), {}, {}}}}),
+               fk::Error);
+  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, {}, "u", {}}), fk::Error);
+}
+
+TEST(PlotPanel, VolumeHasSlicesPerMethodAndAFramesRow) {
+  const fk::Dims v{8, 6, 4};
+  const fk::Tensor gt = ramp(v, 1), frames = ramp({5, 8, 6}, 3);
+  const std::string p = tmp("panel3d.png");
+  write_panel_png(p, {"thermal",
+                      gt,
+                      frames,
+                      {10, 8, 1},
+                      "diffusivity",
+                      {{"nefty", ramp(v, 0.8), frames, {{"psnr", 20}}}, {"tsr", gt, {}, {}}}});
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
+  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 4 * panel::row_h()));
+  EXPECT_GT(d.non_white, 0.3);
+}
+
+TEST(PlotPanel, HeadlineMetricsPreferPsnrAndSsim) {
+  EXPECT_EQ(headline_metrics({{"mse", 0.1}, {"psnr", 31.24}, {"ssim", 0.9123}}),
+            "PSNR 31.2 dB, SSIM 0.912");
+  EXPECT_EQ(headline_metrics({{"relative_error", 0.25}}), "rel. err 0.250");
+  EXPECT_EQ(headline_metrics({{"foo", 2}}), "foo 2");
+  EXPECT_EQ(headline_metrics({}), "");
+}
+
+TEST(PlotHistory, LossesPerStepWithStages) {
+  Result r;
+  r.history.columns = {"step",     "global_step", "stage",     "lr",
+                       "progress", "total",       "data_loss", "tv"};
+  for (int i = 0; i < 60; ++i)
+    r.history.rows.push_back({static_cast<double>(i % 30), static_cast<double>(i),
+                              static_cast<double>(i / 30), 1e-2 * std::exp(-0.05 * (i % 30)),
+                              (i % 30) / 30.0, 1.0 / (1 + i), 0.5 / (1 + i), 0.0});
+  r.stages.resize(2);
+  r.stages[0].name = "coarse";
+  r.stages[1].name = "fine";
+  const std::string p = tmp("history.png");
+  write_history_png(p, "toy: history", {{"neural", &r}, {"wiener", nullptr}});
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, 1062);  // 2 * 58 + 1.6 * 560 + 30 + 20
+  EXPECT_EQ(d.h, 368);   // 40 + 34 + 250 + 44
+  EXPECT_GT(d.non_white, 0.03);
+  Result empty;
+  EXPECT_THROW(write_history_png(p, "t", {{"grid", &empty}}), fk::Error);
+}
+
+TEST(PlotSummary, MetricDistributionsPerMethod) {
+  bench::Protocol proto;
+  proto.instance = "toy1d";
+  proto.methods = {"neural", "grid"};
+  std::vector<bench::Row> rows;
+  for (int s = 0; s < 5; ++s)
+    for (const char* m : {"neural", "grid"}) {
+      bench::Row r;
+      r.method = m;
+      r.metrics = {{"psnr", 25.0 + s + (m[0] == 'g')}, {"mse", 0.01 * (s + 1)}};
+      r.time_s = 0.1 * (s + 1);
+      rows.push_back(r);
+    }
+  rows.back().metrics.clear();  // a failed run is left out
+  rows.back().error = "diverged";
+  const std::string p = tmp("summary.png");
+  bench::write_summary_png(p, proto, rows);
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, 1186);  // three plots (mse, psnr, time_s) of 58 + 300 + 34, and 10
+  EXPECT_EQ(d.h, 342);   // 44 + 34 + 220 + 44
+  EXPECT_GT(d.non_white, 0.03);
+}
+
+}  // namespace
+}  // namespace nefi
