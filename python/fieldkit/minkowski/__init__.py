@@ -1,0 +1,44 @@
+"""MinkowskiEngine's API on fieldkit: ``import fieldkit.minkowski as ME``.
+
+SparseTensor, TensorField and the layers keep the reference's names and
+arguments; every op is a ``torch.autograd.Function`` calling fieldkit's C++
+forward/backward pair, so torch's tape records sparse layers next to dense
+ones and torch optimizers see the parameters.
+"""
+from .._core import Error
+from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_deterministic
+from .coordinates import (
+    CoordinateManager,
+    CoordinateMapKey,
+    SparseTensorQuantizationMode,
+    batched_coordinates,
+    sparse_collate,
+    sparse_quantize,
+)
+from .sparse_tensor import SparseTensor, TensorField
+from .functional import PoolingMode
+from .convolution import (
+    MinkowskiChannelwiseConvolution,
+    MinkowskiConvolution,
+    MinkowskiConvolutionTranspose,
+    MinkowskiGenerativeConvolutionTranspose,
+)
+from .pooling import (
+    MinkowskiAvgPooling,
+    MinkowskiGlobalAvgPooling,
+    MinkowskiGlobalMaxPooling,
+    MinkowskiGlobalPooling,
+    MinkowskiGlobalSumPooling,
+    MinkowskiMaxPooling,
+    MinkowskiPoolingTranspose,
+    MinkowskiSumPooling,
+)
+from .broadcast import (
+    MinkowskiBroadcastAddition,
+    MinkowskiBroadcastConcatenation,
+    MinkowskiBroadcastMultiplication,
+)
+from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
+from .nonlinearity import MinkowskiLinear, MinkowskiDropout
+
+__all__ = [n for n in dir() if not n.startswith("_")]

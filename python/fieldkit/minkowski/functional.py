@@ -1,0 +1,106 @@
+"""The sparse ops as torch.autograd.Functions over fieldkit's C++ pure
+forward/backward pairs. Each takes and returns feature tensors; the layers
+(convolution.py, pooling.py, broadcast.py) resolve the coordinate maps.
+
+Tensors cross detached (torch refuses to export a tensor that requires grad
+through DLPack) and without copies; first derivatives only (the backward is
+itself not differentiable). Under ``torch.autocast`` the float inputs are cast
+to the autocast dtype first, as the reference's ``maybe_autocast`` does.
+"""
+import torch
+from torch.autograd.function import once_differentiable
+
+from .._core import minkowski as _mk
+
+PoolingMode = _mk.PoolingMode
+BroadcastMode = _mk.BroadcastMode
+
+
+def autocast(*tensors):
+    """The tensors in the active autocast dtype for their device (unchanged
+    outside autocast, and for non-float tensors)."""
+    dev = tensors[0].device.type
+    if dev == "cpu" and torch.is_autocast_cpu_enabled():
+        dtype = torch.get_autocast_cpu_dtype()
+    elif dev == "cuda" and torch.is_autocast_enabled():
+        dtype = torch.get_autocast_gpu_dtype()
+    else:
+        return tensors
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
+
+
+def _plain(t):
+    return t.detach().contiguous()
+
+
+class ConvolutionFunction(torch.autograd.Function):
+    """out = sum over the kernel map's pairs of F[in] @ W[k] (channelwise:
+    F[in] * W[k]); the map decides submanifold, strided, transposed or
+    generative."""
+
+    @staticmethod
+    def forward(ctx, features, weight, kernel_map, channelwise=False):
+        f, w = _plain(features), _plain(weight)
+        ctx.save_for_backward(f, w)
+        ctx.kernel_map, ctx.channelwise = kernel_map, channelwise
+        return _mk.conv_forward(f, w, kernel_map, channelwise)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, w = ctx.saved_tensors
+        gf, gw = _mk.conv_backward(_plain(grad_out), f, w, ctx.kernel_map, ctx.channelwise,
+                                   ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return gf, gw, None, None
+
+
+class LocalPoolingFunction(torch.autograd.Function):
+    """Max / average / sum over each output's pairs in a kernel map (pooling,
+    or its transpose when the map is a transposed one)."""
+
+    @staticmethod
+    def forward(ctx, features, kernel_map, mode):
+        out, argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
+        ctx.kernel_map, ctx.mode, ctx.argmax = kernel_map, mode, argmax
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        g = _mk.pool_backward(_plain(grad_out), ctx.kernel_map, ctx.mode, ctx.argmax)
+        return g, None, None
+
+
+class GlobalPoolingFunction(torch.autograd.Function):
+    """One row per batch item: max / average / sum of the item's rows."""
+
+    @staticmethod
+    def forward(ctx, features, groups, mode):
+        out, argmax = _mk.global_pool_forward(_plain(features), groups, mode)
+        ctx.groups, ctx.mode, ctx.argmax = groups, mode, argmax
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        g = _mk.global_pool_backward(_plain(grad_out), ctx.groups, ctx.mode, ctx.argmax)
+        return g, None, None
+
+
+class BroadcastFunction(torch.autograd.Function):
+    """out[i] = F[i] (+, *, concatenated with) glob[group(i)]."""
+
+    @staticmethod
+    def forward(ctx, features, glob, groups, mode):
+        f, g = _plain(features), _plain(glob)
+        ctx.save_for_backward(f, g)
+        ctx.groups, ctx.mode = groups, mode
+        return _mk.broadcast_forward(f, g, groups, mode)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, g = ctx.saved_tensors
+        gf, gg = _mk.broadcast_backward(_plain(grad_out), f, g, ctx.groups, ctx.mode,
+                                        ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return gf, gg, None, None
