@@ -17,6 +17,7 @@ from .coordinates import (
 )
 from .sparse_tensor import SparseTensor, TensorField
 from .functional import PoolingMode
+from .kernel import KernelGenerator
 from .convolution import (
     MinkowskiChannelwiseConvolution,
     MinkowskiConvolution,

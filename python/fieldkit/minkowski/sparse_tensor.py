@@ -1,5 +1,7 @@
 """SparseTensor and TensorField: torch features on the coordinates of a C++
 CoordinateManager map. Row i of the features is row i of the map."""
+import warnings
+
 import torch
 
 from .._core import minkowski as _mk
@@ -22,8 +24,10 @@ def _reduce_duplicates(features, unique, inverse, mode, seed=0):
     c = features.shape[1]
     if mode == QMode.MAX_POOL:
         out = features.new_zeros(m, c)
-        return out.scatter_reduce(0, inverse[:, None].expand(-1, c), features, "amax",
-                                  include_self=False)
+        with warnings.catch_warnings():  # torch < 2 calls scatter_reduce beta
+            warnings.filterwarnings("ignore", message="scatter_reduce")
+            return out.scatter_reduce(0, inverse[:, None].expand(-1, c), features, "amax",
+                                      include_self=False)
     total = features.new_zeros(m, c).index_add(0, inverse, features)
     if mode == QMode.UNWEIGHTED_SUM:
         return total
