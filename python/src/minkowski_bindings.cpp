@@ -264,10 +264,13 @@ void bind_ops(nb::module_& m) {
 
 }  // namespace
 
+void bind_minkowski_more(nb::module_& m);
+
 void bind_minkowski(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("minkowski", "MinkowskiEngine's engine, on fk");
   bind_coordinates(m);
   bind_ops(m);
+  bind_minkowski_more(m);
 }
 
 }  // namespace fkpy

@@ -39,6 +39,9 @@ from .broadcast import (
     MinkowskiBroadcastConcatenation,
     MinkowskiBroadcastMultiplication,
 )
+from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
+from .ops import MinkowskiInterpolation, MinkowskiPruning, MinkowskiUnion, interpolate
+from .functional import spmm
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout
 

@@ -104,3 +104,51 @@ class BroadcastFunction(torch.autograd.Function):
         gf, gg = _mk.broadcast_backward(_plain(grad_out), f, g, ctx.groups, ctx.mode,
                                         ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         return gf, gg, None, None
+
+
+class InstanceNormFunction(torch.autograd.Function):
+    """(x - mean_s) / sqrt(var_s + eps) * weight + bias with the statistics of
+    each segment s (a batch item) of the rows."""
+
+    @staticmethod
+    def forward(ctx, features, weight, bias, segments, eps):
+        f, w, b = _plain(features), _plain(weight), _plain(bias)
+        stats = _mk.normalize_statistics(f, segments, eps)
+        ctx.save_for_backward(f, w)
+        ctx.segments, ctx.stats = segments, stats
+        return _mk.normalize_forward(f, segments, stats, w, b)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx, gw, gb = _mk.normalize_backward(_plain(grad_out), f, ctx.segments, ctx.stats, w,
+                                            need[0], need[1], need[2])
+        return gx, gw, gb, None, None
+
+
+class SpmmFunction(torch.autograd.Function):
+    """out = A @ dense with A the coordinate list `coo` holding `values`."""
+
+    @staticmethod
+    def forward(ctx, values, dense, coo):
+        v, d = _plain(values), _plain(dense)
+        ctx.save_for_backward(v, d)
+        ctx.coo = coo
+        return _mk.spmm_forward(coo, v, d)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        v, d = ctx.saved_tensors
+        gv, gd = _mk.spmm_backward(_plain(grad_out), ctx.coo, v, d, ctx.needs_input_grad[0],
+                                   ctx.needs_input_grad[1])
+        return gv, gd, None
+
+
+def spmm(rows, cols, values, size, mat):
+    """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
+    (duplicates add up); differentiable w.r.t. values and mat."""
+    coo = _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
+    return SpmmFunction.apply(values, mat, coo)

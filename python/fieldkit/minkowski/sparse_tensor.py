@@ -216,6 +216,13 @@ class SparseTensor:
         dense = dense.index_put((c[:, 0], *cell.unbind(1)), self._F)
         return dense.movedim(-1, 1), lo, self.tensor_stride
 
+    def features_at_coordinates(self, query_coordinates):
+        """Features at continuous points (Q x (1+D) float, batch first),
+        multilinear over the corners present (differentiable in F)."""
+        from .ops import interpolate
+
+        return interpolate(self, query_coordinates)[0]
+
     def slice(self, field):
         """This tensor's features at each point of a TensorField quantized onto
         this tensor's map (``field.sparse()``), as a TensorField."""

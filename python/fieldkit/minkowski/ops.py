@@ -1,0 +1,73 @@
+"""Pruning, union and interpolation: C++ decides the coordinates, the features
+follow through torch indexing (pruning, union) or fieldkit's spmm pair
+(interpolation)."""
+import torch
+
+from .._core import minkowski as _mk
+from .functional import SpmmFunction
+from .sparse_tensor import SparseTensor, TensorField
+
+
+class MinkowskiPruning(torch.nn.Module):
+    """Keeps the rows where ``mask`` (bool, N or N x 1) is True, on a new map;
+    an all-False mask gives an empty tensor."""
+
+    def forward(self, input, mask):
+        mask = torch.as_tensor(mask)
+        if mask.dtype == torch.uint8:
+            mask = mask.bool()
+        mgr = input.coordinate_manager
+        key, rows = _mk.prune_map(mgr, input.coordinate_map_key, input.F.detach(),
+                                  mask.numpy().astype(bool) if mask.dtype == torch.bool else mask)
+        return SparseTensor(input.F[rows], coordinate_map_key=key, coordinate_manager=mgr)
+
+
+class MinkowskiUnion(torch.nn.Module):
+    """The union of the inputs' coordinates (one manager); features add up
+    where inputs overlap."""
+
+    def forward(self, *inputs):
+        if len(inputs) < 2:
+            raise ValueError(f"MinkowskiUnion: expected at least 2 inputs, got {len(inputs)}")
+        mgr = inputs[0].coordinate_manager
+        for x in inputs[1:]:
+            if x.coordinate_manager is not mgr:
+                raise ValueError("MinkowskiUnion: expected inputs of one coordinate manager")
+        key, size, rows = _mk.union_map(mgr, [x.coordinate_map_key for x in inputs],
+                                        [x.F.detach() for x in inputs])
+        out = inputs[0].F.new_zeros(size, inputs[0].F.shape[1])
+        for x, r in zip(inputs, rows):
+            out = out.index_add(0, r, x.F)
+        return SparseTensor(out, coordinate_map_key=key, coordinate_manager=mgr)
+
+
+def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
+    """(features at the points, coordinate list, weights): multilinear over the
+    2^D corners present (renormalized where some are absent)."""
+    points = torch.as_tensor(points)
+    coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
+                                             input.F.detach(), points.detach(), mode)
+    out = SpmmFunction.apply(weights.to(points.dtype), input.F, coo)
+    return out, coo, weights
+
+
+class MinkowskiInterpolation(torch.nn.Module):
+    """forward(input, tfield): the input's features at the points of tfield
+    (Q x (1+D) float, batch first). Returns out, then (in_map, out_map) with
+    return_kernel_map, then the weights with return_weights."""
+
+    def __init__(self, return_kernel_map=False, return_weights=False):
+        super().__init__()
+        self.return_kernel_map, self.return_weights = return_kernel_map, return_weights
+
+    def forward(self, input, tfield):
+        points = tfield.C if isinstance(tfield, TensorField) else tfield
+        out, coo, weights = interpolate(input, points)
+        if not (self.return_kernel_map or self.return_weights):
+            return out
+        result = [out]
+        if self.return_kernel_map:
+            result.append(coo)
+        if self.return_weights:
+            result.append(weights)
+        return tuple(result)
