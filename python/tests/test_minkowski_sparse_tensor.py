@@ -125,3 +125,23 @@ def test_set_deterministic_round_trips():
     assert ME.is_deterministic()
     ME.set_deterministic(False)
     assert not ME.is_deterministic()
+
+
+def test_shared_coordinate_manager_mode():
+    ME.set_sparse_tensor_operation_mode(ME.SparseTensorOperationMode.SHARE_COORDINATE_MANAGER)
+    try:
+        a = ME.SparseTensor(FEATS, COORDS)
+        b = ME.SparseTensor(FEATS, COORDS)
+        assert a.coordinate_manager is b.coordinate_manager is ME.global_coordinate_manager()
+        assert a.coordinate_map_key != b.coordinate_map_key  # a new map per insert
+    finally:
+        ME.clear_global_coordinate_manager()
+        ME.set_sparse_tensor_operation_mode(
+            ME.SparseTensorOperationMode.SEPARATE_COORDINATE_MANAGER)
+    c = ME.SparseTensor(FEATS, COORDS)
+    assert c.coordinate_manager is not a.coordinate_manager
+
+
+def test_utils_module_path():
+    c = ME.utils.batched_coordinates([torch.zeros(1, 2)])
+    assert c.tolist() == [[0, 0, 0]]

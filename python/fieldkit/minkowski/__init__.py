@@ -10,8 +10,14 @@ from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_de
 from .coordinates import (
     CoordinateManager,
     CoordinateMapKey,
+    SparseTensorOperationMode,
     SparseTensorQuantizationMode,
     batched_coordinates,
+    clear_global_coordinate_manager,
+    global_coordinate_manager,
+    set_global_coordinate_manager,
+    set_sparse_tensor_operation_mode,
+    sparse_tensor_operation_mode,
     sparse_collate,
     sparse_quantize,
 )
@@ -44,5 +50,6 @@ from .ops import MinkowskiInterpolation, MinkowskiPruning, MinkowskiUnion, inter
 from .functional import spmm
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout
+from . import utils
 
 __all__ = [n for n in dir() if not n.startswith("_")]

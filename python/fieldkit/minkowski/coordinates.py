@@ -127,3 +127,53 @@ def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):
     if labels is None:
         return bc, bf
     return bc, bf, torch.cat([torch.as_tensor(l) for l in labels], 0)
+
+
+class SparseTensorOperationMode(enum.IntEnum):
+    """SEPARATE_COORDINATE_MANAGER (default): every SparseTensor built from raw
+    coordinates gets a new manager. SHARE_COORDINATE_MANAGER: they share one
+    global manager (call clear_global_coordinate_manager() between iterations,
+    or its maps accumulate)."""
+
+    SEPARATE_COORDINATE_MANAGER = 0
+    SHARE_COORDINATE_MANAGER = 1
+
+
+_operation_mode = SparseTensorOperationMode.SEPARATE_COORDINATE_MANAGER
+_global_manager = None
+
+
+def set_sparse_tensor_operation_mode(mode):
+    global _operation_mode
+    _operation_mode = SparseTensorOperationMode(mode)
+
+
+def sparse_tensor_operation_mode():
+    return _operation_mode
+
+
+def global_coordinate_manager():
+    return _global_manager
+
+
+def set_global_coordinate_manager(manager):
+    global _global_manager
+    _global_manager = manager
+
+
+def clear_global_coordinate_manager():
+    global _global_manager
+    _global_manager = None
+
+
+def default_manager(dimension):
+    """The manager a tensor built from raw coordinates joins (see the mode)."""
+    global _global_manager
+    if _operation_mode != SparseTensorOperationMode.SHARE_COORDINATE_MANAGER:
+        return CoordinateManager(dimension)
+    if _global_manager is None:
+        _global_manager = CoordinateManager(dimension)
+    elif _global_manager.dimension != dimension:
+        raise ValueError(f"the global coordinate manager has dimension "
+                         f"{_global_manager.dimension}, got coordinates of dimension {dimension}")
+    return _global_manager

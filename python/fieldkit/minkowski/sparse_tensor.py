@@ -6,8 +6,8 @@ import torch
 
 from .._core import minkowski as _mk
 from .coordinates import (
-    CoordinateManager,
     SparseTensorQuantizationMode as QMode,
+    default_manager,
     _axes,
     _int_coordinates,
 )
@@ -58,7 +58,7 @@ class SparseTensor:
                 raise ValueError(
                     "SparseTensor: expected coordinates of shape N x (1+D) with N = "
                     f"{features.shape[0]} feature rows, got {tuple(coordinates.shape)}")
-            mgr = coordinate_manager or CoordinateManager(coordinates.shape[1] - 1)
+            mgr = coordinate_manager or default_manager(coordinates.shape[1] - 1)
             key, unique, inverse = mgr.insert(coordinates, _axes(tensor_stride), "")
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
@@ -249,7 +249,7 @@ class TensorField:
         if requires_grad is not None:
             features.requires_grad_(requires_grad)
         self._F, self._C = features, coordinates
-        self._manager = coordinate_manager or CoordinateManager(coordinates.shape[1] - 1)
+        self._manager = coordinate_manager or default_manager(coordinates.shape[1] - 1)
         self.quantization_mode = QMode(quantization_mode)
         self._inverse = {}
 
