@@ -71,3 +71,16 @@ def test_cpp_error_becomes_value_error_with_message():
         _core.arange_fk(3, "f128")
     assert isinstance(err.value, ValueError)
     assert "f128" in str(err.value)
+
+
+def test_cpp_ops_take_strided_views_as_they_are():
+    import fieldkit.minkowski as ME
+    from fieldkit._core import minkowski as _mk
+
+    x = ME.SparseTensor(torch.ones(3, 1), torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1]]))
+    kmap = x.coordinate_manager.kernel_map(x.coordinate_map_key, x.coordinate_map_key,
+                                           ME.KernelRegion.cube([3]), False)
+    features = torch.randn(3, 4)[:, ::2]
+    weight = torch.randn(9, 2, 2).transpose(1, 2)  # (K, C_out, C_in) seen as (K, C_in, C_out)
+    out = _mk.conv_forward(features, weight, kmap)
+    assert torch.equal(out, _mk.conv_forward(features.contiguous(), weight.contiguous(), kmap))
