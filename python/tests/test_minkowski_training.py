@@ -26,9 +26,7 @@ class TinyUNet(torch.nn.Module):
         d = self.pool(self.down(e))
         d = self.add(d, self.glob(d))
         u = self.relu(self.up(d))
-        cat = ME.SparseTensor(torch.cat([u.F, e.F], 1), coordinate_map_key=e.coordinate_map_key,
-                              coordinate_manager=e.coordinate_manager)
-        return self.head(cat)
+        return self.head(ME.cat(u, e))
 
 
 def test_tiny_unet_trains_with_sgd():

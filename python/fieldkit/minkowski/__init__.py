@@ -46,7 +46,7 @@ from .broadcast import (
     MinkowskiBroadcastMultiplication,
 )
 from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
-from .ops import MinkowskiInterpolation, MinkowskiPruning, MinkowskiUnion, interpolate
+from .ops import MinkowskiInterpolation, MinkowskiPruning, MinkowskiUnion, cat, interpolate
 from .functional import spmm
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout

@@ -71,3 +71,18 @@ class MinkowskiInterpolation(torch.nn.Module):
         if self.return_weights:
             result.append(weights)
         return tuple(result)
+
+
+def cat(*tensors):
+    """Channel-wise concatenation of tensors on one map of one manager."""
+    if not tensors:
+        raise ValueError("cat: expected at least one SparseTensor")
+    first = tensors[0]
+    for x in tensors[1:]:
+        if x.coordinate_manager is not first.coordinate_manager or \
+                x.coordinate_map_key != first.coordinate_map_key:
+            raise ValueError("cat: expected tensors on the same coordinate map of one manager, "
+                             f"got {first.coordinate_map_key} and {x.coordinate_map_key}")
+    return SparseTensor(torch.cat([x.F for x in tensors], 1),
+                        coordinate_map_key=first.coordinate_map_key,
+                        coordinate_manager=first.coordinate_manager)
