@@ -161,3 +161,12 @@ def test_non_contiguous_features_give_the_contiguous_result():
     b = conv(ME.SparseTensor(view.contiguous(), COORDS,
                              quantization_mode=ME.SparseTensorQuantizationMode.FIRST_OCCURRENCE))
     assert torch.equal(a.F, b.F)
+
+
+def test_cat_joins_channels_on_one_map_only():
+    x = ME.SparseTensor(FEATS, COORDS)
+    y = ME.SparseTensor(2 * x.F, coordinate_map_key=x.coordinate_map_key,
+                        coordinate_manager=x.coordinate_manager)
+    assert torch.equal(ME.cat(x, y).F, torch.cat([x.F, 2 * x.F], 1))
+    with pytest.raises(ValueError, match="same coordinate map"):
+        ME.cat(x, ME.SparseTensor(FEATS, COORDS))
