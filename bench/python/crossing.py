@@ -14,7 +14,7 @@ import torch
 import fieldkit.minkowski as ME
 from fieldkit import _core
 from fieldkit._core import minkowski as _mk
-from fieldkit.minkowski.functional import ConvolutionFunction
+from fieldkit.minkowski.functional import ConvolutionFunction, run
 
 
 class Doubling(torch.autograd.Function):
@@ -56,6 +56,10 @@ def main():
     def fwd_bwd():
         ConvolutionFunction.apply(f, w, kmap, False).sum().backward()
 
+    def inference():
+        with torch.no_grad():
+            run(ConvolutionFunction, f, w, kmap, False)
+
     def torch_fwd_bwd():
         Doubling.apply(f).sum().backward()
 
@@ -64,6 +68,7 @@ def main():
         ("DLPack round trip torch -> fk -> torch", lambda: _core.roundtrip_torch(t16)),
         ("conv_forward binding, 16 x 1, 3 offsets", lambda: _mk.conv_forward(fd, wd, kmap, False)),
         ("ConvolutionFunction.apply forward", lambda: ConvolutionFunction.apply(f, w, kmap, False)),
+        ("the same under torch.no_grad (forward alone, no graph)", inference),
         ("ConvolutionFunction forward + backward (+ sum)", fwd_bwd),
         ("do-nothing autograd.Function forward + backward (+ sum)", torch_fwd_bwd),
     ]
@@ -72,8 +77,8 @@ def main():
     for name, fn in rows:
         results[name] = per_call_us(fn, args.repeats)
         print(f"{name:58s} {results[name]:9.2f}")
-    fb = results[rows[4][0]]
-    floor = results[rows[5][0]]
+    fb = results[rows[5][0]]
+    floor = results[rows[6][0]]
     print(f"\nfieldkit op forward+backward over torch's do-nothing Function: {fb / floor:.2f}x "
           f"({fb - floor:.2f} us added by fieldkit per op)")
 

@@ -53,3 +53,15 @@ def test_tiny_unet_trains_with_sgd():
     x = ME.SparseTensor(feats, coords)
     assert torch.equal(clone(x).F, net(x).F)
     assert "down.kernel" in net.state_dict() and net.state_dict()["down.kernel"].shape == (4, 8, 16)
+
+
+def test_inference_skips_the_graph_and_gives_the_same_result():
+    torch.manual_seed(1)
+    coords = random_coordinates(60, 2, 8, seed=4)
+    x = ME.SparseTensor(torch.randn(len(coords), 3), coords)
+    net = TinyUNet()
+    with_graph = net(x).F
+    with torch.no_grad():
+        without = net(x).F
+    assert with_graph.grad_fn is not None and without.grad_fn is None
+    assert torch.equal(with_graph, without)

@@ -3,7 +3,7 @@ output) onto every point of a tensor of the same manager."""
 import torch
 
 from .._core import minkowski as _mk
-from .functional import BroadcastFunction, BroadcastMode, autocast
+from .functional import BroadcastFunction, BroadcastMode, autocast, run
 from .sparse_tensor import SparseTensor
 
 
@@ -18,7 +18,7 @@ class _Broadcast(torch.nn.Module):
         groups = _mk.broadcast_groups(mgr, input.coordinate_map_key, input.F.detach(),
                                       input_glob.coordinate_map_key, input_glob.F.detach())
         f, g = autocast(input.F, input_glob.F)
-        out = BroadcastFunction.apply(f, g, groups, self.mode)
+        out = run(BroadcastFunction, f, g, groups, self.mode)
         return SparseTensor(out, coordinate_map_key=input.coordinate_map_key,
                             coordinate_manager=mgr)
 

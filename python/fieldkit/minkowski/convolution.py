@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from .functional import ConvolutionFunction, autocast
+from .functional import ConvolutionFunction, autocast, run
 from .kernel import make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor
 
@@ -63,7 +63,7 @@ class _ConvolutionBase(torch.nn.Module):
                                                        self.transposed)
             kernel = self.kernel if self.kernel.dim() == 3 else self.kernel[None]
             f, w = autocast(input.F, kernel)
-            out = ConvolutionFunction.apply(f, w, kmap, False)
+            out = run(ConvolutionFunction, f, w, kmap, False)
         if self.bias is not None:
             out = out + self.bias.to(out.dtype)
         return SparseTensor(out, coordinate_map_key=key,
@@ -126,7 +126,7 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
             out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
         f, w = autocast(input.F, self.kernel)
-        out = ConvolutionFunction.apply(f, w, kmap, True)
+        out = run(ConvolutionFunction, f, w, kmap, True)
         if self.bias is not None:
             out = out + self.bias.to(out.dtype)
         return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)

@@ -34,6 +34,23 @@ def autocast(*tensors):
 _capsule = torch.utils.dlpack.to_dlpack
 
 
+class _NoGraph:
+    """The ctx of a forward that torch will not differentiate: keeps nothing."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+def run(function, *args):
+    """function.apply(*args), or, when no input needs a gradient (inference,
+    torch.no_grad), its forward alone: torch's Function machinery costs about
+    as much as a small op itself."""
+    if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return function.apply(*args)
+    return function.forward(_NoGraph(), *args)
+
+
 def _plain(t):
     """A one-use DLPack capsule viewing t (keep t itself for the backward)."""
     return _capsule(t)
@@ -157,4 +174,4 @@ def spmm(rows, cols, values, size, mat):
     """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
     (duplicates add up); differentiable w.r.t. values and mat."""
     coo = _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
-    return SpmmFunction.apply(values, mat, coo)
+    return run(SpmmFunction, values, mat, coo)

@@ -5,7 +5,7 @@ C++ pair."""
 import torch
 
 from .._core import minkowski as _mk
-from .functional import InstanceNormFunction
+from .functional import InstanceNormFunction, run
 from .sparse_tensor import SparseTensor, TensorField
 
 
@@ -42,4 +42,4 @@ class MinkowskiInstanceNorm(torch.nn.Module):
                                  input.F.detach())
         w = self.weight.reshape(-1).to(input.F.dtype)
         b = self.bias.reshape(-1).to(input.F.dtype)
-        return _like(input, InstanceNormFunction.apply(input.F, w, b, seg, self.eps))
+        return _like(input, run(InstanceNormFunction, input.F, w, b, seg, self.eps))

@@ -4,7 +4,7 @@ follow through torch indexing (pruning, union) or fieldkit's spmm pair
 import torch
 
 from .._core import minkowski as _mk
-from .functional import SpmmFunction
+from .functional import SpmmFunction, run
 from .sparse_tensor import SparseTensor, TensorField
 
 
@@ -47,7 +47,7 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     points = torch.as_tensor(points)
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
                                              input.F.detach(), points.detach(), mode)
-    out = SpmmFunction.apply(weights.to(points.dtype), input.F, coo)
+    out = run(SpmmFunction, weights.to(points.dtype), input.F, coo)
     return out, coo, weights
 
 

@@ -3,7 +3,8 @@ each output's kernel), transposed (unpooling) and global (one row per batch
 item)."""
 import torch
 
-from .functional import GlobalPoolingFunction, LocalPoolingFunction, PoolingMode, autocast
+from .functional import (GlobalPoolingFunction, LocalPoolingFunction, PoolingMode, autocast,
+                         run)
 from .kernel import make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor
 
@@ -25,7 +26,7 @@ class _LocalPooling(torch.nn.Module):
             out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
         (f,) = autocast(input.F)
-        out = LocalPoolingFunction.apply(f, kmap, self.mode)
+        out = run(LocalPoolingFunction, f, kmap, self.mode)
         return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
 
 
@@ -64,7 +65,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
             out_key = transposed_output_key(input, self.kernel_generator)
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
         (f,) = autocast(input.F)
-        out = LocalPoolingFunction.apply(f, kmap, PoolingMode.SUM)
+        out = run(LocalPoolingFunction, f, kmap, PoolingMode.SUM)
         return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
 
 
@@ -81,7 +82,7 @@ class MinkowskiGlobalPooling(torch.nn.Module):
         groups = mgr.batch_groups(key)
         out_key = mgr.origin_key(key, groups.groups)
         (f,) = autocast(input.F)
-        out = GlobalPoolingFunction.apply(f, groups, self.mode)
+        out = run(GlobalPoolingFunction, f, groups, self.mode)
         return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
 
 
