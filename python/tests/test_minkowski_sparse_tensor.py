@@ -170,3 +170,24 @@ def test_cat_joins_channels_on_one_map_only():
     assert torch.equal(ME.cat(x, y).F, torch.cat([x.F, 2 * x.F], 1))
     with pytest.raises(ValueError, match="same coordinate map"):
         ME.cat(x, ME.SparseTensor(FEATS, COORDS))
+
+
+def test_dense_to_sparse_and_back():
+    dense = torch.zeros(2, 3, 4, 5, dtype=torch.float64)
+    dense[0, :, 1, 2] = torch.tensor([1.0, 0.0, 2.0])
+    dense[1, 1, 3, 4] = 5.0
+    dense.requires_grad_()
+    x = ME.to_sparse(dense)
+    assert x.C.tolist() == [[0, 1, 2], [1, 3, 4]]
+    assert torch.equal(ME.MinkowskiToDenseTensor([2, 3, 4, 5])(x), dense)
+    assert len(ME.MinkowskiToSparseTensor(remove_zeros=False)(dense)) == 2 * 4 * 5
+    x.F.sum().backward()
+    assert dense.grad.sum() == 6  # the two kept cells, 3 channels each
+
+
+def test_stack_containers_combine_their_childrens_outputs():
+    x = ME.SparseTensor(FEATS, COORDS)
+    a, b = ME.MinkowskiReLU(), ME.MinkowskiTanh()
+    assert torch.equal(ME.MinkowskiStackCat(a, b)(x).F, torch.cat([a(x).F, b(x).F], 1))
+    assert torch.equal(ME.MinkowskiStackSum(a, b)(x).F, a(x).F + b(x).F)
+    assert torch.equal(ME.mean(a(x), b(x)).F, (a(x).F + b(x).F) / 2)

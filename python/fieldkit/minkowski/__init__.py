@@ -5,6 +5,8 @@ arguments; every op is a ``torch.autograd.Function`` calling fieldkit's C++
 forward/backward pair, so torch's tape records sparse layers next to dense
 ones and torch optimizers see the parameters.
 """
+import torch
+
 from .._core import Error
 from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_deterministic
 from .coordinates import (
@@ -46,10 +48,35 @@ from .broadcast import (
     MinkowskiBroadcastMultiplication,
 )
 from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
-from .ops import MinkowskiInterpolation, MinkowskiPruning, MinkowskiUnion, cat, interpolate
+from .ops import (
+    MinkowskiInterpolation,
+    MinkowskiPruning,
+    MinkowskiStackCat,
+    MinkowskiStackMean,
+    MinkowskiStackSum,
+    MinkowskiToDenseTensor,
+    MinkowskiToFeature,
+    MinkowskiToSparseTensor,
+    MinkowskiUnion,
+    cat,
+    interpolate,
+    mean,
+    sum,
+    to_sparse,
+)
 from .functional import spmm
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout
 from . import utils
+
+
+
+class MinkowskiNetwork(torch.nn.Module):
+    """The reference's base class: an nn.Module that knows its dimension."""
+
+    def __init__(self, D):
+        super().__init__()
+        self.D = D
+
 
 __all__ = [n for n in dir() if not n.startswith("_")]

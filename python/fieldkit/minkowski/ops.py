@@ -86,3 +86,94 @@ def cat(*tensors):
     return SparseTensor(torch.cat([x.F for x in tensors], 1),
                         coordinate_map_key=first.coordinate_map_key,
                         coordinate_manager=first.coordinate_manager)
+
+
+def _same_map(tensors, where):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise ValueError(f"{where}: expected at least one SparseTensor")
+    first = tensors[0]
+    for x in tensors[1:]:
+        if x.coordinate_manager is not first.coordinate_manager or \
+                x.coordinate_map_key != first.coordinate_map_key:
+            raise ValueError(f"{where}: expected tensors on the same coordinate map of one "
+                             f"manager, got {first.coordinate_map_key} and "
+                             f"{x.coordinate_map_key}")
+    return tensors
+
+
+def _on(first, features):
+    return SparseTensor(features, coordinate_map_key=first.coordinate_map_key,
+                        coordinate_manager=first.coordinate_manager)
+
+
+def sum(*tensors):  # noqa: A001 (the reference's name)
+    """Elementwise sum of tensors on one map."""
+    tensors = _same_map(tensors, "sum")
+    return _on(tensors[0], torch.stack([x.F for x in tensors]).sum(0))
+
+
+def mean(*tensors):
+    """Elementwise mean of tensors on one map."""
+    tensors = _same_map(tensors, "mean")
+    return _on(tensors[0], torch.stack([x.F for x in tensors]).mean(0))
+
+
+class _Stack(torch.nn.Sequential):
+    """Every child applied to the same input, the outputs combined."""
+
+    def forward(self, x):
+        return self.combine(*[m(x) for m in self])
+
+
+class MinkowskiStackCat(_Stack):
+    combine = staticmethod(lambda *xs: cat(*xs))
+
+
+class MinkowskiStackSum(_Stack):
+    combine = staticmethod(lambda *xs: sum(*xs))
+
+
+class MinkowskiStackMean(_Stack):
+    combine = staticmethod(lambda *xs: mean(*xs))
+
+
+def to_sparse(dense, coordinate_manager=None, remove_zeros=True):
+    """A dense B x C x s_1..s_D tensor as a SparseTensor: the cells with a
+    nonzero channel (every cell without remove_zeros), row-major; the
+    features are indexed from `dense` (differentiable)."""
+    spatial = dense.shape[2:]
+    keep = dense.detach().abs().sum(1) != 0 if remove_zeros else \
+        torch.ones((dense.shape[0], *spatial), dtype=torch.bool)
+    idx = keep.nonzero()
+    coords = idx.to(torch.int32)
+    features = dense.movedim(1, -1)[tuple(idx.t())]
+    return SparseTensor(features, coords, coordinate_manager=coordinate_manager)
+
+
+class MinkowskiToSparseTensor(torch.nn.Module):
+    """A TensorField's sparse(), or a dense tensor's nonzero cells."""
+
+    def __init__(self, remove_zeros=True, coordinates=None):
+        super().__init__()
+        self.remove_zeros = remove_zeros
+
+    def forward(self, x):
+        if isinstance(x, TensorField):
+            return x.sparse()
+        return to_sparse(x, remove_zeros=self.remove_zeros)
+
+
+class MinkowskiToDenseTensor(torch.nn.Module):
+    def __init__(self, shape=None):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x):
+        return x.dense(shape=self.shape)[0]
+
+
+class MinkowskiToFeature(torch.nn.Module):
+    def forward(self, x):
+        return x.F
