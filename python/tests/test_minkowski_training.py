@@ -65,3 +65,15 @@ def test_inference_skips_the_graph_and_gives_the_same_result():
         without = net(x).F
     assert with_graph.grad_fn is not None and without.grad_fn is None
     assert torch.equal(with_graph, without)
+
+
+def test_residual_blocks_keep_the_map_and_backpropagate():
+    from fieldkit.minkowski.modules.resnet_block import BasicBlock, Bottleneck
+
+    coords = random_coordinates(60, 3, 6, seed=5)
+    x = ME.SparseTensor(torch.randn(len(coords), 8), coords)
+    for block in (BasicBlock(8, 8, dimension=3), Bottleneck(8, 2, dimension=3)):
+        y = block(x)
+        assert y.coordinate_map_key == x.coordinate_map_key and y.F.shape == (len(x), 8)
+        y.F.sum().backward()
+        assert all(p.grad is not None for p in block.parameters())

@@ -67,7 +67,7 @@ from .ops import (
 from .functional import spmm
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout
-from . import utils
+from . import modules, utils
 
 
 
