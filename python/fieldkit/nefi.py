@@ -15,7 +15,7 @@ import os
 
 from ._core import nefi as _nefi
 
-__all__ = ["instances", "invert", "Solver", "bench", "config_yaml", "set_num_threads",
+__all__ = ["instances", "measurement", "invert", "Solver", "bench", "config_yaml", "set_num_threads",
            "get_num_threads"]
 
 
@@ -66,6 +66,14 @@ def config_yaml(instance, config=None, seed=None):
     target, overrides = _target(instance, config)
     sets, _, s = _sets(overrides)
     return _nefi.config_yaml(target, sets, s if seed is None else seed)
+
+
+def measurement(instance, config=None, seed=0):
+    """The data an instance's methods see for `seed` and its ground truth:
+    {data, mask (None: all observed), noise_std (None: unknown), ground_truth}."""
+    target, overrides = _target(instance, config)
+    sets, _, _ = _sets(overrides)
+    return _nefi.measurement(target, sets, int(seed))
 
 
 def invert(instance, config=None, seed=None, methods=None):

@@ -45,9 +45,18 @@ nb::dict history_dict(const nefi::History& h) {
   return d;
 }
 
+nb::dict measurement_dict(const nefi::Measurement& m) {
+  nb::dict d;
+  d["data"] = numpy_or_none(m.data);
+  d["mask"] = numpy_or_none(m.mask);
+  d["noise_std"] = m.has_noise() ? nb::cast(m.noise_std) : nb::none();
+  return d;
+}
+
 nb::dict output_dict(const nefi::RunOutput& o) {
   nb::dict d;
   d["method"] = o.method;
+  d["measurement"] = measurement_dict(o.measurement);
   d["metrics"] = o.metrics;
   d["reconstruction"] = numpy_or_none(o.reconstruction);
   d["ground_truth"] = numpy_or_none(o.gt);
@@ -151,6 +160,16 @@ void bind_nefi(nb::module_& parent) {
          std::optional<uint64_t> seed) { return nefi::to_yaml(resolve(target, sets, seed)); },
       nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
       nb::arg("seed") = nb::none());
+  m.def(
+      "measurement",
+      [](const std::string& target, const std::vector<std::string>& sets, uint64_t seed) {
+        nefi::RunConfig cfg = resolve(target, sets, seed);
+        auto [meas, gt] = nefi::find_instance(cfg.instance)->make_measurement(cfg.config, seed);
+        nb::dict d = measurement_dict(meas);
+        d["ground_truth"] = numpy_or_none(gt);
+        return d;
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("seed"));
   m.def("run", &run, nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
         nb::arg("seed") = nb::none(), nb::arg("methods") = std::vector<std::string>{});
   m.def(

@@ -70,3 +70,10 @@ def test_bad_config_raises_with_the_cpp_message():
         nefi.invert("toy1d", {"no_such_key": 1})
     with pytest.raises(fieldkit.Error, match="toy1d"):
         nefi.invert("not_an_instance")
+
+
+def test_measurement_is_what_the_methods_see():
+    m = nefi.measurement(config("toy1d_smoke.yaml"), seed=2)
+    r = nefi.invert(config("toy1d_smoke.yaml"), {"steps": [2, 2]}, seed=2, methods="grid")
+    assert np.array_equal(m["data"], r["grid"]["measurement"]["data"])
+    assert np.array_equal(m["ground_truth"], r["grid"]["ground_truth"])
