@@ -161,18 +161,25 @@ void bind_ops(nb::module_& m) {
   m.def(
       "conv_forward",
       [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
-        return to_torch(channelwise ? mk::channelwise_forward(in(f), in(w), map)
-                                    : mk::conv_forward(in(f), in(w), map));
+        fk::Tensor ft = in(f), wt = in(w), out;
+        {
+          nb::gil_scoped_release nogil;  // other Python threads run meanwhile
+          out = channelwise ? mk::channelwise_forward(ft, wt, map) : mk::conv_forward(ft, wt, map);
+        }
+        return to_torch(out);
       },
       nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
   m.def(
       "conv_backward",
       [](const Array& g, const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise,
          bool need_features, bool need_weight) {
-        auto r =
-            channelwise
-                ? mk::channelwise_backward(in(g), in(f), in(w), map, need_features, need_weight)
-                : mk::conv_backward(in(g), in(f), in(w), map, need_features, need_weight);
+        fk::Tensor gt = in(g), ft = in(f), wt = in(w);
+        mk::ConvGrads r;
+        {
+          nb::gil_scoped_release nogil;
+          r = channelwise ? mk::channelwise_backward(gt, ft, wt, map, need_features, need_weight)
+                          : mk::conv_backward(gt, ft, wt, map, need_features, need_weight);
+        }
         return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
       },
       nb::arg("grad_out"), nb::arg("features"), nb::arg("weight"), nb::arg("map"),

@@ -162,3 +162,22 @@ def test_kernel_offsets_follow_the_documented_order():
     offs = ME.KernelRegion.cube([3]).offsets([1, 1])
     pairs = list(zip(offs[0::2], offs[1::2]))
     assert pairs == [(a, b) for b, a in itertools.product((-1, 0, 1), repeat=2)]
+
+
+def test_convolutions_from_several_python_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = random_sparse(n=60, extent=8)
+    conv = ME.MinkowskiConvolution(3, 4, kernel_size=3, stride=2, dimension=2).double()
+    serial = conv(x).F
+
+    def one(_):
+        f = x.F.clone().requires_grad_()
+        out = conv(on_map(x, f)).F
+        out.sum().backward()
+        return out.detach(), f.grad
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(8)))
+    for out, grad in results:
+        assert torch.equal(out, serial.detach()) and torch.equal(grad, results[0][1])
