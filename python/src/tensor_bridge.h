@@ -9,8 +9,10 @@
 // they would in C++. Negative strides (numpy's reversed views) and dtypes fk
 // lacks (uint16, int8, ...) are a TypeError naming the dtype.
 //
-// DLPack codes: bool is accepted as kDLBool or as kDLUInt/8 (what torch < 2.1
-// exports), and sent out as kDLBool; bf16 is kDLBfloat/16 both ways.
+// DLPack codes: bool is accepted as kDLBool or as kDLUInt/8, and sent out as
+// kDLBool (which torch < 2.1 refuses); bf16 is kDLBfloat/16 both ways.
+// Tensors go to torch as a "dltensor" capsule handed straight to
+// torch._C._from_dlpack (no Python-level checks on the way).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include "fk/tensor.h"

@@ -84,3 +84,15 @@ def test_cpp_ops_take_strided_views_as_they_are():
     weight = torch.randn(9, 2, 2).transpose(1, 2)  # (K, C_out, C_in) seen as (K, C_in, C_out)
     out = _mk.conv_forward(features, weight, kmap)
     assert torch.equal(out, _mk.conv_forward(features.contiguous(), weight.contiguous(), kmap))
+
+
+def test_bool_tensors_follow_torchs_dlpack_support():
+    # torch < 2.1 knows no DLPack bool (kDLBool, code 6) and refuses it cleanly
+    try:
+        t = _core.arange_fk(3, "bool")["tensor"]
+    except RuntimeError as err:
+        assert "code 6" in str(err)
+    else:
+        assert t.dtype == torch.bool and t.tolist() == [False, True, True]
+    a = _core.roundtrip_numpy(np.array([True, False]))
+    assert a.dtype == np.bool_ and a.tolist() == [True, False]
