@@ -19,7 +19,6 @@ fk::DType fk_dtype(dl::dtype d) {
   const auto code = static_cast<C>(d.code);
   if (d.lanes == 1) {
     if (code == C::Bool && d.bits == 8) return fk::DType::Bool;
-    if (code == C::UInt && d.bits == 8) return fk::DType::Bool;
     if (code == C::Int && d.bits == 32) return fk::DType::I32;
     if (code == C::Int && d.bits == 64) return fk::DType::I64;
     if (code == C::Float && d.bits == 16) return fk::DType::F16;

@@ -9,8 +9,8 @@
 // they would in C++. Negative strides (numpy's reversed views) and dtypes fk
 // lacks (uint16, int8, ...) are a TypeError naming the dtype.
 //
-// DLPack codes: bool is accepted as kDLBool or as kDLUInt/8, and sent out as
-// kDLBool (which torch < 2.1 refuses); bf16 is kDLBfloat/16 both ways.
+// DLPack codes: bool is kDLBool both ways (torch < 2.1 has none: its masks
+// cross as numpy arrays); uint8 is a TypeError, never read as bool; bf16 is kDLBfloat/16 both ways.
 // Tensors go to torch as a "dltensor" capsule handed straight to
 // torch._C._from_dlpack (no Python-level checks on the way).
 #include <nanobind/nanobind.h>

@@ -96,3 +96,8 @@ def test_bool_tensors_follow_torchs_dlpack_support():
         assert t.dtype == torch.bool and t.tolist() == [False, True, True]
     a = _core.roundtrip_numpy(np.array([True, False]))
     assert a.dtype == np.bool_ and a.tolist() == [True, False]
+
+
+def test_uint8_is_not_taken_for_bool():
+    with pytest.raises(TypeError, match="code 1, 8 bits"):
+        _core.fk_describe(np.array([0, 5], dtype=np.uint8))
