@@ -5,7 +5,7 @@ JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
-.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean
+.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel
 
 all: build
 
@@ -30,6 +30,8 @@ demo: build
 	@$(BIN)/nefi run configs/thermal_tomography_smoke.yaml
 	@$(BIN)/minkowski bench conv --points 20000 --channels 32 --repeats 3 \
 	  --json runs/minkowski-bench-conv-20k.json
+	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \
+	  .venv/bin/python python/examples/sparse_segmentation.py
 
 bench: build
 	@$(BIN)/fk-info --bench-overhead | tail -4
@@ -70,6 +72,11 @@ cuda-archs: bootstrap
 	@cmake -S . -B build/cuda-archs -G Ninja -DCMAKE_BUILD_TYPE=Release -DFK_CUDA_ARCHS="80;90;120" \
 	  -DFK_BUILD_TESTS=OFF -DFK_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build/cuda-archs -j $(JOBS) --target fk_cuda
+
+# The fieldkit wheel (scikit-build-core over this CMake project) into dist/,
+# with the build tools bootstrap put in .venv (no download).
+wheel: bootstrap
+	@.venv/bin/pip wheel --no-deps --no-build-isolation -w dist .
 
 format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i

@@ -1,0 +1,82 @@
+"""MinkowskiEngine's API on fieldkit: ``import fieldkit.minkowski as ME``.
+
+SparseTensor, TensorField and the layers keep the reference's names and
+arguments; every op is a ``torch.autograd.Function`` calling fieldkit's C++
+forward/backward pair, so torch's tape records sparse layers next to dense
+ones and torch optimizers see the parameters.
+"""
+import torch
+
+from .._core import Error
+from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_deterministic
+from .coordinates import (
+    CoordinateManager,
+    CoordinateMapKey,
+    SparseTensorOperationMode,
+    SparseTensorQuantizationMode,
+    batched_coordinates,
+    clear_global_coordinate_manager,
+    global_coordinate_manager,
+    set_global_coordinate_manager,
+    set_sparse_tensor_operation_mode,
+    sparse_tensor_operation_mode,
+    sparse_collate,
+    sparse_quantize,
+)
+from .sparse_tensor import SparseTensor, TensorField
+from .functional import PoolingMode
+from .kernel import KernelGenerator
+from .convolution import (
+    MinkowskiChannelwiseConvolution,
+    MinkowskiConvolution,
+    MinkowskiConvolutionTranspose,
+    MinkowskiGenerativeConvolutionTranspose,
+)
+from .pooling import (
+    MinkowskiAvgPooling,
+    MinkowskiGlobalAvgPooling,
+    MinkowskiGlobalMaxPooling,
+    MinkowskiGlobalPooling,
+    MinkowskiGlobalSumPooling,
+    MinkowskiMaxPooling,
+    MinkowskiPoolingTranspose,
+    MinkowskiSumPooling,
+)
+from .broadcast import (
+    MinkowskiBroadcastAddition,
+    MinkowskiBroadcastConcatenation,
+    MinkowskiBroadcastMultiplication,
+)
+from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
+from .ops import (
+    MinkowskiInterpolation,
+    MinkowskiPruning,
+    MinkowskiStackCat,
+    MinkowskiStackMean,
+    MinkowskiStackSum,
+    MinkowskiToDenseTensor,
+    MinkowskiToFeature,
+    MinkowskiToSparseTensor,
+    MinkowskiUnion,
+    cat,
+    interpolate,
+    mean,
+    sum,
+    to_sparse,
+)
+from .functional import spmm
+from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
+from .nonlinearity import MinkowskiLinear, MinkowskiDropout
+from . import modules, utils
+
+
+
+class MinkowskiNetwork(torch.nn.Module):
+    """The reference's base class: an nn.Module that knows its dimension."""
+
+    def __init__(self, D):
+        super().__init__()
+        self.D = D
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

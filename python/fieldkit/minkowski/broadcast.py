@@ -1,0 +1,35 @@
+"""Broadcasting a per-batch-item global feature (e.g. a global pooling's
+output) onto every point of a tensor of the same manager."""
+import torch
+
+from .._core import minkowski as _mk
+from .functional import BroadcastFunction, BroadcastMode, autocast, run
+from .sparse_tensor import SparseTensor
+
+
+class _Broadcast(torch.nn.Module):
+    mode = BroadcastMode.ADD
+
+    def forward(self, input, input_glob):
+        mgr = input.coordinate_manager
+        if input_glob.coordinate_manager is not mgr:
+            raise ValueError("broadcast: expected a global tensor of the input's coordinate "
+                             "manager, got one of another manager")
+        groups = _mk.broadcast_groups(mgr, input.coordinate_map_key, input.F.detach(),
+                                      input_glob.coordinate_map_key, input_glob.F.detach())
+        f, g = autocast(input.F, input_glob.F)
+        out = run(BroadcastFunction, f, g, groups, self.mode)
+        return SparseTensor(out, coordinate_map_key=input.coordinate_map_key,
+                            coordinate_manager=mgr)
+
+
+class MinkowskiBroadcastAddition(_Broadcast):
+    mode = BroadcastMode.ADD
+
+
+class MinkowskiBroadcastMultiplication(_Broadcast):
+    mode = BroadcastMode.MULTIPLY
+
+
+class MinkowskiBroadcastConcatenation(_Broadcast):
+    mode = BroadcastMode.CONCATENATE

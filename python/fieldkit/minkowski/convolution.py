@@ -1,0 +1,132 @@
+"""Convolution layers with the reference's names, arguments and parameter
+shapes: ``kernel`` (K, C_in, C_out) (channelwise (K, C); a 1x1 unit-stride
+convolution (C_in, C_out), run as one matmul), ``bias`` (1, C_out)."""
+import math
+
+import torch
+
+from .functional import ConvolutionFunction, autocast, run
+from .kernel import make_generator, output_key, transposed_output_key
+from .sparse_tensor import SparseTensor
+
+
+class _ConvolutionBase(torch.nn.Module):
+    transposed = False
+    generative = False
+
+    def __init__(self, in_channels, out_channels, kernel_size=-1, stride=1, dilation=1,
+                 bias=False, kernel_generator=None, expand_coordinates=False,
+                 convolution_mode=None, dimension=None):
+        super().__init__()
+        self.in_channels, self.out_channels, self.dimension = in_channels, out_channels, dimension
+        self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
+                                               dimension, expand_coordinates or self.generative)
+        k = self.kernel_generator.kernel_volume
+        self.use_mm = k == 1 and self.kernel_generator.unit_stride and not self.transposed
+        shape = (in_channels, out_channels) if self.use_mm else (k, in_channels, out_channels)
+        self.kernel = torch.nn.Parameter(torch.empty(shape))
+        self.bias = torch.nn.Parameter(torch.empty(1, out_channels)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        k = self.kernel_generator.kernel_volume
+        fan = (self.out_channels if self.transposed else self.in_channels) * k
+        bound = 1.0 / math.sqrt(fan)
+        with torch.no_grad():
+            self.kernel.uniform_(-bound, bound)
+            if self.bias is not None:
+                self.bias.uniform_(-bound, bound)
+
+    def _output_key(self, x, coordinates):
+        gen, mgr, key = self.kernel_generator, x.coordinate_manager, x.coordinate_map_key
+        given = output_key(x, coordinates)
+        if given is not None:
+            return given
+        if self.transposed:
+            return transposed_output_key(x, gen)
+        if gen.expand_coordinates:
+            raise NotImplementedError(
+                "MinkowskiConvolution(expand_coordinates=True) is not implemented; use "
+                "MinkowskiGenerativeConvolutionTranspose")
+        return mgr.stride(key, gen.kernel_stride)
+
+    def forward(self, input, coordinates=None):
+        if not isinstance(input, SparseTensor):
+            raise TypeError(f"expected a SparseTensor, got {type(input).__name__}")
+        if self.use_mm and coordinates is None:
+            f, w = autocast(input.F, self.kernel)
+            out, key = f.mm(w), input.coordinate_map_key
+        else:
+            key = self._output_key(input, coordinates)
+            kmap = input.coordinate_manager.kernel_map(input.coordinate_map_key, key,
+                                                       self.kernel_generator.region,
+                                                       self.transposed)
+            kernel = self.kernel if self.kernel.dim() == 3 else self.kernel[None]
+            f, w = autocast(input.F, kernel)
+            out = run(ConvolutionFunction, f, w, kmap, False)
+        if self.bias is not None:
+            out = out + self.bias.to(out.dtype)
+        return SparseTensor(out, coordinate_map_key=key,
+                            coordinate_manager=input.coordinate_manager)
+
+    def extra_repr(self):
+        g = self.kernel_generator
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={g.kernel_size}, "
+                f"stride={g.kernel_stride}, dilation={g.kernel_dilation}, D={self.dimension}")
+
+
+class MinkowskiConvolution(_ConvolutionBase):
+    """Sparse convolution: stride 1 keeps the input's coordinates (submanifold),
+    stride s pools them to floor(c / (ts*s)) * (ts*s); ``forward(x, coordinates)``
+    convolves onto a given map of the same manager."""
+
+
+class MinkowskiConvolutionTranspose(_ConvolutionBase):
+    """Transposed convolution: back to tensor stride ts / s, onto the existing
+    map of that stride (the encoder's) when there is one."""
+
+    transposed = True
+
+
+class MinkowskiGenerativeConvolutionTranspose(_ConvolutionBase):
+    """Transposed convolution that always makes new coordinates: every input
+    plus every kernel offset."""
+
+    transposed = True
+    generative = True
+
+    def __init__(self, in_channels, out_channels, kernel_size=-1, stride=1, dilation=1,
+                 bias=False, kernel_generator=None, convolution_mode=None, dimension=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, dilation, bias,
+                         kernel_generator, True, convolution_mode, dimension)
+
+
+class MinkowskiChannelwiseConvolution(torch.nn.Module):
+    """Depthwise sparse convolution: out[o, c] = sum F[i, c] * W[k, c]."""
+
+    def __init__(self, in_channels, kernel_size=-1, stride=1, dilation=1, bias=False,
+                 kernel_generator=None, dimension=-1):
+        super().__init__()
+        self.in_channels, self.dimension = in_channels, dimension
+        self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
+                                               dimension)
+        k = self.kernel_generator.kernel_volume
+        self.kernel = torch.nn.Parameter(torch.empty(k, in_channels))
+        self.bias = torch.nn.Parameter(torch.empty(1, in_channels)) if bias else None
+        bound = 1.0 / math.sqrt(in_channels * k)
+        with torch.no_grad():
+            self.kernel.uniform_(-bound, bound)
+            if self.bias is not None:
+                self.bias.uniform_(-bound, bound)
+
+    def forward(self, input, coordinates=None):
+        mgr, key = input.coordinate_manager, input.coordinate_map_key
+        out_key = output_key(input, coordinates)
+        if out_key is None:
+            out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
+        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
+        f, w = autocast(input.F, self.kernel)
+        out = run(ConvolutionFunction, f, w, kmap, True)
+        if self.bias is not None:
+            out = out + self.bias.to(out.dtype)
+        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)

@@ -1,0 +1,179 @@
+"""Coordinate managers, map keys and building sparse inputs (quantization,
+batching) on fieldkit's C++ coordinate machinery."""
+import enum
+
+import torch
+
+from .._core import minkowski as _mk
+
+CoordinateMapKey = _mk.MapKey
+
+
+class SparseTensorQuantizationMode(enum.IntEnum):
+    """How the features of duplicate coordinates are reduced (values as in
+    MinkowskiEngine). RANDOM_SUBSAMPLE draws one row per voxel from a fixed
+    seed (reproducible); FIRST_OCCURRENCE keeps the first, which is what the
+    reference's CPU path does under RANDOM_SUBSAMPLE."""
+
+    RANDOM_SUBSAMPLE = 0
+    UNWEIGHTED_AVERAGE = 1
+    UNWEIGHTED_SUM = 2
+    NO_QUANTIZATION = 3
+    MAX_POOL = 4
+    FIRST_OCCURRENCE = 6
+
+
+_CORE_MODE = {
+    SparseTensorQuantizationMode.RANDOM_SUBSAMPLE: _mk.QuantizationMode.RANDOM_SUBSAMPLE,
+    SparseTensorQuantizationMode.UNWEIGHTED_AVERAGE: _mk.QuantizationMode.UNWEIGHTED_AVERAGE,
+    SparseTensorQuantizationMode.UNWEIGHTED_SUM: _mk.QuantizationMode.UNWEIGHTED_SUM,
+    SparseTensorQuantizationMode.MAX_POOL: _mk.QuantizationMode.MAX_POOL,
+    SparseTensorQuantizationMode.FIRST_OCCURRENCE: _mk.QuantizationMode.FIRST_OCCURRENCE,
+}
+
+
+def core_mode(mode):
+    mode = SparseTensorQuantizationMode(mode)
+    if mode not in _CORE_MODE:
+        raise ValueError(f"quantization mode {mode.name} is not supported here")
+    return _CORE_MODE[mode]
+
+
+class CoordinateManager(_mk.CoordinateManager):
+    """The maps of one sparse-tensor graph (C++ CoordinateManager). ``D`` is the
+    spatial dimension; the reference's thread/allocator arguments are accepted
+    and ignored (fk's thread pool and allocator are process-wide)."""
+
+    def __init__(self, D, num_threads=-1, coordinate_map_type=None, allocator_type=None,
+                 minkowski_algorithm=None):
+        super().__init__(int(D))
+
+    @property
+    def D(self):
+        return self.dimension
+
+    def get_coordinates(self, key):
+        return self.coordinates(key)
+
+    def insert_and_map(self, coordinates, tensor_stride=1, string_id=""):
+        key, unique, inverse = self.insert(_int_coordinates(coordinates), _axes(tensor_stride),
+                                           string_id)
+        return key, (unique, inverse)
+
+
+def _axes(v):
+    """An int or a sequence of ints as a list (one value means every axis)."""
+    if isinstance(v, torch.Tensor):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [int(x) for x in v]
+    return [int(v)]
+
+
+def _int_coordinates(c):
+    c = torch.as_tensor(c)
+    if c.dtype != torch.int32:
+        c = torch.floor(c).to(torch.int32) if c.is_floating_point() else c.to(torch.int32)
+    return c.contiguous()
+
+
+def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
+                    return_index=False, return_inverse=False, return_maps_only=False,
+                    quantization_size=1, quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
+                    seed=0, device="cpu"):
+    """Voxelizes points: floor(c / quantization_size), one row per voxel, in
+    order of first occurrence. Returns what the reference returns: the
+    coordinates, then features and labels when given, then the unique index
+    and the inverse mapping when asked (or only those two with
+    return_maps_only). numpy inputs give numpy outputs."""
+    import numpy as np
+
+    as_numpy = isinstance(coordinates, np.ndarray)
+    c = torch.as_tensor(coordinates)
+    f = None if features is None else torch.as_tensor(features)
+    lab = None if labels is None else torch.as_tensor(labels)
+    size = [float(quantization_size)] if not isinstance(quantization_size, (list, tuple)) \
+        else [float(s) for s in quantization_size]
+    qc, qf, ql, unique, inverse = _mk.sparse_quantize(
+        c, f, size, core_mode(quantization_mode), lab, int(ignore_label), int(seed))
+    if return_maps_only:
+        out = [unique, inverse] if return_inverse else [unique]
+    else:
+        out = [qc]
+        if f is not None:
+            out.append(qf)
+        if lab is not None:
+            out.append(ql)
+        if return_index:
+            out.append(unique)
+        if return_inverse:
+            out.append(inverse)
+    if as_numpy:
+        out = [o.numpy() for o in out]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def batched_coordinates(coords, dtype=torch.int32, device=None):
+    """Per-sample N_i x D coordinates -> (sum N_i) x (1+D) with the sample index
+    in column 0 (real coordinates are floored)."""
+    return _mk.batched_coordinates([torch.as_tensor(c) for c in coords]).to(dtype)
+
+
+def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):
+    """Batches per-sample coordinates, features (and labels) into one
+    coordinate tensor with a batch column and concatenated features."""
+    bc = batched_coordinates(coords, dtype=dtype)
+    bf = torch.cat([torch.as_tensor(f) for f in feats], 0)
+    if labels is None:
+        return bc, bf
+    return bc, bf, torch.cat([torch.as_tensor(l) for l in labels], 0)
+
+
+class SparseTensorOperationMode(enum.IntEnum):
+    """SEPARATE_COORDINATE_MANAGER (default): every SparseTensor built from raw
+    coordinates gets a new manager. SHARE_COORDINATE_MANAGER: they share one
+    global manager (call clear_global_coordinate_manager() between iterations,
+    or its maps accumulate)."""
+
+    SEPARATE_COORDINATE_MANAGER = 0
+    SHARE_COORDINATE_MANAGER = 1
+
+
+_operation_mode = SparseTensorOperationMode.SEPARATE_COORDINATE_MANAGER
+_global_manager = None
+
+
+def set_sparse_tensor_operation_mode(mode):
+    global _operation_mode
+    _operation_mode = SparseTensorOperationMode(mode)
+
+
+def sparse_tensor_operation_mode():
+    return _operation_mode
+
+
+def global_coordinate_manager():
+    return _global_manager
+
+
+def set_global_coordinate_manager(manager):
+    global _global_manager
+    _global_manager = manager
+
+
+def clear_global_coordinate_manager():
+    global _global_manager
+    _global_manager = None
+
+
+def default_manager(dimension):
+    """The manager a tensor built from raw coordinates joins (see the mode)."""
+    global _global_manager
+    if _operation_mode != SparseTensorOperationMode.SHARE_COORDINATE_MANAGER:
+        return CoordinateManager(dimension)
+    if _global_manager is None:
+        _global_manager = CoordinateManager(dimension)
+    elif _global_manager.dimension != dimension:
+        raise ValueError(f"the global coordinate manager has dimension "
+                         f"{_global_manager.dimension}, got coordinates of dimension {dimension}")
+    return _global_manager

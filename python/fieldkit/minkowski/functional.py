@@ -1,0 +1,177 @@
+"""The sparse ops as torch.autograd.Functions over fieldkit's C++ pure
+forward/backward pairs. Each takes and returns feature tensors; the layers
+(convolution.py, pooling.py, broadcast.py) resolve the coordinate maps.
+
+Tensors cross as DLPack capsules made by torch's C entry point
+(``torch.utils.dlpack.to_dlpack``: about 1 us cheaper per tensor than the
+``__dlpack__`` protocol, and it takes tensors that require grad as they are),
+strided and without copies; first derivatives only (the backward is itself not
+differentiable). Under ``torch.autocast`` the float inputs are cast
+to the autocast dtype first, as the reference's ``maybe_autocast`` does.
+"""
+import torch
+from torch.autograd.function import once_differentiable
+
+from .._core import minkowski as _mk
+
+PoolingMode = _mk.PoolingMode
+BroadcastMode = _mk.BroadcastMode
+
+
+def autocast(*tensors):
+    """The tensors in the active autocast dtype for their device (unchanged
+    outside autocast, and for non-float tensors)."""
+    dev = tensors[0].device.type
+    if dev == "cpu" and torch.is_autocast_cpu_enabled():
+        dtype = torch.get_autocast_cpu_dtype()
+    elif dev == "cuda" and torch.is_autocast_enabled():
+        dtype = torch.get_autocast_gpu_dtype()
+    else:
+        return tensors
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
+
+
+_capsule = torch.utils.dlpack.to_dlpack
+
+
+class _NoGraph:
+    """The ctx of a forward that torch will not differentiate: keeps nothing."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+def run(function, *args):
+    """function.apply(*args), or, when no input needs a gradient (inference,
+    torch.no_grad), its forward alone: torch's Function machinery costs about
+    as much as a small op itself."""
+    if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return function.apply(*args)
+    return function.forward(_NoGraph(), *args)
+
+
+def _plain(t):
+    """A one-use DLPack capsule viewing t (keep t itself for the backward)."""
+    return _capsule(t)
+
+
+class ConvolutionFunction(torch.autograd.Function):
+    """out = sum over the kernel map's pairs of F[in] @ W[k] (channelwise:
+    F[in] * W[k]); the map decides submanifold, strided, transposed or
+    generative."""
+
+    @staticmethod
+    def forward(ctx, features, weight, kernel_map, channelwise=False):
+        ctx.save_for_backward(features, weight)
+        ctx.kernel_map, ctx.channelwise = kernel_map, channelwise
+        return _mk.conv_forward(_plain(features), _plain(weight), kernel_map, channelwise)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, w = ctx.saved_tensors
+        gf, gw = _mk.conv_backward(_plain(grad_out), _plain(f), _plain(w), ctx.kernel_map,
+                                   ctx.channelwise,
+                                   ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return gf, gw, None, None
+
+
+class LocalPoolingFunction(torch.autograd.Function):
+    """Max / average / sum over each output's pairs in a kernel map (pooling,
+    or its transpose when the map is a transposed one)."""
+
+    @staticmethod
+    def forward(ctx, features, kernel_map, mode):
+        out, argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
+        ctx.kernel_map, ctx.mode, ctx.argmax = kernel_map, mode, argmax
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        g = _mk.pool_backward(_plain(grad_out), ctx.kernel_map, ctx.mode, ctx.argmax)
+        return g, None, None
+
+
+class GlobalPoolingFunction(torch.autograd.Function):
+    """One row per batch item: max / average / sum of the item's rows."""
+
+    @staticmethod
+    def forward(ctx, features, groups, mode):
+        out, argmax = _mk.global_pool_forward(_plain(features), groups, mode)
+        ctx.groups, ctx.mode, ctx.argmax = groups, mode, argmax
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        g = _mk.global_pool_backward(_plain(grad_out), ctx.groups, ctx.mode, ctx.argmax)
+        return g, None, None
+
+
+class BroadcastFunction(torch.autograd.Function):
+    """out[i] = F[i] (+, *, concatenated with) glob[group(i)]."""
+
+    @staticmethod
+    def forward(ctx, features, glob, groups, mode):
+        ctx.save_for_backward(features, glob)
+        ctx.groups, ctx.mode = groups, mode
+        return _mk.broadcast_forward(_plain(features), _plain(glob), groups, mode)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, g = ctx.saved_tensors
+        gf, gg = _mk.broadcast_backward(_plain(grad_out), _plain(f), _plain(g), ctx.groups,
+                                        ctx.mode,
+                                        ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return gf, gg, None, None
+
+
+class InstanceNormFunction(torch.autograd.Function):
+    """(x - mean_s) / sqrt(var_s + eps) * weight + bias with the statistics of
+    each segment s (a batch item) of the rows."""
+
+    @staticmethod
+    def forward(ctx, features, weight, bias, segments, eps):
+        stats = _mk.normalize_statistics(_plain(features), segments, eps)
+        ctx.save_for_backward(features, weight)
+        ctx.segments, ctx.stats = segments, stats
+        return _mk.normalize_forward(_plain(features), segments, stats, _plain(weight),
+                                     _plain(bias))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        f, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx, gw, gb = _mk.normalize_backward(_plain(grad_out), _plain(f), ctx.segments, ctx.stats,
+                                            _plain(w),
+                                            need[0], need[1], need[2])
+        return gx, gw, gb, None, None
+
+
+class SpmmFunction(torch.autograd.Function):
+    """out = A @ dense with A the coordinate list `coo` holding `values`."""
+
+    @staticmethod
+    def forward(ctx, values, dense, coo):
+        ctx.save_for_backward(values, dense)
+        ctx.coo = coo
+        return _mk.spmm_forward(coo, _plain(values), _plain(dense))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        v, d = ctx.saved_tensors
+        gv, gd = _mk.spmm_backward(_plain(grad_out), ctx.coo, _plain(v), _plain(d),
+                                   ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return gv, gd, None
+
+
+def spmm(rows, cols, values, size, mat):
+    """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
+    (duplicates add up); differentiable w.r.t. values and mat."""
+    coo = _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
+    return run(SpmmFunction, values, mat, coo)

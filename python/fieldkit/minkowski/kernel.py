@@ -1,0 +1,88 @@
+"""Kernel descriptions: the reference's KernelGenerator, resolved to a C++
+KernelRegion for a given dimension."""
+import torch
+
+from .._core import minkowski as _mk
+from .coordinates import _axes
+
+RegionType = _mk.RegionType
+
+
+class KernelGenerator:
+    """kernel_size / stride / dilation (an int or D ints), the region type
+    (HYPER_CUBE, HYPER_CROSS or CUSTOM with ``region_offsets``, K x D ints)."""
+
+    def __init__(self, kernel_size=-1, stride=1, dilation=1, is_transpose=False,
+                 region_type=RegionType.HYPER_CUBE, region_offsets=None,
+                 expand_coordinates=False, axis_types=None, dimension=-1):
+        if dimension is None or dimension <= 0:
+            raise ValueError(f"KernelGenerator: expected a dimension > 0, got {dimension}")
+        self.kernel_size = _axes(kernel_size)
+        self.kernel_stride = _axes(stride)
+        self.kernel_dilation = _axes(dilation)
+        self.region_type = region_type
+        self.region_offsets = region_offsets
+        self.expand_coordinates = expand_coordinates
+        self.dimension = dimension
+        if region_type == RegionType.CUSTOM:
+            if region_offsets is None:
+                raise ValueError("KernelGenerator: a CUSTOM region needs region_offsets (K x D)")
+            offsets = torch.as_tensor(region_offsets, dtype=torch.int32).flatten().tolist()
+            self.region = _mk.KernelRegion.custom(offsets, dimension, self.kernel_dilation)
+        elif region_type == RegionType.HYPER_CROSS:
+            self.region = _mk.KernelRegion.cross(self.kernel_size, self.kernel_dilation)
+        else:
+            self.region = _mk.KernelRegion.cube(self.kernel_size, self.kernel_dilation)
+        self.kernel_volume = self.region.volume(dimension)
+
+    @property
+    def unit_stride(self):
+        return all(s == 1 for s in self.kernel_stride)
+
+
+def make_generator(kernel_generator, kernel_size, stride, dilation, dimension,
+                   expand_coordinates=False):
+    if kernel_generator is not None:
+        kernel_generator.expand_coordinates = expand_coordinates
+        return kernel_generator
+    return KernelGenerator(kernel_size, stride, dilation, expand_coordinates=expand_coordinates,
+                           dimension=dimension)
+
+
+def output_key(x, coordinates):
+    """The target map a layer's ``coordinates`` argument names (a SparseTensor
+    or a map key of the input's manager), or None."""
+    if coordinates is None:
+        return None
+    if hasattr(coordinates, "coordinate_map_key"):
+        if coordinates.coordinate_manager is not x.coordinate_manager:
+            raise ValueError("expected output coordinates of the input's coordinate manager, "
+                             "got a tensor of another manager")
+        return coordinates.coordinate_map_key
+    if isinstance(coordinates, _mk.MapKey):
+        if not x.coordinate_manager.has(coordinates):
+            raise ValueError(f"expected a map of the input's manager, got the key {coordinates}")
+        return coordinates
+    raise TypeError("expected output coordinates as a SparseTensor or a CoordinateMapKey, got "
+                    f"{type(coordinates).__name__}")
+
+
+def transposed_output_key(x, gen):
+    """A transposed op's output map: the existing map of the finer stride
+    (the encoder's: same tag, else untagged), else a new expanded one."""
+    mgr, key = x.coordinate_manager, x.coordinate_map_key
+    s = gen.kernel_stride * (x.D if len(gen.kernel_stride) == 1 else 1)
+    ts = list(key.tensor_stride)
+    if len(ts) == 1:
+        ts = ts * x.D
+    for a in range(x.D):
+        if ts[a] % s[a]:
+            raise ValueError("transposed op: expected a stride dividing the input tensor stride "
+                             f"on every axis, got stride {s[a]} for tensor stride {ts[a]} on "
+                             f"axis {a}")
+    out_ts = [t // q for t, q in zip(ts, s)]
+    if not gen.expand_coordinates:
+        for cand in (_mk.MapKey(out_ts, key.tag), _mk.MapKey(out_ts, "")):
+            if mgr.has(cand):
+                return cand
+    return mgr.expand(key, gen.region, out_ts)

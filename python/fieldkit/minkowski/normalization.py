@@ -1,0 +1,45 @@
+"""Normalization layers. MinkowskiBatchNorm is torch's BatchNorm1d over the
+features (as in the reference, so its state_dict and running statistics are
+torch's); MinkowskiInstanceNorm normalizes each batch item with fieldkit's
+C++ pair."""
+import torch
+
+from .._core import minkowski as _mk
+from .functional import InstanceNormFunction, run
+from .sparse_tensor import SparseTensor, TensorField
+
+
+def _like(input, features):
+    if isinstance(input, TensorField):
+        return TensorField(features, input.C, coordinate_manager=input.coordinate_manager)
+    return SparseTensor(features, coordinate_map_key=input.coordinate_map_key,
+                        coordinate_manager=input.coordinate_manager)
+
+
+class MinkowskiBatchNorm(torch.nn.Module):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(num_features, eps=eps, momentum=momentum, affine=affine,
+                                       track_running_stats=track_running_stats)
+
+    def forward(self, input):
+        return _like(input, self.bn(input.F))
+
+
+class MinkowskiInstanceNorm(torch.nn.Module):
+    """Per batch item: (x - mean) / sqrt(var + eps) * weight + bias, weight and
+    bias of shape (1, C) (the reference's)."""
+
+    def __init__(self, num_features, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(1, num_features))
+        self.bias = torch.nn.Parameter(torch.zeros(1, num_features))
+
+    def forward(self, input):
+        seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
+                                 input.F.detach())
+        w = self.weight.reshape(-1).to(input.F.dtype)
+        b = self.bias.reshape(-1).to(input.F.dtype)
+        return _like(input, run(InstanceNormFunction, input.F, w, b, seg, self.eps))

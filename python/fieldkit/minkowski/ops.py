@@ -1,0 +1,179 @@
+"""Pruning, union and interpolation: C++ decides the coordinates, the features
+follow through torch indexing (pruning, union) or fieldkit's spmm pair
+(interpolation)."""
+import torch
+
+from .._core import minkowski as _mk
+from .functional import SpmmFunction, run
+from .sparse_tensor import SparseTensor, TensorField
+
+
+class MinkowskiPruning(torch.nn.Module):
+    """Keeps the rows where ``mask`` (bool, N or N x 1) is True, on a new map;
+    an all-False mask gives an empty tensor."""
+
+    def forward(self, input, mask):
+        mask = torch.as_tensor(mask)
+        if mask.dtype == torch.uint8:
+            mask = mask.bool()
+        mgr = input.coordinate_manager
+        key, rows = _mk.prune_map(mgr, input.coordinate_map_key, input.F.detach(),
+                                  mask.numpy().astype(bool) if mask.dtype == torch.bool else mask)
+        return SparseTensor(input.F[rows], coordinate_map_key=key, coordinate_manager=mgr)
+
+
+class MinkowskiUnion(torch.nn.Module):
+    """The union of the inputs' coordinates (one manager); features add up
+    where inputs overlap."""
+
+    def forward(self, *inputs):
+        if len(inputs) < 2:
+            raise ValueError(f"MinkowskiUnion: expected at least 2 inputs, got {len(inputs)}")
+        mgr = inputs[0].coordinate_manager
+        for x in inputs[1:]:
+            if x.coordinate_manager is not mgr:
+                raise ValueError("MinkowskiUnion: expected inputs of one coordinate manager")
+        key, size, rows = _mk.union_map(mgr, [x.coordinate_map_key for x in inputs],
+                                        [x.F.detach() for x in inputs])
+        out = inputs[0].F.new_zeros(size, inputs[0].F.shape[1])
+        for x, r in zip(inputs, rows):
+            out = out.index_add(0, r, x.F)
+        return SparseTensor(out, coordinate_map_key=key, coordinate_manager=mgr)
+
+
+def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
+    """(features at the points, coordinate list, weights): multilinear over the
+    2^D corners present (renormalized where some are absent)."""
+    points = torch.as_tensor(points)
+    coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
+                                             input.F.detach(), points.detach(), mode)
+    out = run(SpmmFunction, weights.to(points.dtype), input.F, coo)
+    return out, coo, weights
+
+
+class MinkowskiInterpolation(torch.nn.Module):
+    """forward(input, tfield): the input's features at the points of tfield
+    (Q x (1+D) float, batch first). Returns out, then (in_map, out_map) with
+    return_kernel_map, then the weights with return_weights."""
+
+    def __init__(self, return_kernel_map=False, return_weights=False):
+        super().__init__()
+        self.return_kernel_map, self.return_weights = return_kernel_map, return_weights
+
+    def forward(self, input, tfield):
+        points = tfield.C if isinstance(tfield, TensorField) else tfield
+        out, coo, weights = interpolate(input, points)
+        if not (self.return_kernel_map or self.return_weights):
+            return out
+        result = [out]
+        if self.return_kernel_map:
+            result.append(coo)
+        if self.return_weights:
+            result.append(weights)
+        return tuple(result)
+
+
+def cat(*tensors):
+    """Channel-wise concatenation of tensors on one map of one manager."""
+    if not tensors:
+        raise ValueError("cat: expected at least one SparseTensor")
+    first = tensors[0]
+    for x in tensors[1:]:
+        if x.coordinate_manager is not first.coordinate_manager or \
+                x.coordinate_map_key != first.coordinate_map_key:
+            raise ValueError("cat: expected tensors on the same coordinate map of one manager, "
+                             f"got {first.coordinate_map_key} and {x.coordinate_map_key}")
+    return SparseTensor(torch.cat([x.F for x in tensors], 1),
+                        coordinate_map_key=first.coordinate_map_key,
+                        coordinate_manager=first.coordinate_manager)
+
+
+def _same_map(tensors, where):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise ValueError(f"{where}: expected at least one SparseTensor")
+    first = tensors[0]
+    for x in tensors[1:]:
+        if x.coordinate_manager is not first.coordinate_manager or \
+                x.coordinate_map_key != first.coordinate_map_key:
+            raise ValueError(f"{where}: expected tensors on the same coordinate map of one "
+                             f"manager, got {first.coordinate_map_key} and "
+                             f"{x.coordinate_map_key}")
+    return tensors
+
+
+def _on(first, features):
+    return SparseTensor(features, coordinate_map_key=first.coordinate_map_key,
+                        coordinate_manager=first.coordinate_manager)
+
+
+def sum(*tensors):  # noqa: A001 (the reference's name)
+    """Elementwise sum of tensors on one map."""
+    tensors = _same_map(tensors, "sum")
+    return _on(tensors[0], torch.stack([x.F for x in tensors]).sum(0))
+
+
+def mean(*tensors):
+    """Elementwise mean of tensors on one map."""
+    tensors = _same_map(tensors, "mean")
+    return _on(tensors[0], torch.stack([x.F for x in tensors]).mean(0))
+
+
+class _Stack(torch.nn.Sequential):
+    """Every child applied to the same input, the outputs combined."""
+
+    def forward(self, x):
+        return self.combine(*[m(x) for m in self])
+
+
+class MinkowskiStackCat(_Stack):
+    combine = staticmethod(lambda *xs: cat(*xs))
+
+
+class MinkowskiStackSum(_Stack):
+    combine = staticmethod(lambda *xs: sum(*xs))
+
+
+class MinkowskiStackMean(_Stack):
+    combine = staticmethod(lambda *xs: mean(*xs))
+
+
+def to_sparse(dense, coordinate_manager=None, remove_zeros=True):
+    """A dense B x C x s_1..s_D tensor as a SparseTensor: the cells with a
+    nonzero channel (every cell without remove_zeros), row-major; the
+    features are indexed from `dense` (differentiable)."""
+    spatial = dense.shape[2:]
+    keep = dense.detach().abs().sum(1) != 0 if remove_zeros else \
+        torch.ones((dense.shape[0], *spatial), dtype=torch.bool)
+    idx = keep.nonzero()
+    coords = idx.to(torch.int32)
+    features = dense.movedim(1, -1)[tuple(idx.t())]
+    return SparseTensor(features, coords, coordinate_manager=coordinate_manager)
+
+
+class MinkowskiToSparseTensor(torch.nn.Module):
+    """A TensorField's sparse(), or a dense tensor's nonzero cells."""
+
+    def __init__(self, remove_zeros=True, coordinates=None):
+        super().__init__()
+        self.remove_zeros = remove_zeros
+
+    def forward(self, x):
+        if isinstance(x, TensorField):
+            return x.sparse()
+        return to_sparse(x, remove_zeros=self.remove_zeros)
+
+
+class MinkowskiToDenseTensor(torch.nn.Module):
+    def __init__(self, shape=None):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x):
+        return x.dense(shape=self.shape)[0]
+
+
+class MinkowskiToFeature(torch.nn.Module):
+    def forward(self, x):
+        return x.F

@@ -1,0 +1,101 @@
+"""Pooling layers: local (max / average / sum over the inputs present under
+each output's kernel), transposed (unpooling) and global (one row per batch
+item)."""
+import torch
+
+from .functional import (GlobalPoolingFunction, LocalPoolingFunction, PoolingMode, autocast,
+                         run)
+from .kernel import make_generator, output_key, transposed_output_key
+from .sparse_tensor import SparseTensor
+
+
+class _LocalPooling(torch.nn.Module):
+    mode = PoolingMode.SUM
+
+    def __init__(self, kernel_size=-1, stride=1, dilation=1, kernel_generator=None,
+                 dimension=None):
+        super().__init__()
+        self.dimension = dimension
+        self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
+                                               dimension)
+
+    def forward(self, input, coordinates=None):
+        mgr, key = input.coordinate_manager, input.coordinate_map_key
+        out_key = output_key(input, coordinates)
+        if out_key is None:
+            out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
+        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
+        (f,) = autocast(input.F)
+        out = run(LocalPoolingFunction, f, kmap, self.mode)
+        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+
+
+class MinkowskiSumPooling(_LocalPooling):
+    mode = PoolingMode.SUM
+
+
+class MinkowskiAvgPooling(_LocalPooling):
+    """Average over the inputs present under the kernel (not the kernel volume)."""
+
+    mode = PoolingMode.AVG
+
+
+class MinkowskiMaxPooling(_LocalPooling):
+    """Per-channel max; ties go to the first offset; the gradient to the arg-max."""
+
+    mode = PoolingMode.MAX
+
+
+class MinkowskiPoolingTranspose(torch.nn.Module):
+    """Unpooling onto finer coordinates, summing the coarse features whose kernel
+    reaches each output (the reference's behaviour; the exact adjoint of sum
+    pooling with the same kernel and stride)."""
+
+    def __init__(self, kernel_size, stride, dilation=1, kernel_generator=None,
+                 expand_coordinates=False, dimension=None):
+        super().__init__()
+        self.dimension = dimension
+        self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
+                                               dimension, expand_coordinates)
+
+    def forward(self, input, coordinates=None):
+        mgr, key = input.coordinate_manager, input.coordinate_map_key
+        out_key = output_key(input, coordinates)
+        if out_key is None:
+            out_key = transposed_output_key(input, self.kernel_generator)
+        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
+        (f,) = autocast(input.F)
+        out = run(LocalPoolingFunction, f, kmap, PoolingMode.SUM)
+        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+
+
+class MinkowskiGlobalPooling(torch.nn.Module):
+    """One row per batch item b at (b, 0, ..., 0); every item 0..B-1 must have
+    points. ``mode``: PoolingMode.AVG (default), SUM or MAX."""
+
+    def __init__(self, mode=PoolingMode.AVG):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, input):
+        mgr, key = input.coordinate_manager, input.coordinate_map_key
+        groups = mgr.batch_groups(key)
+        out_key = mgr.origin_key(key, groups.groups)
+        (f,) = autocast(input.F)
+        out = run(GlobalPoolingFunction, f, groups, self.mode)
+        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+
+
+class MinkowskiGlobalSumPooling(MinkowskiGlobalPooling):
+    def __init__(self, mode=PoolingMode.SUM):
+        super().__init__(mode)
+
+
+class MinkowskiGlobalAvgPooling(MinkowskiGlobalPooling):
+    def __init__(self, mode=PoolingMode.AVG):
+        super().__init__(mode)
+
+
+class MinkowskiGlobalMaxPooling(MinkowskiGlobalPooling):
+    def __init__(self, mode=PoolingMode.MAX):
+        super().__init__(mode)

@@ -1,0 +1,293 @@
+"""SparseTensor and TensorField: torch features on the coordinates of a C++
+CoordinateManager map. Row i of the features is row i of the map."""
+import warnings
+
+import torch
+
+from .._core import minkowski as _mk
+from .coordinates import (
+    SparseTensorQuantizationMode as QMode,
+    default_manager,
+    _axes,
+    _int_coordinates,
+)
+
+
+def _reduce_duplicates(features, unique, inverse, mode, seed=0):
+    """The features of a map's rows from those of the input rows (torch ops,
+    so torch differentiates them)."""
+    m = unique.numel()
+    if mode == QMode.RANDOM_SUBSAMPLE:
+        return features[_mk.subsample_rows(inverse, m, seed)]
+    if mode in (QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
+        return features[unique]
+    c = features.shape[1]
+    if mode == QMode.MAX_POOL:
+        out = features.new_zeros(m, c)
+        with warnings.catch_warnings():  # torch < 2 calls scatter_reduce beta
+            warnings.filterwarnings("ignore", message="scatter_reduce")
+            return out.scatter_reduce(0, inverse[:, None].expand(-1, c), features, "amax",
+                                      include_self=False)
+    total = features.new_zeros(m, c).index_add(0, inverse, features)
+    if mode == QMode.UNWEIGHTED_SUM:
+        return total
+    counts = torch.bincount(inverse, minlength=m).to(features.dtype)
+    return total / counts[:, None]
+
+
+class SparseTensor:
+    """Features (N x C torch tensor) on one map of a CoordinateManager.
+
+    Build from ``coordinates`` (N x (1+D) ints, batch index first; duplicates
+    are reduced by ``quantization_mode``) or from an existing
+    ``coordinate_map_key`` of ``coordinate_manager``."""
+
+    def __init__(self, features, coordinates=None, tensor_stride=1, coordinate_map_key=None,
+                 coordinate_manager=None, quantization_mode=QMode.RANDOM_SUBSAMPLE,
+                 allocator_type=None, minkowski_algorithm=None, requires_grad=None, device=None):
+        if not isinstance(features, torch.Tensor) or features.dim() != 2:
+            raise ValueError("SparseTensor: expected 2-D features (N x C), got "
+                             f"{getattr(features, 'shape', type(features))}")
+        if device is not None:
+            features = features.to(device)
+        self.quantization_mode = QMode(quantization_mode)
+        self.unique_index = self.inverse_mapping = None
+        if coordinates is not None:
+            coordinates = _int_coordinates(coordinates)
+            if coordinates.dim() != 2 or coordinates.shape[0] != features.shape[0]:
+                raise ValueError(
+                    "SparseTensor: expected coordinates of shape N x (1+D) with N = "
+                    f"{features.shape[0]} feature rows, got {tuple(coordinates.shape)}")
+            mgr = coordinate_manager or default_manager(coordinates.shape[1] - 1)
+            key, unique, inverse = mgr.insert(coordinates, _axes(tensor_stride), "")
+            if unique.numel() != features.shape[0]:
+                features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
+            self.unique_index, self.inverse_mapping = unique, inverse
+        elif coordinate_map_key is not None and coordinate_manager is not None:
+            mgr, key = coordinate_manager, coordinate_map_key
+            if mgr.size(key) != features.shape[0]:
+                raise ValueError(f"SparseTensor: expected {mgr.size(key)} feature rows (the map "
+                                 f"{key}), got {features.shape[0]}")
+        else:
+            raise ValueError("SparseTensor: expected coordinates, or a coordinate_map_key with "
+                             "its coordinate_manager")
+        if requires_grad is not None:
+            features.requires_grad_(requires_grad)
+        self._F, self._manager, self._key, self._C = features, mgr, key, None
+
+    # -- what the tensor is ------------------------------------------------
+    @property
+    def F(self):
+        return self._F
+
+    features = F
+
+    @property
+    def C(self):
+        if self._C is None:
+            self._C = self._manager.coordinates(self._key)
+        return self._C
+
+    coordinates = C
+
+    @property
+    def coordinate_manager(self):
+        return self._manager
+
+    @property
+    def coordinate_map_key(self):
+        return self._key
+
+    @property
+    def tensor_stride(self):
+        return list(self._key.tensor_stride)
+
+    @property
+    def D(self):
+        return self._manager.dimension
+
+    dimension = D
+
+    @property
+    def shape(self):
+        return self._F.shape
+
+    @property
+    def dtype(self):
+        return self._F.dtype
+
+    @property
+    def device(self):
+        return self._F.device
+
+    @property
+    def requires_grad(self):
+        return self._F.requires_grad
+
+    def requires_grad_(self, flag=True):
+        self._F.requires_grad_(flag)
+        return self
+
+    def __len__(self):
+        return self._F.shape[0]
+
+    def size(self):
+        return self._F.size()
+
+    def __repr__(self):
+        return (f"SparseTensor(features={tuple(self._F.shape)} {self._F.dtype}, "
+                f"map={self._key}, D={self.D})")
+
+    # -- same coordinates, other features ------------------------------------
+    def _with(self, features):
+        return SparseTensor(features, coordinate_map_key=self._key,
+                            coordinate_manager=self._manager)
+
+    def detach(self):
+        return self._with(self._F.detach())
+
+    def float(self):
+        return self._with(self._F.float())
+
+    def double(self):
+        return self._with(self._F.double())
+
+    def _binary(self, other, op):
+        if isinstance(other, SparseTensor):
+            if other._manager is not self._manager or other._key != self._key:
+                raise ValueError("SparseTensor arithmetic: expected the same coordinate map of "
+                                 f"the same manager, got {self._key} and {other._key}")
+            other = other._F
+        return self._with(op(self._F, other))
+
+    def __add__(self, o):
+        return self._binary(o, torch.add)
+
+    def __sub__(self, o):
+        return self._binary(o, torch.sub)
+
+    def __mul__(self, o):
+        return self._binary(o, torch.mul)
+
+    def __truediv__(self, o):
+        return self._binary(o, torch.div)
+
+    def __neg__(self):
+        return self._with(-self._F)
+
+    # -- per batch item --------------------------------------------------------
+    def _rows_of(self, b):
+        return (self.C[:, 0] == b).nonzero().flatten()
+
+    def coordinates_at(self, batch_index):
+        return self.C[self._rows_of(batch_index), 1:]
+
+    def features_at(self, batch_index):
+        return self._F[self._rows_of(batch_index)]
+
+    @property
+    def decomposed_coordinates(self):
+        return [self.coordinates_at(b) for b in range(int(self.C[:, 0].max()) + 1)]
+
+    @property
+    def decomposed_features(self):
+        return [self.features_at(b) for b in range(int(self.C[:, 0].max()) + 1)]
+
+    # -- conversions -----------------------------------------------------------
+    def dense(self, shape=None, min_coordinate=None, contract_stride=True):
+        """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
+        torch scatter of the features (differentiable)."""
+        c = self.C.long()
+        spatial = c[:, 1:]
+        if min_coordinate is None:
+            if (spatial < 0).any():
+                raise ValueError("dense: negative coordinates need a min_coordinate")
+            lo = torch.zeros(self.D, dtype=torch.long)
+        else:
+            lo = torch.as_tensor(min_coordinate, dtype=torch.long).expand(self.D)
+        ts = torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
+        cell = (spatial - lo) // ts if contract_stride else spatial - lo
+        batches = int(c[:, 0].max()) + 1 if len(c) else 1
+        if shape is None:
+            sizes = (cell.max(0).values + 1).tolist()
+            shape = [batches, self._F.shape[1], *sizes]
+        shape = list(shape)
+        dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
+        dense = dense.index_put((c[:, 0], *cell.unbind(1)), self._F)
+        return dense.movedim(-1, 1), lo, self.tensor_stride
+
+    def features_at_coordinates(self, query_coordinates):
+        """Features at continuous points (Q x (1+D) float, batch first),
+        multilinear over the corners present (differentiable in F)."""
+        from .ops import interpolate
+
+        return interpolate(self, query_coordinates)[0]
+
+    def slice(self, field):
+        """This tensor's features at each point of a TensorField quantized onto
+        this tensor's map (``field.sparse()``), as a TensorField."""
+        inverse = field.inverse_mapping(self._key)
+        return TensorField(self._F[inverse], field.C, coordinate_manager=self._manager)
+
+
+class TensorField:
+    """Features on continuous coordinates (N x (1+D) float, batch first).
+    ``sparse()`` quantizes them onto a SparseTensor and remembers each point's
+    row, so ``SparseTensor.slice(field)`` brings features back to the points."""
+
+    def __init__(self, features, coordinates=None, tensor_stride=1,
+                 coordinate_field_map_key=None, coordinate_manager=None,
+                 quantization_mode=QMode.UNWEIGHTED_AVERAGE, allocator_type=None,
+                 minkowski_algorithm=None, requires_grad=None, device=None):
+        if coordinates is None:
+            raise ValueError("TensorField: expected coordinates")
+        coordinates = torch.as_tensor(coordinates)
+        if features.dim() != 2 or coordinates.dim() != 2 or \
+                coordinates.shape[0] != features.shape[0]:
+            raise ValueError("TensorField: expected N x C features and N x (1+D) coordinates, "
+                             f"got {tuple(features.shape)} and {tuple(coordinates.shape)}")
+        if requires_grad is not None:
+            features.requires_grad_(requires_grad)
+        self._F, self._C = features, coordinates
+        self._manager = coordinate_manager or default_manager(coordinates.shape[1] - 1)
+        self.quantization_mode = QMode(quantization_mode)
+        self._inverse = {}
+
+    @property
+    def F(self):
+        return self._F
+
+    features = F
+
+    @property
+    def C(self):
+        return self._C
+
+    coordinates = C
+
+    @property
+    def coordinate_manager(self):
+        return self._manager
+
+    @property
+    def D(self):
+        return self._C.shape[1] - 1
+
+    def __len__(self):
+        return self._F.shape[0]
+
+    def sparse(self, tensor_stride=1, quantization_mode=None):
+        ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype)
+        c = self._C.clone()
+        c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
+        c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
+        mode = self.quantization_mode if quantization_mode is None else quantization_mode
+        x = SparseTensor(self._F, c, tensor_stride=tensor_stride, quantization_mode=mode,
+                         coordinate_manager=self._manager)
+        self._inverse[x.coordinate_map_key] = x.inverse_mapping
+        return x
+
+    def inverse_mapping(self, key):
+        if key not in self._inverse:
+            raise ValueError(f"TensorField: no quantization onto the map {key} (call sparse())")
+        return self._inverse[key]

@@ -1,0 +1,125 @@
+"""nefi's inverse solvers from Python.
+
+    import fieldkit.nefi as nefi
+    out = nefi.invert("configs/toy1d_smoke.yaml", seed=0)
+    out["neural"]["metrics"]["psnr"], out["neural"]["reconstruction"]  # numpy
+
+A config is an instance name (its defaults), a YAML path with the CLI's layout
+(``instance``, ``config``, ``solver``, ``run``), and/or a dict of overrides
+with the same keys: instance keys at the top level or under ``config``,
+``solver.*`` and ``run.seed`` / ``run.methods``. Results are what ``nefi run``
+writes: per method the metrics (dict), the reconstruction, ground truth and
+fields (numpy arrays), the loss history (dict of numpy columns) and stages.
+"""
+import os
+
+from ._core import nefi as _nefi
+
+__all__ = ["instances", "measurement", "invert", "Solver", "bench", "config_yaml", "set_num_threads",
+           "get_num_threads"]
+
+
+def instances():
+    """{name: {summary, methods, scenes}} of every registered instance."""
+    return _nefi.instances()
+
+
+def _yaml_scalar(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_yaml_scalar(x) for x in v) + "]"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _sets(overrides, prefix=""):
+    """A (nested) dict of overrides as the CLI's KEY=VALUE assignments."""
+    out, methods, seed = [], None, None
+    for key, value in (overrides or {}).items():
+        if isinstance(value, dict):
+            if key == "run":
+                seed = value.get("seed", seed)
+                methods = value.get("methods", methods)
+                continue
+            sub, m, s = _sets(value, prefix + key + ".")
+            out += sub
+            methods, seed = m or methods, seed if s is None else s
+        elif prefix == "" and key == "seed":
+            seed = value
+        elif prefix == "" and key == "methods":
+            methods = value
+        else:
+            out.append(f"{prefix}{key}={_yaml_scalar(value)}")
+    return out, methods, seed
+
+
+def _target(instance, config):
+    if isinstance(config, (str, os.PathLike)):
+        return os.fspath(config), {}
+    return os.fspath(instance), config or {}
+
+
+def config_yaml(instance, config=None, seed=None):
+    """The effective config (YAML text) that invert() would run."""
+    target, overrides = _target(instance, config)
+    sets, _, s = _sets(overrides)
+    return _nefi.config_yaml(target, sets, s if seed is None else seed)
+
+
+def measurement(instance, config=None, seed=0):
+    """The data an instance's methods see for `seed` and its ground truth:
+    {data, mask (None: all observed), noise_std (None: unknown), ground_truth}."""
+    target, overrides = _target(instance, config)
+    sets, _, _ = _sets(overrides)
+    return _nefi.measurement(target, sets, int(seed))
+
+
+def invert(instance, config=None, seed=None, methods=None):
+    """Solves `instance` (a name or a YAML path) with `config` (a dict of
+    overrides or a YAML path); returns {method: result dict}."""
+    target, overrides = _target(instance, config)
+    sets, m, s = _sets(overrides)
+    methods = methods if methods is not None else m
+    if isinstance(methods, str):
+        methods = [methods]
+    out = _nefi.run(target, sets, s if seed is None else seed, list(methods or []))
+    return out["results"]
+
+
+class Solver:
+    """A configured solve: ``Solver(instance, config).solve(seed)``; keeps the
+    last run's results and effective config."""
+
+    def __init__(self, instance, config=None, methods=None):
+        self.instance, self.config, self.methods = instance, config, methods
+        self.results = None
+
+    @property
+    def config_yaml(self):
+        return config_yaml(self.instance, self.config)
+
+    def solve(self, seed=None):
+        self.results = invert(self.instance, self.config, seed, self.methods)
+        return self.results
+
+
+def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2),
+          budget_scale=1.0):
+    """A paired benchmark campaign as ``nefi bench`` runs it (one shard, no
+    files written): a list of per-run rows (dicts with metrics, steps, time)."""
+    target, overrides = _target(instance, config)
+    sets, m, _ = _sets(overrides)
+    methods = methods if methods is not None else (m or [])
+    return _nefi.bench(target, sets, list(methods), list(classes or []), int(n),
+                       [int(s) for s in seeds], float(budget_scale))
+
+
+def set_num_threads(n):
+    """fk's thread count for the solves (the CLI's --threads)."""
+    _nefi.set_num_threads(int(n))
+
+
+def get_num_threads():
+    return _nefi.get_num_threads()

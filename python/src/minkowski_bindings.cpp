@@ -1,0 +1,283 @@
+// fieldkit._core.minkowski: the coordinate machinery (managers, maps, kernel
+// maps) and the pure forward/backward pairs of every sparse op. The Python
+// side (fieldkit.minkowski) wraps each pair in a torch.autograd.Function, so
+// torch's tape, not fk's, records the graph: features and weights cross here
+// detached, as zero-copy DLPack views.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+#include <algorithm>
+#include "fk/factory.h"
+#include "minkowski/coords/coordinate_manager.h"
+#include "minkowski/ops/broadcast.h"
+#include "minkowski/ops/conv.h"
+#include "minkowski/ops/conv_kernel.h"
+#include "minkowski/ops/global_pooling.h"
+#include "minkowski/ops/pooling.h"
+#include "minkowski/ops/quantize.h"
+#include "minkowski/sparse_tensor.h"
+#include "tensor_bridge.h"
+
+namespace fkpy {
+namespace {
+
+namespace mk = minkowski;
+using Array = nb::ndarray<nb::ro>;
+
+fk::Tensor in(const Array& a) {
+  return from_dlpack(a);
+}
+fk::Tensor in_opt(const std::optional<Array>& a) {
+  return a ? from_dlpack(*a) : fk::Tensor();
+}
+nb::object out_opt(const fk::Tensor& t) {
+  return t.defined() ? to_torch(t) : nb::none();
+}
+nb::object index_out(const std::vector<int64_t>& v) {
+  return to_torch(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
+}
+
+// The map of rows (b, 0, ..., 0), b < batches, at `in`'s tensor stride, tagged
+// "<tag>@origin": the same key global_pooling (global_pooling.cpp) gives its
+// output, so tensors pooled from C++ and from Python share it.
+mk::MapKey origin_key(mk::CoordinateManager& mgr, const mk::MapKey& in, int64_t batches) {
+  const int w = mgr.dimension() + 1;
+  mk::MapKey key{in.tensor_stride, in.tag + "@origin"};
+  if (mgr.has(key)) {
+    auto m = mgr.map(key);
+    bool same = m->size() == batches;
+    for (int64_t b = 0; same && b < batches; ++b)
+      same = m->row(b)[0] == b &&
+             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
+    if (same) return key;
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
+  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
+  return mgr.insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
+}
+
+void bind_coordinates(nb::module_& m) {
+  nb::class_<mk::MapKey>(m, "MapKey")
+      .def(nb::init<std::vector<int32_t>, std::string>(), nb::arg("tensor_stride"),
+           nb::arg("tag") = "")
+      .def_rw("tensor_stride", &mk::MapKey::tensor_stride)
+      .def_rw("tag", &mk::MapKey::tag)
+      .def("__eq__", [](const mk::MapKey& a, const mk::MapKey& b) { return a == b; })
+      .def("__hash__", [](const mk::MapKey& k) { return nb::hash(nb::make_tuple(k.str())); })
+      .def("__repr__", &mk::MapKey::str);
+
+  nb::enum_<mk::RegionType>(m, "RegionType")
+      .value("HYPER_CUBE", mk::RegionType::HyperCube)
+      .value("HYPER_CROSS", mk::RegionType::HyperCross)
+      .value("CUSTOM", mk::RegionType::Custom);
+  nb::class_<mk::KernelRegion>(m, "KernelRegion")
+      .def_static("cube", &mk::KernelRegion::cube, nb::arg("size"),
+                  nb::arg("dilation") = std::vector<int32_t>{1})
+      .def_static("cross", &mk::KernelRegion::cross, nb::arg("size"),
+                  nb::arg("dilation") = std::vector<int32_t>{1})
+      .def_static("custom", &mk::KernelRegion::custom, nb::arg("offsets"), nb::arg("dimension"),
+                  nb::arg("dilation") = std::vector<int32_t>{1})
+      .def_ro("type", &mk::KernelRegion::type)
+      .def("volume", &mk::KernelRegion::volume, nb::arg("dimension"))
+      .def("offsets", &mk::KernelRegion::offsets, nb::arg("tensor_stride"))
+      .def("is_identity", &mk::KernelRegion::is_identity, nb::arg("dimension"))
+      .def("str", &mk::KernelRegion::str, nb::arg("dimension"));
+
+  nb::class_<mk::KernelMap>(m, "KernelMap")
+      .def_ro("volume", &mk::KernelMap::volume)
+      .def_ro("in_size", &mk::KernelMap::in_size)
+      .def_ro("out_size", &mk::KernelMap::out_size)
+      .def("pairs", &mk::KernelMap::pairs)
+      .def("count", &mk::KernelMap::count, nb::arg("k"));
+
+  nb::class_<mk::RowGroups>(m, "RowGroups")
+      .def_ro("groups", &mk::RowGroups::groups)
+      .def("__len__", [](const mk::RowGroups& g) { return g.group.size(); });
+
+  using Mgr = mk::CoordinateManager;
+  nb::class_<Mgr>(m, "CoordinateManager")
+      .def(nb::init<int>(), nb::arg("dimension"))
+      .def_prop_ro("dimension", &Mgr::dimension)
+      .def(
+          "insert",
+          [](Mgr& mgr, const Array& coords, const std::vector<int32_t>& stride,
+             const std::string& tag) {
+            auto r = mgr.insert(in(coords), stride, tag);
+            return nb::make_tuple(r.key, index_out(r.unique_rows), index_out(r.inverse));
+          },
+          nb::arg("coordinates"), nb::arg("tensor_stride") = std::vector<int32_t>{1},
+          nb::arg("tag") = "")
+      .def("has", &Mgr::has, nb::arg("key"))
+      .def("size", &Mgr::size, nb::arg("key"))
+      .def(
+          "coordinates",
+          [](const Mgr& mgr, const mk::MapKey& k) { return to_torch(mgr.coordinates(k)); },
+          nb::arg("key"))
+      .def("stride", &Mgr::stride, nb::arg("key"), nb::arg("stride"))
+      .def("expand", &Mgr::expand, nb::arg("key"), nb::arg("region"), nb::arg("out_tensor_stride"))
+      .def("kernel_map", &Mgr::kernel_map, nb::arg("in_key"), nb::arg("out_key"), nb::arg("region"),
+           nb::arg("transpose") = false)
+      .def(
+          "batch_groups",
+          [](const Mgr& mgr, const mk::MapKey& k) {
+            return std::make_shared<mk::RowGroups>(
+                mk::batch_groups(*mgr.map(k), "minkowski::global_pooling"));
+          },
+          nb::arg("key"))
+      .def(
+          "origin_key",
+          [](Mgr& mgr, const mk::MapKey& k, int64_t batches) {
+            return origin_key(mgr, k, batches);
+          },
+          nb::arg("key"), nb::arg("batches"))
+      .def("clear", &Mgr::clear)
+      .def("bytes", &Mgr::bytes)
+      .def("num_maps", &Mgr::num_maps)
+      .def("num_kernel_maps", &Mgr::num_kernel_maps);
+
+  m.def(
+      "subsample_rows",
+      [](const Array& inverse, int64_t m, uint64_t seed) {
+        return index_out(
+            mk::subsample_rows(in(inverse).contiguous().to_vector<int64_t>(), m, seed));
+      },
+      nb::arg("inverse"), nb::arg("m"), nb::arg("seed") = mk::kSubsampleSeed);
+  m.def(
+      "broadcast_groups",
+      [](const std::shared_ptr<Mgr>& mgr, const mk::MapKey& x_key, const Array& x_features,
+         const mk::MapKey& glob_key, const Array& glob_features) {
+        mk::SparseTensor x(in(x_features), x_key, mgr), g(in(glob_features), glob_key, mgr);
+        return std::make_shared<mk::RowGroups>(mk::broadcast_groups(x, g, "minkowski::broadcast"));
+      },
+      nb::arg("manager"), nb::arg("x_key"), nb::arg("x_features"), nb::arg("glob_key"),
+      nb::arg("glob_features"));
+}
+
+void bind_ops(nb::module_& m) {
+  m.def(
+      "conv_forward",
+      [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
+        fk::Tensor ft = in(f), wt = in(w), out;
+        {
+          nb::gil_scoped_release nogil;  // other Python threads run meanwhile
+          out = channelwise ? mk::channelwise_forward(ft, wt, map) : mk::conv_forward(ft, wt, map);
+        }
+        return to_torch(out);
+      },
+      nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
+  m.def(
+      "conv_backward",
+      [](const Array& g, const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise,
+         bool need_features, bool need_weight) {
+        fk::Tensor gt = in(g), ft = in(f), wt = in(w);
+        mk::ConvGrads r;
+        {
+          nb::gil_scoped_release nogil;
+          r = channelwise ? mk::channelwise_backward(gt, ft, wt, map, need_features, need_weight)
+                          : mk::conv_backward(gt, ft, wt, map, need_features, need_weight);
+        }
+        return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
+      },
+      nb::arg("grad_out"), nb::arg("features"), nb::arg("weight"), nb::arg("map"),
+      nb::arg("channelwise"), nb::arg("need_features"), nb::arg("need_weight"));
+
+  nb::enum_<mk::PoolingMode>(m, "PoolingMode")
+      .value("MAX", mk::PoolingMode::Max)
+      .value("AVG", mk::PoolingMode::Average)
+      .value("SUM", mk::PoolingMode::Sum);
+  m.def(
+      "pool_forward",
+      [](const Array& f, const mk::KernelMap& map, mk::PoolingMode mode) {
+        auto r = mk::pool_forward(in(f), map, mode);
+        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+      },
+      nb::arg("features"), nb::arg("map"), nb::arg("mode"));
+  m.def(
+      "pool_backward",
+      [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode,
+         const std::optional<Array>& argmax) {
+        return to_torch(mk::pool_backward(in(g), map, mode, in_opt(argmax)));
+      },
+      nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("argmax").none());
+  m.def(
+      "global_pool_forward",
+      [](const Array& f, const mk::RowGroups& groups, mk::PoolingMode mode) {
+        auto r = mk::global_pool_forward(in(f), groups, mode);
+        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+      },
+      nb::arg("features"), nb::arg("groups"), nb::arg("mode"));
+  m.def(
+      "global_pool_backward",
+      [](const Array& g, const mk::RowGroups& groups, mk::PoolingMode mode,
+         const std::optional<Array>& argmax) {
+        return to_torch(mk::global_pool_backward(in(g), groups, mode, in_opt(argmax)));
+      },
+      nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("argmax").none());
+
+  nb::enum_<mk::BroadcastMode>(m, "BroadcastMode")
+      .value("ADD", mk::BroadcastMode::Add)
+      .value("MULTIPLY", mk::BroadcastMode::Multiply)
+      .value("CONCATENATE", mk::BroadcastMode::Concatenate);
+  m.def(
+      "broadcast_forward",
+      [](const Array& f, const Array& g, const mk::RowGroups& groups, mk::BroadcastMode mode) {
+        return to_torch(mk::broadcast_forward(in(f), in(g), groups, mode));
+      },
+      nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"));
+  m.def(
+      "broadcast_backward",
+      [](const Array& go, const Array& f, const Array& g, const mk::RowGroups& groups,
+         mk::BroadcastMode mode, bool need_features, bool need_glob) {
+        auto r =
+            mk::broadcast_backward(in(go), in(f), in(g), groups, mode, need_features, need_glob);
+        return nb::make_tuple(out_opt(r.features), out_opt(r.glob));
+      },
+      nb::arg("grad_out"), nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"),
+      nb::arg("need_features"), nb::arg("need_glob"));
+
+  nb::enum_<mk::QuantizationMode>(m, "QuantizationMode")
+      .value("RANDOM_SUBSAMPLE", mk::QuantizationMode::RandomSubsample)
+      .value("UNWEIGHTED_AVERAGE", mk::QuantizationMode::UnweightedAverage)
+      .value("UNWEIGHTED_SUM", mk::QuantizationMode::UnweightedSum)
+      .value("MAX_POOL", mk::QuantizationMode::MaxPool)
+      .value("FIRST_OCCURRENCE", mk::QuantizationMode::FirstOccurrence);
+  m.def(
+      "sparse_quantize",
+      [](const Array& coords, const std::optional<Array>& features, const std::vector<double>& size,
+         mk::QuantizationMode mode, const std::optional<Array>& labels, int64_t ignore_label,
+         uint64_t seed) {
+        auto q = mk::sparse_quantize(in(coords), in_opt(features), size, mode, in_opt(labels),
+                                     ignore_label, seed);
+        return nb::make_tuple(to_torch(q.coordinates), out_opt(q.features), out_opt(q.labels),
+                              index_out(q.unique_index), index_out(q.inverse));
+      },
+      nb::arg("coordinates"), nb::arg("features").none(), nb::arg("quantization_size"),
+      nb::arg("mode"), nb::arg("labels").none(), nb::arg("ignore_label"), nb::arg("seed"));
+  m.def(
+      "batched_coordinates",
+      [](const std::vector<Array>& coords) {
+        std::vector<fk::Tensor> v;
+        for (auto& c : coords) v.push_back(in(c));
+        return to_torch(mk::batched_coordinates(v));
+      },
+      nb::arg("coordinates"));
+  m.def("set_deterministic", &mk::set_deterministic, nb::arg("on"));
+  m.def("is_deterministic", &mk::is_deterministic);
+}
+
+}  // namespace
+
+void bind_minkowski_more(nb::module_& m);
+
+void bind_minkowski(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("minkowski", "MinkowskiEngine's engine, on fk");
+  bind_coordinates(m);
+  bind_ops(m);
+  bind_minkowski_more(m);
+}
+
+}  // namespace fkpy

@@ -1,0 +1,196 @@
+// fieldkit._core.nefi: nefi's registered instances, solved as `nefi run` and
+// benchmarked as `nefi bench` solve and benchmark them (the same config
+// resolution: an instance's defaults or a YAML file, then KEY=VALUE sets),
+// with results as numpy arrays and dicts. The GIL is released while C++
+// solves.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <filesystem>
+#include <optional>
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "nefi/bench/campaign.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "tensor_bridge.h"
+
+namespace fkpy {
+namespace {
+
+nb::object numpy_or_none(const fk::Tensor& t) {
+  return t.defined() ? to_numpy(t.contiguous()) : nb::none();
+}
+
+nefi::RunConfig resolve(const std::string& target, const std::vector<std::string>& sets,
+                        std::optional<uint64_t> seed) {
+  namespace fs = std::filesystem;
+  const bool is_file = fs::exists(target) || target.ends_with(".yaml") || target.ends_with(".yml");
+  nefi::RunConfig cfg =
+      is_file ? nefi::load_run_config_file(target) : nefi::default_run_config(target);
+  for (const auto& s : sets) nefi::apply_set(cfg, s);
+  if (seed) cfg.seed = *seed;
+  return cfg;
+}
+
+nb::dict history_dict(const nefi::History& h) {
+  nb::dict d;
+  for (const auto& c : h.columns) {
+    std::vector<double> v = h.column(c);
+    d[c.c_str()] = to_numpy(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
+  }
+  return d;
+}
+
+nb::dict measurement_dict(const nefi::Measurement& m) {
+  nb::dict d;
+  d["data"] = numpy_or_none(m.data);
+  d["mask"] = numpy_or_none(m.mask);
+  d["noise_std"] = m.has_noise() ? nb::cast(m.noise_std) : nb::none();
+  return d;
+}
+
+nb::dict output_dict(const nefi::RunOutput& o) {
+  nb::dict d;
+  d["method"] = o.method;
+  d["measurement"] = measurement_dict(o.measurement);
+  d["metrics"] = o.metrics;
+  d["reconstruction"] = numpy_or_none(o.reconstruction);
+  d["ground_truth"] = numpy_or_none(o.gt);
+  nb::dict fields;
+  for (const auto& [name, t] : o.result.fields) fields[name.c_str()] = numpy_or_none(t);
+  d["fields"] = fields;
+  d["history"] = history_dict(o.result.history);
+  nb::list stages;
+  for (const auto& s : o.result.stages) {
+    nb::dict st;
+    st["name"] = s.name;
+    st["shape"] = std::vector<int64_t>(s.shape.begin(), s.shape.end());
+    st["steps"] = s.steps;
+    st["seconds"] = s.seconds;
+    st["final_total"] = s.final_total;
+    st["final_data_loss"] = s.final_data_loss;
+    st["stop"] = s.stop;
+    stages.append(st);
+  }
+  d["stages"] = stages;
+  d["total_steps"] = o.result.total_steps();
+  d["ms_per_step"] = o.result.total_steps() > 0 ? o.result.ms_per_step() : 0.0;
+  d["total_s"] = o.result.total_s;
+  d["n_parameters"] = o.result.n_parameters;
+  d["seed"] = o.result.seed;
+  return d;
+}
+
+nb::dict run(const std::string& target, const std::vector<std::string>& sets,
+             std::optional<uint64_t> seed, const std::vector<std::string>& methods) {
+  nefi::RunConfig cfg = resolve(target, sets, seed);
+  if (!methods.empty()) cfg.methods = methods;
+  nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  nefi::SolverOptions so;
+  so.nan_guard = cfg.nan_guard;
+  so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
+  so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  std::vector<nefi::RunOutput> outs;
+  {
+    nb::gil_scoped_release nogil;
+    for (const auto& m : cfg.methods) outs.push_back(inst->run(cfg.config, m, cfg.seed, so));
+  }
+  nb::dict d;
+  d["instance"] = cfg.instance;
+  d["seed"] = cfg.seed;
+  d["config_yaml"] = nefi::to_yaml(cfg);
+  nb::dict results;
+  for (const auto& o : outs) results[o.method.c_str()] = output_dict(o);
+  d["results"] = results;
+  return d;
+}
+
+nb::list bench(const nefi::bench::CampaignSpec& spec) {
+  const nefi::bench::Protocol proto = nefi::bench::make_protocol(spec);
+  const nefi::InstancePtr inst = nefi::find_instance(proto.instance);
+  std::vector<nefi::bench::Row> rows;
+  {
+    nb::gil_scoped_release nogil;
+    rows = nefi::bench::run_campaign(*inst, proto, nefi::bench::CampaignOptions{});
+  }
+  nb::list out;
+  for (const auto& r : rows) {
+    nb::dict d;
+    d["unit"] = r.unit;
+    d["method"] = r.method;
+    d["class"] = r.cls;
+    d["sample"] = r.sample;
+    d["data_seed"] = r.data_seed;
+    d["seed"] = r.seed;
+    d["metrics"] = r.metrics;
+    d["steps"] = r.steps;
+    d["final_data_loss"] = r.final_data_loss;
+    d["n_params"] = r.n_params;
+    d["stop"] = r.stop;
+    d["error"] = r.error;
+    d["time_s"] = r.time_s;
+    d["ms_per_step"] = r.ms_per_step;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_nefi(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("nefi", "nefi's inverse solvers, on fk");
+  m.def("instances", [] {
+    nb::dict d;
+    for (const auto& i : nefi::all_instances()) {
+      nb::dict e;
+      e["summary"] = i->summary();
+      e["methods"] = i->methods();
+      e["scenes"] = i->scenes();
+      d[i->name().c_str()] = e;
+    }
+    return d;
+  });
+  m.def(
+      "config_yaml",
+      [](const std::string& target, const std::vector<std::string>& sets,
+         std::optional<uint64_t> seed) { return nefi::to_yaml(resolve(target, sets, seed)); },
+      nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
+      nb::arg("seed") = nb::none());
+  m.def(
+      "measurement",
+      [](const std::string& target, const std::vector<std::string>& sets, uint64_t seed) {
+        nefi::RunConfig cfg = resolve(target, sets, seed);
+        auto [meas, gt] = nefi::find_instance(cfg.instance)->make_measurement(cfg.config, seed);
+        nb::dict d = measurement_dict(meas);
+        d["ground_truth"] = numpy_or_none(gt);
+        return d;
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("seed"));
+  m.def("run", &run, nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
+        nb::arg("seed") = nb::none(), nb::arg("methods") = std::vector<std::string>{});
+  m.def(
+      "bench",
+      [](const std::string& target, const std::vector<std::string>& sets,
+         const std::vector<std::string>& methods, const std::vector<std::string>& classes,
+         int64_t n, const std::vector<uint64_t>& seeds, double budget_scale) {
+        nefi::bench::CampaignSpec spec;
+        spec.target = target;
+        spec.sets = sets;
+        spec.methods = methods;
+        spec.classes = classes;
+        spec.n_samples = n;
+        spec.seeds = seeds;
+        spec.budget_scale = budget_scale;
+        return bench(spec);
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("methods"), nb::arg("classes"), nb::arg("n"),
+      nb::arg("seeds"), nb::arg("budget_scale"));
+  m.def("set_num_threads", &fk::set_num_threads, nb::arg("n"));
+  m.def("get_num_threads", &fk::get_num_threads);
+}
+
+}  // namespace fkpy

@@ -1,0 +1,97 @@
+"""Normalization, pruning, union, interpolation and spmm: gradcheck in f64 and
+plain torch references."""
+import pytest
+import torch
+from conftest import on_map, random_sparse
+
+import fieldkit.minkowski as ME
+
+
+def test_instance_norm_normalizes_each_batch_item():
+    x = random_sparse(n=60)
+    norm = ME.MinkowskiInstanceNorm(3).double()
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([[1.0, 2.0, 0.5]]))
+        norm.bias.copy_(torch.tensor([[0.0, 1.0, -1.0]]))
+    y = norm(x)
+    for b in range(2):
+        rows = x.C[:, 0] == b
+        f = x.F[rows]
+        ref = (f - f.mean(0)) / torch.sqrt(f.var(0, unbiased=False) + 1e-5)
+        ref = ref * norm.weight + norm.bias
+        assert torch.allclose(y.F[rows], ref, atol=1e-10)
+
+
+def test_instance_norm_gradcheck():
+    x = random_sparse(n=30)
+    norm = ME.MinkowskiInstanceNorm(3).double()
+
+    def run(f, w, b):  # the layer with its parameters replaced by w, b
+        norm._parameters["weight"], norm._parameters["bias"] = w, b
+        return norm(on_map(x, f)).F
+
+    f = x.F.clone().requires_grad_()
+    w = torch.rand(1, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.rand(1, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(run, (f, w, b))
+
+
+def test_batch_norm_is_torchs_over_the_features():
+    x = random_sparse(n=60)
+    bn = ME.MinkowskiBatchNorm(3).double()
+    ref = torch.nn.functional.batch_norm(x.F, None, None, training=True)
+    assert torch.allclose(bn(x).F, ref, atol=1e-12)
+    assert set(bn.state_dict()) >= {"bn.weight", "bn.running_mean"}
+
+
+def test_pruning_keeps_the_masked_rows():
+    x = random_sparse(n=40)
+    mask = x.F[:, 0] > 0
+    y = ME.MinkowskiPruning()(x, mask)
+    assert torch.equal(y.C, x.C[mask]) and torch.equal(y.F, x.F[mask])
+    f = x.F.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda ff: ME.MinkowskiPruning()(on_map(x, ff), mask).F,
+                                    (f,))
+    empty = ME.MinkowskiPruning()(x, torch.zeros(len(x), dtype=torch.bool))
+    assert len(empty) == 0 and empty.F.shape == (0, 3)
+
+
+def test_union_adds_overlapping_rows():
+    mgr = ME.CoordinateManager(2)
+    a = ME.SparseTensor(torch.tensor([[1.0], [2.0]], dtype=torch.float64),
+                        torch.tensor([[0, 0, 0], [0, 1, 0]]), coordinate_manager=mgr)
+    b = ME.SparseTensor(torch.tensor([[3.0], [4.0]], dtype=torch.float64),
+                        torch.tensor([[0, 1, 0], [0, 2, 0]]), coordinate_manager=mgr)
+    u = ME.MinkowskiUnion()(a, b)
+    rows = {tuple(c): f.item() for c, f in zip(u.C.tolist(), u.F)}
+    assert rows == {(0, 0, 0): 1.0, (0, 1, 0): 5.0, (0, 2, 0): 4.0}
+    fa, fb = a.F.clone().requires_grad_(), b.F.clone().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda p, q: ME.MinkowskiUnion()(on_map(a, p), on_map(b, q)).F, (fa, fb))
+
+
+def test_interpolation_is_bilinear_inside_and_exact_on_voxels():
+    c = torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 1, 1]])
+    x = ME.SparseTensor(torch.tensor([[0.0], [1.0], [2.0], [3.0]], dtype=torch.float64), c)
+    q = torch.tensor([[0, 0.5, 0.5], [0, 1.0, 0.0], [0, 0.25, 0.0]], dtype=torch.float64)
+    out = x.features_at_coordinates(q)
+    assert torch.allclose(out.flatten(), torch.tensor([1.5, 1.0, 0.25], dtype=torch.float64))
+    f = x.F.clone().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda ff: ME.MinkowskiInterpolation()(on_map(x, ff), q), (f,))
+
+
+def test_spmm_matches_dense_matmul_and_gradcheck():
+    rows = torch.tensor([0, 0, 2, 1, 2])
+    cols = torch.tensor([1, 3, 0, 1, 0])  # (2, 0) twice: duplicates add up
+    vals = torch.rand(5, dtype=torch.float64, requires_grad=True)
+    mat = torch.rand(4, 2, dtype=torch.float64, requires_grad=True)
+    dense_a = torch.zeros(3, 4, dtype=torch.float64).index_put((rows, cols), vals.detach(),
+                                                               accumulate=True)
+    assert torch.allclose(ME.spmm(rows, cols, vals, (3, 4), mat), dense_a @ mat)
+    assert torch.autograd.gradcheck(lambda v, m: ME.spmm(rows, cols, v, (3, 4), m), (vals, mat))
+
+
+def test_spmm_rejects_out_of_range_rows():
+    with pytest.raises(ValueError, match="spmm"):
+        ME.spmm(torch.tensor([5]), torch.tensor([0]), torch.ones(1), (3, 4), torch.ones(4, 1))

@@ -1,0 +1,103 @@
+"""Pooling, global pooling and broadcast: gradcheck in f64 and equality with
+plain torch references."""
+import pytest
+import torch
+import torch.nn.functional as tf
+from conftest import on_map, random_sparse
+
+import fieldkit.minkowski as ME
+
+
+def gradcheck_features(fn, x):
+    f = x.F.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda ff: fn(on_map(x, ff)).F, (f,))
+
+
+LOCAL = [ME.MinkowskiMaxPooling, ME.MinkowskiAvgPooling, ME.MinkowskiSumPooling]
+
+
+@pytest.mark.parametrize("cls", LOCAL)
+@pytest.mark.parametrize("kernel,stride", [(2, 2), (3, 1), (3, 2)])
+def test_local_pooling_gradcheck(cls, kernel, stride):
+    gradcheck_features(cls(kernel_size=kernel, stride=stride, dimension=2), random_sparse())
+
+
+def block_reference(x, reduce):
+    """Per occupied 2x2 block: reduce over the present rows (plain loops)."""
+    blocks = {}
+    for (b, i, j), f in zip(x.C.tolist(), x.F):
+        blocks.setdefault((b, i // 2 * 2, j // 2 * 2), []).append(f)
+    return {k: reduce(torch.stack(v)) for k, v in blocks.items()}
+
+
+@pytest.mark.parametrize("cls,reduce", [
+    (ME.MinkowskiMaxPooling, lambda v: v.max(0).values),
+    (ME.MinkowskiAvgPooling, lambda v: v.mean(0)),
+    (ME.MinkowskiSumPooling, lambda v: v.sum(0)),
+])
+def test_stride_two_pooling_reduces_each_occupied_block(cls, reduce):
+    x = random_sparse(n=50, extent=8)
+    y = cls(kernel_size=2, stride=2, dimension=2)(x)
+    ref = block_reference(x, reduce)
+    assert len(y) == len(ref) and y.tensor_stride == [2, 2]
+    for c, f in zip(y.C.tolist(), y.F):
+        assert torch.allclose(f, ref[tuple(c)], atol=1e-12)
+
+
+def test_max_pooling_equals_dense_max_pooling_on_positive_features():
+    x = random_sparse(n=50, extent=8)
+    x = on_map(x, x.F.abs() + 0.1)  # absent cells (0) never win
+    y = ME.MinkowskiMaxPooling(kernel_size=2, stride=2, dimension=2)(x)
+    dense = tf.max_pool2d(x.dense(shape=[2, 3, 8, 8])[0], 2, 2)
+    c = y.C.long()
+    assert torch.equal(y.F, dense.movedim(1, -1)[c[:, 0], c[:, 1] // 2, c[:, 2] // 2])
+
+
+def test_pooling_transpose_is_the_adjoint_of_sum_pooling():
+    x = random_sparse(n=50, extent=8)
+    pool = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)
+    unpool = ME.MinkowskiPoolingTranspose(kernel_size=2, stride=2, dimension=2)
+    y = pool(x)
+    g = torch.randn_like(y.F)
+    back = unpool(on_map(y, g))
+    assert back.coordinate_map_key == x.coordinate_map_key
+    assert torch.allclose((y.F * g).sum(), (x.F * back.F).sum(), atol=1e-10)
+    gradcheck_features(unpool, y.detach())
+
+
+@pytest.mark.parametrize("cls,reduce", [
+    (ME.MinkowskiGlobalMaxPooling, lambda v: v.max(0).values),
+    (ME.MinkowskiGlobalAvgPooling, lambda v: v.mean(0)),
+    (ME.MinkowskiGlobalSumPooling, lambda v: v.sum(0)),
+])
+def test_global_pooling(cls, reduce):
+    x = random_sparse(n=50, extent=8)
+    y = cls()(x)
+    assert y.C.tolist() == [[0, 0, 0], [1, 0, 0]]
+    for b in range(2):
+        assert torch.allclose(y.F[b], reduce(x.F[x.C[:, 0] == b]), atol=1e-12)
+    gradcheck_features(cls(), x)
+
+
+@pytest.mark.parametrize("cls,op", [
+    (ME.MinkowskiBroadcastAddition, lambda f, g: f + g),
+    (ME.MinkowskiBroadcastMultiplication, lambda f, g: f * g),
+    (ME.MinkowskiBroadcastConcatenation, lambda f, g: torch.cat([f, g], 1)),
+])
+def test_broadcast(cls, op):
+    x = random_sparse(n=50, extent=8)
+    glob = ME.MinkowskiGlobalAvgPooling()(x)
+    out = cls()(x, glob)
+    ref = op(x.F, glob.F[x.C[:, 0].long()])
+    assert torch.allclose(out.F, ref, atol=1e-12)
+    f = x.F.detach().clone().requires_grad_()
+    g = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda ff, gg: cls()(on_map(x, ff), on_map(glob, gg)).F, (f, g))
+
+
+def test_broadcast_refuses_another_manager():
+    x, other = random_sparse(seed=1), random_sparse(seed=2)
+    glob = ME.MinkowskiGlobalAvgPooling()(other)
+    with pytest.raises(ValueError, match="another manager"):
+        ME.MinkowskiBroadcastAddition()(x, glob)
