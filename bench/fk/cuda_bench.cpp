@@ -37,6 +37,13 @@ cudaStream_t current_stream() {
   return static_cast<cudaStream_t>(fk::cuda::current_stream(0));
 }
 
+// False (and the benchmark stopped with the error's text) when e is an error.
+bool cuda_ok(benchmark::State& state, cudaError_t e) {
+  if (e == cudaSuccess) return true;
+  state.SkipWithError(cudaGetErrorString(e));
+  return false;
+}
+
 // Times one iteration with a pair of events on the current stream.
 class EventTimer {
  public:
@@ -72,10 +79,7 @@ void run_timed(benchmark::State& state, Body&& body) {
     state.SkipWithError("the warm-up call failed");
     return;
   }
-  if (cudaError_t e = cudaStreamSynchronize(current_stream()); e != cudaSuccess) {
-    state.SkipWithError(cudaGetErrorString(e));
-    return;
-  }
+  if (!cuda_ok(state, cudaStreamSynchronize(current_stream()))) return;
   EventTimer timer;
   for (auto _ : state) {
     timer.start();
@@ -86,8 +90,7 @@ void run_timed(benchmark::State& state, Body&& body) {
       break;
     }
   }
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-    state.SkipWithError(cudaGetErrorString(e));
+  cuda_ok(state, cudaGetLastError());
 }
 
 void report_bytes(benchmark::State& state, int64_t bytes_per_iteration) {

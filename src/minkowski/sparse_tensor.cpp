@@ -131,6 +131,18 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
            std::to_string(features.size(0)));
 }
 
+SparseTensor SparseTensor::with_features(const fk::Tensor& features) const {
+  const char* where = "minkowski::SparseTensor::with_features";
+  FK_CHECK(defined(), where, "a sparse tensor", "an empty handle");
+  check_features(features, where);
+  FK_CHECK(features.size(0) == size(), where,
+           std::to_string(size()) + " feature rows (the map " + key_.str() + ")",
+           std::to_string(features.size(0)));
+  SparseTensor s = *this;
+  s.features_ = features;
+  return s;
+}
+
 void check_same_manager(const SparseTensor& a, const SparseTensor& b, const char* where) {
   FK_CHECK(a.defined() && b.defined(), where, "two sparse tensors", "an empty handle");
   FK_CHECK(a.manager() == b.manager(), where, "tensors of the same coordinate manager",

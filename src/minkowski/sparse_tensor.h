@@ -100,6 +100,14 @@ class SparseTensor {
   // points: field.with_features(field.slice(*this)) (MinkowskiEngine's
   // SparseTensor.slice(TensorField)). Defined in tensor_field.cpp.
   TensorField slice(const TensorField& field) const;
+  // slice(field) with the field's own features appended as further channels
+  // (N x (channels() + field.channels()); ME's cat_slice). Differentiable
+  // w.r.t. both feature tensors. Defined in tensor_field.cpp.
+  TensorField cat_slice(const TensorField& field) const;
+  // The same map and quantization record with other features (same row count,
+  // any channel count): what feature-wise ops (activations, normalization,
+  // cat) return.
+  SparseTensor with_features(const fk::Tensor& features) const;
 
  private:
   fk::Tensor features_;

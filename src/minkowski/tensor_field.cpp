@@ -6,6 +6,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/index.h"
+#include "fk/ops/join.h"
 
 namespace minkowski {
 
@@ -140,6 +141,14 @@ TensorField TensorField::with_features(const fk::Tensor& features) const {
 
 TensorField SparseTensor::slice(const TensorField& field) const {
   return field.with_features(field.slice(*this));
+}
+
+TensorField SparseTensor::cat_slice(const TensorField& field) const {
+  fk::Tensor sliced = field.slice(*this);
+  FK_CHECK(sliced.dtype() == field.F().dtype(), "minkowski::SparseTensor::cat_slice",
+           "a field with the sparse tensor's feature dtype " + std::string(fk::name(F().dtype())),
+           fk::name(field.F().dtype()));
+  return field.with_features(fk::cat({sliced, field.F()}, 1));
 }
 
 }  // namespace minkowski

@@ -62,6 +62,11 @@ class TensorField {
                       uint64_t seed = kSubsampleSeed) {
     return sparse(std::vector<double>{voxel_size}, mode, std::move(manager), tensor_stride, seed);
   }
+  // Voxel size 1 (coordinates already in voxel units), as ME's
+  // field.sparse(quantization_mode=...).
+  SparseTensor sparse(QuantizationMode mode, std::shared_ptr<CoordinateManager> manager = nullptr) {
+    return sparse(1.0, mode, std::move(manager));
+  }
 
   // The features of `s` at every point: N x C (s.channels()). On the map this
   // field was last quantized to, row i = row inverse_mapping()[i] of s.F().

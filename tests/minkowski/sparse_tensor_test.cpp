@@ -1,4 +1,4 @@
-// SparseTensor construction, quantization, batching and dense conversion.
+// SparseTensor construction, quantization, batching and feature replacement.
 #include <gtest/gtest.h>
 
 #include "fk/fk.h"
@@ -216,39 +216,6 @@ TEST(MinkowskiTensor, EmptyTensor) {
   EXPECT_EQ(x.dimension(), 3);
   auto d = to_dense(x, {}, std::vector<int64_t>{2, 2, 2});
   EXPECT_EQ(d.dense.shape(), (fk::Dims{0, 4, 2, 2, 2}));
-}
-
-TEST(MinkowskiDense, RoundTripAndValues) {
-  // 2-D, tensor stride 2: rows at (0,0) and (2,4) in batch 0, (0,2) in batch 1.
-  fk::Tensor c = coords({0, 0, 0, 0, 2, 4, 1, 0, 2}, 3);
-  fk::Tensor f = fk::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, fk::Dims{3, 2});
-  SparseTensor x(f, c, {2});
-  auto d = to_dense(x);
-  ASSERT_EQ(d.dense.shape(), (fk::Dims{2, 2, 2, 3}));
-  auto v = d.dense.to_vector<double>();
-  // [b][c][x][y]
-  auto at = [&](int b, int ch, int i, int j) { return v[((b * 2 + ch) * 2 + i) * 3 + j]; };
-  EXPECT_EQ(at(0, 0, 0, 0), 1);
-  EXPECT_EQ(at(0, 1, 0, 0), 2);
-  EXPECT_EQ(at(0, 0, 1, 2), 3);
-  EXPECT_EQ(at(1, 1, 0, 1), 6);
-  EXPECT_EQ(at(1, 0, 1, 1), 0);
-  SparseTensor y = to_sparse(d.dense, {2});
-  EXPECT_EQ(y.size(), 3);
-  EXPECT_EQ(y.C().to_vector<int32_t>(), c.to_vector<int32_t>());
-  fk::test::expect_close(y.F(), f.to_vector<double>(), 0);
-  // negative coordinates need a min coordinate
-  SparseTensor neg(f, coords({0, -2, 0, 0, 2, 4, 1, 0, 2}, 3), {2});
-  EXPECT_THROW(to_dense(neg), fk::Error);
-  auto dn = to_dense(neg, std::vector<int32_t>{-2, 0});
-  EXPECT_EQ(dn.dense.shape(), (fk::Dims{2, 2, 3, 3}));
-  // gradient flows through to_dense
-  fk::Tensor fg = f.clone().set_requires_grad(true);
-  EXPECT_GRADCHECK(
-      [c](const std::vector<fk::Tensor>& in) {
-        return to_dense(SparseTensor(in[0], c, {2})).dense;
-      },
-      std::vector<fk::Tensor>{fg});
 }
 
 }  // namespace

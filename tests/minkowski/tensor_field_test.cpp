@@ -131,6 +131,44 @@ TEST(TensorField, Gradients) {
   EXPECT_GRADCHECK(on_transposed, std::vector<fk::Tensor>{f});
 }
 
+TEST(TensorField, CatSliceAppendsTheFieldsFeatures) {
+  Points p;
+  TensorField field(p.f, p.c);
+  SparseTensor s = field.sparse(0.5);
+  fk::Tensor g = fk::from_vector(std::vector<double>{10, 20, 30, 40}, fk::Dims{4, 1});
+  TensorField out = s.with_features(g).cat_slice(field);
+  ASSERT_EQ(out.F().shape(), (fk::Dims{6, 3}));
+  EXPECT_TRUE(out.C().is_same(field.C()));
+  EXPECT_EQ(out.inverse_mapping(), field.inverse_mapping());
+  fk::test::expect_close(out.F(),
+                         {10, 1, -1, 20, 2, -2, 30, 3, -3, 10, 5, -5, 40, 4, -4, 30, 7, -7}, 0);
+  // slice() is the first channels of cat_slice(); both are differentiable.
+  fk::test::expect_close(s.slice(field).F(), {3, -3, 2, -2, 5, -5, 3, -3, 4, -4, 5, -5}, 1e-12);
+  fk::Tensor c = p.c;
+  EXPECT_GRADCHECK(
+      [c](const std::vector<fk::Tensor>& in) {
+        TensorField f(in[0], c);
+        SparseTensor v = f.sparse(0.5);
+        return v.with_features(fk::mul(v.F(), in[1])).cat_slice(f).F();
+      },
+      (std::vector<fk::Tensor>{p.f,
+                               fk::from_vector(std::vector<double>{0.5, -2}, fk::Dims{1, 2})}));
+  // The features of both sides must share a dtype; with_features keeps the row count.
+  EXPECT_THROW(s.with_features(s.F().to(fk::DType::F32)).cat_slice(field), fk::Error);
+  EXPECT_THROW(s.with_features(fk::zeros({3, 2}, {fk::DType::F64})), fk::Error);
+}
+
+TEST(TensorField, SparseByModeUsesVoxelSizeOne) {
+  Points p;
+  TensorField field(p.f, fk::mul(p.c, 4.0));  // batch 4 and 0: still integers
+  SparseTensor a = field.sparse(QuantizationMode::UnweightedSum);
+  auto inverse = field.inverse_mapping();
+  SparseTensor b = field.sparse(1.0, QuantizationMode::UnweightedSum);
+  EXPECT_EQ(a.C().to_vector<int32_t>(), b.C().to_vector<int32_t>());
+  EXPECT_EQ(inverse, field.inverse_mapping());
+  fk::test::expect_close(a.F(), b.F().to_vector<double>(), 0);
+}
+
 TEST(TensorField, Errors) {
   Points p;
   // coordinate width: no spatial axis

@@ -15,21 +15,18 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
 namespace fk::cuda {
 namespace {
 
+using detail::check_cuda;
+using detail::DeviceGuard;
+
 constexpr int kMaxDevices = 64;
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommendation for Hopper
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw Error(what, "cudaSuccess",
-                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
-  }
-}
 
 void check_blas(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) {
@@ -64,20 +61,6 @@ cublasHandle_t handle_for(int device) {
   }
   return h.handle;
 }
-
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    cudaGetDevice(&prev_);
-    if (prev_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() { cudaSetDevice(prev_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = 0;
-};
 
 // The cuBLAS data/compute types and scalars for an fk dtype.
 struct GemmTypes {

@@ -56,11 +56,9 @@ bool is_flat(const Geometry& g, int operands) {
   return true;
 }
 
-void check_cuda(cudaError_t e, const char* where) {
-  if (e != cudaSuccess) {
-    throw Error(where, "cudaSuccess",
-                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
-  }
+void check_op(int op, int count, const char* where) {
+  FK_CHECK(op >= 0 && op < count, where, "an op code 0.." + std::to_string(count - 1),
+           std::to_string(op));
 }
 
 void check_launch(const char* where) {

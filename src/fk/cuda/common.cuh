@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
@@ -113,7 +115,21 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
 
 // Throws fk::Error when the last launch failed (bad configuration, no device).
 void check_launch(const char* where);
-void check_cuda(cudaError_t e, const char* where);
+
+// Throws unless 0 <= op < count (an op code of kernels.h).
+void check_op(int op, int count, const char* where);
+
+// A double parameter as compute type C, saturated for integers (clamp bounds may be +-inf).
+template <typename C>
+C param(double v) {
+  if constexpr (std::is_integral_v<C>) {
+    constexpr C lo = std::is_same_v<C, int32_t> ? INT32_MIN : INT64_MIN;
+    constexpr C hi = std::is_same_v<C, int32_t> ? INT32_MAX : INT64_MAX;
+    if (!(v > static_cast<double>(lo))) return lo;
+    if (!(v < static_cast<double>(hi))) return hi;
+  }
+  return static_cast<C>(v);
+}
 
 [[noreturn]] void unsupported(const char* where, const char* expected, int dtype);
 const char* dtype_name(int dtype);

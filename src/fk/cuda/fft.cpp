@@ -10,38 +10,20 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
 namespace fk::cuda {
 namespace {
 
+using detail::DeviceGuard;
+
 void check_fft(cufftResult r, const char* what) {
   if (r != CUFFT_SUCCESS) {
     throw Error(what, "CUFFT_SUCCESS", "cufftResult " + std::to_string(static_cast<int>(r)));
   }
 }
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw Error(what, "cudaSuccess",
-                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
-  }
-}
-
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    cudaGetDevice(&prev_);
-    if (prev_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() { cudaSetDevice(prev_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = 0;
-};
 
 // A fully resolved layout (packed defaults filled in) plus what else selects a plan.
 struct PlanKey {

@@ -93,7 +93,7 @@ enum BinaryCode : int {
 enum ReduceCode : int { kReduceSum, kReduceProd, kReduceMax, kReduceMin };
 
 // ---------------------------------------------------------------------------
-// Elementwise (elementwise.cu)
+// Unary (unary.cu)
 
 // out[i] = f(in[i]) for contiguous in/out of n elements, with fk::unary's
 // semantics and UnaryParams (a, b). dtype is the input's:
@@ -115,6 +115,9 @@ void launch_unary_strided(int op, int dtype, const void* in, void* out, int ndim
 // CPU; for abs, grad is real and ref is the complex x).
 void launch_unary_backward(int op, int dtype, const void* grad, const void* ref, void* grad_in,
                            int64_t n, double a, double b, void* stream);
+
+// ---------------------------------------------------------------------------
+// Binary, scale and where (binary.cu)
 
 // out = a op b over `shape` with broadcast strides (0 on broadcast dims), with
 // fk::binary's semantics: alpha scales b for add/sub; comparisons write bool

@@ -9,25 +9,14 @@
 #include <type_traits>
 
 #include "fk/cuda/common.cuh"
+#include "fk/ops/unary_formulas.h"
 
 namespace fk::cuda {
 namespace {
 using namespace detail;
+namespace math = unary_formulas::math;
 
 constexpr int64_t kChunk = 65536;
-
-__device__ inline float m_exp(float x) {
-  return expf(x);
-}
-__device__ inline double m_exp(double x) {
-  return exp(x);
-}
-__device__ inline float m_log(float x) {
-  return logf(x);
-}
-__device__ inline double m_log(double x) {
-  return log(x);
-}
 
 int threads_for(int64_t inner) {
   int t = 32;
@@ -233,14 +222,14 @@ __global__ void softmax_kernel(const T* in, T* out, int64_t outer, int64_t inner
     if (m == C(-INFINITY) || m != m) m = C(0);  // all -inf rows give NaN as on the CPU
     C sum = 0;
     for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
-      sum += m_exp(Num<T>::load(p[i]) - m);
+      sum += math::exp(Num<T>::load(p[i]) - m);
     }
     sum = block_combine(kReduceSum, sum, s);
-    const C lse = m_log(sum);
+    const C lse = math::log(sum);
     const C inv = C(1) / sum;
     for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
       C z = Num<T>::load(p[i]) - m;
-      q[i] = Num<T>::store(log ? z - lse : m_exp(z) * inv);
+      q[i] = Num<T>::store(log ? z - lse : math::exp(z) * inv);
     }
   }
 }
@@ -262,7 +251,7 @@ __global__ void softmax_backward_kernel(const T* grad, const T* y, T* gin, int64
     dot = block_combine(kReduceSum, dot, s);
     for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
       C gv = Num<T>::load(g[i]), yv = Num<T>::load(yr[i]);
-      o[i] = Num<T>::store(log ? gv - m_exp(yv) * dot : yv * (gv - dot));
+      o[i] = Num<T>::store(log ? gv - math::exp(yv) * dot : yv * (gv - dot));
     }
   }
 }

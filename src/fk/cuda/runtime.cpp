@@ -10,24 +10,21 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
 namespace fk::cuda {
 namespace {
 
+using detail::check_cuda;
+using detail::DeviceGuard;
+
 Knob kLazySync("ME_LAZY_SYNC", KnobType::Bool, "0",
                "CUDA: skip the stream sync after every op; only host reads synchronize",
                KnobRead::Latched);
 
 constexpr int kMaxDevices = 64;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw Error(what, "cudaSuccess",
-                std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
-  }
-}
 
 struct DeviceState {
   std::mutex mu;
@@ -43,18 +40,6 @@ DeviceState& state(int device) {
            "0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
   return states[device];
 }
-
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    cudaGetDevice(&prev_);
-    if (prev_ != device) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() { cudaSetDevice(prev_); }
-
- private:
-  int prev_ = 0;
-};
 
 cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
@@ -110,7 +95,7 @@ void* pool_allocate(int device, size_t nbytes) {
       e = cudaMallocAsync(&p, nbytes, stream);
     }
     if (e != cudaSuccess) cudaGetLastError();
-    check(e, "cudaMallocAsync");
+    check_cuda(e, "cudaMallocAsync");
   }
   std::lock_guard<std::mutex> lock(s.mu);
   s.stats.allocated += static_cast<int64_t>(nbytes);
@@ -160,10 +145,10 @@ void pool_reset_peak(int device) {
 void pool_trim(int device) {
   if (device >= device_count()) return;
   DeviceGuard g(device);
-  check(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
   cudaMemPool_t pool;
-  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-  check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  check_cuda(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
 }
 
 void* current_stream(int device) {
@@ -176,7 +161,7 @@ void set_current_stream(int device, void* stream) {
 void synchronize(int device) {
   if (device >= device_count()) return;
   DeviceGuard g(device);
-  check(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
 }
 
 void after_op(int device) {
@@ -191,7 +176,7 @@ void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size
   cudaMemcpyKind kind = dst_device < 0   ? cudaMemcpyDeviceToHost
                         : src_device < 0 ? cudaMemcpyHostToDevice
                                          : cudaMemcpyDeviceToDevice;
-  check(cudaMemcpyAsync(dst, src, nbytes, kind, stream_of(device)), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(dst, src, nbytes, kind, stream_of(device)), "cudaMemcpyAsync");
   // A copy to the host is a host read: it always synchronizes.
   if (dst_device < 0) {
     synchronize(device);

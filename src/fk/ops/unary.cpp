@@ -14,6 +14,7 @@
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cpu/vec_math.h"
 #include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/unary_formulas.h"
 #include "fk/profile.h"
 
 namespace fk {
@@ -29,10 +30,7 @@ const char* name(UnaryOp op) {
 
 namespace {
 
-constexpr double kSqrt2 = 1.4142135623730951;
-constexpr double kInvSqrtPi2 = 1.1283791670955126;  // 2 / sqrt(pi)
-constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
-constexpr double kGeluC = 0.7978845608028654;       // sqrt(2 / pi)
+namespace uf = unary_formulas;
 
 bool accepts_complex(UnaryOp op) {
   switch (op) {
@@ -82,11 +80,6 @@ T saturate(double v) {
       return std::numeric_limits<T>::max();
   }
   return static_cast<T>(v);
-}
-
-template <typename T>
-T sigmoid_of(T x) {
-  return T(1) / (T(1) + std::exp(-x));
 }
 
 // The f32 ops with an AVX2 kernel (cpu/vec_math.h), or false.
@@ -195,11 +188,11 @@ void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
     case UnaryOp::Abs:
       return run([](T v) { return v < T(0) ? -v : v; });
     case UnaryOp::Sign:
-      return run([](T v) { return static_cast<T>((T(0) < v) - (v < T(0))); });
+      return run([](T v) { return uf::sign(v); });
     case UnaryOp::Relu:
-      return run([](T v) { return v > T(0) ? v : T(0); });
+      return run([](T v) { return uf::relu(v); });
     case UnaryOp::Clamp:
-      return run([a, b](T v) { return v < a ? a : (v > b ? b : v); });
+      return run([a, b](T v) { return uf::clamp(v, a, b); });
     case UnaryOp::Square:
     case UnaryOp::Conj:
       if (op == UnaryOp::Conj) return run([](T v) { return v; });
@@ -228,24 +221,19 @@ void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
       case UnaryOp::Tanh:
         return run([](T v) { return std::tanh(v); });
       case UnaryOp::Sigmoid:
-        return run([](T v) { return sigmoid_of(v); });
+        return run([](T v) { return uf::sigmoid(v); });
       case UnaryOp::LeakyRelu:
-        return run([a](T v) { return v > T(0) ? v : a * v; });
+        return run([a](T v) { return uf::leaky_relu(v, a); });
       case UnaryOp::Elu:
-        return run([a](T v) { return v > T(0) ? v : a * std::expm1(v); });
+        return run([a](T v) { return uf::elu(v, a); });
       case UnaryOp::Gelu:
-        return run([](T v) { return T(0.5) * v * (T(1) + std::erf(v / T(kSqrt2))); });
+        return run([](T v) { return uf::gelu(v); });
       case UnaryOp::GeluTanh:
-        return run([](T v) {
-          return T(0.5) * v * (T(1) + std::tanh(T(kGeluC) * (v + T(0.044715) * v * v * v)));
-        });
+        return run([](T v) { return uf::gelu_tanh(v); });
       case UnaryOp::Silu:
-        return run([](T v) { return v * sigmoid_of(v); });
+        return run([](T v) { return uf::silu(v); });
       case UnaryOp::Softplus:
-        return run([a, b](T v) {
-          T z = a * v;
-          return z > b ? v : std::log1p(std::exp(z)) / a;
-        });
+        return run([a, b](T v) { return uf::softplus(v, a, b); });
       case UnaryOp::Erf:
         return run([](T v) { return std::erf(v); });
       case UnaryOp::PowScalar:
@@ -297,68 +285,53 @@ void backward_real(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, con
     case UnaryOp::Conj:
       return with_x([](T gv, T) { return gv; });
     case UnaryOp::Abs:
-      return with_x([](T gv, T v) { return gv * static_cast<T>((T(0) < v) - (v < T(0))); });
+      return with_x([](T gv, T v) { return uf::abs_backward(gv, v); });
     case UnaryOp::Sign:
       return with_x([](T, T) { return T(0); });
     case UnaryOp::Exp:
-      return with_y([](T gv, T yv) { return gv * yv; });
+      return with_y([](T gv, T yv) { return uf::exp_backward(gv, yv); });
     case UnaryOp::Log:
-      return with_x([](T gv, T v) { return gv / v; });
+      return with_x([](T gv, T v) { return uf::log_backward(gv, v); });
     case UnaryOp::Log1p:
-      return with_x([](T gv, T v) { return gv / (T(1) + v); });
+      return with_x([](T gv, T v) { return uf::log1p_backward(gv, v); });
     case UnaryOp::Expm1:
-      return with_y([](T gv, T yv) { return gv * (yv + T(1)); });
+      return with_y([](T gv, T yv) { return uf::expm1_backward(gv, yv); });
     case UnaryOp::Sqrt:
-      return with_y([](T gv, T yv) { return gv / (T(2) * yv); });
+      return with_y([](T gv, T yv) { return uf::sqrt_backward(gv, yv); });
     case UnaryOp::Rsqrt:
-      return with_y([](T gv, T yv) { return T(-0.5) * gv * yv * yv * yv; });
+      return with_y([](T gv, T yv) { return uf::rsqrt_backward(gv, yv); });
     case UnaryOp::Sin:
-      return with_x([](T gv, T v) { return gv * std::cos(v); });
+      return with_x([](T gv, T v) { return uf::sin_backward(gv, v); });
     case UnaryOp::Cos:
-      return with_x([](T gv, T v) { return -gv * std::sin(v); });
+      return with_x([](T gv, T v) { return uf::cos_backward(gv, v); });
     case UnaryOp::Tanh:
-      return with_y([](T gv, T yv) { return gv * (T(1) - yv * yv); });
+      return with_y([](T gv, T yv) { return uf::tanh_backward(gv, yv); });
     case UnaryOp::Sigmoid:
-      return with_y([](T gv, T yv) { return gv * yv * (T(1) - yv); });
+      return with_y([](T gv, T yv) { return uf::sigmoid_backward(gv, yv); });
     case UnaryOp::Relu:
-      return with_x([](T gv, T v) { return v > T(0) ? gv : T(0); });
+      return with_x([](T gv, T v) { return uf::relu_backward(gv, v); });
     case UnaryOp::LeakyRelu:
-      return with_x([a](T gv, T v) { return v > T(0) ? gv : a * gv; });
+      return with_x([a](T gv, T v) { return uf::leaky_relu_backward(gv, v, a); });
     case UnaryOp::Elu:
-      return with_x([a](T gv, T v) { return v > T(0) ? gv : gv * a * std::exp(v); });
+      return with_x([a](T gv, T v) { return uf::elu_backward(gv, v, a); });
     case UnaryOp::Gelu:
-      return with_x([](T gv, T v) {
-        T cdf = T(0.5) * (T(1) + std::erf(v / T(kSqrt2)));
-        T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-        return gv * (cdf + v * pdf);
-      });
+      return with_x([](T gv, T v) { return uf::gelu_backward(gv, v); });
     case UnaryOp::GeluTanh:
-      return with_x([](T gv, T v) {
-        T inner = T(kGeluC) * (v + T(0.044715) * v * v * v);
-        T th = std::tanh(inner);
-        T dinner = T(kGeluC) * (T(1) + T(3 * 0.044715) * v * v);
-        return gv * (T(0.5) * (T(1) + th) + T(0.5) * v * (T(1) - th * th) * dinner);
-      });
+      return with_x([](T gv, T v) { return uf::gelu_tanh_backward(gv, v); });
     case UnaryOp::Silu:
-      return with_x([](T gv, T v) {
-        T s = sigmoid_of(v);
-        return gv * (s + v * s * (T(1) - s));
-      });
+      return with_x([](T gv, T v) { return uf::silu_backward(gv, v); });
     case UnaryOp::Softplus:
-      return with_x([a, b](T gv, T v) {
-        T z = a * v;
-        return z > b ? gv : gv * sigmoid_of(z);
-      });
+      return with_x([a, b](T gv, T v) { return uf::softplus_backward(gv, v, a, b); });
     case UnaryOp::Erf:
-      return with_x([](T gv, T v) { return gv * T(kInvSqrtPi2) * std::exp(-v * v); });
+      return with_x([](T gv, T v) { return uf::erf_backward(gv, v); });
     case UnaryOp::PowScalar:
-      return with_x([a](T gv, T v) { return a == T(0) ? T(0) : gv * a * std::pow(v, a - T(1)); });
+      return with_x([a](T gv, T v) { return uf::pow_backward(gv, v, a); });
     case UnaryOp::Clamp:
-      return with_x([a, b](T gv, T v) { return (v >= a && v <= b) ? gv : T(0); });
+      return with_x([a, b](T gv, T v) { return uf::clamp_backward(gv, v, a, b); });
     case UnaryOp::Square:
-      return with_x([](T gv, T v) { return T(2) * gv * v; });
+      return with_x([](T gv, T v) { return uf::square_backward(gv, v); });
     case UnaryOp::Reciprocal:
-      return with_y([](T gv, T yv) { return -gv * yv * yv; });
+      return with_y([](T gv, T yv) { return uf::reciprocal_backward(gv, yv); });
   }
 }
 

@@ -1,6 +1,8 @@
 #include "minkowski/ops/dense.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -20,7 +22,12 @@ Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_co
   std::vector<int32_t> mn = min_coordinate ? *min_coordinate : std::vector<int32_t>(d, 0);
   FK_CHECK(static_cast<int>(mn.size()) == d, where, std::to_string(d) + " min coordinates",
            std::to_string(mn.size()));
+  for (int a = 0; contract_stride && a < d; ++a)
+    FK_CHECK(mn[a] % ts[a] == 0, where,
+             "a min coordinate that is a multiple of the tensor stride " + x.key().str(),
+             std::to_string(mn[a]) + " on axis " + std::to_string(a));
   int64_t n = map->size(), batches = 0;
+  FK_CHECK(n > 0 || shape, where, "a shape for an empty tensor (no row to size it)", "no shape");
   std::vector<int64_t> cell(static_cast<size_t>(n * d));
   std::vector<int64_t> need(d, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -70,12 +77,16 @@ Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_co
 }
 
 SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tensor_stride,
-                       std::shared_ptr<CoordinateManager> manager) {
+                       std::shared_ptr<CoordinateManager> manager,
+                       std::optional<std::vector<int32_t>> min_coordinate, bool remove_zeros) {
   const char* where = "minkowski::to_sparse";
   FK_CHECK(dense.defined() && dense.dim() >= 3, where, "a B x C x s_1..s_D tensor (D >= 1)",
            dense.defined() ? dense.shape().str() : "undefined");
   const int d = dense.dim() - 2;
   auto ts = expand_axes(tensor_stride, d, where, "tensor stride");
+  std::vector<int32_t> mn = min_coordinate ? *min_coordinate : std::vector<int32_t>(d, 0);
+  FK_CHECK(static_cast<int>(mn.size()) == d, where, std::to_string(d) + " min coordinates",
+           std::to_string(mn.size()));
   int64_t b = dense.size(0), c = dense.size(1), cells = 1;
   std::vector<int64_t> perm{0};
   for (int a = 0; a < d; ++a) {
@@ -88,14 +99,17 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
   std::vector<int64_t> keep;
   std::vector<int32_t> coords;
   for (int64_t r = 0; r < b * cells; ++r) {
-    bool nz = false;
+    bool nz = !remove_zeros;
     for (int64_t x = 0; x < c && !nz; ++x) nz = v[r * c + x] != 0.0;
     if (!nz) continue;
     keep.push_back(r);
     std::vector<int32_t> cc(d);
     int64_t rem = r;
     for (int a = d - 1; a >= 0; --a) {
-      cc[a] = static_cast<int32_t>(rem % dense.size(a + 2)) * ts[a];
+      int64_t at = mn[a] + (rem % dense.size(a + 2)) * static_cast<int64_t>(ts[a]);
+      FK_CHECK(at >= INT32_MIN && at <= INT32_MAX, where, "coordinates within int32",
+               std::to_string(at) + " on axis " + std::to_string(a));
+      cc[a] = static_cast<int32_t>(at);
       rem /= dense.size(a + 2);
     }
     coords.push_back(static_cast<int32_t>(rem));

@@ -26,12 +26,10 @@
 
 #include "../test_util.h"
 #include "fk/cuda/runtime.h"
+#include "parity.h"
 
 namespace fk {
 namespace {
-
-#define SKIP_WITHOUT_GPU() \
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 const Device kGpu = cuda_device(0);
 const char* const kLazySync = "ME_LAZY_SYNC";
@@ -114,13 +112,10 @@ std::vector<float> read_now(const Tensor& t) {
   return out;
 }
 
+// gpu (on the device) within tol relative to 1 + |cpu|.
 void expect_near(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
   ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  auto g = gpu.to(kCPU).to_vector<double>(), c = cpu.to_vector<double>();
-  for (size_t i = 0; i < g.size(); ++i) {
-    EXPECT_NEAR(g[i], c[i], tol * (1 + std::abs(c[i]))) << what << " at " << i;
-  }
+  cuda_parity::expect_close(gpu, cpu, cuda_parity::near(tol), what);
 }
 
 // Registered as a latched boolean, off by default: synchronizing after every
@@ -146,7 +141,7 @@ TEST(CudaRuntime, LazySyncKnobIsLatchedAndOffByDefault) {
 // Default policy: each op returns only once its stream has drained, here
 // including a 50 ms host function queued just before it.
 TEST(CudaRuntime, EveryOpSynchronizesByDefault) {
-  SKIP_WITHOUT_GPU();
+  FK_SKIP_WITHOUT_GPU();
   SyncPolicy eager("0");
   CallerStream s;
   Tensor x = test::random_tensor({48, 64}, DType::F32, -1, 1, 51).to(kGpu);
@@ -169,7 +164,7 @@ TEST(CudaRuntime, EveryOpSynchronizesByDefault) {
 // ME_LAZY_SYNC=1: ops return with their work still queued (behind a closed
 // gate); a host read synchronizes and sees the finished values.
 TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
-  SKIP_WITHOUT_GPU();
+  FK_SKIP_WITHOUT_GPU();
   SyncPolicy lazy("1");
   CallerStream s;
   Tensor x = test::random_tensor({8, 512}, DType::F32, -1, 1, 53);
@@ -190,7 +185,7 @@ TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
 // stream), and ops whose inputs are made behind the gate still get them right,
 // which they would not if they ran on any stream not ordered after the gate.
 TEST(CudaRuntime, OpsRunOnTheCallersStream) {
-  SKIP_WITHOUT_GPU();
+  FK_SKIP_WITHOUT_GPU();
   SyncPolicy lazy("1");  // with eager syncs an op would wait for the gate
   CallerStream s;
   EXPECT_EQ(cuda::current_stream(0), static_cast<void*>(s.get()));
@@ -225,7 +220,7 @@ TEST(CudaRuntime, OpsRunOnTheCallersStream) {
 // `allocated` and `peak` by exactly its size, and reset_peak_memory lowers the
 // peak to what is live.
 TEST(CudaRuntime, MemoryStatsCountAKnownAllocation) {
-  SKIP_WITHOUT_GPU();
+  FK_SKIP_WITHOUT_GPU();
   const int64_t n = int64_t{3} << 20;  // f32 elements: 12 MiB
   const int64_t nbytes = 4 * n;
   const MemoryStats before = memory_stats(kGpu);
@@ -247,7 +242,7 @@ TEST(CudaRuntime, MemoryStatsCountAKnownAllocation) {
 // A freed block stays reserved by the pool (its release threshold is raised,
 // so even a synchronization keeps it); empty_cache returns it to the driver.
 TEST(CudaRuntime, EmptyCacheTrimsThePool) {
-  SKIP_WITHOUT_GPU();
+  FK_SKIP_WITHOUT_GPU();
   const int64_t nbytes = int64_t{256} << 20;
   { Tensor t = empty({nbytes / 4}, {DType::F32, kGpu}); }
   cuda::synchronize(0);  // the free is stream-ordered

@@ -1,0 +1,203 @@
+// Binary kernels with broadcast (arithmetic, maximum/minimum, pow, atan2 and
+// comparisons), the in-place scale, and where. One kernel per storage type with
+// the op chosen by a switch inside, as in unary.cu; the formulas mirror
+// src/fk/ops/binary.cpp so results match the CPU to rounding.
+#include <string>
+#include <type_traits>
+
+#include "fk/cuda/common.cuh"
+#include "fk/ops/unary_formulas.h"
+
+namespace fk::cuda {
+namespace {
+using namespace detail;
+namespace math = unary_formulas::math;
+
+template <typename C>
+__device__ C binary_real(int op, C x, C y, C alpha) {
+  switch (op) {
+    case kBinaryAdd:
+      return x + alpha * y;
+    case kBinarySub:
+      return x - alpha * y;
+    case kBinaryMul:
+      return x * y;
+    case kBinaryMaximum:
+      return (x != x || x > y) ? x : y;  // NaN propagates
+    case kBinaryMinimum:
+      return (x != x || x < y) ? x : y;
+    default:
+      break;
+  }
+  if constexpr (std::is_floating_point_v<C>) {
+    switch (op) {
+      case kBinaryDiv:
+        return x / y;
+      case kBinaryPow:
+        return math::pow(x, y);
+      case kBinaryAtan2:
+        return math::atan2(x, y);
+      default:
+        break;
+    }
+  }
+  return x;
+}
+
+template <typename C>
+__device__ bool compare(int op, C x, C y) {
+  switch (op) {
+    case kBinaryEq:
+      return x == y;
+    case kBinaryNe:
+      return x != y;
+    case kBinaryLt:
+      return x < y;
+    case kBinaryLe:
+      return x <= y;
+    case kBinaryGt:
+      return x > y;
+    default:
+      return x >= y;
+  }
+}
+
+// Operand order in the geometry: out, a, b.
+template <typename T, typename C>
+__global__ void binary_real_kernel(int op, const T* a, const T* b, void* out, Geometry g, bool flat,
+                                   C alpha, C b_scalar) {
+  const bool cmp = op >= kBinaryEq;
+  FK_CUDA_LOOP(i, g.numel) {
+    int64_t off[3] = {i, i, i};
+    if (!flat) offsets<3>(g, i, off);
+    C x = Num<T>::load(a[off[1]]);
+    C y = b ? Num<T>::load(b[off[2]]) : b_scalar;
+    if (cmp) {
+      static_cast<bool*>(out)[off[0]] = compare<C>(op, x, y);
+    } else {
+      static_cast<T*>(out)[off[0]] = Num<T>::store(binary_real<C>(op, x, y, alpha));
+    }
+  }
+}
+
+template <typename R>
+__global__ void binary_complex_kernel(int op, const Cx<R>* a, const Cx<R>* b, void* out, Geometry g,
+                                      bool flat, Cx<R> alpha, Cx<R> b_scalar) {
+  FK_CUDA_LOOP(i, g.numel) {
+    int64_t off[3] = {i, i, i};
+    if (!flat) offsets<3>(g, i, off);
+    Cx<R> x = a[off[1]];
+    Cx<R> y = b ? b[off[2]] : b_scalar;
+    if (op == kBinaryEq || op == kBinaryNe) {
+      bool eq = x.re == y.re && x.im == y.im;
+      static_cast<bool*>(out)[off[0]] = op == kBinaryEq ? eq : !eq;
+      continue;
+    }
+    Cx<R> r;
+    switch (op) {
+      case kBinaryAdd:
+        r = x + alpha * y;
+        break;
+      case kBinarySub:
+        r = x - alpha * y;
+        break;
+      case kBinaryMul:
+        r = x * y;
+        break;
+      default:
+        r = x / y;
+        break;
+    }
+    static_cast<Cx<R>*>(out)[off[0]] = r;
+  }
+}
+
+// Operand order: out, cond, a, b.
+template <typename W>
+__global__ void where_kernel(const bool* cond, const W* a, const W* b, W* out, Geometry g) {
+  FK_CUDA_LOOP(i, g.numel) {
+    int64_t off[4];
+    offsets<4>(g, i, off);
+    out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
+  }
+}
+
+}  // namespace
+
+void launch_binary(int op, int dtype, const void* a, const void* b, void* out, int ndim,
+                   const int64_t* shape, const int64_t* a_strides, const int64_t* b_strides,
+                   const int64_t* out_strides, double alpha, double b_scalar, void* stream) {
+  const char* where = "cuda::launch_binary";
+  check_op(op, kNumBinaryOps, where);
+  const int64_t* strides[3] = {out_strides, a_strides, b_strides};
+  Geometry g = make_geometry(ndim, shape, 3, strides, where);
+  if (g.numel == 0) return;
+  const bool flat = is_flat(g, b ? 3 : 2);
+  const unsigned blocks = blocks_for(g.numel);
+  cudaStream_t s = as_stream(stream);
+  auto real = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename Num<T>::C;
+    binary_real_kernel<T, C><<<blocks, kThreads, 0, s>>>(op, static_cast<const T*>(a),
+                                                         static_cast<const T*>(b), out, g, flat,
+                                                         param<C>(alpha), param<C>(b_scalar));
+  };
+  switch (dtype) {
+    case kI32:
+    case kI64:
+      FK_CHECK(op != kBinaryDiv && op != kBinaryPow && op != kBinaryAtan2, where,
+               "add, sub, mul, maximum, minimum or a comparison for integer dtypes",
+               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+      if (dtype == kI32) {
+        real(Tag<int32_t>{});
+      } else {
+        real(Tag<int64_t>{});
+      }
+      break;
+    case kC64:
+    case kC128: {
+      FK_CHECK(op <= kBinaryDiv || op == kBinaryEq || op == kBinaryNe, where,
+               "add, sub, mul, div, eq or ne for complex dtypes",
+               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+      if (dtype == kC64) {
+        binary_complex_kernel<float><<<blocks, kThreads, 0, s>>>(
+            op, static_cast<const Cx<float>*>(a), static_cast<const Cx<float>*>(b), out, g, flat,
+            cx<float>(static_cast<float>(alpha), 0.f),
+            cx<float>(static_cast<float>(b_scalar), 0.f));
+      } else {
+        binary_complex_kernel<double><<<blocks, kThreads, 0, s>>>(
+            op, static_cast<const Cx<double>*>(a), static_cast<const Cx<double>*>(b), out, g, flat,
+            cx<double>(alpha, 0.0), cx<double>(b_scalar, 0.0));
+      }
+      break;
+    }
+    default:
+      visit_floating(dtype, where, real);
+  }
+  check_launch(where);
+}
+
+void launch_scale(int dtype, void* data, int64_t n, double s, void* stream) {
+  FK_CHECK(dtype != kI32 && dtype != kI64 && dtype != kBool, "cuda::launch_scale",
+           "a floating or complex dtype", dtype_name(dtype));
+  launch_binary(kBinaryMul, dtype, data, nullptr, data, 1, &n, nullptr, nullptr, nullptr, 1.0, s,
+                stream);
+}
+
+void launch_where(int dtype, const void* cond, const void* a, const void* b, void* out, int ndim,
+                  const int64_t* shape, const int64_t* cond_strides, const int64_t* a_strides,
+                  const int64_t* b_strides, void* stream) {
+  const char* where = "cuda::launch_where";
+  const int64_t* strides[4] = {nullptr, cond_strides, a_strides, b_strides};
+  Geometry g = make_geometry(ndim, shape, 4, strides, where);
+  if (g.numel == 0) return;
+  visit_itemsize(dtype, [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    where_kernel<W><<<blocks_for(g.numel), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const bool*>(cond), static_cast<const W*>(a), static_cast<const W*>(b),
+        static_cast<W*>(out), g);
+  });
+  check_launch(where);
+}
+
+}  // namespace fk::cuda

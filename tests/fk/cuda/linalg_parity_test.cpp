@@ -1,0 +1,153 @@
+// cuBLAS GEMM and the fk linear-algebra ops on the device against the CPU (see
+// parity.h): cuda::gemm in every dtype and transpose with padded leading
+// dimensions (TF32 too), the strided-batched form with a broadcast operand,
+// matmul and linear through the dispatch with gradients, and a device gradcheck.
+#include "parity.h"
+
+#include <string>
+#include <vector>
+
+#include "fk/blas.h"
+#include "fk/cuda/blas.h"
+#include "fk/test_util.h"
+
+namespace fk::cuda_parity {
+namespace {
+
+constexpr int64_t kM = 37, kN = 45, kK = 29;
+constexpr double kAlpha = 0.75, kBeta = -0.5;
+
+// C [m, n] = alpha op(A) op(B) + beta C with stored rows padded past their
+// length (lda > row length): A, B and C as [rows, ld] tensors.
+struct GemmShape {
+  bool ta, tb;
+  int64_t a_rows() const { return ta ? kK : kM; }
+  int64_t lda() const { return (ta ? kM : kK) + 3; }
+  int64_t b_rows() const { return tb ? kN : kK; }
+  int64_t ldb() const { return (tb ? kK : kN) + 1; }
+  int64_t ldc() const { return kN + 2; }
+};
+
+OpCase gemm_row(GemmShape s, bool tf32) {
+  return {
+      .name =
+          std::string("gemm_") + (s.ta ? "t" : "n") + (s.tb ? "t" : "n") + (tf32 ? "_tf32" : ""),
+      .dtypes = tf32 ? std::vector<DType>{DType::F32}
+                     : std::vector<DType>{DType::F32, DType::F64, DType::C64, DType::C128,
+                                          DType::F16, DType::BF16},
+      .inputs =
+          [s](DType dt) {
+            return Inputs{random_of({s.a_rows(), s.lda()}, dt, -1, 1, 121),
+                          random_of({s.b_rows(), s.ldb()}, dt, -1, 1, 122),
+                          random_of({kM, s.ldc()}, dt, -1, 1, 123)};
+          },
+      .device =
+          [s, tf32](const Inputs& in) {
+            Tensor c = in[2].clone();
+            cuda::gemm(kDev, code(c.dtype()), s.ta, s.tb, kM, kN, kK, kAlpha, in[0].data_ptr(),
+                       s.lda(), in[1].data_ptr(), s.ldb(), kBeta, c.data_ptr(), s.ldc(), stream(),
+                       tf32);
+            // The padding columns of C are untouched.
+            EXPECT_TRUE(bitwise_equal(c.narrow(1, kN, 2), in[2].narrow(1, kN, 2)));
+            return c;
+          },
+      .reference =
+          [s](const Inputs& in) {
+            // In the compute type (f32 for 16-bit inputs).
+            const DType dt = in[0].dtype(), ct = is_half(dt) ? DType::F32 : dt;
+            Tensor a = in[0].to(ct).contiguous(), b = in[1].to(ct).contiguous();
+            Tensor c = in[2].to(ct).clone();
+            fk::gemm(ct, s.ta, s.tb, kM, kN, kK, kAlpha, a.data_ptr(), s.lda(), b.data_ptr(),
+                     s.ldb(), kBeta, c.data_ptr(), s.ldc());
+            return c.to(dt);
+          },
+      .tol =
+          [tf32](DType dt) {
+            if (tf32) return Tol{5e-3, 5e-3};  // 10-bit mantissa inputs, k = 29
+            Tol tol = tol_for(dt);
+            if (dt == DType::F32 || dt == DType::C64) tol.atol *= 10;
+            return tol;
+          },
+  };
+}
+
+// A [4, 8, 6] batch times one [6, 5] B (batch stride 0).
+OpCase batched_row() {
+  constexpr int64_t batch = 4, m = 8, n = 5, k = 6;
+  return {
+      .name = "gemm_strided_batched",
+      .dtypes = {DType::F64},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({batch, m, k}, dt, -1, 1, 131),
+                          random_of({k, n}, dt, -1, 1, 132)};
+          },
+      .device =
+          [](const Inputs& in) {
+            Tensor c = device_empty({batch, m, n}, in[0].dtype());
+            cuda::gemm_strided_batched(kDev, code(c.dtype()), false, false, m, n, k, 1.0,
+                                       in[0].data_ptr(), k, m * k, in[1].data_ptr(), n, 0, 0.0,
+                                       c.data_ptr(), n, m * n, batch, stream(), false);
+            return c;
+          },
+      .reference =
+          [](const Inputs& in) {
+            Tensor want = zeros({batch, m, n}, {in[0].dtype()});
+            for (int64_t i = 0; i < batch; ++i) {
+              Tensor ai = in[0].select(0, i).contiguous(), wi = want.select(0, i);
+              fk::gemm(in[0].dtype(), false, false, m, n, k, 1.0, ai.data_ptr(), k,
+                       in[1].data_ptr(), n, 0.0, wi.data_ptr(), n);
+            }
+            return want;
+          },
+  };
+}
+
+Inputs a_and_w(DType dt) {
+  return {test::random_tensor({3, 5}, dt, -1, 1, 3), test::random_tensor({4, 5}, dt, -1, 1, 4)};
+}
+
+std::vector<OpCase> rows() {
+  std::vector<OpCase> r;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      r.push_back(gemm_row({ta, tb}, false));
+      r.push_back(gemm_row({ta, tb}, true));
+    }
+  }
+  r.push_back(batched_row());
+  r.push_back({
+      .name = "matmul_of_transpose",
+      .dtypes = {DType::F64},
+      .inputs = a_and_w,
+      .device = [](const Inputs& in) { return matmul(in[0], in[1].t()); },
+      .tol = [](DType) { return near(1e-12); },
+  });
+  // The same small graph on both devices gives the same gradients.
+  r.push_back({
+      .name = "linear_tanh_graph",
+      .dtypes = {DType::F64},
+      .inputs = a_and_w,
+      .device = [](const Inputs& in) { return sum(tanh(linear(in[0], in[1]))); },
+      .tol = [](DType) { return near(1e-10); },
+      .grad = true,
+  });
+  r.push_back({
+      .name = "matmul_gradcheck",
+      .dtypes = {DType::F64},
+      .inputs =
+          [](DType dt) {
+            return Inputs{test::random_tensor({3, 4}, dt, -1, 1, 31),
+                          test::random_tensor({4, 2}, dt, -1, 1, 32)};
+          },
+      .device = [](const Inputs& in) { return matmul(in[0], in[1]); },
+      .grad = true,
+      .gradcheck = true,
+  });
+  return r;
+}
+
+FK_PARITY_TABLE(Linalg, rows());
+
+}  // namespace
+}  // namespace fk::cuda_parity
