@@ -1,0 +1,57 @@
+// `minkowski train` / `predict`: a one-step run writes its log and
+// checkpoints, --resume continues the log, predict loads the checkpoint, and
+// bad input (another architecture's checkpoint, an unknown optimizer) prints
+// one line and exits non-zero. Skipped when the CLI has not been built.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int count_lines(const fs::path& p) {
+  std::ifstream f(p);
+  return static_cast<int>(std::count(std::istreambuf_iterator<char>(f), {}, '\n'));
+}
+
+TEST(TrainCli, TrainResumePredictAndErrors) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir =
+      fs::temp_directory_path() / ("minkowski_train_cli_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string common =
+      "--variant 14A --steps-per-epoch 1 --batch 1 --val-scenes 1 --voxel 0.4 --threads 1 --out " +
+      (dir / "run").string();
+  auto r = fieldkit_test::run_cli(bin, "train --epochs 1 " + common, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "best.ckpt"));
+  EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 2);
+  r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + common, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 3);
+  const std::string ckpt = (dir / "run" / "best.ckpt").string();
+  r = fieldkit_test::run_cli(bin,
+                             "predict --variant 14A --voxel 0.4 --checkpoint " + ckpt + " --ply " +
+                                 (dir / "p.ply").string(),
+                             dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "p.ply"));
+  r = fieldkit_test::run_cli(bin, "predict --variant 18 --checkpoint " + ckpt, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("down1_blocks.1.conv1.weight"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
