@@ -63,9 +63,10 @@ int main(int argc, char** argv) {
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");
   train->add_flag("--resume", to.resume, "continue from OUT/last.ckpt");
   minkowski_app::PredictOptions po;
-  CLI::App* predict = app.add_subcommand("predict", "label a generated scene with a checkpoint");
+  CLI::App* predict = app.add_subcommand("predict", "label a point file or a generated scene");
   predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
+  predict->add_option("--input", po.input, "point file (.ply, .xyz, .txt); default: a scene");
   predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene");
   predict->add_option("--voxel", po.voxel, "voxel size (m)");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");

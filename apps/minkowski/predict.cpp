@@ -1,12 +1,14 @@
 // `minkowski predict`: loads a MinkUNet checkpoint, labels the points of a
-// generated scene (voxel predictions carried back to every point), prints
-// per-class IoU against the scene's labels and writes a PLY coloured by the
-// predicted class.
+// point file (PLY/XYZ) or a generated scene (voxel predictions carried back
+// to every point), prints per-class IoU against the cloud's labels when it has
+// them (a label outside the classes is an error) and writes a PLY coloured by
+// the predicted class.
 #include <cstdio>
 #include <fstream>
 
 #include "fk/fk.h"
 #include "minkowski/data/batch.h"
+#include "minkowski/data/point_io.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/segmentation.h"
@@ -39,7 +41,10 @@ int predict(const PredictOptions& o) {
   if (o.threads > 0) fk::set_num_threads(o.threads);
   nn::MinkUNet net(nn::minkunet_options(o.variant, 3, data::kSceneClasses, 3));
   nn::load_state(net, o.checkpoint);
-  const data::PointCloud cloud = data::generate_scene({}, o.scene_seed);
+  data::PointCloud cloud =
+      o.input.empty() ? data::generate_scene({}, o.scene_seed) : data::read_points(o.input);
+  // The network takes colours; a cloud without them is fed mid-grey (0 after centring).
+  if (!cloud.has_colors()) cloud.rgb.assign(cloud.xyz.size(), 0.5f);
   const data::Voxelized v = data::voxelize(cloud, o.voxel);
   const data::Batch b = data::collate({v});
   nn::ConfusionMatrix voxels(data::kSceneClasses);
@@ -47,13 +52,15 @@ int predict(const PredictOptions& o) {
       fk::argmax(nn::evaluate(net, b.input, b.labels, voxels), 1).to_vector<int64_t>();
   std::vector<int64_t> predicted(cloud.size());
   for (int64_t i = 0; i < cloud.size(); ++i) predicted[i] = voxel_pred[v.inverse[i]];
-  nn::ConfusionMatrix points(data::kSceneClasses);
-  points.add(fk::from_vector(predicted), fk::from_vector(cloud.labels));
-  std::printf("%lld points, %lld voxels: point mIoU %.4f, accuracy %.4f\n",
-              static_cast<long long>(cloud.size()), static_cast<long long>(b.input.size()),
-              points.miou(), points.accuracy());
-  for (int64_t c = 0; c < data::kSceneClasses; ++c) {
-    std::printf("  %-9s IoU %.4f\n", data::scene_class_name(c), points.iou(c));
+  std::printf("%lld points, %lld voxels\n", static_cast<long long>(cloud.size()),
+              static_cast<long long>(b.input.size()));
+  if (cloud.has_labels()) {
+    nn::ConfusionMatrix points(data::kSceneClasses);
+    points.add(fk::from_vector(predicted), fk::from_vector(cloud.labels));
+    std::printf("point mIoU %.4f, accuracy %.4f\n", points.miou(), points.accuracy());
+    for (int64_t c = 0; c < data::kSceneClasses; ++c) {
+      std::printf("  %-9s IoU %.4f\n", data::scene_class_name(c), points.iou(c));
+    }
   }
   if (!o.ply.empty()) write_ply(o.ply, cloud, predicted);
   return 0;

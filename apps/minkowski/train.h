@@ -29,6 +29,7 @@ int train(const TrainOptions& o);
 struct PredictOptions {
   std::string variant = "14A";
   std::string checkpoint;
+  std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene
   uint64_t scene_seed = 1000000;
   double voxel = 0.1;
   std::string ply;  // coloured output cloud (ASCII PLY); empty: none
