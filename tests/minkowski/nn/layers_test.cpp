@@ -71,6 +71,8 @@ TEST(NnLayers, FeatureLayerGradients) {
   expect_gradients(bn, x);
   bn.eval();
   expect_gradients(bn, x);
+  InstanceNorm in(3, 1e-5, kF64);
+  expect_gradients(in, random_sparse(8, 3, 2, 5, 4, kF64, 2));
   auto relu = make_leaky_relu(0.1);
   expect_gradients(*relu, x);
 }

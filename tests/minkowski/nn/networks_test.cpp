@@ -73,7 +73,7 @@ TEST(NnNetworks, MinkUNetLabelsEveryInputRow) {
 TEST(NnNetworks, MinkUNetGradients) {
   fk::manual_seed(0);
   MinkUNet net(tiny_unet());
-  const SparseTensor x0 = random_sparse(16, 2, 2, 12);
+  const SparseTensor x0 = random_sparse(16, 2, 2, 40);
   const SparseTensor x =
       SparseTensor(x0.F().detach().clone().set_requires_grad(true), x0.key(), x0.manager());
   std::vector<fk::Tensor> leaves{x.F()};
