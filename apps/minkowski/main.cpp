@@ -45,8 +45,10 @@ int main(int argc, char** argv) {
   bench_train->add_option("--steps", bto.steps, "timed steps per thread count");
   bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
   minkowski_app::TrainOptions to;
-  CLI::App* train = app.add_subcommand("train", "train MinkUNet on generated scenes");
+  CLI::App* train = app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
   train->add_option("--variant", to.variant, "MinkUNet variant (14, 18, 34, +A-D)");
+  train->add_option("--data", to.data, "folder of labelled .ply/.xyz files (default: generated)");
+  train->add_option("--classes", to.classes, "number of classes (generated scenes: 5)");
   train->add_option("--epochs", to.epochs, "epochs");
   train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
   train->add_option("--batch", to.batch, "scenes per step");

@@ -1,9 +1,11 @@
-// `minkowski train`: MinkUNet on generated scenes, one CSV row per epoch
+// `minkowski train`: MinkUNet on generated scenes or a folder of labelled
+// point files, one CSV row per epoch
 // (loss, held-out mIoU, accuracy, learning rate, points/s), the best
 // checkpoint by mIoU, and a resumable last checkpoint (model, optimizer,
 // epoch, best mIoU) in the output folder.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 #include "fk/fk.h"
 #include "minkowski/data/batch.h"
+#include "minkowski/data/point_io.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/schedule.h"
@@ -76,11 +79,67 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt)
   return p;
 }
 
-nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o) {
-  nn::ConfusionMatrix confusion(data::kSceneClasses);
-  for (int i = 0; i < o.val_scenes; ++i) {
-    // Held-out seeds live far from the training ones.
-    const data::Batch b = data::scene_batch({}, {(uint64_t{1} << 40) + o.seed + i}, o.voxel);
+// Where batches come from: generated scenes, or the point files of a folder
+// (sorted by name; the last fifth, at least one, held out for validation).
+class Source {
+ public:
+  explicit Source(const TrainOptions& o) : o_(o) {
+    if (o.data.empty()) return;
+    for (const auto& e : std::filesystem::directory_iterator(o.data)) {
+      const std::string ext = e.path().extension().string();
+      if (ext == ".ply" || ext == ".xyz" || ext == ".txt") files_.push_back(e.path().string());
+    }
+    std::sort(files_.begin(), files_.end());
+    FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
+             "at least two .ply/.xyz/.txt files", std::to_string(files_.size()));
+    held_out_ = std::max<size_t>(1, files_.size() / 5);
+  }
+  data::Batch train_batch(int64_t step) const {
+    const data::AugmentOptions aug;
+    if (files_.empty()) {
+      std::vector<uint64_t> seeds;
+      for (int b = 0; b < o_.batch; ++b) seeds.push_back(o_.seed * 1000003 + step * o_.batch + b);
+      return data::scene_batch({}, seeds, o_.voxel, &aug);
+    }
+    std::vector<data::Voxelized> items;
+    const size_t n = files_.size() - held_out_;
+    for (int b = 0; b < o_.batch; ++b) {
+      data::PointCloud c = load(files_[(step * o_.batch + b) % n]);
+      data::augment(c, aug, o_.seed * 1000003 + step * o_.batch + b);
+      items.push_back(data::voxelize(c, o_.voxel));
+    }
+    return data::collate(items);
+  }
+  std::vector<data::Batch> validation_batches() const {
+    std::vector<data::Batch> out;
+    if (files_.empty()) {
+      // Held-out seeds live far from the training ones.
+      for (int i = 0; i < o_.val_scenes; ++i) {
+        out.push_back(data::scene_batch({}, {(uint64_t{1} << 40) + o_.seed + i}, o_.voxel));
+      }
+      return out;
+    }
+    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i) {
+      out.push_back(data::collate({data::voxelize(load(files_[i]), o_.voxel)}));
+    }
+    return out;
+  }
+
+ private:
+  static data::PointCloud load(const std::string& path) {
+    data::PointCloud c = data::read_points(path);
+    FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
+    if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
+    return c;
+  }
+  const TrainOptions& o_;
+  std::vector<std::string> files_;
+  size_t held_out_ = 0;
+};
+
+nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const Source& source) {
+  nn::ConfusionMatrix confusion(o.classes);
+  for (const data::Batch& b : source.validation_batches()) {
     nn::evaluate(net, b.input, b.labels, confusion);
   }
   return confusion;
@@ -93,7 +152,7 @@ int train(const TrainOptions& o) {
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
   fk::manual_seed(o.seed);
-  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, data::kSceneClasses, 3));
+  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, o.classes, 3));
   auto opt = make_optimizer(o, net);
   Progress progress;
   if (o.resume) progress = load_last(last, net, *opt);
@@ -102,7 +161,7 @@ int train(const TrainOptions& o) {
   std::ofstream log(o.out + "/log.csv", o.resume ? std::ios::app : std::ios::trunc);
   if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s\n";
   const bool tty = isatty(fileno(stderr));
-  const data::AugmentOptions aug;
+  const Source source(o);
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
     int64_t points = 0;
@@ -110,9 +169,7 @@ int train(const TrainOptions& o) {
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
       opt->set_lr(schedule.at(step));
-      std::vector<uint64_t> seeds;
-      for (int b = 0; b < o.batch; ++b) seeds.push_back(o.seed * 1000003 + step * o.batch + b);
-      const data::Batch batch = data::scene_batch({}, seeds, o.voxel, &aug);
+      const data::Batch batch = source.train_batch(step);
       loss_sum += nn::train_step(net, *opt, batch.input, batch.labels, {-100, {}, o.clip});
       points += batch.input.size();
       const double secs =
@@ -124,7 +181,7 @@ int train(const TrainOptions& o) {
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const nn::ConfusionMatrix c = validate(net, o);
+    const nn::ConfusionMatrix c = validate(net, o, source);
     progress.epoch = epoch + 1;
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {

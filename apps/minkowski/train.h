@@ -8,6 +8,8 @@ namespace minkowski_app {
 
 struct TrainOptions {
   std::string variant = "14A";  // MinkUNet layout (minkunet_options)
+  std::string data;             // folder of labelled point files; empty: generated scenes
+  int64_t classes = 5;          // the generated scenes' 5; set for other data
   int epochs = 10;
   int steps_per_epoch = 50;
   int batch = 2;

@@ -1,6 +1,7 @@
 // `minkowski train` / `predict`: a one-step run writes its log and
-// checkpoints, --resume continues the log, predict loads the checkpoint, and
-// bad input (another architecture's checkpoint, an unknown optimizer) prints
+// checkpoints, --resume continues the log, predict loads the checkpoint, a
+// folder of point files trains, and bad input (another architecture's
+// checkpoint, an unknown optimizer, labels outside the classes) prints
 // one line and exits non-zero. Skipped when the CLI has not been built.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -51,6 +52,21 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  // A folder of labelled point files: two rooms of 40 points, labels by height.
+  fs::create_directories(dir / "points");
+  for (const char* name : {"a.xyz", "b.xyz"}) {
+    std::ofstream f(dir / "points" / name);
+    for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 3 << '\n';
+  }
+  const std::string folder =
+      "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 --variant 14A --data " +
+      (dir / "points").string() + " --out " + (dir / "run2").string();
+  r = fieldkit_test::run_cli(bin, folder + " --classes 3", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "run2" / "log.csv"), 2);
+  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 
