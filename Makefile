@@ -5,7 +5,7 @@ JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
-.PHONY: all bootstrap configure build test demo bench asan format cuda-archs clean
+.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean
 
 all: build
 
@@ -43,6 +43,27 @@ bench: build
 
 asan:
 	@$(MAKE) --no-print-directory test PRESET=asan
+
+# Each libFuzzer harness (tests/fuzz/*_fuzz.cpp) for FUZZ_SECONDS, starting
+# from its seeds (tests/fuzz/corpus/<name>); new inputs go to
+# build/fuzz/corpus/<name>, crashes to build/fuzz/crashes/. Add a crasher to
+# the seeds once fixed: `make test` replays every seed.
+FUZZ_SECONDS ?= 30
+FUZZ_HARNESSES := $(patsubst tests/fuzz/%_fuzz.cpp,%,$(wildcard tests/fuzz/*_fuzz.cpp))
+fuzz:
+	@scripts/bootstrap --fuzz
+	@[ -f build/fuzz/build.ninja ] || cmake --preset fuzz >/dev/null
+	@cmake --build build/fuzz -j $(JOBS) --target fuzz_harnesses
+	@mkdir -p build/fuzz/crashes
+	@for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p build/fuzz/corpus/$$h; \
+	  echo "fuzz: $$h for $(FUZZ_SECONDS) s"; \
+	  build/fuzz/bin/$${h}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$$h- \
+	    build/fuzz/corpus/$$h tests/fuzz/corpus/$$h >build/fuzz/$$h.log 2>&1; rc=$$?; \
+	  grep -E "^#[0-9]+[[:space:]]+DONE|^stat::number_of_executed_units" build/fuzz/$$h.log; \
+	  if [ $$rc -ne 0 ]; then tail -n 40 build/fuzz/$$h.log; exit 1; fi; \
+	done
 
 # Every CUDA architecture the release wheels target must compile (80, 90, 120).
 cuda-archs: bootstrap

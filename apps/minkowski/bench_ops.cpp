@@ -15,7 +15,6 @@
 
 #include "fk/fk.h"
 #include "minkowski/minkowski.h"
-#include "npy.h"
 #include "scene.h"
 #include "stream_triad.h"
 
@@ -74,14 +73,10 @@ struct Case {
 std::vector<int32_t> load_rows(const BenchOpsOptions& o, std::string& source) {
   if (o.points > 0) {
     source = fmt::format("synthetic({})", o.points);
-    return synthetic_scene(o.points);
+    return synthetic_scene(o.points).rows;
   }
-  NpyInts a = read_npy_ints(o.scene);
-  if (a.cols != 4)
-    throw std::runtime_error(o.scene + ": expected N x 4 (batch, x, y, z), got N x " +
-                             std::to_string(a.cols));
   source = o.scene;
-  return std::move(a.data);
+  return read_scene(o.scene);
 }
 
 void check_options(const BenchOpsOptions& o) {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
-#include <set>
 #include <unordered_set>
+
+#include "fk/error.h"
+#include "fk/io/npy.h"
 
 namespace minkowski_app {
 
@@ -22,7 +25,7 @@ struct Adder {
   }
 };
 
-// Surface voxels of the box [x0,x1] x [y0,y1] x [z0,z1] (open top when asked).
+// Surface voxels of the box [x0,x1] x [y0,y1] x [z0,z1].
 void box(Adder& a, int x0, int y0, int z0, int x1, int y1, int z1) {
   for (int x = x0; x <= x1; ++x)
     for (int y = y0; y <= y1; ++y) {
@@ -51,21 +54,39 @@ void sphere(Adder& a, double cx, double cy, double cz, double r) {
           a.add(static_cast<int>(cx) + x, static_cast<int>(cy) + y, static_cast<int>(cz) + z);
       }
 }
+
+// Shapes in a row that add no voxel before a room counts as full: a room that
+// still has space gets a new voxel from most shapes.
+constexpr int kFullRoomMisses = 200;
 }  // namespace
 
-std::vector<int32_t> synthetic_scene(int64_t points, uint64_t seed) {
+SyntheticScene synthetic_scene(int64_t points, uint64_t seed) {
   std::mt19937_64 g(seed);
   Adder a;
   a.limit = points;
+  SyntheticScene scene;
   // Rooms take about half the voxels; a room of side s has ~ 6 s^2 * 0.8 surface voxels.
   double s = std::sqrt(static_cast<double>(points) * 0.5 / 4.8);
   int side = std::max(8, static_cast<int>(s));
   int height = std::max(6, side * 2 / 5);
-  box(a, 0, 0, 0, side, side * 5 / 4, height);
+  // Rooms stand side by side along x, 2 * side apart (shapes reach < side / 4
+  // past a room's far wall).
+  int x0 = 0, misses = 0;
+  box(a, x0, 0, 0, x0 + side, side * 5 / 4, height);
+  scene.rooms = 1;
   std::uniform_real_distribution<double> u(0, 1);
   while (!a.full()) {
+    if (misses == kFullRoomMisses) {
+      x0 += 2 * side;
+      box(a, x0, 0, 0, x0 + side, side * 5 / 4, height);
+      ++scene.rooms;
+      misses = 0;
+      continue;
+    }
+    const size_t before = a.seen.size();
     double kind = u(g);
-    int x = 1 + static_cast<int>(u(g) * (side - 4)), y = 1 + static_cast<int>(u(g) * (side - 4));
+    int x = x0 + 1 + static_cast<int>(u(g) * (side - 4)),
+        y = 1 + static_cast<int>(u(g) * (side - 4));
     if (kind < 0.6) {  // furniture: boxes standing on the floor
       int w = 2 + static_cast<int>(u(g) * side / 6), l = 2 + static_cast<int>(u(g) * side / 6),
           h = 2 + static_cast<int>(u(g) * height / 2);
@@ -74,8 +95,32 @@ std::vector<int32_t> synthetic_scene(int64_t points, uint64_t seed) {
       double r = 1.5 + u(g) * side / 14.0;
       sphere(a, x, y, r + u(g) * height / 2, r);
     }
+    ++scene.shapes;
+    misses = a.seen.size() == before ? misses + 1 : 0;
   }
-  return a.rows;
+  scene.rows = std::move(a.rows);
+  return scene;
+}
+
+std::vector<int32_t> read_scene(const std::string& path) {
+  const fk::Tensor t = fk::read_npy(path);
+  FK_CHECK(t.dim() == 2 && t.size(1) == 4, path, "an N x 4 array (batch, x, y, z)",
+           "shape " + t.shape().str());
+  if (t.dtype() == fk::DType::I32) {
+    const int32_t* p = t.data<int32_t>();
+    return std::vector<int32_t>(p, p + t.numel());
+  }
+  FK_CHECK(t.dtype() == fk::DType::I64, path, "int32 or int64 coordinates", fk::name(t.dtype()));
+  const int64_t* p = t.data<int64_t>();
+  std::vector<int32_t> rows(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    FK_CHECK(
+        p[i] >= std::numeric_limits<int32_t>::min() && p[i] <= std::numeric_limits<int32_t>::max(),
+        path, "int64 coordinates within the int32 range",
+        std::to_string(p[i]) + " in row " + std::to_string(i / 4));
+    rows[i] = static_cast<int32_t>(p[i]);
+  }
+  return rows;
 }
 
 }  // namespace minkowski_app

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -23,15 +24,19 @@ namespace {
 
 // What `nefi run` was asked for on the command line.
 struct RunRequest {
-  std::string target, out;
+  std::string target, out, scene;
   bool smoke = false;
-  std::vector<std::string> sets, methods;
+  std::optional<int64_t> smoke_steps;  // --smoke-steps (default 40 under --smoke)
+  std::vector<std::string> sets, methods, metrics;
   std::optional<uint64_t> seed;
   int threads = 0, save_every = 0;
   std::string resume;
 };
 
-// --smoke: configs/<instance>_smoke.yaml on top (never the full config as a fallback).
+// --smoke: configs/<instance>_smoke.yaml on top (never the full config as a
+// fallback), then the reference's step cap: --smoke-steps total (default 40,
+// each stage scaled alike, at least 2 steps a stage; 0 keeps the preset's
+// own budget).
 void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
                         const std::vector<fs::path>& dirs) {
   const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
@@ -42,6 +47,7 @@ void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
   }
   if (!(is_file && fs::equivalent(p, r.target))) nefi::apply_config_file(cfg, p.string());
   cfg.smoke = true;
+  cfg.max_total_steps = r.smoke_steps.value_or(40);
 }
 
 void check_methods(const nefi::Instance& inst, const std::vector<std::string>& methods) {
@@ -64,6 +70,16 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
   nefi::RunConfig cfg =
       is_file ? nefi::load_run_config_file(r.target) : nefi::default_run_config(r.target);
   if (r.smoke) apply_smoke_config(cfg, r, is_file, dirs);
+  if (!r.scene.empty()) {
+    FK_CHECK(cfg.config.has("scene"), "--scene", "an instance with scene classes",
+             cfg.instance + " has none");
+    nefi::apply_set(cfg, "scene=" + r.scene);
+  }
+  if (r.smoke_steps) {
+    FK_CHECK(*r.smoke_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
+             std::to_string(*r.smoke_steps));
+    if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
+  }
   for (const auto& s : r.sets) nefi::apply_set(cfg, s);
   if (r.seed) cfg.seed = *r.seed;
   if (!r.methods.empty()) cfg.methods = r.methods;
@@ -77,6 +93,7 @@ nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest&
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so;
   so.nan_guard = cfg.nan_guard;
+  so.max_total_steps = static_cast<int>(cfg.max_total_steps);
   so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
   so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
@@ -107,11 +124,35 @@ void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
            std::to_string(cfg.methods.size()) + " methods");
 }
 
-std::string summary_line(const nefi::RunConfig& cfg, const std::vector<nefi::RunOutput>& outs) {
+// --metrics: keep only the named metrics (each must be one the run computed).
+void select_metrics(std::vector<nefi::RunOutput>& outs, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  for (auto& o : outs) {
+    std::map<std::string, double> kept;
+    std::string valid;
+    for (const auto& [k, v] : o.metrics) valid += (valid.empty() ? "" : ", ") + k;
+    for (const auto& n : names) {
+      FK_CHECK(o.metrics.count(n), "--metrics", "metrics of " + o.method + " (" + valid + ")",
+               "'" + n + "'");
+      kept[n] = o.metrics.at(n);
+    }
+    o.metrics = std::move(kept);
+  }
+}
+
+// psnr and ssim by default, else the --metrics selection.
+std::string summary_line(const nefi::RunConfig& cfg, const std::vector<nefi::RunOutput>& outs,
+                         const std::vector<std::string>& names) {
   std::string line = cfg.instance + " (seed " + std::to_string(cfg.seed) + "):";
   for (const auto& o : outs) {
-    line += fmt::format(" {} psnr {:.2f} dB", o.method, o.metrics.at("psnr"));
-    if (o.metrics.count("ssim")) line += fmt::format(" ssim {:.3f}", o.metrics.at("ssim"));
+    line += " " + o.method;
+    for (const auto& n : names.empty() ? std::vector<std::string>{"psnr", "ssim"} : names) {
+      if (!o.metrics.count(n)) continue;
+      const double v = o.metrics.at(n);
+      line += n == "psnr"   ? fmt::format(" psnr {:.2f} dB", v)
+              : n == "ssim" ? fmt::format(" ssim {:.3f}", v)
+                            : fmt::format(" {} {:.4g}", n, v);
+    }
     if (o.result.total_steps() > 0)
       line += fmt::format(" ({} steps, {:.3f} ms/step, {:.0f} ops/step)", o.result.total_steps(),
                           o.result.ms_per_step(), o.result.ops_per_step());
@@ -136,8 +177,9 @@ int run_cmd(const RunRequest& r, const std::vector<fs::path>& dirs) {
     outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
     if (tty) std::fprintf(stderr, "\r\033[K");
   }
+  select_metrics(outs, r.metrics);
   nefi::write_run_dir(out, cfg, outs, fk::get_num_threads());
-  std::cout << summary_line(cfg, outs) << " -> " << out << "\n";
+  std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";
   return 0;
 }
 
@@ -147,13 +189,22 @@ Command add_run(CLI::App& app, const Context& ctx) {
   struct Opts {
     RunRequest req;
     uint64_t seed = 0;
+    int64_t smoke_steps = 40;
     CLI::Option* seed_opt = nullptr;
+    CLI::Option* smoke_steps_opt = nullptr;
   };
   auto o = std::make_shared<Opts>();
   RunRequest& r = o->req;
   auto* run = app.add_subcommand("run", "solve an instance and write runs/<name>-<hash>/");
   run->add_option("target", r.target, "instance name or config file")->required();
-  run->add_flag("--smoke", r.smoke, "apply configs/<instance>_smoke.yaml");
+  run->add_flag("--smoke", r.smoke,
+                "apply configs/<instance>_smoke.yaml and cap the steps at --smoke-steps");
+  o->smoke_steps_opt = run->add_option(
+      "--smoke-steps", o->smoke_steps,
+      "cap each method's total steps (stages scaled alike; default 40 with --smoke; 0: no cap)");
+  run->add_option("--scene", r.scene, "scene class (the config key scene)");
+  run->add_option("--metrics", r.metrics, "metrics to report and write (default: all)")
+      ->delimiter(',');
   run->add_option("--set", r.sets, "override KEY=VALUE (repeatable)");
   o->seed_opt = run->add_option("--seed", o->seed, "random seed");
   run->add_option("--method,-m", r.methods, "method(s) to run (default: the config's)");
@@ -165,6 +216,7 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "continue from a checkpoint file, or a run directory's checkpoints");
   return {run, [o, &ctx] {
             if (o->seed_opt->count()) o->req.seed = o->seed;
+            if (o->smoke_steps_opt->count()) o->req.smoke_steps = o->smoke_steps;
             return run_cmd(o->req, ctx.config_dirs);
           }};
 }

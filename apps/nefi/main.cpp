@@ -1,7 +1,8 @@
 // nefi: the command line of the neural-field inversion engine.
 //   nefi list [instances|configs]
-//   nefi run TARGET|CONFIG [--smoke] [--set key=value]... [--seed N] [--method M]
-//            [--out DIR] [--threads N]
+//   nefi --version
+//   nefi run TARGET|CONFIG [--smoke] [--smoke-steps N] [--set key=value]... [--seed N]
+//            [--scene S] [--method M] [--metrics a,b] [--out DIR] [--threads N]
 //   nefi profile INSTANCE [--config F] [--set k=v]... [--steps 20] [--warmup 5]
 //            [--stage -1] [--threads N] [--minimal] [--table] [--trace DIR] [--json FILE]
 //   nefi bench TARGET [--methods a,b] [--n N] [--seeds 0,1,2] [--classes ...]
@@ -9,11 +10,13 @@
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>
+#include <string>
 
 #include "common.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nefi: neural-field inversion"};
+  app.set_version_flag("--version", std::string("nefi (fieldkit) ") + FK_VERSION);
   app.require_subcommand(1);
   nefi::cli::Context ctx;
   std::vector<nefi::cli::Command> commands{
@@ -22,6 +25,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "nefi: error: " << e.what() << "\n";

@@ -1,5 +1,7 @@
 #include "fk/cpu_isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -15,13 +17,19 @@ Knob kCpuIsa("FK_CPU_ISA", KnobType::String, "auto",
              "what the CPU has)",
              KnobRead::Latched);
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c" (the fuzz build is clang's).
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 }  // namespace
 
 CpuIsa cpu_isa_detected() {
   static const CpuIsa isa = [] {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     return avx2 ? CpuIsa::Avx2 : CpuIsa::Generic;
   }();
   return isa;

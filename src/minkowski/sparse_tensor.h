@@ -11,7 +11,11 @@
 // and inverse_mapping() relate input rows and map rows.
 //
 // Coordinates must be an int32 CPU tensor N x (1+D) (float coordinates are an
-// error: quantize them with sparse_quantize first).
+// error: quantize them with sparse_quantize first), spatial coordinates within
+// [-2^30, 2^30] and tensor strides, dilations x strides and kernel offsets at
+// most 2^30: inside that range every stride, kernel map and transposed
+// convolution is exact; outside it they are an fk::Error (see "Coordinate
+// range" in coords/coordinate_map.h).
 //
 // Tensors of different managers never mix: a MapKey is only (stride, tag) and
 // names a map in any manager, so ops that combine two tensors, or a tensor and

@@ -194,16 +194,16 @@ void copy_cpu(Tensor& dst, const Tensor& src) {
 struct ToDTypeBackward : autograd::Node {
   DType src_dtype;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    Tensor gi = g[0];
-    if (is_complex(gi.dtype()) && !is_complex(src_dtype)) gi = gi.real();
-    return {gi.to(src_dtype)};
+    return {to_dtype_backward(g[0], src_dtype)};
   }
   const char* name() const override { return "ToDTypeBackward"; }
 };
 
 struct ToDeviceBackward : autograd::Node {
   Device src_device;
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].to(src_device)}; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {to_device_backward(g[0], src_device)};
+  }
   const char* name() const override { return "ToDeviceBackward"; }
 };
 
@@ -346,6 +346,16 @@ Tensor to_device(const Tensor& t, Device device) {
     autograd::record(node, {t}, out);
   }
   return out;
+}
+
+Tensor to_dtype_backward(const Tensor& g, DType in_dtype) {
+  Tensor gi = g;
+  if (is_complex(gi.dtype()) && !is_complex(in_dtype)) gi = gi.real();
+  return gi.to(in_dtype);
+}
+
+Tensor to_device_backward(const Tensor& g, Device in_device) {
+  return g.to(in_device);
 }
 
 }  // namespace fk

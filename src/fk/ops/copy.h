@@ -25,4 +25,10 @@ Tensor clone(const Tensor& t);
 Tensor to_dtype(const Tensor& t, DType dtype);
 Tensor to_device(const Tensor& t, Device device);
 
+// The pure backward functions (contiguous and clone pass the gradient through):
+// to_dtype: g cast back to the input's dtype (its real part for a real input);
+// to_device: g moved back to the input's device.
+Tensor to_dtype_backward(const Tensor& g, DType in_dtype);
+Tensor to_device_backward(const Tensor& g, Device in_device);
+
 }  // namespace fk

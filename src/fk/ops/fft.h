@@ -70,6 +70,18 @@ Tensor rfft2(const Tensor& x, const std::vector<int64_t>& s = {},
 Tensor irfft2(const Tensor& x, const std::vector<int64_t>& s = {},
               const std::vector<int64_t>& dims = {-2, -1}, FFTNorm norm = FFTNorm::Backward);
 
+// The transform an entry point computes: fftn and fft2 are Fft over several
+// dims, and likewise for the others.
+enum class FFTKind : uint8_t { Fft, Ifft, Rfft, Irfft };
+// The pure backward of every transform above (the adjoint transform; nothing
+// is saved, the transforms are linear): the gradient w.r.t. the input, of
+// shape x_shape and dtype x_dtype, of kind(x, s, dims, norm) from the gradient
+// g of its output. s and dims as fftn's (the 1-D forms: s = {n}, dims = {dim};
+// fft2's: dims = {-2, -1}).
+Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_dtype,
+                    const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
+                    FFTNorm norm = FFTNorm::Backward);
+
 // Number of FFTW plans in the cache (for tests and diagnostics).
 int64_t fft_plan_cache_size();
 // Destroys every cached plan.

@@ -1,7 +1,9 @@
 #pragma once
 // Indexing ops: select, gather and scatter along one dimension, and boolean
-// masks. Every op is differentiable w.r.t. its float/complex data operands;
-// indices and masks never receive gradients.
+// masks, one header per kind under fk/ops/index/ (select.h, scatter.h,
+// mask.h, each with its pure backward functions); this header includes them
+// all and states their common contract. Every op is differentiable w.r.t. its float/complex data
+// operands; indices and masks never receive gradients.
 //
 // Devices: CPU and CUDA; indices, masks and sources must be on the indexed
 // tensor's device. On CUDA, indices are range-checked by two device
@@ -50,32 +52,6 @@
 // In-place forms (index_add_, scatter_add_, masked_fill_) write `self` (any
 // layout), keep its dtype, bump its version and refuse tensors autograd would
 // have to record (use the out-of-place forms for gradients).
-#include <cstdint>
-
-#include "fk/tensor.h"
-
-namespace fk {
-
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                 double alpha = 1.0);
-Tensor masked_fill(const Tensor& t, const Tensor& mask, double value);
-Tensor masked_select(const Tensor& t, const Tensor& mask);
-
-Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                   double alpha = 1.0);
-Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value);
-
-// The pure backward functions (gradients of the data operands only).
-// index_select: grad_t = index_add(zeros(t_shape), dim, index, g).
-Tensor index_select_backward(const Tensor& g, const Dims& t_shape, int64_t dim,
-                             const Tensor& index);
-// gather: grad_t = scatter_add of g into zeros, reduced over dims t broadcast along.
-Tensor gather_backward(const Tensor& g, const Dims& t_shape, int64_t dim, const Tensor& index);
-// masked_select: g (1-D) scattered back into zeros of the broadcast shape, reduced to t_shape.
-Tensor masked_select_backward(const Tensor& g, const Tensor& mask, const Dims& t_shape);
-
-}  // namespace fk
+#include "fk/ops/index/mask.h"
+#include "fk/ops/index/scatter.h"
+#include "fk/ops/index/select.h"

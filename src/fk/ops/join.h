@@ -1,10 +1,10 @@
 #pragma once
 // Joining, splitting and rearranging whole tensors: cat, stack, split, pad,
-// roll, flip. All differentiable (split returns narrow views, which already
-// are). Devices: CPU and CUDA (inputs of cat on one device). On CUDA, cat is
-// one strided device copy per input, constant pad a fill plus one copy, and
-// roll, flip and the other pad modes one index_select per changed dim (index
-// tables built on the host).
+// roll, flip; one header per kind under fk/ops/join/ (cat.h, pad.h,
+// roll_flip.h, each with its pure backward), all included here. All differentiable (split returns
+// narrow views, which already are). Devices: CPU and CUDA (inputs of cat on one device). On CUDA,
+// cat is one strided device copy per input, constant pad a fill plus one copy, and roll, flip and
+// the other pad modes one index_select per changed dim (index tables built on the host).
 //
 //   cat(ts, d)    tensors of one rank whose sizes agree outside d; the result
 //                 has promote(all dtypes). Contiguous inputs of the result's
@@ -36,31 +36,6 @@
 // tensor is one long shifted copy plus a short wrap-around copy per row (no
 // index table); pad, flip, and roll of other layouts or on CUDA read the
 // input in place (any layout) through one per-dim index table each.
-#include <cstdint>
-#include <vector>
-
-#include "fk/tensor.h"
-
-namespace fk {
-
-Tensor cat(const std::vector<Tensor>& ts, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& ts, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& t, int64_t size, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim);
-
-enum class PadMode { Constant, Reflect, Replicate, Circular };
-const char* name(PadMode mode);
-
-Tensor pad(const Tensor& t, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant,
-           double value = 0.0);
-Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims);
-Tensor flip(const Tensor& t, const std::vector<int64_t>& dims);
-
-// The pure backward of pad: the gradient w.r.t. the unpadded input of shape
-// `in_shape` (constant: the inverse crop/pad; other modes: padded cells
-// accumulated into their sources). roll and flip are their own backward
-// (roll by -shifts, flip again).
-Tensor pad_backward(const Tensor& g, const Dims& in_shape, const std::vector<int64_t>& pads,
-                    PadMode mode);
-
-}  // namespace fk
+#include "fk/ops/join/cat.h"
+#include "fk/ops/join/pad.h"
+#include "fk/ops/join/roll_flip.h"

@@ -1,6 +1,8 @@
 #pragma once
 // Reductions over chosen dimensions (keepdim keeps them as size 1) and the
-// softmax family, all differentiable except argmax/argmin. Devices: CPU and
+// softmax family, one header per op under fk/ops/reduce/ (each declaring the
+// op's pure backward too); this header includes them all and states their
+// common conventions. All are differentiable except argmax/argmin. Devices: CPU and
 // CUDA. On CUDA, sum, prod, amax/amin/max/min/argmax/argmin and the softmax
 // family are deterministic row kernels (reduced dims moved last); norm, var,
 // std and logsumexp are composed from them and the elementwise ops, and
@@ -31,36 +33,10 @@
 // reduced dims are adjacent in memory is read in place: no copy when reducing
 // the innermost dims, and leading or middle dims are reduced by accumulating
 // whole rows (no transposed copy). Other layouts are copied once.
-#include <utility>
-
-#include "fk/tensor.h"
-
-namespace fk {
-
-Tensor sum(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-Tensor mean(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-// Gradient computed from products of the other elements (exact with zeros).
-Tensor prod(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-// Largest / smallest values (NaN propagates; ties: the gradient is split evenly among them).
-Tensor amax(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& t, const Dims& dims = {}, bool keepdim = false);
-// Values and i64 indices (first occurrence) along one dimension; the gradient
-// flows to the indexed element.
-std::pair<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim = false);
-std::pair<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim = false);
-Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
-Tensor argmin(const Tensor& t, int64_t dim, bool keepdim = false);
-// p-norm for any p > 0 (p = 2 by default; p = inf for the max-abs norm).
-// Complex inputs give real norms. Where the derivative is undefined (x = 0,
-// or a zero norm) the subgradient 0 is used.
-Tensor norm(const Tensor& t, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-// Variance: sum |x - mean|^2 / (N - correction) (Bessel's correction by default).
-Tensor var(const Tensor& t, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false);
-Tensor std(const Tensor& t, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false);
-// log(sum(exp(x))), computed as m + log(sum(exp(x - m))) with m the max.
-Tensor logsumexp(const Tensor& t, const Dims& dims, bool keepdim = false);
-// Along one dim, shifted by the max (no overflow); same shape as t.
-Tensor softmax(const Tensor& t, int64_t dim);
-Tensor log_softmax(const Tensor& t, int64_t dim);
-
-}  // namespace fk
+#include "fk/ops/reduce/extremes.h"
+#include "fk/ops/reduce/logsumexp.h"
+#include "fk/ops/reduce/norm.h"
+#include "fk/ops/reduce/prod.h"
+#include "fk/ops/reduce/softmax.h"
+#include "fk/ops/reduce/sum.h"
+#include "fk/ops/reduce/var.h"

@@ -40,7 +40,9 @@ Dims infer_shape(const Dims& shape, int64_t numel, const char* where) {
 
 struct ReshapeBackward : autograd::Node {
   Dims src_shape;
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].reshape(src_shape)}; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {reshape_backward(g[0], src_shape)};
+  }
   const char* name() const override { return "ReshapeBackward"; }
 };
 
@@ -53,7 +55,7 @@ struct PermuteBackward : autograd::Node {
 struct ExpandBackward : autograd::Node {
   Dims src_shape;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    return {autograd::sum_to(g[0], src_shape)};
+    return {expand_backward(g[0], src_shape)};
   }
   const char* name() const override { return "ExpandBackward"; }
 };
@@ -73,14 +75,19 @@ struct SubviewBackward : autograd::Node {
   const char* name() const override { return "SubviewBackward"; }
 };
 
+// g written into the real or imaginary parts of complex zeros.
+Tensor complex_part_backward(const Tensor& g, DType src_dtype, bool imag_part) {
+  Tensor z = zeros(g.shape(), {src_dtype, g.device()});
+  Tensor part = imag_part ? fk::imag(z) : fk::real(z);
+  part.copy_(g);
+  return z;
+}
+
 struct ComplexPartBackward : autograd::Node {
   bool imag_part = false;
   DType src_dtype;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    Tensor z = zeros(g[0].shape(), {src_dtype, g[0].device()});
-    Tensor part = imag_part ? fk::imag(z) : fk::real(z);
-    part.copy_(g[0]);
-    return {z};
+    return {complex_part_backward(g[0], src_dtype, imag_part)};
   }
   const char* name() const override { return "ComplexPartBackward"; }
 };
@@ -286,6 +293,44 @@ Tensor real(const Tensor& t) {
 Tensor imag(const Tensor& t) {
   FK_CHECK(is_complex(t.dtype()), "imag", "a complex tensor", name(t.dtype()));
   return complex_part(t, true);
+}
+
+Tensor reshape_backward(const Tensor& g, const Dims& in_shape) {
+  return g.reshape(in_shape);
+}
+
+Tensor permute_backward(const Tensor& g, const Dims& order) {
+  const int n = g.dim();
+  FK_CHECK(order.size() == n, "permute_backward", std::to_string(n) + " dimensions", order.str());
+  Dims inverse = Dims::filled(n, 0);
+  for (int i = 0; i < n; ++i) inverse[wrap_dim(order[i], n, "permute_backward")] = i;
+  return g.permute(inverse);
+}
+
+Tensor expand_backward(const Tensor& g, const Dims& in_shape) {
+  return autograd::sum_to(g, in_shape);
+}
+
+Tensor slice_backward(const Tensor& g, const Dims& in_shape, int64_t dim, int64_t start,
+                      int64_t end, int64_t step) {
+  Tensor z = zeros(in_shape, {g.dtype(), g.device()});
+  z.slice(dim, start, end, step).copy_(g);
+  return z;
+}
+
+Tensor select_backward(const Tensor& g, const Dims& in_shape, int64_t dim, int64_t index) {
+  Tensor z = zeros(in_shape, {g.dtype(), g.device()});
+  z.select(dim, index).copy_(g);
+  return z;
+}
+
+Tensor real_backward(const Tensor& g, DType in_dtype) {
+  return is_complex(in_dtype) ? complex_part_backward(g, in_dtype, false) : g;
+}
+
+Tensor imag_backward(const Tensor& g, DType in_dtype) {
+  FK_CHECK(is_complex(in_dtype), "imag_backward", "a complex input dtype", name(in_dtype));
+  return complex_part_backward(g, in_dtype, true);
 }
 
 }  // namespace fk

@@ -22,4 +22,22 @@ Tensor real(const Tensor& t);  // complex: view of the real parts; real: t itsel
 Tensor imag(const Tensor& t);  // complex only
 Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset);
 
+// The pure backward functions: g (the view's shape) as a gradient of the
+// input, whose shape is in_shape (dtype in_dtype).
+// reshape, view, squeeze and unsqueeze: g reshaped to in_shape.
+Tensor reshape_backward(const Tensor& g, const Dims& in_shape);
+// permute(t, order): g permuted back (transpose is its own inverse: transpose g).
+Tensor permute_backward(const Tensor& g, const Dims& order);
+// expand: g summed over the broadcast dims.
+Tensor expand_backward(const Tensor& g, const Dims& in_shape);
+// slice (narrow(d, s, n) is slice(d, s, s + n)) and select: zeros of
+// in_shape with g written through the same view.
+Tensor slice_backward(const Tensor& g, const Dims& in_shape, int64_t dim, int64_t start,
+                      int64_t end, int64_t step = 1);
+Tensor select_backward(const Tensor& g, const Dims& in_shape, int64_t dim, int64_t index);
+// real / imag of a complex input: g as the real / imaginary parts of complex
+// zeros (real of a real input is the identity).
+Tensor real_backward(const Tensor& g, DType in_dtype);
+Tensor imag_backward(const Tensor& g, DType in_dtype);
+
 }  // namespace fk

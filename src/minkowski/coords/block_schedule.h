@@ -8,6 +8,8 @@
 // thread count and of timing.
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "fk/parallel.h"
@@ -27,11 +29,24 @@ void for_blocks(int64_t blocks, int64_t grab, bool parallel, const Body& body) {
     });
     return;
   }
+#if defined(__clang__)
+  // clang 14 crashes compiling an orphaned `omp for` inside a generic lambda
+  // (the fuzz build is clang's): a shared counter hands out the blocks, as
+  // schedule(dynamic, grab) does.
+  std::atomic<int64_t> next{0};
+#pragma omp parallel num_threads(fk::get_num_threads())
+  body([&](const auto& fn) {
+    for (int64_t b0 = next.fetch_add(grab, std::memory_order_relaxed); b0 < blocks;
+         b0 = next.fetch_add(grab, std::memory_order_relaxed))
+      for (int64_t b = b0; b < std::min(blocks, b0 + grab); ++b) fn(b);
+  });
+#else
 #pragma omp parallel num_threads(fk::get_num_threads())
   body([&](const auto& fn) {
 #pragma omp for schedule(dynamic, grab) nowait
     for (int64_t b = 0; b < blocks; ++b) fn(b);
   });
+#endif
 }
 
 }  // namespace minkowski

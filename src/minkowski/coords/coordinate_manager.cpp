@@ -1,5 +1,7 @@
 #include "minkowski/coords/coordinate_manager.h"
 
+#include <atomic>
+#include <limits>
 #include <set>
 
 #include "fk/error.h"
@@ -17,9 +19,32 @@ std::string join(const std::vector<int32_t>& v) {
   }
   return s;
 }
-int32_t floor_to(int32_t c, int32_t t) {
-  int64_t q = c >= 0 ? c / t : -((static_cast<int64_t>(-c) + t - 1) / t);
-  return static_cast<int32_t>(q * t);
+// floor(c / t) * t (toward -inf), exact in 64 bits.
+int64_t floor_to(int64_t c, int64_t t) {
+  const int64_t q = c >= 0 ? c / t : -((-c + t - 1) / t);
+  return q * t;
+}
+bool fits_int32(int64_t v) {
+  return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+}
+// Throws naming the first spatial coordinate of rows (n x (1+D)) outside
+// [-kCoordinateLimit, kCoordinateLimit]; `bounds` gives the columns' ranges
+// (a map's packer), so in-range input costs no pass of its own.
+void check_coordinate_range(const int32_t* rows, int64_t n, int dimension,
+                            const CoordinatePacker& bounds, const char* where) {
+  bool inside = true;
+  for (int c = 1; c <= dimension && n > 0; ++c)
+    inside = inside && bounds.min(c) >= -kCoordinateLimit &&
+             bounds.min(c) + bounds.extent(c) <= kCoordinateLimit;
+  const int w = dimension + 1;
+  for (int64_t i = 0; i < n && !inside; ++i)
+    for (int a = 0; a < dimension; ++a) {
+      const int32_t v = rows[i * w + 1 + a];
+      FK_CHECK(v >= -kCoordinateLimit && v <= kCoordinateLimit, where,
+               "spatial coordinates within [-2^30, 2^30]",
+               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
+                   std::to_string(i));
+    }
 }
 }  // namespace
 
@@ -91,6 +116,7 @@ CoordinateManager::Inserted CoordinateManager::insert_rows(const int32_t* rows, 
                                                            const std::string& tag) {
   Inserted r;
   auto m = std::make_shared<CoordinateMap>(rows, n, dimension_ + 1, ts, &r.unique_rows, &r.inverse);
+  check_coordinate_range(rows, n, dimension_, m->packer(), "minkowski::CoordinateManager::insert");
   std::lock_guard<std::mutex> lock(mu_);
   r.key = MapKey{ts, unique_tag(ts, tag)};
   ++counter_;
@@ -117,23 +143,38 @@ fk::Tensor CoordinateManager::coordinates(const MapKey& key) const {
 }
 
 MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& stride) {
-  auto s = expand_axes(stride, dimension_, "minkowski::CoordinateManager::stride", "stride");
+  const char* where = "minkowski::CoordinateManager::stride";
+  auto s = expand_axes(stride, dimension_, where, "stride");
   auto src = map(in);
   MapKey out{in.tensor_stride, in.tag};
   bool unit = true;
   for (int a = 0; a < dimension_; ++a) {
-    out.tensor_stride[a] *= s[a];
+    const int64_t ts = int64_t{out.tensor_stride[a]} * s[a];
+    FK_CHECK(ts <= kCoordinateLimit, where, "tensor strides of at most 2^30",
+             std::to_string(out.tensor_stride[a]) + " x " + std::to_string(s[a]) + " on axis " +
+                 std::to_string(a));
+    out.tensor_stride[a] = static_cast<int32_t>(ts);
     unit = unit && s[a] == 1;
   }
   if (unit || has(out)) return out;
   const int w = dimension_ + 1;
   int64_t n = src->size();
   std::vector<int32_t> rows(src->coordinates());
+  // Inserted coordinates (|c| <= 2^30) always land inside int32; only an
+  // expanded map near the int32 limits can leave it.
+  std::atomic<bool> outside{false};
   fk::parallel_for(0, n, 32768, [&](int64_t lo, int64_t hi) {
+    bool out_of_range = false;
     for (int64_t i = lo; i < hi; ++i)
-      for (int a = 0; a < dimension_; ++a)
-        rows[i * w + 1 + a] = floor_to(rows[i * w + 1 + a], out.tensor_stride[a]);
+      for (int a = 0; a < dimension_; ++a) {
+        const int64_t v = floor_to(rows[i * w + 1 + a], out.tensor_stride[a]);
+        out_of_range |= !fits_int32(v);
+        rows[i * w + 1 + a] = static_cast<int32_t>(v);
+      }
+    if (out_of_range) outside.store(true, std::memory_order_relaxed);
   });
+  FK_CHECK(!outside.load(), where, "strided coordinates within int32",
+           "a coordinate of " + in.str() + " that strides below -2^31");
   auto m = std::make_shared<CoordinateMap>(rows.data(), n, w, out.tensor_stride, nullptr, nullptr,
                                            RowOrder::kKeys);
   std::lock_guard<std::mutex> lock(mu_);
@@ -143,23 +184,32 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
 
 MapKey CoordinateManager::expand(const MapKey& in, const KernelRegion& region,
                                  const std::vector<int32_t>& out_ts) {
-  auto ts =
-      expand_axes(out_ts, dimension_, "minkowski::CoordinateManager::expand", "tensor stride");
+  const char* where = "minkowski::CoordinateManager::expand";
+  auto ts = expand_axes(out_ts, dimension_, where, "tensor stride");
   auto src = map(in);
   auto off = region.offsets(ts);
   const int w = dimension_ + 1;
   int64_t n = src->size(), K = static_cast<int64_t>(off.size()) / dimension_;
   std::vector<int32_t> rows(static_cast<size_t>(n * K * w));
+  std::atomic<bool> outside{false};
   fk::parallel_for(0, n, 4096, [&](int64_t lo, int64_t hi) {
+    bool out_of_range = false;
     for (int64_t i = lo; i < hi; ++i) {
       const int32_t* c = src->row(i);
       for (int64_t k = 0; k < K; ++k) {
         int32_t* r = rows.data() + (i * K + k) * w;
         r[0] = c[0];
-        for (int a = 0; a < dimension_; ++a) r[1 + a] = c[1 + a] + off[k * dimension_ + a];
+        for (int a = 0; a < dimension_; ++a) {
+          const int64_t v = int64_t{c[1 + a]} + off[k * dimension_ + a];
+          out_of_range |= !fits_int32(v);
+          r[1 + a] = static_cast<int32_t>(v);
+        }
       }
     }
+    if (out_of_range) outside.store(true, std::memory_order_relaxed);
   });
+  FK_CHECK(!outside.load(), where, "expanded coordinates within int32",
+           "a coordinate of " + in.str() + " that leaves it by a kernel offset");
   auto m = std::make_shared<CoordinateMap>(rows.data(), n * K, w, ts);
   std::lock_guard<std::mutex> lock(mu_);
   MapKey key{ts, unique_tag(ts, "gen")};

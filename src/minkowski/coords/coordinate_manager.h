@@ -37,11 +37,13 @@ class CoordinateManager {
     std::vector<int64_t> inverse;      // map row of each input row
   };
   // Inserts N x (1+D) int32 CPU coordinates (every spatial coordinate a multiple
-  // of the tensor stride, which has 1 or D positive values). A new map always
+  // of the tensor stride, which has 1 or D positive values, and within
+  // [-2^30, 2^30]: see "Coordinate range" in coordinate_map.h). A new map always
   // gets a new key: the tag is made unique when (stride, tag) is taken.
   Inserted insert(const fk::Tensor& coordinates, const std::vector<int32_t>& tensor_stride,
                   const std::string& tag = "");
-  // The same from a raw buffer (already validated).
+  // The same from a raw buffer (shape and multiples already validated; the
+  // range is checked here).
   Inserted insert_rows(const int32_t* rows, int64_t n, const std::vector<int32_t>& tensor_stride,
                        const std::string& tag);
 
@@ -52,7 +54,8 @@ class CoordinateManager {
   fk::Tensor coordinates(const MapKey& key) const;
 
   // The map with tensor stride ts*stride holding floor(c / (ts*stride)) *
-  // (ts*stride) of every coordinate (floor toward -inf). A map this call
+  // (ts*stride) of every coordinate (floor toward -inf, exact; ts*stride at
+  // most 2^30). A map this call
   // creates has its rows in coordinate order, lexicographic in (batch, x_1,
   // .., x_D) (MinkowskiEngine promises no order here): kernel maps on it then
   // need no sort, and their pairs walk its rows sequentially. An existing map

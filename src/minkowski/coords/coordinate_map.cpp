@@ -83,9 +83,11 @@ CoordinatePacker::CoordinatePacker(const int32_t* rows, int64_t n, int width)
   int bits = 0;
   for (int c = width - 1; c >= 0; --c) {
     extent_[c] = static_cast<int64_t>(mx[c]) - min_[c];
-    shift_[c] = bits;
     int b = 0;
     while (b < 63 && (int64_t{1} << b) <= extent_[c]) ++b;
+    // A column of one value packs as 0 at any shift: 0 keeps the shift below
+    // the key's width when the columns under it fill all of it.
+    shift_[c] = b == 0 ? 0 : bits;
     bits += b;
   }
   bits_ = bits;
@@ -105,6 +107,104 @@ CoordinateMap::CoordinateMap(const int32_t* rows, int64_t n, int width,
   else
     build<Key128>(rows, n, unique_rows, inverse, row_order);
 }
+
+namespace {
+
+// The rows' coordinates, the input row of each map row and the map row of
+// each input row: what deduplication hands the map.
+struct Unique {
+  int64_t size = 0;
+  std::vector<int32_t> coords;
+  LargeArray<int32_t> key_row;  // map row of each sorted key
+};
+
+// kKeys order: map row u = the u-th distinct key, taken from its first
+// occurrence (the stable sort put it first in its run of equal keys). keys
+// and order (input row of each sorted key) are compacted to the unique keys.
+template <typename Key>
+Unique unique_in_key_order(const int32_t* rows, int64_t n, int w, LargeArray<Key>& keys,
+                           LargeArray<int32_t>& order, std::vector<int64_t>* unique_rows,
+                           std::vector<int64_t>* inverse) {
+  if (inverse) inverse->resize(n);
+  int64_t u = 0;  // unique keys so far, compacted to the front of keys/order
+  for (int64_t s = 0; s < n; ++s) {
+    const int32_t i = order[s];
+    if (s == 0 || keys[s] != keys[s - 1]) {
+      keys[u] = keys[s];
+      order[u++] = i;
+    }
+    if (inverse) (*inverse)[i] = u - 1;
+  }
+  Unique r;
+  r.size = u;
+  r.coords.resize(static_cast<size_t>(u) * w);
+  if (unique_rows) unique_rows->assign(order.begin(), order.begin() + u);
+  for (int64_t m = 0; m < u; ++m)
+    std::copy(rows + int64_t{order[m]} * w, rows + (int64_t{order[m]} + 1) * w,
+              r.coords.data() + m * w);
+  r.key_row.resize(u);
+  std::iota(r.key_row.begin(), r.key_row.end(), 0);
+  return r;
+}
+
+// kFirstOccurrence order: runs of equal keys (the stable sort put each run's
+// first occurrence first) name each input row's first occurrence; map rows
+// follow the first occurrences in input order. keys are compacted as above.
+template <typename Key>
+Unique unique_in_input_order(const int32_t* rows, int64_t n, int w, LargeArray<Key>& keys,
+                             LargeArray<int32_t>& order, std::vector<int64_t>* unique_rows,
+                             std::vector<int64_t>* inverse) {
+  LargeArray<int32_t> first(n);  // the first input row with row i's coordinate
+  int64_t u = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    if (s == 0 || keys[s] != keys[s - 1]) {
+      keys[u] = keys[s];
+      order[u++] = order[s];
+    }
+    first[order[s]] = order[u - 1];
+  }
+  LargeArray<int32_t> id(n);  // map row of each first occurrence
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (first[i] == i) id[i] = static_cast<int32_t>(m++);
+  Unique r;
+  r.size = m;
+  r.coords.resize(static_cast<size_t>(m) * w);
+  if (unique_rows) unique_rows->resize(m);
+  for (int64_t i = 0; i < n; ++i)
+    if (first[i] == i) {
+      std::copy(rows + i * w, rows + (i + 1) * w, r.coords.data() + int64_t{id[i]} * w);
+      if (unique_rows) (*unique_rows)[id[i]] = i;
+    }
+  if (inverse) {
+    inverse->resize(n);
+    for (int64_t i = 0; i < n; ++i) (*inverse)[i] = id[first[i]];
+  }
+  r.key_row.resize(m);
+  for (int64_t s = 0; s < m; ++s) r.key_row[s] = id[order[s]];
+  return r;
+}
+
+// bucket[b] = the first of the sorted keys whose top `bucket bits` are >= b,
+// about one bucket per key (at most 2^24). Returns the shift of those bits.
+template <typename Key>
+int bucket_table(const LargeArray<Key>& keys, int64_t size, int bits, LargeArray<int32_t>& bucket) {
+  int bucket_bits = 0;
+  while (bucket_bits < bits && bucket_bits < 24 &&
+         (bucket_bits == 0 || (int64_t{1} << bucket_bits) < size))
+    ++bucket_bits;
+  const int shift = bits - bucket_bits;
+  const int64_t nb = int64_t{1} << bucket_bits;
+  bucket.resize(nb + 1);
+  int64_t s = 0;
+  for (int64_t b = 0; b <= nb; ++b) {
+    while (s < size && static_cast<int64_t>(keys[s] >> shift) < b) ++s;
+    bucket[b] = static_cast<int32_t>(s);
+  }
+  return shift;
+}
+
+}  // namespace
 
 template <typename Key>
 void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* unique_rows,
@@ -132,80 +232,18 @@ void CoordinateMap::build(const int32_t* rows, int64_t n, std::vector<int64_t>* 
       inverse->resize(n);
       std::iota(inverse->begin(), inverse->end(), int64_t{0});
     }
-  } else if (row_order == RowOrder::kKeys) {
-    radix_sort(keys, order, packer_.bits());
-    // Map row u = the u-th distinct key, taken from its first occurrence
-    // (the stable sort put it first in its run of equal keys).
-    if (inverse) inverse->resize(n);
-    int64_t u = 0;  // unique keys so far, compacted to the front of keys/order
-    for (int64_t s = 0; s < n; ++s) {
-      const int32_t i = order[s];
-      if (s == 0 || keys[s] != keys[s - 1]) {
-        keys[u] = keys[s];
-        order[u++] = i;
-      }
-      if (inverse) (*inverse)[i] = u - 1;
-    }
-    size_ = u;
-    coords_.resize(static_cast<size_t>(u) * w);
-    if (unique_rows) unique_rows->assign(order.begin(), order.begin() + u);
-    for (int64_t r = 0; r < u; ++r)
-      std::copy(rows + int64_t{order[r]} * w, rows + (int64_t{order[r]} + 1) * w,
-                coords_.data() + r * w);
-    keys.resize(u);
-    keys.shrink_to_fit();
-    key_row_.resize(u);
-    std::iota(key_row_.begin(), key_row_.end(), 0);
   } else {
     radix_sort(keys, order, packer_.bits());
-    // Runs of equal keys: the stable sort put each run's first occurrence
-    // first. first[i]: the first input row with row i's coordinate.
-    LargeArray<int32_t> first(n);
-    int64_t u = 0;  // unique keys so far, compacted to the front of keys/order
-    for (int64_t s = 0; s < n; ++s) {
-      if (s == 0 || keys[s] != keys[s - 1]) {
-        keys[u] = keys[s];
-        order[u++] = order[s];
-      }
-      first[order[s]] = order[u - 1];
-    }
-    // Map rows in order of first occurrence.
-    LargeArray<int32_t> id(n);
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (first[i] == i) id[i] = static_cast<int32_t>(m++);
-    size_ = m;
-    coords_.resize(static_cast<size_t>(m) * w);
-    if (unique_rows) unique_rows->resize(m);
-    for (int64_t i = 0; i < n; ++i)
-      if (first[i] == i) {
-        std::copy(rows + i * w, rows + (i + 1) * w, coords_.data() + int64_t{id[i]} * w);
-        if (unique_rows) (*unique_rows)[id[i]] = i;
-      }
-    if (inverse) {
-      inverse->resize(n);
-      for (int64_t i = 0; i < n; ++i) (*inverse)[i] = id[first[i]];
-    }
-    keys.resize(m);
-    keys.shrink_to_fit();  // the map keeps m keys, not one per input row
-    key_row_.resize(m);
-    for (int64_t s = 0; s < m; ++s) key_row_[s] = id[order[s]];
+    Unique u = row_order == RowOrder::kKeys
+                   ? unique_in_key_order(rows, n, w, keys, order, unique_rows, inverse)
+                   : unique_in_input_order(rows, n, w, keys, order, unique_rows, inverse);
+    size_ = u.size;
+    coords_ = std::move(u.coords);
+    key_row_ = std::move(u.key_row);
+    keys.resize(size_);
+    keys.shrink_to_fit();  // the map keeps one key per map row, not per input row
   }
-
-  // Buckets by the keys' top bits, about one per key.
-  const int bits = packer_.bits();
-  int bucket_bits = 0;
-  while (bucket_bits < bits && bucket_bits < 24 &&
-         (bucket_bits == 0 || (int64_t{1} << bucket_bits) < size_))
-    ++bucket_bits;
-  bucket_shift_ = bits - bucket_bits;
-  const int64_t nb = int64_t{1} << bucket_bits;
-  bucket_.resize(nb + 1);
-  int64_t s = 0;
-  for (int64_t b = 0; b <= nb; ++b) {
-    while (s < size_ && static_cast<int64_t>(keys[s] >> bucket_shift_) < b) ++s;
-    bucket_[b] = static_cast<int32_t>(s);
-  }
+  bucket_shift_ = bucket_table(keys, size_, packer_.bits(), bucket_);
   if constexpr (sizeof(Key) == 8)
     keys64_ = std::move(keys);
   else

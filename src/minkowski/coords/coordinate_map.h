@@ -20,6 +20,18 @@
 // access: ~1-2 ms for 100k rows on one core. The result does not depend on the
 // thread count.
 //
+// Coordinate range: the batch index may be any int32; spatial coordinates
+// inserted through a CoordinateManager lie in [-kCoordinateLimit,
+// kCoordinateLimit] = [-2^30, 2^30], and tensor strides, dilation x tensor
+// stride and every kernel offset are at most 2^30 in magnitude. Within that,
+// every coordinate the engine derives is computed exactly in 64 bits and
+// fits int32: a strided coordinate floor(c / s) * s lies in [-2^31 + 1, 2^30],
+// a neighbour c + offset is only ever compared as a 64-bit key. A coordinate
+// or stride outside the range is an fk::Error where it enters (insert,
+// stride, kernel region offsets); so is an expanded coordinate (generative
+// transposed convolution) that would leave int32. A CoordinateMap itself
+// accepts any int32 rows.
+//
 // Memory: coordinates N*(1+D)*4 bytes, keys and rows 12 (or 20) bytes per row,
 // ~4 bytes per row of bucket table. CPU only.
 #include <cstdint>
@@ -30,6 +42,10 @@
 namespace minkowski {
 
 using Key128 = unsigned __int128;
+
+// The largest magnitude of an inserted spatial coordinate, a tensor stride or
+// a kernel offset (see "Coordinate range" above).
+inline constexpr int32_t kCoordinateLimit = int32_t{1} << 30;
 
 // Bit layout of one map's keys.
 class CoordinatePacker {

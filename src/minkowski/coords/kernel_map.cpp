@@ -685,55 +685,77 @@ inline void for_bits(const uint64_t* mask, int words, const Fn& fn) {
     for (uint64_t m = mask[w]; m; m &= m - 1) fn(static_cast<int32_t>(w * 64 + __builtin_ctzll(m)));
 }
 
-template <int kWords, typename Key>
-std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateMap& out,
-                                      const std::vector<int32_t>& offsets, const BuildLayout& l) {
-  const int w = in.width(), d = w - 1;
-  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
-  const int64_t n_out = out.size();
-  auto m = std::make_shared<KernelMap>();
-  m->volume = K;
-  m->in_size = in.size();
-  m->out_size = n_out;
-  m->offset_begin.assign(K + 1, 0);
+// Both maps' (key, row) lists in ascending key order; the output side is the
+// input's own when the maps are one. Not movable: out_keys/out_rows may point
+// at the input side.
+template <typename Key>
+struct SortedSides {
+  LargeArray<Key> in_keys, out_keys_own;
+  LargeArray<int32_t> in_rows, out_rows_own;
+  bool in_ordered = false;  // key position = input row
+  const LargeArray<Key>* out_keys = &in_keys;
+  const LargeArray<int32_t>* out_rows = &in_rows;
 
-  LargeArray<Key> ikeys, okeys_own;
-  LargeArray<int32_t> irows, orows_own;
-  const bool in_ordered = sorted_keys<Key>(in, l, ikeys, irows);  // key position = row
-  const LargeArray<Key>* okeys = &ikeys;
-  const LargeArray<int32_t>* orows = &irows;
-  if (&in != &out) {
-    sorted_keys<Key>(out, l, okeys_own, orows_own);
-    okeys = &okeys_own;
-    orows = &orows_own;
+  SortedSides(const CoordinateMap& in, const CoordinateMap& out, const BuildLayout& l) {
+    in_ordered = sorted_keys<Key>(in, l, in_keys, in_rows);
+    if (&in != &out) {
+      sorted_keys<Key>(out, l, out_keys_own, out_rows_own);
+      out_keys = &out_keys_own;
+      out_rows = &out_rows_own;
+    }
   }
-  const SearchPlan<Key> plan = make_plan<Key>(make_lines(offsets, d, l), K);
-  const int words = plan.words;
+  SortedSides(const SortedSides&) = delete;
+  SortedSides& operator=(const SortedSides&) = delete;
+};
+
+// Fixed chunks of output rows in key order (the result does not depend on
+// the thread count, nor on the chunk size: pairs of an offset follow the
+// output keys either way). Chunks are handed out on demand, enough of them
+// (~25 for 100k rows) that two threads end together.
+constexpr int64_t kChunk = 4096;
+
+// What the search pass leaves for the layout pass.
+struct ChunkedPairs {
+  int64_t K = 0, chunks = 0;
+  int words = 1;
+  bool parallel = false;
+  // count[c * K + k]: chunk c's pairs of offset k; after offset_ranges, the
+  // pair id where they start.
+  std::vector<int64_t> count;
+  // found[c]: the input rows of chunk c's rows' pairs, row after row, each
+  // row's in offset order; masks: each output row's offsets (words words per
+  // row, in key order).
+  std::vector<LargeArray<int32_t>> found;
+  LargeArray<uint64_t> masks;
+
+  ChunkedPairs(int64_t n_out, int64_t volume, int mask_words)
+      : K(volume),
+        chunks((n_out + kChunk - 1) / kChunk),
+        words(mask_words),
+        parallel(n_out * volume >= (int64_t{1} << 18)),
+        count(static_cast<size_t>(chunks * volume), 0),
+        found(chunks),
+        masks(static_cast<size_t>(n_out * mask_words)) {}
+};
+
+// Pass 1: searches every output row's neighbours, chunk by chunk, keeping
+// each row's offset mask and input rows (in r) and its pair count in
+// row_begin[out row + 1].
+template <int kWords, typename Key>
+void search_pairs(const SortedSides<Key>& s, int64_t n_in, int64_t n_out,
+                  const SearchPlan<Key>& plan, ChunkedPairs& r, int64_t* row_begin) {
+  const int64_t K = r.K;
+  const int words = kWords > 0 ? kWords : r.words;
   const bool sliding = kWords == 1 && plan.other.empty();
   const SlidingTables tables = sliding ? make_sliding_tables(plan, K) : SlidingTables{};
-
-  // Fixed chunks of output rows in key order (the result does not depend on
-  // the thread count, nor on the chunk size: pairs of an offset follow the
-  // output keys either way). Pass 1 searches and keeps each row's offset mask
-  // and input rows; pass 2, once the counts are known, lays out the pairs in
-  // offset order and the rows' lists as by_out. Chunks are handed out on
-  // demand, enough of them (~25 for 100k rows) that two threads end together.
-  constexpr int64_t kChunk = 4096;
-  const int64_t nc = (n_out + kChunk - 1) / kChunk;
-  const bool parallel = n_out * K >= (int64_t{1} << 18);
-  std::vector<int64_t> chunk_count(static_cast<size_t>(nc * K), 0);
-  // found[c]: the input rows of chunk c's rows' pairs, row after row, each
-  // row's in offset order; masks: each row's offsets (words words per row).
-  std::vector<LargeArray<int32_t>> found(nc);
-  LargeArray<uint64_t> masks(static_cast<size_t>(n_out * words));
-  auto idx = std::make_shared<RowIndex>();
-  idx->begin.resize(n_out + 1);
-  int64_t* row_begin = idx->begin.data();
-  const Key* ik = ikeys.data();
-  const int32_t* ir = irows.data();
-  const int32_t* orow = orows->data();
+  const bool in_ordered = s.in_ordered;
+  const Key* ik = s.in_keys.data();
+  const Key* ok = s.out_keys->data();
+  const int32_t* ir = s.in_rows.data();
+  const int32_t* orow = s.out_rows->data();
+  uint64_t* mo = r.masks.data();
   fk::profile::count_launch(2);
-  for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
+  for_blocks(r.chunks, 1, r.parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
       // Counted in the thread's own array: neighbouring chunks' counters
       // share cache lines, and two threads work on neighbouring chunks.
@@ -742,9 +764,8 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
       // Room for the worst case, uninitialised: only the written prefix is
       // ever touched.
-      found[c].resize(static_cast<size_t>((j1 - j0) * K));
-      int32_t* fi = found[c].data();
-      uint64_t* mo = masks.data();
+      r.found[c].resize(static_cast<size_t>((j1 - j0) * K));
+      int32_t* fi = r.found[c].data();
       auto emit = [&](int64_t j, const uint64_t* mask, const auto& position) {
         int32_t* f = fi;
         for_bits(mask, words, [&](int32_t k) {
@@ -757,40 +778,45 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
         fi = f;
       };
       if (sliding)
-        search_rows_sliding(ik, in.size(), okeys->data(), plan, tables, j0, j1, emit);
+        search_rows_sliding(ik, n_in, ok, plan, tables, j0, j1, emit);
       else
-        search_rows<kWords>(ik, in.size(), okeys->data(), plan, j0, j1, emit);
-      std::copy(counts.begin(), counts.end(), chunk_count.begin() + c * K);
+        search_rows<kWords>(ik, n_in, ok, plan, j0, j1, emit);
+      std::copy(counts.begin(), counts.end(), r.count.begin() + c * K);
     });
   });
-  // Offset ranges, where each chunk's pairs of each offset start, and the rows'
-  // ranges of by_out.
+}
+
+// The offsets' pair ranges (offset order, chunk order within an offset), each
+// chunk's counts replaced by its first pair id in each offset. Returns the
+// number of pairs.
+int64_t offset_ranges(ChunkedPairs& r, std::vector<int64_t>& offset_begin) {
   int64_t total = 0;
-  for (int64_t k = 0; k < K; ++k) {
-    m->offset_begin[k] = total;
-    for (int64_t c = 0; c < nc; ++c) total += std::exchange(chunk_count[c * K + k], total);
+  for (int64_t k = 0; k < r.K; ++k) {
+    offset_begin[k] = total;
+    for (int64_t c = 0; c < r.chunks; ++c) total += std::exchange(r.count[c * r.K + k], total);
   }
-  m->offset_begin[K] = total;
-  FK_CHECK(total <= std::numeric_limits<int32_t>::max(), "minkowski::kernel_map",
-           "at most 2^31 - 1 pairs (int32 pair ids)", std::to_string(total) + " pairs");
-  row_begin[0] = 0;
-  for (int64_t r = 0; r < n_out; ++r) row_begin[r + 1] += row_begin[r];
-  m->in_rows.resize(total);
-  m->out_rows.resize(total);
-  idx->entries.resize(total);
-  int32_t* in_rows = m->in_rows.data();
-  int32_t* out_rows = m->out_rows.data();
-  RowEntry* entries = idx->entries.data();
-  for_blocks(nc, 1, parallel, [&](auto&& each_chunk) {
+  offset_begin[r.K] = total;
+  return total;
+}
+
+// Pass 2 (kWords as in search_rows): writes every pair at its place in offset order (in_rows,
+// out_rows) and in its output row's list (entries at row_begin[out row]), freeing each chunk's
+// found rows when done.
+template <int kWords>
+void lay_out_pairs(ChunkedPairs& r, const int32_t* orow, int64_t n_out, const int64_t* row_begin,
+                   int32_t* in_rows, int32_t* out_rows, RowEntry* entries) {
+  const int64_t K = r.K;
+  const int words = kWords > 0 ? kWords : r.words;
+  for_blocks(r.chunks, 1, r.parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
-      std::vector<int64_t> cursors(chunk_count.begin() + c * K, chunk_count.begin() + (c + 1) * K);
+      std::vector<int64_t> cursors(r.count.begin() + c * K, r.count.begin() + (c + 1) * K);
       int64_t* cursor = cursors.data();
       const int64_t j0 = c * kChunk, j1 = std::min(n_out, j0 + kChunk);
-      const int32_t* ins = found[c].data();
+      const int32_t* ins = r.found[c].data();
       for (int64_t j = j0; j < j1; ++j) {
         const int32_t o = orow[j];
         RowEntry* e = entries + row_begin[o];
-        for_bits(masks.data() + j * words, words, [&](int32_t k) {
+        for_bits(r.masks.data() + j * words, words, [&](int32_t k) {
           const int64_t p = cursor[k]++;
           const int32_t i = *ins++;
           // 2K write streams (one per offset and array) are more than the
@@ -803,9 +829,44 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
           *e++ = {static_cast<int32_t>(p), i, k};
         });
       }
-      LargeArray<int32_t>().swap(found[c]);
+      LargeArray<int32_t>().swap(r.found[c]);
     });
   });
+}
+
+// The kernel map in two passes over the output rows: search (each row's
+// neighbours), then, once the counts are known, lay out the pairs in offset
+// order and the rows' lists as by_out.
+template <int kWords, typename Key>
+std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateMap& out,
+                                      const std::vector<int32_t>& offsets, const BuildLayout& l) {
+  const int d = in.width() - 1;
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  const int64_t n_out = out.size();
+  auto m = std::make_shared<KernelMap>();
+  m->volume = K;
+  m->in_size = in.size();
+  m->out_size = n_out;
+  m->offset_begin.assign(K + 1, 0);
+
+  const SortedSides<Key> sides(in, out, l);
+  const SearchPlan<Key> plan = make_plan<Key>(make_lines(offsets, d, l), K);
+  ChunkedPairs pairs(n_out, K, plan.words);
+  auto idx = std::make_shared<RowIndex>();
+  idx->begin.resize(n_out + 1);
+  int64_t* row_begin = idx->begin.data();
+  search_pairs<kWords>(sides, in.size(), n_out, plan, pairs, row_begin);
+
+  const int64_t total = offset_ranges(pairs, m->offset_begin);
+  FK_CHECK(total <= std::numeric_limits<int32_t>::max(), "minkowski::kernel_map",
+           "at most 2^31 - 1 pairs (int32 pair ids)", std::to_string(total) + " pairs");
+  row_begin[0] = 0;
+  for (int64_t r = 0; r < n_out; ++r) row_begin[r + 1] += row_begin[r];
+  m->in_rows.resize(total);
+  m->out_rows.resize(total);
+  idx->entries.resize(total);
+  lay_out_pairs<kWords>(pairs, sides.out_rows->data(), n_out, row_begin, m->in_rows.data(),
+                        m->out_rows.data(), idx->entries.data());
   m->mirror = find_mirror(in, out, offsets, d);
   m->adopt_by_out(std::move(idx));
   return m;

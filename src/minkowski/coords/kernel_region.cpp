@@ -1,6 +1,7 @@
 #include "minkowski/coords/kernel_region.h"
 
 #include "fk/error.h"
+#include "minkowski/coords/coordinate_map.h"
 
 namespace minkowski {
 
@@ -20,7 +21,9 @@ std::vector<int32_t> expand_axes(const std::vector<int32_t>& v, int dimension, c
   FK_CHECK(v.size() == 1 || static_cast<int>(v.size()) == dimension, where,
            std::string(what) + " with 1 or " + std::to_string(dimension) + " values",
            std::to_string(v.size()) + " values");
-  for (int32_t x : v) FK_CHECK(x > 0, where, std::string("positive ") + what, "[" + join(v) + "]");
+  for (int32_t x : v)
+    FK_CHECK(x > 0 && x <= kCoordinateLimit, where,
+             std::string("positive ") + what + " of at most 2^30", "[" + join(v) + "]");
   if (v.size() == 1) return std::vector<int32_t>(dimension, v[0]);
   return v;
 }
@@ -79,12 +82,22 @@ std::vector<int32_t> KernelRegion::offsets(const std::vector<int32_t>& tensor_st
   int d = static_cast<int>(tensor_stride.size());
   int64_t vol = volume(d);
   auto dil = expand_axes(dilation, d, "minkowski::KernelRegion", "dilation");
-  std::vector<int32_t> scale(d);
-  for (int i = 0; i < d; ++i) scale[i] = dil[i] * tensor_stride[i];
+  std::vector<int64_t> scale(d);
+  for (int i = 0; i < d; ++i) scale[i] = int64_t{dil[i]} * tensor_stride[i];
   std::vector<int32_t> out(static_cast<size_t>(vol) * d, 0);
+  // Offset index c of axis i, scaled; |offset| <= 2^30 keeps every neighbour
+  // of an in-range coordinate exact (see coordinate_map.h).
+  auto scaled = [&](int64_t c, int i) {
+    const int64_t v = c * scale[i];
+    FK_CHECK(
+        v >= -kCoordinateLimit && v <= kCoordinateLimit, "minkowski::KernelRegion",
+        "kernel offsets (offset x dilation x tensor stride) of at most 2^30",
+        std::to_string(c) + " x " + std::to_string(scale[i]) + " on axis " + std::to_string(i));
+    return static_cast<int32_t>(v);
+  };
   if (type == RegionType::Custom) {
     for (int64_t k = 0; k < vol; ++k)
-      for (int i = 0; i < d; ++i) out[k * d + i] = custom_offsets[k * d + i] * scale[i];
+      for (int i = 0; i < d; ++i) out[k * d + i] = scaled(custom_offsets[k * d + i], i);
     return out;
   }
   auto ks = expand_axes(kernel_size, d, "minkowski::KernelRegion", "kernel size");
@@ -95,7 +108,7 @@ std::vector<int32_t> KernelRegion::offsets(const std::vector<int32_t>& tensor_st
         int32_t idx = static_cast<int32_t>(rem % ks[i]);
         rem /= ks[i];
         int32_t c = ks[i] % 2 == 1 ? idx - ks[i] / 2 : idx;
-        out[k * d + i] = c * scale[i];
+        out[k * d + i] = scaled(c, i);
       }
     }
     return out;
@@ -103,8 +116,8 @@ std::vector<int32_t> KernelRegion::offsets(const std::vector<int32_t>& tensor_st
   int64_t k = 1;  // index 0 is the center (all zeros)
   for (int i = 0; i < d; ++i) {
     int32_t r = ks[i] / 2;
-    for (int32_t s = 1; s <= r; ++s) out[(k++) * d + i] = s * scale[i];
-    for (int32_t s = -r; s <= -1; ++s) out[(k++) * d + i] = s * scale[i];
+    for (int32_t s = 1; s <= r; ++s) out[(k++) * d + i] = scaled(s, i);
+    for (int32_t s = -r; s <= -1; ++s) out[(k++) * d + i] = scaled(s, i);
   }
   return out;
 }

@@ -33,6 +33,10 @@ const json& field(const json& j, const char* key) {
   return j.at(key);
 }
 
+// A protocol's units are materialised (units()): a file must not make a
+// reader allocate more than any campaign runs (~2^20 runs of seconds each).
+constexpr int64_t kMaxUnits = int64_t{1} << 20;
+
 }  // namespace
 
 json to_json(const Protocol& p) {
@@ -70,6 +74,13 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     p.max_bad_steps = field(s, "max_bad_steps").get<int64_t>();
     FK_CHECK(!p.methods.empty() && !p.classes.empty() && !p.seeds.empty() && p.n_samples >= 1,
              where, "a protocol with methods, classes, seeds and samples", "an empty one");
+    int64_t n = 0;
+    const bool fits =
+        !__builtin_mul_overflow(static_cast<int64_t>(p.classes.size()), p.n_samples, &n) &&
+        !__builtin_mul_overflow(n, static_cast<int64_t>(p.seeds.size()), &n) && n <= kMaxUnits;
+    FK_CHECK(fits, where, "a protocol of at most 2^20 units (classes x samples x seeds)",
+             std::to_string(p.classes.size()) + " x " + std::to_string(p.n_samples) + " x " +
+                 std::to_string(p.seeds.size()));
     return p;
   } catch (const json::exception& e) {
     throw fk::Error(where, "a benchmark protocol", e.what());

@@ -66,6 +66,7 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
   FK_CHECK(s.shard.count >= 1 && s.shard.index >= 0 && s.shard.index < s.shard.count,
            "shard file " + path, "a shard I/N with 0 <= I < N",
            std::to_string(s.shard.index) + "/" + std::to_string(s.shard.count));
+  FK_CHECK(j.contains("protocol"), "shard file " + path, "a protocol", "none");
   s.protocol = protocol_from_json(j.at("protocol"), "shard file " + path);
   FK_CHECK(j.contains("rows") && j.at("rows").is_array(), "shard file " + path, "a rows array",
            "none");

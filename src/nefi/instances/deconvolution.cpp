@@ -131,7 +131,8 @@ struct DeconvolutionConfig {
   PsfFunction inversion_psf;
   bool poisson = false;  // else Gaussian noise of noise_std * max(clean)
   double noise_std = 0, peak_counts = 0, background_counts = 0;
-  bool poisson_nll = false;  // the data loss (else mse)
+  bool poisson_nll = false;   // the data loss (else mse)
+  bool bounded_head = false;  // head bounded: x in (0, 1); else softplus
   double init_value = 0;
   NeuralFieldConfig field;
   Curriculum neural_curriculum, grid_curriculum;
@@ -197,7 +198,10 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.peak_counts = p.d("peak_counts");
   c.background_counts = background_counts_of(p);
   c.poisson_nll = poisson_nll_from(p, noise);
+  c.bounded_head = p.choice("head", {"softplus", "bounded"}) == "bounded";
   c.init_value = p.d("init_value");
+  FK_CHECK(!c.bounded_head || (c.init_value > 0 && c.init_value < 1), "config key 'init_value'",
+           "a value in (0, 1) for head bounded", std::to_string(c.init_value));
   c.field = neural_field_config_from(p);
   c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
   c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
@@ -235,7 +239,8 @@ class Deconvolution : public Instance {
     p.declare("scene", std::string("phantom"), "phantom | smooth | sparse_dots");
     p.declare("dot_cells", 0.7, "dot standard deviation in native cells");
     p.declare("render_factor", int64_t{4}, "scene point samples per native cell and axis");
-    p.declare("init_value", 0.05, "softplus head initial value");
+    p.declare("head", std::string("softplus"), "softplus (x >= 0) | bounded (0 < x < 1)");
+    p.declare("init_value", 0.05, "the head's initial value");
     p.declare("data_loss", std::string("auto"), "auto | mse | poisson_nll");
     p.declare("tv", 1e-4, "TV weight");
     p.declare("tv_eps", 1e-3, "TV smoothing");
@@ -350,7 +355,8 @@ class Deconvolution : public Instance {
                   ? std::make_shared<NuisanceOperator>(blur, c.peak_counts, c.background_counts)
                   : blur;
     prob.measurement = meas;
-    std::vector<HeadPtr> heads{softplus_head("x", c.init_value)};
+    std::vector<HeadPtr> heads{c.bounded_head ? bounded_head("x", 0.0, 1.0, c.init_value)
+                                              : softplus_head("x", c.init_value)};
     if (method == "neural") {
       prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
     } else {

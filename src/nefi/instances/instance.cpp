@@ -40,7 +40,7 @@ RunOutput start_run_output(const std::string& method, const Measurement& measure
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out) {
   const std::string primary = problem.field->primary();
-  out.curriculum = curriculum;
+  out.curriculum = so.max_total_steps > 0 ? curriculum.capped(so.max_total_steps) : curriculum;
   SolverOptions opts = so;
   opts.seed = seed;
   Solver solver(std::move(problem), out.curriculum, opts);
@@ -58,6 +58,42 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
+  declare_lbfgs_keys(p);
+}
+
+void declare_lbfgs_keys(Params& p) {
+  const LbfgsOptions d;
+  p.declare("lbfgs_history", int64_t{d.history}, "lbfgs: curvature pairs kept");
+  p.declare("lbfgs_max_iter", int64_t{d.max_iter}, "lbfgs: iterations per solver step");
+  p.declare("lbfgs_max_eval", int64_t{d.max_eval},
+            "lbfgs: objective evaluations per solver step (0: max_iter * 5 / 4)");
+  p.declare("lbfgs_tolerance_grad", d.tolerance_grad, "lbfgs: stop a step when max|g| <= this");
+  p.declare("lbfgs_tolerance_change", d.tolerance_change,
+            "lbfgs: stop a step when the loss or the step changes less");
+  p.declare("lbfgs_line_search", d.line_search, "lbfgs: strong_wolfe | none (fixed step lr)");
+}
+
+LbfgsOptions lbfgs_options_from(const Params& p) {
+  LbfgsOptions o;
+  auto count = [&](const char* key, int64_t lo) {
+    const int64_t v = p.i(key);
+    FK_CHECK(v >= lo && v <= 1000000, std::string("config key '") + key + "'",
+             "an integer in [" + std::to_string(lo) + ", 1000000]", std::to_string(v));
+    return static_cast<int>(v);
+  };
+  o.history = count("lbfgs_history", 1);
+  o.max_iter = count("lbfgs_max_iter", 1);
+  o.max_eval = count("lbfgs_max_eval", 0);
+  auto tolerance = [&](const char* key) {
+    const double v = p.d(key);
+    FK_CHECK(v >= 0, std::string("config key '") + key + "'", "a tolerance >= 0",
+             Params::render(v));
+    return v;
+  };
+  o.tolerance_grad = tolerance("lbfgs_tolerance_grad");
+  o.tolerance_change = tolerance("lbfgs_tolerance_change");
+  o.line_search = p.choice("lbfgs_line_search", {"strong_wolfe", "none"});
+  return o;
 }
 
 std::optional<fk::DType> autocast_from(const Params& p) {
@@ -107,6 +143,7 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
   c.optim.weight_decay = p.d("weight_decay");
   c.optim.grad_clip = p.d("grad_clip");
+  c.optim.lbfgs = lbfgs_options_from(p);
   c.validate();
   return c;
 }

@@ -66,7 +66,7 @@ void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint
                       const SolverOptions& so, RunOutput& out);
 
 // Curriculum keys shared by the instances: steps (list), lr, lr_decay,
-// anneal_fraction, weight_decay, grad_clip, min_coarse.
+// anneal_fraction, weight_decay, grad_clip, min_coarse and the lbfgs_* keys.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
 // The curriculum those keys describe at `shape`, starting at the learning
 // rate under `lr_key`; checked (an error names the key).
@@ -74,6 +74,10 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
 // The `autocast` key: none | bf16 | fp16 (the MLP trunk only; the output
 // projection, heads, operator and losses stay f32).
 std::optional<fk::DType> autocast_from(const Params& p);
+// The L-BFGS keys (lbfgs_history, lbfgs_max_iter, lbfgs_max_eval,
+// lbfgs_tolerance_grad, lbfgs_tolerance_change, lbfgs_line_search) and their read.
+void declare_lbfgs_keys(Params& p);
+LbfgsOptions lbfgs_options_from(const Params& p);
 // The neural field's keys shared by the instances: hidden, depth, skip_at,
 // activation, n_octaves, out_init_scale, autocast (if declared) and
 // include_input (if declared); checked (an error names the key).

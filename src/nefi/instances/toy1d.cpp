@@ -2,7 +2,8 @@
 // (sigma 0.02, physical) with 1 % noise relative to the clean maximum. Data
 // are simulated on a 4x finer f64 grid by direct convolution and area-averaged
 // (datagen.h); the inversion uses FFTConvolution at each stage's grid.
-// Scenes: bumps | spikes | mixed. Methods: neural | grid (+TV).
+// Scenes: bumps | spikes | mixed, the reference's scenes for the same seed
+// (toy1d_scene below). Methods: neural | grid (+TV).
 #include <cmath>
 
 #include "fk/error.h"
@@ -11,6 +12,7 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/fft_convolution.h"
@@ -22,33 +24,39 @@ namespace {
 
 constexpr const char* kToy1DDataTag = "blur-4x-float64-direct";
 
-std::vector<double> toy1d_scene(const std::string& scene, int64_t nf, uint64_t seed) {
-  datagen::Rng rng(seed);
-  std::vector<double> v(nf, 0.0);
-  auto at = [nf](int64_t i) { return (i + 0.5) / static_cast<double>(nf); };
-  auto bump = [&](double c, double w, double a) {
-    for (int64_t i = 0; i < nf; ++i) v[i] += a * std::exp(-0.5 * std::pow((at(i) - c) / w, 2));
+// The reference's toy1d scene (nefi 0.1.2) point-sampled at `ns` cell centres
+// of [0, 1] for a native grid of n cells, from NumPy's default_rng(seed) in
+// the reference's draw order:
+//   bumps   k ~ integers(2, 4); per bump centre U(0.15, 0.85), width
+//           U(0.03, 0.08), amplitude U(0.5, 1.5), a Gaussian a·exp(−½((x−c)/w)²)
+//   spikes  width 0.5 / n (half a native cell); k ~ integers(3, 6); per spike
+//           centre U(0.1, 0.9), amplitude U(0.5, 1.5)
+//   mixed   bumps, then spikes, from the same stream
+// Coordinates are f32 cell centres and values are rounded to f32, as the
+// reference's float32 grids and `.float()` have them.
+std::vector<double> toy1d_scene(const std::string& scene, int64_t n, int64_t ns, uint64_t seed) {
+  FK_CHECK(scene == "bumps" || scene == "spikes" || scene == "mixed", "config key 'scene'",
+           "bumps, spikes or mixed", scene);
+  NumpyRng rng(seed);
+  std::vector<double> x(ns), v(ns, 0.0);
+  const auto h = static_cast<float>(1.0 / static_cast<double>(ns));
+  for (int64_t i = 0; i < ns; ++i) x[i] = (static_cast<float>(i) + 0.5f) * h;
+  auto add = [&](double c, double w, double a) {
+    for (int64_t i = 0; i < ns; ++i) v[i] += a * std::exp(-0.5 * std::pow((x[i] - c) / w, 2));
   };
-  auto box = [&](double c, double w, double a) {
-    for (int64_t i = 0; i < nf; ++i)
-      if (std::abs(at(i) - c) <= 0.5 * w) v[i] += a;
-  };
-  if (scene == "bumps") {
-    const int64_t k = rng.integer(3, 5);
-    for (int64_t j = 0; j < k; ++j)
-      bump(rng.uniform(0.15, 0.85), rng.uniform(0.02, 0.06), rng.uniform(0.4, 1.0));
-  } else if (scene == "spikes") {
-    const int64_t k = rng.integer(3, 6);
-    for (int64_t j = 0; j < k; ++j)
-      box(rng.uniform(0.1, 0.9), rng.uniform(0.01, 0.03), rng.uniform(0.3, 1.0));
-  } else if (scene == "mixed") {
-    for (int j = 0; j < 2; ++j)
-      bump(rng.uniform(0.15, 0.85), rng.uniform(0.02, 0.06), rng.uniform(0.4, 0.8));
-    box(rng.uniform(0.3, 0.7), rng.uniform(0.15, 0.25), rng.uniform(0.3, 0.5));
-    box(rng.uniform(0.1, 0.9), 0.015, rng.uniform(0.5, 1.0));
-  } else {
-    FK_CHECK(false, "config key 'scene'", "bumps, spikes or mixed", scene);
+  if (scene != "spikes")
+    for (int64_t k = rng.integers(2, 4); k > 0; --k) {
+      const double c = rng.uniform(0.15, 0.85), w = rng.uniform(0.03, 0.08);
+      add(c, w, rng.uniform(0.5, 1.5));
+    }
+  if (scene != "bumps") {
+    const double w = 0.5 / static_cast<double>(n);
+    for (int64_t k = rng.integers(3, 6); k > 0; --k) {
+      const double c = rng.uniform(0.1, 0.9);
+      add(c, w, rng.uniform(0.5, 1.5));
+    }
   }
+  for (double& e : v) e = static_cast<float>(e);
   return v;
 }
 
@@ -71,9 +79,7 @@ struct Toy1DConfig {
              "a refinement in [1, 64]", std::to_string(c.supersample));
     c.sigma = p.d("sigma");
     c.noise_std = p.d("noise_std");
-    c.scene = p.s("scene");
-    FK_CHECK(c.scene == "bumps" || c.scene == "spikes" || c.scene == "mixed", "config key 'scene'",
-             "bumps, spikes or mixed", c.scene);
+    c.scene = p.choice("scene", {"bumps", "spikes", "mixed"});
     c.init_value = p.d("init_value");
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n}, "lr");
@@ -108,7 +114,7 @@ class Toy1D : public Instance {
     p.declare("out_init_scale", 0.1, "output-layer weight scale");
     p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     p.declare("init_value", 0.1, "softplus head initial value");
-    declare_curriculum_keys(p, {300, 600}, 3e-3);
+    declare_curriculum_keys(p, {300, 600}, 1e-2);
     p.declare("tv", 1e-4, "TV weight");
     p.declare("l1", 0.0, "L1 weight");
     p.declare("grid_lr", 0.1, "learning rate of the grid baseline");
@@ -154,16 +160,19 @@ class Toy1D : public Instance {
   }
 
  private:
-  // Scene on the 4x finer f64 grid -> direct blur -> area average -> noise.
+  // Scene on the 4x finer grid -> direct f64 blur -> area average -> noise.
+  // The ground truth is the scene sampled at the native cell centres, as the
+  // reference draws it (a second stream from the same seed). The noise comes
+  // from our own generator (NumPy's normal sampler is not reproduced).
   static std::pair<Measurement, fk::Tensor> measure(const Toy1DConfig& c, uint64_t seed) {
     const int64_t nf = c.n * c.supersample;
     const fk::Dims fine{nf}, coarse{c.n};
-    const std::vector<double> scene = toy1d_scene(c.scene, nf, seed);
+    const std::vector<double> scene = toy1d_scene(c.scene, c.n, nf, seed);
     fk::Dims ks;
     const auto k = datagen::sample_psf("gaussian", {1.0 / nf}, c.sigma, 0, 0, 0, &ks);
     const std::vector<double> clean =
         area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
-    const std::vector<double> gt = area_resample(scene, fine, coarse);
+    const std::vector<double> gt = toy1d_scene(c.scene, c.n, c.n, seed);
     double mx = 0;
     for (double v : clean) mx = std::max(mx, v);
     const double sd = c.noise_std * mx;

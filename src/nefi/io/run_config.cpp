@@ -1,6 +1,8 @@
 #include "nefi/io/run_config.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -83,8 +85,14 @@ void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string
 }
 
 void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
-  check_keys(r, path, "run", {"seed", "methods"});
+  check_keys(r, path, "run", {"seed", "methods", "max_total_steps"});
   if (r["seed"]) cfg.seed = scalar_as<uint64_t>(r["seed"], path, "seed", "an integer >= 0");
+  if (r["max_total_steps"]) {
+    cfg.max_total_steps =
+        scalar_as<int64_t>(r["max_total_steps"], path, "max_total_steps", "an integer >= 0");
+    FK_CHECK(cfg.max_total_steps >= 0, path + ": key 'max_total_steps'", "an integer >= 0",
+             std::to_string(cfg.max_total_steps));
+  }
   if (const YAML::Node m = r["methods"]) {
     FK_CHECK(m.IsSequence(), path + ": key 'methods'", "a list of method names", flow(m));
     cfg.methods.clear();
@@ -127,21 +135,103 @@ RunConfig load_run_config_file(const std::string& path) {
   return cfg;
 }
 
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// optim.ATTR: the optimizer keys every instance declares.
+void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value) {
+  const std::vector<std::string> valid{"optimizer",
+                                       "weight_decay",
+                                       "grad_clip",
+                                       "lbfgs_history",
+                                       "lbfgs_max_iter",
+                                       "lbfgs_max_eval",
+                                       "lbfgs_tolerance_grad",
+                                       "lbfgs_tolerance_change",
+                                       "lbfgs_line_search"};
+  FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end() && cfg.config.has(attr),
+           "--set optim." + attr, "an optimizer attribute (" + joined(valid) + ")",
+           "'" + attr + "'");
+  cfg.config.set(attr, value);
+}
+
+// stage.ATTR: a per-stage key of this instance; stage.steps=N gives every
+// stage N steps (the steps list, or thermal's steps and stage_steps).
+void set_stage(RunConfig& cfg, const std::string& attr, const std::string& value) {
+  std::vector<std::string> valid{"steps"};
+  for (const char* k : {"lr_schedule", "anneal_fraction", "anneal_steps", "lr_min_ratio",
+                        "lr_step_size", "lr_gamma"})
+    if (cfg.config.has(k)) valid.push_back(k);
+  FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end(), "--set stage." + attr,
+           "a stage attribute of " + cfg.instance + " (" + joined(valid) + ")", "'" + attr + "'");
+  if (attr != "steps") return cfg.config.set(attr, value);
+  const double n = YAML::Load(value).as<double>();
+  FK_CHECK(n >= 1 && n <= 1e9 && n == static_cast<int64_t>(n), "--set stage.steps",
+           "a positive step count", "'" + value + "'");
+  if (!cfg.config.has("stage_steps")) {
+    const size_t stages = cfg.config.list("steps").size();
+    return cfg.config.set_value("steps", std::vector<double>(stages, n));
+  }
+  const int64_t stages = cfg.config.i("n_stages");
+  cfg.config.set_value("steps", static_cast<int64_t>(n) * std::max<int64_t>(1, stages));
+  cfg.config.set_value("stage_steps",
+                       stages > 1 ? std::vector<double>(stages, n) : std::vector<double>{});
+}
+
+void set_solver(RunConfig& cfg, const std::string& attr, const std::string& value) {
+  if (attr == "nan_guard") {
+    cfg.nan_guard = YAML::Load(value).as<bool>();
+  } else if (attr == "checkpoint_every") {
+    cfg.checkpoint_every = YAML::Load(value).as<int64_t>();
+  } else if (attr == "max_bad_steps") {
+    cfg.max_bad_steps = YAML::Load(value).as<int64_t>();
+  } else {
+    throw fk::Error("--set solver." + attr,
+                    "a solver switch (nan_guard, checkpoint_every, max_bad_steps)",
+                    "'" + attr + "'");
+  }
+}
+
+void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) {
+  if (attr == "seed") {
+    cfg.seed = YAML::Load(value).as<uint64_t>();
+  } else if (attr == "max_total_steps") {
+    cfg.max_total_steps = YAML::Load(value).as<int64_t>();
+    FK_CHECK(cfg.max_total_steps >= 0, "--set run.max_total_steps", "an integer >= 0",
+             "'" + value + "'");
+  } else {
+    throw fk::Error("--set run." + attr, "a run setting (seed, max_total_steps)", "'" + attr + "'");
+  }
+}
+
+}  // namespace
+
 void apply_set(RunConfig& cfg, const std::string& a) {
   const auto eq = a.find('=');
   FK_CHECK(eq != std::string::npos && eq > 0, "--set", "KEY=VALUE", "'" + a + "'");
   std::string key = a.substr(0, eq);
   const std::string value = a.substr(eq + 1);
   if (key.rfind("config.", 0) == 0) key = key.substr(7);
+  auto after = [&](const char* prefix) {
+    const std::string p = prefix;
+    return key.rfind(p, 0) == 0 ? std::optional<std::string>(key.substr(p.size())) : std::nullopt;
+  };
   try {
-    if (key == "run.seed" || key == "seed") {
-      cfg.seed = YAML::Load(value).as<uint64_t>();
-    } else if (key == "solver.nan_guard") {
-      cfg.nan_guard = YAML::Load(value).as<bool>();
-    } else if (key == "solver.checkpoint_every") {
-      cfg.checkpoint_every = YAML::Load(value).as<int64_t>();
-    } else if (key == "solver.max_bad_steps") {
-      cfg.max_bad_steps = YAML::Load(value).as<int64_t>();
+    if (key == "seed") {
+      set_run(cfg, "seed", value);
+    } else if (auto r = after("run.")) {
+      set_run(cfg, *r, value);
+    } else if (auto s = after("solver.")) {
+      set_solver(cfg, *s, value);
+    } else if (auto o = after("optim.")) {
+      set_optim(cfg, *o, value);
+    } else if (auto st = after("stage.")) {
+      set_stage(cfg, *st, value);
     } else {
       cfg.config.set(key, value);
     }
@@ -161,6 +251,7 @@ std::string to_yaml(const RunConfig& cfg) {
      << "\n  methods: [";
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
+  if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
   return os.str();
 }
 

@@ -4,9 +4,12 @@
 //   instance: <name>
 //   config:  {<instance keys>}     unknown or mistyped keys are errors
 //   solver:  {nan_guard, checkpoint_every, max_bad_steps}
-//   run:     {seed, methods: [...]}
+//   run:     {seed, methods: [...], max_total_steps}
 // --set KEY=VALUE accepts an instance key (optionally `config.KEY`),
-// `run.seed`, or `solver.KEY`.
+// `run.seed`, `run.max_total_steps`, `solver.KEY`, `optim.ATTR` (the
+// optimizer's keys: optimizer, weight_decay, grad_clip, lbfgs_*) and
+// `stage.ATTR` (a per-stage key the instance declares; `stage.steps=N` gives
+// every stage N steps). An unknown attribute is an error listing the valid ones.
 #include <string>
 #include <vector>
 
@@ -24,6 +27,9 @@ struct RunConfig {
   int64_t checkpoint_every = 25;
   int64_t max_bad_steps = 10;
   bool smoke = false;
+  // Caps a method's total steps, each stage scaled alike (the reference's
+  // scale_budget with at least 2 steps a stage; 0: the curriculum's budget).
+  int64_t max_total_steps = 0;
 };
 
 // Defaults of a registered instance.

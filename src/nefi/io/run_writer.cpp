@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fk/error.h"
-#include "nefi/io/npy.h"
+#include "fk/io/npy.h"
 #include "nefi/io/png_panel.h"
 
 namespace nefi {
@@ -59,15 +59,15 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                         {"ms_per_step", s.steps ? 1e3 * s.seconds / s.steps : 0.0}});
     m["stage_results"] = stages;
     j["methods"][o.method] = m;
-    write_npy(dir + "/" + o.method + ".npy", o.reconstruction);
+    fk::write_npy(dir + "/" + o.method + ".npy", o.reconstruction);
     if (!history_written && !r.history.rows.empty()) {
       write_text(dir + "/history.csv", r.history.csv());
       history_written = true;
     }
   }
   write_text(dir + "/metrics.json", j.dump(2) + "\n");
-  write_npy(dir + "/ground_truth.npy", outs.front().gt);
-  write_npy(dir + "/measurement.npy", outs.front().measurement.data);
+  fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
+  fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
   write_panel_png(dir + "/panel.png", outs.front().gt, outs.front().measurement.data,
                   outs.front().reconstruction, outs.front().result.prediction);
 }

@@ -1,5 +1,6 @@
 #include "nefi/solve/checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,36 @@ T get(std::istream& f, const std::string& path) {
   return v;
 }
 
+// The shape a tensor description claims, checked before anything is
+// allocated: at most kMaxDims non-negative dimensions whose byte size fits 63
+// bits and the rest of the file holds (a header must not make the reader
+// allocate what the file cannot back).
+fk::Dims claimed_shape(const nlohmann::json& d, int64_t itemsize, std::istream& f,
+                       const std::string& path) {
+  const auto shape = d.at("shape").get<std::vector<int64_t>>();
+  const std::string text = nlohmann::json(shape).dump();
+  FK_CHECK(shape.size() <= static_cast<size_t>(fk::kMaxDims), "nefi::load_checkpoint",
+           "tensors of at most " + std::to_string(fk::kMaxDims) + " dimensions",
+           text + " in " + path);
+  int64_t spanned = 1, bytes = 0;
+  bool fits = true, empty = false;
+  for (int64_t s : shape) {
+    fits = fits && s >= 0 && !__builtin_mul_overflow(spanned, std::max<int64_t>(s, 1), &spanned);
+    empty = empty || s == 0;
+  }
+  fits = fits && !__builtin_mul_overflow(spanned, itemsize, &bytes);
+  FK_CHECK(fits, "nefi::load_checkpoint", "non-negative dimensions whose size fits 63 bits",
+           text + " in " + path);
+  const std::streamoff here = f.tellg();
+  f.seekg(0, std::ios::end);
+  const std::streamoff left = f.tellg() - here;
+  f.seekg(here);
+  FK_CHECK(empty || bytes <= left, "nefi::load_checkpoint", "a complete checkpoint file",
+           "a truncated " + path + " (a tensor of " + std::to_string(bytes) + " bytes, " +
+               std::to_string(left) + " left)");
+  return fk::Dims(shape);
+}
+
 std::vector<fk::Tensor> read_tensors(std::istream& f, const nlohmann::json& desc,
                                      const std::string& path, uint64_t& payload) {
   std::vector<fk::Tensor> out;
@@ -45,8 +76,9 @@ std::vector<fk::Tensor> read_tensors(std::istream& f, const nlohmann::json& desc
     const std::string dt = d.at("dtype").get<std::string>();
     FK_CHECK(dt == "f32" || dt == "f64", "nefi::load_checkpoint", "f32/f64 tensors",
              dt + " in " + path);
-    fk::Tensor t = fk::empty(fk::Dims(d.at("shape").get<std::vector<int64_t>>()),
-                             {dt == "f64" ? fk::DType::F64 : fk::DType::F32});
+    const fk::DType dtype = dt == "f64" ? fk::DType::F64 : fk::DType::F32;
+    fk::Tensor t =
+        fk::empty(claimed_shape(d, static_cast<int64_t>(fk::itemsize(dtype)), f, path), {dtype});
     f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
     FK_CHECK(f.good(), "nefi::load_checkpoint", "a complete checkpoint file",
              "a truncated " + path);

@@ -44,6 +44,22 @@ void Curriculum::validate() const {
   FK_CHECK(restarts >= 1, "nefi::Curriculum", "restarts >= 1", std::to_string(restarts));
   FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "lbfgs",
            "nefi::OptimConfig", "optimizer adam, adamw or lbfgs", optim.optimizer);
+  optim.lbfgs.validate();
+}
+
+Curriculum Curriculum::capped(int max_total_steps, int min_stage_steps) const {
+  FK_CHECK(max_total_steps >= 0 && min_stage_steps >= 1, "nefi::Curriculum::capped",
+           "max_total_steps >= 0 and min_stage_steps >= 1",
+           std::to_string(max_total_steps) + ", " + std::to_string(min_stage_steps));
+  Curriculum c = *this;
+  c.restarts = 1;
+  const int total = total_steps();
+  if (max_total_steps > 0 && total > max_total_steps) {
+    const double f = static_cast<double>(max_total_steps) / total;
+    for (Stage& s : c.stages) s.steps = std::max(1, static_cast<int>(std::nearbyint(s.steps * f)));
+  }
+  for (Stage& s : c.stages) s.steps = std::max(min_stage_steps, s.steps);
+  return c;
 }
 
 Curriculum Curriculum::single(const fk::Dims& shape, int steps, double lr) {

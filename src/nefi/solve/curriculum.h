@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fk/shape.h"
+#include "nefi/solve/lbfgs.h"
 
 namespace nefi {
 
@@ -39,8 +40,7 @@ struct OptimConfig {
   double grad_clip = 1.0;  // <= 0: off
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> ema;  // EMA decay of the parameters
-  int lbfgs_history = 20;
-  int lbfgs_max_iter = 20;  // objective evaluations per L-BFGS step (line search)
+  LbfgsOptions lbfgs;         // optimizer lbfgs: history, iterations and tolerances per step
 };
 
 struct Curriculum {
@@ -53,6 +53,10 @@ struct Curriculum {
   int restarts = 1;  // full runs from seeds seed, seed + 1, ...; the best final data loss wins
 
   int total_steps() const;
+  // The reference's scale_budget cap: when the total exceeds max_total_steps
+  // (> 0), every stage's steps become round(steps · max_total / total) (ties
+  // to even, at least 1), then at least min_stage_steps; one restart.
+  Curriculum capped(int max_total_steps, int min_stage_steps = 2) const;
   void validate() const;
   // One stage at `shape`.
   static Curriculum single(const fk::Dims& shape, int steps = 2000, double lr = 1e-3);

@@ -1,84 +1,249 @@
 #include "nefi/solve/lbfgs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "fk/error.h"
 
 namespace nefi {
 namespace {
+
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
 }
+
+double max_abs(const std::vector<double>& a) {
+  double m = 0;
+  for (double v : a) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// Minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to
+// [lo, hi]; the interval's midpoint when the cubic has no minimiser.
+double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2, double lo,
+                 double hi) {
+  const double d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2);
+  const double d2sq = d1 * d1 - g1 * g2;
+  if (!(d2sq >= 0)) return 0.5 * (lo + hi);
+  const double d2 = std::sqrt(d2sq);
+  const double m = x1 <= x2 ? x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+                            : x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2));
+  return std::min(std::max(m, lo), hi);
+}
+
+double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2) {
+  return cubic_min(x1, f1, g1, x2, f2, g2, std::min(x1, x2), std::max(x1, x2));
+}
+
+// One end of a bracket: step, value, gradient, directional derivative.
+struct Point {
+  double t = 0, f = 0;
+  std::vector<double> g;
+  double gtd = 0;
+};
+
 }  // namespace
+
+void LbfgsOptions::validate() const {
+  FK_CHECK(history >= 1, "nefi::LbfgsOptions", "history >= 1", std::to_string(history));
+  FK_CHECK(max_iter >= 1, "nefi::LbfgsOptions", "max_iter >= 1", std::to_string(max_iter));
+  FK_CHECK(max_eval >= 0, "nefi::LbfgsOptions", "max_eval >= 0 (0: max_iter · 5 / 4)",
+           std::to_string(max_eval));
+  FK_CHECK(tolerance_grad >= 0 && tolerance_change >= 0, "nefi::LbfgsOptions", "tolerances >= 0",
+           std::to_string(tolerance_grad) + ", " + std::to_string(tolerance_change));
+  FK_CHECK(line_search == "strong_wolfe" || line_search == "none", "nefi::LbfgsOptions",
+           "line_search strong_wolfe or none", line_search);
+}
+
+LineSearchResult strong_wolfe(const DirectionalObjective& phi, double f0,
+                              const std::vector<double>& g0, const std::vector<double>& d, double t,
+                              double gtd0, double tolerance_change, int max_ls, double c1,
+                              double c2) {
+  const double d_norm = max_abs(d);
+  int evals = 0;
+  auto eval = [&](double tt) {
+    Point p;
+    p.t = tt;
+    p.f = phi(tt, p.g);
+    p.gtd = dot(p.g, d);
+    ++evals;
+    return p;
+  };
+  const Point start{0, f0, g0, gtd0};
+  Point prev = start, cur = eval(t);
+  // Bracketing: grow the step until it overshoots, or meets the conditions.
+  std::vector<Point> br;
+  bool done = false;
+  int it = 0;
+  while (it < max_ls) {
+    if (cur.f > f0 + c1 * cur.t * gtd0 || (it > 1 && cur.f >= prev.f)) {
+      br = {prev, cur};
+      break;
+    }
+    if (std::abs(cur.gtd) <= -c2 * gtd0) {
+      br = {cur};
+      done = true;
+      break;
+    }
+    if (cur.gtd >= 0) {
+      br = {prev, cur};
+      break;
+    }
+    const double lo = cur.t + 0.01 * (cur.t - prev.t), hi = cur.t * 10;
+    const double next = cubic_min(prev.t, prev.f, prev.gtd, cur.t, cur.f, cur.gtd, lo, hi);
+    prev = std::move(cur);
+    cur = eval(next);
+    ++it;
+  }
+  if (it == max_ls) br = {start, cur};
+  // Zoom: shrink the bracket [low, high] around a point that meets them.
+  bool insufficient = false;
+  size_t low = br.front().f <= br.back().f ? 0 : br.size() - 1, high = br.size() - 1 - low;
+  while (!done && it < max_ls) {
+    const double a = std::min(br[0].t, br[1].t), b = std::max(br[0].t, br[1].t);
+    if ((b - a) * d_norm < tolerance_change) break;
+    double tt = cubic_min(br[0].t, br[0].f, br[0].gtd, br[1].t, br[1].f, br[1].gtd);
+    // Keep the trial away from the ends, or the bracket barely shrinks.
+    const double eps = 0.1 * (b - a);
+    if (std::min(b - tt, tt - a) < eps) {
+      if (insufficient || tt >= b || tt <= a) {
+        tt = std::abs(tt - b) < std::abs(tt - a) ? b - eps : a + eps;
+        insufficient = false;
+      } else {
+        insufficient = true;
+      }
+    } else {
+      insufficient = false;
+    }
+    Point p = eval(tt);
+    ++it;
+    if (p.f > f0 + c1 * p.t * gtd0 || p.f >= br[low].f) {
+      br[high] = std::move(p);
+      low = br[0].f <= br[1].f ? 0 : 1;
+      high = 1 - low;
+    } else {
+      if (std::abs(p.gtd) <= -c2 * gtd0)
+        done = true;
+      else if (p.gtd * (br[high].t - br[low].t) >= 0)
+        br[high] = br[low];
+      br[low] = std::move(p);
+    }
+  }
+  return {br[low].t, br[low].f, std::move(br[low].g), evals};
+}
+
+Lbfgs::Lbfgs(LbfgsOptions options) : o_(std::move(options)) {
+  o_.validate();
+}
 
 void Lbfgs::reset() {
   s_.clear();
   y_.clear();
-  have_ = false;
+  rho_.clear();
+  d_.clear();
+  prev_g_.clear();
+  t_ = 0;
+  h_diag_ = 1;
+  n_iter_ = n_eval_ = 0;
+}
+
+// d = −H g by the two-loop recursion, after adding the pair of the last step.
+void Lbfgs::update_direction(const std::vector<double>& g) {
+  const size_t n = g.size();
+  std::vector<double> y(n), s(n);
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = g[i] - prev_g_[i];
+    s[i] = d_[i] * t_;
+  }
+  const double ys = dot(y, s);
+  if (ys > 1e-10) {
+    if (static_cast<int>(s_.size()) == o_.history) {
+      s_.pop_front();
+      y_.pop_front();
+      rho_.pop_front();
+    }
+    h_diag_ = ys / dot(y, y);
+    s_.push_back(std::move(s));
+    y_.push_back(std::move(y));
+    rho_.push_back(1.0 / ys);
+  }
+  const size_t m = s_.size();
+  std::vector<double> q(n), al(m);
+  for (size_t i = 0; i < n; ++i) q[i] = -g[i];
+  for (size_t k = m; k-- > 0;) {
+    al[k] = dot(s_[k], q) * rho_[k];
+    for (size_t i = 0; i < n; ++i) q[i] -= al[k] * y_[k][i];
+  }
+  for (double& v : q) v *= h_diag_;
+  for (size_t k = 0; k < m; ++k) {
+    const double be = dot(y_[k], q) * rho_[k];
+    for (size_t i = 0; i < n; ++i) q[i] += (al[k] - be) * s_[k][i];
+  }
+  d_ = std::move(q);
 }
 
 double Lbfgs::step(const Objective& f, std::vector<double>& x, double lr) {
   const size_t n = x.size();
-  if (!have_ || g_.size() != n) {
-    g_.assign(n, 0.0);
-    fx_ = f(x, g_);
-    have_ = true;
-  }
-  // Two-loop recursion: d = -H g.
-  std::vector<double> q = g_;
-  const size_t m = s_.size();
-  std::vector<double> alpha(m);
-  for (size_t k = m; k-- > 0;) {
-    alpha[k] = dot(s_[k], q) / dot(y_[k], s_[k]);
-    for (size_t i = 0; i < n; ++i) q[i] -= alpha[k] * y_[k][i];
-  }
-  double gamma = 1.0;
-  if (m > 0) gamma = dot(s_.back(), y_.back()) / dot(y_.back(), y_.back());
-  for (double& v : q) v *= gamma;
-  for (size_t k = 0; k < m; ++k) {
-    const double beta = dot(y_[k], q) / dot(y_[k], s_[k]);
-    for (size_t i = 0; i < n; ++i) q[i] += (alpha[k] - beta) * s_[k][i];
-  }
-  std::vector<double> d(n);
-  for (size_t i = 0; i < n; ++i) d[i] = -q[i];
-  double gd = dot(g_, d);
-  if (!(gd < 0)) {  // not a descent direction: restart from steepest descent
-    reset();
-    have_ = true;
-    for (size_t i = 0; i < n; ++i) d[i] = -g_[i];
-    gd = -dot(g_, g_);
-  }
-  double t = lr;
-  if (m == 0) t = lr / std::max(1e-12, std::sqrt(dot(d, d)));
-  std::vector<double> xn(n), gn(n);
-  double fn = fx_;
-  for (int e = 0; e < max_evals_; ++e) {
-    for (size_t i = 0; i < n; ++i) xn[i] = x[i] + t * d[i];
-    fn = f(xn, gn);
-    if (std::isfinite(fn) && fn <= fx_ + 1e-4 * t * gd) break;
-    t *= 0.5;
-    if (e + 1 == max_evals_) {  // no decrease: keep x
-      f(x, g_);
-      return fx_;
+  std::vector<double> g(n);
+  double loss = f(x, g);
+  int evals = 1;
+  ++n_eval_;
+  if (max_abs(g) <= o_.tolerance_grad) return loss;
+  for (int it = 1; it <= o_.max_iter; ++it) {
+    if (++n_iter_ == 1 || d_.size() != n) {
+      d_.assign(n, 0.0);
+      for (size_t i = 0; i < n; ++i) d_[i] = -g[i];
+      s_.clear();
+      y_.clear();
+      rho_.clear();
+      h_diag_ = 1;
+    } else {
+      update_direction(g);
     }
-  }
-  std::vector<double> s(n), y(n);
-  for (size_t i = 0; i < n; ++i) {
-    s[i] = xn[i] - x[i];
-    y[i] = gn[i] - g_[i];
-  }
-  if (dot(s, y) > 1e-12) {
-    s_.push_back(std::move(s));
-    y_.push_back(std::move(y));
-    if (static_cast<int>(s_.size()) > history_) {
-      s_.pop_front();
-      y_.pop_front();
+    prev_g_ = g;
+    const double prev_loss = loss;
+    if (n_iter_ == 1) {
+      double l1 = 0;
+      for (double v : g) l1 += std::abs(v);
+      t_ = std::min(1.0, 1.0 / l1) * lr;
+    } else {
+      t_ = lr;
     }
+    const double gtd = dot(g, d_);
+    if (gtd > -o_.tolerance_change) break;
+    int ls_evals = 0;
+    bool optimal = false;
+    if (o_.line_search == "strong_wolfe") {
+      std::vector<double> xt(n);
+      auto phi = [&](double t, std::vector<double>& gt) {
+        for (size_t i = 0; i < n; ++i) xt[i] = x[i] + t * d_[i];
+        return f(xt, gt);
+      };
+      LineSearchResult r = strong_wolfe(phi, loss, g, d_, t_, gtd, o_.tolerance_change);
+      t_ = r.t;
+      loss = r.f;
+      g = std::move(r.g);
+      for (size_t i = 0; i < n; ++i) x[i] += t_ * d_[i];
+      ls_evals = r.evals;
+      optimal = max_abs(g) <= o_.tolerance_grad;
+    } else {
+      for (size_t i = 0; i < n; ++i) x[i] += t_ * d_[i];
+      if (it != o_.max_iter) {
+        loss = f(x, g);
+        ls_evals = 1;
+        optimal = max_abs(g) <= o_.tolerance_grad;
+      }
+    }
+    evals += ls_evals;
+    n_eval_ += ls_evals;
+    if (it == o_.max_iter || evals >= o_.eval_cap() || optimal) break;
+    if (max_abs(d_) * std::abs(t_) <= o_.tolerance_change) break;
+    if (std::abs(loss - prev_loss) < o_.tolerance_change) break;
   }
-  x = xn;
-  g_ = gn;
-  fx_ = fn;
-  return fn;
+  return loss;
 }
 
 }  // namespace nefi

@@ -219,7 +219,7 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
       params_(start_stage_field(field_, domain_, *op_)),
       adam_(params_, adam_options(cur.optim)),
       use_lbfgs_(cur.optim.optimizer == "lbfgs"),
-      lbfgs_(cur.optim.lbfgs_history, cur.optim.lbfgs_max_iter) {
+      lbfgs_(cur.optim.lbfgs) {
   if (field_.autocast() == fk::DType::F16) scaler_.emplace();
   if (use_lbfgs_) xh_ = gather(params_, false);
   good_ = snapshot(params_);
@@ -269,6 +269,7 @@ void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
     return scalar_value(v.val.total);
   };
   v.total = lbfgs_.step(objective, xh_, lr);
+  scatter(params_, xh_);  // the line search may have evaluated past the accepted point
 }
 
 bool StageRun::adam_step(int t, double lr, StepValue& v) {

@@ -75,6 +75,8 @@ struct SolverOptions {
   std::optional<uint64_t> init_seed;  // initialise the field from this seed instead of `seed`
                                       // (a benchmark pairs one measurement with several seeds)
   std::function<void(const StageView&)> on_stage_start;
+  // > 0: solve_and_record caps the curriculum (Curriculum::capped), as --smoke does.
+  int max_total_steps = 0;
 };
 
 class Solver {

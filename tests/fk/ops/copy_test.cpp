@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../test_util.h"
+#include "backward_check.h"
 
 namespace fk {
 namespace {
@@ -142,6 +143,22 @@ TEST(Copy, DtypeConversionsAgainstCasts) {
   }
   auto back = t.to(DType::F32).t().to(DType::F64).t().to_vector<double>();
   for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(back[k], static_cast<double>(f[k]));
+}
+
+TEST(Copy, PureBackwardMatchesAutograd) {
+  Tensor x = test::random_tensor({2, 3}, DType::F64, -1, 1, 125);
+  Tensor g32 = test::random_tensor({2, 3}, DType::F32, -1, 1, 126);
+  Tensor got = to_dtype_backward(g32, DType::F64);
+  EXPECT_EQ(got.dtype(), DType::F64);
+  test::expect_same(
+      got, test::autograd_grad([](const Tensor& t) { return to_dtype(t, DType::F32); }, x, g32), 0);
+  // A complex gradient of a real input keeps its real part.
+  Tensor gz = test::random_complex({2, 3}, 127);
+  test::expect_same(to_dtype_backward(gz, DType::F64), real(gz), 0);
+  test::expect_same(
+      to_dtype_backward(gz, DType::F64),
+      test::autograd_grad([](const Tensor& t) { return to_dtype(t, DType::C128); }, x, gz), 0);
+  test::expect_same(to_device_backward(g32, Device()), g32, 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "../test_util.h"
+#include "backward_check.h"
 
 namespace fk {
 namespace {
@@ -518,6 +519,52 @@ TEST(Fft, MeasurePlannerGivesSameResults) {
   EXPECT_THROW(fft(z), Error);
   k.set_override(std::nullopt);
   fft_clear_plan_cache();
+}
+
+// The exposed backward of each kind against autograd, with padding and
+// truncation, a real input to fft and the default lengths.
+TEST(Fft, PureBackwardMatchesAutograd) {
+  Tensor z = test::random_complex({3, 6}, 111);
+  Tensor x = test::random_tensor({3, 6}, DType::F64, -1, 1, 112);
+  struct Case {
+    FFTKind kind;
+    Tensor in;
+    std::vector<int64_t> s, dims;
+    FFTNorm norm;
+  };
+  const std::vector<Case> cases = {{FFTKind::Fft, z, {8}, {1}, FFTNorm::Backward},
+                                   {FFTKind::Ifft, z, {4}, {0}, FFTNorm::Ortho},
+                                   {FFTKind::Fft, x, {}, {}, FFTNorm::Forward},
+                                   {FFTKind::Rfft, x, {5}, {-1}, FFTNorm::Ortho},
+                                   {FFTKind::Rfft, x, {}, {0, 1}, FFTNorm::Backward},
+                                   {FFTKind::Irfft, z, {10}, {1}, FFTNorm::Backward},
+                                   {FFTKind::Irfft, z, {}, {0, 1}, FFTNorm::Forward}};
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    auto f = [&](const Tensor& t) {
+      switch (c.kind) {
+        case FFTKind::Fft:
+          return fftn(t, c.s, c.dims, c.norm);
+        case FFTKind::Ifft:
+          return ifftn(t, c.s, c.dims, c.norm);
+        case FFTKind::Rfft:
+          return rfftn(t, c.s, c.dims, c.norm);
+        default:
+          return irfftn(t, c.s, c.dims, c.norm);
+      }
+    };
+    Tensor out = f(c.in);
+    Tensor g = is_complex(out.dtype()) ? test::random_complex(out.shape(), 113)
+                                       : test::random_tensor(out.shape(), DType::F64, -1, 1, 113);
+    Tensor got = fft_backward(c.kind, g, c.in.shape(), c.in.dtype(), c.s, c.dims, c.norm);
+    EXPECT_EQ(got.dtype(), c.in.dtype()) << "case " << k;
+    test::expect_same(got, test::autograd_grad(f, c.in, g), 1e-12);
+  }
+  // The 1-D forms: s = {n}, dims = {dim}; fft's adjoint is n ifft.
+  Tensor g = test::random_complex({3, 6}, 114);
+  test::expect_same(fft_backward(FFTKind::Fft, g, z.shape(), z.dtype(), {-1}, {1}),
+                    mul(ifft(g, -1, 1), 6.0), 1e-13);
+  EXPECT_THROW(fft_backward(FFTKind::Rfft, g, z.shape(), z.dtype(), {-1}, {1}), Error);
 }
 
 }  // namespace

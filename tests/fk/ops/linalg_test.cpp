@@ -4,6 +4,7 @@
 #include <complex>
 
 #include "../test_util.h"
+#include "backward_check.h"
 
 namespace fk {
 namespace {
@@ -421,6 +422,47 @@ TEST(Matmul, BackwardOfHalfProducesHalfGradients) {
     for (int k = 0; k < 4; ++k) expect.push_back(bv[k * 2] + bv[k * 2 + 1]);
   }
   test::expect_close(a.grad(), expect, 2e-3);
+}
+
+// The exposed backward functions against autograd, with a broadcast batch
+// and a complex pair, and dA = dC B^T by hand.
+TEST(Matmul, PureBackwardMatchesAutograd) {
+  Tensor a = test::random_tensor({2, 3, 4}, DType::F64, -1, 1, 171);
+  Tensor b = test::random_tensor({4, 5}, DType::F64, -1, 1, 172);
+  Tensor g = test::random_tensor({2, 3, 5}, DType::F64, -1, 1, 173);
+  MatmulGrads got = matmul_backward(g, a, b, a.shape(), b.shape(), true, true);
+  test::expect_same(got.a, test::autograd_grad([&](const Tensor& t) { return matmul(t, b); }, a, g),
+                    1e-14);
+  test::expect_same(got.b, test::autograd_grad([&](const Tensor& t) { return matmul(a, t); }, b, g),
+                    1e-14);
+  test::expect_same(got.a, matmul(g, b.t()), 1e-14);
+  MatmulGrads only_a = matmul_backward(g, Tensor(), b, a.shape(), b.shape(), true, false);
+  EXPECT_FALSE(only_a.b.defined());
+  test::expect_same(only_a.a, got.a, 0);
+  Tensor za = test::random_complex({3, 4}, 174), zb = test::random_complex({4, 2}, 175);
+  Tensor zg = test::random_complex({3, 2}, 176);
+  MatmulGrads z = matmul_backward(zg, za, zb, za.shape(), zb.shape(), true, true);
+  test::expect_same(
+      z.a, test::autograd_grad([&](const Tensor& t) { return matmul(t, zb); }, za, zg), 1e-14);
+  test::expect_same(
+      z.b, test::autograd_grad([&](const Tensor& t) { return matmul(za, t); }, zb, zg), 1e-14);
+}
+
+TEST(Linear, PureBackwardMatchesAutograd) {
+  Tensor x = test::random_tensor({2, 3, 4}, DType::F64, -1, 1, 177);
+  Tensor w = test::random_tensor({5, 4}, DType::F64, -1, 1, 178);
+  Tensor bias = test::random_tensor({5}, DType::F64, -1, 1, 179);
+  Tensor g = test::random_tensor({2, 3, 5}, DType::F64, -1, 1, 180);
+  LinearGrads got = linear_backward(g, x, w, x.shape(), true, true, true);
+  test::expect_same(
+      got.x, test::autograd_grad([&](const Tensor& t) { return linear(t, w, bias); }, x, g), 1e-14);
+  test::expect_same(got.weight,
+                    test::autograd_grad([&](const Tensor& t) { return linear(x, t, bias); }, w, g),
+                    1e-14);
+  test::expect_same(got.bias,
+                    test::autograd_grad([&](const Tensor& t) { return linear(x, w, t); }, bias, g),
+                    1e-14);
+  test::expect_same(got.bias, sum(g, {0, 1}), 1e-14);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "fk/ops/cpu/vec_math.h"
 
 #include "../test_util.h"
+#include "backward_check.h"
 
 namespace fk {
 namespace {
@@ -102,6 +103,17 @@ TEST_P(UnaryTest, MatchesReferenceAndGradchecks) {
   for (size_t i = 0; i < xv.size(); ++i) EXPECT_NEAR(yh[i], yv[i], 3e-2 * (1 + std::fabs(yv[i])));
   auto f = [&](const std::vector<Tensor>& in) { return unary(c.op, in[0].t(), c.p); };
   EXPECT_GRADCHECK(f, std::vector<Tensor>{x.set_requires_grad(true)});
+}
+
+// The exposed pure backward against the tape's gradient for the same seed.
+TEST_P(UnaryTest, PureBackwardMatchesAutograd) {
+  const Case& c = GetParam();
+  Tensor x = test::random_tensor({3, 4}, DType::F64, c.lo, c.hi, 161);
+  Tensor g = test::random_tensor({3, 4}, DType::F64, -1, 1, 162);
+  Tensor out = unary_forward(c.op, x, c.p);
+  test::expect_same(unary_backward(c.op, g, x, out, c.p),
+                    test::autograd_grad([&](const Tensor& t) { return unary(c.op, t, c.p); }, x, g),
+                    0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, UnaryTest, ::testing::ValuesIn(kCases),

@@ -3,17 +3,22 @@
 // built binary next to this test binary (both go to FK_BIN_DIR); skipped when
 // it has not been built.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_run.h"
+#include "fk/factory.h"
+#include "fk/io/npy.h"
 
 namespace {
 
@@ -25,18 +30,21 @@ fs::path scratch() {
   return d;
 }
 
-// A .npy of int32 rows (N x cols), version 1.0, little endian.
+// A .npy of int32 rows (N x cols).
 void write_npy(const fs::path& path, const std::vector<int32_t>& v, int64_t cols) {
-  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (" +
-                       std::to_string(v.size() / cols) + ", " + std::to_string(cols) + "), }";
-  header.append(64 - (10 + header.size() + 1) % 64, ' ');
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  f.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t len = static_cast<uint16_t>(header.size());
-  f.write(reinterpret_cast<const char*>(&len), 2);
-  f << header;
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  fk::write_npy(path.string(),
+                fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size()) / cols, cols}));
+}
+
+// `minkowski args` with its stdout kept (run_cli keeps stderr).
+std::string run_stdout(const std::string& args, int& status) {
+  const fs::path out = scratch() / "stdout.txt";
+  const std::string cmd =
+      fieldkit_test::sibling_binary("minkowski").string() + " " + args + " >" + out.string();
+  const int rc = std::system(cmd.c_str());
+  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream f(out);
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 TEST(BenchConvCli, SceneRunWritesItsJson) {
@@ -77,9 +85,18 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
     GTEST_SKIP() << "minkowski CLI not built";
   const fs::path three_cols = scratch() / "three_cols.npy";
   write_npy(three_cols, {0, 1, 2, 0, 1, 3}, 3);
+  const fs::path floats = scratch() / "floats.npy", wide = scratch() / "wide.npy";
+  fk::write_npy(floats.string(), fk::zeros({2, 4}));
+  const fs::path far = scratch() / "far.npy";
+  write_npy(far, {0, 0, 0, 0, 0, -2147483647 - 1, 0, 0}, 4);
+  fk::write_npy(wide.string(),
+                fk::from_vector(std::vector<int64_t>{0, 1, 2, int64_t{1} << 31}, fk::Dims{1, 4}));
   const std::pair<std::string, std::string> cases[] = {
       {"bench conv --scene " + (scratch() / "missing.npy").string(), "missing.npy"},
       {"bench conv --scene " + three_cols.string(), "N x 4"},
+      {"bench conv --scene " + floats.string(), "int32 or int64"},
+      {"bench conv --scene " + wide.string(), "within the int32 range"},
+      {"bench conv --scene " + far.string(), "within [-2^30, 2^30]"},
       {"bench conv --points 1000 --dtype i32", "--dtype"},
       {"bench conv --points 1000 --kernel 0", "--kernel"},
       {"bench conv --points 0", "--points"},
@@ -92,6 +109,38 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
     EXPECT_EQ(r.err.rfind("minkowski: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
   }
+}
+
+// Small synthetic scenes used to never end: the one room had fewer distinct
+// surface voxels than asked for. Every size now ends with exactly that many.
+TEST(BenchConvCli, EverySyntheticSizeIsReached) {
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path json = scratch() / "small.json";
+  for (int points : {1, 1000, 2000, 3000}) {
+    int status = -1;
+    const std::string out =
+        run_stdout("bench conv --points " + std::to_string(points) +
+                       " --channels 2 --threads 1 --repeats 1 --json " + json.string(),
+                   status);
+    ASSERT_EQ(status, 0) << points;
+    EXPECT_NE(out.find("scene: " + std::to_string(points) + " voxels in "), std::string::npos)
+        << out;
+    std::ifstream f(json);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j["unique_rows"], points);
+  }
+}
+
+TEST(BenchConvCli, AnEmptySceneSaysSo) {
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path scene = scratch() / "empty.npy";
+  write_npy(scene, {}, 4);
+  int status = -1;
+  const std::string out = run_stdout("bench conv --scene " + scene.string(), status);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(out.find("empty scene (0 rows)"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "fk/error.h"
 #include "nefi/io/fnv.h"
@@ -119,6 +120,33 @@ TEST(BenchMerge, CorruptTruncatedAndForeignShardsAreRejected) {
   }
   EXPECT_THROW(merge_shards((d / "nope").string()), fk::Error);
   EXPECT_THROW(merge_shards(fresh_dir("empty").string()), fk::Error);
+}
+
+// Found by the shard fuzz harness (tests/fuzz): a shard without a protocol,
+// and a protocol claiming more units than any campaign (their list is built
+// while checking rows), are fk::Errors naming the file.
+TEST(BenchMerge, MissingOrOversizedProtocolsAreRejected) {
+  const Protocol p = tiny_protocol();
+  nlohmann::json j = nlohmann::json::parse(shard_json({p, {0, 1}, {}}));
+  nlohmann::json no_protocol = j;
+  no_protocol.erase("protocol");
+  try {
+    parse_shard_json(no_protocol.dump(), "s.json");
+    ADD_FAILURE() << "parsed a shard without a protocol";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard file s.json: expected a protocol"),
+              std::string::npos)
+        << e.what();
+  }
+  for (int64_t n : {int64_t{1} << 62, int64_t{100000000}}) {
+    j["protocol"]["n_samples"] = n;
+    try {
+      parse_shard_json(j.dump(), "s.json");
+      ADD_FAILURE() << n;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("at most 2^20 units"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

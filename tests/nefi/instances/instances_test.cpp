@@ -8,6 +8,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/resample.h"
@@ -50,6 +51,20 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
   }
   std::ofstream(bad) << "instance: toy1d\nrun:\n  sed: 1\n";
   EXPECT_THROW(nefi::load_run_config_file(bad), fk::Error);
+  // Values of the wrong YAML type are fk::Errors naming the file, not YAML
+  // exceptions (found by the config fuzz harness, tests/fuzz).
+  for (const char* text :
+       {"instance: toy1d\nsolver:\n  max_bad_steps: 09\n", "instance: toy1d\nrun:\n  seed: [1]\n",
+        "instance: toy1d\nrun:\n  methods: [[a]]\n", "instance: toy1d\nconfig:\n  [n]: 3\n",
+        "instance: {a: 1}\n"}) {
+    std::ofstream(bad) << text;
+    try {
+      nefi::load_run_config_file(bad);
+      ADD_FAILURE() << text;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
@@ -90,6 +105,11 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"toy1d", "lr_schedule", "linear"},
       {"toy1d", "optimizer", "sgd"},
       {"toy1d", "anneal_fraction", "0"},
+      {"toy1d", "lbfgs_history", "0"},
+      {"toy1d", "lbfgs_line_search", "armijo"},
+      {"deconvolution", "lbfgs_tolerance_grad", "-1"},
+      {"deconvolution", "lbfgs_max_eval", "-1"},
+      {"thermal_tomography", "lbfgs_max_iter", "0"},
       {"deconvolution", "psf", "airy"},
       {"deconvolution", "noise", "laplace"},
       {"deconvolution", "scene", "stars"},
@@ -98,14 +118,15 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"deconvolution", "render_factor", "0"},
       {"deconvolution", "background_counts", "-2"},
       {"deconvolution", "n_octaves", "-1"},
+      {"deconvolution", "head", "sigmoid"},
       {"thermal_tomography", "grid", "[2, 8, 8]"},
       {"thermal_tomography", "extent", "[1, 1]"},
       {"thermal_tomography", "alpha_init", "0.5"},
       {"thermal_tomography", "alpha_min", "0"},
-      {"thermal_tomography", "face_mode", "arithmetic"},
+      {"thermal_tomography", "face_mode", "geometric"},
       {"thermal_tomography", "bc_lateral", "neumann"},
       {"thermal_tomography", "bc_back", "dirichlet"},
-      {"thermal_tomography", "initial", "flash"},
+      {"thermal_tomography", "initial", "laser"},
       {"thermal_tomography", "solver", "lu"},
       {"thermal_tomography", "stencil_backend", "simd"},
       {"thermal_tomography", "grad_mode", "forward"},
@@ -209,6 +230,46 @@ TEST(NefiInstances, DataGeneratorsAreIndependentOfTheInversionOperator) {
   EXPECT_EQ(text.find("operators/"), std::string::npos);
 }
 
+// Seed N is the reference's seed-N scene: parameters drawn from NumPy's
+// default_rng(N) (NumpyRng, checked against NumPy in numpy_rng_test.cpp) in
+// the reference's order, the ground truth point-sampled at the native f32
+// cell centres; and the reference's default learning rate 1e-2.
+TEST(NefiInstances, Toy1DScenesAreTheReferenceSeedScenes) {
+  auto inst = nefi::find_instance("toy1d");
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  EXPECT_EQ(c.config.d("lr"), 1e-2);
+  nefi::apply_set(c, "n=64");
+  for (const char* scene : {"bumps", "spikes", "mixed"}) {
+    nefi::apply_set(c, std::string("scene=") + scene);
+    for (uint64_t seed : {0, 1, 7}) {
+      nefi::NumpyRng rng(seed);
+      std::vector<double> expect(64, 0.0);
+      auto add = [&](double centre, double width, double amp) {
+        for (int i = 0; i < 64; ++i) {
+          const double x = (i + 0.5) / 64.0;  // exact in f32 at n = 64
+          expect[i] += amp * std::exp(-0.5 * std::pow((x - centre) / width, 2));
+        }
+      };
+      const std::string s = scene;
+      if (s != "spikes")
+        for (int64_t k = rng.integers(2, 4); k > 0; --k) {
+          const double centre = rng.uniform(0.15, 0.85), width = rng.uniform(0.03, 0.08);
+          add(centre, width, rng.uniform(0.5, 1.5));
+        }
+      if (s != "bumps")
+        for (int64_t k = rng.integers(3, 6); k > 0; --k) {
+          const double centre = rng.uniform(0.1, 0.9);
+          add(centre, 0.5 / 64, rng.uniform(0.5, 1.5));
+        }
+      const auto gt = inst->make_measurement(c.config, seed).second.to_vector<double>();
+      ASSERT_EQ(gt.size(), 64u);
+      for (int i = 0; i < 64; ++i)
+        EXPECT_EQ(gt[i], static_cast<double>(static_cast<float>(expect[i])))
+            << scene << " seed " << seed << " cell " << i;
+    }
+  }
+}
+
 // Quality floors of the smoke presets over several seeds (the reference's
 // smoke quality: toy1d ~25 dB; deconvolution well above the blurred data).
 TEST(NefiInstances, Toy1DSmokeQualityFloor) {
@@ -222,8 +283,8 @@ TEST(NefiInstances, Toy1DSmokeQualityFloor) {
     EXPECT_GT(out.metrics.at("psnr"), 22.0) << "seed " << s;
     total += out.metrics.at("psnr");
   }
-  // Measured 26.78 / 26.45 / 28.98 / 24.01 dB with the reference's per-length
-  // anisotropic TV and skip layer (25.29 / 23.34 / 28.15 / 22.72 before).
+  // Measured 32.12 / 25.20 / 28.67 / 36.12 dB on the reference's seed scenes
+  // (26.78 / 26.45 / 28.98 / 24.01 on the earlier, own scenes).
   EXPECT_GT(total / seeds, 25.5);
 }
 
@@ -257,6 +318,26 @@ TEST(NefiInstances, DeconvolutionScenesAreSeededAndBounded) {
 // 26.06 dB, SSIM 0.974 / 0.964 / 0.956; Wiener 24.32 / 22.95 / 23.97 dB;
 // blurred data 21.01 / 18.80 / 19.60 dB (reference, seed 0: 21.03 blurred,
 // 24.96 Wiener, 28.05 neural, 29.07 grid).
+// The reference's head key: softplus (x >= 0, the default) or bounded, a
+// sigmoid into (0, 1) that starts at init_value.
+TEST(NefiInstances, DeconvolutionHeadKey) {
+  nefi::RunConfig c = nefi::default_run_config("deconvolution");
+  EXPECT_EQ(c.config.s("head"), "softplus");
+  for (const char* s : {"n=16", "steps=[1, 1]", "lr=1e-9", "head=bounded", "init_value=0.3"})
+    nefi::apply_set(c, s);
+  auto inst = nefi::find_instance("deconvolution");
+  for (const char* m : {"neural", "grid"}) {
+    const auto out = inst->run(c.config, m, 0, {});
+    for (double v : out.reconstruction.to_vector<double>()) {
+      EXPECT_GT(v, 0.0) << m;
+      EXPECT_LT(v, 1.0) << m;
+      EXPECT_NEAR(v, 0.3, 0.05) << m;  // a near-zero lr keeps the start
+    }
+  }
+  nefi::apply_set(c, "init_value=1.5");
+  EXPECT_THROW(inst->run(c.config, "neural", 0, {}), fk::Error);
+}
+
 TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
   fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));

@@ -200,6 +200,26 @@ TEST(HeatFlash, CellAveragesMatchQuadratureAndTotalHeat) {
   EXPECT_NEAR(t[(i * 10 + j) * 6 + k], acc, 1e-4 * acc);
 }
 
+// initial: flash (the reference's UniformFlash): A times the depth profile's
+// cell averages, the same in every column.
+TEST(HeatFlash, UniformFlashIsTheDepthProfileInEveryColumn) {
+  nefi::GaussianFlash f;
+  f.amplitude = 2.0;
+  f.width_z = 0.25;
+  f.uniform = true;
+  const std::vector<double> extent{3.0, 2.0, 1.0};
+  const fk::Dims s{3, 4, 5};
+  const auto t = nefi::flash_cell_averages(f, s, extent).to_vector<double>();
+  for (int64_t k = 0; k < 5; ++k) {
+    const double a = k * 0.2, b = (k + 1) * 0.2, sq = std::sqrt(2.0) * 0.25;
+    const double expect =
+        2.0 * 0.25 * std::sqrt(std::numbers::pi / 2) * (std::erf(b / sq) - std::erf(a / sq)) / 0.2;
+    for (int64_t p = 0; p < 12; ++p) {
+      EXPECT_NEAR(t[p * 5 + k], expect, 1e-12 * expect) << p << " " << k;
+    }
+  }
+}
+
 // --- analytic decay ------------------------------------------------------------
 
 // cos(2π k x / Lx), uniform in y and z, decays by 1 / (1 + Δt α λ_k) per step,
@@ -253,12 +273,20 @@ TEST(HeatAnalytic, DepthCosineModeDecaysAtTheDiscreteRate) {
   }
 }
 
+void dense_matrix_matches_the_definition(bool arithmetic);
+
 // A = I − Δt L(α) as a dense matrix (columns from unit vectors through both
-// backends) against its definition: −Δt 2 α_i α_j / (α_i + α_j) / h² between
+// backends) against its definition: −Δt 2 α_i α_j / (α_i + α_j) / h² (or
+// −Δt (α_i + α_j) / 2 / h² with arithmetic faces) between
 // face neighbours (x and y wrapped, no z wrap), rows summing to 1 (+ Δt β on
 // the back layer); hence symmetric and strictly diagonally dominant.
 TEST(HeatSystem, DenseMatrixMatchesTheDefinition) {
-  const auto g = geometry(3, 4, 3, {1.5, 2.0, 0.9}, 0.2, 0.7);
+  for (bool arithmetic : {false, true}) dense_matrix_matches_the_definition(arithmetic);
+}
+
+void dense_matrix_matches_the_definition(bool arithmetic) {
+  auto g = geometry(3, 4, 3, {1.5, 2.0, 0.9}, 0.2, 0.7);
+  g.arithmetic_faces = arithmetic;
   const int64_t n = g.numel();
   fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F64);
   const auto a = alpha.to_vector<double>();
@@ -274,7 +302,8 @@ TEST(HeatSystem, DenseMatrixMatchesTheDefinition) {
         for (int axis = 0; axis < 3; ++axis) {
           const int64_t j = nb[axis];
           if (j < 0) continue;
-          const double c = g.dt * 2 * a[i] * a[j] / (a[i] + a[j]) / (h[axis] * h[axis]);
+          const double mean = arithmetic ? (a[i] + a[j]) / 2 : 2 * a[i] * a[j] / (a[i] + a[j]);
+          const double c = g.dt * mean / (h[axis] * h[axis]);
           expect[i * n + j] -= c;
           expect[j * n + i] -= c;
           expect[i * n + i] += c;
@@ -460,8 +489,16 @@ TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
 
 // --- gradients -------------------------------------------------------------------
 
+void adjoint_passes_dot_test_and_finite_differences(const char* face_mode);
+
 TEST(HeatGradient, AdjointPassesDotTestAndFiniteDifferences) {
+  for (const char* face_mode : {"harmonic", "arithmetic"})
+    adjoint_passes_dot_test_and_finite_differences(face_mode);
+}
+
+void adjoint_passes_dot_test_and_finite_differences(const char* face_mode) {
   HeatConfig c = small_config();
+  c.face_mode = face_mode;
   c.solver = "cg";
   c.cg_tol = 1e-14;
   c.cg_max_iter = 400;
@@ -482,12 +519,12 @@ TEST(HeatGradient, AdjointPassesDotTestAndFiniteDifferences) {
                      dot(op.apply(fk::sub(alpha, fk::mul(da, eps))), w)) /
                     (2 * eps);
   const double jt = dot(da, loss_gradient(op, alpha, w));
-  EXPECT_NEAR(jd, jt, 1e-7 * std::abs(jt));
+  EXPECT_NEAR(jd, jt, 1e-7 * std::abs(jt)) << face_mode;
   // The full Jacobian, element by element.
   auto fn = [&](const std::vector<fk::Tensor>& in) { return op.apply(in[0]); };
   fk::Tensor a = alpha.clone();
   a.set_requires_grad(true);
-  EXPECT_EQ(fk::testing::gradcheck(fn, {a}, {1e-6, 1e-7, 1e-5}), "");
+  EXPECT_EQ(fk::testing::gradcheck(fn, {a}, {1e-6, 1e-7, 1e-5}), "") << face_mode;
 }
 
 TEST(HeatGradient, AutogradAndCheckpointPassGradcheckForEveryBackend) {

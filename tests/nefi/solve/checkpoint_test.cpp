@@ -146,4 +146,42 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   for (const auto& f : {p, cut, foreign}) fs::remove(f);
 }
 
+// A header whose tensor shapes claim more than the file holds (4 TB), wrap
+// 64 bits or exceed fk's dimensions is refused before anything is allocated
+// (found by the checkpoint fuzz harness, tests/fuzz).
+TEST(NefiCheckpoint, ClaimedShapesAreCheckedBeforeAllocating) {
+  auto file_with = [](const std::string& name, const std::string& shape) {
+    const std::string header =
+        R"({"stage":0,"step":0,"global_step":0,"field_kind":"mlp","lr_mult":1.0,)"
+        R"("adam_steps":0,"adam_m":[],"adam_v":[],"params":[{"dtype":"f32","shape":)" +
+        shape + "}]}";
+    const fs::path p = temp_path(name);
+    std::ofstream f(p, std::ios::binary);
+    const uint32_t version = 1;
+    const uint64_t len = header.size(), payload = 0;
+    f.write("NEFICKPT", 8);
+    f.write(reinterpret_cast<const char*>(&version), 4);
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << header;
+    f.write(reinterpret_cast<const char*>(&payload), 8);
+    return p;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {"[1000000000000]", "a tensor of 4000000000000 bytes, 8 left"},
+      {"[4294967296, 4294967296]", "fits 63 bits"},
+      {"[0, 4611686018427387904]", "fits 63 bits"},
+      {"[-3]", "non-negative"},
+      {"[1, 1, 1, 1, 1, 1, 1, 1, 1]", "at most 8 dimensions"}};
+  for (const auto& [shape, needle] : cases) {
+    const fs::path p = file_with("claims.ckpt", shape);
+    try {
+      nefi::load_checkpoint(p.string());
+      ADD_FAILURE() << "loaded " << shape;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    fs::remove(p);
+  }
+}
+
 }  // namespace

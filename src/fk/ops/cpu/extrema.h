@@ -2,10 +2,10 @@
 // First-occurrence extremes of f32/f64 data with AVX2: the position of the
 // first NaN, else of the first largest (kMax) or smallest element, over a
 // contiguous run or down each lane of rows of lanes; and the NaN-ignoring max
-// of a run. For reduce.cpp's max/min/argmax/argmin/amax/amin and the shifts of
+// of a run. For reduce/extremes.cpp's max/min/argmax/argmin/amax/amin and the shifts of
 // softmax and logsumexp, when fk::cpu_isa() >= CpuIsa::Avx2.
 //
-// Semantics (those of the scalar path, reduce.cpp's `better`): NaN counts as
+// Semantics (those of the scalar path, reduce/extremes.cpp's `better`): NaN counts as
 // the extreme and the first NaN wins; among equal values (+0 == -0) the first
 // wins. Only positions are computed: callers read the value at the position,
 // so it is the element itself, bit for bit (a NaN's payload, a zero's sign).

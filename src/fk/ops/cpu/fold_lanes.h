@@ -10,7 +10,7 @@
 //   remaining elements are folded in, in increasing i.
 //
 // So a result never depends on the thread count or the way callers split
-// work, as long as they split at shape-derived boundaries (reduce.cpp splits
+// work, as long as they split at shape-derived boundaries (cpu/reduce_block.h splits
 // rows at multiples of its block size). GCC turns the 8 lanes into vector
 // registers (f32 terms widened to f64: cvtps2pd + addpd); 8 lanes keep four
 // SSE2 f64 add chains in flight, enough to hide the add latency.

@@ -62,8 +62,10 @@ std::vector<double> flash_cell_averages(const FlashSpec& f, const fk::Dims& shap
            "a 3-D grid and extent", shape.str());
   const double cx = f.center ? (*f.center)[0] : 0.5 * extent[0];
   const double cy = f.center ? (*f.center)[1] : 0.5 * extent[1];
-  const auto px = lateral_profile(shape[0], extent[0], cx, f.width_xy, f.periodic);
-  const auto py = lateral_profile(shape[1], extent[1], cy, f.width_xy, f.periodic);
+  const auto px = f.uniform ? std::vector<double>(shape[0], 1.0)
+                            : lateral_profile(shape[0], extent[0], cx, f.width_xy, f.periodic);
+  const auto py = f.uniform ? std::vector<double>(shape[1], 1.0)
+                            : lateral_profile(shape[1], extent[1], cy, f.width_xy, f.periodic);
   const double hz = extent[2] / static_cast<double>(shape[2]);
   std::vector<double> pz(shape[2]);
   for (int64_t k = 0; k < shape[2]; ++k)
@@ -261,7 +263,7 @@ std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<doub
   const int64_t nx = shape[0], ny = shape[1];
   std::vector<double> out(obs.size() * nx * ny, 0.0);
   size_t next = 0;
-  const double w = 1.0 / static_cast<double>(s * s * s);
+  const double w = 1.0 / static_cast<double>(s * s);
   run_explicit(cfg_, substeps(fine, amax), alpha, fine,
                flash_cell_averages(cfg_.flash, fine, cfg_.extent),
                [&](int64_t n, const std::vector<double>& t) {
@@ -269,8 +271,7 @@ std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<doub
                  double* o = out.data() + next * nx * ny;
                  for (int64_t i = 0; i < fine[0]; ++i)
                    for (int64_t j = 0; j < fine[1]; ++j)
-                     for (int64_t k = 0; k < s; ++k)
-                       o[(i / s) * ny + j / s] += w * t[(i * fine[1] + j) * fine[2] + k];
+                     o[(i / s) * ny + j / s] += w * t[(i * fine[1] + j) * fine[2]];
                  ++next;
                });
   return out;

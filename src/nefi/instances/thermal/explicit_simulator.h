@@ -18,8 +18,10 @@
 //            periodised by summing images
 //   output   front-surface frames first_frame, first_frame + stride, ... ≤
 //            n_frames: (n_obs, nx, ny). With supersample s the slab is
-//            simulated on an s-times finer grid and each observed value is
-//            the mean over the s³ fine cells of the coarse front cell.
+//            simulated on an s-times finer grid, observed at its own front
+//            cells (the top fine layer) and area-averaged laterally over the
+//            s² fine columns of each coarse one — the reference's
+//            DataGenerator (the fine operator's frames, then a resample).
 // Cost: N_sub · n_frames sweeps of 7-point work over s³ nx ny nz cells.
 #include <array>
 #include <cstdint>
@@ -39,6 +41,7 @@ struct FlashSpec {
   double width_z = 0.2;
   std::optional<std::array<double, 2>> center;  // physical (x, y); default the middle
   bool periodic = true;
+  bool uniform = false;  // A exp(−z²/2w_z²) in every column (initial: flash)
 };
 
 struct ExplicitHeatConfig {

@@ -19,12 +19,34 @@ void check_volume(const std::vector<double>& v, const fk::Dims& shape, const cha
            "a volume of shape (nx, ny, nz)", shape.str() + " with " + std::to_string(v.size()));
 }
 
-double median(std::vector<double> v) {
-  const size_t n = v.size(), m = n / 2;
-  std::nth_element(v.begin(), v.begin() + m, v.end());
-  if (n % 2) return v[m];
-  const double hi = v[m];
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + m));
+// torch's median: the lower of the two middle values for an even count.
+double lower_median(std::vector<double> v) {
+  const auto m = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), m, v.end());
+  return *m;
+}
+
+// 1.4826 · MAD with lower medians: a robust σ of the values.
+double mad_sigma(const std::vector<double>& v) {
+  const double med = lower_median(v);
+  std::vector<double> dev(v.size());
+  for (size_t i = 0; i < v.size(); ++i) dev[i] = std::abs(v[i] - med);
+  return 1.4826 * lower_median(std::move(dev));
+}
+
+// Median of the flagged cells' centre depths in each column (NaN if none).
+std::vector<double> column_depths(const std::vector<bool>& flags, int64_t cols, int64_t nz,
+                                  double thickness) {
+  std::vector<double> depth(cols, std::nan("")), z;
+  const double hz = thickness / static_cast<double>(nz);
+  for (int64_t p = 0; p < cols; ++p) {
+    z.clear();
+    for (int64_t k = 0; k < nz; ++k)
+      if (flags[p * nz + k]) z.push_back((static_cast<double>(k) + 0.5) * hz);
+    if (z.empty()) continue;
+    depth[p] = 0.5 * (z[(z.size() - 1) / 2] + z[z.size() / 2]);  // z is ascending
+  }
+  return depth;
 }
 
 // |∇v| in cell units: central differences inside, one-sided at the edges.
@@ -122,50 +144,68 @@ double edge_f1(const std::vector<double>& x, const std::vector<double>& gt, cons
 DefectMap project_defects(const std::vector<double>& alpha, const fk::Dims& shape, double thickness,
                           double k) {
   check_volume(alpha, shape, "nefi::thermal::project_defects");
-  const int64_t nx = shape[0], ny = shape[1], nz = shape[2], cols = nx * ny;
-  std::vector<double> deficit(alpha.size()), slice(cols);
-  double scale = 0;
+  constexpr double kMinSigma = 1e-3;  // floor on the threshold, relative deficit units
+  const int64_t nz = shape[2], cols = shape[0] * shape[1];
+  std::vector<double> bulk(nz), slice(cols);
+  double bulk_mean = 0;
   for (int64_t z = 0; z < nz; ++z) {
     for (int64_t p = 0; p < cols; ++p) slice[p] = alpha[p * nz + z];
-    const double bulk = median(slice);
-    for (int64_t p = 0; p < cols; ++p) deficit[p * nz + z] = bulk - alpha[p * nz + z];
-    scale = std::max(scale, std::abs(bulk));
+    bulk[z] = lower_median(slice);
+    bulk_mean += bulk[z] / static_cast<double>(nz);
   }
-  const double med = median(deficit);
-  std::vector<double> dev(deficit.size());
-  for (size_t i = 0; i < dev.size(); ++i) dev[i] = std::abs(deficit[i] - med);
-  const double sigma = 1.4826 * median(dev);
-  // A noiseless volume has σ̂ = 0: any positive deficit above rounding counts.
-  const double thr = std::max(k * sigma, 1e-12 * scale);
+  std::vector<double> column(cols), cell(alpha.size());
+  for (int64_t p = 0; p < cols; ++p) {
+    double mean = 0;
+    for (int64_t z = 0; z < nz; ++z) {
+      mean += alpha[p * nz + z] / static_cast<double>(nz);
+      cell[p * nz + z] = 1.0 - alpha[p * nz + z] / bulk[z];
+    }
+    column[p] = 1.0 - mean / bulk_mean;
+  }
   DefectMap m;
-  m.mask.assign(cols, false);
-  m.depth.assign(cols, thickness);
-  const double hz = thickness / static_cast<double>(nz);
-  for (int64_t p = 0; p < cols; ++p)
-    for (int64_t z = 0; z < nz; ++z)
-      if (deficit[p * nz + z] > thr) {
-        m.mask[p] = true;
-        m.depth[p] = (z + 0.5) * hz;
-        break;
-      }
+  const double thr2d = std::max(k * mad_sigma(column), kMinSigma);
+  m.mask.resize(cols);
+  std::vector<double> sound;
+  for (int64_t p = 0; p < cols; ++p) {
+    m.mask[p] = column[p] > thr2d;
+    if (!m.mask[p]) sound.insert(sound.end(), cell.begin() + p * nz, cell.begin() + (p + 1) * nz);
+  }
+  const double thr = std::max(k * mad_sigma(sound.empty() ? cell : sound), kMinSigma);
+  std::vector<bool> flags(cell.size());
+  for (size_t i = 0; i < cell.size(); ++i) flags[i] = m.mask[i / nz] && cell[i] > thr;
+  m.depth = column_depths(flags, cols, nz, thickness);
   return m;
 }
 
-DepthErrors depth_errors(const DefectMap& pred, const DefectMap& gt, double thickness) {
-  FK_CHECK(pred.mask.size() == gt.mask.size(), "nefi::thermal::depth_errors",
-           "two defect maps of one size",
+DefectMap project_truth(const std::vector<bool>& defects, const fk::Dims& shape, double thickness) {
+  FK_CHECK(shape.size() == 3 && static_cast<int64_t>(defects.size()) == shape.numel(),
+           "nefi::thermal::project_truth", "a mask of shape (nx, ny, nz)",
+           shape.str() + " with " + std::to_string(defects.size()));
+  const int64_t nz = shape[2], cols = shape[0] * shape[1];
+  DefectMap m;
+  m.mask.assign(cols, false);
+  for (size_t i = 0; i < defects.size(); ++i)
+    if (defects[i]) m.mask[i / nz] = true;
+  m.depth = column_depths(defects, cols, nz, thickness);
+  return m;
+}
+
+DepthErrors depth_errors(const DefectMap& pred, const DefectMap& gt) {
+  FK_CHECK(pred.mask.size() == gt.mask.size() && pred.depth.size() == gt.depth.size() &&
+               pred.mask.size() == pred.depth.size(),
+           "nefi::thermal::depth_errors", "two defect maps of one size",
            std::to_string(pred.mask.size()) + " vs " + std::to_string(gt.mask.size()));
   DepthErrors e;
-  int64_t n = 0;
   for (size_t p = 0; p < gt.mask.size(); ++p) {
-    if (!gt.mask[p]) continue;
-    const double d = gt.depth[p], dh = pred.mask[p] ? pred.depth[p] : thickness;
+    const double d = gt.depth[p], dh = pred.depth[p];
+    if (!gt.mask[p] || !pred.mask[p] || !std::isfinite(d) || !std::isfinite(dh) || d <= 0) continue;
     e.abs_rel += std::abs(dh - d) / d;
     e.rmse += (dh - d) * (dh - d);
-    e.delta1 += std::max(dh / d, d / dh) < 1.25 ? 1.0 : 0.0;
-    ++n;
+    e.delta1 += dh > 0 && std::max(dh / d, d / dh) < 1.25 ? 1.0 : 0.0;
+    ++e.columns;
   }
-  if (n == 0) return {0.0, 0.0, 1.0};  // nothing to locate: no error
+  if (e.columns == 0) return e;
+  const auto n = static_cast<double>(e.columns);
   e.abs_rel /= n;
   e.rmse = std::sqrt(e.rmse / n);
   e.delta1 /= n;
@@ -208,14 +248,18 @@ std::map<std::string, double> volume_metrics(const std::vector<double>& x,
   m["ssim"] = ssim_depth(x, gt, shape, range);
   m["iou"] = iou_below(x, gt, o.iou_tau);
   m["edge_f1"] = edge_f1(x, gt, shape, o.edge_threshold, o.edge_dilate);
+  std::vector<bool> defects(gt.size());
+  for (size_t i = 0; i < gt.size(); ++i) defects[i] = gt[i] < o.iou_tau;
   const DefectMap pm = project_defects(x, shape, o.thickness, o.projection_k);
-  const DefectMap gm = project_defects(gt, shape, o.thickness, o.projection_k);
+  const DefectMap gm = project_truth(defects, shape, o.thickness);
   m["iou_2d"] = iou_2d(pm.mask, gm.mask);
   m["dice_2d"] = dice_2d(pm.mask, gm.mask);
-  const DepthErrors de = depth_errors(pm, gm, o.thickness);
-  m["depth_abs_rel"] = de.abs_rel;
-  m["depth_rmse"] = de.rmse;
-  m["depth_delta1"] = de.delta1;
+  const DepthErrors de = depth_errors(pm, gm);
+  if (de.columns > 0) {
+    m["depth_abs_rel"] = de.abs_rel;
+    m["depth_rmse"] = de.rmse;
+    m["depth_delta1"] = de.delta1;
+  }
   return m;
 }
 

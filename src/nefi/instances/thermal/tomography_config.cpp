@@ -24,7 +24,7 @@ void declare_domain_and_operator_keys(Params& p) {
   p.declare("cg_tol", 1e-6, "cg relative residual tolerance");
   p.declare("cg_max_iter", int64_t{200}, "cg iteration cap");
   p.declare("implicit_substeps", int64_t{1}, "implicit steps per frame");
-  p.declare("face_mode", std::string("harmonic"), "face diffusivity rule (harmonic)");
+  p.declare("face_mode", std::string("harmonic"), "face diffusivity: harmonic | arithmetic");
   p.declare("grad_mode", std::string("adjoint"), "adjoint | checkpoint | autograd");
   p.declare("stencil_backend", std::string("auto"), "flat | roll | auto");
   p.declare("alpha_min", 0.003, "lower bound of the alpha head");
@@ -32,7 +32,8 @@ void declare_domain_and_operator_keys(Params& p) {
   p.declare("bc_lateral", std::string("periodic"), "lateral boundaries (periodic)");
   p.declare("bc_back", std::string("neumann"), "back face: neumann (adiabatic) | robin");
   p.declare("robin_h", 0.0, "robin heat-transfer coefficient");
-  p.declare("initial", std::string("gaussian"), "initial condition (gaussian flash)");
+  p.declare("initial", std::string("gaussian"),
+            "gaussian (flash spot) | flash (uniform front-face flash)");
   p.declare("flash_amplitude", 100.0, "flash peak temperature");
   p.declare("flash_width_xy", 2.5, "flash lateral width (std, physical)");
   p.declare("flash_width_z", 0.2, "flash depth width (std, physical)");
@@ -80,6 +81,7 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("optimizer", std::string("adam"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 0.0, "AdamW decoupled weight decay");
   p.declare("grad_clip", 0.0, "global gradient-norm clip (<= 0: off)");
+  declare_lbfgs_keys(p);
   p.declare("n_stages", int64_t{1}, "coarse-to-fine stages (grids halve per earlier stage)");
   p.declare("stage_steps", std::vector<double>{}, "steps per stage; [] = steps / n_stages each");
   p.declare("stage_lr_decay", 1.0, "lr factor per later stage");
@@ -163,6 +165,7 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.flash.width_z = s.flash.width_z = p.d("flash_width_z");
   h.flash.center = s.flash.center = flash_center(p);
   h.flash.periodic = s.flash.periodic = true;
+  h.flash.uniform = s.flash.uniform = p.choice("initial", {"gaussian", "flash"}) == "flash";
   h.implicit_substeps = p.i("implicit_substeps");
   h.stencil = p.choice("stencil_backend", {"flat", "roll", "auto"});
   h.solver = p.choice("solver", {"jacobi", "chebyshev", "cg"});
@@ -170,10 +173,9 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.cg_tol = p.d("cg_tol");
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
-  // The inversion operator implements one face rule, lateral boundary and start.
-  p.choice("face_mode", {"harmonic"});
+  h.face_mode = p.choice("face_mode", {"harmonic", "arithmetic"});
+  // The inversion operator implements one lateral boundary.
   p.choice("bc_lateral", {"periodic"});
-  p.choice("initial", {"gaussian"});
   c.alpha_min = p.d("alpha_min");
   c.alpha_max = p.d("alpha_max");
   c.alpha_init = p.d("alpha_init");
@@ -280,6 +282,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
   k.optim.weight_decay = p.d("weight_decay");
   k.optim.grad_clip = p.d("grad_clip");
+  k.optim.lbfgs = lbfgs_options_from(p);
   const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
   FK_CHECK(lr > 0, "config key 'lr'", "a learning rate > 0", std::to_string(lr));
   FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",

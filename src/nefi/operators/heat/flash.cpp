@@ -40,8 +40,12 @@ fk::Tensor flash_cell_averages(const GaussianFlash& flash, const fk::Dims& shape
            std::to_string(flash.width_xy) + ", " + std::to_string(flash.width_z));
   const double cx = flash.center ? (*flash.center)[0] : extent[0] / 2;
   const double cy = flash.center ? (*flash.center)[1] : extent[1] / 2;
-  const auto gx = axis_averages(shape[0], extent[0], cx, flash.width_xy, flash.periodic);
-  const auto gy = axis_averages(shape[1], extent[1], cy, flash.width_xy, flash.periodic);
+  auto lateral = [&](int64_t n, double length, double c) {
+    return flash.uniform ? std::vector<double>(n, 1.0)
+                         : axis_averages(n, length, c, flash.width_xy, flash.periodic);
+  };
+  const auto gx = lateral(shape[0], extent[0], cx);
+  const auto gy = lateral(shape[1], extent[1], cy);
   const auto gz = axis_averages(shape[2], extent[2], 0.0, flash.width_z, false);
   fk::Tensor t = fk::empty(shape, {fk::DType::F64});
   double* p = t.data<double>();

@@ -2,7 +2,8 @@
 // HeatOperator: the NeFTY instrument. ∂T/∂t = ∇·(α∇T) on an extent[0] ×
 // extent[1] × extent[2] slab sampled by a (nx, ny, nz) cell grid; the last
 // axis is depth and z index 0 is the observed front surface. Finite volumes
-// with harmonic-mean face diffusivities 2 α_i α_j / (α_i + α_j), implicit
+// with harmonic-mean face diffusivities 2 α_i α_j / (α_i + α_j) (or
+// arithmetic (α_i + α_j) / 2 with face_mode arithmetic), implicit
 // Euler (I − Δt L(α)) Tⁿ⁺¹ = Tⁿ with `implicit_substeps` steps per camera
 // frame; periodic lateral boundaries, adiabatic front face, adiabatic
 // (neumann) or convective (robin, sink h/Δz) back face.
@@ -40,13 +41,16 @@ struct StepGeometry;
 
 // The flash that heats the front face at t = 0:
 // A · exp(−r_xy² / 2 w_xy²) · exp(−z² / 2 w_z²), z measured from the front
-// face, stored as exact cell averages (erf), laterally periodised.
+// face, stored as exact cell averages (erf), laterally periodised. uniform:
+// the reference's UniformFlash (initial: flash, the real-PVC setting),
+// A · exp(−z² / 2 w_z²), the same in every column.
 struct GaussianFlash {
   double amplitude = 100.0;
   double width_xy = 2.5;
   double width_z = 0.2;
   std::optional<std::array<double, 2>> center;  // physical (x, y); default the middle
   bool periodic = true;
+  bool uniform = false;
 };
 
 struct HeatConfig {
@@ -61,10 +65,11 @@ struct HeatConfig {
   int64_t jacobi_iters = 50;      // K for jacobi and chebyshev
   double cg_tol = 1e-6;           // relative residual
   int64_t cg_max_iter = 200;
-  int64_t check_every = 1;            // cg: iterations between convergence checks
-  std::string grad_mode = "adjoint";  // adjoint | checkpoint | autograd
-  std::string back_bc = "neumann";    // neumann (adiabatic) | robin
-  double robin_h = 0.0;               // robin heat-transfer coefficient (>= 0)
+  int64_t check_every = 1;             // cg: iterations between convergence checks
+  std::string grad_mode = "adjoint";   // adjoint | checkpoint | autograd
+  std::string back_bc = "neumann";     // neumann (adiabatic) | robin
+  double robin_h = 0.0;                // robin heat-transfer coefficient (>= 0)
+  std::string face_mode = "harmonic";  // face diffusivity: harmonic | arithmetic
   GaussianFlash flash;
   // Throws fk::Error naming the key for: non-positive dt/extent, n_frames < 1,
   // substeps < 1, first_frame outside [0, n_frames], frame_stride < 1, an

@@ -23,9 +23,11 @@ fk::Tensor contiguous_detached(const fk::Tensor& t) {
   return t.is_contiguous() ? t.detach() : t.detach().contiguous();
 }
 
+// The face diffusivity: the harmonic mean 2 a b / (a + b) (NeFTY Prop. 1) or,
+// with arithmetic faces, (a + b) / 2.
 template <typename T>
-T harmonic(T a, T b) {
-  return a * b * T(2) / (a + b);
+T face(T a, T b, bool arithmetic) {
+  return arithmetic ? (a + b) * T(0.5) : a * b * T(2) / (a + b);
 }
 
 template <typename F>
@@ -36,7 +38,8 @@ void dispatch(fk::DType dt, F&& f) {
     f(float{});
 }
 
-fk::Tensor harmonic_ops(const fk::Tensor& a, const fk::Tensor& b) {
+fk::Tensor face_ops(const fk::Tensor& a, const fk::Tensor& b, bool arithmetic) {
+  if (arithmetic) return fk::mul(fk::add(a, b), 0.5);
   return fk::div(fk::mul(fk::mul(a, b), 2.0), fk::add(a, b));
 }
 
@@ -60,6 +63,7 @@ HeatSystem build_system(const fk::Tensor& alpha_in, const StepGeometry& g) {
     const int64_t n = g.numel(), nx = g.nx, ny = g.ny, nz = g.nz;
     const T ix = T(1) / T(g.hx * g.hx), iy = T(1) / T(g.hy * g.hy), iz = T(1) / T(g.hz * g.hz);
     const T step = T(g.dt), sink = T(g.sink);
+    const bool af = g.arithmetic_faces;
     for (int64_t x = 0; x < nx; ++x) {
       const int64_t xm = (x + nx - 1) % nx, xp = (x + 1) % nx;
       for (int64_t y = 0; y < ny; ++y) {
@@ -68,12 +72,12 @@ HeatSystem build_system(const fk::Tensor& alpha_in, const StepGeometry& g) {
           const int64_t i = (x * ny + y) * nz + z;
           const T ai = a[i];
           T f[kNeighbours];
-          f[0] = harmonic(a[(xm * ny + y) * nz + z], ai) * ix;
-          f[1] = harmonic(ai, a[(xp * ny + y) * nz + z]) * ix;
-          f[2] = harmonic(a[(x * ny + ym) * nz + z], ai) * iy;
-          f[3] = harmonic(ai, a[(x * ny + yp) * nz + z]) * iy;
-          f[4] = z > 0 ? harmonic(a[i - 1], ai) * iz : T(0);
-          f[5] = z + 1 < nz ? harmonic(ai, a[i + 1]) * iz : T(0);
+          f[0] = face(a[(xm * ny + y) * nz + z], ai, af) * ix;
+          f[1] = face(ai, a[(xp * ny + y) * nz + z], af) * ix;
+          f[2] = face(a[(x * ny + ym) * nz + z], ai, af) * iy;
+          f[3] = face(ai, a[(x * ny + yp) * nz + z], af) * iy;
+          f[4] = z > 0 ? face(a[i - 1], ai, af) * iz : T(0);
+          f[5] = z + 1 < nz ? face(ai, a[i + 1], af) * iz : T(0);
           T sum = f[0] + f[1] + f[2] + f[3] + f[4] + f[5];
           if (z + 1 == nz) sum = sum + sink;
           const T diag = sum * step + T(1);
@@ -95,10 +99,12 @@ HeatSystem build_system_ops(const fk::Tensor& alpha, const StepGeometry& g) {
   fk::Tensor inner_z = fk::ones(g.shape(), {dt});
   fk::Tensor last = inner_z.narrow(2, g.nz - 1, 1);
   fk::fill_(last, 0.0);
-  const fk::Tensor xp = fk::mul(harmonic_ops(alpha, fk::roll(alpha, {-1}, {0})), ix);
-  const fk::Tensor yp = fk::mul(harmonic_ops(alpha, fk::roll(alpha, {-1}, {1})), iy);
-  const fk::Tensor zp =
-      fk::mul(fk::mul(harmonic_ops(alpha, fk::roll(alpha, {-1}, {2})), iz), inner_z);
+  const fk::Tensor xp =
+      fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {0}), g.arithmetic_faces), ix);
+  const fk::Tensor yp =
+      fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {1}), g.arithmetic_faces), iy);
+  const fk::Tensor zp = fk::mul(
+      fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {2}), g.arithmetic_faces), iz), inner_z);
   const fk::Tensor face[kNeighbours] = {fk::roll(xp, {1}, {0}), xp, fk::roll(yp, {1}, {1}), yp,
                                         fk::roll(zp, {1}, {2}), zp};
   fk::Tensor sum = face[0];
@@ -190,8 +196,10 @@ fk::Tensor alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha_in,
     const int64_t nx = g.nx, ny = g.ny, nz = g.nz;
     const T ix = T(1) / T(g.hx * g.hx), iy = T(1) / T(g.hy * g.hy), iz = T(1) / T(g.hz * g.hz);
     const T step = T(g.dt);
-    // ∂H(a_i, a_j)/∂a_i = 2 a_j² / (a_i + a_j)².
-    auto dh = [](T ai, T aj) {
+    // ∂H(a_i, a_j)/∂a_i = 2 a_j² / (a_i + a_j)² (harmonic) or 1/2 (arithmetic).
+    const bool af = g.arithmetic_faces;
+    auto dh = [af](T ai, T aj) {
+      if (af) return T(0.5);
       const T s = ai + aj;
       return T(2) * aj * aj / (s * s);
     };

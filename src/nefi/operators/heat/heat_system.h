@@ -4,10 +4,10 @@
 // (j = −x, +x, −y, +y, −z, +z, the order of the weight planes and of every
 // multiply-add chain), D = 1 + Δt (Σ_j a_j + β) and W_j = Δt a_j / D, with
 // face conductances a = 2 α_i α_j / (α_i + α_j) / h² (harmonic mean, NeFTY
-// Prop. 1). x and y wrap (periodic); the front face z = 0 is adiabatic (a = 0)
-// and the back face z = nz − 1 adiabatic or a sink β = h_robin / Δz on the
-// diagonal. A is symmetric and strictly diagonally dominant, so the Jacobi
-// iteration converges with rate ≤ ρ = max_i Σ_j W_j[i] < 1 (Gershgorin).
+// Prop. 1; or (α_i + α_j) / 2 / h² with arithmetic faces). x and y wrap (periodic); the front face
+// z = 0 is adiabatic (a = 0) and the back face z = nz − 1 adiabatic or a sink β = h_robin / Δz on
+// the diagonal. A is symmetric and strictly diagonally dominant, so the Jacobi iteration converges
+// with rate ≤ ρ = max_i Σ_j W_j[i] < 1 (Gershgorin).
 //
 // Everything here is CPU, f32 or f64, C-contiguous (nx, ny, nz) grids.
 #include <cstdint>
@@ -21,8 +21,9 @@ inline constexpr int kNeighbours = 6;
 struct StepGeometry {
   int64_t nx = 0, ny = 0, nz = 0;
   double hx = 1, hy = 1, hz = 1;
-  double dt = 0;    // of one implicit step (frame dt / implicit_substeps)
-  double sink = 0;  // β = robin_h / Δz at the back face; 0 when adiabatic
+  double dt = 0;                  // of one implicit step (frame dt / implicit_substeps)
+  double sink = 0;                // β = robin_h / Δz at the back face; 0 when adiabatic
+  bool arithmetic_faces = false;  // face diffusivity (α_i + α_j) / 2 instead of harmonic
   int64_t numel() const { return nx * ny * nz; }
   fk::Dims shape() const { return {nx, ny, nz}; }
 };

@@ -6,11 +6,14 @@
 #include <numbers>
 
 #include "fk/error.h"
+#include "nefi/operators/heat/heat_operator.h"
 
 namespace {
 
 using nefi::thermal::ExplicitHeatConfig;
 using nefi::thermal::ExplicitHeatSimulator;
+using nefi::thermal::flash_cell_averages;
+using nefi::thermal::FlashSpec;
 
 // T⁰ = cos(2π x / Lx) cos(π z / H) sampled at cell centres is an eigenvector
 // of the periodic-x / adiabatic-z discrete Laplacian with eigenvalue
@@ -163,6 +166,54 @@ TEST(ThermalExplicitSimulator, SupersampledSurfaceAgreesWithTheCoarseOne) {
   }
   EXPECT_GT(diff, 0.0);           // a different discretisation
   EXPECT_LT(diff, 0.05 * scale);  // of the same physics
+}
+
+// The reference's supersampled data: the fine grid's own front-cell frames
+// (not a depth average of the top s fine layers), area-averaged laterally.
+TEST(ThermalExplicitSimulator, SupersampledSurfaceIsTheFineFrontLayerAveragedLaterally) {
+  ExplicitHeatConfig c;
+  c.extent = {4.0, 4.0, 1.0};
+  c.dt = 0.1;
+  c.n_frames = 6;
+  c.flash.width_xy = 1.2;
+  c.flash.width_z = 0.2;
+  ExplicitHeatSimulator sim(c);
+  const fk::Dims s{4, 4, 3}, f{8, 8, 6};
+  std::vector<double> a(f.numel());
+  for (int64_t i = 0; i < f.numel(); ++i) a[i] = 0.1 + 0.05 * std::sin(0.7 * i);
+  const auto super = sim.surface_frames(a, s, 2);
+  const auto fine = sim.surface_frames(a, f, 1);
+  ASSERT_EQ(super.size(), 6u * 16);
+  for (int64_t n = 0; n < 6; ++n)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double m = 0;
+        for (int64_t di = 0; di < 2; ++di)
+          for (int64_t dj = 0; dj < 2; ++dj)
+            m += 0.25 * fine[(n * 8 + 2 * i + di) * 8 + 2 * j + dj];
+        EXPECT_NEAR(super[(n * 4 + i) * 4 + j], m, 1e-12 * std::abs(m)) << n << i << j;
+      }
+}
+
+// initial: flash — the simulator's flash is the operator's uniform flash.
+TEST(ThermalExplicitSimulator, UniformFlashMatchesTheOperatorFlash) {
+  FlashSpec g;
+  g.amplitude = 2.0;
+  g.width_z = 0.25;
+  g.uniform = true;
+  nefi::GaussianFlash f;
+  f.amplitude = 2.0;
+  f.width_z = 0.25;
+  f.uniform = true;
+  const std::vector<double> extent{3.0, 2.0, 1.0};
+  const fk::Dims s{3, 4, 5};
+  const auto u = flash_cell_averages(g, s, extent);
+  const auto t = nefi::flash_cell_averages(f, s, extent).to_vector<double>();
+  ASSERT_EQ(u.size(), t.size());
+  for (size_t i = 0; i < u.size(); ++i) {
+    EXPECT_NEAR(u[i], t[i], 1e-12 * t[i]) << i;
+    EXPECT_EQ(u[i], u[i % 5]) << i;  // every column alike
+  }
 }
 
 TEST(ThermalExplicitSimulator, BadConfigsAreClearErrors) {

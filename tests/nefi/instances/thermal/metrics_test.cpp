@@ -101,55 +101,76 @@ TEST(ThermalMetrics, EdgeF1WithDilation) {
   EXPECT_DOUBLE_EQ(th::edge_f1(std::vector<double>(s.numel(), 0.3), gt, s, 0.5, 1), 0.0);
 }
 
-TEST(ThermalMetrics, DefectProjectionWithTheMadRule) {
-  const fk::Dims s{8, 8, 5};
-  const double H = 1.0;
-  std::vector<double> v(s.numel());
-  // A bulk of 0.15 with ±1e-4 texture (σ̂ ≈ 1.48e-4, threshold ≈ 3e-4) and a
-  // 0.01 block at depth cells 2..3 under columns x 2..4, y 3..5.
-  for (int64_t i = 0; i < s[0]; ++i)
-    for (int64_t j = 0; j < s[1]; ++j)
-      for (int64_t k = 0; k < s[2]; ++k) {
-        const bool in = i >= 2 && i <= 4 && j >= 3 && j <= 5 && k >= 2 && k <= 3;
-        v[at(s, i, j, k)] = in ? 0.01 : 0.15 + ((i + j + k) % 2 ? 1e-4 : -1e-4);
-      }
+// The projections follow the reference's App. H.3 rule (nefi 0.1.2): the 2-D
+// mask thresholds the depth-averaged relative deficit against the bulk (lower
+// median per slice) at max(k σ̂, 1e-3), σ̂ = 1.4826 · MAD with lower medians.
+TEST(ThermalMetrics, DefectMaskUsesTheLowerMedianBulk) {
+  // Four columns, one cell each: bulk = lower median {0.02, 0.05, 0.1, 0.1} =
+  // 0.05 (the mid-point 0.075 would mask nothing); deficits {−1, −1, 0, 0.6},
+  // σ̂ = 0, so the 1e-3 floor decides.
+  const fk::Dims s{2, 2, 1};
+  const auto m = th::project_defects({0.1, 0.1, 0.05, 0.02}, s, 1.0, 2.0);
+  EXPECT_EQ(m.mask, (std::vector<bool>{false, false, false, true}));
+  EXPECT_DOUBLE_EQ(m.depth[3], 0.5);
+  for (int p = 0; p < 3; ++p) EXPECT_TRUE(std::isnan(m.depth[p])) << p;
+}
+
+TEST(ThermalMetrics, DefectMaskGatesTheDeficitAtKSigma) {
+  // Five columns: bulk 0.100, deficits {0, −0.02, 0.02, −0.04, 0.10}, median 0,
+  // MAD 0.02, σ̂ = 0.029652: k = 2 keeps only the 0.10 column, k = 0.5 (threshold
+  // 0.0148) also the 0.02 one.
+  const fk::Dims s{1, 5, 1};
+  const std::vector<double> v{0.100, 0.102, 0.098, 0.104, 0.090};
+  EXPECT_EQ(th::project_defects(v, s, 1.0, 2.0).mask,
+            (std::vector<bool>{false, false, false, false, true}));
+  EXPECT_EQ(th::project_defects(v, s, 1.0, 0.5).mask,
+            (std::vector<bool>{false, false, true, false, true}));
+  EXPECT_DOUBLE_EQ(th::project_defects(v, s, 1.0, 2.0).depth[4], 0.5);
+}
+
+TEST(ThermalMetrics, DefectDepthIsTheMedianFlaggedCellDepth) {
+  const fk::Dims s{4, 4, 4};
+  const double H = 2.0;  // cell centres at 0.25, 0.75, 1.25, 1.75
+  std::vector<double> v(s.numel(), 0.1);
+  for (int64_t k : {1, 2}) v[at(s, 0, 0, k)] = 0.01;
+  for (int64_t k : {0, 1, 3}) v[at(s, 2, 2, k)] = 0.01;
+  // A faint cell: its column's averaged deficit 2.5e-4 stays under the 1e-3
+  // floor, so the column is sound although the cell itself is below the bulk.
+  v[at(s, 1, 1, 3)] = 0.0999;
   const auto m = th::project_defects(v, s, H, 2.0);
-  int64_t n = 0;
-  for (int64_t i = 0; i < s[0]; ++i)
-    for (int64_t j = 0; j < s[1]; ++j) {
-      const bool in = i >= 2 && i <= 4 && j >= 3 && j <= 5;
-      EXPECT_EQ(m.mask[i * s[1] + j], in) << i << "," << j;
-      EXPECT_DOUBLE_EQ(m.depth[i * s[1] + j], in ? 2.5 / 5 : H);
-      n += in;
-    }
-  EXPECT_EQ(n, 9);
-  // At k = 0 the texture alone (no σ̂ gate) would flag half the columns.
-  const auto loose = th::project_defects(v, s, H, 0.0);
-  EXPECT_GT(std::count(loose.mask.begin(), loose.mask.end(), true), 9);
-  // A noiseless volume (σ̂ = 0) flags exactly the defect columns.
-  std::vector<double> clean(s.numel(), 0.12);
-  clean[at(s, 6, 1, 4)] = 0.02;
-  const auto c = th::project_defects(clean, s, H, 2.0);
-  EXPECT_EQ(std::count(c.mask.begin(), c.mask.end(), true), 1);
-  EXPECT_TRUE(c.mask[6 * 8 + 1]);
-  EXPECT_DOUBLE_EQ(c.depth[6 * 8 + 1], 0.9);
+  for (int64_t p = 0; p < 16; ++p) EXPECT_EQ(m.mask[p], p == 0 || p == 10) << p;
+  EXPECT_DOUBLE_EQ(m.depth[0], 1.0);    // median of 0.75, 1.25
+  EXPECT_DOUBLE_EQ(m.depth[10], 0.75);  // median of 0.25, 0.75, 1.75
+  std::vector<bool> truth(s.numel());
+  for (int64_t i = 0; i < s.numel(); ++i) truth[i] = v[i] < 0.03;
+  const auto g = th::project_truth(truth, s, H);
+  EXPECT_EQ(g.mask, m.mask);
+  EXPECT_DOUBLE_EQ(g.depth[0], 1.0);
+  EXPECT_DOUBLE_EQ(g.depth[10], 0.75);
+  const auto e = th::depth_errors(m, g);
+  EXPECT_EQ(e.columns, 2);
+  EXPECT_EQ(e.abs_rel, 0.0);
+  EXPECT_EQ(e.delta1, 1.0);
 }
 
 TEST(ThermalMetrics, DepthErrorsAndMaskOverlaps) {
+  const double nan = std::nan("");
   th::DefectMap gt, pred;
-  gt.mask = {true, true, false, false};
-  gt.depth = {0.5, 0.25, 1.0, 1.0};
-  pred.mask = {true, false, true, false};
-  pred.depth = {0.6, 1.0, 0.3, 1.0};
-  // Column 0: 0.6 vs 0.5; column 1 missed (counts as depth H = 1).
-  const auto e = th::depth_errors(pred, gt, 1.0);
-  EXPECT_NEAR(e.abs_rel, (0.1 / 0.5 + 0.75 / 0.25) / 2, 1e-12);
-  EXPECT_NEAR(e.rmse, std::sqrt((0.01 + 0.5625) / 2), 1e-12);
+  gt.mask = {true, true, false, true};
+  gt.depth = {0.5, 0.25, nan, 0.4};
+  pred.mask = {true, false, true, true};
+  pred.depth = {0.6, nan, 0.3, 0.2};
+  // Columns 0 and 3 are found by both: 0.6 vs 0.5 and 0.2 vs 0.4.
+  const auto e = th::depth_errors(pred, gt);
+  EXPECT_EQ(e.columns, 2);
+  EXPECT_NEAR(e.abs_rel, (0.1 / 0.5 + 0.2 / 0.4) / 2, 1e-12);
+  EXPECT_NEAR(e.rmse, std::sqrt((0.01 + 0.04) / 2), 1e-12);
   EXPECT_DOUBLE_EQ(e.delta1, 0.5);
-  EXPECT_DOUBLE_EQ(th::iou_2d(pred.mask, gt.mask), 1.0 / 3.0);
-  EXPECT_DOUBLE_EQ(th::dice_2d(pred.mask, gt.mask), 0.5);
+  EXPECT_DOUBLE_EQ(th::iou_2d(pred.mask, gt.mask), 2.0 / 4.0);
+  EXPECT_DOUBLE_EQ(th::dice_2d(pred.mask, gt.mask), 4.0 / 6.0);
   EXPECT_DOUBLE_EQ(th::iou_2d({false}, {false}), 1.0);
   EXPECT_THROW(th::iou_2d({true}, {true, false}), fk::Error);
+  EXPECT_THROW(th::project_truth({true}, {2, 2, 1}, 1.0), fk::Error);
 }
 
 TEST(ThermalMetrics, VolumeMetricsOfThePerfectAndTheUniformGuess) {
@@ -172,8 +193,8 @@ TEST(ThermalMetrics, VolumeMetricsOfThePerfectAndTheUniformGuess) {
   EXPECT_EQ(m.at("edge_f1"), 0.0);
   EXPECT_EQ(m.at("iou_2d"), 0.0);
   EXPECT_NEAR(m.at("mse"), 9 * 0.14 * 0.14 / s.numel(), 1e-15);
-  EXPECT_NEAR(m.at("depth_abs_rel"), (1.0 - 0.375) / 0.375, 1e-12);
-  EXPECT_EQ(m.at("depth_delta1"), 0.0);
+  // No detected column meets a true one: the depth errors are absent.
+  EXPECT_EQ(m.count("depth_abs_rel") + m.count("depth_rmse") + m.count("depth_delta1"), 0u);
 }
 
 }  // namespace

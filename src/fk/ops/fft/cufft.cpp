@@ -1,0 +1,135 @@
+// The CUDA path of the FFTs: cuFFT through the plan cache of fk/cuda/fft.h.
+#include <complex>
+
+#include "fk/cuda/fft.h"
+#include "fk/cuda/kernels.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/fft/spec.h"
+#include "fk/profile.h"
+
+namespace fk::fft_detail {
+namespace {
+
+// A part of `spec`: the transform along dims [lo, hi) of it, unscaled, with
+// `sign` (for a C2C part).
+Spec sub_spec(const Spec& spec, Kind kind, int lo, int hi, int sign) {
+  Spec s;
+  s.kind = kind;
+  s.sign = sign;
+  for (int i = lo; i < hi; ++i) {
+    s.dims.push_back(spec.dims[i]);
+    s.n.push_back(spec.n[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+// is innermost) and made contiguous; one cuFFT plan from the plan cache in
+// fk/cuda/fft.h then covers every batch (cuFFT's packed layout, rank <= 3).
+// The scale and the pair-bin factor are one multiply by a per-bin weight
+// along the last dim (before a C2R, which also gives cuFFT the scratch copy
+// it overwrites; after a C2C or R2C). The result is permuted back and made
+// contiguous, like the CPU's.
+// A multi-dim C2R runs as FFTW defines it (and the CPU tests pin down): the
+// complex inverse along the leading dims, then a 1-D C2R along the last whose
+// DC and Nyquist bins have their imaginary parts dropped, so any spectrum,
+// Hermitian or not, gives the CPU's result whatever cuFFT does with such
+// inputs. Transforms of more than 3 dims are split the same way (separable).
+template <typename R>
+Tensor run_cuda(const Spec& spec, const Tensor& x) {
+  const int rank = spec.dims.size();
+  if (spec.kind == Kind::C2R && rank > 1) {
+    Tensor lead = run_cuda<R>(sub_spec(spec, Kind::C2C, 0, rank - 1, FFTW_BACKWARD), x);
+    Spec tail = sub_spec(spec, Kind::C2R, rank - 1, rank, FFTW_BACKWARD);
+    tail.scale = spec.scale;
+    tail.pair_factor = spec.pair_factor;
+    return run_cuda<R>(tail, lead);
+  }
+  if (spec.kind == Kind::R2C && rank > 3) {
+    Spec tail = sub_spec(spec, Kind::R2C, rank - 1, rank, FFTW_FORWARD);
+    tail.scale = spec.scale;
+    tail.pair_factor = spec.pair_factor;
+    return run_cuda<R>(sub_spec(spec, Kind::C2C, 0, rank - 1, FFTW_FORWARD), run_cuda<R>(tail, x));
+  }
+  if (spec.kind == Kind::C2C && rank > 3) {
+    Spec rest = sub_spec(spec, Kind::C2C, 3, rank, spec.sign);
+    rest.scale = spec.scale;
+    return run_cuda<R>(rest, run_cuda<R>(sub_spec(spec, Kind::C2C, 0, 3, spec.sign), x));
+  }
+  const DType real_dt = dtype_of<R>();
+  const DType complex_dt = complex_type(real_dt);
+  Dims perm;
+  for (int a = 0; a < x.dim(); ++a) {
+    if (std::find(spec.dims.begin(), spec.dims.end(), a) == spec.dims.end()) perm.push_back(a);
+  }
+  const int batch_dims = perm.size();
+  for (int64_t d : spec.dims) perm.push_back(d);
+  Dims inverse = Dims::filled(perm.size(), 0);
+  for (int i = 0; i < perm.size(); ++i) inverse[static_cast<int>(perm[i])] = i;
+
+  Tensor xp = x.permute(perm);
+  Dims out_shape = xp.shape();
+  for (int i = 0; i < rank; ++i) out_shape[batch_dims + i] = spec.n[i];
+  const int last = out_shape.size() - 1;
+  const int64_t n_last = spec.n.back();
+  if (spec.kind == Kind::R2C) out_shape[last] = n_last / 2 + 1;
+  Tensor out = empty(out_shape, {spec.kind == Kind::C2R ? real_dt : complex_dt, x.device()});
+  if (out.numel() == 0) return out.permute(inverse).contiguous();
+
+  // Per-bin weights along the (halved) last dim: scale, times pair_factor on
+  // the bins that stand for two conjugate frequencies.
+  const int64_t bins = n_last / 2 + 1;
+  const bool pairs = spec.kind != Kind::C2C && spec.pair_factor != 1.0;
+  Tensor weights;
+  if (pairs || spec.kind == Kind::C2R) {
+    std::vector<double> w(static_cast<size_t>(bins), spec.scale);
+    const int64_t pair_end = std::min(bins, (n_last + 1) / 2);
+    for (int64_t k = 1; k < pair_end; ++k) w[k] = spec.scale * spec.pair_factor;
+    weights = from_vector(w).to(real_dt).to(x.device());
+  }
+
+  Tensor in;
+  if (spec.kind == Kind::C2R) {
+    in = mul(xp, weights).contiguous();  // a fresh buffer: cuFFT's c2r overwrites its input
+    Tensor im = in.imag();
+    Tensor dc = im.narrow(last, 0, 1);
+    fill_(dc, 0.0);
+    if (n_last % 2 == 0) {
+      Tensor nyquist = im.narrow(last, n_last / 2, 1);
+      fill_(nyquist, 0.0);
+    }
+  } else {
+    in = xp.contiguous();
+  }
+  cuda::FftLayout layout;
+  layout.rank = rank;
+  for (int i = 0; i < rank; ++i) layout.n[i] = spec.n[i];
+  layout.batch = 1;
+  for (int i = 0; i < batch_dims; ++i) layout.batch *= out_shape[i];
+  const int kind = spec.kind == Kind::C2C   ? cuda::kFftC2C
+                   : spec.kind == Kind::R2C ? cuda::kFftR2C
+                                            : cuda::kFftC2R;
+  const bool inverse_dir =
+      spec.kind == Kind::C2R || (spec.kind == Kind::C2C && spec.sign == FFTW_BACKWARD);
+  cuda::fft_execute(x.device().index, kind, static_cast<int>(complex_dt), inverse_dir, layout,
+                    in.data_ptr(), out.data_ptr(), cuda_ops::stream_of(x));
+  cuda_ops::launched(x);
+  if (spec.kind != Kind::C2R) {
+    if (pairs) {
+      out = mul(out, weights);
+    } else if (spec.scale != 1.0) {
+      cuda::launch_scale(static_cast<int>(complex_dt), out.data_ptr(), out.numel(), spec.scale,
+                         cuda_ops::stream_of(x));
+      cuda_ops::launched(x);
+    }
+  }
+  return out.permute(inverse).contiguous();
+}
+
+template Tensor run_cuda<float>(const Spec& spec, const Tensor& x);
+template Tensor run_cuda<double>(const Spec& spec, const Tensor& x);
+
+}  // namespace fk::fft_detail

@@ -1,0 +1,23 @@
+#pragma once
+// Argument checks and helpers shared by the indexing ops (index/*.cpp).
+#include <cstdint>
+
+#include "fk/tensor.h"
+
+namespace fk::index_detail {
+
+// The index as a contiguous i64 tensor on t's device, every value checked
+// against [0, bound) before any element is written (on CUDA by two device
+// reductions and one host read).
+Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op);
+// `what` (an index, mask or source) must live on t's device.
+void check_device(const Tensor& t, const Tensor& other, const char* op, const char* what);
+void check_broadcasts_to(const Tensor& t, const Dims& shape, const char* op, const char* what);
+// An in-place op records no node: neither operand may need a gradient.
+void check_inplace(const Tensor& self, const Tensor& other, const char* op);
+// Reduces a gradient to an input's shape and dtype (real part for real inputs).
+Tensor grad_for(const Tensor& g, const Dims& shape, DType dtype);
+// A copy of `self` in dtype `ct` (contiguous), the buffer scatter/index add write.
+Tensor accumulator_copy(const Tensor& self, DType ct);
+
+}  // namespace fk::index_detail

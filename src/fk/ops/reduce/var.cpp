@@ -1,0 +1,182 @@
+#include "fk/ops/reduce/var.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "fk/autograd.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/cpu/dispatch.h"
+#include "fk/ops/cpu/fold_lanes.h"
+#include "fk/ops/cpu/reduce_block.h"
+#include "fk/ops/reduce/plan.h"
+#include "fk/ops/reduce/sum.h"
+#include "fk/ops/unary.h"
+#include "fk/profile.h"
+
+namespace fk {
+namespace {
+
+using cpu::kIsComplex;
+using cpu::kPlus;
+using cpu::RealOf;
+using cpu::reduce_block;
+using detail::inexact_type;
+using detail::keep;
+using detail::plan_reduce;
+using detail::prepare;
+using detail::ReducePlan;
+using detail::Reduction;
+
+// Re(conj(d) * e): the real inner product used for |.|^2 of complex deviations.
+template <typename M>
+double real_dot(const M& d, const M& e) {
+  if constexpr (std::is_same_v<M, c128>) {
+    return d.real() * e.real() + d.imag() * e.imag();
+  } else {
+    return d * e;
+  }
+}
+
+// Shifted sums: each lane keeps K = its first value, sum(x - K) and
+// sum |x - K|^2, so the update is two adds (no division) and the deviations
+// stay small whatever the offset of the data; m2 = s2 - |s1|^2 / n. Blocks are
+// combined with Chan et al.'s pairwise formula. Complex T gives real variances.
+template <typename T>
+struct VarReducer {
+  using R = typename RealOf<T>::type;
+  using M = std::conditional_t<kIsComplex<T>, c128, double>;
+  struct Acc {
+    double n = 0;
+    M shift{}, s1{};
+    double s2 = 0;
+    M mean() const { return shift + s1 / n; }
+    double m2() const { return std::max(0.0, s2 - real_dot(s1, s1) / n); }
+  };
+  R* out;
+  double correction;
+  Acc init() const { return Acc{}; }
+  void step(Acc& a, T v, int64_t) const {
+    M x = static_cast<M>(v);
+    if (a.n == 0) a.shift = x;
+    M d = x - a.shift;
+    a.s1 += d;
+    a.s2 += real_dot(d, d);
+    a.n += 1;
+  }
+  // Real runs: the same shifted sums (K = x[0]), each over 8 partial sums.
+  Acc fold_row(const T* x, int64_t n) const requires(!kIsComplex<T>) {
+    Acc a;
+    if (n == 0) return a;
+    const double k = static_cast<double>(x[0]);
+    a.n = static_cast<double>(n);
+    a.shift = k;
+    a.s1 = cpu::fold_lanes(
+        x, n, 0.0, [k](T v) { return static_cast<double>(v) - k; }, kPlus);
+    a.s2 = cpu::fold_lanes(
+        x, n, 0.0,
+        [k](T v) {
+          double d = static_cast<double>(v) - k;
+          return d * d;
+        },
+        kPlus);
+    return a;
+  }
+  void merge(Acc& a, const Acc& b) const {
+    if (b.n == 0) return;
+    if (a.n == 0) {
+      a = b;
+      return;
+    }
+    double n = a.n + b.n;
+    M ma = a.mean(), d = b.mean() - ma;
+    double m2 = a.m2() + b.m2() + real_dot(d, d) * (a.n * b.n / n);
+    a = Acc{n, ma + d * (b.n / n), M{}, m2};
+  }
+  void finish(int64_t o, const Acc& a) const {
+    double m2 = a.n > 0 ? a.m2() : 0.0;
+    out[o] = static_cast<R>(m2 / std::max(0.0, a.n - correction));
+  }
+};
+
+Tensor var_forward(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
+  profile::OpScope scope("var");
+  if (t.device().is_cuda()) {
+    // Two passes on the device: the mean, then the summed squared deviations.
+    const ReducePlan plan = plan_reduce(t, dims, keepdim, "var");
+    Tensor x = t.detach();
+    Tensor dev = sub(x, mean(x, dims, true));
+    Tensor sq = is_complex(dev.dtype()) ? square(abs(dev)) : square(dev);
+    const double divisor = std::max(0.0, static_cast<double>(plan.inner - correction));
+    return div(sum(sq, dims, keepdim), divisor);
+  }
+  Reduction r = prepare(t, dims, keepdim, "var");
+  Tensor out = r.alloc(real_type(t.dtype()));
+  cpu::visit_inexact(t.dtype(), "var", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using R = typename RealOf<T>::type;
+    reduce_block(r.src.data<T>(), r.A, r.R, r.C,
+                 VarReducer<T>{out.data<R>(), static_cast<double>(correction)});
+  });
+  return r.result(out);
+}
+
+// d var / dx = 2 (x - mean) / (N - correction); the mean's own dependence on x
+// cancels because the deviations sum to zero.
+Tensor var_backward(const Tensor& g, const Tensor& x, const ReducePlan& plan, double divisor) {
+  Tensor dev = sub(x, mean(x, plan.dims, true));
+  Tensor scale = mul(keep(g, plan).to(real_type(x.dtype())), 2.0 / divisor);
+  return mul(dev, scale);
+}
+
+// N - correction, at least 0.
+double var_divisor(const ReducePlan& plan, int64_t correction) {
+  return std::max<double>(0.0, static_cast<double>(plan.inner - correction));
+}
+
+struct VarBackward : autograd::Node {
+  autograd::SavedTensor x;
+  ReducePlan plan;
+  double divisor = 1;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {var_backward(g[0], x.unpack(name()), plan, divisor)};
+  }
+  const char* name() const override { return "VarBackward"; }
+  void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override { fn(x); }
+};
+
+}  // namespace
+
+Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
+  DType ct = inexact_type(t.dtype());
+  if (ct != t.dtype()) {
+    Tensor r = var(t.to(ct), dims, correction, keepdim);
+    return is_half(t.dtype()) ? r.to(t.dtype()) : r;
+  }
+  Tensor out = var_forward(t, dims, correction, keepdim);
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<VarBackward>();
+    node->x = t;
+    node->plan = plan_reduce(t, dims, keepdim, "var");
+    node->divisor = var_divisor(node->plan, correction);
+    autograd::record(node, {t}, out);
+  }
+  return out;
+}
+
+Tensor std(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
+  if (is_half(t.dtype())) return fk::std(t.to(DType::F32), dims, correction, keepdim).to(t.dtype());
+  return sqrt(var(t, dims, correction, keepdim));
+}
+
+Tensor var_backward(const Tensor& g, const Tensor& x, const Dims& dims, int64_t correction,
+                    bool keepdim) {
+  const ReducePlan plan = plan_reduce(x, dims, keepdim, "var_backward");
+  return var_backward(g, x.detach(), plan, var_divisor(plan, correction));
+}
+
+Tensor std_backward(const Tensor& g, const Tensor& x, const Tensor& out, const Dims& dims,
+                    int64_t correction, bool keepdim) {
+  return var_backward(div(g, mul(out, 2.0)), x, dims, correction, keepdim);
+}
+
+}  // namespace fk

@@ -1,0 +1,227 @@
+#include "fk/io/npy.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <complex>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/memory.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch() {
+  const fs::path d = fs::path(testing::TempDir()) /
+                     ("fk_npy_tests_" + std::to_string(static_cast<long>(getpid())));
+  fs::create_directories(d);
+  return d;
+}
+
+// A .npy file as NumPy lays it out: magic, version 1.0, header length, the
+// header dict padded with spaces to a multiple of 64 bytes and a newline, data.
+std::string npy_bytes(const std::string& dict, const std::string& data, int major = 1) {
+  std::string header = dict;
+  const size_t fixed = major == 1 ? 10 : 12;
+  header.append((64 - (fixed + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string b = "\x93NUMPY";
+  b.push_back(static_cast<char>(major));
+  b.push_back(0);
+  const size_t n = header.size();
+  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i) b.push_back(static_cast<char>(n >> (8 * i)));
+  return b + header + data;
+}
+
+template <typename T>
+std::string raw(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+fs::path write_file(const std::string& name, const std::string& bytes) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+// The fk::Error of reading `bytes` from a file named `name`, checked to name the file.
+std::string refusal(const std::string& name, const std::string& bytes) {
+  const fs::path p = write_file(name, bytes);
+  try {
+    fk::read_npy(p.string());
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    // The same bytes from memory give the same refusal.
+    EXPECT_THROW(fk::read_npy_bytes(bytes, name), fk::Error);
+    return e.what();
+  }
+  ADD_FAILURE() << name << " was read";
+  return "";
+}
+
+const std::string kDict2x3I4 = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }";
+
+TEST(Npy, ReadsTheBytesNumPyWrites) {
+  const std::vector<int32_t> v{1, -2, 3, 2147483647, -2147483647 - 1, 0};
+  const fs::path p = write_file("ints.npy", npy_bytes(kDict2x3I4, raw(v)));
+  fk::Tensor t = fk::read_npy(p.string());
+  ASSERT_EQ(t.dtype(), fk::DType::I32);
+  ASSERT_EQ(t.shape(), (fk::Dims{2, 3}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(t.data<int32_t>()[i], v[i]);
+}
+
+TEST(Npy, ReadsVersionsTwoAndThreeAndDoubleQuotesAndNoTrailingComma) {
+  const std::vector<double> v{0.5, -1.25};
+  for (int major : {2, 3}) {
+    fk::Tensor t = fk::read_npy_bytes(
+        npy_bytes("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<f8\"}", raw(v), major),
+        "v.npy");
+    ASSERT_EQ(t.shape(), (fk::Dims{2}));
+    EXPECT_EQ(t.data<double>()[0], 0.5);
+    EXPECT_EQ(t.data<double>()[1], -1.25);
+  }
+}
+
+TEST(Npy, RoundTripsEveryNumPyDType) {
+  const fs::path p = scratch() / "round.npy";
+  auto round = [&](const fk::Tensor& t) {
+    fk::write_npy(p.string(), t);
+    fk::Tensor r = fk::read_npy(p.string());
+    EXPECT_EQ(r.dtype(), t.dtype());
+    EXPECT_EQ(r.shape(), t.shape());
+    EXPECT_EQ(std::memcmp(r.data_ptr(), t.data_ptr(), t.nbytes()), 0) << fk::name(t.dtype());
+  };
+  round(fk::from_vector(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {3, 2}));
+  round(fk::from_vector(std::vector<int64_t>{int64_t{1} << 40, -7}, {2, 1, 1}));
+  round(fk::from_vector(std::vector<float>{1.5f, -2.f, 3.25f}));
+  round(fk::from_vector(std::vector<double>{1e300, -0.0}));
+  round(fk::from_vector(std::vector<fk::c64>{{1, 2}, {3, -4}}));
+  round(fk::from_vector(std::vector<fk::c128>{{1, 2}}));
+  round(fk::from_vector(std::vector<float>{0.5f, -3.f}).to(fk::DType::F16));
+  round(fk::from_vector(std::vector<int32_t>{1, 0, 1}).to(fk::DType::Bool));
+  round(fk::zeros({0, 4}, {fk::DType::F32}));
+  round(fk::from_vector(std::vector<float>{7.f}, fk::Dims{}));
+}
+
+TEST(Npy, WritesTheLogicalOrderOfAView) {
+  fk::Tensor t = fk::from_vector(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1);
+  const fs::path p = scratch() / "view.npy";
+  fk::write_npy(p.string(), t);
+  fk::Tensor r = fk::read_npy(p.string());
+  ASSERT_EQ(r.shape(), (fk::Dims{3, 2}));
+  const std::vector<int32_t> expected{1, 4, 2, 5, 3, 6};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(r.data<int32_t>()[i], expected[i]);
+}
+
+TEST(Npy, WriteRefusesBf16) {
+  fk::Tensor t = fk::zeros({2}, {fk::DType::BF16});
+  EXPECT_THROW(fk::write_npy((scratch() / "bf16.npy").string(), t), fk::Error);
+}
+
+TEST(Npy, TruncatedDataIsRefusedBeforeAllocating) {
+  // The header claims 2^30 int32 (4 GiB); the file holds 8 bytes of data.
+  const int64_t peak = fk::memory_stats().peak;
+  const std::string e =
+      refusal("claims_4gb.npy",
+              npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (268435456, 4), }",
+                        raw(std::vector<int32_t>{1, 2})));
+  EXPECT_NE(e.find("4294967296 bytes of data"), std::string::npos) << e;
+  EXPECT_NE(e.find("8 bytes after the header (truncated)"), std::string::npos) << e;
+  EXPECT_LT(fk::memory_stats().peak - peak, int64_t{1} << 20);
+  refusal("short.npy", npy_bytes(kDict2x3I4, raw(std::vector<int32_t>{1, 2, 3, 4, 5})));
+}
+
+TEST(Npy, TrailingBytesAreRefused) {
+  const std::string e =
+      refusal("long.npy", npy_bytes(kDict2x3I4, raw(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7})));
+  EXPECT_NE(e.find("trailing"), std::string::npos) << e;
+}
+
+TEST(Npy, AShapeWhoseProductOverflowsIsRefused) {
+  // 2^32 x 2^32 elements: 2^64 wraps to 0 in 64 bits (an empty array).
+  std::string e = refusal(
+      "wraps.npy",
+      npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
+                ""));
+  EXPECT_NE(e.find("fits 63 bits"), std::string::npos) << e;
+  // A zero dimension does not excuse the others: they still make strides.
+  refusal("zero_wraps.npy",
+          npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904), "
+                    "}",
+                    ""));
+  e = refusal("huge_dim.npy", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': "
+                                        "(99999999999999999999,), }",
+                                        ""));
+  EXPECT_NE(e.find("below 2^63"), std::string::npos) << e;
+}
+
+TEST(Npy, AbsurdHeadersAreRefused) {
+  // Version 2 with a header length of 2^31.
+  std::string b = "\x93NUMPY\x02";
+  b += std::string("\0\0\0\0\x80", 5);
+  std::string e = refusal("huge_header.npy", b + "{}");
+  EXPECT_NE(e.find("2147483648 bytes"), std::string::npos) << e;
+  // A header longer than the file.
+  e = refusal("cut_header.npy", npy_bytes(kDict2x3I4, "").substr(0, 40));
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+  refusal(
+      "nine_dims.npy",
+      npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", ""));
+  refusal("no_shape.npy", npy_bytes("{'descr': '<i4', 'fortran_order': False, }", ""));
+  refusal("twice.npy",
+          npy_bytes("{'descr': '<i4', 'descr': '<i4', 'fortran_order': False, 'shape': (), }", ""));
+  refusal("unknown_key.npy",
+          npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (), 'x': 1}", ""));
+  refusal("negative.npy", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (-1,), }",
+                                    raw(std::vector<int32_t>{1})));
+  refusal("unclosed.npy", npy_bytes("{'descr': '<i4", ""));
+  refusal("not_a_dict.npy", npy_bytes("[1, 2]", ""));
+  refusal("magic.npy", "PK\x03\x04 a zip file");
+  refusal("empty.npy", "");
+  refusal("version.npy", npy_bytes(kDict2x3I4, "", 7));
+}
+
+TEST(Npy, UnsupportedDTypesAndFortranOrderAreRefused) {
+  for (const char* descr : {"<u4", ">i4", "<f16", "|O", "<V8", "<i2", "", "<M8[ns]"}) {
+    const std::string e =
+        refusal("dtype.npy", npy_bytes(std::string("{'descr': '") + descr +
+                                           "', 'fortran_order': False, 'shape': (1,), }",
+                                       std::string(8, '\0')));
+    EXPECT_NE(e.find("little-endian b1, i4, i8"), std::string::npos) << e;
+  }
+  const std::string e =
+      refusal("fortran.npy", npy_bytes("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }",
+                                       raw(std::vector<int32_t>{1, 2, 3, 4, 5, 6})));
+  EXPECT_NE(e.find("C-order"), std::string::npos) << e;
+  // One dimension: Fortran and C order are the same bytes.
+  EXPECT_EQ(fk::read_npy_bytes(npy_bytes("{'descr': '<i4', 'fortran_order': True, 'shape': (2,), }",
+                                         raw(std::vector<int32_t>{1, 2})),
+                               "f.npy")
+                .numel(),
+            2);
+}
+
+TEST(Npy, BoolBytesOtherThanZeroOrOneAreRefused) {
+  refusal("bools.npy",
+          npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", "\x01\x02\x00"));
+}
+
+TEST(Npy, AMissingFileOrADirectoryIsAnErrorNamingIt) {
+  for (const fs::path& p : {scratch() / "missing.npy", scratch()}) {
+    try {
+      fk::read_npy(p.string());
+      ADD_FAILURE() << "read " << p;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,140 @@
+#include "fk/ops/binary/binary.h"
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../test_util.h"
+#include "../backward_check.h"
+
+namespace fk {
+namespace {
+
+using Fn = testing::TensorFn;
+
+TEST(Binary, BroadcastValues) {
+  Tensor a = from_vector(std::vector<double>{1, 2, 3}, {3, 1});
+  Tensor b = from_vector(std::vector<double>{10, 20}, {1, 2});
+  test::expect_close(add(a, b), {11, 21, 12, 22, 13, 23});
+  test::expect_close(sub(a, b, 0.5), {-4, -9, -3, -8, -2, -7});
+  test::expect_close(mul(a, b), {10, 20, 20, 40, 30, 60});
+  test::expect_close(div(b, a), {10, 20, 5, 10, 10.0 / 3, 20.0 / 3});
+  test::expect_close(maximum(a, from_vector(std::vector<double>{2})), {2, 2, 3});
+  test::expect_close(minimum(a, from_vector(std::vector<double>{2})), {1, 2, 2});
+  test::expect_close(pow(a, from_vector(std::vector<double>{2})), {1, 4, 9});
+  test::expect_close(atan2(a, b), {std::atan2(1, 10), std::atan2(1, 20), std::atan2(2, 10),
+                                   std::atan2(2, 20), std::atan2(3, 10), std::atan2(3, 20)});
+  EXPECT_EQ(lt(a, from_vector(std::vector<double>{2})).to_vector<bool>(),
+            (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(ge(a, from_vector(std::vector<double>{2})).dtype(), DType::Bool);
+  test::expect_close(where(gt(a, from_vector(std::vector<double>{1.5})), a, b),
+                     {10, 20, 2, 2, 3, 3});
+  test::expect_close(add(a, 1.0), {2, 3, 4});
+  test::expect_close(2.0 * a, {2, 4, 6});
+}
+
+TEST(Binary, NonContiguousOperands) {
+  Tensor m = test::random_tensor({4, 5});
+  Tensor mt = m.t();  // [5, 4], strided
+  Tensor r1 = add(mt, mt.contiguous());
+  test::expect_close(r1, mul(mt.contiguous(), 2.0).to_vector<double>(), 1e-15);
+  Tensor s = m.slice(1, 0, 5, 2);  // [4, 3]
+  test::expect_close(mul(s, s), mul(s.contiguous(), s.contiguous()).to_vector<double>(), 1e-15);
+}
+
+TEST(Binary, GradcheckAllWithBroadcastAndStrides) {
+  Tensor a = test::random_tensor({3, 4}, DType::F64, 0.5, 2.0, 1).set_requires_grad(true);
+  Tensor b = test::random_tensor({4}, DType::F64, 0.5, 2.0, 2).set_requires_grad(true);
+  // gradcheck passes contiguous inputs: the functions make strided views of
+  // them (a transposed copy, and test::strided_copy's stride-2 view).
+  auto transposed = [](const Tensor& x) { return x.t().contiguous().t(); };
+  ASSERT_FALSE(transposed(a).is_contiguous());
+  ASSERT_FALSE(test::strided_copy(b).is_contiguous());
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow,
+                      BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Atan2}) {
+    Fn f = [op, transposed](const std::vector<Tensor>& in) {
+      return binary(op, transposed(in[0]), in[1].unsqueeze(0), 0.7);
+    };
+    EXPECT_GRADCHECK(f, (std::vector<Tensor>{a, b})) << name(op);
+    Fn g = [op, transposed](const std::vector<Tensor>& in) {
+      return binary(op, test::strided_copy(in[1]), transposed(in[0]), 0.7);
+    };
+    EXPECT_GRADCHECK(g, (std::vector<Tensor>{a, b})) << name(op);
+  }
+}
+
+TEST(Binary, MaximumTiesSplitGradient) {
+  Tensor a = from_vector(std::vector<double>{1, 2}).set_requires_grad(true);
+  Tensor b = from_vector(std::vector<double>{1, 3}).set_requires_grad(true);
+  sum(maximum(a, b)).backward();
+  test::expect_close(a.grad(), {0.5, 0});
+  test::expect_close(b.grad(), {0.5, 1});
+}
+
+TEST(Binary, ComplexGradcheck) {
+  Tensor a = test::random_complex({3}, 3).set_requires_grad(true);
+  Tensor b = test::random_complex({3}, 5).set_requires_grad(true);
+  Tensor r = test::random_tensor({3}).set_requires_grad(true);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div}) {
+    Fn f = [op](const std::vector<Tensor>& in) { return binary(op, in[0], in[1]); };
+    EXPECT_GRADCHECK(f, (std::vector<Tensor>{a, b})) << name(op);
+    Fn g = [op](const std::vector<Tensor>& in) { return binary(op, in[0], in[2]); };
+    EXPECT_GRADCHECK(g, (std::vector<Tensor>{a, b, r})) << name(op) << " complex-real";
+  }
+  EXPECT_THROW(maximum(a, b), Error);
+}
+
+TEST(Binary, DeviceAndShapeErrors) {
+  try {
+    add(ones({2, 3}), ones({4}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3] and [4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(where(ones({2}), ones({2}), ones({2})), Error);  // non-bool condition
+}
+
+// The exposed backward against autograd, for every differentiable op with
+// broadcast operands (b's gradient summed over the broadcast dim), and against
+// the derivative formulas for mul and div.
+TEST(Binary, PureBackwardMatchesAutograd) {
+  Tensor a = test::random_tensor({3, 4}, DType::F64, 0.5, 2, 101);
+  Tensor b = test::random_tensor({4}, DType::F64, 0.5, 2, 102);
+  Tensor g = test::random_tensor({3, 4}, DType::F64, -1, 1, 103);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow,
+                      BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Atan2}) {
+    SCOPED_TRACE(name(op));
+    const double alpha = op == BinaryOp::Add || op == BinaryOp::Sub ? 0.5 : 1.0;
+    Tensor out = binary_forward(op, a, b, alpha);
+    BinaryGrads got = binary_backward(op, g, a, b, out, {a.shape(), a.dtype()},
+                                      {b.shape(), b.dtype()}, true, true, alpha);
+    test::expect_same(
+        got.a, test::autograd_grad([&](const Tensor& t) { return binary(op, t, b, alpha); }, a, g),
+        1e-14);
+    test::expect_same(
+        got.b, test::autograd_grad([&](const Tensor& t) { return binary(op, a, t, alpha); }, b, g),
+        1e-13);
+    BinaryGrads only_b = binary_backward(op, g, a, b, out, {a.shape(), a.dtype()},
+                                         {b.shape(), b.dtype()}, false, true, alpha);
+    EXPECT_FALSE(only_b.a.defined());
+    test::expect_same(only_b.b, got.b, 0);
+  }
+  // d(a b)/da = b, d(a / b)/db = -a / b^2 (summed over the broadcast rows).
+  BinaryGrads m = binary_backward(BinaryOp::Mul, g, a, b, Tensor(), {a.shape(), a.dtype()},
+                                  {b.shape(), b.dtype()}, true, false);
+  test::expect_same(m.a, mul(g, b), 0);
+  BinaryGrads d = binary_backward(BinaryOp::Div, g, a, b, Tensor(), {a.shape(), a.dtype()},
+                                  {b.shape(), b.dtype()}, false, true);
+  test::expect_same(d.b, sum(neg(div(mul(g, a), mul(b, b))), {0}), 1e-14);
+  // A real operand of a complex op gets the real part.
+  Tensor z = test::random_complex({4}, 104);
+  Tensor gz = test::random_complex({3, 4}, 105);
+  BinaryGrads c = binary_backward(BinaryOp::Mul, gz, a, z, Tensor(), {a.shape(), a.dtype()},
+                                  {z.shape(), z.dtype()}, true, false);
+  EXPECT_EQ(c.a.dtype(), DType::F64);
+  test::expect_same(c.a, real(mul(gz, conj(z))), 1e-15);
+}
+
+}  // namespace
+}  // namespace fk

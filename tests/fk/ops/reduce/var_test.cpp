@@ -1,0 +1,53 @@
+#include "fk/ops/reduce/var.h"
+
+#include <vector>
+
+#include "../../test_util.h"
+#include "../backward_check.h"
+#include "reference.h"
+
+namespace fk {
+namespace {
+
+using namespace reduce_ref;
+
+TEST(Var, VarIsAccurateWithLargeOffsets) {
+  // E[x^2] - E[x]^2 would lose every digit here (x^2 ~ 1e18 in f64).
+  for (int64_t n : {1000, 70000}) {
+    Tensor x = add(test::random_tensor({2, n}, DType::F64, -1, 1, 13), 1e9);
+    auto v = x.to_vector<double>();
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i) {
+      Group g(v.begin() + i * n, v.begin() + (i + 1) * n);
+      want.push_back(ref_var(g, 1));
+    }
+    test::expect_close(var(x, {1}), want, 1e-9);
+    test::expect_close(var(x.t(), {0}), want, 1e-9);
+  }
+}
+
+TEST(Var, PureBackwardMatchesAutogradAndFormula) {
+  Tensor x = test::random_tensor({3, 4}, DType::F64, -1, 1, 91);
+  Tensor z = test::random_complex({3, 4}, 92);
+  for (const Tensor& in : {x, z}) {
+    for (int64_t correction : {0, 1}) {
+      for (const Dims& dims : {Dims{}, Dims{0}, Dims{1}}) {
+        const bool keepdim = dims.size() == 1;
+        auto fv = [&](const Tensor& t) { return var(t, dims, correction, keepdim); };
+        auto fs = [&](const Tensor& t) { return fk::std(t, dims, correction, keepdim); };
+        Tensor g = test::random_tensor(fv(in).shape(), DType::F64, -1, 1, 93);
+        test::expect_same(var_backward(g, in, dims, correction, keepdim),
+                          test::autograd_grad(fv, in, g), 1e-14);
+        test::expect_same(std_backward(g, in, fs(in), dims, correction, keepdim),
+                          test::autograd_grad(fs, in, g), 1e-13);
+      }
+    }
+  }
+  // {1, 2, 3, 6}: mean 3, N - 1 = 3, so the gradient is 2 (x - 3) / 3.
+  Tensor v = from_vector(std::vector<double>{1, 2, 3, 6});
+  test::expect_close(var_backward(from_vector(std::vector<double>{1}).reshape({}), v),
+                     {-4.0 / 3, -2.0 / 3, 0, 2}, 1e-15);
+}
+
+}  // namespace
+}  // namespace fk

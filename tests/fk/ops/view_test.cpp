@@ -1,0 +1,66 @@
+#include "fk/ops/view.h"
+
+#include <functional>
+#include <vector>
+
+#include "../test_util.h"
+#include "backward_check.h"
+
+namespace fk {
+namespace {
+
+// The exposed backward of each view op against autograd, on a 3-D input.
+TEST(View, PureBackwardMatchesAutograd) {
+  Tensor x = test::random_tensor({2, 3, 4}, DType::F64, -1, 1, 121);
+  auto check = [&](const std::function<Tensor(const Tensor&)>& f,
+                   const std::function<Tensor(const Tensor&)>& backward, const char* what) {
+    SCOPED_TRACE(what);
+    Tensor g = test::random_tensor(f(x).shape(), DType::F64, -1, 1, 122);
+    test::expect_same(backward(g), test::autograd_grad(f, x, g), 0);
+  };
+  check(
+      [](const Tensor& t) {
+        return reshape(t, {6, -1});
+      },
+      [&](const Tensor& g) { return reshape_backward(g, x.shape()); }, "reshape");
+  check([](const Tensor& t) { return unsqueeze(t, 1); },
+        [&](const Tensor& g) { return reshape_backward(g, x.shape()); }, "unsqueeze");
+  check(
+      [](const Tensor& t) {
+        return permute(t, {2, 0, 1});
+      },
+      [](const Tensor& g) {
+        return permute_backward(g, {2, 0, 1});
+      },
+      "permute");
+  check(
+      [](const Tensor& t) {
+        return expand(t.unsqueeze(0), {5, 2, 3, 4});
+      },
+      [&](const Tensor& g) {
+        return reshape_backward(expand_backward(g, {1, 2, 3, 4}), x.shape());
+      },
+      "expand");
+  check([](const Tensor& t) { return slice(t, 2, 1, 4, 2); },
+        [&](const Tensor& g) { return slice_backward(g, x.shape(), 2, 1, 4, 2); }, "slice");
+  check([](const Tensor& t) { return narrow(t, -2, 1, 2); },
+        [&](const Tensor& g) { return slice_backward(g, x.shape(), -2, 1, 3); }, "narrow");
+  check([](const Tensor& t) { return select(t, 1, -1); },
+        [&](const Tensor& g) { return select_backward(g, x.shape(), 1, -1); }, "select");
+  // slice_backward by hand: zeros with g at the sliced positions.
+  Tensor g = from_vector(std::vector<double>{7, 8});
+  test::expect_close(slice_backward(g, Dims{5}, 0, 1, 5, 2), {0, 7, 0, 8, 0}, 0);
+
+  Tensor z = test::random_complex({3}, 123);
+  Tensor gr = test::random_tensor({3}, DType::F64, -1, 1, 124);
+  test::expect_same(real_backward(gr, z.dtype()),
+                    test::autograd_grad([](const Tensor& t) { return real(t); }, z, gr), 0);
+  test::expect_same(imag_backward(gr, z.dtype()),
+                    test::autograd_grad([](const Tensor& t) { return imag(t); }, z, gr), 0);
+  test::expect_same(real_backward(gr, DType::F64), gr, 0);
+  EXPECT_THROW(imag_backward(gr, DType::F64), Error);
+  EXPECT_THROW(permute_backward(x, {0, 1}), Error);
+}
+
+}  // namespace
+}  // namespace fk
