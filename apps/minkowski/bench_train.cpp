@@ -45,7 +45,7 @@ StepTimes timed_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
 }  // namespace
 
 int bench_train(const BenchTrainOptions& o) {
-  const std::vector<int32_t> coords = synthetic_scene(o.points, 1);
+  const std::vector<int32_t> coords = synthetic_scene(o.points, 1).rows;
   const int64_t n = static_cast<int64_t>(coords.size()) / 4;
   const fk::Tensor c = fk::from_vector(coords, {n, 4});
   const fk::Tensor features = fk::rand({n, 3}, {fk::DType::F32});
