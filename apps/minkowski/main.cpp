@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   minkowski_app::TrainOptions to;
   CLI::App* train = app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
   train->add_option("--variant", to.variant, "MinkUNet variant (14, 18, 34, +A-D)");
-  train->add_option("--data", to.data, "folder of labelled .ply/.xyz files (default: generated)");
+  train->add_option("--data", to.data, "folder of labelled .ply/.npy/.xyz files (default: generated)");
   train->add_option("--classes", to.classes, "number of classes (generated scenes: 5)");
   train->add_option("--epochs", to.epochs, "epochs");
   train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene");
   predict->add_option("--voxel", po.voxel, "voxel size (m)");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
+  predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
   predict->add_option("--threads", po.threads, "threads (0: default)");
   try {
     app.parse(argc, argv);

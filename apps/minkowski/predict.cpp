@@ -2,11 +2,12 @@
 // point file (PLY/XYZ) or a generated scene (voxel predictions carried back
 // to every point), prints per-class IoU against the cloud's labels when it has
 // them (a label outside the classes is an error) and writes a PLY coloured by
-// the predicted class.
+// the predicted class and the labels as an int64 .npy.
 #include <cstdio>
 #include <fstream>
 
 #include "fk/fk.h"
+#include "fk/io/npy.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
 #include "minkowski/nn/checkpoint.h"
@@ -63,6 +64,7 @@ int predict(const PredictOptions& o) {
     }
   }
   if (!o.ply.empty()) write_ply(o.ply, cloud, predicted);
+  if (!o.labels.empty()) fk::write_npy(o.labels, fk::from_vector(predicted));
   return 0;
 }
 

@@ -87,11 +87,12 @@ class Source {
     if (o.data.empty()) return;
     for (const auto& e : std::filesystem::directory_iterator(o.data)) {
       const std::string ext = e.path().extension().string();
-      if (ext == ".ply" || ext == ".xyz" || ext == ".txt") files_.push_back(e.path().string());
+      if (ext == ".ply" || ext == ".npy" || ext == ".xyz" || ext == ".txt")
+        files_.push_back(e.path().string());
     }
     std::sort(files_.begin(), files_.end());
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
-             "at least two .ply/.xyz/.txt files", std::to_string(files_.size()));
+             "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
   }
   data::Batch train_batch(int64_t step) const {

@@ -34,7 +34,8 @@ struct PredictOptions {
   std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene
   uint64_t scene_seed = 1000000;
   double voxel = 0.1;
-  std::string ply;  // coloured output cloud (ASCII PLY); empty: none
+  std::string ply;     // coloured output cloud (ASCII PLY); empty: none
+  std::string labels;  // predicted labels (int64 .npy); empty: none
   int threads = 0;
 };
 int predict(const PredictOptions& o);

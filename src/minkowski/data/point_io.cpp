@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fk/error.h"
+#include "fk/io/npy.h"
 
 namespace minkowski::data {
 namespace {
@@ -271,12 +272,32 @@ PointCloud read_xyz(const std::string& path) {
   return cloud;
 }
 
+PointCloud read_npy_points(const std::string& path) {
+  const fk::Tensor t = fk::read_npy(path);
+  const int64_t width = t.dim() == 2 ? t.size(1) : 0;
+  if (width != 3 && width != 4 && width != 6 && width != 7) {
+    fail(path, "shape " + t.shape().str() + " (expected N x 3, 4, 6 or 7)");
+  }
+  if (t.size(0) == 0) fail(path, "no points");
+  const std::vector<double> v = t.to_vector<double>();
+  PointCloud cloud;
+  for (int64_t r = 0; r < t.size(0); ++r) {
+    const double* row = v.data() + r * width;
+    add_point(cloud, path, "row " + std::to_string(r), row, width >= 6 ? row + 3 : nullptr,
+              width == 4   ? row + 3
+              : width == 7 ? row + 6
+                           : nullptr);
+  }
+  return cloud;
+}
+
 PointCloud read_points(const std::string& path) {
   const auto dot = path.rfind('.');
   const std::string ext = dot == std::string::npos ? "" : path.substr(dot);
   if (ext == ".ply") return read_ply(path);
   if (ext == ".xyz" || ext == ".txt") return read_xyz(path);
-  fail(path, "unknown extension '" + ext + "' (expected .ply, .xyz or .txt)");
+  if (ext == ".npy") return read_npy_points(path);
+  fail(path, "unknown extension '" + ext + "' (expected .ply, .npy, .xyz or .txt)");
 }
 
 }  // namespace minkowski::data

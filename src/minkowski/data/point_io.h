@@ -7,6 +7,8 @@
 //         (uchar: /255; float: as is) and label (or class); other vertex
 //         properties are skipped, list properties refused; later elements
 //         (faces) are ignored.
+//   .npy  N x 3 (x y z), N x 4 (+ label), N x 6 (+ r g b) or N x 7 (+ r g b
+//         label), any real or integer dtype (fk::read_npy).
 //   .xyz / .txt  one point per line: x y z, x y z label, x y z r g b or
 //         x y z r g b label (colours in [0, 1]); every line the same width;
 //         blank lines and lines starting with '#' are skipped.
@@ -23,5 +25,6 @@ namespace minkowski::data {
 PointCloud read_points(const std::string& path);
 PointCloud read_ply(const std::string& path);
 PointCloud read_xyz(const std::string& path);
+PointCloud read_npy_points(const std::string& path);
 
 }  // namespace minkowski::data

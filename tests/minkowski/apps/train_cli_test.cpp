@@ -41,10 +41,11 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   const std::string ckpt = (dir / "run" / "best.ckpt").string();
   r = fieldkit_test::run_cli(bin,
                              "predict --variant 14A --voxel 0.4 --checkpoint " + ckpt + " --ply " +
-                                 (dir / "p.ply").string(),
+                                 (dir / "p.ply").string() + " --labels " + (dir / "p.npy").string(),
                              dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "p.ply"));
+  EXPECT_TRUE(fs::exists(dir / "p.npy"));
   r = fieldkit_test::run_cli(bin, "predict --variant 18 --checkpoint " + ckpt, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("down1_blocks.1.conv1.weight"), std::string::npos) << r.err;

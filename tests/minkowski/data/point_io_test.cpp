@@ -13,6 +13,8 @@
 #include <functional>
 
 #include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/io/npy.h"
 
 namespace minkowski::data {
 namespace {
@@ -91,6 +93,25 @@ TEST(DataPointIo, XyzWidths) {
   EXPECT_EQ(p.rgb.size(), 6u);
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+TEST(DataPointIo, NpyLayouts) {
+  const std::string path = write("p.npy", "");
+  fk::write_npy(
+      path,
+      fk::from_vector(std::vector<double>{0, 1, 2, 0.5, 0.25, 1, 3, 4, 5, 6, 0, 0, 0, 1}, {2, 7}));
+  const PointCloud p = read_points(path);
+  EXPECT_EQ(p.xyz, (std::vector<float>{0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(p.rgb, (std::vector<float>{0.5f, 0.25f, 1, 0, 0, 0}));
+  EXPECT_EQ(p.labels, (std::vector<int64_t>{3, 1}));
+  fk::write_npy(path, fk::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {1, 4}));
+  EXPECT_EQ(read_points(path).labels, (std::vector<int64_t>{4}));
+  fk::write_npy(path, fk::from_vector(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}));
+  EXPECT_NE(error_of(path).find("shape [1, 5] (expected N x 3, 4, 6 or 7)"), std::string::npos);
+  const std::string nan = write("n.npy", "");
+  fk::write_npy(nan, fk::from_vector(std::vector<float>{1, 2, NAN}, {1, 3}));
+  EXPECT_NE(error_of(nan).find("row 0: a NaN"), std::string::npos);
+  EXPECT_NE(error_of(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
 }
 
 TEST(DataPointIo, BadFilesAreOneLineErrors) {
