@@ -6,6 +6,7 @@
 
 #include "bench_conv.h"
 #include "bench_ops.h"
+#include "train.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"minkowski: sparse convolution engine tools"};
@@ -37,6 +38,42 @@ int main(int argc, char** argv) {
   ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array");
   ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)");
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
+  minkowski_app::BenchTrainOptions bto;
+  CLI::App* bench_train = bench->add_subcommand("train", "MinkUNet training step timing");
+  bench_train->add_option("--variant", bto.variant, "MinkUNet variant (14, 18, 34, +A-D)");
+  bench_train->add_option("--points", bto.points, "voxels of the synthetic scene");
+  bench_train->add_option("--steps", bto.steps, "timed steps per thread count");
+  bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
+  minkowski_app::TrainOptions to;
+  CLI::App* train = app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
+  train->add_option("--variant", to.variant, "MinkUNet variant (14, 18, 34, +A-D)");
+  train->add_option("--data", to.data, "folder of labelled .ply/.npy/.xyz files (default: generated)");
+  train->add_option("--classes", to.classes, "number of classes (generated scenes: 5)");
+  train->add_option("--epochs", to.epochs, "epochs");
+  train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
+  train->add_option("--batch", to.batch, "scenes per step");
+  train->add_option("--val-scenes", to.val_scenes, "held-out scenes evaluated per epoch");
+  train->add_option("--voxel", to.voxel, "voxel size (m)");
+  train->add_option("--lr", to.lr, "base learning rate");
+  train->add_option("--optimizer", to.optimizer, "adam, adamw or sgd");
+  train->add_option("--schedule", to.schedule, "constant, step, cosine or poly");
+  train->add_option("--warmup", to.warmup, "linear warm-up steps");
+  train->add_option("--weight-decay", to.weight_decay, "weight decay");
+  train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)");
+  train->add_option("--seed", to.seed, "seed of the weights and the scenes");
+  train->add_option("--threads", to.threads, "threads (0: default)");
+  train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");
+  train->add_flag("--resume", to.resume, "continue from OUT/last.ckpt");
+  minkowski_app::PredictOptions po;
+  CLI::App* predict = app.add_subcommand("predict", "label a point file or a generated scene");
+  predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
+  predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
+  predict->add_option("--input", po.input, "point file (.ply, .xyz, .txt); default: a scene");
+  predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene");
+  predict->add_option("--voxel", po.voxel, "voxel size (m)");
+  predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
+  predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
+  predict->add_option("--threads", po.threads, "threads (0: default)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -50,6 +87,9 @@ int main(int argc, char** argv) {
   try {
     if (*conv) return minkowski_app::bench_conv(o);
     if (*ops) return minkowski_app::bench_ops(oo);
+    if (*bench_train) return minkowski_app::bench_train(bto);
+    if (*train) return minkowski_app::train(to);
+    if (*predict) return minkowski_app::predict(po);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minkowski: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,205 @@
+// `minkowski train`: MinkUNet on generated scenes or a folder of labelled
+// point files, one CSV row per epoch
+// (loss, held-out mIoU, accuracy, learning rate, points/s), the best
+// checkpoint by mIoU, and a resumable last checkpoint (model, optimizer,
+// epoch, best mIoU) in the output folder.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "fk/fk.h"
+#include "minkowski/data/batch.h"
+#include "minkowski/data/point_io.h"
+#include "minkowski/nn/checkpoint.h"
+#include "minkowski/nn/minkunet.h"
+#include "minkowski/nn/schedule.h"
+#include "minkowski/nn/segmentation.h"
+#include "train.h"
+
+namespace minkowski_app {
+namespace {
+
+using namespace minkowski;
+
+std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, nn::Module& net) {
+  if (o.optimizer == "sgd") {
+    return std::make_unique<nn::Sgd>(net.parameters(),
+                                     nn::SgdOptions{o.lr, 0.9, o.weight_decay, false});
+  }
+  if (o.optimizer == "adam" || o.optimizer == "adamw") {
+    return std::make_unique<nn::Adam>(
+        net.parameters(),
+        nn::AdamOptions{o.lr, 0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
+  }
+  throw fk::Error("minkowski train --optimizer", "adam, adamw or sgd", "'" + o.optimizer + "'");
+}
+
+nn::NamedTensors prefixed(const nn::NamedTensors& in, const std::string& prefix) {
+  nn::NamedTensors out;
+  for (const auto& [n, t] : in) out.emplace_back(prefix + n, t);
+  return out;
+}
+
+// The tensors of `all` whose names start with prefix, with it removed.
+nn::NamedTensors strip(const nn::NamedTensors& all, const std::string& prefix) {
+  nn::NamedTensors out;
+  for (const auto& [n, t] : all) {
+    if (n.starts_with(prefix)) out.emplace_back(n.substr(prefix.size()), t);
+  }
+  return out;
+}
+
+struct Progress {
+  int epoch = 0;
+  double best_miou = -1.0;
+};
+
+void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p) {
+  nn::NamedTensors all = prefixed(net.state(), "model.");
+  for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
+  all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
+  all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
+  nn::save_tensors(path, all);
+}
+
+Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt) {
+  const nn::NamedTensors all = nn::read_tensors(path);
+  nn::copy_named(net.state(), strip(all, "model."), "resume " + path);
+  opt.load_state(strip(all, "optim."));
+  Progress p;
+  for (const auto& [n, t] : all) {
+    if (n == "epoch") p.epoch = static_cast<int>(t.item());
+    if (n == "best_miou") p.best_miou = t.item();
+  }
+  return p;
+}
+
+// Where batches come from: generated scenes, or the point files of a folder
+// (sorted by name; the last fifth, at least one, held out for validation).
+class Source {
+ public:
+  explicit Source(const TrainOptions& o) : o_(o) {
+    if (o.data.empty()) return;
+    for (const auto& e : std::filesystem::directory_iterator(o.data)) {
+      const std::string ext = e.path().extension().string();
+      if (ext == ".ply" || ext == ".npy" || ext == ".xyz" || ext == ".txt")
+        files_.push_back(e.path().string());
+    }
+    std::sort(files_.begin(), files_.end());
+    FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
+             "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
+    held_out_ = std::max<size_t>(1, files_.size() / 5);
+  }
+  data::Batch train_batch(int64_t step) const {
+    const data::AugmentOptions aug;
+    if (files_.empty()) {
+      std::vector<uint64_t> seeds;
+      for (int b = 0; b < o_.batch; ++b) seeds.push_back(o_.seed * 1000003 + step * o_.batch + b);
+      return data::scene_batch({}, seeds, o_.voxel, &aug);
+    }
+    std::vector<data::Voxelized> items;
+    const size_t n = files_.size() - held_out_;
+    for (int b = 0; b < o_.batch; ++b) {
+      data::PointCloud c = load(files_[(step * o_.batch + b) % n]);
+      data::augment(c, aug, o_.seed * 1000003 + step * o_.batch + b);
+      items.push_back(data::voxelize(c, o_.voxel));
+    }
+    return data::collate(items);
+  }
+  std::vector<data::Batch> validation_batches() const {
+    std::vector<data::Batch> out;
+    if (files_.empty()) {
+      // Held-out seeds live far from the training ones.
+      for (int i = 0; i < o_.val_scenes; ++i) {
+        out.push_back(data::scene_batch({}, {(uint64_t{1} << 40) + o_.seed + i}, o_.voxel));
+      }
+      return out;
+    }
+    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i) {
+      out.push_back(data::collate({data::voxelize(load(files_[i]), o_.voxel)}));
+    }
+    return out;
+  }
+
+ private:
+  static data::PointCloud load(const std::string& path) {
+    data::PointCloud c = data::read_points(path);
+    FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
+    if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
+    return c;
+  }
+  const TrainOptions& o_;
+  std::vector<std::string> files_;
+  size_t held_out_ = 0;
+};
+
+nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const Source& source) {
+  nn::ConfusionMatrix confusion(o.classes);
+  for (const data::Batch& b : source.validation_batches()) {
+    nn::evaluate(net, b.input, b.labels, confusion);
+  }
+  return confusion;
+}
+
+}  // namespace
+
+int train(const TrainOptions& o) {
+  if (o.threads > 0) fk::set_num_threads(o.threads);
+  std::filesystem::create_directories(o.out);
+  const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
+  fk::manual_seed(o.seed);
+  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, o.classes, 3));
+  auto opt = make_optimizer(o, net);
+  Progress progress;
+  if (o.resume) progress = load_last(last, net, *opt);
+  nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
+                          int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
+  std::ofstream log(o.out + "/log.csv", o.resume ? std::ios::app : std::ios::trunc);
+  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s\n";
+  const bool tty = isatty(fileno(stderr));
+  const Source source(o);
+  for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
+    double loss_sum = 0;
+    int64_t points = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (int s = 0; s < o.steps_per_epoch; ++s) {
+      const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
+      opt->set_lr(schedule.at(step));
+      const data::Batch batch = source.train_batch(step);
+      loss_sum += nn::train_step(net, *opt, batch.input, batch.labels, {-100, {}, o.clip});
+      points += batch.input.size();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (tty) {
+        std::fprintf(stderr, "\repoch %d/%d step %d/%d loss %.4f %.0f points/s   ", epoch + 1,
+                     o.epochs, s + 1, o.steps_per_epoch, loss_sum / (s + 1), points / secs);
+      }
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const nn::ConfusionMatrix c = validate(net, o, source);
+    progress.epoch = epoch + 1;
+    const bool improved = c.miou() > progress.best_miou;
+    if (improved) {
+      progress.best_miou = c.miou();
+      nn::save_state(net, best);
+    }
+    save_last(last, net, *opt, progress);
+    log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
+        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << '\n';
+    log.flush();
+    std::fprintf(stderr, "%sepoch %d: loss %.4f, val mIoU %.4f, accuracy %.4f%s\n", tty ? "\r" : "",
+                 epoch + 1, loss_sum / o.steps_per_epoch, c.miou(), c.accuracy(),
+                 improved ? " (best)" : "");
+  }
+  std::printf("best val mIoU %.4f; checkpoints and log.csv in %s\n", progress.best_miou,
+              o.out.c_str());
+  return 0;
+}
+
+}  // namespace minkowski_app

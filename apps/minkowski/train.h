@@ -1,0 +1,51 @@
+#pragma once
+// `minkowski train`, `minkowski predict` and `minkowski bench train`: MinkUNet
+// on generated scenes (minkowski/data/scene.h).
+#include <cstdint>
+#include <string>
+
+namespace minkowski_app {
+
+struct TrainOptions {
+  std::string variant = "14A";  // MinkUNet layout (minkunet_options)
+  std::string data;             // folder of labelled point files; empty: generated scenes
+  int64_t classes = 5;          // the generated scenes' 5; set for other data
+  int epochs = 10;
+  int steps_per_epoch = 50;
+  int batch = 2;
+  int val_scenes = 4;
+  double voxel = 0.1;
+  double lr = 0.01;
+  std::string optimizer = "adam";  // adam, adamw or sgd
+  std::string schedule = "cosine";
+  int warmup = 0;
+  double weight_decay = 0.0;
+  double clip = 0.0;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string out = "minkowski_run";  // folder: log.csv, best.ckpt, last.ckpt
+  bool resume = false;
+};
+int train(const TrainOptions& o);
+
+struct PredictOptions {
+  std::string variant = "14A";
+  std::string checkpoint;
+  std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene
+  uint64_t scene_seed = 1000000;
+  double voxel = 0.1;
+  std::string ply;     // coloured output cloud (ASCII PLY); empty: none
+  std::string labels;  // predicted labels (int64 .npy); empty: none
+  int threads = 0;
+};
+int predict(const PredictOptions& o);
+
+struct BenchTrainOptions {
+  std::string variant = "18";
+  int64_t points = 50000;
+  int steps = 3;
+  std::string threads = "1,2";
+};
+int bench_train(const BenchTrainOptions& o);
+
+}  // namespace minkowski_app

@@ -1,0 +1,76 @@
+#include "minkowski/data/batch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "minkowski/ops/quantize.h"
+
+namespace minkowski::data {
+
+Voxelized voxelize(const PointCloud& cloud, double voxel_size, int64_t ignore_label) {
+  FK_CHECK(cloud.size() > 0, "voxelize", "at least one point", "an empty cloud");
+  FK_CHECK(voxel_size > 0, "voxelize", "a positive voxel size", std::to_string(voxel_size));
+  const int64_t n = cloud.size();
+  const fk::Tensor xyz = fk::from_vector(cloud.xyz, {n, 3});
+  const fk::Tensor features =
+      cloud.has_colors() ? fk::sub(fk::from_vector(cloud.rgb, {n, 3}), 0.5) : fk::ones({n, 1});
+  const fk::Tensor labels = cloud.has_labels() ? fk::from_vector(cloud.labels) : fk::Tensor();
+  Quantized q = sparse_quantize(xyz, features, {voxel_size}, QuantizationMode::UnweightedAverage,
+                                labels, ignore_label);
+  return {q.coordinates, q.features, q.labels, std::move(q.inverse)};
+}
+
+Batch collate(const std::vector<Voxelized>& items) {
+  FK_CHECK(!items.empty(), "collate", "at least one item", "none");
+  std::vector<fk::Tensor> coords, features, labels;
+  for (const auto& v : items) {
+    coords.push_back(v.coordinates);
+    features.push_back(v.features);
+    if (v.labels.defined()) labels.push_back(v.labels);
+  }
+  const Collated c = sparse_collate(coords, features);
+  Batch b{SparseTensor(c.features, c.coordinates), fk::Tensor()};
+  FK_CHECK(b.input.size() == c.coordinates.size(0), "collate", "distinct voxels per item",
+           "duplicates");
+  if (labels.size() == items.size()) b.labels = fk::cat(labels, 0);
+  return b;
+}
+
+void augment(PointCloud& cloud, const AugmentOptions& o, uint64_t seed) {
+  Rng rng(seed);
+  const double a = o.rotate_z ? 2 * std::numbers::pi * rng.uniform() : 0.0;
+  const double s = rng.uniform(o.scale_min, o.scale_max);
+  const double mirror = o.flip_x && rng.uniform() < 0.5 ? -1.0 : 1.0;
+  const double ca = std::cos(a), sa = std::sin(a);
+  for (size_t i = 0; i < cloud.xyz.size(); i += 3) {
+    const double x = mirror * cloud.xyz[i], y = cloud.xyz[i + 1], z = cloud.xyz[i + 2];
+    cloud.xyz[i] = static_cast<float>(s * (ca * x - sa * y) + o.jitter * rng.normal());
+    cloud.xyz[i + 1] = static_cast<float>(s * (sa * x + ca * y) + o.jitter * rng.normal());
+    cloud.xyz[i + 2] = static_cast<float>(s * z + o.jitter * rng.normal());
+  }
+  for (auto& c : cloud.rgb) {
+    c = static_cast<float>(std::clamp(c + o.colour_jitter * rng.normal(), 0.0, 1.0));
+  }
+}
+
+}  // namespace minkowski::data
+
+namespace minkowski::data {
+
+Batch scene_batch(const SceneOptions& scene, const std::vector<uint64_t>& seeds, double voxel_size,
+                  const AugmentOptions* augmentation) {
+  std::vector<Voxelized> items;
+  for (uint64_t seed : seeds) {
+    PointCloud cloud = generate_scene(scene, seed);
+    if (augmentation != nullptr) augment(cloud, *augmentation, seed ^ 0x5eedULL);
+    items.push_back(voxelize(cloud, voxel_size));
+  }
+  return collate(items);
+}
+
+}  // namespace minkowski::data

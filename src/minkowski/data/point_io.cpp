@@ -1,0 +1,303 @@
+#include "minkowski/data/point_io.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <vector>
+
+#include "fk/error.h"
+#include "fk/io/npy.h"
+
+namespace minkowski::data {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw fk::Error("read points " + path + ": " + what);
+}
+
+std::vector<char> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) fail(path, "cannot open the file");
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+// Checks one point's values and appends them.
+void add_point(PointCloud& cloud, const std::string& path, const std::string& where,
+               const double* xyz, const double* rgb, const double* label) {
+  for (int a = 0; a < 3; ++a) {
+    if (!std::isfinite(xyz[a])) fail(path, where + ": a NaN or infinite coordinate");
+    cloud.xyz.push_back(static_cast<float>(xyz[a]));
+  }
+  if (rgb != nullptr) {
+    for (int a = 0; a < 3; ++a) {
+      if (!(rgb[a] >= 0.0 && rgb[a] <= 1.0)) fail(path, where + ": a colour outside [0, 1]");
+      cloud.rgb.push_back(static_cast<float>(rgb[a]));
+    }
+  }
+  if (label != nullptr) {
+    const double l = *label;
+    if (!(l == std::floor(l) && (l >= 0 || l == -100) && l < 1e9)) {
+      fail(path, where + ": label " + std::to_string(l) + " is not a class id (>= 0) or -100");
+    }
+    cloud.labels.push_back(static_cast<int64_t>(l));
+  }
+}
+
+// --- PLY -------------------------------------------------------------------
+
+struct PlyProperty {
+  std::string name;
+  int bytes = 0;
+  char kind = 'f';  // 'i' signed, 'u' unsigned, 'f' float
+};
+
+PlyProperty ply_property(const std::string& path, const std::string& type,
+                         const std::string& name) {
+  static const struct {
+    const char* names[2];
+    int bytes;
+    char kind;
+  } kTypes[] = {{{"char", "int8"}, 1, 'i'},     {{"uchar", "uint8"}, 1, 'u'},
+                {{"short", "int16"}, 2, 'i'},   {{"ushort", "uint16"}, 2, 'u'},
+                {{"int", "int32"}, 4, 'i'},     {{"uint", "uint32"}, 4, 'u'},
+                {{"float", "float32"}, 4, 'f'}, {{"double", "float64"}, 8, 'f'}};
+  for (const auto& t : kTypes) {
+    if (type == t.names[0] || type == t.names[1]) return {name, t.bytes, t.kind};
+  }
+  fail(path, "unknown PLY property type '" + type + "'");
+}
+
+struct PlyHeader {
+  bool binary = false;
+  int64_t vertices = -1;
+  std::vector<PlyProperty> properties;
+  size_t data_start = 0;
+};
+
+PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& bytes) {
+  const std::string text(bytes.data(), std::min<size_t>(bytes.size(), 1 << 16));
+  const size_t end = text.find("end_header\n");
+  if (text.rfind("ply\n", 0) != 0 || end == std::string::npos) {
+    fail(path, "not a PLY file (expected 'ply' ... 'end_header')");
+  }
+  PlyHeader h;
+  h.data_start = end + std::strlen("end_header\n");
+  std::istringstream lines(text.substr(0, end));
+  bool in_vertex = false, seen_element = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream w(line);
+    std::string key, a, b;
+    w >> key >> a >> b;
+    if (key == "format") {
+      if (a == "binary_little_endian") {
+        h.binary = true;
+      } else if (a != "ascii") {
+        fail(path, "PLY format '" + a + "' (expected ascii or binary_little_endian)");
+      }
+    } else if (key == "element") {
+      if (!seen_element && a != "vertex")
+        fail(path, "the first PLY element is '" + a + "', not vertex");
+      in_vertex = !seen_element;
+      seen_element = true;
+      if (in_vertex) {
+        try {
+          h.vertices = std::stoll(b);
+        } catch (const std::exception&) {
+          fail(path, "bad vertex count '" + b + "'");
+        }
+        if (h.vertices < 0) fail(path, "negative vertex count");
+      }
+    } else if (key == "property" && in_vertex) {
+      if (a == "list") fail(path, "list property in the vertex element");
+      h.properties.push_back(ply_property(path, a, b));
+    }
+  }
+  if (h.vertices < 0) fail(path, "no vertex element");
+  return h;
+}
+
+double read_binary(const char* p, const PlyProperty& q) {
+  auto get = [p]<typename T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return static_cast<double>(v);
+  };
+  switch (q.bytes * 4 + (q.kind == 'i' ? 0 : q.kind == 'u' ? 1 : 2)) {
+    case 4:
+      return get(int8_t{});
+    case 5:
+      return get(uint8_t{});
+    case 8:
+      return get(int16_t{});
+    case 9:
+      return get(uint16_t{});
+    case 16:
+      return get(int32_t{});
+    case 17:
+      return get(uint32_t{});
+    case 18:
+      return get(float{});
+    case 34:
+      return get(double{});
+  }
+  return 0.0;
+}
+
+// Column of each wanted property (-1 when absent).
+struct PlyColumns {
+  int x = -1, y = -1, z = -1, r = -1, g = -1, b = -1, label = -1;
+};
+
+PlyColumns ply_columns(const std::string& path, const std::vector<PlyProperty>& props) {
+  PlyColumns c;
+  for (int i = 0; i < static_cast<int>(props.size()); ++i) {
+    const std::string& n = props[i].name;
+    if (n == "x") c.x = i;
+    if (n == "y") c.y = i;
+    if (n == "z") c.z = i;
+    if (n == "red") c.r = i;
+    if (n == "green") c.g = i;
+    if (n == "blue") c.b = i;
+    if (n == "label" || n == "class") c.label = i;
+  }
+  if (c.x < 0 || c.y < 0 || c.z < 0) fail(path, "vertex element without x, y and z");
+  if ((c.r >= 0) != (c.g >= 0) || (c.r >= 0) != (c.b >= 0)) {
+    fail(path, "some but not all of red, green, blue");
+  }
+  return c;
+}
+
+void add_ply_vertex(PointCloud& cloud, const std::string& path, int64_t v,
+                    const std::vector<double>& row, const std::vector<PlyProperty>& props,
+                    const PlyColumns& c) {
+  const double xyz[3] = {row[c.x], row[c.y], row[c.z]};
+  double rgb[3];
+  if (c.r >= 0) {
+    const int cols[3] = {c.r, c.g, c.b};
+    for (int a = 0; a < 3; ++a) {
+      rgb[a] = props[cols[a]].kind == 'f' ? row[cols[a]] : row[cols[a]] / 255.0;
+    }
+  }
+  add_point(cloud, path, "vertex " + std::to_string(v), xyz, c.r >= 0 ? rgb : nullptr,
+            c.label >= 0 ? &row[c.label] : nullptr);
+}
+
+}  // namespace
+
+PointCloud read_ply(const std::string& path) {
+  const std::vector<char> bytes = slurp(path);
+  const PlyHeader h = parse_ply_header(path, bytes);
+  const PlyColumns c = ply_columns(path, h.properties);
+  const size_t width = h.properties.size();
+  PointCloud cloud;
+  std::vector<double> row(width);
+  if (h.binary) {
+    static_assert(std::endian::native == std::endian::little);
+    size_t record = 0;
+    for (const auto& p : h.properties) record += p.bytes;
+    const size_t available = bytes.size() - h.data_start;
+    if (available / record < static_cast<size_t>(h.vertices)) {
+      fail(path, "truncated: " + std::to_string(h.vertices) + " vertices declared, " +
+                     std::to_string(available / record) + " present");
+    }
+    const char* p = bytes.data() + h.data_start;
+    for (int64_t v = 0; v < h.vertices; ++v) {
+      for (size_t k = 0; k < width; ++k) {
+        row[k] = read_binary(p, h.properties[k]);
+        p += h.properties[k].bytes;
+      }
+      add_ply_vertex(cloud, path, v, row, h.properties, c);
+    }
+    return cloud;
+  }
+  std::istringstream in(
+      std::string(bytes.begin() + static_cast<std::ptrdiff_t>(h.data_start), bytes.end()));
+  std::string line;
+  for (int64_t v = 0; v < h.vertices; ++v) {
+    if (!std::getline(in, line)) {
+      fail(path, "truncated: " + std::to_string(h.vertices) + " vertices declared, " +
+                     std::to_string(v) + " present");
+    }
+    std::istringstream w(line);
+    for (size_t k = 0; k < width; ++k) {
+      std::string token;
+      if (!(w >> token)) fail(path, "vertex " + std::to_string(v) + ": too few values");
+      char* end = nullptr;
+      row[k] = std::strtod(token.c_str(), &end);
+      if (*end != '\0')
+        fail(path, "vertex " + std::to_string(v) + ": '" + token + "' is not a number");
+    }
+    add_ply_vertex(cloud, path, v, row, h.properties, c);
+  }
+  return cloud;
+}
+
+PointCloud read_xyz(const std::string& path) {
+  const std::vector<char> bytes = slurp(path);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  PointCloud cloud;
+  size_t width = 0;
+  int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::istringstream w(line);
+    std::vector<double> v;
+    for (std::string token; w >> token;) {
+      char* end = nullptr;
+      const double x = std::strtod(token.c_str(), &end);
+      if (*end != '\0')
+        fail(path, "line " + std::to_string(line_no) + ": '" + token + "' is not a number");
+      v.push_back(x);
+    }
+    const std::string where = "line " + std::to_string(line_no);
+    if (v.size() != 3 && v.size() != 4 && v.size() != 6 && v.size() != 7) {
+      fail(path, where + ": " + std::to_string(v.size()) + " values (expected 3, 4, 6 or 7)");
+    }
+    if (width == 0) width = v.size();
+    if (v.size() != width) {
+      fail(path, where + ": " + std::to_string(v.size()) + " values, earlier lines " +
+                     std::to_string(width));
+    }
+    add_point(cloud, path, where, v.data(), width >= 6 ? v.data() + 3 : nullptr,
+              width == 4   ? &v[3]
+              : width == 7 ? &v[6]
+                           : nullptr);
+  }
+  if (cloud.size() == 0) fail(path, "no points");
+  return cloud;
+}
+
+PointCloud read_npy_points(const std::string& path) {
+  const fk::Tensor t = fk::read_npy(path);
+  const int64_t width = t.dim() == 2 ? t.size(1) : 0;
+  if (width != 3 && width != 4 && width != 6 && width != 7) {
+    fail(path, "shape " + t.shape().str() + " (expected N x 3, 4, 6 or 7)");
+  }
+  if (t.size(0) == 0) fail(path, "no points");
+  const std::vector<double> v = t.to_vector<double>();
+  PointCloud cloud;
+  for (int64_t r = 0; r < t.size(0); ++r) {
+    const double* row = v.data() + r * width;
+    add_point(cloud, path, "row " + std::to_string(r), row, width >= 6 ? row + 3 : nullptr,
+              width == 4   ? row + 3
+              : width == 7 ? row + 6
+                           : nullptr);
+  }
+  return cloud;
+}
+
+PointCloud read_points(const std::string& path) {
+  const auto dot = path.rfind('.');
+  const std::string ext = dot == std::string::npos ? "" : path.substr(dot);
+  if (ext == ".ply") return read_ply(path);
+  if (ext == ".xyz" || ext == ".txt") return read_xyz(path);
+  if (ext == ".npy") return read_npy_points(path);
+  fail(path, "unknown extension '" + ext + "' (expected .ply, .npy, .xyz or .txt)");
+}
+
+}  // namespace minkowski::data

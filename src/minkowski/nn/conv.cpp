@@ -1,0 +1,89 @@
+#include "minkowski/nn/conv.h"
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/random.h"
+#include "minkowski/ops/conv.h"
+
+namespace minkowski::nn {
+namespace {
+
+void check_options(const ConvOptions& o, const char* where) {
+  FK_CHECK(o.in_channels > 0 && o.out_channels > 0, where, "positive channel counts",
+           std::to_string(o.in_channels) + " -> " + std::to_string(o.out_channels));
+  FK_CHECK(o.kernel_size > 0 && o.stride > 0 && o.dilation > 0 && o.dimension > 0, where,
+           "positive kernel size, stride, dilation and dimension",
+           std::to_string(o.kernel_size) + ", " + std::to_string(o.stride) + ", " +
+               std::to_string(o.dilation) + ", " + std::to_string(o.dimension));
+  FK_CHECK(fk::is_floating(o.dtype), where, "a floating dtype", fk::name(o.dtype));
+}
+
+fk::Tensor uniform_init(const fk::Dims& shape, int64_t fan, fk::DType dtype) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan));
+  return fk::uniform(shape, -bound, bound, {fk::DType::F32}).to(dtype);
+}
+
+}  // namespace
+
+Convolution::Convolution(const ConvOptions& o, ConvKind kind)
+    : options_(o), kind_(kind), kernel_(KernelRegion::cube({o.kernel_size}, {o.dilation})) {
+  check_options(o, "nn::Convolution");
+  const int64_t k = kernel_.volume(o.dimension);
+  const bool matrix = kind == ConvKind::Regular && k == 1 && o.stride == 1;
+  const int64_t fan = (kind == ConvKind::Regular ? o.in_channels : o.out_channels) * k;
+  const fk::Dims shape =
+      matrix ? fk::Dims{o.in_channels, o.out_channels} : fk::Dims{k, o.in_channels, o.out_channels};
+  weight_ = register_parameter("weight", uniform_init(shape, fan, o.dtype));
+  if (o.bias) bias_ = register_parameter("bias", uniform_init({1, o.out_channels}, fan, o.dtype));
+}
+
+SparseTensor Convolution::run(const SparseTensor& x, const std::optional<MapRef>& out) {
+  FK_CHECK(x.channels() == options_.in_channels, "nn::Convolution",
+           std::to_string(options_.in_channels) + " input channels", std::to_string(x.channels()));
+  const std::vector<int32_t> stride{options_.stride};
+  switch (kind_) {
+    case ConvKind::Regular:
+      return convolution(x, weight_, bias_, kernel_, stride, out);
+    case ConvKind::Transpose:
+      return convolution_transpose(x, weight_, bias_, kernel_, stride, out);
+    case ConvKind::GenerativeTranspose:
+      FK_CHECK(!out, "nn::Convolution (generative transpose)", "no output coordinates",
+               "given ones");
+      return generative_convolution_transpose(x, weight_, bias_, kernel_, stride);
+  }
+  throw fk::Error("nn::Convolution: unknown kind");
+}
+
+SparseTensor Convolution::forward(const SparseTensor& x) {
+  return run(x, std::nullopt);
+}
+
+SparseTensor Convolution::forward(const SparseTensor& x, const MapRef& out) {
+  return run(x, out);
+}
+
+std::shared_ptr<Convolution> make_conv(const ConvOptions& o) {
+  return std::make_shared<Convolution>(o, ConvKind::Regular);
+}
+std::shared_ptr<Convolution> make_conv_transpose(const ConvOptions& o) {
+  return std::make_shared<Convolution>(o, ConvKind::Transpose);
+}
+std::shared_ptr<Convolution> make_generative_conv_transpose(const ConvOptions& o) {
+  return std::make_shared<Convolution>(o, ConvKind::GenerativeTranspose);
+}
+
+ChannelwiseConvolution::ChannelwiseConvolution(const ConvOptions& o)
+    : options_(o), kernel_(KernelRegion::cube({o.kernel_size}, {o.dilation})) {
+  options_.out_channels = o.in_channels;
+  check_options(options_, "nn::ChannelwiseConvolution");
+  const int64_t k = kernel_.volume(o.dimension);
+  weight_ = register_parameter("weight", uniform_init({k, o.in_channels}, k, o.dtype));
+  if (o.bias) bias_ = register_parameter("bias", uniform_init({1, o.in_channels}, k, o.dtype));
+}
+
+SparseTensor ChannelwiseConvolution::forward(const SparseTensor& x) {
+  return channelwise_convolution(x, weight_, bias_, kernel_, {options_.stride});
+}
+
+}  // namespace minkowski::nn

@@ -1,0 +1,59 @@
+#include "minkowski/nn/loss.h"
+
+#include <vector>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/index.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+
+namespace minkowski::nn {
+
+fk::Tensor cross_entropy(const fk::Tensor& logits, const fk::Tensor& labels, int64_t ignore_index,
+                         const fk::Tensor& class_weights) {
+  FK_CHECK(logits.dim() == 2 && fk::is_floating(logits.dtype()), "cross_entropy",
+           "N x C floating logits", logits.shape().str() + " " + fk::name(logits.dtype()));
+  const int64_t n = logits.size(0), classes = logits.size(1);
+  FK_CHECK(labels.dim() == 1 && labels.size(0) == n && fk::is_integral(labels.dtype()),
+           "cross_entropy", std::to_string(n) + " integer labels",
+           labels.shape().str() + " " + fk::name(labels.dtype()));
+  FK_CHECK(!class_weights.defined() || class_weights.shape() == fk::Dims{classes}, "cross_entropy",
+           std::to_string(classes) + " class weights", class_weights.shape().str());
+  const auto y = labels.to_vector<int64_t>();
+  std::vector<int64_t> rows, kept;
+  for (int64_t i = 0; i < n; ++i) {
+    if (y[i] == ignore_index) continue;
+    FK_CHECK(y[i] >= 0 && y[i] < classes, "cross_entropy row " + std::to_string(i),
+             "a label in [0, " + std::to_string(classes) + ") or " + std::to_string(ignore_index),
+             std::to_string(y[i]));
+    rows.push_back(i);
+    kept.push_back(y[i]);
+  }
+  if (rows.empty()) return fk::mul(fk::sum(logits), 0.0);
+  const auto m = static_cast<int64_t>(rows.size());
+  const fk::Tensor log_p = fk::log_softmax(fk::index_select(logits, 0, fk::from_vector(rows)), 1);
+  const fk::Tensor picked = fk::gather(log_p, 1, fk::from_vector(kept, {m, 1})).reshape({m});
+  if (!class_weights.defined()) return fk::neg(fk::mean(picked));
+  const fk::Tensor w =
+      fk::index_select(class_weights.to(logits.dtype()).detach(), 0, fk::from_vector(kept));
+  return fk::neg(fk::div(fk::sum(fk::mul(picked, w)), fk::sum(w)));
+}
+
+fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits, const fk::Tensor& targets) {
+  FK_CHECK(logits.shape() == targets.shape(), "binary_cross_entropy_with_logits",
+           "targets of the logits' shape " + logits.shape().str(), targets.shape().str());
+  const fk::Tensor t = targets.to(logits.dtype());
+  const fk::Tensor per = fk::add(fk::sub(fk::relu(logits), fk::mul(logits, t)),
+                                 fk::log1p(fk::exp(fk::neg(fk::abs(logits)))));
+  return fk::mean(per);
+}
+
+fk::Tensor mse(const fk::Tensor& a, const fk::Tensor& b) {
+  FK_CHECK(a.shape() == b.shape(), "mse", "operands of one shape " + a.shape().str(),
+           b.shape().str());
+  return fk::mean(fk::square(fk::sub(a, b)));
+}
+
+}  // namespace minkowski::nn

@@ -1,0 +1,27 @@
+#pragma once
+// Losses on feature matrices (a network's output F), each a differentiable
+// scalar built from fk ops.
+//
+//   cross_entropy   logits N x C, labels N (i32/i64). Rows labelled
+//                   ignore_index are left out; with class weights w (C) the
+//                   loss is sum w[y_i] * -log softmax(x_i)[y_i] / sum w[y_i]
+//                   (PyTorch's weighted mean); with every row ignored it is 0.
+//                   A label outside [0, C) that is not ignore_index is an error.
+//   binary_cross_entropy_with_logits   mean of max(x,0) - x t + log(1 + e^-|x|)
+//                   (stable for any x), logits and targets of one shape.
+//   mse             mean of (a - b)^2.
+#include <cstdint>
+
+#include "fk/tensor.h"
+
+namespace minkowski::nn {
+
+inline constexpr int64_t kIgnoreIndex = -100;
+
+fk::Tensor cross_entropy(const fk::Tensor& logits, const fk::Tensor& labels,
+                         int64_t ignore_index = kIgnoreIndex,
+                         const fk::Tensor& class_weights = fk::Tensor());
+fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits, const fk::Tensor& targets);
+fk::Tensor mse(const fk::Tensor& a, const fk::Tensor& b);
+
+}  // namespace minkowski::nn

@@ -1,0 +1,39 @@
+#include "minkowski/nn/norm.h"
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "minkowski/nn/layers.h"
+
+namespace minkowski::nn {
+
+BatchNorm::BatchNorm(int64_t channels, double eps, double momentum, fk::DType dtype)
+    : op_(channels, eps, momentum, true, true, dtype) {
+  register_parameter("weight", op_.weight);
+  register_parameter("bias", op_.bias);
+  register_buffer("running_mean", op_.running_mean);
+  register_buffer("running_var", op_.running_var);
+  batches_ = register_buffer("num_batches_tracked", fk::zeros({}, {fk::DType::I64}));
+}
+
+fk::Tensor BatchNorm::forward_features(const fk::Tensor& f) {
+  // The count lives in a buffer so that checkpoints carry it.
+  op_.num_batches_tracked = static_cast<int64_t>(batches_.item());
+  op_.train(training());
+  fk::Tensor y = op_.forward(f);
+  fk::autograd::NoGradGuard no_grad;
+  fill_(batches_, static_cast<double>(op_.num_batches_tracked));
+  return y;
+}
+
+SparseTensor BatchNorm::forward(const SparseTensor& x) {
+  return with_features(x, forward_features(x.F()));
+}
+
+InstanceNorm::InstanceNorm(int64_t channels, double eps, fk::DType dtype)
+    : op_(channels, eps, true, dtype) {
+  register_parameter("weight", op_.weight);
+  register_parameter("bias", op_.bias);
+}
+
+}  // namespace minkowski::nn

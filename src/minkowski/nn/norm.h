@@ -1,0 +1,40 @@
+#pragma once
+// Normalization layers as modules over minkowski/ops/normalization.h (one
+// fused op with a hand-written backward):
+//   BatchNorm     over the rows of the features (all points of all batch
+//                 items, as the reference's BatchNorm1d on F): train mode uses
+//                 the batch statistics (at least 2 rows) and updates
+//                 running_mean / running_var (unbiased) by `momentum`; eval
+//                 mode uses the running statistics.
+//   InstanceNorm  over the points of each batch item.
+// weight (C) starts at 1, bias (C) at 0; BatchNorm's buffers are running_mean,
+// running_var and num_batches_tracked.
+#include "minkowski/nn/module.h"
+#include "minkowski/ops/normalization.h"
+
+namespace minkowski::nn {
+
+class BatchNorm : public SparseModule {
+ public:
+  explicit BatchNorm(int64_t channels, double eps = 1e-5, double momentum = 0.1,
+                     fk::DType dtype = fk::DType::F32);
+  SparseTensor forward(const SparseTensor& x) override;
+  fk::Tensor forward_features(const fk::Tensor& f);
+  const fk::Tensor& running_mean() const { return op_.running_mean; }
+  const fk::Tensor& running_var() const { return op_.running_var; }
+
+ private:
+  minkowski::BatchNorm op_;
+  fk::Tensor batches_;
+};
+
+class InstanceNorm : public SparseModule {
+ public:
+  explicit InstanceNorm(int64_t channels, double eps = 1e-5, fk::DType dtype = fk::DType::F32);
+  SparseTensor forward(const SparseTensor& x) override { return op_.forward(x); }
+
+ private:
+  minkowski::InstanceNorm op_;
+};
+
+}  // namespace minkowski::nn

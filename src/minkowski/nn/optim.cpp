@@ -1,0 +1,145 @@
+#include "minkowski/nn/optim.h"
+
+#include <cmath>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "minkowski/nn/checkpoint.h"
+
+namespace minkowski::nn {
+namespace {
+
+// Runs fn(p, g, i) over the elements of parameter p (in place, f32 or f64) and
+// its gradient g (as doubles); fn returns the new value of p.
+template <typename Fn>
+void update(fk::Tensor& param, Fn&& fn) {
+  FK_CHECK(param.is_contiguous(), "optimizer", "contiguous parameters", "a strided one");
+  const std::vector<double> g = param.grad().to_vector<double>();
+  if (param.dtype() == fk::DType::F64) {
+    double* p = param.data<double>();
+    for (size_t i = 0; i < g.size(); ++i) p[i] = fn(p[i], g[i], i);
+  } else {
+    float* p = param.data<float>();
+    for (size_t i = 0; i < g.size(); ++i) p[i] = static_cast<float>(fn(p[i], g[i], i));
+  }
+  param.bump_version();
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<fk::Tensor> params, double lr)
+    : params_(std::move(params)), lr_(lr), buffers_(params_.size()) {
+  FK_CHECK(lr >= 0.0, "optimizer", "a learning rate >= 0", std::to_string(lr));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const fk::DType t = params_[i].dtype();
+    FK_CHECK(t == fk::DType::F32 || t == fk::DType::F64, "optimizer parameter " + std::to_string(i),
+             "f32 or f64", fk::name(t));
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (auto& p : params_) p.set_grad(fk::Tensor());
+}
+
+fk::Tensor& Optimizer::buffer(size_t i, const char* name) {
+  const auto names = buffer_names();
+  auto& list = buffers_[i];
+  if (list.empty()) {
+    for (size_t k = 0; k < names.size(); ++k) {
+      list.push_back(fk::zeros(params_[i].shape(), {fk::DType::F64}));
+    }
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (std::string(names[k]) == name) return list[k];
+  }
+  throw fk::Error("optimizer buffer", "one of this optimizer's", name);
+}
+
+NamedTensors Optimizer::state() {
+  NamedTensors out;
+  const auto names = buffer_names();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (const char* n : names) out.emplace_back(std::to_string(i) + "." + n, buffer(i, n));
+  }
+  out.emplace_back("step", fk::full({}, static_cast<double>(steps_), {fk::DType::I64}));
+  return out;
+}
+
+void Optimizer::load_state(const NamedTensors& state) {
+  fk::Tensor step = fk::zeros({}, {fk::DType::I64});
+  NamedTensors targets = this->state();
+  targets.back().second = step;
+  copy_named(targets, state, "optimizer load_state");
+  steps_ = static_cast<int64_t>(step.item());
+}
+
+Sgd::Sgd(std::vector<fk::Tensor> params, const SgdOptions& o)
+    : Optimizer(std::move(params), o.lr), o_(o) {
+  FK_CHECK(!o.nesterov || o.momentum > 0.0, "Sgd", "momentum > 0 with Nesterov",
+           std::to_string(o.momentum));
+}
+
+void Sgd::step() {
+  ++steps_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    double* v = o_.momentum > 0.0 ? buffer(i, "momentum").data<double>() : nullptr;
+    update(params_[i], [&](double p, double g, size_t k) {
+      g += o_.weight_decay * p;
+      if (v == nullptr) return p - lr_ * g;
+      v[k] = o_.momentum * v[k] + g;  // zeros at first: v = g
+      return p - lr_ * (o_.nesterov ? g + o_.momentum * v[k] : v[k]);
+    });
+  }
+}
+
+Adam::Adam(std::vector<fk::Tensor> params, const AdamOptions& o)
+    : Optimizer(std::move(params), o.lr), o_(o) {
+  FK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0, "Adam",
+           "betas in [0, 1) and eps > 0",
+           std::to_string(o.beta1) + ", " + std::to_string(o.beta2) + ", " + std::to_string(o.eps));
+}
+
+void Adam::step() {
+  ++steps_;
+  const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
+  const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    double* m = buffer(i, "exp_avg").data<double>();
+    double* v = buffer(i, "exp_avg_sq").data<double>();
+    update(params_[i], [&](double p, double g, size_t k) {
+      if (o_.decoupled) {
+        p *= 1.0 - lr_ * o_.weight_decay;
+      } else {
+        g += o_.weight_decay * p;
+      }
+      m[k] = o_.beta1 * m[k] + (1.0 - o_.beta1) * g;
+      v[k] = o_.beta2 * v[k] + (1.0 - o_.beta2) * g * g;
+      return p - lr_ * (m[k] / c1) / (std::sqrt(v[k] / c2) + o_.eps);
+    });
+  }
+}
+
+double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm) {
+  double total = 0.0;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    for (double g : p.grad().to_vector<double>()) total += g * g;
+  }
+  total = std::sqrt(total);
+  if (total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    fk::autograd::NoGradGuard no_grad;
+    for (const auto& p : params) {
+      if (!p.grad().defined()) continue;
+      p.set_grad(fk::mul(p.grad(), scale));
+    }
+  }
+  return total;
+}
+
+}  // namespace minkowski::nn

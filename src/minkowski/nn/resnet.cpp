@@ -1,0 +1,54 @@
+#include "minkowski/nn/resnet.h"
+
+#include "fk/error.h"
+#include "fk/ops/unary.h"
+#include "minkowski/nn/norm.h"
+
+namespace minkowski::nn {
+
+ResNetOptions resnet_options(const std::string& variant, int64_t in_channels, int64_t out_channels,
+                             int dimension) {
+  ResNetOptions o;
+  o.in_channels = in_channels;
+  o.out_channels = out_channels;
+  o.dimension = dimension;
+  if (variant == "14") {
+    o.layers = {1, 1, 1, 1};
+  } else if (variant == "18") {
+    o.layers = {2, 2, 2, 2};
+  } else {
+    throw fk::Error("resnet_options", "14 or 18", "'" + variant + "'");
+  }
+  return o;
+}
+
+ResNet::ResNet(const ResNetOptions& o) {
+  auto body = std::make_shared<Sequential>();
+  auto conv = [&](int64_t in, int64_t out, int32_t k, int32_t s) {
+    return make_conv({in, out, k, s, 1, false, o.dimension, o.dtype});
+  };
+  body->push_back(conv(o.in_channels, o.init_dim, 3, 2));
+  body->push_back(std::make_shared<BatchNorm>(o.init_dim, 1e-5, 0.1, o.dtype));
+  body->push_back(make_relu());
+  body->push_back(std::make_shared<Pooling>(PoolingMode::Max, 2, 2));
+  int64_t channels = o.init_dim;
+  for (int i = 0; i < 4; ++i) {
+    body->push_back(
+        make_stage(o.block, {channels, o.planes[i], 2, 1, 0.1, o.dimension, o.dtype}, o.layers[i]));
+    channels = o.planes[i] * block_expansion(o.block);
+  }
+  body->push_back(std::make_shared<Dropout>(o.dropout));
+  body->push_back(conv(channels, channels, 3, 3));
+  body->push_back(std::make_shared<BatchNorm>(channels, 1e-5, 0.1, o.dtype));
+  body->push_back(std::make_shared<Activation>([](const fk::Tensor& f) { return fk::gelu(f); }));
+  body->push_back(std::make_shared<GlobalPooling>(PoolingMode::Max));
+  body_ = register_module("body", body);
+  head_ =
+      register_module("head", std::make_shared<Linear>(channels, o.out_channels, true, o.dtype));
+}
+
+SparseTensor ResNet::forward(const SparseTensor& x) {
+  return head_->forward(body_->forward(x));
+}
+
+}  // namespace minkowski::nn

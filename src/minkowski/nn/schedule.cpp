@@ -1,0 +1,44 @@
+#include "minkowski/nn/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fk/error.h"
+
+namespace minkowski::nn {
+
+double LrSchedule::at(int64_t step) const {
+  FK_CHECK(step >= 0 && total_steps > warmup_steps && warmup_steps >= 0 && step_size > 0,
+           "LrSchedule", "step >= 0, total_steps > warmup_steps >= 0, step_size > 0",
+           std::to_string(step) + ", " + std::to_string(total_steps) + ", " +
+               std::to_string(warmup_steps) + ", " + std::to_string(step_size));
+  if (step < warmup_steps) {
+    const double f = static_cast<double>(step) / static_cast<double>(warmup_steps);
+    return base_lr * (warmup_start + (1.0 - warmup_start) * f);
+  }
+  const auto t = static_cast<double>(step - warmup_steps);
+  const auto span = static_cast<double>(total_steps - warmup_steps);
+  switch (kind) {
+    case ScheduleKind::Constant:
+      return base_lr;
+    case ScheduleKind::Step:
+      return base_lr * std::pow(gamma, static_cast<double>((step - warmup_steps) / step_size));
+    case ScheduleKind::Cosine:
+      return min_lr + (base_lr - min_lr) * 0.5 *
+                          (1.0 + std::cos(std::numbers::pi * std::min(t / span, 1.0)));
+    case ScheduleKind::Poly:
+      return base_lr * std::pow(std::max(1.0 - t / span, 0.0), power);
+  }
+  return base_lr;
+}
+
+ScheduleKind schedule_kind(const std::string& name) {
+  if (name == "constant") return ScheduleKind::Constant;
+  if (name == "step") return ScheduleKind::Step;
+  if (name == "cosine") return ScheduleKind::Cosine;
+  if (name == "poly") return ScheduleKind::Poly;
+  throw fk::Error("schedule", "constant, step, cosine or poly", "'" + name + "'");
+}
+
+}  // namespace minkowski::nn

@@ -1,0 +1,74 @@
+// `minkowski train` / `predict`: a one-step run writes its log and
+// checkpoints, --resume continues the log, predict loads the checkpoint, a
+// folder of point files trains, and bad input (another architecture's
+// checkpoint, an unknown optimizer, labels outside the classes) prints
+// one line and exits non-zero. Skipped when the CLI has not been built.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int count_lines(const fs::path& p) {
+  std::ifstream f(p);
+  return static_cast<int>(std::count(std::istreambuf_iterator<char>(f), {}, '\n'));
+}
+
+TEST(TrainCli, TrainResumePredictAndErrors) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir =
+      fs::temp_directory_path() / ("minkowski_train_cli_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string common =
+      "--variant 14A --steps-per-epoch 1 --batch 1 --val-scenes 1 --voxel 0.4 --threads 1 --out " +
+      (dir / "run").string();
+  auto r = fieldkit_test::run_cli(bin, "train --epochs 1 " + common, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "best.ckpt"));
+  EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 2);
+  r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + common, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 3);
+  const std::string ckpt = (dir / "run" / "best.ckpt").string();
+  r = fieldkit_test::run_cli(bin,
+                             "predict --variant 14A --voxel 0.4 --checkpoint " + ckpt + " --ply " +
+                                 (dir / "p.ply").string() + " --labels " + (dir / "p.npy").string(),
+                             dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "p.ply"));
+  EXPECT_TRUE(fs::exists(dir / "p.npy"));
+  r = fieldkit_test::run_cli(bin, "predict --variant 18 --checkpoint " + ckpt, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("down1_blocks.1.conv1.weight"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  // A folder of labelled point files: two rooms of 40 points, labels by height.
+  fs::create_directories(dir / "points");
+  for (const char* name : {"a.xyz", "b.xyz"}) {
+    std::ofstream f(dir / "points" / name);
+    for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 3 << '\n';
+  }
+  const std::string folder =
+      "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 --variant 14A --data " +
+      (dir / "points").string() + " --out " + (dir / "run2").string();
+  r = fieldkit_test::run_cli(bin, folder + " --classes 3", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "run2" / "log.csv"), 2);
+  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,155 @@
+// Point readers: ASCII and binary PLY (with and without colours and labels,
+// extra properties skipped) and XYZ text agree with the values written; each
+// malformed, truncated, NaN-bearing or inconsistent file is a one-line
+// fk::Error naming the file and the place.
+#include "minkowski/data/point_io.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/io/npy.h"
+
+namespace minkowski::data {
+namespace {
+
+std::string write(const std::string& name, const std::string& bytes) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("mknn_io_" + std::to_string(getpid()) + "_" + name))
+                               .string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_points(path);
+  } catch (const fk::Error& e) {
+    std::remove(path.c_str());
+    return e.what();
+  }
+  std::remove(path.c_str());
+  return "";
+}
+
+const std::string kAsciiHeader =
+    "ply\nformat ascii 1.0\ncomment made by hand\nelement vertex 2\nproperty float x\n"
+    "property float y\nproperty float z\nproperty uchar red\nproperty uchar green\n"
+    "property uchar blue\nproperty int label\nelement face 0\n"
+    "property list uchar int vertex_indices\nend_header\n";
+
+TEST(DataPointIo, AsciiPlyWithColoursAndLabels) {
+  const std::string path =
+      write("a.ply", kAsciiHeader + "1 2 3 255 0 51 4\n-1.5 0 2e1 0 255 0 -100\n");
+  const PointCloud p = read_points(path);
+  EXPECT_EQ(p.xyz, (std::vector<float>{1, 2, 3, -1.5f, 0, 20}));
+  EXPECT_EQ(p.rgb, (std::vector<float>{1, 0, 0.2f, 0, 1, 0}));
+  EXPECT_EQ(p.labels, (std::vector<int64_t>{4, -100}));
+  std::remove(path.c_str());
+}
+
+// A binary PLY: double x y z, an int16 'intensity' to skip, uchar colours, int label.
+std::string binary_ply(int declared, int written) {
+  std::string s = "ply\nformat binary_little_endian 1.0\nelement vertex " +
+                  std::to_string(declared) +
+                  "\nproperty double x\nproperty double y\nproperty double z\nproperty short "
+                  "intensity\nproperty uchar red\nproperty uchar green\nproperty uchar blue\n"
+                  "property int label\nend_header\n";
+  for (int v = 0; v < written; ++v) {
+    const double xyz[3] = {v + 0.5, -v * 2.0, 3.25};
+    const int16_t intensity = -7;
+    const uint8_t rgb[3] = {0, 255, static_cast<uint8_t>(v)};
+    const int32_t label = v;
+    s.append(reinterpret_cast<const char*>(xyz), sizeof(xyz));
+    s.append(reinterpret_cast<const char*>(&intensity), 2);
+    s.append(reinterpret_cast<const char*>(rgb), 3);
+    s.append(reinterpret_cast<const char*>(&label), 4);
+  }
+  return s;
+}
+
+TEST(DataPointIo, BinaryPlySkipsOtherProperties) {
+  const std::string path = write("b.ply", binary_ply(3, 3));
+  const PointCloud p = read_points(path);
+  EXPECT_EQ(p.xyz, (std::vector<float>{0.5f, 0, 3.25f, 1.5f, -2, 3.25f, 2.5f, -4, 3.25f}));
+  EXPECT_EQ(p.labels, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_FLOAT_EQ(p.rgb[5], 1.0f / 255);
+  std::remove(path.c_str());
+}
+
+TEST(DataPointIo, XyzWidths) {
+  const std::string a = write("a.xyz", "# x y z\n0 1 2\n\n3 4 5\n");
+  EXPECT_EQ(read_points(a).size(), 2);
+  EXPECT_FALSE(read_points(a).has_labels());
+  const std::string b = write("b.txt", "0 1 2 0.5 0.5 0.5 3\n1 1 1 0 0 1 0\n");
+  const PointCloud p = read_points(b);
+  EXPECT_EQ(p.labels, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(p.rgb.size(), 6u);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST(DataPointIo, NpyLayouts) {
+  const std::string path = write("p.npy", "");
+  fk::write_npy(
+      path,
+      fk::from_vector(std::vector<double>{0, 1, 2, 0.5, 0.25, 1, 3, 4, 5, 6, 0, 0, 0, 1}, {2, 7}));
+  const PointCloud p = read_points(path);
+  EXPECT_EQ(p.xyz, (std::vector<float>{0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(p.rgb, (std::vector<float>{0.5f, 0.25f, 1, 0, 0, 0}));
+  EXPECT_EQ(p.labels, (std::vector<int64_t>{3, 1}));
+  fk::write_npy(path, fk::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {1, 4}));
+  EXPECT_EQ(read_points(path).labels, (std::vector<int64_t>{4}));
+  fk::write_npy(path, fk::from_vector(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}));
+  EXPECT_NE(error_of(path).find("shape [1, 5] (expected N x 3, 4, 6 or 7)"), std::string::npos);
+  const std::string nan = write("n.npy", "");
+  fk::write_npy(nan, fk::from_vector(std::vector<float>{1, 2, NAN}, {1, 3}));
+  EXPECT_NE(error_of(nan).find("row 0: a NaN"), std::string::npos);
+  EXPECT_NE(error_of(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
+}
+
+TEST(DataPointIo, BadFilesAreOneLineErrors) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {error_of(write("t.ply", binary_ply(3, 2))), "truncated: 3 vertices declared, 2 present"},
+      {error_of(write("u.ply", kAsciiHeader + "1 2 3 255 0 51 4\n")), "truncated"},
+      {error_of(write("n.ply", kAsciiHeader + "1 nan 3 255 0 51 4\n1 2 3 0 0 0 0\n")),
+       "vertex 0: a NaN"},
+      {error_of(write("l.ply", kAsciiHeader + "1 2 3 255 0 51 -3\n1 2 3 0 0 0 0\n")),
+       "vertex 0: label"},
+      {error_of(write("w.ply", kAsciiHeader + "1 2 3 255 0 51\n")), "too few values"},
+      {error_of(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
+      {error_of(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
+      {error_of(write("e.ply", "ply\nformat binary_big_endian 1.0\nend_header\n")),
+       "binary_big_endian"},
+      {error_of(write("z.ply",
+                      "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float "
+                      "y\nend_header\n1 2\n")),
+       "without x, y and z"},
+      {error_of(write(
+           "list.ply",
+           "ply\nformat ascii 1.0\nelement vertex 1\nproperty list uchar int x\nend_header\n")),
+       "list property"},
+      {error_of(write("m.xyz", "0 1 2 5\n0 1 2\n")), "line 2: 3 values, earlier lines 4"},
+      {error_of(write("k.xyz", "0 1 2 3 4\n")), "line 1: 5 values"},
+      {error_of(write("i.xyz", "0 inf 2\n")), "line 1: a NaN or infinite"},
+      {error_of(write("q.xyz", "0 1 two\n")), "'two' is not a number"},
+      {error_of(write("empty.xyz", "# nothing\n")), "no points"},
+      {error_of(write("c.csv", "0,1,2\n")), "unknown extension '.csv'"},
+      {error_of("/nonexistent/dir/p.ply"), "cannot open"},
+  };
+  for (const auto& [message, expected] : cases) {
+    EXPECT_NE(message.find(expected), std::string::npos)
+        << "'" << message << "' lacks '" << expected << "'";
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find("read points /"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace minkowski::data

@@ -1,0 +1,84 @@
+// End to end: a small MinkUNet14 learns to segment generated scenes (5
+// classes: floor, wall, box, cylinder, sphere) to mIoU >= 0.8 on four held-out
+// scenes within 90 steps (measured: 0.850, per class 0.87 / 0.95 / 0.75 /
+// 0.88 / 0.79; a model that only finds floor and walls scores about 0.35),
+// and its losses are identical at 1 and 2 threads. About 6 s of CPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "fk/fk.h"
+#include "minkowski/data/batch.h"
+#include "minkowski/nn/minkunet.h"
+#include "minkowski/nn/segmentation.h"
+
+namespace minkowski::nn {
+namespace {
+
+constexpr double kVoxel = 0.2;
+constexpr int kSteps = 90;
+
+data::SceneOptions scene() {
+  data::SceneOptions o;
+  o.room_min = 3.0;
+  o.room_max = 4.0;
+  o.density = 120.0;
+  o.wall_height = 1.0;
+  o.min_objects = 6;
+  o.max_objects = 10;
+  return o;
+}
+
+MinkUNetOptions small_unet() {
+  MinkUNetOptions o = minkunet_options("14", 3, data::kSceneClasses, 3);
+  o.planes = {8, 16, 16, 16, 16, 16, 8, 8};
+  o.init_dim = 8;
+  return o;
+}
+
+// Trains from seed 0 for `steps` steps of two augmented scenes; returns the
+// losses. Objects are rarer than floor and walls: their classes weigh 4x more.
+std::vector<double> train(MinkUNet& net, int steps) {
+  Adam adam(net.parameters(), {0.02, 0.9, 0.999, 1e-8, 0.0, false});
+  StepOptions step;
+  step.class_weights = fk::from_vector(std::vector<float>{0.5f, 0.5f, 2.f, 2.f, 2.f});
+  const data::AugmentOptions aug;
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    const auto seed = static_cast<uint64_t>(2 * s);
+    const data::Batch b = data::scene_batch(scene(), {seed, seed + 1}, kVoxel, &aug);
+    losses.push_back(train_step(net, adam, b.input, b.labels, step));
+  }
+  return losses;
+}
+
+TEST(NnTraining, SameLossesAtOneAndTwoThreads) {
+  const int threads = fk::get_num_threads();
+  std::vector<std::vector<double>> runs;
+  for (int t : {1, 2}) {
+    fk::set_num_threads(t);
+    fk::manual_seed(7);
+    MinkUNet net(small_unet());
+    runs.push_back(train(net, 3));
+  }
+  fk::set_num_threads(threads);
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+TEST(NnTraining, MinkUNetSegmentsGeneratedScenes) {
+  fk::manual_seed(7);
+  MinkUNet net(small_unet());
+  const auto losses = train(net, kSteps);
+  ConfusionMatrix confusion(data::kSceneClasses);
+  const data::Batch held_out = data::scene_batch(scene(), {1001, 1002, 1003, 1004}, kVoxel);
+  evaluate(net, held_out.input, held_out.labels, confusion);
+  std::printf("loss %.3f -> %.3f; held-out mIoU %.3f, accuracy %.3f; IoU", losses.front(),
+              losses.back(), confusion.miou(), confusion.accuracy());
+  for (int64_t c = 0; c < data::kSceneClasses; ++c) std::printf(" %.3f", confusion.iou(c));
+  std::printf("\n");
+  EXPECT_LT(losses.back(), 0.5 * losses.front());
+  EXPECT_GE(confusion.miou(), 0.8);
+}
+
+}  // namespace
+}  // namespace minkowski::nn
