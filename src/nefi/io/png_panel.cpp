@@ -114,9 +114,13 @@ void write_volume_panel_png(const std::string& path, const fk::Tensor& gt, const
 void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
                      const fk::Tensor& rec) {
   if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, fk::Tensor());
-  FK_CHECK(
-      gt.shape() == rec.shape() && gt.shape() == meas.shape() && gt.dim() >= 1 && gt.dim() <= 2,
-      "nefi::write_panel_png", "1-D or 2-D fields of one shape", gt.shape().str());
+  // A 2-D measurement of another shape (a sinogram, a hologram stack's first
+  // plane) is drawn stretched onto the truth's tile.
+  const bool same = gt.shape() == meas.shape();
+  FK_CHECK(gt.shape() == rec.shape() && gt.dim() >= 1 && gt.dim() <= 2 &&
+               (same || (gt.dim() == 2 && meas.dim() == 2)),
+           "nefi::write_panel_png", "1-D or 2-D fields of one shape",
+           gt.shape().str() + " and a measurement " + meas.shape().str());
   const std::vector<double> g = gt.to_vector<double>(), m = meas.to_vector<double>(),
                             r = rec.to_vector<double>();
   auto [glo, ghi] = std::minmax_element(g.begin(), g.end());
@@ -147,7 +151,15 @@ void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Te
       }
   };
   image(0, g, lo, hi);
-  image(cols * s + gap, m, *mlo, *mhi > *mlo ? *mhi : *mlo + 1);
+  if (same) {
+    image(cols * s + gap, m, *mlo, *mhi > *mlo ? *mhi : *mlo + 1);
+  } else {
+    const int64_t mr = meas.size(0), mc = meas.size(1);
+    std::vector<double> st(g.size());
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) st[i * cols + j] = m[(i * mr / rows) * mc + j * mc / cols];
+    image(cols * s + gap, st, *mlo, *mhi > *mlo ? *mhi : *mlo + 1);
+  }
   image(2 * (cols * s + gap), r, lo, hi);
   FK_CHECK(stbi_write_png(path.c_str(), c.w, c.h, 3, c.px.data(), c.w * 3) != 0,
            "nefi::write_panel_png", "a writable path", path);
