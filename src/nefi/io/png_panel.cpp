@@ -45,6 +45,13 @@ void plot(Canvas& c, int ox, int pw, const std::vector<double>& v, double lo, do
 
 void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
                      const fk::Tensor& rec, const fk::Tensor& prediction) {
+  if (gt.dim() == 3 && meas.shape() == gt.shape()) {
+    // A measured volume (a z-stack): its z slices stand in for the frames.
+    const fk::Dims zxy{2, 0, 1};
+    return write_volume_panel_png(
+        path, gt, rec, meas.permute(zxy).contiguous(),
+        prediction.defined() ? prediction.permute(zxy).contiguous() : fk::Tensor());
+  }
   if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, prediction);
   write_panel_png(path, gt, meas, rec);
 }
