@@ -118,9 +118,12 @@ void write_volume_panel_png(const std::string& path, const fk::Tensor& gt, const
            "nefi::write_volume_panel_png", "a writable path", path);
 }
 
-void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& meas,
+void write_panel_png(const std::string& path, const fk::Tensor& gt, const fk::Tensor& stack,
                      const fk::Tensor& rec) {
-  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, meas, fk::Tensor());
+  if (gt.dim() == 3) return write_volume_panel_png(path, gt, rec, stack, fk::Tensor());
+  // A stack of 2-D measurements (holograms at several distances): the first.
+  const fk::Tensor meas =
+      gt.dim() == 2 && stack.dim() == 3 ? stack.select(0, 0).contiguous() : stack;
   // A 2-D measurement of another shape (a sinogram, a hologram stack's first
   // plane) is drawn stretched onto the truth's tile.
   const bool same = gt.shape() == meas.shape();
