@@ -111,8 +111,16 @@ void panel_2d(const std::string& path, const PanelInput& in) {
   panel::figure_title(f, in.title);
   const double y0 = kTop, y1 = kTop + panel::row_h();
   panel::tile(f, 0, y0, slice_2d(g, n0, n1, in), fr, plot::Colormap::Viridis, "Ground truth", "");
-  panel::tile(f, tile_w(), y0, slice_2d(m, n0, n1, in), mr, plot::Colormap::Viridis, "Measurement",
-              "own colour scale");
+  // A measurement of another shape (a sinogram) keeps its own index axes.
+  const bool same = in.measurement.shape() == in.gt.shape();
+  const int m0 = static_cast<int>(in.measurement.size(0)),
+            m1 = static_cast<int>(in.measurement.size(1));
+  const panel::Slice ms =
+      same ? slice_2d(m, n0, n1, in)
+           : panel::Slice{
+                 m0, m1, m, {0, double(m0), false, "row"}, {0, double(m1), false, "column"}};
+  panel::tile(f, tile_w(), y0, ms, mr, plot::Colormap::Viridis, "Measurement",
+              same ? "own colour scale" : "own shape and colour scale");
   panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, plot::Colormap::Viridis,
              "measured " + in.value_label);
   for (int i = 0; i < k; ++i) {
@@ -152,15 +160,36 @@ std::string headline_metrics(const std::map<std::string, double>& metrics) {
   return out;
 }
 
+// A measured volume of the truth's shape (a z-stack) shown as surface frames:
+// its z slices (and each prediction's) stand in for the frames.
+static PanelInput z_slices_as_frames(const PanelInput& in) {
+  const fk::Dims zxy{2, 0, 1};
+  PanelInput out = in;
+  out.measurement = in.measurement.permute(zxy).contiguous();
+  for (PanelMethod& pm : out.methods)
+    if (pm.prediction.defined() && pm.prediction.shape() == in.gt.shape())
+      pm.prediction = pm.prediction.permute(zxy).contiguous();
+  return out;
+}
+
 void write_panel_png(const std::string& path, const PanelInput& in) {
   FK_CHECK(!in.methods.empty(), "nefi::write_panel_png", "at least one method", "none");
   for (const PanelMethod& pm : in.methods)
     FK_CHECK(pm.reconstruction.shape() == in.gt.shape(), "nefi::write_panel_png",
              "reconstructions of the truth's shape " + in.gt.shape().str(),
              pm.name + ": " + pm.reconstruction.shape().str());
+  if (in.gt.dim() == 3 && in.measurement.shape() == in.gt.shape())
+    return write_volume_panel_png(path, z_slices_as_frames(in));
   if (in.gt.dim() == 3) return write_volume_panel_png(path, in);
-  FK_CHECK(in.gt.dim() >= 1 && in.gt.dim() <= 2 && in.measurement.shape() == in.gt.shape(),
-           "nefi::write_panel_png", "1-D or 2-D fields of one shape",
+  if (in.gt.dim() == 2 && in.measurement.dim() == 3) {
+    // A stack of 2-D measurements (holograms at several distances): the first.
+    PanelInput first = in;
+    first.measurement = in.measurement.select(0, 0).contiguous();
+    return write_panel_png(path, first);
+  }
+  FK_CHECK(in.gt.dim() >= 1 && in.gt.dim() <= 2 && in.measurement.dim() == in.gt.dim() &&
+               (in.gt.dim() == 2 || in.measurement.shape() == in.gt.shape()),
+           "nefi::write_panel_png", "1-D fields of one shape, or 2-D fields and a 2-D measurement",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   if (in.gt.dim() == 1) return panel_1d(path, in);
   panel_2d(path, in);

@@ -1,0 +1,150 @@
+#include "nefi/instances/deconvolution3d_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fk/error.h"
+#include "nefi/instances/numpy_rng.h"
+
+namespace nefi::deconv3d {
+namespace {
+
+Point bezier(const Object& o, double t) {
+  Point p;
+  for (int a = 0; a < 3; ++a)
+    p[a] = (1 - t) * (1 - t) * o.a[a] + 2 * (1 - t) * t * o.b[a] + t * t * o.c[a];
+  return p;
+}
+
+double dist2(const Point& p, const Point& q) {
+  double s = 0;
+  for (int a = 0; a < 3; ++a) s += (p[a] - q[a]) * (p[a] - q[a]);
+  return s;
+}
+
+// Squared distance from p to the segment [u, v].
+double segment_dist2(const Point& p, const Point& u, const Point& v) {
+  double num = 0, den = 0;
+  for (int a = 0; a < 3; ++a) {
+    num += (p[a] - u[a]) * (v[a] - u[a]);
+    den += (v[a] - u[a]) * (v[a] - u[a]);
+  }
+  const double t = den > 0 ? std::clamp(num / den, 0.0, 1.0) : 0.0;
+  Point q;
+  for (int a = 0; a < 3; ++a) q[a] = u[a] + t * (v[a] - u[a]);
+  return dist2(p, q);
+}
+
+double value_at(const Object& o, const Point& p, const std::vector<Point>& polyline) {
+  if (o.kind == Object::kPunctum)
+    return o.amplitude * std::exp(-0.5 * dist2(p, o.a) / (o.radius * o.radius));
+  if (o.kind == Object::kCell) {
+    double q = 0;
+    for (int a = 0; a < 3; ++a) q += std::pow((p[a] - o.a[a]) / o.b[a], 2);
+    const double r = std::sqrt(q);  // 1 on the surface
+    const double rim = std::exp(-0.5 * std::pow((r - 1) * o.b[0] / o.radius, 2));
+    return o.amplitude * (r < 1 ? 0.3 + 0.7 * rim : rim);
+  }
+  double best = 1e300;
+  for (size_t k = 0; k + 1 < polyline.size(); ++k)
+    best = std::min(best, segment_dist2(p, polyline[k], polyline[k + 1]));
+  return o.amplitude * std::exp(-0.5 * best / (o.radius * o.radius));
+}
+
+}  // namespace
+
+std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed) {
+  NumpyRng rng(seed);
+  auto point = [&](double margin) {
+    Point p;
+    for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], (1 - margin) * box[a]);
+    return p;
+  };
+  const double px = box[0] / 32;  // a nominal smoke pixel (0.1 um at 3.2 um)
+  std::vector<Object> s;
+  if (cls == "filaments") {
+    for (int64_t k = rng.integers(3, 7); k > 0; --k) {
+      const Point a = point(0.1), b = point(0.2), c = point(0.1);
+      s.push_back({Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.6, 1.0)});
+    }
+  } else if (cls == "puncta") {
+    for (int64_t k = rng.integers(8, 21); k > 0; --k) {
+      const Point a = point(0.1);
+      s.push_back({Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2)});
+    }
+  } else if (cls == "cells") {
+    for (int64_t k = rng.integers(2, 5); k > 0; --k) {
+      const Point a = point(0.3);
+      Point b;
+      for (int d = 0; d < 3; ++d) b[d] = rng.uniform(0.12, 0.22) * box[d];
+      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.8, 1.5)});
+    }
+  } else {
+    FK_CHECK(false, "config key 'scene'", "filaments, puncta or cells", cls);
+  }
+  return s;
+}
+
+std::vector<double> render(const std::vector<Object>& s, const std::array<int64_t, 3>& shape,
+                           const Point& box) {
+  std::vector<double> v(shape[0] * shape[1] * shape[2], 0.0);
+  for (const Object& o : s) {
+    std::vector<Point> poly;
+    Point lo = o.a, hi = o.a;  // bounding box of the object's support (4 radii)
+    if (o.kind == Object::kFilament) {
+      for (int k = 0; k <= 64; ++k) poly.push_back(bezier(o, k / 64.0));
+      for (const Point& p : poly)
+        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a]);
+    } else if (o.kind == Object::kCell) {
+      for (int a = 0; a < 3; ++a) lo[a] -= o.b[a], hi[a] += o.b[a];
+    }
+    std::array<int64_t, 3> i0, i1;
+    for (int a = 0; a < 3; ++a) {
+      const double h = box[a] / shape[a];
+      i0[a] = std::max<int64_t>(0, static_cast<int64_t>((lo[a] - 4 * o.radius) / h));
+      i1[a] = std::min<int64_t>(shape[a], static_cast<int64_t>((hi[a] + 4 * o.radius) / h) + 1);
+    }
+    for (int64_t i = i0[0]; i < i1[0]; ++i)
+      for (int64_t j = i0[1]; j < i1[1]; ++j)
+        for (int64_t k = i0[2]; k < i1[2]; ++k) {
+          const Point p{(i + 0.5) * box[0] / shape[0], (j + 0.5) * box[1] / shape[1],
+                        (k + 0.5) * box[2] / shape[2]};
+          v[(i * shape[1] + j) * shape[2] + k] += value_at(o, p, poly);
+        }
+  }
+  for (double& x : v) x = std::clamp(x, 0.0, 1.0);
+  return v;
+}
+
+std::vector<double> gaussian_blur(const std::vector<double>& v, const std::array<int64_t, 3>& shape,
+                                  const Point& h, const Point& sigma) {
+  std::vector<double> cur = v;
+  for (int axis = 0; axis < 3; ++axis) {
+    const int64_t r = static_cast<int64_t>(std::ceil(4 * sigma[axis] / h[axis]));
+    std::vector<double> k(2 * r + 1);
+    double total = 0;
+    for (int64_t t = -r; t <= r; ++t)
+      total += k[t + r] = std::exp(-0.5 * std::pow(t * h[axis] / sigma[axis], 2));
+    for (double& w : k) w /= total;
+    int64_t inner = 1, outer = 1;
+    for (int a = axis + 1; a < 3; ++a) inner *= shape[a];
+    for (int a = 0; a < axis; ++a) outer *= shape[a];
+    const int64_t n = shape[axis];
+    std::vector<double> out(cur.size(), 0.0);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t t = -r; t <= r; ++t) {
+          const int64_t src = i - t;
+          if (src < 0 || src >= n) continue;
+          const double w = k[t + r];
+          const double* in = cur.data() + (o * n + src) * inner;
+          double* dst = out.data() + (o * n + i) * inner;
+          for (int64_t j = 0; j < inner; ++j) dst[j] += w * in[j];
+        }
+    cur.swap(out);
+  }
+  return cur;
+}
+
+}  // namespace nefi::deconv3d

@@ -1,0 +1,39 @@
+#pragma once
+// The deconvolution3d instance's data side, independent of the inversion
+// operator (no FFT): analytic fluorescence scenes in physical units (um) on
+// a box (axis 0 = x, 1 = y, 2 = z), point-sampled on a grid, and a
+// separable direct Gaussian blur (zero outside the box) in f64.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nefi::deconv3d {
+
+using Point = std::array<double, 3>;
+
+// A tube of Gaussian cross-section (std radius) along a quadratic Bezier
+// curve, a Gaussian punctum, or an ellipsoidal cell (a bright rim of width
+// `radius` on a dim interior).
+struct Object {
+  enum Kind { kFilament, kPunctum, kCell } kind;
+  double amplitude;
+  Point a, b, c;  // filament: Bezier control points; punctum/cell: a = centre, b = semi-axes
+  double radius;
+};
+
+// filaments: 3-6 curved tubes; puncta: 8-20 dots; cells: 2-4 ellipsoids.
+// Random draws from NumPy's default_rng(seed) (numpy_rng.h); an unknown class
+// is an fk::Error naming the key 'scene'. `box` is the physical size.
+std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed);
+
+// Point samples at the cell centres of `shape` cells over `box`, clamped to [0, 1].
+std::vector<double> render(const std::vector<Object>& s, const std::array<int64_t, 3>& shape,
+                           const Point& box);
+
+// Direct separable convolution with a Gaussian of std sigma[a] (physical) at
+// spacing h[a], truncated at 4 sigma, unit sum per axis; zero outside.
+std::vector<double> gaussian_blur(const std::vector<double>& v, const std::array<int64_t, 3>& shape,
+                                  const Point& h, const Point& sigma);
+
+}  // namespace nefi::deconv3d

@@ -1,0 +1,160 @@
+#include "nefi/operators/radon.h"
+
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+
+namespace nefi {
+namespace {
+
+struct RadonBackward : fk::autograd::Node {
+  std::shared_ptr<const RadonOperator> op;
+  fk::Dims in_shape;
+  const char* name() const override { return "RadonBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::autograd::NoGradGuard ng;
+    const fk::Tensor& g = grads[0];
+    const int64_t per = op->geometry().n_views * op->n_det();
+    const auto x = op->adjoint(g.to_vector<double>(), g.numel() / per);
+    return {fk::from_vector(x, in_shape).to(g.dtype())};
+  }
+};
+
+}  // namespace
+
+RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
+    : domain_(std::move(domain)), geometry_(geometry) {
+  FK_CHECK(domain_.ndim() == 2 && domain_.shape()[0] == domain_.shape()[1] &&
+               domain_.extent()[0] == domain_.extent()[1],
+           "nefi::RadonOperator", "a square 2-D domain", domain_.str());
+  FK_CHECK(geometry_.n_views >= 1, "nefi::RadonOperator", "n_views >= 1",
+           std::to_string(geometry_.n_views));
+  FK_CHECK(geometry_.angle_range > 0, "nefi::RadonOperator", "angle_range > 0",
+           std::to_string(geometry_.angle_range));
+  FK_CHECK(
+      geometry_.det_per_pixel >= 1 && geometry_.samples_per_pixel >= 1, "nefi::RadonOperator",
+      "det_per_pixel and samples_per_pixel >= 1",
+      std::to_string(geometry_.det_per_pixel) + ", " + std::to_string(geometry_.samples_per_pixel));
+  prepare();
+}
+
+std::vector<double> RadonOperator::angles() const {
+  std::vector<double> th;
+  for (int64_t v = 0; v < geometry_.n_views; ++v)
+    th.push_back(geometry_.angle_range * static_cast<double>(v) / geometry_.n_views);
+  return th;
+}
+
+void RadonOperator::prepare() {
+  const int64_t n = domain_.shape()[0], nd = n_det(), ns = n * geometry_.samples_per_pixel;
+  const double L = domain_.extent()[0], h = L / n, ds = L / nd, dt = L / ns;
+  auto m = std::make_shared<Matrix>();
+  m->row_start.push_back(0);
+  for (double th : angles()) {
+    const double c = std::cos(th), s = std::sin(th);
+    for (int64_t j = 0; j < nd; ++j) {
+      const double sj = (j + 0.5) * ds - L / 2;
+      for (int64_t k = 0; k < ns; ++k) {
+        const double tk = (k + 0.5) * dt - L / 2;
+        // Continuous cell index of the sample point (cell centres at integers).
+        const double u = (L / 2 + sj * c - tk * s) / h - 0.5;
+        const double w = (L / 2 + sj * s + tk * c) / h - 0.5;
+        const double fu = std::floor(u), fw = std::floor(w);
+        const int64_t i0 = static_cast<int64_t>(fu), j0 = static_cast<int64_t>(fw);
+        const double au = u - fu, aw = w - fw;
+        for (int di = 0; di < 2; ++di)
+          for (int dj = 0; dj < 2; ++dj) {
+            const int64_t i = i0 + di, jj = j0 + dj;
+            const double wt = (di ? au : 1 - au) * (dj ? aw : 1 - aw) * dt;
+            if (i < 0 || i >= n || jj < 0 || jj >= n || wt == 0) continue;
+            m->col.push_back(static_cast<int32_t>(i * n + jj));
+            m->weight.push_back(wt);
+          }
+      }
+      m->row_start.push_back(static_cast<int64_t>(m->col.size()));
+    }
+  }
+  matrix_ = m;
+}
+
+std::string RadonOperator::fidelity_tag() const {
+  return "radon-" + std::to_string(domain_.shape()[0]) + "px-" +
+         std::to_string(geometry_.det_per_pixel) + "det-" +
+         std::to_string(geometry_.samples_per_pixel) + "spp";
+}
+
+fk::Dims RadonOperator::output_shape(const fk::Dims& shape) const {
+  std::vector<int64_t> out(shape.begin(), shape.end());
+  FK_CHECK(out.size() >= 2, "nefi::RadonOperator", "a shape (..., n, n)", shape.str());
+  out.resize(out.size() - 2);
+  out.push_back(geometry_.n_views);
+  out.push_back(n_det());
+  return fk::Dims(out);
+}
+
+std::shared_ptr<Operator> RadonOperator::at_resolution(const fk::Dims& shape) const {
+  auto op = std::make_shared<RadonOperator>(*this);
+  op->domain_ = domain_.at(shape);
+  op->prepare();
+  return op;
+}
+
+std::vector<double> RadonOperator::project(const std::vector<double>& image, int64_t batch) const {
+  const Matrix& m = *matrix_;
+  const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
+  std::vector<double> y(batch * rows, 0.0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const double* x = image.data() + b * cols;
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = 0;
+      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e)
+        acc += m.weight[e] * x[m.col[e]];
+      y[b * rows + r] = acc;
+    }
+  }
+  return y;
+}
+
+std::vector<double> RadonOperator::adjoint(const std::vector<double>& sinogram,
+                                           int64_t batch) const {
+  const Matrix& m = *matrix_;
+  const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
+  std::vector<double> x(batch * cols, 0.0);
+  for (int64_t b = 0; b < batch; ++b) {
+    double* xb = x.data() + b * cols;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double g = sinogram[b * rows + r];
+      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e) xb[m.col[e]] += m.weight[e] * g;
+    }
+  }
+  return x;
+}
+
+fk::Tensor RadonOperator::apply(const fk::Tensor& x) const {
+  const int64_t n = domain_.shape()[0];
+  FK_CHECK(x.dim() >= 2 && x.size(x.dim() - 2) == n && x.size(x.dim() - 1) == n,
+           "nefi::RadonOperator", "an image of shape (..., " + domain_.shape().str() + ")",
+           x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::RadonOperator",
+           "a real f32/f64 image", fk::name(x.dtype()));
+  fk::Tensor y;
+  {
+    fk::autograd::NoGradGuard ng;
+    fk::profile::OpScope scope("radon");
+    y = fk::from_vector(project(x.detach().to_vector<double>(), x.numel() / (n * n)),
+                        output_shape(x.shape()))
+            .to(x.dtype());
+  }
+  if (fk::autograd::needs_grad(x)) {
+    auto node = std::make_shared<RadonBackward>();
+    node->op = std::make_shared<const RadonOperator>(*this);  // shares the matrix
+    node->in_shape = x.shape();
+    fk::autograd::record(node, {x}, y);
+  }
+  return y;
+}
+
+}  // namespace nefi

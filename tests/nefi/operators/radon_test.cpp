@@ -1,0 +1,105 @@
+#include "nefi/operators/radon.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "fk/factory.h"
+#include "fk/random.h"
+#include "fk/testing.h"
+#include "nefi/baselines/fbp.h"
+#include "nefi/instances/sparse_view_ct_data.h"
+#include "nefi/solve/metrics.h"
+
+namespace {
+
+fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
+  fk::Generator g(seed);
+  return fk::randn(s, {fk::DType::F64}, &g);
+}
+
+double dot(const fk::Tensor& a, const fk::Tensor& b) {
+  auto x = a.to_vector<double>(), y = b.to_vector<double>();
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+  return s;
+}
+
+// At th = 0 (one bin and one sample per pixel) the samples are the cell
+// centres: the projection is the sum over axis 1 times the cell size.
+TEST(NefiRadon, ZeroAngleIsTheScaledRowSum) {
+  nefi::RadonOperator op(nefi::Domain({10, 10}, {2.0, 2.0}), {3, std::numbers::pi, 1, 1});
+  const fk::Tensor x = rnd({10, 10}, 1);
+  const auto xv = x.to_vector<double>();
+  const auto y = op.apply(x).to_vector<double>();
+  ASSERT_EQ(op.output_shape({10, 10}), fk::Dims({3, 10}));
+  for (int i = 0; i < 10; ++i) {
+    double s = 0;
+    for (int j = 0; j < 10; ++j) s += xv[i * 10 + j] * 0.2;
+    EXPECT_NEAR(y[i], s, 1e-13);
+  }
+}
+
+TEST(NefiRadon, AdjointGradcheckAndBatch) {
+  for (nefi::RadonGeometry g :
+       {nefi::RadonGeometry{5, std::numbers::pi, 1, 1}, nefi::RadonGeometry{4, 2.0, 2, 3}}) {
+    nefi::RadonOperator op(nefi::Domain({7, 7}, {1.5, 1.5}), g);
+    const fk::Tensor x = rnd({7, 7}, 2), y = rnd(op.output_shape({7, 7}), 3);
+    const double lhs = dot(op.apply(x), y), rhs = dot(x, op.vjp(x, y));
+    EXPECT_NEAR(lhs, rhs, 1e-13 * (1 + std::abs(lhs)));
+  }
+  nefi::RadonOperator op(nefi::Domain({5, 5}), {3, std::numbers::pi, 1, 2});
+  fk::Tensor a = rnd({5, 5}, 4);
+  a.set_requires_grad(true);
+  auto fn = [&](const std::vector<fk::Tensor>& in) { return op.apply(in[0]); };
+  EXPECT_EQ(fk::testing::gradcheck(fn, {a}), "");
+  const fk::Tensor xb = rnd({2, 5, 5}, 5);
+  const auto yb = op.apply(xb).to_vector<double>();
+  for (int64_t b = 0; b < 2; ++b) {
+    const auto yi = op.apply(xb.select(0, b).contiguous()).to_vector<double>();
+    for (size_t p = 0; p < yi.size(); ++p) EXPECT_NEAR(yb[b * yi.size() + p], yi[p], 1e-15);
+  }
+  EXPECT_EQ(op.output_shape({2, 5, 5}), fk::Dims({2, 3, 5}));
+  EXPECT_THROW(op.apply(rnd({5, 4}, 1)), fk::Error);
+  EXPECT_THROW(nefi::RadonOperator(nefi::Domain({5, 4}), {}), fk::Error);
+  EXPECT_THROW(nefi::RadonOperator(nefi::Domain({5, 5}), {0, 1.0, 1, 1}), fk::Error);
+}
+
+// A smooth Gaussian inside the inscribed circle: the discrete projection of
+// its cell averages approaches the exact line integrals.
+TEST(NefiRadon, ProjectsASmoothObjectLikeTheExactLineIntegrals) {
+  nefi::ct::Scene sc;
+  sc.blobs.push_back({1.0, 0.45, 0.55, 0.08});
+  const int64_t n = 64, views = 8;
+  nefi::RadonOperator op(nefi::Domain({n, n}), {views, std::numbers::pi, 1, 1});
+  const auto img = nefi::ct::render(sc, n, 4, 1.0);
+  const auto y = op.apply(fk::from_vector(img, {n, n})).to_vector<double>();
+  const auto exact = nefi::ct::sinogram(sc, views, std::numbers::pi, n, 8, 1.0);
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, std::abs(y[i] - exact[i]));
+    scale = std::max(scale, exact[i]);
+  }
+  EXPECT_LT(err, 0.01 * scale);
+  // Ellipse chords: the unit-value disk of radius r has chord 2 sqrt(r^2 - s^2).
+  nefi::ct::Scene disk;
+  disk.ellipses.push_back({1.0, 0.5, 0.5, 0.3, 0.3, 0.0});
+  EXPECT_NEAR(disk.line_integral(0.7, 0.1, 1.0), 2 * std::sqrt(0.09 - 0.01), 1e-14);
+  EXPECT_EQ(disk.line_integral(0.7, 0.31, 1.0), 0.0);
+}
+
+// Filtered back-projection of dense-view exact data recovers a smooth object.
+TEST(NefiRadon, FilteredBackProjectionInvertsDenseViews) {
+  nefi::ct::Scene sc;
+  sc.blobs.push_back({0.8, 0.4, 0.55, 0.1});
+  sc.blobs.push_back({0.5, 0.6, 0.4, 0.06});
+  const int64_t n = 48, views = 96;
+  const auto y = nefi::ct::sinogram(sc, views, std::numbers::pi, n, 4, 1.0);
+  const auto x = nefi::filtered_back_projection(y, views, n, std::numbers::pi, n, 1.0);
+  const auto gt = nefi::ct::render(sc, n, 4, 1.0);
+  EXPECT_GT(nefi::psnr(fk::from_vector(x, {n, n}), fk::from_vector(gt, {n, n})), 33.0);
+  EXPECT_THROW(nefi::filtered_back_projection(y, views + 1, n, 1.0, n, 1.0), fk::Error);
+}
+
+}  // namespace
