@@ -111,6 +111,33 @@ TEST(PlotPanel, VolumeHasSlicesPerMethodAndAFramesRow) {
   EXPECT_GT(d.non_white, 0.3);
 }
 
+// Measurements that are not the truth's shape: a sinogram (its own axes), a
+// stack of holograms (the first plane) and a measured z-stack of a volume
+// (its slices as frames) each give the panel of their truth's dimension.
+TEST(PlotPanel, MeasurementsOfAnotherShape) {
+  const fk::Dims s{12, 16};
+  const fk::Tensor gt = ramp(s, 1);
+  const int w2 = static_cast<int>(3 * panel::tile_w() + 2 * panel::kBarRoom);
+  const int h2 = static_cast<int>(panel::kTop + 2 * panel::row_h());
+  for (const fk::Dims& m : {fk::Dims{20, 9}, fk::Dims{3, 12, 16}}) {
+    const std::string p = tmp("panel_other.png");
+    write_panel_png(p, {"ct", gt, ramp(m, 2), {}, "u", {{"neural", ramp(s, 0.9), {}, {}}}});
+    const Decoded d = decode(p);
+    EXPECT_EQ(d.w, w2) << m.str();
+    EXPECT_EQ(d.h, h2) << m.str();
+  }
+  const fk::Dims v{8, 6, 4};
+  const std::string p = tmp("panel_zstack.png");
+  write_panel_png(
+      p, {"zstack", ramp(v, 1), ramp(v, 2), {}, "u", {{"neural", ramp(v, 0.8), ramp(v, 1.5), {}}}});
+  const Decoded d = decode(p);
+  EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
+  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 3 * panel::row_h()));
+  EXPECT_THROW(
+      write_panel_png(p, {"x", gt, ramp({4, 4, 4, 4}, 1), {}, "u", {{"neural", gt, {}, {}}}}),
+      fk::Error);
+}
+
 TEST(PlotPanel, HeadlineMetricsPreferPsnrAndSsim) {
   EXPECT_EQ(headline_metrics({{"mse", 0.1}, {"psnr", 31.24}, {"ssim", 0.9123}}),
             "PSNR 31.2 dB, SSIM 0.912");
