@@ -187,7 +187,7 @@ TEST(NefiBatch, AStoppedProblemStopsAloneAtItsSequentialStep) {
   // early; problem 1 (unknown noise) runs to the end.
   const nefi::Params p = smoke_params("toy1d", {30});
   Setups s = setups("toy1d", p, {0, 1});
-  s.problems[0].measurement.noise_std = 0.05;
+  s.problems[0].measurement.noise_std = 0.2;
   s.problems[1].measurement.noise_std = -1;
   s.curriculum.discrepancy_tau = 1.0;
   const nefi::Result seq0 = sequential(s.problems[0], s.curriculum, 0);
@@ -195,7 +195,7 @@ TEST(NefiBatch, AStoppedProblemStopsAloneAtItsSequentialStep) {
   ASSERT_EQ(seq0.stages[0].stop, "discrepancy");
   ASSERT_LT(seq0.stages[0].steps, 30);
   Setups fresh = setups("toy1d", p, {0, 1});
-  fresh.problems[0].measurement.noise_std = 0.05;
+  fresh.problems[0].measurement.noise_std = 0.2;
   fresh.problems[1].measurement.noise_std = -1;
   nefi::BatchOptions bo;
   bo.seeds = {0, 1};

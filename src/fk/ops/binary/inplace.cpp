@@ -145,8 +145,21 @@ Tensor& lerp_(Tensor& self, const Tensor& end, const Tensor& w) {
   }
   return assign(self, ternary_forward(TernaryOp::Lerp, self, end, w, 0.0, "lerp_"), "lerp_");
 }
+// A scalar weight is a constant of the loop rather than a splatted operand:
+// the same arithmetic (w rounded to self's dtype first), one stream fewer.
 Tensor& lerp_(Tensor& self, const Tensor& end, double w) {
-  return lerp_(self, end, scalar_like(self, w));
+  check_inplace("lerp_", {&self, &end});
+  profile::OpScope scope("lerp_");
+  if (fused_inplace(self, {&end}, [&](auto z) {
+        using T = decltype(z);
+        const T t = static_cast<T>(w);
+        cpu::map2<T, T, T>(self, self, end, [t](T a, T b) { return a + t * (b - a); });
+      })) {
+    return self;
+  }
+  return assign(self,
+                ternary_forward(TernaryOp::Lerp, self, end, scalar_like(self, w), 0.0, "lerp_"),
+                "lerp_");
 }
 
 }  // namespace fk
