@@ -8,13 +8,26 @@
 #include "bench_ops.h"
 #include "train.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"minkowski: sparse convolution engine tools"};
-  app.require_subcommand(1);
-  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
-  bench->require_subcommand(1);
-  CLI::App* conv = bench->add_subcommand("conv", "sparse convolution forward/backward timing");
+namespace {
+
+// Every subcommand's options, filled by CLI11 as it parses.
+struct Options {
   minkowski_app::BenchConvOptions o;
+  minkowski_app::BenchOpsOptions oo;
+  minkowski_app::BenchTrainOptions bto;
+  minkowski_app::TrainOptions to;
+  minkowski_app::PredictOptions po;
+};
+
+struct Commands {
+  CLI::App *conv, *ops, *bench_train, *train, *predict;
+};
+
+Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
+  auto& o = opt.o;
+  auto& oo = opt.oo;
+  auto& bto = opt.bto;
+  CLI::App* conv = bench.add_subcommand("conv", "sparse convolution forward/backward timing");
   conv->add_option("--points", o.points, "voxels of the synthetic scene (20k-500k typical)");
   conv->add_option("--channels", o.channels, "input channels");
   conv->add_option("--out-channels", o.out_channels, "output channels (default: --channels)");
@@ -26,9 +39,8 @@ int main(int argc, char** argv) {
   conv->add_option("--chunk-mb", o.chunk_mb, "ME_FUSED_COPY_MAX_MB of the chunked variant");
   conv->add_option("--scene", o.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
   conv->add_option("--json", o.json, "also write the results as JSON to this file");
-  CLI::App* ops = bench->add_subcommand(
+  CLI::App* ops = bench.add_subcommand(
       "ops", "pooling, unpooling, global pooling and broadcast: bytes/s vs a stream triad");
-  minkowski_app::BenchOpsOptions oo;
   ops->add_option("--scene", oo.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
   ops->add_option("--points", oo.points, "a synthetic scene of this many voxels instead");
   ops->add_option("--channels", oo.channels, "feature channels");
@@ -38,16 +50,25 @@ int main(int argc, char** argv) {
   ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array");
   ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)");
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
-  minkowski_app::BenchTrainOptions bto;
-  CLI::App* bench_train = bench->add_subcommand("train", "MinkUNet training step timing");
+  CLI::App* bench_train = bench.add_subcommand("train", "MinkUNet training step timing");
   bench_train->add_option("--variant", bto.variant, "MinkUNet variant (14, 18, 34, +A-D)");
   bench_train->add_option("--points", bto.points, "voxels of the synthetic scene");
   bench_train->add_option("--steps", bto.steps, "timed steps per thread count");
   bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
-  minkowski_app::TrainOptions to;
-  CLI::App* train = app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
+  c.conv = conv;
+  c.ops = ops;
+  c.bench_train = bench_train;
+  return c;
+}
+
+Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
+  auto& to = opt.to;
+  auto& po = opt.po;
+  CLI::App* train =
+      app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
   train->add_option("--variant", to.variant, "MinkUNet variant (14, 18, 34, +A-D)");
-  train->add_option("--data", to.data, "folder of labelled .ply/.npy/.xyz files (default: generated)");
+  train->add_option("--data", to.data,
+                    "folder of labelled .ply/.npy/.xyz files (default: generated)");
   train->add_option("--classes", to.classes, "number of classes (generated scenes: 5)");
   train->add_option("--epochs", to.epochs, "epochs");
   train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
@@ -64,7 +85,6 @@ int main(int argc, char** argv) {
   train->add_option("--threads", to.threads, "threads (0: default)");
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");
   train->add_flag("--resume", to.resume, "continue from OUT/last.ckpt");
-  minkowski_app::PredictOptions po;
   CLI::App* predict = app.add_subcommand("predict", "label a point file or a generated scene");
   predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
@@ -74,6 +94,20 @@ int main(int argc, char** argv) {
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
   predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
   predict->add_option("--threads", po.threads, "threads (0: default)");
+  c.train = train;
+  c.predict = predict;
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"minkowski: sparse convolution engine tools"};
+  app.require_subcommand(1);
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  Options opt;
+  const Commands c = add_model_commands(app, opt, add_bench_commands(*bench, opt, {}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -85,11 +119,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*conv) return minkowski_app::bench_conv(o);
-    if (*ops) return minkowski_app::bench_ops(oo);
-    if (*bench_train) return minkowski_app::bench_train(bto);
-    if (*train) return minkowski_app::train(to);
-    if (*predict) return minkowski_app::predict(po);
+    if (*c.conv) return minkowski_app::bench_conv(opt.o);
+    if (*c.ops) return minkowski_app::bench_ops(opt.oo);
+    if (*c.bench_train) return minkowski_app::bench_train(opt.bto);
+    if (*c.train) return minkowski_app::train(opt.to);
+    if (*c.predict) return minkowski_app::predict(opt.po);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minkowski: error: %s\n", e.what());
     return 1;
