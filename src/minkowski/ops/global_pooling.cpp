@@ -232,24 +232,6 @@ class GlobalPoolingBackward : public fk::autograd::Node {
   }
 };
 
-// The map of rows (b, 0, ..., 0), b = 0 .. B-1, at x's tensor stride.
-MapKey origin_map(const SparseTensor& x, int64_t batches) {
-  auto& mgr = x.manager();
-  const int w = x.dimension() + 1;
-  MapKey key{x.tensor_stride(), x.key().tag + "@origin"};
-  if (mgr->has(key)) {
-    auto m = mgr->map(key);
-    bool same = m->size() == batches;
-    for (int64_t b = 0; same && b < batches; ++b)
-      same = m->row(b)[0] == b &&
-             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
-    if (same) return key;
-  }
-  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
-  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
-  return mgr->insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
-}
-
 }  // namespace
 
 RowGroups group_by(std::vector<int32_t> label, int64_t groups) {
@@ -362,6 +344,22 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
   return out.to(a.dtype());
 }
 
+MapKey origin_key(CoordinateManager& mgr, const MapKey& in, int64_t batches) {
+  const int w = mgr.dimension() + 1;
+  MapKey key{in.tensor_stride, in.tag + "@origin"};
+  if (mgr.has(key)) {
+    auto m = mgr.map(key);
+    bool same = m->size() == batches;
+    for (int64_t b = 0; same && b < batches; ++b)
+      same = m->row(b)[0] == b &&
+             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
+    if (same) return key;
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
+  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
+  return mgr.insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
+}
+
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
                                 PoolingMode mode) {
   fk::profile::OpScope scope("minkowski.global_pooling");
@@ -384,7 +382,7 @@ SparseTensor global_pooling(const SparseTensor& x, PoolingMode mode) {
   const char* where = "minkowski::global_pooling";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   auto groups = std::make_shared<const RowGroups>(batch_groups(*x.manager()->map(x.key()), where));
-  MapKey ok = origin_map(x, groups->groups);
+  MapKey ok = origin_key(*x.manager(), x.key(), groups->groups);
   return SparseTensor(global_pool_features(x.F(), groups, mode), ok, x.manager());
 }
 
