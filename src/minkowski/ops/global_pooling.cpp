@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/feature_rows.h"
 
 namespace minkowski {
 
@@ -194,19 +195,8 @@ void dispatch_backward(PoolingMode mode, const T* G, int64_t c, const RowGroups&
   }
 }
 
-fk::DType compute_dtype(fk::DType d) {
-  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
-
-void check_rows(const fk::Tensor& f, int64_t rows, const char* where, const char* what) {
-  FK_CHECK(f.defined(), where, std::string("a ") + what + " tensor", "an undefined tensor");
-  FK_CHECK(f.device().is_cpu(), where, "CPU tensors (CUDA kernels for minkowski are not built yet)",
-           f.device().str());
-  FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
-           fk::name(f.dtype()));
-  FK_CHECK(f.dim() == 2 && f.size(0) == rows, where,
-           std::string(what) + " of shape " + std::to_string(rows) + " x C", f.shape().str());
-}
+using detail::check_feature_rows;
+using detail::compute_dtype;
 
 // t itself when each row is contiguous (e.g. a column slice of a wider
 // matrix), else a contiguous copy: the kernels take a row stride.
@@ -280,7 +270,7 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
 GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGroups& rg,
                                         PoolingMode mode) {
   const char* where = "minkowski::global_pooling";
-  check_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
+  check_feature_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
   const int64_t c = features.size(1);
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = rows_contiguous(features.to(ct));
@@ -301,7 +291,7 @@ GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGro
 fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg, PoolingMode mode,
                                 const fk::Tensor& argmax) {
   const char* where = "minkowski::global_pooling backward";
-  check_rows(grad_out, rg.groups, where, "grad_out");
+  check_feature_rows(grad_out, rg.groups, where, "grad_out");
   const int64_t c = grad_out.size(1);
   if (mode == PoolingMode::Max)
     FK_CHECK(argmax.defined() && argmax.dtype() == fk::DType::I32 && argmax.dim() == 2 &&
@@ -324,8 +314,8 @@ fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg,
 fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const RowGroups& rg) {
   const char* where = "minkowski::group_sum_of_products";
   const int64_t n = static_cast<int64_t>(rg.group.size());
-  check_rows(a, n, where, "a");
-  check_rows(b, n, where, "b");
+  check_feature_rows(a, n, where, "a");
+  check_feature_rows(b, n, where, "b");
   FK_CHECK(a.dtype() == b.dtype() && a.size(1) == b.size(1), where,
            "two matrices of one dtype and shape " + a.shape().str(),
            b.shape().str() + " " + fk::name(b.dtype()));
