@@ -10,7 +10,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
-#include <algorithm>
 #include "fk/factory.h"
 #include "minkowski/coords/coordinate_manager.h"
 #include "minkowski/ops/broadcast.h"
@@ -39,25 +38,6 @@ nb::object out_opt(const fk::Tensor& t) {
 }
 nb::object index_out(const std::vector<int64_t>& v) {
   return to_torch(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
-}
-
-// The map of rows (b, 0, ..., 0), b < batches, at `in`'s tensor stride, tagged
-// "<tag>@origin": the same key global_pooling (global_pooling.cpp) gives its
-// output, so tensors pooled from C++ and from Python share it.
-mk::MapKey origin_key(mk::CoordinateManager& mgr, const mk::MapKey& in, int64_t batches) {
-  const int w = mgr.dimension() + 1;
-  mk::MapKey key{in.tensor_stride, in.tag + "@origin"};
-  if (mgr.has(key)) {
-    auto m = mgr.map(key);
-    bool same = m->size() == batches;
-    for (int64_t b = 0; same && b < batches; ++b)
-      same = m->row(b)[0] == b &&
-             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
-    if (same) return key;
-  }
-  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
-  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
-  return mgr.insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
 }
 
 void bind_coordinates(nb::module_& m) {
@@ -131,7 +111,7 @@ void bind_coordinates(nb::module_& m) {
       .def(
           "origin_key",
           [](Mgr& mgr, const mk::MapKey& k, int64_t batches) {
-            return origin_key(mgr, k, batches);
+            return mk::origin_key(mgr, k, batches);
           },
           nb::arg("key"), nb::arg("batches"))
       .def("clear", &Mgr::clear)

@@ -10,6 +10,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/feature_rows.h"
 
 namespace minkowski {
 
@@ -76,9 +77,7 @@ void dispatch_forward(BroadcastMode mode, const T* f, int64_t cf, const T* g, in
   }
 }
 
-fk::DType compute_dtype(fk::DType d) {
-  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
+using detail::compute_dtype;
 
 // The first `cols` columns of m (N x W) as a new N x cols matrix: a row copy
 // per row, in parallel (fk's generic strided copy walks element by element).

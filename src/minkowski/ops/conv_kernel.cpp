@@ -15,6 +15,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
+#include "minkowski/ops/feature_rows.h"
 #include "minkowski/ops/gather_gemm.h"
 
 namespace minkowski {
@@ -616,9 +617,7 @@ void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, c
            "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
 }
 
-fk::DType compute_dtype(fk::DType d) {
-  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
+using detail::compute_dtype;
 
 }  // namespace
 

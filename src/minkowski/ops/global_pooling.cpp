@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/feature_rows.h"
 
 namespace minkowski {
 
@@ -194,19 +195,8 @@ void dispatch_backward(PoolingMode mode, const T* G, int64_t c, const RowGroups&
   }
 }
 
-fk::DType compute_dtype(fk::DType d) {
-  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
-
-void check_rows(const fk::Tensor& f, int64_t rows, const char* where, const char* what) {
-  FK_CHECK(f.defined(), where, std::string("a ") + what + " tensor", "an undefined tensor");
-  FK_CHECK(f.device().is_cpu(), where, "CPU tensors (CUDA kernels for minkowski are not built yet)",
-           f.device().str());
-  FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
-           fk::name(f.dtype()));
-  FK_CHECK(f.dim() == 2 && f.size(0) == rows, where,
-           std::string(what) + " of shape " + std::to_string(rows) + " x C", f.shape().str());
-}
+using detail::check_feature_rows;
+using detail::compute_dtype;
 
 // t itself when each row is contiguous (e.g. a column slice of a wider
 // matrix), else a contiguous copy: the kernels take a row stride.
@@ -231,24 +221,6 @@ class GlobalPoolingBackward : public fk::autograd::Node {
     fn(argmax);
   }
 };
-
-// The map of rows (b, 0, ..., 0), b = 0 .. B-1, at x's tensor stride.
-MapKey origin_map(const SparseTensor& x, int64_t batches) {
-  auto& mgr = x.manager();
-  const int w = x.dimension() + 1;
-  MapKey key{x.tensor_stride(), x.key().tag + "@origin"};
-  if (mgr->has(key)) {
-    auto m = mgr->map(key);
-    bool same = m->size() == batches;
-    for (int64_t b = 0; same && b < batches; ++b)
-      same = m->row(b)[0] == b &&
-             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
-    if (same) return key;
-  }
-  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
-  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
-  return mgr->insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
-}
 
 }  // namespace
 
@@ -298,7 +270,7 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
 GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGroups& rg,
                                         PoolingMode mode) {
   const char* where = "minkowski::global_pooling";
-  check_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
+  check_feature_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
   const int64_t c = features.size(1);
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = rows_contiguous(features.to(ct));
@@ -319,7 +291,7 @@ GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGro
 fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg, PoolingMode mode,
                                 const fk::Tensor& argmax) {
   const char* where = "minkowski::global_pooling backward";
-  check_rows(grad_out, rg.groups, where, "grad_out");
+  check_feature_rows(grad_out, rg.groups, where, "grad_out");
   const int64_t c = grad_out.size(1);
   if (mode == PoolingMode::Max)
     FK_CHECK(argmax.defined() && argmax.dtype() == fk::DType::I32 && argmax.dim() == 2 &&
@@ -342,8 +314,8 @@ fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg,
 fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const RowGroups& rg) {
   const char* where = "minkowski::group_sum_of_products";
   const int64_t n = static_cast<int64_t>(rg.group.size());
-  check_rows(a, n, where, "a");
-  check_rows(b, n, where, "b");
+  check_feature_rows(a, n, where, "a");
+  check_feature_rows(b, n, where, "b");
   FK_CHECK(a.dtype() == b.dtype() && a.size(1) == b.size(1), where,
            "two matrices of one dtype and shape " + a.shape().str(),
            b.shape().str() + " " + fk::name(b.dtype()));
@@ -360,6 +332,22 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
         {x.data<double>(), x.stride(0), y.data<double>(), y.stride(0)}, c, rg, out.data<double>(),
         nullptr);
   return out.to(a.dtype());
+}
+
+MapKey origin_key(CoordinateManager& mgr, const MapKey& in, int64_t batches) {
+  const int w = mgr.dimension() + 1;
+  MapKey key{in.tensor_stride, in.tag + "@origin"};
+  if (mgr.has(key)) {
+    auto m = mgr.map(key);
+    bool same = m->size() == batches;
+    for (int64_t b = 0; same && b < batches; ++b)
+      same = m->row(b)[0] == b &&
+             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
+    if (same) return key;
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
+  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
+  return mgr.insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
 }
 
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
@@ -384,7 +372,7 @@ SparseTensor global_pooling(const SparseTensor& x, PoolingMode mode) {
   const char* where = "minkowski::global_pooling";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   auto groups = std::make_shared<const RowGroups>(batch_groups(*x.manager()->map(x.key()), where));
-  MapKey ok = origin_map(x, groups->groups);
+  MapKey ok = origin_key(*x.manager(), x.key(), groups->groups);
   return SparseTensor(global_pool_features(x.F(), groups, mode), ok, x.manager());
 }
 

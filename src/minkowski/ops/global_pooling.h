@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fk/tensor.h"
+#include "minkowski/coords/coordinate_manager.h"
 #include "minkowski/coords/coordinate_map.h"
 #include "minkowski/ops/pooling.h"
 #include "minkowski/sparse_tensor.h"
@@ -70,6 +71,10 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
 // The differentiable core.
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
                                 PoolingMode mode);
+
+// The key "<in tag>@origin" of the map of rows (b, 0, ..., 0), b = 0 .. B-1,
+// at in's tensor stride: made once, then reused while it holds those rows.
+MapKey origin_key(CoordinateManager& mgr, const MapKey& in, int64_t batches);
 
 SparseTensor global_pooling(const SparseTensor& x, PoolingMode mode);
 SparseTensor global_max_pooling(const SparseTensor& x);

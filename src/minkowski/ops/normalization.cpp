@@ -12,6 +12,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/feature_rows.h"
 
 namespace minkowski {
 
@@ -21,9 +22,7 @@ namespace {
 // not depend on the thread count.
 constexpr int64_t kBlockRows = 1024;
 
-fk::DType compute_dtype(fk::DType t) {
-  return t == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
+using detail::compute_dtype;
 
 // sums[(k * S + s) * c + ch] = sum over the rows i of segment s of
 // term(i, ch)[k]: per block of rows, then the blocks in order. One plane per

@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
+#include "minkowski/ops/feature_rows.h"
 
 namespace minkowski {
 
@@ -193,19 +194,8 @@ void dispatch_backward(PoolingMode mode, const RowRange<T>& r, const KernelMap& 
   }
 }
 
-fk::DType compute_dtype(fk::DType d) {
-  return d == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-}
-
-void check_features(const fk::Tensor& f, int64_t rows, const char* where, const char* what) {
-  FK_CHECK(f.defined(), where, std::string("a ") + what + " tensor", "an undefined tensor");
-  FK_CHECK(f.device().is_cpu(), where, "CPU tensors (CUDA kernels for minkowski are not built yet)",
-           f.device().str());
-  FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
-           fk::name(f.dtype()));
-  FK_CHECK(f.dim() == 2 && f.size(0) == rows, where,
-           std::string(what) + " of shape " + std::to_string(rows) + " x C", f.shape().str());
-}
+using detail::check_feature_rows;
+using detail::compute_dtype;
 
 class PoolingBackward : public fk::autograd::Node {
  public:
@@ -239,7 +229,7 @@ const char* pooling_mode_name(PoolingMode mode) {
 
 PoolingResult pool_forward(const fk::Tensor& features, const KernelMap& m, PoolingMode mode) {
   const char* where = "minkowski::pooling";
-  check_features(features, m.in_size, where, "features");
+  check_feature_rows(features, m.in_size, where, "features");
   const int64_t c = features.size(1);
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous();
@@ -261,7 +251,7 @@ PoolingResult pool_forward(const fk::Tensor& features, const KernelMap& m, Pooli
 fk::Tensor pool_backward(const fk::Tensor& grad_out, const KernelMap& m, PoolingMode mode,
                          const fk::Tensor& argmax) {
   const char* where = "minkowski::pooling backward";
-  check_features(grad_out, m.out_size, where, "grad_out");
+  check_feature_rows(grad_out, m.out_size, where, "grad_out");
   const int64_t c = grad_out.size(1);
   if (mode == PoolingMode::Max)
     FK_CHECK(

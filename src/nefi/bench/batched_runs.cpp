@@ -1,13 +1,12 @@
 #include "nefi/bench/batched_runs.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
 
 #include "fk/memory.h"
 #include "fk/parallel.h"
+#include "nefi/bench/unit_row.h"
 #include "nefi/io/fnv.h"
 #include "nefi/solve/batch.h"
 
@@ -16,30 +15,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string host() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
-Params unit_params(Params p, const Unit& u) {
-  if (p.has("scene")) p.set_value("scene", u.cls);
-  return p;
-}
-
-Row start_row(const Unit& u, const std::string& method, int64_t batch) {
-  Row r;
-  r.unit = u.index;
-  r.method = method;
-  r.cls = u.cls;
-  r.sample = u.sample;
-  r.data_seed = u.data_seed;
-  r.seed = u.seed;
-  r.threads = fk::get_num_threads();
-  r.host = host();
-  r.batch_size = batch;
-  return r;
-}
+using detail::start_row;
+using detail::unit_params;
 
 // One batch: setup, batch_invert, one row per unit.
 void run_chunk(const Instance& inst, const Params& params, const std::vector<Unit>& chunk,

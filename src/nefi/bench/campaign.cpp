@@ -1,7 +1,5 @@
 #include "nefi/bench/campaign.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include "fk/memory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/batched_runs.h"
+#include "nefi/bench/unit_row.h"
 #include "nefi/io/fnv.h"
 
 namespace nefi::bench {
@@ -32,12 +31,6 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 // FNV-1a over the measurement's values: the pairing check across methods.
 uint64_t data_fingerprint(const Measurement& m) {
   const std::vector<double> v = m.data.to_vector<double>();
@@ -47,16 +40,8 @@ uint64_t data_fingerprint(const Measurement& m) {
 // One (unit, method) run; `fingerprint` gets the measurement's (0 on failure).
 Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& method,
             const Protocol& proto, uint64_t* fingerprint = nullptr) {
-  Row r;
-  r.unit = u.index;
-  r.method = method;
-  r.cls = u.cls;
-  r.sample = u.sample;
-  r.data_seed = u.data_seed;
-  r.seed = u.seed;
-  r.threads = fk::get_num_threads();
-  r.host = host_name();
-  if (p.has("scene")) p.set_value("scene", u.cls);
+  Row r = detail::start_row(u, method);
+  p = detail::unit_params(std::move(p), u);
   SolverOptions so;
   so.seed = u.data_seed;
   so.init_seed = u.seed;

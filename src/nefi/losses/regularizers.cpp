@@ -212,6 +212,19 @@ struct RangeLoss : FieldLoss {
   }
 };
 
+// x's values, contiguous and cut from the graph: the TV kernels read them raw
+// and the backward node keeps them.
+fk::Tensor contiguous_values(const fk::Tensor& x) {
+  fk::autograd::NoGradGuard ng;
+  return x.is_contiguous() ? x.detach() : x.contiguous().detach();
+}
+
+std::vector<double> reciprocals(const std::vector<double>& h) {
+  std::vector<double> r;
+  for (double v : h) r.push_back(1.0 / v);
+  return r;
+}
+
 }  // namespace
 
 fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
@@ -221,13 +234,8 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
            "a field and one spacing per axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV",
            "an f32/f64 field", fk::name(x.dtype()));
-  fk::Tensor xc;
-  {
-    fk::autograd::NoGradGuard ng;
-    xc = x.is_contiguous() ? x.detach() : x.contiguous().detach();
-  }
-  std::vector<double> inv_h;
-  for (double v : h) inv_h.push_back(1.0 / v);
+  const fk::Tensor xc = contiguous_values(x);
+  const std::vector<double> inv_h = reciprocals(h);
   const Stencil st(xc.shape(), opt.periodic_axes);
   const double v = xc.dtype() == fk::DType::F64
                        ? tv_value<double>(xc.data<double>(), xc.numel(), st, inv_h, opt, nullptr, 0)
@@ -250,13 +258,8 @@ fk::Tensor total_variation_rows(const fk::Tensor& x, const std::vector<double>& 
            "nefi::TV rows", "fields (N, *grid) and one spacing per grid axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV rows",
            "an f32/f64 field", fk::name(x.dtype()));
-  fk::Tensor xc;
-  {
-    fk::autograd::NoGradGuard ng;
-    xc = x.is_contiguous() ? x.detach() : x.contiguous().detach();
-  }
-  std::vector<double> inv_h;
-  for (double v : h) inv_h.push_back(1.0 / v);
+  const fk::Tensor xc = contiguous_values(x);
+  const std::vector<double> inv_h = reciprocals(h);
   const fk::Dims grid(std::vector<int64_t>(xc.shape().begin() + 1, xc.shape().end()));
   const Stencil st(grid, opt.periodic_axes);
   const int64_t rows = xc.size(0), n = grid.numel();

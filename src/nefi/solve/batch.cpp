@@ -17,6 +17,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/final_fields.h"
 #include "nefi/solve/split_rows.h"
 
 namespace nefi {
@@ -535,15 +536,7 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
   std::memcpy(flat.data_ptr(), run.param_row(b),
               static_cast<size_t>(run.layout.n_params) * sizeof(float));
   flat.bump_version();
-  FieldMap fields = field.forward(final_domain, final_progress);
-  res.prediction = final_op->forward(fields).detach();
-  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
-  res.fields = res.raw_fields;
-  const Measurement final_obs = prob.measurement.resampled(res.prediction.shape());
-  for (const auto& post : prob.postprocess)
-    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
-      res.post_info[k] = v;
-  res.n_parameters = field.n_parameters();
+  detail::record_final_fields(res, prob, *final_op, final_domain, final_progress);
   res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
   res.batch_size = static_cast<int>(run.n);
   res.error = run.errors[b];

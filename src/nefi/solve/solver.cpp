@@ -14,6 +14,7 @@
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/checkpoint.h"
+#include "nefi/solve/final_fields.h"
 #include "nefi/solve/lbfgs.h"
 
 namespace nefi {
@@ -481,16 +482,7 @@ Result Solver::run() {
   const Domain final_domain = best.final_domain;
   const double final_progress = best.final_progress;
   const OperatorPtr final_op = best.final_op;
-  fk::autograd::NoGradGuard ng;
-  FieldMap fields = field.forward(final_domain, final_progress);
-  res.prediction = final_op->forward(fields).detach();
-  for (auto& [k, v] : fields) res.raw_fields[k] = v.detach().contiguous();
-  res.fields = res.raw_fields;
-  const Measurement final_obs = problem_.measurement.resampled(res.prediction.shape());
-  for (const auto& post : problem_.postprocess)
-    for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
-      res.post_info[k] = v;
-  res.n_parameters = field.n_parameters();
+  detail::record_final_fields(res, problem_, *final_op, final_domain, final_progress);
   res.total_s = seconds_since(t_run);
   return res;
 }

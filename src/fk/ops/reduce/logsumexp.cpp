@@ -27,7 +27,7 @@ using cpu::exp_shifted_run;
 using cpu::kLaneBlock;
 using cpu::reduce_block;
 using cpu::step_rows;
-using detail::inexact_type;
+using detail::in_inexact_type;
 using detail::keep;
 using detail::plan_reduce;
 using detail::prepare;
@@ -176,11 +176,8 @@ struct LogSumExpBackward : autograd::Node {
 
 Tensor logsumexp(const Tensor& t, const Dims& dims, bool keepdim) {
   FK_CHECK(!is_complex(t.dtype()), "logsumexp", "a real dtype", name(t.dtype()));
-  DType ct = inexact_type(t.dtype());
-  if (ct != t.dtype()) {
-    Tensor r = logsumexp(t.to(ct), dims, keepdim);
-    return is_half(t.dtype()) ? r.to(t.dtype()) : r;
-  }
+  if (auto r = in_inexact_type(t, [&](const Tensor& c) { return logsumexp(c, dims, keepdim); }))
+    return *r;
   Tensor out = logsumexp_forward(t, dims, keepdim);
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<LogSumExpBackward>();

@@ -23,7 +23,7 @@ using cpu::kIsComplex;
 using cpu::kPlus;
 using cpu::RealOf;
 using cpu::reduce_block;
-using detail::inexact_type;
+using detail::in_inexact_type;
 using detail::keep;
 using detail::plan_reduce;
 using detail::prepare;
@@ -237,11 +237,8 @@ struct NormBackward : autograd::Node {
 
 Tensor norm(const Tensor& t, double p, const Dims& dims, bool keepdim) {
   FK_CHECK(p > 0, "norm", "p > 0 or inf", std::to_string(p));
-  DType ct = inexact_type(t.dtype());
-  if (ct != t.dtype()) {
-    Tensor r = norm(t.to(ct), p, dims, keepdim);
-    return is_half(t.dtype()) ? r.to(t.dtype()) : r;
-  }
+  if (auto r = in_inexact_type(t, [&](const Tensor& c) { return norm(c, p, dims, keepdim); }))
+    return *r;
   Tensor out = norm_forward(t, p, dims, keepdim);
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<NormBackward>();

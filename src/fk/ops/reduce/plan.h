@@ -3,7 +3,9 @@
 // the plan of which dims are reduced, the input as a contiguous [A, R, C]
 // block for the CPU kernels (cpu/reduce_block.h), and the CUDA row reduction.
 #include <cstdint>
+#include <optional>
 
+#include "fk/dtype.h"
 #include "fk/tensor.h"
 
 namespace fk::detail {
@@ -47,6 +49,16 @@ void check_nonempty(const Reduction& r, const char* op, const Tensor& t);
 
 // The dtype an op computes in when its result is inexact (mean, norm, ...).
 DType inexact_type(DType t);
+// For an op computed in inexact_type: op(t converted to it), a half result
+// given back in t's dtype (an integer t keeps the f32 result); nullopt when t
+// already has that dtype and the op runs on it as it is.
+template <typename Op>
+std::optional<Tensor> in_inexact_type(const Tensor& t, Op&& op) {
+  const DType ct = inexact_type(t.dtype());
+  if (ct == t.dtype()) return std::nullopt;
+  Tensor r = op(t.to(ct));
+  return is_half(t.dtype()) ? r.to(t.dtype()) : r;
+}
 // g with the reduced dims as size 1, ready to broadcast against the input.
 Tensor keep(const Tensor& g, const ReducePlan& p);
 

@@ -25,7 +25,7 @@ using cpu::exp_shifted_run;
 using cpu::kLaneBlock;
 using cpu::reduce_block;
 using cpu::SumAcc;
-using detail::inexact_type;
+using detail::in_inexact_type;
 using detail::keep;
 using detail::Split;
 using detail::split_at;
@@ -212,11 +212,8 @@ Tensor softmax_impl(const Tensor& t, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   int d = wrap_dim(dim, t.dim(), op);
   FK_CHECK(!is_complex(t.dtype()), op, "a real dtype", name(t.dtype()));
-  DType ct = inexact_type(t.dtype());
-  if (ct != t.dtype()) {
-    Tensor r = softmax_impl(t.to(ct), dim, log);
-    return is_half(t.dtype()) ? r.to(t.dtype()) : r;
-  }
+  if (auto r = in_inexact_type(t, [&](const Tensor& c) { return softmax_impl(c, dim, log); }))
+    return *r;
   Tensor out = softmax_forward(t, d, log);
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<SoftmaxBackward>();

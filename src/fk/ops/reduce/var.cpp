@@ -20,7 +20,7 @@ using cpu::kIsComplex;
 using cpu::kPlus;
 using cpu::RealOf;
 using cpu::reduce_block;
-using detail::inexact_type;
+using detail::in_inexact_type;
 using detail::keep;
 using detail::plan_reduce;
 using detail::prepare;
@@ -147,11 +147,9 @@ struct VarBackward : autograd::Node {
 }  // namespace
 
 Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
-  DType ct = inexact_type(t.dtype());
-  if (ct != t.dtype()) {
-    Tensor r = var(t.to(ct), dims, correction, keepdim);
-    return is_half(t.dtype()) ? r.to(t.dtype()) : r;
-  }
+  if (auto r =
+          in_inexact_type(t, [&](const Tensor& c) { return var(c, dims, correction, keepdim); }))
+    return *r;
   Tensor out = var_forward(t, dims, correction, keepdim);
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<VarBackward>();
