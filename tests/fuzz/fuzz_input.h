@@ -16,9 +16,11 @@ namespace fieldkit_fuzz {
 // process, holding the latest input; removed when the process ends.
 class ScratchFile {
  public:
-  explicit ScratchFile(const std::string& name)
+  // `extension` (e.g. ".ply") ends the name, for readers that go by it.
+  explicit ScratchFile(const std::string& name, const std::string& extension = "")
       : path_(std::filesystem::temp_directory_path() /
-              ("fieldkit_fuzz_" + name + "_" + std::to_string(static_cast<long>(getpid())))) {}
+              ("fieldkit_fuzz_" + name + "_" + std::to_string(static_cast<long>(getpid())) +
+               extension)) {}
   ~ScratchFile() {
     std::error_code ec;
     std::filesystem::remove(path_, ec);
