@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "bench_ops_cases.h"
 #include "fk/fk.h"
 #include "minkowski/minkowski.h"
 #include "scene.h"
@@ -20,9 +21,27 @@
 
 namespace minkowski_app {
 
+namespace ops_bench {
+
+fk::Tensor random_uniform(fk::Dims shape, uint64_t seed, fk::DType dt) {
+  fk::Tensor t = fk::empty(shape, {fk::DType::F32});
+  float* p = t.data<float>();
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    p[i] = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
+  }
+  return t.to(dt);
+}
+
+}  // namespace ops_bench
+
 namespace {
 
 using namespace minkowski;
+using ops_bench::Case;
+using ops_bench::Fixture;
+using ops_bench::random_uniform;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -53,23 +72,6 @@ double cold_run_s(const std::vector<uint64_t>& junk, const std::function<void()>
   return now_s() - t0;
 }
 
-fk::Tensor random_uniform(fk::Dims shape, uint64_t seed, fk::DType dt) {
-  fk::Tensor t = fk::empty(shape, {fk::DType::F32});
-  float* p = t.data<float>();
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    p[i] = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
-  }
-  return t.to(dt);
-}
-
-struct Case {
-  std::string op, pass;
-  double bytes;
-  std::function<void()> run;
-};
-
 std::vector<int32_t> load_rows(const BenchOpsOptions& o, std::string& source) {
   if (o.points > 0) {
     source = fmt::format("synthetic({})", o.points);
@@ -89,20 +91,6 @@ void check_options(const BenchOpsOptions& o) {
     if (t < 1) throw std::runtime_error("--threads counts must be positive");
 }
 
-// Everything the cases run on, built once (the cases refer to it).
-struct Fixture {
-  std::string source;
-  int64_t input_rows = 0, rows = 0, coarse_rows = 0, channels = 0;
-  fk::DType dtype = fk::DType::F32;
-  double elem = 4;  // bytes per feature element
-  std::shared_ptr<CoordinateManager> mgr;
-  std::shared_ptr<const KernelMap> k2, k3, up;  // fine -> stride 2 (kernel 2, 3), and back
-  fk::Tensor f, fc, gc, gf;                     // features and gradients, fine and coarse
-  std::shared_ptr<const RowGroups> items;       // the scene's batch items
-  fk::Tensor glob;                              // one global row per item
-  RowGroups glob_rows;                          // the glob row of each fine row
-};
-
 void build_fixture(const BenchOpsOptions& o, Fixture& fx) {
   fx.dtype = fk::dtype_from_name(o.dtype);
   if (!fk::is_floating(fx.dtype)) throw std::runtime_error("--dtype must be f32, f64, f16 or bf16");
@@ -111,7 +99,8 @@ void build_fixture(const BenchOpsOptions& o, Fixture& fx) {
   fx.channels = o.channels;
   fx.elem = static_cast<double>(fk::itemsize(fx.dtype));
   fx.mgr = std::make_shared<CoordinateManager>(3);
-  MapKey fine = fx.mgr->insert(fk::from_vector(rows, fk::Dims{fx.input_rows, 4}), {1}).key;
+  fx.fine = fx.mgr->insert(fk::from_vector(rows, fk::Dims{fx.input_rows, 4}), {1}).key;
+  const MapKey& fine = fx.fine;
   MapKey coarse = fx.mgr->stride(fine, {2});
   fx.rows = fx.mgr->size(fine);
   fx.coarse_rows = fx.mgr->size(coarse);
@@ -276,6 +265,8 @@ int bench_ops(const BenchOpsOptions& o) {
   std::vector<Case> cases;
   add_pooling_cases(fx, cases);
   add_global_and_broadcast_cases(fx, cases);
+  ops_bench::add_norm_and_relu_cases(fx, cases);
+  ops_bench::add_indexed_cases(fx, cases);
   const Timings tm = measure(o, cases);
 
   const std::string command = command_line(o);

@@ -1,13 +1,18 @@
 #pragma once
 // `minkowski bench ops`: times the forward and backward of the memory-bound
-// sparse operations (local pooling, unpooling, global pooling, broadcast) on
-// a scene, as effective bytes per second beside a STREAM triad measured in
-// the same run, at each requested thread count.
+// sparse operations (local pooling, unpooling, global pooling, broadcast,
+// BatchNorm in train mode, InstanceNorm, ReLU, pruning, union, interpolation,
+// spmm) on a scene, as effective bytes per second beside a STREAM triad
+// measured in the same run, at each requested thread count. What an op needs
+// besides features (maps, masks, points, coordinate lists) is built before
+// timing: pruning and union are timed on their features only.
 //
 // Effective bytes are what an op must move at the least: its input and
 // output features once each, the index it walks (kernel-map row index: 12
-// bytes per pair + 8 per row; row grouping: 4 bytes per row) and, for max,
-// the arg-max rows (4 bytes per element). Data read twice or write-allocate
+// bytes per pair + 8 per row; row grouping or segment labels: 4 bytes per
+// row; a gather/scatter index: 8 bytes per row; a coordinate list: 16 bytes
+// plus a value per entry) and, for max, the arg-max rows (4 bytes per
+// element). Data read twice or write-allocate
 // traffic are not counted, as STREAM does not count them. Each timed run
 // starts from cold caches (a buffer larger than the L3 is read first),
 // triad passes included.

@@ -71,7 +71,8 @@ TEST(BenchOpsCli, TinySceneWritesItsJson) {
   }
   for (const char* name :
        {"sum_pool k2 s2", "avg_pool k2 s2", "max_pool k3 s2", "sum_unpool k2 s2", "global_avg",
-        "global_max", "broadcast_add", "broadcast_mul", "broadcast_cat"})
+        "global_max", "broadcast_add", "broadcast_mul", "broadcast_cat", "batch_norm train",
+        "instance_norm", "relu", "prune 1/2", "union +half", "interpolate", "spmm k3 s2"})
     for (const char* pass : {"forward", "backward"})
       EXPECT_TRUE(ops.count(std::string(name) + " " + pass)) << name << " " << pass;
 }
