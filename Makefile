@@ -47,7 +47,7 @@ bench: build
 	@$(BIN)/minkowski bench conv --scene ../shared/data/indoor_scene_100k.npy --channels 64 --threads 2
 
 asan:
-	@$(MAKE) --no-print-directory test PRESET=asan
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) --no-print-directory test PRESET=asan
 
 # Each libFuzzer harness (tests/fuzz/*_fuzz.cpp) for FUZZ_SECONDS, starting
 # from its seeds (tests/fuzz/corpus/<name>); new inputs go to

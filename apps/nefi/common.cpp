@@ -17,7 +17,16 @@ std::vector<fs::path> config_dirs(const char* argv0) {
   dirs.emplace_back("configs");
   std::error_code ec;
   const fs::path exe = fs::canonical(fs::path(argv0), ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path().parent_path() / "configs");
+  // The repository's configs/ beside the build tree: build/bin/nefi (release)
+  // or build/<preset>/bin/nefi (dev, asan), so the nearest ancestor that has one.
+  if (!ec) {
+    for (fs::path p = exe.parent_path(); p.has_relative_path(); p = p.parent_path()) {
+      if (fs::is_directory(p / "configs")) {
+        dirs.push_back(p / "configs");
+        break;
+      }
+    }
+  }
   return dirs;
 }
 
