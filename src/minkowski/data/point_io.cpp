@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -28,7 +29,9 @@ std::vector<char> slurp(const std::string& path) {
 void add_point(PointCloud& cloud, const std::string& path, const std::string& where,
                const double* xyz, const double* rgb, const double* label) {
   for (int a = 0; a < 3; ++a) {
-    if (!std::isfinite(xyz[a])) fail(path, where + ": a NaN or infinite coordinate");
+    // Also beyond float's range: the conversion would make it infinite (UB).
+    if (!(std::abs(xyz[a]) <= std::numeric_limits<float>::max()))
+      fail(path, where + ": a NaN, infinite or beyond-float coordinate");
     cloud.xyz.push_back(static_cast<float>(xyz[a]));
   }
   if (rgb != nullptr) {

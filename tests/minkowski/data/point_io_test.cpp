@@ -137,7 +137,10 @@ TEST(DataPointIo, BadFilesAreOneLineErrors) {
        "list property"},
       {error_of(write("m.xyz", "0 1 2 5\n0 1 2\n")), "line 2: 3 values, earlier lines 4"},
       {error_of(write("k.xyz", "0 1 2 3 4\n")), "line 1: 5 values"},
-      {error_of(write("i.xyz", "0 inf 2\n")), "line 1: a NaN or infinite"},
+      {error_of(write("i.xyz", "0 inf 2\n")), "line 1: a NaN, infinite or beyond-float"},
+      // Finite as a double, infinite as a float (found by the point_file fuzzer).
+      {error_of(write("big.xyz", "0 0 0\n2.1e46 3 1\n")),
+       "line 2: a NaN, infinite or beyond-float"},
       {error_of(write("q.xyz", "0 1 two\n")), "'two' is not a number"},
       {error_of(write("empty.xyz", "# nothing\n")), "no points"},
       {error_of(write("c.csv", "0,1,2\n")), "unknown extension '.csv'"},
