@@ -184,17 +184,9 @@ class Deconvolution3d : public Instance {
     if (method == "richardson_lucy") {
       richardson_lucy(*blur, meas, c.rl_iterations, out);
     } else {
-      InverseProblem prob;
-      prob.name = "deconvolution3d";
-      prob.domain = domain;
-      prob.op = blur;
-      prob.measurement = meas;
-      std::vector<HeadPtr> heads{softplus_head("x", c.init_value)};
-      if (method == "neural") {
-        prob.field = std::make_shared<NeuralField>(3, heads, c.field, seed);
-      } else {
-        prob.field = std::make_shared<GridField>(domain.shape(), heads);
-      }
+      InverseProblem prob =
+          field_problem("deconvolution3d", domain, blur, meas, {softplus_head("x", c.init_value)},
+                        method, c.field, seed);
       prob.losses.add(mse_loss(), 1.0);
       prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
       prob.losses.add(l1_loss("x"), c.l1);

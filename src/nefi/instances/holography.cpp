@@ -194,18 +194,10 @@ class Holography : public Instance {
     if (method == "gerchberg_saxton") {
       gerchberg_saxton(c, *op, meas, out);
     } else {
-      InverseProblem prob;
-      prob.name = "holography";
-      prob.domain = domain;
-      prob.op = op;
-      prob.measurement = meas;
-      std::vector<HeadPtr> heads{
-          zero_mean_head(bounded_head("x", -c.phase_bound, c.phase_bound, 0.0))};
-      if (method == "neural") {
-        prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
-      } else {
-        prob.field = std::make_shared<GridField>(domain.shape(), heads);
-      }
+      InverseProblem prob =
+          field_problem("holography", domain, op, meas,
+                        {zero_mean_head(bounded_head("x", -c.phase_bound, c.phase_bound, 0.0))},
+                        method, c.field, seed);
       prob.losses.add(mse_loss(), 1.0);
       prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
       solve_and_record(std::move(prob),

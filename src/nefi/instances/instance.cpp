@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fk/error.h"
+#include "nefi/field/grid_field.h"
 
 namespace nefi {
 namespace {
@@ -37,6 +38,24 @@ RunOutput start_run_output(const std::string& method, const Measurement& measure
   out.gt = gt;
   out.measurement = measurement;
   return out;
+}
+
+InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr op,
+                             Measurement measurement, std::vector<HeadPtr> heads,
+                             const std::string& method, const NeuralFieldConfig& field,
+                             uint64_t seed) {
+  InverseProblem prob;
+  prob.name = std::move(name);
+  prob.domain = domain;
+  prob.op = std::move(op);
+  prob.measurement = std::move(measurement);
+  const int ndim = static_cast<int>(domain.shape().size());
+  if (method == "neural") {
+    prob.field = std::make_shared<NeuralField>(ndim, std::move(heads), field, seed);
+  } else {
+    prob.field = std::make_shared<GridField>(domain.shape(), std::move(heads));
+  }
+  return prob;
 }
 
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,

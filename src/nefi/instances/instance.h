@@ -96,6 +96,14 @@ RunOutput start_run_output(const std::string& method, const Measurement& measure
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out);
 
+// The imaging instances' problem before its losses: `heads` on a neural field
+// (seeded, coordinates of the domain's dimension) when `method` is "neural",
+// else on a grid of the domain's shape.
+InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr op,
+                             Measurement measurement, std::vector<HeadPtr> heads,
+                             const std::string& method, const NeuralFieldConfig& field,
+                             uint64_t seed);
+
 // Curriculum keys shared by the instances: steps (list), lr, lr_decay,
 // anneal_fraction, weight_decay, grad_clip, min_coarse and the lbfgs_* keys.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);

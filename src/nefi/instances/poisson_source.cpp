@@ -131,17 +131,10 @@ class PoissonSource : public Instance {
              method);
     const PoissonSourceConfig c = PoissonSourceConfig::from(p);
     auto [meas, gt] = measure(c, seed);
-    InverseProblem prob;
-    prob.name = "poisson_source";
-    prob.domain = Domain({c.n, c.n}, {c.extent, c.extent});
-    prob.op = std::make_shared<PoissonOperator>(prob.domain, c.spectrum, c.kappa);
-    prob.measurement = meas;
-    std::vector<HeadPtr> heads{softplus_head("x", c.init_value)};
-    if (method == "neural") {
-      prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
-    } else {
-      prob.field = std::make_shared<GridField>(prob.domain.shape(), heads);
-    }
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    InverseProblem prob = field_problem(
+        "poisson_source", domain, std::make_shared<PoissonOperator>(domain, c.spectrum, c.kappa),
+        meas, {softplus_head("x", c.init_value)}, method, c.field, seed);
     prob.losses.add(c.relative_loss ? relative_mse_loss() : mse_loss(), 1.0);
     prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
     prob.losses.add(l1_loss("x"), c.l1);

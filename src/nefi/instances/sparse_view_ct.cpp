@@ -139,17 +139,9 @@ class SparseViewCt : public Instance {
     if (method == "fbp") {
       run_fbp(c, *radon, meas, out);
     } else {
-      InverseProblem prob;
-      prob.name = "sparse_view_ct";
-      prob.domain = domain;
-      prob.op = radon;
-      prob.measurement = meas;
-      std::vector<HeadPtr> heads{bounded_head("x", 0.0, 1.0, c.init_value)};
-      if (method == "neural") {
-        prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
-      } else {
-        prob.field = std::make_shared<GridField>(domain.shape(), heads);
-      }
+      InverseProblem prob =
+          field_problem("sparse_view_ct", domain, radon, meas,
+                        {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed);
       prob.losses.add(mse_loss(), 1.0);
       prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
       prob.losses.add(l1_loss("x"), c.l1);
