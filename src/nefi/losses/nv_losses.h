@@ -1,0 +1,21 @@
+#pragma once
+// The NV-relaxometry terms (NeTMY) on spectra of shape (n_freq, H, W):
+//   NoiseMap         the frequency-integrated maps M = sum_f S(f, r) of the
+//                    prediction and the data compared as a NormalizedMSE,
+//                    mean (M_p / mean M_p - M_y / mean M_y)^2 (R_nm; the
+//                    scale of rho is left to EnergyScaleCorrection)
+//   DirectDensity    R_ds: mean (rho / max rho - M_y / max M_y)^2, the
+//                    density pulled toward the data's own noise map (a
+//                    direct estimate, sharp only when z0 is about a pixel)
+//   NormalizedL1     mean rho / max rho, a scale-free sparsity prior
+// The reference names these terms but does not define the last two in the
+// inventory; these are this project's reading of them.
+#include "nefi/losses/loss.h"
+
+namespace nefi {
+
+LossPtr noise_map_loss(std::string name = "noise_map");
+LossPtr direct_density_loss(std::string field = "rho", std::string name = "direct_density");
+LossPtr normalized_l1_loss(std::string field = "rho", std::string name = "sparsity");
+
+}  // namespace nefi
