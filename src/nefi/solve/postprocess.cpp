@@ -33,7 +33,8 @@ struct EnergyScale : Postprocess {
     pm.data = pred;
     pm.mask = obs.mask;
     const double e_pred = pm.energy(), e_obs = obs.energy();
-    const double alpha = e_pred > 0 ? std::pow(e_obs / e_pred, 1.0 / p) : 1.0;
+    // E is a mean square, so F(alpha x) has energy alpha^(2p) E_pred.
+    const double alpha = e_pred > 0 ? std::pow(e_obs / e_pred, 0.5 / p) : 1.0;
     x = fk::mul(x, alpha);
     pred = fk::mul(pred, std::pow(alpha, p));
     return {{"scale_factor", alpha}};

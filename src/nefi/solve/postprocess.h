@@ -1,9 +1,10 @@
 #pragma once
 // Postprocess steps run on the final fields (detached, host):
 //   EnergyScaleCorrection(field, homogeneity p): scales the field by
-//     alpha = (E_obs / E_pred)^(1/p), E = mean square over observed cells
-//     (NeTMY Eq. 30), for operators with F(c x) = c^p F(x); the prediction
-//     is scaled by alpha^p accordingly.
+//     alpha = (E_obs / E_pred)^(1/(2p)), E = mean square over observed
+//     cells (NeTMY Eq. 30 with E an energy, i.e. squared amplitude), for
+//     operators with F(c x) = c^p F(x): the scaled prediction alpha^p F(x)
+//     then has the data's energy.
 //   Clip(field, lo, hi): clamps the field.
 //   ThresholdMask(field, threshold, relative, out): writes a 0/1 mask of
 //     field > threshold (times max |field| when relative) as field `out`.

@@ -300,11 +300,21 @@ TEST(NefiPostprocess, EnergyScaleClipThreshold) {
   obs.data = fk::from_vector(std::vector<double>{2, 4});
   nefi::FieldMap f{{"x", fk::from_vector(std::vector<double>{1, 3})}};
   fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2});
-  // p = 2: E_obs / E_pred = 10 / 2.5 = 4 -> alpha = 2; the prediction scales by 4.
+  // p = 2: E_obs / E_pred = 10 / 2.5 = 4 -> alpha = 4^(1/4) = sqrt 2; the
+  // prediction scales by alpha^2 = 2 and then equals the data.
   auto info = nefi::energy_scale_correction("x", 2.0)->apply(f, pred, obs);
-  EXPECT_NEAR(info.at("scale_factor"), 2.0, 1e-12);
-  EXPECT_EQ(f.at("x").to_vector<double>(), (std::vector<double>{2, 6}));
-  EXPECT_EQ(pred.to_vector<double>(), (std::vector<double>{4, 8}));
+  EXPECT_NEAR(info.at("scale_factor"), std::sqrt(2.0), 1e-12);
+  const auto fx = f.at("x").to_vector<double>(), pv = pred.to_vector<double>();
+  EXPECT_NEAR(fx[0], std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(fx[1], 3 * std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(pv[0], 2.0, 1e-12);
+  EXPECT_NEAR(pv[1], 4.0, 1e-12);
+  // p = 1: the linear case scales x by the amplitude ratio 2.
+  nefi::FieldMap g{{"x", fk::from_vector(std::vector<double>{1, 3})}};
+  fk::Tensor pred1 = fk::from_vector(std::vector<double>{1, 2});
+  EXPECT_NEAR(nefi::energy_scale_correction("x", 1.0)->apply(g, pred1, obs).at("scale_factor"), 2.0,
+              1e-12);
+  f.at("x") = fk::from_vector(std::vector<double>{2, 6});
   nefi::clip("x", 0, 5)->apply(f, pred, obs);
   EXPECT_EQ(f.at("x").to_vector<double>(), (std::vector<double>{2, 5}));
   nefi::threshold_mask("x", 0.5)->apply(f, pred, obs);
