@@ -332,7 +332,7 @@ class NVRelaxometry : public Instance {
           s.curriculum.stages[i].loss_weights = {{"log_mse", c.stage2_weights.at("log_mse") * nf},
                                                  {"noise_map", c.stage2_weights.at("noise_map")}};
     } else {
-      prob.losses.add(relative_mse_loss(), 1.0);
+      prob.losses.add(scaled_relative_mse_loss(), 1.0);
       prob.losses.add(tikhonov_loss("rho"), c.grid_l2);
       prob.losses.add(tv_loss("rho", aniso), c.grid_tv);
       s.curriculum = c.grid_curriculum;

@@ -51,8 +51,24 @@ struct NormalizedL1Loss : Loss {
   }
 };
 
+struct ScaledRelativeMseLoss : Loss {
+  using Loss::Loss;
+  bool is_data() const override { return true; }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    const double s = fk::amax(fk::abs(y)).item();
+    FK_CHECK(s > 0, "nefi::ScaledRelativeMSE", "data with a non-zero value", "all zeros");
+    const fk::Tensor ys = fk::mul(y, 1.0 / s);
+    const double denom = fk::sum(fk::square(ys)).item();
+    return fk::div(fk::sum(fk::square(fk::sub(fk::mul(c.pred, 1.0 / s), ys))), denom);
+  }
+};
+
 }  // namespace
 
+LossPtr scaled_relative_mse_loss(std::string name) {
+  return std::make_shared<ScaledRelativeMseLoss>(std::move(name));
+}
 LossPtr noise_map_loss(std::string name) {
   return std::make_shared<NoiseMapLoss>(std::move(name));
 }

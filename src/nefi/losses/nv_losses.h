@@ -8,6 +8,10 @@
 //                    density pulled toward the data's own noise map (a
 //                    direct estimate, sharp only when z0 is about a pixel)
 //   NormalizedL1     mean rho / max rho, a scale-free sparsity prior
+//   ScaledRelativeMSE  sum ((p - y)/s)^2 / sum (y/s)^2, s = max |y|: the
+//                    relative MSE with the data scaled before squaring, so
+//                    SI spectra (~1e30) do not overflow f32
+// The NV data are full frames: these terms take no mask.
 // The reference names these terms but does not define the last two in the
 // inventory; these are this project's reading of them.
 #include "nefi/losses/loss.h"
@@ -17,5 +21,6 @@ namespace nefi {
 LossPtr noise_map_loss(std::string name = "noise_map");
 LossPtr direct_density_loss(std::string field = "rho", std::string name = "direct_density");
 LossPtr normalized_l1_loss(std::string field = "rho", std::string name = "sparsity");
+LossPtr scaled_relative_mse_loss(std::string name = "relative_mse");
 
 }  // namespace nefi

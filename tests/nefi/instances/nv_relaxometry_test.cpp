@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -121,6 +122,59 @@ TEST(NefiNVRelaxometry, NoiseMapAndDirectDensityLosses) {
   ctx.fields = &flat;
   EXPECT_GT(nefi::direct_density_loss()->forward(ctx).item(), 1e-4);
   EXPECT_NEAR(nefi::normalized_l1_loss()->forward(ctx).item(), 1.0, 1e-10);
+}
+
+// Physical units: the same scene's data are g0^2 times the normalised data
+// (g0 = 2 (mu0/4pi)/z0^3, ~1e30 for P in SI), and every method stays finite.
+TEST(NefiNVRelaxometry, PhysicalUnitsScaleTheDataByG0Squared) {
+  auto inst = nefi::find_instance("nv_relaxometry");
+  nefi::RunConfig rc = nefi::load_run_config_file(config_path("nv_relaxometry_smoke.yaml"));
+  nefi::Params p = rc.config;
+  const auto norm = inst->make_measurement(p, 1).first.data.to_vector<double>();
+  p.set("units", "physical");
+  const auto phys = inst->make_measurement(p, 1).first.data.to_vector<double>();
+  const double z = 60e-9, g0 = 2e-7 / (z * z * z);
+  for (size_t i = 0; i < norm.size(); i += 97)
+    EXPECT_NEAR(phys[i] / (g0 * g0), norm[i], 1e-6 * (1 + std::abs(norm[i])));
+  p.set("steps", "[10, 10]");
+  p.set("grid_steps", "20");
+  for (const char* m : {"neural", "grid", "grid_f1"}) {
+    auto out = inst->run(p, m, 1, {});
+    for (double v : out.reconstruction.to_vector<double>()) ASSERT_TRUE(std::isfinite(v)) << m;
+  }
+  // The scaled relative MSE equals the plain one where both are finite.
+  nefi::Measurement obs;
+  obs.data = fk::from_vector(std::vector<double>{1, -2, 3}, {3, 1, 1});
+  nefi::LossContext ctx;
+  ctx.obs = &obs;
+  ctx.pred = fk::from_vector(std::vector<double>{1.5, -2, 2}, {3, 1, 1});
+  EXPECT_NEAR(nefi::scaled_relative_mse_loss()->forward(ctx).item(), 1.25 / 14, 1e-15);
+  obs.data = fk::from_vector(std::vector<float>{1e30f, -2e30f, 3e30f}, {3, 1, 1});
+  ctx.pred = fk::from_vector(std::vector<float>{1.5e30f, -2e30f, 2e30f}, {3, 1, 1});
+  EXPECT_NEAR(nefi::scaled_relative_mse_loss()->forward(ctx).item(), 1.25 / 14, 1e-6);
+}
+
+TEST(NefiNVRelaxometry, BundledConfigsLoadAndRoundTrip) {
+  for (const char* f : {"nv_relaxometry_smoke.yaml", "nv_relaxometry.yaml"}) {
+    nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
+    const std::string out = testing::TempDir() + "/nv_roundtrip.yaml";
+    std::ofstream(out) << nefi::to_yaml(c);
+    nefi::RunConfig d = nefi::load_run_config_file(out);
+    EXPECT_EQ(nefi::to_yaml(c), nefi::to_yaml(d)) << f;
+    EXPECT_EQ(nefi::config_hash(c), nefi::config_hash(d)) << f;
+  }
+  nefi::RunConfig paper = nefi::load_run_config_file(config_path("nv_relaxometry.yaml"));
+  EXPECT_EQ(paper.config.list("steps"), (std::vector<double>{3000, 7000}));
+  EXPECT_EQ(paper.config.i("hidden"), 320);
+  EXPECT_EQ(paper.methods, (std::vector<std::string>{"neural", "f1", "grid", "grid_f1"}));
+  // The paper field: 6 FC layers of width 320 with the skip at 3 and K = 12
+  // holds the reference's 444,163 parameters.
+  auto setup = nefi::find_instance("nv_relaxometry")->setup(paper.config, "neural", 0);
+  ASSERT_TRUE(setup.has_value());
+  EXPECT_EQ(setup->problem.field->n_parameters(), 444163);
+  EXPECT_EQ(setup->curriculum.stages[0].shape, (fk::Dims{32, 32}));
+  EXPECT_EQ(setup->curriculum.stages[1].loss_weights.at("noise_map"), 2.0);
+  EXPECT_EQ(setup->curriculum.stages[1].loss_weights.at("log_mse"), 0.0);
 }
 
 TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
