@@ -11,7 +11,8 @@
 // Post: EnergyScaleCorrection(rho). Methods: neural | f1 (neural under
 // F1) | grid | grid_f1 (Tikhonov + TV on pixels). Metrics: hungarian_f1
 // (peaks vs true sources), match_distance (px, of the matched pairs),
-// mse, gmsd, larmor_mae (on the true source pixels). Counts are left out:
+// mse, gmsd, swd (sliced Wasserstein-2, in units of the side), larmor_mae
+// (on the true source pixels). Counts are left out:
 // the bench tables rank every metric, and a count has no better direction.
 #include <algorithm>
 #include <cmath>
@@ -50,6 +51,7 @@ struct NVConfig {
   double grid_init = 0, grid_l2 = 0, grid_tv = 0;
   bool scale_correction = true;
   double match_radius = 0, peak_threshold = 0, gmsd_c = 0;
+  int swd_projections = 0;
 
   static NVConfig from(const Params& p);
   Domain domain() const { return Domain({n, n}, {n * spacing, n * spacing}); }
@@ -131,6 +133,10 @@ NVConfig NVConfig::from(const Params& p) {
   FK_CHECK(c.peak_threshold >= 0 && c.peak_threshold < 1, "config key 'peak_threshold'",
            "a fraction in [0, 1)", Params::render(c.peak_threshold));
   c.gmsd_c = positive_key(p, "gmsd_c");
+  const int64_t proj = p.i("swd_projections");
+  FK_CHECK(proj >= 1 && proj <= 100000, "config key 'swd_projections'", "a count in [1, 100000]",
+           std::to_string(proj));
+  c.swd_projections = static_cast<int>(proj);
   const int64_t gsteps = p.i("grid_steps");
   FK_CHECK(gsteps >= 1 && gsteps <= 1000000000, "config key 'grid_steps'", "a step count >= 1",
            std::to_string(gsteps));
@@ -193,6 +199,7 @@ void declare_keys(Params& p) {
   p.declare("match_radius", 2.0, "Hungarian F1 match radius (px)");
   p.declare("peak_threshold", 0.05, "peaks above this fraction of max rho");
   p.declare("gmsd_c", 0.0026, "GMSD stability constant");
+  p.declare("swd_projections", int64_t{128}, "sliced Wasserstein projections");
   p.declare("grid_steps", int64_t{5000}, "grid baseline steps");
   p.declare("grid_lr", 5e-3, "grid baseline learning rate (AdamW)");
   p.declare("grid_weight_decay", 1e-5, "grid baseline weight decay");
@@ -358,6 +365,10 @@ class NVRelaxometry : public Instance {
     m["match_distance"] = pm.mean_distance;
     m["mse"] = mse(out.reconstruction, out.gt);
     m["gmsd"] = gmsd(rho, out.gt.to_vector<double>(), shape, c.gmsd_c);
+    double mass = 0;
+    for (double v : rho) mass += std::max(v, 0.0);
+    if (mass > 0 && !t.sources.empty())
+      m["swd"] = sliced_wasserstein(rho, out.gt.to_vector<double>(), shape, c.swd_projections);
     auto wl = out.result.fields.find("omega_L");
     if (with_larmor && wl != out.result.fields.end() && !t.sources.empty()) {
       const auto w = wl->second.to(fk::DType::F64).to_vector<double>();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "fk/error.h"
 
@@ -142,6 +143,40 @@ PeakMatch hungarian_f1(const std::vector<std::pair<int64_t, int64_t>>& pred,
 
 namespace {
 
+struct Mass {
+  double at, weight;
+};
+
+// Unit-mass list of the positive cells of x (C order, H x W).
+std::vector<std::pair<int64_t, double>> unit_mass(const std::vector<double>& x) {
+  std::vector<std::pair<int64_t, double>> m;
+  double total = 0;
+  for (size_t k = 0; k < x.size(); ++k)
+    if (x[k] > 0) {
+      m.push_back({static_cast<int64_t>(k), x[k]});
+      total += x[k];
+    }
+  FK_CHECK(total > 0, "nefi::sliced_wasserstein", "maps with positive mass", "none");
+  for (auto& [k, w] : m) w /= total;
+  return m;
+}
+
+// W2^2 between two sorted unit-mass 1-D distributions: walk both quantile
+// functions, pairing equal slices of mass.
+double wasserstein2_squared(const std::vector<Mass>& a, const std::vector<Mass>& b) {
+  size_t i = 0, j = 0;
+  double ra = a[0].weight, rb = b[0].weight, sum = 0;
+  while (i < a.size() && j < b.size()) {
+    const double m = std::min(ra, rb), d = a[i].at - b[j].at;
+    sum += m * d * d;
+    ra -= m;
+    rb -= m;
+    if (ra <= 1e-15 && ++i < a.size()) ra = a[i].weight;
+    if (rb <= 1e-15 && ++j < b.size()) rb = b[j].weight;
+  }
+  return sum;
+}
+
 // Prewitt gradient magnitude of a map scaled to max |x| = 1, replicated edges.
 std::vector<double> prewitt_magnitude(const std::vector<double>& x, int64_t H, int64_t W) {
   double mx = 0;
@@ -182,6 +217,31 @@ double gmsd(const std::vector<double>& x, const std::vector<double>& ref, const 
   double var = 0;
   for (double g : gms) var += (g - mean) * (g - mean) / gms.size();
   return std::sqrt(var);
+}
+
+double sliced_wasserstein(const std::vector<double>& x, const std::vector<double>& ref,
+                          const fk::Dims& shape, int n_proj) {
+  FK_CHECK(shape.size() == 2 && static_cast<int64_t>(x.size()) == shape.numel() &&
+               ref.size() == x.size(),
+           "nefi::sliced_wasserstein", "two 2-D maps of " + shape.str(),
+           std::to_string(x.size()) + " and " + std::to_string(ref.size()) + " values");
+  FK_CHECK(n_proj >= 1, "nefi::sliced_wasserstein", "n_proj >= 1", std::to_string(n_proj));
+  const int64_t W = shape[1];
+  const double unit = 1.0 / static_cast<double>(std::max(shape[0], shape[1]));
+  const auto mx = unit_mass(x), mr = unit_mass(ref);
+  auto project = [&](const std::vector<std::pair<int64_t, double>>& m, double c, double s) {
+    std::vector<Mass> p;
+    for (const auto& [k, w] : m) p.push_back({unit * ((k / W) * c + (k % W) * s), w});
+    std::sort(p.begin(), p.end(), [](const Mass& u, const Mass& v) { return u.at < v.at; });
+    return p;
+  };
+  double total = 0;
+  for (int k = 0; k < n_proj; ++k) {
+    const double th = std::numbers::pi * (k + 0.5) / n_proj;
+    const double c = std::cos(th), s = std::sin(th);
+    total += wasserstein2_squared(project(mx, c, s), project(mr, c, s));
+  }
+  return std::sqrt(total / n_proj);
 }
 
 }  // namespace nefi

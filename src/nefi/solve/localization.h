@@ -14,6 +14,12 @@
 //                         al. 2014): Prewitt magnitudes m1, m2 of the two
 //                         maps (each scaled to max 1), GMS = (2 m1 m2 + c) /
 //                         (m1^2 + m2^2 + c), GMSD = std(GMS); 0 is identical
+//   sliced_wasserstein    the two maps as mass distributions (negative
+//                         values clipped, each scaled to unit mass) over
+//                         pixel centres in units of the longer side, the
+//                         root mean square of their 1-D Wasserstein-2
+//                         distances along n_proj evenly spaced directions
+//                         theta_k = pi (k + 1/2) / n_proj
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -40,5 +46,7 @@ PeakMatch hungarian_f1(const std::vector<std::pair<int64_t, int64_t>>& pred,
 
 double gmsd(const std::vector<double>& x, const std::vector<double>& ref, const fk::Dims& shape,
             double c = 0.0026);
+double sliced_wasserstein(const std::vector<double>& x, const std::vector<double>& ref,
+                          const fk::Dims& shape, int n_proj = 128);
 
 }  // namespace nefi

@@ -206,6 +206,7 @@ TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"stage2_w_noise_map", "-2"},
                                                        {"log_eps_noise_mult", "0"},
                                                        {"match_radius", "0"},
+                                                       {"swd_projections", "0"},
                                                        {"peak_threshold", "1"},
                                                        {"grid_steps", "0"},
                                                        {"grid_lr", "-1"},

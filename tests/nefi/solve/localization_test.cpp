@@ -115,4 +115,28 @@ TEST(NefiLocalization, GmsdIsZeroForScaledCopiesAndGrowsWithStructureChange) {
   EXPECT_THROW(nefi::gmsd(a, std::vector<double>(63), {8, 8}), fk::Error);
 }
 
+// Analytic cases: a point moved by d pixels along one axis projects to
+// |d sin theta|, and the mean of sin^2 over evenly spaced angles is 1/2, so
+// SWD = d / sqrt 2 (in units of the longer side); a point split in two
+// halves at +-a gives a / sqrt 2 as well; identical maps (any scale) give 0.
+TEST(NefiLocalization, SlicedWassersteinMatchesAnalyticTransports) {
+  const int64_t H = 10, W = 16;
+  std::vector<double> a(H * W, 0.0), b(H * W, 0.0), c(H * W, 0.0);
+  a[4 * W + 5] = 1.0;
+  b[4 * W + 8] = 2.0;  // d = 3 along the second axis, twice the mass
+  EXPECT_NEAR(nefi::sliced_wasserstein(a, b, {H, W}), 3.0 / std::sqrt(2.0) / W, 1e-12);
+  EXPECT_NEAR(nefi::sliced_wasserstein(a, b, {H, W}, 7), 3.0 / std::sqrt(2.0) / W, 1e-12);
+  c[4 * W + 3] = c[4 * W + 7] = 0.5;  // a = 2 either side of column 5
+  EXPECT_NEAR(nefi::sliced_wasserstein(a, c, {H, W}), 2.0 / std::sqrt(2.0) / W, 1e-12);
+  std::vector<double> d(H * W, 0.0);
+  d[7 * W + 5] = 1.0;  // d = 3 along the first axis: |d cos theta|
+  EXPECT_NEAR(nefi::sliced_wasserstein(a, d, {H, W}), 3.0 / std::sqrt(2.0) / W, 1e-12);
+  std::vector<double> e(c);
+  for (double& v : e) v *= 5.0;
+  e[0] = -1.0;  // negative cells carry no mass
+  EXPECT_NEAR(nefi::sliced_wasserstein(c, e, {H, W}), 0.0, 1e-12);
+  EXPECT_THROW(nefi::sliced_wasserstein(a, std::vector<double>(H * W, 0.0), {H, W}), fk::Error);
+  EXPECT_THROW(nefi::sliced_wasserstein(a, b, {H, W}, 0), fk::Error);
+}
+
 }  // namespace
