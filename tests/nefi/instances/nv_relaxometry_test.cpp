@@ -244,7 +244,8 @@ TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
 
 // Smoke floors over seeds 0-2 (24^2, 600 steps, 1 thread). Measured: the
 // neural field finds every source on each seed (HF1 1.00 / 1.00 / 1.00,
-// density MSE after scale correction 7.9e-6 / 5.8e-6 / 3.8e-6); the grid
+// density MSE after scale correction 7.9e-6 / 5.8e-6 / 3.8e-6, SWD 0.012 /
+// 0.014 / 0.016, GMSD 3.8e-4 / 2.4e-4 / 2.4e-4); the grid
 // baseline (200 steps) gets HF1 0.29 / 0.24 / 0.31 (the reference: 0 on its
 // seed 0).
 TEST(NefiNVRelaxometry, SmokeQualityFloor) {
@@ -256,6 +257,8 @@ TEST(NefiNVRelaxometry, SmokeQualityFloor) {
     auto out = inst->run(c.config, "neural", s, {});
     EXPECT_GE(out.metrics.at("hungarian_f1"), 0.8) << "seed " << s;
     EXPECT_LT(out.metrics.at("mse"), 1e-3) << "seed " << s;
+    EXPECT_LT(out.metrics.at("swd"), 0.05) << "seed " << s;
+    EXPECT_LT(out.metrics.at("gmsd"), 0.01) << "seed " << s;
     total += out.metrics.at("hungarian_f1");
   }
   EXPECT_GE(total / 3, 0.9);
