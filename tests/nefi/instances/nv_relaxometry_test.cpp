@@ -5,6 +5,8 @@
 
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "fk/random.h"
+#include "fk/testing.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/nv_relaxometry_scene.h"
 #include "nefi/io/run_config.h"
@@ -122,6 +124,38 @@ TEST(NefiNVRelaxometry, NoiseMapAndDirectDensityLosses) {
   ctx.fields = &flat;
   EXPECT_GT(nefi::direct_density_loss()->forward(ctx).item(), 1e-4);
   EXPECT_NEAR(nefi::normalized_l1_loss()->forward(ctx).item(), 1.0, 1e-10);
+}
+
+// The four NV terms differentiate correctly (f64 finite differences) in the
+// prediction or in rho.
+TEST(NefiNVRelaxometry, LossGradcheck) {
+  fk::Generator g(21);
+  nefi::Measurement obs;
+  obs.data = fk::uniform({3, 4, 4}, 0.2, 1.0, {fk::DType::F64}, &g);
+  fk::Tensor pred = fk::uniform({3, 4, 4}, 0.2, 1.0, {fk::DType::F64}, &g);
+  fk::Tensor rho = fk::uniform({4, 4}, 0.1, 1.0, {fk::DType::F64}, &g);
+  pred.set_requires_grad(true);
+  rho.set_requires_grad(true);
+  for (const auto& loss : {nefi::noise_map_loss(), nefi::scaled_relative_mse_loss()}) {
+    auto fn = [&](const std::vector<fk::Tensor>& in) {
+      nefi::LossContext ctx;
+      ctx.obs = &obs;
+      ctx.pred = in[0];
+      return loss->forward(ctx);
+    };
+    EXPECT_EQ(fk::testing::gradcheck(fn, {pred}), "") << loss->name();
+  }
+  for (const auto& loss : {nefi::direct_density_loss(), nefi::normalized_l1_loss()}) {
+    auto fn = [&](const std::vector<fk::Tensor>& in) {
+      const nefi::FieldMap fields{{"rho", in[0]}};
+      nefi::LossContext ctx;
+      ctx.fields = &fields;
+      ctx.obs = &obs;
+      ctx.pred = pred.detach();
+      return loss->forward(ctx);
+    };
+    EXPECT_EQ(fk::testing::gradcheck(fn, {rho}), "") << loss->name();
+  }
 }
 
 // Physical units: the same scene's data are g0^2 times the normalised data
