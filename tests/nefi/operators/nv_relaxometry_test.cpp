@@ -79,19 +79,19 @@ TEST(NefiNV, KernelValuesMatchTheDipolarFormulas) {
 // The FFT convolutions are exact linear convolutions with the full 2n - 1
 // kernel: against the plain double loop, F2 and F1 at several grids.
 TEST(NefiNV, FftConvolutionEqualsTheDirectSum) {
-  for (int64_t n : {5, 12}) {
+  for (auto [H, W] : {std::pair<int64_t, int64_t>{5, 5}, {12, 12}, {5, 9}}) {
     const double h = 20;
-    nefi::Domain d({n, n}, {n * h, n * h});
+    nefi::Domain d({H, W}, {H * h, W * h});
     nefi::NVPhysics p = physics(30);
-    const fk::Tensor rho = rnd({n, n}, 3);
+    const fk::Tensor rho = rnd({H, W}, 3);
     const auto r = rho.to_vector<double>();
     for (nefi::NVMode mode : {nefi::NVMode::kF2, nefi::NVMode::kF1}) {
       nefi::NVOperator op(d, p, mode);
       const auto got = op.convolve(rho).to_vector<double>();
-      const auto want = direct_conv(r, n, n, h, [&](double a, double b) {
+      const auto want = direct_conv(r, H, W, h, [&](double a, double b) {
         return mode == nefi::NVMode::kF2 ? nefi::nv_power(p, a, b) : nefi::nv_gzz(p, a, b);
       });
-      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-13) << n;
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-13) << H << "x" << W;
     }
   }
 }
