@@ -289,7 +289,8 @@ class NVRelaxometry : public Instance {
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const NVConfig c = NVConfig::from(p);
-    // The truth is a pure function of the seed; recover it from the run's gt.
+    // No seed here: the sources are read back from the run's ground truth,
+    // which does not hold their Larmor frequencies (no larmor_mae).
     Truth t;
     t.rho = out.gt;
     const auto rho = out.gt.to_vector<double>();
