@@ -17,11 +17,12 @@ void laplacian(const Grid& g, const double* x, double* y) {
     const double* r = x + i * n1;
     const double *ru = x + up * n1, *rd = x + dn * n1;
     double* o = y + i * n1;
-    for (int64_t j = 0; j < n1; ++j) {
-      const int64_t l = j > 0 ? j - 1 : (wrap ? n1 - 1 : j);
-      const int64_t rr = j < n1 - 1 ? j + 1 : (wrap ? 0 : j);
+    auto cell = [&](int64_t j, int64_t l, int64_t rr) {
       o[j] = s0 * ((ru[j] - r[j]) + (rd[j] - r[j])) + s1 * ((r[l] - r[j]) + (r[rr] - r[j]));
-    }
+    };
+    cell(0, wrap ? n1 - 1 : 0, 1);
+    for (int64_t j = 1; j < n1 - 1; ++j) cell(j, j - 1, j + 1);  // branch-free: vectorises
+    cell(n1 - 1, n1 - 2, wrap ? 0 : n1 - 1);
   }
 }
 
