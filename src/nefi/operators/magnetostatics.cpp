@@ -32,9 +32,8 @@ double one_minus_exp_over(double x) {
 }
 
 struct MagnetostaticsBackward : fk::autograd::Node {
-  fk::Tensor H;
+  fk::Tensor H;  // a per-resolution constant, not a saved activation
   std::vector<int64_t> L;
-  fk::Dims in_shape;
   bool two_channels = false;
   const char* name() const override { return "MagnetostaticsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
@@ -120,11 +119,19 @@ MagnetostaticsOperator::MagnetostaticsOperator(Domain domain, MagnetostaticsOpti
   FK_CHECK(options_.mu0 > 0, who, "mu0 > 0", std::to_string(options_.mu0));
   FK_CHECK(options_.pad_factor >= 1 && options_.pad_factor <= 8, who, "pad_factor in [1, 8]",
            std::to_string(options_.pad_factor));
+  prepare();
+}
+
+void MagnetostaticsOperator::prepare() {
+  fft_shape_ = {domain_.shape()[0] * options_.pad_factor, domain_.shape()[1] * options_.pad_factor};
+  H128_ = magnetostatic_transfer(fft_shape_[0], fft_shape_[1], domain_.spacing(), options_);
+  H64_ = H128_.to(fk::DType::C64);
 }
 
 std::shared_ptr<Operator> MagnetostaticsOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<MagnetostaticsOperator>(*this);
   op->domain_ = domain_.at(shape);
+  op->prepare();
   return op;
 }
 
@@ -148,9 +155,9 @@ fk::Tensor MagnetostaticsOperator::apply(const fk::Tensor& x) const {
            "nefi::MagnetostaticsOperator", "a source of shape " + want, x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64,
            "nefi::MagnetostaticsOperator", "a real f32/f64 source", fk::name(x.dtype()));
-  const std::vector<int64_t> L{n0 * options_.pad_factor, n1 * options_.pad_factor}, zeros{0, 0};
-  fk::Tensor H = magnetostatic_transfer(L[0], L[1], domain_.spacing(), options_);
-  if (x.dtype() == fk::DType::F32) H = H.to(fk::DType::C64);
+  const std::vector<int64_t>& L = fft_shape_;
+  const std::vector<int64_t> zeros{0, 0};
+  const fk::Tensor& H = x.dtype() == fk::DType::F32 ? H64_ : H128_;
   fk::Tensor y = spectral_filter(x.detach(), H, L, zeros, zeros, false);
   if (current) {
     fk::profile::OpScope scope("magnetostatics_channel_sum");
@@ -161,7 +168,6 @@ fk::Tensor MagnetostaticsOperator::apply(const fk::Tensor& x) const {
     auto node = std::make_shared<MagnetostaticsBackward>();
     node->H = H;
     node->L = L;
-    node->in_shape = x.shape();
     node->two_channels = current;
     fk::autograd::record(node, {x}, y);
   }

@@ -20,13 +20,15 @@
 // MagnetostaticsOperator: input (..., n0, n1) real f32/f64 (stream, film)
 // or (..., 2, n0, n1) (current; channel 0 is K along axis 0); output
 // (..., n0, n1), same dtype. Zero-padded to pad_factor x the grid (one FFT
-// pair per channel). Linear, batchable; its backward is the conj(H) filter.
+// pair per channel); H is computed once per resolution. Linear, batchable;
+// its backward is the conj(H) filter.
 // Units: lengths in the domain's unit, mu0 in field x length / current
 // (400 pi: um, mA and uT).
 #include <array>
 #include <memory>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "nefi/domain.h"
 #include "nefi/operators/operator.h"
@@ -73,8 +75,11 @@ class MagnetostaticsOperator : public Operator {
   const MagnetostaticsOptions& options() const { return options_; }
 
  private:
+  void prepare();  // the transfer function at this resolution, both precisions
   Domain domain_;
   MagnetostaticsOptions options_;
+  std::vector<int64_t> fft_shape_;
+  fk::Tensor H128_, H64_;
 };
 
 }  // namespace nefi

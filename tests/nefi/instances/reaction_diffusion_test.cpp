@@ -59,6 +59,9 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"scene", "spots"},
                                                        {"grad_mode", "adjoint"},
                                                        {"supersample", "0"},
+                                                       {"obs_times", "[50, 25]"},
+                                                       {"obs_times", "[2.5]"},
+                                                       {"checkpoint_every", "-1"},
                                                        {"grid_lr_mult", "0"}};
   for (const auto& [key, value] : cases) {
     nefi::Params p = inst->default_config();
