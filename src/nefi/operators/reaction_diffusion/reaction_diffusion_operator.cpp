@@ -47,7 +47,9 @@ struct ReactionDiffusionBackward : fk::autograd::Node {
   Schedule sched;
   int64_t every = 1;
   std::vector<double> F;
-  std::vector<std::vector<double>> checkpoints;  // (u, v) at substeps 0, c, 2c, ...
+  // (u, v) at substeps 0, c, 2c, ... as (blocks, 2, n0, n1) f64, held in fk
+  // memory so the memory statistics see it.
+  fk::Tensor checkpoints;
   fk::Dims in_shape;
   fk::DType dtype;
   const char* name() const override { return "ReactionDiffusionBackward"; }
@@ -65,7 +67,8 @@ std::vector<fk::Tensor> ReactionDiffusionBackward::apply(std::vector<fk::Tensor>
   int64_t t = static_cast<int64_t>(sched.obs.size()) - 1;
   for (int64_t b = (S - 1) / every; b >= 0; --b) {
     const int64_t start = b * every, end = std::min(S, start + every);
-    std::copy(checkpoints[b].begin(), checkpoints[b].end(), block.begin());
+    const double* saved = checkpoints.data<double>() + 2 * n * b;
+    std::copy(saved, saved + 2 * n, block.begin());
     for (int64_t s = start + 1; s < end; ++s) {
       double* next = block.data() + 2 * n * (s - start);
       std::copy(next - 2 * n, next, next);
@@ -175,6 +178,9 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& F) const {
   node->every = options_.checkpoint_every > 0
                     ? std::min(options_.checkpoint_every, sc.total)
                     : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(sc.total))));
+  if (record)
+    node->checkpoints =
+        fk::empty({(sc.total + node->every - 1) / node->every, 2, g.n0, g.n1}, {fk::DType::F64});
   std::vector<double> state(2 * n), out(obs_steps_.size() * channels() * n);
   std::vector<double> u, v;
   gray_scott::initial_condition(g, options_.ic_modes[0], options_.ic_modes[1], u, v);
@@ -185,7 +191,9 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& F) const {
     gray_scott::Workspace w(n);
     size_t t = 0;
     for (int64_t s = 0; s < sc.total; ++s) {
-      if (record && s % node->every == 0) node->checkpoints.push_back(state);
+      if (record && s % node->every == 0)
+        std::copy(state.begin(), state.end(),
+                  node->checkpoints.data<double>() + s / node->every * 2 * n);
       gray_scott::step(g, options_.rates, node->F.data(), sc.tau, state.data(), state.data() + n,
                        w);
       if (s + 1 == sc.obs[t])
