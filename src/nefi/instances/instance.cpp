@@ -16,9 +16,17 @@ constexpr double kMaxSteps = 1e9;  // a step count an int holds
 
 const std::vector<InstancePtr>& all_instances() {
   static const std::vector<InstancePtr> list{
-      make_toy1d(),          make_deconvolution(),  make_thermal_tomography(),
-      make_poisson_source(), make_sparse_view_ct(), make_deconvolution3d(),
-      make_holography(),     make_nv_relaxometry()};
+      make_toy1d(),
+      make_deconvolution(),
+      make_thermal_tomography(),
+      make_poisson_source(),
+      make_sparse_view_ct(),
+      make_deconvolution3d(),
+      make_holography(),
+      make_nv_relaxometry(),
+      make_current_density(),
+      make_reaction_diffusion(),
+  };
   return list;
 }
 

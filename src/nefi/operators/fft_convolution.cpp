@@ -37,14 +37,6 @@ void for_each_index(const fk::Dims& shape, F&& f) {
   }
 }
 
-PsfSample normalised(PsfSample s) {
-  double total = 0;
-  for (double v : s.values) total += v;
-  FK_CHECK(total > 0, "nefi::psf", "a kernel with positive mass", "an empty one");
-  for (double& v : s.values) v /= total;
-  return s;
-}
-
 // v (..., *n) real and contiguous -> zeros (..., *L) with v placed at `off`
 // along each of the last d axes (a plain copy when L == n and off == 0).
 fk::Tensor place(const fk::Tensor& v, const std::vector<int64_t>& L,
@@ -79,7 +71,26 @@ fk::Tensor place(const fk::Tensor& v, const std::vector<int64_t>& L,
   return out;
 }
 
-// y = crop(irfftn(H-or-conj(H) * rfftn(place(v)))), the FFT filter both ways.
+PsfSample normalised(PsfSample s) {
+  double total = 0;
+  for (double v : s.values) total += v;
+  FK_CHECK(total > 0, "nefi::psf", "a kernel with positive mass", "an empty one");
+  for (double& v : s.values) v /= total;
+  return s;
+}
+
+struct FFTConvolutionBackward : fk::autograd::Node {
+  fk::Tensor spectrum;  // a cached constant, not a saved activation
+  std::vector<int64_t> L, radius, zeros;
+  const char* name() const override { return "FFTConvolutionBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    // Adjoint of crop_r . conv . place_0 is crop_0 . correlate . place_r.
+    return {spectral_filter(grads[0], spectrum, L, radius, zeros, /*conjugate=*/true)};
+  }
+};
+
+}  // namespace
+
 fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::vector<int64_t>& L,
                            const std::vector<int64_t>& place_at,
                            const std::vector<int64_t>& crop_at, bool conjugate) {
@@ -114,18 +125,6 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
   for (int a = 0; a < d; ++a) y = y.narrow(lead + a, crop_at[a], v.size(lead + a));
   return y;
 }
-
-struct FFTConvolutionBackward : fk::autograd::Node {
-  fk::Tensor spectrum;  // a cached constant, not a saved activation
-  std::vector<int64_t> L, radius, zeros;
-  const char* name() const override { return "FFTConvolutionBackward"; }
-  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
-    // Adjoint of crop_r . conv . place_0 is crop_0 . correlate . place_r.
-    return {spectral_filter(grads[0], spectrum, L, radius, zeros, /*conjugate=*/true)};
-  }
-};
-
-}  // namespace
 
 PsfFunction gaussian_psf(double sigma, double truncate) {
   FK_CHECK(sigma > 0, "nefi::gaussian_psf", "sigma > 0", std::to_string(sigma));

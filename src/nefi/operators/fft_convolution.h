@@ -34,6 +34,18 @@ PsfFunction gaussian_psf(double sigma, double truncate = 4.0);
 PsfFunction motion_psf(double length, double angle_deg);
 PsfFunction disk_psf(double radius);
 
+// The FFT filter both convolution-like operators share: y = crop(irfftn(H *
+// rfftn(place(v)))) over the last L.size() axes, with v (..., *n) placed at
+// `place_at` in a zero grid of lengths L and the output cropped back to n at
+// `crop_at`; `conjugate` multiplies by conj(H) instead (the adjoint when H is
+// the spectrum of a real kernel, with place_at and crop_at swapped). H is the
+// half spectrum (*L[:-1], L[-1]/2 + 1), c64 for f32 input and c128 for f64,
+// or carries leading dims that repeat the input's innermost leading dims (a
+// filter per channel). Runs without recording autograd.
+fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::vector<int64_t>& L,
+                           const std::vector<int64_t>& place_at,
+                           const std::vector<int64_t>& crop_at, bool conjugate);
+
 class FFTConvolution : public Operator {
  public:
   FFTConvolution(PsfFunction psf, Domain domain, bool periodic = false);

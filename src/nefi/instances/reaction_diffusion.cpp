@@ -1,0 +1,288 @@
+// reaction_diffusion: the Gray-Scott feed-rate field F(x) from snapshots of
+// u and v at the observation times (operators/reaction_diffusion/), with
+// Gaussian noise of noise_std * max(data). Data: the same scheme with 4x
+// smaller substeps in f64 (tag gray-scott-substep4-float64; the inversion's
+// is gray-scott-euler), on the native grid or a supersampled one
+// (area-averaged). Scenes: blobs | stripes, F = F_background + F_amplitude
+// * pattern clipped to [F_min, F_max]. Methods: neural | grid (bounded
+// head in [F_min, F_max], MSE + TV) | uniform (the best constant F of a
+// scan over [F_min, F_max] by data misfit). Metrics on F: psnr, ssim,
+// relative_error.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "nefi/field/heads.h"
+#include "nefi/instances/datagen.h"
+#include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/losses/regularizers.h"
+#include "nefi/operators/reaction_diffusion/reaction_diffusion_operator.h"
+#include "nefi/resample.h"
+#include "nefi/solve/metrics.h"
+
+namespace nefi {
+namespace {
+
+constexpr const char* kGrayScottDataTag = "gray-scott-substep4-float64";
+constexpr int kUniformScan = 41;  // constant F values the uniform baseline tries
+
+struct ReactionDiffusionConfig {
+  int64_t n = 0, supersample = 0;
+  double extent = 0, F_background = 0, F_amplitude = 0, F_min = 0, F_max = 0, noise_std = 0;
+  ReactionDiffusionOptions op;  // the inversion operator's options
+  std::string scene;
+  NeuralFieldConfig field;
+  Curriculum neural_curriculum, grid_curriculum;
+  TVOptions tv;
+  double tv_weight = 0;
+
+  static ReactionDiffusionConfig from(const Params& p) {
+    ReactionDiffusionConfig c;
+    c.n = p.i("n");
+    FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
+             std::to_string(c.n));
+    c.extent = p.d("extent");
+    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
+    c.supersample = p.i("supersample");
+    FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
+             "a refinement in [1, 4]", std::to_string(c.supersample));
+    auto positive = [&](const char* key, bool allow_zero) {
+      const double v = p.d(key);
+      FK_CHECK(allow_zero ? v >= 0 : v > 0, std::string("config key '") + key + "'",
+               allow_zero ? ">= 0" : "> 0", std::to_string(v));
+      return v;
+    };
+    c.F_background = positive("F_background", false);
+    c.F_amplitude = positive("F_amplitude", true);
+    c.F_min = positive("F_min", true);
+    c.F_max = positive("F_max", false);
+    FK_CHECK(c.F_min < c.F_max, "config key 'F_max'", "F_max > F_min = " + std::to_string(c.F_min),
+             std::to_string(c.F_max));
+    c.op.rates.k = positive("k", true);
+    c.op.rates.Du = positive("Du", true);
+    c.op.rates.Dv = positive("Dv", true);
+    c.op.dt = positive("dt", false);
+    c.op.F_max = c.F_max;
+    c.op.obs_times = p.list("obs_times");
+    FK_CHECK(!c.op.obs_times.empty(), "config key 'obs_times'", "at least one time", "[]");
+    double last = 0;
+    for (double t : c.op.obs_times) {
+      const double steps = t / c.op.dt;
+      FK_CHECK(t > last && steps <= 1e6 && std::abs(steps - std::round(steps)) < 1e-9 * steps,
+               "config key 'obs_times'",
+               "increasing positive multiples of dt = " + Params::render(c.op.dt),
+               Params::render(c.op.obs_times));
+      last = t;
+    }
+    const std::string obs = p.choice("observe", {"uv", "u", "v"});
+    c.op.observe_u = obs != "v";
+    c.op.observe_v = obs != "u";
+    c.op.boundary = p.choice("boundary", {"neumann", "periodic"}) == "periodic"
+                        ? gray_scott::Boundary::kPeriodic
+                        : gray_scott::Boundary::kNeumann;
+    const auto modes = p.list("ic_modes");
+    FK_CHECK(modes.size() == 2 && modes[0] >= 0 && modes[1] >= 0 &&
+                 modes[0] == std::floor(modes[0]) && modes[1] == std::floor(modes[1]),
+             "config key 'ic_modes'", "two integers >= 0", Params::render(modes));
+    c.op.ic_modes = {static_cast<int64_t>(modes[0]), static_cast<int64_t>(modes[1])};
+    c.op.grad_mode = p.choice("grad_mode", {"checkpoint", "autograd"}) == "autograd"
+                         ? RDGradMode::kAutograd
+                         : RDGradMode::kCheckpoint;
+    c.op.checkpoint_every = p.i("checkpoint_every");
+    FK_CHECK(c.op.checkpoint_every >= 0, "config key 'checkpoint_every'",
+             "substeps >= 0 (0: sqrt of the total)", std::to_string(c.op.checkpoint_every));
+    c.noise_std = positive("noise_std", true);
+    c.scene = p.choice("scene", {"blobs", "stripes"});
+    c.field = neural_field_config_from(p);
+    c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
+    c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
+    const double mult = p.d("grid_lr_mult");
+    FK_CHECK(mult > 0, "config key 'grid_lr_mult'", "> 0", std::to_string(mult));
+    for (Stage& s : c.grid_curriculum.stages) s.lr *= mult;
+    c.tv.eps = p.d("tv_eps");
+    c.tv.use_spacing = true;
+    c.tv_weight = p.d("tv");
+    return c;
+  }
+};
+
+// F point-sampled at the cell centres of an m x m grid: blobs are 2-4
+// Gaussians of either sign, stripes a plane wave of 2-4 periods at a random
+// angle; the pattern is scaled to a peak of 1.
+std::vector<double> feed_scene(const ReactionDiffusionConfig& c, int64_t m, uint64_t seed) {
+  NumpyRng rng(seed);
+  const double L = c.extent, two_pi = 2 * std::numbers::pi;
+  std::vector<double> pattern(m * m, 0.0);
+  auto at = [&](int64_t i) { return (i + 0.5) * L / m; };
+  if (c.scene == "blobs") {
+    for (int64_t k = rng.integers(2, 5); k > 0; --k) {
+      const double c0 = rng.uniform(0.2, 0.8) * L, c1 = rng.uniform(0.2, 0.8) * L;
+      const double s = rng.uniform(0.08, 0.16) * L, a = rng.uniform() < 0.5 ? -1.0 : 1.0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          const double d0 = at(i) - c0, d1 = at(j) - c1;
+          pattern[i * m + j] += a * std::exp(-0.5 * (d0 * d0 + d1 * d1) / (s * s));
+        }
+    }
+  } else {
+    const double angle = rng.uniform(0, std::numbers::pi), periods = rng.uniform(2, 4);
+    const double phase = rng.uniform(0, two_pi);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        const double x = at(i) * std::cos(angle) + at(j) * std::sin(angle);
+        pattern[i * m + j] = std::sin(two_pi * periods * x / L + phase);
+      }
+  }
+  double peak = 0;
+  for (double v : pattern) peak = std::max(peak, std::abs(v));
+  std::vector<double> F(m * m);
+  for (int64_t i = 0; i < m * m; ++i)
+    F[i] = std::clamp(c.F_background + c.F_amplitude * pattern[i] / std::max(peak, 1e-12), c.F_min,
+                      c.F_max);
+  return F;
+}
+
+class ReactionDiffusion : public Instance {
+ public:
+  std::string name() const override { return "reaction_diffusion"; }
+  std::string summary() const override {
+    return "Gray-Scott feed-rate field from u, v snapshots (explicit Euler, discrete adjoint)";
+  }
+  std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
+  std::vector<std::string> scenes() const override { return {"blobs", "stripes"}; }
+
+  Params default_config() const override {
+    Params p;
+    p.declare("n", int64_t{32}, "grid cells per axis");
+    p.declare("extent", 0.64, "physical side length");
+    p.declare("scene", std::string("blobs"), "blobs | stripes");
+    p.declare("F_background", 0.045, "feed rate of the background");
+    p.declare("F_amplitude", 0.015, "feed-rate pattern amplitude");
+    p.declare("F_min", 0.02, "smallest feed rate (scene clip and head bound)");
+    p.declare("F_max", 0.07, "largest feed rate (scene clip, head bound, stability)");
+    p.declare("k", 0.06, "kill rate");
+    p.declare("Du", 2e-5, "diffusivity of u");
+    p.declare("Dv", 1e-5, "diffusivity of v");
+    p.declare("dt", 1.0, "time step (substeps derived from stability)");
+    p.declare("obs_times", std::vector<double>{25, 50, 75, 100}, "snapshot times");
+    p.declare("observe", std::string("uv"), "uv | u | v");
+    p.declare("boundary", std::string("neumann"), "neumann | periodic");
+    p.declare("ic_modes", std::vector<double>{2, 3}, "initial-condition modes per axis");
+    p.declare("noise_std", 0.01, "noise std relative to max(data)");
+    p.declare("supersample", int64_t{1}, "data grid refinement (f64)");
+    p.declare("grad_mode", std::string("checkpoint"), "checkpoint | autograd");
+    p.declare("checkpoint_every", int64_t{0}, "substeps per checkpoint (0: sqrt of the total)");
+    p.declare("tv", 1e-4, "TV weight on F");
+    p.declare("tv_eps", 1e-3, "TV smoothing");
+    p.declare("hidden", int64_t{64}, "MLP width");
+    p.declare("depth", int64_t{4}, "MLP hidden layers");
+    p.declare("skip_at", int64_t{0}, "layer that sees the encoding again (0: none)");
+    p.declare("activation", std::string("tanh"), "tanh | relu | gelu | silu | softplus | sine");
+    p.declare("n_octaves", int64_t{6}, "Fourier feature octaves");
+    p.declare("out_init_scale", 0.1, "output-layer weight scale");
+    p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
+    declare_curriculum_keys(p, {100, 150}, 1e-2);
+    p.declare("grid_lr_mult", 10.0, "grid baseline lr = lr x this");
+    return p;
+  }
+
+  std::pair<Measurement, fk::Tensor> make_measurement(const Params& p,
+                                                      uint64_t seed) const override {
+    return measure(ReactionDiffusionConfig::from(p), seed);
+  }
+
+  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
+                const SolverOptions& so) const override {
+    FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "reaction_diffusion",
+             "method neural, grid or uniform", method);
+    const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    auto op = std::make_shared<ReactionDiffusionOperator>(domain, c.op);
+    RunOutput out = start_run_output(method, meas, gt);
+    if (method == "uniform") {
+      best_uniform(c, *op, meas, out);
+    } else {
+      InverseProblem prob = field_problem("reaction_diffusion", domain, op, meas,
+                                          {bounded_head("x", c.F_min, c.F_max, c.F_background)},
+                                          method, c.field, seed);
+      prob.losses.add(mse_loss(), 1.0);
+      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
+      solve_and_record(std::move(prob),
+                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+    }
+    out.metrics["psnr"] = psnr(out.reconstruction, gt);
+    out.metrics["ssim"] = ssim(out.reconstruction, gt);
+    out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
+    return out;
+  }
+
+ private:
+  // The constant F in [F_min, F_max] whose prediction fits the data best.
+  static void best_uniform(const ReactionDiffusionConfig& c, const ReactionDiffusionOperator& op,
+                           const Measurement& meas, RunOutput& out) {
+    fk::autograd::NoGradGuard ng;
+    const auto y = meas.data.to_vector<double>();
+    double best = c.F_background, best_misfit = INFINITY;
+    for (int i = 0; i < kUniformScan; ++i) {
+      const double F = c.F_min + (c.F_max - c.F_min) * i / (kUniformScan - 1);
+      const auto pred = op.apply(fk::full({c.n, c.n}, F, {fk::DType::F64})).to_vector<double>();
+      double misfit = 0;
+      for (size_t k = 0; k < y.size(); ++k) misfit += (pred[k] - y[k]) * (pred[k] - y[k]);
+      if (misfit < best_misfit) best_misfit = misfit, best = F;
+    }
+    out.reconstruction = fk::full({c.n, c.n}, best, {fk::DType::F64});
+    out.result.fields["x"] = out.reconstruction;
+    out.result.prediction = op.apply(out.reconstruction);
+  }
+
+  // F on the (supersampled) grid -> the 4x-substep f64 solve there ->
+  // snapshots area-averaged onto the pixels -> noise; the truth is the cell
+  // average of the fine F.
+  static std::pair<Measurement, fk::Tensor> measure(const ReactionDiffusionConfig& c,
+                                                    uint64_t seed) {
+    const int64_t n = c.n, nf = n * c.supersample;
+    const std::vector<double> fine = feed_scene(c, nf, seed);
+    ReactionDiffusionOptions gen = c.op;
+    gen.substep_factor = 4;
+    fk::Tensor snaps;
+    {
+      fk::autograd::NoGradGuard ng;
+      snaps = ReactionDiffusionOperator(Domain({nf, nf}, {c.extent, c.extent}), gen)
+                  .apply(fk::from_vector(fine, {nf, nf}));
+    }
+    const int64_t frames = snaps.size(0);
+    const auto all = snaps.to_vector<double>();
+    std::vector<double> y;
+    for (int64_t f = 0; f < frames; ++f) {
+      const std::vector<double> frame(all.begin() + f * nf * nf, all.begin() + (f + 1) * nf * nf);
+      const auto coarse = c.supersample > 1 ? area_resample(frame, {nf, nf}, {n, n}) : frame;
+      y.insert(y.end(), coarse.begin(), coarse.end());
+    }
+    double mx = 0;
+    for (double v : y) mx = std::max(mx, std::abs(v));
+    Measurement m;
+    m.noise_std = c.noise_std * mx;
+    datagen::Rng rng(seed * 7919 + 97);
+    for (double& v : y) v += m.noise_std * rng.normal();
+    m.data = fk::from_vector(y, {frames, n, n}).to(fk::DType::F32);
+    const auto gt = c.supersample > 1 ? area_resample(fine, {nf, nf}, {n, n}) : fine;
+    return {m, fk::from_vector(gt, {n, n})};
+  }
+};
+
+}  // namespace
+
+const char* reaction_diffusion_data_tag() {
+  return kGrayScottDataTag;
+}
+InstancePtr make_reaction_diffusion() {
+  return std::make_shared<ReactionDiffusion>();
+}
+
+}  // namespace nefi

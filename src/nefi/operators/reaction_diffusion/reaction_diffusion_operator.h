@@ -1,0 +1,76 @@
+#pragma once
+// ReactionDiffusionOperator: the feed-rate field F (n0, n1) -> snapshots of
+// the Gray-Scott state (gray_scott.h) at the observation times, stacked as
+// (n_times * channels, n0, n1) with channels u, v (or one of them) per time,
+// starting from the analytic initial condition at each resolution. Computed
+// in f64, returned in F's dtype (f32/f64).
+//
+// Gradients (grad_mode):
+//   checkpoint: the hand-written discrete adjoint of the Euler steps, with
+//     the state kept every `checkpoint_every` substeps (0: ceil(sqrt(S)) of
+//     S substeps) and each block recomputed in the backward: memory
+//     O((S / c + c) n) instead of O(S n), one extra forward of work;
+//   autograd: the unrolled step as fk ops on the tape (the independent
+//     reference the tests compare the adjoint with; O(S) saved tensors).
+// The substep count m per dt follows gray_scott::stable_substeps at
+// max(F_max, max F), times substep_factor (the data generator runs 4x).
+// Not linear, not batchable, not graph-capturable (the step count depends on
+// the grid and on F's maximum).
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nefi/domain.h"
+#include "nefi/operators/operator.h"
+#include "nefi/operators/reaction_diffusion/gray_scott.h"
+
+namespace nefi {
+
+enum class RDGradMode { kCheckpoint, kAutograd };
+
+struct ReactionDiffusionOptions {
+  gray_scott::Rates rates;
+  gray_scott::Boundary boundary = gray_scott::Boundary::kNeumann;
+  double dt = 1.0;
+  std::vector<double> obs_times{25, 50, 75, 100};
+  bool observe_u = true, observe_v = true;
+  std::array<int64_t, 2> ic_modes{2, 3};
+  double F_max = 0.07;
+  int64_t substep_factor = 1;
+  RDGradMode grad_mode = RDGradMode::kCheckpoint;
+  int64_t checkpoint_every = 0;
+};
+
+class ReactionDiffusionOperator : public Operator {
+ public:
+  // Throws fk::Error on a non-2-D domain or one under 3 cells per axis,
+  // negative rates, dt <= 0, observation times that are not increasing
+  // positive multiples of dt, nothing observed, F_max < 0, substep_factor or
+  // checkpoint_every out of range.
+  ReactionDiffusionOperator(Domain domain, ReactionDiffusionOptions options);
+  fk::Tensor apply(const fk::Tensor& F) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& shape) const override;
+  bool graph_capturable() const override { return false; }
+  std::string fidelity_tag() const override {
+    return options_.substep_factor == 1
+               ? "gray-scott-euler"
+               : "gray-scott-substep" + std::to_string(options_.substep_factor) + "-float64";
+  }
+  std::string kind() const override { return "gray_scott"; }
+  const Domain& domain() const { return domain_; }
+  const ReactionDiffusionOptions& options() const { return options_; }
+  gray_scott::Grid grid() const;
+  // Substeps per dt for a field whose maximum is F_peak.
+  int64_t substeps(double F_peak) const;
+  int64_t channels() const { return options_.observe_u + options_.observe_v; }
+
+ private:
+  fk::Tensor apply_unrolled(const fk::Tensor& F) const;
+  Domain domain_;
+  ReactionDiffusionOptions options_;
+  std::vector<int64_t> obs_steps_;  // observation times in steps of dt
+};
+
+}  // namespace nefi

@@ -1,0 +1,92 @@
+#include "nefi/operators/reaction_diffusion/gray_scott.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/factory.h"
+#include "fk/random.h"
+
+namespace {
+
+namespace gs = nefi::gray_scott;
+
+std::vector<double> uniform_values(int64_t n, double lo, double hi, uint64_t seed) {
+  fk::Generator gen(seed);
+  auto v = fk::rand({n}, {fk::DType::F64}, &gen).to_vector<double>();
+  for (double& x : v) x = lo + (hi - lo) * x;
+  return v;
+}
+
+double sum(const std::vector<double>& a) {
+  double s = 0;
+  for (double x : a) s += x;
+  return s;
+}
+
+// With F = k = 0 the reaction only turns u into v and the flux-form
+// diffusion only moves mass between cells: sum(u + v) holds to round-off
+// for both boundary kinds.
+TEST(NefiGrayScott, PureExchangeConservesMass) {
+  for (gs::Boundary b : {gs::Boundary::kNeumann, gs::Boundary::kPeriodic}) {
+    const gs::Grid g{17, 12, 0.02, 0.03, b};
+    const gs::Rates r{0.0, 2e-5, 1e-5};
+    auto u = uniform_values(g.size(), 0, 1, 1), v = uniform_values(g.size(), 0, 1, 2);
+    const std::vector<double> F(g.size(), 0.0);
+    const double before = sum(u) + sum(v);
+    gs::Workspace w(g.size());
+    const int64_t m = gs::stable_substeps(g, r, 1.0, 0.0);
+    for (int s = 0; s < 500 * m; ++s) gs::step(g, r, F.data(), 1.0 / m, u.data(), v.data(), w);
+    EXPECT_NEAR(sum(u) + sum(v), before, 1e-13 * before);
+    // ... while the reaction did turn u into v.
+    EXPECT_GT(std::abs(sum(u) - sum(uniform_values(g.size(), 0, 1, 1))), 1e-3);
+  }
+}
+
+// Uniform states solve the ODE: (1, 0) always, and for F^2 > 4 F (F + k)^2
+// the two roots of (F + k) v^2 - F v + F (F + k) = 0 with u = (F + k) / v.
+TEST(NefiGrayScott, HomogeneousSteadyStatesStay) {
+  const gs::Grid g{8, 8, 0.02, 0.02, gs::Boundary::kNeumann};
+  const double F0 = 0.05, k = 0.05;
+  const gs::Rates r{k, 2e-5, 1e-5};
+  const double disc = std::sqrt(F0 * F0 - 4 * F0 * (F0 + k) * (F0 + k));
+  const std::vector<double> F(g.size(), F0);
+  for (double v0 : {0.0, (F0 + disc) / (2 * (F0 + k)), (F0 - disc) / (2 * (F0 + k))}) {
+    const double u0 = v0 == 0 ? 1.0 : (F0 + k) / v0;
+    std::vector<double> u(g.size(), u0), v(g.size(), v0);
+    gs::Workspace w(g.size());
+    for (int s = 0; s < 200; ++s) gs::step(g, r, F.data(), 0.5, u.data(), v.data(), w);
+    for (int64_t i = 0; i < g.size(); ++i) {
+      EXPECT_NEAR(u[i], u0, 1e-11) << v0;
+      EXPECT_NEAR(v[i], v0, 1e-11) << v0;
+    }
+  }
+}
+
+// At the stability-derived substep u and v stay in [0, 1] over 2000 time
+// units, from the analytic initial condition with a random F field.
+TEST(NefiGrayScott, StatesStayInTheUnitInterval) {
+  const gs::Grid g{32, 32, 0.02, 0.02, gs::Boundary::kNeumann};
+  const gs::Rates r;
+  const auto F = uniform_values(g.size(), 0.02, 0.07, 3);
+  const int64_t m = gs::stable_substeps(g, r, 1.0, 0.07);
+  const double rate = 2e-5 * (4 / (0.02 * 0.02)) + 0.07 + r.k + 1;
+  EXPECT_LE(rate / m, 1.0);
+  EXPECT_GT(rate / (m - 1), 1.0);
+  std::vector<double> u, v;
+  gs::initial_condition(g, 2, 3, u, v);
+  gs::Workspace w(g.size());
+  double lo = 1, hi = 0;
+  for (int64_t s = 0; s < 2000 * m; ++s) {
+    gs::step(g, r, F.data(), 1.0 / m, u.data(), v.data(), w);
+    for (int64_t i = 0; i < g.size(); ++i) {
+      lo = std::min({lo, u[i], v[i]});
+      hi = std::max({hi, u[i], v[i]});
+    }
+  }
+  EXPECT_GE(lo, 0.0);
+  EXPECT_LE(hi, 1.0);
+}
+
+}  // namespace
