@@ -150,30 +150,8 @@ FaceSystem<T> build_face_system(const EllipticGrid& g, int64_t nb, const T* sigm
 template <typename T>
 void apply_face_system(const EllipticGrid& g, const FaceSystem<T>& sys, int64_t s, const T* u,
                        T* q) {
-  const int64_t n = g.numel(), d = g.ndim();
-  const T* diag = sys.diag.data() + s * n;
-  for (int64_t i = 0; i < n; ++i) q[i] = diag[i] * u[i];
-  for (int a = 0; a < d; ++a) {
-    const T* k = sys.faces.data() + (s * d + a) * n;
-    const int64_t len = g.shape[a], inner = g.stride(a), outer = n / (len * inner);
-    // Interior faces as contiguous runs (the compiler vectorises over inner).
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t c = 0; c + 1 < len; ++c) {
-        const int64_t i0 = (o * len + c) * inner, j0 = i0 + inner;
-        for (int64_t m = 0; m < inner; ++m) {
-          q[i0 + m] -= k[i0 + m] * u[j0 + m];
-          q[j0 + m] -= k[i0 + m] * u[i0 + m];
-        }
-      }
-    if (g.boundary[a][0] == Boundary::kPeriodic && len > 1)
-      for (int64_t o = 0; o < outer; ++o) {
-        const int64_t i0 = (o * len + len - 1) * inner, j0 = o * len * inner;
-        for (int64_t m = 0; m < inner; ++m) {
-          q[i0 + m] -= k[i0 + m] * u[j0 + m];
-          q[j0 + m] -= k[i0 + m] * u[i0 + m];
-        }
-      }
-  }
+  const int64_t n = g.numel();
+  apply_runs<T>(g, sys.faces.data() + s * g.ndim() * n, sys.diag.data() + s * n, u, q);
 }
 
 template <typename T>

@@ -35,8 +35,12 @@ void EllipticOperator::prepare() {
   FK_CHECK(rhs_.dim() == domain_.ndim() + 1 && rhs_.numel() == rhs_.size(0) * n, kWhere,
            "right-hand sides of shape (P, " + domain_.shape().str() + ")", rhs_.shape().str());
   observe_ = observe_fn_ ? observe_fn_(domain_).to(fk::DType::F64).contiguous() : fk::Tensor();
-  FK_CHECK(!observe_.defined() || (observe_.dim() == 2 && observe_.size(1) == n), kWhere,
-           "an observation matrix of shape (M, " + std::to_string(n) + ")",
+  const int64_t p = rhs_.size(0);
+  FK_CHECK(!observe_.defined() || (observe_.dim() == 2 && observe_.size(1) == n) ||
+               (observe_.dim() == 3 && observe_.size(0) == p && observe_.size(2) == n),
+           kWhere,
+           "an observation matrix of shape (M, " + std::to_string(n) + ") or (" +
+               std::to_string(p) + ", M, " + std::to_string(n) + ")",
            observe_.defined() ? observe_.shape().str() : "");
   kappa_ = kappa_fn_ ? kappa_fn_(domain_).to(fk::DType::F64).contiguous() : fk::Tensor();
   warm_ = std::make_shared<elliptic::WarmStart>();
@@ -57,12 +61,14 @@ fk::Tensor EllipticOperator::solve(const fk::Tensor& x) const {
 fk::Tensor EllipticOperator::apply(const fk::Tensor& x) const {
   const fk::Tensor u = solve(x);
   if (!observe_.defined()) return u;
-  const int64_t p = rhs_.size(0);
-  return fk::matmul(u.reshape({p, grid_.numel()}), observe_.to(x.dtype()).t());
+  const int64_t p = rhs_.size(0), n = grid_.numel();
+  const fk::Tensor w = observe_.to(x.dtype());
+  if (w.dim() == 2) return fk::matmul(u.reshape({p, n}), w.t());
+  return fk::bmm(u.reshape({p, 1, n}), w.transpose(1, 2)).reshape({p, w.size(1)});
 }
 
 fk::Dims EllipticOperator::output_shape(const fk::Dims& shape) const {
-  if (observe_.defined()) return {rhs_.size(0), observe_.size(0)};
+  if (observe_.defined()) return {rhs_.size(0), observe_.size(observe_.dim() - 2)};
   std::vector<int64_t> d{rhs_.size(0)};
   for (int64_t s : shape) d.push_back(s);
   return fk::Dims(d);

@@ -7,7 +7,8 @@
 // The right-hand sides and the observation are functions of the grid, so
 // at_resolution re-evaluates them: rhs(domain) (P, *shape) f64, and
 // observe(domain) a dense (M, numel) f64 matrix mapping one solution to its
-// M observables (boundary traces, gauge samples, referenced to their mean).
+// M observables (boundary traces, gauge samples, referenced to their mean),
+// or (P, M, numel), one matrix per right-hand side.
 // Without an observation the output is u itself, (P, *shape). The
 // observables' count does not depend on the grid, so every curriculum stage
 // predicts the native measurement (no resampling of the data).

@@ -55,6 +55,32 @@ TEST(NefiEllipticOperator, ShapesResolutionAndGradcheck) {
   EXPECT_EQ(coarse->apply(fk::zeros({3, 3}, {fk::DType::F32})).shape(), fk::Dims({2, 3}));
 }
 
+// One observation matrix per right-hand side (P, M, numel): pattern p reads
+// the first-row observable scaled by p + 1, checked against the shared one.
+TEST(NefiEllipticOperator, PerPatternObservation) {
+  nefi::EllipticOperatorOptions o;
+  o.boundary = "dirichlet:neumann";
+  o.solve.cg.tol = 1e-13;
+  auto per_pattern = [](const nefi::Domain& d) {
+    const fk::Tensor w = first_row()(d);
+    std::vector<double> v = w.to_vector<double>(), out;
+    for (int p = 0; p < 2; ++p)
+      for (double x : v) out.push_back((p + 1) * x);
+    return fk::from_vector(out, {2, w.size(0), w.size(1)});
+  };
+  const nefi::Domain d({5, 4}, {2.0, 2.0});
+  const nefi::EllipticOperator shared(d, sources(), first_row(), o);
+  const nefi::EllipticOperator each(d, sources(), per_pattern, o);
+  EXPECT_EQ(each.output_shape({5, 4}), fk::Dims({2, 3}));
+  fk::Generator gen(2);
+  fk::Tensor s = fk::rand({5, 4}, {fk::DType::F64}, &gen) + 0.5;
+  const auto a = shared.apply(s).to_vector<double>(), b = each.apply(s).to_vector<double>();
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(b[k], (k / 3 + 1) * a[k], 1e-12) << k;
+  s.set_requires_grad(true);
+  auto fn = [&](const std::vector<fk::Tensor>& in) { return each.apply(in[0]); };
+  EXPECT_EQ(fk::testing::gradcheck(fn, {s}), "");
+}
+
 TEST(NefiEllipticOperator, BadInputsAreErrors) {
   nefi::EllipticOperatorOptions o;
   const nefi::Domain d({4, 4});
