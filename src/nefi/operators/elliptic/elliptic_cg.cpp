@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "fk/cpu_isa.h"
@@ -15,53 +17,78 @@ namespace {
 
 #define FK_AI [[gnu::always_inline]] inline
 
-// Σ a_i b_i in double over eight interleaved partial sums (a fixed order,
-// so the result does not depend on the vector width).
+// The 4-wide double vectors below never cross a call boundary (everything
+// here is inlined into solve_base / solve_avx2), so their ABI note is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// Sums in double over eight interleaved lanes (two 4-wide vectors, a fixed
+// order, so the result does not depend on the ISA's vector width).
+using Lanes = double __attribute__((vector_size(32)));
+
+template <typename T>
+FK_AI Lanes load4(const T* p) {
+  if constexpr (std::is_same_v<T, double>) {
+    Lanes v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    using Floats = float __attribute__((vector_size(16)));
+    Floats f;
+    std::memcpy(&f, p, sizeof f);
+    return __builtin_convertvector(f, Lanes);
+  }
+}
+
+FK_AI double total(Lanes a, Lanes b) {
+  const Lanes s = a + b;
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// Σ a_i b_i (b null: Σ a_i).
 template <typename T>
 FK_AI double dot(const T* __restrict a, const T* __restrict b, int64_t n) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  Lanes s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += double(a[i + k]) * double(b[i + k]);
-  for (; i < n; ++i) acc[i & 7] += double(a[i]) * double(b[i]);
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i + 8 <= n; i += 8) {
+    s0 += b ? load4(a + i) * load4(b + i) : load4(a + i);
+    s1 += b ? load4(a + i + 4) * load4(b + i + 4) : load4(a + i + 4);
+  }
+  double tail = 0;
+  for (; i < n; ++i) tail += b ? double(a[i]) * double(b[i]) : double(a[i]);
+  return total(s0, s1) + tail;
 }
 
 template <typename T>
 FK_AI void remove_mean(T* v, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += v[i];
-  const T m = T(s / static_cast<double>(n));
+  const T m = T(dot<T>(v, nullptr, n) / static_cast<double>(n));
   for (int64_t i = 0; i < n; ++i) v[i] -= m;
 }
 
-// x += α p; r −= α q; z = D⁻¹ r. Returns (r·z, r·r), eight partial sums each.
+// x += α p; r −= α q; z = D⁻¹ r. Returns (r·z, r·r).
 template <typename T>
 FK_AI std::pair<double, double> update(T* __restrict x, T* __restrict r, T* __restrict z,
                                        const T* __restrict p, const T* __restrict q,
                                        const T* __restrict di, T alpha, int64_t n) {
-  double rz[8] = {0, 0, 0, 0, 0, 0, 0, 0}, rr[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) {
-      const int64_t j = i + k;
-      x[j] += alpha * p[j];
-      r[j] -= alpha * q[j];
-      z[j] = di[j] * r[j];
-      rz[k] += double(r[j]) * double(z[j]);
-      rr[k] += double(r[j]) * double(r[j]);
-    }
-  for (; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     x[i] += alpha * p[i];
     r[i] -= alpha * q[i];
     z[i] = di[i] * r[i];
-    rz[i & 7] += double(r[i]) * double(z[i]);
-    rr[i & 7] += double(r[i]) * double(r[i]);
   }
-  auto total = [](const double* v) {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-  };
-  return {total(rz), total(rr)};
+  Lanes rz0 = {0, 0, 0, 0}, rz1 = rz0, rr0 = rz0, rr1 = rz0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const Lanes r0 = load4(r + i), r1 = load4(r + i + 4);
+    rz0 += r0 * load4(z + i);
+    rz1 += r1 * load4(z + i + 4);
+    rr0 += r0 * r0;
+    rr1 += r1 * r1;
+  }
+  double rz = total(rz0, rz1), rr = total(rr0, rr1);
+  for (; i < n; ++i) {
+    rz += double(r[i]) * double(z[i]);
+    rr += double(r[i]) * double(r[i]);
+  }
+  return {rz, rr};
 }
 
 struct SystemResult {
