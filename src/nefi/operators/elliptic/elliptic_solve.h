@@ -13,6 +13,7 @@
 //             same preconditioner and projection) and gives ∂L/∂b = λ,
 //             ∂L/∂κ = −λ⊙u and ∂L/∂σ = −Σ_faces (∂K/∂σ)(Δλ)(Δu) (λᵀAu is
 //             bilinear in face differences). Memory: σ, κ and u (O(N)).
+//             Once differentiable: the backward records no graph.
 //   unrolled  autograd through every CG iteration (apply_elliptic and fk's
 //             pointwise ops), one graph per system, cold started, with the
 //             Jacobi preconditioner held constant; O(N · iterations) memory.
