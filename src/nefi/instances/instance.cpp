@@ -26,6 +26,8 @@ const std::vector<InstancePtr>& all_instances() {
       make_nv_relaxometry(),
       make_current_density(),
       make_reaction_diffusion(),
+      make_eit(),
+      make_darcy_flow(),
   };
   return list;
 }

@@ -81,6 +81,8 @@ InstancePtr make_holography();
 InstancePtr make_nv_relaxometry();
 InstancePtr make_current_density();
 InstancePtr make_reaction_diffusion();
+InstancePtr make_eit();
+InstancePtr make_darcy_flow();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
@@ -92,6 +94,8 @@ const char* holography_data_tag();
 const char* nv_relaxometry_data_tag();
 const char* current_density_data_tag();
 const char* reaction_diffusion_data_tag();
+const char* eit_data_tag();
+const char* darcy_flow_data_tag();
 
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,

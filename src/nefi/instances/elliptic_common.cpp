@@ -1,0 +1,63 @@
+#include "nefi/instances/elliptic_common.h"
+
+#include "fk/error.h"
+#include "fk/factory.h"
+
+namespace nefi {
+
+void declare_elliptic_solver_keys(Params& p, int64_t check_every) {
+  p.declare("tol", 1e-6, "CG relative tolerance (clamped at 8 eps of the dtype)");
+  p.declare("check_every", check_every, "CG convergence-test period (iterations)");
+  p.declare("max_iter", int64_t{0}, "CG iteration cap (0: 50 n + 200)");
+  p.declare("grad_mode", std::string("ift"), "ift | unrolled | none");
+  p.declare("warm_start", true, "reuse the last solutions when they beat zero");
+  p.declare("face_mean", std::string("harmonic"), "harmonic | arithmetic");
+}
+
+EllipticOperatorOptions elliptic_options_from(const Params& p) {
+  EllipticOperatorOptions o;
+  o.solve.cg.tol = p.d("tol");
+  FK_CHECK(o.solve.cg.tol > 0 && o.solve.cg.tol < 1, "config key 'tol'", "a tolerance in (0, 1)",
+           Params::render(o.solve.cg.tol));
+  o.solve.cg.check_every = p.i("check_every");
+  FK_CHECK(o.solve.cg.check_every >= 1 && o.solve.cg.check_every <= 1000,
+           "config key 'check_every'", "an integer in [1, 1000]",
+           std::to_string(o.solve.cg.check_every));
+  o.solve.cg.max_iter = p.i("max_iter");
+  FK_CHECK(o.solve.cg.max_iter >= 0, "config key 'max_iter'", ">= 0 (0: automatic)",
+           std::to_string(o.solve.cg.max_iter));
+  o.solve.grad_mode = elliptic::parse_grad_mode(p.choice("grad_mode", {"ift", "unrolled", "none"}));
+  o.warm_start = p.b("warm_start");
+  o.face_mean = p.choice("face_mean", {"harmonic", "arithmetic"}) == "harmonic"
+                    ? elliptic::FaceMean::kHarmonic
+                    : elliptic::FaceMean::kArithmetic;
+  return o;
+}
+
+Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key) {
+  Curriculum c = curriculum_from(p, {n, n}, lr_key);
+  const int64_t floor = p.i("min_coarse");
+  const size_t k = c.stages.size();
+  for (size_t i = 0; i < k; ++i)
+    if ((n >> (k - 1 - i)) < floor) c.stages[i].shape = {n, n};
+  c.validate();
+  return c;
+}
+
+double mask_iou(const std::vector<bool>& a, const std::vector<bool>& b) {
+  int64_t inter = 0, uni = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    inter += a[i] && b[i];
+    uni += a[i] || b[i];
+  }
+  return uni > 0 ? static_cast<double>(inter) / static_cast<double>(uni) : 0.0;
+}
+
+void uniform_output(const Operator& op, const std::string& name, double value, int64_t n,
+                    RunOutput& out) {
+  out.reconstruction = fk::full({n, n}, value, {fk::DType::F64});
+  out.result.fields[name] = out.reconstruction;
+  out.result.prediction = op.apply(out.reconstruction.to(fk::DType::F32));
+}
+
+}  // namespace nefi

@@ -1,0 +1,346 @@
+#include "nefi/operators/elliptic/elliptic_solve.h"
+
+#include <cmath>
+#include <vector>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join/cat.h"
+#include "fk/ops/reduce.h"
+#include "fk/profile.h"
+
+namespace nefi::elliptic {
+namespace {
+
+constexpr const char* kWhere = "nefi::elliptic::solve_elliptic";
+
+// How the operands of one call line up: ns systems of numel cells each.
+struct Layout {
+  int64_t ns = 1, numel = 1;
+  bool sigma_batched = false, kappa_batched = false;
+  bool project = false;
+  fk::DType dtype = fk::DType::F64;
+};
+
+template <typename F>
+void dispatch(fk::DType dt, F&& f) {
+  if (dt == fk::DType::F64)
+    f(double{});
+  else
+    f(float{});
+}
+
+bool ends_with_grid(const fk::Tensor& t, const fk::Dims& grid) {
+  if (t.dim() < grid.size()) return false;
+  for (int a = 0; a < grid.size(); ++a)
+    if (t.size(t.dim() - grid.size() + a) != grid[a]) return false;
+  return true;
+}
+
+// σ, κ: the grid alone or b's full shape; `what` names the operand.
+bool batched_like(const fk::Tensor& t, const fk::Tensor& b, const fk::Dims& grid,
+                  const char* what) {
+  if (t.shape() == grid) return false;
+  FK_CHECK(t.shape() == b.shape(), kWhere,
+           std::string(what) + " of shape " + grid.str() + " or " + b.shape().str(),
+           t.shape().str());
+  return true;
+}
+
+Layout layout_of(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
+                 const EllipticGrid& g, Nullspace ns) {
+  g.validate();
+  FK_CHECK(rhs.defined() && sigma.defined(), kWhere, "a conductivity and a right-hand side",
+           "an undefined tensor");
+  FK_CHECK(ends_with_grid(rhs, g.shape), kWhere,
+           "a right-hand side of shape (..., " + g.shape.str() + ")", rhs.shape().str());
+  FK_CHECK(sigma.dtype() == fk::DType::F32 || sigma.dtype() == fk::DType::F64, kWhere,
+           "a real f32/f64 conductivity", fk::name(sigma.dtype()));
+  FK_CHECK(rhs.dtype() == sigma.dtype() && (!kappa.defined() || kappa.dtype() == sigma.dtype()),
+           kWhere, "b and κ of the conductivity's dtype " + std::string(fk::name(sigma.dtype())),
+           std::string(fk::name(rhs.dtype())) +
+               (kappa.defined() ? std::string(" and ") + fk::name(kappa.dtype()) : ""));
+  FK_CHECK(rhs.device() == fk::kCPU && sigma.device() == fk::kCPU, kWhere, "CPU tensors",
+           "a tensor on another device");
+  Layout L;
+  L.numel = g.numel();
+  L.ns = rhs.numel() / L.numel;
+  L.dtype = sigma.dtype();
+  L.sigma_batched = batched_like(sigma, rhs, g.shape, "a conductivity");
+  if (kappa.defined()) L.kappa_batched = batched_like(kappa, rhs, g.shape, "a κ");
+  L.project = ns == Nullspace::kProject ||
+              (ns == Nullspace::kAuto && !g.has_dirichlet() && !kappa.defined());
+  return L;
+}
+
+fk::Tensor host(const fk::Tensor& t) {
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor d = t.detach();
+  return d.is_contiguous() ? d : d.contiguous();
+}
+
+template <typename T>
+FaceSystem<T> system_of(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& kappa,
+                        const Layout& L) {
+  return build_face_system<T>(g, L.sigma_batched || L.kappa_batched ? L.ns : 1, sigma.data<T>(),
+                              L.sigma_batched, kappa.defined() ? kappa.data<T>() : nullptr,
+                              L.kappa_batched);
+}
+
+// x := A⁻¹ b for every system; x0 (same shape) seeds it when defined.
+CgStats host_solve(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& kappa,
+                   const fk::Tensor& b, const Layout& L, const CgOptions& cg_in,
+                   const fk::Tensor& x0, fk::Tensor& x) {
+  CgOptions cg = cg_in;
+  cg.project = L.project;
+  x = fk::empty(b.shape(), {L.dtype});
+  const bool warm = x0.defined() && x0.shape() == b.shape() && x0.dtype() == L.dtype;
+  if (warm) x.copy_(x0);
+  CgStats st;
+  dispatch(L.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const FaceSystem<T> sys = system_of<T>(g, sigma, kappa, L);
+    st = pcg_solve<T>(g, sys, b.data<T>(), x.data<T>(), L.ns, warm, cg);
+  });
+  x.bump_version();
+  return st;
+}
+
+// scale · ∂(aᵀ A b)/∂σ (faces and Dirichlet sides) in σ's shape.
+fk::Tensor sigma_gradient(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& a,
+                          const fk::Tensor& b, const Layout& L, double scale) {
+  const int64_t n = L.numel, nb = L.sigma_batched ? L.ns : 1;
+  std::vector<double> gs(nb * n, 0.0);
+  dispatch(L.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t s = 0; s < L.ns; ++s) {
+      const int64_t f = L.sigma_batched ? s : 0;
+      accumulate_sigma_gradient<T>(g, sigma.data<T>() + f * n, a.data<T>() + s * n,
+                                   b.data<T>() + s * n, scale, gs.data() + f * n);
+    }
+  });
+  return fk::from_vector(gs, sigma.shape()).to(L.dtype);
+}
+
+// scale · a⊙b, summed over the systems when κ is shared.
+fk::Tensor kappa_gradient(const fk::Tensor& kappa, const fk::Tensor& a, const fk::Tensor& b,
+                          const Layout& L, double scale) {
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor p = fk::mul(a, b) * scale;
+  if (L.kappa_batched) return p;
+  return fk::sum(p.reshape({L.ns, L.numel}), {0}).reshape(kappa.shape());
+}
+
+struct EllipticSolveBackward : fk::autograd::Node {
+  fk::autograd::SavedTensor sigma, kappa, u;
+  bool has_kappa = false;
+  EllipticGrid grid;
+  SolveOptions opt;
+  Layout layout;
+  std::shared_ptr<WarmStart> warm;
+  const char* name() const override { return "EllipticSolveBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(sigma);
+    fn(kappa);
+    fn(u);
+  }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("elliptic_adjoint");
+    fk::autograd::NoGradGuard ng;
+    const fk::Tensor& s = sigma.unpack(name());
+    const fk::Tensor k = has_kappa ? kappa.unpack(name()) : fk::Tensor();
+    const fk::Tensor& sol = u.unpack(name());
+    const fk::Tensor gu = host(grads[0].to(layout.dtype));
+    fk::Tensor lambda;
+    const bool use_warm = warm && warm->enabled;
+    const CgStats st =
+        host_solve(grid, s, k, gu, layout, opt.cg, use_warm ? warm->adjoint : fk::Tensor(), lambda);
+    if (warm) {
+      warm->last_adjoint = st;
+      if (use_warm) warm->adjoint = lambda.clone();
+    }
+    fk::Tensor g_sigma = sigma_gradient(grid, s, lambda, sol, layout, -1.0);
+    fk::Tensor g_kappa = k.defined() ? kappa_gradient(k, lambda, sol, layout, -1.0) : fk::Tensor();
+    return {g_sigma, lambda, g_kappa};
+  }
+};
+
+struct EllipticApplyBackward : fk::autograd::Node {
+  fk::autograd::SavedTensor sigma, kappa, u;
+  bool has_kappa = false;
+  EllipticGrid grid;
+  Layout layout;
+  const char* name() const override { return "EllipticApplyBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(sigma);
+    fn(kappa);
+    fn(u);
+  }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override;
+};
+
+// q = A u on detached contiguous operands.
+fk::Tensor apply_host(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& kappa,
+                      const fk::Tensor& u, const Layout& L) {
+  fk::profile::OpScope scope("elliptic_apply");
+  fk::Tensor q = fk::empty(u.shape(), {L.dtype});
+  dispatch(L.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const FaceSystem<T> sys = system_of<T>(g, sigma, kappa, L);
+    for (int64_t s = 0; s < L.ns; ++s)
+      apply_face_system<T>(g, sys, sys.nb == 1 ? 0 : s, u.data<T>() + s * L.numel,
+                           q.data<T>() + s * L.numel);
+  });
+  return q;
+}
+
+std::vector<fk::Tensor> EllipticApplyBackward::apply(std::vector<fk::Tensor>&& grads) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor& s = sigma.unpack(name());
+  const fk::Tensor k = has_kappa ? kappa.unpack(name()) : fk::Tensor();
+  const fk::Tensor& x = u.unpack(name());
+  const fk::Tensor g = host(grads[0].to(layout.dtype));
+  fk::Tensor g_u = apply_host(grid, s, k, g, layout);  // A is symmetric
+  fk::Tensor g_sigma = sigma_gradient(grid, s, g, x, layout, 1.0);
+  fk::Tensor g_kappa = k.defined() ? kappa_gradient(k, g, x, layout, 1.0) : fk::Tensor();
+  return {g_sigma, g_kappa, g_u};
+}
+
+fk::Tensor zero_mean(const fk::Tensor& v) {
+  return v - fk::mean(v);
+}
+
+// Preconditioned CG on one system in fk ops (the graph records every step).
+fk::Tensor unrolled_one(const fk::Tensor& sigma, const fk::Tensor& kappa, const fk::Tensor& b_in,
+                        const fk::Tensor& inv_diag, const EllipticGrid& g, const Layout& L,
+                        const CgOptions& cg) {
+  const int64_t max_iter = resolved_max_iter(g, cg);
+  const double tol =
+      std::max(cg.tol, 8 * (L.dtype == fk::DType::F64 ? 2.220446049250313e-16 : 1.1920929e-07));
+  const fk::Tensor b = L.project ? zero_mean(b_in) : b_in;
+  const double b_norm = std::sqrt(fk::sum(b.detach() * b.detach()).item());
+  fk::Tensor x = fk::zeros_like(b);
+  if (b_norm == 0) return x + 0.0 * b;
+  fk::Tensor r = b;
+  fk::Tensor z = L.project ? zero_mean(r * inv_diag) : r * inv_diag;
+  fk::Tensor p = z;
+  fk::Tensor rz = fk::sum(r * z);
+  const double stop = std::max(tol * b_norm, cg.atol);
+  for (int64_t it = 1; it <= max_iter; ++it) {
+    const fk::Tensor q = apply_elliptic(sigma, kappa, p, g);
+    const fk::Tensor alpha = rz / fk::sum(p * q);
+    x = x + alpha * p;
+    r = r - alpha * q;
+    if (L.project) r = zero_mean(r);
+    if ((it % cg.check_every == 0 || it == max_iter) &&
+        std::sqrt(fk::sum(r.detach() * r.detach()).item()) <= stop)
+      break;
+    z = L.project ? zero_mean(r * inv_diag) : r * inv_diag;
+    const fk::Tensor rz_next = fk::sum(r * z);
+    p = z + (rz_next / rz) * p;
+    rz = rz_next;
+  }
+  return L.project ? zero_mean(x) : x;
+}
+
+fk::Tensor solve_unrolled(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
+                          const EllipticGrid& g, const Layout& L, const CgOptions& cg) {
+  const fk::Tensor s_host = host(sigma), k_host = kappa.defined() ? host(kappa) : fk::Tensor();
+  std::vector<double> inv;
+  dispatch(L.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const FaceSystem<T> sys = system_of<T>(g, s_host, k_host, L);
+    inv.assign(sys.inv_diag.begin(), sys.inv_diag.end());
+  });
+  const fk::Tensor inv_diag = fk::from_vector(inv, {static_cast<int64_t>(inv.size())}).to(L.dtype);
+  const fk::Tensor b = rhs.reshape({L.ns, L.numel});
+  const fk::Tensor sig =
+      L.sigma_batched ? sigma.reshape({L.ns, L.numel}) : sigma.reshape({L.numel});
+  const fk::Tensor kap = !kappa.defined()  ? fk::Tensor()
+                         : L.kappa_batched ? kappa.reshape({L.ns, L.numel})
+                                           : kappa.reshape({L.numel});
+  std::vector<fk::Tensor> out;
+  Layout one = L;
+  one.ns = 1;
+  one.sigma_batched = one.kappa_batched = false;
+  for (int64_t s = 0; s < L.ns; ++s) {
+    const int64_t f = L.sigma_batched || L.kappa_batched ? s : 0;
+    const fk::Tensor sg = (L.sigma_batched ? sig.select(0, s) : sig).reshape(g.shape);
+    const fk::Tensor kg =
+        !kap.defined() ? fk::Tensor() : (L.kappa_batched ? kap.select(0, s) : kap).reshape(g.shape);
+    const fk::Tensor di = inv_diag.narrow(0, f * L.numel, L.numel).reshape(g.shape);
+    out.push_back(unrolled_one(sg, kg, b.select(0, s).reshape(g.shape), di, g, one, cg));
+  }
+  return fk::stack(out, 0).reshape(rhs.shape());
+}
+
+}  // namespace
+
+GradMode parse_grad_mode(const std::string& s) {
+  if (s == "ift") return GradMode::kIft;
+  if (s == "unrolled") return GradMode::kUnrolled;
+  if (s == "none") return GradMode::kNone;
+  throw fk::Error("elliptic grad_mode", "ift | unrolled | none", "'" + s + "'");
+}
+
+Nullspace parse_nullspace(const std::string& s) {
+  if (s == "auto") return Nullspace::kAuto;
+  if (s == "project") return Nullspace::kProject;
+  if (s == "none") return Nullspace::kNone;
+  throw fk::Error("elliptic nullspace", "auto | project | none", "'" + s + "'");
+}
+
+fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
+                          const EllipticGrid& grid, const SolveOptions& opt,
+                          const std::shared_ptr<WarmStart>& warm) {
+  const Layout L = layout_of(sigma, rhs, kappa, grid, opt.nullspace);
+  const bool grad = fk::autograd::needs_grad(sigma, rhs, kappa);
+  if (grad && opt.grad_mode == GradMode::kUnrolled)
+    return solve_unrolled(sigma, rhs, kappa, grid, L, opt.cg);
+  const fk::Tensor s = host(sigma), b = host(rhs);
+  const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
+  fk::Tensor u;
+  const bool use_warm = warm && warm->enabled;
+  const CgStats st =
+      host_solve(grid, s, k, b, L, opt.cg, use_warm ? warm->forward : fk::Tensor(), u);
+  if (warm) {
+    warm->last_forward = st;
+    if (use_warm) warm->forward = u.clone();
+  }
+  if (grad && opt.grad_mode == GradMode::kIft) {
+    auto node = std::make_shared<EllipticSolveBackward>();
+    node->sigma = s;
+    node->has_kappa = k.defined();
+    if (k.defined()) node->kappa = k;
+    node->u = u;
+    node->grid = grid;
+    node->opt = opt;
+    node->layout = L;
+    node->warm = warm;
+    fk::autograd::record(node, {sigma, rhs, kappa}, u);
+  }
+  return u;
+}
+
+fk::Tensor apply_elliptic(const fk::Tensor& sigma, const fk::Tensor& kappa, const fk::Tensor& u,
+                          const EllipticGrid& grid) {
+  const Layout L = layout_of(sigma, u, kappa, grid, Nullspace::kNone);
+  const fk::Tensor s = host(sigma), x = host(u);
+  const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
+  fk::Tensor q = apply_host(grid, s, k, x, L);
+  if (fk::autograd::needs_grad(sigma, kappa, u)) {
+    auto node = std::make_shared<EllipticApplyBackward>();
+    node->sigma = s;
+    node->has_kappa = k.defined();
+    if (k.defined()) node->kappa = k;
+    node->u = x;
+    node->grid = grid;
+    node->layout = L;
+    fk::autograd::record(node, {sigma, kappa, u}, q);
+  }
+  return q;
+}
+
+}  // namespace nefi::elliptic
