@@ -1,8 +1,9 @@
 // nefi: the command line of the neural-field inversion engine.
-//   nefi list [instances|configs]
+//   nefi list [instances|configs] [-v] [--json]
 //   nefi --version
 //   nefi run TARGET|CONFIG [--smoke] [--smoke-steps N] [--set key=value]... [--seed N]
 //            [--scene S] [--method M] [--metrics a,b] [--out DIR] [--threads N]
+//            [--plot|--no-plot]
 //   nefi profile INSTANCE [--config F] [--set k=v]... [--steps 20] [--warmup 5]
 //            [--stage -1] [--threads N] [--minimal] [--table] [--trace DIR] [--json FILE]
 //            [--batch B]
