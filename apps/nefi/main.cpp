@@ -11,6 +11,8 @@
 //            [--budget-scale s] [--shard i/n] [--out DIR] [--threads N] [--by-class]
 //            [--batched [--batch-size B]]
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
+//   nefi ablate TARGET --variants m1,m2 [--independent] [--base M] [bench's --n/--seeds/...]
+//   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -23,8 +25,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   nefi::cli::Context ctx;
   std::vector<nefi::cli::Command> commands{
-      nefi::cli::add_list(app, ctx), nefi::cli::add_run(app, ctx), nefi::cli::add_profile(app, ctx),
-      nefi::cli::add_bench(app, ctx), nefi::cli::add_bench_merge(app, ctx)};
+      nefi::cli::add_list(app, ctx),        nefi::cli::add_run(app, ctx),
+      nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
+      nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
+      nefi::cli::add_sweep(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

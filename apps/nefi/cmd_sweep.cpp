@@ -1,0 +1,34 @@
+// nefi sweep TARGET --axis KEY --values a,b,c: one paired campaign row per
+// value of a config key, stage.ATTR, optim.ATTR or weight.NAME.
+#include <memory>
+
+#include "common.h"
+#include "variant_campaign.h"
+
+namespace nefi::cli {
+
+Command add_sweep(CLI::App& app, const Context&) {
+  struct Opts {
+    VariantRequest req;
+    std::string axis;
+    std::vector<std::string> values;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("sweep", "run the base method at each value of one setting");
+  add_variant_options(sub, o->req);
+  sub->add_option("--axis", o->axis, "a config key, stage.ATTR, optim.ATTR or weight.NAME")
+      ->required();
+  sub->add_option("--values", o->values, "comma list of values")->delimiter(',')->required();
+  sub->footer(
+      "Examples:\n"
+      "  nefi sweep toy1d --axis lr --values 1e-3,3e-3,1e-2 --n 2\n"
+      "  nefi sweep toy1d --axis stage.anneal_fraction --values 0.25,0.5,1.0\n"
+      "  nefi sweep deconvolution --axis weight.tv --values 0,1e-4,1e-3 --seeds 0");
+  return {sub, [o] {
+            const VariantBase b = resolve_variant_base(o->req);
+            return run_variant_command(
+                o->req, "sweep", bench::sweep_variants(b.config, b.method, o->axis, o->values));
+          }};
+}
+
+}  // namespace nefi::cli
