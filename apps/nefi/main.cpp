@@ -13,6 +13,7 @@
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
 //   nefi ablate TARGET --variants m1,m2 [--independent] [--base M] [bench's --n/--seeds/...]
 //   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
+//   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke] [--no-plot]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
       nefi::cli::add_list(app, ctx),        nefi::cli::add_run(app, ctx),
       nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
       nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
-      nefi::cli::add_sweep(app, ctx)};
+      nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
