@@ -14,6 +14,7 @@
 //   nefi ablate TARGET --variants m1,m2 [--independent] [--base M] [bench's --n/--seeds/...]
 //   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
 //   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke] [--no-plot]
+//   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
       nefi::cli::add_list(app, ctx),        nefi::cli::add_run(app, ctx),
       nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
       nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
-      nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx)};
+      nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx),
+      nefi::cli::add_autotune(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
