@@ -15,6 +15,7 @@
 //   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
 //   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke] [--no-plot]
 //   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
+//   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
       nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
       nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
       nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx),
-      nefi::cli::add_autotune(app, ctx)};
+      nefi::cli::add_autotune(app, ctx),    nefi::cli::add_gallery(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
