@@ -149,6 +149,10 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
+  run->footer(
+      "Examples:\n  nefi run toy1d --smoke\n"
+      "  nefi run deconvolution --smoke -m neural -m wiener --set tv=1e-3 --no-plot\n"
+      "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2");
   return {run, [o, &ctx] {
             if (o->seed_opt->count()) o->req.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.smoke_steps = o->smoke_steps;

@@ -27,23 +27,17 @@ nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
-// The sensitivity map as an image: 1-D a single row, 2-D itself, beyond the
-// middle slice along the first axis.
+// The sensitivity map of a field of 2 or more dimensions as an image: 2-D
+// itself, beyond the middle slice along the first axis.
 plot::ImageData sensitivity_image(const Diagnostics& d) {
   const fk::Dims& s = d.field_shape;
   plot::ImageData img;
   const std::vector<double>& v = d.probes.sensitivity;
-  if (s.size() <= 1) {
-    img.rows = 1;
-    img.cols = static_cast<int>(v.size());
-    img.values = v;
-  } else {
-    img.rows = static_cast<int>(s[s.size() - 2]);
-    img.cols = static_cast<int>(s[s.size() - 1]);
-    const int64_t plane = static_cast<int64_t>(img.rows) * img.cols;
-    const int64_t first = s.size() > 2 ? (s[0] / 2) * (static_cast<int64_t>(v.size()) / s[0]) : 0;
-    img.values.assign(v.begin() + first, v.begin() + first + plane);
-  }
+  img.rows = static_cast<int>(s[s.size() - 2]);
+  img.cols = static_cast<int>(s[s.size() - 1]);
+  const int64_t plane = static_cast<int64_t>(img.rows) * img.cols;
+  const int64_t first = s.size() > 2 ? (s[0] / 2) * (static_cast<int64_t>(v.size()) / s[0]) : 0;
+  img.values.assign(v.begin() + first, v.begin() + first + plane);
   const plot::Range r = plot::value_range({&img.values});
   img.lo = r.lo;
   img.hi = r.hi;
@@ -139,17 +133,31 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
                    fmt::format("leading singular values (cond {:.2e})", d.condition)};
   a.grid = true;
   plot::draw_lines(f, a,
-                   {{"sigma_i", idx, pos, plot::series_colour(0), 1.8, 0, true},
-                    {"", idx, pos, plot::series_colour(0), 1.2}});
-  const plot::ImageData img = sensitivity_image(d);
-  plot::AxesSpec b{{2 * plot::kLeftMargin + kW + 30, kTop + plot::kTitleMargin, kW, kH},
-                   {0, static_cast<double>(img.cols), false, "cell"},
-                   {0, static_cast<double>(img.rows), false, img.rows > 1 ? "cell" : ""},
-                   "sensitivity diag(J^T J)"};
-  b.y_down = true;
-  plot::draw_image(f, b, img);
-  plot::draw_colorbar(f, {b.box.x + kW + 12, b.box.y, 14, kH}, img.lo, img.hi,
-                      plot::Colormap::Magma, "column norm^2");
+                   {{"", idx, pos, plot::series_colour(0), 1.2},
+                    {"sigma_i", idx, pos, plot::series_colour(0), 4, 0, true}});
+  const plot::Box right{2 * plot::kLeftMargin + kW + 30, kTop + plot::kTitleMargin, kW, kH};
+  if (d.field_shape.size() <= 1) {  // a 1-D field: the map as a line over the cells
+    const std::vector<double>& sens = d.probes.sensitivity;
+    std::vector<double> cell(sens.size());
+    for (size_t i = 0; i < cell.size(); ++i) cell[i] = static_cast<double>(i);
+    const plot::Range r = plot::padded(plot::value_range({&sens}), 0.05);
+    plot::AxesSpec b{right,
+                     {0, std::max(1.0, cell.size() - 1.0), false, "cell"},
+                     {r.lo, r.hi, false, "column norm^2"},
+                     fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes)};
+    b.grid = true;
+    plot::draw_lines(f, b, {{"", cell, sens, plot::series_colour(1), 1.6}});
+  } else {
+    const plot::ImageData img = sensitivity_image(d);
+    plot::AxesSpec b{right,
+                     {0, static_cast<double>(img.cols), false, "cell"},
+                     {0, static_cast<double>(img.rows), false, "cell"},
+                     fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes)};
+    b.y_down = true;
+    plot::draw_image(f, b, img);
+    plot::draw_colorbar(f, {right.x + kW + 12, right.y, 14, kH}, img.lo, img.hi,
+                        plot::Colormap::Magma, "column norm^2");
+  }
   f.save_png(path);
 }
 
