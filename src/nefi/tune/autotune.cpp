@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <variant>
 
 #include <fmt/format.h>
@@ -74,7 +75,8 @@ std::vector<Pilot> pilots(const Instance& inst, const RunConfig& cfg, const std:
   std::vector<Pilot> out;
   for (double f : factors) {
     RunConfig c = cfg;
-    const std::string v = value_text(base * f);
+    // Six significant digits: 3e-4, not 0.00030000000000000003.
+    const std::string v = value_text(std::stod(fmt::format("{:.6g}", base * f)));
     c.config.set(key, v);
     out.push_back(run_pilot(inst, c, method, steps, v));
     const Pilot& p = out.back();
@@ -124,25 +126,28 @@ Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& me
     return d;
   }
   d.pilots = pilots(inst, cfg, method, steps, key, w, plan.weight_factors, log);
-  const Pilot *meets = nullptr, *lowest = nullptr;
-  for (const Pilot& p : d.pilots) {  // factors ascend: the last that meets is the largest
-    if (!p.error.empty()) continue;
-    if (p.residual_rms <= kDiscrepancyTau * noise) meets = &p;
-    if (!lowest || p.residual_rms < lowest->residual_rms) lowest = &p;
-  }
-  if (meets) {
-    d.chosen = meets->value;
-    d.reason = fmt::format("residual {:.4e} = {:.3f} sigma", meets->residual_rms,
-                           meets->residual_rms / noise);
-  } else if (lowest) {
-    d.chosen = lowest->value;
-    d.reason =
-        fmt::format("no pilot reached {} sigma; the lowest residual ({:.3f} sigma) wins instead",
-                    kDiscrepancyTau, lowest->residual_rms / noise);
-  } else {
+  const Pilot* lowest = nullptr;
+  for (const Pilot& p : d.pilots)
+    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
+  if (!lowest) {
     d.chosen = d.before;
     d.reason = "every pilot failed; the weight is kept";
+    return d;
   }
+  // The level the residual can reach: sigma, or the lowest pilot's residual
+  // when model error (or a short pilot) keeps every fit above sigma.
+  const double level = std::max(noise, lowest->residual_rms);
+  const Pilot* chosen = lowest;
+  for (const Pilot& p : d.pilots)  // factors ascend: the last that meets is the largest
+    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * level) chosen = &p;
+  d.chosen = chosen->value;
+  d.reason = level > noise
+                 ? fmt::format(
+                       "no pilot reached sigma (the best: {:.3f} sigma); the largest "
+                       "weight within {} x that floor: residual {:.3f} sigma",
+                       lowest->residual_rms / noise, kDiscrepancyTau, chosen->residual_rms / noise)
+                 : fmt::format("residual {:.4e} = {:.3f} sigma", chosen->residual_rms,
+                               chosen->residual_rms / noise);
   cfg.config.set(key, d.chosen);
   return d;
 }

@@ -7,9 +7,11 @@
 //   2. each regularizer weight the config switches on (a loss weight > 0,
 //      bench/variants.h's loss_weight_keys), in key order, at the chosen lr:
 //      pilots at w x each factor; by Morozov's discrepancy principle the
-//      largest weight whose RMS residual is <= tau sigma (tau = 1.1) wins;
-//      when none reaches it, the one with the lowest residual (and the report
-//      says so); with the noise level unknown the weight is kept.
+//      largest weight whose RMS residual is <= tau L (tau = 1.1) wins, L the
+//      noise sigma, or the lowest pilot residual when every pilot stays above
+//      sigma (model error in the data, or pilots too short to fit down to the
+//      noise): then the largest weight that costs at most 10 % over the best
+//      fit wins. With the noise level unknown the weight is kept.
 // Ground-truth metrics of the pilots are recorded for the reader only; no
 // decision reads them. A pilot runs pilot_fraction of the method's total
 // steps (every stage scaled alike). Levels:

@@ -75,14 +75,14 @@ TEST(Autotune, LearningRateByResidualThenWeightByDiscrepancy) {
   ASSERT_EQ(r.decisions.size(), 2u);  // lr and tv; l1 is off and stays off
   const Decision& lr = r.decisions[0];
   EXPECT_EQ(lr.key, "lr");
-  ASSERT_EQ(lr.pilots.size(), 5u);                 // 3e-4 ... 3e-2 ... 3e-2 x 10 = 0.03
-  EXPECT_EQ(lr.chosen, Params::render(3e-3 * 3));  // 9e-3: the nearest to 1e-2
+  ASSERT_EQ(lr.pilots.size(), 5u);             // 3e-4 ... 3e-2 ... 3e-2 x 10 = 0.03
+  EXPECT_EQ(lr.chosen, Params::render(9e-3));  // 9e-3: the nearest to 1e-2
   const Decision& tv = r.decisions[1];
   EXPECT_EQ(tv.key, "tv");
   ASSERT_EQ(tv.pilots.size(), 7u);
-  EXPECT_EQ(tv.chosen, Params::render(1e-3 * 3));  // 3e-3 meets 1.1 sigma; 1e-2 does not
-  EXPECT_EQ(r.tuned.config.d("tv"), 1e-3 * 3);
-  EXPECT_EQ(r.tuned.config.d("lr"), 3e-3 * 3);
+  EXPECT_EQ(tv.chosen, Params::render(3e-3));  // 3e-3 meets 1.1 sigma; 1e-2 does not
+  EXPECT_EQ(r.tuned.config.d("tv"), 3e-3);
+  EXPECT_EQ(r.tuned.config.d("lr"), 9e-3);
   EXPECT_EQ(r.tuned.config.d("l1"), 0.0);
   EXPECT_EQ(inst.runs, 12);
 }
@@ -93,12 +93,27 @@ TEST(Autotune, DivergedPilotsNeverWinAndUnreachedDiscrepancyFallsBack) {
   cfg.config.set("lr", "2e-2");
   const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("quick"));
   const Decision& lr = r.decisions[0];
-  EXPECT_FALSE(lr.pilots[2].error.empty());                      // 6e-2 diverged
-  EXPECT_EQ(lr.chosen, Params::render(2e-2 * (1.0 / 3)));        // 6.7e-3 beats 2e-2
-  EXPECT_EQ(r.decisions[1].chosen, Params::render(1e-3 * 0.1));  // the lowest residual
-  EXPECT_NE(r.decisions[1].reason.find("no pilot reached"), std::string::npos);
+  EXPECT_FALSE(lr.pilots[2].error.empty());          // 6e-2 diverged
+  EXPECT_EQ(lr.chosen, Params::render(0.00666667));  // 6.7e-3 beats 2e-2
+  // Every residual stays above sigma; the floor 0.0686 sets the level:
+  // tv = 1e-3 gives 0.0776 > 1.1 x 0.0686, so 1e-4 stays.
+  EXPECT_EQ(r.decisions[1].chosen, Params::render(1e-4));  // the lowest residual
+  EXPECT_NE(r.decisions[1].reason.find("no pilot reached sigma"), std::string::npos);
   const std::string md = autotune_md(r);
   EXPECT_NE(md.find("failed: diverged"), std::string::npos) << md;
+}
+
+TEST(Autotune, ModelErrorFloorSetsTheDiscrepancyLevel) {
+  // sigma 0.01 with lr exact (1e-2): residuals 0.05 + 10 tv, the floor
+  // 0.05001 at tv = 1e-6; tv = 1e-3 (0.06) is beyond 1.1 x 0.05001, so 3e-4
+  // (0.053) is the largest weight within.
+  ResidualModel inst(0.01);
+  RunConfig cfg = model_config();
+  cfg.config.set("lr", "1e-2");
+  cfg.config.set("tv", "1e-4");
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
+  EXPECT_EQ(r.decisions[0].chosen, Params::render(1e-2));
+  EXPECT_EQ(r.decisions[1].chosen, Params::render(3e-4));
 }
 
 TEST(Autotune, UnknownNoiseKeepsTheWeightAndLevelsAreChecked) {
