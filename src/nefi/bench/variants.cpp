@@ -201,7 +201,7 @@ VariantCampaign run_variants(const CampaignSpec& spec, const std::vector<Variant
 std::string variants_md(const std::vector<Variant>& variants, const std::string& title) {
   std::string s = "# " + title + "\n\n| row | method | applies |\n|---|---|---|\n";
   for (const Variant& v : variants) {
-    std::string applies = "(base)";
+    std::string applies = "nothing";
     if (!v.sets.empty()) applies = fmt::format("`{}`", join(v.sets, "`, `"));
     s += fmt::format("| {} | {} | {} |\n", v.label, v.method, applies);
   }
