@@ -1,8 +1,10 @@
 // nefi sweep TARGET --axis KEY --values a,b,c: one paired campaign row per
-// value of a config key, stage.ATTR, optim.ATTR or weight.NAME.
+// value of a config key, stage.ATTR, optim.ATTR or weight.NAME; with numeric
+// values also sweep.png (each metric against the value).
 #include <memory>
 
 #include "common.h"
+#include "nefi/bench/sweep_png.h"
 #include "variant_campaign.h"
 
 namespace nefi::cli {
@@ -26,8 +28,18 @@ Command add_sweep(CLI::App& app, const Context&) {
       "  nefi sweep deconvolution --axis weight.tv --values 0,1e-4,1e-3 --seeds 0");
   return {sub, [o] {
             const VariantBase b = resolve_variant_base(o->req);
-            return run_variant_command(
-                o->req, "sweep", bench::sweep_variants(b.config, b.method, o->axis, o->values));
+            const auto variants = bench::sweep_variants(b.config, b.method, o->axis, o->values);
+            const auto numbers = bench::numeric_values(o->values);
+            ExtraFiles plot;
+            if (numbers)  // sweep.png: each metric against the value
+              plot = [&](const std::string& out, const bench::VariantCampaign& vc) {
+                std::vector<std::string> labels;
+                for (const auto& v : variants) labels.push_back(v.label);
+                bench::write_sweep_png(out + "/sweep.png",
+                                       vc.protocol.instance + ": sweep of " + o->axis, o->axis,
+                                       *numbers, labels, vc.rows);
+              };
+            return run_variant_command(o->req, "sweep", variants, plot);
           }};
 }
 

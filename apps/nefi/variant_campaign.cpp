@@ -46,7 +46,7 @@ VariantBase resolve_variant_base(const VariantRequest& r) {
 }
 
 int run_variant_command(const VariantRequest& r, const std::string& kind,
-                        const std::vector<bench::Variant>& variants) {
+                        const std::vector<bench::Variant>& variants, const ExtraFiles& extra) {
   const bench::Shard shard = bench::parse_shard(r.shard);
   set_threads(r.threads);
   bench::CampaignOptions co;
@@ -70,6 +70,7 @@ int run_variant_command(const VariantRequest& r, const std::string& kind,
   const auto files = bench::finish_campaign(out, s, {});
   std::ofstream(fs::path(out) / "variants.md")
       << bench::variants_md(variants, vc.protocol.instance + " " + kind + ": rows");
+  if (shard.count == 1 && extra) extra(out, vc);
   if (shard.count == 1) std::cout << bench::summary_md(vc.protocol, vc.rows, {}) << "\n";
   std::cout << fmt::format("{} {}: {} rows x {} runs ({} failed) -> {}\n", kind,
                            vc.protocol.instance, variants.size(),

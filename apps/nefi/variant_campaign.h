@@ -32,9 +32,11 @@ struct VariantBase {
 VariantBase resolve_variant_base(const VariantRequest& r);
 
 // Runs `variants` (kind: "ablate" or "sweep", for the default directory
-// runs/<instance>-<kind>-<hash> and the messages), writes the tables and
+// runs/<instance>-<kind>-<hash> and the messages), writes the tables, calls
+// `extra` (when given, on an unsharded run) for the command's own files and
 // prints summary.md.
+using ExtraFiles = std::function<void(const std::string& out, const bench::VariantCampaign&)>;
 int run_variant_command(const VariantRequest& r, const std::string& kind,
-                        const std::vector<bench::Variant>& variants);
+                        const std::vector<bench::Variant>& variants, const ExtraFiles& extra = {});
 
 }  // namespace nefi::cli

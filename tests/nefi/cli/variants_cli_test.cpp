@@ -44,6 +44,15 @@ TEST(SweepCli, OneRowPerValue) {
   EXPECT_EQ(j["protocol"]["methods"].get<std::vector<std::string>>(),
             (std::vector<std::string>{"lr=0.005", "lr=0.02"}));
   EXPECT_EQ(j["rows"].size(), 4u);
+  EXPECT_GT(fs::file_size(out / "sweep.png"), 5000u);
+  // Values that are not all numbers have no sweep.png.
+  const fs::path words = nefi::test::fresh_dir("sweep_cli_words");
+  ASSERT_EQ(nefi_stdout("sweep " + config_path("toy1d_smoke.yaml") + kTiny +
+                        "--axis lr_schedule --values cosine,constant -o " + words.string())
+                .status,
+            0);
+  EXPECT_TRUE(fs::exists(words / "summary.png"));
+  EXPECT_FALSE(fs::exists(words / "sweep.png"));
 }
 
 TEST(VariantsCli, BadInputPrintsOneLine) {
