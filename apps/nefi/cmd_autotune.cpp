@@ -2,7 +2,6 @@
 // the learning rate and regularizer weights chosen by pilot solves and the
 // discrepancy principle (nefi/tune/autotune.h); writes autotune.md,
 // autotune.json and tuned_config.yaml, which `nefi run` reproduces.
-#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -26,10 +25,7 @@ int autotune_cmd(AutotuneRequest r, const std::vector<std::filesystem::path>& di
   r.run.smoke_steps = 0;  // --smoke: the preset's own budget (the reference does not cap here)
   const RunConfig cfg = resolve_config(r.run, dirs);
   const InstancePtr inst = find_instance(cfg.instance);
-  const auto m = inst->methods();
-  const std::string method = !r.run.methods.empty() ? r.run.methods.front()
-                             : std::find(m.begin(), m.end(), "neural") != m.end() ? "neural"
-                                                                                  : m.front();
+  const std::string method = r.run.methods.empty() ? default_method(*inst) : r.run.methods.front();
   check_methods(*inst, {method});
   const std::string out = !r.run.out.empty() ? r.run.out
                                              : "runs/" + cfg.instance + "-autotune-" +

@@ -23,11 +23,6 @@ struct DiagnoseRequest {
   diagnostics::DiagnoseOptions opt;
 };
 
-std::string default_method(const Instance& inst) {
-  const auto m = inst.methods();
-  return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
-}
-
 int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& dirs) {
   set_threads(r.run.threads);
   const RunConfig cfg = resolve_config(r.run, dirs);

@@ -1,5 +1,7 @@
 #include "run_request.h"
 
+#include <algorithm>
+
 #include "common.h"
 #include "fk/error.h"
 
@@ -18,6 +20,11 @@ void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
   if (!(is_file && fs::equivalent(p, r.target))) nefi::apply_config_file(cfg, p.string());
   cfg.smoke = true;
   cfg.max_total_steps = r.smoke_steps.value_or(40);
+}
+
+std::string default_method(const Instance& inst) {
+  const auto m = inst.methods();
+  return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
 }
 
 void check_methods(const nefi::Instance& inst, const std::vector<std::string>& methods) {

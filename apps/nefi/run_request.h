@@ -31,6 +31,9 @@ struct RunRequest {
 void apply_smoke_config(RunConfig& cfg, const RunRequest& r, bool is_file,
                         const std::vector<std::filesystem::path>& dirs);
 void check_methods(const Instance& inst, const std::vector<std::string>& methods);
+// The method a command studies by default: neural when the instance has it,
+// else its first.
+std::string default_method(const Instance& inst);
 RunConfig resolve_config(const RunRequest& r, const std::vector<std::filesystem::path>& dirs);
 
 }  // namespace nefi::cli

@@ -1,6 +1,5 @@
 #include "variant_campaign.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +10,7 @@
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
 #include "nefi/io/fnv.h"
+#include "run_request.h"
 
 namespace fs = std::filesystem;
 
@@ -37,11 +37,7 @@ VariantBase resolve_variant_base(const VariantRequest& r) {
   b.config = is_file ? load_run_config_file(t) : default_run_config(t);
   for (const auto& s : r.spec.sets) apply_set(b.config, s);
   b.instance = find_instance(b.config.instance);
-  const auto methods = b.instance->methods();
-  b.method = !r.base.empty() ? r.base
-             : std::find(methods.begin(), methods.end(), "neural") != methods.end()
-                 ? "neural"
-                 : methods.front();
+  b.method = r.base.empty() ? default_method(*b.instance) : r.base;
   return b;
 }
 
@@ -59,7 +55,10 @@ int run_variant_command(const VariantRequest& r, const std::string& kind,
   first.methods = {variants.front().method};
   const bench::Protocol p = bench::make_protocol(first);
   std::string hashed = bench::protocol_hash(p);
-  for (const auto& v : variants) hashed += "|" + v.label + ":" + v.method;
+  for (const auto& v : variants) {
+    hashed += "|" + v.label + ":" + v.method;
+    for (const auto& a : v.sets) hashed += ":" + a;
+  }
   const std::string out =
       !r.out.empty() ? r.out : "runs/" + p.instance + "-" + kind + "-" + fnv1a_hex8(hashed);
   bench::prepare_out_dir(out);
