@@ -34,6 +34,23 @@ TEST(AblateCli, WritesBenchTablesPerVariant) {
   EXPECT_NE(r.out.find("| -pe"), std::string::npos) << r.out;
 }
 
+TEST(AblateCli, ShardsMergeWithBenchMerge) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path out = nefi::test::fresh_dir("ablate_cli_shards");
+  for (const char* shard : {"0/2", "1/2"})
+    ASSERT_EQ(nefi_stdout("ablate " + config_path("toy1d_smoke.yaml") + kTiny +
+                          "--variants no_pe --independent --shard " + shard + " -o " + out.string())
+                  .status,
+              0)
+        << shard;
+  EXPECT_TRUE(fs::exists(out / "shard-000-of-002.json"));
+  ASSERT_EQ(nefi_stdout("bench-merge " + out.string()).status, 0);
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "benchmark.json"));
+  EXPECT_EQ(j["protocol"]["methods"].get<std::vector<std::string>>(),
+            (std::vector<std::string>{"full", "-pe"}));
+  ASSERT_EQ(j["rows"].size(), 4u);  // 2 units x 2 rows, one unit from each shard
+}
+
 TEST(SweepCli, OneRowPerValue) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path out = nefi::test::fresh_dir("sweep_cli");
