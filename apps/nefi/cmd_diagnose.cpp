@@ -88,6 +88,8 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   sub->add_option("--probes", r.opt.probes, "Hutchinson and null-space probes (default 32)");
   sub->add_option("--k", r.opt.k, "singular values to report (default 8)");
   sub->add_option("--n-iter", r.opt.n_iter, "Lanczos bidiagonalisation steps, >= k (default 24)");
+  sub->add_flag("--exact-sensitivity", r.opt.exact_sensitivity,
+                "every column's norm instead of Hutchinson probes (one product a cell)");
   sub->add_flag(
       "--smoke", r.run.smoke,
       "the smoke config; probes <= 8, k <= 4, n-iter <= 12, solve capped at --smoke-steps");

@@ -13,7 +13,8 @@
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
 //   nefi ablate TARGET --variants m1,m2 [--independent] [--base M] [bench's --n/--seeds/...]
 //   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
-//   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke] [--no-plot]
+//   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--exact-sensitivity]
+//            [--smoke] [--no-plot]
 //   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
 //   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
 // Errors print one line and exit with status 2.

@@ -39,7 +39,10 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   d.spectrum = leading_singular_values(L.map, o.k, o.n_iter, o.seed);
   const auto& s = d.spectrum.singular_values;
   d.condition = s.back() > 0 ? s.front() / s.back() : std::numeric_limits<double>::infinity();
-  d.probes = probe(L.map, o.probes, s.front(), o.seed);
+  FK_CHECK(!o.exact_sensitivity || L.map.n <= kMaxExactCells, "--exact-sensitivity",
+           "a field of at most " + std::to_string(kMaxExactCells) + " cells",
+           std::to_string(L.map.n));
+  d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
   {
     fk::autograd::NoGradGuard ng;
     d.residual_rms = residual_rms(op.apply(x.detach()), y);

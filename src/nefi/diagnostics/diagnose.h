@@ -17,10 +17,14 @@
 
 namespace nefi::diagnostics {
 
+// --exact-sensitivity costs one operator product a cell: up to 64^3.
+inline constexpr int64_t kMaxExactCells = 262144;
+
 struct DiagnoseOptions {
-  int probes = 32;  // Hutchinson and null-space probes
-  int k = 8;        // singular values reported
-  int n_iter = 24;  // bidiagonalisation steps (>= k)
+  int probes = 32;                 // Hutchinson and null-space probes
+  int k = 8;                       // singular values reported
+  int n_iter = 24;                 // bidiagonalisation steps (>= k)
+  bool exact_sensitivity = false;  // every column's norm (one J product a cell)
   uint64_t seed = 0;
 };
 

@@ -9,14 +9,20 @@
 
 namespace nefi::diagnostics {
 
-ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t seed) {
+ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t seed, bool exact) {
   FK_CHECK(probes >= 1, "nefi::diagnostics::probe", "at least one probe", std::to_string(probes));
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   std::normal_distribution<double> normal;
   ProbeReport r;
   r.probes = probes;
+  r.exact = exact;
   r.sensitivity.assign(J.n, 0.0);
-  for (int p = 0; p < probes; ++p) {
+  for (int64_t i = 0; exact && i < J.n; ++i) {
+    Vec e(J.n, 0.0);
+    e[i] = 1;
+    for (double y : J.apply(e)) r.sensitivity[i] += y * y;
+  }
+  for (int p = 0; !exact && p < probes; ++p) {
     Vec z(J.m);
     for (double& x : z) x = (rng() >> 63) ? 1.0 : -1.0;
     const Vec g = J.adjoint(z);

@@ -9,7 +9,9 @@
 //   probes        |J v|^2 / (s1^2 |v|^2) (1 for an isometry, tr(J^T J) / (n s1^2)
 //                 in expectation) and the share with |J v| < 1e-2 s1 |v|
 //                 (directions the data barely see)
-// Each probe costs one J^T product and one J product.
+// Each probe costs one J^T product and one J product. With `exact` the
+// sensitivity is each column's norm squared, |J e_i|^2, at one J product a
+// cell (small fields; the reference's sensitivity_map(exact=True)).
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace nefi::diagnostics {
 
 struct ProbeReport {
   int probes = 0;
+  bool exact = false;               // sensitivity from every column, not Hutchinson
   std::vector<double> sensitivity;  // length n
   double blind_fraction = 0;
   double visible_mean = 0;
@@ -26,6 +29,7 @@ struct ProbeReport {
 };
 
 // sigma_max: J's largest singular value (leading_singular_values).
-ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t seed);
+ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t seed,
+                  bool exact = false);
 
 }  // namespace nefi::diagnostics

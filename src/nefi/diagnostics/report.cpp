@@ -45,6 +45,11 @@ plot::ImageData sensitivity_image(const Diagnostics& d) {
   return img;
 }
 
+std::string sensitivity_title(const Diagnostics& d) {
+  return d.probes.exact ? std::string("sensitivity diag(J^T J), exact")
+                        : fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes);
+}
+
 }  // namespace
 
 std::string diagnostics_md(const Diagnostics& d) {
@@ -60,13 +65,14 @@ std::string diagnostics_md(const Diagnostics& d) {
     s += fmt::format("| {} | {:.4e} | {:.3e} |\n", i + 1, sv[i], sv[0] > 0 ? sv[i] / sv[0] : 0.0);
   s += fmt::format("\nCondition estimate sigma_1 / sigma_{}: {:.3e}.\n\n", sv.size(), d.condition);
   s += fmt::format(
-      "## Probes ({} Rademacher and {} Gaussian)\n\n"
+      "## Probes (sensitivity: {}; null space: {} Gaussian)\n\n"
       "- Sensitivity diag(J^T J): max {:.3e}, mean {:.3e}; blind cells (< 1e-6 of the max): "
       "{:.1f} %\n"
       "- Null-space probes: mean |J v|^2 / (sigma_1^2 |v|^2) = {:.3e}; directions barely seen "
       "(|J v| < 1e-2 sigma_1 |v|): {:.1f} %\n\n",
-      d.probes.probes, d.probes.probes,
-      *std::max_element(d.probes.sensitivity.begin(), d.probes.sensitivity.end()),
+      d.probes.exact ? std::string("every column, exact")
+                     : fmt::format("{} Rademacher", d.probes.probes),
+      d.probes.probes, *std::max_element(d.probes.sensitivity.begin(), d.probes.sensitivity.end()),
       [&] {
         double m = 0;
         for (double x : d.probes.sensitivity) m += x / d.probes.sensitivity.size();
@@ -96,7 +102,8 @@ std::string diagnostics_json(const Diagnostics& d) {
   j["invariant_subspace"] = d.spectrum.invariant;
   j["condition"] = number(d.condition);
   const auto& sens = d.probes.sensitivity;
-  j["sensitivity"] = {{"max", *std::max_element(sens.begin(), sens.end())},
+  j["sensitivity"] = {{"exact", d.probes.exact},
+                      {"max", *std::max_element(sens.begin(), sens.end())},
                       {"min", *std::min_element(sens.begin(), sens.end())},
                       {"blind_fraction", d.probes.blind_fraction},
                       {"file", "sensitivity.npy"}};
@@ -144,7 +151,7 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
     plot::AxesSpec b{right,
                      {0, std::max(1.0, cell.size() - 1.0), false, "cell"},
                      {r.lo, r.hi, false, "column norm^2"},
-                     fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes)};
+                     sensitivity_title(d)};
     b.grid = true;
     plot::draw_lines(f, b, {{"", cell, sens, plot::series_colour(1), 1.6}});
   } else {
@@ -152,7 +159,7 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
     plot::AxesSpec b{right,
                      {0, static_cast<double>(img.cols), false, "cell"},
                      {0, static_cast<double>(img.rows), false, "cell"},
-                     fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes)};
+                     sensitivity_title(d)};
     b.y_down = true;
     plot::draw_image(f, b, img);
     plot::draw_colorbar(f, {right.x + kW + 12, right.y, 14, kH}, img.lo, img.hi,

@@ -38,6 +38,13 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   EXPECT_FALSE(fs::exists(b / "diagnostics.png"));
   EXPECT_NE(s["at"].get<std::string>().find("solution"), std::string::npos);
   EXPECT_LT(s["data_fit"]["misfit_ratio"].get<double>(), start_ratio / 5);
+  EXPECT_FALSE(s["sensitivity"]["exact"].get<bool>());
+  ASSERT_EQ(
+      nefi_stdout("diagnose toy1d --smoke --exact-sensitivity --no-plot -o " + b.string()).status,
+      0);
+  EXPECT_TRUE(
+      nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"))["sensitivity"]["exact"]
+          .get<bool>());
 }
 
 TEST(DiagnoseCli, BadInputPrintsOneLine) {

@@ -139,6 +139,17 @@ TEST(Diagnose, BlursMatchTheirDenseMatrix) {
     for (int i = 0; i < 6; ++i)
       EXPECT_NEAR(d.spectrum.singular_values[i], want[i], 1e-10) << periodic << " " << i;
     EXPECT_NEAR(d.condition, want[0] / want[5], 1e-8);
+    // --exact-sensitivity: each column's norm squared, as the matrix has it.
+    o.exact_sensitivity = true;
+    const Diagnostics e = diagnose(op, x, measured(op.apply(x), 0.1), o);
+    EXPECT_TRUE(e.probes.exact);
+    for (int j = 0; j < n; ++j) {
+      std::vector<double> unit(n, 0.0);
+      unit[j] = 1;
+      double norm2 = 0;
+      for (double y : op.apply(fk::from_vector(unit, {n})).to_vector<double>()) norm2 += y * y;
+      ASSERT_NEAR(e.probes.sensitivity[j], norm2, 1e-14) << periodic << " " << j;
+    }
     // A unit-sum non-negative kernel never amplifies: the DC mode is the top.
     if (periodic) {
       EXPECT_NEAR(want[0], 1.0, 1e-12);
