@@ -47,7 +47,9 @@ TEST(AutotuneCli, BadInputPrintsOneLine) {
   nefi::test::expect_one_line_errors(
       {{"autotune toy1d --level fast", "--level"},
        {"autotune toy1d --method admm", "admm"},
-       {"autotune deconvolution --smoke --method wiener --set n=16", "direct"},
+       {"autotune deconvolution --smoke --method wiener --set n=16 -o " +
+            (nefi::test::scratch() / "autotune_direct").string(),
+        "direct"},
        {"autotune", "target"}},
       nefi::test::scratch());
 }
