@@ -55,6 +55,11 @@ Command add_bench(CLI::App& app, const Context&) {
   sub->add_flag("--batched", o->batched,
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
+  sub->footer(
+      "Examples:\n  nefi bench toy1d --n 2 --seeds 0,1\n"
+      "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
+      "runs/b\n"
+      "  nefi bench-merge runs/b");
   return {sub, [o] {
             const bench::Shard shard = bench::parse_shard(o->shard);
             const bench::Protocol proto = bench::make_protocol(o->spec);
@@ -97,6 +102,9 @@ Command add_bench_merge(CLI::App& app, const Context&) {
   sub->add_flag("--allow-missing", o->allow_missing, "merge even when shards are missing");
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
   sub->add_option("--out,-o", o->out, "output directory (default: DIR)");
+  sub->footer(
+      "Examples:\n  nefi bench-merge runs/b\n  nefi bench-merge runs/b --allow-missing -o "
+      "runs/b-partial");
   return {sub, [o] {
             const bench::MergedCampaign m = bench::merge_shards(o->dir, o->allow_missing);
             const std::string out = o->out.empty() ? o->dir : o->out;

@@ -1,64 +1,119 @@
-// nefi list [instances|configs]: the registered instances and bundled configs.
-#include <unistd.h>
-
+// nefi list [instances|configs] [-v] [--json]: the registered instances (with
+// -v their full default config, each key's value and doc) and the bundled
+// configs, as text or as one JSON object.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <optional>
+#include <variant>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "fk/error.h"
-#include "fk/parallel.h"
 #include "nefi/instances/instance.h"
-#include "nefi/io/run_config.h"
+#include "nefi/params.h"
 
 namespace fs = std::filesystem;
 
 namespace nefi::cli {
 namespace {
 
-int list_cmd(const std::string& kind, const std::vector<fs::path>& dirs) {
-  if (kind.empty() || kind == "instances" || kind == "instance") {
+struct ListRequest {
+  std::string kind;
+  bool verbose = false, json = false;
+};
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// The YAML files of the first config directory that exists.
+std::vector<std::string> bundled_configs(const std::vector<fs::path>& dirs) {
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().extension() == ".yaml" || e.path().extension() == ".yml")
+        names.push_back(e.path().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  return {};
+}
+
+nlohmann::json param_json(const ParamValue& v) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, v);
+}
+
+nlohmann::json instance_json(const Instance& i, bool verbose) {
+  nlohmann::json j{{"name", i.name()},
+                   {"summary", i.summary()},
+                   {"methods", i.methods()},
+                   {"scenes", i.scenes()}};
+  if (verbose) {
+    nlohmann::json config = nlohmann::json::array();
+    const Params defaults = i.default_config();
+    for (const auto& e : defaults.entries())
+      config.push_back({{"key", e.key}, {"value", param_json(e.value)}, {"doc", e.doc}});
+    j["config"] = config;
+  }
+  return j;
+}
+
+void print_instance(const Instance& i, bool verbose) {
+  std::cout << fmt::format("  {:<18} {}\n  {:<18} methods: {}; scenes: {}\n", i.name(), i.summary(),
+                           "", joined(i.methods()), joined(i.scenes()));
+  if (!verbose) return;
+  const Params defaults = i.default_config();
+  for (const auto& e : defaults.entries())
+    std::cout << fmt::format("  {:<18}   {:<22} {:<16} {}\n", "", e.key, Params::render(e.value),
+                             e.doc);
+}
+
+int list_cmd(const ListRequest& r, const std::vector<fs::path>& dirs) {
+  const std::vector<std::string> kinds{"instances", "configs"};
+  std::string kind = r.kind;
+  if (kind == "instance" || kind == "config") kind += "s";
+  if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+    throw fk::Error("nefi list", "a kind (" + joined(kinds) + ")", "'" + r.kind + "'");
+  const bool instances = kind.empty() || kind == "instances";
+  const bool configs = kind.empty() || kind == "configs";
+  if (r.json) {
+    nlohmann::json j;
+    if (instances) {
+      j["instances"] = nlohmann::json::array();
+      for (const auto& i : all_instances()) j["instances"].push_back(instance_json(*i, r.verbose));
+    }
+    if (configs) j["configs"] = bundled_configs(dirs);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  if (instances) {
     std::cout << "instances:\n";
-    for (const auto& i : nefi::all_instances()) {
-      std::string methods, scenes;
-      for (const auto& m : i->methods()) methods += (methods.empty() ? "" : ", ") + m;
-      for (const auto& s : i->scenes()) scenes += (scenes.empty() ? "" : ", ") + s;
-      std::cout << fmt::format("  {:<14} {}\n  {:<14} methods: {}; scenes: {}\n", i->name(),
-                               i->summary(), "", methods, scenes);
-    }
+    for (const auto& i : all_instances()) print_instance(*i, r.verbose);
   }
-  if (kind.empty() || kind == "configs" || kind == "config") {
+  if (configs) {
     std::cout << "configs:\n";
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      if (!fs::is_directory(d, ec)) continue;
-      std::vector<std::string> names;
-      for (const auto& e : fs::directory_iterator(d))
-        if (e.path().extension() == ".yaml" || e.path().extension() == ".yml")
-          names.push_back(e.path().string());
-      std::sort(names.begin(), names.end());
-      for (const auto& n : names) std::cout << "  " << n << "\n";
-      break;
-    }
+    for (const auto& n : bundled_configs(dirs)) std::cout << "  " << n << "\n";
   }
-  if (!kind.empty() && kind != "instances" && kind != "instance" && kind != "configs" &&
-      kind != "config")
-    throw fk::Error("nefi list", "a kind (instances, configs)", "'" + kind + "'");
   return 0;
 }
 
 }  // namespace
 
 Command add_list(CLI::App& app, const Context& ctx) {
-  auto kind = std::make_shared<std::string>();
+  auto r = std::make_shared<ListRequest>();
   auto* sub = app.add_subcommand("list", "list registered instances and bundled configs");
-  sub->add_option("kind", *kind, "instances | configs");
-  return {sub, [kind, &ctx] { return list_cmd(*kind, ctx.config_dirs); }};
+  sub->add_option("kind", r->kind, "instances | configs (default: both)");
+  sub->add_flag("-v,--verbose", r->verbose,
+                "each instance's full default config (key, value, doc)");
+  sub->add_flag("--json", r->json, "one JSON object instead of text");
+  sub->footer("Examples:\n  nefi list\n  nefi list instances -v\n  nefi list configs --json");
+  return {sub, [r, &ctx] { return list_cmd(*r, ctx.config_dirs); }};
 }
 
 }  // namespace nefi::cli

@@ -67,6 +67,9 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_flag("--table", o->table, "print every op's time, not just the top ones");
   sub->add_option("--trace", o->trace, "write a chrome trace of the traced steps into DIR");
   sub->add_option("--json", o->json, "append one JSON line per run to FILE");
+  sub->footer(
+      "Examples:\n  nefi profile deconvolution --config configs/deconvolution_smoke.yaml --table\n"
+      "  nefi profile toy1d --batch 64 --steps 50");
   return {sub, [o] {
             set_threads(o->threads);
             const bool is_file = fs::exists(o->instance) || o->instance.ends_with(".yaml") ||

@@ -16,86 +16,19 @@
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/io/run_writer.h"
+#include "run_request.h"
 
 namespace fs = std::filesystem;
 
 namespace nefi::cli {
 namespace {
 
-// What `nefi run` was asked for on the command line.
-struct RunRequest {
-  std::string target, out, scene;
-  bool smoke = false;
-  std::optional<int64_t> smoke_steps;  // --smoke-steps (default 40 under --smoke)
-  std::vector<std::string> sets, methods, metrics;
-  std::optional<uint64_t> seed;
-  int threads = 0, save_every = 0;
-  std::string resume;
-};
-
-// --smoke: configs/<instance>_smoke.yaml on top (never the full config as a
-// fallback), then the reference's step cap: --smoke-steps total (default 40,
-// each stage scaled alike, at least 2 steps a stage; 0 keeps the preset's
-// own budget).
-void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
-                        const std::vector<fs::path>& dirs) {
-  const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
-  if (p.empty()) {
-    std::string searched;
-    for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
-    throw fk::Error("--smoke", cfg.instance + "_smoke.yaml in " + searched, "no such file");
-  }
-  if (!(is_file && fs::equivalent(p, r.target))) nefi::apply_config_file(cfg, p.string());
-  cfg.smoke = true;
-  cfg.max_total_steps = r.smoke_steps.value_or(40);
-}
-
-void check_methods(const nefi::Instance& inst, const std::vector<std::string>& methods) {
-  for (const auto& m : methods) {
-    bool ok = false;
-    std::string valid;
-    for (const auto& v : inst.methods()) {
-      ok = ok || v == m;
-      valid += (valid.empty() ? "" : ", ") + v;
-    }
-    if (!ok) throw fk::Error("--method", "one of " + valid, "'" + m + "'");
-  }
-}
-
-// The target's config (an instance's defaults or a file), then --smoke, --set,
-// --seed and --method in that order.
-nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>& dirs) {
-  const bool is_file =
-      fs::exists(r.target) || r.target.ends_with(".yaml") || r.target.ends_with(".yml");
-  nefi::RunConfig cfg =
-      is_file ? nefi::load_run_config_file(r.target) : nefi::default_run_config(r.target);
-  if (r.smoke) apply_smoke_config(cfg, r, is_file, dirs);
-  if (!r.scene.empty()) {
-    FK_CHECK(cfg.config.has("scene"), "--scene", "an instance with scene classes",
-             cfg.instance + " has none");
-    nefi::apply_set(cfg, "scene=" + r.scene);
-  }
-  if (r.smoke_steps) {
-    FK_CHECK(*r.smoke_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
-             std::to_string(*r.smoke_steps));
-    if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
-  }
-  for (const auto& s : r.sets) nefi::apply_set(cfg, s);
-  if (r.seed) cfg.seed = *r.seed;
-  if (!r.methods.empty()) cfg.methods = r.methods;
-  return cfg;
-}
-
 // The solver switches of one method: the config's NaN guard, checkpoints
 // under --save-every, --resume (a file, or DIR/checkpoint-<method>.ckpt), and
 // a progress line on a terminal.
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
-  nefi::SolverOptions so;
-  so.nan_guard = cfg.nan_guard;
-  so.max_total_steps = static_cast<int>(cfg.max_total_steps);
-  so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
-  so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  nefi::SolverOptions so = nefi::solver_options(cfg);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
   if (r.save_every > 0) {
     so.checkpoint_path = (fs::path(out) / ckpt).string();
@@ -178,7 +111,7 @@ int run_cmd(const RunRequest& r, const std::vector<fs::path>& dirs) {
     if (tty) std::fprintf(stderr, "\r\033[K");
   }
   select_metrics(outs, r.metrics);
-  nefi::write_run_dir(out, cfg, outs, fk::get_num_threads());
+  nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
   std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";
   return 0;
 }
@@ -203,6 +136,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
       "--smoke-steps", o->smoke_steps,
       "cap each method's total steps (stages scaled alike; default 40 with --smoke; 0: no cap)");
   run->add_option("--scene", r.scene, "scene class (the config key scene)");
+  run->add_flag("--plot,!--no-plot", r.plot,
+                "write panel.png and history.png (default), or skip the figures");
   run->add_option("--metrics", r.metrics, "metrics to report and write (default: all)")
       ->delimiter(',');
   run->add_option("--set", r.sets, "override KEY=VALUE (repeatable)");
@@ -214,6 +149,10 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
+  run->footer(
+      "Examples:\n  nefi run toy1d --smoke\n"
+      "  nefi run deconvolution --smoke -m neural -m wiener --set tv=1e-3 --no-plot\n"
+      "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2");
   return {run, [o, &ctx] {
             if (o->seed_opt->count()) o->req.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.smoke_steps = o->smoke_steps;

@@ -22,6 +22,11 @@ Command add_run(CLI::App& app, const Context& ctx);
 Command add_profile(CLI::App& app, const Context& ctx);
 Command add_bench(CLI::App& app, const Context& ctx);
 Command add_bench_merge(CLI::App& app, const Context& ctx);
+Command add_ablate(CLI::App& app, const Context& ctx);
+Command add_sweep(CLI::App& app, const Context& ctx);
+Command add_diagnose(CLI::App& app, const Context& ctx);
+Command add_autotune(CLI::App& app, const Context& ctx);
+Command add_gallery(CLI::App& app, const Context& ctx);
 
 std::vector<std::filesystem::path> config_dirs(const char* argv0);
 std::filesystem::path find_config(const std::vector<std::filesystem::path>& dirs,

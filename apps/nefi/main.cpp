@@ -1,8 +1,9 @@
 // nefi: the command line of the neural-field inversion engine.
-//   nefi list [instances|configs]
+//   nefi list [instances|configs] [-v] [--json]
 //   nefi --version
 //   nefi run TARGET|CONFIG [--smoke] [--smoke-steps N] [--set key=value]... [--seed N]
 //            [--scene S] [--method M] [--metrics a,b] [--out DIR] [--threads N]
+//            [--plot|--no-plot]
 //   nefi profile INSTANCE [--config F] [--set k=v]... [--steps 20] [--warmup 5]
 //            [--stage -1] [--threads N] [--minimal] [--table] [--trace DIR] [--json FILE]
 //            [--batch B]
@@ -10,6 +11,12 @@
 //            [--budget-scale s] [--shard i/n] [--out DIR] [--threads N] [--by-class]
 //            [--batched [--batch-size B]]
 //   nefi bench-merge DIR [--allow-missing] [--by-class] [--out DIR]
+//   nefi ablate TARGET --variants m1,m2 [--independent] [--base M] [bench's --n/--seeds/...]
+//   nefi sweep TARGET --axis KEY --values a,b,c [--base M] [bench's --n/--seeds/...]
+//   nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--exact-sensitivity]
+//            [--smoke] [--no-plot]
+//   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
+//   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -22,8 +29,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   nefi::cli::Context ctx;
   std::vector<nefi::cli::Command> commands{
-      nefi::cli::add_list(app, ctx), nefi::cli::add_run(app, ctx), nefi::cli::add_profile(app, ctx),
-      nefi::cli::add_bench(app, ctx), nefi::cli::add_bench_merge(app, ctx)};
+      nefi::cli::add_list(app, ctx),        nefi::cli::add_run(app, ctx),
+      nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
+      nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
+      nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx),
+      nefi::cli::add_autotune(app, ctx),    nefi::cli::add_gallery(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

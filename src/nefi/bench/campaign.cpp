@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <variant>
 
 #include <yaml-cpp/yaml.h>
 
@@ -18,6 +19,14 @@
 
 namespace nefi::bench {
 namespace {
+
+// True when the `steps` key is one total (thermal_tomography, with its
+// n_stages and stage_steps) rather than a list of stage steps.
+bool steps_is_total(const Params& p) {
+  for (const auto& e : p.entries())
+    if (e.key == "steps") return std::holds_alternative<int64_t>(e.value);
+  return false;
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -174,9 +183,20 @@ Protocol make_protocol(const CampaignSpec& spec) {
   if (spec.budget_scale != 1.0) {
     FK_CHECK(cfg.config.has("steps"), "--budget-scale", "an instance with a 'steps' config key",
              p.instance + " has none");
-    std::vector<double> steps = cfg.config.list("steps");
-    for (double& s : steps) s = std::max(1.0, std::round(s * spec.budget_scale));
-    cfg.config.set_value("steps", steps);
+    auto scaled = [&](std::vector<double> steps) {
+      for (double& s : steps) s = std::max(1.0, std::round(s * spec.budget_scale));
+      return steps;
+    };
+    // A steps list (one entry per stage), or a total with an optional
+    // stage_steps list (thermal_tomography): every count scales alike.
+    if (!steps_is_total(cfg.config)) {
+      cfg.config.set_value("steps", scaled(cfg.config.list("steps")));
+    } else {
+      const double n = scaled({static_cast<double>(cfg.config.i("steps"))})[0];
+      cfg.config.set_value("steps", static_cast<int64_t>(n));
+      if (cfg.config.has("stage_steps"))
+        cfg.config.set_value("stage_steps", scaled(cfg.config.list("stage_steps")));
+    }
   }
   for (const auto& e : cfg.config.entries()) p.config.emplace_back(e.key, Params::render(e.value));
   p.nan_guard = cfg.nan_guard;
@@ -204,7 +224,13 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
     // One step per stage on this shard's first unit: FFT plans, allocator
     // caches and feature caches exist before the first timed run.
     Params w = params;
-    if (w.has("steps")) w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
+    if (steps_is_total(w)) {  // a total over n_stages (thermal_tomography)
+      w.set_value("steps", w.has("n_stages") ? std::max<int64_t>(1, w.i("n_stages")) : 1);
+      if (w.has("stage_steps"))
+        w.set_value("stage_steps", std::vector<double>(w.list("stage_steps").size(), 1.0));
+    } else if (w.has("steps")) {
+      w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
+    }
     for (const auto& m : proto.methods) try {
         run_one(inst, w, mine.front(), m, proto);
       } catch (const std::exception&) {

@@ -255,6 +255,15 @@ std::string to_yaml(const RunConfig& cfg) {
   return os.str();
 }
 
+SolverOptions solver_options(const RunConfig& cfg) {
+  SolverOptions so;
+  so.nan_guard = cfg.nan_guard;
+  so.max_total_steps = static_cast<int>(cfg.max_total_steps);
+  so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
+  so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  return so;
+}
+
 std::string config_hash(const RunConfig& cfg, const std::string& extra) {
   return fnv1a_hex8(to_yaml(cfg) + extra);
 }

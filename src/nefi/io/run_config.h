@@ -40,6 +40,9 @@ void apply_config_file(RunConfig& cfg, const std::string& path);
 RunConfig load_run_config_file(const std::string& path);
 void apply_set(RunConfig& cfg, const std::string& assignment);
 std::string to_yaml(const RunConfig& cfg);
+// The solver switches cfg carries: the NaN guard, its checkpoint cadence and
+// bad-step limit, and the step cap (max_total_steps).
+SolverOptions solver_options(const RunConfig& cfg);
 // 8 hex digits over the effective config (and anything else in `extra`).
 std::string config_hash(const RunConfig& cfg, const std::string& extra = "");
 

@@ -22,7 +22,7 @@ void write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
-                   int threads) {
+                   int threads, bool figures) {
   FK_CHECK(!outs.empty(), "nefi::write_run_dir", "at least one method's output", "none");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -69,7 +69,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
   fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
   const auto t0 = std::chrono::steady_clock::now();
-  write_run_figures(dir, cfg, outs);
+  if (figures) write_run_figures(dir, cfg, outs);
   j["figures_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_text(dir + "/metrics.json", j.dump(2) + "\n");
 }

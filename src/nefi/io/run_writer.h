@@ -2,7 +2,8 @@
 // Writes a run directory: config.yaml (re-runnable), metrics.json, history.csv
 // (of the first method that has one), the fields as .npy (ground truth,
 // measurement, one reconstruction per method), panel.png and history.png
-// (run_figures.h); metrics.json's figures_s is the time the figures took.
+// (run_figures.h) unless `figures` is false (`nefi run --no-plot`);
+// metrics.json's figures_s is the time the figures took (0 without them).
 #include <string>
 #include <vector>
 
@@ -12,6 +13,6 @@
 namespace nefi {
 
 void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
-                   int threads);
+                   int threads, bool figures = true);
 
 }  // namespace nefi

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "fk/error.h"
@@ -71,6 +72,18 @@ TEST(BenchCampaign, UnitsAndProtocol) {
   s.target = "deconvolution";
   EXPECT_EQ(make_protocol(s).methods, (std::vector<std::string>{"neural", "grid", "wiener"}));
   EXPECT_EQ(make_protocol(s).classes.size(), 3u);
+}
+
+TEST(BenchCampaign, BudgetScaleOfAStepTotal) {
+  // thermal_tomography counts steps as one total plus an optional per-stage list.
+  CampaignSpec s;
+  s.target = config_path("thermal_tomography_smoke.yaml");
+  s.budget_scale = 0.2;
+  s.sets = {"n_stages=2", "stage_steps=[40, 110]"};
+  std::map<std::string, std::string> config;
+  for (const auto& [k, v] : make_protocol(s).config) config[k] = v;
+  EXPECT_EQ(config["steps"], "30");  // 150 x 0.2
+  EXPECT_EQ(config["stage_steps"], "[8, 22]");
 }
 
 TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {

@@ -1,0 +1,116 @@
+// nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke]:
+// the forward operator linearized at the initial field (or, with --solve, at
+// the solution): leading singular values, sensitivity and null-space probes,
+// data misfit against the noise (nefi/diagnostics/). Writes diagnostics.md,
+// diagnostics.json, sensitivity.npy and diagnostics.png; prints the report.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "nefi/bench/merge.h"
+#include "nefi/diagnostics/report.h"
+#include "run_request.h"
+
+namespace nefi::cli {
+namespace {
+
+struct DiagnoseRequest {
+  RunRequest run;
+  bool solve = false;
+  diagnostics::DiagnoseOptions opt;
+};
+
+int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& dirs) {
+  set_threads(r.run.threads);
+  const RunConfig cfg = resolve_config(r.run, dirs);
+  const InstancePtr inst = find_instance(cfg.instance);
+  const std::string method = r.run.methods.empty() ? default_method(*inst) : r.run.methods.front();
+  check_methods(*inst, {method});
+  if (r.run.smoke) {  // the reference's smoke settings
+    r.opt.probes = std::min(r.opt.probes, 8);
+    r.opt.k = std::min(r.opt.k, 4);
+    r.opt.n_iter = std::min(r.opt.n_iter, 12);
+  }
+  r.opt.seed = cfg.seed;
+  std::optional<ProblemSetup> s = inst->setup(cfg.config, method, cfg.seed);
+  FK_CHECK(s.has_value(), "nefi diagnose",
+           "an instance and method that expose their inverse problem (a solver-loop method)",
+           cfg.instance + " " + method + " does not");
+  const InverseProblem& prob = s->problem;
+  fk::Tensor x;
+  {
+    fk::autograd::NoGradGuard ng;
+    x = prob.field->forward(prob.domain, 0.0).at(prob.field->primary()).detach();
+  }
+  std::string at = "initialization";
+  if (r.solve) {
+    const RunOutput out = inst->run(cfg.config, method, cfg.seed, solver_options(cfg));
+    const auto raw = out.result.raw_fields.find(prob.field->primary());
+    FK_CHECK(raw != out.result.raw_fields.end() && raw->second.shape() == x.shape(),
+             "nefi diagnose --solve", "the solved field at the grid " + x.shape().str(),
+             raw == out.result.raw_fields.end() ? "none" : raw->second.shape().str());
+    x = raw->second.to(x.dtype());
+    at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
+  }
+  diagnostics::Diagnostics d = diagnostics::diagnose(*prob.op, x, prob.measurement, r.opt);
+  d.instance = cfg.instance;
+  d.method = method;
+  d.seed = cfg.seed;
+  d.at = at;
+  const std::string out = !r.run.out.empty()
+                              ? r.run.out
+                              : "runs/" + cfg.instance + "-diagnose-" +
+                                    config_hash(cfg, std::string(r.solve ? "solve|" : "") + method);
+  bench::prepare_out_dir(out);
+  diagnostics::write_diagnostics(out, d, r.run.plot);
+  std::cout << diagnostics::diagnostics_md(d) << "\n-> " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_diagnose(CLI::App& app, const Context& ctx) {
+  struct Opts {
+    DiagnoseRequest req;
+    uint64_t seed = 0;
+    int64_t smoke_steps = 40;
+    CLI::Option *seed_opt = nullptr, *smoke_steps_opt = nullptr;
+  };
+  auto o = std::make_shared<Opts>();
+  DiagnoseRequest& r = o->req;
+  auto* sub = app.add_subcommand(
+      "diagnose", "singular values, sensitivity and null-space probes of the linearized operator");
+  sub->add_option("target", r.run.target, "instance name or config file")->required();
+  sub->add_flag("--solve", r.solve, "diagnose at the solution (solve first) instead of the start");
+  sub->add_option("--probes", r.opt.probes, "Hutchinson and null-space probes (default 32)");
+  sub->add_option("--k", r.opt.k, "singular values to report (default 8)");
+  sub->add_option("--n-iter", r.opt.n_iter, "Lanczos bidiagonalisation steps, >= k (default 24)");
+  sub->add_flag("--exact-sensitivity", r.opt.exact_sensitivity,
+                "every column's norm instead of Hutchinson probes (one product a cell)");
+  sub->add_flag(
+      "--smoke", r.run.smoke,
+      "the smoke config; probes <= 8, k <= 4, n-iter <= 12, solve capped at --smoke-steps");
+  o->smoke_steps_opt = sub->add_option("--smoke-steps", o->smoke_steps,
+                                       "step cap of --solve under --smoke (default 40; 0: none)");
+  sub->add_option("--set", r.run.sets, "override KEY=VALUE (repeatable)");
+  o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed");
+  sub->add_option("--method,-m", r.run.methods, "the method whose problem to diagnose")
+      ->expected(1);
+  sub->add_option("--out,-o", r.run.out,
+                  "output directory (default runs/<instance>-diagnose-<hash>)");
+  sub->add_flag("--plot,!--no-plot", r.run.plot, "write diagnostics.png (default) or not");
+  sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->footer(
+      "Examples:\n  nefi diagnose toy1d --smoke\n"
+      "  nefi diagnose deconvolution --smoke --solve --k 6 --n-iter 16");
+  return {sub, [o, &ctx] {
+            if (o->seed_opt->count()) o->req.run.seed = o->seed;
+            if (o->smoke_steps_opt->count()) o->req.run.smoke_steps = o->smoke_steps;
+            return diagnose_cmd(o->req, ctx.config_dirs);
+          }};
+}
+
+}  // namespace nefi::cli

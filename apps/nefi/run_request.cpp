@@ -1,0 +1,64 @@
+#include "run_request.h"
+
+#include <algorithm>
+
+#include "common.h"
+#include "fk/error.h"
+
+namespace fs = std::filesystem;
+
+namespace nefi::cli {
+
+void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
+                        const std::vector<fs::path>& dirs) {
+  const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
+  if (p.empty()) {
+    std::string searched;
+    for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
+    throw fk::Error("--smoke", cfg.instance + "_smoke.yaml in " + searched, "no such file");
+  }
+  if (!(is_file && fs::equivalent(p, r.target))) nefi::apply_config_file(cfg, p.string());
+  cfg.smoke = true;
+  cfg.max_total_steps = r.smoke_steps.value_or(40);
+}
+
+std::string default_method(const Instance& inst) {
+  const auto m = inst.methods();
+  return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
+}
+
+void check_methods(const nefi::Instance& inst, const std::vector<std::string>& methods) {
+  for (const auto& m : methods) {
+    bool ok = false;
+    std::string valid;
+    for (const auto& v : inst.methods()) {
+      ok = ok || v == m;
+      valid += (valid.empty() ? "" : ", ") + v;
+    }
+    if (!ok) throw fk::Error("--method", "one of " + valid, "'" + m + "'");
+  }
+}
+
+nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>& dirs) {
+  const bool is_file =
+      fs::exists(r.target) || r.target.ends_with(".yaml") || r.target.ends_with(".yml");
+  nefi::RunConfig cfg =
+      is_file ? nefi::load_run_config_file(r.target) : nefi::default_run_config(r.target);
+  if (r.smoke) apply_smoke_config(cfg, r, is_file, dirs);
+  if (!r.scene.empty()) {
+    FK_CHECK(cfg.config.has("scene"), "--scene", "an instance with scene classes",
+             cfg.instance + " has none");
+    nefi::apply_set(cfg, "scene=" + r.scene);
+  }
+  if (r.smoke_steps) {
+    FK_CHECK(*r.smoke_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
+             std::to_string(*r.smoke_steps));
+    if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
+  }
+  for (const auto& s : r.sets) nefi::apply_set(cfg, s);
+  if (r.seed) cfg.seed = *r.seed;
+  if (!r.methods.empty()) cfg.methods = r.methods;
+  return cfg;
+}
+
+}  // namespace nefi::cli

@@ -1,0 +1,39 @@
+#pragma once
+// What the solving commands (run, diagnose, autotune, gallery) are asked for
+// on the command line, and the config it resolves to: the target's config (an
+// instance's defaults or a file), then --smoke, --scene, --set, --seed and
+// --method in that order.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+
+namespace nefi::cli {
+
+struct RunRequest {
+  std::string target, out, scene;
+  bool smoke = false, plot = true;
+  std::optional<int64_t> smoke_steps;  // --smoke-steps (default 40 under --smoke)
+  std::vector<std::string> sets, methods, metrics;
+  std::optional<uint64_t> seed;
+  int threads = 0, save_every = 0;
+  std::string resume;
+};
+
+// --smoke: configs/<instance>_smoke.yaml on top (never the full config as a
+// fallback), then the reference's step cap: --smoke-steps total (default 40,
+// each stage scaled alike, at least 2 steps a stage; 0 keeps the preset's
+// own budget).
+void apply_smoke_config(RunConfig& cfg, const RunRequest& r, bool is_file,
+                        const std::vector<std::filesystem::path>& dirs);
+void check_methods(const Instance& inst, const std::vector<std::string>& methods);
+// The method a command studies by default: neural when the instance has it,
+// else its first.
+std::string default_method(const Instance& inst);
+RunConfig resolve_config(const RunRequest& r, const std::vector<std::filesystem::path>& dirs);
+
+}  // namespace nefi::cli

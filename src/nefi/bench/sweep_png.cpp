@@ -1,0 +1,109 @@
+#include "nefi/bench/sweep_png.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "fk/error.h"
+#include "nefi/bench/stats.h"
+#include "nefi/bench/tables.h"
+#include "nefi/plot/axes.h"
+
+namespace nefi::bench {
+namespace {
+
+constexpr double kW = 300, kH = 220, kGap = 34, kHead = 34, kTop = 44;
+constexpr int kCols = 3;
+
+struct Curve {
+  std::vector<double> mean, lo, hi;
+};
+
+Curve curve(const std::vector<std::string>& labels, const std::vector<Row>& rows,
+            const std::string& metric, double level) {
+  Curve c;
+  for (const auto& l : labels) {
+    std::vector<double> v;
+    for (const Row& r : rows) {
+      if (r.method != l) continue;
+      const auto it = r.metrics.find(metric);
+      v.push_back(it == r.metrics.end() ? NAN : it->second);
+    }
+    const MeanCI ci = mean_ci(v, level);
+    const double half = std::isfinite(ci.half) ? ci.half : 0.0;
+    c.mean.push_back(ci.mean);
+    c.lo.push_back(ci.mean - half);
+    c.hi.push_back(ci.mean + half);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::optional<std::vector<double>> numeric_values(const std::vector<std::string>& values) {
+  std::vector<double> out;
+  for (const auto& v : values) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x)) return std::nullopt;
+    out.push_back(x);
+  }
+  return out;
+}
+
+void write_sweep_png(const std::string& path, const std::string& title, const std::string& axis,
+                     const std::vector<double>& given_values,
+                     const std::vector<std::string>& given_labels, const std::vector<Row>& rows,
+                     double level) {
+  FK_CHECK(!given_values.empty() && given_values.size() == given_labels.size(),
+           "nefi::bench::write_sweep_png", "one label per value",
+           std::to_string(given_labels.size()) + " for " + std::to_string(given_values.size()) +
+               " values");
+  // The curve runs in value order, whatever the order on the command line.
+  std::vector<size_t> order(given_values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return given_values[a] < given_values[b]; });
+  std::vector<double> values;
+  std::vector<std::string> labels;
+  for (size_t i : order) {
+    values.push_back(given_values[i]);
+    labels.push_back(given_labels[i]);
+  }
+  const double vmin = *std::min_element(values.begin(), values.end());
+  const double vmax = *std::max_element(values.begin(), values.end());
+  const bool log = vmin > 0 && vmax >= 10 * vmin;
+  const plot::Range xr =
+      vmax > vmin ? plot::padded({vmin, vmax}, 0.06, log) : plot::Range{vmin - 1, vmin + 1};
+  const std::vector<std::string> metrics = metric_names(rows);
+  const int n = std::max<int>(1, static_cast<int>(metrics.size())), cols = std::min(n, kCols),
+            nrows = (n + kCols - 1) / kCols;
+  const double cell_w = plot::kLeftMargin + kW + kGap, cell_h = kHead + kH + plot::kBottomMargin;
+  plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
+  f.text({16, 28}, title, {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string& m = metrics[i];
+    const Curve c = curve(labels, rows, m, level);
+    std::vector<double> all = c.lo;
+    all.insert(all.end(), c.hi.begin(), c.hi.end());
+    const plot::Range yr = plot::padded(plot::value_range({&all}), 0.08);
+    plot::AxesSpec a;
+    a.box = {(i % kCols) * cell_w + plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW, kH};
+    a.x = {xr.lo, xr.hi, log, axis};
+    a.y = {yr.lo, yr.hi, false, m};
+    a.title = m + (higher_is_better(m) ? " (higher is better)" : " (lower is better)");
+    a.grid = true;
+    const plot::Rgb colour = plot::series_colour(0);
+    plot::draw_lines(f, a,
+                     {{"", values, c.mean, colour, 1.6},
+                      {"mean, 95 % interval", values, c.mean, colour, 3.5, 0, true}});
+    // The intervals on top of the frame draw_lines lays down.
+    for (size_t k = 0; k < values.size(); ++k)
+      if (std::isfinite(c.lo[k]) && std::isfinite(c.hi[k]))
+        f.line({plot::to_px_x(a, values[k]), plot::to_px_y(a, c.lo[k])},
+               {plot::to_px_x(a, values[k]), plot::to_px_y(a, c.hi[k])}, colour, 1.5);
+  }
+  f.save_png(path);
+}
+
+}  // namespace nefi::bench

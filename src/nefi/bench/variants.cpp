@@ -1,0 +1,211 @@
+#include "nefi/bench/variants.h"
+
+#include <algorithm>
+#include <numeric>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "fk/error.h"
+
+namespace nefi::bench {
+namespace {
+
+std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+const Params::Entry* entry(const Params& p, const std::string& key) {
+  for (const auto& e : p.entries())
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+// "NAME" of drop_loss:NAME or set_weight:NAME=W, checked against the config.
+std::string weight_key(const RunConfig& cfg, const std::string& name, const std::string& mod) {
+  const std::vector<std::string> keys = loss_weight_keys(cfg.config);
+  FK_CHECK(std::find(keys.begin(), keys.end(), name) != keys.end(), "modifier '" + mod + "'",
+           "a loss weight of " + cfg.instance + " (" + join(keys) + ")", "'" + name + "'");
+  return name;
+}
+
+// The part after "prefix:" split at the first '=' (an error when missing).
+std::pair<std::string, std::string> assignment(const std::string& mod, size_t colon) {
+  const std::string body = mod.substr(colon + 1);
+  const size_t eq = body.find('=');
+  FK_CHECK(eq != std::string::npos && eq > 0, "modifier '" + mod + "'",
+           mod.substr(0, colon) + ":NAME=VALUE", "no NAME=VALUE");
+  return {body.substr(0, eq), body.substr(eq + 1)};
+}
+
+struct Step {
+  std::string label;
+  std::vector<std::string> sets;
+  std::string method;  // empty: keep the current method
+};
+
+Step no_annealing(const RunConfig& cfg) {
+  if (cfg.config.has("anneal_fraction")) return {"-annealing", {"anneal_fraction=1e-9"}, ""};
+  if (cfg.config.has("anneal_steps")) return {"-annealing", {"anneal_steps=0"}, ""};
+  throw fk::Error("modifier 'no_annealing'",
+                  "an instance with an anneal_fraction or anneal_steps key",
+                  cfg.instance + " has neither");
+}
+
+Step no_pe(const RunConfig& cfg) {
+  FK_CHECK(cfg.config.has("n_octaves"), "modifier 'no_pe'", "an instance with an n_octaves key",
+           cfg.instance + " has none");
+  Step s{"-pe", {"n_octaves=0"}, ""};
+  if (cfg.config.has("include_input")) s.sets.push_back("include_input=true");
+  return s;
+}
+
+Step single_stage(const RunConfig& cfg) {
+  const Params::Entry* e = entry(cfg.config, "steps");
+  FK_CHECK(e && std::holds_alternative<std::vector<double>>(e->value), "modifier 'single_stage'",
+           "an instance whose 'steps' key is a list of stage steps",
+           cfg.instance + (e ? " has a single steps count" : " has no steps key"));
+  const auto steps = std::get<std::vector<double>>(e->value);
+  const double total = std::accumulate(steps.begin(), steps.end(), 0.0);
+  return {"-multiscale", {"steps=[" + Params::render(total) + "]"}, ""};
+}
+
+// One modifier against the config as the earlier ones left it.
+Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string& mod) {
+  if (mod == "no_annealing") return no_annealing(cfg);
+  if (mod == "no_pe") return no_pe(cfg);
+  if (mod == "single_stage") return single_stage(cfg);
+  if (mod == "grid_field") {
+    const auto m = inst.methods();
+    FK_CHECK(std::find(m.begin(), m.end(), "grid") != m.end(), "modifier 'grid_field'",
+             "an instance with a grid method", cfg.instance + " has " + join(m));
+    return {"grid_field", {}, "grid"};
+  }
+  const size_t colon = mod.find(':');
+  const std::string kind = mod.substr(0, colon);
+  if (colon != std::string::npos && kind == "drop_loss") {
+    const std::string name = weight_key(cfg, mod.substr(colon + 1), mod);
+    return {"-" + name, {name + "=0"}, ""};
+  }
+  if (colon != std::string::npos && kind == "set_weight") {
+    const auto [name, value] = assignment(mod, colon);
+    weight_key(cfg, name, mod);
+    return {name + "=" + value, {name + "=" + value}, ""};
+  }
+  if (colon != std::string::npos && (kind == "set" || kind == "set_config")) {
+    const auto [key, value] = assignment(mod, colon);
+    FK_CHECK(cfg.config.has(key), "modifier '" + mod + "'",
+             "a config key of " + cfg.instance + " (" + cfg.config.keys() + ")", "'" + key + "'");
+    return {key + "=" + value, {key + "=" + value}, ""};
+  }
+  if (colon != std::string::npos && (kind == "stage" || kind == "optim")) {
+    const auto [attr, value] = assignment(mod, colon);
+    return {kind + "." + attr + "=" + value, {kind + "." + attr + "=" + value}, ""};
+  }
+  throw fk::Error("--variants",
+                  "a modifier (no_annealing, no_pe, single_stage, grid_field, drop_loss:NAME, "
+                  "set_weight:NAME=W, set:KEY=V, stage:ATTR=V, optim:ATTR=V)",
+                  "'" + mod + "'");
+}
+
+void check_method(const Instance& inst, const std::string& method) {
+  const auto m = inst.methods();
+  FK_CHECK(std::find(m.begin(), m.end(), method) != m.end(), "--base",
+           "a method of " + inst.name() + " (" + join(m) + ")", "'" + method + "'");
+}
+
+}  // namespace
+
+std::vector<std::string> loss_weight_keys(const Params& config) {
+  std::vector<std::string> keys;
+  for (const auto& e : config.entries())
+    if (std::holds_alternative<double>(e.value) && e.doc.find("weight") != std::string::npos &&
+        e.doc.find("decay") == std::string::npos && e.doc.find("scale") == std::string::npos)
+      keys.push_back(e.key);
+  return keys;
+}
+
+std::vector<Variant> ablation_variants(const RunConfig& base, const Instance& inst,
+                                       const std::string& base_method,
+                                       const std::vector<std::string>& modifiers,
+                                       bool independent) {
+  check_method(inst, base_method);
+  FK_CHECK(!modifiers.empty(), "--variants", "at least one modifier", "none");
+  std::vector<Variant> out{{"full", base_method, {}, {}}};
+  RunConfig cfg = base;
+  for (const auto& mod : modifiers) {
+    const Variant& prev = independent ? out.front() : out.back();
+    if (independent) cfg = base;
+    const Step s = modifier_step(cfg, inst, mod);
+    for (const auto& a : s.sets) apply_set(cfg, a);  // checks key and value now
+    Variant v = prev;
+    v.label = s.label;
+    if (!s.method.empty()) v.method = s.method;
+    v.sets.insert(v.sets.end(), s.sets.begin(), s.sets.end());
+    v.modifiers.push_back(mod);
+    for (const auto& earlier : out)
+      FK_CHECK(earlier.label != v.label, "--variants", "each modifier once", "'" + mod + "' twice");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& base_method,
+                                    const std::string& axis,
+                                    const std::vector<std::string>& values) {
+  FK_CHECK(!axis.empty(), "--axis", "a config key, stage.ATTR, optim.ATTR or weight.NAME", "''");
+  FK_CHECK(!values.empty(), "--values", "at least one value", "none");
+  std::string key = axis;
+  if (axis.rfind("weight.", 0) == 0) {
+    key = axis.substr(7);
+    const std::vector<std::string> keys = loss_weight_keys(base.config);
+    FK_CHECK(std::find(keys.begin(), keys.end(), key) != keys.end(), "--axis " + axis,
+             "a loss weight of " + base.instance + " (" + join(keys) + ")", "'" + key + "'");
+  }
+  std::vector<Variant> out;
+  for (const auto& v : values) {
+    const std::string a = key + "=" + v;
+    RunConfig cfg = base;
+    apply_set(cfg, a);  // an unknown key or a mistyped value fails here
+    for (const auto& earlier : out)
+      FK_CHECK(earlier.label != a, "--values", "each value once", "'" + v + "' twice");
+    out.push_back({a, base_method, {a}, {a}});
+  }
+  return out;
+}
+
+VariantCampaign run_variants(const CampaignSpec& spec, const std::vector<Variant>& variants,
+                             const CampaignOptions& options) {
+  FK_CHECK(!variants.empty(), "nefi::bench::run_variants", "at least one variant", "none");
+  VariantCampaign vc;
+  for (const Variant& v : variants) {
+    CampaignSpec s = spec;
+    s.methods = {v.method};
+    s.sets.insert(s.sets.end(), v.sets.begin(), v.sets.end());
+    const Protocol p = make_protocol(s);
+    if (vc.protocol.instance.empty()) vc.protocol = p;
+    const InstancePtr inst = find_instance(p.instance);
+    for (Row& r : run_campaign(*inst, p, options)) {
+      r.method = v.label;
+      vc.rows.push_back(std::move(r));
+    }
+  }
+  vc.protocol.methods.clear();
+  for (const Variant& v : variants) vc.protocol.methods.push_back(v.label);
+  sort_rows(vc.protocol, vc.rows);
+  return vc;
+}
+
+std::string variants_md(const std::vector<Variant>& variants, const std::string& title) {
+  std::string s = "# " + title + "\n\n| row | method | applies |\n|---|---|---|\n";
+  for (const Variant& v : variants) {
+    std::string applies = "nothing";
+    if (!v.sets.empty()) applies = fmt::format("`{}`", join(v.sets, "`, `"));
+    s += fmt::format("| {} | {} | {} |\n", v.label, v.method, applies);
+  }
+  return s;
+}
+
+}  // namespace nefi::bench

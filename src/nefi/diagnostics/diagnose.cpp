@@ -1,0 +1,56 @@
+#include "nefi/diagnostics/diagnose.h"
+
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "nefi/diagnostics/linearize.h"
+
+namespace nefi::diagnostics {
+double residual_rms(const fk::Tensor& prediction, const Measurement& y) {
+  const Measurement obs =
+      y.data.shape() == prediction.shape() ? y : y.resampled(prediction.shape());
+  const Vec p = prediction.to_vector<double>(), d = obs.data.to_vector<double>();
+  const Vec w = obs.mask.defined() ? obs.mask.to_vector<double>() : Vec(p.size(), 1.0);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    num += w[i] * (p[i] - d[i]) * (p[i] - d[i]);
+    den += w[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::numeric_limits<double>::quiet_NaN();
+}
+
+Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
+                     const DiagnoseOptions& o) {
+  FK_CHECK(o.probes >= 1 && o.probes <= 100000, "--probes", "a probe count in [1, 100000]",
+           std::to_string(o.probes));
+  FK_CHECK(o.k >= 1 && o.k <= 1000, "--k", "a count of singular values in [1, 1000]",
+           std::to_string(o.k));
+  FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "--n-iter",
+           "bidiagonalisation steps in [k, 10000] (k = " + std::to_string(o.k) + ")",
+           std::to_string(o.n_iter));
+  Diagnostics d;
+  d.options = o;
+  const Linearization L = linearize(op, x);
+  d.jvp_mode = L.jvp_mode;
+  d.field_shape = L.in_shape;
+  d.data_shape = L.out_shape;
+  d.spectrum = leading_singular_values(L.map, o.k, o.n_iter, o.seed);
+  const auto& s = d.spectrum.singular_values;
+  d.condition = s.back() > 0 ? s.front() / s.back() : std::numeric_limits<double>::infinity();
+  FK_CHECK(!o.exact_sensitivity || L.map.n <= kMaxExactCells, "--exact-sensitivity",
+           "a field of at most " + std::to_string(kMaxExactCells) + " cells",
+           std::to_string(L.map.n));
+  d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
+  {
+    fk::autograd::NoGradGuard ng;
+    d.residual_rms = residual_rms(op.apply(x.detach()), y);
+  }
+  d.noise_std = y.noise_std;
+  d.misfit_ratio = y.has_noise() && y.noise_std > 0 ? d.residual_rms / y.noise_std
+                                                    : std::numeric_limits<double>::quiet_NaN();
+  return d;
+}
+
+}  // namespace nefi::diagnostics

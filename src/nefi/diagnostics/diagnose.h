@@ -1,0 +1,56 @@
+#pragma once
+// diagnose: what the data can tell about a field at x (nefi.md §2.9, §3.6) —
+// the leading singular values of the forward operator linearized at x
+// (lanczos.h), the Hutchinson sensitivity map and null-space probes
+// (probes.h), and the data misfit against the noise level (the discrepancy
+// principle: an RMS residual / sigma near 1 fits the data to the noise; well
+// below 1 fits the noise; well above leaves signal unexplained). Reports
+// are written by report.h.
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/diagnostics/lanczos.h"
+#include "nefi/diagnostics/probes.h"
+#include "nefi/measurement.h"
+#include "nefi/operators/operator.h"
+
+namespace nefi::diagnostics {
+
+// --exact-sensitivity costs one operator product a cell: up to 64^3.
+inline constexpr int64_t kMaxExactCells = 262144;
+
+struct DiagnoseOptions {
+  int probes = 32;                 // Hutchinson and null-space probes
+  int k = 8;                       // singular values reported
+  int n_iter = 24;                 // bidiagonalisation steps (>= k)
+  bool exact_sensitivity = false;  // every column's norm (one J product a cell)
+  uint64_t seed = 0;
+};
+
+struct Diagnostics {
+  // What was diagnosed (filled by the caller: instance, method, seed, where).
+  std::string instance, method, at = "initialization";
+  uint64_t seed = 0;
+  DiagnoseOptions options;
+  // The linearization.
+  std::string jvp_mode;
+  fk::Dims field_shape, data_shape;
+  Spectrum spectrum;
+  double condition = 0;  // s1 / s_k over the values found (inf when s_k is 0)
+  ProbeReport probes;
+  // The data fit at x: mask-weighted RMS of F(x) - y, the noise std (< 0:
+  // unknown) and their ratio (NaN when the noise is unknown).
+  double residual_rms = 0, noise_std = -1, misfit_ratio = 0;
+};
+
+// The mask-weighted RMS of prediction - y, y resampled to the prediction's
+// grid when it differs (NaN when no cell is observed).
+double residual_rms(const fk::Tensor& prediction, const Measurement& y);
+
+// `x` the field (the operator's input) and `y` the measurement (resampled to
+// the operator's output grid when it differs).
+Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
+                     const DiagnoseOptions& options);
+
+}  // namespace nefi::diagnostics

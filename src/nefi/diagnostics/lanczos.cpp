@@ -1,0 +1,143 @@
+#include "nefi/diagnostics/lanczos.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "fk/error.h"
+
+namespace nefi::diagnostics {
+namespace {
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+double norm(const Vec& a) {
+  return std::sqrt(dot(a, a));
+}
+
+// x -= sum_i <x, q_i> q_i, twice ("twice is enough" for orthogonality).
+void reorthogonalise(Vec& x, const std::vector<Vec>& basis) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (const Vec& q : basis) {
+      const double c = dot(x, q);
+      for (size_t i = 0; i < x.size(); ++i) x[i] -= c * q[i];
+    }
+}
+
+void check_length(const Vec& v, int64_t want, const char* what) {
+  FK_CHECK(static_cast<int64_t>(v.size()) == want, "nefi::diagnostics::leading_singular_values",
+           std::string(what) + " of length " + std::to_string(want), std::to_string(v.size()));
+}
+
+}  // namespace
+
+Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t seed) {
+  FK_CHECK(J.n >= 1 && J.m >= 1 && J.apply && J.adjoint,
+           "nefi::diagnostics::leading_singular_values", "a map with n, m >= 1 and both products",
+           "n " + std::to_string(J.n) + ", m " + std::to_string(J.m));
+  FK_CHECK(k >= 1 && n_iter >= k, "nefi::diagnostics::leading_singular_values",
+           "k >= 1 and n_iter >= k",
+           "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
+  const int steps = static_cast<int>(std::min<int64_t>({n_iter, J.n, J.m}));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  Vec v(J.n);
+  for (double& x : v) x = normal(rng);
+  const double v_norm = norm(v);
+  for (double& x : v) x /= v_norm;
+  std::vector<Vec> vs{v}, us;
+  std::vector<double> alpha, beta;
+  Spectrum out;
+  double scale = 0;
+  Vec p = J.apply(v);
+  check_length(p, J.m, "J v");
+  for (int j = 0; j < steps; ++j) {
+    reorthogonalise(p, us);
+    const double a = norm(p);
+    scale = std::max(scale, a);
+    if (a <= 1e-13 * scale || a == 0) {
+      out.invariant = true;
+      break;
+    }
+    alpha.push_back(a);
+    for (double& x : p) x /= a;
+    us.push_back(p);
+    if (j + 1 == steps) break;
+    Vec r = J.adjoint(us.back());
+    check_length(r, J.n, "J^T u");
+    for (size_t i = 0; i < r.size(); ++i) r[i] -= a * vs.back()[i];
+    reorthogonalise(r, vs);
+    const double b = norm(r);
+    if (b <= 1e-13 * scale) {
+      out.invariant = true;
+      break;
+    }
+    beta.push_back(b);
+    for (double& x : r) x /= b;
+    vs.push_back(r);
+    p = J.apply(r);
+    check_length(p, J.m, "J v");
+    for (size_t i = 0; i < p.size(); ++i) p[i] -= b * us.back()[i];
+  }
+  const int d = static_cast<int>(alpha.size());
+  out.iterations = d;
+  if (d == 0) {
+    out.singular_values.assign(1, 0.0);  // J annihilates the start vector's Krylov space
+    return out;
+  }
+  // A breakdown on the data side (J v_{d+1} in span(u)) leaves b_d: B is then
+  // d x (d + 1), its last column b_d (the null-space part of the start).
+  const int cols = beta.size() == alpha.size() ? d + 1 : d;
+  std::vector<double> B(static_cast<size_t>(d) * cols, 0.0);
+  for (int i = 0; i < d; ++i) {
+    B[i * cols + i] = alpha[i];
+    if (i < static_cast<int>(beta.size())) B[i * cols + i + 1] = beta[i];
+  }
+  std::vector<double> s = dense_singular_values(std::move(B), d, cols);
+  s.resize(std::min<size_t>(s.size(), k));
+  out.singular_values = std::move(s);
+  return out;
+}
+
+std::vector<double> dense_singular_values(std::vector<double> a, int rows, int cols) {
+  FK_CHECK(rows >= 1 && cols >= 1 && a.size() == static_cast<size_t>(rows) * cols,
+           "nefi::diagnostics::dense_singular_values", "a rows x cols matrix",
+           std::to_string(a.size()) + " values for " + std::to_string(rows) + " x " +
+               std::to_string(cols));
+  // Rotate column pairs until all are orthogonal; the column norms are then
+  // the singular values (Hestenes' one-sided Jacobi).
+  auto col_dot = [&](int p, int q) {
+    double s = 0;
+    for (int i = 0; i < rows; ++i) s += a[i * cols + p] * a[i * cols + q];
+    return s;
+  };
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    double off = 0;
+    for (int p = 0; p < cols; ++p)
+      for (int q = p + 1; q < cols; ++q) {
+        const double app = col_dot(p, p), aqq = col_dot(q, q), apq = col_dot(p, q);
+        if (apq == 0 || std::abs(apq) <= 1e-15 * std::sqrt(app * aqq)) continue;
+        off = std::max(off, std::abs(apq) / std::sqrt(app * aqq));
+        const double zeta = (aqq - app) / (2 * apq);
+        const double t = std::copysign(1.0, zeta) / (std::abs(zeta) + std::sqrt(1 + zeta * zeta));
+        const double c = 1 / std::sqrt(1 + t * t), s = c * t;
+        for (int i = 0; i < rows; ++i) {
+          const double x = a[i * cols + p], y = a[i * cols + q];
+          a[i * cols + p] = c * x - s * y;
+          a[i * cols + q] = s * x + c * y;
+        }
+      }
+    if (off <= 1e-15) break;
+  }
+  std::vector<double> sv(cols);
+  for (int p = 0; p < cols; ++p) sv[p] = std::sqrt(col_dot(p, p));
+  std::sort(sv.begin(), sv.end(), std::greater<>());
+  return sv;
+}
+
+}  // namespace nefi::diagnostics

@@ -1,0 +1,45 @@
+#pragma once
+// The leading singular values of a linear map known only through its
+// products J v and J^T u (the linearized forward operator: nefi.md §2.9,
+// "Lanczos on JVP/VJP"), by Golub–Kahan–Lanczos bidiagonalisation:
+//   v1 random unit;  a1 u1 = J v1;
+//   b_j v_{j+1} = J^T u_j - a_j v_j;  a_{j+1} u_{j+1} = J v_{j+1} - b_j u_j,
+// each new vector re-orthogonalised against all earlier ones (full
+// reorthogonalisation, two passes), so n_iter steps cost n_iter products each
+// way and O(n_iter^2 (n + m)) flops. A repeated singular value is found once
+// per copy only after the Krylov space of the start is exhausted (round-off
+// then opens the other copies), so with few steps multiplicities can be
+// under-reported. The singular values of the n_iter x
+// n_iter upper-bidiagonal B = [a on the diagonal, b above] (one-sided Jacobi)
+// converge to J's largest first; with n_iter >= rank(J) they are exact to
+// round-off. A breakdown (a or b below 1e-13 of the largest seen) means an
+// invariant subspace was found and ends the iteration early.
+// Vectors are host f64; the start vector comes from std::mt19937_64(seed).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace nefi::diagnostics {
+
+using Vec = std::vector<double>;
+
+struct LinearMap {
+  int64_t n = 0;                           // input length (the field's cells)
+  int64_t m = 0;                           // output length (the prediction's cells)
+  std::function<Vec(const Vec&)> apply;    // J v, v of length n
+  std::function<Vec(const Vec&)> adjoint;  // J^T u, u of length m
+};
+
+struct Spectrum {
+  std::vector<double> singular_values;  // the k largest Ritz values, descending
+  int iterations = 0;                   // bidiagonalisation steps taken
+  bool invariant = false;               // ended on a breakdown (values exact)
+};
+
+Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t seed);
+
+// All singular values (descending) of a small dense rows x cols matrix,
+// row-major, by one-sided Jacobi rotations to round-off.
+std::vector<double> dense_singular_values(std::vector<double> a, int rows, int cols);
+
+}  // namespace nefi::diagnostics

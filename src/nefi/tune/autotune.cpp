@@ -1,0 +1,207 @@
+#include "nefi/tune/autotune.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "fk/error.h"
+#include "nefi/bench/variants.h"
+#include "nefi/diagnostics/diagnose.h"
+
+namespace nefi::tune {
+namespace {
+
+// 10^(i/2) for i in [lo, hi]: factors half a decade apart.
+std::vector<double> half_decades(int lo, int hi) {
+  std::vector<double> v;
+  for (int i = lo; i <= hi; ++i) v.push_back(std::pow(10.0, i / 2.0));
+  return v;
+}
+
+// The method's total steps under cfg (the steps list's sum, or a count),
+// capped by cfg.max_total_steps.
+int total_steps(const RunConfig& cfg) {
+  double total = 0;
+  for (const auto& e : cfg.config.entries()) {
+    if (e.key != "steps") continue;
+    if (const auto* l = std::get_if<std::vector<double>>(&e.value))
+      total = std::accumulate(l->begin(), l->end(), 0.0);
+    else if (const auto* i = std::get_if<int64_t>(&e.value))
+      total = static_cast<double>(*i);
+  }
+  FK_CHECK(total >= 1, "nefi autotune", "an instance with a 'steps' config key",
+           cfg.instance + " has none");
+  if (cfg.max_total_steps > 0) total = std::min<double>(total, cfg.max_total_steps);
+  return static_cast<int>(total);
+}
+
+Pilot run_pilot(const Instance& inst, const RunConfig& cfg, const std::string& method, int steps,
+                const std::string& value) {
+  Pilot p;
+  p.value = value;
+  bool direct = false;
+  try {
+    SolverOptions so = solver_options(cfg);
+    so.max_total_steps = steps;
+    const RunOutput out = inst.run(cfg.config, method, cfg.seed, so);
+    p.steps = out.result.total_steps();
+    direct = p.steps == 0;
+    if (!direct) p.residual_rms = diagnostics::residual_rms(out.result.prediction, out.measurement);
+    p.misfit_ratio = out.measurement.noise_std > 0 ? p.residual_rms / out.measurement.noise_std
+                                                   : std::numeric_limits<double>::quiet_NaN();
+    p.oracle = out.metrics;
+    if (!std::isfinite(p.residual_rms)) p.error = "diverged (non-finite residual)";
+  } catch (const std::exception& e) {
+    p.error = e.what();
+  }
+  FK_CHECK(!direct, "nefi autotune --method", "a method that runs the solver loop",
+           "'" + method + "' (a direct method)");
+  return p;
+}
+
+std::string value_text(double v) {
+  return Params::render(v);
+}
+
+// Pilots of `key` at base x each factor (the config's value set each time).
+std::vector<Pilot> pilots(const Instance& inst, const RunConfig& cfg, const std::string& method,
+                          int steps, const std::string& key, double base,
+                          const std::vector<double>& factors,
+                          const std::function<void(const std::string&)>& log) {
+  std::vector<Pilot> out;
+  for (double f : factors) {
+    RunConfig c = cfg;
+    // Six significant digits: 3e-4, not 0.00030000000000000003.
+    const std::string v = value_text(std::stod(fmt::format("{:.6g}", base * f)));
+    c.config.set(key, v);
+    out.push_back(run_pilot(inst, c, method, steps, v));
+    const Pilot& p = out.back();
+    if (log)
+      log(p.error.empty()
+              ? fmt::format("{}={}: residual {:.4e} ({} steps)", key, v, p.residual_rms, p.steps)
+              : fmt::format("{}={}: failed: {}", key, v, p.error));
+  }
+  return out;
+}
+
+Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method, int steps,
+                 const LevelPlan& plan, const std::function<void(const std::string&)>& log) {
+  Decision d;
+  d.key = lr_key(cfg.config, method);
+  d.rule = "lowest RMS data residual after a pilot solve";
+  const double lr = cfg.config.d(d.key);
+  d.before = value_text(lr);
+  d.pilots = pilots(inst, cfg, method, steps, d.key, lr, plan.lr_factors, log);
+  const Pilot* best = nullptr;
+  for (const Pilot& p : d.pilots)
+    if (p.error.empty() && (!best || p.residual_rms < best->residual_rms)) best = &p;
+  if (!best) {
+    d.chosen = d.before;
+    d.reason = "every pilot failed; the learning rate is kept";
+    return d;
+  }
+  d.chosen = best->value;
+  d.reason =
+      fmt::format("residual {:.4e}, the lowest of {} pilots", best->residual_rms, d.pilots.size());
+  cfg.config.set(d.key, d.chosen);
+  return d;
+}
+
+Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& method, int steps,
+                     const LevelPlan& plan, const std::string& key, double noise,
+                     const std::function<void(const std::string&)>& log) {
+  Decision d;
+  d.key = key;
+  d.rule = fmt::format("discrepancy principle: the largest weight with residual <= {} sigma",
+                       kDiscrepancyTau);
+  const double w = cfg.config.d(key);
+  d.before = value_text(w);
+  if (!(noise > 0)) {
+    d.chosen = d.before;
+    d.reason = "the noise level is unknown; the weight is kept";
+    return d;
+  }
+  d.pilots = pilots(inst, cfg, method, steps, key, w, plan.weight_factors, log);
+  const Pilot* lowest = nullptr;
+  for (const Pilot& p : d.pilots)
+    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
+  if (!lowest) {
+    d.chosen = d.before;
+    d.reason = "every pilot failed; the weight is kept";
+    return d;
+  }
+  // The level the residual can reach: sigma, or the lowest pilot's residual
+  // when model error (or a short pilot) keeps every fit above sigma.
+  const double level = std::max(noise, lowest->residual_rms);
+  const Pilot* chosen = lowest;
+  for (const Pilot& p : d.pilots)  // factors ascend: the last that meets is the largest
+    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * level) chosen = &p;
+  d.chosen = chosen->value;
+  d.reason = level > noise
+                 ? fmt::format(
+                       "no pilot reached sigma (the best: {:.3f} sigma); the largest "
+                       "weight within {} x that floor: residual {:.3f} sigma",
+                       lowest->residual_rms / noise, kDiscrepancyTau, chosen->residual_rms / noise)
+                 : fmt::format("residual {:.4e} = {:.3f} sigma", chosen->residual_rms,
+                               chosen->residual_rms / noise);
+  cfg.config.set(key, d.chosen);
+  return d;
+}
+
+}  // namespace
+
+LevelPlan level_plan(const std::string& level) {
+  if (level == "quick") return {"quick", {1.0 / 3, 1, 3}, {0.1, 1, 10}, 0.25};
+  if (level == "standard")
+    return {"standard", {0.1, 0.3, 1, 3, 10}, {0.01, 0.1, 0.3, 1, 3, 10, 100}, 0.5};
+  if (level == "thorough") return {"thorough", half_decades(-3, 3), half_decades(-6, 6), 1.0};
+  throw fk::Error("--level", "quick, standard or thorough", "'" + level + "'");
+}
+
+std::string lr_key(const Params& config, const std::string& method) {
+  if (method == "grid" && config.has("grid_lr")) return "grid_lr";
+  FK_CHECK(config.has("lr"), "nefi autotune", "a config with an 'lr' key", "none");
+  return "lr";
+}
+
+AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::string& method,
+                        const LevelPlan& plan,
+                        const std::function<void(const std::string&)>& on_log) {
+  AutotuneReport r;
+  r.instance = cfg.instance;
+  r.method = method;
+  r.level = plan.name;
+  r.seed = cfg.seed;
+  r.total_steps = total_steps(cfg);
+  r.pilot_steps = std::max(2, static_cast<int>(std::lround(plan.pilot_fraction * r.total_steps)));
+  r.noise_std = inst.make_measurement(cfg.config, cfg.seed).first.noise_std;
+  r.tuned = cfg;
+  r.tuned.methods = {method};
+  r.decisions.push_back(tune_lr(inst, r.tuned, method, r.pilot_steps, plan, on_log));
+  for (const std::string& key : bench::loss_weight_keys(cfg.config))
+    if (cfg.config.d(key) > 0)
+      r.decisions.push_back(
+          tune_weight(inst, r.tuned, method, r.pilot_steps, plan, key, r.noise_std, on_log));
+  return r;
+}
+
+Comparison compare(const Instance& inst, const RunConfig& original, const AutotuneReport& report) {
+  Comparison c;
+  const RunOutput a =
+      inst.run(original.config, report.method, original.seed, solver_options(original));
+  const RunOutput b =
+      inst.run(report.tuned.config, report.method, report.tuned.seed, solver_options(report.tuned));
+  c.default_metrics = a.metrics;
+  c.tuned_metrics = b.metrics;
+  c.default_residual = diagnostics::residual_rms(a.result.prediction, a.measurement);
+  c.tuned_residual = diagnostics::residual_rms(b.result.prediction, b.measurement);
+  c.default_steps = a.result.total_steps();
+  c.tuned_steps = b.result.total_steps();
+  return c;
+}
+
+}  // namespace nefi::tune

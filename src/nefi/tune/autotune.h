@@ -1,0 +1,86 @@
+#pragma once
+// autotune: the learning rate and the regularizer weights of one method,
+// chosen from the data alone by short pilot solves (nefi.md §3.7):
+//   1. learning rate: pilots at lr x each factor of the level; the one with
+//      the lowest RMS data residual wins (a diverged or failed pilot never
+//      does).
+//   2. each regularizer weight the config switches on (a loss weight > 0,
+//      bench/variants.h's loss_weight_keys), in key order, at the chosen lr:
+//      pilots at w x each factor; by Morozov's discrepancy principle the
+//      largest weight whose RMS residual is <= tau L (tau = 1.1) wins, L the
+//      noise sigma, or the lowest pilot residual when every pilot stays above
+//      sigma (model error in the data, or pilots too short to fit down to the
+//      noise): then the largest weight that costs at most 10 % over the best
+//      fit wins. With the noise level unknown the weight is kept.
+// Ground-truth metrics of the pilots are recorded for the reader only; no
+// decision reads them. A pilot runs pilot_fraction of the method's total
+// steps (every stage scaled alike). Levels:
+//   quick     lr x {1/3, 1, 3}            w x {0.1, 1, 10}                     25 %
+//   standard  lr x {0.1, 0.3, 1, 3, 10}   w x {0.01, 0.1, 0.3, 1, 3, 10, 100}  50 %
+//   thorough  lr x 10^{-1.5 ... 1.5}      w x 10^{-3 ... 3}                   100 %
+//             in half decades (7 and 13 values)
+// The tuned config is the input config with the chosen values, and
+// `nefi run tuned_config.yaml` solves exactly what compare() reports.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+
+namespace nefi::tune {
+
+struct LevelPlan {
+  std::string name;
+  std::vector<double> lr_factors, weight_factors;
+  double pilot_fraction = 0.25;
+};
+// quick | standard | thorough (an fk::Error names the levels otherwise).
+LevelPlan level_plan(const std::string& level);
+
+inline constexpr double kDiscrepancyTau = 1.1;
+
+struct Pilot {
+  std::string value;  // the candidate as written into the config
+  double residual_rms = 0;
+  double misfit_ratio = 0;  // residual / sigma (NaN when sigma is unknown)
+  int steps = 0;
+  std::string error;                     // non-empty: the pilot failed or diverged
+  std::map<std::string, double> oracle;  // ground-truth metrics, never used to decide
+};
+
+struct Decision {
+  std::string key, rule, before, chosen, reason;
+  std::vector<Pilot> pilots;
+};
+
+struct Comparison {
+  std::map<std::string, double> default_metrics, tuned_metrics;
+  double default_residual = 0, tuned_residual = 0;
+  int default_steps = 0, tuned_steps = 0;
+};
+
+struct AutotuneReport {
+  std::string instance, method, level;
+  uint64_t seed = 0;
+  int pilot_steps = 0, total_steps = 0;
+  double noise_std = -1;
+  std::vector<Decision> decisions;
+  RunConfig tuned;
+  std::optional<Comparison> comparison;
+};
+
+// The learning-rate key of a method: grid_lr for grid when declared, else lr.
+std::string lr_key(const Params& config, const std::string& method);
+
+// `cfg` is the config to tune (its max_total_steps, if any, caps the solves);
+// on_log gets one line per pilot.
+AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::string& method,
+                        const LevelPlan& plan,
+                        const std::function<void(const std::string&)>& on_log = {});
+// Full solves of `original` and report.tuned (what --compare adds).
+Comparison compare(const Instance& inst, const RunConfig& original, const AutotuneReport& report);
+
+}  // namespace nefi::tune

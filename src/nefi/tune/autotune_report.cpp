@@ -1,0 +1,116 @@
+#include "nefi/tune/autotune_report.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fk/error.h"
+
+namespace nefi::tune {
+namespace {
+
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+std::string metrics_text(const std::map<std::string, double>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += fmt::format("{}{} {:.4g}", s.empty() ? "" : ", ", k, v);
+  return s;
+}
+
+}  // namespace
+
+std::string autotune_md(const AutotuneReport& r) {
+  std::string s = fmt::format(
+      "# Autotune: {} ({}, seed {}), level {}\n\n"
+      "Pilot solves of {} steps each (the method's budget: {}); noise sigma {}. "
+      "Decisions read the data residual only; the ground-truth metrics are shown for the "
+      "reader.\n",
+      r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
+      r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
+  for (const Decision& d : r.decisions) {
+    s += fmt::format("\n## {}: {} -> {}\n\nRule: {}. {}.\n", d.key, d.before, d.chosen, d.rule,
+                     d.reason);
+    if (d.pilots.empty()) continue;
+    s += "\n| value | residual RMS | residual / sigma | steps | ground truth (not used) |\n"
+         "|---|---|---|---|---|\n";
+    for (const Pilot& p : d.pilots) {
+      const std::string mark = p.value == d.chosen ? "**" : "";
+      s += p.error.empty()
+               ? fmt::format("| {0}{1}{0} | {2:.4e} | {3:.3f} | {4} | {5} |\n", mark, p.value,
+                             p.residual_rms, p.misfit_ratio, p.steps, metrics_text(p.oracle))
+               : fmt::format("| {} | failed: {} | | | |\n", p.value, p.error);
+    }
+  }
+  if (r.comparison) {
+    const Comparison& c = *r.comparison;
+    s += fmt::format(
+        "\n## Comparison (full solves)\n\n| config | steps | residual RMS | metrics |\n"
+        "|---|---|---|---|\n| default | {} | {:.4e} | {} |\n| tuned | {} | {:.4e} | {} |\n",
+        c.default_steps, c.default_residual, metrics_text(c.default_metrics), c.tuned_steps,
+        c.tuned_residual, metrics_text(c.tuned_metrics));
+  }
+  s += "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
+  return s;
+}
+
+std::string autotune_json(const AutotuneReport& r) {
+  nlohmann::json j;
+  j["instance"] = r.instance;
+  j["method"] = r.method;
+  j["seed"] = r.seed;
+  j["level"] = r.level;
+  j["pilot_steps"] = r.pilot_steps;
+  j["total_steps"] = r.total_steps;
+  j["noise_std"] = r.noise_std >= 0 ? nlohmann::json(r.noise_std) : nlohmann::json();
+  j["discrepancy_tau"] = kDiscrepancyTau;
+  j["decisions"] = nlohmann::json::array();
+  for (const Decision& d : r.decisions) {
+    nlohmann::json e{{"key", d.key},       {"rule", d.rule},
+                     {"before", d.before}, {"chosen", d.chosen},
+                     {"reason", d.reason}, {"evidence", nlohmann::json::array()}};
+    for (const Pilot& p : d.pilots)
+      e["evidence"].push_back({{"value", p.value},
+                               {"residual_rms", number(p.residual_rms)},
+                               {"misfit_ratio", number(p.misfit_ratio)},
+                               {"steps", p.steps},
+                               {"error", p.error},
+                               {"ground_truth_not_used", p.oracle}});
+    j["decisions"].push_back(e);
+  }
+  j["applied_in_process"] = nlohmann::json::array();  // no gauge fixes are applied
+  if (r.comparison) {
+    const Comparison& c = *r.comparison;
+    j["comparison"] = {{"default",
+                        {{"metrics", c.default_metrics},
+                         {"residual_rms", number(c.default_residual)},
+                         {"steps", c.default_steps}}},
+                       {"tuned",
+                        {{"metrics", c.tuned_metrics},
+                         {"residual_rms", number(c.tuned_residual)},
+                         {"steps", c.tuned_steps}}}};
+  }
+  j["tuned_config"] = "tuned_config.yaml";
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::string> write_autotune(const std::string& dir, const AutotuneReport& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  FK_CHECK(!ec && std::filesystem::is_directory(dir), "nefi autotune --out",
+           "a directory that can be created", dir);
+  const std::vector<std::string> files{dir + "/autotune.md", dir + "/autotune.json",
+                                       dir + "/tuned_config.yaml"};
+  std::ofstream(files[0]) << autotune_md(r);
+  std::ofstream(files[1]) << autotune_json(r);
+  std::ofstream(files[2]) << "# nefi autotune (" << r.level << "): " << r.instance << ", tuned for "
+                          << r.method << "\n"
+                          << to_yaml(r.tuned);
+  return files;
+}
+
+}  // namespace nefi::tune

@@ -1,0 +1,17 @@
+#pragma once
+// The files of `nefi autotune`: autotune.md (the decisions, each with its
+// pilots' residuals; the comparison with --compare), autotune.json (the same
+// numbers) and tuned_config.yaml (re-runnable with `nefi run`).
+#include <string>
+#include <vector>
+
+#include "nefi/tune/autotune.h"
+
+namespace nefi::tune {
+
+std::string autotune_md(const AutotuneReport& r);
+std::string autotune_json(const AutotuneReport& r);
+// The three files into `dir` (created); returns their paths.
+std::vector<std::string> write_autotune(const std::string& dir, const AutotuneReport& r);
+
+}  // namespace nefi::tune

@@ -1,0 +1,62 @@
+// nefi diagnose on toy1d (a Gaussian blur: every singular value <= 1, the
+// first the kernel's sum on the interior) at the start and at the solution,
+// and one-line errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "nefi/cli/cli_output.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+using nefi::test::nefi_built;
+using nefi::test::nefi_stdout;
+namespace fs = std::filesystem;
+
+TEST(DiagnoseCli, SmokeAtStartAndSolution) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path a = nefi::test::fresh_dir("diagnose_start"),
+                 b = nefi::test::fresh_dir("diagnose_solve");
+  const auto r = nefi_stdout("diagnose toy1d --smoke -o " + a.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("# Diagnostics: toy1d"), std::string::npos);
+  for (const char* f : {"diagnostics.md", "diagnostics.json", "sensitivity.npy", "diagnostics.png"})
+    EXPECT_TRUE(fs::exists(a / f)) << f;
+  const auto j = nlohmann::json::parse(nefi::test::slurp(a / "diagnostics.json"));
+  EXPECT_EQ(j["settings"]["k"], 4);  // --smoke: k <= 4, probes <= 8, n-iter <= 12
+  EXPECT_EQ(j["settings"]["probes"], 8);
+  EXPECT_EQ(j["jvp_mode"], "exact (linear operator)");
+  const auto sv = j["singular_values"].get<std::vector<double>>();
+  ASSERT_EQ(sv.size(), 4u);
+  EXPECT_LE(sv[0], 1.0 + 1e-5);  // a unit-sum non-negative kernel never amplifies
+  EXPECT_GT(sv[0], 0.95);
+  for (size_t i = 1; i < sv.size(); ++i) EXPECT_LE(sv[i], sv[i - 1]);
+  const double start_ratio = j["data_fit"]["misfit_ratio"];
+  ASSERT_EQ(nefi_stdout("diagnose toy1d --smoke --solve --no-plot -o " + b.string()).status, 0);
+  const auto s = nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"));
+  EXPECT_FALSE(fs::exists(b / "diagnostics.png"));
+  EXPECT_NE(s["at"].get<std::string>().find("solution"), std::string::npos);
+  EXPECT_LT(s["data_fit"]["misfit_ratio"].get<double>(), start_ratio / 5);
+  EXPECT_FALSE(s["sensitivity"]["exact"].get<bool>());
+  ASSERT_EQ(
+      nefi_stdout("diagnose toy1d --smoke --exact-sensitivity --no-plot -o " + b.string()).status,
+      0);
+  EXPECT_TRUE(
+      nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"))["sensitivity"]["exact"]
+          .get<bool>());
+}
+
+TEST(DiagnoseCli, BadInputPrintsOneLine) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  nefi::test::expect_one_line_errors({{"diagnose toy1d --k 0", "--k"},
+                                      {"diagnose toy1d --k 8 --n-iter 4", "--n-iter"},
+                                      {"diagnose toy1d --probes 0", "--probes"},
+                                      {"diagnose toy1d --method admm", "admm"},
+                                      {"diagnose deconvolution --method wiener", "wiener"},
+                                      {"diagnose toy1d --set bogus=1", "bogus"},
+                                      {"diagnose", "target"}},
+                                     nefi::test::scratch());
+}
+
+}  // namespace

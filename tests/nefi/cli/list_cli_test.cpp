@@ -1,0 +1,65 @@
+// nefi list [KIND] [-v] [--json] and nefi run --plot/--no-plot.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "nefi/cli/cli_output.h"
+#include "nefi/instances/instance.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+using nefi::test::nefi_built;
+using nefi::test::nefi_stdout;
+namespace fs = std::filesystem;
+
+TEST(ListCli, JsonListsEveryInstanceAndConfig) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto r = nefi_stdout("list --json -v");
+  ASSERT_EQ(r.status, 0);
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["instances"].size(), nefi::all_instances().size());
+  for (size_t i = 0; i < j["instances"].size(); ++i) {
+    const auto& e = j["instances"][i];
+    const auto& inst = nefi::all_instances()[i];
+    EXPECT_EQ(e["name"], inst->name());
+    EXPECT_EQ(e["methods"].get<std::vector<std::string>>(), inst->methods());
+    EXPECT_EQ(e["config"].size(), inst->default_config().entries().size()) << inst->name();
+  }
+  const auto& toy = j["instances"][0];
+  const auto it = std::find_if(toy["config"].begin(), toy["config"].end(),
+                               [](const auto& c) { return c["key"] == "n"; });
+  ASSERT_NE(it, toy["config"].end());
+  EXPECT_EQ((*it)["value"], 128);
+  EXPECT_EQ((*it)["doc"], "grid cells");
+  const auto configs = j["configs"].get<std::vector<std::string>>();
+  EXPECT_TRUE(std::any_of(configs.begin(), configs.end(),
+                          [](const std::string& c) { return c.ends_with("toy1d_smoke.yaml"); }));
+  // Without -v the configs are left out; a kind keeps to its registry.
+  const auto brief = nlohmann::json::parse(nefi_stdout("list instances --json").out);
+  EXPECT_FALSE(brief["instances"][0].contains("config"));
+  EXPECT_FALSE(brief.contains("configs"));
+  const auto text = nefi_stdout("list instances -v");
+  EXPECT_NE(text.out.find("anneal_fraction"), std::string::npos);
+  nefi::test::expect_one_line_errors({{"list operators", "operators"}, {"list --jsn", "--jsn"}},
+                                     nefi::test::scratch());
+}
+
+TEST(RunCli, NoPlotSkipsTheFigures) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path a = nefi::test::fresh_dir("run_plot"), b = nefi::test::fresh_dir("run_no_plot");
+  ASSERT_EQ(nefi_stdout("run toy1d --smoke --smoke-steps 4 -m neural -o " + a.string()).status, 0);
+  ASSERT_EQ(
+      nefi_stdout("run toy1d --smoke --smoke-steps 4 -m neural --no-plot -o " + b.string()).status,
+      0);
+  EXPECT_TRUE(fs::exists(a / "panel.png"));
+  EXPECT_TRUE(fs::exists(a / "history.png"));
+  EXPECT_FALSE(fs::exists(b / "panel.png"));
+  EXPECT_FALSE(fs::exists(b / "history.png"));
+  EXPECT_TRUE(fs::exists(b / "metrics.json"));
+  // The figures change nothing else: the solutions are the same bytes.
+  EXPECT_EQ(nefi::test::slurp(a / "neural.npy"), nefi::test::slurp(b / "neural.npy"));
+}
+
+}  // namespace

@@ -1,0 +1,130 @@
+// autotune's rules on a stand-in instance whose residual is a known function
+// of the learning rate and the TV weight: residual = 0.1 |log10(lr) + 2| +
+// 0.05 + 10 tv (sigma 0.1), NaN for lr > 0.05 (a diverging pilot). So the
+// best lr is 1e-2, and the discrepancy principle (residual <= 1.1 sigma)
+// holds up to tv = 6e-3.
+#include "nefi/tune/autotune.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "nefi/tune/autotune_report.h"
+
+namespace nefi::tune {
+namespace {
+
+class ResidualModel : public Instance {
+ public:
+  explicit ResidualModel(double sigma) : sigma_(sigma) {}
+  std::string name() const override { return "model"; }
+  std::string summary() const override { return "a residual known in closed form"; }
+  Params default_config() const override {
+    Params p;
+    p.declare("steps", std::vector<double>{40, 60}, "steps per stage");
+    p.declare("lr", 1e-3, "learning rate");
+    p.declare("tv", 1e-3, "TV weight");
+    p.declare("l1", 0.0, "L1 weight");
+    p.declare("out_init_scale", 0.1, "output-layer weight scale");
+    return p;
+  }
+  std::vector<std::string> methods() const override { return {"neural"}; }
+  std::vector<std::string> scenes() const override { return {"any"}; }
+  std::pair<Measurement, fk::Tensor> make_measurement(const Params&, uint64_t) const override {
+    Measurement m;
+    m.data = fk::zeros({8}, {fk::DType::F64});
+    m.noise_std = sigma_;
+    return {m, fk::zeros({8}, {fk::DType::F64})};
+  }
+  RunOutput run(const Params& p, const std::string& method, uint64_t seed,
+                const SolverOptions& so) const override {
+    auto [m, gt] = make_measurement(p, seed);
+    RunOutput out = start_run_output(method, m, gt);
+    const double lr = p.d("lr");
+    const double r = lr > 0.05 ? NAN : 0.1 * std::abs(std::log10(lr) + 2) + 0.05 + 10 * p.d("tv");
+    out.result.prediction = fk::full({8}, r, {fk::DType::F64});
+    StageResult s;
+    s.steps = so.max_total_steps > 0 ? so.max_total_steps : 100;
+    out.result.stages = {s};
+    out.metrics = {{"psnr", -r}};
+    ++runs;
+    return out;
+  }
+  mutable int runs = 0;
+
+ private:
+  double sigma_;
+};
+
+RunConfig model_config() {
+  RunConfig c;
+  c.instance = "model";
+  c.config = ResidualModel(0.1).default_config();
+  c.methods = {"neural"};
+  return c;
+}
+
+TEST(Autotune, LearningRateByResidualThenWeightByDiscrepancy) {
+  ResidualModel inst(0.1);
+  RunConfig cfg = model_config();
+  cfg.config.set("lr", "3e-3");
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
+  EXPECT_EQ(r.pilot_steps, 50);       // 50 % of 100
+  ASSERT_EQ(r.decisions.size(), 2u);  // lr and tv; l1 is off and stays off
+  const Decision& lr = r.decisions[0];
+  EXPECT_EQ(lr.key, "lr");
+  ASSERT_EQ(lr.pilots.size(), 5u);             // 3e-4 ... 3e-2 ... 3e-2 x 10 = 0.03
+  EXPECT_EQ(lr.chosen, Params::render(9e-3));  // 9e-3: the nearest to 1e-2
+  const Decision& tv = r.decisions[1];
+  EXPECT_EQ(tv.key, "tv");
+  ASSERT_EQ(tv.pilots.size(), 7u);
+  EXPECT_EQ(tv.chosen, Params::render(3e-3));  // 3e-3 meets 1.1 sigma; 1e-2 does not
+  EXPECT_EQ(r.tuned.config.d("tv"), 3e-3);
+  EXPECT_EQ(r.tuned.config.d("lr"), 9e-3);
+  EXPECT_EQ(r.tuned.config.d("l1"), 0.0);
+  EXPECT_EQ(inst.runs, 12);
+}
+
+TEST(Autotune, DivergedPilotsNeverWinAndUnreachedDiscrepancyFallsBack) {
+  ResidualModel inst(0.01);  // sigma so small no weight reaches 1.1 sigma
+  RunConfig cfg = model_config();
+  cfg.config.set("lr", "2e-2");
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("quick"));
+  const Decision& lr = r.decisions[0];
+  EXPECT_FALSE(lr.pilots[2].error.empty());          // 6e-2 diverged
+  EXPECT_EQ(lr.chosen, Params::render(0.00666667));  // 6.7e-3 beats 2e-2
+  // Every residual stays above sigma; the floor 0.0686 sets the level:
+  // tv = 1e-3 gives 0.0776 > 1.1 x 0.0686, so 1e-4 stays.
+  EXPECT_EQ(r.decisions[1].chosen, Params::render(1e-4));  // the lowest residual
+  EXPECT_NE(r.decisions[1].reason.find("no pilot reached sigma"), std::string::npos);
+  const std::string md = autotune_md(r);
+  EXPECT_NE(md.find("failed: diverged"), std::string::npos) << md;
+}
+
+TEST(Autotune, ModelErrorFloorSetsTheDiscrepancyLevel) {
+  // sigma 0.01 with lr exact (1e-2): residuals 0.05 + 10 tv, the floor
+  // 0.05001 at tv = 1e-6; tv = 1e-3 (0.06) is beyond 1.1 x 0.05001, so 3e-4
+  // (0.053) is the largest weight within.
+  ResidualModel inst(0.01);
+  RunConfig cfg = model_config();
+  cfg.config.set("lr", "1e-2");
+  cfg.config.set("tv", "1e-4");
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
+  EXPECT_EQ(r.decisions[0].chosen, Params::render(1e-2));
+  EXPECT_EQ(r.decisions[1].chosen, Params::render(3e-4));
+}
+
+TEST(Autotune, UnknownNoiseKeepsTheWeightAndLevelsAreChecked) {
+  ResidualModel inst(-1);
+  const AutotuneReport r = autotune(inst, model_config(), "neural", level_plan("quick"));
+  EXPECT_EQ(r.decisions[1].chosen, r.decisions[1].before);
+  EXPECT_TRUE(r.decisions[1].pilots.empty());
+  EXPECT_EQ(level_plan("thorough").lr_factors.size(), 7u);
+  EXPECT_EQ(level_plan("thorough").weight_factors.size(), 13u);
+  EXPECT_THROW(level_plan("fast"), fk::Error);
+}
+
+}  // namespace
+}  // namespace nefi::tune
