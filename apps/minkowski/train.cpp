@@ -1,6 +1,7 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
 // point files, one CSV row per epoch
-// (loss, held-out mIoU, accuracy, learning rate, points/s), the best
+// (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
+// loss scaler skipped), in f32 or under bf16/fp16 autocast, the best
 // checkpoint by mIoU, and a resumable last checkpoint (model, optimizer,
 // epoch, best mIoU) in the output folder.
 #include <unistd.h>
@@ -11,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "fk/fk.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/schedule.h"
@@ -57,6 +60,7 @@ nn::NamedTensors strip(const nn::NamedTensors& all, const std::string& prefix) {
 struct Progress {
   int epoch = 0;
   double best_miou = -1.0;
+  double loss_scale = 0.0;  // fp16's GradScaler; 0: none
 };
 
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p) {
@@ -64,6 +68,8 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
   for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
   all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
+  if (p.loss_scale > 0)
+    all.emplace_back("loss_scale", fk::full({}, p.loss_scale, {fk::DType::F64}));
   nn::save_tensors(path, all);
 }
 
@@ -75,6 +81,7 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt)
   for (const auto& [n, t] : all) {
     if (n == "epoch") p.epoch = static_cast<int>(t.item());
     if (n == "best_miou") p.best_miou = t.item();
+    if (n == "loss_scale") p.loss_scale = t.item();
   }
   return p;
 }
@@ -152,26 +159,37 @@ int train(const TrainOptions& o) {
   if (o.threads > 0) fk::set_num_threads(o.threads);
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
+  const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   fk::manual_seed(o.seed);
   nn::MinkUNet net(nn::minkunet_options(o.variant, 3, o.classes, 3));
   auto opt = make_optimizer(o, net);
   Progress progress;
   if (o.resume) progress = load_last(last, net, *opt);
+  // fp16 gradients underflow without loss scaling; bf16 has f32's range.
+  std::optional<fk::amp::GradScaler> scaler;
+  if (precision == fk::DType::F16) {
+    fk::amp::GradScalerOptions so;
+    if (progress.loss_scale > 0) so.init_scale = progress.loss_scale;
+    scaler.emplace(so);
+  }
+  const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
   nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
                           int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
   std::ofstream log(o.out + "/log.csv", o.resume ? std::ios::app : std::ios::trunc);
-  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s\n";
+  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
   const bool tty = isatty(fileno(stderr));
   const Source source(o);
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
-    int64_t points = 0;
+    int64_t points = 0, skipped = 0;
     const auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
       opt->set_lr(schedule.at(step));
       const data::Batch batch = source.train_batch(step);
-      loss_sum += nn::train_step(net, *opt, batch.input, batch.labels, {-100, {}, o.clip});
+      const nn::StepResult r = nn::train_step(net, *opt, batch.input, batch.labels, step_options);
+      loss_sum += r.loss;
+      skipped += r.skipped;
       points += batch.input.size();
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -184,6 +202,7 @@ int train(const TrainOptions& o) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const nn::ConfusionMatrix c = validate(net, o, source);
     progress.epoch = epoch + 1;
+    if (scaler) progress.loss_scale = scaler->scale_value();
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {
       progress.best_miou = c.miou();
@@ -191,7 +210,7 @@ int train(const TrainOptions& o) {
     }
     save_last(last, net, *opt, progress);
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
-        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << '\n';
+        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
     std::fprintf(stderr, "%sepoch %d: loss %.4f, val mIoU %.4f, accuracy %.4f%s\n", tty ? "\r" : "",
                  epoch + 1, loss_sum / o.steps_per_epoch, c.miou(), c.accuracy(),

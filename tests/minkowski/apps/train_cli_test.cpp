@@ -1,5 +1,5 @@
 // `minkowski train` / `predict`: a one-step run writes its log and
-// checkpoints, --resume continues the log, predict loads the checkpoint, a
+// checkpoints, --resume continues the log (also in fp16), predict loads the checkpoint, a
 // folder of point files trains, and bad input (another architecture's
 // checkpoint, an unknown optimizer, labels outside the classes) prints
 // one line and exits non-zero. Skipped when the CLI has not been built.
@@ -53,6 +53,19 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  // Mixed precision: fp16 (with loss scaling) trains and resumes; bad names are refused.
+  const std::string half =
+      "--variant 14A --steps-per-epoch 1 --batch 1 --val-scenes 1 --voxel 0.4 --threads 1 "
+      "--precision fp16 --out " +
+      (dir / "half").string();
+  r = fieldkit_test::run_cli(bin, "train --epochs 1 " + half, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + half, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "half" / "log.csv"), 3);
+  r = fieldkit_test::run_cli(bin, "train --precision f64 " + common, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("f32, bf16 or fp16"), std::string::npos) << r.err;
   // A folder of labelled point files: two rooms of 40 points, labels by height.
   fs::create_directories(dir / "points");
   for (const char* name : {"a.xyz", "b.xyz"}) {

@@ -47,7 +47,7 @@ std::vector<double> train(MinkUNet& net, int steps) {
   for (int s = 0; s < steps; ++s) {
     const auto seed = static_cast<uint64_t>(2 * s);
     const data::Batch b = data::scene_batch(scene(), {seed, seed + 1}, kVoxel, &aug);
-    losses.push_back(train_step(net, adam, b.input, b.labels, step));
+    losses.push_back(train_step(net, adam, b.input, b.labels, step).loss);
   }
   return losses;
 }
