@@ -1,9 +1,11 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
-// point files, one CSV row per epoch
+// point files, or a sparse ResNet classifier on generated shapes; one CSV row
+// per epoch
 // (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
 // loss scaler skipped), in f32 or under bf16/fp16 autocast, the best
-// checkpoint by mIoU, and a resumable last checkpoint (model, optimizer,
-// epoch, best mIoU) in the output folder.
+// checkpoint by mIoU, a resumable last checkpoint (model, optimizer,
+// epoch, best mIoU) and the learning curves (curves.png, redrawn from log.csv
+// every epoch) in the output folder.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +15,16 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "fk/fk.h"
+#include "learning_curve.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
 #include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/minkunet.h"
+#include "minkowski/nn/resnet.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
 #include "train.h"
@@ -28,6 +33,61 @@ namespace minkowski_app {
 namespace {
 
 using namespace minkowski;
+
+bool classifier(const TrainOptions& o) {
+  return o.model == "resnet14" || o.model == "resnet18";
+}
+
+// The options with the data's defaults filled in, checked.
+TrainOptions resolved(TrainOptions o) {
+  FK_CHECK(o.model == "minkunet" || classifier(o), "minkowski train --model",
+           "minkunet, resnet14 or resnet18", "'" + o.model + "'");
+  FK_CHECK(!classifier(o) || o.data.empty(), "minkowski train --data",
+           "no --data with a classifier (it trains on generated shapes)", "'" + o.data + "'");
+  FK_CHECK(o.data.empty() || o.classes > 0, "minkowski train --data", "--classes with --data",
+           "none");
+  const int64_t generated = classifier(o) ? data::kShapeClasses : data::kSceneClasses;
+  if (o.classes == 0) o.classes = generated;
+  FK_CHECK(!o.data.empty() || o.classes == generated, "minkowski train --classes",
+           std::to_string(generated) + " classes for the generated data",
+           std::to_string(o.classes));
+  if (o.voxel == 0) o.voxel = classifier(o) ? 0.04 : 0.1;
+  FK_CHECK(o.voxel > 0, "minkowski train --voxel", "a positive size", std::to_string(o.voxel));
+  return o;
+}
+
+nn::ResNetOptions resnet(const TrainOptions& o) {
+  nn::ResNetOptions r = nn::resnet_options(o.model.substr(6), 3, o.classes, 3);
+  if (o.planes.empty()) return r;
+  std::vector<int64_t> widths;
+  std::stringstream list(o.planes);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t used = 0;
+    int64_t w = 0;
+    try {
+      w = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FK_CHECK(used > 0 && used == item.size() && w > 0, "minkowski train --planes",
+             "four positive widths a,b,c,d", "'" + o.planes + "'");
+    widths.push_back(w);
+  }
+  FK_CHECK(widths.size() == 4, "minkowski train --planes", "four positive widths a,b,c,d",
+           "'" + o.planes + "'");
+  std::copy(widths.begin(), widths.end(), r.planes.begin());
+  r.init_dim = widths[0];
+  return r;
+}
+
+std::unique_ptr<nn::SparseModule> make_network(const TrainOptions& o) {
+  if (classifier(o)) return std::make_unique<nn::ResNet>(resnet(o));
+  return std::make_unique<nn::MinkUNet>(nn::minkunet_options(o.variant, 3, o.classes, 3));
+}
+
+std::string network_name(const TrainOptions& o) {
+  return classifier(o) ? "ResNet" + o.model.substr(6) : "MinkUNet" + o.variant;
+}
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, nn::Module& net) {
   if (o.optimizer == "sgd") {
@@ -86,8 +146,9 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt)
   return p;
 }
 
-// Where batches come from: generated scenes, or the point files of a folder
-// (sorted by name; the last fifth, at least one, held out for validation).
+// Where batches come from: generated scenes, generated shapes (classifier),
+// or the point files of a folder (sorted by name; the last fifth, at least
+// one, held out for validation).
 class Source {
  public:
   explicit Source(const TrainOptions& o) : o_(o) {
@@ -107,6 +168,7 @@ class Source {
     if (files_.empty()) {
       std::vector<uint64_t> seeds;
       for (int b = 0; b < o_.batch; ++b) seeds.push_back(o_.seed * 1000003 + step * o_.batch + b);
+      if (classifier(o_)) return data::shape_batch({}, seeds, o_.voxel);
       return data::scene_batch({}, seeds, o_.voxel, &aug);
     }
     std::vector<data::Voxelized> items;
@@ -122,8 +184,15 @@ class Source {
     std::vector<data::Batch> out;
     if (files_.empty()) {
       // Held-out seeds live far from the training ones.
-      for (int i = 0; i < o_.val_scenes; ++i) {
-        out.push_back(data::scene_batch({}, {(uint64_t{1} << 40) + o_.seed + i}, o_.voxel));
+      const uint64_t first = (uint64_t{1} << 40) + o_.seed * 1000003;
+      for (uint64_t i = 0; i < static_cast<uint64_t>(o_.val_scenes); ++i) {
+        if (!classifier(o_)) {
+          out.push_back(data::scene_batch({}, {first + i}, o_.voxel));
+          continue;
+        }
+        std::vector<uint64_t> seeds;
+        for (uint64_t b = 0; b < 16; ++b) seeds.push_back(first + 16 * i + b);
+        out.push_back(data::shape_batch({}, seeds, o_.voxel));
       }
       return out;
     }
@@ -155,13 +224,15 @@ nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const
 
 }  // namespace
 
-int train(const TrainOptions& o) {
+int train(const TrainOptions& options) {
+  const TrainOptions o = resolved(options);
   if (o.threads > 0) fk::set_num_threads(o.threads);
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   fk::manual_seed(o.seed);
-  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, o.classes, 3));
+  const std::unique_ptr<nn::SparseModule> network = make_network(o);
+  nn::SparseModule& net = *network;
   auto opt = make_optimizer(o, net);
   Progress progress;
   if (o.resume) progress = load_last(last, net, *opt);
@@ -212,6 +283,9 @@ int train(const TrainOptions& o) {
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
+    write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
+                          "minkowski train: " + network_name(o) + ", " + std::to_string(o.classes) +
+                              " classes, " + o.precision);
     std::fprintf(stderr, "%sepoch %d: loss %.4f, val mIoU %.4f, accuracy %.4f%s\n", tty ? "\r" : "",
                  epoch + 1, loss_sum / o.steps_per_epoch, c.miou(), c.accuracy(),
                  improved ? " (best)" : "");
