@@ -1,11 +1,10 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
-// point files, or a sparse ResNet classifier on generated shapes; one CSV row
-// per epoch
+// point files, or a sparse ResNet classifier on generated shapes, in f32 or
+// under bf16/fp16 autocast. In the output folder: one log.csv row per epoch
 // (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
-// loss scaler skipped), in f32 or under bf16/fp16 autocast, the best
-// checkpoint by mIoU, a resumable last checkpoint (model, optimizer,
-// epoch, best mIoU) and the learning curves (curves.png, redrawn from log.csv
-// every epoch) in the output folder.
+// loss scaler skipped), the learning curves (curves.png, redrawn from log.csv
+// every epoch), the best checkpoint by mIoU and a resumable last checkpoint
+// (model, optimizer, epoch, best mIoU, loss scale).
 #include <unistd.h>
 
 #include <algorithm>

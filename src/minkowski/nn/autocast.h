@@ -25,8 +25,9 @@ namespace minkowski::nn {
 // 16-bit dtype; t itself otherwise.
 fk::Tensor autocast(const fk::Tensor& t);
 
-// The dtype a layer of parameter dtype `param` computes a normalization in:
-// under autocast, 16-bit features are normalized in `param` (f32).
+// What a normalization layer with parameters of dtype `param` normalizes:
+// under autocast, 16-bit features cast to `param` (f32); otherwise the
+// features as they are.
 fk::Tensor to_norm_input(const fk::Tensor& features, fk::DType param);
 
 // An autocast scope for a precision named by the user: BF16 or F16 turn
