@@ -73,12 +73,37 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  // A folder of labelled point files: two rooms of 40 points, labels by height.
+  fs::create_directories(dir / "points");
+  for (const char* name : {"a.xyz", "b.xyz"}) {
+    std::ofstream f(dir / "points" / name);
+    for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 3 << '\n';
+  }
+  const std::string folder =
+      "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 --variant 14A --data " +
+      (dir / "points").string() + " --out " + (dir / "run2").string();
+  r = fieldkit_test::run_cli(bin, folder + " --classes 3", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "run2" / "log.csv"), 2);
+  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// Mixed precision, the learning curves' input and the classifier path.
+TEST(TrainCli, HalfPrecisionAndClassifier) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir =
+      fs::temp_directory_path() / ("minkowski_train_cli_half_" + std::to_string(getpid()));
+  fs::create_directories(dir);
   // Mixed precision: fp16 (with loss scaling) trains and resumes; bad names are refused.
   const std::string half =
       "--variant 14A --steps-per-epoch 1 --batch 1 --val-scenes 1 --voxel 0.4 --threads 1 "
       "--precision fp16 --out " +
       (dir / "half").string();
-  r = fieldkit_test::run_cli(bin, "train --epochs 1 " + half, dir);
+  auto r = fieldkit_test::run_cli(bin, "train --epochs 1 " + half, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + half, dir);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -109,27 +134,12 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
                              dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("four positive widths a,b,c,d, got '8,0,8,8'"), std::string::npos) << r.err;
-  r = fieldkit_test::run_cli(bin, "train --model vgg " + common, dir);
+  r = fieldkit_test::run_cli(bin, "train --model vgg --out " + dir.string(), dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("minkunet, resnet14 or resnet18"), std::string::npos) << r.err;
-  r = fieldkit_test::run_cli(bin, "train --precision f64 " + common, dir);
+  r = fieldkit_test::run_cli(bin, "train --precision f64 --out " + dir.string(), dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("f32, bf16 or fp16"), std::string::npos) << r.err;
-  // A folder of labelled point files: two rooms of 40 points, labels by height.
-  fs::create_directories(dir / "points");
-  for (const char* name : {"a.xyz", "b.xyz"}) {
-    std::ofstream f(dir / "points" / name);
-    for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 3 << '\n';
-  }
-  const std::string folder =
-      "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 --variant 14A --data " +
-      (dir / "points").string() + " --out " + (dir / "run2").string();
-  r = fieldkit_test::run_cli(bin, folder + " --classes 3", dir);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(count_lines(dir / "run2" / "log.csv"), 2);
-  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 
