@@ -23,5 +23,5 @@ target_link_libraries(fk_openblas INTERFACE ${FK_OPENBLAS_LIBRARY})
 
 pkg_check_modules(FFTW3 REQUIRED IMPORTED_TARGET fftw3 fftw3f)
 
-# cairo: nefi's figures (drawing, text, PNG output).
+# cairo: fk_plot's figures (drawing, text, PNG output).
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)

@@ -55,6 +55,8 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   bench_train->add_option("--points", bto.points, "voxels of the synthetic scene");
   bench_train->add_option("--steps", bto.steps, "timed steps per thread count");
   bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
+  bench_train->add_option("--precision", bto.precisions,
+                          "precisions, comma-separated (f32, bf16, fp16)");
   c.conv = conv;
   c.ops = ops;
   c.bench_train = bench_train;
@@ -65,22 +67,30 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   auto& to = opt.to;
   auto& po = opt.po;
   CLI::App* train =
-      app.add_subcommand("train", "train MinkUNet on generated scenes or point files");
+      app.add_subcommand("train", "train MinkUNet on scenes or point files, or a ResNet on shapes");
+  train->add_option("--model", to.model,
+                    "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
   train->add_option("--variant", to.variant, "MinkUNet variant (14, 18, 34, +A-D)");
+  train->add_option("--planes", to.planes,
+                    "ResNet stage widths a,b,c,d (stem: a; default 64,128,256,512)");
   train->add_option("--data", to.data,
                     "folder of labelled .ply/.npy/.xyz files (default: generated)");
-  train->add_option("--classes", to.classes, "number of classes (generated scenes: 5)");
+  train->add_option("--classes", to.classes,
+                    "number of classes (default: generated scenes 5, shapes 4)");
   train->add_option("--epochs", to.epochs, "epochs");
   train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
   train->add_option("--batch", to.batch, "scenes per step");
-  train->add_option("--val-scenes", to.val_scenes, "held-out scenes evaluated per epoch");
-  train->add_option("--voxel", to.voxel, "voxel size (m)");
+  train->add_option("--val-scenes", to.val_scenes,
+                    "held-out scenes (classifier: batches of 16 shapes) evaluated per epoch");
+  train->add_option("--voxel", to.voxel, "voxel size (m; default: scenes 0.1, shapes 0.04)");
   train->add_option("--lr", to.lr, "base learning rate");
   train->add_option("--optimizer", to.optimizer, "adam, adamw or sgd");
   train->add_option("--schedule", to.schedule, "constant, step, cosine or poly");
   train->add_option("--warmup", to.warmup, "linear warm-up steps");
   train->add_option("--weight-decay", to.weight_decay, "weight decay");
   train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)");
+  train->add_option("--precision", to.precision,
+                    "f32, bf16 or fp16: autocast with f32 master weights (fp16: loss scaling)");
   train->add_option("--seed", to.seed, "seed of the weights and the scenes");
   train->add_option("--threads", to.threads, "threads (0: default)");
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");

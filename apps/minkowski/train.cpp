@@ -1,8 +1,10 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
-// point files, one CSV row per epoch
-// (loss, held-out mIoU, accuracy, learning rate, points/s), the best
-// checkpoint by mIoU, and a resumable last checkpoint (model, optimizer,
-// epoch, best mIoU) in the output folder.
+// point files, or a sparse ResNet classifier on generated shapes, in f32 or
+// under bf16/fp16 autocast. In the output folder: one log.csv row per epoch
+// (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
+// loss scaler skipped), the learning curves (curves.png, redrawn from log.csv
+// every epoch), the best checkpoint by mIoU and a resumable last checkpoint
+// (model, optimizer, epoch, best mIoU, loss scale).
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,12 +13,17 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "fk/fk.h"
+#include "learning_curve.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/minkunet.h"
+#include "minkowski/nn/resnet.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
 #include "train.h"
@@ -25,6 +32,61 @@ namespace minkowski_app {
 namespace {
 
 using namespace minkowski;
+
+bool classifier(const TrainOptions& o) {
+  return o.model == "resnet14" || o.model == "resnet18";
+}
+
+// The options with the data's defaults filled in, checked.
+TrainOptions resolved(TrainOptions o) {
+  FK_CHECK(o.model == "minkunet" || classifier(o), "minkowski train --model",
+           "minkunet, resnet14 or resnet18", "'" + o.model + "'");
+  FK_CHECK(!classifier(o) || o.data.empty(), "minkowski train --data",
+           "no --data with a classifier (it trains on generated shapes)", "'" + o.data + "'");
+  FK_CHECK(o.data.empty() || o.classes > 0, "minkowski train --data", "--classes with --data",
+           "none");
+  const int64_t generated = classifier(o) ? data::kShapeClasses : data::kSceneClasses;
+  if (o.classes == 0) o.classes = generated;
+  FK_CHECK(!o.data.empty() || o.classes == generated, "minkowski train --classes",
+           std::to_string(generated) + " classes for the generated data",
+           std::to_string(o.classes));
+  if (o.voxel == 0) o.voxel = classifier(o) ? 0.04 : 0.1;
+  FK_CHECK(o.voxel > 0, "minkowski train --voxel", "a positive size", std::to_string(o.voxel));
+  return o;
+}
+
+nn::ResNetOptions resnet(const TrainOptions& o) {
+  nn::ResNetOptions r = nn::resnet_options(o.model.substr(6), 3, o.classes, 3);
+  if (o.planes.empty()) return r;
+  std::vector<int64_t> widths;
+  std::stringstream list(o.planes);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t used = 0;
+    int64_t w = 0;
+    try {
+      w = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FK_CHECK(used > 0 && used == item.size() && w > 0, "minkowski train --planes",
+             "four positive widths a,b,c,d", "'" + o.planes + "'");
+    widths.push_back(w);
+  }
+  FK_CHECK(widths.size() == 4, "minkowski train --planes", "four positive widths a,b,c,d",
+           "'" + o.planes + "'");
+  std::copy(widths.begin(), widths.end(), r.planes.begin());
+  r.init_dim = widths[0];
+  return r;
+}
+
+std::unique_ptr<nn::SparseModule> make_network(const TrainOptions& o) {
+  if (classifier(o)) return std::make_unique<nn::ResNet>(resnet(o));
+  return std::make_unique<nn::MinkUNet>(nn::minkunet_options(o.variant, 3, o.classes, 3));
+}
+
+std::string network_name(const TrainOptions& o) {
+  return classifier(o) ? "ResNet" + o.model.substr(6) : "MinkUNet" + o.variant;
+}
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, nn::Module& net) {
   if (o.optimizer == "sgd") {
@@ -57,6 +119,7 @@ nn::NamedTensors strip(const nn::NamedTensors& all, const std::string& prefix) {
 struct Progress {
   int epoch = 0;
   double best_miou = -1.0;
+  double loss_scale = 0.0;  // fp16's GradScaler; 0: none
 };
 
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p) {
@@ -64,6 +127,8 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
   for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
   all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
+  if (p.loss_scale > 0)
+    all.emplace_back("loss_scale", fk::full({}, p.loss_scale, {fk::DType::F64}));
   nn::save_tensors(path, all);
 }
 
@@ -75,12 +140,14 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt)
   for (const auto& [n, t] : all) {
     if (n == "epoch") p.epoch = static_cast<int>(t.item());
     if (n == "best_miou") p.best_miou = t.item();
+    if (n == "loss_scale") p.loss_scale = t.item();
   }
   return p;
 }
 
-// Where batches come from: generated scenes, or the point files of a folder
-// (sorted by name; the last fifth, at least one, held out for validation).
+// Where batches come from: generated scenes, generated shapes (classifier),
+// or the point files of a folder (sorted by name; the last fifth, at least
+// one, held out for validation).
 class Source {
  public:
   explicit Source(const TrainOptions& o) : o_(o) {
@@ -100,6 +167,7 @@ class Source {
     if (files_.empty()) {
       std::vector<uint64_t> seeds;
       for (int b = 0; b < o_.batch; ++b) seeds.push_back(o_.seed * 1000003 + step * o_.batch + b);
+      if (classifier(o_)) return data::shape_batch({}, seeds, o_.voxel);
       return data::scene_batch({}, seeds, o_.voxel, &aug);
     }
     std::vector<data::Voxelized> items;
@@ -115,8 +183,15 @@ class Source {
     std::vector<data::Batch> out;
     if (files_.empty()) {
       // Held-out seeds live far from the training ones.
-      for (int i = 0; i < o_.val_scenes; ++i) {
-        out.push_back(data::scene_batch({}, {(uint64_t{1} << 40) + o_.seed + i}, o_.voxel));
+      const uint64_t first = (uint64_t{1} << 40) + o_.seed * 1000003;
+      for (uint64_t i = 0; i < static_cast<uint64_t>(o_.val_scenes); ++i) {
+        if (!classifier(o_)) {
+          out.push_back(data::scene_batch({}, {first + i}, o_.voxel));
+          continue;
+        }
+        std::vector<uint64_t> seeds;
+        for (uint64_t b = 0; b < 16; ++b) seeds.push_back(first + 16 * i + b);
+        out.push_back(data::shape_batch({}, seeds, o_.voxel));
       }
       return out;
     }
@@ -148,30 +223,43 @@ nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const
 
 }  // namespace
 
-int train(const TrainOptions& o) {
+int train(const TrainOptions& options) {
+  const TrainOptions o = resolved(options);
   if (o.threads > 0) fk::set_num_threads(o.threads);
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
+  const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   fk::manual_seed(o.seed);
-  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, o.classes, 3));
+  const std::unique_ptr<nn::SparseModule> network = make_network(o);
+  nn::SparseModule& net = *network;
   auto opt = make_optimizer(o, net);
   Progress progress;
   if (o.resume) progress = load_last(last, net, *opt);
+  // fp16 gradients underflow without loss scaling; bf16 has f32's range.
+  std::optional<fk::amp::GradScaler> scaler;
+  if (precision == fk::DType::F16) {
+    fk::amp::GradScalerOptions so;
+    if (progress.loss_scale > 0) so.init_scale = progress.loss_scale;
+    scaler.emplace(so);
+  }
+  const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
   nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
                           int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
   std::ofstream log(o.out + "/log.csv", o.resume ? std::ios::app : std::ios::trunc);
-  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s\n";
+  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
   const bool tty = isatty(fileno(stderr));
   const Source source(o);
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
-    int64_t points = 0;
+    int64_t points = 0, skipped = 0;
     const auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
       opt->set_lr(schedule.at(step));
       const data::Batch batch = source.train_batch(step);
-      loss_sum += nn::train_step(net, *opt, batch.input, batch.labels, {-100, {}, o.clip});
+      const nn::StepResult r = nn::train_step(net, *opt, batch.input, batch.labels, step_options);
+      loss_sum += r.loss;
+      skipped += r.skipped;
       points += batch.input.size();
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -184,6 +272,7 @@ int train(const TrainOptions& o) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const nn::ConfusionMatrix c = validate(net, o, source);
     progress.epoch = epoch + 1;
+    if (scaler) progress.loss_scale = scaler->scale_value();
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {
       progress.best_miou = c.miou();
@@ -191,8 +280,11 @@ int train(const TrainOptions& o) {
     }
     save_last(last, net, *opt, progress);
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
-        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << '\n';
+        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
+    write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
+                          "minkowski train: " + network_name(o) + ", " + std::to_string(o.classes) +
+                              " classes, " + o.precision);
     std::fprintf(stderr, "%sepoch %d: loss %.4f, val mIoU %.4f, accuracy %.4f%s\n", tty ? "\r" : "",
                  epoch + 1, loss_sum / o.steps_per_epoch, c.miou(), c.accuracy(),
                  improved ? " (best)" : "");

@@ -1,26 +1,32 @@
 #pragma once
 // `minkowski train`, `minkowski predict` and `minkowski bench train`: MinkUNet
-// on generated scenes (minkowski/data/scene.h).
+// on generated scenes (minkowski/data/scene.h) or point files, and a sparse
+// ResNet classifier on generated shapes.
 #include <cstdint>
 #include <string>
 
 namespace minkowski_app {
 
 struct TrainOptions {
+  // minkunet (segmentation of scenes or point files) or resnet14 / resnet18
+  // (classification of generated shapes, one label per shape).
+  std::string model = "minkunet";
   std::string variant = "14A";  // MinkUNet layout (minkunet_options)
-  std::string data;             // folder of labelled point files; empty: generated scenes
-  int64_t classes = 5;          // the generated scenes' 5; set for other data
+  std::string planes;           // ResNet stage widths "a,b,c,d"; empty: 64,128,256,512
+  std::string data;             // folder of labelled point files; empty: generated data
+  int64_t classes = 0;          // 0: the generator's (scenes 5, shapes 4); required with data
   int epochs = 10;
   int steps_per_epoch = 50;
   int batch = 2;
   int val_scenes = 4;
-  double voxel = 0.1;
+  double voxel = 0.0;  // m; 0: 0.1 for scenes and point files, 0.04 for shapes
   double lr = 0.01;
   std::string optimizer = "adam";  // adam, adamw or sgd
   std::string schedule = "cosine";
   int warmup = 0;
   double weight_decay = 0.0;
   double clip = 0.0;
+  std::string precision = "f32";  // f32, bf16 or fp16 (autocast; fp16 adds loss scaling)
   uint64_t seed = 0;
   int threads = 0;
   std::string out = "minkowski_run";  // folder: log.csv, best.ckpt, last.ckpt
@@ -45,6 +51,7 @@ struct BenchTrainOptions {
   int64_t points = 50000;
   int steps = 3;
   std::string threads = "1,2";
+  std::string precisions = "f32,bf16";  // each with the fused and the per-offset copy path
 };
 int bench_train(const BenchTrainOptions& o);
 

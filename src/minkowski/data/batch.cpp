@@ -73,4 +73,18 @@ Batch scene_batch(const SceneOptions& scene, const std::vector<uint64_t>& seeds,
   return collate(items);
 }
 
+Batch shape_batch(const ShapeOptions& shape, const std::vector<uint64_t>& seeds,
+                  double voxel_size) {
+  std::vector<Voxelized> items;
+  std::vector<int64_t> labels;
+  for (uint64_t seed : seeds) {
+    const PointCloud cloud = generate_shape(shape, seed);
+    labels.push_back(cloud.labels.front());
+    items.push_back(voxelize(cloud, voxel_size));
+  }
+  Batch b = collate(items);
+  b.labels = fk::from_vector(labels);
+  return b;
+}
+
 }  // namespace minkowski::data

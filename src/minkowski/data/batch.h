@@ -51,4 +51,9 @@ namespace minkowski::data {
 Batch scene_batch(const SceneOptions& scene, const std::vector<uint64_t>& seeds, double voxel_size,
                   const AugmentOptions* augmentation = nullptr);
 
+// Generated shapes `seeds`, voxelized and collated, with one label per batch
+// item (the shape's class, in item order: the rows of global pooling): the
+// batches of a classifier.
+Batch shape_batch(const ShapeOptions& shape, const std::vector<uint64_t>& seeds, double voxel_size);
+
 }  // namespace minkowski::data

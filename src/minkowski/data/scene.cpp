@@ -82,6 +82,32 @@ void sample_sphere(Painter& p, const Vec3& c, double r, double density) {
   }
 }
 
+// A cone standing on z = 0 with its apex at height h: the lateral surface
+// (uniform in area: the distance from the apex grows as sqrt) and the base.
+void sample_cone(Painter& p, double r, double h, double density) {
+  const double lateral = std::numbers::pi * r * std::hypot(r, h);
+  for (int64_t i = count_for(lateral, density, p.rng); i > 0; --i) {
+    const double v = std::sqrt(p.rng.uniform()), a = 2 * std::numbers::pi * p.rng.uniform();
+    p.add({r * v * std::cos(a), r * v * std::sin(a), h * (1 - v)});
+  }
+  for (int64_t i = count_for(std::numbers::pi * r * r, density, p.rng); i > 0; --i) {
+    const double a = 2 * std::numbers::pi * p.rng.uniform(), s = r * std::sqrt(p.rng.uniform());
+    p.add({s * std::cos(a), s * std::sin(a), 0.0});
+  }
+}
+
+// A uniformly random rotation (from a uniformly random unit quaternion).
+std::array<Vec3, 3> random_rotation(Rng& rng) {
+  const double u1 = rng.uniform(), u2 = 2 * std::numbers::pi * rng.uniform(),
+               u3 = 2 * std::numbers::pi * rng.uniform();
+  const double a = std::sqrt(1 - u1), b = std::sqrt(u1);
+  const double w = a * std::sin(u2), x = a * std::cos(u2), y = b * std::sin(u3),
+               z = b * std::cos(u3);
+  return {{{1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)},
+           {2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)},
+           {2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)}}};
+}
+
 Vec3 object_colour(int64_t label, double jitter, Rng& rng) {
   Vec3 c = kBaseColour[label];
   for (auto& v : c) v = std::clamp(v + jitter * rng.normal(), 0.0, 1.0);
@@ -132,6 +158,48 @@ void transform(PointCloud& cloud, const SceneOptions& o, Rng& rng, double w, dou
 const char* scene_class_name(int64_t c) {
   static const char* kNames[kSceneClasses] = {"floor", "wall", "box", "cylinder", "sphere"};
   return c >= 0 && c < kSceneClasses ? kNames[c] : "?";
+}
+
+const char* shape_class_name(int64_t c) {
+  static const char* kNames[kShapeClasses] = {"box", "cylinder", "sphere", "cone"};
+  return c >= 0 && c < kShapeClasses ? kNames[c] : "?";
+}
+
+PointCloud generate_shape(const ShapeOptions& o, uint64_t seed) {
+  FK_CHECK(o.density > 0 && o.noise >= 0 && o.scale_min > 0 && o.scale_max >= o.scale_min,
+           "generate_shape", "density > 0, noise >= 0, 0 < scale_min <= scale_max",
+           std::to_string(o.density) + ", " + std::to_string(o.noise) + ", " +
+               std::to_string(o.scale_min) + ".." + std::to_string(o.scale_max));
+  Rng rng(seed);
+  const int64_t label = rng.below(kShapeClasses);
+  const Vec3 colour{0.8, 0.8, 0.8};
+  PointCloud cloud;
+  Painter p{cloud, rng, colour, label};
+  double height = 0;
+  if (label == kShapeBox) {
+    height = rng.uniform(0.4, 1.0);
+    sample_box(p, {0, 0, 0}, {rng.uniform(0.4, 1.0), rng.uniform(0.4, 1.0), height}, o.density);
+  } else if (label == kShapeCylinder) {
+    height = rng.uniform(0.4, 1.0);
+    sample_cylinder(p, {0, 0, 0}, rng.uniform(0.2, 0.45), height, o.density);
+  } else if (label == kShapeSphere) {
+    const double r = rng.uniform(0.25, 0.5);
+    height = 2 * r;
+    sample_sphere(p, {0, 0, 0}, r, o.density);
+  } else {
+    height = rng.uniform(0.5, 1.0);
+    sample_cone(p, rng.uniform(0.25, 0.5), height, o.density);
+  }
+  const auto r = random_rotation(rng);
+  const double s = rng.uniform(o.scale_min, o.scale_max);
+  for (size_t i = 0; i < cloud.xyz.size(); i += 3) {
+    const Vec3 q{cloud.xyz[i], cloud.xyz[i + 1], cloud.xyz[i + 2] - height / 2};
+    for (int a = 0; a < 3; ++a) {
+      const double v = r[a][0] * q[0] + r[a][1] * q[1] + r[a][2] * q[2];
+      cloud.xyz[i + a] = static_cast<float>(s * v + o.noise * rng.normal());
+    }
+  }
+  return cloud;
 }
 
 PointCloud generate_scene(const SceneOptions& o, uint64_t seed) {

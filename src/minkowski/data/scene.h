@@ -29,4 +29,25 @@ struct SceneOptions {
 
 PointCloud generate_scene(const SceneOptions& options, uint64_t seed);
 
+// A single shape for classification: a box, cylinder, sphere or cone of
+// random proportions (about 0.4-1 m across), sampled on its surface at
+// `density` points per square metre, turned by a uniformly random 3-D
+// rotation, scaled, centred on the origin and jittered. Every shape has the
+// same light grey (with per-point jitter), so only geometry tells the classes
+// apart.
+// Every point is labelled with the shape's class. Boxes and cylinders are open
+// at the bottom, as the scenes' objects that stand on a floor.
+enum ShapeClass : int64_t { kShapeBox = 0, kShapeCylinder = 1, kShapeSphere = 2, kShapeCone = 3 };
+inline constexpr int64_t kShapeClasses = 4;
+const char* shape_class_name(int64_t c);
+
+struct ShapeOptions {
+  double density = 1500.0;  // points per m^2
+  double noise = 0.005;     // m, standard deviation
+  double scale_min = 0.8, scale_max = 1.2;
+};
+
+// The class is drawn from the seed too (uniform over the four).
+PointCloud generate_shape(const ShapeOptions& options, uint64_t seed);
+
 }  // namespace minkowski::data

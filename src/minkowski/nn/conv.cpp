@@ -4,6 +4,8 @@
 
 #include "fk/error.h"
 #include "fk/random.h"
+#include "minkowski/nn/autocast.h"
+#include "minkowski/nn/layers.h"
 #include "minkowski/ops/conv.h"
 
 namespace minkowski::nn {
@@ -38,19 +40,22 @@ Convolution::Convolution(const ConvOptions& o, ConvKind kind)
   if (o.bias) bias_ = register_parameter("bias", uniform_init({1, o.out_channels}, fan, o.dtype));
 }
 
-SparseTensor Convolution::run(const SparseTensor& x, const std::optional<MapRef>& out) {
-  FK_CHECK(x.channels() == options_.in_channels, "nn::Convolution",
-           std::to_string(options_.in_channels) + " input channels", std::to_string(x.channels()));
+SparseTensor Convolution::run(const SparseTensor& x_in, const std::optional<MapRef>& out) {
+  FK_CHECK(x_in.channels() == options_.in_channels, "nn::Convolution",
+           std::to_string(options_.in_channels) + " input channels",
+           std::to_string(x_in.channels()));
   const std::vector<int32_t> stride{options_.stride};
+  const SparseTensor x = with_features(x_in, autocast(x_in.F()));
+  const fk::Tensor w = autocast(weight_), b = autocast(bias_);
   switch (kind_) {
     case ConvKind::Regular:
-      return convolution(x, weight_, bias_, kernel_, stride, out);
+      return convolution(x, w, b, kernel_, stride, out);
     case ConvKind::Transpose:
-      return convolution_transpose(x, weight_, bias_, kernel_, stride, out);
+      return convolution_transpose(x, w, b, kernel_, stride, out);
     case ConvKind::GenerativeTranspose:
       FK_CHECK(!out, "nn::Convolution (generative transpose)", "no output coordinates",
                "given ones");
-      return generative_convolution_transpose(x, weight_, bias_, kernel_, stride);
+      return generative_convolution_transpose(x, w, b, kernel_, stride);
   }
   throw fk::Error("nn::Convolution: unknown kind");
 }
@@ -83,7 +88,8 @@ ChannelwiseConvolution::ChannelwiseConvolution(const ConvOptions& o)
 }
 
 SparseTensor ChannelwiseConvolution::forward(const SparseTensor& x) {
-  return channelwise_convolution(x, weight_, bias_, kernel_, {options_.stride});
+  return channelwise_convolution(with_features(x, autocast(x.F())), autocast(weight_),
+                                 autocast(bias_), kernel_, {options_.stride});
 }
 
 }  // namespace minkowski::nn

@@ -9,6 +9,7 @@
 #include "fk/ops/linalg.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/ops/global_pooling.h"
 #include "minkowski/ops/pooling_transpose.h"
 
@@ -89,12 +90,27 @@ Pooling::Pooling(PoolingMode mode, int32_t kernel_size, int32_t stride, bool tra
 
 SparseTensor Pooling::forward(const SparseTensor& x) {
   const KernelRegion kernel = KernelRegion::cube({kernel_size_});
-  if (transpose_) return pooling_transpose(x, mode_, kernel, {stride_});
-  return local_pooling(x, mode_, kernel, {stride_});
+  const SparseTensor in = with_features(x, autocast(x.F()));
+  if (transpose_) return pooling_transpose(in, mode_, kernel, {stride_});
+  return local_pooling(in, mode_, kernel, {stride_});
 }
 
 SparseTensor GlobalPooling::forward(const SparseTensor& x) {
-  return global_pooling(x, mode_);
+  return global_pooling(with_features(x, autocast(x.F())), mode_);
+}
+
+SparseTensor Broadcast::forward(const SparseTensor& x, const SparseTensor& glob) const {
+  const SparseTensor a = with_features(x, autocast(x.F()));
+  const SparseTensor g = with_features(glob, autocast(glob.F()));
+  switch (mode_) {
+    case BroadcastMode::Add:
+      return broadcast_add(a, g);
+    case BroadcastMode::Multiply:
+      return broadcast_multiply(a, g);
+    case BroadcastMode::Concatenate:
+      return broadcast_concatenation(a, g);
+  }
+  throw fk::Error("nn::Broadcast: unknown mode");
 }
 
 }  // namespace minkowski::nn

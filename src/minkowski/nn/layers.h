@@ -7,6 +7,7 @@
 
 #include "fk/dtype.h"
 #include "minkowski/nn/module.h"
+#include "minkowski/ops/broadcast.h"
 #include "minkowski/ops/pooling.h"
 
 namespace minkowski::nn {
@@ -76,6 +77,22 @@ class GlobalPooling : public SparseModule {
 
  private:
   PoolingMode mode_;
+};
+
+// The reference's BroadcastAddition / Multiplication / Concatenation: every
+// row of x combined with its batch item's row of `glob`, a global tensor of
+// x's manager (e.g. GlobalPooling's output): x + g, x * g or [x, g] on x's
+// map (minkowski/ops/broadcast.h). Two inputs, so not a SparseModule.
+class Broadcast : public Module {
+ public:
+  explicit Broadcast(BroadcastMode mode) : mode_(mode) {}
+  SparseTensor forward(const SparseTensor& x, const SparseTensor& glob) const;
+  SparseTensor operator()(const SparseTensor& x, const SparseTensor& glob) const {
+    return forward(x, glob);
+  }
+
+ private:
+  BroadcastMode mode_;
 };
 
 }  // namespace minkowski::nn

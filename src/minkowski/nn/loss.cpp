@@ -11,8 +11,19 @@
 
 namespace minkowski::nn {
 
-fk::Tensor cross_entropy(const fk::Tensor& logits, const fk::Tensor& labels, int64_t ignore_index,
-                         const fk::Tensor& class_weights) {
+namespace {
+
+// 16-bit logits (an autocast network's output) are promoted: log-softmax and
+// the mean over many rows need f32's range and precision.
+fk::Tensor promoted(const fk::Tensor& t) {
+  return t.defined() && fk::is_half(t.dtype()) ? t.to(fk::DType::F32) : t;
+}
+
+}  // namespace
+
+fk::Tensor cross_entropy(const fk::Tensor& logits_in, const fk::Tensor& labels,
+                         int64_t ignore_index, const fk::Tensor& class_weights) {
+  const fk::Tensor logits = promoted(logits_in);
   FK_CHECK(logits.dim() == 2 && fk::is_floating(logits.dtype()), "cross_entropy",
            "N x C floating logits", logits.shape().str() + " " + fk::name(logits.dtype()));
   const int64_t n = logits.size(0), classes = logits.size(1);
@@ -41,7 +52,9 @@ fk::Tensor cross_entropy(const fk::Tensor& logits, const fk::Tensor& labels, int
   return fk::neg(fk::div(fk::sum(fk::mul(picked, w)), fk::sum(w)));
 }
 
-fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits, const fk::Tensor& targets) {
+fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits_in,
+                                            const fk::Tensor& targets) {
+  const fk::Tensor logits = promoted(logits_in);
   FK_CHECK(logits.shape() == targets.shape(), "binary_cross_entropy_with_logits",
            "targets of the logits' shape " + logits.shape().str(), targets.shape().str());
   const fk::Tensor t = targets.to(logits.dtype());
@@ -53,7 +66,7 @@ fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits, const fk::
 fk::Tensor mse(const fk::Tensor& a, const fk::Tensor& b) {
   FK_CHECK(a.shape() == b.shape(), "mse", "operands of one shape " + a.shape().str(),
            b.shape().str());
-  return fk::mean(fk::square(fk::sub(a, b)));
+  return fk::mean(fk::square(fk::sub(promoted(a), promoted(b))));
 }
 
 }  // namespace minkowski::nn

@@ -10,6 +10,7 @@
 //   binary_cross_entropy_with_logits   mean of max(x,0) - x t + log(1 + e^-|x|)
 //                   (stable for any x), logits and targets of one shape.
 //   mse             mean of (a - b)^2.
+// 16-bit inputs (an autocast network's output) are computed in f32.
 #include <cstdint>
 
 #include "fk/tensor.h"

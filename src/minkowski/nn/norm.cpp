@@ -3,6 +3,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/nn/layers.h"
 
 namespace minkowski::nn {
@@ -20,7 +21,7 @@ fk::Tensor BatchNorm::forward_features(const fk::Tensor& f) {
   // The count lives in a buffer so that checkpoints carry it.
   op_.num_batches_tracked = static_cast<int64_t>(batches_.item());
   op_.train(training());
-  fk::Tensor y = op_.forward(f);
+  fk::Tensor y = autocast(op_.forward(to_norm_input(f, op_.weight.dtype())));
   fk::autograd::NoGradGuard no_grad;
   fill_(batches_, static_cast<double>(op_.num_batches_tracked));
   return y;
@@ -34,6 +35,11 @@ InstanceNorm::InstanceNorm(int64_t channels, double eps, fk::DType dtype)
     : op_(channels, eps, true, dtype) {
   register_parameter("weight", op_.weight);
   register_parameter("bias", op_.bias);
+}
+
+SparseTensor InstanceNorm::forward(const SparseTensor& x) {
+  const SparseTensor in = with_features(x, to_norm_input(x.F(), op_.weight.dtype()));
+  return with_features(x, autocast(op_.forward(in).F()));
 }
 
 }  // namespace minkowski::nn

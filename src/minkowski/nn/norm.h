@@ -8,7 +8,8 @@
 //                 mode uses the running statistics.
 //   InstanceNorm  over the points of each batch item.
 // weight (C) starts at 1, bias (C) at 0; BatchNorm's buffers are running_mean,
-// running_var and num_batches_tracked.
+// running_var and num_batches_tracked. Under autocast (autocast.h) both
+// normalize in their parameters' dtype and return the autocast dtype.
 #include "minkowski/nn/module.h"
 #include "minkowski/ops/normalization.h"
 
@@ -31,7 +32,7 @@ class BatchNorm : public SparseModule {
 class InstanceNorm : public SparseModule {
  public:
   explicit InstanceNorm(int64_t channels, double eps = 1e-5, fk::DType dtype = fk::DType::F32);
-  SparseTensor forward(const SparseTensor& x) override { return op_.forward(x); }
+  SparseTensor forward(const SparseTensor& x) override;
 
  private:
   minkowski::InstanceNorm op_;

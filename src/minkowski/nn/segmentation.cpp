@@ -1,21 +1,35 @@
 #include "minkowski/nn/segmentation.h"
 
 #include "fk/autograd.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/nn/loss.h"
 
 namespace minkowski::nn {
 
-double train_step(SparseModule& net, Optimizer& optimizer, const SparseTensor& input,
-                  const fk::Tensor& labels, const StepOptions& options) {
+StepResult train_step(SparseModule& net, Optimizer& optimizer, const SparseTensor& input,
+                      const fk::Tensor& labels, const StepOptions& options) {
   net.train();
   optimizer.zero_grad();
-  const fk::Tensor logits = net.forward(input).F();
-  const fk::Tensor loss =
-      cross_entropy(logits, labels, options.ignore_index, options.class_weights);
-  loss.backward();
+  fk::Tensor loss;
+  {
+    const Precision autocast_scope(options.precision);
+    loss =
+        cross_entropy(net.forward(input).F(), labels, options.ignore_index, options.class_weights);
+  }
+  StepResult result{loss.item(), false};
+  if (options.scaler == nullptr) {
+    loss.backward();
+  } else {
+    options.scaler->scale(loss).backward();
+    std::vector<fk::Tensor> grads;
+    for (const fk::Tensor& p : net.parameters()) grads.push_back(p.grad());
+    result.skipped = !options.scaler->unscale_and_check(grads);
+    options.scaler->update(result.skipped);
+    if (result.skipped) return result;
+  }
   if (options.clip_norm > 0.0) clip_grad_norm(net.parameters(), options.clip_norm);
   optimizer.step();
-  return loss.item();
+  return result;
 }
 
 fk::Tensor evaluate(SparseModule& net, const SparseTensor& input, const fk::Tensor& labels,

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fk/plot/axes.h"
 #include "nefi/bench/stats.h"
 #include "nefi/bench/tables.h"
-#include "nefi/plot/axes.h"
 
 namespace nefi::bench {
 namespace {
@@ -21,12 +21,12 @@ double value_of(const Row& r, const std::string& metric) {
   return it == r.metrics.end() ? NAN : it->second;
 }
 
-std::vector<plot::Interval> intervals(const std::vector<std::string>& methods,
-                                      const std::vector<Row>& rows, const std::string& metric,
-                                      double level) {
-  std::vector<plot::Interval> out;
+std::vector<fk::plot::Interval> intervals(const std::vector<std::string>& methods,
+                                          const std::vector<Row>& rows, const std::string& metric,
+                                          double level) {
+  std::vector<fk::plot::Interval> out;
   for (const std::string& m : methods) {
-    plot::Interval c{m, {}, NAN, NAN};
+    fk::plot::Interval c{m, {}, NAN, NAN};
     for (const Row& r : rows)
       if (r.method == m) c.values.push_back(value_of(r, metric));
     const MeanCI ci = mean_ci(c.values, level);
@@ -37,7 +37,7 @@ std::vector<plot::Interval> intervals(const std::vector<std::string>& methods,
   return out;
 }
 
-plot::Range range_of(const std::vector<plot::Interval>& cats) {
+fk::plot::Range range_of(const std::vector<fk::plot::Interval>& cats) {
   std::vector<double> all;
   for (const auto& c : cats) {
     all.insert(all.end(), c.values.begin(), c.values.end());
@@ -46,7 +46,7 @@ plot::Range range_of(const std::vector<plot::Interval>& cats) {
       all.push_back(c.mean + c.half);
     }
   }
-  return plot::padded(plot::value_range({&all}), 0.08);
+  return fk::plot::padded(fk::plot::value_range({&all}), 0.08);
 }
 
 }  // namespace
@@ -61,18 +61,20 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
   metrics.push_back("time_s");
   const int n = static_cast<int>(metrics.size()), cols = std::min(n, kCols),
             nrows = (n + kCols - 1) / kCols;
-  const double cell_w = plot::kLeftMargin + kW + kGap, cell_h = kHead + kH + plot::kBottomMargin;
-  plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
+  const double cell_w = fk::plot::kLeftMargin + kW + kGap,
+               cell_h = kHead + kH + fk::plot::kBottomMargin;
+  fk::plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
   f.text({16, 28},
          fmt::format("{}: {} runs, mean and {:g} % interval per method", p.instance, rows.size(),
                      100 * level),
-         {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+         {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (int i = 0; i < n; ++i) {
     const std::string& m = metrics[i];
-    const std::vector<plot::Interval> cats = intervals(methods, rows, m, level);
-    const plot::Range r = range_of(cats);
-    plot::AxesSpec a;
-    a.box = {(i % kCols) * cell_w + plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW, kH};
+    const std::vector<fk::plot::Interval> cats = intervals(methods, rows, m, level);
+    const fk::plot::Range r = range_of(cats);
+    fk::plot::AxesSpec a;
+    a.box = {(i % kCols) * cell_w + fk::plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW,
+             kH};
     a.x = {-0.5, static_cast<double>(methods.size()) - 0.5};
     a.y = {r.lo, r.hi, false, m == "time_s" ? "wall time (s)" : m};
     a.title = m == "time_s"
@@ -80,7 +82,7 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
                   : m + (higher_is_better(m) ? " (higher is better)" : " (lower is better)");
     a.x_categories = methods;
     a.grid = true;
-    plot::draw_intervals(f, a, cats);
+    fk::plot::draw_intervals(f, a, cats);
   }
   f.save_png(path);
 }

@@ -5,14 +5,14 @@
 #include <limits>
 
 #include "fk/error.h"
-#include "nefi/plot/axes.h"
+#include "fk/plot/axes.h"
 
 namespace nefi {
 namespace {
 
 constexpr double kW = 560, kH = 250, kGap = 30, kHead = 34, kTop = 40;
 
-plot::Range positive_range(const std::vector<plot::Series>& s) {
+fk::plot::Range positive_range(const std::vector<fk::plot::Series>& s) {
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (const auto& x : s)
     for (double v : x.y)
@@ -22,11 +22,11 @@ plot::Range positive_range(const std::vector<plot::Series>& s) {
       }
   if (!(hi > 0)) return {0.1, 10};
   if (hi <= lo) return {lo / 2, hi * 2};
-  return plot::padded({lo, hi}, 0.04, true);
+  return fk::plot::padded({lo, hi}, 0.04, true);
 }
 
 // Marks where the stage column changes, with the stage's name.
-void stage_markers(plot::Figure& f, const plot::AxesSpec& a, const Result& r,
+void stage_markers(fk::plot::Figure& f, const fk::plot::AxesSpec& a, const Result& r,
                    const std::vector<double>& step, const std::vector<double>& stage) {
   for (size_t i = 0; i < stage.size(); ++i) {
     if (i > 0 && stage[i] == stage[i - 1]) continue;
@@ -36,18 +36,18 @@ void stage_markers(plot::Figure& f, const plot::AxesSpec& a, const Result& r,
       name = r.stages[s].name;
       if (r.stages[s].shape.size() > 0) name.append(1, ' ').append(r.stages[s].shape.str());
     }
-    plot::draw_marker(f, a, i == 0 ? a.x.lo : step[i] - 0.5, name);
+    fk::plot::draw_marker(f, a, i == 0 ? a.x.lo : step[i] - 0.5, name);
   }
 }
 
-void method_row(plot::Figure& f, double y, const HistoryPlot& run) {
+void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   const History& h = run.result->history;
   const std::vector<double> step = h.column("global_step"), stage = h.column("stage");
   const auto first_loss = std::find(h.columns.begin(), h.columns.end(), "total");
-  std::vector<plot::Series> losses;
+  std::vector<fk::plot::Series> losses;
   int colour = 0;
   for (auto it = first_loss; it != h.columns.end(); ++it) {
-    plot::Series s{*it, step, h.column(*it), plot::series_colour(colour++), 1.6};
+    fk::plot::Series s{*it, step, h.column(*it), fk::plot::series_colour(colour++), 1.6};
     if (*it == "total") s = {"total", step, h.column(*it), {0.1, 0.1, 0.1}, 2.4};
     if (*it == "data_loss") s.dash = 6;
     losses.push_back(s);
@@ -55,22 +55,23 @@ void method_row(plot::Figure& f, double y, const HistoryPlot& run) {
   // The total and the data term on top of the terms they sum.
   if (losses.size() > 2) std::rotate(losses.begin(), losses.begin() + 2, losses.end());
   const double x1 = step.empty() ? 1 : std::max(step.back(), step.front() + 1);
-  const plot::Range lr = positive_range(losses);
-  plot::AxesSpec a{{plot::kLeftMargin, y + kHead, kW, kH},
-                   {step.empty() ? 0 : step.front(), x1, false, "global step"},
-                   {lr.lo, lr.hi, true, "loss"},
-                   run.method + ": loss terms"};
+  const fk::plot::Range lr = positive_range(losses);
+  fk::plot::AxesSpec a{{fk::plot::kLeftMargin, y + kHead, kW, kH},
+                       {step.empty() ? 0 : step.front(), x1, false, "global step"},
+                       {lr.lo, lr.hi, true, "loss"},
+                       run.method + ": loss terms"};
   a.grid = true;
-  plot::draw_lines(f, a, losses);
+  fk::plot::draw_lines(f, a, losses);
   stage_markers(f, a, *run.result, step, stage);
-  std::vector<plot::Series> rate{{"learning rate", step, h.column("lr"), plot::series_colour(0)}};
-  const plot::Range rr = positive_range(rate);
-  plot::AxesSpec b = a;
-  b.box = {2 * plot::kLeftMargin + kW + kGap, y + kHead, kW * 0.6, kH};
-  b.y = plot::Axis{rr.lo, rr.hi, true, "learning rate"};
+  std::vector<fk::plot::Series> rate{
+      {"learning rate", step, h.column("lr"), fk::plot::series_colour(0)}};
+  const fk::plot::Range rr = positive_range(rate);
+  fk::plot::AxesSpec b = a;
+  b.box = {2 * fk::plot::kLeftMargin + kW + kGap, y + kHead, kW * 0.6, kH};
+  b.y = fk::plot::Axis{rr.lo, rr.hi, true, "learning rate"};
   b.title = run.method + ": learning rate";
   b.grid = true;
-  plot::draw_lines(f, b, rate);
+  fk::plot::draw_lines(f, b, rate);
   stage_markers(f, b, *run.result, step, stage);
 }
 
@@ -82,10 +83,11 @@ void write_history_png(const std::string& path, const std::string& title,
   for (const HistoryPlot& r : runs)
     if (r.result && !r.result->history.rows.empty()) with.push_back(&r);
   FK_CHECK(!with.empty(), "nefi::write_history_png", "a run with history rows", "none");
-  const double row = kHead + kH + plot::kBottomMargin;
-  plot::Figure f(static_cast<int>(2 * plot::kLeftMargin + kW * 1.6 + kGap + 20),
-                 static_cast<int>(kTop + row * with.size()));
-  f.text({16, 26}, title, {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+  const double row = kHead + kH + fk::plot::kBottomMargin;
+  fk::plot::Figure f(static_cast<int>(2 * fk::plot::kLeftMargin + kW * 1.6 + kGap + 20),
+                     static_cast<int>(kTop + row * with.size()));
+  f.text({16, 26}, title,
+         {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (size_t i = 0; i < with.size(); ++i) method_row(f, kTop + i * row, *with[i]);
   f.save_png(path);
 }

@@ -4,29 +4,32 @@ namespace nefi::panel {
 namespace {
 
 // Title (bold) and, below it, a smaller second line (the metrics).
-void head(plot::Figure& f, const plot::Box& b, const std::string& title, const std::string& sub) {
+void head(fk::plot::Figure& f, const fk::plot::Box& b, const std::string& title,
+          const std::string& sub) {
   f.text({b.x + b.w / 2, b.y - (sub.empty() ? 8 : 24)}, title,
-         {13, {0.1, 0.1, 0.1}, plot::Align::Centre, plot::Align::End, true});
+         {13, {0.1, 0.1, 0.1}, fk::plot::Align::Centre, fk::plot::Align::End, true});
   if (!sub.empty())
-    f.text({b.x + b.w / 2, b.y - 8}, sub, {11, {0.25, 0.25, 0.25}, plot::Align::Centre});
+    f.text({b.x + b.w / 2, b.y - 8}, sub, {11, {0.25, 0.25, 0.25}, fk::plot::Align::Centre});
 }
 
 }  // namespace
 
-void tile(plot::Figure& f, double x, double y, const Slice& s, plot::Range r, plot::Colormap map,
-          const std::string& title, const std::string& sub) {
-  plot::AxesSpec a{{x + plot::kLeftMargin, y + kHead, kTile, kTile}, s.horiz, s.vert, "", true};
-  plot::draw_image(f, a, {s.rows, s.cols, s.v, r.lo, r.hi, map});
+void tile(fk::plot::Figure& f, double x, double y, const Slice& s, fk::plot::Range r,
+          fk::plot::Colormap map, const std::string& title, const std::string& sub) {
+  fk::plot::AxesSpec a{
+      {x + fk::plot::kLeftMargin, y + kHead, kTile, kTile}, s.horiz, s.vert, "", true};
+  fk::plot::draw_image(f, a, {s.rows, s.cols, s.v, r.lo, r.hi, map});
   head(f, a.box, title, sub);
 }
 
-void bar(plot::Figure& f, double x, double y, plot::Range r, plot::Colormap map,
+void bar(fk::plot::Figure& f, double x, double y, fk::plot::Range r, fk::plot::Colormap map,
          const std::string& label) {
-  plot::draw_colorbar(f, {x, y + kHead, kBar, kTile}, r.lo, r.hi, map, label);
+  fk::plot::draw_colorbar(f, {x, y + kHead, kBar, kTile}, r.lo, r.hi, map, label);
 }
 
-void figure_title(plot::Figure& f, const std::string& title) {
-  f.text({16, 26}, title, {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+void figure_title(fk::plot::Figure& f, const std::string& title) {
+  f.text({16, 26}, title,
+         {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
 }
 
 double extent_of(const PanelInput& in, int axis) {

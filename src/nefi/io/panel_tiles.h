@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "fk/plot/axes.h"
 #include "nefi/io/png_panel.h"
-#include "nefi/plot/axes.h"
 
 namespace nefi::panel {
 
@@ -16,23 +16,23 @@ inline constexpr double kTile = 220, kHead = 46, kGap = 26, kBar = 14, kBarRoom 
 struct Slice {
   int rows = 0, cols = 0;
   std::vector<double> v;
-  plot::Axis vert, horiz;
+  fk::plot::Axis vert, horiz;
 };
 
 inline double tile_w() {
-  return plot::kLeftMargin + kTile + kGap;
+  return fk::plot::kLeftMargin + kTile + kGap;
 }
 inline double row_h() {
-  return kHead + kTile + plot::kBottomMargin;
+  return kHead + kTile + fk::plot::kBottomMargin;
 }
 
 // A tile whose outer box starts at (x, y).
-void tile(plot::Figure& f, double x, double y, const Slice& s, plot::Range r, plot::Colormap map,
-          const std::string& title, const std::string& sub);
+void tile(fk::plot::Figure& f, double x, double y, const Slice& s, fk::plot::Range r,
+          fk::plot::Colormap map, const std::string& title, const std::string& sub);
 // A colour bar at x spanning the tile row that starts at y.
-void bar(plot::Figure& f, double x, double y, plot::Range r, plot::Colormap map,
+void bar(fk::plot::Figure& f, double x, double y, fk::plot::Range r, fk::plot::Colormap map,
          const std::string& label);
-void figure_title(plot::Figure& f, const std::string& title);
+void figure_title(fk::plot::Figure& f, const std::string& title);
 double extent_of(const PanelInput& in, int axis);
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b);
 

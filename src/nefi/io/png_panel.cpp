@@ -12,14 +12,14 @@
 namespace nefi {
 namespace {
 
+using fk::plot::AxesSpec;
+using fk::plot::Figure;
 using panel::extent_of;
 using panel::kGap;
 using panel::kHead;
 using panel::kTop;
 using panel::minus;
 using panel::tile_w;
-using plot::AxesSpec;
-using plot::Figure;
 
 std::vector<double> values(const fk::Tensor& t) {
   return t.to_vector<double>();
@@ -31,49 +31,49 @@ void panel_1d(const std::string& path, const PanelInput& in) {
   const double L = extent_of(in, 0);
   std::vector<double> x(n);
   for (int i = 0; i < n; ++i) x[i] = (i + 0.5) * L / n;
-  std::vector<plot::Series> fields{{"measurement", x, m, {0.55, 0.55, 0.55}, 1.6, 0, true},
-                                   {"ground truth", x, g, {0.1, 0.1, 0.1}, 2.2, 6}};
-  std::vector<plot::Series> errors;
+  std::vector<fk::plot::Series> fields{{"measurement", x, m, {0.55, 0.55, 0.55}, 1.6, 0, true},
+                                       {"ground truth", x, g, {0.1, 0.1, 0.1}, 2.2, 6}};
+  std::vector<fk::plot::Series> errors;
   std::vector<std::vector<double>> errs;
   for (size_t k = 0; k < in.methods.size(); ++k) {
     const PanelMethod& pm = in.methods[k];
     const std::vector<double> r = values(pm.reconstruction);
     const std::string hl = headline_metrics(pm.metrics);
     const std::string name = hl.empty() ? pm.name : pm.name + " (" + hl + ")";
-    fields.push_back({name, x, r, plot::series_colour(static_cast<int>(k)), 1.8});
-    errors.push_back({pm.name, x, minus(r, g), plot::series_colour(static_cast<int>(k)), 1.6});
+    fields.push_back({name, x, r, fk::plot::series_colour(static_cast<int>(k)), 1.8});
+    errors.push_back({pm.name, x, minus(r, g), fk::plot::series_colour(static_cast<int>(k)), 1.6});
   }
   std::vector<const std::vector<double>*> all;
   for (const auto& s : fields) all.push_back(&s.y);
-  const plot::Range vr = plot::padded(plot::value_range(all), 0.08);
+  const fk::plot::Range vr = fk::plot::padded(fk::plot::value_range(all), 0.08);
   std::vector<const std::vector<double>*> es;
   for (const auto& s : errors) es.push_back(&s.y);
-  const plot::Range er = plot::padded(plot::symmetric_range(es), 0.08);
+  const fk::plot::Range er = fk::plot::padded(fk::plot::symmetric_range(es), 0.08);
   const double w = 460, h = 280;
-  Figure f(static_cast<int>(2 * (plot::kLeftMargin + w + kGap) + 10),
-           static_cast<int>(kTop + kHead + h + plot::kBottomMargin));
+  Figure f(static_cast<int>(2 * (fk::plot::kLeftMargin + w + kGap) + 10),
+           static_cast<int>(kTop + kHead + h + fk::plot::kBottomMargin));
   panel::figure_title(f, in.title);
   const double y = kTop + kHead;
-  AxesSpec a{{plot::kLeftMargin, y, w, h},
+  AxesSpec a{{fk::plot::kLeftMargin, y, w, h},
              {0, L, false, "x"},
              {vr.lo, vr.hi, false, in.value_label},
              "Fields"};
   a.grid = true;
-  plot::draw_lines(f, a, fields);
-  AxesSpec e{{2 * plot::kLeftMargin + w + kGap, y, w, h},
+  fk::plot::draw_lines(f, a, fields);
+  AxesSpec e{{2 * fk::plot::kLeftMargin + w + kGap, y, w, h},
              {0, L, false, "x"},
              {er.lo, er.hi, false, "reconstruction - truth"},
              "Signed error"};
   e.grid = true;
-  plot::draw_lines(f, e, errors);
+  fk::plot::draw_lines(f, e, errors);
   f.save_png(path);
 }
 
 // Every method's metrics, one line each, in the corner the error row leaves free.
 void metrics_table(Figure& f, double x, double y, const PanelInput& in) {
-  const plot::Rgb ink{0.2, 0.2, 0.2};
+  const fk::plot::Rgb ink{0.2, 0.2, 0.2};
   f.text({x, y}, "Metrics (reconstruction vs truth)",
-         {13, ink, plot::Align::Start, plot::Align::End, true});
+         {13, ink, fk::plot::Align::Start, fk::plot::Align::End, true});
   double at = y + 22;
   for (const PanelMethod& pm : in.methods) {
     std::string line = pm.name + ":";
@@ -102,15 +102,16 @@ void panel_2d(const std::string& path, const PanelInput& in) {
   for (size_t k = 0; k < recs.size(); ++k) {
     es.push_back(&errs[k]);
   }
-  const plot::Range fr = plot::value_range(fs), mr = plot::value_range({&m}),
-                    er = plot::symmetric_range(es);
+  const fk::plot::Range fr = fk::plot::value_range(fs), mr = fk::plot::value_range({&m}),
+                        er = fk::plot::symmetric_range(es);
   const int k = static_cast<int>(in.methods.size());
   const double x_rec = 2 * tile_w() + panel::kBarRoom;
   Figure f(static_cast<int>(x_rec + k * tile_w() + panel::kBarRoom),
            static_cast<int>(kTop + 2 * panel::row_h()));
   panel::figure_title(f, in.title);
   const double y0 = kTop, y1 = kTop + panel::row_h();
-  panel::tile(f, 0, y0, slice_2d(g, n0, n1, in), fr, plot::Colormap::Viridis, "Ground truth", "");
+  panel::tile(f, 0, y0, slice_2d(g, n0, n1, in), fr, fk::plot::Colormap::Viridis, "Ground truth",
+              "");
   // A measurement of another shape (a sinogram) keeps its own index axes.
   const bool same = in.measurement.shape() == in.gt.shape();
   const int m0 = static_cast<int>(in.measurement.size(0)),
@@ -119,21 +120,21 @@ void panel_2d(const std::string& path, const PanelInput& in) {
       same ? slice_2d(m, n0, n1, in)
            : panel::Slice{
                  m0, m1, m, {0, double(m0), false, "row"}, {0, double(m1), false, "column"}};
-  panel::tile(f, tile_w(), y0, ms, mr, plot::Colormap::Viridis, "Measurement",
+  panel::tile(f, tile_w(), y0, ms, mr, fk::plot::Colormap::Viridis, "Measurement",
               same ? "own colour scale" : "own shape and colour scale");
-  panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, plot::Colormap::Viridis,
+  panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, fk::plot::Colormap::Viridis,
              "measured " + in.value_label);
   for (int i = 0; i < k; ++i) {
     const PanelMethod& pm = in.methods[i];
     const double x = x_rec + i * tile_w();
-    panel::tile(f, x, y0, slice_2d(recs[i], n0, n1, in), fr, plot::Colormap::Viridis, pm.name,
+    panel::tile(f, x, y0, slice_2d(recs[i], n0, n1, in), fr, fk::plot::Colormap::Viridis, pm.name,
                 headline_metrics(pm.metrics));
-    panel::tile(f, x, y1, slice_2d(errs[i], n0, n1, in), er, plot::Colormap::Diverging,
+    panel::tile(f, x, y1, slice_2d(errs[i], n0, n1, in), er, fk::plot::Colormap::Diverging,
                 pm.name + " - truth", "signed error");
   }
   const double xb = x_rec + k * tile_w() - kGap + 4;
-  panel::bar(f, xb, y0, fr, plot::Colormap::Viridis, in.value_label);
-  panel::bar(f, xb, y1, er, plot::Colormap::Diverging, "error (" + in.value_label + ")");
+  panel::bar(f, xb, y0, fr, fk::plot::Colormap::Viridis, in.value_label);
+  panel::bar(f, xb, y1, er, fk::plot::Colormap::Diverging, "error (" + in.value_label + ")");
   metrics_table(f, 16, y1 + kHead, in);
   f.save_png(path);
 }

@@ -38,7 +38,7 @@ Cut strongest(const Vol& g) {
 // The four views of a volume: x-y at depth c.k, x-z at c.j, y-z at c.i, and
 // per column the value along depth farthest from the bulk.
 std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<double>& L) {
-  const plot::Axis x{0, L[0], false, "x"}, y{0, L[1], false, "y"}, z{0, L[2], false, "depth z"};
+  const fk::plot::Axis x{0, L[0], false, "x"}, y{0, L[1], false, "y"}, z{0, L[2], false, "depth z"};
   Slice xy{f.nx, f.ny, {}, x, y}, xz{f.nz, f.nx, {}, z, x}, yz{f.nz, f.ny, {}, z, y},
       proj{f.nx, f.ny, {}, x, y};
   for (int i = 0; i < f.nx; ++i)
@@ -65,7 +65,7 @@ std::vector<std::string> view_titles(const Cut& c, const std::vector<double>& L,
   return {b[0], b[1], b[2], "extremum over depth"};
 }
 
-void frames_row(plot::Figure& f, double y, const PanelInput& in, const std::vector<double>& L) {
+void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::vector<double>& L) {
   const int nt = static_cast<int>(in.measurement.size(0)), nx = static_cast<int>(in.gt.size(0)),
             ny = static_cast<int>(in.gt.size(1));
   const std::vector<double> o = in.measurement.to_vector<double>();
@@ -81,17 +81,17 @@ void frames_row(plot::Figure& f, double y, const PanelInput& in, const std::vect
                src.begin() + static_cast<size_t>(t + 1) * nx * ny);
     return s;
   };
-  const plot::Range r = plot::value_range({&o});
+  const fk::plot::Range r = fk::plot::value_range({&o});
   for (size_t c = 0; c < ts.size(); ++c)
-    panel::tile(f, c * panel::tile_w(), y, frame(o, ts[c]), r, plot::Colormap::Magma,
+    panel::tile(f, c * panel::tile_w(), y, frame(o, ts[c]), r, fk::plot::Colormap::Magma,
                 "Measured frame " + std::to_string(ts[c] + 1) + "/" + std::to_string(nt),
                 "surface temperature");
   if (has_pred)
     panel::tile(f, ts.size() * panel::tile_w(), y, frame(pred.to_vector<double>(), nt - 1), r,
-                plot::Colormap::Magma,
+                fk::plot::Colormap::Magma,
                 "Predicted frame " + std::to_string(nt) + "/" + std::to_string(nt),
                 in.methods.front().name);
-  panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, plot::Colormap::Magma,
+  panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Magma,
              "measured signal");
 }
 
@@ -108,18 +108,18 @@ void write_volume_panel_png(const std::string& path, const PanelInput& in) {
                               panel::extent_of(in, 2)};
   const Cut c = strongest(g);
   const int rows = 2 + static_cast<int>(in.methods.size());
-  plot::Figure f(static_cast<int>(4 * panel::tile_w() + panel::kBarRoom),
-                 static_cast<int>(panel::kTop + rows * panel::row_h()));
+  fk::plot::Figure f(static_cast<int>(4 * panel::tile_w() + panel::kBarRoom),
+                     static_cast<int>(panel::kTop + rows * panel::row_h()));
   panel::figure_title(f, in.title);
-  const plot::Range r = plot::value_range({&g.v});
+  const fk::plot::Range r = fk::plot::value_range({&g.v});
   const std::vector<std::string> titles = view_titles(c, L, g);
   auto row = [&](int at, const Vol& v, const std::string& who, const std::string& sub) {
     const std::vector<Slice> s = views(v, c, L);
     const double y = panel::kTop + at * panel::row_h();
     for (int q = 0; q < 4; ++q)
-      panel::tile(f, q * panel::tile_w(), y, s[q], r, plot::Colormap::Viridis,
+      panel::tile(f, q * panel::tile_w(), y, s[q], r, fk::plot::Colormap::Viridis,
                   who + ": " + titles[q], sub);
-    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, plot::Colormap::Viridis,
+    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Viridis,
                in.value_label);
   };
   row(0, g, "Truth", "");

@@ -1,5 +1,6 @@
 // The `minkowski bench conv` CLI: a small synthetic run writes the JSON its
-// docs promise, and bad input prints one line and exits non-zero. Runs the
+// docs promise, and bad input prints one line and exits non-zero; `bench
+// train` prints its rows. Runs the
 // built binary next to this test binary (both go to FK_BIN_DIR); skipped when
 // it has not been built.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -141,6 +143,35 @@ TEST(BenchConvCli, AnEmptySceneSaysSo) {
   const std::string out = run_stdout("bench conv --scene " + scene.string(), status);
   EXPECT_EQ(status, 0);
   EXPECT_NE(out.find("empty scene (0 rows)"), std::string::npos) << out;
+}
+
+// `bench train`: one row per precision x copy path with a convolution share
+// in (0, 100] %, and an unknown precision refused.
+TEST(BenchTrainCli, RowsPerPrecisionAndCopyPath) {
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
+  int status = -1;
+  const std::string out = run_stdout(
+      "bench train --variant 14 --points 1500 --steps 1 --threads 1 --precision bf16", status);
+  ASSERT_EQ(status, 0) << out;
+  int rows = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string threads, precision, copy;
+    double ms = 0, fwd = 0, bwd = 0, opt = 0, pps = 0, conv = 0, peak = 0;
+    if (!(row >> threads >> precision >> copy >> ms >> fwd >> bwd >> opt >> pps >> conv >> peak))
+      continue;
+    ++rows;
+    EXPECT_EQ(precision, "bf16");
+    EXPECT_TRUE(copy == "fused" || copy == "per-offset") << copy;
+    EXPECT_GT(conv, 0.0);
+    EXPECT_LE(conv, 100.0);
+    EXPECT_GT(peak, 0.0);
+  }
+  EXPECT_EQ(rows, 2) << out;
+  run_stdout("bench train --points 1500 --steps 1 --precision f8", status);
+  EXPECT_EQ(status, 1);
 }
 
 }  // namespace

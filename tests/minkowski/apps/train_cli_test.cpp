@@ -1,5 +1,7 @@
 // `minkowski train` / `predict`: a one-step run writes its log and
-// checkpoints, --resume continues the log, predict loads the checkpoint, a
+// checkpoints and learning curves, --resume continues the log (also in fp16),
+// a damaged log is an error, a ResNet classifier trains on shapes, predict
+// loads the checkpoint, a
 // folder of point files trains, and bad input (another architecture's
 // checkpoint, an unknown optimizer, labels outside the classes) prints
 // one line and exits non-zero. Skipped when the CLI has not been built.
@@ -10,12 +12,29 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+
+// A PNG file (signature) whose IHDR gives width x height.
+void expect_png(const fs::path& p, uint32_t width, uint32_t height) {
+  std::ifstream f(p, std::ios::binary);
+  ASSERT_TRUE(f.good()) << p;
+  unsigned char h[24] = {};
+  f.read(reinterpret_cast<char*>(h), 24);
+  const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  EXPECT_TRUE(std::equal(signature, signature + 8, h)) << p;
+  auto be32 = [&](int at) {
+    return uint32_t{h[at]} << 24 | uint32_t{h[at + 1]} << 16 | uint32_t{h[at + 2]} << 8 | h[at + 3];
+  };
+  EXPECT_EQ(be32(16), width);
+  EXPECT_EQ(be32(20), height);
+}
 
 int count_lines(const fs::path& p) {
   std::ifstream f(p);
@@ -38,6 +57,7 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + common, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 3);
+  expect_png(dir / "run" / "curves.png", 1016, 374);
   const std::string ckpt = (dir / "run" / "best.ckpt").string();
   r = fieldkit_test::run_cli(bin,
                              "predict --variant 14A --voxel 0.4 --checkpoint " + ckpt + " --ply " +
@@ -68,6 +88,58 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// Mixed precision, the learning curves' input and the classifier path.
+TEST(TrainCli, HalfPrecisionAndClassifier) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir =
+      fs::temp_directory_path() / ("minkowski_train_cli_half_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // Mixed precision: fp16 (with loss scaling) trains and resumes; bad names are refused.
+  const std::string half =
+      "--variant 14A --steps-per-epoch 1 --batch 1 --val-scenes 1 --voxel 0.4 --threads 1 "
+      "--precision fp16 --out " +
+      (dir / "half").string();
+  auto r = fieldkit_test::run_cli(bin, "train --epochs 1 " + half, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + half, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "half" / "log.csv"), 3);
+  {  // a damaged log is named when the curves are redrawn from it
+    std::ofstream(dir / "half" / "log.csv", std::ios::app) << "3,0.5,oops\n";
+  }
+  r = fieldkit_test::run_cli(bin, "train --epochs 3 --resume " + half, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("log.csv line 4: expected 7 values, got 3"), std::string::npos) << r.err;
+  // The classifier: a narrow ResNet14 on generated shapes; its bad options.
+  const std::string cls =
+      "train --model resnet14 --planes 8,8,8,8 --epochs 1 --steps-per-epoch 1 --batch 2 "
+      "--val-scenes 1 --threads 1 --out " +
+      (dir / "cls").string();
+  r = fieldkit_test::run_cli(bin, cls, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "cls" / "log.csv"), 2);
+  expect_png(dir / "cls" / "curves.png", 1016, 374);
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --classes 5", "4 classes for the generated data"},
+           {" --data " + dir.string(), "no --data with a classifier"}}) {
+    r = fieldkit_test::run_cli(bin, cls + args, dir);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  r = fieldkit_test::run_cli(bin, "train --model resnet18 --planes 8,0,8,8 --out " + dir.string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("four positive widths a,b,c,d, got '8,0,8,8'"), std::string::npos) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --model vgg --out " + dir.string(), dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("minkunet, resnet14 or resnet18"), std::string::npos) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --precision f64 --out " + dir.string(), dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("f32, bf16 or fp16"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

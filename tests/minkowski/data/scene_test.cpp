@@ -1,5 +1,6 @@
-// The scene generator: reproducible from its seed, every class present with
-// the stated geometry, voxelization and collation keep labels on their rows.
+// The scene and shape generators: reproducible from their seed, every class
+// present with the stated geometry, voxelization and collation keep labels on
+// their rows.
 #include "minkowski/data/scene.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,45 @@ TEST(DataScene, VoxelizedLabelsStayOnTheirRows) {
   EXPECT_EQ(b.labels.size(0), b.input.size());
   EXPECT_EQ(b.labels.slice(0, 0, v.labels.size(0)).to_vector<int64_t>(), lab);
   EXPECT_EQ(b.input.F().size(1), 3);
+}
+
+// Shapes: reproducible, every class drawn, one label per cloud and per batch
+// item; without noise and scale a sphere's points lie at one distance from
+// the origin, its centre (the rotation keeps lengths), and every shape fits
+// in 1 m of the origin.
+TEST(DataScene, ShapesHaveTheirClassAndGeometry) {
+  ShapeOptions exact;
+  exact.noise = 0.0;
+  exact.scale_min = exact.scale_max = 1.0;
+  EXPECT_EQ(generate_shape({}, 3).xyz, generate_shape({}, 3).xyz);
+  std::set<int64_t> seen;
+  std::vector<uint64_t> seeds;
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    const PointCloud c = generate_shape(exact, seed);
+    ASSERT_GT(c.size(), 100);
+    EXPECT_EQ(std::set<int64_t>(c.labels.begin(), c.labels.end()).size(), 1u);
+    seen.insert(c.labels.front());
+    seeds.push_back(seed);
+    for (int64_t i = 0; i < c.size(); ++i) {
+      EXPECT_LT(std::hypot(c.xyz[3 * i], c.xyz[3 * i + 1], c.xyz[3 * i + 2]), 1.0);
+    }
+    if (c.labels.front() != kShapeSphere) continue;
+    double lo = 1e9, hi = 0;
+    for (int64_t i = 0; i < c.size(); ++i) {
+      const double d = std::hypot(c.xyz[3 * i], c.xyz[3 * i + 1], c.xyz[3 * i + 2]);
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
+    EXPECT_LT(hi - lo, 1e-5) << "seed " << seed;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kShapeClasses));
+  const Batch b = shape_batch(exact, {seeds[0], seeds[1], seeds[2]}, 0.05);
+  ASSERT_EQ(b.labels.numel(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.labels.to_vector<int64_t>()[i], generate_shape(exact, seeds[i]).labels.front());
+  }
+  EXPECT_THROW(generate_shape({0.0}, 1), fk::Error);
+  EXPECT_STREQ(shape_class_name(kShapeCone), "cone");
 }
 
 TEST(DataScene, BadOptionsThrow) {

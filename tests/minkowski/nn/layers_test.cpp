@@ -1,5 +1,6 @@
 // Every layer's backward through the module API (f64, module_gradcheck over
-// the input features and every parameter), BatchNorm's running statistics
+// the input features and every parameter; Broadcast over both of its
+// inputs), BatchNorm's running statistics
 // against a plain computation, Dropout's mask, and layer input errors.
 #include <gtest/gtest.h>
 
@@ -145,6 +146,48 @@ TEST(NnLayers, DropoutDropsInTrainModeOnly) {
   d.eval();
   EXPECT_EQ(d.forward(x).F().to_vector<double>(), x.F().to_vector<double>());
   EXPECT_THROW(Dropout(1.0), fk::Error);
+}
+
+// Broadcast's backward in f64 over both inputs, and its values against a
+// plain per-row computation.
+TEST(NnLayers, BroadcastGradientsAndValues) {
+  const SparseTensor x = leaf_input(random_sparse(9, 2, 2, 4, 3, kF64, 2));
+  const SparseTensor pooled = GlobalPooling(PoolingMode::Average).forward(x);
+  const SparseTensor glob = with_features(
+      pooled,
+      fk::test::random_tensor(pooled.F().shape(), kF64, -1.0, 1.0, 8).set_requires_grad(true));
+  const auto xb = x.C().to_vector<int32_t>();
+  const auto gb = glob.C().to_vector<int32_t>();
+  const auto xf = x.F().to_vector<double>(), gf = glob.F().to_vector<double>();
+  for (BroadcastMode mode :
+       {BroadcastMode::Add, BroadcastMode::Multiply, BroadcastMode::Concatenate}) {
+    Broadcast b(mode);
+    EXPECT_EQ(module_gradcheck([&] { return b(x, glob).F(); }, {x.F(), glob.F()}), "");
+    const fk::Tensor y = b(x, glob).F();
+    EXPECT_EQ(y.size(1), mode == BroadcastMode::Concatenate ? 4 : 2);
+    const auto yv = y.to_vector<double>();
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t g = 0;
+      while (gb[3 * g] != xb[3 * i]) ++g;  // the glob row of i's batch item
+      for (int c = 0; c < 2; ++c) {
+        const double a = xf[2 * i + c], v = gf[2 * g + c];
+        switch (mode) {
+          case BroadcastMode::Add:
+            EXPECT_EQ(yv[2 * i + c], a + v);
+            break;
+          case BroadcastMode::Multiply:
+            EXPECT_EQ(yv[2 * i + c], a * v);
+            break;
+          case BroadcastMode::Concatenate:
+            EXPECT_EQ(yv[4 * i + c], a);
+            EXPECT_EQ(yv[4 * i + 2 + c], v);
+            break;
+        }
+      }
+    }
+  }
+  const SparseTensor other = random_sparse(9, 2, 2, 4, 5, kF64, 2);
+  EXPECT_THROW(Broadcast(BroadcastMode::Add)(other, glob), fk::Error);  // another manager
 }
 
 TEST(NnLayers, WrongInputsThrow) {

@@ -9,11 +9,11 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/plot/axes.h"
 #include "nefi/bench/summary_png.h"
 #include "nefi/io/history_png.h"
 #include "nefi/io/panel_tiles.h"
 #include "nefi/io/png_panel.h"
-#include "nefi/plot/axes.h"
 
 namespace nefi {
 namespace {
@@ -44,12 +44,12 @@ std::string tmp(const std::string& name) {
 }
 
 TEST(PlotFigure, DrawsAndSavesAnAxesWithAColourBar) {
-  plot::Figure f(400, 300);
-  plot::AxesSpec a;
+  fk::plot::Figure f(400, 300);
+  fk::plot::AxesSpec a;
   a.box = {60, 30, 200, 200};
   a.y_down = true;
-  plot::draw_image(f, a, {2, 3, {0, 1, 2, 3, 4, 5}, 0, 5, plot::Colormap::Viridis});
-  plot::draw_colorbar(f, {280, 30, 14, 200}, 0, 5, plot::Colormap::Viridis, "u");
+  fk::plot::draw_image(f, a, {2, 3, {0, 1, 2, 3, 4, 5}, 0, 5, fk::plot::Colormap::Viridis});
+  fk::plot::draw_colorbar(f, {280, 30, 14, 200}, 0, 5, fk::plot::Colormap::Viridis, "u");
   const std::string p = tmp("axes.png");
   f.save_png(p);
   const Decoded d = decode(p);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace nefi::plot {
+namespace fk::plot {
 
 // About `target` ticks inside [lo, hi] (lo > hi is swapped; an empty range
 // is widened around its value). The first tick is less than one step above
@@ -21,4 +21,4 @@ std::string tick_label(double v, double step);
 // A label for a decade or 1-2-5 tick on a log axis ("1e-3", "0.01", "200").
 std::string log_tick_label(double v);
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

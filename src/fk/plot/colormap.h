@@ -6,7 +6,7 @@
 // published character of the maps, not taken from any library's tables.
 #include <string>
 
-namespace nefi::plot {
+namespace fk::plot {
 
 struct Rgb {
   double r = 0, g = 0, b = 0;  // sRGB in [0, 1]
@@ -19,4 +19,4 @@ Rgb colormap(Colormap map, double t);
 // CIE L* (0 black .. 100 white) of an sRGB colour, for tests and legibility checks.
 double lightness(const Rgb& c);
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

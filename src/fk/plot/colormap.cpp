@@ -1,10 +1,10 @@
-#include "nefi/plot/colormap.h"
+#include "fk/plot/colormap.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-namespace nefi::plot {
+namespace fk::plot {
 namespace {
 
 constexpr Rgb hex(unsigned v) {
@@ -55,4 +55,4 @@ double lightness(const Rgb& c) {
   return y > 216.0 / 24389 ? 116 * std::cbrt(y) - 16 : y * 24389.0 / 27;
 }
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

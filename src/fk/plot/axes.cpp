@@ -1,12 +1,12 @@
-#include "nefi/plot/axes.h"
+#include "fk/plot/axes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "nefi/plot/ticks.h"
+#include "fk/plot/ticks.h"
 
-namespace nefi::plot {
+namespace fk::plot {
 namespace {
 
 constexpr Rgb kInk{0.12, 0.12, 0.12};
@@ -275,4 +275,4 @@ void draw_intervals(Figure& f, const AxesSpec& a, const std::vector<Interval>& c
   }
 }
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "nefi/plot/colormap.h"
-#include "nefi/plot/figure.h"
+#include "fk/plot/colormap.h"
+#include "fk/plot/figure.h"
 
-namespace nefi::plot {
+namespace fk::plot {
 
 // Room the decorations take around a plot box, in pixels.
 inline constexpr double kLeftMargin = 58, kBottomMargin = 44, kTitleMargin = 26;
@@ -89,4 +89,4 @@ struct Interval {
 };
 void draw_intervals(Figure& f, const AxesSpec& a, const std::vector<Interval>& cats);
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

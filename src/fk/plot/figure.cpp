@@ -1,4 +1,4 @@
-#include "nefi/plot/figure.h"
+#include "fk/plot/figure.h"
 
 #include <cairo.h>
 
@@ -7,7 +7,7 @@
 
 #include "fk/error.h"
 
-namespace nefi::plot {
+namespace fk::plot {
 
 struct Figure::Cairo {
   cairo_surface_t* surface = nullptr;
@@ -165,4 +165,4 @@ void Figure::save_png(const std::string& path) const {
            path + " (" + cairo_status_to_string(s) + ")");
 }
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

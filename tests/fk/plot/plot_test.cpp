@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "fk/error.h"
-#include "nefi/plot/axes.h"
-#include "nefi/plot/ticks.h"
+#include "fk/plot/axes.h"
+#include "fk/plot/ticks.h"
 
-namespace nefi {
+namespace fk {
 namespace {
 
 TEST(PlotTicks, RoundNumbersCoveringTheRange) {
@@ -124,4 +124,4 @@ TEST(PlotFigure, BadSizeAndUnwritablePathThrow) {
 }
 
 }  // namespace
-}  // namespace nefi
+}  // namespace fk

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "nefi/plot/colormap.h"
+#include "fk/plot/colormap.h"
 
-namespace nefi::plot {
+namespace fk::plot {
 
 enum class Align { Start, Centre, End };  // left/top, centre, right/bottom
 
@@ -59,4 +59,4 @@ class Figure {
   std::unique_ptr<Cairo> cairo_;
 };
 
-}  // namespace nefi::plot
+}  // namespace fk::plot

@@ -1,11 +1,11 @@
-#include "nefi/plot/ticks.h"
+#include "fk/plot/ticks.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace nefi::plot {
+namespace fk::plot {
 
 double nice_step(double lo, double hi, int target) {
   if (lo > hi) std::swap(lo, hi);
@@ -85,4 +85,4 @@ std::string log_tick_label(double v) {
   return std::abs(m - 1) < 1e-9 ? fmt::format("1e{}", ex) : fmt::format("{:g}e{}", m, ex);
 }
 
-}  // namespace nefi::plot
+}  // namespace fk::plot
