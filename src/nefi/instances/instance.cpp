@@ -15,10 +15,14 @@ constexpr double kMaxSteps = 1e9;  // a step count an int holds
 }  // namespace
 
 const std::vector<InstancePtr>& all_instances() {
-  static const std::vector<InstancePtr> list{
-      make_toy1d(),          make_deconvolution(),  make_thermal_tomography(),
-      make_poisson_source(), make_sparse_view_ct(), make_deconvolution3d(),
-      make_holography()};
+  static const std::vector<InstancePtr> list{make_toy1d(),
+                                             make_deconvolution(),
+                                             make_thermal_tomography(),
+                                             make_poisson_source(),
+                                             make_sparse_view_ct(),
+                                             make_deconvolution3d(),
+                                             make_holography(),
+                                             make_ct3d()};
   return list;
 }
 
