@@ -15,14 +15,10 @@ constexpr double kMaxSteps = 1e9;  // a step count an int holds
 }  // namespace
 
 const std::vector<InstancePtr>& all_instances() {
-  static const std::vector<InstancePtr> list{make_toy1d(),
-                                             make_deconvolution(),
-                                             make_thermal_tomography(),
-                                             make_poisson_source(),
-                                             make_sparse_view_ct(),
-                                             make_deconvolution3d(),
-                                             make_holography(),
-                                             make_ct3d()};
+  static const std::vector<InstancePtr> list{
+      make_toy1d(),          make_deconvolution(),  make_thermal_tomography(),
+      make_poisson_source(), make_sparse_view_ct(), make_deconvolution3d(),
+      make_holography(),     make_ct3d(),           make_diffraction_tomography()};
   return list;
 }
 
