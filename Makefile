@@ -31,6 +31,7 @@ demo: build
 	@$(BIN)/nefi run configs/poisson_source_smoke.yaml
 	@$(BIN)/nefi run configs/sparse_view_ct_smoke.yaml
 	@$(BIN)/nefi run configs/holography_smoke.yaml
+	@$(BIN)/nefi run configs/diffraction_tomography_smoke.yaml
 	@$(BIN)/minkowski bench conv --points 20000 --channels 32 --repeats 3 \
 	  --json runs/minkowski-bench-conv-20k.json
 	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \
