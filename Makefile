@@ -34,6 +34,7 @@ demo: build
 	@$(BIN)/nefi run configs/nv_relaxometry_smoke.yaml
 	@$(BIN)/nefi run configs/current_density_smoke.yaml
 	@$(BIN)/nefi run configs/reaction_diffusion_smoke.yaml
+	@$(BIN)/nefi run configs/diffraction_tomography_smoke.yaml
 	@$(BIN)/minkowski bench conv --points 20000 --channels 32 --repeats 3 \
 	  --json runs/minkowski-bench-conv-20k.json
 	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \

@@ -59,4 +59,20 @@ std::vector<double> filtered_back_projection(const std::vector<double>& sinogram
   return img;
 }
 
+std::vector<double> filtered_back_projection_slices(const std::vector<double>& sinogram,
+                                                    int64_t n_views, int64_t n_det, int64_t n_z,
+                                                    double angle_range, int64_t n, double L) {
+  FK_CHECK(n_z >= 1 && static_cast<int64_t>(sinogram.size()) == n_views * n_det * n_z, "nefi::fbp",
+           std::to_string(n_views * n_det * n_z) + " sinogram values",
+           std::to_string(sinogram.size()));
+  std::vector<double> vol(n * n * n_z), plane(n_views * n_det);
+  for (int64_t k = 0; k < n_z; ++k) {
+    for (int64_t r = 0; r < n_views * n_det; ++r) plane[r] = sinogram[r * n_z + k];
+    const std::vector<double> img =
+        filtered_back_projection(plane, n_views, n_det, angle_range, n, L);
+    for (int64_t p = 0; p < n * n; ++p) vol[p * n_z + k] = img[p];
+  }
+  return vol;
+}
+
 }  // namespace nefi

@@ -16,4 +16,10 @@ std::vector<double> filtered_back_projection(const std::vector<double>& sinogram
                                              int64_t n_det, double angle_range, int64_t n,
                                              double L);
 
+// The same per z slice of a stack rotated about z (RadonOperator on a 3-D
+// domain): sinogram (n_views, n_det, n_z) -> volume (n, n, n_z), C order.
+std::vector<double> filtered_back_projection_slices(const std::vector<double>& sinogram,
+                                                    int64_t n_views, int64_t n_det, int64_t n_z,
+                                                    double angle_range, int64_t n, double L);
+
 }  // namespace nefi

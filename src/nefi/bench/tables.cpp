@@ -180,7 +180,7 @@ std::vector<std::string> metric_names(const std::vector<Row>& rows) {
 }
 
 bool higher_is_better(const std::string& m) {
-  for (const char* h : {"psnr", "ssim", "iou", "dice", "f1", "accuracy"})
+  for (const char* h : {"psnr", "ssim", "iou", "dice", "f1", "accuracy", "accepted", "in_band"})
     if (m.find(h) != std::string::npos) return true;
   return false;
 }

@@ -28,6 +28,8 @@ const std::vector<InstancePtr>& all_instances() {
       make_reaction_diffusion(),
       make_eit(),
       make_darcy_flow(),
+      make_ct3d(),
+      make_diffraction_tomography(),
   };
   return list;
 }

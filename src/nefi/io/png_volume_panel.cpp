@@ -66,8 +66,16 @@ std::vector<std::string> view_titles(const Cut& c, const std::vector<double>& L,
 }
 
 void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::vector<double>& L) {
-  const int nt = static_cast<int>(in.measurement.size(0)), nx = static_cast<int>(in.gt.size(0)),
-            ny = static_cast<int>(in.gt.size(1));
+  const int nt = static_cast<int>(in.measurement.size(0)),
+            nx = static_cast<int>(in.measurement.size(1)),
+            ny = static_cast<int>(in.measurement.size(2));
+  // Surface frames over the volume's (x, y); other frames (a sinogram's
+  // rows) are drawn over their own index axes.
+  const bool surface = nx == in.gt.size(0) && ny == in.gt.size(1);
+  const fk::plot::Axis ax =
+      surface ? fk::plot::Axis{0, L[0], false, "x"} : fk::plot::Axis{0, 1.0 * nx, false, "axis 1"};
+  const fk::plot::Axis ay =
+      surface ? fk::plot::Axis{0, L[1], false, "y"} : fk::plot::Axis{0, 1.0 * ny, false, "axis 2"};
   const std::vector<double> o = in.measurement.to_vector<double>();
   const fk::Tensor& pred = in.methods.front().prediction;
   const bool has_pred = pred.defined() && pred.shape() == in.measurement.shape();
@@ -76,7 +84,7 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::
     if ((ts.empty() || t > ts.back()) && ts.size() < (has_pred ? 3u : 4u)) ts.push_back(t);
   if (ts.back() != nt - 1) ts.back() = nt - 1;
   auto frame = [&](const std::vector<double>& src, int t) {
-    Slice s{nx, ny, {}, {0, L[0], false, "x"}, {0, L[1], false, "y"}};
+    Slice s{nx, ny, {}, ax, ay};
     s.v.assign(src.begin() + static_cast<size_t>(t) * nx * ny,
                src.begin() + static_cast<size_t>(t + 1) * nx * ny);
     return s;
@@ -85,7 +93,7 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::
   for (size_t c = 0; c < ts.size(); ++c)
     panel::tile(f, c * panel::tile_w(), y, frame(o, ts[c]), r, fk::plot::Colormap::Magma,
                 "Measured frame " + std::to_string(ts[c] + 1) + "/" + std::to_string(nt),
-                "surface temperature");
+                surface ? "surface temperature" : "measurement");
   if (has_pred)
     panel::tile(f, ts.size() * panel::tile_w(), y, frame(pred.to_vector<double>(), nt - 1), r,
                 fk::plot::Colormap::Magma,
@@ -98,9 +106,8 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::
 }  // namespace
 
 void write_volume_panel_png(const std::string& path, const PanelInput& in) {
-  FK_CHECK(in.gt.dim() == 3 && in.measurement.dim() == 3 &&
-               in.measurement.size(1) == in.gt.size(0) && in.measurement.size(2) == in.gt.size(1),
-           "nefi::write_volume_panel_png", "a volume (nx, ny, nz) and frames (n_obs, nx, ny)",
+  FK_CHECK(in.gt.dim() == 3 && in.measurement.dim() == 3, "nefi::write_volume_panel_png",
+           "a volume (nx, ny, nz) and frames (n_obs, rows, cols)",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   const Vol g{static_cast<int>(in.gt.size(0)), static_cast<int>(in.gt.size(1)),
               static_cast<int>(in.gt.size(2)), in.gt.to_vector<double>()};

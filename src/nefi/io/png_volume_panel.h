@@ -9,7 +9,8 @@
 namespace nefi {
 
 // in.gt and reconstructions (nx, ny, nz), z the depth; in.measurement
-// (n_obs, nx, ny). Throws fk::Error on other shapes.
+// (n_obs, nx, ny) surface frames, or any (n_obs, rows, cols) stack of
+// frames (drawn over index axes). Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
 
 }  // namespace nefi

@@ -17,7 +17,7 @@ struct RadonBackward : fk::autograd::Node {
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
     const fk::Tensor& g = grads[0];
-    const int64_t per = op->geometry().n_views * op->n_det();
+    const int64_t per = op->geometry().n_views * op->n_det() * op->n_slices();
     const auto x = op->adjoint(g.to_vector<double>(), g.numel() / per);
     return {fk::from_vector(x, in_shape).to(g.dtype())};
   }
@@ -27,9 +27,10 @@ struct RadonBackward : fk::autograd::Node {
 
 RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
     : domain_(std::move(domain)), geometry_(geometry) {
-  FK_CHECK(domain_.ndim() == 2 && domain_.shape()[0] == domain_.shape()[1] &&
+  FK_CHECK((domain_.ndim() == 2 || domain_.ndim() == 3) &&
+               domain_.shape()[0] == domain_.shape()[1] &&
                domain_.extent()[0] == domain_.extent()[1],
-           "nefi::RadonOperator", "a square 2-D domain", domain_.str());
+           "nefi::RadonOperator", "a 2-D or 3-D domain square in axes 0 and 1", domain_.str());
   FK_CHECK(geometry_.n_views >= 1, "nefi::RadonOperator", "n_views >= 1",
            std::to_string(geometry_.n_views));
   FK_CHECK(geometry_.angle_range > 0, "nefi::RadonOperator", "angle_range > 0",
@@ -81,17 +82,20 @@ void RadonOperator::prepare() {
 }
 
 std::string RadonOperator::fidelity_tag() const {
-  return "radon-" + std::to_string(domain_.shape()[0]) + "px-" +
-         std::to_string(geometry_.det_per_pixel) + "det-" +
-         std::to_string(geometry_.samples_per_pixel) + "spp";
+  return std::string(domain_.ndim() == 3 ? "radon3d-" : "radon-") +
+         std::to_string(domain_.shape()[0]) + "px-" + std::to_string(geometry_.det_per_pixel) +
+         "det-" + std::to_string(geometry_.samples_per_pixel) + "spp";
 }
 
 fk::Dims RadonOperator::output_shape(const fk::Dims& shape) const {
   std::vector<int64_t> out(shape.begin(), shape.end());
-  FK_CHECK(out.size() >= 2, "nefi::RadonOperator", "a shape (..., n, n)", shape.str());
-  out.resize(out.size() - 2);
+  const size_t d = static_cast<size_t>(domain_.ndim());
+  FK_CHECK(out.size() >= d, "nefi::RadonOperator",
+           d == 3 ? "a shape (..., n, n, n_z)" : "a shape (..., n, n)", shape.str());
+  out.resize(out.size() - d);
   out.push_back(geometry_.n_views);
   out.push_back(n_det());
+  if (d == 3) out.push_back(shape[shape.size() - 1]);
   return fk::Dims(out);
 }
 
@@ -105,14 +109,17 @@ std::shared_ptr<Operator> RadonOperator::at_resolution(const fk::Dims& shape) co
 std::vector<double> RadonOperator::project(const std::vector<double>& image, int64_t batch) const {
   const Matrix& m = *matrix_;
   const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
-  std::vector<double> y(batch * rows, 0.0);
+  const int64_t nz = n_slices();
+  std::vector<double> y(batch * rows * nz, 0.0);
   for (int64_t b = 0; b < batch; ++b) {
     const double* x = image.data() + b * cols;
     for (int64_t r = 0; r < rows; ++r) {
-      double acc = 0;
-      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e)
-        acc += m.weight[e] * x[m.col[e]];
-      y[b * rows + r] = acc;
+      double* yr = y.data() + (b * rows + r) * nz;
+      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e) {
+        const double w = m.weight[e];
+        const double* xe = x + m.col[e] * nz;
+        for (int64_t z = 0; z < nz; ++z) yr[z] += w * xe[z];
+      }
     }
   }
   return y;
@@ -122,21 +129,27 @@ std::vector<double> RadonOperator::adjoint(const std::vector<double>& sinogram,
                                            int64_t batch) const {
   const Matrix& m = *matrix_;
   const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
+  const int64_t nz = n_slices();
   std::vector<double> x(batch * cols, 0.0);
   for (int64_t b = 0; b < batch; ++b) {
     double* xb = x.data() + b * cols;
     for (int64_t r = 0; r < rows; ++r) {
-      const double g = sinogram[b * rows + r];
-      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e) xb[m.col[e]] += m.weight[e] * g;
+      const double* g = sinogram.data() + (b * rows + r) * nz;
+      for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e) {
+        const double w = m.weight[e];
+        double* xe = xb + m.col[e] * nz;
+        for (int64_t z = 0; z < nz; ++z) xe[z] += w * g[z];
+      }
     }
   }
   return x;
 }
 
 fk::Tensor RadonOperator::apply(const fk::Tensor& x) const {
-  const int64_t n = domain_.shape()[0];
-  FK_CHECK(x.dim() >= 2 && x.size(x.dim() - 2) == n && x.size(x.dim() - 1) == n,
-           "nefi::RadonOperator", "an image of shape (..., " + domain_.shape().str() + ")",
+  const int64_t d = domain_.ndim();
+  bool match = x.dim() >= d;
+  for (int64_t a = 0; match && a < d; ++a) match = x.size(x.dim() - d + a) == domain_.shape()[a];
+  FK_CHECK(match, "nefi::RadonOperator", "an image of shape (..., " + domain_.shape().str() + ")",
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::RadonOperator",
            "a real f32/f64 image", fk::name(x.dtype()));
@@ -144,7 +157,7 @@ fk::Tensor RadonOperator::apply(const fk::Tensor& x) const {
   {
     fk::autograd::NoGradGuard ng;
     fk::profile::OpScope scope("radon");
-    y = fk::from_vector(project(x.detach().to_vector<double>(), x.numel() / (n * n)),
+    y = fk::from_vector(project(x.detach().to_vector<double>(), x.numel() / domain_.numel()),
                         output_shape(x.shape()))
             .to(x.dtype());
   }

@@ -15,6 +15,11 @@
 // and the adjoint its exact transpose (one autograd node each way).
 // Input (..., n, n) real f32/f64 (leading dims are a batch); output
 // (..., n_views, n_det), the same dtype, computed in f64. Linear, batchable.
+// On a 3-D domain (n, n, n_z) (axis 2 = z, the rotation axis) every z slice
+// is projected by the same 2-D map: input (..., n, n, n_z), output
+// (..., n_views, n_det, n_z); each matrix entry then scales a contiguous
+// run of n_z values (the slices are the innermost axis, as the reference
+// batches them as channels of one sampling pass).
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,20 +38,24 @@ struct RadonGeometry {
 
 class RadonOperator : public Operator {
  public:
-  // Throws fk::Error on a non-square 2-D domain or a non-positive geometry value.
+  // Throws fk::Error on a domain that is not square in axes 0 and 1 (2-D or
+  // 3-D) or a non-positive geometry value.
   RadonOperator(Domain domain, RadonGeometry geometry);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
-  std::string kind() const override { return "radon"; }
+  std::string kind() const override { return domain_.ndim() == 3 ? "radon3d" : "radon"; }
   bool batchable() const override { return true; }
   const Domain& domain() const { return domain_; }
   const RadonGeometry& geometry() const { return geometry_; }
   int64_t n_det() const { return domain_.shape()[0] * geometry_.det_per_pixel; }
+  // Slices projected independently: n_z on a 3-D domain, else 1.
+  int64_t n_slices() const { return domain_.ndim() == 3 ? domain_.shape()[2] : 1; }
   std::vector<double> angles() const;
-  // The exact adjoint on host values: (batch, V, n_det) -> (batch, n, n), f64.
+  // Forward and exact adjoint on host values, f64:
+  // (batch, n, n[, n_z]) <-> (batch, V, n_det[, n_z]).
   std::vector<double> project(const std::vector<double>& image, int64_t batch) const;
   std::vector<double> adjoint(const std::vector<double>& sinogram, int64_t batch) const;
 

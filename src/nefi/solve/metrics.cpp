@@ -88,6 +88,18 @@ double psnr(const fk::Tensor& x, const fk::Tensor& gt) {
   return m > 0 ? 10.0 * std::log10(r * r / m) : 99.0;
 }
 
+double iou(const fk::Tensor& x, const fk::Tensor& gt, double fraction) {
+  check(x, gt, "nefi::iou");
+  const auto a = x.to_vector<double>(), b = gt.to_vector<double>();
+  const double tau = fraction * *std::max_element(b.begin(), b.end());
+  int64_t inter = 0, uni = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    inter += a[i] > tau && b[i] > tau;
+    uni += a[i] > tau || b[i] > tau;
+  }
+  return uni ? static_cast<double>(inter) / static_cast<double>(uni) : 1.0;
+}
+
 double relative_error(const fk::Tensor& x, const fk::Tensor& gt) {
   check(x, gt, "nefi::relative_error");
   auto a = x.to_vector<double>(), b = gt.to_vector<double>();

@@ -9,6 +9,8 @@
 //   (K data_range)^2 with data_range = max(gt) - min(gt) (1 if that is 0)
 //   unless given. 1-D: a 1-D window; 2-D: the separable 2-D window; 3-D: the
 //   mean of the 2-D SSIM of the slices along the last axis. 4-D and up throw.
+//   iou: |A and B| / |A or B| of the masks x > tau, gt > tau with tau =
+//   fraction * max(gt) (1 when both masks are empty).
 #include <optional>
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace nefi {
 double mse(const fk::Tensor& x, const fk::Tensor& gt);
 double psnr(const fk::Tensor& x, const fk::Tensor& gt);
 double relative_error(const fk::Tensor& x, const fk::Tensor& gt);
+double iou(const fk::Tensor& x, const fk::Tensor& gt, double fraction);
 double ssim(const fk::Tensor& x, const fk::Tensor& gt, std::optional<double> data_range = {});
 // The same on C-ordered host values of `shape`.
 double ssim(const std::vector<double>& x, const std::vector<double>& gt, const fk::Dims& shape,

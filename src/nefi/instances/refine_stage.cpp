@@ -1,0 +1,71 @@
+#include "nefi/instances/refine_stage.h"
+
+#include "fk/error.h"
+
+namespace nefi {
+
+void declare_refine_keys(Params& p, bool on, int64_t levels) {
+  const RefineOptions d;
+  p.declare("refine", on, "run the level-set edge refinement after the solve");
+  p.declare("refine_levels", levels, "refinement phases (0: auto by multi-level Otsu)");
+  p.declare("refine_max_levels", int64_t{d.max_levels}, "refinement: most phases auto picks");
+  p.declare("refine_steps", int64_t{d.steps}, "refinement: Adam steps");
+  p.declare("refine_lr", d.lr, "refinement: learning rate (level set and levels)");
+  p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
+  p.declare("refine_eps_end", d.eps_end, "refinement: final interface width (level gaps)");
+  p.declare("refine_chi_factor", d.chi_factor, "refinement: accept chi <= this max(chi_smooth, 1)");
+  p.declare("refine_band_fraction", d.band_fraction,
+            "refinement: share of interfaces required in the smooth transition band");
+  p.declare("refine_band_width", int64_t{d.band_width},
+            "refinement: cells the transition band is grown by");
+}
+
+RefineOptions refine_options_from(const Params& p) {
+  RefineOptions o;
+  auto integer = [&](const char* key, int64_t lo, int64_t hi) {
+    const int64_t v = p.i(key);
+    FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
+             "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+             std::to_string(v));
+    return static_cast<int>(v);
+  };
+  o.levels = integer("refine_levels", 0, 8);
+  FK_CHECK(o.levels != 1, "config key 'refine_levels'", "0 (auto) or a phase count in [2, 8]", "1");
+  o.max_levels = integer("refine_max_levels", 2, 8);
+  o.steps = integer("refine_steps", 1, 1000000);
+  o.band_width = integer("refine_band_width", 0, 64);
+  auto positive = [&](const char* key) {
+    const double v = p.d(key);
+    FK_CHECK(v > 0, std::string("config key '") + key + "'", "a value > 0", Params::render(v));
+    return v;
+  };
+  o.lr = positive("refine_lr");
+  o.eps_start = positive("refine_eps_start");
+  o.eps_end = positive("refine_eps_end");
+  FK_CHECK(o.eps_end <= o.eps_start, "config key 'refine_eps_end'",
+           "a width <= refine_eps_start (" + Params::render(o.eps_start) + ")",
+           Params::render(o.eps_end));
+  o.chi_factor = p.d("refine_chi_factor");
+  FK_CHECK(o.chi_factor >= 1, "config key 'refine_chi_factor'", "a factor >= 1",
+           Params::render(o.chi_factor));
+  o.band_fraction = p.d("refine_band_fraction");
+  FK_CHECK(o.band_fraction >= 0 && o.band_fraction <= 1, "config key 'refine_band_fraction'",
+           "a fraction in [0, 1]", Params::render(o.band_fraction));
+  return o;
+}
+
+fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,
+                             uint64_t seed, RunOutput& out) {
+  SolverOptions so;
+  so.seed = seed;
+  const RefineReport r = refine_levelset(problem, out.reconstruction, options, so);
+  out.metrics["refine_accepted"] = r.accepted ? 1.0 : 0.0;
+  out.metrics["refine_levels"] = static_cast<double>(r.start_levels.size());
+  out.metrics["refine_chi_smooth"] = r.chi_smooth;
+  out.metrics["refine_chi"] = r.chi_refined;
+  out.metrics["refine_in_band"] = r.in_band;
+  out.result.fields["refined"] = r.refined;
+  return r.field;
+}
+
+}  // namespace nefi

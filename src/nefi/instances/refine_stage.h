@@ -1,0 +1,25 @@
+#pragma once
+// The post-solve refinement stage as the instances run it (solve/refine.h):
+// its config keys, and the call that refines a finished run and records
+// what it did.
+#include "nefi/instances/instance.h"
+#include "nefi/solve/refine.h"
+
+namespace nefi {
+
+// refine (bool, default `on`), refine_levels (0: auto), refine_max_levels,
+// refine_steps, refine_lr, refine_eps_start, refine_eps_end,
+// refine_chi_factor, refine_band_fraction, refine_band_width.
+void declare_refine_keys(Params& p, bool on, int64_t levels = 0);
+// The options those keys give; checked (an error names the key).
+RefineOptions refine_options_from(const Params& p);
+
+// Refines out.reconstruction under `problem` (operator, measurement and
+// losses at the domain grid) and records the metrics refine_accepted,
+// refine_levels, refine_chi_smooth and refine_chi, and the field "refined"
+// (the refined field whether or not it was accepted). Returns the field to
+// score: the refined one when accepted, else the smooth reconstruction.
+fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,
+                             uint64_t seed, RunOutput& out);
+
+}  // namespace nefi

@@ -1,0 +1,274 @@
+#include "nefi/solve/refine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/unary.h"
+
+namespace nefi {
+namespace {
+
+// The K-phase field over one level set (refine.h); phi and the levels are
+// its parameters, restarted from the smooth fit by reset_parameters.
+class LevelSetField : public Field {
+ public:
+  LevelSetField(std::string primary, const fk::Dims& shape, std::vector<double> phi0,
+                std::vector<double> thresholds, std::vector<double> levels0, double eps_start,
+                double eps_end)
+      : shape_(shape),
+        phi0_(std::move(phi0)),
+        t_(std::move(thresholds)),
+        c0_(std::move(levels0)),
+        eps_start_(eps_start),
+        eps_end_(eps_end) {
+    primary_ = std::move(primary);
+    params_.add("phi", shape_);
+    params_.add("levels", {static_cast<int64_t>(c0_.size())});
+    params_.allocate(fk::DType::F32);
+    reset_parameters(0);
+  }
+  FieldMap forward(const Domain& domain, double progress) override {
+    FK_CHECK(domain.shape() == shape_, "nefi::refine_levelset", "the grid " + shape_.str(),
+             domain.shape().str());
+    const double eps = eps_start_ * std::pow(eps_end_ / eps_start_, std::clamp(progress, 0.0, 1.0));
+    const std::vector<fk::Tensor> v = params_.views();
+    const fk::Tensor& phi = v[0];
+    const fk::Tensor& c = v[1];
+    fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {phi.dtype()}), c.select(0, 0));
+    for (size_t k = 0; k < t_.size(); ++k) {
+      const fk::Tensor step = fk::sigmoid(fk::mul(fk::sub(phi, t_[k]), 1.0 / eps));
+      u = fk::add(u, fk::mul(step, fk::sub(c.select(0, k + 1), c.select(0, k))));
+    }
+    return {{primary_, u}};
+  }
+  void reset_parameters(uint64_t) override {
+    fk::autograd::NoGradGuard ng;
+    params_.raw(0).copy_(fk::from_vector(phi0_, shape_));
+    params_.raw(1).copy_(fk::from_vector(c0_, {static_cast<int64_t>(c0_.size())}));
+    params_.flat().bump_version();
+  }
+  std::string kind() const override { return "levelset"; }
+
+ private:
+  fk::Dims shape_;
+  std::vector<double> phi0_, t_, c0_;
+  double eps_start_, eps_end_;
+};
+
+// Class means of v split at the thresholds (an empty class takes its
+// threshold interval's midpoint, so the levels stay ordered).
+std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t) {
+  const size_t K = t.size() + 1;
+  std::vector<double> sum(K, 0.0), cnt(K, 0.0);
+  for (double x : v) {
+    const size_t k = std::upper_bound(t.begin(), t.end(), x) - t.begin();
+    sum[k] += x, cnt[k] += 1;
+  }
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  std::vector<double> m(K);
+  for (size_t k = 0; k < K; ++k) {
+    const double a = k ? t[k - 1] : *lo, b = k + 1 < K ? t[k] : *hi;
+    m[k] = cnt[k] > 0 ? sum[k] / cnt[k] : (a + b) / 2;
+  }
+  return m;
+}
+
+// chi of `x` (the problem's field at the domain grid; see refine.h).
+double chi(const InverseProblem& p, const fk::Tensor& x) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor pred = p.op->apply(x.to(p.measurement.data.dtype()));
+  FK_CHECK(pred.shape() == p.measurement.data.shape(), "nefi::refine_levelset",
+           "a prediction of the measurement's shape " + p.measurement.data.shape().str(),
+           pred.shape().str());
+  const auto a = pred.to_vector<double>(), y = p.measurement.data.to_vector<double>();
+  const std::vector<double> w = p.measurement.mask.defined()
+                                    ? p.measurement.mask.to_vector<double>()
+                                    : std::vector<double>(a.size(), 1.0);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) num += w[i] * (a[i] - y[i]) * (a[i] - y[i]), den += w[i];
+  const double m = den > 0 ? num / den : 0.0;
+  const double s = p.measurement.noise_std;
+  return s > 0 ? m / (s * s) : m;
+}
+
+// Share of the refined interface cells (a cell whose phase index differs
+// from a face neighbour's across threshold k) inside the smooth field's
+// band for k: cells with a smooth value strictly between the starting
+// levels k-1 and k, grown by `width` face-neighbour steps.
+double interface_in_band(const std::vector<double>& smooth, const std::vector<double>& phi,
+                         const fk::Dims& shape, const std::vector<double>& t,
+                         const std::vector<double>& c0, int width) {
+  const int64_t n = shape.numel();
+  std::vector<int64_t> stride(shape.size(), 1);
+  for (int a = static_cast<int>(shape.size()) - 2; a >= 0; --a)
+    stride[a] = stride[a + 1] * shape[a + 1];
+  auto neighbours = [&](int64_t i, auto&& fn) {
+    for (int a = 0; a < shape.size(); ++a) {
+      const int64_t ia = (i / stride[a]) % shape[a];
+      if (ia > 0) fn(i - stride[a]);
+      if (ia + 1 < shape[a]) fn(i + stride[a]);
+    }
+  };
+  int64_t total = 0, inside = 0;
+  for (size_t k = 0; k < t.size(); ++k) {
+    std::vector<char> band(n, 0);
+    for (int64_t i = 0; i < n; ++i) band[i] = smooth[i] > c0[k] && smooth[i] < c0[k + 1];
+    for (int r = 0; r < width; ++r) {  // grow by one face neighbour per pass
+      std::vector<char> grown = band;
+      for (int64_t i = 0; i < n; ++i)
+        if (band[i]) neighbours(i, [&](int64_t j) { grown[j] = 1; });
+      band.swap(grown);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      bool edge = false;
+      neighbours(i, [&](int64_t j) { edge = edge || ((phi[i] >= t[k]) != (phi[j] >= t[k])); });
+      if (!edge) continue;
+      ++total;
+      inside += band[i] != 0;
+    }
+  }
+  return total ? static_cast<double>(inside) / static_cast<double>(total) : 1.0;
+}
+
+}  // namespace
+
+void RefineOptions::validate() const {
+  FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",
+           "0 (auto) or a phase count in [2, 8]", std::to_string(levels));
+  FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
+           std::to_string(max_levels));
+  FK_CHECK(auto_separation > 0 && auto_separation <= 1, "refine option 'auto_separation'",
+           "a fraction in (0, 1]", std::to_string(auto_separation));
+  FK_CHECK(steps >= 1 && steps <= 1000000, "refine option 'steps'", "a step count in [1, 1e6]",
+           std::to_string(steps));
+  FK_CHECK(lr > 0, "refine option 'lr'", "a learning rate > 0", std::to_string(lr));
+  FK_CHECK(eps_start > 0 && eps_end > 0 && eps_end <= eps_start,
+           "refine options 'eps_start', 'eps_end'", "0 < eps_end <= eps_start",
+           std::to_string(eps_start) + ", " + std::to_string(eps_end));
+  FK_CHECK(chi_factor >= 1, "refine option 'chi_factor'", ">= 1", std::to_string(chi_factor));
+  FK_CHECK(band_width >= 0 && band_width <= 64, "refine option 'band_width'", "cells in [0, 64]",
+           std::to_string(band_width));
+  FK_CHECK(band_fraction >= 0 && band_fraction <= 1, "refine option 'band_fraction'",
+           "a fraction in [0, 1]", std::to_string(band_fraction));
+}
+
+std::vector<double> multi_otsu(const std::vector<double>& v, int classes, int bins) {
+  FK_CHECK(!v.empty(), "nefi::multi_otsu", "values", "none");
+  FK_CHECK(classes >= 2 && classes <= bins && bins >= 2, "nefi::multi_otsu", "2 <= classes <= bins",
+           std::to_string(classes) + " classes, " + std::to_string(bins) + " bins");
+  const auto [lo_it, hi_it] = std::minmax_element(v.begin(), v.end());
+  const double lo = *lo_it, hi = *hi_it, w = (hi - lo) / bins;
+  if (!(w > 0)) return std::vector<double>(classes - 1, lo);
+  // Prefix sums of the histogram's counts and first moments (bin centres).
+  std::vector<double> n0(bins + 1, 0.0), n1(bins + 1, 0.0);
+  for (double x : v) {
+    const int b = std::min(bins - 1, static_cast<int>((x - lo) / w));
+    n0[b + 1] += 1, n1[b + 1] += lo + (b + 0.5) * w;
+  }
+  for (int b = 0; b < bins; ++b) n0[b + 1] += n0[b], n1[b + 1] += n1[b];
+  auto gain = [&](int i, int j) {  // bins [i, j): count * mean^2
+    const double c = n0[j] - n0[i], s = n1[j] - n1[i];
+    return c > 0 ? s * s / c : 0.0;
+  };
+  // best[k][j]: the largest sum of gains of k classes over bins [0, j).
+  const double none = -std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(classes + 1, std::vector<double>(bins + 1, none));
+  std::vector<std::vector<int>> cut(classes + 1, std::vector<int>(bins + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= classes; ++k)
+    for (int j = k; j <= bins; ++j)
+      for (int i = k - 1; i < j; ++i) {
+        if (best[k - 1][i] == none) continue;
+        const double g = best[k - 1][i] + gain(i, j);
+        if (g > best[k][j]) best[k][j] = g, cut[k][j] = i;
+      }
+  // A cut inside a run of empty bins splits the data alike anywhere in the
+  // run: take the run's middle (between the two modes, not at one's edge).
+  auto empty = [&](int b) { return n0[b + 1] == n0[b]; };
+  std::vector<double> t(classes - 1);
+  for (int k = classes, j = bins; k > 1; --k) {
+    j = cut[k][j];
+    int a = j, e = j;
+    while (a > 0 && empty(a - 1)) --a;
+    while (e < bins && empty(e)) ++e;
+    t[k - 2] = lo + 0.5 * (a + e) * w;
+  }
+  return t;
+}
+
+double class_separation(const std::vector<double>& v, const std::vector<double>& t) {
+  const std::vector<double> m = class_means(v, t);
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double total = 0, between = 0;
+  for (double x : v) {
+    const size_t k = std::upper_bound(t.begin(), t.end(), x) - t.begin();
+    total += (x - mean) * (x - mean);
+    between += (m[k] - mean) * (m[k] - mean);
+  }
+  return total > 0 ? between / total : 1.0;
+}
+
+RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& smooth,
+                             const RefineOptions& o, const SolverOptions& so) {
+  o.validate();
+  const fk::Dims shape = problem.domain.shape();
+  FK_CHECK(smooth.shape() == shape, "nefi::refine_levelset",
+           "a smooth field of shape " + shape.str(), smooth.shape().str());
+  const std::vector<double> xs = smooth.to_vector<double>();
+  RefineReport r;
+  int K = o.levels;
+  if (K == 0)
+    for (K = 2; K < o.max_levels; ++K)
+      if (class_separation(xs, multi_otsu(xs, K)) >= o.auto_separation) break;
+  r.thresholds = multi_otsu(xs, K);
+  r.start_levels = class_means(xs, r.thresholds);
+  double gap = std::numeric_limits<double>::infinity();
+  for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
+  r.chi_smooth = chi(problem, smooth);
+  r.field = smooth.to(fk::DType::F64);
+  if (!(gap > 0)) {
+    r.reason = "the smooth field has no level structure";
+    r.refined = r.field;
+    return r;
+  }
+  InverseProblem p = problem;
+  const std::string primary = problem.field->primary();
+  auto field = std::make_shared<LevelSetField>(primary, shape, xs, r.thresholds, r.start_levels,
+                                               o.eps_start * gap, o.eps_end * gap);
+  p.field = field;
+  Curriculum cur = Curriculum::single(shape, o.steps, o.lr);
+  cur.stages[0].name = "refine";
+  cur.optim.optimizer = "adam";
+  cur.optim.weight_decay = 0;
+  cur.optim.grad_clip = 0;
+  SolverOptions opts;
+  opts.seed = so.seed;
+  opts.nan_guard = so.nan_guard;
+  Result res = Solver(std::move(p), cur, opts).run();
+  r.refined = res.fields.at(primary).to(fk::DType::F64);
+  r.levels = field->params().raw(1).to_vector<double>();
+  r.chi_refined = chi(problem, r.refined);
+  r.in_band = interface_in_band(xs, field->params().raw(0).to_vector<double>(), shape, r.thresholds,
+                                r.start_levels, o.band_width);
+  const double bound =
+      o.chi_factor *
+      (problem.measurement.noise_std > 0 ? std::max(r.chi_smooth, 1.0) : r.chi_smooth);
+  if (r.chi_refined > bound) {
+    r.reason = "chi " + std::to_string(r.chi_refined) + " > " + std::to_string(bound);
+  } else if (r.in_band < o.band_fraction) {
+    r.reason = "interfaces outside the transition band (" + std::to_string(r.in_band) + ")";
+  } else {
+    r.accepted = true;
+    r.field = r.refined;
+  }
+  return r;
+}
+
+}  // namespace nefi

@@ -1,0 +1,66 @@
+#pragma once
+// Post-solve edge refinement (the reference's "refined IoU" stage): a smooth
+// reconstruction x_s of a piecewise-constant object is re-fitted to the same
+// data as a K-phase field over one level set phi,
+//   u = c_0 + sum_{k>=1} (c_k - c_{k-1}) sigmoid((phi - t_k) / eps),
+// with phi started at x_s, the thresholds t_k and starting levels c_k from
+// multi-level Otsu on x_s, and eps shrinking geometrically from eps_start to
+// eps_end (fractions of the smallest level gap) over the refinement stage.
+// phi and the levels are fitted by Adam under the problem's own losses, so
+// the data term decides where the interfaces go; the sharp field is then
+// only accepted when
+//   chi_refined <= chi_factor * max(chi_smooth, 1)   (chi = masked mean
+//     squared residual / noise_std^2; without a known noise level the
+//     plain mean square, and the bound is chi_factor * chi_smooth), and
+//   at least band_fraction of the refined interface cells lie in the smooth
+//     field's transition band (cells whose smooth value is strictly between
+//     the two starting levels of that interface, grown by band_width cells),
+// else the smooth field is kept: refinement may sharpen what the data
+// support, never invent an edge the data or the smooth fit do not show.
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/solve/problem.h"
+#include "nefi/solve/solver.h"
+
+namespace nefi {
+
+struct RefineOptions {
+  int levels = 0;      // phases K >= 2; 0: the smallest K in [2, max_levels] with
+                       // between-class variance >= auto_separation of the total
+  int max_levels = 4;  // <= 8
+  double auto_separation = 0.9;
+  int steps = 200;
+  double lr = 1e-2;
+  double eps_start = 0.3, eps_end = 0.1;
+  double chi_factor = 1.1;
+  double band_fraction = 0.9;
+  int band_width = 2;
+  void validate() const;  // throws fk::Error naming the bad option
+};
+
+struct RefineReport {
+  bool accepted = false;
+  std::string reason;  // why it was refused (empty when accepted)
+  std::vector<double> thresholds, start_levels, levels;
+  double chi_smooth = 0, chi_refined = 0, in_band = 0;
+  fk::Tensor refined;  // the refined field (f64), also when refused
+  fk::Tensor field;    // what to use: `refined` when accepted, else the smooth field
+};
+
+// `problem` supplies the operator (at the domain's grid), the measurement and
+// the losses on field `problem.field->primary()` (its field is not used);
+// `smooth` is that field at the domain's grid.
+RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& smooth,
+                             const RefineOptions& options, const SolverOptions& solver = {});
+
+// Multi-level Otsu on a `bins`-bin histogram over [min, max] of v: the
+// classes - 1 thresholds (bin edges, ascending) that maximise the
+// between-class variance (dynamic programming over contiguous bin ranges);
+// a cut inside empty bins sits in the middle of the empty run.
+std::vector<double> multi_otsu(const std::vector<double>& v, int classes, int bins = 256);
+// Between-class over total variance of v split at `thresholds` (1 for constant v).
+double class_separation(const std::vector<double>& v, const std::vector<double>& thresholds);
+
+}  // namespace nefi

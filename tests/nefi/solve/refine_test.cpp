@@ -1,0 +1,117 @@
+// The post-solve level-set refinement (solve/refine.h): multi-level Otsu,
+// acceptance of a sharpening the data support and refusal of one they do not.
+#include "nefi/solve/refine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "fk/factory.h"
+#include "fk/random.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/operators/fft_convolution.h"
+#include "nefi/solve/metrics.h"
+
+namespace {
+
+TEST(NefiRefine, MultiOtsuSeparatesModes) {
+  fk::Generator g(3);
+  const auto noise = fk::randn({3000}, {fk::DType::F64}, &g).to_vector<double>();
+  std::vector<double> v;
+  for (size_t i = 0; i < noise.size(); ++i) v.push_back(0.4 * (i % 3) + 0.03 * noise[i]);
+  const auto t2 = nefi::multi_otsu(v, 3);
+  ASSERT_EQ(t2.size(), 2u);
+  EXPECT_NEAR(t2[0], 0.2, 0.05);
+  EXPECT_NEAR(t2[1], 0.6, 0.05);
+  EXPECT_GT(nefi::class_separation(v, t2), 0.97);
+  EXPECT_LT(nefi::class_separation(v, nefi::multi_otsu(v, 2)), 0.8);
+  EXPECT_EQ(nefi::multi_otsu({1.0, 1.0}, 2), std::vector<double>{1.0});
+  EXPECT_THROW(nefi::multi_otsu(v, 1), fk::Error);
+  EXPECT_THROW(nefi::multi_otsu({}, 2), fk::Error);
+}
+
+// A blurred two-level disk: the truth's blur plus 1 % noise.
+struct DiskProblem {
+  nefi::InverseProblem problem;
+  fk::Tensor truth, smooth;
+};
+
+DiskProblem disk_problem(bool sharp_truth) {
+  const int64_t n = 32;
+  nefi::Domain d({n, n});
+  std::vector<double> x(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double r = std::hypot(i + 0.5 - 15.0, j + 0.5 - 17.0);
+      x[i * n + j] = sharp_truth ? (r < 8 ? 0.8 : 0.1) : 0.1 + 0.7 * std::exp(-r * r / 50.0);
+    }
+  DiskProblem p;
+  p.truth = fk::from_vector(x, {n, n});
+  auto blur = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(2.0 / n), d);
+  const auto clean = blur->apply(p.truth).to_vector<double>();
+  fk::Generator g(7);
+  const auto e = fk::randn({n, n}, {fk::DType::F64}, &g).to_vector<double>();
+  std::vector<double> y(clean);
+  for (size_t i = 0; i < y.size(); ++i) y[i] += 0.01 * e[i];
+  p.problem.domain = d;
+  p.problem.op = blur;
+  p.problem.field = std::make_shared<nefi::GridField>(
+      d.shape(), std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
+  p.problem.losses.add(nefi::mse_loss(), 1.0);
+  p.problem.measurement.data = fk::from_vector(y, {n, n}).to(fk::DType::F32);
+  p.problem.measurement.noise_std = 0.01;
+  // A smooth fit: the truth blurred once more (what a smooth prior returns).
+  p.smooth = blur->apply(p.truth);
+  return p;
+}
+
+TEST(NefiRefine, SharpensAnEdgeTheDataSupport) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o;
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_NEAR(r.levels[0], 0.1, 0.03);
+  EXPECT_NEAR(r.levels[1], 0.8, 0.05);
+  EXPECT_LT(r.chi_refined, r.chi_smooth);
+  EXPECT_LT(r.chi_refined, 2.0);
+  EXPECT_GT(nefi::iou(r.field, p.truth, 0.8), nefi::iou(p.smooth, p.truth, 0.8) + 0.1);
+  EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
+}
+
+// A smooth bump is no two-level object: the staircase misfits the data and
+// the smooth field is kept.
+TEST(NefiRefine, RefusesAStaircaseTheDataContradict) {
+  DiskProblem p = disk_problem(false);
+  p.smooth = p.truth;  // the best smooth fit there is
+  nefi::RefineOptions o;
+  o.levels = 2;
+  o.steps = 100;
+  const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.reason.find("chi"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.field.to_vector<double>(), p.smooth.to_vector<double>());
+  EXPECT_GT(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
+}
+
+TEST(NefiRefine, BadOptionsAndShapes) {
+  const DiskProblem p = disk_problem(true);
+  for (auto bad :
+       {+[](nefi::RefineOptions& o) { o.levels = 1; }, +[](nefi::RefineOptions& o) { o.steps = 0; },
+        +[](nefi::RefineOptions& o) { o.eps_end = 2 * o.eps_start; },
+        +[](nefi::RefineOptions& o) { o.chi_factor = 0.5; },
+        +[](nefi::RefineOptions& o) { o.band_fraction = 2; }}) {
+    nefi::RefineOptions o;
+    bad(o);
+    EXPECT_THROW(nefi::refine_levelset(p.problem, p.smooth, o), fk::Error);
+  }
+  EXPECT_THROW(nefi::refine_levelset(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), {}),
+               fk::Error);
+}
+
+}  // namespace
