@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "fk/error.h"
+#include "fk/plot/axes.h"
 #include "nefi/bench/stats.h"
 #include "nefi/bench/tables.h"
-#include "nefi/plot/axes.h"
 
 namespace nefi::bench {
 namespace {
@@ -73,35 +73,38 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
   const double vmin = *std::min_element(values.begin(), values.end());
   const double vmax = *std::max_element(values.begin(), values.end());
   const bool log = vmin > 0 && vmax >= 10 * vmin;
-  const plot::Range xr =
-      vmax > vmin ? plot::padded({vmin, vmax}, 0.06, log) : plot::Range{vmin - 1, vmin + 1};
+  const fk::plot::Range xr =
+      vmax > vmin ? fk::plot::padded({vmin, vmax}, 0.06, log) : fk::plot::Range{vmin - 1, vmin + 1};
   const std::vector<std::string> metrics = metric_names(rows);
   const int n = std::max<int>(1, static_cast<int>(metrics.size())), cols = std::min(n, kCols),
             nrows = (n + kCols - 1) / kCols;
-  const double cell_w = plot::kLeftMargin + kW + kGap, cell_h = kHead + kH + plot::kBottomMargin;
-  plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
-  f.text({16, 28}, title, {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+  const double cell_w = fk::plot::kLeftMargin + kW + kGap,
+               cell_h = kHead + kH + fk::plot::kBottomMargin;
+  fk::plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
+  f.text({16, 28}, title,
+         {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (size_t i = 0; i < metrics.size(); ++i) {
     const std::string& m = metrics[i];
     const Curve c = curve(labels, rows, m, level);
     std::vector<double> all = c.lo;
     all.insert(all.end(), c.hi.begin(), c.hi.end());
-    const plot::Range yr = plot::padded(plot::value_range({&all}), 0.08);
-    plot::AxesSpec a;
-    a.box = {(i % kCols) * cell_w + plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW, kH};
+    const fk::plot::Range yr = fk::plot::padded(fk::plot::value_range({&all}), 0.08);
+    fk::plot::AxesSpec a;
+    a.box = {(i % kCols) * cell_w + fk::plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW,
+             kH};
     a.x = {xr.lo, xr.hi, log, axis};
     a.y = {yr.lo, yr.hi, false, m};
     a.title = m + (higher_is_better(m) ? " (higher is better)" : " (lower is better)");
     a.grid = true;
-    const plot::Rgb colour = plot::series_colour(0);
-    plot::draw_lines(f, a,
-                     {{"", values, c.mean, colour, 1.6},
-                      {"mean, 95 % interval", values, c.mean, colour, 3.5, 0, true}});
+    const fk::plot::Rgb colour = fk::plot::series_colour(0);
+    fk::plot::draw_lines(f, a,
+                         {{"", values, c.mean, colour, 1.6},
+                          {"mean, 95 % interval", values, c.mean, colour, 3.5, 0, true}});
     // The intervals on top of the frame draw_lines lays down.
     for (size_t k = 0; k < values.size(); ++k)
       if (std::isfinite(c.lo[k]) && std::isfinite(c.hi[k]))
-        f.line({plot::to_px_x(a, values[k]), plot::to_px_y(a, c.lo[k])},
-               {plot::to_px_x(a, values[k]), plot::to_px_y(a, c.hi[k])}, colour, 1.5);
+        f.line({fk::plot::to_px_x(a, values[k]), fk::plot::to_px_y(a, c.lo[k])},
+               {fk::plot::to_px_x(a, values[k]), fk::plot::to_px_y(a, c.hi[k])}, colour, 1.5);
   }
   f.save_png(path);
 }

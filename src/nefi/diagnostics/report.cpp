@@ -11,7 +11,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/io/npy.h"
-#include "nefi/plot/axes.h"
+#include "fk/plot/axes.h"
 
 namespace nefi::diagnostics {
 namespace {
@@ -29,19 +29,19 @@ nlohmann::json number(double v) {
 
 // The sensitivity map of a field of 2 or more dimensions as an image: 2-D
 // itself, beyond the middle slice along the first axis.
-plot::ImageData sensitivity_image(const Diagnostics& d) {
+fk::plot::ImageData sensitivity_image(const Diagnostics& d) {
   const fk::Dims& s = d.field_shape;
-  plot::ImageData img;
+  fk::plot::ImageData img;
   const std::vector<double>& v = d.probes.sensitivity;
   img.rows = static_cast<int>(s[s.size() - 2]);
   img.cols = static_cast<int>(s[s.size() - 1]);
   const int64_t plane = static_cast<int64_t>(img.rows) * img.cols;
   const int64_t first = s.size() > 2 ? (s[0] / 2) * (static_cast<int64_t>(v.size()) / s[0]) : 0;
   img.values.assign(v.begin() + first, v.begin() + first + plane);
-  const plot::Range r = plot::value_range({&img.values});
+  const fk::plot::Range r = fk::plot::value_range({&img.values});
   img.lo = r.lo;
   img.hi = r.hi;
-  img.map = plot::Colormap::Magma;
+  img.map = fk::plot::Colormap::Magma;
   return img;
 }
 
@@ -118,10 +118,11 @@ std::string diagnostics_json(const Diagnostics& d) {
 
 void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
   constexpr double kW = 420, kH = 300, kTop = 40, kGap = 110;
-  plot::Figure f(static_cast<int>(2 * plot::kLeftMargin + 2 * kW + kGap + 60),
-                 static_cast<int>(kTop + plot::kTitleMargin + kH + plot::kBottomMargin + 10));
+  fk::plot::Figure f(
+      static_cast<int>(2 * fk::plot::kLeftMargin + 2 * kW + kGap + 60),
+      static_cast<int>(kTop + fk::plot::kTitleMargin + kH + fk::plot::kBottomMargin + 10));
   f.text({16, 26}, "diagnostics: " + d.instance + " (" + d.method + ") at " + d.at,
-         {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
+         {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   const auto& sv = d.spectrum.singular_values;
   std::vector<double> idx, pos;
   for (size_t i = 0; i < sv.size(); ++i) {
@@ -133,37 +134,38 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (!(hi > 0)) lo = 0.1, hi = 10;
   if (hi <= lo) lo /= 2, hi *= 2;
-  const plot::Range yr = plot::padded({lo, hi}, 0.05, true);
-  plot::AxesSpec a{{plot::kLeftMargin, kTop + plot::kTitleMargin, kW, kH},
-                   {0.5, sv.size() + 0.5, false, "index i"},
-                   {yr.lo, yr.hi, true, "singular value"},
-                   fmt::format("leading singular values (cond {:.2e})", d.condition)};
+  const fk::plot::Range yr = fk::plot::padded({lo, hi}, 0.05, true);
+  fk::plot::AxesSpec a{{fk::plot::kLeftMargin, kTop + fk::plot::kTitleMargin, kW, kH},
+                       {0.5, sv.size() + 0.5, false, "index i"},
+                       {yr.lo, yr.hi, true, "singular value"},
+                       fmt::format("leading singular values (cond {:.2e})", d.condition)};
   a.grid = true;
-  plot::draw_lines(f, a,
-                   {{"", idx, pos, plot::series_colour(0), 1.2},
-                    {"sigma_i", idx, pos, plot::series_colour(0), 4, 0, true}});
-  const plot::Box right{2 * plot::kLeftMargin + kW + 30, kTop + plot::kTitleMargin, kW, kH};
+  fk::plot::draw_lines(f, a,
+                       {{"", idx, pos, fk::plot::series_colour(0), 1.2},
+                        {"sigma_i", idx, pos, fk::plot::series_colour(0), 4, 0, true}});
+  const fk::plot::Box right{2 * fk::plot::kLeftMargin + kW + 30, kTop + fk::plot::kTitleMargin, kW,
+                            kH};
   if (d.field_shape.size() <= 1) {  // a 1-D field: the map as a line over the cells
     const std::vector<double>& sens = d.probes.sensitivity;
     std::vector<double> cell(sens.size());
     for (size_t i = 0; i < cell.size(); ++i) cell[i] = static_cast<double>(i);
-    const plot::Range r = plot::padded(plot::value_range({&sens}), 0.05);
-    plot::AxesSpec b{right,
-                     {0, std::max(1.0, cell.size() - 1.0), false, "cell"},
-                     {r.lo, r.hi, false, "column norm^2"},
-                     sensitivity_title(d)};
+    const fk::plot::Range r = fk::plot::padded(fk::plot::value_range({&sens}), 0.05);
+    fk::plot::AxesSpec b{right,
+                         {0, std::max(1.0, cell.size() - 1.0), false, "cell"},
+                         {r.lo, r.hi, false, "column norm^2"},
+                         sensitivity_title(d)};
     b.grid = true;
-    plot::draw_lines(f, b, {{"", cell, sens, plot::series_colour(1), 1.6}});
+    fk::plot::draw_lines(f, b, {{"", cell, sens, fk::plot::series_colour(1), 1.6}});
   } else {
-    const plot::ImageData img = sensitivity_image(d);
-    plot::AxesSpec b{right,
-                     {0, static_cast<double>(img.cols), false, "cell"},
-                     {0, static_cast<double>(img.rows), false, "cell"},
-                     sensitivity_title(d)};
+    const fk::plot::ImageData img = sensitivity_image(d);
+    fk::plot::AxesSpec b{right,
+                         {0, static_cast<double>(img.cols), false, "cell"},
+                         {0, static_cast<double>(img.rows), false, "cell"},
+                         sensitivity_title(d)};
     b.y_down = true;
-    plot::draw_image(f, b, img);
-    plot::draw_colorbar(f, {right.x + kW + 12, right.y, 14, kH}, img.lo, img.hi,
-                        plot::Colormap::Magma, "column norm^2");
+    fk::plot::draw_image(f, b, img);
+    fk::plot::draw_colorbar(f, {right.x + kW + 12, right.y, 14, kH}, img.lo, img.hi,
+                            fk::plot::Colormap::Magma, "column norm^2");
   }
   f.save_png(path);
 }
