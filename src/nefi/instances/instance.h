@@ -78,6 +78,7 @@ InstancePtr make_poisson_source();
 InstancePtr make_sparse_view_ct();
 InstancePtr make_deconvolution3d();
 InstancePtr make_holography();
+InstancePtr make_wave_fwi();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
@@ -86,6 +87,7 @@ const char* poisson_source_data_tag();
 const char* sparse_view_ct_data_tag();
 const char* deconvolution3d_data_tag();
 const char* holography_data_tag();
+const char* wave_fwi_data_tag();
 
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,

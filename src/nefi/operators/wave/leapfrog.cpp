@@ -169,105 +169,6 @@ std::vector<double> kappa_gradient(const WaveGrid& g, const StepCoefficients<T>&
 }
 
 template <typename T>
-void leapfrog_step(const WaveGrid& g, const StepCoefficients<T>& co, const T* up, const T* u, T* un,
-                   const std::array<T*, 3>& psi) {
-  const Laplacian<T> lap(g);
-  const T* q2 = co.q2.data();
-  const T* b = co.b.data();
-  const T* k = co.k.data();
-  const T* ad = co.a_dt2.data();
-  std::array<T, 3> ih{}, ih2{};
-  for (int d = 0; d < 3; ++d)
-    ih[d] = static_cast<T>(1.0 / g.h[d]), ih2[d] = static_cast<T>(0.5 / g.h[d]);
-  for_each_row(g, [&](int64_t p0, int64_t count) {
-    for (int64_t p = p0; p < p0 + count; ++p) {
-      T v = q2[p] * u[p] - b[p] * up[p] + k[p] * lap.at(u, p);
-      if (co.pml) {
-        T div = 0;
-        for (int d = 0; d < 3; ++d)
-          if (g.active[d]) div += (psi[d][p] - psi[d][p - g.stride[d]]) * ih[d];
-        v += ad[p] * div;
-      }
-      un[p] = v;
-    }
-  });
-  if (!co.pml) return;
-  for (int d = 0; d < 3; ++d) {
-    if (!g.active[d]) continue;
-    const T* al = co.alpha[d].data();
-    const T* be = co.beta[d].data();
-    T* ps = psi[d];
-    const int64_t s = g.stride[d];
-    for_each_row(g, [&](int64_t p0, int64_t count) {
-      for (int64_t p = p0; p < p0 + count; ++p)
-        ps[p] = al[p] * ps[p] + be[p] * ((un[p + s] - un[p] + u[p + s] - u[p]) * ih2[d]);
-    });
-  }
-}
-
-template <typename T>
-void leapfrog_adjoint_step(const WaveGrid& g, const StepCoefficients<T>& co, T* lam_c,
-                           const T* lam_p, T* out_cur, T* out_prev, const std::array<T*, 3>& mu,
-                           const T* u_n, const T* u_np1, T* kbar, const std::array<T*, 3>& fbar) {
-  std::array<T, 3> ih{}, ih2{};
-  for (int d = 0; d < 3; ++d)
-    ih[d] = static_cast<T>(1.0 / g.h[d]), ih2[d] = static_cast<T>(0.5 / g.h[d]);
-  if (co.pml) {
-    // ψ^{n+1} = alpha ψ^n + beta G (u^{n+1} + u^n) / 2: Gᵀ(beta μ) / 2 goes to
-    // both λ and (through out_prev as scratch) ū^n, then μ decays.
-    for_each_row(g, [&](int64_t p0, int64_t count) {
-      for (int64_t p = p0; p < p0 + count; ++p) out_prev[p] = T(0);
-    });
-    for (int d = 0; d < 3; ++d) {
-      if (!g.active[d]) continue;
-      const T* be = co.beta[d].data();
-      const T* m = mu[d];
-      const int64_t s = g.stride[d];
-      for_each_row(g, [&](int64_t p0, int64_t count) {
-        for (int64_t p = p0; p < p0 + count; ++p)
-          out_prev[p] += (be[p - s] * m[p - s] - be[p] * m[p]) * ih2[d];
-      });
-    }
-    for_each_row(g, [&](int64_t p0, int64_t count) {
-      for (int64_t p = p0; p < p0 + count; ++p) lam_c[p] += out_prev[p];
-    });
-    for (int d = 0; d < 3; ++d) {
-      if (!g.active[d]) continue;
-      const T* al = co.alpha[d].data();
-      T* m = mu[d];
-      const int64_t s = g.stride[d];
-      for_each_row(g, [&](int64_t p0, int64_t count) {
-        for (int64_t p = p0; p < p0 + count; ++p) {
-          if (u_np1)
-            fbar[d][p] += m[p] * ((u_np1[p + s] - u_np1[p] + u_n[p + s] - u_n[p]) * ih2[d]);
-          m[p] = al[p] * m[p];
-        }
-      });
-    }
-  }
-  const Laplacian<T> lap(g);
-  const T* q2 = co.q2.data();
-  const T* b = co.b.data();
-  const T* k = co.k.data();
-  const T* ad = co.a_dt2.data();
-  for_each_row(g, [&](int64_t p0, int64_t count) {
-    for (int64_t p = p0; p < p0 + count; ++p) {
-      const T l = lam_c[p];
-      const T half = co.pml ? out_prev[p] : T(0);  // the ψ update's share of ū^n
-      out_cur[p] = lam_p[p] + q2[p] * l + lap.at_product(k, lam_c, p) + half;
-      out_prev[p] = -b[p] * l;
-      if (u_n) kbar[p] += l * lap.at(u_n, p);
-      if (co.pml)
-        for (int d = 0; d < 3; ++d)
-          if (g.active[d]) {
-            const int64_t s = g.stride[d];
-            mu[d][p] += (ad[p] * l - ad[p + s] * lam_c[p + s]) * ih[d];
-          }
-    }
-  });
-}
-
-template <typename T>
 void add_scaled_laplacian(const WaveGrid& g, const std::vector<double>& kappa, double scale,
                           const T* u, T* out, bool transpose) {
   const Laplacian<T> lap(g);
@@ -320,18 +221,13 @@ std::vector<double> velocity_gradient(const WaveGrid& g, const std::vector<doubl
   return out;
 }
 
-#define NEFI_WAVE_INSTANTIATE(T)                                                                  \
-  template StepCoefficients<T> step_coefficients<T>(const WaveGrid&, const Damping&,              \
-                                                    const std::vector<double>&);                  \
-  template std::vector<double> kappa_gradient<T>(const WaveGrid&, const StepCoefficients<T>&,     \
-                                                 const std::vector<T>&,                           \
-                                                 const std::array<std::vector<T>, 3>&);           \
-  template void leapfrog_step<T>(const WaveGrid&, const StepCoefficients<T>&, const T*, const T*, \
-                                 T*, const std::array<T*, 3>&);                                   \
-  template void leapfrog_adjoint_step<T>(const WaveGrid&, const StepCoefficients<T>&, T*,         \
-                                         const T*, T*, T*, const std::array<T*, 3>&, const T*,    \
-                                         const T*, T*, const std::array<T*, 3>&);                 \
-  template void add_scaled_laplacian<T>(const WaveGrid&, const std::vector<double>&, double,      \
+#define NEFI_WAVE_INSTANTIATE(T)                                                              \
+  template StepCoefficients<T> step_coefficients<T>(const WaveGrid&, const Damping&,          \
+                                                    const std::vector<double>&);              \
+  template std::vector<double> kappa_gradient<T>(const WaveGrid&, const StepCoefficients<T>&, \
+                                                 const std::vector<T>&,                       \
+                                                 const std::array<std::vector<T>, 3>&);       \
+  template void add_scaled_laplacian<T>(const WaveGrid&, const std::vector<double>&, double,  \
                                         const T*, T*, bool);
 NEFI_WAVE_INSTANTIATE(float)
 NEFI_WAVE_INSTANTIATE(double)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -97,10 +98,10 @@ struct AdjointRun {
   const ShotGeometry& geo;
   const StepCoefficients<T>& co;
   const T* g;  // this shot's trace gradient (n_rec, n_t)
-  std::vector<T> buf[3];
-  T* lam_c;
-  T* lam_p;
-  T* spare;
+  std::vector<T> buf[4];
+  T* lam_c;     // ū^{n+1}
+  T* lam_p;     // the adjoint of the previous-field slot
+  T* spare[2];  // where the step's ū^n and ū^{n−1} go
   FaceFields<T> mu, fbar;
   std::vector<T> kbar;
   bool gradient;
@@ -113,7 +114,8 @@ struct AdjointRun {
         fbar(geo_.grid, co_.pml && grad),
         gradient(grad) {
     for (auto& b : buf) b.assign(geo.grid.numel, T(0));
-    lam_c = buf[0].data(), lam_p = buf[1].data(), spare = buf[2].data();
+    lam_c = buf[0].data(), lam_p = buf[1].data();
+    spare[0] = buf[2].data(), spare[1] = buf[3].data();
     if (grad) kbar.assign(geo.grid.numel, T(0));
   }
   // Adjoint steps n = n1 − 1 .. n0; u(n) points at u^n (unused without gradient).
@@ -123,10 +125,11 @@ struct AdjointRun {
     for (int64_t n = n1 - 1; n >= n0; --n) {
       if ((n + 1) % gr.substeps == 0)
         inject_traces(geo.receivers, g, gr.n_t, (n + 1) / gr.substeps, lam_c);
-      leapfrog_adjoint_step(gr, co, lam_c, lam_p, lam_p, spare, mu.ptr, gradient ? u(n) : nullptr,
-                            gradient ? u(n + 1) : nullptr, kbar.data(), fbar.ptr);
-      T* old = lam_c;
-      lam_c = lam_p, lam_p = spare, spare = old;
+      leapfrog_adjoint_step(gr, co, lam_c, lam_p, spare[0], spare[1], mu.ptr,
+                            gradient ? u(n) : nullptr, gradient ? u(n + 1) : nullptr, kbar.data(),
+                            fbar.ptr);
+      std::swap(lam_c, spare[0]);
+      std::swap(lam_p, spare[1]);
     }
   }
 };
