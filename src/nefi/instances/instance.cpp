@@ -18,7 +18,7 @@ const std::vector<InstancePtr>& all_instances() {
   static const std::vector<InstancePtr> list{
       make_toy1d(),          make_deconvolution(),  make_thermal_tomography(),
       make_poisson_source(), make_sparse_view_ct(), make_deconvolution3d(),
-      make_holography(),     make_wave_fwi()};
+      make_holography(),     make_wave_fwi(),       make_photoacoustic3d()};
   return list;
 }
 

@@ -79,6 +79,7 @@ InstancePtr make_sparse_view_ct();
 InstancePtr make_deconvolution3d();
 InstancePtr make_holography();
 InstancePtr make_wave_fwi();
+InstancePtr make_photoacoustic3d();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
@@ -88,6 +89,7 @@ const char* sparse_view_ct_data_tag();
 const char* deconvolution3d_data_tag();
 const char* holography_data_tag();
 const char* wave_fwi_data_tag();
+const char* photoacoustic3d_data_tag();
 
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,

@@ -8,8 +8,9 @@
 
 namespace nefi {
 
-// in.gt and reconstructions (nx, ny, nz), z the depth; in.measurement
-// (n_obs, nx, ny). Throws fk::Error on other shapes.
+// in.gt and reconstructions (nx, ny, nz), z the depth; a 3-D measurement
+// must be frames (n_obs, nx, ny) and adds their row; one of another rank
+// (sensor traces) is left out. Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
 
 }  // namespace nefi

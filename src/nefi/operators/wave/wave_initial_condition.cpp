@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -49,7 +50,7 @@ struct InitialConditionBackward : fk::autograd::Node {
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>&) override {}
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     const auto g = grads[0].to_vector<double>();
-    return {fk::from_vector(op->adjoint(g), shape).to(dtype)};
+    return {fk::from_vector(op->adjoint(g, dtype), shape).to(dtype)};
   }
 };
 
@@ -83,12 +84,12 @@ WaveInitialConditionOperator::WaveInitialConditionOperator(WaveInitialConditionC
     : cfg_(std::move(cfg)), shape_(shape) {
   FK_CHECK(cfg_.sensor_fc >= 0 && std::isfinite(cfg_.sensor_fc), "wave config 'sensor_fc'",
            "a cut-off >= 0 (0: none)", std::to_string(cfg_.sensor_fc));
-  geo_ = wave::make_shot_geometry(cfg_.wave, shape_, {}, cfg_.receivers, 0.0, 1.0);
-  kappa_ = wave::padded_kappa(geo_.grid, std::vector<double>(shape_.numel(), cfg_.wave.c_max));
-  co32_ = std::make_shared<const wave::StepCoefficients<float>>(
-      wave::step_coefficients<float>(geo_.grid, geo_.damping, kappa_));
-  co64_ = std::make_shared<const wave::StepCoefficients<double>>(
-      wave::step_coefficients<double>(geo_.grid, geo_.damping, kappa_));
+  auto m = std::make_shared<Model>();
+  m->geo = wave::make_shot_geometry(cfg_.wave, shape_, {}, cfg_.receivers, 0.0, 1.0);
+  m->kappa = wave::padded_kappa(m->geo.grid, std::vector<double>(shape_.numel(), cfg_.wave.c_max));
+  m->co32 = wave::step_coefficients<float>(m->geo.grid, m->geo.damping, m->kappa);
+  m->co64 = wave::step_coefficients<double>(m->geo.grid, m->geo.damping, m->kappa);
+  model_ = std::move(m);
 }
 
 fk::Tensor WaveInitialConditionOperator::apply(const fk::Tensor& p0) const {
@@ -98,13 +99,14 @@ fk::Tensor WaveInitialConditionOperator::apply(const fk::Tensor& p0) const {
            "p0 of dtype f32 or f64", fk::name(p0.dtype()));
   const bool grad = fk::autograd::needs_grad(p0);
   fk::autograd::NoGradGuard ng;
-  const auto x = embed(geo_.grid, p0.to_vector<double>());
+  const Model& m = *model_;
+  const auto x = embed(m.geo.grid, p0.to_vector<double>());
   std::vector<double> traces =
       p0.dtype() == fk::DType::F32
-          ? widen(wave::initial_value_traces(geo_, *co32_, kappa_, cast<float>(x)))
-          : wave::initial_value_traces(geo_, *co64_, kappa_, x);
+          ? widen(wave::initial_value_traces(m.geo, m.co32, m.kappa, cast<float>(x)))
+          : wave::initial_value_traces(m.geo, m.co64, m.kappa, x);
   if (cfg_.sensor_fc > 0)
-    traces = gaussian_lowpass(traces, geo_.grid.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc);
+    traces = gaussian_lowpass(traces, m.geo.grid.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc);
   const fk::Dims out_shape{static_cast<int64_t>(cfg_.receivers.size()), cfg_.wave.n_t};
   fk::Tensor out = fk::from_vector(traces, out_shape).to(p0.dtype());
   if (grad) {
@@ -117,38 +119,58 @@ fk::Tensor WaveInitialConditionOperator::apply(const fk::Tensor& p0) const {
   return out;
 }
 
-std::vector<double> WaveInitialConditionOperator::adjoint(const std::vector<double>& g_in) const {
+std::vector<double> WaveInitialConditionOperator::adjoint(const std::vector<double>& g_in,
+                                                          fk::DType precision) const {
   const int64_t expect = static_cast<int64_t>(cfg_.receivers.size()) * cfg_.wave.n_t;
   FK_CHECK(static_cast<int64_t>(g_in.size()) == expect, "wave_initial_condition adjoint",
            std::to_string(expect) + " trace values", std::to_string(g_in.size()));
   const std::vector<double> g =
-      cfg_.sensor_fc > 0 ? gaussian_lowpass(g_in, geo_.grid.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc)
+      cfg_.sensor_fc > 0 ? gaussian_lowpass(g_in, cfg_.wave.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc)
                          : g_in;
-  return restrict_to_domain(geo_.grid, wave::initial_value_adjoint(geo_, *co64_, kappa_, g));
+  return precision == fk::DType::F32 ? adjoint_as<float>(g) : adjoint_as<double>(g);
+}
+
+template <typename T>
+std::vector<double> WaveInitialConditionOperator::adjoint_as(const std::vector<double>& g) const {
+  const Model& m = *model_;
+  const auto& co = [&]() -> const wave::StepCoefficients<T>& {
+    if constexpr (std::is_same_v<T, float>)
+      return m.co32;
+    else
+      return m.co64;
+  }();
+  return restrict_to_domain(m.geo.grid,
+                            widen(wave::initial_value_adjoint(m.geo, co, m.kappa, cast<T>(g))));
 }
 
 std::vector<double> WaveInitialConditionOperator::time_reversal(
     const std::vector<double>& traces) const {
-  const wave::WaveGrid& g = geo_.grid;
+  const Model& m = *model_;
+  const wave::WaveGrid& g = m.geo.grid;
   const int64_t n_t = g.n_t, n_rec = static_cast<int64_t>(cfg_.receivers.size());
   FK_CHECK(static_cast<int64_t>(traces.size()) == n_rec * n_t, "time_reversal",
            std::to_string(n_rec * n_t) + " trace values", std::to_string(traces.size()));
   std::vector<int64_t> cell(n_rec);
   for (int64_t r = 0; r < n_rec; ++r) {
-    const auto& s = geo_.receivers[r];
-    cell[r] = s.index[std::max_element(s.weight.begin(), s.weight.end()) - s.weight.begin()];
+    // The heaviest cell of the stencil; on a tie the later one, which for a
+    // sensor on the domain's face is the domain's cell, not the layer's.
+    const auto& s = m.geo.receivers[r];
+    size_t best = 0;
+    for (size_t i = 1; i < s.weight.size(); ++i)
+      if (s.weight[i] >= s.weight[best]) best = i;
+    cell[r] = s.index[best];
   }
   std::vector<double> buf[3];
   for (auto& b : buf) b.assign(g.numel, 0.0);
   std::array<std::vector<double>, 3> psi;
   std::array<double*, 3> psi_ptr{nullptr, nullptr, nullptr};
   for (int d = 0; d < 3; ++d)
-    if (co64_->pml && g.active[d]) psi[d].assign(g.numel, 0.0), psi_ptr[d] = psi[d].data();
+    if (m.co64.pml && g.active[d]) psi[d].assign(g.numel, 0.0), psi_ptr[d] = psi[d].data();
   const int64_t N = g.n_steps();
   const double t_end = static_cast<double>(n_t - 1) * cfg_.wave.dt_obs;
   for (int64_t n = 0; n < N; ++n) {
     double* un = buf[(n + 2) % 3].data();
-    wave::leapfrog_step(g, *co64_, buf[n % 3].data(), buf[(n + 1) % 3].data(), un, psi_ptr);
+    wave::leapfrog_step(g, m.co64, buf[n % 3].data(), buf[(n + 1) % 3].data(), un, psi_ptr);
     // The trace at the reversed time, linear in the samples.
     const double s = std::clamp((t_end - static_cast<double>(n + 1) * g.dt) / cfg_.wave.dt_obs, 0.0,
                                 static_cast<double>(n_t - 1));

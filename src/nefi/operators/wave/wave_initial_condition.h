@@ -36,23 +36,32 @@ class WaveInitialConditionOperator : public Operator {
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave_initial_condition"; }
 
-  // The transpose of apply on traces (n_rec, n_t) -> (*shape), f64.
-  std::vector<double> adjoint(const std::vector<double>& traces) const;
+  // The transpose of apply on traces (n_rec, n_t) -> (*shape), run in f64
+  // (f32: in the precision of an f32 apply).
+  std::vector<double> adjoint(const std::vector<double>& traces,
+                              fk::DType precision = fk::DType::F64) const;
   // k-Wave-style time reversal: the traces re-emitted backwards in time with
   // each receiver's nearest cell held to the reversed trace (Dirichlet),
   // from rest; the field at t = 0 on the domain, f64.
   std::vector<double> time_reversal(const std::vector<double>& traces) const;
 
   const WaveInitialConditionConfig& config() const { return cfg_; }
-  const wave::ShotGeometry& geometry() const { return geo_; }
+  const wave::ShotGeometry& geometry() const { return model_->geo; }
 
  private:
+  // The grid, κ and coefficients, shared by copies (the autograd node holds one).
+  struct Model {
+    wave::ShotGeometry geo;
+    std::vector<double> kappa;
+    wave::StepCoefficients<float> co32;
+    wave::StepCoefficients<double> co64;
+  };
+  template <typename T>
+  std::vector<double> adjoint_as(const std::vector<double>& traces) const;
+
   WaveInitialConditionConfig cfg_;
   fk::Dims shape_;
-  wave::ShotGeometry geo_;
-  std::vector<double> kappa_;
-  std::shared_ptr<const wave::StepCoefficients<float>> co32_;
-  std::shared_ptr<const wave::StepCoefficients<double>> co64_;
+  std::shared_ptr<const Model> model_;
 };
 
 // Zero-padded convolution of each row of traces (n_rec, n_t) with the
