@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -24,13 +25,16 @@ wave::WaveGrid box_grid(int order, double courant, fk::Dims shape, wave::Absorbi
   cfg.order = order;
   cfg.absorbing = a;
   cfg.absorb_width = width;
-  cfg.courant = courant;
+  cfg.courant = std::min(courant, 1.0);
   cfg.c_max = 2.0;
   std::vector<double> h(shape.size(), 0.1);
   // One observed interval = courant × the CFL step, so the step is exactly that.
   cfg.dt_obs = courant * wave::cfl_dt(order, h, 2.0);
   cfg.n_t = 2;
-  return wave::make_wave_grid(cfg, shape);
+  wave::WaveGrid g = wave::make_wave_grid(cfg, shape);
+  g.dt = cfg.dt_obs;  // beyond the bound the config refuses, for the stability test
+  g.substeps = 1;
+  return g;
 }
 
 // Random values on the padded cells (the halo stays zero).
@@ -187,6 +191,8 @@ TEST(NefiWaveLeapfrog, ConfigErrorsNameTheField) {
   cfg.order = 6;
   EXPECT_THROW(cfg.validate(3), fk::Error);
   cfg.order = 2, cfg.courant = 0;
+  EXPECT_THROW(cfg.validate(3), fk::Error);
+  cfg.courant = 1.05;  // past the CFL bound
   EXPECT_THROW(cfg.validate(3), fk::Error);
   cfg.courant = 0.9, cfg.absorb_R = 1.5;
   EXPECT_THROW(cfg.validate(3), fk::Error);

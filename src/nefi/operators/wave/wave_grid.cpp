@@ -45,8 +45,8 @@ void WaveConfig::validate(int ndim) const {
            "a width >= 0", Params::render(absorb_width));
   FK_CHECK(absorb_R > 0 && absorb_R < 1, "wave config 'absorb_R'", "a reflection in (0, 1)",
            Params::render(absorb_R));
-  FK_CHECK(courant > 0 && courant <= 1.5, "wave config 'courant'", "a fraction in (0, 1.5]",
-           Params::render(courant));
+  FK_CHECK(courant > 0 && courant <= 1, "wave config 'courant'",
+           "a fraction in (0, 1] (1: the CFL bound)", Params::render(courant));
   FK_CHECK(c_max > 0 && std::isfinite(c_max), "wave config 'c_max'", "a velocity > 0",
            Params::render(c_max));
   FK_CHECK(dt_obs > 0 && std::isfinite(dt_obs), "wave config 'dt_obs'", "an interval > 0",

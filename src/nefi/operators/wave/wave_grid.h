@@ -35,7 +35,7 @@ struct WaveConfig {
   int64_t n_t = 0;            // observed samples at t = 0, dt_obs, ...
   // Throws fk::Error naming the field: extent of another rank than `ndim` or
   // not positive, order not 2 or 4, pml in 3-D, negative width, R outside
-  // (0, 1), courant outside (0, 1.5], c_max, dt_obs or n_t not positive.
+  // (0, 1), courant outside (0, 1], c_max, dt_obs or n_t not positive.
   void validate(int ndim) const;
 };
 
