@@ -298,6 +298,24 @@ TEST(NefiWaveOperator, PeakMemoryFollowsTheCheckpointModel) {
   EXPECT_LT(peaks[1] * 2, peaks[0]);
 }
 
+// The saved trajectories are freed by the first backward; a second one
+// through the same graph is an error, not a read of freed memory.
+TEST(NefiWaveOperator, SavedStatesGoAfterTheBackward) {
+  WaveOperatorConfig cfg = small_config(2, wave::Absorbing::kSponge, 2);
+  cfg.grad_mode = "full";
+  const fk::Dims shape{10, 10};
+  const WaveOperator op(cfg, shape);
+  fk::Tensor c = random_velocity(shape, 3, fk::DType::F64);
+  c.set_requires_grad(true);
+  const fk::Tensor out = op.apply(c);
+  const fk::Tensor w = random_like(out.shape(), 4, fk::DType::F64);
+  fk::empty_cache();
+  const int64_t before = fk::memory_stats().allocated;
+  fk::autograd::backward({out}, {w});
+  EXPECT_LT(fk::memory_stats().allocated, before);
+  EXPECT_THROW(fk::autograd::backward({out}, {w}), fk::Error);
+}
+
 TEST(NefiWaveOperator, BadInputIsAClearError) {
   WaveOperatorConfig cfg = small_config(2, wave::Absorbing::kPml, 4);
   const WaveOperator op(cfg, {12, 10});

@@ -18,8 +18,17 @@ struct WaveBackward : fk::autograd::Node {
   std::vector<double> c;  // the velocity the forward ran with
   fk::Dims shape;
   wave::TraceRecord record;
+  fk::autograd::SavedTensor held;  // record.saved again, for accounting and release
   const char* name() const override { return "WaveBackward"; }
-  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>&) override {}
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(held);
+  }
+  // The trajectories or checkpoints go as soon as a backward without
+  // retain_graph has used them.
+  void release_saved() override {
+    record.saved = fk::Tensor();
+    Node::release_saved();
+  }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     const fk::Tensor g = grads[0].to(fk::dtype_of<T>()).contiguous();
     const std::vector<double> kbar = wave::shot_kappa_gradient(*geo, *co, record, g);
@@ -40,6 +49,7 @@ fk::Tensor run_shots(const fk::Tensor& c_in, const std::shared_ptr<const wave::S
   auto node = std::make_shared<WaveBackward<T>>();
   node->record.every = every;
   fk::Tensor out = wave::shot_traces(*geo, *co, &node->record);
+  node->held = node->record.saved;
   node->geo = geo;
   node->co = std::move(co);
   node->c = std::move(c);
