@@ -120,7 +120,7 @@ StepCoefficients<T> step_coefficients(const WaveGrid& g, const Damping& dm,
     const double s = dm.sigma[p];
     double a = 1, q2 = 2, b = 1;
     if (dm.kind == Absorbing::kCerjan) {
-      a = std::exp(-s * dt), q2 = 2 * a, b = a * a;
+      a = std::exp(-0.5 * s * dt), q2 = 2 * a, b = a * a;
     } else if (dm.kind != Absorbing::kNone) {
       a = 1.0 / (1.0 + 0.5 * s * dt), b = a * (1.0 - 0.5 * s * dt);
       q2 = a * (2.0 - (co.pml ? dt2 * dm.zeta_product[p] : 0.0));

@@ -14,7 +14,8 @@
 //           ψ_t = −diag(ζ_d) ψ + κ diag(ζ_other − ζ_d) ∇u, ζ_d = ζ_max ξ_d²;
 //           centred in time for u, trapezoidal for ψ (its decay and
 //           its source), which keeps the layer second order in time
-//   cerjan  the step times the taper G = exp(−σ dt) with the sponge's σ, and
+//   cerjan  the step times the taper G = exp(−σ dt / 2) with the sponge's σ
+//           (the amplitude decay rate σ/2 a sponge of that σ has), and
 //           u^{n−1} tapered once more: q2 = 2G, b = G², k = G dt² κ.
 // Templated on float and double; the adjoint runs the same loops transposed,
 // so a gradient assembled from it is the exact gradient of the discrete map.
