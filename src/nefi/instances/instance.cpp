@@ -30,6 +30,8 @@ const std::vector<InstancePtr>& all_instances() {
       make_darcy_flow(),
       make_ct3d(),
       make_diffraction_tomography(),
+      make_wave_fwi(),
+      make_photoacoustic3d(),
   };
   return list;
 }

@@ -106,15 +106,19 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::
 }  // namespace
 
 void write_volume_panel_png(const std::string& path, const PanelInput& in) {
-  FK_CHECK(in.gt.dim() == 3 && in.measurement.dim() == 3, "nefi::write_volume_panel_png",
-           "a volume (nx, ny, nz) and frames (n_obs, rows, cols)",
+  // Frames (n_obs, rows, cols) get a row (surface frames over the volume's
+  // (x, y), others over their index axes); a measurement of another rank
+  // (sensor traces) none.
+  const bool frames = in.measurement.dim() == 3;
+  FK_CHECK(in.gt.dim() == 3, "nefi::write_volume_panel_png",
+           "a volume (nx, ny, nz) and frames (n_obs, rows, cols) or traces",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   const Vol g{static_cast<int>(in.gt.size(0)), static_cast<int>(in.gt.size(1)),
               static_cast<int>(in.gt.size(2)), in.gt.to_vector<double>()};
   const std::vector<double> L{panel::extent_of(in, 0), panel::extent_of(in, 1),
                               panel::extent_of(in, 2)};
   const Cut c = strongest(g);
-  const int rows = 2 + static_cast<int>(in.methods.size());
+  const int rows = (frames ? 2 : 1) + static_cast<int>(in.methods.size());
   fk::plot::Figure f(static_cast<int>(4 * panel::tile_w() + panel::kBarRoom),
                      static_cast<int>(panel::kTop + rows * panel::row_h()));
   panel::figure_title(f, in.title);
@@ -135,7 +139,7 @@ void write_volume_panel_png(const std::string& path, const PanelInput& in) {
     row(static_cast<int>(m) + 1, {g.nx, g.ny, g.nz, pm.reconstruction.to_vector<double>()}, pm.name,
         headline_metrics(pm.metrics));
   }
-  frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in, L);
+  if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in, L);
   f.save_png(path);
 }
 

@@ -8,9 +8,10 @@
 
 namespace nefi {
 
-// in.gt and reconstructions (nx, ny, nz), z the depth; in.measurement
-// (n_obs, nx, ny) surface frames, or any (n_obs, rows, cols) stack of
-// frames (drawn over index axes). Throws fk::Error on other shapes.
+// in.gt and reconstructions (nx, ny, nz), z the depth; a 3-D measurement
+// (n_obs, rows, cols) adds a row of frames (surface frames (n_obs, nx, ny)
+// over the volume's x, y; others over index axes); one of another rank
+// (sensor traces) is left out. Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
 
 }  // namespace nefi

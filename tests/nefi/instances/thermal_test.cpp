@@ -197,9 +197,13 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
   std::filesystem::remove(path);
   nefi::write_volume_panel_png(path, {"thermal", gt, obs, {}, "value", {{"grid", gt, obs, {}}}});
   EXPECT_GT(std::filesystem::file_size(path), 0u);
-  const fk::Tensor bad = fk::full(fk::Dims{7, 5}, 1.0);
+  // Traces (any rank but 3) draw no frames row; a ground truth that is not
+  // a volume is refused.
+  nefi::write_volume_panel_png(
+      path, {"thermal", gt, fk::full(fk::Dims{7, 5}, 1.0), {}, "value", {{"grid", gt, obs, {}}}});
+  const fk::Tensor flat = fk::full(fk::Dims{6, 5}, 0.15, {fk::DType::F64});
   EXPECT_THROW(nefi::write_volume_panel_png(
-                   path, {"thermal", gt, bad, {}, "value", {{"grid", gt, obs, {}}}}),
+                   path, {"thermal", flat, obs, {}, "value", {{"grid", flat, obs, {}}}}),
                fk::Error);
 }
 

@@ -1,0 +1,73 @@
+#pragma once
+// WaveInitialConditionOperator: photoacoustics. p_tt = c² Δp with p(0) = p0,
+// p_t(0) = 0, c known and constant; leapfrog started at u^{−1} = u^0 + ½ dt²
+// c² Δ_h u^0 (time-symmetric), p0 zero in the absorbing layer. Traces are
+// y_r(t_j) = [h ∗ p](x_r, t_j) with h the sensor's Gaussian low-pass
+// (sensor_fc > 0; none at 0).
+//
+// apply(p0): p0 (*shape) f32/f64 -> traces (n_rec, n_t), same dtype. The map
+// is linear (homogeneity 1); its vjp is the exact discrete adjoint (a
+// backward run, no stored states).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nefi/operators/operator.h"
+#include "nefi/operators/wave/wave_propagation.h"
+
+namespace nefi {
+
+struct WaveInitialConditionConfig {
+  wave::WaveConfig wave;                       // c_max is the known velocity c
+  std::vector<std::vector<double>> receivers;  // physical positions, (n_rec, ndim)
+  double sensor_fc = 0.0;                      // Gaussian low-pass cut-off (0: none)
+  std::string tag;                             // empty: wave-ic-o<order>-<layer>
+};
+
+class WaveInitialConditionOperator : public Operator {
+ public:
+  WaveInitialConditionOperator(WaveInitialConditionConfig cfg, fk::Dims shape);
+
+  fk::Tensor apply(const fk::Tensor& p0) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& shape) const override;
+  std::optional<double> homogeneity() const override { return 1.0; }
+  bool graph_capturable() const override { return false; }
+  std::string fidelity_tag() const override;
+  std::string kind() const override { return "wave_initial_condition"; }
+
+  // The transpose of apply on traces (n_rec, n_t) -> (*shape), run in f64
+  // (f32: in the precision of an f32 apply).
+  std::vector<double> adjoint(const std::vector<double>& traces,
+                              fk::DType precision = fk::DType::F64) const;
+  // k-Wave-style time reversal: the traces re-emitted backwards in time with
+  // each receiver's nearest cell held to the reversed trace (Dirichlet),
+  // from rest; the field at t = 0 on the domain, f64.
+  std::vector<double> time_reversal(const std::vector<double>& traces) const;
+
+  const WaveInitialConditionConfig& config() const { return cfg_; }
+  const wave::ShotGeometry& geometry() const { return model_->geo; }
+
+ private:
+  // The grid, κ and coefficients, shared by copies (the autograd node holds one).
+  struct Model {
+    wave::ShotGeometry geo;
+    std::vector<double> kappa;
+    wave::StepCoefficients<float> co32;
+    wave::StepCoefficients<double> co64;
+  };
+  template <typename T>
+  std::vector<double> adjoint_as(const std::vector<double>& traces) const;
+
+  WaveInitialConditionConfig cfg_;
+  fk::Dims shape_;
+  std::shared_ptr<const Model> model_;
+};
+
+// Zero-padded convolution of each row of traces (n_rec, n_t) with the
+// sampled Gaussian exp(−t²/2σ²), σ = 1/(2π fc), normalised to sum 1 and cut at
+// 4σ; the kernel is even, so the map is symmetric (its own adjoint).
+std::vector<double> gaussian_lowpass(const std::vector<double>& traces, int64_t n_t, double dt_obs,
+                                     double fc);
+
+}  // namespace nefi
