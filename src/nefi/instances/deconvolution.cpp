@@ -5,7 +5,8 @@
 // with a direct convolution (datagen.h). Scenes: phantom | smooth |
 // sparse_dots. Methods: neural | grid (+TV) | wiener (SNR by discrepancy) |
 // admm (the grid's TV objective solved exactly, periodic model) |
-// gaussian_splat (a sum of trainable 2-D Gaussians through the operator).
+// gaussian_splat (a sum of trainable 2-D Gaussians through the operator) |
+// deep_decoder (an untrained 1x1-conv + upsampling generator).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/baselines/admm.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/baselines/gaussian_splat.h"
 #include "nefi/baselines/wiener.h"
 #include "nefi/field/grid_field.h"
@@ -140,8 +142,8 @@ struct DeconvolutionConfig {
   bool bounded_head = false;  // head bounded: x in (0, 1); else softplus
   double init_value = 0;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum, splat_curriculum;
-  int64_t splat_primitives = 0;
+  Curriculum neural_curriculum, grid_curriculum, splat_curriculum, dd_curriculum;
+  int64_t splat_primitives = 0, dd_width = 0, dd_stages = 0;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   double wiener_snr = 0, wiener_tau = 0;
@@ -213,6 +215,13 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
   c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
   c.splat_curriculum = curriculum_from(p, {c.n, c.n}, "splat_lr");
+  c.dd_curriculum = curriculum_from(p, {c.n, c.n}, "dd_lr");
+  c.dd_width = p.i("dd_width");
+  c.dd_stages = p.i("dd_stages");
+  FK_CHECK(c.dd_width >= 1 && c.dd_width <= 1024, "config key 'dd_width'", "a width in [1, 1024]",
+           std::to_string(c.dd_width));
+  FK_CHECK(c.dd_stages >= 1 && c.dd_stages <= 8, "config key 'dd_stages'", "a count in [1, 8]",
+           std::to_string(c.dd_stages));
   c.splat_primitives = p.i("splat_primitives");
   FK_CHECK(c.splat_primitives >= 1 && c.splat_primitives <= 4096, "config key 'splat_primitives'",
            "a count in [1, 4096]", std::to_string(c.splat_primitives));
@@ -240,7 +249,7 @@ class Deconvolution : public Instance {
   std::string name() const override { return "deconvolution"; }
   std::string summary() const override { return "2-D deblurring (Gaussian / motion / disk PSF)"; }
   std::vector<std::string> methods() const override {
-    return {"neural", "grid", "wiener", "admm", "gaussian_splat"};
+    return {"neural", "grid", "wiener", "admm", "gaussian_splat", "deep_decoder"};
   }
   std::vector<std::string> scenes() const override { return {"phantom", "smooth", "sparse_dots"}; }
 
@@ -279,6 +288,9 @@ class Deconvolution : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
     p.declare("wiener_tau", 1.0, "discrepancy factor tau");
+    p.declare("dd_width", int64_t{64}, "deep decoder channels");
+    p.declare("dd_stages", int64_t{5}, "deep decoder stages");
+    p.declare("dd_lr", 2e-2, "deep decoder learning rate");
     p.declare("splat_primitives", int64_t{128}, "Gaussian splat: number of primitives (fixed)");
     p.declare("splat_lr", 3e-2, "Gaussian splat learning rate");
     p.declare("admm_tv", -1.0, "ADMM TV weight (< 0: the key tv)");
@@ -302,9 +314,10 @@ class Deconvolution : public Instance {
     auto [meas, gt] = measure(c, seed);
     ProblemSetup s;
     s.problem = problem(c, method, Domain({c.n, c.n}, {c.extent, c.extent}), meas, seed);
-    s.curriculum = method == "neural" ? c.neural_curriculum
-                   : method == "grid" ? c.grid_curriculum
-                                      : c.splat_curriculum;
+    s.curriculum = method == "neural"         ? c.neural_curriculum
+                   : method == "grid"         ? c.grid_curriculum
+                   : method == "deep_decoder" ? c.dd_curriculum
+                                              : c.splat_curriculum;
     s.measurement = meas;
     s.gt = gt;
     return s;
@@ -423,8 +436,9 @@ class Deconvolution : public Instance {
 
   static void check_method(const std::string& method) {
     FK_CHECK(method == "neural" || method == "grid" || method == "wiener" || method == "admm" ||
-                 method == "gaussian_splat",
-             "deconvolution", "method neural, grid, wiener, admm or gaussian_splat", method);
+                 method == "gaussian_splat" || method == "deep_decoder",
+             "deconvolution", "method neural, grid, wiener, admm, gaussian_splat or deep_decoder",
+             method);
   }
 
   static InverseProblem problem(const DeconvolutionConfig& c, const std::string& method,
@@ -441,6 +455,8 @@ class Deconvolution : public Instance {
                                               : softplus_head("x", c.init_value)};
     if (method == "neural") {
       prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
+    } else if (method == "deep_decoder") {
+      prob.field = std::make_shared<DeepDecoderField>(heads.front(), c.dd_width, c.dd_stages, seed);
     } else if (method == "gaussian_splat") {
       prob.field = std::make_shared<GaussianSplatField>(2, heads.front(), c.splat_primitives, seed);
     } else {
