@@ -1,6 +1,7 @@
 #include "nefi/baselines/admm.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <numbers>
@@ -106,27 +107,32 @@ double admm_tv_objective(const fk::Tensor& x, const fk::Tensor& y, const PsfFunc
                    y.to(fk::DType::F64).to_vector<double>(), tv);
 }
 
-// In the scaled form of ½||Hx - y||^2 + (tv/2) sum |Dx| + box: N/2 times J.
-AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, const Domain& domain,
-                              const AdmmOptions& opt) {
-  check_inputs(y_in, domain, opt);
-  const Grid g(domain);
-  const int64_t n = g.size();
-  const fk::Tensor H = periodic_spectrum(psf, domain);
-  const Vec y = y_in.to(fk::DType::F64).to_vector<double>();
-  fk::Tensor HtY = g.forward(y);  // conj(H) Y, fixed
-  const auto* hp = H.data<fk::c128>();
-  for (int64_t k = 0; k < HtY.numel(); ++k) HtY.data<fk::c128>()[k] *= std::conj(hp[k]);
-  const int64_t m1 = HtY.shape()[1];
+namespace {
 
-  Vec x(n), w(n), v(n, 0.0), z0(n), z1(n), u0(n, 0.0), u1(n, 0.0), d0(n), d1(n);
-  for (int64_t i = 0; i < n; ++i) x[i] = w[i] = std::clamp(y[i], opt.lo, opt.hi);
-  g.gradient(x, z0, z1);
-  const double lambda = opt.tv / 2;
-  double mu = opt.mu;
-  AdmmResult res;
-  for (int it = 1; it <= opt.max_iters; ++it) {
-    // x: (H^T H + mu D^T D + mu I) x = H^T y + mu D^T (z - u) + mu (w - v).
+// The iterates of the scaled-form ADMM for ½||Hx - y||^2 + (tv/2) sum |Dx| +
+// box (N/2 times J): x, the splits z = (z0, z1) ~ D x and w ~ x, their scaled
+// duals u = (u0, u1) and v.
+struct AdmmState {
+  const Grid& g;
+  Vec x, w, v, z0, z1, u0, u1;
+
+  AdmmState(const Grid& grid, const Vec& y, double lo, double hi)
+      : g(grid),
+        x(g.size()),
+        w(g.size()),
+        v(g.size(), 0.0),
+        z0(g.size()),
+        z1(g.size()),
+        u0(g.size(), 0.0),
+        u1(g.size(), 0.0) {
+    for (int64_t i = 0; i < g.size(); ++i) x[i] = w[i] = std::clamp(y[i], lo, hi);
+    g.gradient(x, z0, z1);
+  }
+
+  // (H^T H + mu D^T D + mu I) x = H^T y + mu D^T (z - u) + mu (w - v), one
+  // division per frequency. H and HtY = conj(H) Y are half spectra.
+  void update_x(const fk::Tensor& H, const fk::Tensor& HtY, double mu) {
+    const int64_t n = g.size(), m1 = HtY.shape()[1];
     Vec p0(n), p1(n);
     for (int64_t i = 0; i < n; ++i) {
       p0[i] = z0[i] - u0[i];
@@ -136,12 +142,21 @@ AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, co
     for (int64_t i = 0; i < n; ++i) rhs[i] = mu * (rhs[i] + w[i] - v[i]);
     fk::Tensor X = g.forward(rhs);
     auto* xp = X.data<fk::c128>();
+    const auto* hp = H.data<fk::c128>();
+    const auto* hty = HtY.data<fk::c128>();
     for (int64_t k = 0; k < X.numel(); ++k) {
       const double den = std::norm(hp[k]) + mu * (g.laplacian_symbol(k / m1, k % m1) + 1.0);
-      xp[k] = (xp[k] + HtY.data<fk::c128>()[k]) / den;
+      xp[k] = (xp[k] + hty[k]) / den;
     }
     x = g.inverse(X);
-    // z: group soft-thresholding of D x + u; w: the box projection of x + v.
+  }
+
+  // z: group soft-thresholding of D x + u at lambda / mu; w: the box
+  // projection of x + v; then the dual steps. Returns the primal residual r
+  // and the dual residual s (Boyd et al. sec. 3.3) with their tolerances.
+  std::array<double, 4> update_splits(double lambda, double mu, const AdmmOptions& opt) {
+    const int64_t n = g.size();
+    Vec d0(n), d1(n);
     g.gradient(x, d0, d1);
     const Vec z0_old = z0, z1_old = z1, w_old = w;
     double r2 = 0, dx2 = 0, zw2 = 0;
@@ -159,35 +174,62 @@ AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, co
       dx2 += d0[i] * d0[i] + d1[i] * d1[i] + x[i] * x[i];
       zw2 += z0[i] * z0[i] + z1[i] * z1[i] + w[i] * w[i];
     }
-    // Dual residual mu [D; I]^T ([z; w] - [z_old; w_old]) and its scale mu [D^T; I]^T [u; v].
+    // s = mu [D; I]^T ([z; w] - [z_old; w_old]), scaled by mu [D; I]^T [u; v].
+    Vec p0(n), p1(n);
     for (int64_t i = 0; i < n; ++i) {
       p0[i] = z0[i] - z0_old[i];
       p1[i] = z1[i] - z1_old[i];
     }
-    Vec s_vec = g.divergence_adjoint(p0, p1);
-    for (int64_t i = 0; i < n; ++i) s_vec[i] += w[i] - w_old[i];
-    Vec dual = g.divergence_adjoint(u0, u1);
-    for (int64_t i = 0; i < n; ++i) dual[i] += v[i];
-    const double r = std::sqrt(r2), s = mu * std::sqrt(sum_sq(s_vec));
-    res.objective.push_back(objective(g, H, w, y, opt.tv));
+    Vec s_vec = g.divergence_adjoint(p0, p1), dual = g.divergence_adjoint(u0, u1);
+    for (int64_t i = 0; i < n; ++i) {
+      s_vec[i] += w[i] - w_old[i];
+      dual[i] += v[i];
+    }
+    return {std::sqrt(r2), mu * std::sqrt(sum_sq(s_vec)),
+            1e-12 + opt.tol * std::sqrt(std::max(dx2, zw2)),
+            1e-12 + opt.tol * mu * std::sqrt(sum_sq(dual))};
+  }
+
+  // Residual balancing: the scaled duals move inversely to mu.
+  void rescale_duals(double f) {
+    for (int64_t i = 0; i < g.size(); ++i) {
+      u0[i] /= f;
+      u1[i] /= f;
+      v[i] /= f;
+    }
+  }
+};
+
+}  // namespace
+
+AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, const Domain& domain,
+                              const AdmmOptions& opt) {
+  check_inputs(y_in, domain, opt);
+  const Grid g(domain);
+  const fk::Tensor H = periodic_spectrum(psf, domain);
+  const Vec y = y_in.to(fk::DType::F64).to_vector<double>();
+  fk::Tensor HtY = g.forward(y);  // conj(H) Y, fixed
+  for (int64_t k = 0; k < HtY.numel(); ++k)
+    HtY.data<fk::c128>()[k] *= std::conj(H.data<fk::c128>()[k]);
+  AdmmState st(g, y, opt.lo, opt.hi);
+  double mu = opt.mu;
+  AdmmResult res;
+  for (int it = 1; it <= opt.max_iters; ++it) {
+    st.update_x(H, HtY, mu);
+    const auto [r, s, eps_pri, eps_dual] = st.update_splits(opt.tv / 2, mu, opt);
+    res.objective.push_back(objective(g, H, st.w, y, opt.tv));
     res.iterations = it;
-    const double eps_pri = 1e-12 + opt.tol * std::sqrt(std::max(dx2, zw2));
-    const double eps_dual = 1e-12 + opt.tol * mu * std::sqrt(sum_sq(dual));
     if (r <= eps_pri && s <= eps_dual) {
       res.converged = true;
       break;
     }
-    if (opt.adaptive && (r > 10 * s || s > 10 * r)) {  // the scaled duals move inversely to mu
+    if (opt.adaptive && (r > 10 * s || s > 10 * r)) {
       const double f = r > 10 * s ? 2.0 : 0.5;
       mu *= f;
-      for (int64_t i = 0; i < n; ++i) {
-        u0[i] /= f;
-        u1[i] /= f;
-        v[i] /= f;
-      }
+      st.rescale_duals(f);
     }
   }
-  res.x = fk::from_vector(w, domain.shape());
+  res.x = fk::from_vector(st.w, domain.shape());
   res.mu = mu;
   return res;
 }
