@@ -3,13 +3,20 @@
 // (Gaussian, linear motion or disk) is a function of the grid spacing, so
 // every stage sees the same physical blur. Data come from a 2x finer f64 grid
 // with a direct convolution (datagen.h). Scenes: phantom | smooth |
-// sparse_dots. Methods: neural | grid (+TV) | wiener (SNR by discrepancy).
+// sparse_dots. Methods: neural | grid (+TV) | wiener (SNR by discrepancy) |
+// admm (the grid's TV objective solved exactly, periodic model) |
+// gaussian_splat (a sum of trainable 2-D Gaussians through the operator) |
+// deep_decoder (an untrained 1x1-conv + upsampling generator).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/baselines/admm.h"
+#include "nefi/baselines/deep_decoder.h"
+#include "nefi/baselines/gaussian_splat.h"
 #include "nefi/baselines/wiener.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
@@ -135,10 +142,12 @@ struct DeconvolutionConfig {
   bool bounded_head = false;  // head bounded: x in (0, 1); else softplus
   double init_value = 0;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, splat_curriculum, dd_curriculum;
+  int64_t splat_primitives = 0, dd_width = 0, dd_stages = 0;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   double wiener_snr = 0, wiener_tau = 0;
+  AdmmOptions admm;
 
   static DeconvolutionConfig from(const Params& p);
 };
@@ -205,12 +214,33 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.field = neural_field_config_from(p);
   c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
   c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
+  c.splat_curriculum = curriculum_from(p, {c.n, c.n}, "splat_lr");
+  c.dd_curriculum = curriculum_from(p, {c.n, c.n}, "dd_lr");
+  c.dd_width = p.i("dd_width");
+  c.dd_stages = p.i("dd_stages");
+  FK_CHECK(c.dd_width >= 1 && c.dd_width <= 1024, "config key 'dd_width'", "a width in [1, 1024]",
+           std::to_string(c.dd_width));
+  FK_CHECK(c.dd_stages >= 1 && c.dd_stages <= 8, "config key 'dd_stages'", "a count in [1, 8]",
+           std::to_string(c.dd_stages));
+  c.splat_primitives = p.i("splat_primitives");
+  FK_CHECK(c.splat_primitives >= 1 && c.splat_primitives <= 4096, "config key 'splat_primitives'",
+           "a count in [1, 4096]", std::to_string(c.splat_primitives));
   c.tv.eps = p.d("tv_eps");
   c.tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
   c.tv_weight = p.d("tv");
   c.l1 = p.d("l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
+  c.admm.tv = p.d("admm_tv") >= 0 ? p.d("admm_tv") : c.tv_weight;
+  c.admm.mu = p.d("admm_mu");
+  c.admm.max_iters = static_cast<int>(p.i("admm_iters"));
+  c.admm.tol = p.d("admm_tol");
+  c.admm.adaptive = p.b("admm_adaptive");
+  c.admm.hi = c.bounded_head ? 1.0 : std::numeric_limits<double>::infinity();
+  FK_CHECK(c.admm.mu > 0, "config key 'admm_mu'", "a penalty > 0", std::to_string(c.admm.mu));
+  FK_CHECK(c.admm.max_iters >= 1, "config key 'admm_iters'", ">= 1",
+           std::to_string(c.admm.max_iters));
+  FK_CHECK(c.admm.tol > 0, "config key 'admm_tol'", "a tolerance > 0", std::to_string(c.admm.tol));
   return c;
 }
 
@@ -218,7 +248,9 @@ class Deconvolution : public Instance {
  public:
   std::string name() const override { return "deconvolution"; }
   std::string summary() const override { return "2-D deblurring (Gaussian / motion / disk PSF)"; }
-  std::vector<std::string> methods() const override { return {"neural", "grid", "wiener"}; }
+  std::vector<std::string> methods() const override {
+    return {"neural", "grid", "wiener", "admm", "gaussian_splat", "deep_decoder"};
+  }
   std::vector<std::string> scenes() const override { return {"phantom", "smooth", "sparse_dots"}; }
 
   Params default_config() const override {
@@ -256,6 +288,16 @@ class Deconvolution : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
     p.declare("wiener_tau", 1.0, "discrepancy factor tau");
+    p.declare("dd_width", int64_t{64}, "deep decoder channels");
+    p.declare("dd_stages", int64_t{5}, "deep decoder stages");
+    p.declare("dd_lr", 2e-2, "deep decoder learning rate");
+    p.declare("splat_primitives", int64_t{128}, "Gaussian splat: number of primitives (fixed)");
+    p.declare("splat_lr", 3e-2, "Gaussian splat learning rate");
+    p.declare("admm_tv", -1.0, "ADMM TV weight (< 0: the key tv)");
+    p.declare("admm_mu", 1e-4, "ADMM initial penalty");
+    p.declare("admm_iters", int64_t{3000}, "ADMM maximum iterations");
+    p.declare("admm_tol", 1e-4, "ADMM relative residual tolerance");
+    p.declare("admm_adaptive", true, "ADMM residual balancing of the penalty");
     return p;
   }
 
@@ -267,12 +309,15 @@ class Deconvolution : public Instance {
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
     check_method(method);
-    if (method == "wiener") return std::nullopt;
+    if (method == "wiener" || method == "admm") return std::nullopt;
     const DeconvolutionConfig c = DeconvolutionConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     ProblemSetup s;
     s.problem = problem(c, method, Domain({c.n, c.n}, {c.extent, c.extent}), meas, seed);
-    s.curriculum = method == "neural" ? c.neural_curriculum : c.grid_curriculum;
+    s.curriculum = method == "neural"         ? c.neural_curriculum
+                   : method == "grid"         ? c.grid_curriculum
+                   : method == "deep_decoder" ? c.dd_curriculum
+                                              : c.splat_curriculum;
     s.measurement = meas;
     s.gt = gt;
     return s;
@@ -287,6 +332,11 @@ class Deconvolution : public Instance {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
       run_wiener(c, Domain({c.n, c.n}, {c.extent, c.extent}), meas, out);
+    } else if (method == "admm") {
+      const DeconvolutionConfig c = DeconvolutionConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      run_admm(c, Domain({c.n, c.n}, {c.extent, c.extent}), meas, out);
     } else {
       ProblemSetup s = *setup(p, method, seed);
       out = start_run_output(method, s.measurement, s.gt);
@@ -341,33 +391,54 @@ class Deconvolution : public Instance {
     return {m, fk::from_vector(gt, coarse)};
   }
 
-  // Wiener filtering with its SNR by the discrepancy principle; Poisson counts
-  // are turned into intensities first.
+  // Poisson counts as intensities, (counts - background) / peak, with the
+  // noise std from the mean count level (each >= 1); Gaussian data as they are.
+  static std::pair<fk::Tensor, double> intensity_data(const DeconvolutionConfig& c,
+                                                      const Measurement& meas) {
+    fk::Tensor y = meas.data.to(fk::DType::F64);
+    if (!c.poisson) return {y, meas.noise_std};
+    std::vector<double> v = y.to_vector<double>();
+    double mean = 0;
+    for (double& x : v) {
+      mean += std::max(x, 1.0);
+      x = (x - c.background_counts) / c.peak_counts;
+    }
+    const double sd = std::sqrt(mean / static_cast<double>(v.size())) / c.peak_counts;
+    return {fk::from_vector(v, y.shape()), sd};
+  }
+
+  static void record(const DeconvolutionConfig& c, const Domain& domain, const fk::Tensor& x,
+                     RunOutput& out) {
+    out.reconstruction = x;
+    out.result.fields["x"] = x;
+    out.result.prediction = FFTConvolution(c.inversion_psf, domain).apply(x);
+  }
+
+  // Wiener filtering with its SNR by the discrepancy principle.
   static void run_wiener(const DeconvolutionConfig& c, const Domain& domain,
                          const Measurement& meas, RunOutput& out) {
-    fk::Tensor y = meas.data.to(fk::DType::F64);
-    double sd = meas.noise_std;
-    if (c.poisson) {  // counts -> intensity; sigma from the mean count level (each >= 1)
-      std::vector<double> v = y.to_vector<double>();
-      double mean = 0;
-      for (double& x : v) {
-        mean += std::max(x, 1.0);
-        x = (x - c.background_counts) / c.peak_counts;
-      }
-      sd = std::sqrt(mean / static_cast<double>(v.size())) / c.peak_counts;
-      y = fk::from_vector(v, y.shape());
-    }
+    const auto [y, sd] = intensity_data(c, meas);
     const WienerResult w =
         wiener_deconvolve(y, c.inversion_psf, domain, sd, c.wiener_tau, c.wiener_snr);
-    out.reconstruction = w.x;
-    out.result.fields["x"] = w.x;
-    out.result.prediction = FFTConvolution(c.inversion_psf, domain).apply(w.x);
+    record(c, domain, w.x, out);
     out.metrics["wiener_snr"] = w.snr;
   }
 
+  static void run_admm(const DeconvolutionConfig& c, const Domain& domain, const Measurement& meas,
+                       RunOutput& out) {
+    const AdmmResult a =
+        admm_tv_deconvolve(intensity_data(c, meas).first, c.inversion_psf, domain, c.admm);
+    record(c, domain, a.x, out);
+    out.metrics["admm_iterations"] = a.iterations;
+    out.metrics["admm_objective"] = a.objective.back();
+    out.metrics["admm_mu"] = a.mu;
+  }
+
   static void check_method(const std::string& method) {
-    FK_CHECK(method == "neural" || method == "grid" || method == "wiener", "deconvolution",
-             "method neural, grid or wiener", method);
+    FK_CHECK(method == "neural" || method == "grid" || method == "wiener" || method == "admm" ||
+                 method == "gaussian_splat" || method == "deep_decoder",
+             "deconvolution", "method neural, grid, wiener, admm, gaussian_splat or deep_decoder",
+             method);
   }
 
   static InverseProblem problem(const DeconvolutionConfig& c, const std::string& method,
@@ -384,6 +455,10 @@ class Deconvolution : public Instance {
                                               : softplus_head("x", c.init_value)};
     if (method == "neural") {
       prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
+    } else if (method == "deep_decoder") {
+      prob.field = std::make_shared<DeepDecoderField>(heads.front(), c.dd_width, c.dd_stages, seed);
+    } else if (method == "gaussian_splat") {
+      prob.field = std::make_shared<GaussianSplatField>(2, heads.front(), c.splat_primitives, seed);
     } else {
       prob.field = std::make_shared<GridField>(domain.shape(), heads);
     }

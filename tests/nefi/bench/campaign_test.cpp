@@ -70,7 +70,8 @@ TEST(BenchCampaign, UnitsAndProtocol) {
   // Without a config file every method of the instance runs.
   CampaignSpec s;
   s.target = "deconvolution";
-  EXPECT_EQ(make_protocol(s).methods, (std::vector<std::string>{"neural", "grid", "wiener"}));
+  EXPECT_EQ(make_protocol(s).methods, (std::vector<std::string>{"neural", "grid", "wiener", "admm",
+                                                                "gaussian_splat", "deep_decoder"}));
   EXPECT_EQ(make_protocol(s).classes.size(), 3u);
 }
 

@@ -124,7 +124,7 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"thermal_tomography", "alpha_init", "0.5"},
       {"thermal_tomography", "alpha_min", "0"},
       {"thermal_tomography", "face_mode", "geometric"},
-      {"thermal_tomography", "bc_lateral", "neumann"},
+      {"thermal_tomography", "bc_lateral", "dirichlet"},
       {"thermal_tomography", "bc_back", "dirichlet"},
       {"thermal_tomography", "initial", "laser"},
       {"thermal_tomography", "solver", "lu"},

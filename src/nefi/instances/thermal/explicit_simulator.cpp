@@ -47,6 +47,8 @@ void ExplicitHeatConfig::validate() const {
            "harmonic or arithmetic", face_mode);
   FK_CHECK(back_bc == "neumann" || back_bc == "robin", "config key 'bc_back'", "neumann or robin",
            back_bc);
+  FK_CHECK(lateral_bc == "periodic" || lateral_bc == "neumann", "config key 'bc_lateral'",
+           "periodic or neumann", lateral_bc);
   FK_CHECK(robin_h >= 0, "config key 'robin_h'", "robin_h >= 0", std::to_string(robin_h));
   FK_CHECK(min_substeps >= 1, "config key 'sim_min_substeps'", "sim_min_substeps >= 1",
            std::to_string(min_substeps));
@@ -101,8 +103,15 @@ namespace {
 // The (nx, ny, nz) grid with one ghost layer on each side, C order.
 struct PaddedGrid {
   int64_t nx, ny, nz, px, py, pz;
-  explicit PaddedGrid(const fk::Dims& shape)
-      : nx(shape[0]), ny(shape[1]), nz(shape[2]), px(nx + 2), py(ny + 2), pz(nz + 2) {}
+  bool mirror_sides;  // lateral ghosts copy their own cell (insulated) instead of wrapping
+  PaddedGrid(const fk::Dims& shape, bool mirror)
+      : nx(shape[0]),
+        ny(shape[1]),
+        nz(shape[2]),
+        px(nx + 2),
+        py(ny + 2),
+        pz(nz + 2),
+        mirror_sides(mirror) {}
   int64_t size() const { return px * py * pz; }
   int64_t index(int64_t i, int64_t j, int64_t k) const { return (i * py + j) * pz + k; }
   int64_t interior(int64_t i, int64_t j, int64_t k) const { return (i * ny + j) * nz + k; }
@@ -119,18 +128,20 @@ struct PaddedGrid {
       for (int64_t j = 0; j < ny; ++j)
         for (int64_t k = 0; k < nz; ++k) g[interior(i, j, k)] = v[index(i + 1, j + 1, k + 1)];
   }
-  // Ghost filling shared by α and T: lateral ghosts wrap, depth ghosts copy
-  // their neighbour (scaled by back_scale on the back face).
+  // Ghost filling shared by α and T: lateral ghosts wrap (or mirror), depth
+  // ghosts copy their neighbour (scaled by back_scale on the back face).
   void fill_ghosts(std::vector<double>& v, const std::vector<double>& back_scale) const {
+    const int64_t x_lo = mirror_sides ? 1 : nx, x_hi = mirror_sides ? nx : 1;
+    const int64_t y_lo = mirror_sides ? 1 : ny, y_hi = mirror_sides ? ny : 1;
     for (int64_t j = 1; j <= ny; ++j)
       for (int64_t k = 1; k <= nz; ++k) {
-        v[index(0, j, k)] = v[index(nx, j, k)];
-        v[index(nx + 1, j, k)] = v[index(1, j, k)];
+        v[index(0, j, k)] = v[index(x_lo, j, k)];
+        v[index(nx + 1, j, k)] = v[index(x_hi, j, k)];
       }
     for (int64_t i = 0; i < px; ++i)
       for (int64_t k = 1; k <= nz; ++k) {
-        v[index(i, 0, k)] = v[index(i, ny, k)];
-        v[index(i, ny + 1, k)] = v[index(i, 1, k)];
+        v[index(i, 0, k)] = v[index(i, y_lo, k)];
+        v[index(i, ny + 1, k)] = v[index(i, y_hi, k)];
       }
     for (int64_t i = 0; i < px; ++i)
       for (int64_t j = 0; j < py; ++j) {
@@ -195,7 +206,7 @@ void euler_substep(const PaddedGrid& g, const std::array<std::vector<double>, 3>
 void run_explicit(const ExplicitHeatConfig& cfg, int64_t n_sub, const std::vector<double>& alpha,
                   const fk::Dims& shape, std::vector<double> t0,
                   const std::function<void(int64_t, const std::vector<double>&)>& on_frame) {
-  const PaddedGrid g(shape);
+  const PaddedGrid g(shape, cfg.lateral_bc == "neumann");
   const double h[3] = {cfg.extent[0] / g.nx, cfg.extent[1] / g.ny, cfg.extent[2] / g.nz};
   const double inv_h2[3] = {1 / (h[0] * h[0]), 1 / (h[1] * h[1]), 1 / (h[2] * h[2])};
   std::vector<double> ap(g.size(), 0.0);

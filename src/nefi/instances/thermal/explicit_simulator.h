@@ -8,7 +8,8 @@
 //            ⌈Δt / Δt_stable · safety⌉) substeps per camera frame with
 //            Δt_stable = Δx_min² / (2 · 3 · max α) (the explicit limit)
 //   space    finite volumes: the state is copied into a ghost-padded array
-//            (lateral ghosts wrap: periodic; the front ghost mirrors its
+//            (lateral ghosts wrap: periodic, or mirror their cell:
+//            insulated sides with lateral_bc neumann; the front ghost mirrors its
 //            cell: adiabatic; the back ghost mirrors (neumann) or is set so
 //            the face flux is −h T (robin)), face fluxes
 //            F = ᾱ (T_nb − T) / Δ with ᾱ harmonic 2ab/(a+b) or arithmetic,
@@ -50,8 +51,9 @@ struct ExplicitHeatConfig {
   int64_t n_frames = 100;
   int64_t first_frame = 1;
   int64_t frame_stride = 1;
-  std::string face_mode = "harmonic";  // harmonic | arithmetic
-  std::string back_bc = "neumann";     // neumann | robin
+  std::string face_mode = "harmonic";   // harmonic | arithmetic
+  std::string back_bc = "neumann";      // neumann | robin
+  std::string lateral_bc = "periodic";  // periodic | neumann
   double robin_h = 0.0;
   int64_t min_substeps = 10;
   double substep_safety = 2.0;

@@ -29,7 +29,7 @@ void declare_domain_and_operator_keys(Params& p) {
   p.declare("stencil_backend", std::string("auto"), "flat | roll | auto");
   p.declare("alpha_min", 0.003, "lower bound of the alpha head");
   p.declare("alpha_max", 0.25, "upper bound of the alpha head (and the PSNR range)");
-  p.declare("bc_lateral", std::string("periodic"), "lateral boundaries (periodic)");
+  p.declare("bc_lateral", std::string("periodic"), "lateral boundaries: periodic | neumann");
   p.declare("bc_back", std::string("neumann"), "back face: neumann (adiabatic) | robin");
   p.declare("robin_h", 0.0, "robin heat-transfer coefficient");
   p.declare("initial", std::string("gaussian"),
@@ -164,7 +164,9 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.flash.width_xy = s.flash.width_xy = p.d("flash_width_xy");
   h.flash.width_z = s.flash.width_z = p.d("flash_width_z");
   h.flash.center = s.flash.center = flash_center(p);
-  h.flash.periodic = s.flash.periodic = true;
+  h.lateral_bc = s.lateral_bc = p.choice("bc_lateral", {"periodic", "neumann"});
+  // Insulated sides see the flash inside the box only (no periodic images).
+  h.flash.periodic = s.flash.periodic = h.lateral_bc == "periodic";
   h.flash.uniform = s.flash.uniform = p.choice("initial", {"gaussian", "flash"}) == "flash";
   h.implicit_substeps = p.i("implicit_substeps");
   h.stencil = p.choice("stencil_backend", {"flat", "roll", "auto"});
@@ -174,8 +176,6 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
   h.face_mode = p.choice("face_mode", {"harmonic", "arithmetic"});
-  // The inversion operator implements one lateral boundary.
-  p.choice("bc_lateral", {"periodic"});
   c.alpha_min = p.d("alpha_min");
   c.alpha_max = p.d("alpha_max");
   c.alpha_init = p.d("alpha_init");
@@ -290,7 +290,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   c.tv_weight = p.d("tv_weight");
   c.tv.isotropic = true;
   c.tv.eps = p.d("tv_eps");
-  c.tv.periodic_axes = {0, 1};
+  if (p.s("bc_lateral") == "periodic") c.tv.periodic_axes = {0, 1};
   c.tv.use_spacing = true;
   FK_CHECK(c.tv_weight >= 0 && c.tv.eps > 0, "config keys 'tv_weight'/'tv_eps'",
            "tv_weight >= 0 and tv_eps > 0",

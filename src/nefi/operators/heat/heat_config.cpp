@@ -54,6 +54,7 @@ void HeatConfig::validate() const {
   check_choice("grad_mode", grad_mode, {"adjoint", "checkpoint", "autograd"});
   check_choice("back_bc", back_bc, {"neumann", "robin"});
   check_choice("face_mode", face_mode, {"harmonic", "arithmetic"});
+  check_choice("lateral_bc", lateral_bc, {"periodic", "neumann"});
   FK_CHECK(std::isfinite(robin_h) && robin_h >= 0, where("robin_h"), "a finite value >= 0",
            std::to_string(robin_h));
   FK_CHECK(std::isfinite(flash.amplitude), where("flash.amplitude"), "a finite value",

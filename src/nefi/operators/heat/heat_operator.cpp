@@ -28,6 +28,7 @@ HeatOperator::HeatOperator(HeatConfig cfg, fk::Dims shape)
              cfg_.dt / static_cast<double>(cfg_.implicit_substeps),
              cfg_.back_bc == "robin" ? cfg_.robin_h / h[2] : 0.0,
              cfg_.face_mode == "arithmetic"};
+  plan->g.lateral_neumann = cfg_.lateral_bc == "neumann";
   plan->substeps = cfg_.implicit_substeps;
   plan->flat = cfg_.stencil != "roll";
   plan->solver = {cfg_.solver, cfg_.jacobi_iters, cfg_.cg_tol, cfg_.cg_max_iter, cfg_.check_every};

@@ -5,7 +5,8 @@
 // with harmonic-mean face diffusivities 2 α_i α_j / (α_i + α_j) (or
 // arithmetic (α_i + α_j) / 2 with face_mode arithmetic), implicit
 // Euler (I − Δt L(α)) Tⁿ⁺¹ = Tⁿ with `implicit_substeps` steps per camera
-// frame; periodic lateral boundaries, adiabatic front face, adiabatic
+// frame; periodic lateral boundaries (or insulated sides: lateral_bc
+// neumann, no face across the box's edge), adiabatic front face, adiabatic
 // (neumann) or convective (robin, sink h/Δz) back face.
 //
 // apply(alpha): alpha (nx, ny, nz) f32 or f64 -> front-surface temperatures
@@ -65,11 +66,12 @@ struct HeatConfig {
   int64_t jacobi_iters = 50;      // K for jacobi and chebyshev
   double cg_tol = 1e-6;           // relative residual
   int64_t cg_max_iter = 200;
-  int64_t check_every = 1;             // cg: iterations between convergence checks
-  std::string grad_mode = "adjoint";   // adjoint | checkpoint | autograd
-  std::string back_bc = "neumann";     // neumann (adiabatic) | robin
-  double robin_h = 0.0;                // robin heat-transfer coefficient (>= 0)
-  std::string face_mode = "harmonic";  // face diffusivity: harmonic | arithmetic
+  int64_t check_every = 1;              // cg: iterations between convergence checks
+  std::string grad_mode = "adjoint";    // adjoint | checkpoint | autograd
+  std::string back_bc = "neumann";      // neumann (adiabatic) | robin
+  double robin_h = 0.0;                 // robin heat-transfer coefficient (>= 0)
+  std::string face_mode = "harmonic";   // face diffusivity: harmonic | arithmetic
+  std::string lateral_bc = "periodic";  // periodic | neumann (insulated sides)
   GaussianFlash flash;
   // Throws fk::Error naming the key for: non-positive dt/extent, n_frames < 1,
   // substeps < 1, first_frame outside [0, n_frames], frame_stride < 1, an

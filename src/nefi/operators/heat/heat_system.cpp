@@ -64,6 +64,7 @@ HeatSystem build_system(const fk::Tensor& alpha_in, const StepGeometry& g) {
     const T ix = T(1) / T(g.hx * g.hx), iy = T(1) / T(g.hy * g.hy), iz = T(1) / T(g.hz * g.hz);
     const T step = T(g.dt), sink = T(g.sink);
     const bool af = g.arithmetic_faces;
+    const bool wrap = !g.lateral_neumann;  // the side faces wrap (periodic)
     for (int64_t x = 0; x < nx; ++x) {
       const int64_t xm = (x + nx - 1) % nx, xp = (x + 1) % nx;
       for (int64_t y = 0; y < ny; ++y) {
@@ -72,10 +73,10 @@ HeatSystem build_system(const fk::Tensor& alpha_in, const StepGeometry& g) {
           const int64_t i = (x * ny + y) * nz + z;
           const T ai = a[i];
           T f[kNeighbours];
-          f[0] = face(a[(xm * ny + y) * nz + z], ai, af) * ix;
-          f[1] = face(ai, a[(xp * ny + y) * nz + z], af) * ix;
-          f[2] = face(a[(x * ny + ym) * nz + z], ai, af) * iy;
-          f[3] = face(ai, a[(x * ny + yp) * nz + z], af) * iy;
+          f[0] = wrap || x > 0 ? face(a[(xm * ny + y) * nz + z], ai, af) * ix : T(0);
+          f[1] = wrap || x + 1 < nx ? face(ai, a[(xp * ny + y) * nz + z], af) * ix : T(0);
+          f[2] = wrap || y > 0 ? face(a[(x * ny + ym) * nz + z], ai, af) * iy : T(0);
+          f[3] = wrap || y + 1 < ny ? face(ai, a[(x * ny + yp) * nz + z], af) * iy : T(0);
           f[4] = z > 0 ? face(a[i - 1], ai, af) * iz : T(0);
           f[5] = z + 1 < nz ? face(ai, a[i + 1], af) * iz : T(0);
           T sum = f[0] + f[1] + f[2] + f[3] + f[4] + f[5];
@@ -99,10 +100,16 @@ HeatSystem build_system_ops(const fk::Tensor& alpha, const StepGeometry& g) {
   fk::Tensor inner_z = fk::ones(g.shape(), {dt});
   fk::Tensor last = inner_z.narrow(2, g.nz - 1, 1);
   fk::fill_(last, 0.0);
-  const fk::Tensor xp =
-      fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {0}), g.arithmetic_faces), ix);
-  const fk::Tensor yp =
-      fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {1}), g.arithmetic_faces), iy);
+  fk::Tensor xp = fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {0}), g.arithmetic_faces), ix);
+  fk::Tensor yp = fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {1}), g.arithmetic_faces), iy);
+  if (g.lateral_neumann) {  // the + faces of the last x plane and y row are the box's sides
+    fk::Tensor inner_x = fk::ones(g.shape(), {dt}), inner_y = fk::ones(g.shape(), {dt});
+    fk::Tensor side_x = inner_x.narrow(0, g.nx - 1, 1), side_y = inner_y.narrow(1, g.ny - 1, 1);
+    fk::fill_(side_x, 0.0);
+    fk::fill_(side_y, 0.0);
+    xp = fk::mul(xp, inner_x);
+    yp = fk::mul(yp, inner_y);
+  }
   const fk::Tensor zp = fk::mul(
       fk::mul(face_ops(alpha, fk::roll(alpha, {-1}, {2}), g.arithmetic_faces), iz), inner_z);
   const fk::Tensor face[kNeighbours] = {fk::roll(xp, {1}, {0}), xp, fk::roll(yp, {1}, {1}), yp,
@@ -175,6 +182,11 @@ void accumulate_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::
       // the next row's first and is reset below (alpha_gradient never reads it).
       run(sz + i, m + i, m + i + 1, v + i, v + i + 1, plane - 1);
       for (int64_t r = 0; r < ny; ++r) sz[i + r * nz + nz - 1] = T(0);
+      if (g.lateral_neumann) {  // closed side faces carry no conductance to differentiate
+        for (int64_t k = 0; k < nz; ++k) sy[i + (ny - 1) * nz + k] = T(0);
+        if (x + 1 == nx)
+          for (int64_t k = 0; k < plane; ++k) sx[i + k] = T(0);
+      }
     }
   });
   sums.bump_version();

@@ -4,7 +4,8 @@
 // (j = −x, +x, −y, +y, −z, +z, the order of the weight planes and of every
 // multiply-add chain), D = 1 + Δt (Σ_j a_j + β) and W_j = Δt a_j / D, with
 // face conductances a = 2 α_i α_j / (α_i + α_j) / h² (harmonic mean, NeFTY
-// Prop. 1; or (α_i + α_j) / 2 / h² with arithmetic faces). x and y wrap (periodic); the front face
+// Prop. 1; or (α_i + α_j) / 2 / h² with arithmetic faces). x and y wrap (periodic), or with
+// lateral_neumann the faces at the box's sides are closed (a = 0: insulated); the front face
 // z = 0 is adiabatic (a = 0) and the back face z = nz − 1 adiabatic or a sink β = h_robin / Δz on
 // the diagonal. A is symmetric and strictly diagonally dominant, so the Jacobi iteration converges
 // with rate ≤ ρ = max_i Σ_j W_j[i] < 1 (Gershgorin).
@@ -24,6 +25,7 @@ struct StepGeometry {
   double dt = 0;                  // of one implicit step (frame dt / implicit_substeps)
   double sink = 0;                // β = robin_h / Δz at the back face; 0 when adiabatic
   bool arithmetic_faces = false;  // face diffusivity (α_i + α_j) / 2 instead of harmonic
+  bool lateral_neumann = false;   // x and y side faces closed instead of wrapping
   int64_t numel() const { return nx * ny * nz; }
   fk::Dims shape() const { return {nx, ny, nz}; }
 };

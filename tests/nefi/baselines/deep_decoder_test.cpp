@@ -1,0 +1,99 @@
+#include "nefi/baselines/deep_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "fk/random.h"
+#include "fk/testing.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+using Vec = std::vector<double>;
+
+// Linear interpolation reproduces constants everywhere and linear functions
+// away from the clamped edges: x = i (the input cell index) resizes to the
+// source position (j + 1/2) m / n - 1/2 of each output cell.
+TEST(NefiDeepDecoder, BilinearResizeIsExactOnLinearFunctions) {
+  const int64_t m0 = 4, m1 = 5, n0 = 9, n1 = 7;
+  Vec v(2 * m0 * m1);
+  for (int64_t i = 0; i < m0; ++i)
+    for (int64_t j = 0; j < m1; ++j) {
+      v[i * m1 + j] = static_cast<double>(i);            // channel 0: linear along axis 1
+      v[m0 * m1 + i * m1 + j] = static_cast<double>(j);  // channel 1: along axis 2
+    }
+  const Vec r =
+      nefi::bilinear_resize(fk::from_vector(v, fk::Dims{2, m0, m1}), n0, n1).to_vector<double>();
+  ASSERT_EQ(r.size(), static_cast<size_t>(2 * n0 * n1));
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j) {
+      const double s0 = std::clamp((i + 0.5) * m0 / n0 - 0.5, 0.0, m0 - 1.0);
+      const double s1 = std::clamp((j + 0.5) * m1 / n1 - 0.5, 0.0, m1 - 1.0);
+      EXPECT_NEAR(r[i * n1 + j], s0, 1e-14) << i << " " << j;
+      EXPECT_NEAR(r[n0 * n1 + i * n1 + j], s1, 1e-14) << i << " " << j;
+    }
+  const Vec ones =
+      nefi::bilinear_resize(fk::full({3, 2, 3}, 1.0, {fk::DType::F64}), 5, 4).to_vector<double>();
+  for (double x : ones) EXPECT_NEAR(x, 1.0, 1e-15);
+  EXPECT_THROW(nefi::bilinear_resize(fk::full({2, 2}, 1.0, {fk::DType::F64}), 3, 3), fk::Error);
+}
+
+// The generator (1x1 convolutions, ReLU, channel normalisation, bilinear
+// upsampling) against central differences in f64, in every weight.
+TEST(NefiDeepDecoder, RenderGradchecksInF64) {
+  fk::Generator gen(7);
+  const fk::Tensor input = fk::uniform({3, 2, 2}, 0.0, 1.0, {fk::DType::F64}, &gen);
+  std::vector<fk::Tensor> w;
+  for (fk::Dims s : {fk::Dims{3, 3}, fk::Dims{3, 3}, fk::Dims{1, 3}}) {
+    w.push_back(fk::randn(s, {fk::DType::F64}, &gen));
+    w.back().set_requires_grad(true);
+  }
+  EXPECT_EQ(fk::testing::gradcheck(
+                [&](const std::vector<fk::Tensor>& in) {
+                  return nefi::deep_decoder_render(input, in, 5, 4);
+                },
+                w, {1e-6, 1e-7, 1e-5}),
+            "");
+}
+
+TEST(NefiDeepDecoder, FieldShapesAndBadValues) {
+  nefi::DeepDecoderField f(nefi::softplus_head("x", 0.05), 8, 3, 1);
+  EXPECT_EQ(f.n_parameters(), 3 * 64 + 8);
+  for (fk::Dims s : {fk::Dims{16, 16}, fk::Dims{32, 24}}) {
+    const auto x = f.forward(nefi::Domain(s, {1.0, 1.0}), 1.0).at("x");
+    EXPECT_EQ(x.shape(), s);
+    for (double v : x.to_vector<double>()) ASSERT_GT(v, 0.0);
+  }
+  EXPECT_THROW(nefi::DeepDecoderField(nefi::identity_head("x"), 0, 3, 1), fk::Error);
+  EXPECT_THROW(f.forward(nefi::Domain({4, 4, 4}, {1.0, 1.0, 1.0}), 1.0), fk::Error);
+  auto inst = nefi::find_instance("deconvolution");
+  for (const char* bad : {"dd_width=0", "dd_stages=0"}) {
+    nefi::RunConfig rc = nefi::default_run_config("deconvolution");
+    nefi::apply_set(rc, bad);
+    try {
+      inst->run(rc.config, "deep_decoder", 0, {});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const fk::Error& e) {
+      const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Smoke seed 0: the decoder fitted through the blur beats the blurred input.
+TEST(NefiDeepDecoder, DeconvolutionSmokeBeatsBlurred) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
+  auto inst = nefi::find_instance("deconvolution");
+  const auto out = inst->run(c.config, "deep_decoder", 0, {});
+  EXPECT_GT(out.metrics.at("psnr"), out.metrics.at("blurred_psnr") + 0.8);  // measured +1.48
+}
+
+}  // namespace
