@@ -6,7 +6,7 @@ import math
 import torch
 
 from .functional import ConvolutionFunction, autocast, run
-from .kernel import make_generator, output_key, transposed_output_key
+from .kernel import expanded_output_key, make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor
 
 
@@ -45,9 +45,7 @@ class _ConvolutionBase(torch.nn.Module):
         if self.transposed:
             return transposed_output_key(x, gen)
         if gen.expand_coordinates:
-            raise NotImplementedError(
-                "MinkowskiConvolution(expand_coordinates=True) is not implemented; use "
-                "MinkowskiGenerativeConvolutionTranspose")
+            return expanded_output_key(x, gen)
         return mgr.stride(key, gen.kernel_stride)
 
     def forward(self, input, coordinates=None):
@@ -78,7 +76,9 @@ class _ConvolutionBase(torch.nn.Module):
 class MinkowskiConvolution(_ConvolutionBase):
     """Sparse convolution: stride 1 keeps the input's coordinates (submanifold),
     stride s pools them to floor(c / (ts*s)) * (ts*s); ``forward(x, coordinates)``
-    convolves onto a given map of the same manager."""
+    convolves onto a given map of the same manager. expand_coordinates=True
+    outputs on every input + kernel offset on the output stride's grid (a new
+    map each call)."""
 
 
 class MinkowskiConvolutionTranspose(_ConvolutionBase):
