@@ -120,6 +120,14 @@ void bind_coordinates(nb::module_& m) {
       .def("num_kernel_maps", &Mgr::num_kernel_maps);
 
   m.def(
+      "field_batch_groups",
+      [](const Array& batch) {
+        return std::make_shared<mk::RowGroups>(
+            mk::batch_groups(in(batch).contiguous().to_vector<int32_t>(),
+                             "minkowski::global_pooling (TensorField)"));
+      },
+      nb::arg("batch"));
+  m.def(
       "subsample_rows",
       [](const Array& inverse, int64_t m, uint64_t seed) {
         return index_out(
