@@ -145,33 +145,69 @@ void bind_coordinates(nb::module_& m) {
       nb::arg("glob_features"));
 }
 
-void bind_ops(nb::module_& m) {
+// A forward's inputs as fk views, kept by the autograd Function for its
+// backward, so the backward does not wrap them again (a DLPack export and
+// import each, about a microsecond a tensor). They view the torch tensors'
+// memory (no copies); torch's saved tensors still guard against in-place
+// changes.
+struct SavedInputs {
+  fk::Tensor features, weight;
+};
+
+fk::Tensor conv_out(const fk::Tensor& f, const fk::Tensor& w, const mk::KernelMap& map,
+                    bool channelwise) {
+  nb::gil_scoped_release nogil;  // other Python threads run meanwhile
+  return channelwise ? mk::channelwise_forward(f, w, map) : mk::conv_forward(f, w, map);
+}
+
+nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor& w,
+                     const mk::KernelMap& map, bool channelwise, bool need_f, bool need_w) {
+  mk::ConvGrads r;
+  {
+    nb::gil_scoped_release nogil;
+    r = channelwise ? mk::channelwise_backward(g, f, w, map, need_f, need_w)
+                    : mk::conv_backward(g, f, w, map, need_f, need_w);
+  }
+  return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
+}
+
+void bind_conv(nb::module_& m) {
+  nb::class_<SavedInputs>(m, "SavedInputs");
   m.def(
       "conv_forward",
       [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
-        fk::Tensor ft = in(f), wt = in(w), out;
-        {
-          nb::gil_scoped_release nogil;  // other Python threads run meanwhile
-          out = channelwise ? mk::channelwise_forward(ft, wt, map) : mk::conv_forward(ft, wt, map);
-        }
-        return to_torch(out);
+        return to_torch(conv_out(in(f), in(w), map, channelwise));
+      },
+      nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
+  m.def(
+      "conv_forward_saving",
+      [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
+        SavedInputs s{in(f), in(w)};
+        nb::object out = to_torch(conv_out(s.features, s.weight, map, channelwise));
+        return nb::make_tuple(out, nb::cast(std::move(s)));
       },
       nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
   m.def(
       "conv_backward",
       [](const Array& g, const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise,
          bool need_features, bool need_weight) {
-        fk::Tensor gt = in(g), ft = in(f), wt = in(w);
-        mk::ConvGrads r;
-        {
-          nb::gil_scoped_release nogil;
-          r = channelwise ? mk::channelwise_backward(gt, ft, wt, map, need_features, need_weight)
-                          : mk::conv_backward(gt, ft, wt, map, need_features, need_weight);
-        }
-        return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
+        return conv_grads(in(g), in(f), in(w), map, channelwise, need_features, need_weight);
       },
       nb::arg("grad_out"), nb::arg("features"), nb::arg("weight"), nb::arg("map"),
       nb::arg("channelwise"), nb::arg("need_features"), nb::arg("need_weight"));
+  m.def(
+      "conv_backward_saved",
+      [](const Array& g, const SavedInputs& s, const mk::KernelMap& map, bool channelwise,
+         bool need_features, bool need_weight) {
+        return conv_grads(in(g), s.features, s.weight, map, channelwise, need_features,
+                          need_weight);
+      },
+      nb::arg("grad_out"), nb::arg("saved"), nb::arg("map"), nb::arg("channelwise"),
+      nb::arg("need_features"), nb::arg("need_weight"));
+}
+
+void bind_ops(nb::module_& m) {
+  bind_conv(m);
 
   nb::enum_<mk::PoolingMode>(m, "PoolingMode")
       .value("MAX", mk::PoolingMode::Max)

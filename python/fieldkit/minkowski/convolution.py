@@ -51,21 +51,18 @@ class _ConvolutionBase(torch.nn.Module):
     def forward(self, input, coordinates=None):
         if not isinstance(input, SparseTensor):
             raise TypeError(f"expected a SparseTensor, got {type(input).__name__}")
+        kernel, bias, mgr = self.kernel, self.bias, input._manager
         if self.use_mm and coordinates is None:
-            f, w = autocast(input.F, self.kernel)
-            out, key = f.mm(w), input.coordinate_map_key
+            f, w = autocast(input._F, kernel)
+            out, key = f.mm(w), input._key
         else:
             key = self._output_key(input, coordinates)
-            kmap = input.coordinate_manager.kernel_map(input.coordinate_map_key, key,
-                                                       self.kernel_generator.region,
-                                                       self.transposed)
-            kernel = self.kernel if self.kernel.dim() == 3 else self.kernel[None]
-            f, w = autocast(input.F, kernel)
+            kmap = mgr.kernel_map(input._key, key, self.kernel_generator.region, self.transposed)
+            f, w = autocast(input._F, kernel if kernel.dim() == 3 else kernel[None])
             out = run(ConvolutionFunction, f, w, kmap, False)
-        if self.bias is not None:
-            out = out + self.bias.to(out.dtype)
-        return SparseTensor(out, coordinate_map_key=key,
-                            coordinate_manager=input.coordinate_manager)
+        if bias is not None:
+            out = out + bias.to(out.dtype)
+        return SparseTensor._on_map(out, key, mgr)
 
     def extra_repr(self):
         g = self.kernel_generator

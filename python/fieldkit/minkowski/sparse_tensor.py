@@ -75,6 +75,16 @@ class SparseTensor:
             features.requires_grad_(requires_grad)
         self._F, self._manager, self._key, self._C = features, mgr, key, None
 
+    @classmethod
+    def _on_map(cls, features, key, manager):
+        """An op's output on the map it was computed for: no checks (the C++
+        op made one row per map row), a per-call saving for small ops."""
+        t = cls.__new__(cls)
+        t.quantization_mode = QMode.RANDOM_SUBSAMPLE
+        t.unique_index = t.inverse_mapping = None
+        t._F, t._manager, t._key, t._C = features, manager, key, None
+        return t
+
     # -- what the tensor is ------------------------------------------------
     @property
     def F(self):
