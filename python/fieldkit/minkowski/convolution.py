@@ -126,4 +126,4 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
         out = run(ConvolutionFunction, f, w, kmap, True)
         if self.bias is not None:
             out = out + self.bias.to(out.dtype)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)

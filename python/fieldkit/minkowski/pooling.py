@@ -28,7 +28,7 @@ class _LocalPooling(torch.nn.Module):
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, self.mode)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiSumPooling(_LocalPooling):
@@ -67,7 +67,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, PoolingMode.SUM)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalPooling(torch.nn.Module):
@@ -92,7 +92,7 @@ class MinkowskiGlobalPooling(torch.nn.Module):
             out_key = mgr.origin_key(input.coordinate_map_key, groups.groups)
         (f,) = autocast(input.F)
         out = run(GlobalPoolingFunction, f, groups, self.mode)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalSumPooling(MinkowskiGlobalPooling):
