@@ -60,3 +60,13 @@ def test_bad_batches_raise_with_the_cpp_message():
         nefi.batch_invert("toy1d", SMOKE, seeds=[0], method="no_such_method")
     with pytest.raises(fieldkit.Error, match="loss_mode|bogus"):
         nefi.batch_invert("toy1d", SMOKE, seeds=[0], loss_mode="bogus")
+
+
+def test_a_failed_problem_is_reported_or_raised():
+    diverging = dict(SMOKE, lr=1e30, solver={"max_bad_steps": 2})
+    out = nefi.batch_invert("toy1d", diverging, seeds=[0, 1], raise_on_error=False)
+    for result in out:
+        assert "non-finite" in result["error"]
+        assert result["reconstruction"] is None and result["metrics"] == {}
+    with pytest.raises(fieldkit.Error, match="failed"):
+        nefi.batch_invert("toy1d", diverging, seeds=[0, 1])
