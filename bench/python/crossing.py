@@ -90,6 +90,8 @@ def main():
     def layer_fwd_bwd():
         conv(xs).F.sum().backward()
 
+    max_pool, global_max = ME.MinkowskiMaxPooling(3, dimension=1), ME.MinkowskiGlobalMaxPooling()
+
     rows = [
         ("torch.add, 16 elements (torch's own per-op floor)", lambda: torch.add(t16, t16)),
         ("DLPack round trip torch -> fk -> torch", lambda: _core.roundtrip_torch(t16)),
@@ -101,6 +103,10 @@ def main():
         ("the same with a weight input (two gradients)", torch_fwd_bwd_weight),
         ("MinkowskiConvolution layer forward", lambda: conv(xs)),
         ("MinkowskiConvolution layer forward + backward (+ sum)", layer_fwd_bwd),
+        ("MinkowskiMaxPooling(3) forward + backward (+ sum)",
+         lambda: max_pool(xs).F.sum().backward()),
+        ("MinkowskiGlobalMaxPooling forward + backward (+ sum)",
+         lambda: global_max(xs).F.sum().backward()),
     ]
     print(f"{'what':58s} {'us/call':>9s} ({args.clock} time)")
     results = {}

@@ -153,6 +153,11 @@ void bind_coordinates(nb::module_& m) {
 struct SavedInputs {
   fk::Tensor features, weight;
 };
+// Max pooling's arg-max rows (undefined for average and sum), kept in C++
+// from the forward to the backward instead of crossing out and back.
+struct SavedArgmax {
+  fk::Tensor argmax;
+};
 
 fk::Tensor conv_out(const fk::Tensor& f, const fk::Tensor& w, const mk::KernelMap& map,
                     bool channelwise) {
@@ -173,6 +178,7 @@ nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor&
 
 void bind_conv(nb::module_& m) {
   nb::class_<SavedInputs>(m, "SavedInputs");
+  nb::class_<SavedArgmax>(m, "SavedArgmax");
   m.def(
       "conv_forward",
       [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
@@ -217,30 +223,30 @@ void bind_ops(nb::module_& m) {
       "pool_forward",
       [](const Array& f, const mk::KernelMap& map, mk::PoolingMode mode) {
         auto r = mk::pool_forward(in(f), map, mode);
-        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+        return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("map"), nb::arg("mode"));
   m.def(
       "pool_backward",
       [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode,
-         const std::optional<Array>& argmax) {
-        return to_torch(mk::pool_backward(in(g), map, mode, in_opt(argmax)));
+         const SavedArgmax& saved) {
+        return to_torch(mk::pool_backward(in(g), map, mode, saved.argmax));
       },
-      nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("argmax").none());
+      nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("saved"));
   m.def(
       "global_pool_forward",
       [](const Array& f, const mk::RowGroups& groups, mk::PoolingMode mode) {
         auto r = mk::global_pool_forward(in(f), groups, mode);
-        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+        return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("groups"), nb::arg("mode"));
   m.def(
       "global_pool_backward",
       [](const Array& g, const mk::RowGroups& groups, mk::PoolingMode mode,
-         const std::optional<Array>& argmax) {
-        return to_torch(mk::global_pool_backward(in(g), groups, mode, in_opt(argmax)));
+         const SavedArgmax& saved) {
+        return to_torch(mk::global_pool_backward(in(g), groups, mode, saved.argmax));
       },
-      nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("argmax").none());
+      nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("saved"));
 
   nb::enum_<mk::BroadcastMode>(m, "BroadcastMode")
       .value("ADD", mk::BroadcastMode::Add)

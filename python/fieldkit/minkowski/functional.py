@@ -94,8 +94,8 @@ class LocalPoolingFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, kernel_map, mode):
-        out, argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
-        ctx.kernel_map, ctx.mode, ctx.argmax = kernel_map, mode, argmax
+        out, ctx.argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
+        ctx.kernel_map, ctx.mode = kernel_map, mode
         return out
 
     @staticmethod
@@ -110,8 +110,8 @@ class GlobalPoolingFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, groups, mode):
-        out, argmax = _mk.global_pool_forward(_plain(features), groups, mode)
-        ctx.groups, ctx.mode, ctx.argmax = groups, mode, argmax
+        out, ctx.argmax = _mk.global_pool_forward(_plain(features), groups, mode)
+        ctx.groups, ctx.mode = groups, mode
         return out
 
     @staticmethod
