@@ -151,7 +151,7 @@ void bind_coordinates(nb::module_& m) {
 // memory (no copies); torch's saved tensors still guard against in-place
 // changes.
 struct SavedInputs {
-  fk::Tensor features, weight;
+  fk::Tensor features, other;  // other: convolution's weight, broadcast's glob
 };
 // Max pooling's arg-max rows (undefined for average and sum), kept in C++
 // from the forward to the backward instead of crossing out and back.
@@ -189,7 +189,7 @@ void bind_conv(nb::module_& m) {
       "conv_forward_saving",
       [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
         SavedInputs s{in(f), in(w)};
-        nb::object out = to_torch(conv_out(s.features, s.weight, map, channelwise));
+        nb::object out = to_torch(conv_out(s.features, s.other, map, channelwise));
         return nb::make_tuple(out, nb::cast(std::move(s)));
       },
       nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
@@ -205,8 +205,7 @@ void bind_conv(nb::module_& m) {
       "conv_backward_saved",
       [](const Array& g, const SavedInputs& s, const mk::KernelMap& map, bool channelwise,
          bool need_features, bool need_weight) {
-        return conv_grads(in(g), s.features, s.weight, map, channelwise, need_features,
-                          need_weight);
+        return conv_grads(in(g), s.features, s.other, map, channelwise, need_features, need_weight);
       },
       nb::arg("grad_out"), nb::arg("saved"), nb::arg("map"), nb::arg("channelwise"),
       nb::arg("need_features"), nb::arg("need_weight"));
@@ -228,8 +227,7 @@ void bind_ops(nb::module_& m) {
       nb::arg("features"), nb::arg("map"), nb::arg("mode"));
   m.def(
       "pool_backward",
-      [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode,
-         const SavedArgmax& saved) {
+      [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode, const SavedArgmax& saved) {
         return to_torch(mk::pool_backward(in(g), map, mode, saved.argmax));
       },
       nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("saved"));
@@ -252,21 +250,24 @@ void bind_ops(nb::module_& m) {
       .value("ADD", mk::BroadcastMode::Add)
       .value("MULTIPLY", mk::BroadcastMode::Multiply)
       .value("CONCATENATE", mk::BroadcastMode::Concatenate);
+  // The forward keeps its inputs' fk views for the backward (SavedInputs).
   m.def(
       "broadcast_forward",
       [](const Array& f, const Array& g, const mk::RowGroups& groups, mk::BroadcastMode mode) {
-        return to_torch(mk::broadcast_forward(in(f), in(g), groups, mode));
+        SavedInputs s{in(f), in(g)};
+        nb::object out = to_torch(mk::broadcast_forward(s.features, s.other, groups, mode));
+        return nb::make_tuple(out, nb::cast(std::move(s)));
       },
       nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"));
   m.def(
       "broadcast_backward",
-      [](const Array& go, const Array& f, const Array& g, const mk::RowGroups& groups,
-         mk::BroadcastMode mode, bool need_features, bool need_glob) {
-        auto r =
-            mk::broadcast_backward(in(go), in(f), in(g), groups, mode, need_features, need_glob);
+      [](const Array& go, const SavedInputs& s, const mk::RowGroups& groups, mk::BroadcastMode mode,
+         bool need_features, bool need_glob) {
+        auto r = mk::broadcast_backward(in(go), s.features, s.other, groups, mode, need_features,
+                                        need_glob);
         return nb::make_tuple(out_opt(r.features), out_opt(r.glob));
       },
-      nb::arg("grad_out"), nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"),
+      nb::arg("grad_out"), nb::arg("saved"), nb::arg("groups"), nb::arg("mode"),
       nb::arg("need_features"), nb::arg("need_glob"));
 
   nb::enum_<mk::QuantizationMode>(m, "QuantizationMode")

@@ -126,17 +126,18 @@ class BroadcastFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, glob, groups, mode):
-        ctx.save_for_backward(features, glob)
+        ctx.save_for_backward(features, glob)  # (torch's in-place check)
+        out, ctx.inputs = _mk.broadcast_forward(_plain(features), _plain(glob), groups, mode)
         ctx.groups, ctx.mode = groups, mode
-        return _mk.broadcast_forward(_plain(features), _plain(glob), groups, mode)
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        f, g = ctx.saved_tensors
-        gf, gg = _mk.broadcast_backward(_plain(grad_out), _plain(f), _plain(g), ctx.groups,
-                                        ctx.mode,
-                                        ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        ctx.saved_tensors  # raises if an input was changed in place since the forward
+        need = ctx.needs_input_grad
+        gf, gg = _mk.broadcast_backward(_plain(grad_out), ctx.inputs, ctx.groups, ctx.mode,
+                                        need[0], need[1])
         return gf, gg, None, None
 
 
