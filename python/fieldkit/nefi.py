@@ -10,13 +10,15 @@ with the same keys: instance keys at the top level or under ``config``,
 ``solver.*`` and ``run.seed`` / ``run.methods``. Results are what ``nefi run``
 writes: per method the metrics (dict), the reconstruction, ground truth and
 fields (numpy arrays), the loss history (dict of numpy columns) and stages.
+``batch_invert`` solves one problem per seed together in one loop and gives
+the same per-problem results.
 """
 import os
 
 from ._core import nefi as _nefi
 
-__all__ = ["instances", "measurement", "invert", "batch_invert", "Solver", "bench", "config_yaml", "set_num_threads",
-           "get_num_threads"]
+__all__ = ["instances", "measurement", "invert", "batch_invert", "Solver", "bench", "config_yaml",
+           "set_num_threads", "get_num_threads"]
 
 
 def instances():
