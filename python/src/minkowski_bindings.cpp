@@ -178,6 +178,12 @@ nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor&
 
 void bind_conv(nb::module_& m) {
   nb::class_<SavedInputs>(m, "SavedInputs");
+  m.def(
+      "saved_inputs",
+      [](const Array& f, const Array& other) {
+        return SavedInputs{in(f), in(other)};
+      },
+      nb::arg("features"), nb::arg("other"));
   nb::class_<SavedArgmax>(m, "SavedArgmax");
   m.def(
       "conv_forward",

@@ -49,3 +49,15 @@ def test_double_backward_is_refused():
     (gf,) = torch.autograd.grad(y.sum(), f, create_graph=True)
     with pytest.raises(RuntimeError):
         gf.sum().backward()
+
+
+def test_views_are_released_after_the_backward_and_a_retained_graph_still_works():
+    f, w, kmap = conv_inputs()
+    y = ConvolutionFunction.apply(f, w, kmap, False)
+    g = torch.randn_like(y)
+    y.backward(g, retain_graph=True)
+    assert y.grad_fn.inputs is None  # released as torch releases saved tensors
+    first_f, first_w = f.grad.clone(), w.grad.clone()
+    f.grad = w.grad = None
+    y.backward(g)  # wraps the saved tensors again
+    assert torch.equal(f.grad, first_f) and torch.equal(w.grad, first_w)

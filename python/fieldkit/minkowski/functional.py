@@ -56,6 +56,16 @@ def run(function, *args):
     return function.forward(_NoGraph(), *args)
 
 
+def _saved_inputs(ctx):
+    """The C++ views of a forward's two inputs (ctx.inputs), released here as
+    torch releases saved tensors after a backward; a second backward through
+    a retained graph wraps the saved tensors again. Unpacking saved_tensors
+    raises if an input was changed in place since the forward."""
+    f, other = ctx.saved_tensors
+    inputs, ctx.inputs = ctx.inputs, None
+    return inputs if inputs is not None else _mk.saved_inputs(_plain(f), _plain(other))
+
+
 def _plain(t):
     """A one-use DLPack capsule viewing t (keep t itself for the backward)."""
     return _capsule(t)
@@ -81,9 +91,8 @@ class ConvolutionFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        ctx.saved_tensors  # raises if an input was changed in place since the forward
         need = ctx.needs_input_grad
-        gf, gw = _mk.conv_backward_saved(_plain(grad_out), ctx.inputs, ctx.kernel_map,
+        gf, gw = _mk.conv_backward_saved(_plain(grad_out), _saved_inputs(ctx), ctx.kernel_map,
                                          ctx.channelwise, need[0], need[1])
         return gf, gw, None, None
 
@@ -134,10 +143,9 @@ class BroadcastFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        ctx.saved_tensors  # raises if an input was changed in place since the forward
         need = ctx.needs_input_grad
-        gf, gg = _mk.broadcast_backward(_plain(grad_out), ctx.inputs, ctx.groups, ctx.mode,
-                                        need[0], need[1])
+        gf, gg = _mk.broadcast_backward(_plain(grad_out), _saved_inputs(ctx), ctx.groups,
+                                        ctx.mode, need[0], need[1])
         return gf, gg, None, None
 
 
