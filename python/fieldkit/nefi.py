@@ -10,13 +10,15 @@ with the same keys: instance keys at the top level or under ``config``,
 ``solver.*`` and ``run.seed`` / ``run.methods``. Results are what ``nefi run``
 writes: per method the metrics (dict), the reconstruction, ground truth and
 fields (numpy arrays), the loss history (dict of numpy columns) and stages.
+``batch_invert`` solves one problem per seed together in one loop and gives
+the same per-problem results.
 """
 import os
 
 from ._core import nefi as _nefi
 
-__all__ = ["instances", "measurement", "invert", "Solver", "bench", "config_yaml", "set_num_threads",
-           "get_num_threads"]
+__all__ = ["instances", "measurement", "invert", "batch_invert", "Solver", "bench", "config_yaml",
+           "set_num_threads", "get_num_threads"]
 
 
 def instances():
@@ -86,6 +88,23 @@ def invert(instance, config=None, seed=None, methods=None):
         methods = [methods]
     out = _nefi.run(target, sets, s if seed is None else seed, list(methods or []))
     return out["results"]
+
+
+def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_seeds=None,
+                 chunk_size=0, loss_mode="auto", raise_on_error=True):
+    """Solves one problem per seed of `instance` with `config` together, in one
+    optimisation loop (nefi's batch_invert): problem b's data come from
+    data_seeds[b] (default seeds[b]) and its field from seeds[b], so it matches
+    ``invert(instance, config, seed=seeds[b], methods=method)``. Returns a list
+    of result dicts as invert() gives per method, with ``data_seed``,
+    ``batch_size`` and ``error`` (a failed problem's reason when
+    raise_on_error is False). chunk_size > 0 fuses that many problems per
+    sub-step; loss_mode is auto | shared | loop."""
+    target, overrides = _target(instance, config)
+    sets, _, _ = _sets(overrides)
+    return _nefi.batch_invert(target, sets, str(method), [int(s) for s in seeds],
+                              [int(s) for s in (data_seeds or [])], int(chunk_size),
+                              str(loss_mode), bool(raise_on_error))
 
 
 class Solver:

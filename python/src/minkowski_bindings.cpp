@@ -120,6 +120,14 @@ void bind_coordinates(nb::module_& m) {
       .def("num_kernel_maps", &Mgr::num_kernel_maps);
 
   m.def(
+      "field_batch_groups",
+      [](const Array& batch) {
+        return std::make_shared<mk::RowGroups>(
+            mk::batch_groups(in(batch).contiguous().to_vector<int32_t>(),
+                             "minkowski::global_pooling (TensorField)"));
+      },
+      nb::arg("batch"));
+  m.def(
       "subsample_rows",
       [](const Array& inverse, int64_t m, uint64_t seed) {
         return index_out(
@@ -137,33 +145,80 @@ void bind_coordinates(nb::module_& m) {
       nb::arg("glob_features"));
 }
 
-void bind_ops(nb::module_& m) {
+// A forward's inputs as fk views, kept by the autograd Function for its
+// backward, so the backward does not wrap them again (a DLPack export and
+// import each, about a microsecond a tensor). They view the torch tensors'
+// memory (no copies); torch's saved tensors still guard against in-place
+// changes.
+struct SavedInputs {
+  fk::Tensor features, other;  // other: convolution's weight, broadcast's glob
+};
+// Max pooling's arg-max rows (undefined for average and sum), kept in C++
+// from the forward to the backward instead of crossing out and back.
+struct SavedArgmax {
+  fk::Tensor argmax;
+};
+
+fk::Tensor conv_out(const fk::Tensor& f, const fk::Tensor& w, const mk::KernelMap& map,
+                    bool channelwise) {
+  nb::gil_scoped_release nogil;  // other Python threads run meanwhile
+  return channelwise ? mk::channelwise_forward(f, w, map) : mk::conv_forward(f, w, map);
+}
+
+nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor& w,
+                     const mk::KernelMap& map, bool channelwise, bool need_f, bool need_w) {
+  mk::ConvGrads r;
+  {
+    nb::gil_scoped_release nogil;
+    r = channelwise ? mk::channelwise_backward(g, f, w, map, need_f, need_w)
+                    : mk::conv_backward(g, f, w, map, need_f, need_w);
+  }
+  return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
+}
+
+void bind_conv(nb::module_& m) {
+  nb::class_<SavedInputs>(m, "SavedInputs");
+  m.def(
+      "saved_inputs",
+      [](const Array& f, const Array& other) {
+        return SavedInputs{in(f), in(other)};
+      },
+      nb::arg("features"), nb::arg("other"));
+  nb::class_<SavedArgmax>(m, "SavedArgmax");
   m.def(
       "conv_forward",
       [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
-        fk::Tensor ft = in(f), wt = in(w), out;
-        {
-          nb::gil_scoped_release nogil;  // other Python threads run meanwhile
-          out = channelwise ? mk::channelwise_forward(ft, wt, map) : mk::conv_forward(ft, wt, map);
-        }
-        return to_torch(out);
+        return to_torch(conv_out(in(f), in(w), map, channelwise));
+      },
+      nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
+  m.def(
+      "conv_forward_saving",
+      [](const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise) {
+        SavedInputs s{in(f), in(w)};
+        nb::object out = to_torch(conv_out(s.features, s.other, map, channelwise));
+        return nb::make_tuple(out, nb::cast(std::move(s)));
       },
       nb::arg("features"), nb::arg("weight"), nb::arg("map"), nb::arg("channelwise") = false);
   m.def(
       "conv_backward",
       [](const Array& g, const Array& f, const Array& w, const mk::KernelMap& map, bool channelwise,
          bool need_features, bool need_weight) {
-        fk::Tensor gt = in(g), ft = in(f), wt = in(w);
-        mk::ConvGrads r;
-        {
-          nb::gil_scoped_release nogil;
-          r = channelwise ? mk::channelwise_backward(gt, ft, wt, map, need_features, need_weight)
-                          : mk::conv_backward(gt, ft, wt, map, need_features, need_weight);
-        }
-        return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
+        return conv_grads(in(g), in(f), in(w), map, channelwise, need_features, need_weight);
       },
       nb::arg("grad_out"), nb::arg("features"), nb::arg("weight"), nb::arg("map"),
       nb::arg("channelwise"), nb::arg("need_features"), nb::arg("need_weight"));
+  m.def(
+      "conv_backward_saved",
+      [](const Array& g, const SavedInputs& s, const mk::KernelMap& map, bool channelwise,
+         bool need_features, bool need_weight) {
+        return conv_grads(in(g), s.features, s.other, map, channelwise, need_features, need_weight);
+      },
+      nb::arg("grad_out"), nb::arg("saved"), nb::arg("map"), nb::arg("channelwise"),
+      nb::arg("need_features"), nb::arg("need_weight"));
+}
+
+void bind_ops(nb::module_& m) {
+  bind_conv(m);
 
   nb::enum_<mk::PoolingMode>(m, "PoolingMode")
       .value("MAX", mk::PoolingMode::Max)
@@ -173,50 +228,52 @@ void bind_ops(nb::module_& m) {
       "pool_forward",
       [](const Array& f, const mk::KernelMap& map, mk::PoolingMode mode) {
         auto r = mk::pool_forward(in(f), map, mode);
-        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+        return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("map"), nb::arg("mode"));
   m.def(
       "pool_backward",
-      [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode,
-         const std::optional<Array>& argmax) {
-        return to_torch(mk::pool_backward(in(g), map, mode, in_opt(argmax)));
+      [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode, const SavedArgmax& saved) {
+        return to_torch(mk::pool_backward(in(g), map, mode, saved.argmax));
       },
-      nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("argmax").none());
+      nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("saved"));
   m.def(
       "global_pool_forward",
       [](const Array& f, const mk::RowGroups& groups, mk::PoolingMode mode) {
         auto r = mk::global_pool_forward(in(f), groups, mode);
-        return nb::make_tuple(to_torch(r.out), out_opt(r.argmax));
+        return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("groups"), nb::arg("mode"));
   m.def(
       "global_pool_backward",
       [](const Array& g, const mk::RowGroups& groups, mk::PoolingMode mode,
-         const std::optional<Array>& argmax) {
-        return to_torch(mk::global_pool_backward(in(g), groups, mode, in_opt(argmax)));
+         const SavedArgmax& saved) {
+        return to_torch(mk::global_pool_backward(in(g), groups, mode, saved.argmax));
       },
-      nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("argmax").none());
+      nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("saved"));
 
   nb::enum_<mk::BroadcastMode>(m, "BroadcastMode")
       .value("ADD", mk::BroadcastMode::Add)
       .value("MULTIPLY", mk::BroadcastMode::Multiply)
       .value("CONCATENATE", mk::BroadcastMode::Concatenate);
+  // The forward keeps its inputs' fk views for the backward (SavedInputs).
   m.def(
       "broadcast_forward",
       [](const Array& f, const Array& g, const mk::RowGroups& groups, mk::BroadcastMode mode) {
-        return to_torch(mk::broadcast_forward(in(f), in(g), groups, mode));
+        SavedInputs s{in(f), in(g)};
+        nb::object out = to_torch(mk::broadcast_forward(s.features, s.other, groups, mode));
+        return nb::make_tuple(out, nb::cast(std::move(s)));
       },
       nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"));
   m.def(
       "broadcast_backward",
-      [](const Array& go, const Array& f, const Array& g, const mk::RowGroups& groups,
-         mk::BroadcastMode mode, bool need_features, bool need_glob) {
-        auto r =
-            mk::broadcast_backward(in(go), in(f), in(g), groups, mode, need_features, need_glob);
+      [](const Array& go, const SavedInputs& s, const mk::RowGroups& groups, mk::BroadcastMode mode,
+         bool need_features, bool need_glob) {
+        auto r = mk::broadcast_backward(in(go), s.features, s.other, groups, mode, need_features,
+                                        need_glob);
         return nb::make_tuple(out_opt(r.features), out_opt(r.glob));
       },
-      nb::arg("grad_out"), nb::arg("features"), nb::arg("glob"), nb::arg("groups"), nb::arg("mode"),
+      nb::arg("grad_out"), nb::arg("saved"), nb::arg("groups"), nb::arg("mode"),
       nb::arg("need_features"), nb::arg("need_glob"));
 
   nb::enum_<mk::QuantizationMode>(m, "QuantizationMode")

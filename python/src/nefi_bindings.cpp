@@ -1,8 +1,8 @@
 // fieldkit._core.nefi: nefi's registered instances, solved as `nefi run` and
 // benchmarked as `nefi bench` solve and benchmark them (the same config
 // resolution: an instance's defaults or a YAML file, then KEY=VALUE sets),
-// with results as numpy arrays and dicts. The GIL is released while C++
-// solves.
+// with results as numpy arrays and dicts, and N problems of one instance
+// solved together by batch_invert. The GIL is released while C++ solves.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -16,6 +16,7 @@
 #include "nefi/bench/campaign.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
+#include "nefi/solve/batch.h"
 #include "tensor_bridge.h"
 
 namespace fkpy {
@@ -109,6 +110,66 @@ nb::dict run(const std::string& target, const std::vector<std::string>& sets,
   return d;
 }
 
+struct BatchArgs {
+  std::string method;
+  std::vector<uint64_t> seeds, data_seeds;
+  int chunk_size = 0;
+  std::string loss_mode;
+  bool raise_on_error = true;
+};
+
+// One problem per seed, built by Instance::setup as the batched benchmark
+// builds them; each result is finished as `nefi run` finishes a solve.
+nb::list batch(const std::string& target, const std::vector<std::string>& sets,
+               const BatchArgs& a) {
+  const nefi::RunConfig cfg = resolve(target, sets, std::nullopt);
+  const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  FK_CHECK(!a.seeds.empty(), "batch_invert seeds", "at least one seed", "none");
+  FK_CHECK(a.data_seeds.empty() || a.data_seeds.size() == a.seeds.size(), "batch_invert data_seeds",
+           std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));
+  std::vector<nefi::ProblemSetup> setups;
+  std::vector<nefi::InverseProblem> problems;
+  nefi::BatchOptions bo;
+  bo.nan_guard = cfg.nan_guard;
+  bo.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
+  bo.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  bo.raise_on_error = a.raise_on_error;
+  bo.chunk_size = a.chunk_size;
+  bo.loss_mode = a.loss_mode;
+  bo.seeds = a.seeds;
+  std::vector<nefi::Result> results;
+  {
+    nb::gil_scoped_release nogil;
+    for (size_t b = 0; b < a.seeds.size(); ++b) {
+      const uint64_t data_seed = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
+      std::optional<nefi::ProblemSetup> s = inst->setup(cfg.config, a.method, data_seed);
+      FK_CHECK(s.has_value(), "batch_invert method",
+               "a method of " + cfg.instance + " that runs the solver loop", a.method);
+      setups.push_back(std::move(*s));
+      problems.push_back(setups.back().problem);
+    }
+    nefi::Curriculum cur = setups.front().curriculum;
+    if (cfg.max_total_steps > 0) cur = cur.capped(static_cast<int>(cfg.max_total_steps));
+    results = nefi::batch_invert(problems, cur, bo);
+  }
+  nb::list out;
+  for (size_t b = 0; b < results.size(); ++b) {
+    nefi::RunOutput o = nefi::start_run_output(a.method, setups[b].measurement, setups[b].gt);
+    o.curriculum = setups[b].curriculum;
+    o.result = results[b];
+    if (o.result.error.empty()) {
+      o.reconstruction = o.result.fields.at(problems[b].field->primary()).to(fk::DType::F64);
+      o.metrics = inst->evaluate(cfg.config, o);
+    }
+    nb::dict d = output_dict(o);
+    d["data_seed"] = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
+    d["batch_size"] = o.result.batch_size;
+    d["error"] = o.result.error;
+    out.append(d);
+  }
+  return out;
+}
+
 nb::list bench(const nefi::bench::CampaignSpec& spec) {
   const nefi::bench::Protocol proto = nefi::bench::make_protocol(spec);
   const nefi::InstancePtr inst = nefi::find_instance(proto.instance);
@@ -189,6 +250,17 @@ void bind_nefi(nb::module_& parent) {
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("methods"), nb::arg("classes"), nb::arg("n"),
       nb::arg("seeds"), nb::arg("budget_scale"));
+  m.def(
+      "batch_invert",
+      [](const std::string& target, const std::vector<std::string>& sets, const std::string& method,
+         const std::vector<uint64_t>& seeds, const std::vector<uint64_t>& data_seeds,
+         int chunk_size, const std::string& loss_mode, bool raise_on_error) {
+        return batch(target, sets,
+                     BatchArgs{method, seeds, data_seeds, chunk_size, loss_mode, raise_on_error});
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("method"), nb::arg("seeds"),
+      nb::arg("data_seeds"), nb::arg("chunk_size"), nb::arg("loss_mode"),
+      nb::arg("raise_on_error"));
   m.def("set_num_threads", &fk::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &fk::get_num_threads);
 }

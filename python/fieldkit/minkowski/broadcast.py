@@ -19,8 +19,7 @@ class _Broadcast(torch.nn.Module):
                                       input_glob.coordinate_map_key, input_glob.F.detach())
         f, g = autocast(input.F, input_glob.F)
         out = run(BroadcastFunction, f, g, groups, self.mode)
-        return SparseTensor(out, coordinate_map_key=input.coordinate_map_key,
-                            coordinate_manager=mgr)
+        return SparseTensor._on_map(out, input.coordinate_map_key, mgr)
 
 
 class MinkowskiBroadcastAddition(_Broadcast):

@@ -6,7 +6,7 @@ import math
 import torch
 
 from .functional import ConvolutionFunction, autocast, run
-from .kernel import make_generator, output_key, transposed_output_key
+from .kernel import expanded_output_key, make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor
 
 
@@ -45,29 +45,24 @@ class _ConvolutionBase(torch.nn.Module):
         if self.transposed:
             return transposed_output_key(x, gen)
         if gen.expand_coordinates:
-            raise NotImplementedError(
-                "MinkowskiConvolution(expand_coordinates=True) is not implemented; use "
-                "MinkowskiGenerativeConvolutionTranspose")
+            return expanded_output_key(x, gen)
         return mgr.stride(key, gen.kernel_stride)
 
     def forward(self, input, coordinates=None):
         if not isinstance(input, SparseTensor):
             raise TypeError(f"expected a SparseTensor, got {type(input).__name__}")
+        kernel, bias, mgr = self.kernel, self.bias, input._manager
         if self.use_mm and coordinates is None:
-            f, w = autocast(input.F, self.kernel)
-            out, key = f.mm(w), input.coordinate_map_key
+            f, w = autocast(input._F, kernel)
+            out, key = f.mm(w), input._key
         else:
             key = self._output_key(input, coordinates)
-            kmap = input.coordinate_manager.kernel_map(input.coordinate_map_key, key,
-                                                       self.kernel_generator.region,
-                                                       self.transposed)
-            kernel = self.kernel if self.kernel.dim() == 3 else self.kernel[None]
-            f, w = autocast(input.F, kernel)
+            kmap = mgr.kernel_map(input._key, key, self.kernel_generator.region, self.transposed)
+            f, w = autocast(input._F, kernel if kernel.dim() == 3 else kernel[None])
             out = run(ConvolutionFunction, f, w, kmap, False)
-        if self.bias is not None:
-            out = out + self.bias.to(out.dtype)
-        return SparseTensor(out, coordinate_map_key=key,
-                            coordinate_manager=input.coordinate_manager)
+        if bias is not None:
+            out = out + bias.to(out.dtype)
+        return SparseTensor._on_map(out, key, mgr)
 
     def extra_repr(self):
         g = self.kernel_generator
@@ -78,7 +73,9 @@ class _ConvolutionBase(torch.nn.Module):
 class MinkowskiConvolution(_ConvolutionBase):
     """Sparse convolution: stride 1 keeps the input's coordinates (submanifold),
     stride s pools them to floor(c / (ts*s)) * (ts*s); ``forward(x, coordinates)``
-    convolves onto a given map of the same manager."""
+    convolves onto a given map of the same manager. expand_coordinates=True
+    outputs on every input + kernel offset on the output stride's grid (a new
+    map each call)."""
 
 
 class MinkowskiConvolutionTranspose(_ConvolutionBase):
@@ -129,4 +126,4 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
         out = run(ConvolutionFunction, f, w, kmap, True)
         if self.bias is not None:
             out = out + self.bias.to(out.dtype)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)

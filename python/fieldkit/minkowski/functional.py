@@ -21,6 +21,8 @@ BroadcastMode = _mk.BroadcastMode
 def autocast(*tensors):
     """The tensors in the active autocast dtype for their device (unchanged
     outside autocast, and for non-float tensors)."""
+    if not (_autocast_cpu() or _autocast_gpu()):
+        return tensors
     dev = tensors[0].device.type
     if dev == "cpu" and torch.is_autocast_cpu_enabled():
         dtype = torch.get_autocast_cpu_dtype()
@@ -32,6 +34,8 @@ def autocast(*tensors):
 
 
 _capsule = torch.utils.dlpack.to_dlpack
+_autocast_cpu, _autocast_gpu = torch.is_autocast_cpu_enabled, torch.is_autocast_enabled
+_grad_enabled = torch.is_grad_enabled
 
 
 class _NoGraph:
@@ -45,10 +49,21 @@ def run(function, *args):
     """function.apply(*args), or, when no input needs a gradient (inference,
     torch.no_grad), its forward alone: torch's Function machinery costs about
     as much as a small op itself."""
-    if torch.is_grad_enabled() and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-        return function.apply(*args)
+    if _grad_enabled():
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                return function.apply(*args)
     return function.forward(_NoGraph(), *args)
+
+
+def _saved_inputs(ctx):
+    """The C++ views of a forward's two inputs (ctx.inputs), released here as
+    torch releases saved tensors after a backward; a second backward through
+    a retained graph wraps the saved tensors again. Unpacking saved_tensors
+    raises if an input was changed in place since the forward."""
+    f, other = ctx.saved_tensors
+    inputs, ctx.inputs = ctx.inputs, None
+    return inputs if inputs is not None else _mk.saved_inputs(_plain(f), _plain(other))
 
 
 def _plain(t):
@@ -63,17 +78,22 @@ class ConvolutionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, weight, kernel_map, channelwise=False):
+        if ctx.__class__ is _NoGraph:
+            return _mk.conv_forward(_plain(features), _plain(weight), kernel_map, channelwise)
+        # The C++ views of the inputs are kept for the backward (no second
+        # wrapping); save_for_backward keeps torch's check for in-place changes.
         ctx.save_for_backward(features, weight)
+        out, ctx.inputs = _mk.conv_forward_saving(_plain(features), _plain(weight), kernel_map,
+                                                  channelwise)
         ctx.kernel_map, ctx.channelwise = kernel_map, channelwise
-        return _mk.conv_forward(_plain(features), _plain(weight), kernel_map, channelwise)
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        f, w = ctx.saved_tensors
-        gf, gw = _mk.conv_backward(_plain(grad_out), _plain(f), _plain(w), ctx.kernel_map,
-                                   ctx.channelwise,
-                                   ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        need = ctx.needs_input_grad
+        gf, gw = _mk.conv_backward_saved(_plain(grad_out), _saved_inputs(ctx), ctx.kernel_map,
+                                         ctx.channelwise, need[0], need[1])
         return gf, gw, None, None
 
 
@@ -83,8 +103,8 @@ class LocalPoolingFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, kernel_map, mode):
-        out, argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
-        ctx.kernel_map, ctx.mode, ctx.argmax = kernel_map, mode, argmax
+        out, ctx.argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
+        ctx.kernel_map, ctx.mode = kernel_map, mode
         return out
 
     @staticmethod
@@ -99,8 +119,8 @@ class GlobalPoolingFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, groups, mode):
-        out, argmax = _mk.global_pool_forward(_plain(features), groups, mode)
-        ctx.groups, ctx.mode, ctx.argmax = groups, mode, argmax
+        out, ctx.argmax = _mk.global_pool_forward(_plain(features), groups, mode)
+        ctx.groups, ctx.mode = groups, mode
         return out
 
     @staticmethod
@@ -115,17 +135,17 @@ class BroadcastFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, glob, groups, mode):
-        ctx.save_for_backward(features, glob)
+        ctx.save_for_backward(features, glob)  # (torch's in-place check)
+        out, ctx.inputs = _mk.broadcast_forward(_plain(features), _plain(glob), groups, mode)
         ctx.groups, ctx.mode = groups, mode
-        return _mk.broadcast_forward(_plain(features), _plain(glob), groups, mode)
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        f, g = ctx.saved_tensors
-        gf, gg = _mk.broadcast_backward(_plain(grad_out), _plain(f), _plain(g), ctx.groups,
-                                        ctx.mode,
-                                        ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        need = ctx.needs_input_grad
+        gf, gg = _mk.broadcast_backward(_plain(grad_out), _saved_inputs(ctx), ctx.groups,
+                                        ctx.mode, need[0], need[1])
         return gf, gg, None, None
 
 

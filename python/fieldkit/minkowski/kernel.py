@@ -86,3 +86,28 @@ def transposed_output_key(x, gen):
             if mgr.has(cand):
                 return cand
     return mgr.expand(key, gen.region, out_ts)
+
+
+def _per_axis(v, d):
+    return list(v) * d if len(v) == 1 else list(v)
+
+
+def expanded_output_key(x, gen):
+    """MinkowskiConvolution(expand_coordinates=True)'s output map, as the
+    reference's stride_region makes it: every input coordinate plus every
+    kernel offset (at the input's tensor stride) that lies on the output
+    stride's grid, inserted as a new map at the output stride."""
+    mgr, key, d = x.coordinate_manager, x.coordinate_map_key, x.D
+    ts = _per_axis(key.tensor_stride, d)
+    out_ts = [t * s for t, s in zip(ts, _per_axis(gen.kernel_stride, d))]
+    offsets = torch.tensor(gen.region.offsets(ts), dtype=torch.int64).view(-1, d)
+    c = mgr.coordinates(key).to(torch.int64)
+    points = (c[:, None, 1:] + offsets[None]).reshape(-1, d)
+    batch = c[:, :1].repeat_interleave(len(offsets), 0)
+    on_grid = (points % torch.tensor(out_ts)).eq(0).all(1)
+    rows = torch.cat([batch, points], 1)[on_grid]
+    limit = 2 ** 30
+    if len(rows) and (rows[:, 1:].abs().max() > limit):
+        raise ValueError(f"expand_coordinates: expected expanded coordinates within "
+                         f"[-2^30, 2^30], got one beyond it from the map {key}")
+    return mgr.insert(rows.to(torch.int32).contiguous(), out_ts, key.tag + "expand")[0]

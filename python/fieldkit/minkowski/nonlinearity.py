@@ -16,8 +16,7 @@ class _FeatureModule(torch.nn.Module):
         out = self.module(input.F)
         if isinstance(input, TensorField):
             return TensorField(out, input.C, coordinate_manager=input.coordinate_manager)
-        return SparseTensor(out, coordinate_map_key=input.coordinate_map_key,
-                            coordinate_manager=input.coordinate_manager)
+        return SparseTensor._on_map(out, input.coordinate_map_key, input.coordinate_manager)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.module.extra_repr()})"

@@ -12,8 +12,7 @@ from .sparse_tensor import SparseTensor, TensorField
 def _like(input, features):
     if isinstance(input, TensorField):
         return TensorField(features, input.C, coordinate_manager=input.coordinate_manager)
-    return SparseTensor(features, coordinate_map_key=input.coordinate_map_key,
-                        coordinate_manager=input.coordinate_manager)
+    return SparseTensor._on_map(features, input.coordinate_map_key, input.coordinate_manager)
 
 
 class MinkowskiBatchNorm(torch.nn.Module):

@@ -5,8 +5,9 @@ import torch
 
 from .functional import (GlobalPoolingFunction, LocalPoolingFunction, PoolingMode, autocast,
                          run)
+from .._core import minkowski as _mk
 from .kernel import make_generator, output_key, transposed_output_key
-from .sparse_tensor import SparseTensor
+from .sparse_tensor import SparseTensor, TensorField
 
 
 class _LocalPooling(torch.nn.Module):
@@ -27,7 +28,7 @@ class _LocalPooling(torch.nn.Module):
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, self.mode)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiSumPooling(_LocalPooling):
@@ -66,24 +67,32 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, PoolingMode.SUM)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalPooling(torch.nn.Module):
     """One row per batch item b at (b, 0, ..., 0); every item 0..B-1 must have
-    points. ``mode``: PoolingMode.AVG (default), SUM or MAX."""
+    points. ``mode``: PoolingMode.AVG (default), SUM or MAX. A TensorField is
+    pooled over its points (the output on the "field@origin" map of its
+    manager, tensor stride 1)."""
 
     def __init__(self, mode=PoolingMode.AVG):
         super().__init__()
         self.mode = mode
 
     def forward(self, input):
-        mgr, key = input.coordinate_manager, input.coordinate_map_key
-        groups = mgr.batch_groups(key)
-        out_key = mgr.origin_key(key, groups.groups)
+        mgr = input.coordinate_manager
+        if isinstance(input, TensorField):
+            batch = input.C[:, 0]
+            batch = torch.round(batch) if batch.is_floating_point() else batch
+            groups = _mk.field_batch_groups(batch.to(torch.int32).contiguous())
+            out_key = mgr.origin_key(_mk.MapKey([1] * input.D, "field"), groups.groups)
+        else:
+            groups = mgr.batch_groups(input.coordinate_map_key)
+            out_key = mgr.origin_key(input.coordinate_map_key, groups.groups)
         (f,) = autocast(input.F)
         out = run(GlobalPoolingFunction, f, groups, self.mode)
-        return SparseTensor(out, coordinate_map_key=out_key, coordinate_manager=mgr)
+        return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalSumPooling(MinkowskiGlobalPooling):

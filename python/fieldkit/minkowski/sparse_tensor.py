@@ -75,6 +75,16 @@ class SparseTensor:
             features.requires_grad_(requires_grad)
         self._F, self._manager, self._key, self._C = features, mgr, key, None
 
+    @classmethod
+    def _on_map(cls, features, key, manager):
+        """An op's output on the map it was computed for: no checks (the C++
+        op made one row per map row), a per-call saving for small ops."""
+        t = cls.__new__(cls)
+        t.quantization_mode = QMode.RANDOM_SUBSAMPLE
+        t.unique_index = t.inverse_mapping = None
+        t._F, t._manager, t._key, t._C = features, manager, key, None
+        return t
+
     # -- what the tensor is ------------------------------------------------
     @property
     def F(self):
@@ -194,27 +204,53 @@ class SparseTensor:
         return [self.features_at(b) for b in range(int(self.C[:, 0].max()) + 1)]
 
     # -- conversions -----------------------------------------------------------
-    def dense(self, shape=None, min_coordinate=None, contract_stride=True):
-        """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
-        torch scatter of the features (differentiable)."""
+    def _cells(self, min_coordinate, contract_stride):
+        """(batch index, grid cell of each row (N x D), min_coordinate)."""
         c = self.C.long()
         spatial = c[:, 1:]
         if min_coordinate is None:
             if (spatial < 0).any():
-                raise ValueError("dense: negative coordinates need a min_coordinate")
+                raise ValueError("expected a min_coordinate with negative coordinates")
             lo = torch.zeros(self.D, dtype=torch.long)
         else:
             lo = torch.as_tensor(min_coordinate, dtype=torch.long).expand(self.D)
         ts = torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
         cell = (spatial - lo) // ts if contract_stride else spatial - lo
-        batches = int(c[:, 0].max()) + 1 if len(c) else 1
+        return c[:, 0], cell, lo
+
+    def dense(self, shape=None, min_coordinate=None, contract_stride=True):
+        """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
+        torch scatter of the features (differentiable)."""
+        batch, cell, lo = self._cells(min_coordinate, contract_stride)
+        batches = int(batch.max()) + 1 if len(batch) else 1
         if shape is None:
             sizes = (cell.max(0).values + 1).tolist()
             shape = [batches, self._F.shape[1], *sizes]
         shape = list(shape)
         dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
-        dense = dense.index_put((c[:, 0], *cell.unbind(1)), self._F)
+        dense = dense.index_put((batch, *cell.unbind(1)), self._F)
         return dense.movedim(-1, 1), lo, self.tensor_stride
+
+    def sparse(self, min_coords=None, max_coords=None, contract_coords=True):
+        """(torch sparse COO tensor B x s_1..s_D x C (the features a dense last
+        dimension), min_coords, tensor_stride): cell = (c - min_coords) / ts
+        with contract_coords, s_a up to max_coords (default the largest
+        cell); differentiable in the features."""
+        batch, cell, lo = self._cells(min_coords, contract_coords)
+        if max_coords is None:
+            sizes = (cell.max(0).values + 1).tolist() if len(cell) else [0] * self.D
+        else:
+            hi = torch.as_tensor(max_coords, dtype=torch.long).expand(self.D) - lo
+            if contract_coords:
+                hi = hi // torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
+            sizes = (hi + 1).tolist()
+            if len(cell) and (cell >= hi + 1).any():
+                raise ValueError(f"sparse: expected coordinates within max_coords {max_coords}, "
+                                 "got one beyond it")
+        batches = int(batch.max()) + 1 if len(batch) else 0
+        indices = torch.cat([batch[None], cell.t()], 0)
+        out = torch.sparse_coo_tensor(indices, self._F, [batches, *sizes, self._F.shape[1]])
+        return out, lo, self.tensor_stride
 
     def features_at_coordinates(self, query_coordinates):
         """Features at continuous points (Q x (1+D) float, batch first),

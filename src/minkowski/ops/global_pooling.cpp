@@ -238,14 +238,18 @@ RowGroups group_by(std::vector<int32_t> label, int64_t groups) {
 }
 
 RowGroups batch_groups(const CoordinateMap& map, const char* where) {
-  const int64_t n = map.size();
+  std::vector<int32_t> batch(static_cast<size_t>(map.size()));
+  for (int64_t i = 0; i < map.size(); ++i) batch[i] = map.row(i)[0];
+  return batch_groups(std::move(batch), where);
+}
+
+RowGroups batch_groups(std::vector<int32_t> batch, const char* where) {
+  const int64_t n = static_cast<int64_t>(batch.size());
   FK_CHECK(n > 0, where, "a tensor with at least one point", "an empty tensor");
-  std::vector<int32_t> batch(static_cast<size_t>(n));
   int32_t lo = 0, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    batch[i] = map.row(i)[0];
-    lo = std::min(lo, batch[i]);
-    hi = std::max(hi, batch[i]);
+  for (int32_t b : batch) {
+    lo = std::min(lo, b);
+    hi = std::max(hi, b);
   }
   FK_CHECK(lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(lo));
   if (hi >= n) {

@@ -53,6 +53,8 @@ struct RowGroups {
 RowGroups group_by(std::vector<int32_t> label, int64_t groups);
 // The batch items of a map's rows; throws unless items 0 .. B-1 all have rows.
 RowGroups batch_groups(const CoordinateMap& map, const char* where);
+// The same from each row's batch index (a TensorField's points).
+RowGroups batch_groups(std::vector<int32_t> batch, const char* where);
 
 struct GlobalPoolingResult {
   fk::Tensor out;     // groups x C, the features' dtype

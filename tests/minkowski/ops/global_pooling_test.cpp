@@ -170,5 +170,26 @@ TEST(MinkowskiGlobalPooling, EmptyItemsAreErrorsNotNaN) {
       fk::Error);
 }
 
+// The overload on batch indices (a TensorField's points, in any order)
+// groups as the map version does and refuses the same inputs.
+TEST(MinkowskiGlobalPooling, BatchGroupsFromIndices) {
+  RowGroups g = batch_groups(std::vector<int32_t>{1, 0, 2, 1, 0}, "test");
+  EXPECT_EQ(g.groups, 3);
+  EXPECT_EQ(g.begin, (std::vector<int64_t>{0, 2, 4, 5}));
+  EXPECT_EQ(g.rows, (std::vector<int32_t>{1, 4, 0, 3, 2}));
+  auto message = [](std::vector<int32_t> batch) {
+    try {
+      batch_groups(std::move(batch), "test");
+    } catch (const fk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({0, 2}).find("no point in batch item 1"), std::string::npos);
+  EXPECT_NE(message({0, 2000000000}).find("no point in batch item 1"), std::string::npos);
+  EXPECT_NE(message({0, -1}).find("batch indices >= 0"), std::string::npos);
+  EXPECT_NE(message({}).find("empty tensor"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace minkowski

@@ -1,0 +1,63 @@
+"""The convolution Function keeps its inputs' C++ views for the backward
+(no second wrapping): the gradients equal the plain binding's, an input
+changed in place after the forward is still caught, and a double backward
+is refused."""
+import pytest
+import torch
+from conftest import random_sparse
+
+import fieldkit.minkowski as ME
+from fieldkit._core import minkowski as _mk
+from fieldkit.minkowski.functional import ConvolutionFunction, run
+
+
+def conv_inputs():
+    x = random_sparse(n=30, extent=6)
+    mgr, key = x.coordinate_manager, x.coordinate_map_key
+    kmap = mgr.kernel_map(key, key, ME.KernelRegion.cube([3]), False)
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(9, 3, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    return x.F.detach().clone().requires_grad_(), w, kmap
+
+
+@pytest.mark.parametrize("channelwise", [False, True])
+def test_gradients_equal_the_plain_binding(channelwise):
+    f, w, kmap = conv_inputs()
+    if channelwise:
+        w = w[:, :, 0].detach().clone().requires_grad_()
+    y = ConvolutionFunction.apply(f, w, kmap, channelwise)
+    g = torch.randn_like(y)
+    y.backward(g)
+    gf, gw = _mk.conv_backward(g, f.detach(), w.detach(), kmap, channelwise, True, True)
+    assert torch.equal(f.grad, gf) and torch.equal(w.grad, gw)
+    with torch.no_grad():
+        assert torch.equal(run(ConvolutionFunction, f, w, kmap, channelwise), y)
+
+
+def test_an_input_changed_in_place_after_the_forward_is_caught():
+    f, w, kmap = conv_inputs()
+    y = ConvolutionFunction.apply(f, w, kmap, False)
+    with torch.no_grad():
+        w.add_(1)
+    with pytest.raises(RuntimeError, match="inplace"):
+        y.sum().backward()
+
+
+def test_double_backward_is_refused():
+    f, w, kmap = conv_inputs()
+    y = ConvolutionFunction.apply(f, w, kmap, False)
+    (gf,) = torch.autograd.grad(y.sum(), f, create_graph=True)
+    with pytest.raises(RuntimeError):
+        gf.sum().backward()
+
+
+def test_views_are_released_after_the_backward_and_a_retained_graph_still_works():
+    f, w, kmap = conv_inputs()
+    y = ConvolutionFunction.apply(f, w, kmap, False)
+    g = torch.randn_like(y)
+    y.backward(g, retain_graph=True)
+    assert y.grad_fn.inputs is None  # released as torch releases saved tensors
+    first_f, first_w = f.grad.clone(), w.grad.clone()
+    f.grad = w.grad = None
+    y.backward(g)  # wraps the saved tensors again
+    assert torch.equal(f.grad, first_f) and torch.equal(w.grad, first_w)
