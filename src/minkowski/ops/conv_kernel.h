@@ -57,6 +57,7 @@
 
 #include "fk/tensor.h"
 #include "minkowski/coords/kernel_map.h"
+#include "minkowski/ops/conv_path.h"
 
 namespace minkowski {
 
@@ -82,6 +83,8 @@ struct ConvCallInfo {
   bool fused = true;
   int64_t groups = 0;
   int64_t staging_bytes = 0;
+  ConvPath path = ConvPath::Tiles;         // forward, or the backward's input gradient
+  ConvPath weight_path = ConvPath::Tiles;  // the backward's weight gradient
 };
 ConvCallInfo last_conv_call();
 
