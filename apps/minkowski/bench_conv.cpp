@@ -303,10 +303,10 @@ void print_report(const Report& r, const BenchConvOptions& o) {
              r.sgemm.n, r.sgemm.ms, r.sgemm.gflops, r.sgemm.cpu);
   if (r.peak > 0)
     fmt::print(
-        "  f32 FMA peak ({} threads, AVX2, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
+        "  f32 FMA peak ({} threads, {}, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
         "input grad {:.0f} %, weight grad {:.0f} % of it\n",
-        r.nt, r.peak, 100 * gf(r.fused.fwd, 1) / r.peak, 100 * gf(r.fused.bwd_in, 1) / r.peak,
-        100 * gf(r.fused.bwd_w, 1) / r.peak);
+        r.nt, fma_peak_isa(), r.peak, 100 * gf(r.fused.fwd, 1) / r.peak,
+        100 * gf(r.fused.bwd_in, 1) / r.peak, 100 * gf(r.fused.bwd_w, 1) / r.peak);
   if (r.nt > 1) {
     // On a shared machine the scheduler may cap this process's share whatever
     // its thread count (autogroups), so the wall ratio shows no scaling; the

@@ -4,8 +4,12 @@
 // cannot beat it), the way a memory-bound one is judged against a stream triad.
 namespace minkowski_app {
 
-// GFLOP/s of `threads` threads each running independent 8-wide FMA chains in
-// registers (AVX2+FMA; 0 on a CPU without them). Best of a few short runs.
+// GFLOP/s of `threads` threads each running independent FMA chains in
+// registers, with the widest vectors the kernels may use (fk::cpu_isa():
+// 16-wide on AVX-512, 8-wide on AVX2+FMA; 0 on a CPU without them). Best of a
+// few short runs.
 double fma_peak_gflops(int threads);
+// The ISA that ceiling is measured with ("avx512", "avx2" or "generic").
+const char* fma_peak_isa();
 
 }  // namespace minkowski_app

@@ -130,6 +130,7 @@ void clear_conv_path_choices() {
   Choices& c = choices();
   std::lock_guard<std::mutex> lock(c.mu);
   c.chosen.clear();
+  c.file_read = false;
 }
 
 }  // namespace minkowski

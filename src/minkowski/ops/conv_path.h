@@ -43,7 +43,8 @@ struct ConvShape {
 ConvPath run_conv_pass(const ConvShape& shape, bool tiles_ok,
                        const std::function<void(ConvPath)>& run);
 
-// Forgets every measured choice (tests, benchmarks); the file is not touched.
+// Forgets every measured choice (tests, benchmarks); the file, not touched,
+// is read again at the next measured call.
 void clear_conv_path_choices();
 
 }  // namespace minkowski

@@ -103,6 +103,9 @@ MK_AVX512 void all_panels(const float* const* a, float* const* c, int64_t n, con
   for (; col + 64 <= cout; col += 64) panel<4, Add>(a, c, n, w, cin, cout, col, 64);
   const int64_t rest = cout - col;
   switch ((rest + 15) / 16) {
+    case 4:  // 56 columns: 3 vectors and a half
+      panel<4, Add>(a, c, n, w, cin, cout, col, rest);
+      break;
     case 3:
       panel<3, Add>(a, c, n, w, cin, cout, col, rest);
       break;
@@ -213,6 +216,9 @@ void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, i
   for (; q + 64 <= cout; q += 64) outer_panel<4>(a, cin, g, q, 64, n, part, cout, fresh);
   const int64_t rest = cout - q;
   switch ((rest + 15) / 16) {
+    case 4:
+      outer_panel<4>(a, cin, g, q, rest, n, part, cout, fresh);
+      break;
     case 3:
       outer_panel<3>(a, cin, g, q, rest, n, part, cout, fresh);
       break;

@@ -397,7 +397,6 @@ struct KnobReset {
   ~KnobReset() {
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
     fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
-    fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt);
   }
 };
 
