@@ -402,6 +402,8 @@ TEST(MinkowskiConv, F32RepeatedOffsetsGetTheirOwnWeights) {
 TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
   // Thousands of rows: the f32 weight gradient sums several fixed row chunks;
   // against f64, and bit-identical at 1 and 2 threads.
+  KnobGuard guard;
+  fk::mutable_knob("ME_CONV_PATH").set_override("tiles");  // the row-chunked tiles
   Rows rows = random_rows(3, 9000, 30, 1, 1, 12);
   SparseTensor x64(fk::test::random_tensor({9000, 8}, fk::DType::F64, -1, 1, 13), to_tensor(rows));
   ASSERT_GT(x64.size(), 6000);
