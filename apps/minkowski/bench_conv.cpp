@@ -350,7 +350,7 @@ void write_json(const BenchConvOptions& o, const nlohmann::json& j) {
 
 // Several widths: the ladder only (f32, C_in = C_out = each width).
 int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
-                const minkowski::KernelMap& map) {
+                const minkowski::KernelMap& map, const FmaPeak& peak) {
   fmt::print("minkowski bench conv: {} | {} input rows -> {} unique, {} output rows\n", r.source,
              r.n_in, r.n_unique, r.n_out);
   fmt::print("  kernel {}^3 stride {}, pairs {}, median of {}\n", o.kernel, o.stride, r.pairs,
@@ -362,10 +362,11 @@ int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
                                {"output_rows", r.n_out},
                                {"threads", r.nt},
                                {"repeats", o.repeats},
-                               {"fma_peak_gflops", r.peak},
+                               {"fma_peak_gflops", peak.wall},
+                               {"fma_peak_cpu_gflops", peak.cpu},
                                {"fma_peak_isa", fma_peak_isa()},
                                {"blas", fk::blas_config()},
-                               {"ladder", conv_ladder(map, o.channels, o.repeats, r.peak)}});
+                               {"ladder", conv_ladder(map, o.channels, o.repeats, peak)}});
   return 0;
 }
 
@@ -393,8 +394,9 @@ int bench_conv(const BenchConvOptions& o) {
   r.n_out = r.maps.mgr->size(r.maps.out_key);
   r.pairs = map.pairs();
   r.map_bytes = map.bytes();
-  r.peak = fma_peak_gflops(r.nt);
-  if (o.channels.size() > 1) return ladder_only(r, o, s, map);
+  const FmaPeak peak = fma_peak(r.nt);
+  r.peak = peak.wall;
+  if (o.channels.size() > 1) return ladder_only(r, o, s, map, peak);
   const Operands x{
       random_uniform({r.n_unique, s.cin}, 1.0, 1).to(s.dtype),
       random_uniform({map.volume, s.cin, s.cout}, 1.0 / std::sqrt(s.cin * map.volume), 2)
@@ -408,7 +410,7 @@ int bench_conv(const BenchConvOptions& o) {
   print_report(r, o);
   nlohmann::json j = report_json(r, o);
   if (s.dtype == fk::DType::F32 && s.cin == s.cout)
-    j["ladder"] = conv_ladder(map, {s.cin}, o.repeats, r.peak);
+    j["ladder"] = conv_ladder(map, {s.cin}, o.repeats, peak);
   write_json(o, j);
   return 0;
 }

@@ -88,21 +88,22 @@ void peer_backward(const KernelMap& m, const fk::Tensor& f, const fk::Tensor& w,
 }
 
 struct Times {
-  double fwd = 0, bwd = 0;
+  MinTimes fwd, bwd;
 };
 
 Times time_conv(const KernelMap& m, const fk::Tensor& f, const fk::Tensor& w, const fk::Tensor& g,
                 int repeats) {
   using namespace minkowski;
+  const int nt = fk::get_num_threads();
   Times t;
   conv_forward(f, w, m);
-  t.fwd = min_ms(repeats, [&] { conv_forward(f, w, m); });
+  t.fwd = min_times(repeats, nt, [&] { conv_forward(f, w, m); });
   conv_backward(g, f, w, m, true, true);
-  t.bwd = min_ms(repeats, [&] { conv_backward(g, f, w, m, true, true); });
+  t.bwd = min_times(repeats, nt, [&] { conv_backward(g, f, w, m, true, true); });
   return t;
 }
 
-double sgemm_gflops(int64_t rows, int64_t c, int repeats) {
+MinTimes sgemm_times(int64_t rows, int64_t c, int repeats) {
   fk::Tensor A = random_uniform({rows, c}, 1, 4), B = random_uniform({c, c}, 1, 5),
              C = fk::empty({rows, c});
   auto call = [&] {
@@ -110,10 +111,10 @@ double sgemm_gflops(int64_t rows, int64_t c, int repeats) {
              0.0, C.data<float>(), c);
   };
   call();
-  return 2.0 * rows * c * c / (min_ms(repeats, call) * 1e6);
+  return min_times(repeats, fk::get_num_threads(), call);
 }
 
-nlohmann::json one_width(const KernelMap& m, int c, int repeats, double peak) {
+nlohmann::json one_width(const KernelMap& m, int c, int repeats, const FmaPeak& peak) {
   using namespace minkowski;
   const fk::Tensor f = random_uniform({m.in_size, c}, 1.0, 1),
                    w = random_uniform({m.volume, c, c}, 1.0 / std::sqrt(c * m.volume), 2),
@@ -137,30 +138,37 @@ nlohmann::json one_width(const KernelMap& m, int c, int repeats, double peak) {
   fk::Tensor a = fk::empty({big, c}), b = fk::empty({big, c}), cc = fk::empty({big, c});
   fk::Tensor out = fk::empty({m.out_size, c}), gin = fk::empty({m.in_size, c}),
              gw = fk::empty({m.volume, c, c});
+  const int nt = fk::get_num_threads();
   peer_forward(m, f, w, out, a, b);
   Times peer;
-  peer.fwd = min_ms(repeats, [&] { peer_forward(m, f, w, out, a, b); });
+  peer.fwd = min_times(repeats, nt, [&] { peer_forward(m, f, w, out, a, b); });
   peer_backward(m, f, w, g, gin, gw, a, b, cc);
-  peer.bwd = min_ms(repeats, [&] { peer_backward(m, f, w, g, gin, gw, a, b, cc); });
-  const double sgemm = sgemm_gflops(m.out_size, c, repeats);
+  peer.bwd = min_times(repeats, nt, [&] { peer_backward(m, f, w, g, gin, gw, a, b, cc); });
+  const MinTimes sg = sgemm_times(m.out_size, c, repeats);
+  const double sgemm_flop = 2.0 * static_cast<double>(m.out_size) * c * c;
+  const double sgemm_cpu = sgemm_flop / (sg.cpu * 1e6), sgemm_wall = sgemm_flop / (sg.wall * 1e6);
   const double flop = 2.0 * static_cast<double>(m.pairs()) * c * c;
-  auto row = [&](const char* pass, const std::string& path, double ms, double mult, double peer_ms,
-                 double tiles_ms, double gemm_ms) {
-    const double gf = mult * flop / (ms * 1e6);
-    fmt::print("  {:>4}  {:<8}  {:<11} {:9.2f} {:9.1f} {:6.0f} {:8.2f} {:7.2f} {:9.2f} {:9.2f}\n",
-               c, pass, path, ms, gf, peak > 0 ? 100 * gf / peak : 0.0, gf / sgemm, peer_ms / ms,
-               tiles_ms, gemm_ms);
+  auto row = [&](const char* pass, const std::string& path, const MinTimes& t, double mult,
+                 const MinTimes& p, const MinTimes& ti, const MinTimes& ge) {
+    const double gf = mult * flop / (t.cpu * 1e6), gf_wall = mult * flop / (t.wall * 1e6);
+    fmt::print(
+        "  {:>4}  {:<8}  {:<11} {:9.2f} {:8.1f} {:6.0f} {:8.2f} {:7.2f} {:9.2f} {:9.2f} {:9.2f}\n",
+        c, pass, path, t.cpu, gf, peak.cpu > 0 ? 100 * gf / peak.cpu : 0.0, gf / sgemm_cpu,
+        p.cpu / t.cpu, ti.cpu, ge.cpu, t.wall);
     return nlohmann::json{{"path", path},
-                          {"ms", ms},
+                          {"cpu_ms", t.cpu},
+                          {"ms", t.wall},
                           {"gflops", gf},
-                          {"share_of_fma_peak", peak > 0 ? gf / peak : 0},
-                          {"over_sgemm", gf / sgemm},
-                          {"peer_ms", peer_ms},
-                          {"peer_over_ours", peer_ms / ms},
-                          {"tiles_ms", tiles_ms},
-                          {"gemm_ms", gemm_ms}};
+                          {"gflops_wall", gf_wall},
+                          {"share_of_fma_peak", peak.cpu > 0 ? gf / peak.cpu : 0},
+                          {"over_sgemm", gf / sgemm_cpu},
+                          {"peer_cpu_ms", p.cpu},
+                          {"peer_ms", p.wall},
+                          {"peer_over_ours", p.cpu / t.cpu},
+                          {"tiles_cpu_ms", ti.cpu},
+                          {"gemm_cpu_ms", ge.cpu}};
   };
-  nlohmann::json j{{"channels", c}, {"sgemm_gflops", sgemm}};
+  nlohmann::json j{{"channels", c}, {"sgemm_gflops", sgemm_cpu}, {"sgemm_gflops_wall", sgemm_wall}};
   j["forward"] =
       row("forward", conv_path_name(fwd_path), chosen.fwd, 1, peer.fwd, tiles.fwd, gemm.fwd);
   j["backward"] = row(
@@ -172,16 +180,17 @@ nlohmann::json one_width(const KernelMap& m, int c, int repeats, double peak) {
 }  // namespace
 
 nlohmann::json conv_ladder(const KernelMap& map, const std::vector<int>& widths, int repeats,
-                           double peak) {
+                           const FmaPeak& peak) {
   fmt::print(
-      "  ladder (min of the repeats): f32, {} threads, {:.2f} pairs/row; FMA peak {:.1f} GFLOP/s "
-      "({}); x sgemm = ours "
-      "over OpenBLAS sgemm of rows x C x C; x peer = per-offset gather -> sgemm -> scatter-add "
-      "time over ours (all in this run)\n",
+      "  ladder: f32, {} threads, {:.2f} pairs/row, least of {} runs. Rates from CPU time (process "
+      "CPU ms / threads: what an undisturbed run takes; wall ms last): FMA peak {:.1f} GFLOP/s "
+      "({}); x sgemm = ours over OpenBLAS sgemm of rows x C x C; x peer = per-offset gather -> "
+      "sgemm -> scatter-add over ours; all in this run\n",
       fk::get_num_threads(), static_cast<double>(map.pairs()) / std::max<int64_t>(map.out_size, 1),
-      peak, fma_peak_isa());
-  fmt::print("  {:>4}  {:<8}  {:<11} {:>9} {:>9} {:>6} {:>8} {:>7} {:>9} {:>9}\n", "C", "pass",
-             "path(in/w)", "ms", "GFLOP/s", "%peak", "x sgemm", "x peer", "tiles ms", "gemm ms");
+      repeats, peak.cpu, fma_peak_isa());
+  fmt::print("  {:>4}  {:<8}  {:<11} {:>9} {:>8} {:>6} {:>8} {:>7} {:>9} {:>9} {:>9}\n", "C",
+             "pass", "path(in/w)", "cpu-ms", "GFLOP/s", "%peak", "x sgemm", "x peer", "tiles",
+             "gemm", "wall ms");
   nlohmann::json rows = nlohmann::json::array();
   for (int c : widths) rows.push_back(one_width(map, c, repeats, peak));
   return rows;

@@ -6,17 +6,19 @@
 // the same shape (rows x C x C), the forced paths (A/B), and the peers'
 // method made from this machine's BLAS in the same run: per offset, gather
 // the rows, one sgemm, scatter-add (and for the backward the two GEMMs of the
-// gradients), the way spconv and MinkowskiEngine run on a CPU. Times are the
-// minimum of the repeats (the least disturbed run on a shared machine).
+// gradients), the way spconv and MinkowskiEngine run on a CPU. Rates come
+// from the least CPU time of the repeats (divided by the threads), which a
+// shared machine's other work does not inflate; wall times are reported too.
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "fma_peak.h"
 #include "minkowski/minkowski.h"
 
 namespace minkowski_app {
 
-// f32 only (the peers' sgemm). `peak`: the in-run FMA ceiling, GFLOP/s.
+// f32 only (the peers' sgemm). `peak`: the in-run FMA ceiling.
 nlohmann::json conv_ladder(const minkowski::KernelMap& map, const std::vector<int>& widths,
-                           int repeats, double peak);
+                           int repeats, const FmaPeak& peak);
 
 }  // namespace minkowski_app

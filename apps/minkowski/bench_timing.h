@@ -44,16 +44,21 @@ inline double median_ms(int repeats, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
-// The least disturbed of `repeats` runs (wall ms): on a machine shared with
-// other work, the minimum is the run that was least descheduled.
-inline double min_ms(int repeats, const std::function<void()>& f) {
-  double best = 1e300;
+// The least disturbed of `repeats` runs by each clock: wall ms, and process
+// CPU ms divided by `threads` (what the run would take undisturbed, all its
+// threads busy).
+struct MinTimes {
+  double wall = 1e300, cpu = 1e300;
+};
+inline MinTimes min_times(int repeats, int threads, const std::function<void()>& f) {
+  MinTimes m;
   for (int i = 0; i < repeats; ++i) {
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_ms();
     f();
-    best = std::min(best, now_ms() - t0);
+    m.wall = std::min(m.wall, now_ms() - t0);
+    m.cpu = std::min(m.cpu, (cpu_ms() - c0) / threads);
   }
-  return best;
+  return m;
 }
 
 inline fk::Tensor random_uniform(fk::Dims shape, double scale, uint64_t seed) {

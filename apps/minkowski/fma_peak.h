@@ -9,6 +9,13 @@ namespace minkowski_app {
 // 16-wide on AVX-512, 8-wide on AVX2+FMA; 0 on a CPU without them). Best of a
 // few short runs.
 double fma_peak_gflops(int threads);
+// The same as wall-clock and as CPU-time rates: flop / (process CPU seconds /
+// threads), which a shared machine's other work does not lower (time spent
+// descheduled is not counted).
+struct FmaPeak {
+  double wall = 0, cpu = 0;
+};
+FmaPeak fma_peak(int threads);
 // The ISA that ceiling is measured with ("avx512", "avx2" or "generic").
 const char* fma_peak_isa();
 
