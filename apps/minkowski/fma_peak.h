@@ -9,9 +9,10 @@ namespace minkowski_app {
 // 16-wide on AVX-512, 8-wide on AVX2+FMA; 0 on a CPU without them). Best of a
 // few short runs.
 double fma_peak_gflops(int threads);
-// The same as wall-clock and as CPU-time rates: flop / (process CPU seconds /
-// threads), which a shared machine's other work does not lower (time spent
-// descheduled is not counted).
+// The same as wall-clock and as CPU-time rates: the sum over the threads of
+// each one's flop / its own CPU seconds, which a shared machine's other work
+// does not lower (time spent descheduled, or waiting at the barrier for a
+// descheduled thread, is not counted).
 struct FmaPeak {
   double wall = 0, cpu = 0;
 };
