@@ -5,11 +5,12 @@
 //          multiple of 8, an AVX2 CPU);
 //   gemm   gather -> BLAS GEMM -> scatter over staged rows (conv_kernel.h).
 // ME_CONV_PATH = auto (default) | tiles | gemm forces one for A/B (tiles
-// falls back to gemm where the tiles do not apply). In auto, the first call
-// of a shape times both paths on its own operands (gemm, then tiles, then
-// gemm again when it won, so the call returns the winner's result), and the
-// choice is kept for the process; ME_CONV_PATH_CACHE names a file that keeps
-// the choices across processes (read once, appended to).
+// falls back to gemm where the tiles do not apply). In auto, a pass under
+// ~16M multiply-adds takes the tiles; a larger one's first call of a shape
+// times both paths twice on its own operands (gemm, tiles, gemm, tiles; gemm
+// once more when it wins by 20 %, so the call returns the winner's result),
+// and the choice is kept for the process; ME_CONV_PATH_CACHE names a file that
+// keeps the choices across processes (read once, appended to).
 //
 // A shape is (pass, pairs per written row in halves, log2 of the pairs,
 // C_in, C_out, compute dtype, threads). The forward and input-gradient paths

@@ -188,7 +188,8 @@ TEST(MinkowskiConvPaths, AutoChoosesOnceKeepsItAndReadsTheCacheFile) {
   std::remove(file.c_str());
   fk::mutable_knob("ME_CONV_PATH_CACHE").set_override(file);
   clear_conv_path_choices();
-  Case c = make_case(3, 400, 6, 1, 16, 16, 27, 31);
+  // Dense enough to be measured (over 16M multiply-adds a pass).
+  Case c = make_case(3, 1500, 7, 1, 64, 64, 27, 31, 1);
   SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
   fk::Tensor w = c.w.to(fk::DType::F32);
   auto forward = [&] {
@@ -215,7 +216,7 @@ TEST(MinkowskiConvPaths, AutoChoosesOnceKeepsItAndReadsTheCacheFile) {
   if (fk::cpu_isa() >= fk::CpuIsa::Avx2) {
     EXPECT_NE(p3, p1);
   }
-  fk::test::expect_close(fk::from_vector(y3, fk::Dims{x.size(), 16}),
+  fk::test::expect_close(fk::from_vector(y3, fk::Dims{x.size(), 64}),
                          std::vector<double>(y1.begin(), y1.end()), 2e-5);
   // set_deterministic pins the tiles whatever was measured
   set_deterministic(true);
