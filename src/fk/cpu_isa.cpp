@@ -62,12 +62,4 @@ const char* cpu_isa_name(CpuIsa isa) {
   return isa == CpuIsa::Avx512 ? "avx512" : isa == CpuIsa::Avx2 ? "avx2" : "generic";
 }
 
-bool cpu_has_avx512_bf16() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return cpu_isa_detected() == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
-  }();
-  return has;
-}
-
 }  // namespace fk

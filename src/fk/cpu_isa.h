@@ -15,7 +15,5 @@ CpuIsa cpu_isa();
 // What the CPU has, ignoring the knob.
 CpuIsa cpu_isa_detected();
 const char* cpu_isa_name(CpuIsa isa);
-// AVX512_BF16 (vdpbf16ps), on a CPU at level Avx512 (not capped by the knob).
-bool cpu_has_avx512_bf16();
 
 }  // namespace fk
