@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "bench_conv_ladder.h"
+#include "bench_timing.h"
 #include "fk/blas.h"
 #include "fk/fk.h"
 #include "fma_peak.h"
@@ -20,56 +22,6 @@ namespace minkowski_app {
 
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// CPU time of the whole process (all threads): on a shared, loaded machine
-// this is steadier than wall time (it excludes time spent descheduled).
-double cpu_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-// Minimum CPU time over the runs, recorded by median_ms.
-thread_local double g_last_cpu_ms = 0;
-
-double median_ms(int repeats, const std::function<void()>& f) {
-  std::vector<double> t;
-  double best_cpu = 1e300;
-  for (int i = 0; i < repeats; ++i) {
-    double t0 = now_ms(), c0 = cpu_ms();
-    f();
-    t.push_back(now_ms() - t0);
-    best_cpu = std::min(best_cpu, cpu_ms() - c0);
-  }
-  g_last_cpu_ms = best_cpu;
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-fk::Tensor random_uniform(fk::Dims shape, double scale, uint64_t seed) {
-  fk::Tensor t = fk::empty(shape, {fk::DType::F32});
-  float* p = t.data<float>();
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    p[i] = static_cast<float>((static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1) * scale);
-  }
-  return t;
-}
-
-struct KnobOverride {
-  std::string name;
-  KnobOverride(std::string n, std::string v) : name(std::move(n)) {
-    fk::mutable_knob(name).set_override(v);
-  }
-  ~KnobOverride() { fk::mutable_knob(name).set_override(std::nullopt); }
-};
-
 // The bench's inputs, checked.
 struct Setup {
   fk::DType dtype = fk::DType::F32;
@@ -78,15 +30,17 @@ struct Setup {
 
 Setup check_options(const BenchConvOptions& o) {
   if (o.points < 1) throw std::runtime_error("--points must be positive");
-  if (o.channels < 1 || o.out_channels < 0) throw std::runtime_error("--channels must be positive");
+  if (o.channels.empty() || o.out_channels < 0 ||
+      std::any_of(o.channels.begin(), o.channels.end(), [](int c) { return c < 1; }))
+    throw std::runtime_error("--channels must be positive");
   if (o.kernel < 1 || o.stride < 1)
     throw std::runtime_error("--kernel and --stride must be positive");
   if (o.repeats < 1) throw std::runtime_error("--repeats must be positive");
   Setup s;
   s.dtype = fk::dtype_from_name(o.dtype);
   if (!fk::is_floating(s.dtype)) throw std::runtime_error("--dtype must be f32, f64, f16 or bf16");
-  s.cin = o.channels;
-  s.cout = o.out_channels > 0 ? o.out_channels : o.channels;
+  s.cin = o.channels[0];
+  s.cout = o.out_channels > 0 ? o.out_channels : o.channels[0];
   return s;
 }
 
@@ -303,10 +257,10 @@ void print_report(const Report& r, const BenchConvOptions& o) {
              r.sgemm.n, r.sgemm.ms, r.sgemm.gflops, r.sgemm.cpu);
   if (r.peak > 0)
     fmt::print(
-        "  f32 FMA peak ({} threads, AVX2, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
+        "  f32 FMA peak ({} threads, {}, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
         "input grad {:.0f} %, weight grad {:.0f} % of it\n",
-        r.nt, r.peak, 100 * gf(r.fused.fwd, 1) / r.peak, 100 * gf(r.fused.bwd_in, 1) / r.peak,
-        100 * gf(r.fused.bwd_w, 1) / r.peak);
+        r.nt, fma_peak_isa(), r.peak, 100 * gf(r.fused.fwd, 1) / r.peak,
+        100 * gf(r.fused.bwd_in, 1) / r.peak, 100 * gf(r.fused.bwd_w, 1) / r.peak);
   if (r.nt > 1) {
     // On a shared machine the scheduler may cap this process's share whatever
     // its thread count (autogroups), so the wall ratio shows no scaling; the
@@ -387,6 +341,35 @@ nlohmann::json report_json(const Report& r, const BenchConvOptions& o) {
       {"blas", fk::blas_config()}};
 }
 
+void write_json(const BenchConvOptions& o, const nlohmann::json& j) {
+  if (o.json.empty()) return;
+  std::ofstream out(o.json);
+  if (!out) throw std::runtime_error("cannot write " + o.json);
+  out << j.dump(2) << "\n";
+}
+
+// Several widths: the ladder only (f32, C_in = C_out = each width).
+int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
+                const minkowski::KernelMap& map, const FmaPeak& peak) {
+  fmt::print("minkowski bench conv: {} | {} input rows -> {} unique, {} output rows\n", r.source,
+             r.n_in, r.n_unique, r.n_out);
+  fmt::print("  kernel {}^3 stride {}, pairs {}, median of {}\n", o.kernel, o.stride, r.pairs,
+             o.repeats);
+  if (s.dtype != fk::DType::F32 || o.out_channels > 0)
+    throw std::runtime_error("--channels with several widths runs f32 with C_out = C_in");
+  write_json(o, nlohmann::json{{"source", r.source},
+                               {"pairs", r.pairs},
+                               {"output_rows", r.n_out},
+                               {"threads", r.nt},
+                               {"repeats", o.repeats},
+                               {"fma_peak_gflops", peak.wall},
+                               {"fma_peak_cpu_gflops", peak.cpu},
+                               {"fma_peak_isa", fma_peak_isa()},
+                               {"blas", fk::blas_config()},
+                               {"ladder", conv_ladder(map, o.channels, o.repeats, peak)}});
+  return 0;
+}
+
 }  // namespace
 
 int bench_conv(const BenchConvOptions& o) {
@@ -411,6 +394,9 @@ int bench_conv(const BenchConvOptions& o) {
   r.n_out = r.maps.mgr->size(r.maps.out_key);
   r.pairs = map.pairs();
   r.map_bytes = map.bytes();
+  const FmaPeak peak = fma_peak(r.nt);
+  r.peak = peak.wall;
+  if (o.channels.size() > 1) return ladder_only(r, o, s, map, peak);
   const Operands x{
       random_uniform({r.n_unique, s.cin}, 1.0, 1).to(s.dtype),
       random_uniform({map.volume, s.cin, s.cout}, 1.0 / std::sqrt(s.cin * map.volume), 2)
@@ -421,13 +407,11 @@ int bench_conv(const BenchConvOptions& o) {
   r.per_offset = time_pass(x, map, o.repeats, "0", "2048");
   if (r.nt > 1) r.scaling = time_scaling(x, map, o.repeats, r.nt);
   r.sgemm = time_sgemm(s.cin, s.cout, o.repeats);
-  r.peak = fma_peak_gflops(r.nt);
   print_report(r, o);
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw std::runtime_error("cannot write " + o.json);
-    out << report_json(r, o).dump(2) << "\n";
-  }
+  nlohmann::json j = report_json(r, o);
+  if (s.dtype == fk::DType::F32 && s.cin == s.cout)
+    j["ladder"] = conv_ladder(map, {s.cin}, o.repeats, peak);
+  write_json(o, j);
   return 0;
 }
 

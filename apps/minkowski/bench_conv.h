@@ -4,13 +4,14 @@
 // scene, beside this machine's sgemm rate.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace minkowski_app {
 
 struct BenchConvOptions {
   int64_t points = 100000;
-  int channels = 64;
-  int out_channels = 0;  // 0: same as channels
+  std::vector<int> channels = {64};  // several: the ladder (bench_conv_ladder.h)
+  int out_channels = 0;              // 0: same as channels
   int kernel = 3;
   int stride = 1;
   std::string dtype = "f32";

@@ -29,7 +29,9 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   auto& bto = opt.bto;
   CLI::App* conv = bench.add_subcommand("conv", "sparse convolution forward/backward timing");
   conv->add_option("--points", o.points, "voxels of the synthetic scene (20k-500k typical)");
-  conv->add_option("--channels", o.channels, "input channels");
+  conv->add_option("--channels", o.channels,
+                   "input channels; several (32,64,128,256): the ladder of C_in = C_out widths")
+      ->delimiter(',');
   conv->add_option("--out-channels", o.out_channels, "output channels (default: --channels)");
   conv->add_option("--kernel", o.kernel, "kernel size (cube)");
   conv->add_option("--stride", o.stride, "stride");

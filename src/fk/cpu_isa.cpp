@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -13,8 +14,8 @@ namespace fk {
 namespace {
 
 Knob kCpuIsa("FK_CPU_ISA", KnobType::String, "auto",
-             "highest x86 vector ISA the CPU kernels may use: auto, avx2 or generic (capped by "
-             "what the CPU has)",
+             "highest x86 vector ISA the CPU kernels may use: auto, avx512, avx2 or generic "
+             "(capped by what the CPU has)",
              KnobRead::Latched);
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
@@ -30,28 +31,35 @@ CpuIsa cpu_isa_detected() {
   static const CpuIsa isa = [] {
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-    return avx2 ? CpuIsa::Avx2 : CpuIsa::Generic;
+    // libgcc also checks that the OS saves the zmm state (XGETBV).
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                        __builtin_cpu_supports("avx512vl");
+    return avx512 ? CpuIsa::Avx512 : avx2 ? CpuIsa::Avx2 : CpuIsa::Generic;
   }();
   return isa;
 }
 
 CpuIsa cpu_isa() {
   // Called per kernel call (per x-plane of a heat sweep): the answer is cached
-  // as (knob version << 1 | isa) and re-derived only after an override.
+  // as (knob version << 2 | isa) and re-derived only after an override.
   static std::atomic<uint64_t> cache{~uint64_t{0}};
   const uint64_t v = kCpuIsa.version();
   const uint64_t c = cache.load(std::memory_order_acquire);
-  if (c >> 1 == v) return static_cast<CpuIsa>(c & 1);
+  if (c >> 2 == v) return static_cast<CpuIsa>(c & 3);
   const std::string want = kCpuIsa.as_string();
-  FK_CHECK(want == "auto" || want == "avx2" || want == "generic", "FK_CPU_ISA",
-           "one of auto, avx2, generic", want);
-  const CpuIsa isa = want == "generic" ? CpuIsa::Generic : cpu_isa_detected();
-  cache.store(v << 1 | static_cast<uint64_t>(isa), std::memory_order_release);
+  FK_CHECK(want == "auto" || want == "avx512" || want == "avx2" || want == "generic", "FK_CPU_ISA",
+           "one of auto, avx512, avx2, generic", want);
+  const CpuIsa cap = want == "generic" ? CpuIsa::Generic
+                     : want == "avx2"  ? CpuIsa::Avx2
+                                       : CpuIsa::Avx512;
+  const CpuIsa isa = std::min(cap, cpu_isa_detected());
+  cache.store(v << 2 | static_cast<uint64_t>(isa), std::memory_order_release);
   return isa;
 }
 
 const char* cpu_isa_name(CpuIsa isa) {
-  return isa == CpuIsa::Avx2 ? "avx2" : "generic";
+  return isa == CpuIsa::Avx512 ? "avx512" : isa == CpuIsa::Avx2 ? "avx2" : "generic";
 }
 
 }  // namespace fk

@@ -1,5 +1,6 @@
 #include "fk/tensor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -267,13 +268,19 @@ TEST(CpuIsa, KnobCapsTheLevelAndGenericHalfConversionMatches) {
     ASSERT_EQ(b_auto[i].bits, b_gen[i].bits) << in[i];
     ASSERT_EQ(back_auto[i], back_gen[i]) << in[i];
   }
+  // avx2 caps an AVX-512 CPU at AVX2 and leaves a lesser one as it is.
+  k.set_override("avx2");
+  EXPECT_EQ(cpu_isa(), std::min(CpuIsa::Avx2, cpu_isa_detected()));
   k.set_override("avx512");
+  EXPECT_EQ(cpu_isa(), cpu_isa_detected());
+  k.set_override("avx1024");
   try {
     (void)cpu_isa();
     ADD_FAILURE() << "an unknown ISA was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected one of auto, avx2, generic, got avx512"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("expected one of auto, avx512, avx2, generic, got avx1024"),
+        std::string::npos)
         << e.what();
   }
   k.set_override(std::nullopt);

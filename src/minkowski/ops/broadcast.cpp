@@ -57,7 +57,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const T* f, int64_t cf, const
 
 template <typename T, BroadcastMode M>
 void forward_impl(const T* f, int64_t cf, const T* g, int64_t cg, const RowGroups& rg, T* out) {
-  auto fn = fk::cpu_isa() == fk::CpuIsa::Avx2 ? rows_avx2<T, M> : rows_generic<T, M>;
+  auto fn = fk::cpu_isa() >= fk::CpuIsa::Avx2 ? rows_avx2<T, M> : rows_generic<T, M>;
   const int64_t n = static_cast<int64_t>(rg.group.size());
   fk::profile::count_launch();
   fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(cf + cg, 1)),

@@ -28,8 +28,10 @@
 //                               output tensor stride).
 //   channelwise_convolution     out[o,c] = sum F[i,c] W[k,c] over the map.
 //
-// Determinism: bit-identical across runs, thread counts and copy paths
-// (conv_kernel.h); kernel maps are ordered deterministically.
+// Determinism: bit-identical across runs, thread counts and copy paths on
+// one dataflow (conv_kernel.h); kernel maps are ordered deterministically.
+// The dataflow is chosen per shape by timing (conv_path.h) unless
+// set_deterministic(true) or ME_CONV_PATH pins it.
 #include <optional>
 #include <vector>
 
@@ -56,8 +58,10 @@ SparseTensor channelwise_convolution(const SparseTensor& x, const fk::Tensor& we
 fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
                              std::shared_ptr<const KernelMap> map, bool channelwise = false);
 
-// Process-wide flag kept for API parity with the reference engine. Every path
-// here is deterministic by construction, so it changes nothing and costs nothing.
+// Process-wide flag (API parity with the reference engine). Every dataflow is
+// deterministic by construction; the flag pins the f32 register tiles where
+// the per-shape choice would otherwise time them against BLAS, so results are
+// also the same across processes and thread counts.
 void set_deterministic(bool on);
 bool is_deterministic();
 

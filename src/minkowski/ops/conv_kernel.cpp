@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <omp.h>
+#include <optional>
 #include <vector>
 
 #include "fk/blas.h"
@@ -15,6 +16,8 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
+#include "minkowski/ops/conv_kernel_common.h"
+#include "minkowski/ops/conv_path.h"
 #include "minkowski/ops/feature_rows.h"
 #include "minkowski/ops/gather_gemm.h"
 
@@ -34,18 +37,17 @@ fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
 
 thread_local ConvCallInfo tl_info;
 
-// Rows of the weight-gradient partial sums: fixed, so results do not depend on
-// the thread count.
-constexpr int64_t kWeightBlock = 4096;
+void note_call(bool fused, int64_t groups, int64_t staging_bytes) {
+  tl_info.fused = fused;
+  tl_info.groups = groups;
+  tl_info.staging_bytes = staging_bytes;
+}
+
+using namespace conv_detail;
 
 // GEMM rows per BLAS call: fixed, so every path and thread count issues the
 // same calls.
 constexpr int64_t kRowBlock = 2048;
-// OpenBLAS runs a GEMM on one thread below this m*n*k (its SMP threshold) and
-// always inside an active OpenMP region; above it, outside a region, it may
-// split the work and round differently. So big jobs always run in our team.
-constexpr double kBlasSerialMnk = 262144.0;
-
 struct Gemm {
   bool ta, tb;
   int64_t m, n, k;
@@ -128,19 +130,11 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
 // With `mirror` (a symmetric map), idx is by_out and the rows are input rows:
 // input row r's pairs are its by_out entries with offset k read as mirror[k]
 // (the swapped pair), i.e. exactly by_in's pairs, so by_in is never built.
-constexpr int64_t kRowTile = 128;
 // Blocks a thread takes at a time: small enough that two threads finish
 // within ~0.5 ms of each other (and a thread slowed by another process on a
 // shared machine just takes fewer), large enough that consecutive blocks,
 // which share neighbour rows, mostly land on the same core.
 constexpr int64_t kRowTilesPerGrab = 4;
-
-// Whether a job of `work` multiply-adds over `items` independent items is
-// worth a thread team.
-bool parallel_worth(double work, int64_t items) {
-  return items > 1 && work >= 4.0 * kBlasSerialMnk && fk::get_num_threads() > 1 &&
-         !omp_in_parallel();
-}
 
 void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
                     int64_t rows_in, int64_t cols_out, float* dst,
@@ -250,11 +244,6 @@ void gather_rows(const T* src, int64_t width, const int32_t* rows, int64_t n, T*
   });
 }
 
-template <typename T>
-inline void add_row(T* __restrict dst, const T* __restrict src, int64_t width) {
-  for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
-}
-
 // dst[rows[p]] += staged[p - p0] for p in [p0, p1): rows are unique in the range.
 template <typename T>
 void scatter_unique(const T* staged, int64_t width, const int32_t* rows, int64_t p0, int64_t p1,
@@ -285,22 +274,19 @@ void scatter_grouped(const T* staged, int64_t width, const RowIndex& idx, int64_
   });
 }
 
-template <typename T>
-constexpr fk::DType dtype_of_t() {
-  return std::is_same_v<T, float> ? fk::DType::F32 : fk::DType::F64;
-}
-
 // `out` (N_out x C_out) arrives uninitialised: the row-stationary path zeroes
 // each block of rows in the thread that owns it, the others zero it first.
+// `tiles`: the f32 register tiles (f32, gather_gemm_supported(cout)), else BLAS.
 template <typename T>
-void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out) {
+void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out,
+                  bool tiles) {
   constexpr fk::DType dt = dtype_of_t<T>();
   if (m.identity) {
     // Every row is written once (micro-kernel stores, GEMMs with beta = 0):
     // no zeroing first.
-    tl_info = {true, 1, 0};
+    note_call(true, 1, 0);
     if constexpr (std::is_same_v<T, float>) {
-      if (gather_gemm_supported(cout)) {
+      if (tiles) {
         gather_gemm_jobs(m, 0, 1, 0, F, cin, nullptr, W, cin, cout, out);
         return;
       }
@@ -315,9 +301,9 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   // path then needs no staging at all (each output row accumulates its terms).
   bool direct = false;
   if constexpr (std::is_same_v<T, float>) {
-    direct = gather_gemm_supported(cout);
+    direct = tiles;
     if (direct && fused) {
-      tl_info = {true, 1, 0};
+      note_call(true, 1, 0);
       row_stationary(m, m.by_out(), F, W, cin, cout, out);
       return;
     }
@@ -326,8 +312,8 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   int64_t staged_cols = direct ? cout : cin + cout;
   auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);
-  tl_info = {fused, static_cast<int64_t>(groups.size()),
-             rows * staged_cols * static_cast<int64_t>(sizeof(T))};
+  note_call(fused, static_cast<int64_t>(groups.size()),
+            rows * staged_cols * static_cast<int64_t>(sizeof(T)));
   if (groups.empty()) return;
   fk::Tensor sin = fk::empty({direct ? 0 : rows, cin}, {dt}), sout = fk::empty({rows, cout}, {dt});
   T* si = sin.data<T>();
@@ -363,188 +349,28 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
   }
 }
 
-// f32 weight gradient walking output rows instead of offsets: fixed chunks of
-// output rows (their count depends only on the map's size), each chunk in
-// blocks of kRowTile rows whose pairs are bucketed by offset, so the block's
-// gradient rows and their neighbours' feature rows stay in cache across all
-// offsets (walking offsets streams both matrices from memory once per offset).
-// One C_in x C_out partial per (chunk, offset), summed in chunk order:
-// independent of copy path and thread count. A partial is written from zero
-// by its first block and skipped by the sum when no pair touched it, so the
-// partials are never zero-filled (x + 0.0f == x for every sum that starts
-// from +0, so skipping changes no bit). Returns false (nothing done) when the
-// partials would exceed 64 MiB for even one chunk.
-bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
-                         const KernelMap& m, float* gw) {
-  const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
-  const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
-  const int64_t budget = int64_t{64} << 20;
-  if (per_chunk == 0 || per_chunk > budget || n == 0) return false;
-  // Chunks of >= 4096 rows: enough of them to share among threads, few enough
-  // that the partials stay small.
-  const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
-  const RowIndex& idx = m.by_out();
-  // From the caching allocator (no page faults on repeated calls).
-  fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
-  float* part = part_t.data<float>();
-  std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
-  double work = static_cast<double>(m.pairs()) * blk;
-  fk::profile::count_launch();
-  for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
-    std::vector<int64_t> start(K + 1);
-    std::vector<const float*> a, g;
-    each_chunk([&](int64_t c) {
-      char* written = touched.data() + c * K;
-      const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
-      for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
-        const int64_t r1 = std::min(c1, r0 + kRowTile);
-        const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-        const RowEntry* e = idx.entries.data();
-        std::fill(start.begin(), start.end(), 0);
-        for (int64_t j = e0; j < e1; ++j) ++start[e[j].offset + 1];
-        for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-        a.resize(e1 - e0);
-        g.resize(e1 - e0);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-            int64_t at = start[e[j].offset]++;
-            a[at] = F + static_cast<int64_t>(e[j].other) * cin;
-            g[at] = G + r * cout;
-          }
-        for (int64_t k = 0, b = 0; k < K; ++k) {
-          if (start[k] > b) {
-            outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin, cout,
-                                 part + (c * K + k) * blk, !written[k]);
-            written[k] = 1;
-          }
-          b = start[k];
-        }
-      }
-    });
-  });
-  // Every element sums its chunks in chunk order, whoever sums it: split the
-  // K x C_in x C_out elements in fixed spans among the threads.
-  const int64_t total = K * blk, span = 4096;
-  const int64_t spans = (total + span - 1) / span;
-  for_blocks(spans, 4, parallel_worth(static_cast<double>(total) * chunks, spans),
-             [&](auto&& each_span) {
-               each_span([&](int64_t s) {
-                 const int64_t x0 = s * span, x1 = std::min(total, x0 + span);
-                 for (int64_t c = 0; c < chunks; ++c)
-                   for (int64_t k = x0 / blk; k * blk < x1; ++k)
-                     if (touched[c * K + k]) {
-                       const int64_t y0 = std::max(x0, k * blk), y1 = std::min(x1, (k + 1) * blk);
-                       add_row(gw + y0, part + c * total + y0, y1 - y0);
-                     }
-               });
-             });
-  return true;
-}
-
-// grad_W_k = sum over fixed blocks of pairs of F[in]^T . G[out], each block
-// gathered into per-thread buffers (cache-sized, no conv-sized staging) and
-// multiplied by BLAS, blocks summed in order: independent of copy path, group
-// plan and thread count.
+// The input gradient: `gin` (N_in x C_in) arrives uninitialised, like
+// forward_impl's `out`. `tiles`: as forward_impl's, on C_in.
 template <typename T>
-void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m,
-                         T* gw) {
-  if (cin * cout == 0) return;  // the gradient has no elements
-  constexpr fk::DType dt = dtype_of_t<T>();
-  struct Job {
-    int64_t k, p0, p1;
-  };
-  std::vector<Job> jobs;
-  std::vector<int64_t> first(m.volume + 1, 0);
-  for (int64_t k = 0; k < m.volume; ++k) {
-    first[k] = static_cast<int64_t>(jobs.size());
-    for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += kWeightBlock)
-      jobs.push_back({k, p, std::min(p + kWeightBlock, m.offset_begin[k + 1])});
-  }
-  first[m.volume] = static_cast<int64_t>(jobs.size());
-  int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
-  if (nj == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    if (!m.identity && gather_gemm_supported(cout) && weight_grad_by_rows(F, G, cin, cout, m, gw))
-      return;
-  }
-  std::vector<T> part(static_cast<size_t>(nj * blk));
-  bool direct = false;
-  if constexpr (std::is_same_v<T, float>) direct = gather_gemm_supported(cout);
-  auto run = [&](int64_t lo, int64_t hi) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (direct) {  // rows read in place, no gather
-        std::vector<const float*> a(kWeightBlock), b(kWeightBlock);
-        for (int64_t j = lo; j < hi; ++j) {
-          const Job& q = jobs[j];
-          int64_t n = q.p1 - q.p0;
-          for (int64_t p = 0; p < n; ++p) {
-            a[p] = F + (m.identity ? q.p0 + p : m.in_rows[q.p0 + p]) * cin;
-            b[p] = G + (m.identity ? q.p0 + p : m.out_rows[q.p0 + p]) * cout;
-          }
-          outer_accumulate_f32(a.data(), b.data(), n, cin, cout, part.data() + j * blk, true);
-        }
-        return;
-      }
-    }
-    std::vector<T> a(static_cast<size_t>(kWeightBlock * cin)),
-        b(static_cast<size_t>(kWeightBlock * cout));
-    for (int64_t j = lo; j < hi; ++j) {
-      const Job& q = jobs[j];
-      int64_t n = q.p1 - q.p0;
-      for (int64_t p = 0; p < n; ++p) {
-        int64_t i = m.identity ? q.p0 + p : m.in_rows[q.p0 + p];
-        int64_t o = m.identity ? q.p0 + p : m.out_rows[q.p0 + p];
-        std::memcpy(a.data() + p * cin, F + i * cin, cin * sizeof(T));
-        std::memcpy(b.data() + p * cout, G + o * cout, cout * sizeof(T));
-      }
-      fk::gemm(dt, true, false, cin, cout, n, 1.0, a.data(), cin, b.data(), cout, 0.0,
-               part.data() + j * blk, cout);
-    }
-  };
-  int nt = fk::get_num_threads();
-  double work = static_cast<double>(m.pairs()) * blk;
-  if (nt < 2 || omp_in_parallel() || work < 4.0 * kBlasSerialMnk) {
-    run(0, nj);  // every job at most ~kBlasSerialMnk x 4: BLAS keeps such calls serial
-  } else {
-    fk::profile::count_launch();
-#pragma omp parallel num_threads(nt)
-    {
-      int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-      run(nj * t / n, nj * (t + 1) / n);
-    }
-  }
-  for (int64_t k = 0; k < m.volume; ++k)
-    for (int64_t j = first[k]; j < first[k + 1]; ++j)
-      add_row(gw + k * blk, part.data() + j * blk, blk);
-}
-
-// `gin` (N_in x C_in) arrives uninitialised, like forward_impl's `out`; `gw`
-// zeroed.
-template <typename T>
-void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout,
-                   const KernelMap& m, T* gin, T* gw) {
+void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* gin,
+                     bool tiles) {
   constexpr fk::DType dt = dtype_of_t<T>();
   if (m.identity) {
-    tl_info = {true, 1, 0};
-    if (gin) {
-      zero_fill(gin, m.in_size * cin);
-      std::vector<Gemm> jobs;
-      add_row_jobs(jobs, true, m.in_size, cin, cout, sizeof(T), G, cout, W, cout, gin, cin);
-      run_gemms(dt, jobs);
-    }
-    if (gw) weight_grad_blocked(F, G, cin, cout, m, gw);
+    note_call(true, 1, 0);
+    zero_fill(gin, m.in_size * cin);
+    std::vector<Gemm> jobs;
+    add_row_jobs(jobs, true, m.in_size, cin, cout, sizeof(T), G, cout, W, cout, gin, cin);
+    run_gemms(dt, jobs);
     return;
   }
-  if (gw) weight_grad_blocked(F, G, cin, cout, m, gw);
-  if (!gin) return;
   bool fused = kFusedCopy.as_bool();
   bool direct_in = false;
-  if constexpr (std::is_same_v<T, float>) direct_in = gather_gemm_supported(cin);
+  if constexpr (std::is_same_v<T, float>) direct_in = tiles;
   int64_t staged_cols = direct_in ? cin : cin + cout;
   auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);
-  tl_info = {fused, static_cast<int64_t>(groups.size()),
-             rows * staged_cols * static_cast<int64_t>(sizeof(T))};
+  note_call(fused, static_cast<int64_t>(groups.size()),
+            rows * staged_cols * static_cast<int64_t>(sizeof(T)));
   bool staged = !(direct_in && fused);
   if (staged) zero_fill(gin, m.in_size * cin);  // else row_stationary zeroes its blocks
   if (groups.empty() && staged) return;
@@ -556,7 +382,7 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
   bool direct = false;
   std::vector<T> wt;
   if constexpr (std::is_same_v<T, float>) {
-    direct = gin && gather_gemm_supported(cin);
+    direct = tiles;
     if (direct) {
       wt.resize(static_cast<size_t>(m.volume * cin * cout));
       for (int64_t k = 0; k < m.volume; ++k)
@@ -565,7 +391,7 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
             wt[(k * cout + b) * cin + a] = W[(k * cin + a) * cout + b];
     }
     if (direct && fused) {
-      tl_info = {true, 1, 0};
+      note_call(true, 1, 0);
       if (!m.mirror.empty())
         row_stationary(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
       else
@@ -604,7 +430,49 @@ void backward_impl(const T* G, const T* F, int64_t cin, const T* W, int64_t cout
   }
 }
 
-void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, const KernelMap& m) {
+template <typename T>
+void forward(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out) {
+  const bool tiles_ok = std::is_same_v<T, float> && gather_gemm_supported(cout);
+  const ConvShape s{ConvPass::Forward, m.pairs(), m.out_size, cin, cout, dtype_of_t<T>()};
+  const ConvPath p = run_conv_pass(s, tiles_ok, [&](ConvPath path) {
+    forward_impl(F, cin, W, cout, m, out, path == ConvPath::Tiles);
+  });
+  tl_info.path = p;
+}
+
+// `gin` uninitialised, `gw` zeroed; either may be null (not requested).
+template <typename T>
+void backward(const T* G, const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m,
+              T* gin, T* gw) {
+  const int64_t blk = m.volume * cin * cout;
+  std::optional<ConvPath> wp;
+  if (gw) {
+    // The identity map's weight gradient has only the blocked paths.
+    const bool tiles_ok = std::is_same_v<T, float> && gather_gemm_supported(cout);
+    const ConvShape s{ConvPass::WeightGrad, m.pairs(), m.out_size, cin, cout, dtype_of_t<T>()};
+    wp = run_conv_pass(s, tiles_ok, [&](ConvPath path) {
+      std::fill(gw, gw + blk, T(0));  // a measured first call runs it more than once
+      weight_grad(F, G, cin, cout, m, gw, path == ConvPath::Tiles);
+    });
+  }
+  ConvCallInfo info = tl_info;
+  if (gin) {
+    const bool tiles_ok = std::is_same_v<T, float> && gather_gemm_supported(cin) && !m.identity;
+    const ConvShape s{ConvPass::InputGrad, m.pairs(), m.in_size, cin, cout, dtype_of_t<T>()};
+    const ConvPath p = run_conv_pass(s, tiles_ok, [&](ConvPath path) {
+      input_grad_impl(G, cin, W, cout, m, gin, path == ConvPath::Tiles);
+    });
+    info = tl_info;
+    info.path = p;
+  }
+  if (wp) info.weight_path = *wp;
+  tl_info = info;
+}
+
+}  // namespace
+
+void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                               const KernelMap& m) {
   FK_CHECK(f.device().is_cpu() && w.device().is_cpu(), where,
            "CPU tensors (CUDA kernels for minkowski are not built yet)",
            f.device().str() + " / " + w.device().str());
@@ -616,6 +484,8 @@ void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, c
   FK_CHECK(f.dim() == 2 && f.size(0) == m.in_size, where,
            "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
 }
+
+namespace {
 
 using detail::compute_dtype;
 
@@ -640,9 +510,9 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, co
   fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
   fk::Tensor out = fk::empty({m.out_size, cout}, {ct});  // forward_impl writes every row
   if (ct == fk::DType::F32)
-    forward_impl<float>(f.data<float>(), cin, w.data<float>(), cout, m, out.data<float>());
+    forward<float>(f.data<float>(), cin, w.data<float>(), cout, m, out.data<float>());
   else
-    forward_impl<double>(f.data<double>(), cin, w.data<double>(), cout, m, out.data<double>());
+    forward<double>(f.data<double>(), cin, w.data<double>(), cout, m, out.data<double>());
   return out.to(features.dtype());
 }
 
@@ -654,131 +524,17 @@ ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
   fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
              w = weight.to(ct).contiguous();
   ConvGrads r;
-  // backward_impl writes every row of gin
+  // input_grad_impl writes every row of gin
   fk::Tensor gin = need_features ? fk::empty({m.in_size, cin}, {ct}) : fk::Tensor();
   fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
   if (ct == fk::DType::F32)
-    backward_impl<float>(g.data<float>(), f.data<float>(), cin, w.data<float>(), cout, m,
-                         need_features ? gin.data<float>() : nullptr,
-                         need_weight ? gw.data<float>() : nullptr);
+    backward<float>(g.data<float>(), f.data<float>(), cin, w.data<float>(), cout, m,
+                    need_features ? gin.data<float>() : nullptr,
+                    need_weight ? gw.data<float>() : nullptr);
   else
-    backward_impl<double>(g.data<double>(), f.data<double>(), cin, w.data<double>(), cout, m,
-                          need_features ? gin.data<double>() : nullptr,
-                          need_weight ? gw.data<double>() : nullptr);
-  if (need_features) r.features = gin.to(features.dtype());
-  if (need_weight) r.weight = gw.to(weight.dtype());
-  return r;
-}
-
-namespace {
-
-template <typename T>
-void cw_forward(const T* F, const T* W, int64_t c, const KernelMap& m, T* out) {
-  const RowIndex& idx = m.by_out();
-  fk::parallel_for(0, m.out_size, 1024, [&](int64_t lo, int64_t hi) {
-    for (int64_t o = lo; o < hi; ++o) {
-      T* d = out + o * c;
-      for (int64_t j = idx.begin[o]; j < idx.begin[o + 1]; ++j) {
-        int64_t p = idx.entries[j].pair;
-        int64_t i = m.identity ? p : m.in_rows[p];
-        int64_t k = m.identity ? 0
-                               : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
-                                     m.offset_begin.begin() - 1;
-        const T* s = F + i * c;
-        const T* w = W + k * c;
-        for (int64_t x = 0; x < c; ++x) d[x] += s[x] * w[x];
-      }
-    }
-  });
-}
-
-template <typename T>
-void cw_backward(const T* G, const T* F, const T* W, int64_t c, const KernelMap& m, T* gin, T* gw) {
-  auto offset_of = [&](int64_t p) {
-    return m.identity ? int64_t{0}
-                      : std::upper_bound(m.offset_begin.begin(), m.offset_begin.end(), p) -
-                            m.offset_begin.begin() - 1;
-  };
-  if (gin) {
-    const RowIndex& idx = m.by_in();
-    fk::parallel_for(0, m.in_size, 1024, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        T* d = gin + i * c;
-        for (int64_t j = idx.begin[i]; j < idx.begin[i + 1]; ++j) {
-          int64_t p = idx.entries[j].pair;
-          int64_t o = m.identity ? p : m.out_rows[p];
-          const T* g = G + o * c;
-          const T* w = W + offset_of(p) * c;
-          for (int64_t x = 0; x < c; ++x) d[x] += g[x] * w[x];
-        }
-      }
-    });
-  }
-  if (gw) {
-    // Per offset, fixed blocks of pairs summed in block order.
-    struct Job {
-      int64_t k, p0, p1;
-    };
-    std::vector<Job> jobs;
-    for (int64_t k = 0; k < m.volume; ++k)
-      for (int64_t p = m.offset_begin[k]; p < m.offset_begin[k + 1]; p += kWeightBlock)
-        jobs.push_back({k, p, std::min(p + kWeightBlock, m.offset_begin[k + 1])});
-    int64_t nj = static_cast<int64_t>(jobs.size());
-    std::vector<T> part(static_cast<size_t>(nj * c), T(0));
-    int64_t grain = m.pairs() * c < (int64_t{1} << 20) ? nj : 1;
-    fk::parallel_for(0, nj, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t j = lo; j < hi; ++j) {
-        T* d = part.data() + j * c;
-        for (int64_t p = jobs[j].p0; p < jobs[j].p1; ++p) {
-          int64_t i = m.identity ? p : m.in_rows[p], o = m.identity ? p : m.out_rows[p];
-          for (int64_t x = 0; x < c; ++x) d[x] += F[i * c + x] * G[o * c + x];
-        }
-      }
-    });
-    for (int64_t j = 0; j < nj; ++j) add_row(gw + jobs[j].k * c, part.data() + j * c, c);
-  }
-}
-
-}  // namespace
-
-fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& weight,
-                               const KernelMap& m) {
-  const char* where = "minkowski::channelwise_convolution";
-  check_common(where, features, weight, m);
-  int64_t c = features.size(1);
-  FK_CHECK(weight.dim() == 2 && weight.size(0) == m.volume && weight.size(1) == c, where,
-           "a weight of shape (K=" + std::to_string(m.volume) + ", C=" + std::to_string(c) + ")",
-           weight.shape().str());
-  fk::profile::count_launch();
-  fk::DType ct = compute_dtype(features.dtype());
-  fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
-  fk::Tensor out = fk::zeros({m.out_size, c}, {ct});
-  if (ct == fk::DType::F32)
-    cw_forward<float>(f.data<float>(), w.data<float>(), c, m, out.data<float>());
-  else
-    cw_forward<double>(f.data<double>(), w.data<double>(), c, m, out.data<double>());
-  return out.to(features.dtype());
-}
-
-ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
-                               const fk::Tensor& weight, const KernelMap& m, bool need_features,
-                               bool need_weight) {
-  int64_t c = features.size(1);
-  fk::profile::count_launch();
-  fk::DType ct = compute_dtype(features.dtype());
-  fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
-             w = weight.to(ct).contiguous();
-  fk::Tensor gin = need_features ? fk::zeros({m.in_size, c}, {ct}) : fk::Tensor();
-  fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
-  if (ct == fk::DType::F32)
-    cw_backward<float>(g.data<float>(), f.data<float>(), w.data<float>(), c, m,
-                       need_features ? gin.data<float>() : nullptr,
-                       need_weight ? gw.data<float>() : nullptr);
-  else
-    cw_backward<double>(g.data<double>(), f.data<double>(), w.data<double>(), c, m,
-                        need_features ? gin.data<double>() : nullptr,
-                        need_weight ? gw.data<double>() : nullptr);
-  ConvGrads r;
+    backward<double>(g.data<double>(), f.data<double>(), cin, w.data<double>(), cout, m,
+                     need_features ? gin.data<double>() : nullptr,
+                     need_weight ? gw.data<double>() : nullptr);
   if (need_features) r.features = gin.to(features.dtype());
   if (need_weight) r.weight = gw.to(weight.dtype());
   return r;

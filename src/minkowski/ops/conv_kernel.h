@@ -10,7 +10,10 @@
 // f64, f16, bf16 (features and weight alike); f16/bf16 are converted to f32,
 // computed (GEMM and accumulation) in f32 and rounded once at the end.
 //
-// Two copy paths over the same map, chosen at every call:
+// Two dataflows, chosen per shape and pass (conv_path.h: ME_CONV_PATH, auto
+// measures on a shape's first call): the f32 register tiles (AVX2 or AVX-512,
+// FK_CPU_ISA) where they apply, or BLAS over staged rows ("gemm"). Each has
+// two copy paths over the same map, chosen at every call:
 //   fused (default)  BLAS path (f64, and f32 where the micro-kernels do not
 //                    apply): rows of all offsets of a group are gathered into
 //                    one staging buffer, one GEMM per offset (in fixed 2048-row
@@ -39,15 +42,16 @@
 // offset); BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers;
 // partials summed in order.
 //
-// Determinism: by construction, on every path and any thread count. Each
+// Determinism: by construction, on every copy path and any thread count,
+// for a given dataflow (tiles or gemm: the two differ in rounding, and auto's
+// choice depends on timing, so set_deterministic(true) pins the tiles). Each
 // output row is owned by one thread and receives its terms in offset order
 // (the scatter walks the map regrouped by row), every term is computed by the
 // same instruction sequence on both paths (identical fixed-block BLAS calls,
 // always inside an OpenMP region or single-threaded so OpenBLAS never splits
 // them; or the f32 micro-kernels, whose per-row result does not depend on the
 // tiling), and the weight gradient sums fixed blocks in order. Hence fused,
-// chunked and per-offset results are bit-identical (tested), and
-// set_deterministic() costs nothing.
+// chunked and per-offset results are bit-identical (tested), on each dataflow.
 //
 // Memory: BLAS path: staging of min(pairs, cap rows) x (C_in + C_out) elements
 // per call; f32 fused: none; per-offset: one offset's rows; backward: f32 one
@@ -57,6 +61,7 @@
 
 #include "fk/tensor.h"
 #include "minkowski/coords/kernel_map.h"
+#include "minkowski/ops/conv_path.h"
 
 namespace minkowski {
 
@@ -82,6 +87,8 @@ struct ConvCallInfo {
   bool fused = true;
   int64_t groups = 0;
   int64_t staging_bytes = 0;
+  ConvPath path = ConvPath::Tiles;         // forward, or the backward's input gradient
+  ConvPath weight_path = ConvPath::Tiles;  // the backward's weight gradient
 };
 ConvCallInfo last_conv_call();
 

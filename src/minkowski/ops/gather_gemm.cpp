@@ -5,10 +5,13 @@
 #include <algorithm>
 
 #include "fk/cpu_isa.h"
+#include "minkowski/ops/gather_gemm_isa.h"
 
 namespace minkowski {
 
 namespace {
+
+using detail::prefetch_rows;
 
 // 16 ymm registers: 3 rows x 4 vectors (32 columns) per tile, the weight
 // operands folded into the FMAs.
@@ -97,17 +100,6 @@ __attribute__((target("avx2,fma"))) inline void add_tile(const float* const* a, 
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
       _mm256_storeu_ps(c[r] + 8 * v, _mm256_add_ps(_mm256_loadu_ps(c[r] + 8 * v), acc[r][v]));
-}
-
-// Pulls the rows of the tile after next towards L1 while this one computes:
-// gathered rows come from anywhere in the feature matrix (L2/L3), and without
-// it their misses stall the first column panel's tiles.
-inline void prefetch_rows(const float* const* a, int64_t n, int64_t cin) {
-  const int64_t lines = (cin * static_cast<int64_t>(sizeof(float)) + 63) / 64;
-  for (int64_t r = 0; r < n; ++r) {
-    const char* q = reinterpret_cast<const char*>(a[r]);
-    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
-  }
 }
 
 template <int NV>
@@ -211,6 +203,10 @@ bool has_avx2() {
   return fk::cpu_isa() >= fk::CpuIsa::Avx2;
 }
 
+bool has_avx512() {
+  return fk::cpu_isa() >= fk::CpuIsa::Avx512;
+}
+
 }  // namespace
 
 bool gather_gemm_supported(int64_t cout) {
@@ -219,6 +215,7 @@ bool gather_gemm_supported(int64_t cout) {
 
 void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n, const float* w,
                      int64_t cin, int64_t cout, float* out, int64_t ldo) {
+  if (has_avx512()) return detail::gather_gemm_f32_avx512(f, ldf, rows, n, w, cin, cout, out, ldo);
   int64_t col = 0;
   for (; col + 32 <= cout; col += 32)
     run_columns<4>(f, ldf, rows, n, w + col, cin, cout, out + col, ldo);
@@ -239,6 +236,7 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
                           int64_t cout, float* part, bool fresh) {
+  if (has_avx512()) return detail::outer_accumulate_f32_avx512(a, g, n, cin, cout, part, fresh);
   if (n == 0) {
     if (fresh) std::fill(part, part + cin * cout, 0.0f);
     return;
@@ -251,6 +249,7 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
 
 void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,
                          int64_t cin, int64_t cout) {
+  if (has_avx512()) return detail::gather_gemm_add_f32_avx512(a, c, n, w, cin, cout);
   int64_t col = 0;
   for (; col + 16 <= cout; col += 16) add_panel<2>(a, c, n, w + col, cin, cout, col);
   if (col < cout) add_panel<1>(a, c, n, w + col, cin, cout, col);

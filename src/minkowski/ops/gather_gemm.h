@@ -1,5 +1,6 @@
 #pragma once
-// f32 micro-kernels for sparse convolution on AVX2+FMA (chosen at run time;
+// f32 micro-kernels for sparse convolution on AVX2+FMA or AVX-512 (the widest
+// the CPU has and FK_CPU_ISA allows, chosen at every call;
 // callers fall back to BLAS where unsupported): the gathered rows are read in
 // place from the feature matrix, with no staging copy and no BLAS packing.
 //

@@ -160,13 +160,13 @@ void over_rows(const RowRange<T>& r, int64_t rows, int64_t terms,
 
 template <typename T, PoolingMode M>
 void forward_impl(const RowRange<T>& r, const KernelMap& m) {
-  bool avx2 = fk::cpu_isa() == fk::CpuIsa::Avx2;
+  bool avx2 = fk::cpu_isa() >= fk::CpuIsa::Avx2;
   over_rows<T>(r, m.out_size, m.pairs(), avx2 ? forward_avx2<T, M> : forward_generic<T, M>);
 }
 
 template <typename T, PoolingMode M>
 void backward_impl(const RowRange<T>& r, const KernelMap& m) {
-  bool avx2 = fk::cpu_isa() == fk::CpuIsa::Avx2;
+  bool avx2 = fk::cpu_isa() >= fk::CpuIsa::Avx2;
   over_rows<T>(r, m.in_size, m.pairs(), avx2 ? backward_avx2<T, M> : backward_generic<T, M>);
 }
 

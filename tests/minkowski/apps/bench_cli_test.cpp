@@ -175,3 +175,44 @@ TEST(BenchTrainCli, RowsPerPrecisionAndCopyPath) {
 }
 
 }  // namespace
+
+namespace {
+
+// --channels with several widths: one ladder entry per width, each pass with
+// its path, GFLOP/s consistent with its time, and the A/B and peer times.
+TEST(BenchConvCli, ChannelLadderReportsEveryWidth) {
+  if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
+    GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path json = scratch() / "ladder.json";
+  int status = -1;
+  const std::string out = run_stdout(
+      "bench conv --points 1500 --channels 8,16 --threads 1 --repeats 1 --json " + json.string(),
+      status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("x peer"), std::string::npos) << out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["ladder"].size(), 2u);
+  const double pairs = j["pairs"];
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& w = j["ladder"][i];
+    const double c = i == 0 ? 8 : 16;
+    EXPECT_EQ(w["channels"], c);
+    for (const char* pass : {"forward", "backward"}) {
+      const nlohmann::json& p = w[pass];
+      const std::string path = p["path"];
+      EXPECT_TRUE(path.rfind("tiles", 0) == 0 || path.rfind("gemm", 0) == 0) << path;
+      const double flop = (std::string(pass) == "forward" ? 2.0 : 4.0) * pairs * c * c;
+      EXPECT_NEAR(p["gflops"].get<double>(), flop / (p["cpu_ms"].get<double>() * 1e6),
+                  1e-6 * p["gflops"].get<double>());
+      for (const char* t : {"ms", "peer_ms", "peer_cpu_ms", "tiles_cpu_ms", "gemm_cpu_ms"})
+        EXPECT_GT(p[t].get<double>(), 0) << t;
+    }
+  }
+  const auto r = fieldkit_test::run_cli(fieldkit_test::sibling_binary("minkowski"),
+                                        "bench conv --points 100 --channels 8,0", scratch());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--channels must be positive"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -9,8 +9,8 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
-#include "minkowski/ops/conv_reference.h"
 #include "minkowski/minkowski.h"
+#include "minkowski/ops/conv_reference.h"
 
 namespace minkowski {
 namespace {
@@ -219,6 +219,7 @@ struct KnobGuard {
   ~KnobGuard() {
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
     fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
+    fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt);
   }
 };
 
@@ -401,6 +402,8 @@ TEST(MinkowskiConv, F32RepeatedOffsetsGetTheirOwnWeights) {
 TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
   // Thousands of rows: the f32 weight gradient sums several fixed row chunks;
   // against f64, and bit-identical at 1 and 2 threads.
+  KnobGuard guard;
+  fk::mutable_knob("ME_CONV_PATH").set_override("tiles");  // the row-chunked tiles
   Rows rows = random_rows(3, 9000, 30, 1, 1, 12);
   SparseTensor x64(fk::test::random_tensor({9000, 8}, fk::DType::F64, -1, 1, 13), to_tensor(rows));
   ASSERT_GT(x64.size(), 6000);
@@ -457,7 +460,11 @@ TEST(MinkowskiConv, F32WeightGradientSkipsChunksWithoutAnOffset) {
   fk::test::expect_close(got, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
 }
 
-TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
+// On one dataflow path (ME_CONV_PATH: the register tiles or BLAS):
+void check_uneven_density(const char* path) {
+  KnobGuard guard;
+  SCOPED_TRACE(path);
+  fk::mutable_knob("ME_CONV_PATH").set_override(path);
   // The f32 fused kernels hand out row blocks to threads on demand, so which
   // thread computes a row depends on timing; the results must not. A dense
   // blob (about 20 neighbours a row) beside scattered isolated rows, so blocks
@@ -512,6 +519,10 @@ TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
   fk::Tensor y2 = fk::from_vector(one[1], fk::Dims{static_cast<int64_t>(target.size()), 16});
   fk::test::expect_close(y2, want2, 1e-4);
   for (size_t i = 2500 * 16; i < one[1].size(); ++i) ASSERT_EQ(one[1][i], 0.0f) << i;
+}
+
+TEST(MinkowskiConv, F32ThreadCountsBitIdenticalOnUnevenDensity) {
+  for (const char* path : {"tiles", "gemm"}) check_uneven_density(path);
 }
 
 TEST(MinkowskiConv, F32StridedTransposedOneByOne) {

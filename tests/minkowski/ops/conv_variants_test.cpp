@@ -14,9 +14,9 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
-#include "minkowski/ops/conv_reference.h"
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_kernel.h"
+#include "minkowski/ops/conv_reference.h"
 
 namespace minkowski {
 namespace {
@@ -552,8 +552,9 @@ void check_against_reference(const PathScene& s, const Variant& v, fk::DType dt,
 void check_variant_paths(fk::DType dt, int64_t cin, int64_t cout, bool channelwise_only = false) {
   KnobReset reset;
   PathScene s;
-  const bool staged_fwd = dt == fk::DType::F64 || cout % 8 != 0;
-  const bool staged_bwd = dt == fk::DType::F64 || cin % 8 != 0;
+  const bool gemm = fk::mutable_knob("ME_CONV_PATH").as_string() == "gemm";
+  const bool staged_fwd = gemm || dt == fk::DType::F64 || cout % 8 != 0;
+  const bool staged_bwd = gemm || dt == fk::DType::F64 || cin % 8 != 0;
   for (const Variant& v : path_variants()) {
     if ((v.channelwise && cin != cout) || (channelwise_only && !v.channelwise)) continue;
     SCOPED_TRACE(std::string(fk::name(dt)) + " " + v.name + " C_in " + std::to_string(cin) +
@@ -618,18 +619,30 @@ TEST(MinkowskiConvVariants, PathsAndThreadsBitIdenticalF64) {
   check_variant_paths(fk::DType::F64, 4, 4, true);  // channelwise
 }
 
+// Each dataflow path on its own (ME_CONV_PATH; the auto choice between them
+// depends on timing, and they differ in rounding: conv_path.h).
 TEST(MinkowskiConvVariants, PathsAndThreadsBitIdenticalF32) {
-  check_variant_paths(fk::DType::F32, 8, 16);       // micro-kernels, no staging (AVX2)
-  check_variant_paths(fk::DType::F32, 5, 6);        // staged BLAS both ways
-  check_variant_paths(fk::DType::F32, 6, 8);        // row-stationary forward, staged input gradient
-  check_variant_paths(fk::DType::F32, 8, 8, true);  // channelwise
+  for (const char* path : {"tiles", "gemm"}) {
+    SCOPED_TRACE(path);
+    fk::mutable_knob("ME_CONV_PATH").set_override(path);
+    check_variant_paths(fk::DType::F32, 8, 16);       // micro-kernels, no staging
+    check_variant_paths(fk::DType::F32, 5, 6);        // staged BLAS both ways
+    check_variant_paths(fk::DType::F32, 6, 8);        // row-stationary forward, staged input grad
+    check_variant_paths(fk::DType::F32, 8, 8, true);  // channelwise
+  }
+  fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt);
 }
 
 TEST(MinkowskiConvVariants, PathsAndThreadsBitIdenticalF16BF16) {
-  for (fk::DType dt : {fk::DType::F16, fk::DType::BF16}) {
-    check_variant_paths(dt, 8, 8);
-    check_variant_paths(dt, 5, 6);
+  for (const char* path : {"tiles", "gemm"}) {
+    SCOPED_TRACE(path);
+    fk::mutable_knob("ME_CONV_PATH").set_override(path);
+    for (fk::DType dt : {fk::DType::F16, fk::DType::BF16}) {
+      check_variant_paths(dt, 8, 8);
+      check_variant_paths(dt, 5, 6);
+    }
   }
+  fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt);
 }
 
 TEST(MinkowskiConvVariants, ChannelwiseThreadsBitIdenticalOverManyPairs) {

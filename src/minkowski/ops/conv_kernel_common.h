@@ -1,0 +1,54 @@
+#pragma once
+// What the convolution kernel files share (internal): conv_kernel.cpp (the
+// entry points, forward and input gradient), conv_weight_grad.cpp and
+// conv_channelwise.cpp. The constants are fixed so that results do not depend
+// on the thread count (conv_kernel.h, determinism).
+#include <omp.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fk/dtype.h"
+#include "fk/parallel.h"
+#include "fk/tensor.h"
+#include "minkowski/coords/kernel_map.h"
+
+namespace minkowski::conv_detail {
+
+// Pairs per weight-gradient partial on the blocked (BLAS) path.
+constexpr int64_t kWeightBlock = 4096;
+// OpenBLAS runs a GEMM on one thread below this m*n*k (its SMP threshold) and
+// always inside an active OpenMP region; above it, outside a region, it may
+// split the work and round differently. So big jobs always run in our team.
+constexpr double kBlasSerialMnk = 262144.0;
+// Rows per block of the row-walking tile paths.
+constexpr int64_t kRowTile = 128;
+
+// Whether a job of `work` multiply-adds over `items` independent items is
+// worth a thread team.
+inline bool parallel_worth(double work, int64_t items) {
+  return items > 1 && work >= 4.0 * kBlasSerialMnk && fk::get_num_threads() > 1 &&
+         !omp_in_parallel();
+}
+
+template <typename T>
+inline void add_row(T* __restrict dst, const T* __restrict src, int64_t width) {
+  for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+}
+
+template <typename T>
+constexpr fk::DType dtype_of_t() {
+  return std::is_same_v<T, float> ? fk::DType::F32 : fk::DType::F64;
+}
+
+// The checks every conv entry point makes on features, weight and map.
+void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, const KernelMap& m);
+
+// gw (K x C_in x C_out, zeroed) = the weight gradient. `tiles`: the f32
+// register tiles (C_out a multiple of 8 on an AVX2 CPU), else BLAS over
+// gathered blocks of pairs; the two differ in rounding (conv_kernel.h).
+template <typename T>
+void weight_grad(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m, T* gw,
+                 bool tiles);
+
+}  // namespace minkowski::conv_detail

@@ -1,0 +1,32 @@
+#pragma once
+// The per-ISA bodies behind gather_gemm.h's entry points (internal). Each
+// variant keeps the contracts of gather_gemm.h and gives the same bits: every
+// output element is one FMA chain over the input channels (or pairs) in
+// ascending order, from zero (or from the partial), whatever the vector width
+// or tile shape, so AVX2 and AVX-512 results are bit-identical.
+#include <xmmintrin.h>
+
+#include <cstdint>
+
+namespace minkowski::detail {
+
+// Pulls gathered rows towards L1 ahead of their tiles: they come from
+// anywhere in the feature matrix (L2/L3), and without it their misses stall
+// the first column panel's tiles.
+inline void prefetch_rows(const float* const* a, int64_t n, int64_t cin) {
+  const int64_t lines = (cin * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+  for (int64_t r = 0; r < n; ++r) {
+    const char* q = reinterpret_cast<const char*>(a[r]);
+    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
+  }
+}
+
+// AVX-512 (F, BW, DQ, VL) variants; call only when fk::cpu_isa() >= Avx512.
+void gather_gemm_f32_avx512(const float* f, int64_t ldf, const int32_t* rows, int64_t n,
+                            const float* w, int64_t cin, int64_t cout, float* out, int64_t ldo);
+void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t n, const float* w,
+                                int64_t cin, int64_t cout);
+void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
+                                 int64_t cin, int64_t cout, float* part, bool fresh);
+
+}  // namespace minkowski::detail
