@@ -14,6 +14,7 @@
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
+#include "minkowski/ops/conv.h"
 
 namespace minkowski::nn {
 namespace {
@@ -59,6 +60,10 @@ std::vector<double> train(MinkUNet& net, int steps) {
 }
 
 TEST(NnTraining, SameLossesAtOneAndTwoThreads) {
+  // Deterministic mode pins the convolution dataflow, which the per-shape
+  // timing could otherwise choose differently at 1 and 2 threads.
+  const bool deterministic = minkowski::is_deterministic();
+  minkowski::set_deterministic(true);
   const int threads = fk::get_num_threads();
   std::vector<std::vector<double>> runs;
   for (int t : {1, 2}) {
@@ -68,6 +73,7 @@ TEST(NnTraining, SameLossesAtOneAndTwoThreads) {
     runs.push_back(train(net, 3));
   }
   fk::set_num_threads(threads);
+  minkowski::set_deterministic(deterministic);
   EXPECT_EQ(runs[0], runs[1]);
 }
 
