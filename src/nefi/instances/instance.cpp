@@ -28,6 +28,7 @@ const std::vector<InstancePtr>& all_instances() {
       make_reaction_diffusion(),
       make_eit(),
       make_darcy_flow(),
+      make_dot3d(),
   };
   return list;
 }

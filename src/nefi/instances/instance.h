@@ -83,6 +83,7 @@ InstancePtr make_current_density();
 InstancePtr make_reaction_diffusion();
 InstancePtr make_eit();
 InstancePtr make_darcy_flow();
+InstancePtr make_dot3d();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
@@ -96,6 +97,7 @@ const char* current_density_data_tag();
 const char* reaction_diffusion_data_tag();
 const char* eit_data_tag();
 const char* darcy_flow_data_tag();
+const char* dot3d_data_tag();
 
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,

@@ -1,0 +1,98 @@
+#include "nefi/operators/elliptic/diffuse_optical.h"
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/linalg.h"
+
+namespace nefi {
+namespace {
+
+constexpr const char* kWhere = "nefi::DiffuseOpticalOperator";
+
+}  // namespace
+
+DiffuseOpticalOperator::DiffuseOpticalOperator(Domain domain, GridFunction rhs, GridFunction sink,
+                                               GridFunction observe, DiffuseOpticalOptions options)
+    : domain_(std::move(domain)),
+      rhs_fn_(std::move(rhs)),
+      sink_fn_(std::move(sink)),
+      observe_fn_(std::move(observe)),
+      options_(std::move(options)) {
+  FK_CHECK(options_.diffusion > 0, kWhere, "a diffusion coefficient D > 0",
+           std::to_string(options_.diffusion));
+  FK_CHECK(rhs_fn_ && sink_fn_ && observe_fn_, kWhere,
+           "right-hand side, sink and observation functions", "a missing one");
+  prepare();
+}
+
+void DiffuseOpticalOperator::prepare() {
+  grid_.shape = domain_.shape();
+  grid_.spacing = domain_.spacing();
+  grid_.boundary = elliptic::parse_boundary(options_.elliptic.boundary, domain_.ndim());
+  grid_.face_mean = options_.elliptic.face_mean;
+  grid_.validate();
+  const int64_t n = grid_.numel();
+  rhs_ = rhs_fn_(domain_).to(fk::DType::F64).contiguous();
+  FK_CHECK(rhs_.dim() == domain_.ndim() + 1 && rhs_.numel() == rhs_.size(0) * n, kWhere,
+           "right-hand sides of shape (P, " + domain_.shape().str() + ")", rhs_.shape().str());
+  sink_ = sink_fn_(domain_).to(fk::DType::F64).contiguous();
+  FK_CHECK(sink_.shape() == domain_.shape(), kWhere, "a sink of shape " + domain_.shape().str(),
+           sink_.shape().str());
+  observe_ = observe_fn_(domain_).to(fk::DType::F64).contiguous();
+  FK_CHECK(observe_.dim() == 2 && observe_.size(1) == n, kWhere,
+           "an observation matrix of shape (M, " + std::to_string(n) + ")", observe_.shape().str());
+  warm_ = std::make_shared<elliptic::WarmStart>();
+  warm_->enabled = false;
+  inv_reference_ = fk::Tensor();
+  if (options_.reference_absorption > 0) {
+    // The homogeneous medium's response, solved tightly in f64 without a graph.
+    const DiffuseOpticalOptions keep = options_;
+    options_.elliptic.solve.cg.tol = 1e-10;
+    options_.elliptic.solve.grad_mode = elliptic::GradMode::kNone;
+    const fk::Tensor ref = observe(
+        fluence(fk::full(domain_.shape(), options_.reference_absorption, {fk::DType::F64})));
+    options_ = keep;
+    const auto v = ref.to_vector<double>();
+    for (double r : v)
+      FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector",
+               std::to_string(r));
+    inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
+  }
+  warm_->enabled = options_.elliptic.warm_start;
+}
+
+fk::Tensor DiffuseOpticalOperator::fluence(const fk::Tensor& x) const {
+  FK_CHECK(x.shape() == domain_.shape(), kWhere, "a field of shape " + domain_.shape().str(),
+           x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
+           "a real f32/f64 field", fk::name(x.dtype()));
+  const fk::DType dt = x.dtype();
+  const fk::Tensor d = fk::full(domain_.shape(), options_.diffusion, {dt});
+  return elliptic::solve_elliptic(d, rhs_.to(dt), x + sink_.to(dt), grid_, options_.elliptic.solve,
+                                  warm_);
+}
+
+fk::Tensor DiffuseOpticalOperator::observe(const fk::Tensor& phi) const {
+  const int64_t p = rhs_.size(0), n = grid_.numel();
+  return fk::matmul(phi.reshape({p, n}), observe_.to(phi.dtype()).t());
+}
+
+fk::Tensor DiffuseOpticalOperator::apply(const fk::Tensor& x) const {
+  const fk::Tensor y = observe(fluence(x));
+  return inv_reference_.defined() ? y * inv_reference_.to(x.dtype()) : y;
+}
+
+fk::Dims DiffuseOpticalOperator::output_shape(const fk::Dims& shape) const {
+  (void)shape;
+  return {rhs_.size(0), observe_.size(0)};
+}
+
+std::shared_ptr<Operator> DiffuseOpticalOperator::at_resolution(const fk::Dims& shape) const {
+  auto op = std::make_shared<DiffuseOpticalOperator>(*this);
+  op->domain_ = domain_.at(shape);
+  op->prepare();
+  return op;
+}
+
+}  // namespace nefi
