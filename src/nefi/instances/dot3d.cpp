@@ -131,7 +131,8 @@ std::shared_ptr<DiffuseOpticalOperator> dot_operator(const Dot3dConfig& c, const
   auto observe = [g](const Domain& d) {
     return fk::from_vector(dot::detector_matrix(g, d.shape()), {g.detectors(), d.shape().numel()});
   };
-  DiffuseOpticalOptions options{g.diffusion(), c.mua_background, std::move(o)};
+  DiffuseOpticalOptions options{g.diffusion(), c.mua_background,
+                                fk::Dims{g.n_detectors, g.n_detectors}, std::move(o)};
   auto op = std::make_shared<DiffuseOpticalOperator>(c.domain().at(shape), rhs, sink, observe,
                                                      std::move(options));
   op->primary = "mua";
@@ -194,7 +195,7 @@ class Dot3d : public Instance {
     p.declare("iou_threshold", 0.5, "IoU masks: excess above this fraction of the true peak");
     declare_elliptic_solver_keys(p, 1);
     p.set_value("tol", 1e-7);
-    p.declare("tv", 1.0, "TV weight");
+    p.declare("tv", 0.1, "TV weight");
     p.declare("tv_eps", 1e-4, "TV smoothing");
     p.declare("hidden", int64_t{128}, "MLP width");
     p.declare("depth", int64_t{4}, "MLP hidden layers");
@@ -289,7 +290,7 @@ class Dot3d : public Instance {
     m.noise_std = c.noise;
     datagen::Rng rng(seed * 104729 + 31);
     for (size_t i = 0; i < y.size(); ++i) y[i] = mask[i] * y[i] * (1 + c.noise * rng.normal());
-    const fk::Dims out{c.geometry.sources(), c.geometry.detectors()};
+    const fk::Dims out{c.geometry.sources(), c.geometry.n_detectors, c.geometry.n_detectors};
     m.data = fk::from_vector(y, out).to(fk::DType::F32);
     m.mask = fk::from_vector(mask, out).to(fk::DType::F32);
     return {m, fk::from_vector(scene.render(c.shape, 4 * c.supersample), c.shape)};

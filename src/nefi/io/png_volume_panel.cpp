@@ -66,8 +66,9 @@ std::vector<std::string> view_titles(const Cut& c, const std::vector<double>& L,
 }
 
 void frames_row(plot::Figure& f, double y, const PanelInput& in, const std::vector<double>& L) {
-  const int nt = static_cast<int>(in.measurement.size(0)), nx = static_cast<int>(in.gt.size(0)),
-            ny = static_cast<int>(in.gt.size(1));
+  const int nt = static_cast<int>(in.measurement.size(0)),
+            nx = static_cast<int>(in.measurement.size(1)),
+            ny = static_cast<int>(in.measurement.size(2));
   const std::vector<double> o = in.measurement.to_vector<double>();
   const fk::Tensor& pred = in.methods.front().prediction;
   const bool has_pred = pred.defined() && pred.shape() == in.measurement.shape();
@@ -98,9 +99,8 @@ void frames_row(plot::Figure& f, double y, const PanelInput& in, const std::vect
 }  // namespace
 
 void write_volume_panel_png(const std::string& path, const PanelInput& in) {
-  FK_CHECK(in.gt.dim() == 3 && in.measurement.dim() == 3 &&
-               in.measurement.size(1) == in.gt.size(0) && in.measurement.size(2) == in.gt.size(1),
-           "nefi::write_volume_panel_png", "a volume (nx, ny, nz) and frames (n_obs, nx, ny)",
+  FK_CHECK(in.gt.dim() == 3 && in.measurement.dim() == 3, "nefi::write_volume_panel_png",
+           "a volume (nx, ny, nz) and frames (n_obs, fx, fy)",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   const Vol g{static_cast<int>(in.gt.size(0)), static_cast<int>(in.gt.size(1)),
               static_cast<int>(in.gt.size(2)), in.gt.to_vector<double>()};

@@ -9,7 +9,8 @@
 namespace nefi {
 
 // in.gt and reconstructions (nx, ny, nz), z the depth; in.measurement
-// (n_obs, nx, ny). Throws fk::Error on other shapes.
+// (n_obs, fx, fy) frames over the top face, on the volume's lateral grid or
+// their own (dot3d's detector lattice). Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
 
 }  // namespace nefi

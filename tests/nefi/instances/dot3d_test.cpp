@@ -34,9 +34,9 @@ TEST(NefiDot3d, GeometryModel) {
   }
   const double kb = 1.0 / (2 * g.robin_a() + h / (2 * g.diffusion()));
   const auto sink = nefi::dot::robin_sink(g, shape);
-  EXPECT_NEAR(sink[0], 3 * kb / h, 1e-15);                   // corner
-  EXPECT_NEAR(sink[(5 * 20 + 5) * 10 + 0], kb / h, 1e-15);   // top face
-  EXPECT_NEAR(sink[(5 * 20 + 5) * 10 + 4], 0.0, 1e-15);      // interior
+  EXPECT_NEAR(sink[0], 3 * kb / h, 1e-15);                      // corner
+  EXPECT_NEAR(sink[(5 * 20 + 5) * 10 + 0], kb / h, 1e-15);      // top face
+  EXPECT_NEAR(sink[(5 * 20 + 5) * 10 + 4], 0.0, 1e-15);         // interior
   EXPECT_NEAR(sink[(0 * 20 + 5) * 10 + 9], 2 * kb / h, 1e-15);  // edge
   const auto mat = nefi::dot::detector_matrix(g, shape);
   for (int64_t d = 0; d < g.detectors(); ++d) {
@@ -102,18 +102,18 @@ TEST(NefiDot3d, ScenesAndDataGenerator) {
 
 TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
   auto inst = nefi::find_instance("dot3d");
-  for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
-           {"grid", "[8, 8]"},
-           {"extent", "[40, 40, 0]"},
-           {"scene", "layers"},
-           {"n_detectors", "1"},
-           {"n_sources", "0"},
-           {"mus_prime", "0"},
-           {"mua_min", "0.02"},
-           {"noise", "-1"},
-           {"supersample", "0"},
-           {"detector_span", "1.5"},
-           {"grad_mode", "adjoint"}}) {
+  for (auto [key, value] :
+       std::vector<std::pair<const char*, const char*>>{{"grid", "[8, 8]"},
+                                                        {"extent", "[40, 40, 0]"},
+                                                        {"scene", "layers"},
+                                                        {"n_detectors", "1"},
+                                                        {"n_sources", "0"},
+                                                        {"mus_prime", "0"},
+                                                        {"mua_min", "0.02"},
+                                                        {"noise", "-1"},
+                                                        {"supersample", "0"},
+                                                        {"detector_span", "1.5"},
+                                                        {"grad_mode", "adjoint"}}) {
     nefi::Params p = inst->default_config();
     p.set("grid", "[8, 8, 4]");
     p.set(key, value);

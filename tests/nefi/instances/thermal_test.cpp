@@ -197,7 +197,7 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
   std::filesystem::remove(path);
   nefi::write_volume_panel_png(path, {"thermal", gt, obs, {}, "value", {{"grid", gt, obs, {}}}});
   EXPECT_GT(std::filesystem::file_size(path), 0u);
-  const fk::Tensor bad = fk::full(fk::Dims{7, 5, 5}, 1.0);
+  const fk::Tensor bad = fk::full(fk::Dims{7, 5}, 1.0);
   EXPECT_THROW(nefi::write_volume_panel_png(
                    path, {"thermal", gt, bad, {}, "value", {{"grid", gt, obs, {}}}}),
                fk::Error);

@@ -42,6 +42,10 @@ void DiffuseOpticalOperator::prepare() {
   observe_ = observe_fn_(domain_).to(fk::DType::F64).contiguous();
   FK_CHECK(observe_.dim() == 2 && observe_.size(1) == n, kWhere,
            "an observation matrix of shape (M, " + std::to_string(n) + ")", observe_.shape().str());
+  FK_CHECK(
+      options_.detector_shape.size() == 0 || options_.detector_shape.numel() == observe_.size(0),
+      kWhere, "a detector shape of " + std::to_string(observe_.size(0)) + " detectors",
+      options_.detector_shape.str());
   warm_ = std::make_shared<elliptic::WarmStart>();
   warm_->enabled = false;
   inv_reference_ = fk::Tensor();
@@ -80,12 +84,16 @@ fk::Tensor DiffuseOpticalOperator::observe(const fk::Tensor& phi) const {
 
 fk::Tensor DiffuseOpticalOperator::apply(const fk::Tensor& x) const {
   const fk::Tensor y = observe(fluence(x));
-  return inv_reference_.defined() ? y * inv_reference_.to(x.dtype()) : y;
+  const fk::Tensor z = inv_reference_.defined() ? y * inv_reference_.to(x.dtype()) : y;
+  return z.reshape(output_shape(x.shape()));
 }
 
 fk::Dims DiffuseOpticalOperator::output_shape(const fk::Dims& shape) const {
   (void)shape;
-  return {rhs_.size(0), observe_.size(0)};
+  std::vector<int64_t> d{rhs_.size(0)};
+  if (options_.detector_shape.size() == 0) d.push_back(observe_.size(0));
+  for (int64_t s : options_.detector_shape) d.push_back(s);
+  return fk::Dims(d);
 }
 
 std::shared_ptr<Operator> DiffuseOpticalOperator::at_resolution(const fk::Dims& shape) const {

@@ -4,7 +4,8 @@
 // elliptic solve of elliptic_solve.h with the unknown in κ rather than σ.
 // D is a constant, κ_b a fixed sink (the Robin boundaries of dot3d_model.h)
 // and observe(domain) a dense (M, numel) f64 matrix of detector responses,
-// so the output is (P, M) at every grid (the native detectors).
+// so the output is (P, M) (or (P, *detector_shape)) at every grid: the
+// native detectors.
 //
 // Calibration (difference DOT): with reference_absorption > 0 every output is
 // divided by the same operator's output for the homogeneous medium μ_a =
@@ -23,6 +24,9 @@ namespace nefi {
 struct DiffuseOpticalOptions {
   double diffusion = 1.0 / 3.0;
   double reference_absorption = 0;  // > 0: calibrated outputs
+  // The detectors' arrangement: the output is (P, *detector_shape), which
+  // holds M values; empty: (P, M).
+  fk::Dims detector_shape;
   // boundary, face mean, solve, warm_start and fidelity tag; the transform
   // is unused (the field is μ_a itself).
   EllipticOperatorOptions elliptic;
