@@ -126,4 +126,20 @@ TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
   }
 }
 
+// A reduced smoke (the reference preset's 150 + 200 steps instead of the
+// gallery's 700) over seeds 0-2: floors below
+// the measured values (see configs/dot3d_smoke.yaml for the full smoke).
+TEST(NefiDot3d, ReducedSmokeQualityFloor) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("dot3d_smoke.yaml"));
+  c.config.set("steps", "[150, 200]");
+  auto inst = nefi::find_instance("dot3d");
+  const double psnr[3] = {22.5, 27.0, 26.5}, iou[3] = {0.45, 0.6, 0.55};
+  for (int s = 0; s < 3; ++s) {
+    const auto m = inst->run(c.config, "neural", s, {}).metrics;
+    EXPECT_GT(m.at("psnr"), psnr[s]) << s;
+    EXPECT_GT(m.at("iou"), iou[s]) << s;
+  }
+}
+
 }  // namespace
