@@ -134,7 +134,8 @@ TEST(NefiDot3d, ReducedSmokeQualityFloor) {
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("dot3d_smoke.yaml"));
   c.config.set("steps", "[150, 200]");
   auto inst = nefi::find_instance("dot3d");
-  const double psnr[3] = {22.5, 27.0, 26.5}, iou[3] = {0.45, 0.6, 0.55};
+  // Measured: 24.44 / 29.62 / 26.61 dB, IoU 0.59 / 0.69 / 0.59.
+  const double psnr[3] = {23.8, 29.0, 26.0}, iou[3] = {0.52, 0.62, 0.52};
   for (int s = 0; s < 3; ++s) {
     const auto m = inst->run(c.config, "neural", s, {}).metrics;
     EXPECT_GT(m.at("psnr"), psnr[s]) << s;
