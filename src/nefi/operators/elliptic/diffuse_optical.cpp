@@ -47,34 +47,37 @@ void DiffuseOpticalOperator::prepare() {
       kWhere, "a detector shape of " + std::to_string(observe_.size(0)) + " detectors",
       options_.detector_shape.str());
   warm_ = std::make_shared<elliptic::WarmStart>();
-  warm_->enabled = false;
+  warm_->enabled = options_.elliptic.warm_start;
   inv_reference_ = fk::Tensor();
   if (options_.reference_absorption > 0) {
     // The homogeneous medium's response, solved tightly in f64 without a graph.
-    const DiffuseOpticalOptions keep = options_;
-    options_.elliptic.solve.cg.tol = 1e-10;
-    options_.elliptic.solve.grad_mode = elliptic::GradMode::kNone;
+    elliptic::SolveOptions tight = options_.elliptic.solve;
+    tight.cg.tol = 1e-10;
+    tight.grad_mode = elliptic::GradMode::kNone;
     const fk::Tensor ref = observe(
-        fluence(fk::full(domain_.shape(), options_.reference_absorption, {fk::DType::F64})));
-    options_ = keep;
-    const auto v = ref.to_vector<double>();
-    for (double r : v)
+        solve_fluence(fk::full(domain_.shape(), options_.reference_absorption, {fk::DType::F64}),
+                      tight, nullptr));
+    for (double r : ref.to_vector<double>())
       FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector",
                std::to_string(r));
     inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
   }
-  warm_->enabled = options_.elliptic.warm_start;
 }
 
 fk::Tensor DiffuseOpticalOperator::fluence(const fk::Tensor& x) const {
+  return solve_fluence(x, options_.elliptic.solve, warm_);
+}
+
+fk::Tensor DiffuseOpticalOperator::solve_fluence(
+    const fk::Tensor& x, const elliptic::SolveOptions& solve,
+    const std::shared_ptr<elliptic::WarmStart>& warm) const {
   FK_CHECK(x.shape() == domain_.shape(), kWhere, "a field of shape " + domain_.shape().str(),
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
   const fk::DType dt = x.dtype();
   const fk::Tensor d = fk::full(domain_.shape(), options_.diffusion, {dt});
-  return elliptic::solve_elliptic(d, rhs_.to(dt), x + sink_.to(dt), grid_, options_.elliptic.solve,
-                                  warm_);
+  return elliptic::solve_elliptic(d, rhs_.to(dt), x + sink_.to(dt), grid_, solve, warm);
 }
 
 fk::Tensor DiffuseOpticalOperator::observe(const fk::Tensor& phi) const {

@@ -52,6 +52,8 @@ class DiffuseOpticalOperator : public Operator {
 
  private:
   void prepare();
+  fk::Tensor solve_fluence(const fk::Tensor& x, const elliptic::SolveOptions& solve,
+                           const std::shared_ptr<elliptic::WarmStart>& warm) const;
   fk::Tensor observe(const fk::Tensor& phi) const;
   Domain domain_;
   GridFunction rhs_fn_, sink_fn_, observe_fn_;
