@@ -32,6 +32,7 @@ const std::vector<InstancePtr>& all_instances() {
       make_diffraction_tomography(),
       make_wave_fwi(),
       make_photoacoustic3d(),
+      make_dot3d(),
   };
   return list;
 }

@@ -87,6 +87,7 @@ InstancePtr make_ct3d();
 InstancePtr make_diffraction_tomography();
 InstancePtr make_wave_fwi();
 InstancePtr make_photoacoustic3d();
+InstancePtr make_dot3d();
 // Fidelity tags of the data generators (the inversion operators carry others).
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
@@ -104,6 +105,7 @@ const char* ct3d_data_tag();
 const char* diffraction_tomography_data_tag();
 const char* wave_fwi_data_tag();
 const char* photoacoustic3d_data_tag();
+const char* dot3d_data_tag();
 
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,

@@ -1,0 +1,85 @@
+#pragma once
+// The dot3d instance's measurement model (nefi.md §4.16), shared by the
+// inversion operator and the data generator (which run it at different
+// grids): a slab [0, Lx]×[0, Ly]×[0, Lz] in mm, z = 0 the top face, with
+// reduced scattering μ_s′ (D = 1/(3μ_s′)) and refractive index n.
+//
+// Robin boundaries Φ + 2AD∂_nΦ = 0 on all six faces (A from Groenhuis'
+// R_eff, 3.25 at n = 1.4) enter the cell-centred FV system as a sink: a
+// boundary cell's face leaks the outward flux K_b Φ_i with K_b = 1/(2A +
+// h/(2D)) (the Robin condition solved for the face value from the half-cell
+// gradient, so exact for the FV scheme), i.e. κ_b = K_b/h per boundary face,
+// on a grid whose own boundary is then Neumann.
+//
+// Sources: an n_sources² lattice spanning source_span of the top face,
+// one transport mean free path (1/μ_s′) below it, spread cloud-in-cell.
+// Detectors: an n_detectors² lattice spanning detector_span, each the mean
+// exitance K_b Φ over its square footprint (one detector pitch wide, sampled
+// detector_samples² times, bilinear in the top cells). A source–detector
+// pair closer than min_separation is masked.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fk/shape.h"
+#include "nefi/operators/elliptic/elliptic_grid.h"
+#include "nefi/operators/elliptic/point_sources.h"
+
+namespace nefi::dot {
+
+struct Geometry {
+  std::array<double, 3> extent{40, 40, 20};
+  double mus_prime = 1, refractive_index = 1.4;
+  int64_t n_sources = 3, n_detectors = 12, detector_samples = 3;
+  double source_span = 0.6, detector_span = 0.85, min_separation = 6;
+
+  double diffusion() const { return 1.0 / (3.0 * mus_prime); }
+  // A = (1 + R_eff)/(1 − R_eff), R_eff = −1.440/n² + 0.710/n + 0.668 + 0.0636 n.
+  double robin_a() const;
+  // The exitance per unit Φ of a boundary cell of width h: 1/(2A + h/(2D)).
+  double boundary_conductance(double h) const;
+  int64_t sources() const { return n_sources * n_sources; }
+  int64_t detectors() const { return n_detectors * n_detectors; }
+};
+
+std::vector<elliptic::PointSource> source_positions(const Geometry& g);
+// Detector centres (x, y) on the top face.
+std::vector<std::array<double, 2>> detector_positions(const Geometry& g);
+// (sources, detectors): 0 where the pair is closer than min_separation.
+std::vector<double> pair_mask(const Geometry& g);
+
+// The Neumann FV grid of `shape` (3 axes) over the slab.
+elliptic::EllipticGrid slab_grid(const Geometry& g, const fk::Dims& shape);
+// (sources, numel) right-hand sides.
+std::vector<double> source_rhs(const Geometry& g, const fk::Dims& shape);
+// (numel) the Robin sink Σ_{boundary faces of the cell} K_b(h_a)/h_a.
+std::vector<double> robin_sink(const Geometry& g, const fk::Dims& shape);
+// (detectors, numel): a detector's mean exitance as a row acting on Φ.
+std::vector<double> detector_matrix(const Geometry& g, const fk::Dims& shape);
+
+// μ_a scenes (data side only): a background with spherical absorbers.
+//   single  one absorber, radius 4–6 mm, 5–9 mm deep
+//   multi   2–3 absorbers, radius 3–5 mm, 4–8 mm deep
+//   deep    one absorber, radius 4–6 mm, 10–13 mm deep
+// Each absorber's μ_a is background × [3, 5], centred laterally within the
+// source span. Drawn from the seed; an unknown class is an fk::Error naming
+// 'scene'.
+class Absorbers {
+ public:
+  Absorbers(const std::string& scene, const Geometry& g, double background, uint64_t seed);
+  double operator()(double x, double y, double z) const;
+  // Cell averages on `shape` (sub³ samples per cell).
+  std::vector<double> render(const fk::Dims& shape, int64_t sub) const;
+
+ private:
+  struct Sphere {
+    std::array<double, 3> centre;
+    double radius, value;
+  };
+  std::array<double, 3> extent_;
+  double background_;
+  std::vector<Sphere> spheres_;
+};
+
+}  // namespace nefi::dot
