@@ -2,7 +2,8 @@
 // Lippmann-Schwinger: the full scattering solution in the geometry of
 // operators/scattering.h, solved iteratively in f64 (a data generator,
 // independent of the Born quadrature: no linearisation, an FFT convolution
-// in the domain and a direct Hankel sum to the receivers).
+// in the domain, then the Born quadrature's Hankel sum to the receivers,
+// receiver_green, one GEMM over all views).
 //   u = u_i + k0^2 G * (chi u)   on the m x m grid over [0, D]^2,
 // iterated as u <- (1 - relax) u + relax (u_i + k0^2 G * (chi u)) from u = u_i
 // until the relative change is below tol (or max_iter; the Born series, which
@@ -12,7 +13,9 @@
 //   hat G_L(s) = (1 + i pi/2 L (s J1(sL) H0(k0 L) - k0 J0(sL) H1(k0 L))) / (s^2 - k0^2),
 // exact on the padded periodic grid (copies of G_L never reach the domain
 // once the grid spans >= (1 + sqrt 2) D), so the quadrature is spectrally
-// accurate for smooth chi u. Then u_s(x_r) = k0^2 dA sum_j G(x_r - y_j) chi_j u_j.
+// accurate for smooth chi u. That kernel is cut to the offsets the domain
+// reaches and the iteration runs on a 2m grid (the same numbers, 4x fewer
+// points at oversample 4). Then u_s(x_r) = k0^2 dA sum_j G(x_r - y_j) chi_j u_j.
 #include <complex>
 #include <cstdint>
 #include <vector>
@@ -25,7 +28,7 @@ struct LippmannSchwingerOptions {
   int max_iter = 200;
   double tol = 1e-10;
   double relax = 1.0;
-  int oversample = 4;  // padded grid = oversample * m per axis (>= 3)
+  int oversample = 4;  // grid of the kernel precomputation = oversample * m per axis (>= 3)
 };
 
 struct LippmannSchwingerResult {

@@ -4,12 +4,15 @@
 #include <numbers>
 
 #include "fk/autograd.h"
+#include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
 
 namespace nefi {
 namespace {
+
+using c128 = std::complex<double>;
 
 struct BornBackward : fk::autograd::Node {
   std::shared_ptr<const BornOperator> op;
@@ -58,101 +61,98 @@ BornOperator::BornOperator(Domain domain, ScatteringGeometry geometry)
   prepare();
 }
 
+std::vector<c128> receiver_green(int64_t n, double D, const ScatteringGeometry& g) {
+  const int64_t N = n * n, R = g.n_receivers, quarter = R % 4 == 0 ? R / 4 : 0;
+  const double h = D / n, k0 = g.k0();
+  const c128 w(0, 0.25 * k0 * k0 * h * h);
+  std::vector<c128> t(R * N);
+  for (int64_t r = 0; r < (quarter ? quarter : R); ++r) {
+    const double phi = 2 * std::numbers::pi * r / R;
+    const double x0 = g.receiver_radius * std::cos(phi), x1 = g.receiver_radius * std::sin(phi);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        t[r * N + i * n + j] = w * hankel0(k0 * std::hypot(x0 - ((i + 0.5) * h - D / 2),
+                                                           x1 - ((j + 0.5) * h - D / 2)));
+  }
+  for (int64_t r = quarter; quarter && r < R; ++r) {  // cell (i, j) turns to (n - 1 - j, i)
+    const c128* from = t.data() + (r - quarter) * N;
+    c128* to = t.data() + r * N;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) to[(n - 1 - j) * n + i] = from[i * n + j];
+  }
+  return t;
+}
+
 void BornOperator::prepare() {
   const int64_t n = domain_.shape()[0], N = n * n, V = geometry_.n_angles,
                 R = geometry_.n_receivers;
   const double D = domain_.extent()[0], h = D / n, k0 = geometry_.k0();
   auto t = std::make_shared<Tables>();
-  t->gr.resize(R * N), t->gi.resize(R * N), t->c.resize(V * N), t->s.resize(V * N);
-  t->rot_c.resize(V * R), t->rot_s.resize(V * R);
-  std::vector<double> y0(N), y1(N);  // cell centres relative to c
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      y0[i * n + j] = (i + 0.5) * h - D / 2, y1[i * n + j] = (j + 0.5) * h - D / 2;
-  const double w = k0 * k0 * h * h;
-  for (int64_t r = 0; r < R; ++r) {
-    const double phi = 2 * std::numbers::pi * r / R;
-    const double x0 = geometry_.receiver_radius * std::cos(phi),
-                 x1 = geometry_.receiver_radius * std::sin(phi);
-    for (int64_t j = 0; j < N; ++j) {
-      const std::complex<double> g =
-          std::complex<double>(0, 0.25) * hankel0(k0 * std::hypot(x0 - y0[j], x1 - y1[j]));
-      t->gr[r * N + j] = w * g.real(), t->gi[r * N + j] = w * g.imag();
-    }
-    for (int64_t l = 0; l < V; ++l) {
-      const double th = 2 * std::numbers::pi * l / V;
-      const double ph = k0 * (std::cos(th) * x0 + std::sin(th) * x1);
-      t->rot_c[l * R + r] = std::cos(ph), t->rot_s[l * R + r] = -std::sin(ph);
-    }
-  }
+  t->green = receiver_green(n, D, geometry_);
+  t->phase.resize(V * N), t->rotation.resize(V * R);
   for (int64_t l = 0; l < V; ++l) {
     const double th = 2 * std::numbers::pi * l / V, d0 = std::cos(th), d1 = std::sin(th);
-    for (int64_t j = 0; j < N; ++j) {
-      const double ph = k0 * (d0 * y0[j] + d1 * y1[j]);
-      t->c[l * N + j] = std::cos(ph), t->s[l * N + j] = std::sin(ph);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        t->phase[l * N + i * n + j] =
+            std::polar(1.0, k0 * (d0 * ((i + 0.5) * h - D / 2) + d1 * ((j + 0.5) * h - D / 2)));
+    for (int64_t r = 0; r < R; ++r) {
+      const double phi = 2 * std::numbers::pi * r / R;
+      t->rotation[l * R + r] = std::polar(
+          1.0, -k0 * geometry_.receiver_radius * (d0 * std::cos(phi) + d1 * std::sin(phi)));
     }
   }
   tables_ = t;
 }
 
+// Rows (batch, view) of q = phase * chi times green^T: one complex GEMM.
 std::vector<double> BornOperator::project(const std::vector<double>& chi, int64_t batch) const {
   const Tables& t = *tables_;
   const int64_t N = domain_.numel(), V = geometry_.n_angles, R = geometry_.n_receivers;
-  std::vector<double> out(batch * 2 * V * R), a(N), b(N);
-  for (int64_t bt = 0; bt < batch; ++bt) {
-    const double* x = chi.data() + bt * N;
-    double* re = out.data() + bt * 2 * V * R;
-    double* im = re + V * R;
+  std::vector<c128> q(batch * V * N), u(batch * V * R);
+  for (int64_t bt = 0; bt < batch; ++bt)
     for (int64_t l = 0; l < V; ++l) {
-      for (int64_t j = 0; j < N; ++j) a[j] = t.c[l * N + j] * x[j], b[j] = t.s[l * N + j] * x[j];
-      for (int64_t r = 0; r < R; ++r) {
-        const double* gr = t.gr.data() + r * N;
-        const double* gi = t.gi.data() + r * N;
-        double sr = 0, si = 0;
-        for (int64_t j = 0; j < N; ++j) {
-          sr += gr[j] * a[j] - gi[j] * b[j];
-          si += gr[j] * b[j] + gi[j] * a[j];
-        }
-        if (geometry_.rytov) {
-          const double cr = t.rot_c[l * R + r], ci = t.rot_s[l * R + r];
-          const double tr = sr * cr - si * ci;
-          si = sr * ci + si * cr, sr = tr;
-        }
-        re[l * R + r] = sr, im[l * R + r] = si;
-      }
+      const double* x = chi.data() + bt * N;
+      const c128* a = t.phase.data() + l * N;
+      c128* ql = q.data() + (bt * V + l) * N;
+      for (int64_t j = 0; j < N; ++j) ql[j] = a[j] * x[j];
     }
-  }
+  fk::gemm(fk::DType::C128, false, true, batch * V, R, N, 1.0, q.data(), N, t.green.data(), N, 0.0,
+           u.data(), R);
+  std::vector<double> out(batch * 2 * V * R);
+  for (int64_t bt = 0; bt < batch; ++bt)
+    for (int64_t p = 0; p < V * R; ++p) {
+      c128 v = u[bt * V * R + p];
+      if (geometry_.rytov) v *= t.rotation[p];
+      out[bt * 2 * V * R + p] = v.real(), out[bt * 2 * V * R + V * R + p] = v.imag();
+    }
   return out;
 }
 
+// The transpose under the real inner product: chi_j = sum_l Re(phase_lj p_lj)
+// with p = conj(g) green (conj(g) G, not g conj(G): fk::gemm never conjugates).
 std::vector<double> BornOperator::adjoint(const std::vector<double>& data, int64_t batch) const {
   const Tables& t = *tables_;
   const int64_t N = domain_.numel(), V = geometry_.n_angles, R = geometry_.n_receivers;
-  std::vector<double> out(batch * N, 0.0), hr(N), hi(N);
-  for (int64_t bt = 0; bt < batch; ++bt) {
-    const double* re = data.data() + bt * 2 * V * R;
-    const double* im = re + V * R;
-    double* x = out.data() + bt * N;
-    for (int64_t l = 0; l < V; ++l) {
-      std::fill(hr.begin(), hr.end(), 0.0);
-      std::fill(hi.begin(), hi.end(), 0.0);
-      for (int64_t r = 0; r < R; ++r) {
-        double gre = re[l * R + r], gim = im[l * R + r];
-        if (geometry_.rytov) {  // g <- conj(rotation) g
-          const double cr = t.rot_c[l * R + r], ci = -t.rot_s[l * R + r];
-          const double tr = gre * cr - gim * ci;
-          gim = gre * ci + gim * cr, gre = tr;
-        }
-        const double* gr = t.gr.data() + r * N;
-        const double* gi = t.gi.data() + r * N;
-        for (int64_t j = 0; j < N; ++j) {  // h = sum_r G_rj conj(g_lr)
-          hr[j] += gr[j] * gre + gi[j] * gim;
-          hi[j] += gi[j] * gre - gr[j] * gim;
-        }
-      }
-      for (int64_t j = 0; j < N; ++j) x[j] += t.c[l * N + j] * hr[j] - t.s[l * N + j] * hi[j];
+  std::vector<c128> g(batch * V * R), p(batch * V * N);
+  for (int64_t bt = 0; bt < batch; ++bt)
+    for (int64_t k = 0; k < V * R; ++k) {
+      const double* re = data.data() + bt * 2 * V * R;
+      c128 v(re[k], -re[V * R + k]);  // conj(g)
+      if (geometry_.rytov) v *= t.rotation[k];
+      g[bt * V * R + k] = v;
     }
-  }
+  fk::gemm(fk::DType::C128, false, false, batch * V, N, R, 1.0, g.data(), R, t.green.data(), N, 0.0,
+           p.data(), N);
+  std::vector<double> out(batch * N, 0.0);
+  for (int64_t bt = 0; bt < batch; ++bt)
+    for (int64_t l = 0; l < V; ++l) {
+      double* x = out.data() + bt * N;
+      const c128* a = t.phase.data() + l * N;
+      const c128* pl = p.data() + (bt * V + l) * N;
+      for (int64_t j = 0; j < N; ++j)
+        x[j] += a[j].real() * pl[j].real() - a[j].imag() * pl[j].imag();
+    }
   return out;
 }
 

@@ -9,7 +9,9 @@
 // BornOperator: the first Born approximation of the scattered field at the
 // receivers, a dense quadrature over the cells (point samples, cell area dA):
 //   u_s[l, r] = k0^2 dA sum_j G(x_r - y_j) exp(i k0 d_l . (y_j - c)) chi_j
-// kept as G (receivers x cells) and the illumination phases (views x cells);
+// kept as G (receivers x cells) and the illumination phases (views x cells),
+// so a forward is one complex GEMM (batch * views, cells) x (cells, receivers)
+// and the adjoint one GEMM back, both through fk::gemm (OpenBLAS zgemm);
 // with `rytov` the output is the Rytov phase u_s / u_i(x_r) (the linearised
 // log(u / u_i)). Input (..., n, n) real f32/f64; output (..., 2, n_angles,
 // n_receivers), real then imaginary parts, the input's dtype, computed in
@@ -39,6 +41,12 @@ struct ScatteringGeometry {
 // H0^(1)(z) = J0(z) + i Y0(z), z > 0.
 std::complex<double> hankel0(double z);
 
+// k0^2 dA G(x_r - y_j) from the cell centres y_j of the n x n grid over
+// [0, D]^2 to the receivers x_r: (R, n * n), C order. When 4 divides R only
+// a quarter of the ring is evaluated: a quarter turn maps the grid onto itself
+// and receiver r onto r + R / 4, so the other rows are permutations of it.
+std::vector<std::complex<double>> receiver_green(int64_t n, double D, const ScatteringGeometry& g);
+
 class BornOperator : public Operator {
  public:
   // Throws fk::Error on a non-square 2-D domain or a bad geometry.
@@ -58,9 +66,9 @@ class BornOperator : public Operator {
 
  private:
   struct Tables {
-    std::vector<double> gr, gi;        // (R, N): k0^2 dA Re/Im G(x_r - y_j)
-    std::vector<double> c, s;          // (V, N): cos/sin of k0 d_l . (y_j - c)
-    std::vector<double> rot_c, rot_s;  // (V, R): e^{-i k0 d_l . (x_r - c)} (Rytov)
+    std::vector<std::complex<double>> green;     // (R, N): k0^2 dA G(x_r - y_j)
+    std::vector<std::complex<double>> phase;     // (V, N): exp(i k0 d_l . (y_j - c))
+    std::vector<std::complex<double>> rotation;  // (V, R): exp(-i k0 d_l . (x_r - c)) (Rytov)
   };
   void prepare();
   Domain domain_;
