@@ -58,41 +58,60 @@ class ThermalTomography : public Instance {
     return measure(TomographyConfig::from(p), seed);
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "nefty" && method != "grid") return std::nullopt;
+    const TomographyConfig c = TomographyConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    ProblemSetup s{InverseProblem{}, method == "nefty" ? c.nefty_curriculum : c.grid_curriculum,
+                   meas, gt};
+    InverseProblem& prob = s.problem;
+    prob.name = "thermal_tomography";
+    prob.domain = Domain(c.grid, c.extent);
+    prob.op = heat_operator(c);
+    prob.measurement = meas;
+    std::vector<HeadPtr> heads{bounded_head("alpha", c.alpha_min, c.alpha_max, c.alpha_init)};
+    if (method == "nefty") {
+      prob.field = std::make_shared<NeuralField>(3, heads, c.field, seed);
+    } else {
+      prob.field = std::make_shared<GridField>(c.grid, heads);
+    }
+    prob.losses.add(mse_loss(), 1.0);
+    prob.losses.add(tv_loss("alpha", c.tv), c.tv_weight);
+    return s;
+  }
+
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
     FK_CHECK(method == "nefty" || method == "grid" || method == "tsr" || method == "ppt",
              "thermal_tomography", "method nefty, grid, tsr or ppt", method);
     const TomographyConfig c = TomographyConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    InverseProblem prob;
-    prob.name = "thermal_tomography";
-    prob.domain = Domain(c.grid, c.extent);
-    auto op = std::make_shared<HeatOperator>(c.heat, c.grid);
-    op->primary = "alpha";
-    prob.op = op;
-    prob.measurement = meas;
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
+    std::shared_ptr<const HeatOperator> op;
     if (method == "tsr" || method == "ppt") {
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      op = heat_operator(c);
       out.reconstruction = method == "tsr" ? run_tsr(c, meas) : run_ppt(c, meas);
       out.result.fields["alpha"] = out.reconstruction;
       out.result.prediction = op->apply(out.reconstruction.to(fk::DType::F32));
     } else {
-      std::vector<HeadPtr> heads{bounded_head("alpha", c.alpha_min, c.alpha_max, c.alpha_init)};
-      if (method == "nefty") {
-        prob.field = std::make_shared<NeuralField>(3, heads, c.field, seed);
-      } else {
-        prob.field = std::make_shared<GridField>(c.grid, heads);
-      }
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("alpha", c.tv), c.tv_weight);
-      solve_and_record(std::move(prob), method == "nefty" ? c.nefty_curriculum : c.grid_curriculum,
-                       seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      op = std::static_pointer_cast<const HeatOperator>(s.problem.op);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    add_metrics(c, *op, gt, meas, out);
+    add_metrics(c, *op, out.gt, out.measurement, out);
     return out;
   }
 
  private:
+  static std::shared_ptr<HeatOperator> heat_operator(const TomographyConfig& c) {
+    auto op = std::make_shared<HeatOperator>(c.heat, c.grid);
+    op->primary = "alpha";
+    return op;
+  }
+
   // The scene -> the explicit simulator's surface frames (+ noise), and the
   // ground truth at the inversion grid.
   static std::pair<Measurement, fk::Tensor> measure(const TomographyConfig& c, uint64_t seed) {

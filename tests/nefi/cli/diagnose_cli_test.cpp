@@ -72,7 +72,8 @@ TEST_P(DiagnoseInstanceCli, SmokeAtStart) {
 INSTANTIATE_TEST_SUITE_P(Instances, DiagnoseInstanceCli,
                          ::testing::Values("poisson_source", "sparse_view_ct", "holography",
                                            "deconvolution3d", "ct3d", "current_density",
-                                           "reaction_diffusion", "wave_fwi", "photoacoustic3d"));
+                                           "reaction_diffusion", "wave_fwi", "photoacoustic3d",
+                                           "thermal_tomography"));
 
 TEST(DiagnoseCli, BadInputPrintsOneLine) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
@@ -83,6 +84,7 @@ TEST(DiagnoseCli, BadInputPrintsOneLine) {
        {"diagnose toy1d --method admm", "admm"},
        {"diagnose deconvolution --method wiener", "wiener"},
        {"diagnose sparse_view_ct --method fbp", "fbp"},
+       {"diagnose thermal_tomography --method tsr", "tsr"},
        {"diagnose holography --method gerchberg_saxton", "gerchberg_saxton"},
        {"diagnose toy1d --set bogus=1", "bogus"},
        {"diagnose", "target"}},
