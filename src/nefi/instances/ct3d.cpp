@@ -155,36 +155,56 @@ class Ct3d : public Instance {
     FK_CHECK(method == "neural" || method == "grid" || method == "fbp3d", "ct3d",
              "method neural, grid or fbp3d", method);
     const Ct3dConfig c = Ct3dConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain(c.shape(), {c.extent, c.extent, c.height});
-    auto radon = std::make_shared<RadonOperator>(domain, c.geometry);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "fbp3d") {
-      run_fbp(c, *radon, meas, out);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
     } else {
-      InverseProblem prob =
-          field_problem("ct3d", domain, radon, meas, {bounded_head("x", 0.0, 1.0, c.init_value)},
-                        method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      prob.losses.add(l1_loss("x"), c.l1);
-      const InverseProblem base = prob;
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      const InverseProblem base = s.problem;
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
       if (c.refine) {
         const fk::Tensor x = refine_and_record(base, c.refine_options, seed, out);
-        out.metrics["refined_iou"] = iou(x, gt, c.iou_tau);
-        out.metrics["refined_psnr"] = psnr(x, gt);
+        out.metrics["refined_iou"] = iou(x, out.gt, c.iou_tau);
+        out.metrics["refined_psnr"] = psnr(x, out.gt);
       }
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    out.metrics["iou"] = iou(out.reconstruction, gt, c.iou_tau);
+    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const Ct3dConfig c = Ct3dConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain = domain_of(c);
+    ProblemSetup s{
+        field_problem("ct3d", domain, std::make_shared<RadonOperator>(domain, c.geometry), meas,
+                      {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    s.problem.losses.add(l1_loss("x"), c.l1);
+    return s;
+  }
+
+  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    const double tau = Ct3dConfig::from(p).iou_tau;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"ssim", ssim(out.reconstruction, out.gt)},
+            {"mse", mse(out.reconstruction, out.gt)},
+            {"iou", iou(out.reconstruction, out.gt, tau)}};
+  }
+
  private:
+  static Domain domain_of(const Ct3dConfig& c) {
+    return Domain(c.shape(), {c.extent, c.extent, c.height});
+  }
+
   static void run_fbp(const Ct3dConfig& c, const RadonOperator& radon, const Measurement& meas,
                       RunOutput& out) {
     std::vector<double> x = filtered_back_projection_slices(

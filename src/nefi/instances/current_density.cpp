@@ -162,26 +162,42 @@ class CurrentDensity : public Instance {
              "method neural, grid or fourier", method);
     const CurrentDensityConfig c = CurrentDensityConfig::from(p);
     const CurrentData d = measure(c, seed);
-    const Domain domain = domain_of(c);
-    auto op = std::make_shared<MagnetostaticsOperator>(domain, c.mag);
     RunOutput out = start_run_output(method, d.measurement, d.gt);
     if (method == "fourier") {
       out.reconstruction = fourier_inversion(c, d.measurement.data);
       out.result.fields["x"] = out.reconstruction;
-      out.result.prediction = op->apply(out.reconstruction);
+      out.result.prediction = MagnetostaticsOperator(domain_of(c), c.mag).apply(out.reconstruction);
     } else {
-      InverseProblem prob = field_problem("current_density", domain, op, d.measurement,
-                                          {identity_head("x")}, method, c.field, seed);
-      prob.losses.add(relative_mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = setup_of(c, d, method, seed);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
     score(c, d.clean, out);
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const CurrentDensityConfig c = CurrentDensityConfig::from(p);
+    return setup_of(c, measure(c, seed), method, seed);
+  }
+
  private:
+  // run() keeps the clean data for its scores, so the problem is built from
+  // a measurement drawn once.
+  static ProblemSetup setup_of(const CurrentDensityConfig& c, const CurrentData& d,
+                               const std::string& method, uint64_t seed) {
+    const Domain domain = domain_of(c);
+    ProblemSetup s{field_problem("current_density", domain,
+                                 std::make_shared<MagnetostaticsOperator>(domain, c.mag),
+                                 d.measurement, {identity_head("x")}, method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, d.measurement,
+                   d.gt};
+    s.problem.losses.add(relative_mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    return s;
+  }
+
   static Domain domain_of(const CurrentDensityConfig& c) {
     return Domain({c.n, c.n}, {c.extent(), c.extent()});
   }

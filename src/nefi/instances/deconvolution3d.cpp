@@ -174,36 +174,55 @@ class Deconvolution3d : public Instance {
     FK_CHECK(method == "neural" || method == "grid" || method == "richardson_lucy",
              "deconvolution3d", "method neural, grid or richardson_lucy", method);
     const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain(c.shape(), c.extent());
-    auto blur = std::make_shared<FFTConvolution>(anisotropic_gaussian_psf(c.sigma()), domain);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "richardson_lucy") {
-      richardson_lucy(*blur, meas, c.rl_iterations, out);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      richardson_lucy(*blur_of(c), meas, c.rl_iterations, out);
     } else {
-      InverseProblem prob =
-          field_problem("deconvolution3d", domain, blur, meas, {softplus_head("x", c.init_value)},
-                        method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      prob.losses.add(l1_loss("x"), c.l1);
-      const InverseProblem base = prob;
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      const InverseProblem base = s.problem;
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
       if (c.refine) {
         const fk::Tensor x = refine_and_record(base, c.refine_options, seed, out);
-        out.metrics["refined_iou"] = iou(x, gt, c.iou_threshold);
-        out.metrics["refined_psnr"] = psnr(x, gt);
+        out.metrics["refined_iou"] = iou(x, out.gt, c.iou_threshold);
+        out.metrics["refined_psnr"] = psnr(x, out.gt);
       }
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    out.metrics["iou"] = iou(out.reconstruction, gt, c.iou_threshold);
+    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    ProblemSetup s{field_problem("deconvolution3d", Domain(c.shape(), c.extent()), blur_of(c), meas,
+                                 {softplus_head("x", c.init_value)}, method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    s.problem.losses.add(l1_loss("x"), c.l1);
+    return s;
+  }
+
+  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    const double tau = Deconvolution3dConfig::from(p).iou_threshold;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"ssim", ssim(out.reconstruction, out.gt)},
+            {"mse", mse(out.reconstruction, out.gt)},
+            {"iou", iou(out.reconstruction, out.gt, tau)}};
+  }
+
  private:
+  static std::shared_ptr<FFTConvolution> blur_of(const Deconvolution3dConfig& c) {
+    return std::make_shared<FFTConvolution>(anisotropic_gaussian_psf(c.sigma()),
+                                            Domain(c.shape(), c.extent()));
+  }
+
   // x <- x A^T(y / A x) / A^T 1 from a flat start (data clamped at 0).
   static void richardson_lucy(const FFTConvolution& A, const Measurement& meas, int64_t iters,
                               RunOutput& out) {

@@ -186,31 +186,51 @@ class Holography : public Instance {
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid" || method == "gerchberg_saxton", "holography",
              "method neural, grid or gerchberg_saxton", method);
-    const HolographyConfig c = HolographyConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.n * c.pixel, c.n * c.pixel});
-    auto op = std::make_shared<HolographyOperator>(domain, c.distances, c.prop, c.absorption);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "gerchberg_saxton") {
-      gerchberg_saxton(c, *op, meas, out);
+      const HolographyConfig c = HolographyConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      gerchberg_saxton(c, *operator_of(c), meas, out);
     } else {
-      InverseProblem prob =
-          field_problem("holography", domain, op, meas,
-                        {zero_mean_head(bounded_head("x", -c.phase_bound, c.phase_bound, 0.0))},
-                        method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    const fk::Tensor x = centred(out.reconstruction), g = centred(gt);
-    out.metrics["psnr"] = psnr(x, g);
-    out.metrics["ssim"] = ssim(x, g);
-    out.metrics["rmse"] = std::sqrt(mse(x, g));
+    out.metrics = evaluate(p, out);
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const HolographyConfig c = HolographyConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    std::shared_ptr<HolographyOperator> op = operator_of(c);
+    const Domain domain = op->domain();
+    ProblemSetup s{
+        field_problem("holography", domain, std::move(op), meas,
+                      {zero_mean_head(bounded_head("x", -c.phase_bound, c.phase_bound, 0.0))},
+                      method, c.field, seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    return s;
+  }
+
+  // The phase is known up to a constant: both sides are compared centred.
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    (void)p;
+    const fk::Tensor x = centred(out.reconstruction), g = centred(out.gt);
+    return {{"psnr", psnr(x, g)}, {"ssim", ssim(x, g)}, {"rmse", std::sqrt(mse(x, g))}};
+  }
+
  private:
+  static std::shared_ptr<HolographyOperator> operator_of(const HolographyConfig& c) {
+    const Domain domain({c.n, c.n}, {c.n * c.pixel, c.n * c.pixel});
+    return std::make_shared<HolographyOperator>(domain, c.distances, c.prop, c.absorption);
+  }
+
   // Multi-plane Gerchberg-Saxton: at each plane keep the phase, impose the
   // measured amplitude, propagate back; average the planes' estimates and
   // keep the object's modulus exp(-absorption).

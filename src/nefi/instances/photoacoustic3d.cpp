@@ -173,28 +173,39 @@ class Photoacoustic3d : public Instance {
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid" || method == "time_reversal", "photoacoustic3d",
              "method neural, grid or time_reversal", method);
-    const PhotoacousticConfig c = PhotoacousticConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain(c.shape, c.extent);
-    auto op = std::make_shared<WaveInitialConditionOperator>(c.op, c.shape);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "time_reversal") {
-      std::vector<double> img = op->time_reversal(meas.data.to_vector<double>());
+      const PhotoacousticConfig c = PhotoacousticConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      const WaveInitialConditionOperator op(c.op, c.shape);
+      std::vector<double> img = op.time_reversal(meas.data.to_vector<double>());
       for (double& v : img) v = std::max(v, 0.0);
       out.reconstruction = fk::from_vector(img, c.shape);
       out.result.fields["x"] = out.reconstruction;
-      out.result.prediction = op->apply(out.reconstruction);
+      out.result.prediction = op.apply(out.reconstruction);
     } else {
-      InverseProblem prob = field_problem("photoacoustic3d", domain, op, meas,
-                                          {softplus_head("x", c.init)}, method, c.field, seed);
-      prob.losses.add(relative_mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      prob.losses.add(l1_loss("x"), c.l1);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
     out.metrics = evaluate(p, out);
     return out;
+  }
+
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const PhotoacousticConfig c = PhotoacousticConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    ProblemSetup s{field_problem("photoacoustic3d", Domain(c.shape, c.extent),
+                                 std::make_shared<WaveInitialConditionOperator>(c.op, c.shape),
+                                 meas, {softplus_head("x", c.init)}, method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(relative_mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    s.problem.losses.add(l1_loss("x"), c.l1);
+    return s;
   }
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {

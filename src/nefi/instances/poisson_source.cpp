@@ -125,27 +125,40 @@ class PoissonSource : public Instance {
     return measure(PoissonSourceConfig::from(p), seed);
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const PoissonSourceConfig c = PoissonSourceConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    ProblemSetup s{field_problem("poisson_source", domain,
+                                 std::make_shared<PoissonOperator>(domain, c.spectrum, c.kappa),
+                                 meas, {softplus_head("x", c.init_value)}, method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(c.relative_loss ? relative_mse_loss() : mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    s.problem.losses.add(l1_loss("x"), c.l1);
+    return s;
+  }
+
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid", "poisson_source", "method neural or grid",
              method);
-    const PoissonSourceConfig c = PoissonSourceConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.extent, c.extent});
-    InverseProblem prob = field_problem(
-        "poisson_source", domain, std::make_shared<PoissonOperator>(domain, c.spectrum, c.kappa),
-        meas, {softplus_head("x", c.init_value)}, method, c.field, seed);
-    prob.losses.add(c.relative_loss ? relative_mse_loss() : mse_loss(), 1.0);
-    prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-    prob.losses.add(l1_loss("x"), c.l1);
-    RunOutput out = start_run_output(method, meas, gt);
-    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
-                     seed, so, out);
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
-    out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
-    count_sources(c, seed, out);
+    ProblemSetup s = *setup(p, method, seed);
+    RunOutput out = start_run_output(method, s.measurement, s.gt);
+    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
+    out.metrics = evaluate(p, out);
+    count_sources(PoissonSourceConfig::from(p), seed, out);
     return out;
+  }
+
+  // The field metrics; the source count needs the run's seed (run() adds it).
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    (void)p;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"mse", mse(out.reconstruction, out.gt)},
+            {"relative_error", relative_error(out.reconstruction, out.gt)}};
   }
 
  private:

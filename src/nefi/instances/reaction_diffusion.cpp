@@ -200,29 +200,49 @@ class ReactionDiffusion : public Instance {
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "reaction_diffusion",
              "method neural, grid or uniform", method);
-    const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.extent, c.extent});
-    auto op = std::make_shared<ReactionDiffusionOperator>(domain, c.op);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "uniform") {
-      best_uniform(c, *op, meas, out);
+      const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      best_uniform(c, ReactionDiffusionOperator(domain_of(c), c.op), meas, out);
     } else {
-      InverseProblem prob = field_problem("reaction_diffusion", domain, op, meas,
-                                          {bounded_head("x", c.F_min, c.F_max, c.F_background)},
-                                          method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
+    out.metrics = evaluate(p, out);
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain = domain_of(c);
+    ProblemSetup s{
+        field_problem("reaction_diffusion", domain,
+                      std::make_shared<ReactionDiffusionOperator>(domain, c.op), meas,
+                      {bounded_head("x", c.F_min, c.F_max, c.F_background)}, method, c.field, seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    return s;
+  }
+
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    (void)p;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"ssim", ssim(out.reconstruction, out.gt)},
+            {"relative_error", relative_error(out.reconstruction, out.gt)}};
+  }
+
  private:
+  static Domain domain_of(const ReactionDiffusionConfig& c) {
+    return Domain({c.n, c.n}, {c.extent, c.extent});
+  }
+
   // The constant F in [F_min, F_max] whose prediction fits the data best.
   static void best_uniform(const ReactionDiffusionConfig& c, const ReactionDiffusionOperator& op,
                            const Measurement& meas, RunOutput& out) {

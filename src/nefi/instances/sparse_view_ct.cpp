@@ -131,30 +131,49 @@ class SparseViewCt : public Instance {
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid" || method == "fbp", "sparse_view_ct",
              "method neural, grid or fbp", method);
-    const SparseViewCtConfig c = SparseViewCtConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.extent, c.extent});
-    auto radon = std::make_shared<RadonOperator>(domain, c.geometry);
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "fbp") {
-      run_fbp(c, *radon, meas, out);
+      const SparseViewCtConfig c = SparseViewCtConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
+      run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
     } else {
-      InverseProblem prob =
-          field_problem("sparse_view_ct", domain, radon, meas,
-                        {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-      prob.losses.add(l1_loss("x"), c.l1);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["mse"] = mse(out.reconstruction, gt);
+    out.metrics = evaluate(p, out);
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const SparseViewCtConfig c = SparseViewCtConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    const Domain domain = domain_of(c);
+    ProblemSetup s{
+        field_problem("sparse_view_ct", domain, std::make_shared<RadonOperator>(domain, c.geometry),
+                      meas, {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    s.problem.losses.add(l1_loss("x"), c.l1);
+    return s;
+  }
+
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    (void)p;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"ssim", ssim(out.reconstruction, out.gt)},
+            {"mse", mse(out.reconstruction, out.gt)}};
+  }
+
  private:
+  static Domain domain_of(const SparseViewCtConfig& c) {
+    return Domain({c.n, c.n}, {c.extent, c.extent});
+  }
+
   static void run_fbp(const SparseViewCtConfig& c, const RadonOperator& radon,
                       const Measurement& meas, RunOutput& out) {
     std::vector<double> x =

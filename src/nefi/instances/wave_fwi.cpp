@@ -184,23 +184,30 @@ class WaveFwi : public Instance {
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid", "wave_fwi", "method neural or grid", method);
+    ProblemSetup s = *setup(p, method, seed);
+    RunOutput out = start_run_output(method, s.measurement, s.gt);
+    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
+    out.metrics = evaluate(p, out);
+    return out;
+  }
+
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
     const WaveFwiConfig c = WaveFwiConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     const Domain domain({c.n, c.n}, {c.medium.extent, c.medium.extent});
-    auto op = std::make_shared<WaveOperator>(c.op, domain.shape());
     const fwi::MediumConfig& m = c.medium;
-    InverseProblem prob =
-        field_problem("wave_fwi", domain, op, meas,
-                      {bounded_head("x", m.c_min, m.c_max, m.c_background)}, method, c.field, seed);
-    prob.losses.add(relative_mse_loss("fit"), 1.0);
-    prob.losses.add(band_limited_mse_loss(c.op.wave.dt_obs, c.f_low, "fit_lo"),
-                    c.multiscale_frequency ? 1.0 : 0.0);
-    prob.losses.add(tv_loss("x", c.tv), c.tv_weight);
-    RunOutput out = start_run_output(method, meas, gt);
-    solve_and_record(std::move(prob), method == "neural" ? c.neural_curriculum : c.grid_curriculum,
-                     seed, so, out);
-    out.metrics = evaluate(p, out);
-    return out;
+    ProblemSetup s{
+        field_problem("wave_fwi", domain, std::make_shared<WaveOperator>(c.op, domain.shape()),
+                      meas, {bounded_head("x", m.c_min, m.c_max, m.c_background)}, method, c.field,
+                      seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(relative_mse_loss("fit"), 1.0);
+    s.problem.losses.add(band_limited_mse_loss(c.op.wave.dt_obs, c.f_low, "fit_lo"),
+                         c.multiscale_frequency ? 1.0 : 0.0);
+    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    return s;
   }
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {

@@ -1,10 +1,14 @@
 // nefi gallery on two instances at a tenth of their smoke budget: the page
 // references only files that exist, gallery.json holds each run's metrics,
-// and bad options are one-line errors.
+// a headless browser renders the page with its figures, and bad options are
+// one-line errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <regex>
 
+#include <stb/stb_image.h>
 #include <nlohmann/json.hpp>
 
 #include "nefi/cli/cli_output.h"
@@ -41,6 +45,46 @@ TEST(GalleryCli, PageReferencesFilesThatExist) {
   EXPECT_EQ(j["instances"][0]["error"], "");
   EXPECT_GT(j["instances"][1]["methods"]["neural"]["metrics"]["psnr"].get<double>(), 10.0);
   EXPECT_TRUE(j["instances"][1]["methods"].contains("wiener"));
+}
+
+// Pixels of a warm, saturated colour (channel spread > 100, red over blue):
+// the figures' orange and red traces; page text is grey and links are blue.
+int64_t warm_pixels(const unsigned char* rgb, int64_t n) {
+  int64_t warm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const unsigned char* p = rgb + 3 * i;
+    const int hi = std::max({p[0], p[1], p[2]}), lo = std::min({p[0], p[1], p[2]});
+    warm += hi - lo > 100 && p[0] > p[2];
+  }
+  return warm;
+}
+
+// The page as a browser draws it: chromium-headless-shell (scripts/bootstrap
+// installs it) screenshots the gallery; the first screen holds toy1d's
+// table and its panel figure, whose warm traces a text-only page lacks.
+TEST(GalleryCli, HeadlessBrowserRendersPage) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  if (std::system("command -v chromium-headless-shell >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "chromium-headless-shell not installed (scripts/bootstrap installs it)";
+  const fs::path out = nefi::test::fresh_dir("gallery_browser");
+  ASSERT_EQ(nefi_stdout("gallery --instances toy1d --budget 0.1 -o " + out.string()).status, 0);
+  const fs::path shot = out / "screenshot.png", page = fs::absolute(out / "index.html");
+  // --no-sandbox: the tests may run as root, where chromium's sandbox refuses to start.
+  const std::string cmd =
+      "timeout 120 chromium-headless-shell --headless --no-sandbox --disable-gpu "
+      "--window-size=1200,900 --screenshot=" +
+      shot.string() + " file://" + page.string() + " >" + (out / "browser.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << nefi::test::slurp(out / "browser.log");
+  ASSERT_TRUE(fs::exists(shot));
+  EXPECT_GT(fs::file_size(shot), 20000u);  // a blank page is about 5 KB
+  int w = 0, h = 0, c = 0;
+  unsigned char* px = stbi_load(shot.string().c_str(), &w, &h, &c, 3);
+  ASSERT_NE(px, nullptr) << shot;
+  const int64_t warm = warm_pixels(px, int64_t{w} * h);
+  stbi_image_free(px);
+  EXPECT_EQ(w, 1200);
+  EXPECT_EQ(h, 900);
+  EXPECT_GT(warm, 500) << "the panel figure did not render";  // ~1600; without its figures ~60
 }
 
 TEST(GalleryCli, BadInputPrintsOneLine) {
