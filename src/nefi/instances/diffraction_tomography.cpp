@@ -218,36 +218,57 @@ class DiffractionTomography : public Instance {
                 const SolverOptions& so) const override {
     FK_CHECK(method == "neural" || method == "grid" || method == "backpropagation",
              "diffraction_tomography", "method neural, grid or backpropagation", method);
-    const DtConfig c = DtConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
-    const Domain domain({c.n, c.n}, {c.extent, c.extent});
-    auto born = std::make_shared<BornOperator>(domain, c.geometry);
-    born->primary = "chi";
-    RunOutput out = start_run_output(method, meas, gt);
+    RunOutput out;
     if (method == "backpropagation") {
+      const DtConfig c = DtConfig::from(p);
+      auto [meas, gt] = measure(c, seed);
+      out = start_run_output(method, meas, gt);
       const std::vector<double> x =
           filtered_backpropagation(meas.data.to_vector<double>(), c.geometry, c.n, c.extent);
       out.reconstruction = fk::from_vector(x, {c.n, c.n});
       out.result.fields["chi"] = out.reconstruction;
-      out.result.prediction = born->apply(out.reconstruction);
+      out.result.prediction = born_of(c)->apply(out.reconstruction);
     } else {
-      // The bounded head starts at chi = 0 (the background).
-      const double v0 = 0.0;
-      InverseProblem prob =
-          field_problem("diffraction_tomography", domain, born, meas,
-                        {bounded_head("chi", c.chi_min, c.chi_max, v0)}, method, c.field, seed);
-      prob.losses.add(mse_loss(), 1.0);
-      prob.losses.add(tv_loss("chi", c.tv), c.tv_weight);
-      solve_and_record(std::move(prob),
-                       method == "neural" ? c.neural_curriculum : c.grid_curriculum, seed, so, out);
+      ProblemSetup s = *setup(p, method, seed);
+      out = start_run_output(method, s.measurement, s.gt);
+      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
-    out.metrics["psnr"] = psnr(out.reconstruction, gt);
-    out.metrics["ssim"] = ssim(out.reconstruction, gt);
-    out.metrics["relative_error"] = relative_error(out.reconstruction, gt);
+    out.metrics = evaluate(p, out);
     return out;
   }
 
+  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
+                                    uint64_t seed) const override {
+    if (method != "neural" && method != "grid") return std::nullopt;
+    const DtConfig c = DtConfig::from(p);
+    auto [meas, gt] = measure(c, seed);
+    std::shared_ptr<BornOperator> born = born_of(c);
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    // The bounded head starts at chi = 0 (the background).
+    ProblemSetup s{
+        field_problem("diffraction_tomography", domain, std::move(born), meas,
+                      {bounded_head("chi", c.chi_min, c.chi_max, 0.0)}, method, c.field, seed),
+        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(tv_loss("chi", c.tv), c.tv_weight);
+    return s;
+  }
+
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    (void)p;
+    return {{"psnr", psnr(out.reconstruction, out.gt)},
+            {"ssim", ssim(out.reconstruction, out.gt)},
+            {"relative_error", relative_error(out.reconstruction, out.gt)}};
+  }
+
  private:
+  static std::shared_ptr<BornOperator> born_of(const DtConfig& c) {
+    const Domain domain({c.n, c.n}, {c.extent, c.extent});
+    auto born = std::make_shared<BornOperator>(domain, c.geometry);
+    born->primary = "chi";
+    return born;
+  }
+
   // Point samples on the finer grid -> Lippmann-Schwinger -> noise; the
   // truth is the scene's cell averages at n.
   static std::pair<Measurement, fk::Tensor> measure(const DtConfig& c, uint64_t seed) {

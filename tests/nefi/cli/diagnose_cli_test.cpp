@@ -73,7 +73,8 @@ INSTANTIATE_TEST_SUITE_P(Instances, DiagnoseInstanceCli,
                          ::testing::Values("poisson_source", "sparse_view_ct", "holography",
                                            "deconvolution3d", "ct3d", "current_density",
                                            "reaction_diffusion", "wave_fwi", "photoacoustic3d",
-                                           "thermal_tomography"));
+                                           "thermal_tomography", "diffraction_tomography",
+                                           "nv_relaxometry", "eit", "darcy_flow", "dot3d"));
 
 TEST(DiagnoseCli, BadInputPrintsOneLine) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
