@@ -267,12 +267,22 @@ TEST(CpuIsa, KnobCapsTheLevelAndGenericHalfConversionMatches) {
     ASSERT_EQ(b_auto[i].bits, b_gen[i].bits) << in[i];
     ASSERT_EQ(back_auto[i], back_gen[i]) << in[i];
   }
-  k.set_override("avx512");
+  EXPECT_FALSE(cpu_avx512());  // generic caps the AVX-512 kernels too
+  k.set_override("avx2");
+  EXPECT_FALSE(cpu_avx512());
+  EXPECT_FALSE(cpu_avx512_bf16());
+  k.set_override("avx512");  // the same as auto
+  EXPECT_EQ(cpu_isa(), cpu_isa_detected());
+  const bool avx512 = cpu_avx512();
+  k.set_override("auto");
+  EXPECT_EQ(cpu_avx512(), avx512);
+  EXPECT_TRUE(!cpu_avx512_bf16() || avx512);
+  k.set_override("sse9");
   try {
     (void)cpu_isa();
     ADD_FAILURE() << "an unknown ISA was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected one of auto, avx2, generic, got avx512"),
+    EXPECT_NE(std::string(e.what()).find("expected one of auto, avx512, avx2, generic, got sse9"),
               std::string::npos)
         << e.what();
   }
