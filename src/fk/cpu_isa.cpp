@@ -58,6 +58,18 @@ CpuIsa cpu_isa() {
   return isa;
 }
 
+bool cpu_avx512() {
+  return cpu_isa() >= CpuIsa::Avx512;
+}
+
+bool cpu_avx512_bf16() {
+  static const bool bf16 = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;  // AVX512_BF16: CPUID leaf 7 sub-leaf 1, EAX bit 5
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
+  }();
+  return bf16 && cpu_avx512();
+}
+
 const char* cpu_isa_name(CpuIsa isa) {
   return isa == CpuIsa::Avx512 ? "avx512" : isa == CpuIsa::Avx2 ? "avx2" : "generic";
 }

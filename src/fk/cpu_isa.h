@@ -5,7 +5,8 @@
 // __attribute__((target(...))) and pick one per call, so one binary runs on
 // any x86-64 machine. Levels are ordered: a kernel written for AVX2 runs
 // wherever cpu_isa() >= Avx2. Few kernels have an AVX-512 variant (the sparse
-// convolution tiles); their tests skip where the CPU lacks it.
+// convolution tiles, nefi's dense-layer GEMM); their tests skip where the
+// CPU lacks it.
 namespace fk {
 
 enum class CpuIsa { Generic = 0, Avx2 = 1, Avx512 = 2 };
@@ -15,5 +16,10 @@ CpuIsa cpu_isa();
 // What the CPU has, ignoring the knob.
 CpuIsa cpu_isa_detected();
 const char* cpu_isa_name(CpuIsa isa);
+
+// AVX-512 F/BW/DQ/VL present and FK_CPU_ISA auto or avx512.
+bool cpu_avx512();
+// The same plus AVX512_BF16 (vdpbf16ps).
+bool cpu_avx512_bf16();
 
 }  // namespace fk

@@ -268,11 +268,16 @@ TEST(CpuIsa, KnobCapsTheLevelAndGenericHalfConversionMatches) {
     ASSERT_EQ(b_auto[i].bits, b_gen[i].bits) << in[i];
     ASSERT_EQ(back_auto[i], back_gen[i]) << in[i];
   }
+  EXPECT_FALSE(cpu_avx512());  // generic caps the AVX-512 kernels too
   // avx2 caps an AVX-512 CPU at AVX2 and leaves a lesser one as it is.
   k.set_override("avx2");
   EXPECT_EQ(cpu_isa(), std::min(CpuIsa::Avx2, cpu_isa_detected()));
-  k.set_override("avx512");
+  EXPECT_FALSE(cpu_avx512());
+  EXPECT_FALSE(cpu_avx512_bf16());
+  k.set_override("avx512");  // the same as auto
   EXPECT_EQ(cpu_isa(), cpu_isa_detected());
+  EXPECT_EQ(cpu_avx512(), cpu_isa_detected() == CpuIsa::Avx512);
+  EXPECT_TRUE(!cpu_avx512_bf16() || cpu_avx512());
   k.set_override("avx1024");
   try {
     (void)cpu_isa();

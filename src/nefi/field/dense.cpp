@@ -1,13 +1,14 @@
 #include "nefi/field/dense.h"
 
 #include <cmath>
-#include <cstring>
+#include <type_traits>
 
 #include "fk/autograd.h"
 #include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/field/dense_gemm.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -16,6 +17,45 @@ namespace {
 fk::Tensor contig(const fk::Tensor& t) {
   fk::autograd::NoGradGuard ng;
   return t.is_contiguous() ? t.detach() : t.contiguous().detach();
+}
+
+// C (m, n) = op(A) op(B), f32 on AVX-512 with the epilogue fused, otherwise
+// fk::gemm (the caller applies bias and activation).
+bool product(fk::DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a,
+             int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate,
+             const void* bias, DenseActivation act) {
+  fk::profile::count_launch();
+  if (dt == fk::DType::F32 && dense_gemm_fits(m, n, k)) {
+    dense_gemm(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
+               ldb, static_cast<float*>(c), ldc, accumulate, static_cast<const float*>(bias), act);
+    return true;
+  }
+  fk::gemm(dt, ta, tb, m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c, ldc);
+  return false;
+}
+
+// gz = g act'(y) and db = column sums of gz (db may be null), one pass over
+// the rows. act None: gz is g, only db is made.
+template <typename T>
+void pre_activation_grad(const T* __restrict g, const T* __restrict y, DenseActivation act,
+                         int64_t n, int64_t out, T* __restrict gz, T* __restrict db) {
+  if (db)
+    for (int64_t j = 0; j < out; ++j) db[j] = T(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const T* gr = g + i * out;
+    T* zr = gz + i * out;
+    if (act == DenseActivation::Tanh) {
+      const T* yr = y + i * out;
+      for (int64_t j = 0; j < out; ++j) zr[j] = gr[j] * (T(1) - yr[j] * yr[j]);
+    } else if (act == DenseActivation::Relu) {
+      const T* yr = y + i * out;
+      for (int64_t j = 0; j < out; ++j) zr[j] = yr[j] > T(0) ? gr[j] : T(0);
+    } else {
+      zr = const_cast<T*>(gr);
+    }
+    if (db)
+      for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
+  }
 }
 
 struct DenseBackward : fk::autograd::Node {
@@ -36,47 +76,55 @@ struct DenseBackward : fk::autograd::Node {
     fk::Tensor g = grads[0];
     if (g.dtype() != dt) g = g.to(dt);
     g = contig(g);
-    fk::Tensor gz = g;
-    if (act == DenseActivation::Tanh) {
-      const fk::Tensor& yt = y.unpack(name());
-      gz = fk::empty(g.shape(), {dt});
+    std::vector<fk::Tensor> res(3);
+    if (next[2].fn) res[2] = fk::empty({out}, {dt});
+    fk::Tensor gz = act == DenseActivation::None ? g : fk::empty(g.shape(), {dt});
+    if (act != DenseActivation::None || next[2].fn) {
+      const fk::Tensor& yt = act == DenseActivation::None ? g : y.unpack(name());
       auto run = [&](auto tag) {
         using T = decltype(tag);
-        const T* __restrict gg = g.data<T>();
-        const T* __restrict yy = yt.data<T>();
-        T* __restrict o = gz.data<T>();
-        for (int64_t i = 0, m = g.numel(); i < m; ++i) o[i] = gg[i] * (T(1) - yy[i] * yy[i]);
+        pre_activation_grad<T>(g.data<T>(), yt.data<T>(), act, n, out, gz.data<T>(),
+                               next[2].fn ? res[2].data<T>() : nullptr);
       };
       dt == fk::DType::F64 ? run(double{}) : run(float{});
     }
-    std::vector<fk::Tensor> res(3);
     if (next[0].fn) {
       res[0] = fk::empty({n, in}, {dt});
-      fk::gemm(dt, false, false, n, in, out, 1.0, gz.data_ptr(), out, wt.data_ptr(), in, 0.0,
-               res[0].data_ptr(), in);
-      fk::profile::count_launch();
+      product(dt, false, false, n, in, out, gz.data_ptr(), out, wt.data_ptr(), in,
+              res[0].data_ptr(), in, false, nullptr, DenseActivation::None);
     }
     if (next[1].fn) {
       res[1] = fk::empty({out, in}, {dt});
-      fk::gemm(dt, true, false, out, in, n, 1.0, gz.data_ptr(), out, xt.data_ptr(), in, 0.0,
-               res[1].data_ptr(), in);
-      fk::profile::count_launch();
-    }
-    if (next[2].fn) {
-      res[2] = fk::empty({out}, {dt});
-      auto run = [&](auto tag) {
-        using T = decltype(tag);
-        const T* gg = gz.data<T>();
-        T* db = res[2].data<T>();
-        for (int64_t j = 0; j < out; ++j) db[j] = T(0);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < out; ++j) db[j] += gg[i * out + j];
-      };
-      dt == fk::DType::F64 ? run(double{}) : run(float{});
+      product(dt, true, false, out, in, n, gz.data_ptr(), out, xt.data_ptr(), in, res[1].data_ptr(),
+              in, false, nullptr, DenseActivation::None);
     }
     return res;
   }
 };
+
+// y = act(y + b) in place, a row at a time (the row stays in cache between
+// the two): the epilogue when the GEMM could not fuse it.
+void bias_activation(fk::Tensor& y, const fk::Tensor& b, DenseActivation act) {
+  const int64_t n = y.size(0), out = y.size(1);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* bb = b.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      T* p = y.data<T>() + i * out;
+      for (int64_t j = 0; j < out; ++j) p[j] += bb[j];
+      if (act == DenseActivation::Relu) {
+        for (int64_t j = 0; j < out; ++j) p[j] = p[j] > T(0) ? p[j] : T(0);
+      } else if (act == DenseActivation::Tanh) {
+        if constexpr (std::is_same_v<T, float>) {
+          fast_tanh_f32(p, p, out);
+        } else {
+          for (int64_t j = 0; j < out; ++j) p[j] = std::tanh(p[j]);
+        }
+      }
+    }
+  };
+  y.dtype() == fk::DType::F64 ? run(double{}) : run(float{});
+}
 
 }  // namespace
 
@@ -96,25 +144,14 @@ fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b,
   const fk::Tensor xc = contig(x), wc = contig(w), bc = contig(b);
   const int64_t n = x.size(0), in = x.size(1), out = w.size(0);
   fk::Tensor y = fk::empty({n, out}, {dt});
-  const size_t row = static_cast<size_t>(out) * y.itemsize();
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(static_cast<char*>(y.data_ptr()) + i * row, bc.data_ptr(), row);
-  fk::gemm(dt, false, true, n, out, in, 1.0, xc.data_ptr(), in, wc.data_ptr(), in, 1.0,
-           y.data_ptr(), out);
-  fk::profile::count_launch();
-  if (act == DenseActivation::Tanh) {
-    if (dt == fk::DType::F32) {
-      fast_tanh_f32(y.data<float>(), y.data<float>(), y.numel());
-    } else {
-      double* p = y.data<double>();
-      for (int64_t i = 0, m = y.numel(); i < m; ++i) p[i] = std::tanh(p[i]);
-    }
-  }
+  if (!product(dt, false, true, n, out, in, xc.data_ptr(), in, wc.data_ptr(), in, y.data_ptr(), out,
+               false, bc.data_ptr(), act))
+    bias_activation(y, bc, act);
   if (fk::autograd::needs_grad(x, w, b)) {
     auto node = std::make_shared<DenseBackward>();
     node->x = xc;
     node->w = wc;
-    if (act == DenseActivation::Tanh) node->y = y.detach();
+    if (act != DenseActivation::None) node->y = y.detach();
     node->act = act;
     fk::autograd::record(node, {x, w, b}, y);
   }

@@ -47,12 +47,7 @@ typedef float v8f __attribute__((vector_size(32)));
     y[i] = p / q;                                                                               \
   }
 
-constexpr float kClamp = 7.90531110763549805f;
-constexpr float a1 = 4.89352455891786e-03f, a3 = 6.37261928875436e-04f, a5 = 1.48572235717979e-05f,
-                a7 = 5.12229709037114e-08f, a9 = -8.60467152213735e-11f,
-                a11 = 2.00018790482477e-13f, a13 = -2.76076847742355e-16f;
-constexpr float b0 = 4.89352518554385e-03f, b2 = 2.26843463243900e-03f, b4 = 1.18534705686654e-04f,
-                b6 = 1.19825839466702e-06f;
+using namespace tanh_rational;
 
 void tanh_f32_base(const float* __restrict x, float* __restrict y, int64_t n) {
   NEFI_TANH_KERNEL

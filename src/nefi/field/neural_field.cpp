@@ -129,6 +129,8 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
         h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
       } else if (cfg_.activation == "tanh") {
         h = dense(h, p[2 * i], p[2 * i + 1], DenseActivation::Tanh);  // one op each way
+      } else if (cfg_.activation == "relu") {
+        h = dense(h, p[2 * i], p[2 * i + 1], DenseActivation::Relu);
       } else {
         h = activate(dense(h, p[2 * i], p[2 * i + 1], DenseActivation::None));
       }

@@ -244,9 +244,10 @@ TEST(NefiDense, MatchesLinearTanhAndGradchecks) {
   auto got32 = nefi::dense(xf, wf, bf, nefi::DenseActivation::None).to_vector<double>();
   auto ref32 = fk::linear(x, w, b).to_vector<double>();
   for (size_t i = 0; i < ref32.size(); ++i) EXPECT_NEAR(got32[i], ref32[i], 1e-5);
-  // Gradients for x (non-contiguous: a transposed view), w and b, both activations.
+  // Gradients for x (non-contiguous: a transposed view), w and b, every activation.
   fk::Tensor xt = fk::randn({5, 7}, {fk::DType::F64}, &g);
-  for (auto act : {nefi::DenseActivation::None, nefi::DenseActivation::Tanh}) {
+  for (auto act :
+       {nefi::DenseActivation::None, nefi::DenseActivation::Tanh, nefi::DenseActivation::Relu}) {
     std::vector<fk::Tensor> in{xt.clone(), w.clone(), b.clone()};
     for (auto& t : in) t.set_requires_grad(true);
     EXPECT_EQ(fk::testing::gradcheck(

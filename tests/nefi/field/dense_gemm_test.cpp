@@ -1,0 +1,136 @@
+#include "nefi/field/dense_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "fk/autograd.h"
+#include "fk/cpu_isa.h"
+#include "fk/factory.h"
+#include "fk/knobs.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
+#include "fk/parallel.h"
+#include "fk/random.h"
+#include "nefi/field/dense.h"
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  fk::Generator g(seed);
+  return fk::randn({static_cast<int64_t>(n)}, {fk::DType::F32}, &g).to_vector<float>();
+}
+
+double activate(double v, nefi::DenseActivation act) {
+  if (act == nefi::DenseActivation::Relu) return v > 0 ? v : 0;
+  if (act == nefi::DenseActivation::Tanh) return std::tanh(v);
+  return v;
+}
+
+// The kernel against a plainly written double-precision product, for every
+// transpose, with edge tiles (m, n not multiples of 12 and 32), K over more
+// than one 256-block, M over more than one 144-row block, N wide enough for
+// packed rows of A (>= 256), an accumulated C and each epilogue.
+TEST(NefiDenseGemm, MatchesDirectProductForEveryLayoutAndEpilogue) {
+  if (!fk::cpu_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or FK_CPU_ISA caps it)";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape s :
+       {Shape{37, 45, 300}, Shape{150, 64, 20}, Shape{12, 16, 1}, Shape{30, 260, 40}}) {
+    for (int layout = 0; layout < 4; ++layout) {
+      const bool ta = layout & 1, tb = layout & 2;
+      const auto a = random_floats(s.m * s.k, 1), b = random_floats(s.k * s.n, 2);
+      const auto c0 = random_floats(s.m * s.n, 3), bias = random_floats(s.n, 4);
+      const int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
+      for (auto act : {nefi::DenseActivation::None, nefi::DenseActivation::Relu,
+                       nefi::DenseActivation::Tanh}) {
+        for (bool accumulate : {false, true}) {
+          std::vector<float> c = c0;
+          nefi::dense_gemm(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), s.n,
+                           accumulate, act == nefi::DenseActivation::None ? nullptr : bias.data(),
+                           act);
+          for (int64_t i = 0; i < s.m; ++i) {
+            for (int64_t j = 0; j < s.n; ++j) {
+              double sum = accumulate ? c0[i * s.n + j] : 0.0, mag = std::abs(sum);
+              for (int64_t p = 0; p < s.k; ++p) {
+                const double av = ta ? a[p * lda + i] : a[i * lda + p];
+                const double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+                sum += av * bv;
+                mag += std::abs(av * bv);
+              }
+              if (act != nefi::DenseActivation::None) sum += bias[j];
+              ASSERT_NEAR(c[i * s.n + j], activate(sum, act), 1e-6 * (mag + 1))
+                  << "m n k " << s.m << " " << s.n << " " << s.k << " layout " << layout << " act "
+                  << static_cast<int>(act) << " at " << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+struct DenseGrads {
+  std::vector<double> y, dx, dw, db;
+};
+
+DenseGrads dense_with_grads(fk::DType dt, nefi::DenseActivation act) {
+  fk::Generator g(9);
+  const fk::TensorOptions f64{fk::DType::F64};
+  fk::Tensor x = fk::randn({300, 70}, f64, &g).to(dt), w = fk::randn({64, 70}, f64, &g).to(dt),
+             b = fk::randn({64}, f64, &g).to(dt), up = fk::randn({300, 64}, f64, &g).to(dt);
+  for (fk::Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+  fk::Tensor y = nefi::dense(x, fk::mul(w, 0.1), b, act);
+  fk::sum(fk::mul(y, up)).backward();
+  return {y.to_vector<double>(), x.grad().to_vector<double>(), w.grad().to_vector<double>(),
+          b.grad().to_vector<double>()};
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << what << " at " << i;
+}
+
+// The f32 layer (fused kernel where the CPU has AVX-512) and its backward
+// (gz and db in one pass, both products) against the same layer in f64 (the
+// plain path, gradchecked in fields_test.cpp).
+TEST(NefiDenseGemm, F32LayerAndBackwardMatchF64) {
+  for (auto act :
+       {nefi::DenseActivation::None, nefi::DenseActivation::Relu, nefi::DenseActivation::Tanh}) {
+    const DenseGrads f32 = dense_with_grads(fk::DType::F32, act);
+    const DenseGrads f64 = dense_with_grads(fk::DType::F64, act);
+    expect_close(f32.y, f64.y, 1e-5, "y");
+    expect_close(f32.dx, f64.dx, 1e-4, "dx");
+    expect_close(f32.dw, f64.dw, 1e-4, "dw");
+    expect_close(f32.db, f64.db, 1e-4, "db");
+  }
+}
+
+// Bitwise the same at one and two threads, and (within f32 round-off) the same
+// through the AVX2/OpenBLAS path.
+TEST(NefiDenseGemm, ThreadCountAndIsaIndependent) {
+  const int saved = fk::get_num_threads();
+  fk::set_num_threads(1);
+  const DenseGrads one = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
+  fk::set_num_threads(2);
+  const DenseGrads two = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
+  fk::set_num_threads(saved);
+  EXPECT_EQ(one.y, two.y);
+  EXPECT_EQ(one.dx, two.dx);
+  EXPECT_EQ(one.dw, two.dw);
+  fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
+  isa.set_override("avx2");
+  EXPECT_FALSE(fk::cpu_avx512());
+  EXPECT_FALSE(nefi::dense_gemm_fits(1000, 1000, 1000));
+  const DenseGrads blas = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
+  isa.set_override(std::nullopt);
+  expect_close(one.y, blas.y, 1e-5, "y");
+  expect_close(one.dx, blas.dx, 1e-5, "dx");
+  expect_close(one.dw, blas.dw, 1e-5, "dw");
+}
+
+}  // namespace
