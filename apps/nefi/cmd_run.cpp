@@ -94,11 +94,33 @@ std::string summary_line(const nefi::RunConfig& cfg, const std::vector<nefi::Run
   return line;
 }
 
-int run_cmd(const RunRequest& r, const std::vector<fs::path>& dirs) {
+// --baseline NAME: the run solves NAME alone, which must be one of the
+// instance's methods other than its neural field.
+RunRequest with_baseline(const RunRequest& r) {
+  if (r.baseline.empty()) return r;
+  FK_CHECK(r.methods.empty(), "--baseline", "no --method beside it",
+           std::to_string(r.methods.size()) + " --method");
+  RunRequest b = r;
+  b.methods = {r.baseline};
+  return b;
+}
+
+void check_baseline(const nefi::Instance& inst, const std::string& baseline) {
+  if (baseline.empty()) return;
+  std::string others;
+  for (const auto& m : inst.methods())
+    if (m != default_method(inst)) others += (others.empty() ? "" : ", ") + m;
+  FK_CHECK(baseline != default_method(inst), "--baseline",
+           "a baseline of " + inst.name() + " (" + others + ")", "'" + baseline + "'");
+}
+
+int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
+  const RunRequest r = with_baseline(req);
   set_threads(r.threads);
   const nefi::RunConfig cfg = resolve_config(r, dirs);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   check_methods(*inst, cfg.methods);
+  check_baseline(*inst, r.baseline);
   const std::string out =
       r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, r.smoke ? "smoke" : "")
                     : r.out;
@@ -143,6 +165,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--set", r.sets, "override KEY=VALUE (repeatable)");
   o->seed_opt = run->add_option("--seed", o->seed, "random seed");
   run->add_option("--method,-m", r.methods, "method(s) to run (default: the config's)");
+  run->add_option("--baseline,-b", r.baseline,
+                  "run this baseline alone (a method other than the neural field)");
   run->add_option("--out,-o", r.out, "output directory");
   run->add_option("--threads", r.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   run->add_option("--save-every", r.save_every,
@@ -152,7 +176,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->footer(
       "Examples:\n  nefi run toy1d --smoke\n"
       "  nefi run deconvolution --smoke -m neural -m wiener --set tv=1e-3 --no-plot\n"
-      "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2");
+      "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2\n"
+      "  nefi run deconvolution --smoke --baseline admm");
   return {run, [o, &ctx] {
             if (o->seed_opt->count()) o->req.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.smoke_steps = o->smoke_steps;

@@ -22,6 +22,7 @@ struct RunRequest {
   std::optional<uint64_t> seed;
   int threads = 0, save_every = 0;
   std::string resume;
+  std::string baseline;  // --baseline/-b: this one method instead of the config's
 };
 
 // --smoke: configs/<instance>_smoke.yaml on top (never the full config as a

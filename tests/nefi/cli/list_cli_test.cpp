@@ -62,4 +62,20 @@ TEST(RunCli, NoPlotSkipsTheFigures) {
   EXPECT_EQ(nefi::test::slurp(a / "neural.npy"), nefi::test::slurp(b / "neural.npy"));
 }
 
+TEST(RunCli, BaselineRunsThatMethodAlone) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path d = nefi::test::fresh_dir("run_baseline");
+  const auto r = nefi_stdout("run deconvolution --smoke -b wiener --no-plot -o " + d.string());
+  ASSERT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find(" wiener psnr"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" neural "), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "wiener.npy"));
+  EXPECT_FALSE(fs::exists(d / "neural.npy"));
+  nefi::test::expect_one_line_errors(
+      {{"run deconvolution --smoke -b neural", "a baseline of"},
+       {"run deconvolution --smoke -b nope", "nope"},
+       {"run deconvolution --smoke -b wiener -m grid", "--baseline"}},
+      nefi::test::scratch());
+}
+
 }  // namespace
