@@ -1,6 +1,7 @@
-// nefi list [instances|configs] [-v] [--json]: the registered instances (with
-// -v their full default config, each key's value and doc) and the bundled
-// configs, as text or as one JSON object.
+// nefi list [instances|operators|configs] [-v] [--json]: the registered
+// instances (with -v their full default config, each key's value and doc),
+// the operator catalogue and the bundled configs, as text or as one JSON
+// object.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "common.h"
 #include "fk/error.h"
 #include "nefi/instances/instance.h"
+#include "nefi/operators/catalogue.h"
 #include "nefi/params.h"
 
 namespace fs = std::filesystem;
@@ -74,19 +76,37 @@ void print_instance(const Instance& i, bool verbose) {
                              e.doc);
 }
 
+nlohmann::json operator_json(const OperatorInfo& o) {
+  return {{"kind", o.kind},           {"summary", o.summary},         {"gradient", o.gradient},
+          {"batchable", o.batchable}, {"homogeneity", o.homogeneity}, {"instances", o.instances}};
+}
+
+void print_operator(const OperatorInfo& o, bool verbose) {
+  std::cout << fmt::format("  {:<22} {}\n", o.kind, o.summary);
+  if (!verbose) return;
+  std::cout << fmt::format("  {:<22}   gradient: {}; batchable: {}; homogeneity: {}{}\n", "",
+                           o.gradient, o.batchable, o.homogeneity,
+                           o.instances.empty() ? "" : "; instances: " + joined(o.instances));
+}
+
 int list_cmd(const ListRequest& r, const std::vector<fs::path>& dirs) {
-  const std::vector<std::string> kinds{"instances", "configs"};
+  const std::vector<std::string> kinds{"instances", "operators", "configs"};
   std::string kind = r.kind;
-  if (kind == "instance" || kind == "config") kind += "s";
+  if (kind == "instance" || kind == "config" || kind == "operator") kind += "s";
   if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
     throw fk::Error("nefi list", "a kind (" + joined(kinds) + ")", "'" + r.kind + "'");
   const bool instances = kind.empty() || kind == "instances";
   const bool configs = kind.empty() || kind == "configs";
+  const bool operators = kind.empty() || kind == "operators";
   if (r.json) {
     nlohmann::json j;
     if (instances) {
       j["instances"] = nlohmann::json::array();
       for (const auto& i : all_instances()) j["instances"].push_back(instance_json(*i, r.verbose));
+    }
+    if (operators) {
+      j["operators"] = nlohmann::json::array();
+      for (const auto& o : operator_catalogue()) j["operators"].push_back(operator_json(o));
     }
     if (configs) j["configs"] = bundled_configs(dirs);
     std::cout << j.dump(2) << "\n";
@@ -95,6 +115,10 @@ int list_cmd(const ListRequest& r, const std::vector<fs::path>& dirs) {
   if (instances) {
     std::cout << "instances:\n";
     for (const auto& i : all_instances()) print_instance(*i, r.verbose);
+  }
+  if (operators) {
+    std::cout << "operators:\n";
+    for (const auto& o : operator_catalogue()) print_operator(o, r.verbose);
   }
   if (configs) {
     std::cout << "configs:\n";
@@ -107,12 +131,16 @@ int list_cmd(const ListRequest& r, const std::vector<fs::path>& dirs) {
 
 Command add_list(CLI::App& app, const Context& ctx) {
   auto r = std::make_shared<ListRequest>();
-  auto* sub = app.add_subcommand("list", "list registered instances and bundled configs");
-  sub->add_option("kind", r->kind, "instances | configs (default: both)");
+  auto* sub =
+      app.add_subcommand("list", "list registered instances, operators and bundled configs");
+  sub->add_option("kind", r->kind, "instances | operators | configs (default: all)");
   sub->add_flag("-v,--verbose", r->verbose,
-                "each instance's full default config (key, value, doc)");
+                "each instance's full default config (key, value, doc); each operator's "
+                "gradient, batchability, homogeneity and instances");
   sub->add_flag("--json", r->json, "one JSON object instead of text");
-  sub->footer("Examples:\n  nefi list\n  nefi list instances -v\n  nefi list configs --json");
+  sub->footer(
+      "Examples:\n  nefi list\n  nefi list instances -v\n  nefi list operators -v\n"
+      "  nefi list configs --json");
   return {sub, [r, &ctx] { return list_cmd(*r, ctx.config_dirs); }};
 }
 

@@ -6,6 +6,7 @@
 
 #include "nefi/cli/cli_output.h"
 #include "nefi/instances/instance.h"
+#include "nefi/operators/catalogue.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -42,7 +43,13 @@ TEST(ListCli, JsonListsEveryInstanceAndConfig) {
   EXPECT_FALSE(brief.contains("configs"));
   const auto text = nefi_stdout("list instances -v");
   EXPECT_NE(text.out.find("anneal_fraction"), std::string::npos);
-  nefi::test::expect_one_line_errors({{"list operators", "operators"}, {"list --jsn", "--jsn"}},
+  const auto ops = nlohmann::json::parse(nefi_stdout("list operators --json").out);
+  EXPECT_FALSE(ops.contains("instances"));
+  ASSERT_EQ(ops["operators"].size(), nefi::operator_catalogue().size());
+  EXPECT_EQ(ops["operators"][0]["kind"], nefi::operator_catalogue()[0].kind);
+  EXPECT_NE(nefi_stdout("list operators -v").out.find("implicit-function adjoint"),
+            std::string::npos);
+  nefi::test::expect_one_line_errors({{"list kernels", "kernels"}, {"list --jsn", "--jsn"}},
                                      nefi::test::scratch());
 }
 

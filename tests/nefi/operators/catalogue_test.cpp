@@ -1,0 +1,75 @@
+// The operator catalogue `nefi list operators` prints agrees with the
+// operators the instances really build: each instance's smoke problem has an
+// operator whose kind() names a row listing that instance, with the row's
+// batchability and homogeneity.
+#include "nefi/operators/catalogue.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "fk/parallel.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+const nefi::OperatorInfo* row_of(const std::string& kind) {
+  for (const auto& o : nefi::operator_catalogue())
+    if (o.kind == kind) return &o;
+  return nullptr;
+}
+
+TEST(NefiOperatorCatalogue, RowsNameRegisteredInstancesOnce) {
+  std::set<std::string> listed;
+  std::set<std::string> kinds;
+  for (const auto& o : nefi::operator_catalogue()) {
+    EXPECT_TRUE(kinds.insert(o.kind).second) << o.kind << " twice";
+    for (const auto& i : o.instances) {
+      EXPECT_TRUE(listed.insert(i).second) << i << " under two operators";
+      EXPECT_NO_THROW((void)nefi::find_instance(i)) << i;
+    }
+  }
+  for (const auto& i : nefi::all_instances())
+    EXPECT_TRUE(listed.count(i->name())) << i->name() << " is in no row";
+}
+
+TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
+  fk::set_num_threads(1);
+  for (const auto& inst : nefi::all_instances()) {
+    const nefi::RunConfig c =
+        nefi::load_run_config_file(nefi::test::config_path(inst->name() + "_smoke.yaml"));
+    const auto m = inst->methods();
+    const std::string method =
+        std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
+    const auto s = inst->setup(c.config, method, 0);
+    ASSERT_TRUE(s.has_value()) << inst->name() << " builds no problem for " << method;
+    const nefi::Operator& op = *s->problem.op;
+    const nefi::OperatorInfo* row = row_of(op.kind());
+    ASSERT_NE(row, nullptr) << inst->name() << ": operator kind '" << op.kind()
+                            << "' is not catalogued";
+    EXPECT_NE(std::find(row->instances.begin(), row->instances.end(), inst->name()),
+              row->instances.end())
+        << inst->name() << " is not listed under " << row->kind;
+    if (row->batchable == "yes") {
+      EXPECT_TRUE(op.batchable()) << row->kind;
+    } else if (row->batchable == "no") {
+      EXPECT_FALSE(op.batchable()) << row->kind;
+    }
+    const auto h = op.homogeneity();
+    if (row->homogeneity == "-") {
+      EXPECT_FALSE(h.has_value()) << row->kind << " declares homogeneity " << *h;
+    } else {
+      ASSERT_TRUE(h.has_value()) << row->kind << " declares no homogeneity";
+      char p[32];
+      std::snprintf(p, sizeof p, "%g", *h);
+      EXPECT_NE(row->homogeneity.find(p), std::string::npos)
+          << row->kind << ": " << *h << " vs " << row->homogeneity;
+    }
+  }
+}
+
+}  // namespace
