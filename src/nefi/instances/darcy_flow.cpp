@@ -190,7 +190,7 @@ class DarcyFlow : public Instance {
     if (method == "uniform") {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
-      uniform_output(*darcy_operator(c, c.n, c.solver), "logk", 0.0, c.n, out);
+      uniform_output(*darcy_operator(c, c.n, c.solver), "logk", 0.0, {c.n, c.n}, out);
     } else {
       ProblemSetup s = *setup(p, method, seed);
       out = start_run_output(method, s.measurement, s.gt);
@@ -218,14 +218,7 @@ class DarcyFlow : public Instance {
     const darcy::LogPermeability field(c.scene, c.layout.extent, c.width_lo, c.width_hi, seed);
     const double lo = c.log_k_min + 0.05, hi = c.log_k_max - 0.05;
     const auto fine = field.render(nf, std::max<int64_t>(1, 4 / c.supersample), lo, hi);
-    EllipticOperatorOptions o = c.solver;
-    o.solve.cg.tol = 1e-10;
-    o.solve.cg.check_every = 1;
-    o.solve.cg.max_iter = 0;
-    o.solve.grad_mode = elliptic::GradMode::kNone;
-    o.face_mean = elliptic::FaceMean::kHarmonic;
-    o.warm_start = false;
-    o.fidelity_tag = kDarcyDataTag;
+    const EllipticOperatorOptions o = elliptic_data_options(c.solver, kDarcyDataTag);
     std::vector<double> y =
         darcy_operator(c, nf, o)->apply(fk::from_vector(fine, {nf, nf})).to_vector<double>();
     const int64_t ng = c.layout.n_sensors * c.layout.n_sensors;

@@ -242,10 +242,7 @@ class Dot3d : public Instance {
     if (method == "uniform") {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
-      out.reconstruction = fk::full(c.shape, c.mua_background, {fk::DType::F64});
-      out.result.fields["mua"] = out.reconstruction;
-      out.result.prediction =
-          dot_operator(c, c.shape, c.solver)->apply(out.reconstruction.to(fk::DType::F32));
+      uniform_output(*dot_operator(c, c.shape, c.solver), "mua", c.mua_background, c.shape, out);
     } else {
       ProblemSetup s = *setup(p, method, seed);
       out = start_run_output(method, s.measurement, s.gt);
@@ -277,14 +274,7 @@ class Dot3d : public Instance {
     const dot::Absorbers scene(c.scene, c.geometry, c.mua_background, seed);
     const fk::Dims fine{c.shape[0] * c.supersample, c.shape[1] * c.supersample,
                         c.shape[2] * c.supersample};
-    EllipticOperatorOptions o = c.solver;
-    o.solve.cg.tol = 1e-10;
-    o.solve.cg.check_every = 1;
-    o.solve.cg.max_iter = 0;
-    o.solve.grad_mode = elliptic::GradMode::kNone;
-    o.face_mean = elliptic::FaceMean::kHarmonic;
-    o.warm_start = false;
-    o.fidelity_tag = kDotDataTag;
+    const EllipticOperatorOptions o = elliptic_data_options(c.solver, kDotDataTag);
     const auto truth = scene.render(fine, std::max<int64_t>(1, 4 / c.supersample));
     std::vector<double> y =
         dot_operator(c, fine, o)->apply(fk::from_vector(truth, fine)).to_vector<double>();

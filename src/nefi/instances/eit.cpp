@@ -177,7 +177,7 @@ class Eit : public Instance {
     if (method == "uniform") {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
-      uniform_output(*eit_operator(c, c.n, c.solver), "sigma", c.sigma_bg, c.n, out);
+      uniform_output(*eit_operator(c, c.n, c.solver), "sigma", c.sigma_bg, {c.n, c.n}, out);
     } else {
       ProblemSetup s = *setup(p, method, seed);
       out = start_run_output(method, s.measurement, s.gt);
@@ -205,14 +205,7 @@ class Eit : public Instance {
     const auto inc = eit::draw_inclusions(c.scene, c.contrast_lo, c.contrast_hi, c.sigma_bg, seed);
     const int64_t sub = std::max<int64_t>(1, 4 / c.supersample);
     const auto fine = eit::render_sigma(inc, c.sigma_bg, nf, sub, c.sigma_min, c.sigma_max);
-    EllipticOperatorOptions o = c.solver;
-    o.solve.cg.tol = 1e-10;
-    o.solve.cg.check_every = 1;
-    o.solve.cg.max_iter = 0;
-    o.solve.grad_mode = elliptic::GradMode::kNone;
-    o.face_mean = elliptic::FaceMean::kHarmonic;
-    o.warm_start = false;
-    o.fidelity_tag = kEitDataTag;
+    const EllipticOperatorOptions o = elliptic_data_options(c.solver, kEitDataTag);
     auto op = eit_operator(c, nf, o);
     std::vector<double> y = op->apply(fk::from_vector(fine, {nf, nf})).to_vector<double>();
     double mx = 0;

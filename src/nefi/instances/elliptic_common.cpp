@@ -1,5 +1,7 @@
 #include "nefi/instances/elliptic_common.h"
 
+#include <utility>
+
 #include "fk/error.h"
 #include "fk/factory.h"
 
@@ -34,6 +36,19 @@ EllipticOperatorOptions elliptic_options_from(const Params& p) {
   return o;
 }
 
+EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
+                                              const char* data_tag) {
+  EllipticOperatorOptions o = std::move(inversion);
+  o.solve.cg.tol = 1e-10;
+  o.solve.cg.check_every = 1;
+  o.solve.cg.max_iter = 0;
+  o.solve.grad_mode = elliptic::GradMode::kNone;
+  o.face_mean = elliptic::FaceMean::kHarmonic;
+  o.warm_start = false;
+  o.fidelity_tag = data_tag;
+  return o;
+}
+
 Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key) {
   Curriculum c = curriculum_from(p, {n, n}, lr_key);
   const int64_t floor = p.i("min_coarse");
@@ -53,9 +68,9 @@ double mask_iou(const std::vector<bool>& a, const std::vector<bool>& b) {
   return uni > 0 ? static_cast<double>(inter) / static_cast<double>(uni) : 0.0;
 }
 
-void uniform_output(const Operator& op, const std::string& name, double value, int64_t n,
-                    RunOutput& out) {
-  out.reconstruction = fk::full({n, n}, value, {fk::DType::F64});
+void uniform_output(const Operator& op, const std::string& name, double value,
+                    const fk::Dims& shape, RunOutput& out) {
+  out.reconstruction = fk::full(shape, value, {fk::DType::F64});
   out.result.fields[name] = out.reconstruction;
   out.result.prediction = op.apply(out.reconstruction.to(fk::DType::F32));
 }

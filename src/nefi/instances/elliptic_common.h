@@ -1,7 +1,8 @@
 #pragma once
-// What the elliptic instances (eit, darcy_flow) share: the solver keys and
-// their read, the curriculum rule "both stages at n when n/2 < min_coarse"
-// (nefi.md §6.9), the uniform baseline and the support IoU metric.
+// What the elliptic instances (eit, darcy_flow, dot3d) share: the solver keys
+// and their read, the data solver's options, the curriculum rule "both
+// stages at n when n/2 < min_coarse" (nefi.md §6.9), the uniform baseline
+// and the support IoU metric.
 #include <cstdint>
 #include <string>
 
@@ -18,13 +19,19 @@ void declare_elliptic_solver_keys(Params& p, int64_t check_every);
 // The inversion operator's options from those keys (boundary and transform
 // are the instance's); checked, an error names the key.
 EllipticOperatorOptions elliptic_options_from(const Params& p);
+// The data generator's options: `inversion`'s boundary and transform, solved
+// in f64 to 1e-10 checking every iteration (automatic cap, harmonic face
+// means, no gradient, no warm start) under the fidelity tag `data_tag`.
+EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
+                                              const char* data_tag);
 // curriculum_from at n×n, every stage coarser than min_coarse raised to n.
 Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key);
 // IoU of two boolean masks given as 0/1 values (0 when both are empty).
 double mask_iou(const std::vector<bool>& a, const std::vector<bool>& b);
-// The uniform baseline's output: `value` everywhere as the primary field
-// `name`, with the operator's prediction and the metrics left to the caller.
-void uniform_output(const Operator& op, const std::string& name, double value, int64_t n,
-                    RunOutput& out);
+// The uniform baseline's output: `value` everywhere on `shape` as the
+// primary field `name`, with the operator's prediction; the metrics are left
+// to the caller.
+void uniform_output(const Operator& op, const std::string& name, double value,
+                    const fk::Dims& shape, RunOutput& out);
 
 }  // namespace nefi
