@@ -12,7 +12,6 @@
 // refined_psnr score the field it keeps.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -20,6 +19,7 @@
 #include "nefi/instances/ct3d_data.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/radon_keys.h"
 #include "nefi/instances/refine_stage.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -59,21 +59,7 @@ struct Ct3dConfig {
     FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
     c.height = p.d("height");
     FK_CHECK(c.height > 0, "config key 'height'", "a length > 0", std::to_string(c.height));
-    c.geometry.n_views = p.i("n_views");
-    FK_CHECK(c.geometry.n_views >= 1 && c.geometry.n_views <= 100000, "config key 'n_views'",
-             "a view count in [1, 100000]", std::to_string(c.geometry.n_views));
-    const double range = p.d("angle_range");
-    FK_CHECK(range > 0 && range <= 360, "config key 'angle_range'", "degrees in (0, 360]",
-             std::to_string(range));
-    c.geometry.angle_range = range * std::numbers::pi / 180;
-    c.geometry.det_per_pixel = p.i("det_per_pixel");
-    FK_CHECK(c.geometry.det_per_pixel >= 1 && c.geometry.det_per_pixel <= 16,
-             "config key 'det_per_pixel'", "an integer in [1, 16]",
-             std::to_string(c.geometry.det_per_pixel));
-    c.geometry.samples_per_pixel = p.i("samples_per_pixel");
-    FK_CHECK(c.geometry.samples_per_pixel >= 1 && c.geometry.samples_per_pixel <= 16,
-             "config key 'samples_per_pixel'", "an integer in [1, 16]",
-             std::to_string(c.geometry.samples_per_pixel));
+    c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",
              std::to_string(ss));
@@ -117,10 +103,7 @@ class Ct3d : public Instance {
     p.declare("n_z", int64_t{32}, "z slices (detector rows)");
     p.declare("extent", 1.0, "lateral side length L");
     p.declare("height", 1.0, "height H along z");
-    p.declare("n_views", int64_t{30}, "projection angles");
-    p.declare("angle_range", 180.0, "angular span of the views (degrees)");
-    p.declare("det_per_pixel", int64_t{1}, "detector bins per pixel (inversion)");
-    p.declare("samples_per_pixel", int64_t{1}, "ray samples per pixel (inversion)");
+    declare_radon_keys(p, 30);
     p.declare("noise_std", 0.01, "noise std relative to the sinogram maximum");
     p.declare("supersample", int64_t{2},
               "data: 2 x supersample exact rays per bin, supersample planes per row");

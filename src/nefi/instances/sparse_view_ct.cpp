@@ -7,7 +7,6 @@
 // piecewise. Methods: neural | grid (+TV) | fbp (Kak-Slaney ramp).
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -16,6 +15,7 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/radon_keys.h"
 #include "nefi/instances/sparse_view_ct_data.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -45,21 +45,7 @@ struct SparseViewCtConfig {
     FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
     c.extent = p.d("extent");
     FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
-    c.geometry.n_views = p.i("n_views");
-    FK_CHECK(c.geometry.n_views >= 1 && c.geometry.n_views <= 100000, "config key 'n_views'",
-             "a view count in [1, 100000]", std::to_string(c.geometry.n_views));
-    const double range = p.d("angle_range");
-    FK_CHECK(range > 0 && range <= 360, "config key 'angle_range'", "degrees in (0, 360]",
-             std::to_string(range));
-    c.geometry.angle_range = range * std::numbers::pi / 180;
-    c.geometry.det_per_pixel = p.i("det_per_pixel");
-    FK_CHECK(c.geometry.det_per_pixel >= 1 && c.geometry.det_per_pixel <= 16,
-             "config key 'det_per_pixel'", "an integer in [1, 16]",
-             std::to_string(c.geometry.det_per_pixel));
-    c.geometry.samples_per_pixel = p.i("samples_per_pixel");
-    FK_CHECK(c.geometry.samples_per_pixel >= 1 && c.geometry.samples_per_pixel <= 16,
-             "config key 'samples_per_pixel'", "an integer in [1, 16]",
-             std::to_string(c.geometry.samples_per_pixel));
+    c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample"), dd = p.i("data_det_per_pixel");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",
              std::to_string(ss));
@@ -97,10 +83,7 @@ class SparseViewCt : public Instance {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis");
     p.declare("extent", 1.0, "physical side length L");
-    p.declare("n_views", int64_t{20}, "projection angles");
-    p.declare("angle_range", 180.0, "angular span of the views (degrees)");
-    p.declare("det_per_pixel", int64_t{1}, "detector bins per pixel (inversion)");
-    p.declare("samples_per_pixel", int64_t{1}, "ray samples per pixel (inversion)");
+    declare_radon_keys(p, 20);
     p.declare("noise_std", 0.01, "noise std relative to the sinogram maximum");
     p.declare("supersample", int64_t{2}, "data: exact rays per bin = supersample x data_det");
     p.declare("data_det_per_pixel", int64_t{2}, "data: detector sub-bins per pixel");
