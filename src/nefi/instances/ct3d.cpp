@@ -144,15 +144,8 @@ class Ct3d : public Instance {
       out = start_run_output(method, meas, gt);
       run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
     } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      const InverseProblem base = s.problem;
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-      if (c.refine) {
-        const fk::Tensor x = refine_and_record(base, c.refine_options, seed, out);
-        out.metrics["refined_iou"] = iou(x, out.gt, c.iou_tau);
-        out.metrics["refined_psnr"] = psnr(x, out.gt);
-      }
+      out = solve_refine_and_record(*setup(p, method, seed), method, c.refine, c.refine_options,
+                                    c.iou_tau, seed, so);
     }
     for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
     return out;

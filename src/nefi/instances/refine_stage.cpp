@@ -1,6 +1,9 @@
 #include "nefi/instances/refine_stage.h"
 
+#include <utility>
+
 #include "fk/error.h"
+#include "nefi/solve/metrics.h"
 
 namespace nefi {
 
@@ -66,6 +69,20 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_in_band"] = r.in_band;
   out.result.fields["refined"] = r.refined;
   return r.field;
+}
+
+RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
+                                  const RefineOptions& options, double iou_fraction, uint64_t seed,
+                                  const SolverOptions& so) {
+  RunOutput out = start_run_output(method, s.measurement, s.gt);
+  const InverseProblem base = s.problem;
+  solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
+  if (refine) {
+    const fk::Tensor x = refine_and_record(base, options, seed, out);
+    out.metrics["refined_iou"] = iou(x, out.gt, iou_fraction);
+    out.metrics["refined_psnr"] = psnr(x, out.gt);
+  }
+  return out;
 }
 
 }  // namespace nefi

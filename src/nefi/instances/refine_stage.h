@@ -22,4 +22,12 @@ RefineOptions refine_options_from(const Params& p);
 fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,
                              uint64_t seed, RunOutput& out);
 
+// A trainable method's run (neural or grid) in an instance with a refine
+// stage: `s` solved along its curriculum, then, when `refine`, refined from
+// the same problem with the field refine_and_record returns scored as
+// refined_iou (IoU at `iou_fraction` of the truth's peak) and refined_psnr.
+RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
+                                  const RefineOptions& options, double iou_fraction, uint64_t seed,
+                                  const SolverOptions& so);
+
 }  // namespace nefi
