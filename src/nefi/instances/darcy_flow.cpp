@@ -145,19 +145,7 @@ class DarcyFlow : public Instance {
     p.declare("noise_std", 2e-3, "noise std relative to max|pressure|");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64, tol 1e-10)");
     declare_elliptic_solver_keys(p, 8);
-    p.declare("tv", 1e-5, "TV weight");
-    p.declare("tv_eps", 1e-3, "TV smoothing");
-    p.declare("hidden", int64_t{256}, "MLP width");
-    p.declare("depth", int64_t{6}, "MLP hidden layers");
-    p.declare("skip_at", int64_t{3}, "layer that sees the encoding again (0: none)");
-    p.declare("activation", std::string("relu"), "tanh | relu | gelu | silu | softplus | sine");
-    p.declare("n_octaves", int64_t{4}, "Fourier feature octaves");
-    p.declare("out_init_scale", 0.1, "output-layer weight scale");
-    p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
-    declare_curriculum_keys(p, {1000, 3000}, 5e-3);
-    p.set_value("anneal_fraction", 0.5);
-    p.set_value("min_coarse", int64_t{12});
-    p.declare("grid_lr", 0.05, "learning rate of the grid baseline");
+    declare_elliptic_inversion_keys(p);
     return p;
   }
 

@@ -196,21 +196,17 @@ class Dot3d : public Instance {
     p.declare("iou_threshold", 0.5, "IoU masks: excess above this fraction of the true peak");
     declare_elliptic_solver_keys(p, 1);
     p.set_value("tol", 1e-7);
-    p.declare("tv", 0.1, "TV weight");
-    p.declare("tv_eps", 1e-4, "TV smoothing");
-    p.declare("hidden", int64_t{128}, "MLP width");
-    p.declare("depth", int64_t{4}, "MLP hidden layers");
-    p.declare("skip_at", int64_t{2}, "layer that sees the encoding again (0: none)");
-    p.declare("activation", std::string("relu"), "tanh | relu | gelu | silu | softplus | sine");
-    p.declare("n_octaves", int64_t{4}, "Fourier feature octaves");
-    p.declare("out_init_scale", 0.1, "output-layer weight scale");
-    p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
-    declare_curriculum_keys(p, {300, 600}, 1e-2);
-    p.set_value("anneal_fraction", 0.3);
+    declare_elliptic_inversion_keys(p, {.tv = 0.1,
+                                        .tv_eps = 1e-4,
+                                        .hidden = 128,
+                                        .depth = 4,
+                                        .skip_at = 2,
+                                        .steps = {300, 600},
+                                        .lr = 1e-2,
+                                        .anneal_fraction = 0.3,
+                                        .min_coarse = 6});
     // Stage 2 at the full rate (not lr·0.5): +0.9 / +1.4 / +0.0 dB on smoke seeds 0-2.
     p.set_value("lr_decay", 1.0);
-    p.set_value("min_coarse", int64_t{6});
-    p.declare("grid_lr", 0.05, "learning rate of the grid baseline");
     return p;
   }
 

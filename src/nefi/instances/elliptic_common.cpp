@@ -16,6 +16,22 @@ void declare_elliptic_solver_keys(Params& p, int64_t check_every) {
   p.declare("face_mean", std::string("harmonic"), "harmonic | arithmetic");
 }
 
+void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults& d) {
+  p.declare("tv", d.tv, "TV weight");
+  p.declare("tv_eps", d.tv_eps, "TV smoothing");
+  p.declare("hidden", d.hidden, "MLP width");
+  p.declare("depth", d.depth, "MLP hidden layers");
+  p.declare("skip_at", d.skip_at, "layer that sees the encoding again (0: none)");
+  p.declare("activation", std::string("relu"), "tanh | relu | gelu | silu | softplus | sine");
+  p.declare("n_octaves", int64_t{4}, "Fourier feature octaves");
+  p.declare("out_init_scale", 0.1, "output-layer weight scale");
+  p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
+  declare_curriculum_keys(p, d.steps, d.lr);
+  p.set_value("anneal_fraction", d.anneal_fraction);
+  p.set_value("min_coarse", d.min_coarse);
+  p.declare("grid_lr", 0.05, "learning rate of the grid baseline");
+}
+
 EllipticOperatorOptions elliptic_options_from(const Params& p) {
   EllipticOperatorOptions o;
   o.solve.cg.tol = p.d("tol");

@@ -5,6 +5,7 @@
 // and the support IoU metric.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fk/tensor.h"
 #include "nefi/instances/instance.h"
@@ -16,6 +17,19 @@ namespace nefi {
 // tol, check_every, grad_mode (ift | unrolled | none), warm_start, face_mean
 // (harmonic | arithmetic), max_iter.
 void declare_elliptic_solver_keys(Params& p, int64_t check_every);
+// The defaults of the inversion keys below; eit and darcy_flow take them as
+// they are.
+struct EllipticInversionDefaults {
+  double tv = 1e-5, tv_eps = 1e-3;
+  int64_t hidden = 256, depth = 6, skip_at = 3;
+  std::vector<double> steps{1000, 3000};
+  double lr = 5e-3, anneal_fraction = 0.5;
+  int64_t min_coarse = 12;
+};
+// tv, tv_eps, the MLP keys (hidden, depth, skip_at; activation relu,
+// n_octaves 4, out_init_scale 0.1, autocast none), the curriculum keys and
+// grid_lr (0.05).
+void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults& d = {});
 // The inversion operator's options from those keys (boundary and transform
 // are the instance's); checked, an error names the key.
 EllipticOperatorOptions elliptic_options_from(const Params& p);
