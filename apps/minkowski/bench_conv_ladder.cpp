@@ -182,8 +182,9 @@ nlohmann::json one_width(const KernelMap& m, int c, int repeats, const FmaPeak& 
 nlohmann::json conv_ladder(const KernelMap& map, const std::vector<int>& widths, int repeats,
                            const FmaPeak& peak) {
   fmt::print(
-      "  ladder: f32, {} threads, {:.2f} pairs/row, least of {} runs. Rates from CPU time (process "
-      "CPU ms / threads: what an undisturbed run takes; wall ms last): FMA peak {:.1f} GFLOP/s "
+      "  ladder: f32, {} threads, {:.2f} pairs/row, least of {} runs. Rates from the process CPU "
+      "time at 1 thread (what an undisturbed run takes), the wall time at more; wall ms last): FMA "
+      "peak {:.1f} GFLOP/s "
       "({}); x sgemm = ours over OpenBLAS sgemm of rows x C x C; x peer = per-offset gather -> "
       "sgemm -> scatter-add over ours; all in this run\n",
       fk::get_num_threads(), static_cast<double>(map.pairs()) / std::max<int64_t>(map.out_size, 1),

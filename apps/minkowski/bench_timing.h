@@ -44,9 +44,11 @@ inline double median_ms(int repeats, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
-// The least disturbed of `repeats` runs by each clock: wall ms, and process
-// CPU ms divided by `threads` (what the run would take undisturbed, all its
-// threads busy).
+// The least disturbed of `repeats` runs by each clock: wall ms, and `cpu`,
+// what the run would take undisturbed. At one thread that is the process CPU
+// ms (immune to other jobs on the machine); at more it is the wall ms, since
+// pool threads that sleep through part of a call make CPU ms / threads
+// undercount (a 2-thread forward read 123 % of the FMA peak that way).
 struct MinTimes {
   double wall = 1e300, cpu = 1e300;
 };
@@ -55,8 +57,9 @@ inline MinTimes min_times(int repeats, int threads, const std::function<void()>&
   for (int i = 0; i < repeats; ++i) {
     double t0 = now_ms(), c0 = cpu_ms();
     f();
-    m.wall = std::min(m.wall, now_ms() - t0);
-    m.cpu = std::min(m.cpu, (cpu_ms() - c0) / threads);
+    const double wall = now_ms() - t0;
+    m.wall = std::min(m.wall, wall);
+    m.cpu = std::min(m.cpu, threads > 1 ? wall : cpu_ms() - c0);
   }
   return m;
 }
