@@ -1,6 +1,7 @@
 #include "nefi/instances/instance.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fk/error.h"
 #include "nefi/field/grid_field.h"
@@ -181,6 +182,16 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   c.optim.grad_clip = p.d("grad_clip");
   c.optim.lbfgs = lbfgs_options_from(p);
   c.validate();
+  return c;
+}
+
+Curriculum scaled_curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key,
+                                  const std::string& mult_key) {
+  const double mult = p.d(mult_key);
+  FK_CHECK(mult > 0 && std::isfinite(mult), "config key '" + mult_key + "'", "a value > 0",
+           Params::render(mult));
+  Curriculum c = curriculum_from(p, shape, lr_key);
+  for (Stage& s : c.stages) s.lr *= mult;
   return c;
 }
 

@@ -130,6 +130,11 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
 // The curriculum those keys describe at `shape`, starting at the learning
 // rate under `lr_key`; checked (an error names the key).
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key);
+// The curriculum at `lr_key` with every stage's learning rate times the
+// finite value > 0 under `mult_key` (a grid baseline's lr as a multiple of
+// the neural field's).
+Curriculum scaled_curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key,
+                                  const std::string& mult_key);
 // The `autocast` key: none | bf16 | fp16 (the MLP trunk only; the output
 // projection, heads, operator and losses stay f32).
 std::optional<fk::DType> autocast_from(const Params& p);

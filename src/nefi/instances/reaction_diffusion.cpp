@@ -100,10 +100,7 @@ struct ReactionDiffusionConfig {
     c.scene = p.choice("scene", {"blobs", "stripes"});
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
-    c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
-    const double mult = p.d("grid_lr_mult");
-    FK_CHECK(mult > 0, "config key 'grid_lr_mult'", "> 0", std::to_string(mult));
-    for (Stage& s : c.grid_curriculum.stages) s.lr *= mult;
+    c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
     c.tv_weight = p.d("tv");

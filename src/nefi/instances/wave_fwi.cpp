@@ -83,9 +83,7 @@ struct WaveFwiConfig {
     c.op = operator_config(p, c);
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
-    c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
-    const double mult = positive(p, "grid_lr_mult");
-    for (Stage& s : c.grid_curriculum.stages) s.lr *= mult;
+    c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");
     if (c.multiscale_frequency) {
       for (Curriculum* cur : {&c.neural_curriculum, &c.grid_curriculum}) {
         for (size_t i = 0; i < cur->stages.size(); ++i) {
