@@ -2,13 +2,16 @@
 
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/half.h"
 #include "fk/profile.h"
 #include "nefi/field/dense_gemm.h"
+#include "nefi/field/dense_gemm_bf16.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -19,12 +22,41 @@ fk::Tensor contig(const fk::Tensor& t) {
   return t.is_contiguous() ? t.detach() : t.contiguous().detach();
 }
 
+// A copy of the rows x cols matrix at p (row stride ld) rounded to bf16 and
+// widened back: bf16 operands for the f32 kernels where the CPU has no bf16
+// dot product.
+std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = fk::bf16_to_float(fk::float_to_bf16(p[r * ld + c]));
+  return out;
+}
+
 // C (m, n) = op(A) op(B), f32 on AVX-512 with the epilogue fused, otherwise
-// fk::gemm (the caller applies bias and activation).
-bool product(fk::DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a,
-             int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, bool accumulate,
-             const void* bias, DenseActivation act) {
+// fk::gemm (the caller applies bias and activation; returns false). bf16:
+// f32 operands rounded to bf16 (dense.h).
+bool product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+             const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
+             bool accumulate, const void* bias, DenseActivation act) {
   fk::profile::count_launch();
+  bf16 = bf16 && dt == fk::DType::F32;
+  const auto* af = static_cast<const float*>(a);
+  const auto* bf = static_cast<const float*>(b);
+  if (bf16 && dense_gemm_bf16_native()) {
+    dense_gemm_bf16(ta, tb, m, n, k, af, lda, bf, ldb, static_cast<float*>(c), ldc, accumulate,
+                    static_cast<const float*>(bias), act);
+    return true;
+  }
+  std::vector<float> a16, b16;
+  if (bf16) {
+    a16 = rounded_to_bf16(af, ta ? k : m, ta ? m : k, lda);
+    b16 = rounded_to_bf16(bf, tb ? n : k, tb ? k : n, ldb);
+    a = a16.data();
+    b = b16.data();
+    lda = ta ? m : k;
+    ldb = tb ? k : n;
+  }
   if (dt == fk::DType::F32 && dense_gemm_fits(m, n, k)) {
     dense_gemm(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
                ldb, static_cast<float*>(c), ldc, accumulate, static_cast<const float*>(bias), act);
@@ -61,6 +93,7 @@ void pre_activation_grad(const T* __restrict g, const T* __restrict y, DenseActi
 struct DenseBackward : fk::autograd::Node {
   fk::autograd::SavedTensor x, w, y;
   DenseActivation act = DenseActivation::None;
+  bool bf16 = false;
   const char* name() const override { return "DenseBackward"; }
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
     fn(x);
@@ -90,13 +123,13 @@ struct DenseBackward : fk::autograd::Node {
     }
     if (next[0].fn) {
       res[0] = fk::empty({n, in}, {dt});
-      product(dt, false, false, n, in, out, gz.data_ptr(), out, wt.data_ptr(), in,
+      product(dt, bf16, false, false, n, in, out, gz.data_ptr(), out, wt.data_ptr(), in,
               res[0].data_ptr(), in, false, nullptr, DenseActivation::None);
     }
     if (next[1].fn) {
       res[1] = fk::empty({out, in}, {dt});
-      product(dt, true, false, out, in, n, gz.data_ptr(), out, xt.data_ptr(), in, res[1].data_ptr(),
-              in, false, nullptr, DenseActivation::None);
+      product(dt, bf16, true, false, out, in, n, gz.data_ptr(), out, xt.data_ptr(), in,
+              res[1].data_ptr(), in, false, nullptr, DenseActivation::None);
     }
     return res;
   }
@@ -128,8 +161,8 @@ void bias_activation(fk::Tensor& y, const fk::Tensor& b, DenseActivation act) {
 
 }  // namespace
 
-fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b,
-                 DenseActivation act) {
+fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
+                 DensePrecision precision) {
   fk::profile::OpScope scope("dense");
   FK_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) &&
                b.size(0) == w.size(0),
@@ -144,8 +177,9 @@ fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b,
   const fk::Tensor xc = contig(x), wc = contig(w), bc = contig(b);
   const int64_t n = x.size(0), in = x.size(1), out = w.size(0);
   fk::Tensor y = fk::empty({n, out}, {dt});
-  if (!product(dt, false, true, n, out, in, xc.data_ptr(), in, wc.data_ptr(), in, y.data_ptr(), out,
-               false, bc.data_ptr(), act))
+  const bool bf16 = precision == DensePrecision::Bf16;
+  if (!product(dt, bf16, false, true, n, out, in, xc.data_ptr(), in, wc.data_ptr(), in,
+               y.data_ptr(), out, false, bc.data_ptr(), act))
     bias_activation(y, bc, act);
   if (fk::autograd::needs_grad(x, w, b)) {
     auto node = std::make_shared<DenseBackward>();
@@ -153,6 +187,7 @@ fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b,
     node->w = wc;
     if (act != DenseActivation::None) node->y = y.detach();
     node->act = act;
+    node->bf16 = bf16;
     fk::autograd::record(node, {x, w, b}, y);
   }
   return y;

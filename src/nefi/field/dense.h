@@ -10,13 +10,21 @@
 // is 3 ops forward and 3-4 back per layer; the MLP dominates a step's count.
 // x (N, in) f32/f64 (copied when not contiguous), w (out, in), b (out), one
 // dtype. Deterministic (fk::gemm at a fixed thread count). Saves x, w and y.
+// Precision Bf16 (f32 operands only; f64 ignores it): every product of the
+// layer, forward and both backward ones, multiplies operands rounded to bf16
+// and accumulates in f32; y, the gradients, the bias and the activation stay
+// f32 (the autocast of the reference's MLP trunk, with f32 outputs). Native
+// on AVX512_BF16 (dense_gemm_bf16.h); elsewhere the operands are rounded
+// into f32 copies and multiplied by the f32 path: the same numbers up to
+// summation order, at f32 speed plus the copies.
 #include "fk/tensor.h"
 
 namespace nefi {
 
 enum class DenseActivation { None, Tanh, Relu };
+enum class DensePrecision { F32, Bf16 };
 
-fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b,
-                 DenseActivation act);
+fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
+                 DensePrecision precision = DensePrecision::F32);
 
 }  // namespace nefi

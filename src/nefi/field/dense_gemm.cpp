@@ -8,7 +8,7 @@
 
 #include "fk/cpu_isa.h"
 #include "fk/parallel.h"
-#include "nefi/field/fast_tanh.h"
+#include "nefi/field/dense_gemm_tile.h"
 
 // GCC 12 flags the _mm512_undefined_ps pass-through inside _mm512_{min,max}_ps
 // (a false positive in its own header).
@@ -17,30 +17,15 @@
 namespace nefi {
 namespace {
 
-// 12 x 32 tile: 24 zmm accumulators, two B loads and 12 broadcasts a k step.
-constexpr int kMR = 12, kNR = 32;
+using dense_tile::Epilogue;
+using dense_tile::kMR;
+using dense_tile::kNR;
+using dense_tile::round_up;
+using Scratch = dense_tile::Scratch<float>;
+
 // K block (a B panel of 256 x 32 floats is 32 KiB: stays in L1d) and M block
 // (rows of A read in place: 144 x 256 floats, 144 KiB, stay in L2).
 constexpr int64_t kKC = 256, kMC = 144;
-
-int64_t round_up(int64_t v, int64_t to) {
-  return (v + to - 1) / to * to;
-}
-
-// A 64-byte aligned scratch buffer per thread, grown on demand and kept.
-struct Scratch {
-  float* p = nullptr;
-  size_t cap = 0;
-  ~Scratch() { std::free(p); }
-  float* get(size_t floats) {
-    if (floats > cap) {
-      std::free(p);
-      p = static_cast<float*>(std::aligned_alloc(64, round_up(floats * sizeof(float), 64)));
-      cap = floats;
-    }
-    return p;
-  }
-};
 
 // op(B)[p0 : p0+kc, 0 : n] into panels of kNR columns (columns past n zero).
 // Rows of a plain B are copied with masked vector moves (a variable-length
@@ -70,28 +55,6 @@ __attribute__((target("avx512f"))) void pack_b(bool tb, const float* b, int64_t 
   }
 }
 
-__attribute__((target("avx512f"))) __m512 tanh16(__m512 v) {
-  using namespace tanh_rational;
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-kClamp)), _mm512_set1_ps(kClamp));
-  const __m512 v2 = _mm512_mul_ps(v, v);
-  __m512 p = _mm512_fmadd_ps(v2, _mm512_set1_ps(a13), _mm512_set1_ps(a11));
-  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a9));
-  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a7));
-  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a5));
-  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a3));
-  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a1));
-  p = _mm512_mul_ps(p, v);
-  __m512 q = _mm512_fmadd_ps(v2, _mm512_set1_ps(b6), _mm512_set1_ps(b4));
-  q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(b2));
-  q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(b0));
-  return _mm512_div_ps(p, q);
-}
-
-struct Epilogue {
-  const float* bias;  // null: none (or not the last K block)
-  DenseActivation act;
-};
-
 // c[0:12, 0:32] (row stride ldc) = A B [+ c when load_c], then the epilogue.
 // A's element (r, p) is a[r lda + p] (kByRows) or a[p lda + r]; bp is a
 // packed B panel (32 floats a k step).
@@ -114,31 +77,7 @@ __attribute__((target("avx512f"))) void tile_kernel(int64_t kc, const float* __r
     if (!kByRows) a += lda;
     bp += kNR;
   }
-  const __m512 zero = _mm512_setzero_ps();
-  const __m512 bias0 = ep.bias ? _mm512_loadu_ps(ep.bias) : zero;
-  const __m512 bias1 = ep.bias ? _mm512_loadu_ps(ep.bias + 16) : zero;
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    float* cr = c + r * ldc;
-    __m512 x0 = lo[r], x1 = hi[r];
-    if (load_c) {
-      x0 = _mm512_add_ps(_mm512_loadu_ps(cr), x0);
-      x1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), x1);
-    }
-    if (ep.bias) {
-      x0 = _mm512_add_ps(x0, bias0);
-      x1 = _mm512_add_ps(x1, bias1);
-    }
-    if (ep.act == DenseActivation::Relu) {
-      x0 = _mm512_max_ps(x0, zero);
-      x1 = _mm512_max_ps(x1, zero);
-    } else if (ep.act == DenseActivation::Tanh) {
-      x0 = tanh16(x0);
-      x1 = tanh16(x1);
-    }
-    _mm512_storeu_ps(cr, x0);
-    _mm512_storeu_ps(cr + 16, x1);
-  }
+  dense_tile::finish_tile(lo, hi, c, ldc, load_c, ep);
 }
 
 // One tile of C, mr x nr valid, A's rows at a (op(A) element (r, p) at
@@ -162,15 +101,11 @@ void tile(int64_t kc, const float* a, int64_t lda, bool by_rows, const float* bp
     lda = kMR;
     by_rows = false;
   }
-  alignas(64) float t[kMR * kNR] = {};
-  alignas(64) float bias[kNR] = {};
-  if (load_c)
-    for (int64_t r = 0; r < mr; ++r) std::memcpy(t + r * kNR, c + r * ldc, sizeof(float) * nr);
-  if (ep.bias) std::memcpy(bias, ep.bias, sizeof(float) * nr);
-  const Epilogue padded{ep.bias ? bias : nullptr, ep.act};
-  by_rows ? tile_kernel<true>(kc, a, lda, bp, t, kNR, load_c, padded)
-          : tile_kernel<false>(kc, a, lda, bp, t, kNR, load_c, padded);
-  for (int64_t r = 0; r < mr; ++r) std::memcpy(c + r * ldc, t + r * kNR, sizeof(float) * nr);
+  dense_tile::through_padded_tile(
+      c, ldc, mr, nr, load_c, ep, [&](float* t, int64_t ldt, const Epilogue& padded) {
+        by_rows ? tile_kernel<true>(kc, a, lda, bp, t, ldt, load_c, padded)
+                : tile_kernel<false>(kc, a, lda, bp, t, ldt, load_c, padded);
+      });
 }
 
 }  // namespace

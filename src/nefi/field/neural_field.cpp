@@ -120,20 +120,23 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
   const std::vector<fk::Tensor> p = params_.views();
   const fk::Tensor x = enc_.forward(coords_for(domain), progress);
   fk::Tensor h = x;
-  {
-    std::optional<fk::amp::AutocastGuard> ac;
-    if (cfg_.autocast) ac.emplace(*cfg_.autocast);
+  if (cfg_.autocast == fk::DType::F16) {
+    fk::amp::AutocastGuard ac(fk::DType::F16);
     for (int i = 0; i < cfg_.depth; ++i) {
       if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
-      if (cfg_.autocast) {
-        h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
-      } else if (cfg_.activation == "tanh") {
-        h = dense(h, p[2 * i], p[2 * i + 1], DenseActivation::Tanh);  // one op each way
-      } else if (cfg_.activation == "relu") {
-        h = dense(h, p[2 * i], p[2 * i + 1], DenseActivation::Relu);
-      } else {
-        h = activate(dense(h, p[2 * i], p[2 * i + 1], DenseActivation::None));
-      }
+      h = activate(fk::linear(h, p[2 * i], p[2 * i + 1]));
+    }
+  } else {
+    const DensePrecision precision =
+        cfg_.autocast == fk::DType::BF16 ? DensePrecision::Bf16 : DensePrecision::F32;
+    const std::string& a = cfg_.activation;
+    const DenseActivation fused = a == "tanh"   ? DenseActivation::Tanh
+                                  : a == "relu" ? DenseActivation::Relu
+                                                : DenseActivation::None;
+    for (int i = 0; i < cfg_.depth; ++i) {
+      if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
+      h = dense(h, p[2 * i], p[2 * i + 1], fused, precision);  // one op each way
+      if (fused == DenseActivation::None) h = activate(h);
     }
   }
   if (h.dtype() != fk::DType::F32) h = h.to(fk::DType::F32);

@@ -70,6 +70,7 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("n_octaves", int64_t{12}, "Fourier feature octaves");
   p.declare("include_input", false, "raw coordinates in the encoding");
   p.declare("out_init_scale", 0.1, "output-layer weight scale");
+  p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
   p.declare("alpha_init", 0.15, "the bounded head's initial value");
   p.declare("steps", int64_t{10000}, "optimizer steps");
   p.declare("lr", 5e-5, "learning rate (nefty)");

@@ -1,0 +1,115 @@
+#pragma once
+// dense_gemm_tile: what the f32 (dense_gemm.cpp) and bf16 (dense_gemm_bf16.cpp)
+// register-tile kernels share: the 12 x 32 f32 output tile, its epilogue
+// (accumulate into C, bias, activation) applied while the tile is in
+// registers, edge tiles through a padded copy, and per-thread scratch.
+// Internal to the two kernels.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "nefi/field/dense.h"
+#include "nefi/field/fast_tanh.h"
+
+namespace nefi::dense_tile {
+
+// 12 x 32 tile: 24 zmm accumulators, two B loads and 12 broadcasts a k step.
+constexpr int kMR = 12, kNR = 32;
+
+inline int64_t round_up(int64_t v, int64_t to) {
+  return (v + to - 1) / to * to;
+}
+
+// A 64-byte aligned buffer, grown on demand and kept (one per thread).
+template <typename T>
+struct Scratch {
+  T* p = nullptr;
+  size_t cap = 0;
+  ~Scratch() { std::free(p); }
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get(size_t count) {
+    if (count > cap) {
+      std::free(p);
+      p = static_cast<T*>(std::aligned_alloc(64, round_up(count * sizeof(T), 64)));
+      cap = count;
+    }
+    return p;
+  }
+};
+
+struct Epilogue {
+  const float* bias;  // null: none (or not the last K block)
+  DenseActivation act;
+};
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 tanh16(__m512 v) {
+  using namespace tanh_rational;
+  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-kClamp)), _mm512_set1_ps(kClamp));
+  const __m512 v2 = _mm512_mul_ps(v, v);
+  __m512 p = _mm512_fmadd_ps(v2, _mm512_set1_ps(a13), _mm512_set1_ps(a11));
+  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a9));
+  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a7));
+  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a5));
+  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a3));
+  p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(a1));
+  p = _mm512_mul_ps(p, v);
+  __m512 q = _mm512_fmadd_ps(v2, _mm512_set1_ps(b6), _mm512_set1_ps(b4));
+  q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(b2));
+  q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(b0));
+  return _mm512_div_ps(p, q);
+}
+
+// Stores the accumulated tile c[0:12, 0:32] = act(acc [+ c when load_c] +
+// bias): lo[r] holds columns 0-15 of row r, hi[r] columns 16-31.
+__attribute__((target("avx512f"), always_inline)) inline void finish_tile(const __m512 (&lo)[kMR],
+                                                                          const __m512 (&hi)[kMR],
+                                                                          float* c, int64_t ldc,
+                                                                          bool load_c,
+                                                                          const Epilogue& ep) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 bias0 = ep.bias ? _mm512_loadu_ps(ep.bias) : zero;
+  const __m512 bias1 = ep.bias ? _mm512_loadu_ps(ep.bias + 16) : zero;
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    float* cr = c + r * ldc;
+    __m512 x0 = lo[r], x1 = hi[r];
+    if (load_c) {
+      x0 = _mm512_add_ps(_mm512_loadu_ps(cr), x0);
+      x1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), x1);
+    }
+    if (ep.bias) {
+      x0 = _mm512_add_ps(x0, bias0);
+      x1 = _mm512_add_ps(x1, bias1);
+    }
+    if (ep.act == DenseActivation::Relu) {
+      x0 = _mm512_max_ps(x0, zero);
+      x1 = _mm512_max_ps(x1, zero);
+    } else if (ep.act == DenseActivation::Tanh) {
+      x0 = tanh16(x0);
+      x1 = tanh16(x1);
+    }
+    _mm512_storeu_ps(cr, x0);
+    _mm512_storeu_ps(cr + 16, x1);
+  }
+}
+
+// An edge tile of C (mr x nr valid, mr <= 12, nr <= 32): the kernel
+// run(c, ldc, epilogue) writes a zero-padded copy of C (and of the bias), and
+// the valid part is copied back.
+template <typename Run>
+void through_padded_tile(float* c, int64_t ldc, int64_t mr, int64_t nr, bool load_c,
+                         const Epilogue& ep, Run&& run) {
+  alignas(64) float t[kMR * kNR] = {};
+  alignas(64) float bias[kNR] = {};
+  if (load_c)
+    for (int64_t r = 0; r < mr; ++r) std::memcpy(t + r * kNR, c + r * ldc, sizeof(float) * nr);
+  if (ep.bias) std::memcpy(bias, ep.bias, sizeof(float) * nr);
+  run(t, int64_t{kNR}, Epilogue{ep.bias ? bias : nullptr, ep.act});
+  for (int64_t r = 0; r < mr; ++r) std::memcpy(c + r * ldc, t + r * kNR, sizeof(float) * nr);
+}
+
+}  // namespace nefi::dense_tile
