@@ -7,8 +7,11 @@
 // and softplus, hidden biases 0; the output weights are Xavier scaled by
 // out_init_scale and the output bias comes from the heads, so a fresh field
 // is near-uniform at the heads' initial values.
-// With `autocast` (bf16/f16) the trunk runs in half precision; the output
-// projection and the heads stay f32.
+// With `autocast` the trunk's products run in half precision and the output
+// projection and the heads stay f32: bf16 multiplies bf16-rounded operands
+// with f32 accumulation and keeps activations f32 (nefi::dense,
+// DensePrecision::Bf16; native on AVX512_BF16); f16 stores the trunk in f16
+// (fk autocast).
 // All parameters sit in one flat f32 buffer (params()).
 #include <optional>
 #include <string>
