@@ -190,6 +190,23 @@ class SpmmFunction(torch.autograd.Function):
         return gv, gd, None
 
 
+class SplatFunction(torch.autograd.Function):
+    """out[c] = sum of w_c(q) F[q] over the points q that have c among their
+    2^D corners (the splat map's list); the backward is the transposed list."""
+
+    @staticmethod
+    def forward(ctx, features, splat_map):
+        ctx.save_for_backward(features)
+        ctx.splat_map = splat_map
+        return _mk.splat_forward(splat_map, _plain(features))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        (f,) = ctx.saved_tensors
+        return _mk.splat_backward(_plain(grad_out), ctx.splat_map, _plain(f)), None
+
+
 def spmm(rows, cols, values, size, mat):
     """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
     (duplicates add up); differentiable w.r.t. values and mat."""
