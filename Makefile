@@ -80,10 +80,17 @@ cuda-archs: bootstrap
 	  -DFK_BUILD_TESTS=OFF -DFK_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build/cuda-archs -j $(JOBS) --target fk_cuda
 
-# The fieldkit wheel (scikit-build-core over this CMake project) into dist/,
-# with the build tools bootstrap put in .venv (no download).
-wheel: bootstrap
-	@.venv/bin/pip wheel --no-deps --no-build-isolation -w dist .
+# The fieldkit wheel (scikit-build-core over this CMake project) with the
+# build tools bootstrap put in .venv, then auditwheel's repair: the shared
+# libraries it links outside the manylinux policy (OpenBLAS, FFTW, yaml-cpp,
+# fmt, libgomp, libgfortran, ...) copied into the wheel with patchelf, and the
+# manylinux tag of the oldest glibc its symbols allow (that of the build
+# machine's toolchain: Debian 12 gives manylinux_2_35, not manylinux2014, which
+# would need an older toolchain). dist/raw/ keeps the unrepaired wheel.
+wheel:
+	@scripts/bootstrap --wheel
+	@rm -rf dist/raw && .venv/bin/pip wheel --no-deps --no-build-isolation -w dist/raw .
+	@PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/auditwheel repair -w dist dist/raw/fieldkit-*.whl
 
 format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i

@@ -1,5 +1,5 @@
 // fieldkit._core.minkowski, second half: normalization, pruning, union,
-// interpolation and spmm (the pure pairs and the coordinate side of each),
+// interpolation, splatting and spmm (the pure pairs and the coordinate side of each),
 // and whole C++ ops (`engine_*`) that the tests hold the Python layers to.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/array.h>
@@ -16,6 +16,7 @@
 #include "minkowski/ops/pooling.h"
 #include "minkowski/ops/pooling_transpose.h"
 #include "minkowski/ops/prune.h"
+#include "minkowski/ops/splat.h"
 #include "minkowski/ops/spmm.h"
 #include "minkowski/ops/union.h"
 #include "minkowski/sparse_tensor.h"
@@ -146,6 +147,33 @@ void bind_spmm(nb::module_& m) {
       nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("points"), nb::arg("mode"));
 }
 
+// Splatting: the map (new coordinates + weights) and the pure pair over it.
+void bind_splat(nb::module_& m) {
+  nb::class_<mk::SplatMap>(m, "SplatMap")
+      .def_ro("key", &mk::SplatMap::key)
+      .def_prop_ro("size", [](const mk::SplatMap& s) { return s.list.m; })
+      .def("nnz", [](const mk::SplatMap& s) { return s.list.rows.size(); })
+      .def("weights", [](const mk::SplatMap& s) { return to_torch(s.weight); });
+  m.def(
+      "splat_map",
+      [](const std::shared_ptr<Mgr>& mgr, const Array& points, const std::vector<int32_t>& ts) {
+        return mk::splat_map(in(points), ts, mgr);
+      },
+      nb::arg("manager"), nb::arg("points"), nb::arg("tensor_stride"));
+  m.def(
+      "splat_forward",
+      [](const mk::SplatMap& map, const Array& f) {
+        return to_torch(mk::splat_forward(map, in(f)));
+      },
+      nb::arg("map"), nb::arg("features"));
+  m.def(
+      "splat_backward",
+      [](const Array& g, const mk::SplatMap& map, const Array& f) {
+        return to_torch(mk::splat_backward(in(g), map, in(f)));
+      },
+      nb::arg("grad"), nb::arg("map"), nb::arg("features"));
+}
+
 // Whole C++ ops on (manager, key, features): the engine's own results, for
 // the tests to compare the Python layers with (forward only).
 void bind_engine(nb::module_& m) {
@@ -189,6 +217,14 @@ void bind_engine(nb::module_& m) {
       },
       nb::arg("kind"), nb::arg("mode"), nb::arg("manager"), nb::arg("key"), nb::arg("features"),
       nb::arg("region"), nb::arg("stride"));
+  m.def(
+      "engine_splat",
+      [](const Array& f, const Array& points, const std::vector<int32_t>& ts) {
+        fk::autograd::NoGradGuard ng;
+        mk::SparseTensor y = mk::splat(mk::TensorField(in(f), in(points)), ts);
+        return nb::make_tuple(to_torch(y.F()), to_torch(y.C()));
+      },
+      nb::arg("features"), nb::arg("points"), nb::arg("tensor_stride"));
 }
 
 }  // namespace
@@ -197,6 +233,7 @@ void bind_minkowski_more(nb::module_& m) {
   bind_normalization(m);
   bind_coordinates_ops(m);
   bind_spmm(m);
+  bind_splat(m);
   bind_engine(m);
 }
 

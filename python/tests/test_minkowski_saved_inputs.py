@@ -1,7 +1,7 @@
 """The convolution Function keeps its inputs' C++ views for the backward
 (no second wrapping): the gradients equal the plain binding's, an input
-changed in place after the forward is still caught, and a double backward
-is refused."""
+changed in place after the forward is still caught, and a backward under
+create_graph (which does not use the views) gives the same gradients."""
 import pytest
 import torch
 from conftest import random_sparse
@@ -43,12 +43,14 @@ def test_an_input_changed_in_place_after_the_forward_is_caught():
         y.sum().backward()
 
 
-def test_double_backward_is_refused():
+def test_a_backward_under_create_graph_gives_the_same_gradients():
     f, w, kmap = conv_inputs()
     y = ConvolutionFunction.apply(f, w, kmap, False)
-    (gf,) = torch.autograd.grad(y.sum(), f, create_graph=True)
-    with pytest.raises(RuntimeError):
-        gf.sum().backward()
+    g = torch.randn_like(y)
+    gf, gw = torch.autograd.grad(y, (f, w), g, create_graph=True)
+    assert gf.grad_fn is not None and y.grad_fn.inputs is None
+    want_f, want_w = _mk.conv_backward(g, f.detach(), w.detach(), kmap, False, True, True)
+    assert torch.equal(gf, want_f) and torch.equal(gw, want_w)
 
 
 def test_views_are_released_after_the_backward_and_a_retained_graph_still_works():

@@ -19,6 +19,7 @@
 #include "minkowski/ops/pooling_transpose.h"
 #include "minkowski/ops/prune.h"
 #include "minkowski/ops/quantize.h"
+#include "minkowski/ops/splat.h"
 #include "minkowski/ops/spmm.h"
 #include "minkowski/ops/union.h"
 #include "minkowski/sparse_tensor.h"

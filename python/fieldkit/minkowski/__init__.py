@@ -48,6 +48,7 @@ from .broadcast import (
     MinkowskiBroadcastMultiplication,
 )
 from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
+from .sync_batch_norm import MinkowskiSyncBatchNorm
 from .ops import (
     MinkowskiInterpolation,
     MinkowskiPruning,

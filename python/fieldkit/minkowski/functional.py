@@ -5,9 +5,11 @@ forward/backward pairs. Each takes and returns feature tensors; the layers
 Tensors cross as DLPack capsules made by torch's C entry point
 (``torch.utils.dlpack.to_dlpack``: about 1 us cheaper per tensor than the
 ``__dlpack__`` protocol, and it takes tensors that require grad as they are),
-strided and without copies; first derivatives only (the backward is itself not
-differentiable). Under ``torch.autocast`` the float inputs are cast
-to the autocast dtype first, as the reference's ``maybe_autocast`` does.
+strided and without copies. The convolution is differentiable any number of
+times (its backward is a Function of its own); the other ops give first
+derivatives only (their backward is not differentiable). Under
+``torch.autocast`` the float inputs are cast to the autocast dtype first, as
+the reference's ``maybe_autocast`` does.
 """
 import torch
 from torch.autograd.function import once_differentiable
@@ -74,7 +76,8 @@ def _plain(t):
 class ConvolutionFunction(torch.autograd.Function):
     """out = sum over the kernel map's pairs of F[in] @ W[k] (channelwise:
     F[in] * W[k]); the map decides submanifold, strided, transposed or
-    generative."""
+    generative. Differentiable any number of times: under create_graph the
+    backward is ConvolutionBackwardFunction, itself differentiable."""
 
     @staticmethod
     def forward(ctx, features, weight, kernel_map, channelwise=False):
@@ -89,12 +92,53 @@ class ConvolutionFunction(torch.autograd.Function):
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out):
         need = ctx.needs_input_grad
+        if _grad_enabled():  # create_graph: a backward torch can differentiate
+            f, w = ctx.saved_tensors
+            ctx.inputs = None
+            gf, gw = ConvolutionBackwardFunction.apply(grad_out, f, w, ctx.kernel_map,
+                                                       ctx.channelwise, need[0], need[1])
+            return gf, gw, None, None
         gf, gw = _mk.conv_backward_saved(_plain(grad_out), _saved_inputs(ctx), ctx.kernel_map,
                                          ctx.channelwise, need[0], need[1])
         return gf, gw, None, None
+
+
+class ConvolutionBackwardFunction(torch.autograd.Function):
+    """(grad_F, grad_W) of out = sum_k S_k F W_k (S_k the map's pairs of
+    offset k) for the output gradient g:
+        grad_F = sum_k S_k^T g W_k^T,   grad_W_k = (S_k F)^T g,
+    linear in g and in each of F, W. So for upstream gradients a (of grad_F)
+    and b (of grad_W) its own derivatives are convolutions again:
+        d/dg = conv(a, W) + conv(F, b),
+        d/dF = grad_F of (g, weight b),   d/dW = grad_W of (g, features a)
+    (channelwise alike, with elementwise products). They go through
+    ConvolutionFunction and this Function, so every order is differentiable."""
+
+    @staticmethod
+    def forward(ctx, grad_out, features, weight, kernel_map, channelwise, need_f, need_w):
+        ctx.save_for_backward(grad_out, features, weight)
+        ctx.kernel_map, ctx.channelwise = kernel_map, channelwise
+        return _mk.conv_backward(_plain(grad_out), _plain(features), _plain(weight), kernel_map,
+                                 channelwise, need_f, need_w)
+
+    @staticmethod
+    def backward(ctx, a, b):
+        g, f, w = ctx.saved_tensors
+        m, cw = ctx.kernel_map, ctx.channelwise
+        need_g, need_f, need_w = ctx.needs_input_grad[:3]
+        dg = df = dw = None
+        if need_g:
+            terms = [ConvolutionFunction.apply(a, w, m, cw) if a is not None else None,
+                     ConvolutionFunction.apply(f, b, m, cw) if b is not None else None]
+            terms = [t for t in terms if t is not None]
+            dg = terms[0] + terms[1] if len(terms) == 2 else (terms[0] if terms else None)
+        if need_f and b is not None:
+            df = ConvolutionBackwardFunction.apply(g, f, b, m, cw, True, False)[0]
+        if need_w and a is not None:
+            dw = ConvolutionBackwardFunction.apply(g, a, w, m, cw, False, True)[1]
+        return dg, df, dw, None, None, None, None
 
 
 class LocalPoolingFunction(torch.autograd.Function):
@@ -188,6 +232,23 @@ class SpmmFunction(torch.autograd.Function):
         gv, gd = _mk.spmm_backward(_plain(grad_out), ctx.coo, _plain(v), _plain(d),
                                    ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         return gv, gd, None
+
+
+class SplatFunction(torch.autograd.Function):
+    """out[c] = sum of w_c(q) F[q] over the points q that have c among their
+    2^D corners (the splat map's list); the backward is the transposed list."""
+
+    @staticmethod
+    def forward(ctx, features, splat_map):
+        ctx.save_for_backward(features)
+        ctx.splat_map = splat_map
+        return _mk.splat_forward(splat_map, _plain(features))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        (f,) = ctx.saved_tensors
+        return _mk.splat_backward(_plain(grad_out), ctx.splat_map, _plain(f)), None
 
 
 def spmm(rows, cols, values, size, mat):

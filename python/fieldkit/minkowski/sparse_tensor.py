@@ -5,6 +5,7 @@ import warnings
 import torch
 
 from .._core import minkowski as _mk
+from .functional import SplatFunction, run
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
@@ -259,6 +260,14 @@ class SparseTensor:
 
         return interpolate(self, query_coordinates)[0]
 
+    def interpolate(self, field):
+        """This tensor's features at the points of a TensorField, as a
+        TensorField: multilinear over the corners present. On the map of
+        ``field.splat()`` every corner is present, so this is the splat's
+        transpose (the reference keeps the splat's weights for this)."""
+        return TensorField(self.features_at_coordinates(field.C), field.C,
+                           coordinate_manager=self._manager)
+
     def slice(self, field):
         """This tensor's features at each point of a TensorField quantized onto
         this tensor's map (``field.sparse()``), as a TensorField."""
@@ -285,6 +294,7 @@ class TensorField:
         if requires_grad is not None:
             features.requires_grad_(requires_grad)
         self._F, self._C = features, coordinates
+        self._tensor_stride = _axes(tensor_stride)
         self._manager = coordinate_manager or default_manager(coordinates.shape[1] - 1)
         self.quantization_mode = QMode(quantization_mode)
         self._inverse = {}
@@ -322,6 +332,19 @@ class TensorField:
                          coordinate_manager=self._manager)
         self._inverse[x.coordinate_map_key] = x.inverse_mapping
         return x
+
+    def splat(self, tensor_stride=None):
+        """The features spread onto the grid (the transpose of multilinear
+        interpolation): each point gives each of its 2^D corners
+        (floor(x / ts) * ts + {0, ts} per axis) the share prod_j (1 - |x_j -
+        c_j| / ts_j) of its features. A SparseTensor on a new map of this
+        field's manager holding every corner, in order of first occurrence;
+        differentiable in the features. The batch column must hold integers."""
+        ts = self._tensor_stride if tensor_stride is None else _axes(tensor_stride)
+        points = self._C if self._C.is_floating_point() else self._C.double()
+        splat_map = _mk.splat_map(self._manager, points.detach(), ts)
+        out = run(SplatFunction, self._F, splat_map)
+        return SparseTensor._on_map(out, splat_map.key, self._manager)
 
     def inverse_mapping(self, key):
         if key not in self._inverse:

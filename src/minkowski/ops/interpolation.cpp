@@ -9,49 +9,19 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/multilinear_corners.h"
 
 namespace minkowski {
 
 namespace {
 
 constexpr const char* kWhere = "minkowski::interpolate";
-constexpr double kInt32Limit = 2147483647.0;
-
-constexpr int kMaxDim = 16;
 // Points per block of the weight construction: blocks run in parallel and are
 // concatenated in order, so the list does not depend on the thread count.
 constexpr int64_t kBlockPoints = 2048;
 
-// Throws unless point i has an integer batch index and both corners of every
-// axis, floor(q / ts) * ts and one stride above, fit int32.
-void check_point(const double* q, const std::vector<int32_t>& ts, int64_t i) {
-  FK_CHECK(std::isfinite(q[0]) && std::floor(q[0]) == q[0] && std::abs(q[0]) < kInt32Limit, kWhere,
-           "an integer batch index in column 0 (point " + std::to_string(i) + ")",
-           std::to_string(q[0]));
-  for (size_t a = 0; a < ts.size(); ++a) {
-    const double t = ts[a], cell = std::floor(q[a + 1] / t);
-    FK_CHECK(std::isfinite(cell) && std::abs(cell * t) < kInt32Limit &&
-                 std::abs((cell + 1) * t) < kInt32Limit,
-             kWhere, "finite coordinates within int32 (point " + std::to_string(i) + ")",
-             std::to_string(q[a + 1]));
-  }
-}
-
-struct Corners {
-  std::array<int32_t, kMaxDim + 1> base;  // batch, floor(q / ts) * ts per axis
-  std::array<double, kMaxDim> frac;       // (q - base) / ts per axis, in [0, 1)
-};
-
-Corners corners_of(const double* q, const std::vector<int32_t>& ts) {
-  Corners c;
-  c.base[0] = static_cast<int32_t>(q[0]);
-  for (size_t a = 0; a < ts.size(); ++a) {
-    const double t = ts[a], cell = std::floor(q[a + 1] / t);
-    c.base[a + 1] = static_cast<int32_t>(cell * t);
-    c.frac[a] = (q[a + 1] - cell * t) / t;
-  }
-  return c;
-}
+using multilinear::Corners;
+using multilinear::kMaxDim;
 
 // A present corner of one point: its row, weight and squared distance (in strides).
 struct Found {
@@ -61,21 +31,12 @@ struct Found {
 
 void present_corners(const CoordinateMap& map, const Corners& c, const std::vector<int32_t>& ts,
                      std::vector<Found>& found) {
-  const int d = static_cast<int>(ts.size());
   found.clear();
   std::array<int32_t, kMaxDim + 1> at;
-  at[0] = c.base[0];
-  for (uint32_t bits = 0; bits < (1u << d); ++bits) {
-    double w = 1, d2 = 0;
-    for (int a = 0; a < d; ++a) {
-      const bool up = (bits >> a) & 1u;
-      at[a + 1] = c.base[a + 1] + (up ? ts[a] : 0);
-      const double dist = up ? 1 - c.frac[a] : c.frac[a];
-      w *= 1 - dist;
-      d2 += dist * dist;
-    }
+  for (uint32_t bits = 0; bits < (1u << ts.size()); ++bits) {
+    const multilinear::Corner k = multilinear::corner(c, ts, bits, at.data());
     const int64_t row = map.find(at.data());
-    if (row >= 0) found.push_back({row, w, d2});
+    if (row >= 0) found.push_back({row, k.weight, k.dist2});
   }
 }
 
@@ -128,14 +89,14 @@ InterpolationWeights interpolation_weights(const SparseTensor& x, const fk::Tens
   const auto& ts = x.tensor_stride();
   const int64_t q = points.size(0);
   auto pv = points.to_vector<double>();
-  for (int64_t i = 0; i < q; ++i) check_point(pv.data() + i * (d + 1), ts, i);
+  for (int64_t i = 0; i < q; ++i) multilinear::check_point(pv.data() + i * (d + 1), ts, i, kWhere);
   const int64_t blocks = (q + kBlockPoints - 1) / kBlockPoints;
   std::vector<Entries> part(static_cast<size_t>(blocks));
   fk::parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
     std::vector<Found> found;
     for (int64_t b = lo; b < hi; ++b)
       for (int64_t i = b * kBlockPoints; i < std::min(q, (b + 1) * kBlockPoints); ++i) {
-        present_corners(*map, corners_of(pv.data() + i * (d + 1), ts), ts, found);
+        present_corners(*map, multilinear::corners_of(pv.data() + i * (d + 1), ts), ts, found);
         add_entries(i, found, size_t{1} << d, mode, part[b]);
       }
   });
