@@ -156,9 +156,9 @@ TEST(NefiEit, InclusionIouIsSignAware) {
   EXPECT_THROW(inclusion_iou({1.0}, gt, 1.0), fk::Error);
 }
 
-// The smoke preset's neural field over seeds 0-2 (about 1.6 s of CPU each):
-// floors below the measured values (see configs/eit_smoke.yaml: 25.26 /
-// 26.65 / 13.96 dB, IoU 1.00 / 0.79 / 0.29).
+// The smoke preset's neural field over seeds 0-2 (about 1.5 s of CPU each):
+// floors below the measured values (see configs/eit_smoke.yaml: 25.06 /
+// 26.29 / 13.97 dB, IoU 1.00 / 0.79 / 0.29).
 void smoke_floor(int seed, double psnr_floor, double iou_floor) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("eit_smoke.yaml"));
