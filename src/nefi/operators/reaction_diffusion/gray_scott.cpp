@@ -14,12 +14,13 @@ void for_each_face(const Grid& g, Fn&& fn) {
   const int64_t n0 = g.n0, n1 = g.n1;
   const double s0 = 1.0 / (g.h0 * g.h0), s1 = 1.0 / (g.h1 * g.h1);
   const bool wrap = g.boundary == Boundary::kPeriodic;
-  for (int64_t i = 0; i < n0; ++i)
-    for (int64_t j = 0; j < n1; ++j) {
-      const int64_t c = i * n1 + j;
-      if (i + 1 < n0 || wrap) fn(c, ((i + 1) % n0) * n1 + j, s0);
-      if (j + 1 < n1 || wrap) fn(c, i * n1 + (j + 1) % n1, s1);
-    }
+  for (int64_t i = 0; i < n0; ++i) {
+    const int64_t row = i * n1, next = i + 1 < n0 ? row + n1 : 0;
+    if (i + 1 < n0 || wrap)
+      for (int64_t j = 0; j < n1; ++j) fn(row + j, next + j, s0);
+    for (int64_t j = 0; j + 1 < n1; ++j) fn(row + j, row + j + 1, s1);
+    if (wrap) fn(row + n1 - 1, row, s1);
+  }
 }
 
 double harmonic(double a, double b) {
