@@ -5,7 +5,7 @@
 #include <numbers>
 
 #include "fk/error.h"
-#include "nefi/instances/datagen.h"
+#include "nefi/instances/numpy_rng.h"
 
 namespace nefi::eit {
 namespace {
@@ -75,44 +75,81 @@ std::vector<Inclusion> draw_inclusions(const std::string& scene, double contrast
                                        double contrast_hi, double sigma_bg, uint64_t seed) {
   FK_CHECK(scene == "single" || scene == "multi" || scene == "contrast", "config key 'scene'",
            "single | multi | contrast", "'" + scene + "'");
-  datagen::Rng rng(seed * 104729 + 17);
+  constexpr double kAxisLo = 0.2, kAxisHi = 0.4, kCentreRadius = 0.5, kGap = 0.1;
+  NumpyRng rng(seed);
   if (scene == "contrast") contrast_lo = 10, contrast_hi = 20;
-  const int count = scene == "multi" ? static_cast<int>(rng.integer(2, 3)) : 1;
-  const double r_lo = scene == "multi" ? 0.15 : 0.25, r_hi = scene == "multi" ? 0.3 : 0.45;
+  const int64_t count = scene == "multi" ? rng.integers(2, 4) : 1;
   std::vector<Inclusion> out;
-  for (int tries = 0; static_cast<int>(out.size()) < count && tries < 1000; ++tries) {
-    Inclusion d;
-    d.radius = rng.uniform(r_lo, r_hi);
-    const double rho = rng.uniform(0, 0.85 - d.radius), phi = rng.uniform(0, 2 * std::numbers::pi);
-    d.cx = rho * std::cos(phi), d.cy = rho * std::sin(phi);
+  for (int64_t k = 0; k < count; ++k) {
+    Inclusion d{};
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      d.a = rng.uniform(kAxisLo, kAxisHi);
+      d.b = rng.uniform(kAxisLo, kAxisHi);
+      d.angle = rng.uniform(0, std::numbers::pi);
+      const double rho = kCentreRadius * std::sqrt(rng.uniform());
+      const double phi = rng.uniform(0, 2 * std::numbers::pi);
+      d.cx = rho * std::cos(phi), d.cy = rho * std::sin(phi);
+      bool apart = true;
+      for (const Inclusion& e : out)
+        apart = apart && std::hypot(d.cx - e.cx, d.cy - e.cy) >
+                             std::max(d.a, d.b) + std::max(e.a, e.b) + kGap;
+      if (apart) break;
+    }
     const double c = rng.uniform(contrast_lo, contrast_hi);
     d.sigma = rng.uniform() < 0.5 ? sigma_bg * c : sigma_bg / c;
-    bool apart = true;
-    for (const Inclusion& e : out)
-      apart = apart && std::hypot(d.cx - e.cx, d.cy - e.cy) > d.radius + e.radius + 0.1;
-    if (apart) out.push_back(d);
+    out.push_back(d);
   }
   return out;
 }
 
 std::vector<double> render_sigma(const std::vector<Inclusion>& inc, double sigma_bg, int64_t m,
                                  int64_t sub, double lo, double hi) {
-  std::vector<double> out(m * m, 0.0);
-  const double h = 2.0 / static_cast<double>(m);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < m; ++j) {
-      double acc = 0;
-      for (int64_t a = 0; a < sub; ++a)
-        for (int64_t b = 0; b < sub; ++b) {
-          const double x = -1 + h * (i + (a + 0.5) / sub), y = -1 + h * (j + (b + 0.5) / sub);
-          double s = sigma_bg;
-          for (const Inclusion& d : inc)
-            if (std::hypot(x - d.cx, y - d.cy) <= d.radius) s = d.sigma;
-          acc += s;
-        }
-      out[i * m + j] = std::clamp(acc / static_cast<double>(sub * sub), lo, hi);
-    }
+  std::vector<double> out(m * m, sigma_bg);
+  const double h = 2.0 / static_cast<double>(m), per = 1.0 / static_cast<double>(sub * sub);
+  for (const Inclusion& d : inc) {
+    const double c = std::cos(d.angle), s = std::sin(d.angle);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        int64_t inside = 0;
+        for (int64_t a = 0; a < sub; ++a)
+          for (int64_t b = 0; b < sub; ++b) {
+            const double dx = -1 + h * (i + (a + 0.5) / sub) - d.cx;
+            const double dy = -1 + h * (j + (b + 0.5) / sub) - d.cy;
+            const double u = (c * dx + s * dy) / d.a, v = (c * dy - s * dx) / d.b;
+            inside += u * u + v * v <= 1.0;
+          }
+        out[i * m + j] += (d.sigma - sigma_bg) * static_cast<double>(inside) * per;
+      }
+  }
+  for (double& v : out) v = std::clamp(v, lo, hi);
   return out;
+}
+
+double inclusion_iou(const std::vector<double>& pred, const std::vector<double>& gt,
+                     double sigma_bg) {
+  FK_CHECK(pred.size() == gt.size(), "nefi::eit::inclusion_iou", "maps of equal size",
+           std::to_string(pred.size()) + " and " + std::to_string(gt.size()));
+  auto log_contrast = [sigma_bg](const std::vector<double>& x, double* peak) {
+    std::vector<double> l(x.size());
+    *peak = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      l[i] = std::log(std::max(x[i], 1e-12) / sigma_bg);
+      *peak = std::max(*peak, std::abs(l[i]));
+    }
+    return l;
+  };
+  double pg = 0, pp = 0;
+  const auto lg = log_contrast(gt, &pg), lp = log_contrast(pred, &pp);
+  if (pg <= 0) return pp <= 1e-6 ? 1.0 : 0.0;
+  const double tg = 0.5 * pg, tp = 0.5 * pp;
+  int64_t inter = 0, uni = 0;
+  for (size_t i = 0; i < gt.size(); ++i)
+    for (int sign : {1, -1}) {
+      const bool g = sign * lg[i] > tg, p = sign * lp[i] > tp;
+      inter += g && p;
+      uni += g || p;
+    }
+  return uni > 0 ? static_cast<double>(inter) / static_cast<double>(uni) : 0.0;
 }
 
 }  // namespace nefi::eit

@@ -14,6 +14,8 @@ void declare_elliptic_solver_keys(Params& p, int64_t check_every) {
   p.declare("grad_mode", std::string("ift"), "ift | unrolled | none");
   p.declare("warm_start", true, "reuse the last solutions when they beat zero");
   p.declare("face_mean", std::string("harmonic"), "harmonic | arithmetic");
+  p.declare("linear_solver", std::string("cg"),
+            "cg (Jacobi-PCG) | banded (banded Cholesky, exact; grids without periodic axes)");
 }
 
 void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults& d) {
@@ -45,6 +47,7 @@ EllipticOperatorOptions elliptic_options_from(const Params& p) {
   FK_CHECK(o.solve.cg.max_iter >= 0, "config key 'max_iter'", ">= 0 (0: automatic)",
            std::to_string(o.solve.cg.max_iter));
   o.solve.grad_mode = elliptic::parse_grad_mode(p.choice("grad_mode", {"ift", "unrolled", "none"}));
+  o.solve.solver = elliptic::parse_linear_solver(p.choice("linear_solver", {"cg", "banded"}));
   o.warm_start = p.b("warm_start");
   o.face_mean = p.choice("face_mean", {"harmonic", "arithmetic"}) == "harmonic"
                     ? elliptic::FaceMean::kHarmonic
@@ -59,6 +62,7 @@ EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
   o.solve.cg.check_every = 1;
   o.solve.cg.max_iter = 0;
   o.solve.grad_mode = elliptic::GradMode::kNone;
+  o.solve.solver = elliptic::LinearSolver::kCg;
   o.face_mean = elliptic::FaceMean::kHarmonic;
   o.warm_start = false;
   o.fidelity_tag = data_tag;

@@ -15,7 +15,7 @@
 namespace nefi {
 
 // tol, check_every, grad_mode (ift | unrolled | none), warm_start, face_mean
-// (harmonic | arithmetic), max_iter.
+// (harmonic | arithmetic), max_iter, linear_solver (cg | banded).
 void declare_elliptic_solver_keys(Params& p, int64_t check_every);
 // The defaults of the inversion keys below; eit and darcy_flow take them as
 // they are.
@@ -34,7 +34,7 @@ void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults&
 // are the instance's); checked, an error names the key.
 EllipticOperatorOptions elliptic_options_from(const Params& p);
 // The data generator's options: `inversion`'s boundary and transform, solved
-// in f64 to 1e-10 checking every iteration (automatic cap, harmonic face
+// by the PCG in f64 to 1e-10 checking every iteration (automatic cap, harmonic face
 // means, no gradient, no warm start) under the fidelity tag `data_tag`.
 EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
                                               const char* data_tag);

@@ -1,12 +1,16 @@
-// reaction_diffusion: the Gray-Scott feed-rate field F(x) from snapshots of
-// u and v at the observation times (operators/reaction_diffusion/), with
-// Gaussian noise of noise_std * max(data). Data: the same scheme with 4x
+// reaction_diffusion: a Gray-Scott coefficient field from snapshots of u
+// and v at the observation times (operators/reaction_diffusion/): the
+// feed rate F(x) (the reference instance), or with `unknown` the kill rate
+// k(x) or the diffusivity Du(x) (the reference operator's other unknowns),
+// the other two then the scalars F_background, k, Du; Gaussian noise of
+// noise_std * max(data). Data: the same scheme with 4x
 // smaller substeps in f64 (tag gray-scott-substep4-float64; the inversion's
 // is gray-scott-euler), on the native grid or a supersampled one
-// (area-averaged). Scenes: blobs | stripes, F = F_background + F_amplitude
-// * pattern clipped to [F_min, F_max]. Methods: neural | grid (bounded
-// head in [F_min, F_max], MSE + TV) | uniform (the best constant F of a
-// scan over [F_min, F_max] by data misfit). Metrics on F: psnr, ssim,
+// (area-averaged). Scenes: blobs | stripes, the unknown = its background +
+// amplitude * pattern clipped to [min, max] (F_*, k_* or Du_* keys, the
+// background of k and Du being the keys k and Du). Methods: neural | grid
+// (bounded head in [min, max], MSE + TV) | uniform (the best constant of a
+// scan over [min, max] by data misfit). Metrics on the unknown: psnr, ssim,
 // relative_error.
 #include <algorithm>
 #include <cmath>
@@ -29,11 +33,17 @@ namespace nefi {
 namespace {
 
 constexpr const char* kGrayScottDataTag = "gray-scott-substep4-float64";
-constexpr int kUniformScan = 41;  // constant F values the uniform baseline tries
+constexpr int kUniformScan = 41;  // constant values the uniform baseline tries
+
+// The unknown field's scene values and head bounds.
+struct FieldRange {
+  double background = 0, amplitude = 0, lo = 0, hi = 0;
+};
 
 struct ReactionDiffusionConfig {
   int64_t n = 0, supersample = 0;
-  double extent = 0, F_background = 0, F_amplitude = 0, F_min = 0, F_max = 0, noise_std = 0;
+  double extent = 0, noise_std = 0;
+  FieldRange range;             // of the unknown
   ReactionDiffusionOptions op;  // the inversion operator's options
   std::string scene;
   NeuralFieldConfig field;
@@ -57,17 +67,22 @@ struct ReactionDiffusionConfig {
                allow_zero ? ">= 0" : "> 0", std::to_string(v));
       return v;
     };
-    c.F_background = positive("F_background", false);
-    c.F_amplitude = positive("F_amplitude", true);
-    c.F_min = positive("F_min", true);
-    c.F_max = positive("F_max", false);
-    FK_CHECK(c.F_min < c.F_max, "config key 'F_max'", "F_max > F_min = " + std::to_string(c.F_min),
-             std::to_string(c.F_max));
+    const std::string unknown = p.choice("unknown", {"F", "k", "Du"});
+    c.op.unknown = unknown == "F" ? RDUnknown::kF : unknown == "k" ? RDUnknown::kK : RDUnknown::kDu;
+    c.op.F = positive("F_background", false);
     c.op.rates.k = positive("k", true);
     c.op.rates.Du = positive("Du", true);
     c.op.rates.Dv = positive("Dv", true);
+    const std::string pre = unknown == "F" ? "F_" : unknown + "_";
+    c.range.background = unknown == "F" ? c.op.F : unknown == "k" ? c.op.rates.k : c.op.rates.Du;
+    c.range.amplitude = positive((pre + "amplitude").c_str(), true);
+    c.range.lo = positive((pre + "min").c_str(), unknown != "Du");
+    c.range.hi = positive((pre + "max").c_str(), false);
+    FK_CHECK(c.range.lo < c.range.hi, "config key '" + pre + "max'",
+             pre + "max > " + pre + "min = " + Params::render(c.range.lo),
+             Params::render(c.range.hi));
     c.op.dt = positive("dt", false);
-    c.op.F_max = c.F_max;
+    c.op.field_max = c.range.hi;
     c.op.obs_times = p.list("obs_times");
     FK_CHECK(!c.op.obs_times.empty(), "config key 'obs_times'", "at least one time", "[]");
     double last = 0;
@@ -108,10 +123,10 @@ struct ReactionDiffusionConfig {
   }
 };
 
-// F point-sampled at the cell centres of an m x m grid: blobs are 2-4
-// Gaussians of either sign, stripes a plane wave of 2-4 periods at a random
-// angle; the pattern is scaled to a peak of 1.
-std::vector<double> feed_scene(const ReactionDiffusionConfig& c, int64_t m, uint64_t seed) {
+// The unknown point-sampled at the cell centres of an m x m grid: blobs are
+// 2-4 Gaussians of either sign, stripes a plane wave of 2-4 periods at a
+// random angle; the pattern is scaled to a peak of 1.
+std::vector<double> coefficient_scene(const ReactionDiffusionConfig& c, int64_t m, uint64_t seed) {
   NumpyRng rng(seed);
   const double L = c.extent, two_pi = 2 * std::numbers::pi;
   std::vector<double> pattern(m * m, 0.0);
@@ -137,18 +152,19 @@ std::vector<double> feed_scene(const ReactionDiffusionConfig& c, int64_t m, uint
   }
   double peak = 0;
   for (double v : pattern) peak = std::max(peak, std::abs(v));
-  std::vector<double> F(m * m);
+  const FieldRange& r = c.range;
+  std::vector<double> x(m * m);
   for (int64_t i = 0; i < m * m; ++i)
-    F[i] = std::clamp(c.F_background + c.F_amplitude * pattern[i] / std::max(peak, 1e-12), c.F_min,
-                      c.F_max);
-  return F;
+    x[i] = std::clamp(r.background + r.amplitude * pattern[i] / std::max(peak, 1e-12), r.lo, r.hi);
+  return x;
 }
 
 class ReactionDiffusion : public Instance {
  public:
   std::string name() const override { return "reaction_diffusion"; }
   std::string summary() const override {
-    return "Gray-Scott feed-rate field from u, v snapshots (explicit Euler, discrete adjoint)";
+    return "Gray-Scott feed-rate (or kill-rate, diffusivity) field from u, v snapshots (explicit "
+           "Euler, discrete adjoint)";
   }
   std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
   std::vector<std::string> scenes() const override { return {"blobs", "stripes"}; }
@@ -158,12 +174,19 @@ class ReactionDiffusion : public Instance {
     p.declare("n", int64_t{32}, "grid cells per axis");
     p.declare("extent", 0.64, "physical side length");
     p.declare("scene", std::string("blobs"), "blobs | stripes");
-    p.declare("F_background", 0.045, "feed rate of the background");
+    p.declare("unknown", std::string("F"), "the field inverted for: F | k | Du");
+    p.declare("F_background", 0.045, "feed rate (background of an F field)");
     p.declare("F_amplitude", 0.015, "feed-rate pattern amplitude");
     p.declare("F_min", 0.02, "smallest feed rate (scene clip and head bound)");
     p.declare("F_max", 0.07, "largest feed rate (scene clip, head bound, stability)");
-    p.declare("k", 0.06, "kill rate");
-    p.declare("Du", 2e-5, "diffusivity of u");
+    p.declare("k", 0.06, "kill rate (background of a k field)");
+    p.declare("k_amplitude", 0.006, "kill-rate pattern amplitude (unknown k)");
+    p.declare("k_min", 0.045, "smallest kill rate (unknown k)");
+    p.declare("k_max", 0.075, "largest kill rate (unknown k; stability)");
+    p.declare("Du", 2e-5, "diffusivity of u (background of a Du field)");
+    p.declare("Du_amplitude", 1e-5, "Du pattern amplitude (unknown Du)");
+    p.declare("Du_min", 5e-6, "smallest Du, > 0 (unknown Du)");
+    p.declare("Du_max", 4e-5, "largest Du (unknown Du; stability)");
     p.declare("Dv", 1e-5, "diffusivity of v");
     p.declare("dt", 1.0, "time step (substeps derived from stability)");
     p.declare("obs_times", std::vector<double>{25, 50, 75, 100}, "snapshot times");
@@ -218,11 +241,11 @@ class ReactionDiffusion : public Instance {
     const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     const Domain domain = domain_of(c);
-    ProblemSetup s{
-        field_problem("reaction_diffusion", domain,
-                      std::make_shared<ReactionDiffusionOperator>(domain, c.op), meas,
-                      {bounded_head("x", c.F_min, c.F_max, c.F_background)}, method, c.field, seed),
-        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+    ProblemSetup s{field_problem("reaction_diffusion", domain,
+                                 std::make_shared<ReactionDiffusionOperator>(domain, c.op), meas,
+                                 {bounded_head("x", c.range.lo, c.range.hi, c.range.background)},
+                                 method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
     s.problem.losses.add(mse_loss(), 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
     return s;
@@ -240,31 +263,32 @@ class ReactionDiffusion : public Instance {
     return Domain({c.n, c.n}, {c.extent, c.extent});
   }
 
-  // The constant F in [F_min, F_max] whose prediction fits the data best.
+  // The constant in [min, max] whose prediction fits the data best.
   static void best_uniform(const ReactionDiffusionConfig& c, const ReactionDiffusionOperator& op,
                            const Measurement& meas, RunOutput& out) {
     fk::autograd::NoGradGuard ng;
     const auto y = meas.data.to_vector<double>();
-    double best = c.F_background, best_misfit = INFINITY;
+    const FieldRange& r = c.range;
+    double best = r.background, best_misfit = INFINITY;
     for (int i = 0; i < kUniformScan; ++i) {
-      const double F = c.F_min + (c.F_max - c.F_min) * i / (kUniformScan - 1);
-      const auto pred = op.apply(fk::full({c.n, c.n}, F, {fk::DType::F64})).to_vector<double>();
+      const double x = r.lo + (r.hi - r.lo) * i / (kUniformScan - 1);
+      const auto pred = op.apply(fk::full({c.n, c.n}, x, {fk::DType::F64})).to_vector<double>();
       double misfit = 0;
       for (size_t k = 0; k < y.size(); ++k) misfit += (pred[k] - y[k]) * (pred[k] - y[k]);
-      if (misfit < best_misfit) best_misfit = misfit, best = F;
+      if (misfit < best_misfit) best_misfit = misfit, best = x;
     }
     out.reconstruction = fk::full({c.n, c.n}, best, {fk::DType::F64});
     out.result.fields["x"] = out.reconstruction;
     out.result.prediction = op.apply(out.reconstruction);
   }
 
-  // F on the (supersampled) grid -> the 4x-substep f64 solve there ->
-  // snapshots area-averaged onto the pixels -> noise; the truth is the cell
-  // average of the fine F.
+  // The unknown on the (supersampled) grid -> the 4x-substep f64 solve
+  // there -> snapshots area-averaged onto the pixels -> noise; the truth is
+  // the cell average of the fine field.
   static std::pair<Measurement, fk::Tensor> measure(const ReactionDiffusionConfig& c,
                                                     uint64_t seed) {
     const int64_t n = c.n, nf = n * c.supersample;
-    const std::vector<double> fine = feed_scene(c, nf, seed);
+    const std::vector<double> fine = coefficient_scene(c, nf, seed);
     ReactionDiffusionOptions gen = c.op;
     gen.substep_factor = 4;
     fk::Tensor snaps;

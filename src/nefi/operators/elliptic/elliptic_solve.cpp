@@ -10,6 +10,7 @@
 #include "fk/ops/join/cat.h"
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
+#include "nefi/operators/elliptic/elliptic_banded.h"
 
 namespace nefi::elliptic {
 namespace {
@@ -89,11 +90,12 @@ FaceSystem<T> system_of(const EllipticGrid& g, const fk::Tensor& sigma, const fk
                               L.kappa_batched);
 }
 
-// x := A⁻¹ b for every system; x0 (same shape) seeds it when defined.
+// x := A⁻¹ b for every system; x0 (same shape) seeds the PCG when defined.
 CgStats host_solve(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& kappa,
-                   const fk::Tensor& b, const Layout& L, const CgOptions& cg_in,
+                   const fk::Tensor& b, const Layout& L, const SolveOptions& opt,
                    const fk::Tensor& x0, fk::Tensor& x) {
-  CgOptions cg = cg_in;
+  CgOptions cg = opt.cg;
+  const bool banded = opt.solver == LinearSolver::kBanded && banded_applicable(g);
   cg.project = L.project;
   x = fk::empty(b.shape(), {L.dtype});
   const bool warm = x0.defined() && x0.shape() == b.shape() && x0.dtype() == L.dtype;
@@ -102,7 +104,8 @@ CgStats host_solve(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Ten
   dispatch(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     const FaceSystem<T> sys = system_of<T>(g, sigma, kappa, L);
-    st = pcg_solve<T>(g, sys, b.data<T>(), x.data<T>(), L.ns, warm, cg);
+    st = banded ? banded_solve<T>(g, sys, b.data<T>(), x.data<T>(), L.ns, L.project)
+                : pcg_solve<T>(g, sys, b.data<T>(), x.data<T>(), L.ns, warm, cg);
   });
   x.bump_version();
   return st;
@@ -156,7 +159,7 @@ struct EllipticSolveBackward : fk::autograd::Node {
     fk::Tensor lambda;
     const bool use_warm = warm && warm->enabled;
     const CgStats st =
-        host_solve(grid, s, k, gu, layout, opt.cg, use_warm ? warm->adjoint : fk::Tensor(), lambda);
+        host_solve(grid, s, k, gu, layout, opt, use_warm ? warm->adjoint : fk::Tensor(), lambda);
     if (warm) {
       warm->last_adjoint = st;
       if (use_warm) warm->adjoint = lambda.clone();
@@ -292,6 +295,12 @@ Nullspace parse_nullspace(const std::string& s) {
   throw fk::Error("elliptic nullspace", "auto | project | none", "'" + s + "'");
 }
 
+LinearSolver parse_linear_solver(const std::string& s) {
+  if (s == "cg") return LinearSolver::kCg;
+  if (s == "banded") return LinearSolver::kBanded;
+  throw fk::Error("elliptic linear solver", "cg | banded", "'" + s + "'");
+}
+
 fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
                           const EllipticGrid& grid, const SolveOptions& opt,
                           const std::shared_ptr<WarmStart>& warm) {
@@ -303,8 +312,7 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
   const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
   fk::Tensor u;
   const bool use_warm = warm && warm->enabled;
-  const CgStats st =
-      host_solve(grid, s, k, b, L, opt.cg, use_warm ? warm->forward : fk::Tensor(), u);
+  const CgStats st = host_solve(grid, s, k, b, L, opt, use_warm ? warm->forward : fk::Tensor(), u);
   if (warm) {
     warm->last_forward = st;
     if (use_warm) warm->forward = u.clone();

@@ -30,12 +30,17 @@
 namespace nefi::elliptic {
 
 enum class GradMode { kIft, kUnrolled, kNone };
+// cg: the Jacobi-PCG (elliptic_cg.h); banded: the banded Cholesky of
+// elliptic_banded.h where the grid has no periodic axis (else the PCG). The
+// unrolled gradient always unrolls the PCG.
+enum class LinearSolver { kCg, kBanded };
 enum class Nullspace { kAuto, kProject, kNone };
 
 struct SolveOptions {
   CgOptions cg;
   Nullspace nullspace = Nullspace::kAuto;
   GradMode grad_mode = GradMode::kIft;
+  LinearSolver solver = LinearSolver::kCg;
 };
 
 // Warm starts kept between calls (an operator owns one): the last forward
@@ -47,8 +52,10 @@ struct WarmStart {
   CgStats last_forward, last_adjoint;
 };
 
-// "ift" | "unrolled" | "none" and "auto" | "project" | "none"; fk::Error otherwise.
+// "ift" | "unrolled" | "none", "auto" | "project" | "none" and "cg" |
+// "banded"; fk::Error otherwise.
 GradMode parse_grad_mode(const std::string& s);
+LinearSolver parse_linear_solver(const std::string& s);
 Nullspace parse_nullspace(const std::string& s);
 
 fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,

@@ -5,6 +5,29 @@
 #include <numbers>
 
 namespace nefi::gray_scott {
+namespace {
+
+// Calls fn(a, b, 1/h^2) for every interior face between cells a and b (and
+// the wrapped faces of a periodic grid); Neumann faces carry no flux.
+template <typename Fn>
+void for_each_face(const Grid& g, Fn&& fn) {
+  const int64_t n0 = g.n0, n1 = g.n1;
+  const double s0 = 1.0 / (g.h0 * g.h0), s1 = 1.0 / (g.h1 * g.h1);
+  const bool wrap = g.boundary == Boundary::kPeriodic;
+  for (int64_t i = 0; i < n0; ++i) {
+    const int64_t row = i * n1, next = i + 1 < n0 ? row + n1 : 0;
+    if (i + 1 < n0 || wrap)
+      for (int64_t j = 0; j < n1; ++j) fn(row + j, next + j, s0);
+    for (int64_t j = 0; j + 1 < n1; ++j) fn(row + j, row + j + 1, s1);
+    if (wrap) fn(row + n1 - 1, row, s1);
+  }
+}
+
+double harmonic(double a, double b) {
+  return 2 * a * b / (a + b);
+}
+
+}  // namespace
 
 void laplacian(const Grid& g, const double* x, double* y) {
   const int64_t n0 = g.n0, n1 = g.n1;
@@ -26,37 +49,64 @@ void laplacian(const Grid& g, const double* x, double* y) {
   }
 }
 
+void diffusion(const Grid& g, const double* D, const double* x, double* y) {
+  std::fill(y, y + g.size(), 0.0);
+  for_each_face(g, [&](int64_t a, int64_t b, double s) {
+    const double flux = s * harmonic(D[a], D[b]) * (x[b] - x[a]);
+    y[a] += flux;
+    y[b] -= flux;
+  });
+}
+
 int64_t stable_substeps(const Grid& g, const Rates& r, double dt, double F_max) {
   const double rate =
       std::max(r.Du, r.Dv) * (2 / (g.h0 * g.h0) + 2 / (g.h1 * g.h1)) + F_max + r.k + 1;
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dt * rate - 1e-12)));
 }
 
-void step(const Grid& g, const Rates& r, const double* F, double tau, double* u, double* v,
+void step(const Grid& g, const Rates& r, const Fields& f, double tau, double* u, double* v,
           Workspace& w) {
-  laplacian(g, u, w.lu.data());
+  if (f.Du)
+    diffusion(g, f.Du, u, w.lu.data());
+  else
+    laplacian(g, u, w.lu.data());
   laplacian(g, v, w.lv.data());
+  const double Du = f.Du ? 1.0 : r.Du;  // a Du field is inside lu already
   const int64_t n = g.size();
   for (int64_t i = 0; i < n; ++i) {
-    const double uvv = u[i] * v[i] * v[i];
-    const double du = r.Du * w.lu[i] - uvv + F[i] * (1 - u[i]);
-    const double dv = r.Dv * w.lv[i] + uvv - (F[i] + r.k) * v[i];
+    const double uvv = u[i] * v[i] * v[i], k = f.k ? f.k[i] : r.k;
+    const double du = Du * w.lu[i] - uvv + f.F[i] * (1 - u[i]);
+    const double dv = r.Dv * w.lv[i] + uvv - (f.F[i] + k) * v[i];
     u[i] += tau * du;
     v[i] += tau * dv;
   }
 }
 
-void adjoint_step(const Grid& g, const Rates& r, const double* F, double tau, const double* u,
-                  const double* v, double* ub, double* vb, double* Fb, Workspace& w) {
-  laplacian(g, ub, w.lu.data());  // L is symmetric: L^T ub = L ub
+void adjoint_step(const Grid& g, const Rates& r, const Fields& f, double tau, const double* u,
+                  const double* v, double* ub, double* vb, const FieldGrads& grads, Workspace& w) {
+  // Both diffusion operators are symmetric: their transposes are themselves.
+  if (f.Du) {
+    diffusion(g, f.Du, ub, w.lu.data());
+    if (grads.Du)  // d/dK of tau K (u_b - u_a)(ub_a - ub_b), through the harmonic mean
+      for_each_face(g, [&](int64_t a, int64_t b, double s) {
+        const double da = f.Du[a], db = f.Du[b], sum = da + db;
+        const double dK = -tau * s * (u[b] - u[a]) * (ub[b] - ub[a]);
+        grads.Du[a] += dK * 2 * db * db / (sum * sum);
+        grads.Du[b] += dK * 2 * da * da / (sum * sum);
+      });
+  } else {
+    laplacian(g, ub, w.lu.data());
+  }
   laplacian(g, vb, w.lv.data());
+  const double Du = f.Du ? 1.0 : r.Du;
   const int64_t n = g.size();
   for (int64_t i = 0; i < n; ++i) {
-    const double a = ub[i], b = vb[i];
+    const double a = ub[i], b = vb[i], F = f.F[i], k = f.k ? f.k[i] : r.k;
     const double vv = v[i] * v[i], uv2 = 2 * u[i] * v[i];
-    Fb[i] += tau * ((1 - u[i]) * a - v[i] * b);
-    ub[i] = a + tau * (r.Du * w.lu[i] - (vv + F[i]) * a + vv * b);
-    vb[i] = b + tau * (r.Dv * w.lv[i] - uv2 * a + (uv2 - F[i] - r.k) * b);
+    if (grads.F) grads.F[i] += tau * ((1 - u[i]) * a - v[i] * b);
+    if (grads.k) grads.k[i] -= tau * v[i] * b;
+    ub[i] = a + tau * (Du * w.lu[i] - (vv + F) * a + vv * b);
+    vb[i] = b + tau * (r.Dv * w.lv[i] - uv2 * a + (uv2 - F - k) * b);
   }
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // Gray-Scott reaction-diffusion on a cell-centred 2-D grid (Pearson units):
 //   u_t = Du lap(u) - u v^2 + F (1 - u),  v_t = Dv lap(v) + u v^2 - (F + k) v,
-// with a feed-rate field F(x) and scalar k, Du, Dv. The Laplacian is in
+// with a feed-rate field F(x), and k, Du either scalars or fields too (the
+// operator's unknown may be any one of F, k, Du); Dv is a scalar. A Du field
+// diffuses u in flux form with harmonic face means, div(Du grad u), so
+// a jump in Du behaves like layered media. The Laplacian is in
 // conservative flux form (face differences / h^2; the faces on a Neumann
 // boundary carry no flux, a periodic axis wraps), so sum(u + v) is conserved
 // when F = k = 0. Time: explicit Euler at tau = dt / m per step of dt, with
@@ -12,8 +15,9 @@
 // no fk autograd (the operator adds its own adjoint node).
 //
 // step: one Euler substep in place. adjoint_step: the exact transpose of its
-// Jacobian (L is symmetric), mapping the cotangents of the new state to those
-// of the old one and accumulating dL/dF.
+// Jacobian (the diffusion operators are symmetric), mapping the cotangents of
+// the new state to those of the old one and accumulating dL/dF, dL/dk and
+// dL/dDu where asked.
 #include <cstdint>
 #include <vector>
 
@@ -35,8 +39,27 @@ struct Rates {
 // y = lap(x) on the grid (flux form).
 void laplacian(const Grid& g, const double* x, double* y);
 
+// y = div(D grad x) with the harmonic mean 2 D_i D_j / (D_i + D_j) of the two
+// cells on each face (D > 0 per cell); with a constant D it is D lap(x).
+void diffusion(const Grid& g, const double* D, const double* x, double* y);
+
+// The per-cell coefficients of a solve: F always a field; k and Du a field
+// when given, else the scalars of Rates.
+struct Fields {
+  const double* F = nullptr;
+  const double* k = nullptr;
+  const double* Du = nullptr;
+};
+
+// Where adjoint_step accumulates the gradients (null: not wanted).
+struct FieldGrads {
+  double* F = nullptr;
+  double* k = nullptr;
+  double* Du = nullptr;
+};
+
 // The substeps per dt that the bound above asks for (>= 1); F_max is the
-// largest feed rate the state may see.
+// largest feed rate the state may see, r.k and r.Du the largest k and Du.
 int64_t stable_substeps(const Grid& g, const Rates& r, double dt, double F_max);
 
 // Scratch of two grids, reused across steps (no allocation in the loop).
@@ -45,13 +68,19 @@ struct Workspace {
   explicit Workspace(int64_t size) : lu(size), lv(size) {}
 };
 
-void step(const Grid& g, const Rates& r, const double* F, double tau, double* u, double* v,
+void step(const Grid& g, const Rates& r, const Fields& f, double tau, double* u, double* v,
           Workspace& w);
+// The feed-rate-field case (k, Du the scalars of r).
+inline void step(const Grid& g, const Rates& r, const double* F, double tau, double* u, double* v,
+                 Workspace& w) {
+  step(g, r, Fields{F, nullptr, nullptr}, tau, u, v, w);
+}
 
 // (ub, vb): cotangents of the state after the step, overwritten with those
-// before it; u, v: the state before the step; Fb += dL/dF of the step.
-void adjoint_step(const Grid& g, const Rates& r, const double* F, double tau, const double* u,
-                  const double* v, double* ub, double* vb, double* Fb, Workspace& w);
+// before it; u, v: the state before the step; grads.X += dL/dX of the step
+// for each field X asked for.
+void adjoint_step(const Grid& g, const Rates& r, const Fields& f, double tau, const double* u,
+                  const double* v, double* ub, double* vb, const FieldGrads& grads, Workspace& w);
 
 // The analytic initial condition (the reference's GrayScottIC idea: the whole
 // box away from the trivial state (1, 0), where F is unobservable):

@@ -41,12 +41,20 @@ void add_cotangent(const ReactionDiffusionOptions& o, int64_t t, int64_t n, cons
     for (int64_t i = 0; i < n; ++i) vb[i] += g[(t * ch + ch - 1) * n + i];
 }
 
+// The per-cell coefficients of a solve whose unknown field is x, with F the
+// feed rate per cell (x itself, or the scalar F repeated).
+gray_scott::Fields fields_of(RDUnknown unknown, const std::vector<double>& x,
+                             const std::vector<double>& F) {
+  return {F.data(), unknown == RDUnknown::kK ? x.data() : nullptr,
+          unknown == RDUnknown::kDu ? x.data() : nullptr};
+}
+
 struct ReactionDiffusionBackward : fk::autograd::Node {
   ReactionDiffusionOptions options;
   Grid grid;
   Schedule sched;
   int64_t every = 1;
-  std::vector<double> F;
+  std::vector<double> x, F;  // the unknown field, and the feed rate per cell
   // (u, v) at substeps 0, c, 2c, ... as (blocks, 2, n0, n1) f64, held in fk
   // memory so the memory statistics see it.
   fk::Tensor checkpoints;
@@ -61,7 +69,12 @@ std::vector<fk::Tensor> ReactionDiffusionBackward::apply(std::vector<fk::Tensor>
   fk::profile::OpScope scope("gray_scott_adjoint");
   const int64_t n = grid.size(), S = sched.total;
   const auto g = grads[0].to(fk::DType::F64).contiguous().to_vector<double>();
-  std::vector<double> ub(n, 0.0), vb(n, 0.0), Fb(n, 0.0);
+  std::vector<double> ub(n, 0.0), vb(n, 0.0), xb(n, 0.0);
+  const gray_scott::Fields f = fields_of(options.unknown, x, F);
+  gray_scott::FieldGrads fg;
+  (options.unknown == RDUnknown::kF   ? fg.F
+   : options.unknown == RDUnknown::kK ? fg.k
+                                      : fg.Du) = xb.data();
   std::vector<double> block(2 * n * every);  // the states of one block
   gray_scott::Workspace w(n);
   int64_t t = static_cast<int64_t>(sched.obs.size()) - 1;
@@ -72,17 +85,17 @@ std::vector<fk::Tensor> ReactionDiffusionBackward::apply(std::vector<fk::Tensor>
     for (int64_t s = start + 1; s < end; ++s) {
       double* next = block.data() + 2 * n * (s - start);
       std::copy(next - 2 * n, next, next);
-      gray_scott::step(grid, options.rates, F.data(), sched.tau, next, next + n, w);
+      gray_scott::step(grid, options.rates, f, sched.tau, next, next + n, w);
     }
     for (int64_t s = end; s > start; --s) {
       if (t >= 0 && sched.obs[t] == s)
         add_cotangent(options, t--, n, g.data(), ub.data(), vb.data());
       const double* before = block.data() + 2 * n * (s - 1 - start);
-      gray_scott::adjoint_step(grid, options.rates, F.data(), sched.tau, before, before + n,
-                               ub.data(), vb.data(), Fb.data(), w);
+      gray_scott::adjoint_step(grid, options.rates, f, sched.tau, before, before + n, ub.data(),
+                               vb.data(), fg, w);
     }
   }
-  return {fk::from_vector(Fb, in_shape).to(dtype)};
+  return {fk::from_vector(xb, in_shape).to(dtype)};
 }
 
 // lap(x) as fk ops (the unrolled reference): face differences padded with
@@ -106,6 +119,31 @@ fk::Tensor laplacian_ops(const fk::Tensor& x, const Grid& g) {
   return out;
 }
 
+// div(D grad x) as fk ops: harmonic face means of D times the face
+// differences, zero flux on Neumann faces, wrapped on a periodic grid.
+fk::Tensor diffusion_ops(const fk::Tensor& x, const fk::Tensor& D, const Grid& g) {
+  fk::Tensor out;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t n = x.size(a);
+    const double s = 1.0 / (a == 0 ? g.h0 * g.h0 : g.h1 * g.h1);
+    fk::Tensor term;
+    if (g.boundary == gray_scott::Boundary::kPeriodic) {
+      const fk::Tensor Dn = fk::roll(D, {-1}, {a});  // the next cell's
+      const fk::Tensor flux = D * Dn * 2.0 / (D + Dn) * (fk::roll(x, {-1}, {a}) - x);
+      term = flux - fk::roll(flux, {1}, {a});
+    } else {
+      const fk::Tensor Dl = D.narrow(a, 0, n - 1), Dr = D.narrow(a, 1, n - 1);
+      const fk::Tensor d =
+          (x.narrow(a, 1, n - 1) - x.narrow(a, 0, n - 1)) * Dl * Dr * 2.0 / (Dl + Dr);
+      const fk::Tensor flux =
+          fk::pad(d, a == 0 ? std::vector<int64_t>{0, 0, 1, 1} : std::vector<int64_t>{1, 1});
+      term = flux.narrow(a, 1, n) - flux.narrow(a, 0, n);
+    }
+    out = a == 0 ? term * s : out + term * s;
+  }
+  return out;
+}
+
 }  // namespace
 
 ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
@@ -119,7 +157,11 @@ ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
            std::to_string(r.k) + ", " + std::to_string(r.Du) + ", " + std::to_string(r.Dv));
   FK_CHECK(options_.dt > 0, who, "dt > 0", std::to_string(options_.dt));
   FK_CHECK(options_.observe_u || options_.observe_v, who, "u or v observed", "neither");
-  FK_CHECK(options_.F_max >= 0, who, "F_max >= 0", std::to_string(options_.F_max));
+  FK_CHECK(options_.F >= 0, who, "a feed rate F >= 0", std::to_string(options_.F));
+  const bool du = options_.unknown == RDUnknown::kDu;
+  FK_CHECK(du ? options_.field_max > 0 : options_.field_max >= 0, who,
+           du ? "field_max > 0 (a Du bound)" : "field_max >= 0",
+           std::to_string(options_.field_max));
   FK_CHECK(options_.substep_factor >= 1 && options_.substep_factor <= 64, who,
            "substep_factor in [1, 64]", std::to_string(options_.substep_factor));
   FK_CHECK(options_.checkpoint_every >= 0, who, "checkpoint_every >= 0 (0: sqrt)",
@@ -141,10 +183,22 @@ gray_scott::Grid ReactionDiffusionOperator::grid() const {
   return {domain_.shape()[0], domain_.shape()[1], h[0], h[1], options_.boundary};
 }
 
-int64_t ReactionDiffusionOperator::substeps(double F_peak) const {
-  return gray_scott::stable_substeps(grid(), options_.rates, options_.dt,
-                                     std::max(options_.F_max, F_peak)) *
-         options_.substep_factor;
+int64_t ReactionDiffusionOperator::substeps(double peak) const {
+  gray_scott::Rates r = options_.rates;
+  double F_max = options_.F;
+  const double top = std::max(options_.field_max, peak);
+  switch (options_.unknown) {
+    case RDUnknown::kF:
+      F_max = top;
+      break;
+    case RDUnknown::kK:
+      r.k = top;
+      break;
+    case RDUnknown::kDu:
+      r.Du = top;
+      break;
+  }
+  return gray_scott::stable_substeps(grid(), r, options_.dt, F_max) * options_.substep_factor;
 }
 
 std::shared_ptr<Operator> ReactionDiffusionOperator::at_resolution(const fk::Dims& shape) const {
@@ -159,19 +213,29 @@ fk::Dims ReactionDiffusionOperator::output_shape(const fk::Dims& shape) const {
   return {static_cast<int64_t>(obs_steps_.size()) * channels(), shape[0], shape[1]};
 }
 
-fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& F) const {
-  FK_CHECK(F.shape() == domain_.shape(), "nefi::ReactionDiffusionOperator",
-           "a feed-rate field of shape " + domain_.shape().str(), F.shape().str());
-  FK_CHECK(F.dtype() == fk::DType::F32 || F.dtype() == fk::DType::F64,
-           "nefi::ReactionDiffusionOperator", "a real f32/f64 field", fk::name(F.dtype()));
-  if (options_.grad_mode == RDGradMode::kAutograd) return apply_unrolled(F);
-  const bool record = fk::autograd::needs_grad(F);
+void ReactionDiffusionOperator::check_field(double lowest) const {
+  if (options_.unknown == RDUnknown::kDu)
+    FK_CHECK(lowest > 0, "nefi::ReactionDiffusionOperator", "a Du field > 0",
+             "a minimum of " + std::to_string(lowest));
+}
+
+fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {
+  FK_CHECK(x.shape() == domain_.shape(), "nefi::ReactionDiffusionOperator",
+           "a coefficient field of shape " + domain_.shape().str(), x.shape().str());
+  FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64,
+           "nefi::ReactionDiffusionOperator", "a real f32/f64 field", fk::name(x.dtype()));
+  if (options_.grad_mode == RDGradMode::kAutograd) return apply_unrolled(x);
+  const bool record = fk::autograd::needs_grad(x);
   const Grid g = grid();
   const int64_t n = g.size();
   auto node = std::make_shared<ReactionDiffusionBackward>();
-  node->F = F.detach().to(fk::DType::F64).contiguous().to_vector<double>();
+  node->x = x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
+  const auto [lo, hi] = std::minmax_element(node->x.begin(), node->x.end());
+  check_field(*lo);
+  node->F = options_.unknown == RDUnknown::kF ? node->x : std::vector<double>(n, options_.F);
+  const gray_scott::Fields f = fields_of(options_.unknown, node->x, node->F);
   Schedule& sc = node->sched;
-  sc.m = substeps(*std::max_element(node->F.begin(), node->F.end()));
+  sc.m = substeps(*hi);
   sc.tau = options_.dt / sc.m;
   for (int64_t k : obs_steps_) sc.obs.push_back(k * sc.m);
   sc.total = sc.obs.back();
@@ -194,36 +258,39 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& F) const {
       if (record && s % node->every == 0)
         std::copy(state.begin(), state.end(),
                   node->checkpoints.data<double>() + s / node->every * 2 * n);
-      gray_scott::step(g, options_.rates, node->F.data(), sc.tau, state.data(), state.data() + n,
-                       w);
+      gray_scott::step(g, options_.rates, f, sc.tau, state.data(), state.data() + n, w);
       if (s + 1 == sc.obs[t])
         record_state(options_, static_cast<int64_t>(t++), n, state.data(), state.data() + n,
                      out.data());
     }
   }
-  fk::Tensor y = fk::from_vector(out, output_shape(domain_.shape())).to(F.dtype());
+  fk::Tensor y = fk::from_vector(out, output_shape(domain_.shape())).to(x.dtype());
   if (record) {
     node->options = options_;
     node->grid = g;
-    node->in_shape = F.shape();
-    node->dtype = F.dtype();
-    fk::autograd::record(node, {F}, y);
+    node->in_shape = x.shape();
+    node->dtype = x.dtype();
+    fk::autograd::record(node, {x}, y);
   }
   return y;
 }
 
-fk::Tensor ReactionDiffusionOperator::apply_unrolled(const fk::Tensor& F) const {
+fk::Tensor ReactionDiffusionOperator::apply_unrolled(const fk::Tensor& x) const {
   const Grid g = grid();
-  const fk::Tensor f = F.to(fk::DType::F64);
+  const fk::Tensor f = x.to(fk::DType::F64);
   double peak;
   {
     fk::autograd::NoGradGuard ng;
     const auto fv = f.detach().contiguous().to_vector<double>();
-    peak = *std::max_element(fv.begin(), fv.end());
+    const auto [lo, hi] = std::minmax_element(fv.begin(), fv.end());
+    check_field(*lo);
+    peak = *hi;
   }
   const int64_t m = substeps(peak);
   const double tau = options_.dt / m;
   const auto& r = options_.rates;
+  const RDUnknown unknown = options_.unknown;
+  const double F = options_.F;
   std::vector<double> u0, v0;
   gray_scott::initial_condition(g, options_.ic_modes[0], options_.ic_modes[1], u0, v0);
   fk::Tensor u = fk::from_vector(u0, domain_.shape()), v = fk::from_vector(v0, domain_.shape());
@@ -232,15 +299,24 @@ fk::Tensor ReactionDiffusionOperator::apply_unrolled(const fk::Tensor& F) const 
   for (int64_t k : obs_steps_) {
     for (; s < k * m; ++s) {
       const fk::Tensor uvv = u * v * v;
-      const fk::Tensor du = laplacian_ops(u, g) * r.Du - uvv + f * (-u + 1.0);
-      const fk::Tensor dv = laplacian_ops(v, g) * r.Dv + uvv - (f + r.k) * v;
+      fk::Tensor du, dv;
+      if (unknown == RDUnknown::kF) {
+        du = laplacian_ops(u, g) * r.Du - uvv + f * (-u + 1.0);
+        dv = laplacian_ops(v, g) * r.Dv + uvv - (f + r.k) * v;
+      } else {
+        const fk::Tensor diff_u =
+            unknown == RDUnknown::kDu ? diffusion_ops(u, f, g) : laplacian_ops(u, g) * r.Du;
+        du = diff_u - uvv + (-u + 1.0) * F;
+        dv = laplacian_ops(v, g) * r.Dv + uvv -
+             (unknown == RDUnknown::kK ? (f + F) * v : v * (F + r.k));
+      }
       u = u + du * tau;
       v = v + dv * tau;
     }
     if (options_.observe_u) snaps.push_back(u);
     if (options_.observe_v) snaps.push_back(v);
   }
-  return fk::stack(snaps, 0).to(F.dtype());
+  return fk::stack(snaps, 0).to(x.dtype());
 }
 
 }  // namespace nefi

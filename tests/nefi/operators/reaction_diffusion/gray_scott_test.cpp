@@ -89,4 +89,34 @@ TEST(NefiGrayScott, StatesStayInTheUnitInterval) {
   EXPECT_LE(hi, 1.0);
 }
 
+// The variable-coefficient diffusion: D lap(x) for a constant D, flux form
+// (sums to zero) for any D, symmetric (<L x, y> = <x, L y>), and the
+// harmonic face mean, exact for a two-layer medium in series.
+TEST(NefiGrayScott, DiffusionWithHarmonicFaces) {
+  for (gs::Boundary b : {gs::Boundary::kNeumann, gs::Boundary::kPeriodic}) {
+    const gs::Grid g{7, 6, 0.02, 0.03, b};
+    const auto x = uniform_values(g.size(), 0, 1, 4), y = uniform_values(g.size(), 0, 1, 5);
+    const auto D = uniform_values(g.size(), 1e-5, 4e-5, 6);
+    std::vector<double> lx(g.size()), dx(g.size()), dy(g.size());
+    gs::laplacian(g, x.data(), lx.data());
+    gs::diffusion(g, std::vector<double>(g.size(), 3e-5).data(), x.data(), dx.data());
+    for (int64_t i = 0; i < g.size(); ++i) EXPECT_NEAR(dx[i], 3e-5 * lx[i], 1e-15);
+    gs::diffusion(g, D.data(), x.data(), dx.data());
+    gs::diffusion(g, D.data(), y.data(), dy.data());
+    double s = 0, xy = 0, yx = 0, scale = 0;
+    for (int64_t i = 0; i < g.size(); ++i) {
+      s += dx[i], xy += dx[i] * y[i], yx += x[i] * dy[i], scale += std::abs(dx[i]);
+    }
+    EXPECT_NEAR(s, 0.0, 1e-14 * scale);
+    EXPECT_NEAR(xy, yx, 1e-14 * scale);
+  }
+  // Two cells of D = 1 and 4: the face carries 2*1*4/5 = 1.6 (x_b - x_a)/h^2.
+  const gs::Grid g{2, 1, 1.0, 1.0, gs::Boundary::kNeumann};
+  const std::vector<double> D{1, 4}, x{0, 1};
+  std::vector<double> y(2);
+  gs::diffusion(g, D.data(), x.data(), y.data());
+  EXPECT_DOUBLE_EQ(y[0], 1.6);
+  EXPECT_DOUBLE_EQ(y[1], -1.6);
+}
+
 }  // namespace

@@ -64,6 +64,63 @@ TEST(NefiReactionDiffusion, CheckpointedAdjointEqualsUnrolledAutograd) {
   }
 }
 
+// The other unknowns: a kill-rate field and a Du field (harmonic faces),
+// checkpointed adjoint against the unrolled graph for both boundary kinds.
+fk::Tensor unknown_field(nefi::RDUnknown unknown, int64_t n0, int64_t n1, uint64_t seed) {
+  const double lo = unknown == nefi::RDUnknown::kK ? 0.04 : 1e-3;
+  const double hi = unknown == nefi::RDUnknown::kK ? 0.08 : 4e-3;
+  return fk::from_vector(uniform_values(n0 * n1, lo, hi, seed), {n0, n1});
+}
+nefi::ReactionDiffusionOptions unknown_options(nefi::RDUnknown unknown, nefi::RDGradMode mode,
+                                               int64_t every) {
+  auto o = small_options(mode, every);
+  o.unknown = unknown;
+  o.F = 0.04;
+  o.field_max = unknown == nefi::RDUnknown::kK ? 0.08 : 4e-3;
+  return o;
+}
+
+TEST(NefiReactionDiffusion, KillRateAndDiffusivityAdjointsEqualUnrolledAutograd) {
+  using nefi::gray_scott::Boundary;
+  for (auto unknown : {nefi::RDUnknown::kK, nefi::RDUnknown::kDu})
+    for (Boundary b : {Boundary::kNeumann, Boundary::kPeriodic}) {
+      const nefi::Domain dom({9, 7}, {0.18, 0.14});
+      const fk::Tensor x = unknown_field(unknown, 9, 7, 8);
+      auto ro = unknown_options(unknown, nefi::RDGradMode::kAutograd, 0);
+      ro.boundary = b;
+      nefi::ReactionDiffusionOperator ref(dom, ro);
+      fk::Generator gen(9);
+      const fk::Tensor g = fk::randn(ref.output_shape(dom.shape()), {fk::DType::F64}, &gen);
+      const auto y_ref = ref.apply(x).to_vector<double>();
+      const auto vjp_ref = ref.vjp(x, g).to_vector<double>();
+      double scale = 0;
+      for (double v : vjp_ref) scale = std::max(scale, std::abs(v));
+      ASSERT_GT(scale, 0.0);
+      for (int64_t every : {1, 0}) {
+        auto o = unknown_options(unknown, nefi::RDGradMode::kCheckpoint, every);
+        o.boundary = b;
+        nefi::ReactionDiffusionOperator op(dom, o);
+        const auto y = op.apply(x).to_vector<double>();
+        const auto vjp = op.vjp(x, g).to_vector<double>();
+        for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_ref[i], 1e-14);
+        for (size_t i = 0; i < vjp.size(); ++i)
+          EXPECT_NEAR(vjp[i], vjp_ref[i], 1e-12 * scale) << static_cast<int>(unknown);
+      }
+    }
+}
+
+TEST(NefiReactionDiffusion, GradcheckKillRateAndDiffusivity) {
+  const nefi::Domain dom({5, 4}, {0.1, 0.08});
+  for (auto unknown : {nefi::RDUnknown::kK, nefi::RDUnknown::kDu})
+    for (auto mode : {nefi::RDGradMode::kCheckpoint, nefi::RDGradMode::kAutograd}) {
+      nefi::ReactionDiffusionOperator op(dom, unknown_options(unknown, mode, 2));
+      fk::Tensor x = unknown_field(unknown, 5, 4, 10);
+      x.set_requires_grad(true);
+      auto fn = [&](const std::vector<fk::Tensor>& v) { return op.apply(v[0]); };
+      EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "") << static_cast<int>(unknown);
+    }
+}
+
 TEST(NefiReactionDiffusion, GradcheckBothModes) {
   const nefi::Domain dom({5, 4}, {0.1, 0.08});
   for (auto mode : {nefi::RDGradMode::kCheckpoint, nefi::RDGradMode::kAutograd}) {
@@ -113,6 +170,13 @@ TEST(NefiReactionDiffusion, BadInputsAreClearErrors) {
   bad([](auto& o) { o.observe_u = o.observe_v = false; });
   bad([](auto& o) { o.substep_factor = 0; });
   bad([](auto& o) { o.checkpoint_every = -1; });
+  bad([](auto& o) { o.F = -0.1; });
+  bad([](auto& o) { o.unknown = nefi::RDUnknown::kDu, o.field_max = 0; });
+  nefi::ReactionDiffusionOptions du;
+  du.unknown = nefi::RDUnknown::kDu;
+  du.field_max = 4e-5;
+  nefi::ReactionDiffusionOperator d_op(dom, du);
+  EXPECT_THROW(d_op.apply(fk::zeros({8, 8}, {fk::DType::F64})), fk::Error);
   EXPECT_THROW(nefi::ReactionDiffusionOperator(nefi::Domain({8}), {}), fk::Error);
   nefi::ReactionDiffusionOperator op(dom, {});
   EXPECT_THROW(op.apply(fk::zeros({8, 7}, {fk::DType::F64})), fk::Error);
