@@ -74,12 +74,21 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
 RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
                                   const RefineOptions& options, double iou_fraction, uint64_t seed,
                                   const SolverOptions& so) {
+  const IouOf iou_of = [iou_fraction](const fk::Tensor& x, const fk::Tensor& gt) {
+    return iou(x, gt, iou_fraction);
+  };
+  return solve_refine_and_record(std::move(s), method, refine, options, iou_of, seed, so);
+}
+
+RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
+                                  const RefineOptions& options, const IouOf& iou_of, uint64_t seed,
+                                  const SolverOptions& so) {
   RunOutput out = start_run_output(method, s.measurement, s.gt);
   const InverseProblem base = s.problem;
   solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
   if (refine) {
     const fk::Tensor x = refine_and_record(base, options, seed, out);
-    out.metrics["refined_iou"] = iou(x, out.gt, iou_fraction);
+    out.metrics["refined_iou"] = iou_of(x, out.gt);
     out.metrics["refined_psnr"] = psnr(x, out.gt);
   }
   return out;

@@ -2,6 +2,8 @@
 // The post-solve refinement stage as the instances run it (solve/refine.h):
 // its config keys, and the call that refines a finished run and records
 // what it did.
+#include <functional>
+
 #include "nefi/instances/instance.h"
 #include "nefi/solve/refine.h"
 
@@ -28,6 +30,11 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
 // refined_iou (IoU at `iou_fraction` of the truth's peak) and refined_psnr.
 RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
                                   const RefineOptions& options, double iou_fraction, uint64_t seed,
+                                  const SolverOptions& so);
+// The same with the instance's own IoU of a field against the truth.
+using IouOf = std::function<double(const fk::Tensor& x, const fk::Tensor& gt)>;
+RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
+                                  const RefineOptions& options, const IouOf& iou_of, uint64_t seed,
                                   const SolverOptions& so);
 
 }  // namespace nefi

@@ -90,8 +90,13 @@ double psnr(const fk::Tensor& x, const fk::Tensor& gt) {
 
 double iou(const fk::Tensor& x, const fk::Tensor& gt, double fraction) {
   check(x, gt, "nefi::iou");
+  const auto b = gt.to_vector<double>();
+  return iou_above(x, gt, fraction * *std::max_element(b.begin(), b.end()));
+}
+
+double iou_above(const fk::Tensor& x, const fk::Tensor& gt, double tau) {
+  check(x, gt, "nefi::iou_above");
   const auto a = x.to_vector<double>(), b = gt.to_vector<double>();
-  const double tau = fraction * *std::max_element(b.begin(), b.end());
   int64_t inter = 0, uni = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     inter += a[i] > tau && b[i] > tau;

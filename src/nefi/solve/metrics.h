@@ -10,7 +10,8 @@
 //   unless given. 1-D: a 1-D window; 2-D: the separable 2-D window; 3-D: the
 //   mean of the 2-D SSIM of the slices along the last axis. 4-D and up throw.
 //   iou: |A and B| / |A or B| of the masks x > tau, gt > tau with tau =
-//   fraction * max(gt) (1 when both masks are empty).
+//   fraction * max(gt) (1 when both masks are empty); iou_above: the same at
+//   a given tau.
 #include <optional>
 #include <vector>
 
@@ -22,6 +23,7 @@ double mse(const fk::Tensor& x, const fk::Tensor& gt);
 double psnr(const fk::Tensor& x, const fk::Tensor& gt);
 double relative_error(const fk::Tensor& x, const fk::Tensor& gt);
 double iou(const fk::Tensor& x, const fk::Tensor& gt, double fraction);
+double iou_above(const fk::Tensor& x, const fk::Tensor& gt, double tau);
 double ssim(const fk::Tensor& x, const fk::Tensor& gt, std::optional<double> data_range = {});
 // The same on C-ordered host values of `shape`.
 double ssim(const std::vector<double>& x, const std::vector<double>& gt, const fk::Dims& shape,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "fk/autograd.h"
@@ -78,6 +79,18 @@ std::vector<double> class_means(const std::vector<double>& v, const std::vector<
   return m;
 }
 
+// The threshold above which the share (mean(v) − lo)/(hi − lo) of v lies
+// (clamped to [0, 1]; midway between the neighbouring sorted values).
+double mass_matched_threshold(std::vector<double> v, double lo, double hi) {
+  double mean = 0;
+  for (double x : v) mean += x / static_cast<double>(v.size());
+  const double f = std::clamp((mean - lo) / (hi - lo), 0.0, 1.0);
+  const auto n = static_cast<int64_t>(v.size());
+  const int64_t m = std::clamp<int64_t>(std::llround(f * static_cast<double>(n)), 1, n - 1);
+  std::sort(v.begin(), v.end(), std::greater<>());
+  return 0.5 * (v[m - 1] + v[m]);
+}
+
 // chi of `x` (the problem's field at the domain grid; see refine.h).
 double chi(const InverseProblem& p, const fk::Tensor& x) {
   fk::autograd::NoGradGuard ng;
@@ -142,6 +155,12 @@ void RefineOptions::validate() const {
            "0 (auto) or a phase count in [2, 8]", std::to_string(levels));
   FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
            std::to_string(max_levels));
+  FK_CHECK(
+      start_levels.empty() || (static_cast<int>(start_levels.size()) == levels &&
+                               std::adjacent_find(start_levels.begin(), start_levels.end(),
+                                                  std::greater_equal<>()) == start_levels.end()),
+      "refine option 'start_levels'", "none, or `levels` ascending values",
+      std::to_string(start_levels.size()) + " values for " + std::to_string(levels) + " phases");
   FK_CHECK(auto_separation > 0 && auto_separation <= 1, "refine option 'auto_separation'",
            "a fraction in (0, 1]", std::to_string(auto_separation));
   FK_CHECK(steps >= 1 && steps <= 1000000, "refine option 'steps'", "a step count in [1, 1e6]",
@@ -227,8 +246,13 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
   if (K == 0)
     for (K = 2; K < o.max_levels; ++K)
       if (class_separation(xs, multi_otsu(xs, K)) >= o.auto_separation) break;
-  r.thresholds = multi_otsu(xs, K);
-  r.start_levels = class_means(xs, r.thresholds);
+  if (o.start_levels.empty()) {
+    r.thresholds = multi_otsu(xs, K);
+    r.start_levels = class_means(xs, r.thresholds);
+  } else {
+    r.start_levels = o.start_levels;
+    r.thresholds = {mass_matched_threshold(xs, o.start_levels[0], o.start_levels[1])};
+  }
   double gap = std::numeric_limits<double>::infinity();
   for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
   r.chi_smooth = chi(problem, smooth);

@@ -30,6 +30,13 @@ struct RefineOptions {
   int levels = 0;      // phases K >= 2; 0: the smallest K in [2, max_levels] with
                        // between-class variance >= auto_separation of the total
   int max_levels = 4;  // <= 8
+  // Two given starting phase values {c0 < c1} (`levels` must be 2): a known
+  // background and inclusion value where the smooth fit under-recovers the
+  // contrast. The threshold is then mass-matched: the c1 phase takes the
+  // share (mean(x_s) − c0)/(c1 − c0) of the cells with the largest smooth
+  // values, so the two-phase start keeps the smooth field's integral (what
+  // smoothing forward maps determine best). Empty: Otsu and its class means.
+  std::vector<double> start_levels;
   double auto_separation = 0.9;
   int steps = 200;
   double lr = 1e-2;

@@ -1,6 +1,7 @@
 // WaveInitialConditionOperator (photoacoustics): linearity, the adjoint dot
 // test of the whole map (sampling, the time loop and the sensor filter), the
-// autograd vjp against that adjoint, the Gaussian low-pass, time reversal of
+// autograd vjp against that adjoint, the Gaussian low-pass and where it acts
+// (every leapfrog step, before sampling), time reversal of
 // a blob seen by a closed ring of sensors, and the errors.
 #include "nefi/operators/wave/wave_initial_condition.h"
 
@@ -122,6 +123,30 @@ TEST(NefiWaveInitialCondition, GaussianLowPassIsSymmetricAndKeepsTheMean) {
   const auto low = nefi::gaussian_lowpass(nyquist, n_t, dt, fc);
   EXPECT_NEAR(low[n_t / 2], nyquist[n_t / 2] * alt / sum, 1e-14);
   EXPECT_LT(std::abs(low[n_t / 2]), 0.3);
+}
+
+// The sensor response acts on the pressure at every leapfrog step, before
+// the samples are taken: an ideal-sensor operator recording every step,
+// low-passed there and decimated, gives the same traces.
+TEST(NefiWaveInitialCondition, SensorFiltersEveryStepBeforeSampling) {
+  const Case& cs = kCases[2];
+  const WaveInitialConditionConfig cfg = pat_config(cs.ndim, cs.a, cs.order, 1.5);
+  const int64_t m = wave::make_wave_grid(cfg.wave, cs.shape).substeps;
+  ASSERT_GT(m, 1);
+  WaveInitialConditionConfig ideal = cfg;
+  ideal.sensor_fc = 0;
+  ideal.wave.dt_obs = cfg.wave.dt_obs / static_cast<double>(m);
+  ideal.wave.n_t = (cfg.wave.n_t - 1) * m + 1;
+  const fk::Tensor p0 = fk::from_vector(random_vector(cs.shape.numel(), 8), cs.shape);
+  const auto every = WaveInitialConditionOperator(ideal, cs.shape).apply(p0).to_vector<double>();
+  const auto low = nefi::gaussian_lowpass(every, ideal.wave.n_t, ideal.wave.dt_obs, 1.5);
+  const auto got = WaveInitialConditionOperator(cfg, cs.shape).apply(p0).to_vector<double>();
+  ASSERT_EQ(got.size(), cfg.receivers.size() * cfg.wave.n_t);
+  double scale = 0;
+  for (double v : got) scale = std::max(scale, std::abs(v));
+  for (size_t r = 0; r < cfg.receivers.size(); ++r)
+    for (int64_t j = 0; j < cfg.wave.n_t; ++j)
+      EXPECT_NEAR(got[r * cfg.wave.n_t + j], low[r * ideal.wave.n_t + j * m], 1e-13 * scale);
 }
 
 // A blob in the middle of a square seen by a closed ring of sensors: time

@@ -84,6 +84,28 @@ TEST(NefiRefine, SharpensAnEdgeTheDataSupport) {
   EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
 }
 
+// Given starting levels (the known background and inclusion values) replace
+// the Otsu class means, the threshold keeps the smooth field's mass, and the
+// fit still lands on the truth's levels.
+TEST(NefiRefine, StartsFromGivenLevels) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o;
+  o.levels = 2;
+  o.start_levels = {0.1, 0.9};
+  o.steps = 150;
+  o.lr = 2e-2;
+  const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  EXPECT_EQ(r.start_levels, o.start_levels);
+  const auto xs = p.smooth.to_vector<double>();
+  double mean = 0, above = 0;
+  for (double x : xs) mean += x / xs.size(), above += x > r.thresholds.at(0);
+  EXPECT_NEAR(above / xs.size(), (mean - 0.1) / 0.8, 1.5 / xs.size());
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_NEAR(r.levels[0], 0.1, 0.03);
+  EXPECT_NEAR(r.levels[1], 0.8, 0.05);
+}
+
 // A smooth bump is no two-level object: the staircase misfits the data and
 // the smooth field is kept.
 TEST(NefiRefine, RefusesAStaircaseTheDataContradict) {
@@ -105,7 +127,13 @@ TEST(NefiRefine, BadOptionsAndShapes) {
        {+[](nefi::RefineOptions& o) { o.levels = 1; }, +[](nefi::RefineOptions& o) { o.steps = 0; },
         +[](nefi::RefineOptions& o) { o.eps_end = 2 * o.eps_start; },
         +[](nefi::RefineOptions& o) { o.chi_factor = 0.5; },
-        +[](nefi::RefineOptions& o) { o.band_fraction = 2; }}) {
+        +[](nefi::RefineOptions& o) { o.band_fraction = 2; },
+        +[](nefi::RefineOptions& o) {
+          o.levels = 2, o.start_levels = {0.8, 0.1};
+        },
+        +[](nefi::RefineOptions& o) {
+          o.levels = 3, o.start_levels = {0.1, 0.8};
+        }}) {
     nefi::RefineOptions o;
     bad(o);
     EXPECT_THROW(nefi::refine_levelset(p.problem, p.smooth, o), fk::Error);

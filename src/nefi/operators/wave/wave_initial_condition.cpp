@@ -85,7 +85,14 @@ WaveInitialConditionOperator::WaveInitialConditionOperator(WaveInitialConditionC
   FK_CHECK(cfg_.sensor_fc >= 0 && std::isfinite(cfg_.sensor_fc), "wave config 'sensor_fc'",
            "a cut-off >= 0 (0: none)", std::to_string(cfg_.sensor_fc));
   auto m = std::make_shared<Model>();
-  m->geo = wave::make_shot_geometry(cfg_.wave, shape_, {}, cfg_.receivers, 0.0, 1.0);
+  // The same leapfrog step, every step a recorded sample (see the header).
+  m->substeps = wave::make_wave_grid(cfg_.wave, shape_).substeps;
+  wave::WaveConfig every_step = cfg_.wave;
+  every_step.dt_obs = cfg_.wave.dt_obs / static_cast<double>(m->substeps);
+  every_step.n_t = (cfg_.wave.n_t - 1) * m->substeps + 1;
+  m->geo = wave::make_shot_geometry(every_step, shape_, {}, cfg_.receivers, 0.0, 1.0);
+  FK_CHECK(m->geo.grid.substeps == 1, "wave_initial_condition", "one leapfrog step per sample",
+           std::to_string(m->geo.grid.substeps));
   m->kappa = wave::padded_kappa(m->geo.grid, std::vector<double>(shape_.numel(), cfg_.wave.c_max));
   m->co32 = wave::step_coefficients<float>(m->geo.grid, m->geo.damping, m->kappa);
   m->co64 = wave::step_coefficients<double>(m->geo.grid, m->geo.damping, m->kappa);
@@ -101,12 +108,10 @@ fk::Tensor WaveInitialConditionOperator::apply(const fk::Tensor& p0) const {
   fk::autograd::NoGradGuard ng;
   const Model& m = *model_;
   const auto x = embed(m.geo.grid, p0.to_vector<double>());
-  std::vector<double> traces =
-      p0.dtype() == fk::DType::F32
-          ? widen(wave::initial_value_traces(m.geo, m.co32, m.kappa, cast<float>(x)))
-          : wave::initial_value_traces(m.geo, m.co64, m.kappa, x);
-  if (cfg_.sensor_fc > 0)
-    traces = gaussian_lowpass(traces, m.geo.grid.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc);
+  const std::vector<double> traces =
+      sensor_samples(p0.dtype() == fk::DType::F32
+                         ? widen(wave::initial_value_traces(m.geo, m.co32, m.kappa, cast<float>(x)))
+                         : wave::initial_value_traces(m.geo, m.co64, m.kappa, x));
   const fk::Dims out_shape{static_cast<int64_t>(cfg_.receivers.size()), cfg_.wave.n_t};
   fk::Tensor out = fk::from_vector(traces, out_shape).to(p0.dtype());
   if (grad) {
@@ -124,10 +129,30 @@ std::vector<double> WaveInitialConditionOperator::adjoint(const std::vector<doub
   const int64_t expect = static_cast<int64_t>(cfg_.receivers.size()) * cfg_.wave.n_t;
   FK_CHECK(static_cast<int64_t>(g_in.size()) == expect, "wave_initial_condition adjoint",
            std::to_string(expect) + " trace values", std::to_string(g_in.size()));
-  const std::vector<double> g =
-      cfg_.sensor_fc > 0 ? gaussian_lowpass(g_in, cfg_.wave.n_t, cfg_.wave.dt_obs, cfg_.sensor_fc)
-                         : g_in;
+  const std::vector<double> g = sensor_samples_adjoint(g_in);
   return precision == fk::DType::F32 ? adjoint_as<float>(g) : adjoint_as<double>(g);
+}
+
+std::vector<double> WaveInitialConditionOperator::sensor_samples(
+    const std::vector<double>& every_step) const {
+  const int64_t m = model_->substeps, n_fine = model_->geo.grid.n_t, n_t = cfg_.wave.n_t;
+  const std::vector<double> h =
+      cfg_.sensor_fc > 0 ? gaussian_lowpass(every_step, n_fine, model_->geo.grid.dt, cfg_.sensor_fc)
+                         : every_step;
+  std::vector<double> out(cfg_.receivers.size() * n_t);
+  for (size_t r = 0; r < cfg_.receivers.size(); ++r)
+    for (int64_t j = 0; j < n_t; ++j) out[r * n_t + j] = h[r * n_fine + j * m];
+  return out;
+}
+
+std::vector<double> WaveInitialConditionOperator::sensor_samples_adjoint(
+    const std::vector<double>& g) const {
+  const int64_t m = model_->substeps, n_fine = model_->geo.grid.n_t, n_t = cfg_.wave.n_t;
+  std::vector<double> up(cfg_.receivers.size() * n_fine, 0.0);
+  for (size_t r = 0; r < cfg_.receivers.size(); ++r)
+    for (int64_t j = 0; j < n_t; ++j) up[r * n_fine + j * m] = g[r * n_t + j];
+  return cfg_.sensor_fc > 0 ? gaussian_lowpass(up, n_fine, model_->geo.grid.dt, cfg_.sensor_fc)
+                            : up;
 }
 
 template <typename T>
@@ -147,7 +172,7 @@ std::vector<double> WaveInitialConditionOperator::time_reversal(
     const std::vector<double>& traces) const {
   const Model& m = *model_;
   const wave::WaveGrid& g = m.geo.grid;
-  const int64_t n_t = g.n_t, n_rec = static_cast<int64_t>(cfg_.receivers.size());
+  const int64_t n_t = cfg_.wave.n_t, n_rec = static_cast<int64_t>(cfg_.receivers.size());
   FK_CHECK(static_cast<int64_t>(traces.size()) == n_rec * n_t, "time_reversal",
            std::to_string(n_rec * n_t) + " trace values", std::to_string(traces.size()));
   std::vector<int64_t> cell(n_rec);

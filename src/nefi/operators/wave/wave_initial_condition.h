@@ -3,7 +3,11 @@
 // p_t(0) = 0, c known and constant; leapfrog started at u^{−1} = u^0 + ½ dt²
 // c² Δ_h u^0 (time-symmetric), p0 zero in the absorbing layer. Traces are
 // y_r(t_j) = [h ∗ p](x_r, t_j) with h the sensor's Gaussian low-pass
-// (sensor_fc > 0; none at 0).
+// (sensor_fc > 0; none at 0) applied to p(x_r, ·) at every leapfrog step,
+// before the samples t_j = j dt_obs are taken: the response band-limits the
+// pressure ahead of the sampling as a transducer ahead of its ADC, so
+// content above dt_obs's Nyquist rate (sharp edges, which the grid also
+// propagates worst) does not alias into the traces.
 //
 // apply(p0): p0 (*shape) f32/f64 -> traces (n_rec, n_t), same dtype. The map
 // is linear (homogeneity 1); its vjp is the exact discrete adjoint (a
@@ -46,27 +50,32 @@ class WaveInitialConditionOperator : public Operator {
   std::vector<double> time_reversal(const std::vector<double>& traces) const;
 
   const WaveInitialConditionConfig& config() const { return cfg_; }
-  const wave::ShotGeometry& geometry() const { return model_->geo; }
 
  private:
   // The grid, κ and coefficients, shared by copies (the autograd node holds one).
   struct Model {
-    wave::ShotGeometry geo;
+    int64_t substeps = 1;    // leapfrog steps per dt_obs
+    wave::ShotGeometry geo;  // recording every step: n_t = (n_t − 1) substeps + 1
     std::vector<double> kappa;
     wave::StepCoefficients<float> co32;
     wave::StepCoefficients<double> co64;
   };
   template <typename T>
   std::vector<double> adjoint_as(const std::vector<double>& traces) const;
+  // Receiver values at every step (n_rec, N + 1) -> the sensor's samples
+  // (n_rec, n_t), and its transpose.
+  std::vector<double> sensor_samples(const std::vector<double>& every_step) const;
+  std::vector<double> sensor_samples_adjoint(const std::vector<double>& g) const;
 
   WaveInitialConditionConfig cfg_;
   fk::Dims shape_;
   std::shared_ptr<const Model> model_;
 };
 
-// Zero-padded convolution of each row of traces (n_rec, n_t) with the
-// sampled Gaussian exp(−t²/2σ²), σ = 1/(2π fc), normalised to sum 1 and cut at
-// 4σ; the kernel is even, so the map is symmetric (its own adjoint).
+// Zero-padded convolution of each row of traces (n_rec, n_t) sampled every
+// dt with the sampled Gaussian exp(−t²/2σ²), σ = 1/(2π fc), normalised to sum
+// 1 and cut at 4σ; the kernel is even, so the map is symmetric (its own
+// adjoint).
 std::vector<double> gaussian_lowpass(const std::vector<double>& traces, int64_t n_t, double dt_obs,
                                      double fc);
 
