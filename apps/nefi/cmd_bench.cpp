@@ -68,13 +68,13 @@ Command add_bench(CLI::App& app, const Context& ctx) {
       "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
       "runs/b\n"
       "  nefi bench-merge runs/b");
-  return {sub, [o, dirs = ctx.config_dirs] {
+  return {sub, [o, &ctx] {
             if (o->smoke) {
               const std::string& t = o->spec.target;
               const bool is_file =
                   std::filesystem::exists(t) || t.ends_with(".yaml") || t.ends_with(".yml");
               const std::string instance = is_file ? load_run_config_file(t).instance : t;
-              o->spec.smoke_config = smoke_config_path(instance, dirs).string();
+              o->spec.smoke_config = smoke_config_path(instance, ctx.config_dirs).string();
               o->spec.max_total_steps = o->smoke_steps;
             }
             const bench::Shard shard = bench::parse_shard(o->shard);
