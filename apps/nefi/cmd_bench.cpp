@@ -2,6 +2,7 @@
 // sharded for clusters (nefi/bench/campaign.h, merge.h, tables.h).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "nefi/bench/campaign.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
+#include "run_request.h"
 
 namespace nefi::cli {
 namespace {
@@ -28,12 +30,13 @@ void print_progress(const bench::Progress& p) {
 
 }  // namespace
 
-Command add_bench(CLI::App& app, const Context&) {
+Command add_bench(CLI::App& app, const Context& ctx) {
   struct Opts {
     bench::CampaignSpec spec;
     std::string shard = "0/1", out;
     int threads = 0, batch_size = 16;
-    bool by_class = false, batched = false;
+    bool by_class = false, batched = false, smoke = false;
+    int64_t smoke_steps = 40;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
@@ -55,12 +58,25 @@ Command add_bench(CLI::App& app, const Context&) {
   sub->add_flag("--batched", o->batched,
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
+  sub->add_flag("--smoke", o->smoke,
+                "apply configs/<instance>_smoke.yaml and cap every run at --smoke-steps");
+  sub->add_option("--smoke-steps", o->smoke_steps,
+                  "total steps of each run under --smoke (default 40, stages scaled alike; 0: "
+                  "the smoke config's own budget)");
   sub->footer(
       "Examples:\n  nefi bench toy1d --n 2 --seeds 0,1\n"
       "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
       "runs/b\n"
       "  nefi bench-merge runs/b");
-  return {sub, [o] {
+  return {sub, [o, &ctx] {
+            if (o->smoke) {
+              const std::string& t = o->spec.target;
+              const bool is_file =
+                  std::filesystem::exists(t) || t.ends_with(".yaml") || t.ends_with(".yml");
+              const std::string instance = is_file ? load_run_config_file(t).instance : t;
+              o->spec.smoke_config = smoke_config_path(instance, ctx.config_dirs).string();
+              o->spec.max_total_steps = o->smoke_steps;
+            }
             const bench::Shard shard = bench::parse_shard(o->shard);
             const bench::Protocol proto = bench::make_protocol(o->spec);
             const std::string out = !o->out.empty() ? o->out

@@ -9,14 +9,19 @@ namespace fs = std::filesystem;
 
 namespace nefi::cli {
 
-void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
-                        const std::vector<fs::path>& dirs) {
-  const fs::path p = find_config(dirs, cfg.instance + "_smoke.yaml");
+fs::path smoke_config_path(const std::string& instance, const std::vector<fs::path>& dirs) {
+  const fs::path p = find_config(dirs, instance + "_smoke.yaml");
   if (p.empty()) {
     std::string searched;
     for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
-    throw fk::Error("--smoke", cfg.instance + "_smoke.yaml in " + searched, "no such file");
+    throw fk::Error("--smoke", instance + "_smoke.yaml in " + searched, "no such file");
   }
+  return p;
+}
+
+void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
+                        const std::vector<fs::path>& dirs) {
+  const fs::path p = smoke_config_path(cfg.instance, dirs);
   if (!(is_file && fs::equivalent(p, r.target))) nefi::apply_config_file(cfg, p.string());
   cfg.smoke = true;
   cfg.max_total_steps = r.smoke_steps.value_or(40);

@@ -25,6 +25,10 @@ struct RunRequest {
   std::string baseline;  // --baseline/-b: this one method instead of the config's
 };
 
+// configs/<instance>_smoke.yaml from the config search path; fk::Error
+// listing the directories searched when there is none.
+std::filesystem::path smoke_config_path(const std::string& instance,
+                                        const std::vector<std::filesystem::path>& dirs);
 // --smoke: configs/<instance>_smoke.yaml on top (never the full config as a
 // fallback), then the reference's step cap: --smoke-steps total (default 40,
 // each stage scaled alike, at least 2 steps a stage; 0 keeps the preset's

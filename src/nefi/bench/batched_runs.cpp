@@ -32,6 +32,9 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   bo.raise_on_error = false;
   for (const Unit& u : chunk) {
     setups.push_back(*inst.setup(unit_params(params, u), method, u.data_seed));
+    if (proto.max_total_steps > 0)  // as solve_and_record caps a sequential run
+      setups.back().curriculum =
+          setups.back().curriculum.capped(static_cast<int>(proto.max_total_steps));
     problems.push_back(setups.back().problem);
     bo.seeds.push_back(u.seed);
   }

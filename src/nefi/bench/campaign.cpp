@@ -57,6 +57,7 @@ Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& me
   so.nan_guard = proto.nan_guard;
   so.checkpoint_every = static_cast<int>(proto.checkpoint_every);
   so.max_bad_steps = static_cast<int>(proto.max_bad_steps);
+  so.max_total_steps = static_cast<int>(proto.max_total_steps);
   // The solver resets the peak at each stage start; the running maximum over
   // steps plus the final reading covers the whole solve.
   int64_t peak = 0;
@@ -151,9 +152,15 @@ Protocol make_protocol(const CampaignSpec& spec) {
     const YAML::Node root = YAML::LoadFile(spec.target);
     file_methods = root["run"] && root["run"]["methods"];
   }
+  if (!spec.smoke_config.empty() &&
+      !(is_file && std::filesystem::equivalent(spec.smoke_config, spec.target)))
+    apply_config_file(cfg, spec.smoke_config);
   for (const auto& s : spec.sets) apply_set(cfg, s);
   InstancePtr inst = find_instance(cfg.instance);
   Protocol p;
+  FK_CHECK(spec.max_total_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
+           std::to_string(spec.max_total_steps));
+  p.max_total_steps = spec.max_total_steps;
   p.instance = inst->name();
   p.methods = !spec.methods.empty() ? spec.methods : file_methods ? cfg.methods : inst->methods();
   FK_CHECK(!p.methods.empty(), "--methods", "at least one method", "none");

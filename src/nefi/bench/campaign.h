@@ -32,6 +32,9 @@ struct Protocol {
   int64_t n_samples = 4;
   std::vector<uint64_t> seeds{0, 1, 2};
   double budget_scale = 1.0;
+  // > 0: every run's curriculum is capped at this many steps in total (each
+  // stage scaled alike, at least 2 a stage; bench --smoke).
+  int64_t max_total_steps = 0;
   uint64_t data_seed_offset = 0;
   bool nan_guard = true;
   int64_t checkpoint_every = 25, max_bad_steps = 10;
@@ -87,6 +90,10 @@ struct CampaignSpec {
   int64_t n_samples = 4;
   std::vector<uint64_t> seeds{0, 1, 2};
   double budget_scale = 1.0;  // multiplies the `steps` list (at least 1 step per stage)
+  // bench --smoke: a config file applied on top of the target before the
+  // --set overrides (configs/<instance>_smoke.yaml), and the total step cap.
+  std::string smoke_config;
+  int64_t max_total_steps = 0;  // 0: none
 };
 // Resolves and checks a spec (unknown instance, method or class, bad budget
 // are fk::Errors naming the valid choices).

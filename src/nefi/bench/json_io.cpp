@@ -42,18 +42,21 @@ constexpr int64_t kMaxUnits = int64_t{1} << 20;
 json to_json(const Protocol& p) {
   json config = json::array();
   for (const auto& [k, v] : p.config) config.push_back({k, v});
-  return {{"instance", p.instance},
-          {"config", config},
-          {"methods", p.methods},
-          {"classes", p.classes},
-          {"n_samples", p.n_samples},
-          {"seeds", p.seeds},
-          {"budget_scale", p.budget_scale},
-          {"data_seed_offset", p.data_seed_offset},
-          {"solver",
-           {{"nan_guard", p.nan_guard},
-            {"checkpoint_every", p.checkpoint_every},
-            {"max_bad_steps", p.max_bad_steps}}}};
+  json out = {{"instance", p.instance},
+              {"config", config},
+              {"methods", p.methods},
+              {"classes", p.classes},
+              {"n_samples", p.n_samples},
+              {"seeds", p.seeds},
+              {"budget_scale", p.budget_scale},
+              {"data_seed_offset", p.data_seed_offset},
+              {"solver",
+               {{"nan_guard", p.nan_guard},
+                {"checkpoint_every", p.checkpoint_every},
+                {"max_bad_steps", p.max_bad_steps}}}};
+  // Written only when set, so uncapped campaigns keep their files and hashes.
+  if (p.max_total_steps > 0) out["max_total_steps"] = p.max_total_steps;
+  return out;
 }
 
 Protocol protocol_from_json(const json& j, const std::string& where) {
@@ -68,6 +71,7 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     p.seeds = field(j, "seeds").get<std::vector<uint64_t>>();
     p.budget_scale = read_number(field(j, "budget_scale"));
     p.data_seed_offset = field(j, "data_seed_offset").get<uint64_t>();
+    p.max_total_steps = j.value("max_total_steps", int64_t{0});
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();

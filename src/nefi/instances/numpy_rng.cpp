@@ -1,6 +1,7 @@
 #include "nefi/instances/numpy_rng.h"
 
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "fk/error.h"
@@ -54,6 +55,43 @@ std::array<uint64_t, 4> seed_words(uint64_t seed) {
   std::array<uint64_t, 4> out{};
   for (int i = 0; i < 4; ++i) out[i] = w[2 * i] | (static_cast<uint64_t>(w[2 * i + 1]) << 32);
   return out;
+}
+
+// Marsaglia & Tsang's exponential ziggurat as NumPy's
+// random_standard_exponential reads it: 256 strips of equal area v under
+// e^-x, the base strip (0) carrying the tail beyond r. A 53-bit integer u
+// lands at x = u · we[i] in strip i and is accepted at once when u < ke[i]
+// (x lies under the next strip up); fe[i] = e^-x_i bounds the wedge test.
+// Built once in long double (64-bit mantissa): every we and fe rounds to the
+// double NumPy's table holds; a ke may differ from NumPy's in its last unit,
+// which changes a draw only when u equals it (probability 2^-53).
+struct ExpZiggurat {
+  static constexpr long double kR = 7.6971174701310497140446280481L;  // the tail's start
+  double we[256], fe[256];
+  uint64_t ke[256];
+  ExpZiggurat() {
+    using ld = long double;
+    const ld v = std::exp(-kR) * (kR + 1);  // each strip's area (the tail's included)
+    const ld m = 0x1p53L;
+    ld x[256];
+    x[255] = kR;
+    for (int i = 254; i >= 1; --i) x[i] = -std::log(v / x[i + 1] + std::exp(-x[i + 1]));
+    const ld q = v / std::exp(-kR);  // the base strip's width
+    we[0] = static_cast<double>(q / m);
+    ke[0] = static_cast<uint64_t>(kR / q * m);
+    fe[0] = 1.0;
+    ke[1] = 0;  // strip 1 has no narrower strip above it: always the wedge test
+    for (int i = 1; i < 256; ++i) {
+      we[i] = static_cast<double>(x[i] / m);
+      fe[i] = static_cast<double>(std::exp(-x[i]));
+      if (i >= 2) ke[i] = static_cast<uint64_t>(x[i - 1] / x[i] * m);
+    }
+  }
+};
+
+const ExpZiggurat& exp_ziggurat() {
+  static const ExpZiggurat z;
+  return z;
 }
 
 constexpr u128 kMult = (static_cast<u128>(0x2360ed051fc65da4ull) << 64) | 0x4385df649fccf645ull;
@@ -115,6 +153,32 @@ int64_t NumpyRng::integers(int64_t lo, int64_t hi) {
     }
   }
   return lo + static_cast<int64_t>(m >> 32);
+}
+
+double NumpyRng::standard_exponential() {
+  const ExpZiggurat& z = exp_ziggurat();
+  for (;;) {
+    uint64_t u = next_u64() >> 3;
+    const auto i = static_cast<uint8_t>(u & 0xff);
+    u >>= 8;
+    const double x = static_cast<double>(u) * z.we[i];
+    if (u < z.ke[i]) return x;
+    if (i == 0) return static_cast<double>(ExpZiggurat::kR) - std::log1p(-random());
+    if ((z.fe[i - 1] - z.fe[i]) * random() + z.fe[i] < std::exp(-x)) return x;
+  }
+}
+
+std::vector<double> NumpyRng::dirichlet_flat(int64_t k) {
+  FK_CHECK(k >= 1, "nefi::NumpyRng::dirichlet_flat", "k >= 1 components", std::to_string(k));
+  std::vector<double> w(k);
+  double sum = 0;
+  for (double& v : w) {
+    v = standard_exponential();
+    sum += v;
+  }
+  const double inv = 1.0 / sum;
+  for (double& v : w) v *= inv;
+  return w;
 }
 
 }  // namespace nefi

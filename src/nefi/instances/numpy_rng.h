@@ -1,16 +1,16 @@
 #pragma once
 // The random stream of NumPy's `np.random.default_rng(seed)` (SeedSequence
-// → PCG64 XSL-RR 128/64), with the two draws the reference's scene
-// generators (thermal, deconvolution) make: `uniform(lo, hi)` and
-// `integers(lo, hi)` (hi exclusive). A sized draw `uniform(lo, hi, size=k)`
-// is k consecutive `uniform(lo, hi)` calls (NumPy fills the array with one
-// double per element). Scenes drawn from it are the reference's scenes for
-// the same seed, so a smoke seed here is the seed the reference reports
-// numbers for.
-// Written from the published algorithms (O'Neill's PCG, NumPy's SeedSequence
-// hash mixing, Lemire's bounded integers); checked against values NumPy
+// → PCG64 XSL-RR 128/64), with the draws the reference's scene generators
+// (thermal, deconvolution) make: `uniform(lo, hi)`, `integers(lo, hi)` (hi
+// exclusive) and `dirichlet(np.ones(k))` (thermal's layered strata). A sized draw `uniform(lo, hi,
+// size=k)` is k consecutive `uniform(lo, hi)` calls (NumPy fills the array with one double per
+// element). Scenes drawn from it are the reference's scenes for the same seed, so a smoke seed here
+// is the seed the reference reports numbers for. Written from the published algorithms (O'Neill's
+// PCG, NumPy's SeedSequence hash mixing, Lemire's bounded integers, Marsaglia & Tsang's 256-strip
+// exponential ziggurat with NumPy's 53-bit layout); checked against values NumPy
 // prints (tests/nefi/instances/numpy_rng_test.cpp).
 #include <cstdint>
+#include <vector>
 
 namespace nefi {
 
@@ -29,6 +29,13 @@ class NumpyRng {
   // An integer in [lo, hi): Generator.integers(lo, hi) for int64 with a range
   // below 2³² (Lemire's multiply-shift with rejection on 32-bit draws).
   int64_t integers(int64_t lo, int64_t hi);
+  // Exp(1): Generator.standard_exponential() (the ziggurat; about 1 draw in
+  // 90 takes a second uniform for the wedge or the tail).
+  double standard_exponential();
+  // A uniform point on the (k−1)-simplex: Generator.dirichlet(np.ones(k)).
+  // NumPy draws standard_gamma(1) = standard_exponential per component and
+  // scales them by 1 / their sum.
+  std::vector<double> dirichlet_flat(int64_t k);
 
  private:
   unsigned __int128 state_ = 0, inc_ = 0;

@@ -8,6 +8,9 @@
 //   nefty  a neural field: Fourier features without the raw input, a relu
 //          MLP with a skip, a bounded α head
 //   grid   Grid Opt.: free voxels, same head, losses, adjoint and schedule
+//   pinn_soft  the soft-constrained PINN (thermal/pinn_soft.h): the nefty
+//          field plus a tanh temperature surrogate instead of the solver,
+//          tied to the data, the PDE residual and the flash by fixed weights
 //   tsr    thermographic signal reconstruction (thermal/tsr.h)
 //   ppt    pulsed phase thermography (thermal/ppt.h)
 // tsr and ppt are per-pixel heuristics without optimisation; their α volumes
@@ -29,6 +32,7 @@
 #include "nefi/instances/thermal/depth_volume.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/metrics.h"
+#include "nefi/instances/thermal/pinn_soft.h"
 #include "nefi/instances/thermal/ppt.h"
 #include "nefi/instances/thermal/scenes.h"
 #include "nefi/instances/thermal/tomography_config.h"
@@ -49,7 +53,9 @@ class ThermalTomography : public Instance {
   std::string summary() const override {
     return "3-D diffusivity from front-surface flash thermography (NeFTY)";
   }
-  std::vector<std::string> methods() const override { return {"nefty", "grid", "tsr", "ppt"}; }
+  std::vector<std::string> methods() const override {
+    return {"nefty", "grid", "pinn_soft", "tsr", "ppt"};
+  }
   std::vector<std::string> scenes() const override { return {"homogeneous", "layered"}; }
   Params default_config() const override { return thermal::tomography_params(); }
 
@@ -60,8 +66,9 @@ class ThermalTomography : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "nefty" && method != "grid") return std::nullopt;
+    if (method != "nefty" && method != "grid" && method != "pinn_soft") return std::nullopt;
     const TomographyConfig c = TomographyConfig::from(p);
+    if (method == "pinn_soft") return pinn_setup(c, seed);
     auto [meas, gt] = measure(c, seed);
     ProblemSetup s{InverseProblem{}, method == "nefty" ? c.nefty_curriculum : c.grid_curriculum,
                    meas, gt};
@@ -83,8 +90,9 @@ class ThermalTomography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "nefty" || method == "grid" || method == "tsr" || method == "ppt",
-             "thermal_tomography", "method nefty, grid, tsr or ppt", method);
+    FK_CHECK(method == "nefty" || method == "grid" || method == "pinn_soft" || method == "tsr" ||
+                 method == "ppt",
+             "thermal_tomography", "method nefty, grid, pinn_soft, tsr or ppt", method);
     const TomographyConfig c = TomographyConfig::from(p);
     RunOutput out;
     std::shared_ptr<const HeatOperator> op;
@@ -98,7 +106,10 @@ class ThermalTomography : public Instance {
     } else {
       ProblemSetup s = *setup(p, method, seed);
       out = start_run_output(method, s.measurement, s.gt);
-      op = std::static_pointer_cast<const HeatOperator>(s.problem.op);
+      // pinn_soft predicts with its surrogate; the surface scores of its start
+      // still come from the heat operator.
+      op = method == "pinn_soft" ? heat_operator(c)
+                                 : std::static_pointer_cast<const HeatOperator>(s.problem.op);
       solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
     }
     add_metrics(c, *op, out.gt, out.measurement, out);
@@ -106,6 +117,33 @@ class ThermalTomography : public Instance {
   }
 
  private:
+  // The nefty field with the surrogate as its operator; the prediction is
+  // T_φ's surface, so the data loss reaches α only through the residual.
+  static ProblemSetup pinn_setup(const TomographyConfig& c, uint64_t seed) {
+    auto [meas, gt] = measure(c, seed);
+    ProblemSetup s{InverseProblem{}, c.pinn_curriculum, meas, gt};
+    InverseProblem& prob = s.problem;
+    prob.name = "thermal_tomography-pinn_soft";
+    prob.domain = Domain(c.grid, c.extent);
+    const double amplitude = c.simulator.flash.amplitude;
+    thermal::PinnGeometry g{c.extent, c.frame_times,
+                            static_cast<double>(c.heat.n_frames) * c.heat.dt,
+                            c.heat.lateral_bc == "periodic"};
+    prob.op = std::make_shared<thermal::SoftPinnSurface>(
+        std::make_shared<thermal::TemperatureNet>(c.pinn.hidden, c.pinn.depth, amplitude, seed + 1),
+        g);
+    prob.measurement = meas;
+    prob.field = std::make_shared<NeuralField>(
+        3, std::vector<HeadPtr>{bounded_head("alpha", c.alpha_min, c.alpha_max, c.alpha_init)},
+        c.field, seed);
+    prob.losses.add(mse_loss(), 1.0 / (amplitude * amplitude));
+    prob.losses.add(std::make_shared<thermal::PdeResidualLoss>(c.pinn.collocation, seed + 2),
+                    c.pinn.lambda_pde);
+    prob.losses.add(std::make_shared<thermal::InitialConditionLoss>(c.simulator.flash),
+                    c.pinn.lambda_ic);
+    return s;
+  }
+
   static std::shared_ptr<HeatOperator> heat_operator(const TomographyConfig& c) {
     auto op = std::make_shared<HeatOperator>(c.heat, c.grid);
     op->primary = "alpha";

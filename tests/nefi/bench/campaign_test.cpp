@@ -87,6 +87,41 @@ TEST(BenchCampaign, BudgetScaleOfAStepTotal) {
   EXPECT_EQ(config["stage_steps"], "[8, 22]");
 }
 
+// bench --smoke: the smoke config on top of an instance name, then every run
+// capped at the step total, stages scaled alike (60 + 120 -> 3 + 7 of 10),
+// as the reference's scale_budget(max_total_steps) does; the cap is part of
+// the protocol (shards of another cap do not merge).
+TEST(BenchCampaign, SmokeAppliesTheSmokeConfigAndCapsEveryRun) {
+  CampaignSpec s;
+  s.target = "toy1d";
+  s.smoke_config = config_path("toy1d_smoke.yaml");
+  s.max_total_steps = 10;
+  s.classes = {"bumps"};
+  s.n_samples = 1;
+  s.seeds = {0};
+  const Protocol p = make_protocol(s);
+  EXPECT_EQ(p.max_total_steps, 10);
+  EXPECT_EQ(p.methods, (std::vector<std::string>{"neural", "grid"}));  // the smoke file's
+  std::map<std::string, std::string> config;
+  for (const auto& [k, v] : p.config) config[k] = v;
+  EXPECT_EQ(config["n"], "64");
+  EXPECT_EQ(config["steps"], "[60, 120]");  // the budget itself is untouched
+  CampaignOptions o;
+  o.warmup = false;
+  const auto rows = run_campaign(*nefi::find_instance("toy1d"), p, o);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Row& r : rows) {
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.steps, 10) << r.method;
+  }
+  CampaignSpec uncapped = s;
+  uncapped.max_total_steps = 0;
+  EXPECT_NE(protocol_hash(p), protocol_hash(make_protocol(uncapped)));
+  EXPECT_EQ(make_protocol(uncapped).max_total_steps, 0);
+  s.max_total_steps = -1;
+  EXPECT_THROW(make_protocol(s), fk::Error);
+}
+
 TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {
   const Protocol p = make_protocol(tiny_spec());
   const auto inst = nefi::find_instance(p.instance);

@@ -28,7 +28,8 @@ nefi::RunConfig smoke() {
 
 TEST(ThermalTomography, RegisteredWithBothPresets) {
   auto inst = nefi::find_instance("thermal_tomography");
-  EXPECT_EQ(inst->methods(), (std::vector<std::string>{"nefty", "grid", "tsr", "ppt"}));
+  EXPECT_EQ(inst->methods(),
+            (std::vector<std::string>{"nefty", "grid", "pinn_soft", "tsr", "ppt"}));
   EXPECT_EQ(inst->scenes(), (std::vector<std::string>{"homogeneous", "layered"}));
   // The paper file spells out the code defaults.
   const nefi::RunConfig paper =
@@ -70,7 +71,7 @@ TEST(ThermalTomography, BadConfigsAreClearErrors) {
   expect_error("n_defects=[3, 1]", "n_defects");
   expect_error("alpha_init=0.5", "alpha_init");
   nefi::RunConfig c = smoke();
-  EXPECT_THROW(inst->run(c.config, "pinn_soft", 0, {}), fk::Error);
+  EXPECT_THROW(inst->run(c.config, "pinn_hard", 0, {}), fk::Error);
 }
 
 // Noise, supersampling and scenes reach the measurement; the paper network

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -155,6 +156,51 @@ TEST(NefiLbfgs, FixedStepWithoutALineSearch) {
   EXPECT_NEAR(x[0], 0.0, 1e-12);
   EXPECT_NEAR(x[1], 0.0, 1e-12);
   EXPECT_EQ(opt.evaluations(), 3);  // one at the start, one per iteration but the last
+}
+
+// torch.optim.LBFGS's scalings on an anisotropic quadratic ½ xᵀ diag(1, 4, 9) x
+// with the line search off: the first step is min(1, 1/|g|₁)·lr along −g, the
+// second is lr along −H g with H the BFGS update of H0 = (sᵀy / yᵀy) I by the
+// one pair — written out here as a dense 3×3 product, not a two-loop.
+TEST(NefiLbfgs, FirstStepAndInitialHessianScaleAsTorchDoes) {
+  const Vec a{1, 4, 9};
+  auto f = [&](const Vec& x, Vec& g) {
+    g = {a[0] * x[0], a[1] * x[1], a[2] * x[2]};
+    return 0.5 * dot(x, g);
+  };
+  nefi::LbfgsOptions o;
+  o.line_search = "none";
+  o.max_iter = 2;
+  o.max_eval = 3;  // torch's default, max_iter · 5 / 4 = 2, would stop after one iteration
+  nefi::Lbfgs opt(o);
+  const double lr = 0.7;
+  Vec x{1.0, -0.5, 0.25};
+  const Vec x0 = x;
+  opt.step(f, x, lr);
+  Vec g0, g1;
+  f(x0, g0);
+  const double t = std::min(1.0, 1.0 / (std::abs(g0[0]) + std::abs(g0[1]) + std::abs(g0[2]))) * lr;
+  Vec x1(3), s(3), y(3);
+  for (int i = 0; i < 3; ++i) x1[i] = x0[i] - t * g0[i];
+  f(x1, g1);
+  for (int i = 0; i < 3; ++i) {
+    s[i] = x1[i] - x0[i];
+    y[i] = g1[i] - g0[i];
+  }
+  const double rho = 1 / dot(y, s), gamma = dot(s, y) / dot(y, y);
+  double H[3][3];  // (I − ρ s yᵀ) γ I (I − ρ y sᵀ) + ρ s sᵀ
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double v = 0;
+      for (int k = 0; k < 3; ++k)
+        v += ((i == k) - rho * s[i] * y[k]) * gamma * ((k == j) - rho * y[k] * s[j]);
+      H[i][j] = v + rho * s[i] * s[j];
+    }
+  for (int i = 0; i < 3; ++i) {
+    double d = 0;
+    for (int j = 0; j < 3; ++j) d -= H[i][j] * g1[j];
+    EXPECT_NEAR(x[i], x1[i] + lr * d, 1e-14) << i;
+  }
 }
 
 TEST(NefiLbfgs, BadOptionsAreErrors) {

@@ -114,22 +114,19 @@ Scene draw_scene(const SceneConfig& cfg, uint64_t seed) {
     s.layer_alphas = {rng.uniform(ab[0], ab[1])};
   } else {
     const int64_t n = rng.integers(cfg.n_layers[0], cfg.n_layers[1] + 1);
-    // Thicknesses f_i = m + (1 − n m) w_i with w the gaps of sorted uniforms
-    // (a uniform point on the simplex): every stratum keeps its minimum. The
-    // reference draws w with NumPy's Dirichlet (gamma) sampler, which is not
-    // reproduced here, so layered scenes follow their own stream from here.
-    std::vector<double> u(n - 1);
-    for (double& v : u) v = rng.uniform();
-    std::sort(u.begin(), u.end());
-    const double m = cfg.min_layer_fraction, free = 1.0 - n * m;
-    double top = 0, prev = 0;
-    for (int64_t l = 0; l < n; ++l) {
-      s.layer_tops.push_back(top * H);
-      s.layer_alphas.push_back(rng.uniform(ab[0], ab[1]));
-      const double next = l + 1 < n ? u[l] : 1.0;
-      top += m + free * (next - prev);
-      prev = next;
+    // Thicknesses f_i = m + (1 − n m) w_i with w a uniform point on the
+    // simplex (NumPy's dirichlet(ones(n))), so every stratum keeps its
+    // minimum; the interfaces are the running sums of f times H, then one α
+    // per stratum ~ U(alpha_base_range), front to back.
+    const std::vector<double> w = rng.dirichlet_flat(n);
+    const double m = cfg.min_layer_fraction, free = std::max(0.0, 1.0 - n * m);
+    double cum = 0;
+    s.layer_tops.push_back(0.0);
+    for (int64_t l = 0; l + 1 < n; ++l) {
+      cum += m + free * w[l];
+      s.layer_tops.push_back(cum * H);
     }
+    for (int64_t l = 0; l < n; ++l) s.layer_alphas.push_back(rng.uniform(ab[0], ab[1]));
   }
   const int64_t nd = rng.integers(cfg.n_defects[0], cfg.n_defects[1] + 1);
   const double mg = cfg.lateral_margin;

@@ -4,9 +4,9 @@
 // drawn once per seed as a plain description (so tests can check every
 // sampled parameter against its range) and rasterised on any grid.
 //   homogeneous  bulk α ~ U(alpha_base_range)
-//   layered      n_layers ~ U{n_layers range} strata; each stratum's
-//                thickness ≥ min_layer_fraction · H (the rest split by
-//                sorted uniforms), α per stratum ~ U(alpha_base_range)
+//   layered      n_layers ~ U{n_layers range} strata; stratum i is
+//                (m + (1 − n m) w_i) · H thick, m = min_layer_fraction, w a
+//                flat Dirichlet draw; α per stratum ~ U(alpha_base_range)
 //   defects      n ~ U{n_defects range}; shape ~ U(defect_shapes); lateral
 //                centre ~ U(lateral_margin, L − lateral_margin) per axis;
 //                two lateral semi-axes (r_u, r_v) ~ U(defect_radius_range)
@@ -71,9 +71,10 @@ struct Scene {
 };
 
 // Deterministic per seed. Drawn from NumPy's default_rng(seed) stream
-// (numpy_rng.h) in the reference's order: bulk α; defect count; per defect
-// shape, r_u, r_v, t, x, y, depth, θ, α. A homogeneous scene is therefore the
-// reference's scene for the same seed; a layered one matches up to its strata.
+// (numpy_rng.h) in the reference's order: bulk α (layered: the stratum
+// count, the Dirichlet thicknesses, then one α per stratum); defect count;
+// per defect shape, r_u, r_v, t, x, y, depth, θ, α. Either scene is the
+// reference's scene for the same seed.
 Scene draw_scene(const SceneConfig& cfg, uint64_t seed);
 // α at the cell centres of `shape` over `extent` (the scene's slab), C order
 // (x, y, z); sub-cell defects keep their nearest cell(s).

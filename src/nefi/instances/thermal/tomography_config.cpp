@@ -100,6 +100,14 @@ void declare_evaluation_and_baseline_keys(Params& p) {
   p.declare("tsr_window", 0.35, "TSR: half-width in ln t of the local curvature fits");
   p.declare("ppt_c1", 1.82, "PPT: depth = c1 sqrt(alpha / (pi f_blind))");
   p.declare("ppt_min_contrast", 0.03, "PPT: phase-contrast detection floor (radians)");
+  p.declare("pinn_hidden", int64_t{128}, "pinn_soft: temperature network width");
+  p.declare("pinn_depth", int64_t{5}, "pinn_soft: temperature network tanh layers");
+  p.declare("pinn_n_octaves", int64_t{0}, "pinn_soft: Fourier octaves of T(x, t) (0 only)");
+  p.declare("pinn_collocation", int64_t{24576}, "pinn_soft: residual points per step");
+  p.declare("pinn_lambda_pde", 1.0, "pinn_soft: PDE residual weight");
+  p.declare("pinn_lambda_ic", 1.0, "pinn_soft: initial-condition weight");
+  p.declare("pinn_lr", 1e-3, "pinn_soft: Adam learning rate (constant)");
+  p.declare("pinn_steps", int64_t{22000}, "pinn_soft: optimizer steps");
 }
 
 std::array<double, 2> pair_of(const Params& p, const std::string& key) {
@@ -299,6 +307,41 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   c.nefty_curriculum = thermal_curriculum(k, c.grid, steps, lr);
   c.grid_curriculum = thermal_curriculum(k, c.grid, grid_steps > 0 ? grid_steps : steps,
                                          grid_lr > 0 ? grid_lr : lr);
+  // pinn_soft: one constant-lr stage, annealed over anneal_steps of the
+  // nefty budget's share (the reference's anneal_steps / steps), plain Adam.
+  Curriculum& pc = c.pinn_curriculum;
+  pc = Curriculum::single(c.grid, step_count(p, "pinn_steps", 1), p.d("pinn_lr"));
+  FK_CHECK(pc.stages[0].lr > 0, "config key 'pinn_lr'", "a learning rate > 0",
+           std::to_string(pc.stages[0].lr));
+  pc.stages[0].name = "pinn";
+  pc.stages[0].lr_schedule = "constant";
+  pc.stages[0].anneal = true;
+  pc.stages[0].anneal_fraction = std::clamp(static_cast<double>(k.anneal_steps) / steps, 1e-6, 1.0);
+  pc.optim.optimizer = "adam";
+  pc.optim.weight_decay = 0;
+  pc.optim.grad_clip = 0;
+  pc.validate();
+}
+
+void read_pinn(const Params& p, TomographyConfig& c) {
+  auto& q = c.pinn;
+  const int64_t hidden = p.i("pinn_hidden"), depth = p.i("pinn_depth");
+  FK_CHECK(hidden >= 1 && hidden <= 4096 && depth >= 1 && depth <= 64,
+           "config keys 'pinn_hidden'/'pinn_depth'", "a width in [1, 4096] and depth in [1, 64]",
+           std::to_string(hidden) + ", " + std::to_string(depth));
+  q.hidden = static_cast<int>(hidden);
+  q.depth = static_cast<int>(depth);
+  FK_CHECK(p.i("pinn_n_octaves") == 0, "config key 'pinn_n_octaves'",
+           "0 (the temperature network sees raw coordinates)",
+           std::to_string(p.i("pinn_n_octaves")));
+  q.collocation = p.i("pinn_collocation");
+  FK_CHECK(q.collocation >= 1 && q.collocation <= (int64_t{1} << 24),
+           "config key 'pinn_collocation'", "a point count in [1, 2^24]",
+           std::to_string(q.collocation));
+  q.lambda_pde = p.d("pinn_lambda_pde");
+  q.lambda_ic = p.d("pinn_lambda_ic");
+  FK_CHECK(q.lambda_pde >= 0 && q.lambda_ic >= 0, "config keys 'pinn_lambda_pde'/'pinn_lambda_ic'",
+           "weights >= 0", std::to_string(q.lambda_pde) + ", " + std::to_string(q.lambda_ic));
 }
 
 void read_evaluation_and_baselines(const Params& p, TomographyConfig& c) {
@@ -348,6 +391,7 @@ TomographyConfig TomographyConfig::from(const Params& p) {
   c.heat.validate();  // after the simulator's checks, which name the keys they share
   read_field_and_optimisation(p, c);
   read_evaluation_and_baselines(p, c);
+  read_pinn(p, c);
   return c;
 }
 

@@ -44,6 +44,14 @@ struct TomographyConfig {
   // The scene prior of the tsr and ppt α volumes where they are blind: the
   // mid defect α over twice the mid half-thickness.
   double prior_defect_alpha = 0, prior_thickness = 0;
+  // pinn_soft (pinn_soft.h): the temperature network, its collocation
+  // points and the penalty weights; one constant-lr Adam stage.
+  struct Pinn {
+    int hidden = 128, depth = 5;
+    int64_t collocation = 24576;
+    double lambda_pde = 1, lambda_ic = 1;
+  } pinn;
+  Curriculum pinn_curriculum;
 
   // Reads every key of `p` once and checks it.
   static TomographyConfig from(const Params& p);

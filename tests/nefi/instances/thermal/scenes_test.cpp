@@ -250,3 +250,41 @@ TEST(ThermalScenes, SmokeSeed0IsTheReferenceScene) {
 }
 
 }  // namespace
+
+namespace {
+
+// Layered scenes follow the reference's draws: the stratum count, NumPy's
+// dirichlet(ones(n)) for the thicknesses above the minimum, then one α per
+// stratum. Expected values from NumPy 1.24 read in that order.
+TEST(ThermalScenes, LayeredSeedsAreTheReferenceStrata) {
+  SceneConfig c;  // the paper ranges: 3–4 strata of at least 0.15 H
+  c.scene = "layered";
+  const auto s0 = draw_scene(c, 0);
+  EXPECT_EQ(s0.layer_tops,
+            (std::vector<double>{0.0, 0.4061776074918848, 0.5611541059805215, 0.7117242828464412}));
+  EXPECT_EQ(s0.layer_alphas, (std::vector<double>{0.1912755577277722, 0.160663577576718,
+                                                  0.17294965609839985, 0.1543624991465423}));
+  ASSERT_EQ(s0.defects.size(), 3u);
+  EXPECT_EQ(s0.defects[0].shape, "cylinder");
+  EXPECT_EQ(s0.defects[0].radii[0], 1.415853554121532);
+  EXPECT_EQ(s0.defects[0].radii[1], 0.6027385001701481);
+  const auto s1 = draw_scene(c, 1);
+  EXPECT_EQ(s1.layer_tops, (std::vector<double>{0.0, 0.17803972513077015, 0.8166901903194744}));
+  EXPECT_EQ(s1.layer_alphas,
+            (std::vector<double>{0.14233264489725758, 0.1827702593820442, 0.14091991363691614}));
+  EXPECT_EQ(s1.defects.size(), 3u);
+  // The strata rasterise by the depth of each cell centre.
+  const auto r = nefi::thermal::rasterise(s1, fk::Dims{4, 4, 10}, c.extent);
+  // Centres 0.05, 0.15 lie above 0.178; 0.25 … 0.75 above 0.817.
+  const double a0 = 0.14233264489725758, a1 = 0.1827702593820442, a2 = 0.14091991363691614;
+  const double bulk[10] = {a0, a0, a1, a1, a1, a1, a1, a1, a2, a2};
+  int64_t bulk_cells = 0;
+  for (size_t p = 0; p < r.size(); ++p)
+    if (r[p] > 0.03) {
+      EXPECT_EQ(r[p], bulk[p % 10]) << p;
+      ++bulk_cells;
+    }
+  EXPECT_GT(bulk_cells, 100);
+}
+
+}  // namespace

@@ -1,0 +1,248 @@
+#include "nefi/instances/thermal/pinn_soft.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/index.h"
+#include "fk/ops/linalg.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "fk/ops/view.h"
+#include "fk/random.h"
+
+namespace nefi::thermal {
+
+TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t seed) : scale_(scale) {
+  FK_CHECK(hidden >= 1 && depth >= 1 && scale > 0, "nefi::thermal::TemperatureNet",
+           "hidden >= 1, depth >= 1 and scale > 0",
+           std::to_string(hidden) + ", " + std::to_string(depth) + ", " + std::to_string(scale));
+  fk::Generator gen(seed);
+  int64_t in = 4;
+  for (int l = 0; l <= depth; ++l) {
+    const int64_t out = l < depth ? hidden : 1;
+    const double bound = std::sqrt(6.0 / static_cast<double>(in + out));  // Xavier uniform
+    params_.push_back(fk::uniform({out, in}, -bound, bound, {fk::DType::F32}, &gen));
+    params_.push_back(fk::zeros({out}, {fk::DType::F32}));
+    in = out;
+  }
+  for (auto& p : params_) p.set_requires_grad(true);
+}
+
+fk::Tensor TemperatureNet::value(const fk::Tensor& xt) const {
+  fk::Tensor h = xt;
+  const size_t n_layers = params_.size() / 2;
+  for (size_t l = 0; l + 1 < n_layers; ++l)
+    h = fk::tanh(fk::linear(h, params_[2 * l], params_[2 * l + 1]));
+  const fk::Tensor out = fk::linear(h, params_[2 * n_layers - 2], params_[2 * n_layers - 1]);
+  return fk::mul(fk::reshape(out, {xt.shape()[0]}), scale_);
+}
+
+// Through a = tanh(z): a' = 1 − a², so the tangents become a'·dz and the
+// second derivatives a'·d²z − 2 a a'·dz².
+TemperatureNet::Jet TemperatureNet::jet(const fk::Tensor& xt) const {
+  const size_t n_layers = params_.size() / 2;
+  fk::Tensor h = xt, d1[4], d2[3];
+  for (size_t l = 0; l + 1 < n_layers; ++l) {
+    const fk::Tensor& w = params_[2 * l];
+    const fk::Tensor z = fk::linear(h, w, params_[2 * l + 1]);
+    fk::Tensor dz[4], d2z[3];
+    for (int k = 0; k < 4; ++k)  // the first layer's input tangents are unit vectors
+      dz[k] = l == 0 ? fk::unsqueeze(fk::select(w, 1, k), 0) : fk::linear(d1[k], w);
+    for (int k = 0; k < 3; ++k)
+      if (l > 0) d2z[k] = fk::linear(d2[k], w);
+    const fk::Tensor a = fk::tanh(z);
+    const fk::Tensor da = fk::sub(fk::ones_like(a), fk::mul(a, a));
+    const fk::Tensor curv = fk::mul(fk::mul(a, da), -2.0);
+    for (int k = 0; k < 3; ++k) {
+      const fk::Tensor bend = fk::mul(curv, fk::mul(dz[k], dz[k]));
+      d2[k] = l == 0 ? bend : fk::add(fk::mul(da, d2z[k]), bend);
+    }
+    for (int k = 0; k < 4; ++k) d1[k] = fk::mul(da, dz[k]);
+    h = a;
+  }
+  const fk::Tensor& w = params_[2 * n_layers - 2];
+  const int64_t n = xt.shape()[0];
+  auto out = [&](const fk::Tensor& t) {
+    return fk::mul(fk::reshape(fk::linear(t, w), {n}), scale_);
+  };
+  Jet j;
+  j.value = fk::mul(fk::reshape(fk::linear(h, w, params_[2 * n_layers - 1]), {n}), scale_);
+  for (int k = 0; k < 4; ++k) j.d1[k] = out(d1[k]);
+  for (int k = 0; k < 3; ++k) j.d2[k] = out(d2[k]);
+  return j;
+}
+
+fk::Tensor PinnGeometry::normalise(const std::vector<double>& xyz,
+                                   const std::vector<double>& t) const {
+  const size_t n = t.size();
+  std::vector<float> u(4 * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (int a = 0; a < 3; ++a)
+      u[4 * i + a] = static_cast<float>(2.0 * xyz[3 * i + a] / extent[a] - 1.0);
+    u[4 * i + 3] = static_cast<float>(2.0 * t[i] / t_end - 1.0);
+  }
+  return fk::from_vector(u, fk::Dims{static_cast<int64_t>(n), 4});
+}
+
+SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeometry geometry)
+    : net_(std::move(net)), geo_(std::move(geometry)) {
+  FK_CHECK(geo_.extent.size() == 3 && geo_.t_end > 0 && !geo_.frame_times.empty(),
+           "nefi::thermal::SoftPinnSurface", "a 3-D slab, t_end > 0 and observed frames",
+           std::to_string(geo_.extent.size()) + "-D, t_end " + std::to_string(geo_.t_end));
+  primary = "alpha";
+}
+
+fk::Dims SoftPinnSurface::output_shape(const fk::Dims& shape) const {
+  return {static_cast<int64_t>(geo_.frame_times.size()), shape[0], shape[1]};
+}
+
+fk::Tensor SoftPinnSurface::apply(const fk::Tensor& alpha) const {
+  const fk::Dims& s = alpha.shape();
+  FK_CHECK(s.size() == 3, "nefi::thermal::SoftPinnSurface", "a 3-D alpha grid", s.str());
+  const double hx = geo_.extent[0] / s[0], hy = geo_.extent[1] / s[1], hz = geo_.extent[2] / s[2];
+  std::vector<double> xyz, t;
+  for (double tf : geo_.frame_times)
+    for (int64_t i = 0; i < s[0]; ++i)
+      for (int64_t j = 0; j < s[1]; ++j) {
+        xyz.insert(xyz.end(), {(i + 0.5) * hx, (j + 0.5) * hy, 0.5 * hz});
+        t.push_back(tf);
+      }
+  return fk::reshape(net_->value(geo_.normalise(xyz, t)), output_shape(s));
+}
+
+std::shared_ptr<Operator> SoftPinnSurface::at_resolution(const fk::Dims& shape) const {
+  (void)shape;  // the surrogate is continuous: the grid comes with alpha
+  return std::make_shared<SoftPinnSurface>(net_, geo_);
+}
+
+namespace {
+
+// Along one axis of n cells of width h: the two cells whose centres bracket
+// coordinate x, their weights and the weights' derivatives in x.
+struct AxisStencil {
+  int64_t i0, i1;
+  double w0, w1, dw0, dw1;
+};
+
+AxisStencil axis_stencil(double x, int64_t n, double h, bool wrap) {
+  const double s = x / h - 0.5;
+  const double f0 = std::floor(s);
+  const double f = s - f0;
+  auto i0 = static_cast<int64_t>(f0);
+  if (wrap) return {(i0 % n + n) % n, ((i0 + 1) % n + n) % n, 1 - f, f, -1 / h, 1 / h};
+  if (i0 < 0) return {0, 0, 1, 0, 0, 0};
+  if (i0 >= n - 1) return {n - 1, n - 1, 1, 0, 0, 0};
+  return {i0, i0 + 1, 1 - f, f, -1 / h, 1 / h};
+}
+
+const PinnGeometry& pinn_geometry(const LossContext& ctx, const char* who) {
+  const auto* op = dynamic_cast<const SoftPinnSurface*>(ctx.op);
+  FK_CHECK(op != nullptr, who, "a SoftPinnSurface operator (method pinn_soft)",
+           ctx.op ? ctx.op->kind() : std::string("none"));
+  return op->geometry();
+}
+
+}  // namespace
+
+Interpolated trilinear(const fk::Tensor& v, const std::vector<double>& extent, bool periodic,
+                       const std::vector<double>& xyz) {
+  const fk::Dims& s = v.shape();
+  FK_CHECK(s.size() == 3 && extent.size() == 3, "nefi::thermal::trilinear",
+           "cell values on a 3-D grid", s.str());
+  const int64_t n = static_cast<int64_t>(xyz.size() / 3);
+  std::vector<int64_t> idx(8 * n);
+  std::vector<double> w[4];  // in v's dtype below (exact for f64 cell values)
+  for (auto& wk : w) wk.resize(8 * n);
+  for (int64_t p = 0; p < n; ++p) {
+    AxisStencil a[3];
+    for (int d = 0; d < 3; ++d)
+      a[d] = axis_stencil(xyz[3 * p + d], s[d], extent[d] / s[d], periodic && d < 2);
+    for (int c = 0; c < 8; ++c) {
+      const int bx = c >> 2, by = (c >> 1) & 1, bz = c & 1;
+      const int64_t i = bx ? a[0].i1 : a[0].i0, j = by ? a[1].i1 : a[1].i0,
+                    k = bz ? a[2].i1 : a[2].i0;
+      const double wx = bx ? a[0].w1 : a[0].w0, wy = by ? a[1].w1 : a[1].w0,
+                   wz = bz ? a[2].w1 : a[2].w0;
+      const double dx = bx ? a[0].dw1 : a[0].dw0, dy = by ? a[1].dw1 : a[1].dw0,
+                   dz = bz ? a[2].dw1 : a[2].dw0;
+      idx[8 * p + c] = (i * s[1] + j) * s[2] + k;
+      w[0][8 * p + c] = wx * wy * wz;
+      w[1][8 * p + c] = dx * wy * wz;
+      w[2][8 * p + c] = wx * dy * wz;
+      w[3][8 * p + c] = wx * wy * dz;
+    }
+  }
+  const fk::Tensor corners = fk::reshape(
+      fk::index_select(fk::reshape(v, {s.numel()}), 0, fk::from_vector(idx, fk::Dims{8 * n})),
+      {n, 8});
+  auto weigh = [&](const std::vector<double>& wk) {
+    return fk::sum(fk::mul(corners, fk::from_vector(wk, fk::Dims{n, 8}).to(v.dtype())), {1});
+  };
+  return {weigh(w[0]), {weigh(w[1]), weigh(w[2]), weigh(w[3])}};
+}
+
+PdeResidualLoss::PdeResidualLoss(int64_t n_points, uint64_t seed, std::string field)
+    : Loss("pde"), n_points_(n_points), field_(std::move(field)), rng_(seed) {
+  FK_CHECK(n_points >= 1, "config key 'pinn_collocation'", "at least 1 collocation point",
+           std::to_string(n_points));
+}
+
+fk::Tensor pde_residual(const SoftPinnSurface& op, const fk::Tensor& alpha,
+                        const std::vector<double>& xyz, const std::vector<double>& t) {
+  const PinnGeometry& g = op.geometry();
+  FK_CHECK(xyz.size() == 3 * t.size(), "nefi::thermal::pde_residual", "3 coordinates per time",
+           std::to_string(xyz.size()) + " coordinates, " + std::to_string(t.size()) + " times");
+  const TemperatureNet::Jet j = op.net().jet(g.normalise(xyz, t));
+  const Interpolated a = trilinear(alpha, g.extent, g.periodic, xyz);
+  // Physical derivatives: ∂/∂x = (2 / L) ∂/∂u, ∂/∂t = (2 / t_end) ∂/∂u_t.
+  fk::Tensor lap, flux;
+  for (int k = 0; k < 3; ++k) {
+    const double c = 2.0 / g.extent[k];
+    const fk::Tensor second = fk::mul(j.d2[k], c * c);
+    const fk::Tensor cross = fk::mul(fk::mul(a.grad[k], j.d1[k]), c);
+    lap = k == 0 ? second : fk::add(lap, second);
+    flux = k == 0 ? cross : fk::add(flux, cross);
+  }
+  return fk::sub(fk::sub(fk::mul(j.d1[3], 2.0 / g.t_end), fk::mul(a.value, lap)), flux);
+}
+
+fk::Tensor PdeResidualLoss::forward(const LossContext& ctx) const {
+  const PinnGeometry& g = pinn_geometry(ctx, "nefi::thermal::PdeResidualLoss");
+  const auto* op = dynamic_cast<const SoftPinnSurface*>(ctx.op);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  std::vector<double> xyz(3 * n_points_), t(n_points_);
+  for (int64_t p = 0; p < n_points_; ++p) {
+    for (int a = 0; a < 3; ++a) xyz[3 * p + a] = g.extent[a] * u01(rng_);
+    t[p] = g.t_end * std::max(u01(rng_), 1e-3);
+  }
+  const fk::Tensor r = pde_residual(*op, ctx.field(field_), xyz, t);
+  const double norm = op->net().scale() / g.t_end;
+  return fk::div(fk::mean(fk::mul(r, r)), norm * norm);
+}
+
+InitialConditionLoss::InitialConditionLoss(FlashSpec flash) : Loss("ic"), flash_(flash) {}
+
+fk::Tensor InitialConditionLoss::forward(const LossContext& ctx) const {
+  const PinnGeometry& g = pinn_geometry(ctx, "nefi::thermal::InitialConditionLoss");
+  const auto* op = dynamic_cast<const SoftPinnSurface*>(ctx.op);
+  const fk::Dims& s = ctx.domain->shape();
+  fk::Tensor& t0 = t0_[s.str()];
+  if (!t0.defined()) {
+    const std::vector<double> a = flash_cell_averages(flash_, s, g.extent);
+    t0 = fk::from_vector(std::vector<float>(a.begin(), a.end()), fk::Dims{s.numel()});
+  }
+  std::vector<double> xyz, t(s.numel(), 0.0);
+  for (int64_t i = 0; i < s[0]; ++i)
+    for (int64_t j = 0; j < s[1]; ++j)
+      for (int64_t k = 0; k < s[2]; ++k)
+        xyz.insert(xyz.end(), {(i + 0.5) * g.extent[0] / s[0], (j + 0.5) * g.extent[1] / s[1],
+                               (k + 0.5) * g.extent[2] / s[2]});
+  const fk::Tensor d = fk::sub(op->net().value(g.normalise(xyz, t)), t0);
+  const double scale = op->net().scale();
+  return fk::div(fk::mean(fk::mul(d, d)), scale * scale);
+}
+
+}  // namespace nefi::thermal
