@@ -11,12 +11,12 @@
 // Post: EnergyScaleCorrection(rho), then (neural methods, larmor_profile)
 // omega_L refitted per pixel to the log spectra with rho held
 // (nv_larmor_profile.h: the reference's stage 2 leaves omega_L unfitted).
-// Methods: neural | f1 (neural under
-// F1) | grid | grid_f1 (Tikhonov + TV on pixels). Metrics: hungarian_f1
-// (peaks vs true sources), match_distance (px, of the matched pairs),
-// mse, gmsd, swd (sliced Wasserstein-2, in units of the side), larmor_mae
-// (on the true source pixels). Counts are left out:
-// the bench tables rank every metric, and a count has no better direction.
+// Methods: neural | f1 (neural under F1) | grid | grid_f1 (Tikhonov + TV
+// on pixels). Metrics: hungarian_f1 (peaks vs true sources),
+// match_distance (px, of the matched pairs), mse, gmsd, swd (sliced
+// Wasserstein-2, in units of the side), larmor_mae (on the true source
+// pixels). Counts are left out: the bench tables rank every metric, and a
+// count has no better direction.
 #include <algorithm>
 #include <cmath>
 
