@@ -1,6 +1,7 @@
 #include "nefi/operators/nv_relaxometry.h"
 
 #include <cmath>
+#include <utility>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -33,6 +34,14 @@ PsfFunction full_extent_kernel(std::vector<double> extent,
   };
 }
 
+// |R|^2 and (R.n)^2 for R = (dx, dy, z0) and the unit NV axis n.
+std::pair<double, double> offset_and_projection(const NVPhysics& p, double dx, double dy) {
+  const auto& a = p.nv_axis;
+  const double len = std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+  const double rn = (dx * a[0] + dy * a[1] + p.z0 * a[2]) / len;
+  return {dx * dx + dy * dy + p.z0 * p.z0, rn * rn};
+}
+
 }  // namespace
 
 void NVPhysics::validate() const {
@@ -42,6 +51,10 @@ void NVPhysics::validate() const {
            std::to_string(gamma));
   FK_CHECK(length_scale > 0 && std::isfinite(length_scale), "config key 'length_scale'",
            "metres per unit > 0", std::to_string(length_scale));
+  const double len = std::hypot(nv_axis[0], nv_axis[1], nv_axis[2]);
+  FK_CHECK(len > 0 && std::isfinite(len), "config key 'nv_axis'", "a non-zero finite 3-vector",
+           std::to_string(nv_axis[0]) + ", " + std::to_string(nv_axis[1]) + ", " +
+               std::to_string(nv_axis[2]));
 }
 
 double NVPhysics::g0() const {
@@ -51,16 +64,17 @@ double NVPhysics::g0() const {
 }
 
 double nv_power(const NVPhysics& p, double dx, double dy) {
-  // Normalised: P/g0^2 = z0^6 (|R|^2 + 3 z0^2) / (4 |R|^8), independent of units.
-  const double z2 = p.z0 * p.z0, r2 = dx * dx + dy * dy + z2;
-  const double norm = z2 * z2 * z2 * (r2 + 3 * z2) / (4 * r2 * r2 * r2 * r2);
+  // Normalised: P/g0^2 = z0^6 (|R|^2 + 3 (R.n)^2) / (4 |R|^8), independent of units.
+  const auto [r2, rn2] = offset_and_projection(p, dx, dy);
+  const double z2 = p.z0 * p.z0, z6 = z2 * z2 * z2;
+  const double norm = z6 * (r2 + 3 * rn2) / (4 * r2 * r2 * r2 * r2);
   return p.physical_units ? norm * p.g0() * p.g0() : norm;
 }
 
 double nv_gzz(const NVPhysics& p, double dx, double dy) {
-  // Normalised: G_zz/g0 = z0^3 (3 z0^2 - |R|^2) / (2 |R|^5).
-  const double z2 = p.z0 * p.z0, r2 = dx * dx + dy * dy + z2;
-  const double norm = p.z0 * z2 * (3 * z2 - r2) / (2 * r2 * r2 * std::sqrt(r2));
+  // Normalised: G_nn/g0 = z0^3 (3 (R.n)^2 - |R|^2) / (2 |R|^5).
+  const auto [r2, rn2] = offset_and_projection(p, dx, dy);
+  const double norm = p.z0 * p.z0 * p.z0 * (3 * rn2 - r2) / (2 * r2 * r2 * std::sqrt(r2));
   return p.physical_units ? norm * p.g0() : norm;
 }
 

@@ -3,21 +3,28 @@
 // spin density rho reads magnetic-noise spectra S(omega, r).
 //   Dipolar Green tensor  G_ia(R) = (mu0/4pi)(3 R_i R_a - |R|^2 d_ia)/|R|^5,
 //                         R = (r - s, z0)
-//   power kernel          P(R) = sum_a |G_az|^2 = (mu0/4pi)^2 (|R|^2 + 3 z0^2)/|R|^8
+//   NV axis n (unit)      the sensor reads the field's projection n.B
+//   power kernel          P(R) = sum_a |(G n)_a|^2 = (mu0/4pi)^2 (|R|^2 + 3 (R.n)^2)/|R|^8
+//                         (source moments of random orientation add in power;
+//                         n = z: (|R|^2 + 3 z0^2)/|R|^8)
+//   coherent kernel       G_nn(R) = n.G.n = (mu0/4pi)(3 (R.n)^2 - |R|^2)/|R|^5
+//                         (moments along n; n = z: G_zz)
 //   Lorentzian            L(omega; w) = gamma^2 / ((omega - w)^2 + gamma^2)
 //   F2 (incoherent)       S = (P * rho)(r) L(omega; omega_L(r))         linear in rho
-//   F1 (coherent)         S = ((G_zz * rho)(r))^2 L(omega; omega_L(r))  quadratic in rho
+//   F1 (coherent)         S = ((G_nn * rho)(r))^2 L(omega; omega_L(r))  quadratic in rho
 //   F3 (data only)        S = sum_s rho(s) P(r - s) L(omega; omega_L(s)), f64, no FFT
 // F2 and F1 read omega_L at the readout pixel, F3 at the source: they agree
 // exactly only when omega_L is constant (the inverse-crime gap otherwise).
 // Units: "normalized" divides G by g0 = 2 (mu0/4pi)/z0^3 (so P(0) = G_zz(0)
-// = 1); "physical" keeps SI (mu0/4pi = 1e-7 T m/A, lengths times
+// = 1 for n = z; a tilted axis keeps this g0, so its peak is (1 + 3 n_z^2)/4);
+// "physical" keeps SI (mu0/4pi = 1e-7 T m/A, lengths times
 // length_scale). Sums run over source pixels (no area factor), as F3 does.
 // Convolutions are FFTConvolution with zero padding and a kernel of 2n - 1
 // cells per axis: exact linear convolutions at every stage's grid.
 // Fields: "rho" (primary) and "omega_L" (same grid; optional: absent, it is
 // the constant larmor_default); output (n_freq, H, W), leading batch dims
 // allowed on both fields. apply(rho) uses the constant larmor_default.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -36,19 +43,22 @@ struct NVPhysics {
   bool physical_units = false;
   double length_scale = 1e-9;   // metres per length unit (physical units)
   double larmor_default = 2.0;  // omega_L when the field is absent (GHz)
+  // NV axis (axis 0, axis 1, z) of the readout grid, normalised on use.
+  std::array<double, 3> nv_axis{0, 0, 1};
   // Checks every value (a non-positive z0, gamma or length_scale, no
-  // frequencies): fk::Error naming the physics key.
+  // frequencies, a zero or non-finite NV axis): fk::Error naming the key.
   void validate() const;
   // g0 = 2 (mu0/4pi)/z0^3 in the chosen units (1 when normalized).
   double g0() const;
 };
 
 // Kernels on the grid of `domain`'s shape at `spacing`: the power kernel
-// P / g0^2 and G_zz / g0, of 2n - 1 cells per axis (offsets -(n-1)..n-1).
+// P / g0^2 and G_nn / g0, of 2n - 1 cells per axis (offsets -(n-1)..n-1).
 // Both are PsfFunctions (not normalised to unit sum) for FFTConvolution.
 PsfFunction nv_power_kernel(const NVPhysics& phys, std::vector<double> extent);
 PsfFunction nv_gzz_kernel(const NVPhysics& phys, std::vector<double> extent);
-// P(R)/g0^2 at an in-plane offset (dx, dy) (the same formula the kernel samples).
+// P(R)/g0^2 and G_nn(R)/g0 at an in-plane offset (dx, dy) along (axis 0,
+// axis 1) (the formulas the kernels sample; nv_gzz is G_nn for any axis).
 double nv_power(const NVPhysics& phys, double dx, double dy);
 double nv_gzz(const NVPhysics& phys, double dx, double dy);
 
@@ -69,7 +79,7 @@ class NVOperator : public Operator {
   std::string kind() const override { return "nv_relaxometry"; }
   const NVPhysics& physics() const { return phys_; }
   NVMode mode() const { return mode_; }
-  // The spatial part alone: P * rho (F2) or G_zz * rho (F1).
+  // The spatial part alone: P * rho (F2) or G_nn * rho (F1).
   fk::Tensor convolve(const fk::Tensor& rho) const { return conv_.apply(rho); }
 
  private:

@@ -69,7 +69,7 @@ TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
 
 // Floors over seeds 0-2 on a reduced smoke (16 x 16 x 8, 8 views, 60 + 90
 // steps, 100 refinement steps; the full smoke takes ~10 s a seed at one
-// thread and reaches 29.44 dB, IoU 0.819 -> refined 0.839 at seed 0).
+// thread and reaches 29.45 dB, IoU 0.826 -> refined 0.834 at seed 0).
 // Measured (1 thread): FBP 22.47 / 22.43 / 22.43 dB; neural 23.75 / 22.92 /
 // 24.25 dB, IoU 0.905 / 0.891 / 0.915, refined IoU 0.875 / 0.881 / 0.932
 // (on this coarse grid the shell is sub-voxel and the level set loses a
