@@ -370,7 +370,26 @@ TEST(MinkowskiConv, F32StridedTransposedOneByOne) {
   fk::test::expect_close(w32.grad(), w64.grad().to_vector<double>(), 1e-3);
 }
 
-// ---- errors and edge cases ---------------------------------------------------
+TEST(MinkowskiConv, OneByOneOverManyRowBlocks) {
+  // The 1x1 tiles run in blocks of 1536 rows; each block reads its own rows
+  // (the f32 tiles once read the first block's rows for every block). f32
+  // tiles and bf16 (tiles where the CPU has bf16 dot products) vs f64.
+  KnobGuard guard;
+  fk::mutable_knob("ME_CONV_PATH").set_override("tiles");
+  const int n = 4000;
+  Case c = make_case(3, n, 14, 1, 16, 8, 1, 91);
+  SparseTensor x(c.f, to_tensor(c.rows));
+  fk::Tensor w = fk::test::random_tensor({16, 8}, fk::DType::F64, -1, 1, 4);
+  const fk::Tensor want = convolution(x, w, fk::Tensor(), KernelRegion::cube({1})).F();
+  for (auto [dt, tol] : {std::pair{fk::DType::F32, 1e-5}, std::pair{fk::DType::BF16, 2e-2}}) {
+    SparseTensor xh(c.f.to(dt), x.key(), x.manager());
+    fk::Tensor y = convolution(xh, w.to(dt), fk::Tensor(), KernelRegion::cube({1})).F();
+    const auto got = y.to_vector<double>(), ref = want.to_vector<double>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(n) * 8);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], tol * (1 + std::abs(ref[i]))) << fk::name(dt) << " at " << i;
+  }
+}
 
 }  // namespace
 }  // namespace minkowski
