@@ -519,34 +519,55 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, co
   return out;
 }
 
+// The bf16 weight gradient (K x C_in x C_out) on the bf16 tiles, or
+// undefined where they do not take the map.
+fk::Tensor weight_grad_tiles(const fk::Tensor& grad_out, const fk::Tensor& features,
+                             const fk::Tensor& weight, const KernelMap& m) {
+  const int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
+  const fk::Tensor g = grad_out.contiguous(), f = features.contiguous();
+  fk::Tensor gw = fk::zeros(weight.shape(), {fk::DType::F32});
+  if (!weight_grad_bf16(words(f), words(g), cin, cout, m, gw.data<float>())) return fk::Tensor();
+  return gw.to(fk::DType::BF16);
+}
+
 ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
                         const fk::Tensor& weight, const KernelMap& m, bool need_features,
                         bool need_weight) {
   int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
   const bool bf16 = features.dtype() == fk::DType::BF16 && grad_out.dtype() == fk::DType::BF16 &&
-                    gather_gemm_bf16_supported(cout, cin);
-  if (!need_features || !bf16)
+                    weight.dtype() == fk::DType::BF16;
+  const bool in_tiles = need_features && bf16 && gather_gemm_bf16_supported(cout, cin);
+  // the weight gradient pairs pairs, not channels: any C_in
+  const bool w_tiles = need_weight && bf16 && !m.identity && gather_gemm_bf16_supported(2, cout);
+  if (!in_tiles && !w_tiles)
     return backward_converted(grad_out, features, weight, m, need_features, need_weight);
-  // The input gradient on the bf16 tiles (or, gemm, converted); the weight
-  // gradient on the f32 dataflows.
+  // Each gradient on the bf16 tiles (or, gemm, converted) where they apply,
+  // else converted.
   ConvGrads r;
-  const ConvShape s{ConvPass::InputGrad, m.pairs(), m.in_size, cin, cout, fk::DType::BF16};
-  const ConvPath p = run_conv_pass(s, true, [&](ConvPath path) {
-    if (path == ConvPath::Gemm) {
-      r.features = backward_converted(grad_out, features, weight, m, true, false).features;
-      return;
-    }
-    const fk::Tensor g = grad_out.contiguous(), w = weight.contiguous();
-    fk::Tensor gin = fk::empty({m.in_size, cin}, {fk::DType::F32});
-    input_grad_bf16(words(g), cin, words(w), cout, m, gin.data<float>());
-    note_call(true, 1, 0);
-    r.features = gin.to(fk::DType::BF16);
-  });
   ConvCallInfo info = tl_info;
-  info.path = p;
+  if (need_features) {
+    const ConvShape s{ConvPass::InputGrad, m.pairs(), m.in_size, cin, cout, fk::DType::BF16};
+    info.path = run_conv_pass(s, in_tiles, [&](ConvPath path) {
+      if (path == ConvPath::Gemm) {
+        r.features = backward_converted(grad_out, features, weight, m, true, false).features;
+        return;
+      }
+      const fk::Tensor g = grad_out.contiguous(), w = weight.contiguous();
+      fk::Tensor gin = fk::empty({m.in_size, cin}, {fk::DType::F32});
+      input_grad_bf16(words(g), cin, words(w), cout, m, gin.data<float>());
+      note_call(true, 1, 0);
+      r.features = gin.to(fk::DType::BF16);
+    });
+    info.fused = tl_info.fused, info.groups = tl_info.groups;
+    info.staging_bytes = tl_info.staging_bytes;
+  }
   if (need_weight) {
-    r.weight = backward_converted(grad_out, features, weight, m, false, true).weight;
-    info.weight_path = tl_info.weight_path;
+    const ConvShape s{ConvPass::WeightGrad, m.pairs(), m.out_size, cin, cout, fk::DType::BF16};
+    info.weight_path = run_conv_pass(s, w_tiles, [&](ConvPath path) {
+      if (path == ConvPath::Tiles) r.weight = weight_grad_tiles(grad_out, features, weight, m);
+      if (!r.weight.defined() || path == ConvPath::Gemm)
+        r.weight = backward_converted(grad_out, features, weight, m, false, true).weight;
+    });
   }
   tl_info = info;
   return r;

@@ -67,6 +67,11 @@ void forward_bf16(const uint16_t* F, int64_t cin, const uint16_t* W, int64_t cou
                   const KernelMap& m, float* out);
 void input_grad_bf16(const uint16_t* G, int64_t cin, const uint16_t* W, int64_t cout,
                      const KernelMap& m, float* gin);
+// gw (K x C_in x C_out f32, zeroed) = the weight gradient from bf16 F and G
+// (conv_weight_grad.cpp: the f32 tiles' row walk, outer_accumulate_bf16);
+// false (nothing done) on an identity map or when the partials would not fit.
+bool weight_grad_bf16(const uint16_t* F, const uint16_t* G, int64_t cin, int64_t cout,
+                      const KernelMap& m, float* gw);
 
 template <typename T>
 void weight_grad(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m, T* gw,

@@ -13,6 +13,7 @@
 #include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/conv_kernel_common.h"
 #include "minkowski/ops/gather_gemm.h"
+#include "minkowski/ops/gather_gemm_bf16.h"
 
 namespace minkowski::conv_detail {
 
@@ -33,8 +34,10 @@ namespace {
 // zero-filled (x + 0.0f == x for every sum that starts from +0, so skipping
 // changes no bit). Returns false (nothing done) when the partials would exceed
 // 64 MiB for even one chunk.
-bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
-                         const KernelMap& m, float* gw) {
+// `acc`: outer_accumulate_f32 or _bf16 (the rows' element type Src).
+template <typename Src, typename Acc>
+bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, const KernelMap& m,
+                         float* gw, const Acc& acc) {
   const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
   const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
   const int64_t budget = int64_t{64} << 20;
@@ -54,7 +57,7 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
   fk::profile::count_launch();
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
     std::vector<int64_t> start(K + 1);
-    std::vector<const float*> a, g;
+    std::vector<const Src*> a, g;
     each_chunk([&](int64_t c) {
       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
       for (int64_t r0 = c0; r0 < c1; r0 += block_rows) {
@@ -75,8 +78,8 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
         char* written = touched.data() + c * K;
         for (int64_t k = 0, b = 0; k < K; ++k) {  // start[k] is now the end of bucket k
           if (start[k] > b) {
-            outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin, cout,
-                                 part + (c * K + k) * blk, !written[k]);
+            acc(a.data() + b, g.data() + b, start[k] - b, cin, cout, part + (c * K + k) * blk,
+                !written[k]);
             written[k] = 1;
           }
           b = start[k];
@@ -126,7 +129,8 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
   if (nj == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    if (tiles && !m.identity && weight_grad_by_rows(F, G, cin, cout, m, gw)) return;
+    if (tiles && !m.identity && weight_grad_by_rows(F, G, cin, cout, m, gw, outer_accumulate_f32))
+      return;
   }
   std::vector<T> part(static_cast<size_t>(nj * blk));
   bool direct = false;
@@ -185,6 +189,12 @@ template <typename T>
 void weight_grad(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m, T* gw,
                  bool tiles) {
   weight_grad_blocked(F, G, cin, cout, m, gw, tiles && gather_gemm_supported(cout));
+}
+
+bool weight_grad_bf16(const uint16_t* F, const uint16_t* G, int64_t cin, int64_t cout,
+                      const KernelMap& m, float* gw) {
+  if (m.identity || cin * cout == 0) return false;
+  return weight_grad_by_rows(F, G, cin, cout, m, gw, outer_accumulate_bf16);
 }
 
 template void weight_grad<float>(const float*, const float*, int64_t, int64_t, const KernelMap&,

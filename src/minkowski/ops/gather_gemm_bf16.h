@@ -34,4 +34,13 @@ void gather_gemm_bf16(const uint16_t* f, int64_t ldf, const int32_t* rows, int64
 void gather_gemm_add_bf16(const uint16_t* const* a, float* const* c, int64_t n, const uint32_t* wp,
                           int64_t cin, int64_t cout);
 
+// part[ci][co] (+)= sum_p a[p][ci] * g[p][co] over n pairs (the weight
+// gradient of one bucket; part C_in x C_out f32, row-major): the pairs go two
+// at a time into one dot product, (0, 1), (2, 3), .. in sub-blocks of 64 (an
+// odd last one with a zero partner), sums ascending. `fresh`: part's old
+// contents are ignored (as if zero). C_out a multiple of 8, any C_in; a CPU
+// with AVX-512 BF16.
+void outer_accumulate_bf16(const uint16_t* const* a, const uint16_t* const* g, int64_t n,
+                           int64_t cin, int64_t cout, float* part, bool fresh);
+
 }  // namespace minkowski

@@ -1,6 +1,6 @@
 // The bf16 tiles (gather_gemm_bf16.h: vdpbf16ps, f32 accumulation) against
 // the dense-grid reference and the f32 dataflows on the same bf16-rounded
-// operands: forward and input gradient at several widths (every panel width,
+// operands: forward, input and weight gradient at several widths (every panel width,
 // row tails, odd pair counts), submanifold, strided and 1x1; the
 // shapes they do not take and the pair packing's check. Skipped on a CPU
 // without AVX-512 BF16.
@@ -83,6 +83,11 @@ TEST(MinkowskiConvBf16, TilesAgainstDenseReferenceInF32) {
     expect_near_all(out.to_vector<double>(),
                     reference_conv(c.rows, fv, cin, c.rows, wv, cout, offs, 1), 2e-5,
                     what + " output");
+    fk::Tensor gw = fk::zeros({27, cin, cout});
+    ASSERT_TRUE(
+        conv_detail::weight_grad_bf16(words(f), words(gh), cin, cout, *map, gw.data<float>()));
+    expect_near_all(gw.to_vector<double>(), reference_weight_grad(c.rows, fv, cin, gv, cout, offs),
+                    2e-5, what + " weight gradient");
     // the input gradient's tiles pair the output channels and write C_in
     // columns: C_in on the 8-column grid
     if (!gather_gemm_bf16_supported(cout, cin)) continue;
