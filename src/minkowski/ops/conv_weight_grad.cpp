@@ -19,22 +19,21 @@ namespace minkowski::conv_detail {
 
 namespace {
 
-// The weight gradient walking output rows instead of offsets: fixed chunks of
+// f32 weight gradient walking output rows instead of offsets: fixed chunks of
 // output rows (their count depends only on the map's size), each chunk in
-// blocks of kRowTile rows whose pairs are bucketed by offset (rows ascending
-// within a bucket), so the block's gradient rows and their neighbours'
-// feature rows stay in cache across all offsets (walking offsets streams both
-// matrices from memory once per offset); each bucket goes through the
-// register tiles in one call (outer_accumulate_*: sub-blocks of pairs, rows
-// packed where that pays). (Blocks sized to L2, hundreds of pairs a bucket,
-// measured no faster at C = 128, 256 and ~8 % slower at C = 32, 64.) One
-// partial per (chunk, offset), each element summing the chunk's pairs in row
-// order; partials summed in chunk order: independent of copy path and thread
-// count. A partial is written from zero by its first bucket and skipped by
-// the sum when no pair touched it, so the partials are never zero-filled
-// (x + 0.0f == x for every sum that starts from +0, so skipping changes no
-// bit). Returns false (nothing done) when the partials would exceed 64 MiB
-// for even one chunk.
+// blocks of rows whose gradient rows and neighbouring feature rows fit L2,
+// the block's pairs bucketed by offset (rows ascending within a bucket), so
+// those rows stay in cache across all offsets (walking offsets streams both
+// matrices from memory once per offset), and each bucket, hundreds of pairs,
+// accumulates into its C_in x C_out partial in one call (outer_accumulate_f32:
+// register accumulators over sub-blocks of pairs). One partial per (chunk,
+// offset), each element summing the chunk's pairs in row order whatever the
+// block size; partials summed in chunk order: independent of copy path and
+// thread count. A partial is written from zero by its first bucket and
+// skipped by the sum when no pair touched it, so the partials are never
+// zero-filled (x + 0.0f == x for every sum that starts from +0, so skipping
+// changes no bit). Returns false (nothing done) when the partials would exceed
+// 64 MiB for even one chunk.
 // `acc`: outer_accumulate_f32 or _bf16 (the rows' element type Src).
 template <typename Src, typename Acc>
 bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, const KernelMap& m,
@@ -51,6 +50,10 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
   fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
   float* part = part_t.data<float>();
   std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
+  // Blocks of rows whose gradient rows and their neighbours' feature rows
+  // (about twice as many) fit in L2 with room to spare: buckets of a few
+  // hundred pairs, where the tiles measured fastest (outer_accumulate_*).
+  const int64_t block_rows = std::max<int64_t>(kRowTile, (int64_t{384} << 10) / ((cin + cout) * 8));
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
@@ -58,8 +61,8 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
     std::vector<const Src*> a, g;
     each_chunk([&](int64_t c) {
       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
-      for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
-        const int64_t r1 = std::min(c1, r0 + kRowTile);
+      for (int64_t r0 = c0; r0 < c1; r0 += block_rows) {
+        const int64_t r1 = std::min(c1, r0 + block_rows);
         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
         const RowEntry* e = idx.entries.data();
         std::fill(start.begin(), start.end(), 0);
