@@ -31,8 +31,8 @@ void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t 
 // src[n + p] for p in [0, ahead) into L2 on the way (the next sub-block).
 void pack_rows_avx512(const float* const* src, int64_t n, int64_t width, float* dst, int64_t ld,
                       int64_t ahead);
-// One sub-block of outer_accumulate_f32 (n > 0, rows already on their way to
-// L2).
+// outer_accumulate_f32's tiles over n > 0 pairs, rows read in place (the
+// caller prefetches them).
 void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
                                  int64_t cin, int64_t cout, float* part, bool fresh);
 // The same with the gradient rows packed: pair p's at g + p * ldg.
