@@ -20,6 +20,7 @@
 #include "minkowski/ops/conv_path.h"
 #include "minkowski/ops/feature_rows.h"
 #include "minkowski/ops/gather_gemm.h"
+#include "minkowski/ops/gather_gemm_bf16.h"
 
 namespace minkowski {
 
@@ -114,66 +115,11 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
   fk::parallel_for(0, nj, work < 4.0 * kBlasSerialMnk ? nj : 1, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
       const Job& b = jobs[j];
-      gather_gemm_f32(src, ld_src, rows ? rows + b.p0 : nullptr, b.p1 - b.p0,
-                      mats + b.k * rows_in * cols_out, rows_in, cols_out,
+      // without a row list (identity map) pair p reads row p
+      gather_gemm_f32(rows ? src : src + b.p0 * ld_src, ld_src, rows ? rows + b.p0 : nullptr,
+                      b.p1 - b.p0, mats + b.k * rows_in * cols_out, rows_in, cols_out,
                       dst + (b.p0 - base) * cols_out, cols_out);
     }
-  });
-}
-
-// Row-stationary f32 path: dst[r] = sum over the row's pairs (offset order) of
-// src[other(p)] . mats[k(p)], every row owned by one thread; no staging.
-// Rows go in blocks of kRowTile: a block's pairs are bucketed by offset and
-// each offset's terms run as 6-row register tiles sharing the weight loads
-// (gather_gemm_add_f32), offsets ascending, so every row still receives its
-// terms in offset order, computed as the per-offset path computes them.
-// With `mirror` (a symmetric map), idx is by_out and the rows are input rows:
-// input row r's pairs are its by_out entries with offset k read as mirror[k]
-// (the swapped pair), i.e. exactly by_in's pairs, so by_in is never built.
-// Blocks a thread takes at a time: small enough that two threads finish
-// within ~0.5 ms of each other (and a thread slowed by another process on a
-// shared machine just takes fewer), large enough that consecutive blocks,
-// which share neighbour rows, mostly land on the same core.
-constexpr int64_t kRowTilesPerGrab = 4;
-
-void row_stationary(const KernelMap& m, const RowIndex& idx, const float* src, const float* mats,
-                    int64_t rows_in, int64_t cols_out, float* dst,
-                    const std::vector<int32_t>* mirror = nullptr) {
-  const int64_t n = static_cast<int64_t>(idx.begin.size()) - 1, K = m.volume;
-  const int64_t blocks = (n + kRowTile - 1) / kRowTile;
-  double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
-  const RowEntry* e = idx.entries.data();
-  auto offset_of = [&](int64_t j) { return mirror ? (*mirror)[e[j].offset] : e[j].offset; };
-  fk::profile::count_launch();
-  for_blocks(blocks, kRowTilesPerGrab, parallel_worth(work, blocks), [&](auto&& each_block) {
-    std::vector<int64_t> start(K + 1);
-    std::vector<const float*> a;
-    std::vector<float*> c;
-    each_block([&](int64_t blk) {
-      const int64_t r0 = blk * kRowTile, r1 = std::min(n, r0 + kRowTile);
-      const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
-      // The block's rows are this thread's alone: zero them here, where they
-      // stay in cache for the adds (no separate pass over the whole output).
-      std::fill(dst + r0 * cols_out, dst + r1 * cols_out, 0.0f);
-      std::fill(start.begin(), start.end(), 0);
-      for (int64_t j = e0; j < e1; ++j) ++start[offset_of(j) + 1];
-      for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-      a.resize(e1 - e0);
-      c.resize(e1 - e0);
-      // rows ascending within each offset's bucket
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-          int64_t at = start[offset_of(j)]++;
-          a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
-          c[at] = dst + r * cols_out;
-        }
-      for (int64_t k = 0, b = 0; k < K; ++k) {
-        // start[k] is now the end of bucket k
-        gather_gemm_add_f32(a.data() + b, c.data() + b, start[k] - b, mats + k * rows_in * cols_out,
-                            rows_in, cols_out);
-        b = start[k];
-      }
-    });
   });
 }
 
@@ -304,7 +250,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     direct = tiles;
     if (direct && fused) {
       note_call(true, 1, 0);
-      row_stationary(m, m.by_out(), F, W, cin, cout, out);
+      row_stationary_f32(m, m.by_out(), F, W, cin, cout, out);
       return;
     }
   }
@@ -393,9 +339,9 @@ void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const Ke
     if (direct && fused) {
       note_call(true, 1, 0);
       if (!m.mirror.empty())
-        row_stationary(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
+        row_stationary_f32(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
       else
-        row_stationary(m, m.by_in(), G, wt.data(), cout, cin, gin);
+        row_stationary_f32(m, m.by_in(), G, wt.data(), cout, cin, gin);
       return;
     }
   }
@@ -495,17 +441,12 @@ ConvCallInfo last_conv_call() {
   return tl_info;
 }
 
-fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, const KernelMap& m) {
-  const char* where = "minkowski::convolution";
-  check_common(where, features, weight, m);
-  int64_t cin = features.size(1);
-  bool ok = (weight.dim() == 3 && weight.size(0) == m.volume && weight.size(1) == cin) ||
-            (m.identity && weight.dim() == 2 && weight.size(0) == cin);
-  FK_CHECK(ok, where,
-           "a weight of shape (K=" + std::to_string(m.volume) + ", C_in=" + std::to_string(cin) +
-               ", C_out)",
-           weight.shape().str());
-  int64_t cout = weight.size(weight.dim() - 1);
+namespace {
+
+// The f32 (or f64) dataflows on operands converted to the compute dtype, the
+// result in the features' dtype.
+fk::Tensor forward_converted(const fk::Tensor& features, const fk::Tensor& weight,
+                             const KernelMap& m, int64_t cin, int64_t cout) {
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
   fk::Tensor out = fk::empty({m.out_size, cout}, {ct});  // forward_impl writes every row
@@ -516,9 +457,9 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, co
   return out.to(features.dtype());
 }
 
-ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
-                        const fk::Tensor& weight, const KernelMap& m, bool need_features,
-                        bool need_weight) {
+ConvGrads backward_converted(const fk::Tensor& grad_out, const fk::Tensor& features,
+                             const fk::Tensor& weight, const KernelMap& m, bool need_features,
+                             bool need_weight) {
   int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
@@ -537,6 +478,98 @@ ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
                      need_weight ? gw.data<double>() : nullptr);
   if (need_features) r.features = gin.to(features.dtype());
   if (need_weight) r.weight = gw.to(weight.dtype());
+  return r;
+}
+
+const uint16_t* words(const fk::Tensor& t) {
+  return static_cast<const uint16_t*>(t.data_ptr());
+}
+
+}  // namespace
+
+fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, const KernelMap& m) {
+  const char* where = "minkowski::convolution";
+  check_common(where, features, weight, m);
+  int64_t cin = features.size(1);
+  bool ok = (weight.dim() == 3 && weight.size(0) == m.volume && weight.size(1) == cin) ||
+            (m.identity && weight.dim() == 2 && weight.size(0) == cin);
+  FK_CHECK(ok, where,
+           "a weight of shape (K=" + std::to_string(m.volume) + ", C_in=" + std::to_string(cin) +
+               ", C_out)",
+           weight.shape().str());
+  int64_t cout = weight.size(weight.dim() - 1);
+  if (features.dtype() != fk::DType::BF16 || !gather_gemm_bf16_supported(cin, cout))
+    return forward_converted(features, weight, m, cin, cout);
+  // bf16 on a CPU with bf16 dot products: the bf16 tiles, or (gemm) the f32
+  // dataflows on converted operands.
+  const ConvShape s{ConvPass::Forward, m.pairs(), m.out_size, cin, cout, fk::DType::BF16};
+  fk::Tensor out;
+  const ConvPath p = run_conv_pass(s, true, [&](ConvPath path) {
+    if (path == ConvPath::Gemm) {
+      out = forward_converted(features, weight, m, cin, cout);
+      return;
+    }
+    const fk::Tensor f = features.contiguous(), w = weight.contiguous();
+    fk::Tensor o = fk::empty({m.out_size, cout}, {fk::DType::F32});
+    forward_bf16(words(f), cin, words(w), cout, m, o.data<float>());
+    note_call(true, 1, 0);
+    out = o.to(fk::DType::BF16);
+  });
+  tl_info.path = p;
+  return out;
+}
+
+// The bf16 weight gradient (K x C_in x C_out) on the bf16 tiles, or
+// undefined where they do not take the map.
+fk::Tensor weight_grad_tiles(const fk::Tensor& grad_out, const fk::Tensor& features,
+                             const fk::Tensor& weight, const KernelMap& m) {
+  const int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
+  const fk::Tensor g = grad_out.contiguous(), f = features.contiguous();
+  fk::Tensor gw = fk::zeros(weight.shape(), {fk::DType::F32});
+  if (!weight_grad_bf16(words(f), words(g), cin, cout, m, gw.data<float>())) return fk::Tensor();
+  return gw.to(fk::DType::BF16);
+}
+
+ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                        const fk::Tensor& weight, const KernelMap& m, bool need_features,
+                        bool need_weight) {
+  int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
+  const bool bf16 = features.dtype() == fk::DType::BF16 && grad_out.dtype() == fk::DType::BF16 &&
+                    weight.dtype() == fk::DType::BF16;
+  const bool in_tiles = need_features && bf16 && gather_gemm_bf16_supported(cout, cin);
+  // the weight gradient pairs pairs, not channels: any C_in
+  const bool w_tiles = need_weight && bf16 && !m.identity && gather_gemm_bf16_supported(2, cout);
+  if (!in_tiles && !w_tiles)
+    return backward_converted(grad_out, features, weight, m, need_features, need_weight);
+  // Each gradient on the bf16 tiles (or, gemm, converted) where they apply,
+  // else converted.
+  ConvGrads r;
+  ConvCallInfo info = tl_info;
+  if (need_features) {
+    const ConvShape s{ConvPass::InputGrad, m.pairs(), m.in_size, cin, cout, fk::DType::BF16};
+    info.path = run_conv_pass(s, in_tiles, [&](ConvPath path) {
+      if (path == ConvPath::Gemm) {
+        r.features = backward_converted(grad_out, features, weight, m, true, false).features;
+        return;
+      }
+      const fk::Tensor g = grad_out.contiguous(), w = weight.contiguous();
+      fk::Tensor gin = fk::empty({m.in_size, cin}, {fk::DType::F32});
+      input_grad_bf16(words(g), cin, words(w), cout, m, gin.data<float>());
+      note_call(true, 1, 0);
+      r.features = gin.to(fk::DType::BF16);
+    });
+    info.fused = tl_info.fused, info.groups = tl_info.groups;
+    info.staging_bytes = tl_info.staging_bytes;
+  }
+  if (need_weight) {
+    const ConvShape s{ConvPass::WeightGrad, m.pairs(), m.out_size, cin, cout, fk::DType::BF16};
+    info.weight_path = run_conv_pass(s, w_tiles, [&](ConvPath path) {
+      if (path == ConvPath::Tiles) r.weight = weight_grad_tiles(grad_out, features, weight, m);
+      if (!r.weight.defined() || path == ConvPath::Gemm)
+        r.weight = backward_converted(grad_out, features, weight, m, false, true).weight;
+    });
+  }
+  tl_info = info;
   return r;
 }
 

@@ -8,7 +8,14 @@
 // Shapes: features N_in x C_in, weight K x C_in x C_out (K = map volume; an
 // identity map also accepts C_in x C_out), result N_out x C_out. Dtypes f32,
 // f64, f16, bf16 (features and weight alike); f16/bf16 are converted to f32,
-// computed (GEMM and accumulation) in f32 and rounded once at the end.
+// computed (GEMM and accumulation) in f32 and rounded once at the end. bf16 on
+// a CPU with AVX-512 BF16 (fk::cpu_avx512_bf16()) takes the bf16 tiles
+// instead where they apply (gather_gemm_bf16.h: the pass's C_in even, its
+// C_out a multiple of 8; the weight gradient: C_out a multiple of 8, not an
+// identity map): they read the bf16 operands as they are and sum products of
+// channel pairs (forward, input gradient) or of pairs of pairs (weight
+// gradient) in f32 (vdpbf16ps), rounded once at the end; they differ from the
+// f32 path in rounding only (pair sums; denormals flushed).
 //
 // Two dataflows, chosen per shape and pass (conv_path.h: ME_CONV_PATH, auto
 // measures on a shape's first call): the f32 register tiles (AVX2 or AVX-512,
@@ -38,9 +45,10 @@
 //                    one offset's rows, then the scatter).
 // Both knobs are read at every call. The weight gradient is the same on both
 // paths: f32 (C_out a multiple of 8): fixed chunks of output rows walked in
-// blocks of 128 rows, pairs bucketed by offset, one partial per (chunk,
-// offset); BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers;
-// partials summed in order.
+// blocks of rows sized to L2, pairs bucketed by offset, each bucket through
+// register tiles in sub-blocks of pairs, one partial per (chunk, offset);
+// BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers; partials
+// summed in order.
 //
 // Determinism: by construction, on every copy path and any thread count,
 // for a given dataflow (tiles or gemm: the two differ in rounding, and auto's
@@ -52,6 +60,8 @@
 // them; or the f32 micro-kernels, whose per-row result does not depend on the
 // tiling), and the weight gradient sums fixed blocks in order. Hence fused,
 // chunked and per-offset results are bit-identical (tested), on each dataflow.
+// The bf16 tiles have one copy path (row-stationary, whatever ME_FUSED_COPY
+// says), so theirs are too; they depend on whether the CPU has AVX-512 BF16.
 //
 // Memory: BLAS path: staging of min(pairs, cap rows) x (C_in + C_out) elements
 // per call; f32 fused: none; per-offset: one offset's rows; backward: f32 one

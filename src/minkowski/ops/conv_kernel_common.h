@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "fk/dtype.h"
 #include "fk/parallel.h"
@@ -47,6 +48,31 @@ void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, c
 // gw (K x C_in x C_out, zeroed) = the weight gradient. `tiles`: the f32
 // register tiles (C_out a multiple of 8 on an AVX2 CPU), else BLAS over
 // gathered blocks of pairs; the two differ in rounding (conv_kernel.h).
+// The row-stationary tiles (conv_row_stationary.cpp): dst[r] (N x cols_out
+// f32, written whole) = sum over row r's pairs in idx, offsets ascending, of
+// src[other] . mats[k]; with `mirror` (a symmetric map) idx is by_out read as
+// by_in. f32: mats K x rows_in x cols_out (gather_gemm.h); bf16: src bf16
+// words, mats K x rows_in / 2 x cols_out channel pairs (gather_gemm_bf16.h).
+void row_stationary_f32(const KernelMap& m, const RowIndex& idx, const float* src,
+                        const float* mats, int64_t rows_in, int64_t cols_out, float* dst,
+                        const std::vector<int32_t>* mirror = nullptr);
+void row_stationary_bf16(const KernelMap& m, const RowIndex& idx, const uint16_t* src,
+                         const uint32_t* mats, int64_t rows_in, int64_t cols_out, float* dst,
+                         const std::vector<int32_t>* mirror = nullptr);
+
+// The bf16 tiles' passes (conv_kernel_bf16.cpp; gather_gemm_bf16_supported
+// on the pass's (C_in, C_out), identity maps included): bf16 words in, f32
+// results written whole. F N_in x C_in, W K x C_in x C_out, G N_out x C_out.
+void forward_bf16(const uint16_t* F, int64_t cin, const uint16_t* W, int64_t cout,
+                  const KernelMap& m, float* out);
+void input_grad_bf16(const uint16_t* G, int64_t cin, const uint16_t* W, int64_t cout,
+                     const KernelMap& m, float* gin);
+// gw (K x C_in x C_out f32, zeroed) = the weight gradient from bf16 F and G
+// (conv_weight_grad.cpp: the f32 tiles' row walk, outer_accumulate_bf16);
+// false (nothing done) on an identity map or when the partials would not fit.
+bool weight_grad_bf16(const uint16_t* F, const uint16_t* G, int64_t cin, int64_t cout,
+                      const KernelMap& m, float* gw);
+
 template <typename T>
 void weight_grad(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m, T* gw,
                  bool tiles);

@@ -4,6 +4,9 @@
 //          AVX2 or AVX-512), where they apply (f32, C_out of the pass a
 //          multiple of 8, an AVX2 CPU);
 //   gemm   gather -> BLAS GEMM -> scatter over staged rows (conv_kernel.h).
+// Under bf16 on a CPU with AVX-512 BF16 the forward and input gradient choose
+// between the bf16 tiles (tiles) and the f32 dataflows on converted operands
+// (gemm, which then choose their own path as an f32 shape).
 // ME_CONV_PATH = auto (default) | tiles | gemm forces one for A/B (tiles
 // falls back to gemm where the tiles do not apply). In auto, a pass under
 // ~16M multiply-adds takes the tiles; a larger one's first call of a shape

@@ -13,6 +13,7 @@
 #include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/conv_kernel_common.h"
 #include "minkowski/ops/gather_gemm.h"
+#include "minkowski/ops/gather_gemm_bf16.h"
 
 namespace minkowski::conv_detail {
 
@@ -20,17 +21,23 @@ namespace {
 
 // f32 weight gradient walking output rows instead of offsets: fixed chunks of
 // output rows (their count depends only on the map's size), each chunk in
-// blocks of kRowTile rows whose pairs are bucketed by offset, so the block's
-// gradient rows and their neighbours' feature rows stay in cache across all
-// offsets (walking offsets streams both matrices from memory once per offset).
-// One C_in x C_out partial per (chunk, offset), summed in chunk order:
-// independent of copy path and thread count. A partial is written from zero
-// by its first block and skipped by the sum when no pair touched it, so the
-// partials are never zero-filled (x + 0.0f == x for every sum that starts
-// from +0, so skipping changes no bit). Returns false (nothing done) when the
-// partials would exceed 64 MiB for even one chunk.
-bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t cout,
-                         const KernelMap& m, float* gw) {
+// blocks of rows whose gradient rows and neighbouring feature rows fit L2,
+// the block's pairs bucketed by offset (rows ascending within a bucket), so
+// those rows stay in cache across all offsets (walking offsets streams both
+// matrices from memory once per offset), and each bucket, hundreds of pairs,
+// accumulates into its C_in x C_out partial in one call (outer_accumulate_f32:
+// register accumulators over sub-blocks of pairs). One partial per (chunk,
+// offset), each element summing the chunk's pairs in row order whatever the
+// block size; partials summed in chunk order: independent of copy path and
+// thread count. A partial is written from zero by its first bucket and
+// skipped by the sum when no pair touched it, so the partials are never
+// zero-filled (x + 0.0f == x for every sum that starts from +0, so skipping
+// changes no bit). Returns false (nothing done) when the partials would exceed
+// 64 MiB for even one chunk.
+// `acc`: outer_accumulate_f32 or _bf16 (the rows' element type Src).
+template <typename Src, typename Acc>
+bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, const KernelMap& m,
+                         float* gw, const Acc& acc) {
   const int64_t K = m.volume, blk = cin * cout, n = m.out_size;
   const int64_t per_chunk = K * blk * static_cast<int64_t>(sizeof(float));
   const int64_t budget = int64_t{64} << 20;
@@ -43,16 +50,19 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
   fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
   float* part = part_t.data<float>();
   std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
+  // Blocks of rows whose gradient rows and their neighbours' feature rows
+  // (about twice as many) fit in L2 with room to spare: buckets of a few
+  // hundred pairs, where the tiles measured fastest (outer_accumulate_*).
+  const int64_t block_rows = std::max<int64_t>(kRowTile, (int64_t{384} << 10) / ((cin + cout) * 8));
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
     std::vector<int64_t> start(K + 1);
-    std::vector<const float*> a, g;
+    std::vector<const Src*> a, g;
     each_chunk([&](int64_t c) {
-      char* written = touched.data() + c * K;
       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
-      for (int64_t r0 = c0; r0 < c1; r0 += kRowTile) {
-        const int64_t r1 = std::min(c1, r0 + kRowTile);
+      for (int64_t r0 = c0; r0 < c1; r0 += block_rows) {
+        const int64_t r1 = std::min(c1, r0 + block_rows);
         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
         const RowEntry* e = idx.entries.data();
         std::fill(start.begin(), start.end(), 0);
@@ -66,10 +76,11 @@ bool weight_grad_by_rows(const float* F, const float* G, int64_t cin, int64_t co
             a[at] = F + static_cast<int64_t>(e[j].other) * cin;
             g[at] = G + r * cout;
           }
-        for (int64_t k = 0, b = 0; k < K; ++k) {
+        char* written = touched.data() + c * K;
+        for (int64_t k = 0, b = 0; k < K; ++k) {  // start[k] is now the end of bucket k
           if (start[k] > b) {
-            outer_accumulate_f32(a.data() + b, g.data() + b, start[k] - b, cin, cout,
-                                 part + (c * K + k) * blk, !written[k]);
+            acc(a.data() + b, g.data() + b, start[k] - b, cin, cout, part + (c * K + k) * blk,
+                !written[k]);
             written[k] = 1;
           }
           b = start[k];
@@ -119,7 +130,8 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
   int64_t nj = static_cast<int64_t>(jobs.size()), blk = cin * cout;
   if (nj == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    if (tiles && !m.identity && weight_grad_by_rows(F, G, cin, cout, m, gw)) return;
+    if (tiles && !m.identity && weight_grad_by_rows(F, G, cin, cout, m, gw, outer_accumulate_f32))
+      return;
   }
   std::vector<T> part(static_cast<size_t>(nj * blk));
   bool direct = false;
@@ -178,6 +190,12 @@ template <typename T>
 void weight_grad(const T* F, const T* G, int64_t cin, int64_t cout, const KernelMap& m, T* gw,
                  bool tiles) {
   weight_grad_blocked(F, G, cin, cout, m, gw, tiles && gather_gemm_supported(cout));
+}
+
+bool weight_grad_bf16(const uint16_t* F, const uint16_t* G, int64_t cin, int64_t cout,
+                      const KernelMap& m, float* gw) {
+  if (m.identity || cin * cout == 0) return false;
+  return weight_grad_by_rows(F, G, cin, cout, m, gw, outer_accumulate_bf16);
 }
 
 template void weight_grad<float>(const float*, const float*, int64_t, int64_t, const KernelMap&,

@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "fk/cpu_isa.h"
 #include "minkowski/ops/gather_gemm_isa.h"
@@ -16,6 +18,10 @@ using detail::prefetch_rows;
 // 16 ymm registers: 3 rows x 4 vectors (32 columns) per tile, the weight
 // operands folded into the FMAs.
 constexpr int kRows = 3;
+// Pairs per sub-block of the weight-gradient tiles, and the C_out from which
+// their rows are packed (outer_accumulate_f32).
+constexpr int64_t kOuterPairs = 64;
+constexpr int64_t kPackWidth = 128;
 
 template <int NV, int R>
 __attribute__((target("avx2,fma"))) inline void tile(const float* const* a, const float* w,
@@ -199,6 +205,27 @@ void outer_panel(const float* const* a, int64_t cin, const float* const* g, int6
   }
 }
 
+// dst[p * ld ..][0:width] = src[p][0:width] (width a multiple of 8), p in
+// [0, n), prefetching src[n + p] for p < ahead (the next sub-block's rows).
+__attribute__((target("avx2,fma"))) void pack_rows(const float* const* src, int64_t n,
+                                                   int64_t width, float* dst, int64_t ld,
+                                                   int64_t ahead) {
+  for (int64_t p = 0; p < n; ++p) {
+    if (p < ahead) prefetch_rows<_MM_HINT_T1>(src + n + p, 1, width);
+    for (int64_t c = 0; c < width; c += 8)
+      _mm256_storeu_ps(dst + p * ld + c, _mm256_loadu_ps(src[p] + c));
+  }
+}
+
+// One sub-block of outer_accumulate_f32 (n > 0) on the widest tiles.
+void outer_block(bool wide, const float* const* a, const float* const* g, int64_t n, int64_t cin,
+                 int64_t cout, float* part, bool fresh) {
+  if (wide) return detail::outer_accumulate_f32_avx512(a, g, n, cin, cout, part, fresh);
+  int64_t q = 0;
+  for (; q + 16 <= cout; q += 16) outer_panel<2>(a, cin, g, q, n, part + q, cout, fresh);
+  if (q < cout) outer_panel<1>(a, cin, g, q, n, part + q, cout, fresh);
+}
+
 bool has_avx2() {
   return fk::cpu_isa() >= fk::CpuIsa::Avx2;
 }
@@ -236,15 +263,52 @@ void gather_gemm_f32(const float* f, int64_t ldf, const int32_t* rows, int64_t n
 
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,
                           int64_t cout, float* part, bool fresh) {
-  if (has_avx512()) return detail::outer_accumulate_f32_avx512(a, g, n, cin, cout, part, fresh);
   if (n == 0) {
     if (fresh) std::fill(part, part + cin * cout, 0.0f);
     return;
   }
-  prefetch_rows(a, n, cin);
-  int64_t q = 0;
-  for (; q + 16 <= cout; q += 16) outer_panel<2>(a, cin, g, q, n, part + q, cout, fresh);
-  if (q < cout) outer_panel<1>(a, cin, g, q, n, part + q, cout, fresh);
+  // Rows of C_out < kPackWidth floats: one pass of the tiles over the pairs,
+  // read in place, the feature rows prefetched first (measured best with
+  // buckets of a few hundred pairs). Wider ones: sub-blocks of at most
+  // kOuterPairs pairs (equal, so no short last one), the sub-block's gradient
+  // rows copied into a buffer whose row stride is padded by one cache line: in
+  // place, C x 4 bytes apart (a multiple of 512; a bucket's gradient rows are
+  // mostly consecutive rows), a panel's rows fall on a few cache sets and no
+  // longer fit L1. Per panel the sub-block's gradient panel then stays in L1
+  // across all input-channel tiles, the accumulators are loaded and stored once
+  // per sub-block (from L1/L2: the partial is one offset's C_in x C_out), and
+  // the next sub-block's rows are pulled into L2 meanwhile; unlike one pass,
+  // the time per pair stays flat as buckets grow (1.5-1.9x at 1000 pairs,
+  // C = 128, 256). No bit changes: each element's chain continues through the
+  // stored partial in pair order.
+  const bool wide = has_avx512();
+  if (cout < kPackWidth) {
+    prefetch_rows(a, n, cin);
+    outer_block(wide, a, g, n, cin, cout, part, fresh);
+    return;
+  }
+  const int64_t step =
+      (n + (n + kOuterPairs - 1) / kOuterPairs - 1) / ((n + kOuterPairs - 1) / kOuterPairs);
+  prefetch_rows(a, std::min(n, step), cin);
+  const int64_t ldg = cout + 16;
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(kOuterPairs * ldg));
+  float* pg = buf.data();
+  const float* gp[kOuterPairs];
+  for (int64_t p = 0; p < kOuterPairs; ++p) gp[p] = pg + p * ldg;
+  for (int64_t p0 = 0; p0 < n; p0 += step) {
+    const int64_t m = std::min(step, n - p0);
+    const int64_t ahead = std::min(step, n - p0 - m);
+    prefetch_rows<_MM_HINT_T1>(a + p0 + m, ahead, cin);
+    if (wide) {
+      detail::pack_rows_avx512(g + p0, m, cout, pg, ldg, ahead);
+      detail::outer_accumulate_packed_f32_avx512(a + p0, pg, ldg, m, cin, cout, part,
+                                                 fresh && p0 == 0);
+    } else {
+      pack_rows(g + p0, m, cout, pg, ldg, ahead);
+      outer_block(false, a + p0, gp, m, cin, cout, part, fresh && p0 == 0);
+    }
+  }
 }
 
 void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, const float* w,

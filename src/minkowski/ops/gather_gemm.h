@@ -28,7 +28,8 @@ void gather_gemm_add_f32(const float* const* a, float* const* c, int64_t n, cons
                          int64_t cin, int64_t cout);
 
 // part[ci][co] += sum_p a[p][ci] * g[p][co], p ascending (part: C_in x C_out,
-// row-major). The weight gradient of one block of pairs. C_out multiple of 8.
+// row-major). The weight gradient of one bucket of pairs (any size: wide rows
+// go in sub-blocks, gather_gemm.cpp). C_out multiple of 8.
 // `fresh`: part's old contents are ignored (as if zero), so a caller never
 // has to zero-fill a partial before its first block.
 void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t n, int64_t cin,

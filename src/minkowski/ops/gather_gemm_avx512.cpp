@@ -124,10 +124,21 @@ MK_AVX512 void all_panels(const float* const* a, float* const* c, int64_t n, con
 // vectors of gradient channels (from g0, the last under `last`), summed over
 // n pairs read in place, each element from `part` (or zero when fresh) in
 // ascending pair order.
-template <int R, int NV>
-MK_AVX512 inline void outer_tile(const float* const* a, int64_t a0, const float* const* g,
-                                 int64_t g0, int64_t n, float* part, int64_t ldp, bool fresh,
-                                 __mmask16 last) {
+// Rows read through pointer arrays (in place) or at a fixed stride (packed:
+// no pointer loads in the pair loop).
+struct PointedRows {
+  const float* const* p;
+  const float* operator[](int64_t i) const { return p[i]; }
+};
+struct StridedRows {
+  const float* base;
+  int64_t ld;
+  const float* operator[](int64_t i) const { return base + i * ld; }
+};
+
+template <int R, int NV, typename ARows, typename GRows>
+MK_AVX512 inline void outer_tile(ARows a, int64_t a0, GRows g, int64_t g0, int64_t n, float* part,
+                                 int64_t ldp, bool fresh, __mmask16 last) {
   __m512 acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -158,28 +169,54 @@ MK_AVX512 inline void outer_tile(const float* const* a, int64_t a0, const float*
                             acc[r][v]);
 }
 
-template <int NV, size_t... I>
-MK_AVX512 void outer_tail(int rest, const float* const* a, int64_t a0, const float* const* g,
-                          int64_t g0, int64_t n, float* part, int64_t ldp, bool fresh,
-                          __mmask16 last, std::index_sequence<I...>) {
-  ((rest == static_cast<int>(I) + 1 ? outer_tile<I + 1, NV>(a, a0, g, g0, n, part, ldp, fresh, last)
-                                    : void()),
+template <int NV, typename ARows, typename GRows, size_t... I>
+MK_AVX512 void outer_tail(int rest, ARows a, int64_t a0, GRows g, int64_t g0, int64_t n,
+                          float* part, int64_t ldp, bool fresh, __mmask16 last,
+                          std::index_sequence<I...>) {
+  ((rest == static_cast<int>(I) + 1
+        ? outer_tile<I + 1, NV, ARows, GRows>(a, a0, g, g0, n, part, ldp, fresh, last)
+        : void()),
    ...);
 }
 
 // All input channels of one panel of gradient channels [g0, g0 + cols).
-template <int NV>
-MK_AVX512 void outer_panel(const float* const* a, int64_t cin, const float* const* g, int64_t g0,
-                           int64_t cols, int64_t n, float* part, int64_t cout, bool fresh) {
+template <int NV, typename ARows, typename GRows>
+MK_AVX512 void outer_panel(ARows a, int64_t cin, GRows g, int64_t g0, int64_t cols, int64_t n,
+                           float* part, int64_t cout, bool fresh) {
   constexpr int R = kTileRows<NV>;
   const __mmask16 last = lane_mask(cols - 16 * (NV - 1));
   int64_t ci = 0;
   for (; ci + R <= cin; ci += R)
-    outer_tile<R, NV>(a, ci, g, g0, n, part + ci * cout + g0, cout, fresh, last);
+    outer_tile<R, NV, ARows, GRows>(a, ci, g, g0, n, part + ci * cout + g0, cout, fresh, last);
   const int rest = static_cast<int>(cin - ci);
   if (rest > 0)
-    outer_tail<NV>(rest, a, ci, g, g0, n, part + ci * cout + g0, cout, fresh, last,
-                   std::make_index_sequence<R - 1>());
+    outer_tail<NV, ARows, GRows>(rest, a, ci, g, g0, n, part + ci * cout + g0, cout, fresh, last,
+                                 std::make_index_sequence<R - 1>());
+}
+
+// Every panel of gradient channels: 64 columns, then one panel of the rest.
+template <typename ARows, typename GRows>
+MK_AVX512 void outer_panels(ARows a, GRows g, int64_t n, int64_t cin, int64_t cout, float* part,
+                            bool fresh) {
+  int64_t q = 0;
+  for (; q + 64 <= cout; q += 64) outer_panel<4>(a, cin, g, q, 64, n, part, cout, fresh);
+  const int64_t rest = cout - q;
+  switch ((rest + 15) / 16) {
+    case 4:
+      outer_panel<4>(a, cin, g, q, rest, n, part, cout, fresh);
+      break;
+    case 3:
+      outer_panel<3>(a, cin, g, q, rest, n, part, cout, fresh);
+      break;
+    case 2:
+      outer_panel<2>(a, cin, g, q, rest, n, part, cout, fresh);
+      break;
+    case 1:
+      outer_panel<1>(a, cin, g, q, rest, n, part, cout, fresh);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace
@@ -205,32 +242,32 @@ void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t 
   all_panels<true>(a, c, n, w, cin, cout);
 }
 
+MK_AVX512 void pack_rows_avx512(const float* const* src, int64_t n, int64_t width, float* dst,
+                                int64_t ld, int64_t ahead) {
+  const int64_t lines = (width * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+  const __mmask16 tail = lane_mask(width % 16 == 0 ? 16 : width % 16);
+  for (int64_t p = 0; p < n; ++p) {
+    if (p < ahead) {
+      const char* q = reinterpret_cast<const char*>(src[n + p]);
+      for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T1);
+    }
+    const float* s = src[p];
+    float* d = dst + p * ld;
+    int64_t c = 0;
+    for (; c + 16 < width; c += 16) _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
+    _mm512_mask_storeu_ps(d + c, tail, _mm512_maskz_loadu_ps(tail, s + c));
+  }
+}
+
 void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
                                  int64_t cin, int64_t cout, float* part, bool fresh) {
-  if (n == 0) {
-    if (fresh) std::fill(part, part + cin * cout, 0.0f);
-    return;
-  }
-  prefetch_rows(a, n, cin);
-  int64_t q = 0;
-  for (; q + 64 <= cout; q += 64) outer_panel<4>(a, cin, g, q, 64, n, part, cout, fresh);
-  const int64_t rest = cout - q;
-  switch ((rest + 15) / 16) {
-    case 4:
-      outer_panel<4>(a, cin, g, q, rest, n, part, cout, fresh);
-      break;
-    case 3:
-      outer_panel<3>(a, cin, g, q, rest, n, part, cout, fresh);
-      break;
-    case 2:
-      outer_panel<2>(a, cin, g, q, rest, n, part, cout, fresh);
-      break;
-    case 1:
-      outer_panel<1>(a, cin, g, q, rest, n, part, cout, fresh);
-      break;
-    default:
-      break;
-  }
+  outer_panels(PointedRows{a}, PointedRows{g}, n, cin, cout, part, fresh);
+}
+
+void outer_accumulate_packed_f32_avx512(const float* const* a, const float* g, int64_t ldg,
+                                        int64_t n, int64_t cin, int64_t cout, float* part,
+                                        bool fresh) {
+  outer_panels(PointedRows{a}, StridedRows{g, ldg}, n, cin, cout, part, fresh);
 }
 
 }  // namespace minkowski::detail

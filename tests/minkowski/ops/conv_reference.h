@@ -129,6 +129,25 @@ inline std::vector<double> reference_conv(const Rows& in, const std::vector<doub
   return r;
 }
 
+// grad_W[k][ci][co] = sum_o F[o + off_k][ci] G[o][co], on the dense grid.
+inline std::vector<double> reference_weight_grad(const Rows& rows, const std::vector<double>& f,
+                                                 int cin, const std::vector<double>& g, int cout,
+                                                 const std::vector<std::vector<int>>& offs) {
+  Grid grid(rows, f, cin, 1);
+  std::vector<double> r(offs.size() * cin * cout, 0.0);
+  for (size_t o = 0; o < rows.size(); ++o)
+    for (size_t k = 0; k < offs.size(); ++k) {
+      std::vector<int32_t> q(grid.d);
+      for (int a = 0; a < grid.d; ++a) q[a] = rows[o][a + 1] + offs[k][a];
+      int64_t at = grid.index(rows[o][0], q.data());
+      if (at < 0) continue;
+      for (int ci = 0; ci < cin; ++ci)
+        for (int co = 0; co < cout; ++co)
+          r[(k * cin + ci) * cout + co] += grid.v[at * cin + ci] * g[o * cout + co];
+    }
+  return r;
+}
+
 struct Case {
   Rows rows;
   fk::Tensor f, w;
