@@ -27,7 +27,7 @@
 // holds its solution afterwards.
 //
 // Requirements (batchable_reason names the first one broken): at least one
-// problem; the same domain; NeuralFields of one architecture (tanh, no
+// problem; the same domain; NeuralFields of one architecture (tanh or relu, no
 // autocast) with elementwise heads; operators of one kind that are batchable
 // (FFT convolution, identity, pointwise, saturation, a nuisance without
 // trainable parameters, sequential / sum of those; not heat or other

@@ -35,10 +35,10 @@ std::optional<std::string> field_reason(const InverseProblem& p, const InversePr
     return "problem " + std::to_string(i) + " has a '" + p.field->kind() +
            "' field (batch_invert batches neural fields; grid baselines run sequentially)";
   const NeuralFieldConfig& c = f->config();
-  if (c.activation != "tanh" || c.autocast)
+  if ((c.activation != "tanh" && c.activation != "relu") || c.autocast)
     return "problem " + std::to_string(i) + "'s neural field has activation " + c.activation +
            (c.autocast ? " with autocast" : "") +
-           " (the batched MLP runs tanh trunks in f32 without autocast)";
+           " (the batched MLP runs tanh or relu trunks in f32 without autocast)";
   for (const HeadPtr& h : f->heads())
     if (h->kind() == "support_masked" || h->kind() == "zero_mean")
       return "head '" + h->name() + "' (" + h->kind() +

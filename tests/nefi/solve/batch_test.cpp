@@ -258,11 +258,11 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   auto mixed = s.problems;
   mixed[1] = nefi::find_instance("toy1d")->setup(wide, "neural", 1)->problem;
   expect_refused(mixed, s.curriculum, "differs from problem 0's");
-  nefi::Params relu = p;
-  relu.set("activation", "relu");
+  nefi::Params gelu = p;
+  gelu.set("activation", "gelu");
   auto act = s.problems;
-  act[0] = nefi::find_instance("toy1d")->setup(relu, "neural", 0)->problem;
-  expect_refused(act, s.curriculum, "tanh");
+  act[0] = nefi::find_instance("toy1d")->setup(gelu, "neural", 0)->problem;
+  expect_refused(act, s.curriculum, "tanh or relu");
   auto dom = s.problems;
   dom[1].domain = nefi::Domain({64}, {2.0});
   expect_refused(dom, s.curriculum, "domain");
