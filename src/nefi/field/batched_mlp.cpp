@@ -8,6 +8,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/field/dense_gemm.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -29,18 +30,54 @@ bool is_active(const ActiveMask& a, int64_t b) {
   return !a || (*a)[b] != 0;
 }
 
-// y (m, out) = bias rows, then += x W^T (nefi::dense's forward, f32).
-void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const float* bias,
-                int64_t out, float* y) {
-  for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * out, bias, out * sizeof(float));
-  fk::gemm(kF32, false, true, m, out, in, 1.0, x, in, w, in, 1.0, y, out);
+// C (m, n) = op(A) op(B), as nefi::dense's f32 product makes it: the fused
+// AVX-512 kernel with the layer's bias and activation applied in registers
+// where it fits, else fk::gemm and the epilogue a row at a time after it. A
+// row of the batch thus takes the very arithmetic a sequential field takes.
+void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+             const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias = nullptr,
+             DenseActivation act = DenseActivation::None) {
+  if (dense_gemm_fits(m, n, k)) {
+    dense_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
+    return;
+  }
+  fk::gemm(kF32, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  if (!bias) return;
+  for (int64_t i = 0; i < m; ++i) {
+    float* r = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) r[j] += bias[j];
+    if (act == DenseActivation::Tanh) fast_tanh_f32(r, r, n);
+    if (act == DenseActivation::Relu)
+      for (int64_t j = 0; j < n; ++j) r[j] = r[j] > 0.0f ? r[j] : 0.0f;
+  }
 }
 
-// db[j] = sum_i gz[i, j] in row order (nefi::dense's backward).
-void column_sums(const float* gz, int64_t m, int64_t out, float* db) {
+// y (m, out) = act(x W^T + b) (nefi::dense's forward, f32).
+void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const float* bias,
+                int64_t out, DenseActivation act, float* y) {
+  product(false, true, m, out, in, x, in, w, in, y, out, bias, act);
+}
+
+// gz = g act'(y) (tanh: 1 - y^2, relu: y > 0) and db = its column sums in
+// row order, one pass (nefi::dense's backward; y null: gz is g, only db is
+// made).
+void activation_grad_and_bias(const float* g, const float* y, DenseActivation act, int64_t m,
+                              int64_t out, float* gz, float* db) {
   for (int64_t j = 0; j < out; ++j) db[j] = 0.0f;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < out; ++j) db[j] += gz[i * out + j];
+  for (int64_t i = 0; i < m; ++i) {
+    const float* gr = g + i * out;
+    const float* zr = gr;
+    if (y) {
+      const float* yr = y + i * out;
+      float* w = gz + i * out;
+      if (act == DenseActivation::Tanh)
+        for (int64_t j = 0; j < out; ++j) w[j] = gr[j] * (1.0f - yr[j] * yr[j]);
+      else
+        for (int64_t j = 0; j < out; ++j) w[j] = yr[j] > 0.0f ? gr[j] : 0.0f;
+      zr = w;
+    }
+    for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
+  }
 }
 
 struct BatchedMlpBackward : fk::autograd::Node {
@@ -77,24 +114,19 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   float* dh = scratch;
   float* gz = scratch + m * H;
   float* dx = scratch + 2 * m * H;
-  fk::gemm(kF32, true, false, no, H, m, 1.0, g, no, y_of(L.depth - 1), H, 0.0,
-           grad + L.w_offset[L.depth], H);
-  column_sums(g, m, no, grad + L.b_offset[L.depth]);
-  fk::gemm(kF32, false, false, m, H, no, 1.0, g, no, p + L.w_offset[L.depth], H, 0.0, dh, H);
+  activation_grad_and_bias(g, nullptr, L.act, m, no, nullptr, grad + L.b_offset[L.depth]);
+  product(false, false, m, H, no, g, no, p + L.w_offset[L.depth], H, dh, H);
+  product(true, false, no, H, m, g, no, y_of(L.depth - 1), H, grad + L.w_offset[L.depth], H);
   for (int l = L.depth - 1; l >= 0; --l) {
-    const float* y = y_of(l);
-    for (int64_t i = 0; i < m * H; ++i) gz[i] = dh[i] * (1.0f - y[i] * y[i]);
+    activation_grad_and_bias(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
     const int64_t K = L.fan_in(l);
-    fk::gemm(kF32, true, false, H, K, m, 1.0, gz, H, input_of(l), K, 0.0, grad + L.w_offset[l], K);
-    column_sums(gz, m, H, grad + L.b_offset[l]);
-    if (l == 0) break;  // the features need no gradient
-    if (K == H) {
-      fk::gemm(kF32, false, false, m, H, H, 1.0, gz, H, p + L.w_offset[l], H, 0.0, dh, H);
-      continue;
+    if (l > 0) {  // the features need no gradient
+      // The skip layer's input was [h, features]: h's share is the first H columns.
+      product(false, false, m, K, H, gz, H, p + L.w_offset[l], K, K == H ? dh : dx, K);
+      if (K != H)
+        for (int64_t i = 0; i < m; ++i) std::memcpy(dh + i * H, dx + i * K, H * sizeof(float));
     }
-    // The skip layer: its input was [h, features]; h's share is the first H columns.
-    fk::gemm(kF32, false, false, m, K, H, 1.0, gz, H, p + L.w_offset[l], K, 0.0, dx, K);
-    for (int64_t i = 0; i < m; ++i) std::memcpy(dh + i * H, dx + i * K, H * sizeof(float));
+    product(true, false, H, K, m, gz, H, input_of(l), K, grad + L.w_offset[l], K);
   }
 }
 
@@ -134,10 +166,11 @@ int MlpLayout::fan_in(int layer) const {
 
 MlpLayout mlp_layout(const NeuralField& field) {
   const NeuralFieldConfig& c = field.config();
-  FK_CHECK(c.activation == "tanh" && !c.autocast, "nefi::batched_mlp",
-           "a neural field with tanh activation and no autocast",
+  FK_CHECK((c.activation == "tanh" || c.activation == "relu") && !c.autocast, "nefi::batched_mlp",
+           "a neural field with tanh or relu activation and no autocast",
            "activation " + c.activation + (c.autocast ? " with autocast" : ""));
   MlpLayout L;
+  L.act = c.activation == "tanh" ? DenseActivation::Tanh : DenseActivation::Relu;
   L.depth = c.depth;
   L.hidden = c.hidden;
   L.skip_at = c.skip_at;
@@ -193,11 +226,11 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
           in = s;
         }
         float* y = ys[l].data<float>() + b * m * H;
-        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, y);
-        fast_tanh_f32(y, y, m * H);
+        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, L.act, y);
         in = y;
       }
-      dense_rows(in, m, H, p + L.w_offset[L.depth], p + L.b_offset[L.depth], L.n_out, rb);
+      dense_rows(in, m, H, p + L.w_offset[L.depth], p + L.b_offset[L.depth], L.n_out,
+                 DenseActivation::None, rb);
     }
   });
   if (fk::autograd::needs_grad(params)) {

@@ -19,6 +19,7 @@ class GridField : public Field {
   void reset_parameters(uint64_t seed) override;
   std::string kind() const override { return "grid"; }
   const fk::Dims& shape() const { return shape_; }
+  const std::vector<HeadPtr>& heads() const { return heads_; }
 
  private:
   void allocate(const fk::Dims& shape);

@@ -1,6 +1,7 @@
 #include "nefi/losses/data_losses.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -117,6 +118,32 @@ fk::Tensor wmean(const fk::Tensor& t, const fk::Tensor& mask) {
   return fk::div(fk::sum(fk::mul(t, mask)), fk::sum(mask).item());
 }
 
+fk::Dims trailing_dims(const fk::Tensor& t) {
+  std::vector<int64_t> d;
+  for (int a = 1; a < t.dim(); ++a) d.push_back(a);
+  return fk::Dims(d);
+}
+
+// wmean of each row of t (N, ...) with the stacked masks (N, ...), one op
+// each way: the per-problem value of a mask-weighted data term.
+fk::Tensor wmean_rows(const fk::Tensor& t, const fk::Tensor& mask) {
+  if (!mask.defined()) return fk::mean(t, trailing_dims(t));
+  fk::Tensor m = mask.to(t.dtype());
+  fk::Tensor counts;
+  {
+    fk::autograd::NoGradGuard ng;
+    counts = fk::sum(m, trailing_dims(m));
+  }
+  return fk::div(fk::sum(fk::mul(t, m), trailing_dims(t)), counts);
+}
+
+// A double in a signature, exactly (std::to_string keeps 6 decimals).
+std::string fmt_exact(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
 struct RelativeMseLoss : Loss {
   using Loss::Loss;
   bool is_data() const override { return true; }
@@ -130,6 +157,23 @@ struct RelativeMseLoss : Loss {
     if (c.obs->mask.defined()) r = fk::mul(r, c.obs->mask.to(c.pred.dtype()));
     return fk::div(fk::sum(r), denom);
   }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor y = c.obs.to(c.pred.dtype());
+    fk::Tensor denom;
+    {
+      fk::autograd::NoGradGuard ng;
+      // In the observations' dtype, as forward's .item() sums them.
+      fk::Tensor y2 = fk::square(c.obs);
+      if (c.mask.defined()) y2 = fk::mul(y2, c.mask.to(y2.dtype()));
+      denom = fk::sum(y2, trailing_dims(y2));
+      for (double d : denom.to_vector<double>())
+        FK_CHECK(d > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
+    }
+    fk::Tensor r = fk::square(fk::sub(c.pred, y));
+    if (c.mask.defined()) r = fk::mul(r, c.mask.to(c.pred.dtype()));
+    return fk::div(fk::sum(r, trailing_dims(r)), denom.to(c.pred.dtype()));
+  }
+  std::string signature() const override { return "relative_mse:" + name(); }
 };
 
 struct LogMseLoss : Loss {
@@ -180,6 +224,13 @@ struct HuberLoss : Loss {
     fk::Tensor h = fk::where(fk::lt(r, fk::scalar_like(r, delta)), quad, lin);
     return wmean(h, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    fk::Tensor r = fk::abs(fk::sub(c.pred, c.obs.to(c.pred.dtype())));
+    fk::Tensor quad = fk::mul(fk::square(r), 0.5);
+    fk::Tensor lin = fk::mul(fk::sub(r, 0.5 * delta), delta);
+    return wmean_rows(fk::where(fk::lt(r, fk::scalar_like(r, delta)), quad, lin), c.mask);
+  }
+  std::string signature() const override { return "huber:" + name() + ":" + fmt_exact(delta); }
 };
 
 struct PoissonNllLoss : Loss {
@@ -191,6 +242,11 @@ struct PoissonNllLoss : Loss {
     fk::Tensor nll = fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps))));
     return wmean(nll, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor y = c.obs.to(c.pred.dtype());
+    return wmean_rows(fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps)))), c.mask);
+  }
+  std::string signature() const override { return "poisson_nll:" + name() + ":" + fmt_exact(eps); }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "nefi/losses/regularizers.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "fk/autograd.h"
@@ -130,13 +131,36 @@ struct TVRowsBackward : fk::autograd::Node {
 struct FieldLoss : Loss {
   std::string field;
   FieldLoss(std::string n, std::string f) : Loss(std::move(n)), field(std::move(f)) {}
+  // kind:name:field, the rest of a signature appended by the loss.
+  std::string signature_of(const std::string& kind) const {
+    return kind + ":" + name() + ":" + field;
+  }
 };
+
+// A double in a signature, exactly (std::to_string keeps 6 decimals).
+std::string fmt_exact(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// The mean of each row of t (N, ...): the per-problem value of a mean-reduced
+// regulariser, one op each way.
+fk::Tensor row_means(const fk::Tensor& t) {
+  std::vector<int64_t> dims;
+  for (int a = 1; a < t.dim(); ++a) dims.push_back(a);
+  return fk::mean(t, fk::Dims(dims));
+}
 
 struct L1Loss : FieldLoss {
   using FieldLoss::FieldLoss;
   fk::Tensor forward(const LossContext& c) const override {
     return fk::mean(fk::abs(c.field(field)));
   }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    return row_means(fk::abs(c.field(field)));
+  }
+  std::string signature() const override { return signature_of("l1"); }
 };
 
 struct TVLoss : FieldLoss {
@@ -164,6 +188,27 @@ struct TVLoss : FieldLoss {
   }
 };
 
+// sum_a second difference of x along grid axis a / h_a^2 with replicated
+// edges, the grid's axes starting at x's axis `first` (1 for rows (N, *grid)).
+fk::Tensor laplacian(const fk::Tensor& x, const std::vector<double>& h, int first) {
+  fk::Tensor lap;
+  for (int a = first; a < x.dim(); ++a) {
+    if (x.size(a) < 2) continue;  // a single cell with replicated edges: exactly 0
+    // Replicate padding: zero flux through the boundary.
+    std::vector<int64_t> pads(2 * x.dim(), 0);
+    pads[2 * (x.dim() - 1 - a)] = 1;
+    pads[2 * (x.dim() - 1 - a) + 1] = 1;
+    fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
+    fk::Tensor l =
+        fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
+    const double ha = h[a - first];
+    if (ha != 1.0) l = fk::mul(l, 1.0 / (ha * ha));
+    lap = lap.defined() ? fk::add(lap, l) : l;
+  }
+  FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 2 cells", x.shape().str());
+  return lap;
+}
+
 struct LaplacianLoss : FieldLoss {
   bool use_spacing;
   LaplacianLoss(std::string n, std::string f, bool sp)
@@ -172,21 +217,17 @@ struct LaplacianLoss : FieldLoss {
     const fk::Tensor& x = c.field(field);
     std::vector<double> h(x.dim(), 1.0);
     if (use_spacing) h = c.domain->spacing(x.shape());
-    fk::Tensor lap;
-    for (int a = 0; a < x.dim(); ++a) {
-      if (x.size(a) < 2) continue;  // a single cell with replicated edges: exactly 0
-      // Replicate padding: zero flux through the boundary.
-      std::vector<int64_t> pads(2 * x.dim(), 0);
-      pads[2 * (x.dim() - 1 - a)] = 1;
-      pads[2 * (x.dim() - 1 - a) + 1] = 1;
-      fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
-      fk::Tensor l =
-          fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
-      if (h[a] != 1.0) l = fk::mul(l, 1.0 / (h[a] * h[a]));
-      lap = lap.defined() ? fk::add(lap, l) : l;
-    }
-    FK_CHECK(lap.defined(), "nefi::Laplacian", "an axis with at least 2 cells", x.shape().str());
-    return fk::mean(fk::square(lap));
+    return fk::mean(fk::square(laplacian(x, h, 0)));
+  }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
+    std::vector<double> h(grid.size(), 1.0);
+    if (use_spacing) h = c.domain->spacing(grid);
+    return row_means(fk::square(laplacian(x, h, 1)));
+  }
+  std::string signature() const override {
+    return signature_of("laplacian") + (use_spacing ? ":spacing" : "");
   }
 };
 
@@ -195,6 +236,10 @@ struct TikhonovLoss : FieldLoss {
   fk::Tensor forward(const LossContext& c) const override {
     return fk::mean(fk::square(c.field(field)));
   }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    return row_means(fk::square(c.field(field)));
+  }
+  std::string signature() const override { return signature_of("tikhonov"); }
 };
 
 struct RangeLoss : FieldLoss {
@@ -209,6 +254,15 @@ struct RangeLoss : FieldLoss {
     fk::Tensor below = fk::relu(fk::sub(fk::scalar_like(x, lo), x));
     fk::Tensor above = fk::relu(fk::sub(x, hi));
     return fk::mean(fk::add(fk::square(below), fk::square(above)));
+  }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    fk::Tensor below = fk::relu(fk::sub(fk::scalar_like(x, lo), x));
+    fk::Tensor above = fk::relu(fk::sub(x, hi));
+    return row_means(fk::add(fk::square(below), fk::square(above)));
+  }
+  std::string signature() const override {
+    return signature_of("range") + ":" + fmt_exact(lo) + ":" + fmt_exact(hi);
   }
 };
 

@@ -13,12 +13,15 @@
 #include "fk/profile.h"
 #include "nefi/field/batched_mlp.h"
 #include "nefi/field/fourier_features.h"
+#include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/split_rows.h"
+#include "nefi/solve/weighted_rows.h"
 
 namespace nefi {
 namespace {
@@ -34,48 +37,6 @@ fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   return fk::Dims(d);
 }
 
-// total_b = sum_i w_i c_i[b] over (n) terms, as LossSet's weighted sum does
-// per problem (double accumulation, rounded to the terms' dtype), one op
-// each way.
-struct WeightedRowsBackward : fk::autograd::Node {
-  std::vector<double> weights;
-  std::vector<fk::DType> dtypes;
-  const char* name() const override { return "WeightedRowsBackward"; }
-  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
-    fk::profile::OpScope scope("weighted_rows_backward");
-    const std::vector<double> g = grads[0].to_vector<double>();
-    std::vector<fk::Tensor> out;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      std::vector<double> gi(g.size());
-      for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
-      out.push_back(
-          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}).to(dtypes[i])
-                     : fk::Tensor());
-    }
-    return out;
-  }
-};
-
-fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
-  fk::profile::OpScope scope("weighted_rows");
-  const int64_t n = terms[0].size(0);
-  std::vector<double> total(static_cast<size_t>(n), 0.0);
-  fk::DType dt = fk::DType::F32;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    const std::vector<double> v = terms[i].to_vector<double>();
-    for (int64_t b = 0; b < n; ++b) total[b] += w[i] * v[b];
-    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
-  }
-  fk::Tensor out = fk::from_vector(total, fk::Dims{n}).to(dt);
-  if (fk::autograd::any_needs_grad(terms)) {
-    auto node = std::make_shared<WeightedRowsBackward>();
-    node->weights = w;
-    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
-    fk::autograd::record(node, terms, out);
-  }
-  return out;
-}
-
 // What lives for the whole run: the parameter blocks, the per-problem
 // bookkeeping that crosses stages, and the outputs.
 struct BatchRun {
@@ -83,9 +44,12 @@ struct BatchRun {
   const Curriculum& cur;
   const BatchOptions& opt;
   const int64_t n;
-  const MlpLayout layout;
-  const NeuralField& field0;  // the architecture (heads, encoding settings)
-  const int64_t chunk;        // problems per fused step (BatchOptions::chunk_size; N when 0)
+  // The MLP's layout; for grid fields only n_params (the current stage's P)
+  // and n_out (the channels) are used.
+  MlpLayout layout;
+  const NeuralField* mlp0;  // the architecture (heads, encoding); null for grid fields
+  const GridField* grid0;   // grid fields: problem 0's (heads); else null
+  const int64_t chunk;      // problems per fused step (BatchOptions::chunk_size; N when 0)
   // (chunk, P) f32 leaves: problem b is row b % chunk of block b / chunk.
   std::vector<fk::Tensor> blocks;
   int64_t n_blocks() const { return static_cast<int64_t>(blocks.size()); }
@@ -112,6 +76,18 @@ struct ProblemStage {
   bool running = true;
   StageResult sr;
 };
+
+// Grid fields at a stage start: each problem's values move to the stage grid
+// as its sequential GridField does (on_stage_start), and the (chunk, P)
+// blocks are made anew at the new P.
+void regrid(BatchRun& run, const Domain& domain) {
+  for (int64_t b = 0; b < run.n; ++b) {
+    row_to_field(run.param_row(b), *run.problems[b].field);
+    run.problems[b].field->on_stage_start(domain);
+  }
+  run.blocks = blocks_from_fields(run.problems, run.chunk);
+  run.layout.n_params = run.problems[0].field->n_parameters();
+}
 
 class BatchStage {
  public:
@@ -166,8 +142,10 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
                                                              : stage_.shape)),
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
-      enc_(domain_.ndim(), run.field0.config().n_octaves, run.field0.config().include_input,
-           run.field0.config().annealed) {
+      // Grid fields read no features: a bare coordinate encoding stands in.
+      enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
+           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed) {
+  if (run.grid0) regrid(run, domain_);
   const OptimConfig& o = run.cur.optim;
   adam_.decoupled = o.optimizer == "adamw";
   adam_.weight_decay = o.weight_decay;
@@ -229,12 +207,18 @@ bool BatchStage::shared_losses() const {
 // Field -> operator -> per-problem losses for the active problems.
 BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& active) {
   const fk::Tensor& params = run_.blocks[block];
-  const int64_t n = params.size(0);
-  const double progress = stage_.progress_at(t);
-  const fk::Tensor features = enc_.forward(coords_, progress);
-  const fk::Tensor raw = batched_mlp(params, features, run_.layout, active);
-  const fk::Tensor raw2 = raw.reshape({n * domain_.numel(), run_.layout.n_out});
-  const FieldMap fields = apply_heads(run_.field0.heads(), raw2, with_batch(n, domain_.shape()));
+  const int64_t n = params.size(0), cells = domain_.numel(), C = run_.layout.n_out;
+  fk::Tensor raw2;
+  if (run_.grid0) {
+    // Row b holds (C, *shape) values: (n, C, cells) -> (n cells, C), the
+    // channel-last layout GridField's heads see.
+    raw2 = params.reshape({n, C, cells}).transpose(1, 2).contiguous().reshape({n * cells, C});
+  } else {
+    const fk::Tensor features = enc_.forward(coords_, stage_.progress_at(t));
+    raw2 = batched_mlp(params, features, run_.layout, active).reshape({n * cells, C});
+  }
+  const std::vector<HeadPtr>& heads = run_.mlp0 ? run_.mlp0->heads() : run_.grid0->heads();
+  const FieldMap fields = apply_heads(heads, raw2, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
   Eval e;
   e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
@@ -507,22 +491,10 @@ std::vector<std::string> history_columns(const LossSet& losses) {
 // The (chunk, P) leaves: every problem's field initialised from its seed, as
 // the sequential Solver does at run start.
 std::vector<fk::Tensor> parameter_blocks(std::vector<InverseProblem>& problems,
-                                         const BatchOptions& opt, int64_t P, int64_t chunk) {
-  const int64_t n = static_cast<int64_t>(problems.size());
-  std::vector<fk::Tensor> blocks;
-  for (int64_t b0 = 0; b0 < n; b0 += chunk) {
-    const int64_t rows = std::min(chunk, n - b0);
-    fk::Tensor params = fk::empty({rows, P}, {fk::DType::F32});
-    for (int64_t k = 0; k < rows; ++k) {
-      Field& f = *problems[b0 + k].field;
-      f.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b0 + k]);
-      std::memcpy(params.data<float>() + k * P, f.params().flat().data_ptr(),
-                  static_cast<size_t>(P) * sizeof(float));
-    }
-    params.set_requires_grad(true);
-    blocks.push_back(params);
-  }
-  return blocks;
+                                         const BatchOptions& opt, int64_t chunk) {
+  for (size_t b = 0; b < problems.size(); ++b)
+    problems[b].field->reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
+  return blocks_from_fields(problems, chunk);
 }
 
 // The final fields of problem b (Solver::run's tail), its field holding the solution.
@@ -531,11 +503,9 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
   const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
   Result& res = run.results[b];
   Field& field = *prob.field;
+  row_to_field(run.param_row(b), field);
   fk::autograd::NoGradGuard ng;
-  fk::Tensor flat = field.params().flat().detach();
-  std::memcpy(flat.data_ptr(), run.param_row(b),
-              static_cast<size_t>(run.layout.n_params) * sizeof(float));
-  flat.bump_version();
+  if (run.grid0) field.on_stage_start(final_domain);  // only_stage: the last stage's grid
   detail::record_final_fields(res, prob, *final_op, final_domain, final_progress);
   res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
   res.batch_size = static_cast<int>(run.n);
@@ -568,8 +538,15 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
            std::to_string(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
            std::to_string(opt.checkpoint_every));
-  const auto& field0 = dynamic_cast<const NeuralField&>(*problems[0].field);
-  const MlpLayout layout = mlp_layout(field0);
+  const auto* mlp0 = dynamic_cast<const NeuralField*>(problems[0].field.get());
+  const auto* grid0 = dynamic_cast<const GridField*>(problems[0].field.get());
+  MlpLayout layout;
+  if (mlp0) {
+    layout = mlp_layout(*mlp0);
+  } else {
+    layout.n_params = grid0->n_parameters();
+    for (const HeadPtr& h : grid0->heads()) layout.n_out += h->n_in();
+  }
   const int64_t n = static_cast<int64_t>(problems.size());
   const int64_t chunk = opt.chunk_size > 0 ? std::min<int64_t>(opt.chunk_size, n) : n;
   BatchRun run{problems,
@@ -577,9 +554,10 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
                opt,
                n,
                layout,
-               field0,
+               mlp0,
+               grid0,
                chunk,
-               parameter_blocks(problems, opt, layout.n_params, chunk),
+               parameter_blocks(problems, opt, chunk),
                std::vector<char>(n, 0),
                std::vector<std::string>(n),
                std::vector<int>(n, 0),

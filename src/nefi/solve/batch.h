@@ -3,10 +3,12 @@
 // architecture and a batchable operator, solved in ONE optimisation loop.
 // Per step:
 //   field    the N parameter rows (N, P) -> one batched MLP op (batched_mlp.h)
-//            on the shared features -> heads on (N, *shape)
+//            on the shared features (grid fields: the rows are the values)
+//            -> heads on (N, *shape)
 //   operator called once on (N, *shape)
 //   losses   reduced per problem: when every problem's LossSet matches (same
-//            terms and weights, each with a batched form: MSE, TV), one
+//            terms and weights, each with a batched form: MSE, TV, L1,
+//            Tikhonov, Laplacian, range, relative MSE, Huber, Poisson NLL), one
 //            shared set evaluated on the whole block, one op per term each
 //            way; otherwise each problem's LossSet on its own row of the
 //            fields and prediction (split_rows: one op each way, so a
@@ -27,9 +29,10 @@
 // holds its solution afterwards.
 //
 // Requirements (batchable_reason names the first one broken): at least one
-// problem; the same domain; NeuralFields of one architecture (tanh, no
-// autocast) with elementwise heads; operators of one kind that are batchable
-// (FFT convolution, identity, pointwise, saturation, a nuisance without
+// problem; the same domain; NeuralFields of one architecture (tanh or relu, no
+// autocast) with elementwise heads, or GridFields of one shape and heads (their
+// (N, P) blocks made anew at each stage start, P following the stage grid); operators of one kind
+// that are batchable (FFT convolution, identity, pointwise, saturation, a nuisance without
 // trainable parameters, sequential / sum of those; not heat or other
 // time-stepping or implicit-solve operators) and have no trainable
 // parameters; a measurement each; the optimizer adam or adamw; one run

@@ -4,15 +4,16 @@
 #include "fk/autograd.h"
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/solve/batch.h"
 
 namespace nefi {
 namespace {
 
-std::string head_signature(const NeuralField& f) {
+std::string head_signature(const std::vector<HeadPtr>& heads) {
   std::string s;
-  for (const HeadPtr& h : f.heads()) {
+  for (const HeadPtr& h : heads) {
     s += h->kind() + ":" + h->name() + "(";
     for (double v : h->init_bias()) s += std::to_string(v) + ",";
     s += ");";
@@ -25,25 +26,40 @@ std::string field_signature(const NeuralField& f) {
   return std::to_string(c.hidden) + "x" + std::to_string(c.depth) + " skip " +
          std::to_string(c.skip_at) + " octaves " + std::to_string(c.n_octaves) +
          (c.annealed ? " annealed" : "") + (c.include_input ? " input" : "") + " " + c.activation +
-         " params " + std::to_string(f.n_parameters()) + " heads " + head_signature(f);
+         " params " + std::to_string(f.n_parameters()) + " heads " + head_signature(f.heads());
 }
 
 std::optional<std::string> field_reason(const InverseProblem& p, const InverseProblem& first,
                                         size_t i) {
+  if (const auto* g = dynamic_cast<const GridField*>(p.field.get())) {
+    const auto* g0 = dynamic_cast<const GridField*>(first.field.get());
+    if (!g0 || !(g->shape() == g0->shape()) ||
+        head_signature(g->heads()) != head_signature(g0->heads()))
+      return "problem " + std::to_string(i) + "'s grid field (" + g->shape().str() + " heads " +
+             head_signature(g->heads()) + ") differs from problem 0's field";
+    for (const HeadPtr& h : g->heads())
+      if (h->kind() == "support_masked" || h->kind() == "zero_mean")
+        return "head '" + h->name() + "' (" + h->kind() +
+               ") reduces over the whole field (batched heads must be elementwise)";
+    return std::nullopt;
+  }
   const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
   if (!f)
     return "problem " + std::to_string(i) + " has a '" + p.field->kind() +
-           "' field (batch_invert batches neural fields; grid baselines run sequentially)";
+           "' field (batch_invert batches neural and grid fields)";
   const NeuralFieldConfig& c = f->config();
-  if (c.activation != "tanh" || c.autocast)
+  if ((c.activation != "tanh" && c.activation != "relu") || c.autocast)
     return "problem " + std::to_string(i) + "'s neural field has activation " + c.activation +
            (c.autocast ? " with autocast" : "") +
-           " (the batched MLP runs tanh trunks in f32 without autocast)";
+           " (the batched MLP runs tanh or relu trunks in f32 without autocast)";
   for (const HeadPtr& h : f->heads())
     if (h->kind() == "support_masked" || h->kind() == "zero_mean")
       return "head '" + h->name() + "' (" + h->kind() +
              ") reduces over the whole field (batched heads must be elementwise)";
   const auto* f0 = dynamic_cast<const NeuralField*>(first.field.get());
+  if (!f0)
+    return "problem " + std::to_string(i) + "'s neural field differs from problem 0's '" +
+           first.field->kind() + "' field";
   if (field_signature(*f) != field_signature(*f0))
     return "problem " + std::to_string(i) + "'s field (" + field_signature(*f) +
            ") differs from problem 0's (" + field_signature(*f0) + ")";

@@ -49,11 +49,12 @@ struct Setups {
   std::vector<uint64_t> seeds;
 };
 
-Setups setups(const std::string& instance, const nefi::Params& p, std::vector<uint64_t> seeds) {
+Setups setups(const std::string& instance, const nefi::Params& p, std::vector<uint64_t> seeds,
+              const std::string& method = "neural") {
   Setups s;
   s.seeds = seeds;
   for (uint64_t seed : seeds) {
-    auto su = nefi::find_instance(instance)->setup(p, "neural", seed);
+    auto su = nefi::find_instance(instance)->setup(p, method, seed);
     s.problems.push_back(su->problem);
     s.curriculum = su->curriculum;
   }
@@ -97,9 +98,10 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& bat, double to
 }
 
 void expect_batched_equals_sequential(const std::string& instance, std::vector<double> steps,
-                                      int chunk = 0, const std::string& loss_mode = "shared") {
+                                      int chunk = 0, const std::string& loss_mode = "shared",
+                                      const std::string& method = "neural") {
   const nefi::Params p = smoke_params(instance, steps);
-  Setups s = setups(instance, p, {0, 1, 2});
+  Setups s = setups(instance, p, {0, 1, 2}, method);
   std::vector<nefi::Result> seq;
   for (size_t b = 0; b < s.problems.size(); ++b)
     seq.push_back(sequential(s.problems[b], s.curriculum, s.seeds[b]));
@@ -107,7 +109,7 @@ void expect_batched_equals_sequential(const std::string& instance, std::vector<d
   bo.seeds = s.seeds;
   bo.chunk_size = chunk;
   bo.loss_mode = loss_mode;
-  Setups fresh = setups(instance, p, {0, 1, 2});
+  Setups fresh = setups(instance, p, {0, 1, 2}, method);
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   ASSERT_EQ(bat.size(), 3u);
   for (size_t b = 0; b < 3; ++b) {
@@ -127,6 +129,13 @@ TEST(NefiBatch, Toy1dEqualsSequentialPerStep) {
 TEST(NefiBatch, DeconvolutionEqualsSequentialPerStep) {
   expect_batched_equals_sequential("deconvolution", {8, 16});
   expect_batched_equals_sequential("deconvolution", {8}, 0, "loop");
+}
+
+// Grid (pixel) fields: the values are the rows, made anew at each stage
+// start on the stage grid (deconvolution's grid baseline runs coarse to fine).
+TEST(NefiBatch, GridFieldsEqualSequentialPerStep) {
+  expect_batched_equals_sequential("deconvolution", {6, 6}, 0, "shared", "grid");
+  expect_batched_equals_sequential("deconvolution", {6, 6}, 2, "loop", "grid");
 }
 
 TEST(NefiBatch, ChunkedStepsEqualSequentialPerStep) {
@@ -252,17 +261,17 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   auto grid = s.problems;
   grid[0].field = std::make_shared<nefi::GridField>(
       grid[0].domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")});
-  expect_refused(grid, s.curriculum, "'grid' field");
+  expect_refused(grid, s.curriculum, "differs from problem 0's");
   nefi::Params wide = p;
   wide.set("hidden", "16");
   auto mixed = s.problems;
   mixed[1] = nefi::find_instance("toy1d")->setup(wide, "neural", 1)->problem;
   expect_refused(mixed, s.curriculum, "differs from problem 0's");
-  nefi::Params relu = p;
-  relu.set("activation", "relu");
+  nefi::Params gelu = p;
+  gelu.set("activation", "gelu");
   auto act = s.problems;
-  act[0] = nefi::find_instance("toy1d")->setup(relu, "neural", 0)->problem;
-  expect_refused(act, s.curriculum, "tanh");
+  act[0] = nefi::find_instance("toy1d")->setup(gelu, "neural", 0)->problem;
+  expect_refused(act, s.curriculum, "tanh or relu");
   auto dom = s.problems;
   dom[1].domain = nefi::Domain({64}, {2.0});
   expect_refused(dom, s.curriculum, "domain");

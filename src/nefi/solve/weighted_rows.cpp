@@ -1,0 +1,53 @@
+#include "nefi/solve/weighted_rows.h"
+
+#include <memory>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+
+namespace nefi {
+namespace {
+
+struct WeightedRowsBackward : fk::autograd::Node {
+  std::vector<double> weights;
+  std::vector<fk::DType> dtypes;
+  const char* name() const override { return "WeightedRowsBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::profile::OpScope scope("weighted_rows_backward");
+    const std::vector<double> g = grads[0].to_vector<double>();
+    std::vector<fk::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      std::vector<double> gi(g.size());
+      for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
+      out.push_back(
+          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}).to(dtypes[i])
+                     : fk::Tensor());
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
+  fk::profile::OpScope scope("weighted_rows");
+  const int64_t n = terms[0].size(0);
+  std::vector<double> total(static_cast<size_t>(n), 0.0);
+  fk::DType dt = fk::DType::F32;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::vector<double> v = terms[i].to_vector<double>();
+    for (int64_t b = 0; b < n; ++b) total[b] += w[i] * v[b];
+    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
+  }
+  fk::Tensor out = fk::from_vector(total, fk::Dims{n}).to(dt);
+  if (fk::autograd::any_needs_grad(terms)) {
+    auto node = std::make_shared<WeightedRowsBackward>();
+    node->weights = w;
+    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    fk::autograd::record(node, terms, out);
+  }
+  return out;
+}
+
+}  // namespace nefi

@@ -1,0 +1,115 @@
+// batch_invert on the instances whose operators are declared batchable (the
+// catalogue's "yes" rows), each on its smoke config cut to a few steps: the
+// batch either equals two sequential solves (seeds 0 and 1, data and field)
+// per step to 1e-5, or is refused with batchable_reason's message, which
+// must name why (the test pins the expected reason word per instance).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fk/parallel.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "nefi/solve/batch.h"
+#include "nefi/solve/solver.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+struct Case {
+  std::string instance;
+  std::string refusal;  // empty: batchable; else a word the reason must contain
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.instance;
+}
+
+struct Smoke {
+  std::vector<nefi::InverseProblem> problems;
+  nefi::Curriculum curriculum;
+};
+
+// The smoke problems of seeds 0 and 1, every stage cut to 3 steps (two stages
+// at most, so a stage change with its new grid and loss weights is covered).
+Smoke smoke(const std::string& instance) {
+  const nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path(instance + "_smoke.yaml"));
+  const auto inst = nefi::find_instance(instance);
+  Smoke s;
+  for (uint64_t seed : {0, 1}) {
+    auto su = inst->setup(c.config, "neural", seed);
+    EXPECT_TRUE(su.has_value()) << instance;
+    s.problems.push_back(su->problem);
+    s.curriculum = su->curriculum;
+  }
+  if (s.curriculum.stages.size() > 2) s.curriculum.stages.resize(2);
+  for (auto& st : s.curriculum.stages) st.steps = 3;
+  s.curriculum.time_budget_s.reset();
+  return s;
+}
+
+class NefiBatchInstance : public testing::TestWithParam<Case> {};
+
+TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
+  fk::set_num_threads(1);
+  const Case& k = GetParam();
+  Smoke s = smoke(k.instance);
+  const auto why = nefi::batchable_reason(s.problems, s.curriculum);
+  if (!k.refusal.empty()) {
+    ASSERT_TRUE(why.has_value()) << k.instance << " was expected to be refused";
+    EXPECT_NE(why->find(k.refusal), std::string::npos) << *why;
+    try {
+      nefi::batch_invert(s.problems, s.curriculum);
+      FAIL() << k.instance;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(*why), std::string::npos) << e.what();
+    }
+    return;
+  }
+  ASSERT_FALSE(why.has_value()) << *why;
+  std::vector<nefi::Result> seq;
+  for (uint64_t b = 0; b < 2; ++b) {
+    nefi::SolverOptions so;
+    so.seed = b;
+    seq.push_back(nefi::Solver(s.problems[b], s.curriculum, so).run());
+  }
+  Smoke fresh = smoke(k.instance);
+  nefi::BatchOptions bo;
+  bo.seeds = {0, 1};
+  const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
+  ASSERT_EQ(bat.size(), 2u);
+  for (size_t b = 0; b < 2; ++b) {
+    SCOPED_TRACE(k.instance + " problem " + std::to_string(b));
+    ASSERT_EQ(seq[b].history.rows.size(), bat[b].history.rows.size());
+    for (size_t r = 0; r < seq[b].history.rows.size(); ++r) {
+      const auto& x = seq[b].history.rows[r];
+      const auto& y = bat[b].history.rows[r];
+      ASSERT_EQ(x.size(), y.size());
+      for (size_t j = 0; j < x.size(); ++j)
+        EXPECT_NEAR(x[j], y[j], 1e-5 * std::max(1.0, std::abs(x[j])))
+            << "row " << r << " col " << j;
+    }
+    for (const auto& [name, f] : seq[b].fields) {
+      const auto u = f.to_vector<double>(), v = bat[b].fields.at(name).to_vector<double>();
+      ASSERT_EQ(u.size(), v.size());
+      double d = 0, scale = 1;
+      for (size_t i = 0; i < u.size(); ++i) {
+        d = std::max(d, std::abs(u[i] - v[i]));
+        scale = std::max(scale, std::abs(u[i]));
+      }
+      EXPECT_LE(d, 1e-5 * scale) << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, NefiBatchInstance,
+    testing::Values(Case{"toy1d", ""}, Case{"deconvolution", ""}, Case{"poisson_source", ""},
+                    Case{"holography", "zero_mean"}, Case{"current_density", ""},
+                    Case{"nv_relaxometry", "support_masked"}, Case{"sparse_view_ct", ""},
+                    Case{"diffraction_tomography", ""}),
+    [](const testing::TestParamInfo<Case>& i) { return i.param.instance; });
+
+}  // namespace
