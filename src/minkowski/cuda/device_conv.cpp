@@ -8,6 +8,7 @@
 
 #include "fk/amp.h"
 #include "fk/cuda/blas.h"
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
@@ -134,6 +135,7 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
   const int64_t cin = features.size(1);
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
+  fk::cuda::detail::DeviceGuard guard(map.device);
   Call call(map, cin, cout);
   fk::Tensor out = fk::zeros({map.out_size, cout}, {fk::DType::F32, fk::cuda_device(map.device)});
   const float* f = features.data<float>();
@@ -162,6 +164,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   check_operand(grad_out, map, where, "grad_out", map.out_size, cout);
+  fk::cuda::detail::DeviceGuard guard(map.device);
   Call call(map, cin, cout);
   const fk::TensorOptions o{fk::DType::F32, fk::cuda_device(map.device)};
   DeviceConvGrads r;

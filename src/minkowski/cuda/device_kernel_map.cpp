@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -112,6 +113,7 @@ DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const Coordinat
            std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
   const int64_t K = static_cast<int64_t>(offsets.size()) / d;
   const int64_t n_in = in.size(), n_out = out.size();
+  fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(K, n_in, n_out, device);
   void* stream = fk::cuda::current_stream(device);
   if (n_in == 0 || n_out == 0 || K == 0) {
@@ -161,6 +163,7 @@ DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const Coordinat
 }
 
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
+  fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(map.volume, map.in_size, map.out_size, device);
   m.offset_begin = map.offset_begin;
   const int64_t P = map.pairs();
@@ -192,6 +195,7 @@ std::vector<int32_t> device_hash_lookup(const std::vector<int32_t>& coords,
                                         const std::vector<int32_t>& queries, int width,
                                         const KernelMapKeyLayout& layout, int device) {
   const KeyLayout l = to_kernel_layout(layout, width);
+  fk::cuda::detail::DeviceGuard guard(device);
   const int64_t n = static_cast<int64_t>(coords.size()) / width;
   const int64_t q = static_cast<int64_t>(queries.size()) / width;
   void* stream = fk::cuda::current_stream(device);
