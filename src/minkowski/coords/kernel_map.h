@@ -119,4 +119,18 @@ struct KernelMap {
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets);
 
+// The packed-key layout build_kernel_map uses for these maps and offsets:
+// column c (0 = batch) of a row packs as (row[c] - lo[c]) << shift[c], `bits`
+// in all; every axis is padded by the kernel's reach, so key(out) +
+// sum_i offset_i << shift[i + 1] is key(out + offset) exactly. Pairs of one
+// offset follow the output rows in ascending key of this layout: a device
+// build that sorts by these keys lists its pairs in the same order.
+struct KernelMapKeyLayout {
+  std::vector<int64_t> lo;
+  std::vector<int> shift;
+  int bits = 0;
+};
+KernelMapKeyLayout kernel_map_key_layout(const CoordinateMap& in, const CoordinateMap& out,
+                                         const std::vector<int32_t>& offsets);
+
 }  // namespace minkowski

@@ -665,6 +665,12 @@ std::shared_ptr<KernelMap> build_keyed(const CoordinateMap& in, const Coordinate
 
 }  // namespace
 
+KernelMapKeyLayout kernel_map_key_layout(const CoordinateMap& in, const CoordinateMap& out,
+                                         const std::vector<int32_t>& offsets) {
+  BuildLayout l = make_layout(in, out, offsets);
+  return {std::move(l.lo), std::move(l.shift), l.bits};
+}
+
 std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                             const std::vector<int32_t>& offsets) {
   const int d = in.width() - 1;

@@ -1,0 +1,212 @@
+// Kernel maps on a CUDA device: keys, hash table, search, pair layout and the
+// row indices, driven from the host (kernels in hash_map.cu, CUB in sort.cu).
+#include "minkowski/cuda/device_kernel_map.h"
+
+#include <string>
+#include <utility>
+
+#include "fk/cuda/device_guard.h"
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "minkowski/cuda/kernels.h"
+
+namespace minkowski::cuda {
+
+namespace {
+
+const char* const kWhere = "minkowski::cuda::build_device_kernel_map";
+
+fk::Tensor device_i32(int64_t n, int device) {
+  return fk::empty({n}, {fk::DType::I32, fk::cuda_device(device)});
+}
+fk::Tensor device_u64(int64_t n, int device) {
+  return fk::empty({n}, {fk::DType::I64, fk::cuda_device(device)});
+}
+int32_t* i32(const fk::Tensor& t) {
+  return t.data<int32_t>();
+}
+uint64_t* u64(const fk::Tensor& t) {
+  return static_cast<uint64_t*>(t.data_ptr());
+}
+
+KeyLayout to_kernel_layout(const KernelMapKeyLayout& l, int width) {
+  FK_CHECK(width <= kMaxWidth, kWhere,
+           "at most " + std::to_string(kMaxWidth - 1) + " spatial dimensions on the device",
+           std::to_string(width - 1));
+  FK_CHECK(l.bits <= 63, kWhere,
+           "coordinates (padded by the kernel's reach) whose keys pack into 63 bits",
+           std::to_string(l.bits) + " bits");
+  KeyLayout k;
+  k.width = width;
+  for (int c = 0; c < width; ++c) {
+    k.lo[c] = l.lo[c];
+    k.shift[c] = l.shift[c];
+  }
+  return k;
+}
+
+// The table: the smallest power of two >= 2 n slots.
+struct DeviceTable {
+  fk::Tensor keys, values;
+  HashTable t;
+  DeviceTable(int64_t n, int device, void* stream) {
+    int64_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    keys = device_u64(cap, device);
+    values = device_i32(cap, device);
+    t = {u64(keys), i32(values), cap};
+    launch_hash_clear(t, stream);
+  }
+};
+
+// Keys of n rows (host coordinates) under layout, on the device.
+fk::Tensor pack_on_device(const std::vector<int32_t>& coords, int64_t n, const KeyLayout& l,
+                          int device, void* stream, fk::Tensor* rows) {
+  fk::Tensor c = fk::from_vector(coords, fk::Dims{n * l.width}, fk::cuda_device(device));
+  fk::Tensor keys = device_u64(n, device);
+  *rows = device_i32(n, device);
+  launch_pack_keys(i32(c), n, l, u64(keys), i32(*rows), stream);
+  return keys;
+}
+
+// Pair ids grouped by `rows` (pairs entries, each < n_rows), stably.
+DeviceRowIndex group_by(const fk::Tensor& rows, int64_t pairs, int64_t n_rows, int device,
+                        void* stream) {
+  DeviceRowIndex idx;
+  idx.begin = device_i32(n_rows + 1, device);
+  idx.pair = device_i32(pairs, device);
+  fk::Tensor ids = device_i32(pairs, device), sorted = device_i32(pairs, device);
+  launch_iota(i32(ids), pairs, stream);
+  int bits = 1;
+  while (bits < 31 && (int64_t{1} << bits) < n_rows) ++bits;
+  sort_pairs_i32(i32(rows), i32(ids), i32(sorted), i32(idx.pair), pairs, bits, stream);
+  launch_row_begin(i32(sorted), pairs, n_rows, i32(idx.begin), stream);
+  return idx;
+}
+
+void add_row_indices(DeviceKernelMap& m, void* stream) {
+  m.by_out = group_by(m.out_rows, m.pairs(), m.out_size, m.device, stream);
+  m.by_in = group_by(m.in_rows, m.pairs(), m.in_size, m.device, stream);
+}
+
+DeviceKernelMap empty_map(int64_t K, int64_t in_size, int64_t out_size, int device) {
+  DeviceKernelMap m;
+  m.device = device;
+  m.volume = K;
+  m.in_size = in_size;
+  m.out_size = out_size;
+  m.offset_begin.assign(K + 1, 0);
+  m.in_rows = device_i32(0, device);
+  m.out_rows = device_i32(0, device);
+  return m;
+}
+
+}  // namespace
+
+DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
+                                        const std::vector<int32_t>& offsets, int device) {
+  const int w = in.width(), d = w - 1;
+  FK_CHECK(out.width() == w, kWhere, "maps of one dimension",
+           std::to_string(d) + " and " + std::to_string(out.width() - 1));
+  FK_CHECK(d > 0 && offsets.size() % d == 0, kWhere, "K x D offsets",
+           std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
+  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
+  const int64_t n_in = in.size(), n_out = out.size();
+  fk::cuda::detail::DeviceGuard guard(device);
+  DeviceKernelMap m = empty_map(K, n_in, n_out, device);
+  void* stream = fk::cuda::current_stream(device);
+  if (n_in == 0 || n_out == 0 || K == 0) {
+    add_row_indices(m, stream);
+    return m;
+  }
+  FK_CHECK(K * n_out < (int64_t{1} << 31), kWhere, "offsets x output rows < 2^31",
+           std::to_string(K) + " x " + std::to_string(n_out));
+  const KernelMapKeyLayout layout = kernel_map_key_layout(in, out, offsets);
+  const KeyLayout l = to_kernel_layout(layout, w);
+
+  fk::Tensor in_order, out_order0, out_order = device_i32(n_out, device);
+  fk::Tensor in_keys = pack_on_device(in.coordinates(), n_in, l, device, stream, &in_order);
+  fk::Tensor out_keys0 = pack_on_device(out.coordinates(), n_out, l, device, stream, &out_order0);
+  fk::Tensor out_keys = device_u64(n_out, device);
+  sort_pairs_u64(u64(out_keys0), i32(out_order0), u64(out_keys), i32(out_order), n_out, layout.bits,
+                 stream);
+  DeviceTable table(n_in, device, stream);
+  launch_hash_insert(table.t, u64(in_keys), n_in, stream);
+
+  // Offset k's key delta: sum_i offset_i << shift of axis i (two's complement).
+  std::vector<int64_t> deltas(K, 0);
+  for (int64_t k = 0; k < K; ++k) {
+    uint64_t delta = 0;
+    for (int i = 0; i < d; ++i)
+      delta += static_cast<uint64_t>(int64_t{offsets[k * d + i]}) << layout.shift[i + 1];
+    deltas[k] = static_cast<int64_t>(delta);
+  }
+  fk::Tensor dev_deltas = fk::from_vector(deltas, fk::Dims{K}, fk::cuda_device(device));
+  fk::Tensor hit = device_i32(K * n_out, device), flag = device_i32(K * n_out, device);
+  fk::Tensor pos = device_i32(K * n_out, device), begin = device_i32(K + 1, device);
+  launch_kernel_map_search(table.t, u64(out_keys), n_out, u64(dev_deltas), K, i32(hit), i32(flag),
+                           stream);
+  exclusive_sum_i32(i32(flag), i32(pos), K * n_out, stream);
+  // The pair count sizes the outputs: read the offsets' ranges (a host read).
+  launch_kernel_map_pairs(i32(hit), i32(pos), i32(flag), i32(out_order), n_out, K, nullptr, nullptr,
+                          i32(begin), stream);
+  const std::vector<int32_t> ob = begin.to_vector<int32_t>();
+  m.offset_begin.assign(ob.begin(), ob.end());
+  m.in_rows = device_i32(m.pairs(), device);
+  m.out_rows = device_i32(m.pairs(), device);
+  launch_kernel_map_pairs(i32(hit), i32(pos), i32(flag), i32(out_order), n_out, K, i32(m.in_rows),
+                          i32(m.out_rows), i32(begin), stream);
+  add_row_indices(m, stream);
+  fk::cuda::after_op(device);
+  return m;
+}
+
+DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
+  fk::cuda::detail::DeviceGuard guard(device);
+  DeviceKernelMap m = empty_map(map.volume, map.in_size, map.out_size, device);
+  m.offset_begin = map.offset_begin;
+  const int64_t P = map.pairs();
+  std::vector<int32_t> in(P), out(P);
+  for (int64_t p = 0; p < P; ++p) {
+    in[p] = map.identity ? static_cast<int32_t>(p) : map.in_rows[p];
+    out[p] = map.identity ? static_cast<int32_t>(p) : map.out_rows[p];
+  }
+  m.in_rows = fk::from_vector(in, fk::Dims{P}, fk::cuda_device(device));
+  m.out_rows = fk::from_vector(out, fk::Dims{P}, fk::cuda_device(device));
+  add_row_indices(m, fk::cuda::current_stream(device));
+  fk::cuda::after_op(device);
+  return m;
+}
+
+std::shared_ptr<KernelMap> DeviceKernelMap::to_host() const {
+  auto m = std::make_shared<KernelMap>();
+  m->volume = volume;
+  m->in_size = in_size;
+  m->out_size = out_size;
+  m->offset_begin = offset_begin;
+  const std::vector<int32_t> in = in_rows.to_vector<int32_t>(), out = out_rows.to_vector<int32_t>();
+  m->in_rows.assign(in.begin(), in.end());
+  m->out_rows.assign(out.begin(), out.end());
+  return m;
+}
+
+std::vector<int32_t> device_hash_lookup(const std::vector<int32_t>& coords,
+                                        const std::vector<int32_t>& queries, int width,
+                                        const KernelMapKeyLayout& layout, int device) {
+  const KeyLayout l = to_kernel_layout(layout, width);
+  fk::cuda::detail::DeviceGuard guard(device);
+  const int64_t n = static_cast<int64_t>(coords.size()) / width;
+  const int64_t q = static_cast<int64_t>(queries.size()) / width;
+  void* stream = fk::cuda::current_stream(device);
+  fk::Tensor rows, qrows;
+  fk::Tensor keys = pack_on_device(coords, n, l, device, stream, &rows);
+  fk::Tensor qkeys = pack_on_device(queries, q, l, device, stream, &qrows);
+  DeviceTable table(n, device, stream);
+  launch_hash_insert(table.t, u64(keys), n, stream);
+  fk::Tensor found = device_i32(q, device);
+  launch_hash_lookup(table.t, u64(qkeys), q, i32(found), stream);
+  return found.to_vector<int32_t>();
+}
+
+}  // namespace minkowski::cuda

@@ -1,0 +1,122 @@
+#pragma once
+// Shared pieces of the minkowski CUDA tests: the skip where no device is
+// usable, random coordinate maps, knob and flag overrides, and a closeness
+// check. Device results are compared with the CPU path on the same inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fk/cuda/runtime.h"
+#include "fk/fk.h"
+#include "minkowski/minkowski.h"
+
+namespace minkowski::cuda_test {
+
+// fk::cuda::device_count() is 0 on any runtime error (no driver: error 35 on
+// machines without a GPU) and in CPU-only builds; scripts/gpu-check counts a
+// skip on a GPU machine as a failure.
+#define MK_SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                            \
+    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+  } while (0)
+
+inline const fk::Device kGpu = fk::cuda_device(0);
+
+// n distinct rows [batch, x_1..x_D], coordinates multiples of ts in
+// [-range, range] * ts, in random order (shuffle) or sorted.
+inline std::vector<int32_t> random_rows(int d, int64_t n, int range, int ts, int batches,
+                                        unsigned seed, bool shuffle = true) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> u(-range, range), ub(0, batches - 1);
+  std::set<std::vector<int32_t>> seen;
+  std::vector<std::vector<int32_t>> rows;
+  while (static_cast<int64_t>(rows.size()) < n) {
+    std::vector<int32_t> c(d + 1);
+    c[0] = ub(g);
+    for (int a = 1; a <= d; ++a) c[a] = u(g) * ts;
+    if (seen.insert(c).second) rows.push_back(c);
+  }
+  if (!shuffle) std::sort(rows.begin(), rows.end());
+  std::vector<int32_t> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  return flat;
+}
+
+inline std::shared_ptr<CoordinateMap> make_map(const std::vector<int32_t>& rows, int d, int ts) {
+  return std::make_shared<CoordinateMap>(rows.data(), static_cast<int64_t>(rows.size()) / (d + 1),
+                                         d + 1, std::vector<int32_t>(d, ts));
+}
+
+// The map with every coordinate floored to a multiple of ts * s (rows in
+// first-occurrence order of the input), as a strided convolution's output.
+inline std::shared_ptr<CoordinateMap> strided_map(const CoordinateMap& in, int ts, int s) {
+  std::vector<int32_t> rows = in.coordinates();
+  const int w = in.width(), m = ts * s;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (i % w != 0)
+      rows[i] = static_cast<int32_t>(std::floor(rows[i] / static_cast<double>(m)) * m);
+  return std::make_shared<CoordinateMap>(rows.data(), static_cast<int64_t>(rows.size()) / w, w,
+                                         std::vector<int32_t>(w - 1, m));
+}
+
+// Overrides a knob for a scope.
+class KnobOverride {
+ public:
+  KnobOverride(const char* name, const char* value) : name_(name) {
+    fk::mutable_knob(name_).set_override(value);
+  }
+  ~KnobOverride() { fk::mutable_knob(name_).set_override(std::nullopt); }
+  KnobOverride(const KnobOverride&) = delete;
+  KnobOverride& operator=(const KnobOverride&) = delete;
+
+ private:
+  std::string name_;
+};
+
+class DeterministicScope {
+ public:
+  explicit DeterministicScope(bool on) : was_(is_deterministic()) { set_deterministic(on); }
+  ~DeterministicScope() { set_deterministic(was_); }
+  DeterministicScope(const DeterministicScope&) = delete;
+  DeterministicScope& operator=(const DeterministicScope&) = delete;
+
+ private:
+  bool was_;
+};
+
+// max |got - want| <= tol * max(1, max |want|) (got on any device; f32).
+inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double tol,
+                         const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
+  double scale = 1, worst = 0;
+  int64_t at = -1;
+  for (float v : w) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(g[i]) - w[i]);
+    if (!(d <= worst)) {
+      worst = d;
+      at = static_cast<int64_t>(i);
+    }
+  }
+  EXPECT_LE(worst, tol * scale) << what << ": worst at element " << at << " (scale " << scale
+                                << ")";
+}
+
+inline bool bitwise_equal(const fk::Tensor& a, const fk::Tensor& b) {
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](float p, float q) {
+           return std::memcmp(&p, &q, sizeof(float)) == 0;
+         });
+}
+
+}  // namespace minkowski::cuda_test
