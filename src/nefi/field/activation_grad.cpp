@@ -7,8 +7,8 @@
 namespace nefi {
 namespace {
 
-// The reference loop (f64, and f32 without AVX-512). gz == g only with act
-// None, where nothing is written to it.
+// The reference loop (f64, and f32 without AVX-512). With act None nothing is
+// written to gz (it may be g).
 template <typename T>
 void activation_grad_plain(const T* g, const T* y, DenseActivation act, int64_t n, int64_t out,
                            T* gz, T* db) {
@@ -23,8 +23,9 @@ void activation_grad_plain(const T* g, const T* y, DenseActivation act, int64_t 
     } else if (act == DenseActivation::Relu) {
       for (int64_t j = 0; j < out; ++j) zr[j] = yr[j] > T(0) ? gr[j] : T(0);
     }
+    const T* zs = act == DenseActivation::None ? gr : zr;
     if (db)
-      for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
+      for (int64_t j = 0; j < out; ++j) db[j] += zs[j];
   }
 }
 
