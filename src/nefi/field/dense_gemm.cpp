@@ -56,19 +56,18 @@ __attribute__((target("avx512f"))) void pack_b(bool tb, const float* b, int64_t 
 }
 
 // c[0:12, 0:32] (row stride ldc) = A B [+ c when load_c], then the epilogue.
-// A's element (r, p) is a[r lda + p] (kByRows) or a[p lda + r]; bp is a B
-// panel, 32 floats a k step, ldbp apart (packed: 32; a plain B read in
-// place: its row stride).
+// A's element (r, p) is a[r lda + p] (kByRows) or a[p lda + r]; bp is a
+// packed B panel (32 floats a k step).
 template <bool kByRows>
 __attribute__((target("avx512f"))) void tile_kernel(int64_t kc, const float* __restrict a,
                                                     int64_t lda, const float* __restrict bp,
-                                                    int64_t ldbp, float* c, int64_t ldc,
-                                                    bool load_c, const Epilogue& ep) {
+                                                    float* c, int64_t ldc, bool load_c,
+                                                    const Epilogue& ep) {
   __m512 lo[kMR], hi[kMR];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMR; ++r) {
       const __m512 av = _mm512_set1_ps(kByRows ? a[r * lda + p] : a[r]);
@@ -76,7 +75,7 @@ __attribute__((target("avx512f"))) void tile_kernel(int64_t kc, const float* __r
       hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
     }
     if (!kByRows) a += lda;
-    bp += ldbp;
+    bp += kNR;
   }
   dense_tile::finish_tile(lo, hi, c, ldc, load_c, ep);
 }
@@ -84,11 +83,11 @@ __attribute__((target("avx512f"))) void tile_kernel(int64_t kc, const float* __r
 // One tile of C, mr x nr valid, A's rows at a (op(A) element (r, p) at
 // a[r lda + p] when by_rows, else a[p lda + r]). Edge tiles go through a
 // zero-padded copy of C and the bias (and of A when short of rows).
-void tile(int64_t kc, const float* a, int64_t lda, bool by_rows, const float* bp, int64_t ldbp,
-          float* c, int64_t ldc, int64_t mr, int64_t nr, bool load_c, const Epilogue& ep) {
+void tile(int64_t kc, const float* a, int64_t lda, bool by_rows, const float* bp, float* c,
+          int64_t ldc, int64_t mr, int64_t nr, bool load_c, const Epilogue& ep) {
   if (mr == kMR && nr == kNR) {
-    by_rows ? tile_kernel<true>(kc, a, lda, bp, ldbp, c, ldc, load_c, ep)
-            : tile_kernel<false>(kc, a, lda, bp, ldbp, c, ldc, load_c, ep);
+    by_rows ? tile_kernel<true>(kc, a, lda, bp, c, ldc, load_c, ep)
+            : tile_kernel<false>(kc, a, lda, bp, c, ldc, load_c, ep);
     return;
   }
   // Short of rows: A through a zero-padded copy (by columns, kMR apart).
@@ -104,8 +103,8 @@ void tile(int64_t kc, const float* a, int64_t lda, bool by_rows, const float* bp
   }
   dense_tile::through_padded_tile(
       c, ldc, mr, nr, load_c, ep, [&](float* t, int64_t ldt, const Epilogue& padded) {
-        by_rows ? tile_kernel<true>(kc, a, lda, bp, ldbp, t, ldt, load_c, padded)
-                : tile_kernel<false>(kc, a, lda, bp, ldbp, t, ldt, load_c, padded);
+        by_rows ? tile_kernel<true>(kc, a, lda, bp, t, ldt, load_c, padded)
+                : tile_kernel<false>(kc, a, lda, bp, t, ldt, load_c, padded);
       });
 }
 
@@ -121,22 +120,10 @@ void dense_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   static thread_local Scratch b_buf;
   float* bp = b_buf.get(static_cast<size_t>(round_up(n, kNR) * kKC));
   const int64_t blocks = (m + kMC - 1) / kMC;
-  // A plain B's full panels are 32 consecutive floats of each row already.
-  // With one M block (the weight gradient gz^T x: m = the layer's width,
-  // B = x with the batch's rows) each panel serves at most 12 row tiles, and
-  // packing it was a copy of all of B per call: read in place instead. Taller
-  // products keep packing (a panel serves many tiles, and strided rows would
-  // compete for L1 sets); so do a transposed B and a plain B's last, narrower
-  // panel.
-  const int64_t n_in_place = trans_b || m > kMC ? 0 : n / kNR * kNR;
-  auto panel = [&](int64_t pc, int64_t kc, int64_t jr) {
-    return jr < n_in_place ? std::pair{b + pc * ldb + jr, ldb}
-                           : std::pair{bp + (jr - n_in_place) * kc, int64_t{kNR}};
-  };
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min(kKC, k - pc);
     const bool load_c = accumulate || pc > 0, last = pc + kKC >= k;
-    if (n_in_place < n) pack_b(trans_b, b + n_in_place, ldb, pc, kc, n - n_in_place, bp);
+    pack_b(trans_b, b, ldb, pc, kc, n, bp);
     fk::parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t blk = lo; blk < hi; ++blk) {
         const int64_t i0 = blk * kMC, mc = std::min(kMC, m - i0);
@@ -145,8 +132,7 @@ void dense_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t i = i0 + ir;
             const float* ai = trans_a ? a + pc * lda + i : a + i * lda + pc;
-            const auto [bj, ldbj] = panel(pc, kc, jr);
-            tile(kc, ai, lda, !trans_a, bj, ldbj, c + i * ldc + jr, ldc,
+            tile(kc, ai, lda, !trans_a, bp + jr * kc, c + i * ldc + jr, ldc,
                  std::min<int64_t>(kMR, mc - ir), std::min<int64_t>(kNR, n - jr), load_c, ep);
           }
         }
