@@ -32,9 +32,8 @@ double activate(double v, nefi::DenseActivation act) {
 // The kernel against a plainly written double-precision product, for every
 // transpose, with edge tiles (m, n not multiples of 12 and 32), K over more
 // than one 256-block, M over more than one 144-row block, N wide enough for
-// packed rows of A (>= 256), a weight-gradient shape (one M block: a plain
-// B read in place, with a packed last panel), an accumulated C and each
-// epilogue.
+// packed rows of A (>= 256), a weight-gradient shape (one M block, a long
+// K), an accumulated C and each epilogue.
 TEST(NefiDenseGemm, MatchesDirectProductForEveryLayoutAndEpilogue) {
   if (!fk::cpu_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or FK_CPU_ISA caps it)";
   struct Shape {
@@ -75,9 +74,10 @@ TEST(NefiDenseGemm, MatchesDirectProductForEveryLayoutAndEpilogue) {
   }
 }
 
-// A product of one M block reads a plain B in place, a taller one packs it:
-// the same bits row for row (each output is the same sum in the same order).
-TEST(NefiDenseGemm, InPlaceAndPackedBSameBits) {
+// A product of one M block (the weight gradient's shape) and a taller one
+// give the same bits row for row: each output is the same sum in the same
+// order, whatever the blocking around it.
+TEST(NefiDenseGemm, OneAndSeveralMBlocksSameBits) {
   if (!fk::cpu_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or FK_CPU_ISA caps it)";
   const int64_t small = 64, tall = 300, n = 91, k = 600;
   const auto b = random_floats(k * n, 6);
