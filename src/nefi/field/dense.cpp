@@ -10,6 +10,7 @@
 #include "fk/factory.h"
 #include "fk/half.h"
 #include "fk/profile.h"
+#include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_gemm.h"
 #include "nefi/field/dense_gemm_bf16.h"
 #include "nefi/field/fast_tanh.h"
@@ -66,30 +67,6 @@ bool product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, in
   return false;
 }
 
-// gz = g act'(y) and db = column sums of gz (db may be null), one pass over
-// the rows. act None: gz is g, only db is made.
-template <typename T>
-void pre_activation_grad(const T* __restrict g, const T* __restrict y, DenseActivation act,
-                         int64_t n, int64_t out, T* __restrict gz, T* __restrict db) {
-  if (db)
-    for (int64_t j = 0; j < out; ++j) db[j] = T(0);
-  for (int64_t i = 0; i < n; ++i) {
-    const T* gr = g + i * out;
-    T* zr = gz + i * out;
-    if (act == DenseActivation::Tanh) {
-      const T* yr = y + i * out;
-      for (int64_t j = 0; j < out; ++j) zr[j] = gr[j] * (T(1) - yr[j] * yr[j]);
-    } else if (act == DenseActivation::Relu) {
-      const T* yr = y + i * out;
-      for (int64_t j = 0; j < out; ++j) zr[j] = yr[j] > T(0) ? gr[j] : T(0);
-    } else {
-      zr = const_cast<T*>(gr);
-    }
-    if (db)
-      for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
-  }
-}
-
 struct DenseBackward : fk::autograd::Node {
   fk::autograd::SavedTensor x, w, y;
   DenseActivation act = DenseActivation::None;
@@ -116,8 +93,8 @@ struct DenseBackward : fk::autograd::Node {
       const fk::Tensor& yt = act == DenseActivation::None ? g : y.unpack(name());
       auto run = [&](auto tag) {
         using T = decltype(tag);
-        pre_activation_grad<T>(g.data<T>(), yt.data<T>(), act, n, out, gz.data<T>(),
-                               next[2].fn ? res[2].data<T>() : nullptr);
+        activation_grad(g.data<T>(), yt.data<T>(), act, n, out, gz.data<T>(),
+                        next[2].fn ? res[2].data<T>() : nullptr);
       };
       dt == fk::DType::F64 ? run(double{}) : run(float{});
     }

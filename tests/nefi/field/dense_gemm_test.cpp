@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "fk/autograd.h"
@@ -31,14 +32,15 @@ double activate(double v, nefi::DenseActivation act) {
 // The kernel against a plainly written double-precision product, for every
 // transpose, with edge tiles (m, n not multiples of 12 and 32), K over more
 // than one 256-block, M over more than one 144-row block, N wide enough for
-// packed rows of A (>= 256), an accumulated C and each epilogue.
+// packed rows of A (>= 256), a weight-gradient shape (one M block, a long
+// K), an accumulated C and each epilogue.
 TEST(NefiDenseGemm, MatchesDirectProductForEveryLayoutAndEpilogue) {
   if (!fk::cpu_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or FK_CPU_ISA caps it)";
   struct Shape {
     int64_t m, n, k;
   };
-  for (const Shape s :
-       {Shape{37, 45, 300}, Shape{150, 64, 20}, Shape{12, 16, 1}, Shape{30, 260, 40}}) {
+  for (const Shape s : {Shape{37, 45, 300}, Shape{150, 64, 20}, Shape{12, 16, 1},
+                        Shape{30, 260, 40}, Shape{64, 91, 600}}) {
     for (int layout = 0; layout < 4; ++layout) {
       const bool ta = layout & 1, tb = layout & 2;
       const auto a = random_floats(s.m * s.k, 1), b = random_floats(s.k * s.n, 2);
@@ -69,6 +71,31 @@ TEST(NefiDenseGemm, MatchesDirectProductForEveryLayoutAndEpilogue) {
         }
       }
     }
+  }
+}
+
+// A product of one M block (the weight gradient's shape) and a taller one
+// give the same bits row for row: each output is the same sum in the same
+// order, whatever the blocking around it.
+TEST(NefiDenseGemm, OneAndSeveralMBlocksSameBits) {
+  if (!fk::cpu_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU (or FK_CPU_ISA caps it)";
+  const int64_t small = 64, tall = 300, n = 91, k = 600;
+  const auto b = random_floats(k * n, 6);
+  for (bool ta : {false, true}) {
+    // A's first `small` rows of op(A) are the same numbers in both products.
+    const auto a_tall = random_floats(tall * k, 5);
+    std::vector<float> a_small(small * k);
+    for (int64_t i = 0; i < small; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        a_small[ta ? p * small + i : i * k + p] = ta ? a_tall[p * tall + i] : a_tall[i * k + p];
+    std::vector<float> c_small(small * n), c_tall(tall * n);
+    nefi::dense_gemm(ta, false, small, n, k, a_small.data(), ta ? small : k, b.data(), n,
+                     c_small.data(), n, false, nullptr, nefi::DenseActivation::None);
+    nefi::dense_gemm(ta, false, tall, n, k, a_tall.data(), ta ? tall : k, b.data(), n,
+                     c_tall.data(), n, false, nullptr, nefi::DenseActivation::None);
+    for (int64_t i = 0; i < small * n; ++i)
+      ASSERT_EQ(std::memcmp(&c_small[i], &c_tall[i], sizeof(float)), 0)
+          << "ta " << ta << " at " << i;
   }
 }
 
