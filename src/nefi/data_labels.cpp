@@ -48,7 +48,7 @@ DataAxis counted_axis(const std::string& name, int64_t n) {
 }
 
 DataAxis index_axis(const std::string& name, int64_t n) {
-  return {name + " no.", "", 0.5, static_cast<double>(n) + 0.5};
+  return {name + " no.", "", 0.5, static_cast<double>(n) + 0.5, {}, true};
 }
 
 std::vector<DataAxis> square_axes(double side, const std::string& unit) {

@@ -23,9 +23,10 @@ struct Quantity {
 // separate frames names each of its indices instead ("t = 0.25 s", "Re").
 struct DataAxis {
   std::string name;  // "x", "time t", "detector position s"
-  std::string unit;  // "mm", "s", "px"; empty only for a stack of named frames
+  std::string unit;  // "mm", "s", "px"; empty only for named frames or numbered items
   double lo = 0, hi = 1;
   std::vector<std::string> frames = {};
+  bool numbered = false;  // items numbered 1..n (receivers, gauges): whole-number ticks
 };
 
 struct DataLabels {
@@ -35,7 +36,7 @@ struct DataLabels {
   std::vector<DataAxis> measured_axes;  // one per axis of the measurement data
 };
 
-// "thermal diffusivity α (mm²/s)"; "error Δα (mm²/s)" with a prefix.
+// "thermal diffusivity α (mm²/s)", and for its signed error "error Δα (mm²/s)".
 std::string quantity_label(const Quantity& q);
 std::string error_label(const Quantity& q);
 // "x (mm)"; a stack axis without a unit is its name.
@@ -60,8 +61,8 @@ DataAxis counted_axis(const std::string& name, int64_t n);
 DataAxis index_axis(const std::string& name, int64_t n);
 // The axes of a square image of side `side`: axis 0 "y" (rows), axis 1 "x".
 std::vector<DataAxis> square_axes(double side, const std::string& unit);
-// The axes of a lattice of n points from `first` to `last` (n >= 1) as the
-// image span its points centre (a pitch either side of one point).
+// A lattice of n points from `first` to `last` (n >= 1) as the image span
+// whose cells they centre: half a pitch beyond each end (pitch 1 for n = 1).
 DataAxis lattice_axis(std::string name, std::string unit, double first, double last, int64_t n);
 // `a` with `b` appended (a stack axis before a frame's axes).
 std::vector<DataAxis> joined(std::vector<DataAxis> a, const std::vector<DataAxis>& b);

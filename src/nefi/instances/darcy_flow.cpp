@@ -131,7 +131,7 @@ class DarcyFlow : public Instance {
 
   DataLabels data_labels(const Params& p) const override {
     const int64_t gauges = p.i("n_sensors") * p.i("n_sensors");
-    return {{"log-permeability", "ln k", "dimensionless"},
+    return {{"permeability", "ln k", "dimensionless"},
             square_axes(static_cast<double>(p.i("n")), "px"),
             {"gauge pressure − mean", "p", "a.u."},
             {index_axis("well configuration", p.i("n_configs")), index_axis("gauge", gauges)}};

@@ -186,7 +186,7 @@ class Dot3d : public Instance {
     return {{"absorption coefficient", "μ_a", "1/mm"},
             {span_axis("x", "mm", 0, g.extent[0]), span_axis("y", "mm", 0, g.extent[1]),
              span_axis("depth z", "mm", 0, g.extent[2])},
-            {"exitance / homogeneous slab's", "Φ/Φ₀", "dimensionless"},
+            {"exitance ratio", "Φ/Φ₀", "dimensionless"},
             {counted_axis("source", g.sources()), detectors("detector x", 0),
              detectors("detector y", 1)}};
   }

@@ -149,7 +149,7 @@ class Holography : public Instance {
         square_axes(static_cast<double>(p.i("n")) * p.d("pixel"), "µm");
     return {{"phase", "φ", "rad"},
             yx,
-            {"hologram intensity", "I/I₀", "dimensionless"},
+            {"intensity", "I/I₀", "dimensionless"},
             joined({frames_axis("propagation distance", "z = ", p.list("distances"), "µm")}, yx)};
   }
 

@@ -33,7 +33,7 @@ void figure_title(fk::plot::Figure& f, const std::string& title) {
 }
 
 fk::plot::Axis plot_axis(const DataAxis& a) {
-  return {a.lo, a.hi, false, axis_label(a)};
+  return {a.lo, a.hi, false, axis_label(a), a.numbered};
 }
 
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b) {
