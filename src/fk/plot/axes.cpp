@@ -29,8 +29,9 @@ std::vector<Tick> ticks_of(const Axis& ax, int target) {
     for (double v : log_ticks(ax.lo, ax.hi)) out.push_back({v, log_tick_label(v)});
     return out;
   }
-  const double step = nice_step(ax.lo, ax.hi, target);
-  for (double v : nice_ticks(ax.lo, ax.hi, target)) out.push_back({v, tick_label(v, step)});
+  const double step = nice_step(ax.lo, ax.hi, target, ax.integer);
+  for (double v : nice_ticks(ax.lo, ax.hi, target, ax.integer))
+    out.push_back({v, tick_label(v, step)});
   return out;
 }
 

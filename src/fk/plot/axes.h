@@ -22,6 +22,7 @@ struct Axis {
   double lo = 0, hi = 1;
   bool log = false;  // lo, hi > 0
   std::string label = {};
+  bool integer = false;  // ticks at whole numbers only (an axis of numbered items)
 };
 
 struct AxesSpec {

@@ -7,25 +7,28 @@
 
 namespace fk::plot {
 
-double nice_step(double lo, double hi, int target) {
+double nice_step(double lo, double hi, int target, bool integer) {
   if (lo > hi) std::swap(lo, hi);
   double span = hi - lo;
   if (!(span > 0)) span = std::max(std::abs(lo), 1.0) * 0.2;
   const double raw = span / std::max(target, 1);
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0})
-    if (m * p >= raw * 0.999) return m * p;
-  return 10 * p;
+  for (double m : {1.0, 2.0, 2.5, 5.0}) {
+    const double s = m * p;
+    if (integer && (s < 1 || s != std::round(s))) continue;
+    if (s >= raw * 0.999) return s;
+  }
+  return integer ? std::max(10 * p, 1.0) : 10 * p;
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int target) {
+std::vector<double> nice_ticks(double lo, double hi, int target, bool integer) {
   if (lo > hi) std::swap(lo, hi);
   if (!(hi > lo)) {
     const double pad = std::max(std::abs(lo), 1.0) * 0.1;
     lo -= pad;
     hi += pad;
   }
-  const double step = nice_step(lo, hi, target);
+  const double step = nice_step(lo, hi, target, integer);
   std::vector<double> t;
   const double eps = step * 1e-9;
   for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {

@@ -97,6 +97,15 @@ class Ct3d : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "fbp3d"}; }
   std::vector<std::string> scenes() const override { return {"ellipsoids", "blobs", "piecewise"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const double n = static_cast<double>(p.i("n")), nz = static_cast<double>(p.i("n_z"));
+    const DataAxis z = span_axis("z", "px", 0, nz);
+    return {{"attenuation", "μ", "a.u."},
+            {span_axis("x", "px", 0, n), span_axis("y", "px", 0, n), z},
+            {"line integral", "∫μ dl", "a.u."},
+            joined(radon_sinogram_axes(p, p.i("n"), true), {z})};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per lateral axis");

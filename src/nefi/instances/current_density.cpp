@@ -121,6 +121,13 @@ class CurrentDensity : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "fourier"}; }
   std::vector<std::string> scenes() const override { return {"wires", "loops", "branching"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<DataAxis> yx =
+        square_axes(static_cast<double>(p.i("n")) * p.d("pixel"), "µm");
+    const std::string& comp = p.s("component");
+    return {{"stream function", "g", "mA"}, yx, {"magnetic field", "B_" + comp, "µT"}, yx};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{32}, "grid cells per axis");

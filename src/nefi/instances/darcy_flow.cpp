@@ -129,6 +129,14 @@ class DarcyFlow : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
   std::vector<std::string> scenes() const override { return {"smooth", "channels"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const int64_t gauges = p.i("n_sensors") * p.i("n_sensors");
+    return {{"permeability", "ln k", "dimensionless"},
+            square_axes(static_cast<double>(p.i("n")), "px"),
+            {"gauge pressure − mean", "p", "a.u."},
+            {index_axis("well configuration", p.i("n_configs")), index_axis("gauge", gauges)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis");

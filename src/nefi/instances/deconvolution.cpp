@@ -253,6 +253,14 @@ class Deconvolution : public Instance {
   }
   std::vector<std::string> scenes() const override { return {"phantom", "smooth", "sparse_dots"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<DataAxis> yx = square_axes(static_cast<double>(p.i("n")), "px");
+    const Quantity measured = p.s("noise") == "poisson"
+                                  ? Quantity{"photon counts", "N", "counts"}
+                                  : Quantity{"blurred intensity", "k ∗ I", "a.u."};
+    return {{"intensity", "I", "a.u."}, yx, measured, yx};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis");

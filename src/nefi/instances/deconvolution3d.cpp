@@ -133,6 +133,14 @@ class Deconvolution3d : public Instance {
   }
   std::vector<std::string> scenes() const override { return {"filaments", "puncta", "cells"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const double side = static_cast<double>(p.i("n")) * p.d("pixel");
+    const std::vector<DataAxis> xyz{
+        span_axis("x", "µm", 0, side), span_axis("y", "µm", 0, side),
+        span_axis("z", "µm", 0, static_cast<double>(p.i("n_z")) * p.d("z_step"))};
+    return {{"fluorophore density", "ρ", "a.u."}, xyz, {"blurred intensity", "h ∗ ρ", "a.u."}, xyz};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "cells per lateral axis");

@@ -175,6 +175,18 @@ class DiffractionTomography : public Instance {
   }
   std::vector<std::string> scenes() const override { return {"blobs", "cells"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const double da = 360.0 / static_cast<double>(p.i("n_angles")),
+                 dr = 360.0 / static_cast<double>(p.i("n_receivers"));
+    DataAxis part{"part", "", 0, 2, {"real part", "imaginary part"}};
+    return {{"contrast", "χ", "dimensionless"},
+            square_axes(p.d("extent"), "µm"),
+            p.b("rytov") ? Quantity{"Rytov phase", "u_s/u_i", "dimensionless"}
+                         : Quantity{"scattered field", "u_s", "dimensionless"},
+            {part, span_axis("illumination angle", "°", -0.5 * da, 360 - 0.5 * da),
+             span_axis("receiver angle", "°", -0.5 * dr, 360 - 0.5 * dr)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{32}, "grid cells per axis");

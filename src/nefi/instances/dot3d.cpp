@@ -195,6 +195,22 @@ class Dot3d : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
   std::vector<std::string> scenes() const override { return {"single", "multi", "deep"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const Dot3dConfig c = Dot3dConfig::from(p);
+    const dot::Geometry& g = c.geometry;
+    const auto detectors = [&](const char* name, int a) {
+      const double half = 0.5 * g.detector_span * g.extent[a];
+      return lattice_axis(name, "mm", 0.5 * g.extent[a] - half, 0.5 * g.extent[a] + half,
+                          g.n_detectors);
+    };
+    return {{"absorption coefficient", "μ_a", "1/mm"},
+            {span_axis("x", "mm", 0, g.extent[0]), span_axis("y", "mm", 0, g.extent[1]),
+             span_axis("depth z", "mm", 0, g.extent[2])},
+            {"exitance ratio", "Φ/Φ₀", "dimensionless"},
+            {counted_axis("source", g.sources()), detectors("detector x", 0),
+             detectors("detector y", 1)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("grid", std::vector<double>{32, 32, 16}, "cells along x, y, z (z = 0 the top)");

@@ -116,6 +116,16 @@ class Eit : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
   std::vector<std::string> scenes() const override { return {"single", "multi", "contrast"}; }
 
+  // Lengths in m on [−1, 1]², σ in S/m and currents in A give voltages in V;
+  // s walks the boundary counter-clockwise from (−1, −1) (eit_model.h).
+  DataLabels data_labels(const Params& p) const override {
+    return {{"conductivity", "σ", "S/m"},
+            {span_axis("x", "m", -1, 1), span_axis("y", "m", -1, 1)},
+            {"boundary voltage", "U", "V"},
+            {index_axis("current pattern", p.i("n_patterns")),
+             span_axis("boundary arc length s", "m", 0, 8)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis on [-1, 1]^2");

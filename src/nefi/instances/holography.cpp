@@ -144,6 +144,15 @@ class Holography : public Instance {
   }
   std::vector<std::string> scenes() const override { return {"smooth_phase", "cells"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<DataAxis> yx =
+        square_axes(static_cast<double>(p.i("n")) * p.d("pixel"), "µm");
+    return {{"phase", "φ", "rad"},
+            yx,
+            {"intensity", "I/I₀", "dimensionless"},
+            joined({frames_axis("propagation distance", "z = ", p.list("distances"), "µm")}, yx)};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{32}, "grid cells per axis");

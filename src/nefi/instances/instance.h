@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nefi/data_labels.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/measurement.h"
 #include "nefi/params.h"
@@ -45,6 +46,9 @@ class Instance {
   virtual Params default_config() const = 0;
   virtual std::vector<std::string> methods() const = 0;
   virtual std::vector<std::string> scenes() const = 0;
+  // What the primary field and the measurement at `cfg` are, with their
+  // units and axes (the figures' colour bars, axis labels and ticks).
+  virtual DataLabels data_labels(const Params& cfg) const = 0;
   // The measurement and ground truth for `seed` (no inversion code involved).
   virtual std::pair<Measurement, fk::Tensor> make_measurement(const Params& cfg,
                                                               uint64_t seed) const = 0;

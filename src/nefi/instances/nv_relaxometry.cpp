@@ -268,6 +268,19 @@ class NVRelaxometry : public Instance {
       for (const char* b : {"close", "medium", "far"}) s.push_back(std::string(a) + "/" + b);
     return s;
   }
+  // Normalized units (a.u.) divide the kernel by its peak, P(0) = 1; physical
+  // ones are SI: G is in T/(A·m²), so ρ weights P as a squared moment per
+  // source pixel and S is in T².
+  DataLabels data_labels(const Params& p) const override {
+    const NVConfig c = NVConfig::from(p);
+    const bool si = c.phys.physical_units;
+    const std::vector<DataAxis> yx = square_axes(static_cast<double>(c.n) * c.spacing, "nm");
+    return {{"spin density", "ρ", si ? "(A·m²)² per pixel" : "a.u."},
+            yx,
+            {"magnetic noise", "S(ω)", si ? "T²" : "a.u."},
+            joined({frames_axis("readout frequency", "ω/2π = ", c.phys.freqs, "GHz")}, yx)};
+  }
+
   Params default_config() const override {
     Params p;
     declare_keys(p);

@@ -130,6 +130,18 @@ class Photoacoustic3d : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "time_reversal", "grid"}; }
   std::vector<std::string> scenes() const override { return {"vessels", "spheres"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<double> L = p.list("extent"), s = p.list("sensor_grid");
+    const double dt = p.d("dt_obs");
+    const double n_t = static_cast<double>(std::llround(p.d("t_max") / dt) + 1);
+    return {{"initial pressure", "p₀", "a.u."},
+            {span_axis("x", "mm", 0, L.at(0)), span_axis("y", "mm", 0, L.at(1)),
+             span_axis("depth z", "mm", 0, L.at(2))},
+            {"pressure", "p", "a.u."},
+            {index_axis("sensor", static_cast<int64_t>(s.at(0) * s.at(1))),
+             span_axis("time t", "µs", -0.5 * dt, (n_t - 0.5) * dt)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("extent", std::vector<double>{12, 12, 8}, "slab size (mm); the last axis is depth");

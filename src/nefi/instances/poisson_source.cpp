@@ -90,6 +90,11 @@ class PoissonSource : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid"}; }
   std::vector<std::string> scenes() const override { return {"blobs", "points", "smooth"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<DataAxis> yx = square_axes(static_cast<double>(p.i("n")), "px");
+    return {{"source", "f", "a.u."}, yx, {"potential", "u", "a.u."}, yx};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis");

@@ -32,4 +32,15 @@ RadonGeometry radon_geometry_from(const Params& p) {
   return g;
 }
 
+std::vector<DataAxis> radon_sinogram_axes(const Params& p, int64_t n, bool views_as_frames) {
+  const RadonGeometry g = radon_geometry_from(p);
+  const double step = p.d("angle_range") / static_cast<double>(g.n_views);
+  const DataAxis angle =
+      views_as_frames
+          ? frames_axis("view angle", "θ = ", evenly(0, step, g.n_views), "°")
+          : span_axis("view angle θ", "°", -0.5 * step, p.d("angle_range") - 0.5 * step);
+  const double half = 0.5 * static_cast<double>(n);
+  return {angle, span_axis("detector position s", "px", -half, half)};
+}
+
 }  // namespace nefi

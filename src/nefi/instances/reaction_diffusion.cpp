@@ -169,6 +169,19 @@ class ReactionDiffusion : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
   std::vector<std::string> scenes() const override { return {"blobs", "stripes"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const std::vector<DataAxis> yx = square_axes(static_cast<double>(p.i("n")), "px");
+    const std::string obs = p.s("observe");
+    DataAxis snaps{"snapshot", "", 0, 0};
+    for (double t : p.list("obs_times"))
+      for (char ch : obs) snaps.frames.push_back(std::string(1, ch) + " at t = " + short_number(t));
+    snaps.hi = static_cast<double>(snaps.frames.size());
+    return {{"feed rate", "F", "dimensionless"},
+            yx,
+            {"concentration", obs == "uv" ? "u, v" : obs, "dimensionless"},
+            joined({snaps}, yx)};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{32}, "grid cells per axis");

@@ -79,6 +79,13 @@ class SparseViewCt : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid", "fbp"}; }
   std::vector<std::string> scenes() const override { return {"shepp", "blobs", "piecewise"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    return {{"attenuation", "μ", "a.u."},
+            square_axes(static_cast<double>(p.i("n")), "px"),
+            {"line integral", "∫μ dl", "a.u."},
+            radon_sinogram_axes(p, p.i("n"), false)};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{64}, "grid cells per axis");

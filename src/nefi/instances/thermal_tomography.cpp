@@ -57,6 +57,15 @@ class ThermalTomography : public Instance {
     return {"nefty", "grid", "pinn_soft", "tsr", "ppt"};
   }
   std::vector<std::string> scenes() const override { return {"homogeneous", "layered"}; }
+  DataLabels data_labels(const Params& p) const override {
+    const TomographyConfig c = TomographyConfig::from(p);
+    const DataAxis x = span_axis("x", "mm", 0, c.extent[0]),
+                   y = span_axis("y", "mm", 0, c.extent[1]);
+    return {{"thermal diffusivity", "α", "mm²/s"},
+            {x, y, span_axis("depth z", "mm", 0, c.extent[2])},
+            {"surface temperature rise", "ΔT", "K"},
+            {frames_axis("time", "t = ", c.frame_times, "s"), x, y}};
+  }
   Params default_config() const override { return thermal::tomography_params(); }
 
   std::pair<Measurement, fk::Tensor> make_measurement(const Params& p,

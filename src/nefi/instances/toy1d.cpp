@@ -99,6 +99,11 @@ class Toy1D : public Instance {
   std::vector<std::string> methods() const override { return {"neural", "grid"}; }
   std::vector<std::string> scenes() const override { return {"bumps", "spikes", "mixed"}; }
 
+  DataLabels data_labels(const Params& p) const override {
+    const DataAxis x = span_axis("x", "px", 0, static_cast<double>(p.i("n")));
+    return {{"signal", "f", "a.u."}, {x}, {"blurred signal", "k ∗ f", "a.u."}, {x}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{128}, "grid cells");

@@ -132,6 +132,16 @@ class WaveFwi : public Instance {
     return {"smooth_anomaly", "layered", "scatterers"};
   }
 
+  DataLabels data_labels(const Params& p) const override {
+    const double L = p.d("extent"), dt = p.d("dt_obs");
+    const double n_t = static_cast<double>(std::llround(p.d("t_max") / dt) + 1);
+    return {{"P-wave velocity", "c", "km/s"},
+            {span_axis("depth z", "km", 0, L), span_axis("x", "km", 0, L)},
+            {"pressure", "p", "a.u."},
+            {counted_axis("shot", p.i("n_sources")), index_axis("receiver", p.i("n_receivers")),
+             span_axis("time t", "s", -0.5 * dt, (n_t - 0.5) * dt)}};
+  }
+
   Params default_config() const override {
     Params p;
     p.declare("n", int64_t{24}, "grid cells per axis");

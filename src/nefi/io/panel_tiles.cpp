@@ -32,8 +32,8 @@ void figure_title(fk::plot::Figure& f, const std::string& title) {
          {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
 }
 
-double extent_of(const PanelInput& in, int axis) {
-  return axis < static_cast<int>(in.extent.size()) ? in.extent[axis] : 1.0;
+fk::plot::Axis plot_axis(const DataAxis& a) {
+  return {a.lo, a.hi, false, axis_label(a), a.numbered};
 }
 
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b) {

@@ -33,7 +33,8 @@ void tile(fk::plot::Figure& f, double x, double y, const Slice& s, fk::plot::Ran
 void bar(fk::plot::Figure& f, double x, double y, fk::plot::Range r, fk::plot::Colormap map,
          const std::string& label);
 void figure_title(fk::plot::Figure& f, const std::string& title);
-double extent_of(const PanelInput& in, int axis);
+// A plot axis over a's span, labelled with its name and unit.
+fk::plot::Axis plot_axis(const DataAxis& a);
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace nefi::panel

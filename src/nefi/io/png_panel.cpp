@@ -14,11 +14,11 @@ namespace {
 
 using fk::plot::AxesSpec;
 using fk::plot::Figure;
-using panel::extent_of;
 using panel::kGap;
 using panel::kHead;
 using panel::kTop;
 using panel::minus;
+using panel::plot_axis;
 using panel::tile_w;
 
 std::vector<double> values(const fk::Tensor& t) {
@@ -28,13 +28,13 @@ std::vector<double> values(const fk::Tensor& t) {
 void panel_1d(const std::string& path, const PanelInput& in) {
   const std::vector<double> g = values(in.gt), m = values(in.measurement);
   const int n = static_cast<int>(g.size());
-  const double L = extent_of(in, 0);
+  const DataAxis& ax = in.labels.field_axes[0];
   std::vector<double> x(n);
-  for (int i = 0; i < n; ++i) x[i] = (i + 0.5) * L / n;
-  std::vector<fk::plot::Series> fields{{"measurement", x, m, {0.55, 0.55, 0.55}, 1.6, 0, true},
-                                       {"ground truth", x, g, {0.1, 0.1, 0.1}, 2.2, 6}};
+  for (int i = 0; i < n; ++i) x[i] = cell_centre(ax, i, n);
+  std::vector<fk::plot::Series> fields{
+      {"measured " + in.labels.measured.name, x, m, {0.55, 0.55, 0.55}, 1.6, 0, true},
+      {"ground truth", x, g, {0.1, 0.1, 0.1}, 2.2, 6}};
   std::vector<fk::plot::Series> errors;
-  std::vector<std::vector<double>> errs;
   for (size_t k = 0; k < in.methods.size(); ++k) {
     const PanelMethod& pm = in.methods[k];
     const std::vector<double> r = values(pm.reconstruction);
@@ -49,22 +49,25 @@ void panel_1d(const std::string& path, const PanelInput& in) {
   std::vector<const std::vector<double>*> es;
   for (const auto& s : errors) es.push_back(&s.y);
   const fk::plot::Range er = fk::plot::padded(fk::plot::symmetric_range(es), 0.08);
+  const PanelLabels labels = panel_labels(in);
   const double w = 460, h = 280;
   Figure f(static_cast<int>(2 * (fk::plot::kLeftMargin + w + kGap) + 10),
            static_cast<int>(kTop + kHead + h + fk::plot::kBottomMargin));
   panel::figure_title(f, in.title);
   const double y = kTop + kHead;
-  AxesSpec a{{fk::plot::kLeftMargin, y, w, h},
-             {0, L, false, "x"},
-             {vr.lo, vr.hi, false, in.value_label},
-             "Fields"};
+  // Member by member: brace-initialising the nested axes trips GCC 12's
+  // -Wmaybe-uninitialized at -O3.
+  AxesSpec a;
+  a.box = {fk::plot::kLeftMargin, y, w, h};
+  a.x = plot_axis(ax);
+  a.y = {vr.lo, vr.hi, false, labels.field_bar};
+  a.title = "Fields";
   a.grid = true;
   fk::plot::draw_lines(f, a, fields);
-  AxesSpec e{{2 * fk::plot::kLeftMargin + w + kGap, y, w, h},
-             {0, L, false, "x"},
-             {er.lo, er.hi, false, "reconstruction - truth"},
-             "Signed error"};
-  e.grid = true;
+  AxesSpec e = a;
+  e.box.x = 2 * fk::plot::kLeftMargin + w + kGap;
+  e.y = {er.lo, er.hi, false, labels.error_bar};
+  e.title = "Signed error (reconstruction - truth)";
   fk::plot::draw_lines(f, e, errors);
   f.save_png(path);
 }
@@ -87,12 +90,13 @@ void metrics_table(Figure& f, double x, double y, const PanelInput& in) {
 }
 
 panel::Slice slice_2d(const std::vector<double>& v, int n0, int n1, const PanelInput& in) {
-  return {n0, n1, v, {0, extent_of(in, 0), false, "y"}, {0, extent_of(in, 1), false, "x"}};
+  return {n0, n1, v, plot_axis(in.labels.field_axes[0]), plot_axis(in.labels.field_axes[1])};
 }
 
-void panel_2d(const std::string& path, const PanelInput& in) {
+// `shown`: the measurement, or the first frame of a stack.
+void panel_2d(const std::string& path, const PanelInput& in, const fk::Tensor& shown) {
   const int n0 = static_cast<int>(in.gt.size(0)), n1 = static_cast<int>(in.gt.size(1));
-  const std::vector<double> g = values(in.gt), m = values(in.measurement);
+  const std::vector<double> g = values(in.gt), m = values(shown);
   std::vector<std::vector<double>> recs, errs;
   for (const PanelMethod& pm : in.methods) {
     recs.push_back(values(pm.reconstruction));
@@ -104,6 +108,7 @@ void panel_2d(const std::string& path, const PanelInput& in) {
   }
   const fk::plot::Range fr = fk::plot::value_range(fs), mr = fk::plot::value_range({&m}),
                         er = fk::plot::symmetric_range(es);
+  const PanelLabels labels = panel_labels(in);
   const int k = static_cast<int>(in.methods.size());
   const double x_rec = 2 * tile_w() + panel::kBarRoom;
   Figure f(static_cast<int>(x_rec + k * tile_w() + panel::kBarRoom),
@@ -112,18 +117,15 @@ void panel_2d(const std::string& path, const PanelInput& in) {
   const double y0 = kTop, y1 = kTop + panel::row_h();
   panel::tile(f, 0, y0, slice_2d(g, n0, n1, in), fr, fk::plot::Colormap::Viridis, "Ground truth",
               "");
-  // A measurement of another shape (a sinogram) keeps its own index axes.
-  const bool same = in.measurement.shape() == in.gt.shape();
-  const int m0 = static_cast<int>(in.measurement.size(0)),
-            m1 = static_cast<int>(in.measurement.size(1));
-  const panel::Slice ms =
-      same ? slice_2d(m, n0, n1, in)
-           : panel::Slice{
-                 m0, m1, m, {0, double(m0), false, "row"}, {0, double(m1), false, "column"}};
+  // The measurement over its own axes (the field's for an image of the
+  // field's grid; a sinogram's angle and detector position otherwise).
+  const std::vector<DataAxis>& ma = in.labels.measured_axes;
+  const size_t d = ma.size();
+  const panel::Slice ms{static_cast<int>(shown.size(0)), static_cast<int>(shown.size(1)), m,
+                        plot_axis(ma[d - 2]), plot_axis(ma[d - 1])};
   panel::tile(f, tile_w(), y0, ms, mr, fk::plot::Colormap::Viridis, "Measurement",
-              same ? "own colour scale" : "own shape and colour scale");
-  panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, fk::plot::Colormap::Viridis,
-             "measured " + in.value_label);
+              labels.measured_frame.empty() ? "own colour scale" : labels.measured_frame);
+  panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, fk::plot::Colormap::Viridis, labels.measured_bar);
   for (int i = 0; i < k; ++i) {
     const PanelMethod& pm = in.methods[i];
     const double x = x_rec + i * tile_w();
@@ -133,13 +135,42 @@ void panel_2d(const std::string& path, const PanelInput& in) {
                 pm.name + " - truth", "signed error");
   }
   const double xb = x_rec + k * tile_w() - kGap + 4;
-  panel::bar(f, xb, y0, fr, fk::plot::Colormap::Viridis, in.value_label);
-  panel::bar(f, xb, y1, er, fk::plot::Colormap::Diverging, "error (" + in.value_label + ")");
+  panel::bar(f, xb, y0, fr, fk::plot::Colormap::Viridis, labels.field_bar);
+  panel::bar(f, xb, y1, er, fk::plot::Colormap::Diverging, labels.error_bar);
   metrics_table(f, 16, y1 + kHead, in);
   f.save_png(path);
 }
 
+void check_labels(const PanelInput& in) {
+  FK_CHECK(in.labels.field_axes.size() == static_cast<size_t>(in.gt.dim()) &&
+               in.labels.measured_axes.size() == static_cast<size_t>(in.measurement.dim()),
+           "nefi::write_panel_png", "a labelled axis per axis of the truth and the measurement",
+           std::to_string(in.labels.field_axes.size()) + " for " + in.gt.shape().str() + ", " +
+               std::to_string(in.labels.measured_axes.size()) + " for " +
+               in.measurement.shape().str());
+}
+
 }  // namespace
+
+PanelLabels panel_labels(const PanelInput& in) {
+  check_labels(in);
+  const DataLabels& l = in.labels;
+  PanelLabels out{quantity_label(l.field), error_label(l.field), quantity_label(l.measured),
+                  axis_label(l.field_axes[0]),
+                  axis_label(l.field_axes.size() > 1 ? l.field_axes[1] : l.field_axes[0])};
+  // A 1-D measurement lies on the field's axis; a stack of frames shows a
+  // frame over its last two axes, named by its first; a measured z-stack of
+  // a volume shows its z slices as the frames.
+  const std::vector<DataAxis>& ma = l.measured_axes;
+  const size_t d = ma.size();
+  const bool z_stack = d == 3 && in.measurement.shape() == in.gt.shape();
+  const size_t stack = z_stack ? 2 : 0, vertical = z_stack ? 0 : (d >= 2 ? d - 2 : 0),
+               horizontal = z_stack ? 1 : d - 1;
+  out.measured_vertical = axis_label(ma[vertical]);
+  out.measured_horizontal = axis_label(ma[horizontal]);
+  if (d == 3) out.measured_frame = frame_label(ma[stack], 0, in.measurement.size(stack));
+  return out;
+}
 
 std::string headline_metrics(const std::map<std::string, double>& metrics) {
   static const std::vector<std::pair<std::string, std::string>> kOrder = {
@@ -167,6 +198,8 @@ static PanelInput z_slices_as_frames(const PanelInput& in) {
   const fk::Dims zxy{2, 0, 1};
   PanelInput out = in;
   out.measurement = in.measurement.permute(zxy).contiguous();
+  const std::vector<DataAxis>& a = in.labels.measured_axes;
+  out.labels.measured_axes = {a[2], a[0], a[1]};
   for (PanelMethod& pm : out.methods)
     if (pm.prediction.defined() && pm.prediction.shape() == in.gt.shape())
       pm.prediction = pm.prediction.permute(zxy).contiguous();
@@ -175,6 +208,7 @@ static PanelInput z_slices_as_frames(const PanelInput& in) {
 
 void write_panel_png(const std::string& path, const PanelInput& in) {
   FK_CHECK(!in.methods.empty(), "nefi::write_panel_png", "at least one method", "none");
+  check_labels(in);
   for (const PanelMethod& pm : in.methods)
     FK_CHECK(pm.reconstruction.shape() == in.gt.shape(), "nefi::write_panel_png",
              "reconstructions of the truth's shape " + in.gt.shape().str(),
@@ -184,16 +218,14 @@ void write_panel_png(const std::string& path, const PanelInput& in) {
   if (in.gt.dim() == 3) return write_volume_panel_png(path, in);
   if (in.gt.dim() == 2 && in.measurement.dim() == 3) {
     // A stack of 2-D measurements (holograms at several distances): the first.
-    PanelInput first = in;
-    first.measurement = in.measurement.select(0, 0).contiguous();
-    return write_panel_png(path, first);
+    return panel_2d(path, in, in.measurement.select(0, 0).contiguous());
   }
   FK_CHECK(in.gt.dim() >= 1 && in.gt.dim() <= 2 && in.measurement.dim() == in.gt.dim() &&
                (in.gt.dim() == 2 || in.measurement.shape() == in.gt.shape()),
            "nefi::write_panel_png", "1-D fields of one shape, or 2-D fields and a 2-D measurement",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   if (in.gt.dim() == 1) return panel_1d(path, in);
-  panel_2d(path, in);
+  panel_2d(path, in, in.measurement);
 }
 
 }  // namespace nefi

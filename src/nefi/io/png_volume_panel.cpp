@@ -9,6 +9,7 @@
 namespace nefi {
 namespace {
 
+using panel::plot_axis;
 using panel::Slice;
 
 struct Vol {
@@ -18,8 +19,8 @@ struct Vol {
 };
 
 struct Cut {
-  int i, j, k;  // the voxel the slices pass through
-  double bulk;  // the truth's median: the background the projection departs from
+  int i, j, k;        // the voxel the slices pass through
+  bool above = true;  // the truth's strongest feature lies above its median
 };
 
 // Through the voxel that departs most from the truth's median.
@@ -32,13 +33,20 @@ Cut strongest(const Vol& g) {
     if (std::abs(g.v[p] - bulk) > std::abs(g.v[best] - bulk)) best = p;
   const int k = static_cast<int>(best % g.nz), j = static_cast<int>(best / g.nz % g.ny),
             i = static_cast<int>(best / g.nz / g.ny);
-  return {i, j, k, bulk};
+  return {i, j, k, g.v[best] >= bulk};
+}
+
+// The last word of an axis name ("depth z" -> "z"), for tile titles.
+std::string short_name(const DataAxis& a) {
+  const size_t sp = a.name.rfind(' ');
+  return sp == std::string::npos ? a.name : a.name.substr(sp + 1);
 }
 
 // The four views of a volume: x-y at depth c.k, x-z at c.j, y-z at c.i, and
-// per column the value along depth farthest from the bulk.
-std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<double>& L) {
-  const fk::plot::Axis x{0, L[0], false, "x"}, y{0, L[1], false, "y"}, z{0, L[2], false, "depth z"};
+// per column the maximum (c.above) or minimum along depth: a strict
+// intensity projection, every pixel a value of the volume.
+std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<DataAxis>& axes) {
+  const fk::plot::Axis x = plot_axis(axes[0]), y = plot_axis(axes[1]), z = plot_axis(axes[2]);
   Slice xy{f.nx, f.ny, {}, x, y}, xz{f.nz, f.nx, {}, z, x}, yz{f.nz, f.ny, {}, z, y},
       proj{f.nx, f.ny, {}, x, y};
   for (int i = 0; i < f.nx; ++i)
@@ -46,7 +54,7 @@ std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<double>& 
       xy.v.push_back(f.at(i, j, c.k));
       double e = f.at(i, j, 0);
       for (int k = 1; k < f.nz; ++k)
-        if (std::abs(f.at(i, j, k) - c.bulk) > std::abs(e - c.bulk)) e = f.at(i, j, k);
+        e = c.above ? std::max(e, f.at(i, j, k)) : std::min(e, f.at(i, j, k));
       proj.v.push_back(e);
     }
   for (int k = 0; k < f.nz; ++k) {
@@ -56,26 +64,28 @@ std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<double>& 
   return {xy, xz, yz, proj};
 }
 
-std::vector<std::string> view_titles(const Cut& c, const std::vector<double>& L, const Vol& g) {
-  auto pos = [&](int idx, int n, int axis) { return (idx + 0.5) * L[axis] / n; };
-  char b[3][64];
-  std::snprintf(b[0], sizeof b[0], "x-y at z = %.3g", pos(c.k, g.nz, 2));
-  std::snprintf(b[1], sizeof b[1], "x-z at y = %.3g", pos(c.j, g.ny, 1));
-  std::snprintf(b[2], sizeof b[2], "y-z at x = %.3g", pos(c.i, g.nx, 0));
-  return {b[0], b[1], b[2], "extremum over depth"};
+std::vector<std::string> view_titles(const Cut& c, const std::vector<DataAxis>& axes,
+                                     const Vol& g) {
+  const std::string x = short_name(axes[0]), y = short_name(axes[1]), z = short_name(axes[2]);
+  auto at = [&](int axis, int idx, int n) {
+    const DataAxis& a = axes[axis];
+    return short_name(a) + " = " + short_number(cell_centre(a, idx, n)) + " " + a.unit;
+  };
+  return {x + "-" + y + " at " + at(2, c.k, g.nz), x + "-" + z + " at " + at(1, c.j, g.ny),
+          y + "-" + z + " at " + at(0, c.i, g.nx),
+          (c.above ? "maximum over " : "minimum over ") + z};
 }
 
-void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::vector<double>& L) {
-  const int nt = static_cast<int>(in.measurement.size(0)),
-            nx = static_cast<int>(in.measurement.size(1)),
-            ny = static_cast<int>(in.measurement.size(2));
-  // Surface frames over the volume's (x, y); other frames (a sinogram's
-  // rows) are drawn over their own index axes.
-  const bool surface = nx == in.gt.size(0) && ny == in.gt.size(1);
-  const fk::plot::Axis ax =
-      surface ? fk::plot::Axis{0, L[0], false, "x"} : fk::plot::Axis{0, 1.0 * nx, false, "axis 1"};
-  const fk::plot::Axis ay =
-      surface ? fk::plot::Axis{0, L[1], false, "y"} : fk::plot::Axis{0, 1.0 * ny, false, "axis 2"};
+// The measured frames (n_obs, rows, cols) over their last two axes, or the
+// one frame of a 2-D measurement, and the first method's predicted last frame.
+void frames_row(fk::plot::Figure& f, double y, const PanelInput& in) {
+  const std::vector<DataAxis>& ma = in.labels.measured_axes;
+  const bool stack = in.measurement.dim() == 3;
+  const int nt = stack ? static_cast<int>(in.measurement.size(0)) : 1;
+  const size_t d = ma.size();
+  const int nx = static_cast<int>(in.measurement.size(stack ? 1 : 0)),
+            ny = static_cast<int>(in.measurement.size(stack ? 2 : 1));
+  const fk::plot::Axis ax = plot_axis(ma[d - 2]), ay = plot_axis(ma[d - 1]);
   const std::vector<double> o = in.measurement.to_vector<double>();
   const fk::Tensor& pred = in.methods.front().prediction;
   const bool has_pred = pred.defined() && pred.shape() == in.measurement.shape();
@@ -89,49 +99,47 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, const std::
                src.begin() + static_cast<size_t>(t + 1) * nx * ny);
     return s;
   };
+  auto name = [&](int t) { return stack ? ", " + frame_label(ma[0], t, nt) : std::string(); };
   const fk::plot::Range r = fk::plot::value_range({&o});
   for (size_t c = 0; c < ts.size(); ++c)
     panel::tile(f, c * panel::tile_w(), y, frame(o, ts[c]), r, fk::plot::Colormap::Magma,
-                "Measured frame " + std::to_string(ts[c] + 1) + "/" + std::to_string(nt),
-                surface ? "surface temperature" : "measurement");
+                "Measured" + name(ts[c]), in.labels.measured.name);
   if (has_pred)
     panel::tile(f, ts.size() * panel::tile_w(), y, frame(pred.to_vector<double>(), nt - 1), r,
-                fk::plot::Colormap::Magma,
-                "Predicted frame " + std::to_string(nt) + "/" + std::to_string(nt),
-                in.methods.front().name);
+                fk::plot::Colormap::Magma, "Predicted" + name(nt - 1), in.methods.front().name);
   panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Magma,
-             "measured signal");
+             quantity_label(in.labels.measured));
 }
 
 }  // namespace
 
 void write_volume_panel_png(const std::string& path, const PanelInput& in) {
-  // Frames (n_obs, rows, cols) get a row (surface frames over the volume's
-  // (x, y), others over their index axes); a measurement of another rank
-  // (sensor traces) none.
-  const bool frames = in.measurement.dim() == 3;
-  FK_CHECK(in.gt.dim() == 3, "nefi::write_volume_panel_png",
-           "a volume (nx, ny, nz) and frames (n_obs, rows, cols) or traces",
+  // Frames (n_obs, rows, cols) or one 2-D frame (sensor traces) get a row;
+  // a measurement of another rank none.
+  const bool frames = in.measurement.dim() == 3 || in.measurement.dim() == 2;
+  FK_CHECK(in.gt.dim() == 3 && in.labels.field_axes.size() == 3 &&
+               in.labels.measured_axes.size() == static_cast<size_t>(in.measurement.dim()),
+           "nefi::write_volume_panel_png",
+           "a volume (nx, ny, nz) and frames (n_obs, rows, cols) or traces, an axis label each",
            in.gt.shape().str() + ", " + in.measurement.shape().str());
   const Vol g{static_cast<int>(in.gt.size(0)), static_cast<int>(in.gt.size(1)),
               static_cast<int>(in.gt.size(2)), in.gt.to_vector<double>()};
-  const std::vector<double> L{panel::extent_of(in, 0), panel::extent_of(in, 1),
-                              panel::extent_of(in, 2)};
+  const std::vector<DataAxis>& axes = in.labels.field_axes;
   const Cut c = strongest(g);
   const int rows = (frames ? 2 : 1) + static_cast<int>(in.methods.size());
   fk::plot::Figure f(static_cast<int>(4 * panel::tile_w() + panel::kBarRoom),
                      static_cast<int>(panel::kTop + rows * panel::row_h()));
   panel::figure_title(f, in.title);
   const fk::plot::Range r = fk::plot::value_range({&g.v});
-  const std::vector<std::string> titles = view_titles(c, L, g);
+  const std::vector<std::string> titles = view_titles(c, axes, g);
+  const std::string bar = quantity_label(in.labels.field);
   auto row = [&](int at, const Vol& v, const std::string& who, const std::string& sub) {
-    const std::vector<Slice> s = views(v, c, L);
+    const std::vector<Slice> s = views(v, c, axes);
     const double y = panel::kTop + at * panel::row_h();
     for (int q = 0; q < 4; ++q)
       panel::tile(f, q * panel::tile_w(), y, s[q], r, fk::plot::Colormap::Viridis,
                   who + ": " + titles[q], sub);
-    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Viridis,
-               in.value_label);
+    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Viridis, bar);
   };
   row(0, g, "Truth", "");
   for (size_t m = 0; m < in.methods.size(); ++m) {
@@ -139,7 +147,7 @@ void write_volume_panel_png(const std::string& path, const PanelInput& in) {
     row(static_cast<int>(m) + 1, {g.nx, g.ny, g.nz, pm.reconstruction.to_vector<double>()}, pm.name,
         headline_metrics(pm.metrics));
   }
-  if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in, L);
+  if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in);
   f.save_png(path);
 }
 

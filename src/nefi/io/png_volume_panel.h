@@ -1,7 +1,8 @@
 #pragma once
 // The panel of a 3-D instance (see png_panel.h): orthogonal slices through
-// the truth's strongest feature and a projection over depth, per row the
-// truth and each method's reconstruction, then the observed surface frames.
+// the truth's strongest feature and a strict maximum (or minimum) intensity
+// projection over depth, per row the truth and each method's
+// reconstruction, then the measured frames over their labelled axes.
 #include <string>
 
 #include "nefi/io/png_panel.h"
@@ -9,9 +10,9 @@
 namespace nefi {
 
 // in.gt and reconstructions (nx, ny, nz), z the depth; a 3-D measurement
-// (n_obs, rows, cols) adds a row of frames (surface frames (n_obs, nx, ny)
-// over the volume's x, y; others over index axes); one of another rank
-// (sensor traces) is left out. Throws fk::Error on other shapes.
+// (n_obs, rows, cols) or a 2-D one (sensor traces, shown as one frame) adds
+// a row of frames over the measurement's last two labelled axes; one of
+// another rank is left out. Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
 
 }  // namespace nefi

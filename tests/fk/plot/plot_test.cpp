@@ -36,6 +36,17 @@ TEST(PlotTicks, RoundNumbersCoveringTheRange) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(unit[i], want[i], 1e-12);
 }
 
+// An axis of numbered items (receivers 1..12 over [0.5, 12.5]) gets whole
+// numbers: 2.5 and sub-unit steps are skipped.
+TEST(PlotTicks, IntegerTicksAreWholeNumbers) {
+  EXPECT_DOUBLE_EQ(plot::nice_step(0.5, 12.5, 5), 2.5);
+  EXPECT_DOUBLE_EQ(plot::nice_step(0.5, 12.5, 5, true), 5);
+  EXPECT_EQ(plot::nice_ticks(0.5, 12.5, 5, true), (std::vector<double>{5, 10}));
+  EXPECT_DOUBLE_EQ(plot::nice_step(0.5, 6.5, 8, true), 1);
+  EXPECT_EQ(plot::nice_ticks(0.5, 3.5, 8, true), (std::vector<double>{1, 2, 3}));
+  EXPECT_DOUBLE_EQ(plot::nice_step(0.5, 120.5, 5, true), 25);
+}
+
 TEST(PlotTicks, FlatRangeIsWidened) {
   const std::vector<double> t = plot::nice_ticks(2, 2);
   ASSERT_GE(t.size(), 2u);

@@ -185,6 +185,9 @@ class FlakyToy : public nefi::Instance {
   nefi::Params default_config() const override { return base_->default_config(); }
   std::vector<std::string> methods() const override { return base_->methods(); }
   std::vector<std::string> scenes() const override { return base_->scenes(); }
+  nefi::DataLabels data_labels(const nefi::Params& p) const override {
+    return base_->data_labels(p);
+  }
   std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params& p,
                                                             uint64_t seed) const override {
     return base_->make_measurement(p, seed);

@@ -196,16 +196,28 @@ TEST(ThermalTomography, VolumePanelWritesAnImage) {
   fk::Tensor obs = fk::full(fk::Dims{7, 6, 5}, 1.0, {fk::DType::F64});
   const std::string path = testing::TempDir() + "/thermal_panel.png";
   std::filesystem::remove(path);
-  nefi::write_volume_panel_png(path, {"thermal", gt, obs, {}, "value", {{"grid", gt, obs, {}}}});
+  const nefi::DataAxis x = nefi::span_axis("x", "mm", 0, 6), y = nefi::span_axis("y", "mm", 0, 5);
+  const nefi::DataLabels frames{
+      {"thermal diffusivity", "α", "mm²/s"},
+      {x, y, nefi::span_axis("depth z", "mm", 0, 1)},
+      {"surface temperature rise", "ΔT", "K"},
+      {nefi::frames_axis("time", "t = ", nefi::evenly(0.1, 0.1, 7), "s"), x, y}};
+  nefi::write_volume_panel_png(path, {"thermal", gt, obs, frames, {{"grid", gt, obs, {}}}});
   EXPECT_GT(std::filesystem::file_size(path), 0u);
-  // Traces (any rank but 3) draw no frames row; a ground truth that is not
-  // a volume is refused.
+  // Traces (sensors, times) draw one frame; labels without an axis per
+  // measurement axis and a ground truth that is not a volume are refused.
+  nefi::DataLabels traces = frames;
+  traces.measured_axes = {nefi::index_axis("sensor", 7), nefi::span_axis("time t", "s", 0, 1)};
   nefi::write_volume_panel_png(
-      path, {"thermal", gt, fk::full(fk::Dims{7, 5}, 1.0), {}, "value", {{"grid", gt, obs, {}}}});
+      path, {"thermal", gt, fk::full(fk::Dims{7, 5}, 1.0), traces, {{"grid", gt, obs, {}}}});
+  EXPECT_THROW(
+      nefi::write_volume_panel_png(
+          path, {"thermal", gt, fk::full(fk::Dims{7, 5}, 1.0), frames, {{"grid", gt, obs, {}}}}),
+      fk::Error);
   const fk::Tensor flat = fk::full(fk::Dims{6, 5}, 0.15, {fk::DType::F64});
-  EXPECT_THROW(nefi::write_volume_panel_png(
-                   path, {"thermal", flat, obs, {}, "value", {{"grid", flat, obs, {}}}}),
-               fk::Error);
+  EXPECT_THROW(
+      nefi::write_volume_panel_png(path, {"thermal", flat, obs, frames, {{"grid", flat, obs, {}}}}),
+      fk::Error);
 }
 
 // n_stages > 1: coarse-to-fine grids (each axis halved per earlier stage,

@@ -64,11 +64,24 @@ fk::Tensor ramp(const fk::Dims& shape, double scale) {
   return fk::from_vector(v, shape);
 }
 
+// Labels with an axis in mm per field axis; the measurement's axes in mm,
+// after a stack of frames at times "t = ..." when it has three.
+DataLabels labels(const fk::Dims& field, const fk::Dims& measured) {
+  DataLabels l{{"intensity", "I", "a.u."}, {}, {"signal", "s", "V"}, {}};
+  for (int a = 0; a < field.size(); ++a)
+    l.field_axes.push_back(span_axis("axis " + std::to_string(a), "mm", 0, 2.0 + a));
+  for (int a = 0; a < measured.size(); ++a)
+    l.measured_axes.push_back(a == 0 && measured.size() == 3
+                                  ? frames_axis("time", "t = ", evenly(0.1, 0.1, measured[0]), "s")
+                                  : span_axis("axis " + std::to_string(a), "mm", -1, 1));
+  return l;
+}
+
 TEST(PlotPanel, OneDimensionalIsALinePlot) {
   const fk::Tensor gt = ramp({40}, 1), rec = ramp({40}, 0.9);
   const std::string p = tmp("panel1d.png");
-  write_panel_png(p,
-                  {"toy", gt, ramp({40}, 1.1), {2.0}, "u", {{"neural", rec, {}, {{"psnr", 30}}}}});
+  write_panel_png(
+      p, {"toy", gt, ramp({40}, 1.1), labels({40}, {40}), {{"neural", rec, {}, {{"psnr", 30}}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, 1098);  // 2 * (58 + 460 + 26) + 10
   EXPECT_EQ(d.h, 410);   // 40 + 46 + 280 + 44
@@ -82,17 +95,19 @@ TEST(PlotPanel, TwoDimensionalHasAColumnPerMethodAndAnErrorRow) {
   write_panel_png(p, {"deconv",
                       gt,
                       ramp(s, 0.5),
-                      {1.0, 1.5},
-                      "intensity",
+                      labels(s, s),
                       {{"neural", ramp(s, 0.9), {}, {{"psnr", 30}, {"ssim", 0.9}}},
                        {"grid", ramp(s, 1.1), {}, {}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + 2 * panel::kBarRoom));
   EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 2 * panel::row_h()));
   EXPECT_GT(d.non_white, 0.3);
-  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, {}, "u", {{"bad", ramp({3, 3}, 1), {}, {}}}}),
+  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, labels(s, s), {{"bad", ramp({3, 3}, 1), {}, {}}}}),
                fk::Error);
-  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, {}, "u", {}}), fk::Error);
+  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, labels(s, s), {}}), fk::Error);
+  // Labels without an axis per array axis are an error, not a guess.
+  EXPECT_THROW(write_panel_png(p, {"x", gt, gt, labels({12}, s), {{"neural", gt, {}, {}}}}),
+               fk::Error);
 }
 
 TEST(PlotPanel, VolumeHasSlicesPerMethodAndAFramesRow) {
@@ -102,8 +117,7 @@ TEST(PlotPanel, VolumeHasSlicesPerMethodAndAFramesRow) {
   write_panel_png(p, {"thermal",
                       gt,
                       frames,
-                      {10, 8, 1},
-                      "diffusivity",
+                      labels(v, {5, 8, 6}),
                       {{"nefty", ramp(v, 0.8), frames, {{"psnr", 20}}}, {"tsr", gt, {}, {}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
@@ -121,20 +135,30 @@ TEST(PlotPanel, MeasurementsOfAnotherShape) {
   const int h2 = static_cast<int>(panel::kTop + 2 * panel::row_h());
   for (const fk::Dims& m : {fk::Dims{20, 9}, fk::Dims{3, 12, 16}}) {
     const std::string p = tmp("panel_other.png");
-    write_panel_png(p, {"ct", gt, ramp(m, 2), {}, "u", {{"neural", ramp(s, 0.9), {}, {}}}});
+    write_panel_png(p, {"ct", gt, ramp(m, 2), labels(s, m), {{"neural", ramp(s, 0.9), {}, {}}}});
     const Decoded d = decode(p);
     EXPECT_EQ(d.w, w2) << m.str();
     EXPECT_EQ(d.h, h2) << m.str();
   }
   const fk::Dims v{8, 6, 4};
   const std::string p = tmp("panel_zstack.png");
+  DataLabels zl = labels(v, {});
+  zl.measured_axes = zl.field_axes;
   write_panel_png(
-      p, {"zstack", ramp(v, 1), ramp(v, 2), {}, "u", {{"neural", ramp(v, 0.8), ramp(v, 1.5), {}}}});
+      p, {"zstack", ramp(v, 1), ramp(v, 2), zl, {{"neural", ramp(v, 0.8), ramp(v, 1.5), {}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
   EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 3 * panel::row_h()));
+  // Sensor traces (sensors, times) of a volume: one measured frame.
+  write_panel_png(p, {"traces",
+                      ramp(v, 1),
+                      ramp({10, 7}, 2),
+                      labels(v, {10, 7}),
+                      {{"neural", ramp(v, 0.8), {}, {}}}});
+  EXPECT_EQ(decode(p).h, static_cast<int>(panel::kTop + 3 * panel::row_h()));
   EXPECT_THROW(
-      write_panel_png(p, {"x", gt, ramp({4, 4, 4, 4}, 1), {}, "u", {{"neural", gt, {}, {}}}}),
+      write_panel_png(
+          p, {"x", gt, ramp({4, 4, 4, 4}, 1), labels(s, {4, 4, 4, 4}), {{"neural", gt, {}, {}}}}),
       fk::Error);
 }
 

@@ -32,6 +32,10 @@ class ResidualModel : public Instance {
   }
   std::vector<std::string> methods() const override { return {"neural"}; }
   std::vector<std::string> scenes() const override { return {"any"}; }
+  DataLabels data_labels(const Params&) const override {
+    const DataAxis x = span_axis("x", "px", 0, 8);
+    return {{"value", "v", "a.u."}, {x}, {"residual", "r", "a.u."}, {x}};
+  }
   std::pair<Measurement, fk::Tensor> make_measurement(const Params&, uint64_t) const override {
     Measurement m;
     m.data = fk::zeros({8}, {fk::DType::F64});
