@@ -15,11 +15,19 @@ inline std::string config_path(const std::string& name) {
   return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
 }
 
+// The directory is removed when the test process exits, so runs leave nothing behind in /tmp.
 inline std::filesystem::path scratch() {
-  const auto d = std::filesystem::path(testing::TempDir()) /
-                 ("nefi_bench_tests_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
+  struct Dir {
+    std::filesystem::path path;
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir{std::filesystem::path(testing::TempDir()) /
+                       ("nefi_tests_" + std::to_string(static_cast<long>(getpid())))};
+  std::filesystem::create_directories(dir.path);
+  return dir.path;
 }
 
 // scratch()/name, removed if it exists.
