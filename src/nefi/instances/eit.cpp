@@ -6,9 +6,9 @@
 // EllipticOperator at each stage's grid (pure Neumann, zero-mean gauge, IFT
 // adjoint), solved by the banded Cholesky (linear_solver banded, the
 // default here: exact and 5x cheaper than the reference's PCG at 24²; cg
-// gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi | contrast. Methods: neural
-// | grid (+TV) | uniform (σ_bg everywhere). Metrics: psnr, ssim, mse,
-// relative_error, inclusion_iou (sign-aware half-max supports of log σ/σ_bg).
+// gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi | contrast. Methods:
+// neural | grid (+TV) | uniform (σ_bg everywhere). Metrics: psnr, ssim, mse, relative_error,
+// inclusion_iou (sign-aware half-max supports of log σ/σ_bg).
 #include <algorithm>
 #include <cmath>
 
