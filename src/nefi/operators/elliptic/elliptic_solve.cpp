@@ -322,7 +322,7 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
     node->sigma = s;
     node->has_kappa = k.defined();
     if (k.defined()) node->kappa = k;
-    node->u = u;
+    node->u = u.detach();  // not `u`: a node holding its own output is a cycle
     node->grid = grid;
     node->opt = opt;
     node->layout = L;
