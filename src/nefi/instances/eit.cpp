@@ -11,9 +11,12 @@
 // inclusion_iou (sign-aware half-max supports of log σ/σ_bg).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/unary.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/elliptic_common.h"
@@ -33,11 +36,13 @@ struct EitConfig {
   double amplitude = 0, sigma_bg = 0, sigma_min = 0, sigma_max = 0, noise_std = 0;
   double contrast_lo = 0, contrast_hi = 0;
   std::string scene;
+  eit::Electrodes electrodes;
   EllipticOperatorOptions solver;
   NeuralFieldConfig field;
   Curriculum neural_curriculum, grid_curriculum;
   TVOptions tv;
   double tv_weight = 0;
+  std::string tv_of;
 
   static EitConfig from(const Params& p) {
     EitConfig c;
@@ -67,6 +72,8 @@ struct EitConfig {
     c.noise_std = p.d("noise_std");
     FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", Params::render(c.noise_std));
     c.scene = p.choice("scene", {"single", "multi", "contrast"});
+    c.electrodes = {p.i("electrodes"), p.d("electrode_coverage")};
+    eit::check_electrodes(c.electrodes, c.n_patterns);
     c.solver = elliptic_options_from(p);
     c.solver.boundary = "neumann";
     c.field = neural_field_config_from(p);
@@ -80,7 +87,38 @@ struct EitConfig {
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
     c.tv_weight = p.d("tv");
+    c.tv_of = p.choice("tv_of", {"sigma", "mirrored", "contrast", "log_sigma"});
     return c;
+  }
+};
+
+// Total variation of a map of σ (config key tv_of). TV of σ charges a
+// conductive jump (σ_bg → σ_bg·c) c times more than the mirror resistive one
+// (σ_bg → σ_bg/c). The contrast factor (σ − σ_bg)/(σ + σ_bg) is what the
+// boundary data see of an inclusion at dipole order (its polarization
+// tensor's factor); it runs over (−1, 1), odd in log(σ/σ_bg), so both jumps
+// cost 1 − 1/c, and a jump costs no more than the data can tell apart. log σ
+// charges both |log c|.
+struct MappedSigmaTV : Loss {
+  TVOptions opt;
+  std::string map;
+  double sigma_bg;
+  MappedSigmaTV(TVOptions o, std::string m, double bg)
+      : Loss("tv"), opt(std::move(o)), map(std::move(m)), sigma_bg(bg) {}
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& sigma = c.field("sigma");
+    const double bg = sigma_bg, inf = std::numeric_limits<double>::infinity();
+    fk::Tensor x;
+    if (map == "log_sigma") {
+      x = fk::log(sigma);
+    } else if (map == "contrast") {
+      x = fk::div(fk::sub(sigma, bg), fk::add(sigma, bg));
+    } else {  // mirrored: σ up to σ_bg, then 2σ_bg − σ_bg²/σ
+      x = fk::sub(fk::clamp(sigma, -inf, bg),
+                  fk::mul(fk::reciprocal(fk::clamp(sigma, bg, inf)), bg * bg));
+      x = fk::add(x, bg);
+    }
+    return total_variation(x, c.domain->spacing(sigma.shape()), opt);
   }
 };
 
@@ -91,15 +129,18 @@ Domain eit_domain(int64_t n) {
 // The patterns at any grid, the voltages always on the native boundary.
 std::shared_ptr<EllipticOperator> eit_operator(const EitConfig& c, int64_t n,
                                                EllipticOperatorOptions o) {
-  const int64_t native = c.n, patterns = c.n_patterns;
+  const int64_t patterns = c.n_patterns;
   const double amp = c.amplitude;
-  auto rhs = [patterns, amp](const Domain& d) {
+  const eit::Electrodes el = c.electrodes;
+  const std::vector<eit::Segment> segments = eit::observed_segments(c.n, el);
+  auto rhs = [patterns, amp, el](const Domain& d) {
     const int64_t m = d.shape()[0];
-    return fk::from_vector(eit::current_patterns(m, patterns, amp), {patterns, m, m});
+    return fk::from_vector(eit::current_patterns(m, patterns, amp, el), {patterns, m, m});
   };
-  auto observe = [native](const Domain& d) {
+  auto observe = [segments](const Domain& d) {
     const int64_t m = d.shape()[0];
-    return fk::from_vector(eit::trace_matrix(m, native), {4 * native, m * m});
+    return fk::from_vector(eit::trace_matrix(m, segments),
+                           {static_cast<int64_t>(segments.size()), m * m});
   };
   auto op = std::make_shared<EllipticOperator>(eit_domain(n), rhs, observe, std::move(o));
   op->primary = "sigma";
@@ -119,11 +160,13 @@ class Eit : public Instance {
   // Lengths in m on [−1, 1]², σ in S/m and currents in A give voltages in V;
   // s walks the boundary counter-clockwise from (−1, −1) (eit_model.h).
   DataLabels data_labels(const Params& p) const override {
+    const int64_t electrodes = p.i("electrodes");
     return {{"conductivity", "σ", "S/m"},
             {span_axis("x", "m", -1, 1), span_axis("y", "m", -1, 1)},
             {"boundary voltage", "U", "V"},
             {index_axis("current pattern", p.i("n_patterns")),
-             span_axis("boundary arc length s", "m", 0, 8)}};
+             electrodes > 0 ? index_axis("electrode", electrodes)
+                            : span_axis("boundary arc length s", "m", 0, 8)}};
   }
 
   Params default_config() const override {
@@ -136,12 +179,19 @@ class Eit : public Instance {
     p.declare("sigma_max", 20.0, "head upper bound");
     p.declare("contrast", std::vector<double>{3, 6}, "inclusion contrast range [lo, hi]");
     p.declare("scene", std::string("single"), "single | multi | contrast");
+    p.declare("electrodes", int64_t{0},
+              "electrode count of the gap model (0: current and voltage along the whole "
+              "boundary)");
+    p.declare("electrode_coverage", 0.5, "boundary fraction under the electrodes, in (0, 1]");
     p.declare("noise_std", 1e-3, "noise std relative to max|voltage|");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64, tol 1e-10)");
     declare_elliptic_solver_keys(p, 8);
     declare_elliptic_inversion_keys(p);
     p.set_value("weight_decay", 0.0);
     p.set_value("linear_solver", std::string("banded"));
+    p.declare(
+        "tv_of", std::string("sigma"),
+        "what TV acts on: sigma | contrast ((sigma - sigma_bg) / (sigma + sigma_bg)) | log_sigma");
     p.declare("lr_min_ratio", 0.05, "cosine lr floor per stage, as a fraction of its lr");
     return p;
   }
@@ -161,7 +211,10 @@ class Eit : public Instance {
                                  method, c.field, seed),
                    method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
     s.problem.losses.add(mse_loss(), 1.0);
-    s.problem.losses.add(tv_loss("sigma", c.tv), c.tv_weight);
+    s.problem.losses.add(c.tv_of == "sigma"
+                             ? tv_loss("sigma", c.tv)
+                             : std::make_shared<MappedSigmaTV>(c.tv, c.tv_of, c.sigma_bg),
+                         c.tv_weight);
     return s;
   }
 
@@ -210,7 +263,8 @@ class Eit : public Instance {
     m.noise_std = c.noise_std * mx;
     datagen::Rng rng(seed * 7919 + 89);
     for (double& v : y) v += m.noise_std * rng.normal();
-    m.data = fk::from_vector(y, {c.n_patterns, 4 * c.n}).to(fk::DType::F32);
+    const auto segments = static_cast<int64_t>(y.size()) / c.n_patterns;
+    m.data = fk::from_vector(y, {c.n_patterns, segments}).to(fk::DType::F32);
     const auto gt = eit::render_sigma(inc, c.sigma_bg, c.n, 4, c.sigma_min, c.sigma_max);
     return {m, fk::from_vector(gt, {c.n, c.n})};
   }

@@ -24,43 +24,124 @@ std::pair<int64_t, int64_t> side_cells(int side, int64_t t, int64_t n) {
   }
 }
 
+// The grid faces a segment overlaps, with the overlap as a fraction of the
+// segment: face f (perimeter order, side f / n, face f % n of it) covers
+// [f, f + 1) / (4n).
+std::vector<std::pair<int64_t, double>> segment_faces(int64_t n, const Segment& k) {
+  const double faces = 4.0 * static_cast<double>(n);
+  std::vector<std::pair<int64_t, double>> out;
+  const auto first = static_cast<int64_t>(std::floor(k.s0 * faces));
+  for (int64_t f = std::max<int64_t>(first, 0); f < 4 * n && f < k.s1 * faces; ++f) {
+    const double lo = std::max(k.s0, f / faces), hi = std::min(k.s1, (f + 1) / faces);
+    if (hi > lo) out.emplace_back(f, (hi - lo) / (k.s1 - k.s0));
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> face_cells(int64_t f, int64_t n) {
+  return side_cells(static_cast<int>(f / n), f % n, n);
+}
+
 }  // namespace
 
-std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double amplitude) {
+void check_electrodes(const Electrodes& e, int64_t n_patterns) {
+  FK_CHECK(e.count >= 0, "config key 'electrodes'", "an electrode count >= 0 (0: continuum)",
+           std::to_string(e.count));
+  FK_CHECK(e.coverage > 0 && e.coverage <= 1, "config key 'electrode_coverage'",
+           "a boundary fraction in (0, 1]", std::to_string(e.coverage));
+  const int64_t k_max = (n_patterns + 1) / 2;
+  FK_CHECK(e.count == 0 || 2 * k_max < e.count, "config keys 'electrodes' and 'n_patterns'",
+           "more than 2 ceil(n_patterns / 2) electrodes",
+           std::to_string(e.count) + " electrodes for " + std::to_string(n_patterns) + " patterns");
+}
+
+std::vector<Segment> observed_segments(int64_t native, const Electrodes& e) {
+  std::vector<Segment> out;
+  if (e.count == 0) {
+    const double faces = 4.0 * static_cast<double>(native);
+    for (int64_t f = 0; f < 4 * native; ++f) out.push_back({f / faces, (f + 1) / faces});
+    return out;
+  }
+  const auto l = static_cast<double>(e.count);
+  for (int64_t i = 0; i < e.count; ++i) {
+    const double c = (static_cast<double>(i) + 0.5) / l, w = 0.5 * e.coverage / l;
+    out.push_back({c - w, c + w});
+  }
+  return out;
+}
+
+std::vector<double> inject(int64_t n, const std::vector<Segment>& segments,
+                           const std::vector<double>& currents) {
+  FK_CHECK(currents.size() == segments.size(), "nefi::eit::inject", "one current per segment",
+           std::to_string(currents.size()) + " for " + std::to_string(segments.size()));
   const double h = 2.0 / static_cast<double>(n);
-  std::vector<double> rhs(n_patterns * n * n, 0.0);
+  std::vector<double> b(n * n, 0.0);
+  for (size_t k = 0; k < segments.size(); ++k)
+    for (const auto& [f, w] : segment_faces(n, segments[k]))
+      b[face_cells(f, n).first] += currents[k] * w / (h * h);
+  return b;
+}
+
+std::vector<double> inject_adjoint(int64_t n, const std::vector<Segment>& segments,
+                                   const std::vector<double>& u) {
+  FK_CHECK(static_cast<int64_t>(u.size()) == n * n, "nefi::eit::inject_adjoint",
+           std::to_string(n * n) + " cell values", std::to_string(u.size()));
+  const double h = 2.0 / static_cast<double>(n);
+  std::vector<double> out;
+  for (const Segment& k : segments) {
+    double sum = 0;
+    for (const auto& [f, w] : segment_faces(n, k)) sum += w * u[face_cells(f, n).first];
+    out.push_back(sum / (h * h));
+  }
+  return out;
+}
+
+std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double amplitude,
+                                     const Electrodes& electrodes) {
+  check_electrodes(electrodes, n_patterns);
+  constexpr double kPerimeter = 8.0;  // metres of [−1, 1]²'s boundary
+  const double h = 2.0 / static_cast<double>(n), faces = 4.0 * static_cast<double>(n);
+  const std::vector<Segment> el = observed_segments(1, electrodes);
+  std::vector<double> rhs;
+  rhs.reserve(n_patterns * n * n);
   for (int64_t p = 0; p < n_patterns; ++p) {
-    const double k = static_cast<double>(p / 2 + 1);
-    for (int side = 0; side < 4; ++side)
-      for (int64_t t = 0; t < n; ++t) {
-        const double s = (side + (t + 0.5) / static_cast<double>(n)) / 4.0;
-        const double arg = 2 * std::numbers::pi * k * s;
-        const double j = amplitude * (p % 2 == 0 ? std::cos(arg) : std::sin(arg));
-        rhs[p * n * n + side_cells(side, t, n).first] += j / h;
+    const double w = 2 * std::numbers::pi * static_cast<double>(p / 2 + 1);
+    const bool even = p % 2 == 0;
+    std::vector<double> b(n * n, 0.0);
+    if (electrodes.count == 0) {
+      // The mean of j over face f from its primitive J, J' = j.
+      auto primitive = [&](double s) {
+        return amplitude * (even ? std::sin(w * s) : -std::cos(w * s)) / w;
+      };
+      for (int64_t f = 0; f < 4 * n; ++f)
+        b[face_cells(f, n).first] +=
+            (primitive((f + 1) / faces) - primitive(f / faces)) * faces / h;
+    } else {
+      std::vector<double> current;
+      for (const Segment& e : el) {
+        const double c = 0.5 * (e.s0 + e.s1);
+        current.push_back(amplitude * (even ? std::cos(w * c) : std::sin(w * c)) * (e.s1 - e.s0) *
+                          kPerimeter);
       }
+      b = inject(n, el, current);
+    }
+    rhs.insert(rhs.end(), b.begin(), b.end());
   }
   return rhs;
 }
 
-std::vector<double> trace_matrix(int64_t n, int64_t native) {
-  FK_CHECK(n >= 2 && native >= 1, "nefi::eit::trace_matrix", "n >= 2 cells and native >= 1",
-           std::to_string(n) + ", " + std::to_string(native));
-  const int64_t m = 4 * native, cells = n * n;
+std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments) {
+  FK_CHECK(n >= 2 && !segments.empty(), "nefi::eit::trace_matrix",
+           "n >= 2 cells and at least one segment",
+           std::to_string(n) + ", " + std::to_string(segments.size()));
+  const auto m = static_cast<int64_t>(segments.size());
+  const int64_t cells = n * n;
   std::vector<double> w(m * cells, 0.0);
-  for (int side = 0; side < 4; ++side)
-    for (int64_t t = 0; t < n; ++t) {
-      const auto [cell, inner] = side_cells(side, t, n);
-      // Face t covers [t, t+1)/n of the side; native face T covers [T, T+1)/native.
-      const double a = static_cast<double>(t) / n, b = static_cast<double>(t + 1) / n;
-      for (int64_t T = static_cast<int64_t>(a * native); T < native && T < b * native; ++T) {
-        const double lo = std::max(a, static_cast<double>(T) / native);
-        const double hi = std::min(b, static_cast<double>(T + 1) / native);
-        if (hi <= lo) continue;
-        const double f = (hi - lo) * native;
-        double* row = w.data() + (side * native + T) * cells;
-        row[cell] += 1.5 * f;
-        row[inner] -= 0.5 * f;
-      }
+  for (int64_t r = 0; r < m; ++r)
+    for (const auto& [f, frac] : segment_faces(n, segments[r])) {
+      const auto [cell, inner] = face_cells(f, n);
+      w[r * cells + cell] += 1.5 * frac;
+      w[r * cells + inner] -= 0.5 * frac;
     }
   for (int64_t c = 0; c < cells; ++c) {
     double mean = 0;
@@ -69,6 +150,11 @@ std::vector<double> trace_matrix(int64_t n, int64_t native) {
     for (int64_t r = 0; r < m; ++r) w[r * cells + c] -= mean;
   }
   return w;
+}
+
+std::vector<double> trace_matrix(int64_t n, int64_t native) {
+  FK_CHECK(native >= 1, "nefi::eit::trace_matrix", "native >= 1", std::to_string(native));
+  return trace_matrix(n, observed_segments(native, {}));
 }
 
 std::vector<Inclusion> draw_inclusions(const std::string& scene, double contrast_lo,

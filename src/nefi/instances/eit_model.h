@@ -14,17 +14,59 @@
 
 namespace nefi::eit {
 
-// Pattern p injects j(s) = A cos(2π k s) (p even) or A sin(2π k s) (p odd),
-// k = p/2 + 1, through the boundary faces; on the cell-centred n×n grid the
-// flux of a boundary face enters its cell as the volume source j/h.
-// Returns (n_patterns, n, n), C order.
-std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double amplitude);
+// A stretch [s0, s1) of the boundary in perimeter fractions (0 <= s0 < s1
+// <= 1): a native boundary face, or an electrode.
+struct Segment {
+  double s0, s1;
+};
 
-// The (4 native, n·n) matrix from a solution on the n×n grid to the
-// boundary voltages on the native grid's 4·native boundary faces: each face
-// value is the second-order extrapolation 1.5 u_cell − 0.5 u_inner, each
-// side's n faces are area-averaged onto its native faces, and the result is
-// referenced to its mean over the whole boundary.
+// The electrode model. count 0: the continuum model, current enters along
+// the whole boundary and the voltage is read on each of the 4·native native
+// faces. count L > 0: Somersalo's gap model with L electrodes of equal
+// width `coverage`/L centred at s = (e + 0.5)/L; current enters only under
+// an electrode, at the uniform density I_e/|e|, and each electrode reads
+// the mean of the boundary voltage under it. Both are face-averaged: a
+// grid face takes the mean current density over its extent, so any grid
+// injects the same current into every stretch of boundary.
+struct Electrodes {
+  int64_t count = 0;
+  double coverage = 0.5;
+};
+// Throws fk::Error (naming the keys 'electrodes', 'electrode_coverage' and
+// 'n_patterns') unless 0 < coverage <= 1 and, with electrodes, the highest
+// frequency ceil(n_patterns / 2) is below count / 2 (so every pattern is a
+// distinct, current-conserving set of electrode currents).
+void check_electrodes(const Electrodes& e, int64_t n_patterns);
+// The observed segments: the 4·native native faces, or the electrodes.
+std::vector<Segment> observed_segments(int64_t native, const Electrodes& e);
+
+// Currents I_k entering uniformly over segment k, as cell sources on the
+// n×n grid: face f takes Σ_k I_k |f ∩ k| / |k| amperes, the boundary cell
+// behind it that over its area h² (A/m², the finite-volume Neumann source).
+// Returns n·n values, C order.
+std::vector<double> inject(int64_t n, const std::vector<Segment>& segments,
+                           const std::vector<double>& currents);
+// The adjoint of inject under the plain dot products of cells and segments:
+// per segment Σ_f |f ∩ k| / |k| · u(cell behind f) / h².
+std::vector<double> inject_adjoint(int64_t n, const std::vector<Segment>& segments,
+                                   const std::vector<double>& u);
+
+// Pattern p (k = p/2 + 1) drives the current density j(s) = A cos(2π k s)
+// (p even) or A sin(2π k s) (p odd) in A per metre of boundary: along the
+// whole boundary, each grid face taking its exact mean over the face
+// (continuum), or as the electrode currents I_e = j(centre of e)·|e|
+// (gap model). Returns (n_patterns, n, n), C order; every pattern's sum is
+// zero (compatible with the pure-Neumann problem).
+std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double amplitude,
+                                     const Electrodes& electrodes = {});
+
+// The (M, n·n) matrix from a solution on the n×n grid to the voltages on
+// the M segments: each grid face's value is the second-order extrapolation
+// 1.5 u_cell − 0.5 u_inner, each segment the length-weighted mean of the
+// faces it overlaps, and the result is referenced to its mean over the
+// segments.
+std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments);
+// The continuum model's: the 4·native native faces.
 std::vector<double> trace_matrix(int64_t n, int64_t native);
 
 // An elliptical inclusion: centre, semi-axes a (along `angle`) and b, and

@@ -5,7 +5,10 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/parallel.h"
+#include "fk/random.h"
+#include "fk/testing.h"
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -14,22 +17,97 @@
 namespace {
 
 // Every pattern injects zero net current (the pure-Neumann problem is
-// compatible), and the patterns are the trigonometric ones.
+// compatible), in both electrode models.
 TEST(NefiEit, CurrentPatternsAreCompatible) {
   const int64_t n = 12;
-  const auto b = nefi::eit::current_patterns(n, 6, 2.0);
-  for (int64_t p = 0; p < 6; ++p) {
-    double sum = 0, peak = 0;
-    for (int64_t i = 0; i < n * n; ++i) {
-      sum += b[p * n * n + i];
-      peak = std::max(peak, std::abs(b[p * n * n + i]));
+  for (int64_t electrodes : {0, 16}) {
+    const auto b = nefi::eit::current_patterns(n, 6, 2.0, {electrodes, 0.5});
+    for (int64_t p = 0; p < 6; ++p) {
+      double sum = 0, peak = 0;
+      for (int64_t i = 0; i < n * n; ++i) {
+        sum += b[p * n * n + i];
+        peak = std::max(peak, std::abs(b[p * n * n + i]));
+      }
+      EXPECT_NEAR(sum, 0.0, 1e-12 * peak) << p;
+      EXPECT_GT(peak, 0.5 * 2.0 / (2.0 / n)) << p;  // A / h, up to the cosine's sampling
     }
-    EXPECT_NEAR(sum, 0.0, 1e-12 * peak) << p;
-    EXPECT_GT(peak, 0.5 * 2.0 / (2.0 / n)) << p;  // A / h, up to the cosine's sampling
   }
-  // Pattern 0 in the corner cell (0, 0): the first face of side 0 (s =
-  // 1/(8n)) and the last of side 3 (s = 1 − 1/(8n)), each A cos(2π s) / h.
-  EXPECT_NEAR(b[0], 2 * 2.0 * std::cos(2 * std::numbers::pi / (8.0 * n)) / (2.0 / n), 1e-12);
+}
+
+// The continuum patterns are face averages: the corner cell (0, 0) takes the
+// first face of side 0 (s in [0, 1/(4n))) and the last of side 3, each the
+// exact mean of A cos(2π s) over it, over h.
+TEST(NefiEit, ContinuumPatternsAreFaceAverages) {
+  const int64_t n = 12;
+  const double a = 2.0, ds = 1.0 / (4.0 * n), h = 2.0 / n;
+  const auto b = nefi::eit::current_patterns(n, 2, a);
+  const double mean = a * std::sin(2 * std::numbers::pi * ds) / (2 * std::numbers::pi * ds);
+  EXPECT_NEAR(b[0], 2 * mean / h, 1e-12);
+  // Pattern 1 (sin): the two faces cancel.
+  EXPECT_NEAR(b[n * n], 0.0, 1e-12);
+}
+
+// The current entering any stretch of boundary does not depend on the grid:
+// the current into each coarse cell (source × h²) equals that into the four
+// fine cells it holds (continuum: face means of the same j; gap model: the
+// same electrode currents). With 8 electrodes over half the boundary of an
+// 8×8 grid each electrode covers two whole faces of the four in its eighth,
+// so 16 boundary cells carry current, electrode e's pair exactly I_e =
+// A cos(2π c_e) · (0.5 · 8 m / 8) for pattern 0, and no other cell any.
+TEST(NefiEit, InjectedCurrentIsGridIndependent) {
+  const int64_t n = 8, p = 4;
+  const double h = 2.0 / n;
+  for (int64_t electrodes : {0, 8}) {
+    const nefi::eit::Electrodes el{electrodes, 0.5};
+    const auto coarse = nefi::eit::current_patterns(n, p, 1.0, el);
+    const auto fine = nefi::eit::current_patterns(2 * n, p, 1.0, el);
+    for (int64_t q = 0; q < p; ++q)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t a = 0; a < 2; ++a)
+            for (int64_t b = 0; b < 2; ++b)
+              sum += fine[q * 4 * n * n + (2 * i + a) * 2 * n + 2 * j + b] * (h / 2) * (h / 2);
+          EXPECT_NEAR(sum, coarse[q * n * n + i * n + j] * h * h, 1e-13)
+              << electrodes << " electrodes, pattern " << q << " cell " << i << ", " << j;
+        }
+  }
+  const auto b = nefi::eit::current_patterns(n, 1, 1.0, {8, 0.5});
+  int64_t carrying = 0;
+  for (double v : b) carrying += v != 0.0;
+  EXPECT_EQ(carrying, 16);
+  // Side 0 runs along y = −1 with x rising (cell i·n): electrode 0 covers its
+  // faces 1 and 2, electrode 1 its faces 5 and 6.
+  for (int64_t e : {0, 1}) {
+    const double want = std::cos(2 * std::numbers::pi * (e + 0.5) / 8) * 0.5;
+    EXPECT_NEAR((b[(4 * e + 1) * n] + b[(4 * e + 2) * n]) * h * h, want, 1e-13) << e;
+    EXPECT_EQ(b[(4 * e) * n], 0.0);
+    EXPECT_EQ(b[(4 * e + 3) * n], 0.0);
+  }
+}
+
+// inject and inject_adjoint are adjoint to round-off, with electrodes that
+// cut grid faces part-way (7 electrodes over 37 % of an 11×11 grid's
+// boundary) and with the native faces of a coarser grid.
+TEST(NefiEit, InjectionAdjointDotTest) {
+  fk::Generator gen(3);
+  const int64_t n = 11;
+  for (const auto& segs :
+       {nefi::eit::observed_segments(1, {7, 0.37}), nefi::eit::observed_segments(5, {})}) {
+    const auto current =
+        fk::randn({static_cast<int64_t>(segs.size())}, {fk::DType::F64}, &gen).to_vector<double>();
+    const auto u = fk::randn({n * n}, {fk::DType::F64}, &gen).to_vector<double>();
+    const auto au = nefi::eit::inject(n, segs, current);
+    const auto atu = nefi::eit::inject_adjoint(n, segs, u);
+    double lhs = 0, rhs = 0, scale = 0;
+    for (int64_t c = 0; c < n * n; ++c) lhs += au[c] * u[c], scale += std::abs(au[c] * u[c]);
+    for (size_t k = 0; k < segs.size(); ++k) rhs += current[k] * atu[k];
+    EXPECT_NEAR(lhs, rhs, 1e-14 * scale);
+    EXPECT_GT(scale, 0.0);
+  }
+  EXPECT_THROW(nefi::eit::inject(n, nefi::eit::observed_segments(1, {7, 0.37}), {1.0}), fk::Error);
+  EXPECT_THROW(nefi::eit::inject_adjoint(n, nefi::eit::observed_segments(1, {7, 0.37}), {1.0}),
+               fk::Error);
 }
 
 // The boundary trace is exact for linear potentials (the two-cell
@@ -61,6 +139,56 @@ TEST(NefiEit, TraceIsExactForLinearPotentials) {
     }
   }
   EXPECT_THROW(nefi::eit::trace_matrix(1, 4), fk::Error);
+}
+
+// Electrodes read the mean voltage under them: for a linear potential the
+// value at the electrode's centre (8 electrodes over half the boundary, each
+// within one side and cutting the 12×12 grid's faces part-way), referenced
+// to the electrodes' mean.
+TEST(NefiEit, ElectrodeTraceIsExactForLinearPotentials) {
+  const int64_t n = 12, count = 8;
+  const auto segs = nefi::eit::observed_segments(1, {count, 0.5});
+  const auto w = nefi::eit::trace_matrix(n, segs);
+  const double h = 2.0 / n;
+  std::vector<double> u(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      u[i * n + j] = 0.7 * (-1 + (i + 0.5) * h) - 0.3 * (-1 + (j + 0.5) * h);
+  std::vector<double> want;
+  for (const auto& e : segs) {
+    const double s = 4 * 0.5 * (e.s0 + e.s1);  // in sides
+    const int side = static_cast<int>(s);
+    const double a = -1 + 2 * (s - side);
+    const double x = side == 0 ? a : side == 1 ? 1 : side == 2 ? -a : -1;
+    const double y = side == 0 ? -1 : side == 1 ? a : side == 2 ? 1 : -a;
+    want.push_back(0.7 * x - 0.3 * y);
+  }
+  double mean = 0;
+  for (double v : want) mean += v / count;
+  for (int64_t r = 0; r < count; ++r) {
+    double got = 0;
+    for (int64_t c = 0; c < n * n; ++c) got += w[r * n * n + c] * u[c];
+    EXPECT_NEAR(got, want[r] - mean, 1e-12) << r;
+  }
+}
+
+// The inversion operator σ → voltages in f64 (gap model, 12 electrodes, IFT
+// adjoint through the banded solve) against central finite differences.
+TEST(NefiEit, OperatorGradcheckF64) {
+  auto inst = nefi::find_instance("eit");
+  nefi::Params p = inst->default_config();
+  for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
+           {"n", "8"}, {"n_patterns", "2"}, {"electrodes", "12"}, {"supersample", "1"}})
+    p.set(key, value);
+  auto s = inst->setup(p, "grid", 0);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->measurement.data.shape(), fk::Dims({2, 12}));
+  fk::Generator gen(5);
+  fk::Tensor x = fk::add(fk::mul(fk::rand({8, 8}, {fk::DType::F64}, &gen), 2.0), 0.3);
+  x.set_requires_grad(true);
+  auto op = s->problem.op;
+  auto fn = [&](const std::vector<fk::Tensor>& in) { return op->apply(in[0]); };
+  EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "");
 }
 
 // Inverse-crime guard: the generator's clean voltages (2x grid, f64, tol
@@ -95,7 +223,11 @@ TEST(NefiEit, BadValuesAreErrorsNamingTheKey) {
                                                         {"sigma_min", "2"},
                                                         {"grad_mode", "adjoint"},
                                                         {"check_every", "0"},
-                                                        {"tol", "0"}}) {
+                                                        {"tol", "0"},
+                                                        {"electrodes", "16"},
+                                                        {"electrodes", "-1"},
+                                                        {"electrode_coverage", "0"},
+                                                        {"tv_of", "rho"}}) {
     nefi::Params p = inst->default_config();
     p.set("n", "16");
     p.set(key, value);
