@@ -1,13 +1,16 @@
 // eit: electrical impedance tomography (nefi.md §4.7). The conductivity σ of
 // [−1, 1]² from the boundary voltages of −∇·(σ∇u_p) = 0 under trigonometric
-// Neumann current patterns (eit_model.h), with Gaussian noise of
-// noise_std · max|data|. Data: the finite-volume solve on a supersample×
-// finer grid in f64 to tol 1e-10 (tag elliptic-fv-2x-float64); inversion:
+// Neumann current patterns, injected face-averaged along the whole boundary
+// or through Somersalo's gap electrodes (config key electrodes; eit_model.h),
+// with Gaussian noise of noise_std · max|data|. Data: the finite-volume
+// solve on a supersample× finer grid in f64 to tol 1e-10 (tag
+// elliptic-fv-2x-float64) with the same current model; inversion:
 // EllipticOperator at each stage's grid (pure Neumann, zero-mean gauge, IFT
 // adjoint), solved by the banded Cholesky (linear_solver banded, the
 // default here: exact and 5x cheaper than the reference's PCG at 24²; cg
-// gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi | contrast. Methods:
-// neural | grid (+TV) | uniform (σ_bg everywhere). Metrics: psnr, ssim, mse, relative_error,
+// gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi
+// | contrast. Methods: neural | grid (+TV of σ, or of σ mirrored at σ_bg) |
+// uniform (σ_bg everywhere). Metrics: psnr, ssim, mse, relative_error,
 // inclusion_iou (sign-aware half-max supports of log σ/σ_bg).
 #include <algorithm>
 #include <cmath>
@@ -42,7 +45,7 @@ struct EitConfig {
   Curriculum neural_curriculum, grid_curriculum;
   TVOptions tv;
   double tv_weight = 0;
-  std::string tv_of;
+  bool tv_mirrored = false;
 
   static EitConfig from(const Params& p) {
     EitConfig c;
@@ -87,37 +90,27 @@ struct EitConfig {
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
     c.tv_weight = p.d("tv");
-    c.tv_of = p.choice("tv_of", {"sigma", "mirrored", "contrast", "log_sigma"});
+    c.tv_mirrored = p.choice("tv_of", {"sigma", "mirrored"}) == "mirrored";
     return c;
   }
 };
 
-// Total variation of a map of σ (config key tv_of). TV of σ charges a
-// conductive jump (σ_bg → σ_bg·c) c times more than the mirror resistive one
-// (σ_bg → σ_bg/c). The contrast factor (σ − σ_bg)/(σ + σ_bg) is what the
-// boundary data see of an inclusion at dipole order (its polarization
-// tensor's factor); it runs over (−1, 1), odd in log(σ/σ_bg), so both jumps
-// cost 1 − 1/c, and a jump costs no more than the data can tell apart. log σ
-// charges both |log c|.
-struct MappedSigmaTV : Loss {
+// Total variation of σ mirrored at σ_bg (tv_of mirrored): σ itself up to
+// σ_bg, 2σ_bg − σ_bg²/σ above it. TV of σ charges a conductive inclusion
+// (σ_bg → σ_bg·c) c times what it charges the mirror resistive one (σ_bg →
+// σ_bg/c); the mirrored map charges both σ_bg (1 − 1/c), as the 2-D duality
+// σ ↔ σ_bg²/σ (which swaps the two) suggests, and keeps TV of σ's cheap
+// deepening of an inclusion (TV of log σ or of the contrast factor (σ −
+// σ_bg)/(σ + σ_bg) make that dear, and blur the resistive scenes).
+struct MirroredSigmaTV : Loss {
   TVOptions opt;
-  std::string map;
   double sigma_bg;
-  MappedSigmaTV(TVOptions o, std::string m, double bg)
-      : Loss("tv"), opt(std::move(o)), map(std::move(m)), sigma_bg(bg) {}
+  MirroredSigmaTV(TVOptions o, double bg) : Loss("tv"), opt(std::move(o)), sigma_bg(bg) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& sigma = c.field("sigma");
     const double bg = sigma_bg, inf = std::numeric_limits<double>::infinity();
-    fk::Tensor x;
-    if (map == "log_sigma") {
-      x = fk::log(sigma);
-    } else if (map == "contrast") {
-      x = fk::div(fk::sub(sigma, bg), fk::add(sigma, bg));
-    } else {  // mirrored: σ up to σ_bg, then 2σ_bg − σ_bg²/σ
-      x = fk::sub(fk::clamp(sigma, -inf, bg),
-                  fk::mul(fk::reciprocal(fk::clamp(sigma, bg, inf)), bg * bg));
-      x = fk::add(x, bg);
-    }
+    const fk::Tensor above = fk::mul(fk::reciprocal(fk::clamp(sigma, bg, inf)), bg * bg);
+    const fk::Tensor x = fk::add(fk::sub(fk::clamp(sigma, -inf, bg), above), bg);
     return total_variation(x, c.domain->spacing(sigma.shape()), opt);
   }
 };
@@ -189,9 +182,9 @@ class Eit : public Instance {
     declare_elliptic_inversion_keys(p);
     p.set_value("weight_decay", 0.0);
     p.set_value("linear_solver", std::string("banded"));
-    p.declare(
-        "tv_of", std::string("sigma"),
-        "what TV acts on: sigma | contrast ((sigma - sigma_bg) / (sigma + sigma_bg)) | log_sigma");
+    p.declare("tv_of", std::string("sigma"),
+              "what TV acts on: sigma | mirrored (sigma up to sigma_bg, 2 sigma_bg - "
+              "sigma_bg^2 / sigma above)");
     p.declare("lr_min_ratio", 0.05, "cosine lr floor per stage, as a fraction of its lr");
     return p;
   }
@@ -211,9 +204,8 @@ class Eit : public Instance {
                                  method, c.field, seed),
                    method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
     s.problem.losses.add(mse_loss(), 1.0);
-    s.problem.losses.add(c.tv_of == "sigma"
-                             ? tv_loss("sigma", c.tv)
-                             : std::make_shared<MappedSigmaTV>(c.tv, c.tv_of, c.sigma_bg),
+    s.problem.losses.add(c.tv_mirrored ? std::make_shared<MirroredSigmaTV>(c.tv, c.sigma_bg)
+                                       : tv_loss("sigma", c.tv),
                          c.tv_weight);
     return s;
   }

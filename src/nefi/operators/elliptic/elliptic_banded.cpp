@@ -89,6 +89,36 @@ void remove_mean(double* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] -= m;
 }
 
+// The factors of the last system seen on this thread, under the exact
+// coefficients that defined it: the IFT adjoint solves with the forward
+// solve's σ, so it refactors nothing. A mismatch in any coefficient (or the
+// grid, or the grounding) refactors.
+struct FactorCache {
+  std::vector<int64_t> shape;
+  bool ground = false;
+  std::vector<double> coefficients;  // diag then faces, as given
+  std::vector<Band> factors;
+};
+
+template <typename T>
+const std::vector<Band>& factors_of(const EllipticGrid& g, const FaceSystem<T>& sys, bool ground) {
+  thread_local FactorCache cache;
+  std::vector<double> key(sys.diag.begin(), sys.diag.end());
+  key.insert(key.end(), sys.faces.begin(), sys.faces.end());
+  const std::vector<int64_t> shape(g.shape.begin(), g.shape.end());
+  if (cache.ground == ground && cache.shape == shape && cache.coefficients == key)
+    return cache.factors;
+  std::vector<Band> factors(sys.nb);
+  fk::parallel_for(0, sys.nb, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t f = lo; f < hi; ++f) {
+      factors[f] = assemble(g, sys, f, ground);
+      factor(factors[f]);
+    }
+  });
+  cache = {shape, ground, std::move(key), std::move(factors)};
+  return cache.factors;
+}
+
 }  // namespace
 
 bool banded_applicable(const EllipticGrid& g) {
@@ -104,13 +134,7 @@ CgStats banded_solve(const EllipticGrid& g, const FaceSystem<T>& sys, const T* b
   FK_CHECK(banded_applicable(g), "nefi::elliptic banded solve", "a grid without periodic axes",
            "a periodic axis");
   const int64_t n = g.numel();
-  std::vector<Band> factors(sys.nb);
-  fk::parallel_for(0, sys.nb, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t f = lo; f < hi; ++f) {
-      factors[f] = assemble(g, sys, f, project);
-      factor(factors[f]);
-    }
-  });
+  const std::vector<Band>& factors = factors_of(g, sys, project);
   std::vector<double> residual(ns, 0.0);
   fk::parallel_for(0, ns, 1, [&](int64_t lo, int64_t hi) {
     std::vector<double> y(n), rhs(n);
