@@ -65,28 +65,44 @@ void factor(Band& a) {
   }
 }
 
-// y := L⁻ᵀ L⁻¹ y.
-void substitute(const Band& l, double* y) {
+// Y := L⁻ᵀ L⁻¹ Y for the m right-hand sides interleaved in y (cell i of
+// column c at y[i m + c]): every entry of L is read once for all m, and
+// the innermost loop runs over the columns (vectorized), not along the
+// dependency chain of one sweep.
+void substitute(const Band& l, double* y, int64_t m) {
   const int64_t n = l.n, w = l.w;
   for (int64_t i = 0; i < n; ++i) {
     const double* ri = l.row(i);
-    double s = y[i];
-    for (int64_t k = std::max<int64_t>(0, i - w); k < i; ++k) s -= ri[k] * y[k];
-    y[i] = s / ri[i];
+    double* yi = y + i * m;
+    for (int64_t k = std::max<int64_t>(0, i - w); k < i; ++k) {
+      const double lik = ri[k];
+      const double* yk = y + k * m;
+      for (int64_t c = 0; c < m; ++c) yi[c] -= lik * yk[c];
+    }
+    const double inv = 1.0 / ri[i];
+    for (int64_t c = 0; c < m; ++c) yi[c] *= inv;
   }
   for (int64_t i = n - 1; i >= 0; --i) {
     const double* ri = l.row(i);
-    y[i] /= ri[i];
-    const double xi = y[i];
-    for (int64_t k = std::max<int64_t>(0, i - w); k < i; ++k) y[k] -= ri[k] * xi;
+    double* yi = y + i * m;
+    const double inv = 1.0 / ri[i];
+    for (int64_t c = 0; c < m; ++c) yi[c] *= inv;
+    for (int64_t k = std::max<int64_t>(0, i - w); k < i; ++k) {
+      const double lik = ri[k];
+      double* yk = y + k * m;
+      for (int64_t c = 0; c < m; ++c) yk[c] -= lik * yi[c];
+    }
   }
 }
 
-void remove_mean(double* v, int64_t n) {
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m += v[i];
-  m /= static_cast<double>(n);
-  for (int64_t i = 0; i < n; ++i) v[i] -= m;
+// Each of the m interleaved columns of y (n cells) less its mean.
+void remove_means(double* y, int64_t n, int64_t m) {
+  std::vector<double> mean(m, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < m; ++c) mean[c] += y[i * m + c];
+  for (double& v : mean) v /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < m; ++c) y[i * m + c] -= mean[c];
 }
 
 // The factors of the last system seen on this thread, under the exact
@@ -137,25 +153,32 @@ CgStats banded_solve(const EllipticGrid& g, const FaceSystem<T>& sys, const T* b
   const std::vector<Band>& factors = factors_of(g, sys, project);
   std::vector<double> residual(ns, 0.0);
   fk::parallel_for(0, ns, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<double> y(n), rhs(n);
     std::vector<T> q(n);
-    for (int64_t s = lo; s < hi; ++s) {
-      const int64_t f = sys.nb == 1 ? 0 : s;
-      std::copy(b + s * n, b + (s + 1) * n, rhs.begin());
-      if (project) remove_mean(rhs.data(), n);
-      y = rhs;
-      if (project) y[0] = 0;  // the grounded cell
-      substitute(factors[f], y.data());
-      if (project) remove_mean(y.data(), n);
-      std::copy(y.begin(), y.end(), x + s * n);
-      // The true residual, as the PCG reports it.
-      apply_face_system(g, sys, f, x + s * n, q.data());
-      double rr = 0, bb = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        rr += (rhs[i] - q[i]) * (rhs[i] - q[i]);
-        bb += rhs[i] * rhs[i];
+    for (int64_t s0 = lo; s0 < hi;) {
+      // The systems [s0, s1) share one factor: solved together, interleaved.
+      const int64_t s1 = sys.nb == 1 ? hi : s0 + 1, m = s1 - s0, f = sys.nb == 1 ? 0 : s0;
+      std::vector<double> rhs(n * m);
+      for (int64_t c = 0; c < m; ++c)
+        for (int64_t i = 0; i < n; ++i) rhs[i * m + c] = b[(s0 + c) * n + i];
+      if (project) remove_means(rhs.data(), n, m);
+      std::vector<double> y = rhs;
+      if (project) std::fill(y.begin(), y.begin() + m, 0.0);  // the grounded cell
+      substitute(factors[f], y.data(), m);
+      if (project) remove_means(y.data(), n, m);
+      for (int64_t c = 0; c < m; ++c) {
+        T* xs = x + (s0 + c) * n;
+        for (int64_t i = 0; i < n; ++i) xs[i] = static_cast<T>(y[i * m + c]);
+        // The true residual, as the PCG reports it.
+        apply_face_system(g, sys, f, xs, q.data());
+        double rr = 0, bb = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double r = rhs[i * m + c];
+          rr += (r - q[i]) * (r - q[i]);
+          bb += r * r;
+        }
+        residual[s0 + c] = bb > 0 ? std::sqrt(rr / bb) : 0.0;
       }
-      residual[s] = bb > 0 ? std::sqrt(rr / bb) : 0.0;
+      s0 = s1;
     }
   });
   CgStats st;
