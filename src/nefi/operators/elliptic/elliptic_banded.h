@@ -3,7 +3,9 @@
 // assembled as a symmetric band (half-width w = the largest axis stride,
 // n1 on a 2-D n0×n1 grid), factored once per conductivity field by a banded
 // Cholesky in double (n w² / 2 multiply-adds) and every system sharing that
-// field costs two triangular sweeps (2 n w). Exact to round-off instead of
+// field costs two triangular sweeps (2 n w), taken for all of them at once.
+// The last factors are kept (per thread) and reused while the coefficients
+// match exactly: the IFT adjoint refactors nothing. Exact to round-off instead of
 // to the CG's tolerance, and with no iteration count to vary with σ; on the
 // small 2-D grids of the smoke configs much cheaper than PCG (24²: w = 24).
 // Grids with a periodic axis are not banded: banded_applicable says no and
