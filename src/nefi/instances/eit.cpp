@@ -2,7 +2,8 @@
 // [−1, 1]² from the boundary voltages of −∇·(σ∇u_p) = 0 under trigonometric
 // Neumann current patterns, injected face-averaged along the whole boundary
 // or through Somersalo's gap electrodes (config key electrodes; eit_model.h),
-// with Gaussian noise of noise_std · max|data|. Data: the finite-volume
+// the voltages read by the reference's extrapolated trace or the flux trace
+// (config key trace), with Gaussian noise of noise_std · max|data|. Data: the finite-volume
 // solve on a supersample× finer grid in f64 to tol 1e-10 (tag
 // elliptic-fv-2x-float64) with the same current model; inversion:
 // EllipticOperator at each stage's grid (pure Neumann, zero-mean gauge, IFT
@@ -19,6 +20,8 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/index.h"
+#include "fk/ops/linalg.h"
 #include "fk/ops/unary.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/eit_model.h"
@@ -40,6 +43,7 @@ struct EitConfig {
   double contrast_lo = 0, contrast_hi = 0;
   std::string scene;
   eit::Electrodes electrodes;
+  bool flux_trace = false;
   EllipticOperatorOptions solver;
   NeuralFieldConfig field;
   Curriculum neural_curriculum, grid_curriculum;
@@ -77,6 +81,7 @@ struct EitConfig {
     c.scene = p.choice("scene", {"single", "multi", "contrast"});
     c.electrodes = {p.i("electrodes"), p.d("electrode_coverage")};
     eit::check_electrodes(c.electrodes, c.n_patterns);
+    c.flux_trace = p.choice("trace", {"extrapolated", "flux"}) == "flux";
     c.solver = elliptic_options_from(p);
     c.solver.boundary = "neumann";
     c.field = neural_field_config_from(p);
@@ -119,25 +124,84 @@ Domain eit_domain(int64_t n) {
   return Domain({n, n}, {2.0, 2.0});
 }
 
+// The elliptic solve's voltages, plus with the flux trace the boundary
+// cells' half-cell flux term C (1/σ) (eit_model.h), rebuilt per grid.
+class EitOperator : public Operator {
+ public:
+  EitOperator(std::shared_ptr<EllipticOperator> solve, GridFunction flux)
+      : solve_(std::move(solve)), flux_fn_(std::move(flux)) {
+    primary = "sigma";
+    if (flux_fn_) keep_boundary_columns(flux_fn_(solve_->domain()).to(fk::DType::F64));
+  }
+  fk::Tensor apply(const fk::Tensor& x) const override {
+    const fk::Tensor y = solve_->apply(x);
+    if (!flux_.defined()) return y;
+    const fk::Tensor rho = fk::index_select(fk::reciprocal(x).reshape({x.numel()}), 0, cells_);
+    return fk::add(
+        y, fk::matmul(flux_.to(x.dtype()), rho.reshape({rho.numel(), 1})).reshape(y.shape()));
+  }
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override {
+    return std::make_shared<EitOperator>(
+        std::static_pointer_cast<EllipticOperator>(solve_->at_resolution(shape)), flux_fn_);
+  }
+  fk::Dims output_shape(const fk::Dims& shape) const override {
+    return solve_->output_shape(shape);
+  }
+  bool graph_capturable() const override { return false; }
+  std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
+  std::string kind() const override { return solve_->kind(); }
+
+ private:
+  // C's nonzero columns (the boundary cells) and their indices.
+  void keep_boundary_columns(const fk::Tensor& c) {
+    const int64_t rows = c.size(0), cols = c.size(1);
+    const auto v = c.contiguous().to_vector<double>();
+    std::vector<int64_t> keep;
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i)
+        if (v[i * cols + j] != 0) {
+          keep.push_back(j);
+          break;
+        }
+    std::vector<double> kept;
+    kept.reserve(rows * keep.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j : keep) kept.push_back(v[i * cols + j]);
+    const auto k = static_cast<int64_t>(keep.size());
+    cells_ = fk::from_vector(keep, {k});
+    flux_ = fk::from_vector(kept, {rows, k});
+  }
+  std::shared_ptr<EllipticOperator> solve_;
+  GridFunction flux_fn_;
+  fk::Tensor flux_, cells_;  // (P·M, K) f64 and (K) i64; undefined with the extrapolated trace
+};
+
 // The patterns at any grid, the voltages always on the native boundary.
-std::shared_ptr<EllipticOperator> eit_operator(const EitConfig& c, int64_t n,
-                                               EllipticOperatorOptions o) {
+std::shared_ptr<Operator> eit_operator(const EitConfig& c, int64_t n, EllipticOperatorOptions o) {
   const int64_t patterns = c.n_patterns;
   const double amp = c.amplitude;
   const eit::Electrodes el = c.electrodes;
   const std::vector<eit::Segment> segments = eit::observed_segments(c.n, el);
+  const auto count = static_cast<int64_t>(segments.size());
+  const bool flux = c.flux_trace;
   auto rhs = [patterns, amp, el](const Domain& d) {
     const int64_t m = d.shape()[0];
     return fk::from_vector(eit::current_patterns(m, patterns, amp, el), {patterns, m, m});
   };
-  auto observe = [segments](const Domain& d) {
+  auto observe = [segments, count, flux](const Domain& d) {
     const int64_t m = d.shape()[0];
-    return fk::from_vector(eit::trace_matrix(m, segments),
-                           {static_cast<int64_t>(segments.size()), m * m});
+    return fk::from_vector(eit::trace_matrix(m, segments, !flux), {count, m * m});
   };
-  auto op = std::make_shared<EllipticOperator>(eit_domain(n), rhs, observe, std::move(o));
-  op->primary = "sigma";
-  return op;
+  GridFunction flux_term;
+  if (flux)
+    flux_term = [segments, count, patterns, amp, el](const Domain& d) {
+      const int64_t m = d.shape()[0];
+      return fk::from_vector(eit::flux_trace_matrix(m, segments, patterns, amp, el),
+                             {patterns * count, m * m});
+    };
+  auto solve = std::make_shared<EllipticOperator>(eit_domain(n), rhs, observe, std::move(o));
+  solve->primary = "sigma";
+  return std::make_shared<EitOperator>(std::move(solve), std::move(flux_term));
 }
 
 class Eit : public Instance {
@@ -175,6 +239,9 @@ class Eit : public Instance {
     p.declare("electrodes", int64_t{0},
               "electrode count of the gap model (0: current and voltage along the whole "
               "boundary)");
+    p.declare("trace", std::string("extrapolated"),
+              "boundary voltage: extrapolated (1.5 u_cell - 0.5 u_inner) | flux (u_cell + h/2 "
+              "j / sigma_cell)");
     p.declare("electrode_coverage", 0.5, "boundary fraction under the electrodes, in (0, 1]");
     p.declare("noise_std", 1e-3, "noise std relative to max|voltage|");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64, tol 1e-10)");

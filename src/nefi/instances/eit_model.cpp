@@ -42,6 +42,31 @@ std::pair<int64_t, int64_t> face_cells(int64_t f, int64_t n) {
   return side_cells(static_cast<int>(f / n), f % n, n);
 }
 
+// Pattern p's current density j(s) = A cos(ω s) (p even) or A sin(ω s),
+// ω = 2π (p/2 + 1): at s, and its exact mean over [lo, hi).
+double pattern_density(int64_t p, double amplitude, double s) {
+  const double w = 2 * std::numbers::pi * static_cast<double>(p / 2 + 1);
+  return amplitude * (p % 2 == 0 ? std::cos(w * s) : std::sin(w * s));
+}
+double pattern_mean(int64_t p, double amplitude, double lo, double hi) {
+  const double w = 2 * std::numbers::pi * static_cast<double>(p / 2 + 1);
+  auto primitive = [&](double s) {
+    return amplitude * (p % 2 == 0 ? std::sin(w * s) : -std::cos(w * s)) / w;
+  };
+  return (primitive(hi) - primitive(lo)) / (hi - lo);
+}
+
+// Each column of the (m, cells) block w less its mean over the m rows (the
+// voltages referenced to their mean over the segments).
+void reference_to_mean(double* w, int64_t m, int64_t cells) {
+  for (int64_t c = 0; c < cells; ++c) {
+    double mean = 0;
+    for (int64_t r = 0; r < m; ++r) mean += w[r * cells + c];
+    mean /= static_cast<double>(m);
+    for (int64_t r = 0; r < m; ++r) w[r * cells + c] -= mean;
+  }
+}
+
 }  // namespace
 
 void check_electrodes(const Electrodes& e, int64_t n_patterns) {
@@ -105,24 +130,15 @@ std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double ampli
   std::vector<double> rhs;
   rhs.reserve(n_patterns * n * n);
   for (int64_t p = 0; p < n_patterns; ++p) {
-    const double w = 2 * std::numbers::pi * static_cast<double>(p / 2 + 1);
-    const bool even = p % 2 == 0;
     std::vector<double> b(n * n, 0.0);
     if (electrodes.count == 0) {
-      // The mean of j over face f from its primitive J, J' = j.
-      auto primitive = [&](double s) {
-        return amplitude * (even ? std::sin(w * s) : -std::cos(w * s)) / w;
-      };
       for (int64_t f = 0; f < 4 * n; ++f)
-        b[face_cells(f, n).first] +=
-            (primitive((f + 1) / faces) - primitive(f / faces)) * faces / h;
+        b[face_cells(f, n).first] += pattern_mean(p, amplitude, f / faces, (f + 1) / faces) / h;
     } else {
       std::vector<double> current;
-      for (const Segment& e : el) {
-        const double c = 0.5 * (e.s0 + e.s1);
-        current.push_back(amplitude * (even ? std::cos(w * c) : std::sin(w * c)) * (e.s1 - e.s0) *
+      for (const Segment& e : el)
+        current.push_back(pattern_density(p, amplitude, 0.5 * (e.s0 + e.s1)) * (e.s1 - e.s0) *
                           kPerimeter);
-      }
       b = inject(n, el, current);
     }
     rhs.insert(rhs.end(), b.begin(), b.end());
@@ -130,7 +146,8 @@ std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double ampli
   return rhs;
 }
 
-std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments) {
+std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments,
+                                 bool extrapolate) {
   FK_CHECK(n >= 2 && !segments.empty(), "nefi::eit::trace_matrix",
            "n >= 2 cells and at least one segment",
            std::to_string(n) + ", " + std::to_string(segments.size()));
@@ -140,21 +157,41 @@ std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments
   for (int64_t r = 0; r < m; ++r)
     for (const auto& [f, frac] : segment_faces(n, segments[r])) {
       const auto [cell, inner] = face_cells(f, n);
-      w[r * cells + cell] += 1.5 * frac;
-      w[r * cells + inner] -= 0.5 * frac;
+      w[r * cells + cell] += (extrapolate ? 1.5 : 1.0) * frac;
+      if (extrapolate) w[r * cells + inner] -= 0.5 * frac;
     }
-  for (int64_t c = 0; c < cells; ++c) {
-    double mean = 0;
-    for (int64_t r = 0; r < m; ++r) mean += w[r * cells + c];
-    mean /= static_cast<double>(m);
-    for (int64_t r = 0; r < m; ++r) w[r * cells + c] -= mean;
-  }
+  reference_to_mean(w.data(), m, cells);
   return w;
 }
 
 std::vector<double> trace_matrix(int64_t n, int64_t native) {
   FK_CHECK(native >= 1, "nefi::eit::trace_matrix", "native >= 1", std::to_string(native));
   return trace_matrix(n, observed_segments(native, {}));
+}
+
+std::vector<double> flux_trace_matrix(int64_t n, const std::vector<Segment>& segments,
+                                      int64_t n_patterns, double amplitude,
+                                      const Electrodes& electrodes) {
+  check_electrodes(electrodes, n_patterns);
+  const auto m = static_cast<int64_t>(segments.size());
+  const int64_t cells = n * n;
+  const double h = 2.0 / static_cast<double>(n), faces = 4.0 * static_cast<double>(n);
+  std::vector<double> c(n_patterns * m * cells, 0.0);
+  for (int64_t p = 0; p < n_patterns; ++p) {
+    double* cp = c.data() + p * m * cells;
+    for (int64_t k = 0; k < m; ++k) {
+      const Segment& seg = segments[k];
+      for (const auto& [f, frac] : segment_faces(n, seg)) {
+        const double lo = std::max(seg.s0, f / faces), hi = std::min(seg.s1, (f + 1) / faces);
+        const double j = electrodes.count == 0
+                             ? pattern_mean(p, amplitude, lo, hi)
+                             : pattern_density(p, amplitude, 0.5 * (seg.s0 + seg.s1));
+        cp[k * cells + face_cells(f, n).first] += frac * 0.5 * h * j;
+      }
+    }
+    reference_to_mean(cp, m, cells);
+  }
+  return c;
 }
 
 std::vector<Inclusion> draw_inclusions(const std::string& scene, double contrast_lo,

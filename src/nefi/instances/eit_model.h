@@ -62,12 +62,27 @@ std::vector<double> current_patterns(int64_t n, int64_t n_patterns, double ampli
 
 // The (M, n·n) matrix from a solution on the n×n grid to the voltages on
 // the M segments: each grid face's value is the second-order extrapolation
-// 1.5 u_cell − 0.5 u_inner, each segment the length-weighted mean of the
-// faces it overlaps, and the result is referenced to its mean over the
-// segments.
-std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments);
+// 1.5 u_cell − 0.5 u_inner (the reference's trace; with extrapolate false
+// the boundary cell's u_cell alone), each segment the length-weighted mean
+// of the faces it overlaps, and the result is referenced to its mean over
+// the segments.
+std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments,
+                                 bool extrapolate = true);
 // The continuum model's: the 4·native native faces.
 std::vector<double> trace_matrix(int64_t n, int64_t native);
+
+// The flux trace's second term (config key trace: flux). A face's voltage
+// is its boundary cell's plus half a cell of the known Neumann flux,
+// u_cell + (h/2) j/σ_cell: second order like the extrapolation, with a
+// third of its error term (h²/8 u'' against 3h²/8). Returns (n_patterns, M,
+// n·n) C with the voltages trace_matrix(n, segments, false) u_p + C_p (1/σ):
+// per segment the length-weighted mean over the face pieces under it of
+// (h/2) times the mean current density there (the pattern's exact mean
+// along the boundary, or the electrode's density), referenced to the mean
+// over the segments.
+std::vector<double> flux_trace_matrix(int64_t n, const std::vector<Segment>& segments,
+                                      int64_t n_patterns, double amplitude,
+                                      const Electrodes& electrodes);
 
 // An elliptical inclusion: centre, semi-axes a (along `angle`) and b, and
 // its conductivity.

@@ -173,22 +173,52 @@ TEST(NefiEit, ElectrodeTraceIsExactForLinearPotentials) {
 }
 
 // The inversion operator σ → voltages in f64 (gap model, 12 electrodes, IFT
-// adjoint through the banded solve) against central finite differences.
+// adjoint through the banded solve; with the flux trace also through its
+// 1/σ term) against central finite differences.
 TEST(NefiEit, OperatorGradcheckF64) {
   auto inst = nefi::find_instance("eit");
-  nefi::Params p = inst->default_config();
-  for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
-           {"n", "8"}, {"n_patterns", "2"}, {"electrodes", "12"}, {"supersample", "1"}})
-    p.set(key, value);
-  auto s = inst->setup(p, "grid", 0);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->measurement.data.shape(), fk::Dims({2, 12}));
-  fk::Generator gen(5);
-  fk::Tensor x = fk::add(fk::mul(fk::rand({8, 8}, {fk::DType::F64}, &gen), 2.0), 0.3);
-  x.set_requires_grad(true);
-  auto op = s->problem.op;
-  auto fn = [&](const std::vector<fk::Tensor>& in) { return op->apply(in[0]); };
-  EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "");
+  for (const char* trace : {"extrapolated", "flux"}) {
+    nefi::Params p = inst->default_config();
+    for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
+             {"n", "8"}, {"n_patterns", "2"}, {"electrodes", "12"}, {"supersample", "1"}})
+      p.set(key, value);
+    p.set("trace", trace);
+    auto s = inst->setup(p, "grid", 0);
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->measurement.data.shape(), fk::Dims({2, 12}));
+    fk::Generator gen(5);
+    fk::Tensor x = fk::add(fk::mul(fk::rand({8, 8}, {fk::DType::F64}, &gen), 2.0), 0.3);
+    x.set_requires_grad(true);
+    auto op = s->problem.op;
+    auto fn = [&](const std::vector<fk::Tensor>& in) { return op->apply(in[0]); };
+    EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "") << trace;
+  }
+}
+
+// The flux trace (u_cell + h/2 j/σ) has a third of the extrapolation's error
+// term: with a uniform σ (contrast 1) and no noise, the 24² operator's miss
+// of the 48² data (both under the same trace) is the boundary
+// discretisation alone, and the flux trace at least halves it (measured:
+// MSE 7.35e-6 extrapolated), in both electrode models.
+TEST(NefiEit, FluxTraceHalvesTheBoundaryModelError) {
+  auto inst = nefi::find_instance("eit");
+  nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("eit_smoke.yaml"));
+  c.config.set("noise_std", "0");
+  c.config.set("contrast", "[1, 1]");
+  for (const char* electrodes : {"0", "16"}) {
+    c.config.set("electrodes", electrodes);
+    double miss[2];
+    for (int flux : {0, 1}) {
+      c.config.set("trace", flux ? "flux" : "extrapolated");
+      auto s = inst->setup(c.config, "grid", 0);
+      const auto data = s->measurement.data.to_vector<double>();
+      const auto model = s->problem.op->apply(s->gt).to_vector<double>();
+      miss[flux] = 0;
+      for (size_t i = 0; i < data.size(); ++i) miss[flux] += std::pow(data[i] - model[i], 2);
+    }
+    EXPECT_LT(miss[1], 0.5 * miss[0]) << electrodes << " electrodes";
+    EXPECT_GT(miss[1], 0.0);
+  }
 }
 
 // Inverse-crime guard: the generator's clean voltages (2x grid, f64, tol
