@@ -21,10 +21,12 @@ float scalar_chains(int chains, long rounds) {
 
 TEST(FmaPeak, ChainsComputeTheScalarRecurrence) {
   for (long rounds : {0L, 1L, 1000L}) {
-    if (fk::cpu_isa() >= fk::CpuIsa::Avx2)
+    if (fk::cpu_isa() >= fk::CpuIsa::Avx2) {
       EXPECT_EQ(fk::fma_chains(fk::CpuIsa::Avx2, rounds), scalar_chains(12, rounds));
-    if (fk::cpu_isa() >= fk::CpuIsa::Avx512)
+    }
+    if (fk::cpu_isa() >= fk::CpuIsa::Avx512) {
       EXPECT_EQ(fk::fma_chains(fk::CpuIsa::Avx512, rounds), scalar_chains(24, rounds));
+    }
   }
   EXPECT_EQ(fk::fma_chains(fk::CpuIsa::Generic, 1000), 0.0f);
 }
