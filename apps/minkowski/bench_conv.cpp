@@ -14,7 +14,7 @@
 #include "bench_timing.h"
 #include "fk/blas.h"
 #include "fk/fk.h"
-#include "fma_peak.h"
+#include "fk/fma_peak.h"
 #include "minkowski/minkowski.h"
 #include "scene.h"
 
@@ -259,7 +259,7 @@ void print_report(const Report& r, const BenchConvOptions& o) {
     fmt::print(
         "  f32 FMA peak ({} threads, {}, same run): {:.1f} GFLOP/s; fused forward {:.0f} %, "
         "input grad {:.0f} %, weight grad {:.0f} % of it\n",
-        r.nt, fma_peak_isa(), r.peak, 100 * gf(r.fused.fwd, 1) / r.peak,
+        r.nt, fk::fma_peak_isa(), r.peak, 100 * gf(r.fused.fwd, 1) / r.peak,
         100 * gf(r.fused.bwd_in, 1) / r.peak, 100 * gf(r.fused.bwd_w, 1) / r.peak);
   if (r.nt > 1) {
     // On a shared machine the scheduler may cap this process's share whatever
@@ -350,7 +350,7 @@ void write_json(const BenchConvOptions& o, const nlohmann::json& j) {
 
 // Several widths: the ladder only (f32, C_in = C_out = each width).
 int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
-                const minkowski::KernelMap& map, const FmaPeak& peak) {
+                const minkowski::KernelMap& map, const fk::FmaPeak& peak) {
   fmt::print("minkowski bench conv: {} | {} input rows -> {} unique, {} output rows\n", r.source,
              r.n_in, r.n_unique, r.n_out);
   fmt::print("  kernel {}^3 stride {}, pairs {}, median of {}\n", o.kernel, o.stride, r.pairs,
@@ -364,7 +364,7 @@ int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
                                {"repeats", o.repeats},
                                {"fma_peak_gflops", peak.wall},
                                {"fma_peak_cpu_gflops", peak.cpu},
-                               {"fma_peak_isa", fma_peak_isa()},
+                               {"fma_peak_isa", fk::fma_peak_isa()},
                                {"blas", fk::blas_config()},
                                {"ladder", conv_ladder(map, o.channels, o.repeats, peak)}});
   return 0;
@@ -394,7 +394,7 @@ int bench_conv(const BenchConvOptions& o) {
   r.n_out = r.maps.mgr->size(r.maps.out_key);
   r.pairs = map.pairs();
   r.map_bytes = map.bytes();
-  const FmaPeak peak = fma_peak(r.nt);
+  const fk::FmaPeak peak = fk::measure_fma_peak(r.nt);
   r.peak = peak.wall;
   if (o.channels.size() > 1) return ladder_only(r, o, s, map, peak);
   const Operands x{

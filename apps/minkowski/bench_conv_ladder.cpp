@@ -8,7 +8,6 @@
 
 #include "bench_timing.h"
 #include "fk/blas.h"
-#include "fma_peak.h"
 
 namespace minkowski_app {
 
@@ -114,7 +113,7 @@ MinTimes sgemm_times(int64_t rows, int64_t c, int repeats) {
   return min_times(repeats, fk::get_num_threads(), call);
 }
 
-nlohmann::json one_width(const KernelMap& m, int c, int repeats, const FmaPeak& peak) {
+nlohmann::json one_width(const KernelMap& m, int c, int repeats, const fk::FmaPeak& peak) {
   using namespace minkowski;
   const fk::Tensor f = random_uniform({m.in_size, c}, 1.0, 1),
                    w = random_uniform({m.volume, c, c}, 1.0 / std::sqrt(c * m.volume), 2),
@@ -180,7 +179,7 @@ nlohmann::json one_width(const KernelMap& m, int c, int repeats, const FmaPeak& 
 }  // namespace
 
 nlohmann::json conv_ladder(const KernelMap& map, const std::vector<int>& widths, int repeats,
-                           const FmaPeak& peak) {
+                           const fk::FmaPeak& peak) {
   fmt::print(
       "  ladder: f32, {} threads, {:.2f} pairs/row, least of {} runs. Rates from the process CPU "
       "time at 1 thread (what an undisturbed run takes), the wall time at more; wall ms last): FMA "
@@ -188,7 +187,7 @@ nlohmann::json conv_ladder(const KernelMap& map, const std::vector<int>& widths,
       "({}); x sgemm = ours over OpenBLAS sgemm of rows x C x C; x peer = per-offset gather -> "
       "sgemm -> scatter-add over ours; all in this run\n",
       fk::get_num_threads(), static_cast<double>(map.pairs()) / std::max<int64_t>(map.out_size, 1),
-      repeats, peak.cpu, fma_peak_isa());
+      repeats, peak.cpu, fk::fma_peak_isa());
   fmt::print("  {:>4}  {:<8}  {:<11} {:>9} {:>8} {:>6} {:>8} {:>7} {:>9} {:>9} {:>9}\n", "C",
              "pass", "path(in/w)", "cpu-ms", "GFLOP/s", "%peak", "x sgemm", "x peer", "tiles",
              "gemm", "wall ms");

@@ -12,13 +12,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "fma_peak.h"
+#include "fk/fma_peak.h"
 #include "minkowski/minkowski.h"
 
 namespace minkowski_app {
 
 // f32 only (the peers' sgemm). `peak`: the in-run FMA ceiling.
 nlohmann::json conv_ladder(const minkowski::KernelMap& map, const std::vector<int>& widths,
-                           int repeats, const FmaPeak& peak);
+                           int repeats, const fk::FmaPeak& peak);
 
 }  // namespace minkowski_app

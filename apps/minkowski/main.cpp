@@ -97,12 +97,18 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--threads", to.threads, "threads (0: default)");
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");
   train->add_flag("--resume", to.resume, "continue from OUT/last.ckpt");
-  CLI::App* predict = app.add_subcommand("predict", "label a point file or a generated scene");
+  CLI::App* predict =
+      app.add_subcommand("predict", "label a point file, a generated scene or a shape");
+  predict->add_option("--model", po.model,
+                      "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
   predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
+  predict->add_option("--planes", po.planes, "ResNet stage widths a,b,c,d of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
-  predict->add_option("--input", po.input, "point file (.ply, .xyz, .txt); default: a scene");
-  predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene");
-  predict->add_option("--voxel", po.voxel, "voxel size (m)");
+  predict->add_option("--input", po.input,
+                      "point file (.ply, .xyz, .txt); default: a generated scene (ResNet: shape)");
+  predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene or shape");
+  predict->add_option("--voxel", po.voxel, "voxel size (m; default: scenes 0.1, shapes 0.04)");
+  predict->add_option("--precision", po.precision, "f32, bf16 or fp16: autocast of the forward");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
   predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
   predict->add_option("--threads", po.threads, "threads (0: default)");

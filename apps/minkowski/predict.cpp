@@ -1,8 +1,10 @@
-// `minkowski predict`: loads a MinkUNet checkpoint, labels the points of a
-// point file (PLY/XYZ) or a generated scene (voxel predictions carried back
-// to every point), prints per-class IoU against the cloud's labels when it has
-// them (a label outside the classes is an error) and writes a PLY coloured by
-// the predicted class and the labels as an int64 .npy.
+// `minkowski predict`: loads a MinkUNet or ResNet checkpoint and labels the
+// points of a point file (PLY/XYZ) or a generated scene (MinkUNet) or shape
+// (ResNet): MinkUNet's voxel predictions are carried back to every point, a
+// ResNet's one class per cloud is every point's. In f32 or under bf16/fp16
+// autocast. Prints per-class IoU (MinkUNet) or the shape's label (ResNet)
+// when the cloud is labelled (a label outside the classes is an error) and
+// writes a PLY coloured by the predicted class and the labels as an int64 .npy.
 #include <cstdio>
 #include <fstream>
 
@@ -10,9 +12,10 @@
 #include "fk/io/npy.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
+#include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
-#include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/segmentation.h"
+#include "network.h"
 #include "train.h"
 
 namespace minkowski_app {
@@ -36,32 +39,71 @@ void write_ply(const std::string& path, const data::PointCloud& cloud,
   }
 }
 
-}  // namespace
-
-int predict(const PredictOptions& o) {
-  if (o.threads > 0) fk::set_num_threads(o.threads);
-  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, data::kSceneClasses, 3));
-  nn::load_state(net, o.checkpoint);
-  data::PointCloud cloud =
-      o.input.empty() ? data::generate_scene({}, o.scene_seed) : data::read_points(o.input);
-  // The network takes colours; a cloud without them is fed mid-grey (0 after centring).
+// The cloud the options name: the point file, or a generated scene (MinkUNet)
+// or shape (classifier) from --scene-seed. A cloud without colours is fed
+// mid-grey (0 after centring).
+data::PointCloud input_cloud(const PredictOptions& o) {
+  data::PointCloud cloud = !o.input.empty()         ? data::read_points(o.input)
+                           : is_classifier(o.model) ? data::generate_shape({}, o.scene_seed)
+                                                    : data::generate_scene({}, o.scene_seed);
   if (!cloud.has_colors()) cloud.rgb.assign(cloud.xyz.size(), 0.5f);
+  return cloud;
+}
+
+// A classifier's label of a labelled cloud: the one label all its points carry.
+fk::Tensor shape_label(const PredictOptions& o, const data::PointCloud& cloud) {
+  if (!cloud.has_labels()) return {};
+  for (int64_t l : cloud.labels)
+    FK_CHECK(l == cloud.labels.front(), "minkowski predict --input " + o.input,
+             "one label for every point of a shape",
+             "labels " + std::to_string(cloud.labels.front()) + " and " + std::to_string(l));
+  return fk::from_vector(std::vector<int64_t>{cloud.labels.front()});
+}
+
+// Every point's predicted class: its voxel's (segmentation) or the cloud's
+// (classifier).
+std::vector<int64_t> predict_points(const PredictOptions& o, fk::DType precision,
+                                    nn::SparseModule& net, const data::PointCloud& cloud,
+                                    int64_t classes) {
   const data::Voxelized v = data::voxelize(cloud, o.voxel);
-  const data::Batch b = data::collate({v});
-  nn::ConfusionMatrix voxels(data::kSceneClasses);
-  const auto voxel_pred =
-      fk::argmax(nn::evaluate(net, b.input, b.labels, voxels), 1).to_vector<int64_t>();
-  std::vector<int64_t> predicted(cloud.size());
-  for (int64_t i = 0; i < cloud.size(); ++i) predicted[i] = voxel_pred[v.inverse[i]];
+  data::Batch b = data::collate({v});
+  if (is_classifier(o.model)) b.labels = shape_label(o, cloud);
+  nn::ConfusionMatrix rows(classes);
+  const auto row_pred = fk::argmax(nn::evaluate(net, b.input, b.labels, rows, -100, precision), 1)
+                            .to_vector<int64_t>();
   std::printf("%lld points, %lld voxels\n", static_cast<long long>(cloud.size()),
               static_cast<long long>(b.input.size()));
-  if (cloud.has_labels()) {
-    nn::ConfusionMatrix points(data::kSceneClasses);
+  std::vector<int64_t> predicted(cloud.size());
+  for (int64_t i = 0; i < cloud.size(); ++i)
+    predicted[i] = row_pred[is_classifier(o.model) ? 0 : v.inverse[i]];
+  return predicted;
+}
+
+}  // namespace
+
+int predict(const PredictOptions& options) {
+  PredictOptions o = options;
+  check_model(o.model, "minkowski predict");
+  const bool classifier = is_classifier(o.model);
+  if (o.voxel == 0) o.voxel = classifier ? 0.04 : 0.1;
+  FK_CHECK(o.voxel > 0, "minkowski predict --voxel", "a positive size", std::to_string(o.voxel));
+  const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
+  if (o.threads > 0) fk::set_num_threads(o.threads);
+  const int64_t classes = classifier ? data::kShapeClasses : data::kSceneClasses;
+  const auto net = make_network({o.model, o.variant, o.planes, classes}, "minkowski predict");
+  nn::load_state(*net, o.checkpoint);
+  const data::PointCloud cloud = input_cloud(o);
+  const std::vector<int64_t> predicted = predict_points(o, precision, *net, cloud, classes);
+  if (classifier) {
+    std::printf("predicted %s", data::shape_class_name(predicted.front()));
+    if (cloud.has_labels()) std::printf(", label %s", data::shape_class_name(cloud.labels.front()));
+    std::printf("\n");
+  } else if (cloud.has_labels()) {
+    nn::ConfusionMatrix points(classes);
     points.add(fk::from_vector(predicted), fk::from_vector(cloud.labels));
     std::printf("point mIoU %.4f, accuracy %.4f\n", points.miou(), points.accuracy());
-    for (int64_t c = 0; c < data::kSceneClasses; ++c) {
+    for (int64_t c = 0; c < classes; ++c)
       std::printf("  %-9s IoU %.4f\n", data::scene_class_name(c), points.iou(c));
-    }
   }
   if (!o.ply.empty()) write_ply(o.ply, cloud, predicted);
   if (!o.labels.empty()) fk::write_npy(o.labels, fk::from_vector(predicted));

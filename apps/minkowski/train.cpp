@@ -14,7 +14,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "fk/fk.h"
 #include "learning_curve.h"
@@ -22,10 +21,9 @@
 #include "minkowski/data/point_io.h"
 #include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
-#include "minkowski/nn/minkunet.h"
-#include "minkowski/nn/resnet.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
+#include "network.h"
 #include "train.h"
 
 namespace minkowski_app {
@@ -34,13 +32,12 @@ namespace {
 using namespace minkowski;
 
 bool classifier(const TrainOptions& o) {
-  return o.model == "resnet14" || o.model == "resnet18";
+  return is_classifier(o.model);
 }
 
 // The options with the data's defaults filled in, checked.
 TrainOptions resolved(TrainOptions o) {
-  FK_CHECK(o.model == "minkunet" || classifier(o), "minkowski train --model",
-           "minkunet, resnet14 or resnet18", "'" + o.model + "'");
+  check_model(o.model, "minkowski train");
   FK_CHECK(!classifier(o) || o.data.empty(), "minkowski train --data",
            "no --data with a classifier (it trains on generated shapes)", "'" + o.data + "'");
   FK_CHECK(o.data.empty() || o.classes > 0, "minkowski train --data", "--classes with --data",
@@ -55,37 +52,8 @@ TrainOptions resolved(TrainOptions o) {
   return o;
 }
 
-nn::ResNetOptions resnet(const TrainOptions& o) {
-  nn::ResNetOptions r = nn::resnet_options(o.model.substr(6), 3, o.classes, 3);
-  if (o.planes.empty()) return r;
-  std::vector<int64_t> widths;
-  std::stringstream list(o.planes);
-  for (std::string item; std::getline(list, item, ',');) {
-    size_t used = 0;
-    int64_t w = 0;
-    try {
-      w = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    FK_CHECK(used > 0 && used == item.size() && w > 0, "minkowski train --planes",
-             "four positive widths a,b,c,d", "'" + o.planes + "'");
-    widths.push_back(w);
-  }
-  FK_CHECK(widths.size() == 4, "minkowski train --planes", "four positive widths a,b,c,d",
-           "'" + o.planes + "'");
-  std::copy(widths.begin(), widths.end(), r.planes.begin());
-  r.init_dim = widths[0];
-  return r;
-}
-
-std::unique_ptr<nn::SparseModule> make_network(const TrainOptions& o) {
-  if (classifier(o)) return std::make_unique<nn::ResNet>(resnet(o));
-  return std::make_unique<nn::MinkUNet>(nn::minkunet_options(o.variant, 3, o.classes, 3));
-}
-
-std::string network_name(const TrainOptions& o) {
-  return classifier(o) ? "ResNet" + o.model.substr(6) : "MinkUNet" + o.variant;
+NetworkChoice network_choice(const TrainOptions& o) {
+  return {o.model, o.variant, o.planes, o.classes};
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, nn::Module& net) {
@@ -230,7 +198,8 @@ int train(const TrainOptions& options) {
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   fk::manual_seed(o.seed);
-  const std::unique_ptr<nn::SparseModule> network = make_network(o);
+  const std::unique_ptr<nn::SparseModule> network =
+      make_network(network_choice(o), "minkowski train");
   nn::SparseModule& net = *network;
   auto opt = make_optimizer(o, net);
   Progress progress;
@@ -283,8 +252,8 @@ int train(const TrainOptions& options) {
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
     write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
-                          "minkowski train: " + network_name(o) + ", " + std::to_string(o.classes) +
-                              " classes, " + o.precision);
+                          "minkowski train: " + network_name(network_choice(o)) + ", " +
+                              std::to_string(o.classes) + " classes, " + o.precision);
     std::fprintf(stderr, "%sepoch %d: loss %.4f, val mIoU %.4f, accuracy %.4f%s\n", tty ? "\r" : "",
                  epoch + 1, loss_sum / o.steps_per_epoch, c.miou(), c.accuracy(),
                  improved ? " (best)" : "");

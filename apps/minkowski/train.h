@@ -35,13 +35,16 @@ struct TrainOptions {
 int train(const TrainOptions& o);
 
 struct PredictOptions {
+  std::string model = "minkunet";  // as TrainOptions::model
   std::string variant = "14A";
+  std::string planes;  // as TrainOptions::planes
   std::string checkpoint;
-  std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene
+  std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene (shape: ResNet)
   uint64_t scene_seed = 1000000;
-  double voxel = 0.1;
-  std::string ply;     // coloured output cloud (ASCII PLY); empty: none
-  std::string labels;  // predicted labels (int64 .npy); empty: none
+  double voxel = 0.0;             // m; 0: 0.1 for MinkUNet, 0.04 for ResNet (train's defaults)
+  std::string precision = "f32";  // f32, bf16 or fp16 (autocast)
+  std::string ply;                // coloured output cloud (ASCII PLY); empty: none
+  std::string labels;             // predicted labels (int64 .npy); empty: none
   int threads = 0;
 };
 int predict(const PredictOptions& o);

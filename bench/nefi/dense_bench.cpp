@@ -14,7 +14,8 @@
 //                        bias + activation in the forward's epilogue), 2 the
 //                        fused bf16 kernel (dense_gemm_bf16.h). GFLOP/s on CPU
 //                        time.
-//   BM_FmaPeak           f32 FMA chains in zmm registers (16 lanes, 2 flop).
+//   BM_FmaPeak           f32 FMA chains in zmm registers (16 lanes, 2 flop;
+//                        fk::fma_chains, the ceiling minkowski bench-conv uses).
 //   BM_Dpbf16Peak        vdpbf16ps chains (16 lanes x 2 products, 4 flop).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -24,6 +25,7 @@
 #include "fk/blas.h"
 #include "fk/cpu_isa.h"
 #include "fk/factory.h"
+#include "fk/fma_peak.h"
 #include "fk/parallel.h"
 #include "fk/random.h"
 #include "nefi/field/dense_gemm.h"
@@ -104,22 +106,9 @@ BENCHMARK(BM_MlpStepGemms)
     ->ArgNames({"config", "engine"})
     ->Unit(benchmark::kMillisecond);
 
-constexpr int kChains = 24;  // covers the latency on two 512-bit pipes
-
-__attribute__((target("avx512f"), noinline)) float fma_chains(long iters) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
-  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it) {
-#pragma GCC unroll 24
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  alignas(64) float out[16];
-  _mm512_store_ps(out, s);
-  return out[0];
-}
+// vdpbf16ps chains, as many as fk::fma_chains runs at AVX-512: they cover the
+// latency on two 512-bit pipes.
+constexpr int kChains = 24;
 
 __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) float dpbf16_chains(long iters) {
   __m512 acc[kChains];
@@ -143,10 +132,11 @@ void BM_FmaPeak(benchmark::State& state) {
   for (auto _ : state) {
     long n = iters;  // opaque: the pure call may not be hoisted out of the loop
     benchmark::DoNotOptimize(n);
-    benchmark::DoNotOptimize(fma_chains(n));
+    benchmark::DoNotOptimize(fk::fma_chains(fk::CpuIsa::Avx512, n));
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 16 * kChains * iters * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(fk::fma_chains_round_flop(fk::CpuIsa::Avx512) * iters * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeak);
 

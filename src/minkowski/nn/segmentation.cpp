@@ -33,10 +33,16 @@ StepResult train_step(SparseModule& net, Optimizer& optimizer, const SparseTenso
 }
 
 fk::Tensor evaluate(SparseModule& net, const SparseTensor& input, const fk::Tensor& labels,
-                    ConfusionMatrix& confusion, int64_t ignore_index) {
+                    ConfusionMatrix& confusion, int64_t ignore_index, fk::DType precision) {
   fk::autograd::NoGradGuard no_grad;
   net.eval();
-  const fk::Tensor logits = net.forward(input).F();
+  fk::Tensor logits;
+  {
+    const Precision autocast_scope(precision);
+    logits = net.forward(input).F();
+  }
+  if (logits.dtype() == fk::DType::BF16 || logits.dtype() == fk::DType::F16)
+    logits = logits.to(fk::DType::F32);
   if (labels.defined()) confusion.add(logits, labels, ignore_index);
   return logits;
 }

@@ -37,8 +37,10 @@ StepResult train_step(SparseModule& net, Optimizer& optimizer, const SparseTenso
                       const fk::Tensor& labels, const StepOptions& options = {});
 
 // Eval-mode forward without autograd; adds the predictions to `confusion` and
-// returns the logits.
+// returns the logits. `precision` BF16 or F16 runs the forward under autocast
+// (as train_step's); 16-bit logits are returned as f32.
 fk::Tensor evaluate(SparseModule& net, const SparseTensor& input, const fk::Tensor& labels,
-                    ConfusionMatrix& confusion, int64_t ignore_index = -100);
+                    ConfusionMatrix& confusion, int64_t ignore_index = -100,
+                    fk::DType precision = fk::DType::F32);
 
 }  // namespace minkowski::nn

@@ -21,6 +21,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/radon_keys.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/radon.h"
@@ -144,20 +145,18 @@ class Ct3d : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "fbp3d", "ct3d",
-             "method neural, grid or fbp3d", method);
-    const Ct3dConfig c = Ct3dConfig::from(p);
-    RunOutput out;
-    if (method == "fbp3d") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    MethodRunners runners;
+    runners.direct["fbp3d"] = [&p](const Measurement& meas, RunOutput& out) {
+      const Ct3dConfig c = Ct3dConfig::from(p);
       run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
-    } else {
-      out = solve_refine_and_record(*setup(p, method, seed), method, c.refine, c.refine_options,
-                                    c.iou_tau, seed, so);
-    }
-    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
-    return out;
+    };
+    runners.solve = [&p](ProblemSetup s, const std::string& method, uint64_t seed,
+                         const SolverOptions& so) {
+      const Ct3dConfig c = Ct3dConfig::from(p);
+      return solve_refine_and_record(std::move(s), method, c.refine, c.refine_options, c.iou_tau,
+                                     seed, so);
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

@@ -17,6 +17,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/elliptic/elliptic_operator.h"
@@ -179,21 +180,12 @@ class DarcyFlow : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "darcy_flow",
-             "method neural, grid or uniform", method);
-    const DarcyConfig c = DarcyConfig::from(p);
-    RunOutput out;
-    if (method == "uniform") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    MethodRunners runners;
+    runners.direct["uniform"] = [&p](const Measurement&, RunOutput& out) {
+      const DarcyConfig c = DarcyConfig::from(p);
       uniform_output(*darcy_operator(c, c.n, c.solver), "logk", 0.0, {c.n, c.n}, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {

@@ -24,6 +24,7 @@
 #include "nefi/instances/deconvolution_scene.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/composite.h"
@@ -316,7 +317,7 @@ class Deconvolution : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    check_method(method);
+    check_method(*this, method);
     if (method == "wiener" || method == "admm") return std::nullopt;
     const DeconvolutionConfig c = DeconvolutionConfig::from(p);
     auto [meas, gt] = measure(c, seed);
@@ -333,25 +334,16 @@ class Deconvolution : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    check_method(method);
-    RunOutput out;
-    if (method == "wiener") {
+    MethodRunners runners;
+    runners.direct["wiener"] = [&p](const Measurement& meas, RunOutput& out) {
       const DeconvolutionConfig c = DeconvolutionConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       run_wiener(c, Domain({c.n, c.n}, {c.extent, c.extent}), meas, out);
-    } else if (method == "admm") {
+    };
+    runners.direct["admm"] = [&p](const Measurement& meas, RunOutput& out) {
       const DeconvolutionConfig c = DeconvolutionConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       run_admm(c, Domain({c.n, c.n}, {c.extent, c.extent}), meas, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
@@ -440,13 +432,6 @@ class Deconvolution : public Instance {
     out.metrics["admm_iterations"] = a.iterations;
     out.metrics["admm_objective"] = a.objective.back();
     out.metrics["admm_mu"] = a.mu;
-  }
-
-  static void check_method(const std::string& method) {
-    FK_CHECK(method == "neural" || method == "grid" || method == "wiener" || method == "admm" ||
-                 method == "gaussian_splat" || method == "deep_decoder",
-             "deconvolution", "method neural, grid, wiener, admm, gaussian_splat or deep_decoder",
-             method);
   }
 
   static InverseProblem problem(const DeconvolutionConfig& c, const std::string& method,

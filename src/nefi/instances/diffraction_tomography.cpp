@@ -18,6 +18,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/lippmann_schwinger.h"
@@ -228,25 +229,16 @@ class DiffractionTomography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "backpropagation",
-             "diffraction_tomography", "method neural, grid or backpropagation", method);
-    RunOutput out;
-    if (method == "backpropagation") {
+    MethodRunners runners;
+    runners.direct["backpropagation"] = [&p](const Measurement& meas, RunOutput& out) {
       const DtConfig c = DtConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       const std::vector<double> x =
           filtered_backpropagation(meas.data.to_vector<double>(), c.geometry, c.n, c.extent);
       out.reconstruction = fk::from_vector(x, {c.n, c.n});
       out.result.fields["chi"] = out.reconstruction;
       out.result.prediction = born_of(c)->apply(out.reconstruction);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

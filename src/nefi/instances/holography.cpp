@@ -19,6 +19,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/angular_spectrum.h"
@@ -190,21 +191,12 @@ class Holography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "gerchberg_saxton", "holography",
-             "method neural, grid or gerchberg_saxton", method);
-    RunOutput out;
-    if (method == "gerchberg_saxton") {
+    MethodRunners runners;
+    runners.direct["gerchberg_saxton"] = [&p](const Measurement& meas, RunOutput& out) {
       const HolographyConfig c = HolographyConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       gerchberg_saxton(c, *operator_of(c), meas, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

@@ -16,6 +16,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/radon_keys.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/instances/sparse_view_ct_data.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -119,21 +120,12 @@ class SparseViewCt : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "fbp", "sparse_view_ct",
-             "method neural, grid or fbp", method);
-    RunOutput out;
-    if (method == "fbp") {
+    MethodRunners runners;
+    runners.direct["fbp"] = [&p](const Measurement& meas, RunOutput& out) {
       const SparseViewCtConfig c = SparseViewCtConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

@@ -13,6 +13,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/fft_convolution.h"
@@ -164,11 +165,7 @@ class Toy1D : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    ProblemSetup s = *setup(p, method, seed);
-    RunOutput out = start_run_output(method, s.measurement, s.gt);
-    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    out.metrics = evaluate(p, out);
-    return out;
+    return run_method(*this, p, method, seed, so);
   }
 
   std::map<std::string, double> evaluate(const Params&, const RunOutput& out) const override {

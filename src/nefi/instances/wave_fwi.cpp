@@ -16,6 +16,7 @@
 #include "fk/factory.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/instances/wave_fwi_data.h"
 #include "nefi/losses/band_limited_mse.h"
 #include "nefi/losses/data_losses.h"
@@ -191,12 +192,7 @@ class WaveFwi : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid", "wave_fwi", "method neural or grid", method);
-    ProblemSetup s = *setup(p, method, seed);
-    RunOutput out = start_run_output(method, s.measurement, s.gt);
-    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    out.metrics = evaluate(p, out);
-    return out;
+    return run_method(*this, p, method, seed, so);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

@@ -1,7 +1,7 @@
 // `minkowski train` / `predict`: a one-step run writes its log and
 // checkpoints and learning curves, --resume continues the log (also in fp16),
 // a damaged log is an error, a ResNet classifier trains on shapes, predict
-// loads the checkpoint, a
+// loads either checkpoint (in f32, bf16 or fp16), a
 // folder of point files trains, and bad input (another architecture's
 // checkpoint, an unknown optimizer, labels outside the classes) prints
 // one line and exits non-zero. Skipped when the CLI has not been built.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fk/io/npy.h"
 
 namespace {
 
@@ -70,6 +71,30 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("down1_blocks.1.conv1.weight"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Under bf16 / fp16 autocast every point still gets a class; an unknown
+  // precision or model, or the wrong architecture, is one line.
+  const std::vector<int64_t> f32_labels =
+      fk::read_npy((dir / "p.npy").string()).to_vector<int64_t>();
+  for (const char* p : {"bf16", "fp16"}) {
+    const std::string labels = (dir / ("p_" + std::string(p) + ".npy")).string();
+    r = fieldkit_test::run_cli(bin,
+                               "predict --variant 14A --voxel 0.4 --precision " + std::string(p) +
+                                   " --checkpoint " + ckpt + " --labels " + labels,
+                               dir);
+    ASSERT_EQ(r.status, 0) << p << ": " << r.err;
+    const std::vector<int64_t> got = fk::read_npy(labels).to_vector<int64_t>();
+    EXPECT_EQ(got.size(), f32_labels.size()) << p;
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](int64_t l) { return l >= 0 && l < 5; }));
+  }
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --precision f8", "--precision: expected f32, bf16 or fp16, got 'f8'"},
+           {" --model vgg", "--model: expected minkunet, resnet14 or resnet18, got 'vgg'"},
+           {" --model resnet14", "body.0.weight"}}) {
+    r = fieldkit_test::run_cli(bin, "predict --checkpoint " + ckpt + args, dir);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
@@ -123,6 +148,36 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(dir / "cls" / "log.csv"), 2);
   expect_png(dir / "cls" / "curves.png", 1016, 374);
+  // predict with the ResNet checkpoint: one class for the generated shape, every
+  // point's label, at f32 and bf16; a point file whose points disagree is refused.
+  const std::string cls_ckpt = (dir / "cls" / "best.ckpt").string();
+  for (const char* p : {"f32", "bf16"}) {
+    const std::string labels = (dir / ("cls_" + std::string(p) + ".npy")).string();
+    r = fieldkit_test::run_cli(
+        bin,
+        "predict --model resnet14 --planes 8,8,8,8 --threads 1 --precision " + std::string(p) +
+            " --checkpoint " + cls_ckpt + " --labels " + labels,
+        dir);
+    ASSERT_EQ(r.status, 0) << p << ": " << r.err;
+    // One class for the whole shape.
+    const std::vector<int64_t> got = fk::read_npy(labels).to_vector<int64_t>();
+    ASSERT_FALSE(got.empty());
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [&](int64_t l) { return l == got[0]; }));
+    EXPECT_TRUE(got[0] >= 0 && got[0] < 4) << got[0];
+  }
+  {
+    std::ofstream f(dir / "mixed.xyz");
+    for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 2 << '\n';
+  }
+  r = fieldkit_test::run_cli(bin,
+                             "predict --model resnet14 --planes 8,8,8,8 --checkpoint " + cls_ckpt +
+                                 " --input " + (dir / "mixed.xyz").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("one label for every point of a shape, got labels 0 and 1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --classes 5", "4 classes for the generated data"},
            {" --data " + dir.string(), "no --data with a classifier"}}) {

@@ -1,0 +1,57 @@
+#include "network.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "fk/error.h"
+#include "minkowski/nn/minkunet.h"
+
+namespace minkowski_app {
+
+using namespace minkowski;
+
+bool is_classifier(const std::string& model) {
+  return model == "resnet14" || model == "resnet18";
+}
+
+void check_model(const std::string& model, const std::string& command) {
+  FK_CHECK(model == "minkunet" || is_classifier(model), command + " --model",
+           "minkunet, resnet14 or resnet18", "'" + model + "'");
+}
+
+nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& command) {
+  nn::ResNetOptions r = nn::resnet_options(n.model.substr(6), 3, n.classes, 3);
+  if (n.planes.empty()) return r;
+  std::vector<int64_t> widths;
+  std::stringstream list(n.planes);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t used = 0;
+    int64_t w = 0;
+    try {
+      w = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FK_CHECK(used > 0 && used == item.size() && w > 0, command + " --planes",
+             "four positive widths a,b,c,d", "'" + n.planes + "'");
+    widths.push_back(w);
+  }
+  FK_CHECK(widths.size() == 4, command + " --planes", "four positive widths a,b,c,d",
+           "'" + n.planes + "'");
+  std::copy(widths.begin(), widths.end(), r.planes.begin());
+  r.init_dim = widths[0];
+  return r;
+}
+
+std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std::string& command) {
+  check_model(n.model, command);
+  if (is_classifier(n.model)) return std::make_unique<nn::ResNet>(resnet_options_of(n, command));
+  return std::make_unique<nn::MinkUNet>(nn::minkunet_options(n.variant, 3, n.classes, 3));
+}
+
+std::string network_name(const NetworkChoice& n) {
+  return is_classifier(n.model) ? "ResNet" + n.model.substr(6) : "MinkUNet" + n.variant;
+}
+
+}  // namespace minkowski_app

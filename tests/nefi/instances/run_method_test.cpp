@@ -1,0 +1,109 @@
+#include "nefi/instances/run_method.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "nefi/io/run_config.h"
+#include "nefi/solve/metrics.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+// An instance whose measurement is 2 everywhere and truth 1: "halve" is a
+// direct method (x = data / 2, with a metric of its own), "recorded" solves
+// its setup with a stand-in solve that records which setup it got.
+class Halving : public nefi::Instance {
+ public:
+  std::string name() const override { return "halving"; }
+  std::string summary() const override { return ""; }
+  nefi::Params default_config() const override { return {}; }
+  std::vector<std::string> methods() const override { return {"neural", "recorded", "halve"}; }
+  std::vector<std::string> scenes() const override { return {}; }
+  nefi::DataLabels data_labels(const nefi::Params&) const override { return {}; }
+  std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params&,
+                                                            uint64_t seed) const override {
+    nefi::Measurement m;
+    m.data = fk::full({3}, 2.0 + static_cast<double>(seed), {fk::DType::F64});
+    return {m, fk::full({3}, 1.0, {fk::DType::F64})};
+  }
+  std::optional<nefi::ProblemSetup> setup(const nefi::Params& p, const std::string& method,
+                                          uint64_t seed) const override {
+    if (method == "halve") return std::nullopt;
+    auto [m, gt] = make_measurement(p, seed);
+    return nefi::ProblemSetup{{}, {}, m, gt};
+  }
+  nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    nefi::MethodRunners runners;
+    runners.direct["halve"] = [](const nefi::Measurement& m, nefi::RunOutput& out) {
+      std::vector<double> x = m.data.to_vector<double>();
+      for (double& v : x) v /= 2;
+      out.reconstruction = fk::from_vector(x, {3});
+      out.metrics["halve_own"] = 7;
+      out.metrics["rmse"] = -1;  // evaluate's value wins
+    };
+    runners.solve = [](nefi::ProblemSetup s, const std::string& method, uint64_t,
+                       const nefi::SolverOptions&) {
+      nefi::RunOutput out = nefi::start_run_output(method, s.measurement, s.gt);
+      out.reconstruction = s.measurement.data;
+      return out;
+    };
+    return nefi::run_method(*this, p, method, seed, so, runners);
+  }
+  std::map<std::string, double> evaluate(const nefi::Params&,
+                                         const nefi::RunOutput& out) const override {
+    return {{"rmse", std::sqrt(nefi::mse(out.reconstruction, out.gt))}};
+  }
+};
+
+TEST(NefiRunMethod, DirectMethodRunsOnTheMeasurementAndKeepsItsMetrics) {
+  const Halving h;
+  const nefi::RunOutput out = h.run({}, "halve", 0, {});
+  EXPECT_EQ(out.method, "halve");
+  EXPECT_EQ(out.reconstruction.to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(out.measurement.data.to_vector<double>(), (std::vector<double>{2, 2, 2}));
+  EXPECT_EQ(out.metrics.at("halve_own"), 7);
+  EXPECT_EQ(out.metrics.at("rmse"), 0);
+}
+
+TEST(NefiRunMethod, OtherMethodsSolveTheSetupForTheSeed) {
+  const Halving h;
+  const nefi::RunOutput out = h.run({}, "recorded", 2, {});
+  EXPECT_EQ(out.method, "recorded");
+  EXPECT_EQ(out.reconstruction.to_vector<double>(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(out.metrics.size(), 1u);
+  EXPECT_DOUBLE_EQ(out.metrics.at("rmse"), 3);
+}
+
+TEST(NefiRunMethod, UnknownMethodIsAnErrorListingTheMethods) {
+  const Halving h;
+  try {
+    h.run({}, "wiener", 0, {});
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_EQ(e.where(), "halving");
+    EXPECT_EQ(e.expected(), "method neural, recorded or halve");
+    EXPECT_EQ(e.given(), "wiener");
+  }
+}
+
+// Without a solve of its own, run_method is start_run_output + solve_and_record
+// on the instance's setup: toy1d's run gives that solve's field bit for bit.
+TEST(NefiRunMethod, DefaultSolveIsSolveAndRecord) {
+  fk::set_num_threads(1);
+  const nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("toy1d_smoke.yaml"));
+  const auto toy = nefi::find_instance("toy1d");
+  nefi::SolverOptions so;
+  so.max_total_steps = 20;
+  const nefi::RunOutput out = toy->run(c.config, "neural", 1, so);
+  nefi::ProblemSetup s = *toy->setup(c.config, "neural", 1);
+  nefi::RunOutput direct = nefi::start_run_output("neural", s.measurement, s.gt);
+  nefi::solve_and_record(std::move(s.problem), s.curriculum, 1, so, direct);
+  EXPECT_EQ(out.reconstruction.to_vector<double>(), direct.reconstruction.to_vector<double>());
+  EXPECT_EQ(out.metrics, toy->evaluate(c.config, direct));
+}
+
+}  // namespace
