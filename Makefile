@@ -5,7 +5,7 @@ JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
-.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel
+.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel wheel-test
 
 all: build
 
@@ -91,6 +91,17 @@ wheel:
 	@scripts/bootstrap --wheel
 	@rm -rf dist/raw && .venv/bin/pip wheel --no-deps --no-build-isolation -w dist/raw .
 	@PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/auditwheel repair -w dist dist/raw/fieldkit-*.whl
+
+# The repaired wheel as a user gets it: installed into a fresh venv (Debian's
+# torch and numpy through --system-site-packages, nothing else), then the
+# Python tests run against the installed package, not the source tree (no
+# PYTHONPATH; the CLI comparison uses this build's nefi).
+wheel-test: wheel build
+	@rm -rf build/wheel-venv && /usr/bin/python3 -m venv --system-site-packages build/wheel-venv
+	@build/wheel-venv/bin/pip install -q --disable-pip-version-check --no-index --no-deps \
+	  $$(ls -t dist/fieldkit-*-manylinux*.whl | head -1)
+	@cd python/tests && env -u PYTHONPATH -u FIELDKIT_CORE_DIR NEFI_CLI=$(CURDIR)/build/bin/nefi \
+	  OMP_NUM_THREADS=2 $(CURDIR)/build/wheel-venv/bin/python -m pytest -q -p no:cacheprovider .
 
 format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
