@@ -127,6 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"nv_relaxometry", "nv_relaxometry"},
         Case{"nv_relaxometry_grid", "nv_relaxometry", {}, "grid"},
         Case{"sparse_view_ct", "sparse_view_ct"}, Case{"ct3d", "ct3d", {{"n_z", "8"}}},
+        Case{"deconvolution3d", "deconvolution3d", {{"n_z", "8"}}},
         Case{"diffraction_tomography", "diffraction_tomography"},
         Case{"diffraction_tomography_rytov", "diffraction_tomography", {{"rytov", "true"}}},
         Case{"deconvolution_bf16", "deconvolution", {{"autocast", "bf16"}}},
