@@ -88,7 +88,7 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   const double peak_mb = fk::memory_stats().peak / 1048576.0;
   for (size_t k = 0; k < chunk.size(); ++k)
     if (!setup_error[k].empty()) {
-      BatchedRow br{start_row(chunk[k], method, B), 0};
+      BatchedRow br{start_row(chunk[k], method, 1), 0};  // it joined no batch
       mark_failed(br.row, setup_error[k]);
       out[chunk[k].index] = br;
     }
