@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_gemm.h"
 #include "nefi/field/dense_gemm_bf16.h"
 #include "nefi/field/fast_tanh.h"
@@ -76,28 +77,6 @@ void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const flo
   product(false, true, m, out, in, x, in, w, in, y, out, bias, act, bf16);
 }
 
-// gz = g act'(y) (tanh: 1 - y^2, relu: y > 0) and db = its column sums in
-// row order, one pass (nefi::dense's backward; y null: gz is g, only db is
-// made).
-void activation_grad_and_bias(const float* g, const float* y, DenseActivation act, int64_t m,
-                              int64_t out, float* gz, float* db) {
-  for (int64_t j = 0; j < out; ++j) db[j] = 0.0f;
-  for (int64_t i = 0; i < m; ++i) {
-    const float* gr = g + i * out;
-    const float* zr = gr;
-    if (y) {
-      const float* yr = y + i * out;
-      float* w = gz + i * out;
-      if (act == DenseActivation::Tanh)
-        for (int64_t j = 0; j < out; ++j) w[j] = gr[j] * (1.0f - yr[j] * yr[j]);
-      else
-        for (int64_t j = 0; j < out; ++j) w[j] = yr[j] > 0.0f ? gr[j] : 0.0f;
-      zr = w;
-    }
-    for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
-  }
-}
-
 struct BatchedMlpBackward : fk::autograd::Node {
   MlpLayout L;
   ActiveMask active;
@@ -132,11 +111,14 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   float* dh = scratch;
   float* gz = scratch + m * H;
   float* dx = scratch + 2 * m * H;
-  activation_grad_and_bias(g, nullptr, L.act, m, no, nullptr, grad + L.b_offset[L.depth]);
+  // nefi::dense's backward pass before its GEMMs (activation_grad.h): the
+  // output layer's db, then each hidden layer's gz and db.
+  activation_grad(g, g, DenseActivation::None, m, no, const_cast<float*>(g),
+                  grad + L.b_offset[L.depth]);
   product(false, false, m, H, no, g, no, p + L.w_offset[L.depth], H, dh, H);
   product(true, false, no, H, m, g, no, y_of(L.depth - 1), H, grad + L.w_offset[L.depth], H);
   for (int l = L.depth - 1; l >= 0; --l) {
-    activation_grad_and_bias(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
+    activation_grad(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
     const int64_t K = L.fan_in(l);
     if (l > 0) {  // the features need no gradient
       // The skip layer's input was [h, features]: h's share is the first H columns.
