@@ -18,39 +18,82 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using detail::start_row;
 using detail::unit_params;
 
-// One batch: setup, batch_invert, one row per unit.
+void mark_failed(Row& r, const std::string& error) {
+  r.metrics.clear();
+  r.steps = 0;
+  r.final_data_loss = r.ms_per_step = r.ops_per_step = kNaN;
+  r.stop = "failed";
+  r.error = error.empty() ? "unknown error" : error;
+}
+
+// A solved unit's row, scored as Instance::run scores it.
+void fill_row(const Instance& inst, const Params& params, const Unit& u, const std::string& method,
+              const ProblemSetup& setup, const Field& field, const Result& result, Row& r) {
+  RunOutput o = start_run_output(method, setup.measurement, setup.gt);
+  o.curriculum = setup.curriculum;
+  o.result = result;
+  o.reconstruction = o.result.fields.at(field.primary()).to(fk::DType::F64);
+  r.metrics = inst.evaluate(unit_params(params, u), o);
+  r.steps = o.result.total_steps();
+  r.n_params = o.result.n_parameters;
+  std::string stops;
+  for (const auto& s : o.result.stages) stops += (stops.empty() ? "" : ",") + s.stop;
+  r.stop = stops;
+  r.ms_per_step = o.result.ms_per_step();
+  r.ops_per_step = o.result.ops_per_step();
+  r.final_data_loss = o.result.stages.back().final_data_loss;
+}
+
+// One batch: setup, batch_invert, one row per unit. A unit whose setup
+// throws (say, a scene that cannot be placed) is a failed row, as its
+// sequential run would be, and the batch goes on without it.
 void run_chunk(const Instance& inst, const Params& params, const std::vector<Unit>& chunk,
                const std::string& method, const Protocol& proto,
                std::map<int64_t, BatchedRow>& out) {
-  const int64_t B = static_cast<int64_t>(chunk.size());
   std::vector<ProblemSetup> setups;
   std::vector<InverseProblem> problems;
+  std::vector<size_t> solved;  // chunk index of each batched problem
+  std::vector<std::string> setup_error(chunk.size());
   BatchOptions bo;
   bo.nan_guard = proto.nan_guard;
   bo.checkpoint_every = static_cast<int>(proto.checkpoint_every);
   bo.max_bad_steps = static_cast<int>(proto.max_bad_steps);
   bo.raise_on_error = false;
-  for (const Unit& u : chunk) {
-    setups.push_back(*inst.setup(unit_params(params, u), method, u.data_seed));
-    if (proto.max_total_steps > 0)  // as solve_and_record caps a sequential run
-      setups.back().curriculum =
-          setups.back().curriculum.capped(static_cast<int>(proto.max_total_steps));
+  for (size_t k = 0; k < chunk.size(); ++k) {
+    const Unit& u = chunk[k];
+    try {
+      ProblemSetup s = *inst.setup(unit_params(params, u), method, u.data_seed);
+      if (proto.max_total_steps > 0)  // as solve_and_record caps a sequential run
+        s.curriculum = s.curriculum.capped(static_cast<int>(proto.max_total_steps));
+      setups.push_back(std::move(s));
+    } catch (const std::exception& e) {
+      setup_error[k] = e.what();
+      continue;
+    }
     problems.push_back(setups.back().problem);
     bo.seeds.push_back(u.seed);
+    solved.push_back(k);
   }
+  const int64_t B = static_cast<int64_t>(solved.size());
   fk::reset_peak_memory();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Result> results;
   std::string error;
   try {
-    results = batch_invert(problems, setups.front().curriculum, bo);
+    if (B > 0) results = batch_invert(problems, setups.front().curriculum, bo);
   } catch (const std::exception& e) {
     error = e.what();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double peak_mb = fk::memory_stats().peak / 1048576.0;
+  for (size_t k = 0; k < chunk.size(); ++k)
+    if (!setup_error[k].empty()) {
+      BatchedRow br{start_row(chunk[k], method, 1), 0};  // it joined no batch
+      mark_failed(br.row, setup_error[k]);
+      out[chunk[k].index] = br;
+    }
   for (int64_t b = 0; b < B; ++b) {
-    const Unit& u = chunk[b];
+    const Unit& u = chunk[solved[b]];
     BatchedRow br{start_row(u, method, B), 0};
     Row& r = br.row;
     r.time_s = secs / static_cast<double>(B);
@@ -58,27 +101,10 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     const std::vector<double> data = setups[b].measurement.data.to_vector<double>();
     br.fingerprint = fnv1a(data.data(), data.size() * sizeof(double));
     const std::string err = error.empty() ? results[b].error : error;
-    if (!err.empty()) {
-      r.steps = 0;
-      r.final_data_loss = r.ms_per_step = r.ops_per_step = kNaN;
-      r.stop = "failed";
-      r.error = err;
-      out[u.index] = br;
-      continue;
-    }
-    RunOutput o = start_run_output(method, setups[b].measurement, setups[b].gt);
-    o.curriculum = setups[b].curriculum;
-    o.result = results[b];
-    o.reconstruction = o.result.fields.at(problems[b].field->primary()).to(fk::DType::F64);
-    r.metrics = inst.evaluate(unit_params(params, u), o);
-    r.steps = o.result.total_steps();
-    r.n_params = o.result.n_parameters;
-    std::string stops;
-    for (const auto& s : o.result.stages) stops += (stops.empty() ? "" : ",") + s.stop;
-    r.stop = stops;
-    r.ms_per_step = o.result.ms_per_step();
-    r.ops_per_step = o.result.ops_per_step();
-    r.final_data_loss = o.result.stages.back().final_data_loss;
+    if (err.empty())
+      fill_row(inst, params, u, method, setups[b], *problems[b].field, results[b], r);
+    else
+      mark_failed(r, err);
     out[u.index] = br;
   }
 }
@@ -91,12 +117,20 @@ std::optional<std::string> batched_method_reason(const Instance& inst, const Par
   if (units.empty()) return std::string("no units in this shard");
   std::vector<InverseProblem> problems;
   Curriculum cur;
-  for (size_t i = 0; i < std::min<size_t>(units.size(), 2); ++i) {
-    auto s = inst.setup(unit_params(params, units[i]), method, units[i].data_seed);
+  // Two units' problems (a unit whose setup throws is skipped here: it
+  // becomes a failed row in its batch).
+  for (size_t i = 0; i < units.size() && problems.size() < 2; ++i) {
+    std::optional<ProblemSetup> s;
+    try {
+      s = inst.setup(unit_params(params, units[i]), method, units[i].data_seed);
+    } catch (const std::exception&) {
+      continue;
+    }
     if (!s) return "a direct method (no solver loop to batch)";
     problems.push_back(std::move(s->problem));
     cur = s->curriculum;
   }
+  if (problems.empty()) return std::string("no unit's problem could be set up");
   return batchable_reason(problems, cur);
 }
 

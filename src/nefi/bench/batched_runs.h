@@ -5,7 +5,8 @@
 // so a batched row pairs with the sequential rows of the other methods. A
 // row's time_s is its batch's wall clock divided by B, its peak memory the
 // batch's peak divided by B; batch_size records B (the last batch of a shard
-// may be smaller). A problem that fails in its batch becomes a failed row.
+// may be smaller). A problem that fails in its batch becomes a failed row, and
+// so does a unit whose setup throws (the batch goes on without it).
 #include <map>
 #include <optional>
 #include <string>

@@ -1,6 +1,7 @@
 #include "nefi/field/batched_mlp.h"
 
 #include <cstring>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/blas.h"
@@ -8,7 +9,9 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_gemm.h"
+#include "nefi/field/dense_gemm_bf16.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -34,9 +37,25 @@ bool is_active(const ActiveMask& a, int64_t b) {
 // AVX-512 kernel with the layer's bias and activation applied in registers
 // where it fits, else fk::gemm and the epilogue a row at a time after it. A
 // row of the batch thus takes the very arithmetic a sequential field takes.
+// bf16 (an autocast trunk layer): dense's bf16 product, the native
+// AVX512_BF16 kernel, else both operands rounded to bf16 into f32 copies and
+// multiplied as above.
 void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
              const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias = nullptr,
-             DenseActivation act = DenseActivation::None) {
+             DenseActivation act = DenseActivation::None, bool bf16 = false) {
+  if (bf16 && dense_gemm_bf16_native()) {
+    dense_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
+    return;
+  }
+  std::vector<float> a16, b16;
+  if (bf16) {
+    a16 = rounded_to_bf16(a, ta ? k : m, ta ? m : k, lda);
+    b16 = rounded_to_bf16(b, tb ? n : k, tb ? k : n, ldb);
+    a = a16.data();
+    b = b16.data();
+    lda = ta ? m : k;
+    ldb = tb ? k : n;
+  }
   if (dense_gemm_fits(m, n, k)) {
     dense_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
     return;
@@ -54,30 +73,8 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, 
 
 // y (m, out) = act(x W^T + b) (nefi::dense's forward, f32).
 void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const float* bias,
-                int64_t out, DenseActivation act, float* y) {
-  product(false, true, m, out, in, x, in, w, in, y, out, bias, act);
-}
-
-// gz = g act'(y) (tanh: 1 - y^2, relu: y > 0) and db = its column sums in
-// row order, one pass (nefi::dense's backward; y null: gz is g, only db is
-// made).
-void activation_grad_and_bias(const float* g, const float* y, DenseActivation act, int64_t m,
-                              int64_t out, float* gz, float* db) {
-  for (int64_t j = 0; j < out; ++j) db[j] = 0.0f;
-  for (int64_t i = 0; i < m; ++i) {
-    const float* gr = g + i * out;
-    const float* zr = gr;
-    if (y) {
-      const float* yr = y + i * out;
-      float* w = gz + i * out;
-      if (act == DenseActivation::Tanh)
-        for (int64_t j = 0; j < out; ++j) w[j] = gr[j] * (1.0f - yr[j] * yr[j]);
-      else
-        for (int64_t j = 0; j < out; ++j) w[j] = yr[j] > 0.0f ? gr[j] : 0.0f;
-      zr = w;
-    }
-    for (int64_t j = 0; j < out; ++j) db[j] += zr[j];
-  }
+                int64_t out, DenseActivation act, bool bf16, float* y) {
+  product(false, true, m, out, in, x, in, w, in, y, out, bias, act, bf16);
 }
 
 struct BatchedMlpBackward : fk::autograd::Node {
@@ -114,19 +111,24 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   float* dh = scratch;
   float* gz = scratch + m * H;
   float* dx = scratch + 2 * m * H;
-  activation_grad_and_bias(g, nullptr, L.act, m, no, nullptr, grad + L.b_offset[L.depth]);
+  // nefi::dense's backward pass before its GEMMs (activation_grad.h): the
+  // output layer's db, then each hidden layer's gz and db.
+  activation_grad(g, g, DenseActivation::None, m, no, const_cast<float*>(g),
+                  grad + L.b_offset[L.depth]);
   product(false, false, m, H, no, g, no, p + L.w_offset[L.depth], H, dh, H);
   product(true, false, no, H, m, g, no, y_of(L.depth - 1), H, grad + L.w_offset[L.depth], H);
   for (int l = L.depth - 1; l >= 0; --l) {
-    activation_grad_and_bias(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
+    activation_grad(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
     const int64_t K = L.fan_in(l);
     if (l > 0) {  // the features need no gradient
       // The skip layer's input was [h, features]: h's share is the first H columns.
-      product(false, false, m, K, H, gz, H, p + L.w_offset[l], K, K == H ? dh : dx, K);
+      product(false, false, m, K, H, gz, H, p + L.w_offset[l], K, K == H ? dh : dx, K, nullptr,
+              DenseActivation::None, L.bf16);
       if (K != H)
         for (int64_t i = 0; i < m; ++i) std::memcpy(dh + i * H, dx + i * K, H * sizeof(float));
     }
-    product(true, false, H, K, m, gz, H, input_of(l), K, grad + L.w_offset[l], K);
+    product(true, false, H, K, m, gz, H, input_of(l), K, grad + L.w_offset[l], K, nullptr,
+            DenseActivation::None, L.bf16);
   }
 }
 
@@ -166,10 +168,14 @@ int MlpLayout::fan_in(int layer) const {
 
 MlpLayout mlp_layout(const NeuralField& field) {
   const NeuralFieldConfig& c = field.config();
-  FK_CHECK((c.activation == "tanh" || c.activation == "relu") && !c.autocast, "nefi::batched_mlp",
-           "a neural field with tanh or relu activation and no autocast",
-           "activation " + c.activation + (c.autocast ? " with autocast" : ""));
+  FK_CHECK((c.activation == "tanh" || c.activation == "relu") &&
+               (!c.autocast || *c.autocast == fk::DType::BF16),
+           "nefi::batched_mlp",
+           "a neural field with tanh or relu activation and no or bf16 autocast",
+           "activation " + c.activation +
+               (c.autocast ? std::string(" with ") + fk::name(*c.autocast) + " autocast" : ""));
   MlpLayout L;
+  L.bf16 = c.autocast.has_value();
   L.act = c.activation == "tanh" ? DenseActivation::Tanh : DenseActivation::Relu;
   L.depth = c.depth;
   L.hidden = c.hidden;
@@ -226,11 +232,11 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
           in = s;
         }
         float* y = ys[l].data<float>() + b * m * H;
-        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, L.act, y);
+        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, L.act, L.bf16, y);
         in = y;
       }
       dense_rows(in, m, H, p + L.w_offset[L.depth], p + L.b_offset[L.depth], L.n_out,
-                 DenseActivation::None, rb);
+                 DenseActivation::None, false, rb);
     }
   });
   if (fk::autograd::needs_grad(params)) {

@@ -1,7 +1,7 @@
 #pragma once
 // batched_mlp: the trunk and output projection of N NeuralFields of one
-// architecture (tanh or relu activation, f32, no autocast) evaluated as ONE op each
-// way, on the shared Fourier features of one grid.
+// architecture (tanh or relu activation, f32 or a bf16 autocast trunk)
+// evaluated as ONE op each way, on the shared Fourier features of one grid.
 //   params    (N, P) f32: row b is problem b's flat parameter buffer, laid out
 //             exactly as NeuralField's FlatParams (layer{i}.weight/bias, out.*)
 //   features  (M, D) f32, the same for every problem (no gradient)
@@ -10,15 +10,15 @@
 // (nefi::dense, f32: the fused AVX-512 kernel of dense_gemm.h with bias and
 // activation applied to each tile in registers where the shape fits it, else
 // fk::gemm and the epilogue after; the same m, n, k and leading dimensions;
-// the skip layer's input the same concatenation), so a row equals a
-// sequential evaluation bit for bit. A grouped GEMM: N independent
-// products a layer (each problem has its own weights), run inside one
-// parallel region over problems, the kernels' own block loops inline in it.
-// Backward writes the (N, P) gradient directly (one op); problems whose
-// `active` flag is 0 are skipped both ways (zero output rows, zero gradient):
-// batch_invert freezes stopped and failed problems this way.
-// Memory: saves every layer's output (N, M, hidden) and the skip layer's
-// input (N, M, hidden + D): linear in N, like N sequential fields.
+// the skip layer's input the same concatenation; bf16 autocast: the hidden
+// layers' products with bf16 operands as dense's Bf16 precision makes them,
+// the output layer f32), so a row equals a sequential evaluation bit for bit. A grouped GEMM: N
+// independent products a layer (each problem has its own weights), run inside one parallel region
+// over problems, the kernels' own block loops inline in it. Backward writes the (N, P) gradient
+// directly (one op); problems whose `active` flag is 0 are skipped both ways (zero output rows,
+// zero gradient): batch_invert freezes stopped and failed problems this way. Memory: saves every
+// layer's output (N, M, hidden) and the skip layer's input (N, M, hidden + D): linear in N, like N
+// sequential fields.
 #include <memory>
 #include <vector>
 
@@ -30,6 +30,7 @@ namespace nefi {
 
 struct MlpLayout {
   DenseActivation act = DenseActivation::Tanh;  // of the hidden layers
+  bool bf16 = false;  // autocast bf16: the hidden layers' products (dense.h's DensePrecision::Bf16)
   int depth = 0, hidden = 0, skip_at = 0, features = 0, n_out = 0;
   std::vector<int64_t> w_offset, b_offset;  // depth + 1 entries (the last: out.*)
   int64_t n_params = 0;
@@ -38,7 +39,7 @@ struct MlpLayout {
 };
 
 // The layout of a NeuralField's parameters; fk::Error unless its activation
-// is tanh or relu and it has no autocast (the batched op's scope).
+// is tanh or relu and its autocast none or bf16 (the batched op's scope).
 MlpLayout mlp_layout(const NeuralField& field);
 
 using ActiveMask = std::shared_ptr<const std::vector<char>>;

@@ -23,17 +23,6 @@ fk::Tensor contig(const fk::Tensor& t) {
   return t.is_contiguous() ? t.detach() : t.contiguous().detach();
 }
 
-// A copy of the rows x cols matrix at p (row stride ld) rounded to bf16 and
-// widened back: bf16 operands for the f32 kernels where the CPU has no bf16
-// dot product.
-std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld) {
-  std::vector<float> out(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      out[r * cols + c] = fk::bf16_to_float(fk::float_to_bf16(p[r * ld + c]));
-  return out;
-}
-
 // C (m, n) = op(A) op(B), f32 on AVX-512 with the epilogue fused, otherwise
 // fk::gemm (the caller applies bias and activation; returns false). bf16:
 // f32 operands rounded to bf16 (dense.h).
@@ -137,6 +126,14 @@ void bias_activation(fk::Tensor& y, const fk::Tensor& b, DenseActivation act) {
 }
 
 }  // namespace
+
+std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = fk::bf16_to_float(fk::float_to_bf16(p[r * ld + c]));
+  return out;
+}
 
 fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
                  DensePrecision precision) {

@@ -17,12 +17,20 @@
 // on AVX512_BF16 (dense_gemm_bf16.h); elsewhere the operands are rounded
 // into f32 copies and multiplied by the f32 path: the same numbers up to
 // summation order, at f32 speed plus the copies.
+#include <cstdint>
+#include <vector>
+
 #include "fk/tensor.h"
 
 namespace nefi {
 
 enum class DenseActivation { None, Tanh, Relu };
 enum class DensePrecision { F32, Bf16 };
+
+// A copy of the rows x cols matrix at p (row stride ld) rounded to bf16 and
+// widened back: bf16 operands for the f32 kernels where the CPU has no bf16
+// dot product (dense's Bf16 precision there; batched_mlp's likewise).
+std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld);
 
 fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
                  DensePrecision precision = DensePrecision::F32);

@@ -1,6 +1,8 @@
 #include "nefi/field/heads.h"
 
 #include <cmath>
+#include <cstdio>
+#include <initializer_list>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -10,6 +12,19 @@
 
 namespace nefi {
 namespace {
+
+// Round-trip text of a constant (std::to_string keeps 6 decimals).
+std::string exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string with_constants(const Head& h, std::initializer_list<double> values) {
+  std::string s = h.kind() + ":" + h.name() + "(";
+  for (double v : values) s += exact(v) + ",";
+  return s + ")";
+}
 
 double logit(double p) {
   return std::log(p / (1.0 - p));
@@ -27,6 +42,7 @@ struct IdentityHead : Head {
     return r[0];
   }
   std::string kind() const override { return "identity"; }
+  std::string signature() const override { return with_constants(*this, {v0}); }
 };
 
 struct SoftplusHead : Head {
@@ -40,6 +56,7 @@ struct SoftplusHead : Head {
     return fk::softplus(r[0], beta);
   }
   std::string kind() const override { return "softplus"; }
+  std::string signature() const override { return with_constants(*this, {v0, beta}); }
 };
 
 struct ExpHead : Head {
@@ -52,6 +69,7 @@ struct ExpHead : Head {
     return fk::exp(r[0]);
   }
   std::string kind() const override { return "exp"; }
+  std::string signature() const override { return with_constants(*this, {v0}); }
 };
 
 struct BoundedHead : Head {
@@ -74,6 +92,7 @@ struct BoundedHead : Head {
     return fk::add(fk::mul(s, hi - lo), lo);
   }
   std::string kind() const override { return log_scale ? "log_bounded" : "bounded"; }
+  std::string signature() const override { return with_constants(*this, {lo, hi, v0}); }
 };
 
 struct GatedSoftplusHead : Head {
@@ -91,6 +110,7 @@ struct GatedSoftplusHead : Head {
     return fk::mul(fk::softplus(r[0], beta), fk::sigmoid(r[1]));
   }
   std::string kind() const override { return "gated_softplus"; }
+  std::string signature() const override { return with_constants(*this, {v0, g0, beta}); }
 };
 
 struct ModifierHead : Head {
@@ -106,17 +126,42 @@ struct SupportMaskedHead : ModifierHead {
   SupportMaskedHead(HeadPtr in, std::string d, double t, double f)
       : ModifierHead(std::move(in)), dep(std::move(d)), tau(t), fill(f) {}
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
+    fk::Tensor rho = support(done);
+    const double thr = tau * fk::amax(rho).item();
+    return masked(inner->transform(r, done), fk::gt(rho, fk::scalar_like(rho, thr)));
+  }
+  // Row b's threshold is tau max(rho_b), made in double and rounded to the
+  // field's dtype as the one-problem form's scalar is: the same mask bits.
+  fk::Tensor transform_rows(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
+    fk::Tensor rho = support(done);
+    std::vector<int64_t> rest, kept{rho.size(0)};
+    for (int64_t d = 1; d < rho.dim(); ++d) {
+      rest.push_back(d);
+      kept.push_back(1);
+    }
+    std::vector<double> thr = fk::amax(rho, fk::Dims(rest)).to_vector<double>();
+    for (double& t : thr) t *= tau;
+    const fk::Tensor thr_rows = fk::from_vector(thr, fk::Dims(kept)).to(rho.dtype());
+    return masked(inner->transform_rows(r, done), fk::gt(rho, thr_rows));
+  }
+  std::string kind() const override { return "support_masked"; }
+  std::string signature() const override {
+    return with_constants(*this, {tau, fill}) + " on " + dep + "[" + inner->signature() + "]";
+  }
+
+ private:
+  // The dependency under stop-gradient: the support is a hard choice.
+  fk::Tensor support(const FieldMap& done) const {
     auto it = done.find(dep);
     FK_CHECK(it != done.end(), "nefi::SupportMasked head",
              "a field '" + dep + "' declared before '" + name() + "'", "none");
-    fk::Tensor v = inner->transform(r, done);
-    fk::Tensor rho = it->second.detach();  // stop-gradient: the support is a hard choice
-    const double thr = tau * fk::amax(rho).item();
-    fk::Tensor m = fk::gt(rho, fk::scalar_like(rho, thr)).to(v.dtype());
+    return it->second.detach();
+  }
+  fk::Tensor masked(const fk::Tensor& v, const fk::Tensor& inside) const {
+    fk::Tensor m = inside.to(v.dtype());
     if (fill == 0.0) return fk::mul(v, m);
     return fk::add(fk::mul(v, m), fk::mul(fk::sub(fk::ones_like(m), m), fill));
   }
-  std::string kind() const override { return "support_masked"; }
 };
 
 struct ZeroMeanHead : ModifierHead {
@@ -125,7 +170,16 @@ struct ZeroMeanHead : ModifierHead {
     fk::Tensor v = inner->transform(r, done);
     return fk::sub(v, fk::mean(v));
   }
+  // Each row less its own mean (the rows are contiguous runs, folded as the
+  // whole-field mean folds one field).
+  fk::Tensor transform_rows(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
+    fk::Tensor v = inner->transform_rows(r, done);
+    std::vector<int64_t> rest;
+    for (int64_t d = 1; d < v.dim(); ++d) rest.push_back(d);
+    return fk::sub(v, fk::mean(v, fk::Dims(rest), true));
+  }
   std::string kind() const override { return "zero_mean"; }
+  std::string signature() const override { return kind() + "[" + inner->signature() + "]"; }
 };
 
 struct AffineHead : ModifierHead {
@@ -134,10 +188,22 @@ struct AffineHead : ModifierHead {
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
     return fk::add(fk::mul(inner->transform(r, done), a), b);
   }
+  fk::Tensor transform_rows(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
+    return fk::add(fk::mul(inner->transform_rows(r, done), a), b);
+  }
   std::string kind() const override { return "affine"; }
+  std::string signature() const override {
+    return with_constants(*this, {a, b}) + "[" + inner->signature() + "]";
+  }
 };
 
 }  // namespace
+
+std::string Head::signature() const {
+  std::string s = kind() + ":" + name() + "(";
+  for (double v : init_bias()) s += exact(v) + ",";
+  return s + ")";
+}
 
 HeadPtr identity_head(std::string n, double v) {
   return std::make_shared<IdentityHead>(n, v);

@@ -32,7 +32,19 @@ class Head {
   virtual std::vector<double> init_bias() const { return std::vector<double>(n_in(), 0.0); }
   // raw: n_in() tensors of shape (*shape); done: the fields of earlier heads.
   virtual fk::Tensor transform(const std::vector<fk::Tensor>& raw, const FieldMap& done) const = 0;
+  // The same map on N problems at once (batch_invert): raw and done hold
+  // (N, *shape) tensors, problem b in row b, and row b of the result is
+  // transform of row b alone. Elementwise heads need nothing more; heads that
+  // reduce over the field (zero_mean, support_masked) reduce per row.
+  virtual fk::Tensor transform_rows(const std::vector<fk::Tensor>& raw,
+                                    const FieldMap& done) const {
+    return transform(raw, done);
+  }
   virtual std::string kind() const = 0;
+  // kind, name and every constant of the map (modifiers: with the inner
+  // head's): two heads with one signature compute one map (batch_invert
+  // evaluates problem 0's heads for every problem).
+  virtual std::string signature() const;
 
  private:
   std::string name_;
@@ -54,6 +66,11 @@ HeadPtr affine_head(HeadPtr inner, double scale, double shift);
 // Splits a raw (N, C) output into the heads' fields of `shape`, in order.
 FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw_channels_last,
                      const fk::Dims& shape);
+// The same for a block of problems: raw (B cells, C) channels last, problem
+// b's cells in rows [b cells, (b + 1) cells); batch_shape is (B, *shape) and
+// every head runs transform_rows.
+FieldMap apply_heads_rows(const std::vector<HeadPtr>& heads, const fk::Tensor& raw_channels_last,
+                          const fk::Dims& batch_shape);
 // By kind name: identity, softplus, exp, bounded, log_bounded, gated_softplus
 // (modifiers are built with the functions above).
 HeadPtr make_head(const std::string& kind, std::string name, double init_value, double lo = 0,

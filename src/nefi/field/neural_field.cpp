@@ -17,19 +17,29 @@
 namespace nefi {
 namespace {
 constexpr double kSirenW0 = 30.0;
-}
 
-FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
-                     const fk::Dims& shape) {
+FieldMap heads_on(const std::vector<HeadPtr>& heads, const fk::Tensor& raw, const fk::Dims& shape,
+                  bool rows) {
   FieldMap out;
   int c = 0;
   for (const HeadPtr& h : heads) {
     std::vector<fk::Tensor> cols;
     for (int j = 0; j < h->n_in(); ++j, ++c)
       cols.push_back(raw.size(1) == 1 ? raw.reshape(shape) : raw.select(1, c).reshape(shape));
-    out[h->name()] = h->transform(cols, out);
+    out[h->name()] = rows ? h->transform_rows(cols, out) : h->transform(cols, out);
   }
   return out;
+}
+}  // namespace
+
+FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
+                     const fk::Dims& shape) {
+  return heads_on(heads, raw, shape, false);
+}
+
+FieldMap apply_heads_rows(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
+                          const fk::Dims& batch_shape) {
+  return heads_on(heads, raw, batch_shape, true);
 }
 
 NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg, uint64_t seed)

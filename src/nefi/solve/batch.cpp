@@ -218,7 +218,7 @@ BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& ac
     raw2 = batched_mlp(params, features, run_.layout, active).reshape({n * cells, C});
   }
   const std::vector<HeadPtr>& heads = run_.mlp0 ? run_.mlp0->heads() : run_.grid0->heads();
-  const FieldMap fields = apply_heads(heads, raw2, with_batch(n, domain_.shape()));
+  const FieldMap fields = apply_heads_rows(heads, raw2, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
   Eval e;
   e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());

@@ -29,14 +29,17 @@
 // holds its solution afterwards.
 //
 // Requirements (batchable_reason names the first one broken): at least one
-// problem; the same domain; NeuralFields of one architecture (tanh or relu, no
-// autocast) with elementwise heads, or GridFields of one shape and heads (their
-// (N, P) blocks made anew at each stage start, P following the stage grid); operators of one kind
-// that are batchable (FFT convolution, identity, pointwise, saturation, a nuisance without
-// trainable parameters, sequential / sum of those; not heat or other
-// time-stepping or implicit-solve operators) and have no trainable
-// parameters; a measurement each; the optimizer adam or adamw; one run
-// (restarts 1).
+// problem; the same domain; NeuralFields of one architecture (tanh or relu,
+// f32 or bf16 autocast trunk) and heads, or GridFields of one shape and heads
+// (their (N, P) blocks made anew at each stage start, P following the stage
+// grid); heads that reduce over a field (zero_mean, support_masked) reduce
+// each problem's row (Head::transform_rows); operators of one kind
+// that are batchable (Operator::batchable(): FFT convolution, Poisson DST,
+// Radon 2-D / 3-D, holography, NV relaxometry, magnetostatics, Born / Rytov,
+// identity, pointwise, saturation, a nuisance without trainable parameters,
+// sequential / sum of those; not heat or other time-stepping or
+// implicit-solve operators) and have no trainable parameters; a measurement each; the optimizer
+// adam or adamw; one run (restarts 1).
 #include <functional>
 #include <optional>
 #include <string>

@@ -13,11 +13,7 @@ namespace {
 
 std::string head_signature(const std::vector<HeadPtr>& heads) {
   std::string s;
-  for (const HeadPtr& h : heads) {
-    s += h->kind() + ":" + h->name() + "(";
-    for (double v : h->init_bias()) s += std::to_string(v) + ",";
-    s += ");";
-  }
+  for (const HeadPtr& h : heads) s += h->signature() + ";";
   return s;
 }
 
@@ -26,7 +22,8 @@ std::string field_signature(const NeuralField& f) {
   return std::to_string(c.hidden) + "x" + std::to_string(c.depth) + " skip " +
          std::to_string(c.skip_at) + " octaves " + std::to_string(c.n_octaves) +
          (c.annealed ? " annealed" : "") + (c.include_input ? " input" : "") + " " + c.activation +
-         " params " + std::to_string(f.n_parameters()) + " heads " + head_signature(f.heads());
+         (c.autocast ? std::string(" autocast ") + fk::name(*c.autocast) : "") + " params " +
+         std::to_string(f.n_parameters()) + " heads " + head_signature(f.heads());
 }
 
 std::optional<std::string> field_reason(const InverseProblem& p, const InverseProblem& first,
@@ -37,10 +34,6 @@ std::optional<std::string> field_reason(const InverseProblem& p, const InversePr
         head_signature(g->heads()) != head_signature(g0->heads()))
       return "problem " + std::to_string(i) + "'s grid field (" + g->shape().str() + " heads " +
              head_signature(g->heads()) + ") differs from problem 0's field";
-    for (const HeadPtr& h : g->heads())
-      if (h->kind() == "support_masked" || h->kind() == "zero_mean")
-        return "head '" + h->name() + "' (" + h->kind() +
-               ") reduces over the whole field (batched heads must be elementwise)";
     return std::nullopt;
   }
   const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
@@ -48,14 +41,11 @@ std::optional<std::string> field_reason(const InverseProblem& p, const InversePr
     return "problem " + std::to_string(i) + " has a '" + p.field->kind() +
            "' field (batch_invert batches neural and grid fields)";
   const NeuralFieldConfig& c = f->config();
-  if ((c.activation != "tanh" && c.activation != "relu") || c.autocast)
+  if ((c.activation != "tanh" && c.activation != "relu") ||
+      (c.autocast && *c.autocast != fk::DType::BF16))
     return "problem " + std::to_string(i) + "'s neural field has activation " + c.activation +
-           (c.autocast ? " with autocast" : "") +
-           " (the batched MLP runs tanh or relu trunks in f32 without autocast)";
-  for (const HeadPtr& h : f->heads())
-    if (h->kind() == "support_masked" || h->kind() == "zero_mean")
-      return "head '" + h->name() + "' (" + h->kind() +
-             ") reduces over the whole field (batched heads must be elementwise)";
+           (c.autocast ? std::string(" with ") + fk::name(*c.autocast) + " autocast" : "") +
+           " (the batched MLP runs tanh or relu trunks in f32 or with bf16 autocast)";
   const auto* f0 = dynamic_cast<const NeuralField*>(first.field.get());
   if (!f0)
     return "problem " + std::to_string(i) + "'s neural field differs from problem 0's '" +

@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
@@ -51,12 +53,15 @@ fk::Tensor stacked(const std::vector<std::shared_ptr<nefi::NeuralField>>& fs) {
 // fk::gemm with the epilogue after it; hidden 32 on 200 points the fused
 // AVX-512 kernel (where the CPU has it); tanh and relu trunks.
 void expect_rows_equal_sequential(int hidden, const nefi::Domain& d,
-                                  const std::string& activation = "tanh") {
-  SCOPED_TRACE("hidden " + std::to_string(hidden) + " " + activation);
+                                  const std::string& activation = "tanh",
+                                  std::optional<fk::DType> autocast = std::nullopt) {
+  SCOPED_TRACE("hidden " + std::to_string(hidden) + " " + activation +
+               (autocast ? " autocast" : ""));
   const double progress = 0.6;  // some bands half open
   nefi::NeuralFieldConfig c = small_config();
   c.hidden = hidden;
   c.activation = activation;
+  c.autocast = autocast;
   auto fs = fields(3, c);
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   EXPECT_EQ(L.n_params, fs[0]->n_parameters());
@@ -82,6 +87,21 @@ TEST(NefiBatchedMlp, RowsAndGradientsEqualSequentialFields) {
   expect_rows_equal_sequential(32, nefi::Domain({20, 10}));
   expect_rows_equal_sequential(12, nefi::Domain({6, 5}), "relu");
   expect_rows_equal_sequential(32, nefi::Domain({20, 10}), "relu");
+}
+
+// bf16 autocast trunks: bit for bit too, through the native AVX512_BF16
+// kernel (where the CPU has it) and through the emulation (FK_CPU_ISA=avx2:
+// operands rounded into f32 copies, fk::gemm).
+TEST(NefiBatchedMlp, Bf16AutocastRowsAndGradientsEqualSequentialFields) {
+  fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
+  for (const char* cap : {"auto", "avx2"}) {
+    SCOPED_TRACE(cap);
+    isa.set_override(std::string(cap));
+    expect_rows_equal_sequential(12, nefi::Domain({6, 5}), "tanh", fk::DType::BF16);
+    expect_rows_equal_sequential(32, nefi::Domain({20, 10}), "tanh", fk::DType::BF16);
+    expect_rows_equal_sequential(32, nefi::Domain({20, 10}), "relu", fk::DType::BF16);
+  }
+  isa.set_override(std::nullopt);
 }
 
 TEST(NefiBatchedMlp, InactiveProblemsGetZerosBothWays) {
@@ -111,6 +131,9 @@ TEST(NefiBatchedMlp, BadInputsThrow) {
   nefi::NeuralFieldConfig gelu = small_config();
   gelu.activation = "gelu";
   EXPECT_THROW(nefi::mlp_layout(*fields(1, gelu)[0]), fk::Error);
+  nefi::NeuralFieldConfig f16 = small_config();
+  f16.autocast = fk::DType::F16;
+  EXPECT_THROW(nefi::mlp_layout(*fields(1, f16)[0]), fk::Error);
 }
 
 TEST(NefiSplitRows, ViewsAndGradcheck) {

@@ -1,8 +1,11 @@
 // batch_invert on the instances whose operators are declared batchable (the
-// catalogue's "yes" rows), each on its smoke config cut to a few steps: the
-// batch either equals two sequential solves (seeds 0 and 1, data and field)
-// per step to 1e-5, or is refused with batchable_reason's message, which
-// must name why (the test pins the expected reason word per instance).
+// catalogue's "yes" rows), each on its smoke config cut to a few steps, and
+// on the variants that change the operator (Rytov, an NV-projected field
+// component), the field (grid baselines with zero_mean / support_masked
+// heads) or its precision (bf16 autocast): the batch equals two sequential
+// solves (seeds 0 and 1) per step to 1e-5 (history rows, stop reasons,
+// final fields), or is refused with batchable_reason's message, which must
+// name why (the test pins the expected reason word).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include "fk/parallel.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
+#include "nefi/operators/catalogue.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/solver.h"
 #include "nefi/test_files.h"
@@ -18,12 +22,15 @@
 namespace {
 
 struct Case {
+  std::string name;  // the test's name
   std::string instance;
-  std::string refusal;  // empty: batchable; else a word the reason must contain
+  std::vector<std::pair<std::string, std::string>> set = {};  // config overrides
+  std::string method = "neural";
+  std::string refusal = "";  // empty: batchable; else a word the reason must contain
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.instance;
+  *os << c.name;
 }
 
 struct Smoke {
@@ -33,14 +40,15 @@ struct Smoke {
 
 // The smoke problems of seeds 0 and 1, every stage cut to 3 steps (two stages
 // at most, so a stage change with its new grid and loss weights is covered).
-Smoke smoke(const std::string& instance) {
-  const nefi::RunConfig c =
-      nefi::load_run_config_file(nefi::test::config_path(instance + "_smoke.yaml"));
-  const auto inst = nefi::find_instance(instance);
+Smoke smoke(const Case& k) {
+  nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path(k.instance + "_smoke.yaml"));
+  for (const auto& [key, value] : k.set) c.config.set(key, value);
+  const auto inst = nefi::find_instance(k.instance);
   Smoke s;
   for (uint64_t seed : {0, 1}) {
-    auto su = inst->setup(c.config, "neural", seed);
-    EXPECT_TRUE(su.has_value()) << instance;
+    auto su = inst->setup(c.config, k.method, seed);
+    EXPECT_TRUE(su.has_value()) << k.name;
     s.problems.push_back(su->problem);
     s.curriculum = su->curriculum;
   }
@@ -55,7 +63,7 @@ class NefiBatchInstance : public testing::TestWithParam<Case> {};
 TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
   fk::set_num_threads(1);
   const Case& k = GetParam();
-  Smoke s = smoke(k.instance);
+  Smoke s = smoke(k);
   const auto why = nefi::batchable_reason(s.problems, s.curriculum);
   if (!k.refusal.empty()) {
     ASSERT_TRUE(why.has_value()) << k.instance << " was expected to be refused";
@@ -75,13 +83,16 @@ TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
     so.seed = b;
     seq.push_back(nefi::Solver(s.problems[b], s.curriculum, so).run());
   }
-  Smoke fresh = smoke(k.instance);
+  Smoke fresh = smoke(k);
   nefi::BatchOptions bo;
   bo.seeds = {0, 1};
   const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
   ASSERT_EQ(bat.size(), 2u);
   for (size_t b = 0; b < 2; ++b) {
-    SCOPED_TRACE(k.instance + " problem " + std::to_string(b));
+    SCOPED_TRACE(k.name + " problem " + std::to_string(b));
+    ASSERT_EQ(seq[b].stages.size(), bat[b].stages.size());
+    for (size_t i = 0; i < seq[b].stages.size(); ++i)
+      EXPECT_EQ(seq[b].stages[i].stop, bat[b].stages[i].stop) << "stage " << i;
     ASSERT_EQ(seq[b].history.rows.size(), bat[b].history.rows.size());
     for (size_t r = 0; r < seq[b].history.rows.size(); ++r) {
       const auto& x = seq[b].history.rows[r];
@@ -104,12 +115,47 @@ TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Catalogue, NefiBatchInstance,
-    testing::Values(Case{"toy1d", ""}, Case{"deconvolution", ""}, Case{"poisson_source", ""},
-                    Case{"holography", "zero_mean"}, Case{"current_density", ""},
-                    Case{"nv_relaxometry", "support_masked"}, Case{"sparse_view_ct", ""},
-                    Case{"diffraction_tomography", ""}),
-    [](const testing::TestParamInfo<Case>& i) { return i.param.instance; });
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all{
+      Case{"toy1d", "toy1d"},
+      Case{"deconvolution", "deconvolution"},
+      Case{"poisson_source", "poisson_source"},
+      Case{"holography", "holography"},
+      Case{"holography_grid", "holography", {}, "grid"},
+      Case{"current_density", "current_density"},
+      Case{"current_density_nv",
+           "current_density",
+           {{"component", "nv"}, {"nv_axis", "[0.5, 0, 0.866]"}}},
+      Case{"nv_relaxometry", "nv_relaxometry"},
+      Case{"nv_relaxometry_grid", "nv_relaxometry", {}, "grid"},
+      Case{"sparse_view_ct", "sparse_view_ct"},
+      Case{"ct3d", "ct3d", {{"n_z", "8"}}},
+      Case{"deconvolution3d", "deconvolution3d", {{"n_z", "8"}}},
+      Case{"diffraction_tomography", "diffraction_tomography"},
+      Case{"diffraction_tomography_rytov", "diffraction_tomography", {{"rytov", "true"}}},
+      Case{"deconvolution_bf16", "deconvolution", {{"autocast", "bf16"}}},
+      Case{"sparse_view_ct_bf16", "sparse_view_ct", {{"autocast", "bf16"}}},
+      Case{"poisson_source_bf16", "poisson_source", {{"autocast", "bf16"}}},
+      Case{"deconvolution_fp16", "deconvolution", {{"autocast", "fp16"}}, "neural", "f16"}};
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, NefiBatchInstance, testing::ValuesIn(cases()),
+                         [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Every instance of an operator the catalogue marks batchable (its rows are
+// held to the real operators by catalogue_test) has a case above, so an
+// instance added later cannot skip this check.
+TEST(NefiBatchInstanceList, CoversEveryCatalogueBatchableInstance) {
+  for (const nefi::OperatorInfo& op : nefi::operator_catalogue()) {
+    if (op.batchable != "yes") continue;
+    for (const std::string& inst : op.instances) {
+      const bool listed = std::any_of(cases().begin(), cases().end(), [&](const Case& c) {
+        return c.instance == inst && c.refusal.empty();
+      });
+      EXPECT_TRUE(listed) << inst << " (operator " << op.kind << ")";
+    }
+  }
+}
 
 }  // namespace

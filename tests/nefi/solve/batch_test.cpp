@@ -262,6 +262,14 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   grid[0].field = std::make_shared<nefi::GridField>(
       grid[0].domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")});
   expect_refused(grid, s.curriculum, "differs from problem 0's");
+  // Grid fields whose heads differ only in a constant (the same initial bias).
+  auto bounds = s.problems;
+  bounds[0].field = std::make_shared<nefi::GridField>(
+      bounds[0].domain.shape(), std::vector<nefi::HeadPtr>{nefi::bounded_head("x", 0.0, 2.0, 1.0)});
+  bounds[1].field = std::make_shared<nefi::GridField>(
+      bounds[1].domain.shape(),
+      std::vector<nefi::HeadPtr>{nefi::bounded_head("x", -1.0, 3.0, 1.0)});
+  expect_refused(bounds, s.curriculum, "differs from problem 0's field");
   nefi::Params wide = p;
   wide.set("hidden", "16");
   auto mixed = s.problems;
