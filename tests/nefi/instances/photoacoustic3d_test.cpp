@@ -86,6 +86,9 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"order", "3"},
                                                        {"init", "0"},
                                                        {"refine_levels", "1"},
+                                                       {"refine_mode", "phase"},
+                                                       {"refine_boundary_weight", "-1"},
+                                                       {"refine_boundary_eps", "0"},
                                                        {"supersample", "0"},
                                                        {"noise", "-0.1"}};
   for (const auto& [key, value] : cases) {
