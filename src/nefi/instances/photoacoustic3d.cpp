@@ -181,6 +181,9 @@ class Photoacoustic3d : public Instance {
     declare_refine_keys(p, true, 2, "voxels");
     p.set("refine_steps", "100");  // past ~100 the refit fits the noise (chi < 1)
     p.set("refine_boundary_weight", "2e-3");
+    // The full preset's smooth fit reaches chi 0.94: refitted voxels then
+    // fit noise (IoU 0.717 -> 0.702, PSNR 26.1 -> 23.9 dB at seed 0).
+    p.set("refine_min_chi_smooth", "1");
     return p;
   }
 

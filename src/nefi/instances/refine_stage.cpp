@@ -18,6 +18,8 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
   p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
   p.declare("refine_eps_end", d.eps_end, "refinement: final interface width (level gaps)");
   p.declare("refine_chi_factor", d.chi_factor, "refinement: accept chi <= this max(chi_smooth, 1)");
+  p.declare("refine_min_chi_smooth", d.min_chi_smooth,
+            "refinement: no refit when the smooth fit's chi <= this (0: off)");
   p.declare("refine_band_fraction", d.band_fraction,
             "refinement: share of interfaces required in the smooth transition band");
   p.declare("refine_band_width", int64_t{d.band_width},
@@ -58,6 +60,9 @@ RefineOptions refine_options_from(const Params& p) {
   FK_CHECK(o.eps_end <= o.eps_start, "config key 'refine_eps_end'",
            "a width <= refine_eps_start (" + Params::render(o.eps_start) + ")",
            Params::render(o.eps_end));
+  o.min_chi_smooth = p.d("refine_min_chi_smooth");
+  FK_CHECK(o.min_chi_smooth >= 0, "config key 'refine_min_chi_smooth'", "a chi >= 0 (0: off)",
+           Params::render(o.min_chi_smooth));
   o.chi_factor = p.d("refine_chi_factor");
   FK_CHECK(o.chi_factor >= 1, "config key 'refine_chi_factor'", "a factor >= 1",
            Params::render(o.chi_factor));

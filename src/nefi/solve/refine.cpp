@@ -173,6 +173,11 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
   if (!(gap > 0)) {
     r.reason = "the smooth field has no level structure";
     r.refined = r.field;
+  } else if (problem.measurement.noise_std > 0 && r.chi_smooth <= o.min_chi_smooth) {
+    r.reason =
+        "the smooth fit is at the noise level already (chi " + std::to_string(r.chi_smooth) + ")";
+    r.refined = r.field;
+    return 0.0;
   }
   return gap;
 }
@@ -216,6 +221,8 @@ void RefineOptions::validate() const {
            "refine option 'boundary_weight'", "a weight >= 0", std::to_string(boundary_weight));
   FK_CHECK(boundary_eps > 0 && std::isfinite(boundary_eps), "refine option 'boundary_eps'",
            "a width > 0 (level gaps)", std::to_string(boundary_eps));
+  FK_CHECK(min_chi_smooth >= 0 && std::isfinite(min_chi_smooth), "refine option 'min_chi_smooth'",
+           "a chi >= 0 (0: off)", std::to_string(min_chi_smooth));
   FK_CHECK(!std::isnan(floor) && floor < std::numeric_limits<double>::infinity(),
            "refine option 'floor'", "a lower bound (or -inf)", std::to_string(floor));
   FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",

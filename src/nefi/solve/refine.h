@@ -54,6 +54,10 @@ struct RefineOptions {
   double lr = 1e-2;
   double eps_start = 0.3, eps_end = 0.1;
   double chi_factor = 1.1;
+  // With a known noise level, no refit when chi_smooth <= this (0: off): a
+  // smooth fit that already explains the data to the noise leaves a refit
+  // nothing but the noise to fit.
+  double min_chi_smooth = 0;
   double band_fraction = 0.9;
   int band_width = 2;
   // voxels mode only:

@@ -14,7 +14,8 @@ std::vector<double> class_means(const std::vector<double>& v, const std::vector<
 double chi(const InverseProblem& p, const fk::Tensor& x);
 // Fills r.thresholds, r.start_levels (Otsu or the given levels), r.chi_smooth
 // and r.field = the smooth field; returns the smallest level gap (not > 0:
-// r is a refusal, r.refined set).
+// r is a refusal, r.refined set: no level structure, or chi_smooth <=
+// o.min_chi_smooth with a known noise level).
 double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
                     const std::vector<double>& xs, const RefineOptions& o, RefineReport& r);
 // The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.

@@ -89,6 +89,7 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"refine_mode", "phase"},
                                                        {"refine_boundary_weight", "-1"},
                                                        {"refine_boundary_eps", "0"},
+                                                       {"refine_min_chi_smooth", "-1"},
                                                        {"supersample", "0"},
                                                        {"noise", "-0.1"}};
   for (const auto& [key, value] : cases) {

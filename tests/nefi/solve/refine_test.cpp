@@ -216,6 +216,23 @@ TEST(NefiRefine, VoxelsKeepEachObjectsValue) {
   EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
 }
 
+// A smooth fit that explains the data to the noise already is not refitted.
+TEST(NefiRefine, NoRefitAtTheNoiseLevel) {
+  DiskProblem p = disk_problem(true);
+  p.smooth = p.truth;  // chi ~ 1: the residual is the noise
+  for (const char* mode : {"levelset", "voxels"}) {
+    nefi::RefineOptions o;
+    o.mode = mode;
+    o.levels = 2;
+    o.min_chi_smooth = 1.5;
+    const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+    EXPECT_LT(r.chi_smooth, 1.5);
+    EXPECT_FALSE(r.accepted);
+    EXPECT_NE(r.reason.find("noise level"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.field.to_vector<double>(), p.smooth.to_vector<double>());
+  }
+}
+
 TEST(NefiRefine, BadOptionsAndShapes) {
   const DiskProblem p = disk_problem(true);
   for (auto bad :
@@ -232,6 +249,7 @@ TEST(NefiRefine, BadOptionsAndShapes) {
         +[](nefi::RefineOptions& o) { o.mode = "phase"; },
         +[](nefi::RefineOptions& o) { o.boundary_weight = -1; },
         +[](nefi::RefineOptions& o) { o.boundary_eps = 0; },
+        +[](nefi::RefineOptions& o) { o.min_chi_smooth = -1; },
         +[](nefi::RefineOptions& o) { o.floor = std::nan(""); }}) {
     nefi::RefineOptions o;
     bad(o);
