@@ -7,9 +7,10 @@
 
 namespace nefi {
 
-void declare_refine_keys(Params& p, bool on, int64_t levels) {
+void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& mode) {
   const RefineOptions d;
-  p.declare("refine", on, "run the level-set edge refinement after the solve");
+  p.declare("refine", on, "run the edge refinement after the solve");
+  p.declare("refine_mode", mode, "refinement: levelset (K-level staircase) | voxels");
   p.declare("refine_levels", levels, "refinement phases (0: auto by multi-level Otsu)");
   p.declare("refine_max_levels", int64_t{d.max_levels}, "refinement: most phases auto picks");
   p.declare("refine_steps", int64_t{d.steps}, "refinement: Adam steps");
@@ -17,14 +18,21 @@ void declare_refine_keys(Params& p, bool on, int64_t levels) {
   p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
   p.declare("refine_eps_end", d.eps_end, "refinement: final interface width (level gaps)");
   p.declare("refine_chi_factor", d.chi_factor, "refinement: accept chi <= this max(chi_smooth, 1)");
+  p.declare("refine_min_chi_smooth", d.min_chi_smooth,
+            "refinement: no refit when the smooth fit's chi <= this (0: off)");
   p.declare("refine_band_fraction", d.band_fraction,
             "refinement: share of interfaces required in the smooth transition band");
   p.declare("refine_band_width", int64_t{d.band_width},
             "refinement: cells the transition band is grown by");
+  p.declare("refine_boundary_weight", d.boundary_weight,
+            "refinement (voxels): weight of the phases' perimeter");
+  p.declare("refine_boundary_eps", d.boundary_eps,
+            "refinement (voxels): interface width of the perimeter (level gaps)");
 }
 
 RefineOptions refine_options_from(const Params& p) {
   RefineOptions o;
+  o.mode = p.choice("refine_mode", {"levelset", "voxels"});
   auto integer = [&](const char* key, int64_t lo, int64_t hi) {
     const int64_t v = p.i(key);
     FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
@@ -45,9 +53,16 @@ RefineOptions refine_options_from(const Params& p) {
   o.lr = positive("refine_lr");
   o.eps_start = positive("refine_eps_start");
   o.eps_end = positive("refine_eps_end");
+  o.boundary_eps = positive("refine_boundary_eps");
+  o.boundary_weight = p.d("refine_boundary_weight");
+  FK_CHECK(o.boundary_weight >= 0, "config key 'refine_boundary_weight'", "a weight >= 0",
+           Params::render(o.boundary_weight));
   FK_CHECK(o.eps_end <= o.eps_start, "config key 'refine_eps_end'",
            "a width <= refine_eps_start (" + Params::render(o.eps_start) + ")",
            Params::render(o.eps_end));
+  o.min_chi_smooth = p.d("refine_min_chi_smooth");
+  FK_CHECK(o.min_chi_smooth >= 0, "config key 'refine_min_chi_smooth'", "a chi >= 0 (0: off)",
+           Params::render(o.min_chi_smooth));
   o.chi_factor = p.d("refine_chi_factor");
   FK_CHECK(o.chi_factor >= 1, "config key 'refine_chi_factor'", "a factor >= 1",
            Params::render(o.chi_factor));
@@ -61,7 +76,7 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
                              uint64_t seed, RunOutput& out) {
   SolverOptions so;
   so.seed = seed;
-  const RefineReport r = refine_levelset(problem, out.reconstruction, options, so);
+  const RefineReport r = refine_edges(problem, out.reconstruction, options, so);
   out.metrics["refine_accepted"] = r.accepted ? 1.0 : 0.0;
   out.metrics["refine_levels"] = static_cast<double>(r.start_levels.size());
   out.metrics["refine_chi_smooth"] = r.chi_smooth;

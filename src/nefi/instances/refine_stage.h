@@ -3,16 +3,19 @@
 // its config keys, and the call that refines a finished run and records
 // what it did.
 #include <functional>
+#include <string>
 
 #include "nefi/instances/instance.h"
 #include "nefi/solve/refine.h"
 
 namespace nefi {
 
-// refine (bool, default `on`), refine_levels (0: auto), refine_max_levels,
-// refine_steps, refine_lr, refine_eps_start, refine_eps_end,
-// refine_chi_factor, refine_band_fraction, refine_band_width.
-void declare_refine_keys(Params& p, bool on, int64_t levels = 0);
+// refine (bool, default `on`), refine_mode (default `mode`), refine_levels
+// (0: auto), refine_max_levels, refine_steps, refine_lr, refine_eps_start,
+// refine_eps_end, refine_chi_factor, refine_min_chi_smooth, refine_band_fraction,
+// refine_band_width, refine_boundary_weight, refine_boundary_eps.
+void declare_refine_keys(Params& p, bool on, int64_t levels = 0,
+                         const std::string& mode = "levelset");
 // The options those keys give; checked (an error names the key).
 RefineOptions refine_options_from(const Params& p);
 

@@ -10,6 +10,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/unary.h"
+#include "nefi/solve/refine_common.h"
 
 namespace nefi {
 namespace {
@@ -61,24 +62,6 @@ class LevelSetField : public Field {
   double eps_start_, eps_end_;
 };
 
-// Class means of v split at the thresholds (an empty class takes its
-// threshold interval's midpoint, so the levels stay ordered).
-std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t) {
-  const size_t K = t.size() + 1;
-  std::vector<double> sum(K, 0.0), cnt(K, 0.0);
-  for (double x : v) {
-    const size_t k = std::upper_bound(t.begin(), t.end(), x) - t.begin();
-    sum[k] += x, cnt[k] += 1;
-  }
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  std::vector<double> m(K);
-  for (size_t k = 0; k < K; ++k) {
-    const double a = k ? t[k - 1] : *lo, b = k + 1 < K ? t[k] : *hi;
-    m[k] = cnt[k] > 0 ? sum[k] / cnt[k] : (a + b) / 2;
-  }
-  return m;
-}
-
 // The threshold above which the share (mean(v) − lo)/(hi − lo) of v lies
 // (clamped to [0, 1]; midway between the neighbouring sorted values).
 double mass_matched_threshold(std::vector<double> v, double lo, double hi) {
@@ -89,24 +72,6 @@ double mass_matched_threshold(std::vector<double> v, double lo, double hi) {
   const int64_t m = std::clamp<int64_t>(std::llround(f * static_cast<double>(n)), 1, n - 1);
   std::sort(v.begin(), v.end(), std::greater<>());
   return 0.5 * (v[m - 1] + v[m]);
-}
-
-// chi of `x` (the problem's field at the domain grid; see refine.h).
-double chi(const InverseProblem& p, const fk::Tensor& x) {
-  fk::autograd::NoGradGuard ng;
-  const fk::Tensor pred = p.op->apply(x.to(p.measurement.data.dtype()));
-  FK_CHECK(pred.shape() == p.measurement.data.shape(), "nefi::refine_levelset",
-           "a prediction of the measurement's shape " + p.measurement.data.shape().str(),
-           pred.shape().str());
-  const auto a = pred.to_vector<double>(), y = p.measurement.data.to_vector<double>();
-  const std::vector<double> w = p.measurement.mask.defined()
-                                    ? p.measurement.mask.to_vector<double>()
-                                    : std::vector<double>(a.size(), 1.0);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) num += w[i] * (a[i] - y[i]) * (a[i] - y[i]), den += w[i];
-  const double m = den > 0 ? num / den : 0.0;
-  const double s = p.measurement.noise_std;
-  return s > 0 ? m / (s * s) : m;
 }
 
 // Share of the refined interface cells (a cell whose phase index differs
@@ -150,7 +115,116 @@ double interface_in_band(const std::vector<double>& smooth, const std::vector<do
 
 }  // namespace
 
+namespace refine_detail {
+
+// Class means of v split at the thresholds (an empty class takes its
+// threshold interval's midpoint, so the levels stay ordered).
+std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t) {
+  const size_t K = t.size() + 1;
+  std::vector<double> sum(K, 0.0), cnt(K, 0.0);
+  for (double x : v) {
+    const size_t k = std::upper_bound(t.begin(), t.end(), x) - t.begin();
+    sum[k] += x, cnt[k] += 1;
+  }
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  std::vector<double> m(K);
+  for (size_t k = 0; k < K; ++k) {
+    const double a = k ? t[k - 1] : *lo, b = k + 1 < K ? t[k] : *hi;
+    m[k] = cnt[k] > 0 ? sum[k] / cnt[k] : (a + b) / 2;
+  }
+  return m;
+}
+
+// chi of `x` (the problem's field at the domain grid; see refine.h).
+double chi(const InverseProblem& p, const fk::Tensor& x) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor pred = p.op->apply(x.to(p.measurement.data.dtype()));
+  FK_CHECK(pred.shape() == p.measurement.data.shape(), "nefi::refine",
+           "a prediction of the measurement's shape " + p.measurement.data.shape().str(),
+           pred.shape().str());
+  const auto a = pred.to_vector<double>(), y = p.measurement.data.to_vector<double>();
+  const std::vector<double> w = p.measurement.mask.defined()
+                                    ? p.measurement.mask.to_vector<double>()
+                                    : std::vector<double>(a.size(), 1.0);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) num += w[i] * (a[i] - y[i]) * (a[i] - y[i]), den += w[i];
+  const double m = den > 0 ? num / den : 0.0;
+  const double s = p.measurement.noise_std;
+  return s > 0 ? m / (s * s) : m;
+}
+
+double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
+                    const std::vector<double>& xs, const RefineOptions& o, RefineReport& r) {
+  int K = o.levels;
+  if (K == 0)
+    for (K = 2; K < o.max_levels; ++K)
+      if (class_separation(xs, multi_otsu(xs, K)) >= o.auto_separation) break;
+  if (o.start_levels.empty()) {
+    r.thresholds = multi_otsu(xs, K);
+    r.start_levels = class_means(xs, r.thresholds);
+  } else {
+    r.start_levels = o.start_levels;
+    r.thresholds = {mass_matched_threshold(xs, o.start_levels[0], o.start_levels[1])};
+  }
+  double gap = std::numeric_limits<double>::infinity();
+  for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
+  r.chi_smooth = chi(problem, smooth);
+  r.field = smooth.to(fk::DType::F64);
+  if (!(gap > 0)) {
+    r.reason = "the smooth field has no level structure";
+    r.refined = r.field;
+  } else if (problem.measurement.noise_std > 0 && r.chi_smooth <= o.min_chi_smooth) {
+    r.reason =
+        "the smooth fit is at the noise level already (chi " + std::to_string(r.chi_smooth) + ")";
+    r.refined = r.field;
+    return 0.0;
+  }
+  return gap;
+}
+
+Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so) {
+  Curriculum cur = Curriculum::single(p.domain.shape(), o.steps, o.lr);
+  cur.stages[0].name = "refine";
+  cur.optim.optimizer = "adam";
+  cur.optim.weight_decay = 0;
+  cur.optim.grad_clip = 0;
+  SolverOptions opts;
+  opts.seed = so.seed;
+  opts.nan_guard = so.nan_guard;
+  return Solver(std::move(p), cur, opts).run();
+}
+
+void judge(const InverseProblem& problem, const std::vector<double>& xs,
+           const std::vector<double>& phases, const RefineOptions& o, RefineReport& r) {
+  r.chi_refined = chi(problem, r.refined);
+  r.in_band = interface_in_band(xs, phases, problem.domain.shape(), r.thresholds, r.start_levels,
+                                o.band_width);
+  const double bound =
+      o.chi_factor *
+      (problem.measurement.noise_std > 0 ? std::max(r.chi_smooth, 1.0) : r.chi_smooth);
+  if (r.chi_refined > bound) {
+    r.reason = "chi " + std::to_string(r.chi_refined) + " > " + std::to_string(bound);
+  } else if (r.in_band < o.band_fraction) {
+    r.reason = "interfaces outside the transition band (" + std::to_string(r.in_band) + ")";
+  } else {
+    r.accepted = true;
+    r.field = r.refined;
+  }
+}
+
+}  // namespace refine_detail
+
 void RefineOptions::validate() const {
+  FK_CHECK(mode == "levelset" || mode == "voxels", "refine option 'mode'", "levelset or voxels",
+           "'" + mode + "'");
+  FK_CHECK(boundary_weight >= 0 && std::isfinite(boundary_weight),
+           "refine option 'boundary_weight'", "a weight >= 0", std::to_string(boundary_weight));
+  FK_CHECK(boundary_eps > 0 && std::isfinite(boundary_eps), "refine option 'boundary_eps'",
+           "a width > 0 (level gaps)", std::to_string(boundary_eps));
+  FK_CHECK(min_chi_smooth >= 0 && std::isfinite(min_chi_smooth), "refine option 'min_chi_smooth'",
+           "a chi >= 0 (0: off)", std::to_string(min_chi_smooth));
+  FK_CHECK(!std::isnan(floor) && floor < std::numeric_limits<double>::infinity(),
+           "refine option 'floor'", "a lower bound (or -inf)", std::to_string(floor));
   FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",
            "0 (auto) or a phase count in [2, 8]", std::to_string(levels));
   FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
@@ -221,7 +295,7 @@ std::vector<double> multi_otsu(const std::vector<double>& v, int classes, int bi
 }
 
 double class_separation(const std::vector<double>& v, const std::vector<double>& t) {
-  const std::vector<double> m = class_means(v, t);
+  const std::vector<double> m = refine_detail::class_means(v, t);
   double mean = 0;
   for (double x : v) mean += x;
   mean /= static_cast<double>(v.size());
@@ -236,63 +310,31 @@ double class_separation(const std::vector<double>& v, const std::vector<double>&
 
 RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& smooth,
                              const RefineOptions& o, const SolverOptions& so) {
+  using namespace refine_detail;
   o.validate();
   const fk::Dims shape = problem.domain.shape();
   FK_CHECK(smooth.shape() == shape, "nefi::refine_levelset",
            "a smooth field of shape " + shape.str(), smooth.shape().str());
   const std::vector<double> xs = smooth.to_vector<double>();
   RefineReport r;
-  int K = o.levels;
-  if (K == 0)
-    for (K = 2; K < o.max_levels; ++K)
-      if (class_separation(xs, multi_otsu(xs, K)) >= o.auto_separation) break;
-  if (o.start_levels.empty()) {
-    r.thresholds = multi_otsu(xs, K);
-    r.start_levels = class_means(xs, r.thresholds);
-  } else {
-    r.start_levels = o.start_levels;
-    r.thresholds = {mass_matched_threshold(xs, o.start_levels[0], o.start_levels[1])};
-  }
-  double gap = std::numeric_limits<double>::infinity();
-  for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
-  r.chi_smooth = chi(problem, smooth);
-  r.field = smooth.to(fk::DType::F64);
-  if (!(gap > 0)) {
-    r.reason = "the smooth field has no level structure";
-    r.refined = r.field;
-    return r;
-  }
+  const double gap = start_phases(problem, smooth, xs, o, r);
+  if (!(gap > 0)) return r;
   InverseProblem p = problem;
   const std::string primary = problem.field->primary();
   auto field = std::make_shared<LevelSetField>(primary, shape, xs, r.thresholds, r.start_levels,
                                                o.eps_start * gap, o.eps_end * gap);
   p.field = field;
-  Curriculum cur = Curriculum::single(shape, o.steps, o.lr);
-  cur.stages[0].name = "refine";
-  cur.optim.optimizer = "adam";
-  cur.optim.weight_decay = 0;
-  cur.optim.grad_clip = 0;
-  SolverOptions opts;
-  opts.seed = so.seed;
-  opts.nan_guard = so.nan_guard;
-  Result res = Solver(std::move(p), cur, opts).run();
+  const Result res = run_refit(std::move(p), o, so);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
   r.levels = field->params().raw(1).to_vector<double>();
-  r.chi_refined = chi(problem, r.refined);
-  r.in_band = interface_in_band(xs, field->params().raw(0).to_vector<double>(), shape, r.thresholds,
-                                r.start_levels, o.band_width);
-  const double bound =
-      o.chi_factor *
-      (problem.measurement.noise_std > 0 ? std::max(r.chi_smooth, 1.0) : r.chi_smooth);
-  if (r.chi_refined > bound) {
-    r.reason = "chi " + std::to_string(r.chi_refined) + " > " + std::to_string(bound);
-  } else if (r.in_band < o.band_fraction) {
-    r.reason = "interfaces outside the transition band (" + std::to_string(r.in_band) + ")";
-  } else {
-    r.accepted = true;
-    r.field = r.refined;
-  }
+  judge(problem, xs, field->params().raw(0).to_vector<double>(), o, r);
   return r;
+}
+
+RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
+                          const RefineOptions& o, const SolverOptions& so) {
+  return o.mode == "voxels" ? refine_voxels(problem, smooth, o, so)
+                            : refine_levelset(problem, smooth, o, so);
 }
 
 }  // namespace nefi

@@ -17,6 +17,17 @@
 //     the two starting levels of that interface, grown by band_width cells),
 // else the smooth field is kept: refinement may sharpen what the data
 // support, never invent an edge the data or the smooth fit do not show.
+//
+// Mode "voxels" keeps a free value per cell instead (started at x_s, held
+// above `floor`), refitted under the problem's losses plus
+// boundary_weight * the smoothed perimeter of the phases,
+//   P(u) = sum_k mean_cells |grad_h sigmoid((u - t_k) / eps)|,
+//   eps = boundary_eps * the smallest level gap,
+// the area of the interfaces {u = t_k} per unit volume: it shortens and
+// straightens the interfaces where the data leave them free, and, unlike a
+// staircase of K levels, leaves the values inside each phase to the data
+// (objects of different strengths keep them). The same acceptance test.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,9 +38,10 @@
 namespace nefi {
 
 struct RefineOptions {
-  int levels = 0;      // phases K >= 2; 0: the smallest K in [2, max_levels] with
-                       // between-class variance >= auto_separation of the total
-  int max_levels = 4;  // <= 8
+  std::string mode = "levelset";  // levelset | voxels
+  int levels = 0;                 // phases K >= 2; 0: the smallest K in [2, max_levels] with
+                                  // between-class variance >= auto_separation of the total
+  int max_levels = 4;             // <= 8
   // Two given starting phase values {c0 < c1} (`levels` must be 2): a known
   // background and inclusion value where the smooth fit under-recovers the
   // contrast. The threshold is then mass-matched: the c1 phase takes the
@@ -42,15 +54,24 @@ struct RefineOptions {
   double lr = 1e-2;
   double eps_start = 0.3, eps_end = 0.1;
   double chi_factor = 1.1;
+  // With a known noise level, no refit when chi_smooth <= this (0: off): a
+  // smooth fit that already explains the data to the noise leaves a refit
+  // nothing but the noise to fit.
+  double min_chi_smooth = 0;
   double band_fraction = 0.9;
   int band_width = 2;
+  // voxels mode only:
+  double boundary_weight = 1e-3;
+  double boundary_eps = 0.1;
+  double floor = -std::numeric_limits<double>::infinity();
   void validate() const;  // throws fk::Error naming the bad option
 };
 
 struct RefineReport {
   bool accepted = false;
   std::string reason;  // why it was refused (empty when accepted)
-  std::vector<double> thresholds, start_levels, levels;
+  std::vector<double> thresholds, start_levels;
+  std::vector<double> levels;  // levelset: the fitted levels; voxels: the refined class means
   double chi_smooth = 0, chi_refined = 0, in_band = 0;
   fk::Tensor refined;  // the refined field (f64), also when refused
   fk::Tensor field;    // what to use: `refined` when accepted, else the smooth field
@@ -61,6 +82,17 @@ struct RefineReport {
 // `smooth` is that field at the domain's grid.
 RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& smooth,
                              const RefineOptions& options, const SolverOptions& solver = {});
+
+RefineReport refine_voxels(const InverseProblem& problem, const fk::Tensor& smooth,
+                           const RefineOptions& options, const SolverOptions& solver = {});
+// The mode options.mode names.
+RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
+                          const RefineOptions& options, const SolverOptions& solver = {});
+
+// P(u) above for thresholds t (ascending) at width eps > 0 and grid spacing
+// h (one per axis of u); differentiable in u.
+fk::Tensor phase_perimeter(const fk::Tensor& u, const std::vector<double>& t, double eps,
+                           const std::vector<double>& h);
 
 // Multi-level Otsu on a `bins`-bin histogram over [min, max] of v: the
 // classes - 1 thresholds (bin edges, ascending) that maximise the

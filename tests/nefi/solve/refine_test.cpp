@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "fk/testing.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/losses/data_losses.h"
+#include "nefi/losses/regularizers.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/solve/metrics.h"
 
@@ -38,7 +41,8 @@ struct DiskProblem {
   fk::Tensor truth, smooth;
 };
 
-DiskProblem disk_problem(bool sharp_truth) {
+// Two disks of `a` and `b` over 0.1 when `two`, else the one disk below.
+DiskProblem disk_problem(bool sharp_truth, bool two = false, double a = 0.5, double b = 0.9) {
   const int64_t n = 32;
   nefi::Domain d({n, n});
   std::vector<double> x(n * n);
@@ -46,6 +50,11 @@ DiskProblem disk_problem(bool sharp_truth) {
     for (int64_t j = 0; j < n; ++j) {
       const double r = std::hypot(i + 0.5 - 15.0, j + 0.5 - 17.0);
       x[i * n + j] = sharp_truth ? (r < 8 ? 0.8 : 0.1) : 0.1 + 0.7 * std::exp(-r * r / 50.0);
+      if (two) {
+        const double ra = std::hypot(i + 0.5 - 9.0, j + 0.5 - 10.0);
+        const double rb = std::hypot(i + 0.5 - 22.0, j + 0.5 - 21.0);
+        x[i * n + j] = ra < 6 ? a : rb < 6 ? b : 0.1;
+      }
     }
   DiskProblem p;
   p.truth = fk::from_vector(x, {n, n});
@@ -121,6 +130,109 @@ TEST(NefiRefine, RefusesAStaircaseTheDataContradict) {
   EXPECT_GT(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
 }
 
+// The perimeter of a plane interface: sigmoid((u - t)/eps) is the unit step
+// across the plane, whose area per unit volume is 1/L0, once per threshold
+// it crosses.
+TEST(NefiRefine, PhasePerimeterOfAPlaneIsItsAreaPerVolume) {
+  const fk::Dims s{8, 6, 5};
+  const std::vector<double> h{0.5, 0.25, 0.4};  // L0 = 4
+  std::vector<double> u(s.numel());
+  for (int64_t i = 0; i < s.numel(); ++i) u[i] = i / (6 * 5) < 3 ? 0.1 : 0.9;
+  const fk::Tensor x = fk::from_vector(u, s);
+  // The norm's smoothing e = 1e-3 / h_max, taken off every cell, leaves
+  // the interface cells' (one in n0 = 8) sqrt(1/h0^2 + e^2) - e.
+  const double e = 1e-3 / 0.5, plane = (std::sqrt(4 + e * e) - e) / 8;
+  EXPECT_NEAR(plane, 1.0 / 4.0, 3e-4);
+  EXPECT_NEAR(nefi::phase_perimeter(x, {0.5}, 1e-3, h).item(), plane, 1e-9);
+  EXPECT_NEAR(nefi::phase_perimeter(x, {0.3, 0.6}, 1e-3, h).item(), 2 * plane, 1e-9);
+  EXPECT_NEAR(nefi::phase_perimeter(x, {0.95}, 1e-3, h).item(), 0.0, 1e-9);
+  EXPECT_THROW(nefi::phase_perimeter(x, {0.5}, 0.0, h), fk::Error);
+  EXPECT_THROW(nefi::phase_perimeter(x, {}, 0.1, h), fk::Error);
+  EXPECT_THROW(nefi::phase_perimeter(x, {0.5}, 0.1, {0.5, 0.25}), fk::Error);
+}
+
+TEST(NefiRefine, PhasePerimeterGradcheck) {
+  fk::Generator g(11);
+  fk::Tensor u = fk::randn({5, 4, 3}, {fk::DType::F64}, &g);
+  u.set_requires_grad(true);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [](const std::vector<fk::Tensor>& in) {
+                  return nefi::phase_perimeter(in[0], {-0.2, 0.4}, 0.3, {0.5, 0.25, 1.0});
+                },
+                {u}),
+            "");
+}
+
+// Voxels mode leans on the problem's own regulariser (here a light TV).
+nefi::RefineOptions voxel_options(nefi::InverseProblem& problem) {
+  nefi::TVOptions tv;
+  tv.eps = 1e-2;
+  problem.losses.add(nefi::tv_loss("x", tv), 1e-4);
+  nefi::RefineOptions o;
+  o.boundary_weight = 1e-4;
+  return o;
+}
+
+// Voxels mode on the blurred disk: accepted, sharper and closer than the
+// smooth fit, never below the floor.
+TEST(NefiRefine, VoxelsSharpenAnEdgeTheDataSupport) {
+  DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o = voxel_options(p.problem);
+  o.mode = "voxels";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  o.floor = 0.125;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  EXPECT_LT(r.chi_refined, r.chi_smooth);
+  EXPECT_GT(nefi::iou(r.field, p.truth, 0.8), nefi::iou(p.smooth, p.truth, 0.8) + 0.1);
+  EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
+  const auto v = r.field.to_vector<double>();
+  EXPECT_GE(*std::min_element(v.begin(), v.end()), 0.125);
+}
+
+// Two inclusions of different strengths: the voxels keep each one's value
+// (a two-level staircase cannot), the known answer being the truth's.
+TEST(NefiRefine, VoxelsKeepEachObjectsValue) {
+  DiskProblem p = disk_problem(true, true, 0.5, 0.9);
+  nefi::RefineOptions o = voxel_options(p.problem);
+  o.mode = "voxels";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  const auto x = r.field.to_vector<double>(), t = p.truth.to_vector<double>();
+  double a = 0, na = 0, b = 0, nb = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i) / 32, col = static_cast<int64_t>(i) % 32;
+    if (std::hypot(row + 0.5 - 9.0, col + 0.5 - 10.0) < 4) a += x[i], ++na;
+    if (std::hypot(row + 0.5 - 22.0, col + 0.5 - 21.0) < 4) b += x[i], ++nb;
+  }
+  EXPECT_NEAR(a / na, 0.5, 0.05);
+  EXPECT_NEAR(b / nb, 0.9, 0.05);
+  EXPECT_GT(nefi::iou(r.field, p.truth, 0.4), nefi::iou(p.smooth, p.truth, 0.4) + 0.1);
+  EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
+}
+
+// A smooth fit that explains the data to the noise already is not refitted.
+TEST(NefiRefine, NoRefitAtTheNoiseLevel) {
+  DiskProblem p = disk_problem(true);
+  p.smooth = p.truth;  // chi ~ 1: the residual is the noise
+  for (const char* mode : {"levelset", "voxels"}) {
+    nefi::RefineOptions o;
+    o.mode = mode;
+    o.levels = 2;
+    o.min_chi_smooth = 1.5;
+    const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+    EXPECT_LT(r.chi_smooth, 1.5);
+    EXPECT_FALSE(r.accepted);
+    EXPECT_NE(r.reason.find("noise level"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.field.to_vector<double>(), p.smooth.to_vector<double>());
+  }
+}
+
 TEST(NefiRefine, BadOptionsAndShapes) {
   const DiskProblem p = disk_problem(true);
   for (auto bad :
@@ -133,11 +245,21 @@ TEST(NefiRefine, BadOptionsAndShapes) {
         },
         +[](nefi::RefineOptions& o) {
           o.levels = 3, o.start_levels = {0.1, 0.8};
-        }}) {
+        },
+        +[](nefi::RefineOptions& o) { o.mode = "phase"; },
+        +[](nefi::RefineOptions& o) { o.boundary_weight = -1; },
+        +[](nefi::RefineOptions& o) { o.boundary_eps = 0; },
+        +[](nefi::RefineOptions& o) { o.min_chi_smooth = -1; },
+        +[](nefi::RefineOptions& o) { o.floor = std::nan(""); }}) {
     nefi::RefineOptions o;
     bad(o);
     EXPECT_THROW(nefi::refine_levelset(p.problem, p.smooth, o), fk::Error);
+    o.mode = o.mode == "levelset" ? "voxels" : o.mode;
+    EXPECT_THROW(nefi::refine_edges(p.problem, p.smooth, o), fk::Error);
   }
+  nefi::RefineOptions v;
+  v.mode = "voxels";
+  EXPECT_THROW(nefi::refine_edges(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), v), fk::Error);
   EXPECT_THROW(nefi::refine_levelset(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), {}),
                fk::Error);
 }

@@ -36,13 +36,6 @@ struct Laplacian {
     for (int j = 0; j < pairs; ++j) s += w[j] * (u[p + off[j]] + u[p - off[j]]);
     return s;
   }
-  // Δ_h(k ⊙ v) at p (Δ_h is symmetric, so this is its transpose applied to k v).
-  T at_product(const T* k, const T* v, int64_t p) const {
-    T s = w0 * k[p] * v[p];
-    for (int j = 0; j < pairs; ++j)
-      s += w[j] * (k[p + off[j]] * v[p + off[j]] + k[p - off[j]] * v[p - off[j]]);
-    return s;
-  }
 };
 
 // The layer profile along axis d at padded coordinate x (in cells, centre of
@@ -168,16 +161,49 @@ std::vector<double> kappa_gradient(const WaveGrid& g, const StepCoefficients<T>&
   return out;
 }
 
+namespace {
+
+// out = u + k ⊙ Δ_h v, or with `product` out = u + Δ_h v, over the padded
+// cells, with the stencil's pair count fixed so the rows vectorise.
+template <typename T, int PAIRS>
+void scaled_laplacian_rows(const WaveGrid& g, const Laplacian<T>& lap, const T* k, const T* u,
+                           const T* v, T* out, bool product) {
+  for_each_row(g, [&](int64_t p0, int64_t count) {
+    for (int64_t p = p0; p < p0 + count; ++p) {
+      T s = lap.w0 * v[p];
+      for (int j = 0; j < PAIRS; ++j) s += lap.w[j] * (v[p + lap.off[j]] + v[p - lap.off[j]]);
+      out[p] = u[p] + (product ? s : k[p] * s);
+    }
+  });
+}
+
+}  // namespace
+
 template <typename T>
 void add_scaled_laplacian(const WaveGrid& g, const std::vector<double>& kappa, double scale,
                           const T* u, T* out, bool transpose) {
   const Laplacian<T> lap(g);
   std::vector<T> k(g.numel, T(0));
   for (int64_t p = 0; p < g.numel; ++p) k[p] = static_cast<T>(scale * kappa[p]);
-  for_each_row(g, [&](int64_t p0, int64_t count) {
-    for (int64_t p = p0; p < p0 + count; ++p)
-      out[p] = u[p] + (transpose ? lap.at_product(k.data(), u, p) : k[p] * lap.at(u, p));
-  });
+  // The transpose Δ_h(k ⊙ u) (Δ_h is symmetric) on the product formed once.
+  std::vector<T> ku;
+  if (transpose) {
+    ku.resize(g.numel);
+    for (int64_t p = 0; p < g.numel; ++p) ku[p] = k[p] * u[p];
+  }
+  const T* v = transpose ? ku.data() : u;
+  switch (lap.pairs) {
+    case 1:
+      return scaled_laplacian_rows<T, 1>(g, lap, k.data(), u, v, out, transpose);
+    case 2:
+      return scaled_laplacian_rows<T, 2>(g, lap, k.data(), u, v, out, transpose);
+    case 3:
+      return scaled_laplacian_rows<T, 3>(g, lap, k.data(), u, v, out, transpose);
+    case 4:
+      return scaled_laplacian_rows<T, 4>(g, lap, k.data(), u, v, out, transpose);
+    default:
+      return scaled_laplacian_rows<T, 6>(g, lap, k.data(), u, v, out, transpose);
+  }
 }
 
 double wave_energy(const WaveGrid& g, const std::vector<double>& kappa, const double* u_n,

@@ -1,0 +1,28 @@
+#pragma once
+// What the two refinement modes of refine.h share: the starting phases of
+// the smooth field, the refit run, chi and the acceptance test.
+#include <vector>
+
+#include "nefi/solve/refine.h"
+
+namespace nefi::refine_detail {
+
+// Class means of v split at the thresholds (an empty class takes its
+// threshold interval's midpoint, so the levels stay ordered).
+std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t);
+// chi of `x` (the problem's field at the domain grid; see refine.h).
+double chi(const InverseProblem& p, const fk::Tensor& x);
+// Fills r.thresholds, r.start_levels (Otsu or the given levels), r.chi_smooth
+// and r.field = the smooth field; returns the smallest level gap (not > 0:
+// r is a refusal, r.refined set: no level structure, or chi_smooth <=
+// o.min_chi_smooth with a known noise level).
+double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
+                    const std::vector<double>& xs, const RefineOptions& o, RefineReport& r);
+// The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.
+Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so);
+// Sets r.chi_refined, r.in_band (interfaces of `phases`, the per-cell value
+// the thresholds split) and the verdict; r.refined must be set.
+void judge(const InverseProblem& problem, const std::vector<double>& xs,
+           const std::vector<double>& phases, const RefineOptions& o, RefineReport& r);
+
+}  // namespace nefi::refine_detail
