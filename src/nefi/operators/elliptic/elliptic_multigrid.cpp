@@ -16,17 +16,17 @@ template <typename T, typename F>
 void for_each_stored_face(const EllipticGrid& g, const T* faces, F&& f) {
   const int64_t n = g.numel();
   for (int a = 0; a < g.ndim(); ++a) {
-    const int64_t len = g.shape[a], inner = g.stride(a);
+    const int64_t len = g.shape[a], inner = g.stride(a), outer = n / (len * inner);
     const bool wrap = g.boundary[a][0] == Boundary::kPeriodic && len > 1;
-    for (int64_t i = 0; i < n; ++i) {
-      const double k = faces[a * n + i];
-      if (k == 0) continue;
-      const int64_t c = (i / inner) % len;
-      if (c + 1 < len)
-        f(i, i + inner, a, k);
-      else if (wrap)
-        f(i, i - (len - 1) * inner, a, k);
-    }
+    const T* k = faces + a * n;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t c = 0; c < len; ++c) {
+        const int64_t i0 = (o * len + c) * inner;
+        if (c + 1 == len && !wrap) continue;
+        const int64_t step = c + 1 < len ? inner : -(len - 1) * inner;
+        for (int64_t i = i0; i < i0 + inner; ++i)
+          if (k[i] != 0) f(i, i + step, a, double(k[i]));
+      }
   }
 }
 
@@ -51,16 +51,18 @@ MultigridLevel<T> coarsen(MultigridLevel<T>& L) {
   }
   C.grid.shape = fk::Dims(cs);
   const int64_t nc = C.grid.numel();
+  // Parents by odometer over the coordinates (no divisions per cell).
   L.parent.resize(n);
+  std::vector<int64_t> coord(d, 0);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t rest = i, p = 0;
-    for (int a = 0; a < d; ++a) {
-      const int64_t inner = g.stride(a), c = rest / inner;
-      rest %= inner;
-      p = p * cs[a] + c / 2;
-    }
+    int64_t p = 0;
+    for (int a = 0; a < d; ++a) p = p * cs[a] + coord[a] / 2;
     L.parent[i] = p;
+    for (int a = d - 1; a >= 0 && ++coord[a] == g.shape[a]; --a) coord[a] = 0;
   }
+  const int64_t len = g.shape[d - 1], clen = cs[d - 1];
+  L.row_parent.resize(n / len);
+  for (int64_t row = 0; row < n / len; ++row) L.row_parent[row] = L.parent[row * len] / clen;
   // The cell sinks: the diagonal less the faces, summed over each aggregate.
   std::vector<double> sink(nc, 0.0), face_sum(n, 0.0);
   for_each_stored_face(g, L.faces.data(), [&](int64_t i, int64_t j, int, double k) {

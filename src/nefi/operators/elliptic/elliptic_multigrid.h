@@ -32,7 +32,33 @@ struct MultigridLevel {
   EllipticGrid grid;
   std::vector<T> faces, diag, inv_diag;  // (ndim, numel), (numel), (numel)
   std::vector<int64_t> parent;           // the next level's cell of each cell (empty: coarsest)
+  // The same by rows of the last axis (cells along it pair up in order):
+  // the next level's row of each row, for branch-free transfer loops.
+  std::vector<int64_t> row_parent;
 };
+
+// rc += Pᵀ v: each row's pairs summed into its parent row (len cells → (len + 1) / 2).
+template <typename T>
+[[gnu::always_inline]] inline void restrict_rows(const MultigridLevel<T>& L, const T* v, T* rc) {
+  const int64_t len = L.grid.shape[L.grid.ndim() - 1], clen = (len + 1) / 2, half = len / 2;
+  for (size_t row = 0; row < L.row_parent.size(); ++row) {
+    const T* __restrict src = v + row * len;
+    T* __restrict dst = rc + L.row_parent[row] * clen;
+    for (int64_t k = 0; k < half; ++k) dst[k] += src[2 * k] + src[2 * k + 1];
+    if (len % 2) dst[clen - 1] += src[len - 1];
+  }
+}
+
+// z += P zc: each cell takes its parent's value.
+template <typename T>
+[[gnu::always_inline]] inline void prolong_rows(const MultigridLevel<T>& L, const T* zc, T* z) {
+  const int64_t len = L.grid.shape[L.grid.ndim() - 1], clen = (len + 1) / 2;
+  for (size_t row = 0; row < L.row_parent.size(); ++row) {
+    const T* __restrict src = zc + L.row_parent[row] * clen;
+    T* __restrict dst = z + row * len;
+    for (int64_t k = 0; k < len; ++k) dst[k] += src[k / 2];
+  }
+}
 
 template <typename T>
 struct Multigrid {
@@ -71,9 +97,10 @@ template <typename T>
     T* t = s.t[l].data();
     for (int64_t i = 0; i < n; ++i) zl[i] = omega * L.inv_diag[i] * rl[i];
     apply_runs<T>(L.grid, L.faces.data(), L.diag.data(), zl, t);
+    for (int64_t i = 0; i < n; ++i) t[i] = rl[i] - t[i];
     T* rc = s.r[l + 1].data();
     std::fill(rc, rc + mg.levels[l + 1].grid.numel(), T(0));
-    for (int64_t i = 0; i < n; ++i) rc[L.parent[i]] += rl[i] - t[i];
+    restrict_rows(L, t, rc);
     rl = rc;
   }
   {
@@ -91,7 +118,7 @@ template <typename T>
     T* zl = l == 0 ? z : s.z[l].data();
     const T* zc = s.z[l + 1].data();
     T* t = s.t[l].data();
-    for (int64_t i = 0; i < n; ++i) zl[i] += zc[L.parent[i]];
+    prolong_rows(L, zc, zl);
     apply_runs<T>(L.grid, L.faces.data(), L.diag.data(), zl, t);
     for (int64_t i = 0; i < n; ++i) zl[i] += omega * L.inv_diag[i] * (rr[i] - t[i]);
   }
