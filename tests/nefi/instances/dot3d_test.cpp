@@ -114,6 +114,7 @@ TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
                                                         {"supersample", "0"},
                                                         {"detector_span", "1.5"},
                                                         {"grad_mode", "adjoint"},
+                                                        {"precond", "ilu"},
                                                         {"refine_absorber_mua", "0.2"},
                                                         {"refine_lr", "0"}}) {
     nefi::Params p = inst->default_config();
