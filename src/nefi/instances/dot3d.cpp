@@ -232,6 +232,10 @@ class Dot3d : public Instance {
     p.declare("iou_threshold", 0.5, "IoU masks: excess above this fraction of the true peak");
     declare_elliptic_solver_keys(p, 1);
     p.set_value("tol", 1e-7);
+    // The Robin sink makes every system non-singular; in the smoke run the
+    // V-cycle cuts the warm-started CG from 26.5 to 5.1 iterations a system
+    // at 20²×10 (15 → 4.5 at 10²×6), for about 3 stencils an iteration.
+    p.set_value("precond", std::string("multigrid"));
     declare_elliptic_inversion_keys(p, {.tv = 0.1,
                                         .tv_eps = 1e-4,
                                         .hidden = 128,

@@ -16,6 +16,8 @@ void declare_elliptic_solver_keys(Params& p, int64_t check_every) {
   p.declare("face_mean", std::string("harmonic"), "harmonic | arithmetic");
   p.declare("linear_solver", std::string("cg"),
             "cg (Jacobi-PCG) | banded (banded Cholesky, exact; grids without periodic axes)");
+  p.declare("precond", std::string("jacobi"),
+            "CG preconditioner: jacobi | multigrid (V-cycle; needs kappa or a Dirichlet side)");
 }
 
 void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults& d) {
@@ -48,6 +50,7 @@ EllipticOperatorOptions elliptic_options_from(const Params& p) {
            std::to_string(o.solve.cg.max_iter));
   o.solve.grad_mode = elliptic::parse_grad_mode(p.choice("grad_mode", {"ift", "unrolled", "none"}));
   o.solve.solver = elliptic::parse_linear_solver(p.choice("linear_solver", {"cg", "banded"}));
+  o.solve.cg.precond = elliptic::parse_preconditioner(p.choice("precond", {"jacobi", "multigrid"}));
   o.warm_start = p.b("warm_start");
   o.face_mean = p.choice("face_mean", {"harmonic", "arithmetic"}) == "harmonic"
                     ? elliptic::FaceMean::kHarmonic

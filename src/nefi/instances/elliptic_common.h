@@ -15,7 +15,8 @@
 namespace nefi {
 
 // tol, check_every, grad_mode (ift | unrolled | none), warm_start, face_mean
-// (harmonic | arithmetic), max_iter, linear_solver (cg | banded).
+// (harmonic | arithmetic), max_iter, linear_solver (cg | banded), precond
+// (jacobi | multigrid).
 void declare_elliptic_solver_keys(Params& p, int64_t check_every);
 // The defaults of the inversion keys below; eit and darcy_flow take them as
 // they are.
@@ -35,7 +36,8 @@ void declare_elliptic_inversion_keys(Params& p, const EllipticInversionDefaults&
 EllipticOperatorOptions elliptic_options_from(const Params& p);
 // The data generator's options: `inversion`'s boundary and transform, solved
 // by the PCG in f64 to 1e-10 checking every iteration (automatic cap, harmonic face
-// means, no gradient, no warm start) under the fidelity tag `data_tag`.
+// means, no gradient, no warm start; the inversion's preconditioner) under
+// the fidelity tag `data_tag`.
 EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
                                               const char* data_tag);
 // curriculum_from at n×n, every stage coarser than min_coarse raised to n.

@@ -114,6 +114,7 @@ TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
                                                         {"supersample", "0"},
                                                         {"detector_span", "1.5"},
                                                         {"grad_mode", "adjoint"},
+                                                        {"precond", "ilu"},
                                                         {"refine_absorber_mua", "0.2"},
                                                         {"refine_lr", "0"}}) {
     nefi::Params p = inst->default_config();
@@ -138,10 +139,13 @@ TEST(NefiDot3d, ReducedSmokeQualityFloor) {
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("dot3d_smoke.yaml"));
   c.config.set("steps", "[150, 200]");
   auto inst = nefi::find_instance("dot3d");
-  // Measured: 24.47 / 29.72 / 26.85 dB, IoU 0.59 / 0.71 / 0.59, refined IoU
-  // 0.75 (seed 0) and 0.82 (seed 2), both accepted.
-  const double psnr[3] = {23.8, 29.0, 26.0}, iou[3] = {0.52, 0.62, 0.52};
-  const double refined[3] = {0.68, 0, 0.74};
+  // Measured (multigrid PCG): 26.71 / 31.00 / 29.79 dB, IoU 0.62 / 0.71 /
+  // 0.79, refined IoU 0.81 (seed 0) and 0.79 (seed 2), both accepted. The
+  // floors leave 1.5-2.8 dB: the training is chaotic enough that a change of
+  // preconditioner alone (same solution to tol 1e-7) moved these by
+  // 1-3 dB (they were 24.47 / 29.72 / 26.85 with Jacobi).
+  const double psnr[3] = {25.0, 29.0, 27.0}, iou[3] = {0.52, 0.62, 0.6};
+  const double refined[3] = {0.70, 0, 0.72};
   for (int s = 0; s < 3; ++s) {
     c.config.set("refine", s == 1 ? "false" : "true");
     const auto m = inst->run(c.config, "neural", s, {}).metrics;

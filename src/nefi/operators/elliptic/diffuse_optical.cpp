@@ -46,6 +46,9 @@ void DiffuseOpticalOperator::prepare() {
       options_.detector_shape.size() == 0 || options_.detector_shape.numel() == observe_.size(0),
       kWhere, "a detector shape of " + std::to_string(observe_.size(0)) + " detectors",
       options_.detector_shape.str());
+  rhs32_ = rhs_.to(fk::DType::F32);
+  sink32_ = sink_.to(fk::DType::F32);
+  observe32_ = observe_.to(fk::DType::F32);
   warm_ = std::make_shared<elliptic::WarmStart>();
   warm_->enabled = options_.elliptic.warm_start;
   inv_reference_ = fk::Tensor();
@@ -62,6 +65,7 @@ void DiffuseOpticalOperator::prepare() {
                std::to_string(r));
     inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
   }
+  inv_reference32_ = inv_reference_.defined() ? inv_reference_.to(fk::DType::F32) : fk::Tensor();
 }
 
 fk::Tensor DiffuseOpticalOperator::fluence(const fk::Tensor& x) const {
@@ -77,17 +81,19 @@ fk::Tensor DiffuseOpticalOperator::solve_fluence(
            "a real f32/f64 field", fk::name(x.dtype()));
   const fk::DType dt = x.dtype();
   const fk::Tensor d = fk::full(domain_.shape(), options_.diffusion, {dt});
-  return elliptic::solve_elliptic(d, rhs_.to(dt), x + sink_.to(dt), grid_, solve, warm);
+  return elliptic::solve_elliptic(d, in(dt, rhs_, rhs32_), x + in(dt, sink_, sink32_), grid_, solve,
+                                  warm);
 }
 
 fk::Tensor DiffuseOpticalOperator::observe(const fk::Tensor& phi) const {
   const int64_t p = rhs_.size(0), n = grid_.numel();
-  return fk::matmul(phi.reshape({p, n}), observe_.to(phi.dtype()).t());
+  return fk::matmul(phi.reshape({p, n}), in(phi.dtype(), observe_, observe32_).t());
 }
 
 fk::Tensor DiffuseOpticalOperator::apply(const fk::Tensor& x) const {
   const fk::Tensor y = observe(fluence(x));
-  const fk::Tensor z = inv_reference_.defined() ? y * inv_reference_.to(x.dtype()) : y;
+  const fk::Tensor z =
+      inv_reference_.defined() ? y * in(x.dtype(), inv_reference_, inv_reference32_) : y;
   return z.reshape(output_shape(x.shape()));
 }
 

@@ -60,6 +60,12 @@ class DiffuseOpticalOperator : public Operator {
   DiffuseOpticalOptions options_;
   elliptic::EllipticGrid grid_;
   fk::Tensor rhs_, sink_, observe_, inv_reference_;  // f64 at this resolution
+  // Their f32 copies, made once in prepare() (the f32 inversion would
+  // otherwise convert the (M, numel) observation matrix on every call).
+  fk::Tensor rhs32_, sink32_, observe32_, inv_reference32_;
+  const fk::Tensor& in(fk::DType dt, const fk::Tensor& f64, const fk::Tensor& f32) const {
+    return dt == fk::DType::F64 ? f64 : f32;
+  }
   std::shared_ptr<elliptic::WarmStart> warm_;
 };
 

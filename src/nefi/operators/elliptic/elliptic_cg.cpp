@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/operators/elliptic/elliptic_multigrid.h"
 
 namespace nefi::elliptic {
 namespace {
@@ -91,6 +93,33 @@ FK_AI std::pair<double, double> update(T* __restrict x, T* __restrict r, T* __re
   return {rz, rr};
 }
 
+// x += α p; r −= α q. Returns r·r (the multigrid path, whose z follows).
+template <typename T>
+FK_AI double update_xr(T* __restrict x, T* __restrict r, const T* __restrict p,
+                       const T* __restrict q, T alpha, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
+  }
+  return dot(r, r, n);
+}
+
+// The preconditioner of one system: D⁻¹ (mg null) or a multigrid V-cycle.
+template <typename T>
+struct Precond {
+  const T* di = nullptr;
+  const Multigrid<T>* mg = nullptr;
+  typename Multigrid<T>::Scratch* scratch = nullptr;
+};
+
+template <typename T>
+FK_AI void precondition(const Precond<T>& m, const T* r, T* z, int64_t n) {
+  if (m.mg)
+    vcycle(*m.mg, *m.scratch, r, z);
+  else
+    for (int64_t i = 0; i < n; ++i) z[i] = m.di[i] * r[i];
+}
+
 struct SystemResult {
   int64_t iterations = 0;
   bool warm_used = false, converged = true;
@@ -109,9 +138,9 @@ struct Work {
 // x along the null space, and x is projected on return; the recurrence's
 // residual is re-projected at each convergence test against round-off drift.
 template <typename T>
-FK_AI SystemResult solve_one(const EllipticGrid& g, const T* faces, const T* diag, const T* di,
-                             const T* b_in, T* x, bool warm, const CgOptions& opt, int64_t max_iter,
-                             double tol, Work<T>& w) {
+FK_AI SystemResult solve_one(const EllipticGrid& g, const T* faces, const T* diag,
+                             const Precond<T>& m, const T* b_in, T* x, bool warm,
+                             const CgOptions& opt, int64_t max_iter, double tol, Work<T>& w) {
   const int64_t n = g.numel();
   T *rhs = w.rhs.data(), *r = w.r.data(), *z = w.z.data(), *p = w.p.data(), *q = w.q.data();
   std::copy(b_in, b_in + n, rhs);
@@ -134,7 +163,7 @@ FK_AI SystemResult solve_one(const EllipticGrid& g, const T* faces, const T* dia
   const double stop = std::max(tol * b_norm, opt.atol);
   double rr = dot(r, r, n);
   bool converged = std::sqrt(rr) <= stop;
-  for (int64_t i = 0; i < n; ++i) z[i] = di[i] * r[i];
+  precondition(m, r, z, n);
   std::copy(z, z + n, p);
   double rz = dot(r, z, n);
   int64_t it = 0;
@@ -143,7 +172,14 @@ FK_AI SystemResult solve_one(const EllipticGrid& g, const T* faces, const T* dia
     apply_runs<T>(g, faces, diag, p, q);
     const double pq = dot(p, q, n);
     if (!(pq > 0)) break;  // breakdown: A is not positive definite on p
-    auto [rz_next, rr_next] = update(x, r, z, p, q, di, T(rz / pq), n);
+    double rz_next, rr_next;
+    if (m.mg) {
+      rr_next = update_xr(x, r, p, q, T(rz / pq), n);
+      precondition(m, r, z, n);
+      rz_next = dot(r, z, n);
+    } else {
+      std::tie(rz_next, rr_next) = update(x, r, z, p, q, m.di, T(rz / pq), n);
+    }
     if (it % opt.check_every == 0 || it == max_iter) {
       if (opt.project) {
         remove_mean(r, n);
@@ -170,22 +206,28 @@ FK_AI SystemResult solve_one(const EllipticGrid& g, const T* faces, const T* dia
 }
 
 template <typename T>
-SystemResult solve_base(const EllipticGrid& g, const T* faces, const T* diag, const T* di,
+SystemResult solve_base(const EllipticGrid& g, const T* faces, const T* diag, const Precond<T>& m,
                         const T* b, T* x, bool warm, const CgOptions& opt, int64_t max_iter,
                         double tol, Work<T>& w) {
-  return solve_one(g, faces, diag, di, b, x, warm, opt, max_iter, tol, w);
+  return solve_one(g, faces, diag, m, b, x, warm, opt, max_iter, tol, w);
 }
 
 template <typename T>
 __attribute__((target("avx2,fma"))) SystemResult solve_avx2(const EllipticGrid& g, const T* faces,
-                                                            const T* diag, const T* di, const T* b,
-                                                            T* x, bool warm, const CgOptions& opt,
-                                                            int64_t max_iter, double tol,
-                                                            Work<T>& w) {
-  return solve_one(g, faces, diag, di, b, x, warm, opt, max_iter, tol, w);
+                                                            const T* diag, const Precond<T>& m,
+                                                            const T* b, T* x, bool warm,
+                                                            const CgOptions& opt, int64_t max_iter,
+                                                            double tol, Work<T>& w) {
+  return solve_one(g, faces, diag, m, b, x, warm, opt, max_iter, tol, w);
 }
 
 }  // namespace
+
+Preconditioner parse_preconditioner(const std::string& s) {
+  if (s == "jacobi") return Preconditioner::kJacobi;
+  if (s == "multigrid") return Preconditioner::kMultigrid;
+  throw fk::Error("elliptic preconditioner", "jacobi | multigrid", "'" + s + "'");
+}
 
 int64_t resolved_max_iter(const EllipticGrid& g, const CgOptions& opt) {
   FK_CHECK(opt.tol >= 0 && std::isfinite(opt.tol), "nefi::elliptic CG", "a tolerance tol >= 0",
@@ -210,16 +252,28 @@ CgStats pcg_solve(const EllipticGrid& g, const FaceSystem<T>& sys, const T* b, T
   const double tol = std::max(opt.tol, 8.0 * std::numeric_limits<T>::epsilon());
   std::vector<SystemResult> results(ns);
   const bool avx2 = fk::cpu_isa() >= fk::CpuIsa::Avx2;
+  const bool multigrid = opt.precond == Preconditioner::kMultigrid;
+  FK_CHECK(!multigrid || !opt.project, "nefi::elliptic CG",
+           "the jacobi preconditioner for a null-space (projected) system", "multigrid");
+  // One hierarchy per conductivity field, built before the parallel loop (so
+  // that a refusal is an fk::Error the caller sees).
+  std::vector<Multigrid<T>> hierarchies;
+  for (int64_t f = 0; multigrid && f < sys.nb; ++f)
+    hierarchies.push_back(
+        build_multigrid<T>(g, sys.faces.data() + f * g.ndim() * n, sys.diag.data() + f * n));
   fk::parallel_for(0, ns, 1, [&](int64_t lo, int64_t hi) {
     Work<T> w(n);
+    typename Multigrid<T>::Scratch scratch;
+    if (multigrid) scratch = hierarchies[0].scratch();
     for (int64_t s = lo; s < hi; ++s) {
       const int64_t f = sys.nb == 1 ? 0 : s;
       const T* faces = sys.faces.data() + f * g.ndim() * n;
       const T* diag = sys.diag.data() + f * n;
-      const T* di = sys.inv_diag.data() + f * n;
+      const Precond<T> m{sys.inv_diag.data() + f * n, multigrid ? &hierarchies[f] : nullptr,
+                         &scratch};
       results[s] =
-          avx2 ? solve_avx2(g, faces, diag, di, b + s * n, x + s * n, warm, opt, max_iter, tol, w)
-               : solve_base(g, faces, diag, di, b + s * n, x + s * n, warm, opt, max_iter, tol, w);
+          avx2 ? solve_avx2(g, faces, diag, m, b + s * n, x + s * n, warm, opt, max_iter, tol, w)
+               : solve_base(g, faces, diag, m, b + s * n, x + s * n, warm, opt, max_iter, tol, w);
     }
   });
   CgStats st;

@@ -1,6 +1,10 @@
 #pragma once
-// A batched, matrix-free Jacobi-preconditioned conjugate-gradient solve of
-// A x = b for the finite-volume systems of elliptic_grid.h (nefi.md §5.3).
+// A batched, matrix-free preconditioned conjugate-gradient solve of A x = b
+// for the finite-volume systems of elliptic_grid.h (nefi.md §5.3), with a
+// Jacobi preconditioner or a geometric multigrid V-cycle
+// (elliptic_multigrid.h: about 3 stencil applications an iteration instead
+// of 1, for several times fewer iterations on large or low-κ grids; built
+// once per conductivity field and call, it needs a non-singular system).
 // Every leading index is its own system with its own step sizes and its own
 // stopping test, ‖r‖ ≤ max(tol ‖b‖, atol), checked every check_every
 // iterations (on a GPU each test would be one host read; here it saves the
@@ -12,12 +16,20 @@
 // iteration, and the solution is returned with zero mean (the gauge).
 // Dot products accumulate in double; the systems run in parallel over
 // fk's threads, each one sequentially, so results do not depend on the
-// thread count. Memory: four grids of T per running system.
+// thread count. Memory: four grids of T per running system; with multigrid
+// also about 3.5 grids of scratch per thread and (ndim + 2) · 8/7 grids of
+// hierarchy per conductivity field.
 #include <cstdint>
+#include <string>
 
 #include "nefi/operators/elliptic/elliptic_grid.h"
 
 namespace nefi::elliptic {
+
+enum class Preconditioner { kJacobi, kMultigrid };
+
+// "jacobi" | "multigrid"; fk::Error otherwise.
+Preconditioner parse_preconditioner(const std::string& s);
 
 struct CgOptions {
   double tol = 1e-8;
@@ -25,6 +37,7 @@ struct CgOptions {
   int64_t max_iter = 0;  // 0: 50 max(grid) + 200
   int64_t check_every = 1;
   bool project = false;
+  Preconditioner precond = Preconditioner::kJacobi;  // multigrid: not with `project`
 };
 
 struct CgStats {

@@ -164,8 +164,12 @@ struct EllipticSolveBackward : fk::autograd::Node {
       warm->last_adjoint = st;
       if (use_warm) warm->adjoint = lambda.clone();
     }
-    fk::Tensor g_sigma = sigma_gradient(grid, s, lambda, sol, layout, -1.0);
-    fk::Tensor g_kappa = k.defined() ? kappa_gradient(k, lambda, sol, layout, -1.0) : fk::Tensor();
+    // Only the inputs that take a gradient (next[i].fn set) get one: dot3d's
+    // constant D would otherwise cost a pass over every face per backward.
+    fk::Tensor g_sigma =
+        next[0].fn ? sigma_gradient(grid, s, lambda, sol, layout, -1.0) : fk::Tensor();
+    fk::Tensor g_kappa =
+        k.defined() && next[2].fn ? kappa_gradient(k, lambda, sol, layout, -1.0) : fk::Tensor();
     return {g_sigma, lambda, g_kappa};
   }
 };

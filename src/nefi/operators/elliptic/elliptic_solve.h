@@ -1,7 +1,7 @@
 #pragma once
 // The elliptic solve u = A(σ, κ)⁻¹ b as one differentiable op (nefi.md §5.3),
 // A the finite-volume operator of elliptic_grid.h, solved by the batched
-// Jacobi-PCG of elliptic_cg.h.
+// PCG of elliptic_cg.h (Jacobi or multigrid, SolveOptions::cg.precond).
 //
 // Shapes: b (*batch, *grid), every leading index its own system; σ (*grid)
 // (shared by all systems) or b's shape; κ undefined, (*grid) or b's shape.
@@ -16,7 +16,8 @@
 //             Once differentiable: the backward records no graph.
 //   unrolled  autograd through every CG iteration (apply_elliptic and fk's
 //             pointwise ops), one graph per system, cold started, with the
-//             Jacobi preconditioner held constant; O(N · iterations) memory.
+//             Jacobi preconditioner held constant (whatever cg.precond
+//             says); O(N · iterations) memory.
 //             The reference the IFT gradient is checked against.
 //   none      no graph at all.
 // Null space (pure Neumann / periodic and no κ, or `project`): b's mean is
@@ -30,7 +31,7 @@
 namespace nefi::elliptic {
 
 enum class GradMode { kIft, kUnrolled, kNone };
-// cg: the Jacobi-PCG (elliptic_cg.h); banded: the banded Cholesky of
+// cg: the PCG (elliptic_cg.h); banded: the banded Cholesky of
 // elliptic_banded.h where the grid has no periodic axis (else the PCG). The
 // unrolled gradient always unrolls the PCG.
 enum class LinearSolver { kCg, kBanded };
