@@ -99,7 +99,9 @@ std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_
     for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], (1 - margin) * box[a]);
     return p;
   };
-  const double px = box[0] / 32;  // a nominal smoke pixel (0.1 um at 3.2 um)
+  // Widths in um, whatever the grid (the reference's filament_sigma is 0.06-0.09
+  // um): the nominal 0.1 um pixel of the presets.
+  const double px = 0.1;
   std::vector<Object> s;
   if (cls == "filaments") {
     for (int64_t k = rng.integers(3, 7); k > 0; --k) {

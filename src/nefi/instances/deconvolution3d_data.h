@@ -27,12 +27,13 @@ struct Object {
   std::vector<Point> path;  // uniform tube: polyline vertices
 };
 
-// filaments: 3-6 curved tubes; puncta: 8-20 dots; cells: 2-4 ellipsoids;
+// filaments: 3-6 curved tubes of std 0.06-0.1 um; puncta: 8-20 dots of std
+// 0.06-0.12 um; cells: 2-4 ellipsoids with rims 0.08-0.15 um wide;
 // uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um along
 // persistent random walks that run mostly in-plane (the reference's
 // filament paths, with a two-phase cross-section instead of its Gaussian).
 // Random draws from NumPy's default_rng(seed) (numpy_rng.h); an unknown class
-// is an fk::Error naming the key 'scene'. `box` is the physical size.
+// is an fk::Error naming the key 'scene'. `box` is the physical size (um).
 std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed);
 
 // A persistent random walk of n_steps steps of length `step` from `start`:
