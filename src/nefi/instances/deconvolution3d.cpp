@@ -4,7 +4,7 @@
 // max(h * x). Data: analytic scenes point-sampled on a finer f64 grid,
 // blurred by a separable direct convolution and area-averaged
 // (deconvolution3d_data.h); inversion: FFTConvolution (3-D) at each stage's
-// grid. Scenes: filaments | puncta | cells. Methods: neural | grid (+TV) |
+// grid. Scenes: filaments | puncta | cells | uniform_filaments. Methods: neural | grid (+TV) |
 // richardson_lucy. Metrics: psnr, ssim (mean over z slices), mse, iou (of
 // the masks above iou_threshold * max(truth)); with `refine` on, the
 // neural and grid fits are then sharpened by the level-set refinement
@@ -105,7 +105,7 @@ struct Deconvolution3dConfig {
     c.rl_iterations = p.i("rl_iterations");
     FK_CHECK(c.rl_iterations >= 1 && c.rl_iterations <= 100000, "config key 'rl_iterations'",
              "an iteration count in [1, 100000]", std::to_string(c.rl_iterations));
-    c.scene = p.choice("scene", {"filaments", "puncta", "cells"});
+    c.scene = p.choice("scene", {"filaments", "puncta", "cells", "uniform_filaments"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0, "config key 'init_value'", "> 0 (softplus head)",
              std::to_string(c.init_value));
@@ -131,7 +131,9 @@ class Deconvolution3d : public Instance {
   std::vector<std::string> methods() const override {
     return {"neural", "grid", "richardson_lucy"};
   }
-  std::vector<std::string> scenes() const override { return {"filaments", "puncta", "cells"}; }
+  std::vector<std::string> scenes() const override {
+    return {"filaments", "puncta", "cells", "uniform_filaments"};
+  }
 
   DataLabels data_labels(const Params& p) const override {
     const double side = static_cast<double>(p.i("n")) * p.d("pixel");
@@ -151,7 +153,7 @@ class Deconvolution3d : public Instance {
     p.declare("axial_ratio", 3.0, "sigma_z / sigma_xy");
     p.declare("noise_std", 0.01, "noise std relative to the clean maximum");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64)");
-    p.declare("scene", std::string("filaments"), "filaments | puncta | cells");
+    p.declare("scene", std::string("filaments"), "filaments | puncta | cells | uniform_filaments");
     p.declare("iou_threshold", 0.3, "IoU masks: values above this fraction of max(truth)");
     p.declare("init_value", 0.05, "softplus head initial value");
     p.declare("tv", 1e-4, "TV weight");

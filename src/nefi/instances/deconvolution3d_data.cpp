@@ -36,7 +36,29 @@ double segment_dist2(const Point& p, const Point& u, const Point& v) {
   return dist2(p, q);
 }
 
+double polyline_dist2(const Point& p, const std::vector<Point>& polyline) {
+  double best = 1e300;
+  for (size_t k = 0; k + 1 < polyline.size(); ++k)
+    best = std::min(best, segment_dist2(p, polyline[k], polyline[k + 1]));
+  return best;
+}
+
+// A direction uniform on the sphere (z uniform in [-1, 1], azimuth uniform).
+Point unit_vector(NumpyRng& rng) {
+  const double z = rng.uniform(-1.0, 1.0), phi = rng.uniform(0.0, 2 * std::numbers::pi);
+  const double r = std::sqrt(std::max(0.0, 1 - z * z));
+  return {r * std::cos(phi), r * std::sin(phi), z};
+}
+
+Point normalized(Point d) {
+  const double len = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  for (double& v : d) v /= std::max(len, 1e-12);
+  return d;
+}
+
 double value_at(const Object& o, const Point& p, const std::vector<Point>& polyline) {
+  if (o.kind == Object::kUniformTube)
+    return polyline_dist2(p, polyline) <= o.radius * o.radius ? o.amplitude : 0.0;
   if (o.kind == Object::kPunctum)
     return o.amplitude * std::exp(-0.5 * dist2(p, o.a) / (o.radius * o.radius));
   if (o.kind == Object::kCell) {
@@ -46,13 +68,29 @@ double value_at(const Object& o, const Point& p, const std::vector<Point>& polyl
     const double rim = std::exp(-0.5 * std::pow((r - 1) * o.b[0] / o.radius, 2));
     return o.amplitude * (r < 1 ? 0.3 + 0.7 * rim : rim);
   }
-  double best = 1e300;
-  for (size_t k = 0; k + 1 < polyline.size(); ++k)
-    best = std::min(best, segment_dist2(p, polyline[k], polyline[k + 1]));
-  return o.amplitude * std::exp(-0.5 * best / (o.radius * o.radius));
+  return o.amplitude * std::exp(-0.5 * polyline_dist2(p, polyline) / (o.radius * o.radius));
 }
 
 }  // namespace
+
+std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, int64_t n_steps,
+                                   double step, double persistence, const Point& lo,
+                                   const Point& hi) {
+  Point p = start, d = normalized(direction);
+  std::vector<Point> pts{p};
+  for (int64_t k = 0; k < n_steps; ++k) {
+    const Point xi = unit_vector(rng);
+    for (int a = 0; a < 3; ++a) d[a] = persistence * d[a] + (1 - persistence) * xi[a];
+    d = normalized(d);
+    for (int a = 0; a < 3; ++a) {
+      const double q = p[a] + step * d[a];
+      if (q < lo[a] || q > hi[a]) d[a] = -d[a];  // reflect off the face
+    }
+    for (int a = 0; a < 3; ++a) p[a] = std::clamp(p[a] + step * d[a], lo[a], hi[a]);
+    pts.push_back(p);
+  }
+  return pts;
+}
 
 std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed) {
   NumpyRng rng(seed);
@@ -61,27 +99,43 @@ std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_
     for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], (1 - margin) * box[a]);
     return p;
   };
-  const double px = box[0] / 32;  // a nominal smoke pixel (0.1 um at 3.2 um)
+  // Widths in um, whatever the grid (the reference's filament_sigma is 0.06-0.09
+  // um): the nominal 0.1 um pixel of the presets.
+  const double px = 0.1;
   std::vector<Object> s;
   if (cls == "filaments") {
     for (int64_t k = rng.integers(3, 7); k > 0; --k) {
       const Point a = point(0.1), b = point(0.2), c = point(0.1);
-      s.push_back({Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.6, 1.0)});
+      s.push_back(
+          {Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.6, 1.0), {}});
     }
   } else if (cls == "puncta") {
     for (int64_t k = rng.integers(8, 21); k > 0; --k) {
       const Point a = point(0.1);
-      s.push_back({Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2)});
+      s.push_back(
+          {Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2), {}});
     }
   } else if (cls == "cells") {
     for (int64_t k = rng.integers(2, 5); k > 0; --k) {
       const Point a = point(0.3);
       Point b;
       for (int d = 0; d < 3; ++d) b[d] = rng.uniform(0.12, 0.22) * box[d];
-      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.8, 1.5)});
+      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.8, 1.5), {}});
+    }
+  } else if (cls == "uniform_filaments") {
+    Point lo, hi;
+    for (int a = 0; a < 3; ++a) lo[a] = 0.05 * box[a], hi[a] = 0.95 * box[a];
+    for (int64_t k = rng.integers(3, 7); k > 0; --k) {
+      Point d = unit_vector(rng);
+      d[2] *= 0.4;  // fibres of thin adherent cells run mostly in-plane
+      const Point start = point(0.15);
+      const int64_t steps = rng.integers(10, 18);
+      Object o{Object::kUniformTube, 1.0, start, {}, {}, rng.uniform(0.10, 0.15), {}};
+      o.path = persistent_walk(rng, start, d, steps, 0.09 * std::min(box[0], box[1]), 0.85, lo, hi);
+      s.push_back(std::move(o));
     }
   } else {
-    FK_CHECK(false, "config key 'scene'", "filaments, puncta or cells", cls);
+    FK_CHECK(false, "config key 'scene'", "filaments, puncta, cells or uniform_filaments", cls);
   }
   return s;
 }
@@ -90,15 +144,14 @@ std::vector<double> render(const std::vector<Object>& s, const std::array<int64_
                            const Point& box) {
   std::vector<double> v(shape[0] * shape[1] * shape[2], 0.0);
   for (const Object& o : s) {
-    std::vector<Point> poly;
-    Point lo = o.a, hi = o.a;  // bounding box of the object's support (4 radii)
-    if (o.kind == Object::kFilament) {
+    std::vector<Point> poly = o.path;
+    if (o.kind == Object::kFilament)
       for (int k = 0; k <= 64; ++k) poly.push_back(bezier(o, k / 64.0));
-      for (const Point& p : poly)
-        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a]);
-    } else if (o.kind == Object::kCell) {
+    Point lo = o.a, hi = o.a;  // bounding box of the object's support (4 radii)
+    for (const Point& p : poly)
+      for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a]);
+    if (o.kind == Object::kCell)
       for (int a = 0; a < 3; ++a) lo[a] -= o.b[a], hi[a] += o.b[a];
-    }
     std::array<int64_t, 3> i0, i1;
     for (int a = 0; a < 3; ++a) {
       const double h = box[a] / shape[a];

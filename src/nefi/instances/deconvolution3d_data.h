@@ -8,24 +8,41 @@
 #include <string>
 #include <vector>
 
+#include "nefi/instances/numpy_rng.h"
+
 namespace nefi::deconv3d {
 
 using Point = std::array<double, 3>;
 
 // A tube of Gaussian cross-section (std radius) along a quadratic Bezier
-// curve, a Gaussian punctum, or an ellipsoidal cell (a bright rim of width
-// `radius` on a dim interior).
+// curve, a Gaussian punctum, an ellipsoidal cell (a bright rim of width
+// `radius` on a dim interior), or a tube of one uniform intensity inside
+// `radius` of a polyline `path` (a hard edge: partial volumes come only from
+// the area averaging onto coarser grids).
 struct Object {
-  enum Kind { kFilament, kPunctum, kCell } kind;
+  enum Kind { kFilament, kPunctum, kCell, kUniformTube } kind;
   double amplitude;
   Point a, b, c;  // filament: Bezier control points; punctum/cell: a = centre, b = semi-axes
   double radius;
+  std::vector<Point> path;  // uniform tube: polyline vertices
 };
 
-// filaments: 3-6 curved tubes; puncta: 8-20 dots; cells: 2-4 ellipsoids.
+// filaments: 3-6 curved tubes of std 0.06-0.1 um; puncta: 8-20 dots of std
+// 0.06-0.12 um; cells: 2-4 ellipsoids with rims 0.08-0.15 um wide;
+// uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um along
+// persistent random walks that run mostly in-plane (the reference's
+// filament paths, with a two-phase cross-section instead of its Gaussian).
 // Random draws from NumPy's default_rng(seed) (numpy_rng.h); an unknown class
-// is an fk::Error naming the key 'scene'. `box` is the physical size.
+// is an fk::Error naming the key 'scene'. `box` is the physical size (um).
 std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed);
+
+// A persistent random walk of n_steps steps of length `step` from `start`:
+// d <- normalize(persistence d + (1 - persistence) xi), xi uniform on the
+// sphere; a step that would leave [lo, hi] reverses that component of d.
+// Returns the n_steps + 1 vertices.
+std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, int64_t n_steps,
+                                   double step, double persistence, const Point& lo,
+                                   const Point& hi);
 
 // Point samples at the cell centres of `shape` cells over `box`, clamped to [0, 1].
 std::vector<double> render(const std::vector<Object>& s, const std::array<int64_t, 3>& shape,

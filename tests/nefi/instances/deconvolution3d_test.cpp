@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "fk/factory.h"
@@ -50,7 +51,7 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
   nefi::Params p = inst->default_config();
   p.set("n", "16");
   p.set("n_z", "8");
-  for (const char* scene : {"filaments", "puncta", "cells"}) {
+  for (const char* scene : {"filaments", "puncta", "cells", "uniform_filaments"}) {
     p.set("scene", scene);
     auto [m, gt] = inst->make_measurement(p, 0);
     EXPECT_EQ(m.data.shape(), fk::Dims({16, 16, 8})) << scene;
@@ -75,6 +76,57 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
+}
+
+// The uniform_filaments class: tubes of intensity 1 along persistent random
+// walks inside the box, mostly in-plane; the render of one straight tube
+// against its indicator written out directly.
+TEST(NefiDeconvolution3d, UniformFilamentsAreTwoPhaseTubes) {
+  using nefi::deconv3d::Object;
+  using nefi::deconv3d::Point;
+  const Point box{3.2, 3.2, 3.2};
+  double in_plane = 0, axial = 0;
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    const auto scene = nefi::deconv3d::draw_scene("uniform_filaments", box, seed);
+    EXPECT_GE(scene.size(), 3u);
+    EXPECT_LE(scene.size(), 6u);
+    for (const Object& o : scene) {
+      EXPECT_EQ(o.kind, Object::kUniformTube);
+      EXPECT_EQ(o.amplitude, 1.0);
+      EXPECT_GE(o.radius, 0.10);
+      EXPECT_LE(o.radius, 0.15);
+      EXPECT_GE(o.path.size(), 11u);
+      EXPECT_LE(o.path.size(), 18u);
+      for (size_t k = 0; k < o.path.size(); ++k) {
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_GE(o.path[k][a], 0.05 * box[a] - 1e-12);
+          EXPECT_LE(o.path[k][a], 0.95 * box[a] + 1e-12);
+        }
+        if (k == 0) continue;
+        const double dx = o.path[k][0] - o.path[k - 1][0], dy = o.path[k][1] - o.path[k - 1][1],
+                     dz = o.path[k][2] - o.path[k - 1][2];
+        EXPECT_LE(std::sqrt(dx * dx + dy * dy + dz * dz), 0.09 * 3.2 + 1e-12);
+        in_plane += std::hypot(dx, dy), axial += std::abs(dz);
+      }
+    }
+  }
+  EXPECT_GT(in_plane, 2 * axial);  // fibres run mostly in-plane
+
+  Object tube{Object::kUniformTube, 1.0, {}, {}, {}, 0.1, {{0.2, 0.5, 0.5}, {0.8, 0.5, 0.5}}};
+  const std::array<int64_t, 3> s{20, 20, 20};
+  const auto v = nefi::deconv3d::render({tube}, s, {1.0, 1.0, 1.0});
+  int64_t inside = 0;
+  for (int64_t i = 0; i < 20; ++i)
+    for (int64_t j = 0; j < 20; ++j)
+      for (int64_t k = 0; k < 20; ++k) {
+        const double x = (i + 0.5) / 20, y = (j + 0.5) / 20, z = (k + 0.5) / 20;
+        const double along = x < 0.2 ? 0.2 - x : (x > 0.8 ? x - 0.8 : 0.0);
+        const double d2 = along * along + (y - 0.5) * (y - 0.5) + (z - 0.5) * (z - 0.5);
+        const double want = d2 <= 0.01 ? 1.0 : 0.0;
+        EXPECT_EQ(v[(i * 20 + j) * 20 + k], want) << i << " " << j << " " << k;
+        inside += want > 0;
+      }
+  EXPECT_GT(inside, 100);
 }
 
 // Floors over seeds 0-2 on the smoke preset: Richardson-Lucy at the preset's

@@ -72,8 +72,9 @@ TEST(NefiPoissonSource, BadValuesAreOneLineErrorsNamingTheKey) {
   }
 }
 
-// Smoke floors over seeds 0-2. Measured (1 thread): neural 30.38 / 28.62 /
-// 31.95 dB, every source found (4 / 3 / 4); grid + TV 29.14 / 26.60 / 30.19 dB.
+// Smoke floors over seeds 0-2. Measured (1 thread, session 8): neural 30.80 /
+// 29.04 / 31.99 dB, every source found (4 / 3 / 4); grid + TV 29.14 / 26.71 /
+// 30.23 dB.
 TEST(NefiPoissonSource, SmokeQualityFloor) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("poisson_source_smoke.yaml"));
@@ -81,11 +82,11 @@ TEST(NefiPoissonSource, SmokeQualityFloor) {
   double total = 0;
   for (int s = 0; s < 3; ++s) {
     auto out = inst->run(c.config, "neural", s, {});
-    EXPECT_GT(out.metrics.at("psnr"), 27.5) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), 28.0) << "seed " << s;
     EXPECT_EQ(out.metrics.at("sources_found"), out.metrics.at("n_sources")) << "seed " << s;
     total += out.metrics.at("psnr");
   }
-  EXPECT_GT(total / 3, 29.5);  // measured 30.32
+  EXPECT_GT(total / 3, 30.0);  // measured 30.61
   auto g = inst->run(c.config, "grid", 0, {});
   EXPECT_GT(g.metrics.at("psnr"), 27.5);  // measured 29.14
 }
