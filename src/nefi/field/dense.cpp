@@ -82,12 +82,13 @@ bool product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, in
 // Storage for bf16 activations. A step asks for the same few sizes every
 // time, and glibc serves blocks this large (a MiB) with fresh mappings whose
 // pages fault in again on every step (5 % of a deconvolution step): released
-// buffers are kept for reuse instead, up to kKept of them.
+// buffers are kept for reuse instead, up to kKept of them and kKeptBytes.
 std::shared_ptr<uint16_t[]> pooled_bf16(size_t count) {
-  constexpr size_t kKept = 32;
+  constexpr size_t kKept = 32, kKeptBytes = size_t{1} << 30;
   struct Pool {
     std::mutex m;
     std::vector<std::pair<size_t, uint16_t*>> free;
+    size_t bytes = 0;  // held in free
   };
   static Pool& pool = *new Pool;  // never destroyed: buffers may outlive statics
   uint16_t* p = nullptr;
@@ -96,17 +97,19 @@ std::shared_ptr<uint16_t[]> pooled_bf16(size_t count) {
     for (auto it = pool.free.begin(); it != pool.free.end(); ++it)
       if (it->first == count) {
         p = it->second;
+        pool.bytes -= 2 * count;
         pool.free.erase(it);
         break;
       }
   }
-  // 64-byte aligned: the GEMM epilogue stores whole 64-byte rows of a tile,
-  // and a store split across two cache lines costs about twice.
+  // 64-byte aligned: the GEMM epilogue's 64-byte row stores then never split
+  // across two cache lines.
   if (!p) p = static_cast<uint16_t*>(std::aligned_alloc(64, (count * 2 + 63) / 64 * 64));
   return std::shared_ptr<uint16_t[]>(p, [count](uint16_t* q) {
     std::lock_guard<std::mutex> lock(pool.m);
-    if (pool.free.size() < kKept) {
+    if (pool.free.size() < kKept && pool.bytes + 2 * count <= kKeptBytes) {
       pool.free.emplace_back(count, q);
+      pool.bytes += 2 * count;
     } else {
       std::free(q);
     }
