@@ -84,7 +84,51 @@ __attribute__((target("avx512f"))) void activation_grad_avx512(const float* g, c
   }
 }
 
+// activation_grad_avx512 with gz stored as bf16.
+template <DenseActivation kAct>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void activation_grad_avx512_bf16(
+    const float* g, const float* y, int64_t n, int64_t out, uint16_t* gz, int64_t ldz, float* db) {
+  for (int64_t j0 = 0; j0 < out; j0 += kLanes * kGroup) {
+    const int64_t width = std::min<int64_t>(kLanes * kGroup, out - j0);
+    const int full = static_cast<int>(width / kLanes), tail = static_cast<int>(width % kLanes);
+    const __mmask16 all = 0xFFFF, last = static_cast<__mmask16>((1u << tail) - 1);
+    __m512 acc[kGroup + 1];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t o = i * out + j0;
+      uint16_t* zr = gz + i * ldz + j0;
+      for (int c = 0; c < full; ++c) {
+        const __m512 z = grad16<kAct>(g + o + c * kLanes, y + o + c * kLanes, all);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(zr + c * kLanes),
+                            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(z)));
+        acc[c] = _mm512_add_ps(acc[c], z);
+      }
+      if (tail) {
+        const __m512 z = grad16<kAct>(g + o + full * kLanes, y + o + full * kLanes, last);
+        _mm256_mask_storeu_epi16(zr + full * kLanes, last,
+                                 reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(z)));
+        acc[full] = _mm512_add_ps(acc[full], z);
+      }
+    }
+    if (!db) continue;
+    for (int c = 0; c < full; ++c) _mm512_storeu_ps(db + j0 + c * kLanes, acc[c]);
+    if (tail) _mm512_mask_storeu_ps(db + j0 + full * kLanes, last, acc[full]);
+  }
+  if (ldz > out)
+    for (int64_t i = 0; i < n; ++i) gz[i * ldz + out] = 0;
+}
+
 }  // namespace
+
+void activation_grad_bf16(const float* g, const float* y, DenseActivation act, int64_t n,
+                          int64_t out, uint16_t* gz, int64_t ldz, float* db) {
+  if (act == DenseActivation::Tanh)
+    activation_grad_avx512_bf16<DenseActivation::Tanh>(g, y, n, out, gz, ldz, db);
+  if (act == DenseActivation::Relu)
+    activation_grad_avx512_bf16<DenseActivation::Relu>(g, y, n, out, gz, ldz, db);
+  if (act == DenseActivation::None)
+    activation_grad_avx512_bf16<DenseActivation::None>(g, y, n, out, gz, ldz, db);
+}
 
 void activation_grad(const float* g, const float* y, DenseActivation act, int64_t n, int64_t out,
                      float* gz, float* db) {

@@ -22,4 +22,11 @@ void activation_grad(const float* g, const float* y, DenseActivation act, int64_
 void activation_grad(const double* g, const double* y, DenseActivation act, int64_t n, int64_t out,
                      double* gz, double* db);
 
+// The same pass writing gz rounded to bf16 (round to nearest even, as the
+// bf16 GEMMs round their operands) in rows of ldz >= out bf16, a zero after
+// the last column when ldz > out; with act None gz is g rounded. db from the
+// f32 gz. Needs fk::cpu_avx512_bf16().
+void activation_grad_bf16(const float* g, const float* y, DenseActivation act, int64_t n,
+                          int64_t out, uint16_t* gz, int64_t ldz, float* db);
+
 }  // namespace nefi

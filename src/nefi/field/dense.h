@@ -17,7 +17,13 @@
 // on AVX512_BF16 (dense_gemm_bf16.h); elsewhere the operands are rounded
 // into f32 copies and multiplied by the f32 path: the same numbers up to
 // summation order, at f32 speed plus the copies.
+// Chained bf16 layers (native only): a layer can also hand back its output
+// rounded to bf16 (y16), which the next layer takes as x16 and multiplies
+// without rounding x again, forward and in its weight gradient; the backward
+// keeps gz in bf16 only. Same numbers as without the copies, fewer passes
+// over each activation and half the bytes read.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fk/tensor.h"
@@ -32,7 +38,25 @@ enum class DensePrecision { F32, Bf16 };
 // dot product (dense's Bf16 precision there; batched_mlp's likewise).
 std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld);
 
+// An (rows, cols) activation rounded to bf16, row-major, rows of ld bf16 (ld
+// even; a zero after the last column when ld > cols). Empty: none.
+struct Bf16Activation {
+  std::shared_ptr<uint16_t[]> data;
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+
+// x (N, C) f32 rounded to bf16 as the native layer rounds it; empty where
+// that path does not run (no AVX512_BF16, or x not f32).
+Bf16Activation to_bf16(const fk::Tensor& x);
+// The rows of a then b side by side: the copy of fk::cat({A, B}, 1); empty
+// unless both are set.
+Bf16Activation cat_columns(const Bf16Activation& a, const Bf16Activation& b);
+
+// x16, when set, must be x rounded to bf16 (the y16 of the layer that made
+// x); y16, when not null, receives y's copy where the native bf16 path runs
+// (left empty elsewhere).
 fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
-                 DensePrecision precision = DensePrecision::F32);
+                 DensePrecision precision = DensePrecision::F32, const Bf16Activation& x16 = {},
+                 Bf16Activation* y16 = nullptr);
 
 }  // namespace nefi

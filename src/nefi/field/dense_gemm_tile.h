@@ -63,6 +63,34 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 tanh16(__m512 v)
   return _mm512_div_ps(p, q);
 }
 
+// One row of the tile after the epilogue: act(acc [+ c when load_c] + bias),
+// x0 columns 0-15 and x1 columns 16-31 (bias0/1 the bias, zero when none).
+__attribute__((target("avx512f"), always_inline)) inline void epilogue_row(
+    __m512& x0, __m512& x1, const float* cr, bool load_c, const Epilogue& ep, __m512 bias0,
+    __m512 bias1) {
+  const __m512 zero = _mm512_setzero_ps();
+  if (load_c) {
+    x0 = _mm512_add_ps(_mm512_loadu_ps(cr), x0);
+    x1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), x1);
+  }
+  if (ep.bias) {
+    x0 = _mm512_add_ps(x0, bias0);
+    x1 = _mm512_add_ps(x1, bias1);
+  }
+  if (ep.act == DenseActivation::Relu) {
+    x0 = _mm512_max_ps(x0, zero);
+    x1 = _mm512_max_ps(x1, zero);
+  } else if (ep.act == DenseActivation::Tanh) {
+    x0 = tanh16(x0);
+    x1 = tanh16(x1);
+  }
+}
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 bias_lanes(const Epilogue& ep,
+                                                                           int half) {
+  return ep.bias ? _mm512_loadu_ps(ep.bias + 16 * half) : _mm512_setzero_ps();
+}
+
 // Stores the accumulated tile c[0:12, 0:32] = act(acc [+ c when load_c] +
 // bias): lo[r] holds columns 0-15 of row r, hi[r] columns 16-31.
 __attribute__((target("avx512f"), always_inline)) inline void finish_tile(const __m512 (&lo)[kMR],
@@ -70,28 +98,12 @@ __attribute__((target("avx512f"), always_inline)) inline void finish_tile(const 
                                                                           float* c, int64_t ldc,
                                                                           bool load_c,
                                                                           const Epilogue& ep) {
-  const __m512 zero = _mm512_setzero_ps();
-  const __m512 bias0 = ep.bias ? _mm512_loadu_ps(ep.bias) : zero;
-  const __m512 bias1 = ep.bias ? _mm512_loadu_ps(ep.bias + 16) : zero;
+  const __m512 bias0 = bias_lanes(ep, 0), bias1 = bias_lanes(ep, 1);
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
     float* cr = c + r * ldc;
     __m512 x0 = lo[r], x1 = hi[r];
-    if (load_c) {
-      x0 = _mm512_add_ps(_mm512_loadu_ps(cr), x0);
-      x1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), x1);
-    }
-    if (ep.bias) {
-      x0 = _mm512_add_ps(x0, bias0);
-      x1 = _mm512_add_ps(x1, bias1);
-    }
-    if (ep.act == DenseActivation::Relu) {
-      x0 = _mm512_max_ps(x0, zero);
-      x1 = _mm512_max_ps(x1, zero);
-    } else if (ep.act == DenseActivation::Tanh) {
-      x0 = tanh16(x0);
-      x1 = tanh16(x1);
-    }
+    epilogue_row(x0, x1, cr, load_c, ep, bias0, bias1);
     _mm512_storeu_ps(cr, x0);
     _mm512_storeu_ps(cr + 16, x1);
   }

@@ -143,10 +143,23 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
     const DenseActivation fused = a == "tanh"   ? DenseActivation::Tanh
                                   : a == "relu" ? DenseActivation::Relu
                                                 : DenseActivation::None;
+    // bf16: the encoding and each layer's output are rounded to bf16 once and
+    // handed to the next layer (dense.h); a separate activation drops it.
+    const Bf16Activation x16 = precision == DensePrecision::Bf16 ? to_bf16(x) : Bf16Activation{};
+    Bf16Activation h16 = x16;
     for (int i = 0; i < cfg_.depth; ++i) {
-      if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
-      h = dense(h, p[2 * i], p[2 * i + 1], fused, precision);  // one op each way
-      if (fused == DenseActivation::None) h = activate(h);
+      if (i == cfg_.skip_at && i > 0) {
+        h = fk::cat({h, x}, 1);
+        h16 = cat_columns(h16, x16);
+      }
+      Bf16Activation y16;
+      h = dense(h, p[2 * i], p[2 * i + 1], fused, precision, h16,
+                precision == DensePrecision::Bf16 ? &y16 : nullptr);  // one op each way
+      h16 = std::move(y16);
+      if (fused == DenseActivation::None) {
+        h = activate(h);
+        h16 = {};
+      }
     }
   }
   if (h.dtype() != fk::DType::F32) h = h.to(fk::DType::F32);

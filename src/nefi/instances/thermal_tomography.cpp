@@ -139,7 +139,8 @@ class ThermalTomography : public Instance {
                             static_cast<double>(c.heat.n_frames) * c.heat.dt,
                             c.heat.lateral_bc == "periodic"};
     prob.op = std::make_shared<thermal::SoftPinnSurface>(
-        std::make_shared<thermal::TemperatureNet>(c.pinn.hidden, c.pinn.depth, amplitude, seed + 1),
+        std::make_shared<thermal::TemperatureNet>(c.pinn.hidden, c.pinn.depth, amplitude, seed + 1,
+                                                  c.pinn.n_octaves),
         g);
     prob.measurement = meas;
     prob.field = std::make_shared<NeuralField>(

@@ -15,24 +15,76 @@
 
 namespace nefi::thermal {
 
-TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t seed) : scale_(scale) {
-  FK_CHECK(hidden >= 1 && depth >= 1 && scale > 0, "nefi::thermal::TemperatureNet",
-           "hidden >= 1, depth >= 1 and scale > 0",
-           std::to_string(hidden) + ", " + std::to_string(depth) + ", " + std::to_string(scale));
+TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t seed, int n_octaves,
+                               fk::DType dtype)
+    : scale_(scale), n_octaves_(n_octaves) {
+  FK_CHECK(hidden >= 1 && depth >= 1 && scale > 0 && n_octaves >= 0 && n_octaves <= 16,
+           "nefi::thermal::TemperatureNet",
+           "hidden >= 1, depth >= 1, scale > 0 and n_octaves in [0, 16]",
+           std::to_string(hidden) + ", " + std::to_string(depth) + ", " + std::to_string(scale) +
+               ", " + std::to_string(n_octaves));
+  FK_CHECK(dtype == fk::DType::F32 || dtype == fk::DType::F64, "nefi::thermal::TemperatureNet",
+           "f32 or f64 parameters", fk::name(dtype));
   fk::Generator gen(seed);
-  int64_t in = 4;
+  int64_t in = 4 * (1 + 2 * n_octaves);
   for (int l = 0; l <= depth; ++l) {
     const int64_t out = l < depth ? hidden : 1;
     const double bound = std::sqrt(6.0 / static_cast<double>(in + out));  // Xavier uniform
-    params_.push_back(fk::uniform({out, in}, -bound, bound, {fk::DType::F32}, &gen));
-    params_.push_back(fk::zeros({out}, {fk::DType::F32}));
+    params_.push_back(fk::uniform({out, in}, -bound, bound, {fk::DType::F32}, &gen).to(dtype));
+    params_.push_back(fk::zeros({out}, {dtype}));
     in = out;
   }
   for (auto& p : params_) p.set_requires_grad(true);
 }
 
+TemperatureNet::Encoded TemperatureNet::encode(const fk::Tensor& xt, bool with_derivatives) const {
+  const fk::DType dt = params_[0].dtype();
+  Encoded e;
+  if (n_octaves_ == 0) {
+    e.value = xt.dtype() == dt ? xt : xt.to(dt);
+    return e;  // no derivatives: the first layer's input tangents are unit vectors
+  }
+  const std::vector<double> u = xt.to_vector<double>();
+  const int64_t n = xt.shape()[0], width = 4 * (1 + 2 * n_octaves_);
+  std::vector<double> v(n * width), d1[4], d2[3];
+  if (with_derivatives) {
+    for (auto& d : d1) d.assign(n * width, 0.0);
+    for (auto& d : d2) d.assign(n * width, 0.0);
+  }
+  for (int64_t p = 0; p < n; ++p) {
+    double* row = v.data() + p * width;
+    for (int d = 0; d < 4; ++d) {
+      row[d] = u[4 * p + d];
+      if (with_derivatives) d1[d][p * width + d] = 1;
+    }
+    for (int k = 0; k < n_octaves_; ++k) {
+      const double w = std::ldexp(M_PI, k);
+      for (int d = 0; d < 4; ++d) {
+        const int64_t is = 4 + 8 * k + d, ic = is + 4;
+        const double sn = std::sin(w * u[4 * p + d]), cs = std::cos(w * u[4 * p + d]);
+        row[is] = sn;
+        row[ic] = cs;
+        if (!with_derivatives) continue;
+        d1[d][p * width + is] = w * cs;
+        d1[d][p * width + ic] = -w * sn;
+        if (d < 3) {
+          d2[d][p * width + is] = -w * w * sn;
+          d2[d][p * width + ic] = -w * w * cs;
+        }
+      }
+    }
+  }
+  const fk::Dims shape{n, width};
+  e.value = fk::from_vector(v, shape).to(dt);
+  if (with_derivatives) {
+    for (int k = 0; k < 4; ++k) e.d1[k] = fk::from_vector(d1[k], shape).to(dt);
+    for (int k = 0; k < 3; ++k) e.d2[k] = fk::from_vector(d2[k], shape).to(dt);
+  }
+  return e;
+}
+
 fk::Tensor TemperatureNet::value(const fk::Tensor& xt) const {
-  fk::Tensor h = xt;
+  fk::Tensor h = encode(xt, false).value;
   const size_t n_layers = params_.size() / 2;
   for (size_t l = 0; l + 1 < n_layers; ++l)
     h = fk::tanh(fk::linear(h, params_[2 * l], params_[2 * l + 1]));
@@ -41,24 +93,29 @@ fk::Tensor TemperatureNet::value(const fk::Tensor& xt) const {
 }
 
 // Through a = tanh(z): a' = 1 − a², so the tangents become a'·dz and the
-// second derivatives a'·d²z − 2 a a'·dz².
+// second derivatives a'·d²z − 2 a a'·dz². The first layer's z tangents are
+// W0's columns (raw inputs) or the features' derivatives times W0ᵀ.
 TemperatureNet::Jet TemperatureNet::jet(const fk::Tensor& xt) const {
   const size_t n_layers = params_.size() / 2;
-  fk::Tensor h = xt, d1[4], d2[3];
+  const Encoded e = encode(xt, true);
+  const bool raw = n_octaves_ == 0;
+  fk::Tensor h = e.value, d1[4], d2[3];
   for (size_t l = 0; l + 1 < n_layers; ++l) {
     const fk::Tensor& w = params_[2 * l];
     const fk::Tensor z = fk::linear(h, w, params_[2 * l + 1]);
     fk::Tensor dz[4], d2z[3];
-    for (int k = 0; k < 4; ++k)  // the first layer's input tangents are unit vectors
-      dz[k] = l == 0 ? fk::unsqueeze(fk::select(w, 1, k), 0) : fk::linear(d1[k], w);
+    for (int k = 0; k < 4; ++k)
+      dz[k] = l > 0 ? fk::linear(d1[k], w)
+              : raw ? fk::unsqueeze(fk::select(w, 1, k), 0)
+                    : fk::linear(e.d1[k], w);
     for (int k = 0; k < 3; ++k)
-      if (l > 0) d2z[k] = fk::linear(d2[k], w);
+      if (l > 0 || !raw) d2z[k] = fk::linear(l > 0 ? d2[k] : e.d2[k], w);
     const fk::Tensor a = fk::tanh(z);
     const fk::Tensor da = fk::sub(fk::ones_like(a), fk::mul(a, a));
     const fk::Tensor curv = fk::mul(fk::mul(a, da), -2.0);
     for (int k = 0; k < 3; ++k) {
       const fk::Tensor bend = fk::mul(curv, fk::mul(dz[k], dz[k]));
-      d2[k] = l == 0 ? bend : fk::add(fk::mul(da, d2z[k]), bend);
+      d2[k] = d2z[k].defined() ? fk::add(fk::mul(da, d2z[k]), bend) : bend;
     }
     for (int k = 0; k < 4; ++k) d1[k] = fk::mul(da, dz[k]);
     h = a;

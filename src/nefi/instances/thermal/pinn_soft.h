@@ -35,9 +35,16 @@
 
 namespace nefi::thermal {
 
+// With n_octaves > 0 the network sees Fourier features of its inputs, the
+// FourierFeatures layout without annealing: [u, sin(2^k π u_d), cos(2^k π
+// u_d)] (k < n_octaves, d = x, y, z, t; the four sines of octave k, then its
+// four cosines). They and their first and second derivatives in u are
+// closed-form, so the jets carry through the encoding exactly. dtype: the
+// parameters' (F32 for runs; F64 for gradchecks).
 class TemperatureNet {
  public:
-  TemperatureNet(int hidden, int depth, double scale, uint64_t seed);
+  TemperatureNet(int hidden, int depth, double scale, uint64_t seed, int n_octaves = 0,
+                 fk::DType dtype = fk::DType::F32);
   // T at the normalised (x, y, z, t) rows of xt (N, 4): (N).
   fk::Tensor value(const fk::Tensor& xt) const;
   // T and its derivatives w.r.t. the normalised inputs: d1[k] = ∂T/∂u_k
@@ -50,8 +57,16 @@ class TemperatureNet {
   double scale() const { return scale_; }
 
  private:
-  std::vector<fk::Tensor> params_;  // W0, b0, W1, b1, ..., W_out, b_out (f32 leaves)
+  // The first layer's input (N, in) and, with the encoding, its derivatives
+  // in u_k (k < 4) and second derivatives in u_k (k < 3).
+  struct Encoded {
+    fk::Tensor value, d1[4], d2[3];
+  };
+  Encoded encode(const fk::Tensor& xt, bool with_derivatives) const;
+
+  std::vector<fk::Tensor> params_;  // W0, b0, W1, b1, ..., W_out, b_out (leaves)
   double scale_;
+  int n_octaves_;
 };
 
 struct PinnGeometry {

@@ -102,7 +102,7 @@ void declare_evaluation_and_baseline_keys(Params& p) {
   p.declare("ppt_min_contrast", 0.03, "PPT: phase-contrast detection floor (radians)");
   p.declare("pinn_hidden", int64_t{128}, "pinn_soft: temperature network width");
   p.declare("pinn_depth", int64_t{5}, "pinn_soft: temperature network tanh layers");
-  p.declare("pinn_n_octaves", int64_t{0}, "pinn_soft: Fourier octaves of T(x, t) (0 only)");
+  p.declare("pinn_n_octaves", int64_t{0}, "pinn_soft: Fourier octaves of T(x, t) (0: raw)");
   p.declare("pinn_collocation", int64_t{24576}, "pinn_soft: residual points per step");
   p.declare("pinn_lambda_pde", 1.0, "pinn_soft: PDE residual weight");
   p.declare("pinn_lambda_ic", 1.0, "pinn_soft: initial-condition weight");
@@ -331,9 +331,10 @@ void read_pinn(const Params& p, TomographyConfig& c) {
            std::to_string(hidden) + ", " + std::to_string(depth));
   q.hidden = static_cast<int>(hidden);
   q.depth = static_cast<int>(depth);
-  FK_CHECK(p.i("pinn_n_octaves") == 0, "config key 'pinn_n_octaves'",
-           "0 (the temperature network sees raw coordinates)",
-           std::to_string(p.i("pinn_n_octaves")));
+  const int64_t octaves = p.i("pinn_n_octaves");
+  FK_CHECK(octaves >= 0 && octaves <= 16, "config key 'pinn_n_octaves'",
+           "an octave count in [0, 16] (0: raw coordinates)", std::to_string(octaves));
+  q.n_octaves = static_cast<int>(octaves);
   q.collocation = p.i("pinn_collocation");
   FK_CHECK(q.collocation >= 1 && q.collocation <= (int64_t{1} << 24),
            "config key 'pinn_collocation'", "a point count in [1, 2^24]",

@@ -47,7 +47,7 @@ struct TomographyConfig {
   // pinn_soft (pinn_soft.h): the temperature network, its collocation
   // points and the penalty weights; one constant-lr Adam stage.
   struct Pinn {
-    int hidden = 128, depth = 5;
+    int hidden = 128, depth = 5, n_octaves = 0;
     int64_t collocation = 24576;
     double lambda_pde = 1, lambda_ic = 1;
   } pinn;
