@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -35,6 +36,21 @@ namespace {
 // changes no bit). Returns false (nothing done) when the partials would exceed
 // 64 MiB for even one chunk.
 // `acc`: outer_accumulate_f32 or _bf16 (the rows' element type Src).
+//
+// Rows per block: where one offset's partial is small (C_in x C_out x 4 <
+// 128 KiB), blocks whose gradient rows and their neighbours' feature rows
+// (about twice as many) fit in L2 with room to spare, so both stay cached
+// across the offsets; buckets hold a few hundred pairs, where the tiles
+// measured fastest. Where it is large, a bucket of such a block (~70 pairs
+// at C = 256) pays the whole partial's load and store (from L3: the K
+// partials are megabytes) for little work, so the block is the whole chunk:
+// each offset's partial is then visited once per chunk, its thousands of
+// pairs streaming their rows (1.4x at C = 256, 1 thread; equal at 128).
+int64_t weight_grad_block_rows(int64_t cin, int64_t cout) {
+  if (cin * cout * static_cast<int64_t>(sizeof(float)) >= (int64_t{128} << 10)) return INT64_MAX;
+  return std::max<int64_t>(kRowTile, (int64_t{384} << 10) / ((cin + cout) * 8));
+}
+
 template <typename Src, typename Acc>
 bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, const KernelMap& m,
                          float* gw, const Acc& acc) {
@@ -50,10 +66,7 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
   fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
   float* part = part_t.data<float>();
   std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
-  // Blocks of rows whose gradient rows and their neighbours' feature rows
-  // (about twice as many) fit in L2 with room to spare: buckets of a few
-  // hundred pairs, where the tiles measured fastest (outer_accumulate_*).
-  const int64_t block_rows = std::max<int64_t>(kRowTile, (int64_t{384} << 10) / ((cin + cout) * 8));
+  const int64_t block_rows = weight_grad_block_rows(cin, cout);
   double work = static_cast<double>(m.pairs()) * blk;
   fk::profile::count_launch();
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
@@ -61,8 +74,8 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
     std::vector<const Src*> a, g;
     each_chunk([&](int64_t c) {
       const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
-      for (int64_t r0 = c0; r0 < c1; r0 += block_rows) {
-        const int64_t r1 = std::min(c1, r0 + block_rows);
+      for (int64_t r0 = c0, r1 = c0; r0 < c1; r0 = r1) {
+        r1 = c1 - r0 > block_rows ? r0 + block_rows : c1;
         const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
         const RowEntry* e = idx.entries.data();
         std::fill(start.begin(), start.end(), 0);

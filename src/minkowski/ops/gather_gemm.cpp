@@ -282,6 +282,8 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
   // C = 128, 256). No bit changes: each element's chain continues through the
   // stored partial in pair order.
   const bool wide = has_avx512();
+  if (wide && cout >= kPackWidth)
+    return detail::outer_accumulate_blocked_f32_avx512(a, g, n, cin, cout, part, fresh);
   if (cout < kPackWidth) {
     prefetch_rows(a, n, cin);
     outer_block(wide, a, g, n, cin, cout, part, fresh);
@@ -300,14 +302,8 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
     const int64_t m = std::min(step, n - p0);
     const int64_t ahead = std::min(step, n - p0 - m);
     prefetch_rows<_MM_HINT_T1>(a + p0 + m, ahead, cin);
-    if (wide) {
-      detail::pack_rows_avx512(g + p0, m, cout, pg, ldg, ahead);
-      detail::outer_accumulate_packed_f32_avx512(a + p0, pg, ldg, m, cin, cout, part,
-                                                 fresh && p0 == 0);
-    } else {
-      pack_rows(g + p0, m, cout, pg, ldg, ahead);
-      outer_block(false, a + p0, gp, m, cin, cout, part, fresh && p0 == 0);
-    }
+    pack_rows(g + p0, m, cout, pg, ldg, ahead);
+    outer_block(false, a + p0, gp, m, cin, cout, part, fresh && p0 == 0);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "minkowski/ops/gather_gemm_isa.h"
 
@@ -219,6 +220,97 @@ MK_AVX512 void outer_panels(ARows a, GRows g, int64_t n, int64_t cin, int64_t co
   }
 }
 
+// The weight gradient's blocked form (outer_accumulate_blocked_f32_avx512):
+// per sub-block of pairs, the input rows packed as panels of kPanelRows
+// channels (panel t: pair p's channels [t R, t R + R) at p R, so a tile reads
+// one contiguous run, which the prefetchers follow, instead of a few floats
+// from each of many scattered rows) and the gradient rows at a padded stride
+// (rows C x 4 bytes apart fall on a few L1 sets). A panel of gradient columns
+// then stays in L1 across all input-channel tiles. Each element's chain runs
+// through the stored partial in pair order, so no bit depends on the blocking.
+constexpr int kPanelRows = 6;
+constexpr int64_t kSubPairs = 96;
+
+// Panels of the m rows' channels (the last one's missing channels left
+// unset: no tile reads them); the next `ahead` rows pulled into L2.
+MK_AVX512 void pack_panels(const float* const* a, int64_t m, int64_t cin, float* dst,
+                           int64_t ahead) {
+  const int64_t panels = (cin + kPanelRows - 1) / kPanelRows;
+  const __mmask8 full = (1u << kPanelRows) - 1u;
+  for (int64_t p = 0; p < m; ++p) {
+    if (p < ahead) prefetch_rows<_MM_HINT_T1>(a + m + p, 1, cin);
+    const float* s = a[p];
+    float* d = dst + p * kPanelRows;
+    int64_t t = 0;
+    for (; t + 1 < panels; ++t)
+      _mm256_mask_storeu_ps(d + t * m * kPanelRows, full, _mm256_loadu_ps(s + t * kPanelRows));
+    const int64_t rest = cin - t * kPanelRows;
+    const __mmask8 tail = static_cast<__mmask8>((1u << rest) - 1u);
+    _mm256_mask_storeu_ps(d + t * m * kPanelRows, tail,
+                          _mm256_maskz_loadu_ps(tail, s + t * kPanelRows));
+  }
+}
+
+// dst[p * ld ..][0:width] = src[p][0:width] (width a multiple of 8), the next
+// `ahead` rows pulled into L2.
+MK_AVX512 void pack_rows(const float* const* src, int64_t n, int64_t width, float* dst, int64_t ld,
+                         int64_t ahead) {
+  const __mmask16 tail = lane_mask(width % 16 == 0 ? 16 : width % 16);
+  for (int64_t p = 0; p < n; ++p) {
+    if (p < ahead) prefetch_rows<_MM_HINT_T1>(src + n + p, 1, width);
+    const float* s = src[p];
+    float* d = dst + p * ld;
+    int64_t c = 0;
+    for (; c + 16 < width; c += 16) _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
+    _mm512_mask_storeu_ps(d + c, tail, _mm512_maskz_loadu_ps(tail, s + c));
+  }
+}
+
+// One panel of input channels (kPanelRows of them, packed, m pairs).
+struct PanelRows {
+  const float* base;
+  const float* operator[](int64_t p) const { return base + p * kPanelRows; }
+};
+
+template <int NV>
+MK_AVX512 void packed_outer_panel(const float* pa, int64_t m, int64_t cin, StridedRows g,
+                                  int64_t g0, int64_t cols, float* part, int64_t cout, bool fresh) {
+  constexpr int R = kPanelRows;
+  const __mmask16 last = lane_mask(cols - 16 * (NV - 1));
+  int64_t ci = 0;
+  for (; ci + R <= cin; ci += R)
+    outer_tile<R, NV>(PanelRows{pa + ci * m}, 0, g, g0, m, part + ci * cout + g0, cout, fresh,
+                      last);
+  const int rest = static_cast<int>(cin - ci);
+  if (rest > 0)
+    outer_tail<NV>(rest, PanelRows{pa + ci * m}, 0, g, g0, m, part + ci * cout + g0, cout, fresh,
+                   last, std::make_index_sequence<R - 1>());
+}
+
+MK_AVX512 void packed_outer_panels(const float* pa, int64_t m, const float* pg, int64_t ldg,
+                                   int64_t cin, int64_t cout, float* part, bool fresh) {
+  const StridedRows g{pg, ldg};
+  int64_t q = 0;
+  for (; q + 64 <= cout; q += 64) packed_outer_panel<4>(pa, m, cin, g, q, 64, part, cout, fresh);
+  const int64_t rest = cout - q;
+  switch ((rest + 15) / 16) {
+    case 4:
+      packed_outer_panel<4>(pa, m, cin, g, q, rest, part, cout, fresh);
+      break;
+    case 3:
+      packed_outer_panel<3>(pa, m, cin, g, q, rest, part, cout, fresh);
+      break;
+    case 2:
+      packed_outer_panel<2>(pa, m, cin, g, q, rest, part, cout, fresh);
+      break;
+    case 1:
+      packed_outer_panel<1>(pa, m, cin, g, q, rest, part, cout, fresh);
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 void gather_gemm_f32_avx512(const float* f, int64_t ldf, const int32_t* rows, int64_t n,
@@ -242,32 +334,29 @@ void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t 
   all_panels<true>(a, c, n, w, cin, cout);
 }
 
-MK_AVX512 void pack_rows_avx512(const float* const* src, int64_t n, int64_t width, float* dst,
-                                int64_t ld, int64_t ahead) {
-  const int64_t lines = (width * static_cast<int64_t>(sizeof(float)) + 63) / 64;
-  const __mmask16 tail = lane_mask(width % 16 == 0 ? 16 : width % 16);
-  for (int64_t p = 0; p < n; ++p) {
-    if (p < ahead) {
-      const char* q = reinterpret_cast<const char*>(src[n + p]);
-      for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T1);
-    }
-    const float* s = src[p];
-    float* d = dst + p * ld;
-    int64_t c = 0;
-    for (; c + 16 < width; c += 16) _mm512_storeu_ps(d + c, _mm512_loadu_ps(s + c));
-    _mm512_mask_storeu_ps(d + c, tail, _mm512_maskz_loadu_ps(tail, s + c));
-  }
-}
-
 void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
                                  int64_t cin, int64_t cout, float* part, bool fresh) {
   outer_panels(PointedRows{a}, PointedRows{g}, n, cin, cout, part, fresh);
 }
 
-void outer_accumulate_packed_f32_avx512(const float* const* a, const float* g, int64_t ldg,
-                                        int64_t n, int64_t cin, int64_t cout, float* part,
-                                        bool fresh) {
-  outer_panels(PointedRows{a}, StridedRows{g, ldg}, n, cin, cout, part, fresh);
+void outer_accumulate_blocked_f32_avx512(const float* const* a, const float* const* g, int64_t n,
+                                         int64_t cin, int64_t cout, float* part, bool fresh) {
+  // Equal sub-blocks of at most kSubPairs pairs (no short last one).
+  const int64_t blocks = (n + kSubPairs - 1) / kSubPairs, step = (n + blocks - 1) / blocks;
+  const int64_t lda = (cin + kPanelRows - 1) / kPanelRows * kPanelRows * step;
+  const int64_t ldg = cout + 16;
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(lda + step * ldg));
+  float* pa = buf.data();
+  float* pg = pa + lda;
+  prefetch_rows(a, std::min(n, step), cin);
+  prefetch_rows(g, std::min(n, step), cout);
+  for (int64_t p0 = 0; p0 < n; p0 += step) {
+    const int64_t m = std::min(step, n - p0), ahead = std::min(step, n - p0 - m);
+    pack_panels(a + p0, m, cin, pa, ahead);
+    pack_rows(g + p0, m, cout, pg, ldg, ahead);
+    packed_outer_panels(pa, m, pg, ldg, cin, cout, part, fresh && p0 == 0);
+  }
 }
 
 }  // namespace minkowski::detail

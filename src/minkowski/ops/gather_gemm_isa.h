@@ -27,17 +27,14 @@ void gather_gemm_f32_avx512(const float* f, int64_t ldf, const int32_t* rows, in
                             const float* w, int64_t cin, int64_t cout, float* out, int64_t ldo);
 void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t n, const float* w,
                                 int64_t cin, int64_t cout);
-// dst[p * ld ..][0:width] = src[p][0:width] for p in [0, n), prefetching
-// src[n + p] for p in [0, ahead) into L2 on the way (the next sub-block).
-void pack_rows_avx512(const float* const* src, int64_t n, int64_t width, float* dst, int64_t ld,
-                      int64_t ahead);
 // outer_accumulate_f32's tiles over n > 0 pairs, rows read in place (the
 // caller prefetches them).
 void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
                                  int64_t cin, int64_t cout, float* part, bool fresh);
-// The same with the gradient rows packed: pair p's at g + p * ldg.
-void outer_accumulate_packed_f32_avx512(const float* const* a, const float* g, int64_t ldg,
-                                        int64_t n, int64_t cin, int64_t cout, float* part,
-                                        bool fresh);
+// The same for wide C_out (n > 0): sub-blocks of pairs whose input rows are
+// packed as panels of input channels and gradient rows at a padded stride,
+// the partial loaded and stored once per sub-block.
+void outer_accumulate_blocked_f32_avx512(const float* const* a, const float* const* g, int64_t n,
+                                         int64_t cin, int64_t cout, float* part, bool fresh);
 
 }  // namespace minkowski::detail

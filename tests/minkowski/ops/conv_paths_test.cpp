@@ -70,9 +70,11 @@ void expect_near_all(const std::vector<float>& got, const std::vector<double>& w
 }
 
 // C_in x C_out pairs that reach every AVX-512 panel width (1..4 vectors, a
-// half vector at the end) and AVX2's, and a row tail of each tile height.
-const std::vector<std::pair<int, int>> kWidths = {{8, 8},   {16, 24}, {24, 40},
-                                                  {40, 56}, {72, 64}, {64, 136}};
+// half vector at the end) and AVX2's, and a row tail of each tile height;
+// the weight gradient's packed sub-blocks (C_out >= 128) and its whole-chunk
+// row blocks (C_in x C_out x 4 >= 128 KiB).
+const std::vector<std::pair<int, int>> kWidths = {{8, 8},   {16, 24},  {24, 40},  {40, 56},
+                                                  {72, 64}, {64, 136}, {200, 168}};
 
 TEST(MinkowskiConvPaths, ForcedPathsAgreeWithDenseReference) {
   Knobs knobs;
