@@ -13,9 +13,9 @@ namespace minkowski::detail {
 // Pulls gathered rows towards L1 (Hint = _MM_HINT_T0) or L2 (_MM_HINT_T1)
 // ahead of their tiles: they come from anywhere in the feature matrix
 // (L2/L3), and without it their misses stall the tiles.
-template <int Hint = _MM_HINT_T0>
-inline void prefetch_rows(const float* const* a, int64_t n, int64_t cin) {
-  const int64_t lines = (cin * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+template <int Hint = _MM_HINT_T0, typename T>
+inline void prefetch_rows(const T* const* a, int64_t n, int64_t width) {
+  const int64_t lines = (width * static_cast<int64_t>(sizeof(T)) + 63) / 64;
   for (int64_t r = 0; r < n; ++r) {
     const char* q = reinterpret_cast<const char*>(a[r]);
     for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, static_cast<_mm_hint>(Hint));
