@@ -3,9 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
+#include "fk/error.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/conv_kernel_common.h"
@@ -60,38 +62,54 @@ void row_stationary(const KernelMap& m, const RowIndex& idx, const Src* src, con
   const int64_t grab = std::max<int64_t>(1, kRowTilesPerGrab * kRowTile / block_rows);
   double work = static_cast<double>(m.pairs()) * rows_in * cols_out;
   const RowEntry* e = idx.entries.data();
-  auto offset_of = [&](int64_t j) { return mirror ? (*mirror)[e[j].offset] : e[j].offset; };
+  const int32_t* mir = mirror ? mirror->data() : nullptr;
   fk::profile::count_launch();
+  std::atomic<bool> bad{false};
   for_blocks(blocks, grab, parallel_worth(work, blocks), [&](auto&& each_block) {
-    std::vector<int64_t> start(K + 1);
+    std::vector<int64_t> count(K);
     std::vector<const Src*> a;
     std::vector<float*> c;
     each_block([&](int64_t blk) {
       const int64_t r0 = blk * block_rows, r1 = std::min(n, r0 + block_rows);
-      const int64_t e0 = idx.begin[r0], e1 = idx.begin[r1];
       // The block's rows are this thread's alone: zero them here, where they
       // stay in cache for the adds (no separate pass over the whole output).
       std::fill(dst + r0 * cols_out, dst + r1 * cols_out, 0.0f);
-      std::fill(start.begin(), start.end(), 0);
-      for (int64_t j = e0; j < e1; ++j) ++start[offset_of(j) + 1];
-      for (int64_t k = 0; k < K; ++k) start[k + 1] += start[k];
-      a.resize(e1 - e0);
-      c.resize(e1 - e0);
+      // Bucket k holds offset k's pairs, at most one a row (a row meets an
+      // offset once), so it gets r1 - r0 slots from k (r1 - r0) and the
+      // pairs need no counting pass first (the bucketing was a fifth of the
+      // time at C = 32). Locals throughout: through the captured references
+      // GCC reloaded every pointer at every entry.
+      const int64_t cap = r1 - r0;
+      a.resize(K * cap);
+      c.resize(K * cap);
+      std::fill(count.begin(), count.end(), 0);
+      const Src** ap = a.data();
+      float** cp = c.data();
+      int64_t* cnt = count.data();
+      const Src* const s = src;
+      const int64_t ld = rows_in, cols = cols_out;
+      const int64_t* rb = idx.begin.data();
       // rows ascending within each offset's bucket
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t j = idx.begin[r]; j < idx.begin[r + 1]; ++j) {
-          int64_t at = start[offset_of(j)]++;
-          a[at] = src + static_cast<int64_t>(e[j].other) * rows_in;
-          c[at] = dst + r * cols_out;
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = dst + r * cols;
+        for (int64_t j = rb[r], je = rb[r + 1]; j < je; ++j) {
+          const int64_t k = mir ? mir[e[j].offset] : e[j].offset;
+          if (cnt[k] == cap) {  // not a kernel map (reported below)
+            bad.store(true, std::memory_order_relaxed);
+            continue;
+          }
+          const int64_t at = k * cap + cnt[k]++;
+          ap[at] = s + static_cast<int64_t>(e[j].other) * ld;
+          cp[at] = row;
         }
-      for (int64_t k = 0, b = 0; k < K; ++k) {
-        // start[k] is now the end of bucket k
-        if (start[k] > b)
-          add(a.data() + b, c.data() + b, start[k] - b, mats + k * mat_size, rows_in, cols_out);
-        b = start[k];
       }
+      for (int64_t k = 0; k < K; ++k)
+        if (cnt[k] > 0)
+          add(ap + k * cap, cp + k * cap, cnt[k], mats + k * mat_size, rows_in, cols_out);
     });
   });
+  FK_CHECK(!bad.load(), "minkowski::convolution",
+           "a kernel map with at most one pair per row and offset", "a row met an offset twice");
 }
 
 }  // namespace

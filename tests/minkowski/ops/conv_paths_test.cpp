@@ -224,5 +224,29 @@ TEST(MinkowskiConvPaths, UnknownPathIsAnError) {
   }
 }
 
+// The row-stationary tiles give each offset's bucket one slot a row (a row
+// meets an offset at most once in a kernel map); a hand-made map that breaks
+// this gets an error naming it, not a write past the buckets.
+TEST(MinkowskiConvPaths, TilesRefuseARowMeetingAnOffsetTwice) {
+  Knobs knobs;
+  fk::mutable_knob("ME_CONV_PATH").set_override("tiles");
+  if (!(fk::cpu_isa() >= fk::CpuIsa::Avx2)) GTEST_SKIP() << "no f32 tiles on this CPU";
+  KernelMap m;
+  m.volume = 1;
+  m.in_size = 2;
+  m.out_size = 1;
+  m.offset_begin = {0, 2};
+  m.in_rows = {0, 1};
+  m.out_rows = {0, 0};
+  const fk::Tensor f = fk::ones({2, 8}), w = fk::ones({1, 8, 8});
+  try {
+    conv_forward(f, w, m);
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most one pair per row and offset"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace minkowski
