@@ -224,9 +224,10 @@ TEST(MinkowskiConvPaths, UnknownPathIsAnError) {
   }
 }
 
-// The row-stationary tiles give each offset's bucket one slot a row (a row
-// meets an offset at most once in a kernel map); a hand-made map that breaks
-// this gets an error naming it, not a write past the buckets.
+// The row-stationary and weight-gradient tiles give each offset's bucket one
+// slot a row (a row meets an offset at most once in a kernel map); a
+// hand-made map that breaks this gets an error naming it, not a write past
+// the buckets.
 TEST(MinkowskiConvPaths, TilesRefuseARowMeetingAnOffsetTwice) {
   Knobs knobs;
   fk::mutable_knob("ME_CONV_PATH").set_override("tiles");
@@ -246,6 +247,8 @@ TEST(MinkowskiConvPaths, TilesRefuseARowMeetingAnOffsetTwice) {
     EXPECT_NE(std::string(e.what()).find("at most one pair per row and offset"), std::string::npos)
         << e.what();
   }
+  // the weight gradient's buckets are by output row too
+  EXPECT_THROW(conv_backward(fk::ones({1, 8}), f, w, m, false, true), fk::Error);
 }
 
 }  // namespace
