@@ -280,7 +280,8 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
   // the next sub-block's rows are pulled into L2 meanwhile; unlike one pass,
   // the time per pair stays flat as buckets grow (1.5-1.9x at 1000 pairs,
   // C = 128, 256). No bit changes: each element's chain continues through the
-  // stored partial in pair order.
+  // stored partial in pair order. On AVX-512 the sub-block's input rows are
+  // packed too, as panels of input channels (gather_gemm_avx512.cpp).
   const bool wide = has_avx512();
   if (wide && cout >= kPackWidth)
     return detail::outer_accumulate_blocked_f32_avx512(a, g, n, cin, cout, part, fresh);
