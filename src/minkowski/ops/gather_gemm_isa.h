@@ -15,10 +15,12 @@ namespace minkowski::detail {
 // (L2/L3), and without it their misses stall the tiles.
 template <int Hint = _MM_HINT_T0, typename T>
 inline void prefetch_rows(const T* const* a, int64_t n, int64_t width) {
+  static_assert(Hint == _MM_HINT_T0 || Hint == _MM_HINT_T1);
   const int64_t lines = (width * static_cast<int64_t>(sizeof(T)) + 63) / 64;
   for (int64_t r = 0; r < n; ++r) {
     const char* q = reinterpret_cast<const char*>(a[r]);
-    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, static_cast<_mm_hint>(Hint));
+    // the builtin (locality 3 = T0, 2 = T1): clang's _mm_prefetch takes no _mm_hint
+    for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(q + 64 * l, 0, Hint);
   }
 }
 
