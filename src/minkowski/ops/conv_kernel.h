@@ -35,7 +35,8 @@
 //                    f32 with C_out (forward) / C_in (input gradient) a
 //                    multiple of 8 on an AVX2+FMA CPU: row-stationary, i.e.
 //                    each output row sums its terms F[i] . W_k straight from
-//                    the feature matrix (gather_gemm.h), rows in blocks of 128
+//                    the feature matrix (gather_gemm.h), rows in blocks (128
+//                    to 2048 rows, by the matrix size and the pairs per row)
 //                    whose terms run offset by offset as register tiles: no
 //                    staging at all, so the cap has nothing to split. A
 //                    symmetric map's input gradient reads by_out through the

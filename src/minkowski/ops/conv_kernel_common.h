@@ -23,7 +23,9 @@ constexpr int64_t kWeightBlock = 4096;
 // always inside an active OpenMP region; above it, outside a region, it may
 // split the work and round differently. So big jobs always run in our team.
 constexpr double kBlasSerialMnk = 262144.0;
-// Rows per block of the row-walking tile paths.
+// Rows per block of the row-walking tile paths: the least (wide matrices and
+// rows with few pairs get multiples of it: conv_row_stationary.cpp,
+// conv_weight_grad.cpp).
 constexpr int64_t kRowTile = 128;
 
 // Whether a job of `work` multiply-adds over `items` independent items is
