@@ -331,10 +331,7 @@ void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const Ke
     direct = tiles;
     if (direct) {
       wt.resize(static_cast<size_t>(m.volume * cin * cout));
-      for (int64_t k = 0; k < m.volume; ++k)
-        for (int64_t a = 0; a < cin; ++a)
-          for (int64_t b = 0; b < cout; ++b)
-            wt[(k * cout + b) * cin + a] = W[(k * cin + a) * cout + b];
+      transpose_offsets(W, m.volume, cin, cout, wt.data());
     }
     if (direct && fused) {
       note_call(true, 1, 0);

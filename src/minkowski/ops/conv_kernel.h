@@ -35,7 +35,8 @@
 //                    f32 with C_out (forward) / C_in (input gradient) a
 //                    multiple of 8 on an AVX2+FMA CPU: row-stationary, i.e.
 //                    each output row sums its terms F[i] . W_k straight from
-//                    the feature matrix (gather_gemm.h), rows in blocks of 128
+//                    the feature matrix (gather_gemm.h), rows in blocks (128
+//                    to 2048 rows, by the matrix size and the pairs per row)
 //                    whose terms run offset by offset as register tiles: no
 //                    staging at all, so the cap has nothing to split. A
 //                    symmetric map's input gradient reads by_out through the
@@ -45,8 +46,9 @@
 //                    one offset's rows, then the scatter).
 // Both knobs are read at every call. The weight gradient is the same on both
 // paths: f32 (C_out a multiple of 8): fixed chunks of output rows walked in
-// blocks of rows sized to L2, pairs bucketed by offset, each bucket through
-// register tiles in sub-blocks of pairs, one partial per (chunk, offset);
+// blocks of rows sized to L2 (4096 rows where one offset's partial is
+// >= 128 KiB), pairs bucketed by offset, each bucket through register tiles
+// in sub-blocks of pairs, one partial per (chunk, offset);
 // BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers; partials
 // summed in order.
 //

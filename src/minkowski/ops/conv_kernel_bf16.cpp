@@ -54,9 +54,7 @@ void input_grad_bf16(const uint16_t* G, int64_t cin, const uint16_t* W, int64_t 
                      const KernelMap& m, float* gin) {
   // W_k^T (C_out x C_in) as pairs of output channels.
   std::vector<uint16_t> wt(static_cast<size_t>(m.volume * cin * cout));
-  for (int64_t k = 0; k < m.volume; ++k)
-    for (int64_t a = 0; a < cin; ++a)
-      for (int64_t b = 0; b < cout; ++b) wt[(k * cout + b) * cin + a] = W[(k * cin + a) * cout + b];
+  transpose_offsets(W, m.volume, cin, cout, wt.data());
   const std::vector<uint32_t> wp = packed(wt.data(), m.volume, cout, cin);
   if (m.identity) return rows_times(G, m.in_size, wp.data(), cout, cin, gin);
   if (!m.mirror.empty())

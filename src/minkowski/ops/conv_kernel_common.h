@@ -5,6 +5,7 @@
 // on the thread count (conv_kernel.h, determinism).
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -22,7 +23,9 @@ constexpr int64_t kWeightBlock = 4096;
 // always inside an active OpenMP region; above it, outside a region, it may
 // split the work and round differently. So big jobs always run in our team.
 constexpr double kBlasSerialMnk = 262144.0;
-// Rows per block of the row-walking tile paths.
+// Rows per block of the row-walking tile paths: the least (wide matrices and
+// rows with few pairs get multiples of it: conv_row_stationary.cpp,
+// conv_weight_grad.cpp).
 constexpr int64_t kRowTile = 128;
 
 // Whether a job of `work` multiply-adds over `items` independent items is
@@ -35,6 +38,24 @@ inline bool parallel_worth(double work, int64_t items) {
 template <typename T>
 inline void add_row(T* __restrict dst, const T* __restrict src, int64_t width) {
   for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+}
+
+// out[k] = w[k]^T for each of K matrices (C_in x C_out -> C_out x C_in), in
+// 32 x 32 blocks: a plain element loop writes every element to a different
+// cache line (at C = 256, ~1.8M scattered writes: a tenth of a strided input
+// gradient's time).
+template <typename T>
+void transpose_offsets(const T* w, int64_t K, int64_t cin, int64_t cout, T* out) {
+  constexpr int64_t kB = 32;
+  for (int64_t k = 0; k < K; ++k) {
+    const T* src = w + k * cin * cout;
+    T* dst = out + k * cin * cout;
+    for (int64_t a0 = 0; a0 < cin; a0 += kB)
+      for (int64_t b0 = 0; b0 < cout; b0 += kB)
+        for (int64_t b = b0; b < std::min(cout, b0 + kB); ++b)
+          for (int64_t a = a0; a < std::min(cin, a0 + kB); ++a)
+            dst[b * cin + a] = src[a * cout + b];
+  }
 }
 
 template <typename T>

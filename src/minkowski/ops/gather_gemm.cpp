@@ -280,8 +280,11 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
   // the next sub-block's rows are pulled into L2 meanwhile; unlike one pass,
   // the time per pair stays flat as buckets grow (1.5-1.9x at 1000 pairs,
   // C = 128, 256). No bit changes: each element's chain continues through the
-  // stored partial in pair order.
+  // stored partial in pair order. On AVX-512 the sub-block's input rows are
+  // packed too, as panels of input channels (gather_gemm_avx512.cpp).
   const bool wide = has_avx512();
+  if (wide && cout >= kPackWidth)
+    return detail::outer_accumulate_blocked_f32_avx512(a, g, n, cin, cout, part, fresh);
   if (cout < kPackWidth) {
     prefetch_rows(a, n, cin);
     outer_block(wide, a, g, n, cin, cout, part, fresh);
@@ -300,14 +303,8 @@ void outer_accumulate_f32(const float* const* a, const float* const* g, int64_t 
     const int64_t m = std::min(step, n - p0);
     const int64_t ahead = std::min(step, n - p0 - m);
     prefetch_rows<_MM_HINT_T1>(a + p0 + m, ahead, cin);
-    if (wide) {
-      detail::pack_rows_avx512(g + p0, m, cout, pg, ldg, ahead);
-      detail::outer_accumulate_packed_f32_avx512(a + p0, pg, ldg, m, cin, cout, part,
-                                                 fresh && p0 == 0);
-    } else {
-      pack_rows(g + p0, m, cout, pg, ldg, ahead);
-      outer_block(false, a + p0, gp, m, cin, cout, part, fresh && p0 == 0);
-    }
+    pack_rows(g + p0, m, cout, pg, ldg, ahead);
+    outer_block(false, a + p0, gp, m, cin, cout, part, fresh && p0 == 0);
   }
 }
 

@@ -13,12 +13,14 @@ namespace minkowski::detail {
 // Pulls gathered rows towards L1 (Hint = _MM_HINT_T0) or L2 (_MM_HINT_T1)
 // ahead of their tiles: they come from anywhere in the feature matrix
 // (L2/L3), and without it their misses stall the tiles.
-template <int Hint = _MM_HINT_T0>
-inline void prefetch_rows(const float* const* a, int64_t n, int64_t cin) {
-  const int64_t lines = (cin * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+template <int Hint = _MM_HINT_T0, typename T>
+inline void prefetch_rows(const T* const* a, int64_t n, int64_t width) {
+  static_assert(Hint == _MM_HINT_T0 || Hint == _MM_HINT_T1);
+  const int64_t lines = (width * static_cast<int64_t>(sizeof(T)) + 63) / 64;
   for (int64_t r = 0; r < n; ++r) {
     const char* q = reinterpret_cast<const char*>(a[r]);
-    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(q + 64 * l, static_cast<_mm_hint>(Hint));
+    // the builtin (locality 3 = T0, 2 = T1): clang's _mm_prefetch takes no _mm_hint
+    for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(q + 64 * l, 0, Hint);
   }
 }
 
@@ -27,17 +29,14 @@ void gather_gemm_f32_avx512(const float* f, int64_t ldf, const int32_t* rows, in
                             const float* w, int64_t cin, int64_t cout, float* out, int64_t ldo);
 void gather_gemm_add_f32_avx512(const float* const* a, float* const* c, int64_t n, const float* w,
                                 int64_t cin, int64_t cout);
-// dst[p * ld ..][0:width] = src[p][0:width] for p in [0, n), prefetching
-// src[n + p] for p in [0, ahead) into L2 on the way (the next sub-block).
-void pack_rows_avx512(const float* const* src, int64_t n, int64_t width, float* dst, int64_t ld,
-                      int64_t ahead);
 // outer_accumulate_f32's tiles over n > 0 pairs, rows read in place (the
 // caller prefetches them).
 void outer_accumulate_f32_avx512(const float* const* a, const float* const* g, int64_t n,
                                  int64_t cin, int64_t cout, float* part, bool fresh);
-// The same with the gradient rows packed: pair p's at g + p * ldg.
-void outer_accumulate_packed_f32_avx512(const float* const* a, const float* g, int64_t ldg,
-                                        int64_t n, int64_t cin, int64_t cout, float* part,
-                                        bool fresh);
+// The same for wide C_out (n > 0): sub-blocks of pairs whose input rows are
+// packed as panels of input channels and gradient rows at a padded stride,
+// the partial loaded and stored once per sub-block.
+void outer_accumulate_blocked_f32_avx512(const float* const* a, const float* const* g, int64_t n,
+                                         int64_t cin, int64_t cout, float* part, bool fresh);
 
 }  // namespace minkowski::detail

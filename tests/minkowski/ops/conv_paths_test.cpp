@@ -70,9 +70,11 @@ void expect_near_all(const std::vector<float>& got, const std::vector<double>& w
 }
 
 // C_in x C_out pairs that reach every AVX-512 panel width (1..4 vectors, a
-// half vector at the end) and AVX2's, and a row tail of each tile height.
-const std::vector<std::pair<int, int>> kWidths = {{8, 8},   {16, 24}, {24, 40},
-                                                  {40, 56}, {72, 64}, {64, 136}};
+// half vector at the end) and AVX2's, and a row tail of each tile height;
+// the weight gradient's packed sub-blocks (C_out >= 128) and its whole-chunk
+// row blocks (C_in x C_out x 4 >= 128 KiB).
+const std::vector<std::pair<int, int>> kWidths = {{8, 8},   {16, 24},  {24, 40},  {40, 56},
+                                                  {72, 64}, {64, 136}, {200, 168}};
 
 TEST(MinkowskiConvPaths, ForcedPathsAgreeWithDenseReference) {
   Knobs knobs;
@@ -220,6 +222,33 @@ TEST(MinkowskiConvPaths, UnknownPathIsAnError) {
     EXPECT_NE(std::string(e.what()).find("one of auto, tiles, gemm, got fast"), std::string::npos)
         << e.what();
   }
+}
+
+// The row-stationary and weight-gradient tiles give each offset's bucket one
+// slot a row (a row meets an offset at most once in a kernel map); a
+// hand-made map that breaks this gets an error naming it, not a write past
+// the buckets.
+TEST(MinkowskiConvPaths, TilesRefuseARowMeetingAnOffsetTwice) {
+  Knobs knobs;
+  fk::mutable_knob("ME_CONV_PATH").set_override("tiles");
+  if (!(fk::cpu_isa() >= fk::CpuIsa::Avx2)) GTEST_SKIP() << "no f32 tiles on this CPU";
+  KernelMap m;
+  m.volume = 1;
+  m.in_size = 2;
+  m.out_size = 1;
+  m.offset_begin = {0, 2};
+  m.in_rows = {0, 1};
+  m.out_rows = {0, 0};
+  const fk::Tensor f = fk::ones({2, 8}), w = fk::ones({1, 8, 8});
+  try {
+    conv_forward(f, w, m);
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most one pair per row and offset"), std::string::npos)
+        << e.what();
+  }
+  // the weight gradient's buckets are by output row too
+  EXPECT_THROW(conv_backward(fk::ones({1, 8}), f, w, m, false, true), fk::Error);
 }
 
 }  // namespace
