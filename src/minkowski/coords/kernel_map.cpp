@@ -235,4 +235,14 @@ std::shared_ptr<KernelMap> KernelMap::make_identity(int64_t n) {
   return m;
 }
 
+std::shared_ptr<const void> KernelMap::device_copy(
+    int device, const std::function<std::shared_ptr<const void>()>& make) const {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  for (const auto& [d, copy] : device_copies_) {
+    if (d == device) return copy;
+  }
+  device_copies_.emplace_back(device, make());
+  return device_copies_.back().second;
+}
+
 }  // namespace minkowski

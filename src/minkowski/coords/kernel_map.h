@@ -24,8 +24,10 @@
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
 // pair p is (p, p).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "minkowski/coords/coordinate_map.h"
@@ -81,6 +83,13 @@ struct KernelMap {
   // The adjoint map (inputs and outputs swapped), as a transposed convolution uses.
   std::shared_ptr<KernelMap> transposed() const;
   static std::shared_ptr<KernelMap> make_identity(int64_t n);
+  // This map's copy on CUDA device `device`, made by `make` on the first call
+  // for that device and kept while the map lives, so the layers sharing a map
+  // share one upload. Opaque here: the device convolution (conv_device.h) owns
+  // its type. A transposed map is a map of its own, with its own copies.
+  std::shared_ptr<const void> device_copy(
+      int device, const std::function<std::shared_ptr<const void>()>& make) const;
+
   // Installs a by-output-row index built together with the pairs.
   void adopt_by_out(std::shared_ptr<RowIndex> idx) {
     std::lock_guard<std::mutex> lock(rows_->mu);
@@ -97,6 +106,8 @@ struct KernelMap {
   };
   std::shared_ptr<SharedRows> rows_ = std::make_shared<SharedRows>();
   bool swapped_ = false;
+  mutable std::mutex device_mu_;
+  mutable std::vector<std::pair<int, std::shared_ptr<const void>>> device_copies_;
 };
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already

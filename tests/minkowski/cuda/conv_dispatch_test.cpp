@@ -1,0 +1,167 @@
+// The convolutions of conv.h with features on the GPU: the same SparseTensor
+// (its maps on the host) convolved from CPU operands and from device
+// operands through the public API and autograd, the output and the
+// gradients of features, weight and bias equal to 1e-5 (TF32 off). Covers
+// submanifold, strided, transposed and generative convolutions and a 1x1
+// (C_in, C_out) weight; one map copy per device, reused by a second call;
+// and the clear errors for what has no device kernel yet.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "device_test_util.h"
+#include "minkowski/ops/conv.h"
+
+namespace minkowski {
+namespace {
+
+using cuda_test::expect_close;
+using cuda_test::kGpu;
+using cuda_test::random_rows;
+
+constexpr double kTol = 1e-5;
+
+// Uniform values in [-scale, scale) on the CPU.
+fk::Tensor random_values(const fk::Dims& shape, double scale, uint64_t seed) {
+  fk::Generator g(seed);
+  return fk::uniform(shape, -scale, scale, {fk::DType::F32}, &g);
+}
+
+SparseTensor cpu_input(int64_t n, int64_t cin, uint64_t seed) {
+  const std::vector<int32_t> rows = random_rows(3, n, 8, 1, 2, static_cast<unsigned>(seed));
+  const fk::Tensor coords =
+      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size()) / 4, 4});
+  return SparseTensor(random_values({coords.size(0), cin}, 1.0, seed + 1), coords);
+}
+
+// The input's features on `device`, as a new leaf that takes a gradient.
+SparseTensor on(const SparseTensor& x, fk::Device device) {
+  fk::Tensor f = x.F().detach().clone().to(device);
+  f.set_requires_grad(true);
+  return SparseTensor(f, x.key(), x.manager());
+}
+
+fk::Tensor leaf(const fk::Tensor& t, fk::Device device) {
+  fk::Tensor l = t.detach().clone().to(device);
+  l.set_requires_grad(true);
+  return l;
+}
+
+using Conv = std::function<SparseTensor(const SparseTensor&, const fk::Tensor&, const fk::Tensor&)>;
+
+// Runs `conv` on CPU and on GPU operands and compares output and gradients.
+void expect_device_matches_cpu(const SparseTensor& x, const fk::Tensor& w, const fk::Tensor& b,
+                               const Conv& conv, const std::string& what) {
+  fk::amp::set_allow_tf32(false);
+  const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
+  const fk::Tensor wc = leaf(w, fk::kCPU), wg = leaf(w, kGpu);
+  const fk::Tensor bc = leaf(b, fk::kCPU), bg = leaf(b, kGpu);
+  const SparseTensor yc = conv(xc, wc, bc), yg = conv(xg, wg, bg);
+  ASSERT_EQ(yc.key(), yg.key()) << what;
+  ASSERT_EQ(yg.F().device(), kGpu) << what;
+  expect_close(yg.F(), yc.F(), kTol, what + " forward");
+  const fk::Tensor g = random_values(yc.F().shape(), 1.0, 99);
+  yc.F().backward(g);
+  yg.F().backward(g.to(kGpu));
+  expect_close(xg.F().grad(), xc.F().grad(), kTol, what + " grad features");
+  expect_close(wg.grad(), wc.grad(), kTol, what + " grad weight");
+  expect_close(bg.grad(), bc.grad(), kTol, what + " grad bias");
+}
+
+TEST(MinkowskiCudaConvDispatch, EveryConvolutionMatchesTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(2000, 8, 3);
+  const KernelRegion k3 = KernelRegion::cube({3}), k2 = KernelRegion::cube({2});
+  const fk::Tensor b = random_values({12}, 1.0, 7);
+  expect_device_matches_cpu(
+      x, random_values({27, 8, 12}, 0.2, 5), b,
+      [&](const SparseTensor& s, const fk::Tensor& w, const fk::Tensor& bias) {
+        return convolution(s, w, bias, k3);
+      },
+      "submanifold 3^3");
+  expect_device_matches_cpu(
+      x, random_values({8, 8, 12}, 0.2, 6), b,
+      [&](const SparseTensor& s, const fk::Tensor& w, const fk::Tensor& bias) {
+        return convolution(s, w, bias, k2, {2});
+      },
+      "strided 2^3");
+  // Down then up: the transposed convolution reuses the strided map's pairs.
+  const SparseTensor down = convolution(x, random_values({8, 8, 8}, 0.2, 8), fk::Tensor(), k2, {2});
+  const SparseTensor mid(down.F().detach(), down.key(), down.manager());
+  expect_device_matches_cpu(
+      mid, random_values({8, 8, 12}, 0.2, 9), b,
+      [&](const SparseTensor& s, const fk::Tensor& w, const fk::Tensor& bias) {
+        return convolution_transpose(s, w, bias, k2, {2});
+      },
+      "transposed 2^3");
+  expect_device_matches_cpu(
+      mid, random_values({27, 8, 12}, 0.2, 10), b,
+      [&](const SparseTensor& s, const fk::Tensor& w, const fk::Tensor& bias) {
+        return generative_convolution_transpose(s, w, bias, k3, {2});
+      },
+      "generative transposed 3^3");
+  expect_device_matches_cpu(
+      x, random_values({8, 12}, 0.3, 11), b,
+      [&](const SparseTensor& s, const fk::Tensor& w, const fk::Tensor& bias) {
+        return convolution(s, w, bias, KernelRegion::cube({1}));
+      },
+      "1x1 with a (C_in, C_out) weight");
+}
+
+TEST(MinkowskiCudaConvDispatch, OneDeviceCopyPerMap) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(500, 4, 13);
+  auto map = x.manager()->kernel_map(x.key(), x.key(), KernelRegion::cube({3}), false);
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return std::shared_ptr<const void>(std::make_shared<int>(1));
+  };
+  // A map used once by a device convolution already holds its copy.
+  const fk::Tensor w = random_values({27, 4, 4}, 0.2, 14).to(kGpu);
+  convolve_features(x.F().to(kGpu), w, map);
+  map->device_copy(0, make);
+  EXPECT_EQ(made, 0);
+  // Another device index is another copy.
+  map->device_copy(1, make);
+  map->device_copy(1, make);
+  EXPECT_EQ(made, 1);
+}
+
+TEST(MinkowskiCudaConvDispatch, ClearErrorsForWhatHasNoDeviceKernel) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(300, 4, 15);
+  const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
+  const KernelRegion k3 = KernelRegion::cube({3});
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const fk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(
+      message([&] {
+        channelwise_convolution(xg, random_values({27, 4}, 0.2, 16).to(kGpu), fk::Tensor(), k3);
+      }).find("no CUDA kernel"),
+      std::string::npos);
+  // A weight left on the CPU names the device it must be on.
+  EXPECT_NE(message([&] {
+              convolution(xg, random_values({27, 4, 4}, 0.2, 17), fk::Tensor(), k3);
+            }).find("cuda:0"),
+            std::string::npos);
+  // 16-bit device features: the device kernels are f32.
+  EXPECT_NE(message([&] {
+              const SparseTensor h(x.F().to(fk::DType::BF16).to(kGpu), x.key(), x.manager());
+              convolution(h, random_values({27, 4, 4}, 0.2, 18).to(fk::DType::BF16).to(kGpu),
+                          fk::Tensor(), k3);
+            }).find("f32"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace minkowski
