@@ -11,10 +11,13 @@
 namespace minkowski {
 
 namespace {
-void check_features(const fk::Tensor& f, const char* where) {
+// Features on an existing map may live on a CUDA device (the convolutions
+// run there, conv_device.h); quantizing new coordinates needs them on the CPU.
+void check_features(const fk::Tensor& f, const char* where, bool device_ok) {
   FK_CHECK(f.defined(), where, "a feature tensor", "an undefined tensor");
-  FK_CHECK(f.device().is_cpu(), where,
-           "CPU features (CUDA kernels for minkowski are not built yet)", f.device().str());
+  FK_CHECK(device_ok || f.device().is_cpu(), where,
+           "CPU features when coordinates are given (device features go on an existing map)",
+           f.device().str());
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));
   FK_CHECK(f.dim() == 2, where, "2-D features (N x C)", f.shape().str());
@@ -98,7 +101,7 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordin
                            const std::vector<int32_t>& tensor_stride, QuantizationMode mode,
                            std::shared_ptr<CoordinateManager> manager, uint64_t seed) {
   const char* where = "minkowski::SparseTensor";
-  check_features(features, where);
+  check_features(features, where, false);
   FK_CHECK(coordinates.defined() && coordinates.dim() == 2 && coordinates.size(1) >= 2, where,
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
@@ -123,7 +126,7 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
                            std::shared_ptr<CoordinateManager> manager)
     : features_(features), manager_(std::move(manager)), key_(key) {
   const char* where = "minkowski::SparseTensor";
-  check_features(features, where);
+  check_features(features, where, true);
   FK_CHECK(manager_ != nullptr, where, "a coordinate manager", "null");
   int64_t n = manager_->size(key);
   FK_CHECK(features.size(0) == n, where,
@@ -134,7 +137,7 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
 SparseTensor SparseTensor::with_features(const fk::Tensor& features) const {
   const char* where = "minkowski::SparseTensor::with_features";
   FK_CHECK(defined(), where, "a sparse tensor", "an empty handle");
-  check_features(features, where);
+  check_features(features, where, true);
   FK_CHECK(features.size(0) == size(), where,
            std::to_string(size()) + " feature rows (the map " + key_.str() + ")",
            std::to_string(features.size(0)));

@@ -20,13 +20,13 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
   FK_CHECK(coordinates.device().is_cpu(), where,
-           "CPU coordinates (CUDA kernels for minkowski are not built yet)",
+           "CPU coordinates (only the convolutions have CUDA kernels yet)",
            coordinates.device().str());
   FK_CHECK(coordinates.dtype() == fk::DType::F32 || coordinates.dtype() == fk::DType::F64, where,
            "f32 or f64 coordinates", fk::name(coordinates.dtype()));
   FK_CHECK(features.defined(), where, "a feature tensor", "an undefined tensor");
   FK_CHECK(features.device().is_cpu(), where,
-           "CPU features (CUDA kernels for minkowski are not built yet)", features.device().str());
+           "CPU features (only the convolutions have CUDA kernels yet)", features.device().str());
   FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(features.dtype()));
   FK_CHECK(features.dim() == 2, where, "2-D features (N x C)", features.shape().str());

@@ -72,7 +72,7 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
   const char* where = "minkowski::CoordinateManager::insert";
   FK_CHECK(coordinates.defined(), where, "a coordinate tensor", "an undefined tensor");
   FK_CHECK(coordinates.device().is_cpu(), where,
-           "CPU coordinates (CUDA kernels for minkowski are not built yet)",
+           "CPU coordinates (only the convolutions have CUDA kernels yet)",
            coordinates.device().str());
   FK_CHECK(coordinates.dtype() == fk::DType::I32, where, "int32 coordinates",
            std::string(fk::name(coordinates.dtype())) + " coordinates");

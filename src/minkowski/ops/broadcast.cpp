@@ -198,7 +198,7 @@ fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
   FK_CHECK(features.defined() && glob.defined(), where, "features and a global feature",
            "an undefined tensor");
   FK_CHECK(features.device().is_cpu() && glob.device().is_cpu(), where,
-           "CPU tensors (CUDA kernels for minkowski are not built yet)",
+           "CPU tensors (only the convolutions have CUDA kernels yet)",
            features.device().str() + " / " + glob.device().str());
   FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(features.dtype()));

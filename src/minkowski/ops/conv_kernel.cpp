@@ -417,7 +417,7 @@ void backward(const T* G, const T* F, int64_t cin, const T* W, int64_t cout, con
 void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w,
                                const KernelMap& m) {
   FK_CHECK(f.device().is_cpu() && w.device().is_cpu(), where,
-           "CPU tensors (CUDA kernels for minkowski are not built yet)",
+           "CPU tensors (only the convolutions have CUDA kernels yet)",
            f.device().str() + " / " + w.device().str());
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));

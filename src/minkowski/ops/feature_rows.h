@@ -19,7 +19,7 @@ inline fk::DType compute_dtype(fk::DType d) {
 inline void check_feature_rows(const fk::Tensor& f, int64_t rows, const char* where,
                                const char* what) {
   FK_CHECK(f.defined(), where, std::string("a ") + what + " tensor", "an undefined tensor");
-  FK_CHECK(f.device().is_cpu(), where, "CPU tensors (CUDA kernels for minkowski are not built yet)",
+  FK_CHECK(f.device().is_cpu(), where, "CPU tensors (only the convolutions have CUDA kernels yet)",
            f.device().str());
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));
