@@ -21,14 +21,9 @@ namespace {
 using cuda_test::expect_close;
 using cuda_test::kGpu;
 using cuda_test::random_rows;
+using cuda_test::random_values;
 
 constexpr double kTol = 1e-5;
-
-// Uniform values in [-scale, scale) on the CPU.
-fk::Tensor random_values(const fk::Dims& shape, double scale, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::uniform(shape, -scale, scale, {fk::DType::F32}, &g);
-}
 
 SparseTensor cpu_input(int64_t n, int64_t cin, uint64_t seed) {
   const std::vector<int32_t> rows = random_rows(3, n, 8, 1, 2, static_cast<unsigned>(seed));

@@ -22,14 +22,9 @@ using cuda_test::kGpu;
 using cuda_test::KnobOverride;
 using cuda_test::make_map;
 using cuda_test::random_rows;
+using cuda_test::random_values;
 
 constexpr double kTol = 1e-5;
-
-// Uniform values in [-scale, scale) on the CPU.
-fk::Tensor uniform(const fk::Dims& shape, double scale, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::uniform(shape, -scale, scale, {fk::DType::F32}, &g);
-}
 
 struct Operands {
   std::shared_ptr<const KernelMap> cpu;
@@ -44,9 +39,9 @@ Operands operands(const CoordinateMap& in, const CoordinateMap& out, const Kerne
   o.cpu = build_kernel_map(in, out, off);
   o.dev = cuda::build_device_kernel_map(in, out, off);
   const int64_t K = o.cpu->volume;
-  o.f = uniform({in.size(), cin}, 1.0, seed);
-  o.w = uniform({K, cin, cout}, 1.0 / std::sqrt(static_cast<double>(K * cin)), seed + 1);
-  o.g = uniform({out.size(), cout}, 1.0, seed + 2);
+  o.f = random_values({in.size(), cin}, 1.0, seed);
+  o.w = random_values({K, cin, cout}, 1.0 / std::sqrt(static_cast<double>(K * cin)), seed + 1);
+  o.g = random_values({out.size(), cout}, 1.0, seed + 2);
   return o;
 }
 

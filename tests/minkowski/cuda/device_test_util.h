@@ -68,6 +68,12 @@ inline std::shared_ptr<CoordinateMap> strided_map(const CoordinateMap& in, int t
                                          std::vector<int32_t>(w - 1, m));
 }
 
+// f32 values uniform in [-scale, scale), on the CPU.
+inline fk::Tensor random_values(const fk::Dims& shape, double scale, uint64_t seed) {
+  fk::Generator g(seed);
+  return fk::uniform(shape, -scale, scale, {fk::DType::F32}, &g);
+}
+
 // Overrides a knob for a scope.
 class KnobOverride {
  public:
