@@ -27,6 +27,7 @@
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/elliptic/elliptic_operator.h"
@@ -279,21 +280,12 @@ class Eit : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "eit",
-             "method neural, grid or uniform", method);
-    const EitConfig c = EitConfig::from(p);
-    RunOutput out;
-    if (method == "uniform") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    MethodRunners runners;
+    runners.direct["uniform"] = [&p](const Measurement&, RunOutput& out) {
+      const EitConfig c = EitConfig::from(p);
       uniform_output(*eit_operator(c, c.n, c.solver), "sigma", c.sigma_bg, {c.n, c.n}, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {

@@ -271,6 +271,22 @@ TEST(NefiEit, BadValuesAreErrorsNamingTheKey) {
   EXPECT_THROW(inst->run(inst->default_config(), "fbp", 0, {}), fk::Error);
 }
 
+// uniform is a direct method through run_method: σ_bg everywhere, its
+// prediction the operator's, scored by every metric evaluate() reports.
+TEST(NefiEit, UniformIsTheBackgroundScoredByEvaluate) {
+  auto inst = nefi::find_instance("eit");
+  nefi::Params p = inst->default_config();
+  p.set("n", "16");
+  p.set("n_patterns", "4");
+  const nefi::RunOutput out = inst->run(p, "uniform", 0, {});
+  for (double v : out.reconstruction.to_vector<double>()) EXPECT_EQ(v, 1.0);
+  EXPECT_EQ(out.result.prediction.shape(), out.measurement.data.shape());
+  const auto metrics = inst->evaluate(p, out);
+  ASSERT_EQ(out.metrics.size(), metrics.size());
+  for (const auto& [k, v] : metrics) EXPECT_EQ(out.metrics.at(k), v) << k;
+  EXPECT_EQ(out.metrics.at("inclusion_iou"), 0.0);
+}
+
 // The scenes are the reference's NumPy draw: its seed 2 is the conductive
 // σ = 10.9 inclusion it reports, seeds 0 and 1 are resistive; every
 // inclusion lies within the draw's bounds, and multi draws 2–3 disjoint
