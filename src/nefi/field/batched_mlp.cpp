@@ -12,6 +12,7 @@
 #include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_gemm.h"
 #include "nefi/field/dense_gemm_bf16.h"
+#include "nefi/field/dense_narrow.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -60,7 +61,10 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, 
     dense_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
     return;
   }
-  fk::gemm(kF32, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  // The sequential layer's order for its one-column products (dense.cpp):
+  // a different summation order there would flip bf16 roundings downstream.
+  if (!dense_narrow(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false))
+    fk::gemm(kF32, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
   if (!bias) return;
   for (int64_t i = 0; i < m; ++i) {
     float* r = c + i * ldc;
