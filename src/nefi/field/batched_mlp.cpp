@@ -12,7 +12,6 @@
 #include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_gemm.h"
 #include "nefi/field/dense_gemm_bf16.h"
-#include "nefi/field/dense_narrow.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -34,37 +33,16 @@ bool is_active(const ActiveMask& a, int64_t b) {
   return !a || (*a)[b] != 0;
 }
 
-// C (m, n) = op(A) op(B), as nefi::dense's f32 product makes it: the fused
-// AVX-512 kernel with the layer's bias and activation applied in registers
-// where it fits, else fk::gemm and the epilogue a row at a time after it. A
-// row of the batch thus takes the very arithmetic a sequential field takes.
-// bf16 (an autocast trunk layer): dense's bf16 product, the native
-// AVX512_BF16 kernel, else both operands rounded to bf16 into f32 copies and
-// multiplied as above.
+// C (m, n) = op(A) op(B) through nefi::dense_product, the sequential layer's
+// own product (bias and activation fused where its kernels fuse them, else
+// applied a row at a time after it): a row of the batch thus takes the very
+// arithmetic a sequential field takes, bf16 (an autocast trunk layer)
+// included.
 void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
              const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias = nullptr,
              DenseActivation act = DenseActivation::None, bool bf16 = false) {
-  if (bf16 && dense_gemm_bf16_native()) {
-    dense_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
+  if (dense_product(kF32, bf16, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act, {}))
     return;
-  }
-  std::vector<float> a16, b16;
-  if (bf16) {
-    a16 = rounded_to_bf16(a, ta ? k : m, ta ? m : k, lda);
-    b16 = rounded_to_bf16(b, tb ? n : k, tb ? k : n, ldb);
-    a = a16.data();
-    b = b16.data();
-    lda = ta ? m : k;
-    ldb = tb ? k : n;
-  }
-  if (dense_gemm_fits(m, n, k)) {
-    dense_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, bias, act);
-    return;
-  }
-  // The sequential layer's order for its one-column products (dense.cpp):
-  // a different summation order there would flip bf16 roundings downstream.
-  if (!dense_narrow(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false))
-    fk::gemm(kF32, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
   if (!bias) return;
   for (int64_t i = 0; i < m; ++i) {
     float* r = c + i * ldc;

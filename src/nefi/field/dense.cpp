@@ -29,45 +29,6 @@ fk::Tensor contig(const fk::Tensor& t) {
   return t.is_contiguous() ? t.detach() : t.contiguous().detach();
 }
 
-// C (m, n) = op(A) op(B), f32 on AVX-512 with the epilogue fused, otherwise
-// dense_narrow or fk::gemm (the caller applies bias and activation; returns
-// false). bf16:
-// f32 operands rounded to bf16 (dense.h).
-bool product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-             const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
-             bool accumulate, const void* bias, DenseActivation act,
-             const DenseBf16Sides& sides = {}) {
-  fk::profile::count_launch();
-  bf16 = bf16 && dt == fk::DType::F32;
-  const auto* af = static_cast<const float*>(a);
-  const auto* bf = static_cast<const float*>(b);
-  if (bf16 && dense_gemm_bf16_native()) {
-    dense_gemm_bf16(ta, tb, m, n, k, af, lda, bf, ldb, static_cast<float*>(c), ldc, accumulate,
-                    static_cast<const float*>(bias), act, sides);
-    return true;
-  }
-  std::vector<float> a16, b16;
-  if (bf16) {
-    a16 = rounded_to_bf16(af, ta ? k : m, ta ? m : k, lda);
-    b16 = rounded_to_bf16(bf, tb ? n : k, tb ? k : n, ldb);
-    a = a16.data();
-    b = b16.data();
-    lda = ta ? m : k;
-    ldb = tb ? k : n;
-  }
-  if (dt == fk::DType::F32 && dense_gemm_fits(m, n, k)) {
-    dense_gemm(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
-               ldb, static_cast<float*>(c), ldc, accumulate, static_cast<const float*>(bias), act);
-    return true;
-  }
-  if (dt == fk::DType::F32 &&
-      dense_narrow(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
-                   ldb, static_cast<float*>(c), ldc, accumulate))
-    return false;
-  fk::gemm(dt, ta, tb, m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c, ldc);
-  return false;
-}
-
 // Storage for bf16 activations. A step asks for the same few sizes every
 // time, and glibc serves blocks this large (a MiB) with fresh mappings whose
 // pages fault in again on every step (5 % of a deconvolution step): released
@@ -149,13 +110,13 @@ struct DenseBackward : fk::autograd::Node {
     }
     if (next[0].fn) {
       res[0] = fk::empty({n, in}, {dt});
-      product(dt, bf16, false, false, n, in, out, gz.data_ptr(), out, wt.data_ptr(), in,
-              res[0].data_ptr(), in, false, nullptr, DenseActivation::None);
+      dense_product(dt, bf16, false, false, n, in, out, gz.data_ptr(), out, wt.data_ptr(), in,
+                    res[0].data_ptr(), in, false, nullptr, DenseActivation::None, {});
     }
     if (next[1].fn) {
       res[1] = fk::empty({out, in}, {dt});
-      product(dt, bf16, true, false, out, in, n, gz.data_ptr(), out, xt.data_ptr(), in,
-              res[1].data_ptr(), in, false, nullptr, DenseActivation::None);
+      dense_product(dt, bf16, true, false, out, in, n, gz.data_ptr(), out, xt.data_ptr(), in,
+                    res[1].data_ptr(), in, false, nullptr, DenseActivation::None, {});
     }
     return res;
   }
@@ -173,8 +134,8 @@ struct DenseBackward : fk::autograd::Node {
                          next[2].fn ? res[2].data<float>() : nullptr);
     if (next[0].fn) {
       res[0] = fk::empty({n, in}, {fk::DType::F32});
-      product(fk::DType::F32, true, false, false, n, in, out, nullptr, out, wt.data_ptr(), in,
-              res[0].data_ptr(), in, false, nullptr, DenseActivation::None, {gz, ldz});
+      dense_product(fk::DType::F32, true, false, false, n, in, out, nullptr, out, wt.data_ptr(), in,
+                    res[0].data_ptr(), in, false, nullptr, DenseActivation::None, {gz, ldz});
     }
     if (next[1].fn) {
       res[1] = fk::empty({out, in}, {fk::DType::F32});
@@ -183,8 +144,8 @@ struct DenseBackward : fk::autograd::Node {
         sides.b = x16.data.get();
         sides.ldb = x16.ld;
       }
-      product(fk::DType::F32, true, true, false, out, in, n, nullptr, out, xt.data_ptr(), in,
-              res[1].data_ptr(), in, false, nullptr, DenseActivation::None, sides);
+      dense_product(fk::DType::F32, true, true, false, out, in, n, nullptr, out, xt.data_ptr(), in,
+                    res[1].data_ptr(), in, false, nullptr, DenseActivation::None, sides);
     }
   }
 };
@@ -213,14 +174,52 @@ void bias_activation(fk::Tensor& y, const fk::Tensor& b, DenseActivation act) {
   y.dtype() == fk::DType::F64 ? run(double{}) : run(float{});
 }
 
-}  // namespace
-
+// A copy of the rows x cols matrix at p (row stride ld) rounded to bf16 and
+// widened back: bf16 operands for the f32 kernels where the CPU has no bf16
+// dot product.
 std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld) {
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       out[r * cols + c] = fk::bf16_to_float(fk::float_to_bf16(p[r * ld + c]));
   return out;
+}
+
+}  // namespace
+
+bool dense_product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
+                   bool accumulate, const void* bias, DenseActivation act,
+                   const DenseBf16Sides& sides) {
+  fk::profile::count_launch();
+  bf16 = bf16 && dt == fk::DType::F32;
+  const auto* af = static_cast<const float*>(a);
+  const auto* bf = static_cast<const float*>(b);
+  if (bf16 && dense_gemm_bf16_native()) {
+    dense_gemm_bf16(ta, tb, m, n, k, af, lda, bf, ldb, static_cast<float*>(c), ldc, accumulate,
+                    static_cast<const float*>(bias), act, sides);
+    return true;
+  }
+  std::vector<float> a16, b16;
+  if (bf16) {
+    a16 = rounded_to_bf16(af, ta ? k : m, ta ? m : k, lda);
+    b16 = rounded_to_bf16(bf, tb ? n : k, tb ? k : n, ldb);
+    a = a16.data();
+    b = b16.data();
+    lda = ta ? m : k;
+    ldb = tb ? k : n;
+  }
+  if (dt == fk::DType::F32 && dense_gemm_fits(m, n, k)) {
+    dense_gemm(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
+               ldb, static_cast<float*>(c), ldc, accumulate, static_cast<const float*>(bias), act);
+    return true;
+  }
+  if (dt == fk::DType::F32 &&
+      dense_narrow(ta, tb, m, n, k, static_cast<const float*>(a), lda, static_cast<const float*>(b),
+                   ldb, static_cast<float*>(c), ldc, accumulate))
+    return false;
+  fk::gemm(dt, ta, tb, m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c, ldc);
+  return false;
 }
 
 Bf16Activation to_bf16(const fk::Tensor& x) {
@@ -282,8 +281,8 @@ fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, 
     if (y16->ld > out)
       for (int64_t i = 0; i < n; ++i) y16->data[i * y16->ld + out] = 0;
   }
-  if (!product(dt, bf16, false, true, n, out, in, xc.data_ptr(), in, wc.data_ptr(), in,
-               y.data_ptr(), out, false, bc.data_ptr(), act, sides))
+  if (!dense_product(dt, bf16, false, true, n, out, in, xc.data_ptr(), in, wc.data_ptr(), in,
+                     y.data_ptr(), out, false, bc.data_ptr(), act, sides))
     bias_activation(y, bc, act);
   if (fk::autograd::needs_grad(x, w, b)) {
     auto node = std::make_shared<DenseBackward>();

@@ -24,7 +24,6 @@
 // over each activation and half the bytes read.
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "fk/tensor.h"
 
@@ -33,10 +32,20 @@ namespace nefi {
 enum class DenseActivation { None, Tanh, Relu };
 enum class DensePrecision { F32, Bf16 };
 
-// A copy of the rows x cols matrix at p (row stride ld) rounded to bf16 and
-// widened back: bf16 operands for the f32 kernels where the CPU has no bf16
-// dot product (dense's Bf16 precision there; batched_mlp's likewise).
-std::vector<float> rounded_to_bf16(const float* p, int64_t rows, int64_t cols, int64_t ld);
+struct DenseBf16Sides;  // dense_gemm_bf16.h
+
+// C (m, n) = op(A) op(B) [+ C when accumulate]: the product every dense
+// layer uses (the sequential one here and the batched MLP), so both sum in
+// the same order. f32: our AVX-512 kernel with bias + activation fused
+// (returns true), else dense_narrow for a dimension of 1, else fk::gemm
+// (f64 always); then the caller applies bias and activation (returns false).
+// bf16 (f32 operands only): the native AVX512_BF16 kernel (fused; `sides`
+// may hand it operands already rounded), else both operands rounded to bf16
+// into f32 copies and multiplied as f32.
+bool dense_product(fk::DType dt, bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc,
+                   bool accumulate, const void* bias, DenseActivation act,
+                   const DenseBf16Sides& sides);
 
 // An (rows, cols) activation rounded to bf16, row-major, rows of ld bf16 (ld
 // even; a zero after the last column when ld > cols). Empty: none.
