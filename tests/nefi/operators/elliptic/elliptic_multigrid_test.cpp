@@ -13,19 +13,13 @@
 #include "fk/testing.h"
 #include "nefi/operators/elliptic/elliptic_cg.h"
 #include "nefi/operators/elliptic/elliptic_solve.h"
+#include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
 
 using nefi::elliptic::EllipticGrid;
 using nefi::elliptic::Preconditioner;
-
-EllipticGrid box(fk::Dims shape, const std::string& bc) {
-  EllipticGrid g;
-  g.shape = shape;
-  for (int64_t n : shape) g.spacing.push_back(1.0 / static_cast<double>(n));
-  g.boundary = nefi::elliptic::parse_boundary(bc, static_cast<int>(shape.size()));
-  return g;
-}
+using nefi::elliptic::test::box;
 
 std::vector<double> uniform(int64_t n, double lo, double hi, uint64_t seed) {
   fk::Generator g(seed);

@@ -12,20 +12,14 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
 
 using nefi::elliptic::EllipticGrid;
 using nefi::elliptic::GradMode;
 using nefi::elliptic::SolveOptions;
-
-EllipticGrid box(fk::Dims shape, const std::string& bc) {
-  EllipticGrid g;
-  g.shape = shape;
-  for (int64_t n : shape) g.spacing.push_back(1.0 / static_cast<double>(n));
-  g.boundary = nefi::elliptic::parse_boundary(bc, static_cast<int>(shape.size()));
-  return g;
-}
+using nefi::elliptic::test::box;
 
 fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
   fk::Generator g(seed);
