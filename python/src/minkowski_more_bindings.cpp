@@ -7,8 +7,11 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <string>
 #include "fk/autograd.h"
+#include "fk/error.h"
 #include "fk/factory.h"
+#include "minkowski/ops/broadcast.h"
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/global_pooling.h"
 #include "minkowski/ops/interpolation.h"
@@ -53,6 +56,13 @@ void bind_normalization(nb::module_& m) {
         return mk::batch_segments(sparse(mgr, key, f));
       },
       nb::arg("manager"), nb::arg("key"), nb::arg("features"));
+  // A TensorField's items: its coordinates' batch column (no map).
+  m.def(
+      "field_batch_segments",
+      [](const Array& f, const Array& coordinates) {
+        return mk::batch_segments(mk::TensorField(in(f), in(coordinates)));
+      },
+      nb::arg("features"), nb::arg("coordinates"));
   m.def("single_segment", &mk::single_segment, nb::arg("rows"));
   m.def(
       "normalize_statistics",
@@ -217,6 +227,63 @@ void bind_engine(nb::module_& m) {
       },
       nb::arg("kind"), nb::arg("mode"), nb::arg("manager"), nb::arg("key"), nb::arg("features"),
       nb::arg("region"), nb::arg("stride"));
+  m.def(
+      "engine_broadcast",
+      [](mk::BroadcastMode mode, const std::shared_ptr<Mgr>& mgr, const mk::MapKey& key,
+         const Array& f, const mk::MapKey& glob_key, const Array& glob) {
+        fk::autograd::NoGradGuard ng;
+        mk::SparseTensor x = sparse(mgr, key, f), g = sparse(mgr, glob_key, glob);
+        mk::SparseTensor y = mode == mk::BroadcastMode::Add ? mk::broadcast_add(x, g)
+                             : mode == mk::BroadcastMode::Multiply
+                                 ? mk::broadcast_multiply(x, g)
+                                 : mk::broadcast_concatenation(x, g);
+        return nb::make_tuple(to_torch(y.F()), y.key());
+      },
+      nb::arg("mode"), nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("glob_key"),
+      nb::arg("glob"));
+  m.def(
+      "engine_instance_norm",
+      [](const std::shared_ptr<Mgr>& mgr, const mk::MapKey& key, const Array& f, const Array& w,
+         const Array& b, double eps) {
+        fk::autograd::NoGradGuard ng;
+        mk::SparseTensor x = sparse(mgr, key, f);
+        mk::InstanceNorm norm(x.F().size(1), eps, true, x.F().dtype());
+        norm.weight = in(w);
+        norm.bias = in(b);
+        return to_torch(norm.forward(x).F());
+      },
+      nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("weight"), nb::arg("bias"),
+      nb::arg("eps"));
+  m.def(
+      "engine_prune",
+      [](const std::shared_ptr<Mgr>& mgr, const mk::MapKey& key, const Array& f,
+         const std::vector<bool>& mask) {
+        fk::autograd::NoGradGuard ng;
+        mk::SparseTensor y = mk::prune(sparse(mgr, key, f), mask);
+        return nb::make_tuple(to_torch(y.F()), to_torch(y.C()));
+      },
+      nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("mask"));
+  m.def(
+      "engine_union",
+      [](const std::shared_ptr<Mgr>& mgr, const std::vector<mk::MapKey>& keys,
+         const std::vector<Array>& features) {
+        fk::autograd::NoGradGuard ng;
+        FK_CHECK(keys.size() == features.size(), "engine_union", "one feature tensor per key",
+                 std::to_string(features.size()) + " for " + std::to_string(keys.size()));
+        std::vector<mk::SparseTensor> xs;
+        for (size_t i = 0; i < keys.size(); ++i) xs.push_back(sparse(mgr, keys[i], features[i]));
+        mk::SparseTensor y = mk::sparse_union(xs);
+        return nb::make_tuple(to_torch(y.F()), to_torch(y.C()));
+      },
+      nb::arg("manager"), nb::arg("keys"), nb::arg("features"));
+  m.def(
+      "engine_interpolate",
+      [](const std::shared_ptr<Mgr>& mgr, const mk::MapKey& key, const Array& f,
+         const Array& points) {
+        fk::autograd::NoGradGuard ng;
+        return to_torch(mk::interpolate(sparse(mgr, key, f), in(points)));
+      },
+      nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("points"));
   m.def(
       "engine_splat",
       [](const Array& f, const Array& points, const std::vector<int32_t>& ts) {

@@ -2,6 +2,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <string>
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 
 namespace fkpy {
@@ -197,6 +198,7 @@ void bind_tensor(nb::module_& m) {
         fk::Tensor t = from_dlpack(a);
         nb::dict d;
         d["dtype"] = fk::name(t.dtype());
+        d["device"] = t.device().str();
         d["shape"] = std::vector<int64_t>(t.shape().begin(), t.shape().end());
         d["strides"] = std::vector<int64_t>(t.strides().begin(), t.strides().end());
         d["data_ptr"] = reinterpret_cast<uintptr_t>(t.data_ptr());
@@ -204,6 +206,23 @@ void bind_tensor(nb::module_& m) {
         return d;
       },
       nb::arg("tensor"));
+  // torch's current CUDA stream lent to fk for a device's ops (fk launches
+  // on it, so the sparse ops order with torch's own work). A CPU-only build
+  // refuses: a CUDA tensor cannot run there.
+  m.def(
+      "lend_cuda_stream",
+      [](int device, uintptr_t stream) {
+        FK_CHECK(fk::cuda::built_with_cuda(), "fieldkit.lend_cuda_stream",
+                 "a fieldkit built with CUDA",
+                 "a CPU-only build (a tensor on cuda:" + std::to_string(device) + ")");
+        fk::cuda::set_current_stream(device, reinterpret_cast<void*>(stream));
+      },
+      nb::arg("device"), nb::arg("stream"));
+  m.def(
+      "cuda_stream",
+      [](int device) { return reinterpret_cast<uintptr_t>(fk::cuda::current_stream(device)); },
+      nb::arg("device"));
+  m.def("built_with_cuda", &fk::cuda::built_with_cuda);
   // A fresh fk tensor (fk's allocator) of the given dtype name, filled with
   // 0, 1, 2, ...: shows that fk's own memory reaches torch without a copy.
   m.def(

@@ -79,3 +79,53 @@ def test_pooling_transpose_and_global_pooling_equal_the_engine():
     f, key = _mk.engine_pooling("global", _mk.PoolingMode.MAX, x.coordinate_manager,
                                 x.coordinate_map_key, x.F, g.region, [1])
     assert key == glob.coordinate_map_key and torch.equal(f, glob.F)
+
+
+@pytest.mark.parametrize("cls,mode", [
+    (ME.MinkowskiBroadcastAddition, _mk.BroadcastMode.ADD),
+    (ME.MinkowskiBroadcastMultiplication, _mk.BroadcastMode.MULTIPLY),
+    (ME.MinkowskiBroadcastConcatenation, _mk.BroadcastMode.CONCATENATE),
+])
+def test_broadcast_equals_the_engine(cls, mode):
+    x = random_sparse(n=60, extent=8)
+    glob = ME.MinkowskiGlobalAvgPooling()(x)
+    y = cls()(x, glob)
+    f, key = _mk.engine_broadcast(mode, x.coordinate_manager, x.coordinate_map_key, x.F,
+                                  glob.coordinate_map_key, glob.F)
+    assert key == y.coordinate_map_key and torch.equal(f, y.F)
+
+
+def test_instance_norm_equals_the_engine():
+    x = random_sparse(n=60, extent=8)
+    norm = ME.MinkowskiInstanceNorm(3).double()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-1, 1)
+    y = norm(x)
+    f = _mk.engine_instance_norm(x.coordinate_manager, x.coordinate_map_key, x.F,
+                                 norm.weight.detach().reshape(-1), norm.bias.detach().reshape(-1),
+                                 norm.eps)
+    assert torch.equal(f, y.F.detach())
+
+
+def test_pruning_and_union_equal_the_engine():
+    x = random_sparse(n=60, extent=8)
+    mask = torch.arange(len(x)) % 3 != 0
+    y = ME.MinkowskiPruning()(x, mask)
+    f, c = _mk.engine_prune(x.coordinate_manager, x.coordinate_map_key, x.F, mask.tolist())
+    assert torch.equal(c, y.C) and torch.equal(f, y.F)
+    a = ME.MinkowskiPruning()(x, ~mask)
+    u = ME.MinkowskiUnion()(x, a, y)
+    f, c = _mk.engine_union(x.coordinate_manager, [t.coordinate_map_key for t in (x, a, y)],
+                            [x.F, a.F, y.F])
+    assert torch.equal(c, u.C) and torch.equal(f, u.F)
+
+
+def test_interpolation_equals_the_engine():
+    x = random_sparse(n=60, extent=8)
+    g = torch.Generator().manual_seed(3)
+    points = torch.rand(25, 3, generator=g, dtype=torch.float64) * 7
+    points[:, 0] = torch.arange(25) % 2
+    out = ME.MinkowskiInterpolation()(x, points)
+    f = _mk.engine_interpolate(x.coordinate_manager, x.coordinate_map_key, x.F, points)
+    assert torch.equal(f, out)

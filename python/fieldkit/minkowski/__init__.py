@@ -12,6 +12,7 @@ from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_de
 from .coordinates import (
     CoordinateManager,
     CoordinateMapKey,
+    MinkowskiAlgorithm,
     SparseTensorOperationMode,
     SparseTensorQuantizationMode,
     batched_coordinates,
@@ -27,6 +28,7 @@ from .sparse_tensor import SparseTensor, TensorField
 from .functional import PoolingMode
 from .kernel import KernelGenerator
 from .convolution import (
+    ConvolutionMode,
     MinkowskiChannelwiseConvolution,
     MinkowskiConvolution,
     MinkowskiConvolutionTranspose,
@@ -43,6 +45,7 @@ from .pooling import (
     MinkowskiSumPooling,
 )
 from .broadcast import (
+    MinkowskiBroadcast,
     MinkowskiBroadcastAddition,
     MinkowskiBroadcastConcatenation,
     MinkowskiBroadcastMultiplication,
@@ -65,7 +68,8 @@ from .ops import (
     sum,
     to_sparse,
 )
-from .functional import spmm
+from .functional import (MinkowskiSPMMAverageFunction, MinkowskiSPMMFunction, spmm,
+                         spmm_average)
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiLinear, MinkowskiDropout
 from . import modules, utils

@@ -32,3 +32,22 @@ class MinkowskiBroadcastMultiplication(_Broadcast):
 
 class MinkowskiBroadcastConcatenation(_Broadcast):
     mode = BroadcastMode.CONCATENATE
+
+
+class MinkowskiBroadcast(torch.nn.Module):
+    """forward(input, input_glob): each row of the input gets its batch item's
+    global feature (a copy; input's features are not read), on the input's
+    map: the C++ broadcast-add of the global features onto zeros, so the
+    global features' gradient is the sum over their item's rows."""
+
+    def forward(self, input, input_glob):
+        mgr = input.coordinate_manager
+        if input_glob.coordinate_manager is not mgr:
+            raise ValueError("broadcast: expected a global tensor of the input's coordinate "
+                             "manager, got one of another manager")
+        groups = _mk.broadcast_groups(mgr, input.coordinate_map_key, input.F.detach(),
+                                      input_glob.coordinate_map_key, input_glob.F.detach())
+        (g,) = autocast(input_glob.F)
+        zeros = g.new_zeros(len(input), g.shape[1])
+        out = run(BroadcastFunction, zeros, g, groups, BroadcastMode.ADD)
+        return SparseTensor._on_map(out, input.coordinate_map_key, mgr)

@@ -1,6 +1,7 @@
 """Convolution layers with the reference's names, arguments and parameter
 shapes: ``kernel`` (K, C_in, C_out) (channelwise (K, C); a 1x1 unit-stride
 convolution (C_in, C_out), run as one matmul), ``bias`` (1, C_out)."""
+import enum
 import math
 
 import torch
@@ -10,14 +11,24 @@ from .kernel import expanded_output_key, make_generator, output_key, transposed_
 from .sparse_tensor import SparseTensor
 
 
+class ConvolutionMode(enum.IntEnum):
+    """The reference's GPU GEMM choice (its values): a layer accepts and
+    records it; the CPU engine picks its own path per call (ops/conv_path.h)."""
+
+    DEFAULT = 0
+    DIRECT_GEMM = 1
+    COPY_GEMM = 2
+
+
 class _ConvolutionBase(torch.nn.Module):
     transposed = False
     generative = False
 
     def __init__(self, in_channels, out_channels, kernel_size=-1, stride=1, dilation=1,
                  bias=False, kernel_generator=None, expand_coordinates=False,
-                 convolution_mode=None, dimension=None):
+                 convolution_mode=ConvolutionMode.DEFAULT, dimension=None):
         super().__init__()
+        self.convolution_mode = ConvolutionMode(convolution_mode or 0)
         self.in_channels, self.out_channels, self.dimension = in_channels, out_channels, dimension
         self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
                                                dimension, expand_coordinates or self.generative)
@@ -93,7 +104,8 @@ class MinkowskiGenerativeConvolutionTranspose(_ConvolutionBase):
     generative = True
 
     def __init__(self, in_channels, out_channels, kernel_size=-1, stride=1, dilation=1,
-                 bias=False, kernel_generator=None, convolution_mode=None, dimension=None):
+                 bias=False, kernel_generator=None, convolution_mode=ConvolutionMode.DEFAULT,
+                 dimension=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, dilation, bias,
                          kernel_generator, True, convolution_mode, dimension)
 

@@ -39,6 +39,16 @@ def core_mode(mode):
     return _CORE_MODE[mode]
 
 
+class MinkowskiAlgorithm(enum.IntEnum):
+    """The reference's GPU kernel-map strategy (its values); accepted by
+    SparseTensor, TensorField and CoordinateManager and recorded there: the
+    CPU engine has one strategy."""
+
+    DEFAULT = 0
+    MEMORY_EFFICIENT = 1
+    SPEED_OPTIMIZED = 2
+
+
 class CoordinateManager(_mk.CoordinateManager):
     """The maps of one sparse-tensor graph (C++ CoordinateManager). ``D`` is the
     spatial dimension; the reference's thread/allocator arguments are accepted

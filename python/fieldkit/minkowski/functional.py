@@ -5,7 +5,9 @@ forward/backward pairs. Each takes and returns feature tensors; the layers
 Tensors cross as DLPack capsules made by torch's C entry point
 (``torch.utils.dlpack.to_dlpack``: about 1 us cheaper per tensor than the
 ``__dlpack__`` protocol, and it takes tensors that require grad as they are),
-strided and without copies. The convolution is differentiable any number of
+strided and without copies, with their device (DLPack's device field); a
+CUDA tensor also lends torch's current stream on its device to fk, so a
+CUDA build runs the op on torch's stream. The convolution is differentiable any number of
 times (its backward is a Function of its own); the other ops give first
 derivatives only (their backward is not differentiable). Under
 ``torch.autocast`` the float inputs are cast to the autocast dtype first, as
@@ -14,6 +16,7 @@ the reference's ``maybe_autocast`` does.
 import torch
 from torch.autograd.function import once_differentiable
 
+from .. import _core
 from .._core import minkowski as _mk
 
 PoolingMode = _mk.PoolingMode
@@ -69,8 +72,15 @@ def _saved_inputs(ctx):
 
 
 def _plain(t):
-    """A one-use DLPack capsule viewing t (keep t itself for the backward)."""
+    """A one-use DLPack capsule viewing t (keep t itself for the backward);
+    for a CUDA tensor, torch's current stream on its device is lent to fk
+    first (forwards and backwards alike: every tensor fk reads comes here)."""
+    if t.is_cuda:
+        _lend(t.device.index, torch.cuda.current_stream(t.device).cuda_stream)
     return _capsule(t)
+
+
+_lend = _core.lend_cuda_stream
 
 
 class ConvolutionFunction(torch.autograd.Function):
@@ -228,10 +238,57 @@ class SpmmFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        v, d = ctx.saved_tensors
-        gv, gd = _mk.spmm_backward(_plain(grad_out), ctx.coo, _plain(v), _plain(d),
-                                   ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-        return gv, gd, None
+        return (*_spmm_grads(ctx, grad_out, ctx.needs_input_grad[0], ctx.needs_input_grad[1]),
+                None)
+
+
+def _spmm_grads(ctx, grad_out, need_values, need_dense):
+    v, d = ctx.saved_tensors
+    return _mk.spmm_backward(_plain(grad_out), ctx.coo, _plain(v), _plain(d), need_values,
+                             need_dense)
+
+
+def _coo(rows, cols, size):
+    return _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
+
+
+class MinkowskiSPMMFunction(torch.autograd.Function):
+    """The reference's ``apply(rows, cols, vals, size, mat)``: A @ mat for the
+    (size[0] x size[1]) A[rows[p], cols[p]] += vals[p]; gradients for vals
+    and mat (the reference gives mat's only)."""
+
+    @staticmethod
+    def forward(ctx, rows, cols, vals, size, mat):
+        return SpmmFunction.forward(ctx, vals, mat, _coo(rows, cols, size))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        need = ctx.needs_input_grad
+        gv, gm = _spmm_grads(ctx, grad_out, need[2], need[4])
+        return None, None, gv, None, gm
+
+
+def average_values(rows, size, dtype):
+    """1 / (entries in its row) for every entry of the list (spmm_average's A)."""
+    rows = torch.as_tensor(rows).long()
+    counts = torch.bincount(rows, minlength=int(size[0])).to(dtype)
+    return 1.0 / counts[rows]
+
+
+class MinkowskiSPMMAverageFunction(torch.autograd.Function):
+    """The reference's ``apply(rows, cols, size, mat)``: each output row the
+    mean of mat's rows that its entries name; the gradient goes to mat."""
+
+    @staticmethod
+    def forward(ctx, rows, cols, size, mat):
+        vals = average_values(rows, size, mat.dtype)
+        return SpmmFunction.forward(ctx, vals, mat, _coo(rows, cols, size))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        return None, None, None, _spmm_grads(ctx, grad_out, False, ctx.needs_input_grad[3])[1]
 
 
 class SplatFunction(torch.autograd.Function):
@@ -254,5 +311,13 @@ class SplatFunction(torch.autograd.Function):
 def spmm(rows, cols, values, size, mat):
     """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
     (duplicates add up); differentiable w.r.t. values and mat."""
-    coo = _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
-    return run(SpmmFunction, values, mat, coo)
+    return run(SpmmFunction, values, mat, _coo(rows, cols, size))
+
+
+def spmm_average(rows, cols, size, mat):
+    """(A @ mat, the coordinate list, A's values) for A[rows[p], cols[p]] =
+    1 / (entries in row rows[p]): each output row the mean of the named rows
+    of mat (the reference's return order); differentiable w.r.t. mat."""
+    vals = average_values(rows, size, mat.dtype)
+    coo = _coo(rows, cols, size)
+    return run(SpmmFunction, vals, mat, coo), coo, vals

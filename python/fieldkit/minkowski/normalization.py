@@ -27,8 +27,9 @@ class MinkowskiBatchNorm(torch.nn.Module):
 
 
 class MinkowskiInstanceNorm(torch.nn.Module):
-    """Per batch item: (x - mean) / sqrt(var + eps) * weight + bias, weight and
-    bias of shape (1, C) (the reference's)."""
+    """Per batch item (of a SparseTensor or a TensorField): (x - mean) /
+    sqrt(var + eps) * weight + bias, weight and bias of shape (1, C) (the
+    reference's); eps is torch's 1e-5 (the reference hard-codes 1e-8)."""
 
     def __init__(self, num_features, eps=1e-5):
         super().__init__()
@@ -37,8 +38,11 @@ class MinkowskiInstanceNorm(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.zeros(1, num_features))
 
     def forward(self, input):
-        seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
-                                 input.F.detach())
+        if isinstance(input, TensorField):
+            seg = _mk.field_batch_segments(input.F.detach(), input.C)
+        else:
+            seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
+                                     input.F.detach())
         w = self.weight.reshape(-1).to(input.F.dtype)
         b = self.bias.reshape(-1).to(input.F.dtype)
         return _like(input, run(InstanceNormFunction, input.F, w, b, seg, self.eps))

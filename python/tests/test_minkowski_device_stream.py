@@ -1,0 +1,66 @@
+"""The device and stream reach fk: a tensor crosses with its DLPack device,
+and every tensor handed to C++ by a CUDA tensor's op first lends torch's
+current stream on that device to fk (checked by its wiring on a CPU-only
+torch; in a CUDA build, by the stream fk then holds)."""
+import types
+
+import pytest
+import torch
+
+import fieldkit
+import fieldkit.minkowski as ME
+from fieldkit.minkowski import functional
+
+
+class FakeCudaTensor:
+    is_cuda = True
+    device = torch.device("cuda", 1)
+
+
+def test_a_cuda_tensor_lends_torchs_current_stream(monkeypatch):
+    lent, streams = [], []
+
+    def current_stream(device):
+        streams.append(device)
+        return types.SimpleNamespace(cuda_stream=0x5A5A)
+
+    monkeypatch.setattr(functional, "_lend", lambda device, stream: lent.append((device, stream)))
+    monkeypatch.setattr(functional, "_capsule", lambda t: "capsule")
+    monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
+    assert functional._plain(FakeCudaTensor()) == "capsule"
+    assert lent == [(1, 0x5A5A)] and streams == [torch.device("cuda", 1)]
+    functional._plain(torch.zeros(2))  # a CPU tensor lends nothing
+    assert lent == [(1, 0x5A5A)]
+
+
+def test_the_cpu_ops_lend_nothing(monkeypatch):
+    lent = []
+    monkeypatch.setattr(functional, "_lend", lambda device, stream: lent.append(device))
+    x = ME.SparseTensor(torch.randn(3, 2, requires_grad=True),
+                        torch.tensor([[0, 0, 0], [0, 1, 0], [1, 0, 1]], dtype=torch.int32))
+    ME.MinkowskiConvolution(2, 2, kernel_size=3, dimension=2)(x).F.sum().backward()
+    assert lent == []
+
+
+@pytest.mark.skipif(fieldkit._core.built_with_cuda(), reason="a CPU-only build's refusal")
+def test_a_cpu_only_build_refuses_a_stream_naming_the_device():
+    with pytest.raises(fieldkit.Error, match="CPU-only build.*cuda:3"):
+        fieldkit._core.lend_cuda_stream(3, 0x5A5A)
+    assert fieldkit._core.cuda_stream(0) == 0
+
+
+@pytest.mark.skipif(not (fieldkit._core.built_with_cuda() and torch.cuda.is_available()),
+                    reason="needs a CUDA build and a CUDA torch")
+def test_fk_runs_on_torchs_stream():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        functional._plain(torch.zeros(2, device="cuda"))
+        assert fieldkit._core.cuda_stream(torch.cuda.current_device()) == s.cuda_stream
+    functional._plain(torch.zeros(2, device="cuda"))
+    assert fieldkit._core.cuda_stream(torch.cuda.current_device()) == \
+        torch.cuda.current_stream().cuda_stream
+
+
+def test_dlpack_carries_the_device():
+    d = fieldkit._core.fk_describe(torch.zeros(2, 3))
+    assert d["shape"] == [2, 3] and d["device"] == "cpu"

@@ -1,0 +1,93 @@
+"""Reference names the audit of issue 14 found missing: MinkowskiBroadcast,
+spmm_average and the SPMM Functions (gradcheck in f64 against dense torch),
+ConvolutionMode / MinkowskiAlgorithm, MinkowskiInstanceNorm on a
+TensorField."""
+import pytest
+import torch
+from conftest import on_map, random_sparse
+
+import fieldkit.minkowski as ME
+
+
+def test_broadcast_copies_each_items_global_feature():
+    x = random_sparse(n=50, extent=8)
+    glob = ME.MinkowskiGlobalAvgPooling()(x)
+    out = ME.MinkowskiBroadcast()(x, glob)
+    assert out.coordinate_map_key == x.coordinate_map_key
+    assert torch.equal(out.F, glob.F[x.C[:, 0].long()])
+    g = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda gg: ME.MinkowskiBroadcast()(x, on_map(glob, gg)).F,
+                                    (g,))
+
+
+def test_broadcast_refuses_another_manager():
+    x, other = random_sparse(seed=1), random_sparse(seed=2)
+    with pytest.raises(ValueError, match="another manager"):
+        ME.MinkowskiBroadcast()(x, ME.MinkowskiGlobalAvgPooling()(other))
+
+
+ROWS = torch.tensor([0, 0, 2, 2, 2, 1, 0])
+COLS = torch.tensor([1, 3, 0, 0, 2, 3, 0])
+
+
+def dense_of(rows, cols, vals, size):
+    a = torch.zeros(size, dtype=vals.dtype)
+    return a.index_put((rows, cols), vals, accumulate=True)
+
+
+def test_spmm_function_is_the_references_apply():
+    vals = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    mat = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    out = ME.MinkowskiSPMMFunction.apply(ROWS, COLS, vals, (3, 4), mat)
+    assert torch.allclose(out, dense_of(ROWS, COLS, vals, (3, 4)) @ mat, atol=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda v, m: ME.MinkowskiSPMMFunction.apply(ROWS, COLS, v, (3, 4), m), (vals, mat))
+
+
+def test_spmm_average_takes_each_rows_mean():
+    mat = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    counts = torch.bincount(ROWS, minlength=3).double()
+    expected = dense_of(ROWS, COLS, 1.0 / counts[ROWS], (3, 4)) @ mat
+    out, coo, vals = ME.spmm_average(ROWS, COLS, (3, 4), mat)
+    assert torch.allclose(out, expected, atol=1e-12)
+    assert coo.nnz() == 7 and torch.allclose(vals, 1.0 / counts[ROWS])
+    fn = ME.MinkowskiSPMMAverageFunction.apply
+    assert torch.allclose(fn(ROWS, COLS, (3, 4), mat), expected, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda m: fn(ROWS, COLS, (3, 4), m), (mat,))
+    assert torch.autograd.gradcheck(lambda m: ME.spmm_average(ROWS, COLS, (3, 4), m)[0], (mat,))
+
+
+def test_spmm_function_rejects_out_of_range_rows_with_the_cpp_message():
+    with pytest.raises(ME.Error, match=r"row indices in \[0, 3\), got 5"):
+        ME.MinkowskiSPMMFunction.apply(torch.tensor([5]), torch.tensor([0]),
+                                       torch.ones(1, dtype=torch.float64), (3, 4),
+                                       torch.ones(4, 2, dtype=torch.float64))
+
+
+def test_convolution_mode_and_algorithm_are_accepted_and_checked():
+    conv = ME.MinkowskiConvolution(2, 3, kernel_size=3, dimension=2,
+                                   convolution_mode=ME.ConvolutionMode.DIRECT_GEMM)
+    assert conv.convolution_mode == ME.ConvolutionMode.DIRECT_GEMM
+    assert ME.MinkowskiConvolutionTranspose(2, 3, kernel_size=2, stride=2, dimension=2) \
+        .convolution_mode == ME.ConvolutionMode.DEFAULT
+    with pytest.raises(ValueError, match="ConvolutionMode"):
+        ME.MinkowskiConvolution(2, 3, kernel_size=3, dimension=2, convolution_mode=7)
+    x = random_sparse(channels=2)
+    y = ME.SparseTensor(x.F, x.C, minkowski_algorithm=ME.MinkowskiAlgorithm.SPEED_OPTIMIZED)
+    assert torch.equal(y.F, x.F)
+
+
+def test_instance_norm_on_a_tensor_field_normalizes_each_item():
+    g = torch.Generator().manual_seed(0)
+    c = torch.rand(12, 3, generator=g, dtype=torch.float64) * 4
+    c[:, 0] = torch.tensor([0.0] * 7 + [1.0] * 5)
+    f = torch.randn(12, 2, generator=g, dtype=torch.float64)
+    out = ME.MinkowskiInstanceNorm(2).double()(ME.TensorField(f, c))
+    assert isinstance(out, ME.TensorField) and torch.equal(out.C, c)
+    for rows in (slice(0, 7), slice(7, 12)):
+        item = f[rows]
+        ref = (item - item.mean(0)) / torch.sqrt(item.var(0, unbiased=False) + 1e-5)
+        assert torch.allclose(out.F[rows], ref, atol=1e-12)
+    ff = f.clone().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda t: ME.MinkowskiInstanceNorm(2).double()(ME.TensorField(t, c)).F, (ff,))
