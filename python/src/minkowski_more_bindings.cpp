@@ -219,10 +219,12 @@ void bind_engine(nb::module_& m) {
           y = mk::local_pooling(x, mode, region, stride);
         else if (kind == "transpose")
           y = mk::pooling_transpose(x, mode, region, stride);
+        else if (kind == "generative")
+          y = mk::generative_pooling_transpose(x, mode, region, stride);
         else if (kind == "global")
           y = mk::global_pooling(x, mode);
         else
-          throw fk::Error("engine_pooling", "local, transpose or global", kind);
+          throw fk::Error("engine_pooling", "local, transpose, generative or global", kind);
         return nb::make_tuple(to_torch(y.F()), y.key());
       },
       nb::arg("kind"), nb::arg("mode"), nb::arg("manager"), nb::arg("key"), nb::arg("features"),

@@ -4,7 +4,7 @@ transposed onto the encoder's map, generative, pooling transpose, global)
 matches the engine's."""
 import pytest
 import torch
-from conftest import random_sparse
+from conftest import on_map, random_sparse
 
 import fieldkit.minkowski as ME
 from fieldkit._core import minkowski as _mk
@@ -129,3 +129,18 @@ def test_interpolation_equals_the_engine():
     out = ME.MinkowskiInterpolation()(x, points)
     f = _mk.engine_interpolate(x.coordinate_manager, x.coordinate_map_key, x.F, points)
     assert torch.equal(f, out)
+
+
+def test_generative_pooling_transpose_equals_the_engine_and_gradchecks():
+    x = random_sparse(n=40, extent=8)
+    y = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(x)
+    unpool = ME.MinkowskiPoolingTranspose(kernel_size=2, stride=2, expand_coordinates=True,
+                                          dimension=2)
+    z = unpool(y)
+    assert len(z) == 4 * len(y) and z.coordinate_map_key != x.coordinate_map_key
+    g = unpool.kernel_generator
+    f, key = _mk.engine_pooling("generative", _mk.PoolingMode.SUM, y.coordinate_manager,
+                                y.coordinate_map_key, y.F, g.region, g.kernel_stride)
+    assert torch.equal(y.coordinate_manager.coordinates(key), z.C) and torch.equal(f, z.F)
+    ff = y.F.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: unpool(on_map(y, t)).F, (ff,))

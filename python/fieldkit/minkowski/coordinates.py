@@ -40,9 +40,9 @@ def core_mode(mode):
 
 
 class MinkowskiAlgorithm(enum.IntEnum):
-    """The reference's GPU kernel-map strategy (its values); accepted by
-    SparseTensor, TensorField and CoordinateManager and recorded there: the
-    CPU engine has one strategy."""
+    """The reference's GPU kernel-map strategy (its values); SparseTensor,
+    TensorField and CoordinateManager accept it (``minkowski_algorithm``) and
+    ignore it: the CPU engine has one strategy."""
 
     DEFAULT = 0
     MEMORY_EFFICIENT = 1
