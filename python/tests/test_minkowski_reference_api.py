@@ -1,6 +1,6 @@
 """Reference names the audit of issue 14 found missing: MinkowskiBroadcast,
 spmm_average and the SPMM Functions (gradcheck in f64 against dense torch),
-ConvolutionMode / MinkowskiAlgorithm, MinkowskiInstanceNorm on a
+ConvolutionMode / MinkowskiAlgorithm, PoolingMode's names, MinkowskiInstanceNorm on a
 TensorField."""
 import pytest
 import torch
@@ -91,3 +91,23 @@ def test_instance_norm_on_a_tensor_field_normalizes_each_item():
     ff = f.clone().requires_grad_()
     assert torch.autograd.gradcheck(
         lambda t: ME.MinkowskiInstanceNorm(2).double()(ME.TensorField(t, c)).F, (ff,))
+
+
+@pytest.mark.parametrize("mode,reduce", [
+    (ME.PoolingMode.GLOBAL_MAX_POOLING_KERNEL, lambda v: v.max(0).values),
+    (ME.PoolingMode.GLOBAL_SUM_POOLING_DEFAULT, lambda v: v.sum(0)),
+    (ME.PoolingMode.GLOBAL_AVG_POOLING_PYTORCH_INDEX, lambda v: v.mean(0)),
+    (ME.PoolingMode.MAX, lambda v: v.max(0).values),
+])
+def test_global_pooling_takes_the_references_mode_names(mode, reduce):
+    x = random_sparse(n=50, extent=8)
+    out = ME.MinkowskiGlobalPooling(mode=mode)(x)
+    for b in range(2):
+        assert torch.allclose(out.F[b], reduce(x.F[x.C[:, 0] == b]), atol=1e-12)
+
+
+def test_global_pooling_defaults_and_bad_modes():
+    assert ME.MinkowskiGlobalPooling().mode == ME.PoolingMode.GLOBAL_AVG_POOLING_PYTORCH_INDEX
+    assert ME.MinkowskiGlobalMaxPooling().mode == ME.PoolingMode.GLOBAL_MAX_POOLING_PYTORCH_INDEX
+    with pytest.raises(ValueError, match="expected a PoolingMode"):
+        ME.MinkowskiGlobalPooling(mode=9)

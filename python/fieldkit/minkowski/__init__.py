@@ -25,7 +25,6 @@ from .coordinates import (
     sparse_quantize,
 )
 from .sparse_tensor import SparseTensor, TensorField
-from .functional import PoolingMode
 from .kernel import KernelGenerator
 from .convolution import (
     ConvolutionMode,
@@ -43,6 +42,7 @@ from .pooling import (
     MinkowskiMaxPooling,
     MinkowskiPoolingTranspose,
     MinkowskiSumPooling,
+    PoolingMode,
 )
 from .broadcast import (
     MinkowskiBroadcast,

@@ -1,17 +1,58 @@
 """Pooling layers: local (max / average / sum over the inputs present under
 each output's kernel), transposed (unpooling) and global (one row per batch
 item)."""
+import enum
+
 import torch
 
-from .functional import (GlobalPoolingFunction, LocalPoolingFunction, PoolingMode, autocast,
-                         run)
+from .functional import GlobalPoolingFunction, LocalPoolingFunction, autocast, run
 from .._core import minkowski as _mk
+
+_Reduction = _mk.PoolingMode
+
+
+class PoolingMode(enum.IntEnum):
+    """The reference's pooling modes by its names, and MAX, AVG, SUM for the
+    reduction alone. The reference's GLOBAL_*_{DEFAULT, KERNEL,
+    PYTORCH_INDEX} choose how its GPU computes one reduction; here they all
+    give that reduction (the engine computes each one way)."""
+
+    SUM = 0
+    AVG = 1
+    MAX = 2
+    LOCAL_SUM_POOLING = 0
+    LOCAL_AVG_POOLING = 1
+    LOCAL_MAX_POOLING = 2
+    GLOBAL_SUM_POOLING_DEFAULT = 0
+    GLOBAL_AVG_POOLING_DEFAULT = 1
+    GLOBAL_MAX_POOLING_DEFAULT = 2
+    GLOBAL_SUM_POOLING_KERNEL = 0
+    GLOBAL_AVG_POOLING_KERNEL = 1
+    GLOBAL_MAX_POOLING_KERNEL = 2
+    GLOBAL_SUM_POOLING_PYTORCH_INDEX = 0
+    GLOBAL_AVG_POOLING_PYTORCH_INDEX = 1
+    GLOBAL_MAX_POOLING_PYTORCH_INDEX = 2
+
+
+_REDUCTION = {PoolingMode.SUM: _Reduction.SUM, PoolingMode.AVG: _Reduction.AVG,
+              PoolingMode.MAX: _Reduction.MAX}
+
+
+def reduction(mode):
+    """The engine's reduction for a PoolingMode (or the engine's own enum)."""
+    if isinstance(mode, _Reduction):
+        return mode
+    try:
+        return _REDUCTION[PoolingMode(mode)]
+    except ValueError:
+        raise ValueError(f"expected a PoolingMode (SUM, AVG, MAX or a reference name), got "
+                         f"{mode!r}") from None
 from .kernel import make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor, TensorField
 
 
 class _LocalPooling(torch.nn.Module):
-    mode = PoolingMode.SUM
+    mode = _Reduction.SUM
 
     def __init__(self, kernel_size=-1, stride=1, dilation=1, kernel_generator=None,
                  dimension=None):
@@ -32,19 +73,19 @@ class _LocalPooling(torch.nn.Module):
 
 
 class MinkowskiSumPooling(_LocalPooling):
-    mode = PoolingMode.SUM
+    mode = _Reduction.SUM
 
 
 class MinkowskiAvgPooling(_LocalPooling):
     """Average over the inputs present under the kernel (not the kernel volume)."""
 
-    mode = PoolingMode.AVG
+    mode = _Reduction.AVG
 
 
 class MinkowskiMaxPooling(_LocalPooling):
     """Per-channel max; ties go to the first offset; the gradient to the arg-max."""
 
-    mode = PoolingMode.MAX
+    mode = _Reduction.MAX
 
 
 class MinkowskiPoolingTranspose(torch.nn.Module):
@@ -66,19 +107,20 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
             out_key = transposed_output_key(input, self.kernel_generator)
         kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
         (f,) = autocast(input.F)
-        out = run(LocalPoolingFunction, f, kmap, PoolingMode.SUM)
+        out = run(LocalPoolingFunction, f, kmap, _Reduction.SUM)
         return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalPooling(torch.nn.Module):
     """One row per batch item b at (b, 0, ..., 0); every item 0..B-1 must have
-    points. ``mode``: PoolingMode.AVG (default), SUM or MAX. A TensorField is
+    points. ``mode``: a PoolingMode, AVG by default. A TensorField is
     pooled over its points (the output on the "field@origin" map of its
     manager, tensor stride 1)."""
 
-    def __init__(self, mode=PoolingMode.AVG):
+    def __init__(self, mode=PoolingMode.GLOBAL_AVG_POOLING_PYTORCH_INDEX):
         super().__init__()
         self.mode = mode
+        self._reduction = reduction(mode)
 
     def forward(self, input):
         mgr = input.coordinate_manager
@@ -91,20 +133,20 @@ class MinkowskiGlobalPooling(torch.nn.Module):
             groups = mgr.batch_groups(input.coordinate_map_key)
             out_key = mgr.origin_key(input.coordinate_map_key, groups.groups)
         (f,) = autocast(input.F)
-        out = run(GlobalPoolingFunction, f, groups, self.mode)
+        out = run(GlobalPoolingFunction, f, groups, self._reduction)
         return SparseTensor._on_map(out, out_key, mgr)
 
 
 class MinkowskiGlobalSumPooling(MinkowskiGlobalPooling):
-    def __init__(self, mode=PoolingMode.SUM):
+    def __init__(self, mode=PoolingMode.GLOBAL_SUM_POOLING_PYTORCH_INDEX):
         super().__init__(mode)
 
 
 class MinkowskiGlobalAvgPooling(MinkowskiGlobalPooling):
-    def __init__(self, mode=PoolingMode.AVG):
+    def __init__(self, mode=PoolingMode.GLOBAL_AVG_POOLING_PYTORCH_INDEX):
         super().__init__(mode)
 
 
 class MinkowskiGlobalMaxPooling(MinkowskiGlobalPooling):
-    def __init__(self, mode=PoolingMode.MAX):
+    def __init__(self, mode=PoolingMode.GLOBAL_MAX_POOLING_PYTORCH_INDEX):
         super().__init__(mode)
