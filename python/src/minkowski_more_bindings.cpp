@@ -13,6 +13,7 @@
 #include "fk/factory.h"
 #include "minkowski/ops/broadcast.h"
 #include "minkowski/ops/conv.h"
+#include "minkowski/ops/dense.h"
 #include "minkowski/ops/global_pooling.h"
 #include "minkowski/ops/interpolation.h"
 #include "minkowski/ops/normalization.h"
@@ -286,6 +287,24 @@ void bind_engine(nb::module_& m) {
         return to_torch(mk::interpolate(sparse(mgr, key, f), in(points)));
       },
       nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("points"));
+  m.def(
+      "engine_dense",
+      [](const std::shared_ptr<Mgr>& mgr, const mk::MapKey& key, const Array& f,
+         std::optional<std::vector<int32_t>> min_coordinate, bool contract_stride) {
+        fk::autograd::NoGradGuard ng;
+        mk::Dense d = mk::to_dense(sparse(mgr, key, f), min_coordinate, {}, contract_stride);
+        return nb::make_tuple(to_torch(d.dense), d.min_coordinate, d.tensor_stride);
+      },
+      nb::arg("manager"), nb::arg("key"), nb::arg("features"), nb::arg("min_coordinate").none(),
+      nb::arg("contract_stride"));
+  m.def(
+      "engine_to_sparse",
+      [](const Array& dense, bool remove_zeros) {
+        fk::autograd::NoGradGuard ng;
+        mk::SparseTensor y = mk::to_sparse(in(dense), {1}, nullptr, {}, remove_zeros);
+        return nb::make_tuple(to_torch(y.F()), to_torch(y.C()));
+      },
+      nb::arg("dense"), nb::arg("remove_zeros"));
   m.def(
       "engine_splat",
       [](const Array& f, const Array& points, const std::vector<int32_t>& ts) {

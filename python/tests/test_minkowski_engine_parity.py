@@ -144,3 +144,40 @@ def test_generative_pooling_transpose_equals_the_engine_and_gradchecks():
     assert torch.equal(y.coordinate_manager.coordinates(key), z.C) and torch.equal(f, z.F)
     ff = y.F.detach().clone().requires_grad_()
     assert torch.autograd.gradcheck(lambda t: unpool(on_map(y, t)).F, (ff,))
+
+
+@pytest.mark.parametrize("min_coordinate,contract", [(None, True), ([-2, 0], True),
+                                                     ([-3, -1], False)])
+def test_dense_equals_the_engine(min_coordinate, contract):
+    x = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(
+        random_sparse(n=60, extent=8))
+    d, lo, ts = x.dense(min_coordinate=min_coordinate, contract_stride=contract)
+    f, elo, ets = _mk.engine_dense(x.coordinate_manager, x.coordinate_map_key, x.F,
+                                   min_coordinate, contract)
+    assert torch.equal(f, d) and elo == lo.tolist() and ets == ts
+
+
+@pytest.mark.parametrize("remove_zeros", [True, False])
+def test_to_sparse_equals_the_engine(remove_zeros):
+    g = torch.Generator().manual_seed(4)
+    dense = torch.randn(2, 3, 4, 5, generator=g, dtype=torch.float64)
+    dense[:, :, 1:3] = 0
+    x = ME.to_sparse(dense, remove_zeros=remove_zeros)
+    f, c = _mk.engine_to_sparse(dense, remove_zeros)
+    assert torch.equal(c, x.C) and torch.equal(f, x.F)
+
+
+@pytest.mark.parametrize("min_coordinate,contract,message", [
+    ([0, 1], False, "expected coordinates >= the min coordinate"),
+    ([-1, 0], True, "on the tensor stride"),
+])
+def test_dense_refuses_what_the_engine_refuses(min_coordinate, contract, message):
+    x = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(
+        random_sparse(n=60, extent=8))
+    with pytest.raises(ValueError, match=message):
+        x.dense(min_coordinate=min_coordinate, contract_stride=contract)
+    with pytest.raises(ME.Error):
+        _mk.engine_dense(x.coordinate_manager, x.coordinate_map_key, x.F, min_coordinate,
+                         contract)
+    with pytest.raises(ValueError, match="a shape holding every coordinate"):
+        x.dense(shape=[2, 3, 2, 2])

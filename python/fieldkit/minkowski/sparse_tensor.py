@@ -215,7 +215,15 @@ class SparseTensor:
             lo = torch.zeros(self.D, dtype=torch.long)
         else:
             lo = torch.as_tensor(min_coordinate, dtype=torch.long).expand(self.D)
+            below = (spatial < lo).any(0)
+            if below.any():
+                a = int(below.nonzero()[0])
+                raise ValueError(f"expected coordinates >= the min coordinate {lo.tolist()}, "
+                                 f"got {int(spatial[:, a].min())} on axis {a}")
         ts = torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
+        if contract_stride and (lo % ts).any():
+            raise ValueError(f"expected a min coordinate on the tensor stride {ts.tolist()} "
+                             f"grid (contract_stride), got {lo.tolist()}")
         cell = (spatial - lo) // ts if contract_stride else spatial - lo
         return c[:, 0], cell, lo
 
@@ -228,6 +236,11 @@ class SparseTensor:
             sizes = (cell.max(0).values + 1).tolist()
             shape = [batches, self._F.shape[1], *sizes]
         shape = list(shape)
+        if len(cell) and ((cell.max(0).values >= torch.tensor(shape[2:])).any() or
+                          int(batch.max()) >= shape[0]):
+            raise ValueError(f"dense: expected a shape holding every coordinate, got {shape} for "
+                             f"batches up to {int(batch.max())} and cells up to "
+                             f"{cell.max(0).values.tolist()}")
         dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
         dense = dense.index_put((batch, *cell.unbind(1)), self._F)
         return dense.movedim(-1, 1), lo, self.tensor_stride
