@@ -64,3 +64,17 @@ def test_fk_runs_on_torchs_stream():
 def test_dlpack_carries_the_device():
     d = fieldkit._core.fk_describe(torch.zeros(2, 3))
     assert d["shape"] == [2, 3] and d["device"] == "cpu"
+
+
+def test_device_arguments_reach_the_tensors():
+    # "meta" stands for an accelerator on a CPU-only torch: no C++ call reads it
+    coords = [torch.tensor([[0, 1], [2, 3]]), torch.tensor([[4, 5]])]
+    feats = [torch.ones(2, 3), torch.ones(1, 3)]
+    bc = ME.utils.batched_coordinates(coords, device="meta")
+    assert bc.device.type == "meta" and bc.dtype == torch.int32 and bc.shape == (3, 3)
+    bc, bf, bl = ME.utils.sparse_collate(coords, feats, [torch.zeros(2), torch.ones(1)],
+                                         device="meta")
+    assert bc.device.type == bf.device.type == bl.device.type == "meta"
+    assert ME.utils.sparse_collate(coords, feats)[1].device.type == "cpu"
+    pts = torch.tensor([[0, 0.5, 0.5], [0, 1.5, 0.5]])
+    assert ME.TensorField(torch.ones(2, 1), pts, device="meta").F.device.type == "meta"

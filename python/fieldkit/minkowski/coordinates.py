@@ -125,18 +125,20 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
 
 def batched_coordinates(coords, dtype=torch.int32, device=None):
     """Per-sample N_i x D coordinates -> (sum N_i) x (1+D) with the sample index
-    in column 0 (real coordinates are floored)."""
-    return _mk.batched_coordinates([torch.as_tensor(c) for c in coords]).to(dtype)
+    in column 0 (real coordinates are floored), on `device` (default the CPU)."""
+    return _mk.batched_coordinates([torch.as_tensor(c) for c in coords]).to(device=device,
+                                                                            dtype=dtype)
 
 
 def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):
     """Batches per-sample coordinates, features (and labels) into one
-    coordinate tensor with a batch column and concatenated features."""
-    bc = batched_coordinates(coords, dtype=dtype)
-    bf = torch.cat([torch.as_tensor(f) for f in feats], 0)
+    coordinate tensor with a batch column and concatenated features, all on
+    `device` (default: where the features are)."""
+    bc = batched_coordinates(coords, dtype=dtype, device=device)
+    bf = torch.cat([torch.as_tensor(f) for f in feats], 0).to(device)
     if labels is None:
         return bc, bf
-    return bc, bf, torch.cat([torch.as_tensor(l) for l in labels], 0)
+    return bc, bf, torch.cat([torch.as_tensor(l) for l in labels], 0).to(device)
 
 
 class SparseTensorOperationMode(enum.IntEnum):

@@ -304,6 +304,8 @@ class TensorField:
                 coordinates.shape[0] != features.shape[0]:
             raise ValueError("TensorField: expected N x C features and N x (1+D) coordinates, "
                              f"got {tuple(features.shape)} and {tuple(coordinates.shape)}")
+        if device is not None:
+            features = features.to(device)
         if requires_grad is not None:
             features.requires_grad_(requires_grad)
         self._F, self._C = features, coordinates
