@@ -111,3 +111,18 @@ def test_global_pooling_defaults_and_bad_modes():
     assert ME.MinkowskiGlobalMaxPooling().mode == ME.PoolingMode.GLOBAL_MAX_POOLING_PYTORCH_INDEX
     with pytest.raises(ValueError, match="expected a PoolingMode"):
         ME.MinkowskiGlobalPooling(mode=9)
+
+
+def test_to_sparse_takes_the_references_format_and_to_sparse_all():
+    g = torch.Generator().manual_seed(2)
+    dense = torch.randn(2, 3, 4, 5, generator=g, dtype=torch.float64)
+    dense[0, :, 1, 2] = 0
+    x = ME.to_sparse(dense)
+    assert len(x) == 2 * 4 * 5 - 1
+    for fmt, layout in (("BCXX", dense), ("BXXC", dense.permute(0, 2, 3, 1)),
+                        ("CBXX", dense.permute(1, 0, 2, 3))):
+        y = ME.to_sparse(layout.contiguous(), fmt)
+        assert torch.equal(y.C, x.C) and torch.equal(y.F, x.F)
+    assert len(ME.to_sparse_all(dense)) == 2 * 4 * 5
+    with pytest.raises(ValueError, match="one B, one C and 2 X"):
+        ME.to_sparse(dense, "BXXX")

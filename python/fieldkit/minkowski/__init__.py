@@ -67,6 +67,7 @@ from .ops import (
     mean,
     sum,
     to_sparse,
+    to_sparse_all,
 )
 from .functional import (MinkowskiSPMMAverageFunction, MinkowskiSPMMFunction, spmm,
                          spmm_average)

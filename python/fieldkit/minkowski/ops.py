@@ -139,17 +139,40 @@ class MinkowskiStackMean(_Stack):
     combine = staticmethod(lambda *xs: mean(*xs))
 
 
-def to_sparse(dense, coordinate_manager=None, remove_zeros=True):
-    """A dense B x C x s_1..s_D tensor as a SparseTensor: the cells with a
-    nonzero channel (every cell without remove_zeros), row-major; the
-    features are indexed from `dense` (differentiable)."""
+def _channels_second(dense, format):
+    """`dense` as B x C x s_1..s_D from the layout `format` names ("BCXX",
+    "BXXC", ...: one B, one C and an X per spatial axis; None is B, C, X..)."""
+    if format is None:
+        return dense
+    f = format.upper()
+    if len(f) != dense.dim() or f.count("B") != 1 or f.count("C") != 1 or \
+            f.count("X") != dense.dim() - 2:
+        raise ValueError(f"to_sparse: expected a format of one B, one C and {dense.dim() - 2} "
+                         f"X for a {dense.dim()}-D tensor, got {format!r}")
+    spatial = [i for i, a in enumerate(f) if a == "X"]
+    return dense.permute(f.index("B"), f.index("C"), *spatial)
+
+
+def to_sparse(dense, format=None, coordinates=None, device=None, coordinate_manager=None,
+              remove_zeros=True):
+    """A dense tensor (B x C x s_1..s_D, or the layout `format` names) as a
+    SparseTensor: the cells with a nonzero channel (every cell without
+    remove_zeros), row-major; the features are indexed from `dense`
+    (differentiable). `coordinates` is unused (as in the reference); `device`
+    moves the result's features."""
+    dense = _channels_second(dense, format)
     spatial = dense.shape[2:]
     keep = dense.detach().abs().sum(1) != 0 if remove_zeros else \
         torch.ones((dense.shape[0], *spatial), dtype=torch.bool)
     idx = keep.nonzero()
     coords = idx.to(torch.int32)
     features = dense.movedim(1, -1)[tuple(idx.t())]
-    return SparseTensor(features, coords, coordinate_manager=coordinate_manager)
+    return SparseTensor(features, coords, coordinate_manager=coordinate_manager, device=device)
+
+
+def to_sparse_all(dense, coordinates=None):
+    """Every cell of a dense B x C x s_1..s_D tensor as a row, zeros included."""
+    return to_sparse(dense, remove_zeros=False)
 
 
 class MinkowskiToSparseTensor(torch.nn.Module):
