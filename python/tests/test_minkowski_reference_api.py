@@ -126,3 +126,39 @@ def test_to_sparse_takes_the_references_format_and_to_sparse_all():
     assert len(ME.to_sparse_all(dense)) == 2 * 4 * 5
     with pytest.raises(ValueError, match="one B, one C and 2 X"):
         ME.to_sparse(dense, "BXXX")
+
+
+def test_per_item_access_on_both_tensor_kinds():
+    x = random_sparse(n=30, extent=5)
+    c, f = x.C, x.F
+    pts = torch.rand(7, 3, dtype=torch.float64) * 3
+    pts[:, 0] = torch.tensor([1.0, 0, 1, 0, 0, 1, 1])
+    field = ME.TensorField(torch.randn(7, 2, dtype=torch.float64), pts)
+    for t, coords in ((x, c), (field, pts)):
+        perms = t.decomposition_permutations
+        assert len(perms) == 2
+        assert torch.equal(torch.sort(torch.cat(perms)).values, torch.arange(len(t)))
+        cs, fs = t.decomposed_coordinates_and_features
+        for b in range(2):
+            rows = (coords[:, 0] == b).nonzero().flatten()
+            cb, fb = t.coordinates_and_features_at(b)
+            assert torch.equal(cb, coords[rows, 1:]) and torch.equal(fb, t.F[rows])
+            assert torch.equal(cs[b], cb) and torch.equal(fs[b], fb)
+            assert torch.equal(t.decomposed_features[b], fb)
+        assert t.get_device() == -1 and t.shape == t.F.shape and t.dtype == torch.float64
+        assert t.float().dtype == torch.float32 and not t.detach().requires_grad
+    assert field.tensor_stride == [1]
+
+
+def test_slice_and_cat_slice_survive_feature_layers_on_the_field():
+    pts = torch.tensor([[0, 0.2, 0.3], [0, 0.7, 0.1], [0, 1.5, 0.5], [1, 0.1, 0.1]])
+    field = ME.TensorField(torch.tensor([[1.0], [3.0], [5.0], [7.0]]), pts)
+    x = field.sparse()
+    relu_field = ME.MinkowskiReLU()(field)  # keeps the field's quantizations
+    back = x.slice(relu_field)
+    assert back.F.flatten().tolist() == [2.0, 2.0, 5.0, 7.0]
+    both = x.cat_slice(field)
+    assert isinstance(both, ME.TensorField) and torch.equal(both.C, pts)
+    assert both.F.tolist() == [[2.0, 1.0], [2.0, 3.0], [5.0, 5.0], [7.0, 7.0]]
+    normed = ME.MinkowskiBatchNorm(1)(field)
+    assert torch.equal(x.slice(normed).F, back.F)

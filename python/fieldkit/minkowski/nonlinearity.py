@@ -15,7 +15,7 @@ class _FeatureModule(torch.nn.Module):
     def forward(self, input):
         out = self.module(input.F)
         if isinstance(input, TensorField):
-            return TensorField(out, input.C, coordinate_manager=input.coordinate_manager)
+            return input._with(out)
         return SparseTensor._on_map(out, input.coordinate_map_key, input.coordinate_manager)
 
     def __repr__(self):

@@ -11,7 +11,7 @@ from .sparse_tensor import SparseTensor, TensorField
 
 def _like(input, features):
     if isinstance(input, TensorField):
-        return TensorField(features, input.C, coordinate_manager=input.coordinate_manager)
+        return input._with(features)
     return SparseTensor._on_map(features, input.coordinate_map_key, input.coordinate_manager)
 
 

@@ -36,7 +36,96 @@ def _reduce_duplicates(features, unique, inverse, mode, seed=0):
     return total / counts[:, None]
 
 
-class SparseTensor:
+class _Tensor:
+    """What SparseTensor and TensorField share (the reference's Tensor base):
+    the features' properties, per-batch-item access, dtype casts. A subclass
+    has _F, C and _with(features) (the same coordinates, other features)."""
+
+    @property
+    def F(self):
+        return self._F
+
+    features = F
+
+    @property
+    def coordinates(self):
+        return self.C
+
+    @property
+    def shape(self):
+        return self._F.shape
+
+    @property
+    def dtype(self):
+        return self._F.dtype
+
+    @property
+    def device(self):
+        return self._F.device
+
+    def get_device(self):
+        return self._F.get_device()
+
+    @property
+    def requires_grad(self):
+        return self._F.requires_grad
+
+    def requires_grad_(self, flag=True):
+        self._F.requires_grad_(flag)
+        return self
+
+    def __len__(self):
+        return self._F.shape[0]
+
+    def size(self):
+        return self._F.size()
+
+    def detach(self):
+        return self._with(self._F.detach())
+
+    def float(self):
+        return self._with(self._F.float())
+
+    def double(self):
+        return self._with(self._F.double())
+
+    # -- per batch item --------------------------------------------------------
+    def _rows_of(self, b):
+        return (self.C[:, 0] == b).nonzero().flatten()
+
+    def _batches(self):
+        return int(self.C[:, 0].max()) + 1 if len(self) else 0
+
+    def coordinates_at(self, batch_index):
+        return self.C[self._rows_of(batch_index), 1:]
+
+    def features_at(self, batch_index):
+        return self._F[self._rows_of(batch_index)]
+
+    def coordinates_and_features_at(self, batch_index):
+        rows = self._rows_of(batch_index)
+        return self.C[rows, 1:], self._F[rows]
+
+    @property
+    def decomposition_permutations(self):
+        """The rows of each batch item 0..B-1 (in row order)."""
+        return [self._rows_of(b) for b in range(self._batches())]
+
+    @property
+    def decomposed_coordinates(self):
+        return [self.C[r, 1:] for r in self.decomposition_permutations]
+
+    @property
+    def decomposed_features(self):
+        return [self._F[r] for r in self.decomposition_permutations]
+
+    @property
+    def decomposed_coordinates_and_features(self):
+        perms = self.decomposition_permutations
+        return [self.C[r, 1:] for r in perms], [self._F[r] for r in perms]
+
+
+class SparseTensor(_Tensor):
     """Features (N x C torch tensor) on one map of a CoordinateManager.
 
     Build from ``coordinates`` (N x (1+D) ints, batch index first; duplicates
@@ -86,20 +175,11 @@ class SparseTensor:
         t._F, t._manager, t._key, t._C = features, manager, key, None
         return t
 
-    # -- what the tensor is ------------------------------------------------
-    @property
-    def F(self):
-        return self._F
-
-    features = F
-
     @property
     def C(self):
         if self._C is None:
             self._C = self._manager.coordinates(self._key)
         return self._C
-
-    coordinates = C
 
     @property
     def coordinate_manager(self):
@@ -119,32 +199,6 @@ class SparseTensor:
 
     dimension = D
 
-    @property
-    def shape(self):
-        return self._F.shape
-
-    @property
-    def dtype(self):
-        return self._F.dtype
-
-    @property
-    def device(self):
-        return self._F.device
-
-    @property
-    def requires_grad(self):
-        return self._F.requires_grad
-
-    def requires_grad_(self, flag=True):
-        self._F.requires_grad_(flag)
-        return self
-
-    def __len__(self):
-        return self._F.shape[0]
-
-    def size(self):
-        return self._F.size()
-
     def __repr__(self):
         return (f"SparseTensor(features={tuple(self._F.shape)} {self._F.dtype}, "
                 f"map={self._key}, D={self.D})")
@@ -153,15 +207,6 @@ class SparseTensor:
     def _with(self, features):
         return SparseTensor(features, coordinate_map_key=self._key,
                             coordinate_manager=self._manager)
-
-    def detach(self):
-        return self._with(self._F.detach())
-
-    def float(self):
-        return self._with(self._F.float())
-
-    def double(self):
-        return self._with(self._F.double())
 
     def _binary(self, other, op):
         if isinstance(other, SparseTensor):
@@ -185,24 +230,6 @@ class SparseTensor:
 
     def __neg__(self):
         return self._with(-self._F)
-
-    # -- per batch item --------------------------------------------------------
-    def _rows_of(self, b):
-        return (self.C[:, 0] == b).nonzero().flatten()
-
-    def coordinates_at(self, batch_index):
-        return self.C[self._rows_of(batch_index), 1:]
-
-    def features_at(self, batch_index):
-        return self._F[self._rows_of(batch_index)]
-
-    @property
-    def decomposed_coordinates(self):
-        return [self.coordinates_at(b) for b in range(int(self.C[:, 0].max()) + 1)]
-
-    @property
-    def decomposed_features(self):
-        return [self.features_at(b) for b in range(int(self.C[:, 0].max()) + 1)]
 
     # -- conversions -----------------------------------------------------------
     def _cells(self, min_coordinate, contract_stride):
@@ -285,10 +312,15 @@ class SparseTensor:
         """This tensor's features at each point of a TensorField quantized onto
         this tensor's map (``field.sparse()``), as a TensorField."""
         inverse = field.inverse_mapping(self._key)
-        return TensorField(self._F[inverse], field.C, coordinate_manager=self._manager)
+        return field._with(self._F[inverse])
+
+    def cat_slice(self, field):
+        """slice(field) with the field's own features concatenated after."""
+        inverse = field.inverse_mapping(self._key)
+        return field._with(torch.cat([self._F[inverse], field.F], 1))
 
 
-class TensorField:
+class TensorField(_Tensor):
     """Features on continuous coordinates (N x (1+D) float, batch first).
     ``sparse()`` quantizes them onto a SparseTensor and remembers each point's
     row, so ``SparseTensor.slice(field)`` brings features back to the points."""
@@ -315,16 +347,8 @@ class TensorField:
         self._inverse = {}
 
     @property
-    def F(self):
-        return self._F
-
-    features = F
-
-    @property
     def C(self):
         return self._C
-
-    coordinates = C
 
     @property
     def coordinate_manager(self):
@@ -334,8 +358,17 @@ class TensorField:
     def D(self):
         return self._C.shape[1] - 1
 
-    def __len__(self):
-        return self._F.shape[0]
+    @property
+    def tensor_stride(self):
+        return list(self._tensor_stride)
+
+    def _with(self, features):
+        """These points with other features (and this field's quantizations)."""
+        out = TensorField(features, self._C, tensor_stride=self._tensor_stride,
+                          coordinate_manager=self._manager,
+                          quantization_mode=self.quantization_mode)
+        out._inverse = self._inverse
+        return out
 
     def sparse(self, tensor_stride=1, quantization_mode=None):
         ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype)
