@@ -65,7 +65,7 @@ def main():
                           torch.arange(16, dtype=torch.int32)], 1)
     x = ME.SparseTensor(torch.randn(16, 1), coords)
     mgr, key = x.coordinate_manager, x.coordinate_map_key
-    kmap = mgr.kernel_map(key, key, ME.KernelRegion.cube([3]), False)
+    kmap = mgr.region_kernel_map(key, key, ME.KernelRegion.cube([3]), False)
     f = x.F.clone().requires_grad_()
     w = torch.randn(3, 1, 1, requires_grad=True)
     fd, wd = f.detach(), w.detach()

@@ -10,6 +10,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+#include <string>
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "minkowski/coords/coordinate_manager.h"
 #include "minkowski/ops/broadcast.h"
@@ -38,6 +40,21 @@ nb::object out_opt(const fk::Tensor& t) {
 }
 nb::object index_out(const std::vector<int64_t>& v) {
   return to_torch(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
+}
+
+// Offset k's pairs as a 2 x n int32 tensor: row 0 the input rows, row 1 the
+// output rows (the reference's kernel_map entry); an identity map's are (p, p).
+nb::object offset_pairs(const mk::KernelMap& m, int64_t k) {
+  FK_CHECK(k >= 0 && k < m.volume, "minkowski::KernelMap::offset_pairs",
+           "an offset in [0, " + std::to_string(m.volume) + ")", std::to_string(k));
+  const int64_t begin = m.identity ? 0 : m.offset_begin[k];
+  const int64_t n = m.identity ? m.in_size : m.count(k);
+  std::vector<int32_t> rows(static_cast<size_t>(2 * n));
+  for (int64_t p = 0; p < n; ++p) {
+    rows[p] = m.identity ? static_cast<int32_t>(p) : m.in_rows[begin + p];
+    rows[n + p] = m.identity ? static_cast<int32_t>(p) : m.out_rows[begin + p];
+  }
+  return to_torch(fk::from_vector(rows, fk::Dims{2, n}));
 }
 
 void bind_coordinates(nb::module_& m) {
@@ -72,7 +89,8 @@ void bind_coordinates(nb::module_& m) {
       .def_ro("in_size", &mk::KernelMap::in_size)
       .def_ro("out_size", &mk::KernelMap::out_size)
       .def("pairs", &mk::KernelMap::pairs)
-      .def("count", &mk::KernelMap::count, nb::arg("k"));
+      .def("count", &mk::KernelMap::count, nb::arg("k"))
+      .def("offset_pairs", &offset_pairs, nb::arg("k"));
 
   nb::class_<mk::RowGroups>(m, "RowGroups")
       .def_ro("groups", &mk::RowGroups::groups)
@@ -99,8 +117,10 @@ void bind_coordinates(nb::module_& m) {
           nb::arg("key"))
       .def("stride", &Mgr::stride, nb::arg("key"), nb::arg("stride"))
       .def("expand", &Mgr::expand, nb::arg("key"), nb::arg("region"), nb::arg("out_tensor_stride"))
-      .def("kernel_map", &Mgr::kernel_map, nb::arg("in_key"), nb::arg("out_key"), nb::arg("region"),
-           nb::arg("transpose") = false)
+      // The engine's map for a KernelRegion (what the layers use); the Python
+      // subclass's kernel_map is the reference's form over it.
+      .def("region_kernel_map", &Mgr::kernel_map, nb::arg("in_key"), nb::arg("out_key"),
+           nb::arg("region"), nb::arg("transpose") = false)
       .def(
           "batch_groups",
           [](const Mgr& mgr, const mk::MapKey& k) {

@@ -162,3 +162,26 @@ def test_slice_and_cat_slice_survive_feature_layers_on_the_field():
     assert both.F.tolist() == [[2.0, 1.0], [2.0, 3.0], [5.0, 5.0], [7.0, 7.0]]
     normed = ME.MinkowskiBatchNorm(1)(field)
     assert torch.equal(x.slice(normed).F, back.F)
+
+
+def test_kernel_map_in_the_references_form():
+    x = random_sparse(n=40, extent=6)
+    mgr, key = x.coordinate_manager, x.coordinate_map_key
+    strided = mgr.stride(key, [2])
+    maps = mgr.kernel_map(key, strided, stride=2, kernel_size=2)
+    c_in, c_out = mgr.coordinates(key), mgr.coordinates(strided)
+    offsets = torch.tensor(ME.KernelRegion.cube([2]).offsets([1, 1])).view(-1, 2)
+    assert sum(m.shape[1] for m in maps.values()) == len(x)  # each input in one window
+    for k, m in maps.items():
+        assert m.dtype == torch.int32 and m.shape[0] == 2 and m.shape[1] > 0
+        i, o = m.long()
+        # the output's coordinate plus offset k is the input's coordinate
+        assert torch.equal(c_out[o, 0], c_in[i, 0])
+        assert torch.equal(c_out[o, 1:] + offsets[k], c_in[i, 1:])
+    same = mgr.kernel_map(key, key, kernel_size=1)
+    assert list(same) == [0] and torch.equal(same[0][0], torch.arange(len(x), dtype=torch.int32))
+    up = mgr.kernel_map(strided, key, stride=2, kernel_size=2, is_transpose=True)
+    assert {k: torch.equal(m, up[k].flip(0)) for k, m in maps.items()} == \
+        {k: True for k in maps}
+    with pytest.raises(ME.Error, match="offset in"):
+        mgr.region_kernel_map(key, key, ME.KernelRegion.cube([3]), False).offset_pairs(9)

@@ -14,7 +14,7 @@ from fieldkit.minkowski.functional import ConvolutionFunction, run
 def conv_inputs():
     x = random_sparse(n=30, extent=6)
     mgr, key = x.coordinate_manager, x.coordinate_map_key
-    kmap = mgr.kernel_map(key, key, ME.KernelRegion.cube([3]), False)
+    kmap = mgr.region_kernel_map(key, key, ME.KernelRegion.cube([3]), False)
     g = torch.Generator().manual_seed(3)
     w = torch.randn(9, 3, 2, generator=g, dtype=torch.float64, requires_grad=True)
     return x.F.detach().clone().requires_grad_(), w, kmap

@@ -78,7 +78,7 @@ def test_cpp_ops_take_strided_views_as_they_are():
     from fieldkit._core import minkowski as _mk
 
     x = ME.SparseTensor(torch.ones(3, 1), torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1]]))
-    kmap = x.coordinate_manager.kernel_map(x.coordinate_map_key, x.coordinate_map_key,
+    kmap = x.coordinate_manager.region_kernel_map(x.coordinate_map_key, x.coordinate_map_key,
                                            ME.KernelRegion.cube([3]), False)
     features = torch.randn(3, 4)[:, ::2]
     weight = torch.randn(9, 2, 2).transpose(1, 2)  # (K, C_out, C_in) seen as (K, C_in, C_out)

@@ -68,7 +68,7 @@ class _ConvolutionBase(torch.nn.Module):
             out, key = f.mm(w), input._key
         else:
             key = self._output_key(input, coordinates)
-            kmap = mgr.kernel_map(input._key, key, self.kernel_generator.region, self.transposed)
+            kmap = mgr.region_kernel_map(input._key, key, self.kernel_generator.region, self.transposed)
             f, w = autocast(input._F, kernel if kernel.dim() == 3 else kernel[None])
             out = run(ConvolutionFunction, f, w, kmap, False)
         if bias is not None:
@@ -133,7 +133,7 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
         out_key = output_key(input, coordinates)
         if out_key is None:
             out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
-        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
+        kmap = mgr.region_kernel_map(key, out_key, self.kernel_generator.region, False)
         f, w = autocast(input.F, self.kernel)
         out = run(ConvolutionFunction, f, w, kmap, True)
         if self.bias is not None:

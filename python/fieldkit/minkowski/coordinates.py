@@ -65,6 +65,22 @@ class CoordinateManager(_mk.CoordinateManager):
     def get_coordinates(self, key):
         return self.coordinates(key)
 
+    def kernel_map(self, in_key, out_key, stride=1, kernel_size=3, dilation=1,
+                   region_type=_mk.RegionType.HYPER_CUBE, region_offset=None, is_transpose=False,
+                   is_pool=False):
+        """The reference's kernel map between two maps of this manager: {kernel
+        index: int32 tensor 2 x n (row 0 input rows, row 1 output rows)}, the
+        offsets with no pair left out. The keys fix the strides (`stride` and
+        `is_pool` change nothing: pooling and convolution share maps);
+        is_transpose maps a coarse input onto a finer output."""
+        from .kernel import KernelGenerator
+
+        region = KernelGenerator(kernel_size, stride, dilation, region_type=region_type,
+                                 region_offsets=region_offset, dimension=self.dimension).region
+        kmap = self.region_kernel_map(in_key, out_key, region, is_transpose)
+        return {k: kmap.offset_pairs(k) for k in range(kmap.volume)
+                if kmap.count(k)}
+
     def insert_and_map(self, coordinates, tensor_stride=1, string_id=""):
         key, unique, inverse = self.insert(_int_coordinates(coordinates), _axes(tensor_stride),
                                            string_id)

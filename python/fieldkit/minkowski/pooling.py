@@ -66,7 +66,7 @@ class _LocalPooling(torch.nn.Module):
         out_key = output_key(input, coordinates)
         if out_key is None:
             out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
-        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, False)
+        kmap = mgr.region_kernel_map(key, out_key, self.kernel_generator.region, False)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, self.mode)
         return SparseTensor._on_map(out, out_key, mgr)
@@ -105,7 +105,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
         out_key = output_key(input, coordinates)
         if out_key is None:
             out_key = transposed_output_key(input, self.kernel_generator)
-        kmap = mgr.kernel_map(key, out_key, self.kernel_generator.region, True)
+        kmap = mgr.region_kernel_map(key, out_key, self.kernel_generator.region, True)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, _Reduction.SUM)
         return SparseTensor._on_map(out, out_key, mgr)
