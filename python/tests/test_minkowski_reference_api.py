@@ -130,7 +130,7 @@ def test_to_sparse_takes_the_references_format_and_to_sparse_all():
 
 def test_per_item_access_on_both_tensor_kinds():
     x = random_sparse(n=30, extent=5)
-    c, f = x.C, x.F
+    c = x.C
     pts = torch.rand(7, 3, dtype=torch.float64) * 3
     pts[:, 0] = torch.tensor([1.0, 0, 1, 0, 0, 1, 1])
     field = ME.TensorField(torch.randn(7, 2, dtype=torch.float64), pts)

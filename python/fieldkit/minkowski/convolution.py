@@ -68,7 +68,8 @@ class _ConvolutionBase(torch.nn.Module):
             out, key = f.mm(w), input._key
         else:
             key = self._output_key(input, coordinates)
-            kmap = mgr.region_kernel_map(input._key, key, self.kernel_generator.region, self.transposed)
+            kmap = mgr.region_kernel_map(input._key, key, self.kernel_generator.region,
+                                         self.transposed)
             f, w = autocast(input._F, kernel if kernel.dim() == 3 else kernel[None])
             out = run(ConvolutionFunction, f, w, kmap, False)
         if bias is not None:
