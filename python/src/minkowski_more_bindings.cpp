@@ -120,7 +120,9 @@ void bind_spmm(nb::module_& m) {
   nb::class_<mk::CooList>(m, "CooList")
       .def_ro("m", &mk::CooList::m)
       .def_ro("k", &mk::CooList::k)
-      .def("nnz", [](const mk::CooList& c) { return c.rows.size(); });
+      .def("nnz", [](const mk::CooList& c) { return c.rows.size(); })
+      .def("rows", [](const mk::CooList& c) { return index_out(c.rows); })
+      .def("cols", [](const mk::CooList& c) { return index_out(c.cols); });
   m.def(
       "coo_list",
       [](const Array& rows, const Array& cols, std::array<int64_t, 2> size) {

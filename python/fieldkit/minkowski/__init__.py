@@ -25,6 +25,7 @@ from .coordinates import (
     sparse_quantize,
 )
 from .sparse_tensor import SparseTensor, TensorField
+from .determinism import sorted_coordinates
 from .kernel import KernelGenerator
 from .convolution import (
     ConvolutionMode,
@@ -58,6 +59,7 @@ from .ops import (
     MinkowskiStackCat,
     MinkowskiStackMean,
     MinkowskiStackSum,
+    MinkowskiStackVar,
     MinkowskiToDenseTensor,
     MinkowskiToFeature,
     MinkowskiToSparseTensor,
@@ -68,11 +70,22 @@ from .ops import (
     sum,
     to_sparse,
     to_sparse_all,
+    var,
 )
-from .functional import (MinkowskiSPMMAverageFunction, MinkowskiSPMMFunction, spmm,
-                         spmm_average)
+from .functional import (MinkowskiDirectMaxPoolingFunction, MinkowskiSPMMAverageFunction,
+                         MinkowskiSPMMFunction, spmm, spmm_average)
+from .reference_functions import (
+    BroadcastMode,
+    MinkowskiBroadcastFunction,
+    MinkowskiConvolutionFunction,
+    MinkowskiConvolutionTransposeFunction,
+    MinkowskiGlobalPoolingFunction,
+    MinkowskiInterpolationFunction,
+    MinkowskiLocalPoolingFunction,
+    MinkowskiLocalPoolingTransposeFunction,
+)
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
-from .nonlinearity import MinkowskiLinear, MinkowskiDropout
+from .nonlinearity import MinkowskiDropout, MinkowskiLinear, MinkowskiSinusoidal
 from . import modules, utils
 
 

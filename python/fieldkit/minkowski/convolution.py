@@ -7,6 +7,7 @@ import math
 import torch
 
 from .functional import ConvolutionFunction, autocast, run
+from .determinism import is_deterministic, sorted_coordinates
 from .kernel import expanded_output_key, make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor
 
@@ -18,6 +19,17 @@ class ConvolutionMode(enum.IntEnum):
     DEFAULT = 0
     DIRECT_GEMM = 1
     COPY_GEMM = 2
+
+
+def convolution_output_key(x, gen, transposed):
+    """The map a convolution of x makes when no output coordinates are given:
+    the finer map (transposed), every input + offset (expand_coordinates),
+    else the strided map."""
+    if transposed:
+        return transposed_output_key(x, gen)
+    if gen.expand_coordinates:
+        return expanded_output_key(x, gen)
+    return x.coordinate_manager.stride(x.coordinate_map_key, gen.kernel_stride)
 
 
 class _ConvolutionBase(torch.nn.Module):
@@ -49,15 +61,10 @@ class _ConvolutionBase(torch.nn.Module):
                 self.bias.uniform_(-bound, bound)
 
     def _output_key(self, x, coordinates):
-        gen, mgr, key = self.kernel_generator, x.coordinate_manager, x.coordinate_map_key
         given = output_key(x, coordinates)
         if given is not None:
             return given
-        if self.transposed:
-            return transposed_output_key(x, gen)
-        if gen.expand_coordinates:
-            return expanded_output_key(x, gen)
-        return mgr.stride(key, gen.kernel_stride)
+        return convolution_output_key(x, self.kernel_generator, self.transposed)
 
     def forward(self, input, coordinates=None):
         if not isinstance(input, SparseTensor):
@@ -67,6 +74,8 @@ class _ConvolutionBase(torch.nn.Module):
             f, w = autocast(input._F, kernel)
             out, key = f.mm(w), input._key
         else:
+            if is_deterministic():
+                input = sorted_coordinates(input)
             key = self._output_key(input, coordinates)
             kmap = mgr.region_kernel_map(input._key, key, self.kernel_generator.region,
                                          self.transposed)

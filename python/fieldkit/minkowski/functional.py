@@ -13,6 +13,8 @@ derivatives only (their backward is not differentiable). Under
 ``torch.autocast`` the float inputs are cast to the autocast dtype first, as
 the reference's ``maybe_autocast`` does.
 """
+import warnings
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -321,3 +323,69 @@ def spmm_average(rows, cols, size, mat):
     vals = average_values(rows, size, mat.dtype)
     coo = _coo(rows, cols, size)
     return run(SpmmFunction, vals, mat, coo), coo, vals
+
+
+def _scatter(out, rows, values, reduce, include_self):
+    """torch's scatter_reduce along rows (its beta warning under torch < 2 silenced)."""
+    index = rows[:, None].expand(-1, values.shape[1])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="scatter_reduce")
+        return out.scatter_reduce(0, index, values, reduce, include_self=include_self)
+
+
+def _direct_pairs(in_map, out_map, in_feat, out_nrows):
+    """The pairs as int64 rows, checked against the features and out_nrows."""
+    if not isinstance(in_feat, torch.Tensor) or in_feat.dim() != 2:
+        raise ValueError("MinkowskiDirectMaxPoolingFunction: expected 2-D in_feat (N x C), got "
+                         f"{getattr(in_feat, 'shape', type(in_feat))}")
+    in_map, out_map = torch.as_tensor(in_map), torch.as_tensor(out_map)
+    for name, m in (("in_map", in_map), ("out_map", out_map)):
+        if m.dim() != 1 or m.is_floating_point() or m.dtype == torch.bool:
+            raise ValueError(f"MinkowskiDirectMaxPoolingFunction: expected {name} as a 1-D "
+                             f"integer tensor, got {m.dtype} of shape {tuple(m.shape)}")
+    if in_map.numel() != out_map.numel():
+        raise ValueError("MinkowskiDirectMaxPoolingFunction: expected in_map and out_map of one "
+                         f"length, got {in_map.numel()} and {out_map.numel()}")
+    in_rows, out_rows = in_map.long().to(in_feat.device), out_map.long().to(in_feat.device)
+    for name, rows, n in (("in_map", in_rows, in_feat.shape[0]), ("out_map", out_rows, out_nrows)):
+        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= n):
+            raise ValueError(f"MinkowskiDirectMaxPoolingFunction: expected {name} rows in "
+                             f"[0, {n}), got [{int(rows.min())}, {int(rows.max())}]")
+    return in_rows, out_rows
+
+
+class MinkowskiDirectMaxPoolingFunction(torch.autograd.Function):
+    """The reference's ``apply(in_map, out_map, in_feat, out_nrows,
+    is_sorted=False)``: out[o, c] = max of in_feat[in_map[p], c] over the
+    pairs p with out_map[p] = o (out_nrows x C; a row no pair names is 0).
+    The gradient goes to in_feat alone, per channel to one input row: on a
+    tie, that of the first such pair in the order given (so is_sorted, which
+    tells the reference's GPU it need not sort, changes nothing here)."""
+
+    @staticmethod
+    def forward(ctx, in_map, out_map, in_feat, out_nrows, is_sorted=False):
+        out_nrows = int(out_nrows)
+        in_rows, out_rows = _direct_pairs(in_map, out_map, in_feat, out_nrows)
+        c, p = in_feat.shape[1], in_rows.numel()
+        values = in_feat.detach()[in_rows]
+        out = _scatter(in_feat.new_zeros(out_nrows, c), out_rows, values, "amax", False)
+        # The arg-max: the first pair (in the order given) that reaches its row's max.
+        pair = torch.arange(p, device=in_feat.device)[:, None].expand(-1, c)
+        candidate = torch.where(values == out[out_rows], pair, torch.full_like(pair, p))
+        first = _scatter(torch.full((out_nrows, c), p, dtype=torch.long, device=in_feat.device),
+                         out_rows, candidate, "amin", True)
+        found = first < p
+        ctx.argmax = torch.where(found, in_rows[first.clamp(max=max(p - 1, 0))] if p else first,
+                                 torch.full_like(first, -1))
+        ctx.in_nrows = in_feat.shape[0]
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        argmax = ctx.argmax
+        found = argmax >= 0
+        grad = grad_out.new_zeros(ctx.in_nrows, grad_out.shape[1])
+        channel = torch.arange(grad_out.shape[1], device=grad_out.device).expand_as(argmax)
+        grad.index_put_((argmax[found], channel[found]), grad_out[found], accumulate=True)
+        return None, None, grad, None, None

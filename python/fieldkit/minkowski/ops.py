@@ -120,6 +120,13 @@ def mean(*tensors):
     return _on(tensors[0], torch.stack([x.F for x in tensors]).mean(0))
 
 
+def var(*tensors):
+    """Elementwise population variance (divided by the count) of tensors on
+    one map, as the reference's var."""
+    tensors = _same_map(tensors, "var")
+    return _on(tensors[0], torch.stack([x.F for x in tensors]).var(0, unbiased=False))
+
+
 class _Stack(torch.nn.Sequential):
     """Every child applied to the same input, the outputs combined."""
 
@@ -137,6 +144,10 @@ class MinkowskiStackSum(_Stack):
 
 class MinkowskiStackMean(_Stack):
     combine = staticmethod(lambda *xs: mean(*xs))
+
+
+class MinkowskiStackVar(_Stack):
+    combine = staticmethod(lambda *xs: var(*xs))
 
 
 def _channels_second(dense, format):

@@ -150,3 +150,4 @@ class MinkowskiGlobalAvgPooling(MinkowskiGlobalPooling):
 class MinkowskiGlobalMaxPooling(MinkowskiGlobalPooling):
     def __init__(self, mode=PoolingMode.GLOBAL_MAX_POOLING_PYTORCH_INDEX):
         super().__init__(mode)
+

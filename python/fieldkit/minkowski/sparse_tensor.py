@@ -1,11 +1,9 @@
 """SparseTensor and TensorField: torch features on the coordinates of a C++
 CoordinateManager map. Row i of the features is row i of the map."""
-import warnings
-
 import torch
 
 from .._core import minkowski as _mk
-from .functional import SplatFunction, run
+from .functional import MinkowskiDirectMaxPoolingFunction, SplatFunction, run
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
@@ -23,12 +21,9 @@ def _reduce_duplicates(features, unique, inverse, mode, seed=0):
     if mode in (QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
         return features[unique]
     c = features.shape[1]
-    if mode == QMode.MAX_POOL:
-        out = features.new_zeros(m, c)
-        with warnings.catch_warnings():  # torch < 2 calls scatter_reduce beta
-            warnings.filterwarnings("ignore", message="scatter_reduce")
-            return out.scatter_reduce(0, inverse[:, None].expand(-1, c), features, "amax",
-                                      include_self=False)
+    if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
+        rows = torch.arange(features.shape[0], device=inverse.device)
+        return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
     total = features.new_zeros(m, c).index_add(0, inverse, features)
     if mode == QMode.UNWEIGHTED_SUM:
         return total

@@ -1,0 +1,165 @@
+"""The reference's per-op autograd Functions under its names and ``apply``
+signatures (coordinate map keys and a manager rather than kernel maps):
+each resolves the maps, then runs the op's Function of functional.py, so
+gradients (and the convolution's higher derivatives) are those of the
+layers. Map keys here are values: with ``out_key=None`` the output map is
+the one the layer would make (the reference fills in an unset key object in
+place instead), so a caller that needs the key computes it first, e.g.
+``manager.stride(in_key, stride)``, and passes it."""
+import enum
+
+from .._core import minkowski as _mk
+from .convolution import convolution_output_key
+from .functional import (BroadcastFunction, ConvolutionFunction, GlobalPoolingFunction,
+                         LocalPoolingFunction, autocast, run)
+from .kernel import transposed_output_key
+from .ops import interpolate
+from .pooling import reduction
+from .sparse_tensor import SparseTensor
+
+
+def _input(features, in_key, manager, where):
+    """The input as a SparseTensor of the manager (no copy), checked."""
+    if manager is None or not isinstance(manager, _mk.CoordinateManager):
+        raise ValueError(f"{where}: expected a CoordinateManager, got {type(manager).__name__}")
+    if not isinstance(in_key, _mk.MapKey) or not manager.has(in_key):
+        raise ValueError(f"{where}: expected an input key of the manager, got {in_key}")
+    if features.dim() != 2 or features.shape[0] != manager.size(in_key):
+        raise ValueError(f"{where}: expected {manager.size(in_key)} x C features (the map "
+                         f"{in_key}), got {tuple(features.shape)}")
+    return SparseTensor._on_map(features, in_key, manager)
+
+
+def _checked_out_key(manager, out_key, where):
+    if not isinstance(out_key, _mk.MapKey) or not manager.has(out_key):
+        raise ValueError(f"{where}: expected an output key of the manager, got {out_key}")
+    return out_key
+
+
+class MinkowskiConvolutionFunction:
+    """``apply(F, W, kernel_generator, convolution_mode, in_key, out_key=None,
+    manager=None)``: W is (K, C_in, C_out) (or (C_in, C_out) for K = 1);
+    convolution_mode is accepted as the layers accept it. Returns the
+    output features; differentiable in F and W, any number of times."""
+
+    transposed = False
+
+    @classmethod
+    def apply(cls, F, W, kernel_generator, convolution_mode=None, in_key=None, out_key=None,
+              manager=None):
+        where = cls.__name__
+        x = _input(F, in_key, manager, where)
+        if out_key is None:
+            out_key = convolution_output_key(x, kernel_generator, cls.transposed)
+        _checked_out_key(manager, out_key, where)
+        kmap = manager.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
+        f, w = autocast(F, W if W.dim() == 3 else W[None])
+        return run(ConvolutionFunction, f, w, kmap, False)
+
+
+class MinkowskiConvolutionTransposeFunction(MinkowskiConvolutionFunction):
+    """The transposed convolution's ``apply``, arguments as
+    MinkowskiConvolutionFunction's; the output map by default is the
+    existing finer map (the encoder's), else a new expanded one."""
+
+    transposed = True
+
+
+class MinkowskiLocalPoolingFunction:
+    """``apply(input_features, pooling_mode, kernel_generator, in_key,
+    out_key=None, coordinate_manager=None)``: max / average / sum pooling
+    (ME.PoolingMode), onto the strided map by default."""
+
+    transposed = False
+
+    @classmethod
+    def apply(cls, input_features, pooling_mode, kernel_generator, in_key, out_key=None,
+              coordinate_manager=None):
+        where, mgr = cls.__name__, coordinate_manager
+        x = _input(input_features, in_key, mgr, where)
+        mode = _mk.PoolingMode.SUM if cls.transposed else reduction(pooling_mode)
+        if out_key is None:
+            out_key = transposed_output_key(x, kernel_generator) if cls.transposed else \
+                mgr.stride(in_key, kernel_generator.kernel_stride)
+        _checked_out_key(mgr, out_key, where)
+        kmap = mgr.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
+        (f,) = autocast(input_features)
+        return run(LocalPoolingFunction, f, kmap, mode)
+
+
+class MinkowskiLocalPoolingTransposeFunction(MinkowskiLocalPoolingFunction):
+    """Unpooling's ``apply`` (arguments as MinkowskiLocalPoolingFunction's):
+    it sums whatever pooling_mode says, as the reference's code does."""
+
+    transposed = True
+
+
+class MinkowskiGlobalPoolingFunction:
+    """``apply(input_features, pooling_mode, in_key, out_key=None,
+    coordinate_manager=None)``: one row per batch item on the manager's
+    origin map of in_key (out_key, when given, must be that map)."""
+
+    @staticmethod
+    def apply(input_features, pooling_mode, in_key, out_key=None, coordinate_manager=None):
+        where, mgr = "MinkowskiGlobalPoolingFunction", coordinate_manager
+        _input(input_features, in_key, mgr, where)
+        groups = mgr.batch_groups(in_key)
+        origin = mgr.origin_key(in_key, groups.groups)
+        if out_key is not None and out_key != origin:
+            raise ValueError(f"{where}: expected the origin map {origin} of the input (or None) "
+                             f"as out_key, got {out_key}")
+        (f,) = autocast(input_features)
+        return run(GlobalPoolingFunction, f, groups, reduction(pooling_mode))
+
+
+class BroadcastMode(enum.IntEnum):
+    """The reference's broadcast modes (its spelling, ADDITON included)."""
+
+    ELEMENTWISE_ADDITON = 0
+    ELEMENTWISE_MULTIPLICATION = 1
+
+
+_BROADCAST = {BroadcastMode.ELEMENTWISE_ADDITON: _mk.BroadcastMode.ADD,
+              BroadcastMode.ELEMENTWISE_MULTIPLICATION: _mk.BroadcastMode.MULTIPLY}
+
+
+def _broadcast_mode(mode):
+    if isinstance(mode, _mk.BroadcastMode):
+        return mode
+    try:
+        return _BROADCAST[BroadcastMode(mode)]
+    except ValueError:
+        raise ValueError("expected a BroadcastMode (ELEMENTWISE_ADDITON or "
+                         f"ELEMENTWISE_MULTIPLICATION), got {mode!r}") from None
+
+
+class MinkowskiBroadcastFunction:
+    """``apply(input_features, input_features_global, operation_type, in_key,
+    glob_key, coords_manager)``: each row's batch item's global row added or
+    multiplied in; differentiable in both feature tensors."""
+
+    @staticmethod
+    def apply(input_features, input_features_global, operation_type, in_key, glob_key,
+              coords_manager):
+        where, mgr = "MinkowskiBroadcastFunction", coords_manager
+        _input(input_features, in_key, mgr, where)
+        _input(input_features_global, glob_key, mgr, where)
+        mode = _broadcast_mode(operation_type)
+        groups = _mk.broadcast_groups(mgr, in_key, input_features.detach(), glob_key,
+                                      input_features_global.detach())
+        f, g = autocast(input_features, input_features_global)
+        return run(BroadcastFunction, f, g, groups, mode)
+
+
+class MinkowskiInterpolationFunction:
+    """``apply(input_features, tfield, in_key, coordinate_manager=None)`` ->
+    (features at the Q points of tfield (Q x (1+D) float, batch first),
+    in_map, out_map, weights): pair p gives point out_map[p] the weight
+    weights[p] of input row in_map[p] (multilinear over the corners present,
+    renormalized where some are absent). Differentiable in the features."""
+
+    @staticmethod
+    def apply(input_features, tfield, in_key, coordinate_manager=None):
+        x = _input(input_features, in_key, coordinate_manager, "MinkowskiInterpolationFunction")
+        out, coo, weights = interpolate(x, tfield)
+        return out, coo.cols(), coo.rows(), weights

@@ -1,0 +1,91 @@
+"""sorted_coordinates and the convolutions under set_deterministic: the rows in
+lexicographic order (checked against Python's sorted), one sorted map per map
+of the manager, outputs independent of the input's row order, skip
+connections of one manager still joinable."""
+import pytest
+import torch
+from conftest import random_coordinates
+
+import fieldkit.minkowski as ME
+
+
+@pytest.fixture
+def deterministic():
+    ME.set_deterministic(True)
+    yield
+    ME.set_deterministic(False)
+
+
+def shuffled(n=80, dim=2, extent=9, seed=0, lo=0):
+    c = random_coordinates(n, dim, extent, seed=seed)
+    c[:, 1:] += lo
+    g = torch.Generator().manual_seed(seed + 7)
+    perm = torch.randperm(len(c), generator=g)
+    f = torch.randn(len(c), 3, generator=g, dtype=torch.float64)
+    return c[perm], f[perm]
+
+
+@pytest.mark.parametrize("dim,lo", [(2, 0), (3, -5)])
+def test_sorted_coordinates_orders_rows_lexicographically(dim, lo):
+    c, f = shuffled(dim=dim, lo=lo)
+    x = ME.SparseTensor(f, c)
+    s = ME.sorted_coordinates(x)
+    order = sorted(range(len(c)), key=lambda i: tuple(c[i].tolist()))
+    assert torch.equal(s.C, c[order])
+    assert torch.equal(s.F, f[order])
+    assert s.coordinate_manager is x.coordinate_manager
+    assert s.coordinate_map_key != x.coordinate_map_key
+    again = ME.sorted_coordinates(ME.SparseTensor(2 * x.F, coordinate_map_key=x.coordinate_map_key,
+                                                  coordinate_manager=x.coordinate_manager))
+    assert again.coordinate_map_key == s.coordinate_map_key  # one sorted map per map
+    assert ME.sorted_coordinates(s) is s
+    assert ME.utils.sorted_coordinates is ME.sorted_coordinates
+
+
+def test_sorted_coordinates_is_differentiable_and_keeps_small_tensors():
+    c, f = shuffled(n=30)
+    x = ME.SparseTensor(f, c)
+    ff = f.clone().requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda t: ME.sorted_coordinates(ME.SparseTensor(t, coordinate_map_key=x.coordinate_map_key,
+                                                        coordinate_manager=x.coordinate_manager)).F,
+        (ff,))
+    one = ME.SparseTensor(torch.ones(1, 2), torch.tensor([[0, 3, 1]], dtype=torch.int32))
+    assert ME.sorted_coordinates(one) is one
+
+
+def conv_of(c, f, layer):
+    return layer(ME.SparseTensor(f, c))
+
+
+def test_convolution_output_does_not_depend_on_the_row_order(deterministic):
+    c, f = shuffled()
+    g = torch.Generator().manual_seed(9)
+    perm = torch.randperm(len(c), generator=g)
+    for layer in [ME.MinkowskiConvolution(3, 4, kernel_size=3, dimension=2).double(),
+                  ME.MinkowskiConvolution(3, 4, kernel_size=3, stride=2, dimension=2).double(),
+                  ME.MinkowskiGenerativeConvolutionTranspose(3, 2, kernel_size=3,
+                                                             dimension=2).double()]:
+        a, b = conv_of(c, f, layer), conv_of(c[perm], f[perm], layer)
+        assert torch.equal(a.C, b.C) and torch.equal(a.F, b.F)
+    layer = ME.MinkowskiConvolution(3, 4, kernel_size=3, dimension=2).double()
+    a = conv_of(c, f, layer)
+    ME.set_deterministic(False)
+    plain = conv_of(c, f, layer)  # the input's row order, the same values per coordinate
+    order = sorted(range(len(c)), key=lambda i: tuple(c[i].tolist()))
+    assert torch.equal(a.C, c[order]) and torch.allclose(a.F, plain.F[order], atol=1e-12)
+
+
+def test_unet_skips_join_under_determinism(deterministic):
+    c, f = shuffled(n=120, extent=12)
+    x = ME.SparseTensor(f, c)
+    enc = ME.MinkowskiConvolution(3, 4, kernel_size=3, dimension=2).double()
+    down = ME.MinkowskiConvolution(4, 4, kernel_size=2, stride=2, dimension=2).double()
+    mid = ME.MinkowskiConvolution(4, 4, kernel_size=3, dimension=2).double()
+    up = ME.MinkowskiConvolutionTranspose(4, 4, kernel_size=2, stride=2, dimension=2).double()
+    e = enc(x)
+    d = up(mid(down(e)))
+    assert d.coordinate_map_key == e.coordinate_map_key  # the encoder's (sorted) map
+    out = ME.cat(e, d)
+    assert out.F.shape == (len(x), 8)
+    assert x.coordinate_manager.num_maps() == 3  # input, its sorted copy, stride 2
