@@ -185,3 +185,34 @@ def test_functions_refuse_keys_and_managers_they_do_not_hold():
         ME.MinkowskiLocalPoolingFunction.apply(other.F[:3], ME.PoolingMode.LOCAL_MAX_POOLING,
                                                gen, x.coordinate_map_key, None,
                                                x.coordinate_manager)
+
+
+def test_pruning_function_equals_its_layer_and_checks_a_given_key():
+    x = random_sparse(n=40, extent=6)
+    mask = x.F[:, 0] > 0
+    y = ME.MinkowskiPruning()(x, mask)
+    fn = ME.MinkowskiPruningFunction.apply
+    key, mgr = x.coordinate_map_key, x.coordinate_manager
+    assert torch.equal(fn(x.F, mask, key, None, mgr), y.F)
+    assert torch.equal(fn(x.F, mask.to(torch.uint8), key, y.coordinate_map_key, mgr), y.F)
+    f = x.F.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda ff: fn(ff, mask, key, None, mgr), (f,))
+    with pytest.raises(ValueError, match="holding the kept coordinates"):
+        fn(x.F, mask, key, key, mgr)
+    with pytest.raises(ValueError, match="a bool or uint8 mask of"):
+        fn(x.F, mask[:-1], key, None, mgr)
+
+
+def test_instance_norm_function_normalizes_each_item_with_eps_1e_8():
+    x = random_sparse(n=40, extent=6)
+    fn = ME.MinkowskiInstanceNormFunction.apply
+    key, mgr = x.coordinate_map_key, x.coordinate_manager
+    out = fn(x.F, key, None, mgr)
+    expected = torch.empty_like(x.F)
+    for b in (0, 1):
+        rows = x.C[:, 0] == b
+        v = x.F[rows]
+        expected[rows] = (v - v.mean(0)) / torch.sqrt(v.var(0, unbiased=False) + 1e-8)
+    assert torch.allclose(out, expected, atol=1e-12)
+    f = x.F.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda ff: fn(ff, key, None, mgr), (f,))

@@ -65,6 +65,7 @@ from .ops import (
     MinkowskiToSparseTensor,
     MinkowskiUnion,
     cat,
+    dense_coordinates,
     interpolate,
     mean,
     sum,
@@ -80,9 +81,11 @@ from .reference_functions import (
     MinkowskiConvolutionFunction,
     MinkowskiConvolutionTransposeFunction,
     MinkowskiGlobalPoolingFunction,
+    MinkowskiInstanceNormFunction,
     MinkowskiInterpolationFunction,
     MinkowskiLocalPoolingFunction,
     MinkowskiLocalPoolingTransposeFunction,
+    MinkowskiPruningFunction,
 )
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiDropout, MinkowskiLinear, MinkowskiSinusoidal

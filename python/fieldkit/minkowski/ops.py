@@ -181,22 +181,48 @@ def to_sparse(dense, format=None, coordinates=None, device=None, coordinate_mana
     return SparseTensor(features, coords, coordinate_manager=coordinate_manager, device=device)
 
 
+def dense_coordinates(shape):
+    """The coordinates of every cell of a dense B x C x s_1..s_D tensor of
+    this shape, row-major in (b, x_1, .., x_D): (B s_1 .. s_D) x (1+D) int32."""
+    shape = list(shape)
+    axes = [torch.arange(n, dtype=torch.int32) for n in [shape[0], *shape[2:]]]
+    return torch.stack(torch.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(axes))
+
+
 def to_sparse_all(dense, coordinates=None):
-    """Every cell of a dense B x C x s_1..s_D tensor as a row, zeros included."""
-    return to_sparse(dense, remove_zeros=False)
+    """Every cell of a dense B x C x s_1..s_D tensor as a row, zeros included.
+    With ``coordinates`` (one row per cell, in dense_coordinates' order, as
+    the reference pairs them) the rows take those coordinates instead."""
+    if coordinates is None:
+        return to_sparse(dense, remove_zeros=False)
+    features = dense.movedim(1, -1).reshape(-1, dense.shape[1])
+    coordinates = torch.as_tensor(coordinates)
+    if coordinates.dim() != 2 or coordinates.shape[0] != features.shape[0]:
+        raise ValueError(f"to_sparse_all: expected coordinates of {features.shape[0]} rows (one "
+                         f"per cell), got shape {tuple(coordinates.shape)}")
+    return SparseTensor(features, coordinates)
 
 
 class MinkowskiToSparseTensor(torch.nn.Module):
-    """A TensorField's sparse(), or a dense tensor's nonzero cells."""
+    """A TensorField's sparse(), or a dense tensor (B x C x s_1..s_D) as a
+    SparseTensor the way the reference's code does it (not as its
+    documentation says): zeros are removed only when remove_zeros is set AND
+    coordinates are given (which are then unused); otherwise every cell is
+    kept, on the given coordinates if any (see to_sparse_all)."""
 
     def __init__(self, remove_zeros=True, coordinates=None):
         super().__init__()
-        self.remove_zeros = remove_zeros
+        self.remove_zeros, self.coordinates = remove_zeros, coordinates
 
     def forward(self, x):
         if isinstance(x, TensorField):
             return x.sparse()
-        return to_sparse(x, remove_zeros=self.remove_zeros)
+        if not isinstance(x, torch.Tensor):
+            raise ValueError("MinkowskiToSparseTensor: expected a TensorField or a dense "
+                             f"torch.Tensor, got {type(x).__name__}")
+        if self.remove_zeros and self.coordinates is not None:
+            return to_sparse(x)
+        return to_sparse_all(x, self.coordinates)
 
 
 class MinkowskiToDenseTensor(torch.nn.Module):

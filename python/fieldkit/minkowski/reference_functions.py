@@ -8,10 +8,12 @@ place instead), so a caller that needs the key computes it first, e.g.
 ``manager.stride(in_key, stride)``, and passes it."""
 import enum
 
+import torch
+
 from .._core import minkowski as _mk
 from .convolution import convolution_output_key
 from .functional import (BroadcastFunction, ConvolutionFunction, GlobalPoolingFunction,
-                         LocalPoolingFunction, autocast, run)
+                         InstanceNormFunction, LocalPoolingFunction, autocast, run)
 from .kernel import transposed_output_key
 from .ops import interpolate
 from .pooling import reduction
@@ -163,3 +165,45 @@ class MinkowskiInterpolationFunction:
         x = _input(input_features, in_key, coordinate_manager, "MinkowskiInterpolationFunction")
         out, coo, weights = interpolate(x, tfield)
         return out, coo.cols(), coo.rows(), weights
+
+
+class MinkowskiPruningFunction:
+    """``apply(in_feat, mask, in_key, out_key=None, coords_manager=None)``:
+    the rows where mask (N, bool or uint8) is set. The output map is a new
+    map of the kept coordinates, or out_key when it holds exactly those
+    coordinates in that order. Differentiable in the features."""
+
+    @staticmethod
+    def apply(in_feat, mask, in_key, out_key=None, coords_manager=None):
+        where, mgr = "MinkowskiPruningFunction", coords_manager
+        _input(in_feat, in_key, mgr, where)
+        keep = torch.as_tensor(mask).reshape(-1)
+        if keep.dtype not in (torch.bool, torch.uint8) or keep.numel() != len(in_feat):
+            raise ValueError(f"{where}: expected a bool or uint8 mask of {len(in_feat)} rows, got "
+                             f"{keep.dtype} of shape {tuple(torch.as_tensor(mask).shape)}")
+        keep = keep.bool()
+        if out_key is None:
+            rows = _mk.prune_map(mgr, in_key, in_feat.detach(), keep.numpy())[1]
+        else:
+            rows = keep.nonzero().flatten()
+            _checked_out_key(mgr, out_key, where)
+            if not torch.equal(mgr.coordinates(out_key), mgr.coordinates(in_key)[rows]):
+                raise ValueError(f"{where}: expected an out_key holding the kept coordinates in "
+                                 f"order, got {out_key}")
+        return in_feat[rows]
+
+
+class MinkowskiInstanceNormFunction:
+    """``apply(in_feat, in_coords_key, glob_coords_key=None,
+    coords_manager=None, gpooling_mode=...)``: (x - mean) / sqrt(var + 1e-8)
+    per batch item, the reference's eps and no affine (glob_coords_key and
+    gpooling_mode name how its GPU computes the means; accepted, unused)."""
+
+    @staticmethod
+    def apply(in_feat, in_coords_key, glob_coords_key=None, coords_manager=None,
+              gpooling_mode=None):
+        _input(in_feat, in_coords_key, coords_manager, "MinkowskiInstanceNormFunction")
+        seg = _mk.batch_segments(coords_manager, in_coords_key, in_feat.detach())
+        c = in_feat.shape[1]
+        ones, zeros = in_feat.new_ones(c), in_feat.new_zeros(c)
+        return run(InstanceNormFunction, in_feat, ones, zeros, seg, 1e-8)

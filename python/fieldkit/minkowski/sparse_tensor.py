@@ -203,13 +203,51 @@ class SparseTensor(_Tensor):
         return SparseTensor(features, coordinate_map_key=self._key,
                             coordinate_manager=self._manager)
 
+    def _same_manager(self, other):
+        if other._manager is not self._manager:
+            raise ValueError("SparseTensor arithmetic: expected tensors of one coordinate "
+                             "manager (the same coordinate map, or maps to unite), got "
+                             f"{self._key} and {other._key} of another manager")
+
     def _binary(self, other, op):
+        """op on the features. Another SparseTensor of the same manager on
+        another map: on the union of the two maps, as the reference does:
+        rows of self alone keep self's features (whatever op is), rows of
+        other alone get op(0, other), shared rows op(self, other)."""
+        if not isinstance(other, SparseTensor):
+            return self._with(op(self._F, other))
+        self._same_manager(other)
+        if other._key == self._key:
+            return self._with(op(self._F, other._F))
+        key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
+                                                  [self._F.detach(), other._F.detach()])
+        f = self._F.new_zeros(size, self._F.shape[1]).index_copy(0, mine, self._F)
+        f = f.index_copy(0, theirs, op(f[theirs], other._F))
+        return SparseTensor._on_map(f, key, self._manager)
+
+    def _in_place(self, other, op):
+        """The reference's in-place ops: another SparseTensor must be on the
+        same map (no union); the features change in place."""
         if isinstance(other, SparseTensor):
-            if other._manager is not self._manager or other._key != self._key:
-                raise ValueError("SparseTensor arithmetic: expected the same coordinate map of "
-                                 f"the same manager, got {self._key} and {other._key}")
+            self._same_manager(other)
+            if other._key != self._key:
+                raise ValueError("SparseTensor in-place arithmetic: expected the same "
+                                 f"coordinate map, got {self._key} and {other._key}")
             other = other._F
-        return self._with(op(self._F, other))
+        op(self._F, other)
+        return self
+
+    def __iadd__(self, o):
+        return self._in_place(o, torch.Tensor.add_)
+
+    def __isub__(self, o):
+        return self._in_place(o, torch.Tensor.sub_)
+
+    def __imul__(self, o):
+        return self._in_place(o, torch.Tensor.mul_)
+
+    def __itruediv__(self, o):
+        return self._in_place(o, torch.Tensor.div_)
 
     def __add__(self, o):
         return self._binary(o, torch.add)
