@@ -7,6 +7,7 @@ ones and torch optimizers see the parameters.
 """
 import torch
 
+from .. import _core
 from .._core import Error
 from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_deterministic
 from .coordinates import (
@@ -89,8 +90,21 @@ from .reference_functions import (
 )
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiDropout, MinkowskiLinear, MinkowskiSinusoidal
-from . import modules, utils
+from . import feature_functional as MinkowskiFunctional, modules, utils
+import sys as _sys
 
+# `import fieldkit.minkowski.MinkowskiFunctional as MEF`, the reference's path.
+_sys.modules[__name__ + ".MinkowskiFunctional"] = MinkowskiFunctional
+
+
+class MinkowskiModuleBase(torch.nn.Module):
+    """The reference's (empty) base of its layers."""
+
+
+def is_cuda_available():
+    """Whether this build of fieldkit has its CUDA backend (the reference's
+    question about its own build)."""
+    return bool(_core.built_with_cuda())
 
 
 class MinkowskiNetwork(torch.nn.Module):
