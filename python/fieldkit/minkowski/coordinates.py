@@ -139,6 +139,15 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def unique_coordinate_map(coordinates, tensor_stride=1):
+    """(unique_map, inverse_map) of N x (1+D) integer coordinates: the input
+    row of each unique coordinate (first occurrence) and each row's unique
+    index, as a coordinate map of a scratch manager makes them."""
+    c = _int_coordinates(coordinates)
+    _, unique, inverse = CoordinateManager(c.shape[1] - 1).insert(c, _axes(tensor_stride), "")
+    return unique, inverse
+
+
 def batched_coordinates(coords, dtype=torch.int32, device=None):
     """Per-sample N_i x D coordinates -> (sum N_i) x (1+D) with the sample index
     in column 0 (real coordinates are floored), on `device` (default the CPU)."""

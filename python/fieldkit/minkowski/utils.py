@@ -1,6 +1,10 @@
 """``ME.utils``: the input-building helpers under the reference's module path."""
-from .coordinates import batched_coordinates, sparse_collate, sparse_quantize
+from .collation import SparseCollation, batch_sparse_collate
+from .coordinates import (batched_coordinates, sparse_collate, sparse_quantize,
+                          unique_coordinate_map)
 from .determinism import is_deterministic, set_deterministic, sorted_coordinates
+from .weight_init import kaiming_normal_
 
-__all__ = ["batched_coordinates", "sparse_collate", "sparse_quantize", "is_deterministic",
-           "set_deterministic", "sorted_coordinates"]
+__all__ = ["SparseCollation", "batch_sparse_collate", "batched_coordinates", "is_deterministic",
+           "kaiming_normal_", "set_deterministic", "sorted_coordinates", "sparse_collate",
+           "sparse_quantize", "unique_coordinate_map"]

@@ -1,0 +1,50 @@
+"""ME.utils' collation helpers, unique_coordinate_map and kaiming_normal_,
+against plain torch computations written here."""
+import math
+
+import pytest
+import torch
+
+import fieldkit.minkowski as ME
+
+
+def samples():
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randint(0, 5, (n, 2), generator=g), torch.randn(n, 3, generator=g),
+             torch.arange(n)) for n in (4, 6, 5)]
+
+
+def test_batch_sparse_collate_prepends_the_sample_index():
+    data = samples()
+    c, f, lab = ME.utils.batch_sparse_collate(data)
+    assert c.dtype == torch.int32 and c.shape == (15, 3)
+    assert c[:, 0].tolist() == [0] * 4 + [1] * 6 + [2] * 5
+    assert torch.equal(c[:, 1:], torch.cat([s[0] for s in data]).int())
+    assert torch.equal(f, torch.cat([s[1] for s in data]))
+    assert torch.equal(lab, torch.cat([s[2] for s in data]))
+
+
+def test_sparse_collation_stops_at_the_point_limit():
+    data = samples()
+    with pytest.warns(UserWarning, match="kept 2 of 3 samples .10 of 15 points"):
+        c, f, lab = ME.utils.SparseCollation(limit_numpoints=12)(data)
+    assert len(c) == 10 and c[:, 0].max() == 1
+    assert len(ME.utils.SparseCollation()(data)[0]) == 15
+
+
+def test_unique_coordinate_map_reconstructs_the_input():
+    c = torch.tensor([[0, 1, 1], [0, 2, 2], [0, 1, 1], [1, 1, 1], [0, 2, 2]], dtype=torch.int32)
+    unique, inverse = ME.utils.unique_coordinate_map(c)
+    assert unique.tolist() == [0, 1, 3]  # first occurrences
+    assert torch.equal(c[unique][inverse], c)
+
+
+@pytest.mark.parametrize("shape,mode,fan", [((27, 64, 32), "fan_in", 27 * 64),
+                                             ((27, 64, 32), "fan_out", 27 * 32),
+                                             ((512, 256), "fan_in", 512)])
+def test_kaiming_normal_uses_the_kernels_fan(shape, mode, fan):
+    torch.manual_seed(0)
+    w = ME.utils.kaiming_normal_(torch.empty(shape), mode=mode, nonlinearity="relu")
+    assert abs(w.std().item() / (math.sqrt(2.0) / math.sqrt(fan)) - 1) < 0.03
+    with pytest.raises(ValueError, match="expected a .C_in, C_out. or .K, C_in, C_out. kernel"):
+        ME.utils.kaiming_normal_(torch.empty(3))
