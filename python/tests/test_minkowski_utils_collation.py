@@ -48,3 +48,23 @@ def test_kaiming_normal_uses_the_kernels_fan(shape, mode, fan):
     assert abs(w.std().item() / (math.sqrt(2.0) / math.sqrt(fan)) - 1) < 0.03
     with pytest.raises(ValueError, match="expected a .C_in, C_out. or .K, C_in, C_out. kernel"):
         ME.utils.kaiming_normal_(torch.empty(3))
+
+
+def test_summary_counts_parameters_and_prints_each_layer(capsys):
+    net = torch.nn.Sequential(ME.MinkowskiConvolution(2, 4, kernel_size=3, bias=True, dimension=2),
+                              ME.MinkowskiReLU(), ME.MinkowskiLinear(4, 3))
+    net[2].module.weight.requires_grad_(False)
+    x = ME.SparseTensor(torch.randn(5, 2), torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1],
+                                                          [1, 2, 2], [1, 3, 3]]))
+    total, trainable = ME.utils.summary(net, x)
+    assert total == 9 * 2 * 4 + 4 + 4 * 3 + 3 and trainable == total - 12
+    out = capsys.readouterr().out
+    assert "MinkowskiConvolution-1" in out and "[5, 4]" in out and "Linear-3" in out
+
+
+def test_gradcheck_drops_arguments_this_torch_refuses_and_diagnostics_print(capsys):
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert ME.utils.gradcheck(torch.sin, (x,), atol=1e-6, not_a_gradcheck_argument=True)
+    ME.print_diagnostics()
+    out = capsys.readouterr().out
+    assert "fieldkit" in out and "built with CUDA" in out and "torch" in out

@@ -27,6 +27,7 @@ from .coordinates import (
 )
 from .sparse_tensor import SparseTensor, TensorField
 from .determinism import sorted_coordinates
+from .diagnostics import print_diagnostics
 from .kernel import KernelGenerator
 from .convolution import (
     ConvolutionMode,
