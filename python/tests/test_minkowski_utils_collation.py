@@ -68,3 +68,32 @@ def test_gradcheck_drops_arguments_this_torch_refuses_and_diagnostics_print(caps
     ME.print_diagnostics()
     out = capsys.readouterr().out
     assert "fieldkit" in out and "built with CUDA" in out and "torch" in out
+
+
+def test_hash_vectors_equal_python_integer_arithmetic():
+    import numpy as np
+
+    arr = np.array([[0, -3, 7], [2, 5, -1], [0, -3, 7], [1, 0, 0]], dtype=np.int64)
+    lo, hi = arr.min(0), arr.max(0)
+    radix = hi - lo + 1
+    ravel = [int(((r[0] - lo[0]) * radix[1] + r[1] - lo[1]) * radix[2] + r[2] - lo[2])
+             for r in arr]
+    assert ME.utils.ravel_hash_vec(arr).tolist() == ravel
+    fnv = []
+    for r in arr.tolist():
+        h = 14695981039346656037
+        for v in r:
+            h = ((h * 1099511628211) % 2 ** 64) ^ (v % 2 ** 64)
+        fnv.append(h)
+    assert ME.utils.fnv_hash_vec(arr).tolist() == fnv
+    assert fnv[0] == fnv[2] and len(set(fnv)) == 3
+    with pytest.raises(ValueError, match="expected a 2-D array"):
+        ME.utils.fnv_hash_vec(np.zeros(3))
+
+
+def test_convert_to_int_list():
+    assert ME.convert_to_int_list(2, 3) == [2, 2, 2]
+    assert ME.convert_to_int_list((1, 2), 2) == [1, 2]
+    assert ME.convert_to_int_list(torch.tensor([4, 5, 6]), 3) == [4, 5, 6]
+    with pytest.raises(ValueError, match="expected an int or 3 values"):
+        ME.convert_to_int_list([1, 2], 3)

@@ -18,6 +18,7 @@ from .coordinates import (
     SparseTensorQuantizationMode,
     batched_coordinates,
     clear_global_coordinate_manager,
+    convert_to_int_list,
     global_coordinate_manager,
     set_global_coordinate_manager,
     set_sparse_tensor_operation_mode,

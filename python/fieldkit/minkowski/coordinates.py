@@ -96,6 +96,17 @@ def _axes(v):
     return [int(v)]
 
 
+def convert_to_int_list(arg, dimension):
+    """The reference's helper: an int (every axis alike) or D values as a list
+    of D ints."""
+    values = _axes(arg)
+    if len(values) == 1 and not isinstance(arg, (list, tuple, torch.Tensor)):
+        values = values * dimension
+    if len(values) != dimension:
+        raise ValueError(f"expected an int or {dimension} values, got {arg!r}")
+    return values
+
+
 def _int_coordinates(c):
     c = torch.as_tensor(c)
     if c.dtype != torch.int32:
