@@ -60,10 +60,10 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
     EXPECT_NE(v, inst->make_measurement(p, 1).second.to_vector<double>()) << scene;
   }
   const std::pair<const char*, const char*> cases[] = {
-      {"n", "4"},           {"n_z", "2"},           {"pixel", "0"},
-      {"z_step", "-0.2"},   {"psf_sigma_xy", "0"},  {"axial_ratio", "-1"},
-      {"noise_std", "-1"},  {"scene", "nuclei"},    {"iou_threshold", "1"},
-      {"supersample", "0"}, {"rl_iterations", "0"}, {"init_value", "0"}};
+      {"tv", "-1"},          {"tv_eps", "0"},        {"l1", "-1"},        {"n", "4"},
+      {"n_z", "2"},          {"pixel", "0"},         {"z_step", "-0.2"},  {"psf_sigma_xy", "0"},
+      {"axial_ratio", "-1"}, {"noise_std", "-1"},    {"scene", "nuclei"}, {"iou_threshold", "1"},
+      {"supersample", "0"},  {"rl_iterations", "0"}, {"init_value", "0"}};
   for (const auto& [key, value] : cases) {
     nefi::Params q = inst->default_config();
     q.set(key, value);
