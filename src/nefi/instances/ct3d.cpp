@@ -21,6 +21,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/radon_keys.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -79,10 +80,9 @@ struct Ct3dConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");
     c.grid_curriculum = curriculum_from(p, c.shape(), "grid_lr");
-    c.tv.eps = p.d("tv_eps");
-    c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
-    c.l1 = p.d("l1");
+    c.tv = tv_options_from(p);
+    c.tv_weight = weight_key(p, "tv");
+    c.l1 = weight_key(p, "l1");
     c.refine = p.b("refine");
     c.refine_options = refine_options_from(p);
     return c;

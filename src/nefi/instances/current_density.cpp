@@ -7,7 +7,7 @@
 // biot-savart-direct-float64); inversion: the zero-padded FFT transfer
 // function (operators/magnetostatics.h). Scenes: wires | loops | branching
 // (current_density_data.h). Methods: neural | grid (identity head, relative
-// MSE + isotropic TV of g) | fourier (regularised k-space division under a
+// MSE + isotropic TV of g, weight grid_tv) | fourier (regularised k-space division under a
 // Hann window to k_c z0 = fourier_cutoff). Metrics on the current K (central
 // differences of g at the pixel grid): j_psnr, j_relative_error; on the
 // field against the noiseless data: bz_psnr, bz_relative_error; on g: psnr.
@@ -23,6 +23,7 @@
 #include "nefi/instances/current_density_data.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/biot_savart.h"
@@ -45,7 +46,7 @@ struct CurrentDensityConfig {
   NeuralFieldConfig field;
   Curriculum neural_curriculum, grid_curriculum;
   TVOptions tv;
-  double tv_weight = 0;
+  double tv_weight = 0, grid_tv_weight = 0;
 
   double extent() const { return n * pixel; }
 
@@ -89,9 +90,9 @@ struct CurrentDensityConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
-    c.tv.eps = p.d("tv_eps");
-    c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv = tv_options_from(p);
+    c.tv_weight = weight_key(p, "tv");
+    c.grid_tv_weight = weight_key(p, "grid_tv");
     return c;
   }
 };
@@ -152,6 +153,7 @@ class CurrentDensity : public Instance {
     p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     declare_curriculum_keys(p, {200, 400}, 1e-2);
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
+    p.declare("grid_tv", 1e-3, "isotropic TV weight on g of the grid baseline");
     p.declare("fourier_reg", 1e-3, "fourier: Tikhonov weight relative to max|H|^2");
     p.declare("fourier_cutoff", 3.0, "fourier: Hann window cutoff k_c z0");
     return p;
@@ -201,7 +203,8 @@ class CurrentDensity : public Instance {
                    method == "neural" ? c.neural_curriculum : c.grid_curriculum, d.measurement,
                    d.gt};
     s.problem.losses.add(relative_mse_loss(), 1.0);
-    s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
+    // A free grid has no spectral bias: it takes the TV weight of its own.
+    s.problem.losses.add(tv_loss("x", c.tv), method == "neural" ? c.tv_weight : c.grid_tv_weight);
     return s;
   }
 

@@ -19,6 +19,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -82,9 +83,8 @@ struct HolographyConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");
-    c.tv.eps = p.d("tv_eps");
-    c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv = tv_options_from(p);
+    c.tv_weight = weight_key(p, "tv");
     return c;
   }
 };

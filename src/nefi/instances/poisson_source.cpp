@@ -17,6 +17,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/poisson_source_data.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/poisson_dst.h"
@@ -73,10 +74,9 @@ struct PoissonSourceConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
-    c.tv.eps = p.d("tv_eps");
-    c.tv.use_spacing = true;  // per unit length: the weight holds at every stage
-    c.tv_weight = p.d("tv");
-    c.l1 = p.d("l1");
+    c.tv = tv_options_from(p);
+    c.tv_weight = weight_key(p, "tv");
+    c.l1 = weight_key(p, "l1");
     return c;
   }
 };

@@ -32,7 +32,10 @@ TEST(NefiCt3d, MeasurementShapeTagAndScenes) {
 
 TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("ct3d");
-  const std::pair<const char*, const char*> cases[] = {{"n", "4"},
+  const std::pair<const char*, const char*> cases[] = {{"tv", "-1"},
+                                                       {"tv_eps", "0"},
+                                                       {"l1", "-1"},
+                                                       {"n", "4"},
                                                        {"n_z", "2"},
                                                        {"n_views", "0"},
                                                        {"angle_range", "-10"},

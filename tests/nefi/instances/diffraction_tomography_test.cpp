@@ -29,21 +29,13 @@ TEST(NefiDiffractionTomography, MeasurementShapeTagAndScenes) {
 
 TEST(NefiDiffractionTomography, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("diffraction_tomography");
-  const std::pair<const char*, const char*> cases[] = {{"n", "4"},
-                                                       {"extent", "0"},
-                                                       {"wavelength", "-1"},
-                                                       {"n_background", "0"},
-                                                       {"n_angles", "0"},
-                                                       {"n_receivers", "1"},
-                                                       {"receiver_radius", "2"},
-                                                       {"supersample", "0"},
-                                                       {"ls_iterations", "0"},
-                                                       {"ls_tol", "0"},
-                                                       {"ls_relax", "1.5"},
-                                                       {"contrast", "2"},
-                                                       {"noise_std", "-1"},
-                                                       {"chi_min", "0.01"},
-                                                       {"scene", "cat"}};
+  const std::pair<const char*, const char*> cases[] = {
+      {"tv", "-1"},         {"tv_eps", "0"},        {"n", "4"},
+      {"extent", "0"},      {"wavelength", "-1"},   {"n_background", "0"},
+      {"n_angles", "0"},    {"n_receivers", "1"},   {"receiver_radius", "2"},
+      {"supersample", "0"}, {"ls_iterations", "0"}, {"ls_tol", "0"},
+      {"ls_relax", "1.5"},  {"contrast", "2"},      {"noise_std", "-1"},
+      {"chi_min", "0.01"},  {"scene", "cat"}};
   for (const auto& [key, value] : cases) {
     nefi::Params q = inst->default_config();
     q.set(key, value);

@@ -40,11 +40,12 @@ TEST(NefiHolographyInstance, DataAreCloseToTheOperatorButNotItsNumbers) {
 TEST(NefiHolographyInstance, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("holography");
   const std::pair<const char*, const char*> cases[] = {
-      {"n", "4"},           {"wavelength", "-0.5"}, {"distances", "[10, -5]"},
-      {"distances", "[]"},  {"pixel", "0"},         {"pad_factor", "0"},
-      {"pad_mode", "wrap"}, {"absorption", "-1"},   {"phase_amplitude", "0"},
-      {"phase_bound", "0"}, {"noise_std", "-1"},    {"scene", "usaf"},
-      {"supersample", "0"}, {"gs_iterations", "0"}, {"grid_lr_mult", "0"}};
+      {"tv", "-1"},           {"tv_eps", "0"},           {"n", "4"},
+      {"wavelength", "-0.5"}, {"distances", "[10, -5]"}, {"distances", "[]"},
+      {"pixel", "0"},         {"pad_factor", "0"},       {"pad_mode", "wrap"},
+      {"absorption", "-1"},   {"phase_amplitude", "0"},  {"phase_bound", "0"},
+      {"noise_std", "-1"},    {"scene", "usaf"},         {"supersample", "0"},
+      {"gs_iterations", "0"}, {"grid_lr_mult", "0"}};
   for (const auto& [key, value] : cases) {
     nefi::Params p = inst->default_config();
     p.set(key, value);

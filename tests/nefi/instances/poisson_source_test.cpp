@@ -53,6 +53,7 @@ TEST(NefiPoissonSource, DataGeneratorIsIndependentButConsistent) {
 TEST(NefiPoissonSource, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("poisson_source");
   const std::pair<const char*, const char*> cases[] = {
+      {"tv", "-1"},        {"tv_eps", "0"},          {"l1", "-1"},
       {"n", "4"},          {"kappa", "-1"},          {"extent", "0"},
       {"spectrum", "fem"}, {"obs", "ring"},          {"obs_fraction", "0"},
       {"scene", "stars"},  {"boundary_width", "40"}, {"noise_std", "-0.1"},

@@ -27,7 +27,10 @@ TEST(NefiSparseViewCt, MeasurementShapeTagAndScenes) {
 
 TEST(NefiSparseViewCt, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("sparse_view_ct");
-  const std::pair<const char*, const char*> cases[] = {{"n", "4"},
+  const std::pair<const char*, const char*> cases[] = {{"tv", "-1"},
+                                                       {"tv_eps", "0"},
+                                                       {"l1", "-1"},
+                                                       {"n", "4"},
                                                        {"n_views", "0"},
                                                        {"angle_range", "-10"},
                                                        {"extent", "0"},

@@ -1,0 +1,25 @@
+#include "nefi/instances/regularizer_keys.h"
+
+#include <cmath>
+
+#include "fk/error.h"
+
+namespace nefi {
+
+double weight_key(const Params& p, const std::string& key) {
+  const double w = p.d(key);
+  FK_CHECK(std::isfinite(w) && w >= 0, "config key '" + key + "'", "a weight >= 0",
+           Params::render(w));
+  return w;
+}
+
+TVOptions tv_options_from(const Params& p) {
+  TVOptions tv;
+  tv.eps = p.d("tv_eps");
+  FK_CHECK(std::isfinite(tv.eps) && tv.eps > 0, "config key 'tv_eps'", "a smoothing > 0",
+           Params::render(tv.eps));
+  tv.use_spacing = true;
+  return tv;
+}
+
+}  // namespace nefi

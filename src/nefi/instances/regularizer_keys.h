@@ -1,0 +1,18 @@
+#pragma once
+// Reading the regulariser keys the imaging instances share (tv, tv_eps, l1,
+// grid_tv, ...): each value is checked, and an error names the key, so a
+// negative weight or a zero smoothing never reaches a solve.
+#include <string>
+
+#include "nefi/losses/regularizers.h"
+#include "nefi/params.h"
+
+namespace nefi {
+
+// The finite value >= 0 under `key` (a loss weight).
+double weight_key(const Params& p, const std::string& key);
+// Isotropic TV per unit length with the smoothing under tv_eps (finite, > 0:
+// at 0 the gradient is 0/0 on every flat patch).
+TVOptions tv_options_from(const Params& p);
+
+}  // namespace nefi
