@@ -1,9 +1,8 @@
-// BatchNorm, InstanceNorm, the pointwise nonlinearities and the binary ops
-// of two maps with features on the GPU, against the same modules and ops on CPU operands: outputs, running
-// statistics and the gradients of features, weight and bias to 1e-6 (f32).
-// The nonlinearities are fk's unary ops and softmax, device-capable in fk;
-// the normalization's two passes over the rows run on the device. Also the
-// mixed-device errors.
+// BatchNorm, InstanceNorm, the pointwise nonlinearities, the binary ops of
+// two maps, prune and to_dense with features on the GPU, against the same modules and ops on CPU
+// operands: outputs, running statistics and the gradients of features, weight and bias to 1e-6
+// (f32). The nonlinearities are fk's unary ops and softmax, device-capable in fk; the
+// normalization's two passes over the rows run on the device. Also the mixed-device errors.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -12,8 +11,10 @@
 
 #include "device_test_util.h"
 #include "minkowski/ops/activation.h"
+#include "minkowski/ops/dense.h"
 #include "minkowski/ops/elementwise.h"
 #include "minkowski/ops/normalization.h"
+#include "minkowski/ops/prune.h"
 
 namespace minkowski {
 namespace {
@@ -155,6 +156,31 @@ TEST(MinkowskiCudaFeatureOpsDispatch, BinaryOpsOnTwoMapsMatchTheCpu) {
     yg.F().backward(g.to(kGpu));
     expect_close(ag.F().grad(), ac.F().grad(), kTol, what + " grad a");
     expect_close(bg.F().grad(), bc.F().grad(), kTol, what + " grad b");
+  }
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, PruneAndToDenseMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(500, 3, 2, 17);
+  std::vector<bool> mask(static_cast<size_t>(x.size()));
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 != 1;
+  using Op = std::function<fk::Tensor(const SparseTensor&)>;
+  const std::vector<std::pair<std::string, Op>> ops = {
+      {"prune", [&](const SparseTensor& s) { return prune(s, mask).F(); }},
+      {"to_dense",
+       [](const SparseTensor& s) {
+         return to_dense(s, std::vector<int32_t>{-10, -10, -10}).dense;
+       }},
+  };
+  for (const auto& [name, op] : ops) {
+    const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
+    const fk::Tensor yc = op(xc), yg = op(xg);
+    ASSERT_EQ(yg.device(), kGpu) << name;
+    expect_close(yg, yc, 0, name + " forward");
+    const fk::Tensor g = random_values(yc.shape(), 1.0, 18);
+    yc.backward(g);
+    yg.backward(g.to(kGpu));
+    expect_close(xg.F().grad(), xc.F().grad(), 0, name + " grad");
   }
 }
 
