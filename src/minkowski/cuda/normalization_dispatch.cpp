@@ -30,8 +30,12 @@ fk::Tensor upload(const std::vector<T>& v, const fk::Device& device) {
   return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
 }
 
+// Statistics the term reads (an empty vector: none, nothing uploaded).
+fk::Tensor upload_or_none(const std::vector<double>& v, const fk::Device& device) {
+  return v.empty() ? fk::Tensor() : upload(v, device);
+}
 const double* f64_or_null(const fk::Tensor& t) {
-  return t.numel() > 0 ? t.data<double>() : nullptr;
+  return t.defined() ? t.data<double>() : nullptr;
 }
 
 }  // namespace
@@ -46,7 +50,8 @@ std::vector<double> device_segment_sums(SegmentTerm term, const fk::Tensor& x, c
   const int64_t width = (term == SegmentTerm::GradAndGradXhat ? 2 : 1) * seg.count * c;
   const fk::TensorOptions f64{fk::DType::F64, x.device()};
   const fk::Tensor d_seg = upload(seg.of_row, x.device());
-  const fk::Tensor d_mean = upload(mean, x.device()), d_invstd = upload(invstd, x.device());
+  const fk::Tensor d_mean = upload_or_none(mean, x.device());
+  const fk::Tensor d_invstd = upload_or_none(invstd, x.device());
   fk::Tensor part = fk::zeros({blocks, width}, f64), out = fk::zeros({width}, f64);
   void* stream = fk::cuda::current_stream(dev);
   with_type(x, [&](auto zero) {
