@@ -79,8 +79,9 @@ class SparseTensor {
                std::shared_ptr<CoordinateManager> manager = nullptr,
                uint64_t seed = kSubsampleSeed);
   // Features on an existing map. They may live on a CUDA device (the map
-  // stays on the host): the convolutions run there (conv.h); other ops say
-  // they need CPU tensors.
+  // stays on the host): convolutions, pooling, broadcast, normalization and
+  // the pointwise and elementwise ops run there; the others say they need
+  // CPU tensors.
   SparseTensor(const fk::Tensor& features, const MapKey& key,
                std::shared_ptr<CoordinateManager> manager);
 

@@ -1,7 +1,5 @@
 // convolve_features' device path (conv_device.h): the host map's device copy,
 // made once per device and kept with the map, then the device convolution.
-#include <memory>
-
 #include "fk/error.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -12,13 +10,7 @@ namespace minkowski {
 namespace {
 
 const cuda::DeviceKernelMap& on_device(const KernelMap& map, const fk::Tensor& features) {
-  const int device = features.device().index;
-  auto copy = map.device_copy(device, [&] {
-    return std::static_pointer_cast<const void>(
-        std::make_shared<const cuda::DeviceKernelMap>(cuda::upload_kernel_map(map, device)));
-  });
-  // The map outlives the call and keeps its copies: the reference stays valid.
-  return *static_cast<const cuda::DeviceKernelMap*>(copy.get());
+  return cuda::device_copy_of(map, features.device().index);
 }
 
 // A 1x1 convolution's (C_in, C_out) weight is the single offset's (1, C_in, C_out).

@@ -2,6 +2,7 @@
 // row indices, driven from the host (kernels in hash_map.cu, CUB in sort.cu).
 #include "minkowski/cuda/device_kernel_map.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -177,6 +178,15 @@ DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
   add_row_indices(m, fk::cuda::current_stream(device));
   fk::cuda::after_op(device);
   return m;
+}
+
+const DeviceKernelMap& device_copy_of(const KernelMap& map, int device) {
+  auto copy = map.device_copy(device, [&] {
+    return std::static_pointer_cast<const void>(
+        std::make_shared<const DeviceKernelMap>(upload_kernel_map(map, device)));
+  });
+  // The map outlives the call and keeps its copies: the reference stays valid.
+  return *static_cast<const DeviceKernelMap*>(copy.get());
 }
 
 std::shared_ptr<KernelMap> DeviceKernelMap::to_host() const {

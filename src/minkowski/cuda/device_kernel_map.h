@@ -54,6 +54,11 @@ DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const Coordinat
 // A map built on the host, uploaded (pairs and both row indices, built on the device).
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device = 0);
 
+// The host map's upload to `device`, made on first use and kept with the map
+// (KernelMap::device_copy), so every op on the map shares one copy; the
+// reference lives as long as the map.
+const DeviceKernelMap& device_copy_of(const KernelMap& map, int device);
+
 // The hash table alone, for tests: rows of `coords` (n x width, on the host)
 // inserted under `layout`'s keys, then `queries` (m x width) looked up: the
 // map row of each query (first occurrence), or -1.

@@ -1,7 +1,8 @@
 #pragma once
 // Launchers of minkowski's CUDA kernels: raw device pointers, sizes and a
 // stream (a cudaStream_t passed as void*), no CUDA types, so the host code
-// (device_kernel_map.cpp, conv.cpp) is plain C++. Every launch is
+// (device_kernel_map.cpp, device_conv.cpp, the *_dispatch.cpp files) is plain
+// C++. T is float or double (explicitly instantiated for both). Every launch is
 // asynchronous on `stream`; a failed launch throws fk::Error. Results are
 // bitwise reproducible run to run except launch_scatter_add_atomic (float
 // atomics).
@@ -94,5 +95,71 @@ void launch_scatter_add_atomic(const float* staged, const int32_t* rows, int64_t
 void launch_scatter_add_ordered(const float* staged, int64_t p0, int64_t p1, const int32_t* begin,
                                 const int32_t* pair, int64_t n_rows, int64_t cols, float* dst,
                                 void* stream);
+
+// --- pooling (pooling.cu) ----------------------------------------------------
+// mode: static_cast<int>(minkowski::PoolingMode) (Max 0, Average 1, Sum 2).
+// One thread per (row, channel) walks its row's pairs in pair (offset) order,
+// as the CPU's pooling does, so the results are bitwise the CPU's.
+
+// Local pooling forward: output row o < n_out reduces src[in_rows[p]] over
+// its pairs p = out_pair[e], e in [out_begin[o], out_begin[o + 1]) (a
+// DeviceKernelMap's by_out). Max keeps the first of equal values and writes
+// the arg-max input row (argmax: Max only); a row without pairs gets 0 (-1).
+template <typename T>
+void launch_pool_forward(int mode, const T* src, int64_t cols, const int32_t* out_begin,
+                         const int32_t* out_pair, const int32_t* in_rows, int64_t n_out, T* dst,
+                         int32_t* argmax, void* stream);
+// Its backward: input row i < n_in sums, over its pairs (by_in), what the
+// pair's output o = out_rows[p] sends back: grad[o] (Sum), grad[o] / its pair
+// count (Average, from out_begin), grad[o, c] where argmax[o, c] == i (Max).
+template <typename T>
+void launch_pool_backward(int mode, const T* grad, int64_t cols, const int32_t* in_begin,
+                          const int32_t* in_pair, const int32_t* out_rows, const int32_t* out_begin,
+                          const int32_t* argmax, int64_t n_in, T* dst, void* stream);
+
+// Global pooling (global_pooling.h's blocked order): rows[job_begin[j] ..
+// job_begin[j + 1]) are job j's rows (at most kGlobalBlock of one group);
+// part[j] = their reduction in row order (with b: the sum of a[i] * b[i],
+// Sum only), part_arg[j] the arg-max row (Max only).
+template <typename T>
+void launch_group_partials(int mode, const T* a, const T* b, int64_t cols, const int32_t* rows,
+                           const int64_t* job_begin, int64_t jobs, T* part, int32_t* part_arg,
+                           void* stream);
+// out[g] = the partials of jobs [first[g], first[g + 1]) combined in order;
+// Average divides by the group's rows (begin[g + 1] - begin[g]); a group
+// without jobs gets 0 (arg-max -1).
+template <typename T>
+void launch_group_combine(int mode, const T* part, const int32_t* part_arg, const int64_t* first,
+                          const int64_t* begin, int64_t groups, int64_t cols, T* out,
+                          int32_t* argmax, void* stream);
+// dst[i] = what row i's group g = group[i] sends back: grad[g] (Sum),
+// grad[g] / its rows (Average), grad[g, c] where argmax[g, c] == i (Max).
+template <typename T>
+void launch_group_backward(int mode, const T* grad, int64_t cols, const int32_t* group,
+                           const int64_t* begin, const int32_t* argmax, int64_t n, T* dst,
+                           void* stream);
+
+// --- segment normalization (normalization.cu) -------------------------------
+// normalization.cpp's blocked sums in f64: part (zeroed, blocks x K x S x cols
+// with S = segments, blocks of block_rows rows) gets, per block, the sums over
+// its rows i of segment seg[i] of
+//   kind 0: x[i]                          (K = 1)
+//   kind 1: (x[i] - mean[s])^2            (K = 1)
+//   kind 2: g[i] and g[i] * xhat[i]       (K = 2; xhat = (x - mean[s]) invstd[s])
+// one thread per (block, channel), rows in order.
+template <typename T>
+void launch_segment_sums(int kind, const T* x, const T* g, int64_t n, int64_t cols,
+                         const int32_t* seg, int64_t segments, int64_t block_rows,
+                         const double* mean, const double* invstd, double* part, void* stream);
+// out[j] = sum over blocks b, in order, of part[b * width + j].
+void launch_sum_blocks(const double* part, int64_t blocks, int64_t width, double* out,
+                       void* stream);
+// With k = seg[i] * cols + c and coefficient rows m, r, s, u, v (coef_stride
+// apart; v read only with g):
+//   g == nullptr: y = (x - m - r) s + u                 (the forward)
+//   else:         y = g s - (x - m - r) u - v           (the input gradient)
+template <typename T>
+void launch_segment_affine(const T* x, const T* g, int64_t n, int64_t cols, const int32_t* seg,
+                           const T* coef, int64_t coef_stride, T* y, void* stream);
 
 }  // namespace minkowski::cuda

@@ -7,7 +7,8 @@
 // No kernel lives here: each op is fk's differentiable unary op
 // (fk/ops/unary.h: a pure forward/backward pair plus its node; f16/bf16
 // computed in f32) or fk::softmax over the channel axis (fk/ops/reduce.h).
-// Shapes: N x C -> N x C, any N (an empty tensor stays empty). Devices: CPU.
+// Shapes: N x C -> N x C, any N (an empty tensor stays empty). Devices: CPU
+// and CUDA (fk's device unary ops and softmax).
 // Determinism: elementwise (softmax: one row at a time), so the results do
 // not depend on the thread count.
 #include <concepts>

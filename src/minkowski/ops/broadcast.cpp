@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/index.h"
+#include "fk/ops/join.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/ops/feature_rows.h"
@@ -79,9 +83,30 @@ void dispatch_forward(BroadcastMode mode, const T* f, int64_t cf, const T* g, in
 
 using detail::compute_dtype;
 
+// The device path: fk's device ops, no kernel of its own. Each row's glob row
+// gathered (index_select), then one elementwise add or mul, or a cat: the
+// same single rounding per element as the CPU loop, so the CPU's values.
+fk::Tensor device_forward(const fk::Tensor& f, const fk::Tensor& g, const RowGroups& rg,
+                          BroadcastMode mode) {
+  const std::vector<int64_t> rows(rg.group.begin(), rg.group.end());
+  const fk::Tensor index =
+      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size())}, f.device());
+  const fk::Tensor at = fk::index_select(g, 0, index);
+  switch (mode) {
+    case BroadcastMode::Add:
+      return fk::binary(fk::BinaryOp::Add, f, at);
+    case BroadcastMode::Multiply:
+      return fk::binary(fk::BinaryOp::Mul, f, at);
+    case BroadcastMode::Concatenate:
+      break;
+  }
+  return fk::cat({f, at}, 1);
+}
+
 // The first `cols` columns of m (N x W) as a new N x cols matrix: a row copy
 // per row, in parallel (fk's generic strided copy walks element by element).
 fk::Tensor leading_columns(const fk::Tensor& m, int64_t cols) {
+  if (m.device().is_cuda()) return m.narrow(1, 0, cols).contiguous();
   fk::Tensor src = m.stride(1) == 1 ? m : m.contiguous();
   const int64_t n = src.size(0), ld = src.stride(0);
   const size_t es = src.itemsize(), row = static_cast<size_t>(cols) * es;
@@ -197,9 +222,7 @@ fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
   const int64_t n = static_cast<int64_t>(rg.group.size());
   FK_CHECK(features.defined() && glob.defined(), where, "features and a global feature",
            "an undefined tensor");
-  FK_CHECK(features.device().is_cpu() && glob.device().is_cpu(), where,
-           "CPU tensors (only the convolutions have CUDA kernels yet)",
-           features.device().str() + " / " + glob.device().str());
+  detail::check_same_device(features, glob, where, "the global feature");
   FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(features.dtype()));
   FK_CHECK(glob.dtype() == features.dtype(), where,
@@ -216,6 +239,7 @@ fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
   const int64_t cg = glob.size(1), width = cat ? cf + cg : cf;
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous(), g = glob.to(ct).contiguous();
+  if (f.device().is_cuda()) return device_forward(f, g, rg, mode).to(features.dtype());
   fk::Tensor out = fk::empty({n, width}, {ct});
   if (ct == fk::DType::F32)
     dispatch_forward<float>(mode, f.data<float>(), cf, g.data<float>(), cg, rg, out.data<float>());

@@ -1,5 +1,5 @@
 #pragma once
-// Broadcasting a per-batch-item global feature onto every point (CPU): `glob`
+// Broadcasting a per-batch-item global feature onto every point: `glob`
 // is a global tensor (one row per batch item at (b, 0, ..., 0), e.g. from
 // global_pooling) of the same manager as `x`; row i of x takes the glob row
 // of its batch item.
@@ -12,7 +12,9 @@
 // stride broadcasts onto any tensor of its manager. Errors (fk::Error naming
 // expected vs given): another manager, a glob row off the origin, a batch
 // item of x without a glob row, channel counts that differ (add, multiply),
-// different dtypes.
+// different dtypes, features and glob on different devices.
+// Devices: CPU, and CUDA through fk's device ops (index_select, add/mul, cat)
+// and global pooling's device sums for the glob gradient.
 //
 // Dtypes f32, f64, f16, bf16 (16-bit computed in f32, rounded once).
 // Determinism: the glob gradient sums each item's rows in fixed blocks in

@@ -1,5 +1,7 @@
 #pragma once
-// Sparse <-> dense conversion (CPU, differentiable w.r.t. the features).
+// Sparse <-> dense conversion (differentiable w.r.t. the features). to_dense
+// also takes features on a CUDA device (the dense tensor is made there);
+// to_sparse takes CPU tensors.
 #include <optional>
 #include <vector>
 

@@ -85,8 +85,8 @@ void check_op(fk::BinaryOp op, const char* where) {
            where, "add, sub, mul or div", fk::name(op));
 }
 
-fk::Tensor index_tensor(const std::vector<int64_t>& v) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
+fk::Tensor index_tensor(const std::vector<int64_t>& v, fk::Device device) {
+  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
 }
 
 }  // namespace
@@ -119,14 +119,16 @@ SparseTensor binary(const SparseTensor& a, const SparseTensor& b, fk::BinaryOp o
   if (a.key() == b.key()) return a.with_features(fk::binary(op, a.F(), b.F()));
   UnionMap u = union_map({a, b}, where);
   const int64_t m = u.size, c = a.channels();
-  fk::Tensor ra = index_tensor(u.rows_of[0]), rb = index_tensor(u.rows_of[1]);
-  fk::Tensor zero = fk::zeros({m, c}, {a.F().dtype()});
+  // indices and mask on the features' device (fk's ops run on either)
+  const fk::Device dev = a.F().device();
+  fk::Tensor ra = index_tensor(u.rows_of[0], dev), rb = index_tensor(u.rows_of[1], dev);
+  fk::Tensor zero = fk::zeros({m, c}, {a.F().dtype(), dev});
   // a on the union (0 where a has no row), then op at b's rows only.
   fk::Tensor pa = fk::index_add(zero, 0, ra, a.F());
   fk::Tensor at_b = fk::binary(op, fk::index_select(pa, 0, rb), b.F());
   std::vector<bool> in_b(static_cast<size_t>(m), false);
   for (int64_t r : u.rows_of[1]) in_b[r] = true;
-  fk::Tensor mask = fk::from_vector(in_b, fk::Dims{m, 1});
+  fk::Tensor mask = fk::from_vector(in_b, fk::Dims{m, 1}, dev);
   fk::Tensor out = fk::where(mask, fk::index_add(zero, 0, rb, at_b), pa);
   return SparseTensor(out, u.key, a.manager());
 }

@@ -26,7 +26,8 @@
 // No kernel here: every op is composed of fk's differentiable ops (cat, add,
 // sub, mul, div, index_add/index_select, where), each a pure forward/backward
 // pair with its node, so all are differentiable w.r.t. every feature tensor.
-// Dtypes: f64, f32, f16, bf16 (16-bit computed in f32 by fk). Deterministic
+// Dtypes: f64, f32, f16, bf16 (16-bit computed in f32 by fk). Devices: CPU
+// and CUDA (fk's device ops; the union's row indices uploaded). Deterministic
 // for any thread count. Memory: the result; on different maps also the union
 // map and two union-sized temporaries.
 #include <vector>

@@ -10,6 +10,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/pooling_device.h"
 
 namespace minkowski {
 
@@ -196,6 +197,7 @@ void dispatch_backward(PoolingMode mode, const T* G, int64_t c, const RowGroups&
 }
 
 using detail::check_feature_rows;
+using detail::check_same_device;
 using detail::compute_dtype;
 
 // t itself when each row is contiguous (e.g. a column slice of a wider
@@ -277,9 +279,14 @@ GlobalPoolingResult global_pool_forward(const fk::Tensor& features, const RowGro
   check_feature_rows(features, static_cast<int64_t>(rg.group.size()), where, "features");
   const int64_t c = features.size(1);
   fk::DType ct = compute_dtype(features.dtype());
+  GlobalPoolingResult r;
+  if (features.device().is_cuda()) {
+    r = device_global_pool_forward(features.to(ct).contiguous(), fk::Tensor(), rg, mode);
+    r.out = r.out.to(features.dtype());
+    return r;
+  }
   fk::Tensor f = rows_contiguous(features.to(ct));
   fk::Tensor out = fk::empty({rg.groups, c}, {ct});
-  GlobalPoolingResult r;
   if (mode == PoolingMode::Max) r.argmax = fk::empty({rg.groups, c}, {fk::DType::I32});
   int32_t* amax = r.argmax.defined() ? r.argmax.data<int32_t>() : nullptr;
   if (ct == fk::DType::F32)
@@ -303,8 +310,11 @@ fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg,
              where,
              "int32 arg-max rows of shape " + std::to_string(rg.groups) + " x " + std::to_string(c),
              argmax.defined() ? argmax.shape().str() : "none");
+  if (mode == PoolingMode::Max) check_same_device(grad_out, argmax, where, "arg-max rows");
   fk::DType ct = compute_dtype(grad_out.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous();
+  if (g.device().is_cuda())
+    return device_global_pool_backward(g, rg, mode, argmax).to(grad_out.dtype());
   fk::Tensor a = mode == PoolingMode::Max ? argmax.contiguous() : fk::Tensor();
   const int32_t* amax = a.defined() ? a.data<int32_t>() : nullptr;
   fk::Tensor gin = fk::empty({static_cast<int64_t>(rg.group.size()), c}, {ct});
@@ -320,11 +330,16 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
   const int64_t n = static_cast<int64_t>(rg.group.size());
   check_feature_rows(a, n, where, "a");
   check_feature_rows(b, n, where, "b");
+  check_same_device(a, b, where, "b");
   FK_CHECK(a.dtype() == b.dtype() && a.size(1) == b.size(1), where,
            "two matrices of one dtype and shape " + a.shape().str(),
            b.shape().str() + " " + fk::name(b.dtype()));
   const int64_t c = a.size(1);
   fk::DType ct = compute_dtype(a.dtype());
+  if (a.device().is_cuda())
+    return device_global_pool_forward(a.to(ct).contiguous(), b.to(ct).contiguous(), rg,
+                                      PoolingMode::Sum)
+        .out.to(a.dtype());
   fk::Tensor x = rows_contiguous(a.to(ct)), y = rows_contiguous(b.to(ct));
   fk::Tensor out = fk::empty({rg.groups, c}, {ct});
   if (ct == fk::DType::F32)

@@ -1,5 +1,5 @@
 #pragma once
-// Global pooling on SparseTensors (CPU): one row per batch item, the max,
+// Global pooling on SparseTensors: one row per batch item, the max,
 // average or sum of the item's rows, per channel.
 //
 //   output        B x C at coordinates (b, 0, ..., 0), b = 0 .. B-1 in that
@@ -21,9 +21,10 @@
 // Dtypes f32, f64, f16, bf16 (16-bit accumulated in f32). Determinism: the
 // rows of each item are summed in fixed blocks of kGlobalBlock rows in row
 // order and the blocks' partials combined in order, so results are
-// bit-identical at any thread count. Memory: B x C output (+ B x C int32
-// arg-max rows for Max), one partial row per block, and the grouping (8
-// bytes per input row).
+// bit-identical at any thread count; features on a CUDA device are reduced
+// there in the same blocks and order (pooling_device.h). Memory: B x C
+// output (+ B x C int32 arg-max rows for Max), one partial row per block, and
+// the grouping (8 bytes per input row).
 #include <cstdint>
 #include <memory>
 #include <vector>

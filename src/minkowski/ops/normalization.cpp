@@ -13,6 +13,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/normalization_device.h"
 
 namespace minkowski {
 
@@ -68,6 +69,17 @@ void check_affine(const fk::Tensor& p, const fk::Tensor& x, const char* what, co
   FK_CHECK(p.dtype() == x.dtype(), where,
            std::string("a ") + what + " of the features' dtype " + fk::name(x.dtype()),
            fk::name(p.dtype()));
+  detail::check_same_device(x, p, where, (std::string("the ") + what).c_str());
+}
+
+// The coefficient vectors (each S x C) as the rows of a host tensor, for the
+// device's elementwise pass.
+template <typename T>
+fk::Tensor coefficient_rows(const std::vector<const std::vector<T>*>& rows) {
+  std::vector<T> flat;
+  for (const auto* r : rows) flat.insert(flat.end(), r->begin(), r->end());
+  return fk::from_vector(flat, fk::Dims{static_cast<int64_t>(rows.size()),
+                                        static_cast<int64_t>(rows.empty() ? 0 : rows[0]->size())});
 }
 
 // The module's parameters fix the features' dtype.
@@ -99,6 +111,9 @@ fk::Tensor forward_kernel(const fk::Tensor& xc, const Segments& seg, const NormS
     scale[k] = static_cast<T>(st.invstd[k] * w[k % c]);
     shift[k] = static_cast<T>(b[k % c]);
   }
+  if (xc.device().is_cuda())
+    return device_segment_affine(xc, fk::Tensor(), seg,
+                                 coefficient_rows<T>({&mean, &rest, &scale, &shift}));
   fk::Tensor y = fk::empty({n, c}, {xc.dtype()});
   const T* xp = xc.data<T>();
   T* yp = y.data<T>();
@@ -127,10 +142,13 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
     return (static_cast<double>(xp[i * c + ch]) - st.mean[s]) * st.invstd[s];
   };
   // Per (segment, channel): sum g (plane 0) and sum g * xhat (plane 1).
-  std::vector<double> sums = segment_sums<2>(n, c, seg, [&](int64_t i, int64_t ch) {
-    double g = static_cast<double>(gp[i * c + ch]);
-    return std::array<double, 2>{g, g * xhat(i, ch)};
-  });
+  std::vector<double> sums = xc.device().is_cuda()
+                                 ? device_segment_sums(SegmentTerm::GradAndGradXhat, xc, gc, seg,
+                                                       kBlockRows, st.mean, st.invstd)
+                                 : segment_sums<2>(n, c, seg, [&](int64_t i, int64_t ch) {
+                                     double g = static_cast<double>(gp[i * c + ch]);
+                                     return std::array<double, 2>{g, g * xhat(i, ch)};
+                                   });
   NormGrads r;
   std::vector<double> dw(static_cast<size_t>(c), 0.0), db(static_cast<size_t>(c), 0.0);
   for (int64_t s = 0; s < seg.count; ++s)
@@ -162,6 +180,10 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
       u[k] = static_cast<T>(a * st.invstd[k] * sums[sc + k] * inv_n);
       v[k] = static_cast<T>(a * sums[k] * inv_n);
     }
+  }
+  if (xc.device().is_cuda()) {
+    r.x = device_segment_affine(xc, gc, seg, coefficient_rows<T>({&m, &m_rest, &s, &u, &v}));
+    return r;
   }
   r.x = fk::empty({n, c}, {xc.dtype()});
   T* dp = r.x.data<T>();
@@ -258,10 +280,17 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
     });
     for (int64_t k = 0; k < sc; ++k) st.var[k] /= static_cast<double>(st.rows[k / c]);
   };
-  if (xc.dtype() == fk::DType::F64)
+  if (xc.device().is_cuda()) {
+    st.mean = device_segment_sums(SegmentTerm::Value, xc, fk::Tensor(), seg, kBlockRows, {}, {});
+    for (int64_t k = 0; k < sc; ++k) st.mean[k] /= static_cast<double>(st.rows[k / c]);
+    st.var = device_segment_sums(SegmentTerm::SquaredDeviation, xc, fk::Tensor(), seg, kBlockRows,
+                                 st.mean, {});
+    for (int64_t k = 0; k < sc; ++k) st.var[k] /= static_cast<double>(st.rows[k / c]);
+  } else if (xc.dtype() == fk::DType::F64) {
     stats(xc.data<double>());
-  else
+  } else {
     stats(xc.data<float>());
+  }
   st.invstd.resize(static_cast<size_t>(sc));
   for (int64_t k = 0; k < sc; ++k) st.invstd[k] = 1.0 / std::sqrt(st.var[k] + eps);
   return st;
@@ -301,6 +330,7 @@ fk::Tensor normalize_forward(const fk::Tensor& x, const Segments& seg, const Nor
 NormGrads normalize_backward(const fk::Tensor& grad, const fk::Tensor& x, const Segments& seg,
                              const NormStats& stats, const fk::Tensor& weight, bool batch_stats,
                              bool need_x, bool need_weight, bool need_bias) {
+  detail::check_same_device(x, grad, "minkowski::normalize backward", "the gradient");
   const fk::DType cd = compute_dtype(x.dtype());
   fk::Tensor xc = x.to(cd).contiguous(), gc = grad.to(cd).contiguous();
   auto w = values_or(weight, x.size(1), 1.0);
@@ -309,8 +339,9 @@ NormGrads normalize_backward(const fk::Tensor& grad, const fk::Tensor& x, const 
                     : backward_kernel<float>(gc, xc, seg, stats, w, batch_stats, need_x);
   if (g.x.defined()) g.x = g.x.to(x.dtype());
   const fk::DType pd = weight.defined() ? weight.dtype() : x.dtype();
-  g.weight = need_weight ? g.weight.to(pd) : fk::Tensor();
-  g.bias = need_bias ? g.bias.to(pd) : fk::Tensor();
+  // the parameters' gradients are summed on the host (f64): back to x's device
+  g.weight = need_weight ? g.weight.to(pd).to(x.device()) : fk::Tensor();
+  g.bias = need_bias ? g.bias.to(pd).to(x.device()) : fk::Tensor();
   return g;
 }
 

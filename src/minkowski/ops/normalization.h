@@ -16,6 +16,10 @@
 // in f64; f64 in f64. Statistics are kept in f64.
 // Determinism: statistics are summed over fixed blocks of rows combined in
 // block order, so results are bit-identical for any thread count.
+// Devices: features on a CUDA device (weight and bias on the same device) are
+// summed and normalized there (normalization_device.h), the same values; the
+// statistics come back to the host (S x C doubles), running statistics stay
+// host tensors. Mixed devices are an fk::Error.
 // Memory: a contiguous compute-dtype copy of x (and of the gradient) when it
 // is not one already, the output, 4 x S x C doubles of statistics and, while
 // summing, 2 x S x C doubles per block of 1024 rows.

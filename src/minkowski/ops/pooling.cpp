@@ -10,6 +10,7 @@
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/pooling_device.h"
 
 namespace minkowski {
 
@@ -195,6 +196,7 @@ void dispatch_backward(PoolingMode mode, const RowRange<T>& r, const KernelMap& 
 }
 
 using detail::check_feature_rows;
+using detail::check_same_device;
 using detail::compute_dtype;
 
 class PoolingBackward : public fk::autograd::Node {
@@ -234,6 +236,11 @@ PoolingResult pool_forward(const fk::Tensor& features, const KernelMap& m, Pooli
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous();
   PoolingResult res;
+  if (f.device().is_cuda()) {
+    res = device_pool_forward(f, m, mode);
+    res.out = res.out.to(features.dtype());
+    return res;
+  }
   fk::Tensor out = fk::empty({m.out_size, c}, {ct});  // every row written
   if (mode == PoolingMode::Max) res.argmax = fk::empty({m.out_size, c}, {fk::DType::I32});
   int32_t* amax = res.argmax.defined() ? res.argmax.data<int32_t>() : nullptr;
@@ -260,8 +267,10 @@ fk::Tensor pool_backward(const fk::Tensor& grad_out, const KernelMap& m, Pooling
         where,
         "int32 arg-max rows of shape " + std::to_string(m.out_size) + " x " + std::to_string(c),
         argmax.defined() ? argmax.shape().str() : "none");
+  if (mode == PoolingMode::Max) check_same_device(grad_out, argmax, where, "arg-max rows");
   fk::DType ct = compute_dtype(grad_out.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous();
+  if (g.device().is_cuda()) return device_pool_backward(g, m, mode, argmax).to(grad_out.dtype());
   fk::Tensor a = mode == PoolingMode::Max ? argmax.contiguous() : fk::Tensor();
   const int32_t* amax = a.defined() ? a.data<int32_t>() : nullptr;
   fk::Tensor gin = fk::empty({m.in_size, c}, {ct});  // every row written

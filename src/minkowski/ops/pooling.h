@@ -1,5 +1,5 @@
 #pragma once
-// Local pooling on SparseTensors (CPU): max, average and sum over the inputs
+// Local pooling on SparseTensors: max, average and sum over the inputs
 // a kernel region reaches from each output, on the same cached kernel maps as
 // convolution (any region: cube, cross, custom offsets; kernel size and
 // dilation in the KernelRegion, stride as an argument).
@@ -26,9 +26,10 @@
 // by-output-row index (each row's pairs in offset order), the backward walks
 // the by-input-row index the same way; rows are handed out in blocks, nothing
 // is accumulated across threads, so no atomics and results are bit-identical
-// at any thread count. Memory: the output (plus N_out x C int32 arg-max rows
-// for Max, kept for the backward); the by-input index is built on the first
-// backward and cached with the map.
+// at any thread count. Features on a CUDA device take the same walk there
+// (pooling_device.h): the same values and arg-max rows, on the device. Memory: the output (plus
+// N_out x C int32 arg-max rows for Max, kept for the backward); the by-input index is built on the
+// first backward and cached with the map.
 #include <cstdint>
 #include <memory>
 #include <vector>

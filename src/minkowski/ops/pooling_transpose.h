@@ -1,5 +1,5 @@
 #pragma once
-// Pooling transpose (unpooling) on SparseTensors (CPU): from a coarse tensor
+// Pooling transpose (unpooling) on SparseTensors: from a coarse tensor
 // back onto finer coordinates, each fine output reducing the coarse inputs
 // whose kernel reaches it. The map is the transpose of the pooling map from
 // the fine to the coarse coordinates (the cached one when a pooling or strided
@@ -28,8 +28,8 @@
 // (both of its backends call the average kernel with averaging off, reference
 // §2.22); here each mode does what its name says, and Sum is ME's behaviour.
 //
-// Dtypes, determinism and memory: as local pooling (pooling.h), whose kernels
-// these are.
+// Dtypes, determinism, memory and devices: as local pooling (pooling.h), whose
+// kernels these are.
 #include <optional>
 #include <vector>
 

@@ -37,7 +37,8 @@ SparseTensor prune(const SparseTensor& x, const fk::Tensor& mask) {
   for (int64_t r = 0; r < k; ++r)
     for (int c = 0; c < w; ++c) coords[r * w + c] = map->row(rows[r])[c];
   auto ins = x.manager()->insert_rows(coords.data(), k, x.tensor_stride(), "pruned");
-  fk::Tensor f = fk::index_select(x.F(), 0, fk::from_vector(rows, fk::Dims{k}));
+  // the row indices on the features' device: fk's index_select runs on either
+  fk::Tensor f = fk::index_select(x.F(), 0, fk::from_vector(rows, fk::Dims{k}, x.F().device()));
   return SparseTensor(f, ins.key, x.manager());
 }
 

@@ -10,8 +10,9 @@
 // kept rows and its backward fk::index_select_backward (the gradient rows added
 // back into zeros at the kept rows: pruned rows get 0), both fk's pure
 // forward/backward pair with its node; no kernel here. Dtypes: any feature
-// dtype SparseTensor holds. Deterministic (a gather). Memory: the kept rows'
-// features and coordinates, one int64 per kept row.
+// dtype SparseTensor holds. Devices: CPU or CUDA features (the mask on the
+// CPU). Deterministic (a gather). Memory: the kept rows' features and
+// coordinates, one int64 per kept row.
 #include <cstdint>
 #include <vector>
 

@@ -1,0 +1,87 @@
+// The device passes of segment normalization (ops/normalization_device.h):
+// segments and statistics uploaded, normalization.cu's kernels on the
+// current stream, the sums read back.
+#include <vector>
+
+#include "fk/cuda/device_guard.h"
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "minkowski/cuda/kernels.h"
+#include "minkowski/ops/normalization_device.h"
+
+namespace minkowski {
+
+namespace {
+
+static_assert(static_cast<int>(SegmentTerm::Value) == 0 &&
+              static_cast<int>(SegmentTerm::SquaredDeviation) == 1 &&
+              static_cast<int>(SegmentTerm::GradAndGradXhat) == 2);
+
+template <typename F>
+void with_type(const fk::Tensor& t, F&& f) {
+  if (t.dtype() == fk::DType::F64)
+    f(double{});
+  else
+    f(float{});
+}
+
+template <typename T>
+fk::Tensor upload(const std::vector<T>& v, const fk::Device& device) {
+  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
+}
+
+// Statistics the term reads (an empty vector: none, nothing uploaded).
+fk::Tensor upload_or_none(const std::vector<double>& v, const fk::Device& device) {
+  return v.empty() ? fk::Tensor() : upload(v, device);
+}
+const double* f64_or_null(const fk::Tensor& t) {
+  return t.defined() ? t.data<double>() : nullptr;
+}
+
+}  // namespace
+
+std::vector<double> device_segment_sums(SegmentTerm term, const fk::Tensor& x, const fk::Tensor& g,
+                                        const Segments& seg, int64_t block_rows,
+                                        const std::vector<double>& mean,
+                                        const std::vector<double>& invstd) {
+  const int dev = x.device().index;
+  fk::cuda::detail::DeviceGuard guard(dev);
+  const int64_t n = x.size(0), c = x.size(1), blocks = (n + block_rows - 1) / block_rows;
+  const int64_t width = (term == SegmentTerm::GradAndGradXhat ? 2 : 1) * seg.count * c;
+  const fk::TensorOptions f64{fk::DType::F64, x.device()};
+  const fk::Tensor d_seg = upload(seg.of_row, x.device());
+  const fk::Tensor d_mean = upload_or_none(mean, x.device());
+  const fk::Tensor d_invstd = upload_or_none(invstd, x.device());
+  fk::Tensor part = fk::zeros({blocks, width}, f64), out = fk::zeros({width}, f64);
+  void* stream = fk::cuda::current_stream(dev);
+  with_type(x, [&](auto zero) {
+    using T = decltype(zero);
+    cuda::launch_segment_sums<T>(static_cast<int>(term), x.data<T>(),
+                                 g.defined() ? g.data<T>() : nullptr, n, c, d_seg.data<int32_t>(),
+                                 seg.count, block_rows, f64_or_null(d_mean), f64_or_null(d_invstd),
+                                 part.data<double>(), stream);
+  });
+  cuda::launch_sum_blocks(part.data<double>(), blocks, width, out.data<double>(), stream);
+  fk::cuda::after_op(dev);
+  return out.to_vector<double>();
+}
+
+fk::Tensor device_segment_affine(const fk::Tensor& x, const fk::Tensor& g, const Segments& seg,
+                                 const fk::Tensor& coef) {
+  const int dev = x.device().index;
+  fk::cuda::detail::DeviceGuard guard(dev);
+  const int64_t n = x.size(0), c = x.size(1);
+  const fk::Tensor d_seg = upload(seg.of_row, x.device());
+  const fk::Tensor d_coef = coef.to(x.device()).contiguous();
+  fk::Tensor y = fk::empty({n, c}, {x.dtype(), x.device()});
+  with_type(x, [&](auto zero) {
+    using T = decltype(zero);
+    cuda::launch_segment_affine<T>(x.data<T>(), g.defined() ? g.data<T>() : nullptr, n, c,
+                                   d_seg.data<int32_t>(), d_coef.data<T>(), d_coef.size(1),
+                                   y.data<T>(), fk::cuda::current_stream(dev));
+  });
+  fk::cuda::after_op(dev);
+  return y;
+}
+
+}  // namespace minkowski

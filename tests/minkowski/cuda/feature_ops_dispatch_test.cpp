@@ -1,0 +1,202 @@
+// BatchNorm, InstanceNorm, the pointwise nonlinearities, the binary ops of
+// two maps, prune and to_dense with features on the GPU, against the same modules and ops on CPU
+// operands: outputs, running statistics and the gradients of features, weight and bias to 1e-6
+// (f32). The nonlinearities are fk's unary ops and softmax, device-capable in fk; the
+// normalization's two passes over the rows run on the device. Also the mixed-device errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "device_test_util.h"
+#include "minkowski/ops/activation.h"
+#include "minkowski/ops/dense.h"
+#include "minkowski/ops/elementwise.h"
+#include "minkowski/ops/normalization.h"
+#include "minkowski/ops/prune.h"
+
+namespace minkowski {
+namespace {
+
+using cuda_test::expect_close;
+using cuda_test::kGpu;
+using cuda_test::random_rows;
+using cuda_test::random_values;
+
+constexpr double kTol = 1e-6;
+
+// Features with a mean of 3 (the normalization's centring matters).
+SparseTensor cpu_input(int64_t n, int64_t c, int batches, uint64_t seed) {
+  const std::vector<int32_t> rows = random_rows(3, n, 10, 1, batches, static_cast<unsigned>(seed));
+  const fk::Tensor coords =
+      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size()) / 4, 4});
+  return SparseTensor(fk::add(random_values({coords.size(0), c}, 2.0, seed + 1), 3.0), coords);
+}
+
+SparseTensor on(const SparseTensor& x, fk::Device device) {
+  fk::Tensor f = x.F().detach().clone().to(device);
+  f.set_requires_grad(true);
+  return SparseTensor(f, x.key(), x.manager());
+}
+
+// The module's affine parameters as fresh leaves on `device`, from `seed`.
+template <typename Norm>
+void set_parameters(Norm& norm, fk::Device device, uint64_t seed) {
+  const int64_t c = norm.channels();
+  norm.weight = fk::add(random_values({c}, 0.5, seed), 1.0).to(device).set_requires_grad(true);
+  norm.bias = random_values({c}, 0.5, seed + 1).to(device).set_requires_grad(true);
+}
+
+std::string message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const fk::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// norm on CPU and GPU operands (parameters from one seed): output and the
+// gradients of features, weight and bias.
+template <typename Norm, typename Forward>
+void expect_norm_matches(const SparseTensor& x, Norm& nc, Norm& ng, const Forward& forward,
+                         const std::string& what) {
+  set_parameters(nc, fk::kCPU, 21);
+  set_parameters(ng, kGpu, 21);
+  const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
+  const SparseTensor yc = forward(nc, xc), yg = forward(ng, xg);
+  ASSERT_EQ(yg.F().device(), kGpu) << what;
+  expect_close(yg.F(), yc.F(), kTol, what + " forward");
+  const fk::Tensor g = random_values(yc.F().shape(), 1.0, 23);
+  yc.F().backward(g);
+  yg.F().backward(g.to(kGpu));
+  expect_close(xg.F().grad(), xc.F().grad(), kTol, what + " grad features");
+  ASSERT_EQ(ng.weight.grad().device(), kGpu) << what;
+  expect_close(ng.weight.grad(), nc.weight.grad(), kTol, what + " grad weight");
+  expect_close(ng.bias.grad(), nc.bias.grad(), kTol, what + " grad bias");
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, BatchNormMatchesTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  // 3000 rows: several of the statistics' 1024-row blocks.
+  const SparseTensor x = cpu_input(3000, 8, 2, 3);
+  BatchNorm bc(8), bg(8);
+  auto forward = [](BatchNorm& bn, const SparseTensor& s) { return bn.forward(s); };
+  expect_norm_matches(x, bc, bg, forward, "batch norm, training");
+  expect_close(bg.running_mean, bc.running_mean, kTol, "running mean");
+  expect_close(bg.running_var, bc.running_var, kTol, "running var");
+  bc.eval();
+  bg.eval();
+  expect_norm_matches(x, bc, bg, forward, "batch norm, eval");
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, InstanceNormMatchesTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(3000, 6, 3, 5);
+  InstanceNorm ic(6), ig(6);
+  expect_norm_matches(
+      x, ic, ig, [](InstanceNorm& in, const SparseTensor& s) { return in.forward(s); },
+      "instance norm");
+  // f64 features through the f64 kernels.
+  InstanceNorm dc(6, 1e-5, false, fk::DType::F64), dg(6, 1e-5, false, fk::DType::F64);
+  const SparseTensor xd(x.F().to(fk::DType::F64), x.key(), x.manager());
+  const SparseTensor yc = dc.forward(xd);
+  const SparseTensor yg = dg.forward(SparseTensor(xd.F().to(kGpu), x.key(), x.manager()));
+  expect_close(yg.F().to(fk::DType::F32), yc.F().to(fk::DType::F32), 1e-7, "f64 instance norm");
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, NonlinearitiesMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(1000, 5, 2, 7);
+  using Op = std::function<SparseTensor(const SparseTensor&)>;
+  const std::vector<std::pair<std::string, Op>> ops = {
+      {"relu", [](const SparseTensor& s) { return relu(s); }},
+      {"leaky_relu", [](const SparseTensor& s) { return leaky_relu(s, 0.1); }},
+      {"elu", [](const SparseTensor& s) { return elu(s); }},
+      {"gelu", [](const SparseTensor& s) { return gelu(s); }},
+      {"gelu tanh", [](const SparseTensor& s) { return gelu(s, true); }},
+      {"silu", [](const SparseTensor& s) { return silu(s); }},
+      {"sigmoid", [](const SparseTensor& s) { return sigmoid(s); }},
+      {"tanh", [](const SparseTensor& s) { return tanh(s); }},
+      {"softmax", [](const SparseTensor& s) { return softmax(s); }},
+  };
+  // centred features so relu and friends see both signs
+  const SparseTensor centred(fk::add(x.F(), -3.0), x.key(), x.manager());
+  for (const auto& [name, op] : ops) {
+    const SparseTensor xc = on(centred, fk::kCPU), xg = on(centred, kGpu);
+    const SparseTensor yc = op(xc), yg = op(xg);
+    ASSERT_EQ(yg.F().device(), kGpu) << name;
+    expect_close(yg.F(), yc.F(), kTol, name + " forward");
+    const fk::Tensor g = random_values(yc.F().shape(), 1.0, 9);
+    yc.F().backward(g);
+    yg.F().backward(g.to(kGpu));
+    expect_close(xg.F().grad(), xc.F().grad(), kTol, name + " grad");
+  }
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, BinaryOpsOnTwoMapsMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor a = cpu_input(600, 4, 2, 13);
+  const std::vector<int32_t> rows = random_rows(3, 600, 10, 1, 2, 14);
+  const fk::Tensor coords =
+      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size()) / 4, 4});
+  const SparseTensor b(random_values({coords.size(0), 4}, 1.0, 15), coords, {1},
+                       QuantizationMode::RandomSubsample, a.manager());
+  ASSERT_NE(a.key(), b.key());
+  for (fk::BinaryOp op : {fk::BinaryOp::Add, fk::BinaryOp::Mul}) {
+    const std::string what = fk::name(op);
+    const SparseTensor ac = on(a, fk::kCPU), ag = on(a, kGpu);
+    const SparseTensor bc = on(b, fk::kCPU), bg = on(b, kGpu);
+    const SparseTensor yc = binary(ac, bc, op), yg = binary(ag, bg, op);
+    ASSERT_EQ(yg.F().device(), kGpu) << what;
+    expect_close(yg.F(), yc.F(), kTol, what + " forward");
+    const fk::Tensor g = random_values(yc.F().shape(), 1.0, 16);
+    yc.F().backward(g);
+    yg.F().backward(g.to(kGpu));
+    expect_close(ag.F().grad(), ac.F().grad(), kTol, what + " grad a");
+    expect_close(bg.F().grad(), bc.F().grad(), kTol, what + " grad b");
+  }
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, PruneAndToDenseMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(500, 3, 2, 17);
+  std::vector<bool> mask(static_cast<size_t>(x.size()));
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 != 1;
+  using Op = std::function<fk::Tensor(const SparseTensor&)>;
+  const std::vector<std::pair<std::string, Op>> ops = {
+      {"prune", [&](const SparseTensor& s) { return prune(s, mask).F(); }},
+      {"to_dense",
+       [](const SparseTensor& s) {
+         return to_dense(s, std::vector<int32_t>{-10, -10, -10}).dense;
+       }},
+  };
+  for (const auto& [name, op] : ops) {
+    const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
+    const fk::Tensor yc = op(xc), yg = op(xg);
+    ASSERT_EQ(yg.device(), kGpu) << name;
+    expect_close(yg, yc, 0, name + " forward");
+    const fk::Tensor g = random_values(yc.shape(), 1.0, 18);
+    yc.backward(g);
+    yg.backward(g.to(kGpu));
+    expect_close(xg.F().grad(), xc.F().grad(), 0, name + " grad");
+  }
+}
+
+TEST(MinkowskiCudaFeatureOpsDispatch, MixedDevicesAreClearErrors) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(300, 4, 2, 11);
+  const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
+  BatchNorm bn(4);  // parameters on the CPU
+  EXPECT_NE(message([&] { bn.forward(xg); }).find("the weight on cuda:0"), std::string::npos);
+  const Segments seg = single_segment(x.size());
+  const NormStats st = normalize_statistics(xg.F(), seg, 1e-5);
+  EXPECT_NE(message([&] {
+              normalize_backward(x.F(), xg.F(), seg, st, fk::Tensor(), true, true, false, false);
+            }).find("the gradient on cuda:0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace minkowski
