@@ -44,6 +44,7 @@ from .convolution import (
     MinkowskiConvolutionTranspose,
     MinkowskiGenerativeConvolutionTranspose,
 )
+from .convolution_on_coords import MinkowskiConvolutionOnCoords
 from .pooling import (
     MinkowskiAvgPooling,
     MinkowskiGlobalAvgPooling,
