@@ -51,6 +51,9 @@ class _NoGraph:
     def save_for_backward(self, *tensors):
         pass
 
+    def mark_non_differentiable(self, *tensors):
+        pass
+
 
 def run(function, *args):
     """function.apply(*args), or, when no input needs a gradient (inference,
