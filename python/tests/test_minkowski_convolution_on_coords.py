@@ -79,3 +79,24 @@ def test_refuses_bad_coordinates():
         conv(x, torch.tensor([[2, 2], [4, 4]]), 2)
     with pytest.raises(ME.Error):  # off the tensor stride's grid: the engine's message
         conv(x, torch.tensor([[0, 1, 2]]), 2)
+
+
+def test_the_layers_take_listed_coordinates_at_their_output_stride():
+    """MinkowskiConvolution(x, coords) as the reference's (which accepts a
+    coordinate tensor): the coordinates go in at the output stride (input's
+    times the stride, divided by it when transposed), here the same
+    convolution as the older layer's."""
+    torch.manual_seed(3)
+    x = strided_input()  # tensor stride 2
+    coords = torch.tensor([[0, 0, 0], [1, 4, 8], [0, 8, 4]], dtype=torch.int32)
+    conv = ME.MinkowskiConvolution(3, 2, kernel_size=3, stride=2, dimension=2).double()
+    y = conv(x, coords)
+    assert y.tensor_stride == [4, 4] and torch.equal(y.C, coords)
+    ref = loop_convolution(x, conv.kernel.detach(), conv.kernel_generator.region, coords)
+    assert torch.allclose(y.F, ref, atol=1e-12)
+    up = ME.MinkowskiConvolutionTranspose(3, 2, kernel_size=2, stride=2, dimension=2).double()
+    full = up(x)  # onto the finer map x was pooled from
+    z = up(x, full.C[[5, 0, 3]])
+    assert z.tensor_stride == [1, 1] and torch.allclose(z.F, full.F[[5, 0, 3]], atol=1e-12)
+    with pytest.raises(ValueError, match="expected a stride dividing the input tensor stride"):
+        ME.MinkowskiConvolutionTranspose(3, 2, kernel_size=3, stride=4, dimension=2)(x, coords)

@@ -3,8 +3,8 @@ caller lists (MinkowskiConvolution's ``forward(x, coordinates)`` does the same
 for coordinates already in a map)."""
 import torch
 
-from .coordinates import _axes, _int_coordinates
 from .convolution import _ConvolutionBase
+from .kernel import inserted_key
 
 
 class MinkowskiConvolutionOnCoords(_ConvolutionBase):
@@ -29,18 +29,6 @@ class MinkowskiConvolutionOnCoords(_ConvolutionBase):
 
     def forward(self, input, coords, tensor_stride=1):
         if isinstance(coords, torch.Tensor):
-            coords = _inserted(input, coords, tensor_stride)
+            coords = inserted_key(input, coords, tensor_stride, type(self).__name__)
         return super().forward(input, coords)
 
-
-def _inserted(input, coords, tensor_stride):
-    c = _int_coordinates(coords)
-    if c.dim() != 2 or c.shape[1] != input.D + 1:
-        raise ValueError("MinkowskiConvolutionOnCoords: expected coordinates of shape "
-                         f"N x {input.D + 1} (batch first), got {tuple(coords.shape)}")
-    distinct = len(torch.unique(c, dim=0))
-    if distinct != c.shape[0]:
-        raise ValueError("MinkowskiConvolutionOnCoords: expected coordinates without repeats "
-                         f"(one output row each), got {c.shape[0]} rows of which {distinct} "
-                         "distinct")
-    return input.coordinate_manager.insert(c, _axes(tensor_stride), "on_coords")[0]
