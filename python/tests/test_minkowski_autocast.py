@@ -56,3 +56,20 @@ def test_layer_runs_in_bf16_under_autocast(name):
     assert f.grad.dtype == torch.float32 and torch.isfinite(f.grad).all()
     for p in getattr(layer, "parameters", lambda: [])():
         assert p.grad.dtype == torch.float32
+
+
+def test_direct_max_pooling_casts_under_autocast():
+    """The reference casts in MinkowskiDirectMaxPoolingFunction too: bf16 out,
+    the f32 leaf's gradient f32 and on the arg-max rows of the f32 input."""
+    torch.manual_seed(0)
+    feat = torch.randn(6, 3, requires_grad=True)
+    in_map = torch.tensor([0, 1, 2, 3, 4, 5, 1])
+    out_map = torch.tensor([0, 0, 1, 1, 2, 2, 2])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = ME.MinkowskiDirectMaxPoolingFunction.apply(in_map, out_map, feat, 3)
+    assert out.dtype == torch.bfloat16
+    ref = torch.stack([feat[in_map[out_map == o]].amax(0) for o in range(3)])
+    assert torch.equal(out, ref.to(torch.bfloat16))
+    out.float().sum().backward()
+    assert feat.grad.dtype == torch.float32
+    assert feat.grad.sum() == 9  # one row per (output row, channel)

@@ -10,6 +10,13 @@ import torch
 from .. import _core
 from .._core import Error
 from .._core.minkowski import KernelRegion, RegionType, is_deterministic, set_deterministic
+from .backend_choices import (
+    CoordinateMapType,
+    GPUMemoryAllocatorType,
+    set_coordinate_map_type,
+    set_gpu_allocator,
+    set_memory_manager_backend,
+)
 from .coordinates import (
     CoordinateManager,
     CoordinateMapKey,
@@ -37,6 +44,7 @@ from .convolution import (
     MinkowskiConvolutionTranspose,
     MinkowskiGenerativeConvolutionTranspose,
 )
+from .convolution_on_coords import MinkowskiConvolutionOnCoords
 from .pooling import (
     MinkowskiAvgPooling,
     MinkowskiGlobalAvgPooling,
@@ -97,6 +105,8 @@ import sys as _sys
 
 # `import fieldkit.minkowski.MinkowskiFunctional as MEF`, the reference's path.
 _sys.modules[__name__ + ".MinkowskiFunctional"] = MinkowskiFunctional
+# `from ...MinkowskiCoordinateManager import set_coordinate_map_type`, likewise.
+_sys.modules[__name__ + ".MinkowskiCoordinateManager"] = coordinates
 
 
 class MinkowskiModuleBase(torch.nn.Module):

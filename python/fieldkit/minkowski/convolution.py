@@ -8,7 +8,8 @@ import torch
 
 from .functional import ConvolutionFunction, autocast, run
 from .determinism import is_deterministic, sorted_coordinates
-from .kernel import expanded_output_key, make_generator, output_key, transposed_output_key
+from .kernel import (expanded_output_key, inserted_key, make_generator, output_key,
+                     transposed_output_key)
 from .sparse_tensor import SparseTensor
 
 
@@ -61,10 +62,24 @@ class _ConvolutionBase(torch.nn.Module):
                 self.bias.uniform_(-bound, bound)
 
     def _output_key(self, x, coordinates):
+        if isinstance(coordinates, torch.Tensor):
+            return inserted_key(x, coordinates, self._output_stride(x), type(self).__name__)
         given = output_key(x, coordinates)
         if given is not None:
             return given
         return convolution_output_key(x, self.kernel_generator, self.transposed)
+
+    def _output_stride(self, x):
+        """The tensor stride of listed output coordinates: the input's times
+        the stride (divided by it, transposed)."""
+        ts, s = list(x.tensor_stride), list(self.kernel_generator.kernel_stride)
+        ts, s = (ts * x.D if len(ts) == 1 else ts), (s * x.D if len(s) == 1 else s)
+        if not self.transposed:
+            return [t * q for t, q in zip(ts, s)]
+        if any(t % q for t, q in zip(ts, s)):
+            raise ValueError(f"{type(self).__name__}: expected a stride dividing the input "
+                             f"tensor stride, got stride {s} for tensor stride {ts}")
+        return [t // q for t, q in zip(ts, s)]
 
     def forward(self, input, coordinates=None):
         if not isinstance(input, SparseTensor):

@@ -5,6 +5,8 @@ import enum
 import torch
 
 from .._core import minkowski as _mk
+from . import backend_choices as choices
+from .backend_choices import set_coordinate_map_type  # noqa: F401  (the reference's place)
 
 CoordinateMapKey = _mk.MapKey
 
@@ -51,12 +53,18 @@ class MinkowskiAlgorithm(enum.IntEnum):
 
 class CoordinateManager(_mk.CoordinateManager):
     """The maps of one sparse-tensor graph (C++ CoordinateManager). ``D`` is the
-    spatial dimension; the reference's thread/allocator arguments are accepted
-    and ignored (fk's thread pool and allocator are process-wide)."""
+    spatial dimension; num_threads is accepted and ignored (fk's thread pool is
+    process-wide). The map type, allocator and algorithm are checked and
+    recorded (None: the process-wide choices), and select nothing: see
+    backend_choices.py."""
 
     def __init__(self, D, num_threads=-1, coordinate_map_type=None, allocator_type=None,
                  minkowski_algorithm=None):
         super().__init__(int(D))
+        self.coordinate_map_type = choices.coordinate_map_type(coordinate_map_type)
+        self.allocator_type = choices.allocator_type(allocator_type)
+        self.minkowski_algorithm = _member(MinkowskiAlgorithm, minkowski_algorithm or 0,
+                                           "minkowski_algorithm")
 
     @property
     def D(self):
@@ -85,6 +93,9 @@ class CoordinateManager(_mk.CoordinateManager):
         key, unique, inverse = self.insert(_int_coordinates(coordinates), _axes(tensor_stride),
                                            string_id)
         return key, (unique, inverse)
+
+
+_member = choices._member
 
 
 def _axes(v):
@@ -214,13 +225,20 @@ def clear_global_coordinate_manager():
     _global_manager = None
 
 
-def default_manager(dimension):
-    """The manager a tensor built from raw coordinates joins (see the mode)."""
+def default_manager(dimension, coordinates=None, allocator_type=None, minkowski_algorithm=None):
+    """The manager a tensor built from raw coordinates joins (see the mode); a
+    new one has the coordinates' map type (CUDA for CUDA coordinates, as in the
+    reference) and the given allocator and algorithm."""
     global _global_manager
+    cuda = coordinates is not None and coordinates.is_cuda
+    map_type = choices.CoordinateMapType.CUDA if cuda else choices.CoordinateMapType.CPU
+    make = lambda: CoordinateManager(dimension, coordinate_map_type=map_type,  # noqa: E731
+                                     allocator_type=allocator_type,
+                                     minkowski_algorithm=minkowski_algorithm)
     if _operation_mode != SparseTensorOperationMode.SHARE_COORDINATE_MANAGER:
-        return CoordinateManager(dimension)
+        return make()
     if _global_manager is None:
-        _global_manager = CoordinateManager(dimension)
+        _global_manager = make()
     elif _global_manager.dimension != dimension:
         raise ValueError(f"the global coordinate manager has dimension "
                          f"{_global_manager.dimension}, got coordinates of dimension {dimension}")

@@ -51,6 +51,9 @@ class _NoGraph:
     def save_for_backward(self, *tensors):
         pass
 
+    def mark_non_differentiable(self, *tensors):
+        pass
+
 
 def run(function, *args):
     """function.apply(*args), or, when no input needs a gradient (inference,
@@ -360,7 +363,15 @@ class MinkowskiDirectMaxPoolingFunction(torch.autograd.Function):
     pairs p with out_map[p] = o (out_nrows x C; a row no pair names is 0).
     The gradient goes to in_feat alone, per channel to one input row: on a
     tie, that of the first such pair in the order given (so is_sorted, which
-    tells the reference's GPU it need not sort, changes nothing here)."""
+    tells the reference's GPU it need not sort, changes nothing here).
+    Under torch.autocast in_feat is cast first, as the reference's
+    maybe_autocast does; the cast is on the tape, so an f32 leaf gets an f32
+    gradient."""
+
+    @classmethod
+    def apply(cls, in_map, out_map, in_feat, out_nrows, is_sorted=False):
+        (in_feat,) = autocast(in_feat)
+        return super().apply(in_map, out_map, in_feat, out_nrows, is_sorted)
 
     @staticmethod
     def forward(ctx, in_map, out_map, in_feat, out_nrows, is_sorted=False):

@@ -3,7 +3,7 @@ KernelRegion for a given dimension."""
 import torch
 
 from .._core import minkowski as _mk
-from .coordinates import _axes
+from .coordinates import _axes, _int_coordinates
 
 RegionType = _mk.RegionType
 
@@ -65,6 +65,21 @@ def output_key(x, coordinates):
         return coordinates
     raise TypeError("expected output coordinates as a SparseTensor or a CoordinateMapKey, got "
                     f"{type(coordinates).__name__}")
+
+
+def inserted_key(x, coords, tensor_stride, where):
+    """Output coordinates listed as an N x (1+D) integer tensor (batch first,
+    no repeats), inserted as a new map of x's manager at tensor_stride (its
+    rows in the order given)."""
+    c = _int_coordinates(coords)
+    if c.dim() != 2 or c.shape[1] != x.D + 1:
+        raise ValueError(f"{where}: expected coordinates of shape N x {x.D + 1} (batch first), "
+                         f"got {tuple(coords.shape)}")
+    distinct = len(torch.unique(c, dim=0))
+    if distinct != c.shape[0]:
+        raise ValueError(f"{where}: expected coordinates without repeats (one output row each), "
+                         f"got {c.shape[0]} rows of which {distinct} distinct")
+    return x.coordinate_manager.insert(c, _axes(tensor_stride), "listed")[0]
 
 
 def transposed_output_key(x, gen):

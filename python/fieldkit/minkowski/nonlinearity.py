@@ -5,6 +5,12 @@ import torch
 from .sparse_tensor import SparseTensor, TensorField
 
 
+def _same_coordinates(input, features):
+    if isinstance(input, TensorField):
+        return input._with(features)
+    return SparseTensor._on_map(features, input.coordinate_map_key, input.coordinate_manager)
+
+
 class _FeatureModule(torch.nn.Module):
     torch_module = None
 
@@ -13,10 +19,7 @@ class _FeatureModule(torch.nn.Module):
         self.module = self.torch_module(*args, **kwargs)
 
     def forward(self, input):
-        out = self.module(input.F)
-        if isinstance(input, TensorField):
-            return input._with(out)
-        return SparseTensor._on_map(out, input.coordinate_map_key, input.coordinate_manager)
+        return _same_coordinates(input, self.module(input.F))
 
     def __repr__(self):
         return f"{type(self).__name__}({self.module.extra_repr()})"
@@ -49,10 +52,44 @@ class MinkowskiSinusoidal(torch.nn.Module):
         self.coef = torch.nn.Parameter(torch.rand(1, out_channel))
 
     def forward(self, input):
-        out = torch.sin(input.F.mm(self.kernel) + self.bias) * self.coef
-        if isinstance(input, TensorField):
-            return input._with(out)
-        return SparseTensor._on_map(out, input.coordinate_map_key, input.coordinate_manager)
+        return _same_coordinates(input, torch.sin(input.F.mm(self.kernel) + self.bias) * self.coef)
 
 
 __all__.append("MinkowskiSinusoidal")
+
+
+class MinkowskiAdaptiveLogSoftmaxWithLoss(torch.nn.Module):
+    """torch.nn.AdaptiveLogSoftmaxWithLoss on the features (arguments as
+    torch's). ``forward(input, target)`` takes one class per row (an (N,)
+    integer tensor, in the input's row order) and gives torch's (output, loss)
+    pair, with output (each row's target log-probability) as N x 1 features
+    on the input's coordinates; ``log_prob`` gives N x n_classes features,
+    ``predict`` an (N,) class tensor. (The reference wraps the module like the
+    nonlinearities, whose one-argument forward cannot pass the target.)"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.module = torch.nn.AdaptiveLogSoftmaxWithLoss(*args, **kwargs)
+
+    def forward(self, input, target):
+        target = torch.as_tensor(target)
+        if target.shape != (len(input.F),):
+            raise ValueError(f"{type(self).__name__}: expected a target of shape "
+                             f"({len(input.F)},), one class per row, got {tuple(target.shape)}")
+        out = self.module(input.F, target)
+        return type(out)(_same_coordinates(input, out.output[:, None]), out.loss)
+
+    def log_prob(self, input):
+        return _same_coordinates(input, self.module.log_prob(input.F))
+
+    def predict(self, input):
+        return self.module.predict(input.F)
+
+    def __repr__(self):
+        m = self.module
+        return (f"{type(self).__name__}(in_features={m.in_features}, "
+                f"n_classes={m.n_classes}, cutoffs={m.cutoffs[:-1]})")
+
+
+
+__all__.append("MinkowskiAdaptiveLogSoftmaxWithLoss")

@@ -1,19 +1,23 @@
 """The reference's per-op autograd Functions under its names and ``apply``
-signatures (coordinate map keys and a manager rather than kernel maps):
-each resolves the maps, then runs the op's Function of functional.py, so
-gradients (and the convolution's higher derivatives) are those of the
-layers. Map keys here are values: with ``out_key=None`` the output map is
-the one the layer would make (the reference fills in an unset key object in
-place instead), so a caller that needs the key computes it first, e.g.
-``manager.stride(in_key, stride)``, and passes it."""
+signatures (coordinate map keys and a manager rather than kernel maps).
+Each is a torch.autograd.Function: its forward resolves the maps and runs
+the forward of the op's Function of functional.py on its own ctx, its
+backward is that Function's backward, so gradients (and the convolution's
+higher derivatives) are those of the layers. Map keys here are values: with
+``out_key=None`` the output map is the one the layer would make (the
+reference fills in an unset key object in place instead), so a caller that
+needs the key computes it first, e.g. ``manager.stride(in_key, stride)``,
+and passes it."""
 import enum
+import functools
+import inspect
 
 import torch
 
 from .._core import minkowski as _mk
 from .convolution import convolution_output_key
 from .functional import (BroadcastFunction, ConvolutionFunction, GlobalPoolingFunction,
-                         InstanceNormFunction, LocalPoolingFunction, autocast, run)
+                         InstanceNormFunction, LocalPoolingFunction, _NoGraph, autocast)
 from .kernel import transposed_output_key
 from .ops import interpolate
 from .pooling import reduction
@@ -38,25 +42,75 @@ def _checked_out_key(manager, out_key, where):
     return out_key
 
 
-class MinkowskiConvolutionFunction:
+class _ReferenceFunction(torch.autograd.Function):
+    """A torch.autograd.Function whose ``apply`` takes the reference's
+    arguments with their defaults and keywords (torch's takes positional ones
+    only), casts the float tensors named by ``autocast_args`` under
+    torch.autocast (on the tape, as the reference's maybe_autocast), and
+    runs the forward alone when no input needs a gradient (as the layers do:
+    torch's Function machinery costs about as much as a small op)."""
+
+    autocast_args = ()
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        bound = _signature(cls).bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        args = list(bound.args[1:])
+        for i in cls.autocast_args:
+            if isinstance(args[i], torch.Tensor):
+                (args[i],) = autocast(args[i])
+        args = cls.prepare(*args)
+        if torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return super().apply(*args)
+        return cls.forward(_NoGraph(), *args)
+
+    @staticmethod
+    def prepare(*args):
+        """The arguments the Function records (a view or a copy made here is
+        on the tape)."""
+        return args
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(cls):
+    return inspect.signature(cls.forward)
+
+
+class MinkowskiConvolutionFunction(_ReferenceFunction):
     """``apply(F, W, kernel_generator, convolution_mode, in_key, out_key=None,
     manager=None)``: W is (K, C_in, C_out) (or (C_in, C_out) for K = 1);
     convolution_mode is accepted as the layers accept it. Returns the
-    output features; differentiable in F and W, any number of times."""
+    output features; differentiable in F and W, any number of times (the
+    backward is the layers' ConvolutionFunction's)."""
 
     transposed = False
+    autocast_args = (0, 1)
+
+    @staticmethod
+    def prepare(F, W, *rest):
+        return (F.contiguous(), W if W.dim() == 3 else W[None], *rest)
 
     @classmethod
-    def apply(cls, F, W, kernel_generator, convolution_mode=None, in_key=None, out_key=None,
-              manager=None):
-        where = cls.__name__
-        x = _input(F, in_key, manager, where)
+    def _forward(cls, ctx, F, W, kernel_generator, convolution_mode, in_key, out_key, manager):
+        x = _input(F, in_key, manager, cls.__name__)
         if out_key is None:
             out_key = convolution_output_key(x, kernel_generator, cls.transposed)
-        _checked_out_key(manager, out_key, where)
+        _checked_out_key(manager, out_key, cls.__name__)
         kmap = manager.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
-        f, w = autocast(F, W if W.dim() == 3 else W[None])
-        return run(ConvolutionFunction, f, w, kmap, False)
+        return ConvolutionFunction.forward(ctx, F, W, kmap, False)
+
+    @staticmethod
+    def forward(ctx, F, W, kernel_generator, convolution_mode=None, in_key=None, out_key=None,
+                manager=None):
+        return MinkowskiConvolutionFunction._forward(ctx, F, W, kernel_generator,
+                                                     convolution_mode, in_key, out_key, manager)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        gf, gw = ConvolutionFunction.backward(ctx, grad_out)[:2]
+        return gf, gw, None, None, None, None, None
 
 
 class MinkowskiConvolutionTransposeFunction(MinkowskiConvolutionFunction):
@@ -66,18 +120,24 @@ class MinkowskiConvolutionTransposeFunction(MinkowskiConvolutionFunction):
 
     transposed = True
 
+    @staticmethod
+    def forward(ctx, F, W, kernel_generator, convolution_mode=None, in_key=None, out_key=None,
+                manager=None):
+        return MinkowskiConvolutionTransposeFunction._forward(
+            ctx, F, W, kernel_generator, convolution_mode, in_key, out_key, manager)
 
-class MinkowskiLocalPoolingFunction:
+
+class MinkowskiLocalPoolingFunction(_ReferenceFunction):
     """``apply(input_features, pooling_mode, kernel_generator, in_key,
     out_key=None, coordinate_manager=None)``: max / average / sum pooling
     (ME.PoolingMode), onto the strided map by default."""
 
     transposed = False
+    autocast_args = (0,)
 
     @classmethod
-    def apply(cls, input_features, pooling_mode, kernel_generator, in_key, out_key=None,
-              coordinate_manager=None):
-        where, mgr = cls.__name__, coordinate_manager
+    def _forward(cls, ctx, input_features, pooling_mode, kernel_generator, in_key, out_key, mgr):
+        where = cls.__name__
         x = _input(input_features, in_key, mgr, where)
         mode = _mk.PoolingMode.SUM if cls.transposed else reduction(pooling_mode)
         if out_key is None:
@@ -85,8 +145,18 @@ class MinkowskiLocalPoolingFunction:
                 mgr.stride(in_key, kernel_generator.kernel_stride)
         _checked_out_key(mgr, out_key, where)
         kmap = mgr.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
-        (f,) = autocast(input_features)
-        return run(LocalPoolingFunction, f, kmap, mode)
+        return LocalPoolingFunction.forward(ctx, input_features, kmap, mode)
+
+    @staticmethod
+    def forward(ctx, input_features, pooling_mode, kernel_generator, in_key, out_key=None,
+                coordinate_manager=None):
+        return MinkowskiLocalPoolingFunction._forward(ctx, input_features, pooling_mode,
+                                                      kernel_generator, in_key, out_key,
+                                                      coordinate_manager)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return LocalPoolingFunction.backward(ctx, grad_out)[0], None, None, None, None, None
 
 
 class MinkowskiLocalPoolingTransposeFunction(MinkowskiLocalPoolingFunction):
@@ -95,14 +165,24 @@ class MinkowskiLocalPoolingTransposeFunction(MinkowskiLocalPoolingFunction):
 
     transposed = True
 
+    @staticmethod
+    def forward(ctx, input_features, pooling_mode, kernel_generator, in_key, out_key=None,
+                coordinate_manager=None):
+        return MinkowskiLocalPoolingTransposeFunction._forward(
+            ctx, input_features, pooling_mode, kernel_generator, in_key, out_key,
+            coordinate_manager)
 
-class MinkowskiGlobalPoolingFunction:
+
+class MinkowskiGlobalPoolingFunction(_ReferenceFunction):
     """``apply(input_features, pooling_mode, in_key, out_key=None,
     coordinate_manager=None)``: one row per batch item on the manager's
     origin map of in_key (out_key, when given, must be that map)."""
 
+    autocast_args = (0,)
+
     @staticmethod
-    def apply(input_features, pooling_mode, in_key, out_key=None, coordinate_manager=None):
+    def forward(ctx, input_features, pooling_mode, in_key, out_key=None,
+                coordinate_manager=None):
         where, mgr = "MinkowskiGlobalPoolingFunction", coordinate_manager
         _input(input_features, in_key, mgr, where)
         groups = mgr.batch_groups(in_key)
@@ -110,8 +190,12 @@ class MinkowskiGlobalPoolingFunction:
         if out_key is not None and out_key != origin:
             raise ValueError(f"{where}: expected the origin map {origin} of the input (or None) "
                              f"as out_key, got {out_key}")
-        (f,) = autocast(input_features)
-        return run(GlobalPoolingFunction, f, groups, reduction(pooling_mode))
+        return GlobalPoolingFunction.forward(ctx, input_features, groups,
+                                             reduction(pooling_mode))
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return GlobalPoolingFunction.backward(ctx, grad_out)[0], None, None, None, None
 
 
 class BroadcastMode(enum.IntEnum):
@@ -135,46 +219,63 @@ def _broadcast_mode(mode):
                          f"ELEMENTWISE_MULTIPLICATION), got {mode!r}") from None
 
 
-class MinkowskiBroadcastFunction:
+class MinkowskiBroadcastFunction(_ReferenceFunction):
     """``apply(input_features, input_features_global, operation_type, in_key,
     glob_key, coords_manager)``: each row's batch item's global row added or
     multiplied in; differentiable in both feature tensors."""
 
+    autocast_args = (0, 1)
+
     @staticmethod
-    def apply(input_features, input_features_global, operation_type, in_key, glob_key,
-              coords_manager):
+    def forward(ctx, input_features, input_features_global, operation_type, in_key, glob_key,
+                coords_manager):
         where, mgr = "MinkowskiBroadcastFunction", coords_manager
         _input(input_features, in_key, mgr, where)
         _input(input_features_global, glob_key, mgr, where)
         mode = _broadcast_mode(operation_type)
         groups = _mk.broadcast_groups(mgr, in_key, input_features.detach(), glob_key,
                                       input_features_global.detach())
-        f, g = autocast(input_features, input_features_global)
-        return run(BroadcastFunction, f, g, groups, mode)
+        return BroadcastFunction.forward(ctx, input_features, input_features_global, groups, mode)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return (*BroadcastFunction.backward(ctx, grad_out)[:2], None, None, None, None)
 
 
-class MinkowskiInterpolationFunction:
+class MinkowskiInterpolationFunction(_ReferenceFunction):
     """``apply(input_features, tfield, in_key, coordinate_manager=None)`` ->
     (features at the Q points of tfield (Q x (1+D) float, batch first),
     in_map, out_map, weights): pair p gives point out_map[p] the weight
     weights[p] of input row in_map[p] (multilinear over the corners present,
-    renormalized where some are absent). Differentiable in the features."""
+    renormalized where some are absent). Differentiable in the features (the
+    backward, a scatter of the weighted rows, any number of times)."""
 
     @staticmethod
-    def apply(input_features, tfield, in_key, coordinate_manager=None):
+    def forward(ctx, input_features, tfield, in_key, coordinate_manager=None):
         x = _input(input_features, in_key, coordinate_manager, "MinkowskiInterpolationFunction")
         out, coo, weights = interpolate(x, tfield)
-        return out, coo.cols(), coo.rows(), weights
+        in_map, out_map = coo.cols(), coo.rows()
+        ctx.mark_non_differentiable(in_map, out_map, weights)
+        ctx.maps, ctx.nrows = (in_map, out_map, weights), len(input_features)
+        return out, in_map, out_map, weights
+
+    @staticmethod
+    def backward(ctx, grad_out, *_):
+        in_map, out_map, weights = ctx.maps
+        rows = weights.to(grad_out.dtype)[:, None] * grad_out[out_map]
+        grad = grad_out.new_zeros(ctx.nrows, grad_out.shape[1]).index_add(0, in_map, rows)
+        return grad, None, None, None
 
 
-class MinkowskiPruningFunction:
+class MinkowskiPruningFunction(_ReferenceFunction):
     """``apply(in_feat, mask, in_key, out_key=None, coords_manager=None)``:
     the rows where mask (N, bool or uint8) is set. The output map is a new
     map of the kept coordinates, or out_key when it holds exactly those
-    coordinates in that order. Differentiable in the features."""
+    coordinates in that order. Differentiable in the features (the
+    backward, a scatter into the kept rows, any number of times)."""
 
     @staticmethod
-    def apply(in_feat, mask, in_key, out_key=None, coords_manager=None):
+    def forward(ctx, in_feat, mask, in_key, out_key=None, coords_manager=None):
         where, mgr = "MinkowskiPruningFunction", coords_manager
         _input(in_feat, in_key, mgr, where)
         keep = torch.as_tensor(mask).reshape(-1)
@@ -190,20 +291,30 @@ class MinkowskiPruningFunction:
             if not torch.equal(mgr.coordinates(out_key), mgr.coordinates(in_key)[rows]):
                 raise ValueError(f"{where}: expected an out_key holding the kept coordinates in "
                                  f"order, got {out_key}")
+        ctx.rows, ctx.nrows = rows, len(in_feat)
         return in_feat[rows]
 
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad = grad_out.new_zeros(ctx.nrows, grad_out.shape[1]).index_copy(0, ctx.rows, grad_out)
+        return grad, None, None, None, None
 
-class MinkowskiInstanceNormFunction:
+
+class MinkowskiInstanceNormFunction(_ReferenceFunction):
     """``apply(in_feat, in_coords_key, glob_coords_key=None,
     coords_manager=None, gpooling_mode=...)``: (x - mean) / sqrt(var + 1e-8)
     per batch item, the reference's eps and no affine (glob_coords_key and
     gpooling_mode name how its GPU computes the means; accepted, unused)."""
 
     @staticmethod
-    def apply(in_feat, in_coords_key, glob_coords_key=None, coords_manager=None,
-              gpooling_mode=None):
+    def forward(ctx, in_feat, in_coords_key, glob_coords_key=None, coords_manager=None,
+                gpooling_mode=None):
         _input(in_feat, in_coords_key, coords_manager, "MinkowskiInstanceNormFunction")
         seg = _mk.batch_segments(coords_manager, in_coords_key, in_feat.detach())
         c = in_feat.shape[1]
         ones, zeros = in_feat.new_ones(c), in_feat.new_zeros(c)
-        return run(InstanceNormFunction, in_feat, ones, zeros, seg, 1e-8)
+        return InstanceNormFunction.forward(ctx, in_feat, ones, zeros, seg, 1e-8)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return InstanceNormFunction.backward(ctx, grad_out)[0], None, None, None, None

@@ -143,7 +143,8 @@ class SparseTensor(_Tensor):
                 raise ValueError(
                     "SparseTensor: expected coordinates of shape N x (1+D) with N = "
                     f"{features.shape[0]} feature rows, got {tuple(coordinates.shape)}")
-            mgr = coordinate_manager or default_manager(coordinates.shape[1] - 1)
+            mgr = coordinate_manager or default_manager(
+                coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
             key, unique, inverse = mgr.insert(coordinates, _axes(tensor_stride), "")
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
@@ -375,7 +376,8 @@ class TensorField(_Tensor):
             features.requires_grad_(requires_grad)
         self._F, self._C = features, coordinates
         self._tensor_stride = _axes(tensor_stride)
-        self._manager = coordinate_manager or default_manager(coordinates.shape[1] - 1)
+        self._manager = coordinate_manager or default_manager(
+            coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
         self.quantization_mode = QMode(quantization_mode)
         self._inverse = {}
 
