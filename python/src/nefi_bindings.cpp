@@ -15,6 +15,7 @@
 #include "fk/parallel.h"
 #include "nefi/bench/campaign.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/batch.h"
 #include "tensor_bridge.h"
@@ -154,15 +155,16 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   }
   nb::list out;
   for (size_t b = 0; b < results.size(); ++b) {
+    const uint64_t data_seed = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
     nefi::RunOutput o = nefi::start_run_output(a.method, setups[b].measurement, setups[b].gt);
     o.curriculum = setups[b].curriculum;
     o.result = results[b];
-    if (o.result.error.empty()) {
+    if (o.result.error.empty()) {  // finished and scored as run() does
       o.reconstruction = o.result.fields.at(problems[b].field->primary()).to(fk::DType::F64);
-      o.metrics = inst->evaluate(cfg.config, o);
+      nefi::finish_solved_output(*inst, cfg.config, setups[b].problem, data_seed, o);
     }
     nb::dict d = output_dict(o);
-    d["data_seed"] = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
+    d["data_seed"] = data_seed;
     d["batch_size"] = o.result.batch_size;
     d["error"] = o.result.error;
     out.append(d);

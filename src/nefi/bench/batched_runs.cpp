@@ -7,6 +7,7 @@
 #include "fk/memory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/unit_row.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/io/fnv.h"
 #include "nefi/solve/batch.h"
 
@@ -26,14 +27,16 @@ void mark_failed(Row& r, const std::string& error) {
   r.error = error.empty() ? "unknown error" : error;
 }
 
-// A solved unit's row, scored as Instance::run scores it.
+// A solved unit's row, finished and scored as Instance::run finishes and
+// scores it (its after_solve stage, then evaluate).
 void fill_row(const Instance& inst, const Params& params, const Unit& u, const std::string& method,
               const ProblemSetup& setup, const Field& field, const Result& result, Row& r) {
   RunOutput o = start_run_output(method, setup.measurement, setup.gt);
   o.curriculum = setup.curriculum;
   o.result = result;
   o.reconstruction = o.result.fields.at(field.primary()).to(fk::DType::F64);
-  r.metrics = inst.evaluate(unit_params(params, u), o);
+  finish_solved_output(inst, unit_params(params, u), setup.problem, u.data_seed, o);
+  r.metrics = o.metrics;
   r.steps = o.result.total_steps();
   r.n_params = o.result.n_parameters;
   std::string stops;
@@ -101,10 +104,13 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     const std::vector<double> data = setups[b].measurement.data.to_vector<double>();
     br.fingerprint = fnv1a(data.data(), data.size() * sizeof(double));
     const std::string err = error.empty() ? results[b].error : error;
-    if (err.empty())
+    if (err.empty()) {
+      const auto f0 = std::chrono::steady_clock::now();
       fill_row(inst, params, u, method, setups[b], *problems[b].field, results[b], r);
-    else
+      r.time_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+    } else {
       mark_failed(r, err);
+    }
     out[u.index] = br;
   }
 }

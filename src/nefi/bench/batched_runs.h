@@ -2,8 +2,11 @@
 // The --batched half of a campaign: one method's units solved in batches of
 // B by batch_invert, each batch's problems built by Instance::setup exactly
 // as Instance::run builds them (data seed, scene class, initialisation seed),
-// so a batched row pairs with the sequential rows of the other methods. A
-// row's time_s is its batch's wall clock divided by B, its peak memory the
+// so a batched row pairs with the sequential rows of the other methods. Each
+// solved problem is then finished and scored as run() does
+// (finish_solved_output: the instance's after_solve stage, then evaluate),
+// so a row holds the sequential row's metrics. A row's time_s is its batch's
+// wall clock divided by B plus its own finishing, its peak memory the
 // batch's peak divided by B; batch_size records B (the last batch of a shard
 // may be smaller). A problem that fails in its batch becomes a failed row, and
 // so does a unit whose setup throws (the batch goes on without it).

@@ -150,13 +150,12 @@ class Ct3d : public Instance {
       const Ct3dConfig c = Ct3dConfig::from(p);
       run_fbp(c, RadonOperator(domain_of(c), c.geometry), meas, out);
     };
-    runners.solve = [&p](ProblemSetup s, const std::string& method, uint64_t seed,
-                         const SolverOptions& so) {
-      const Ct3dConfig c = Ct3dConfig::from(p);
-      return solve_refine_and_record(std::move(s), method, c.refine, c.refine_options, c.iou_tau,
-                                     seed, so);
-    };
     return run_method(*this, p, method, seed, so, runners);
+  }
+
+  void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
+    const Ct3dConfig c = Ct3dConfig::from(p);
+    if (c.refine) refine_solved_output(solved, c.refine_options, iou_at_fraction(c.iou_tau), out);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
@@ -175,7 +174,7 @@ class Ct3d : public Instance {
     return s;
   }
 
-  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  // The metrics of the primary reconstruction (after_solve adds the refined stage's).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const double tau = Ct3dConfig::from(p).iou_tau;
     return {{"psnr", psnr(out.reconstruction, out.gt)},

@@ -24,6 +24,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/regularizer_keys.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/biot_savart.h"
@@ -167,35 +168,21 @@ class CurrentDensity : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "fourier", "current_density",
-             "method neural, grid or fourier", method);
-    const CurrentDensityConfig c = CurrentDensityConfig::from(p);
-    const CurrentData d = measure(c, seed);
-    RunOutput out = start_run_output(method, d.measurement, d.gt);
-    if (method == "fourier") {
-      out.reconstruction = fourier_inversion(c, d.measurement.data);
+    MethodRunners runners;
+    runners.direct["fourier"] = [&p](const Measurement& meas, RunOutput& out) {
+      const CurrentDensityConfig c = CurrentDensityConfig::from(p);
+      out.reconstruction = fourier_inversion(c, meas.data);
       out.result.fields["x"] = out.reconstruction;
       out.result.prediction = MagnetostaticsOperator(domain_of(c), c.mag).apply(out.reconstruction);
-    } else {
-      ProblemSetup s = setup_of(c, d, method, seed);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    score(c, d.clean, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const CurrentDensityConfig c = CurrentDensityConfig::from(p);
-    return setup_of(c, measure(c, seed), method, seed);
-  }
-
- private:
-  // run() keeps the clean data for its scores, so the problem is built from
-  // a measurement drawn once.
-  static ProblemSetup setup_of(const CurrentDensityConfig& c, const CurrentData& d,
-                               const std::string& method, uint64_t seed) {
+    const CurrentData d = measure(c, seed);
     const Domain domain = domain_of(c);
     ProblemSetup s{field_problem("current_density", domain,
                                  std::make_shared<MagnetostaticsOperator>(domain, c.mag),
@@ -208,20 +195,25 @@ class CurrentDensity : public Instance {
     return s;
   }
 
-  static Domain domain_of(const CurrentDensityConfig& c) {
-    return Domain({c.n, c.n}, {c.extent(), c.extent()});
-  }
-
-  static void score(const CurrentDensityConfig& c, const fk::Tensor& clean, RunOutput& out) {
+  // The scores on g, on its current K and on its field against the
+  // noiseless data (redrawn from out.seed).
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
+    const CurrentDensityConfig c = CurrentDensityConfig::from(p);
+    const fk::Tensor clean = measure(c, out.seed).clean;
     const Domain domain = domain_of(c);
     const fk::Tensor j = current_of(out.reconstruction, domain), jt = current_of(out.gt, domain);
-    out.metrics["j_psnr"] = psnr(j, jt);
-    out.metrics["j_relative_error"] = relative_error(j, jt);
     fk::autograd::NoGradGuard ng;
     const fk::Tensor b = MagnetostaticsOperator(domain, c.mag).apply(out.reconstruction);
-    out.metrics["bz_psnr"] = psnr(b, clean);
-    out.metrics["bz_relative_error"] = relative_error(b, clean);
-    out.metrics["psnr"] = psnr(out.reconstruction, out.gt);
+    return {{"j_psnr", psnr(j, jt)},
+            {"j_relative_error", relative_error(j, jt)},
+            {"bz_psnr", psnr(b, clean)},
+            {"bz_relative_error", relative_error(b, clean)},
+            {"psnr", psnr(out.reconstruction, out.gt)}};
+  }
+
+ private:
+  static Domain domain_of(const CurrentDensityConfig& c) {
+    return Domain({c.n, c.n}, {c.extent(), c.extent()});
   }
 
   // g^ = W conj(H) B^ / (|H|^2 + reg max|H|^2) on the padded grid, W a Hann

@@ -25,6 +25,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/refine_stage.h"
 #include "nefi/instances/regularizer_keys.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/fft_convolution.h"
@@ -183,18 +184,13 @@ class Deconvolution3d : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "richardson_lucy" ||
-                 method == "wiener3d",
-             "deconvolution3d", "method neural, grid, richardson_lucy or wiener3d", method);
-    const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-    RunOutput out;
-    if (method == "richardson_lucy") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    MethodRunners runners;
+    runners.direct["richardson_lucy"] = [&p](const Measurement& meas, RunOutput& out) {
+      const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
       richardson_lucy(*blur_of(c), meas, c.rl_iterations, out);
-    } else if (method == "wiener3d") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    };
+    runners.direct["wiener3d"] = [&p](const Measurement& meas, RunOutput& out) {
+      const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
       const WienerResult w = wiener_deconvolve(meas.data, anisotropic_gaussian_psf(c.sigma()),
                                                Domain(c.shape(), c.extent()), meas.noise_std);
       fk::autograd::NoGradGuard ng;
@@ -202,12 +198,14 @@ class Deconvolution3d : public Instance {
       out.result.fields["x"] = w.x;
       out.result.prediction = blur_of(c)->apply(w.x);
       out.metrics["wiener_snr"] = w.snr;
-    } else {
-      out = solve_refine_and_record(*setup(p, method, seed), method, c.refine, c.refine_options,
-                                    c.iou_threshold, seed, so);
-    }
-    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
+  }
+
+  void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
+    const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
+    if (c.refine)
+      refine_solved_output(solved, c.refine_options, iou_at_fraction(c.iou_threshold), out);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
@@ -224,7 +222,7 @@ class Deconvolution3d : public Instance {
     return s;
   }
 
-  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  // The metrics of the primary reconstruction (after_solve adds the refined stage's).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const double tau = Deconvolution3dConfig::from(p).iou_threshold;
     return {{"psnr", psnr(out.reconstruction, out.gt)},

@@ -24,6 +24,7 @@
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/elliptic/diffuse_optical.h"
@@ -281,25 +282,23 @@ class Dot3d : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "dot3d",
-             "method neural, grid or uniform", method);
-    const Dot3dConfig c = Dot3dConfig::from(p);
-    RunOutput out;
-    if (method == "uniform") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
+    MethodRunners runners;
+    runners.direct["uniform"] = [&p](const Measurement&, RunOutput& out) {
+      const Dot3dConfig c = Dot3dConfig::from(p);
       uniform_output(*dot_operator(c, c.shape, c.solver), "mua", c.mua_background, c.shape, out);
-    } else {
-      out = solve_refine_and_record(
-          *setup(p, method, seed), method, c.refine, c.refine_options,
-          [&c](const fk::Tensor& x, const fk::Tensor& gt) { return half_max_iou(x, gt, c); }, seed,
-          so);
-    }
-    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
-  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
+    const Dot3dConfig c = Dot3dConfig::from(p);
+    if (c.refine)
+      refine_solved_output(
+          solved, c.refine_options,
+          [&c](const fk::Tensor& x, const fk::Tensor& gt) { return half_max_iou(x, gt, c); }, out);
+  }
+
+  // The metrics of the primary reconstruction (after_solve adds the refined stage's).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const Dot3dConfig c = Dot3dConfig::from(p);
     const auto [z_gt, peak_gt] = excess_depth_and_peak(out.gt, c);

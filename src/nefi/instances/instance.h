@@ -26,6 +26,7 @@ struct RunOutput {
   fk::Tensor reconstruction;  // the primary field, f64
   std::map<std::string, double> metrics;
   Curriculum curriculum;
+  uint64_t seed = 0;  // the data seed: what evaluate() redraws the scene from
 };
 
 // What a gradient method solves: the inverse problem with its curriculum,
@@ -62,7 +63,15 @@ class Instance {
     (void)cfg, (void)method, (void)seed;
     return std::nullopt;
   }
-  // The metrics run() reports, for an output solved elsewhere (batched).
+  // A stage run on a solved output before it is scored (the 3-D instances'
+  // edge refinement), from `solved`, the problem as set up: it records its
+  // own metrics and fields in `out`. run() and batched runs both call it
+  // (finish_solved_output in run_method.h).
+  virtual void after_solve(const Params& cfg, const InverseProblem& solved, RunOutput& out) const {
+    (void)cfg, (void)solved, (void)out;
+  }
+  // Every metric run() reports that after_solve does not, for an output
+  // solved here or elsewhere (batched); out.seed is the run's data seed.
   virtual std::map<std::string, double> evaluate(const Params& cfg, const RunOutput& out) const {
     (void)cfg, (void)out;
     return {};

@@ -28,6 +28,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/nv_larmor_profile.h"
 #include "nefi/instances/nv_relaxometry_scene.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/nv_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -304,26 +305,14 @@ class NVRelaxometry : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    const NVConfig c = NVConfig::from(p);
-    check_method(method);
-    const Truth t = draw_truth(c, seed);
-    ProblemSetup s = build(c, method, measure(c, t, seed), t.rho, seed);
-    RunOutput out = start_run_output(method, s.measurement, t.rho);
-    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    out.metrics = metrics(c, t, out);
-    return out;
+    return run_method(*this, p, method, seed, so);
   }
 
+  // The scores against the truth redrawn from out.seed (its sources' sites
+  // and Larmor frequencies).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const NVConfig c = NVConfig::from(p);
-    // No seed here: the sources are read back from the run's ground truth,
-    // which does not hold their Larmor frequencies (no larmor_mae).
-    Truth t;
-    t.rho = out.gt;
-    const auto rho = out.gt.to_vector<double>();
-    for (int64_t k = 0; k < c.n * c.n; ++k)
-      if (rho[k] > 0) t.sources.push_back({k / c.n, k % c.n, rho[k], c.phys.larmor_default});
-    return metrics(c, t, out, /*with_larmor=*/false);
+    return metrics(c, draw_truth(c, out.seed), out);
   }
 
  private:
@@ -383,7 +372,7 @@ class NVRelaxometry : public Instance {
   }
 
   static std::map<std::string, double> metrics(const NVConfig& c, const Truth& t,
-                                               const RunOutput& out, bool with_larmor = true) {
+                                               const RunOutput& out) {
     std::map<std::string, double> m;
     const fk::Dims shape{c.n, c.n};
     const auto rho = out.reconstruction.to_vector<double>();
@@ -400,7 +389,7 @@ class NVRelaxometry : public Instance {
     if (mass > 0 && !t.sources.empty())
       m["swd"] = sliced_wasserstein(rho, out.gt.to_vector<double>(), shape, c.swd_projections);
     auto wl = out.result.fields.find("omega_L");
-    if (with_larmor && wl != out.result.fields.end() && !t.sources.empty()) {
+    if (wl != out.result.fields.end() && !t.sources.empty()) {
       const auto w = wl->second.to(fk::DType::F64).to_vector<double>();
       double mae = 0;
       for (const nv::Source& s : t.sources) mae += std::abs(w[s.i * c.n + s.j] - s.larmor);

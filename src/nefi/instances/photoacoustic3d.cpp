@@ -27,6 +27,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/photoacoustic3d_data.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/wave/wave_initial_condition.h"
@@ -194,26 +195,22 @@ class Photoacoustic3d : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "time_reversal", "photoacoustic3d",
-             "method neural, grid or time_reversal", method);
-    RunOutput out;
-    if (method == "time_reversal") {
+    MethodRunners runners;
+    runners.direct["time_reversal"] = [&p](const Measurement& meas, RunOutput& out) {
       const PhotoacousticConfig c = PhotoacousticConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       const WaveInitialConditionOperator op(c.op, c.shape);
       std::vector<double> img = op.time_reversal(meas.data.to_vector<double>());
       for (double& v : img) v = std::max(v, 0.0);
       out.reconstruction = fk::from_vector(img, c.shape);
       out.result.fields["x"] = out.reconstruction;
       out.result.prediction = op.apply(out.reconstruction);
-    } else {
-      const PhotoacousticConfig c = PhotoacousticConfig::from(p);
-      out = solve_refine_and_record(*setup(p, method, seed), method, c.refine, c.refine_options,
-                                    otsu_iou, seed, so);
-    }
-    for (const auto& [k, v] : evaluate(p, out)) out.metrics[k] = v;
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
+  }
+
+  void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
+    const PhotoacousticConfig c = PhotoacousticConfig::from(p);
+    if (c.refine) refine_solved_output(solved, c.refine_options, otsu_iou, out);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
@@ -231,7 +228,7 @@ class Photoacoustic3d : public Instance {
     return s;
   }
 
-  // The metrics of the primary reconstruction (run() adds the refined stage's).
+  // The metrics of the primary reconstruction (after_solve adds the refined stage's).
   std::map<std::string, double> evaluate(const Params&, const RunOutput& out) const override {
     return {{"psnr", psnr(out.reconstruction, out.gt)},
             {"ssim", ssim(out.reconstruction, out.gt)},

@@ -18,6 +18,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/poisson_source_data.h"
 #include "nefi/instances/regularizer_keys.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/poisson_dst.h"
@@ -148,30 +149,26 @@ class PoissonSource : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid", "poisson_source", "method neural or grid",
-             method);
-    ProblemSetup s = *setup(p, method, seed);
-    RunOutput out = start_run_output(method, s.measurement, s.gt);
-    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    out.metrics = evaluate(p, out);
-    count_sources(PoissonSourceConfig::from(p), seed, out);
-    return out;
+    return run_method(*this, p, method, seed, so);
   }
 
-  // The field metrics; the source count needs the run's seed (run() adds it).
+  // The field metrics and, for point scenes, the sources found (the scene
+  // redrawn from out.seed).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
-    (void)p;
-    return {{"psnr", psnr(out.reconstruction, out.gt)},
-            {"mse", mse(out.reconstruction, out.gt)},
-            {"relative_error", relative_error(out.reconstruction, out.gt)}};
+    std::map<std::string, double> m{{"psnr", psnr(out.reconstruction, out.gt)},
+                                    {"mse", mse(out.reconstruction, out.gt)},
+                                    {"relative_error", relative_error(out.reconstruction, out.gt)}};
+    count_sources(PoissonSourceConfig::from(p), out, m);
+    return m;
   }
 
  private:
   // A source counts as found when the reconstruction at its centre cell
   // reaches half of the truth there.
-  static void count_sources(const PoissonSourceConfig& c, uint64_t seed, RunOutput& out) {
+  static void count_sources(const PoissonSourceConfig& c, const RunOutput& out,
+                            std::map<std::string, double>& m) {
     if (c.scene == "smooth") return;
-    const auto src = poisson::draw_sources(c.scene, c.n, c.extent, c.point_cells, seed);
+    const auto src = poisson::draw_sources(c.scene, c.n, c.extent, c.point_cells, out.seed);
     const auto x = out.reconstruction.to_vector<double>(), g = out.gt.to_vector<double>();
     int found = 0;
     for (const poisson::Source& s : src) {
@@ -181,8 +178,8 @@ class PoissonSource : public Instance {
       const int64_t at = cell(s.cx) * c.n + cell(s.cy);
       found += x[at] >= 0.5 * g[at];
     }
-    out.metrics["sources_found"] = found;
-    out.metrics["n_sources"] = static_cast<double>(src.size());
+    m["sources_found"] = found;
+    m["n_sources"] = static_cast<double>(src.size());
   }
 
   // Sources on the finer f64 grid -> FD solve by CG -> area average ->

@@ -23,6 +23,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/reaction_diffusion/reaction_diffusion_operator.h"
@@ -231,21 +232,12 @@ class ReactionDiffusion : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "neural" || method == "grid" || method == "uniform", "reaction_diffusion",
-             "method neural, grid or uniform", method);
-    RunOutput out;
-    if (method == "uniform") {
+    MethodRunners runners;
+    runners.direct["uniform"] = [&p](const Measurement& meas, RunOutput& out) {
       const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
       best_uniform(c, ReactionDiffusionOperator(domain_of(c), c.op), meas, out);
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    out.metrics = evaluate(p, out);
-    return out;
+    };
+    return run_method(*this, p, method, seed, so, runners);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,

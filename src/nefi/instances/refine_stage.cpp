@@ -1,7 +1,5 @@
 #include "nefi/instances/refine_stage.h"
 
-#include <utility>
-
 #include "fk/error.h"
 #include "nefi/solve/metrics.h"
 
@@ -86,27 +84,15 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   return r.field;
 }
 
-RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
-                                  const RefineOptions& options, double iou_fraction, uint64_t seed,
-                                  const SolverOptions& so) {
-  const IouOf iou_of = [iou_fraction](const fk::Tensor& x, const fk::Tensor& gt) {
-    return iou(x, gt, iou_fraction);
-  };
-  return solve_refine_and_record(std::move(s), method, refine, options, iou_of, seed, so);
+void refine_solved_output(const InverseProblem& solved, const RefineOptions& options,
+                          const IouOf& iou_of, RunOutput& out) {
+  const fk::Tensor x = refine_and_record(solved, options, out.seed, out);
+  out.metrics["refined_iou"] = iou_of(x, out.gt);
+  out.metrics["refined_psnr"] = psnr(x, out.gt);
 }
 
-RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
-                                  const RefineOptions& options, const IouOf& iou_of, uint64_t seed,
-                                  const SolverOptions& so) {
-  RunOutput out = start_run_output(method, s.measurement, s.gt);
-  const InverseProblem base = s.problem;
-  solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-  if (refine) {
-    const fk::Tensor x = refine_and_record(base, options, seed, out);
-    out.metrics["refined_iou"] = iou_of(x, out.gt);
-    out.metrics["refined_psnr"] = psnr(x, out.gt);
-  }
-  return out;
+IouOf iou_at_fraction(double fraction) {
+  return [fraction](const fk::Tensor& x, const fk::Tensor& gt) { return iou(x, gt, fraction); };
 }
 
 }  // namespace nefi

@@ -27,17 +27,14 @@ RefineOptions refine_options_from(const Params& p);
 fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,
                              uint64_t seed, RunOutput& out);
 
-// A trainable method's run (neural or grid) in an instance with a refine
-// stage: `s` solved along its curriculum, then, when `refine`, refined from
-// the same problem with the field refine_and_record returns scored as
-// refined_iou (IoU at `iou_fraction` of the truth's peak) and refined_psnr.
-RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
-                                  const RefineOptions& options, double iou_fraction, uint64_t seed,
-                                  const SolverOptions& so);
-// The same with the instance's own IoU of a field against the truth.
+// The refine stage of an instance's after_solve: refines out.reconstruction
+// under `solved` (refine_and_record, seeded by out.seed) and scores the field
+// it returns as refined_iou (the instance's IoU against the truth) and
+// refined_psnr.
 using IouOf = std::function<double(const fk::Tensor& x, const fk::Tensor& gt)>;
-RunOutput solve_refine_and_record(ProblemSetup s, const std::string& method, bool refine,
-                                  const RefineOptions& options, const IouOf& iou_of, uint64_t seed,
-                                  const SolverOptions& so);
+void refine_solved_output(const InverseProblem& solved, const RefineOptions& options,
+                          const IouOf& iou_of, RunOutput& out);
+// The IoU of the masks above `fraction` of each field's peak (nefi::iou).
+IouOf iou_at_fraction(double fraction);
 
 }  // namespace nefi

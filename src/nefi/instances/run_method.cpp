@@ -19,22 +19,35 @@ void check_method(const Instance& instance, const std::string& method) {
   throw fk::Error(instance.name(), expected, method);
 }
 
+void score_output(const Instance& instance, const Params& p, uint64_t seed, RunOutput& out) {
+  out.seed = seed;
+  for (const auto& [k, v] : instance.evaluate(p, out)) out.metrics[k] = v;
+}
+
+void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
+                          uint64_t seed, RunOutput& out) {
+  out.seed = seed;
+  instance.after_solve(p, solved, out);
+  score_output(instance, p, seed, out);
+}
+
 RunOutput run_method(const Instance& instance, const Params& p, const std::string& method,
                      uint64_t seed, const SolverOptions& so, const MethodRunners& runners) {
   check_method(instance, method);
-  RunOutput out;
   if (const auto direct = runners.direct.find(method); direct != runners.direct.end()) {
     auto [meas, gt] = instance.make_measurement(p, seed);
-    out = start_run_output(method, meas, gt);
+    RunOutput out = start_run_output(method, meas, gt);
     direct->second(meas, out);
-  } else if (runners.solve) {
-    out = runners.solve(*instance.setup(p, method, seed), method, seed, so);
-  } else {
-    ProblemSetup s = *instance.setup(p, method, seed);
-    out = start_run_output(method, s.measurement, s.gt);
-    solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
+    score_output(instance, p, seed, out);
+    return out;
   }
-  for (const auto& [k, v] : instance.evaluate(p, out)) out.metrics[k] = v;
+  const std::optional<ProblemSetup> setup = instance.setup(p, method, seed);
+  FK_CHECK(setup.has_value(), instance.name(),
+           "a setup() for method " + method + " (or a direct runner)", "none");
+  const ProblemSetup& s = *setup;
+  RunOutput out = start_run_output(method, s.measurement, s.gt);
+  solve_and_record(s.problem, s.curriculum, seed, so, out);
+  finish_solved_output(instance, p, s.problem, seed, out);
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/instances/thermal/depth_volume.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/metrics.h"
@@ -99,30 +100,31 @@ class ThermalTomography : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    FK_CHECK(method == "nefty" || method == "grid" || method == "pinn_soft" || method == "tsr" ||
-                 method == "ppt",
-             "thermal_tomography", "method nefty, grid, pinn_soft, tsr or ppt", method);
+    MethodRunners runners;
+    for (const char* direct : {"tsr", "ppt"})
+      runners.direct[direct] = [&p, direct](const Measurement& meas, RunOutput& out) {
+        const TomographyConfig c = TomographyConfig::from(p);
+        out.reconstruction = std::string(direct) == "tsr" ? run_tsr(c, meas) : run_ppt(c, meas);
+        out.result.fields["alpha"] = out.reconstruction;
+        out.result.prediction = heat_operator(c)->apply(out.reconstruction.to(fk::DType::F32));
+      };
+    return run_method(*this, p, method, seed, so, runners);
+  }
+
+  // The volume scores and the surface fit; pinn_soft predicts with its
+  // surrogate, the surface score of the start comes from the heat operator.
+  std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
     const TomographyConfig c = TomographyConfig::from(p);
-    RunOutput out;
-    std::shared_ptr<const HeatOperator> op;
-    if (method == "tsr" || method == "ppt") {
-      auto [meas, gt] = measure(c, seed);
-      out = start_run_output(method, meas, gt);
-      op = heat_operator(c);
-      out.reconstruction = method == "tsr" ? run_tsr(c, meas) : run_ppt(c, meas);
-      out.result.fields["alpha"] = out.reconstruction;
-      out.result.prediction = op->apply(out.reconstruction.to(fk::DType::F32));
-    } else {
-      ProblemSetup s = *setup(p, method, seed);
-      out = start_run_output(method, s.measurement, s.gt);
-      // pinn_soft predicts with its surrogate; the surface scores of its start
-      // still come from the heat operator.
-      op = method == "pinn_soft" ? heat_operator(c)
-                                 : std::static_pointer_cast<const HeatOperator>(s.problem.op);
-      solve_and_record(std::move(s.problem), s.curriculum, seed, so, out);
-    }
-    add_metrics(c, *op, out.gt, out.measurement, out);
-    return out;
+    std::map<std::string, double> m = thermal::volume_metrics(
+        out.reconstruction.to_vector<double>(), out.gt.to_vector<double>(), c.grid, c.metrics);
+    // Surface fit: PSNR over the observed frames' range, as nefi::psnr does.
+    const fk::Tensor& data = out.measurement.data;
+    m["surface_mse"] = mse(out.result.prediction, data);
+    m["surface_psnr"] = psnr(out.result.prediction, data);
+    const fk::Tensor start =
+        heat_operator(c)->apply(fk::full(c.grid, c.alpha_init, {fk::DType::F32}));
+    m["surface_psnr_init"] = psnr(start, data);
+    return m;
   }
 
  private:
@@ -215,17 +217,6 @@ class ThermalTomography : public Instance {
     const fk::Dims fs{static_cast<int64_t>(times.size()), c.grid[0], c.grid[1]};
     const thermal::PptResult r = thermal::ppt(frames, c.frame_interval, fs, c.ppt);
     return prior_volume(c, r.defect, r.depth, c.ppt.alpha);
-  }
-
-  static void add_metrics(const TomographyConfig& c, const HeatOperator& op, const fk::Tensor& gt,
-                          const Measurement& meas, RunOutput& out) {
-    out.metrics = thermal::volume_metrics(out.reconstruction.to_vector<double>(),
-                                          gt.to_vector<double>(), c.grid, c.metrics);
-    // Surface fit: PSNR over the observed frames' range, as nefi::psnr does.
-    out.metrics["surface_mse"] = mse(out.result.prediction, meas.data);
-    out.metrics["surface_psnr"] = psnr(out.result.prediction, meas.data);
-    const fk::Tensor start = op.apply(fk::full(c.grid, c.alpha_init, {fk::DType::F32}));
-    out.metrics["surface_psnr_init"] = psnr(start, meas.data);
   }
 };
 

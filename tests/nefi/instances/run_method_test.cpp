@@ -13,14 +13,14 @@
 namespace {
 
 // An instance whose measurement is 2 everywhere and truth 1: "halve" is a
-// direct method (x = data / 2, with a metric of its own), "recorded" solves
-// its setup with a stand-in solve that records which setup it got.
+// direct method (x = data / 2, with a metric of its own); "neural" has no
+// setup here.
 class Halving : public nefi::Instance {
  public:
   std::string name() const override { return "halving"; }
   std::string summary() const override { return ""; }
   nefi::Params default_config() const override { return {}; }
-  std::vector<std::string> methods() const override { return {"neural", "recorded", "halve"}; }
+  std::vector<std::string> methods() const override { return {"neural", "halve"}; }
   std::vector<std::string> scenes() const override { return {}; }
   nefi::DataLabels data_labels(const nefi::Params&) const override { return {}; }
   std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params&,
@@ -28,12 +28,6 @@ class Halving : public nefi::Instance {
     nefi::Measurement m;
     m.data = fk::full({3}, 2.0 + static_cast<double>(seed), {fk::DType::F64});
     return {m, fk::full({3}, 1.0, {fk::DType::F64})};
-  }
-  std::optional<nefi::ProblemSetup> setup(const nefi::Params& p, const std::string& method,
-                                          uint64_t seed) const override {
-    if (method == "halve") return std::nullopt;
-    auto [m, gt] = make_measurement(p, seed);
-    return nefi::ProblemSetup{{}, {}, m, gt};
   }
   nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
                       const nefi::SolverOptions& so) const override {
@@ -44,12 +38,6 @@ class Halving : public nefi::Instance {
       out.reconstruction = fk::from_vector(x, {3});
       out.metrics["halve_own"] = 7;
       out.metrics["rmse"] = -1;  // evaluate's value wins
-    };
-    runners.solve = [](nefi::ProblemSetup s, const std::string& method, uint64_t,
-                       const nefi::SolverOptions&) {
-      nefi::RunOutput out = nefi::start_run_output(method, s.measurement, s.gt);
-      out.reconstruction = s.measurement.data;
-      return out;
     };
     return nefi::run_method(*this, p, method, seed, so, runners);
   }
@@ -69,13 +57,15 @@ TEST(NefiRunMethod, DirectMethodRunsOnTheMeasurementAndKeepsItsMetrics) {
   EXPECT_EQ(out.metrics.at("rmse"), 0);
 }
 
-TEST(NefiRunMethod, OtherMethodsSolveTheSetupForTheSeed) {
+TEST(NefiRunMethod, AMethodWithoutASetupIsAnError) {
   const Halving h;
-  const nefi::RunOutput out = h.run({}, "recorded", 2, {});
-  EXPECT_EQ(out.method, "recorded");
-  EXPECT_EQ(out.reconstruction.to_vector<double>(), (std::vector<double>{4, 4, 4}));
-  EXPECT_EQ(out.metrics.size(), 1u);
-  EXPECT_DOUBLE_EQ(out.metrics.at("rmse"), 3);
+  try {
+    h.run({}, "neural", 0, {});
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_EQ(e.where(), "halving");
+    EXPECT_NE(std::string(e.expected()).find("setup() for method neural"), std::string::npos);
+  }
 }
 
 TEST(NefiRunMethod, UnknownMethodIsAnErrorListingTheMethods) {
@@ -85,7 +75,7 @@ TEST(NefiRunMethod, UnknownMethodIsAnErrorListingTheMethods) {
     FAIL();
   } catch (const fk::Error& e) {
     EXPECT_EQ(e.where(), "halving");
-    EXPECT_EQ(e.expected(), "method neural, recorded or halve");
+    EXPECT_EQ(e.expected(), "method neural or halve");
     EXPECT_EQ(e.given(), "wiener");
   }
 }
@@ -104,6 +94,59 @@ TEST(NefiRunMethod, DefaultSolveIsSolveAndRecord) {
   nefi::solve_and_record(std::move(s.problem), s.curriculum, 1, so, direct);
   EXPECT_EQ(out.reconstruction.to_vector<double>(), direct.reconstruction.to_vector<double>());
   EXPECT_EQ(out.metrics, toy->evaluate(c.config, direct));
+}
+
+// toy1d with a stage after its solve that records what it was given: the
+// seed, the solved output's steps and the problem as set up (its name); it
+// also sets a metric evaluate() reports, whose value must win.
+class AfterSolveToy : public nefi::Instance {
+ public:
+  std::string name() const override { return "after_solve_toy"; }
+  std::string summary() const override { return ""; }
+  nefi::Params default_config() const override { return toy_->default_config(); }
+  std::vector<std::string> methods() const override { return toy_->methods(); }
+  std::vector<std::string> scenes() const override { return {}; }
+  nefi::DataLabels data_labels(const nefi::Params&) const override { return {}; }
+  std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params& p,
+                                                            uint64_t seed) const override {
+    return toy_->make_measurement(p, seed);
+  }
+  std::optional<nefi::ProblemSetup> setup(const nefi::Params& p, const std::string& method,
+                                          uint64_t seed) const override {
+    return toy_->setup(p, method, seed);
+  }
+  nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    return nefi::run_method(*this, p, method, seed, so);
+  }
+  void after_solve(const nefi::Params&, const nefi::InverseProblem& solved,
+                   nefi::RunOutput& out) const override {
+    out.metrics["after_seed"] = static_cast<double>(out.seed);
+    out.metrics["after_steps"] = out.result.total_steps();
+    out.metrics["after_named_toy1d"] = solved.name == "toy1d" && solved.op != nullptr;
+    out.metrics["psnr"] = -1;
+  }
+  std::map<std::string, double> evaluate(const nefi::Params& p,
+                                         const nefi::RunOutput& out) const override {
+    return toy_->evaluate(p, out);
+  }
+
+ private:
+  nefi::InstancePtr toy_ = nefi::find_instance("toy1d");
+};
+
+TEST(NefiRunMethod, AfterSolveRunsOnTheSolvedOutputBeforeEvaluate) {
+  fk::set_num_threads(1);
+  const nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("toy1d_smoke.yaml"));
+  const AfterSolveToy toy;
+  nefi::SolverOptions so;
+  so.max_total_steps = 12;
+  const nefi::RunOutput out = toy.run(c.config, "neural", 3, so);
+  EXPECT_EQ(out.seed, 3u);
+  EXPECT_EQ(out.metrics.at("after_seed"), 3);
+  EXPECT_EQ(out.metrics.at("after_steps"), 12);
+  EXPECT_EQ(out.metrics.at("after_named_toy1d"), 1);
+  EXPECT_DOUBLE_EQ(out.metrics.at("psnr"), nefi::psnr(out.reconstruction, out.gt));
 }
 
 }  // namespace

@@ -5,13 +5,18 @@
 // heads) or its precision (bf16 autocast): the batch equals two sequential
 // solves (seeds 0 and 1) per step to 1e-5 (history rows, stop reasons,
 // final fields), or is refused with batchable_reason's message, which must
-// name why (the test pins the expected reason word).
+// name why (the test pins the expected reason word). And a batched bench
+// row (nefi bench --batched) reports every metric the sequential run() of
+// its problem does, to 1e-6: after_solve's stage (the 3-D refinement) and
+// the scores evaluate() redraws from the data seed (source counts, Larmor
+// errors, the noiseless field) included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "fk/parallel.h"
+#include "nefi/bench/batched_runs.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/catalogue.h"
@@ -113,6 +118,43 @@ TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
       EXPECT_LE(d, 1e-5 * scale) << name;
     }
   }
+}
+
+// The case's smoke config, its refinement (if any) cut to 5 steps.
+nefi::Params smoke_params(const Case& k) {
+  nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path(k.instance + "_smoke.yaml"));
+  for (const auto& [key, value] : k.set) c.config.set(key, value);
+  if (c.config.has("refine_steps")) c.config.set("refine_steps", "5");
+  return c.config;
+}
+
+TEST_P(NefiBatchInstance, BatchedBenchRowHasTheSequentialRunsMetrics) {
+  fk::set_num_threads(1);
+  const Case& k = GetParam();
+  if (!k.refusal.empty()) GTEST_SKIP() << "not batchable";
+  const nefi::Params p = smoke_params(k);
+  const auto inst = nefi::find_instance(k.instance);
+  nefi::bench::Protocol proto;
+  proto.max_total_steps = 6;
+  std::vector<nefi::bench::Unit> units;
+  for (uint64_t s : {0, 1})
+    units.push_back({static_cast<int64_t>(s), p.has("scene") ? p.s("scene") : "", 0, s, s});
+  const auto rows = nefi::bench::run_batched(*inst, p, units, k.method, proto, 2);
+  const nefi::bench::Row& bat = rows.at(1).row;
+  ASSERT_EQ(bat.error, "");
+  ASSERT_EQ(bat.batch_size, 2);
+  nefi::SolverOptions so;
+  so.seed = 1;
+  so.init_seed = 1;
+  so.max_total_steps = 6;
+  const nefi::RunOutput seq = inst->run(p, k.method, 1, so);
+  std::vector<std::string> seq_keys, bat_keys;
+  for (const auto& [key, v] : seq.metrics) seq_keys.push_back(key);
+  for (const auto& [key, v] : bat.metrics) bat_keys.push_back(key);
+  ASSERT_EQ(seq_keys, bat_keys);
+  for (const auto& [key, v] : seq.metrics)
+    EXPECT_NEAR(bat.metrics.at(key), v, 1e-6 * std::max(1.0, std::abs(v))) << key;
 }
 
 const std::vector<Case>& cases() {
