@@ -205,6 +205,7 @@ class Deconvolution3d : public Instance {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
       richardson_lucy(*blur_of(c), intensity_data(c, meas).first, c.rl_iterations, out);
+      out.result.prediction = as_measured(c, out.result.prediction);
     } else if (method == "wiener3d") {
       auto [meas, gt] = measure(c, seed);
       out = start_run_output(method, meas, gt);
@@ -213,7 +214,7 @@ class Deconvolution3d : public Instance {
       fk::autograd::NoGradGuard ng;
       out.reconstruction = w.x;
       out.result.fields["x"] = w.x;
-      out.result.prediction = blur_of(c)->apply(w.x);
+      out.result.prediction = as_measured(c, blur_of(c)->apply(w.x));
       out.metrics["wiener_snr"] = w.snr;
     } else {
       out = solve_refine_and_record(*setup(p, method, seed), method, c.refine, c.refine_options,
@@ -266,6 +267,15 @@ class Deconvolution3d : public Instance {
     std::vector<double> v = y.to_vector<double>();
     for (double& x : v) x = (x - c.background_counts) / c.peak_counts;
     return {fk::from_vector(v, y.shape()), meas.noise_std / c.peak_counts};
+  }
+
+  // A blurred intensity in the measurement's units: counts peak h*x +
+  // background in Poisson mode, as it is otherwise.
+  static fk::Tensor as_measured(const Deconvolution3dConfig& c, const fk::Tensor& blurred) {
+    if (!c.poisson) return blurred;
+    std::vector<double> v = blurred.to_vector<double>();
+    for (double& x : v) x = c.peak_counts * x + c.background_counts;
+    return fk::from_vector(v, blurred.shape());
   }
 
   // x <- x A^T(y / A x) / A^T 1 from a flat start (data clamped at 0).

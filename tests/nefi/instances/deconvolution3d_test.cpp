@@ -326,6 +326,11 @@ TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
     for (double& v : y) v = (v - 2.0) / 200.0;
     const double data_psnr = nefi::psnr(fk::from_vector(y, rl.gt.shape()), rl.gt);
     EXPECT_GT(rl.metrics.at("psnr"), data_psnr + 2.0) << "seed " << s;
+    // Its prediction is in counts: within a few Poisson std of the data.
+    const double rms =
+        std::sqrt(nefi::mse(rl.result.prediction, rl.measurement.data.to(fk::DType::F64)));
+    EXPECT_LT(rms, 1.5 * rl.measurement.noise_std) << "seed " << s;
+    EXPECT_GT(rms, 0.5 * rl.measurement.noise_std) << "seed " << s;
   }
 }
 
