@@ -1,13 +1,17 @@
 // deconvolution3d: a fluorescence z-stack, y = h * x + n, h a Gaussian PSF
 // with sigma_z = axial_ratio * sigma_xy in um on anisotropic voxels (pixel
 // in x and y, z_step in z; axis 2 is z), Gaussian noise of noise_std *
-// max(h * x). Data: analytic scenes point-sampled on a finer f64 grid,
-// blurred by a separable direct convolution and area-averaged
-// (deconvolution3d_data.h); inversion: FFTConvolution (3-D) at each stage's
-// grid. Scenes: filaments | puncta | cells | uniform_filaments. Methods: neural | grid (+TV) |
-// richardson_lucy | wiener3d (periodic Wiener filter, SNR by the discrepancy
-// principle at the known noise level). Metrics: psnr, ssim (mean over z slices), mse, iou (of
-// the masks above iou_threshold * max(truth)); with `refine` on, the
+// max(h * x), or photon counts y ~ Poisson(peak_counts (h * x) +
+// background_counts), inverted through a frozen Nuisance(gain peak_counts,
+// offset background_counts) with the Poisson NLL. The PSF array spans
+// psf_extent full (2n - 1 cells) or same (n). Data: analytic scenes
+// point-sampled on a finer f64 grid, blurred by a separable direct
+// convolution and area-averaged (deconvolution3d_data.h); inversion:
+// FFTConvolution (3-D) at each stage's grid. Scenes: filaments | puncta |
+// cells | uniform_filaments. Methods: neural | grid (+TV) | richardson_lucy
+// | wiener3d (periodic Wiener filter, SNR by the discrepancy principle at
+// the known noise level). Metrics: psnr, ssim (mean over z slices), mse, iou
+// (of the masks above iou_threshold * max(truth)); with `refine` on, the
 // neural and grid fits are then sharpened by the level-set refinement
 // (solve/refine.h) and refined_iou / refined_psnr score the field it keeps.
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
+#include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/resample.h"
 #include "nefi/solve/metrics.h"
@@ -37,29 +42,18 @@ namespace {
 
 constexpr const char* kDeconv3dDataTag = "blur3d-2x-float64-separable-direct";
 
-// A Gaussian with its own physical std per axis, sampled at cell centres to
-// 4 sigma, unit sum.
-PsfFunction anisotropic_gaussian_psf(std::vector<double> sigma) {
-  return [sigma](const std::vector<double>& h) {
+// A Gaussian with its own physical std per axis over a box of physical size
+// `box`, sampled at each resolution's spacing over the PSF extent of that
+// resolution's grid (deconvolution3d_data.h).
+PsfFunction anisotropic_gaussian_psf(std::vector<double> sigma, std::vector<double> box,
+                                     deconv3d::PsfExtent extent) {
+  return [sigma, box, extent](const std::vector<double>& h) {
+    std::array<int64_t, 3> cells, shape;
+    for (int a = 0; a < 3; ++a) cells[a] = std::llround(box[a] / h[a]);
     PsfSample s;
-    std::vector<std::vector<double>> axis(h.size());
-    for (size_t a = 0; a < h.size(); ++a) {
-      const int64_t r = static_cast<int64_t>(std::ceil(4 * sigma[a] / h[a]));
-      for (int64_t t = -r; t <= r; ++t)
-        axis[a].push_back(std::exp(-0.5 * std::pow(t * h[a] / sigma[a], 2)));
-      s.shape.push_back(2 * r + 1);
-    }
-    s.values.assign(s.shape.numel(), 1.0);
-    double total = 0;
-    for (int64_t p = 0; p < s.shape.numel(); ++p) {
-      int64_t rem = p;
-      for (int a = static_cast<int>(h.size()) - 1; a >= 0; --a) {
-        s.values[p] *= axis[a][rem % s.shape[a]];
-        rem /= s.shape[a];
-      }
-      total += s.values[p];
-    }
-    for (double& v : s.values) v /= total;
+    s.values = deconv3d::gaussian_psf({sigma[0], sigma[1], sigma[2]}, {h[0], h[1], h[2]}, cells,
+                                      extent, shape);
+    s.shape = fk::Dims({shape[0], shape[1], shape[2]});
     return s;
   };
 }
@@ -68,6 +62,9 @@ struct Deconvolution3dConfig {
   int64_t n = 0, n_z = 0, supersample = 0, rl_iterations = 0;
   double pixel = 0, z_step = 0, sigma_xy = 0, axial_ratio = 0, noise_std = 0, iou_threshold = 0;
   std::string scene;
+  deconv3d::PsfExtent psf_extent = deconv3d::PsfExtent::kFull;
+  bool poisson = false;  // else Gaussian noise of noise_std * max(clean)
+  double peak_counts = 0, background_counts = 0;
   double init_value = 0;
   NeuralFieldConfig field;
   Curriculum neural_curriculum, grid_curriculum;
@@ -79,6 +76,7 @@ struct Deconvolution3dConfig {
   fk::Dims shape() const { return {n, n, n_z}; }
   std::vector<double> extent() const { return {n * pixel, n * pixel, n_z * z_step}; }
   std::vector<double> sigma() const { return {sigma_xy, sigma_xy, axial_ratio * sigma_xy}; }
+  PsfFunction psf() const { return anisotropic_gaussian_psf(sigma(), extent(), psf_extent); }
 
   static Deconvolution3dConfig from(const Params& p) {
     Deconvolution3dConfig c;
@@ -103,6 +101,14 @@ struct Deconvolution3dConfig {
              std::to_string(c.axial_ratio));
     c.noise_std = p.d("noise_std");
     FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));
+    c.poisson = p.choice("noise", {"gaussian", "poisson"}) == "poisson";
+    c.peak_counts = p.d("peak_counts");
+    FK_CHECK(c.peak_counts > 0, "config key 'peak_counts'", "counts > 0 at intensity 1",
+             std::to_string(c.peak_counts));
+    c.background_counts = p.d("background_counts");
+    FK_CHECK(c.background_counts >= 0, "config key 'background_counts'", "counts >= 0",
+             std::to_string(c.background_counts));
     c.iou_threshold = p.d("iou_threshold");
     FK_CHECK(c.iou_threshold > 0 && c.iou_threshold < 1, "config key 'iou_threshold'",
              "a fraction in (0, 1)", std::to_string(c.iou_threshold));
@@ -143,7 +149,10 @@ class Deconvolution3d : public Instance {
     const std::vector<DataAxis> xyz{
         span_axis("x", "µm", 0, side), span_axis("y", "µm", 0, side),
         span_axis("z", "µm", 0, static_cast<double>(p.i("n_z")) * p.d("z_step"))};
-    return {{"fluorophore density", "ρ", "a.u."}, xyz, {"blurred intensity", "h ∗ ρ", "a.u."}, xyz};
+    const Quantity measured = p.s("noise") == "poisson"
+                                  ? Quantity{"photon counts", "N", "counts"}
+                                  : Quantity{"blurred intensity", "h ∗ ρ", "a.u."};
+    return {{"fluorophore density", "ρ", "a.u."}, xyz, measured, xyz};
   }
 
   Params default_config() const override {
@@ -154,7 +163,11 @@ class Deconvolution3d : public Instance {
     p.declare("z_step", 0.2, "z step (um)");
     p.declare("psf_sigma_xy", 0.12, "lateral PSF std (um)");
     p.declare("axial_ratio", 3.0, "sigma_z / sigma_xy");
-    p.declare("noise_std", 0.01, "noise std relative to the clean maximum");
+    p.declare("psf_extent", std::string("full"), "PSF array: full (2n - 1 cells) | same (n)");
+    p.declare("noise", std::string("gaussian"), "gaussian | poisson (photon counts)");
+    p.declare("noise_std", 0.01, "Gaussian noise std relative to the clean maximum");
+    p.declare("peak_counts", 200.0, "Poisson: expected counts at intensity 1");
+    p.declare("background_counts", 2.0, "Poisson: background counts");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64)");
     p.declare("scene", std::string("filaments"), "filaments | puncta | cells | uniform_filaments");
     p.declare("iou_threshold", 0.3, "IoU masks: values above this fraction of max(truth)");
@@ -187,16 +200,17 @@ class Deconvolution3d : public Instance {
     MethodRunners runners;
     runners.direct["richardson_lucy"] = [&p](const Measurement& meas, RunOutput& out) {
       const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-      richardson_lucy(*blur_of(c), meas, c.rl_iterations, out);
+      richardson_lucy(*blur_of(c), intensity_data(c, meas).first, c.rl_iterations, out);
+      out.result.prediction = as_measured(c, out.result.prediction);
     };
     runners.direct["wiener3d"] = [&p](const Measurement& meas, RunOutput& out) {
       const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-      const WienerResult w = wiener_deconvolve(meas.data, anisotropic_gaussian_psf(c.sigma()),
-                                               Domain(c.shape(), c.extent()), meas.noise_std);
+      const auto [y, sd] = intensity_data(c, meas);
+      const WienerResult w = wiener_deconvolve(y, c.psf(), Domain(c.shape(), c.extent()), sd);
       fk::autograd::NoGradGuard ng;
       out.reconstruction = w.x;
       out.result.fields["x"] = w.x;
-      out.result.prediction = blur_of(c)->apply(w.x);
+      out.result.prediction = as_measured(c, blur_of(c)->apply(w.x));
       out.metrics["wiener_snr"] = w.snr;
     };
     return run_method(*this, p, method, seed, so, runners);
@@ -213,10 +227,16 @@ class Deconvolution3d : public Instance {
     if (method != "neural" && method != "grid") return std::nullopt;
     const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
     auto [meas, gt] = measure(c, seed);
-    ProblemSetup s{field_problem("deconvolution3d", Domain(c.shape(), c.extent()), blur_of(c), meas,
+    // Poisson mode: counts through the frozen detector gain and background,
+    // the NLL per count scaled by 1 / peak_counts so the TV weight means
+    // what it does for Gaussian data.
+    OperatorPtr op = blur_of(c);
+    if (c.poisson) op = std::make_shared<NuisanceOperator>(op, c.peak_counts, c.background_counts);
+    ProblemSetup s{field_problem("deconvolution3d", Domain(c.shape(), c.extent()), op, meas,
                                  {softplus_head("x", c.init_value)}, method, c.field, seed),
                    method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
-    s.problem.losses.add(mse_loss(), 1.0);
+    s.problem.losses.add(c.poisson ? poisson_nll_loss() : mse_loss(),
+                         c.poisson ? 1.0 / c.peak_counts : 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
     s.problem.losses.add(l1_loss("x"), c.l1);
     return s;
@@ -233,19 +253,38 @@ class Deconvolution3d : public Instance {
 
  private:
   static std::shared_ptr<FFTConvolution> blur_of(const Deconvolution3dConfig& c) {
-    return std::make_shared<FFTConvolution>(anisotropic_gaussian_psf(c.sigma()),
-                                            Domain(c.shape(), c.extent()));
+    return std::make_shared<FFTConvolution>(c.psf(), Domain(c.shape(), c.extent()));
+  }
+
+  // Counts as intensities, (counts - background) / peak, with the noise std
+  // the measurement's rms count noise / peak; Gaussian data as they are.
+  static std::pair<fk::Tensor, double> intensity_data(const Deconvolution3dConfig& c,
+                                                      const Measurement& meas) {
+    fk::Tensor y = meas.data.to(fk::DType::F64);
+    if (!c.poisson) return {y, meas.noise_std};
+    std::vector<double> v = y.to_vector<double>();
+    for (double& x : v) x = (x - c.background_counts) / c.peak_counts;
+    return {fk::from_vector(v, y.shape()), meas.noise_std / c.peak_counts};
+  }
+
+  // A blurred intensity in the measurement's units: counts peak h*x +
+  // background in Poisson mode, as it is otherwise.
+  static fk::Tensor as_measured(const Deconvolution3dConfig& c, const fk::Tensor& blurred) {
+    if (!c.poisson) return blurred;
+    std::vector<double> v = blurred.to_vector<double>();
+    for (double& x : v) x = c.peak_counts * x + c.background_counts;
+    return fk::from_vector(v, blurred.shape());
   }
 
   // x <- x A^T(y / A x) / A^T 1 from a flat start (data clamped at 0).
-  static void richardson_lucy(const FFTConvolution& A, const Measurement& meas, int64_t iters,
+  static void richardson_lucy(const FFTConvolution& A, const fk::Tensor& data, int64_t iters,
                               RunOutput& out) {
     fk::autograd::NoGradGuard ng;
-    std::vector<double> y = meas.data.to_vector<double>();
+    std::vector<double> y = data.to_vector<double>();
     double mean = 0;
     for (double& v : y) mean += v = std::max(v, 0.0);
     mean /= static_cast<double>(y.size());
-    const fk::Dims& s = meas.data.shape();
+    const fk::Dims& s = data.shape();
     const fk::Tensor yt = fk::from_vector(y, s);
     fk::Tensor x = fk::full(s, std::max(mean, 1e-6), {fk::DType::F64});
     const fk::Tensor norm = A.vjp(x, fk::full(s, 1.0, {fk::DType::F64}));
@@ -260,7 +299,9 @@ class Deconvolution3d : public Instance {
   }
 
   // Scene point-sampled on the finer grid -> separable direct blur -> area
-  // average -> noise; the truth is the fine render area-averaged to n.
+  // average -> noise (Gaussian, or photon counts whose noise_std is the rms
+  // count noise sqrt(mean(peak clean + background))); the truth is the fine
+  // render area-averaged to n.
   static std::pair<Measurement, fk::Tensor> measure(const Deconvolution3dConfig& c, uint64_t seed) {
     const int64_t f = c.supersample;
     const std::array<int64_t, 3> fine{c.n * f, c.n * f, c.n_z * f};
@@ -272,13 +313,19 @@ class Deconvolution3d : public Instance {
     const deconv3d::Point sg{c.sigma_xy, c.sigma_xy, c.axial_ratio * c.sigma_xy};
     const fk::Dims fd{fine[0], fine[1], fine[2]};
     const auto clean = area_resample(deconv3d::gaussian_blur(img, fine, h, sg), fd, c.shape());
-    double mx = 0;
-    for (double v : clean) mx = std::max(mx, v);
+    double mx = 0, mean = 0;
+    for (double v : clean) mx = std::max(mx, v), mean += std::max(v, 0.0);
+    mean /= static_cast<double>(clean.size());
     Measurement m;
-    m.noise_std = c.noise_std * mx;
-    datagen::Rng rng(seed * 7919 + 53);
     std::vector<double> y(clean);
-    for (double& v : y) v += m.noise_std * rng.normal();
+    if (c.poisson) {
+      y = deconv3d::poisson_counts(clean, c.peak_counts, c.background_counts, seed * 7919 + 59);
+      m.noise_std = std::sqrt(c.peak_counts * mean + c.background_counts);
+    } else {
+      m.noise_std = c.noise_std * mx;
+      datagen::Rng rng(seed * 7919 + 53);
+      for (double& v : y) v += m.noise_std * rng.normal();
+    }
     m.data = fk::from_vector(y, c.shape()).to(fk::DType::F32);
     return {m, fk::from_vector(area_resample(img, fd, c.shape()), c.shape())};
   }

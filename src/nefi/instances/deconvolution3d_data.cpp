@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "fk/error.h"
+#include "nefi/instances/datagen.h"
 #include "nefi/instances/numpy_rng.h"
 
 namespace nefi::deconv3d {
@@ -198,6 +199,44 @@ std::vector<double> gaussian_blur(const std::vector<double>& v, const std::array
     cur.swap(out);
   }
   return cur;
+}
+
+std::vector<double> poisson_counts(const std::vector<double>& clean, double peak, double background,
+                                   uint64_t seed) {
+  FK_CHECK(peak > 0, "config key 'peak_counts'", "counts > 0 at intensity 1", std::to_string(peak));
+  FK_CHECK(background >= 0, "config key 'background_counts'", "counts >= 0",
+           std::to_string(background));
+  datagen::Rng rng(seed);
+  std::vector<double> y(clean.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<double>(rng.poisson(peak * std::max(clean[i], 0.0) + background));
+  return y;
+}
+
+PsfExtent psf_extent_from(const std::string& name) {
+  if (name == "full") return PsfExtent::kFull;
+  if (name == "same") return PsfExtent::kSame;
+  throw fk::Error("config key 'psf_extent'", "full or same", name);
+}
+
+std::vector<double> gaussian_psf(const Point& sigma, const Point& h,
+                                 const std::array<int64_t, 3>& cells, PsfExtent extent,
+                                 std::array<int64_t, 3>& shape) {
+  std::array<std::vector<double>, 3> axis;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t r = extent == PsfExtent::kFull ? cells[a] - 1 : (cells[a] - 1) / 2;
+    double total = 0;
+    for (int64_t t = -r; t <= r; ++t)
+      total += axis[a].emplace_back(std::exp(-0.5 * std::pow(t * h[a] / sigma[a], 2)));
+    for (double& w : axis[a]) w /= total;
+    shape[a] = 2 * r + 1;
+  }
+  std::vector<double> v;
+  v.reserve(shape[0] * shape[1] * shape[2]);
+  for (double wx : axis[0])
+    for (double wy : axis[1])
+      for (double wz : axis[2]) v.push_back(wx * wy * wz);
+  return v;
 }
 
 }  // namespace nefi::deconv3d

@@ -1,8 +1,9 @@
 #pragma once
 // The deconvolution3d instance's data side, independent of the inversion
 // operator (no FFT): analytic fluorescence scenes in physical units (um) on
-// a box (axis 0 = x, 1 = y, 2 = z), point-sampled on a grid, and a
-// separable direct Gaussian blur (zero outside the box) in f64.
+// a box (axis 0 = x, 1 = y, 2 = z), point-sampled on a grid, a separable
+// direct Gaussian blur (zero outside the box) in f64, photon counts, and the
+// sampled PSF array the inversion's FFT convolution is built from.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -52,5 +53,28 @@ std::vector<double> render(const std::vector<Object>& s, const std::array<int64_
 // spacing h[a], truncated at 4 sigma, unit sum per axis; zero outside.
 std::vector<double> gaussian_blur(const std::vector<double>& v, const std::array<int64_t, 3>& shape,
                                   const Point& h, const Point& sigma);
+
+// Photon counts: y_i ~ Poisson(peak * clean_i + background) (clean clamped
+// at 0), drawn from datagen::Rng(seed). Negative peak or background is an
+// fk::Error naming 'peak_counts' / 'background_counts'.
+std::vector<double> poisson_counts(const std::vector<double>& clean, double peak, double background,
+                                   uint64_t seed);
+
+// The extent of the sampled PSF array per axis, for a grid of n cells:
+// full = 2n - 1 cells (every shift between two cells of the box, so the
+// zero-padded convolution is exactly the box-restricted one and its adjoint
+// the correlation); same = the largest odd count <= n (centred, so the FFT
+// grid is ~2n instead of ~3n per axis: 3-4x cheaper in 3-D, dropping the
+// PSF tails beyond n/2 cells). Unknown names are an fk::Error naming
+// 'psf_extent'.
+enum class PsfExtent { kFull, kSame };
+PsfExtent psf_extent_from(const std::string& name);
+
+// A separable Gaussian of std sigma[a] (physical) sampled at the offsets
+// t * h[a] of the cells of a `cells[a]`-cell grid over the given extent
+// (see PsfExtent), normalised to unit sum, C order; `shape` gets its size.
+std::vector<double> gaussian_psf(const Point& sigma, const Point& h,
+                                 const std::array<int64_t, 3>& cells, PsfExtent extent,
+                                 std::array<int64_t, 3>& shape);
 
 }  // namespace nefi::deconv3d
