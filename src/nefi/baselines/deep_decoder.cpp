@@ -168,13 +168,18 @@ void declare_deep_decoder_keys(Params& p, int64_t width, int64_t stages, double 
   p.declare("dd_lr", lr, "deep decoder learning rate");
 }
 
-std::shared_ptr<Field> deep_decoder_field(const Params& p, HeadPtr head, int ndim, uint64_t seed) {
+void check_deep_decoder_keys(const Params& p) {
   const int64_t width = p.i("dd_width"), stages = p.i("dd_stages");
   FK_CHECK(width >= 1 && width <= 1024, "config key 'dd_width'", "a width in [1, 1024]",
            std::to_string(width));
   FK_CHECK(stages >= 1 && stages <= 8, "config key 'dd_stages'", "a count in [1, 8]",
            std::to_string(stages));
-  return std::make_shared<DeepDecoderField>(std::move(head), ndim, width, stages, seed);
+}
+
+std::shared_ptr<Field> deep_decoder_field(const Params& p, HeadPtr head, int ndim, uint64_t seed) {
+  check_deep_decoder_keys(p);
+  return std::make_shared<DeepDecoderField>(std::move(head), ndim, p.i("dd_width"),
+                                            p.i("dd_stages"), seed);
 }
 
 }  // namespace nefi

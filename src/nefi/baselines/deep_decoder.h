@@ -51,8 +51,11 @@ class DeepDecoderField : public Field {
 // The instances' deep_decoder keys: dd_width, dd_stages and dd_lr (the
 // curriculum's learning rate, read by curriculum_from(p, shape, "dd_lr")).
 void declare_deep_decoder_keys(Params& p, int64_t width, int64_t stages, double lr);
-// A DeepDecoderField on `head` from those keys (checked: an error names the
-// key), over an ndim-D domain.
+// Checks dd_width and dd_stages (an error names the key): instances call it
+// while reading their config, before any data are made.
+void check_deep_decoder_keys(const Params& p);
+// A DeepDecoderField on `head` from those keys (checked), over an ndim-D
+// domain.
 std::shared_ptr<Field> deep_decoder_field(const Params& p, HeadPtr head, int ndim, uint64_t seed);
 
 }  // namespace nefi

@@ -118,6 +118,7 @@ struct Deconvolution3dConfig {
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");
     c.grid_curriculum = curriculum_from(p, c.shape(), "grid_lr");
     c.dd_curriculum = curriculum_from(p, c.shape(), "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");

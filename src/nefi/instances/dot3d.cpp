@@ -93,6 +93,7 @@ struct Dot3dConfig {
     c.neural_curriculum = curriculum_from(p, c.shape, "lr");
     c.grid_curriculum = curriculum_from(p, c.shape, "grid_lr");
     c.dd_curriculum = curriculum_from(p, c.shape, "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
     c.tv_weight = p.d("tv");

@@ -77,6 +77,7 @@ struct PoissonSourceConfig {
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
     c.dd_curriculum = curriculum_from(p, {c.n, c.n}, "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
