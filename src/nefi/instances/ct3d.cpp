@@ -6,15 +6,16 @@
 // each row (ct3d_data.h); inversion: RadonOperator on the 3-D domain (the
 // 2-D map per slice, operators/radon.h) at each stage's grid. Scenes:
 // ellipsoids | blobs | piecewise. Methods: neural | grid (+TV) | fbp3d (per
-// slice). Metrics: psnr, ssim (mean over z slices), mse, iou (masks above
-// iou_tau * max(truth)); with `refine` on, the neural and grid fits are
-// sharpened by the level-set refinement (solve/refine.h) and refined_iou /
-// refined_psnr score the field it keeps.
+// slice) | deep_decoder (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over z slices), mse,
+// iou (masks above iou_tau * max(truth)); with `refine` on, the neural and grid fits are sharpened
+// by the level-set refinement (solve/refine.h) and refined_iou / refined_psnr score the field it
+// keeps.
 #include <algorithm>
 #include <cmath>
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/baselines/fbp.h"
 #include "nefi/instances/ct3d_data.h"
 #include "nefi/instances/datagen.h"
@@ -41,7 +42,7 @@ struct Ct3dConfig {
   double init_value = 0;
   bool fbp_clip = true;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, dd_curriculum;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   bool refine = false;
@@ -80,6 +81,8 @@ struct Ct3dConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");
     c.grid_curriculum = curriculum_from(p, c.shape(), "grid_lr");
+    c.dd_curriculum = curriculum_from(p, c.shape(), "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
@@ -95,7 +98,9 @@ class Ct3d : public Instance {
   std::string summary() const override {
     return "3-D sparse-view parallel-beam CT, rotation about z (per-slice Radon; FBP baseline)";
   }
-  std::vector<std::string> methods() const override { return {"neural", "grid", "fbp3d"}; }
+  std::vector<std::string> methods() const override {
+    return {"neural", "grid", "fbp3d", "deep_decoder"};
+  }
   std::vector<std::string> scenes() const override { return {"ellipsoids", "blobs", "piecewise"}; }
 
   DataLabels data_labels(const Params& p) const override {
@@ -133,6 +138,7 @@ class Ct3d : public Instance {
     declare_curriculum_keys(p, {600, 1200}, 1e-2);
     p.set("anneal_fraction", "0.3");
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
+    declare_deep_decoder_keys(p, 64, 5, 5e-3);
     p.declare("fbp_clip", true, "clip the FBP volume to [0, 1]");
     declare_refine_keys(p, true);
     return p;
@@ -160,14 +166,19 @@ class Ct3d : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "neural" && method != "grid") return std::nullopt;
+    if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Ct3dConfig c = Ct3dConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     const Domain domain = domain_of(c);
     ProblemSetup s{
         field_problem("ct3d", domain, std::make_shared<RadonOperator>(domain, c.geometry), meas,
                       {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed),
-        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+        method == "neural" ? c.neural_curriculum
+        : method == "grid" ? c.grid_curriculum
+                           : c.dd_curriculum,
+        meas, gt};
+    if (method == "deep_decoder")
+      s.problem.field = deep_decoder_field(p, bounded_head("x", 0.0, 1.0, c.init_value), 3, seed);
     s.problem.losses.add(mse_loss(), 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
     s.problem.losses.add(l1_loss("x"), c.l1);

@@ -449,7 +449,8 @@ class Deconvolution : public Instance {
     if (method == "neural") {
       prob.field = std::make_shared<NeuralField>(2, heads, c.field, seed);
     } else if (method == "deep_decoder") {
-      prob.field = std::make_shared<DeepDecoderField>(heads.front(), c.dd_width, c.dd_stages, seed);
+      prob.field =
+          std::make_shared<DeepDecoderField>(heads.front(), 2, c.dd_width, c.dd_stages, seed);
     } else if (method == "gaussian_splat") {
       prob.field = std::make_shared<GaussianSplatField>(2, heads.front(), c.splat_primitives, seed);
     } else {

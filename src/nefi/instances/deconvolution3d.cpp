@@ -10,10 +10,10 @@
 // FFTConvolution (3-D) at each stage's grid. Scenes: filaments | puncta |
 // cells | uniform_filaments. Methods: neural | grid (+TV) | richardson_lucy
 // | wiener3d (periodic Wiener filter, SNR by the discrepancy principle at
-// the known noise level). Metrics: psnr, ssim (mean over z slices), mse, iou
-// (of the masks above iou_threshold * max(truth)); with `refine` on, the
-// neural and grid fits are then sharpened by the level-set refinement
-// (solve/refine.h) and refined_iou / refined_psnr score the field it keeps.
+// the known noise level) | deep_decoder (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over
+// z slices), mse, iou (of the masks above iou_threshold * max(truth)); with `refine` on, the neural
+// and grid fits are then sharpened by the level-set refinement (solve/refine.h) and refined_iou /
+// refined_psnr score the field it keeps.
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +21,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/baselines/wiener.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
@@ -67,7 +68,7 @@ struct Deconvolution3dConfig {
   double peak_counts = 0, background_counts = 0;
   double init_value = 0;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, dd_curriculum;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   bool refine = false;
@@ -122,6 +123,8 @@ struct Deconvolution3dConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");
     c.grid_curriculum = curriculum_from(p, c.shape(), "grid_lr");
+    c.dd_curriculum = curriculum_from(p, c.shape(), "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
@@ -138,7 +141,7 @@ class Deconvolution3d : public Instance {
     return "3-D fluorescence z-stack deconvolution (anisotropic Gaussian PSF)";
   }
   std::vector<std::string> methods() const override {
-    return {"neural", "grid", "richardson_lucy", "wiener3d"};
+    return {"neural", "grid", "richardson_lucy", "wiener3d", "deep_decoder"};
   }
   std::vector<std::string> scenes() const override {
     return {"filaments", "puncta", "cells", "uniform_filaments"};
@@ -185,6 +188,7 @@ class Deconvolution3d : public Instance {
     declare_curriculum_keys(p, {600, 1200}, 1e-2);
     p.set("anneal_fraction", "0.3");
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
+    declare_deep_decoder_keys(p, 64, 5, 5e-3);
     p.declare("rl_iterations", int64_t{30}, "Richardson-Lucy iterations");
     declare_refine_keys(p, true, 2);
     return p;
@@ -224,7 +228,7 @@ class Deconvolution3d : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "neural" && method != "grid") return std::nullopt;
+    if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     // Poisson mode: counts through the frozen detector gain and background,
@@ -234,7 +238,12 @@ class Deconvolution3d : public Instance {
     if (c.poisson) op = std::make_shared<NuisanceOperator>(op, c.peak_counts, c.background_counts);
     ProblemSetup s{field_problem("deconvolution3d", Domain(c.shape(), c.extent()), op, meas,
                                  {softplus_head("x", c.init_value)}, method, c.field, seed),
-                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+                   method == "neural" ? c.neural_curriculum
+                   : method == "grid" ? c.grid_curriculum
+                                      : c.dd_curriculum,
+                   meas, gt};
+    if (method == "deep_decoder")
+      s.problem.field = deep_decoder_field(p, softplus_head("x", c.init_value), 3, seed);
     s.problem.losses.add(c.poisson ? poisson_nll_loss() : mse_loss(),
                          c.poisson ? 1.0 / c.peak_counts : 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);

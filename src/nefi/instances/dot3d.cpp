@@ -8,8 +8,8 @@
 // with its own calibration; inversion: DiffuseOpticalOperator (IFT adjoint,
 // warm starts) at each stage's grid, always predicting the native detectors.
 // Scenes: single | multi | deep. Methods: neural | grid (+TV) | uniform
-// (μ_bg). Metrics: psnr, ssim, mse, iou (half-max of the excess over μ_bg),
-// depth_error (mm, excess-weighted centroid depth), contrast_error
+// (μ_bg) | deep_decoder (baselines/deep_decoder.h). Metrics: psnr, ssim, mse, iou (half-max of the
+// excess over μ_bg), depth_error (mm, excess-weighted centroid depth), contrast_error
 // (|1 − recovered / true peak excess|; lower is better, as the bench tables
 // assume for names they do not know); with `refine` on, the neural and grid
 // fits are then sharpened by the two-phase level-set refinement
@@ -19,6 +19,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/dot3d_model.h"
 #include "nefi/instances/elliptic_common.h"
@@ -43,7 +44,7 @@ struct Dot3dConfig {
   std::string scene;
   EllipticOperatorOptions solver;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, dd_curriculum;
   TVOptions tv;
   double tv_weight = 0;
   bool refine = false;
@@ -91,6 +92,8 @@ struct Dot3dConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape, "lr");
     c.grid_curriculum = curriculum_from(p, c.shape, "grid_lr");
+    c.dd_curriculum = curriculum_from(p, c.shape, "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
     c.tv_weight = p.d("tv");
@@ -193,7 +196,9 @@ class Dot3d : public Instance {
     return "3-D continuous-wave diffuse optical tomography: absorption from calibrated top-face "
            "exitance (FV Robin + IFT adjoint)";
   }
-  std::vector<std::string> methods() const override { return {"neural", "grid", "uniform"}; }
+  std::vector<std::string> methods() const override {
+    return {"neural", "grid", "uniform", "deep_decoder"};
+  }
   std::vector<std::string> scenes() const override { return {"single", "multi", "deep"}; }
 
   DataLabels data_labels(const Params& p) const override {
@@ -248,6 +253,7 @@ class Dot3d : public Instance {
                                         .min_coarse = 6});
     // Stage 2 at the full rate (not lr·0.5): +0.9 / +1.4 / +0.0 dB on smoke seeds 0-2.
     p.set_value("lr_decay", 1.0);
+    declare_deep_decoder_keys(p, 64, 5, 5e-3);
     declare_refine_keys(p, true, 2);  // background and absorber
     // The level set starts at μ_bg and the scenes' mean absorber (the smooth
     // fit under-recovers the contrast, so its Otsu class means would keep
@@ -268,13 +274,19 @@ class Dot3d : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "neural" && method != "grid") return std::nullopt;
+    if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Dot3dConfig c = Dot3dConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     ProblemSetup s{field_problem("dot3d", c.domain(), dot_operator(c, c.shape, c.solver), meas,
                                  {bounded_head("mua", c.mua_min, c.mua_max, c.mua_background)},
                                  method, c.field, seed),
-                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+                   method == "neural" ? c.neural_curriculum
+                   : method == "grid" ? c.grid_curriculum
+                                      : c.dd_curriculum,
+                   meas, gt};
+    if (method == "deep_decoder")
+      s.problem.field = deep_decoder_field(
+          p, bounded_head("mua", c.mua_min, c.mua_max, c.mua_background), 3, seed);
     s.problem.losses.add(mse_loss(), 1.0);
     s.problem.losses.add(tv_loss("mua", c.tv), c.tv_weight);
     return s;

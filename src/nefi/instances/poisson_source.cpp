@@ -4,7 +4,8 @@
 // noise_std * max|u|. Data: a 5-point FD solve on a finer f64 grid by CG
 // (poisson_source_data.h); inversion: the DST spectral solve
 // (operators/poisson_dst.h) at each stage's grid. Scenes: blobs | points |
-// smooth. Methods: neural | grid (+TV). Metrics: psnr, mse,
+// smooth. Methods: neural | grid (+TV) | deep_decoder
+// (baselines/deep_decoder.h). Metrics: psnr, mse,
 // relative_error, and sources_found (sources whose centre cell reaches half
 // its true value) of n_sources.
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/instances/datagen.h"
@@ -38,7 +40,7 @@ struct PoissonSourceConfig {
   double init_value = 0;
   bool relative_loss = true;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, dd_curriculum;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
 
@@ -75,6 +77,8 @@ struct PoissonSourceConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
+    c.dd_curriculum = curriculum_from(p, {c.n, c.n}, "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
@@ -88,7 +92,7 @@ class PoissonSource : public Instance {
   std::string summary() const override {
     return "2-D Poisson source recovery from sparse potential samples (DST spectral solve)";
   }
-  std::vector<std::string> methods() const override { return {"neural", "grid"}; }
+  std::vector<std::string> methods() const override { return {"neural", "grid", "deep_decoder"}; }
   std::vector<std::string> scenes() const override { return {"blobs", "points", "smooth"}; }
 
   DataLabels data_labels(const Params& p) const override {
@@ -123,6 +127,7 @@ class PoissonSource : public Instance {
     p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     declare_curriculum_keys(p, {1000, 2000}, 1e-2);
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
+    declare_deep_decoder_keys(p, 64, 5, 5e-3);
     return p;
   }
 
@@ -133,14 +138,19 @@ class PoissonSource : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "neural" && method != "grid") return std::nullopt;
+    if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const PoissonSourceConfig c = PoissonSourceConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     const Domain domain({c.n, c.n}, {c.extent, c.extent});
     ProblemSetup s{field_problem("poisson_source", domain,
                                  std::make_shared<PoissonOperator>(domain, c.spectrum, c.kappa),
                                  meas, {softplus_head("x", c.init_value)}, method, c.field, seed),
-                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+                   method == "neural" ? c.neural_curriculum
+                   : method == "grid" ? c.grid_curriculum
+                                      : c.dd_curriculum,
+                   meas, gt};
+    if (method == "deep_decoder")
+      s.problem.field = deep_decoder_field(p, softplus_head("x", c.init_value), 2, seed);
     s.problem.losses.add(c.relative_loss ? relative_mse_loss() : mse_loss(), 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
     s.problem.losses.add(l1_loss("x"), c.l1);

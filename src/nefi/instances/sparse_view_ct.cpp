@@ -4,12 +4,14 @@
 // integrals of analytic ellipse / Gaussian scenes averaged across each
 // detector bin (sparse_view_ct_data.h); inversion: RadonOperator
 // (operators/radon.h) at each stage's grid. Scenes: shepp | blobs |
-// piecewise. Methods: neural | grid (+TV) | fbp (Kak-Slaney ramp).
+// piecewise. Methods: neural | grid (+TV) | fbp (Kak-Slaney ramp) |
+// deep_decoder (baselines/deep_decoder.h).
 #include <algorithm>
 #include <cmath>
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/baselines/deep_decoder.h"
 #include "nefi/baselines/fbp.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
@@ -37,7 +39,7 @@ struct SparseViewCtConfig {
   double init_value = 0;
   bool fbp_clip = true;
   NeuralFieldConfig field;
-  Curriculum neural_curriculum, grid_curriculum;
+  Curriculum neural_curriculum, grid_curriculum, dd_curriculum;
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
 
@@ -64,6 +66,8 @@ struct SparseViewCtConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
+    c.dd_curriculum = curriculum_from(p, {c.n, c.n}, "dd_lr");
+    check_deep_decoder_keys(p);
     c.tv = tv_options_from(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
@@ -77,7 +81,9 @@ class SparseViewCt : public Instance {
   std::string summary() const override {
     return "2-D sparse-view parallel-beam CT (Radon by bilinear rotation; FBP baseline)";
   }
-  std::vector<std::string> methods() const override { return {"neural", "grid", "fbp"}; }
+  std::vector<std::string> methods() const override {
+    return {"neural", "grid", "fbp", "deep_decoder"};
+  }
   std::vector<std::string> scenes() const override { return {"shepp", "blobs", "piecewise"}; }
 
   DataLabels data_labels(const Params& p) const override {
@@ -109,6 +115,7 @@ class SparseViewCt : public Instance {
     p.declare("autocast", std::string("none"), "MLP trunk precision: none | bf16 | fp16");
     declare_curriculum_keys(p, {400, 800}, 1e-2);
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
+    declare_deep_decoder_keys(p, 64, 5, 5e-3);
     p.declare("fbp_clip", true, "clip the FBP image to [0, 1]");
     return p;
   }
@@ -130,14 +137,19 @@ class SparseViewCt : public Instance {
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
                                     uint64_t seed) const override {
-    if (method != "neural" && method != "grid") return std::nullopt;
+    if (method == "fbp") return std::nullopt;
     const SparseViewCtConfig c = SparseViewCtConfig::from(p);
     auto [meas, gt] = measure(c, seed);
     const Domain domain = domain_of(c);
     ProblemSetup s{
         field_problem("sparse_view_ct", domain, std::make_shared<RadonOperator>(domain, c.geometry),
                       meas, {bounded_head("x", 0.0, 1.0, c.init_value)}, method, c.field, seed),
-        method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
+        method == "neural" ? c.neural_curriculum
+        : method == "grid" ? c.grid_curriculum
+                           : c.dd_curriculum,
+        meas, gt};
+    if (method == "deep_decoder")
+      s.problem.field = deep_decoder_field(p, bounded_head("x", 0.0, 1.0, c.init_value), 2, seed);
     s.problem.losses.add(mse_loss(), 1.0);
     s.problem.losses.add(tv_loss("x", c.tv), c.tv_weight);
     s.problem.losses.add(l1_loss("x"), c.l1);
