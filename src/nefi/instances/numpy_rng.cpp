@@ -94,6 +94,40 @@ const ExpZiggurat& exp_ziggurat() {
   return z;
 }
 
+// The normal ziggurat as NumPy's random_standard_normal reads it: 256 strips
+// of equal area v under e^(-x²/2), strip 0 carrying the tail beyond r; a
+// 52-bit integer u lands at x = u · wn[i] and is accepted at once when
+// u < kn[i]. Same construction as ExpZiggurat, v = r f(r) + ∫_r^∞ f.
+struct NormalZiggurat {
+  static constexpr long double kR = 3.6541528853610087963519472518L;  // the tail's start
+  double wn[256], fn[256];
+  uint64_t kn[256];
+  NormalZiggurat() {
+    using ld = long double;
+    auto f = [](ld x) { return std::exp(-0.5L * x * x); };
+    const ld v = kR * f(kR) + std::sqrt(std::acos(-1.0L) / 2) * std::erfc(kR / std::sqrt(2.0L));
+    const ld m = 0x1p52L;
+    ld x[256];
+    x[255] = kR;
+    for (int i = 254; i >= 1; --i) x[i] = std::sqrt(-2 * std::log(v / x[i + 1] + f(x[i + 1])));
+    const ld q = v / f(kR);  // the base strip's width
+    wn[0] = static_cast<double>(q / m);
+    kn[0] = static_cast<uint64_t>(kR / q * m);
+    fn[0] = 1.0;
+    kn[1] = 0;
+    for (int i = 1; i < 256; ++i) {
+      wn[i] = static_cast<double>(x[i] / m);
+      fn[i] = static_cast<double>(f(x[i]));
+      if (i >= 2) kn[i] = static_cast<uint64_t>(x[i - 1] / x[i] * m);
+    }
+  }
+};
+
+const NormalZiggurat& normal_ziggurat() {
+  static const NormalZiggurat z;
+  return z;
+}
+
 constexpr u128 kMult = (static_cast<u128>(0x2360ed051fc65da4ull) << 64) | 0x4385df649fccf645ull;
 
 }  // namespace
@@ -165,6 +199,28 @@ double NumpyRng::standard_exponential() {
     if (u < z.ke[i]) return x;
     if (i == 0) return static_cast<double>(ExpZiggurat::kR) - std::log1p(-random());
     if ((z.fe[i - 1] - z.fe[i]) * random() + z.fe[i] < std::exp(-x)) return x;
+  }
+}
+
+double NumpyRng::standard_normal() {
+  const NormalZiggurat& z = normal_ziggurat();
+  const double r = static_cast<double>(NormalZiggurat::kR), inv_r = 0.27366123732975827203338247596;
+  for (;;) {
+    uint64_t u = next_u64();
+    const auto i = static_cast<uint8_t>(u & 0xff);
+    u >>= 8;
+    const bool negative = u & 1;
+    const uint64_t a = (u >> 1) & 0x000fffffffffffffull;
+    double x = static_cast<double>(a) * z.wn[i];
+    if (negative) x = -x;
+    if (a < z.kn[i]) return x;
+    if (i == 0) {
+      for (;;) {  // Marsaglia's tail: r + ξ, ξ ~ Exp(r), kept when 2 Exp(1) > ξ²
+        const double xx = -inv_r * std::log1p(-random()), yy = -std::log1p(-random());
+        if (yy + yy > xx * xx) return ((a >> 8) & 1) ? -(r + xx) : r + xx;
+      }
+    }
+    if ((z.fn[i - 1] - z.fn[i]) * random() + z.fn[i] < std::exp(-0.5 * x * x)) return x;
   }
 }
 

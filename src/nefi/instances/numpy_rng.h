@@ -1,7 +1,7 @@
 #pragma once
 // The random stream of NumPy's `np.random.default_rng(seed)` (SeedSequence
 // → PCG64 XSL-RR 128/64), with the draws the reference's scene generators
-// (thermal, deconvolution) make: `uniform(lo, hi)`, `integers(lo, hi)` (hi
+// (thermal, deconvolution, toy1d) make: `uniform(lo, hi)`, `integers(lo, hi)` (hi
 // exclusive) and `dirichlet(np.ones(k))` (thermal's layered strata). A sized draw `uniform(lo, hi,
 // size=k)` is k consecutive `uniform(lo, hi)` calls (NumPy fills the array with one double per
 // element). Scenes drawn from it are the reference's scenes for the same seed, so a smoke seed here
@@ -32,6 +32,13 @@ class NumpyRng {
   // Exp(1): Generator.standard_exponential() (the ziggurat; about 1 draw in
   // 90 takes a second uniform for the wedge or the tail).
   double standard_exponential();
+  // N(0, 1): Generator.standard_normal() (the 256-strip normal ziggurat on
+  // 52-bit integers, the tail beyond r by Marsaglia's exponential pair). The
+  // strips are rebuilt from their definition, and NumPy's table entries come
+  // out a few units in the last place apart from them: a draw equals NumPy's
+  // to ≲ 2e-14 relative (two million checked, same branch and stream each
+  // time) — equal after rounding to f32, which the reference's data are.
+  double standard_normal();
   // A uniform point on the (k−1)-simplex: Generator.dirichlet(np.ones(k)).
   // NumPy draws standard_gamma(1) = standard_exponential per component and
   // scales them by 1 / their sum.

@@ -1,9 +1,12 @@
 // toy1d: a non-negative 1-D signal on [0, 1] seen through a Gaussian blur
-// (sigma 0.02, physical) with 1 % noise relative to the clean maximum. Data
-// are simulated on a 4x finer f64 grid by direct convolution and area-averaged
-// (datagen.h); the inversion uses FFTConvolution at each stage's grid.
-// Scenes: bumps | spikes | mixed, the reference's scenes for the same seed
-// (toy1d_scene below). Methods: neural | grid (+TV).
+// (sigma 0.02, physical) with 1 % noise relative to the clean maximum. Seed N
+// gives the reference's seed-N data: the scene drawn on the 4x finer grid
+// from NumPy's default_rng(N), blurred in f64 by the reference's kernel (the
+// Gaussian sampled at 2n - 1 offsets, unit sum, zero-padded 'same'
+// convolution; direct here, FFT there), area-averaged, and NumPy's normals
+// from the same stream. The inversion uses FFTConvolution at each stage's
+// grid. Scenes: bumps | spikes | mixed (toy1d_scene below). Methods: neural |
+// grid (+TV).
 #include <cmath>
 
 #include "fk/error.h"
@@ -26,8 +29,8 @@ namespace {
 constexpr const char* kToy1DDataTag = "blur-4x-float64-direct";
 
 // The reference's toy1d scene (nefi 0.1.2) point-sampled at `ns` cell centres
-// of [0, 1] for a native grid of n cells, from NumPy's default_rng(seed) in
-// the reference's draw order:
+// of [0, 1] for a native grid of n cells, drawn from `rng` (NumPy's
+// default_rng(seed)) in the reference's draw order:
 //   bumps   k ~ integers(2, 4); per bump centre U(0.15, 0.85), width
 //           U(0.03, 0.08), amplitude U(0.5, 1.5), a Gaussian a·exp(−½((x−c)/w)²)
 //   spikes  width 0.5 / n (half a native cell); k ~ integers(3, 6); per spike
@@ -35,10 +38,9 @@ constexpr const char* kToy1DDataTag = "blur-4x-float64-direct";
 //   mixed   bumps, then spikes, from the same stream
 // Coordinates are f32 cell centres and values are rounded to f32, as the
 // reference's float32 grids and `.float()` have them.
-std::vector<double> toy1d_scene(const std::string& scene, int64_t n, int64_t ns, uint64_t seed) {
+std::vector<double> toy1d_scene(const std::string& scene, int64_t n, int64_t ns, NumpyRng& rng) {
   FK_CHECK(scene == "bumps" || scene == "spikes" || scene == "mixed", "config key 'scene'",
            "bumps, spikes or mixed", scene);
-  NumpyRng rng(seed);
   std::vector<double> x(ns), v(ns, 0.0);
   const auto h = static_cast<float>(1.0 / static_cast<double>(ns));
   for (int64_t i = 0; i < ns; ++i) x[i] = (static_cast<float>(i) + 0.5f) * h;
@@ -175,25 +177,33 @@ class Toy1D : public Instance {
   }
 
  private:
-  // Scene on the 4x finer grid -> direct f64 blur -> area average -> noise.
-  // The ground truth is the scene sampled at the native cell centres, as the
-  // reference draws it (a second stream from the same seed). The noise comes
-  // from our own generator (NumPy's normal sampler is not reproduced).
+  // The reference's data generation (Instance.make_measurement): the scene
+  // on the 4x finer grid, the f64 blur, the area average, then noise from the
+  // scene's stream; the ground truth is the scene at the native cell centres
+  // from a fresh stream of the same seed.
   static std::pair<Measurement, fk::Tensor> measure(const Toy1DConfig& c, uint64_t seed) {
     const int64_t nf = c.n * c.supersample;
     const fk::Dims fine{nf}, coarse{c.n};
-    const std::vector<double> scene = toy1d_scene(c.scene, c.n, nf, seed);
-    fk::Dims ks;
-    const auto k = datagen::sample_psf("gaussian", {1.0 / nf}, c.sigma, 0, 0, 0, &ks);
+    NumpyRng rng(seed);
+    const std::vector<double> scene = toy1d_scene(c.scene, c.n, nf, rng);
+    // gaussian_kernel_fn at kernel_extent "full": 2 nf - 1 point samples.
+    std::vector<double> k(2 * nf - 1);
+    double ksum = 0;
+    for (int64_t i = 0; i < 2 * nf - 1; ++i) {
+      const double r = static_cast<double>(i - (nf - 1)) / static_cast<double>(nf) / c.sigma;
+      ksum += k[i] = std::exp(-0.5 * r * r);
+    }
+    for (double& v : k) v /= ksum;
     const std::vector<double> clean =
-        area_resample(datagen::direct_convolve(scene, fine, k, ks), fine, coarse);
-    const std::vector<double> gt = toy1d_scene(c.scene, c.n, c.n, seed);
+        area_resample(datagen::direct_convolve(scene, fine, k, fk::Dims{2 * nf - 1}), fine, coarse);
+    NumpyRng gt_rng(seed);
+    const std::vector<double> gt = toy1d_scene(c.scene, c.n, c.n, gt_rng);
     double mx = 0;
-    for (double v : clean) mx = std::max(mx, v);
+    for (double v : clean) mx = std::max(mx, std::abs(v));
     const double sd = c.noise_std * mx;
-    datagen::Rng rng(seed * 7919 + 17);
     std::vector<double> y(clean);
-    for (double& v : y) v += sd * rng.normal();
+    if (sd > 0)
+      for (double& v : y) v += sd * rng.standard_normal();
     Measurement m;
     m.data = fk::from_vector(y, coarse).to(fk::DType::F32);
     m.noise_std = sd;
