@@ -1,9 +1,10 @@
 #pragma once
 // One offset's pairs of a run of a kernel map's row blocks (row_blocks.h) as
 // the row pointers the register tiles read (internal: the row-stationary
-// tiles and the weight gradient's row walk). Per call this is all that is
-// left of bucketing the pairs: the buckets themselves are the map's, built
-// once.
+// tiles). Per call this is all that is left of bucketing the pairs: the
+// buckets themselves are the map's, built once. (The weight gradient keeps
+// its own per-call bucketing: on the kept blocks, whose 128-row grain moved
+// its L2-sized blocks and chunk bounds, C = 128 measured 6 % slower.)
 #include <cstdint>
 
 #include "minkowski/coords/row_blocks.h"

@@ -49,9 +49,8 @@
 // Both knobs are read at every call. The weight gradient is the same on both
 // paths: f32 (C_out a multiple of 8): fixed chunks of output rows walked in
 // blocks of rows sized to L2 (4096 rows where one offset's partial is
-// >= 128 KiB), pairs by offset from the map's row blocks, each bucket
-// through register tiles in sub-blocks of pairs, one partial per (chunk,
-// offset);
+// >= 128 KiB), pairs bucketed by offset, each bucket through register tiles
+// in sub-blocks of pairs, one partial per (chunk, offset);
 // BLAS: fixed blocks of 4096 pairs gathered into per-thread buffers; partials
 // summed in order.
 //

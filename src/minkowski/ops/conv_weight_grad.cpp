@@ -4,17 +4,16 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "fk/blas.h"
-#include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
-#include "minkowski/ops/conv_bucket_rows.h"
 #include "minkowski/ops/conv_kernel_common.h"
 #include "minkowski/ops/gather_gemm.h"
 #include "minkowski/ops/gather_gemm_bf16.h"
@@ -24,10 +23,9 @@ namespace minkowski::conv_detail {
 namespace {
 
 // f32 weight gradient walking output rows instead of offsets: fixed chunks of
-// output rows (their count depends only on the map's size; each starts on one
-// of the map's row blocks), each chunk in blocks of rows whose gradient rows
-// and neighbouring feature rows fit L2, the block's pairs taken by offset
-// from the map's row blocks (rows ascending within a bucket), so
+// output rows (their count depends only on the map's size), each chunk in
+// blocks of rows whose gradient rows and neighbouring feature rows fit L2,
+// the block's pairs bucketed by offset (rows ascending within a bucket), so
 // those rows stay in cache across all offsets (walking offsets streams both
 // matrices from memory once per offset), and each bucket, hundreds of pairs,
 // accumulates into its C_in x C_out partial in one call (outer_accumulate_f32:
@@ -51,12 +49,9 @@ namespace {
 // chunk at 20k rows): each offset's partial is then visited once per block,
 // its ~2000 pairs streaming their rows (1.4x at C = 256, 1 thread; equal at
 // 128).
-// Whole multiples of kRowTile: a block is a run of the map's row blocks.
 int64_t weight_grad_block_rows(int64_t cin, int64_t cout) {
-  static_assert(kRowTile % RowBlocks::kRows == 0);
   if (cin * cout * static_cast<int64_t>(sizeof(float)) >= (int64_t{128} << 10)) return 4096;
-  const int64_t rows = (int64_t{384} << 10) / ((cin + cout) * 8);
-  return std::max<int64_t>(1, (rows + kRowTile / 2) / kRowTile) * kRowTile;
+  return std::max<int64_t>(kRowTile, (int64_t{384} << 10) / ((cin + cout) * 8));
 }
 
 template <typename Src, typename Acc>
@@ -69,39 +64,58 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
   // Chunks of >= 4096 rows: enough of them to share among threads, few enough
   // that the partials stay small.
   const int64_t chunks = std::max<int64_t>(1, std::min((n + 4095) / 4096, budget / per_chunk));
-  const RowBlocks& plan = m.row_blocks(false);
+  const RowIndex& idx = m.by_out();
   // From the caching allocator (no page faults on repeated calls).
   fk::Tensor part_t = fk::empty({chunks * K * blk}, {fk::DType::F32});
   float* part = part_t.data<float>();
   std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
   const int64_t block_rows = weight_grad_block_rows(cin, cout);
   double work = static_cast<double>(m.pairs()) * blk;
-  const bool wide = fk::cpu_isa() >= fk::CpuIsa::Avx512;
-  // Chunks start on the plan's row blocks.
-  auto chunk_first = [&](int64_t c) {
-    return c == chunks ? n : n * c / chunks / RowBlocks::kRows * RowBlocks::kRows;
-  };
   fk::profile::count_launch();
+  std::atomic<bool> bad{false};
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
-    // a bucket has at most one pair a row
-    std::vector<const Src*> a(block_rows), g(block_rows);
+    std::vector<int64_t> count(K);
+    std::vector<const Src*> a, g;
     each_chunk([&](int64_t c) {
-      const int64_t c0 = chunk_first(c), c1 = chunk_first(c + 1);
-      char* written = touched.data() + c * K;
+      const int64_t c0 = n * c / chunks, c1 = n * (c + 1) / chunks;
       for (int64_t r0 = c0, r1 = c0; r0 < c1; r0 = r1) {
         r1 = std::min(c1, r0 + block_rows);
-        const int64_t s0 = r0 / RowBlocks::kRows;
-        const int64_t s1 = (r1 + RowBlocks::kRows - 1) / RowBlocks::kRows;
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t np =
-              bucket_rows(plan, k, s0, s1, F, cin, G, cout, wide, a.data(), g.data());
-          if (np == 0) continue;
-          acc(a.data(), g.data(), np, cin, cout, part + (c * K + k) * blk, !written[k]);
-          written[k] = 1;
+        // Bucket k (offset k's pairs, rows ascending) gets one slot per row
+        // of the block, as in the row-stationary tiles: no counting pass.
+        const int64_t cap = r1 - r0;
+        a.resize(K * cap);
+        g.resize(K * cap);
+        std::fill(count.begin(), count.end(), 0);
+        const Src** ap = a.data();
+        const Src** gp = g.data();
+        int64_t* cnt = count.data();
+        const RowEntry* e = idx.entries.data();
+        const int64_t* rb = idx.begin.data();
+        for (int64_t r = r0; r < r1; ++r) {
+          const Src* grow = G + r * cout;
+          for (int64_t j = rb[r], je = rb[r + 1]; j < je; ++j) {
+            const int64_t k = e[j].offset;
+            if (cnt[k] == cap) {  // not a kernel map (reported below)
+              bad.store(true, std::memory_order_relaxed);
+              continue;
+            }
+            const int64_t at = k * cap + cnt[k]++;
+            ap[at] = F + static_cast<int64_t>(e[j].other) * cin;
+            gp[at] = grow;
+          }
         }
+        char* written = touched.data() + c * K;
+        for (int64_t k = 0; k < K; ++k)
+          if (cnt[k] > 0) {
+            acc(ap + k * cap, gp + k * cap, cnt[k], cin, cout, part + (c * K + k) * blk,
+                !written[k]);
+            written[k] = 1;
+          }
       }
     });
   });
+  FK_CHECK(!bad.load(), "minkowski::convolution",
+           "a kernel map with at most one pair per row and offset", "a row met an offset twice");
   // Every element sums its chunks in chunk order, whoever sums it: split the
   // K x C_in x C_out elements in fixed spans among the threads.
   const int64_t total = K * blk, span = 4096;
