@@ -184,10 +184,10 @@ nlohmann::json conv_ladder(const KernelMap& map, const std::vector<int>& widths,
       "  ladder: f32, {} threads, {:.2f} pairs/row, least of {} runs. Rates from the process CPU "
       "time at 1 thread (what an undisturbed run takes), the wall time at more; wall ms last): FMA "
       "peak {:.1f} GFLOP/s "
-      "({}); x sgemm = ours over OpenBLAS sgemm of rows x C x C; x peer = per-offset gather -> "
-      "sgemm -> scatter-add over ours; all in this run\n",
+      "({}, {} threads); x sgemm = ours over OpenBLAS sgemm of rows x C x C; x peer = per-offset "
+      "gather -> sgemm -> scatter-add over ours; all in this run\n",
       fk::get_num_threads(), static_cast<double>(map.pairs()) / std::max<int64_t>(map.out_size, 1),
-      repeats, peak.cpu, fk::fma_peak_isa());
+      repeats, peak.cpu, fk::fma_peak_isa(), fk::get_num_threads());
   fmt::print("  {:>4}  {:<8}  {:<11} {:>9} {:>8} {:>6} {:>8} {:>7} {:>9} {:>9} {:>9}\n", "C",
              "pass", "path(in/w)", "cpu-ms", "GFLOP/s", "%peak", "x sgemm", "x peer", "tiles",
              "gemm", "wall ms");

@@ -15,8 +15,10 @@ float fma_chains(CpuIsa isa, long rounds);
 // The flop one round of fma_chains(isa, ...) does (2 per lane per chain).
 double fma_chains_round_flop(CpuIsa isa);
 
-// GFLOP/s of `threads` threads each running fma_chains at fk::cpu_isa(),
-// best of a few short runs, as wall-clock and as CPU-time rates: `cpu` is the
+// GFLOP/s of `threads` threads together, each running fma_chains at
+// fk::cpu_isa() (after an untimed warm-up run on every thread, so no core is
+// measured before it has reached its working clock), best of a few short
+// runs, as wall-clock and as CPU-time rates: `cpu` is the
 // sum over the threads of each one's flop / its own CPU seconds, which a
 // shared machine's other work does not lower (time spent descheduled, or
 // waiting at the barrier for a descheduled thread, is not counted). Both 0 on

@@ -51,4 +51,17 @@ TEST(FmaPeak, MeasuredWhereTheIsaHasFma) {
   EXPECT_LT(p.cpu, 100.0 * fk::fma_chains_round_flop(fk::cpu_isa()));
 }
 
+// With several threads the rates are the team's: the CPU-time rate sums
+// each thread's, so it is at least the wall rate (every thread's CPU time is
+// at most the run's wall time).
+TEST(FmaPeak, SeveralThreadsMeasuredTogether) {
+  if (fk::cpu_isa() < fk::CpuIsa::Avx2) GTEST_SKIP() << "no FMA";
+  const fk::FmaPeak one = fk::measure_fma_peak(1), two = fk::measure_fma_peak(2);
+  EXPECT_GE(two.cpu, two.wall * 0.999);
+  EXPECT_GT(two.cpu, 1.0);
+  // Each thread counts its own flop only: two threads' sum is at most twice
+  // one thread's rate (3 x: clocks vary between the two measurements).
+  EXPECT_LT(two.cpu, 3.0 * one.cpu);
+}
+
 }  // namespace

@@ -170,8 +170,12 @@ std::shared_ptr<RowIndex> mirror_rows(const KernelMap& m, const RowIndex& by_out
 }  // namespace
 
 int64_t KernelMap::pair_bytes() const {
-  return static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * sizeof(int32_t) +
-                              offset_begin.capacity() * sizeof(int64_t));
+  int64_t b = static_cast<int64_t>((in_rows.capacity() + out_rows.capacity()) * sizeof(int32_t) +
+                                   offset_begin.capacity() * sizeof(int64_t));
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  for (const auto& blocks : blocks_)
+    if (blocks) b += blocks->bytes();
+  return b;
 }
 
 std::vector<std::shared_ptr<const RowIndex>> KernelMap::row_indices() const {
@@ -208,6 +212,21 @@ const RowIndex& KernelMap::by_in() const {
     }
   }
   return *by_in;
+}
+
+const RowBlocks& KernelMap::row_blocks(bool inputs) const {
+  // by_out()/by_in() take the row indices' lock: not this one
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  auto& blocks = blocks_[inputs ? 1 : 0];
+  if (!blocks) {
+    if (!inputs)
+      blocks = group_row_blocks(by_out(), volume, nullptr);
+    else if (!mirror.empty())
+      blocks = group_row_blocks(by_out(), volume, mirror.data());
+    else
+      blocks = group_row_blocks(by_in(), volume, nullptr);
+  }
+  return *blocks;
 }
 
 std::shared_ptr<KernelMap> KernelMap::transposed() const {

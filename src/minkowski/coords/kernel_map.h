@@ -32,6 +32,7 @@
 
 #include "minkowski/coords/coordinate_map.h"
 #include "minkowski/coords/large_array.h"
+#include "minkowski/coords/row_blocks.h"
 
 namespace minkowski {
 
@@ -70,7 +71,8 @@ struct KernelMap {
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
-  // Bytes of this map's own arrays (pairs, offset ranges).
+  // Bytes of this map's own arrays (pairs, offset ranges, the row blocks
+  // built so far).
   int64_t pair_bytes() const;
   // The row indices built so far; shared with the transposed map (the
   // CoordinateManager counts each once by these pointers).
@@ -80,6 +82,11 @@ struct KernelMap {
   int64_t bytes() const;
   const RowIndex& by_out() const;
   const RowIndex& by_in() const;
+  // The pairs by blocks of output rows (`inputs` false) or of input rows, and
+  // by offset (row_blocks.h); built on first use (an input side of a
+  // symmetric map from by_out through `mirror`) and kept. This map's own: a
+  // transposed map builds its own.
+  const RowBlocks& row_blocks(bool inputs) const;
   // The adjoint map (inputs and outputs swapped), as a transposed convolution uses.
   std::shared_ptr<KernelMap> transposed() const;
   static std::shared_ptr<KernelMap> make_identity(int64_t n);
@@ -106,6 +113,8 @@ struct KernelMap {
   };
   std::shared_ptr<SharedRows> rows_ = std::make_shared<SharedRows>();
   bool swapped_ = false;
+  mutable std::mutex blocks_mu_;
+  mutable std::shared_ptr<const RowBlocks> blocks_[2];  // output rows, input rows
   mutable std::mutex device_mu_;
   mutable std::vector<std::pair<int, std::shared_ptr<const void>>> device_copies_;
 };

@@ -250,7 +250,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     direct = tiles;
     if (direct && fused) {
       note_call(true, 1, 0);
-      row_stationary_f32(m, m.by_out(), F, W, cin, cout, out);
+      row_stationary_f32(m.row_blocks(false), F, W, cin, cout, out);
       return;
     }
   }
@@ -335,10 +335,7 @@ void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const Ke
     }
     if (direct && fused) {
       note_call(true, 1, 0);
-      if (!m.mirror.empty())
-        row_stationary_f32(m, m.by_out(), G, wt.data(), cout, cin, gin, &m.mirror);
-      else
-        row_stationary_f32(m, m.by_in(), G, wt.data(), cout, cin, gin);
+      row_stationary_f32(m.row_blocks(true), G, wt.data(), cout, cin, gin);
       return;
     }
   }

@@ -38,9 +38,11 @@
 //                    the feature matrix (gather_gemm.h), rows in blocks (128
 //                    to 2048 rows, by the matrix size and the pairs per row)
 //                    whose terms run offset by offset as register tiles: no
-//                    staging at all, so the cap has nothing to split. A
-//                    symmetric map's input gradient reads by_out through the
-//                    offset mirror (no by_in).
+//                    staging at all, so the cap has nothing to split. The
+//                    pairs come bucketed from the map's row blocks
+//                    (KernelMap::row_blocks, built on a map's first call and
+//                    kept); a symmetric map's input side is built from by_out
+//                    through the offset mirror (no by_in).
 //   per-offset       ME_FUSED_COPY=0: gather, GEMM and scatter per offset
 //                    (f32: the per-pair micro-kernel into a staging buffer of
 //                    one offset's rows, then the scatter).

@@ -47,7 +47,7 @@ void forward_bf16(const uint16_t* F, int64_t cin, const uint16_t* W, int64_t cou
                   const KernelMap& m, float* out) {
   const std::vector<uint32_t> wp = packed(W, m.volume, cin, cout);
   if (m.identity) return rows_times(F, m.out_size, wp.data(), cin, cout, out);
-  row_stationary_bf16(m, m.by_out(), F, wp.data(), cin, cout, out);
+  row_stationary_bf16(m.row_blocks(false), F, wp.data(), cin, cout, out);
 }
 
 void input_grad_bf16(const uint16_t* G, int64_t cin, const uint16_t* W, int64_t cout,
@@ -57,10 +57,7 @@ void input_grad_bf16(const uint16_t* G, int64_t cin, const uint16_t* W, int64_t 
   transpose_offsets(W, m.volume, cin, cout, wt.data());
   const std::vector<uint32_t> wp = packed(wt.data(), m.volume, cout, cin);
   if (m.identity) return rows_times(G, m.in_size, wp.data(), cout, cin, gin);
-  if (!m.mirror.empty())
-    row_stationary_bf16(m, m.by_out(), G, wp.data(), cout, cin, gin, &m.mirror);
-  else
-    row_stationary_bf16(m, m.by_in(), G, wp.data(), cout, cin, gin);
+  row_stationary_bf16(m.row_blocks(true), G, wp.data(), cout, cin, gin);
 }
 
 }  // namespace minkowski::conv_detail

@@ -70,16 +70,14 @@ void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, c
 // register tiles (C_out a multiple of 8 on an AVX2 CPU), else BLAS over
 // gathered blocks of pairs; the two differ in rounding (conv_kernel.h).
 // The row-stationary tiles (conv_row_stationary.cpp): dst[r] (N x cols_out
-// f32, written whole) = sum over row r's pairs in idx, offsets ascending, of
-// src[other] . mats[k]; with `mirror` (a symmetric map) idx is by_out read as
-// by_in. f32: mats K x rows_in x cols_out (gather_gemm.h); bf16: src bf16
-// words, mats K x rows_in / 2 x cols_out channel pairs (gather_gemm_bf16.h).
-void row_stationary_f32(const KernelMap& m, const RowIndex& idx, const float* src,
-                        const float* mats, int64_t rows_in, int64_t cols_out, float* dst,
-                        const std::vector<int32_t>* mirror = nullptr);
-void row_stationary_bf16(const KernelMap& m, const RowIndex& idx, const uint16_t* src,
-                         const uint32_t* mats, int64_t rows_in, int64_t cols_out, float* dst,
-                         const std::vector<int32_t>* mirror = nullptr);
+// f32, written whole) = sum over row r's pairs in `plan` (the map's row
+// blocks of dst's side), offsets ascending, of src[other] . mats[k]. f32:
+// mats K x rows_in x cols_out (gather_gemm.h); bf16: src bf16 words, mats K x
+// rows_in / 2 x cols_out channel pairs (gather_gemm_bf16.h).
+void row_stationary_f32(const RowBlocks& plan, const float* src, const float* mats, int64_t rows_in,
+                        int64_t cols_out, float* dst);
+void row_stationary_bf16(const RowBlocks& plan, const uint16_t* src, const uint32_t* mats,
+                         int64_t rows_in, int64_t cols_out, float* dst);
 
 // The bf16 tiles' passes (conv_kernel_bf16.cpp; gather_gemm_bf16_supported
 // on the pass's (C_in, C_out), identity maps included): bf16 words in, f32
