@@ -6,6 +6,7 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/normalization_device.h"
 
@@ -17,18 +18,8 @@ static_assert(static_cast<int>(SegmentTerm::Value) == 0 &&
               static_cast<int>(SegmentTerm::SquaredDeviation) == 1 &&
               static_cast<int>(SegmentTerm::GradAndGradXhat) == 2);
 
-template <typename F>
-void with_type(const fk::Tensor& t, F&& f) {
-  if (t.dtype() == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
-
-template <typename T>
-fk::Tensor upload(const std::vector<T>& v, const fk::Device& device) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
-}
+using cuda_dispatch::upload;
+using cuda_dispatch::with_type;
 
 // Statistics the term reads (an empty vector: none, nothing uploaded).
 fk::Tensor upload_or_none(const std::vector<double>& v, const fk::Device& device) {

@@ -8,6 +8,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "minkowski/cuda/device_kernel_map.h"
+#include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/pooling_device.h"
 
@@ -19,19 +20,8 @@ static_assert(static_cast<int>(PoolingMode::Max) == 0 &&
               static_cast<int>(PoolingMode::Average) == 1 &&
               static_cast<int>(PoolingMode::Sum) == 2);
 
-// Calls f(T{}) with T the tensor's compute type (f64, else f32).
-template <typename F>
-void with_type(const fk::Tensor& t, F&& f) {
-  if (t.dtype() == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
-
-template <typename T>
-fk::Tensor upload(const std::vector<T>& v, const fk::Device& device) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
-}
+using cuda_dispatch::upload;
+using cuda_dispatch::with_type;
 
 // The arg-max rows a Max backward reads (checked on the gradient's device by the caller).
 const int32_t* argmax_rows(const fk::Tensor& argmax, PoolingMode mode, fk::Tensor* keep) {
