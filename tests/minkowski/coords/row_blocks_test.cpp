@@ -47,21 +47,9 @@ void expect_row_blocks(const KernelMap& km, const RowBlocks& rb, bool inputs) {
   EXPECT_EQ(rb.begin[nb * K], km.pairs());
 }
 
-std::vector<int32_t> cloud(int n, uint32_t seed) {
-  std::vector<int32_t> v;
-  uint32_t s = seed;
-  for (int i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    v.insert(v.end(),
-             {static_cast<int32_t>(s >> 31), static_cast<int32_t>((s >> 4) % 16) - 8,
-              static_cast<int32_t>((s >> 12) % 16) - 8, static_cast<int32_t>((s >> 20) % 16)});
-  }
-  return v;
-}
-
 TEST(MinkowskiRowBlocks, BucketsAgainstPlainRegrouping) {
   CoordinateManager m(3);
-  auto k = m.insert(coords(cloud(2500, 7), 4), {1}).key;  // ~2000 rows: many blocks
+  auto k = m.insert(coords(lcg_cloud(2500, 7, 8), 4), {1}).key;  // ~2000 rows: many blocks
   auto sub = m.kernel_map(k, k, KernelRegion::cube({3}), false);
   auto cross = m.kernel_map(k, k, KernelRegion::cross({3}), false);  // mirror out of order
   auto strided = m.kernel_map(k, m.stride(k, {2}), KernelRegion::cube({3}), false);
@@ -75,7 +63,7 @@ TEST(MinkowskiRowBlocks, BucketsAgainstPlainRegrouping) {
 
 TEST(MinkowskiRowBlocks, BuiltOncePerMapAndSide) {
   CoordinateManager m(3);
-  auto k = m.insert(coords(cloud(600, 3), 4), {1}).key;
+  auto k = m.insert(coords(lcg_cloud(600, 3, 8), 4), {1}).key;
   auto km = m.kernel_map(k, m.stride(k, {2}), KernelRegion::cube({3}), false);
   km->by_in();  // the input side's blocks come from by_in: count it before
   const int64_t before = km->bytes();

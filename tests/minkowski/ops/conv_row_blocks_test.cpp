@@ -25,18 +25,6 @@ struct TilesForced {
   ~TilesForced() { fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt); }
 };
 
-std::vector<int32_t> cloud(int n, uint32_t seed) {
-  std::vector<int32_t> v;
-  uint32_t s = seed;
-  for (int i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    v.insert(v.end(),
-             {static_cast<int32_t>(s >> 31), static_cast<int32_t>((s >> 4) % 20) - 10,
-              static_cast<int32_t>((s >> 12) % 20) - 10, static_cast<int32_t>((s >> 20) % 16)});
-  }
-  return v;
-}
-
 struct Grads {
   std::vector<float> y, gf, gw;
 };
@@ -80,7 +68,7 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
 TEST(MinkowskiConvRowBlocks, KeptBlocksAgainstPlainSumsAndSameBitsOnReuse) {
   if (fk::cpu_isa() < fk::CpuIsa::Avx2) GTEST_SKIP() << "no f32 tiles on this CPU";
   TilesForced tiles;
-  const fk::Tensor coords_t = coords(cloud(3000, 5), 4);
+  const fk::Tensor coords_t = coords(lcg_cloud(3000, 5, 10), 4);
   for (int stride : {1, 2}) {
     CoordinateManager mgr(3);
     const MapKey in = mgr.insert(coords_t, {1}).key;
