@@ -27,11 +27,17 @@ fk::Tensor device_conv_forward(const fk::Tensor& features, const fk::Tensor& wei
   return cuda::conv_forward(features.contiguous(), as_offsets(weight), on_device(map, features));
 }
 
+// The output gradient autograd hands back may be in another dtype than the
+// output (a caller's f32 gradient of a bf16 output): taken in the features'
+// dtype, as the CPU path takes it in its compute dtype.
 ConvGrads device_conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
                                const fk::Tensor& weight, const KernelMap& map, bool need_features,
                                bool need_weight) {
+  const fk::Tensor g_in = grad_out.defined() && grad_out.dtype() != features.dtype()
+                              ? grad_out.to(features.dtype())
+                              : grad_out;
   cuda::DeviceConvGrads g =
-      cuda::conv_backward(grad_out.contiguous(), features.contiguous(), as_offsets(weight),
+      cuda::conv_backward(g_in.contiguous(), features.contiguous(), as_offsets(weight),
                           on_device(map, features), need_features, need_weight);
   if (g.weight.defined() && weight.dim() == 2) g.weight = g.weight.reshape(weight.shape());
   return {g.features, g.weight};

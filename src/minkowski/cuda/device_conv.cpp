@@ -23,11 +23,29 @@ namespace {
 
 thread_local DeviceConvInfo tl_info;
 
+int dtype_code(fk::DType t) {
+  return static_cast<int>(t);
+}
+
+// Dtypes first (they need no device): features f32, f16 or bf16, and the
+// weight and grad_out (when defined) in the features' dtype.
+void check_dtypes(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                  const fk::Tensor* g) {
+  FK_CHECK(f.defined(), where, "defined features", "an undefined tensor");
+  const fk::DType t = f.dtype();
+  FK_CHECK(t == fk::DType::F32 || t == fk::DType::F16 || t == fk::DType::BF16, where,
+           "features of dtype f32, f16 or bf16", fk::name(t));
+  FK_CHECK(w.defined(), where, "a weight", "an undefined tensor");
+  FK_CHECK(w.dtype() == t, where, std::string("a weight of the features' dtype ") + fk::name(t),
+           fk::name(w.dtype()));
+  if (g == nullptr || !g->defined()) return;
+  FK_CHECK(g->dtype() == t, where, std::string("a grad_out of the features' dtype ") + fk::name(t),
+           fk::name(g->dtype()));
+}
+
 void check_operand(const fk::Tensor& t, const DeviceKernelMap& m, const char* where,
                    const char* what, int64_t rows, int64_t cols) {
   FK_CHECK(t.defined(), where, std::string("a ") + what, "an undefined tensor");
-  FK_CHECK(t.dtype() == fk::DType::F32, where, std::string(what) + " of dtype f32",
-           fk::name(t.dtype()));
   FK_CHECK(t.device() == fk::cuda_device(m.device), where,
            std::string(what) + " on " + fk::cuda_device(m.device).str(), t.device().str());
   FK_CHECK(t.is_contiguous(), where, std::string(what) + " contiguous", "a strided view");
@@ -39,11 +57,9 @@ void check_operand(const fk::Tensor& t, const DeviceKernelMap& m, const char* wh
 }
 
 void check_weight(const fk::Tensor& w, const DeviceKernelMap& m, const char* where, int64_t cin) {
-  FK_CHECK(w.defined(), where, "a weight", "an undefined tensor");
-  FK_CHECK(
-      w.dtype() == fk::DType::F32 && w.device() == fk::cuda_device(m.device) && w.is_contiguous(),
-      where, "a contiguous f32 weight on " + fk::cuda_device(m.device).str(),
-      std::string(fk::name(w.dtype())) + " on " + w.device().str());
+  FK_CHECK(w.device() == fk::cuda_device(m.device) && w.is_contiguous(), where,
+           "a contiguous weight on " + fk::cuda_device(m.device).str(),
+           (w.is_contiguous() ? "" : "a strided view on ") + w.device().str());
   FK_CHECK(
       w.dim() == 3 && w.size(0) == m.volume && w.size(1) == cin, where,
       "a weight of shape (" + std::to_string(m.volume) + ", " + std::to_string(cin) + ", C_out)",
@@ -77,52 +93,81 @@ std::vector<Group> plan_groups(const DeviceKernelMap& m, int64_t row_bytes, bool
   return groups;
 }
 
-// The state of one call: groups, staging, stream.
+// The state of one call: dtype, groups, staging, stream.
 struct Call {
   const DeviceKernelMap& m;
-  int64_t cin, cout;
+  fk::DType dtype;
+  int code;
+  int64_t esize, cin, cout;
   std::vector<Group> groups;
-  fk::Tensor staged_in, staged_out;
+  fk::Tensor staged_in, staged_out;  // in dtype
   void* stream;
   bool deterministic, tf32;
 
-  Call(const DeviceKernelMap& map, int64_t ci, int64_t co)
+  Call(const DeviceKernelMap& map, fk::DType t, int64_t ci, int64_t co)
       : m(map),
+        dtype(t),
+        code(dtype_code(t)),
+        esize(static_cast<int64_t>(fk::itemsize(t))),
         cin(ci),
         cout(co),
         stream(fk::cuda::current_stream(map.device)),
         deterministic(minkowski::is_deterministic()),
-        tf32(fk::amp::allow_tf32()) {
+        tf32(t == fk::DType::F32 && fk::amp::allow_tf32()) {
     const bool fused = fk::knob("ME_FUSED_COPY").as_bool();
     int64_t rows = 0;
-    groups = plan_groups(m, (cin + cout) * 4, fused, &rows);
-    const fk::TensorOptions o{fk::DType::F32, fk::cuda_device(m.device)};
+    groups = plan_groups(m, (cin + cout) * esize, fused, &rows);
+    const fk::TensorOptions o{dtype, fk::cuda_device(m.device)};
     staged_in = fk::empty({rows, cin}, o);
     staged_out = fk::empty({rows, cout}, o);
-    tl_info = {fused, deterministic, static_cast<int64_t>(groups.size()), rows * (cin + cout) * 4,
+    tl_info = {fused,
+               deterministic,
+               dtype,
+               static_cast<int64_t>(groups.size()),
+               rows * (cin + cout) * esize,
                0};
   }
   int64_t begin(int64_t k) const { return m.offset_begin[k]; }
-  float* in_at(int64_t p0, int64_t k) const {
-    return staged_in.data<float>() + (begin(k) - p0) * cin;
+  // Offset k's first staged row in a group starting at pair p0.
+  char* staged_at(const fk::Tensor& staged, int64_t p0, int64_t k, int64_t cols) const {
+    return static_cast<char*>(staged.data_ptr()) + (begin(k) - p0) * cols * esize;
   }
-  float* out_at(int64_t p0, int64_t k) const {
-    return staged_out.data<float>() + (begin(k) - p0) * cout;
+  char* in_at(int64_t p0, int64_t k) const { return staged_at(staged_in, p0, k, cin); }
+  char* out_at(int64_t p0, int64_t k) const { return staged_at(staged_out, p0, k, cout); }
+  // W_k, or grad_W_k, of a (K, C_in, C_out) tensor in dtype.
+  char* offset_matrix(const fk::Tensor& w, int64_t k) const {
+    return static_cast<char*>(w.data_ptr()) + k * cin * cout * esize;
   }
-  void gemm(bool ta, bool tb, int64_t rows_m, int64_t cols_n, int64_t inner, const float* a,
-            int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-    fk::cuda::gemm(m.device, fk::cuda::kF32, ta, tb, rows_m, cols_n, inner, 1.0, a, lda, b, ldb,
-                   0.0, c, ldc, stream, tf32);
+  // C = op(A) op(B): 16-bit operands and C with f32 accumulation (fk::cuda::gemm).
+  void gemm(bool ta, bool tb, int64_t rows_m, int64_t cols_n, int64_t inner, const void* a,
+            int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
+    fk::cuda::gemm(m.device, code, ta, tb, rows_m, cols_n, inner, 1.0, a, lda, b, ldb, 0.0, c, ldc,
+                   stream, tf32);
     ++tl_info.gemms;
   }
-  // dst += the staged rows [p0, p1) of `staged` (cols wide) at `rows`.
-  void scatter(const float* staged, int64_t p0, int64_t p1, const fk::Tensor& rows,
-               const DeviceRowIndex& idx, int64_t n_rows, int64_t cols, float* dst) {
+  // staged[0, p1 - p0) = src's rows at `rows` [p0, p1) (cols wide).
+  void gather(const fk::Tensor& src, const fk::Tensor& rows, int64_t p0, int64_t p1, int64_t cols,
+              const fk::Tensor& staged) {
+    launch_gather_rows(code, src.data_ptr(), cols, rows.data<int32_t>() + p0, p1 - p0, cols,
+                       staged.data_ptr(), stream);
+  }
+  // acc += the staged rows [p0, p1) of `staged` (cols wide) at `rows`.
+  void scatter(const fk::Tensor& staged, int64_t p0, int64_t p1, const fk::Tensor& rows,
+               const DeviceRowIndex& idx, int64_t n_rows, int64_t cols, const fk::Tensor& acc) {
     if (deterministic)
-      launch_scatter_add_ordered(staged, p0, p1, idx.begin.data<int32_t>(),
-                                 idx.pair.data<int32_t>(), n_rows, cols, dst, stream);
+      launch_scatter_add_ordered(code, staged.data_ptr(), p0, p1, idx.begin.data<int32_t>(),
+                                 idx.pair.data<int32_t>(), n_rows, cols, acc.data<float>(), stream);
     else
-      launch_scatter_add_atomic(staged, rows.data<int32_t>() + p0, p1 - p0, cols, dst, stream);
+      launch_scatter_add_atomic(code, staged.data_ptr(), rows.data<int32_t>() + p0, p1 - p0, cols,
+                                acc.data<float>(), stream);
+  }
+  // The f32 rows every offset's scatter adds into, and the result in dtype
+  // (converted once, after the last offset).
+  fk::Tensor accumulator(int64_t rows, int64_t cols) const {
+    return fk::zeros({rows, cols}, {fk::DType::F32, fk::cuda_device(m.device)});
+  }
+  fk::Tensor result(const fk::Tensor& acc) const {
+    return dtype == fk::DType::F32 ? acc : acc.to(dtype);
   }
 };
 
@@ -131,69 +176,66 @@ struct Call {
 fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
                         const DeviceKernelMap& map) {
   const char* where = "minkowski::cuda::conv_forward";
+  check_dtypes(where, features, weight, nullptr);
   check_operand(features, map, where, "features", map.in_size, -1);
   const int64_t cin = features.size(1);
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   fk::cuda::detail::DeviceGuard guard(map.device);
-  Call call(map, cin, cout);
-  fk::Tensor out = fk::zeros({map.out_size, cout}, {fk::DType::F32, fk::cuda_device(map.device)});
-  const float* f = features.data<float>();
-  const float* w = weight.data<float>();
+  Call call(map, features.dtype(), cin, cout);
+  const fk::Tensor out = call.accumulator(map.out_size, cout);
   for (const Group& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
-    launch_gather_rows(f, cin, map.in_rows.data<int32_t>() + p0, p1 - p0, cin,
-                       call.staged_in.data<float>(), call.stream);
+    call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
     for (int64_t k = g.first; k < g.last; ++k)
       if (map.count(k) > 0)
-        call.gemm(false, false, map.count(k), cout, cin, call.in_at(p0, k), cin, w + k * cin * cout,
-                  cout, call.out_at(p0, k), cout);
-    call.scatter(call.staged_out.data<float>(), p0, p1, map.out_rows, map.by_out, map.out_size,
-                 cout, out.data<float>());
+        call.gemm(false, false, map.count(k), cout, cin, call.in_at(p0, k), cin,
+                  call.offset_matrix(weight, k), cout, call.out_at(p0, k), cout);
+    call.scatter(call.staged_out, p0, p1, map.out_rows, map.by_out, map.out_size, cout, out);
   }
+  fk::Tensor r = call.result(out);
   fk::cuda::after_op(map.device);
-  return out;
+  return r;
 }
 
 DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
                               const fk::Tensor& weight, const DeviceKernelMap& map,
                               bool need_features, bool need_weight) {
   const char* where = "minkowski::cuda::conv_backward";
+  check_dtypes(where, features, weight, &grad_out);
   check_operand(features, map, where, "features", map.in_size, -1);
   const int64_t cin = features.size(1);
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   check_operand(grad_out, map, where, "grad_out", map.out_size, cout);
   fk::cuda::detail::DeviceGuard guard(map.device);
-  Call call(map, cin, cout);
-  const fk::TensorOptions o{fk::DType::F32, fk::cuda_device(map.device)};
+  Call call(map, features.dtype(), cin, cout);
   DeviceConvGrads r;
-  if (need_features) r.features = fk::zeros({map.in_size, cin}, o);
-  if (need_weight) r.weight = fk::zeros({map.volume, cin, cout}, o);
-  const float* f = features.data<float>();
-  const float* w = weight.data<float>();
+  const fk::Tensor gin = need_features ? call.accumulator(map.in_size, cin) : fk::Tensor();
+  // Each grad_W_k is one GEMM over all of offset k's pairs (f32 accumulation,
+  // one rounding to dtype), written in place.
+  if (need_weight)
+    r.weight = fk::zeros({map.volume, cin, cout}, {call.dtype, fk::cuda_device(map.device)});
   for (const Group& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
-    launch_gather_rows(grad_out.data<float>(), cout, map.out_rows.data<int32_t>() + p0, p1 - p0,
-                       cout, call.staged_out.data<float>(), call.stream);
+    call.gather(grad_out, map.out_rows, p0, p1, cout, call.staged_out);
     if (need_weight) {
-      launch_gather_rows(f, cin, map.in_rows.data<int32_t>() + p0, p1 - p0, cin,
-                         call.staged_in.data<float>(), call.stream);
+      call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
       for (int64_t k = g.first; k < g.last; ++k)
         if (map.count(k) > 0)
           call.gemm(true, false, cin, cout, map.count(k), call.in_at(p0, k), cin,
-                    call.out_at(p0, k), cout, r.weight.data<float>() + k * cin * cout, cout);
+                    call.out_at(p0, k), cout, call.offset_matrix(r.weight, k), cout);
     }
     if (need_features) {
       // Stream order lets the input-gradient rows overwrite the staged F rows.
       for (int64_t k = g.first; k < g.last; ++k)
         if (map.count(k) > 0)
           call.gemm(false, true, map.count(k), cin, cout, call.out_at(p0, k), cout,
-                    w + k * cin * cout, cout, call.in_at(p0, k), cin);
-      call.scatter(call.staged_in.data<float>(), p0, p1, map.in_rows, map.by_in, map.in_size, cin,
-                   r.features.data<float>());
+                    call.offset_matrix(weight, k), cout, call.in_at(p0, k), cin);
+      call.scatter(call.staged_in, p0, p1, map.in_rows, map.by_in, map.in_size, cin, gin);
     }
   }
+  if (need_features) r.features = call.result(gin);
   fk::cuda::after_op(map.device);
   return r;
 }

@@ -1,28 +1,39 @@
 #pragma once
 // Sparse convolution on a CUDA device over a DeviceKernelMap (CUDA builds
-// only: minkowski_cuda), f32, the same sums as conv_kernel.h:
+// only: minkowski_cuda), f32, f16 or bf16, the same sums as conv_kernel.h:
 //   forward   out[o]    = sum_k sum_{(i,o) in map_k} F[i] . W_k
 //   backward  grad_F[i] = sum_k sum_{(i,o) in map_k} G[o] . W_k^T
 //             grad_W_k  = sum_{(i,o) in map_k} F[i]^T . G[o]
 // Dataflow: offsets are cut into groups of whole offsets whose staged rows
-// (pairs x (C_in + C_out) x 4 bytes) fit ME_FUSED_COPY_MAX_MB (0 = 2048; an
-// offset larger than the cap is a group of its own, so the staging is at most
-// max(cap, the largest offset's rows)). Per group: one vectorized gather
-// (16/8/4-byte chunks) of the group's rows, one cuBLAS GEMM per offset on
-// the staged rows (TF32 when fk::amp::allow_tf32()), one scatter-accumulate.
+// (pairs x (C_in + C_out) x itemsize bytes) fit ME_FUSED_COPY_MAX_MB (0 =
+// 2048; an offset larger than the cap is a group of its own, so the staging
+// is at most max(cap, the largest offset's rows)). Per group: one vectorized
+// gather (16/8/4-byte chunks) of the group's rows, one cuBLAS GEMM per offset
+// on the staged rows, one scatter-accumulate into f32 rows.
 // The backward gathers G (and F for the weight gradient), writes grad_W_k
 // with one GEMM per offset (beta = 0: every offset is in exactly one group),
 // then overwrites the staged F rows with G_k . W_k^T and scatters them.
 // ME_FUSED_COPY=0: every offset is its own group (one gather, GEMM and
 // scatter launch per offset), for A/B.
+// Precision: f32 GEMMs are FP32, or TF32 when fk::amp::allow_tf32(). f16 and
+// bf16 rows are gathered and staged in 16 bits and multiplied on tensor cores
+// with f32 accumulation (fk::cuda::gemm); each pair's product row is rounded
+// to 16 bits once (the GEMM's output), the sum over offsets is accumulated in
+// an f32 buffer and rounded to the dtype once at the end (so a row with K
+// offsets carries two roundings, not K). grad_W_k is one GEMM over all of
+// offset k's pairs, f32 accumulation, rounded once. The results are in the
+// features' dtype; for 16-bit dtypes the f32 accumulator (output rows x
+// channels x 4 bytes) lives until that conversion.
 // Accumulation: float atomics by default (run-to-run order varies); with
 // minkowski::set_deterministic(true) each destination row is summed by one
-// thread in offset order over the map's by_out / by_in (bitwise reproducible;
-// the CPU's summation order, though GEMM rounding differs from the CPU's).
+// thread in offset order over the map's by_out / by_in (bitwise reproducible,
+// every dtype; the CPU's summation order, though GEMM rounding differs from
+// the CPU's).
 // No host synchronization inside a call; the end of each call goes through
 // fk::cuda::after_op (one sync unless ME_LAZY_SYNC=1).
 // Operands: features N_in x C_in and weight K x C_in x C_out (grad_out
-// N_out x C_out), f32, contiguous, on the map's device; else fk::Error.
+// N_out x C_out), one dtype (f32, f16 or bf16), contiguous, on the map's
+// device; else fk::Error (dtypes are checked first, before any device work).
 #include <cstdint>
 
 #include "fk/tensor.h"
@@ -45,6 +56,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
 struct DeviceConvInfo {
   bool fused = true;
   bool deterministic = false;
+  fk::DType dtype = fk::DType::F32;
   int64_t groups = 0;
   int64_t staging_bytes = 0;
   int64_t gemms = 0;
