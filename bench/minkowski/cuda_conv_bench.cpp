@@ -1,28 +1,38 @@
 // GPU benchmarks of minkowski's device convolution (minkowski_cuda) on a
 // 100k-voxel indoor scene: the device kernel-map build, and the forward and
 // backward of a 3x3x3 submanifold convolution at C_in = C_out = C in
-// {32, 64, 128, 256}, fused (one gather and scatter per group of offsets)
-// against per-offset (ME_FUSED_COPY=0), beside the convolution's cuBLAS
-// GEMMs alone on the same staged shapes (the bound the copies add to).
-// f32 with TF32 off; atomics (set_deterministic off). Each iteration is timed
-// with CUDA events on the current stream (manual time), including the host
-// gaps and the sync at the end of each op (ME_LAZY_SYNC unset). FLOPS count
+// {32, 64, 128, 256}, in f32, TF32 (f32 with fk::amp::allow_tf32), bf16 and
+// f16 (tensor cores, f32 accumulation), fused (one gather and scatter per
+// group of offsets) against per-offset (ME_FUSED_COPY=0), and fused with
+// ME_LAZY_SYNC off and on. Each row also times, in the same run, the
+// convolution's cuBLAS GEMMs alone on staged buffers of the same shapes and
+// dtype (one per offset forward, two backward; the bound the gather and
+// scatter add to): gemm_FLOPS is their rate, of_gemm = (GEMM time) /
+// (convolution time), the fraction of cuBLAS's own rate the convolution
+// reaches. Atomics (set_deterministic off). Each iteration is timed with CUDA
+// events on the current stream (manual time), including the host gaps and,
+// with ME_LAZY_SYNC off, the sync at the end of each op. FLOPS count
 // 2 x pairs x C_in x C_out per pass (the backward's two GEMMs: twice that).
 // Scene: $MINKOWSKI_CUDA_BENCH_SCENE, else ../shared/data/indoor_scene_100k.npy
 // or /work/shared/data/indoor_scene_100k.npy when present, else the synthetic
-// 100k scene of `minkowski bench conv --points 100000`; the label names it.
+// 100k scene of `minkowski bench conv --points 100000`; the label names it
+// and the precision.
 // Without a usable device every benchmark reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
+//   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:128/precision:2'
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../../apps/minkowski/scene.h"
@@ -48,28 +58,64 @@ cudaStream_t current_stream() {
   return static_cast<cudaStream_t>(fk::cuda::current_stream(0));
 }
 
-// Times each iteration with a pair of events on the current stream, after
-// one untimed warm-up call.
+// Seconds of one call of body, timed with a pair of events on the current stream.
+class EventTimer {
+ public:
+  EventTimer() {
+    cudaEventCreate(&start_);
+    cudaEventCreate(&stop_);
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  template <typename Body>
+  double seconds(Body&& body) {
+    cudaEventRecord(start_, current_stream());
+    body();
+    cudaEventRecord(stop_, current_stream());
+    cudaEventSynchronize(stop_);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start_, stop_);
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+ private:
+  cudaEvent_t start_, stop_;
+};
+
+// Times each iteration with events, after one untimed warm-up call; returns
+// the mean seconds per iteration.
 template <typename Body>
-void run_timed(benchmark::State& state, Body&& body) {
+double run_timed(benchmark::State& state, Body&& body) {
   body();
   cudaStreamSynchronize(current_stream());
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
+  EventTimer timer;
+  double total = 0;
+  int64_t n = 0;
   for (auto _ : state) {
-    cudaEventRecord(start, current_stream());
-    body();
-    cudaEventRecord(stop, current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(static_cast<double>(ms) * 1e-3);
+    const double s = timer.seconds(body);
+    state.SetIterationTime(s);
+    total += s;
+    ++n;
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) state.SkipWithError(cudaGetErrorString(e));
+  return n > 0 ? total / static_cast<double>(n) : 0.0;
+}
+
+// The median seconds of `reps` calls of body, after one warm-up call.
+template <typename Body>
+double median_seconds(Body&& body, int reps = 15) {
+  body();
+  cudaStreamSynchronize(current_stream());
+  EventTimer timer;
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) t.push_back(timer.seconds(body));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 struct Scene {
@@ -123,70 +169,121 @@ void BM_DeviceKernelMapCube3(benchmark::State& state) {
 }
 BENCHMARK(BM_DeviceKernelMapCube3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// The precision columns: storage dtype, and TF32 for f32.
+enum Precision : int64_t { kFp32 = 0, kTf32 = 1, kBf16 = 2, kFp16 = 3 };
+fk::DType dtype_of(int64_t p) {
+  return p == kBf16 ? fk::DType::BF16 : p == kFp16 ? fk::DType::F16 : fk::DType::F32;
+}
+const char* precision_name(int64_t p) {
+  static const char* names[] = {"f32", "tf32", "bf16", "f16"};
+  return names[p];
+}
+
+// Sets the knobs and the TF32 switch of one row for its scope.
+class RowSettings {
+ public:
+  RowSettings(int64_t precision, bool fused, bool lazy) {
+    fk::amp::set_allow_tf32(precision == kTf32);
+    fk::mutable_knob("ME_FUSED_COPY").set_override(fused ? "1" : "0");
+    fk::mutable_knob("ME_LAZY_SYNC").set_override(lazy ? "1" : "0");
+  }
+  ~RowSettings() {
+    fk::amp::set_allow_tf32(false);
+    fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
+    fk::mutable_knob("ME_LAZY_SYNC").set_override(std::nullopt);
+  }
+  RowSettings(const RowSettings&) = delete;
+  RowSettings& operator=(const RowSettings&) = delete;
+};
+
 struct ConvOperands {
   fk::Tensor f, w, g;
 };
-ConvOperands conv_operands(const Scene& s, int64_t c) {
+ConvOperands conv_operands(const Scene& s, int64_t c, fk::DType dtype) {
   fk::Generator gen(7);
   const fk::TensorOptions o{fk::DType::F32, kGpu};
-  return {fk::uniform({s.map->size(), c}, -1, 1, o, &gen),
-          fk::uniform({27, c, c}, -0.03, 0.03, o, &gen),
-          fk::uniform({s.map->size(), c}, -1, 1, o, &gen)};
+  return {fk::uniform({s.map->size(), c}, -1, 1, o, &gen).to(dtype),
+          fk::uniform({27, c, c}, -0.03, 0.03, o, &gen).to(dtype),
+          fk::uniform({s.map->size(), c}, -1, 1, o, &gen).to(dtype)};
 }
 
-// Args: C, fused (1) or per-offset (0); backward (1) or forward (0).
-void BM_DeviceConv(benchmark::State& state) {
-  if (skip_without_device(state)) return;
-  fk::amp::set_allow_tf32(false);
-  Scene& s = scene();
-  const int64_t c = state.range(0);
-  const bool fused = state.range(1) != 0, backward = state.range(2) != 0;
-  fk::mutable_knob("ME_FUSED_COPY").set_override(fused ? "1" : "0");
-  const ConvOperands op = conv_operands(s, c);
-  if (backward)
-    run_timed(state, [&] { minkowski::cuda::conv_backward(op.g, op.f, op.w, *s.dev, true, true); });
-  else
-    run_timed(state, [&] { minkowski::cuda::conv_forward(op.f, op.w, *s.dev); });
-  fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
-  const double flops = 2.0 * static_cast<double>(s.dev->pairs()) * static_cast<double>(c * c);
-  report_flops(state, backward ? 2 * flops : flops);
-  state.counters["launch_groups"] =
-      static_cast<double>(minkowski::cuda::last_device_conv_call().groups);
-  state.SetLabel(s.source);
-}
-BENCHMARK(BM_DeviceConv)
-    ->ArgsProduct({{32, 64, 128, 256}, {1, 0}, {0, 1}})
-    ->ArgNames({"C", "fused", "backward"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-
-// The forward's GEMMs alone: one cuBLAS call per offset on staged buffers of
-// the map's shapes (no gather, no scatter).
-void BM_DeviceConvGemmsOnly(benchmark::State& state) {
-  if (skip_without_device(state)) return;
-  fk::amp::set_allow_tf32(false);
-  Scene& s = scene();
-  const int64_t c = state.range(0), P = s.dev->pairs();
-  const ConvOperands op = conv_operands(s, c);
-  const fk::Tensor a = fk::zeros({P, c}, {fk::DType::F32, kGpu}), out = fk::zeros_like(a);
-  run_timed(state, [&] {
+// Seconds of the convolution's GEMMs alone, as device_conv.cpp issues them
+// (forward: staged_in_k W_k; backward: staged_in_k^T staged_out_k and
+// staged_out_k W_k^T), on staged buffers of all pairs (no gather, no
+// scatter), in the row's dtype and TF32 setting. Measured once per shape,
+// precision and direction, and kept for the rows that share them.
+double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
+                    const ConvOperands& op) {
+  static std::map<std::tuple<int64_t, int64_t, bool>, double> measured;
+  const auto key = std::make_tuple(c, precision, backward);
+  if (auto it = measured.find(key); it != measured.end()) return it->second;
+  const fk::DType dtype = dtype_of(precision);
+  const int code = static_cast<int>(dtype), es = static_cast<int>(fk::itemsize(dtype));
+  const int64_t P = s.dev->pairs();
+  const fk::Tensor in = fk::zeros({P, c}, {dtype, kGpu}), out = fk::zeros({P, c}, {dtype, kGpu});
+  const fk::Tensor gw = fk::zeros({27, c, c}, {dtype, kGpu});
+  const bool tf32 = precision == kTf32;
+  auto at = [&](const fk::Tensor& t, int64_t elements) {
+    return static_cast<char*>(t.data_ptr()) + elements * es;
+  };
+  const double seconds = median_seconds([&] {
     for (int64_t k = 0; k < s.dev->volume; ++k) {
       const int64_t n = s.dev->count(k), p = s.dev->offset_begin[k];
       if (n == 0) continue;
-      fk::cuda::gemm(0, fk::cuda::kF32, false, false, n, c, c, 1.0, a.data<float>() + p * c, c,
-                     op.w.data<float>() + k * c * c, c, 0.0, out.data<float>() + p * c, c,
-                     current_stream(), false);
+      if (!backward) {
+        fk::cuda::gemm(0, code, false, false, n, c, c, 1.0, at(in, p * c), c, at(op.w, k * c * c),
+                       c, 0.0, at(out, p * c), c, current_stream(), tf32);
+        continue;
+      }
+      fk::cuda::gemm(0, code, true, false, c, c, n, 1.0, at(in, p * c), c, at(out, p * c), c, 0.0,
+                     at(gw, k * c * c), c, current_stream(), tf32);
+      fk::cuda::gemm(0, code, false, true, n, c, c, 1.0, at(out, p * c), c, at(op.w, k * c * c), c,
+                     0.0, at(in, p * c), c, current_stream(), tf32);
     }
   });
-  report_flops(state, 2.0 * static_cast<double>(P) * static_cast<double>(c * c));
-  state.SetLabel(s.source);
+  measured[key] = seconds;
+  return seconds;
 }
-BENCHMARK(BM_DeviceConvGemmsOnly)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Arg(256)
-    ->ArgName("C")
+
+// Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16); fused (1) or per-offset
+// (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0).
+void BM_DeviceConv(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  Scene& s = scene();
+  const int64_t c = state.range(0), precision = state.range(1);
+  const bool fused = state.range(2) != 0, backward = state.range(3) != 0;
+  const RowSettings settings(precision, fused, state.range(4) != 0);
+  const ConvOperands op = conv_operands(s, c, dtype_of(precision));
+  const double conv_s =
+      backward
+          ? run_timed(state,
+                      [&] { minkowski::cuda::conv_backward(op.g, op.f, op.w, *s.dev, true, true); })
+          : run_timed(state, [&] { minkowski::cuda::conv_forward(op.f, op.w, *s.dev); });
+  const int64_t groups = minkowski::cuda::last_device_conv_call().groups;
+  const double pass = 2.0 * static_cast<double>(s.dev->pairs()) * static_cast<double>(c * c);
+  const double flops = backward ? 2 * pass : pass;
+  const double gemm_s = gemm_seconds(s, c, precision, backward, op);
+  report_flops(state, flops);
+  state.counters["gemm_FLOPS"] = benchmark::Counter(flops / gemm_s);
+  state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
+  state.counters["launch_groups"] = static_cast<double>(groups);
+  state.SetLabel(s.source + " " + precision_name(precision));
+}
+
+// Every C and precision, both directions: fused with lazy sync off and on,
+// per-offset with it off.
+void conv_rows(benchmark::internal::Benchmark* b) {
+  for (int64_t c : {32, 64, 128, 256})
+    for (int64_t p : {kFp32, kTf32, kBf16, kFp16})
+      for (int64_t backward : {0, 1}) {
+        b->Args({c, p, 1, backward, 0});
+        b->Args({c, p, 1, backward, 1});
+        b->Args({c, p, 0, backward, 0});
+      }
+}
+BENCHMARK(BM_DeviceConv)
+    ->Apply(conv_rows)
+    ->ArgNames({"C", "precision", "fused", "backward", "lazy"})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
