@@ -220,7 +220,12 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
   const fk::DType dtype = dtype_of(precision);
   const int code = static_cast<int>(dtype), es = static_cast<int>(fk::itemsize(dtype));
   const int64_t P = s.dev->pairs();
-  const fk::Tensor in = fk::zeros({P, c}, {dtype, kGpu}), out = fk::zeros({P, c}, {dtype, kGpu});
+  // Random rows, not zeros: tensor cores draw less power (and may clock
+  // higher) on zeros.
+  fk::Generator gen(8);
+  const fk::TensorOptions o{fk::DType::F32, kGpu};
+  const fk::Tensor in = fk::uniform({P, c}, -1, 1, o, &gen).to(dtype);
+  const fk::Tensor out = fk::uniform({P, c}, -1, 1, o, &gen).to(dtype);
   const fk::Tensor gw = fk::zeros({27, c, c}, {dtype, kGpu});
   const bool tf32 = precision == kTf32;
   auto at = [&](const fk::Tensor& t, int64_t elements) {
