@@ -57,6 +57,7 @@ KeyLayout packer_layout(const std::vector<int32_t>& lo, const std::vector<int32_
   if (key_bits) *key_bits = bits;
   return l;
 }
+
 // The map's rows in `order` (the header's steps 2-4) from the keys of n > 0
 // input rows (rows0: 0..n-1).
 struct Dedup {
