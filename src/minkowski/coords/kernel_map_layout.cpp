@@ -25,9 +25,8 @@ constexpr int64_t kPackGrain = int64_t{1} << 20;
 
 }  // namespace
 
-BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
-                        const std::vector<int32_t>& offsets) {
-  const int w = in.width(), d = w - 1;
+BuildLayout make_layout(const LayoutInputs& m, const std::vector<int32_t>& offsets) {
+  const int w = static_cast<int>(m.in_lo.size()), d = w - 1;
   const int64_t K = static_cast<int64_t>(offsets.size()) / d;
   BuildLayout l;
   l.lo.resize(w);
@@ -36,24 +35,17 @@ BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
   for (int64_t k = 0; k < K; ++k)
     for (int i = 0; i < d; ++i)
       reach[i + 1] = std::max<int64_t>(reach[i + 1], std::abs(int64_t{offsets[k * d + i]}));
-  const CoordinatePacker &pi = in.packer(), &po = out.packer();
-  // How often each axis changes between consecutive output rows.
-  std::vector<int64_t> changes(w, 0);
-  for (int64_t i = 1; i < out.size(); ++i) {
-    const int32_t *a = out.row(i - 1), *b = out.row(i);
-    for (int c = 1; c < w; ++c) changes[c] += a[c] != b[c];
-  }
   std::vector<int> order(d);  // columns from least to most significant, then 0
   std::iota(order.begin(), order.end(), 1);
   std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return changes[a] > changes[b]; });
+                   [&](int a, int b) { return m.out_changes[a] > m.out_changes[b]; });
   order.push_back(0);
   l.line_axis = order[0];
   l.lexicographic = true;
   for (int i = 0; i < d; ++i) l.lexicographic &= order[i] == d - i;
   for (int c : order) {
-    int64_t lo = std::min<int64_t>(pi.min(c), po.min(c)) - reach[c];
-    int64_t hi = std::max<int64_t>(pi.min(c) + pi.extent(c), po.min(c) + po.extent(c)) + reach[c];
+    int64_t lo = std::min(m.in_lo[c], m.out_lo[c]) - reach[c];
+    int64_t hi = std::max(m.in_hi[c], m.out_hi[c]) + reach[c];
     int b = 0;
     while (b < 63 && (int64_t{1} << b) <= hi - lo) ++b;
     l.lo[c] = lo;
@@ -61,6 +53,27 @@ BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
     l.bits += b;
   }
   return l;
+}
+
+BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
+                        const std::vector<int32_t>& offsets) {
+  const int w = in.width();
+  LayoutInputs m;
+  auto bounds = [w](const CoordinatePacker& p, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+    for (int c = 0; c < w; ++c) {
+      lo.push_back(p.min(c));
+      hi.push_back(p.min(c) + p.extent(c));
+    }
+  };
+  bounds(in.packer(), m.in_lo, m.in_hi);
+  bounds(out.packer(), m.out_lo, m.out_hi);
+  // How often each axis changes between consecutive output rows.
+  m.out_changes.assign(w, 0);
+  for (int64_t i = 1; i < out.size(); ++i) {
+    const int32_t *a = out.row(i - 1), *b = out.row(i);
+    for (int c = 1; c < w; ++c) m.out_changes[c] += a[c] != b[c];
+  }
+  return make_layout(m, offsets);
 }
 
 template <typename Key>
@@ -153,6 +166,12 @@ namespace minkowski {
 KernelMapKeyLayout kernel_map_key_layout(const CoordinateMap& in, const CoordinateMap& out,
                                          const std::vector<int32_t>& offsets) {
   kernel_map_build::BuildLayout l = kernel_map_build::make_layout(in, out, offsets);
+  return {std::move(l.lo), std::move(l.shift), l.bits};
+}
+
+KernelMapKeyLayout kernel_map_key_layout(const kernel_map_build::LayoutInputs& maps,
+                                         const std::vector<int32_t>& offsets) {
+  kernel_map_build::BuildLayout l = kernel_map_build::make_layout(maps, offsets);
   return {std::move(l.lo), std::move(l.shift), l.bits};
 }
 

@@ -2,7 +2,8 @@
 // The kernel-map build's packed keys: the layout that packs a coordinate row
 // into one integer key, both maps' rows sorted by it, and the kernel's offsets
 // grouped into lines of consecutive keys (what the merge search walks).
-// Internal to build_kernel_map (kernel_map_build.cpp, kernel_map_search.h).
+// Internal to build_kernel_map (kernel_map_build.cpp, kernel_map_search.h)
+// and to the device build from device coordinates (device_coordinates.cpp).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -34,6 +35,15 @@ struct BuildLayout {
 BuildLayout make_layout(const CoordinateMap& in, const CoordinateMap& out,
                         const std::vector<int32_t>& offsets);
 
+// What a layout is made of, per column c (0 = the batch): both maps' bounds
+// (0 and 0 for an empty map, as its packer has them) and how often column c
+// changes between consecutive output rows (entry 0 unused). The device build
+// measures these on the device and gets the CPU's layout from them.
+struct LayoutInputs {
+  std::vector<int64_t> in_lo, in_hi, out_lo, out_hi, out_changes;
+};
+BuildLayout make_layout(const LayoutInputs& maps, const std::vector<int32_t>& offsets);
+
 // Sentinel keys after the last real key: the search reads up to this many
 // keys past a pointer without bounds checks.
 constexpr int64_t kKeyPad = 16;
@@ -60,3 +70,12 @@ struct Line {
 std::vector<Line> make_lines(const std::vector<int32_t>& offsets, int d, const BuildLayout& l);
 
 }  // namespace minkowski::kernel_map_build
+
+namespace minkowski {
+
+// kernel_map_key_layout (kernel_map.h) from the layout's inputs alone.
+struct KernelMapKeyLayout;
+KernelMapKeyLayout kernel_map_key_layout(const kernel_map_build::LayoutInputs& maps,
+                                         const std::vector<int32_t>& offsets);
+
+}  // namespace minkowski

@@ -10,26 +10,20 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "minkowski/cuda/device_buffers.h"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
 
 namespace {
 
-const char* const kWhere = "minkowski::cuda::build_device_kernel_map";
+using buffers::device_i32;
+using buffers::device_u64;
+using buffers::DeviceTable;
+using buffers::i32;
+using buffers::u64;
 
-fk::Tensor device_i32(int64_t n, int device) {
-  return fk::empty({n}, {fk::DType::I32, fk::cuda_device(device)});
-}
-fk::Tensor device_u64(int64_t n, int device) {
-  return fk::empty({n}, {fk::DType::I64, fk::cuda_device(device)});
-}
-int32_t* i32(const fk::Tensor& t) {
-  return t.data<int32_t>();
-}
-uint64_t* u64(const fk::Tensor& t) {
-  return static_cast<uint64_t*>(t.data_ptr());
-}
+const char* const kWhere = "minkowski::cuda::build_device_kernel_map";
 
 KeyLayout to_kernel_layout(const KernelMapKeyLayout& l, int width) {
   FK_CHECK(width <= kMaxWidth, kWhere,
@@ -47,28 +41,20 @@ KeyLayout to_kernel_layout(const KernelMapKeyLayout& l, int width) {
   return k;
 }
 
-// The table: the smallest power of two >= 2 n slots.
-struct DeviceTable {
-  fk::Tensor keys, values;
-  HashTable t;
-  DeviceTable(int64_t n, int device, void* stream) {
-    int64_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    keys = device_u64(cap, device);
-    values = device_i32(cap, device);
-    t = {u64(keys), i32(values), cap};
-    launch_hash_clear(t, stream);
-  }
-};
-
-// Keys of n rows (host coordinates) under layout, on the device.
-fk::Tensor pack_on_device(const std::vector<int32_t>& coords, int64_t n, const KeyLayout& l,
-                          int device, void* stream, fk::Tensor* rows) {
-  fk::Tensor c = fk::from_vector(coords, fk::Dims{n * l.width}, fk::cuda_device(device));
+// Keys of the n rows of coords (n x l.width, on the device) under l.
+fk::Tensor pack_on_device(const fk::Tensor& coords, const KeyLayout& l, int device, void* stream,
+                          fk::Tensor* rows) {
+  const int64_t n = coords.size(0);
   fk::Tensor keys = device_u64(n, device);
   *rows = device_i32(n, device);
-  launch_pack_keys(i32(c), n, l, u64(keys), i32(*rows), stream);
+  launch_pack_keys(i32(coords), n, l, u64(keys), i32(*rows), stream);
   return keys;
+}
+
+// Host rows (n x width) on `device`.
+fk::Tensor upload_rows(const std::vector<int32_t>& rows, int width, int device) {
+  const int64_t n = static_cast<int64_t>(rows.size()) / width;
+  return fk::from_vector(rows, fk::Dims{n, width}, fk::cuda_device(device));
 }
 
 // Pair ids grouped by `rows` (pairs entries, each < n_rows), stably.
@@ -103,17 +89,35 @@ DeviceKernelMap empty_map(int64_t K, int64_t in_size, int64_t out_size, int devi
   return m;
 }
 
+// K of K x D offsets, after checking both maps are D-dimensional.
+int64_t offset_count(int in_width, int out_width, const std::vector<int32_t>& offsets) {
+  const int d = in_width - 1;
+  FK_CHECK(out_width == in_width, kWhere, "maps of one dimension",
+           std::to_string(d) + " and " + std::to_string(out_width - 1));
+  FK_CHECK(d > 0 && offsets.size() % d == 0, kWhere, "K x D offsets",
+           std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
+  return static_cast<int64_t>(offsets.size()) / d;
+}
+
 }  // namespace
 
 DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                         const std::vector<int32_t>& offsets, int device) {
-  const int w = in.width(), d = w - 1;
-  FK_CHECK(out.width() == w, kWhere, "maps of one dimension",
-           std::to_string(d) + " and " + std::to_string(out.width() - 1));
-  FK_CHECK(d > 0 && offsets.size() % d == 0, kWhere, "K x D offsets",
-           std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
-  const int64_t K = static_cast<int64_t>(offsets.size()) / d;
-  const int64_t n_in = in.size(), n_out = out.size();
+  const int w = in.width();
+  offset_count(w, out.width(), offsets);
+  const KernelMapKeyLayout layout = kernel_map_key_layout(in, out, offsets);
+  fk::cuda::detail::DeviceGuard guard(device);
+  return build_device_kernel_map(upload_rows(in.coordinates(), w, device),
+                                 upload_rows(out.coordinates(), w, device), layout, offsets,
+                                 device);
+}
+
+DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::Tensor& out_coords,
+                                        const KernelMapKeyLayout& layout,
+                                        const std::vector<int32_t>& offsets, int device) {
+  const int w = static_cast<int>(in_coords.size(1)), d = w - 1;
+  const int64_t K = offset_count(w, static_cast<int>(out_coords.size(1)), offsets);
+  const int64_t n_in = in_coords.size(0), n_out = out_coords.size(0);
   fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(K, n_in, n_out, device);
   void* stream = fk::cuda::current_stream(device);
@@ -123,12 +127,11 @@ DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const Coordinat
   }
   FK_CHECK(K * n_out < (int64_t{1} << 31), kWhere, "offsets x output rows < 2^31",
            std::to_string(K) + " x " + std::to_string(n_out));
-  const KernelMapKeyLayout layout = kernel_map_key_layout(in, out, offsets);
   const KeyLayout l = to_kernel_layout(layout, w);
 
   fk::Tensor in_order, out_order0, out_order = device_i32(n_out, device);
-  fk::Tensor in_keys = pack_on_device(in.coordinates(), n_in, l, device, stream, &in_order);
-  fk::Tensor out_keys0 = pack_on_device(out.coordinates(), n_out, l, device, stream, &out_order0);
+  fk::Tensor in_keys = pack_on_device(in_coords, l, device, stream, &in_order);
+  fk::Tensor out_keys0 = pack_on_device(out_coords, l, device, stream, &out_order0);
   fk::Tensor out_keys = device_u64(n_out, device);
   sort_pairs_u64(u64(out_keys0), i32(out_order0), u64(out_keys), i32(out_order), n_out, layout.bits,
                  stream);
@@ -210,8 +213,8 @@ std::vector<int32_t> device_hash_lookup(const std::vector<int32_t>& coords,
   const int64_t q = static_cast<int64_t>(queries.size()) / width;
   void* stream = fk::cuda::current_stream(device);
   fk::Tensor rows, qrows;
-  fk::Tensor keys = pack_on_device(coords, n, l, device, stream, &rows);
-  fk::Tensor qkeys = pack_on_device(queries, q, l, device, stream, &qrows);
+  fk::Tensor keys = pack_on_device(upload_rows(coords, width, device), l, device, stream, &rows);
+  fk::Tensor qkeys = pack_on_device(upload_rows(queries, width, device), l, device, stream, &qrows);
   DeviceTable table(n, device, stream);
   launch_hash_insert(table.t, u64(keys), n, stream);
   fk::Tensor found = device_i32(q, device);

@@ -19,7 +19,9 @@
 //
 // Limits (fk::Error otherwise): D <= 7 and keys of at most 63 bits (the
 // CPU's 128-bit keys are not ported), offset count x output rows < 2^31.
-// The coordinate maps themselves are CPU objects, uploaded per build.
+// The CoordinateMap overload uploads the maps' coordinates per build; the
+// tensor overload takes coordinates already on the device (what
+// device_coordinates.h's maps hold).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -50,6 +52,11 @@ struct DeviceKernelMap {
 
 DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
                                         const std::vector<int32_t>& offsets, int device = 0);
+// The same from the maps' rows on `device` (contiguous i32, n x (1 + D)
+// each) and the layout kernel_map_key_layout gives for the maps they are.
+DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::Tensor& out_coords,
+                                        const KernelMapKeyLayout& layout,
+                                        const std::vector<int32_t>& offsets, int device);
 
 // A map built on the host, uploaded (pairs and both row indices, built on the device).
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device = 0);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "minkowski/cuda/hash_table.cuh"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
@@ -14,16 +15,6 @@ using fk::cuda::detail::as_stream;
 using fk::cuda::detail::blocks_for;
 using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
-
-// MurmurHash3's 64-bit finalizer: every key bit reaches every slot bit.
-__device__ inline uint64_t mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
 
 __global__ void pack_keys_kernel(const int32_t* coords, int64_t n, KeyLayout l, uint64_t* keys,
                                  int32_t* rows) {
@@ -52,7 +43,7 @@ __global__ void hash_insert_kernel(HashTable t, const uint64_t* keys, int64_t n)
   const uint64_t mask = static_cast<uint64_t>(t.capacity) - 1;
   FK_CUDA_LOOP(i, n) {
     const unsigned long long key = keys[i];
-    uint64_t s = mix(key) & mask;
+    uint64_t s = hash_slot_mix(key) & mask;
     for (;;) {
       auto* slot = reinterpret_cast<unsigned long long*>(t.keys + s);
       const unsigned long long seen = atomicCAS(slot, kEmptyKey, key);
@@ -62,15 +53,6 @@ __global__ void hash_insert_kernel(HashTable t, const uint64_t* keys, int64_t n)
       }
       s = (s + 1) & mask;
     }
-  }
-}
-
-__device__ inline int32_t hash_find(const HashTable& t, uint64_t key) {
-  const uint64_t mask = static_cast<uint64_t>(t.capacity) - 1;
-  for (uint64_t s = mix(key) & mask;; s = (s + 1) & mask) {
-    const uint64_t seen = t.keys[s];
-    if (seen == key) return t.values[s];
-    if (seen == kEmptyKey) return -1;
   }
 }
 

@@ -16,6 +16,7 @@ struct KeyLayout {
   int width = 0;
   int64_t lo[kMaxWidth] = {};
   int shift[kMaxWidth] = {};
+  int64_t hi[kMaxWidth] = {};  // column maxima: read by launch_lookup_coordinates only
 };
 
 // --- coordinates (hash_map.cu) ----------------------------------------------
@@ -64,6 +65,49 @@ void launch_kernel_map_pairs(const int32_t* hit, const int32_t* pos, const int32
 // a row >= r, for r in [0, rows] (begin[rows] = n): a CSR over rows.
 void launch_row_begin(const int32_t* sorted_rows, int64_t n, int64_t rows, int32_t* begin,
                       void* stream);
+
+// --- coordinate maps (coordinates.cu) ---------------------------------------
+// The steps of device_coordinates.cpp's unique, strided and expanded maps.
+
+// stats (3 x width, on the device) = per column c of coords (n x width rows):
+// its minimum, its maximum, and the number of rows i >= 1 whose column c
+// differs from row i - 1's (integer atomics: exact whatever the order).
+void launch_column_stats(const int32_t* coords, int64_t n, int width, int64_t* stats, void* stream);
+// For n ascending keys: head[s] = 1 where a run of equal keys starts (s = 0 or
+// keys[s] != keys[s - 1]), else 0, for s <= n (head[n] = 0).
+void launch_run_heads(const uint64_t* sorted_keys, int64_t n, int32_t* head, void* stream);
+// With run = the exclusive scan of head and rows the input row of each sorted
+// key: run r's first entry (row and key) in run_row[r], run_key[r], and the
+// run of every input row in run_of[rows[s]].
+void launch_runs(const uint64_t* sorted_keys, const int32_t* sorted_rows, const int32_t* head,
+                 const int32_t* run, int64_t n, int32_t* run_row, uint64_t* run_key,
+                 int32_t* run_of, void* stream);
+// first[i] = 1 where input row i is the first of its run (run_row[run_of[i]]
+// == i), else 0, for i <= n (first[n] = 0).
+void launch_first_flags(const int32_t* run_row, const int32_t* run_of, int64_t n, int32_t* first,
+                        void* stream);
+// With id = the exclusive scan of first (map row of each first occurrence):
+// inverse[i] = id[run_row[run_of[i]]] for every input row i; for a first
+// occurrence, unique_rows[id[i]] = i and row_key[id[i]] = keys[i].
+void launch_first_order(const int32_t* run_row, const int32_t* run_of, const int32_t* first,
+                        const int32_t* id, const uint64_t* keys, int64_t n, int32_t* inverse,
+                        int32_t* unique_rows, uint64_t* row_key, void* stream);
+// out[r, :] = coords[rows[r], :] for r < m (rows of `width` int32).
+void launch_gather_coordinates(const int32_t* coords, int width, const int32_t* rows, int64_t m,
+                               int32_t* out, void* stream);
+// out = coords (n x width) with spatial column a + 1 floored to a multiple of
+// step[a] (toward -inf; step: width - 1 values on the device), the batch kept.
+// The caller has checked the results fit int32.
+void launch_floor_coordinates(const int32_t* coords, int64_t n, int width, const int32_t* step,
+                              int32_t* out, void* stream);
+// out[i * K + k, :] = coords[i, :] + (0, offsets[k, :]) for i < n, k < K
+// (offsets K x (width - 1) on the device; the caller has checked the range).
+void launch_expand_coordinates(const int32_t* coords, int64_t n, int width, const int32_t* offsets,
+                               int64_t K, int32_t* out, void* stream);
+// found[i] = the table's value for query row i (q x layout.width), or -1; a
+// row outside [layout.lo, layout.hi] on some column is absent without a probe.
+void launch_lookup_coordinates(HashTable t, const KeyLayout& layout, const int32_t* queries,
+                               int64_t q, int32_t* found, void* stream);
 
 // --- sorting and scans (sort.cu; CUB) ---------------------------------------
 
