@@ -180,11 +180,12 @@ TEST(DeviceHeatSweeper, KSweepsAreOneLaunchOrKWithoutAHostRead) {
   const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3);
   const heat::HeatSystem sys = heat::build_system(alpha, g);
   heat::DeviceFlatSweeper gpu(sys, g, kGpu);
+  const fk::Tensor omega = heat::chebyshev_weights(heat::gershgorin_bound(sys), 200);
   for (bool fused : {false, true}) {
     if (gpu.set_fused(fused) != fused) continue;  // no cooperative launch here
     const auto before = fk::profile::counters();
     gpu.jacobi(50);
-    gpu.chebyshev(heat::chebyshev_weights(heat::gershgorin_bound(sys), 200));
+    gpu.chebyshev(omega);
     const auto after = fk::profile::counters();
     // Fused: 1 launch for 50 sweeps, 2 for 200 (at most 128 per launch).
     EXPECT_EQ(after.launches - before.launches, fused ? 3 : 250);
