@@ -43,7 +43,10 @@ __device__ inline Cell cell_at(int i, int nx, int ny, int nz) {
   return c;
 }
 
-// One cell of a sweep (launch_face_sweep's contract). The CPU adds
+// One cell of a sweep (launch_face_sweep's contract), with the FMAs GCC makes
+// of the CPU sweep's AVX2+FMA build (c + w·y and s + w·y, out + ω (s − out)):
+// written out, since the rest of this file is built without contraction. The
+// CPU adds
 // Ŵz⁻ y[z−1] at z = 0 and Ŵz⁺ y[z+1] at z = nz − 1 with a zero face weight
 // (s + 0 = s): skipping them gives the same sum. `in` and `out` are plain
 // pointers: in the fused kernel they swap roles between barriers, so they
@@ -54,14 +57,14 @@ __device__ inline void sweep_cell(const T* in, T* out, const T* __restrict__ c,
                                   const T* __restrict__ fz, int i, int nx, int ny, int nz,
                                   bool lerp, T omega) {
   const Cell q = cell_at(i, nx, ny, nz);
-  T s = c[i] + fx[q.xm] * in[q.xm];
-  s += fx[i] * in[q.xp];
-  s += fy[q.ym] * in[q.ym];
-  s += fy[i] * in[q.yp];
-  if (q.z > 0) s += fz[i - 1] * in[i - 1];
-  if (q.z + 1 < nz) s += fz[i] * in[i + 1];
+  T s = fma(fx[q.xm], in[q.xm], c[i]);
+  s = fma(fx[i], in[q.xp], s);
+  s = fma(fy[q.ym], in[q.ym], s);
+  s = fma(fy[i], in[q.yp], s);
+  if (q.z > 0) s = fma(fz[i - 1], in[i - 1], s);
+  if (q.z + 1 < nz) s = fma(fz[i], in[i + 1], s);
   if (lerp)
-    out[i] = out[i] + omega * (s - out[i]);
+    out[i] = fma(omega, s - out[i], out[i]);
   else
     out[i] = s;
 }

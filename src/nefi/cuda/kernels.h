@@ -6,9 +6,12 @@
 // asynchronous on `stream` and is one kernel; a failed launch throws fk::Error.
 // Grids are compact and C-contiguous, cell i = (x · ny + y) · nz + z; the
 // arithmetic of every kernel is that of its CPU loop in flat_stencil.cpp and
-// heat_system.cpp, term for term in the same order and without FMA
-// contraction (nvcc --fmad=false; the CPU is built without it too), so results
-// equal the CPU's up to the sign of zero.
+// heat_system.cpp, term for term in the same order and with the same fused
+// multiply-adds: the sweeps' explicit fma() where GCC contracts the CPU
+// sweep's AVX2+FMA build, none elsewhere (nvcc --fmad=false; those CPU loops
+// are built for baseline x86-64, which has no FMA). Against the CPU's AVX2
+// path results should then agree to the bit (up to the sign of zero); against
+// its generic build (FK_CPU_ISA=generic) to rounding.
 #include <cstdint>
 
 namespace nefi::cuda {
