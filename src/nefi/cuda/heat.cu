@@ -17,6 +17,7 @@ using fk::cuda::detail::as_stream;
 using fk::cuda::detail::check_launch;
 
 constexpr int kThreads = 256;
+constexpr int kFusedThreads = 512;  // launch_fused_sweeps
 
 unsigned blocks(int64_t n) {
   return static_cast<unsigned>((n + kThreads - 1) / kThreads);
@@ -197,17 +198,19 @@ template <typename T>
 void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, Grid g,
                          const SweepWeights<T>& w, int k, int lerp_from, void* stream) {
   const char* where = "nefi::cuda::launch_fused_sweeps";
-  // Every block must be resident at once: at most the occupancy limit.
+  // Every block must be resident at once: at most the occupancy limit. Wide
+  // blocks keep the grid small (128 for the paper's 65,536 cells, one per SM
+  // of an H100/H200): a grid barrier's cost grows with the blocks it waits on.
   int device = 0, sms = 0, per_sm = 0;
   fk::cuda::detail::check_cuda(cudaGetDevice(&device), where);
   fk::cuda::detail::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                                where);
-  fk::cuda::detail::check_cuda(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_sweeps_kernel<T>, kThreads, 0),
-      where);
+  fk::cuda::detail::check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                   &per_sm, fused_sweeps_kernel<T>, kFusedThreads, 0),
+                               where);
   const int64_t n = g.numel();
-  const unsigned grid = static_cast<unsigned>(
-      std::min<int64_t>(blocks(n), std::max<int64_t>(1, int64_t{per_sm} * sms)));
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
+      (n + kFusedThreads - 1) / kFusedThreads, std::max<int64_t>(1, int64_t{per_sm} * sms)));
   int nx = static_cast<int>(g.nx), ny = static_cast<int>(g.ny), nz = static_cast<int>(g.nz);
   const T* fx = faces;
   const T* fy = faces + n;
@@ -216,7 +219,7 @@ void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, 
   void* args[] = {&buf0, &buf1, &cur, &c, &fx, &fy, &fz, &nx, &ny, &nz, &weights, &k, &lerp_from};
   fk::cuda::detail::check_cuda(
       cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_sweeps_kernel<T>), dim3(grid),
-                                  dim3(kThreads), args, 0, as_stream(stream)),
+                                  dim3(kFusedThreads), args, 0, as_stream(stream)),
       where);
 }
 
