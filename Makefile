@@ -78,7 +78,7 @@ fuzz:
 cuda-archs: bootstrap
 	@cmake -S . -B build/cuda-archs -G Ninja -DCMAKE_BUILD_TYPE=Release -DFK_CUDA_ARCHS="80;90;120" \
 	  -DFK_BUILD_TESTS=OFF -DFK_BUILD_BENCHMARKS=OFF >/dev/null
-	@cmake --build build/cuda-archs -j $(JOBS) --target fk_cuda minkowski_cuda
+	@cmake --build build/cuda-archs -j $(JOBS) --target fk_cuda minkowski_cuda nefi_cuda
 
 # The fieldkit wheel (scikit-build-core over this CMake project) with the
 # build tools bootstrap put in .venv, then auditwheel's repair: the shared

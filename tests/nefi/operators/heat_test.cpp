@@ -396,6 +396,45 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
   }
 }
 
+// The symmetric scaling (what the CPU sweeper pads and the CUDA one uploads):
+// the + face weight of cell i, W_+[i] √(D_i / D_j), equals the − face weight
+// of its neighbour j seen from j, W_−[j] √(D_j / D_i) (one weight per face);
+// z faces past the back and closed side faces are 0; root_d holds D^±½.
+TEST(HeatStencil, SymmetricFacesAreSharedByBothCells) {
+  for (bool closed : {false, true}) {
+    auto g = geometry(5, 4, 3, {2.0, 2.0, 1.0}, 0.1, 0.3);
+    g.lateral_neumann = closed;
+    const auto sys = heat::build_system(test_alpha(g.shape(), fk::DType::F64), g);
+    const auto sym = heat::symmetric_faces(sys, g);
+    ASSERT_EQ(sym.faces.shape(), fk::Dims({3, 5, 4, 3}));
+    const auto w = sys.weights.to_vector<double>(), d = sys.diag.to_vector<double>();
+    const auto f = sym.faces.to_vector<double>(), r = sym.root_d.to_vector<double>();
+    const int64_t n = g.numel();
+    for (int64_t x = 0; x < 5; ++x)
+      for (int64_t y = 0; y < 4; ++y)
+        for (int64_t z = 0; z < 3; ++z) {
+          const int64_t i = (x * 4 + y) * 3 + z;
+          const int64_t j[3] = {(((x + 1) % 5) * 4 + y) * 3 + z, (x * 4 + (y + 1) % 4) * 3 + z,
+                                i + 1};
+          const bool open[3] = {!closed || x + 1 < 5, !closed || y + 1 < 4, z + 1 < 3};
+          for (int a = 0; a < 3; ++a) {
+            const double got = f[a * n + i];
+            if (!open[a]) {
+              EXPECT_EQ(got, 0.0) << a << " " << i;
+              continue;
+            }
+            const double from_i = w[(2 * a + 1) * n + i] * std::sqrt(d[i] / d[j[a]]);
+            const double from_j = w[(2 * a) * n + j[a]] * std::sqrt(d[j[a]] / d[i]);
+            EXPECT_NEAR(got, from_i, 1e-15) << a << " " << i;
+            EXPECT_NEAR(got, from_j, 1e-15) << a << " " << i;
+            EXPECT_GT(got, 0.0);
+          }
+          EXPECT_NEAR(r[i] * r[i], d[i], 1e-14);
+          EXPECT_NEAR(r[i] * r[n + i], 1.0, 1e-15);
+        }
+  }
+}
+
 // Large enough for the sweep to split x-planes over two threads: bitwise the
 // same iterates (each plane is computed by one thread in one order).
 TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {

@@ -204,45 +204,57 @@ void refill_all(T* pad, const FlatLayout& L) {
 
 }  // namespace
 
-FlatSweeper::FlatSweeper(HeatSystem system, const StepGeometry& g)
-    : system_(std::move(system)), g_(g), layout_{g.nx, g.ny, g.nz} {
-  check_system(system_, g_);
-  fk::profile::OpScope scope("heat_flat_faces");
-  const fk::DType dt = system_.weights.dtype();
-  const int64_t P = layout_.size();
-  for (auto& b : buf_) b = fk::zeros({P}, {dt});
-  rhs_ = fk::zeros({P}, {dt});
-  faces_ = fk::zeros({3, P}, {dt});
-  root_d_ = fk::empty({2, g.nx, g.ny, g.nz}, {dt});
+SymmetricFaces symmetric_faces(const HeatSystem& system, const StepGeometry& g) {
+  check_system(system, g);
+  fk::profile::OpScope scope("heat_symmetric_faces");
+  const fk::DType dt = system.weights.dtype();
+  SymmetricFaces r{fk::empty({3, g.nx, g.ny, g.nz}, {dt}), fk::empty({2, g.nx, g.ny, g.nz}, {dt})};
   dispatch(dt, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = g.numel(), nx = g.nx, ny = g.ny, nz = g.nz;
-    const T* w = system_.weights.data<T>();
-    const fk::Tensor diag = contiguous_as(system_.diag, dt);
+    const T* w = system.weights.data<T>();
+    const fk::Tensor diag = contiguous_as(system.diag, dt);
     const T* dd = diag.data<T>();
-    T* sd = root_d_.data<T>();
+    T* sd = r.root_d.data<T>();
     T* isd = sd + n;
     for (int64_t i = 0; i < n; ++i) {
       sd[i] = std::sqrt(dd[i]);
       isd[i] = T(1) / sd[i];
     }
-    T* fx = faces_.data<T>();
-    T* fy = fx + P;
-    T* fz = fy + P;
+    T* fx = r.faces.data<T>();
+    T* fy = fx + n;
+    T* fz = fy + n;
     // Ŵ_f = W_j[i] √(D_i / D_j) = Δt a_f / √(D_i D_j) for the + face of cell i.
     for (int64_t x = 0; x < nx; ++x) {
       const int64_t xp = (x + 1) % nx;
       for (int64_t y = 0; y < ny; ++y) {
         const int64_t yp = (y + 1) % ny;
         for (int64_t z = 0; z < nz; ++z) {
-          const int64_t i = (x * ny + y) * nz + z, p = layout_.interior(x) + y * nz + z;
-          fx[p] = w[n + i] * sd[i] * isd[(xp * ny + y) * nz + z];
-          fy[p] = w[3 * n + i] * sd[i] * isd[(x * ny + yp) * nz + z];
-          fz[p] = z + 1 < nz ? w[5 * n + i] * sd[i] * isd[i + 1] : T(0);
+          const int64_t i = (x * ny + y) * nz + z;
+          fx[i] = w[n + i] * sd[i] * isd[(xp * ny + y) * nz + z];
+          fy[i] = w[3 * n + i] * sd[i] * isd[(x * ny + yp) * nz + z];
+          fz[i] = z + 1 < nz ? w[5 * n + i] * sd[i] * isd[i + 1] : T(0);
         }
       }
     }
-    for (int a = 0; a < 3; ++a) refill_all(fx + a * P, layout_);
+  });
+  return r;
+}
+
+FlatSweeper::FlatSweeper(HeatSystem system, const StepGeometry& g)
+    : system_(std::move(system)), g_(g), layout_{g.nx, g.ny, g.nz} {
+  const SymmetricFaces sym = symmetric_faces(system_, g_);
+  fk::profile::OpScope scope("heat_flat_faces");
+  const fk::DType dt = system_.weights.dtype();
+  const int64_t P = layout_.size();
+  for (auto& b : buf_) b = fk::zeros({P}, {dt});
+  rhs_ = fk::zeros({P}, {dt});
+  faces_ = fk::empty({3, P}, {dt});
+  root_d_ = sym.root_d;
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    for (int a = 0; a < 3; ++a)
+      pack(faces_.data<T>() + a * P, sym.faces.data<T>() + a * g.numel(), layout_);
   });
 }
 

@@ -27,6 +27,15 @@ struct FlatLayout {
   int64_t interior(int64_t x) const { return (x + 1) * plane() + nz; }
 };
 
+// The symmetric scaling of a system on compact grids (CPU, the weights' dtype):
+// faces (3, nx, ny, nz) holds Ŵ of the +x, +y, +z face of every cell (0 for a
+// z face past the back and for closed side faces), root_d (2, nx, ny, nz) D^½
+// and D^-½. FlatSweeper pads them; the CUDA sweeper uploads them as they are.
+struct SymmetricFaces {
+  fk::Tensor faces, root_d;
+};
+SymmetricFaces symmetric_faces(const HeatSystem& system, const StepGeometry& g);
+
 // A Jacobi / Chebyshev sweeper over one system, without a graph (the adjoint's
 // forward and backward solves, simulate). It iterates the symmetrically scaled
 // system: with y = D^½ x, Jacobi's x ← D⁻¹b + Σ_j W_j S_j x becomes

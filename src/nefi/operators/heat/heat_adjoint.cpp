@@ -25,6 +25,11 @@ int64_t HeatPlan::row_of_frame(int64_t f) const {
 }
 
 void copy_surface(fk::Tensor& out, int64_t row, const fk::Tensor& state) {
+  if (state.device().is_cuda()) {  // one strided copy kernel
+    fk::Tensor dst = out.select(0, row);
+    dst.copy_(state.select(2, 0));
+    return;
+  }
   fk::profile::OpScope scope("heat_copy_surface");
   const int64_t rows = state.size(0) * state.size(1), nz = state.size(2);
   const size_t item = state.itemsize();
@@ -52,8 +57,9 @@ struct HeatAdjointBackward : fk::autograd::Node {
     fk::Tensor g = grads[0].dtype() == dt ? grads[0] : grads[0].to(dt);
     if (!g.is_contiguous()) g = g.contiguous();
     const int64_t n_steps = traj.size(0);
-    fk::Tensor sums = fk::zeros({3, p.g.nx, p.g.ny, p.g.nz}, {dt});
-    fk::Tensor mu = fk::zeros(p.g.shape(), {dt});
+    const fk::TensorOptions on{dt, a.device()};
+    fk::Tensor sums = fk::zeros({3, p.g.nx, p.g.ny, p.g.nz}, on);
+    fk::Tensor mu = fk::zeros(p.g.shape(), on);
     auto solver = make_step_solver(a, p.g, p.flat, p.solver);
     solver->start(mu);
     for (int64_t m = n_steps; m >= 1; --m) {
@@ -78,14 +84,15 @@ fk::Tensor apply_adjoint(const fk::Tensor& alpha_in, std::shared_ptr<const HeatP
   fk::autograd::NoGradGuard ng;
   const fk::Tensor alpha = alpha_in.detach().contiguous();
   const fk::DType dt = alpha.dtype();
+  const fk::TensorOptions on{dt, alpha.device()};  // α's device: the CPU or a CUDA device
   const int64_t n_steps = p.last_frame() * p.substeps;
-  fk::Tensor out = fk::empty({static_cast<int64_t>(p.frames.size()), p.g.nx, p.g.ny}, {dt});
-  fk::Tensor state = p.t0.to(dt).contiguous();
+  fk::Tensor out = fk::empty({static_cast<int64_t>(p.frames.size()), p.g.nx, p.g.ny}, on);
+  fk::Tensor state = p.t0.to(dt).to(alpha.device()).contiguous();
   if (p.row_of_frame(0) >= 0) copy_surface(out, p.row_of_frame(0), state);
-  fk::Tensor traj = grad ? fk::empty({n_steps, p.g.nx, p.g.ny, p.g.nz}, {dt}) : fk::Tensor();
+  fk::Tensor traj = grad ? fk::empty({n_steps, p.g.nx, p.g.ny, p.g.nz}, on) : fk::Tensor();
   fk::Tensor spare[2];
   if (!grad && n_steps > 0)
-    spare[0] = fk::empty(p.g.shape(), {dt}), spare[1] = fk::empty(p.g.shape(), {dt});
+    spare[0] = fk::empty(p.g.shape(), on), spare[1] = fk::empty(p.g.shape(), on);
   if (n_steps > 0) {
     auto solver = make_step_solver(alpha, p.g, p.flat, p.solver);
     solver->start(state);

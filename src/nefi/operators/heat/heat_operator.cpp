@@ -54,11 +54,16 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const
            alpha.defined() ? alpha.shape().str() : "an undefined tensor");
   FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
            "f32 or f64 alpha", fk::name(alpha.dtype()));
-  FK_CHECK(alpha.device().is_cpu(), where, "a CPU tensor", alpha.device().str());
+  if (alpha.device().is_cuda())
+    FK_CHECK(plan_->flat && (cfg_.solver == "jacobi" || cfg_.solver == "chebyshev"), where,
+             "stencil flat (or auto) and solver jacobi or chebyshev for a CUDA alpha",
+             "stencil " + cfg_.stencil + ", solver " + cfg_.solver);
   // A zero or negative diffusivity would turn the harmonic means into NaN
-  // trajectories; one pass over α names the first bad cell instead.
+  // trajectories; one pass over α (a host copy of a device α) names the first
+  // bad cell instead.
   fk::autograd::NoGradGuard ng;
-  const fk::Tensor a = alpha.is_contiguous() ? alpha.detach() : alpha.detach().contiguous();
+  const fk::Tensor host = alpha.detach().to(fk::kCPU);
+  const fk::Tensor a = host.is_contiguous() ? host : host.contiguous();
   auto scan = [&](auto tag) {
     using T = decltype(tag);
     const T* p = a.data<T>();
@@ -77,6 +82,9 @@ fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
   check_alpha(alpha, "nefi::HeatOperator::apply");
   if (!fk::autograd::needs_grad(alpha) || cfg_.grad_mode == "adjoint")
     return heat::apply_adjoint(alpha, plan_);
+  FK_CHECK(alpha.device().is_cpu(), "nefi::HeatOperator::apply",
+           "grad_mode adjoint for a CUDA alpha that requires grad",
+           "grad_mode " + cfg_.grad_mode + " with alpha on " + alpha.device().str());
   if (cfg_.grad_mode == "checkpoint") return heat::apply_checkpoint(alpha, plan_);
   return heat::apply_unrolled(alpha, *plan_);
 }
@@ -102,12 +110,13 @@ fk::Tensor HeatOperator::simulate(const fk::Tensor& alpha_in) const {
   fk::autograd::NoGradGuard ng;
   const fk::Tensor alpha = alpha_in.detach();
   const fk::DType dt = alpha.dtype();
-  fk::Tensor states = fk::empty({cfg_.n_frames + 1, shape_[0], shape_[1], shape_[2]}, {dt});
-  states.select(0, 0).copy_(t0_);
+  fk::Tensor states =
+      fk::empty({cfg_.n_frames + 1, shape_[0], shape_[1], shape_[2]}, {dt, alpha.device()});
+  states.select(0, 0).copy_(t0_.to(dt));
   auto solver = heat::make_step_solver(alpha, plan_->g, plan_->flat, plan_->solver);
   solver->start(states.select(0, 0));
   // result() after every substep: it also hands the solution to the next advance().
-  fk::Tensor scratch = fk::empty(shape_, {dt});
+  fk::Tensor scratch = fk::empty(shape_, {dt, alpha.device()});
   for (int64_t f = 1; f <= cfg_.n_frames; ++f) {
     for (int64_t s = 0; s < cfg_.implicit_substeps; ++s) {
       solver->advance();
@@ -121,7 +130,7 @@ fk::Tensor HeatOperator::simulate(const fk::Tensor& alpha_in) const {
 fk::Tensor HeatOperator::jacobi_bound(const fk::Tensor& alpha) const {
   check_alpha(alpha, "nefi::HeatOperator::jacobi_bound");
   fk::autograd::NoGradGuard ng;
-  return heat::gershgorin_bound(heat::build_system(alpha.detach(), plan_->g));
+  return heat::gershgorin_bound(heat::build_system(alpha.detach().to(fk::kCPU), plan_->g));
 }
 
 const heat::StepGeometry& HeatOperator::step_geometry() const {

@@ -10,7 +10,11 @@
 // (neumann) or convective (robin, sink h/Δz) back face.
 //
 // apply(alpha): alpha (nx, ny, nz) f32 or f64 -> front-surface temperatures
-// at the observed frames, (n_obs, nx, ny), same dtype. Frame 0 is the initial
+// at the observed frames, (n_obs, nx, ny), same dtype and device. On a CUDA
+// device (CUDA builds; stencil flat/auto, solver jacobi or chebyshev, and
+// grad_mode adjoint when α requires grad) the rollout and the adjoint run as
+// nefi/cuda kernels, the K sweeps of a step enqueued without a host sync; the
+// system is built on the host from one copy of α. Frame 0 is the initial
 // state; frames first_frame, first_frame + frame_stride, ... ≤ n_frames are
 // observed. Not batchable; homogeneity none.
 //
@@ -105,7 +109,7 @@ class HeatOperator : public Operator {
   const fk::Tensor& initial_state() const { return t0_; }
   // Diagnostic solve without a graph: every frame's state, (n_frames + 1, nx, ny, nz).
   fk::Tensor simulate(const fk::Tensor& alpha) const;
-  // Gershgorin bound ρ of the Jacobi iteration matrix at `alpha` (a 0-dim tensor).
+  // Gershgorin bound ρ of the Jacobi iteration matrix at `alpha` (a 0-dim CPU tensor).
   fk::Tensor jacobi_bound(const fk::Tensor& alpha) const;
   // Spacing, Δt of one implicit step and back-face sink the solves use.
   const heat::StepGeometry& step_geometry() const;

@@ -8,6 +8,7 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
+#include "nefi/operators/heat/heat_device.h"
 
 namespace nefi::heat {
 namespace {
@@ -152,6 +153,7 @@ fk::Tensor gershgorin_bound(const HeatSystem& s) {
 
 void accumulate_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tensor& t,
                               const StepGeometry& g) {
+  if (mu.device().is_cuda()) return device_face_products(sums, mu, t, g);
   fk::profile::OpScope scope("heat_face_products");
   FK_CHECK(sums.is_contiguous() && mu.is_contiguous() && t.is_contiguous() &&
                sums.dtype() == mu.dtype() && t.dtype() == mu.dtype() &&
@@ -194,6 +196,7 @@ void accumulate_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::
 
 fk::Tensor alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha_in,
                           const StepGeometry& g) {
+  if (alpha_in.device().is_cuda()) return device_alpha_gradient(sums, alpha_in, g);
   fk::profile::OpScope scope("heat_alpha_gradient");
   const fk::Tensor alpha = contiguous_detached(alpha_in);
   check_grid(alpha, g, "nefi::heat::alpha_gradient");

@@ -10,7 +10,9 @@
 // the diagonal. A is symmetric and strictly diagonally dominant, so the Jacobi iteration converges
 // with rate ≤ ρ = max_i Σ_j W_j[i] < 1 (Gershgorin).
 //
-// Everything here is CPU, f32 or f64, C-contiguous (nx, ny, nz) grids.
+// Everything here is CPU, f32 or f64, C-contiguous (nx, ny, nz) grids, except
+// that accumulate_face_products and alpha_gradient also take operands on one
+// CUDA device (heat_device.h).
 #include <cstdint>
 
 #include "fk/tensor.h"

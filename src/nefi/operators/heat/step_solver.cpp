@@ -5,6 +5,7 @@
 #include "fk/ops/copy.h"
 #include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
+#include "nefi/operators/heat/heat_device.h"
 
 namespace nefi::heat {
 namespace {
@@ -98,6 +99,7 @@ class GenericStepSolver : public StepSolver {
 
 std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const StepGeometry& g,
                                              bool flat, const SolverOptions& o) {
+  if (alpha.device().is_cuda()) return make_device_step_solver(alpha, g, flat, o);
   fk::autograd::NoGradGuard ng;
   const fk::Tensor a = alpha.detach();
   if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);

@@ -4,7 +4,9 @@
 // previous solution (the previous frame forward, μⁿ⁺¹ backward). Built once
 // per α: the flat backend with jacobi/chebyshev keeps its padded buffers for
 // the whole rollout (no allocation per sweep); the roll backend and cg run the
-// fk-op solvers of inner_solvers.h.
+// fk-op solvers of inner_solvers.h. With α on a CUDA device (flat, jacobi or
+// chebyshev only) every tensor the solver takes or fills lives on that device
+// (heat_device.h).
 #include <memory>
 
 #include "fk/tensor.h"

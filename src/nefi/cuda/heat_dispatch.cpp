@@ -1,0 +1,125 @@
+// The device paths of heat_device.h: a StepSolver over DeviceFlatSweeper
+// (FlatStepSolver's contract, the iterate staying on the device) and the
+// adjoint's face sums and gradient as one kernel each.
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/cuda/device_guard.h"
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/profile.h"
+#include "nefi/cuda/device_sweeper.h"
+#include "nefi/cuda/kernels.h"
+#include "nefi/operators/heat/heat_device.h"
+
+namespace nefi::heat {
+namespace {
+
+template <typename F>
+void dispatch(fk::DType dt, F&& f) {
+  if (dt == fk::DType::F64)
+    f(double{});
+  else
+    f(float{});
+}
+
+class DeviceStepSolver : public StepSolver {
+ public:
+  DeviceStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o, const fk::Device& d)
+      : sweeper_(std::move(s), g, d), o_(o) {
+    if (o_.solver == "chebyshev")
+      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
+  }
+  void start(const fk::Tensor& x0) override {
+    sweeper_.load(x0);
+    sweeper_.set_rhs(x0);
+  }
+  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
+    sweeper_.set_rhs(b, surface);
+    iterate();
+  }
+  void advance(const fk::Tensor& surface) override {
+    if (surface.defined()) sweeper_.add_surface(surface);
+    iterate();
+  }
+  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
+  const HeatSystem& system() const override { return sweeper_.system(); }
+
+ private:
+  void iterate() {
+    if (omega_.defined())
+      sweeper_.chebyshev(omega_);
+    else
+      sweeper_.jacobi(o_.iters);
+  }
+  DeviceFlatSweeper sweeper_;
+  SolverOptions o_;
+  fk::Tensor omega_;  // on the CPU: each weight goes to its sweep by value
+};
+
+void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType dt,
+              const char* where, const char* what) {
+  FK_CHECK(t.device() == d && t.dtype() == dt && t.numel() == numel && t.is_contiguous(), where,
+           std::string(what) + ": contiguous, " + std::to_string(numel) + " " + fk::name(dt) +
+               " elements on " + d.str(),
+           t.shape().str() + " " + fk::name(t.dtype()) + " on " + t.device().str());
+}
+
+}  // namespace
+
+std::unique_ptr<StepSolver> make_device_step_solver(const fk::Tensor& alpha, const StepGeometry& g,
+                                                    bool flat, const SolverOptions& o) {
+  FK_CHECK(flat && (o.solver == "jacobi" || o.solver == "chebyshev"), "nefi::heat (CUDA alpha)",
+           "the flat stencil with solver jacobi or chebyshev on a CUDA device",
+           std::string(flat ? "flat" : "roll") + " stencil, solver " + o.solver);
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor host = alpha.detach().to(fk::kCPU);
+  return std::make_unique<DeviceStepSolver>(build_system(host, g), g, o, alpha.device());
+}
+
+void device_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tensor& t,
+                          const StepGeometry& g) {
+  fk::profile::OpScope scope("heat_device_face_products");
+  const char* where = "nefi::heat::accumulate_face_products";
+  const fk::Device d = mu.device();
+  check_on(mu, d, g.numel(), mu.dtype(), where, "mu");
+  check_on(t, d, g.numel(), mu.dtype(), where, "T");
+  check_on(sums, d, 3 * g.numel(), mu.dtype(), where, "sums");
+  fk::cuda::detail::DeviceGuard guard(d.index);
+  dispatch(mu.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_face_products<T>(sums.data<T>(), mu.data<T>(), t.data<T>(), {g.nx, g.ny, g.nz},
+                                  g.lateral_neumann, fk::cuda::current_stream(d.index));
+  });
+  sums.bump_version();
+  fk::profile::count_launch();
+  fk::cuda::after_op(d.index);
+}
+
+fk::Tensor device_alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha_in,
+                                 const StepGeometry& g) {
+  fk::profile::OpScope scope("heat_device_alpha_gradient");
+  const char* where = "nefi::heat::alpha_gradient";
+  const fk::Device d = alpha_in.device();
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor alpha = alpha_in.is_contiguous() ? alpha_in.detach() : alpha_in.contiguous();
+  FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
+           "f32 or f64 alpha", fk::name(alpha.dtype()));
+  check_on(alpha, d, g.numel(), alpha.dtype(), where, "alpha");
+  check_on(sums, d, 3 * g.numel(), alpha.dtype(), where, "sums");
+  fk::Tensor grad = fk::empty(g.shape(), {alpha.dtype(), d});
+  const cuda::GradientCoefficients k{
+      {g.hx * g.hx, g.hy * g.hy, g.hz * g.hz}, g.dt, g.arithmetic_faces};
+  fk::cuda::detail::DeviceGuard guard(d.index);
+  dispatch(alpha.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_alpha_gradient<T>(sums.data<T>(), alpha.data<T>(), grad.data<T>(),
+                                   {g.nx, g.ny, g.nz}, k, fk::cuda::current_stream(d.index));
+  });
+  fk::profile::count_launch();
+  fk::cuda::after_op(d.index);
+  return grad;
+}
+
+}  // namespace nefi::heat
