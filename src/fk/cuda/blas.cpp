@@ -38,6 +38,8 @@ void check_blas(cublasStatus_t st, const char* what) {
 struct Handle {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
+  cudaStream_t stream = nullptr;  // of the last call
+  bool called = false;
 };
 
 std::mutex g_mu;
@@ -60,6 +62,18 @@ cublasHandle_t handle_for(int device) {
     check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
   }
   return h.handle;
+}
+
+// Binds the handle to `stream` with fk's workspace. cublasSetStream resets the
+// workspace to cuBLAS's own pool, so it is set again after every call. The one
+// workspace must not be used by two streams at once: when the stream changes,
+// the GEMMs queued on the previous one finish first (streams rarely change).
+void bind_stream(Handle& h, cudaStream_t stream) {
+  if (h.called && stream != h.stream) check_cuda(cudaDeviceSynchronize(), "cuda::gemm");
+  check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
+  check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
+  h.stream = stream;
+  h.called = true;
 }
 
 // The cuBLAS data/compute types and scalars for an fk dtype.
@@ -138,7 +152,7 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   cublasHandle_t h = handle_for(device);
-  check_blas(cublasSetStream(h, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+  bind_stream(g_handles[device], static_cast<cudaStream_t>(stream));
   // Column-major view: C^T[n,m] = op(B)^T[n,k] op(A)^T[k,m].
   const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -10,7 +10,9 @@
 // too), f64, c64, c128 (transposes are plain, not conjugating, as fk::gemm).
 // One cuBLAS handle per device, created on first use with a fixed 32 MiB
 // workspace (so no allocation happens inside a call and results do not depend
-// on what memory cuBLAS could get), bound to `stream` for each call.
+// on what memory cuBLAS could get), bound to `stream` for each call; a call on
+// another stream than the previous call's first waits for the device (the
+// streams share the workspace).
 // Determinism: cuBLAS GEMM is bitwise reproducible for a given GPU model,
 // library version, shapes and stream setup (no split-K atomics are used by
 // cublasGemmEx's default algorithms on one stream); TF32 changes the results

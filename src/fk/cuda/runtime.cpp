@@ -172,13 +172,18 @@ void after_op(int device) {
 void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size_t nbytes) {
   if (nbytes == 0) return;
   int device = dst_device >= 0 ? dst_device : src_device;
+  // A copy between two devices runs on the destination's stream: the source's
+  // stream must have finished writing src, and must not reuse src (freed in
+  // its order) before the copy has read it, whatever ME_LAZY_SYNC says.
+  const bool peer = dst_device >= 0 && src_device >= 0 && dst_device != src_device;
+  if (peer) synchronize(src_device);
   DeviceGuard g(device);
   cudaMemcpyKind kind = dst_device < 0   ? cudaMemcpyDeviceToHost
                         : src_device < 0 ? cudaMemcpyHostToDevice
                                          : cudaMemcpyDeviceToDevice;
   check_cuda(cudaMemcpyAsync(dst, src, nbytes, kind, stream_of(device)), "cudaMemcpyAsync");
   // A copy to the host is a host read: it always synchronizes.
-  if (dst_device < 0) {
+  if (dst_device < 0 || peer) {
     synchronize(device);
   } else {
     after_op(device);

@@ -116,7 +116,9 @@ struct Call {
         tf32(t == fk::DType::F32 && fk::amp::allow_tf32()) {
     const bool fused = fk::knob("ME_FUSED_COPY").as_bool();
     int64_t rows = 0;
-    groups = plan_groups(m, (cin + cout) * esize, fused, &rows);
+    // Zero channels: nothing to multiply (the results stay the zeros they start
+    // as); cuBLAS would reject the zero leading dimensions and the cap divide by 0.
+    if (cin > 0 && cout > 0) groups = plan_groups(m, (cin + cout) * esize, fused, &rows);
     const fk::TensorOptions o{dtype, fk::cuda_device(m.device)};
     staged_in = fk::empty({rows, cin}, o);
     staged_out = fk::empty({rows, cout}, o);

@@ -29,6 +29,9 @@ KeyLayout to_kernel_layout(const KernelMapKeyLayout& l, int width) {
   FK_CHECK(width <= kMaxWidth, kWhere,
            "at most " + std::to_string(kMaxWidth - 1) + " spatial dimensions on the device",
            std::to_string(width - 1));
+  FK_CHECK(l.lo.size() == static_cast<size_t>(width) && l.shift.size() == l.lo.size(), kWhere,
+           "a key layout of " + std::to_string(width) + " columns",
+           std::to_string(l.lo.size()) + " columns");
   FK_CHECK(l.bits <= 63, kWhere,
            "coordinates (padded by the kernel's reach) whose keys pack into 63 bits",
            std::to_string(l.bits) + " bits");
@@ -99,6 +102,19 @@ int64_t offset_count(int in_width, int out_width, const std::vector<int32_t>& of
   return static_cast<int64_t>(offsets.size()) / d;
 }
 
+// Coordinate rows the kernels read as n x width int32: checked before any
+// device work (an i64 or host tensor would otherwise be read as device int32).
+void check_coordinates(const fk::Tensor& t, const char* what, int device) {
+  FK_CHECK(t.defined(), kWhere, std::string(what) + " coordinates", "an undefined tensor");
+  FK_CHECK(t.device() == fk::cuda_device(device), kWhere,
+           std::string(what) + " coordinates on " + fk::cuda_device(device).str(),
+           t.device().str());
+  FK_CHECK(t.dtype() == fk::DType::I32 && t.dim() == 2 && t.is_contiguous(), kWhere,
+           std::string(what) + " coordinates: contiguous int32 of shape N x (1 + D)",
+           std::string(fk::name(t.dtype())) + " " + t.shape().str() +
+               (t.is_contiguous() ? "" : " (strided)"));
+}
+
 }  // namespace
 
 DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const CoordinateMap& out,
@@ -115,6 +131,8 @@ DeviceKernelMap build_device_kernel_map(const CoordinateMap& in, const Coordinat
 DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::Tensor& out_coords,
                                         const KernelMapKeyLayout& layout,
                                         const std::vector<int32_t>& offsets, int device) {
+  check_coordinates(in_coords, "input", device);
+  check_coordinates(out_coords, "output", device);
   const int w = static_cast<int>(in_coords.size(1)), d = w - 1;
   const int64_t K = offset_count(w, static_cast<int>(out_coords.size(1)), offsets);
   const int64_t n_in = in_coords.size(0), n_out = out_coords.size(0);

@@ -195,6 +195,16 @@ TEST(MinkowskiCudaCoordinates, LookupMatchesFind) {
   }
 }
 
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const fk::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // A device kernel map against the manager's, bit for bit.
 void expect_same_kernel_map(const cuda::DeviceKernelMap& dev, const KernelMap& cpu) {
   ASSERT_FALSE(cpu.identity);
@@ -281,6 +291,31 @@ TEST(MinkowskiCudaCoordinates, ErrorPaths) {
   // Maps of different dimensions.
   const cuda::DeviceCoordinateMap plane = cuda::unique_coordinates(on_gpu({0, 1, 2}, 3), {1}).map;
   EXPECT_THROW(cuda::build_device_kernel_map(full, plane, {0, 0}), fk::Error);
+  // Coordinate tensors the kernels cannot read as device int32 rows.
+  const std::vector<int32_t> off = {0, 0};
+  const KernelMapKeyLayout l = {{0, 0, 0}, {0, 0, 1}, 1};
+  const fk::Tensor rows = on_gpu({0, 1, 2}, 3);
+  const std::string i64 =
+      error_of([&] { cuda::build_device_kernel_map(rows.to(fk::DType::I64), rows, l, off, 0); });
+  EXPECT_NE(i64.find("input coordinates: contiguous int32"), std::string::npos) << i64;
+  const std::string strided = error_of([&] {
+    cuda::build_device_kernel_map(rows, fk::zeros({3, 6}, {fk::DType::I32, kGpu}).narrow(1, 0, 3),
+                                  l, off, 0);
+  });
+  EXPECT_NE(strided.find("(strided)"), std::string::npos) << strided;
+  const std::string layout = error_of([&] {
+    cuda::build_device_kernel_map(rows, rows, {{0, 0}, {0, 0}, 1}, off, 0);
+  });
+  EXPECT_NE(layout.find("a key layout of 3 columns"), std::string::npos) << layout;
+}
+
+// Host coordinates are refused before any device work (no GPU needed).
+TEST(MinkowskiCudaCoordinates, KernelMapFromHostTensorsIsAnError) {
+  const fk::Tensor rows = on_cpu({0, 1, 2, 0, 2, 2}, 3);
+  const std::string host = error_of([&] {
+    cuda::build_device_kernel_map(rows, rows, {{0, 0, 0}, {0, 0, 2}, 3}, {0, 0}, 0);
+  });
+  EXPECT_NE(host.find("input coordinates on cuda:0"), std::string::npos) << host;
 }
 
 }  // namespace
