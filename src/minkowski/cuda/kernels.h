@@ -162,4 +162,18 @@ template <typename T>
 void launch_segment_affine(const T* x, const T* g, int64_t n, int64_t cols, const int32_t* seg,
                            const T* coef, int64_t coef_stride, T* y, void* stream);
 
+// --- coordinate-list products (spmm.cu) -------------------------------------
+// Products rounded before their adds (rounding.cuh), terms in the CPU's order.
+
+// out[r, c] (rows x cols, every element written) = the sum over e in
+// [begin[r], begin[r + 1]), in order, of v[entry[e]] * in[src[e], c]: spmm.h's
+// rows grouped by a stable counting sort, one thread per (row, channel).
+template <typename T>
+void launch_csr_rows(const int64_t* begin, const int64_t* entry, const int64_t* src, const T* v,
+                     const T* in, int64_t cols, int64_t rows, T* out, void* stream);
+// out[p] = the sum over c, ascending, of a[a_row[p], c] * b[b_row[p], c], p < n.
+template <typename T>
+void launch_row_dots(const int64_t* a_row, const int64_t* b_row, const T* a, const T* b,
+                     int64_t cols, int64_t n, T* out, void* stream);
+
 }  // namespace minkowski::cuda
