@@ -55,8 +55,9 @@ SparseTensor channelwise_convolution(const SparseTensor& x, const fk::Tensor& we
                                      const std::vector<int32_t>& stride = {1});
 
 // The differentiable core on a kernel map (features N_in x C_in -> N_out x C_out).
-// Features on a CUDA device run the device convolution (conv_device.h; f32,
-// not channelwise), the map staying on the host with a cached device copy.
+// Features on a CUDA device run the device convolution (conv_device.h; f32)
+// or the device channelwise one (conv_channelwise_device.h; f32, f64), the
+// map staying on the host with a cached device copy.
 fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
                              std::shared_ptr<const KernelMap> map, bool channelwise = false);
 
