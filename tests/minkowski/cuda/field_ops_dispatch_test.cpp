@@ -3,7 +3,8 @@
 // features on the GPU, against the same ops on CPU features: outputs and
 // feature gradients to 1e-6 (f32; the device walks every sum in the CPU's
 // order, so they agree to f32 round-off, in practice bitwise), f64 to 1e-7
-// after rounding to f32, gathers and arg-max choices (ties included) exactly.
+// after rounding to f32, f16 to one f16 step, gathers and arg-max choices
+// (ties included) exactly.
 // The coordinates, points and maps stay on the host. Also the mixed-device
 // errors.
 #include <gtest/gtest.h>
@@ -108,6 +109,8 @@ TEST(MinkowskiCudaFieldOpsDispatch, QuantizationMatchesTheCpu) {
       continue;
     expect_matches(random_values({3000, 6}, 1.0, 3).to(fk::DType::F64), quantize, 1e-7,
                    "f64 quantize " + name);
+    // 16-bit features: compared and summed in f32 on both sides, rounded once.
+    expect_matches(f.to(fk::DType::F16), quantize, 1e-3, "f16 quantize " + name);
   }
   // sparse_quantize reduces the features the same way.
   const fk::Tensor real = random_points(3000, 4, false, 4);
