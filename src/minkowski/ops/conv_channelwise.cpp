@@ -16,26 +16,12 @@
 namespace minkowski {
 
 using conv_detail::add_row;
+using conv_detail::check_operands;
 using conv_detail::kWeightBlock;
 using detail::check_same_device;
 using detail::compute_dtype;
 
 namespace {
-
-// conv_detail::check_common's checks on features and weight, on any device
-// (both on one).
-void check_operands(const char* where, const fk::Tensor& f, const fk::Tensor& w,
-                    const KernelMap& m) {
-  FK_CHECK(w.defined(), where, "a weight tensor", "an undefined tensor");
-  check_same_device(f, w, where, "the weight");
-  FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
-           fk::name(f.dtype()));
-  FK_CHECK(w.dtype() == f.dtype(), where,
-           "weights of the features' dtype " + std::string(fk::name(f.dtype())),
-           fk::name(w.dtype()));
-  FK_CHECK(f.dim() == 2 && f.size(0) == m.in_size, where,
-           "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
-}
 
 template <typename T>
 void cw_forward(const T* F, const T* W, int64_t c, const KernelMap& m, T* out) {
