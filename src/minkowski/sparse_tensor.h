@@ -54,6 +54,9 @@ std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t
 // Reduces rows of `features` (N x C) to M rows by `inverse` (map row of each
 // input row) and `kept_rows` (the input row each map row keeps: read by
 // RandomSubsample and FirstOccurrence, which gather those rows). Differentiable.
+// Features on a CUDA device are reduced there by fk's index ops (the sums in
+// input-row order, as on the CPU) and, for MaxPool, quantize_device.h's
+// arg-max, so the result is the CPU's.
 fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64_t>& kept_rows,
                              const std::vector<int64_t>& inverse, QuantizationMode mode);
 
@@ -70,18 +73,17 @@ struct MapRef {
 class SparseTensor {
  public:
   SparseTensor() = default;
-  // Inserts `coordinates` into `manager` (a new one of dimension C.size(1)-1
-  // when null) and quantizes duplicates; `seed` picks the rows RandomSubsample
-  // keeps (subsample_rows), other modes ignore it.
+  // Inserts `coordinates` (a CPU tensor) into `manager` (a new one of
+  // dimension C.size(1)-1 when null) and quantizes duplicates, on the
+  // features' device (quantize_features); `seed` picks the rows
+  // RandomSubsample keeps (subsample_rows), other modes ignore it.
   SparseTensor(const fk::Tensor& features, const fk::Tensor& coordinates,
                const std::vector<int32_t>& tensor_stride = {1},
                QuantizationMode mode = QuantizationMode::RandomSubsample,
                std::shared_ptr<CoordinateManager> manager = nullptr,
                uint64_t seed = kSubsampleSeed);
   // Features on an existing map. They may live on a CUDA device (the map
-  // stays on the host): convolutions, pooling, broadcast, normalization and
-  // the pointwise and elementwise ops run there; the others say they need
-  // CPU tensors.
+  // stays on the host): every op on features runs there.
   SparseTensor(const fk::Tensor& features, const MapKey& key,
                std::shared_ptr<CoordinateManager> manager);
 

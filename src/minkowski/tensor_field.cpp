@@ -20,13 +20,12 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
   FK_CHECK(coordinates.device().is_cpu(), where,
-           "CPU coordinates (only the convolutions have CUDA kernels yet)",
+           "CPU coordinates (the coordinate maps are built on the host; the features may be on a "
+           "CUDA device)",
            coordinates.device().str());
   FK_CHECK(coordinates.dtype() == fk::DType::F32 || coordinates.dtype() == fk::DType::F64, where,
            "f32 or f64 coordinates", fk::name(coordinates.dtype()));
   FK_CHECK(features.defined(), where, "a feature tensor", "an undefined tensor");
-  FK_CHECK(features.device().is_cpu(), where,
-           "CPU features (only the convolutions have CUDA kernels yet)", features.device().str());
   FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(features.dtype()));
   FK_CHECK(features.dim() == 2, where, "2-D features (N x C)", features.shape().str());
@@ -127,8 +126,8 @@ std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
 
 fk::Tensor TensorField::slice(const SparseTensor& s) const {
   std::vector<int64_t> inv = inverse_mapping(s);
-  return fk::index_select(s.F(), 0,
-                          fk::from_vector(inv, fk::Dims{static_cast<int64_t>(inv.size())}));
+  return fk::index_select(
+      s.F(), 0, fk::from_vector(inv, fk::Dims{static_cast<int64_t>(inv.size())}, s.F().device()));
 }
 
 TensorField TensorField::with_features(const fk::Tensor& features) const {

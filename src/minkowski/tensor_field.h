@@ -4,7 +4,9 @@
 //
 // Coordinates: N x (1+D) f32 or f64 CPU tensor, column 0 the batch index
 // (must hold integers), then D >= 1 spatial coordinates. Features: N x C
-// f32/f64/f16/bf16 CPU tensor, may require grad.
+// f32/f64/f16/bf16 tensor on the CPU or a CUDA device, may require grad; on a
+// device, sparse() reduces them there (quantize_features) and slice()
+// gathers there, with the same results as on the CPU.
 //
 // sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, the
 // batch column is kept as is; with a tensor stride t the voxel is then

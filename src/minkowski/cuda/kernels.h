@@ -207,4 +207,38 @@ template <typename T>
 void launch_segment_affine(const T* x, const T* g, int64_t n, int64_t cols, const int32_t* seg,
                            const T* coef, int64_t coef_stride, T* y, void* stream);
 
+// --- coordinate-list products (spmm.cu) -------------------------------------
+// Products rounded before their adds (rounding.cuh), terms in the CPU's order.
+
+// out[r, c] (rows x cols, every element written) = the sum over e in
+// [begin[r], begin[r + 1]), in order, of v[entry[e]] * in[src[e], c]: spmm.h's
+// rows grouped by a stable counting sort, one thread per (row, channel).
+template <typename T>
+void launch_csr_rows(const int64_t* begin, const int64_t* entry, const int64_t* src, const T* v,
+                     const T* in, int64_t cols, int64_t rows, T* out, void* stream);
+// out[p] = the sum over c, ascending, of a[a_row[p], c] * b[b_row[p], c], p < n.
+template <typename T>
+void launch_row_dots(const int64_t* a_row, const int64_t* b_row, const T* a, const T* b,
+                     int64_t cols, int64_t n, T* out, void* stream);
+
+// --- channelwise convolution (channelwise.cu) -------------------------------
+// Pair p belongs to offset k when offset_begin[k] <= p < offset_begin[k + 1]
+// (volume + 1 entries, on the device).
+
+// dst[r, c] (rows x cols, every element written) = the sum over row r's pairs
+// q = pair[e], e in [begin[r], begin[r + 1]) (a DeviceRowIndex), in order, of
+// src[other[q], c] * w[k(q), c]: the forward (by_out, other = in_rows) and the
+// input gradient (by_in, other = out_rows, src = the output gradient).
+template <typename T>
+void launch_channelwise_rows(const T* src, const T* w, int64_t cols, const int32_t* begin,
+                             const int32_t* pair, const int32_t* other, const int64_t* offset_begin,
+                             int64_t volume, int64_t rows, T* dst, void* stream);
+// part[j, c] = the sum over pairs p in [job_begin[j], job_begin[j + 1]), in
+// order, of f[in_rows[p], c] * g[out_rows[p], c]: the weight gradient's
+// per-job partials (launch_group_combine sums them per offset).
+template <typename T>
+void launch_pair_product_partials(const T* f, const T* g, int64_t cols, const int32_t* in_rows,
+                                  const int32_t* out_rows, const int64_t* job_begin, int64_t jobs,
+                                  T* part, void* stream);
+
 }  // namespace minkowski::cuda

@@ -6,6 +6,7 @@
 
 #include "fk/cuda/common.cuh"
 #include "minkowski/cuda/kernels.h"
+#include "minkowski/cuda/rounding.cuh"
 
 namespace minkowski::cuda {
 
@@ -15,13 +16,6 @@ using fk::cuda::detail::as_stream;
 using fk::cuda::detail::blocks_for;
 using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
-
-__device__ inline float mul_rn(float a, float b) {
-  return __fmul_rn(a, b);
-}
-__device__ inline double mul_rn(double a, double b) {
-  return __dmul_rn(a, b);
-}
 
 template <typename T>
 __global__ void segment_sums_kernel(int kind, const T* x, const T* g, int64_t n, int64_t cols,

@@ -6,6 +6,7 @@
 
 #include "fk/cuda/common.cuh"
 #include "minkowski/cuda/kernels.h"
+#include "minkowski/cuda/rounding.cuh"
 
 namespace minkowski::cuda {
 
@@ -17,15 +18,6 @@ using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 
 constexpr int kMax = 0, kAverage = 1;
-
-// a * b rounded on its own: no contraction into a following add (the CPU
-// build does not contract either), so sums of products match the CPU's.
-__device__ inline float mul_rn(float a, float b) {
-  return __fmul_rn(a, b);
-}
-__device__ inline double mul_rn(double a, double b) {
-  return __dmul_rn(a, b);
-}
 
 template <typename T>
 __global__ void pool_forward_kernel(int mode, const T* src, int64_t cols, const int32_t* begin,

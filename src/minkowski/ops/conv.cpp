@@ -29,9 +29,10 @@ class ConvolutionBackward : public fk::autograd::Node {
     // Traced (not counted as an op) so that a profile can split a training
     // step's backward into convolution compute and the rest.
     const int64_t start = fk::profile::tracing() ? fk::profile::now_ns() : -1;
-    ConvGrads g = f.device().is_cuda() ? device_conv_backward(grads[0], f, w, *map, nf, nw)
-                  : channelwise        ? channelwise_backward(grads[0], f, w, *map, nf, nw)
-                                       : conv_backward(grads[0], f, w, *map, nf, nw);
+    // (the channelwise kernels take features on either device)
+    ConvGrads g = channelwise            ? channelwise_backward(grads[0], f, w, *map, nf, nw)
+                  : f.device().is_cuda() ? device_conv_backward(grads[0], f, w, *map, nf, nw)
+                                         : conv_backward(grads[0], f, w, *map, nf, nw);
     if (start >= 0) {
       fk::profile::record_event(channelwise ? "minkowski.channelwise_convolution_backward"
                                             : "minkowski.convolution_backward",
@@ -89,15 +90,12 @@ fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weigh
                                          : "minkowski.convolution");
   FK_CHECK(weight.defined(), "minkowski::convolution", "a weight tensor", "an undefined tensor");
   const bool on_device = features.device().is_cuda();
-  FK_CHECK(!(on_device && channelwise), "minkowski::channelwise_convolution",
-           "features on the CPU (the channelwise convolution has no CUDA kernel yet)",
-           "features on " + features.device().str());
   fk::Tensor out;
   {
     fk::autograd::NoGradGuard ng;
-    out = on_device     ? device_conv_forward(features.detach(), weight.detach(), *map)
-          : channelwise ? channelwise_forward(features.detach(), weight.detach(), *map)
-                        : conv_forward(features.detach(), weight.detach(), *map);
+    out = channelwise ? channelwise_forward(features.detach(), weight.detach(), *map)
+          : on_device ? device_conv_forward(features.detach(), weight.detach(), *map)
+                      : conv_forward(features.detach(), weight.detach(), *map);
   }
   if (fk::autograd::needs_grad(features, weight)) {
     auto node = std::make_shared<ConvolutionBackward>();

@@ -1,11 +1,14 @@
 // Channelwise (depthwise) convolution: out[o,c] = sum over the map of
-// F[i,c] W[k,c], and its gradients (conv_kernel.h).
+// F[i,c] W[k,c], and its gradients (conv_kernel.h); features on a CUDA device
+// take conv_channelwise_device.h's kernels, in the same order.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "minkowski/ops/conv_channelwise_device.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/conv_kernel_common.h"
 #include "minkowski/ops/feature_rows.h"
@@ -13,8 +16,9 @@
 namespace minkowski {
 
 using conv_detail::add_row;
-using conv_detail::check_common;
+using conv_detail::check_operands;
 using conv_detail::kWeightBlock;
+using detail::check_same_device;
 using detail::compute_dtype;
 
 namespace {
@@ -91,7 +95,7 @@ void cw_backward(const T* G, const T* F, const T* W, int64_t c, const KernelMap&
 fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& weight,
                                const KernelMap& m) {
   const char* where = "minkowski::channelwise_convolution";
-  check_common(where, features, weight, m);
+  check_operands(where, features, weight, m);
   int64_t c = features.size(1);
   FK_CHECK(weight.dim() == 2 && weight.size(0) == m.volume && weight.size(1) == c, where,
            "a weight of shape (K=" + std::to_string(m.volume) + ", C=" + std::to_string(c) + ")",
@@ -99,6 +103,7 @@ fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& wei
   fk::profile::count_launch();
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor f = features.to(ct).contiguous(), w = weight.to(ct).contiguous();
+  if (f.device().is_cuda()) return device_channelwise_forward(f, w, m).to(features.dtype());
   fk::Tensor out = fk::zeros({m.out_size, c}, {ct});
   if (ct == fk::DType::F32)
     cw_forward<float>(f.data<float>(), w.data<float>(), c, m, out.data<float>());
@@ -111,10 +116,18 @@ ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& fea
                                const fk::Tensor& weight, const KernelMap& m, bool need_features,
                                bool need_weight) {
   int64_t c = features.size(1);
+  check_same_device(features, grad_out, "minkowski::channelwise_convolution", "the gradient");
   fk::profile::count_launch();
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),
              w = weight.to(ct).contiguous();
+  ConvGrads r;
+  if (f.device().is_cuda()) {
+    r = device_channelwise_backward(g, f, w, m, need_features, need_weight);
+    if (need_features) r.features = r.features.to(features.dtype());
+    if (need_weight) r.weight = r.weight.to(weight.dtype());
+    return r;
+  }
   fk::Tensor gin = need_features ? fk::zeros({m.in_size, c}, {ct}) : fk::Tensor();
   fk::Tensor gw = need_weight ? fk::zeros(weight.shape(), {ct}) : fk::Tensor();
   if (ct == fk::DType::F32)
@@ -125,7 +138,6 @@ ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& fea
     cw_backward<double>(g.data<double>(), f.data<double>(), w.data<double>(), c, m,
                         need_features ? gin.data<double>() : nullptr,
                         need_weight ? gw.data<double>() : nullptr);
-  ConvGrads r;
   if (need_features) r.features = gin.to(features.dtype());
   if (need_weight) r.weight = gw.to(weight.dtype());
   return r;

@@ -411,11 +411,12 @@ void backward(const T* G, const T* F, int64_t cin, const T* W, int64_t cout, con
 
 }  // namespace
 
-void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w,
-                               const KernelMap& m) {
-  FK_CHECK(f.device().is_cpu() && w.device().is_cpu(), where,
-           "CPU tensors (only the convolutions have CUDA kernels yet)",
-           f.device().str() + " / " + w.device().str());
+void conv_detail::check_operands(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                                 const KernelMap& m) {
+  FK_CHECK(w.defined(), where, "a weight tensor", "an undefined tensor");
+  FK_CHECK(w.device() == f.device(), where,
+           "the weight on " + f.device().str() + " (the features' device)",
+           "the weight on " + w.device().str());
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));
   FK_CHECK(w.dtype() == f.dtype(), where,
@@ -423,6 +424,14 @@ void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk:
            fk::name(w.dtype()));
   FK_CHECK(f.dim() == 2 && f.size(0) == m.in_size, where,
            "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
+}
+
+void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                               const KernelMap& m) {
+  FK_CHECK(f.device().is_cpu() && w.device().is_cpu(), where,
+           "CPU tensors (device features take convolve_features' device path, conv_device.h)",
+           f.device().str() + " / " + w.device().str());
+  check_operands(where, f, w, m);
 }
 
 namespace {

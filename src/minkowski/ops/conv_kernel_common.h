@@ -63,7 +63,10 @@ constexpr fk::DType dtype_of_t() {
   return std::is_same_v<T, float> ? fk::DType::F32 : fk::DType::F64;
 }
 
-// The checks every conv entry point makes on features, weight and map.
+// The checks every conv entry point makes on features, weight and map: on
+// any device, both on one (check_operands), or on the CPU (check_common).
+void check_operands(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                    const KernelMap& m);
 void check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w, const KernelMap& m);
 
 // gw (K x C_in x C_out, zeroed) = the weight gradient. `tiles`: the f32

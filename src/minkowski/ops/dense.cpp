@@ -6,10 +6,21 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/ops/index.h"
+#include "fk/ops/reduce.h"
 #include "minkowski/coords/kernel_region.h"
 
 namespace minkowski {
+
+namespace {
+// Whether each row of `rows` (R x C) has a nonzero channel (NaN counts), found
+// on the rows' device: only the R flags come to the host.
+std::vector<bool> nonzero_rows(const fk::Tensor& rows) {
+  if (rows.size(0) == 0 || rows.size(1) == 0) return std::vector<bool>(rows.size(0), false);
+  return fk::amax(fk::ne(rows, fk::scalar_like(rows, 0.0)), {1}).to_vector<bool>();
+}
+}  // namespace
 
 Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_coordinate,
                std::optional<std::vector<int64_t>> shape, bool contract_stride) {
@@ -97,13 +108,12 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
   }
   perm.push_back(1);
   fk::Tensor rows = dense.permute(fk::Dims(perm)).reshape({b * cells, c});
-  auto v = rows.to_vector<double>();
+  const std::vector<bool> nonzero =
+      remove_zeros ? nonzero_rows(rows) : std::vector<bool>(static_cast<size_t>(b * cells), true);
   std::vector<int64_t> keep;
   std::vector<int32_t> coords;
   for (int64_t r = 0; r < b * cells; ++r) {
-    bool nz = !remove_zeros;
-    for (int64_t x = 0; x < c && !nz; ++x) nz = v[r * c + x] != 0.0;
-    if (!nz) continue;
+    if (!nonzero[r]) continue;
     keep.push_back(r);
     std::vector<int32_t> cc(d);
     int64_t rem = r;
@@ -118,7 +128,8 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
     coords.insert(coords.end(), cc.begin(), cc.end());
   }
   int64_t n = static_cast<int64_t>(keep.size());
-  fk::Tensor f = fk::index_select(rows, 0, fk::from_vector(keep, fk::Dims{n}));
+  // on the dense tensor's device (fk's index_select runs on either)
+  fk::Tensor f = fk::index_select(rows, 0, fk::from_vector(keep, fk::Dims{n}, dense.device()));
   return SparseTensor(f, fk::from_vector(coords, fk::Dims{n, d + 1}), ts,
                       QuantizationMode::RandomSubsample, std::move(manager));
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Sparse <-> dense conversion (differentiable w.r.t. the features). to_dense
-// also takes features on a CUDA device (the dense tensor is made there);
-// to_sparse takes CPU tensors.
+// Sparse <-> dense conversion (differentiable w.r.t. the features), on the
+// CPU or a CUDA device: to_dense makes the dense tensor on the features'
+// device, to_sparse the features on the dense tensor's (the nonzero test runs
+// there and only one flag per cell comes to the host, which builds the map).
 #include <optional>
 #include <vector>
 

@@ -116,7 +116,10 @@ fk::Tensor interpolate(const SparseTensor& x, const fk::Tensor& points, Interpol
   fk::profile::OpScope scope("minkowski.interpolate");
   InterpolationWeights w = interpolation_weights(x, points, mode);
   const fk::DType vd = x.F().dtype() == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-  fk::Tensor v = fk::from_vector(w.weight, fk::Dims{static_cast<int64_t>(w.weight.size())}).to(vd);
+  // the weights go to the features' device (spmm runs there)
+  fk::Tensor v =
+      fk::from_vector(w.weight, fk::Dims{static_cast<int64_t>(w.weight.size())}, x.F().device())
+          .to(vd);
   return spmm(w.list, v, x.F());
 }
 

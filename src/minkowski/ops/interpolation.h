@@ -22,7 +22,9 @@
 //
 // Differentiable w.r.t. x.F() (not the points): the weights form a coordinate
 // list and the op is spmm (spmm.h) of it with x.F(), so its backward is the
-// transposed spmm. Dtypes: features f64, f32, f16, bf16 (16-bit accumulated
+// transposed spmm. Devices: the points and the weights' construction stay on
+// the host (with the map); x.F() may be on a CUDA device, where the spmm and
+// its backward run and the result lands. Dtypes: features f64, f32, f16, bf16 (16-bit accumulated
 // in f32, weights kept in f32/f64); result in the features' dtype. D <= 16.
 // Deterministic for any thread count. Memory: up to 2^D entries (int64 x 2 +
 // weight) per point.

@@ -24,7 +24,8 @@ inline constexpr int64_t kIgnoreLabel = -100;
 
 // coordinates: N x D (any real or integer dtype, CPU; a batch column, if
 // present, is just one more axis, use size 1 for it). quantization_size has 1
-// or D positive values. features: N x C or undefined. Output rows follow the
+// or D positive values. features: N x C or undefined, on the CPU or a CUDA
+// device (reduced there: quantize_features in sparse_tensor.h). Output rows follow the
 // first occurrence of each voxel in input order. seed: the draw of
 // RandomSubsample (subsample_rows in sparse_tensor.h).
 //

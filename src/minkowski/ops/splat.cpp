@@ -23,9 +23,10 @@ void check_features(const SplatMap& map, const fk::Tensor& features) {
            fk::name(features.dtype()));
 }
 
-// The weights in the dtype spmm computes in for these features.
+// The weights in the dtype spmm computes in for these features, on their device.
 fk::Tensor weights_for(const SplatMap& map, const fk::Tensor& features) {
-  return features.dtype() == fk::DType::F64 ? map.weight : map.weight.to(fk::DType::F32);
+  return (features.dtype() == fk::DType::F64 ? map.weight : map.weight.to(fk::DType::F32))
+      .to(features.device());
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/spmm_device.h"
 
 namespace minkowski {
 
@@ -20,8 +22,7 @@ std::vector<int64_t> index_values(const fk::Tensor& t, const char* what) {
   FK_CHECK(t.dtype() == fk::DType::I32 || t.dtype() == fk::DType::I64, kWhere,
            std::string("i32 or i64 ") + what, fk::name(t.dtype()));
   FK_CHECK(t.dim() == 1, kWhere, std::string("1-D ") + what, t.shape().str());
-  FK_CHECK(t.device().is_cpu(), kWhere, std::string("CPU ") + what, t.device().str());
-  return t.to_vector<int64_t>();
+  return t.to_vector<int64_t>();  // from any device: the grouping is built on the host
 }
 
 fk::DType compute_dtype(const fk::Tensor& values, const fk::Tensor& dense) {
@@ -69,6 +70,17 @@ fk::Tensor multiply(const std::vector<int64_t>& to, const std::vector<int64_t>& 
   return out;
 }
 
+// multiply<T> on the operands' device (v and in in the compute dtype).
+fk::Tensor product(const std::vector<int64_t>& to, const std::vector<int64_t>& from,
+                   int64_t out_rows, const fk::Tensor& v, const fk::Tensor& in) {
+  if (in.device().is_cuda()) {
+    const Grouping g = group_by(to, out_rows);
+    return device_spmm_rows(g.begin, g.order, from, v, in);
+  }
+  return in.dtype() == fk::DType::F64 ? multiply<double>(to, from, out_rows, v, in)
+                                      : multiply<float>(to, from, out_rows, v, in);
+}
+
 template <typename T>
 fk::Tensor value_grads(const CooList& a, const fk::Tensor& g, const fk::Tensor& dense) {
   const int64_t c = dense.size(1), nnz = static_cast<int64_t>(a.rows.size());
@@ -95,11 +107,11 @@ void check_operands(const CooList& a, const fk::Tensor& values, const fk::Tensor
            dense.shape().str());
   FK_CHECK(fk::is_floating(dense.dtype()), kWhere, "an f64, f32, f16 or bf16 dense matrix",
            fk::name(dense.dtype()));
-  FK_CHECK(dense.device().is_cpu(), kWhere, "a CPU dense matrix", dense.device().str());
   FK_CHECK(values.defined() && values.dim() == 1 && values.size(0) == nnz, kWhere,
            "values of shape (" + std::to_string(nnz) + "), one per entry",
            values.defined() ? values.shape().str() : "undefined");
   FK_CHECK(fk::is_floating(values.dtype()), kWhere, "floating values", fk::name(values.dtype()));
+  detail::check_same_device(dense, values, kWhere, "values");
 }
 
 class SpmmBackward : public fk::autograd::Node {
@@ -148,25 +160,25 @@ fk::Tensor spmm_forward(const CooList& a, const fk::Tensor& values, const fk::Te
   check_operands(a, values, dense);
   const fk::DType cd = compute_dtype(values, dense);
   fk::Tensor v = values.to(cd).contiguous(), d = dense.to(cd).contiguous();
-  fk::Tensor out = cd == fk::DType::F64 ? multiply<double>(a.rows, a.cols, a.m, v, d)
-                                        : multiply<float>(a.rows, a.cols, a.m, v, d);
-  return out.to(dense.dtype());
+  return product(a.rows, a.cols, a.m, v, d).to(dense.dtype());
 }
 
 SpmmGrads spmm_backward(const fk::Tensor& grad, const CooList& a, const fk::Tensor& values,
                         const fk::Tensor& dense, bool need_values, bool need_dense) {
+  detail::check_same_device(dense, values, kWhere, "values");
+  detail::check_same_device(dense, grad, kWhere, "the gradient");
   const fk::DType cd = compute_dtype(values, dense);
   fk::Tensor g = grad.to(cd).contiguous();
   SpmmGrads r;
   if (need_dense) {
     fk::Tensor v = values.to(cd).contiguous();
-    r.dense = (cd == fk::DType::F64 ? multiply<double>(a.cols, a.rows, a.k, v, g)
-                                    : multiply<float>(a.cols, a.rows, a.k, v, g))
-                  .to(dense.dtype());
+    r.dense = product(a.cols, a.rows, a.k, v, g).to(dense.dtype());
   }
   if (need_values) {
     fk::Tensor d = dense.to(cd).contiguous();
-    r.values = (cd == fk::DType::F64 ? value_grads<double>(a, g, d) : value_grads<float>(a, g, d))
+    r.values = (d.device().is_cuda()   ? device_spmm_value_grads(a.rows, a.cols, g, d)
+                : cd == fk::DType::F64 ? value_grads<double>(a, g, d)
+                                       : value_grads<float>(a, g, d))
                    .to(values.dtype());
   }
   return r;
@@ -202,7 +214,8 @@ fk::Tensor spmm_average(const fk::Tensor& rows, const fk::Tensor& cols, std::arr
   for (size_t p = 0; p < v.size(); ++p) v[p] = 1.0 / count[a.rows[p]];
   fk::DType vd =
       dense.defined() && dense.dtype() == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
-  return spmm(a, fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}).to(vd), dense);
+  const fk::Device dev = dense.defined() ? dense.device() : fk::kCPU;
+  return spmm(a, fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, dev).to(vd), dense);
 }
 
 }  // namespace minkowski

@@ -3,10 +3,15 @@
 //   out (M x C) = A (M x K) * dense (K x C),  A[rows[p], cols[p]] += values[p]
 // (duplicate entries add up; an empty list gives zeros).
 //
-// Inputs: rows, cols: 1-D i32/i64 CPU tensors of nnz entries in [0, M) and
-// [0, K); values: 1-D, nnz entries, any floating dtype; dense: K x C, f64,
-// f32, f16 or bf16. Computed in f64 when dense or values is f64, else in f32
-// (16-bit inputs accumulate in f32); the result has dense's dtype.
+// Inputs: rows, cols: 1-D i32/i64 tensors of nnz entries in [0, M) and
+// [0, K), on any device (read to the host, where the list is grouped);
+// values: 1-D, nnz entries, any floating dtype; dense: K x C, f64, f32, f16
+// or bf16. Computed in f64 when dense or values is f64, else in f32 (16-bit
+// inputs accumulate in f32); the result has dense's dtype.
+//
+// Devices: dense on the CPU or a CUDA device, values (and the gradient) on
+// the same one (fk::Error otherwise); on a CUDA device the products run there
+// (spmm_device.h) in the CPU's order, so results match the CPU's.
 //
 // Differentiable w.r.t. values and dense (SpmmBackward calls spmm_backward):
 //   grad_dense = A^T grad  (the same kernel on the transposed list),

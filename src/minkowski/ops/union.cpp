@@ -54,10 +54,13 @@ SparseTensor sparse_union(const std::vector<SparseTensor>& xs) {
     feats.push_back(xs[i].F());
     rows.insert(rows.end(), u.rows_of[i].begin(), u.rows_of[i].end());
   }
+  // on the features' device (fk's index_add and cat run on either and say so
+  // when the inputs' devices differ)
   const auto& f0 = xs[0].F();
-  fk::Tensor out = fk::index_add(fk::zeros({u.size, f0.size(1)}, {f0.dtype()}), 0,
-                                 fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size())}),
-                                 fk::cat(feats, 0));
+  const fk::Device dev = f0.device();
+  fk::Tensor out = fk::index_add(
+      fk::zeros({u.size, f0.size(1)}, {f0.dtype(), dev}), 0,
+      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size())}, dev), fk::cat(feats, 0));
   return SparseTensor(out, u.key, xs[0].manager());
 }
 

@@ -6,7 +6,8 @@
 // first input's rows in its order, then each further input's rows not seen
 // before, in its order (first occurrence over the inputs concatenated).
 // Inputs: at least 2 SparseTensors of one manager, one tensor stride, one
-// channel count and one feature dtype (f64, f32, f16, bf16).
+// channel count, one feature dtype (f64, f32, f16, bf16) and one device (the
+// CPU or a CUDA device, where the result lands).
 //
 // Differentiable w.r.t. every input's features: the forward is fk::index_add
 // of the concatenated features into zeros at their union rows (f16/bf16
