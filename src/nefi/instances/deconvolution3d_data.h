@@ -28,8 +28,8 @@ struct Object {
   std::vector<Point> path;  // uniform tube: polyline vertices
 };
 
-// filaments: 3-6 curved tubes of std 0.06-0.1 um; puncta: 8-20 dots of std
-// 0.06-0.12 um; cells: 2-4 ellipsoids with rims 0.08-0.15 um wide;
+// filaments: 9-15 curved tubes of std 0.07-0.12 um; puncta: 14-35 dots of
+// std 0.06-0.12 um; cells: 2-4 ellipsoids with rims of std 0.05-0.08 um;
 // uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um along
 // persistent random walks that run mostly in-plane (the reference's
 // filament paths, with a two-phase cross-section instead of its Gaussian).

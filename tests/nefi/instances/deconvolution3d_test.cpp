@@ -79,6 +79,7 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
                                                        {"init_value", "0"},
                                                        {"noise", "laplace"},
                                                        {"psf_extent", "valid"},
+                                                       {"wiener_boundary", "zero"},
                                                        {"peak_counts", "-5"},
                                                        {"background_counts", "-1"}};
   for (const auto& [key, value] : cases) {
@@ -268,7 +269,7 @@ TEST(NefiDeconvolution3d, PsfExtentFullAndSame) {
   }
 }
 
-// The puncta class: 8-20 Gaussian dots of std 0.06-0.12 um and amplitude
+// The puncta class: 14-35 Gaussian dots of std 0.06-0.12 um and amplitude
 // 0.4-1 with centres 10 % inside the box; the render of one dot against the
 // Gaussian written out at the cell centres.
 TEST(NefiDeconvolution3d, PunctaAreGaussianDots) {
@@ -276,8 +277,8 @@ TEST(NefiDeconvolution3d, PunctaAreGaussianDots) {
   const nefi::deconv3d::Point box{3.2, 3.2, 3.2};
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const auto scene = nefi::deconv3d::draw_scene("puncta", box, seed);
-    EXPECT_GE(scene.size(), 8u);
-    EXPECT_LE(scene.size(), 20u);
+    EXPECT_GE(scene.size(), 14u);
+    EXPECT_LE(scene.size(), 35u);
     for (const Object& o : scene) {
       EXPECT_EQ(o.kind, Object::kPunctum);
       EXPECT_GE(o.radius, 0.06 - 1e-12);
@@ -334,12 +335,14 @@ TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
   }
 }
 
-// Floors over seeds 0-2 on the smoke preset: Richardson-Lucy at the preset's
-// budget; the neural field at a reduced budget (40 + 60 steps; the full
-// 150 + 250 takes ~5 s a seed at one thread). Measured (1 thread): RL 30.78
-// / 32.80 / 29.89 dB; neural reduced 25.51 / 25.22 / 23.79 dB, IoU 0.13 /
-// 0.17 / 0.18. The full smoke neural field reaches 28.04 / 28.54 / 26.43 dB
-// (reference, seed 0: 26.5).
+// The filament scenes' difficulty and floors over seeds 0-2 on the smoke
+// preset. The blurred data and Richardson-Lucy (30 iterations) score near
+// the reference's figures for its own filament scenes (22.0 and 25.7 dB; the
+// draw's count and width were chosen for that): measured data 21.02 / 22.38
+// / 21.75, RL 24.64 / 26.66 / 25.81 dB. The neural field at a reduced budget
+// (40 + 60 steps; the full 150 + 250 takes ~10 s a seed at one thread):
+// measured 20.10 / 20.74 / 20.76 dB, IoU 0.36 / 0.29 / 0.44. The full smoke run
+// is in configs/deconvolution3d_smoke.yaml.
 TEST(NefiDeconvolution3d, SmokeQualityFloor) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -349,30 +352,35 @@ TEST(NefiDeconvolution3d, SmokeQualityFloor) {
   // The PSF array over n cells, not 2n - 1: the same figures to 0.01 dB at
   // this size (seed 0 smoke, docs/performance.md session 9), 2.5x cheaper.
   reduced.set("psf_extent", "same");
-  // Refinement starts from the fit it is given: from this under-trained one
-  // it finds no filament above the IoU threshold (refined IoU 0 / 0 / 0.45),
-  // so it is off here; refine_test.cpp covers it, and the full smoke run
-  // takes seed 0 from IoU 0.345 to 0.430.
+  // Refinement starts from the fit it is given, and this under-trained one
+  // is not what it is for; refine_test.cpp covers it, and the yaml lists
+  // what it does after the full smoke run.
   reduced.set("refine", "false");
-  double total = 0;
+  double data_mean = 0, rl_mean = 0, total = 0;
   for (int s = 0; s < 3; ++s) {
     auto rl = inst->run(c.config, "richardson_lucy", s, {});
-    EXPECT_GT(rl.metrics.at("psnr"), 27.0) << "seed " << s;
+    const double data = nefi::psnr(rl.measurement.data.to(fk::DType::F64), rl.gt);
+    EXPECT_GT(data, 20.5) << "seed " << s;
+    EXPECT_LT(data, 23.0) << "seed " << s;
+    EXPECT_GT(rl.metrics.at("psnr"), data + 3.0) << "seed " << s;
+    data_mean += data / 3, rl_mean += rl.metrics.at("psnr") / 3;
     auto out = inst->run(reduced, "neural", s, {});
-    EXPECT_GT(out.metrics.at("psnr"), 22.5) << "seed " << s;
-    EXPECT_GT(out.metrics.at("iou"), 0.08) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), 19.3) << "seed " << s;
+    EXPECT_GT(out.metrics.at("iou"), 0.2) << "seed " << s;
     total += out.metrics.at("psnr");
   }
-  EXPECT_GT(total / 3, 23.8);  // measured 24.84
+  EXPECT_NEAR(data_mean, 22.0, 0.6);  // measured 21.72
+  EXPECT_NEAR(rl_mean, 25.7, 0.6);    // measured 25.70
+  EXPECT_GT(total / 3, 19.9);         // measured 20.53
 }
 
 // The Wiener baseline at the smoke scale, seeds 0-2. Its SNR comes from the
-// discrepancy principle under its periodic blur model, so under the
-// zero-padded one the residual sits a little above the noise (the wrap in z,
-// sigma_z 0.36 um over a 3.2 um stack). It sharpens the blurred data and
-// trails Richardson-Lucy; measured: data 26.62 / 25.93 / 25.40, Wiener 29.07
-// / 29.05 / 28.33, RL 30.78 / 32.80 / 29.89 dB (the reference, its scenes:
-// data 22.0, Wiener 24.4, RL 25.7).
+// discrepancy principle under its own blur model (the data mirrored about
+// the faces), so under the zero-padded one the residual sits a little off
+// the noise level. It sharpens the blurred data and trails Richardson-Lucy;
+// measured: data 21.02 / 22.38 / 21.75, Wiener 24.39 / 25.76 / 24.94, RL
+// 24.64 / 26.66 / 25.81 dB (the reference, its scenes: data 22.0, Wiener
+// 24.4, RL 25.7).
 TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -389,6 +397,34 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
               inst->run(c.config, "richardson_lucy", s, {}).metrics.at("psnr"))
         << "seed " << s;
   }
+}
+
+// The Wiener baseline on the puncta preset, seeds 0-2. Dots near a face
+// leave the zero-padded blur's data with a jump across that face when it is
+// wrapped (seed 0: 0.094 across the z faces, 0.023 across y, against a
+// noise std of 0.0016); a periodic filter then reaches the noise level only
+// by fitting that jump, so the discrepancy picks SNR 3e5 / 2e4 / 631 (10.64
+// / 24.31 / 30.24 dB). Mirrored about the faces the data have no jump:
+// measured SNR 1e3 / 631 / 316, 30.14 / 30.19 / 30.59 dB against data
+// 27.11 / 27.64 / 27.43 and Richardson-Lucy 31.78 / 32.05 / 32.53.
+TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
+  auto inst = nefi::find_instance("deconvolution3d");
+  for (int s = 0; s < 3; ++s) {
+    auto w = inst->run(c.config, "wiener3d", s, {});
+    const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
+    const double residual = std::sqrt(nefi::mse(w.result.prediction, y));
+    EXPECT_GT(residual, 0.8 * w.measurement.noise_std) << "seed " << s;
+    EXPECT_LT(residual, 1.3 * w.measurement.noise_std) << "seed " << s;
+    EXPECT_LT(w.metrics.at("wiener_snr"), 1e4) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
+  }
+  nefi::Params periodic = c.config;
+  periodic.set("wiener_boundary", "periodic");
+  const auto w = inst->run(periodic, "wiener3d", 0, {});
+  EXPECT_GT(w.metrics.at("wiener_snr"), 1e5);
+  EXPECT_LT(w.metrics.at("psnr"), nefi::psnr(w.measurement.data.to(fk::DType::F64), w.gt));
 }
 
 }  // namespace
