@@ -14,9 +14,10 @@
 // Methods: neural | f1 (neural under F1) | grid | grid_f1 (Tikhonov + TV
 // on pixels). Metrics: hungarian_f1 (peaks vs true sources),
 // match_distance (px, of the matched pairs), mse, gmsd, swd (sliced
-// Wasserstein-2, in units of the side), masked_ssim (around the sources
-// and peaks, score_mask below), larmor_mae (on the true source pixels). Counts are left out: the
-// bench tables rank every metric, and a count has no better direction.
+// Wasserstein-2, in units of the side), masked_ssim (near the sources and
+// the peaks, score_mask below), larmor_mae (on the true source pixels).
+// Counts are left out: the bench tables rank every metric, and a count has
+// no better direction.
 #include <algorithm>
 #include <cmath>
 
