@@ -10,9 +10,10 @@
 // adjoint), solved by the banded Cholesky (linear_solver banded, the
 // default here: exact and 5x cheaper than the reference's PCG at 24²; cg
 // gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi
-// | contrast. Methods: neural | grid (+TV of σ, or of σ mirrored at σ_bg) |
-// uniform (σ_bg everywhere). Metrics: psnr, ssim, mse, relative_error,
-// inclusion_iou (sign-aware half-max supports of log σ/σ_bg).
+// | contrast. Methods: neural | grid (+TV of σ, or of σ mirrored at σ_bg;
+// its own steps under grid_steps) | uniform (σ_bg everywhere). Metrics:
+// psnr, ssim, mse, relative_error, inclusion_iou (sign-aware half-max
+// supports of log σ/σ_bg).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -87,7 +88,15 @@ struct EitConfig {
     c.solver.boundary = "neumann";
     c.field = neural_field_config_from(p);
     c.neural_curriculum = elliptic_curriculum(p, c.n, "lr");
-    c.grid_curriculum = elliptic_curriculum(p, c.n, "grid_lr");
+    // The grid's own steps: a pixel grid keeps fitting long after the
+    // neural field's data misfit is at its floor (configs/eit.yaml).
+    const std::vector<double> grid_steps = p.list("grid_steps"), steps = p.list("steps");
+    FK_CHECK(
+        grid_steps.empty() || grid_steps.size() == steps.size(), "config key 'grid_steps'",
+        "[] (the grid takes 'steps') or one count per stage of 'steps' " + Params::render(steps),
+        Params::render(grid_steps));
+    c.grid_curriculum =
+        elliptic_curriculum(p, c.n, "grid_lr", grid_steps.empty() ? "steps" : "grid_steps");
     const double floor = p.d("lr_min_ratio");
     FK_CHECK(floor >= 0 && floor < 1, "config key 'lr_min_ratio'", "a fraction in [0, 1)",
              Params::render(floor));
@@ -254,6 +263,8 @@ class Eit : public Instance {
               "what TV acts on: sigma | mirrored (sigma up to sigma_bg, 2 sigma_bg - "
               "sigma_bg^2 / sigma above)");
     p.declare("lr_min_ratio", 0.05, "cosine lr floor per stage, as a fraction of its lr");
+    p.declare("grid_steps", std::vector<double>{},
+              "grid baseline steps per stage; [] = the neural field's steps");
     return p;
   }
 

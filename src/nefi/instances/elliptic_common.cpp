@@ -72,8 +72,9 @@ EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
   return o;
 }
 
-Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key) {
-  Curriculum c = curriculum_from(p, {n, n}, lr_key);
+Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key,
+                               const std::string& steps_key) {
+  Curriculum c = curriculum_from(p, {n, n}, lr_key, steps_key);
   const int64_t floor = p.i("min_coarse");
   const size_t k = c.stages.size();
   for (size_t i = 0; i < k; ++i)

@@ -41,7 +41,8 @@ EllipticOperatorOptions elliptic_options_from(const Params& p);
 EllipticOperatorOptions elliptic_data_options(EllipticOperatorOptions inversion,
                                               const char* data_tag);
 // curriculum_from at n×n, every stage coarser than min_coarse raised to n.
-Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key);
+Curriculum elliptic_curriculum(const Params& p, int64_t n, const std::string& lr_key,
+                               const std::string& steps_key = "steps");
 // IoU of two boolean masks given as 0/1 values (0 when both are empty).
 double mask_iou(const std::vector<bool>& a, const std::vector<bool>& b);
 // The uniform baseline's output: `value` everywhere on `shape` as the

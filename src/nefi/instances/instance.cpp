@@ -159,13 +159,14 @@ NeuralFieldConfig neural_field_config_from(const Params& p) {
   return fc;
 }
 
-Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key) {
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key,
+                           const std::string& steps_key) {
   const double lr = p.d(lr_key);
   FK_CHECK(lr > 0, "config key '" + lr_key + "'", "a learning rate > 0", std::to_string(lr));
   std::vector<int> steps;
-  const std::vector<double> listed = p.list("steps");
+  const std::vector<double> listed = p.list(steps_key);
   for (double s : listed) {
-    FK_CHECK(s >= 1 && s <= kMaxSteps && s == static_cast<int>(s), "config key 'steps'",
+    FK_CHECK(s >= 1 && s <= kMaxSteps && s == static_cast<int>(s), "config key '" + steps_key + "'",
              "positive integers", Params::render(listed));
     steps.push_back(static_cast<int>(s));
   }

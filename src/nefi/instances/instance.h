@@ -141,8 +141,10 @@ InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr
 // anneal_fraction, weight_decay, grad_clip, min_coarse and the lbfgs_* keys.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
 // The curriculum those keys describe at `shape`, starting at the learning
-// rate under `lr_key`; checked (an error names the key).
-Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key);
+// rate under `lr_key`, with the stage steps under `steps_key` (a grid
+// baseline's own steps); checked (an error names the key).
+Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key,
+                           const std::string& steps_key = "steps");
 // The curriculum at `lr_key` with every stage's learning rate times the
 // finite value > 0 under `mult_key` (a grid baseline's lr as a multiple of
 // the neural field's).

@@ -50,8 +50,11 @@ std::vector<double> gauss_valid(const std::vector<double>& v, int64_t rows, int6
   return out;
 }
 
-double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, int64_t rows,
-                  int64_t cols, int win, bool both_axes, double range) {
+// The SSIM of each 'valid' window position of a (rows, cols) plane, C order
+// over (rows - win + 1, or rows when 1-D) x (cols - win + 1).
+std::vector<double> ssim_map_plane(const std::vector<double>& x, const std::vector<double>& y,
+                                   int64_t rows, int64_t cols, int win, bool both_axes,
+                                   double range) {
   const double c1 = std::pow(0.01 * range, 2), c2 = std::pow(0.03 * range, 2);
   const size_t n = x.size();
   std::vector<double> xx(n), yy(n), xy(n);
@@ -62,17 +65,60 @@ double ssim_plane(const std::vector<double>& x, const std::vector<double>& y, in
   }
   auto f = [&](const std::vector<double>& v) { return gauss_valid(v, rows, cols, win, both_axes); };
   const auto mx = f(x), my = f(y), sxx = f(xx), syy = f(yy), sxy = f(xy);
-  double s = 0;
+  std::vector<double> s(mx.size());
   for (size_t i = 0; i < mx.size(); ++i) {
     const double vx = sxx[i] - mx[i] * mx[i], vy = syy[i] - my[i] * my[i];
     const double cxy = sxy[i] - mx[i] * my[i];
-    s += ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
-         ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
+    s[i] = ((2 * mx[i] * my[i] + c1) * (2 * cxy + c2)) /
+           ((mx[i] * mx[i] + my[i] * my[i] + c1) * (vx + vy + c2));
   }
-  return s / static_cast<double>(mx.size());
+  return s;
+}
+
+// A grid as SSIM sees it: 1-D one (1, n) row, 2-D one plane, 3-D one (n0,
+// n1) plane per index of the last axis; the window of ssim_window.
+struct Planes {
+  int64_t count, rows, cols;
+  int win;
+  bool both_axes;
+};
+
+Planes planes_of(const fk::Dims& shape, size_t nx, size_t ngt, const char* where) {
+  const int d = shape.size();
+  FK_CHECK(d >= 1 && d <= 3, where, "a 1-D, 2-D or 3-D grid", shape.str());
+  FK_CHECK(static_cast<int64_t>(nx) == shape.numel() && nx == ngt && shape.numel() > 0, where,
+           "two non-empty grids of shape " + shape.str(),
+           std::to_string(nx) + " and " + std::to_string(ngt) + " values");
+  const int win = ssim_window(shape);
+  if (d == 1) return {1, 1, shape[0], win, false};
+  return {d == 3 ? shape[2] : 1, shape[0], shape[1], win, true};
+}
+
+// Plane k of C-ordered values on the grid of `g`.
+std::vector<double> plane(const std::vector<double>& v, const Planes& g, int64_t k) {
+  if (g.count == 1) return v;
+  std::vector<double> out(g.rows * g.cols);
+  for (int64_t p = 0; p < g.rows * g.cols; ++p) out[p] = v[p * g.count + k];
+  return out;
+}
+
+double data_range_of(const std::vector<double>& gt, std::optional<double> data_range,
+                     const char* where) {
+  const double r = data_range ? *data_range : range_of(gt);
+  FK_CHECK(r > 0, where, "a positive data range", std::to_string(r));
+  return r;
 }
 
 }  // namespace
+
+int ssim_window(const fk::Dims& shape) {
+  FK_CHECK(shape.size() >= 1 && shape.numel() > 0, "nefi::ssim_window", "a non-empty grid",
+           shape.str());
+  int64_t win = std::min<int64_t>(7, shape[0]);
+  if (shape.size() >= 2) win = std::min(win, shape[1]);
+  if (win % 2 == 0) --win;
+  return static_cast<int>(win);
+}
 
 double mse(const fk::Tensor& x, const fk::Tensor& gt) {
   check(x, gt, "nefi::mse");
@@ -123,31 +169,58 @@ double ssim(const fk::Tensor& x, const fk::Tensor& gt, std::optional<double> dat
 
 double ssim(const std::vector<double>& x, const std::vector<double>& gt, const fk::Dims& shape,
             std::optional<double> data_range) {
-  const int d = shape.size();
-  FK_CHECK(d >= 1 && d <= 3, "nefi::ssim", "a 1-D, 2-D or 3-D grid", shape.str());
-  FK_CHECK(
-      static_cast<int64_t>(x.size()) == shape.numel() && x.size() == gt.size() && shape.numel() > 0,
-      "nefi::ssim", "two non-empty grids of shape " + shape.str(),
-      std::to_string(x.size()) + " and " + std::to_string(gt.size()) + " values");
-  const double r = data_range ? *data_range : range_of(gt);
-  FK_CHECK(r > 0, "nefi::ssim", "a positive data range", std::to_string(r));
-  int64_t win = std::min<int64_t>(7, shape[0]);
-  if (d >= 2) win = std::min(win, shape[1]);
-  if (win % 2 == 0) --win;
-  if (d == 1) return ssim_plane(x, gt, 1, shape[0], static_cast<int>(win), false, r);
-  if (d == 2) return ssim_plane(x, gt, shape[0], shape[1], static_cast<int>(win), true, r);
-  // 3-D: slices along the last axis, each an (n0, n1) plane.
-  const int64_t n0 = shape[0], n1 = shape[1], nz = shape[2];
-  std::vector<double> a(n0 * n1), b(n0 * n1);
+  const Planes g = planes_of(shape, x.size(), gt.size(), "nefi::ssim");
+  const double r = data_range_of(gt, data_range, "nefi::ssim");
   double total = 0;
-  for (int64_t k = 0; k < nz; ++k) {
-    for (int64_t p = 0; p < n0 * n1; ++p) {
-      a[p] = x[p * nz + k];
-      b[p] = gt[p * nz + k];
-    }
-    total += ssim_plane(a, b, n0, n1, static_cast<int>(win), true, r);
+  for (int64_t k = 0; k < g.count; ++k) {
+    const auto map =
+        ssim_map_plane(plane(x, g, k), plane(gt, g, k), g.rows, g.cols, g.win, g.both_axes, r);
+    double s = 0;
+    for (double v : map) s += v;
+    total += s / static_cast<double>(map.size());
   }
-  return total / static_cast<double>(nz);
+  return total / static_cast<double>(g.count);
+}
+
+double masked_ssim(const fk::Tensor& x, const fk::Tensor& gt, const fk::Tensor& mask,
+                   std::optional<double> data_range) {
+  check(x, gt, "nefi::masked_ssim");
+  FK_CHECK(mask.defined() && mask.shape() == gt.shape(), "nefi::masked_ssim",
+           "a mask of the fields' shape " + gt.shape().str(),
+           mask.defined() ? mask.shape().str() : "undefined");
+  return masked_ssim(x.to_vector<double>(), gt.to_vector<double>(), mask.to_vector<double>(),
+                     gt.shape(), data_range);
+}
+
+double masked_ssim(const std::vector<double>& x, const std::vector<double>& gt,
+                   const std::vector<double>& mask, const fk::Dims& shape,
+                   std::optional<double> data_range) {
+  const Planes g = planes_of(shape, x.size(), gt.size(), "nefi::masked_ssim");
+  FK_CHECK(mask.size() == gt.size(), "nefi::masked_ssim",
+           std::to_string(gt.size()) + " mask weights", std::to_string(mask.size()));
+  for (double w : mask)
+    FK_CHECK(w >= 0 && std::isfinite(w), "nefi::masked_ssim", "finite mask weights >= 0",
+             std::to_string(w));
+  const double r = data_range_of(gt, data_range, "nefi::masked_ssim");
+  const int64_t half = g.win / 2, vr = g.both_axes ? g.rows - g.win + 1 : g.rows;
+  const int64_t vc = g.cols - g.win + 1, dr = g.both_axes ? half : 0;
+  double num = 0, den = 0;
+  for (int64_t k = 0; k < g.count; ++k) {
+    const auto map =
+        ssim_map_plane(plane(x, g, k), plane(gt, g, k), g.rows, g.cols, g.win, g.both_axes, r);
+    const auto w = plane(mask, g, k);
+    for (int64_t i = 0; i < vr; ++i)
+      for (int64_t j = 0; j < vc; ++j) {
+        const double wc = w[(i + dr) * g.cols + j + half];  // the window's centre
+        num += wc * map[i * vc + j];
+        den += wc;
+      }
+  }
+  FK_CHECK(den > 0, "nefi::masked_ssim",
+           "a mask with weight at a pixel at least " + std::to_string(half) +
+               " cells from every edge (a whole window's centre)",
+           "none there");
+  return num / den;
 }
 
 }  // namespace nefi

@@ -271,6 +271,44 @@ TEST(NefiEit, BadValuesAreErrorsNamingTheKey) {
   EXPECT_THROW(inst->run(inst->default_config(), "fbp", 0, {}), fk::Error);
 }
 
+// grid_steps: the grid baseline's own steps per stage ([] = steps), a
+// one-line error naming the key for a non-positive count or a count per
+// stage that does not match steps; the neural field keeps steps.
+TEST(NefiEit, GridStepsAreTheGridBaselinesOwn) {
+  auto inst = nefi::find_instance("eit");
+  nefi::Params p = inst->default_config();
+  p.set("n", "16");
+  p.set("n_patterns", "4");
+  p.set("steps", "[3, 4]");
+  for (const char* bad : {"[0, 5]", "[5, -2]", "[5]", "[5, 6, 7]", "[2.5, 4]"}) {
+    nefi::Params q = p;
+    q.set("grid_steps", bad);
+    try {
+      inst->make_measurement(q, 0);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const fk::Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("grid_steps"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  auto steps_run = [&](const nefi::RunOutput& out) {
+    std::vector<int> s;
+    for (const auto& st : out.result.stages) s.push_back(st.steps);
+    return s;
+  };
+  const auto grid_default = inst->run(p, "grid", 0, {});
+  EXPECT_EQ(steps_run(grid_default), (std::vector<int>{3, 4}));
+  p.set("grid_steps", "[5, 7]");
+  const auto grid = inst->run(p, "grid", 0, {});
+  EXPECT_EQ(steps_run(grid), (std::vector<int>{5, 7}));
+  EXPECT_EQ(grid.result.history.rows.size(), 12u);
+  const auto neural = inst->setup(p, "neural", 0);
+  ASSERT_TRUE(neural.has_value());
+  EXPECT_EQ(neural->curriculum.stages[0].steps, 3);
+  EXPECT_EQ(neural->curriculum.stages[1].steps, 4);
+}
+
 // uniform is a direct method through run_method: σ_bg everywhere, its
 // prediction the operator's, scored by every metric evaluate() reports.
 TEST(NefiEit, UniformIsTheBackgroundScoredByEvaluate) {

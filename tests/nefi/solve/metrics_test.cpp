@@ -82,4 +82,61 @@ TEST(NefiSsim, IdentityConstantsAndBadInput) {
   EXPECT_THROW(nefi::ssim(fk::from_vector(a), fk::zeros({3})), fk::Error);
 }
 
+// masked_ssim weights each valid window's SSIM by the mask at its centre:
+// it matches the plain loops with the same weights, an all-ones mask gives
+// ssim (1-D, 2-D, 3-D), the weights' scale does not matter, and a one-hot
+// mask scores the single window there (the SSIM of that 7x7 crop).
+TEST(NefiMaskedSsim, MatchesWeightedLoopsAndPlainSsim) {
+  const fk::Dims s{12, 9};
+  std::vector<double> gt, x;
+  fill_pair(s.numel(), gt, x);
+  std::vector<double> mask(s.numel());
+  for (int64_t p = 0; p < s.numel(); ++p) mask[p] = p % 5 == 0 ? 0.0 : 0.2 + 0.1 * (p % 7);
+  const double want = ssim_loops(x, gt, s[0], s[1], 7, range_of(gt), mask);
+  EXPECT_NEAR(nefi::masked_ssim(x, gt, mask, s), want, 1e-12);
+  EXPECT_GT(std::abs(want - nefi::ssim(x, gt, s)), 1e-4);  // the weights change it
+  std::vector<double> doubled(mask);
+  for (double& w : doubled) w *= 2;
+  EXPECT_NEAR(nefi::masked_ssim(x, gt, doubled, s), want, 1e-12);
+  EXPECT_NEAR(nefi::masked_ssim(x, gt, mask, s, 2.5), ssim_loops(x, gt, s[0], s[1], 7, 2.5, mask),
+              1e-12);
+  for (const fk::Dims& d : {fk::Dims{40}, fk::Dims{5, 11}, fk::Dims{8, 10, 3}}) {
+    std::vector<double> a, b;
+    fill_pair(d.numel(), b, a);
+    const fk::Tensor ones = fk::full(d, 1.0, {fk::DType::F64});
+    EXPECT_NEAR(nefi::masked_ssim(fk::from_vector(a, d), fk::from_vector(b, d), ones),
+                nefi::ssim(fk::from_vector(a, d), fk::from_vector(b, d)), 1e-12)
+        << d.str();
+  }
+  std::vector<double> one_hot(s.numel(), 0.0), xc, gc;
+  one_hot[(4 + 3) * s[1] + 1 + 3] = 1.0;  // the window at (4, 1)
+  for (int64_t r = 4; r < 11; ++r)
+    for (int64_t c = 1; c < 8; ++c) {
+      xc.push_back(x[r * s[1] + c]);
+      gc.push_back(gt[r * s[1] + c]);
+    }
+  EXPECT_NEAR(nefi::masked_ssim(x, gt, one_hot, s),
+              nefi::ssim(xc, gc, fk::Dims{7, 7}, range_of(gt)), 1e-12);
+}
+
+TEST(NefiMaskedSsim, BadMasksAreErrors) {
+  const fk::Dims s{8, 8};
+  std::vector<double> gt, x;
+  fill_pair(s.numel(), gt, x);
+  std::vector<double> edge(s.numel(), 0.0);  // weight only where no window centres
+  for (int64_t c = 0; c < 8; ++c) edge[c] = edge[7 * 8 + c] = 1.0;
+  edge[2 * 8 + 4] = 1.0;
+  EXPECT_THROW(nefi::masked_ssim(x, gt, edge, s), fk::Error);
+  std::vector<double> negative(s.numel(), 1.0);
+  negative[30] = -0.5;
+  EXPECT_THROW(nefi::masked_ssim(x, gt, negative, s), fk::Error);
+  negative[30] = NAN;
+  EXPECT_THROW(nefi::masked_ssim(x, gt, negative, s), fk::Error);
+  EXPECT_THROW(nefi::masked_ssim(x, gt, std::vector<double>(63, 1.0), s), fk::Error);
+  EXPECT_THROW(nefi::masked_ssim(fk::from_vector(x, s), fk::from_vector(gt, s), fk::ones({8, 7})),
+               fk::Error);
+  EXPECT_THROW(nefi::masked_ssim(x, gt, std::vector<double>(64, 1.0), fk::Dims{2, 2, 4, 4}),
+               fk::Error);
+}
+
 }  // namespace
