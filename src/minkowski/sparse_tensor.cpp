@@ -12,19 +12,17 @@ namespace minkowski {
 
 namespace {
 // Features on an existing map may live on a CUDA device (the convolutions
-// run there, conv_device.h); quantizing new coordinates needs them on the CPU.
-void check_features(const fk::Tensor& f, const char* where, bool device_ok) {
+// run there, conv_device.h); features given with coordinates live on the
+// coordinates' device (checked by the constructor).
+void check_features(const fk::Tensor& f, const char* where) {
   FK_CHECK(f.defined(), where, "a feature tensor", "an undefined tensor");
-  FK_CHECK(device_ok || f.device().is_cpu(), where,
-           "CPU features when coordinates are given (device features go on an existing map)",
-           f.device().str());
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));
   FK_CHECK(f.dim() == 2, where, "2-D features (N x C)", f.shape().str());
 }
 
-fk::Tensor index_tensor(const std::vector<int64_t>& v) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
+fk::Tensor index_tensor(const std::vector<int64_t>& v, const fk::Device& device) {
+  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
 }
 }  // namespace
 
@@ -65,23 +63,26 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
                              const std::vector<int64_t>& inverse, QuantizationMode mode) {
   int64_t m = static_cast<int64_t>(kept_rows.size()), n = features.size(0), c = features.size(1);
   if (m == n) return features;  // no duplicates: rows are already in order
+  // Device features: the row indices are uploaded, the reductions run there.
+  const fk::Device dev = features.device();
   switch (mode) {
     case QuantizationMode::RandomSubsample:
     case QuantizationMode::FirstOccurrence:
-      return fk::index_select(features, 0, index_tensor(kept_rows));
+      return fk::index_select(features, 0, index_tensor(kept_rows, dev));
     case QuantizationMode::UnweightedSum:
     case QuantizationMode::UnweightedAverage: {
-      fk::Tensor s =
-          fk::index_add(fk::zeros({m, c}, {features.dtype()}), 0, index_tensor(inverse), features);
+      fk::Tensor s = fk::index_add(fk::zeros({m, c}, {features.dtype(), dev}), 0,
+                                   index_tensor(inverse, dev), features);
       if (mode == QuantizationMode::UnweightedSum) return s;
       std::vector<double> count(m, 0.0);
       for (int64_t r : inverse) count[r] += 1;
-      return fk::div(s, fk::from_vector(count, fk::Dims{m, 1}).to(features.dtype()));
+      return fk::div(s, fk::from_vector(count, fk::Dims{m, 1}, dev).to(features.dtype()));
     }
     case QuantizationMode::MaxPool: {
       // The row holding each channel's max (first one on ties), then a gather,
-      // which carries the gradient to that row only.
-      fk::Tensor f = features.to(fk::DType::F64).contiguous();
+      // which carries the gradient to that row only. Found on the host (device
+      // features are downloaded for it).
+      fk::Tensor f = features.detach().to(fk::DType::F64).to(fk::kCPU).contiguous();
       const double* fp = f.data<double>();
       std::vector<int64_t> arg(m * c, -1);
       for (int64_t i = 0; i < n; ++i) {
@@ -91,7 +92,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
           if (a < 0 || fp[i * c + x] > fp[a * c + x]) a = i;
         }
       }
-      return fk::gather(features, 0, fk::from_vector(arg, fk::Dims{m, c}));
+      return fk::gather(features, 0, fk::from_vector(arg, fk::Dims{m, c}, dev));
     }
   }
   return features;
@@ -101,10 +102,13 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordin
                            const std::vector<int32_t>& tensor_stride, QuantizationMode mode,
                            std::shared_ptr<CoordinateManager> manager, uint64_t seed) {
   const char* where = "minkowski::SparseTensor";
-  check_features(features, where, false);
+  check_features(features, where);
   FK_CHECK(coordinates.defined() && coordinates.dim() == 2 && coordinates.size(1) >= 2, where,
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
+  FK_CHECK(features.device() == coordinates.device(), where,
+           "features on the coordinates' device (" + coordinates.device().str() + ")",
+           "features on " + features.device().str());
   FK_CHECK(coordinates.size(0) == features.size(0), where,
            "as many coordinate rows as feature rows (" + std::to_string(features.size(0)) + ")",
            std::to_string(coordinates.size(0)));
@@ -126,7 +130,7 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
                            std::shared_ptr<CoordinateManager> manager)
     : features_(features), manager_(std::move(manager)), key_(key) {
   const char* where = "minkowski::SparseTensor";
-  check_features(features, where, true);
+  check_features(features, where);
   FK_CHECK(manager_ != nullptr, where, "a coordinate manager", "null");
   int64_t n = manager_->size(key);
   FK_CHECK(features.size(0) == n, where,
@@ -137,7 +141,7 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
 SparseTensor SparseTensor::with_features(const fk::Tensor& features) const {
   const char* where = "minkowski::SparseTensor::with_features";
   FK_CHECK(defined(), where, "a sparse tensor", "an empty handle");
-  check_features(features, where, true);
+  check_features(features, where);
   FK_CHECK(features.size(0) == size(), where,
            std::to_string(size()) + " feature rows (the map " + key_.str() + ")",
            std::to_string(features.size(0)));
