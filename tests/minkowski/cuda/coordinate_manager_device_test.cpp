@@ -177,8 +177,15 @@ TEST(MinkowskiCudaCoordinateManager, ConvPoolingChainMatchesTheCpu) {
   expect_close(gpu.w1.grad(), cpu.w1.grad(), kTol, "grad conv weight");
   expect_close(gpu.w2.grad(), cpu.w2.grad(), kTol, "grad transposed conv weight");
   expect_close(gpu.w3.grad(), cpu.w3.grad(), kTol, "grad generative weight");
-  // Every map the chain used was built on the device.
-  EXPECT_GE(p.gpu.manager()->num_kernel_maps(), 4);
+  // The maps the chain used were built on the device (and none is built now).
+  CoordinateManager& mgr = *p.gpu.manager();
+  const int64_t maps = mgr.num_kernel_maps();
+  const MapKey in = p.gpu.key(), down = mgr.stride(in, {2});
+  const KernelRegion k3 = KernelRegion::cube({3}), k2 = KernelRegion::cube({2});
+  EXPECT_NE(mgr.device_kernel_map(in, in, k3, false), nullptr);
+  EXPECT_NE(mgr.device_kernel_map(in, down, k2, false), nullptr);
+  EXPECT_NE(mgr.device_kernel_map(down, in, k2, true), nullptr);
+  EXPECT_EQ(mgr.num_kernel_maps(), maps);
   // CPU features on the device-built maps: the host kernel maps serve them.
   const SparseTensor host_features(p.cpu.F(), p.gpu.key(), p.gpu.manager());
   const Chain mixed = run_chain(host_features, fk::kCPU);
