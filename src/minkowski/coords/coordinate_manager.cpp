@@ -134,7 +134,10 @@ CoordinateManager::Inserted CoordinateManager::insert_rows(const int32_t* rows, 
 }
 
 // The rows are deduplicated on the device; the one download (unique rows,
-// unique_rows, inverse) feeds the host map and the checks.
+// unique_rows, inverse) feeds the host map and the checks. The device
+// builders' limits (device_coordinates.h: D <= 7, 63-bit keys) apply: a cloud
+// beyond them is their fk::Error, not a silent CPU fallback (its caller can
+// insert CPU coordinates instead).
 CoordinateManager::Inserted CoordinateManager::insert_on_device(const fk::Tensor& coordinates,
                                                                 const std::vector<int32_t>& ts,
                                                                 const std::string& tag) {
