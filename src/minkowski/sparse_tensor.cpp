@@ -12,8 +12,10 @@
 namespace minkowski {
 
 namespace {
-// Features may live on a CUDA device (the coordinate maps stay on the host):
-// quantization and the ops then run there.
+// Features may live on a CUDA device: quantization and the ops then run
+// there. Their coordinates are either on the host (the maps are built there,
+// with a cached device copy of each kernel map) or on the features' device
+// (the maps are built there too, coordinate_manager.h).
 void check_features(const fk::Tensor& f, const char* where) {
   FK_CHECK(f.defined(), where, "a feature tensor", "an undefined tensor");
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
@@ -93,7 +95,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
           if (a < 0 || fp[i * c + x] > fp[a * c + x]) a = i;
         }
       }
-      return fk::gather(features, 0, fk::from_vector(arg, fk::Dims{m, c}));
+      return fk::gather(features, 0, fk::from_vector(arg, fk::Dims{m, c}, dev));
     }
   }
   return features;
@@ -107,6 +109,9 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordin
   FK_CHECK(coordinates.defined() && coordinates.dim() == 2 && coordinates.size(1) >= 2, where,
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
+  FK_CHECK(coordinates.device().is_cpu() || features.device() == coordinates.device(), where,
+           "features on the coordinates' device (" + coordinates.device().str() + ")",
+           "features on " + features.device().str());
   FK_CHECK(coordinates.size(0) == features.size(0), where,
            "as many coordinate rows as feature rows (" + std::to_string(features.size(0)) + ")",
            std::to_string(coordinates.size(0)));

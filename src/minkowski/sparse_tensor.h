@@ -10,8 +10,11 @@
 // features of duplicates are reduced by the QuantizationMode; unique_index()
 // and inverse_mapping() relate input rows and map rows.
 //
-// Coordinates must be an int32 CPU tensor N x (1+D) (float coordinates are an
-// error: quantize them with sparse_quantize first), spatial coordinates within
+// Coordinates must be an int32 tensor N x (1+D) (float coordinates are an
+// error: quantize them with sparse_quantize first), on the CPU or on a CUDA
+// device with the features on the same device: device coordinates get their
+// maps and kernel maps built on the device (coordinate_manager.h says what
+// crosses to the host), device features are quantized there. Spatial coordinates within
 // [-2^30, 2^30] and tensor strides, dilations x strides and kernel offsets at
 // most 2^30: inside that range every stride, kernel map and transposed
 // convolution is exact; outside it they are an fk::Error (see "Coordinate

@@ -146,6 +146,9 @@ class SparseTensor(_Tensor):
             mgr = coordinate_manager or default_manager(
                 coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
             key, unique, inverse = mgr.insert(coordinates, _axes(tensor_stride), "")
+            # The manager hands its row indices back on the host; they index
+            # features on the coordinates' device.
+            unique, inverse = unique.to(coordinates.device), inverse.to(coordinates.device)
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
             self.unique_index, self.inverse_mapping = unique, inverse

@@ -46,6 +46,40 @@ void check_coordinate_range(const int32_t* rows, int64_t n, int dimension,
                    std::to_string(i));
     }
 }
+// Throws naming the first spatial coordinate of rows (n x (1+D)) that is not
+// a multiple of the tensor stride ts; row i is named as input row
+// input_row[i] when given (rows deduplicated on a device).
+void check_multiples(const int32_t* rows, int64_t n, int dimension, const std::vector<int32_t>& ts,
+                     const std::vector<int64_t>* input_row) {
+  const int w = dimension + 1;
+  // One pass per axis without a division (strides are mostly 1 or powers of
+  // two); the first offending coordinate is looked up only when there is one.
+  bool multiples = true;
+  for (int a = 0; a < dimension; ++a) {
+    const int32_t t = ts[a];
+    if (t == 1) continue;
+    const int32_t* col = rows + 1 + a;
+    if ((t & (t - 1)) == 0) {
+      int32_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad |= col[i * w] & (t - 1);
+      multiples = multiples && bad == 0;
+    } else {
+      for (int64_t i = 0; i < n && multiples; ++i) multiples = col[i * w] % t == 0;
+    }
+  }
+  for (int64_t i = 0; i < n && !multiples; ++i)
+    for (int a = 0; a < dimension; ++a) {
+      int32_t v = rows[i * w + 1 + a];
+      FK_CHECK(v % ts[a] == 0, "minkowski::CoordinateManager::insert",
+               "coordinates that are multiples of the tensor stride [" + join(ts) + "]",
+               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
+                   std::to_string(input_row ? (*input_row)[i] : i));
+    }
+}
+std::vector<int64_t> widen(const fk::Tensor& t) {
+  const std::vector<int32_t> v = t.to_vector<int32_t>();
+  return std::vector<int64_t>(v.begin(), v.end());
+}
 }  // namespace
 
 std::string MapKey::str() const {
@@ -71,9 +105,6 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
                                                       const std::string& tag) {
   const char* where = "minkowski::CoordinateManager::insert";
   FK_CHECK(coordinates.defined(), where, "a coordinate tensor", "an undefined tensor");
-  FK_CHECK(coordinates.device().is_cpu(), where,
-           "CPU coordinates (only the convolutions have CUDA kernels yet)",
-           coordinates.device().str());
   FK_CHECK(coordinates.dtype() == fk::DType::I32, where, "int32 coordinates",
            std::string(fk::name(coordinates.dtype())) + " coordinates");
   FK_CHECK(coordinates.dim() == 2 && coordinates.size(1) == dimension_ + 1, where,
@@ -81,33 +112,11 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
                std::to_string(dimension_) + ")",
            coordinates.shape().str());
   auto ts = expand_axes(tensor_stride, dimension_, where, "tensor stride");
+  if (coordinates.device().is_cuda()) return insert_on_device(coordinates, ts, tag);
   fk::Tensor c = coordinates.contiguous();
   const int32_t* rows = c.data<int32_t>();
   int64_t n = c.size(0);
-  const int w = dimension_ + 1;
-  // One pass per axis without a division (strides are mostly 1 or powers of
-  // two); the first offending coordinate is looked up only when there is one.
-  bool multiples = true;
-  for (int a = 0; a < dimension_; ++a) {
-    const int32_t t = ts[a];
-    if (t == 1) continue;
-    const int32_t* col = rows + 1 + a;
-    if ((t & (t - 1)) == 0) {
-      int32_t bad = 0;
-      for (int64_t i = 0; i < n; ++i) bad |= col[i * w] & (t - 1);
-      multiples = multiples && bad == 0;
-    } else {
-      for (int64_t i = 0; i < n && multiples; ++i) multiples = col[i * w] % t == 0;
-    }
-  }
-  for (int64_t i = 0; i < n && !multiples; ++i)
-    for (int a = 0; a < dimension_; ++a) {
-      int32_t v = rows[i * w + 1 + a];
-      FK_CHECK(v % ts[a] == 0, where,
-               "coordinates that are multiples of the tensor stride [" + join(ts) + "]",
-               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
-                   std::to_string(i));
-    }
+  check_multiples(rows, n, dimension_, ts, nullptr);
   return insert_rows(rows, n, ts, tag);
 }
 
@@ -122,6 +131,46 @@ CoordinateManager::Inserted CoordinateManager::insert_rows(const int32_t* rows, 
   ++counter_;
   maps_[r.key] = std::move(m);
   return r;
+}
+
+// The rows are deduplicated on the device; the one download (unique rows,
+// unique_rows, inverse) feeds the host map and the checks. The device
+// builders' limits (device_coordinates.h: D <= 7, 63-bit keys) apply: a cloud
+// beyond them is their fk::Error, not a silent CPU fallback (its caller can
+// insert CPU coordinates instead).
+CoordinateManager::Inserted CoordinateManager::insert_on_device(const fk::Tensor& coordinates,
+                                                                const std::vector<int32_t>& ts,
+                                                                const std::string& tag) {
+  cuda::DeviceUnique u =
+      cuda::unique_coordinates(coordinates.contiguous(), ts, RowOrder::kFirstOccurrence);
+  Inserted r;
+  r.unique_rows = widen(u.unique_rows);
+  r.inverse = widen(u.inverse);
+  const std::vector<int32_t> rows = u.map.coordinates.to_vector<int32_t>();
+  check_multiples(rows.data(), u.map.size, dimension_, ts, &r.unique_rows);
+  // The rows are unique already: first-occurrence order keeps them as they are.
+  auto m = std::make_shared<CoordinateMap>(rows.data(), u.map.size, dimension_ + 1, ts);
+  check_coordinate_range(rows.data(), u.map.size, dimension_, m->packer(),
+                         "minkowski::CoordinateManager::insert");
+  std::lock_guard<std::mutex> lock(mu_);
+  r.key = MapKey{ts, unique_tag(ts, tag)};
+  ++counter_;
+  maps_[r.key] = std::move(m);
+  device_maps_[r.key] = std::make_shared<const cuda::DeviceCoordinateMap>(std::move(u.map));
+  return r;
+}
+
+std::shared_ptr<const CoordinateMap> CoordinateManager::host_map_of(
+    const cuda::DeviceCoordinateMap& d, RowOrder order) const {
+  const std::vector<int32_t> rows = d.coordinates.to_vector<int32_t>();
+  return std::make_shared<CoordinateMap>(rows.data(), d.size, d.width, d.tensor_stride, nullptr,
+                                         nullptr, order);
+}
+
+CoordinateManager::DeviceMap CoordinateManager::device_map(const MapKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = device_maps_.find(key);
+  return it == device_maps_.end() ? nullptr : it->second;
 }
 
 bool CoordinateManager::has(const MapKey& key) const {
@@ -157,6 +206,15 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
     unit = unit && s[a] == 1;
   }
   if (unit || has(out)) return out;
+  if (DeviceMap d = device_map(in)) {
+    auto dm = std::make_shared<const cuda::DeviceCoordinateMap>(
+        cuda::stride_coordinates(*d, s, RowOrder::kKeys));
+    auto m = host_map_of(*dm, RowOrder::kKeys);
+    std::lock_guard<std::mutex> lock(mu_);
+    maps_.emplace(out, std::move(m));
+    device_maps_.emplace(out, std::move(dm));
+    return out;
+  }
   const int w = dimension_ + 1;
   int64_t n = src->size();
   std::vector<int32_t> rows(src->coordinates());
@@ -188,6 +246,17 @@ MapKey CoordinateManager::expand(const MapKey& in, const KernelRegion& region,
   auto ts = expand_axes(out_ts, dimension_, where, "tensor stride");
   auto src = map(in);
   auto off = region.offsets(ts);
+  if (DeviceMap d = device_map(in)) {
+    auto dm =
+        std::make_shared<const cuda::DeviceCoordinateMap>(cuda::expand_coordinates(*d, off, ts));
+    auto m = host_map_of(*dm, RowOrder::kFirstOccurrence);
+    std::lock_guard<std::mutex> lock(mu_);
+    MapKey key{ts, unique_tag(ts, "gen")};
+    ++counter_;
+    maps_.emplace(key, std::move(m));
+    device_maps_.emplace(key, std::move(dm));
+    return key;
+  }
   const int w = dimension_ + 1;
   int64_t n = src->size(), K = static_cast<int64_t>(off.size()) / dimension_;
   std::vector<int32_t> rows(static_cast<size_t>(n * K * w));
@@ -218,47 +287,94 @@ MapKey CoordinateManager::expand(const MapKey& in, const KernelRegion& region,
   return key;
 }
 
+namespace {
+std::string region_key(const MapKey& fine, const MapKey& coarse, const std::string& region) {
+  return "F|" + fine.str() + "|" + coarse.str() + "|" + region;
+}
+std::string transposed_key(const MapKey& in, const MapKey& out, const std::string& region) {
+  return "T|" + in.str() + "|" + out.str() + "|" + region;
+}
+// `host`'s device copy is `dev` itself: the device ops find it there
+// (cuda::device_copy_of) and upload nothing.
+void adopt_device_copy(const KernelMap& host,
+                       const std::shared_ptr<const cuda::DeviceKernelMap>& dev) {
+  host.device_copy(dev->device, [&] { return std::static_pointer_cast<const void>(dev); });
+}
+}  // namespace
+
+std::shared_ptr<const KernelMap> CoordinateManager::build_forward(const MapKey& fine,
+                                                                  const MapKey& coarse,
+                                                                  const KernelRegion& region,
+                                                                  const std::string& key) {
+  auto fm = map(fine), cm = map(coarse);
+  if (fine == coarse && region.is_identity(dimension_)) return KernelMap::make_identity(fm->size());
+  const std::vector<int32_t> offsets = region.offsets(fm->tensor_stride());
+  DeviceMap df = device_map(fine), dc = device_map(coarse);
+  if (!df || !dc || df->device != dc->device) return build_kernel_map(*fm, *cm, offsets);
+  auto dk = std::make_shared<const cuda::DeviceKernelMap>(
+      cuda::build_device_kernel_map(*df, *dc, offsets));
+  std::shared_ptr<const KernelMap> host = dk->to_host();
+  adopt_device_copy(*host, dk);
+  std::lock_guard<std::mutex> lock(mu_);
+  device_kernel_maps_.emplace(key, std::move(dk));
+  return host;
+}
+
 std::shared_ptr<const KernelMap> CoordinateManager::kernel_map(const MapKey& in, const MapKey& out,
                                                                const KernelRegion& region,
                                                                bool transpose) {
-  std::string rs = region.str(dimension_);
-  std::string fwd_key = "F|" + (transpose ? out.str() : in.str()) + "|" +
-                        (transpose ? in.str() : out.str()) + "|" + rs;
-  std::string key = transpose ? "T|" + in.str() + "|" + out.str() + "|" + rs : fwd_key;
+  const std::string rs = region.str(dimension_);
+  // Forward direction: fine (or same) map -> coarse map.
+  const MapKey& fine = transpose ? out : in;
+  const MapKey& coarse = transpose ? in : out;
+  const std::string fwd_key = region_key(fine, coarse, rs);
+  const std::string key = transpose ? transposed_key(in, out, rs) : fwd_key;
+  std::shared_ptr<const KernelMap> fwd;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernel_maps_.find(key);
     if (it != kernel_maps_.end()) return it->second;
-  }
-  std::shared_ptr<const KernelMap> fwd;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = kernel_maps_.find(fwd_key);
+    it = kernel_maps_.find(fwd_key);
     if (it != kernel_maps_.end()) fwd = it->second;
   }
   if (!fwd) {
-    // Forward direction: fine (or same) map -> coarse map.
-    const MapKey& fine = transpose ? out : in;
-    const MapKey& coarse = transpose ? in : out;
-    auto fm = map(fine), cm = map(coarse);
-    if (fine == coarse && region.is_identity(dimension_))
-      fwd = KernelMap::make_identity(fm->size());
-    else
-      fwd = build_kernel_map(*fm, *cm, region.offsets(fm->tensor_stride()));
+    fwd = build_forward(fine, coarse, region, fwd_key);
     std::lock_guard<std::mutex> lock(mu_);
-    kernel_maps_.emplace(fwd_key, fwd);
+    fwd = kernel_maps_.emplace(fwd_key, fwd).first->second;
   }
   if (!transpose) return fwd;
   std::shared_ptr<const KernelMap> t = fwd->transposed();
+  DeviceKernelMapPtr dfwd, dt;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = device_kernel_maps_.find(fwd_key);
+    if (it != device_kernel_maps_.end()) dfwd = it->second;
+  }
+  if (dfwd) {
+    dt = std::make_shared<const cuda::DeviceKernelMap>(cuda::transposed(*dfwd));
+    adopt_device_copy(*t, dt);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  kernel_maps_.emplace(key, t);
-  return t;
+  if (dt) device_kernel_maps_.emplace(key, std::move(dt));
+  return kernel_maps_.emplace(key, t).first->second;
+}
+
+std::shared_ptr<const cuda::DeviceKernelMap> CoordinateManager::device_kernel_map(
+    const MapKey& in, const MapKey& out, const KernelRegion& region, bool transpose) {
+  kernel_map(in, out, region, transpose);
+  const std::string rs = region.str(dimension_);
+  const std::string key = transpose ? transposed_key(in, out, rs) : region_key(in, out, rs);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = device_kernel_maps_.find(key);
+  return it == device_kernel_maps_.end() ? nullptr : it->second;
 }
 
 void CoordinateManager::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   maps_.clear();
   kernel_maps_.clear();
+  device_maps_.clear();
+  device_kernel_maps_.clear();
 }
 
 int64_t CoordinateManager::bytes() const {

@@ -1,4 +1,5 @@
-// CPU-only builds: there is no device to build coordinate maps on.
+// CPU-only builds: there is no device to build coordinate maps on (nor a
+// device kernel map to download: the CoordinateManager links to_host).
 #include "fk/error.h"
 #include "minkowski/cuda/device_coordinates.h"
 
@@ -30,6 +31,9 @@ DeviceKernelMap build_device_kernel_map(const DeviceCoordinateMap&, const Device
 }
 DeviceKernelMap transposed(const DeviceKernelMap&) {
   no_cuda("minkowski::cuda::transposed");
+}
+std::shared_ptr<KernelMap> DeviceKernelMap::to_host() const {
+  no_cuda("minkowski::cuda::DeviceKernelMap::to_host");
 }
 
 }  // namespace minkowski::cuda

@@ -1,10 +1,11 @@
 #pragma once
 // Convolution of features that live on a CUDA device, over a kernel map built
-// on the host (the coordinate maps stay CPU objects). convolve_features
+// on the host, or on the device when the coordinates came there
+// (coords/coordinate_manager.h: its device-built map is the map's device copy). convolve_features
 // (conv.h) comes here whenever the features are on a CUDA device, so every
 // convolution, its autograd node and the nn layers run on the GPU unchanged.
 //
-// The map is uploaded once per device and kept with it (KernelMap::device_copy),
+// A host-built map is uploaded once per device and kept with it (KernelMap::device_copy),
 // so a network's layers that share a map share one device copy, as they share
 // the host map. The dataflow is minkowski/cuda/device_conv.h's: fused gather
 // -> cuBLAS -> scatter, in f32 (TF32 under fk::amp::allow_tf32()) or in

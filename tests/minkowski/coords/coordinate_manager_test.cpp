@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "fk/cuda/runtime.h"
 #include "fk/fk.h"
 #include "minkowski/coords/coordinate_rows.h"
 #include "minkowski/minkowski.h"
@@ -233,6 +234,27 @@ TEST(MinkowskiManager, KernelMapsAtTheEdgesOfTheRange) {
   auto down = m.kernel_map(k, s, KernelRegion::cube({2}), false);
   EXPECT_EQ(down->pairs(), 3);
   EXPECT_EQ(down->count(1), 1);
+}
+
+// Without a usable CUDA device (every CPU-only build, and a CUDA build on a
+// machine without a GPU) device coordinates cannot even be made: the user
+// gets one fk::Error naming the missing CUDA backend or device, not a crash
+// in the manager. (With a device, the manager builds their maps there:
+// tests/minkowski/cuda/coordinate_manager_device_test.cpp.)
+TEST(MinkowskiManager, DeviceCoordinatesWithoutADeviceAreOneClearError) {
+  if (fk::cuda::device_count() > 0) GTEST_SKIP() << "a CUDA device is usable here";
+  const fk::Tensor f = fk::ones({2, 3});
+  auto make = [&] {
+    const fk::Tensor c = fk::zeros({2, 4}, {fk::DType::I32, fk::cuda_device(0)});
+    SparseTensor x(f, c);
+  };
+  try {
+    make();
+    FAIL() << "device coordinates were accepted without a device";
+  } catch (const fk::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("CUDA"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
