@@ -67,7 +67,8 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
   cell_weights32_ = cell_weights64_.to(fk::DType::F32);
 }
 
-// x0 + w (x - x0) with x0 = stop_gradient(x): x's value, w times its gradient.
+// held + w (x - held) with held = stop_gradient(x): x's value, w times its
+// gradient.
 fk::Tensor DepthCompensatedOperator::apply(const fk::Tensor& x) const {
   if (!fk::autograd::needs_grad(x)) return inner_->apply(x);
   const fk::Tensor held = x.detach();
