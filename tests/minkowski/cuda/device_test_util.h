@@ -99,16 +99,24 @@ class DeterministicScope {
   bool was_;
 };
 
-// max |got - want| <= tol * max(1, max |want|) (got on any device; f32).
+// max |got - want| <= tol * max(1, max |want|) (got on any device), in f64
+// when both are f64 (rounding them to f32 would hide an f64 op computed in
+// f32), else in f32.
 inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double tol,
                          const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
-  const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
+  const bool f64 = got.dtype() == fk::DType::F64 && want.dtype() == fk::DType::F64;
+  auto values = [f64](const fk::Tensor& t) {
+    if (f64) return t.to_vector<double>();
+    const std::vector<float> v = t.to_vector<float>();
+    return std::vector<double>(v.begin(), v.end());
+  };
+  const std::vector<double> g = values(got), w = values(want);
   double scale = 1, worst = 0;
   int64_t at = -1;
-  for (float v : w) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (double v : w) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < g.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(g[i]) - w[i]);
+    const double d = std::fabs(g[i] - w[i]);
     if (!(d <= worst)) {
       worst = d;
       at = static_cast<int64_t>(i);
