@@ -33,6 +33,7 @@
 #include <string>
 
 #include "fk/autograd.h"
+#include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/reduce.h"
@@ -69,6 +70,14 @@ double timed(Body&& body) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// One triad launch; a failed launch (e.g. no kernel image for this GPU)
+// throws rather than timing nothing as a bandwidth.
+void triad(fk::Tensor& a, const fk::Tensor& b, const fk::Tensor& c, int64_t n) {
+  fk::cuda::detail::check_cuda(
+      nefi_bench_triad(a.data<float>(), b.data<float>(), c.data<float>(), 0.5f, n, stream()),
+      "nefi_bench_triad");
+}
+
 // Back-to-back launches per timed round of the references (a step's K sweeps
 // are as many launches before one sync).
 constexpr int kBurst = 50;
@@ -81,9 +90,7 @@ double triad_gbps(int64_t n) {
   double best = 1e30;
   for (int r = 0; r < 10; ++r)
     best = std::min(best, timed([&] {
-                      for (int i = 0; i < kBurst; ++i)
-                        nefi_bench_triad(a.data<float>(), b.data<float>(), c.data<float>(), 0.5f, n,
-                                         stream());
+                      for (int i = 0; i < kBurst; ++i) triad(a, b, c, n);
                     }));
   return 12.0 * kBurst * static_cast<double>(n) / best / 1e9;
 }
@@ -181,7 +188,9 @@ void BM_DeviceCopy(benchmark::State& state) {
   for (auto _ : state)
     state.SetIterationTime(timed([&] {
       for (int i = 0; i < kBurst; ++i)
-        cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), 4 * n, cudaMemcpyDeviceToDevice, stream());
+        fk::cuda::detail::check_cuda(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), 4 * n,
+                                                     cudaMemcpyDeviceToDevice, stream()),
+                                     "cudaMemcpyAsync");
     }));
   state.SetBytesProcessed(state.iterations() * kBurst * 8 * n);
 }
@@ -198,8 +207,7 @@ void BM_DeviceTriad(benchmark::State& state) {
   fk::Tensor b = fk::ones({n}, {fk::DType::F32, kGpu}), c = fk::ones({n}, {fk::DType::F32, kGpu});
   for (auto _ : state)
     state.SetIterationTime(timed([&] {
-      for (int i = 0; i < kBurst; ++i)
-        nefi_bench_triad(a.data<float>(), b.data<float>(), c.data<float>(), 0.5f, n, stream());
+      for (int i = 0; i < kBurst; ++i) triad(a, b, c, n);
     }));
   state.SetBytesProcessed(state.iterations() * kBurst * 12 * n);
 }

@@ -79,18 +79,22 @@ __global__ void face_sweep_kernel(const T* __restrict__ in, T* __restrict__ out,
   if (i < nx * ny * nz) sweep_cell(in, out, c, fx, fy, fz, i, nx, ny, nz, kLerp, omega);
 }
 
+// __launch_bounds__: at most 128 registers a thread, so at least one 512-thread
+// block fits on every SM and the occupancy-capped cooperative grid is never empty.
 template <typename T>
-__global__ void fused_sweeps_kernel(T* b0, T* b1, int cur, const T* __restrict__ c,
-                                    const T* __restrict__ fx, const T* __restrict__ fy,
-                                    const T* __restrict__ fz, int nx, int ny, int nz,
-                                    SweepWeights<T> w, int k, int lerp_from) {
+__global__ void __launch_bounds__(kFusedThreads)
+    fused_sweeps_kernel(T* b0, T* b1, int cur, const T* __restrict__ c, const T* __restrict__ fx,
+                        const T* __restrict__ fy, const T* __restrict__ fz, int nx, int ny, int nz,
+                        SweepWeights<T> w, int k, int lerp_from) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const int n = nx * ny * nz, stride = gridDim.x * blockDim.x;
   for (int j = 0; j < k; ++j) {
     const T* in = cur ? b1 : b0;
     T* out = cur ? b0 : b1;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-      sweep_cell(in, out, c, fx, fy, fz, i, nx, ny, nz, j >= lerp_from, w.omega[j]);
+    // 64-bit i: the last i + stride may pass 2^31 − 1 when n is near it.
+    for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+      sweep_cell(in, out, c, fx, fy, fz, static_cast<int>(i), nx, ny, nz, j >= lerp_from,
+                 w.omega[j]);
     cur ^= 1;
     if (j + 1 < k) grid.sync();
   }
@@ -130,7 +134,7 @@ __global__ void face_products_kernel(T* __restrict__ sums, const T* __restrict__
   const Cell q = cell_at(i, nx, ny, nz);
   T* sx = sums;
   T* sy = sums + n;
-  T* sz = sums + 2 * n;
+  T* sz = sums + 2 * int64_t{n};  // 2n passes 2^31 − 1 from 2^30 cells on
   if (closed_sides && q.x + 1 == nx)
     sx[i] = T(0);
   else
@@ -163,7 +167,7 @@ __global__ void alpha_gradient_kernel(const T* __restrict__ sums, const T* __res
   const Cell q = cell_at(i, nx, ny, nz);
   const T* sx = sums;
   const T* sy = sums + n;
-  const T* sz = sums + 2 * n;
+  const T* sz = sums + 2 * int64_t{n};  // 2n passes 2^31 − 1 from 2^30 cells on
   const T ai = a[i];
   T acc = (sx[i] * dh(ai, a[q.xp], af) + sx[q.xm] * dh(ai, a[q.xm], af)) * ix +
           (sy[i] * dh(ai, a[q.yp], af) + sy[q.ym] * dh(ai, a[q.ym], af)) * iy;

@@ -1,6 +1,8 @@
 // The device paths of heat_device.h: a StepSolver over DeviceFlatSweeper
 // (FlatStepSolver's contract, the iterate staying on the device) and the
 // adjoint's face sums and gradient as one kernel each.
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "fk/autograd.h"
@@ -66,6 +68,13 @@ void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType
            t.shape().str() + " " + fk::name(t.dtype()) + " on " + t.device().str());
 }
 
+// The kernels index cells in 32 bits (kernels.h); DeviceFlatSweeper checks
+// the same for the rollouts, these entry points are public on their own.
+void check_grid_size(const StepGeometry& g, const char* where) {
+  FK_CHECK(g.numel() < std::numeric_limits<int32_t>::max(), where,
+           "a grid of fewer than 2^31 cells", g.shape().str());
+}
+
 }  // namespace
 
 std::unique_ptr<StepSolver> make_device_step_solver(const fk::Tensor& alpha, const StepGeometry& g,
@@ -83,6 +92,7 @@ void device_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tens
   fk::profile::OpScope scope("heat_device_face_products");
   const char* where = "nefi::heat::accumulate_face_products";
   const fk::Device d = mu.device();
+  check_grid_size(g, where);
   check_on(mu, d, g.numel(), mu.dtype(), where, "mu");
   check_on(t, d, g.numel(), mu.dtype(), where, "T");
   check_on(sums, d, 3 * g.numel(), mu.dtype(), where, "sums");
@@ -102,6 +112,7 @@ fk::Tensor device_alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha
   fk::profile::OpScope scope("heat_device_alpha_gradient");
   const char* where = "nefi::heat::alpha_gradient";
   const fk::Device d = alpha_in.device();
+  check_grid_size(g, where);
   fk::autograd::NoGradGuard ng;
   const fk::Tensor alpha = alpha_in.is_contiguous() ? alpha_in.detach() : alpha_in.contiguous();
   FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
