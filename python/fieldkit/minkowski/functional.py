@@ -274,9 +274,10 @@ class MinkowskiSPMMFunction(torch.autograd.Function):
         return None, None, gv, None, gm
 
 
-def average_values(rows, size, dtype):
-    """1 / (entries in its row) for every entry of the list (spmm_average's A)."""
-    rows = torch.as_tensor(rows).long()
+def average_values(rows, size, dtype, device=None):
+    """1 / (entries in its row) for every entry of the list (spmm_average's A),
+    on `device` (default: the rows')."""
+    rows = torch.as_tensor(rows).long().to(device)
     counts = torch.bincount(rows, minlength=int(size[0])).to(dtype)
     return 1.0 / counts[rows]
 
@@ -287,7 +288,7 @@ class MinkowskiSPMMAverageFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, rows, cols, size, mat):
-        vals = average_values(rows, size, mat.dtype)
+        vals = average_values(rows, size, mat.dtype, mat.device)
         return SpmmFunction.forward(ctx, vals, mat, _coo(rows, cols, size))
 
     @staticmethod
@@ -323,7 +324,7 @@ def spmm_average(rows, cols, size, mat):
     """(A @ mat, the coordinate list, A's values) for A[rows[p], cols[p]] =
     1 / (entries in row rows[p]): each output row the mean of the named rows
     of mat (the reference's return order); differentiable w.r.t. mat."""
-    vals = average_values(rows, size, mat.dtype)
+    vals = average_values(rows, size, mat.dtype, mat.device)
     coo = _coo(rows, cols, size)
     return run(SpmmFunction, vals, mat, coo), coo, vals
 
