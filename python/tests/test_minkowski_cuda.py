@@ -313,3 +313,7 @@ def test_bf16_autocast_convolution_keeps_f32_gradients(stride):
     assert f_cuda.grad.dtype == conv_cuda.kernel.grad.dtype == torch.float32
     bf16_close(f_cuda.grad, f_ref.grad)
     bf16_close(conv_cuda.kernel.grad, conv_ref.kernel.grad)
+
+
+def test_fieldkit_and_torch_see_the_same_devices():
+    assert fieldkit._core.cuda_device_count() == torch.cuda.device_count()
