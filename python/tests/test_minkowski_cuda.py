@@ -145,6 +145,25 @@ def test_convolution_forward_and_backward(kind):
     same_module_grads(net_cuda, net_cpu)
 
 
+def test_strided_features_and_expanded_gradients_cross_as_they_are():
+    """Features that are a strided view (every other column) and the output
+    gradient of .sum() (stride 0) reach fk without copies in Python."""
+    conv_cpu, conv_cuda = twins(lambda: ME.MinkowskiConvolution(4, 6, kernel_size=3,
+                                                                dimension=3))
+    c = unique_coordinates()
+    wc, wg = leaves(randn(len(c), 8, seed=4))
+    assert not wg[:, ::2].is_contiguous()
+    y_cpu = ME.MinkowskiAvgPooling(kernel_size=2, stride=2, dimension=3)(
+        conv_cpu(ME.SparseTensor(wc[:, ::2], c)))
+    y_cuda = ME.MinkowskiAvgPooling(kernel_size=2, stride=2, dimension=3)(
+        conv_cuda(ME.SparseTensor(wg[:, ::2], c.to(CUDA))))
+    same_sparse(y_cuda, y_cpu)
+    y_cpu.F.sum().backward()
+    y_cuda.F.sum().backward()
+    close(wg.grad, wc.grad)
+    same_module_grads(conv_cuda, conv_cpu)
+
+
 @pytest.mark.parametrize("layer", [
     lambda: ME.MinkowskiMaxPooling(kernel_size=2, stride=2, dimension=3),
     lambda: ME.MinkowskiAvgPooling(kernel_size=3, stride=2, dimension=3),
