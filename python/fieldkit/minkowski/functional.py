@@ -13,6 +13,7 @@ derivatives only (their backward is not differentiable). Under
 ``torch.autocast`` the float inputs are cast to the autocast dtype first, as
 the reference's ``maybe_autocast`` does.
 """
+import functools
 import warnings
 
 import torch
@@ -31,17 +32,25 @@ def autocast(*tensors):
     if not (_autocast_cpu() or _autocast_gpu()):
         return tensors
     dev = tensors[0].device.type
-    if dev == "cpu" and torch.is_autocast_cpu_enabled():
-        dtype = torch.get_autocast_cpu_dtype()
-    elif dev == "cuda" and torch.is_autocast_enabled():
-        dtype = torch.get_autocast_gpu_dtype()
+    if dev == "cpu" and _autocast_cpu():
+        dtype = _autocast_cpu_dtype()
+    elif dev == "cuda" and _autocast_gpu():
+        dtype = _autocast_gpu_dtype()
     else:
         return tensors
     return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
 
 
 _capsule = torch.utils.dlpack.to_dlpack
-_autocast_cpu, _autocast_gpu = torch.is_autocast_cpu_enabled, torch.is_autocast_enabled
+if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4 (the per-device names are deprecated)
+    _autocast_cpu = functools.partial(torch.is_autocast_enabled, "cpu")
+    _autocast_gpu = functools.partial(torch.is_autocast_enabled, "cuda")
+    _autocast_cpu_dtype = functools.partial(torch.get_autocast_dtype, "cpu")
+    _autocast_gpu_dtype = functools.partial(torch.get_autocast_dtype, "cuda")
+else:
+    _autocast_cpu, _autocast_gpu = torch.is_autocast_cpu_enabled, torch.is_autocast_enabled
+    _autocast_cpu_dtype = torch.get_autocast_cpu_dtype
+    _autocast_gpu_dtype = torch.get_autocast_gpu_dtype
 _grad_enabled = torch.is_grad_enabled
 
 
