@@ -17,4 +17,10 @@ from . import _core  # noqa: E402
 from ._core import Error  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Error", "__version__"]
+__all__ = ["Error", "__version__", "cuda_available"]
+
+
+def cuda_available():
+    """Whether fieldkit can run on a CUDA device: built with its CUDA backend
+    and at least one device visible to that backend's runtime."""
+    return _core.built_with_cuda() and _core.cuda_device_count() > 0

@@ -223,6 +223,7 @@ void bind_tensor(nb::module_& m) {
       [](int device) { return reinterpret_cast<uintptr_t>(fk::cuda::current_stream(device)); },
       nb::arg("device"));
   m.def("built_with_cuda", &fk::cuda::built_with_cuda);
+  m.def("cuda_device_count", &fk::cuda::device_count);
   // A fresh fk tensor (fk's allocator) of the given dtype name, filled with
   // 0, 1, 2, ...: shows that fk's own memory reaches torch without a copy.
   m.def(

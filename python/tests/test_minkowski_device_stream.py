@@ -49,6 +49,12 @@ def test_a_cpu_only_build_refuses_a_stream_naming_the_device():
     assert fieldkit._core.cuda_stream(0) == 0
 
 
+@pytest.mark.skipif(fieldkit._core.built_with_cuda(), reason="a CPU-only build's answer")
+def test_a_cpu_only_build_reports_no_cuda():
+    assert fieldkit._core.cuda_device_count() == 0
+    assert fieldkit.cuda_available() is False
+
+
 @pytest.mark.skipif(not (fieldkit._core.built_with_cuda() and torch.cuda.is_available()),
                     reason="needs a CUDA build and a CUDA torch")
 def test_fk_runs_on_torchs_stream():

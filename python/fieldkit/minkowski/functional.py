@@ -13,6 +13,7 @@ derivatives only (their backward is not differentiable). Under
 ``torch.autocast`` the float inputs are cast to the autocast dtype first, as
 the reference's ``maybe_autocast`` does.
 """
+import functools
 import warnings
 
 import torch
@@ -31,17 +32,25 @@ def autocast(*tensors):
     if not (_autocast_cpu() or _autocast_gpu()):
         return tensors
     dev = tensors[0].device.type
-    if dev == "cpu" and torch.is_autocast_cpu_enabled():
-        dtype = torch.get_autocast_cpu_dtype()
-    elif dev == "cuda" and torch.is_autocast_enabled():
-        dtype = torch.get_autocast_gpu_dtype()
+    if dev == "cpu" and _autocast_cpu():
+        dtype = _autocast_cpu_dtype()
+    elif dev == "cuda" and _autocast_gpu():
+        dtype = _autocast_gpu_dtype()
     else:
         return tensors
     return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
 
 
 _capsule = torch.utils.dlpack.to_dlpack
-_autocast_cpu, _autocast_gpu = torch.is_autocast_cpu_enabled, torch.is_autocast_enabled
+if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4 (the per-device names are deprecated)
+    _autocast_cpu = functools.partial(torch.is_autocast_enabled, "cpu")
+    _autocast_gpu = functools.partial(torch.is_autocast_enabled, "cuda")
+    _autocast_cpu_dtype = functools.partial(torch.get_autocast_dtype, "cpu")
+    _autocast_gpu_dtype = functools.partial(torch.get_autocast_dtype, "cuda")
+else:
+    _autocast_cpu, _autocast_gpu = torch.is_autocast_cpu_enabled, torch.is_autocast_enabled
+    _autocast_cpu_dtype = torch.get_autocast_cpu_dtype
+    _autocast_gpu_dtype = torch.get_autocast_gpu_dtype
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -274,9 +283,10 @@ class MinkowskiSPMMFunction(torch.autograd.Function):
         return None, None, gv, None, gm
 
 
-def average_values(rows, size, dtype):
-    """1 / (entries in its row) for every entry of the list (spmm_average's A)."""
-    rows = torch.as_tensor(rows).long()
+def average_values(rows, size, dtype, device=None):
+    """1 / (entries in its row) for every entry of the list (spmm_average's A),
+    on `device` (default: the rows')."""
+    rows = torch.as_tensor(rows).long().to(device)
     counts = torch.bincount(rows, minlength=int(size[0])).to(dtype)
     return 1.0 / counts[rows]
 
@@ -287,7 +297,7 @@ class MinkowskiSPMMAverageFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, rows, cols, size, mat):
-        vals = average_values(rows, size, mat.dtype)
+        vals = average_values(rows, size, mat.dtype, mat.device)
         return SpmmFunction.forward(ctx, vals, mat, _coo(rows, cols, size))
 
     @staticmethod
@@ -323,7 +333,7 @@ def spmm_average(rows, cols, size, mat):
     """(A @ mat, the coordinate list, A's values) for A[rows[p], cols[p]] =
     1 / (entries in row rows[p]): each output row the mean of the named rows
     of mat (the reference's return order); differentiable w.r.t. mat."""
-    vals = average_values(rows, size, mat.dtype)
+    vals = average_values(rows, size, mat.dtype, mat.device)
     coo = _coo(rows, cols, size)
     return run(SpmmFunction, vals, mat, coo), coo, vals
 

@@ -39,7 +39,7 @@ class MinkowskiInstanceNorm(torch.nn.Module):
 
     def forward(self, input):
         if isinstance(input, TensorField):
-            seg = _mk.field_batch_segments(input.F.detach(), input.C)
+            seg = _mk.field_batch_segments(input.F.detach(), input.C.cpu())  # host coordinates
         else:
             seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
                                      input.F.detach())

@@ -13,13 +13,14 @@ class MinkowskiPruning(torch.nn.Module):
     an all-False mask gives an empty tensor."""
 
     def forward(self, input, mask):
-        mask = torch.as_tensor(mask)
+        mask = torch.as_tensor(mask).cpu()  # the map is built on the host
         if mask.dtype == torch.uint8:
             mask = mask.bool()
         mgr = input.coordinate_manager
         key, rows = _mk.prune_map(mgr, input.coordinate_map_key, input.F.detach(),
                                   mask.numpy().astype(bool) if mask.dtype == torch.bool else mask)
-        return SparseTensor(input.F[rows], coordinate_map_key=key, coordinate_manager=mgr)
+        return SparseTensor(input.F[rows.to(input.F.device)], coordinate_map_key=key,
+                            coordinate_manager=mgr)
 
 
 class MinkowskiUnion(torch.nn.Module):
@@ -37,7 +38,7 @@ class MinkowskiUnion(torch.nn.Module):
                                         [x.F.detach() for x in inputs])
         out = inputs[0].F.new_zeros(size, inputs[0].F.shape[1])
         for x, r in zip(inputs, rows):
-            out = out.index_add(0, r, x.F)
+            out = out.index_add(0, r.to(out.device), x.F)
         return SparseTensor(out, coordinate_map_key=key, coordinate_manager=mgr)
 
 
@@ -45,9 +46,10 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     """(features at the points, coordinate list, weights): multilinear over the
     2^D corners present (renormalized where some are absent)."""
     points = torch.as_tensor(points)
+    # The points and weights are built on the host; the spmm runs where F is.
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
-                                             input.F.detach(), points.detach(), mode)
-    out = run(SpmmFunction, weights.to(points.dtype), input.F, coo)
+                                             input.F.detach(), points.detach().cpu(), mode)
+    out = run(SpmmFunction, weights.to(input.F.device, points.dtype), input.F, coo)
     return out, coo, weights
 
 
@@ -174,7 +176,7 @@ def to_sparse(dense, format=None, coordinates=None, device=None, coordinate_mana
     dense = _channels_second(dense, format)
     spatial = dense.shape[2:]
     keep = dense.detach().abs().sum(1) != 0 if remove_zeros else \
-        torch.ones((dense.shape[0], *spatial), dtype=torch.bool)
+        torch.ones((dense.shape[0], *spatial), dtype=torch.bool, device=dense.device)
     idx = keep.nonzero()
     coords = idx.to(torch.int32)
     features = dense.movedim(1, -1)[tuple(idx.t())]

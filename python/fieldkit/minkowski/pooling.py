@@ -127,7 +127,7 @@ class MinkowskiGlobalPooling(torch.nn.Module):
         if isinstance(input, TensorField):
             batch = input.C[:, 0]
             batch = torch.round(batch) if batch.is_floating_point() else batch
-            groups = _mk.field_batch_groups(batch.to(torch.int32).contiguous())
+            groups = _mk.field_batch_groups(batch.to(torch.int32).cpu().contiguous())
             out_key = mgr.origin_key(_mk.MapKey([1] * input.D, "field"), groups.groups)
         else:
             groups = mgr.batch_groups(input.coordinate_map_key)

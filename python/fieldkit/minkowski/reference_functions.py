@@ -282,7 +282,7 @@ class MinkowskiPruningFunction(_ReferenceFunction):
         if keep.dtype not in (torch.bool, torch.uint8) or keep.numel() != len(in_feat):
             raise ValueError(f"{where}: expected a bool or uint8 mask of {len(in_feat)} rows, got "
                              f"{keep.dtype} of shape {tuple(torch.as_tensor(mask).shape)}")
-        keep = keep.bool()
+        keep = keep.bool().cpu()  # the map is built on the host
         if out_key is None:
             rows = _mk.prune_map(mgr, in_key, in_feat.detach(), keep.numpy())[1]
         else:
@@ -291,6 +291,7 @@ class MinkowskiPruningFunction(_ReferenceFunction):
             if not torch.equal(mgr.coordinates(out_key), mgr.coordinates(in_key)[rows]):
                 raise ValueError(f"{where}: expected an out_key holding the kept coordinates in "
                                  f"order, got {out_key}")
+        rows = rows.to(in_feat.device)
         ctx.rows, ctx.nrows = rows, len(in_feat)
         return in_feat[rows]
 

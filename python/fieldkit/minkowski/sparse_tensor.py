@@ -17,12 +17,12 @@ def _reduce_duplicates(features, unique, inverse, mode, seed=0):
     so torch differentiates them)."""
     m = unique.numel()
     if mode == QMode.RANDOM_SUBSAMPLE:
-        return features[_mk.subsample_rows(inverse, m, seed)]
+        return features[_mk.subsample_rows(inverse.cpu(), m, seed).to(features.device)]
     if mode in (QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
         return features[unique]
     c = features.shape[1]
     if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
-        rows = torch.arange(features.shape[0], device=inverse.device)
+        rows = torch.arange(features.shape[0], device=features.device)
         return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
     total = features.new_zeros(m, c).index_add(0, inverse, features)
     if mode == QMode.UNWEIGHTED_SUM:
@@ -147,8 +147,8 @@ class SparseTensor(_Tensor):
                 coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
             key, unique, inverse = mgr.insert(coordinates, _axes(tensor_stride), "")
             # The manager hands its row indices back on the host; they index
-            # features on the coordinates' device.
-            unique, inverse = unique.to(coordinates.device), inverse.to(coordinates.device)
+            # the features, on the features' device.
+            unique, inverse = unique.to(features.device), inverse.to(features.device)
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
             self.unique_index, self.inverse_mapping = unique, inverse
@@ -225,6 +225,7 @@ class SparseTensor(_Tensor):
             return self._with(op(self._F, other._F))
         key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
                                                   [self._F.detach(), other._F.detach()])
+        mine, theirs = mine.to(self._F.device), theirs.to(self._F.device)
         f = self._F.new_zeros(size, self._F.shape[1]).index_copy(0, mine, self._F)
         f = f.index_copy(0, theirs, op(f[theirs], other._F))
         return SparseTensor._on_map(f, key, self._manager)
@@ -306,7 +307,8 @@ class SparseTensor(_Tensor):
                              f"batches up to {int(batch.max())} and cells up to "
                              f"{cell.max(0).values.tolist()}")
         dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
-        dense = dense.index_put((batch, *cell.unbind(1)), self._F)
+        rows = (batch, *cell.unbind(1))  # host coordinates index the features' device
+        dense = dense.index_put(tuple(r.to(self._F.device) for r in rows), self._F)
         return dense.movedim(-1, 1), lo, self.tensor_stride
 
     def sparse(self, min_coords=None, max_coords=None, contract_coords=True):
@@ -326,7 +328,7 @@ class SparseTensor(_Tensor):
                 raise ValueError(f"sparse: expected coordinates within max_coords {max_coords}, "
                                  "got one beyond it")
         batches = int(batch.max()) + 1 if len(batch) else 0
-        indices = torch.cat([batch[None], cell.t()], 0)
+        indices = torch.cat([batch[None], cell.t()], 0).to(self._F.device)
         out = torch.sparse_coo_tensor(indices, self._F, [batches, *sizes, self._F.shape[1]])
         return out, lo, self.tensor_stride
 
@@ -409,7 +411,7 @@ class TensorField(_Tensor):
         return out
 
     def sparse(self, tensor_stride=1, quantization_mode=None):
-        ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype)
+        ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype, device=self._C.device)
         c = self._C.clone()
         c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
         c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
@@ -428,7 +430,7 @@ class TensorField(_Tensor):
         differentiable in the features. The batch column must hold integers."""
         ts = self._tensor_stride if tensor_stride is None else _axes(tensor_stride)
         points = self._C if self._C.is_floating_point() else self._C.double()
-        splat_map = _mk.splat_map(self._manager, points.detach(), ts)
+        splat_map = _mk.splat_map(self._manager, points.detach().cpu(), ts)  # a host map
         out = run(SplatFunction, self._F, splat_map)
         return SparseTensor._on_map(out, splat_map.key, self._manager)
 
