@@ -26,6 +26,7 @@
 #include "nefi/field/fourier_features.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/neural_field.h"
+#include "nefi/operators/angular_spectrum.h"
 #include "nefi/operators/fft_convolution.h"
 
 namespace {
@@ -250,6 +251,9 @@ TEST(NefiFieldDevice, MixedDevicesAreRefused) {
   EXPECT_THROW(fk::sub(field, fk::zeros(d.shape())), fk::Error);
   nefi::FourierFeatures enc(2, 2);
   EXPECT_THROW(enc.forward(d.coords().reshape({d.numel(), 2}).to(kGpu), 1.0), fk::Error);
+  // The holography operator propagates on the host: a device phase is refused.
+  const nefi::HolographyOperator holo(d, {0.5}, nefi::PropagationOptions{});
+  EXPECT_THROW(holo.apply(field), fk::Error);
 }
 
 // Runs everywhere: without a usable device (CPU-only builds, or no GPU)
