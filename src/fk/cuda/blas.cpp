@@ -175,6 +175,24 @@ void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t
                        1, stream, allow_tf32);
 }
 
+void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  double alpha, const void* a, int64_t lda, const void* b, int64_t ldb, double beta,
+                  float* c, int64_t ldc, void* stream, bool allow_tf32) {
+  FK_CHECK(in_dtype == kF32 || in_dtype == kF16 || in_dtype == kBF16, "cuda::gemm_f32_out",
+           "operands of dtype f32, f16 or bf16", "dtype code " + std::to_string(in_dtype));
+  check_dims(ta, tb, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  GemmTypes t = types_for(in_dtype, alpha, beta, allow_tf32);
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  cublasHandle_t h = handle_for(device);
+  check_blas(cublasSetStream(h, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+  check_blas(cublasGemmEx_64(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                             m, k, t.alpha, b, t.data, ldb, a, t.data, lda, t.beta, c, CUDA_R_32F,
+                             ldc, t.compute, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx (f32 result)");
+}
+
 void blas_release() {
   std::lock_guard<std::mutex> lock(g_mu);
   for (int d = 0; d < kMaxDevices; ++d) {

@@ -34,6 +34,14 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
                           int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
                           int64_t stride_c, int64_t batch, void* stream, bool allow_tf32);
 
+// C (f32) = alpha * op(A) op(B) + beta * C with A and B stored in in_dtype
+// (f16 or bf16: tensor cores with f32 accumulation; f32: as gemm, TF32 when
+// allow_tf32): the product of an autocast layer whose activations stay f32,
+// without a 16-bit C rounded and widened again.
+void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  double alpha, const void* a, int64_t lda, const void* b, int64_t ldb, double beta,
+                  float* c, int64_t ldc, void* stream, bool allow_tf32);
+
 // Destroys the cuBLAS handles (tests, shutdown); later calls recreate them.
 void blas_release();
 

@@ -15,6 +15,7 @@
 #include "fk/half.h"
 #include "fk/profile.h"
 #include "nefi/field/activation_grad.h"
+#include "nefi/field/dense_device.h"
 #include "nefi/field/dense_gemm.h"
 #include "nefi/field/dense_gemm_bf16.h"
 #include "nefi/field/dense_gemm_tile.h"
@@ -249,6 +250,14 @@ Bf16Activation cat_columns(const Bf16Activation& a, const Bf16Activation& b) {
 
 fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, DenseActivation act,
                  DensePrecision precision, const Bf16Activation& x16, Bf16Activation* y16) {
+  if (!x.device().is_cpu() || !w.device().is_cpu() || !b.device().is_cpu()) {
+    const DeviceActivation dact = act == DenseActivation::Tanh   ? DeviceActivation::Tanh
+                                  : act == DenseActivation::Relu ? DeviceActivation::Relu
+                                                                 : DeviceActivation::None;
+    return dense_device(
+        x, w, b, dact,
+        precision == DensePrecision::Bf16 ? DevicePrecision::Bf16 : DevicePrecision::F32);
+  }
   fk::profile::OpScope scope("dense");
   FK_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) &&
                b.size(0) == w.size(0),

@@ -22,6 +22,8 @@
 // without rounding x again, forward and in its weight gradient; the backward
 // keeps gz in bf16 only. Same numbers as without the copies, fewer passes
 // over each activation and half the bytes read.
+// Operands on a CUDA device go to dense_device (dense_device.h; x16 and y16
+// are CPU buffers and ignored there).
 #include <cstdint>
 #include <memory>
 

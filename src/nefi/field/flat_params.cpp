@@ -16,9 +16,11 @@ struct FlatViewsBackward : fk::autograd::Node {
   std::vector<int64_t> offsets, sizes;
   int64_t total = 0;
   fk::DType dtype = fk::DType::F32;
+  fk::Device device = fk::kCPU;
   const char* name() const override { return "FlatViewsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("flat_views_backward");
+    if (!device.is_cpu()) return {on_device(grads)};
     fk::Tensor g = fk::empty({total}, {dtype});
     char* base = static_cast<char*>(g.data_ptr());
     const size_t item = g.itemsize();
@@ -38,6 +40,15 @@ struct FlatViewsBackward : fk::autograd::Node {
     (void)covered;
     return {g};
   }
+
+  // The same with device copies: one per gradient into a zeroed buffer.
+  fk::Tensor on_device(const std::vector<fk::Tensor>& grads) const {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor g = fk::zeros({total}, {dtype, device});
+    for (size_t i = 0; i < offsets.size() && i < grads.size(); ++i)
+      if (grads[i].defined()) g.narrow(0, offsets[i], sizes[i]).copy_(grads[i].reshape({sizes[i]}));
+    return g;
+  }
 };
 
 }  // namespace
@@ -52,6 +63,14 @@ int FlatParams::add(std::string name, fk::Dims shape) {
 
 void FlatParams::allocate(fk::DType dtype) {
   flat_ = fk::zeros({total_}, {dtype});
+  flat_.set_requires_grad(true);
+}
+
+void FlatParams::to(fk::Device d) {
+  FK_CHECK(flat_.defined(), "nefi::FlatParams::to", "an allocated buffer", "none");
+  if (flat_.device() == d) return;
+  fk::autograd::NoGradGuard ng;
+  flat_ = flat_.detach().to(d);
   flat_.set_requires_grad(true);
 }
 
@@ -75,6 +94,7 @@ std::vector<fk::Tensor> FlatParams::views() const {
     auto node = std::make_shared<FlatViewsBackward>();
     node->total = total_;
     node->dtype = flat_.dtype();
+    node->device = flat_.device();
     for (const Entry& e : entries_) {
       node->offsets.push_back(e.offset);
       node->sizes.push_back(e.shape.numel());

@@ -5,7 +5,7 @@
 // autograd node whose backward writes all their gradients straight into one
 // flat gradient: the optimizer then runs one fused loop over one buffer
 // (tiny-cuda-nn's parameter layout), and the backward costs one op, not one
-// accumulation per parameter.
+// accumulation per parameter. The buffer may live on a CUDA device (to()).
 #include <string>
 #include <vector>
 
@@ -20,6 +20,9 @@ class FlatParams {
   // Allocates the buffer (zeros) and marks it as requiring grad.
   void allocate(fk::DType dtype = fk::DType::F32);
   void clear();
+  // Moves the buffer (values kept, a new leaf) to device d; gradients of
+  // views() are then made there.
+  void to(fk::Device d);
 
   bool allocated() const { return flat_.defined(); }
   int size() const { return static_cast<int>(entries_.size()); }

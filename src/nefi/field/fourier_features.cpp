@@ -33,9 +33,17 @@ void FourierFeatures::clear_cache() {
   gate_progress_ = -1;
 }
 
+void FourierFeatures::to(fk::Device d) {
+  if (d == device_) return;
+  device_ = d;
+  clear_cache();
+}
+
 fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
   FK_CHECK(coords.dim() == 2 && coords.size(1) == in_dim_, "nefi::FourierFeatures",
            "coordinates (N, " + std::to_string(in_dim_) + ")", coords.shape().str());
+  FK_CHECK(coords.device().is_cpu(), "nefi::FourierFeatures", "coordinates on the host",
+           coords.device().str());
   const int64_t n = coords.size(0);
   const int D = out_dim();
   if (!base_.defined() || key_ptr_ != coords.data_ptr() || key_version_ != coords.version() ||
@@ -56,6 +64,7 @@ fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
       }
     }
     base_ = fk::from_vector(f, fk::Dims{n, D}).to(coords.dtype());
+    if (!device_.is_cpu()) base_ = base_.to(device_);
     key_ptr_ = coords.data_ptr();
     key_version_ = coords.version();
     key_shape_ = coords.shape();
@@ -82,6 +91,7 @@ fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
       std::transform(g.begin(), g.end(), gate_.data<float>(),
                      [](double v) { return static_cast<float>(v); });
     }
+    if (!device_.is_cpu()) gate_ = gate_.to(device_);
     gate_progress_ = progress;
   }
   return fk::mul(base_, gate_);

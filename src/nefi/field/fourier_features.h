@@ -8,6 +8,10 @@
 // gate row; once every gate is 1 (progress >= 1, or annealing off) a forward
 // returns the cached tensor: zero ops. Input (N, d) f32; output (N, out_dim()).
 // The cache is keyed on the coordinate tensor's storage and version.
+// After to(cuda device) the features are still computed on the host from the
+// host coordinates (once per coordinate set, so a device forward sees the
+// CPU's f32 features bit for bit) and kept on the device with the gate row:
+// a forward there is again one multiply, or zero ops.
 #include <memory>
 
 #include "fk/tensor.h"
@@ -24,10 +28,14 @@ class FourierFeatures {
   double band_weight(int k, double progress) const;
   fk::Tensor forward(const fk::Tensor& coords, double progress);
   void clear_cache();
+  // Where forward's result lives (the coordinates stay on the host).
+  void to(fk::Device d);
+  fk::Device device() const { return device_; }
 
  private:
   int in_dim_, n_octaves_;
   bool include_input_, annealed_;
+  fk::Device device_ = fk::kCPU;
   // Cached ungated features and the coordinates they belong to.
   const void* key_ptr_ = nullptr;
   uint32_t key_version_ = 0;

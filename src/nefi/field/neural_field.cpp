@@ -4,6 +4,7 @@
 
 #include "fk/amp.h"
 #include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -12,6 +13,7 @@
 #include "fk/ops/unary.h"
 #include "fk/random.h"
 #include "nefi/field/dense.h"
+#include "nefi/field/dense_device.h"
 #include "nefi/field/fast_tanh.h"
 
 namespace nefi {
@@ -130,7 +132,9 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
   const std::vector<fk::Tensor> p = params_.views();
   const fk::Tensor x = enc_.forward(coords_for(domain), progress);
   fk::Tensor h = x;
-  if (cfg_.autocast == fk::DType::F16) {
+  if (!device().is_cpu()) {
+    h = trunk_on_device(x, p);
+  } else if (cfg_.autocast == fk::DType::F16) {
     fk::amp::AutocastGuard ac(fk::DType::F16);
     for (int i = 0; i < cfg_.depth; ++i) {
       if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
@@ -164,6 +168,37 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
   }
   if (h.dtype() != fk::DType::F32) h = h.to(fk::DType::F32);
   return dense(h, p[2 * cfg_.depth], p[2 * cfg_.depth + 1], DenseActivation::None);
+}
+
+void NeuralField::to(fk::Device d) {
+  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::NeuralField::to",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           d.str());
+  params_.to(d);
+  enc_.to(d);
+}
+
+// The hidden layers on the parameters' device: tanh, relu and sine fused
+// into each layer's epilogue, the other activations as fk device ops.
+fk::Tensor NeuralField::trunk_on_device(const fk::Tensor& x,
+                                        const std::vector<fk::Tensor>& p) const {
+  const DevicePrecision precision = cfg_.autocast == fk::DType::BF16  ? DevicePrecision::Bf16
+                                    : cfg_.autocast == fk::DType::F16 ? DevicePrecision::F16
+                                                                      : DevicePrecision::F32;
+  const std::string& a = cfg_.activation;
+  const DeviceActivation fused = a == "tanh"   ? DeviceActivation::Tanh
+                                 : a == "relu" ? DeviceActivation::Relu
+                                 : a == "sine" ? DeviceActivation::Sine
+                                               : DeviceActivation::None;
+  fk::Tensor h = x;
+  for (int i = 0; i < cfg_.depth; ++i) {
+    if (i == cfg_.skip_at && i > 0) h = fk::cat({h, x}, 1);
+    h = dense_device(h, p[2 * i], p[2 * i + 1], fused, precision, kSirenW0);
+    if (fused == DeviceActivation::None) h = activate(h);
+  }
+  return h;
 }
 
 FieldMap NeuralField::forward(const Domain& domain, double progress) {

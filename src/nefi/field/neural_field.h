@@ -13,6 +13,13 @@
 // DensePrecision::Bf16; native on AVX512_BF16); f16 stores the trunk in f16
 // (fk autocast).
 // All parameters sit in one flat f32 buffer (params()).
+// to(cuda device) moves that buffer and the encoding's cache to the device
+// (the coordinates stay host objects of the Domain): forward and backward
+// then run there, each layer one dense_device op (cuBLAS, bias + tanh /
+// relu / sine fused; gelu, silu and softplus as fk device ops), the output
+// projection and the heads in f32. Device autocast (bf16 or f16 alike)
+// multiplies 16-bit operands with f32 accumulation and keeps activations
+// f32 (dense_device.h). The CPU path is untouched by it.
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,11 +52,15 @@ class NeuralField : public Field {
   // The pre-head network output, (N, n_out) over the domain's cells.
   fk::Tensor raw(const Domain& domain, double progress);
   const NeuralFieldConfig& config() const { return cfg_; }
+  // Moves parameters and encoding to d (cpu or an available CUDA device).
+  void to(fk::Device d);
+  fk::Device device() const { return params_.flat().device(); }
   FourierFeatures& encoding() { return enc_; }
   const std::vector<HeadPtr>& heads() const { return heads_; }
 
  private:
   fk::Tensor activate(const fk::Tensor& x) const;
+  fk::Tensor trunk_on_device(const fk::Tensor& x, const std::vector<fk::Tensor>& p) const;
   const fk::Tensor& coords_for(const Domain& domain);
 
   int ndim_;

@@ -140,6 +140,10 @@ fk::Tensor HolographyOperator::apply(const fk::Tensor& phi) const {
            phi.shape().str());
   FK_CHECK(phi.dtype() == fk::DType::F32 || phi.dtype() == fk::DType::F64,
            "nefi::HolographyOperator", "a real f32/f64 phase", fk::name(phi.dtype()));
+  // The propagation is a host loop (its FFTs run on host tensors): a device
+  // phase would come back as a host intensity.
+  FK_CHECK(phi.device().is_cpu(), "nefi::HolographyOperator", "a phase on the CPU",
+           phi.device().str());
   const bool record = fk::autograd::needs_grad(phi);
   const int64_t batch = phi.numel() / (n0 * n1), nd = static_cast<int64_t>(distances_.size());
   Field2 t, u(batch * nd * n0 * n1);

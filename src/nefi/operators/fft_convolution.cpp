@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
+#include "fk/ops/unary.h"
 #include "fk/profile.h"
 
 namespace nefi {
@@ -48,6 +49,14 @@ fk::Tensor place(const fk::Tensor& v, const std::vector<int64_t>& L,
   if (same) return v;
   fk::Dims out_shape = v.shape();
   for (int a = 0; a < d; ++a) out_shape[lead + a] = L[a];
+  if (!v.device().is_cpu()) {
+    // One strided device copy into the zeroed box.
+    fk::Tensor out = fk::zeros(out_shape, {v.dtype(), v.device()});
+    fk::Tensor box = out;
+    for (int a = 0; a < d; ++a) box = box.narrow(lead + a, off[a], v.size(lead + a));
+    box.copy_(v);
+    return out;
+  }
   fk::Tensor out = fk::empty(out_shape, {v.dtype()});
   std::memset(out.data_ptr(), 0, out.nbytes());
   const size_t item = v.itemsize();
@@ -105,7 +114,12 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
     X = place(v.is_contiguous() ? v : v.contiguous(), L, place_at);
   }
   X = fk::rfftn(X, {}, dims).contiguous();
-  {
+  if (!X.device().is_cpu()) {
+    // cuFFT both ways (fk's dispatch); the multiply is an fk device op, with
+    // the host-cached spectrum copied over (H.numel() complex values).
+    const fk::Tensor Hd = H.device() == X.device() ? H : H.to(X.device());
+    X = fk::mul(X, conjugate ? fk::conj(Hd) : Hd);
+  } else {
     fk::profile::OpScope scope("fft_conv_multiply");
     const int64_t m = H.numel(), reps = X.numel() / m;
     auto run = [&](auto tag) {

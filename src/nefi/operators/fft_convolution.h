@@ -41,7 +41,9 @@ PsfFunction disk_psf(double radius);
 // the spectrum of a real kernel, with place_at and crop_at swapped). H is the
 // half spectrum (*L[:-1], L[-1]/2 + 1), c64 for f32 input and c128 for f64,
 // or carries leading dims that repeat the input's innermost leading dims (a
-// filter per channel). Runs without recording autograd.
+// filter per channel). Runs without recording autograd. v may live on a CUDA
+// device: the transforms are then cuFFT's, H is copied to v's device when it
+// is elsewhere, and the result stays there.
 fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::vector<int64_t>& L,
                            const std::vector<int64_t>& place_at,
                            const std::vector<int64_t>& crop_at, bool conjugate);

@@ -56,6 +56,8 @@ FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
     FK_CHECK(p.is_contiguous() && (p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64),
              "nefi::FusedAdam", "contiguous f32/f64 parameters",
              std::string(fk::name(p.dtype())) + " " + p.shape().str());
+    // The fused update is a host loop over the buffer.
+    FK_CHECK(p.device().is_cpu(), "nefi::FusedAdam", "parameters on the CPU", p.device().str());
   }
   reset_state();
 }
