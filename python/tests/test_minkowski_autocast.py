@@ -73,3 +73,89 @@ def test_direct_max_pooling_casts_under_autocast():
     out.float().sum().backward()
     assert feat.grad.dtype == torch.float32
     assert feat.grad.sum() == 9  # one row per (output row, channel)
+
+
+# bf16 keeps 8 significant bits: one rounding moves a value by at most u.
+BF16_U = 2.0 ** -8
+
+
+def _unet_layers(net):
+    """The U-Net of test_minkowski_cuda as (name, layer) steps; "cat" joins
+    the running tensor with the encoder's output."""
+    steps = [("enc." + n, m) for n, m in zip(("conv", "bn", "relu"), net.enc)]
+    steps += [("down." + n, m) for n, m in zip(("conv", "bn", "relu"), net.down)]
+    steps += [("mid." + n, m) for n, m in zip(("conv", "bn", "relu"), net.mid)]
+    steps += [("up", net.up), ("cat", None)]
+    steps += [("dec." + n, m) for n, m in zip(("conv", "bn", "relu"), net.dec)]
+    return steps + [("head", net.head)]
+
+
+def _in_f64(layer, x):
+    """layer on x's features rounded to bf16, in f64, its kernel rounded to
+    bf16 as autocast rounds it; the layer is left as it was. A convolution's
+    bias is added to its product rounded to bf16, as the layer (and the
+    reference's) adds it to the bf16 product: a second rounding."""
+    state = {k: v.clone() for k, v in layer.state_dict().items()}
+    bias = getattr(layer, "bias", None) if hasattr(layer, "kernel") else None
+    layer.double()
+    if hasattr(layer, "kernel"):
+        layer.kernel.copy_(layer.kernel.bfloat16().double())
+        layer.bias = None
+    x64 = ME.SparseTensor(x.F.bfloat16().double(), coordinate_map_key=x.coordinate_map_key,
+                          coordinate_manager=x.coordinate_manager)
+    y = layer(x64).F
+    if bias is not None:
+        layer.bias = bias
+        y = y.bfloat16().double() + bias.bfloat16().double()
+    layer.float()
+    layer.load_state_dict(state)
+    return y
+
+
+def test_unet_layers_within_one_bf16_rounding_of_f64():
+    """Layer by layer under bf16 autocast (conv, BatchNorm, ReLU, strided
+    conv, transposed conv, ME.cat, 1x1 head with a bias): each layer's bf16
+    output is the f64 result of the same layer on that layer's own bf16
+    input rounded once, element by element within u |y| (plus 1e-5 of the
+    largest magnitude for the f32 sums). Truncated weights, sums split in
+    bf16 or BatchNorm statistics in bf16 are 5-150 times that off."""
+    from test_minkowski_cuda import UNet, randn, unique_coordinates
+    torch.manual_seed(0)
+    net = UNet()
+    c = unique_coordinates()
+    h = ME.SparseTensor(randn(len(c), 4, seed=3), c)
+    skip = None
+    with torch.autocast("cpu", dtype=torch.bfloat16), torch.no_grad():
+        for name, layer in _unet_layers(net):
+            y = ME.cat(h, skip) if name == "cat" else layer(h)
+            assert y.F.dtype == torch.bfloat16, name
+            with torch.autocast("cpu", enabled=False):
+                ref = (torch.cat([h.F.double(), skip.F.double()], 1) if name == "cat"
+                       else _in_f64(layer, h))
+            # one rounding (u |ref|) plus f32 sums' ~1e-6 of the largest magnitude
+            bound = BF16_U * ref.abs() + 1e-5 * ref.abs().max()
+            worst = float(((y.F.double() - ref).abs() / bound).max())
+            assert worst <= 1, f"{name}: {worst:.2f} times one rounding off the f64 result"
+            skip = y if name == "enc.relu" else skip
+            h = y
+
+
+def test_batch_norm_amplifies_input_rounding_by_mean_over_std():
+    """BatchNorm subtracts the mean: a channel with |mean| / std = r loses
+    its bf16 input rounding (u |mean|) r times over in the normalized output,
+    so bf16 vs f32 grows with r while bf16 vs f64 on the same bf16 input
+    stays within one rounding. That, not a bf16 bug, is how a network's bf16
+    output can end tens of percent off its f32 output."""
+    g = torch.Generator().manual_seed(0)
+    off = {}
+    for r in (1, 50):
+        x = 1.0 + torch.randn(500, 2, generator=g) / r
+        bn = ME.MinkowskiBatchNorm(2).bn
+        y32 = bn(x).detach()
+        with torch.autocast("cpu", dtype=torch.bfloat16), torch.no_grad():
+            y16 = bn(x.bfloat16()).double()
+        y64 = torch.nn.functional.batch_norm(x.bfloat16().double(), None, None, training=True,
+                                             eps=bn.eps)
+        assert float((y16 - y64).abs().max() / y64.abs().max()) < BF16_U
+        off[r] = float((y16 - y32).abs().max() / y32.abs().max())
+    assert off[1] < 2 * BF16_U and off[50] > 8 * BF16_U, off
