@@ -11,7 +11,7 @@ CPU map's rows in the CPU map's order); f32 features and gradients within
 atol 1e-5 + rtol 1e-4 of the CPU's (the same sums, in another order on the
 device); bf16 autocast within 1e-2 relative plus 1e-2 of the largest
 magnitude of the f32 convolution of the bf16-rounded inputs (bf16's unit
-roundoff is 2^-9: room for a few roundings, none for a wrong pair).
+roundoff is 2^-8: room for a few roundings, none for a wrong pair).
 """
 import pytest
 import torch
