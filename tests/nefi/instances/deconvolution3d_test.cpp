@@ -13,6 +13,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/fft_convolution.h"
+#include "nefi/resample.h"
 #include "nefi/solve/metrics.h"
 #include "nefi/test_files.h"
 
@@ -372,6 +373,78 @@ TEST(NefiDeconvolution3d, SmokeQualityFloor) {
   EXPECT_NEAR(data_mean, 22.0, 0.6);  // measured 21.72
   EXPECT_NEAR(rl_mean, 25.7, 0.6);    // measured 25.70
   EXPECT_GT(total / 3, 19.9);         // measured 20.53
+}
+
+// What the neural smoke fit trains under, item by item against the
+// reference (nefi.md 4.15, 6.1-6.9): two stages n/2 -> n with min_coarse 8,
+// stage 2 at lr * 0.5, cosine to 1 %, bands opened over 30 % of each stage,
+// AdamW 1e-4, clip 1, a softplus head starting at 0.05. Session 10 audited
+// these while looking for why the field trails Richardson-Lucy; a change to
+// any of them moves the smoke figures (docs/performance.md).
+TEST(NefiDeconvolution3d, SmokeCurriculumIsTheReferences) {
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
+  auto inst = nefi::find_instance("deconvolution3d");
+  const auto s = inst->setup(c.config, "neural", 0);
+  ASSERT_TRUE(s.has_value());
+  const nefi::Curriculum& cur = s->curriculum;
+  ASSERT_EQ(cur.stages.size(), 2u);
+  EXPECT_TRUE(cur.stages[0].shape == fk::Dims({16, 16, 8})) << cur.stages[0].shape.str();
+  EXPECT_TRUE(cur.stages[1].shape == fk::Dims({32, 32, 16})) << cur.stages[1].shape.str();
+  EXPECT_EQ(cur.stages[0].steps, 150);
+  EXPECT_EQ(cur.stages[1].steps, 250);
+  EXPECT_DOUBLE_EQ(cur.stages[0].lr, 0.02);
+  EXPECT_DOUBLE_EQ(cur.stages[1].lr, 0.01);
+  for (const nefi::Stage& st : cur.stages) {
+    EXPECT_EQ(st.lr_schedule, "cosine");
+    EXPECT_DOUBLE_EQ(st.lr_min_ratio, 0.01);
+    EXPECT_DOUBLE_EQ(st.anneal_fraction, 0.3);
+    EXPECT_DOUBLE_EQ(st.progress_at(0), 0.0);  // the beta reset at every stage
+  }
+  EXPECT_EQ(cur.optim.optimizer, "adamw");
+  EXPECT_DOUBLE_EQ(cur.optim.weight_decay, 1e-4);
+  EXPECT_DOUBLE_EQ(cur.optim.grad_clip, 1.0);
+  // The untrained field is near-uniform at the head's initial value.
+  const nefi::FieldMap f = s->problem.field->forward(s->problem.domain, 1.0);
+  const auto x = f.at("x").to(fk::DType::F64).to_vector<double>();
+  double mean = 0;
+  for (double v : x) mean += v / static_cast<double>(x.size());
+  EXPECT_NEAR(mean, 0.05, 0.02);
+}
+
+// The inversion operator (the PSF sampled at each stage's spacing) against
+// the independent data generator (2x supersampled f64 render, direct blur,
+// area average): the truth explains the data to the noise at n (chi^2
+// measured 0.99 / 1.01 / 0.99). At the coarse stage grid the area-averaged
+// truth under the coarse PSF leaves 2-4x the averaged noise (3.97 / 2.10 /
+// 2.59: the tubes are thinner than a coarse voxel), far below what the
+// neural smoke fit ends its coarse stage at (~70x on seed 0), so the model
+// is not what keeps that stage from fitting.
+TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
+  fk::set_num_threads(1);
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
+  auto inst = nefi::find_instance("deconvolution3d");
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    const auto s = inst->setup(c.config, "grid", seed);
+    ASSERT_TRUE(s.has_value());
+    const nefi::Measurement& m = s->measurement;
+    const double nv = m.noise_std * m.noise_std;
+    auto chi2 = [&](const nefi::OperatorPtr& op, const fk::Tensor& x, const fk::Tensor& y) {
+      const auto ax = op->apply(x).to(fk::DType::F64).to_vector<double>();
+      const auto yv = y.to(fk::DType::F64).to_vector<double>();
+      double r = 0;
+      for (size_t i = 0; i < ax.size(); ++i) r += (ax[i] - yv[i]) * (ax[i] - yv[i]);
+      return r / static_cast<double>(ax.size());
+    };
+    const double fine = chi2(s->problem.op, s->gt, m.data) / nv;
+    EXPECT_GT(fine, 0.85) << "seed " << seed;
+    EXPECT_LT(fine, 1.15) << "seed " << seed;
+    const fk::Dims coarse = s->curriculum.stages[0].shape;
+    const fk::Tensor gt_c = fk::from_vector(
+        nefi::area_resample(s->gt.to_vector<double>(), s->gt.shape(), coarse), coarse);
+    const double coarse_chi2 =
+        chi2(s->problem.op->at_resolution(coarse), gt_c, m.resampled(coarse).data) / (nv / 8);
+    EXPECT_LT(coarse_chi2, 5.0) << "seed " << seed;
+  }
 }
 
 // The Wiener baseline at the smoke scale, seeds 0-2. Its SNR comes from the
