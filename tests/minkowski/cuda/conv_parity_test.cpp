@@ -67,6 +67,7 @@ class MinkowskiCudaConv : public ::testing::TestWithParam<std::tuple<int, int>> 
 
 TEST_P(MinkowskiCudaConv, MatchesCpuOnEveryPath) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   const auto [cin, cout] = GetParam();
   auto m = make_map(random_rows(3, 3000, 10, 1, 2, 11), 3, 1);
   const Operands o = operands(*m, *m, KernelRegion::cube({3}), cin, cout, 21);
@@ -108,6 +109,7 @@ TEST(MinkowskiCudaConvStrided, MatchesCpu) {
 
 TEST(MinkowskiCudaConvDeterministic, RepeatsBitForBit) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   fk::amp::set_allow_tf32(false);
   DeterministicScope ds(true);
   auto m = make_map(random_rows(3, 4000, 8, 1, 1, 13), 3, 1);
