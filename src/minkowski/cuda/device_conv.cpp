@@ -69,11 +69,13 @@ void check_weight(const fk::Tensor& w, const DeviceKernelMap& m, const char* whe
 
 // The dataflow of a product onto the rows of by_in (the input gradient) or
 // by_out (the forward), as ME_CONV_DATAFLOW and implicit_conv.h's rule say.
-// Zero channels stay on gather (its zeros need no launch). Auto rules out
-// implicit from the shapes before the map's masks are made.
+// Zero channels and maps without pairs stay on gather (its zeros need no
+// launch, nor the map's row indices, which a hand-made empty map lacks).
+// Auto rules out implicit from the shapes before the map's masks are made.
 ConvDataflow dataflow_for(const DeviceKernelMap& m, bool by_in, int64_t cin, int64_t cout) {
   const ConvDataflow want = conv_dataflow_knob();
-  if (want == ConvDataflow::Gather || cin == 0 || cout == 0) return ConvDataflow::Gather;
+  if (want == ConvDataflow::Gather || cin == 0 || cout == 0 || m.pairs() == 0)
+    return ConvDataflow::Gather;
   const int64_t slots = (by_in ? m.in_size : m.out_size) * m.volume;
   const double density =
       slots > 0 ? static_cast<double>(m.pairs()) / static_cast<double>(slots) : 0.0;

@@ -52,7 +52,8 @@ struct DeviceKernelMap {
   std::vector<int64_t> offset_begin;  // host copy, volume + 1
   fk::Tensor in_rows, out_rows;       // i32 (pairs), on the device, offset order
   DeviceRowIndex by_out, by_in;
-  // Shared by copies of the map (a built map never changes).
+  // Shared by copies of the map (a built map never changes); a copy that
+  // changes its pairs or indices (cuda::transposed) takes a cache of its own.
   std::shared_ptr<DeviceRowMaskCache> row_masks = std::make_shared<DeviceRowMaskCache>();
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }

@@ -32,7 +32,8 @@
 // 64: the GEMMs are small and the staging traffic dominates) or the map is
 // dense (pairs / (destination rows x volume) >= 0.5, so little of a tile's
 // work is on absent pairs) with channels <= 128. The thresholds are a first
-// cost model, not yet tuned on a device.
+// cost model, not yet tuned on a device. Zero channels and maps without pairs
+// always take gather (zeros without a launch).
 #include <cstdint>
 #include <string>
 

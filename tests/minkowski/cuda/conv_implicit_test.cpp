@@ -2,8 +2,8 @@
 // (conv_kernel.h) on the same map and f32 operands: the forward and the input
 // gradient within f32 round-off times the sum's depth (K x C_in or K x
 // C_out terms of magnitude <= max |term|, so |err| <= depth 2^-23 max|out|
-// up to the terms' scale), on submanifold 3^3, stride 2, a coarse-to-fine
-// (transposed) map, an output map with rows and offsets without pairs, a 5^3
+// up to the terms' scale), on submanifold 3^3, stride 2, the transposed
+// (strided, swapped) map, an output map with rows and offsets without pairs, a 5^3
 // kernel (volume > 64: falls back to gather), channel counts that are not
 // multiples of the tiles; the row masks and their order against masks built
 // on the host from the CPU map; bit-for-bit repeats; and the knob's parsing
@@ -20,6 +20,7 @@
 
 #include "device_test_util.h"
 #include "minkowski/cuda/device_conv.h"
+#include "minkowski/cuda/device_coordinates.h"
 #include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/cuda/implicit_conv.h"
 
@@ -100,39 +101,68 @@ TEST_F(MinkowskiCudaConvImplicit, SubmanifoldMatchesCpu) {
   }
 }
 
+// The transposed convolution's map: a strided map with inputs and outputs
+// swapped (KernelMap::transposed, as convolution_transpose takes it).
+Operands transposed(const Operands& strided, int64_t cin, int64_t cout, uint64_t seed) {
+  Operands o;
+  o.cpu = strided.cpu->transposed();
+  o.dev = cuda::upload_kernel_map(*o.cpu);
+  o.f = random_values({o.cpu->in_size, cin}, 1.0, seed);
+  o.w = random_values({o.cpu->volume, cin, cout}, 1.0, seed + 1);
+  o.g = random_values({o.cpu->out_size, cout}, 1.0, seed + 2);
+  o.cin = cin;
+  o.cout = cout;
+  return o;
+}
+
 TEST_F(MinkowskiCudaConvImplicit, StridedAndTransposedMatchCpu) {
   MK_SKIP_WITHOUT_GPU();
   KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
   auto m = make_map(random_rows(3, 2000, 12, 1, 2, 12), 3, 1);
   auto s = cuda_test::strided_map(*m, 1, 2);
   for (int k : {2, 3}) {
-    expect_matches_cpu(operands(*m, *s, KernelRegion::cube({k}), 8, 19, 31), ConvDataflow::Implicit,
-                       "stride 2, kernel " + std::to_string(k));
-    // Coarse to fine, as a transposed convolution's map.
-    expect_matches_cpu(operands(*s, *m, KernelRegion::cube({k}), 19, 8, 32), ConvDataflow::Implicit,
-                       "coarse to fine, kernel " + std::to_string(k));
+    const Operands down = operands(*m, *s, KernelRegion::cube({k}), 8, 19, 31);
+    expect_matches_cpu(down, ConvDataflow::Implicit, "stride 2, kernel " + std::to_string(k));
+    Operands up = transposed(down, 19, 8, 32);
+    expect_matches_cpu(up, ConvDataflow::Implicit, "transposed, kernel " + std::to_string(k));
+    // The device-side transpose of a map whose masks are made: they swap.
+    up.dev = cuda::transposed(down.dev);
+    expect_matches_cpu(up, ConvDataflow::Implicit,
+                       "device-transposed, kernel " + std::to_string(k));
+    EXPECT_EQ(&cuda::row_masks_of(up.dev, false), &cuda::row_masks_of(down.dev, true));
   }
 }
 
+// x doubled: every row's x even, so offsets with x = +-1 find no pair.
+std::shared_ptr<CoordinateMap> even_x_map(int64_t n, int range, unsigned seed) {
+  std::vector<int32_t> rows = random_rows(3, n, range, 1, 1, seed);
+  for (size_t i = 1; i < rows.size(); i += 4) rows[i] *= 2;
+  return make_map(rows, 3, 1);
+}
+
 // Output rows away from every input (no pairs: zeros) and offsets without
-// pairs: a sparse output map offset from the input's.
+// pairs (x = +-1 between maps of even x), in tiles with mixed masks.
 TEST_F(MinkowskiCudaConvImplicit, RowsAndOffsetsWithoutPairs) {
   MK_SKIP_WITHOUT_GPU();
   KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
-  auto in = make_map(random_rows(3, 300, 20, 1, 1, 13), 3, 1);
-  auto out = make_map(random_rows(3, 400, 24, 1, 1, 14), 3, 1);
+  auto in = even_x_map(600, 10, 13);
+  auto out = even_x_map(400, 14, 14);
   const Operands o = operands(*in, *out, KernelRegion::cube({3}), 6, 10, 41);
   const KernelMap& cm = *o.cpu;
   std::set<int32_t> touched;
   for (int64_t p = 0; p < cm.pairs(); ++p) touched.insert(cm.out_rows[p]);
   ASSERT_LT(static_cast<int64_t>(touched.size()), out->size()) << "some output rows lack pairs";
+  int64_t empty = 0;
+  for (int64_t k = 0; k < cm.volume; ++k) empty += cm.count(k) == 0;
+  ASSERT_EQ(empty, 18) << "offsets with x = +-1 have no pairs";
   expect_matches_cpu(o, ConvDataflow::Implicit, "sparse output");
-  // A map without pairs at all.
+  // A map without pairs at all: zeros (gather's, which need no launch).
   auto far = make_map(std::vector<int32_t>{0, 1000, 1000, 1000}, 3, 1);
   const Operands e = operands(*in, *far, KernelRegion::cube({3}), 6, 10, 42);
   ASSERT_EQ(e.cpu->pairs(), 0);
   const fk::Tensor y = cuda::conv_forward(e.f.to(kGpu), e.w.to(kGpu), e.dev);
   EXPECT_EQ(y.to_vector<float>(), std::vector<float>(10, 0.f));
+  EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Gather);
 }
 
 // 5^3 = 125 offsets do not fit a 64-bit mask: implicit falls back to gather.

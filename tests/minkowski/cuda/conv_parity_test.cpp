@@ -3,6 +3,8 @@
 // the fused path, the per-offset path and a staging cap that forces many
 // groups, with atomics and in deterministic mode (which must also repeat bit
 // for bit); and operand errors, which are checked before any device work.
+// The path tests pin ME_CONV_DATAFLOW=gather (conv_implicit_test.cpp covers
+// the implicit dataflow, which auto takes for narrow channels elsewhere).
 #include <gtest/gtest.h>
 
 #include <string>
