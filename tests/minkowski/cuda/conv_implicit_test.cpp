@@ -1,13 +1,14 @@
 // The implicit-GEMM dataflow (implicit_conv.h) against the CPU convolution
 // (conv_kernel.h) on the same map and f32 operands: the forward and the input
-// gradient within f32 round-off times the sum's depth (K x C_in or K x
-// C_out terms of magnitude <= max |term|, so |err| <= depth 2^-23 max|out|
-// up to the terms' scale), on submanifold 3^3, stride 2, the transposed
-// (strided, swapped) map, an output map with rows and offsets without pairs, a 5^3
+// gradient within f32 round-off times the sum's depth (K x C_in or K x C_out
+// terms of magnitude <= max |term|, so |err| <= depth 2^-23 max|out| up to
+// the terms' scale), on submanifold 3^3, stride 2, the transposed (strided,
+// swapped) map, an output map with rows and offsets without pairs, a 5^3
 // kernel (volume > 64: falls back to gather), channel counts that are not
-// multiples of the tiles; the row masks and their order against masks built
-// on the host from the CPU map; bit-for-bit repeats; and the knob's parsing
-// and auto's rule, which need no device.
+// multiples of the tiles, f16 and bf16 operands (one rounding); the row masks
+// and their order against masks built on the host from the CPU map;
+// bit-for-bit repeats; and the knob's parsing and auto's rule, which need no
+// device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -163,6 +164,32 @@ TEST_F(MinkowskiCudaConvImplicit, RowsAndOffsetsWithoutPairs) {
   const fk::Tensor y = cuda::conv_forward(e.f.to(kGpu), e.w.to(kGpu), e.dev);
   EXPECT_EQ(y.to_vector<float>(), std::vector<float>(10, 0.f));
   EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Gather);
+}
+
+// f16 and bf16 operands widened to f32 in the kernel: the f32 sum of the
+// exact products, rounded once to the dtype, so within 2u of the CPU's f32
+// convolution of the same (widened) values, relative to max |out|.
+TEST_F(MinkowskiCudaConvImplicit, HalfOperandsRoundOnce) {
+  MK_SKIP_WITHOUT_GPU();
+  KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
+  auto m = make_map(random_rows(3, 2000, 10, 1, 2, 19), 3, 1);
+  const Operands o = operands(*m, *m, KernelRegion::cube({3}), 12, 20, 91);
+  for (fk::DType t : {fk::DType::F16, fk::DType::BF16}) {
+    const double u = std::ldexp(1.0, t == fk::DType::F16 ? -11 : -8);
+    const fk::Tensor f = o.f.to(t), w = o.w.to(t), g = o.g.to(t);
+    const fk::Tensor f32 = f.to(fk::DType::F32), w32 = w.to(fk::DType::F32);
+    const fk::Tensor y = cuda::conv_forward(f.to(kGpu), w.to(kGpu), o.dev);
+    EXPECT_EQ(y.dtype(), t);
+    EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Implicit);
+    expect_close(y.to(fk::DType::F32), conv_forward(f32, w32, *o.cpu), 2 * u,
+                 std::string(fk::name(t)) + " forward");
+    const fk::Tensor gf =
+        cuda::conv_backward(g.to(kGpu), f.to(kGpu), w.to(kGpu), o.dev, true, false).features;
+    EXPECT_EQ(gf.dtype(), t);
+    expect_close(gf.to(fk::DType::F32),
+                 conv_backward(g.to(fk::DType::F32), f32, w32, *o.cpu, true, false).features, 2 * u,
+                 std::string(fk::name(t)) + " grad features");
+  }
 }
 
 // 5^3 = 125 offsets do not fit a 64-bit mask: implicit falls back to gather.
