@@ -9,7 +9,10 @@
 // dtype (one per offset forward, two backward; the bound the gather and
 // scatter add to): gemm_FLOPS is their rate, of_gemm = (GEMM time) /
 // (convolution time), the fraction of cuBLAS's own rate the convolution
-// reaches. Atomics (set_deterministic off). Each iteration is timed with CUDA
+// reaches. Rows with implicit:1 run the implicit-GEMM dataflow
+// (ME_CONV_DATAFLOW=implicit; the others gather) on the same shapes, beside
+// the same GEMM-only rate; the label ends with the dataflow that ran.
+// Atomics (set_deterministic off). Each iteration is timed with CUDA
 // events on the current stream (manual time), including the host gaps and,
 // with ME_LAZY_SYNC off, the sync at the end of each op. FLOPS count
 // 2 x pairs x C_in x C_out per pass (the backward's two GEMMs: twice that).
@@ -21,6 +24,7 @@
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:128/precision:2'
+//   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:32/.*/implicit:1'
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -182,8 +186,9 @@ const char* precision_name(int64_t p) {
 // Sets the knobs and the TF32 switch of one row for its scope.
 class RowSettings {
  public:
-  RowSettings(int64_t precision, bool fused, bool lazy) {
+  RowSettings(int64_t precision, bool fused, bool lazy, bool implicit) {
     fk::amp::set_allow_tf32(precision == kTf32);
+    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(implicit ? "implicit" : "gather");
     fk::mutable_knob("ME_FUSED_COPY").set_override(fused ? "1" : "0");
     fk::mutable_knob("ME_LAZY_SYNC").set_override(lazy ? "1" : "0");
   }
@@ -191,6 +196,7 @@ class RowSettings {
     fk::amp::set_allow_tf32(false);
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
     fk::mutable_knob("ME_LAZY_SYNC").set_override(std::nullopt);
+    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(std::nullopt);
   }
   RowSettings(const RowSettings&) = delete;
   RowSettings& operator=(const RowSettings&) = delete;
@@ -251,44 +257,48 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
 }
 
 // Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16); fused (1) or per-offset
-// (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0).
+// (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0);
+// ME_CONV_DATAFLOW implicit (1) or gather (0).
 void BM_DeviceConv(benchmark::State& state) {
   if (skip_without_device(state)) return;
   Scene& s = scene();
   const int64_t c = state.range(0), precision = state.range(1);
   const bool fused = state.range(2) != 0, backward = state.range(3) != 0;
-  const RowSettings settings(precision, fused, state.range(4) != 0);
+  const RowSettings settings(precision, fused, state.range(4) != 0, state.range(5) != 0);
   const ConvOperands op = conv_operands(s, c, dtype_of(precision));
   const double conv_s =
       backward
           ? run_timed(state,
                       [&] { minkowski::cuda::conv_backward(op.g, op.f, op.w, *s.dev, true, true); })
           : run_timed(state, [&] { minkowski::cuda::conv_forward(op.f, op.w, *s.dev); });
-  const int64_t groups = minkowski::cuda::last_device_conv_call().groups;
+  const minkowski::cuda::DeviceConvInfo info = minkowski::cuda::last_device_conv_call();
   const double pass = 2.0 * static_cast<double>(s.dev->pairs()) * static_cast<double>(c * c);
   const double flops = backward ? 2 * pass : pass;
   const double gemm_s = gemm_seconds(s, c, precision, backward, op);
   report_flops(state, flops);
   state.counters["gemm_FLOPS"] = benchmark::Counter(flops / gemm_s);
   state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
-  state.counters["launch_groups"] = static_cast<double>(groups);
-  state.SetLabel(s.source + " " + precision_name(precision));
+  state.counters["launch_groups"] = static_cast<double>(info.groups);
+  state.SetLabel(s.source + " " + precision_name(precision) + " " +
+                 minkowski::cuda::name(info.dataflow));
 }
 
-// Every C and precision, both directions: fused with lazy sync off and on,
-// per-offset with it off.
+// Every C and precision, both directions: gather-GEMM-scatter fused with lazy
+// sync off and on, per-offset with it off; implicit GEMM (f32, bf16, f16:
+// TF32 does not apply to it; the backward's weight gradient is gather-GEMM's).
 void conv_rows(benchmark::internal::Benchmark* b) {
   for (int64_t c : {32, 64, 128, 256})
     for (int64_t p : {kFp32, kTf32, kBf16, kFp16})
       for (int64_t backward : {0, 1}) {
-        b->Args({c, p, 1, backward, 0});
-        b->Args({c, p, 1, backward, 1});
-        b->Args({c, p, 0, backward, 0});
+        b->Args({c, p, 1, backward, 0, 0});
+        b->Args({c, p, 1, backward, 1, 0});
+        b->Args({c, p, 0, backward, 0, 0});
+        if (p != kTf32) b->Args({c, p, 1, backward, 0, 1});
       }
 }
 BENCHMARK(BM_DeviceConv)
     ->Apply(conv_rows)
-    ->ArgNames({"C", "precision", "fused", "backward", "lazy"})
+    ->ArgNames({"C", "precision", "fused", "backward", "lazy", "implicit"})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

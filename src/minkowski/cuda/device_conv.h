@@ -24,6 +24,10 @@
 // offset k's pairs, f32 accumulation, rounded once. The results are in the
 // features' dtype; for 16-bit dtypes the f32 accumulator (output rows x
 // channels x 4 bytes) lives until that conversion.
+// Dataflow (ME_CONV_DATAFLOW, implicit_conv.h): the forward and the input
+// gradient run either the gather-GEMM-scatter sequence below or the
+// implicit-GEMM (output-stationary) kernel, per call; the weight gradient is
+// always gather-GEMM. What follows describes gather-GEMM-scatter.
 // Accumulation: float atomics by default (run-to-run order varies); with
 // minkowski::set_deterministic(true) each destination row is summed by one
 // thread in offset order over the map's by_out / by_in (bitwise reproducible,
@@ -38,6 +42,7 @@
 
 #include "fk/tensor.h"
 #include "minkowski/cuda/device_kernel_map.h"
+#include "minkowski/cuda/implicit_conv.h"
 
 namespace minkowski::cuda {
 
@@ -60,6 +65,9 @@ struct DeviceConvInfo {
   int64_t groups = 0;
   int64_t staging_bytes = 0;
   int64_t gemms = 0;
+  // Gather or Implicit: the forward's, or the input gradient's (a backward
+  // without it: Gather).
+  ConvDataflow dataflow = ConvDataflow::Gather;
 };
 DeviceConvInfo last_device_conv_call();
 

@@ -24,6 +24,7 @@
 // device_coordinates.h's maps hold).
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "fk/tensor.h"
@@ -37,12 +38,23 @@ struct DeviceRowIndex {
   fk::Tensor pair;   // i32 (pairs): pair ids grouped by row, ascending within a row
 };
 
+struct DeviceRowMasks;  // implicit_conv.h
+// The implicit-GEMM convolution's per-row offset masks and mask order, per
+// row index (by_out, by_in), made on first use.
+struct DeviceRowMaskCache {
+  std::mutex mu;
+  std::shared_ptr<const DeviceRowMasks> by_out, by_in;
+};
+
 struct DeviceKernelMap {
   int device = 0;
   int64_t volume = 0, in_size = 0, out_size = 0;
   std::vector<int64_t> offset_begin;  // host copy, volume + 1
   fk::Tensor in_rows, out_rows;       // i32 (pairs), on the device, offset order
   DeviceRowIndex by_out, by_in;
+  // Shared by copies of the map (a built map never changes); a copy that
+  // changes its pairs or indices (cuda::transposed) takes a cache of its own.
+  std::shared_ptr<DeviceRowMaskCache> row_masks = std::make_shared<DeviceRowMaskCache>();
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }

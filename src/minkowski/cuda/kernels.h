@@ -141,6 +141,32 @@ void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64
                                 const int32_t* begin, const int32_t* pair, int64_t n_rows,
                                 int64_t cols, float* dst, void* stream);
 
+// --- implicit-GEMM convolution (implicit_conv.cu; f32, f16, bf16) ----------
+
+// mask[r] = the bits k of the offsets (volume <= 64) of row r's pairs pair[e],
+// e in [begin[r], begin[r + 1]) (a DeviceRowIndex; pair p is in offset k when
+// offset_begin[k] <= p < offset_begin[k + 1], volume + 1 entries on the
+// device); *repeated = 1 when a row has two pairs in one offset.
+void launch_row_masks(const int32_t* begin, const int32_t* pair, int64_t rows,
+                      const int64_t* offset_begin, int64_t volume, uint64_t* mask,
+                      int32_t* repeated, void* stream);
+// dst[r, n] (rows x cols, every element written) = the sum over offsets k
+// ascending, then c < inner ascending, of src[other[q], c] * w[k w_k + c w_c
+// + n w_n], q row r's pair in offset k (none: 0); rows taken in the tiles of
+// order (rows sorted by mask, which must be launch_row_masks' with no repeat).
+// f32 accumulation, one rounding to dtype per output, no atomics.
+struct ImplicitConvArgs {
+  const void* src;
+  int64_t inner;
+  const void* w;
+  int64_t w_k, w_c, w_n, cols;
+  const int32_t *order, *begin, *pair, *other;
+  const uint64_t* mask;
+  int64_t rows;
+  void* dst;
+};
+void launch_implicit_conv(int dtype, const ImplicitConvArgs& args, void* stream);
+
 // --- pooling (pooling.cu) ----------------------------------------------------
 // mode: static_cast<int>(minkowski::PoolingMode) (Max 0, Average 1, Sum 2).
 // One thread per (row, channel) walks its row's pairs in pair (offset) order,

@@ -131,6 +131,7 @@ class MinkowskiCudaConvHalf
 
 TEST_P(MinkowskiCudaConvHalf, WithinRoundingOfTheCpuF64OnEveryPath) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   const auto [dtype, cin, cout] = GetParam();
   auto m = make_map(random_rows(3, 2000, 9, 1, 2, 51), 3, 1);
   const Operands o = operands(*m, *m, KernelRegion::cube({3}), cin, cout, dtype, 61);
@@ -182,6 +183,7 @@ TEST(MinkowskiCudaConvHalfStrided, WithinRoundingOfTheCpuF64) {
 
 TEST(MinkowskiCudaConvHalfDeterministic, RepeatsBitForBitWithHalfTheStaging) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   DeterministicScope ds(true);
   auto m = make_map(random_rows(3, 3000, 8, 1, 1, 53), 3, 1);
   for (fk::DType dtype : {fk::DType::F16, fk::DType::BF16}) {

@@ -3,6 +3,8 @@
 // the fused path, the per-offset path and a staging cap that forces many
 // groups, with atomics and in deterministic mode (which must also repeat bit
 // for bit); and operand errors, which are checked before any device work.
+// The path tests pin ME_CONV_DATAFLOW=gather (conv_implicit_test.cpp covers
+// the implicit dataflow, which auto takes for narrow channels elsewhere).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,6 +69,7 @@ class MinkowskiCudaConv : public ::testing::TestWithParam<std::tuple<int, int>> 
 
 TEST_P(MinkowskiCudaConv, MatchesCpuOnEveryPath) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   const auto [cin, cout] = GetParam();
   auto m = make_map(random_rows(3, 3000, 10, 1, 2, 11), 3, 1);
   const Operands o = operands(*m, *m, KernelRegion::cube({3}), cin, cout, 21);
@@ -108,6 +111,7 @@ TEST(MinkowskiCudaConvStrided, MatchesCpu) {
 
 TEST(MinkowskiCudaConvDeterministic, RepeatsBitForBit) {
   MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   fk::amp::set_allow_tf32(false);
   DeterministicScope ds(true);
   auto m = make_map(random_rows(3, 4000, 8, 1, 1, 13), 3, 1);
