@@ -19,7 +19,9 @@ namespace minkowski::cuda {
 
 namespace {
 
-fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "auto",
+// The default stays gather until the implicit kernel has run on a device
+// (issue 19: scripts/gpu-check); then auto, once its thresholds are tuned.
+fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "gather",
                    "minkowski device convolution dataflow: auto (a cost model per call), gather "
                    "(gather, cuBLAS GEMM, scatter) or implicit (output-stationary implicit GEMM "
                    "over rows sorted by offset mask, where the map allows)",

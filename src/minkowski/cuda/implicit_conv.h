@@ -27,7 +27,7 @@
 //   input gradient  by_in,  source rows out_rows, W_k^T       (C_out -> C_in)
 // The weight gradient stays on gather-GEMM (device_conv.cpp).
 //
-// ME_CONV_DATAFLOW = auto | gather | implicit (read per call). implicit runs
+// ME_CONV_DATAFLOW = gather (default) | auto | implicit (read per call). implicit runs
 // the implicit dataflow wherever the map is eligible (else gather); auto
 // takes it when eligible and either the channels are narrow (C_in, C_out <=
 // 64: the GEMMs are small and the staging traffic dominates) or the map is
