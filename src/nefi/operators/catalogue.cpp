@@ -75,6 +75,13 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "implicit-function adjoint (one adjoint solve)",
        "no",
        "-",
+       {}},
+      {"depth_compensated",
+       "an inner operator (dot3d: diffuse_optical) whose training gradient is scaled per depth "
+       "layer by its measured sensitivity",
+       "the inner one's, weighted per layer in the update; vjp is the inner J^T",
+       "no",
+       "-",
        {"dot3d"}},
       {"wave",
        "acoustic leapfrog with Ricker sources, receivers and absorbing layers",
