@@ -45,8 +45,10 @@ TEST(FmaPeak, MeasuredWhereTheIsaHasFma) {
     EXPECT_EQ(p.cpu, 0.0);
     return;
   }
-  // Above a scalar core's rate, below 100 GHz worth of one thread's flop.
-  EXPECT_GT(p.wall, 1.0);
+  // The CPU-time rate above a scalar core's, below 100 GHz worth of one
+  // thread's flop. The wall rate only has to exist: on a loaded machine (an
+  // ASan run beside other jobs read 0.96) it is whatever share the thread got.
+  EXPECT_GT(p.wall, 0.0);
   EXPECT_GT(p.cpu, 1.0);
   EXPECT_LT(p.cpu, 100.0 * fk::fma_chains_round_flop(fk::cpu_isa()));
 }
