@@ -477,7 +477,7 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "optimizer adam or adamw (L-BFGS steps host copies)", cur_.optim.optimizer);
   FK_CHECK(!cur_.optim.ema, where, "no EMA (its shadow update is a host loop)", "optim.ema set");
   FK_CHECK(problem_.field->autocast() != fk::DType::F16, where,
-           "no fp16 autocast (its loss scaler unscales on the host)", "autocast fp16");
+           "no fp16 autocast (loss scaling is not wired for a device solve)", "autocast fp16");
 }
 
 struct Solver::Attempt {

@@ -105,8 +105,12 @@ TEST(NefiAdamDevice, MixedDevicesAreRefused) {
   // A gradient left on the host is refused, not copied.
   fk::Tensor p = fk::zeros({4}, {fk::DType::F32, kGpu});
   nefi::FusedAdam adam({p}, nefi::AdamOptions{});
-  p.set_grad(fk::ones({4}));
-  EXPECT_THROW(adam.step(1e-3), fk::Error);
+  EXPECT_THROW(
+      {
+        p.set_grad(fk::ones({4}));
+        adam.step(1e-3);
+      },
+      fk::Error);
 }
 
 }  // namespace
