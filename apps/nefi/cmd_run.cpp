@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "nefi/instances/instance.h"
@@ -29,6 +31,7 @@ namespace {
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
+  so.device = fk::parse_device(r.device);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
   if (r.save_every > 0) {
     so.checkpoint_path = (fs::path(out) / ckpt).string();
@@ -44,6 +47,17 @@ nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest&
       return true;
     });
   return so;
+}
+
+// --device: cpu, or a CUDA device this process can use (checked before any
+// work, so a CPU-only build refuses it at once).
+void check_device(const std::string& name) {
+  const fk::Device d = fk::parse_device(name);
+  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "--device",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           d.str());
 }
 
 void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
@@ -116,11 +130,16 @@ void check_baseline(const nefi::Instance& inst, const std::string& baseline) {
 
 int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   const RunRequest r = with_baseline(req);
+  check_device(r.device);
   set_threads(r.threads);
   const nefi::RunConfig cfg = resolve_config(r, dirs);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   check_methods(*inst, cfg.methods);
   check_baseline(*inst, r.baseline);
+  for (const auto& m : cfg.methods)
+    FK_CHECK(r.device == "cpu" || m == default_method(*inst), "--device " + r.device,
+             "the " + default_method(*inst) + " method alone (baselines run on the CPU)",
+             "method " + m);
   const std::string out =
       r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, r.smoke ? "smoke" : "")
                     : r.out;
@@ -171,13 +190,17 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--threads", r.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   run->add_option("--save-every", r.save_every,
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
+  run->add_option("--device", r.device,
+                  "train the neural field on cpu (default) or cuda[:N] (operators without a "
+                  "device path refuse)");
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
   run->footer(
       "Examples:\n  nefi run toy1d --smoke\n"
       "  nefi run deconvolution --smoke -m neural -m wiener --set tv=1e-3 --no-plot\n"
       "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2\n"
-      "  nefi run deconvolution --smoke --baseline admm");
+      "  nefi run deconvolution --smoke --baseline admm\n"
+      "  nefi run deconvolution --smoke -m neural --device cuda");
   return {run, [o, &ctx] {
             if (o->seed_opt->count()) o->req.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.smoke_steps = o->smoke_steps;

@@ -22,7 +22,8 @@ struct RunRequest {
   std::optional<uint64_t> seed;
   int threads = 0, save_every = 0;
   std::string resume;
-  std::string baseline;  // --baseline/-b: this one method instead of the config's
+  std::string baseline;        // --baseline/-b: this one method instead of the config's
+  std::string device = "cpu";  // --device: where the neural field trains
 };
 
 // configs/<instance>_smoke.yaml from the config search path; fk::Error

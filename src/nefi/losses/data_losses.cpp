@@ -249,6 +249,20 @@ struct PoissonNllLoss : Loss {
   std::string signature() const override { return "poisson_nll:" + name() + ":" + fmt_exact(eps); }
 };
 
+// On a device: the same mean composed of fk's device ops (their autograd
+// gives the gradient), summed in the device's order and in the prediction's
+// dtype (the host loop sums in f64). y and mask must be on p's device (fk
+// refuses mixed operands). An all-zero mask gives NaN there (the NaN guard
+// sees it) rather than a host read per step to check it.
+fk::Tensor masked_mse_device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
+                             double scale) {
+  const fk::Tensor d = fk::sub(p, y.dtype() == p.dtype() ? y : y.to(p.dtype()));
+  const fk::Tensor sq = fk::mul(d, d);
+  if (!mask.defined()) return fk::div(fk::mean(sq), scale);
+  const fk::Tensor w = mask.dtype() == p.dtype() ? mask : mask.to(p.dtype());
+  return fk::div(fk::div(fk::sum(fk::mul(w, sq)), fk::sum(w)), scale);
+}
+
 }  // namespace
 
 fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
@@ -260,6 +274,7 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
            "a mask of shape " + y.shape().str(), mask.defined() ? mask.shape().str() : "");
   FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE",
            "an f32/f64 prediction", fk::name(p.dtype()));
+  if (!p.device().is_cpu()) return masked_mse_device(p, y, mask, scale);
   const fk::DType dt = p.dtype();
   fk::Tensor pc, yc, wc;
   {

@@ -10,16 +10,23 @@ namespace {
 
 // total = sum_i w_i c_i over 0-dim terms as one op, and one op back (the
 // plain chain is a mul, an add and a scalar fill per term, both ways).
+// A host scalar moved to d (terms on a device get their gradients there).
+fk::Tensor on(const fk::Tensor& t, fk::Device d) {
+  return d.is_cpu() ? t : t.to(d);
+}
+
 struct WeightedSumBackward : fk::autograd::Node {
   std::vector<double> weights;
   std::vector<fk::DType> dtypes;
+  std::vector<fk::Device> devices;
   const char* name() const override { return "WeightedSumBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("weighted_sum_backward");
     const double g = scalar_value(grads[0]);
     std::vector<fk::Tensor> out;
     for (size_t i = 0; i < weights.size(); ++i)
-      out.push_back(next[i].fn ? make_scalar(g * weights[i], dtypes[i]) : fk::Tensor());
+      out.push_back(next[i].fn ? on(make_scalar(g * weights[i], dtypes[i]), devices[i])
+                               : fk::Tensor());
     return out;
   }
 };
@@ -32,11 +39,16 @@ fk::Tensor weighted_sum(const std::vector<fk::Tensor>& terms, const std::vector<
     total += w[i] * scalar_value(terms[i]);
     if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
   }
-  fk::Tensor out = make_scalar(total, dt);
+  // The terms were read anyway (the step's host reads); the total goes back
+  // to their device so backward starts there.
+  fk::Tensor out = on(make_scalar(total, dt), terms.front().device());
   if (fk::autograd::any_needs_grad(terms)) {
     auto node = std::make_shared<WeightedSumBackward>();
     node->weights = w;
-    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    for (const auto& t : terms) {
+      node->dtypes.push_back(t.dtype());
+      node->devices.push_back(t.device());
+    }
     fk::autograd::record(node, terms, out);
   }
   return out;

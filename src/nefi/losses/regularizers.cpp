@@ -288,6 +288,9 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
            "a field and one spacing per axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV",
            "an f32/f64 field", fk::name(x.dtype()));
+  // The value and its gradient are host loops; a device field is refused, not copied.
+  FK_CHECK(x.device().is_cpu(), "nefi::TV", "a field on the CPU (TV has no device path)",
+           x.device().str());
   const fk::Tensor xc = contiguous_values(x);
   const std::vector<double> inv_h = reciprocals(h);
   const Stencil st(xc.shape(), opt.periodic_axes);
@@ -312,6 +315,8 @@ fk::Tensor total_variation_rows(const fk::Tensor& x, const std::vector<double>& 
            "nefi::TV rows", "fields (N, *grid) and one spacing per grid axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV rows",
            "an f32/f64 field", fk::name(x.dtype()));
+  FK_CHECK(x.device().is_cpu(), "nefi::TV rows", "fields on the CPU (TV has no device path)",
+           x.device().str());
   const fk::Tensor xc = contiguous_values(x);
   const std::vector<double> inv_h = reciprocals(h);
   const fk::Dims grid(std::vector<int64_t>(xc.shape().begin() + 1, xc.shape().end()));

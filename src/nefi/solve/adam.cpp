@@ -5,6 +5,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/solve/adam_device.h"
 
 namespace nefi {
 namespace {
@@ -25,19 +26,29 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, do
 
 }  // namespace
 
+AdamScalars adam_scalars(double lr, double clip, const AdamOptions& o, int64_t t) {
+  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
+  return {clip,
+          o.decoupled ? 0.0 : o.weight_decay,
+          o.decoupled ? 1.0 - lr * o.weight_decay : 1.0,
+          o.beta1,
+          o.beta2,
+          lr / bc1,
+          1.0 / std::sqrt(bc2),
+          o.eps};
+}
+
 template <typename T>
 void adam_update(T* x, const T* gg, T* mm, T* vv, int64_t n, double lr, double clip,
                  const AdamOptions& o, int64_t t) {
-  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
-  const double step = lr / bc1, inv_sqrt_bc2 = 1.0 / std::sqrt(bc2);
-  const double decay = o.decoupled ? 1.0 - lr * o.weight_decay : 1.0;
-  const double l2 = o.decoupled ? 0.0 : o.weight_decay;
+  const AdamScalars s = adam_scalars(lr, clip, o, t);
   // All arithmetic in T so the loop vectorises (sqrt/div packed; the target
   // is built with -fno-math-errno).
-  const T b1 = static_cast<T>(o.beta1), b2 = static_cast<T>(o.beta2);
-  const T c = static_cast<T>(clip), l2t = static_cast<T>(l2), dec = static_cast<T>(decay);
-  const T st = static_cast<T>(step), ib = static_cast<T>(inv_sqrt_bc2), eps = static_cast<T>(o.eps);
+  const T b1 = static_cast<T>(s.b1), b2 = static_cast<T>(s.b2);
+  const T c = static_cast<T>(s.clip), l2t = static_cast<T>(s.l2), dec = static_cast<T>(s.decay);
+  const T st = static_cast<T>(s.step), ib = static_cast<T>(s.inv_sqrt_bc2);
+  const T eps = static_cast<T>(s.eps);
   for (int64_t i = 0; i < n; ++i) {
     const T gi = gg[i] * c + l2t * x[i];
     mm[i] = b1 * mm[i] + (T(1) - b1) * gi;
@@ -56,8 +67,9 @@ FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
     FK_CHECK(p.is_contiguous() && (p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64),
              "nefi::FusedAdam", "contiguous f32/f64 parameters",
              std::string(fk::name(p.dtype())) + " " + p.shape().str());
-    // The fused update is a host loop over the buffer.
-    FK_CHECK(p.device().is_cpu(), "nefi::FusedAdam", "parameters on the CPU", p.device().str());
+    // One device for all: the global norm is one reduction there.
+    FK_CHECK(p.device() == params_.front().device(), "nefi::FusedAdam",
+             "all parameters on " + params_.front().device().str(), p.device().str());
   }
   reset_state();
 }
@@ -83,8 +95,8 @@ void FusedAdam::reset_state() {
   m_.clear();
   v_.clear();
   for (const fk::Tensor& p : params_) {
-    m_.push_back(fk::zeros(p.shape(), {p.dtype()}));
-    v_.push_back(fk::zeros(p.shape(), {p.dtype()}));
+    m_.push_back(fk::zeros(p.shape(), {p.dtype(), p.device()}));
+    v_.push_back(fk::zeros(p.shape(), {p.dtype(), p.device()}));
   }
   t_ = 0;
 }
@@ -103,8 +115,10 @@ double FusedAdam::step(double lr) {
       if (g.defined() && (g.dtype() != p.dtype() || !g.is_contiguous()))
         g = g.to(p.dtype()).contiguous();
       grads.push_back(g);
-      if (g.defined()) sq += p.dtype() == fk::DType::F64 ? sum_sq<double>(g) : sum_sq<float>(g);
+      if (g.defined() && on_cpu())
+        sq += p.dtype() == fk::DType::F64 ? sum_sq<double>(g) : sum_sq<float>(g);
     }
+    if (!on_cpu()) sq = device_grad_sq_sum(grads);
   }
   const double norm = std::sqrt(sq);
   const double clip =
@@ -115,7 +129,9 @@ double FusedAdam::step(double lr) {
     // update), as PyTorch's Adam(W) does; the step count stays shared.
     if (!grads[i].defined()) continue;
     fk::profile::OpScope scope("adam_step");
-    if (params_[i].dtype() == fk::DType::F64)
+    if (!on_cpu())
+      adam_update_device(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
+    else if (params_[i].dtype() == fk::DType::F64)
       update<double>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
     else
       update<float>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);

@@ -3,8 +3,11 @@
 // the gradient-norm clip factor, the moment updates, bias correction, decoupled
 // (AdamW) or L2 (Adam) weight decay and the parameter write happen in a single
 // pass (one op per buffer, plus one for the global norm when clipping).
-// Parameters: f32/f64 leaves updated in place (their version bumps). State
-// (m, v) is f32/f64 like the parameter. Deterministic (sequential loops).
+// Parameters: f32/f64 leaves updated in place (their version bumps), all on
+// the CPU or all on one CUDA device (solve/adam_device.h: the same update as
+// one kernel per buffer, the norm as one device reduction read once per step).
+// State (m, v) is f32/f64 like the parameter, on its device. Deterministic
+// (sequential loops; fixed-order reductions on a device).
 #include <vector>
 
 #include "fk/tensor.h"
@@ -17,6 +20,13 @@ struct AdamOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double grad_clip = 0;  // global norm; <= 0 off
 };
+
+// The per-step scalars of adam_update in f64; each loop (host or device)
+// rounds them to its T once.
+struct AdamScalars {
+  double clip, l2, decay, b1, b2, step, inv_sqrt_bc2, eps;
+};
+AdamScalars adam_scalars(double lr, double clip, const AdamOptions& o, int64_t t);
 
 // The update FusedAdam runs on one buffer of n elements at step count t >= 1
 // with the clip factor already known (1: none): moments, bias correction,
@@ -37,6 +47,7 @@ class FusedAdam {
   void zero_grad();
   const std::vector<fk::Tensor>& params() const { return params_; }
   int64_t steps() const { return t_; }
+  bool on_cpu() const { return params_.empty() || params_.front().device().is_cpu(); }
   // The moments (m, v per parameter) and the step count, for checkpoints.
   const std::vector<fk::Tensor>& first_moments() const { return m_; }
   const std::vector<fk::Tensor>& second_moments() const { return v_; }

@@ -10,6 +10,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
@@ -91,6 +92,32 @@ std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op) {
   std::vector<fk::Tensor> params{field.params().flat()};
   for (const auto& p : op.parameters()) params.push_back(p);
   return params;
+}
+
+// The seed of backward: 1 in the total's dtype, on its device.
+fk::Tensor unit_seed(const fk::Tensor& total) {
+  if (total.device().is_cpu()) return make_scalar(1.0, total.dtype());  // no fill op
+  return fk::ones(fk::Dims{}, {total.dtype(), total.device()});
+}
+
+Measurement on_device(Measurement m, fk::Device d) {
+  if (m.data.device() != d) m.data = m.data.to(d);
+  if (m.mask.defined() && m.mask.device() != d) m.mask = m.mask.to(d);
+  return m;
+}
+
+std::vector<fk::Tensor> on_host(std::vector<fk::Tensor> ts) {
+  for (fk::Tensor& t : ts)
+    if (!t.device().is_cpu()) t = t.to(fk::kCPU);
+  return ts;
+}
+
+// The field a device solve moves: only a NeuralField has a device path.
+NeuralField& device_field(Field& field) {
+  auto* nf = dynamic_cast<NeuralField*>(&field);
+  FK_CHECK(nf != nullptr, "nefi::Solver (device)", "a neural field (only it trains on a device)",
+           "a " + field.kind() + " field");
+  return *nf;
 }
 
 AdamOptions adam_options(const OptimConfig& o) {
@@ -214,7 +241,8 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
       stage_(cur.stages[index]),
       domain_(problem.domain.at(stage_shape(stage_, problem.domain))),
       op_(problem.op->at_resolution(domain_.shape())),
-      obs_(problem.measurement.resampled(op_->output_shape(domain_.shape()))),
+      obs_(
+          on_device(problem.measurement.resampled(op_->output_shape(domain_.shape())), opt.device)),
       losses_(problem.losses.with_weights(stage_.loss_weights)),
       field_(*problem.field),
       params_(start_stage_field(field_, domain_, *op_)),
@@ -301,7 +329,7 @@ bool StageRun::adam_step(int t, double lr, StepValue& v) {
     scaler_->update(!finite);
     if (finite) adam_.step(lr);
   } else {
-    v.val.total.backward(make_scalar(1.0, v.val.total.dtype()));  // no fill op for the seed
+    v.val.total.backward(unit_seed(v.val.total));
     adam_.step(lr);
   }
   return true;
@@ -334,10 +362,10 @@ void StageRun::save(int t, int global) const {
   ck.global_step = global;
   ck.field_kind = field_.kind();
   ck.lr_mult = lr_mult_;
-  ck.params = snapshot(params_);
+  ck.params = on_host(snapshot(params_));
   if (!use_lbfgs_) {
-    ck.adam_m = adam_.first_moments();
-    ck.adam_v = adam_.second_moments();
+    ck.adam_m = on_host(adam_.first_moments());
+    ck.adam_v = on_host(adam_.second_moments());
     ck.adam_steps = adam_.steps();
   }
   save_checkpoint(opt_.checkpoint_path, ck);
@@ -442,6 +470,14 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");
+  if (opt_.device.is_cpu()) return;
+  const char* where = "nefi::Solver (device)";
+  device_field(*problem_.field);
+  FK_CHECK(cur_.optim.optimizer != "lbfgs", where,
+           "optimizer adam or adamw (L-BFGS steps host copies)", cur_.optim.optimizer);
+  FK_CHECK(!cur_.optim.ema, where, "no EMA (its shadow update is a host loop)", "optim.ema set");
+  FK_CHECK(problem_.field->autocast() != fk::DType::F16, where,
+           "no fp16 autocast (loss scaling is not wired for a device solve)", "autocast fp16");
 }
 
 struct Solver::Attempt {
@@ -459,6 +495,7 @@ Result Solver::run() {
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
+  if (opt_.device.is_cuda()) device_field(*problem_.field).to(opt_.device);
   for (int r = 0; r < cur_.restarts; ++r) {
     Attempt a = run_once(base_seed + r, r == 0, t_run);
     const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
@@ -476,6 +513,7 @@ Result Solver::run() {
     std::vector<fk::Tensor> params = solve_parameters(field, *best.final_op);
     restore(params, best.params);
   }
+  if (opt_.device.is_cuda()) device_field(field).to(fk::kCPU);
   Result res = std::move(best.res);
   res.seed = base_seed + best_r;
   res.restart = best_r;

@@ -18,6 +18,14 @@
 //               at the step after a saved one and finishes bit-identical to
 //               an uninterrupted run (its history starts at the checkpoint;
 //               an EMA shadow is not saved and restarts from the parameters)
+//   device      a CUDA device: the run moves the NeuralField, each stage's
+//               measurement and the Adam(W) state there; the operator and
+//               losses then run on device tensors (one that cannot refuses
+//               with its own error, nothing is copied back behind its back)
+//               and a step reads back the loss components and the gradient
+//               norm only. The field returns to the CPU before the final
+//               fields are evaluated. L-BFGS, EMA, fp16 loss scaling and
+//               operators with trainable parameters stay on the CPU (refused).
 // The final fields are evaluated at the last stage's grid at the end of its
 // annealing schedule (progress_at(steps)) when it ran to completion, else at
 // the progress it stopped at (bands never trained stay off).
@@ -27,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "nefi/solve/curriculum.h"
 #include "nefi/solve/problem.h"
 #include "nefi/solve/result.h"
@@ -75,6 +84,7 @@ struct SolverOptions {
   std::optional<uint64_t> init_seed;  // initialise the field from this seed instead of `seed`
                                       // (a benchmark pairs one measurement with several seeds)
   std::function<void(const StageView&)> on_stage_start;
+  fk::Device device = fk::kCPU;  // where the field trains (see above)
   // > 0: solve_and_record caps the curriculum (Curriculum::capped), as --smoke does.
   int max_total_steps = 0;
 };

@@ -28,7 +28,6 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/operators/angular_spectrum.h"
 #include "nefi/operators/fft_convolution.h"
-#include "nefi/solve/adam.h"
 
 namespace {
 
@@ -257,8 +256,6 @@ TEST(NefiFieldDevice, MixedDevicesAreRefused) {
   // The holography operator propagates on the host: a device phase is refused.
   const nefi::HolographyOperator holo(d, {0.5}, nefi::PropagationOptions{});
   EXPECT_THROW(holo.apply(field), fk::Error);
-  // The fused Adam step is a host loop: device parameters are refused.
-  EXPECT_THROW(nefi::FusedAdam({f.params().flat()}, nefi::AdamOptions{}), fk::Error);
 }
 
 // Runs everywhere: without a usable device (CPU-only builds, or no GPU)

@@ -1,0 +1,133 @@
+// The AdamW kernels (adam_kernels.h): the gradient's squared norm in two
+// fixed-order passes, and the fused elementwise update.
+#include <cstdint>
+
+#include "fk/cuda/common.cuh"
+#include "nefi/cuda/adam_kernels.h"
+
+namespace nefi::cuda {
+namespace {
+
+using fk::cuda::detail::as_stream;
+using fk::cuda::detail::blocks_for;
+using fk::cuda::detail::check_launch;
+using fk::cuda::detail::kThreads;
+
+// Enough blocks to fill a GPU; each walks a fixed strided share.
+constexpr int64_t kMaxSumBlocks = 1024;
+
+// Tree-sums the block's kThreads values in shared memory (fixed shape);
+// thread 0 returns the total.
+__device__ double block_sum(double* shared, double mine) {
+  shared[threadIdx.x] = mine;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride)
+      shared[threadIdx.x] = __dadd_rn(shared[threadIdx.x], shared[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+template <typename T>
+__global__ void sum_sq_kernel(const T* g, int64_t n, double* partials) {
+  __shared__ double shared[kThreads];
+  double s = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n; i += stride) {
+    const double gi = static_cast<double>(g[i]);
+    s = __dadd_rn(s, __dmul_rn(gi, gi));
+  }
+  const double total = block_sum(shared, s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+__global__ void sum_partials_kernel(const double* partials, int64_t count, double* out) {
+  __shared__ double shared[kThreads];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < count; i += kThreads) s = __dadd_rn(s, partials[i]);
+  const double total = block_sum(shared, s);
+  if (threadIdx.x == 0) *out = total;
+}
+
+// Correctly rounded T arithmetic, so nvcc cannot contract into FMAs.
+__device__ inline float add(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ inline float sub(float a, float b) {
+  return __fsub_rn(a, b);
+}
+__device__ inline float mul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ inline float quot(float a, float b) {
+  return __fdiv_rn(a, b);
+}
+__device__ inline float root(float a) {
+  return __fsqrt_rn(a);
+}
+__device__ inline double add(double a, double b) {
+  return __dadd_rn(a, b);
+}
+__device__ inline double sub(double a, double b) {
+  return __dsub_rn(a, b);
+}
+__device__ inline double mul(double a, double b) {
+  return __dmul_rn(a, b);
+}
+__device__ inline double quot(double a, double b) {
+  return __ddiv_rn(a, b);
+}
+__device__ inline double root(double a) {
+  return __dsqrt_rn(a);
+}
+
+template <typename T>
+__global__ void adam_update_kernel(T* x, const T* g, T* m, T* v, int64_t n, AdamScalars<T> s) {
+  const T one_b1 = sub(T(1), s.b1), one_b2 = sub(T(1), s.b2);
+  FK_CUDA_LOOP(i, n) {
+    const T xi = x[i];
+    const T gi = add(mul(g[i], s.clip), mul(s.l2, xi));
+    const T mi = add(mul(s.b1, m[i]), mul(one_b1, gi));
+    const T vi = add(mul(s.b2, v[i]), mul(mul(one_b2, gi), gi));
+    m[i] = mi;
+    v[i] = vi;
+    x[i] = sub(mul(xi, s.decay), quot(mul(s.step, mi), add(mul(root(vi), s.inv_sqrt_bc2), s.eps)));
+  }
+}
+
+}  // namespace
+
+int64_t sum_sq_blocks(int64_t n) {
+  const int64_t b = static_cast<int64_t>(blocks_for(n));
+  return b < kMaxSumBlocks ? b : kMaxSumBlocks;
+}
+
+template <typename T>
+void launch_sum_sq_partials(const T* g, int64_t n, double* partials, void* stream) {
+  const auto blocks = static_cast<unsigned>(sum_sq_blocks(n));
+  sum_sq_kernel<T><<<blocks, kThreads, 0, as_stream(stream)>>>(g, n, partials);
+  check_launch("nefi::cuda::sum_sq_partials");
+}
+
+void launch_sum_partials(const double* partials, int64_t count, double* out, void* stream) {
+  sum_partials_kernel<<<1, kThreads, 0, as_stream(stream)>>>(partials, count, out);
+  check_launch("nefi::cuda::sum_partials");
+}
+
+template <typename T>
+void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s,
+                        void* stream) {
+  if (n == 0) return;
+  adam_update_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, g, m, v, n, s);
+  check_launch("nefi::cuda::adam_update");
+}
+
+template void launch_sum_sq_partials<float>(const float*, int64_t, double*, void*);
+template void launch_sum_sq_partials<double>(const double*, int64_t, double*, void*);
+template void launch_adam_update<float>(float*, const float*, float*, float*, int64_t,
+                                        const AdamScalars<float>&, void*);
+template void launch_adam_update<double>(double*, const double*, double*, double*, int64_t,
+                                         const AdamScalars<double>&, void*);
+
+}  // namespace nefi::cuda

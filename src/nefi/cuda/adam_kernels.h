@@ -1,0 +1,37 @@
+#pragma once
+// Launchers of the AdamW kernels (adam.cu): raw device pointers and a stream
+// (a cudaStream_t as void*), no CUDA types, so adam_device.cpp is plain C++.
+// T is float or double. Launches are asynchronous; a failed launch throws
+// fk::Error. No atomics: every sum is in a fixed order, so results are
+// bitwise reproducible run to run.
+#include <cstdint>
+
+namespace nefi::cuda {
+
+// Blocks (and so partial sums) the squared-norm pass uses for n elements.
+int64_t sum_sq_blocks(int64_t n);
+
+// partials[b] = the f64 sum of g[i]² over block b's elements (a fixed
+// strided walk per thread, then a fixed-shape tree), for b < sum_sq_blocks(n).
+template <typename T>
+void launch_sum_sq_partials(const T* g, int64_t n, double* partials, void* stream);
+
+// *out = the sum of partials[0..count) (one block, fixed tree order).
+void launch_sum_partials(const double* partials, int64_t count, double* out, void* stream);
+
+// The scalars of one AdamW step, each already rounded to T on the host exactly
+// as adam_update (solve/adam.cpp) rounds them.
+template <typename T>
+struct AdamScalars {
+  T clip, l2, decay, b1, b2, step, inv_sqrt_bc2, eps;
+};
+
+// adam_update's loop body per element, operation for operation, each product,
+// quotient, sum and square root rounded once (no contraction):
+//   g' = g·clip + l2·x;  m = b1·m + (1−b1)·g';  v = b2·v + (1−b2)·g'·g'
+//   x = x·decay − step·m / (√v · inv_sqrt_bc2 + eps)
+template <typename T>
+void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s,
+                        void* stream);
+
+}  // namespace nefi::cuda

@@ -1,0 +1,104 @@
+// A neural toy1d solve (FFT convolution operator, MSE + L1 on the field) on a
+// CUDA device against the same solve on the CPU, 30 Adam steps; and a device
+// solve that meets a host-only loss (TV) refusing with its error. Without a
+// usable device the tests skip (scripts/gpu-check runs them on one).
+//
+// Tolerance: the two runs differ by f32 round-off from the first step (cuBLAS
+// products against the CPU's GEMM, cuFFT against the CPU FFT, f32 device sums
+// against the host's f64 ones, ~1e-6 relative per step); Adam's normalised
+// steps can amplify that on coordinates whose gradient is near zero, so over
+// 30 steps we allow 1e-3 relative on every loss in the history and 1e-3 of the
+// field's range on the final field.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fk/amp.h"
+#include "fk/cuda/runtime.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+#define NEFI_SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                            \
+    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+  } while (0)
+
+// TF32 off for a scope (the tolerance assumes f32 products).
+class NoTf32 {
+ public:
+  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
+  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
+  NoTf32(const NoTf32&) = delete;
+  NoTf32& operator=(const NoTf32&) = delete;
+
+ private:
+  bool was_;
+};
+
+nefi::Params toy1d_params(double tv) {
+  nefi::Params p = nefi::find_instance("toy1d")->default_config();
+  p.set("n", "64");
+  p.set("hidden", "32");
+  p.set("depth", "3");
+  p.set("n_octaves", "5");
+  p.set("lr", "0.02");
+  p.set("anneal_fraction", "0.3");
+  p.set_value("tv", tv);
+  p.set_value("l1", 1e-3);
+  p.set_value("steps", std::vector<double>{30});
+  return p;
+}
+
+nefi::Result solve(const nefi::Params& p, fk::Device device) {
+  auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
+  nefi::SolverOptions so;
+  so.seed = 3;
+  so.device = device;
+  return nefi::Solver(su->problem, su->curriculum, so).run();
+}
+
+TEST(NefiSolverDevice, Toy1dOnTheDeviceFollowsTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const nefi::Params p = toy1d_params(0.0);
+  const nefi::Result cpu = solve(p, fk::kCPU);
+  const nefi::Result gpu = solve(p, fk::cuda_device(0));
+  ASSERT_EQ(cpu.history.rows.size(), 30u);
+  ASSERT_EQ(gpu.history.rows.size(), cpu.history.rows.size());
+  for (size_t r = 0; r < cpu.history.rows.size(); ++r) {
+    const auto& a = cpu.history.rows[r];
+    const auto& b = gpu.history.rows[r];
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 5; k < a.size(); ++k)
+      EXPECT_NEAR(b[k], a[k], 1e-3 * std::abs(a[k]) + 1e-12) << "row " << r << " column " << k;
+  }
+  // The run learned something, on both.
+  EXPECT_LT(gpu.history.rows.back()[5], 0.5 * gpu.history.rows.front()[5]);
+  const auto x = cpu.fields.at("x").to_vector<double>();
+  const fk::Tensor xg = gpu.fields.at("x");
+  EXPECT_TRUE(xg.device().is_cpu());  // the field came back before the final evaluation
+  const auto y = xg.to_vector<double>();
+  ASSERT_EQ(x.size(), y.size());
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  EXPECT_LE(worst, 1e-3 * (*hi - *lo));
+}
+
+TEST(NefiSolverDevice, AHostOnlyLossIsRefused) {
+  NEFI_SKIP_WITHOUT_GPU();
+  try {
+    solve(toy1d_params(1e-4), fk::cuda_device(0));
+    FAIL() << "a TV term on a device field ran";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TV"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,62 @@
+// SolverOptions::device refusals that need no GPU: a field without a device
+// path, the optimizer and options that stay on the host, and a device this
+// process cannot use (every device on a CPU-only build). The device solve
+// itself is tests/nefi/cuda/solver_device_test.cpp.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+nefi::Params small_toy1d() {
+  nefi::Params p = nefi::find_instance("toy1d")->default_config();
+  p.set("n", "32");
+  p.set("hidden", "16");
+  p.set("depth", "2");
+  p.set_value("steps", std::vector<double>{3});
+  return p;
+}
+
+// The fk::Error message of constructing and running the solve, "" if none.
+std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
+                    fk::Device device) {
+  auto su = nefi::find_instance("toy1d")->setup(small_toy1d(), method, 0);
+  if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
+  if (ema) su->curriculum.optim.ema = 0.9;
+  nefi::SolverOptions so;
+  so.device = device;
+  try {
+    nefi::Solver(su->problem, su->curriculum, so).run();
+  } catch (const fk::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
+  const fk::Device gpu = fk::cuda_device(0);
+  EXPECT_NE(refusal("grid", "", false, gpu).find("a neural field"), std::string::npos);
+  EXPECT_NE(refusal("neural", "lbfgs", false, gpu).find("L-BFGS"), std::string::npos);
+  EXPECT_NE(refusal("neural", "", true, gpu).find("EMA"), std::string::npos);
+}
+
+TEST(NefiSolverDeviceOption, AnUnusableDeviceIsRefusedByName) {
+  const fk::Device missing = fk::cuda_device(fk::cuda::device_count());
+  const std::string e = refusal("neural", "", false, missing);
+  EXPECT_NE(e.find(missing.str()), std::string::npos) << e;
+  if (!fk::cuda::built_with_cuda()) {
+    EXPECT_NE(e.find("no CUDA backend"), std::string::npos) << e;
+  }
+}
+
+TEST(NefiSolverDeviceOption, TheCpuDefaultRuns) {
+  EXPECT_EQ(refusal("neural", "", false, fk::kCPU), "");
+}
+
+}  // namespace
