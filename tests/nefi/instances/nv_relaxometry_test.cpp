@@ -354,7 +354,7 @@ TEST(NefiNVRelaxometry, SmokeQualityFloor) {
   EXPECT_GT(inst->run(off, "neural", 0, {}).metrics.at("larmor_mae"), 0.1);
   auto g = inst->run(c.config, "grid", 0, {});
   EXPECT_LT(g.metrics.at("hungarian_f1"), 0.6);  // measured 0.29: the prior matters
-  EXPECT_LT(g.metrics.at("masked_ssim"), 0.2);  // measured 0.028
+  EXPECT_LT(g.metrics.at("masked_ssim"), 0.2);   // measured 0.028
 }
 
 }  // namespace
