@@ -1,5 +1,5 @@
 // The device paths of heat_device.h: a StepSolver over DeviceFlatSweeper
-// (FlatStepSolver's contract, the iterate staying on the device) and the
+// (sweeper_step_solver.h, the iterate staying on the device) and the
 // adjoint's face sums and gradient as one kernel each.
 #include <cstdint>
 #include <limits>
@@ -14,6 +14,7 @@
 #include "nefi/cuda/device_sweeper.h"
 #include "nefi/cuda/kernels.h"
 #include "nefi/operators/heat/heat_device.h"
+#include "nefi/operators/heat/sweeper_step_solver.h"
 
 namespace nefi::heat {
 namespace {
@@ -25,40 +26,6 @@ void dispatch(fk::DType dt, F&& f) {
   else
     f(float{});
 }
-
-class DeviceStepSolver : public StepSolver {
- public:
-  DeviceStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o, const fk::Device& d)
-      : sweeper_(std::move(s), g, d), o_(o) {
-    if (o_.solver == "chebyshev")
-      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
-  }
-  void start(const fk::Tensor& x0) override {
-    sweeper_.load(x0);
-    sweeper_.set_rhs(x0);
-  }
-  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
-    sweeper_.set_rhs(b, surface);
-    iterate();
-  }
-  void advance(const fk::Tensor& surface) override {
-    if (surface.defined()) sweeper_.add_surface(surface);
-    iterate();
-  }
-  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
-  const HeatSystem& system() const override { return sweeper_.system(); }
-
- private:
-  void iterate() {
-    if (omega_.defined())
-      sweeper_.chebyshev(omega_);
-    else
-      sweeper_.jacobi(o_.iters);
-  }
-  DeviceFlatSweeper sweeper_;
-  SolverOptions o_;
-  fk::Tensor omega_;  // on the CPU: each weight goes to its sweep by value
-};
 
 void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType dt,
               const char* where, const char* what) {
@@ -84,7 +51,8 @@ std::unique_ptr<StepSolver> make_device_step_solver(const fk::Tensor& alpha, con
            std::string(flat ? "flat" : "roll") + " stencil, solver " + o.solver);
   fk::autograd::NoGradGuard ng;
   const fk::Tensor host = alpha.detach().to(fk::kCPU);
-  return std::make_unique<DeviceStepSolver>(build_system(host, g), g, o, alpha.device());
+  return std::make_unique<SweeperStepSolver<DeviceFlatSweeper>>(build_system(host, g), g, o,
+                                                                alpha.device());
 }
 
 void device_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tensor& t,

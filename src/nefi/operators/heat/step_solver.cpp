@@ -6,44 +6,10 @@
 #include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_device.h"
+#include "nefi/operators/heat/sweeper_step_solver.h"
 
 namespace nefi::heat {
 namespace {
-
-class FlatStepSolver : public StepSolver {
- public:
-  FlatStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o)
-      : sweeper_(std::move(s), g), o_(o) {
-    if (o_.solver == "chebyshev")
-      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
-  }
-  void start(const fk::Tensor& x0) override {
-    sweeper_.load(x0);
-    sweeper_.set_rhs(x0);
-  }
-  void solve(const fk::Tensor& b, const fk::Tensor& surface) override {
-    sweeper_.set_rhs(b, surface);
-    iterate();
-  }
-  void advance(const fk::Tensor& surface) override {
-    if (surface.defined()) sweeper_.add_surface(surface);
-    iterate();
-  }
-  // Also makes this solution the next advance's right-hand side (one pass).
-  void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
-  const HeatSystem& system() const override { return sweeper_.system(); }
-
- private:
-  void iterate() {
-    if (omega_.defined())
-      sweeper_.chebyshev(omega_);
-    else
-      sweeper_.jacobi(o_.iters);
-  }
-  FlatSweeper sweeper_;
-  SolverOptions o_;
-  fk::Tensor omega_;
-};
 
 class FlatCgStepSolver : public StepSolver {
  public:
@@ -103,7 +69,7 @@ std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const Step
   fk::autograd::NoGradGuard ng;
   const fk::Tensor a = alpha.detach();
   if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);
-  if (flat) return std::make_unique<FlatStepSolver>(build_system(a, g), g, o);
+  if (flat) return std::make_unique<SweeperStepSolver<FlatSweeper>>(build_system(a, g), g, o);
   return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, o);
 }
 
