@@ -25,6 +25,7 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
+using cuda_test::message;
 using cuda_test::random_values;
 
 constexpr double kTol = 1e-5;
@@ -204,15 +205,6 @@ TEST(MinkowskiCudaCoordinateManager, DeviceMapsAreFreedWithTheManager) {
   }
   fk::cuda::synchronize(0);
   EXPECT_EQ(fk::cuda::pool_stats(0).allocated, before);
-}
-
-std::string message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(MinkowskiCudaCoordinateManager, MixedDevicesAreErrors) {

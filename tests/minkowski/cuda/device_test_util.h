@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -131,6 +132,23 @@ inline bool bitwise_equal(const fk::Tensor& a, const fk::Tensor& b) {
   return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](float p, float q) {
            return std::memcmp(&p, &q, sizeof(float)) == 0;
          });
+}
+
+// A fresh leaf copy of t on `device` (gradients are asked of it).
+inline fk::Tensor leaf(const fk::Tensor& t, fk::Device device) {
+  fk::Tensor c = t.detach().clone().to(device);
+  c.set_requires_grad(true);
+  return c;
+}
+
+// The fk::Error f throws, or "no error".
+inline std::string message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const fk::Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace minkowski::cuda_test

@@ -21,6 +21,7 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
+using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
 
@@ -46,15 +47,6 @@ void set_parameters(Norm& norm, fk::Device device, uint64_t seed) {
   const int64_t c = norm.channels();
   norm.weight = fk::add(random_values({c}, 0.5, seed), 1.0).to(device).set_requires_grad(true);
   norm.bias = random_values({c}, 0.5, seed + 1).to(device).set_requires_grad(true);
-}
-
-std::string message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // norm on CPU and GPU operands (parameters from one seed): output and the

@@ -26,27 +26,13 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
+using cuda_test::leaf;
+using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
 
 constexpr double kTol = 1e-6;
 constexpr double kTol64 = 1e-10;
-
-// A fresh leaf copy of t on `device`.
-fk::Tensor leaf(const fk::Tensor& t, fk::Device device) {
-  fk::Tensor c = t.detach().clone().to(device);
-  c.set_requires_grad(true);
-  return c;
-}
-
-std::string message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // n points [batch, x_1..x_3] over 2 batch items, coordinates uniform in
 // [-span, span) (integers when `integral`: many duplicates), f64 on the CPU.

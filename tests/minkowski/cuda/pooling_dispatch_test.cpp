@@ -21,6 +21,7 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
+using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
 
@@ -48,15 +49,6 @@ SparseTensor on(const SparseTensor& x, fk::Device device) {
   fk::Tensor f = x.F().detach().clone().to(device);
   f.set_requires_grad(true);
   return SparseTensor(f, x.key(), x.manager());
-}
-
-std::string message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 using Unary = std::function<SparseTensor(const SparseTensor&)>;
