@@ -20,22 +20,17 @@
 #include <cstdint>
 #include <string>
 
+#include "../cuda_event_timer.h"
 #include "fk/cuda/runtime.h"
 #include "fk/fk.h"
 
 namespace {
 
+using fk_bench::current_stream;
+using fk_bench::EventTimer;
+using fk_bench::skip_without_device;
+
 const fk::Device kGpu = fk::cuda_device(0);
-
-bool skip_without_device(benchmark::State& state) {
-  if (fk::cuda::device_count() > 0) return false;
-  state.SkipWithError("no usable CUDA device");
-  return true;
-}
-
-cudaStream_t current_stream() {
-  return static_cast<cudaStream_t>(fk::cuda::current_stream(0));
-}
 
 // False (and the benchmark stopped with the error's text) when e is an error.
 bool cuda_ok(benchmark::State& state, cudaError_t e) {
@@ -43,32 +38,6 @@ bool cuda_ok(benchmark::State& state, cudaError_t e) {
   state.SkipWithError(cudaGetErrorString(e));
   return false;
 }
-
-// Times one iteration with a pair of events on the current stream.
-class EventTimer {
- public:
-  EventTimer() {
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  void start() { cudaEventRecord(start_, current_stream()); }
-  double stop_seconds() {
-    cudaEventRecord(stop_, current_stream());
-    cudaEventSynchronize(stop_);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    return static_cast<double>(ms) * 1e-3;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
 
 // Runs `body` once untimed (plans, handles and pool blocks are made on first
 // use), then once per iteration between events. Stops with an error when the

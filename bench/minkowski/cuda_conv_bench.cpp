@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "../../apps/minkowski/scene.h"
+#include "../cuda_event_timer.h"
 #include "fk/cuda/blas.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
@@ -50,45 +51,11 @@
 
 namespace {
 
+using fk_bench::current_stream;
+using fk_bench::EventTimer;
+using fk_bench::skip_without_device;
+
 const fk::Device kGpu = fk::cuda_device(0);
-
-bool skip_without_device(benchmark::State& state) {
-  if (fk::cuda::device_count() > 0) return false;
-  state.SkipWithError("no usable CUDA device");
-  return true;
-}
-
-cudaStream_t current_stream() {
-  return static_cast<cudaStream_t>(fk::cuda::current_stream(0));
-}
-
-// Seconds of one call of body, timed with a pair of events on the current stream.
-class EventTimer {
- public:
-  EventTimer() {
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  template <typename Body>
-  double seconds(Body&& body) {
-    cudaEventRecord(start_, current_stream());
-    body();
-    cudaEventRecord(stop_, current_stream());
-    cudaEventSynchronize(stop_);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    return static_cast<double>(ms) * 1e-3;
-  }
-
- private:
-  cudaEvent_t start_, stop_;
-};
 
 // Times each iteration with events, after one untimed warm-up call; returns
 // the mean seconds per iteration.

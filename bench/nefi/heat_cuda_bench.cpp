@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../cuda_event_timer.h"
 #include "fk/autograd.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
@@ -48,14 +49,11 @@ cudaError_t nefi_bench_triad(float* a, const float* b, const float* c, float s, 
 
 namespace {
 
+using fk_bench::current_stream;
+using fk_bench::skip_without_device;
+
 const fk::Device kGpu = fk::cuda_device(0);
 const fk::Dims kGrid{64, 64, 16};
-
-bool skip_without_device(benchmark::State& state) {
-  if (fk::cuda::device_count() > 0) return false;
-  state.SkipWithError("no usable CUDA device");
-  return true;
-}
 
 cudaStream_t stream() {
   return static_cast<cudaStream_t>(fk::cuda::current_stream(0));
