@@ -12,17 +12,10 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/operators/heat/flat_stencil.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
 namespace {
-
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 cuda::Grid grid_of(const StepGeometry& g) {
   FK_CHECK(g.numel() < std::numeric_limits<int32_t>::max(), "nefi::heat::DeviceFlatSweeper",
@@ -84,7 +77,7 @@ void DeviceFlatSweeper::load(const fk::Tensor& x_in) {
   fk::profile::OpScope scope("heat_device_load");
   const fk::Tensor x = operand(x_in, grid_.numel(), "nefi::heat::DeviceFlatSweeper::load", "x");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_scale<T>(x.data<T>(), root_d_.data<T>(), buf_[cur_].data<T>(), grid_.numel(),
                           stream());
@@ -99,7 +92,7 @@ void DeviceFlatSweeper::store(fk::Tensor& x) const {
            "strides " + x.strides().str());
   operand(x, grid_.numel(), "nefi::heat::DeviceFlatSweeper::store", "x");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_scale<T>(buf_[cur_].data<T>(), root_d_.data<T>() + grid_.numel(), x.data<T>(),
                           grid_.numel(), stream());
@@ -114,7 +107,7 @@ void DeviceFlatSweeper::store_and_set_rhs(fk::Tensor& x) {
   FK_CHECK(x.is_contiguous(), where, "a contiguous x", "strides " + x.strides().str());
   operand(x, grid_.numel(), where, "x");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_scale_twice<T>(buf_[cur_].data<T>(), root_d_.data<T>() + grid_.numel(),
                                 x.data<T>(), rhs_.data<T>(), grid_.numel(), stream());
@@ -128,7 +121,7 @@ void DeviceFlatSweeper::set_rhs(const fk::Tensor& b_in, const fk::Tensor& surfac
   fk::profile::OpScope scope("heat_device_rhs");
   const fk::Tensor b = operand(b_in, grid_.numel(), "nefi::heat::DeviceFlatSweeper::set_rhs", "b");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_scale<T>(b.data<T>(), root_d_.data<T>() + grid_.numel(), rhs_.data<T>(),
                           grid_.numel(), stream());
@@ -143,7 +136,7 @@ void DeviceFlatSweeper::add_surface(const fk::Tensor& surface) {
   const fk::Tensor s = operand(surface, grid_.nx * grid_.ny,
                                "nefi::heat::DeviceFlatSweeper::add_surface", "a surface (nx, ny)");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_add_surface<T>(s.data<T>(), root_d_.data<T>() + grid_.numel(), rhs_.data<T>(),
                                 grid_, stream());
@@ -154,7 +147,7 @@ void DeviceFlatSweeper::add_surface(const fk::Tensor& surface) {
 
 void DeviceFlatSweeper::sweep(bool lerp, double omega) {
   const int next = 1 - cur_;
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_face_sweep<T>(buf_[cur_].data<T>(), buf_[next].data<T>(), rhs_.data<T>(),
                                faces_.data<T>(), grid_, static_cast<T>(omega), lerp, stream());
@@ -168,7 +161,7 @@ int64_t DeviceFlatSweeper::fused_sweeps(const double* omega, int64_t k, int64_t 
   for (int64_t j0 = 0; j0 < k; j0 += cuda::kMaxFusedSweeps, ++launches) {
     const int m = static_cast<int>(std::min<int64_t>(cuda::kMaxFusedSweeps, k - j0));
     const int from = static_cast<int>(std::clamp<int64_t>(lerp_from - j0, 0, m));
-    dispatch(dtype_, [&](auto tag) {
+    dispatch_real(dtype_, [&](auto tag) {
       using T = decltype(tag);
       cuda::SweepWeights<T> w;
       for (int j = 0; j < m; ++j) w.omega[j] = omega ? static_cast<T>(omega[j0 + j]) : T(1);
@@ -199,7 +192,7 @@ void DeviceFlatSweeper::chebyshev(const fk::Tensor& omega) {
   fk::profile::OpScope scope("heat_device_chebyshev");
   fk::cuda::detail::DeviceGuard guard(device_.index);
   std::vector<double> w(static_cast<size_t>(omega.size(0)));
-  dispatch(dtype_, [&](auto tag) {
+  dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<double>(omega.data<T>()[k]);
   });

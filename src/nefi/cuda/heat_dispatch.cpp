@@ -15,17 +15,10 @@
 #include "nefi/cuda/kernels.h"
 #include "nefi/operators/heat/heat_device.h"
 #include "nefi/operators/heat/sweeper_step_solver.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
 namespace {
-
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType dt,
               const char* where, const char* what) {
@@ -65,7 +58,7 @@ void device_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tens
   check_on(t, d, g.numel(), mu.dtype(), where, "T");
   check_on(sums, d, 3 * g.numel(), mu.dtype(), where, "sums");
   fk::cuda::detail::DeviceGuard guard(d.index);
-  dispatch(mu.dtype(), [&](auto tag) {
+  dispatch_real(mu.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_face_products<T>(sums.data<T>(), mu.data<T>(), t.data<T>(), {g.nx, g.ny, g.nz},
                                   g.lateral_neumann, fk::cuda::current_stream(d.index));
@@ -91,7 +84,7 @@ fk::Tensor device_alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha
   const cuda::GradientCoefficients k{
       {g.hx * g.hx, g.hy * g.hy, g.hz * g.hz}, g.dt, g.arithmetic_faces};
   fk::cuda::detail::DeviceGuard guard(d.index);
-  dispatch(alpha.dtype(), [&](auto tag) {
+  dispatch_real(alpha.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_alpha_gradient<T>(sums.data<T>(), alpha.data<T>(), grad.data<T>(),
                                    {g.nx, g.ny, g.nz}, k, fk::cuda::current_stream(d.index));

@@ -11,6 +11,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "nefi/operators/elliptic/elliptic_banded.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::elliptic {
 namespace {
@@ -24,14 +25,6 @@ struct Layout {
   bool project = false;
   fk::DType dtype = fk::DType::F64;
 };
-
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 bool ends_with_grid(const fk::Tensor& t, const fk::Dims& grid) {
   if (t.dim() < grid.size()) return false;
@@ -101,7 +94,7 @@ CgStats host_solve(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Ten
   const bool warm = x0.defined() && x0.shape() == b.shape() && x0.dtype() == L.dtype;
   if (warm) x.copy_(x0);
   CgStats st;
-  dispatch(L.dtype, [&](auto tag) {
+  dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     const FaceSystem<T> sys = system_of<T>(g, sigma, kappa, L);
     st = banded ? banded_solve<T>(g, sys, b.data<T>(), x.data<T>(), L.ns, L.project)
@@ -116,7 +109,7 @@ fk::Tensor sigma_gradient(const EllipticGrid& g, const fk::Tensor& sigma, const 
                           const fk::Tensor& b, const Layout& L, double scale) {
   const int64_t n = L.numel, nb = L.sigma_batched ? L.ns : 1;
   std::vector<double> gs(nb * n, 0.0);
-  dispatch(L.dtype, [&](auto tag) {
+  dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     for (int64_t s = 0; s < L.ns; ++s) {
       const int64_t f = L.sigma_batched ? s : 0;
@@ -193,7 +186,7 @@ fk::Tensor apply_host(const EllipticGrid& g, const fk::Tensor& sigma, const fk::
                       const fk::Tensor& u, const Layout& L) {
   fk::profile::OpScope scope("elliptic_apply");
   fk::Tensor q = fk::empty(u.shape(), {L.dtype});
-  dispatch(L.dtype, [&](auto tag) {
+  dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     const FaceSystem<T> sys = system_of<T>(g, sigma, kappa, L);
     for (int64_t s = 0; s < L.ns; ++s)
@@ -256,7 +249,7 @@ fk::Tensor solve_unrolled(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
                           const EllipticGrid& g, const Layout& L, const CgOptions& cg) {
   const fk::Tensor s_host = host(sigma), k_host = kappa.defined() ? host(kappa) : fk::Tensor();
   std::vector<double> inv;
-  dispatch(L.dtype, [&](auto tag) {
+  dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     const FaceSystem<T> sys = system_of<T>(g, s_host, k_host, L);
     inv.assign(sys.inv_diag.begin(), sys.inv_diag.end());

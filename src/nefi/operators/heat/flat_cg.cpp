@@ -6,17 +6,10 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
 namespace {
-
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 template <typename T>
 void refill(T* pad, const FlatLayout& L) {
@@ -219,7 +212,7 @@ int64_t FlatCG::solve(fk::Tensor& x, const fk::Tensor& b_in, const fk::Tensor& s
   const fk::Tensor b = contiguous_as(b_in, dt);
   const fk::Tensor s = surface.defined() ? contiguous_as(surface, dt) : fk::Tensor();
   int64_t it = 0;
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     const CgBuffers<T> c{layout_,
                          system_.weights.data<T>(),

@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
 namespace {
@@ -16,14 +17,6 @@ namespace {
 // Cells per thread below which a sweep stays on the calling thread: a sweep
 // over 32k cells takes ~10 µs, so waking a team for less does not pay.
 constexpr int64_t kSweepGrain = 32768;
-
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 // One contiguous run of n interior cells: s = c + Σ_j W_j x[k + off_j] in the
 // order −x, +x, −y, +y, −z, +z (the roll reference's addcmul chain), then
@@ -209,7 +202,7 @@ SymmetricFaces symmetric_faces(const HeatSystem& system, const StepGeometry& g) 
   fk::profile::OpScope scope("heat_symmetric_faces");
   const fk::DType dt = system.weights.dtype();
   SymmetricFaces r{fk::empty({3, g.nx, g.ny, g.nz}, {dt}), fk::empty({2, g.nx, g.ny, g.nz}, {dt})};
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = g.numel(), nx = g.nx, ny = g.ny, nz = g.nz;
     const T* w = system.weights.data<T>();
@@ -251,7 +244,7 @@ FlatSweeper::FlatSweeper(HeatSystem system, const StepGeometry& g)
   rhs_ = fk::zeros({P}, {dt});
   faces_ = fk::empty({3, P}, {dt});
   root_d_ = sym.root_d;
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     for (int a = 0; a < 3; ++a)
       pack(faces_.data<T>() + a * P, sym.faces.data<T>() + a * g.numel(), layout_);
@@ -263,7 +256,7 @@ void FlatSweeper::load(const fk::Tensor& x_in) {
   const fk::Tensor x = contiguous_as(x_in, rhs_.dtype());
   FK_CHECK(x.numel() == g_.numel(), "nefi::heat::FlatSweeper::load", "a grid " + g_.shape().str(),
            x.shape().str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_real(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* y = buf_[cur_].data<T>();
     const T* src = x.data<T>();
@@ -285,7 +278,7 @@ void FlatSweeper::store(fk::Tensor& x) const {
   FK_CHECK(x.is_contiguous() && x.numel() == g_.numel() && x.dtype() == rhs_.dtype(),
            "nefi::heat::FlatSweeper::store", "a contiguous grid of the system's dtype",
            x.shape().str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_real(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* y = buf_[cur_].data<T>();
     const T* isd = root_d_.data<T>() + g_.numel();
@@ -306,7 +299,7 @@ void FlatSweeper::store_and_set_rhs(fk::Tensor& x) {
   FK_CHECK(x.is_contiguous() && x.numel() == g_.numel() && x.dtype() == rhs_.dtype(),
            "nefi::heat::FlatSweeper::store_and_set_rhs", "a contiguous grid of the system's dtype",
            x.shape().str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_real(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* y = buf_[cur_].data<T>();
     T* c = rhs_.data<T>();
@@ -334,7 +327,7 @@ void FlatSweeper::set_rhs(const fk::Tensor& b_in, const fk::Tensor& surface) {
   const fk::Tensor b = contiguous_as(b_in, dt);
   FK_CHECK(b.numel() == g_.numel(), "nefi::heat::FlatSweeper::set_rhs",
            "a grid " + g_.shape().str(), b.shape().str());
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     const T* bb = b.data<T>();
     const T* isd = root_d_.data<T>() + g_.numel();
@@ -357,7 +350,7 @@ void FlatSweeper::add_surface(const fk::Tensor& surface) {
   const fk::Tensor s = contiguous_as(surface, dt);
   FK_CHECK(s.numel() == g_.nx * g_.ny, "nefi::heat::FlatSweeper::add_surface", "a surface (nx, ny)",
            s.shape().str());
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     const T* ss = s.data<T>();
     const T* isd = root_d_.data<T>() + g_.numel();
@@ -375,7 +368,7 @@ void FlatSweeper::sweep(bool lerp, const void* omega) {
   fk::profile::OpScope scope(lerp ? "heat_flat_chebyshev_sweep" : "heat_flat_sweep");
   count_parallel(layout_);
   const int next = 1 - cur_;
-  dispatch(rhs_.dtype(), [&](auto tag) {
+  dispatch_real(rhs_.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const FlatLayout& L = layout_;
     const int64_t P = L.size(), run = L.ny * L.nz;
@@ -440,7 +433,7 @@ struct FlatSweepBackward : fk::autograd::Node {
     if (ic >= 0 && next[ic].fn) res[ic] = gy;
     const FlatLayout L{g.nx, g.ny, g.nz};
     const int64_t n = g.numel(), nx = g.nx, ny = g.ny, nz = g.nz;
-    dispatch(dt, [&](auto tag) {
+    dispatch_real(dt, [&](auto tag) {
       using T = decltype(tag);
       const T* gp = gy.data<T>();
       const T* w = wt.data<T>();
@@ -511,7 +504,7 @@ fk::Tensor flat_sweep(const fk::Tensor& x_in, const fk::Tensor& c_in, const fk::
   const FlatLayout L{g.nx, g.ny, g.nz};
   fk::Tensor y = fk::empty(g.shape(), {dt});
   count_parallel(L);
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     fk::Tensor pad = fk::empty({L.size()}, {dt});
     pack(pad.data<T>(), x.data<T>(), L);

@@ -9,6 +9,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "nefi/operators/heat/heat_device.h"
+#include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
 namespace {
@@ -31,14 +32,6 @@ T face(T a, T b, bool arithmetic) {
   return arithmetic ? (a + b) * T(0.5) : a * b * T(2) / (a + b);
 }
 
-template <typename F>
-void dispatch(fk::DType dt, F&& f) {
-  if (dt == fk::DType::F64)
-    f(double{});
-  else
-    f(float{});
-}
-
 fk::Tensor face_ops(const fk::Tensor& a, const fk::Tensor& b, bool arithmetic) {
   if (arithmetic) return fk::mul(fk::add(a, b), 0.5);
   return fk::div(fk::mul(fk::mul(a, b), 2.0), fk::add(a, b));
@@ -55,7 +48,7 @@ HeatSystem build_system(const fk::Tensor& alpha_in, const StepGeometry& g) {
   s.weights = fk::empty({kNeighbours, g.nx, g.ny, g.nz}, {dt});
   s.diag = fk::empty(g.shape(), {dt});
   s.inv_diag = fk::empty(g.shape(), {dt});
-  dispatch(dt, [&](auto tag) {
+  dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     const T* a = alpha.data<T>();
     T* w = s.weights.data<T>();
@@ -136,7 +129,7 @@ fk::Tensor gershgorin_bound(const HeatSystem& s) {
   fk::profile::OpScope scope("heat_gershgorin_bound");
   const fk::Tensor w = contiguous_detached(s.weights);
   fk::Tensor rho = fk::zeros({}, {w.dtype()});
-  dispatch(w.dtype(), [&](auto tag) {
+  dispatch_real(w.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = w.data<T>();
     const int64_t n = w.numel() / kNeighbours;
@@ -161,7 +154,7 @@ void accumulate_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::
            "nefi::heat::accumulate_face_products",
            "contiguous sums (3, *grid), mu and T (*grid) of one dtype",
            sums.shape().str() + ", " + mu.shape().str() + ", " + t.shape().str());
-  dispatch(mu.dtype(), [&](auto tag) {
+  dispatch_real(mu.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* sx = sums.data<T>();
     T* sy = sx + g.numel();
@@ -201,7 +194,7 @@ fk::Tensor alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha_in,
   const fk::Tensor alpha = contiguous_detached(alpha_in);
   check_grid(alpha, g, "nefi::heat::alpha_gradient");
   fk::Tensor grad = fk::empty(g.shape(), {alpha.dtype()});
-  dispatch(alpha.dtype(), [&](auto tag) {
+  dispatch_real(alpha.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = alpha.data<T>();
     const T* sx = sums.data<T>();
