@@ -15,6 +15,7 @@
 #include "nefi/field/dense.h"
 #include "nefi/field/dense_device.h"
 #include "nefi/field/fast_tanh.h"
+#include "nefi/field/fused_mlp_device.h"
 
 namespace nefi {
 namespace {
@@ -129,8 +130,15 @@ const fk::Tensor& NeuralField::coords_for(const Domain& domain) {
 fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::NeuralField", std::to_string(ndim_) + "-D domain",
            domain.str());
-  const std::vector<fk::Tensor> p = params_.views();
   const fk::Tensor x = enc_.forward(coords_for(domain), progress);
+  if (!device().is_cpu()) {
+    const FusedMlpSpec spec{
+        cfg_.hidden, cfg_.depth, n_out_, cfg_.skip_at, fused_mlp_activation(cfg_.activation),
+        kSirenW0};
+    if (use_fused_mlp(spec, x.size(1), device().index, cfg_.autocast))
+      return fused_mlp_device(x, params_.flat(), spec);
+  }
+  const std::vector<fk::Tensor> p = params_.views();
   fk::Tensor h = x;
   if (!device().is_cpu()) {
     h = trunk_on_device(x, p);

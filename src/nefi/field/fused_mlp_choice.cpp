@@ -1,0 +1,55 @@
+// The NEFI_FUSED_MLP knob and the activation names of fused_mlp_device.h
+// (built with and without CUDA: the knob is listed everywhere).
+#include <string>
+
+#include "fk/error.h"
+#include "fk/knobs.h"
+#include "nefi/field/fused_mlp_device.h"
+
+namespace nefi {
+namespace {
+
+fk::Knob kFusedMlp("NEFI_FUSED_MLP", fk::KnobType::String, "auto",
+                   "nefi device NeuralField MLP: auto (one fused kernel each way where the "
+                   "network allows: f32, widths <= 128), 1 (fused, an error where it cannot "
+                   "run) or 0 (one cuBLAS GEMM + one epilogue kernel per layer)",
+                   fk::KnobRead::PerCall);
+
+enum class Mode { Off, On, Auto };
+
+Mode mode() {
+  const std::string v = kFusedMlp.as_string();
+  if (v == "0") return Mode::Off;
+  if (v == "1") return Mode::On;
+  FK_CHECK(v == "auto", "NEFI_FUSED_MLP", "one of 0, 1, auto", "'" + v + "'");
+  return Mode::Auto;
+}
+
+}  // namespace
+
+FusedMlpActivation fused_mlp_activation(const std::string& name) {
+  if (name == "tanh") return FusedMlpActivation::Tanh;
+  if (name == "relu") return FusedMlpActivation::Relu;
+  if (name == "gelu") return FusedMlpActivation::Gelu;
+  if (name == "silu") return FusedMlpActivation::Silu;
+  if (name == "softplus") return FusedMlpActivation::Softplus;
+  FK_CHECK(name == "sine", "nefi::fused_mlp_activation",
+           "activation tanh, relu, gelu, silu, softplus or sine", "'" + name + "'");
+  return FusedMlpActivation::Sine;
+}
+
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device,
+                   std::optional<fk::DType> autocast) {
+  const Mode m = mode();
+  if (m == Mode::Off) return false;
+  const std::string why = autocast ? std::string("autocast ") + fk::name(*autocast) +
+                                         " (the fused kernel multiplies in f32 only)"
+                                   : fused_mlp_unsupported(spec, in, device);
+  FK_CHECK(m == Mode::Auto || why.empty(), "NEFI_FUSED_MLP=1",
+           "a network the fused kernel runs (f32, hidden and output widths <= " +
+               std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
+           why);
+  return why.empty();
+}
+
+}  // namespace nefi

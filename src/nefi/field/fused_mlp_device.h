@@ -1,0 +1,65 @@
+#pragma once
+// fused_mlp_device: NeuralField's whole coordinate MLP on a CUDA device as
+// ONE autograd op — features -> every hidden layer (with the skip) -> the
+// linear output projection — for hidden widths (and heads) up to 128.
+//   forward  : one kernel; a block carries a tile of rows through every
+//              layer with the activations in shared memory and each layer's
+//              weights loaded into shared memory (tiny-cuda-nn's fully fused
+//              MLP, in f32 FMA rather than f16 tensor cores); it stores each
+//              hidden layer's pre-activation z for the backward
+//   backward : one kernel takes dL/dy back through the layers the same way
+//              (dL/dz of every layer, and dL/dx when x needs it); a second
+//              sums [dW | db] = gz^T [x_in | 1] per chunk of 2048 rows into
+//              per-chunk partials, a third sums the chunks in order into the
+//              flat gradient. No atomics: bitwise reproducible run to run on
+//              one GPU model (the chunking depends on N only).
+// Inputs: features (N, in) f32 (the gated Fourier features), params the
+// field's flat f32 buffer (layer weights (hidden, fan_in) then biases, the
+// head last; NeuralField's layout), both on one CUDA device. Output (N, out)
+// f32. Gradients: dL/dfeatures (N, in) and dL/dparams (numel) in f32.
+// Memory saved for the backward: z, depth x N x hidden f32 (what the
+// per-layer path saves too); the backward adds dL/dz (as much again) and the
+// partials (at most 128 x numel).
+// Activations: NeuralField's six (tanh, relu, gelu (erf), silu, softplus
+// (beta 1, threshold 20), sine sin(w0 z)), each with fk's formula.
+// f32 only: autocast (bf16/f16) fields keep the per-layer cuBLAS path.
+// CUDA builds implement it in nefi/cuda/fused_mlp.cpp; CPU-only builds in
+// fused_mlp_device_stub.cpp, as an fk::Error naming the device.
+#include <optional>
+#include <string>
+
+#include "fk/tensor.h"
+
+namespace nefi {
+
+enum class FusedMlpActivation { Tanh, Relu, Gelu, Silu, Softplus, Sine };
+
+// NeuralField's activation called `name`; an fk::Error for any other.
+FusedMlpActivation fused_mlp_activation(const std::string& name);
+
+struct FusedMlpSpec {
+  int hidden = 0, depth = 0, out = 0;
+  int skip_at = -1;  // as NeuralFieldConfig::skip_at: <= 0 or >= depth is no skip
+  FusedMlpActivation activation = FusedMlpActivation::Tanh;
+  double sine_w0 = 30.0;
+};
+
+// The widest hidden layer and head the fused kernel takes.
+inline constexpr int kFusedMlpMaxWidth = 128;
+
+// Why the fused kernel cannot run `spec` on features of width `in` on CUDA
+// device `device` (a width above 128, or shared memory the device lacks for
+// 32 rows), or "" when it can. CPU-only builds: always a reason.
+std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device);
+
+// NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP as
+// fused_mlp_device. auto: where the fused kernel can (f32, widths <= 128,
+// shared memory fits); 1: always, an fk::Error naming the reason where it
+// cannot; 0: never (the per-layer cuBLAS path, dense_device.h).
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device,
+                   std::optional<fk::DType> autocast);
+
+fk::Tensor fused_mlp_device(const fk::Tensor& features, const fk::Tensor& params,
+                            const FusedMlpSpec& spec);
+
+}  // namespace nefi

@@ -1,0 +1,392 @@
+// The fused device MLP (nefi/field/fused_mlp_device.h) against two
+// independent computations of the same network: a plain layer-by-layer chain
+// of fk ops in f64 on the CPU (nefi::dense + fk activations, every parameter
+// its own leaf) and the same chain in f32 on the device (the per-layer cuBLAS
+// path, dense_device). Output, dL/dfeatures and dL/dparams, for widths 16,
+// 32, 64 and 128, with and without the skip, every activation, row counts
+// that are not a multiple of the 64- or 32-row tile, and enough rows for
+// several gradient chunks. Then NeuralField on the device with
+// NEFI_FUSED_MLP=1 against =0 and against the CPU field, and the refusals.
+// Without a usable device the parity tests skip (scripts/gpu-check runs
+// them on one); the knob and activation refusals run everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fk/amp.h"
+#include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/knobs.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "fk/random.h"
+#include "nefi/domain.h"
+#include "nefi/field/dense.h"
+#include "nefi/field/fused_mlp_device.h"
+#include "nefi/field/heads.h"
+#include "nefi/field/neural_field.h"
+
+namespace {
+
+#define NEFI_SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                            \
+    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+  } while (0)
+
+const fk::Device kGpu = fk::cuda_device(0);
+constexpr double kW0 = 30.0;
+constexpr double kU = 0x1p-24;  // f32 unit round-off
+
+// NEFI_FUSED_MLP set for a scope.
+class FusedKnob {
+ public:
+  explicit FusedKnob(const char* v) : k_(fk::mutable_knob("NEFI_FUSED_MLP")) {
+    k_.set_override(std::string(v));
+  }
+  ~FusedKnob() { k_.set_override(std::nullopt); }
+  FusedKnob(const FusedKnob&) = delete;
+  FusedKnob& operator=(const FusedKnob&) = delete;
+
+ private:
+  fk::Knob& k_;
+};
+
+// TF32 off for a scope (the per-layer path's f32 products stay f32).
+class NoTf32 {
+ public:
+  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
+  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
+  NoTf32(const NoTf32&) = delete;
+  NoTf32& operator=(const NoTf32&) = delete;
+
+ private:
+  bool was_;
+};
+
+struct Net {
+  nefi::FusedMlpSpec spec;
+  std::string activation;
+  int64_t in = 0;
+  int skip() const { return spec.skip_at > 0 && spec.skip_at < spec.depth ? spec.skip_at : -1; }
+  int rows(int l) const { return l == spec.depth ? spec.out : spec.hidden; }
+  int64_t fan_in(int l) const { return l == 0 ? in : l == skip() ? spec.hidden + in : spec.hidden; }
+  int64_t numel() const {
+    int64_t n = 0;
+    for (int l = 0; l <= spec.depth; ++l) n += rows(l) * (fan_in(l) + 1);
+    return n;
+  }
+};
+
+Net make_net(int hidden, bool skip, const std::string& activation, int64_t in) {
+  Net net;
+  net.spec.hidden = hidden;
+  net.spec.depth = 3;
+  net.spec.out = 3;
+  net.spec.skip_at = skip ? 2 : -1;
+  net.spec.activation = nefi::fused_mlp_activation(activation);
+  net.spec.sine_w0 = kW0;
+  net.activation = activation;
+  net.in = in;
+  return net;
+}
+
+// Flat parameters, layer by layer weight then bias: weights uniform in
+// +-sqrt(6 / (fan_in + fan_out)) (sine: SIREN's bounds, as NeuralField
+// draws them), biases in +-0.1 so that their gradients are not trivial.
+std::vector<double> random_params(const Net& net, uint64_t seed) {
+  fk::Generator gen(seed);
+  std::vector<double> p;
+  for (int l = 0; l <= net.spec.depth; ++l) {
+    const double fi = static_cast<double>(net.fan_in(l)), fo = net.rows(l);
+    double bound = std::sqrt(6.0 / (fi + fo));
+    if (net.activation == "sine" && l < net.spec.depth)
+      bound = l == 0 ? 1.0 / fi : std::sqrt(6.0 / fi) / kW0;
+    for (double v :
+         fk::uniform({net.rows(l) * net.fan_in(l)}, -bound, bound, {}, &gen).to_vector<double>())
+      p.push_back(v);
+    for (double v : fk::uniform({net.rows(l)}, -0.1, 0.1, {}, &gen).to_vector<double>())
+      p.push_back(v);
+  }
+  return p;
+}
+
+fk::Tensor activate(const std::string& a, const fk::Tensor& z) {
+  if (a == "tanh") return fk::tanh(z);
+  if (a == "relu") return fk::relu(z);
+  if (a == "gelu") return fk::gelu(z);
+  if (a == "silu") return fk::silu(z);
+  if (a == "softplus") return fk::softplus(z);
+  return fk::sin(fk::mul(z, kW0));
+}
+
+struct Result {
+  std::vector<double> y, dx, dp;
+};
+
+// sum(y * r)'s gradients, r (N, out) fixed weights.
+fk::Tensor loss_weights(int64_t n, int out) {
+  fk::Generator gen(17);
+  return fk::uniform({n, out}, -1.0, 1.0, {fk::DType::F32}, &gen);
+}
+
+// The network written out layer by layer with fk ops (nefi::dense: the CPU
+// GEMM in f64, dense_device's cuBLAS GEMM in f32 on a device), each weight
+// and bias its own leaf; the flat gradient assembled from theirs.
+Result chain(const Net& net, const fk::Tensor& x_host, const std::vector<double>& params,
+             fk::DType dt, fk::Device dev) {
+  fk::Tensor x = x_host.to(dt).to(dev);
+  x.set_requires_grad(true);
+  std::vector<fk::Tensor> w, b;
+  int64_t at = 0;
+  for (int l = 0; l <= net.spec.depth; ++l) {
+    const int64_t r = net.rows(l), k = net.fan_in(l);
+    auto leaf = [&](int64_t count, fk::Dims shape) {
+      std::vector<double> v(params.begin() + at, params.begin() + at + count);
+      at += count;
+      fk::Tensor t = fk::from_vector(v, shape).to(dt).to(dev);
+      t.set_requires_grad(true);
+      return t;
+    };
+    w.push_back(leaf(r * k, {r, k}));
+    b.push_back(leaf(r, {r}));
+  }
+  fk::Tensor h = x;
+  for (int l = 0; l < net.spec.depth; ++l) {
+    if (l == net.skip()) h = fk::cat({h, x}, 1);
+    h = activate(net.activation, nefi::dense(h, w[l], b[l], nefi::DenseActivation::None));
+  }
+  const fk::Tensor y =
+      nefi::dense(h, w[net.spec.depth], b[net.spec.depth], nefi::DenseActivation::None);
+  const fk::Tensor r = loss_weights(x.size(0), net.spec.out).to(dt).to(dev);
+  fk::sum(fk::mul(y, r)).backward();
+  Result res{y.to_vector<double>(), x.grad().to_vector<double>(), {}};
+  for (int l = 0; l <= net.spec.depth; ++l)
+    for (const fk::Tensor* t : {&w[l], &b[l]})
+      for (double v : t->grad().to_vector<double>()) res.dp.push_back(v);
+  return res;
+}
+
+Result fused(const Net& net, const fk::Tensor& x_host, const std::vector<double>& params) {
+  fk::Tensor x = x_host.to(kGpu);
+  fk::Tensor p = fk::from_vector(params, fk::Dims{net.numel()}).to(fk::DType::F32).to(kGpu);
+  x.set_requires_grad(true);
+  p.set_requires_grad(true);
+  const fk::Tensor y = nefi::fused_mlp_device(x, p, net.spec);
+  EXPECT_EQ(y.device(), kGpu);
+  const fk::Tensor r = loss_weights(x.size(0), net.spec.out).to(kGpu);
+  fk::sum(fk::mul(y, r)).backward();
+  return {y.to_vector<double>(), x.grad().to_vector<double>(), p.grad().to_vector<double>()};
+}
+
+// max |got - want| <= tol * max(1, max |want|).
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1, worst = 0;
+  size_t at = 0;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(got[i] - want[i]);
+    if (!(e <= worst)) {
+      worst = e;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
+}
+
+// f32 round-off of the network relative to its largest value: a product of
+// K terms is off by at most ~K u of the sum of its magnitudes, once per layer
+// (depth + 1 of them), each layer passing earlier errors on at a gain near 1
+// (Xavier / SIREN scaling); sine multiplies every angle's error by w0. The
+// factor 4 covers the backward's second product per layer and the sums
+// being of magnitudes rather than values.
+double tolerance(const Net& net) {
+  const double width = static_cast<double>(net.spec.hidden + net.in);
+  return 4 * kU * (net.spec.depth + 1) * width * (net.activation == "sine" ? kW0 : 1);
+}
+
+std::string case_name(const Net& net, int64_t n) {
+  return net.activation + " hidden " + std::to_string(net.spec.hidden) +
+         (net.skip() > 0 ? " skip" : " no-skip") + " rows " + std::to_string(n);
+}
+
+void expect_matches_the_chains(const Net& net, int64_t n) {
+  const std::string what = case_name(net, n);
+  fk::Generator gen(static_cast<uint64_t>(n) + net.spec.hidden);
+  const fk::Tensor x = fk::uniform({n, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
+  const std::vector<double> params = random_params(net, 7);
+  const Result want = chain(net, x, params, fk::DType::F64, fk::kCPU);
+  const Result layers = chain(net, x, params, fk::DType::F32, kGpu);
+  const Result got = fused(net, x, params);
+  const double tol = tolerance(net);
+  for (const auto& [name, side] : {std::pair<const char*, const Result*>{"fused", &got},
+                                   std::pair<const char*, const Result*>{"per-layer", &layers}}) {
+    expect_close(side->y, want.y, tol, what + " " + name + " y");
+    expect_close(side->dx, want.dx, tol, what + " " + name + " dx");
+    expect_close(side->dp, want.dp, tol, what + " " + name + " dparams");
+  }
+  expect_close(got.y, layers.y, 2 * tol, what + " fused vs per-layer y");
+  expect_close(got.dp, layers.dp, 2 * tol, what + " fused vs per-layer dparams");
+}
+
+// 333 rows: five 64-row tiles and a ragged one; 13 features: not a multiple
+// of 4 (the kernels pad widths to 4).
+TEST(NefiFusedMlp, MatchesTheLayerChainsAtEveryWidth) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  for (int hidden : {16, 32, 64, 128})
+    for (bool skip : {false, true})
+      for (const char* a : {"tanh", "relu", "sine"})
+        expect_matches_the_chains(make_net(hidden, skip, a, 13), 333);
+}
+
+TEST(NefiFusedMlp, MatchesTheLayerChainsForEveryActivation) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  for (const char* a : {"tanh", "relu", "gelu", "silu", "softplus", "sine"})
+    for (bool skip : {false, true}) expect_matches_the_chains(make_net(40, skip, a, 18), 97);
+}
+
+// 4099 rows: three gradient chunks of 2048 rows (the last of 3), summed in
+// order; 50 features: a 2-D field's 12 octaves; a width off the powers of 2.
+TEST(NefiFusedMlp, ManyRowsAndOddWidths) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  expect_matches_the_chains(make_net(128, true, "tanh", 50), 4099);
+  expect_matches_the_chains(make_net(50, true, "silu", 75), 4099);
+  expect_matches_the_chains(make_net(7, false, "relu", 3), 31);
+}
+
+TEST(NefiFusedMlp, BackwardIsBitwiseReproducible) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const Net net = make_net(64, true, "sine", 50);
+  fk::Generator gen(2);
+  const fk::Tensor x = fk::uniform({5001, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
+  const std::vector<double> params = random_params(net, 3);
+  const Result a = fused(net, x, params), b = fused(net, x, params);
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dp, b.dp);
+}
+
+nefi::NeuralField make_field(int hidden, bool skip, const std::string& activation, int ndim) {
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = hidden;
+  cfg.depth = 3;
+  cfg.skip_at = skip ? 2 : -1;
+  cfg.activation = activation;
+  cfg.n_octaves = 4;
+  return nefi::NeuralField(ndim, {nefi::softplus_head("a", 0.3), nefi::identity_head("b", 0.1)},
+                           cfg, 11);
+}
+
+// raw and the flat parameter gradient of sum(raw * r).
+Result evaluate(nefi::NeuralField& f, const nefi::Domain& d) {
+  const fk::Tensor r = loss_weights(d.numel(), 2);
+  f.params().flat().set_grad(fk::Tensor());
+  const fk::Tensor raw = f.raw(d, 0.7);
+  fk::sum(fk::mul(raw, r.to(raw.device()))).backward();
+  return {raw.to_vector<double>(), {}, f.params().flat().grad().to_vector<double>()};
+}
+
+// The field's two device paths and its CPU path on 13 x 11 = 143 and
+// 7 x 5 x 3 = 105 cells (neither a multiple of the tile).
+TEST(NefiFusedMlp, NeuralFieldFusedMatchesPerLayerAndCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  for (int hidden : {16, 32, 64, 128})
+    for (bool skip : {false, true})
+      for (int ndim : {2, 3}) {
+        const char* a = hidden == 64 ? "gelu" : "tanh";
+        const nefi::Domain d = ndim == 2 ? nefi::Domain({13, 11}) : nefi::Domain({7, 5, 3});
+        nefi::NeuralField cpu = make_field(hidden, skip, a, ndim),
+                          gpu = make_field(hidden, skip, a, ndim);
+        gpu.to(kGpu);
+        const Result want = evaluate(cpu, d);
+        Result per_layer, fused_path;
+        {
+          FusedKnob off("0");
+          per_layer = evaluate(gpu, d);
+        }
+        {
+          FusedKnob on("1");  // an error, not a silent fallback, if it cannot run
+          fused_path = evaluate(gpu, d);
+        }
+        Net net = make_net(hidden, skip, a, ndim * 9);
+        const std::string what = case_name(net, d.numel()) + " " + std::to_string(ndim) + "-D";
+        const double tol = tolerance(net);
+        expect_close(fused_path.y, want.y, tol, what + " fused raw");
+        expect_close(fused_path.dp, want.dp, tol, what + " fused gradient");
+        expect_close(fused_path.y, per_layer.y, tol, what + " fused vs per-layer raw");
+        expect_close(fused_path.dp, per_layer.dp, tol, what + " fused vs per-layer gradient");
+      }
+}
+
+void expect_error_naming(const std::function<void()>& body, const std::string& text) {
+  try {
+    body();
+    ADD_FAILURE() << "no error; expected one naming '" << text << "'";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+// Runs everywhere: the knob's values and the activation names.
+TEST(NefiFusedMlp, KnobAndActivationRefusals) {
+  const Net net = make_net(32, false, "tanh", 8);
+  {
+    FusedKnob bad("yes");
+    expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt); },
+                        "0, 1, auto");
+  }
+  {
+    FusedKnob on("1");
+    expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, fk::DType::BF16); },
+                        "autocast bf16");
+    if (fk::cuda::device_count() == 0)
+      expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt); },
+                          "NEFI_FUSED_MLP=1");
+  }
+  {
+    FusedKnob off("0");
+    EXPECT_FALSE(nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt));
+  }
+  expect_error_naming([] { nefi::fused_mlp_activation("swish"); }, "'swish'");
+}
+
+TEST(NefiFusedMlp, UnsupportedNetworksAndOperandsAreRefused) {
+  NEFI_SKIP_WITHOUT_GPU();
+  // Wider than 128: auto keeps the per-layer path, 1 names the width.
+  nefi::NeuralField wide = make_field(129, false, "tanh", 2);
+  wide.to(kGpu);
+  const nefi::Domain d({5, 4});
+  {
+    FusedKnob on("1");
+    expect_error_naming([&] { wide.raw(d, 1.0); }, "hidden width 129");
+  }
+  EXPECT_EQ(wide.raw(d, 1.0).size(0), d.numel());
+  // The op itself: operands of another dtype, device or size.
+  const Net net = make_net(16, true, "relu", 5);
+  const fk::Tensor x = fk::ones({10, 5}, {fk::DType::F32, kGpu});
+  const fk::Tensor p = fk::zeros({net.numel()}, {fk::DType::F32, kGpu});
+  expect_error_naming([&] { nefi::fused_mlp_device(x.to(fk::DType::F64), p, net.spec); }, "f32");
+  expect_error_naming([&] { nefi::fused_mlp_device(x, p.to(fk::kCPU), net.spec); },
+                      "one CUDA device");
+  expect_error_naming([&] { nefi::fused_mlp_device(x, p.narrow(0, 1, net.numel() - 1), net.spec); },
+                      std::to_string(net.numel()) + " params");
+  nefi::FusedMlpSpec too_wide = net.spec;
+  too_wide.out = 200;
+  expect_error_naming([&] { nefi::fused_mlp_device(x, p, too_wide); }, "output width 200");
+  EXPECT_EQ(nefi::fused_mlp_device(x, p, net.spec).shape(), fk::Dims({10, 3}));
+}
+
+}  // namespace
