@@ -114,11 +114,7 @@ void check_operands(const fk::Tensor& x, const fk::Tensor& p, const FusedMlpSpec
 
 }  // namespace
 
-std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device) {
-  if (spec.hidden > kFusedMlpMaxWidth || spec.out > kFusedMlpMaxWidth)
-    return "hidden width " + std::to_string(spec.hidden) + ", output width " +
-           std::to_string(spec.out);
-  if (in > (int64_t{1} << 16)) return "feature width " + std::to_string(in);
+std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device) {
   if (device < 0 || device >= fk::cuda::device_count())
     return "no usable CUDA device cuda:" + std::to_string(device);
   if (cuda::fused_mlp_block_rows(shape_of(spec, in), device) == 0)

@@ -54,7 +54,9 @@ __host__ __device__ inline Geometry geometry(const FusedMlpShape& s, int rows) {
   g.dp = round4(s.in);
   const int cols = max_of(g.hp, g.op);
   g.lda = odd(g.hp + s.in);
-  g.ldw = cols + 4;  // a multiple of 4 (float4 rows), not of 32 (the transposing stores)
+  // A multiple of 4 (float4 rows) past cols, an odd number of float4s: the
+  // transposing stores, a column at a time, then spread over 8 banks.
+  g.ldw = 4 * ((cols / 4 + 1) | 1);
   const int k_max = max_of(s.skip > 0 ? g.hp + s.in : s.in, s.hidden);
   g.wt_floats = k_max * g.ldw;
   g.forward_floats = 2LL * rows * g.lda + g.wt_floats + cols;

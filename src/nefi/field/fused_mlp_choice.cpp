@@ -1,5 +1,6 @@
-// The NEFI_FUSED_MLP knob and the activation names of fused_mlp_device.h
-// (built with and without CUDA: the knob is listed everywhere).
+// The NEFI_FUSED_MLP knob, the activation names and the width limits of
+// fused_mlp_device.h (built with and without CUDA: the knob is listed
+// everywhere); the device's own limits are fused_mlp_unsupported_on's.
 #include <string>
 
 #include "fk/error.h"
@@ -36,6 +37,14 @@ FusedMlpActivation fused_mlp_activation(const std::string& name) {
   FK_CHECK(name == "sine", "nefi::fused_mlp_activation",
            "activation tanh, relu, gelu, silu, softplus or sine", "'" + name + "'");
   return FusedMlpActivation::Sine;
+}
+
+std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device) {
+  if (spec.hidden > kFusedMlpMaxWidth || spec.out > kFusedMlpMaxWidth)
+    return "hidden width " + std::to_string(spec.hidden) + ", output width " +
+           std::to_string(spec.out);
+  if (in > (int64_t{1} << 16)) return "feature width " + std::to_string(in);
+  return fused_mlp_unsupported_on(spec, in, device);
 }
 
 bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device,

@@ -51,6 +51,8 @@ inline constexpr int kFusedMlpMaxWidth = 128;
 // device `device` (a width above 128, or shared memory the device lacks for
 // 32 rows), or "" when it can. CPU-only builds: always a reason.
 std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device);
+// Its device half: no such device, or not enough shared memory on it.
+std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);
 
 // NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP as
 // fused_mlp_device. auto: where the fused kernel can (f32, widths <= 128,

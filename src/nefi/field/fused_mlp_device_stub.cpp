@@ -4,7 +4,7 @@
 
 namespace nefi {
 
-std::string fused_mlp_unsupported(const FusedMlpSpec&, int64_t, int) {
+std::string fused_mlp_unsupported_on(const FusedMlpSpec&, int64_t, int) {
   return "this build has no CUDA backend";
 }
 

@@ -6,9 +6,9 @@
 // 32, 64 and 128, with and without the skip, every activation, row counts
 // that are not a multiple of the 64- or 32-row tile, and enough rows for
 // several gradient chunks. Then NeuralField on the device with
-// NEFI_FUSED_MLP=1 against =0 and against the CPU field, and the refusals.
-// Without a usable device the parity tests skip (scripts/gpu-check runs
-// them on one); the knob and activation refusals run everywhere.
+// NEFI_FUSED_MLP=1 against =0 and against the CPU field, and the refusals
+// (the knob's own: tests/nefi/field/fused_mlp_choice_test.cpp). Without a
+// usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -338,29 +338,6 @@ void expect_error_naming(const std::function<void()>& body, const std::string& t
   } catch (const fk::Error& e) {
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
   }
-}
-
-// Runs everywhere: the knob's values and the activation names.
-TEST(NefiFusedMlp, KnobAndActivationRefusals) {
-  const Net net = make_net(32, false, "tanh", 8);
-  {
-    FusedKnob bad("yes");
-    expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt); },
-                        "0, 1, auto");
-  }
-  {
-    FusedKnob on("1");
-    expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, fk::DType::BF16); },
-                        "autocast bf16");
-    if (fk::cuda::device_count() == 0)
-      expect_error_naming([&] { nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt); },
-                          "NEFI_FUSED_MLP=1");
-  }
-  {
-    FusedKnob off("0");
-    EXPECT_FALSE(nefi::use_fused_mlp(net.spec, net.in, 0, std::nullopt));
-  }
-  expect_error_naming([] { nefi::fused_mlp_activation("swish"); }, "'swish'");
 }
 
 TEST(NefiFusedMlp, UnsupportedNetworksAndOperandsAreRefused) {

@@ -1,0 +1,86 @@
+// NEFI_FUSED_MLP and the fused MLP's activation names (fused_mlp_choice.cpp):
+// the knob's values, what 1 refuses, and the names NeuralField uses. Runs in
+// every build; the fused kernel itself is tested against the layer chains in
+// tests/nefi/cuda/fused_mlp_device_test.cpp (on a GPU).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+#include "fk/knobs.h"
+#include "nefi/field/fused_mlp_device.h"
+
+namespace {
+
+class FusedKnob {
+ public:
+  explicit FusedKnob(const char* v) : k_(fk::mutable_knob("NEFI_FUSED_MLP")) {
+    k_.set_override(std::string(v));
+  }
+  ~FusedKnob() { k_.set_override(std::nullopt); }
+  FusedKnob(const FusedKnob&) = delete;
+  FusedKnob& operator=(const FusedKnob&) = delete;
+
+ private:
+  fk::Knob& k_;
+};
+
+void expect_error_naming(const std::function<void()>& body, const std::string& text) {
+  try {
+    body();
+    ADD_FAILURE() << "no error; expected one naming '" << text << "'";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+nefi::FusedMlpSpec spec(int hidden) {
+  nefi::FusedMlpSpec s;
+  s.hidden = hidden;
+  s.depth = 3;
+  s.out = 2;
+  return s;
+}
+
+TEST(NefiFusedMlpChoice, KnobValues) {
+  {
+    FusedKnob bad("yes");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt); }, "0, 1, auto");
+  }
+  {
+    FusedKnob off("0");  // never, whatever the network
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::BF16));
+  }
+  {
+    FusedKnob on("1");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::BF16); },
+                        "autocast bf16");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(129), 8, 0, std::nullopt); },
+                        "hidden width 129");
+    if (fk::cuda::device_count() == 0)
+      expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt); },
+                          "NEFI_FUSED_MLP=1");
+    else
+      EXPECT_TRUE(nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt));
+  }
+  // auto: the per-layer path wherever the fused kernel cannot run.
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 8, 0, std::nullopt));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::F16));
+  EXPECT_EQ(nefi::use_fused_mlp(spec(128), 8, 0, std::nullopt), fk::cuda::device_count() > 0);
+}
+
+TEST(NefiFusedMlpChoice, ActivationNames) {
+  EXPECT_EQ(nefi::fused_mlp_activation("tanh"), nefi::FusedMlpActivation::Tanh);
+  EXPECT_EQ(nefi::fused_mlp_activation("relu"), nefi::FusedMlpActivation::Relu);
+  EXPECT_EQ(nefi::fused_mlp_activation("gelu"), nefi::FusedMlpActivation::Gelu);
+  EXPECT_EQ(nefi::fused_mlp_activation("silu"), nefi::FusedMlpActivation::Silu);
+  EXPECT_EQ(nefi::fused_mlp_activation("softplus"), nefi::FusedMlpActivation::Softplus);
+  EXPECT_EQ(nefi::fused_mlp_activation("sine"), nefi::FusedMlpActivation::Sine);
+  expect_error_naming([] { nefi::fused_mlp_activation("swish"); }, "'swish'");
+}
+
+}  // namespace
