@@ -28,6 +28,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/field/dense.h"
 #include "nefi/field/fused_mlp_device.h"
@@ -36,40 +37,13 @@
 
 namespace {
 
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
+using nefi::cuda_test::expect_close;
+using nefi::cuda_test::kGpu;
+using nefi::cuda_test::KnobOverride;
+using nefi::cuda_test::NoTf32;
 
-const fk::Device kGpu = fk::cuda_device(0);
 constexpr double kW0 = 30.0;
 constexpr double kU = 0x1p-24;  // f32 unit round-off
-
-// NEFI_FUSED_MLP set for a scope.
-class FusedKnob {
- public:
-  explicit FusedKnob(const char* v) : k_(fk::mutable_knob("NEFI_FUSED_MLP")) {
-    k_.set_override(std::string(v));
-  }
-  ~FusedKnob() { k_.set_override(std::nullopt); }
-  FusedKnob(const FusedKnob&) = delete;
-  FusedKnob& operator=(const FusedKnob&) = delete;
-
- private:
-  fk::Knob& k_;
-};
-
-// TF32 off for a scope (the per-layer path's f32 products stay f32).
-class NoTf32 {
- public:
-  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
-  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
-  NoTf32(const NoTf32&) = delete;
-  NoTf32& operator=(const NoTf32&) = delete;
-
- private:
-  bool was_;
-};
 
 struct Net {
   nefi::FusedMlpSpec spec;
@@ -186,23 +160,6 @@ Result fused(const Net& net, const fk::Tensor& x_host, const std::vector<double>
   return {y.to_vector<double>(), x.grad().to_vector<double>(), p.grad().to_vector<double>()};
 }
 
-// max |got - want| <= tol * max(1, max |want|).
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 1, worst = 0;
-  size_t at = 0;
-  for (double v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(got[i] - want[i]);
-    if (!(e <= worst)) {
-      worst = e;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
-}
-
 // f32 round-off of the network relative to its largest value: a product of
 // K terms is off by at most ~K u of the sum of its magnitudes, once per layer
 // (depth + 1 of them), each layer passing earlier errors on at a gain near 1
@@ -314,11 +271,12 @@ TEST(NefiFusedMlp, NeuralFieldFusedMatchesPerLayerAndCpu) {
         const Result want = evaluate(cpu, d);
         Result per_layer, fused_path;
         {
-          FusedKnob off("0");
+          KnobOverride off("NEFI_FUSED_MLP", "0");
           per_layer = evaluate(gpu, d);
         }
         {
-          FusedKnob on("1");  // an error, not a silent fallback, if it cannot run
+          KnobOverride on("NEFI_FUSED_MLP",
+                          "1");  // an error, not a silent fallback, if it cannot run
           fused_path = evaluate(gpu, d);
         }
         Net net = make_net(hidden, skip, a, ndim * 9);
@@ -347,7 +305,7 @@ TEST(NefiFusedMlp, UnsupportedNetworksAndOperandsAreRefused) {
   wide.to(kGpu);
   const nefi::Domain d({5, 4});
   {
-    FusedKnob on("1");
+    KnobOverride on("NEFI_FUSED_MLP", "1");
     expect_error_naming([&] { wide.raw(d, 1.0); }, "hidden width 129");
   }
   EXPECT_EQ(wide.raw(d, 1.0).size(0), d.numel());

@@ -21,6 +21,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/field/dense.h"
 #include "nefi/field/fourier_features.h"
@@ -31,25 +32,10 @@
 
 namespace {
 
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
-
-const fk::Device kGpu = fk::cuda_device(0);
+using nefi::cuda_test::expect_close;
+using nefi::cuda_test::kGpu;
+using nefi::cuda_test::NoTf32;
 constexpr double kProgress = 0.7;  // mid-annealing: the gate multiply runs too
-
-// TF32 off for a scope (the f32 tolerances assume f32 products).
-class NoTf32 {
- public:
-  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
-  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
-  NoTf32(const NoTf32&) = delete;
-  NoTf32& operator=(const NoTf32&) = delete;
-
- private:
-  bool was_;
-};
 
 struct Case {
   std::string activation;
@@ -94,23 +80,6 @@ Result evaluate(nefi::NeuralField& f, const nefi::Domain& d) {
   EXPECT_EQ(raw.device(), f.device());
   fk::sum(fk::mul(raw, r.to(raw.device()))).backward();
   return {raw.to_vector<double>(), f.params().flat().grad().to_vector<double>()};
-}
-
-// max |got - want| <= tol * max(1, max |want|).
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 1, worst = 0;
-  size_t at = 0;
-  for (double v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(got[i] - want[i]);
-    if (!(e <= worst)) {
-      worst = e;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
 }
 
 // Tolerance relative to the largest value: f32 round-off (sums of 40 to 300
