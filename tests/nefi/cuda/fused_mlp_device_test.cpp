@@ -27,6 +27,7 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "fk/profile.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
@@ -287,6 +288,22 @@ TEST(NefiFusedMlp, NeuralFieldFusedMatchesPerLayerAndCpu) {
         expect_close(fused_path.y, per_layer.y, tol, what + " fused vs per-layer raw");
         expect_close(fused_path.dp, per_layer.dp, tol, what + " fused vs per-layer gradient");
       }
+}
+
+// Once the encoding's features are cached (progress 1: no gate multiply), a
+// device field's raw() is the fused op alone: one kernel launch.
+TEST(NefiFusedMlp, FieldForwardIsOneLaunch) {
+  NEFI_SKIP_WITHOUT_GPU();
+  nefi::NeuralField f = make_field(64, true, "tanh", 2);
+  f.to(kGpu);
+  const nefi::Domain d({13, 11});
+  KnobOverride on("NEFI_FUSED_MLP", "1");
+  fk::autograd::NoGradGuard ng;
+  f.raw(d, 1.0);
+  const int64_t before = fk::profile::counters().launches;
+  const fk::Tensor raw = f.raw(d, 1.0);
+  EXPECT_EQ(fk::profile::counters().launches - before, 1);
+  EXPECT_EQ(raw.shape(), fk::Dims({d.numel(), 2}));
 }
 
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {
