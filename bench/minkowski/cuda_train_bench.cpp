@@ -12,10 +12,10 @@
 // default ME_CONV_DATAFLOW.
 // Counters: the time per step (ms, CUDA events on the current stream around
 // the whole step, host gaps and syncs included), points/s, and per step fk's
-// op and launch counters (fk::profile: fk's device ops, cuBLAS calls made
-// through fk, the optimizer's and the field's kernels; minkowski's own
-// convolution gather/scatter, pooling, normalization and coordinate kernels
-// do not bump it, so launches_per_step is a floor of the true count).
+// op and launch counters (fk::profile: fk's device ops and copies, and every
+// kernel, GEMM, gather and scatter minkowski's device dispatch issues, except
+// the implicit-GEMM dataflow's, which ME_CONV_DATAFLOW=gather, the default,
+// does not run).
 // Without a usable device every row reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   build/bin/minkowski_cuda_bench --benchmark_filter=BM_DeviceMinkUNet18Step
