@@ -93,6 +93,9 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)");
   train->add_option("--precision", to.precision,
                     "f32, bf16 or fp16: autocast with f32 master weights (fp16: loss scaling)");
+  train->add_option("--device", to.device,
+                    "cpu, cuda or cuda:N: the network, features and labels live there (the "
+                    "coordinate maps are built on the host)");
   train->add_option("--seed", to.seed, "seed of the weights and the scenes");
   train->add_option("--threads", to.threads, "threads (0: default)");
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");

@@ -1,7 +1,7 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
 // point files, or a sparse ResNet classifier on generated shapes, in f32 or
-// under bf16/fp16 autocast. In the output folder: one log.csv row per epoch
-// (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
+// under bf16/fp16 autocast, on the CPU or a CUDA device (--device). In the output folder: one
+// log.csv row per epoch (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
 // loss scaler skipped), the learning curves (curves.png, redrawn from log.csv
 // every epoch), the best checkpoint by mIoU and a resumable last checkpoint
 // (model, optimizer, epoch, best mIoU, loss scale).
@@ -181,10 +181,22 @@ class Source {
   size_t held_out_ = 0;
 };
 
-nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const Source& source) {
+// The batch's features and labels on `device` (the coordinate map stays where
+// it was built, on the host).
+data::Batch on_device(const data::Batch& b, fk::Device device) {
+  if (device.is_cpu()) return b;
+  data::Batch out = b;
+  out.input = SparseTensor(b.input.F().to(device), b.input.key(), b.input.manager());
+  if (b.labels.defined()) out.labels = b.labels.to(device);
+  return out;
+}
+
+nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const Source& source,
+                             fk::Device device) {
   nn::ConfusionMatrix confusion(o.classes);
   for (const data::Batch& b : source.validation_batches()) {
-    nn::evaluate(net, b.input, b.labels, confusion);
+    const data::Batch d = on_device(b, device);
+    nn::evaluate(net, d.input, d.labels, confusion);
   }
   return confusion;
 }
@@ -197,10 +209,13 @@ int train(const TrainOptions& options) {
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
+  const fk::Device device = fk::parse_device(o.device);
   fk::manual_seed(o.seed);
   const std::unique_ptr<nn::SparseModule> network =
       make_network(network_choice(o), "minkowski train");
   nn::SparseModule& net = *network;
+  // Before the optimizer: its moment buffers are made on the parameters' device.
+  net.to(device);
   auto opt = make_optimizer(o, net);
   Progress progress;
   if (o.resume) progress = load_last(last, net, *opt);
@@ -225,7 +240,7 @@ int train(const TrainOptions& options) {
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
       opt->set_lr(schedule.at(step));
-      const data::Batch batch = source.train_batch(step);
+      const data::Batch batch = on_device(source.train_batch(step), device);
       const nn::StepResult r = nn::train_step(net, *opt, batch.input, batch.labels, step_options);
       loss_sum += r.loss;
       skipped += r.skipped;
@@ -239,7 +254,7 @@ int train(const TrainOptions& options) {
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const nn::ConfusionMatrix c = validate(net, o, source);
+    const nn::ConfusionMatrix c = validate(net, o, source, device);
     progress.epoch = epoch + 1;
     if (scaler) progress.loss_scale = scaler->scale_value();
     const bool improved = c.miou() > progress.best_miou;

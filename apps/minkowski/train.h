@@ -27,6 +27,7 @@ struct TrainOptions {
   double weight_decay = 0.0;
   double clip = 0.0;
   std::string precision = "f32";  // f32, bf16 or fp16 (autocast; fp16 adds loss scaling)
+  std::string device = "cpu";     // cpu, cuda or cuda:N: where the network and features live
   uint64_t seed = 0;
   int threads = 0;
   std::string out = "minkowski_run";  // folder: log.csv, best.ckpt, last.ckpt

@@ -16,10 +16,9 @@
 // events on the current stream (manual time), including the host gaps and,
 // with ME_LAZY_SYNC off, the sync at the end of each op. FLOPS count
 // 2 x pairs x C_in x C_out per pass (the backward's two GEMMs: twice that).
-// Scene: $MINKOWSKI_CUDA_BENCH_SCENE, else ../shared/data/indoor_scene_100k.npy
-// or /work/shared/data/indoor_scene_100k.npy when present, else the synthetic
-// 100k scene of `minkowski bench conv --points 100000`; the label names it
-// and the precision.
+// Scene: cuda_bench_scene.h's (the 100k indoor scene, or the synthetic one);
+// the label names it and the precision. The MinkUNet18 training step's rows
+// are cuda_train_bench.cpp's, in the same executable.
 // Without a usable device every benchmark reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
@@ -30,8 +29,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,8 +36,8 @@
 #include <tuple>
 #include <vector>
 
-#include "../../apps/minkowski/scene.h"
 #include "../cuda_event_timer.h"
+#include "cuda_bench_scene.h"
 #include "fk/cuda/blas.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
@@ -96,26 +93,12 @@ struct Scene {
   std::optional<minkowski::cuda::DeviceKernelMap> dev;
 };
 
-std::string scene_path() {
-  if (const char* p = std::getenv("MINKOWSKI_CUDA_BENCH_SCENE")) return p;
-  for (const char* p :
-       {"../shared/data/indoor_scene_100k.npy", "/work/shared/data/indoor_scene_100k.npy"})
-    if (std::filesystem::exists(p)) return p;
-  return "";
-}
-
 Scene& scene() {
   static Scene s = [] {
     Scene r;
-    const std::string path = scene_path();
-    std::vector<int32_t> rows;
-    if (path.empty()) {
-      rows = minkowski_app::synthetic_scene(100000).rows;
-      r.source = "synthetic(100000)";
-    } else {
-      rows = minkowski_app::read_scene(path);
-      r.source = path;
-    }
+    const minkowski_bench::SceneRows loaded = minkowski_bench::load_scene_rows();
+    const std::vector<int32_t>& rows = loaded.rows;
+    r.source = loaded.source;
     r.map = std::make_shared<minkowski::CoordinateMap>(
         rows.data(), static_cast<int64_t>(rows.size()) / 4, 4, std::vector<int32_t>{1, 1, 1});
     r.offsets = minkowski::KernelRegion::cube({3}).offsets({1, 1, 1});

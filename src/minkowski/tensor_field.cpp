@@ -7,11 +7,61 @@
 #include "fk/factory.h"
 #include "fk/ops/index.h"
 #include "fk/ops/join.h"
+#include "minkowski/tensor_field_device.h"
 
 namespace minkowski {
 
 namespace {
 constexpr double kInt32Limit = 2147483647.0;
+
+// Row i of the voxel rows from its field coordinates v (1 + D values):
+// the batch index as is, each spatial coordinate voxelized and floored to a
+// multiple of the stride (toward -inf); fk::Error naming row i when the batch
+// index is not an integer or a voxel coordinate leaves int32.
+void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size,
+               const std::vector<int32_t>& ts, int32_t* row) {
+  const char* where = "minkowski::TensorField::sparse";
+  const double b = v[0];
+  FK_CHECK(std::isfinite(b) && std::floor(b) == b && std::abs(b) < kInt32Limit, where,
+           "an integer batch index in column 0 (row " + std::to_string(i) + ")", std::to_string(b));
+  row[0] = static_cast<int32_t>(b);
+  for (size_t a = 0; a < ts.size(); ++a) {
+    const double q = std::floor(v[1 + a] / voxel_size[voxel_size.size() == 1 ? 0 : a]);
+    FK_CHECK(std::isfinite(q) && std::abs(q) < kInt32Limit, where,
+             "finite voxel coordinates within int32 (row " + std::to_string(i) + ")",
+             std::to_string(q));
+    const double t = static_cast<double>(ts[a]);
+    row[1 + a] = static_cast<int32_t>(std::floor(q / t) * t);
+  }
+}
+
+// The voxel rows of every point: on the host, or on the coordinates' CUDA
+// device (tensor_field_device.h), where an invalid row is looked at again on
+// the host for its error.
+fk::Tensor voxel_rows(const fk::Tensor& coordinates, const std::vector<double>& voxel_size,
+                      const std::vector<int32_t>& ts) {
+  const int64_t n = coordinates.size(0), w = coordinates.size(1);
+  std::vector<int32_t> row(static_cast<size_t>(w));
+  if (coordinates.device().is_cuda()) {
+    std::vector<double> sizes(ts.size());
+    for (size_t a = 0; a < ts.size(); ++a) sizes[a] = voxel_size[voxel_size.size() == 1 ? 0 : a];
+    DeviceVoxelRows d = device_voxel_rows(coordinates, sizes, ts);
+    if (d.first_bad >= 0) {
+      const auto v = coordinates.select(0, d.first_bad).to_vector<double>();
+      voxel_row(v.data(), d.first_bad, voxel_size, ts, row.data());  // throws
+      throw fk::Error("minkowski::TensorField::sparse",
+                      "the host's and the device's voxelization to agree",
+                      "row " + std::to_string(d.first_bad) + " refused on the device only");
+    }
+    return d.rows;
+  }
+  const auto v = coordinates.to_vector<double>();
+  std::vector<int32_t> rows(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    voxel_row(v.data() + i * w, i, voxel_size, ts, rows.data() + i * w);
+  return fk::from_vector(rows, fk::Dims{n, w});
+}
+
 }  // namespace
 
 TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinates) {
@@ -19,16 +69,15 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
   FK_CHECK(coordinates.defined() && coordinates.dim() == 2 && coordinates.size(1) >= 2, where,
            "coordinates of shape N x (1+D), D >= 1",
            coordinates.defined() ? coordinates.shape().str() : "undefined");
-  FK_CHECK(coordinates.device().is_cpu(), where,
-           "CPU coordinates (the coordinate maps are built on the host; the features may be on a "
-           "CUDA device)",
-           coordinates.device().str());
   FK_CHECK(coordinates.dtype() == fk::DType::F32 || coordinates.dtype() == fk::DType::F64, where,
            "f32 or f64 coordinates", fk::name(coordinates.dtype()));
   FK_CHECK(features.defined(), where, "a feature tensor", "an undefined tensor");
   FK_CHECK(fk::is_floating(features.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(features.dtype()));
   FK_CHECK(features.dim() == 2, where, "2-D features (N x C)", features.shape().str());
+  FK_CHECK(coordinates.device().is_cpu() || features.device() == coordinates.device(), where,
+           "features on the coordinates' device " + coordinates.device().str(),
+           "features on " + features.device().str());
   FK_CHECK(features.size(0) == coordinates.size(0), where,
            "as many feature rows as coordinate rows (" + std::to_string(coordinates.size(0)) + ")",
            std::to_string(features.size(0)));
@@ -41,7 +90,7 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
                                  const std::vector<int32_t>& tensor_stride, uint64_t seed) {
   const char* where = "minkowski::TensorField::sparse";
   FK_CHECK(defined(), where, "a constructed field", "an empty TensorField");
-  const int64_t n = size(), d = dimension(), w = d + 1;
+  const int64_t d = dimension();
   FK_CHECK(voxel_size.size() == 1 || static_cast<int64_t>(voxel_size.size()) == d, where,
            "a voxel size of 1 or " + std::to_string(d) + " values",
            std::to_string(voxel_size.size()) + " values");
@@ -55,27 +104,9 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
     ts[a] = tensor_stride[tensor_stride.size() == 1 ? 0 : a];
     FK_CHECK(ts[a] > 0, where, "a positive tensor stride", std::to_string(ts[a]));
   }
-  auto v = coordinates_.to_vector<double>();
-  std::vector<int32_t> rows(v.size());
-  for (int64_t i = 0; i < n; ++i) {
-    double b = v[i * w];
-    FK_CHECK(std::isfinite(b) && std::floor(b) == b && std::abs(b) < kInt32Limit, where,
-             "an integer batch index in column 0 (row " + std::to_string(i) + ")",
-             std::to_string(b));
-    rows[i * w] = static_cast<int32_t>(b);
-    for (int64_t a = 0; a < d; ++a) {
-      double q = std::floor(v[i * w + 1 + a] / voxel_size[voxel_size.size() == 1 ? 0 : a]);
-      FK_CHECK(std::isfinite(q) && std::abs(q) < kInt32Limit, where,
-               "finite voxel coordinates within int32 (row " + std::to_string(i) + ")",
-               std::to_string(q));
-      // floored to a multiple of the stride (toward -inf)
-      double t = static_cast<double>(ts[a]);
-      rows[i * w + 1 + a] = static_cast<int32_t>(std::floor(q / t) * t);
-    }
-  }
   // SparseTensor's constructor inserts the voxels, deduplicates and reduces
   // the features (differentiably); the field only keeps the mapping.
-  SparseTensor s(features_, fk::from_vector(rows, fk::Dims{n, w}), ts, mode, std::move(manager),
+  SparseTensor s(features_, voxel_rows(coordinates_, voxel_size, ts), ts, mode, std::move(manager),
                  seed);
   inverse_ = s.inverse_mapping();
   manager_ = s.manager();

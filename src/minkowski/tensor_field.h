@@ -2,11 +2,16 @@
 // TensorField: features on continuous points, the bridge between point clouds
 // and SparseTensors.
 //
-// Coordinates: N x (1+D) f32 or f64 CPU tensor, column 0 the batch index
-// (must hold integers), then D >= 1 spatial coordinates. Features: N x C
+// Coordinates: N x (1+D) f32 or f64 tensor, column 0 the batch index (must
+// hold integers), then D >= 1 spatial coordinates. Features: N x C
 // f32/f64/f16/bf16 tensor on the CPU or a CUDA device, may require grad; on a
 // device, sparse() reduces them there (quantize_features) and slice()
-// gathers there, with the same results as on the CPU.
+// gathers there, with the same results as on the CPU. Coordinates on a CUDA
+// device need the features on that device: sparse() then voxelizes them there
+// (tensor_field_device.h: the same int32 rows as the host loop) and inserts
+// the rows through the device coordinate manager (coordinate_manager.h), so
+// the map, its inverse mapping and every kernel map are the host path's; an
+// invalid row is the same fk::Error.
 //
 // sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, the
 // batch column is kept as is; with a tensor stride t the voxel is then

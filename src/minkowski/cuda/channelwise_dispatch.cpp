@@ -7,6 +7,7 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
@@ -62,6 +63,7 @@ fk::Tensor device_channelwise_forward(const fk::Tensor& features, const fk::Tens
     cuda::launch_channelwise_rows<T>(features.data<T>(), weight.data<T>(), c, i32(m.by_out.begin),
                                      i32(m.by_out.pair), i32(m.in_rows), i64(ob), m.volume,
                                      m.out_size, out.data<T>(), fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return out;
@@ -85,6 +87,7 @@ ConvGrads device_channelwise_backward(const fk::Tensor& grad_out, const fk::Tens
       cuda::launch_channelwise_rows<T>(grad_out.data<T>(), weight.data<T>(), c, i32(m.by_in.begin),
                                        i32(m.by_in.pair), i32(m.out_rows), i64(ob), m.volume,
                                        m.in_size, r.features.data<T>(), stream);
+      fk::profile::count_launch();
     });
   }
   if (need_weight) {
@@ -99,10 +102,12 @@ ConvGrads device_channelwise_backward(const fk::Tensor& grad_out, const fk::Tens
       cuda::launch_pair_product_partials<T>(features.data<T>(), grad_out.data<T>(), c,
                                             i32(m.in_rows), i32(m.out_rows), i64(d_begin), n_jobs,
                                             part.data<T>(), stream);
+      fk::profile::count_launch();
       // Sum mode reads neither arg-max rows nor group sizes.
       cuda::launch_group_combine<T>(static_cast<int>(PoolingMode::Sum), part.data<T>(), nullptr,
                                     i64(d_first), nullptr, m.volume, c, r.weight.data<T>(), nullptr,
                                     stream);
+      fk::profile::count_launch();
     });
   }
   fk::cuda::after_op(dev);

@@ -14,6 +14,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/implicit_conv.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/conv.h"
@@ -177,16 +178,19 @@ struct Call {
     fk::cuda::gemm(m.device, code, ta, tb, rows_m, cols_n, inner, 1.0, a, lda, b, ldb, 0.0, c, ldc,
                    stream, tf32);
     ++tl_info.gemms;
+    fk::profile::count_launch();
   }
   // staged[0, p1 - p0) = src's rows at `rows` [p0, p1) (cols wide).
   void gather(const fk::Tensor& src, const fk::Tensor& rows, int64_t p0, int64_t p1, int64_t cols,
               const fk::Tensor& staged) {
+    fk::profile::count_launch();
     launch_gather_rows(code, src.data_ptr(), cols, rows.data<int32_t>() + p0, p1 - p0, cols,
                        staged.data_ptr(), stream);
   }
   // acc += the staged rows [p0, p1) of `staged` (cols wide) at `rows`.
   void scatter(const fk::Tensor& staged, int64_t p0, int64_t p1, const fk::Tensor& rows,
                const DeviceRowIndex& idx, int64_t n_rows, int64_t cols, const fk::Tensor& acc) {
+    fk::profile::count_launch();
     if (deterministic)
       launch_scatter_add_ordered(code, staged.data_ptr(), p0, p1, idx.begin.data<int32_t>(),
                                  idx.pair.data<int32_t>(), n_rows, cols, acc.data<float>(), stream);

@@ -14,6 +14,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/coords/kernel_map_layout.h"
 #include "minkowski/coords/kernel_region.h"
 #include "minkowski/cuda/device_buffers.h"
@@ -34,6 +35,7 @@ using buffers::u64;
 std::vector<int64_t> column_stats(const fk::Tensor& rows, int width, int device, void* stream) {
   fk::Tensor stats = fk::empty({3 * width}, {fk::DType::I64, fk::cuda_device(device)});
   launch_column_stats(i32(rows), rows.size(0), width, stats.data<int64_t>(), stream);
+  fk::profile::count_launch();
   return stats.to_vector<int64_t>();
 }
 
@@ -72,15 +74,19 @@ Dedup deduplicate(const fk::Tensor& keys, const fk::Tensor& rows0, int64_t n, in
                   RowOrder order, int device, void* stream) {
   fk::Tensor sorted_keys = device_u64(n, device), sorted_rows = device_i32(n, device);
   sort_pairs_u64(u64(keys), i32(rows0), u64(sorted_keys), i32(sorted_rows), n, bits, stream);
+  fk::profile::count_launch();
   fk::Tensor head = device_i32(n + 1, device), run = device_i32(n + 1, device);
   launch_run_heads(u64(sorted_keys), n, i32(head), stream);
+  fk::profile::count_launch();
   exclusive_sum_i32(i32(head), i32(run), n + 1, stream);
+  fk::profile::count_launch();
   Dedup d;
   d.size = run.narrow(0, n, 1).to_vector<int32_t>()[0];
   fk::Tensor run_row = device_i32(d.size, device), run_key = device_u64(d.size, device);
   fk::Tensor run_of = device_i32(n, device);
   launch_runs(u64(sorted_keys), i32(sorted_rows), i32(head), i32(run), n, i32(run_row),
               u64(run_key), i32(run_of), stream);
+  fk::profile::count_launch();
   if (order == RowOrder::kKeys) {
     d.map_rows = run_row;
     d.row_key = run_key;
@@ -89,12 +95,15 @@ Dedup deduplicate(const fk::Tensor& keys, const fk::Tensor& rows0, int64_t n, in
   }
   fk::Tensor first = device_i32(n + 1, device), id = device_i32(n + 1, device);
   launch_first_flags(i32(run_row), i32(run_of), n, i32(first), stream);
+  fk::profile::count_launch();
   exclusive_sum_i32(i32(first), i32(id), n + 1, stream);
+  fk::profile::count_launch();
   d.map_rows = device_i32(d.size, device);
   d.row_key = device_u64(d.size, device);
   d.inverse = device_i32(n, device);
   launch_first_order(i32(run_row), i32(run_of), i32(first), i32(id), u64(keys), n, i32(d.inverse),
                      i32(d.map_rows), u64(d.row_key), stream);
+  fk::profile::count_launch();
   return d;
 }
 
@@ -124,6 +133,7 @@ DeviceUnique make_map(const fk::Tensor& rows, std::vector<int32_t> ts, RowOrder 
   const KeyLayout l = packer_layout(m.lo, m.hi, where, &bits);
   fk::Tensor keys = device_u64(n, device), rows0 = device_i32(n, device);
   launch_pack_keys(i32(rows), n, l, u64(keys), i32(rows0), stream);
+  fk::profile::count_launch();
   Dedup d;
   if (n > 0) {
     d = deduplicate(keys, rows0, n, bits, order, device, stream);
@@ -134,8 +144,10 @@ DeviceUnique make_map(const fk::Tensor& rows, std::vector<int32_t> ts, RowOrder 
   m.size = d.size;
   m.coordinates = fk::empty({m.size, w}, {fk::DType::I32, fk::cuda_device(device)});
   launch_gather_coordinates(i32(rows), w, i32(d.map_rows), m.size, i32(m.coordinates), stream);
+  fk::profile::count_launch();
   DeviceTable table(m.size, device, stream);
   launch_hash_insert(table.t, u64(d.row_key), m.size, stream);
+  fk::profile::count_launch();
   m.table_keys = table.keys;
   m.table_values = table.values;
   r.unique_rows = d.map_rows;
@@ -201,6 +213,7 @@ DeviceCoordinateMap stride_coordinates(const DeviceCoordinateMap& in,
   fk::Tensor step = fk::from_vector(ts, fk::Dims{d}, fk::cuda_device(in.device));
   fk::Tensor rows = fk::empty({in.size, in.width}, {fk::DType::I32, fk::cuda_device(in.device)});
   launch_floor_coordinates(i32(in.coordinates), in.size, in.width, i32(step), i32(rows), stream);
+  fk::profile::count_launch();
   return make_map(rows, std::move(ts), order, in.device, where).map;
 }
 
@@ -233,6 +246,7 @@ DeviceCoordinateMap expand_coordinates(const DeviceCoordinateMap& in,
   fk::Tensor rows =
       fk::empty({in.size * K, in.width}, {fk::DType::I32, fk::cuda_device(in.device)});
   launch_expand_coordinates(i32(in.coordinates), in.size, in.width, i32(off), K, i32(rows), stream);
+  fk::profile::count_launch();
   return make_map(rows, std::move(ts), RowOrder::kFirstOccurrence, in.device, where).map;
 }
 
@@ -252,6 +266,7 @@ fk::Tensor lookup_coordinates(const DeviceCoordinateMap& map, const fk::Tensor& 
   fk::Tensor found = device_i32(q.size(0), map.device);
   launch_lookup_coordinates(t, l, i32(q), q.size(0), i32(found),
                             fk::cuda::current_stream(map.device));
+  fk::profile::count_launch();
   fk::cuda::after_op(map.device);
   return found;
 }

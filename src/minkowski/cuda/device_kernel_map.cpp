@@ -10,6 +10,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/device_buffers.h"
 #include "minkowski/cuda/kernels.h"
 
@@ -51,6 +52,7 @@ fk::Tensor pack_on_device(const fk::Tensor& coords, const KeyLayout& l, int devi
   fk::Tensor keys = device_u64(n, device);
   *rows = device_i32(n, device);
   launch_pack_keys(i32(coords), n, l, u64(keys), i32(*rows), stream);
+  fk::profile::count_launch();
   return keys;
 }
 
@@ -68,10 +70,13 @@ DeviceRowIndex group_by(const fk::Tensor& rows, int64_t pairs, int64_t n_rows, i
   idx.pair = device_i32(pairs, device);
   fk::Tensor ids = device_i32(pairs, device), sorted = device_i32(pairs, device);
   launch_iota(i32(ids), pairs, stream);
+  fk::profile::count_launch();
   int bits = 1;
   while (bits < 31 && (int64_t{1} << bits) < n_rows) ++bits;
   sort_pairs_i32(i32(rows), i32(ids), i32(sorted), i32(idx.pair), pairs, bits, stream);
+  fk::profile::count_launch();
   launch_row_begin(i32(sorted), pairs, n_rows, i32(idx.begin), stream);
+  fk::profile::count_launch();
   return idx;
 }
 
@@ -153,8 +158,10 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
   fk::Tensor out_keys = device_u64(n_out, device);
   sort_pairs_u64(u64(out_keys0), i32(out_order0), u64(out_keys), i32(out_order), n_out, layout.bits,
                  stream);
+  fk::profile::count_launch();
   DeviceTable table(n_in, device, stream);
   launch_hash_insert(table.t, u64(in_keys), n_in, stream);
+  fk::profile::count_launch();
 
   // Offset k's key delta: sum_i offset_i << shift of axis i (two's complement).
   std::vector<int64_t> deltas(K, 0);
@@ -169,16 +176,20 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
   fk::Tensor pos = device_i32(K * n_out, device), begin = device_i32(K + 1, device);
   launch_kernel_map_search(table.t, u64(out_keys), n_out, u64(dev_deltas), K, i32(hit), i32(flag),
                            stream);
+  fk::profile::count_launch();
   exclusive_sum_i32(i32(flag), i32(pos), K * n_out, stream);
+  fk::profile::count_launch();
   // The pair count sizes the outputs: read the offsets' ranges (a host read).
   launch_kernel_map_pairs(i32(hit), i32(pos), i32(flag), i32(out_order), n_out, K, nullptr, nullptr,
                           i32(begin), stream);
+  fk::profile::count_launch();
   const std::vector<int32_t> ob = begin.to_vector<int32_t>();
   m.offset_begin.assign(ob.begin(), ob.end());
   m.in_rows = device_i32(m.pairs(), device);
   m.out_rows = device_i32(m.pairs(), device);
   launch_kernel_map_pairs(i32(hit), i32(pos), i32(flag), i32(out_order), n_out, K, i32(m.in_rows),
                           i32(m.out_rows), i32(begin), stream);
+  fk::profile::count_launch();
   add_row_indices(m, stream);
   fk::cuda::after_op(device);
   return m;
@@ -235,8 +246,10 @@ std::vector<int32_t> device_hash_lookup(const std::vector<int32_t>& coords,
   fk::Tensor qkeys = pack_on_device(upload_rows(queries, width, device), l, device, stream, &qrows);
   DeviceTable table(n, device, stream);
   launch_hash_insert(table.t, u64(keys), n, stream);
+  fk::profile::count_launch();
   fk::Tensor found = device_i32(q, device);
   launch_hash_lookup(table.t, u64(qkeys), q, i32(found), stream);
+  fk::profile::count_launch();
   return found.to_vector<int32_t>();
 }
 

@@ -1,7 +1,8 @@
 // Segment normalization kernels (normalization.h): the statistics' blocked
 // f64 sums and the per-element affine passes, in the CPU's order and without
 // contracting products into adds (the CPU build does not contract), so the
-// results are the CPU's.
+// results are the CPU's. A null seg means one segment (every row in segment
+// 0: BatchNorm), so nothing per row is uploaded for it.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
@@ -28,7 +29,7 @@ __global__ void segment_sums_kernel(int kind, const T* x, const T* g, int64_t n,
     double* p = part + b * width + c;
     const int64_t end = b * block_rows + block_rows < n ? b * block_rows + block_rows : n;
     for (int64_t i = b * block_rows; i < end; ++i) {
-      const int64_t s = seg[i] * cols;
+      const int64_t s = seg != nullptr ? seg[i] * cols : 0;
       const double v = static_cast<double>(x[i * cols + c]);
       if (kind == 0) {
         p[s] += v;
@@ -57,7 +58,7 @@ __global__ void segment_affine_kernel(const T* x, const T* g, int64_t n, int64_t
                                       const int32_t* seg, const T* coef, int64_t stride, T* y) {
   FK_CUDA_LOOP(t, n * cols) {
     const int64_t i = t / cols, c = t - i * cols;
-    const int64_t k = seg[i] * cols + c;
+    const int64_t k = (seg != nullptr ? seg[i] * cols : 0) + c;
     const T centred = x[t] - coef[k] - coef[stride + k];
     const T s = coef[2 * stride + k], u = coef[3 * stride + k];
     if (g == nullptr)

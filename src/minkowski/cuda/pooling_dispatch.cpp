@@ -7,6 +7,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
@@ -52,6 +53,7 @@ PoolingResult device_pool_forward(const fk::Tensor& f, const KernelMap& map, Poo
     cuda::launch_pool_forward<T>(static_cast<int>(mode), f.data<T>(), c, i32(m.by_out.begin),
                                  i32(m.by_out.pair), i32(m.in_rows), m.out_size, r.out.data<T>(),
                                  i32(r.argmax), fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return r;
@@ -71,6 +73,7 @@ fk::Tensor device_pool_backward(const fk::Tensor& g, const KernelMap& map, Pooli
     cuda::launch_pool_backward<T>(static_cast<int>(mode), g.data<T>(), c, i32(m.by_in.begin),
                                   i32(m.by_in.pair), i32(m.out_rows), i32(m.by_out.begin), amax,
                                   m.in_size, gin.data<T>(), fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return gin;
@@ -107,8 +110,10 @@ GlobalPoolingResult device_global_pool_forward(const fk::Tensor& a, const fk::Te
     cuda::launch_group_partials<T>(m, a.data<T>(), b.defined() ? b.data<T>() : nullptr, c,
                                    i32(d_rows), i64(d_jobs), jobs, part.data<T>(), i32(part_arg),
                                    stream);
+    fk::profile::count_launch();
     cuda::launch_group_combine<T>(m, part.data<T>(), i32(part_arg), i64(d_first), i64(d_begin),
                                   rg.groups, c, r.out.data<T>(), i32(r.argmax), stream);
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return r;
@@ -128,6 +133,7 @@ fk::Tensor device_global_pool_backward(const fk::Tensor& g, const RowGroups& rg,
     cuda::launch_group_backward<T>(static_cast<int>(mode), g.data<T>(), c, i32(d_group),
                                    i64(d_begin), amax, n, gin.data<T>(),
                                    fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return gin;

@@ -8,6 +8,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/pooling.h"
@@ -42,12 +43,14 @@ fk::Tensor device_group_argmax(const fk::Tensor& features, const std::vector<int
   fk::Tensor arg = fk::empty({groups, c}, {fk::DType::I32, f.device()});
   void* stream = fk::cuda::current_stream(dev);
   cuda::launch_iota(pairs.data<int32_t>(), n, stream);
+  fk::profile::count_launch();
   with_type(f, [&](auto zero) {
     using T = decltype(zero);
     cuda::launch_pool_forward<T>(static_cast<int>(PoolingMode::Max), f.data<T>(), c,
                                  d_begin.data<int32_t>(), pairs.data<int32_t>(),
                                  d_members.data<int32_t>(), groups, max.data<T>(),
                                  arg.data<int32_t>(), stream);
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return arg.to(fk::DType::I64);

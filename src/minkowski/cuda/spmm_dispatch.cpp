@@ -5,6 +5,7 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/dispatch_util.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/spmm_device.h"
@@ -30,6 +31,7 @@ fk::Tensor device_spmm_rows(const std::vector<int64_t>& begin, const std::vector
     cuda::launch_csr_rows<T>(d_begin.data<int64_t>(), d_order.data<int64_t>(),
                              d_src.data<int64_t>(), values.data<T>(), in.data<T>(), c, rows,
                              out.data<T>(), fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return out;
@@ -48,6 +50,7 @@ fk::Tensor device_spmm_value_grads(const std::vector<int64_t>& rows,
     cuda::launch_row_dots<T>(d_rows.data<int64_t>(), d_cols.data<int64_t>(), grad.data<T>(),
                              dense.data<T>(), dense.size(1), nnz, out.data<T>(),
                              fk::cuda::current_stream(dev));
+    fk::profile::count_launch();
   });
   fk::cuda::after_op(dev);
   return out;

@@ -39,7 +39,7 @@ fk::Tensor occupancy_targets(const SparseTensor& x, const fk::Tensor& target) {
     const auto* row = c.data() + r * (d + 1);
     out[r] = occupied.count(std::vector<int32_t>(row, row + d + 1)) ? 1.0 : 0.0;
   }
-  return fk::from_vector(out, {x.size(), 1}).to(x.F().dtype());
+  return fk::from_vector(out, {x.size(), 1}).to(x.F().dtype()).to(x.F().device());
 }
 
 CompletionDecoder::CompletionDecoder(const CompletionOptions& o) {

@@ -15,8 +15,9 @@
 namespace minkowski::nn {
 
 // 1 where a row's coordinate, at x's tensor stride, holds a target point
-// (target: M x (1+D) int32 [batch, x...] at stride 1), else 0; x.size() x 1,
-// x's feature dtype.
+// (target: M x (1+D) int32 [batch, x...] at stride 1, on either device: read
+// on the host), else 0; x.size() x 1, x's feature dtype, on x's features'
+// device.
 fk::Tensor occupancy_targets(const SparseTensor& x, const fk::Tensor& target);
 
 struct CompletionOptions {

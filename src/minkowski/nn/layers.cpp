@@ -78,7 +78,8 @@ SparseTensor Dropout::forward(const SparseTensor& x) {
   const auto draws = fk::rand(x.F().shape(), {fk::DType::F64}).to_vector<double>();
   std::vector<double> mask(draws.size());
   for (size_t i = 0; i < draws.size(); ++i) mask[i] = draws[i] < p_ ? 0.0 : 1.0 / (1.0 - p_);
-  const fk::Tensor m = fk::from_vector(mask, x.F().shape()).to(x.F().dtype());
+  // drawn on the host (the same mask on any device), applied where F lives
+  const fk::Tensor m = fk::from_vector(mask, x.F().shape()).to(x.F().dtype()).to(x.F().device());
   return with_features(x, fk::mul(x.F(), m));
 }
 

@@ -44,11 +44,15 @@ fk::Tensor cross_entropy(const fk::Tensor& logits_in, const fk::Tensor& labels,
   }
   if (rows.empty()) return fk::mul(fk::sum(logits), 0.0);
   const auto m = static_cast<int64_t>(rows.size());
-  const fk::Tensor log_p = fk::log_softmax(fk::index_select(logits, 0, fk::from_vector(rows)), 1);
-  const fk::Tensor picked = fk::gather(log_p, 1, fk::from_vector(kept, {m, 1})).reshape({m});
+  // The kept rows and their labels index the logits where they live.
+  const fk::Device device = logits.device();
+  const fk::Tensor kept_labels = fk::from_vector(kept, {m}, device);
+  const fk::Tensor log_p =
+      fk::log_softmax(fk::index_select(logits, 0, fk::from_vector(rows, {m}, device)), 1);
+  const fk::Tensor picked = fk::gather(log_p, 1, kept_labels.reshape({m, 1})).reshape({m});
   if (!class_weights.defined()) return fk::neg(fk::mean(picked));
   const fk::Tensor w =
-      fk::index_select(class_weights.to(logits.dtype()).detach(), 0, fk::from_vector(kept));
+      fk::index_select(class_weights.to(logits.dtype()).to(device).detach(), 0, kept_labels);
   return fk::neg(fk::div(fk::sum(fk::mul(picked, w)), fk::sum(w)));
 }
 
@@ -57,7 +61,7 @@ fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits_in,
   const fk::Tensor logits = promoted(logits_in);
   FK_CHECK(logits.shape() == targets.shape(), "binary_cross_entropy_with_logits",
            "targets of the logits' shape " + logits.shape().str(), targets.shape().str());
-  const fk::Tensor t = targets.to(logits.dtype());
+  const fk::Tensor t = targets.to(logits.dtype()).to(logits.device());
   const fk::Tensor per = fk::add(fk::sub(fk::relu(logits), fk::mul(logits, t)),
                                  fk::log1p(fk::exp(fk::neg(fk::abs(logits)))));
   return fk::mean(per);

@@ -11,6 +11,11 @@
 //                   (stable for any x), logits and targets of one shape.
 //   mse             mean of (a - b)^2.
 // 16-bit inputs (an autocast network's output) are computed in f32.
+// Devices: the logits' (fk's device ops, deterministic reductions); labels may
+// live on either side (cross_entropy reads them on the host once, to check
+// them and drop ignored rows); class weights and binary targets are taken to
+// the logits' device; mse needs both operands on one device (fk's binary ops
+// refuse two).
 #include <cstdint>
 
 #include "fk/tensor.h"

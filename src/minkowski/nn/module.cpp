@@ -21,6 +21,17 @@ void check_new_name(const std::string& name, const NamedTensors& params,
            "a name not yet registered", "'" + name + "' again");
 }
 
+// t's storage replaced by a contiguous copy of its values on `device`; the
+// TensorImpl (shared by every handle) and its autograd meta stay.
+void move_in_place(const fk::Tensor& t, fk::Device device) {
+  if (t.device() == device) return;
+  const fk::Tensor moved = t.detach().contiguous().to(device);
+  fk::TensorImpl* impl = t.impl();
+  impl->storage = moved.storage();
+  impl->strides = moved.strides();
+  impl->offset = moved.offset();
+}
+
 }  // namespace
 
 fk::Tensor Module::register_parameter(std::string name, fk::Tensor t) {
@@ -83,6 +94,15 @@ void Module::train(bool on) {
 
 void Module::zero_grad() {
   for (auto& t : parameters()) t.set_grad(fk::Tensor());
+}
+
+void Module::to(fk::Device device) {
+  fk::autograd::NoGradGuard no_grad;
+  for (const auto& [name, t] : state()) {
+    const fk::Tensor grad = t.requires_grad() ? t.grad() : fk::Tensor();
+    move_in_place(t, device);
+    if (grad.defined() && grad.device() != device) t.set_grad(grad.to(device));
+  }
 }
 
 int64_t Module::num_parameters() const {

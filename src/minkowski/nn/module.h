@@ -45,6 +45,14 @@ class Module {
 
   // Clears every parameter's gradient (undefined, as after construction).
   void zero_grad();
+  // Moves every parameter and buffer (and a parameter's gradient) to `device`
+  // in place: each tensor keeps its handle, dtype, shape and requires_grad,
+  // and gets a contiguous copy of its values on `device` as its storage, so
+  // the layers, the optimizer and every other holder of the handle compute on
+  // `device` from then on. Autograd graphs recorded before the move must not
+  // be run backward after it (their saved versions no longer match). An
+  // unavailable device is an fk::Error (fk refuses the allocation).
+  void to(fk::Device device);
   int64_t num_parameters() const;
 
  protected:

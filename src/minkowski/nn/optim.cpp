@@ -7,7 +7,11 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
 #include "minkowski/nn/checkpoint.h"
+#include "minkowski/nn/optim_device.h"
 
 namespace minkowski::nn {
 namespace {
@@ -17,6 +21,9 @@ namespace {
 template <typename Fn>
 void update(fk::Tensor& param, Fn&& fn) {
   FK_CHECK(param.is_contiguous(), "optimizer", "contiguous parameters", "a strided one");
+  FK_CHECK(param.grad().device() == param.device(), "optimizer",
+           "a gradient on the parameter's device " + param.device().str(),
+           "one on " + param.grad().device().str());
   const std::vector<double> g = param.grad().to_vector<double>();
   if (param.dtype() == fk::DType::F64) {
     double* p = param.data<double>();
@@ -47,12 +54,15 @@ void Optimizer::zero_grad() {
 fk::Tensor& Optimizer::buffer(size_t i, const char* name) {
   const auto names = buffer_names();
   auto& list = buffers_[i];
+  const fk::Device device = params_[i].device();
   if (list.empty()) {
     for (size_t k = 0; k < names.size(); ++k) {
-      list.push_back(fk::zeros(params_[i].shape(), {fk::DType::F64}));
+      list.push_back(fk::zeros(params_[i].shape(), {fk::DType::F64, device}));
     }
   }
   for (size_t k = 0; k < names.size(); ++k) {
+    // the buffers follow their parameter (a module moved after a step)
+    if (list[k].device() != device) list[k] = list[k].to(device);
     if (std::string(names[k]) == name) return list[k];
   }
   throw fk::Error("optimizer buffer", "one of this optimizer's", name);
@@ -86,6 +96,11 @@ void Sgd::step() {
   ++steps_;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
+    if (params_[i].device().is_cuda()) {
+      device_sgd_update(params_[i], o_.momentum > 0.0 ? buffer(i, "momentum") : fk::Tensor(),
+                        {lr_, o_.momentum, o_.weight_decay, o_.nesterov});
+      continue;
+    }
     double* v = o_.momentum > 0.0 ? buffer(i, "momentum").data<double>() : nullptr;
     update(params_[i], [&](double p, double g, size_t k) {
       g += o_.weight_decay * p;
@@ -109,6 +124,11 @@ void Adam::step() {
   const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
+    if (params_[i].device().is_cuda()) {
+      device_adam_update(params_[i], buffer(i, "exp_avg"), buffer(i, "exp_avg_sq"),
+                         {lr_, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, c1, c2, o_.decoupled});
+      continue;
+    }
     double* m = buffer(i, "exp_avg").data<double>();
     double* v = buffer(i, "exp_avg_sq").data<double>();
     update(params_[i], [&](double p, double g, size_t k) {
@@ -124,13 +144,32 @@ void Adam::step() {
   }
 }
 
-double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm) {
+namespace {
+
+// The sum of squares of every gradient: on the host in element order, or,
+// for gradients on a CUDA device, per tensor by fk's device reductions (f64),
+// summed on the device and read once.
+double squared_norm(const std::vector<fk::Tensor>& params) {
   double total = 0.0;
+  std::vector<fk::Tensor> device_sums;
   for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
-    for (double g : p.grad().to_vector<double>()) total += g * g;
+    const fk::Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (g.device().is_cuda()) {
+      const fk::Device first = device_sums.empty() ? g.device() : device_sums[0].device();
+      device_sums.push_back(fk::sum(fk::square(g.detach().to(fk::DType::F64))).to(first));
+      continue;
+    }
+    for (double v : g.to_vector<double>()) total += v * v;
   }
-  total = std::sqrt(total);
+  if (!device_sums.empty()) total += fk::sum(fk::stack(device_sums, 0)).item();
+  return total;
+}
+
+}  // namespace
+
+double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm) {
+  const double total = std::sqrt(squared_norm(params));
   if (total > max_norm) {
     const double scale = max_norm / (total + 1e-6);
     fk::autograd::NoGradGuard no_grad;

@@ -2,7 +2,10 @@
 // Optimizers over a list of parameters (f32 or f64 leaves), updated in place
 // from their .grad() with plain loops (arithmetic in double, one pass per
 // tensor, so a step is the same at any thread count). Parameters without a
-// gradient are skipped, as PyTorch does.
+// gradient are skipped, as PyTorch does. Parameters on a CUDA device (a
+// module moved with Module::to) are updated there by one kernel each with
+// their moment buffers on that device (optim_device.h: the host step's
+// values); a gradient on another device than its parameter is an fk::Error.
 //
 //   SGD    g += wd p; v = momentum v + g (v = g on the first step);
 //          p -= lr (nesterov ? g + momentum v : v)       (momentum 0: p -= lr g)
@@ -83,6 +86,7 @@ class Adam : public Optimizer {
 
 // Scales every gradient by max_norm / total when the 2-norm of all gradients
 // together exceeds max_norm; returns that total norm (before clipping).
+// Device gradients are reduced on their device (one host read in all).
 double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm);
 
 }  // namespace minkowski::nn

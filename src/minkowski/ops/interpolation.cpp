@@ -84,7 +84,6 @@ InterpolationWeights interpolation_weights(const SparseTensor& x, const fk::Tens
       points.defined() ? points.shape().str() : "undefined");
   FK_CHECK(points.dtype() == fk::DType::F32 || points.dtype() == fk::DType::F64, kWhere,
            "f32 or f64 points", fk::name(points.dtype()));
-  FK_CHECK(points.device().is_cpu(), kWhere, "CPU points", points.device().str());
   auto map = x.manager()->map(x.key());
   const auto& ts = x.tensor_stride();
   const int64_t q = points.size(0);

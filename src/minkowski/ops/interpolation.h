@@ -22,8 +22,10 @@
 //
 // Differentiable w.r.t. x.F() (not the points): the weights form a coordinate
 // list and the op is spmm (spmm.h) of it with x.F(), so its backward is the
-// transposed spmm. Devices: the points and the weights' construction stay on
-// the host (with the map); x.F() may be on a CUDA device, where the spmm and
+// transposed spmm. Devices: the weights are built on the host (with the map),
+// from points on either side (device points, e.g. a field's device
+// coordinates, are read once: Q x (1+D) values); x.F() may be on a CUDA
+// device, where the spmm and
 // its backward run and the result lands. Dtypes: features f64, f32, f16, bf16 (16-bit accumulated
 // in f32, weights kept in f32/f64); result in the features' dtype. D <= 16.
 // Deterministic for any thread count. Memory: up to 2^D entries (int64 x 2 +

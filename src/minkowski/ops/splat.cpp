@@ -41,7 +41,6 @@ SplatMap splat_map(const fk::Tensor& points, const std::vector<int32_t>& tensor_
            std::to_string(d));
   FK_CHECK(points.dtype() == fk::DType::F32 || points.dtype() == fk::DType::F64, kWhere,
            "f32 or f64 points", fk::name(points.dtype()));
-  FK_CHECK(points.device().is_cpu(), kWhere, "CPU points", points.device().str());
   if (!manager) manager = std::make_shared<CoordinateManager>(d);
   FK_CHECK(manager->dimension() == d, kWhere,
            "a coordinate manager of dimension " + std::to_string(d) + " (the points')",

@@ -17,8 +17,9 @@
 //
 // Differentiable w.r.t. the features (not the points): the weights form a
 // coordinate list and the op is spmm (spmm.h), so the backward is the
-// transposed spmm, grad_f[q] = sum_c w_c(q) grad[c]. Devices: the points and
-// the map stay on the host; the features may be on a CUDA device, where the
+// transposed spmm, grad_f[q] = sum_c w_c(q) grad[c]. Devices: the map is built
+// on the host, from points on either side (device points are read once); the
+// features may be on a CUDA device, where the
 // spmm and its backward run and the output's features land. Dtypes: features f64,
 // f32, f16, bf16 (16-bit accumulated in f32; weights f64 for f64 features,
 // else f32); result in the features' dtype. D <= 16. Deterministic for any

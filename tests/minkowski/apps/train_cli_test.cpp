@@ -98,6 +98,14 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  // --device: an absent CUDA device (no machine has 64) and a bad name, each one line.
+  for (const auto& [device, message] :
+       {std::pair<std::string, std::string>{"cuda:63", "an available device"}, {"gpu", "gpu"}}) {
+    r = fieldkit_test::run_cli(bin, "train --device " + device + " " + common, dir);
+    EXPECT_EQ(r.status, 1) << device;
+    EXPECT_NE(r.err.find(message), std::string::npos) << device << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
   // A folder of labelled point files: two rooms of 40 points, labels by height.
   fs::create_directories(dir / "points");
   for (const char* name : {"a.xyz", "b.xyz"}) {

@@ -4,8 +4,9 @@
 // feature gradients to 1e-6 (f32; the device walks every sum in the CPU's
 // order, so they agree to f32 round-off, in practice bitwise), f64 to 1e-10
 // compared in f64 (an f64 path computed in f32 would be off by ~1e-8), f16 to one f16 step, gathers
-// and arg-max choices (ties included) exactly. The coordinates, points and maps stay on the host.
-// Also the mixed-device errors.
+// and arg-max choices (ties included) exactly. The coordinates, points and maps stay on the host
+// (device coordinates of fields: tensor_field_device_test.cpp). Also the mixed-device errors, and
+// interpolation at device points.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -205,17 +206,18 @@ TEST(MinkowskiCudaFieldOpsDispatch, MixedDevicesAreClearErrors) {
   MK_SKIP_WITHOUT_GPU();
   const fk::Tensor points = random_points(200, 3, false, 22);
   const fk::Tensor f = random_values({200, 2}, 1.0, 23);
-  // Coordinates stay on the host.
-  EXPECT_NE(message([&] { TensorField(f.to(kGpu), points.to(kGpu)); }).find("CPU coordinates"),
+  // Device coordinates need the features there (tensor_field_device_test.cpp
+  // checks the device path itself).
+  EXPECT_NE(message([&] { TensorField(f, points.to(kGpu)); }).find("coordinates' device"),
             std::string::npos);
   // Union inputs on two devices.
   const SparseTensor a(f.to(kGpu), points.to(fk::DType::I32));
   const SparseTensor b(f, fk::add(points, 1.0).to(fk::DType::I32), {1},
                        QuantizationMode::RandomSubsample, a.manager());
   EXPECT_NE(message([&] { sparse_union({a, b}); }).find("cuda:0"), std::string::npos);
-  // Interpolation points stay on the host.
-  EXPECT_NE(message([&] { interpolate(a, points.to(kGpu)); }).find("CPU points"),
-            std::string::npos);
+  // Interpolation points may be on the device: read once, the same weights.
+  expect_close(interpolate(a, points.to(kGpu)), interpolate(a, points), 0,
+               "interpolation at device points");
   // cat_slice of voxels on the CPU onto the field on the device they came from.
   TensorField field(f.to(kGpu), points);
   const SparseTensor voxels = field.sparse(0.5);

@@ -1,5 +1,6 @@
 // Module bookkeeping: dotted names in registration order, train/eval reaching
-// every descendant, zero_grad, and the errors of bad registrations.
+// every descendant, zero_grad, to(device) on the CPU side, and the errors of
+// bad registrations.
 #include "minkowski/nn/module.h"
 
 #include <gtest/gtest.h>
@@ -67,6 +68,30 @@ TEST(NnModule, BadRegistrationsThrow) {
   Leaf l;
   EXPECT_THROW(l.add_twice(), fk::Error);
   EXPECT_THROW(l.add_dotted(), fk::Error);
+}
+
+TEST(NnModule, ToTheCpuKeepsEveryHandleAndValue) {
+  BatchNorm bn(3, 1e-5, 0.1, fk::DType::F64);
+  const NamedTensors before = bn.state();
+  const std::vector<double> w = before[0].second.to_vector<double>();
+  bn.to(fk::kCPU);
+  const NamedTensors after = bn.state();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].second.is_same(before[i].second));
+  EXPECT_EQ(after[0].second.to_vector<double>(), w);
+  EXPECT_TRUE(after[0].second.requires_grad());
+}
+
+TEST(NnModule, ToAnAbsentDeviceIsAnErrorThatLeavesTheModuleOnTheCpu) {
+  // No machine has 64 CUDA devices; a CPU-only build has none.
+  Linear l(3, 2, true, fk::DType::F32);
+  try {
+    l.to(fk::cuda_device(63));
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("an available device"), std::string::npos) << e.what();
+  }
+  for (const auto& p : l.parameters()) EXPECT_TRUE(p.device().is_cpu());
 }
 
 TEST(NnModule, BlocksNameTheirLayers) {

@@ -1,0 +1,311 @@
+// One training step (nn/segmentation.h's train_step: forward, cross-entropy,
+// backward, optimizer) of networks moved to the GPU with Module::to, against
+// the same step on the CPU from the same weights:
+//   - a MinkUNet18 (its 2-blocks-per-stage layout, narrower planes) in f32
+//     with features on the device and coordinates on the host or on the
+//     device: loss, every gradient and every updated weight within a
+//     tolerance derived from the CPU's own f32 rounding (how far the CPU f32
+//     step lands from the CPU f64 step on the same weights);
+//   - an f64 network of the other layers on that path (Linear, BatchNorm,
+//     ReLU, max pooling, unpooling, channel concatenation, Dropout (its mask
+//     drawn on the host from one reseeded generator for both),
+//     weighted cross-entropy with ignored rows, gradient clipping, Adam) to
+//     1e-10 (device convolution is f32/16-bit only, so the f64 check leaves
+//     it out);
+//   - the optimizers' device updates bitwise equal to the host loops';
+//   - the GradScaler's finiteness check on device gradients.
+// Deterministic convolution (set_deterministic) so the run is reproducible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_test_util.h"
+#include "minkowski/nn/layers.h"
+#include "minkowski/nn/loss.h"
+#include "minkowski/nn/minkunet.h"
+#include "minkowski/nn/norm.h"
+#include "minkowski/nn/optim.h"
+#include "minkowski/nn/segmentation.h"
+
+namespace minkowski {
+namespace {
+
+using cuda_test::DeterministicScope;
+using cuda_test::expect_close;
+using cuda_test::kGpu;
+using cuda_test::random_rows;
+using cuda_test::random_values;
+
+// dst's parameters and buffers set to src's values (converted), in order.
+void copy_state(const nn::Module& dst, const nn::Module& src) {
+  fk::autograd::NoGradGuard no_grad;
+  const nn::NamedTensors d = dst.state(), s = src.state();
+  ASSERT_EQ(d.size(), s.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    fk::Tensor t = d[i].second;
+    t.copy_(s[i].second);
+  }
+}
+
+double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+  return worst;
+}
+
+double max_abs(const fk::Tensor& a) {
+  double m = 0;
+  for (double v : a.to_vector<double>()) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+// |gpu - cpu32| <= 8 |cpu32 - cpu64| + 128 ulp(f32) of the largest |cpu64|:
+// the device's f32 rounding (other summation orders: cuBLAS, device
+// reductions) may land anywhere the CPU's own f32 rounding could, a few times
+// over; the floor covers values the CPU's f32 happens to get (nearly) exact.
+void expect_within_f32_noise(const fk::Tensor& gpu, const fk::Tensor& cpu32,
+                             const fk::Tensor& cpu64, const std::string& what) {
+  ASSERT_EQ(gpu.shape(), cpu32.shape()) << what;
+  const double noise = max_abs_diff(cpu32, cpu64);
+  const double tol = 8 * noise + 128 * std::ldexp(1.0, -24) * max_abs(cpu64);
+  EXPECT_LE(max_abs_diff(gpu, cpu32), tol) << what << " (CPU f32 - f64: " << noise << ")";
+}
+
+struct Scene {
+  fk::Tensor coords, features, labels;  // on the CPU
+};
+
+// n distinct voxels in [-16, 16)^3 of one batch item (so every level down to
+// stride 16 holds several rows), features uniform in [-1, 1), labels in
+// [0, classes) with every 7th row ignored.
+Scene scene(int64_t n, int64_t channels, int64_t classes, unsigned seed) {
+  const std::vector<int32_t> rows = random_rows(3, n, 15, 1, 1, seed);
+  Scene s;
+  s.coords = fk::from_vector(rows, fk::Dims{n, 4});
+  s.features = random_values({n, channels}, 1.0, seed + 1);
+  std::vector<int64_t> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[i] = i % 7 == 3 ? nn::kIgnoreIndex : (i * 5 + seed) % classes;
+  s.labels = fk::from_vector(y, fk::Dims{n});
+  return s;
+}
+
+nn::MinkUNetOptions small_unet18(fk::DType dtype) {
+  nn::MinkUNetOptions o = nn::minkunet_options("18", 3, 5, 3);
+  o.planes = {8, 16, 16, 16, 16, 16, 8, 8};
+  o.init_dim = 8;
+  o.dtype = dtype;
+  return o;
+}
+
+// The step on the GPU, coordinates on the host or on the device.
+void expect_unet_step_matches_the_cpu(bool device_coordinates) {
+  const DeterministicScope deterministic(true);
+  const Scene s = scene(500, 3, 5, device_coordinates ? 41 : 31);
+  fk::manual_seed(3);
+  nn::MinkUNet cpu32(small_unet18(fk::DType::F32));
+  nn::MinkUNet cpu64(small_unet18(fk::DType::F64)), gpu(small_unet18(fk::DType::F32));
+  copy_state(cpu64, cpu32);
+  copy_state(gpu, cpu32);
+  gpu.to(kGpu);
+  for (const auto& [name, t] : gpu.state()) ASSERT_EQ(t.device(), kGpu) << name;
+  const nn::SgdOptions sgd{0.05, 0.9, 1e-4, false};
+  nn::Sgd opt32(cpu32.parameters(), sgd), opt64(cpu64.parameters(), sgd),
+      optg(gpu.parameters(), sgd);
+  const nn::StepResult r32 =
+      nn::train_step(cpu32, opt32, SparseTensor(s.features, s.coords), s.labels);
+  const nn::StepResult r64 =
+      nn::train_step(cpu64, opt64, SparseTensor(s.features.to(fk::DType::F64), s.coords), s.labels);
+  const fk::Tensor coords = device_coordinates ? s.coords.to(kGpu) : s.coords;
+  const nn::StepResult rg =
+      nn::train_step(gpu, optg, SparseTensor(s.features.to(kGpu), coords), s.labels.to(kGpu));
+  const std::string where = device_coordinates ? "device coordinates: " : "host coordinates: ";
+  EXPECT_LE(std::fabs(rg.loss - r32.loss),
+            8 * std::fabs(r32.loss - r64.loss) + std::ldexp(1.0, -20) * std::fabs(r64.loss))
+      << where << "loss " << rg.loss << " vs " << r32.loss << " (f64 " << r64.loss << ")";
+  const nn::NamedTensors pg = gpu.named_parameters(), p32 = cpu32.named_parameters(),
+                         p64 = cpu64.named_parameters();
+  for (size_t i = 0; i < pg.size(); ++i) {
+    const std::string& name = pg[i].first;
+    ASSERT_EQ(pg[i].second.device(), kGpu) << name;
+    expect_within_f32_noise(pg[i].second.grad(), p32[i].second.grad(), p64[i].second.grad(),
+                            where + name + " gradient");
+    expect_within_f32_noise(pg[i].second, p32[i].second, p64[i].second, where + name);
+  }
+  const nn::NamedTensors bg = gpu.named_buffers(), b32 = cpu32.named_buffers(),
+                         b64 = cpu64.named_buffers();
+  for (size_t i = 0; i < bg.size(); ++i)
+    expect_within_f32_noise(bg[i].second, b32[i].second, b64[i].second, where + bg[i].first);
+}
+
+TEST(MinkowskiCudaTrainStep, MinkUNet18StepMatchesTheCpuWithHostCoordinates) {
+  MK_SKIP_WITHOUT_GPU();
+  expect_unet_step_matches_the_cpu(false);
+}
+
+TEST(MinkowskiCudaTrainStep, MinkUNet18StepMatchesTheCpuWithDeviceCoordinates) {
+  MK_SKIP_WITHOUT_GPU();
+  expect_unet_step_matches_the_cpu(true);
+}
+
+// Linear -> BN -> ReLU -> max pool (k2 s2) -> Linear -> BN -> ReLU -> unpool
+// onto the input's map -> cat with the first activation -> Dropout -> Linear.
+class PoolingNet : public nn::SparseModule {
+ public:
+  explicit PoolingNet(fk::DType t) {
+    in_ = register_module("in", std::make_shared<nn::Linear>(3, 6, true, t));
+    in_norm_ = register_module("in_norm", std::make_shared<nn::BatchNorm>(6, 1e-5, 0.1, t));
+    pool_ = register_module("pool", std::make_shared<nn::Pooling>(PoolingMode::Max, 2, 2));
+    mid_ = register_module("mid", std::make_shared<nn::Linear>(6, 6, false, t));
+    mid_norm_ = register_module("mid_norm", std::make_shared<nn::BatchNorm>(6, 1e-5, 0.1, t));
+    unpool_ =
+        register_module("unpool", std::make_shared<nn::Pooling>(PoolingMode::Average, 2, 2, true));
+    drop_ = register_module("drop", std::make_shared<nn::Dropout>(0.25));
+    head_ = register_module("head", std::make_shared<nn::Linear>(12, 4, true, t));
+  }
+  SparseTensor forward(const SparseTensor& x) override {
+    auto relu = [](const SparseTensor& y) { return nn::with_features(y, fk::relu(y.F())); };
+    const SparseTensor a = relu(in_norm_->forward(in_->forward(x)));
+    const SparseTensor b = relu(mid_norm_->forward(mid_->forward(pool_->forward(a))));
+    return head_->forward(drop_->forward(nn::cat(unpool_->forward(b), a)));
+  }
+
+ private:
+  std::shared_ptr<nn::Linear> in_, mid_, head_;
+  std::shared_ptr<nn::BatchNorm> in_norm_, mid_norm_;
+  std::shared_ptr<nn::Pooling> pool_, unpool_;
+  std::shared_ptr<nn::Dropout> drop_;
+};
+
+TEST(MinkowskiCudaTrainStep, F64StepOfTheOtherLayersMatchesTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const Scene s = scene(800, 3, 4, 51);
+  fk::manual_seed(5);
+  PoolingNet cpu(fk::DType::F64), gpu(fk::DType::F64);
+  copy_state(gpu, cpu);
+  gpu.to(kGpu);
+  const nn::AdamOptions adam{1e-2, 0.9, 0.999, 1e-8, 1e-3, true};
+  nn::Adam oc(cpu.parameters(), adam), og(gpu.parameters(), adam);
+  nn::StepOptions step;
+  step.class_weights = fk::from_vector(std::vector<double>{1.0, 2.0, 0.5, 1.5}, fk::Dims{4});
+  step.clip_norm = 0.05;  // below the gradients' norm: clipping acts
+  const fk::Tensor f = s.features.to(fk::DType::F64);
+  for (int k = 0; k < 2; ++k) {  // the second step reads the moments the first left
+    fk::manual_seed(100 + k);    // one Dropout mask for both
+    const nn::StepResult rc = nn::train_step(cpu, oc, SparseTensor(f, s.coords), s.labels, step);
+    fk::manual_seed(100 + k);
+    const nn::StepResult rg =
+        nn::train_step(gpu, og, SparseTensor(f.to(kGpu), s.coords), s.labels, step);
+    EXPECT_NEAR(rg.loss, rc.loss, 1e-10 * std::fabs(rc.loss)) << "step " << k;
+  }
+  const nn::NamedTensors sg = gpu.state(), sc = cpu.state();
+  for (size_t i = 0; i < sg.size(); ++i) {
+    ASSERT_EQ(sg[i].second.device(), kGpu) << sg[i].first;
+    expect_close(sg[i].second, sc[i].second, 1e-10, sg[i].first);
+    if (sg[i].second.requires_grad())
+      expect_close(sg[i].second.grad(), sc[i].second.grad(), 1e-10, sg[i].first + " gradient");
+  }
+  const nn::NamedTensors mg = og.state(), mc = oc.state();
+  for (size_t i = 0; i < mg.size(); ++i)
+    expect_close(mg[i].second, mc[i].second, 1e-10, mg[i].first);
+}
+
+// Parameters with gradients, on the CPU and (a copy) on the GPU.
+struct Params {
+  std::vector<fk::Tensor> cpu, gpu;
+};
+Params params_of(fk::DType t, uint64_t seed) {
+  Params p;
+  for (const fk::Dims& shape : {fk::Dims{5, 7}, fk::Dims{3}, fk::Dims{2, 3, 4}}) {
+    fk::Tensor c = random_values(shape, 1.0, seed++).to(t);
+    c.set_requires_grad(true);
+    p.cpu.push_back(c);
+    p.gpu.push_back(cuda_test::leaf(c, kGpu));
+  }
+  return p;
+}
+void set_grads(Params& p, uint64_t seed) {
+  for (size_t i = 0; i < p.cpu.size(); ++i) {
+    const fk::Tensor g = random_values(p.cpu[i].shape(), 0.5, seed + i).to(p.cpu[i].dtype());
+    p.cpu[i].set_grad(g);
+    p.gpu[i].set_grad(g.to(kGpu));
+  }
+}
+
+TEST(MinkowskiCudaTrainStep, OptimizerUpdatesAreTheHostLoopsBitForBit) {
+  MK_SKIP_WITHOUT_GPU();
+  for (fk::DType t : {fk::DType::F32, fk::DType::F64}) {
+    const std::vector<std::pair<
+        std::string, std::function<std::unique_ptr<nn::Optimizer>(std::vector<fk::Tensor>)>>>
+        makers = {
+            {"sgd", [](auto ps) { return std::make_unique<nn::Sgd>(ps, nn::SgdOptions{0.1}); }},
+            {"sgd nesterov",
+             [](auto ps) {
+               return std::make_unique<nn::Sgd>(ps, nn::SgdOptions{0.1, 0.9, 0.01, true});
+             }},
+            {"adam",
+             [](auto ps) {
+               return std::make_unique<nn::Adam>(ps, nn::AdamOptions{0.01, 0.9, 0.99, 1e-8, 0.01});
+             }},
+            {"adamw",
+             [](auto ps) {
+               return std::make_unique<nn::Adam>(ps,
+                                                 nn::AdamOptions{0.01, 0.8, 0.9, 1e-6, 0.1, true});
+             }},
+        };
+    for (const auto& [name, make] : makers) {
+      Params p = params_of(t, 61);
+      auto oc = make(p.cpu), og = make(p.gpu);
+      for (int k = 0; k < 3; ++k) {
+        set_grads(p, 70 + 10 * k);
+        oc->step();
+        og->step();
+      }
+      const std::string what = name + " " + fk::name(t);
+      for (size_t i = 0; i < p.cpu.size(); ++i) expect_close(p.gpu[i], p.cpu[i], 0, what);
+      const nn::NamedTensors mc = oc->state(), mg = og->state();
+      for (size_t i = 0; i < mc.size(); ++i) {
+        if (mc[i].first != "step") {
+          EXPECT_EQ(mg[i].second.device(), kGpu) << what;
+        }
+        expect_close(mg[i].second, mc[i].second, 0, what + " " + mc[i].first);
+      }
+    }
+  }
+}
+
+TEST(MinkowskiCudaTrainStep, ClippingAndTheScalerCheckReadDeviceGradients) {
+  MK_SKIP_WITHOUT_GPU();
+  Params p = params_of(fk::DType::F64, 81);
+  set_grads(p, 91);
+  const double nc = nn::clip_grad_norm(p.cpu, 0.5), ng = nn::clip_grad_norm(p.gpu, 0.5);
+  EXPECT_NEAR(ng, nc, 1e-12 * nc);
+  for (size_t i = 0; i < p.cpu.size(); ++i)
+    expect_close(p.gpu[i].grad(), p.cpu[i].grad(), 1e-12, "clipped gradient");
+  fk::amp::GradScaler scaler;
+  std::vector<fk::Tensor> grads{p.gpu[0].grad(), p.gpu[1].grad()};
+  EXPECT_TRUE(scaler.unscale_and_check(grads));
+  std::vector<double> v(3, 1.0);
+  v[1] = std::nan("");
+  std::vector<fk::Tensor> bad{fk::from_vector(v, fk::Dims{3}).to(kGpu)};
+  EXPECT_FALSE(scaler.unscale_and_check(bad));
+  v[1] = INFINITY;
+  bad = {fk::from_vector(v, fk::Dims{3}).to(kGpu)};
+  EXPECT_FALSE(scaler.unscale_and_check(bad));
+}
+
+TEST(MinkowskiCudaTrainStep, MismatchedDevicesAreClearErrors) {
+  MK_SKIP_WITHOUT_GPU();
+  Params p = params_of(fk::DType::F32, 101);
+  p.gpu[0].set_grad(fk::zeros(p.gpu[0].shape()));  // a host gradient of a device parameter
+  nn::Sgd sgd(p.gpu, {0.1});
+  EXPECT_NE(cuda_test::message([&] { sgd.step(); }).find("a gradient on the parameter's device"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace minkowski
