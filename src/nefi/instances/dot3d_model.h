@@ -71,8 +71,9 @@ std::vector<double> detector_matrix(const Geometry& g, const fk::Dims& shape);
 // μ_bg 0.01, radius 3–5, lateral span 0.5); session 11 adopted them after
 // the smoke baselines on the older, larger and deeper draws (radius 4–6,
 // single 5–9 mm) sat off the reference's figures (docs/performance.md,
-// "dot3d scenes against the reference's classes (session 11)"). Drawn from
-// the seed; an unknown class is an fk::Error naming 'scene'.
+// "dot3d scenes against the reference's classes, and seed 0 (session
+// 11)"). Drawn from the seed; an unknown class is an fk::Error naming
+// 'scene'. `margin` is the inversion grid's cell depth (mm).
 class Absorbers {
  public:
   struct Sphere {
