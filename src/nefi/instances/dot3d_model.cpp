@@ -123,21 +123,30 @@ std::vector<double> detector_matrix(const Geometry& g, const fk::Dims& shape) {
   return out;
 }
 
-Absorbers::Absorbers(const std::string& scene, const Geometry& g, double background, uint64_t seed)
+Absorbers::Absorbers(const std::string& scene, const Geometry& g, double background, double margin,
+                     uint64_t seed)
     : extent_(g.extent), background_(background) {
   FK_CHECK(scene == "single" || scene == "multi" || scene == "deep", "config key 'scene'",
            "single | multi | deep", "'" + scene + "'");
   datagen::Rng rng(seed * 2654435761u + 17);
   const int64_t count = scene == "multi" ? rng.integer(2, 3) : 1;
-  const double r_lo = scene == "multi" ? 3 : 4, r_hi = scene == "multi" ? 5 : 6;
   const double z_lo = scene == "deep" ? 10 : scene == "multi" ? 4 : 5;
-  const double z_hi = scene == "deep" ? 13 : scene == "multi" ? 8 : 9;
-  const double lateral = 0.5 * g.source_span;
+  const double z_hi = scene == "deep" ? 13 : scene == "multi" ? 11 : 8;
+  const double lateral = 0.25, gap = 2;
   for (int64_t c = 0; c < count; ++c) {
-    const double x = extent_[0] * (0.5 + rng.uniform(-lateral, lateral));
-    const double y = extent_[1] * (0.5 + rng.uniform(-lateral, lateral));
-    const double z = std::min(rng.uniform(z_lo, z_hi), extent_[2] - r_hi);
-    spheres_.push_back({{x, y, z}, rng.uniform(r_lo, r_hi), background * rng.uniform(3, 5)});
+    const double r = rng.uniform(3, 5);
+    double x = 0, y = 0;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      x = extent_[0] * (0.5 + rng.uniform(-lateral, lateral));
+      y = extent_[1] * (0.5 + rng.uniform(-lateral, lateral));
+      const bool apart = std::all_of(spheres_.begin(), spheres_.end(), [&](const Sphere& o) {
+        return std::hypot(x - o.centre[0], y - o.centre[1]) >= r + o.radius + gap;
+      });
+      if (apart) break;
+    }
+    const double lo = std::max(z_lo, r + margin);
+    const double hi = std::max(lo, std::min(z_hi, extent_[2] - r - margin));
+    spheres_.push_back({{x, y, rng.uniform(lo, hi)}, r, background * rng.uniform(3, 5)});
   }
 }
 

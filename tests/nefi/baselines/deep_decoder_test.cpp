@@ -189,7 +189,7 @@ TEST(NefiDeepDecoder, Deconvolution3dSmokeAboveFloor) {
 }
 
 TEST(NefiDeepDecoder, Dot3dSmokeAboveFloor) {
-  EXPECT_GT(smoke_psnr("dot3d"), 24.0);  // measured 24.86
+  EXPECT_GT(smoke_psnr("dot3d"), 26.8);  // measured 27.77 (session-11 scenes)
 }
 
 }  // namespace
