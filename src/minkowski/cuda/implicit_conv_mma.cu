@@ -141,18 +141,26 @@ __device__ void implicit_mma_tiles(const ImplicitConvArgs& x) {
   }
   __syncthreads();
 
+  // A thread stages the same chunks (rows) of A every step: their source
+  // rows are looked up once per offset, when its first slice is staged.
+  constexpr int kChunksA = BM * kBK / kVec, kChunksPerThread = kChunksA / kThreads;
+  static_assert(kChunksA % kThreads == 0, "whole chunks per thread");
+  int64_t source[kChunksPerThread];
   // Step s stages offset k's source rows and W_k for inner channels
   // [c0, c0 + kBK) into buffer s & 1.
   auto stage = [&](int buf, int k, int64_t c0) {
-    const uint64_t below = (uint64_t{1} << k) - 1;
     S* a = stage_a + buf * T::kStageA;
-    constexpr int kChunksA = BM * kBK / kVec;
-    for (int e = tid; e < kChunksA; e += kThreads) {
+#pragma unroll
+    for (int j = 0; j < kChunksPerThread; ++j) {
+      const int e = tid + j * kThreads;
       const int r = e / (kBK / kVec), c = (e % (kBK / kVec)) * kVec;
-      const uint64_t m = row_mask[r];
-      // A row's pair in offset k follows its pairs in the offsets below k.
-      const int64_t i =
-          (m >> k) & 1 ? x.other[x.pair[row_begin[r] + __popcll(m & below)]] : int64_t{-1};
+      if (c0 == 0) {
+        const uint64_t m = row_mask[r], below = (uint64_t{1} << k) - 1;
+        // A row's pair in offset k follows its pairs in the offsets below k.
+        source[j] =
+            (m >> k) & 1 ? x.other[x.pair[row_begin[r] + __popcll(m & below)]] : int64_t{-1};
+      }
+      const int64_t i = source[j];
       const int64_t left = inner - (c0 + c);
       const int valid = i < 0 ? 0 : static_cast<int>(left < kVec ? (left < 0 ? 0 : left) : kVec);
       stage_chunk<S, kVec>(a + r * T::kLdA + c, i < 0 ? src : src + i * inner + c0 + c, valid,
