@@ -7,10 +7,10 @@
 //
 // A block of 8 warps owns BM sorted rows x BN channels (BN 32: 128 x 32; BN
 // 64: 64 x 64); each warp a 16 x 32 sub-tile (two accumulator fragments).
-// Per (present offset k, 32-byte-wide slice of inner channels) step it
-// stages its rows' source rows (gathered through the map; zero where a row
-// has no pair in k or past the inner channels) and the slice of W_k (or
-// W_k^T) in shared memory, double buffered: the next step's 16-byte chunks
+// Per step (a present offset k, and a 64-byte slice of inner channels: 32
+// halves or 16 floats) it stages its rows' source rows (gathered through
+// the map; zero where a row has no pair in k or past the inner channels)
+// and the slice of W_k (or W_k^T) in shared memory, double buffered: the next step's 16-byte chunks
 // are issued with cp.async (zero-filled when absent) while this step's
 // fragments multiply. Rows or channels not a multiple of the 16-byte chunk
 // (8 halves, 4 floats), or unaligned operands, take plain loads instead.
@@ -20,6 +20,7 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "fk/cuda/common.cuh"
 #include "minkowski/cuda/kernels.h"
@@ -33,7 +34,6 @@ using fk::cuda::detail::as_stream;
 using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 using fk::cuda::detail::Num;
-using fk::cuda::detail::Tag;
 
 // Fragment element type, k-depth of one product, and the shared-memory row
 // padding (16 bytes: rows stay 16-byte aligned for cp.async and 32-byte

@@ -13,8 +13,9 @@
 // TF32 2^-11), 1e-6 for f16's subnormal spacing. Forward and input gradient
 // at channel counts 3, 16, 32, 40, 64, 96 (not multiples of the fragment
 // depth, of the 16-byte chunk, and of the tiles), stride 2 and transposed
-// maps, bit-for-bit repeats; which kernel runs (ME_CONV_IMPLICIT_MMA, the
-// TF32 switch); and the device's tile slot counts against the host's.
+// maps, output rows without pairs (zeros), bit-for-bit repeats; which
+// kernel runs (ME_CONV_IMPLICIT_MMA, the TF32 switch); and the device's
+// tile slot counts against the host's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -191,6 +192,26 @@ TEST_P(MinkowskiCudaConvImplicitMma, StridedAndTransposedWithinRounding) {
         operands(down.cpu->transposed(), cuda::transposed(down.dev), 24, 40, dtype_of(p), 131);
     expect_mma_within_rounding(up, p, label(p) + " transposed, kernel " + std::to_string(k));
   }
+}
+
+// Output rows far from every input (no pairs, sorted first: whole tiles
+// without offsets) get zeros; the others their sums.
+TEST_P(MinkowskiCudaConvImplicitMma, RowsWithoutPairsGetZeros) {
+  MK_SKIP_WITHOUT_GPU();
+  KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
+  const Precision p = GetParam();
+  const Tf32Scope tf32(p);
+  const std::vector<int32_t> in_rows = random_rows(3, 1500, 8, 1, 1, 106);
+  std::vector<int32_t> out_rows = in_rows;
+  for (size_t i = 1; i < out_rows.size() / 2; i += 4) out_rows[i] += 1000;  // x of 750 rows
+  auto in = make_map(in_rows, 3, 1), out = make_map(out_rows, 3, 1);
+  const Operands o = operands(*in, *out, KernelRegion::cube({3}), 24, 40, dtype_of(p), 171);
+  std::vector<uint64_t> masks(o.cpu->out_size, 0);
+  for (int64_t k = 0; k < o.cpu->volume; ++k)
+    for (int64_t q = o.cpu->offset_begin[k]; q < o.cpu->offset_begin[k + 1]; ++q)
+      masks[o.cpu->out_rows[q]] |= uint64_t{1} << k;
+  ASSERT_GE(std::count(masks.begin(), masks.end(), uint64_t{0}), 128) << "two 64-row tiles";
+  expect_mma_within_rounding(o, p, label(p) + " rows without pairs");
 }
 
 // One write per output, fixed product order: the same bits every run, with
