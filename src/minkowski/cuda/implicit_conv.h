@@ -9,8 +9,8 @@
 // a flag: whether some row has two pairs in one offset, which no map of
 // distinct coordinates has; such a map, or volume > 64, is not eligible; and
 // the tiles' padded slot counts, conv_dataflow.h) and cached with the map
-// (DeviceKernelMap::row_masks); that host read synchronizes, so cached masks are complete for any
-// stream.
+// (DeviceKernelMap::row_masks); that host read synchronizes, so cached
+// masks are complete for any stream.
 //
 // The product: a block owns a tile of sorted destination rows x destination
 // channels (128 x 32 when the destination has <= 32 channels, else 64 x 64;
