@@ -10,8 +10,14 @@
 // scatter add to): gemm_FLOPS is their rate, of_gemm = (GEMM time) /
 // (convolution time), the fraction of cuBLAS's own rate the convolution
 // reaches. Rows with implicit:1 run the implicit-GEMM dataflow
-// (ME_CONV_DATAFLOW=implicit; the others gather) on the same shapes, beside
-// the same GEMM-only rate; the label ends with the dataflow that ran.
+// (ME_CONV_DATAFLOW=implicit; the others gather) on its f32 FMA tiles
+// (ME_CONV_IMPLICIT_MMA=0), implicit:2 on tensor cores (f16, bf16, TF32),
+// beside the same GEMM-only rate; the label ends with the dataflow that ran
+// (and "mma" where tensor cores did). Every row also reports the `auto` cost
+// model's predictions for its product (the forward; backward rows: the
+// input gradient) -- model_gather_s, model_implicit_s -- and the tiles'
+// density (pairs / padded slots, conv_dataflow.h): measured times against
+// these calibrate the model's constants (docs/performance.md, session 11).
 // Atomics (set_deterministic off). Each iteration is timed with CUDA
 // events on the current stream (manual time), including the host gaps and,
 // with ME_LAZY_SYNC off, the sync at the end of each op. FLOPS count
@@ -24,6 +30,7 @@
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:128/precision:2'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:32/.*/implicit:1'
+//   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/lazy:0/implicit'
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -44,6 +51,7 @@
 #include "fk/fk.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
+#include "minkowski/cuda/implicit_conv.h"
 #include "minkowski/minkowski.h"
 
 namespace {
@@ -136,9 +144,11 @@ const char* precision_name(int64_t p) {
 // Sets the knobs and the TF32 switch of one row for its scope.
 class RowSettings {
  public:
-  RowSettings(int64_t precision, bool fused, bool lazy, bool implicit) {
+  // implicit: 0 gather, 1 implicit on FMA tiles, 2 implicit on tensor cores.
+  RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit) {
     fk::amp::set_allow_tf32(precision == kTf32);
-    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(implicit ? "implicit" : "gather");
+    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(implicit > 0 ? "implicit" : "gather");
+    fk::mutable_knob("ME_CONV_IMPLICIT_MMA").set_override(implicit == 2 ? "1" : "0");
     fk::mutable_knob("ME_FUSED_COPY").set_override(fused ? "1" : "0");
     fk::mutable_knob("ME_LAZY_SYNC").set_override(lazy ? "1" : "0");
   }
@@ -147,6 +157,7 @@ class RowSettings {
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
     fk::mutable_knob("ME_LAZY_SYNC").set_override(std::nullopt);
     fk::mutable_knob("ME_CONV_DATAFLOW").set_override(std::nullopt);
+    fk::mutable_knob("ME_CONV_IMPLICIT_MMA").set_override(std::nullopt);
   }
   RowSettings(const RowSettings&) = delete;
   RowSettings& operator=(const RowSettings&) = delete;
@@ -208,13 +219,13 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
 
 // Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16); fused (1) or per-offset
 // (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0);
-// ME_CONV_DATAFLOW implicit (1) or gather (0).
+// ME_CONV_DATAFLOW gather (0), implicit on FMA tiles (1) or on tensor cores (2).
 void BM_DeviceConv(benchmark::State& state) {
   if (skip_without_device(state)) return;
   Scene& s = scene();
   const int64_t c = state.range(0), precision = state.range(1);
   const bool fused = state.range(2) != 0, backward = state.range(3) != 0;
-  const RowSettings settings(precision, fused, state.range(4) != 0, state.range(5) != 0);
+  const RowSettings settings(precision, fused, state.range(4) != 0, state.range(5));
   const ConvOperands op = conv_operands(s, c, dtype_of(precision));
   const double conv_s =
       backward
@@ -229,13 +240,25 @@ void BM_DeviceConv(benchmark::State& state) {
   state.counters["gemm_FLOPS"] = benchmark::Counter(flops / gemm_s);
   state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
   state.counters["launch_groups"] = static_cast<double>(info.groups);
+  // The cost model's view of this row's product (the input gradient's onto
+  // by_in for backward rows; the weight gradient is gather's either way).
+  const minkowski::cuda::DataflowProblem problem =
+      minkowski::cuda::dataflow_problem(*s.dev, backward, c, c, dtype_of(precision));
+  const minkowski::cuda::DataflowCosts model = minkowski::cuda::dataflow_costs(problem);
+  state.counters["model_gather_s"] = benchmark::Counter(model.gather_s);
+  state.counters["model_implicit_s"] = benchmark::Counter(model.implicit_s);
+  state.counters["tile_density"] =
+      benchmark::Counter(problem.padded_slots > 0 ? static_cast<double>(s.dev->pairs()) /
+                                                        static_cast<double>(problem.padded_slots)
+                                                  : 0.0);
   state.SetLabel(s.source + " " + precision_name(precision) + " " +
-                 minkowski::cuda::name(info.dataflow));
+                 minkowski::cuda::name(info.dataflow) + (info.tensor_cores ? " mma" : ""));
 }
 
 // Every C and precision, both directions: gather-GEMM-scatter fused with lazy
-// sync off and on, per-offset with it off; implicit GEMM (f32, bf16, f16:
-// TF32 does not apply to it; the backward's weight gradient is gather-GEMM's).
+// sync off and on, per-offset with it off; implicit GEMM on FMA tiles (f32,
+// bf16, f16: TF32 does not apply to them) and on tensor cores (TF32, bf16,
+// f16: FP32 has none); the backward's weight gradient is gather-GEMM's.
 void conv_rows(benchmark::internal::Benchmark* b) {
   for (int64_t c : {32, 64, 128, 256})
     for (int64_t p : {kFp32, kTf32, kBf16, kFp16})
@@ -244,6 +267,7 @@ void conv_rows(benchmark::internal::Benchmark* b) {
         b->Args({c, p, 1, backward, 1, 0});
         b->Args({c, p, 0, backward, 0, 0});
         if (p != kTf32) b->Args({c, p, 1, backward, 0, 1});
+        if (p != kFp32) b->Args({c, p, 1, backward, 0, 2});
       }
 }
 BENCHMARK(BM_DeviceConv)

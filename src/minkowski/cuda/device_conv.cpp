@@ -69,32 +69,27 @@ void check_weight(const fk::Tensor& w, const DeviceKernelMap& m, const char* whe
 }
 
 // The dataflow of a product onto the rows of by_in (the input gradient) or
-// by_out (the forward), as ME_CONV_DATAFLOW and implicit_conv.h's rule say.
+// by_out (the forward), as ME_CONV_DATAFLOW and conv_dataflow.h's rule say.
 // Zero channels and maps without pairs stay on gather (its zeros need no
 // launch, nor the map's row indices, which a hand-made empty map lacks).
-// Auto rules out implicit from the shapes before the map's masks are made.
-ConvDataflow dataflow_for(const DeviceKernelMap& m, bool by_in, int64_t cin, int64_t cout) {
+ConvDataflow dataflow_for(const DeviceKernelMap& m, bool by_in, int64_t cin, int64_t cout,
+                          fk::DType dtype) {
   const ConvDataflow want = conv_dataflow_knob();
   if (want == ConvDataflow::Gather || cin == 0 || cout == 0 || m.pairs() == 0)
     return ConvDataflow::Gather;
-  const int64_t slots = (by_in ? m.in_size : m.out_size) * m.volume;
-  const double density =
-      slots > 0 ? static_cast<double>(m.pairs()) / static_cast<double>(slots) : 0.0;
-  if (want == ConvDataflow::Auto &&
-      choose_conv_dataflow(want, true, cin, cout, density) == ConvDataflow::Gather)
-    return ConvDataflow::Gather;
-  return choose_conv_dataflow(want, row_masks_of(m, by_in).eligible, cin, cout, density);
+  return choose_conv_dataflow(want, dataflow_problem(m, by_in, cin, cout, dtype));
 }
 
 // What an implicit call did (no groups, staging or GEMMs).
-void note_implicit(fk::DType t) {
+void note_implicit(fk::DType t, int device) {
   tl_info = {fk::knob("ME_FUSED_COPY").as_bool(),
              minkowski::is_deterministic(),
              t,
              0,
              0,
              0,
-             ConvDataflow::Implicit};
+             ConvDataflow::Implicit,
+             implicit_uses_tensor_cores(t, device)};
 }
 
 // Offsets [first, last) of each group.
@@ -159,7 +154,8 @@ struct Call {
                static_cast<int64_t>(groups.size()),
                rows * (cin + cout) * esize,
                0,
-               ConvDataflow::Gather};
+               ConvDataflow::Gather,
+               false};
   }
   int64_t begin(int64_t k) const { return m.offset_begin[k]; }
   // Offset k's first staged row in a group starting at pair p0.
@@ -219,9 +215,9 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   fk::cuda::detail::DeviceGuard guard(map.device);
-  if (dataflow_for(map, false, cin, cout) == ConvDataflow::Implicit) {
+  if (dataflow_for(map, false, cin, cout, features.dtype()) == ConvDataflow::Implicit) {
     fk::Tensor r = implicit_conv(features, weight, map, false);
-    note_implicit(features.dtype());
+    note_implicit(features.dtype(), map.device);
     fk::cuda::after_op(map.device);
     return r;
   }
@@ -255,10 +251,11 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   DeviceConvGrads r;
   // The input gradient on the implicit dataflow; the weight gradient is
   // always gather-GEMM's.
-  if (need_features && dataflow_for(map, true, cin, cout) == ConvDataflow::Implicit) {
+  if (need_features &&
+      dataflow_for(map, true, cin, cout, features.dtype()) == ConvDataflow::Implicit) {
     r.features = implicit_conv(grad_out, weight, map, true);
     need_features = false;
-    note_implicit(features.dtype());
+    note_implicit(features.dtype(), map.device);
     if (!need_weight) {
       fk::cuda::after_op(map.device);
       return r;
@@ -266,7 +263,10 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   }
   const bool implicit_features = r.features.defined();
   Call call(map, features.dtype(), cin, cout);
-  if (implicit_features) tl_info.dataflow = ConvDataflow::Implicit;
+  if (implicit_features) {
+    tl_info.dataflow = ConvDataflow::Implicit;
+    tl_info.tensor_cores = implicit_uses_tensor_cores(call.dtype, map.device);
+  }
   const fk::Tensor gin = need_features ? call.accumulator(map.in_size, cin) : fk::Tensor();
   // Each grad_W_k is one GEMM over all of offset k's pairs (f32 accumulation,
   // one rounding to dtype), written in place.

@@ -68,6 +68,8 @@ struct DeviceConvInfo {
   // Gather or Implicit: the forward's, or the input gradient's (a backward
   // without it: Gather).
   ConvDataflow dataflow = ConvDataflow::Gather;
+  // Whether that implicit product ran on tensor cores (implicit_conv.h).
+  bool tensor_cores = false;
 };
 DeviceConvInfo last_device_conv_call();
 

@@ -3,10 +3,12 @@
 #include "minkowski/cuda/implicit_conv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "fk/amp.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
@@ -20,16 +22,18 @@ namespace minkowski::cuda {
 namespace {
 
 // The default stays gather until the implicit kernel has run on a device
-// (issue 19: scripts/gpu-check); then auto, once its thresholds are tuned.
+// (issue 19: scripts/gpu-check); then auto, once its constants are calibrated.
 fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "gather",
                    "minkowski device convolution dataflow: auto (a cost model per call), gather "
                    "(gather, cuBLAS GEMM, scatter) or implicit (output-stationary implicit GEMM "
                    "over rows sorted by offset mask, where the map allows)",
                    fk::KnobRead::PerCall);
+fk::Knob kImplicitMma("ME_CONV_IMPLICIT_MMA", fk::KnobType::Bool, "1",
+                      "minkowski implicit-GEMM convolution on tensor cores (f16, bf16; f32 as "
+                      "TF32 when allowed; sm_80+); 0: f32 FMAs for every dtype",
+                      fk::KnobRead::PerCall);
 
 constexpr int64_t kMaxMaskVolume = 64;
-constexpr int64_t kNarrowChannels = 64, kDenseChannels = 128;
-constexpr double kDense = 0.5;
 
 std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, bool by_in) {
   auto r = std::make_shared<DeviceRowMasks>();
@@ -55,43 +59,21 @@ std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, b
                    buffers::i32(r->order), rows, static_cast<int>(std::max<int64_t>(m.volume, 1)),
                    stream);
   r->mask = mask;  // the kernel reads masks by row, not in sorted order
+  const fk::Tensor slots = fk::zeros({2}, {fk::DType::I64, dev});
+  auto* slot = static_cast<unsigned long long*>(slots.data_ptr());
+  launch_tile_slots(buffers::u64(sorted_mask), rows, 64, slot, stream);
+  launch_tile_slots(buffers::u64(sorted_mask), rows, 128, slot + 1, stream);
   r->eligible = repeated.to_vector<int32_t>()[0] == 0;
+  const std::vector<int64_t> counted = slots.to_vector<int64_t>();
+  r->slots_64 = counted[0];
+  r->slots_128 = counted[1];
   return r;
 }
 
 }  // namespace
 
-const char* name(ConvDataflow d) {
-  switch (d) {
-    case ConvDataflow::Auto:
-      return "auto";
-    case ConvDataflow::Gather:
-      return "gather";
-    case ConvDataflow::Implicit:
-      return "implicit";
-  }
-  return "?";
-}
-
-ConvDataflow parse_conv_dataflow(const std::string& text) {
-  for (ConvDataflow d : {ConvDataflow::Auto, ConvDataflow::Gather, ConvDataflow::Implicit})
-    if (text == name(d)) return d;
-  FK_CHECK(false, "ME_CONV_DATAFLOW", "one of auto, gather, implicit", "'" + text + "'");
-  return ConvDataflow::Auto;
-}
-
 ConvDataflow conv_dataflow_knob() {
   return parse_conv_dataflow(kDataflow.as_string());
-}
-
-ConvDataflow choose_conv_dataflow(ConvDataflow want, bool eligible, int64_t cin, int64_t cout,
-                                  double density) {
-  if (!eligible || want == ConvDataflow::Gather) return ConvDataflow::Gather;
-  if (want == ConvDataflow::Implicit) return ConvDataflow::Implicit;
-  const int64_t widest = std::max(cin, cout);
-  const bool narrow = widest <= kNarrowChannels;
-  const bool dense = density >= kDense && widest <= kDenseChannels;
-  return narrow || dense ? ConvDataflow::Implicit : ConvDataflow::Gather;
 }
 
 const DeviceRowMasks& row_masks_of(const DeviceKernelMap& map, bool by_in) {
@@ -129,8 +111,43 @@ fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
   a.mask = buffers::u64(rm.mask);
   a.rows = rows;
   a.dst = dst.data_ptr();
-  launch_implicit_conv(static_cast<int>(src.dtype()), a, fk::cuda::current_stream(map.device));
+  a.transposed = transposed;
+  void* stream = fk::cuda::current_stream(map.device);
+  if (!implicit_uses_tensor_cores(src.dtype(), map.device)) {
+    launch_implicit_conv(static_cast<int>(src.dtype()), a, stream);
+    return dst;
+  }
+  // 16-byte chunks: aligned pointers and rows of whole chunks.
+  const int64_t chunk = 16 / static_cast<int64_t>(fk::itemsize(src.dtype()));
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  a.vec_src = aligned(a.src) && inner % chunk == 0;
+  a.vec_w = aligned(a.w) && (transposed ? inner : cols) % chunk == 0;
+  launch_implicit_conv_mma(static_cast<int>(src.dtype()), a, stream);
   return dst;
+}
+
+bool implicit_uses_tensor_cores(fk::DType dtype, int device) {
+  if (!kImplicitMma.as_bool()) return false;
+  const bool mma_dtype = dtype == fk::DType::F16 || dtype == fk::DType::BF16 ||
+                         (dtype == fk::DType::F32 && fk::amp::allow_tf32());
+  return mma_dtype && implicit_mma_supported(device);
+}
+
+DataflowProblem dataflow_problem(const DeviceKernelMap& map, bool by_in, int64_t cin, int64_t cout,
+                                 fk::DType dtype) {
+  DataflowProblem p;
+  p.rows = by_in ? map.in_size : map.out_size;
+  for (int64_t k = 0; k < map.volume; ++k) p.pairs_per_offset.push_back(map.count(k));
+  p.inner = by_in ? cout : cin;
+  p.cols = by_in ? cin : cout;
+  p.element_bytes = static_cast<int64_t>(fk::itemsize(dtype));
+  p.precision = dtype != fk::DType::F32 ? ConvPrecision::Half
+                : fk::amp::allow_tf32() ? ConvPrecision::Tf32
+                                        : ConvPrecision::F32;
+  p.implicit_tensor_cores = implicit_uses_tensor_cores(dtype, map.device);
+  const DeviceRowMasks& rm = row_masks_of(map, by_in);
+  p.padded_slots = rm.eligible ? rm.slots(implicit_tile_rows(p.cols)) : -1;
+  return p;
 }
 
 }  // namespace minkowski::cuda

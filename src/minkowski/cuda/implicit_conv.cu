@@ -1,7 +1,8 @@
 // The implicit-GEMM convolution's kernels (implicit_conv.h): per-row offset
-// bitmasks, and the output-stationary tiled product. Operands are widened to
-// f32 in shared memory and multiplied with plain FMAs (f32 accumulation, no
-// tensor cores); each output is written once, in the destination's dtype.
+// bitmasks, the tiles' padded slot counts (conv_dataflow.h), and the
+// output-stationary tiled product on f32 FMAs. Operands are widened to f32
+// in shared memory (f32 accumulation); each output is written once, in the
+// destination's dtype. The tensor-core product is implicit_conv_mma.cu.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
@@ -43,6 +44,18 @@ __global__ void row_masks_kernel(const int32_t* begin, const int32_t* pair, int6
       m |= bit;
     }
     mask[r] = m;
+  }
+}
+
+__global__ void tile_slots_kernel(const uint64_t* sorted_mask, int64_t rows, int tile_rows,
+                                  unsigned long long* slots) {
+  const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+  FK_CUDA_LOOP(t, tiles) {
+    uint64_t m = 0;
+    const int64_t end = min(rows, (t + 1) * tile_rows);
+    for (int64_t r = t * tile_rows; r < end; ++r) m |= sorted_mask[r];
+    // Integer sums: the total does not depend on the order of the adds.
+    atomicAdd(slots, static_cast<unsigned long long>(__popcll(m)) * tile_rows);
   }
 }
 
@@ -166,6 +179,14 @@ void launch_row_masks(const int32_t* begin, const int32_t* pair, int64_t rows,
   row_masks_kernel<<<blocks_for(rows), kThreads, 0, as_stream(stream)>>>(
       begin, pair, rows, offset_begin, volume, mask, repeated);
   check_launch("minkowski::cuda::launch_row_masks");
+}
+
+void launch_tile_slots(const uint64_t* sorted_mask, int64_t rows, int tile_rows,
+                       unsigned long long* slots, void* stream) {
+  if (rows == 0) return;
+  tile_slots_kernel<<<blocks_for((rows + tile_rows - 1) / tile_rows), kThreads, 0,
+                      as_stream(stream)>>>(sorted_mask, rows, tile_rows, slots);
+  check_launch("minkowski::cuda::launch_tile_slots");
 }
 
 void launch_implicit_conv(int dtype, const ImplicitConvArgs& x, void* stream) {

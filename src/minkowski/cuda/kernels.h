@@ -164,8 +164,25 @@ struct ImplicitConvArgs {
   const uint64_t* mask;
   int64_t rows;
   void* dst;
+  // The tensor-core kernel's: W_k^T (w_c 1, w_n inner) rather than W_k (w_c
+  // cols, w_n 1); src rows (vec_src) and the weight's contiguous runs
+  // (vec_w) load in 16-byte chunks: 16-byte aligned pointers, and inner
+  // (src; W_k^T) or cols (W_k) a multiple of the chunk's elements.
+  bool transposed = false, vec_src = false, vec_w = false;
 };
 void launch_implicit_conv(int dtype, const ImplicitConvArgs& args, void* stream);
+// The same product on tensor cores (implicit_conv_mma.cu): f16 and bf16
+// (m16n16k16), f32 as TF32 (m16n16k8), f32 accumulation, one rounding per
+// output, no atomics; inner channels zero-padded to the fragment depth in
+// shared memory. Needs implicit_mma_supported (sm_80 or newer).
+void launch_implicit_conv_mma(int dtype, const ImplicitConvArgs& args, void* stream);
+bool implicit_mma_supported(int device);
+// *slots += the sum over the tiles of tile_rows consecutive rows of
+// sorted_mask (the last one partial) of tile_rows x popcount(OR of the
+// tile's masks): the (row, offset) products the implicit kernel runs with
+// tiles of that height, present pairs or not.
+void launch_tile_slots(const uint64_t* sorted_mask, int64_t rows, int tile_rows,
+                       unsigned long long* slots, void* stream);
 
 // --- pooling (pooling.cu) ----------------------------------------------------
 // mode: static_cast<int>(minkowski::PoolingMode) (Max 0, Average 1, Sum 2).

@@ -7,8 +7,9 @@
 // kernel (volume > 64: falls back to gather), channel counts that are not
 // multiples of the tiles, f16 and bf16 operands (one rounding); the row masks
 // and their order against masks built on the host from the CPU map;
-// bit-for-bit repeats; and the knob's parsing and auto's rule, which need no
-// device.
+// bit-for-bit repeats; auto on a small map; and the knob's parsing, which
+// needs no device (auto's rule: conv_dataflow_test.cpp; tensor cores:
+// conv_implicit_mma_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -166,12 +167,13 @@ TEST_F(MinkowskiCudaConvImplicit, RowsAndOffsetsWithoutPairs) {
   EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Gather);
 }
 
-// f16 and bf16 operands widened to f32 in the kernel: the f32 sum of the
+// f16 and bf16 operands widened to f32 in the FMA tiles: the f32 sum of the
 // exact products, rounded once to the dtype, so within 2u of the CPU's f32
 // convolution of the same (widened) values, relative to max |out|.
 TEST_F(MinkowskiCudaConvImplicit, HalfOperandsRoundOnce) {
   MK_SKIP_WITHOUT_GPU();
   KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
+  KnobOverride fma("ME_CONV_IMPLICIT_MMA", "0");  // tensor cores: conv_implicit_mma_test.cpp
   auto m = make_map(random_rows(3, 2000, 10, 1, 2, 19), 3, 1);
   const Operands o = operands(*m, *m, KernelRegion::cube({3}), 12, 20, 91);
   for (fk::DType t : {fk::DType::F16, fk::DType::BF16}) {
@@ -255,14 +257,15 @@ TEST_F(MinkowskiCudaConvImplicit, RepeatsBitForBit) {
   EXPECT_TRUE(cuda_test::bitwise_equal(cuda::conv_forward(fd, wd, again), y1));
 }
 
-// Auto takes implicit for narrow channels and gather for wide ones.
-TEST_F(MinkowskiCudaConvImplicit, AutoChoosesByShape) {
+// Auto on a small map: gather's per-offset launches outweigh implicit's
+// products (conv_dataflow.h), at narrow and wide channels; gather when asked.
+TEST_F(MinkowskiCudaConvImplicit, AutoTakesImplicitOnSmallMaps) {
   MK_SKIP_WITHOUT_GPU();
   KnobOverride automatic("ME_CONV_DATAFLOW", "auto");
   auto m = make_map(random_rows(3, 1000, 8, 1, 1, 18), 3, 1);
   expect_matches_cpu(operands(*m, *m, KernelRegion::cube({3}), 16, 16, 81), ConvDataflow::Implicit,
                      "auto 16 -> 16");
-  expect_matches_cpu(operands(*m, *m, KernelRegion::cube({3}), 8, 160, 82), ConvDataflow::Gather,
+  expect_matches_cpu(operands(*m, *m, KernelRegion::cube({3}), 8, 160, 82), ConvDataflow::Implicit,
                      "auto 8 -> 160");
   KnobOverride gather("ME_CONV_DATAFLOW", "gather");
   expect_matches_cpu(operands(*m, *m, KernelRegion::cube({3}), 16, 16, 83), ConvDataflow::Gather,
@@ -293,23 +296,6 @@ TEST(MinkowskiCudaConvDataflowKnob, Parses) {
   }
   KnobOverride bad("ME_CONV_DATAFLOW", "fastest");
   EXPECT_THROW(cuda::conv_dataflow_knob(), fk::Error);
-}
-
-TEST(MinkowskiCudaConvDataflowKnob, AutoRule) {
-  using cuda::choose_conv_dataflow;
-  const ConvDataflow A = ConvDataflow::Auto, G = ConvDataflow::Gather, I = ConvDataflow::Implicit;
-  // Forced choices, unless the map is not eligible.
-  EXPECT_EQ(choose_conv_dataflow(G, true, 8, 8, 1.0), G);
-  EXPECT_EQ(choose_conv_dataflow(I, true, 512, 512, 0.0), I);
-  EXPECT_EQ(choose_conv_dataflow(I, false, 8, 8, 1.0), G);
-  EXPECT_EQ(choose_conv_dataflow(A, false, 8, 8, 1.0), G);
-  // Narrow channels; dense maps up to 128 channels; wide channels on gather.
-  EXPECT_EQ(choose_conv_dataflow(A, true, 64, 64, 0.1), I);
-  EXPECT_EQ(choose_conv_dataflow(A, true, 64, 65, 0.1), G);
-  EXPECT_EQ(choose_conv_dataflow(A, true, 128, 96, 0.5), I);
-  EXPECT_EQ(choose_conv_dataflow(A, true, 128, 96, 0.49), G);
-  EXPECT_EQ(choose_conv_dataflow(A, true, 129, 16, 0.9), G);
-  EXPECT_STREQ(cuda::name(I), "implicit");
 }
 
 }  // namespace

@@ -1,0 +1,113 @@
+// The dataflow cost model of the device convolution (conv_dataflow.h).
+#include "minkowski/cuda/conv_dataflow.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "fk/error.h"
+
+namespace minkowski::cuda {
+
+namespace {
+
+int64_t round_up(int64_t n, int64_t to) {
+  return (n + to - 1) / to * to;
+}
+
+int idx(ConvPrecision p) {
+  return static_cast<int>(p);
+}
+
+}  // namespace
+
+const char* name(ConvDataflow d) {
+  switch (d) {
+    case ConvDataflow::Auto:
+      return "auto";
+    case ConvDataflow::Gather:
+      return "gather";
+    case ConvDataflow::Implicit:
+      return "implicit";
+  }
+  return "?";
+}
+
+ConvDataflow parse_conv_dataflow(const std::string& text) {
+  for (ConvDataflow d : {ConvDataflow::Auto, ConvDataflow::Gather, ConvDataflow::Implicit})
+    if (text == name(d)) return d;
+  FK_CHECK(false, "ME_CONV_DATAFLOW", "one of auto, gather, implicit", "'" + text + "'");
+  return ConvDataflow::Auto;
+}
+
+// H200 (SXM) spec: 4.8 TB/s HBM3e; dense 67 TFLOPS FP32, 495 TF32, 989
+// f16/bf16. Efficiencies are guesses until gpu-check's rows replace them:
+// launches ~4 us apart (reference/peers.md 5.3); 85% of the bandwidth;
+// cuBLAS at 60% of FP32 and 40% of tensor-core peak on the per-offset
+// GEMMs (N <= 256 columns: the bench's gemm_FLOPS measures it); the WMMA
+// kernel (two-stage cp.async, 16 x 32 per warp) at 15% of tensor-core peak;
+// the FMA tiles at 40% of FP32.
+const DataflowMachine& default_dataflow_machine() {
+  static const DataflowMachine m{4e-6, 4.0e12, {40e12, 200e12, 400e12}, {0, 75e12, 150e12}, 27e12};
+  return m;
+}
+
+int implicit_tile_rows(int64_t cols) {
+  return cols <= 32 ? 128 : 64;
+}
+
+int64_t padded_slots(std::vector<uint64_t> masks, int tile_rows) {
+  std::sort(masks.begin(), masks.end());
+  int64_t slots = 0;
+  for (size_t t = 0; t < masks.size(); t += static_cast<size_t>(tile_rows)) {
+    uint64_t m = 0;
+    for (size_t r = t; r < std::min(masks.size(), t + tile_rows); ++r) m |= masks[r];
+    slots += static_cast<int64_t>(std::popcount(m)) * tile_rows;
+  }
+  return slots;
+}
+
+DataflowCosts dataflow_costs(const DataflowProblem& p, const DataflowMachine& m) {
+  DataflowCosts c;
+  const double e = static_cast<double>(p.element_bytes);
+  const double inner = static_cast<double>(p.inner), cols = static_cast<double>(p.cols);
+  const double rows = static_cast<double>(p.rows);
+  double pairs = 0, gemm_s = 0;
+  for (int64_t n : p.pairs_per_offset) {
+    if (n == 0) continue;
+    pairs += static_cast<double>(n);
+    gemm_s += std::max(
+        m.launch_s, 2.0 * static_cast<double>(n) * inner * cols / m.gemm_flops[idx(p.precision)]);
+  }
+  const bool half = p.element_bytes < 4;
+  const double gather_bytes =
+      pairs * (e * (3 * inner + 2 * cols) + 8 * cols) + rows * cols * (4 + (half ? 4 + e : 0));
+  c.gather_s = gemm_s + gather_bytes / m.bytes_per_s + (half ? 4 : 3) * m.launch_s;
+
+  if (p.padded_slots < 0) {
+    c.implicit_s = std::numeric_limits<double>::infinity();
+    return c;
+  }
+  const bool mma = p.implicit_tensor_cores && p.precision != ConvPrecision::F32;
+  // Product depth: 16 (f16/bf16 fragments and the FMA tiles' step), 8 (TF32).
+  const int64_t depth = mma && p.precision == ConvPrecision::Tf32 ? 8 : 16;
+  const int64_t width = p.cols <= 32 ? 32 : 64;
+  const double flops = 2.0 * static_cast<double>(p.padded_slots) *
+                       static_cast<double>(round_up(p.inner, depth)) *
+                       static_cast<double>(round_up(p.cols, width));
+  const double rate = mma ? m.implicit_mma_flops[idx(p.precision)] : m.implicit_fma_flops;
+  const double col_tiles = static_cast<double>((p.cols + width - 1) / width);
+  const double implicit_bytes = pairs * inner * e * col_tiles + rows * cols * e;
+  c.implicit_s = m.launch_s + std::max(flops / rate, implicit_bytes / m.bytes_per_s);
+  return c;
+}
+
+ConvDataflow choose_conv_dataflow(ConvDataflow want, const DataflowProblem& p,
+                                  const DataflowMachine& m) {
+  if (want == ConvDataflow::Gather || p.padded_slots < 0) return ConvDataflow::Gather;
+  if (want == ConvDataflow::Implicit) return ConvDataflow::Implicit;
+  const DataflowCosts c = dataflow_costs(p, m);
+  return c.implicit_s < c.gather_s ? ConvDataflow::Implicit : ConvDataflow::Gather;
+}
+
+}  // namespace minkowski::cuda
