@@ -1,10 +1,11 @@
 // The loss kernels (loss_kernels.h): cellwise terms, total variation and the
 // Laplacian stencil, each a value pass (fixed-order f64 partial sums, then one
 // block per row over them) and a gradient pass (one thread per cell, no
-// atomics).
+// atomics). The per-cell arithmetic is loss_cells.h's.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "nefi/cuda/loss_cells.h"
 #include "nefi/cuda/loss_kernels.h"
 
 namespace nefi::cuda {
@@ -39,72 +40,6 @@ __device__ void block_sum2(double (*shared)[kThreads], double& a, double& b) {
 #define NEFI_ROW_LOOP(i, n)                                                            \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * kThreads)
-
-__device__ inline double relu(double v) {
-  return v > 0 ? v : 0.0;
-}
-__device__ inline double sign(double v) {
-  return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0);
-}
-
-__device__ double cell_value(const CellwiseTerm& t, double p, double y) {
-  switch (t.kind) {
-    case kCellAbs:
-      return fabs(p);
-    case kCellSquare:
-      return p * p;
-    case kCellRange: {
-      const double lo = relu(t.a - p), hi = relu(p - t.b);
-      return lo * lo + hi * hi;
-    }
-    case kCellSquaredError: {
-      const double r = t.a * p - t.b * y;
-      return r * r;
-    }
-    case kCellHuber: {
-      const double r = fabs(p - y);
-      return r < t.a ? 0.5 * r * r : t.a * (r - 0.5 * t.a);
-    }
-    case kCellPoissonNll:
-      return p - y * log(relu(p) + t.a);
-    case kCellLogError: {
-      const double r = log(relu(p) * t.a + t.b) - log(relu(y) * t.a + t.b);
-      return r * r;
-    }
-    case kCellResidualTimesP:
-      return (t.a * p - t.b * y) * p;
-    default:
-      return p;
-  }
-}
-
-__device__ double cell_derivative(const CellwiseTerm& t, double p, double y) {
-  switch (t.kind) {
-    case kCellAbs:
-      return sign(p);
-    case kCellSquare:
-      return 2 * p;
-    case kCellRange:
-      return 2 * relu(p - t.b) - 2 * relu(t.a - p);
-    case kCellSquaredError:
-      return 2 * t.a * (t.a * p - t.b * y);
-    case kCellHuber: {
-      const double r = p - y;
-      return fabs(r) < t.a ? r : t.a * sign(r);
-    }
-    case kCellPoissonNll:
-      return p > 0 ? 1 - y / (p + t.a) : 1.0;
-    case kCellLogError: {
-      if (!(p > 0)) return 0.0;
-      const double q = p * t.a + t.b;
-      return 2 * (log(q) - log(relu(y) * t.a + t.b)) * t.a / q;
-    }
-    case kCellResidualTimesP:
-      return 2 * t.a * p - t.b * y;
-    default:
-      return 1.0;
-  }
-}
 
 template <typename T>
 __global__ void cellwise_partials_kernel(CellwiseTerm t, const T* p, const T* y, const T* mask,
@@ -154,40 +89,6 @@ __global__ void cellwise_grad_kernel(CellwiseTerm t, const T* p, const T* y, con
   }
 }
 
-// Coordinate of cell i along axis a, and its forward neighbour (or -1).
-__device__ inline int64_t coord(const StencilGrid& g, int64_t i, int a) {
-  return (i / g.stride[a]) % g.shape[a];
-}
-__device__ inline int64_t next_cell(const StencilGrid& g, int64_t i, int a) {
-  const int64_t c = coord(g, i, a);
-  if (c + 1 < g.shape[a]) return i + g.stride[a];
-  return g.periodic[a] ? i - c * g.stride[a] : -1;
-}
-// The cell whose forward neighbour along a is i (or -1).
-__device__ inline int64_t previous_cell(const StencilGrid& g, int64_t i, int a) {
-  const int64_t c = coord(g, i, a);
-  if (c > 0) return i - g.stride[a];
-  return g.periodic[a] ? i + (g.shape[a] - 1) * g.stride[a] : -1;
-}
-
-// D_a x at cell i of a row (0 where no neighbour).
-template <typename T>
-__device__ inline double difference(const T* x, const StencilGrid& g, int64_t i, int a) {
-  const int64_t j = next_cell(g, i, a);
-  return j < 0 ? 0.0 : (static_cast<double>(x[j]) - static_cast<double>(x[i])) * g.scale[a];
-}
-
-// The isotropic magnitude sqrt(sum_a (D_a x)^2 + eps^2) at cell i.
-template <typename T>
-__device__ inline double magnitude(const T* x, const StencilGrid& g, int64_t i, double e2) {
-  double q = 0;
-  for (int a = 0; a < g.ndim; ++a) {
-    const double d = difference(x, g, i, a);
-    q += d * d;
-  }
-  return sqrt(q + e2);
-}
-
 template <typename T>
 __global__ void tv_partials_kernel(const T* x, int64_t n, StencilGrid g, bool isotropic, double e2,
                                    double* partials) {
@@ -195,14 +96,7 @@ __global__ void tv_partials_kernel(const T* x, int64_t n, StencilGrid g, bool is
   const T* xr = x + blockIdx.y * n;
   double s = 0, unused = 0;
   NEFI_ROW_LOOP(i, n) {
-    if (isotropic) {
-      s += magnitude(xr, g, i, e2);
-    } else {
-      for (int a = 0; a < g.ndim; ++a) {
-        const double d = difference(xr, g, i, a);
-        s += sqrt(d * d + e2);
-      }
-    }
+    s += tv_cell_value(xr, g, i, isotropic, e2);
   }
   block_sum2(shared, s, unused);
   if (threadIdx.x == 0) {
@@ -212,31 +106,12 @@ __global__ void tv_partials_kernel(const T* x, int64_t n, StencilGrid g, bool is
   }
 }
 
-// dTV/dx_i = sum_a [c_a(prev_a i) - c_a(i)], c_a(j) = D_a x(j) / r(j) · scale_a
-// for each difference that exists (r: the isotropic magnitude at j, or the
-// anisotropic term's own root).
-template <typename T>
-__device__ double tv_term(const T* x, const StencilGrid& g, int64_t j, int a, bool isotropic,
-                          double e2) {
-  if (next_cell(g, j, a) < 0) return 0.0;
-  const double d = difference(x, g, j, a);
-  const double r = isotropic ? magnitude(x, g, j, e2) : sqrt(d * d + e2);
-  return d / r * g.scale[a];
-}
-
 template <typename T>
 __global__ void tv_grad_kernel(const T* x, int64_t rows, int64_t n, StencilGrid g, bool isotropic,
                                double e2, const double* coef, T* out) {
   FK_CUDA_LOOP(k, rows * n) {
     const int64_t r = k / n, i = k - r * n;
-    const T* xr = x + r * n;
-    double s = 0;
-    for (int a = 0; a < g.ndim; ++a) {
-      const int64_t j = previous_cell(g, i, a);
-      if (j >= 0) s += tv_term(xr, g, j, a, isotropic, e2);
-      s -= tv_term(xr, g, i, a, isotropic, e2);
-    }
-    out[k] = static_cast<T>(coef[r] * s);
+    out[k] = static_cast<T>(coef[r] * tv_cell_gradient(x + r * n, g, i, isotropic, e2));
   }
 }
 
@@ -245,17 +120,7 @@ __global__ void laplacian_kernel(const In* x, int64_t rows, int64_t n, StencilGr
                                  const double* coef, Out* out) {
   FK_CUDA_LOOP(k, rows * n) {
     const int64_t r = k / n, i = k - r * n;
-    const In* xr = x + r * n;
-    const double xi = static_cast<double>(xr[i]);
-    double s = 0;
-    for (int a = 0; a < g.ndim; ++a) {
-      if (g.scale[a] == 0) continue;
-      const int64_t c = coord(g, i, a);
-      // Replicated edges: the missing neighbour is the cell itself.
-      const double lo = static_cast<double>(xr[c > 0 ? i - g.stride[a] : i]);
-      const double hi = static_cast<double>(xr[c + 1 < g.shape[a] ? i + g.stride[a] : i]);
-      s += (lo - 2 * xi + hi) * g.scale[a];
-    }
+    const double s = laplacian_cell(x + r * n, g, i);
     out[k] = static_cast<Out>(coef ? coef[r] * s : s);
   }
 }
