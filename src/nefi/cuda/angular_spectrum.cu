@@ -1,9 +1,11 @@
 // The angular-spectrum kernels (angular_spectrum_kernels.h): padding,
 // transfer-function multiply and cropping around cuFFT, and the holography
-// operator's elementwise steps. One thread per output element.
+// operator's elementwise steps. One thread per output element; the index
+// arithmetic is angular_spectrum_cells.h's.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "nefi/cuda/angular_spectrum_cells.h"
 #include "nefi/cuda/angular_spectrum_kernels.h"
 
 namespace nefi::cuda {
@@ -24,27 +26,10 @@ const Cx* cx(const Complex* p) {
   return reinterpret_cast<const Cx*>(p);
 }
 
-// The field cell a padded position p replicates (pad), or -1 (zero padding
-// outside the window); the CPU's pad_source.
-__device__ inline int64_t pad_source(int64_t p, int64_t n, int64_t off, bool edge) {
-  const int64_t i = p - off;
-  if (i >= 0 && i < n) return i;
-  if (!edge) return -1;
-  return i < 0 ? 0 : n - 1;
-}
-// The window cell at padded position p, or -1.
-__device__ inline int64_t window(int64_t p, int64_t n, int64_t off) {
-  const int64_t i = p - off;
-  return i >= 0 && i < n ? i : -1;
-}
-
 __global__ void pad_kernel(const Cx* u, PadGeometry g, bool adjoint, Cx* big) {
-  const int64_t off0 = (g.m0 - g.n0) / 2, off1 = (g.m1 - g.n1) / 2;
   FK_CUDA_LOOP(k, g.batch * g.m0 * g.m1) {
-    const int64_t q = k % g.m1, p = (k / g.m1) % g.m0, b = k / (g.m0 * g.m1);
-    const int64_t i = adjoint ? window(p, g.n0, off0) : pad_source(p, g.n0, off0, g.edge);
-    const int64_t j = adjoint ? window(q, g.n1, off1) : pad_source(q, g.n1, off1, g.edge);
-    big[k] = i >= 0 && j >= 0 ? u[(b * g.n0 + i) * g.n1 + j] : Cx{0, 0};
+    const int64_t src = padded_source(g, adjoint, k);
+    big[k] = src >= 0 ? u[src] : Cx{0, 0};
   }
 }
 
@@ -57,24 +42,12 @@ __global__ void transfer_kernel(Cx* big, const Cx* H, PadGeometry g, bool conjug
   }
 }
 
-// The padded positions [lo, hi] whose source is cell i (pad^T), or the one
-// window position (crop).
-__device__ inline void sources(int64_t i, int64_t n, int64_t m, bool edge, bool adjoint,
-                               int64_t& lo, int64_t& hi) {
-  const int64_t off = (m - n) / 2;
-  lo = hi = i + off;
-  if (adjoint && edge) {
-    if (i == 0) lo = 0;
-    if (i == n - 1) hi = m - 1;
-  }
-}
-
 __global__ void crop_kernel(const Cx* big, PadGeometry g, bool adjoint, Cx* out) {
   FK_CUDA_LOOP(k, g.batch * g.n0 * g.n1) {
     const int64_t j = k % g.n1, i = (k / g.n1) % g.n0, b = k / (g.n0 * g.n1);
     int64_t p0, p1, q0, q1;
-    sources(i, g.n0, g.m0, g.edge, adjoint, p0, p1);
-    sources(j, g.n1, g.m1, g.edge, adjoint, q0, q1);
+    gathered_range(i, g.n0, g.m0, g.edge, adjoint, p0, p1);
+    gathered_range(j, g.n1, g.m1, g.edge, adjoint, q0, q1);
     Cx s{0, 0};
     for (int64_t p = p0; p <= p1; ++p)
       for (int64_t q = q0; q <= q1; ++q) s = s + big[(b * g.m0 + p) * g.m1 + q];
