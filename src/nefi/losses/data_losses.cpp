@@ -10,6 +10,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
+#include "nefi/losses/loss_device.h"
 #include "nefi/scalar.h"
 
 namespace nefi {
@@ -85,6 +86,16 @@ fk::Tensor obs_mask(const LossContext& c) {
   return c.obs->mask;
 }
 
+bool on_device(const fk::Tensor& t) {
+  return !t.device().is_cpu();
+}
+
+// mean_w f(p, y) of a cellwise term on p's device (each row's, with rows).
+fk::Tensor device_mean(CellLoss term, const fk::Tensor& p, const fk::Tensor& y,
+                       const fk::Tensor& mask, bool rows) {
+  return cellwise_loss_device(term, p, y, mask, rows, {});
+}
+
 struct MseLoss : Loss {
   bool noise_aware;
   MseLoss(std::string n, bool na) : Loss(std::move(n)), noise_aware(na) {}
@@ -149,6 +160,7 @@ struct RelativeMseLoss : Loss {
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& y = c.obs->data;
+    if (on_device(c.pred)) return device(c.pred, y, c.obs->mask, false);
     fk::Tensor y2 = fk::square(y);
     const double denom =
         (c.obs->mask.defined() ? fk::sum(fk::mul(y2, c.obs->mask)) : fk::sum(y2)).item();
@@ -158,6 +170,7 @@ struct RelativeMseLoss : Loss {
     return fk::div(fk::sum(r), denom);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    if (on_device(c.pred)) return device(c.pred, c.obs, c.mask, true);
     const fk::Tensor y = c.obs.to(c.pred.dtype());
     fk::Tensor denom;
     {
@@ -174,6 +187,21 @@ struct RelativeMseLoss : Loss {
     return fk::div(fk::sum(r, trailing_dims(r)), denom.to(c.pred.dtype()));
   }
   std::string signature() const override { return "relative_mse:" + name(); }
+
+ private:
+  // sum w (p - y)^2 / sum w y^2 per row, the denominator a constant summed first.
+  static fk::Tensor device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
+                           bool rows) {
+    const std::vector<double> energy =
+        cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);
+    RowNormalisation norm;
+    for (size_t r = 0; 2 * r < energy.size(); ++r) {
+      FK_CHECK(energy[2 * r] > 0, "nefi::RelativeMSE", "observations with non-zero energy",
+               "all zeros");
+      norm.denominator.push_back(energy[2 * r]);
+    }
+    return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, rows, norm);
+  }
 };
 
 struct LogMseLoss : Loss {
@@ -191,6 +219,8 @@ struct LogMseLoss : Loss {
     if (normalize == "max") s = fk::amax(fk::abs(y)).item();
     if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
     if (s <= 0) s = 1.0;
+    if (on_device(c.pred))
+      return device_mean({CellTerm::LogError, 1.0 / s, eps}, c.pred, y, c.obs->mask, false);
     fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), 1.0 / s), eps));
     fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
     return wmean(fk::square(fk::sub(lp, ly)),
@@ -202,6 +232,7 @@ struct NormalizedMseLoss : Loss {
   using Loss::Loss;
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
+    if (on_device(c.pred)) return normalized_mse_device(c.pred, c.obs->data, c.obs->mask);
     const fk::Tensor y = c.obs->data.to(c.pred.dtype());
     const fk::Tensor m = c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor();
     const double ym = wmean(y, m).item();
@@ -218,6 +249,8 @@ struct HuberLoss : Loss {
   }
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
+    if (on_device(c.pred))
+      return device_mean({CellTerm::Huber, delta}, c.pred, c.obs->data, c.obs->mask, false);
     fk::Tensor r = fk::abs(fk::sub(c.pred, c.obs->data.to(c.pred.dtype())));
     fk::Tensor quad = fk::mul(fk::square(r), 0.5);
     fk::Tensor lin = fk::mul(fk::sub(r, 0.5 * delta), delta);
@@ -225,6 +258,8 @@ struct HuberLoss : Loss {
     return wmean(h, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    if (on_device(c.pred))
+      return device_mean({CellTerm::Huber, delta}, c.pred, c.obs, c.mask, true);
     fk::Tensor r = fk::abs(fk::sub(c.pred, c.obs.to(c.pred.dtype())));
     fk::Tensor quad = fk::mul(fk::square(r), 0.5);
     fk::Tensor lin = fk::mul(fk::sub(r, 0.5 * delta), delta);
@@ -238,30 +273,20 @@ struct PoissonNllLoss : Loss {
   PoissonNllLoss(std::string n, double e) : Loss(std::move(n)), eps(e) {}
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
+    if (on_device(c.pred))
+      return device_mean({CellTerm::PoissonNll, eps}, c.pred, c.obs->data, c.obs->mask, false);
     const fk::Tensor y = c.obs->data.to(c.pred.dtype());
     fk::Tensor nll = fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps))));
     return wmean(nll, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    if (on_device(c.pred))
+      return device_mean({CellTerm::PoissonNll, eps}, c.pred, c.obs, c.mask, true);
     const fk::Tensor y = c.obs.to(c.pred.dtype());
     return wmean_rows(fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps)))), c.mask);
   }
   std::string signature() const override { return "poisson_nll:" + name() + ":" + fmt_exact(eps); }
 };
-
-// On a device: the same mean composed of fk's device ops (their autograd
-// gives the gradient), summed in the device's order and in the prediction's
-// dtype (the host loop sums in f64). y and mask must be on p's device (fk
-// refuses mixed operands). An all-zero mask gives NaN there (the NaN guard
-// sees it) rather than a host read per step to check it.
-fk::Tensor masked_mse_device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
-                             double scale) {
-  const fk::Tensor d = fk::sub(p, y.dtype() == p.dtype() ? y : y.to(p.dtype()));
-  const fk::Tensor sq = fk::mul(d, d);
-  if (!mask.defined()) return fk::div(fk::mean(sq), scale);
-  const fk::Tensor w = mask.dtype() == p.dtype() ? mask : mask.to(p.dtype());
-  return fk::div(fk::div(fk::sum(fk::mul(w, sq)), fk::sum(w)), scale);
-}
 
 }  // namespace
 
@@ -274,7 +299,8 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
            "a mask of shape " + y.shape().str(), mask.defined() ? mask.shape().str() : "");
   FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE",
            "an f32/f64 prediction", fk::name(p.dtype()));
-  if (!p.device().is_cpu()) return masked_mse_device(p, y, mask, scale);
+  if (on_device(p))
+    return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, false, {{scale}, {}});
   const fk::DType dt = p.dtype();
   fk::Tensor pc, yc, wc;
   {
@@ -327,6 +353,8 @@ fk::Tensor masked_mse_rows(const fk::Tensor& p, const fk::Tensor& y, const fk::T
            p.shape().str() + ", " + y.shape().str() + ", " + std::to_string(scale.size()));
   FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE rows",
            "an f32/f64 prediction", fk::name(p.dtype()));
+  if (on_device(p))
+    return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, true, {scale, {}});
   const fk::DType dt = p.dtype();
   fk::Tensor pc, yc, wc;
   {

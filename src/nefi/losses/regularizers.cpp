@@ -12,6 +12,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
+#include "nefi/losses/loss_device.h"
 #include "nefi/scalar.h"
 
 namespace nefi {
@@ -144,6 +145,15 @@ std::string fmt_exact(double v) {
   return b;
 }
 
+bool on_device(const fk::Tensor& t) {
+  return !t.device().is_cpu();
+}
+
+// A cellwise regulariser of x on its device (mean over cells, or per row).
+fk::Tensor device_term(CellTerm term, const fk::Tensor& x, bool rows, double a = 1, double b = 1) {
+  return cellwise_loss_device({term, a, b}, x, {}, {}, rows, {});
+}
+
 // The mean of each row of t (N, ...): the per-problem value of a mean-reduced
 // regulariser, one op each way.
 fk::Tensor row_means(const fk::Tensor& t) {
@@ -155,10 +165,14 @@ fk::Tensor row_means(const fk::Tensor& t) {
 struct L1Loss : FieldLoss {
   using FieldLoss::FieldLoss;
   fk::Tensor forward(const LossContext& c) const override {
-    return fk::mean(fk::abs(c.field(field)));
+    const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Abs, x, false);
+    return fk::mean(fk::abs(x));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
-    return row_means(fk::abs(c.field(field)));
+    const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Abs, x, true);
+    return row_means(fk::abs(x));
   }
   std::string signature() const override { return signature_of("l1"); }
 };
@@ -217,6 +231,7 @@ struct LaplacianLoss : FieldLoss {
     const fk::Tensor& x = c.field(field);
     std::vector<double> h(x.dim(), 1.0);
     if (use_spacing) h = c.domain->spacing(x.shape());
+    if (on_device(x)) return laplacian_loss_device(x, h, false);
     return fk::mean(fk::square(laplacian(x, h, 0)));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
@@ -224,6 +239,7 @@ struct LaplacianLoss : FieldLoss {
     const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
     std::vector<double> h(grid.size(), 1.0);
     if (use_spacing) h = c.domain->spacing(grid);
+    if (on_device(x)) return laplacian_loss_device(x, h, true);
     return row_means(fk::square(laplacian(x, h, 1)));
   }
   std::string signature() const override {
@@ -234,10 +250,14 @@ struct LaplacianLoss : FieldLoss {
 struct TikhonovLoss : FieldLoss {
   using FieldLoss::FieldLoss;
   fk::Tensor forward(const LossContext& c) const override {
-    return fk::mean(fk::square(c.field(field)));
+    const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Square, x, false);
+    return fk::mean(fk::square(x));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
-    return row_means(fk::square(c.field(field)));
+    const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Square, x, true);
+    return row_means(fk::square(x));
   }
   std::string signature() const override { return signature_of("tikhonov"); }
 };
@@ -251,12 +271,14 @@ struct RangeLoss : FieldLoss {
   }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Range, x, false, lo, hi);
     fk::Tensor below = fk::relu(fk::sub(fk::scalar_like(x, lo), x));
     fk::Tensor above = fk::relu(fk::sub(x, hi));
     return fk::mean(fk::add(fk::square(below), fk::square(above)));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     const fk::Tensor& x = c.field(field);
+    if (on_device(x)) return device_term(CellTerm::Range, x, true, lo, hi);
     fk::Tensor below = fk::relu(fk::sub(fk::scalar_like(x, lo), x));
     fk::Tensor above = fk::relu(fk::sub(x, hi));
     return row_means(fk::add(fk::square(below), fk::square(above)));
@@ -288,9 +310,8 @@ fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h,
            "a field and one spacing per axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV",
            "an f32/f64 field", fk::name(x.dtype()));
-  // The value and its gradient are host loops; a device field is refused, not copied.
-  FK_CHECK(x.device().is_cpu(), "nefi::TV", "a field on the CPU (TV has no device path)",
-           x.device().str());
+  // A device field stays there: the same sums as fused device passes.
+  if (on_device(x)) return total_variation_device(x, reciprocals(h), opt, false);
   const fk::Tensor xc = contiguous_values(x);
   const std::vector<double> inv_h = reciprocals(h);
   const Stencil st(xc.shape(), opt.periodic_axes);
@@ -315,8 +336,7 @@ fk::Tensor total_variation_rows(const fk::Tensor& x, const std::vector<double>& 
            "nefi::TV rows", "fields (N, *grid) and one spacing per grid axis", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::TV rows",
            "an f32/f64 field", fk::name(x.dtype()));
-  FK_CHECK(x.device().is_cpu(), "nefi::TV rows", "fields on the CPU (TV has no device path)",
-           x.device().str());
+  if (on_device(x)) return total_variation_device(x, reciprocals(h), opt, true);
   const fk::Tensor xc = contiguous_values(x);
   const std::vector<double> inv_h = reciprocals(h);
   const fk::Dims grid(std::vector<int64_t>(xc.shape().begin() + 1, xc.shape().end()));

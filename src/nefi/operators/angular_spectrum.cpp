@@ -9,6 +9,7 @@
 #include "fk/factory.h"
 #include "fk/ops/fft.h"
 #include "fk/profile.h"
+#include "nefi/operators/angular_spectrum_device.h"
 
 namespace nefi {
 namespace {
@@ -102,6 +103,21 @@ Field2 propagate(const Field2& u, int64_t batch, int64_t n0, int64_t n1,
   return out;
 }
 
+fk::Tensor propagate(const fk::Tensor& u, const std::vector<double>& spacing, double dz,
+                     const PropagationOptions& o, bool adjoint) {
+  FK_CHECK(u.dim() == 3 && u.dtype() == fk::DType::C128, "nefi::propagate",
+           "fields (batch, n0, n1) c128", std::string(fk::name(u.dtype())) + " " + u.shape().str());
+  const int64_t batch = u.size(0), n0 = u.size(1), n1 = u.size(2);
+  if (u.device().is_cpu())
+    return fk::from_vector(
+        propagate(u.contiguous().to_vector<c128>(), batch, n0, n1, spacing, dz, o, adjoint),
+        u.shape());
+  const fk::Tensor H =
+      fk::from_vector(transfer_function(n0 * o.pad_factor, n1 * o.pad_factor, spacing, dz, o),
+                      {n0 * o.pad_factor, n1 * o.pad_factor}, u.device());
+  return propagate_device(u, H, o, adjoint);
+}
+
 HolographyOperator::HolographyOperator(Domain domain, std::vector<double> distances,
                                        PropagationOptions options, double absorption)
     : domain_(std::move(domain)),
@@ -118,6 +134,20 @@ HolographyOperator::HolographyOperator(Domain domain, std::vector<double> distan
            std::to_string(absorption_));
   FK_CHECK(options_.pad_factor >= 1 && options_.pad_factor <= 8, "nefi::HolographyOperator",
            "pad_factor in [1, 8]", std::to_string(options_.pad_factor));
+}
+
+fk::Tensor HolographyOperator::transfer_on(double dz, fk::Device device) const {
+  const int64_t m0 = domain_.shape()[0] * options_.pad_factor;
+  const int64_t m1 = domain_.shape()[1] * options_.pad_factor;
+  // The options are fixed per operator; the grid, spacing and distance key it.
+  const TransferKey key{{m0, m1}, domain_.spacing(), dz, device.str()};
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  auto it = cache_->tensors.find(key);
+  if (it != cache_->tensors.end()) return it->second;
+  fk::Tensor H =
+      fk::from_vector(transfer_function(m0, m1, domain_.spacing(), dz, options_), {m0, m1}, device);
+  cache_->tensors[key] = H;
+  return H;
 }
 
 std::shared_ptr<Operator> HolographyOperator::at_resolution(const fk::Dims& shape) const {
@@ -140,10 +170,7 @@ fk::Tensor HolographyOperator::apply(const fk::Tensor& phi) const {
            phi.shape().str());
   FK_CHECK(phi.dtype() == fk::DType::F32 || phi.dtype() == fk::DType::F64,
            "nefi::HolographyOperator", "a real f32/f64 phase", fk::name(phi.dtype()));
-  // The propagation is a host loop (its FFTs run on host tensors): a device
-  // phase would come back as a host intensity.
-  FK_CHECK(phi.device().is_cpu(), "nefi::HolographyOperator", "a phase on the CPU",
-           phi.device().str());
+  if (!phi.device().is_cpu()) return holography_device(*this, phi);
   const bool record = fk::autograd::needs_grad(phi);
   const int64_t batch = phi.numel() / (n0 * n1), nd = static_cast<int64_t>(distances_.size());
   Field2 t, u(batch * nd * n0 * n1);

@@ -19,9 +19,18 @@
 // (..., n_dist, n0, n1), computed in f64. Its gradient is the exact adjoint:
 // dL/dphi = -Im(t conj(w)), w = sum_d pad^T P_d^H crop^T (2 g_d u_d).
 // Nonlinear (no homogeneity), batchable.
+//
+// Devices: a phase on a CUDA device is propagated there (the same steps:
+// pad, multiply and crop are kernels of cuda/angular_spectrum.cu, the FFTs
+// cuFFT's through fk::fftn, all in f64) and the intensity and gradient stay
+// there. Each distance's transfer function is computed on the host once and
+// its device copy cached per (grid, spacing, distance, device).
 #include <complex>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nefi/domain.h"
@@ -47,6 +56,10 @@ Field2 transfer_function(int64_t m0, int64_t m1, const std::vector<double>& spac
 Field2 propagate(const Field2& u, int64_t batch, int64_t n0, int64_t n1,
                  const std::vector<double>& spacing, double dz, const PropagationOptions& o,
                  bool adjoint = false);
+// The same for fields in a tensor u (batch, n0, n1) c128 on the CPU or a
+// CUDA device; the result is on u's device.
+fk::Tensor propagate(const fk::Tensor& u, const std::vector<double>& spacing, double dz,
+                     const PropagationOptions& o, bool adjoint = false);
 
 class HolographyOperator : public Operator {
  public:
@@ -64,8 +77,17 @@ class HolographyOperator : public Operator {
   const std::vector<double>& distances() const { return distances_; }
   const PropagationOptions& options() const { return options_; }
   double absorption() const { return absorption_; }
+  // The transfer function of distance dz on this grid's padded FFT grid
+  // (m0, m1) c128, on `device` (cached there per grid, spacing, dz).
+  fk::Tensor transfer_on(double dz, fk::Device device) const;
 
  private:
+  using TransferKey = std::tuple<std::vector<int64_t>, std::vector<double>, double, std::string>;
+  struct TransferCache {
+    std::mutex mu;
+    std::map<TransferKey, fk::Tensor> tensors;
+  };
+  std::shared_ptr<TransferCache> cache_ = std::make_shared<TransferCache>();
   Domain domain_;
   std::vector<double> distances_;
   PropagationOptions options_;

@@ -115,8 +115,9 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
   }
   X = fk::rfftn(X, {}, dims).contiguous();
   if (!X.device().is_cpu()) {
-    // cuFFT both ways (fk's dispatch); the multiply is an fk device op, with
-    // the host-cached spectrum copied over (H.numel() complex values).
+    // cuFFT both ways (fk's dispatch); the multiply is an fk device op. H is
+    // normally already there (FFTConvolution caches its device copy); one
+    // elsewhere is copied over (H.numel() complex values).
     const fk::Tensor Hd = H.device() == X.device() ? H : H.to(X.device());
     X = fk::mul(X, conjugate ? fk::conj(Hd) : Hd);
   } else {
@@ -267,10 +268,22 @@ void FFTConvolution::prepare() {
   }
 }
 
-fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype) const {
-  const std::vector<int64_t>& L = fft_shape_;
+fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype, fk::Device device) const {
   std::lock_guard<std::mutex> lock(cache_->mu);
-  auto key = std::make_pair(L, static_cast<int>(real_dtype));
+  if (device.is_cpu()) return host_spectrum(real_dtype);
+  const SpectrumKey key{fft_shape_, domain_.spacing(), static_cast<int>(real_dtype), device.str()};
+  auto it = cache_->spectra.find(key);
+  if (it != cache_->spectra.end()) return it->second;
+  fk::Tensor spec = host_spectrum(real_dtype).to(device);
+  cache_->spectra[key] = spec;
+  return spec;
+}
+
+fk::Tensor FFTConvolution::host_spectrum(fk::DType real_dtype) const {
+  const std::vector<int64_t>& L = fft_shape_;
+  // The spacing is part of the key: two grids can pad to one length L while
+  // sampling the kernel at different spacings.
+  const SpectrumKey key{L, domain_.spacing(), static_cast<int>(real_dtype), fk::kCPU.str()};
   auto it = cache_->spectra.find(key);
   if (it != cache_->spectra.end()) return it->second;
   const PsfSample k = kernel();
@@ -306,7 +319,7 @@ fk::Tensor FFTConvolution::apply(const fk::Tensor& x) const {
   // conjugate chain backward (3 ops each way; the generic chain is ~13).
   const std::vector<int64_t> zeros(d, 0);
   const std::vector<int64_t>& crop = periodic_ ? zeros : radius_;
-  const fk::Tensor H = spectrum(x.dtype());
+  const fk::Tensor H = spectrum(x.dtype(), x.device());
   fk::Tensor y = spectral_filter(x.detach(), H, fft_shape_, zeros, crop, false);
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<FFTConvolutionBackward>();

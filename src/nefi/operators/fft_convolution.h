@@ -3,8 +3,12 @@
 // computed by zero-padding to >= n + m - 1 (no wrap-around), or a circular one
 // (periodic = true). The point-spread function is a function of the grid
 // spacing, sampled at each resolution and normalised to unit sum, so every
-// curriculum stage sees the same physical blur. Kernel spectra are cached per
-// grid shape in a cache shared by all resolutions of one operator.
+// curriculum stage sees the same physical blur. Kernel spectra are cached in a
+// cache shared by all resolutions of one operator, keyed by what the spectrum
+// is a function of: the padded FFT lengths, the grid spacing the kernel is
+// sampled at (the PSF itself is fixed per operator), the dtype and the
+// device. A device copy is made once per key, not per call; a changed grid
+// or spacing is a different key.
 // Per forward: rfftn, one complex multiply, irfftn, then a view (3 ops).
 // Input (..., *shape) real f32/f64 (leading dims are a batch); output the same
 // shape and dtype. Linear, homogeneity 1; autograd supplies the adjoint
@@ -13,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 
 #include "nefi/domain.h"
 #include "nefi/operators/operator.h"
@@ -60,17 +66,21 @@ class FFTConvolution : public Operator {
   const Domain& domain() const { return domain_; }
   // The sampled kernel at this operator's resolution (for tests and baselines).
   PsfSample kernel() const { return psf_(domain_.spacing()); }
-  // Spectrum of the kernel on the padded grid, complex (f32 -> c64, f64 -> c128).
-  fk::Tensor spectrum(fk::DType real_dtype) const;
+  // Spectrum of the kernel on the padded grid, complex (f32 -> c64, f64 -> c128),
+  // on `device` (cached there: the same tensor on every call with one key).
+  fk::Tensor spectrum(fk::DType real_dtype, fk::Device device = fk::kCPU) const;
   // Padded FFT length per axis.
   const std::vector<int64_t>& fft_shape() const { return fft_shape_; }
   bool periodic() const { return periodic_; }
 
  private:
+  // (padded lengths, spacing, real dtype, device) -> the spectrum there.
+  using SpectrumKey = std::tuple<std::vector<int64_t>, std::vector<double>, int, std::string>;
   struct Cache {
     std::mutex mu;
-    std::map<std::pair<std::vector<int64_t>, int>, fk::Tensor> spectra;
+    std::map<SpectrumKey, fk::Tensor> spectra;
   };
+  fk::Tensor host_spectrum(fk::DType real_dtype) const;  // caller holds cache_->mu
   void prepare();  // padded lengths and kernel radii at this resolution
   PsfFunction psf_;
   std::vector<int64_t> fft_shape_, radius_;

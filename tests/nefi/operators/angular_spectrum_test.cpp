@@ -59,6 +59,31 @@ TEST(NefiAngularSpectrum, AdjointDotTest) {
   }
 }
 
+// The tensor form of propagate on the CPU is the vector form, bit for bit.
+TEST(NefiAngularSpectrum, TensorPropagateIsTheVectorOne) {
+  const nefi::PropagationOptions o{0.5, true, 2, true};
+  const std::vector<double> h{1.0, 0.8};
+  const auto u = random_field(2 * 9 * 7, 4);
+  for (bool adjoint : {false, true}) {
+    const fk::Tensor t = nefi::propagate(fk::from_vector(u, {2, 9, 7}), h, 30.0, o, adjoint);
+    EXPECT_EQ(t.shape(), fk::Dims({2, 9, 7}));
+    EXPECT_EQ(t.to_vector<c128>(), nefi::propagate(u, 2, 9, 7, h, 30.0, o, adjoint));
+  }
+  EXPECT_THROW(nefi::propagate(fk::zeros({2, 9, 7}, {fk::DType::F64}), h, 30.0, o), fk::Error);
+  EXPECT_THROW(nefi::propagate(fk::from_vector(u, {126}), h, 30.0, o), fk::Error);
+}
+
+// transfer_on caches one tensor per (grid, spacing, distance, device).
+TEST(NefiHolography, TransferFunctionsAreCached) {
+  const nefi::PropagationOptions o{0.5, true, 2, true};
+  const nefi::HolographyOperator op(nefi::Domain({6, 5}, {3.0, 2.5}), {10.0}, o);
+  const fk::Tensor a = op.transfer_on(10.0, fk::kCPU);
+  EXPECT_EQ(a.shape(), fk::Dims({12, 10}));
+  EXPECT_EQ(a.to_vector<c128>(), nefi::transfer_function(12, 10, op.domain().spacing(), 10.0, o));
+  EXPECT_EQ(op.transfer_on(10.0, fk::kCPU).data_ptr(), a.data_ptr());
+  EXPECT_NE(op.transfer_on(11.0, fk::kCPU).data_ptr(), a.data_ptr());
+}
+
 // A Gaussian beam exp(-r^2/w0^2) widens as w(z) = w0 sqrt(1 + (z/zR)^2),
 // zR = pi w0^2 / lambda: the intensity's second moment is w^2/4 per axis.
 TEST(NefiAngularSpectrum, GaussianBeamWidensAsTheParaxialFormula) {

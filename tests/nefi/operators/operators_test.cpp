@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
+#include <memory>
 
 #include "fk/factory.h"
 #include "fk/random.h"
@@ -84,6 +86,28 @@ TEST(NefiFFTConvolution, SamePhysicalBlurAtEveryResolution) {
     EXPECT_NEAR(std::sqrt(m2), 0.05, 0.05 * 0.05);
   }
   EXPECT_THROW(op.apply(fk::zeros({32}, {fk::DType::F64})), fk::Error);
+}
+
+// Two grids that pad to one FFT length (60 and 62 cells with an 11-tap
+// kernel: both 72) sample the PSF at different spacings, so the shared
+// spectrum cache must key on the spacing, not the length alone.
+TEST(NefiFFTConvolution, SpectrumCacheKeysOnTheSpacing) {
+  nefi::FFTConvolution op(nefi::gaussian_psf(0.02), nefi::Domain({60}));
+  auto other = std::static_pointer_cast<nefi::FFTConvolution>(op.at_resolution({62}));
+  ASSERT_EQ(op.fft_shape(), other->fft_shape());
+  ASSERT_EQ(op.kernel().shape, other->kernel().shape);
+  const fk::Tensor warm = op.spectrum(fk::DType::F64);  // cached first, at 60 cells
+  const nefi::FFTConvolution fresh(nefi::gaussian_psf(0.02), nefi::Domain({62}));
+  const auto a = other->spectrum(fk::DType::F64).to_vector<std::complex<double>>();
+  const auto b = fresh.spectrum(fk::DType::F64).to_vector<std::complex<double>>();
+  EXPECT_EQ(a, b);
+  // ... which is not the 60-cell one (a length-only key would return that).
+  EXPECT_NE(warm.to_vector<std::complex<double>>(), a);
+  const fk::Tensor x = rnd({62}, 5);
+  const auto ya = other->apply(x).to_vector<double>(), yb = fresh.apply(x).to_vector<double>();
+  EXPECT_EQ(ya, yb);
+  // The same key again is the same tensor.
+  EXPECT_EQ(op.spectrum(fk::DType::F64).data_ptr(), warm.data_ptr());
 }
 
 TEST(NefiOperators, AdjointDotTests) {

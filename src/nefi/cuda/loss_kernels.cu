@@ -1,0 +1,215 @@
+// The loss kernels (loss_kernels.h): cellwise terms, total variation and the
+// Laplacian stencil, each a value pass (fixed-order f64 partial sums, then one
+// block per row over them) and a gradient pass (one thread per cell, no
+// atomics). The per-cell arithmetic is loss_cells.h's.
+#include <cstdint>
+
+#include "fk/cuda/common.cuh"
+#include "nefi/cuda/loss_cells.h"
+#include "nefi/cuda/loss_kernels.h"
+
+namespace nefi::cuda {
+namespace {
+
+using fk::cuda::detail::as_stream;
+using fk::cuda::detail::blocks_for;
+using fk::cuda::detail::check_launch;
+using fk::cuda::detail::kThreads;
+
+// Enough blocks per row to fill a GPU on one large row.
+constexpr int64_t kMaxBlocksPerRow = 256;
+
+// Tree-sums the block's kThreads pairs in shared memory (fixed shape);
+// every thread returns the totals.
+__device__ void block_sum2(double (*shared)[kThreads], double& a, double& b) {
+  shared[0][threadIdx.x] = a;
+  shared[1][threadIdx.x] = b;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) {
+      shared[0][threadIdx.x] += shared[0][threadIdx.x + stride];
+      shared[1][threadIdx.x] += shared[1][threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  a = shared[0][0];
+  b = shared[1][0];
+}
+
+// The cells of row blockIdx.y that block blockIdx.x walks: a fixed stride.
+#define NEFI_ROW_LOOP(i, n)                                                            \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * kThreads)
+
+template <typename T>
+__global__ void cellwise_partials_kernel(CellwiseTerm t, const T* p, const T* y, const T* mask,
+                                         int64_t n, double* partials) {
+  __shared__ double shared[2][kThreads];
+  const int64_t row = blockIdx.y * n;
+  double s = 0, ws = 0;
+  NEFI_ROW_LOOP(i, n) {
+    const double w = mask ? static_cast<double>(mask[row + i]) : 1.0;
+    const double yi = y ? static_cast<double>(y[row + i]) : 0.0;
+    s += w * cell_value(t, static_cast<double>(p[row + i]), yi);
+    ws += w;
+  }
+  block_sum2(shared, s, ws);
+  if (threadIdx.x == 0) {
+    double* out = partials + 2 * (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
+    out[0] = s;
+    out[1] = ws;
+  }
+}
+
+// sums[2 r + k] = the sum of partials[r, b, k] over b (one block per row).
+__global__ void row_sums_kernel(const double* partials, int64_t blocks, double* sums) {
+  __shared__ double shared[2][kThreads];
+  const double* row = partials + 2 * blocks * blockIdx.x;
+  double a = 0, b = 0;
+  for (int64_t i = threadIdx.x; i < blocks; i += kThreads) {
+    a += row[2 * i];
+    b += row[2 * i + 1];
+  }
+  block_sum2(shared, a, b);
+  if (threadIdx.x == 0) {
+    sums[2 * blockIdx.x] = a;
+    sums[2 * blockIdx.x + 1] = b;
+  }
+}
+
+template <typename T>
+__global__ void cellwise_grad_kernel(CellwiseTerm t, const T* p, const T* y, const T* mask,
+                                     int64_t rows, int64_t n, const double* coef, double bias,
+                                     T* out) {
+  FK_CUDA_LOOP(k, rows * n) {
+    const double w = mask ? static_cast<double>(mask[k]) : 1.0;
+    const double yi = y ? static_cast<double>(y[k]) : 0.0;
+    const double d = cell_derivative(t, static_cast<double>(p[k]), yi);
+    out[k] = static_cast<T>(w * (coef[k / n] * d + bias));
+  }
+}
+
+template <typename T>
+__global__ void tv_partials_kernel(const T* x, int64_t n, StencilGrid g, bool isotropic, double e2,
+                                   double* partials) {
+  __shared__ double shared[2][kThreads];
+  const T* xr = x + blockIdx.y * n;
+  double s = 0, unused = 0;
+  NEFI_ROW_LOOP(i, n) {
+    s += tv_cell_value(xr, g, i, isotropic, e2);
+  }
+  block_sum2(shared, s, unused);
+  if (threadIdx.x == 0) {
+    double* out = partials + 2 * (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
+    out[0] = s;
+    out[1] = 0;
+  }
+}
+
+template <typename T>
+__global__ void tv_grad_kernel(const T* x, int64_t rows, int64_t n, StencilGrid g, bool isotropic,
+                               double e2, const double* coef, T* out) {
+  FK_CUDA_LOOP(k, rows * n) {
+    const int64_t r = k / n, i = k - r * n;
+    out[k] = static_cast<T>(coef[r] * tv_cell_gradient(x + r * n, g, i, isotropic, e2));
+  }
+}
+
+template <typename In, typename Out>
+__global__ void laplacian_kernel(const In* x, int64_t rows, int64_t n, StencilGrid g,
+                                 const double* coef, Out* out) {
+  FK_CUDA_LOOP(k, rows * n) {
+    const int64_t r = k / n, i = k - r * n;
+    const double s = laplacian_cell(x + r * n, g, i);
+    out[k] = static_cast<Out>(coef ? coef[r] * s : s);
+  }
+}
+
+dim3 partial_grid(int64_t rows, int64_t n) {
+  return dim3(static_cast<unsigned>(loss_sum_blocks(n)), static_cast<unsigned>(rows));
+}
+
+void finish_sums(const double* partials, int64_t rows, int64_t n, double* sums, void* stream) {
+  row_sums_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
+      partials, loss_sum_blocks(n), sums);
+  check_launch("nefi::cuda::loss_row_sums");
+}
+
+int64_t cells(const StencilGrid& g) {
+  int64_t n = 1;
+  for (int a = 0; a < g.ndim; ++a) n *= g.shape[a];
+  return n;
+}
+
+}  // namespace
+
+int64_t loss_sum_blocks(int64_t n) {
+  const int64_t b = static_cast<int64_t>(blocks_for(n));
+  return b < kMaxBlocksPerRow ? b : kMaxBlocksPerRow;
+}
+
+template <typename T>
+void launch_cellwise_sums(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
+                          int64_t n, double* partials, double* sums, void* stream) {
+  cellwise_partials_kernel<T>
+      <<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(term, p, y, mask, n, partials);
+  check_launch("nefi::cuda::cellwise_sums");
+  finish_sums(partials, rows, n, sums, stream);
+}
+
+template <typename T>
+void launch_cellwise_grad(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
+                          int64_t n, const double* coef, double bias, T* out, void* stream) {
+  cellwise_grad_kernel<T><<<blocks_for(rows * n), kThreads, 0, as_stream(stream)>>>(
+      term, p, y, mask, rows, n, coef, bias, out);
+  check_launch("nefi::cuda::cellwise_grad");
+}
+
+template <typename T>
+void launch_tv_sums(const T* x, int64_t rows, const StencilGrid& g, bool isotropic, double eps,
+                    double* partials, double* sums, void* stream) {
+  const int64_t n = cells(g);
+  tv_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
+      x, n, g, isotropic, eps * eps, partials);
+  check_launch("nefi::cuda::tv_sums");
+  finish_sums(partials, rows, n, sums, stream);
+}
+
+template <typename T>
+void launch_tv_grad(const T* x, int64_t rows, const StencilGrid& g, bool isotropic, double eps,
+                    const double* coef, T* out, void* stream) {
+  const int64_t n = cells(g);
+  tv_grad_kernel<T><<<blocks_for(rows * n), kThreads, 0, as_stream(stream)>>>(
+      x, rows, n, g, isotropic, eps * eps, coef, out);
+  check_launch("nefi::cuda::tv_grad");
+}
+
+template <typename In, typename Out>
+void launch_laplacian(const In* x, int64_t rows, const StencilGrid& g, const double* coef, Out* out,
+                      void* stream) {
+  const int64_t n = cells(g);
+  laplacian_kernel<In, Out>
+      <<<blocks_for(rows * n), kThreads, 0, as_stream(stream)>>>(x, rows, n, g, coef, out);
+  check_launch("nefi::cuda::laplacian");
+}
+
+#define NEFI_LOSS_INSTANTIATE(T)                                                                \
+  template void launch_cellwise_sums<T>(CellwiseTerm, const T*, const T*, const T*, int64_t,    \
+                                        int64_t, double*, double*, void*);                      \
+  template void launch_cellwise_grad<T>(CellwiseTerm, const T*, const T*, const T*, int64_t,    \
+                                        int64_t, const double*, double, T*, void*);             \
+  template void launch_tv_sums<T>(const T*, int64_t, const StencilGrid&, bool, double, double*, \
+                                  double*, void*);                                              \
+  template void launch_tv_grad<T>(const T*, int64_t, const StencilGrid&, bool, double,          \
+                                  const double*, T*, void*);
+NEFI_LOSS_INSTANTIATE(float)
+NEFI_LOSS_INSTANTIATE(double)
+// The Laplacian reads the field (T) into f64, and its f64 result back into T.
+template void launch_laplacian<float, double>(const float*, int64_t, const StencilGrid&,
+                                              const double*, double*, void*);
+template void launch_laplacian<double, double>(const double*, int64_t, const StencilGrid&,
+                                               const double*, double*, void*);
+template void launch_laplacian<double, float>(const double*, int64_t, const StencilGrid&,
+                                              const double*, float*, void*);
+
+}  // namespace nefi::cuda

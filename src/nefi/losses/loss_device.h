@@ -1,0 +1,49 @@
+#pragma once
+// The losses of data_losses.h and regularizers.h on CUDA device tensors
+// (cuda/loss_device.cpp, kernels in cuda/loss_kernels.cu); CPU-only builds
+// refuse them (loss_device_stub.cpp). Each is one fused op forward and one
+// backward, the value summed in f64 in a fixed order (no atomics: bitwise
+// reproducible run to run) and divided on the host exactly as the CPU loop
+// divides it; the sums come back with one host read per call (the step reads
+// every term anyway). Inputs are f32/f64; y and mask are converted to p's
+// dtype and device. `rows`: p is (N, ...) and the result (N), one value per
+// row as forward_rows gives it; otherwise one 0-dim value over all of p.
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/losses/regularizers.h"
+
+namespace nefi {
+
+// The cellwise term f(p, y) of a loss, with its parameters (as in
+// cuda/loss_kernels.h): mean_w f over the observed cells.
+enum class CellTerm { Abs, Square, Range, SquaredError, Huber, PoissonNll, LogError };
+struct CellLoss {
+  CellTerm term = CellTerm::Square;
+  double a = 1, b = 1;  // Range: lo, hi; Huber: delta; PoissonNll: eps; LogError: 1/s, eps
+};
+
+// How a row's sum of w f becomes its value: divided by `denominator[r]` when
+// given (RelativeMSE), else by the row's weight sum (sum of the mask, or its
+// cell count) times scale[r] (scale empty: 1). An all-zero mask is an error.
+struct RowNormalisation {
+  std::vector<double> scale, denominator;
+};
+
+fk::Tensor cellwise_loss_device(const CellLoss& loss, const fk::Tensor& p, const fk::Tensor& y,
+                                const fk::Tensor& mask, bool rows, const RowNormalisation& norm);
+// The per-row sums {sum w f, sum w} of a term without a graph (the constants
+// of RelativeMSE and LogMSE); flat: [2 r], [2 r + 1].
+std::vector<double> cellwise_sums_device(const CellLoss& loss, const fk::Tensor& p,
+                                         const fk::Tensor& y, const fk::Tensor& mask, bool rows);
+// NormalizedMSE: mean_w (p / (mean_w p + 1e-12) - y / mean_w y)^2, with the
+// gradient through mean_w p.
+fk::Tensor normalized_mse_device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask);
+
+// total_variation (rows: total_variation_rows) of a device field; inv_h = 1 / h per grid axis.
+fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>& inv_h,
+                                  const TVOptions& opt, bool rows);
+// The Laplacian loss mean (sum_a D2_a x / h_a^2)^2 of a device field.
+fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>& h, bool rows);
+
+}  // namespace nefi

@@ -1,0 +1,190 @@
+// Every data loss and regulariser (losses/every_loss.h) on a CUDA device
+// against its CPU path: the value and the gradient, in f32 and f64, with and
+// without a mask, on 1-, 2- and 3-D grids, one problem and three stacked
+// (forward_rows, one row's gradient zero); and each device result bitwise the
+// same on a second run. Without a usable device the tests skip
+// (scripts/gpu-check runs them on one).
+//
+// Tolerances (u = 2^-24 for f32, 2^-53 for f64). The device sums in f64 in
+// its own fixed order and rounds the value to T once; the CPU sums n terms in
+// its order (in T for the fk-op compositions), each term a few T operations.
+// A recursive sum of n terms of one sign is within n u of the exact sum
+// (Higham, Accuracy and Stability, Eq. 4.4), each term within a few u
+// (Laplacian: 8 u, four operations per axis with cancellation of O(1)
+// neighbours), and NormalizedMSE's terms also carry its two means (n u
+// each): values agree to (4 n + 64) u relative. Gradients are elementwise, a
+// handful of T operations on each side plus those means: (2 n + 256) u of
+// the largest gradient entry. Neither is taken below 1e-12 (f64's ~1e-12).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/ops/join.h"
+#include "nefi/losses/every_loss.h"
+#include "nefi/losses/loss.h"
+
+namespace {
+
+#define NEFI_SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                            \
+    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+  } while (0)
+
+using nefi_test::every_loss;
+using nefi_test::LossCase;
+
+const fk::Device kGpu = fk::cuda_device(0);
+
+// The value and the field's gradient of one evaluation.
+struct Evaluation {
+  std::vector<double> value, grad;
+};
+
+// One problem (rows = 0) or `rows` stacked ones, on `device`, in dt.
+struct Setup {
+  nefi::FieldMap fields;
+  nefi::Measurement obs;
+  nefi::Domain domain;
+  fk::Tensor obs_rows, mask_rows;
+  std::vector<double> noise;
+};
+
+Setup setup(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows,
+            fk::Device device) {
+  Setup s;
+  s.domain = nefi_test::loss_domain(shape);
+  std::vector<fk::Tensor> xs, ys, ws;
+  for (int b = 0; b < std::max(rows, 1); ++b) {
+    const nefi_test::LossInputs in = nefi_test::loss_inputs(shape, c.positive, 40 + b);
+    xs.push_back(in.x);
+    ys.push_back(in.obs);
+    ws.push_back(in.mask);
+    s.noise.push_back(in.noise_std);
+  }
+  auto place = [&](const std::vector<fk::Tensor>& ts) {
+    return (rows ? fk::stack(ts, 0) : ts[0]).to(dt).to(device);
+  };
+  s.fields["x"] = place(xs).set_requires_grad(true);
+  s.obs.noise_std = s.noise[0];
+  if (rows) {
+    s.obs_rows = place(ys);
+    if (masked) s.mask_rows = place(ws);
+  } else {
+    s.obs.data = place(ys);
+    if (masked) s.obs.mask = place(ws);
+  }
+  return s;
+}
+
+Evaluation evaluate(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows,
+                    fk::Device device) {
+  Setup s = setup(c, shape, dt, masked, rows, device);
+  const fk::Tensor x = s.fields["x"];
+  fk::Tensor v, seed;
+  if (rows) {
+    nefi::BatchLossContext bc;
+    bc.fields = &s.fields;
+    bc.pred = x;
+    bc.obs = s.obs_rows;
+    bc.mask = s.mask_rows;
+    bc.noise_std = s.noise;
+    bc.domain = &s.domain;
+    v = c.loss->forward_rows(bc);
+    // One row frozen (its gradient 0), the others weighted.
+    std::vector<double> g(rows, 0.5);
+    g[1] = 0;
+    if (rows > 2) g[2] = 2;
+    seed = fk::from_vector(g, fk::Dims{rows}).to(dt).to(device);
+  } else {
+    nefi::LossContext ctx{&s.fields, x, &s.obs, &s.domain, nullptr, 0, 0, 1.0};
+    v = c.loss->forward(ctx);
+    seed = fk::ones(v.shape(), {dt, device});
+  }
+  EXPECT_EQ(v.device(), device);
+  EXPECT_EQ(v.dtype(), dt);
+  v.backward(seed);
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), device);
+  return {v.to(fk::kCPU).to_vector<double>(), x.grad().to(fk::kCPU).to_vector<double>()};
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double a : v) m = std::max(m, std::abs(a));
+  return m;
+}
+
+void expect_parity(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows) {
+  SCOPED_TRACE(c.label + " " + fk::name(dt) + (masked ? " masked " : " ") + shape.str() +
+               (rows ? " rows" : ""));
+  const Evaluation cpu = evaluate(c, shape, dt, masked, rows, fk::kCPU);
+  const Evaluation gpu = evaluate(c, shape, dt, masked, rows, kGpu);
+  const double u = dt == fk::DType::F64 ? 0x1p-53 : 0x1p-24;
+  const double n = static_cast<double>(shape.numel());
+  const double value_rel = std::max(1e-12, (4 * n + 64) * u);
+  ASSERT_EQ(gpu.value.size(), cpu.value.size());
+  for (size_t r = 0; r < cpu.value.size(); ++r)
+    EXPECT_NEAR(gpu.value[r], cpu.value[r], value_rel * std::abs(cpu.value[r]) + 1e-300)
+        << "row " << r;
+  ASSERT_EQ(gpu.grad.size(), cpu.grad.size());
+  const double grad_abs = std::max(1e-12, (2 * n + 256) * u) * max_abs(cpu.grad);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < cpu.grad.size(); ++i)
+    if (std::abs(gpu.grad[i] - cpu.grad[i]) > worst) {
+      worst = std::abs(gpu.grad[i] - cpu.grad[i]);
+      at = i;
+    }
+  EXPECT_LE(worst, grad_abs) << "cell " << at << ": " << gpu.grad[at] << " vs " << cpu.grad[at];
+  if (rows > 1) {  // the frozen row's gradient is exactly zero on both
+    const size_t cells = cpu.grad.size() / rows;
+    for (size_t i = cells; i < 2 * cells; ++i) ASSERT_EQ(gpu.grad[i], 0.0) << "cell " << i;
+  }
+}
+
+TEST(NefiLossDevice, EveryLossMatchesTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const LossCase& c : every_loss())
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+      for (bool masked : {false, true})
+        for (const fk::Dims& shape : nefi_test::loss_grids())
+          expect_parity(c, shape, dt, masked, 0);
+}
+
+TEST(NefiLossDevice, EveryRowLossMatchesTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const LossCase& c : every_loss()) {
+    if (!c.has_rows) continue;
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+      for (bool masked : {false, true})
+        for (const fk::Dims& shape : nefi_test::loss_grids())
+          expect_parity(c, shape, dt, masked, 3);
+  }
+}
+
+// Fixed-order sums: a second run gives the same bits (a larger grid, so the
+// sums span several blocks).
+TEST(NefiLossDevice, ResultsAreBitwiseReproducible) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const LossCase& c : every_loss())
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+      SCOPED_TRACE(c.label + " " + fk::name(dt));
+      const Evaluation a = evaluate(c, {160, 170}, dt, true, 0, kGpu);
+      const Evaluation b = evaluate(c, {160, 170}, dt, true, 0, kGpu);
+      EXPECT_EQ(a.value, b.value);
+      EXPECT_EQ(a.grad, b.grad);
+    }
+}
+
+// A large grid against the CPU in f64: many blocks per row, partials summed.
+TEST(NefiLossDevice, ManyBlocksMatchTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const LossCase& c : every_loss()) expect_parity(c, {300, 257}, fk::DType::F64, true, 0);
+}
+
+}  // namespace
