@@ -61,8 +61,6 @@ Point normalized(Point d) {
 double value_at(const Object& o, const Point& p) {
   if (o.kind == Object::kUniformTube)
     return polyline_dist2(p, o.path) <= o.radius * o.radius ? o.amplitude : 0.0;
-  if (o.kind == Object::kPunctum)
-    return o.amplitude * std::exp(-0.5 * dist2(p, o.a) / (o.radius * o.radius));
   if (o.kind == Object::kCell) {
     double q = 0;
     for (int a = 0; a < 3; ++a) q += std::pow((p[a] - o.a[a]) / o.b[a], 2);
@@ -73,11 +71,17 @@ double value_at(const Object& o, const Point& p) {
   return o.amplitude * std::exp(-0.5 * polyline_dist2(p, o.path) / (o.radius * o.radius));
 }
 
-// How far from its path or centre an object is rendered, in radii: a
-// filament's Gaussian drops to 1.5e-8 of its peak at 6, a punctum's to
-// 3.4e-4 at 4.
+// The mean of exp(-(t - c)^2 / (2 s^2)) over t in [lo, hi].
+double gaussian_mean(double lo, double hi, double c, double s) {
+  const double k = 1 / (s * std::numbers::sqrt2);
+  return s * std::sqrt(std::numbers::pi / 2) * (std::erf((hi - c) * k) - std::erf((lo - c) * k)) /
+         (hi - lo);
+}
+
+// How far from its path or centre an object is rendered, in radii: the
+// Gaussians of filaments and puncta drop to 1.5e-8 of their peak at 6.
 double support_radii(const Object& o) {
-  return o.kind == Object::kFilament ? 6.0 : 4.0;
+  return o.kind == Object::kFilament || o.kind == Object::kPunctum ? 6.0 : 4.0;
 }
 
 }  // namespace
@@ -150,13 +154,15 @@ Scene draw_scene(const std::string& cls, const Point& box, NumpyRng& rng) {
                            px * rng.uniform(0.7, 1.2), bezier_polyline(a, b, c)});
     }
   } else if (cls == "puncta") {
-    // 14-35 dots: Richardson-Lucy then scores near the reference's figure
-    // for its own puncta (session 10).
-    for (int64_t k = rng.integers(14, 36); k > 0; --k) {
-      const Point a = point(0.1);
-      s.objects.push_back(
-          {Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2), {}});
-    }
+    // The reference's draw order: count, every centre, every width, every
+    // amplitude, then the background.
+    const int64_t n = rng.integers(12, 30);
+    for (int64_t k = 0; k < n; ++k)
+      s.objects.push_back({Object::kPunctum, 0.0, point(0.06), {}, {}, 0.0, {}});
+    for (Object& o : s.objects) o.radius = rng.uniform(0.04, 0.07);
+    for (Object& o : s.objects) o.amplitude = rng.uniform(0.8, 1.6);
+    s.background = rng.uniform(0.0, 0.02);
+    s.ceiling = std::numeric_limits<double>::infinity();
   } else if (cls == "cells") {
     for (int64_t k = rng.integers(2, 5); k > 0; --k) {
       // Rims of std 0.05-0.08 um (a labelled membrane is far thinner than a
@@ -207,9 +213,20 @@ std::vector<double> render(const Scene& s, const std::array<int64_t, 3>& shape, 
     for (int64_t i = i0[0]; i < i1[0]; ++i)
       for (int64_t j = i0[1]; j < i1[1]; ++j)
         for (int64_t k = i0[2]; k < i1[2]; ++k) {
+          const std::array<int64_t, 3> cell{i, j, k};
+          double& out = v[(i * shape[1] + j) * shape[2] + k];
+          if (o.kind == Object::kPunctum) {  // the cell's mean: separable
+            double mean = o.amplitude;
+            for (int a = 0; a < 3; ++a) {
+              const double h = box[a] / shape[a];
+              mean *= gaussian_mean(cell[a] * h, (cell[a] + 1) * h, o.a[a], o.radius);
+            }
+            out += mean;
+            continue;
+          }
           const Point p{(i + 0.5) * box[0] / shape[0], (j + 0.5) * box[1] / shape[1],
                         (k + 0.5) * box[2] / shape[2]};
-          v[(i * shape[1] + j) * shape[2] + k] += value_at(o, p);
+          out += value_at(o, p);
         }
   }
   for (double& x : v) x = std::clamp(x, 0.0, s.ceiling);

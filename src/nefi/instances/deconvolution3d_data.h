@@ -16,7 +16,9 @@ namespace nefi::deconv3d {
 using Point = std::array<double, 3>;
 
 // A tube of Gaussian cross-section (std `radius`) around the polyline
-// `path`, a Gaussian punctum, an ellipsoidal cell (a bright rim of width
+// `path`, a Gaussian punctum (std `radius` about `a`; rendered as its exact
+// mean over each cell, erf per axis, since a dot may be smaller than a
+// cell), an ellipsoidal cell (a bright rim of width
 // `radius` on a dim interior), or a tube of one uniform intensity inside
 // `radius` of `path` (a hard edge: partial volumes come only from the area
 // averaging onto coarser grids).
@@ -44,8 +46,10 @@ struct Scene {
 // in the reference's order from NumPy's stream, so seed s is the
 // reference's seed-s scene. bezier_filaments: 9-15 curved tubes of std
 // 0.07-0.12 um on quadratic Bezier paths, amplitudes 0.5-1 (session 10's
-// denser stand-in, kept for comparison). puncta: 14-35 dots of std
-// 0.06-0.12 um; cells: 2-4 ellipsoids with rims of std 0.05-0.08 um;
+// denser stand-in, kept for comparison). puncta, the reference's class:
+// 12-29 dots of std 0.04-0.07 um and amplitude 0.8-1.6 with centres 6 %
+// inside the box over a background in [0, 0.02], no ceiling, in its draw
+// order; cells: 2-4 ellipsoids with rims of std 0.05-0.08 um;
 // uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um
 // along the filaments' kind of walk (a two-phase cross-section). An
 // unknown class is an fk::Error naming the key 'scene'. `box` is the
@@ -70,8 +74,9 @@ std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, 
                                    const Point& hi,
                                    Point (*draw_direction)(NumpyRng&) = uniform_direction);
 
-// Point samples at the cell centres of `shape` cells over `box`: the
-// background plus every object, clamped to [0, ceiling].
+// The scene on `shape` cells over `box`: the background plus every object
+// (point samples at the cell centres; puncta as their cell means), clamped
+// to [0, ceiling].
 std::vector<double> render(const Scene& s, const std::array<int64_t, 3>& shape, const Point& box);
 
 // Direct separable convolution with a Gaussian of std sigma[a] (physical) at

@@ -352,38 +352,49 @@ TEST(NefiDeconvolution3d, PsfExtentFullAndSame) {
   }
 }
 
-// The puncta class: 14-35 Gaussian dots of std 0.06-0.12 um and amplitude
-// 0.4-1 with centres 10 % inside the box; the render of one dot against the
-// Gaussian written out at the cell centres.
-TEST(NefiDeconvolution3d, PunctaAreGaussianDots) {
+// The puncta class, the reference's: 12-29 Gaussian dots of std 0.04-0.07
+// um and amplitude 0.8-1.6 with centres 6 % inside the box, over a
+// background in [0, 0.02] with no ceiling; the render of one dot (a cell's
+// mean, not its centre's value) against the Gaussian integrated over each
+// cell by the midpoint rule on 12^3 sub-cells.
+TEST(NefiDeconvolution3d, PunctaAreGaussianDotsAveragedOverTheCells) {
   using nefi::deconv3d::Object;
   const nefi::deconv3d::Point box{3.2, 3.2, 3.2};
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const auto scene = nefi::deconv3d::draw_scene("puncta", box, seed);
-    EXPECT_GE(scene.objects.size(), 14u);
-    EXPECT_LE(scene.objects.size(), 35u);
+    EXPECT_GE(scene.objects.size(), 12u);
+    EXPECT_LE(scene.objects.size(), 29u);
+    EXPECT_GE(scene.background, 0.0);
+    EXPECT_LE(scene.background, 0.02);
+    EXPECT_TRUE(std::isinf(scene.ceiling));
     for (const Object& o : scene.objects) {
       EXPECT_EQ(o.kind, Object::kPunctum);
-      EXPECT_GE(o.radius, 0.06 - 1e-12);
-      EXPECT_LE(o.radius, 0.12 + 1e-12);
-      EXPECT_GE(o.amplitude, 0.4);
-      EXPECT_LE(o.amplitude, 1.0);
+      EXPECT_GE(o.radius, 0.04);
+      EXPECT_LE(o.radius, 0.07);
+      EXPECT_GE(o.amplitude, 0.8);
+      EXPECT_LE(o.amplitude, 1.6);
       for (int a = 0; a < 3; ++a) {
-        EXPECT_GE(o.a[a], 0.1 * box[a]);
-        EXPECT_LE(o.a[a], 0.9 * box[a]);
+        EXPECT_GE(o.a[a], 0.06 * box[a] - 1e-12);
+        EXPECT_LE(o.a[a], 0.94 * box[a] + 1e-12);
       }
     }
   }
-  const Object dot{Object::kPunctum, 0.8, {0.47, 0.52, 0.5}, {}, {}, 0.09, {}};
+  const Object dot{Object::kPunctum, 1.2, {0.47, 0.52, 0.5}, {}, {}, 0.06, {}};
   const auto v = nefi::deconv3d::render({{dot}}, {10, 10, 10}, {1.0, 1.0, 1.0});
+  const int m = 12;
   for (int64_t i = 0; i < 10; ++i)
     for (int64_t j = 0; j < 10; ++j)
       for (int64_t k = 0; k < 10; ++k) {
-        const double dx = (i + 0.5) / 10 - 0.47, dy = (j + 0.5) / 10 - 0.52,
-                     dz = (k + 0.5) / 10 - 0.5;
-        const double d2 = dx * dx + dy * dy + dz * dz;
-        const double want = d2 < 16 * 0.09 * 0.09 ? 0.8 * std::exp(-0.5 * d2 / 0.0081) : 0.0;
-        EXPECT_NEAR(v[(i * 10 + j) * 10 + k], want, 1e-3) << i << " " << j << " " << k;
+        double want = 0;
+        for (int p = 0; p < m; ++p)
+          for (int q = 0; q < m; ++q)
+            for (int r = 0; r < m; ++r) {
+              const double dx = (i + (p + 0.5) / m) / 10 - 0.47,
+                           dy = (j + (q + 0.5) / m) / 10 - 0.52,
+                           dz = (k + (r + 0.5) / m) / 10 - 0.5;
+              want += 1.2 * std::exp(-0.5 * (dx * dx + dy * dy + dz * dz) / 0.0036) / (m * m * m);
+            }
+        EXPECT_NEAR(v[(i * 10 + j) * 10 + k], want, 2e-3 * 1.2) << i << " " << j << " " << k;
       }
 }
 
@@ -534,12 +545,14 @@ TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
   }
 }
 
-// The discrepancy-chosen Wiener filter's residual against the data y sits
-// near the noise level (its SNR is picked so).
-void expect_residual_at_the_noise(const nefi::RunOutput& w, const fk::Tensor& y, int seed) {
+// The discrepancy-chosen Wiener filter's residual against the data y under
+// the zero-padded blur: at the noise level under the filter's own model
+// (its SNR is picked so), between 0.8 and `above` noise stds under this one.
+void expect_residual_near_the_noise(const nefi::RunOutput& w, const fk::Tensor& y, int seed,
+                                    double above) {
   const double residual = std::sqrt(nefi::mse(w.result.prediction, y));
   EXPECT_GT(residual, 0.8 * w.measurement.noise_std) << "seed " << seed;
-  EXPECT_LT(residual, 1.4 * w.measurement.noise_std) << "seed " << seed;
+  EXPECT_LT(residual, above * w.measurement.noise_std) << "seed " << seed;
 }
 
 // The Wiener baseline at the smoke scale, seeds 0-2. Its SNR comes from the
@@ -556,7 +569,7 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_at_the_noise(w, y, s);
+    expect_residual_near_the_noise(w, y, s, 1.4);
     EXPECT_GT(w.metrics.at("wiener_snr"), 10.0) << "seed " << s;
     EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
     EXPECT_LT(w.metrics.at("psnr"),
@@ -567,12 +580,15 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
 
 // The Wiener baseline on the puncta preset, seeds 0-2. Dots near a face
 // leave the zero-padded blur's data with a jump across that face when it is
-// wrapped (seed 0: 0.094 across the z faces, 0.023 across y, against a
-// noise std of 0.0016); a periodic filter then reaches the noise level only
-// by fitting that jump, so the discrepancy picks SNR 3e5 / 2e4 / 631 (10.64
-// / 24.31 / 30.24 dB). Mirrored about the faces the data have no jump:
-// measured SNR 1e3 / 631 / 316, 30.14 / 30.19 / 30.59 dB against data
-// 27.11 / 27.64 / 27.43 and Richardson-Lucy 31.78 / 32.05 / 32.53.
+// wrapped; a periodic filter then reaches the noise level only by fitting
+// that jump, so the discrepancy runs to a high SNR (seeds 0-2: 6310 / 5012
+// / 3981) and, on seed 0, below the data (28.45 dB against 29.83).
+// Mirrored about the faces the data have no jump: measured SNR 794 / 501 /
+// 1259, 31.18 / 31.93 / 31.85 dB against data 29.83 / 30.47 / 30.88 and
+// Richardson-Lucy 32.28 / 33.02 / 32.60 (the reference, seed 0: RL 32.3).
+// Under the zero-padded blur its residual is 1.80 / 1.47 / 1.99 noise stds:
+// dots as close as 6 % of the box to a face are where the mirrored and the
+// zero-padded models differ.
 TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
@@ -580,14 +596,14 @@ TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_at_the_noise(w, y, s);
-    EXPECT_LT(w.metrics.at("wiener_snr"), 1e4) << "seed " << s;
-    EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
+    expect_residual_near_the_noise(w, y, s, 2.2);
+    EXPECT_LT(w.metrics.at("wiener_snr"), 2e3) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 0.5) << "seed " << s;
   }
   nefi::Params periodic = c.config;
   periodic.set("wiener_boundary", "periodic");
   const auto w = inst->run(periodic, "wiener3d", 0, {});
-  EXPECT_GT(w.metrics.at("wiener_snr"), 1e5);
+  EXPECT_GT(w.metrics.at("wiener_snr"), 4e3);
   EXPECT_LT(w.metrics.at("psnr"), nefi::psnr(w.measurement.data.to(fk::DType::F64), w.gt));
 }
 
