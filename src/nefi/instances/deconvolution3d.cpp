@@ -6,15 +6,19 @@
 // offset background_counts) with the Poisson NLL. The PSF array spans
 // psf_extent full (2n - 1 cells) or same (n). Data: analytic scenes
 // point-sampled on a finer f64 grid, blurred by a separable direct
-// convolution and area-averaged (deconvolution3d_data.h); inversion:
-// FFTConvolution (3-D) at each stage's grid. Scenes: filaments | puncta |
-// cells | uniform_filaments. Methods: neural | grid (+TV) | richardson_lucy
-// | wiener3d (Wiener filter on the data mirrored about the faces, or
-// periodic, SNR by the discrepancy principle at the known noise level) | deep_decoder
-// (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over z slices), mse, iou (of the masks
-// above iou_threshold * max(truth)); with `refine` on, the neural and grid fits are then sharpened
-// by the level-set refinement (solve/refine.h) and refined_iou / refined_psnr score the field it
-// keeps.
+// convolution and area-averaged (deconvolution3d_data.h); the scene and the
+// Gaussian noise come from NumPy's default_rng(seed) stream in the
+// reference's order, so on the filaments class seed s is the reference's
+// seed-s measurement. Inversion: FFTConvolution (3-D) at each stage's grid.
+// Scenes: filaments | bezier_filaments | puncta | cells | uniform_filaments.
+// Methods: neural | grid (+TV) | richardson_lucy | wiener3d (Wiener filter
+// on the data mirrored about the faces, or periodic, SNR by the discrepancy
+// principle at the known noise level) | deep_decoder
+// (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over z slices), mse,
+// iou (of the masks above the truth's Otsu level, the reference's, or above
+// iou_threshold * max(truth)); with `refine` on, the neural and grid fits
+// are then sharpened by the level-set refinement (solve/refine.h) and
+// refined_iou / refined_psnr score the field it keeps.
 #include <algorithm>
 #include <cmath>
 
@@ -26,9 +30,9 @@
 #include "nefi/baselines/wiener.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
-#include "nefi/instances/datagen.h"
 #include "nefi/instances/deconvolution3d_data.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
 #include "nefi/instances/refine_stage.h"
 #include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
@@ -116,12 +120,13 @@ struct Deconvolution3dConfig {
     FK_CHECK(c.background_counts >= 0, "config key 'background_counts'", "counts >= 0",
              std::to_string(c.background_counts));
     c.iou_threshold = p.d("iou_threshold");
-    FK_CHECK(c.iou_threshold > 0 && c.iou_threshold < 1, "config key 'iou_threshold'",
-             "a fraction in (0, 1)", std::to_string(c.iou_threshold));
+    FK_CHECK(c.iou_threshold >= 0 && c.iou_threshold < 1, "config key 'iou_threshold'",
+             "0 (the truth's Otsu level) or a fraction in (0, 1)", std::to_string(c.iou_threshold));
     c.rl_iterations = p.i("rl_iterations");
     FK_CHECK(c.rl_iterations >= 1 && c.rl_iterations <= 100000, "config key 'rl_iterations'",
              "an iteration count in [1, 100000]", std::to_string(c.rl_iterations));
-    c.scene = p.choice("scene", {"filaments", "puncta", "cells", "uniform_filaments"});
+    c.scene = p.choice("scene",
+                       {"filaments", "bezier_filaments", "puncta", "cells", "uniform_filaments"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0, "config key 'init_value'", "> 0 (softplus head)",
              std::to_string(c.init_value));
@@ -149,7 +154,7 @@ class Deconvolution3d : public Instance {
     return {"neural", "grid", "richardson_lucy", "wiener3d", "deep_decoder"};
   }
   std::vector<std::string> scenes() const override {
-    return {"filaments", "puncta", "cells", "uniform_filaments"};
+    return {"filaments", "bezier_filaments", "puncta", "cells", "uniform_filaments"};
   }
 
   DataLabels data_labels(const Params& p) const override {
@@ -177,8 +182,11 @@ class Deconvolution3d : public Instance {
     p.declare("peak_counts", 200.0, "Poisson: expected counts at intensity 1");
     p.declare("background_counts", 2.0, "Poisson: background counts");
     p.declare("supersample", int64_t{2}, "data grid refinement (f64)");
-    p.declare("scene", std::string("filaments"), "filaments | puncta | cells | uniform_filaments");
-    p.declare("iou_threshold", 0.3, "IoU masks: values above this fraction of max(truth)");
+    p.declare("scene", std::string("filaments"),
+              "filaments | bezier_filaments | puncta | cells | uniform_filaments");
+    p.declare("iou_threshold", 0.0,
+              "IoU masks: values above this fraction of max(truth); 0: above the truth's Otsu "
+              "level (the reference's)");
     p.declare("init_value", 0.05, "softplus head initial value");
     p.declare("tv", 1e-4, "TV weight");
     p.declare("tv_eps", 1e-3, "TV smoothing");
@@ -230,8 +238,7 @@ class Deconvolution3d : public Instance {
 
   void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
     const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-    if (c.refine)
-      refine_solved_output(solved, c.refine_options, iou_at_fraction(c.iou_threshold), out);
+    if (c.refine) refine_solved_output(solved, c.refine_options, iou_of(c), out);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
@@ -261,14 +268,17 @@ class Deconvolution3d : public Instance {
 
   // The metrics of the primary reconstruction (after_solve adds the refined stage's).
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {
-    const double tau = Deconvolution3dConfig::from(p).iou_threshold;
     return {{"psnr", psnr(out.reconstruction, out.gt)},
             {"ssim", ssim(out.reconstruction, out.gt)},
             {"mse", mse(out.reconstruction, out.gt)},
-            {"iou", iou(out.reconstruction, out.gt, tau)}};
+            {"iou", iou_of(Deconvolution3dConfig::from(p))(out.reconstruction, out.gt)}};
   }
 
  private:
+  static IouOf iou_of(const Deconvolution3dConfig& c) {
+    return c.iou_threshold > 0 ? iou_at_fraction(c.iou_threshold) : iou_at_truth_otsu();
+  }
+
   static std::shared_ptr<FFTConvolution> blur_of(const Deconvolution3dConfig& c) {
     return std::make_shared<FFTConvolution>(c.psf(), Domain(c.shape(), c.extent()));
   }
@@ -324,7 +334,8 @@ class Deconvolution3d : public Instance {
     const std::array<int64_t, 3> fine{c.n * f, c.n * f, c.n_z * f};
     const auto e = c.extent();
     const deconv3d::Point box{e[0], e[1], e[2]};
-    const auto scene = deconv3d::draw_scene(c.scene, box, seed);
+    NumpyRng rng(seed);
+    const deconv3d::Scene scene = deconv3d::draw_scene(c.scene, box, rng);
     const auto img = deconv3d::render(scene, fine, box);
     const deconv3d::Point h{c.pixel / f, c.pixel / f, c.z_step / f};
     const deconv3d::Point sg{c.sigma_xy, c.sigma_xy, c.axial_ratio * c.sigma_xy};
@@ -339,9 +350,10 @@ class Deconvolution3d : public Instance {
       y = deconv3d::poisson_counts(clean, c.peak_counts, c.background_counts, seed * 7919 + 59);
       m.noise_std = std::sqrt(c.peak_counts * mean + c.background_counts);
     } else {
+      // One standard normal per voxel in C order from the stream the scene
+      // was drawn from, as the reference's generator draws them.
       m.noise_std = c.noise_std * mx;
-      datagen::Rng rng(seed * 7919 + 53);
-      for (double& v : y) v += m.noise_std * rng.normal();
+      for (double& v : y) v += m.noise_std * rng.standard_normal();
     }
     m.data = fk::from_vector(y, c.shape()).to(fk::DType::F32);
     return {m, fk::from_vector(area_resample(img, fd, c.shape()), c.shape())};

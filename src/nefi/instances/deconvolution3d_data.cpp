@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "fk/error.h"
@@ -11,11 +12,18 @@
 namespace nefi::deconv3d {
 namespace {
 
-Point bezier(const Object& o, double t) {
-  Point p;
-  for (int a = 0; a < 3; ++a)
-    p[a] = (1 - t) * (1 - t) * o.a[a] + 2 * (1 - t) * t * o.b[a] + t * t * o.c[a];
-  return p;
+// The quadratic Bezier curve through control points a, b, c as a polyline
+// of 64 segments.
+std::vector<Point> bezier_polyline(const Point& a, const Point& b, const Point& c) {
+  std::vector<Point> poly;
+  for (int k = 0; k <= 64; ++k) {
+    const double t = k / 64.0;
+    Point p;
+    for (int d = 0; d < 3; ++d)
+      p[d] = (1 - t) * (1 - t) * a[d] + 2 * (1 - t) * t * b[d] + t * t * c[d];
+    poly.push_back(p);
+  }
+  return poly;
 }
 
 double dist2(const Point& p, const Point& q) {
@@ -44,24 +52,15 @@ double polyline_dist2(const Point& p, const std::vector<Point>& polyline) {
   return best;
 }
 
-// A direction uniform on the sphere (z uniform in [-1, 1], azimuth uniform).
-Point unit_vector(NumpyRng& rng) {
-  const double z = rng.uniform(-1.0, 1.0), phi = rng.uniform(0.0, 2 * std::numbers::pi);
-  const double r = std::sqrt(std::max(0.0, 1 - z * z));
-  return {r * std::cos(phi), r * std::sin(phi), z};
-}
-
 Point normalized(Point d) {
   const double len = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   for (double& v : d) v /= std::max(len, 1e-12);
   return d;
 }
 
-double value_at(const Object& o, const Point& p, const std::vector<Point>& polyline) {
+double value_at(const Object& o, const Point& p) {
   if (o.kind == Object::kUniformTube)
-    return polyline_dist2(p, polyline) <= o.radius * o.radius ? o.amplitude : 0.0;
-  if (o.kind == Object::kPunctum)
-    return o.amplitude * std::exp(-0.5 * dist2(p, o.a) / (o.radius * o.radius));
+    return polyline_dist2(p, o.path) <= o.radius * o.radius ? o.amplitude : 0.0;
   if (o.kind == Object::kCell) {
     double q = 0;
     for (int a = 0; a < 3; ++a) q += std::pow((p[a] - o.a[a]) / o.b[a], 2);
@@ -69,18 +68,43 @@ double value_at(const Object& o, const Point& p, const std::vector<Point>& polyl
     const double rim = std::exp(-0.5 * std::pow((r - 1) * o.b[0] / o.radius, 2));
     return o.amplitude * (r < 1 ? 0.3 + 0.7 * rim : rim);
   }
-  return o.amplitude * std::exp(-0.5 * polyline_dist2(p, polyline) / (o.radius * o.radius));
+  return o.amplitude * std::exp(-0.5 * polyline_dist2(p, o.path) / (o.radius * o.radius));
+}
+
+// The mean of exp(-(t - c)^2 / (2 s^2)) over t in [lo, hi].
+double gaussian_mean(double lo, double hi, double c, double s) {
+  const double k = 1 / (s * std::numbers::sqrt2);
+  return s * std::sqrt(std::numbers::pi / 2) * (std::erf((hi - c) * k) - std::erf((lo - c) * k)) /
+         (hi - lo);
+}
+
+// How far from its path or centre an object is rendered, in radii: the
+// Gaussians of filaments and puncta drop to 1.5e-8 of their peak at 6.
+double support_radii(const Object& o) {
+  return o.kind == Object::kFilament || o.kind == Object::kPunctum ? 6.0 : 4.0;
 }
 
 }  // namespace
 
+Point uniform_direction(NumpyRng& rng) {
+  const double z = rng.uniform(-1.0, 1.0), phi = rng.uniform(0.0, 2 * std::numbers::pi);
+  const double r = std::sqrt(std::max(0.0, 1 - z * z));
+  return {r * std::cos(phi), r * std::sin(phi), z};
+}
+
+Point normal_direction(NumpyRng& rng) {
+  Point d;
+  for (double& v : d) v = rng.standard_normal();
+  return normalized(d);
+}
+
 std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, int64_t n_steps,
                                    double step, double persistence, const Point& lo,
-                                   const Point& hi) {
+                                   const Point& hi, Point (*draw_direction)(NumpyRng&)) {
   Point p = start, d = normalized(direction);
   std::vector<Point> pts{p};
   for (int64_t k = 0; k < n_steps; ++k) {
-    const Point xi = unit_vector(rng);
+    const Point xi = draw_direction(rng);
     for (int a = 0; a < 3; ++a) d[a] = persistence * d[a] + (1 - persistence) * xi[a];
     d = normalized(d);
     for (int a = 0; a < 3; ++a) {
@@ -93,34 +117,52 @@ std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, 
   return pts;
 }
 
-std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed) {
-  NumpyRng rng(seed);
+Scene draw_scene(const std::string& cls, const Point& box, NumpyRng& rng) {
+  // A point uniform in the box less `margin` of each side, x first (NumPy's
+  // uniform(lo, hi) on arrays of three).
   auto point = [&](double margin) {
     Point p;
-    for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], (1 - margin) * box[a]);
+    for (int a = 0; a < 3; ++a) p[a] = rng.uniform(margin * box[a], box[a] - margin * box[a]);
     return p;
   };
+  Point lo, hi;  // the walks' box: 5 % inside each face
+  for (int a = 0; a < 3; ++a) lo[a] = 0.05 * box[a], hi[a] = box[a] - 0.05 * box[a];
+  const double walk_step = 0.09 * std::min(box[0], box[1]);
   // Widths in um, whatever the grid: multiples of the presets' nominal 0.1 um pixel.
   const double px = 0.1;
-  std::vector<Object> s;
+  Scene s;
   if (cls == "filaments") {
-    // 9-15 tubes of std 0.07-0.12 um (FWHM 0.16-0.28 um, bundles at the
-    // pixel scale): with this count and width the blurred data, Wiener and
-    // Richardson-Lucy score near the figures the reference reports for its
-    // own filament scenes (configs/deconvolution3d_smoke.yaml).
+    // The reference's draw order: background, count, then per tube its
+    // direction (z scaled by 0.4: fibres of thin adherent cells run mostly
+    // in-plane), start, step count, walk, width, amplitude.
+    s.background = rng.uniform(0.0, 0.02);
+    s.ceiling = std::numeric_limits<double>::infinity();
+    for (int64_t k = rng.integers(3, 7); k > 0; --k) {
+      Point d = normal_direction(rng);
+      d[2] *= 0.4;
+      Object o{Object::kFilament, 0.0, point(0.15), {}, {}, 0.0, {}};
+      const int64_t steps = rng.integers(10, 18);
+      o.path = persistent_walk(rng, o.a, d, steps, walk_step, 0.85, lo, hi, normal_direction);
+      o.radius = rng.uniform(0.06, 0.09);
+      o.amplitude = rng.uniform(0.5, 1.0);
+      s.objects.push_back(std::move(o));
+    }
+  } else if (cls == "bezier_filaments") {
     for (int64_t k = rng.integers(9, 16); k > 0; --k) {
       const Point a = point(0.1), b = point(0.2), c = point(0.1);
-      s.push_back(
-          {Object::kFilament, rng.uniform(0.5, 1.0), a, b, c, px * rng.uniform(0.7, 1.2), {}});
+      s.objects.push_back({Object::kFilament, rng.uniform(0.5, 1.0), a, b, c,
+                           px * rng.uniform(0.7, 1.2), bezier_polyline(a, b, c)});
     }
   } else if (cls == "puncta") {
-    // 14-35 dots: Richardson-Lucy then scores near the reference's figure
-    // for its own puncta (session 10).
-    for (int64_t k = rng.integers(14, 36); k > 0; --k) {
-      const Point a = point(0.1);
-      s.push_back(
-          {Object::kPunctum, rng.uniform(0.4, 1.0), a, {}, {}, px * rng.uniform(0.6, 1.2), {}});
-    }
+    // The reference's draw order: count, every centre, every width, every
+    // amplitude, then the background.
+    const int64_t n = rng.integers(12, 30);
+    for (int64_t k = 0; k < n; ++k)
+      s.objects.push_back({Object::kPunctum, 0.0, point(0.06), {}, {}, 0.0, {}});
+    for (Object& o : s.objects) o.radius = rng.uniform(0.04, 0.07);
+    for (Object& o : s.objects) o.amplitude = rng.uniform(0.8, 1.6);
+    s.background = rng.uniform(0.0, 0.02);
+    s.ceiling = std::numeric_limits<double>::infinity();
   } else if (cls == "cells") {
     for (int64_t k = rng.integers(2, 5); k > 0; --k) {
       // Rims of std 0.05-0.08 um (a labelled membrane is far thinner than a
@@ -128,53 +170,66 @@ std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_
       const Point a = point(0.3);
       Point b;
       for (int d = 0; d < 3; ++d) b[d] = rng.uniform(0.12, 0.22) * box[d];
-      s.push_back({Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.5, 0.8), {}});
+      s.objects.push_back(
+          {Object::kCell, rng.uniform(0.5, 1.0), a, b, {}, px * rng.uniform(0.5, 0.8), {}});
     }
   } else if (cls == "uniform_filaments") {
-    Point lo, hi;
-    for (int a = 0; a < 3; ++a) lo[a] = 0.05 * box[a], hi[a] = 0.95 * box[a];
     for (int64_t k = rng.integers(3, 7); k > 0; --k) {
-      Point d = unit_vector(rng);
-      d[2] *= 0.4;  // fibres of thin adherent cells run mostly in-plane
+      Point d = uniform_direction(rng);
+      d[2] *= 0.4;
       const Point start = point(0.15);
       const int64_t steps = rng.integers(10, 18);
       Object o{Object::kUniformTube, 1.0, start, {}, {}, rng.uniform(0.10, 0.15), {}};
-      o.path = persistent_walk(rng, start, d, steps, 0.09 * std::min(box[0], box[1]), 0.85, lo, hi);
-      s.push_back(std::move(o));
+      o.path = persistent_walk(rng, start, d, steps, walk_step, 0.85, lo, hi);
+      s.objects.push_back(std::move(o));
     }
   } else {
-    FK_CHECK(false, "config key 'scene'", "filaments, puncta, cells or uniform_filaments", cls);
+    FK_CHECK(false, "config key 'scene'",
+             "filaments, bezier_filaments, puncta, cells or uniform_filaments", cls);
   }
   return s;
 }
 
-std::vector<double> render(const std::vector<Object>& s, const std::array<int64_t, 3>& shape,
-                           const Point& box) {
-  std::vector<double> v(shape[0] * shape[1] * shape[2], 0.0);
-  for (const Object& o : s) {
-    std::vector<Point> poly = o.path;
-    if (o.kind == Object::kFilament)
-      for (int k = 0; k <= 64; ++k) poly.push_back(bezier(o, k / 64.0));
-    Point lo = o.a, hi = o.a;  // bounding box of the object's support (4 radii)
-    for (const Point& p : poly)
+Scene draw_scene(const std::string& cls, const Point& box, uint64_t seed) {
+  NumpyRng rng(seed);
+  return draw_scene(cls, box, rng);
+}
+
+std::vector<double> render(const Scene& s, const std::array<int64_t, 3>& shape, const Point& box) {
+  std::vector<double> v(shape[0] * shape[1] * shape[2], s.background);
+  for (const Object& o : s.objects) {
+    Point lo = o.a, hi = o.a;  // bounding box of the object's support
+    for (const Point& p : o.path)
       for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a]);
     if (o.kind == Object::kCell)
       for (int a = 0; a < 3; ++a) lo[a] -= o.b[a], hi[a] += o.b[a];
     std::array<int64_t, 3> i0, i1;
     for (int a = 0; a < 3; ++a) {
       const double h = box[a] / shape[a];
-      i0[a] = std::max<int64_t>(0, static_cast<int64_t>((lo[a] - 4 * o.radius) / h));
-      i1[a] = std::min<int64_t>(shape[a], static_cast<int64_t>((hi[a] + 4 * o.radius) / h) + 1);
+      const double reach = support_radii(o) * o.radius;
+      i0[a] = std::max<int64_t>(0, static_cast<int64_t>((lo[a] - reach) / h));
+      i1[a] = std::min<int64_t>(shape[a], static_cast<int64_t>((hi[a] + reach) / h) + 1);
     }
     for (int64_t i = i0[0]; i < i1[0]; ++i)
       for (int64_t j = i0[1]; j < i1[1]; ++j)
         for (int64_t k = i0[2]; k < i1[2]; ++k) {
+          const std::array<int64_t, 3> cell{i, j, k};
+          double& out = v[(i * shape[1] + j) * shape[2] + k];
+          if (o.kind == Object::kPunctum) {  // the cell's mean: separable
+            double mean = o.amplitude;
+            for (int a = 0; a < 3; ++a) {
+              const double h = box[a] / shape[a];
+              mean *= gaussian_mean(cell[a] * h, (cell[a] + 1) * h, o.a[a], o.radius);
+            }
+            out += mean;
+            continue;
+          }
           const Point p{(i + 0.5) * box[0] / shape[0], (j + 0.5) * box[1] / shape[1],
                         (k + 0.5) * box[2] / shape[2]};
-          v[(i * shape[1] + j) * shape[2] + k] += value_at(o, p, poly);
+          out += value_at(o, p);
         }
   }
-  for (double& x : v) x = std::clamp(x, 0.0, 1.0);
+  for (double& x : v) x = std::clamp(x, 0.0, s.ceiling);
   return v;
 }
 

@@ -15,39 +15,69 @@ namespace nefi::deconv3d {
 
 using Point = std::array<double, 3>;
 
-// A tube of Gaussian cross-section (std radius) along a quadratic Bezier
-// curve, a Gaussian punctum, an ellipsoidal cell (a bright rim of width
+// A tube of Gaussian cross-section (std `radius`) around the polyline
+// `path`, a Gaussian punctum (std `radius` about `a`; rendered as its exact
+// mean over each cell, erf per axis, since a dot may be smaller than a
+// cell), an ellipsoidal cell (a bright rim of width
 // `radius` on a dim interior), or a tube of one uniform intensity inside
-// `radius` of a polyline `path` (a hard edge: partial volumes come only from
-// the area averaging onto coarser grids).
+// `radius` of `path` (a hard edge: partial volumes come only from the area
+// averaging onto coarser grids).
 struct Object {
   enum Kind { kFilament, kPunctum, kCell, kUniformTube } kind;
   double amplitude;
-  Point a, b, c;  // filament: Bezier control points; punctum/cell: a = centre, b = semi-axes
+  Point a, b, c;  // punctum/cell: a = centre, b = semi-axes; walks: a = start
   double radius;
-  std::vector<Point> path;  // uniform tube: polyline vertices
+  std::vector<Point> path;  // filament / uniform tube: polyline vertices
 };
 
-// filaments: 9-15 curved tubes of std 0.07-0.12 um; puncta: 14-35 dots of
-// std 0.06-0.12 um; cells: 2-4 ellipsoids with rims of std 0.05-0.08 um;
-// uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um along
-// persistent random walks that run mostly in-plane (the reference's
-// filament paths, with a two-phase cross-section instead of its Gaussian).
-// Random draws from NumPy's default_rng(seed) (numpy_rng.h); an unknown class
-// is an fk::Error naming the key 'scene'. `box` is the physical size (um).
-std::vector<Object> draw_scene(const std::string& cls, const Point& box, uint64_t seed);
+// A scene: its objects summed over a constant background, each point sample
+// then clamped to [0, ceiling].
+struct Scene {
+  std::vector<Object> objects;
+  double background = 0;
+  double ceiling = 1;
+};
+
+// filaments: the reference's class (nefi.md 4.15; its scene generator's
+// description): a background uniform in [0, 0.02], then 3-6 tubes of
+// Gaussian cross-section, std 0.06-0.09 um, amplitude 0.5-1, along
+// persistent random walks of 10-17 steps of 0.09 x the box width,
+// persistence 0.85, mostly in-plane; overlaps add up (no ceiling). Drawn
+// in the reference's order from NumPy's stream, so seed s is the
+// reference's seed-s scene. bezier_filaments: 9-15 curved tubes of std
+// 0.07-0.12 um on quadratic Bezier paths, amplitudes 0.5-1 (session 10's
+// denser stand-in, kept for comparison). puncta, the reference's class:
+// 12-29 dots of std 0.04-0.07 um and amplitude 0.8-1.6 with centres 6 %
+// inside the box over a background in [0, 0.02], no ceiling, in its draw
+// order; cells: 2-4 ellipsoids with rims of std 0.05-0.08 um;
+// uniform_filaments: 3-6 tubes of intensity 1 and radius 0.10-0.15 um
+// along the filaments' kind of walk (a two-phase cross-section). An
+// unknown class is an fk::Error naming the key 'scene'. `box` is the
+// physical size (um). The draws come from `rng`, which is left after them.
+Scene draw_scene(const std::string& cls, const Point& box, NumpyRng& rng);
+// The same from NumPy's default_rng(seed).
+Scene draw_scene(const std::string& cls, const Point& box, uint64_t seed);
+
+// A direction uniform on the sphere from two draws: z uniform in [-1, 1],
+// then the azimuth.
+Point uniform_direction(NumpyRng& rng);
+// A direction uniform on the sphere from three standard normals, normalised
+// (NumPy's standard_normal(3) / norm, as the reference draws them).
+Point normal_direction(NumpyRng& rng);
 
 // A persistent random walk of n_steps steps of length `step` from `start`:
-// d <- normalize(persistence d + (1 - persistence) xi), xi uniform on the
-// sphere; a step that would leave [lo, hi] reverses that component of d.
-// Returns the n_steps + 1 vertices.
+// d <- normalize(persistence d + (1 - persistence) xi), xi drawn by
+// `draw_direction`; a step that would leave [lo, hi] reverses that
+// component of d. Returns the n_steps + 1 vertices.
 std::vector<Point> persistent_walk(NumpyRng& rng, Point start, Point direction, int64_t n_steps,
                                    double step, double persistence, const Point& lo,
-                                   const Point& hi);
+                                   const Point& hi,
+                                   Point (*draw_direction)(NumpyRng&) = uniform_direction);
 
-// Point samples at the cell centres of `shape` cells over `box`, clamped to [0, 1].
-std::vector<double> render(const std::vector<Object>& s, const std::array<int64_t, 3>& shape,
-                           const Point& box);
+// The scene on `shape` cells over `box`: the background plus every object
+// (point samples at the cell centres; puncta as their cell means), clamped
+// to [0, ceiling].
+std::vector<double> render(const Scene& s, const std::array<int64_t, 3>& shape, const Point& box);
 
 // Direct separable convolution with a Gaussian of std sigma[a] (physical) at
 // spacing h[a], truncated at 4 sigma, unit sum per axis; zero outside.

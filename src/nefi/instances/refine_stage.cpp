@@ -95,4 +95,10 @@ IouOf iou_at_fraction(double fraction) {
   return [fraction](const fk::Tensor& x, const fk::Tensor& gt) { return iou(x, gt, fraction); };
 }
 
+IouOf iou_at_truth_otsu() {
+  return [](const fk::Tensor& x, const fk::Tensor& gt) {
+    return iou_above(x, gt, multi_otsu(gt.to_vector<double>(), 2)[0]);
+  };
+}
+
 }  // namespace nefi

@@ -36,5 +36,8 @@ void refine_solved_output(const InverseProblem& solved, const RefineOptions& opt
                           const IouOf& iou_of, RunOutput& out);
 // The IoU of the masks above `fraction` of each field's peak (nefi::iou).
 IouOf iou_at_fraction(double fraction);
+// The IoU of the masks above the truth's Otsu threshold (two-class
+// multi_otsu of the truth's values; the reference's iou_tau "otsu").
+IouOf iou_at_truth_otsu();
 
 }  // namespace nefi

@@ -185,7 +185,7 @@ TEST(NefiDeepDecoder, Ct3dSmokeAboveFloor) {
 }
 
 TEST(NefiDeepDecoder, Deconvolution3dSmokeAboveFloor) {
-  EXPECT_GT(smoke_psnr("deconvolution3d"), 21.7);  // measured 22.51 (session-10 scenes)
+  EXPECT_GT(smoke_psnr("deconvolution3d"), 22.2);  // measured 22.96 (session-11 scenes)
 }
 
 TEST(NefiDeepDecoder, Dot3dSmokeAboveFloor) {

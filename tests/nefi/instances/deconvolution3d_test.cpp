@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "fk/factory.h"
@@ -11,6 +12,7 @@
 #include "fk/testing.h"
 #include "nefi/instances/deconvolution3d_data.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/numpy_rng.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/resample.h"
@@ -55,7 +57,8 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
   nefi::Params p = inst->default_config();
   p.set("n", "16");
   p.set("n_z", "8");
-  for (const char* scene : {"filaments", "puncta", "cells", "uniform_filaments"}) {
+  for (const char* scene :
+       {"filaments", "bezier_filaments", "puncta", "cells", "uniform_filaments"}) {
     p.set("scene", scene);
     auto [m, gt] = inst->make_measurement(p, 0);
     EXPECT_EQ(m.data.shape(), fk::Dims({16, 16, 8})) << scene;
@@ -107,9 +110,9 @@ TEST(NefiDeconvolution3d, UniformFilamentsAreTwoPhaseTubes) {
   double in_plane = 0, axial = 0;
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const auto scene = nefi::deconv3d::draw_scene("uniform_filaments", box, seed);
-    EXPECT_GE(scene.size(), 3u);
-    EXPECT_LE(scene.size(), 6u);
-    for (const Object& o : scene) {
+    EXPECT_GE(scene.objects.size(), 3u);
+    EXPECT_LE(scene.objects.size(), 6u);
+    for (const Object& o : scene.objects) {
       EXPECT_EQ(o.kind, Object::kUniformTube);
       EXPECT_EQ(o.amplitude, 1.0);
       EXPECT_GE(o.radius, 0.10);
@@ -133,7 +136,7 @@ TEST(NefiDeconvolution3d, UniformFilamentsAreTwoPhaseTubes) {
 
   Object tube{Object::kUniformTube, 1.0, {}, {}, {}, 0.1, {{0.2, 0.5, 0.5}, {0.8, 0.5, 0.5}}};
   const std::array<int64_t, 3> s{20, 20, 20};
-  const auto v = nefi::deconv3d::render({tube}, s, {1.0, 1.0, 1.0});
+  const auto v = nefi::deconv3d::render({{tube}}, s, {1.0, 1.0, 1.0});
   int64_t inside = 0;
   for (int64_t i = 0; i < 20; ++i)
     for (int64_t j = 0; j < 20; ++j)
@@ -146,6 +149,85 @@ TEST(NefiDeconvolution3d, UniformFilamentsAreTwoPhaseTubes) {
         inside += want > 0;
       }
   EXPECT_GT(inside, 100);
+}
+
+// The filaments class, the reference's: a background in [0, 0.02] and 3-6
+// Gaussian tubes of std 0.06-0.09 um and amplitude 0.5-1 along persistent
+// walks (10-17 steps of 0.09 x the box width inside 5 % of each face,
+// mostly in-plane) with no ceiling; the walks' directions are three
+// standard normals normalised, as NumPy draws them. The render of a
+// background and two crossing straight tubes against the sum written out:
+// the crossing exceeds 1 and stays.
+TEST(NefiDeconvolution3d, FilamentsAreGaussianTubesOnPersistentWalks) {
+  using nefi::deconv3d::Object;
+  using nefi::deconv3d::Point;
+  const Point box{3.2, 3.2, 3.2};
+  double in_plane = 0, axial = 0;
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    const auto scene = nefi::deconv3d::draw_scene("filaments", box, seed);
+    EXPECT_GE(scene.background, 0.0);
+    EXPECT_LE(scene.background, 0.02);
+    EXPECT_TRUE(std::isinf(scene.ceiling));
+    EXPECT_GE(scene.objects.size(), 3u);
+    EXPECT_LE(scene.objects.size(), 6u);
+    for (const Object& o : scene.objects) {
+      EXPECT_EQ(o.kind, Object::kFilament);
+      EXPECT_GE(o.radius, 0.06);
+      EXPECT_LE(o.radius, 0.09);
+      EXPECT_GE(o.amplitude, 0.5);
+      EXPECT_LE(o.amplitude, 1.0);
+      EXPECT_GE(o.path.size(), 11u);
+      EXPECT_LE(o.path.size(), 18u);
+      for (int a = 0; a < 3; ++a) {
+        EXPECT_GE(o.path[0][a], 0.15 * box[a]);
+        EXPECT_LE(o.path[0][a], 0.85 * box[a]);
+      }
+      for (size_t k = 1; k < o.path.size(); ++k) {
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_GE(o.path[k][a], 0.05 * box[a] - 1e-12);
+          EXPECT_LE(o.path[k][a], 0.95 * box[a] + 1e-12);
+        }
+        const double dx = o.path[k][0] - o.path[k - 1][0], dy = o.path[k][1] - o.path[k - 1][1],
+                     dz = o.path[k][2] - o.path[k - 1][2];
+        EXPECT_LE(std::sqrt(dx * dx + dy * dy + dz * dz), 0.09 * 3.2 + 1e-12);
+        in_plane += std::hypot(dx, dy), axial += std::abs(dz);
+      }
+    }
+  }
+  EXPECT_GT(in_plane, 2 * axial);
+
+  nefi::NumpyRng a(5), b(5);
+  const Point d = nefi::deconv3d::normal_direction(a);
+  Point want;
+  for (double& v : want) v = b.standard_normal();
+  const double len = std::sqrt(want[0] * want[0] + want[1] * want[1] + want[2] * want[2]);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(d[k], want[k] / len, 1e-15);
+  EXPECT_EQ(a.next_u64(), b.next_u64());  // three draws, no more
+
+  nefi::deconv3d::Scene sc;
+  sc.background = 0.01;
+  sc.ceiling = std::numeric_limits<double>::infinity();
+  sc.objects.push_back(
+      {Object::kFilament, 0.8, {}, {}, {}, 0.07, {{0.1, 0.55, 0.55}, {0.9, 0.55, 0.55}}});
+  sc.objects.push_back(
+      {Object::kFilament, 0.6, {}, {}, {}, 0.09, {{0.55, 0.1, 0.55}, {0.55, 0.9, 0.55}}});
+  const auto v = nefi::deconv3d::render(sc, {10, 10, 10}, {1.0, 1.0, 1.0});
+  // Squared distance from p to the x-parallel (axis 0) or y-parallel segment.
+  auto seg2 = [](double along, double u, double w) {
+    const double out = along < 0.1 ? 0.1 - along : (along > 0.9 ? along - 0.9 : 0.0);
+    return out * out + u * u + w * w;
+  };
+  double peak = 0;
+  for (int64_t i = 0; i < 10; ++i)
+    for (int64_t j = 0; j < 10; ++j)
+      for (int64_t k = 0; k < 10; ++k) {
+        const double x = (i + 0.5) / 10, y = (j + 0.5) / 10, z = (k + 0.5) / 10;
+        const double want_v = 0.01 + 0.8 * std::exp(-0.5 * seg2(x, y - 0.55, z - 0.55) / 0.0049) +
+                              0.6 * std::exp(-0.5 * seg2(y, x - 0.55, z - 0.55) / 0.0081);
+        EXPECT_NEAR(v[(i * 10 + j) * 10 + k], want_v, 1e-12) << i << " " << j << " " << k;
+        peak = std::max(peak, v[(i * 10 + j) * 10 + k]);
+      }
+  EXPECT_NEAR(peak, 1.41, 1e-12);  // the crossing's cell: 0.01 + 0.8 + 0.6
 }
 
 // Photon counts against their budget: per expected count level lambda =
@@ -270,38 +352,49 @@ TEST(NefiDeconvolution3d, PsfExtentFullAndSame) {
   }
 }
 
-// The puncta class: 14-35 Gaussian dots of std 0.06-0.12 um and amplitude
-// 0.4-1 with centres 10 % inside the box; the render of one dot against the
-// Gaussian written out at the cell centres.
-TEST(NefiDeconvolution3d, PunctaAreGaussianDots) {
+// The puncta class, the reference's: 12-29 Gaussian dots of std 0.04-0.07
+// um and amplitude 0.8-1.6 with centres 6 % inside the box, over a
+// background in [0, 0.02] with no ceiling; the render of one dot (a cell's
+// mean, not its centre's value) against the Gaussian integrated over each
+// cell by the midpoint rule on 12^3 sub-cells.
+TEST(NefiDeconvolution3d, PunctaAreGaussianDotsAveragedOverTheCells) {
   using nefi::deconv3d::Object;
   const nefi::deconv3d::Point box{3.2, 3.2, 3.2};
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const auto scene = nefi::deconv3d::draw_scene("puncta", box, seed);
-    EXPECT_GE(scene.size(), 14u);
-    EXPECT_LE(scene.size(), 35u);
-    for (const Object& o : scene) {
+    EXPECT_GE(scene.objects.size(), 12u);
+    EXPECT_LE(scene.objects.size(), 29u);
+    EXPECT_GE(scene.background, 0.0);
+    EXPECT_LE(scene.background, 0.02);
+    EXPECT_TRUE(std::isinf(scene.ceiling));
+    for (const Object& o : scene.objects) {
       EXPECT_EQ(o.kind, Object::kPunctum);
-      EXPECT_GE(o.radius, 0.06 - 1e-12);
-      EXPECT_LE(o.radius, 0.12 + 1e-12);
-      EXPECT_GE(o.amplitude, 0.4);
-      EXPECT_LE(o.amplitude, 1.0);
+      EXPECT_GE(o.radius, 0.04);
+      EXPECT_LE(o.radius, 0.07);
+      EXPECT_GE(o.amplitude, 0.8);
+      EXPECT_LE(o.amplitude, 1.6);
       for (int a = 0; a < 3; ++a) {
-        EXPECT_GE(o.a[a], 0.1 * box[a]);
-        EXPECT_LE(o.a[a], 0.9 * box[a]);
+        EXPECT_GE(o.a[a], 0.06 * box[a] - 1e-12);
+        EXPECT_LE(o.a[a], 0.94 * box[a] + 1e-12);
       }
     }
   }
-  const Object dot{Object::kPunctum, 0.8, {0.47, 0.52, 0.5}, {}, {}, 0.09, {}};
-  const auto v = nefi::deconv3d::render({dot}, {10, 10, 10}, {1.0, 1.0, 1.0});
+  const Object dot{Object::kPunctum, 1.2, {0.47, 0.52, 0.5}, {}, {}, 0.06, {}};
+  const auto v = nefi::deconv3d::render({{dot}}, {10, 10, 10}, {1.0, 1.0, 1.0});
+  const int m = 12;
   for (int64_t i = 0; i < 10; ++i)
     for (int64_t j = 0; j < 10; ++j)
       for (int64_t k = 0; k < 10; ++k) {
-        const double dx = (i + 0.5) / 10 - 0.47, dy = (j + 0.5) / 10 - 0.52,
-                     dz = (k + 0.5) / 10 - 0.5;
-        const double d2 = dx * dx + dy * dy + dz * dz;
-        const double want = d2 < 16 * 0.09 * 0.09 ? 0.8 * std::exp(-0.5 * d2 / 0.0081) : 0.0;
-        EXPECT_NEAR(v[(i * 10 + j) * 10 + k], want, 1e-3) << i << " " << j << " " << k;
+        double want = 0;
+        for (int p = 0; p < m; ++p)
+          for (int q = 0; q < m; ++q)
+            for (int r = 0; r < m; ++r) {
+              const double dx = (i + (p + 0.5) / m) / 10 - 0.47,
+                           dy = (j + (q + 0.5) / m) / 10 - 0.52,
+                           dz = (k + (r + 0.5) / m) / 10 - 0.5;
+              want += 1.2 * std::exp(-0.5 * (dx * dx + dy * dy + dz * dz) / 0.0036) / (m * m * m);
+            }
+        EXPECT_NEAR(v[(i * 10 + j) * 10 + k], want, 2e-3 * 1.2) << i << " " << j << " " << k;
       }
 }
 
@@ -336,43 +429,47 @@ TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
   }
 }
 
-// The filament scenes' difficulty and floors over seeds 0-2 on the smoke
-// preset. The blurred data and Richardson-Lucy (30 iterations) score near
-// the reference's figures for its own filament scenes (22.0 and 25.7 dB; the
-// draw's count and width were chosen for that): measured data 21.02 / 22.38
-// / 21.75, RL 24.64 / 26.66 / 25.81 dB. The neural field at a reduced budget
-// (40 + 60 steps; the full 150 + 250 takes ~10 s a seed at one thread):
-// measured 20.10 / 20.74 / 20.76 dB, IoU 0.36 / 0.29 / 0.44. The full smoke run
-// is in configs/deconvolution3d_smoke.yaml.
+// The smoke preset on the filaments class, whose draw and noise are the
+// reference's for the same seed: at seed 0 the blurred data and
+// Richardson-Lucy (30 iterations) land on the figures the reference reports
+// (data 22.0 dB, RL 25.7 / SSIM 0.810; measured 21.98, 25.68 / 0.810), and
+// so does the neural field at the full smoke budget (reference 25.2 dB /
+// SSIM 0.789; measured 25.36 / 0.796, the same to 0.01 dB with the PSF
+// array over n cells, which this test uses: 2.5x cheaper). Seeds 1-2:
+// data 25.43 / 23.41, RL 28.04 / 27.40 dB. At a reduced budget (40 + 60
+// steps) the neural field measured 21.46 / 24.92 / 22.46 dB, IoU 0.19 / 0.15 /
+// 0.23 (at the truth's Otsu level). The full
+// smoke figures of every seed are in configs/deconvolution3d_smoke.yaml.
 TEST(NefiDeconvolution3d, SmokeQualityFloor) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
-  nefi::Params reduced = c.config;
+  nefi::Params same = c.config;
+  same.set("psf_extent", "same");
+  // Refinement starts from the fit it is given; refine_test.cpp covers it,
+  // and the yaml lists what it does after the full smoke run.
+  same.set("refine", "false");
+  nefi::Params reduced = same;
   reduced.set("steps", "[40, 60]");
-  // The PSF array over n cells, not 2n - 1: the same figures to 0.01 dB at
-  // this size (seed 0 smoke, docs/performance.md session 9), 2.5x cheaper.
-  reduced.set("psf_extent", "same");
-  // Refinement starts from the fit it is given, and this under-trained one
-  // is not what it is for; refine_test.cpp covers it, and the yaml lists
-  // what it does after the full smoke run.
-  reduced.set("refine", "false");
-  double data_mean = 0, rl_mean = 0, total = 0;
+  double total = 0;
   for (int s = 0; s < 3; ++s) {
     auto rl = inst->run(c.config, "richardson_lucy", s, {});
     const double data = nefi::psnr(rl.measurement.data.to(fk::DType::F64), rl.gt);
-    EXPECT_GT(data, 20.5) << "seed " << s;
-    EXPECT_LT(data, 23.0) << "seed " << s;
-    EXPECT_GT(rl.metrics.at("psnr"), data + 3.0) << "seed " << s;
-    data_mean += data / 3, rl_mean += rl.metrics.at("psnr") / 3;
+    EXPECT_GT(rl.metrics.at("psnr"), data + 2.0) << "seed " << s;
+    if (s == 0) {
+      EXPECT_NEAR(data, 22.0, 0.1);
+      EXPECT_NEAR(rl.metrics.at("psnr"), 25.7, 0.1);
+      EXPECT_NEAR(rl.metrics.at("ssim"), 0.810, 0.005);
+    }
     auto out = inst->run(reduced, "neural", s, {});
-    EXPECT_GT(out.metrics.at("psnr"), 19.3) << "seed " << s;
-    EXPECT_GT(out.metrics.at("iou"), 0.2) << "seed " << s;
+    EXPECT_GT(out.metrics.at("psnr"), 20.5) << "seed " << s;
+    EXPECT_GT(out.metrics.at("iou"), 0.1) << "seed " << s;
     total += out.metrics.at("psnr");
   }
-  EXPECT_NEAR(data_mean, 22.0, 0.6);  // measured 21.72
-  EXPECT_NEAR(rl_mean, 25.7, 0.6);    // measured 25.70
-  EXPECT_GT(total / 3, 19.9);         // measured 20.53
+  EXPECT_GT(total / 3, 22.3);  // measured 22.95
+  const auto full = inst->run(same, "neural", 0, {});
+  EXPECT_GT(full.metrics.at("psnr"), 25.0);  // the reference's 25.2 within its seed's noise
+  EXPECT_GT(full.metrics.at("ssim"), 0.77);
 }
 
 // What the neural smoke fit trains under, item by item against the
@@ -414,11 +511,12 @@ TEST(NefiDeconvolution3d, SmokeCurriculumIsTheReferences) {
 // The inversion operator (the PSF sampled at each stage's spacing) against
 // the independent data generator (2x supersampled f64 render, direct blur,
 // area average): the truth explains the data to the noise at n (chi^2
-// measured 0.99 / 1.01 / 0.99). At the coarse stage grid the area-averaged
-// truth under the coarse PSF leaves 2-4x the averaged noise (3.97 / 2.10 /
-// 2.59: the tubes are thinner than a coarse voxel), far below what the
-// neural smoke fit ends its coarse stage at (~70x on seed 0), so the model
-// is not what keeps that stage from fitting.
+// measured 0.995 / 1.014 / 1.006). At the coarse stage grid the
+// area-averaged truth under the coarse PSF leaves 13.4 / 16.1 / 7.4x the
+// averaged noise (tubes of std 0.06-0.09 um in 0.2 x 0.2 x 0.4 um voxels,
+// and a PSF of std 0.6 coarse cells point-sampled, as the reference samples
+// it), below what the neural smoke fit ends its coarse stage at (33 / 63 /
+// 36x).
 TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -443,25 +541,27 @@ TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
         nefi::area_resample(s->gt.to_vector<double>(), s->gt.shape(), coarse), coarse);
     const double coarse_chi2 =
         chi2(s->problem.op->at_resolution(coarse), gt_c, m.resampled(coarse).data) / (nv / 8);
-    EXPECT_LT(coarse_chi2, 5.0) << "seed " << seed;
+    EXPECT_LT(coarse_chi2, 20.0) << "seed " << seed;
   }
 }
 
-// The discrepancy-chosen Wiener filter's residual against the data y sits
-// near the noise level (its SNR is picked so).
-void expect_residual_at_the_noise(const nefi::RunOutput& w, const fk::Tensor& y, int seed) {
+// The discrepancy-chosen Wiener filter's residual against the data y under
+// the zero-padded blur: at the noise level under the filter's own model
+// (its SNR is picked so), between 0.8 and `above` noise stds under this one.
+void expect_residual_near_the_noise(const nefi::RunOutput& w, const fk::Tensor& y, int seed,
+                                    double above) {
   const double residual = std::sqrt(nefi::mse(w.result.prediction, y));
   EXPECT_GT(residual, 0.8 * w.measurement.noise_std) << "seed " << seed;
-  EXPECT_LT(residual, 1.3 * w.measurement.noise_std) << "seed " << seed;
+  EXPECT_LT(residual, above * w.measurement.noise_std) << "seed " << seed;
 }
 
 // The Wiener baseline at the smoke scale, seeds 0-2. Its SNR comes from the
 // discrepancy principle under its own blur model (the data mirrored about
 // the faces), so under the zero-padded one the residual sits a little off
-// the noise level. It sharpens the blurred data and trails Richardson-Lucy;
-// measured: data 21.02 / 22.38 / 21.75, Wiener 24.39 / 25.76 / 24.94, RL
-// 24.64 / 26.66 / 25.81 dB (the reference, its scenes: data 22.0, Wiener
-// 24.4, RL 25.7).
+// the noise level (1.32x on seed 1). It sharpens the blurred data and
+// trails Richardson-Lucy; measured: data 21.98 / 25.43 / 23.41, Wiener
+// 24.62 / 27.53 / 25.88, RL 25.68 / 28.04 / 27.40 dB (the reference, seed
+// 0: data 22.0, Wiener 24.4, RL 25.7).
 TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -469,7 +569,7 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_at_the_noise(w, y, s);
+    expect_residual_near_the_noise(w, y, s, 1.4);
     EXPECT_GT(w.metrics.at("wiener_snr"), 10.0) << "seed " << s;
     EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
     EXPECT_LT(w.metrics.at("psnr"),
@@ -480,12 +580,15 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
 
 // The Wiener baseline on the puncta preset, seeds 0-2. Dots near a face
 // leave the zero-padded blur's data with a jump across that face when it is
-// wrapped (seed 0: 0.094 across the z faces, 0.023 across y, against a
-// noise std of 0.0016); a periodic filter then reaches the noise level only
-// by fitting that jump, so the discrepancy picks SNR 3e5 / 2e4 / 631 (10.64
-// / 24.31 / 30.24 dB). Mirrored about the faces the data have no jump:
-// measured SNR 1e3 / 631 / 316, 30.14 / 30.19 / 30.59 dB against data
-// 27.11 / 27.64 / 27.43 and Richardson-Lucy 31.78 / 32.05 / 32.53.
+// wrapped; a periodic filter then reaches the noise level only by fitting
+// that jump, so the discrepancy runs to a high SNR (seeds 0-2: 6310 / 5012
+// / 3981) and, on seed 0, below the data (28.45 dB against 29.83).
+// Mirrored about the faces the data have no jump: measured SNR 794 / 501 /
+// 1259, 31.18 / 31.93 / 31.85 dB against data 29.83 / 30.47 / 30.88 and
+// Richardson-Lucy 32.28 / 33.02 / 32.60 (the reference, seed 0: RL 32.3).
+// Under the zero-padded blur its residual is 1.80 / 1.47 / 1.99 noise stds:
+// dots as close as 6 % of the box to a face are where the mirrored and the
+// zero-padded models differ.
 TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
@@ -493,14 +596,14 @@ TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_at_the_noise(w, y, s);
-    EXPECT_LT(w.metrics.at("wiener_snr"), 1e4) << "seed " << s;
-    EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
+    expect_residual_near_the_noise(w, y, s, 2.2);
+    EXPECT_LT(w.metrics.at("wiener_snr"), 2e3) << "seed " << s;
+    EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 0.5) << "seed " << s;
   }
   nefi::Params periodic = c.config;
   periodic.set("wiener_boundary", "periodic");
   const auto w = inst->run(periodic, "wiener3d", 0, {});
-  EXPECT_GT(w.metrics.at("wiener_snr"), 1e5);
+  EXPECT_GT(w.metrics.at("wiener_snr"), 4e3);
   EXPECT_LT(w.metrics.at("psnr"), nefi::psnr(w.measurement.data.to(fk::DType::F64), w.gt));
 }
 
