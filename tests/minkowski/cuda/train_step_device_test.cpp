@@ -51,10 +51,16 @@ void copy_state(const nn::Module& dst, const nn::Module& src) {
   }
 }
 
+// NaN as soon as one difference is NaN (std::max would drop it, and the
+// checks below must fail on a NaN).
 double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
   const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
   double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = std::fabs(x[i] - y[i]);
+    if (std::isnan(d)) return d;
+    worst = std::max(worst, d);
+  }
   return worst;
 }
 
