@@ -1,5 +1,8 @@
 #include "minkowski/nn/module.h"
 
+#include <atomic>
+#include <cstdint>
+
 #include "fk/autograd.h"
 #include "fk/error.h"
 
@@ -22,12 +25,17 @@ void check_new_name(const std::string& name, const NamedTensors& params,
 }
 
 // t's storage replaced by a contiguous copy of its values on `device`; the
-// TensorImpl (shared by every handle) and its autograd meta stay.
+// TensorImpl (shared by every handle) and its autograd meta stay. The new
+// storage's version is one past the old one: a fresh storage starts at 0,
+// which a never-updated parameter saved by an earlier graph also has, and
+// the saved-tensor check has to see the move.
 void move_in_place(const fk::Tensor& t, fk::Device device) {
   if (t.device() == device) return;
+  const uint32_t version = t.version();
   const fk::Tensor moved = t.detach().contiguous().to(device);
   fk::TensorImpl* impl = t.impl();
   impl->storage = moved.storage();
+  impl->storage->version.store(version + 1, std::memory_order_relaxed);
   impl->strides = moved.strides();
   impl->offset = moved.offset();
 }

@@ -100,9 +100,9 @@ class DeterministicScope {
   bool was_;
 };
 
-// max |got - want| <= tol * max(1, max |want|) (got on any device), in f64
-// when both are f64 (rounding them to f32 would hide an f64 op computed in
-// f32), else in f32.
+// max |got - want| <= tol * max(1, max |want|) (got on any device; a NaN in
+// got fails), in f64 when both are f64 (rounding them to f32 would hide an
+// f64 op computed in f32), else in f32.
 inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double tol,
                          const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -121,6 +121,7 @@ inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double t
     if (!(d <= worst)) {
       worst = d;
       at = static_cast<int64_t>(i);
+      if (std::isnan(d)) break;  // a NaN stays the worst (later d <= NaN is false too)
     }
   }
   EXPECT_LE(worst, tol * scale) << what << ": worst at element " << at << " (scale " << scale

@@ -13,7 +13,8 @@
 //     1e-10 (device convolution is f32/16-bit only, so the f64 check leaves
 //     it out);
 //   - the optimizers' device updates bitwise equal to the host loops';
-//   - the GradScaler's finiteness check on device gradients.
+//   - the GradScaler's finiteness check on device gradients;
+//   - a graph recorded before Module::to refusing its backward.
 // Deterministic convolution (set_deterministic) so the run is reproducible.
 #include <gtest/gtest.h>
 
@@ -51,10 +52,16 @@ void copy_state(const nn::Module& dst, const nn::Module& src) {
   }
 }
 
+// NaN as soon as one difference is NaN (std::max would drop it, and the
+// checks below must fail on a NaN).
 double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
   const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
   double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = std::fabs(x[i] - y[i]);
+    if (std::isnan(d)) return d;
+    worst = std::max(worst, d);
+  }
   return worst;
 }
 
@@ -296,6 +303,18 @@ TEST(MinkowskiCudaTrainStep, ClippingAndTheScalerCheckReadDeviceGradients) {
   v[1] = INFINITY;
   bad = {fk::from_vector(v, fk::Dims{3}).to(kGpu)};
   EXPECT_FALSE(scaler.unscale_and_check(bad));
+}
+
+// Module::to swaps storages: a graph that saved a parameter before the move
+// (here at version 0, as a fresh storage starts) must refuse its backward.
+TEST(MinkowskiCudaTrainStep, AGraphRecordedBeforeToRefusesItsBackward) {
+  MK_SKIP_WITHOUT_GPU();
+  nn::Linear l(3, 2, true, fk::DType::F64);
+  const fk::Tensor w = l.parameters()[0];
+  fk::Tensor y = fk::sum(fk::mul(w, w));
+  l.to(kGpu);
+  EXPECT_NE(cuda_test::message([&] { y.backward(); }).find("a saved tensor at version"),
+            std::string::npos);
 }
 
 TEST(MinkowskiCudaTrainStep, MismatchedDevicesAreClearErrors) {

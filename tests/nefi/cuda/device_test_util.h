@@ -51,7 +51,7 @@ class KnobOverride {
   fk::Knob& knob_;
 };
 
-// max |got - want| <= tol * max(1, max |want|).
+// max |got - want| <= tol * max(1, max |want|); a NaN anywhere in got fails.
 inline void expect_close(const std::vector<double>& got, const std::vector<double>& want,
                          double tol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
@@ -63,6 +63,7 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
     if (!(e <= worst)) {
       worst = e;
       at = i;
+      if (std::isnan(e)) break;  // a NaN stays the worst (later e <= NaN is false too)
     }
   }
   EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
