@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -118,8 +119,9 @@ inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double t
   for (double v : w) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < g.size(); ++i) {
     const double d = std::fabs(g[i] - w[i]);
+    // A NaN stays the worst (as infinity): a later finite d must not replace it.
     if (!(d <= worst)) {
-      worst = d;
+      worst = std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
       at = static_cast<int64_t>(i);
     }
   }
