@@ -20,9 +20,12 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
+#include <unordered_map>
 
 #include "fk/cuda/common.cuh"
+#include "fk/cuda/device_guard.h"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
@@ -296,7 +299,25 @@ bool implicit_mma_supported(int device) {
     cudaGetLastError();
     return false;
   }
-  return major >= 8;
+  if (major < 8) return false;
+  // The device must also run code compiled for sm_80+: with FK_CUDA_ARCHS
+  // below 80 it JIT-compiles older PTX, whose kernel body is empty (above)
+  // and would leave the result unwritten. ptxVersion: the virtual
+  // architecture the loaded code came from (80 for compute_80); asked once
+  // per device (this runs on every implicit call).
+  static std::mutex mu;
+  static std::unordered_map<int, bool> code_for_sm80;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = code_for_sm80.try_emplace(device, false);
+  if (fresh) {
+    fk::cuda::detail::DeviceGuard guard(device);
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, implicit_mma_kernel<__half, 32, false>) == cudaSuccess)
+      it->second = attr.ptxVersion >= 80;
+    else
+      cudaGetLastError();
+  }
+  return it->second;
 }
 
 void launch_implicit_conv_mma(int dtype, const ImplicitConvArgs& x, void* stream) {
