@@ -72,6 +72,14 @@ struct Tile {
   static constexpr int kStageBytes = 2 * (kStageA + kStageB) * static_cast<int>(sizeof(S));
   static constexpr int kResultBytes = BM * kLdC * static_cast<int>(sizeof(float));
   static constexpr int kSharedBytes = kStageBytes > kResultBytes ? kStageBytes : kResultBytes;
+  // WMMA's rules, which a different padding or tile would silently break:
+  // ldm a multiple of 16 bytes, fragment pointers 32-byte aligned (buffer
+  // bases, 16-row blocks, k steps of kK), cp.async rows 16-byte aligned.
+  static constexpr int kS = static_cast<int>(sizeof(S));
+  static_assert(kLdA * kS % 16 == 0 && kLdB * kS % 16 == 0 && kLdC * 4 % 16 == 0);
+  static_assert(kStageA * kS % 32 == 0 && kStageB * kS % 32 == 0);
+  static_assert(16 * kLdA * kS % 32 == 0 && kK * kS % 32 == 0 && kK * kLdB * kS % 32 == 0);
+  static_assert(16 * kLdC * 4 % 32 == 0 && kVec * kS == kChunkBytes);
 };
 
 __device__ void copy_16_bytes(void* shared, const void* global, bool present) {
