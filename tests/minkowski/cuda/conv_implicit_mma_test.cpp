@@ -228,6 +228,21 @@ TEST_P(MinkowskiCudaConvImplicitMma, RowsWithoutPairsGetZeros) {
     for (int64_t q = o.cpu->offset_begin[k]; q < o.cpu->offset_begin[k + 1]; ++q)
       masks[o.cpu->out_rows[q]] |= uint64_t{1} << k;
   ASSERT_GE(std::count(masks.begin(), masks.end(), uint64_t{0}), 128) << "two 64-row tiles";
+  // The result comes from fk::empty: from a stream-ordered pool, so a block
+  // of its size freed just before, full of NaN, is most likely reused, and
+  // rows the kernel left unwritten show as NaN rather than as stale zeros.
+  // The masks are made first, so the forward allocates nothing else.
+  const fk::Tensor fd = o.f.stored.to(kGpu), wd = o.w.stored.to(kGpu);
+  cuda::row_masks_of(o.dev, false);
+  {
+    const fk::Tensor poison = fk::full(
+        {o.cpu->out_size, o.cout}, std::numeric_limits<double>::quiet_NaN(), {dtype_of(p), kGpu});
+  }
+  const double K = static_cast<double>(o.cpu->volume);
+  expect_within_rounding(cuda::conv_forward(fd, wd, o.dev),
+                         conv_forward(o.f.exact, o.w.exact, *o.cpu),
+                         conv_forward(o.f.magnitude, o.w.magnitude, *o.cpu), p, o.cin * K,
+                         label(p) + " rows without pairs, after a NaN block");
   expect_mma_within_rounding(o, p, label(p) + " rows without pairs");
 }
 
