@@ -30,12 +30,13 @@
 // The weight gradient stays on gather-GEMM (device_conv.cpp).
 //
 // Tensor cores (ME_CONV_IMPLICIT_MMA=1, the default): f16 and bf16 always,
-// f32 when fk::amp::allow_tf32(), on a device of compute capability >= 8;
-// otherwise the FMA tiles. Any channel count: inner channels past C are
-// zeros in shared memory (padded to the fragment depth, 16 for f16/bf16 and
-// 8 for TF32), columns past C are computed and not written; source rows and
-// weights load by cp.async in 16-byte chunks when C is a multiple of 8
-// halves / 4 floats, else element by element (same results).
+// f32 when fk::amp::allow_tf32(), on a device of compute capability >= 8
+// running code built for sm_80+ (FK_CUDA_ARCHS); otherwise the FMA tiles.
+// Any channel count: inner channels past C are zeros in shared memory
+// (padded to the fragment depth, 16 for f16/bf16 and 8 for TF32), columns
+// past C are computed and not written; source rows and weights load by
+// cp.async in 16-byte chunks when C is a multiple of 8 halves / 4 floats,
+// else element by element (same results).
 //
 // ME_CONV_DATAFLOW = gather (default) | auto | implicit (read per call).
 // implicit runs the implicit dataflow wherever the map is eligible (else

@@ -20,9 +20,12 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
+#include <unordered_map>
 
 #include "fk/cuda/common.cuh"
+#include "fk/cuda/device_guard.h"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
@@ -69,6 +72,14 @@ struct Tile {
   static constexpr int kStageBytes = 2 * (kStageA + kStageB) * static_cast<int>(sizeof(S));
   static constexpr int kResultBytes = BM * kLdC * static_cast<int>(sizeof(float));
   static constexpr int kSharedBytes = kStageBytes > kResultBytes ? kStageBytes : kResultBytes;
+  // WMMA's rules, which a different padding or tile would silently break:
+  // ldm a multiple of 16 bytes, fragment pointers 32-byte aligned (buffer
+  // bases, 16-row blocks, k steps of kK), cp.async rows 16-byte aligned.
+  static constexpr int kS = static_cast<int>(sizeof(S));
+  static_assert(kLdA * kS % 16 == 0 && kLdB * kS % 16 == 0 && kLdC * 4 % 16 == 0);
+  static_assert(kStageA * kS % 32 == 0 && kStageB * kS % 32 == 0);
+  static_assert(16 * kLdA * kS % 32 == 0 && kK * kS % 32 == 0 && kK * kLdB * kS % 32 == 0);
+  static_assert(16 * kLdC * 4 % 32 == 0 && kVec * kS == kChunkBytes);
 };
 
 __device__ void copy_16_bytes(void* shared, const void* global, bool present) {
@@ -296,7 +307,25 @@ bool implicit_mma_supported(int device) {
     cudaGetLastError();
     return false;
   }
-  return major >= 8;
+  if (major < 8) return false;
+  // The device must also run code compiled for sm_80+: with FK_CUDA_ARCHS
+  // below 80 it JIT-compiles older PTX, whose kernel body is empty (above)
+  // and would leave the result unwritten. ptxVersion: the virtual
+  // architecture the loaded code came from (80 for compute_80); asked once
+  // per device (this runs on every implicit call).
+  static std::mutex mu;
+  static std::unordered_map<int, bool> code_for_sm80;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = code_for_sm80.try_emplace(device, false);
+  if (fresh) {
+    fk::cuda::detail::DeviceGuard guard(device);
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, implicit_mma_kernel<__half, 32, false>) == cudaSuccess)
+      it->second = attr.ptxVersion >= 80;
+    else
+      cudaGetLastError();
+  }
+  return it->second;
 }
 
 void launch_implicit_conv_mma(int dtype, const ImplicitConvArgs& x, void* stream) {

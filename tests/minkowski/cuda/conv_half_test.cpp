@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -57,8 +58,9 @@ void expect_within_rounding(const fk::Tensor& got, const fk::Tensor& want, const
   size_t at = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const double r = std::fabs(g[i] - w[i]) / (rel * a[i] + 1e-6);
+    // A NaN stays the worst (as infinity): a later finite r must not replace it.
     if (!(r <= worst)) {
-      worst = r;
+      worst = std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
       at = i;
     }
   }

@@ -16,11 +16,13 @@
 // maps, output rows without pairs (zeros), bit-for-bit repeats; which
 // kernel runs (ME_CONV_IMPLICIT_MMA, the TF32 switch); and the device's
 // tile slot counts against the host's.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -120,13 +122,28 @@ void expect_within_rounding(const fk::Tensor& got, const fk::Tensor& want, const
   size_t at = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const double r = std::fabs(g[i] - w[i]) / (rel * a[i] + 1e-6);
+    // A NaN stays the worst (as infinity): a later finite r must not replace it.
     if (!(r <= worst)) {
-      worst = r;
+      worst = std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
       at = i;
     }
   }
   EXPECT_LE(worst, 1.0) << what << ": element " << at << " got " << g[at] << ", want " << w[at]
                         << ", bound " << a[at];
+}
+
+// The bound above fails on a NaN anywhere, also before finite elements (a
+// device result of NaNs must not pass); on host tensors, no device needed.
+TEST(MinkowskiCudaConvImplicitMmaBound, FailsOnANaNBeforeFiniteElements) {
+  const fk::Tensor want = fk::from_vector(std::vector<double>{1, 2, 3});
+  const fk::Tensor bound = fk::from_vector(std::vector<double>{1, 2, 3});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const fk::Tensor nan_first = fk::from_vector(std::vector<float>{nan, 2, 3});
+  EXPECT_NONFATAL_FAILURE(expect_within_rounding(nan_first, want, bound, Precision::Tf32, 1, "x"),
+                          "got nan");
+  // Within the bound: passes.
+  expect_within_rounding(fk::from_vector(std::vector<float>{1, 2, 3}), want, bound, Precision::Tf32,
+                         1, "exact");
 }
 
 // Forward and input gradient on the tensor-core implicit kernel.
@@ -211,6 +228,21 @@ TEST_P(MinkowskiCudaConvImplicitMma, RowsWithoutPairsGetZeros) {
     for (int64_t q = o.cpu->offset_begin[k]; q < o.cpu->offset_begin[k + 1]; ++q)
       masks[o.cpu->out_rows[q]] |= uint64_t{1} << k;
   ASSERT_GE(std::count(masks.begin(), masks.end(), uint64_t{0}), 128) << "two 64-row tiles";
+  // The result comes from fk::empty: from a stream-ordered pool, so a block
+  // of its size freed just before, full of NaN, is most likely reused, and
+  // rows the kernel left unwritten show as NaN rather than as stale zeros.
+  // The masks are made first, so the forward allocates nothing else.
+  const fk::Tensor fd = o.f.stored.to(kGpu), wd = o.w.stored.to(kGpu);
+  cuda::row_masks_of(o.dev, false);
+  {
+    const fk::Tensor poison = fk::full(
+        {o.cpu->out_size, o.cout}, std::numeric_limits<double>::quiet_NaN(), {dtype_of(p), kGpu});
+  }
+  const double K = static_cast<double>(o.cpu->volume);
+  expect_within_rounding(cuda::conv_forward(fd, wd, o.dev),
+                         conv_forward(o.f.exact, o.w.exact, *o.cpu),
+                         conv_forward(o.f.magnitude, o.w.magnitude, *o.cpu), p, o.cin * K,
+                         label(p) + " rows without pairs, after a NaN block");
   expect_mma_within_rounding(o, p, label(p) + " rows without pairs");
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -118,10 +119,11 @@ inline void expect_close(const fk::Tensor& got, const fk::Tensor& want, double t
   for (double v : w) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < g.size(); ++i) {
     const double d = std::fabs(g[i] - w[i]);
+    // A NaN stays the worst (as infinity): a later finite d must not replace it.
     if (!(d <= worst)) {
-      worst = d;
+      worst = std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
       at = static_cast<int64_t>(i);
-      if (std::isnan(d)) break;  // a NaN stays the worst (later d <= NaN is false too)
+      if (std::isnan(d)) break;
     }
   }
   EXPECT_LE(worst, tol * scale) << what << ": worst at element " << at << " (scale " << scale
