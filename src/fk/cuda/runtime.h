@@ -29,7 +29,8 @@ void* current_stream(int device);
 void set_current_stream(int device, void* stream);
 void synchronize(int device);
 // Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
-// which case only host reads synchronize.
+// which case only host reads synchronize, or the stream is being captured
+// (graph.h: then synchronize and host copies throw instead).
 void after_op(int device);
 
 // Copies; `kind` of direction is implied by the devices (-1 = host).
