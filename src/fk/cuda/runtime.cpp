@@ -126,7 +126,9 @@ PoolStats pool_stats(int device) {
     std::lock_guard<std::mutex> lock(s.mu);
     out = s.stats;
   }
-  if (device < device_count()) {
+  // The driver's figure is left out while a capture runs (the host-side
+  // counts are what a capture checks; the driver is not asked inside one).
+  if (device < device_count() && !capturing(device)) {
     cudaMemPool_t pool;
     if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
       uint64_t reserved = 0;

@@ -13,7 +13,9 @@ int device_count();
 bool built_with_cuda();
 const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" or "80,90,120"
 
-// Memory: the stream-ordered pool of the device's current stream.
+// Memory: the stream-ordered pool of the device's current stream. Inside a
+// stream capture (graph.h) allocations become the graph's own; `reserved`
+// (the driver's figure) reads 0 while one runs.
 struct PoolStats {
   int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
 };

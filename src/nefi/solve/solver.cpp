@@ -327,6 +327,12 @@ bool StageRun::non_finite_step(int t, double total) {
 // reads them (LossContext::step, ::progress), and the field's annealing gate
 // is rewritten in place through step_shape.
 void StageRun::enqueue_device_step(int t) {
+  // The gradients die with the step, also when a capture fails part-way
+  // (they would hold memory of the discarded graph).
+  struct DropGrads {
+    FusedAdam& adam;
+    ~DropGrads() { adam.zero_grad(); }
+  } drop{adam_};
   block_->enqueue_upload();
   FieldMap fields = field_.forward(domain_, progress_);
   fk::Tensor pred = op_->forward(fields);
@@ -342,7 +348,6 @@ void StageRun::enqueue_device_step(int t) {
   adam_.zero_grad();
   val.total.backward(unit_seed(val.total));
   adam_.enqueue_device_step(block_->device_block());
-  adam_.zero_grad();
   block_->enqueue_download();
 }
 

@@ -106,8 +106,9 @@ TEST_P(StepGraphAnnealing, ReplaysGiveBitwiseTheEagerSolve) {
   // when the last band opens.
   EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
   EXPECT_NE(st.device_note.find("replayed"), std::string::npos) << st.device_note;
-  // A replayed step is one launch where an eager one is dozens.
-  EXPECT_EQ(graph.launches.back(), 1);
+  // A replayed step is one graph launch (plus the gate row's upload while
+  // bands still open) where an eager one is dozens.
+  EXPECT_LE(graph.launches.back(), 2);
   EXPECT_GT(eager.launches.back(), 10);
 }
 
