@@ -267,30 +267,36 @@ void FFTConvolution::prepare() {
   }
 }
 
-fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype) const {
+fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype, fk::Device device) const {
   const std::vector<int64_t>& L = fft_shape_;
   std::lock_guard<std::mutex> lock(cache_->mu);
-  auto key = std::make_pair(L, static_cast<int>(real_dtype));
-  auto it = cache_->spectra.find(key);
-  if (it != cache_->spectra.end()) return it->second;
-  const PsfSample k = kernel();
-  const fk::Dims Ld(L);
-  std::vector<double> grid(Ld.numel(), 0.0);
-  for_each_index(k.shape, [&](int64_t p, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (size_t a = 0; a < idx.size(); ++a) {
-      // Linear: kernel at [0, m) so 'same' starts at the kernel radius.
-      // Periodic: centred on index 0, wrapped.
-      int64_t j = idx[a];
-      if (periodic_) j = ((idx[a] - (k.shape[a] - 1) / 2) % L[a] + L[a]) % L[a];
-      off = off * L[a] + j;
-    }
-    grid[off] += k.values[p];
-  });
-  fk::Tensor kt = fk::from_vector(grid, Ld).to(real_dtype);
-  fk::Tensor spec = fk::rfftn(kt, L).contiguous();
-  cache_->spectra[key] = spec;
-  return spec;
+  auto cached = [&](fk::Device d) -> fk::Tensor& {
+    return cache_
+        ->spectra[std::make_tuple(L, static_cast<int>(real_dtype), d.is_cpu() ? -1 : d.index)];
+  };
+  fk::Tensor& host = cached(fk::kCPU);
+  if (!host.defined()) {
+    const PsfSample k = kernel();
+    const fk::Dims Ld(L);
+    std::vector<double> grid(Ld.numel(), 0.0);
+    for_each_index(k.shape, [&](int64_t p, const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (size_t a = 0; a < idx.size(); ++a) {
+        // Linear: kernel at [0, m) so 'same' starts at the kernel radius.
+        // Periodic: centred on index 0, wrapped.
+        int64_t j = idx[a];
+        if (periodic_) j = ((idx[a] - (k.shape[a] - 1) / 2) % L[a] + L[a]) % L[a];
+        off = off * L[a] + j;
+      }
+      grid[off] += k.values[p];
+    });
+    fk::Tensor kt = fk::from_vector(grid, Ld).to(real_dtype);
+    host = fk::rfftn(kt, L).contiguous();
+  }
+  if (device.is_cpu()) return host;
+  fk::Tensor& on_device = cached(device);
+  if (!on_device.defined()) on_device = host.to(device);
+  return on_device;
 }
 
 fk::Tensor FFTConvolution::apply(const fk::Tensor& x) const {
@@ -306,7 +312,7 @@ fk::Tensor FFTConvolution::apply(const fk::Tensor& x) const {
   // conjugate chain backward (3 ops each way; the generic chain is ~13).
   const std::vector<int64_t> zeros(d, 0);
   const std::vector<int64_t>& crop = periodic_ ? zeros : radius_;
-  const fk::Tensor H = spectrum(x.dtype());
+  const fk::Tensor H = spectrum(x.dtype(), x.device());
   fk::Tensor y = spectral_filter(x.detach(), H, fft_shape_, zeros, crop, false);
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<FFTConvolutionBackward>();

@@ -4,7 +4,9 @@
 // (periodic = true). The point-spread function is a function of the grid
 // spacing, sampled at each resolution and normalised to unit sum, so every
 // curriculum stage sees the same physical blur. Kernel spectra are cached per
-// grid shape in a cache shared by all resolutions of one operator.
+// grid shape (and, for device input, per device: a device forward copies
+// nothing from the host, so a CUDA graph can capture it) in a cache shared by
+// all resolutions of one operator.
 // Per forward: rfftn, one complex multiply, irfftn, then a view (3 ops).
 // Input (..., *shape) real f32/f64 (leading dims are a batch); output the same
 // shape and dtype. Linear, homogeneity 1; autograd supplies the adjoint
@@ -13,7 +15,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
+#include "fk/device.h"
 #include "nefi/domain.h"
 #include "nefi/operators/operator.h"
 
@@ -60,8 +64,9 @@ class FFTConvolution : public Operator {
   const Domain& domain() const { return domain_; }
   // The sampled kernel at this operator's resolution (for tests and baselines).
   PsfSample kernel() const { return psf_(domain_.spacing()); }
-  // Spectrum of the kernel on the padded grid, complex (f32 -> c64, f64 -> c128).
-  fk::Tensor spectrum(fk::DType real_dtype) const;
+  // Spectrum of the kernel on the padded grid, complex (f32 -> c64, f64 -> c128),
+  // on `device` (computed on the host, copied once).
+  fk::Tensor spectrum(fk::DType real_dtype, fk::Device device = fk::kCPU) const;
   // Padded FFT length per axis.
   const std::vector<int64_t>& fft_shape() const { return fft_shape_; }
   bool periodic() const { return periodic_; }
@@ -69,7 +74,8 @@ class FFTConvolution : public Operator {
  private:
   struct Cache {
     std::mutex mu;
-    std::map<std::pair<std::vector<int64_t>, int>, fk::Tensor> spectra;
+    // (padded shape, dtype, device index or -1 for the host)
+    std::map<std::tuple<std::vector<int64_t>, int, int>, fk::Tensor> spectra;
   };
   void prepare();  // padded lengths and kernel radii at this resolution
   PsfFunction psf_;
