@@ -14,9 +14,11 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "fk/knobs.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/operator.h"
+#include "nefi/solve/adam.h"
 #include "nefi/solve/device_step_block.h"
 #include "nefi/solve/step_graph.h"
 
@@ -115,6 +117,9 @@ TEST(NefiStepGraphSwitch, DevicePiecesRefuseTheHost) {
   EXPECT_NE(error_of([] { nefi::StepGraph g(fk::kCPU, ""); }).find("a CUDA device"),
             std::string::npos);
   EXPECT_NE(error_of([] { nefi::DeviceStepBlock b(fk::kCPU, 1); }).find("a CUDA device"),
+            std::string::npos);
+  nefi::FusedAdam host_adam({fk::zeros({3})}, nefi::AdamOptions{});
+  EXPECT_NE(error_of([&] { host_adam.begin_device_step(1e-3); }).find("a CUDA device"),
             std::string::npos);
   if (fk::cuda::device_count() > 0) return;
   // Without a usable device the block's buffer cannot be made.
