@@ -10,8 +10,9 @@
 // Each iteration is one solve of kSteps steps (setup excluded); the time and
 // counters are over its steps after the first kSkip (warm-up and capture):
 // ms/step (the solver's own step time: host work, launches and the step's one
-// host read), launches/step (fk's launch counter: a replay counts one) and
-// graph_steps (how many of the stage's steps were replays).
+// host read), launches/step (fk's launch counter: a replay counts one, plus
+// the annealing gate's upload while bands still open) and graph_steps (how
+// many of the stage's steps were replays).
 // Reproduce (on a GPU machine; scripts/gpu-check runs it, also with ME_LAZY_SYNC=1):
 //   cmake --build build --target nefi_cuda_bench
 //   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceSolverStep
