@@ -7,6 +7,7 @@
 // they cannot use. The capture itself is tests/nefi/cuda/step_graph_test.cpp.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -79,13 +80,40 @@ TEST(NefiStepGraphSwitch, TheOptionOverridesTheKnobWhichDefaultsOn) {
   }
 }
 
+// NEFI_CUDA_GRAPH in the environment for the scope (no override in force).
+class KnobEnvironment {
+ public:
+  explicit KnobEnvironment(const char* value) {
+    if (const char* was = std::getenv("NEFI_CUDA_GRAPH")) was_ = was;
+    setenv("NEFI_CUDA_GRAPH", value, 1);
+  }
+  ~KnobEnvironment() {
+    if (was_)
+      setenv("NEFI_CUDA_GRAPH", was_->c_str(), 1);
+    else
+      unsetenv("NEFI_CUDA_GRAPH");
+  }
+  KnobEnvironment(const KnobEnvironment&) = delete;
+  KnobEnvironment& operator=(const KnobEnvironment&) = delete;
+
+ private:
+  std::optional<std::string> was_;
+};
+
 TEST(NefiStepGraphSwitch, AMalformedKnobNamesItself) {
-  KnobOverride bad("sometimes");
+  KnobOverride none(std::nullopt);
+  {
+    KnobEnvironment off("off");
+    EXPECT_FALSE(nefi::cuda_graph_enabled(std::nullopt));
+  }
+  KnobEnvironment bad("sometimes");
   const std::string e = error_of([] { nefi::cuda_graph_enabled(std::nullopt); });
   EXPECT_NE(e.find("NEFI_CUDA_GRAPH"), std::string::npos) << e;
   EXPECT_NE(e.find("sometimes"), std::string::npos) << e;
   // An explicit option does not read the knob at all.
   EXPECT_TRUE(nefi::cuda_graph_enabled(true));
+  // Nor can an override be malformed.
+  EXPECT_THROW(KnobOverride("maybe"), fk::Error);
 }
 
 TEST(NefiStepGraphSwitch, TheConfigKeyReachesTheSolverOptions) {
