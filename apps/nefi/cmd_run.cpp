@@ -150,6 +150,11 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   for (const auto& m : cfg.methods) {
     outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
     if (tty) std::fprintf(stderr, "\r\033[K");
+    if (r.verbose)
+      for (const auto& st : outs.back().result.stages)
+        if (!st.device_note.empty())
+          std::fprintf(stderr, "%s stage %s: %s\n", m.c_str(), st.name.c_str(),
+                       st.device_note.c_str());
   }
   select_metrics(outs, r.metrics);
   nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
@@ -193,6 +198,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--device", r.device,
                   "train the neural field on cpu (default) or cuda[:N] (operators without a "
                   "device path refuse)");
+  run->add_flag("--verbose,-v", r.verbose,
+                "per-stage notes on stderr (a device solve: CUDA graph replays, or why not)");
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
   run->footer(

@@ -24,6 +24,7 @@ struct RunRequest {
   std::string resume;
   std::string baseline;        // --baseline/-b: this one method instead of the config's
   std::string device = "cpu";  // --device: where the neural field trains
+  bool verbose = false;        // --verbose: per-stage notes (how device steps ran) on stderr
 };
 
 // configs/<instance>_smoke.yaml from the config search path; fk::Error

@@ -186,7 +186,9 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   cublasHandle_t h = handle_for(device);
-  check_blas(cublasSetStream(h, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+  // With fk's workspace, as gemm: a bare cublasSetStream would hand cuBLAS its
+  // own pool back (an allocation inside a captured CUDA graph).
+  bind_stream(g_handles[device], static_cast<cudaStream_t>(stream));
   check_blas(cublasGemmEx_64(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                              m, k, t.alpha, b, t.data, ldb, a, t.data, lda, t.beta, c, CUDA_R_32F,
                              ldc, t.compute, CUBLAS_GEMM_DEFAULT),

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/graph.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
@@ -125,7 +126,9 @@ PoolStats pool_stats(int device) {
     std::lock_guard<std::mutex> lock(s.mu);
     out = s.stats;
   }
-  if (device < device_count()) {
+  // The driver's figure is left out while a capture runs (the host-side
+  // counts are what a capture checks; the driver is not asked inside one).
+  if (device < device_count() && !capturing(device)) {
     cudaMemPool_t pool;
     if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
       uint64_t reserved = 0;
@@ -158,20 +161,34 @@ void set_current_stream(int device, void* stream) {
   state(device).stream.store(stream, std::memory_order_release);
 }
 
+namespace {
+// Inside a capture nothing may wait for the device: a host read there is the
+// caller's bug (or an op that cannot be captured), named here rather than
+// left to invalidate the capture with a bare CUDA error.
+void refuse_while_capturing(int device, const char* what) {
+  if (capturing(device))
+    throw Error("CUDA graph capture", "no host read or pageable host copy inside a captured step",
+                std::string(what) + " on cuda:" + std::to_string(device));
+}
+}  // namespace
+
 void synchronize(int device) {
   if (device >= device_count()) return;
+  refuse_while_capturing(device, "a stream synchronization (host read)");
   DeviceGuard g(device);
   check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
 }
 
 void after_op(int device) {
-  if (kLazySync.as_bool()) return;
+  if (capturing(device) || kLazySync.as_bool()) return;
   synchronize(device);
 }
 
 void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size_t nbytes) {
   if (nbytes == 0) return;
   int device = dst_device >= 0 ? dst_device : src_device;
+  if (dst_device < 0 || src_device < 0)
+    refuse_while_capturing(device, dst_device < 0 ? "a copy to the host" : "a copy from the host");
   // A copy between two devices runs on the destination's stream: the source's
   // stream must have finished writing src, and must not reuse src (freed in
   // its order) before the copy has read it, whatever ME_LAZY_SYNC says.

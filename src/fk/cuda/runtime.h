@@ -13,7 +13,9 @@ int device_count();
 bool built_with_cuda();
 const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" or "80,90,120"
 
-// Memory: the stream-ordered pool of the device's current stream.
+// Memory: the stream-ordered pool of the device's current stream. Inside a
+// stream capture (graph.h) allocations become the graph's own; `reserved`
+// (the driver's figure) reads 0 while one runs.
 struct PoolStats {
   int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
 };
@@ -29,7 +31,8 @@ void* current_stream(int device);
 void set_current_stream(int device, void* stream);
 void synchronize(int device);
 // Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
-// which case only host reads synchronize.
+// which case only host reads synchronize, or the stream is being captured
+// (graph.h: then synchronize and host copies throw instead).
 void after_op(int device);
 
 // Copies; `kind` of direction is implied by the devices (-1 = host).

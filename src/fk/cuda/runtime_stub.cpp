@@ -1,10 +1,11 @@
 // The CUDA host interface for builds without nvcc: no devices, and a clear error
 // for anything that would need one. Every function declared in runtime.h,
-// kernels.h, blas.h and fft.h is defined here, so fk's op files call the CUDA
+// graph.h, kernels.h, blas.h and fft.h is defined here, so fk's op files call the CUDA
 // launchers without #ifdefs (they are only reached with a CUDA tensor, which a
 // CPU-only build cannot make).
 #include "fk/cuda/blas.h"
 #include "fk/cuda/fft.h"
+#include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
@@ -47,6 +48,38 @@ void synchronize(int) {}
 void after_op(int) {}
 void copy_bytes(void*, int, const void*, int, size_t) {
   no_cuda("CUDA copy");
+}
+
+// graph.h
+void* create_stream(int) {
+  no_cuda("cuda::create_stream");
+}
+void destroy_stream(int, void*) {}
+void* pinned_allocate(size_t) {
+  no_cuda("cuda::pinned_allocate");
+}
+void pinned_free(void*) {}
+void copy_to_pinned_async(void*, const void*, int, size_t) {
+  no_cuda("cuda::copy_to_pinned_async");
+}
+void copy_from_pinned_async(void*, int, const void*, size_t) {
+  no_cuda("cuda::copy_from_pinned_async");
+}
+bool capturing(int) {
+  return false;
+}
+void begin_capture(int) {
+  no_cuda("CUDA graph capture");
+}
+GraphExec end_capture(int) {
+  no_cuda("CUDA graph capture");
+}
+void abort_capture(int) {}
+void launch_graph(const GraphExec&) {
+  no_cuda("CUDA graph launch");
+}
+void destroy_graph(GraphExec& g) {
+  g = GraphExec{};
 }
 
 // kernels.h

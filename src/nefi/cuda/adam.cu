@@ -1,9 +1,11 @@
 // The AdamW kernels (adam_kernels.h): the gradient's squared norm in two
-// fixed-order passes, and the fused elementwise update.
+// fixed-order passes, the fused elementwise update (scalars as arguments, or
+// read from a device step block), and the gather of a step's loss scalars.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
 #include "nefi/cuda/adam_kernels.h"
+#include "nefi/solve/device_step_slots.h"
 
 namespace nefi::cuda {
 namespace {
@@ -83,7 +85,7 @@ __device__ inline double root(double a) {
 }
 
 template <typename T>
-__global__ void adam_update_kernel(T* x, const T* g, T* m, T* v, int64_t n, AdamScalars<T> s) {
+__device__ void adam_update_loop(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
   const T one_b1 = sub(T(1), s.b1), one_b2 = sub(T(1), s.b2);
   FK_CUDA_LOOP(i, n) {
     const T xi = x[i];
@@ -93,6 +95,38 @@ __global__ void adam_update_kernel(T* x, const T* g, T* m, T* v, int64_t n, Adam
     m[i] = mi;
     v[i] = vi;
     x[i] = sub(mul(xi, s.decay), quot(mul(s.step, mi), add(mul(root(vi), s.inv_sqrt_bc2), s.eps)));
+  }
+}
+
+template <typename T>
+__global__ void adam_update_kernel(T* x, const T* g, T* m, T* v, int64_t n, AdamScalars<T> s) {
+  adam_update_loop(x, g, m, v, n, s);
+}
+
+template <typename T>
+__global__ void adam_update_gated_kernel(T* x, const T* g, T* m, T* v, int64_t n,
+                                         const double* block) {
+  if (!isfinite(block[kSlotTotal])) return;  // the NaN guard's skipped step
+  // FusedAdam::step's clip factor, each operation correctly rounded as on the host.
+  const double threshold = block[kSlotGradClip];
+  double clip = 1.0;
+  if (threshold > 0) {
+    const double norm = __dsqrt_rn(block[kSlotSqSum]);
+    if (norm > threshold) clip = __ddiv_rn(threshold, __dadd_rn(norm, 1e-6));
+  }
+  const double* a = block + kSlotAdamScalars;
+  const AdamScalars<T> s{static_cast<T>(clip), static_cast<T>(a[1]), static_cast<T>(a[2]),
+                         static_cast<T>(a[3]), static_cast<T>(a[4]), static_cast<T>(a[5]),
+                         static_cast<T>(a[6]), static_cast<T>(a[7])};
+  adam_update_loop(x, g, m, v, n, s);
+}
+
+__global__ void gather_scalars_kernel(GatherSources src, double* out) {
+  for (int i = 0; i < src.count; ++i) {
+    const void* p = src.ptr[i];
+    out[i] = p == nullptr ? 0.0
+             : src.f64[i] ? *static_cast<const double*>(p)
+                          : static_cast<double>(*static_cast<const float*>(p));
   }
 }
 
@@ -123,11 +157,29 @@ void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScala
   check_launch("nefi::cuda::adam_update");
 }
 
+template <typename T>
+void launch_adam_update_gated(T* x, const T* g, T* m, T* v, int64_t n, const double* block,
+                              void* stream) {
+  if (n == 0) return;
+  adam_update_gated_kernel<T>
+      <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, g, m, v, n, block);
+  check_launch("nefi::cuda::adam_update_gated");
+}
+
+void launch_gather_scalars(const GatherSources& src, double* out, void* stream) {
+  gather_scalars_kernel<<<1, 1, 0, as_stream(stream)>>>(src, out);
+  check_launch("nefi::cuda::gather_scalars");
+}
+
 template void launch_sum_sq_partials<float>(const float*, int64_t, double*, void*);
 template void launch_sum_sq_partials<double>(const double*, int64_t, double*, void*);
 template void launch_adam_update<float>(float*, const float*, float*, float*, int64_t,
                                         const AdamScalars<float>&, void*);
 template void launch_adam_update<double>(double*, const double*, double*, double*, int64_t,
                                          const AdamScalars<double>&, void*);
+template void launch_adam_update_gated<float>(float*, const float*, float*, float*, int64_t,
+                                              const double*, void*);
+template void launch_adam_update_gated<double>(double*, const double*, double*, double*, int64_t,
+                                               const double*, void*);
 
 }  // namespace nefi::cuda

@@ -35,7 +35,7 @@ cuda::AdamScalars<T> rounded(const AdamScalars& s) {
 
 }  // namespace
 
-double device_grad_sq_sum(const std::vector<fk::Tensor>& grads) {
+void enqueue_grad_sq_sum(const std::vector<fk::Tensor>& grads, double* out) {
   const fk::Tensor* first = nullptr;
   int64_t blocks = 0;
   for (const fk::Tensor& g : grads) {
@@ -44,25 +44,33 @@ double device_grad_sq_sum(const std::vector<fk::Tensor>& grads) {
     check_operand(g, *first, "gradient");
     blocks += cuda::sum_sq_blocks(g.numel());
   }
-  if (!first) return 0;
+  FK_CHECK(first != nullptr, kWhere, "at least one gradient", "none defined");
   const int device = first->device().index;
   fk::cuda::detail::DeviceGuard guard(device);
   void* stream = fk::cuda::current_stream(device);
-  const fk::TensorOptions f64{fk::DType::F64, first->device()};
-  fk::Tensor partials = fk::empty({blocks}, f64), total = fk::empty({1}, f64);
+  fk::Tensor partials = fk::empty({blocks}, {fk::DType::F64, first->device()});
   int64_t at = 0;
   for (const fk::Tensor& g : grads) {
     if (!g.defined()) continue;
-    double* out = partials.data<double>() + at;
+    double* part = partials.data<double>() + at;
     if (g.dtype() == fk::DType::F64)
-      cuda::launch_sum_sq_partials(g.data<double>(), g.numel(), out, stream);
+      cuda::launch_sum_sq_partials(g.data<double>(), g.numel(), part, stream);
     else
-      cuda::launch_sum_sq_partials(g.data<float>(), g.numel(), out, stream);
+      cuda::launch_sum_sq_partials(g.data<float>(), g.numel(), part, stream);
     fk::profile::count_launch();
     at += cuda::sum_sq_blocks(g.numel());
   }
-  cuda::launch_sum_partials(partials.data<double>(), blocks, total.data<double>(), stream);
+  cuda::launch_sum_partials(partials.data<double>(), blocks, out, stream);
   fk::profile::count_launch();
+}
+
+double device_grad_sq_sum(const std::vector<fk::Tensor>& grads) {
+  const fk::Tensor* first = nullptr;
+  for (const fk::Tensor& g : grads)
+    if (g.defined() && !first) first = &g;
+  if (!first) return 0;
+  fk::Tensor total = fk::empty({1}, {fk::DType::F64, first->device()});
+  enqueue_grad_sq_sum(grads, total.data<double>());
   return total.to(fk::kCPU).data<double>()[0];  // the step's host read (synchronizes)
 }
 
@@ -82,6 +90,50 @@ void adam_update_device(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::T
   else
     cuda::launch_adam_update(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(),
                              p.numel(), rounded<float>(s), stream);
+  fk::profile::count_launch();
+  fk::cuda::after_op(device);
+}
+
+void adam_update_device_gated(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v,
+                              const double* block) {
+  check_operand(p, p, "parameter");
+  check_operand(g, p, "gradient");
+  check_operand(m, p, "first moment");
+  check_operand(v, p, "second moment");
+  const int device = p.device().index;
+  fk::cuda::detail::DeviceGuard guard(device);
+  void* stream = fk::cuda::current_stream(device);
+  if (p.dtype() == fk::DType::F64)
+    cuda::launch_adam_update_gated(p.data<double>(), g.data<double>(), m.data<double>(),
+                                   v.data<double>(), p.numel(), block, stream);
+  else
+    cuda::launch_adam_update_gated(p.data<float>(), g.data<float>(), m.data<float>(),
+                                   v.data<float>(), p.numel(), block, stream);
+  fk::profile::count_launch();
+  fk::cuda::after_op(device);
+}
+
+void enqueue_gather_scalars(const std::vector<fk::Tensor>& scalars, double* out) {
+  FK_CHECK(!scalars.empty() && scalars.size() <= static_cast<size_t>(cuda::kMaxGathered),
+           "nefi::enqueue_gather_scalars", "1.." + std::to_string(cuda::kMaxGathered) + " scalars",
+           std::to_string(scalars.size()));
+  cuda::GatherSources src{};
+  int device = -1;
+  for (const fk::Tensor& t : scalars) {
+    const int i = src.count++;
+    if (!t.defined()) continue;
+    FK_CHECK(t.device().is_cuda() && t.numel() == 1 &&
+                 (t.dtype() == fk::DType::F32 || t.dtype() == fk::DType::F64) &&
+                 (device < 0 || t.device().index == device),
+             "nefi::enqueue_gather_scalars", "one-element f32/f64 tensors on one CUDA device",
+             std::string(fk::name(t.dtype())) + " " + t.shape().str() + " on " + t.device().str());
+    device = t.device().index;
+    src.ptr[i] = t.data_ptr();
+    src.f64[i] = t.dtype() == fk::DType::F64;
+  }
+  FK_CHECK(device >= 0, "nefi::enqueue_gather_scalars", "at least one defined scalar", "none");
+  fk::cuda::detail::DeviceGuard guard(device);
+  cuda::launch_gather_scalars(src, out, fk::cuda::current_stream(device));
   fk::profile::count_launch();
   fk::cuda::after_op(device);
 }

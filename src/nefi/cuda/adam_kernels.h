@@ -34,4 +34,24 @@ template <typename T>
 void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s,
                         void* stream);
 
+// The same update with its scalars read from the device step block
+// (solve/adam_device.h, DeviceStepSlot) when the kernel runs, so one launch
+// serves every step of a captured CUDA graph: the f64 AdamScalars (clip slot
+// unused), the clip threshold and the squared gradient norm give the clip
+// factor as FusedAdam::step computes it on the host, each scalar is rounded
+// to T once, and nothing is written when the block's loss total is not finite.
+template <typename T>
+void launch_adam_update_gated(T* x, const T* g, T* m, T* v, int64_t n, const double* block,
+                              void* stream);
+
+// Up to kMaxGathered one-element f32/f64 tensors, widened to f64 into
+// out[0..count) by one single-thread launch (a null pointer gives 0).
+constexpr int kMaxGathered = 32;
+struct GatherSources {
+  const void* ptr[kMaxGathered];
+  bool f64[kMaxGathered];
+  int count;
+};
+void launch_gather_scalars(const GatherSources& src, double* out, void* stream);
+
 }  // namespace nefi::cuda

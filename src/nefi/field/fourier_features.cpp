@@ -31,6 +31,47 @@ void FourierFeatures::clear_cache() {
   gate_ = fk::Tensor();
   key_ptr_ = nullptr;
   gate_progress_ = -1;
+  last_progress_ = -1;
+}
+
+bool FourierFeatures::all_open(double progress) const {
+  for (int k = 0; k < n_octaves_; ++k)
+    if (band_weight(k, progress) < 1.0) return false;
+  return true;
+}
+
+fk::Tensor FourierFeatures::gate_row(double progress) const {
+  const int D = out_dim();
+  std::vector<double> g(D, 1.0);
+  int c = include_input_ ? in_dim_ : 0;
+  for (int k = 0; k < n_octaves_; ++k) {
+    const double w = band_weight(k, progress);
+    for (int a = 0; a < 2 * in_dim_; ++a) g[c + a] = w;
+    c += 2 * in_dim_;
+  }
+  fk::Tensor row = fk::empty({D}, {base_.dtype()});
+  if (base_.dtype() == fk::DType::F64) {
+    std::copy(g.begin(), g.end(), row.data<double>());
+  } else {
+    FK_CHECK(base_.dtype() == fk::DType::F32, "nefi::FourierFeatures", "f32 or f64 coordinates",
+             fk::name(base_.dtype()));
+    std::transform(g.begin(), g.end(), row.data<float>(),
+                   [](double v) { return static_cast<float>(v); });
+  }
+  return row;
+}
+
+bool FourierFeatures::retarget(double progress) {
+  if (device_.is_cpu() || !base_.defined() || last_progress_ < 0) return false;
+  const bool was_open = all_open(last_progress_), open = all_open(progress);
+  if (was_open || open) return was_open && open;
+  // Both gated: gate_ is the last forward's row, on the device.
+  if (gate_progress_ != progress) {
+    gate_.copy_(gate_row(progress));
+    gate_progress_ = progress;
+  }
+  last_progress_ = progress;
+  return true;
 }
 
 void FourierFeatures::to(fk::Device d) {
@@ -70,27 +111,11 @@ fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
     key_shape_ = coords.shape();
     gate_progress_ = -1;
   }
-  bool all_open = true;
-  for (int k = 0; k < n_octaves_; ++k) all_open = all_open && band_weight(k, progress) >= 1.0;
-  if (all_open) return base_;
+  last_progress_ = progress;
+  if (all_open(progress)) return base_;
   if (!gate_.defined() || gate_progress_ != progress) {
-    std::vector<double> g(D, 1.0);
-    int c = include_input_ ? in_dim_ : 0;
-    for (int k = 0; k < n_octaves_; ++k) {
-      const double w = band_weight(k, progress);
-      for (int a = 0; a < 2 * in_dim_; ++a) g[c + a] = w;
-      c += 2 * in_dim_;
-    }
-    // Written in place (no op): the gate changes at every annealing step.
-    gate_ = fk::empty({D}, {base_.dtype()});
-    if (base_.dtype() == fk::DType::F64) {
-      std::copy(g.begin(), g.end(), gate_.data<double>());
-    } else {
-      FK_CHECK(base_.dtype() == fk::DType::F32, "nefi::FourierFeatures", "f32 or f64 coordinates",
-               fk::name(base_.dtype()));
-      std::transform(g.begin(), g.end(), gate_.data<float>(),
-                     [](double v) { return static_cast<float>(v); });
-    }
+    // Written on the host (no op): the gate changes at every annealing step.
+    gate_ = gate_row(progress);
     if (!device_.is_cpu()) gate_ = gate_.to(device_);
     gate_progress_ = progress;
   }

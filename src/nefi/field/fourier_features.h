@@ -27,6 +27,13 @@ class FourierFeatures {
   // Gate of band k at `progress` (1 when annealing is off).
   double band_weight(int k, double progress) const;
   fk::Tensor forward(const fk::Tensor& coords, double progress);
+  // Readies a forward at `progress` to enqueue exactly the device work of the
+  // last forward (same kernels, same buffers), so a CUDA graph that captured
+  // that forward stays valid: true when both are fully open, or both gated
+  // and the gate row was rewritten in place (same values a fresh forward
+  // would upload); false on the host, before any forward, or when bands
+  // opening changes the work (the caller captures again).
+  bool retarget(double progress);
   void clear_cache();
   // Where forward's result lives (the coordinates stay on the host).
   void to(fk::Device d);
@@ -41,9 +48,12 @@ class FourierFeatures {
   uint32_t key_version_ = 0;
   fk::Dims key_shape_;
   fk::Tensor base_;
+  bool all_open(double progress) const;
+  fk::Tensor gate_row(double progress) const;  // on the host, in base_'s dtype
   // Cached gate row for the last progress value.
   double gate_progress_ = -1;
   fk::Tensor gate_;
+  double last_progress_ = -1;  // of the last forward
 };
 
 }  // namespace nefi

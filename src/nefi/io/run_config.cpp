@@ -75,13 +75,15 @@ void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::stri
 }
 
 void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string& path) {
-  check_keys(s, path, "solver", {"nan_guard", "checkpoint_every", "max_bad_steps"});
+  check_keys(s, path, "solver", {"nan_guard", "checkpoint_every", "max_bad_steps", "cuda_graph"});
   if (s["nan_guard"]) cfg.nan_guard = scalar_as<bool>(s["nan_guard"], path, "nan_guard", "a bool");
   if (s["checkpoint_every"])
     cfg.checkpoint_every =
         scalar_as<int64_t>(s["checkpoint_every"], path, "checkpoint_every", "an integer");
   if (s["max_bad_steps"])
     cfg.max_bad_steps = scalar_as<int64_t>(s["max_bad_steps"], path, "max_bad_steps", "an integer");
+  if (s["cuda_graph"])
+    cfg.cuda_graph = scalar_as<bool>(s["cuda_graph"], path, "cuda_graph", "a bool");
 }
 
 void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
@@ -190,9 +192,11 @@ void set_solver(RunConfig& cfg, const std::string& attr, const std::string& valu
     cfg.checkpoint_every = YAML::Load(value).as<int64_t>();
   } else if (attr == "max_bad_steps") {
     cfg.max_bad_steps = YAML::Load(value).as<int64_t>();
+  } else if (attr == "cuda_graph") {
+    cfg.cuda_graph = YAML::Load(value).as<bool>();
   } else {
     throw fk::Error("--set solver." + attr,
-                    "a solver switch (nan_guard, checkpoint_every, max_bad_steps)",
+                    "a solver switch (nan_guard, checkpoint_every, max_bad_steps, cuda_graph)",
                     "'" + attr + "'");
   }
 }
@@ -247,8 +251,9 @@ std::string to_yaml(const RunConfig& cfg) {
     os << "  " << e.key << ": " << Params::render(e.value) << "\n";
   os << "solver:\n  nan_guard: " << (cfg.nan_guard ? "true" : "false")
      << "\n  checkpoint_every: " << cfg.checkpoint_every
-     << "\n  max_bad_steps: " << cfg.max_bad_steps << "\nrun:\n  seed: " << cfg.seed
-     << "\n  methods: [";
+     << "\n  max_bad_steps: " << cfg.max_bad_steps;
+  if (cfg.cuda_graph) os << "\n  cuda_graph: " << (*cfg.cuda_graph ? "true" : "false");
+  os << "\nrun:\n  seed: " << cfg.seed << "\n  methods: [";
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
@@ -261,6 +266,7 @@ SolverOptions solver_options(const RunConfig& cfg) {
   so.max_total_steps = static_cast<int>(cfg.max_total_steps);
   so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
   so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  so.cuda_graph = cfg.cuda_graph;
   return so;
 }
 

@@ -3,13 +3,16 @@
 // methods, the seed and solver switches. Config files (YAML):
 //   instance: <name>
 //   config:  {<instance keys>}     unknown or mistyped keys are errors
-//   solver:  {nan_guard, checkpoint_every, max_bad_steps}
+//   solver:  {nan_guard, checkpoint_every, max_bad_steps, cuda_graph}
+//            (cuda_graph: a device solve's step as one CUDA graph; unset:
+//            the NEFI_CUDA_GRAPH knob, default on)
 //   run:     {seed, methods: [...], max_total_steps}
 // --set KEY=VALUE accepts an instance key (optionally `config.KEY`),
 // `run.seed`, `run.max_total_steps`, `solver.KEY`, `optim.ATTR` (the
 // optimizer's keys: optimizer, weight_decay, grad_clip, lbfgs_*) and
 // `stage.ATTR` (a per-stage key the instance declares; `stage.steps=N` gives
 // every stage N steps). An unknown attribute is an error listing the valid ones.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@ struct RunConfig {
   bool nan_guard = true;
   int64_t checkpoint_every = 25;
   int64_t max_bad_steps = 10;
+  std::optional<bool> cuda_graph;  // written to YAML only when set
   bool smoke = false;
   // Caps a method's total steps, each stage scaled alike (the reference's
   // scale_budget with at least 2 steps a stage; 0: the curriculum's budget).
@@ -41,7 +45,7 @@ RunConfig load_run_config_file(const std::string& path);
 void apply_set(RunConfig& cfg, const std::string& assignment);
 std::string to_yaml(const RunConfig& cfg);
 // The solver switches cfg carries: the NaN guard, its checkpoint cadence and
-// bad-step limit, and the step cap (max_total_steps).
+// bad-step limit, the step cap (max_total_steps) and cuda_graph.
 SolverOptions solver_options(const RunConfig& cfg);
 // 8 hex digits over the effective config (and anything else in `extra`).
 std::string config_hash(const RunConfig& cfg, const std::string& extra = "");

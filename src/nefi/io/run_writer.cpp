@@ -46,7 +46,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                    {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
     nlohmann::json stages = nlohmann::json::array();
-    for (const auto& s : r.stages)
+    for (const auto& s : r.stages) {
       stages.push_back({{"name", s.name},
                         {"shape", s.shape.vec()},
                         {"steps", s.steps},
@@ -58,6 +58,11 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                         {"final_progress", s.final_progress},
                         {"ops_per_step", s.steps ? static_cast<double>(s.ops) / s.steps : 0.0},
                         {"ms_per_step", s.steps ? 1e3 * s.seconds / s.steps : 0.0}});
+      if (!s.device_note.empty()) {  // device solves: CUDA graph replays, or why none
+        stages.back()["device_note"] = s.device_note;
+        stages.back()["graph_steps"] = s.graph_steps;
+      }
+    }
     m["stage_results"] = stages;
     j["methods"][o.method] = m;
     fk::write_npy(dir + "/" + o.method + ".npy", o.reconstruction);

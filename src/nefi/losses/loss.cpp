@@ -2,6 +2,8 @@
 
 #include "fk/autograd.h"
 #include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/profile.h"
 #include "nefi/scalar.h"
 
@@ -22,6 +24,7 @@ struct WeightedSumBackward : fk::autograd::Node {
   const char* name() const override { return "WeightedSumBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("weighted_sum_backward");
+    if (grads[0].device().is_cuda()) return apply_on_device(grads[0]);
     const double g = scalar_value(grads[0]);
     std::vector<fk::Tensor> out;
     for (size_t i = 0; i < weights.size(); ++i)
@@ -29,19 +32,42 @@ struct WeightedSumBackward : fk::autograd::Node {
                                : fk::Tensor());
     return out;
   }
+  // The same g * w_i (f64, rounded to each term's dtype once) without a host
+  // read, so a device step stays capturable as one CUDA graph.
+  std::vector<fk::Tensor> apply_on_device(const fk::Tensor& g) const {
+    fk::autograd::NoGradGuard ng;
+    const fk::Tensor g64 = g.to(fk::DType::F64);
+    std::vector<fk::Tensor> out;
+    for (size_t i = 0; i < weights.size(); ++i)
+      out.push_back(next[i].fn ? fk::mul(g64, weights[i]).to(dtypes[i]) : fk::Tensor());
+    return out;
+  }
 };
+
+// weighted_sum's value on the terms' CUDA device: the host loop's f64
+// products and sums, in its order, as device ops (no host read).
+fk::Tensor weighted_total_on_device(const std::vector<fk::Tensor>& terms,
+                                    const std::vector<double>& w, fk::DType dt) {
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor total = fk::zeros(fk::Dims{}, {fk::DType::F64, terms.front().device()});
+  for (size_t i = 0; i < terms.size(); ++i)
+    total = fk::add(total, fk::mul(terms[i].detach().to(fk::DType::F64), w[i]));
+  return total.to(dt);
+}
 
 fk::Tensor weighted_sum(const std::vector<fk::Tensor>& terms, const std::vector<double>& w) {
   fk::profile::OpScope scope("weighted_sum");
-  double total = 0;
   fk::DType dt = fk::DType::F32;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    total += w[i] * scalar_value(terms[i]);
-    if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
+  for (const fk::Tensor& t : terms)
+    if (t.dtype() == fk::DType::F64) dt = fk::DType::F64;
+  fk::Tensor out;
+  if (terms.front().device().is_cuda()) {
+    out = weighted_total_on_device(terms, w, dt);
+  } else {
+    double total = 0;
+    for (size_t i = 0; i < terms.size(); ++i) total += w[i] * scalar_value(terms[i]);
+    out = make_scalar(total, dt);
   }
-  // The terms were read anyway (the step's host reads); the total goes back
-  // to their device so backward starts there.
-  fk::Tensor out = on(make_scalar(total, dt), terms.front().device());
   if (fk::autograd::any_needs_grad(terms)) {
     auto node = std::make_shared<WeightedSumBackward>();
     node->weights = w;

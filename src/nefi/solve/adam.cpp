@@ -6,6 +6,7 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/solve/adam_device.h"
+#include "nefi/solve/device_step_slots.h"
 
 namespace nefi {
 namespace {
@@ -105,19 +106,48 @@ void FusedAdam::zero_grad() {
   for (const fk::Tensor& p : params_) p.set_grad(fk::Tensor());
 }
 
+// The gradients step() updates with: p's dtype, contiguous.
+std::vector<fk::Tensor> FusedAdam::update_grads() const {
+  std::vector<fk::Tensor> grads;
+  for (const fk::Tensor& p : params_) {
+    fk::Tensor g = p.grad();
+    if (g.defined() && (g.dtype() != p.dtype() || !g.is_contiguous()))
+      g = g.to(p.dtype()).contiguous();
+    grads.push_back(g);
+  }
+  return grads;
+}
+
+AdamScalars FusedAdam::begin_device_step(double lr) {
+  FK_CHECK(!on_cpu(), "FusedAdam::begin_device_step", "parameters on a CUDA device", "the CPU");
+  ++t_;
+  return adam_scalars(lr, 1.0, opt_, t_);
+}
+
+void FusedAdam::enqueue_device_step(double* block) {
+  fk::profile::OpScope scope("adam_step_gated");
+  const std::vector<fk::Tensor> grads = update_grads();
+  bool any = false;
+  for (const fk::Tensor& g : grads) any = any || g.defined();
+  if (!any) return;
+  enqueue_grad_sq_sum(grads, block + kSlotSqSum);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grads[i].defined()) continue;  // left alone, as in step()
+    adam_update_device_gated(params_[i], grads[i], m_[i], v_[i], block);
+    params_[i].bump_version();
+  }
+}
+
 double FusedAdam::step(double lr) {
   std::vector<fk::Tensor> grads;
   double sq = 0;
   {
     fk::profile::OpScope scope("adam_grad_norm");
-    for (const fk::Tensor& p : params_) {
-      fk::Tensor g = p.grad();
-      if (g.defined() && (g.dtype() != p.dtype() || !g.is_contiguous()))
-        g = g.to(p.dtype()).contiguous();
-      grads.push_back(g);
-      if (g.defined() && on_cpu())
-        sq += p.dtype() == fk::DType::F64 ? sum_sq<double>(g) : sum_sq<float>(g);
-    }
+    grads = update_grads();
+    for (size_t i = 0; i < grads.size() && on_cpu(); ++i)
+      if (grads[i].defined())
+        sq += params_[i].dtype() == fk::DType::F64 ? sum_sq<double>(grads[i])
+                                                   : sum_sq<float>(grads[i]);
     if (!on_cpu()) sq = device_grad_sq_sum(grads);
   }
   const double norm = std::sqrt(sq);

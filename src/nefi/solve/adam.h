@@ -45,6 +45,14 @@ class FusedAdam {
   double step(double lr);
   void reset_state();
   void zero_grad();
+  // step(lr) split for a step that reads nothing back (solve/device_step.h;
+  // device parameters only): begin_device_step counts the step and returns
+  // its scalars for the host to upload into the device step block (clip 1:
+  // the device computes it from the norm); enqueue_device_step enqueues the
+  // gradient norm into the block and the gated update that reads it.
+  AdamScalars begin_device_step(double lr);
+  void enqueue_device_step(double* block);
+  const AdamOptions& options() const { return opt_; }
   const std::vector<fk::Tensor>& params() const { return params_; }
   int64_t steps() const { return t_; }
   bool on_cpu() const { return params_.empty() || params_.front().device().is_cpu(); }
@@ -55,6 +63,7 @@ class FusedAdam {
   void load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v, int64_t t);
 
  private:
+  std::vector<fk::Tensor> update_grads() const;
   std::vector<fk::Tensor> params_, m_, v_;
   AdamOptions opt_;
   int64_t t_ = 0;

@@ -23,4 +23,19 @@ void adam_update_device(fk::Tensor& p, const fk::Tensor&, fk::Tensor&, fk::Tenso
   refuse(p);
 }
 
+void enqueue_grad_sq_sum(const std::vector<fk::Tensor>& grads, double*) {
+  for (const fk::Tensor& g : grads)
+    if (g.defined()) refuse(g);
+}
+
+void adam_update_device_gated(fk::Tensor& p, const fk::Tensor&, fk::Tensor&, fk::Tensor&,
+                              const double*) {
+  refuse(p);
+}
+
+void enqueue_gather_scalars(const std::vector<fk::Tensor>& scalars, double*) {
+  for (const fk::Tensor& s : scalars)
+    if (s.defined()) refuse(s);
+}
+
 }  // namespace nefi

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "fk/amp.h"
@@ -14,77 +15,27 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/adam_device.h"
 #include "nefi/solve/checkpoint.h"
+#include "nefi/solve/device_step_block.h"
+#include "nefi/solve/device_step_slots.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/lbfgs.h"
+#include "nefi/solve/parameter_buffers.h"
+#include "nefi/solve/step_graph.h"
 
 namespace nefi {
 namespace {
 
+using detail::ema_update;
+using detail::gather;
+using detail::restore;
+using detail::scatter;
+using detail::snapshot;
+
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::vector<fk::Tensor> snapshot(const std::vector<fk::Tensor>& params) {
-  fk::autograd::NoGradGuard ng;
-  std::vector<fk::Tensor> s;
-  for (const auto& p : params) s.push_back(p.detach().clone());
-  return s;
-}
-
-void restore(std::vector<fk::Tensor>& params, const std::vector<fk::Tensor>& snap) {
-  fk::autograd::NoGradGuard ng;
-  for (size_t i = 0; i < params.size(); ++i) {
-    fk::Tensor d = params[i].detach();
-    d.copy_(snap[i]);
-  }
-}
-
-// shadow <- decay * shadow + (1 - decay) * p, in one pass per buffer.
-void ema_update(std::vector<fk::Tensor>& shadow, const std::vector<fk::Tensor>& params,
-                double decay) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    fk::profile::OpScope scope("ema_update");
-    const int64_t n = params[i].numel();
-    if (params[i].dtype() == fk::DType::F64) {
-      double* s = shadow[i].data<double>();
-      const double* p = params[i].data<double>();
-      for (int64_t j = 0; j < n; ++j) s[j] = decay * s[j] + (1 - decay) * p[j];
-    } else {
-      float* s = shadow[i].data<float>();
-      const float* p = params[i].data<float>();
-      const float d = static_cast<float>(decay);
-      for (int64_t j = 0; j < n; ++j) s[j] = d * s[j] + (1 - d) * p[j];
-    }
-  }
-}
-
-// Host copies of the trainable parameters for L-BFGS (one flat vector).
-std::vector<double> gather(const std::vector<fk::Tensor>& params, bool grads) {
-  std::vector<double> out;
-  for (const auto& p : params) {
-    const fk::Tensor t = grads ? p.grad() : p;
-    if (!t.defined()) {
-      out.insert(out.end(), static_cast<size_t>(p.numel()), 0.0);
-      continue;
-    }
-    const auto v = t.to_vector<double>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
-void scatter(std::vector<fk::Tensor>& params, const std::vector<double>& x) {
-  fk::autograd::NoGradGuard ng;
-  size_t off = 0;
-  for (auto& p : params) {
-    const auto n = static_cast<size_t>(p.numel());
-    std::vector<double> seg(x.begin() + off, x.begin() + off + n);
-    fk::Tensor d = p.detach();
-    d.copy_(fk::from_vector(seg, p.shape()));
-    off += n;
-  }
 }
 
 // The trainable parameters of a stage: the field's flat buffer, then the operator's.
@@ -186,14 +137,24 @@ class StageRun {
     fk::Tensor pred;
     LossSet::Value val;
     double total = 0;
+    // A device step's values, read back in its one copy (components: 0 for
+    // a zero-weight term; discrepancy_mse: when the stopping rule needs it).
+    std::optional<std::vector<double>> components;
+    std::optional<double> discrepancy_mse;
   };
   void lbfgs_step(int t, double lr, StepValue& v);
   // False when the loss is not finite: the parameters are restored and the step skipped.
   bool adam_step(int t, double lr, StepValue& v);
+  bool non_finite_step(int t, double total);
+  // The device path: the same step enqueued without host reads (captured as
+  // a CUDA graph when allowed), its scalars read back once at its end.
+  bool device_step(int t, double lr, StepValue& v);
+  void enqueue_device_step(int t);
+  int64_t step_shape();
   double record(History& history, int t, int global, double lr, const StepValue& v);
   void save(int t, int global) const;
   // Calls the callbacks and applies the stopping rules; nullptr: go on.
-  const char* stop_reason(const StepInfo& info, const fk::Tensor& pred, Clock::time_point t_run,
+  const char* stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
                           bool& run_over);
 
   const Curriculum& cur_;
@@ -220,6 +181,13 @@ class StageRun {
   int t0_ = 0;            // the first step (after a resume, the one after the saved step)
   double best_ = std::numeric_limits<double>::infinity();  // early stopping's best data loss
   int since_best_ = 0;
+  // Device runs: the step's scalars block, then the graph (destroyed first:
+  // it restores the device's stream after a sync).
+  const bool discrepancy_on_device_;
+  std::unique_ptr<DeviceStepBlock> block_;
+  std::unique_ptr<StepGraph> graph_;
+  int64_t shape_ = 0;           // bumped when the step's host-side structure changes
+  double shape_progress_ = -1;  // the progress step_shape last saw
 };
 
 fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
@@ -248,7 +216,8 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
       params_(start_stage_field(field_, domain_, *op_)),
       adam_(params_, adam_options(cur.optim)),
       use_lbfgs_(cur.optim.optimizer == "lbfgs"),
-      lbfgs_(cur.optim.lbfgs) {
+      lbfgs_(cur.optim.lbfgs),
+      discrepancy_on_device_(opt.device.is_cuda() && cur.discrepancy_tau && obs_.has_noise()) {
   if (field_.autocast() == fk::DType::F16) scaler_.emplace();
   if (use_lbfgs_) xh_ = gather(params_, false);
   good_ = snapshot(params_);
@@ -258,6 +227,14 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
                                   &cur_.optim, params_});
   sr_.name = stage_.name;
   sr_.shape = domain_.shape();
+  if (!opt_.device.is_cuda()) return;
+  // The total, every component, and the discrepancy's MSE when it is needed.
+  const int gathered = 1 + static_cast<int>(losses_.terms().size()) + discrepancy_on_device_;
+  block_ = std::make_unique<DeviceStepBlock>(opt_.device, gathered);
+  const std::string refusal = cuda_graph_enabled(opt_.cuda_graph)
+                                  ? step_graph_refusal(*op_, opt_.device)
+                                  : "NEFI_CUDA_GRAPH=0 or SolverOptions::cuda_graph off";
+  graph_ = std::make_unique<StepGraph>(opt_.device, refusal);
 }
 
 void StageRun::resume(const Checkpoint& ck, const std::string& path) {
@@ -307,19 +284,7 @@ bool StageRun::adam_step(int t, double lr, StepValue& v) {
   LossContext ctx{&fields, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
   v.val = losses_.forward(ctx);
   v.total = scalar_value(v.val.total);
-  if (!std::isfinite(v.total)) {
-    FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
-             std::to_string(v.total) + " at stage " + stage_.name + " step " + std::to_string(t));
-    ++bad_;
-    FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
-             "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
-             "a persistent non-finite loss at stage " + stage_.name);
-    restore(params_, good_);
-    lr_mult_ *= 0.5;
-    adam_.reset_state();
-    return false;
-  }
-  bad_ = 0;
+  if (non_finite_step(t, v.total)) return false;
   adam_.zero_grad();
   if (scaler_) {
     scaler_->scale(v.val.total).backward();
@@ -335,10 +300,89 @@ bool StageRun::adam_step(int t, double lr, StepValue& v) {
   return true;
 }
 
+// The NaN guard: true (the step is skipped) when `total` is not finite.
+bool StageRun::non_finite_step(int t, double total) {
+  if (std::isfinite(total)) {
+    bad_ = 0;
+    return false;
+  }
+  FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+           std::to_string(total) + " at stage " + stage_.name + " step " + std::to_string(t));
+  ++bad_;
+  FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
+           "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+           "a persistent non-finite loss at stage " + stage_.name);
+  restore(params_, good_);
+  lr_mult_ *= 0.5;
+  adam_.reset_state();  // new moment buffers: a captured graph would update the old ones
+  if (graph_) graph_->invalidate();
+  return true;
+}
+
+// Everything one device step does, enqueued on the current stream with no
+// host read: the inputs' upload, forward, losses, the gather of the scalars,
+// backward, the gradient norm and the gated AdamW update, the outputs'
+// download. Every tensor it makes dies inside it (a graph replay owns none).
+// The step index and progress it hands the losses are the capture's: no loss
+// reads them (LossContext::step, ::progress), and the field's annealing gate
+// is rewritten in place through step_shape.
+void StageRun::enqueue_device_step(int t) {
+  // The gradients die with the step, also when a capture fails part-way
+  // (they would hold memory of the discarded graph).
+  struct DropGrads {
+    FusedAdam& adam;
+    ~DropGrads() { adam.zero_grad(); }
+  } drop{adam_};
+  block_->enqueue_upload();
+  FieldMap fields = field_.forward(domain_, progress_);
+  fk::Tensor pred = op_->forward(fields);
+  LossContext ctx{&fields, pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+  LossSet::Value val = losses_.forward(ctx);
+  std::vector<fk::Tensor> gathered{val.total};
+  gathered.insert(gathered.end(), val.components.begin(), val.components.end());
+  if (discrepancy_on_device_) {
+    fk::autograd::NoGradGuard ng;
+    gathered.push_back(masked_mse(pred.detach(), obs_.data, obs_.mask));
+  }
+  enqueue_gather_scalars(gathered, block_->device_block() + kSlotGathered);
+  adam_.zero_grad();
+  val.total.backward(unit_seed(val.total));
+  adam_.enqueue_device_step(block_->device_block());
+  block_->enqueue_download();
+}
+
+// The host-side structure of the next step: the same number while only the
+// learning rate and step count change (both are block inputs) and while the
+// field's annealing gate can be rewritten in place.
+int64_t StageRun::step_shape() {
+  if (progress_ != shape_progress_) {
+    auto* nf = dynamic_cast<NeuralField*>(&field_);
+    if (!(nf && nf->encoding().retarget(progress_))) ++shape_;
+    shape_progress_ = progress_;
+  }
+  return shape_;
+}
+
+bool StageRun::device_step(int t, double lr, StepValue& v) {
+  block_->set_inputs(adam_.begin_device_step(lr), cur_.optim.grad_clip);
+  const int64_t shape = graph_->refused() ? 0 : step_shape();
+  graph_->run([&] { enqueue_device_step(t); }, shape);
+  const double* out = block_->read();  // the step's one host read
+  v.total = out[kSlotTotal];
+  if (non_finite_step(t, v.total)) return false;
+  const size_t n_terms = losses_.terms().size();
+  v.components = std::vector<double>(out + kSlotGathered + 1, out + kSlotGathered + 1 + n_terms);
+  if (discrepancy_on_device_) v.discrepancy_mse = out[kSlotGathered + 1 + n_terms];
+  return true;
+}
+
 // Appends the step's history row and updates the stage summary; returns the data loss.
 double StageRun::record(History& history, int t, int global, double lr, const StepValue& v) {
   std::vector<double> comps;
-  for (const auto& c : v.val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
+  if (v.components)
+    comps = *v.components;
+  else
+    for (const auto& c : v.val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
   const double data = losses_.data_loss(comps);
   std::vector<double> row{static_cast<double>(t),
                           static_cast<double>(global),
@@ -371,8 +415,8 @@ void StageRun::save(int t, int global) const {
   save_checkpoint(opt_.checkpoint_path, ck);
 }
 
-const char* StageRun::stop_reason(const StepInfo& info, const fk::Tensor& pred,
-                                  Clock::time_point t_run, bool& run_over) {
+const char* StageRun::stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
+                                  bool& run_over) {
   bool keep = true;
   for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
   if (!keep) return "callback";
@@ -392,7 +436,9 @@ const char* StageRun::stop_reason(const StepInfo& info, const fk::Tensor& pred,
   }
   if (cur_.discrepancy_tau && obs_.has_noise()) {
     fk::autograd::NoGradGuard ng;
-    const double rmse = std::sqrt(masked_mse(pred.detach(), obs_.data, obs_.mask).item());
+    const double mse = v.discrepancy_mse ? *v.discrepancy_mse
+                                         : masked_mse(v.pred.detach(), obs_.data, obs_.mask).item();
+    const double rmse = std::sqrt(mse);
     if (rmse <= *cur_.discrepancy_tau * obs_.noise_std) return "discrepancy";
   }
   return nullptr;
@@ -410,7 +456,7 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
     StepValue v;
     if (use_lbfgs_) {
       lbfgs_step(t, lr, v);
-    } else if (!adam_step(t, lr, v)) {
+    } else if (!(graph_ ? device_step(t, lr, v) : adam_step(t, lr, v))) {
       continue;
     }
     if (cur_.optim.ema) ema_update(shadow_, params_, *cur_.optim.ema);
@@ -436,7 +482,7 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
                         c_now.ops - c_step.ops,
                         c_now.view_ops - c_step.view_ops,
                         c_now.launches - c_step.launches};
-    if (const char* stop = stop_reason(info, v.pred, t_run, run_over)) {
+    if (const char* stop = stop_reason(info, v, t_run, run_over)) {
       sr_.stop = stop;
       break;
     }
@@ -445,6 +491,10 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   const auto rep = prof.report();
   sr_.ops = rep.counts.ops;
   sr_.launches = rep.counts.launches;
+  if (graph_) {
+    sr_.device_note = graph_->note();
+    sr_.graph_steps = graph_->graph_steps();
+  }
   if (cur_.optim.ema) restore(params_, shadow_);
   // A stage that ran to its end is evaluated at the end of its schedule,
   // progress_at(steps) (bands fully open), as in the reference; one that

@@ -1,7 +1,7 @@
 #pragma once
 // Solver: runs a Curriculum on an InverseProblem. Per step:
 //   field(stage grid, progress) -> operator -> LossSet -> backward -> fused Adam(W)
-// with one host read of the loss components per step. Around it:
+// with one host read of the loss scalars per step. Around it:
 //   NaN guard   a non-finite total restores the last good parameters (snapshot
 //               at stage start and after stage steps 0, checkpoint_every,
 //               2 checkpoint_every, ... that were good), halves the stage's lr
@@ -22,10 +22,19 @@
 //               measurement and the Adam(W) state there; the operator and
 //               losses then run on device tensors (one that cannot refuses
 //               with its own error, nothing is copied back behind its back)
-//               and a step reads back the loss components and the gradient
-//               norm only. The field returns to the CPU before the final
-//               fields are evaluated. L-BFGS, EMA, fp16 loss scaling and
-//               operators with trainable parameters stay on the CPU (refused).
+//               and a step reads nothing back until its end: the loss
+//               total, components and gradient norm come back in one copy
+//               (DeviceStepBlock), clipping and the NaN guard's skip happen
+//               on the device (the update is gated on a finite total). The
+//               step is captured as one CUDA graph after a warm-up step and
+//               replayed for the rest of the stage (StepGraph; cuda_graph or
+//               NEFI_CUDA_GRAPH=0 turn it off, an operator that is not
+//               graph-capturable or a failed capture falls back to eager
+//               steps, StageResult::device_note says which and why); a
+//               replay gives bitwise the parameters eager steps give. The
+//               field returns to the CPU before the final fields are
+//               evaluated. L-BFGS, EMA, fp16 loss scaling and operators with
+//               trainable parameters stay on the CPU (refused).
 // The final fields are evaluated at the last stage's grid at the end of its
 // annealing schedule (progress_at(steps)) when it ran to completion, else at
 // the progress it stopped at (bands never trained stay off).
@@ -85,6 +94,8 @@ struct SolverOptions {
                                       // (a benchmark pairs one measurement with several seeds)
   std::function<void(const StageView&)> on_stage_start;
   fk::Device device = fk::kCPU;  // where the field trains (see above)
+  std::optional<bool>
+      cuda_graph;  // device steps as a CUDA graph; unset: NEFI_CUDA_GRAPH (default on)
   // > 0: solve_and_record caps the curriculum (Curriculum::capped), as --smoke does.
   int max_total_steps = 0;
 };

@@ -57,6 +57,19 @@ TEST(NefiFourierFeatures, ValuesGatesAndCache) {
   EXPECT_THROW(enc.forward(fk::zeros({2, 2}), 1.0), fk::Error);
 }
 
+// retarget keeps a captured device forward valid; on the host there is no
+// graph to keep, and a later forward computes its own gate as before.
+TEST(NefiFourierFeatures, RetargetIsForDeviceForwardsOnly) {
+  nefi::FourierFeatures enc(1, 3);
+  fk::Tensor x = fk::from_vector(std::vector<float>{-0.5f, 0.25f}, fk::Dims{2, 1});
+  EXPECT_FALSE(enc.retarget(0.2));  // nothing ran yet
+  const auto a = enc.forward(x, 0.2).to_vector<float>();
+  EXPECT_FALSE(enc.retarget(0.4));
+  nefi::FourierFeatures fresh(1, 3);
+  EXPECT_EQ(enc.forward(x, 0.4).to_vector<float>(), fresh.forward(x, 0.4).to_vector<float>());
+  EXPECT_NE(a, fresh.forward(x, 0.4).to_vector<float>());
+}
+
 TEST(NefiFastTanh, MatchesTanhAndGradchecks) {
   std::vector<float> xs;
   for (int i = -2000; i <= 2000; ++i) xs.push_back(i * 0.01f);

@@ -1,0 +1,82 @@
+// A device solve's training step eager and as one replayed CUDA graph
+// (solve/step_graph.h), on neural toy1d (FFT convolution operator, MSE + L1,
+// AdamW with clipping) at two sizes:
+//   BM_DeviceSolverStep/graph:G/size:S
+//     G 0: every step eager (each op launched from the host, fk's sync after
+//          every op unless ME_LAZY_SYNC=1); 1: captured after a warm-up step
+//          and replayed (one graph launch per step)
+//     S 0: n 256, MLP 32 wide x 3 deep, 5 octaves (launch-bound);
+//       1: n 4096, 256 x 6, 12 octaves (the NeuralField defaults)
+// Each iteration is one solve of kSteps steps (setup excluded); the time and
+// counters are over its steps after the first kSkip (warm-up and capture):
+// ms/step (the solver's own step time: host work, launches and the step's one
+// host read), launches/step (fk's launch counter: a replay counts one, plus
+// the annealing gate's upload while bands still open) and graph_steps (how
+// many of the stage's steps were replays).
+// Reproduce (on a GPU machine; scripts/gpu-check runs it, also with ME_LAZY_SYNC=1):
+//   cmake --build build --target nefi_cuda_bench
+//   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceSolverStep
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "../cuda_event_timer.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+using fk_bench::skip_without_device;
+
+constexpr int kSteps = 60;
+constexpr int kSkip = 5;
+
+nefi::Params toy1d_params(int64_t size) {
+  nefi::Params p = nefi::find_instance("toy1d")->default_config();
+  p.set("n", size == 0 ? "256" : "4096");
+  p.set("hidden", size == 0 ? "32" : "256");
+  p.set("depth", size == 0 ? "3" : "6");
+  p.set("n_octaves", size == 0 ? "5" : "12");
+  p.set_value("tv", 0.0);
+  p.set_value("l1", 1e-3);
+  p.set_value("steps", std::vector<double>{kSteps});
+  return p;
+}
+
+void BM_DeviceSolverStep(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const bool graph = state.range(0) != 0;
+  const nefi::Params p = toy1d_params(state.range(1));
+  double ms = 0, launches = 0, measured = 0, graph_steps = 0;
+  for (auto _ : state) {
+    auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
+    nefi::SolverOptions so;
+    so.seed = 3;
+    so.device = fk::cuda_device(0);
+    so.cuda_graph = graph;
+    so.stopping_rules = false;
+    double it_ms = 0;
+    so.callbacks.push_back([&](const nefi::StepInfo& s) {
+      if (s.step < kSkip) return true;
+      it_ms += s.step_ms;
+      launches += static_cast<double>(s.step_launches);
+      measured += 1;
+      return true;
+    });
+    const nefi::Result r = nefi::Solver(su->problem, su->curriculum, so).run();
+    graph_steps = static_cast<double>(r.stages.front().graph_steps);
+    ms += it_ms;
+    state.SetIterationTime(it_ms * 1e-3);
+  }
+  state.counters["ms/step"] = measured > 0 ? ms / measured : 0;
+  state.counters["launches/step"] = measured > 0 ? launches / measured : 0;
+  state.counters["graph_steps"] = graph_steps;
+}
+BENCHMARK(BM_DeviceSolverStep)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"graph", "size"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace

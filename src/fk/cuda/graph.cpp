@@ -1,0 +1,141 @@
+// Stream capture, pinned buffers and non-synchronizing copies (see graph.h),
+// over the CUDA runtime. Host code only.
+#include "fk/cuda/graph.h"
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <string>
+
+#include "fk/cuda/device_guard.h"
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+
+namespace fk::cuda {
+namespace {
+
+using detail::check_cuda;
+using detail::DeviceGuard;
+
+constexpr int kMaxDevices = 64;
+std::atomic<bool> g_capturing[kMaxDevices];
+
+std::atomic<bool>& capture_flag(int device) {
+  FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA graph capture",
+           "a device index 0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
+  return g_capturing[device];
+}
+
+cudaStream_t stream_of(int device) {
+  return static_cast<cudaStream_t>(current_stream(device));
+}
+
+}  // namespace
+
+void* create_stream(int device) {
+  DeviceGuard g(device);
+  cudaStream_t s = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return s;
+}
+
+void destroy_stream(int device, void* stream) {
+  if (!stream) return;
+  DeviceGuard g(device);
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+void* pinned_allocate(size_t nbytes) {
+  void* p = nullptr;
+  check_cuda(cudaMallocHost(&p, nbytes == 0 ? 1 : nbytes), "cudaMallocHost");
+  return p;
+}
+
+void pinned_free(void* p) {
+  if (p) cudaFreeHost(p);
+}
+
+void copy_to_pinned_async(void* pinned_dst, const void* src, int src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard g(src_device);
+  check_cuda(
+      cudaMemcpyAsync(pinned_dst, src, nbytes, cudaMemcpyDeviceToHost, stream_of(src_device)),
+      "cudaMemcpyAsync (to pinned host memory)");
+}
+
+void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard g(dst_device);
+  check_cuda(
+      cudaMemcpyAsync(dst, pinned_src, nbytes, cudaMemcpyHostToDevice, stream_of(dst_device)),
+      "cudaMemcpyAsync (from pinned host memory)");
+}
+
+bool capturing(int device) {
+  return device >= 0 && device < kMaxDevices && g_capturing[device].load(std::memory_order_acquire);
+}
+
+void begin_capture(int device) {
+  const char* where = "CUDA graph capture";
+  FK_CHECK(!capturing(device), where,
+           "no capture already running on cuda:" + std::to_string(device),
+           "a second begin_capture");
+  cudaStream_t s = stream_of(device);
+  FK_CHECK(s != nullptr, where, "a non-default current stream (create_stream, set_current_stream)",
+           "the default stream");
+  DeviceGuard g(device);
+  check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  capture_flag(device).store(true, std::memory_order_release);
+}
+
+GraphExec end_capture(int device) {
+  DeviceGuard g(device);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_of(device), &graph);
+  capture_flag(device).store(false, std::memory_order_release);
+  if (e != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    check_cuda(e, "cudaStreamEndCapture");
+  }
+  GraphExec out;
+  out.device = device;
+  size_t nodes = 0;
+  cudaGraphGetNodes(graph, nullptr, &nodes);
+  out.nodes = static_cast<int64_t>(nodes);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (ei != cudaSuccess) cudaGetLastError();
+  check_cuda(ei, "cudaGraphInstantiate");
+  out.exec = exec;
+  return out;
+}
+
+void abort_capture(int device) {
+  if (!capturing(device)) return;
+  DeviceGuard g(device);
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(stream_of(device), &graph);
+  if (graph) cudaGraphDestroy(graph);
+  capture_flag(device).store(false, std::memory_order_release);
+  cudaGetLastError();  // the invalidated capture's error is not the next call's
+}
+
+void launch_graph(const GraphExec& g) {
+  FK_CHECK(g.exec != nullptr, "CUDA graph launch", "an instantiated graph", "none");
+  DeviceGuard guard(g.device);
+  check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream_of(g.device)),
+             "cudaGraphLaunch");
+}
+
+void destroy_graph(GraphExec& g) {
+  if (!g.exec) return;
+  DeviceGuard guard(g.device);
+  // A replay still in flight finishes first (its memory nodes belong to it).
+  cudaStreamSynchronize(stream_of(g.device));
+  cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
+  g = GraphExec{};
+}
+
+}  // namespace fk::cuda

@@ -1,0 +1,61 @@
+#pragma once
+// Stream capture into CUDA graphs, pinned host buffers and stream-ordered
+// copies that do not synchronize: what a caller needs to record a whole
+// training step once and replay it (nefi's StepGraph). Plain C++ over opaque
+// pointers, like runtime.h; runtime_stub.cpp refuses all of it in CPU-only
+// builds.
+//
+// While a device's current stream is being captured, fk's sync policy changes:
+// after_op does not synchronize, and anything that must wait for the device or
+// touch pageable host memory (synchronize, a copy to or from the host) throws
+// fk::Error instead of silently breaking the capture. Memory fk allocates
+// inside the capture becomes the graph's own (stream-ordered pool); a step
+// that frees everything it allocated replays with no allocation at all.
+#include <cstddef>
+#include <cstdint>
+
+namespace fk::cuda {
+
+// A non-blocking stream on `device` (capture needs one: the legacy default
+// stream cannot be captured), and its destruction.
+void* create_stream(int device);
+void destroy_stream(int device, void* stream);
+
+// Page-locked host memory: the only host memory a captured copy may use
+// (its address is baked into the graph and read or written at every replay).
+void* pinned_allocate(size_t nbytes);
+void pinned_free(void* p);
+
+// cudaMemcpyAsync on the device's current stream between device memory and
+// pinned host memory, without any synchronization (capturable).
+void copy_to_pinned_async(void* pinned_dst, const void* src, int src_device, size_t nbytes);
+void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, size_t nbytes);
+
+// True between begin_capture and end_capture/abort_capture on `device`.
+bool capturing(int device);
+
+// Starts capturing the device's current stream (thread-local mode); throws
+// when that stream is the default stream or a capture is already running.
+void begin_capture(int device);
+
+// An instantiated graph ready to launch.
+struct GraphExec {
+  void* exec = nullptr;
+  int device = -1;
+  int64_t nodes = 0;  // nodes of the captured graph (kernels, copies, memory)
+};
+
+// Ends the capture and instantiates it; throws fk::Error naming why when the
+// capture was invalidated (an unsupported call inside it) or instantiation
+// failed. The stream is no longer capturing either way.
+GraphExec end_capture(int device);
+
+// Ends a capture that failed part-way (after an exception inside it),
+// discarding what was recorded and clearing the error it left; never throws.
+void abort_capture(int device);
+
+// Enqueues one replay on the device's current stream.
+void launch_graph(const GraphExec& g);
+void destroy_graph(GraphExec& g);
+
+}  // namespace fk::cuda

@@ -1,0 +1,117 @@
+// Stream capture through fk (fk/cuda/graph.h), observed from outside: fk ops
+// captured on a stream of the caller's replay as a graph (their temporaries
+// allocated and freed inside it, results read back through pinned memory by
+// a captured copy) and give what the same ops give run eagerly, replay after
+// replay; a host read inside a capture throws an fk::Error naming the capture
+// instead of breaking it silently, and after abort_capture the stream runs
+// eager work again; the default stream cannot be captured. The GPU tests skip
+// themselves where no GPU is usable.
+#include <gtest/gtest.h>
+
+#ifdef FK_WITH_CUDA
+#include <string>
+#include <vector>
+
+#include "fk/cuda/graph.h"
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "parity.h"
+
+namespace fk {
+namespace {
+
+const Device kGpu = cuda_device(0);
+
+// A stream of fk's own as device 0's current stream for the scope.
+class OwnStream {
+ public:
+  OwnStream() : previous_(cuda::current_stream(0)), stream_(cuda::create_stream(0)) {
+    cuda::synchronize(0);
+    cuda::set_current_stream(0, stream_);
+  }
+  ~OwnStream() {
+    cuda::abort_capture(0);
+    cuda::synchronize(0);
+    cuda::set_current_stream(0, previous_);
+    cuda::destroy_stream(0, stream_);
+  }
+  OwnStream(const OwnStream&) = delete;
+  OwnStream& operator=(const OwnStream&) = delete;
+
+ private:
+  void* previous_;
+  void* stream_;
+};
+
+// x <- x * 3 + 1 through a temporary, the temporary dropped before returning.
+void step(Tensor& x) {
+  Tensor t = add(mul(x, 3.0), 1.0);
+  x.copy_(t);
+}
+
+TEST(CudaGraph, ReplaysCapturedOpsAndTheirPinnedReadback) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const std::vector<float> start{0.5f, -1.f, 2.f, 0.f};
+  Tensor eager = from_vector(start, Dims{4}).to(kGpu);
+  Tensor x = from_vector(start, Dims{4}).to(kGpu);
+  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  const int64_t before = cuda::pool_stats(0).allocated;
+  cuda::begin_capture(0);
+  EXPECT_TRUE(cuda::capturing(0));
+  step(x);
+  cuda::copy_to_pinned_async(pinned, x.data_ptr(), 0, 4 * sizeof(float));
+  // The temporary was freed inside the capture: nothing outlives the step.
+  EXPECT_EQ(cuda::pool_stats(0).allocated, before);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_FALSE(cuda::capturing(0));
+  EXPECT_GT(g.nodes, 2);
+  for (int r = 0; r < 3; ++r) {
+    cuda::launch_graph(g);
+    cuda::synchronize(0);
+    step(eager);
+    const std::vector<float> want = eager.to_vector<float>();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], want[i]) << "replay " << r << " element " << i;
+  }
+  EXPECT_EQ(x.to_vector<float>(), eager.to_vector<float>());
+  cuda::destroy_graph(g);
+  EXPECT_EQ(g.exec, nullptr);
+  cuda::pinned_free(pinned);
+}
+
+TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{8}, 2.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  std::string msg;
+  try {
+    Tensor y = mul(x, 2.0);
+    (void)y.to_vector<float>();  // a host read
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("CUDA graph capture"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("host"), std::string::npos) << msg;
+  cuda::abort_capture(0);
+  EXPECT_FALSE(cuda::capturing(0));
+  EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
+}
+
+TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {
+  FK_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(cuda::current_stream(0), nullptr);
+  std::string msg;
+  try {
+    cuda::begin_capture(0);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("non-default"), std::string::npos) << msg;
+  EXPECT_FALSE(cuda::capturing(0));
+}
+
+}  // namespace
+}  // namespace fk
+#endif  // FK_WITH_CUDA

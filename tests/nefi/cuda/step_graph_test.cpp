@@ -1,0 +1,138 @@
+// A device solve's step as one CUDA graph (solve/step_graph.h) against the
+// same solve run eagerly: neural toy1d (FFT convolution, MSE + L1), graph
+// replays give bitwise the history and final field of eager steps, with the
+// annealing gate rewritten in place (anneal over the whole stage) and after
+// annealing ends; a loss that reads the host makes the capture fail, the stage
+// finishes eagerly with the reason in its note, again bitwise equal; the knob
+// off runs eagerly. Without a usable device the tests skip (scripts/gpu-check
+// runs them on one).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fk/cuda/runtime.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+#define NEFI_SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                            \
+    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+  } while (0)
+
+constexpr int kSteps = 24;
+
+nefi::Params toy1d_params(double anneal_fraction) {
+  nefi::Params p = nefi::find_instance("toy1d")->default_config();
+  p.set("n", "64");
+  p.set("hidden", "32");
+  p.set("depth", "3");
+  p.set("n_octaves", "5");
+  p.set("lr", "0.02");
+  p.set_value("anneal_fraction", anneal_fraction);
+  p.set_value("tv", 0.0);
+  p.set_value("l1", 1e-3);
+  p.set_value("steps", std::vector<double>{kSteps});
+  return p;
+}
+
+// A regularizer that reads a device sum back to the host every step: eager
+// steps allow it, a captured step cannot hold it.
+struct HostReadingLoss : nefi::Loss {
+  HostReadingLoss() : Loss("host_reading") {}
+  fk::Tensor forward(const nefi::LossContext& c) const override {
+    const double peak = fk::amax(fk::abs(c.pred.detach())).item();  // the host read
+    (void)peak;
+    return fk::mul(fk::mean(fk::square(c.pred)), 1e-3);
+  }
+};
+
+struct DeviceRun {
+  nefi::Result result;
+  std::vector<int64_t> launches;  // per step
+};
+
+DeviceRun solve(const nefi::Params& p, bool graph, bool host_reading_loss = false) {
+  auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
+  if (host_reading_loss) su->problem.losses.add(std::make_shared<HostReadingLoss>(), 1.0);
+  DeviceRun run;
+  nefi::SolverOptions so;
+  so.seed = 3;
+  so.device = fk::cuda_device(0);
+  so.cuda_graph = graph;
+  so.callbacks.push_back([&run](const nefi::StepInfo& s) {
+    run.launches.push_back(s.step_launches);
+    return true;
+  });
+  run.result = nefi::Solver(su->problem, su->curriculum, so).run();
+  return run;
+}
+
+void expect_bitwise_equal(const nefi::Result& a, const nefi::Result& b) {
+  ASSERT_EQ(a.history.rows.size(), b.history.rows.size());
+  for (size_t r = 0; r < a.history.rows.size(); ++r) {
+    ASSERT_EQ(a.history.rows[r].size(), b.history.rows[r].size());
+    for (size_t k = 0; k < a.history.rows[r].size(); ++k)
+      EXPECT_EQ(a.history.rows[r][k], b.history.rows[r][k]) << "row " << r << " column " << k;
+  }
+  const auto x = a.fields.at("x").to_vector<double>();
+  const auto y = b.fields.at("x").to_vector<double>();
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << "cell " << i;
+}
+
+class StepGraphAnnealing : public ::testing::TestWithParam<double> {};
+
+TEST_P(StepGraphAnnealing, ReplaysGiveBitwiseTheEagerSolve) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::Params p = toy1d_params(GetParam());
+  const DeviceRun eager = solve(p, false);
+  const DeviceRun graph = solve(p, true);
+  ASSERT_EQ(eager.result.history.rows.size(), static_cast<size_t>(kSteps));
+  expect_bitwise_equal(eager.result, graph.result);
+  // The run learned something.
+  EXPECT_LT(graph.result.history.rows.back()[5], 0.5 * graph.result.history.rows.front()[5]);
+  const nefi::StageResult& st = graph.result.stages.at(0);
+  EXPECT_EQ(eager.result.stages.at(0).graph_steps, 0);
+  // Annealing to the end keeps one shape (the gate is rewritten in place):
+  // one warm-up step, then graph launches. Annealing over 30% re-warms once
+  // when the last band opens.
+  EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
+  EXPECT_NE(st.device_note.find("replayed"), std::string::npos) << st.device_note;
+  // A replayed step is one graph launch (plus the gate row's upload while
+  // bands still open) where an eager one is dozens.
+  EXPECT_LE(graph.launches.back(), 2);
+  EXPECT_GT(eager.launches.back(), 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(AnnealFraction, StepGraphAnnealing, ::testing::Values(1.0, 0.3));
+
+TEST(NefiStepGraph, AFailedCaptureFinishesTheStageEagerly) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::Params p = toy1d_params(0.3);
+  const DeviceRun eager = solve(p, false, true);
+  const DeviceRun fallback = solve(p, true, true);
+  expect_bitwise_equal(eager.result, fallback.result);
+  const nefi::StageResult& st = fallback.result.stages.at(0);
+  EXPECT_EQ(st.graph_steps, 0);
+  EXPECT_NE(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
+  EXPECT_NE(st.device_note.find("host"), std::string::npos) << st.device_note;
+}
+
+TEST(NefiStepGraph, TheKnobOffRunsEveryStepEagerly) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const DeviceRun eager = solve(toy1d_params(1.0), false);
+  const nefi::StageResult& st = eager.result.stages.at(0);
+  EXPECT_EQ(st.graph_steps, 0);
+  EXPECT_NE(st.device_note.find("CUDA graph off"), std::string::npos) << st.device_note;
+  EXPECT_NE(st.device_note.find("NEFI_CUDA_GRAPH=0"), std::string::npos) << st.device_note;
+}
+
+}  // namespace
