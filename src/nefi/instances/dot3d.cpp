@@ -215,9 +215,12 @@ class Dot3d : public Instance {
     const Dot3dConfig c = Dot3dConfig::from(p);
     const dot::Geometry& g = c.geometry;
     const auto detectors = [&](const char* name, int a) {
+      // The pixel centres, half a pitch inside the tiled span.
       const double half = 0.5 * g.detector_span * g.extent[a];
-      return lattice_axis(name, "mm", 0.5 * g.extent[a] - half, 0.5 * g.extent[a] + half,
-                          g.n_detectors);
+      const double inset =
+          0.5 * dot::detector_pitch_along(g.n_detectors, g.detector_span, g.extent[a]);
+      return lattice_axis(name, "mm", 0.5 * g.extent[a] - half + inset,
+                          0.5 * g.extent[a] + half - inset, g.n_detectors);
     };
     return {{"absorption coefficient", "μ_a", "1/mm"},
             {span_axis("x", "mm", 0, g.extent[0]), span_axis("y", "mm", 0, g.extent[1]),

@@ -7,12 +7,25 @@
 #include "nefi/instances/datagen.h"
 
 namespace nefi::dot {
+
+double detector_pitch_along(int64_t n, double span, double length) {
+  return span * length / static_cast<double>(n);
+}
+
 namespace {
 
-// Lattice coordinate a of n spanning `span` of [0, length], centred.
+// Lattice coordinate a of n spanning `span` of [0, length], centred: the
+// end points sit at the span's ends.
 double lattice(int64_t a, int64_t n, double span, double length) {
   const double t = n > 1 ? static_cast<double>(a) / static_cast<double>(n - 1) - 0.5 : 0.0;
   return 0.5 * length + span * length * t;
+}
+
+// Centre of tile a of n tiling `span` of [0, length], centred: the tiles
+// cover the span edge to edge, so the centres sit half a pitch inside it.
+double tile_centre(int64_t a, int64_t n, double span, double length) {
+  const double lo = 0.5 * length * (1.0 - span);
+  return lo + (static_cast<double>(a) + 0.5) * detector_pitch_along(n, span, length);
 }
 
 }  // namespace
@@ -21,6 +34,11 @@ double Geometry::robin_a() const {
   const double n = refractive_index;
   const double r = -1.440 / (n * n) + 0.710 / n + 0.668 + 0.0636 * n;
   return (1 + r) / (1 - r);
+}
+
+double Geometry::detector_size() const {
+  return std::min(detector_pitch_along(n_detectors, detector_span, extent[0]),
+                  detector_pitch_along(n_detectors, detector_span, extent[1]));
 }
 
 double Geometry::boundary_conductance(double h) const {
@@ -41,8 +59,8 @@ std::vector<std::array<double, 2>> detector_positions(const Geometry& g) {
   std::vector<std::array<double, 2>> out;
   for (int64_t a = 0; a < g.n_detectors; ++a)
     for (int64_t b = 0; b < g.n_detectors; ++b)
-      out.push_back({lattice(a, g.n_detectors, g.detector_span, g.extent[0]),
-                     lattice(b, g.n_detectors, g.detector_span, g.extent[1])});
+      out.push_back({tile_centre(a, g.n_detectors, g.detector_span, g.extent[0]),
+                     tile_centre(b, g.n_detectors, g.detector_span, g.extent[1])});
   return out;
 }
 
@@ -52,7 +70,8 @@ std::vector<double> pair_mask(const Geometry& g) {
   std::vector<double> mask;
   for (const auto& s : src)
     for (const auto& d : det) {
-      const double r = std::hypot(s.position[0] - d[0], s.position[1] - d[1], s.position[2]);
+      // Lateral distance: the source's depth (one mean free path) plays no part.
+      const double r = std::hypot(s.position[0] - d[0], s.position[1] - d[1]);
       mask.push_back(r < g.min_separation ? 0.0 : 1.0);
     }
   return mask;
@@ -97,8 +116,7 @@ std::vector<double> detector_matrix(const Geometry& g, const fk::Dims& shape) {
   const int64_t nx = shape[0], ny = shape[1], nz = shape[2], n = grid.numel();
   const double hx = grid.spacing[0], hy = grid.spacing[1];
   const double kb = g.boundary_conductance(grid.spacing[2]);
-  const double pitch_x = g.extent[0] * g.detector_span / static_cast<double>(g.n_detectors - 1);
-  const double pitch_y = g.extent[1] * g.detector_span / static_cast<double>(g.n_detectors - 1);
+  const double side = g.detector_size();
   const int64_t ns = g.detector_samples;
   const double w = kb / static_cast<double>(ns * ns);
   const auto det = detector_positions(g);
@@ -106,8 +124,8 @@ std::vector<double> detector_matrix(const Geometry& g, const fk::Dims& shape) {
   for (size_t d = 0; d < det.size(); ++d)
     for (int64_t sa = 0; sa < ns; ++sa)
       for (int64_t sb = 0; sb < ns; ++sb) {
-        const double x = det[d][0] + pitch_x * ((sa + 0.5) / ns - 0.5);
-        const double y = det[d][1] + pitch_y * ((sb + 0.5) / ns - 0.5);
+        const double x = det[d][0] + side * ((sa + 0.5) / ns - 0.5);
+        const double y = det[d][1] + side * ((sb + 0.5) / ns - 0.5);
         // Bilinear in the top cells (k = 0), clamped to the centres' range.
         const double cx = std::clamp(x / hx - 0.5, 0.0, double(nx - 1));
         const double cy = std::clamp(y / hy - 0.5, 0.0, double(ny - 1));

@@ -11,12 +11,19 @@
 // gradient, so exact for the FV scheme), i.e. κ_b = K_b/h per boundary face,
 // on a grid whose own boundary is then Neumann.
 //
-// Sources: an n_sources² lattice spanning source_span of the top face,
-// one transport mean free path (1/μ_s′) below it, spread cloud-in-cell.
-// Detectors: an n_detectors² lattice spanning detector_span, each the mean
-// exitance K_b Φ over its square footprint (one detector pitch wide, sampled
+// Sources: an n_sources² lattice spanning source_span of the top face (end
+// sources at the span's ends), one transport mean free path (1/μ_s′) below
+// it, spread cloud-in-cell.
+// Detectors: n_detectors² square pixels tiling the central detector_span of
+// the top face, as a camera's pixels tile its sensor (the reference's layout,
+// nefi.md §4.16 "detectors 12×12 over span 0.85"): the span covers
+// [L(1 − span)/2, L(1 + span)/2] (3–37 mm for L = 40, span 0.85), the pitch
+// and the footprint side are span·L/n (3.4 mm at n = 10, 2.83 at 12) and
+// the centres sit at the pixels' middles, half a pitch inside the span.
+// Each reads the mean exitance K_b Φ over its footprint (sampled
 // detector_samples² times, bilinear in the top cells). A source–detector
-// pair closer than min_separation is masked.
+// pair closer than min_separation laterally (in the face's plane, as the
+// reference masks) is masked.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -39,14 +46,20 @@ struct Geometry {
   double robin_a() const;
   // The exitance per unit Φ of a boundary cell of width h: 1/(2A + h/(2D)).
   double boundary_conductance(double h) const;
+  // The square detector footprint's side: the pitch, the smaller of the
+  // two axes' when the face is not square.
+  double detector_size() const;
   int64_t sources() const { return n_sources * n_sources; }
   int64_t detectors() const { return n_detectors * n_detectors; }
 };
 
+// The pitch of n pixels tiling `span` of a face side `length`: span·length/n.
+double detector_pitch_along(int64_t n, double span, double length);
+
 std::vector<elliptic::PointSource> source_positions(const Geometry& g);
 // Detector centres (x, y) on the top face.
 std::vector<std::array<double, 2>> detector_positions(const Geometry& g);
-// (sources, detectors): 0 where the pair is closer than min_separation.
+// (sources, detectors): 0 where the pair is laterally closer than min_separation.
 std::vector<double> pair_mask(const Geometry& g);
 
 // The Neumann FV grid of `shape` (3 axes) over the slab.

@@ -189,7 +189,8 @@ TEST(NefiDeepDecoder, Deconvolution3dSmokeAboveFloor) {
 }
 
 TEST(NefiDeepDecoder, Dot3dSmokeAboveFloor) {
-  EXPECT_GT(smoke_psnr("dot3d"), 26.8);  // measured 27.77 (session-11 scenes)
+  // measured 27.11 (session-11 scenes, the reference's detector tiling)
+  EXPECT_GT(smoke_psnr("dot3d"), 26.3);
 }
 
 }  // namespace
