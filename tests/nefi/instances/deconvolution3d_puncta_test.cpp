@@ -5,6 +5,7 @@
 // "deconvolution3d puncta refinement (session 11)".
 #include <gtest/gtest.h>
 
+#include "fk/error.h"
 #include "fk/parallel.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/refine_stage.h"
@@ -56,6 +57,21 @@ TEST(NefiDeconvolution3dPuncta, PresetRefinesWithOtsuLevelsAndRefusesTwoPhases) 
     EXPECT_EQ(r.refusal, 3) << "seed " << s << ": " << r.reason;
     EXPECT_LT(r.support_kept, 0.5) << "seed " << s;
     EXPECT_EQ(r.field.to_vector<double>(), out.reconstruction.to_vector<double>());
+  }
+}
+
+// refine_support_share is a fraction in [0, 1]; an error names the key.
+TEST(NefiDeconvolution3dPuncta, SupportShareKeyIsChecked) {
+  nefi::Params p = nefi::find_instance("deconvolution3d")->default_config();
+  EXPECT_EQ(p.d("refine_support_share"), 0.0);  // off unless a preset sets it
+  for (const char* bad : {"-0.1", "1.5"}) {
+    p.set("refine_support_share", bad);
+    try {
+      nefi::refine_options_from(p);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("refine_support_share"), std::string::npos) << e.what();
+    }
   }
 }
 
