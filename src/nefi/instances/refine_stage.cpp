@@ -5,7 +5,8 @@
 
 namespace nefi {
 
-void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& mode) {
+void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& mode,
+                         double support_share) {
   const RefineOptions d;
   p.declare("refine", on, "run the edge refinement after the solve");
   p.declare("refine_mode", mode, "refinement: levelset (K-level staircase) | voxels");
@@ -22,6 +23,9 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
             "refinement: share of interfaces required in the smooth transition band");
   p.declare("refine_band_width", int64_t{d.band_width},
             "refinement: cells the transition band is grown by");
+  p.declare(
+      "refine_support_share", support_share,
+      "refinement: share of the smooth half-max support the refined field must keep (0: off)");
   p.declare("refine_boundary_weight", d.boundary_weight,
             "refinement (voxels): weight of the phases' perimeter");
   p.declare("refine_boundary_eps", d.boundary_eps,
@@ -67,6 +71,9 @@ RefineOptions refine_options_from(const Params& p) {
   o.band_fraction = p.d("refine_band_fraction");
   FK_CHECK(o.band_fraction >= 0 && o.band_fraction <= 1, "config key 'refine_band_fraction'",
            "a fraction in [0, 1]", Params::render(o.band_fraction));
+  o.support_share = p.d("refine_support_share");
+  FK_CHECK(o.support_share >= 0 && o.support_share <= 1, "config key 'refine_support_share'",
+           "a fraction in [0, 1] (0: off)", Params::render(o.support_share));
   return o;
 }
 
@@ -80,6 +87,8 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_chi_smooth"] = r.chi_smooth;
   out.metrics["refine_chi"] = r.chi_refined;
   out.metrics["refine_in_band"] = r.in_band;
+  out.metrics["refine_support_kept"] = r.support_kept;
+  out.metrics["refine_refusal"] = r.refusal;
   out.result.fields["refined"] = r.refined;
   return r.field;
 }

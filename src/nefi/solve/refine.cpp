@@ -113,6 +113,20 @@ double interface_in_band(const std::vector<double>& smooth, const std::vector<do
   return total ? static_cast<double>(inside) / static_cast<double>(total) : 1.0;
 }
 
+// The share of the cells above half the smooth peak that `refined` keeps
+// above that level (1 when the smooth peak is not > 0: no support to keep).
+double half_max_support_kept(const std::vector<double>& smooth,
+                             const std::vector<double>& refined) {
+  const double level = 0.5 * *std::max_element(smooth.begin(), smooth.end());
+  if (!(level > 0)) return 1.0;
+  int64_t support = 0, kept = 0;
+  for (size_t i = 0; i < smooth.size(); ++i) {
+    support += smooth[i] > level;
+    kept += smooth[i] > level && refined[i] > level;
+  }
+  return static_cast<double>(kept) / static_cast<double>(support);
+}
+
 }  // namespace
 
 namespace refine_detail {
@@ -172,10 +186,12 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
   r.field = smooth.to(fk::DType::F64);
   if (!(gap > 0)) {
     r.reason = "the smooth field has no level structure";
+    r.refusal = 1;
     r.refined = r.field;
   } else if (problem.measurement.noise_std > 0 && r.chi_smooth <= o.min_chi_smooth) {
     r.reason =
         "the smooth fit is at the noise level already (chi " + std::to_string(r.chi_smooth) + ")";
+    r.refusal = 1;
     r.refined = r.field;
     return 0.0;
   }
@@ -202,10 +218,17 @@ void judge(const InverseProblem& problem, const std::vector<double>& xs,
   const double bound =
       o.chi_factor *
       (problem.measurement.noise_std > 0 ? std::max(r.chi_smooth, 1.0) : r.chi_smooth);
+  r.support_kept = half_max_support_kept(xs, r.refined.to_vector<double>());
   if (r.chi_refined > bound) {
     r.reason = "chi " + std::to_string(r.chi_refined) + " > " + std::to_string(bound);
+    r.refusal = 2;
+  } else if (r.support_kept < o.support_share) {
+    r.reason = "the support collapsed: the refined field keeps " + std::to_string(r.support_kept) +
+               " of the smooth field's half-max support";
+    r.refusal = 3;
   } else if (r.in_band < o.band_fraction) {
     r.reason = "interfaces outside the transition band (" + std::to_string(r.in_band) + ")";
+    r.refusal = 4;
   } else {
     r.accepted = true;
     r.field = r.refined;
@@ -248,6 +271,8 @@ void RefineOptions::validate() const {
            std::to_string(band_width));
   FK_CHECK(band_fraction >= 0 && band_fraction <= 1, "refine option 'band_fraction'",
            "a fraction in [0, 1]", std::to_string(band_fraction));
+  FK_CHECK(support_share >= 0 && support_share <= 1, "refine option 'support_share'",
+           "a fraction in [0, 1] (0: off)", std::to_string(support_share));
 }
 
 std::vector<double> multi_otsu(const std::vector<double>& v, int classes, int bins) {

@@ -15,6 +15,14 @@
 //   at least band_fraction of the refined interface cells lie in the smooth
 //     field's transition band (cells whose smooth value is strictly between
 //     the two starting levels of that interface, grown by band_width cells),
+//   and the refined field keeps at least support_share of the smooth
+//     field's support, the cells above half the smooth peak, above that
+//     same level (when support_share > 0 and the smooth peak is > 0):
+//     sharpening keeps or raises the cores the smooth fit shows; a refit
+//     that drops them has spread its objects out instead (sparse dots of
+//     several amplitudes under two phases: the data fix each dot's blurred
+//     mass, not its height, and the one "on" level takes the mean of the
+//     dots and their flanks),
 // else the smooth field is kept: refinement may sharpen what the data
 // support, never invent an edge the data or the smooth fit do not show.
 //
@@ -60,6 +68,9 @@ struct RefineOptions {
   double min_chi_smooth = 0;
   double band_fraction = 0.9;
   int band_width = 2;
+  // Refuse a refined field that keeps less than this share of the smooth
+  // field's half-max support (0: off; in [0, 1]).
+  double support_share = 0;
   // voxels mode only:
   double boundary_weight = 1e-3;
   double boundary_eps = 0.1;
@@ -70,9 +81,15 @@ struct RefineOptions {
 struct RefineReport {
   bool accepted = false;
   std::string reason;  // why it was refused (empty when accepted)
+  // The same as a code (what metrics record): 0 accepted, 1 not refitted (no
+  // level structure, or at the noise level), 2 chi, 3 support lost, 4
+  // interfaces outside the transition band.
+  int refusal = 0;
   std::vector<double> thresholds, start_levels;
   std::vector<double> levels;  // levelset: the fitted levels; voxels: the refined class means
   double chi_smooth = 0, chi_refined = 0, in_band = 0;
+  // The share of the smooth field's half-max support the refined field keeps.
+  double support_kept = 1;
   fk::Tensor refined;  // the refined field (f64), also when refused
   fk::Tensor field;    // what to use: `refined` when accepted, else the smooth field
 };

@@ -21,7 +21,7 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
 // The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.
 Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so);
 // Sets r.chi_refined, r.in_band (interfaces of `phases`, the per-cell value
-// the thresholds split) and the verdict; r.refined must be set.
+// the thresholds split), r.support_kept and the verdict; r.refined must be set.
 void judge(const InverseProblem& problem, const std::vector<double>& xs,
            const std::vector<double>& phases, const RefineOptions& o, RefineReport& r);
 
