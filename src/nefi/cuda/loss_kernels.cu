@@ -105,30 +105,18 @@ template <typename T>
 __global__ void row_values_kernel(const double* sums, int64_t rows, RowDenominator d, T* value,
                                   double* inv_den) {
   FK_CUDA_LOOP(r, rows) {
-    double den;
-    if (d.values)
-      den = d.values[r * d.stride];
-    else if (d.constant > 0)
-      den = d.constant;
-    else
-      den = sums[2 * r + 1] * (d.row_scale ? d.row_scale[r] : d.scale);
+    const double den = row_denominator(d, sums, r);
     value[r] = static_cast<T>(sums[2 * r] / den);
     if (inv_den) inv_den[r] = 1.0 / den;
   }
 }
 
 __global__ void normalized_constants_kernel(const double* ps, const double* ys, double* c) {
-  const double W = ps[1], ym = ys[0] / W;
-  const double mp = ps[0] / W + 1e-12;
-  c[0] = 1 / mp;
-  c[1] = 1 / ym;
-  c[2] = W;
-  c[3] = mp;
+  normalized_constants(ps, ys, c);
 }
 
 __global__ void normalized_bias_factor_kernel(const double* c, const double* rp, double* factor) {
-  const double W = c[2], mp = c[3];
-  factor[0] = -2 * rp[0] / (W * W * mp * mp);
+  factor[0] = normalized_bias_factor(c, rp[0]);
 }
 
 template <typename T>

@@ -9,8 +9,8 @@
 // from device memory, so a solver step using these can be captured as one
 // CUDA graph. Data-dependent failures (an all-zero mask, zero-energy or
 // zero-mean observations) therefore do not throw here: they give a non-finite
-// value, which the step's one read-back meets; the solver checks masks once
-// at setup. Inputs are f32/f64; y and mask are converted to p's dtype and
+// value, which the step's one read-back meets; the Solver checks its observation
+// mask once at setup. Inputs are f32/f64; y and mask are converted to p's dtype and
 // device. `rows`: p is (N, ...) and the result (N), one value per row as
 // forward_rows gives it; otherwise one 0-dim value over all of p.
 #include <vector>

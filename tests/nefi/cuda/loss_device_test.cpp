@@ -137,6 +137,7 @@ Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType
   const fk::Tensor seed = seed_for(rows, dt, kGpu);
   fk::Tensor value = fk::empty(rows ? fk::Dims{rows} : fk::Dims{}, {dt, kGpu});
   fk::Tensor grad = fk::empty(x.shape(), {dt, kGpu});
+  fk::cuda::synchronize(0);  // the uploads above ran on the previous stream
   void* const before = fk::cuda::current_stream(0);
   void* const stream = fk::cuda::create_stream(0);
   fk::cuda::set_current_stream(0, stream);
