@@ -1,6 +1,7 @@
 #pragma once
 // The per-cell arithmetic of the loss kernels (loss_kernels.cu): each
-// cellwise term's value and derivative, and one cell's total variation,
+// cellwise term's value and derivative, a row's denominator and
+// NormalizedMSE's constants, and one cell's total variation,
 // TV gradient (gathered: a cell adds the terms of the differences it ends
 // and subtracts those it starts, no scatter) and Laplacian. Host and device
 // functions alike, so the kernels' own arithmetic is checked against the CPU
@@ -87,6 +88,34 @@ NEFI_HOST_DEVICE inline double cell_derivative(const CellwiseTerm& t, double p, 
     default:
       return 1.0;
   }
+}
+
+// Row r's denominator (loss_kernels.h's RowDenominator): given values, else
+// the constant, else the row's weight sum times its scale.
+NEFI_HOST_DEVICE inline double row_denominator(const RowDenominator& d, const double* sums,
+                                               int64_t r) {
+  if (d.values) return d.values[r * d.stride];
+  if (d.constant > 0) return d.constant;
+  return sums[2 * r + 1] * (d.row_scale ? d.row_scale[r] : d.scale);
+}
+
+// NormalizedMSE's constants c = {1 / mp, 1 / ym, W, mp} from the weighted
+// sums ps = {sum w p, W} and ys = {sum w y, W}: mp = sum w p / W + 1e-12,
+// ym = sum w y / W.
+NEFI_HOST_DEVICE inline void normalized_constants(const double* ps, const double* ys, double* c) {
+  const double W = ps[1], ym = ys[0] / W;
+  const double mp = ps[0] / W + 1e-12;
+  c[0] = 1 / mp;
+  c[1] = 1 / ym;
+  c[2] = W;
+  c[3] = mp;
+}
+
+// dL/dmp · dmp/dp_j / w_j = -2 R / (W^2 mp^2), R = sum w r p: the bias of
+// NormalizedMSE's gradient per unit upstream gradient.
+NEFI_HOST_DEVICE inline double normalized_bias_factor(const double* c, double R) {
+  const double W = c[2], mp = c[3];
+  return -2 * R / (W * W * mp * mp);
 }
 
 // Coordinate of cell i along axis a.

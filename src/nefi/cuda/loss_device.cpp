@@ -1,6 +1,8 @@
 // The losses on a CUDA device (losses/loss_device.h): operand checks, the
-// launches of loss_kernels.cu on the device's current stream, the host-side
-// normalisation (the CPU loops' arithmetic) and the autograd nodes.
+// launches of loss_kernels.cu on the device's current stream and the autograd
+// nodes. Values, normalisations and gradient coefficients stay in device
+// memory (the CPU loops' f64 arithmetic done by one-thread-per-row kernels):
+// nothing here reads the host, so a step that uses them can be captured.
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,10 +12,10 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/profile.h"
 #include "nefi/cuda/loss_kernels.h"
 #include "nefi/losses/loss_device.h"
-#include "nefi/scalar.h"
 
 namespace nefi {
 namespace {
@@ -67,22 +69,43 @@ int64_t row_count(const fk::Tensor& x, bool rows) {
   return rows ? x.size(0) : 1;
 }
 
-// The row values, (N) for rows and 0-dim otherwise, in dtype on device d.
-fk::Tensor values_on(const std::vector<double>& v, fk::DType dt, fk::Device d, bool rows) {
-  if (!rows) return make_scalar(v[0], dt).to(d);
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}).to(dt).to(d);
+// An empty result for the row values: (N) for rows, 0-dim otherwise.
+fk::Tensor empty_values(const fk::Tensor& like, int64_t rows_n, bool rows) {
+  return fk::empty(rows ? fk::Dims{rows_n} : fk::Dims{}, {like.dtype(), like.device()});
 }
 
-// The upstream gradient of each row on the host (one read).
-std::vector<double> host_values(const fk::Tensor& g) {
-  return g.device().is_cpu() ? g.to_vector<double>() : g.to(fk::kCPU).to_vector<double>();
+// The upstream gradient of each row as f64 on d: a device tensor stays there
+// (no host read); a host one (an eager caller) is moved.
+fk::Tensor upstream_f64(const fk::Tensor& g, fk::Device d, int64_t rows) {
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor r = g.detach();
+  if (r.device() != d) r = r.to(d);
+  return r.to(fk::DType::F64).reshape(fk::Dims{rows});
 }
 
-// coef[r] = g[r] · factor[r], uploaded as f64 on device d.
-fk::Tensor coefficients(const fk::Tensor& g, const std::vector<double>& factor, fk::Device d) {
-  std::vector<double> c = host_values(g);
-  for (size_t r = 0; r < c.size(); ++r) c[r] *= factor[r];
-  return fk::from_vector(c, fk::Dims{static_cast<int64_t>(c.size())}, d);
+// coef[r] = g[r] · factor[r] (factor: (rows) f64 on g's device), on the device.
+fk::Tensor coefficients(const fk::Tensor& g, const fk::Tensor& factor) {
+  fk::autograd::NoGradGuard ng;
+  return fk::mul(upstream_f64(g, factor.device(), factor.numel()), factor).contiguous();
+}
+// coef[r] = g[r] · factor (one host constant for every row).
+fk::Tensor coefficients(const fk::Tensor& g, double factor, fk::Device d, int64_t rows) {
+  fk::autograd::NoGradGuard ng;
+  return fk::mul(upstream_f64(g, d, rows), factor).contiguous();
+}
+
+// value[r] = sums[2 r] / den_r into out (p's dtype), inv_den[r] = 1 / den_r
+// (inv_den undefined: not written), all enqueued on the device.
+void row_values(const fk::Tensor& sums, int64_t rows, const cuda::RowDenominator& den,
+                fk::Tensor& out, const fk::Tensor& inv_den) {
+  OnDevice on(sums);
+  double* inv = inv_den.defined() ? inv_den.data<double>() : nullptr;
+  by_dtype(out, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_row_values<T>(sums.data<double>(), rows, den, out.data<T>(), inv, on.stream);
+  });
+  fk::profile::count_launch();
+  fk::cuda::after_op(on.device);  // the forward's last launch (no sync while capturing)
 }
 
 cuda::CellwiseTerm kernel_term(const CellLoss& l) {
@@ -92,39 +115,43 @@ cuda::CellwiseTerm kernel_term(const CellLoss& l) {
   return {kKinds[static_cast<int>(l.term)], l.a, l.b};
 }
 
-// {sum w f, sum w} per row of contiguous operands on one device.
-std::vector<double> row_sums(const cuda::CellwiseTerm& t, const fk::Tensor& p, const fk::Tensor& y,
-                             const fk::Tensor& w, int64_t rows) {
+// {sum w f, sum w} per row of contiguous operands on one device: (2 rows)
+// f64 on the device, not read back. ab: the term's a, b from device memory.
+fk::Tensor row_sums(const cuda::CellwiseTerm& t, const fk::Tensor& p, const fk::Tensor& y,
+                    const fk::Tensor& w, int64_t rows, const fk::Tensor& ab = {}) {
   OnDevice on(p);
   const int64_t n = p.numel() / rows;
   fk::Tensor partials = fk::empty({rows * cuda::loss_sum_blocks(n) * 2}, on.f64());
   fk::Tensor sums = fk::empty({rows * 2}, on.f64());
   by_dtype(p, [&](auto tag) {
     using T = decltype(tag);
-    cuda::launch_cellwise_sums<T>(t, p.data<T>(), ptr<T>(y), ptr<T>(w), rows, n,
+    cuda::launch_cellwise_sums<T>(t, ptr<double>(ab), p.data<T>(), ptr<T>(y), ptr<T>(w), rows, n,
                                   partials.data<double>(), sums.data<double>(), on.stream);
   });
   fk::profile::count_launch(2);
-  return sums.to(fk::kCPU).to_vector<double>();  // the host read (synchronizes)
+  return sums;
 }
 
 struct CellwiseDeviceBackward : fk::autograd::Node {
   fk::Tensor p, y, w;  // contiguous operands taken in the forward
   cuda::CellwiseTerm term;
+  fk::Tensor ab;  // the term's a, b on the device (undefined: term.a, term.b)
   int64_t rows = 1;
-  std::vector<double> inv_den;  // 1 / the row's denominator
-  double bias_factor = 0;       // NormalizedMSE: the gradient through mean p, per g
+  fk::Tensor inv_den;      // (rows) f64 on the device: 1 / the row's denominator
+  fk::Tensor bias_factor;  // NormalizedMSE: (1) f64, the gradient through mean p per g
   const char* name() const override { return "CellwiseLossDeviceBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("cellwise_loss_device_backward");
     OnDevice on(p);
-    const fk::Tensor coef = coefficients(grads[0], inv_den, p.device());
-    const double bias = bias_factor == 0 ? 0 : bias_factor * host_values(grads[0])[0];
+    const fk::Tensor coef = coefficients(grads[0], inv_den);
+    const fk::Tensor bias =
+        bias_factor.defined() ? coefficients(grads[0], bias_factor) : fk::Tensor();
     fk::Tensor out = fk::empty(p.shape(), {p.dtype(), p.device()});
     by_dtype(p, [&](auto tag) {
       using T = decltype(tag);
-      cuda::launch_cellwise_grad<T>(term, p.data<T>(), ptr<T>(y), ptr<T>(w), rows, p.numel() / rows,
-                                    coef.data<double>(), bias, out.data<T>(), on.stream);
+      cuda::launch_cellwise_grad<T>(term, ptr<double>(ab), p.data<T>(), ptr<T>(y), ptr<T>(w), rows,
+                                    p.numel() / rows, coef.data<double>(), ptr<double>(bias),
+                                    out.data<T>(), on.stream);
     });
     fk::profile::count_launch();
     fk::cuda::after_op(on.device);
@@ -133,15 +160,17 @@ struct CellwiseDeviceBackward : fk::autograd::Node {
 };
 
 void record_cellwise(const fk::Tensor& p, const fk::Tensor& pc, const fk::Tensor& yc,
-                     const fk::Tensor& wc, const cuda::CellwiseTerm& t, int64_t rows,
-                     std::vector<double> inv_den, double bias_factor, fk::Tensor& out) {
+                     const fk::Tensor& wc, const cuda::CellwiseTerm& t, const fk::Tensor& ab,
+                     int64_t rows, const fk::Tensor& inv_den, const fk::Tensor& bias_factor,
+                     fk::Tensor& out) {
   auto node = std::make_shared<CellwiseDeviceBackward>();
   node->p = pc;
   node->y = yc;
   node->w = wc;
   node->term = t;
+  node->ab = ab;
   node->rows = rows;
-  node->inv_den = std::move(inv_den);
+  node->inv_den = inv_den;
   node->bias_factor = bias_factor;
   fk::autograd::record(node, {p}, out);
 }
@@ -181,8 +210,7 @@ struct TVDeviceBackward : fk::autograd::Node {
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("total_variation_device_backward");
     OnDevice on(x);
-    const fk::Tensor coef =
-        coefficients(grads[0], std::vector<double>(rows, 1.0 / static_cast<double>(n)), x.device());
+    const fk::Tensor coef = coefficients(grads[0], 1.0 / static_cast<double>(n), x.device(), rows);
     fk::Tensor out = fk::empty(x.shape(), {x.dtype(), x.device()});
     by_dtype(x, [&](auto tag) {
       using T = decltype(tag);
@@ -206,8 +234,8 @@ struct LaplacianDeviceBackward : fk::autograd::Node {
     fk::profile::OpScope scope("laplacian_loss_device_backward");
     OnDevice on(lap);
     // d mean (Lx)^2 / dx = 2 L^T L x / n, and L^T = L.
-    const fk::Tensor coef = coefficients(
-        grads[0], std::vector<double>(rows, 2.0 / static_cast<double>(n)), lap.device());
+    const fk::Tensor coef =
+        coefficients(grads[0], 2.0 / static_cast<double>(n), lap.device(), rows);
     fk::Tensor out = fk::empty(shape, {dtype, lap.device()});
     if (dtype == fk::DType::F64)
       cuda::launch_laplacian<double, double>(lap.data<double>(), rows, grid, coef.data<double>(),
@@ -223,8 +251,8 @@ struct LaplacianDeviceBackward : fk::autograd::Node {
 
 }  // namespace
 
-std::vector<double> cellwise_sums_device(const CellLoss& loss, const fk::Tensor& p,
-                                         const fk::Tensor& y, const fk::Tensor& mask, bool rows) {
+fk::Tensor cellwise_sums_device(const CellLoss& loss, const fk::Tensor& p, const fk::Tensor& y,
+                                const fk::Tensor& mask, bool rows) {
   check_input(p, "operand");
   const fk::Tensor pc = operand(p, p);
   return row_sums(kernel_term(loss), pc, operand(y, pc), operand(mask, pc), row_count(p, rows));
@@ -237,22 +265,42 @@ fk::Tensor cellwise_loss_device(const CellLoss& loss, const fk::Tensor& p, const
   FK_CHECK(!rows || p.dim() >= 1, kWhere, "rows (N, ...)", p.shape().str());
   const fk::Tensor pc = operand(p, p), yc = operand(y, pc), wc = operand(mask, pc);
   const int64_t R = row_count(p, rows);
+  FK_CHECK(norm.scale.empty() || static_cast<int64_t>(norm.scale.size()) == R, kWhere,
+           "one scale per row (" + std::to_string(R) + ")", std::to_string(norm.scale.size()));
   const cuda::CellwiseTerm t = kernel_term(loss);
-  const std::vector<double> sums = row_sums(t, pc, yc, wc, R);
-  std::vector<double> value(R), inv_den(R);
-  for (int64_t r = 0; r < R; ++r) {
-    double den;
-    if (!norm.denominator.empty()) {
-      den = norm.denominator[r];
-    } else {
-      FK_CHECK(sums[2 * r + 1] > 0, kWhere, "at least one observed cell", "an all-zero mask");
-      den = sums[2 * r + 1] * (norm.scale.empty() ? 1.0 : norm.scale[r]);
-    }
-    value[r] = sums[2 * r] / den;
-    inv_den[r] = 1.0 / den;
+  fk::Tensor ab;
+  if (loss.ab.defined()) {
+    ab = operand(loss.ab, loss.ab);
+    FK_CHECK(ab.device() == p.device() && ab.dtype() == fk::DType::F64 && ab.numel() == 2, kWhere,
+             "term parameters (2) f64 on " + p.device().str(),
+             ab.shape().str() + " " + fk::name(ab.dtype()) + " on " + ab.device().str());
   }
-  fk::Tensor out = values_on(value, p.dtype(), p.device(), rows);
-  if (fk::autograd::needs_grad(p)) record_cellwise(p, pc, yc, wc, t, R, inv_den, 0, out);
+  const fk::Tensor sums = row_sums(t, pc, yc, wc, R, ab);
+  cuda::RowDenominator den;
+  fk::Tensor den_sums, row_scale;
+  if (norm.denominator_sums.defined()) {
+    den_sums = operand(norm.denominator_sums, norm.denominator_sums);
+    FK_CHECK(den_sums.device() == p.device() && den_sums.dtype() == fk::DType::F64 &&
+                 den_sums.numel() == 2 * R,
+             kWhere, "denominator sums (2 rows) f64 on " + p.device().str(),
+             den_sums.shape().str() + " " + fk::name(den_sums.dtype()) + " on " +
+                 den_sums.device().str());
+    den.values = den_sums.data<double>();
+    den.stride = 2;
+  } else if (!norm.scale.empty()) {
+    bool uniform = true;
+    for (double s : norm.scale) uniform = uniform && s == norm.scale[0];
+    if (uniform) {
+      den.scale = norm.scale[0];
+    } else {  // one upload of the per-row scales (a host copy: not capturable)
+      row_scale = fk::from_vector(norm.scale, fk::Dims{R}, p.device());
+      den.row_scale = row_scale.data<double>();
+    }
+  }
+  fk::Tensor out = empty_values(p, R, rows);
+  fk::Tensor inv_den = fk::empty({R}, {fk::DType::F64, p.device()});
+  row_values(sums, R, den, out, inv_den);
+  if (fk::autograd::needs_grad(p)) record_cellwise(p, pc, yc, wc, t, ab, R, inv_den, {}, out);
   return out;
 }
 
@@ -261,21 +309,32 @@ fk::Tensor normalized_mse_device(const fk::Tensor& p, const fk::Tensor& y, const
   check_input(p, "prediction");
   const fk::Tensor pc = operand(p, p), yc = operand(y, pc), wc = operand(mask, pc);
   const cuda::CellwiseTerm identity{cuda::kCellIdentity, 1, 1};
-  const std::vector<double> ps = row_sums(identity, pc, {}, wc, 1);
-  const std::vector<double> ys = row_sums(identity, yc, {}, wc, 1);
-  const double W = ps[1], ym = ys[0] / W;
-  FK_CHECK(W > 0, "nefi::NormalizedMSE", "at least one observed cell", "an all-zero mask");
-  FK_CHECK(ym != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
-  const double mp = ps[0] / W + 1e-12;
+  const fk::Tensor ps = row_sums(identity, pc, {}, wc, 1);
+  const fk::Tensor ys = row_sums(identity, yc, {}, wc, 1);
+  OnDevice on(pc);
+  // c = {1 / mp, 1 / ym, W, mp}: the first two are the term's a, b. W = 0 or
+  // ym = 0 (no observed cell, zero-mean data) give a non-finite value.
+  fk::Tensor c = fk::empty({4}, on.f64());
+  cuda::launch_normalized_constants(ps.data<double>(), ys.data<double>(), c.data<double>(),
+                                    on.stream);
+  fk::profile::count_launch();
   // r = p / mp - y / ym; L = mean_w r^2. dL/dp_j = w_j (2 r_j / mp) / W plus,
   // through mp = mean_w p, w_j / W · dL/dmp with dL/dmp = -2 sum_w r p / (W mp^2).
-  const cuda::CellwiseTerm t{cuda::kCellSquaredError, 1 / mp, 1 / ym};
-  const std::vector<double> sums = row_sums(t, pc, yc, wc, 1);
-  fk::Tensor out = values_on({sums[0] / W}, p.dtype(), p.device(), false);
+  const cuda::CellwiseTerm t{cuda::kCellSquaredError, 1, 1};
+  const fk::Tensor sums = row_sums(t, pc, yc, wc, 1, c);
+  fk::Tensor out = empty_values(p, 1, false);
+  fk::Tensor inv_den = fk::empty({1}, on.f64());
+  cuda::RowDenominator den;
+  den.values = c.data<double>() + 2;  // W
+  row_values(sums, 1, den, out, inv_den);
   if (fk::autograd::needs_grad(p)) {
-    const cuda::CellwiseTerm rp{cuda::kCellResidualTimesP, 1 / mp, 1 / ym};
-    const double R = row_sums(rp, pc, yc, wc, 1)[0];
-    record_cellwise(p, pc, yc, wc, t, 1, {1 / W}, -2 * R / (W * W * mp * mp), out);
+    const cuda::CellwiseTerm rp{cuda::kCellResidualTimesP, 1, 1};
+    const fk::Tensor r_sums = row_sums(rp, pc, yc, wc, 1, c);
+    fk::Tensor factor = fk::empty({1}, on.f64());
+    cuda::launch_normalized_bias_factor(c.data<double>(), r_sums.data<double>(),
+                                        factor.data<double>(), on.stream);
+    fk::profile::count_launch();
+    record_cellwise(p, pc, yc, wc, t, c, 1, inv_den, factor, out);
   }
   return out;
 }
@@ -287,7 +346,7 @@ fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>
   const fk::Tensor xc = operand(x, x);
   const cuda::StencilGrid g = stencil_grid(grid_of(x, rows), inv_h, opt.periodic_axes);
   const int64_t R = row_count(x, rows), n = x.numel() / R;
-  std::vector<double> value(R);
+  fk::Tensor out = empty_values(x, R, rows);
   {
     OnDevice on(xc);
     fk::Tensor partials = fk::empty({R * cuda::loss_sum_blocks(n) * 2}, on.f64());
@@ -298,10 +357,10 @@ fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>
                               sums.data<double>(), on.stream);
     });
     fk::profile::count_launch(2);
-    const std::vector<double> s = sums.to(fk::kCPU).to_vector<double>();
-    for (int64_t r = 0; r < R; ++r) value[r] = s[2 * r] / static_cast<double>(n);
+    cuda::RowDenominator den;
+    den.constant = static_cast<double>(n);
+    row_values(sums, R, den, out, {});
   }
-  fk::Tensor out = values_on(value, x.dtype(), x.device(), rows);
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<TVDeviceBackward>();
     node->x = xc;
@@ -342,10 +401,11 @@ fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&
     fk::profile::count_launch();
   }
   const cuda::CellwiseTerm square{cuda::kCellSquare, 1, 1};
-  const std::vector<double> sums = row_sums(square, lap, {}, {}, R);
-  std::vector<double> value(R);
-  for (int64_t r = 0; r < R; ++r) value[r] = sums[2 * r] / static_cast<double>(n);
-  fk::Tensor out = values_on(value, x.dtype(), x.device(), rows);
+  const fk::Tensor sums = row_sums(square, lap, {}, {}, R);
+  fk::Tensor out = empty_values(x, R, rows);
+  cuda::RowDenominator den;
+  den.constant = static_cast<double>(n);
+  row_values(sums, R, den, out, {});
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<LaplacianDeviceBackward>();
     node->lap = lap;

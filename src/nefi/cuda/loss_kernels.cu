@@ -41,10 +41,20 @@ __device__ void block_sum2(double (*shared)[kThreads], double& a, double& b) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * kThreads)
 
+// The term with its a, b from device memory when given.
+__device__ CellwiseTerm resolved(CellwiseTerm t, const double* ab) {
+  if (ab) {
+    t.a = ab[0];
+    t.b = ab[1];
+  }
+  return t;
+}
+
 template <typename T>
-__global__ void cellwise_partials_kernel(CellwiseTerm t, const T* p, const T* y, const T* mask,
-                                         int64_t n, double* partials) {
+__global__ void cellwise_partials_kernel(CellwiseTerm term, const double* ab, const T* p,
+                                         const T* y, const T* mask, int64_t n, double* partials) {
   __shared__ double shared[2][kThreads];
+  const CellwiseTerm t = resolved(term, ab);
   const int64_t row = blockIdx.y * n;
   double s = 0, ws = 0;
   NEFI_ROW_LOOP(i, n) {
@@ -78,15 +88,35 @@ __global__ void row_sums_kernel(const double* partials, int64_t blocks, double* 
 }
 
 template <typename T>
-__global__ void cellwise_grad_kernel(CellwiseTerm t, const T* p, const T* y, const T* mask,
-                                     int64_t rows, int64_t n, const double* coef, double bias,
-                                     T* out) {
+__global__ void cellwise_grad_kernel(CellwiseTerm term, const double* ab, const T* p, const T* y,
+                                     const T* mask, int64_t rows, int64_t n, const double* coef,
+                                     const double* bias_in, T* out) {
+  const CellwiseTerm t = resolved(term, ab);
+  const double bias = bias_in ? bias_in[0] : 0.0;
   FK_CUDA_LOOP(k, rows * n) {
     const double w = mask ? static_cast<double>(mask[k]) : 1.0;
     const double yi = y ? static_cast<double>(y[k]) : 0.0;
     const double d = cell_derivative(t, static_cast<double>(p[k]), yi);
     out[k] = static_cast<T>(w * (coef[k / n] * d + bias));
   }
+}
+
+template <typename T>
+__global__ void row_values_kernel(const double* sums, int64_t rows, RowDenominator d, T* value,
+                                  double* inv_den) {
+  FK_CUDA_LOOP(r, rows) {
+    const double den = row_denominator(d, sums, r);
+    value[r] = static_cast<T>(sums[2 * r] / den);
+    if (inv_den) inv_den[r] = 1.0 / den;
+  }
+}
+
+__global__ void normalized_constants_kernel(const double* ps, const double* ys, double* c) {
+  normalized_constants(ps, ys, c);
+}
+
+__global__ void normalized_bias_factor_kernel(const double* c, const double* rp, double* factor) {
+  factor[0] = normalized_bias_factor(c, rp[0]);
 }
 
 template <typename T>
@@ -149,20 +179,42 @@ int64_t loss_sum_blocks(int64_t n) {
 }
 
 template <typename T>
-void launch_cellwise_sums(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
-                          int64_t n, double* partials, double* sums, void* stream) {
-  cellwise_partials_kernel<T>
-      <<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(term, p, y, mask, n, partials);
+void launch_cellwise_sums(CellwiseTerm term, const double* ab, const T* p, const T* y,
+                          const T* mask, int64_t rows, int64_t n, double* partials, double* sums,
+                          void* stream) {
+  cellwise_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
+      term, ab, p, y, mask, n, partials);
   check_launch("nefi::cuda::cellwise_sums");
   finish_sums(partials, rows, n, sums, stream);
 }
 
 template <typename T>
-void launch_cellwise_grad(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
-                          int64_t n, const double* coef, double bias, T* out, void* stream) {
+void launch_cellwise_grad(CellwiseTerm term, const double* ab, const T* p, const T* y,
+                          const T* mask, int64_t rows, int64_t n, const double* coef,
+                          const double* bias, T* out, void* stream) {
   cellwise_grad_kernel<T><<<blocks_for(rows * n), kThreads, 0, as_stream(stream)>>>(
-      term, p, y, mask, rows, n, coef, bias, out);
+      term, ab, p, y, mask, rows, n, coef, bias, out);
   check_launch("nefi::cuda::cellwise_grad");
+}
+
+template <typename T>
+void launch_row_values(const double* sums, int64_t rows, const RowDenominator& den, T* value,
+                       double* inv_den, void* stream) {
+  row_values_kernel<T>
+      <<<blocks_for(rows), kThreads, 0, as_stream(stream)>>>(sums, rows, den, value, inv_den);
+  check_launch("nefi::cuda::row_values");
+}
+
+void launch_normalized_constants(const double* p_sums, const double* y_sums, double* c,
+                                 void* stream) {
+  normalized_constants_kernel<<<1, 1, 0, as_stream(stream)>>>(p_sums, y_sums, c);
+  check_launch("nefi::cuda::normalized_constants");
+}
+
+void launch_normalized_bias_factor(const double* c, const double* rp, double* factor,
+                                   void* stream) {
+  normalized_bias_factor_kernel<<<1, 1, 0, as_stream(stream)>>>(c, rp, factor);
+  check_launch("nefi::cuda::normalized_bias_factor");
 }
 
 template <typename T>
@@ -193,14 +245,17 @@ void launch_laplacian(const In* x, int64_t rows, const StencilGrid& g, const dou
   check_launch("nefi::cuda::laplacian");
 }
 
-#define NEFI_LOSS_INSTANTIATE(T)                                                                \
-  template void launch_cellwise_sums<T>(CellwiseTerm, const T*, const T*, const T*, int64_t,    \
-                                        int64_t, double*, double*, void*);                      \
-  template void launch_cellwise_grad<T>(CellwiseTerm, const T*, const T*, const T*, int64_t,    \
-                                        int64_t, const double*, double, T*, void*);             \
-  template void launch_tv_sums<T>(const T*, int64_t, const StencilGrid&, bool, double, double*, \
-                                  double*, void*);                                              \
-  template void launch_tv_grad<T>(const T*, int64_t, const StencilGrid&, bool, double,          \
+#define NEFI_LOSS_INSTANTIATE(T)                                                                   \
+  template void launch_cellwise_sums<T>(CellwiseTerm, const double*, const T*, const T*, const T*, \
+                                        int64_t, int64_t, double*, double*, void*);                \
+  template void launch_cellwise_grad<T>(CellwiseTerm, const double*, const T*, const T*, const T*, \
+                                        int64_t, int64_t, const double*, const double*, T*,        \
+                                        void*);                                                    \
+  template void launch_row_values<T>(const double*, int64_t, const RowDenominator&, T*, double*,   \
+                                     void*);                                                       \
+  template void launch_tv_sums<T>(const T*, int64_t, const StencilGrid&, bool, double, double*,    \
+                                  double*, void*);                                                 \
+  template void launch_tv_grad<T>(const T*, int64_t, const StencilGrid&, bool, double,             \
                                   const double*, T*, void*);
 NEFI_LOSS_INSTANTIATE(float)
 NEFI_LOSS_INSTANTIATE(double)

@@ -33,16 +33,47 @@ struct CellwiseTerm {
 
 // sums[2 r] = sum_i w_i f(p_i, y_i) and sums[2 r + 1] = sum_i w_i over row r,
 // w = mask or 1 (mask, y nullable). partials holds rows · loss_sum_blocks(n)
-// · 2 doubles of scratch.
+// · 2 doubles of scratch. `ab` (nullable): the term's a and b read from
+// device memory instead of term.a, term.b (constants a step computes on the
+// device, e.g. NormalizedMSE's 1 / mean p, without a host read).
 template <typename T>
-void launch_cellwise_sums(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
-                          int64_t n, double* partials, double* sums, void* stream);
+void launch_cellwise_sums(CellwiseTerm term, const double* ab, const T* p, const T* y,
+                          const T* mask, int64_t rows, int64_t n, double* partials, double* sums,
+                          void* stream);
 
-// out_i = w_i (coef[r] f'(p_i, y_i) + bias) over row r (f' = df/dp; the
-// derivative of relu and |.| is 0 at 0, as fk's backward gives it).
+// out_i = w_i (coef[r] f'(p_i, y_i) + bias[0]) over row r (f' = df/dp; the
+// derivative of relu and |.| is 0 at 0, as fk's backward gives it; ab as
+// above; bias nullable: 0).
 template <typename T>
-void launch_cellwise_grad(CellwiseTerm term, const T* p, const T* y, const T* mask, int64_t rows,
-                          int64_t n, const double* coef, double bias, T* out, void* stream);
+void launch_cellwise_grad(CellwiseTerm term, const double* ab, const T* p, const T* y,
+                          const T* mask, int64_t rows, int64_t n, const double* coef,
+                          const double* bias, T* out, void* stream);
+
+// A row's denominator, all in device memory or by value (no host read):
+// values[r · stride] when values is given, else `constant` when > 0, else the
+// row's weight sum sums[2 r + 1] times row_scale[r] (nullable: scale).
+struct RowDenominator {
+  const double* values = nullptr;
+  int64_t stride = 1;
+  double constant = 0;
+  const double* row_scale = nullptr;
+  double scale = 1;
+};
+// value[r] = T(sums[2 r] / den_r) and inv_den[r] = 1 / den_r (inv_den
+// nullable). A zero denominator (an all-zero mask) gives a NaN or inf value,
+// which the step's one read-back meets as a non-finite loss.
+template <typename T>
+void launch_row_values(const double* sums, int64_t rows, const RowDenominator& den, T* value,
+                       double* inv_den, void* stream);
+
+// NormalizedMSE's constants from the weighted sums {sum w p, W} and
+// {sum w y, W}: c = {1 / mp, 1 / ym, W, mp} with mp = sum w p / W + 1e-12,
+// ym = sum w y / W (one thread; the host loop's arithmetic).
+void launch_normalized_constants(const double* p_sums, const double* y_sums, double* c,
+                                 void* stream);
+// factor[0] = -2 rp[0] / (W^2 mp^2): the gradient through mean p per unit
+// upstream gradient (rp: the sums of the residual-times-p term).
+void launch_normalized_bias_factor(const double* c, const double* rp, double* factor, void* stream);
 
 // A row's grid for the stencil terms: up to 8 axes, C order.
 inline constexpr int kMaxStencilAxes = 8;

@@ -7,6 +7,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
@@ -189,17 +190,13 @@ struct RelativeMseLoss : Loss {
   std::string signature() const override { return "relative_mse:" + name(); }
 
  private:
-  // sum w (p - y)^2 / sum w y^2 per row, the denominator a constant summed first.
+  // sum w (p - y)^2 / sum w y^2 per row, the denominator a constant summed
+  // first, left on the device (zero energy gives a non-finite value there).
   static fk::Tensor device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
                            bool rows) {
-    const std::vector<double> energy =
-        cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);
     RowNormalisation norm;
-    for (size_t r = 0; 2 * r < energy.size(); ++r) {
-      FK_CHECK(energy[2 * r] > 0, "nefi::RelativeMSE", "observations with non-zero energy",
-               "all zeros");
-      norm.denominator.push_back(energy[2 * r]);
-    }
+    norm.denominator_sums =
+        cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);
     return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, rows, norm);
   }
 };
@@ -215,16 +212,31 @@ struct LogMseLoss : Loss {
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    if (on_device(c.pred)) {
+      CellLoss term{CellTerm::LogError, 1.0, eps};
+      if (normalize != "none") term.ab = device_scale_terms(y);
+      return device_mean(term, c.pred, y, c.obs->mask, false);
+    }
     double s = 1.0;
     if (normalize == "max") s = fk::amax(fk::abs(y)).item();
     if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
     if (s <= 0) s = 1.0;
-    if (on_device(c.pred))
-      return device_mean({CellTerm::LogError, 1.0 / s, eps}, c.pred, y, c.obs->mask, false);
     fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), 1.0 / s), eps));
     fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
     return wmean(fk::square(fk::sub(lp, ly)),
                  c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+  }
+
+ private:
+  // The term's {1 / s, eps} as (2) f64 on y's device: s = max |y| or mean |y|
+  // in y's dtype, 1 where not > 0, as the host path takes it but without
+  // reading s back (a captured step cannot).
+  fk::Tensor device_scale_terms(const fk::Tensor& y) const {
+    fk::autograd::NoGradGuard ng;
+    const fk::Tensor a = fk::abs(y);
+    fk::Tensor s = (normalize == "max" ? fk::amax(a) : fk::mean(a)).to(fk::DType::F64);
+    s = fk::where(fk::le(s, fk::scalar_like(s, 0.0)), fk::scalar_like(s, 1.0), s);
+    return fk::stack({fk::div(fk::scalar_like(s, 1.0), s), fk::scalar_like(s, eps)}, 0);
   }
 };
 

@@ -3,11 +3,16 @@
 // (cuda/loss_device.cpp, kernels in cuda/loss_kernels.cu); CPU-only builds
 // refuse them (loss_device_stub.cpp). Each is one fused op forward and one
 // backward, the value summed in f64 in a fixed order (no atomics: bitwise
-// reproducible run to run) and divided on the host exactly as the CPU loop
-// divides it; the sums come back with one host read per call (the step reads
-// every term anyway). Inputs are f32/f64; y and mask are converted to p's
-// dtype and device. `rows`: p is (N, ...) and the result (N), one value per
-// row as forward_rows gives it; otherwise one 0-dim value over all of p.
+// reproducible run to run) and divided on the device exactly as the CPU loop
+// divides it. Nothing is read back to the host: the value stays a device
+// tensor and the gradient reads the upstream gradient and the normalisation
+// from device memory, so a solver step using these can be captured as one
+// CUDA graph. Data-dependent failures (an all-zero mask, zero-energy or
+// zero-mean observations) therefore do not throw here: they give a non-finite
+// value, which the step's one read-back meets; the Solver checks its observation
+// mask once at setup. Inputs are f32/f64; y and mask are converted to p's dtype and
+// device. `rows`: p is (N, ...) and the result (N), one value per row as
+// forward_rows gives it; otherwise one 0-dim value over all of p.
 #include <vector>
 
 #include "fk/tensor.h"
@@ -19,23 +24,30 @@ namespace nefi {
 // cuda/loss_kernels.h): mean_w f over the observed cells.
 enum class CellTerm { Abs, Square, Range, SquaredError, Huber, PoissonNll, LogError };
 struct CellLoss {
-  CellTerm term = CellTerm::Square;
-  double a = 1, b = 1;  // Range: lo, hi; Huber: delta; PoissonNll: eps; LogError: 1/s, eps
+  CellLoss(CellTerm t = CellTerm::Square, double a_ = 1, double b_ = 1) : term(t), a(a_), b(b_) {}
+  CellTerm term;
+  double a, b;  // Range: lo, hi; Huber: delta; PoissonNll: eps; LogError: 1/s, eps
+  // When defined: {a, b} as (2) f64 on p's device, used instead of a and b
+  // (LogMSE's 1/s computed on the device, never read back).
+  fk::Tensor ab;
 };
 
-// How a row's sum of w f becomes its value: divided by `denominator[r]` when
-// given (RelativeMSE), else by the row's weight sum (sum of the mask, or its
-// cell count) times scale[r] (scale empty: 1). An all-zero mask is an error.
+// How a row's sum of w f becomes its value: divided by the sum of row r of
+// `denominator_sums` (cellwise_sums_device's (2 rows) f64 on p's device;
+// RelativeMSE) when given, else by the row's weight sum (sum of the mask, or
+// its cell count) times scale[r] (scale empty: 1; scales that differ by row
+// are uploaded, a host copy a captured step cannot hold).
 struct RowNormalisation {
-  std::vector<double> scale, denominator;
+  std::vector<double> scale;
+  fk::Tensor denominator_sums;
 };
 
 fk::Tensor cellwise_loss_device(const CellLoss& loss, const fk::Tensor& p, const fk::Tensor& y,
                                 const fk::Tensor& mask, bool rows, const RowNormalisation& norm);
-// The per-row sums {sum w f, sum w} of a term without a graph (the constants
-// of RelativeMSE and LogMSE); flat: [2 r], [2 r + 1].
-std::vector<double> cellwise_sums_device(const CellLoss& loss, const fk::Tensor& p,
-                                         const fk::Tensor& y, const fk::Tensor& mask, bool rows);
+// The per-row sums {sum w f, sum w} of a term without a graph (RelativeMSE's
+// denominators), left on the device: (2 rows) f64, flat [2 r], [2 r + 1].
+fk::Tensor cellwise_sums_device(const CellLoss& loss, const fk::Tensor& p, const fk::Tensor& y,
+                                const fk::Tensor& mask, bool rows);
 // NormalizedMSE: mean_w (p / (mean_w p + 1e-12) - y / mean_w y)^2, with the
 // gradient through mean_w p.
 fk::Tensor normalized_mse_device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask);

@@ -17,8 +17,8 @@ fk::Tensor cellwise_loss_device(const CellLoss&, const fk::Tensor& p, const fk::
                                 const fk::Tensor&, bool, const RowNormalisation&) {
   refuse(p);
 }
-std::vector<double> cellwise_sums_device(const CellLoss&, const fk::Tensor& p, const fk::Tensor&,
-                                         const fk::Tensor&, bool) {
+fk::Tensor cellwise_sums_device(const CellLoss&, const fk::Tensor& p, const fk::Tensor&,
+                                const fk::Tensor&, bool) {
   refuse(p);
 }
 fk::Tensor normalized_mse_device(const fk::Tensor& p, const fk::Tensor&, const fk::Tensor&) {

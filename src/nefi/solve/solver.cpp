@@ -10,6 +10,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/reduce/sum.h"
 #include "fk/profile.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
@@ -51,7 +52,13 @@ fk::Tensor unit_seed(const fk::Tensor& total) {
   return fk::ones(fk::Dims{}, {total.dtype(), total.device()});
 }
 
+// The observations on the solve's device. A device step never reads a loss
+// back on its own (it is captured), so a mask that observes nothing is
+// refused here, once, rather than by every loss call.
 Measurement on_device(Measurement m, fk::Device d) {
+  if (d.is_cuda() && m.mask.defined())
+    FK_CHECK(fk::sum(m.mask.to(fk::DType::F64)).item() > 0, "nefi::Solver",
+             "a mask with at least one observed cell", "an all-zero mask");
   if (m.data.device() != d) m.data = m.data.to(d);
   if (m.mask.defined() && m.mask.device() != d) m.mask = m.mask.to(d);
   return m;

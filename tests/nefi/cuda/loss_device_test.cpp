@@ -1,8 +1,9 @@
 // Every data loss and regulariser (losses/every_loss.h) on a CUDA device
 // against its CPU path: the value and the gradient, in f32 and f64, with and
 // without a mask, on 1-, 2- and 3-D grids, one problem and three stacked
-// (forward_rows, one row's gradient zero); and each device result bitwise the
-// same on a second run. Without a usable device the tests skip
+// (forward_rows, one row's gradient zero); each device result bitwise the
+// same on a second run, and the same again when the loss is recorded in a
+// CUDA graph and replayed (no loss reads the host). Without a usable device the tests skip
 // (scripts/gpu-check runs them on one).
 //
 // Tolerances (u = 2^-24 for f32, 2^-53 for f64). The device sums in f64 in
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/cuda/graph.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/join.h"
@@ -81,11 +83,20 @@ Setup setup(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked,
   return s;
 }
 
-Evaluation evaluate(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows,
-                    fk::Device device) {
-  Setup s = setup(c, shape, dt, masked, rows, device);
+// The upstream gradient of the loss's value: for rows one row frozen (its
+// gradient 0), the others weighted; otherwise 1.
+fk::Tensor seed_for(int rows, fk::DType dt, fk::Device device) {
+  if (!rows) return fk::ones(fk::Dims{}, {dt, device});
+  std::vector<double> g(rows, 0.5);
+  g[1] = 0;
+  if (rows > 2) g[2] = 2;
+  return fk::from_vector(g, fk::Dims{rows}).to(dt).to(device);
+}
+
+// The loss's value (forward or forward_rows) with backward run from seed.
+fk::Tensor forward_backward(const LossCase& c, Setup& s, int rows, const fk::Tensor& seed) {
   const fk::Tensor x = s.fields["x"];
-  fk::Tensor v, seed;
+  fk::Tensor v;
   if (rows) {
     nefi::BatchLossContext bc;
     bc.fields = &s.fields;
@@ -95,22 +106,66 @@ Evaluation evaluate(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool
     bc.noise_std = s.noise;
     bc.domain = &s.domain;
     v = c.loss->forward_rows(bc);
-    // One row frozen (its gradient 0), the others weighted.
-    std::vector<double> g(rows, 0.5);
-    g[1] = 0;
-    if (rows > 2) g[2] = 2;
-    seed = fk::from_vector(g, fk::Dims{rows}).to(dt).to(device);
   } else {
     nefi::LossContext ctx{&s.fields, x, &s.obs, &s.domain, nullptr, 0, 0, 1.0};
     v = c.loss->forward(ctx);
-    seed = fk::ones(v.shape(), {dt, device});
   }
+  v.backward(rows ? seed : seed.reshape(v.shape()));
+  return v;
+}
+
+Evaluation evaluate(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows,
+                    fk::Device device) {
+  Setup s = setup(c, shape, dt, masked, rows, device);
+  const fk::Tensor x = s.fields["x"];
+  const fk::Tensor v = forward_backward(c, s, rows, seed_for(rows, dt, device));
   EXPECT_EQ(v.device(), device);
   EXPECT_EQ(v.dtype(), dt);
-  v.backward(seed);
   EXPECT_TRUE(x.grad().defined());
   EXPECT_EQ(x.grad().device(), device);
   return {v.to(fk::kCPU).to_vector<double>(), x.grad().to(fk::kCPU).to_vector<double>()};
+}
+
+// The same evaluation recorded in a stream capture (graph.h) and replayed
+// once: the capture fails (throws) on any host read or synchronization in
+// the loss's forward or backward. The value and gradient are copied into
+// buffers made before the capture; everything the capture allocates dies in it.
+Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked,
+                             int rows) {
+  Setup s = setup(c, shape, dt, masked, rows, kGpu);
+  const fk::Tensor x = s.fields["x"];
+  const fk::Tensor seed = seed_for(rows, dt, kGpu);
+  fk::Tensor value = fk::empty(rows ? fk::Dims{rows} : fk::Dims{}, {dt, kGpu});
+  fk::Tensor grad = fk::empty(x.shape(), {dt, kGpu});
+  fk::cuda::synchronize(0);  // the uploads above ran on the previous stream
+  void* const before = fk::cuda::current_stream(0);
+  void* const stream = fk::cuda::create_stream(0);
+  fk::cuda::set_current_stream(0, stream);
+  fk::cuda::GraphExec graph;
+  std::string failure;
+  fk::cuda::begin_capture(0);
+  try {
+    {
+      const fk::Tensor v = forward_backward(c, s, rows, seed);
+      value.copy_(v.reshape(value.shape()));
+      grad.copy_(x.grad());
+      x.set_grad(fk::Tensor());
+    }
+    graph = fk::cuda::end_capture(0);
+  } catch (const std::exception& e) {
+    fk::cuda::abort_capture(0);
+    failure = e.what();
+  }
+  if (failure.empty()) {
+    fk::cuda::launch_graph(graph);
+    fk::cuda::synchronize(0);
+    fk::cuda::destroy_graph(graph);
+  }
+  fk::cuda::set_current_stream(0, before);
+  fk::cuda::destroy_stream(0, stream);
+  EXPECT_EQ(failure, "") << "the capture failed";
+  if (!failure.empty()) return {};
+  return {value.to(fk::kCPU).to_vector<double>(), grad.to(fk::kCPU).to_vector<double>()};
 }
 
 double max_abs(const std::vector<double>& v) {
@@ -179,6 +234,23 @@ TEST(NefiLossDevice, ResultsAreBitwiseReproducible) {
       EXPECT_EQ(a.value, b.value);
       EXPECT_EQ(a.grad, b.grad);
     }
+}
+
+// No device loss reads the host: each records into a CUDA graph whose replay
+// gives bitwise the eager value and gradient (so a solver step with any of
+// them can be captured whole).
+TEST(NefiLossDevice, EveryLossIsCapturableAndReplaysBitwise) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const LossCase& c : every_loss())
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+      for (int rows : {0, 3}) {
+        if (rows && !c.has_rows) continue;
+        SCOPED_TRACE(c.label + " " + fk::name(dt) + " rows " + std::to_string(rows));
+        const Evaluation eager = evaluate(c, {40, 33}, dt, true, rows, kGpu);
+        const Evaluation replay = evaluate_captured(c, {40, 33}, dt, true, rows);
+        EXPECT_EQ(eager.value, replay.value);
+        EXPECT_EQ(eager.grad, replay.grad);
+      }
 }
 
 // A large grid against the CPU in f64: many blocks per row, partials summed.

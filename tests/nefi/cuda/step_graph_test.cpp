@@ -2,7 +2,9 @@
 // same solve run eagerly: neural toy1d (FFT convolution, MSE + L1), graph
 // replays give bitwise the history and final field of eager steps, with the
 // annealing gate rewritten in place (anneal over the whole stage) and after
-// annealing ends; a loss that reads the host makes the capture fail, the stage
+// annealing ends; toy1d with its default TV, and with masked, relative,
+// normalized and log data terms added, captures too (no device loss reads
+// the host) and replays bitwise; a loss that reads the host makes the capture fail, the stage
 // finishes eagerly with the reason in its note, again bitwise equal; the knob
 // off runs eagerly. Without a usable device the tests skip (scripts/gpu-check
 // runs them on one).
@@ -14,10 +16,12 @@
 #include <vector>
 
 #include "fk/cuda/runtime.h"
+#include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "nefi/instances/instance.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
 
 namespace {
@@ -29,7 +33,7 @@ namespace {
 
 constexpr int kSteps = 24;
 
-nefi::Params toy1d_params(double anneal_fraction) {
+nefi::Params toy1d_params(double anneal_fraction, double tv = 0.0) {
   nefi::Params p = nefi::find_instance("toy1d")->default_config();
   p.set("n", "64");
   p.set("hidden", "32");
@@ -37,7 +41,7 @@ nefi::Params toy1d_params(double anneal_fraction) {
   p.set("n_octaves", "5");
   p.set("lr", "0.02");
   p.set_value("anneal_fraction", anneal_fraction);
-  p.set_value("tv", 0.0);
+  p.set_value("tv", tv);
   p.set_value("l1", 1e-3);
   p.set_value("steps", std::vector<double>{kSteps});
   return p;
@@ -59,9 +63,21 @@ struct DeviceRun {
   std::vector<int64_t> launches;  // per step
 };
 
-DeviceRun solve(const nefi::Params& p, bool graph, bool host_reading_loss = false) {
+DeviceRun solve(const nefi::Params& p, bool graph, bool host_reading_loss = false,
+                bool normalised_losses = false) {
   auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
   if (host_reading_loss) su->problem.losses.add(std::make_shared<HostReadingLoss>(), 1.0);
+  if (normalised_losses) {
+    // Every data loss whose normalisation is data-dependent: each used to
+    // read a device sum back per call. A mask drops every third cell.
+    nefi::Measurement& m = su->problem.measurement;
+    std::vector<double> w(static_cast<size_t>(m.data.numel()), 1.0);
+    for (size_t i = 0; i < w.size(); i += 3) w[i] = 0;
+    m.mask = fk::from_vector(w, m.data.shape()).to(m.data.dtype());
+    su->problem.losses.add(nefi::relative_mse_loss(), 0.1);
+    su->problem.losses.add(nefi::normalized_mse_loss(), 0.1);
+    su->problem.losses.add(nefi::log_mse_loss("max", 1e-6), 0.01);
+  }
   DeviceRun run;
   nefi::SolverOptions so;
   so.seed = 3;
@@ -113,6 +129,32 @@ TEST_P(StepGraphAnnealing, ReplaysGiveBitwiseTheEagerSolve) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AnnealFraction, StepGraphAnnealing, ::testing::Values(1.0, 0.3));
+
+// A captured step holds every device loss: the default TV regulariser, and a
+// mask with relative, normalized and log-MSE terms, replay bitwise the eager
+// solve with (almost) every step a graph launch.
+void expect_captured_and_bitwise(const nefi::Params& p, bool normalised_losses) {
+  const DeviceRun eager = solve(p, false, false, normalised_losses);
+  const DeviceRun graph = solve(p, true, false, normalised_losses);
+  ASSERT_EQ(eager.result.history.rows.size(), static_cast<size_t>(kSteps));
+  expect_bitwise_equal(eager.result, graph.result);
+  const nefi::StageResult& st = graph.result.stages.at(0);
+  EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
+  EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
+  EXPECT_LE(graph.launches.back(), 2);
+}
+
+TEST(NefiStepGraph, Toy1dWithItsDefaultTvIsCaptured) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const double tv = nefi::find_instance("toy1d")->default_config().d("tv");
+  ASSERT_GT(tv, 0.0);
+  expect_captured_and_bitwise(toy1d_params(1.0, tv), false);
+}
+
+TEST(NefiStepGraph, MaskedAndNormalisedDataLossesAreCaptured) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_captured_and_bitwise(toy1d_params(1.0, 1e-4), true);
+}
 
 TEST(NefiStepGraph, AFailedCaptureFinishesTheStageEagerly) {
   NEFI_SKIP_WITHOUT_GPU();

@@ -178,21 +178,58 @@ TEST(NefiLossCells, NormalizedMseGradientThroughItsMean) {
       sp += w(i) * p[i];
       sy += w(i) * y[i];
     }
-    const double mp = sp / W + 1e-12, ym = sy / W;
-    const CellwiseTerm t{nefi::cuda::kCellSquaredError, 1 / mp, 1 / ym};
-    const CellwiseTerm rp{nefi::cuda::kCellResidualTimesP, 1 / mp, 1 / ym};
+    // The constants as the device computes them from its sums.
+    const double ps[2] = {sp, W}, ys[2] = {sy, W};
+    double c[4];
+    nefi::cuda::normalized_constants(ps, ys, c);
+    EXPECT_EQ(c[2], W);
+    EXPECT_EQ(c[3], sp / W + 1e-12);
+    const CellwiseTerm t{nefi::cuda::kCellSquaredError, c[0], c[1]};
+    const CellwiseTerm rp{nefi::cuda::kCellResidualTimesP, c[0], c[1]};
     double s = 0, R = 0;
     for (size_t i = 0; i < p.size(); ++i) {
       s += w(i) * nefi::cuda::cell_value(t, p[i], y[i]);
       R += w(i) * nefi::cuda::cell_value(rp, p[i], y[i]);
     }
-    const double coef = 1 / W, bias = -2 * R / (W * W * mp * mp);
+    nefi::cuda::RowDenominator den;
+    den.values = c + 2;  // W, as normalized_mse_device divides
+    const double sums[2] = {s, W};
+    const double coef = 1 / nefi::cuda::row_denominator(den, sums, 0);
+    const double bias = nefi::cuda::normalized_bias_factor(c, R);
     std::vector<double> grad(p.size());
     for (size_t i = 0; i < p.size(); ++i)
       grad[i] = w(i) * (coef * nefi::cuda::cell_derivative(t, p[i], y[i]) + bias);
-    EXPECT_NEAR(s / W, ref.value, 1e-12 * ref.value);
+    EXPECT_NEAR(s / nefi::cuda::row_denominator(den, sums, 0), ref.value, 1e-12 * ref.value);
     expect_close(grad, ref.grad);
   }
+}
+
+// A row's denominator, each way the device losses give it: RelativeMSE's
+// energies (every other entry of their sums), the cell count of TV and the
+// Laplacian, the weight sum times one scale or a scale per row.
+TEST(NefiLossCells, RowDenominatorPicksTheRowsDivisor) {
+  using nefi::cuda::row_denominator;
+  const double sums[6] = {1.5, 4, 2.5, 6, 3.5, 0};  // {sum w f, sum w} of three rows
+  const double energy[6] = {8, 3, 9, 3, 10, 3};     // {sum w y^2, sum w}
+  nefi::cuda::RowDenominator relative;
+  relative.values = energy;
+  relative.stride = 2;
+  EXPECT_EQ(row_denominator(relative, sums, 1), 9.0);
+  EXPECT_EQ(row_denominator(relative, sums, 2), 10.0);
+  nefi::cuda::RowDenominator count;
+  count.constant = 12;
+  EXPECT_EQ(row_denominator(count, sums, 1), 12.0);
+  nefi::cuda::RowDenominator scaled;
+  scaled.scale = 0.5;
+  EXPECT_EQ(row_denominator(scaled, sums, 1), 3.0);
+  const double per_row[3] = {2, 3, 4};
+  scaled.row_scale = per_row;
+  EXPECT_EQ(row_denominator(scaled, sums, 0), 8.0);
+  EXPECT_EQ(row_denominator(scaled, sums, 1), 18.0);
+  // An all-zero mask: a zero denominator, so the value is not finite (the
+  // device reports it through the step's read-back instead of throwing).
+  EXPECT_EQ(row_denominator(scaled, sums, 2), 0.0);
+  EXPECT_FALSE(std::isfinite(sums[4] / row_denominator(scaled, sums, 2)));
 }
 
 }  // namespace
