@@ -16,17 +16,13 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/device_step_block.h"
 #include "nefi/solve/device_step_slots.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 const fk::Device kGpu = fk::cuda_device(0);
 

@@ -19,14 +19,10 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/operators/angular_spectrum.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 using c128 = std::complex<double>;
 const fk::Device kGpu = fk::cuda_device(0);

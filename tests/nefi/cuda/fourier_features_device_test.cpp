@@ -10,14 +10,10 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/field/fourier_features.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 std::vector<float> on_fresh_encoding(const fk::Tensor& x, double progress) {
   nefi::FourierFeatures enc(2, 4);

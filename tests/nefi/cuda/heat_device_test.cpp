@@ -23,6 +23,7 @@
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_sweeper.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/kernels.h"
 #include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -34,11 +35,6 @@ namespace {
 using nefi::HeatConfig;
 using nefi::HeatOperator;
 namespace heat = nefi::heat;
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 const fk::Device kGpu = fk::cuda_device(0);
 

@@ -27,15 +27,11 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/join.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/losses/every_loss.h"
 #include "nefi/losses/loss.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 using nefi_test::every_loss;
 using nefi_test::LossCase;

@@ -18,27 +18,13 @@
 
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
 namespace {
 
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
-
-// TF32 off for a scope (the tolerance assumes f32 products).
-class NoTf32 {
- public:
-  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
-  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
-  NoTf32(const NoTf32&) = delete;
-  NoTf32& operator=(const NoTf32&) = delete;
-
- private:
-  bool was_;
-};
+using nefi::cuda_test::NoTf32;
 
 nefi::Params toy1d_params(double tv) {
   nefi::Params p = nefi::find_instance("toy1d")->default_config();

@@ -20,16 +20,12 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 constexpr int kSteps = 24;
 

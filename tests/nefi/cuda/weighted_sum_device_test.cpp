@@ -15,15 +15,11 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "nefi/cuda/device_test_util.h"
 #include "nefi/losses/loss.h"
 #include "nefi/scalar.h"
 
 namespace {
-
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
-  } while (0)
 
 struct MeanLoss : nefi::Loss {
   MeanLoss() : Loss("mean") {}
