@@ -206,6 +206,21 @@ class Deconvolution3d : public Instance {
     p.declare("wiener_boundary", std::string("reflect"),
               "wiener3d: reflect (data mirrored about the faces) | periodic");
     declare_refine_keys(p, true, 2);
+    // The level set's Adam step is in intensity units: this instance's level
+    // gaps are ~0.09 (Otsu levels 0.01 / 0.10 / 0.24 / 0.42 on the filaments),
+    // so the default 1e-2 (for fields of unit range) moves phi a whole final
+    // interface width (eps_end x gap) a step; 3e-3 is 0.03 gap a step, as the
+    // unit-range refinements run, over 400 steps. Gallery budget, seeds 0-2:
+    // IoU 0.643 / 0.448 / 0.694 -> 0.656 / 0.466 / 0.696 (1e-2 x 200: 0.657
+    // / 0.417 / 0.693); smoke: 0.643 / 0.414 / 0.665 (0.644 / 0.403 / 0.673).
+    p.set_value("refine_lr", 3e-3);
+    p.set_value("refine_steps", int64_t{400});
+    // The voxels mode's perimeter weight is in loss units (data mean square
+    // against interface area per um^3): the data term here is chi x 7e-6, so
+    // the default 1e-3 outweighs it ~500x and the refit fits the data worse
+    // than its start (gallery seed 0: chi 1.60 -> 3.50, refused); at 1e-5
+    // chi falls (1.60 -> 1.23). docs/performance.md, session 11.
+    p.set_value("refine_boundary_weight", 1e-5);
     return p;
   }
 
