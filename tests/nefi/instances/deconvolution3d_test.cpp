@@ -85,7 +85,8 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
                                                        {"psf_extent", "valid"},
                                                        {"wiener_boundary", "zero"},
                                                        {"peak_counts", "-5"},
-                                                       {"background_counts", "-1"}};
+                                                       {"background_counts", "-1"},
+                                                       {"refine_tv", "-1"}};
   for (const auto& [key, value] : cases) {
     nefi::Params q = inst->default_config();
     q.set(key, value);
