@@ -1,5 +1,5 @@
 // The deconvolution3d puncta preset's refinement, seeds 0-2: the preset's
-// automatic levels (multi-level Otsu) keep the dots' support, and the
+// automatic levels (multi-level Otsu) sharpen the dots or are refused, and the
 // two-phase staircase that used to keep none of them (refined IoU 0,
 // accepted by chi) is refused on its lost support. Figures: docs/performance.md,
 // "deconvolution3d puncta refinement (session 11)".
@@ -23,24 +23,29 @@ TEST(NefiDeconvolution3dPuncta, PresetRefinesWithOtsuLevelsAndRefusesTwoPhases) 
   EXPECT_EQ(c.config.i("refine_levels"), 0);
   EXPECT_EQ(c.config.d("refine_support_share"), 0.5);
   auto inst = nefi::find_instance("deconvolution3d");
-  // Measured on the reference's puncta (session 11; seeds 0 / 1 / 2): neural
-  // IoU 0.176 / 0.284 / 0.070, PSNR 31.57 / 32.43 / 31.02 dB; refined (Otsu
-  // picks 4 levels, accepted on every seed, support kept 0.9 / 1.0 / 1.0) IoU
-  // 0.202 / 0.419 / 0.000, PSNR 32.16 / 33.01 / 31.03. Seed 2's smooth fit
-  // marks almost no dot, so its IoU has no floor. Floors a margin below.
-  const double refined_iou_floor[3] = {0.15, 0.33, -1.0};
-  const double refined_psnr_floor[3] = {31.4, 32.3, 30.4};
+  // Measured on the reference's puncta with the instance's refit scales
+  // (session 11; seeds 0 / 1 / 2): neural IoU 0.176 / 0.284 / 0.070, PSNR
+  // 31.57 / 32.43 / 31.02 dB; refined (Otsu picks 4 levels; support kept
+  // 0.90 / 0.98) IoU 0.333 / 0.488, PSNR 33.28 / 33.73, and seed 2 refused on
+  // the band (0.887 < 0.9; its smooth fit marks almost no dot), the neural
+  // field kept. Floors a margin below.
+  const double refined_iou_floor[3] = {0.27, 0.42, 0.05};
+  const double refined_psnr_floor[3] = {32.6, 33.0, 30.4};
   for (int s = 0; s < 3; ++s) {
     const nefi::RunOutput out = inst->run(c.config, "neural", s, {});
     const auto& m = out.metrics;
-    if (refined_iou_floor[s] >= 0) {
-      EXPECT_GT(m.at("refined_iou"), refined_iou_floor[s]) << "seed " << s;
-    }
+    EXPECT_GT(m.at("refined_iou"), refined_iou_floor[s]) << "seed " << s;
     EXPECT_GT(m.at("refined_psnr"), refined_psnr_floor[s]) << "seed " << s;
-    EXPECT_EQ(m.at("refine_accepted"), 1.0) << "seed " << s;
-    EXPECT_EQ(m.at("refine_refusal"), 0.0) << "seed " << s;
-    EXPECT_GE(m.at("refine_support_kept"), 0.5) << "seed " << s;
-    EXPECT_GT(m.at("refined_psnr"), m.at("psnr") - 0.2) << "seed " << s;
+    if (m.at("refine_accepted") == 1.0) {
+      EXPECT_GE(m.at("refine_support_kept"), 0.5) << "seed " << s;
+      EXPECT_GT(m.at("refined_iou"), m.at("iou")) << "seed " << s;
+      EXPECT_GT(m.at("refined_psnr"), m.at("psnr") + 1.0) << "seed " << s;
+    } else {  // refused: the neural field is what is scored
+      EXPECT_NE(m.at("refine_refusal"), 0.0) << "seed " << s;
+      EXPECT_DOUBLE_EQ(m.at("refined_iou"), m.at("iou")) << "seed " << s;
+      EXPECT_DOUBLE_EQ(m.at("refined_psnr"), m.at("psnr")) << "seed " << s;
+    }
+    EXPECT_EQ(m.at("refine_accepted"), s < 2 ? 1.0 : 0.0) << "seed " << s;
     // Two phases on the same fit: refused on the support, the fit kept.
     nefi::Params two = c.config;
     two.set("refine_levels", "2");
