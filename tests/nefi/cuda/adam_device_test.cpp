@@ -36,7 +36,7 @@ void expect_close(const fk::Tensor& cpu, const fk::Tensor& gpu, double rel,
   double worst = 0;
   for (int64_t i = 0; i < cpu.numel(); ++i) {
     const double scale = std::max(1.0, std::abs(static_cast<double>(a[i])));
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
+    worst = nefi::cuda_test::nan_max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
   }
   EXPECT_LE(worst, rel) << what;
 }

@@ -49,14 +49,15 @@ c128 inner(const std::vector<c128>& a, const std::vector<c128>& b) {
 template <typename V>
 double max_abs(const std::vector<V>& v) {
   double m = 0;
-  for (const V& a : v) m = std::max(m, static_cast<double>(std::abs(a)));
+  for (const V& a : v) m = nefi::cuda_test::nan_max(m, static_cast<double>(std::abs(a)));
   return m;
 }
 
 template <typename V>
 double max_diff(const std::vector<V>& a, const std::vector<V>& b) {
   double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
+  for (size_t i = 0; i < a.size(); ++i)
+    m = nefi::cuda_test::nan_max(m, static_cast<double>(std::abs(a[i] - b[i])));
   return m;
 }
 

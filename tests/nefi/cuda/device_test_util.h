@@ -69,4 +69,22 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
   EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
 }
 
+// The larger of m and v where a NaN wins (std::max(m, NaN) is m, which would
+// let a NaN result pass a tolerance check); once NaN, it stays NaN.
+inline double nan_max(double m, double v) {
+  if (std::isnan(m) || std::isnan(v)) return std::nan("");
+  return v > m ? v : m;
+}
+
+// max_i |a_i - b_i| (any value type with std::abs of a difference), NaN when
+// any difference is NaN: a NaN result fails EXPECT_LE(max_abs_diff, tol).
+template <typename V>
+double max_abs_diff(const std::vector<V>& a, const std::vector<V>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = nan_max(m, static_cast<double>(std::abs(a[i] - b[i])));
+  return m;
+}
+
 }  // namespace nefi::cuda_test

@@ -27,4 +27,16 @@ TEST(NefiDeviceTestUtil, ExpectCloseScalesByTheLargestExpectedValue) {
                           "beyond");
 }
 
+TEST(NefiDeviceTestUtil, MaxAbsDiffIsNanWhenAnyDifferenceIs) {
+  using nefi::cuda_test::max_abs_diff;
+  using nefi::cuda_test::nan_max;
+  EXPECT_EQ(max_abs_diff<double>({1.0, -2.0, 3.0}, {1.5, -2.0, 1.0}), 2.0);
+  // Wherever the NaN sits, the result is NaN and a tolerance check fails.
+  EXPECT_TRUE(std::isnan(max_abs_diff<double>({std::nan(""), 2.0}, {1.0, 2.0})));
+  EXPECT_TRUE(std::isnan(max_abs_diff<double>({1.0, 2.0, 5.0}, {1.0, std::nan(""), 1.0})));
+  EXPECT_FALSE(max_abs_diff<double>({1.0, std::nan("")}, {1.0, 1.0}) <= 1.0);
+  EXPECT_TRUE(std::isnan(nan_max(std::nan(""), 3.0)));
+  EXPECT_EQ(nan_max(2.0, 3.0), 3.0);
+}
+
 }  // namespace

@@ -70,8 +70,7 @@ void expect_device_follows_cpu(const nefi::Params& p) {
   const auto y = xg.to_vector<double>();
   ASSERT_EQ(x.size(), y.size());
   const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  const double worst = nefi::cuda_test::max_abs_diff(x, y);
   EXPECT_LE(worst, 1e-3 * (*hi - *lo));
 }
 
