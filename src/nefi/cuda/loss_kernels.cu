@@ -18,6 +18,9 @@ using fk::cuda::detail::kThreads;
 
 // Enough blocks per row to fill a GPU on one large row.
 constexpr int64_t kMaxBlocksPerRow = 256;
+// gridDim.y's limit: the partial-sum kernels walk rows beyond it with a
+// stride (the same fixed order per row, whatever the grid).
+constexpr int64_t kMaxGridRows = 65535;
 
 // Tree-sums the block's kThreads pairs in shared memory (fixed shape);
 // every thread returns the totals.
@@ -34,9 +37,14 @@ __device__ void block_sum2(double (*shared)[kThreads], double& a, double& b) {
   }
   a = shared[0][0];
   b = shared[1][0];
+  __syncthreads();  // every thread has read the totals before the next row reuses shared
 }
 
-// The cells of row blockIdx.y that block blockIdx.x walks: a fixed stride.
+// The rows block (blockIdx.x, blockIdx.y) sums: blockIdx.y, then every
+// gridDim.y-th (uniform across the block, so its barriers are too).
+#define NEFI_ROWS_OF_BLOCK(r, rows) for (int64_t r = blockIdx.y; r < (rows); r += gridDim.y)
+
+// The cells of a row that block blockIdx.x walks: a fixed stride.
 #define NEFI_ROW_LOOP(i, n)                                                            \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * kThreads)
@@ -52,22 +60,25 @@ __device__ CellwiseTerm resolved(CellwiseTerm t, const double* ab) {
 
 template <typename T>
 __global__ void cellwise_partials_kernel(CellwiseTerm term, const double* ab, const T* p,
-                                         const T* y, const T* mask, int64_t n, double* partials) {
+                                         const T* y, const T* mask, int64_t rows, int64_t n,
+                                         double* partials) {
   __shared__ double shared[2][kThreads];
   const CellwiseTerm t = resolved(term, ab);
-  const int64_t row = blockIdx.y * n;
-  double s = 0, ws = 0;
-  NEFI_ROW_LOOP(i, n) {
-    const double w = mask ? static_cast<double>(mask[row + i]) : 1.0;
-    const double yi = y ? static_cast<double>(y[row + i]) : 0.0;
-    s += w * cell_value(t, static_cast<double>(p[row + i]), yi);
-    ws += w;
-  }
-  block_sum2(shared, s, ws);
-  if (threadIdx.x == 0) {
-    double* out = partials + 2 * (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
-    out[0] = s;
-    out[1] = ws;
+  NEFI_ROWS_OF_BLOCK(r, rows) {
+    const int64_t row = r * n;
+    double s = 0, ws = 0;
+    NEFI_ROW_LOOP(i, n) {
+      const double w = mask ? static_cast<double>(mask[row + i]) : 1.0;
+      const double yi = y ? static_cast<double>(y[row + i]) : 0.0;
+      s += w * cell_value(t, static_cast<double>(p[row + i]), yi);
+      ws += w;
+    }
+    block_sum2(shared, s, ws);
+    if (threadIdx.x == 0) {
+      double* out = partials + 2 * (r * gridDim.x + blockIdx.x);
+      out[0] = s;
+      out[1] = ws;
+    }
   }
 }
 
@@ -120,19 +131,21 @@ __global__ void normalized_bias_factor_kernel(const double* c, const double* rp,
 }
 
 template <typename T>
-__global__ void tv_partials_kernel(const T* x, int64_t n, StencilGrid g, bool isotropic, double e2,
-                                   double* partials) {
+__global__ void tv_partials_kernel(const T* x, int64_t rows, int64_t n, StencilGrid g,
+                                   bool isotropic, double e2, double* partials) {
   __shared__ double shared[2][kThreads];
-  const T* xr = x + blockIdx.y * n;
-  double s = 0, unused = 0;
-  NEFI_ROW_LOOP(i, n) {
-    s += tv_cell_value(xr, g, i, isotropic, e2);
-  }
-  block_sum2(shared, s, unused);
-  if (threadIdx.x == 0) {
-    double* out = partials + 2 * (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
-    out[0] = s;
-    out[1] = 0;
+  NEFI_ROWS_OF_BLOCK(r, rows) {
+    const T* xr = x + r * n;
+    double s = 0, unused = 0;
+    NEFI_ROW_LOOP(i, n) {
+      s += tv_cell_value(xr, g, i, isotropic, e2);
+    }
+    block_sum2(shared, s, unused);
+    if (threadIdx.x == 0) {
+      double* out = partials + 2 * (r * gridDim.x + blockIdx.x);
+      out[0] = s;
+      out[1] = 0;
+    }
   }
 }
 
@@ -156,7 +169,8 @@ __global__ void laplacian_kernel(const In* x, int64_t rows, int64_t n, StencilGr
 }
 
 dim3 partial_grid(int64_t rows, int64_t n) {
-  return dim3(static_cast<unsigned>(loss_sum_blocks(n)), static_cast<unsigned>(rows));
+  return dim3(static_cast<unsigned>(loss_sum_blocks(n)),
+              static_cast<unsigned>(rows < kMaxGridRows ? rows : kMaxGridRows));
 }
 
 void finish_sums(const double* partials, int64_t rows, int64_t n, double* sums, void* stream) {
@@ -183,7 +197,7 @@ void launch_cellwise_sums(CellwiseTerm term, const double* ab, const T* p, const
                           const T* mask, int64_t rows, int64_t n, double* partials, double* sums,
                           void* stream) {
   cellwise_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
-      term, ab, p, y, mask, n, partials);
+      term, ab, p, y, mask, rows, n, partials);
   check_launch("nefi::cuda::cellwise_sums");
   finish_sums(partials, rows, n, sums, stream);
 }
@@ -222,7 +236,7 @@ void launch_tv_sums(const T* x, int64_t rows, const StencilGrid& g, bool isotrop
                     double* partials, double* sums, void* stream) {
   const int64_t n = cells(g);
   tv_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
-      x, n, g, isotropic, eps * eps, partials);
+      x, rows, n, g, isotropic, eps * eps, partials);
   check_launch("nefi::cuda::tv_sums");
   finish_sums(partials, rows, n, sums, stream);
 }
