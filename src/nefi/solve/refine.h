@@ -85,11 +85,17 @@ struct RefineOptions {
   double boundary_weight = 1e-3;
   double boundary_eps = 0.1;
   double floor = -std::numeric_limits<double>::infinity();  // voxels, tv_sharpen
+  // tv_sharpen and phasefield weights are in loss units, like
+  // boundary_weight: against deconvolution3d's data term (chi x 7.4e-6) the
+  // defaults 1e-3 outweigh it and both refits are refused; 1e-4 to 1e-6 are
+  // accepted there (docs/performance.md, session 11).
   // tv_sharpen only: the TV's weight and its smoothing (level gaps per cell).
   double tv_weight = 1e-3;
   double tv_eps = 1e-2;
   // phasefield only: the weight of the well + gradient energy, and the
-  // interface width (cells) their balance sets.
+  // interface width (cells) their balance sets. The phase is in phase-index
+  // units (one level gap = 1), so `lr` moves it 1 / gap times as far as it
+  // moves the other modes' intensity-unit parameters.
   double well_weight = 1e-3;
   double phase_width = 1.0;
   void validate() const;  // throws fk::Error naming the bad option
