@@ -9,7 +9,8 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
                          double support_share) {
   const RefineOptions d;
   p.declare("refine", on, "run the edge refinement after the solve");
-  p.declare("refine_mode", mode, "refinement: levelset (K-level staircase) | voxels");
+  p.declare("refine_mode", mode,
+            "refinement: levelset (K-level staircase) | voxels | tv_sharpen | phasefield");
   p.declare("refine_levels", levels, "refinement phases (0: auto by multi-level Otsu)");
   p.declare("refine_max_levels", int64_t{d.max_levels}, "refinement: most phases auto picks");
   p.declare("refine_steps", int64_t{d.steps}, "refinement: Adam steps");
@@ -30,11 +31,18 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
             "refinement (voxels): weight of the phases' perimeter");
   p.declare("refine_boundary_eps", d.boundary_eps,
             "refinement (voxels): interface width of the perimeter (level gaps)");
+  p.declare("refine_tv_weight", d.tv_weight, "refinement (tv_sharpen): weight of the TV");
+  p.declare("refine_tv_eps", d.tv_eps,
+            "refinement (tv_sharpen): the TV's smoothing (level gaps per cell)");
+  p.declare("refine_well_weight", d.well_weight,
+            "refinement (phasefield): weight of the double well + gradient energy");
+  p.declare("refine_phase_width", d.phase_width,
+            "refinement (phasefield): interface width (cells)");
 }
 
 RefineOptions refine_options_from(const Params& p) {
   RefineOptions o;
-  o.mode = p.choice("refine_mode", {"levelset", "voxels"});
+  o.mode = p.choice("refine_mode", {"levelset", "voxels", "tv_sharpen", "phasefield"});
   auto integer = [&](const char* key, int64_t lo, int64_t hi) {
     const int64_t v = p.i(key);
     FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
@@ -56,6 +64,15 @@ RefineOptions refine_options_from(const Params& p) {
   o.eps_start = positive("refine_eps_start");
   o.eps_end = positive("refine_eps_end");
   o.boundary_eps = positive("refine_boundary_eps");
+  o.tv_eps = positive("refine_tv_eps");
+  auto non_negative = [&](const char* key, const char* what) {
+    const double v = p.d(key);
+    FK_CHECK(v >= 0, std::string("config key '") + key + "'", what, Params::render(v));
+    return v;
+  };
+  o.tv_weight = non_negative("refine_tv_weight", "a weight >= 0");
+  o.well_weight = non_negative("refine_well_weight", "a weight >= 0");
+  o.phase_width = non_negative("refine_phase_width", "a width >= 0 (cells)");
   o.boundary_weight = p.d("refine_boundary_weight");
   FK_CHECK(o.boundary_weight >= 0, "config key 'refine_boundary_weight'", "a weight >= 0",
            Params::render(o.boundary_weight));

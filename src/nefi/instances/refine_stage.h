@@ -14,7 +14,8 @@ namespace nefi {
 // (0: auto), refine_max_levels, refine_steps, refine_lr, refine_eps_start,
 // refine_eps_end, refine_chi_factor, refine_min_chi_smooth, refine_band_fraction,
 // refine_band_width, refine_support_share (default `support_share`),
-// refine_boundary_weight, refine_boundary_eps.
+// refine_boundary_weight, refine_boundary_eps, refine_tv_weight, refine_tv_eps,
+// refine_well_weight, refine_phase_width.
 void declare_refine_keys(Params& p, bool on, int64_t levels = 0,
                          const std::string& mode = "levelset", double support_share = 0);
 // The options those keys give; checked (an error names the key).

@@ -238,8 +238,16 @@ void judge(const InverseProblem& problem, const std::vector<double>& xs,
 }  // namespace refine_detail
 
 void RefineOptions::validate() const {
-  FK_CHECK(mode == "levelset" || mode == "voxels", "refine option 'mode'", "levelset or voxels",
-           "'" + mode + "'");
+  FK_CHECK(mode == "levelset" || mode == "voxels" || mode == "tv_sharpen" || mode == "phasefield",
+           "refine option 'mode'", "levelset, voxels, tv_sharpen or phasefield", "'" + mode + "'");
+  FK_CHECK(tv_weight >= 0 && std::isfinite(tv_weight), "refine option 'tv_weight'", "a weight >= 0",
+           std::to_string(tv_weight));
+  FK_CHECK(tv_eps > 0 && std::isfinite(tv_eps), "refine option 'tv_eps'",
+           "a smoothing > 0 (level gaps per cell)", std::to_string(tv_eps));
+  FK_CHECK(well_weight >= 0 && std::isfinite(well_weight), "refine option 'well_weight'",
+           "a weight >= 0", std::to_string(well_weight));
+  FK_CHECK(phase_width >= 0 && std::isfinite(phase_width), "refine option 'phase_width'",
+           "a width >= 0 (cells)", std::to_string(phase_width));
   FK_CHECK(boundary_weight >= 0 && std::isfinite(boundary_weight),
            "refine option 'boundary_weight'", "a weight >= 0", std::to_string(boundary_weight));
   FK_CHECK(boundary_eps > 0 && std::isfinite(boundary_eps), "refine option 'boundary_eps'",
@@ -358,8 +366,10 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
 
 RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
                           const RefineOptions& o, const SolverOptions& so) {
-  return o.mode == "voxels" ? refine_voxels(problem, smooth, o, so)
-                            : refine_levelset(problem, smooth, o, so);
+  if (o.mode == "voxels") return refine_voxels(problem, smooth, o, so);
+  if (o.mode == "tv_sharpen") return refine_tv_sharpen(problem, smooth, o, so);
+  if (o.mode == "phasefield") return refine_phasefield(problem, smooth, o, so);
+  return refine_levelset(problem, smooth, o, so);
 }
 
 }  // namespace nefi

@@ -35,6 +35,16 @@
 // straightens the interfaces where the data leave them free, and, unlike a
 // staircase of K levels, leaves the values inside each phase to the data
 // (objects of different strengths keep them). The same acceptance test.
+//
+// Mode "tv_sharpen" keeps a free value per cell too (refine_tv_sharpen.cpp),
+// refitted under the problem's losses plus tv_weight * the isotropic TV
+// with the small smoothing tv_eps (of a one-gap step across one cell): a
+// strong TV prefers steps to ramps and leaves the values free.
+//
+// Mode "phasefield" fits a per-cell phase s in [0, K - 1] read through the
+// fitted levels, under a double well that drives s onto the phases and a
+// gradient energy that sets the interface width (refine_phasefield.cpp).
+// Both are judged by the same acceptance test.
 #include <limits>
 #include <string>
 #include <vector>
@@ -46,7 +56,7 @@
 namespace nefi {
 
 struct RefineOptions {
-  std::string mode = "levelset";  // levelset | voxels
+  std::string mode = "levelset";  // levelset | voxels | tv_sharpen | phasefield
   int levels = 0;                 // phases K >= 2; 0: the smallest K in [2, max_levels] with
                                   // between-class variance >= auto_separation of the total
   int max_levels = 4;             // <= 8
@@ -74,7 +84,20 @@ struct RefineOptions {
   // voxels mode only:
   double boundary_weight = 1e-3;
   double boundary_eps = 0.1;
-  double floor = -std::numeric_limits<double>::infinity();
+  double floor = -std::numeric_limits<double>::infinity();  // voxels, tv_sharpen
+  // tv_sharpen and phasefield weights are in loss units, like
+  // boundary_weight: against deconvolution3d's data term (chi x 7.4e-6) the
+  // defaults 1e-3 outweigh it and both refits are refused; 1e-4 to 1e-6 are
+  // accepted there (docs/performance.md, session 11).
+  // tv_sharpen only: the TV's weight and its smoothing (level gaps per cell).
+  double tv_weight = 1e-3;
+  double tv_eps = 1e-2;
+  // phasefield only: the weight of the well + gradient energy, and the
+  // interface width (cells) their balance sets. The phase is in phase-index
+  // units (one level gap = 1), so `lr` moves it 1 / gap times as far as it
+  // moves the other modes' intensity-unit parameters.
+  double well_weight = 1e-3;
+  double phase_width = 1.0;
   void validate() const;  // throws fk::Error naming the bad option
 };
 
@@ -102,6 +125,11 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
 
 RefineReport refine_voxels(const InverseProblem& problem, const fk::Tensor& smooth,
                            const RefineOptions& options, const SolverOptions& solver = {});
+RefineReport refine_tv_sharpen(const InverseProblem& problem, const fk::Tensor& smooth,
+                               const RefineOptions& options, const SolverOptions& solver = {});
+
+RefineReport refine_phasefield(const InverseProblem& problem, const fk::Tensor& smooth,
+                               const RefineOptions& options, const SolverOptions& solver = {});
 // The mode options.mode names.
 RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
                           const RefineOptions& options, const SolverOptions& solver = {});
@@ -110,6 +138,13 @@ RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smoot
 // h (one per axis of u); differentiable in u.
 fk::Tensor phase_perimeter(const fk::Tensor& u, const std::vector<double>& t, double eps,
                            const std::vector<double>& h);
+
+// The phase field's energy for `phases` K >= 2 at interface width `width`
+// (cells, >= 0) and spacing h: mean_cells [W(s) + (width h_max)^2 |grad s|^2]
+// (refine_phasefield.cpp; forward differences, 0 past the last cell);
+// differentiable in s.
+fk::Tensor phase_energy(const fk::Tensor& s, int phases, double width,
+                        const std::vector<double>& h);
 
 // Multi-level Otsu on a `bins`-bin histogram over [min, max] of v: the
 // classes - 1 thresholds (bin edges, ascending) that maximise the

@@ -1,6 +1,8 @@
 #pragma once
-// What the two refinement modes of refine.h share: the starting phases of
+// What the refinement modes of refine.h share: the starting phases of
 // the smooth field, the refit run, chi and the acceptance test.
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "nefi/solve/refine.h"
@@ -18,6 +20,11 @@ double chi(const InverseProblem& p, const fk::Tensor& x);
 // o.min_chi_smooth with a known noise level).
 double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
                     const std::vector<double>& xs, const RefineOptions& o, RefineReport& r);
+// One free value per cell, started at x0 (values below `floor` read as
+// floor), restarted there by reset_parameters: the field of the voxels and
+// tv_sharpen modes.
+std::shared_ptr<Field> voxel_field(std::string primary, const fk::Dims& shape,
+                                   std::vector<double> x0, double floor);
 // The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.
 Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so);
 // Sets r.chi_refined, r.in_band (interfaces of `phases`, the per-cell value

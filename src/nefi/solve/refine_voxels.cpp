@@ -49,6 +49,17 @@ class VoxelField : public Field {
   double floor_;
 };
 
+}  // namespace
+
+namespace refine_detail {
+std::shared_ptr<Field> voxel_field(std::string primary, const fk::Dims& shape,
+                                   std::vector<double> x0, double floor) {
+  return std::make_shared<VoxelField>(std::move(primary), shape, std::move(x0), floor);
+}
+}  // namespace refine_detail
+
+namespace {
+
 class PerimeterLoss : public Loss {
  public:
   PerimeterLoss(std::string field, std::vector<double> t, double eps)
@@ -99,7 +110,7 @@ RefineReport refine_voxels(const InverseProblem& problem, const fk::Tensor& smoo
   if (!(gap > 0)) return r;
   InverseProblem p = problem;
   const std::string primary = problem.field->primary();
-  p.field = std::make_shared<VoxelField>(primary, shape, xs, o.floor);
+  p.field = voxel_field(primary, shape, xs, o.floor);
   p.losses.add(std::make_shared<PerimeterLoss>(primary, r.thresholds, o.boundary_eps * gap),
                o.boundary_weight);
   const Result res = run_refit(std::move(p), o, so);

@@ -89,6 +89,10 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"refine_mode", "phase"},
                                                        {"refine_boundary_weight", "-1"},
                                                        {"refine_boundary_eps", "0"},
+                                                       {"refine_tv_weight", "-1"},
+                                                       {"refine_tv_eps", "0"},
+                                                       {"refine_well_weight", "-1"},
+                                                       {"refine_phase_width", "-1"},
                                                        {"refine_min_chi_smooth", "-1"},
                                                        {"supersample", "0"},
                                                        {"noise", "-0.1"}};

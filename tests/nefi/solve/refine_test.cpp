@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/field/grid_field.h"
@@ -425,6 +427,145 @@ TEST(NefiRefine, BadOptionsAndShapes) {
   EXPECT_THROW(nefi::refine_edges(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), v), fk::Error);
   EXPECT_THROW(nefi::refine_levelset(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), {}),
                fk::Error);
+}
+
+// tv_sharpen on the blurred disk: a strong TV with a small eps turns the
+// smooth fit's ramp into a step the data accept.
+TEST(NefiRefine, TvSharpenSharpensAnEdgeTheDataSupport) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o;
+  o.mode = "tv_sharpen";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  o.tv_weight = 1e-5;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  EXPECT_LE(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
+  EXPECT_GT(nefi::iou(r.field, p.truth, 0.8), nefi::iou(p.smooth, p.truth, 0.8) + 0.1);
+  EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
+}
+
+// A TV far above the data term flattens the disk: the refit misfits the
+// data and the smooth field is kept.
+TEST(NefiRefine, TvSharpenRefusesWhatTheDataContradict) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o;
+  o.mode = "tv_sharpen";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  o.tv_weight = 1e-1;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.refusal, 2) << r.reason;
+  EXPECT_GT(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
+  EXPECT_EQ(r.field.to_vector<double>(), p.smooth.to_vector<double>());
+}
+
+// W(s) = s^2 (1 - s)^2 on each unit interval, relu^2 outside [0, K - 1],
+// plus (width h_max)^2 times the mean squared forward difference quotient
+// (the last cell's difference 0), written out cell by cell.
+TEST(NefiRefine, PhaseEnergyWrittenOut) {
+  const std::vector<double> h{0.5, 0.25};
+  auto energy = [&](std::vector<double> s, int K, double w) {
+    return nefi::phase_energy(fk::from_vector(s, {5, 2}), K, w, h).item();
+  };
+  EXPECT_NEAR(energy(std::vector<double>(10, 0.5), 2, 1.0), 1.0 / 16, 1e-12);
+  EXPECT_NEAR(energy(std::vector<double>(10, -0.5), 2, 1.0), 0.25, 1e-12);
+  EXPECT_NEAR(energy(std::vector<double>(10, 2.5), 3, 1.0), 0.25, 1e-12);
+  EXPECT_NEAR(energy(std::vector<double>(10, 1.0), 3, 1.0), 0.0, 1e-12);
+  std::vector<double> s(10);
+  double well = 0, grad = 0;
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 2; ++j) s[i * 2 + j] = 0.1 * i + 0.3 * j;
+  for (double v : s) well += v * v * (1 - v) * (1 - v) / 10;
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 2; ++j) {
+      if (i + 1 < 5) grad += std::pow(0.1 / 0.5, 2) / 10;
+      if (j + 1 < 2) grad += std::pow(0.3 / 0.25, 2) / 10;
+    }
+  EXPECT_NEAR(energy(s, 2, 2.0), well + 2.0 * 2.0 * 0.5 * 0.5 * grad, 1e-12);
+  EXPECT_THROW(nefi::phase_energy(fk::from_vector(s, {5, 2}), 1, 1.0, h), fk::Error);
+  EXPECT_THROW(nefi::phase_energy(fk::from_vector(s, {5, 2}), 2, -1.0, h), fk::Error);
+  EXPECT_THROW(nefi::phase_energy(fk::from_vector(s, {5, 2}), 2, 1.0, {0.5}), fk::Error);
+}
+
+TEST(NefiRefine, PhaseEnergyGradcheck) {
+  fk::Generator g(13);
+  fk::Tensor s = fk::add(fk::mul(fk::randn({5, 4, 3}, {fk::DType::F64}, &g), 1.5), 1.0);
+  s.set_requires_grad(true);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [](const std::vector<fk::Tensor>& in) {
+                  return nefi::phase_energy(in[0], 3, 1.5, {0.5, 0.25, 1.0});
+                },
+                {s}),
+            "");
+}
+
+// The phase field on the blurred disk: the well drives each cell into a
+// phase, the data place the interface, the levels land on the truth's.
+TEST(NefiRefine, PhaseFieldSharpensAnEdgeTheDataSupport) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o;
+  o.mode = "phasefield";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  EXPECT_LE(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_NEAR(r.levels[0], 0.1, 0.03);
+  EXPECT_NEAR(r.levels[1], 0.8, 0.05);
+  EXPECT_GT(nefi::iou(r.field, p.truth, 0.8), nefi::iou(p.smooth, p.truth, 0.8) + 0.1);
+  EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
+}
+
+// A smooth bump has no two phases: a well far above the data term forces a
+// staircase that misfits them, and the smooth field is kept.
+TEST(NefiRefine, PhaseFieldRefusesAStaircaseTheDataContradict) {
+  DiskProblem p = disk_problem(false);
+  p.smooth = p.truth;
+  nefi::RefineOptions o;
+  o.mode = "phasefield";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  o.well_weight = 1.0;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.refusal, 2) << r.reason;
+  EXPECT_EQ(r.field.to_vector<double>(), p.smooth.to_vector<double>());
+}
+
+// Each new option's error names it.
+TEST(NefiRefine, NewModesBadOptionsNameTheKey) {
+  const DiskProblem p = disk_problem(true);
+  const std::pair<const char*, void (*)(nefi::RefineOptions&)> cases[] = {
+      {"tv_weight", [](nefi::RefineOptions& o) { o.tv_weight = -1; }},
+      {"tv_eps", [](nefi::RefineOptions& o) { o.tv_eps = 0; }},
+      {"well_weight", [](nefi::RefineOptions& o) { o.well_weight = std::nan(""); }},
+      {"phase_width", [](nefi::RefineOptions& o) { o.phase_width = -1; }},
+      {"mode", [](nefi::RefineOptions& o) { o.mode = "continue"; }}};
+  for (const char* mode : {"tv_sharpen", "phasefield"})
+    for (const auto& [key, bad] : cases) {
+      nefi::RefineOptions o;
+      o.mode = mode;
+      bad(o);
+      try {
+        nefi::refine_edges(p.problem, p.smooth, o);
+        ADD_FAILURE() << key << " was accepted";
+      } catch (const fk::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::string("'") + key + "'"), std::string::npos)
+            << e.what();
+      }
+    }
+  nefi::RefineOptions o;
+  o.mode = "phasefield";
+  EXPECT_THROW(nefi::refine_edges(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), o), fk::Error);
+  o.mode = "tv_sharpen";
+  EXPECT_THROW(nefi::refine_edges(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), o), fk::Error);
 }
 
 }  // namespace
