@@ -167,6 +167,15 @@ double chi(const InverseProblem& p, const fk::Tensor& x) {
   return s > 0 ? m / (s * s) : m;
 }
 
+std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor& smooth,
+                                 const RefineOptions& o, const char* who) {
+  o.validate();
+  const fk::Dims shape = problem.domain.shape();
+  FK_CHECK(smooth.shape() == shape, who, "a smooth field of shape " + shape.str(),
+           smooth.shape().str());
+  return smooth.to_vector<double>();
+}
+
 double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
                     const std::vector<double>& xs, const RefineOptions& o, RefineReport& r) {
   int K = o.levels;
@@ -344,11 +353,8 @@ double class_separation(const std::vector<double>& v, const std::vector<double>&
 RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& smooth,
                              const RefineOptions& o, const SolverOptions& so) {
   using namespace refine_detail;
-  o.validate();
   const fk::Dims shape = problem.domain.shape();
-  FK_CHECK(smooth.shape() == shape, "nefi::refine_levelset",
-           "a smooth field of shape " + shape.str(), smooth.shape().str());
-  const std::vector<double> xs = smooth.to_vector<double>();
+  const std::vector<double> xs = refit_inputs(problem, smooth, o, "nefi::refine_levelset");
   RefineReport r;
   const double gap = start_phases(problem, smooth, xs, o, r);
   if (!(gap > 0)) return r;

@@ -14,6 +14,10 @@ namespace nefi::refine_detail {
 std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t);
 // chi of `x` (the problem's field at the domain grid; see refine.h).
 double chi(const InverseProblem& p, const fk::Tensor& x);
+// Checks the options and the smooth field's shape against the problem's
+// (`who` names the mode in the error); returns the smooth field's values.
+std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor& smooth,
+                                 const RefineOptions& o, const char* who);
 // Fills r.thresholds, r.start_levels (Otsu or the given levels), r.chi_smooth
 // and r.field = the smooth field; returns the smallest level gap (not > 0:
 // r is a refusal, r.refined set: no level structure, or chi_smooth <=

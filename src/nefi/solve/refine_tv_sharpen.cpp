@@ -16,11 +16,8 @@ namespace nefi {
 RefineReport refine_tv_sharpen(const InverseProblem& problem, const fk::Tensor& smooth,
                                const RefineOptions& o, const SolverOptions& so) {
   using namespace refine_detail;
-  o.validate();
   const fk::Dims shape = problem.domain.shape();
-  FK_CHECK(smooth.shape() == shape, "nefi::refine_tv_sharpen",
-           "a smooth field of shape " + shape.str(), smooth.shape().str());
-  const std::vector<double> xs = smooth.to_vector<double>();
+  const std::vector<double> xs = refit_inputs(problem, smooth, o, "nefi::refine_tv_sharpen");
   RefineReport r;
   const double gap = start_phases(problem, smooth, xs, o, r);
   if (!(gap > 0)) return r;
