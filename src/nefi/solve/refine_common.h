@@ -1,6 +1,7 @@
 #pragma once
 // What the refinement modes of refine.h share: the starting phases of
 // the smooth field, the refit run, chi and the acceptance test.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
 // tv_sharpen modes.
 std::shared_ptr<Field> voxel_field(std::string primary, const fk::Dims& shape,
                                    std::vector<double> x0, double floor);
+// The voxels and tv_sharpen modes: one free value per cell started at the
+// smooth field, refitted under the problem's losses plus what `add_penalty`
+// adds (given the losses, the primary field's name, the level gap and the
+// starting phases), then judged.
+using PenaltyAdder = std::function<void(LossSet&, const std::string&, double, const RefineReport&)>;
+RefineReport refit_per_cell(const InverseProblem& problem, const fk::Tensor& smooth,
+                            const RefineOptions& o, const SolverOptions& so, const char* who,
+                            const PenaltyAdder& add_penalty);
 // The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.
 Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so);
 // Sets r.chi_refined, r.in_band (interfaces of `phases`, the per-cell value

@@ -15,26 +15,15 @@ namespace nefi {
 
 RefineReport refine_tv_sharpen(const InverseProblem& problem, const fk::Tensor& smooth,
                                const RefineOptions& o, const SolverOptions& so) {
-  using namespace refine_detail;
-  const fk::Dims shape = problem.domain.shape();
-  const std::vector<double> xs = refit_inputs(problem, smooth, o, "nefi::refine_tv_sharpen");
-  RefineReport r;
-  const double gap = start_phases(problem, smooth, xs, o, r);
-  if (!(gap > 0)) return r;
-  InverseProblem p = problem;
-  const std::string primary = problem.field->primary();
-  p.field = voxel_field(primary, shape, xs, o.floor);
-  // eps in gradient units: tv_eps of a one-gap step across one cell.
-  const std::vector<double> h = problem.domain.spacing();
-  TVOptions tv;
-  tv.eps = o.tv_eps * gap / *std::max_element(h.begin(), h.end());
-  p.losses.add(tv_loss(primary, tv, "tv_sharpen"), o.tv_weight);
-  const Result res = run_refit(std::move(p), o, so);
-  r.refined = res.fields.at(primary).to(fk::DType::F64);
-  const std::vector<double> u = r.refined.to_vector<double>();
-  r.levels = class_means(u, r.thresholds);
-  judge(problem, xs, u, o, r);
-  return r;
+  return refine_detail::refit_per_cell(
+      problem, smooth, o, so, "nefi::refine_tv_sharpen",
+      [&](LossSet& losses, const std::string& primary, double gap, const RefineReport&) {
+        // eps in gradient units: tv_eps of a one-gap step across one cell.
+        const std::vector<double> h = problem.domain.spacing();
+        TVOptions tv;
+        tv.eps = o.tv_eps * gap / *std::max_element(h.begin(), h.end());
+        losses.add(tv_loss(primary, tv, "tv_sharpen"), o.tv_weight);
+      });
 }
 
 }  // namespace nefi

@@ -97,25 +97,38 @@ fk::Tensor phase_perimeter(const fk::Tensor& u, const std::vector<double>& t, do
   return fk::sub(sum, static_cast<double>(t.size()) * tv.eps);
 }
 
-RefineReport refine_voxels(const InverseProblem& problem, const fk::Tensor& smooth,
-                           const RefineOptions& o, const SolverOptions& so) {
-  using namespace refine_detail;
+namespace refine_detail {
+
+RefineReport refit_per_cell(const InverseProblem& problem, const fk::Tensor& smooth,
+                            const RefineOptions& o, const SolverOptions& so, const char* who,
+                            const PenaltyAdder& add_penalty) {
   const fk::Dims shape = problem.domain.shape();
-  const std::vector<double> xs = refit_inputs(problem, smooth, o, "nefi::refine_voxels");
+  const std::vector<double> xs = refit_inputs(problem, smooth, o, who);
   RefineReport r;
   const double gap = start_phases(problem, smooth, xs, o, r);
   if (!(gap > 0)) return r;
   InverseProblem p = problem;
   const std::string primary = problem.field->primary();
   p.field = voxel_field(primary, shape, xs, o.floor);
-  p.losses.add(std::make_shared<PerimeterLoss>(primary, r.thresholds, o.boundary_eps * gap),
-               o.boundary_weight);
+  add_penalty(p.losses, primary, gap, r);
   const Result res = run_refit(std::move(p), o, so);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
   const std::vector<double> u = r.refined.to_vector<double>();
   r.levels = class_means(u, r.thresholds);
   judge(problem, xs, u, o, r);
   return r;
+}
+
+}  // namespace refine_detail
+
+RefineReport refine_voxels(const InverseProblem& problem, const fk::Tensor& smooth,
+                           const RefineOptions& o, const SolverOptions& so) {
+  return refine_detail::refit_per_cell(
+      problem, smooth, o, so, "nefi::refine_voxels",
+      [&o](LossSet& losses, const std::string& primary, double gap, const RefineReport& r) {
+        losses.add(std::make_shared<PerimeterLoss>(primary, r.thresholds, o.boundary_eps * gap),
+                   o.boundary_weight);
+      });
 }
 
 }  // namespace nefi
