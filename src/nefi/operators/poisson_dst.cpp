@@ -8,6 +8,8 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/cuda/poisson_dst_cells.h"
+#include "nefi/operators/poisson_dst_device.h"
 
 namespace nefi {
 namespace {
@@ -93,6 +95,30 @@ void PoissonOperator::prepare() {
       rem /= s[a];
     }
   }
+  device_cache_ = std::make_shared<DeviceCache>();
+}
+
+std::vector<double> PoissonOperator::extended_inverse_eigenvalues() const {
+  cuda::OddExtension g;
+  g.ndim = static_cast<int>(domain_.ndim());
+  for (int a = 0; a < g.ndim; ++a) g.n[a] = domain_.shape()[a];
+  std::vector<double> inv(static_cast<size_t>(g.extended_cells()), 0.0);
+  for (int64_t p = 0; p < g.extended_cells(); ++p) {
+    const int64_t mode = cuda::extended_mode(g, p);
+    if (mode >= 0) inv[p] = 1.0 / lambda_[mode];
+  }
+  return inv;
+}
+
+fk::Tensor PoissonOperator::extended_inverse_eigenvalues_on(fk::Device device) const {
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  auto it = device_cache_->by_device.find(device.str());
+  if (it != device_cache_->by_device.end()) return it->second;
+  std::vector<int64_t> shape;
+  for (int64_t n : domain_.shape()) shape.push_back(2 * n);
+  fk::Tensor t = fk::from_vector(extended_inverse_eigenvalues(), fk::Dims(shape), device);
+  device_cache_->by_device[device.str()] = t;
+  return t;
 }
 
 std::string PoissonOperator::fidelity_tag() const {
@@ -129,6 +155,7 @@ fk::Tensor PoissonOperator::apply(const fk::Tensor& x) const {
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::PoissonOperator",
            "a real f32/f64 field", fk::name(x.dtype()));
+  if (!x.device().is_cpu()) return poisson_device(*this, x);
   fk::Tensor u = apply_poisson(*this, x.detach());
   if (fk::autograd::needs_grad(x)) {
     auto node = std::make_shared<PoissonBackward>();

@@ -13,7 +13,15 @@
 // A is symmetric, so its adjoint is itself and one autograd node applies it
 // both ways. Input (..., *shape) real f32/f64 (leading dims are a batch);
 // output the same shape and dtype, computed in f64. Linear, batchable.
+// Devices: a field on a CUDA device is solved there (poisson_dst_device.h)
+// with cuFFT: the odd extension of the field (2^d times its cells), one FFT,
+// a division by each frequency's eigenvalue (a table uploaded once per
+// resolution and device), one inverse FFT, the box's real part
+// (cuda/poisson_dst_cells.h says why that is S^T diag(1/lambda) S). Equal to
+// the CPU's to rounding; nothing is read back to the host (graph-capturable).
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,14 +52,26 @@ class PoissonOperator : public Operator {
   const std::vector<double>& eigenvalues() const { return lambda_; }
   // The solve on host values, (batch, *shape) C order, f64 (apply's kernel).
   std::vector<double> solve(const std::vector<double>& f, int64_t batch) const;
+  // 1/lambda of the DST mode each frequency of the odd extension (2 n_0, ...,
+  // 2 n_{d-1}) carries, 0 at frequency 0 along any axis; C order. The device
+  // solve's spectral division.
+  std::vector<double> extended_inverse_eigenvalues() const;
+  // That table on `device`, uploaded on first use and cached (copies of the
+  // operator at this resolution share it).
+  fk::Tensor extended_inverse_eigenvalues_on(fk::Device device) const;
 
  private:
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, fk::Tensor> by_device;
+  };
   void prepare();
   Domain domain_;
   PoissonSpectrum spectrum_;
   double kappa_;
   std::vector<std::vector<double>> dst_;  // per axis
   std::vector<double> lambda_;
+  std::shared_ptr<DeviceCache> device_cache_;
 };
 
 }  // namespace nefi

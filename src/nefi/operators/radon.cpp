@@ -6,6 +6,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/operators/radon_device.h"
 
 namespace nefi {
 namespace {
@@ -24,6 +25,25 @@ struct RadonBackward : fk::autograd::Node {
 };
 
 }  // namespace
+
+SparseRows transpose(const SparseRows& m) {
+  SparseRows t;
+  t.n_cols = m.n_rows();
+  t.row_start.assign(static_cast<size_t>(m.n_cols) + 1, 0);
+  for (int32_t c : m.col) ++t.row_start[static_cast<size_t>(c) + 1];
+  for (int64_t c = 0; c < m.n_cols; ++c) t.row_start[c + 1] += t.row_start[c];
+  t.col.resize(m.col.size());
+  t.weight.resize(m.weight.size());
+  std::vector<int64_t> next(t.row_start.begin(), t.row_start.end() - 1);
+  // Rows ascending, entries ascending: each column's list keeps scatter order.
+  for (int64_t r = 0; r < m.n_rows(); ++r)
+    for (int64_t e = m.row_start[r]; e < m.row_start[r + 1]; ++e) {
+      const int64_t at = next[m.col[e]]++;
+      t.col[at] = static_cast<int32_t>(r);
+      t.weight[at] = m.weight[e];
+    }
+  return t;
+}
 
 RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
     : domain_(std::move(domain)), geometry_(geometry) {
@@ -52,8 +72,8 @@ std::vector<double> RadonOperator::angles() const {
 void RadonOperator::prepare() {
   const int64_t n = domain_.shape()[0], nd = n_det(), ns = n * geometry_.samples_per_pixel;
   const double L = domain_.extent()[0], h = L / n, ds = L / nd, dt = L / ns;
-  auto m = std::make_shared<Matrix>();
-  m->row_start.push_back(0);
+  auto m = std::make_shared<SparseRows>();
+  m->n_cols = n * n;
   for (double th : angles()) {
     const double c = std::cos(th), s = std::sin(th);
     for (int64_t j = 0; j < nd; ++j) {
@@ -79,6 +99,22 @@ void RadonOperator::prepare() {
     }
   }
   matrix_ = m;
+  device_cache_ = std::make_shared<DeviceCache>();
+}
+
+RadonMatricesOnDevice RadonOperator::matrices_on(fk::Device device) const {
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  auto it = device_cache_->by_device.find(device.str());
+  if (it != device_cache_->by_device.end()) return it->second;
+  const SparseRows& m = *matrix_;
+  const SparseRows t = transpose(m);
+  auto upload = [&](const auto& v) {
+    return fk::from_vector(v, {static_cast<int64_t>(v.size())}, device);
+  };
+  RadonMatricesOnDevice d{upload(m.row_start), upload(m.col), upload(m.weight),
+                          upload(t.row_start), upload(t.col), upload(t.weight)};
+  device_cache_->by_device[device.str()] = d;
+  return d;
 }
 
 std::string RadonOperator::fidelity_tag() const {
@@ -107,8 +143,8 @@ std::shared_ptr<Operator> RadonOperator::at_resolution(const fk::Dims& shape) co
 }
 
 std::vector<double> RadonOperator::project(const std::vector<double>& image, int64_t batch) const {
-  const Matrix& m = *matrix_;
-  const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
+  const SparseRows& m = *matrix_;
+  const int64_t rows = m.n_rows(), cols = domain_.numel();
   const int64_t nz = n_slices();
   std::vector<double> y(batch * rows * nz, 0.0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -127,8 +163,8 @@ std::vector<double> RadonOperator::project(const std::vector<double>& image, int
 
 std::vector<double> RadonOperator::adjoint(const std::vector<double>& sinogram,
                                            int64_t batch) const {
-  const Matrix& m = *matrix_;
-  const int64_t rows = static_cast<int64_t>(m.row_start.size()) - 1, cols = domain_.numel();
+  const SparseRows& m = *matrix_;
+  const int64_t rows = m.n_rows(), cols = domain_.numel();
   const int64_t nz = n_slices();
   std::vector<double> x(batch * cols, 0.0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -153,6 +189,7 @@ fk::Tensor RadonOperator::apply(const fk::Tensor& x) const {
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::RadonOperator",
            "a real f32/f64 image", fk::name(x.dtype()));
+  if (!x.device().is_cpu()) return radon_device(*this, x);
   fk::Tensor y;
   {
     fk::autograd::NoGradGuard ng;

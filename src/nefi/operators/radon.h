@@ -20,7 +20,14 @@
 // (..., n_views, n_det, n_z); each matrix entry then scales a contiguous
 // run of n_z values (the slices are the innermost axis, as the reference
 // batches them as channels of one sampling pass).
+// Devices: an image on a CUDA device is projected there (radon_device.h):
+// the matrix and its transpose are uploaded once per resolution and device,
+// and forward and adjoint are each one gather kernel summing in the CPU's
+// order, so the results equal the CPU's to the bit and a step through the
+// operator reads nothing back to the host (graph-capturable).
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +35,29 @@
 #include "nefi/operators/operator.h"
 
 namespace nefi {
+
+// A sparse matrix by rows (CSR): row r's entries are [row_start[r],
+// row_start[r + 1]) of (col, weight), in the order they are summed.
+struct SparseRows {
+  int64_t n_cols = 0;
+  std::vector<int64_t> row_start{0};
+  std::vector<int32_t> col;
+  std::vector<double> weight;
+  int64_t n_rows() const { return static_cast<int64_t>(row_start.size()) - 1; }
+};
+
+// The transpose as rows again: column c of m becomes row c, its entries in
+// ascending row and, within a row, entry order of m -- the order in which a
+// scatter over m's rows adds them, so a gather over the transpose sums each
+// output in the same order as that scatter.
+SparseRows transpose(const SparseRows& m);
+
+// A RadonOperator's matrix and its transpose on one device: row starts i64,
+// columns i32, weights f64 (SparseRows' vectors, as 1-D tensors).
+struct RadonMatricesOnDevice {
+  fk::Tensor row_start, col, weight;                          // the projection (rows v n_det + j)
+  fk::Tensor adjoint_row_start, adjoint_col, adjoint_weight;  // its transpose (rows = pixels)
+};
 
 struct RadonGeometry {
   int64_t n_views = 16;
@@ -58,17 +88,22 @@ class RadonOperator : public Operator {
   // (batch, n, n[, n_z]) <-> (batch, V, n_det[, n_z]).
   std::vector<double> project(const std::vector<double>& image, int64_t batch) const;
   std::vector<double> adjoint(const std::vector<double>& sinogram, int64_t batch) const;
+  // The projection matrix: rows v * n_det + j, columns the pixels i * n + j.
+  const SparseRows& matrix() const { return *matrix_; }
+  // matrix() and its transpose on `device`, uploaded on first use and cached
+  // with the matrix (copies of the operator at this resolution share them).
+  RadonMatricesOnDevice matrices_on(fk::Device device) const;
 
  private:
-  struct Matrix {  // CSR over rows v * n_det + j
-    std::vector<int64_t> row_start;
-    std::vector<int32_t> col;
-    std::vector<double> weight;
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, RadonMatricesOnDevice> by_device;
   };
   void prepare();
   Domain domain_;
   RadonGeometry geometry_;
-  std::shared_ptr<const Matrix> matrix_;
+  std::shared_ptr<const SparseRows> matrix_;
+  std::shared_ptr<DeviceCache> device_cache_;
 };
 
 }  // namespace nefi

@@ -1,0 +1,144 @@
+// The Poisson DST solve on a CUDA device (cuFFT on the odd extension)
+// against the CPU's dense-DST solve: potentials and source gradients 1-D to
+// 3-D, batched, both spectra, f64 and f32; the adjoint dot test <A x, y> =
+// <x, A^T y> computed from device results; the eigenvalue table's cache; and
+// a Poisson source-recovery solve whose stage is captured as one CUDA graph
+// and replays bitwise its eager solve. Without a usable device the tests skip
+// (scripts/gpu-check runs them on one).
+//
+// Tolerances: the device divides the spectrum of cuFFT's transforms where the
+// CPU multiplies by dense DST matrices; both are f64 with O(log n) and O(n)
+// roundings per value, so 1e-12 of the largest value (f64). f32 results are
+// those f64 values rounded once: 2 u32 of the largest value.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
+#include "nefi/instances/instance.h"
+#include "nefi/operators/poisson_dst.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+using nefi::cuda_test::expect_close;
+using nefi::cuda_test::kGpu;
+
+std::vector<double> host(const fk::Tensor& t) {
+  return t.to(fk::kCPU).contiguous().to_vector<double>();
+}
+
+double inner(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+const std::vector<nefi::Domain> kDomains = {nefi::Domain({11}, {1.3}),
+                                            nefi::Domain({12, 9}, {1.0, 0.75}),
+                                            nefi::Domain({6, 7, 4}, {1.0, 1.2, 0.6})};
+
+fk::Dims batched(const nefi::Domain& d) {
+  std::vector<int64_t> s{2};
+  for (int64_t n : d.shape()) s.push_back(n);
+  return fk::Dims(s);
+}
+
+TEST(NefiPoissonDstDevice, SolveAndGradientMatchTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const nefi::Domain& d : kDomains)
+    for (auto spectrum :
+         {nefi::PoissonSpectrum::kContinuous, nefi::PoissonSpectrum::kFiniteDifference}) {
+      const nefi::PoissonOperator op(d, spectrum, 0.8);
+      fk::Generator gen(4);
+      const fk::Tensor x = fk::randn(batched(d), {fk::DType::F64}, &gen);
+      const fk::Tensor g = fk::randn(batched(d), {fk::DType::F64}, &gen);
+      for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+        SCOPED_TRACE(d.shape().str() + " " + op.fidelity_tag() + " " + fk::name(dt));
+        const double tol = dt == fk::DType::F64 ? 1e-12 : 2 * 0x1p-24;
+        fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
+        xc.set_requires_grad(true);
+        xd.set_requires_grad(true);
+        const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
+        ASSERT_EQ(yd.device(), kGpu);
+        ASSERT_EQ(yd.shape(), yc.shape());
+        ASSERT_EQ(yd.dtype(), dt);
+        expect_close(host(yd), host(yc), tol, "potential");
+        yc.backward(g.to(dt));
+        yd.backward(g.to(dt).to(kGpu));
+        ASSERT_EQ(xd.grad().device(), kGpu);
+        ASSERT_EQ(xd.grad().dtype(), dt);
+        expect_close(host(xd.grad()), host(xc.grad()), tol, "source gradient");
+      }
+    }
+}
+
+// <A x, y> = <x, A^T y>, both applied on the device (A^T through the
+// autograd node).
+TEST(NefiPoissonDstDevice, AdjointDotTestOnTheDevice) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const nefi::Domain& d : kDomains) {
+    SCOPED_TRACE(d.shape().str());
+    const nefi::PoissonOperator op(d, nefi::PoissonSpectrum::kFiniteDifference, 1.0);
+    fk::Generator gen(8);
+    const fk::Tensor x = fk::randn(batched(d), {fk::DType::F64}, &gen).to(kGpu);
+    const fk::Tensor y = fk::randn(batched(d), {fk::DType::F64}, &gen).to(kGpu);
+    const fk::Tensor aty = op.vjp(x, y);
+    ASSERT_EQ(aty.device(), kGpu);
+    const double lhs = inner(host(op.apply(x)), host(y)), rhs = inner(host(x), host(aty));
+    EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::abs(lhs)));
+  }
+}
+
+TEST(NefiPoissonDstDevice, EigenvalueTableIsCachedPerResolution) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::PoissonOperator op(kDomains[1]);
+  const fk::Tensor a = op.extended_inverse_eigenvalues_on(kGpu);
+  EXPECT_EQ(a.data_ptr(), op.extended_inverse_eigenvalues_on(kGpu).data_ptr());
+  EXPECT_EQ(a.shape(), fk::Dims({24, 18}));
+  EXPECT_EQ(host(a), op.extended_inverse_eigenvalues());
+  const auto coarse = op.at_resolution({6, 5});
+  const auto& poisson = static_cast<const nefi::PoissonOperator&>(*coarse);
+  const fk::Tensor c = poisson.extended_inverse_eigenvalues_on(kGpu);
+  EXPECT_NE(c.data_ptr(), a.data_ptr());
+  EXPECT_EQ(c.shape(), fk::Dims({12, 10}));
+  EXPECT_TRUE(op.graph_capturable());
+}
+
+// A neural Poisson source stage on the device: the step (field, DST solve
+// forward and adjoint, masked relative MSE, TV, L1) captured as one CUDA
+// graph replays bitwise the eager solve.
+nefi::Result solve_poisson(bool graph, int64_t steps) {
+  nefi::Params p = nefi::find_instance("poisson_source")->default_config();
+  p.set("n", "24");
+  p.set("hidden", "32");
+  p.set("depth", "2");
+  p.set("n_octaves", "4");
+  p.set_value("steps", std::vector<double>{static_cast<double>(steps)});
+  auto su = nefi::find_instance("poisson_source")->setup(p, "neural", 3);
+  nefi::SolverOptions so;
+  so.seed = 3;
+  so.device = kGpu;
+  so.cuda_graph = graph;
+  return nefi::Solver(su->problem, su->curriculum, so).run();
+}
+
+TEST(NefiPoissonDstDevice, PoissonSourceStageIsCapturedAndReplaysBitwise) {
+  NEFI_SKIP_WITHOUT_GPU();
+  constexpr int64_t kSteps = 16;
+  const nefi::Result eager = solve_poisson(false, kSteps), graph = solve_poisson(true, kSteps);
+  ASSERT_EQ(graph.history.rows.size(), eager.history.rows.size());
+  for (size_t r = 0; r < eager.history.rows.size(); ++r)
+    EXPECT_EQ(graph.history.rows[r], eager.history.rows[r]) << "row " << r;
+  EXPECT_EQ(graph.fields.at("x").to_vector<double>(), eager.fields.at("x").to_vector<double>());
+  const nefi::StageResult& st = graph.stages.at(0);
+  EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
+  EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
+}
+
+}  // namespace
