@@ -1,0 +1,74 @@
+// The imaging operators' device paths inside a device solve's training step,
+// eager and as one replayed CUDA graph (solve/step_graph.h): neural
+// sparse_view_ct (2-D Radon: one gather kernel forward, one back), ct3d (the
+// same per z slice) and poisson_source (DST solve through cuFFT: 3 kernels and
+// 2 FFTs each way), each at its default grid and field:
+//   BM_DeviceImagingStep/instance:I/graph:G
+//     I 0: sparse_view_ct (n 64, 20 views), 1: ct3d (64 x 64 x 32, 30 views),
+//       2: poisson_source (n 64)
+//     G 0: every step eager; 1: captured after a warm-up step and replayed
+// Each iteration is one solve of kSteps steps (setup excluded); the counters
+// are over its steps after the first kSkip (warm-up and capture): ms/step,
+// launches/step (fk's launch counter) and graph_steps (replays in the stage).
+// Reproduce (on a GPU machine; scripts/gpu-check runs every nefi_cuda_bench row):
+//   cmake --build build --target nefi_cuda_bench
+//   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceImagingStep
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "../cuda_event_timer.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+using fk_bench::skip_without_device;
+
+constexpr int kSteps = 40;
+constexpr int kSkip = 5;
+
+const char* instance_name(int64_t i) {
+  return i == 0 ? "sparse_view_ct" : i == 1 ? "ct3d" : "poisson_source";
+}
+
+void BM_DeviceImagingStep(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const std::string name = instance_name(state.range(0));
+  const bool graph = state.range(1) != 0;
+  nefi::Params p = nefi::find_instance(name)->default_config();
+  p.set_value("steps", std::vector<double>{kSteps});
+  double ms = 0, launches = 0, measured = 0, graph_steps = 0;
+  for (auto _ : state) {
+    auto su = nefi::find_instance(name)->setup(p, "neural", 3);
+    nefi::SolverOptions so;
+    so.seed = 3;
+    so.device = fk::cuda_device(0);
+    so.cuda_graph = graph;
+    so.stopping_rules = false;
+    double it_ms = 0;
+    so.callbacks.push_back([&](const nefi::StepInfo& s) {
+      if (s.step < kSkip) return true;
+      it_ms += s.step_ms;
+      launches += static_cast<double>(s.step_launches);
+      measured += 1;
+      return true;
+    });
+    const nefi::Result r = nefi::Solver(su->problem, su->curriculum, so).run();
+    graph_steps = static_cast<double>(r.stages.front().graph_steps);
+    ms += it_ms;
+    state.SetIterationTime(it_ms * 1e-3);
+  }
+  state.SetLabel(name);
+  state.counters["ms/step"] = measured > 0 ? ms / measured : 0;
+  state.counters["launches/step"] = measured > 0 ? launches / measured : 0;
+  state.counters["graph_steps"] = graph_steps;
+}
+BENCHMARK(BM_DeviceImagingStep)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->ArgNames({"instance", "graph"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
