@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/instances/poisson_source_data.h"
+#include "nefi/operators/poisson_dst_device.h"
 
 namespace {
 
@@ -144,6 +146,18 @@ TEST(NefiPoissonDST, AdjointGradcheckBatchAndErrors) {
   EXPECT_THROW(op.apply(rnd({5, 6}, 1)), fk::Error);
   EXPECT_THROW(nefi::PoissonOperator(d, nefi::PoissonSpectrum::kContinuous, 0.0), fk::Error);
   EXPECT_THROW(nefi::PoissonOperator(nefi::Domain({2, 2, 2, 2})), fk::Error);
+}
+
+// The device solve refuses a host field, naming its device: the CUDA build's
+// operand check and the CPU-only build's stub alike.
+TEST(NefiPoissonDST, DeviceSolveRefusesAHostField) {
+  const nefi::PoissonOperator op(nefi::Domain({6, 5}));
+  try {
+    nefi::poisson_solve_device(op, rnd({6, 5}, 1));
+    ADD_FAILURE() << "no error for a field on the CPU";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/baselines/fbp.h"
 #include "nefi/instances/sparse_view_ct_data.h"
+#include "nefi/operators/radon_device.h"
 #include "nefi/solve/metrics.h"
 
 namespace {
@@ -100,6 +102,18 @@ TEST(NefiRadon, FilteredBackProjectionInvertsDenseViews) {
   const auto gt = nefi::ct::render(sc, n, 4, 1.0);
   EXPECT_GT(nefi::psnr(fk::from_vector(x, {n, n}), fk::from_vector(gt, {n, n})), 33.0);
   EXPECT_THROW(nefi::filtered_back_projection(y, views + 1, n, 1.0, n, 1.0), fk::Error);
+}
+
+// The device entry point refuses a host image, naming its device: the CUDA
+// build's operand check and the CPU-only build's stub alike.
+TEST(NefiRadon, DeviceEntryRefusesAHostImage) {
+  const nefi::RadonOperator op(nefi::Domain({5, 5}), {3, std::numbers::pi, 1, 1});
+  try {
+    nefi::radon_device(op, rnd({5, 5}, 1));
+    ADD_FAILURE() << "no error for an image on the CPU";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
