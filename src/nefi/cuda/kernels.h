@@ -59,16 +59,17 @@ template <typename T>
 void launch_face_sweep(const T* in, T* out, const T* c, const T* faces, Grid g, const T* omega,
                        int j, bool lerp, void* stream);
 
-// k sweeps in one cooperative launch: a grid-stride loop per sweep and a
-// grid-wide barrier between sweeps (no host involvement). bufs[cur] holds the
-// iterate and bufs[1 − cur] the one before it; after k sweeps bufs[(cur + k) % 2]
-// holds the result. Sweep j is a plain Jacobi sweep for j < lerp_from, a
-// Chebyshev step with weight omega[j] (a device array; null when lerp_from >= k)
-// after. Each cell's arithmetic is launch_face_sweep's, so both paths give the
-// same bits.
 // Whether `device` can launch cooperative kernels (all current GPUs can;
 // some virtualised or MPS set-ups cannot).
 bool cooperative_launch_supported(int device);
+// k sweeps in one cooperative launch: a grid-stride loop per sweep and a
+// grid-wide barrier between sweeps (no host involvement). bufs[cur] holds the
+// iterate and bufs[1 − cur] the one before it; after k sweeps bufs[(cur + k) % 2]
+// holds the result (heat_cells.h: sweep_input). Sweep j is a plain Jacobi
+// sweep for j < lerp_from, a Chebyshev step with weight omega[j] after (omega:
+// a device array, read only from sweep lerp_from on; may be null when
+// lerp_from >= k). Each cell's arithmetic is launch_face_sweep's, so both
+// paths give the same bits.
 template <typename T>
 void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, Grid g,
                          const T* omega, int k, int lerp_from, void* stream);
