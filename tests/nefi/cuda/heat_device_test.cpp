@@ -399,6 +399,18 @@ TEST(DeviceHeatErrors, MixedDevicesAndUnsupportedSettingsAreRefused) {
                "device");
 }
 
+// The sweeper's argument checks run before any CUDA call: no device needed.
+TEST(DeviceHeatErrors, TheSweeperRefusesAnAlphaItCannotBuildFrom) {
+  const fk::Dims s{6, 5, 4};
+  const heat::StepGeometry g = geometry(s, 0, false);
+  const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3);
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, g); }, "alpha on a CUDA device");
+  expect_error([&] { (void)heat::DeviceFlatSweeper(fk::Tensor(), g); }, "an undefined tensor");
+  heat::StepGeometry huge = g;
+  huge.nx = huge.ny = huge.nz = 1300;  // 2.2e9 cells: past the kernels' 32-bit indices
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, huge); }, "fewer than 2^31 cells");
+}
+
 TEST(DeviceHeatOperator, ForwardRunsTheSweepsPlusTwoLaunchesPerFrame) {
   NEFI_SKIP_WITHOUT_GPU();
   HeatConfig c = small_config();
