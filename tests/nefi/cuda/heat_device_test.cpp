@@ -1,14 +1,15 @@
 // The heat operator on a CUDA device against its CPU path on the same inputs:
 // the system and Chebyshev weights built on the device from α against the
-// CPU's, bit for bit; single and K sweeps of DeviceFlatSweeper against FlatSweeper (Jacobi and
-// Chebyshev, sources, sinks, closed sides), the fused (cooperative) sweeps
-// against one launch per sweep, bit for bit; whole forward rollouts and
-// simulate(), the adjoint gradient against the CPU adjoint, the device
-// step map's dot test <M x, y> = <x, M y> (the adjoint reuses the forward
-// solver because M is symmetric) and the device gradient against central
-// differences of the device forward; launches per step; mixed-device and
-// unsupported-setting errors. Every test skips where no CUDA device is usable
-// (scripts/gpu-check counts a skip on a GPU machine as a failure).
+// CPU's, bit for bit; single and K sweeps of DeviceFlatSweeper against
+// FlatSweeper (Jacobi and Chebyshev, sources, sinks, closed sides), the fused
+// (cooperative) sweeps against one launch per sweep, bit for bit; whole
+// forward rollouts and simulate(), the adjoint gradient against the CPU
+// adjoint, the device step map's dot test <M x, y> = <x, M y> (the adjoint
+// reuses the forward solver because M is symmetric) and the device gradient
+// against central differences of the device forward; launches per step;
+// mixed-device and unsupported-setting errors. Every test that needs a device
+// skips where none is usable (scripts/gpu-check counts a skip on a GPU
+// machine as a failure).
 #include <gtest/gtest.h>
 
 #include <cmath>
