@@ -10,6 +10,7 @@
 // Without a usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -122,13 +123,24 @@ nefi::Params thermal_params(const char* solver) {
   return p;
 }
 
-nefi::Result solve(const nefi::Params& p, bool graph) {
+struct DeviceRun {
+  nefi::Result result;
+  std::vector<int64_t> launches;  // per step
+};
+
+DeviceRun solve(const nefi::Params& p, bool graph) {
   auto su = nefi::find_instance("thermal_tomography")->setup(p, "nefty", 3);
+  DeviceRun run;
   nefi::SolverOptions so;
   so.seed = 3;
   so.device = kGpu;
   so.cuda_graph = graph;
-  return nefi::Solver(su->problem, su->curriculum, so).run();
+  so.callbacks.push_back([&run](const nefi::StepInfo& s) {
+    run.launches.push_back(s.step_launches);
+    return true;
+  });
+  run.result = nefi::Solver(su->problem, su->curriculum, so).run();
+  return run;
 }
 
 void expect_bitwise_equal(const nefi::Result& a, const nefi::Result& b) {
@@ -145,12 +157,18 @@ TEST(HeatStepGraph, ThermalSolveStepsAreCapturedAndReplayTheEagerSolve) {
   NEFI_SKIP_WITHOUT_GPU();
   for (const char* solver : {"jacobi", "chebyshev"}) {
     const nefi::Params p = thermal_params(solver);
-    const nefi::Result eager = solve(p, false);
-    const nefi::Result graph = solve(p, true);
+    const DeviceRun eager_run = solve(p, false), graph_run = solve(p, true);
+    const nefi::Result& eager = eager_run.result;
+    const nefi::Result& graph = graph_run.result;
     ASSERT_EQ(eager.history.rows.size(), static_cast<size_t>(kSteps)) << solver;
     expect_bitwise_equal(eager, graph);
     const nefi::StageResult& st = graph.stages.at(0);
     EXPECT_EQ(eager.stages.at(0).graph_steps, 0) << solver;
+    // A replayed step is one graph launch where an eager one is the rollout's
+    // and the adjoint's launches (more than 4 per frame) and the field's.
+    ASSERT_FALSE(graph_run.launches.empty());
+    EXPECT_LE(graph_run.launches.back(), 2) << solver;
+    EXPECT_GT(eager_run.launches.back(), 24) << solver;
     EXPECT_GE(st.graph_steps, kSteps - 2) << solver << ": " << st.device_note;
     EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
     EXPECT_NE(st.device_note.find("replayed"), std::string::npos) << st.device_note;
