@@ -12,6 +12,9 @@
 //                        of the triad's at the same size, measured beforehand.
 //                        The reference's figure to beat is 57.5 ms per step
 //                        (forward + adjoint, compiled, MLP included).
+//   BM_DeviceHeatStepGraph  the same four steps captured once as a CUDA graph
+//                        (nefi::StepGraph, as the solver captures a step) and
+//                        replayed: ms and launches per replayed step.
 //   BM_DeviceSweeps      K = 50 sweeps of DeviceFlatSweeper alone (one step's
 //                        iteration, enqueued without a host sync), fused into
 //                        one cooperative launch and one launch per sweep.
@@ -43,6 +46,7 @@
 #include "nefi/cuda/device_sweeper.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/heat/inner_solvers.h"
+#include "nefi/solve/step_graph.h"
 
 cudaError_t nefi_bench_triad(float* a, const float* b, const float* c, float s, int64_t n,
                              cudaStream_t stream);
@@ -141,6 +145,54 @@ void BM_DeviceHeatStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DeviceHeatStep)->DenseRange(0, 3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// BM_DeviceHeatStep's step recorded once by a StepGraph (the solver's capture)
+// and replayed: the same four variants, ms and launches per replayed step.
+// The step's input α is written in place before each replay.
+void BM_DeviceHeatStepGraph(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const int v = static_cast<int>(state.range(0));
+  const bool chebyshev = v >= 2, adjoint = v % 2 == 1;
+  const int64_t k = chebyshev ? 20 : 50;
+  const nefi::HeatOperator op(paper_config(chebyshev ? "chebyshev" : "jacobi", k), kGrid);
+  fk::Generator gen(7);
+  const fk::Tensor alpha = fk::uniform(kGrid, 0.1, 0.2, {fk::DType::F32}, &gen).to(kGpu);
+  fk::Tensor input = alpha.clone();
+  fk::Tensor loss_out = fk::empty({}, {fk::DType::F32, kGpu});
+  nefi::StepGraph graph(kGpu, "");
+  auto step = [&] {
+    fk::Tensor a = input.detach();
+    a.set_requires_grad(adjoint);
+    fk::Tensor loss = fk::sum(op.apply(a));
+    if (adjoint) loss.backward();
+    loss_out.copy_(loss.detach());
+  };
+  auto replay = [&] {
+    input.copy_(alpha);
+    graph.run(step, 0);
+  };
+  timed(replay);  // eager warm-up
+  timed(replay);  // captured and launched
+  if (graph.refused() || graph.captures() != 1) {
+    state.SkipWithError(("no graph: " + graph.note()).c_str());
+    return;
+  }
+  const auto before = fk::profile::counters();
+  double seconds = 0;
+  for (auto _ : state) {
+    const double s = timed(replay);
+    state.SetIterationTime(s);
+    seconds += s;
+  }
+  const auto after = fk::profile::counters();
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["launches/step"] = static_cast<double>(after.launches - before.launches) / iters;
+  state.counters["ms/step"] = 1e3 * seconds / iters;
+  state.counters["graph_nodes"] = static_cast<double>(graph.nodes());
+  state.SetLabel(std::string(chebyshev ? "chebyshev K=20" : "jacobi K=50") +
+                 (adjoint ? " forward+adjoint" : " forward") + ", one CUDA graph");
+}
+BENCHMARK(BM_DeviceHeatStepGraph)->DenseRange(0, 3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
 // K = 50 sweeps of one step, then one sync; range(0): 1 fused (one
 // cooperative launch), 0 one launch per sweep.
 void BM_DeviceSweeps(benchmark::State& state) {
@@ -151,7 +203,7 @@ void BM_DeviceSweeps(benchmark::State& state) {
   fk::Generator gen(7);
   const fk::Tensor alpha = fk::uniform(kGrid, 0.1, 0.2, {fk::DType::F32}, &gen);
   const nefi::heat::StepGeometry& g = op.step_geometry();
-  nefi::heat::DeviceFlatSweeper sw(nefi::heat::build_system(alpha, g), g, kGpu);
+  nefi::heat::DeviceFlatSweeper sw(alpha.to(kGpu), g);
   if (sw.set_fused(fused) != fused) {
     state.SkipWithError("no cooperative launch on this device");
     return;

@@ -1,9 +1,7 @@
 #include "nefi/cuda/device_sweeper.h"
 
-#include <algorithm>
 #include <limits>
 #include <string>
-#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/cuda/device_guard.h"
@@ -11,7 +9,6 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
-#include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
@@ -31,24 +28,43 @@ void launched(const fk::Device& d, int64_t n) {
 
 }  // namespace
 
-DeviceFlatSweeper::DeviceFlatSweeper(HeatSystem system, const StepGeometry& g,
-                                     const fk::Device& device)
-    : system_(std::move(system)),
-      grid_(grid_of(g)),
-      device_(device),
-      dtype_(system_.weights.defined() ? system_.weights.dtype() : fk::DType::F32) {
-  FK_CHECK(device_.is_cuda(), "nefi::heat::DeviceFlatSweeper", "a CUDA device", device_.str());
-  FK_CHECK(system_.weights.defined() && system_.weights.device().is_cpu(),
-           "nefi::heat::DeviceFlatSweeper", "the system on the CPU (build_system)",
-           system_.weights.defined() ? system_.weights.device().str() : "an undefined system");
-  const SymmetricFaces sym = symmetric_faces(system_, g);
-  fk::profile::OpScope scope("heat_device_faces");
+DeviceFlatSweeper::DeviceFlatSweeper(const fk::Tensor& alpha_in, const StepGeometry& g,
+                                     int64_t chebyshev_iters)
+    : grid_(grid_of(g)),
+      device_(alpha_in.defined() ? alpha_in.device() : fk::kCPU),
+      dtype_(alpha_in.defined() ? alpha_in.dtype() : fk::DType::F32) {
+  const char* where = "nefi::heat::DeviceFlatSweeper";
+  FK_CHECK(device_.is_cuda(), where, "alpha on a CUDA device",
+           alpha_in.defined() ? device_.str() : "an undefined tensor");
+  FK_CHECK(alpha_in.shape() == g.shape() && (dtype_ == fk::DType::F32 || dtype_ == fk::DType::F64),
+           where, "f32 or f64 alpha of shape " + g.shape().str(),
+           alpha_in.shape().str() + " " + fk::name(dtype_));
+  FK_CHECK(chebyshev_iters >= 0 && chebyshev_iters < std::numeric_limits<int32_t>::max(), where,
+           "a Chebyshev K in [0, 2^31)", std::to_string(chebyshev_iters));
+  fk::profile::OpScope scope("heat_device_system");
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor alpha = operand(alpha_in, grid_.numel(), where, "alpha");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  faces_ = sym.faces.to(device_);
-  root_d_ = sym.root_d.to(device_);
+  const int64_t n = grid_.numel();
+  faces_ = fk::empty({3, g.nx, g.ny, g.nz}, {dtype_, device_});
+  root_d_ = fk::empty({2, g.nx, g.ny, g.nz}, {dtype_, device_});
+  const fk::Tensor row_sums =
+      chebyshev_iters > 0 ? fk::empty(g.shape(), {dtype_, device_}) : fk::Tensor();
+  if (chebyshev_iters > 0) omega_ = fk::empty({chebyshev_iters}, {dtype_, device_});
+  const cuda::HeatCoefficients k = heat_coefficients(g);
+  dispatch_real(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T* sums = row_sums.defined() ? row_sums.data<T>() : nullptr;
+    cuda::launch_heat_system<T>(alpha.data<T>(), faces_.data<T>(), root_d_.data<T>(), sums, grid_,
+                                k, stream());
+    if (sums)
+      cuda::launch_chebyshev_weights<T>(sums, n, omega_.data<T>(),
+                                        static_cast<int>(chebyshev_iters), stream());
+  });
   for (auto& b : buf_) b = fk::zeros(g.shape(), {dtype_, device_});
   rhs_ = fk::zeros(g.shape(), {dtype_, device_});
   fused_ = cuda::cooperative_launch_supported(device_.index);
+  launched(device_, chebyshev_iters > 0 ? 3 : 2);
 }
 
 bool DeviceFlatSweeper::set_fused(bool on) {
@@ -145,62 +161,71 @@ void DeviceFlatSweeper::add_surface(const fk::Tensor& surface) {
   launched(device_, 1);
 }
 
-void DeviceFlatSweeper::sweep(bool lerp, double omega) {
+void DeviceFlatSweeper::sweep(bool lerp, const fk::Tensor& omega, int64_t j) {
   const int next = 1 - cur_;
   dispatch_real(dtype_, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_face_sweep<T>(buf_[cur_].data<T>(), buf_[next].data<T>(), rhs_.data<T>(),
-                               faces_.data<T>(), grid_, static_cast<T>(omega), lerp, stream());
+                               faces_.data<T>(), grid_, lerp ? omega.data<T>() : nullptr,
+                               static_cast<int>(j), lerp, stream());
   });
   buf_[next].bump_version();
   cur_ = next;
 }
 
-int64_t DeviceFlatSweeper::fused_sweeps(const double* omega, int64_t k, int64_t lerp_from) {
-  int64_t launches = 0;
-  for (int64_t j0 = 0; j0 < k; j0 += cuda::kMaxFusedSweeps, ++launches) {
-    const int m = static_cast<int>(std::min<int64_t>(cuda::kMaxFusedSweeps, k - j0));
-    const int from = static_cast<int>(std::clamp<int64_t>(lerp_from - j0, 0, m));
-    dispatch_real(dtype_, [&](auto tag) {
-      using T = decltype(tag);
-      cuda::SweepWeights<T> w;
-      for (int j = 0; j < m; ++j) w.omega[j] = omega ? static_cast<T>(omega[j0 + j]) : T(1);
-      cuda::launch_fused_sweeps<T>(buf_[0].data<T>(), buf_[1].data<T>(), cur_, rhs_.data<T>(),
-                                   faces_.data<T>(), grid_, w, m, from, stream());
-    });
-    cur_ = (cur_ + m) % 2;
-  }
-  buf_[0].bump_version();
-  buf_[1].bump_version();
-  return launches;
-}
-
 void DeviceFlatSweeper::jacobi(int64_t iters) {
   fk::profile::OpScope scope("heat_device_jacobi");
+  FK_CHECK(iters >= 0 && iters < std::numeric_limits<int32_t>::max(),
+           "nefi::heat::DeviceFlatSweeper::jacobi", "a sweep count in [0, 2^31)",
+           std::to_string(iters));
+  if (iters == 0) return;
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  if (fused_) return launched(device_, fused_sweeps(nullptr, iters, iters));
-  for (int64_t k = 0; k < iters; ++k) sweep(false, 1.0);
-  launched(device_, iters);
+  if (!fused_) {
+    for (int64_t k = 0; k < iters; ++k) sweep(false, fk::Tensor(), k);
+    return launched(device_, iters);
+  }
+  const int k = static_cast<int>(iters);
+  dispatch_real(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_fused_sweeps<T>(buf_[0].data<T>(), buf_[1].data<T>(), cur_, rhs_.data<T>(),
+                                 faces_.data<T>(), grid_, nullptr, k, k, stream());
+  });
+  finish_fused(k);
 }
 
 void DeviceFlatSweeper::chebyshev(const fk::Tensor& omega) {
-  FK_CHECK(omega.dim() == 1 && omega.is_contiguous() && omega.dtype() == dtype_ &&
-               omega.device().is_cpu(),
-           "nefi::heat::DeviceFlatSweeper::chebyshev",
-           "contiguous CPU weights (K,) of the system's dtype",
-           omega.shape().str() + " " + fk::name(omega.dtype()) + " on " + omega.device().str());
+  const char* where = "nefi::heat::DeviceFlatSweeper::chebyshev";
+  FK_CHECK(omega.defined() && omega.dim() == 1 && omega.is_contiguous() &&
+               omega.dtype() == dtype_ && omega.device() == device_ && omega.size(0) >= 1 &&
+               omega.size(0) < std::numeric_limits<int32_t>::max(),
+           where,
+           std::string("contiguous weights (K,), K >= 1, ") + fk::name(dtype_) + " on " +
+               device_.str() + " (the sweeper's device)",
+           omega.defined()
+               ? omega.shape().str() + " " + fk::name(omega.dtype()) + " on " + omega.device().str()
+               : "an undefined tensor");
   fk::profile::OpScope scope("heat_device_chebyshev");
   fk::cuda::detail::DeviceGuard guard(device_.index);
-  std::vector<double> w(static_cast<size_t>(omega.size(0)));
-  dispatch_real(dtype_, [&](auto tag) {
-    using T = decltype(tag);
-    for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<double>(omega.data<T>()[k]);
-  });
   const int64_t k = omega.size(0);
   // Sweep 0 is plain Jacobi (ω₀ = 1); the others step from the iterate before.
-  if (fused_) return launched(device_, fused_sweeps(w.data(), k, 1));
-  for (int64_t j = 0; j < k; ++j) sweep(j > 0, w[j]);
-  launched(device_, k);
+  if (!fused_) {
+    for (int64_t j = 0; j < k; ++j) sweep(j > 0, omega, j);
+    return launched(device_, k);
+  }
+  dispatch_real(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_fused_sweeps<T>(buf_[0].data<T>(), buf_[1].data<T>(), cur_, rhs_.data<T>(),
+                                 faces_.data<T>(), grid_, omega.data<T>(), static_cast<int>(k), 1,
+                                 stream());
+  });
+  finish_fused(k);
+}
+
+void DeviceFlatSweeper::finish_fused(int64_t k) {
+  cur_ = static_cast<int>((cur_ + k) % 2);
+  buf_[0].bump_version();
+  buf_[1].bump_version();
+  launched(device_, 1);
 }
 
 }  // namespace nefi::heat

@@ -1,6 +1,7 @@
 // The heat operator's CUDA kernels (kernels.h): one thread per cell, 32-bit
 // indices, neighbours found by wrapping x and y (no ghost cells: the padded
 // layout of the CPU sweep exists for its vector loop, not for the device).
+// What each thread computes is heat_cells.h's, shared with the CPU tests.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -8,6 +9,7 @@
 
 #include "fk/cuda/common.cuh"
 #include "fk/cuda/device_guard.h"
+#include "nefi/cuda/heat_cells.h"
 #include "nefi/cuda/kernels.h"
 
 namespace nefi::cuda {
@@ -18,65 +20,52 @@ using fk::cuda::detail::check_launch;
 
 constexpr int kThreads = 256;
 constexpr int kFusedThreads = 512;  // launch_fused_sweeps
+constexpr int kBoundThreads = 512;  // launch_chebyshev_weights: one block
 
 unsigned blocks(int64_t n) {
   return static_cast<unsigned>((n + kThreads - 1) / kThreads);
 }
 
-// The cell i = (x · ny + y) · nz + z and its wrapped lateral neighbours.
-struct Cell {
-  int i, z, y, x;
-  int xm, xp, ym, yp;  // indices of the cells at x ∓ 1 and y ∓ 1
-};
-
-__device__ inline Cell cell_at(int i, int nx, int ny, int nz) {
-  Cell c;
-  c.i = i;
-  c.z = i % nz;
-  const int r = i / nz;
-  c.y = r % ny;
-  c.x = r / ny;
-  const int sx = ny * nz;
-  c.xm = c.x > 0 ? i - sx : i + (nx - 1) * sx;
-  c.xp = c.x + 1 < nx ? i + sx : i - (nx - 1) * sx;
-  c.ym = c.y > 0 ? i - nz : i + (ny - 1) * nz;
-  c.yp = c.y + 1 < ny ? i + nz : i - (ny - 1) * nz;
-  return c;
+template <typename T>
+__global__ void system_kernel(const T* __restrict__ alpha, T* __restrict__ faces,
+                              T* __restrict__ root_d, T* __restrict__ row_sums,
+                              SystemConstants<T> k) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < k.nx * k.ny * k.nz) system_cell(alpha, faces, root_d, row_sums, i, k);
 }
 
-// One cell of a sweep (launch_face_sweep's contract), with the FMAs GCC makes
-// of the CPU sweep's AVX2+FMA build (c + w·y and s + w·y, out + ω (s − out)):
-// written out, since the rest of this file is built without contraction. The
-// CPU adds
-// Ŵz⁻ y[z−1] at z = 0 and Ŵz⁺ y[z+1] at z = nz − 1 with a zero face weight
-// (s + 0 = s): skipping them gives the same sum. `in` and `out` are plain
-// pointers: in the fused kernel they swap roles between barriers, so they
-// must not go through the read-only cache.
 template <typename T>
-__device__ inline void sweep_cell(const T* in, T* out, const T* __restrict__ c,
-                                  const T* __restrict__ fx, const T* __restrict__ fy,
-                                  const T* __restrict__ fz, int i, int nx, int ny, int nz,
-                                  bool lerp, T omega) {
-  const Cell q = cell_at(i, nx, ny, nz);
-  T s = fma(fx[q.xm], in[q.xm], c[i]);
-  s = fma(fx[i], in[q.xp], s);
-  s = fma(fy[q.ym], in[q.ym], s);
-  s = fma(fy[i], in[q.yp], s);
-  if (q.z > 0) s = fma(fz[i - 1], in[i - 1], s);
-  if (q.z + 1 < nz) s = fma(fz[i], in[i + 1], s);
-  if (lerp)
-    out[i] = fma(omega, s - out[i], out[i]);
-  else
-    out[i] = s;
+__global__ void symmetric_faces_kernel(T* __restrict__ faces, const T* __restrict__ root_d,
+                                       SystemConstants<T> k) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < k.nx * k.ny * k.nz) symmetric_face_cell(faces, root_d, i, k);
+}
+
+// One block: each thread folds a strided share of the row sums, a tree folds
+// the block's (larger() is exact and order-free), thread 0 writes the weights.
+template <typename T>
+__global__ void __launch_bounds__(kBoundThreads)
+    chebyshev_weights_kernel(const T* __restrict__ row_sums, int n, T* __restrict__ omega, int k) {
+  __shared__ T part[kBoundThreads];
+  T best = 0;
+  for (int i = threadIdx.x; i < n; i += kBoundThreads) best = larger(best, row_sums[i]);
+  part[threadIdx.x] = best;
+  __syncthreads();
+  for (int s = kBoundThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) part[threadIdx.x] = larger(part[threadIdx.x], part[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) chebyshev_weights_from(part[0], omega, k);
 }
 
 template <typename T, bool kLerp>
 __global__ void face_sweep_kernel(const T* __restrict__ in, T* __restrict__ out,
                                   const T* __restrict__ c, const T* __restrict__ fx,
                                   const T* __restrict__ fy, const T* __restrict__ fz, int nx,
-                                  int ny, int nz, T omega) {
+                                  int ny, int nz, const T* __restrict__ omega, int j) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < nx * ny * nz) sweep_cell(in, out, c, fx, fy, fz, i, nx, ny, nz, kLerp, omega);
+  if (i < nx * ny * nz)
+    sweep_cell(in, out, c, fx, fy, fz, i, nx, ny, nz, kLerp, kLerp ? omega[j] : T(1));
 }
 
 // __launch_bounds__: at most 128 registers a thread, so at least one 512-thread
@@ -85,17 +74,18 @@ template <typename T>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_sweeps_kernel(T* b0, T* b1, int cur, const T* __restrict__ c, const T* __restrict__ fx,
                         const T* __restrict__ fy, const T* __restrict__ fz, int nx, int ny, int nz,
-                        SweepWeights<T> w, int k, int lerp_from) {
+                        const T* __restrict__ omega, int k, int lerp_from) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const int n = nx * ny * nz, stride = gridDim.x * blockDim.x;
   for (int j = 0; j < k; ++j) {
-    const T* in = cur ? b1 : b0;
-    T* out = cur ? b0 : b1;
+    const bool from_b1 = sweep_input(cur, j) == 1;
+    const T* in = from_b1 ? b1 : b0;
+    T* out = from_b1 ? b0 : b1;
+    const bool lerp = j >= lerp_from;
+    const T w = lerp ? omega[j] : T(1);
     // 64-bit i: the last i + stride may pass 2^31 − 1 when n is near it.
     for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-      sweep_cell(in, out, c, fx, fy, fz, static_cast<int>(i), nx, ny, nz, j >= lerp_from,
-                 w.omega[j]);
-    cur ^= 1;
+      sweep_cell(in, out, c, fx, fy, fz, static_cast<int>(i), nx, ny, nz, lerp, w);
     if (j + 1 < k) grid.sync();
   }
 }
@@ -129,67 +119,48 @@ __global__ void face_products_kernel(T* __restrict__ sums, const T* __restrict__
                                      const T* __restrict__ v, int nx, int ny, int nz,
                                      bool closed_sides) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  const int n = nx * ny * nz;
-  if (i >= n) return;
-  const Cell q = cell_at(i, nx, ny, nz);
-  T* sx = sums;
-  T* sy = sums + n;
-  T* sz = sums + 2 * int64_t{n};  // 2n passes 2^31 − 1 from 2^30 cells on
-  if (closed_sides && q.x + 1 == nx)
-    sx[i] = T(0);
-  else
-    sx[i] += (m[q.xp] - m[i]) * (v[q.xp] - v[i]);
-  if (closed_sides && q.y + 1 == ny)
-    sy[i] = T(0);
-  else
-    sy[i] += (m[q.yp] - m[i]) * (v[q.yp] - v[i]);
-  if (q.z + 1 == nz)
-    sz[i] = T(0);
-  else
-    sz[i] += (m[i + 1] - m[i]) * (v[i + 1] - v[i]);
-}
-
-// ∂H(a_i, a_j)/∂a_i = 2 a_j² / (a_i + a_j)² (harmonic) or 1/2 (arithmetic).
-template <typename T>
-__device__ inline T dh(T ai, T aj, bool arithmetic) {
-  if (arithmetic) return T(0.5);
-  const T s = ai + aj;
-  return T(2) * aj * aj / (s * s);
+  if (i < nx * ny * nz) face_products_cell(sums, m, v, i, nx, ny, nz, closed_sides);
 }
 
 template <typename T>
 __global__ void alpha_gradient_kernel(const T* __restrict__ sums, const T* __restrict__ a,
-                                      T* __restrict__ out, int nx, int ny, int nz, T ix, T iy, T iz,
-                                      T step, bool af) {
+                                      T* __restrict__ out, SystemConstants<T> k) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  const int n = nx * ny * nz;
-  if (i >= n) return;
-  const Cell q = cell_at(i, nx, ny, nz);
-  const T* sx = sums;
-  const T* sy = sums + n;
-  const T* sz = sums + 2 * int64_t{n};  // 2n passes 2^31 − 1 from 2^30 cells on
-  const T ai = a[i];
-  T acc = (sx[i] * dh(ai, a[q.xp], af) + sx[q.xm] * dh(ai, a[q.xm], af)) * ix +
-          (sy[i] * dh(ai, a[q.yp], af) + sy[q.ym] * dh(ai, a[q.ym], af)) * iy;
-  T zf = 0;
-  if (q.z + 1 < nz) zf += sz[i] * dh(ai, a[i + 1], af);
-  if (q.z > 0) zf += sz[i - 1] * dh(ai, a[i - 1], af);
-  out[i] = -step * (acc + zf * iz);
+  if (i < k.nx * k.ny * k.nz) out[i] = alpha_gradient_cell(sums, a, i, k);
 }
 
 }  // namespace
 
 template <typename T>
-void launch_face_sweep(const T* in, T* out, const T* c, const T* faces, Grid g, T omega, bool lerp,
-                       void* stream) {
+void launch_heat_system(const T* alpha, T* faces, T* root_d, T* row_sums, Grid g,
+                        const HeatCoefficients& k, void* stream) {
+  const SystemConstants<T> c = system_constants<T>(g, k);
+  system_kernel<T>
+      <<<blocks(g.numel()), kThreads, 0, as_stream(stream)>>>(alpha, faces, root_d, row_sums, c);
+  check_launch("nefi::cuda::launch_heat_system");
+  symmetric_faces_kernel<T>
+      <<<blocks(g.numel()), kThreads, 0, as_stream(stream)>>>(faces, root_d, c);
+  check_launch("nefi::cuda::launch_heat_system");
+}
+
+template <typename T>
+void launch_chebyshev_weights(const T* row_sums, int64_t n, T* omega, int k, void* stream) {
+  chebyshev_weights_kernel<T>
+      <<<1, kBoundThreads, 0, as_stream(stream)>>>(row_sums, static_cast<int>(n), omega, k);
+  check_launch("nefi::cuda::launch_chebyshev_weights");
+}
+
+template <typename T>
+void launch_face_sweep(const T* in, T* out, const T* c, const T* faces, Grid g, const T* omega,
+                       int j, bool lerp, void* stream) {
   const int64_t n = g.numel();
   const int nx = static_cast<int>(g.nx), ny = static_cast<int>(g.ny), nz = static_cast<int>(g.nz);
   if (lerp)
     face_sweep_kernel<T, true><<<blocks(n), kThreads, 0, as_stream(stream)>>>(
-        in, out, c, faces, faces + n, faces + 2 * n, nx, ny, nz, omega);
+        in, out, c, faces, faces + n, faces + 2 * n, nx, ny, nz, omega, j);
   else
     face_sweep_kernel<T, false><<<blocks(n), kThreads, 0, as_stream(stream)>>>(
-        in, out, c, faces, faces + n, faces + 2 * n, nx, ny, nz, omega);
+        in, out, c, faces, faces + n, faces + 2 * n, nx, ny, nz, omega, j);
   check_launch("nefi::cuda::launch_face_sweep");
 }
 
@@ -200,7 +171,7 @@ bool cooperative_launch_supported(int device) {
 
 template <typename T>
 void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, Grid g,
-                         const SweepWeights<T>& w, int k, int lerp_from, void* stream) {
+                         const T* omega, int k, int lerp_from, void* stream) {
   const char* where = "nefi::cuda::launch_fused_sweeps";
   // Every block must be resident at once: at most the occupancy limit. Wide
   // blocks keep the grid small (128 for the paper's 65,536 cells, one per SM
@@ -219,8 +190,7 @@ void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, 
   const T* fx = faces;
   const T* fy = faces + n;
   const T* fz = faces + 2 * n;
-  SweepWeights<T> weights = w;
-  void* args[] = {&buf0, &buf1, &cur, &c, &fx, &fy, &fz, &nx, &ny, &nz, &weights, &k, &lerp_from};
+  void* args[] = {&buf0, &buf1, &cur, &c, &fx, &fy, &fz, &nx, &ny, &nz, &omega, &k, &lerp_from};
   fk::cuda::detail::check_cuda(
       cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_sweeps_kernel<T>), dim3(grid),
                                   dim3(kFusedThreads), args, 0, as_stream(stream)),
@@ -258,26 +228,26 @@ void launch_face_products(T* sums, const T* mu, const T* t, Grid g, bool closed_
 }
 
 template <typename T>
-void launch_alpha_gradient(const T* sums, const T* alpha, T* out, Grid g,
-                           const GradientCoefficients& k, void* stream) {
-  // As the CPU: 1 / h² and Δt rounded to T first.
-  const T ix = T(1) / T(k.h2[0]), iy = T(1) / T(k.h2[1]), iz = T(1) / T(k.h2[2]);
+void launch_alpha_gradient(const T* sums, const T* alpha, T* out, Grid g, const HeatCoefficients& k,
+                           void* stream) {
   alpha_gradient_kernel<T><<<blocks(g.numel()), kThreads, 0, as_stream(stream)>>>(
-      sums, alpha, out, static_cast<int>(g.nx), static_cast<int>(g.ny), static_cast<int>(g.nz), ix,
-      iy, iz, T(k.dt), k.arithmetic);
+      sums, alpha, out, system_constants<T>(g, k));
   check_launch("nefi::cuda::launch_alpha_gradient");
 }
 
-#define NEFI_CUDA_INSTANTIATE(T)                                                              \
-  template void launch_face_sweep<T>(const T*, T*, const T*, const T*, Grid, T, bool, void*); \
-  template void launch_fused_sweeps<T>(T*, T*, int, const T*, const T*, Grid,                 \
-                                       const SweepWeights<T>&, int, int, void*);              \
-  template void launch_scale<T>(const T*, const T*, T*, int64_t, void*);                      \
-  template void launch_scale_twice<T>(const T*, const T*, T*, T*, int64_t, void*);            \
-  template void launch_add_surface<T>(const T*, const T*, T*, Grid, void*);                   \
-  template void launch_face_products<T>(T*, const T*, const T*, Grid, bool, void*);           \
-  template void launch_alpha_gradient<T>(const T*, const T*, T*, Grid,                        \
-                                         const GradientCoefficients&, void*);
+#define NEFI_CUDA_INSTANTIATE(T)                                                                   \
+  template void launch_heat_system<T>(const T*, T*, T*, T*, Grid, const HeatCoefficients&, void*); \
+  template void launch_chebyshev_weights<T>(const T*, int64_t, T*, int, void*);                    \
+  template void launch_face_sweep<T>(const T*, T*, const T*, const T*, Grid, const T*, int, bool,  \
+                                     void*);                                                       \
+  template void launch_fused_sweeps<T>(T*, T*, int, const T*, const T*, Grid, const T*, int, int,  \
+                                       void*);                                                     \
+  template void launch_scale<T>(const T*, const T*, T*, int64_t, void*);                           \
+  template void launch_scale_twice<T>(const T*, const T*, T*, T*, int64_t, void*);                 \
+  template void launch_add_surface<T>(const T*, const T*, T*, Grid, void*);                        \
+  template void launch_face_products<T>(T*, const T*, const T*, Grid, bool, void*);                \
+  template void launch_alpha_gradient<T>(const T*, const T*, T*, Grid, const HeatCoefficients&,    \
+                                         void*);
 NEFI_CUDA_INSTANTIATE(float)
 NEFI_CUDA_INSTANTIATE(double)
 #undef NEFI_CUDA_INSTANTIATE

@@ -1,9 +1,11 @@
 // The device paths of heat_device.h: a StepSolver over DeviceFlatSweeper
-// (sweeper_step_solver.h, the iterate staying on the device) and the
-// adjoint's face sums and gradient as one kernel each.
+// (sweeper_step_solver.h; the system, the Chebyshev weights and the iterate
+// all built and kept on the device) and the adjoint's face sums and gradient
+// as one kernel each.
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "fk/autograd.h"
 #include "fk/cuda/device_guard.h"
@@ -42,10 +44,10 @@ std::unique_ptr<StepSolver> make_device_step_solver(const fk::Tensor& alpha, con
   FK_CHECK(flat && (o.solver == "jacobi" || o.solver == "chebyshev"), "nefi::heat (CUDA alpha)",
            "the flat stencil with solver jacobi or chebyshev on a CUDA device",
            std::string(flat ? "flat" : "roll") + " stencil, solver " + o.solver);
-  fk::autograd::NoGradGuard ng;
-  const fk::Tensor host = alpha.detach().to(fk::kCPU);
-  return std::make_unique<SweeperStepSolver<DeviceFlatSweeper>>(build_system(host, g), g, o,
-                                                                alpha.device());
+  DeviceFlatSweeper sweeper(alpha, g, o.solver == "chebyshev" ? o.iters : 0);
+  fk::Tensor omega = sweeper.chebyshev_weights();
+  return std::make_unique<SweeperStepSolver<DeviceFlatSweeper>>(std::move(sweeper), o,
+                                                                std::move(omega));
 }
 
 void device_face_products(fk::Tensor& sums, const fk::Tensor& mu, const fk::Tensor& t,
@@ -81,8 +83,7 @@ fk::Tensor device_alpha_gradient(const fk::Tensor& sums, const fk::Tensor& alpha
   check_on(alpha, d, g.numel(), alpha.dtype(), where, "alpha");
   check_on(sums, d, 3 * g.numel(), alpha.dtype(), where, "sums");
   fk::Tensor grad = fk::empty(g.shape(), {alpha.dtype(), d});
-  const cuda::GradientCoefficients k{
-      {g.hx * g.hx, g.hy * g.hy, g.hz * g.hz}, g.dt, g.arithmetic_faces};
+  const cuda::HeatCoefficients k = heat_coefficients(g);
   fk::cuda::detail::DeviceGuard guard(d.index);
   dispatch_real(alpha.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -1,13 +1,15 @@
 // The heat operator on a CUDA device against its CPU path on the same inputs:
-// single and K sweeps of DeviceFlatSweeper against FlatSweeper (Jacobi and
-// Chebyshev, sources, sinks, closed sides), the fused (cooperative) sweeps
-// against one launch per sweep, bit for bit; whole forward rollouts and
-// simulate(), the adjoint gradient against the CPU adjoint, the device
-// step map's dot test <M x, y> = <x, M y> (the adjoint reuses the forward
-// solver because M is symmetric) and the device gradient against central
-// differences of the device forward; launches per step; mixed-device and
-// unsupported-setting errors. Every test skips where no CUDA device is usable
-// (scripts/gpu-check counts a skip on a GPU machine as a failure).
+// the system and Chebyshev weights built on the device from α against the
+// CPU's, bit for bit; single and K sweeps of DeviceFlatSweeper against
+// FlatSweeper (Jacobi and Chebyshev, sources, sinks, closed sides), the fused
+// (cooperative) sweeps against one launch per sweep, bit for bit; whole
+// forward rollouts and simulate(), the adjoint gradient against the CPU
+// adjoint, the device step map's dot test <M x, y> = <x, M y> (the adjoint
+// reuses the forward solver because M is symmetric) and the device gradient
+// against central differences of the device forward; launches per step;
+// mixed-device and unsupported-setting errors. Every test that needs a device
+// skips where none is usable (scripts/gpu-check counts a skip on a GPU
+// machine as a failure).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,7 +105,9 @@ struct SweepCase {
 
 // Loads x, sets b + surface, sweeps, stores; then stores-and-resets the
 // right-hand side, adds the surface again and sweeps once more (the rollout's
-// path). Returns both stored iterates, CPU and device.
+// path). Returns both stored iterates, CPU and device. omega: the weights
+// where this sweeper takes them (the CPU's for FlatSweeper, the device's own
+// for DeviceFlatSweeper).
 template <typename Sweeper>
 std::vector<fk::Tensor> run_sweeper(Sweeper& s, const fk::Tensor& x, const fk::Tensor& b,
                                     const fk::Tensor& surface, const SweepCase& k,
@@ -125,6 +129,33 @@ std::vector<fk::Tensor> run_sweeper(Sweeper& s, const fk::Tensor& x, const fk::T
   return {first, second, third};
 }
 
+TEST(DeviceHeatSweeper, TheSystemBuiltOnTheDeviceIsTheCpuSystemBitwise) {
+  NEFI_SKIP_WITHOUT_GPU();
+  // The faces, D^½, D^-½ and Chebyshev weights built from α by the device
+  // kernels against symmetric_faces(build_system) and chebyshev_weights(
+  // gershgorin_bound) on the CPU; heat.cu is built without contraction, so
+  // every value agrees to the bit.
+  for (const fk::Dims& s : {fk::Dims{6, 5, 4}, fk::Dims{33, 17, 9}})
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+      for (bool closed : {false, true})
+        for (bool arithmetic : {false, true}) {
+          heat::StepGeometry g = geometry(s, closed ? 0.0 : 0.7, closed);
+          g.arithmetic_faces = arithmetic;
+          const fk::Tensor alpha = random_grid(s, dt, 0.005, 0.25, 3);
+          const heat::HeatSystem sys = heat::build_system(alpha, g);
+          const heat::SymmetricFaces want = heat::symmetric_faces(sys, g);
+          heat::DeviceFlatSweeper gpu(alpha.to(kGpu), g, 20);
+          const std::string tag = s.str() + " " + fk::name(dt) + " closed " +
+                                  std::to_string(closed) + " arithmetic " +
+                                  std::to_string(arithmetic);
+          EXPECT_EQ(max_diff(gpu.faces(), want.faces), 0.0) << tag;
+          EXPECT_EQ(max_diff(gpu.root_d(), want.root_d), 0.0) << tag;
+          const fk::Tensor omega = heat::chebyshev_weights(heat::gershgorin_bound(sys), 20);
+          EXPECT_EQ(max_diff(gpu.chebyshev_weights(), omega), 0.0) << tag;
+          EXPECT_EQ(gpu.chebyshev_weights().device(), kGpu) << tag;
+        }
+}
+
 TEST(DeviceHeatSweeper, OneAndKSweepsMatchTheCpuSweeper) {
   NEFI_SKIP_WITHOUT_GPU();
   const fk::Dims s{6, 5, 4};
@@ -139,9 +170,9 @@ TEST(DeviceHeatSweeper, OneAndKSweepsMatchTheCpuSweeper) {
         const fk::Tensor surface = random_grid({s[0], s[1]}, dt, 0, 2, 9);
         const fk::Tensor omega = heat::chebyshev_weights(heat::gershgorin_bound(sys), k.sweeps);
         heat::FlatSweeper cpu(sys, g);
-        heat::DeviceFlatSweeper gpu(sys, g, kGpu);
+        heat::DeviceFlatSweeper gpu(alpha.to(kGpu), g, k.sweeps);
         const auto want = run_sweeper(cpu, x, b, surface, k, omega, fk::kCPU);
-        const auto got = run_sweeper(gpu, x, b, surface, k, omega, kGpu);
+        const auto got = run_sweeper(gpu, x, b, surface, k, gpu.chebyshev_weights(), kGpu);
         for (size_t i = 0; i < want.size(); ++i) {
           EXPECT_EQ(got[i].device(), kGpu);
           EXPECT_LT(max_diff(got[i], want[i]), tolerance(dt) * max_abs(want[i]))
@@ -163,15 +194,14 @@ TEST(DeviceHeatSweeper, FusedLaunchesGiveThePerSweepBits) {
       for (SweepCase k : {SweepCase{1, false}, SweepCase{50, false}, SweepCase{300, false},
                           SweepCase{20, true}, SweepCase{300, true}}) {
         const heat::StepGeometry g = geometry(s, 0.3, false);
-        const heat::HeatSystem sys = heat::build_system(random_grid(s, dt, 0.08, 0.2, 3), g);
+        const fk::Tensor alpha = random_grid(s, dt, 0.08, 0.2, 3).to(kGpu);
         const fk::Tensor x = random_grid(s, dt, -1, 1, 5), b = random_grid(s, dt, -1, 1, 7);
         const fk::Tensor surface = random_grid({s[0], s[1]}, dt, 0, 2, 9);
-        const fk::Tensor omega = heat::chebyshev_weights(heat::gershgorin_bound(sys), k.sweeps);
-        heat::DeviceFlatSweeper fused(sys, g, kGpu), single(sys, g, kGpu);
+        heat::DeviceFlatSweeper fused(alpha, g, k.sweeps), single(alpha, g, k.sweeps);
         ASSERT_TRUE(fused.set_fused(true));
         ASSERT_FALSE(single.set_fused(false));
-        const auto want = run_sweeper(single, x, b, surface, k, omega, kGpu);
-        const auto got = run_sweeper(fused, x, b, surface, k, omega, kGpu);
+        const auto want = run_sweeper(single, x, b, surface, k, single.chebyshev_weights(), kGpu);
+        const auto got = run_sweeper(fused, x, b, surface, k, fused.chebyshev_weights(), kGpu);
         for (size_t i = 0; i < want.size(); ++i)
           EXPECT_EQ(max_diff(got[i], want[i]), 0.0)
               << s.str() << " " << fk::name(dt) << " K " << k.sweeps << " cheb " << k.chebyshev
@@ -183,20 +213,27 @@ TEST(DeviceHeatSweeper, KSweepsAreOneLaunchOrKWithoutAHostRead) {
   NEFI_SKIP_WITHOUT_GPU();
   const fk::Dims s{8, 8, 4};
   const heat::StepGeometry g = geometry(s, 0, false);
-  const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3);
-  const heat::HeatSystem sys = heat::build_system(alpha, g);
-  heat::DeviceFlatSweeper gpu(sys, g, kGpu);
-  const fk::Tensor omega = heat::chebyshev_weights(heat::gershgorin_bound(sys), 200);
+  const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3).to(kGpu);
+  heat::DeviceFlatSweeper gpu(alpha, g, 200);
   for (bool fused : {false, true}) {
     if (gpu.set_fused(fused) != fused) continue;  // no cooperative launch here
     const auto before = fk::profile::counters();
     gpu.jacobi(50);
-    gpu.chebyshev(omega);
+    gpu.chebyshev(gpu.chebyshev_weights());
     const auto after = fk::profile::counters();
-    // Fused: 1 launch for 50 sweeps, 2 for 200 (at most 128 per launch).
-    EXPECT_EQ(after.launches - before.launches, fused ? 3 : 250);
+    // Fused: one launch per call whatever K (the weights are read on the device).
+    EXPECT_EQ(after.launches - before.launches, fused ? 2 : 250);
     EXPECT_EQ(after.ops - before.ops, 2);  // one op per method call
   }
+  // Building the system: two launches, three with the Chebyshev weights.
+  const auto before = fk::profile::counters();
+  heat::DeviceFlatSweeper jacobi_only(alpha, g);
+  const auto built = fk::profile::counters();
+  heat::DeviceFlatSweeper with_weights(alpha, g, 20);
+  const auto after = fk::profile::counters();
+  EXPECT_FALSE(jacobi_only.chebyshev_weights().defined());
+  EXPECT_GE(built.launches - before.launches, 2);
+  EXPECT_EQ((after.launches - built.launches) - (built.launches - before.launches), 1);
 }
 
 // Device and CPU rollouts of one configuration: apply, simulate, gradient.
@@ -328,7 +365,7 @@ TEST(DeviceHeatErrors, MixedDevicesAndUnsupportedSettingsAreRefused) {
   const fk::Dims s{6, 5, 4};
   const heat::StepGeometry g = geometry(s, 0, false);
   const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3);
-  heat::DeviceFlatSweeper gpu(heat::build_system(alpha, g), g, kGpu);
+  heat::DeviceFlatSweeper gpu(alpha.to(kGpu), g, 3);
   expect_error([&] { gpu.load(alpha); }, "the sweeper's device");
   expect_error(
       [&] {
@@ -338,9 +375,11 @@ TEST(DeviceHeatErrors, MixedDevicesAndUnsupportedSettingsAreRefused) {
   expect_error([&] { gpu.load(alpha.to(fk::DType::F64).to(kGpu)); }, "f32");
   fk::Tensor cpu_out = fk::empty(s, {fk::DType::F32});
   expect_error([&] { gpu.store(cpu_out); }, "the sweeper's device");
-  expect_error([&] { gpu.chebyshev(fk::ones({3}, {fk::DType::F32, kGpu})); }, "CPU weights");
-  expect_error([&] { heat::DeviceFlatSweeper(heat::build_system(alpha, g), g, fk::kCPU); },
-               "a CUDA device");
+  expect_error([&] { gpu.chebyshev(fk::ones({3}, {fk::DType::F32})); }, "the sweeper's device");
+  expect_error([&] { gpu.chebyshev(fk::ones({3}, {fk::DType::F64, kGpu})); }, "f32");
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, g); }, "alpha on a CUDA device");
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha.to(kGpu).narrow(0, 0, 5), g); },
+               "alpha of shape");
   for (const char* solver : {"cg"}) {
     HeatConfig c = small_config();
     c.solver = solver;
@@ -361,6 +400,18 @@ TEST(DeviceHeatErrors, MixedDevicesAndUnsupportedSettingsAreRefused) {
                "device");
 }
 
+// The sweeper's argument checks run before any CUDA call: no device needed.
+TEST(DeviceHeatErrors, TheSweeperRefusesAnAlphaItCannotBuildFrom) {
+  const fk::Dims s{6, 5, 4};
+  const heat::StepGeometry g = geometry(s, 0, false);
+  const fk::Tensor alpha = random_grid(s, fk::DType::F32, 0.08, 0.2, 3);
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, g); }, "alpha on a CUDA device");
+  expect_error([&] { (void)heat::DeviceFlatSweeper(fk::Tensor(), g); }, "an undefined tensor");
+  heat::StepGeometry huge = g;
+  huge.nx = huge.ny = huge.nz = 1300;  // 2.2e9 cells: past the kernels' 32-bit indices
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, huge); }, "fewer than 2^31 cells");
+}
+
 TEST(DeviceHeatOperator, ForwardRunsTheSweepsPlusTwoLaunchesPerFrame) {
   NEFI_SKIP_WITHOUT_GPU();
   HeatConfig c = small_config();
@@ -374,7 +425,7 @@ TEST(DeviceHeatOperator, ForwardRunsTheSweepsPlusTwoLaunchesPerFrame) {
   const auto after = fk::profile::counters();
   // Per frame: the K sweeps (one fused launch, or K), the store that is also
   // the next right-hand side, the surface copy; per rollout a handful (α to
-  // the host, faces up, T⁰, start).
+  // the host for the positivity scan, the system's two kernels, start).
   const int64_t per_frame = (nefi::cuda::cooperative_launch_supported(0) ? 1 : 50) + 2;
   const int64_t launches = after.launches - before.launches;
   EXPECT_GE(launches, 10 * per_frame);

@@ -24,6 +24,7 @@
 #include "nefi/operators/heat/heat_system.h"
 #include "nefi/operators/heat/inner_solvers.h"
 #include "nefi/operators/heat/step_solver.h"
+#include "nefi/solve/step_graph.h"
 
 namespace {
 
@@ -158,6 +159,30 @@ TEST(HeatOperator, FramesShapesAndResolution) {
   // apply's rows are simulate's front surfaces at the observed frames.
   auto out = op.apply(fk::full({6, 5, 4}, 0.1, {fk::DType::F32}));
   EXPECT_EQ(max_diff(out.select(0, 1), sim.select(0, 5).select(2, 0)), 0.0);
+}
+
+// A solver step through the operator is captured as a CUDA graph exactly when
+// its configuration runs on a device without a host read.
+TEST(HeatOperator, GraphCapturableOnlyWithoutHostReads) {
+  auto refusal = [](const HeatConfig& c) {
+    return nefi::step_graph_refusal(HeatOperator(c, {4, 4, 3}), fk::cuda_device(0));
+  };
+  for (const char* solver : {"jacobi", "chebyshev"})
+    for (const char* stencil : {"flat", "auto"}) {
+      HeatConfig c = small_config();
+      c.solver = solver;
+      c.stencil = stencil;
+      EXPECT_TRUE(HeatOperator(c, {4, 4, 3}).graph_capturable()) << solver << " " << stencil;
+      EXPECT_EQ(refusal(c), "") << solver << " " << stencil;
+    }
+  HeatConfig cg = small_config(), roll = small_config(), ckpt = small_config();
+  cg.solver = "cg";
+  roll.stencil = "roll";
+  ckpt.grad_mode = "checkpoint";
+  for (const HeatConfig& c : {cg, roll, ckpt}) {
+    EXPECT_FALSE(HeatOperator(c, {4, 4, 3}).graph_capturable());
+    EXPECT_NE(refusal(c).find("heat is not graph-capturable"), std::string::npos) << refusal(c);
+  }
 }
 
 // --- the flash ----------------------------------------------------------------

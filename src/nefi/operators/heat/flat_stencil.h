@@ -30,7 +30,8 @@ struct FlatLayout {
 // The symmetric scaling of a system on compact grids (CPU, the weights' dtype):
 // faces (3, nx, ny, nz) holds Ŵ of the +x, +y, +z face of every cell (0 for a
 // z face past the back and for closed side faces), root_d (2, nx, ny, nz) D^½
-// and D^-½. FlatSweeper pads them; the CUDA sweeper uploads them as they are.
+// and D^-½. FlatSweeper pads them; the CUDA sweeper builds the same arrays
+// from α on the device (nefi/cuda/heat_cells.h, bit for bit).
 struct SymmetricFaces {
   fk::Tensor faces, root_d;
 };

@@ -8,6 +8,7 @@
 // The adjoint differentiates the exactly solved recurrence; the forward runs
 // K sweeps, so it differs from the unrolled gradient by O(ρ^K).
 #include <cstring>
+#include <mutex>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -22,6 +23,15 @@ int64_t HeatPlan::row_of_frame(int64_t f) const {
   for (size_t i = 0; i < frames.size(); ++i)
     if (frames[i] == f) return static_cast<int64_t>(i);
   return -1;
+}
+
+fk::Tensor HeatPlan::initial_state(fk::DType dt, const fk::Device& d) const {
+  if (d.is_cpu()) return t0.to(dt).contiguous();
+  std::lock_guard<std::mutex> lock(device_t0_mutex_);
+  for (const fk::Tensor& c : device_t0_)
+    if (c.device() == d && c.dtype() == dt) return c;
+  device_t0_.push_back(t0.to(dt).to(d).contiguous());
+  return device_t0_.back();
 }
 
 void copy_surface(fk::Tensor& out, int64_t row, const fk::Tensor& state) {
@@ -87,7 +97,7 @@ fk::Tensor apply_adjoint(const fk::Tensor& alpha_in, std::shared_ptr<const HeatP
   const fk::TensorOptions on{dt, alpha.device()};  // α's device: the CPU or a CUDA device
   const int64_t n_steps = p.last_frame() * p.substeps;
   fk::Tensor out = fk::empty({static_cast<int64_t>(p.frames.size()), p.g.nx, p.g.ny}, on);
-  fk::Tensor state = p.t0.to(dt).to(alpha.device()).contiguous();
+  fk::Tensor state = p.initial_state(dt, alpha.device());
   if (p.row_of_frame(0) >= 0) copy_surface(out, p.row_of_frame(0), state);
   fk::Tensor traj = grad ? fk::empty({n_steps, p.g.nx, p.g.ny, p.g.nz}, on) : fk::Tensor();
   fk::Tensor spare[2];

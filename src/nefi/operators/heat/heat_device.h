@@ -2,8 +2,9 @@
 // The heat operator's pieces for α on a CUDA device. step_solver.cpp and
 // heat_system.cpp come here whenever their operand lives on one: the flat
 // backend with jacobi or chebyshev runs as DeviceFlatSweeper (nefi/cuda), the
-// adjoint's face sums and dJ/dα as one kernel each. The system is built on
-// the host from a copy of α (a device-to-host copy per rollout).
+// adjoint's face sums and dJ/dα as one kernel each. The system (and the
+// Chebyshev weights) are built on the device from α: between α and the frames
+// or the gradient nothing is read back to the host.
 // CUDA builds implement these in nefi/cuda/heat_dispatch.cpp; CPU-only builds
 // in heat_device_stub.cpp, which refuses.
 #include <memory>

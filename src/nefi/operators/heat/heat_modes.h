@@ -9,6 +9,7 @@
 //              through it (exactly the unrolled gradient, one frame in memory).
 //   autograd   the unrolled reference: every sweep recorded.
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "fk/tensor.h"
@@ -28,6 +29,14 @@ struct HeatPlan {
   int64_t last_frame() const { return frames.empty() ? 0 : frames.back(); }
   // Output row of frame f, or -1 when f is not observed.
   int64_t row_of_frame(int64_t f) const;
+  // T⁰ as a contiguous grid of dtype dt on device d (read-only). On a CUDA
+  // device it is uploaded once per (device, dtype) and kept: a rollout inside
+  // a captured step cannot copy from pageable host memory.
+  fk::Tensor initial_state(fk::DType dt, const fk::Device& d) const;
+
+ private:
+  mutable std::mutex device_t0_mutex_;
+  mutable std::vector<fk::Tensor> device_t0_;
 };
 
 fk::Tensor apply_adjoint(const fk::Tensor& alpha, std::shared_ptr<const HeatPlan> plan);

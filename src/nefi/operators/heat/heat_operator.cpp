@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "fk/autograd.h"
+#include "fk/cuda/graph.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/operators/heat/heat_modes.h"
@@ -60,7 +61,9 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const
              "stencil " + cfg_.stencil + ", solver " + cfg_.solver);
   // A zero or negative diffusivity would turn the harmonic means into NaN
   // trajectories; one pass over α (a host copy of a device α) names the first
-  // bad cell instead.
+  // bad cell instead. A captured step cannot read α: its values do not exist
+  // until the graph runs.
+  if (alpha.device().is_cuda() && fk::cuda::capturing(alpha.device().index)) return;
   fk::autograd::NoGradGuard ng;
   const fk::Tensor host = alpha.detach().to(fk::kCPU);
   const fk::Tensor a = host.is_contiguous() ? host : host.contiguous();
@@ -87,6 +90,11 @@ fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
            "grad_mode " + cfg_.grad_mode + " with alpha on " + alpha.device().str());
   if (cfg_.grad_mode == "checkpoint") return heat::apply_checkpoint(alpha, plan_);
   return heat::apply_unrolled(alpha, *plan_);
+}
+
+bool HeatOperator::graph_capturable() const {
+  return plan_->flat && (cfg_.solver == "jacobi" || cfg_.solver == "chebyshev") &&
+         cfg_.grad_mode == "adjoint";
 }
 
 std::shared_ptr<Operator> HeatOperator::at_resolution(const fk::Dims& shape) const {

@@ -13,8 +13,12 @@
 // at the observed frames, (n_obs, nx, ny), same dtype and device. On a CUDA
 // device (CUDA builds; stencil flat/auto, solver jacobi or chebyshev, and
 // grad_mode adjoint when α requires grad) the rollout and the adjoint run as
-// nefi/cuda kernels, the K sweeps of a step enqueued without a host sync; the
-// system is built on the host from one copy of α. Frame 0 is the initial
+// nefi/cuda kernels, the system and the K sweeps of a step enqueued without a
+// host sync: nothing is read back between α and the frames or dJ/dα, so a
+// solver step through it is captured as one CUDA graph (graph_capturable).
+// Before an eager rollout α is scanned for non-positive or non-finite cells
+// (one copy to the host); inside a capture α has no values yet, so a captured
+// step is not scanned (the field's bounded head keeps α > 0). Frame 0 is the initial
 // state; frames first_frame, first_frame + frame_stride, ... ≤ n_frames are
 // observed. Not batchable; homogeneity none.
 //
@@ -96,8 +100,11 @@ class HeatOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool batchable() const override { return false; }
-  // CPU rollouts with a custom node per apply (and host reads under cg).
-  bool graph_capturable() const override { return false; }
+  // True for the configurations that run on a device with no host read: the
+  // flat stencil (or auto) with jacobi or chebyshev and grad_mode adjoint.
+  // False for cg (it reads its residual norm on the host every check_every
+  // iterations) and for the roll stencil, checkpoint and autograd (CPU only).
+  bool graph_capturable() const override;
   std::string fidelity_tag() const override;  // "implicit-euler-<solver>"
   std::string kind() const override { return "heat"; }
 

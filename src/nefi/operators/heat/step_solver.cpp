@@ -25,7 +25,6 @@ class FlatCgStepSolver : public StepSolver {
     cg_.solve(x_, x_, surface, o_.cg_tol, o_.cg_max_iter, o_.check_every);  // b may be x
   }
   void result(fk::Tensor& out) override { fk::copy_(out, x_); }
-  const HeatSystem& system() const override { return cg_.system(); }
 
  private:
   FlatCG cg_;
@@ -52,7 +51,6 @@ class GenericStepSolver : public StepSolver {
   }
   void advance(const fk::Tensor& surface) override { solve(x_, surface); }
   void result(fk::Tensor& out) override { fk::copy_(out, x_); }
-  const HeatSystem& system() const override { return system_; }
 
  private:
   HeatSystem system_;
@@ -69,7 +67,13 @@ std::unique_ptr<StepSolver> make_step_solver(const fk::Tensor& alpha, const Step
   fk::autograd::NoGradGuard ng;
   const fk::Tensor a = alpha.detach();
   if (flat && o.solver == "cg") return std::make_unique<FlatCgStepSolver>(build_system(a, g), g, o);
-  if (flat) return std::make_unique<SweeperStepSolver<FlatSweeper>>(build_system(a, g), g, o);
+  if (flat) {
+    HeatSystem s = build_system(a, g);
+    fk::Tensor omega;
+    if (o.solver == "chebyshev") omega = chebyshev_weights(gershgorin_bound(s), o.iters);
+    return std::make_unique<SweeperStepSolver<FlatSweeper>>(FlatSweeper(std::move(s), g), o,
+                                                            std::move(omega));
+  }
   return std::make_unique<GenericStepSolver>(build_system_ops(a, g), g, o);
 }
 

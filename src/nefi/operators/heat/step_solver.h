@@ -27,7 +27,6 @@ class StepSolver {
   virtual void advance(const fk::Tensor& surface = fk::Tensor()) = 0;
   // Copies the solution into `out` (a contiguous grid of α's dtype).
   virtual void result(fk::Tensor& out) = 0;
-  virtual const HeatSystem& system() const = 0;
 };
 
 // alpha: (nx, ny, nz) f32/f64 (its values only; no graph is recorded).

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "fk/tensor.h"
-#include "nefi/operators/heat/heat_system.h"
 #include "nefi/operators/heat/inner_solvers.h"
 #include "nefi/operators/heat/step_solver.h"
 
@@ -15,13 +14,10 @@ namespace nefi::heat {
 template <class Sweeper>
 class SweeperStepSolver : public StepSolver {
  public:
-  // `where` is the sweeper's extra constructor arguments (the device).
-  template <class... Where>
-  SweeperStepSolver(HeatSystem s, const StepGeometry& g, const SolverOptions& o, Where&&... where)
-      : sweeper_(std::move(s), g, std::forward<Where>(where)...), o_(o) {
-    if (o_.solver == "chebyshev")
-      omega_ = chebyshev_weights(gershgorin_bound(sweeper_.system()), o_.iters);
-  }
+  // omega: the Chebyshev weights (K,) where the sweeper's chebyshev() takes
+  // them (solver chebyshev), else undefined (jacobi, o.iters sweeps).
+  SweeperStepSolver(Sweeper sweeper, const SolverOptions& o, fk::Tensor omega)
+      : sweeper_(std::move(sweeper)), o_(o), omega_(std::move(omega)) {}
   void start(const fk::Tensor& x0) override {
     sweeper_.load(x0);
     sweeper_.set_rhs(x0);
@@ -36,7 +32,6 @@ class SweeperStepSolver : public StepSolver {
   }
   // Also makes this solution the next advance's right-hand side (one pass).
   void result(fk::Tensor& out) override { sweeper_.store_and_set_rhs(out); }
-  const HeatSystem& system() const override { return sweeper_.system(); }
 
  private:
   void iterate() {
@@ -47,7 +42,7 @@ class SweeperStepSolver : public StepSolver {
   }
   Sweeper sweeper_;
   SolverOptions o_;
-  fk::Tensor omega_;  // on the CPU (the device sweeper passes each weight by value)
+  fk::Tensor omega_;
 };
 
 }  // namespace nefi::heat
