@@ -15,9 +15,10 @@ namespace nefi::heat {
 namespace {
 
 cuda::Grid grid_of(const StepGeometry& g) {
-  FK_CHECK(g.numel() < std::numeric_limits<int32_t>::max(), "nefi::heat::DeviceFlatSweeper",
-           "a grid of fewer than 2^31 cells", g.shape().str());
-  return {g.nx, g.ny, g.nz};
+  const cuda::Grid grid{g.nx, g.ny, g.nz};
+  FK_CHECK(grid.indexable(), "nefi::heat::DeviceFlatSweeper",
+           "a grid with every axis >= 1 and fewer than 2^31 cells", g.shape().str());
+  return grid;
 }
 
 // After the launches of one method: counts them, applies fk's sync policy.

@@ -3,7 +3,6 @@
 // all built and kept on the device) and the adjoint's face sums and gradient
 // as one kernel each.
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -33,8 +32,8 @@ void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType
 // The kernels index cells in 32 bits (kernels.h); DeviceFlatSweeper checks
 // the same for the rollouts, these entry points are public on their own.
 void check_grid_size(const StepGeometry& g, const char* where) {
-  FK_CHECK(g.numel() < std::numeric_limits<int32_t>::max(), where,
-           "a grid of fewer than 2^31 cells", g.shape().str());
+  FK_CHECK((cuda::Grid{g.nx, g.ny, g.nz}.indexable()), where,
+           "a grid with every axis >= 1 and fewer than 2^31 cells", g.shape().str());
 }
 
 }  // namespace

@@ -22,6 +22,14 @@ namespace nefi::cuda {
 struct Grid {
   int64_t nx = 0, ny = 0, nz = 0;
   int64_t numel() const { return nx * ny * nz; }
+  // Every axis >= 1 and fewer than 2³¹ − 1 cells, checked without overflow
+  // (numel() of axes near 2³² wraps to a small number). An empty grid would
+  // be a zero-block launch, which CUDA refuses as a bad configuration.
+  bool indexable() const {
+    constexpr int64_t kMax = INT32_MAX;
+    return nx >= 1 && ny >= 1 && nz >= 1 && nx < kMax && ny < kMax && nz < kMax && nx * ny < kMax &&
+           nx * ny * nz < kMax;
+  }
 };
 
 // The coefficients of the heat system in f64 (the launchers round them to T

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -410,6 +411,14 @@ TEST(DeviceHeatErrors, TheSweeperRefusesAnAlphaItCannotBuildFrom) {
   heat::StepGeometry huge = g;
   huge.nx = huge.ny = huge.nz = 1300;  // 2.2e9 cells: past the kernels' 32-bit indices
   expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, huge); }, "fewer than 2^31 cells");
+  // 2^32 x 2^32 x 1 cells: their int64 count wraps to 0, which is below 2^31.
+  huge.nx = huge.ny = int64_t{1} << 32;
+  huge.nz = 1;
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, huge); }, "fewer than 2^31 cells");
+  // An empty axis: 0 cells would be a zero-block launch (a CUDA configuration error).
+  heat::StepGeometry empty = g;
+  empty.nz = 0;
+  expect_error([&] { (void)heat::DeviceFlatSweeper(alpha, empty); }, "every axis >= 1");
 }
 
 TEST(DeviceHeatOperator, ForwardRunsTheSweepsPlusTwoLaunchesPerFrame) {
