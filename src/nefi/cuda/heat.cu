@@ -166,7 +166,12 @@ void launch_face_sweep(const T* in, T* out, const T* c, const T* faces, Grid g, 
 
 bool cooperative_launch_supported(int device) {
   int v = 0;
-  return cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device) == cudaSuccess && v != 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device) == cudaSuccess)
+    return v != 0;
+  // A failed query is "unsupported"; clear the error it recorded, or the next
+  // check_launch (cudaGetLastError) would blame its own launch for it.
+  cudaGetLastError();
+  return false;
 }
 
 template <typename T>
