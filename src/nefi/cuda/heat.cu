@@ -196,10 +196,14 @@ void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, 
   const T* fy = faces + n;
   const T* fz = faces + 2 * n;
   void* args[] = {&buf0, &buf1, &cur, &c, &fx, &fy, &fz, &nx, &ny, &nz, &omega, &k, &lerp_from};
-  fk::cuda::detail::check_cuda(
+  const cudaError_t e =
       cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_sweeps_kernel<T>), dim3(grid),
-                                  dim3(kFusedThreads), args, 0, as_stream(stream)),
-      where);
+                                  dim3(kFusedThreads), args, 0, as_stream(stream));
+  // A refused launch (e.g. cudaErrorCooperativeLaunchTooLarge) is also the
+  // thread's last error: cleared here, it is reported once, by this throw,
+  // not again by the next kernel's check_launch.
+  if (e != cudaSuccess) cudaGetLastError();
+  fk::cuda::detail::check_cuda(e, where);
 }
 
 template <typename T>
