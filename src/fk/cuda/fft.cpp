@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
@@ -34,6 +35,9 @@ struct PlanKey {
 struct Plan {
   cufftHandle handle = 0;
   std::list<PlanKey>::iterator lru;
+  // Executed inside a stream capture: a graph holds its handle and work area,
+  // so eviction must never destroy it (only fft_plan_cache_clear does).
+  bool pinned = false;
 };
 
 std::mutex g_mu;
@@ -55,7 +59,7 @@ cufftType plan_type(int kind, bool dbl) {
   }
 }
 
-cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l) {
+cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
   const char* where = "cuda::fft_execute";
   FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", std::to_string(l.rank));
   FK_CHECK(l.batch >= 1, where, "batch >= 1", std::to_string(l.batch));
@@ -95,13 +99,20 @@ cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l) {
   auto it = g_plans.find(key);
   if (it != g_plans.end()) {
     g_lru.splice(g_lru.begin(), g_lru, it->second.lru);
+    it->second.pinned = it->second.pinned || pin;
     return it->second.handle;
   }
   if (static_cast<int>(g_plans.size()) >= kFftPlanCacheCapacity) {
-    auto victim = g_plans.find(g_lru.back());
-    destroy(victim->second);
-    g_plans.erase(victim);
-    g_lru.pop_back();
+    // The least recently used plan no captured graph holds; when every plan
+    // is pinned the cache grows past its capacity instead.
+    for (auto k = g_lru.rbegin(); k != g_lru.rend(); ++k) {
+      auto victim = g_plans.find(*k);
+      if (victim->second.pinned) continue;
+      destroy(victim->second);
+      g_lru.erase(victim->second.lru);
+      g_plans.erase(victim);
+      break;
+    }
   }
   long long n[3], ie[3], oe[3];
   for (int i = 0; i < l.rank; ++i) {
@@ -119,7 +130,7 @@ cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l) {
     check_fft(r, "cufftMakePlanMany64");
   }
   g_lru.push_front(key);
-  g_plans[key] = Plan{h, g_lru.begin()};
+  g_plans[key] = Plan{h, g_lru.begin(), pin};
   return h;
 }
 
@@ -137,7 +148,9 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   const bool dbl = dtype == kF64 || dtype == kC128;
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
-  cufftHandle h = plan_for(device, kind, dbl, layout);
+  // A plan is created outside any capture (its work area is a cudaMalloc,
+  // refused inside one): the warm-up step before a capture creates it.
+  cufftHandle h = plan_for(device, kind, dbl, layout, capturing(device));
   check_fft(cufftSetStream(h, static_cast<cudaStream_t>(stream)), "cufftSetStream");
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   cufftResult r;

@@ -9,7 +9,11 @@
 // embedded array sits at b * dist + (x . embed strides) * stride.
 // Plans are cached per (device, kind, precision, rank, n, batch, layout) and
 // reused; the cache holds at most kFftPlanCacheCapacity plans (least recently
-// used evicted). A plan owns its work area (allocated by cuFFT when created).
+// used evicted), except that a plan executed inside a stream capture is
+// pinned (a CUDA graph holds its handle and work area) and never evicted;
+// fft_plan_cache_clear destroys pinned plans too, so call it only when no
+// captured graph that ran an FFT is alive. A plan owns its work area
+// (allocated by cuFFT when created).
 // Calls are serialized by a mutex (a plan is bound to one stream at a time).
 // Determinism: cuFFT is bitwise reproducible for a fixed plan, GPU model and
 // library version.

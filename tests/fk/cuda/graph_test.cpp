@@ -9,13 +9,16 @@
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "fk/cuda/fft.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/fft.h"
 #include "parity.h"
 
 namespace fk {
@@ -97,6 +100,38 @@ TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
   cuda::abort_capture(0);
   EXPECT_FALSE(cuda::capturing(0));
   EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
+}
+
+// A cuFFT plan a graph recorded stays alive when more distinct transforms
+// than the plan cache holds run after the capture: the replay still gives
+// the eager result (an evicted plan would leave the graph its freed work area).
+TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  cuda::fft_plan_cache_clear();
+  std::vector<float> start(96);
+  for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>((i * 37) % 11) - 5.f;
+  const Tensor x = from_vector(start, Dims{96}).to(kGpu);
+  const std::vector<float> want =
+      irfft(rfft(x), 96).to_vector<float>();  // eager: creates the plans
+  auto* pinned = static_cast<float*>(cuda::pinned_allocate(want.size() * sizeof(float)));
+  cuda::begin_capture(0);
+  Tensor y = irfft(rfft(x), 96);
+  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(float));
+  cuda::GraphExec g = cuda::end_capture(0);
+  for (int64_t n = 2; n < 2 + 2 * cuda::kFftPlanCacheCapacity; ++n) {
+    (void)rfft(full(Dims{n}, 1.0, {DType::F32, kGpu}));
+  }
+  cuda::synchronize(0);
+  EXPECT_GT(cuda::fft_plan_cache_size(), 0);
+  EXPECT_LE(cuda::fft_plan_cache_size(), cuda::kFftPlanCacheCapacity + 2);
+  std::fill(pinned, pinned + want.size(), -1.f);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
+  cuda::destroy_graph(g);
+  cuda::pinned_free(pinned);
+  cuda::fft_plan_cache_clear();
 }
 
 TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {
