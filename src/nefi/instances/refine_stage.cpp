@@ -14,7 +14,7 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
   p.declare("refine_levels", levels, "refinement phases (0: auto by multi-level Otsu)");
   p.declare("refine_max_levels", int64_t{d.max_levels}, "refinement: most phases auto picks");
   p.declare("refine_steps", int64_t{d.steps}, "refinement: Adam steps");
-  p.declare("refine_lr", d.lr, "refinement: learning rate (level set and levels)");
+  p.declare("refine_lr", d.lr, "refinement: Adam learning rate, in the field's units (every mode)");
   p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
   p.declare("refine_eps_end", d.eps_end, "refinement: final interface width (level gaps)");
   p.declare("refine_chi_factor", d.chi_factor, "refinement: accept chi <= this max(chi_smooth, 1)");

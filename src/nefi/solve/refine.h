@@ -93,9 +93,10 @@ struct RefineOptions {
   double tv_weight = 1e-3;
   double tv_eps = 1e-2;
   // phasefield only: the weight of the well + gradient energy, and the
-  // interface width (cells) their balance sets. The phase is in phase-index
-  // units (one level gap = 1), so `lr` moves it 1 / gap times as far as it
-  // moves the other modes' intensity-unit parameters.
+  // interface width (cells) their balance sets. The phase is fitted in the
+  // field's units (s times the smallest level gap), so `lr` moves its
+  // interfaces as far a step as it moves the levels and the other modes'
+  // parameters (refine_phasefield.cpp).
   double well_weight = 1e-3;
   double phase_width = 1.0;
   void validate() const;  // throws fk::Error naming the bad option

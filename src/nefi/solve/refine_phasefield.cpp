@@ -29,13 +29,22 @@ namespace {
 
 const char* const kPhase = "refine_phase";
 
-// The phase s and the levels c_k are the parameters; forward gives u (the
-// problem's primary field) and s (kPhase, for the well).
+// The phase and the levels c_k are the parameters; forward gives u (the
+// problem's primary field) and s (kPhase, for the well). The phase is held
+// as s times the smallest starting level gap, in the field's units like the
+// levels: Adam moves each parameter by about lr a step, so the phase moves
+// lr / gap indices a step, as far in the field as the levels move. Held in
+// index units it moved gap times less than the levels: on deconvolution3d
+// (gaps 0.07-0.09) at lr 1e-2 the levels ran 0.15 gap a step while the
+// phases crept, and the refit ended short of the noise (chi 1.17 on the
+// gallery's seed 1) with the levels raised past the cells still between
+// two phases (docs/performance.md, session 12).
 class PhaseField : public Field {
  public:
   PhaseField(std::string primary, const fk::Dims& shape, std::vector<double> s0,
-             std::vector<double> levels0)
-      : shape_(shape), s0_(std::move(s0)), c0_(std::move(levels0)) {
+             std::vector<double> levels0, double gap)
+      : shape_(shape), s0_(std::move(s0)), c0_(std::move(levels0)), gap_(gap) {
+    for (double& v : s0_) v *= gap_;
     primary_ = std::move(primary);
     params_.add("phase", shape_);
     params_.add("levels", {static_cast<int64_t>(c0_.size())});
@@ -46,7 +55,7 @@ class PhaseField : public Field {
     FK_CHECK(domain.shape() == shape_, "nefi::refine_phasefield", "the grid " + shape_.str(),
              domain.shape().str());
     const std::vector<fk::Tensor> v = params_.views();
-    const fk::Tensor& s = v[0];
+    const fk::Tensor s = fk::mul(v[0], 1.0 / gap_);
     const fk::Tensor& c = v[1];
     fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {s.dtype()}), c.select(0, 0));
     for (size_t k = 1; k < c0_.size(); ++k) {
@@ -66,6 +75,7 @@ class PhaseField : public Field {
  private:
   fk::Dims shape_;
   std::vector<double> s0_, c0_;
+  double gap_;
 };
 
 class PhaseEnergyLoss : public Loss {
@@ -134,8 +144,8 @@ RefineReport refine_phasefield(const InverseProblem& problem, const fk::Tensor& 
   if (!(gap > 0)) return r;
   InverseProblem p = problem;
   const std::string primary = problem.field->primary();
-  auto field =
-      std::make_shared<PhaseField>(primary, shape, phase_of(xs, r.start_levels), r.start_levels);
+  auto field = std::make_shared<PhaseField>(primary, shape, phase_of(xs, r.start_levels),
+                                            r.start_levels, gap);
   p.field = field;
   p.losses.add(
       std::make_shared<PhaseEnergyLoss>(static_cast<int>(r.start_levels.size()), o.phase_width),

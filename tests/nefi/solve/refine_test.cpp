@@ -522,6 +522,34 @@ TEST(NefiRefine, PhaseFieldSharpensAnEdgeTheDataSupport) {
   EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
 }
 
+// The phase is fitted in the field's units: the disk with its truth, data,
+// noise and smooth fit scaled by a = 0.1 (the data term by a^2, so the
+// well's weight too) at lr x a refines to a x the same field, as the other
+// modes' parameters do. Held in phase indices, its step would not scale.
+TEST(NefiRefine, PhaseFieldStepsInTheFieldsUnits) {
+  const double a = 0.1;
+  const DiskProblem p = disk_problem(true);
+  nefi::InverseProblem scaled = p.problem;
+  scaled.measurement.data = fk::mul(p.problem.measurement.data, a);
+  scaled.measurement.noise_std = a * p.problem.measurement.noise_std;
+  nefi::RefineOptions o;
+  o.mode = "phasefield";
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
+  o.lr *= a;
+  o.well_weight *= a * a;
+  const nefi::RefineReport rs = nefi::refine_edges(scaled, fk::mul(p.smooth, a), o);
+  EXPECT_TRUE(r.accepted) << r.reason;
+  EXPECT_EQ(rs.accepted, r.accepted);
+  EXPECT_NEAR(rs.chi_refined, r.chi_refined, 1e-3 * r.chi_refined);
+  const auto u = r.refined.to_vector<double>(), v = rs.refined.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::abs(v[i] - a * u[i]));
+  EXPECT_LT(worst, 5e-3 * a);
+}
+
 // A smooth bump has no two phases: a well far above the data term forces a
 // staircase that misfits them, and the smooth field is kept.
 TEST(NefiRefine, PhaseFieldRefusesAStaircaseTheDataContradict) {
