@@ -78,15 +78,17 @@ void print_instance(const Instance& i, bool verbose) {
 
 nlohmann::json operator_json(const OperatorInfo& o) {
   return {{"kind", o.kind},           {"summary", o.summary},         {"gradient", o.gradient},
-          {"batchable", o.batchable}, {"homogeneity", o.homogeneity}, {"instances", o.instances}};
+          {"batchable", o.batchable}, {"homogeneity", o.homogeneity}, {"instances", o.instances},
+          {"device", o.device}};
 }
 
 void print_operator(const OperatorInfo& o, bool verbose) {
   std::cout << fmt::format("  {:<22} {}\n", o.kind, o.summary);
   if (!verbose) return;
-  std::cout << fmt::format("  {:<22}   gradient: {}; batchable: {}; homogeneity: {}{}\n", "",
-                           o.gradient, o.batchable, o.homogeneity,
-                           o.instances.empty() ? "" : "; instances: " + joined(o.instances));
+  std::cout << fmt::format(
+      "  {:<22}   gradient: {}; batchable: {}; homogeneity: {}; device: {}{}\n", "", o.gradient,
+      o.batchable, o.homogeneity, o.device,
+      o.instances.empty() ? "" : "; instances: " + joined(o.instances));
 }
 
 int list_cmd(const ListRequest& r, const std::vector<fs::path>& dirs) {

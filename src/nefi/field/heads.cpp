@@ -141,7 +141,8 @@ struct SupportMaskedHead : ModifierHead {
     }
     std::vector<double> thr = fk::amax(rho, fk::Dims(rest)).to_vector<double>();
     for (double& t : thr) t *= tau;
-    const fk::Tensor thr_rows = fk::from_vector(thr, fk::Dims(kept)).to(rho.dtype());
+    const fk::Tensor thr_rows =
+        fk::from_vector(thr, fk::Dims(kept)).to(rho.dtype()).to(rho.device());
     return masked(inner->transform_rows(r, done), fk::gt(rho, thr_rows));
   }
   std::string kind() const override { return "support_masked"; }

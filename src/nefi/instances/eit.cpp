@@ -160,6 +160,7 @@ class EitOperator : public Operator {
   bool graph_capturable() const override { return false; }
   std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
   std::string kind() const override { return solve_->kind(); }
+  std::string host_only_reason() const override { return solve_->host_only_reason(); }
 
  private:
   // C's nonzero columns (the boundary cells) and their indices.

@@ -9,6 +9,13 @@
 
 namespace nefi {
 
+std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner) {
+  for (const auto& op : inner)
+    if (const std::string r = op->host_only_reason(); !r.empty())
+      return "inner operator " + op->kind() + ": " + r;
+  return "";
+}
+
 NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
     : inner_(std::move(inner)), train_gain_(tg), train_offset_(to) {
   FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");
@@ -30,6 +37,10 @@ double NuisanceOperator::offset() const {
 std::optional<double> NuisanceOperator::homogeneity() const {
   if (offset() != 0.0 || train_offset_) return std::nullopt;
   return inner_->homogeneity();
+}
+
+std::string NuisanceOperator::host_only_reason() const {
+  return inner_host_only_reason({inner_});
 }
 
 std::vector<fk::Tensor> NuisanceOperator::parameters() const {
@@ -107,6 +118,9 @@ bool SequentialOperator::batchable() const {
     if (!op->batchable()) return false;
   return true;
 }
+std::string SequentialOperator::host_only_reason() const {
+  return inner_host_only_reason(ops_);
+}
 bool SequentialOperator::graph_capturable() const {
   for (const auto& op : ops_)
     if (!op->graph_capturable()) return false;
@@ -156,6 +170,9 @@ bool SumOperator::batchable() const {
   for (const auto& op : ops_)
     if (!op->batchable()) return false;
   return true;
+}
+std::string SumOperator::host_only_reason() const {
+  return inner_host_only_reason(ops_);
 }
 bool SumOperator::graph_capturable() const {
   for (const auto& op : ops_)

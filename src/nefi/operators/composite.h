@@ -5,11 +5,16 @@
 //     resolution); fixed values model a known detector gain / background.
 //   Sequential(ops): ops applied in order; homogeneity is the product.
 //   Sum(ops): the sum of the ops' outputs on the same field.
+#include <string>
 #include <vector>
 
 #include "nefi/operators/operator.h"
 
 namespace nefi {
+
+// The first of `inner` that is host-only, as "inner operator KIND: REASON"
+// (empty: none is); a composite is host-only when one of its parts is.
+std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
 
 class NuisanceOperator : public Operator {
  public:
@@ -22,6 +27,7 @@ class NuisanceOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override { return inner_->batchable() && parameters().empty(); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string host_only_reason() const override;
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "nuisance"; }
   std::vector<fk::Tensor> parameters() const override;
@@ -45,6 +51,7 @@ class SequentialOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string host_only_reason() const override;
   std::string fidelity_tag() const override;
   std::string kind() const override { return "sequential"; }
   std::vector<fk::Tensor> parameters() const override;
@@ -61,6 +68,7 @@ class SumOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string host_only_reason() const override;
   std::string kind() const override { return "sum"; }
   std::vector<fk::Tensor> parameters() const override;
 

@@ -72,10 +72,9 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
 fk::Tensor DepthCompensatedOperator::apply(const fk::Tensor& x) const {
   if (!fk::autograd::needs_grad(x)) return inner_->apply(x);
   const fk::Tensor held = x.detach();
-  return inner_->apply(fk::add(
-      held,
-      fk::mul(fk::sub(x, held),
-              x.dtype() == fk::DType::F32 ? cell_weights32_ : cell_weights64_.to(x.dtype()))));
+  fk::Tensor w = x.dtype() == fk::DType::F32 ? cell_weights32_ : cell_weights64_.to(x.dtype());
+  if (w.device() != x.device()) w = w.to(x.device());  // the weights are built on the host
+  return inner_->apply(fk::add(held, fk::mul(fk::sub(x, held), w)));
 }
 
 fk::Tensor DepthCompensatedOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {

@@ -13,8 +13,10 @@
 // operator's true J^T, so diagnostics see the physics, and the weights are
 // recomputed at every resolution.
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "nefi/operators/composite.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -38,6 +40,7 @@ class DepthCompensatedOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& s) const override { return inner_->output_shape(s); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "depth_compensated"; }
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }

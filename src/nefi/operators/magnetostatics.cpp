@@ -126,6 +126,16 @@ void MagnetostaticsOperator::prepare() {
   fft_shape_ = {domain_.shape()[0] * options_.pad_factor, domain_.shape()[1] * options_.pad_factor};
   H128_ = magnetostatic_transfer(fft_shape_[0], fft_shape_[1], domain_.spacing(), options_);
   H64_ = H128_.to(fk::DType::C64);
+  device_transfers_ = std::make_shared<DeviceTransfers>();
+}
+
+fk::Tensor MagnetostaticsOperator::transfer_on(fk::DType real_dtype, fk::Device device) const {
+  const fk::Tensor& host = real_dtype == fk::DType::F32 ? H64_ : H128_;
+  if (device.is_cpu()) return host;
+  std::lock_guard<std::mutex> lock(device_transfers_->mu);
+  fk::Tensor& on = device_transfers_->by_key[device.str() + " " + fk::name(real_dtype)];
+  if (!on.defined()) on = host.to(device);
+  return on;
 }
 
 std::shared_ptr<Operator> MagnetostaticsOperator::at_resolution(const fk::Dims& shape) const {
@@ -157,7 +167,7 @@ fk::Tensor MagnetostaticsOperator::apply(const fk::Tensor& x) const {
            "nefi::MagnetostaticsOperator", "a real f32/f64 source", fk::name(x.dtype()));
   const std::vector<int64_t>& L = fft_shape_;
   const std::vector<int64_t> zeros{0, 0};
-  const fk::Tensor& H = x.dtype() == fk::DType::F32 ? H64_ : H128_;
+  const fk::Tensor H = transfer_on(x.dtype(), x.device());
   fk::Tensor y = spectral_filter(x.detach(), H, L, zeros, zeros, false);
   if (current) {
     fk::profile::OpScope scope("magnetostatics_channel_sum");

@@ -25,7 +25,9 @@
 // Units: lengths in the domain's unit, mu0 in field x length / current
 // (400 pi: um, mA and uT).
 #include <array>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -76,10 +78,19 @@ class MagnetostaticsOperator : public Operator {
 
  private:
   void prepare();  // the transfer function at this resolution, both precisions
+  // H for a real dtype on `device`: the host tensor, or its copy there, made
+  // on the first device apply (a stage's eager warm-up step) and reused, so a
+  // captured step copies nothing from the host.
+  fk::Tensor transfer_on(fk::DType real_dtype, fk::Device device) const;
+  struct DeviceTransfers {
+    std::mutex mu;
+    std::map<std::string, fk::Tensor> by_key;  // "<device> <real dtype>"
+  };
   Domain domain_;
   MagnetostaticsOptions options_;
   std::vector<int64_t> fft_shape_;
   fk::Tensor H128_, H64_;
+  std::shared_ptr<DeviceTransfers> device_transfers_;  // per resolution, shared by copies
 };
 
 }  // namespace nefi

@@ -127,14 +127,16 @@ fk::Tensor NVOperator::spectra(const fk::Tensor& rho, const fk::Tensor& omega_l)
   fk::Tensor c = conv_.apply(rho);  // checks the trailing shape and dtype
   if (mode_ == NVMode::kF1) c = fk::square(c);
   const int64_t nf = static_cast<int64_t>(phys_.freqs.size());
-  const fk::Tensor w = fk::from_vector(phys_.freqs, {nf, 1, 1}).to(rho.dtype());
+  // The frequency grid and the default Larmor value live on rho's device (the
+  // convolution's output is there too).
+  const fk::Tensor w = fk::from_vector(phys_.freqs, {nf, 1, 1}).to(rho.dtype()).to(rho.device());
   fk::Tensor detuning;
   if (omega_l.defined()) {
     FK_CHECK(omega_l.shape() == rho.shape(), "nefi::NVOperator",
              "omega_L of rho's shape " + rho.shape().str(), omega_l.shape().str());
     detuning = fk::sub(omega_l.to(rho.dtype()).unsqueeze(rho.dim() - 2), w);
   } else {
-    detuning = fk::sub(fk::full({1, 1, 1}, phys_.larmor_default, {rho.dtype()}), w);
+    detuning = fk::sub(fk::full({1, 1, 1}, phys_.larmor_default, {rho.dtype(), rho.device()}), w);
   }
   // L = 1 / (1 + (detuning / gamma)^2)
   const fk::Tensor lorentz = fk::reciprocal(

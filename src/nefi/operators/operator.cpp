@@ -1,5 +1,7 @@
 #include "nefi/operators/operator.h"
 
+#include <string>
+
 #include "fk/autograd.h"
 #include "fk/error.h"
 
@@ -20,6 +22,19 @@ fk::Tensor Operator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {
   FK_CHECK(y.shape() == g.shape(), "nefi::Operator::vjp", "a cotangent of shape " + y.shape().str(),
            g.shape().str());
   return fk::autograd::grad({y}, {g.to(y.dtype())}, {xin})[0];
+}
+
+std::string device_solve_refusal(const Operator& op, fk::Device device) {
+  if (device.is_cpu()) return "";
+  const std::string host_only = op.host_only_reason();
+  if (!host_only.empty())
+    return "operator " + op.kind() + " on " + device.str() + ": " + host_only +
+           " (run it with --device cpu)";
+  if (!op.parameters().empty())
+    return "operator " + op.kind() + " on " + device.str() + ": " +
+           std::to_string(op.parameters().size()) +
+           " trainable operator parameter(s) (they train on the CPU; freeze them or run on cpu)";
+  return "";
 }
 
 }  // namespace nefi

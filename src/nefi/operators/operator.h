@@ -9,6 +9,11 @@
 //     on it); off unless an operator declares it
 //   graph_capturable: a step through it could be captured as one CUDA graph
 //     (no host syncs, no data-dependent control flow)
+//   host_only_reason: why forward and its gradient cannot take a tensor on
+//     a CUDA device (empty: they can, and answer on the input's device). An
+//     operator that computes on host vectors says so here, and a device
+//     solve refuses it before its first step (device_solve_refusal) instead
+//     of failing on a mixed-device operand deep inside a loss
 //   fidelity_tag: the discretisation; the data generators carry a different
 //     one (inverse-crime guard)
 #include <memory>
@@ -16,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "fk/tensor.h"
 #include "nefi/field/field.h"
 
@@ -33,6 +39,7 @@ class Operator {
   virtual bool linear() const { return homogeneity() && *homogeneity() == 1.0; }
   virtual bool batchable() const { return false; }
   virtual bool graph_capturable() const { return true; }
+  virtual std::string host_only_reason() const { return ""; }
   virtual std::string fidelity_tag() const { return ""; }
   virtual std::string kind() const = 0;
   // Trainable leaves (nuisance parameters), shared across resolutions.
@@ -45,5 +52,11 @@ class Operator {
 };
 
 using OperatorPtr = std::shared_ptr<Operator>;
+
+// Why a solve on `device` cannot train through `op` (empty: it can): a
+// host-only operator (host_only_reason), or trainable operator parameters
+// (nuisance gains and offsets stay on the CPU with their optimizer state).
+// Empty for the CPU. A pure function of the operator: checkable anywhere.
+std::string device_solve_refusal(const Operator& op, fk::Device device);
 
 }  // namespace nefi

@@ -14,6 +14,7 @@ PointwiseOperator::PointwiseOperator(fk::Tensor weight) : weight_(std::move(weig
 
 fk::Tensor PointwiseOperator::apply(const fk::Tensor& x) const {
   fk::Tensor w = weight_.dtype() == x.dtype() ? weight_ : weight_.to(x.dtype());
+  if (w.device() != x.device()) w = w.to(x.device());  // the map is built on the host
   return fk::mul(x, w);
 }
 

@@ -57,6 +57,9 @@ class BornOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return geometry_.rytov ? "rytov" : "born"; }
+  std::string host_only_reason() const override {
+    return "the projection and its adjoint run on host vectors";
+  }
   bool batchable() const override { return true; }
   const ScatteringGeometry& geometry() const { return geometry_; }
   const Domain& domain() const { return domain_; }

@@ -530,6 +530,10 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   if (opt_.device.is_cpu()) return;
   const char* where = "nefi::Solver (device)";
   device_field(*problem_.field);
+  // Before any step: a host-only operator would otherwise fail on its first
+  // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.
+  const std::string op_refusal = device_solve_refusal(*problem_.op, opt_.device);
+  FK_CHECK(op_refusal.empty(), where, "an operator with a device path", op_refusal);
   FK_CHECK(cur_.optim.optimizer != "lbfgs", where,
            "optimizer adam or adamw (L-BFGS steps host copies)", cur_.optim.optimizer);
   FK_CHECK(!cur_.optim.ema, where, "no EMA (its shadow update is a host loop)", "optim.ema set");

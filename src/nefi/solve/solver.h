@@ -20,8 +20,9 @@
 //               an EMA shadow is not saved and restarts from the parameters)
 //   device      a CUDA device: the run moves the NeuralField, each stage's
 //               measurement and the Adam(W) state there; the operator and
-//               losses then run on device tensors (one that cannot refuses
-//               with its own error, nothing is copied back behind its back)
+//               losses then run on device tensors (a host-only operator, or
+//               one with trainable parameters, is refused at construction,
+//               device_solve_refusal; nothing is copied back behind its back)
 //               and a step reads nothing back until its end: the loss
 //               total, components and gradient norm come back in one copy
 //               (DeviceStepBlock), clipping and the NaN guard's skip happen

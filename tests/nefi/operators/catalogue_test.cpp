@@ -1,7 +1,8 @@
 // The operator catalogue `nefi list operators` prints agrees with the
 // operators the instances really build: each instance's smoke problem has an
 // operator whose kind() names a row listing that instance, with the row's
-// batchability and homogeneity.
+// batchability, homogeneity and device support (a "no" row is refused by a
+// device solve before its first step, naming the operator; a "yes" row is not).
 #include "nefi/operators/catalogue.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <set>
 
+#include "fk/device.h"
 #include "fk/parallel.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -68,6 +70,13 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
       std::snprintf(p, sizeof p, "%g", *h);
       EXPECT_NE(row->homogeneity.find(p), std::string::npos)
           << row->kind << ": " << *h << " vs " << row->homogeneity;
+    }
+    const std::string refusal = nefi::device_solve_refusal(op, fk::cuda_device(0));
+    if (row->device == "yes") {
+      EXPECT_EQ(refusal, "") << inst->name();
+    } else if (row->device == "no") {
+      EXPECT_NE(refusal.find("operator " + row->kind + " on cuda:0"), std::string::npos)
+          << inst->name() << ": " << refusal;
     }
   }
 }

@@ -1,6 +1,7 @@
 // SolverOptions::device refusals that need no GPU: a field without a device
-// path, the optimizer and options that stay on the host, and a device this
-// process cannot use (every device on a CPU-only build). The device solve
+// path, the optimizer and options that stay on the host, a host-only
+// operator (before the first step), and a device this process cannot use
+// (every device on a CPU-only build). The device solve
 // itself is tests/nefi/cuda/solver_device_test.cpp.
 #include <gtest/gtest.h>
 
@@ -44,6 +45,27 @@ TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   EXPECT_NE(refusal("grid", "", false, gpu).find("a neural field"), std::string::npos);
   EXPECT_NE(refusal("neural", "lbfgs", false, gpu).find("L-BFGS"), std::string::npos);
   EXPECT_NE(refusal("neural", "", true, gpu).find("EMA"), std::string::npos);
+}
+
+// darcy_flow's elliptic solve takes CPU tensors only: constructing the
+// device solve refuses it, naming the operator and the device, where the
+// first step used to fail inside the solve.
+TEST(NefiSolverDeviceOption, AHostOnlyOperatorIsRefusedAtConstruction) {
+  nefi::Params p = nefi::find_instance("darcy_flow")->default_config();
+  p.set("n", "16");
+  p.set("n_configs", "2");
+  p.set("hidden", "16");  // nothing trains: the solve is only constructed
+  auto su = nefi::find_instance("darcy_flow")->setup(p, "neural", 0);
+  nefi::SolverOptions so;
+  so.device = fk::cuda_device(0);
+  std::string e;
+  try {
+    nefi::Solver(su->problem, su->curriculum, so);
+  } catch (const fk::Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("operator elliptic on cuda:0"), std::string::npos) << e;
+  EXPECT_NE(e.find("CPU tensors"), std::string::npos) << e;
 }
 
 TEST(NefiSolverDeviceOption, AnUnusableDeviceIsRefusedByName) {

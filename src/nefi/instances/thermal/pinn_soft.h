@@ -88,6 +88,9 @@ class SoftPinnSurface : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::string kind() const override { return "soft_pinn_surface"; }
   std::string fidelity_tag() const override { return "pinn-surrogate"; }
+  std::string host_only_reason() const override {
+    return "the temperature network encodes its points on host vectors";
+  }
   std::vector<fk::Tensor> parameters() const override { return net_->parameters(); }
   const TemperatureNet& net() const { return *net_; }
   const PinnGeometry& geometry() const { return geo_; }

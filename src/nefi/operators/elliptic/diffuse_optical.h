@@ -42,6 +42,9 @@ class DiffuseOpticalOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return false; }
+  std::string host_only_reason() const override {
+    return "the finite-volume solve and its implicit-function adjoint take CPU tensors";
+  }
   std::string fidelity_tag() const override { return options_.elliptic.fidelity_tag; }
   std::string kind() const override { return "diffuse_optical"; }
 

@@ -61,6 +61,9 @@ class ReactionDiffusionOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return false; }
+  std::string host_only_reason() const override {
+    return "the explicit steps and their discrete adjoint run on host vectors";
+  }
   std::string fidelity_tag() const override {
     return options_.substep_factor == 1
                ? "gray-scott-euler"

@@ -37,6 +37,9 @@ class WaveInitialConditionOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return 1.0; }
   bool graph_capturable() const override { return false; }
+  std::string host_only_reason() const override {
+    return "the initial-value wave solve and its adjoint run on host vectors";
+  }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave_initial_condition"; }
 

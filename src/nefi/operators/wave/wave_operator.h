@@ -43,6 +43,9 @@ class WaveOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return false; }
+  std::string host_only_reason() const override {
+    return "the leapfrog solve and its checkpointed adjoint run on host vectors";
+  }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave"; }
 

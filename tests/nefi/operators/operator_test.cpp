@@ -1,0 +1,85 @@
+// device_solve_refusal: which operators a solve on a CUDA device refuses
+// before its first step, and what the refusal names. A pure function of the
+// operator and the device, so it is checked here without a GPU.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fk/device.h"
+#include "nefi/operators/composite.h"
+#include "nefi/operators/operator.h"
+#include "nefi/operators/pointwise.h"
+
+namespace {
+
+// An operator that computes on host vectors, as Born, the wave and
+// reaction-diffusion solvers and the elliptic solves do.
+struct HostOnlyOperator : nefi::Operator {
+  fk::Tensor apply(const fk::Tensor& x) const override { return x; }
+  std::shared_ptr<nefi::Operator> at_resolution(const fk::Dims&) const override {
+    return std::make_shared<HostOnlyOperator>();
+  }
+  std::string kind() const override { return "host_vectors"; }
+  std::string host_only_reason() const override { return "its solver loops over host vectors"; }
+};
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const fk::Device kGpu = fk::cuda_device(0);
+
+TEST(NefiDeviceSolveRefusal, TheCpuNeverRefuses) {
+  EXPECT_EQ(nefi::device_solve_refusal(HostOnlyOperator(), fk::kCPU), "");
+  const nefi::NuisanceOperator trained(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, true);
+  EXPECT_EQ(nefi::device_solve_refusal(trained, fk::kCPU), "");
+}
+
+TEST(NefiDeviceSolveRefusal, OperatorsOfDeviceOpsAreAccepted) {
+  EXPECT_EQ(nefi::device_solve_refusal(nefi::IdentityOperator(), kGpu), "");
+  EXPECT_EQ(nefi::device_solve_refusal(nefi::SaturationOperator(2.0), kGpu), "");
+  // Frozen gain and offset are plain scalars in device ops.
+  const nefi::NuisanceOperator frozen(std::make_shared<nefi::IdentityOperator>(), 3.0, 0.5);
+  EXPECT_EQ(nefi::device_solve_refusal(frozen, kGpu), "");
+}
+
+TEST(NefiDeviceSolveRefusal, AHostOnlyOperatorIsNamedWithTheDevice) {
+  const std::string r = nefi::device_solve_refusal(HostOnlyOperator(), kGpu);
+  EXPECT_TRUE(has(r, "operator host_vectors")) << r;
+  EXPECT_TRUE(has(r, kGpu.str())) << r;
+  EXPECT_TRUE(has(r, "its solver loops over host vectors")) << r;
+}
+
+TEST(NefiDeviceSolveRefusal, CompositesNameTheirHostOnlyPart) {
+  auto host = std::make_shared<HostOnlyOperator>();
+  auto id = std::make_shared<nefi::IdentityOperator>();
+  const std::vector<std::pair<std::string, std::shared_ptr<nefi::Operator>>> composites = {
+      {"sequential",
+       std::make_shared<nefi::SequentialOperator>(std::vector<nefi::OperatorPtr>{id, host})},
+      {"sum", std::make_shared<nefi::SumOperator>(std::vector<nefi::OperatorPtr>{id, host})},
+      {"nuisance", std::make_shared<nefi::NuisanceOperator>(host, 2.0, 1.0)},
+  };
+  for (const auto& [kind, op] : composites) {
+    const std::string r = nefi::device_solve_refusal(*op, kGpu);
+    EXPECT_TRUE(has(r, "operator " + kind)) << r;
+    EXPECT_TRUE(has(r, "inner operator host_vectors")) << r;
+  }
+  const nefi::SequentialOperator all_device({id, id});
+  EXPECT_EQ(nefi::device_solve_refusal(all_device, kGpu), "");
+}
+
+TEST(NefiDeviceSolveRefusal, TrainableOperatorParametersAreRefused) {
+  // Their leaves and Adam state would stay on the host beside a device field.
+  const nefi::NuisanceOperator gain(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, true);
+  const nefi::NuisanceOperator offset(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, false,
+                                      true);
+  for (const nefi::Operator* op : std::vector<const nefi::Operator*>{&gain, &offset}) {
+    const std::string r = nefi::device_solve_refusal(*op, kGpu);
+    EXPECT_TRUE(has(r, "operator nuisance")) << r;
+    EXPECT_TRUE(has(r, "1 trainable operator parameter")) << r;
+  }
+}
+
+}  // namespace
