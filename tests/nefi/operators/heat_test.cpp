@@ -185,6 +185,27 @@ TEST(HeatOperator, GraphCapturableOnlyWithoutHostReads) {
   }
 }
 
+// A device solve through a host-only heat setting is refused before its
+// first step, naming the setting; the device-resident ones are accepted.
+TEST(HeatOperator, DeviceSolveRefusalNamesTheHostOnlySetting) {
+  const fk::Device gpu = fk::cuda_device(0);
+  auto refusal = [&](const HeatConfig& c) {
+    return nefi::device_solve_refusal(HeatOperator(c, {4, 4, 3}), gpu);
+  };
+  HeatConfig ok = small_config(), cg = small_config(), roll = small_config(), ckpt = small_config();
+  ok.solver = "chebyshev";
+  ok.stencil = "flat";
+  cg.solver = "cg";
+  roll.stencil = "roll";
+  ckpt.grad_mode = "checkpoint";
+  EXPECT_EQ(refusal(ok), "");
+  EXPECT_EQ(nefi::device_solve_refusal(HeatOperator(cg, {4, 4, 3}), fk::kCPU), "");
+  EXPECT_NE(refusal(cg).find("solver cg"), std::string::npos) << refusal(cg);
+  EXPECT_NE(refusal(roll).find("stencil roll"), std::string::npos) << refusal(roll);
+  EXPECT_NE(refusal(ckpt).find("grad_mode checkpoint"), std::string::npos) << refusal(ckpt);
+  EXPECT_NE(refusal(roll).find("operator heat on cuda:0"), std::string::npos) << refusal(roll);
+}
+
 // --- the flash ----------------------------------------------------------------
 
 TEST(HeatFlash, CellAveragesMatchQuadratureAndTotalHeat) {

@@ -93,8 +93,18 @@ fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
 }
 
 bool HeatOperator::graph_capturable() const {
-  return plan_->flat && (cfg_.solver == "jacobi" || cfg_.solver == "chebyshev") &&
-         cfg_.grad_mode == "adjoint";
+  return host_only_reason().empty();
+}
+
+std::string HeatOperator::host_only_reason() const {
+  if (!plan_->flat) return "stencil roll runs on host vectors (the device needs stencil flat)";
+  if (cfg_.solver != "jacobi" && cfg_.solver != "chebyshev")
+    return "solver " + cfg_.solver +
+           " runs on host vectors (the device needs solver jacobi or chebyshev)";
+  if (cfg_.grad_mode != "adjoint")
+    return "grad_mode " + cfg_.grad_mode +
+           " differentiates on host vectors (the device needs grad_mode adjoint)";
+  return "";
 }
 
 std::shared_ptr<Operator> HeatOperator::at_resolution(const fk::Dims& shape) const {

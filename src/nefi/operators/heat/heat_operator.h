@@ -105,6 +105,10 @@ class HeatOperator : public Operator {
   // False for cg (it reads its residual norm on the host every check_every
   // iterations) and for the roll stencil, checkpoint and autograd (CPU only).
   bool graph_capturable() const override;
+  // The same three settings decide whether α may live on a device at all
+  // (the cg solve, the roll stencil, checkpoint and autograd run on host
+  // vectors): a device solve is refused at setup, naming the setting.
+  std::string host_only_reason() const override;
   std::string fidelity_tag() const override;  // "implicit-euler-<solver>"
   std::string kind() const override { return "heat"; }
 
