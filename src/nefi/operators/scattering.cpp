@@ -8,6 +8,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/operators/scattering_device.h"
 
 namespace nefi {
 namespace {
@@ -87,7 +88,7 @@ void BornOperator::prepare() {
   const int64_t n = domain_.shape()[0], N = n * n, V = geometry_.n_angles,
                 R = geometry_.n_receivers;
   const double D = domain_.extent()[0], h = D / n, k0 = geometry_.k0();
-  auto t = std::make_shared<Tables>();
+  auto t = std::make_shared<ScatteringTables>();
   t->green = receiver_green(n, D, geometry_);
   t->phase.resize(V * N), t->rotation.resize(V * R);
   for (int64_t l = 0; l < V; ++l) {
@@ -103,11 +104,27 @@ void BornOperator::prepare() {
     }
   }
   tables_ = t;
+  device_cache_ = std::make_shared<DeviceCache>();
+}
+
+ScatteringTablesOnDevice BornOperator::tables_on(fk::Device device) const {
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  auto it = device_cache_->by_device.find(device.str());
+  if (it != device_cache_->by_device.end()) return it->second;
+  auto upload = [&](const std::vector<c128>& v) {
+    const double* re_im = reinterpret_cast<const double*>(v.data());  // [complex.numbers.general]
+    const std::vector<double> flat(re_im, re_im + 2 * v.size());
+    return fk::from_vector(flat, {static_cast<int64_t>(flat.size())}, device);
+  };
+  ScatteringTablesOnDevice d{upload(tables_->green), upload(tables_->phase),
+                             upload(tables_->rotation)};
+  device_cache_->by_device[device.str()] = d;
+  return d;
 }
 
 // Rows (batch, view) of q = phase * chi times green^T: one complex GEMM.
 std::vector<double> BornOperator::project(const std::vector<double>& chi, int64_t batch) const {
-  const Tables& t = *tables_;
+  const ScatteringTables& t = *tables_;
   const int64_t N = domain_.numel(), V = geometry_.n_angles, R = geometry_.n_receivers;
   std::vector<c128> q(batch * V * N), u(batch * V * R);
   for (int64_t bt = 0; bt < batch; ++bt)
@@ -132,7 +149,7 @@ std::vector<double> BornOperator::project(const std::vector<double>& chi, int64_
 // The transpose under the real inner product: chi_j = sum_l Re(phase_lj p_lj)
 // with p = conj(g) green (conj(g) G, not g conj(G): fk::gemm never conjugates).
 std::vector<double> BornOperator::adjoint(const std::vector<double>& data, int64_t batch) const {
-  const Tables& t = *tables_;
+  const ScatteringTables& t = *tables_;
   const int64_t N = domain_.numel(), V = geometry_.n_angles, R = geometry_.n_receivers;
   std::vector<c128> g(batch * V * R), p(batch * V * N);
   for (int64_t bt = 0; bt < batch; ++bt)
@@ -185,6 +202,7 @@ fk::Tensor BornOperator::apply(const fk::Tensor& x) const {
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::BornOperator",
            "a real f32/f64 field", fk::name(x.dtype()));
+  if (!x.device().is_cpu()) return born_device(*this, x);
   fk::Tensor y;
   {
     fk::autograd::NoGradGuard ng;

@@ -11,13 +11,18 @@
 //   u_s[l, r] = k0^2 dA sum_j G(x_r - y_j) exp(i k0 d_l . (y_j - c)) chi_j
 // kept as G (receivers x cells) and the illumination phases (views x cells),
 // so a forward is one complex GEMM (batch * views, cells) x (cells, receivers)
-// and the adjoint one GEMM back, both through fk::gemm (OpenBLAS zgemm);
+// and the adjoint one GEMM back, both through fk::gemm (OpenBLAS zgemm), or,
+// for a field on a CUDA device, fk::gemm_on (cuBLAS zgemm) between per-cell
+// kernels (operators/scattering_device.h), the tables uploaded once per
+// resolution and device;
 // with `rytov` the output is the Rytov phase u_s / u_i(x_r) (the linearised
 // log(u / u_i)). Input (..., n, n) real f32/f64; output (..., 2, n_angles,
 // n_receivers), real then imaginary parts, the input's dtype, computed in
 // f64. Linear, batchable; the adjoint is exact (its own node).
 #include <complex>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,19 @@ std::complex<double> hankel0(double z);
 // and receiver r onto r + R / 4, so the other rows are permutations of it.
 std::vector<std::complex<double>> receiver_green(int64_t n, double D, const ScatteringGeometry& g);
 
+// The precomputed factors of the Born map at one resolution (N = n * n cells).
+struct ScatteringTables {
+  std::vector<std::complex<double>> green;     // (R, N): k0^2 dA G(x_r - y_j)
+  std::vector<std::complex<double>> phase;     // (V, N): exp(i k0 d_l . (y_j - c))
+  std::vector<std::complex<double>> rotation;  // (V, R): exp(-i k0 d_l . (x_r - c)) (Rytov)
+};
+
+// The same tables on a device, each an f64 tensor of the complex values
+// interleaved (re, im): 2 x the counts above.
+struct ScatteringTablesOnDevice {
+  fk::Tensor green, phase, rotation;
+};
+
 class BornOperator : public Operator {
  public:
   // Throws fk::Error on a non-square 2-D domain or a bad geometry.
@@ -57,26 +75,28 @@ class BornOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return geometry_.rytov ? "rytov" : "born"; }
-  std::string host_only_reason() const override {
-    return "the projection and its adjoint run on host vectors";
-  }
   bool batchable() const override { return true; }
   const ScatteringGeometry& geometry() const { return geometry_; }
   const Domain& domain() const { return domain_; }
   // Host forward and exact adjoint, f64: (batch, n, n) <-> (batch, 2, V, R).
   std::vector<double> project(const std::vector<double>& chi, int64_t batch) const;
   std::vector<double> adjoint(const std::vector<double>& data, int64_t batch) const;
+  const ScatteringTables& tables() const { return *tables_; }
+  // The tables on `device`, uploaded on the first call per device and shared
+  // by the copies of this operator (a solve's eager warm-up step makes that
+  // call before any graph capture).
+  ScatteringTablesOnDevice tables_on(fk::Device device) const;
 
  private:
-  struct Tables {
-    std::vector<std::complex<double>> green;     // (R, N): k0^2 dA G(x_r - y_j)
-    std::vector<std::complex<double>> phase;     // (V, N): exp(i k0 d_l . (y_j - c))
-    std::vector<std::complex<double>> rotation;  // (V, R): exp(-i k0 d_l . (x_r - c)) (Rytov)
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, ScatteringTablesOnDevice> by_device;
   };
   void prepare();
   Domain domain_;
   ScatteringGeometry geometry_;
-  std::shared_ptr<const Tables> tables_;
+  std::shared_ptr<const ScatteringTables> tables_;
+  std::shared_ptr<DeviceCache> device_cache_;
 };
 
 }  // namespace nefi

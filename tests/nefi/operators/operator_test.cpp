@@ -14,7 +14,7 @@
 
 namespace {
 
-// An operator that computes on host vectors, as Born, the wave and
+// An operator that computes on host vectors, as the wave and
 // reaction-diffusion solvers and the elliptic solves do.
 struct HostOnlyOperator : nefi::Operator {
   fk::Tensor apply(const fk::Tensor& x) const override { return x; }
