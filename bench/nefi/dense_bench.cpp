@@ -8,12 +8,15 @@
 //                        tanh, skip at 2, 30 encoding features), 1 the thermal
 //                        paper network (10 x 512 relu, skip at 4, 72 features)
 //                        at 8192 of its 65536 rows (the rates carry; the step
-//                        is 8 x the work). E: 0 OpenBLAS sgemm through fk::gemm
+//                        is 8 x the work), 2 the ct3d / deconvolution3d full
+//                        presets (64 x 64 x 32 = 131072 rows, 4 x 128 tanh,
+//                        skip at 2, 39 encoding features). E: 0 OpenBLAS sgemm through fk::gemm
 //                        (its AVX2 kernels where OPENBLAS_CORETYPE=Haswell
 //                        pins them), 1 nefi's fused f32 kernel (dense_gemm.h,
 //                        bias + activation in the forward's epilogue), 2 the
 //                        fused bf16 kernel (dense_gemm_bf16.h). GFLOP/s on CPU
-//                        time.
+//                        time. pass: 0 all, 1 forwards, 2 input gradients,
+//                        3 weight gradients.
 //   BM_FmaPeak           f32 FMA chains in zmm registers (16 lanes, 2 flop;
 //                        fk::fma_chains, the ceiling minkowski bench-conv uses).
 //   BM_Dpbf16Peak        vdpbf16ps chains (16 lanes x 2 products, 4 flop).
@@ -46,6 +49,8 @@ struct MlpShape {
 MlpShape mlp_shape(int64_t config) {
   if (config == 0)
     return {4096, {{30, 128}, {128, 128}, {158, 128}, {128, 128}}, nefi::DenseActivation::Tanh};
+  if (config == 2)
+    return {131072, {{39, 128}, {128, 128}, {167, 128}, {128, 128}}, nefi::DenseActivation::Tanh};
   MlpShape s{8192, {}, nefi::DenseActivation::Relu};
   for (int i = 0; i < 10; ++i) s.layers.push_back({i == 0 ? 72 : i == 4 ? 584 : 512, 512});
   return s;
@@ -82,19 +87,30 @@ void BM_MlpStepGemms(benchmark::State& state) {
                            w = random_floats(widest * widest, 2);
   const std::vector<float> g = random_floats(s.rows * widest, 3), bias(widest, 0.1f);
   std::vector<float> y(s.rows * widest), dx(s.rows * widest), dw(widest * widest);
+  // pass: 0 all three products, 1 the forwards, 2 the input gradients, 3 the
+  // weight gradients.
+  const int64_t pass = state.range(2);
   double flop = 0;
   for (auto _ : state) {
     flop = 0;
     for (size_t i = 0; i < s.layers.size(); ++i) {
       const Layer l = s.layers[i];
-      product(engine, false, true, s.rows, l.out, l.in, x.data(), l.in, w.data(), l.in, y.data(),
-              bias.data(), s.act);
-      if (i > 0)
+      const double layer_flop = 2.0 * s.rows * l.in * l.out;
+      if (pass == 0 || pass == 1) {
+        product(engine, false, true, s.rows, l.out, l.in, x.data(), l.in, w.data(), l.in, y.data(),
+                bias.data(), s.act);
+        flop += layer_flop;
+      }
+      if (i > 0 && (pass == 0 || pass == 2)) {
         product(engine, false, false, s.rows, l.in, l.out, g.data(), l.out, w.data(), l.in,
                 dx.data(), nullptr, nefi::DenseActivation::None);
-      product(engine, true, false, l.out, l.in, s.rows, g.data(), l.out, x.data(), l.in, dw.data(),
-              nullptr, nefi::DenseActivation::None);
-      flop += 2.0 * s.rows * l.in * l.out * (i > 0 ? 3 : 2);
+        flop += layer_flop;
+      }
+      if (pass == 0 || pass == 3) {
+        product(engine, true, false, l.out, l.in, s.rows, g.data(), l.out, x.data(), l.in,
+                dw.data(), nullptr, nefi::DenseActivation::None);
+        flop += layer_flop;
+      }
     }
     benchmark::DoNotOptimize(dw.data());
   }
@@ -102,8 +118,8 @@ void BM_MlpStepGemms(benchmark::State& state) {
       benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_MlpStepGemms)
-    ->ArgsProduct({{0, 1}, {0, 1, 2}})
-    ->ArgNames({"config", "engine"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}, {0, 1, 2, 3}})
+    ->ArgNames({"config", "engine", "pass"})
     ->Unit(benchmark::kMillisecond);
 
 // vdpbf16ps chains, as many as fk::fma_chains runs at AVX-512: they cover the

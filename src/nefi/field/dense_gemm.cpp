@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -55,6 +56,12 @@ __attribute__((target("avx512f"))) void pack_b(bool tb, const float* b, int64_t 
   }
 }
 
+// A hint to bring the line at a + offset floats into L1.
+inline void prefetch(const float* a, int64_t offset) {
+  const auto at = reinterpret_cast<uintptr_t>(a) + static_cast<uintptr_t>(offset) * sizeof(float);
+  _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T0);
+}
+
 // c[0:12, 0:32] (row stride ldc) = A B [+ c when load_c], then the epilogue.
 // A's element (r, p) is a[r lda + p] (kByRows) or a[p lda + r]; bp is a
 // packed B panel (32 floats a k step).
@@ -67,6 +74,17 @@ __attribute__((target("avx512f"))) void tile_kernel(int64_t kc, const float* __r
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
+    // Prefetch the next tile's rows, a cache line of one row per step: a
+    // full-size MLP's activations (64^2 x 32 rows) are far past L3 and reach
+    // the kernel as short strided runs the hardware prefetcher starts late.
+    // Past the last tile the address is past the array (a prefetch never
+    // faults; prefetch() adds it as an integer).
+    if constexpr (kByRows) {
+      const int64_t q = p & 15;
+      if (q < kMR) prefetch(a, (kMR + q) * lda + p);
+    } else {
+      prefetch(a, 8 * lda);  // the dW pass: A's rows 8 k steps ahead
+    }
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMR; ++r) {

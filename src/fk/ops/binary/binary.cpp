@@ -28,6 +28,7 @@ const char* name(BinaryOp op) {
 namespace {
 
 using detail::check_same_device;
+using detail::conj_if_complex;
 using detail::grad_for;
 
 bool is_comparison(BinaryOp op) {
@@ -206,15 +207,15 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& g, const Tensor& a, const
     case BinaryOp::Mul: {
       const Tensor& x = a;
       const Tensor& y = b;
-      if (need_a) ga = mul(g, conj(y));
-      if (need_b) gb = mul(g, conj(x));
+      if (need_a) ga = mul(g, conj_if_complex(y));
+      if (need_b) gb = mul(g, conj_if_complex(x));
       break;
     }
     case BinaryOp::Div: {
       const Tensor& y = b;
-      Tensor q = div(g, conj(y));
+      Tensor q = div(g, conj_if_complex(y));
       if (need_a) ga = q;
-      if (need_b) gb = neg(mul(q, conj(div(a, y))));
+      if (need_b) gb = neg(mul(q, conj_if_complex(div(a, y))));
       break;
     }
     case BinaryOp::Pow: {

@@ -18,6 +18,7 @@ namespace fk {
 namespace {
 
 using detail::check_same_device;
+using detail::conj_if_complex;
 using detail::grad_for;
 
 // c ? a : b without a branch: a random mask mispredicts half its branches
@@ -121,22 +122,22 @@ std::array<Tensor, 3> ternary_backward(TernaryOp op, const Tensor& g, const Tens
     }
     case TernaryOp::Addcmul:
       if (need[0]) out[0] = g;
-      if (need[1]) out[1] = mul(mul(g, conj(z)), value);
-      if (need[2]) out[2] = mul(mul(g, conj(y)), value);
+      if (need[1]) out[1] = mul(mul(g, conj_if_complex(z)), value);
+      if (need[2]) out[2] = mul(mul(g, conj_if_complex(y)), value);
       break;
     case TernaryOp::Addcdiv: {
       const Tensor& b = z;
       if (need[0]) out[0] = g;
-      Tensor q = mul(div(g, conj(b)), value);
+      Tensor q = mul(div(g, conj_if_complex(b)), value);
       if (need[1]) out[1] = q;
-      if (need[2]) out[2] = neg(mul(q, conj(div(y, b))));
+      if (need[2]) out[2] = neg(mul(q, conj_if_complex(div(y, b))));
       break;
     }
     case TernaryOp::Lerp: {
       const Tensor& w = z;
-      if (need[0]) out[0] = mul(g, conj(sub(scalar_like(w, 1.0), w)));
-      if (need[1]) out[1] = mul(g, conj(w));
-      if (need[2]) out[2] = mul(g, conj(sub(y, x)));
+      if (need[0]) out[0] = mul(g, conj_if_complex(sub(scalar_like(w, 1.0), w)));
+      if (need[1]) out[1] = mul(g, conj_if_complex(w));
+      if (need[2]) out[2] = mul(g, conj_if_complex(sub(y, x)));
       break;
     }
   }
