@@ -90,6 +90,7 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("lr", lr, "learning rate of the first stage");
   p.declare("lr_decay", 0.5, "lr factor per later stage");
   p.declare("lr_schedule", std::string("cosine"), "cosine | step | constant");
+  p.declare("lr_warmup", int64_t{0}, "linear lr warm-up steps at the start of every stage");
   p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
   p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
@@ -173,10 +174,16 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   const double anneal = p.d("anneal_fraction");
   FK_CHECK(anneal > 0 && anneal <= 1, "config key 'anneal_fraction'", "a fraction in (0, 1]",
            std::to_string(anneal));
+  const int64_t warmup = p.i("lr_warmup");
+  const int64_t shortest = steps.empty() ? 1 : *std::min_element(steps.begin(), steps.end());
+  FK_CHECK(warmup >= 0 && warmup < shortest, "config key 'lr_warmup'",
+           "a step count in [0, " + std::to_string(shortest) + ") (below every stage's steps)",
+           std::to_string(warmup));
   Curriculum c = Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"));
   for (Stage& s : c.stages) {
     s.anneal_fraction = anneal;
     s.lr_schedule = p.choice("lr_schedule", {"cosine", "step", "constant"});
+    s.lr_warmup = static_cast<int>(warmup);
   }
   c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
   c.optim.weight_decay = p.d("weight_decay");

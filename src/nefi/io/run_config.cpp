@@ -166,8 +166,8 @@ void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value
 // stage N steps (the steps list, or thermal's steps and stage_steps).
 void set_stage(RunConfig& cfg, const std::string& attr, const std::string& value) {
   std::vector<std::string> valid{"steps"};
-  for (const char* k : {"lr_schedule", "anneal_fraction", "anneal_steps", "lr_min_ratio",
-                        "lr_step_size", "lr_gamma"})
+  for (const char* k : {"lr_schedule", "lr_warmup", "anneal_fraction", "anneal_steps",
+                        "lr_min_ratio", "lr_step_size", "lr_gamma"})
     if (cfg.config.has(k)) valid.push_back(k);
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end(), "--set stage." + attr,
            "a stage attribute of " + cfg.instance + " (" + joined(valid) + ")", "'" + attr + "'");

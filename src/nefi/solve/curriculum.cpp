@@ -9,11 +9,13 @@
 namespace nefi {
 
 double Stage::lr_at(int t) const {
+  if (t < lr_warmup) return lr * (t + 1) / lr_warmup;
+  t -= lr_warmup;
   if (lr_schedule == "constant") return lr;
   if (lr_schedule == "step")
     return lr * std::pow(lr_gamma, std::floor(t / std::max(1, lr_step_size)));
   const double lo = lr * lr_min_ratio;
-  const double f = std::min(1.0, static_cast<double>(t) / std::max(1, steps));
+  const double f = std::min(1.0, static_cast<double>(t) / std::max(1, steps - lr_warmup));
   return lo + (lr - lo) * 0.5 * (1.0 + std::cos(std::numbers::pi * f));
 }
 
@@ -28,6 +30,8 @@ void Stage::validate() const {
   FK_CHECK(lr > 0, w, "lr > 0", std::to_string(lr));
   FK_CHECK(lr_schedule == "cosine" || lr_schedule == "step" || lr_schedule == "constant", w,
            "lr_schedule cosine, step or constant", lr_schedule);
+  FK_CHECK(lr_warmup >= 0 && lr_warmup < steps, w, "lr_warmup in [0, steps)",
+           std::to_string(lr_warmup));
   FK_CHECK(anneal_fraction > 0 && anneal_fraction <= 1, w, "anneal_fraction in (0, 1]",
            std::to_string(anneal_fraction));
 }
@@ -56,9 +60,15 @@ Curriculum Curriculum::capped(int max_total_steps, int min_stage_steps) const {
   const int total = total_steps();
   if (max_total_steps > 0 && total > max_total_steps) {
     const double f = static_cast<double>(max_total_steps) / total;
-    for (Stage& s : c.stages) s.steps = std::max(1, static_cast<int>(std::nearbyint(s.steps * f)));
+    for (Stage& s : c.stages) {
+      s.steps = std::max(1, static_cast<int>(std::nearbyint(s.steps * f)));
+      s.lr_warmup = static_cast<int>(std::nearbyint(s.lr_warmup * f));
+    }
   }
-  for (Stage& s : c.stages) s.steps = std::max(min_stage_steps, s.steps);
+  for (Stage& s : c.stages) {
+    s.steps = std::max(min_stage_steps, s.steps);
+    s.lr_warmup = std::min(s.lr_warmup, s.steps - 1);  // the warm-up stays a part of the stage
+  }
   return c;
 }
 

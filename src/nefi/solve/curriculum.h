@@ -4,6 +4,10 @@
 //   lr_at(t): cosine  lo + (lr - lo) (1 + cos(pi min(1, t/T))) / 2, lo = lr * lr_min_ratio
 //             step    lr * gamma^floor(t / step_size)
 //             constant lr
+//   lr_warmup W > 0: lr (t + 1) / W for t < W, then the schedule above run
+//             over the remaining steps (t - W of steps - W), as the
+//             reference's warmup_cosine. A wide field at a high rate needs
+//             it (docs/performance.md, holography full preset, session 12).
 //   progress_at(t) = min(1, t / max(1, anneal_fraction * steps)); 1 when anneal
 //   is off. Annealing restarts from 0 at every stage (the beta reset).
 #include <map>
@@ -25,6 +29,7 @@ struct Stage {
   double lr_min_ratio = 0.01;
   int lr_step_size = 1000;
   double lr_gamma = 0.1;
+  int lr_warmup = 0;  // linear warm-up steps, in [0, steps)
   bool anneal = true;
   double anneal_fraction = 1.0;
   std::map<std::string, double> loss_weights;  // per-stage overrides
@@ -55,7 +60,8 @@ struct Curriculum {
   int total_steps() const;
   // The reference's scale_budget cap: when the total exceeds max_total_steps
   // (> 0), every stage's steps become round(steps · max_total / total) (ties
-  // to even, at least 1), then at least min_stage_steps; one restart.
+  // to even, at least 1), then at least min_stage_steps, and its lr_warmup
+  // scales alike (below its steps); one restart.
   Curriculum capped(int max_total_steps, int min_stage_steps = 2) const;
   void validate() const;
   // One stage at `shape`.

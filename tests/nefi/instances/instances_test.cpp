@@ -103,6 +103,8 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"toy1d", "lr", "0"},
       {"toy1d", "grid_lr", "-1"},
       {"toy1d", "lr_schedule", "linear"},
+      {"toy1d", "lr_warmup", "-1"},
+      {"holography", "lr_warmup", "150"},  // the smoke's first stage has 150 steps
       {"toy1d", "optimizer", "sgd"},
       {"toy1d", "anneal_fraction", "0"},
       {"toy1d", "lbfgs_history", "0"},

@@ -49,6 +49,45 @@ TEST(NefiCurriculum, SchedulesAndMultiscale) {
   }
 }
 
+// A linear ramp to lr over lr_warmup steps, then the schedule over the steps
+// that are left (values written out by hand).
+TEST(NefiCurriculum, WarmupRampsThenRunsTheScheduleOverTheRest) {
+  nefi::Stage s;
+  s.steps = 100;
+  s.lr = 1.0;
+  s.lr_warmup = 10;
+  EXPECT_NEAR(s.lr_at(0), 0.1, 1e-15);
+  EXPECT_NEAR(s.lr_at(4), 0.5, 1e-15);
+  EXPECT_NEAR(s.lr_at(9), 1.0, 1e-15);
+  EXPECT_NEAR(s.lr_at(10), 1.0, 1e-15);                // cosine at 0 of 90
+  EXPECT_NEAR(s.lr_at(55), 0.01 + 0.99 * 0.5, 1e-12);  // cosine at 45 of 90
+  EXPECT_NEAR(s.lr_at(100), 0.01, 1e-12);              // cosine at its end
+  s.lr_schedule = "step";
+  s.lr_step_size = 30;
+  EXPECT_NEAR(s.lr_at(39), 1.0, 1e-15);  // 29 steps after the ramp
+  EXPECT_NEAR(s.lr_at(40), 0.1, 1e-15);
+  s.lr_schedule = "constant";
+  EXPECT_NEAR(s.lr_at(1), 0.2, 1e-15);
+  EXPECT_NEAR(s.lr_at(99), 1.0, 1e-15);
+  // A capped curriculum scales the warm-up with the steps (90 + 10 of 100 -> 9 + 1 of 10).
+  nefi::Curriculum c;
+  c.stages = {s, s};
+  c.stages[1].lr_warmup = 99;
+  const nefi::Curriculum capped = c.capped(20);
+  EXPECT_EQ(capped.stages[0].steps, 10);
+  EXPECT_EQ(capped.stages[0].lr_warmup, 1);
+  EXPECT_EQ(capped.stages[1].lr_warmup, 9);  // round(9.9) = 10, kept below the 10 steps
+  for (int bad : {-1, 100}) {
+    s.lr_warmup = bad;
+    try {
+      s.validate();
+      FAIL() << "lr_warmup " << bad;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("lr_warmup"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(NefiAdam, FusedStepMatchesTheFormula) {
   fk::Tensor p = fk::from_vector(std::vector<double>{1.0, -2.0});
   p.set_requires_grad(true);

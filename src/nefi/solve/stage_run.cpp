@@ -1,0 +1,383 @@
+#include "nefi/solve/stage_run.h"
+
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/reduce/sum.h"
+#include "fk/profile.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/scalar.h"
+#include "nefi/solve/adam_device.h"
+#include "nefi/solve/device_step_slots.h"
+#include "nefi/solve/parameter_buffers.h"
+
+namespace nefi::detail {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op) {
+  std::vector<fk::Tensor> params{field.params().flat()};
+  for (const auto& p : op.parameters()) params.push_back(p);
+  return params;
+}
+
+fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
+  return stage.shape.empty() ? domain.shape() : stage.shape;
+}
+
+namespace {
+
+// The seed of backward: 1 in the total's dtype, on its device.
+fk::Tensor unit_seed(const fk::Tensor& total) {
+  if (total.device().is_cpu()) return make_scalar(1.0, total.dtype());  // no fill op
+  return fk::ones(fk::Dims{}, {total.dtype(), total.device()});
+}
+
+// The observations on the solve's device. A device step never reads a loss
+// back on its own (it is captured), so a mask that observes nothing is
+// refused here, once, rather than by every loss call.
+Measurement on_device(Measurement m, fk::Device d) {
+  if (d.is_cuda() && m.mask.defined())
+    FK_CHECK(fk::sum(m.mask.to(fk::DType::F64)).item() > 0, "nefi::Solver",
+             "a mask with at least one observed cell", "an all-zero mask");
+  if (m.data.device() != d) m.data = m.data.to(d);
+  if (m.mask.defined() && m.mask.device() != d) m.mask = m.mask.to(d);
+  return m;
+}
+
+std::vector<fk::Tensor> on_host(std::vector<fk::Tensor> ts) {
+  for (fk::Tensor& t : ts)
+    if (!t.device().is_cpu()) t = t.to(fk::kCPU);
+  return ts;
+}
+
+AdamOptions adam_options(const OptimConfig& o) {
+  AdamOptions ao;
+  ao.decoupled = o.optimizer == "adamw";
+  ao.weight_decay = o.weight_decay;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.grad_clip = o.grad_clip;
+  return ao;
+}
+
+// The field moves to the stage grid before its parameters are read (a grid
+// field resamples its buffer).
+std::vector<fk::Tensor> start_stage_field(Field& field, const Domain& domain, const Operator& op) {
+  field.on_stage_start(domain);
+  return solve_parameters(field, op);
+}
+
+}  // namespace
+
+StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const SolverOptions& opt,
+                   size_t index)
+    : cur_(cur),
+      opt_(opt),
+      index_(static_cast<int>(index)),
+      stage_(cur.stages[index]),
+      domain_(problem.domain.at(stage_shape(stage_, problem.domain))),
+      op_(problem.op->at_resolution(domain_.shape())),
+      obs_(
+          on_device(problem.measurement.resampled(op_->output_shape(domain_.shape())), opt.device)),
+      losses_(problem.losses.with_weights(stage_.loss_weights)),
+      field_(*problem.field),
+      params_(start_stage_field(field_, domain_, *op_)),
+      adam_(params_, adam_options(cur.optim)),
+      use_lbfgs_(cur.optim.optimizer == "lbfgs"),
+      lbfgs_(cur.optim.lbfgs),
+      discrepancy_on_device_(opt.device.is_cuda() && cur.discrepancy_tau && obs_.has_noise()) {
+  if (field_.autocast() == fk::DType::F16) scaler_.emplace();
+  if (use_lbfgs_) xh_ = gather(params_, false);
+  good_ = snapshot(params_);
+  if (cur_.optim.ema) shadow_ = snapshot(params_);
+  if (opt_.on_stage_start)
+    opt_.on_stage_start(StageView{index_, &stage_, &domain_, &field_, op_.get(), &obs_, &losses_,
+                                  &cur_.optim, params_});
+  sr_.name = stage_.name;
+  sr_.shape = domain_.shape();
+  if (!opt_.device.is_cuda()) return;
+  // The total, every component, and the discrepancy's MSE when it is needed.
+  const int gathered = 1 + static_cast<int>(losses_.terms().size()) + discrepancy_on_device_;
+  block_ = std::make_unique<DeviceStepBlock>(opt_.device, gathered);
+  const std::string refusal = cuda_graph_enabled(opt_.cuda_graph)
+                                  ? step_graph_refusal(*op_, opt_.device)
+                                  : "NEFI_CUDA_GRAPH=0 or SolverOptions::cuda_graph off";
+  graph_ = std::make_unique<StepGraph>(opt_.device, refusal);
+}
+
+void StageRun::resume(const Checkpoint& ck, const std::string& path) {
+  FK_CHECK(ck.params.size() == params_.size(), "nefi::Solver resume",
+           std::to_string(params_.size()) + " parameter buffers",
+           std::to_string(ck.params.size()) + " in " + path);
+  {
+    fk::autograd::NoGradGuard ng;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      FK_CHECK(
+          ck.params[i].shape() == params_[i].shape() && ck.params[i].dtype() == params_[i].dtype(),
+          "nefi::Solver resume",
+          "parameter buffer " + std::to_string(i) + " " + params_[i].shape().str(),
+          ck.params[i].shape().str() + " in " + path);
+      params_[i].detach().copy_(ck.params[i]);
+    }
+  }
+  if (!use_lbfgs_ && !ck.adam_m.empty()) adam_.load_state(ck.adam_m, ck.adam_v, ck.adam_steps);
+  if (use_lbfgs_) xh_ = gather(params_, false);
+  lr_mult_ = ck.lr_mult;
+  t0_ = ck.step + 1;
+  progress_ = stage_.progress_at(ck.step);  // what the field ends at if no step is left
+  good_ = snapshot(params_);
+  if (cur_.optim.ema) shadow_ = snapshot(params_);
+}
+
+void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
+  // No NaN guard or clipping here: the line search rejects bad points.
+  auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
+    scatter(params_, x);
+    for (auto& p : params_) p.set_grad(fk::Tensor());
+    FieldMap fl = field_.forward(domain_, progress_);
+    v.pred = op_->forward(fl);
+    LossContext c{&fl, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+    v.val = losses_.forward(c);
+    v.val.total.backward(make_scalar(1.0, v.val.total.dtype()));
+    g = gather(params_, true);
+    return scalar_value(v.val.total);
+  };
+  v.total = lbfgs_.step(objective, xh_, lr);
+  scatter(params_, xh_);  // the line search may have evaluated past the accepted point
+}
+
+bool StageRun::adam_step(int t, double lr, StepValue& v) {
+  FieldMap fields = field_.forward(domain_, progress_);
+  v.pred = op_->forward(fields);
+  LossContext ctx{&fields, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+  v.val = losses_.forward(ctx);
+  v.total = scalar_value(v.val.total);
+  if (non_finite_step(t, v.total)) return false;
+  adam_.zero_grad();
+  if (scaler_) {
+    scaler_->scale(v.val.total).backward();
+    std::vector<fk::Tensor> grads;
+    for (const auto& p : params_) grads.push_back(p.grad());
+    const bool finite = scaler_->unscale_and_check(grads);
+    scaler_->update(!finite);
+    if (finite) adam_.step(lr);
+  } else {
+    v.val.total.backward(unit_seed(v.val.total));
+    adam_.step(lr);
+  }
+  return true;
+}
+
+// The NaN guard: true (the step is skipped) when `total` is not finite.
+bool StageRun::non_finite_step(int t, double total) {
+  if (std::isfinite(total)) {
+    bad_ = 0;
+    return false;
+  }
+  FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
+           std::to_string(total) + " at stage " + stage_.name + " step " + std::to_string(t));
+  ++bad_;
+  FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
+           "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+           "a persistent non-finite loss at stage " + stage_.name);
+  restore(params_, good_);
+  lr_mult_ *= 0.5;
+  adam_.reset_state();  // new moment buffers: a captured graph would update the old ones
+  if (graph_) graph_->invalidate();
+  return true;
+}
+
+// Everything one device step does, enqueued on the current stream with no
+// host read: the inputs' upload, forward, losses, the gather of the scalars,
+// backward, the gradient norm and the gated AdamW update, the outputs'
+// download. Every tensor it makes dies inside it (a graph replay owns none).
+// The step index and progress it hands the losses are the capture's: no loss
+// reads them (LossContext::step, ::progress), and the field's annealing gate
+// is rewritten in place through step_shape.
+void StageRun::enqueue_device_step(int t) {
+  // The gradients die with the step, also when a capture fails part-way
+  // (they would hold memory of the discarded graph).
+  struct DropGrads {
+    FusedAdam& adam;
+    ~DropGrads() { adam.zero_grad(); }
+  } drop{adam_};
+  block_->enqueue_upload();
+  FieldMap fields = field_.forward(domain_, progress_);
+  fk::Tensor pred = op_->forward(fields);
+  LossContext ctx{&fields, pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+  LossSet::Value val = losses_.forward(ctx);
+  std::vector<fk::Tensor> gathered{val.total};
+  gathered.insert(gathered.end(), val.components.begin(), val.components.end());
+  if (discrepancy_on_device_) {
+    fk::autograd::NoGradGuard ng;
+    gathered.push_back(masked_mse(pred.detach(), obs_.data, obs_.mask));
+  }
+  enqueue_gather_scalars(gathered, block_->device_block() + kSlotGathered);
+  adam_.zero_grad();
+  val.total.backward(unit_seed(val.total));
+  adam_.enqueue_device_step(block_->device_block());
+  block_->enqueue_download();
+}
+
+// The host-side structure of the next step: the same number while only the
+// learning rate and step count change (both are block inputs) and while the
+// field's annealing gate can be rewritten in place.
+int64_t StageRun::step_shape() {
+  if (progress_ != shape_progress_) {
+    auto* nf = dynamic_cast<NeuralField*>(&field_);
+    if (!(nf && nf->encoding().retarget(progress_))) ++shape_;
+    shape_progress_ = progress_;
+  }
+  return shape_;
+}
+
+bool StageRun::device_step(int t, double lr, StepValue& v) {
+  block_->set_inputs(adam_.begin_device_step(lr), cur_.optim.grad_clip);
+  const int64_t shape = graph_->refused() ? 0 : step_shape();
+  graph_->run([&] { enqueue_device_step(t); }, shape);
+  const double* out = block_->read();  // the step's one host read
+  v.total = out[kSlotTotal];
+  if (non_finite_step(t, v.total)) return false;
+  const size_t n_terms = losses_.terms().size();
+  v.components = std::vector<double>(out + kSlotGathered + 1, out + kSlotGathered + 1 + n_terms);
+  if (discrepancy_on_device_) v.discrepancy_mse = out[kSlotGathered + 1 + n_terms];
+  return true;
+}
+
+// Appends the step's history row and updates the stage summary; returns the data loss.
+double StageRun::record(History& history, int t, int global, double lr, const StepValue& v) {
+  std::vector<double> comps;
+  if (v.components)
+    comps = *v.components;
+  else
+    for (const auto& c : v.val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
+  const double data = losses_.data_loss(comps);
+  std::vector<double> row{static_cast<double>(t),
+                          static_cast<double>(global),
+                          static_cast<double>(index_),
+                          lr,
+                          progress_,
+                          v.total,
+                          data};
+  row.insert(row.end(), comps.begin(), comps.end());
+  history.rows.push_back(std::move(row));
+  sr_.steps = t + 1;
+  sr_.final_total = v.total;
+  sr_.final_data_loss = data;
+  return data;
+}
+
+void StageRun::save(int t, int global) const {
+  Checkpoint ck;
+  ck.stage = index_;
+  ck.step = t;
+  ck.global_step = global;
+  ck.field_kind = field_.kind();
+  ck.lr_mult = lr_mult_;
+  ck.params = on_host(snapshot(params_));
+  if (!use_lbfgs_) {
+    ck.adam_m = on_host(adam_.first_moments());
+    ck.adam_v = on_host(adam_.second_moments());
+    ck.adam_steps = adam_.steps();
+  }
+  save_checkpoint(opt_.checkpoint_path, ck);
+}
+
+const char* StageRun::stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
+                                  bool& run_over) {
+  bool keep = true;
+  for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
+  if (!keep) return "callback";
+  if (!opt_.stopping_rules) return nullptr;
+  if (cur_.time_budget_s && seconds_since(t_run) > *cur_.time_budget_s) {
+    run_over = true;
+    return "time_budget";
+  }
+  if (progress_ < 1.0) return nullptr;
+  if (cur_.early_stop_patience) {
+    if (info.data_loss < best_ - cur_.early_stop_min_delta) {
+      best_ = info.data_loss;
+      since_best_ = 0;
+    } else if (++since_best_ >= *cur_.early_stop_patience) {
+      return "early_stop";
+    }
+  }
+  if (cur_.discrepancy_tau && obs_.has_noise()) {
+    fk::autograd::NoGradGuard ng;
+    const double mse = v.discrepancy_mse ? *v.discrepancy_mse
+                                         : masked_mse(v.pred.detach(), obs_.data, obs_.mask).item();
+    const double rmse = std::sqrt(mse);
+    if (rmse <= *cur_.discrepancy_tau * obs_.noise_std) return "discrepancy";
+  }
+  return nullptr;
+}
+
+StageResult StageRun::run(History& history, int& global, int total_steps, Clock::time_point t_run,
+                          bool& run_over) {
+  fk::profile::ProfileScope prof;
+  const auto t_stage = Clock::now();
+  for (int t = t0_; t < stage_.steps; ++t) {
+    const int64_t t_step = fk::profile::now_ns();
+    const fk::profile::Counters c_step = fk::profile::counters();
+    const double lr = lr_mult_ * stage_.lr_at(t);
+    progress_ = stage_.progress_at(t);
+    StepValue v;
+    if (use_lbfgs_) {
+      lbfgs_step(t, lr, v);
+    } else if (!(graph_ ? device_step(t, lr, v) : adam_step(t, lr, v))) {
+      continue;
+    }
+    if (cur_.optim.ema) ema_update(shadow_, params_, *cur_.optim.ema);
+    // Snapshot after every checkpoint_every-th stage step (0, 25, ...), like the reference.
+    if (t % opt_.checkpoint_every == 0) good_ = snapshot(params_);
+    const double data = record(history, t, global, lr, v);
+    ++global;
+    if (!opt_.checkpoint_path.empty() &&
+        (t + 1 == stage_.steps ||
+         (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
+      save(t, global);
+    const fk::profile::Counters& c_now = fk::profile::counters();
+    const StepInfo info{index_,
+                        t,
+                        global,
+                        stage_.steps,
+                        total_steps,
+                        lr,
+                        progress_,
+                        v.total,
+                        data,
+                        (fk::profile::now_ns() - t_step) / 1e6,
+                        c_now.ops - c_step.ops,
+                        c_now.view_ops - c_step.view_ops,
+                        c_now.launches - c_step.launches};
+    if (const char* stop = stop_reason(info, v, t_run, run_over)) {
+      sr_.stop = stop;
+      break;
+    }
+  }
+  sr_.seconds = seconds_since(t_stage);
+  const auto rep = prof.report();
+  sr_.ops = rep.counts.ops;
+  sr_.launches = rep.counts.launches;
+  if (graph_) {
+    sr_.device_note = graph_->note();
+    sr_.graph_steps = graph_->graph_steps();
+  }
+  if (cur_.optim.ema) restore(params_, shadow_);
+  // A stage that ran to its end is evaluated at the end of its schedule,
+  // progress_at(steps) (bands fully open), as in the reference; one that
+  // stopped early keeps the progress it was last trained at.
+  if (sr_.stop == "completed") progress_ = stage_.progress_at(stage_.steps);
+  sr_.lr_mult = lr_mult_;
+  sr_.final_progress = progress_;
+  return sr_;
+}
+
+}  // namespace nefi::detail
