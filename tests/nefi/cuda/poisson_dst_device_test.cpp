@@ -20,12 +20,14 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/poisson_dst.h"
 #include "nefi/solve/solver.h"
 
 namespace {
 
+using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
 using nefi::cuda_test::kGpu;
 
@@ -113,32 +115,9 @@ TEST(NefiPoissonDstDevice, EigenvalueTableIsCachedPerResolution) {
 // A neural Poisson source stage on the device: the step (field, DST solve
 // forward and adjoint, masked relative MSE, TV, L1) captured as one CUDA
 // graph replays bitwise the eager solve.
-nefi::Result solve_poisson(bool graph, int64_t steps) {
-  nefi::Params p = nefi::find_instance("poisson_source")->default_config();
-  p.set("n", "24");
-  p.set("hidden", "32");
-  p.set("depth", "2");
-  p.set("n_octaves", "4");
-  p.set_value("steps", std::vector<double>{static_cast<double>(steps)});
-  auto su = nefi::find_instance("poisson_source")->setup(p, "neural", 3);
-  nefi::SolverOptions so;
-  so.seed = 3;
-  so.device = kGpu;
-  so.cuda_graph = graph;
-  return nefi::Solver(su->problem, su->curriculum, so).run();
-}
-
 TEST(NefiPoissonDstDevice, PoissonSourceStageIsCapturedAndReplaysBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
-  constexpr int64_t kSteps = 16;
-  const nefi::Result eager = solve_poisson(false, kSteps), graph = solve_poisson(true, kSteps);
-  ASSERT_EQ(graph.history.rows.size(), eager.history.rows.size());
-  for (size_t r = 0; r < eager.history.rows.size(); ++r)
-    EXPECT_EQ(graph.history.rows[r], eager.history.rows[r]) << "row " << r;
-  EXPECT_EQ(graph.fields.at("x").to_vector<double>(), eager.fields.at("x").to_vector<double>());
-  const nefi::StageResult& st = graph.stages.at(0);
-  EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
-  EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
+  expect_captured_stage_replays_eager("poisson_source", {{"n", "24"}}, "x");
 }
 
 }  // namespace

@@ -15,12 +15,14 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/scattering.h"
 #include "nefi/solve/solver.h"
 
 namespace {
 
+using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::kGpu;
 
 struct Case {
@@ -130,36 +132,15 @@ TEST(NefiScatteringDevice, TablesAreCachedPerResolution) {
 // A neural diffraction-tomography stage (Rytov) on the device: the step
 // (field, Born forward and adjoint, MSE, TV) captured as one CUDA graph
 // replays bitwise the eager solve.
-nefi::Result solve_dt(bool graph, int64_t steps) {
-  nefi::Params p = nefi::find_instance("diffraction_tomography")->default_config();
-  p.set("n", "16");
-  p.set("n_angles", "8");
-  p.set("n_receivers", "16");
-  p.set("supersample", "1");
-  p.set("rytov", "true");
-  p.set("hidden", "32");
-  p.set("depth", "2");
-  p.set("n_octaves", "4");
-  p.set_value("steps", std::vector<double>{static_cast<double>(steps)});
-  auto su = nefi::find_instance("diffraction_tomography")->setup(p, "neural", 3);
-  nefi::SolverOptions so;
-  so.seed = 3;
-  so.device = kGpu;
-  so.cuda_graph = graph;
-  return nefi::Solver(su->problem, su->curriculum, so).run();
-}
-
 TEST(NefiScatteringDevice, DiffractionTomographyStageIsCapturedAndReplaysBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
-  constexpr int64_t kSteps = 16;
-  const nefi::Result eager = solve_dt(false, kSteps), graph = solve_dt(true, kSteps);
-  ASSERT_EQ(graph.history.rows.size(), eager.history.rows.size());
-  for (size_t r = 0; r < eager.history.rows.size(); ++r)
-    EXPECT_EQ(graph.history.rows[r], eager.history.rows[r]) << "row " << r;
-  EXPECT_EQ(graph.fields.at("chi").to_vector<double>(), eager.fields.at("chi").to_vector<double>());
-  const nefi::StageResult& st = graph.stages.at(0);
-  EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
-  EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
+  expect_captured_stage_replays_eager("diffraction_tomography",
+                                      {{"n", "16"},
+                                       {"n_angles", "8"},
+                                       {"n_receivers", "16"},
+                                       {"supersample", "1"},
+                                       {"rytov", "true"}},
+                                      "chi");
 }
 
 }  // namespace
