@@ -13,6 +13,8 @@
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
 #include "fk/knobs.h"
+#include "fk/tensor.h"
+#include "nefi/operators/operator.h"
 
 namespace nefi::cuda_test {
 
@@ -67,6 +69,22 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
     }
   }
   EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (scale " << scale << ")";
+}
+
+// The adjoint dot test with both sides on the device: <A x, y> = <x, A^T y>
+// to 1e-12 relative, A^T through op's autograd node (x, y on one device, f64).
+inline void expect_adjoint_on_device(const nefi::Operator& op, const fk::Tensor& x,
+                                     const fk::Tensor& y) {
+  const fk::Tensor aty = op.vjp(x, y);
+  ASSERT_EQ(aty.device(), x.device());
+  auto inner = [](const fk::Tensor& a, const fk::Tensor& b) {
+    const std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
+    double s = 0;
+    for (size_t i = 0; i < u.size(); ++i) s += u[i] * v[i];
+    return s;
+  };
+  const double lhs = inner(op.apply(x), y), rhs = inner(x, aty);
+  EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::abs(lhs)));
 }
 
 // The larger of m and v where a NaN wins (std::max(m, NaN) is m, which would
