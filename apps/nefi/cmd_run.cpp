@@ -1,6 +1,7 @@
 // nefi run TARGET: solve an instance and write runs/<name>-<hash>/.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,7 +28,9 @@ namespace {
 
 // The solver switches of one method: the config's NaN guard, checkpoints
 // under --save-every, --resume (a file, or DIR/checkpoint-<method>.ckpt), and
-// a progress line on a terminal.
+// a progress line on a terminal; off a terminal, --verbose logs a line every
+// twentieth of the steps (a log file or CI shows the run's course, and stays
+// quiet without -v).
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
@@ -44,6 +47,14 @@ nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest&
       if (s.global_step % 10 == 0 || s.global_step == s.total_steps)
         std::fprintf(stderr, "\r%s  stage %d  step %d/%d  loss %.4e  lr %.2e   ", m.c_str(),
                      s.stage, s.global_step, s.total_steps, s.total, s.lr);
+      return true;
+    });
+  else if (r.verbose)
+    so.callbacks.push_back([m](const nefi::StepInfo& s) {
+      const int every = std::max(1, s.total_steps / 20);
+      if (s.global_step % every == 0 || s.global_step == s.total_steps)
+        std::fprintf(stderr, "%s  stage %d  step %d/%d  loss %.4e  lr %.2e\n", m.c_str(), s.stage,
+                     s.global_step, s.total_steps, s.total, s.lr);
       return true;
     });
   return so;
@@ -199,7 +210,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "train the neural field on cpu (default) or cuda[:N] (operators without a "
                   "device path refuse)");
   run->add_flag("--verbose,-v", r.verbose,
-                "per-stage notes on stderr (a device solve: CUDA graph replays, or why not)");
+                "on stderr: a loss line every 1/20 of the steps when not a terminal, and per-stage "
+                "notes (a device solve: CUDA graph replays, or why not)");
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
   run->footer(
