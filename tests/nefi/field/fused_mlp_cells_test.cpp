@@ -263,10 +263,10 @@ double f32_tolerance(const nc::FusedMlpShape& s) {
 // by at most u of itself, at random sign from operand to operand, so a
 // layer's sums move by about u of their size (the 2u sqrt(K) worst case
 // needs every error aligned), and the layers add up: 2 u (depth + 1). The
-// emulation meets it with a margin above 2 at every width, activation and
-// row count below (worst 0.83 u (depth + 1), sine's dL/dfeatures). Sine
-// needs no w0 here: the rounding error of a weight scales with the weight,
-// which SIREN draws w0 times smaller. Relu's gradients are left out: a z
+// emulation meets it with a margin of 2 at every width, activation and row
+// count below (worst 1.0 u (depth + 1): sine's dL/dfeatures at hidden 128).
+// Sine needs no w0 here: the error of an angle w0 z is u of the angle, which
+// SIREN's initialisation keeps near 1. Relu's gradients are left out: a z
 // within rounding of 0 flips its derivative (0 or 1), a change of the size
 // of the gradient itself.
 double half_tolerance(const nc::FusedMlpShape& s, double u) {
@@ -333,6 +333,11 @@ TEST(NefiFusedMlpCells, EveryOperandTypeMatchesF64) {
       for (bool skip : {false, true})
         for (int act : {nc::kFusedTanh, nc::kFusedRelu, nc::kFusedSine})
           expect_emulation_matches_f64(make_shape(hidden, skip, act, 13, operands), 333);
+}
+
+TEST(NefiFusedMlpCells, WidestNetworkMatchesF64) {
+  for (int operands : {nc::kFusedF16, nc::kFusedBf16})
+    expect_emulation_matches_f64(make_shape(128, true, nc::kFusedSine, 50, operands), 160);
 }
 
 TEST(NefiFusedMlpCells, EveryActivationMatchesF64) {
