@@ -1,7 +1,8 @@
 // The fully fused coordinate MLP (fused_mlp_kernels.h) in the manner of
-// tiny-cuda-nn's fully fused MLP, in f32 FMA: a block takes `rows` (64 or 32) rows of the
-// features and carries them through every layer with the activations in
-// shared memory, loading one layer's weights at a time into shared memory.
+// tiny-cuda-nn's fully fused MLP, in f32 FMA: a block takes `rows` (64 or
+// 32) rows of the features and carries them through every layer with the
+// activations in shared memory, loading one layer's weights at a time into
+// shared memory.
 //   forward   activations ping-pong between two (rows, hidden + in) buffers;
 //             the features sit after the hidden columns of both, so the skip
 //             layer reads [h, x] in place (as fk::cat({h, x}, 1) lays it out)

@@ -29,7 +29,8 @@
 // nefi/cuda/fused_mlp_cells.h). Sums run in another order than cuBLAS's, so
 // the two paths agree to f32 round-off plus the rare operand that rounds to
 // the neighbouring half value (the tests' tolerances). Products of two
-// rounded values are exact in f32: the autocast variants cost what f32 does.
+// rounded values are exact in f32, so the autocast variants do the f32
+// kernel's FMA work plus one rounding per operand stored (no tensor cores).
 // CUDA builds implement it in nefi/cuda/fused_mlp.cpp; CPU-only builds in
 // fused_mlp_device_stub.cpp, as an fk::Error naming the device.
 #include <optional>
