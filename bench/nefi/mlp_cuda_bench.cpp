@@ -2,8 +2,11 @@
 // fused_mlp_device.h) against one cuBLAS GEMM + one epilogue kernel per layer
 // (NEFI_FUSED_MLP=0), on 65,536 rows (a 256 x 256 domain), hidden 32, 64 and
 // 128, depth 4 with the skip at 2, tanh, 2-D features with 12 octaves (50
-// columns), two heads; f32 products (TF32 off, as the tests).
-//   BM_DeviceMlp/width/fused/backward  one raw() (encoding: zero ops once the
+// columns), two heads; f32 products (TF32 off, as the tests), or the hidden
+// layers' products on bf16 / f16 operands (autocast: the fused kernel rounds
+// its operands and keeps f32 FMA; cuBLAS runs them on tensor cores).
+//   BM_DeviceMlp/width/fused/backward/autocast  (autocast 0 f32, 1 bf16,
+//                        2 f16) one raw() (encoding: zero ops once the
 //                        gates are open) and, with backward, the gradient of
 //                        sum(raw) into the flat parameters; ms per call,
 //                        launches per call and the MLP's f32 rate (2 flops
@@ -12,7 +15,9 @@
 // Each iteration is timed with CUDA events around the work on fk's stream
 // (host gaps between launches included; fk syncs after every op by default,
 // ME_LAZY_SYNC=1 for the lazy policy). The machine limit to read it against:
-// the GPU's f32 FMA peak (an H100/H200 SXM: ~67 TFLOP/s without tensor cores).
+// the GPU's f32 FMA peak (an H100/H200 SXM: ~67 TFLOP/s without tensor cores;
+// the fused kernel's bound under autocast too, cuBLAS's being the tensor
+// cores' ~990 TFLOP/s dense bf16/f16).
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build/release --target nefi_cuda_bench &&
 //   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceMlp
@@ -37,8 +42,9 @@ using fk_bench::skip_without_device;
 
 constexpr int kDepth = 4, kSkip = 2, kOctaves = 12;
 
-nefi::NeuralField bench_field(int hidden) {
+nefi::NeuralField bench_field(int hidden, std::optional<fk::DType> autocast) {
   nefi::NeuralFieldConfig cfg;
+  cfg.autocast = autocast;
   cfg.hidden = hidden;
   cfg.depth = kDepth;
   cfg.skip_at = kSkip;
@@ -58,17 +64,20 @@ double macs_per_row(int hidden) {
 }
 
 // range(0): hidden width; range(1): 1 fused, 0 per layer; range(2): 1 with
-// the backward.
+// the backward; range(3): 0 f32, 1 bf16 autocast, 2 f16 autocast.
 void BM_DeviceMlp(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int hidden = static_cast<int>(state.range(0));
   const bool fused = state.range(1) == 1, backward = state.range(2) == 1;
+  const std::optional<fk::DType> autocast = state.range(3) == 1   ? std::optional(fk::DType::BF16)
+                                            : state.range(3) == 2 ? std::optional(fk::DType::F16)
+                                                                  : std::nullopt;
   fk::Knob& knob = fk::mutable_knob("NEFI_FUSED_MLP");
   knob.set_override(std::string(fused ? "1" : "0"));
   const bool tf32 = fk::amp::allow_tf32();
   fk::amp::set_allow_tf32(false);
   {
-    nefi::NeuralField f = bench_field(hidden);
+    nefi::NeuralField f = bench_field(hidden, autocast);
     const nefi::Domain d({256, 256});
     auto call = [&] {
       if (backward) {
@@ -96,14 +105,15 @@ void BM_DeviceMlp(benchmark::State& state) {
     state.counters["launches/call"] = static_cast<double>(after.launches - before.launches) / iters;
     state.counters["GFLOP/s"] = flops * iters / seconds / 1e9;
     state.SetLabel(std::string(fused ? "fused" : "per-layer cuBLAS") +
-                   (backward ? " forward+backward" : " forward") + ", 65536 rows");
+                   (backward ? " forward+backward" : " forward") + ", 65536 rows" +
+                   (autocast ? std::string(", ") + fk::name(*autocast) + " autocast" : ""));
   }
   fk::amp::set_allow_tf32(tf32);
   knob.set_override(std::nullopt);
 }
 BENCHMARK(BM_DeviceMlp)
-    ->ArgNames({"width", "fused", "backward"})
-    ->ArgsProduct({{32, 64, 128}, {0, 1}, {0, 1}})
+    ->ArgNames({"width", "fused", "backward", "autocast"})
+    ->ArgsProduct({{32, 64, 128}, {0, 1}, {0, 1}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

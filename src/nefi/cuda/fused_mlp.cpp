@@ -36,6 +36,9 @@ cuda::FusedMlpShape shape_of(const FusedMlpSpec& spec, int64_t in) {
   s.skip = spec.skip_at > 0 && spec.skip_at < spec.depth ? spec.skip_at : -1;
   s.act = static_cast<int>(spec.activation);  // FusedMlpActivation == cuda::FusedActivation
   s.w0 = static_cast<float>(spec.sine_w0);
+  s.operands = spec.autocast == fk::DType::BF16  ? cuda::kFusedBf16
+               : spec.autocast == fk::DType::F16 ? cuda::kFusedF16
+                                                 : cuda::kFusedF32;
   return s;
 }
 

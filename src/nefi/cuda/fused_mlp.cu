@@ -1,7 +1,8 @@
-// The fully fused coordinate MLP (fused_mlp_kernels.h), f32, in the manner of
-// tiny-cuda-nn's fully fused MLP: a block takes `rows` (64 or 32) rows of the
-// features and carries them through every layer with the activations in
-// shared memory, loading one layer's weights at a time into shared memory.
+// The fully fused coordinate MLP (fused_mlp_kernels.h) in the manner of
+// tiny-cuda-nn's fully fused MLP, in f32 FMA: a block takes `rows` (64 or
+// 32) rows of the features and carries them through every layer with the
+// activations in shared memory, loading one layer's weights at a time into
+// shared memory.
 //   forward   activations ping-pong between two (rows, hidden + in) buffers;
 //             the features sit after the hidden columns of both, so the skip
 //             layer reads [h, x] in place (as fk::cat({h, x}, 1) lays it out)
@@ -12,11 +13,19 @@
 // Every product is a (rows x K) x (K x cols) tile product with 4x4 register
 // tiles per thread (tile_product). Widths are padded to multiples of 4 with
 // zero weights; activations of rows past N are computed and never stored.
+// Autocast (template P: f16 or bf16) rounds the hidden layers' operands where
+// they enter shared memory (features, weights, activations, dL/dz), at
+// fused_mlp_cells.h's rounding points; the products of two rounded values
+// are exact in f32, so the sums stay the f32 kernel's. Shared memory holds
+// the rounded values as f32: the geometry and row counts are one for all.
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 #include "fk/cuda/common.cuh"
-#include "fk/ops/unary_formulas.h"
+#include "fk/error.h"
+#include "nefi/cuda/fused_mlp_cells.h"
 #include "nefi/cuda/fused_mlp_kernels.h"
 
 namespace nefi::cuda {
@@ -25,7 +34,6 @@ namespace {
 using fk::cuda::detail::as_stream;
 using fk::cuda::detail::check_cuda;
 using fk::cuda::detail::check_launch;
-namespace uf = fk::unary_formulas;
 
 __host__ __device__ inline int round4(int v) {
   return (v + 3) / 4 * 4;
@@ -66,43 +74,6 @@ __host__ __device__ inline Geometry geometry(const FusedMlpShape& s, int rows) {
       max_of(s.out * g.hp, s.hidden * (s.skip > 0 ? g.hp + g.dp : max_of(g.hp, g.dp)));
   g.backward_floats = w_back + static_cast<int64_t>(rows) * (g.ldg + g.ldx);
   return g;
-}
-
-__device__ inline float activate(int act, float z, float w0) {
-  switch (act) {
-    case kFusedTanh:
-      return tanhf(z);
-    case kFusedRelu:
-      return z > 0.f ? z : 0.f;
-    case kFusedGelu:
-      return uf::gelu(z);
-    case kFusedSilu:
-      return uf::silu(z);
-    case kFusedSoftplus:
-      return uf::softplus(z, 1.f, 20.f);  // fk::softplus's defaults, as the CPU field
-    default:
-      return sinf(w0 * z);
-  }
-}
-
-// g act'(z).
-__device__ inline float activation_grad(int act, float g, float z, float w0) {
-  switch (act) {
-    case kFusedTanh: {
-      const float y = tanhf(z);
-      return g * (1.f - y * y);
-    }
-    case kFusedRelu:
-      return z > 0.f ? g : 0.f;
-    case kFusedGelu:
-      return uf::gelu_backward(g, z);
-    case kFusedSilu:
-      return uf::silu_backward(g, z);
-    case kFusedSoftplus:
-      return uf::softplus_backward(g, z, 1.f, 20.f);
-    default:
-      return g * cosf(w0 * z) * w0;
-  }
 }
 
 // out(r, j) = sum_{k < K} a[r lda + k] b[k ldb + j] for r < rows, j < cols
@@ -152,6 +123,7 @@ __device__ inline InputSpan input_span(const FusedMlpShape& s, const Geometry& g
   return {0, s.hidden, s.hidden, 0};
 }
 
+template <int P>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_forward_kernel(FusedMlpShape s, const float* __restrict__ x,
                          const float* __restrict__ params, int64_t n, int rows, float* zs,
@@ -164,7 +136,8 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int64_t row0 = blockIdx.x * static_cast<int64_t>(rows);
   for (int e = threadIdx.x; e < rows * s.in; e += blockDim.x) {
     const int r = e / s.in, k = e % s.in;
-    const float v = row0 + r < n ? x[(row0 + r) * s.in + k] : 0.f;
+    // Only hidden layers read the features: rounded once here.
+    const float v = row0 + r < n ? fused_operand<P>(x[(row0 + r) * s.in + k]) : 0.f;
     smem[r * g.lda + g.hp + k] = v;
     smem[buf_floats + r * g.lda + g.hp + k] = v;
   }
@@ -178,8 +151,9 @@ __global__ void __launch_bounds__(kFusedThreads)
     // wt[k][c] = W[c][weight_column(k)]: the global reads run along W's rows.
     for (int e = threadIdx.x; e < cols * in.K; e += blockDim.x) {
       const int c = e / in.K, k = e % in.K;
-      wt[k * g.ldw + c] =
-          c < L.rows && !in.padding(k) ? W[c * L.fan_in + in.weight_column(k)] : 0.f;
+      wt[k * g.ldw + c] = c < L.rows && !in.padding(k)
+                              ? fused_layer_operand<P>(s, l, W[c * L.fan_in + in.weight_column(k)])
+                              : 0.f;
     }
     for (int c = threadIdx.x; c < cols; c += blockDim.x)
       bias[c] = c < L.rows ? W[static_cast<int64_t>(L.rows) * L.fan_in + c] : 0.f;
@@ -187,6 +161,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     const float* a = smem + cur * buf_floats + in.offset;
     float* next = smem + (cur ^ 1) * buf_floats;
     float* z = zs ? zs + l * n * s.hidden : nullptr;
+    const int next_layer = l + 1;  // the layer that reads this one's activations
     tile_product(a, g.lda, wt, g.ldw, in.K, rows, cols, [&](int r, int j0, const float* acc) {
       const int64_t row = row0 + r;
 #pragma unroll
@@ -197,7 +172,8 @@ __global__ void __launch_bounds__(kFusedThreads)
           if (row < n && c < s.out) y[row * s.out + c] = v;
         } else {
           if (z && row < n && c < s.hidden) z[row * s.hidden + c] = v;
-          next[r * g.lda + c] = activate(s.act, v, s.w0);
+          next[r * g.lda + c] =
+              fused_layer_operand<P>(s, next_layer, fused_activate(s.act, v, s.w0));
         }
       }
     });
@@ -208,6 +184,7 @@ __global__ void __launch_bounds__(kFusedThreads)
 
 // Weight of layer l as w[c][k] (c < its rows, k < ldw, zero padded) for the
 // backward's dL/dx = dL/dz W, in the layout of the forward's activation row.
+template <int P>
 __device__ inline void load_weight_rows(const FusedMlpShape& s, const Geometry& g,
                                         const float* params, int l, int ldw, float* w) {
   const FusedLayer L = fused_mlp_layer(s, l);
@@ -215,10 +192,13 @@ __device__ inline void load_weight_rows(const FusedMlpShape& s, const Geometry& 
   const InputSpan in = l == s.depth ? InputSpan{0, s.hidden, s.hidden, 0} : input_span(s, g, l);
   for (int e = threadIdx.x; e < L.rows * ldw; e += blockDim.x) {
     const int c = e / ldw, k = e % ldw;
-    w[e] = k < in.K && !in.padding(k) ? W[c * L.fan_in + in.weight_column(k)] : 0.f;
+    w[e] = k < in.K && !in.padding(k)
+               ? fused_layer_operand<P>(s, l, W[c * L.fan_in + in.weight_column(k)])
+               : 0.f;
   }
 }
 
+template <int P>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_backward_kernel(FusedMlpShape s, const float* __restrict__ params,
                           const float* __restrict__ zs, const float* __restrict__ gy, int64_t n,
@@ -235,7 +215,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     const int r = e / s.out, c = e % s.out;
     G[r * g.ldg + c] = row0 + r < n ? gy[(row0 + r) * s.out + c] : 0.f;
   }
-  load_weight_rows(s, g, params, s.depth, g.hp, w);
+  load_weight_rows<P>(s, g, params, s.depth, g.hp, w);
   __syncthreads();
   tile_product(G, g.ldg, w, g.hp, s.out, rows, g.hp, [&](int r, int j0, const float* acc) {
 #pragma unroll
@@ -250,13 +230,13 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int64_t row = row0 + r;
       float v = 0.f;
       if (c < s.hidden && row < n) {
-        v = activation_grad(s.act, X[r * g.ldx + c], z[row * s.hidden + c], s.w0);
-        gz[row * s.hidden + c] = v;
+        v = fused_activation_grad(s.act, X[r * g.ldx + c], z[row * s.hidden + c], s.w0);
+        gz[row * s.hidden + c] = v;  // f32: db sums it unrounded
       }
-      G[r * g.ldg + c] = v;
+      G[r * g.ldg + c] = fused_operand<P>(v);
     }
     const int ldw = l == 0 ? g.dp : l == s.skip ? g.hp + g.dp : g.hp;
-    if (l > 0 || dx) load_weight_rows(s, g, params, l, ldw, w);
+    if (l > 0 || dx) load_weight_rows<P>(s, g, params, l, ldw, w);
     __syncthreads();
     if (l > 0) {
       // The skip layer also writes dL/dx's share at [hp, hp + dp) of X, which
@@ -285,14 +265,22 @@ __global__ void __launch_bounds__(kFusedThreads)
 // (gz: dL/dz of the layer, or dL/dy for the head).
 constexpr int kGradTile = 64, kGradStep = 16;
 
+// Column k of layer l's input row [x_in | 1] as its product operand.
+template <int P>
 __device__ inline float layer_input(const FusedMlpShape& s, const float* x, const float* zs,
                                     int64_t n, int l, int64_t row, int k, int fan_in) {
   if (k == fan_in) return 1.f;  // the bias column
-  if (l == 0) return x[row * s.in + k];
-  if (k >= s.hidden) return x[row * s.in + k - s.hidden];  // the skip layer's features
-  return activate(s.act, zs[(l - 1) * n * s.hidden + row * s.hidden + k], s.w0);
+  float v;
+  if (l == 0)
+    v = x[row * s.in + k];
+  else if (k >= s.hidden)
+    v = x[row * s.in + k - s.hidden];  // the skip layer's features
+  else
+    v = fused_activate(s.act, zs[(l - 1) * n * s.hidden + row * s.hidden + k], s.w0);
+  return fused_layer_operand<P>(s, l, v);
 }
 
+template <int P>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_param_partials_kernel(FusedMlpShape s, const float* __restrict__ x,
                                 const float* __restrict__ zs, const float* __restrict__ gzs,
@@ -300,6 +288,9 @@ __global__ void __launch_bounds__(kFusedThreads)
                                 int64_t numel, float* partials) {
   __shared__ __align__(16) float gs[kGradStep][kGradTile];
   __shared__ __align__(16) float xs[kGradStep][kGradTile];
+  // Autocast: gz rounded for dW's columns; gs keeps it f32 for db's.
+  constexpr bool kRounds = P != kFusedF32;
+  __shared__ __align__(16) float gr[kRounds ? kGradStep : 1][kGradTile];
   const int l = blockIdx.y;
   const FusedLayer L = fused_mlp_layer(s, l);
   const int k_tiles = (L.fan_in + 1 + kGradTile - 1) / kGradTile;
@@ -316,9 +307,11 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int rr = e / kGradTile, cc = e % kGradTile;
       const int64_t row = r0 + rr;
       const bool in_rows = row < end;
-      gs[rr][cc] = in_rows && c0 + cc < L.rows ? gz[row * L.rows + c0 + cc] : 0.f;
+      const float gv = in_rows && c0 + cc < L.rows ? gz[row * L.rows + c0 + cc] : 0.f;
+      gs[rr][cc] = gv;
+      if constexpr (kRounds) gr[rr][cc] = fused_layer_operand<P>(s, l, gv);
       xs[rr][cc] = in_rows && k0 + cc <= L.fan_in
-                       ? layer_input(s, x, zs, n, l, row, k0 + cc, L.fan_in)
+                       ? layer_input<P>(s, x, zs, n, l, row, k0 + cc, L.fan_in)
                        : 0.f;
     }
     __syncthreads();
@@ -327,10 +320,20 @@ __global__ void __launch_bounds__(kFusedThreads)
       const float4 a = *reinterpret_cast<const float4*>(&gs[rr][tc]);
       const float4 b = *reinterpret_cast<const float4*>(&xs[rr][tk]);
       const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+      if constexpr (kRounds) {
+        const float4 h = *reinterpret_cast<const float4*>(&gr[rr][tc]);
+        const float hv[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          for (int j = 0; j < 4; ++j)
+            acc[i][j] = fmaf(k0 + tk + j == L.fan_in ? av[i] : hv[i], bv[j], acc[i][j]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+      }
     }
     __syncthreads();
   }
@@ -364,6 +367,21 @@ unsigned blocks_of(int64_t n, int rows) {
   return static_cast<unsigned>((n + rows - 1) / rows);
 }
 
+// run(std::integral_constant<int, P>) for the shape's operand type.
+template <typename Run>
+void with_operands(const FusedMlpShape& s, const char* where, Run&& run) {
+  switch (s.operands) {
+    case kFusedF32:
+      return run(std::integral_constant<int, kFusedF32>{});
+    case kFusedF16:
+      return run(std::integral_constant<int, kFusedF16>{});
+    case kFusedBf16:
+      return run(std::integral_constant<int, kFusedBf16>{});
+    default:
+      throw fk::Error(where, "operands f32 (0), f16 (1) or bf16 (2)", std::to_string(s.operands));
+  }
+}
+
 }  // namespace
 
 int fused_mlp_block_rows(const FusedMlpShape& s, int device) {
@@ -387,36 +405,37 @@ int fused_mlp_block_rows(const FusedMlpShape& s, int device) {
 void launch_fused_mlp_forward(const FusedMlpShape& s, const float* x, const float* params,
                               int64_t n, int block_rows, float* zs, float* y, void* stream) {
   if (n == 0) return;
+  constexpr const char* kName = "nefi::cuda::launch_fused_mlp_forward";
   const int64_t bytes = smem_bytes(geometry(s, block_rows).forward_floats);
-  allow_smem(fused_forward_kernel, bytes, "nefi::cuda::launch_fused_mlp_forward");
-  fused_forward_kernel<<<blocks_of(n, block_rows), kFusedThreads, bytes, as_stream(stream)>>>(
-      s, x, params, n, block_rows, zs, y);
-  check_launch("nefi::cuda::launch_fused_mlp_forward");
+  with_operands(s, kName, [&](auto p) {
+    allow_smem(fused_forward_kernel<p()>, bytes, kName);
+    fused_forward_kernel<p()>
+        <<<blocks_of(n, block_rows), kFusedThreads, bytes, as_stream(stream)>>>(s, x, params, n,
+                                                                                block_rows, zs, y);
+  });
+  check_launch(kName);
 }
 
 void launch_fused_mlp_backward(const FusedMlpShape& s, const float* params, const float* zs,
                                const float* g, int64_t n, int block_rows, float* gzs, float* dx,
                                void* stream) {
   if (n == 0) return;
+  constexpr const char* kName = "nefi::cuda::launch_fused_mlp_backward";
   const int64_t bytes = smem_bytes(geometry(s, block_rows).backward_floats);
-  allow_smem(fused_backward_kernel, bytes, "nefi::cuda::launch_fused_mlp_backward");
-  fused_backward_kernel<<<blocks_of(n, block_rows), kFusedThreads, bytes, as_stream(stream)>>>(
-      s, params, zs, g, n, block_rows, gzs, dx);
-  check_launch("nefi::cuda::launch_fused_mlp_backward");
-}
-
-int64_t fused_mlp_grad_chunks(int64_t n) {
-  // 2048 rows a chunk, at most 128 chunks: enough blocks for a GPU at 64k rows
-  // and a partial buffer of at most 128 copies of the parameters.
-  const int64_t chunks = (n + 2047) / 2048;
-  return chunks < 1 ? 1 : chunks > 128 ? 128 : chunks;
+  with_operands(s, kName, [&](auto p) {
+    allow_smem(fused_backward_kernel<p()>, bytes, kName);
+    fused_backward_kernel<p()>
+        <<<blocks_of(n, block_rows), kFusedThreads, bytes, as_stream(stream)>>>(
+            s, params, zs, g, n, block_rows, gzs, dx);
+  });
+  check_launch(kName);
 }
 
 void launch_fused_mlp_param_partials(const FusedMlpShape& s, const float* x, const float* zs,
                                      const float* gzs, const float* g, int64_t n, float* partials,
                                      void* stream) {
   const int64_t chunks = fused_mlp_grad_chunks(n);
-  const int64_t chunk_rows = (n + chunks - 1) / chunks;
+  const int64_t chunk_rows = fused_mlp_chunk_rows(n);
   int tiles = 0;
   for (int l = 0; l <= s.depth; ++l) {
     const FusedLayer L = fused_mlp_layer(s, l);
@@ -425,9 +444,12 @@ void launch_fused_mlp_param_partials(const FusedMlpShape& s, const float* x, con
   }
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(s.depth + 1),
                   static_cast<unsigned>(chunks));
-  fused_param_partials_kernel<<<grid, kFusedThreads, 0, as_stream(stream)>>>(
-      s, x, zs, gzs, g, n, chunk_rows, fused_mlp_numel(s), partials);
-  check_launch("nefi::cuda::launch_fused_mlp_param_partials");
+  constexpr const char* kName = "nefi::cuda::launch_fused_mlp_param_partials";
+  with_operands(s, kName, [&](auto p) {
+    fused_param_partials_kernel<p()><<<grid, kFusedThreads, 0, as_stream(stream)>>>(
+        s, x, zs, gzs, g, n, chunk_rows, fused_mlp_numel(s), partials);
+  });
+  check_launch(kName);
 }
 
 }  // namespace nefi::cuda

@@ -1,7 +1,9 @@
 #pragma once
 // Launchers of the fully fused coordinate MLP (fused_mlp.cu): raw device
 // pointers, a stream (a cudaStream_t as void*), no CUDA types, so the host
-// side (fused_mlp.cpp) is plain C++. f32 only. Launches are asynchronous; a
+// side (fused_mlp.cpp) is plain C++. Operands f32, or rounded to bf16 or f16
+// for the hidden layers' products (autocast; fused_mlp_cells.h lists the
+// rounding points); storage and sums f32. Launches are asynchronous; a
 // failed launch throws fk::Error. No atomics: bitwise reproducible run to run
 // on one GPU model.
 //
@@ -30,11 +32,15 @@ enum FusedActivation : int {
   kFusedSine = 5
 };
 
+// The hidden layers' product operands: f32, or rounded to f16 / bf16.
+enum FusedOperands : int { kFusedF32 = 0, kFusedF16 = 1, kFusedBf16 = 2 };
+
 struct FusedMlpShape {
   int in = 0, hidden = 0, depth = 0, out = 0;
   int skip = -1;  // 0 < skip < depth, or -1
   int act = kFusedTanh;
   float w0 = 30.f;  // sine: sin(w0 z)
+  int operands = kFusedF32;
 };
 
 // Widest hidden layer and head the kernels take.
@@ -82,8 +88,18 @@ void launch_fused_mlp_backward(const FusedMlpShape& s, const float* params, cons
                                void* stream);
 
 // Chunks of rows the parameter gradient is summed over (a function of n
-// only, so the summation order is fixed).
-int64_t fused_mlp_grad_chunks(int64_t n);
+// only, so the summation order is fixed): 2048 rows a chunk, at most 128
+// chunks (enough blocks for a GPU at 64k rows, a partial buffer of at most
+// 128 copies of the parameters); chunk k holds rows [k c, (k + 1) c) of
+// c = fused_mlp_chunk_rows(n).
+inline int64_t fused_mlp_grad_chunks(int64_t n) {
+  const int64_t chunks = (n + 2047) / 2048;
+  return chunks < 1 ? 1 : chunks > 128 ? 128 : chunks;
+}
+inline int64_t fused_mlp_chunk_rows(int64_t n) {
+  const int64_t chunks = fused_mlp_grad_chunks(n);
+  return (n + chunks - 1) / chunks;
+}
 
 // partials (chunks, numel): chunk k's contribution to the parameter gradient
 // (dW = gz^T x_in and db = the column sums of gz over its rows, in row

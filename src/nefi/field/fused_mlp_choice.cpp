@@ -12,8 +12,9 @@ namespace {
 
 fk::Knob kFusedMlp("NEFI_FUSED_MLP", fk::KnobType::String, "auto",
                    "nefi device NeuralField MLP: auto (one fused kernel each way where the "
-                   "network allows: f32, widths <= 128), 1 (fused, an error where it cannot "
-                   "run) or 0 (one cuBLAS GEMM + one epilogue kernel per layer)",
+                   "network allows: widths <= 128, f32 or bf16/f16 autocast), 1 (fused, an "
+                   "error where it cannot run) or 0 (one cuBLAS GEMM + one epilogue kernel "
+                   "per layer)",
                    fk::KnobRead::PerCall);
 
 enum class Mode { Off, On, Auto };
@@ -40,6 +41,8 @@ FusedMlpActivation fused_mlp_activation(const std::string& name) {
 }
 
 std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device) {
+  if (spec.autocast && *spec.autocast != fk::DType::BF16 && *spec.autocast != fk::DType::F16)
+    return std::string("autocast ") + fk::name(*spec.autocast);
   if (spec.hidden > kFusedMlpMaxWidth || spec.out > kFusedMlpMaxWidth)
     return "hidden width " + std::to_string(spec.hidden) + ", output width " +
            std::to_string(spec.out);
@@ -47,15 +50,12 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
   return fused_mlp_unsupported_on(spec, in, device);
 }
 
-bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device,
-                   std::optional<fk::DType> autocast) {
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device) {
   const Mode m = mode();
   if (m == Mode::Off) return false;
-  const std::string why = autocast ? std::string("autocast ") + fk::name(*autocast) +
-                                         " (the fused kernel multiplies in f32 only)"
-                                   : fused_mlp_unsupported(spec, in, device);
+  const std::string why = fused_mlp_unsupported(spec, in, device);
   FK_CHECK(m == Mode::Auto || why.empty(), "NEFI_FUSED_MLP=1",
-           "a network the fused kernel runs (f32, hidden and output widths <= " +
+           "a network the fused kernel runs (hidden and output widths <= " +
                std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
            why);
   return why.empty();

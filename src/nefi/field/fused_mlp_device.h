@@ -6,7 +6,7 @@
 //              layer with the activations in shared memory and each layer's
 //              weights loaded into shared memory (tiny-cuda-nn's fully fused
 //              MLP, in f32 FMA rather than f16 tensor cores); it stores each
-//              hidden layer's pre-activation z for the backward
+//              hidden layer's pre-activation z (f32) for the backward
 //   backward : one kernel takes dL/dy back through the layers the same way
 //              (dL/dz of every layer, and dL/dx when x needs it); a second
 //              sums [dW | db] = gz^T [x_in | 1] per chunk of 2048 rows into
@@ -22,7 +22,15 @@
 // partials (at most 128 x numel).
 // Activations: NeuralField's six (tanh, relu, gelu (erf), silu, softplus
 // (beta 1, threshold 20), sine sin(w0 z)), each with fk's formula.
-// f32 only: autocast (bf16/f16) fields keep the per-layer cuBLAS path.
+// Autocast (spec.autocast bf16 or f16): the hidden layers' products take
+// operands rounded to that type (features, weights, activations, dL/dz) with
+// f32 sums; z, activations, bias, the head and every gradient stay f32 (the
+// device autocast of dense_device.h, its rounding points exactly:
+// nefi/cuda/fused_mlp_cells.h). Sums run in another order than cuBLAS's, so
+// the two paths agree to f32 round-off plus the rare operand that rounds to
+// the neighbouring half value (the tests' tolerances). Products of two
+// rounded values are exact in f32, so the autocast variants do the f32
+// kernel's FMA work plus one rounding per operand stored (no tensor cores).
 // CUDA builds implement it in nefi/cuda/fused_mlp.cpp; CPU-only builds in
 // fused_mlp_device_stub.cpp, as an fk::Error naming the device.
 #include <optional>
@@ -42,6 +50,7 @@ struct FusedMlpSpec {
   int skip_at = -1;  // as NeuralFieldConfig::skip_at: <= 0 or >= depth is no skip
   FusedMlpActivation activation = FusedMlpActivation::Tanh;
   double sine_w0 = 30.0;
+  std::optional<fk::DType> autocast;  // BF16 or F16, as NeuralFieldConfig::autocast
 };
 
 // The widest hidden layer and head the fused kernel takes.
@@ -55,11 +64,11 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
 std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);
 
 // NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP as
-// fused_mlp_device. auto: where the fused kernel can (f32, widths <= 128,
-// shared memory fits); 1: always, an fk::Error naming the reason where it
-// cannot; 0: never (the per-layer cuBLAS path, dense_device.h).
-bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device,
-                   std::optional<fk::DType> autocast);
+// fused_mlp_device. auto: where the fused kernel can (widths <= 128, shared
+// memory fits; f32 or bf16/f16 autocast alike); 1: always, an fk::Error
+// naming the reason where it cannot; 0: never (the per-layer cuBLAS path,
+// dense_device.h).
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device);
 
 fk::Tensor fused_mlp_device(const fk::Tensor& features, const fk::Tensor& params,
                             const FusedMlpSpec& spec);

@@ -9,6 +9,12 @@
 // NEFI_FUSED_MLP=1 against =0 and against the CPU field, and the refusals
 // (the knob's own: tests/nefi/field/fused_mlp_choice_test.cpp). Without a
 // usable device the tests skip (scripts/gpu-check runs them on one).
+// Autocast (bf16, f16): the fused kernel against the per-layer cuBLAS path
+// at the same precision (dense_device, the same rounding points:
+// nefi/cuda/fused_mlp_cells.h) and against f64 with the half type's
+// tolerance; NeuralField's fused autocast path against its per-layer one and
+// its CPU autocast path. The kernels' half arithmetic is also emulated on
+// the host: tests/nefi/field/fused_mlp_cells_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +38,7 @@
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/field/dense.h"
+#include "nefi/field/dense_device.h"
 #include "nefi/field/fused_mlp_device.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/neural_field.h"
@@ -45,6 +52,7 @@ using nefi::cuda_test::NoTf32;
 
 constexpr double kW0 = 30.0;
 constexpr double kU = 0x1p-24;  // f32 unit round-off
+constexpr double kU16 = 0x1p-11, kUBf16 = 0x1p-8;
 
 struct Net {
   nefi::FusedMlpSpec spec;
@@ -114,9 +122,12 @@ fk::Tensor loss_weights(int64_t n, int out) {
 
 // The network written out layer by layer with fk ops (nefi::dense: the CPU
 // GEMM in f64, dense_device's cuBLAS GEMM in f32 on a device), each weight
-// and bias its own leaf; the flat gradient assembled from theirs.
+// and bias its own leaf; the flat gradient assembled from theirs. precision
+// bf16 / f16 (on a device): the hidden layers as dense_device at it, the head
+// f32 (NeuralField's device autocast).
 Result chain(const Net& net, const fk::Tensor& x_host, const std::vector<double>& params,
-             fk::DType dt, fk::Device dev) {
+             fk::DType dt, fk::Device dev,
+             nefi::DevicePrecision precision = nefi::DevicePrecision::F32) {
   fk::Tensor x = x_host.to(dt).to(dev);
   x.set_requires_grad(true);
   std::vector<fk::Tensor> w, b;
@@ -136,7 +147,10 @@ Result chain(const Net& net, const fk::Tensor& x_host, const std::vector<double>
   fk::Tensor h = x;
   for (int l = 0; l < net.spec.depth; ++l) {
     if (l == net.skip()) h = fk::cat({h, x}, 1);
-    h = activate(net.activation, nefi::dense(h, w[l], b[l], nefi::DenseActivation::None));
+    h = activate(net.activation,
+                 precision == nefi::DevicePrecision::F32
+                     ? nefi::dense(h, w[l], b[l], nefi::DenseActivation::None)
+                     : nefi::dense_device(h, w[l], b[l], nefi::DeviceActivation::None, precision));
   }
   const fk::Tensor y =
       nefi::dense(h, w[net.spec.depth], b[net.spec.depth], nefi::DenseActivation::None);
@@ -170,6 +184,18 @@ Result fused(const Net& net, const fk::Tensor& x_host, const std::vector<double>
 double tolerance(const Net& net) {
   const double width = static_cast<double>(net.spec.hidden + net.in);
   return 4 * kU * (net.spec.depth + 1) * width * (net.activation == "sine" ? kW0 : 1);
+}
+
+// Under autocast (unit round-off u of bf16 or f16): rounding an operand moves
+// it by at most u of itself at random sign, so each layer's sums move by
+// about u of their size and the layers add up: 2 u (depth + 1) is what the
+// host emulation of these kernels meets against f64 with a margin of 2
+// (tests/nefi/field/fused_mlp_cells_test.cpp); 3 leaves room for cuBLAS's
+// sums in another order. Relu's gradients are compared for y only: a z
+// within rounding of 0 flips its derivative, and the two device paths round
+// a few operands to neighbouring half values (their f32 sums differ).
+double half_tolerance(const Net& net, double u) {
+  return 3 * u * (net.spec.depth + 1);
 }
 
 std::string case_name(const Net& net, int64_t n) {
@@ -236,8 +262,10 @@ TEST(NefiFusedMlp, BackwardIsBitwiseReproducible) {
   EXPECT_EQ(a.dp, b.dp);
 }
 
-nefi::NeuralField make_field(int hidden, bool skip, const std::string& activation, int ndim) {
+nefi::NeuralField make_field(int hidden, bool skip, const std::string& activation, int ndim,
+                             std::optional<fk::DType> autocast = std::nullopt) {
   nefi::NeuralFieldConfig cfg;
+  cfg.autocast = autocast;
   cfg.hidden = hidden;
   cfg.depth = 3;
   cfg.skip_at = skip ? 2 : -1;
@@ -304,6 +332,114 @@ TEST(NefiFusedMlp, FieldForwardIsOneLaunch) {
   const fk::Tensor raw = f.raw(d, 1.0);
   EXPECT_EQ(fk::profile::counters().launches - before, 1);
   EXPECT_EQ(raw.shape(), fk::Dims({d.numel(), 2}));
+}
+
+nefi::DevicePrecision precision_of(fk::DType autocast) {
+  return autocast == fk::DType::BF16 ? nefi::DevicePrecision::Bf16 : nefi::DevicePrecision::F16;
+}
+
+double unit_roundoff(fk::DType autocast) {
+  return autocast == fk::DType::BF16 ? kUBf16 : kU16;
+}
+
+// The fused kernel under autocast against the per-layer cuBLAS path at the
+// same precision and against f64: output, dL/dfeatures, dL/dparams.
+void expect_autocast_matches(Net net, fk::DType autocast, int64_t n) {
+  net.spec.autocast = autocast;
+  const std::string what = std::string(fk::name(autocast)) + " " + case_name(net, n);
+  fk::Generator gen(static_cast<uint64_t>(n) + net.spec.hidden);
+  const fk::Tensor x = fk::uniform({n, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
+  const std::vector<double> params = random_params(net, 7);
+  const Result want = chain(net, x, params, fk::DType::F64, fk::kCPU);
+  const Result layers = chain(net, x, params, fk::DType::F32, kGpu, precision_of(autocast));
+  const Result got = fused(net, x, params);
+  const double tol = half_tolerance(net, unit_roundoff(autocast));
+  const bool gradients = net.activation != "relu";
+  for (const auto& [name, side] : {std::pair<const char*, const Result*>{"fused", &got},
+                                   std::pair<const char*, const Result*>{"per-layer", &layers}}) {
+    expect_close(side->y, want.y, tol, what + " " + name + " y");
+    if (!gradients) continue;
+    expect_close(side->dx, want.dx, tol, what + " " + name + " dx");
+    expect_close(side->dp, want.dp, tol, what + " " + name + " dparams");
+  }
+  // The same rounding points: the two device paths differ by f32 sums in
+  // another order and the operands that round to the neighbouring half value.
+  expect_close(got.y, layers.y, tol, what + " fused vs per-layer y");
+  if (gradients) {
+    expect_close(got.dx, layers.dx, tol, what + " fused vs per-layer dx");
+    expect_close(got.dp, layers.dp, tol, what + " fused vs per-layer dparams");
+  }
+}
+
+TEST(NefiFusedMlp, AutocastMatchesThePerLayerPathAndF64) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
+    for (int hidden : {16, 64, 128})
+      for (bool skip : {false, true})
+        for (const char* a : {"tanh", "relu", "sine"})
+          expect_autocast_matches(make_net(hidden, skip, a, 13), ac, 333);
+    for (const char* a : {"gelu", "silu", "softplus"})
+      expect_autocast_matches(make_net(40, true, a, 18), ac, 97);
+    expect_autocast_matches(make_net(128, true, "tanh", 50), ac, 4099);  // three chunks
+  }
+}
+
+TEST(NefiFusedMlp, AutocastBackwardIsBitwiseReproducible) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
+    Net net = make_net(64, true, "tanh", 50);
+    net.spec.autocast = ac;
+    fk::Generator gen(2);
+    const fk::Tensor x = fk::uniform({5001, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
+    const std::vector<double> params = random_params(net, 3);
+    const Result a = fused(net, x, params), b = fused(net, x, params);
+    EXPECT_EQ(a.y, b.y);
+    EXPECT_EQ(a.dx, b.dx);
+    EXPECT_EQ(a.dp, b.dp);
+  }
+}
+
+// An autocast field: NEFI_FUSED_MLP=auto now picks the fused op (one launch
+// forward), which matches =0 (per-layer cuBLAS at the same precision) and the
+// CPU field's autocast path (bf16: the same rounding points; f16: fk
+// autocast, which also stores z and the activations in f16).
+TEST(NefiFusedMlp, AutocastNeuralFieldFusedMatchesPerLayerAndCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const nefi::Domain d({13, 11});
+  for (fk::DType ac : {fk::DType::BF16, fk::DType::F16})
+    for (int hidden : {32, 128})
+      for (const char* a : {"tanh", "gelu"}) {
+        nefi::NeuralField cpu = make_field(hidden, true, a, 2, ac),
+                          gpu = make_field(hidden, true, a, 2, ac);
+        gpu.to(kGpu);
+        const Result want = evaluate(cpu, d);
+        Result per_layer, fused_path;
+        {
+          KnobOverride off("NEFI_FUSED_MLP", "0");
+          per_layer = evaluate(gpu, d);
+        }
+        {
+          KnobOverride automatic("NEFI_FUSED_MLP", "auto");
+          fk::autograd::NoGradGuard ng;
+          gpu.raw(d, 1.0);  // the encoding's cache at progress 1
+          const int64_t before = fk::profile::counters().launches;
+          gpu.raw(d, 1.0);
+          EXPECT_EQ(fk::profile::counters().launches - before, 1) << "auto did not fuse";
+        }
+        {
+          KnobOverride on("NEFI_FUSED_MLP", "1");
+          fused_path = evaluate(gpu, d);
+        }
+        const Net net = make_net(hidden, true, a, 2 * 9);
+        const std::string what = std::string(fk::name(ac)) + " " + case_name(net, d.numel());
+        const double tol = half_tolerance(net, unit_roundoff(ac));
+        expect_close(fused_path.y, want.y, tol, what + " fused vs CPU raw");
+        expect_close(fused_path.dp, want.dp, tol, what + " fused vs CPU gradient");
+        expect_close(fused_path.y, per_layer.y, tol, what + " fused vs per-layer raw");
+        expect_close(fused_path.dp, per_layer.dp, tol, what + " fused vs per-layer gradient");
+      }
 }
 
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {

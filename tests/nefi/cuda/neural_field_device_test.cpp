@@ -2,8 +2,8 @@
 // and the flat parameter gradient of a fixed linear functional, for tanh,
 // relu, sine and gelu (fused and unfused epilogues), with and without the
 // skip, on 2-D and 3-D domains, in f32 and under bf16 / f16 autocast (with
-// NEFI_FUSED_MLP at its default, f32 takes the fused MLP and autocast the
-// per-layer path; fused_mlp_device_test.cpp sets it both ways); plus the
+// NEFI_FUSED_MLP at its default, both take the fused MLP (autocast since
+// session 13); fused_mlp_device_test.cpp sets it both ways); plus the
 // device dense layer's refusals. Without a usable device the parity
 // tests skip (scripts/gpu-check runs them on one); the refusal of to(cuda)
 // runs everywhere.

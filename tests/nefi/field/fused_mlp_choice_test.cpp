@@ -37,40 +37,49 @@ void expect_error_naming(const std::function<void()>& body, const std::string& t
   }
 }
 
-nefi::FusedMlpSpec spec(int hidden) {
+nefi::FusedMlpSpec spec(int hidden, std::optional<fk::DType> autocast = std::nullopt) {
   nefi::FusedMlpSpec s;
   s.hidden = hidden;
   s.depth = 3;
   s.out = 2;
+  s.autocast = autocast;
   return s;
 }
 
 TEST(NefiFusedMlpChoice, KnobValues) {
   {
     FusedKnob bad("yes");
-    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt); }, "0, 1, auto");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0); }, "0, 1, auto");
   }
   {
     FusedKnob off("0");  // never, whatever the network
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt));
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::BF16));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::BF16), 8, 0));
   }
   {
     FusedKnob on("1");
-    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::BF16); },
-                        "autocast bf16");
-    expect_error_naming([] { nefi::use_fused_mlp(spec(129), 8, 0, std::nullopt); },
+    // Autocast is bf16 or f16 (NeuralField refuses others before this).
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0); },
+                        "autocast f64");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(129, fk::DType::BF16), 8, 0); },
                         "hidden width 129");
-    if (fk::cuda::device_count() == 0)
-      expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt); },
-                          "NEFI_FUSED_MLP=1");
-    else
-      EXPECT_TRUE(nefi::use_fused_mlp(spec(32), 8, 0, std::nullopt));
+    for (std::optional<fk::DType> ac : {std::optional<fk::DType>(), std::optional(fk::DType::BF16),
+                                        std::optional(fk::DType::F16)}) {
+      if (fk::cuda::device_count() == 0)
+        expect_error_naming([&] { nefi::use_fused_mlp(spec(32, ac), 8, 0); }, "NEFI_FUSED_MLP=1");
+      else
+        EXPECT_TRUE(nefi::use_fused_mlp(spec(32, ac), 8, 0));
+    }
   }
-  // auto: the per-layer path wherever the fused kernel cannot run.
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 8, 0, std::nullopt));
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0, fk::DType::F16));
-  EXPECT_EQ(nefi::use_fused_mlp(spec(128), 8, 0, std::nullopt), fk::cuda::device_count() > 0);
+  // auto: the per-layer path wherever the fused kernel cannot run; autocast
+  // (bf16 or f16) fields take the fused one as f32 fields do.
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129, fk::DType::F16), 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0));
+  const bool gpu = fk::cuda::device_count() > 0;
+  EXPECT_EQ(nefi::use_fused_mlp(spec(128), 8, 0), gpu);
+  EXPECT_EQ(nefi::use_fused_mlp(spec(128, fk::DType::BF16), 8, 0), gpu);
+  EXPECT_EQ(nefi::use_fused_mlp(spec(128, fk::DType::F16), 8, 0), gpu);
 }
 
 TEST(NefiFusedMlpChoice, ActivationNames) {
