@@ -59,7 +59,8 @@ class EllipticOperator : public Operator {
 
   const Domain& domain() const { return domain_; }
   const elliptic::EllipticGrid& grid() const { return grid_; }
-  // The statistics of the last forward and adjoint solves.
+  // The statistics of the last forward and adjoint solves (a device solve's
+  // stay on the device: device_cg_stats(solve_state().device_forward_stats)).
   const elliptic::WarmStart& solve_state() const { return *warm_; }
   // u for the field x (P, *shape), without the observation.
   fk::Tensor solve(const fk::Tensor& x) const;
