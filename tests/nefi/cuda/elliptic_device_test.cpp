@@ -9,6 +9,7 @@
 // Without a usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,8 +71,10 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
     o.cg.tol = 1e-10;
     o.cg.check_every = 3;
     o.grad_mode = el::GradMode::kNone;
-    const fk::Tensor u = el::solve_elliptic(
-        sigma.to(kGpu), b.to(kGpu), kappa.defined() ? kappa.to(kGpu) : kappa, g, o, nullptr);
+    auto state = std::make_shared<el::WarmStart>();
+    state->enabled = false;  // cold solves; the statistics are kept
+    const fk::Tensor u = el::solve_elliptic(sigma.to(kGpu), b.to(kGpu),
+                                            kappa.defined() ? kappa.to(kGpu) : kappa, g, o, state);
     ASSERT_EQ(u.device(), kGpu);
     const std::vector<double> sv = sigma.to_vector<double>(), bv = b.to_vector<double>();
     const std::vector<double> kv =
@@ -86,13 +89,23 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
     const nefi::cuda::StencilGrid sg = nefi::cuda::stencil_grid(g);
     std::vector<double> x(ns * n), work(5 * n);
     nefi::cuda::HostBlock ex;
+    el::CgStats want;
     for (int64_t s = 0; s < ns; ++s) {
       const nefi::cuda::CgScratch<double> w{work.data(), work.data() + n, work.data() + 2 * n,
                                             work.data() + 3 * n, work.data() + 4 * n};
-      nefi::cuda::block_pcg<double>(ex, sg, sys.faces.data(), sys.diag.data(), sys.inv_diag.data(),
-                                    bv.data() + s * n, x.data() + s * n, nullptr, w, c);
+      const nefi::cuda::CgOutcome r = nefi::cuda::block_pcg<double>(
+          ex, sg, sys.faces.data(), sys.diag.data(), sys.inv_diag.data(), bv.data() + s * n,
+          x.data() + s * n, nullptr, w, c);
+      want.max_iterations = std::max(want.max_iterations, r.iterations);
+      want.total_iterations += r.iterations;
+      want.worst_residual = std::max(want.worst_residual, r.residual);
     }
     EXPECT_EQ(host(u), x);
+    const el::CgStats got = el::device_cg_stats(state->device_forward_stats);
+    EXPECT_EQ(got.max_iterations, want.max_iterations);
+    EXPECT_EQ(got.total_iterations, want.total_iterations);
+    EXPECT_EQ(got.unconverged, 0);
+    EXPECT_EQ(got.worst_residual, want.worst_residual);
   }
 }
 
