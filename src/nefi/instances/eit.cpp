@@ -160,7 +160,14 @@ class EitOperator : public Operator {
   bool graph_capturable() const override { return false; }
   std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
   std::string kind() const override { return solve_->kind(); }
-  std::string host_only_reason() const override { return solve_->host_only_reason(); }
+  // The elliptic solve itself runs on a device (elliptic_device.h), but the
+  // electrode flux term's tables (flux_, cells_) are host tensors and eit
+  // was not moved with darcy_flow and dot3d: refused up front.
+  std::string host_only_reason() const override {
+    const std::string solve = solve_->host_only_reason();
+    return solve.empty() ? "eit's electrode flux term keeps host tables (not moved to the device)"
+                         : solve;
+  }
 
  private:
   // C's nonzero columns (the boundary cells) and their indices.

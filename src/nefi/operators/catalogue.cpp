@@ -80,14 +80,15 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"eit", "darcy_flow"},
-       "no"},
+       "with linear_solver cg, precond jacobi and grad_mode ift or none (darcy_flow; eit stays "
+       "on the host)"},
       {"diffuse_optical",
        "continuous-wave diffusion with Robin faces, calibrated exitance",
        "implicit-function adjoint (one adjoint solve)",
        "no",
        "-",
        {},
-       "no"},
+       "with linear_solver cg, precond jacobi and grad_mode ift or none"},
       {"depth_compensated",
        "an inner operator (dot3d: diffuse_optical) whose training gradient is scaled per depth "
        "layer by its measured sensitivity",

@@ -64,7 +64,7 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
   for (size_t i = 0; i < cells.size(); ++i)
     cells[i] = weights_[(static_cast<int64_t>(i) / inner_stride) % layers];
   cell_weights64_ = fk::from_vector(cells, shape_);
-  cell_weights32_ = cell_weights64_.to(fk::DType::F32);
+  weights_on_ = std::make_shared<TableCache<fk::Tensor>>();
 }
 
 // held + w (x - held) with held = stop_gradient(x): x's value, w times its
@@ -72,8 +72,9 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
 fk::Tensor DepthCompensatedOperator::apply(const fk::Tensor& x) const {
   if (!fk::autograd::needs_grad(x)) return inner_->apply(x);
   const fk::Tensor held = x.detach();
-  fk::Tensor w = x.dtype() == fk::DType::F32 ? cell_weights32_ : cell_weights64_.to(x.dtype());
-  if (w.device() != x.device()) w = w.to(x.device());  // the weights are built on the host
+  const fk::Tensor w = weights_on_->get(x.device(), x.dtype(), [this](fk::Device d, fk::DType dt) {
+    return table_on(cell_weights64_, d, dt);  // built on the host, moved once
+  });
   return inner_->apply(fk::add(held, fk::mul(fk::sub(x, held), w)));
 }
 

@@ -13,11 +13,13 @@
 // operator's true J^T, so diagnostics see the physics, and the weights are
 // recomputed at every resolution.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "nefi/operators/composite.h"
 #include "nefi/operators/operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 
@@ -53,7 +55,8 @@ class DepthCompensatedOperator : public Operator {
   fk::Dims shape_;
   DepthCompensation options_;
   std::vector<double> sensitivity_, weights_;
-  fk::Tensor cell_weights64_, cell_weights32_;  // (shape), f64 and its f32 copy
+  fk::Tensor cell_weights64_;                           // (shape) f64
+  std::shared_ptr<TableCache<fk::Tensor>> weights_on_;  // per (device, dtype)
 };
 
 }  // namespace nefi

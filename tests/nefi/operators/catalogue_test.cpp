@@ -81,4 +81,26 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
   }
 }
 
+// The elliptic rows' device condition, per instance: darcy_flow (cg,
+// jacobi, ift) solves on a device; dot3d with its default multigrid
+// preconditioner is refused naming it, with precond jacobi it is not; eit
+// (default linear_solver banded) stays on the host with the CG too.
+TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
+  fk::set_num_threads(1);
+  auto refusal = [](const std::string& name, const std::string& key, const std::string& value) {
+    nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path(name + "_smoke.yaml"));
+    if (!key.empty()) c.config.set(key, value);
+    const auto s = nefi::find_instance(name)->setup(c.config, "neural", 0);
+    EXPECT_TRUE(s.has_value()) << name;
+    return s ? nefi::device_solve_refusal(*s->problem.op, fk::cuda_device(0)) : std::string("?");
+  };
+  EXPECT_EQ(refusal("darcy_flow", "", ""), "");
+  EXPECT_NE(refusal("dot3d", "", "").find("precond multigrid"), std::string::npos);
+  EXPECT_EQ(refusal("dot3d", "precond", "jacobi"), "");
+  EXPECT_NE(refusal("eit", "", "").find("operator elliptic on cuda:0: linear_solver banded"),
+            std::string::npos);
+  const std::string eit = refusal("eit", "linear_solver", "cg");
+  EXPECT_NE(eit.find("operator elliptic on cuda:0: eit"), std::string::npos) << eit;
+}
+
 }  // namespace

@@ -47,14 +47,15 @@ TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   EXPECT_NE(refusal("neural", "", true, gpu).find("EMA"), std::string::npos);
 }
 
-// darcy_flow's elliptic solve takes CPU tensors only: constructing the
-// device solve refuses it, naming the operator and the device, where the
-// first step used to fail inside the solve.
+// darcy_flow's elliptic solve with the banded Cholesky runs on host vectors
+// only: constructing the device solve refuses it, naming the operator, the
+// device and the setting, before any step.
 TEST(NefiSolverDeviceOption, AHostOnlyOperatorIsRefusedAtConstruction) {
   nefi::Params p = nefi::find_instance("darcy_flow")->default_config();
   p.set("n", "16");
   p.set("n_configs", "2");
   p.set("hidden", "16");  // nothing trains: the solve is only constructed
+  p.set("linear_solver", "banded");
   auto su = nefi::find_instance("darcy_flow")->setup(p, "neural", 0);
   nefi::SolverOptions so;
   so.device = fk::cuda_device(0);
@@ -65,7 +66,7 @@ TEST(NefiSolverDeviceOption, AHostOnlyOperatorIsRefusedAtConstruction) {
     e = err.what();
   }
   EXPECT_NE(e.find("operator elliptic on cuda:0"), std::string::npos) << e;
-  EXPECT_NE(e.find("CPU tensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("linear_solver banded"), std::string::npos) << e;
 }
 
 TEST(NefiSolverDeviceOption, AnUnusableDeviceIsRefusedByName) {

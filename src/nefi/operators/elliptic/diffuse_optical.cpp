@@ -46,9 +46,7 @@ void DiffuseOpticalOperator::prepare() {
       options_.detector_shape.size() == 0 || options_.detector_shape.numel() == observe_.size(0),
       kWhere, "a detector shape of " + std::to_string(observe_.size(0)) + " detectors",
       options_.detector_shape.str());
-  rhs32_ = rhs_.to(fk::DType::F32);
-  sink32_ = sink_.to(fk::DType::F32);
-  observe32_ = observe_.to(fk::DType::F32);
+  tables_ = std::make_shared<TableCache<Tables>>();
   warm_ = std::make_shared<elliptic::WarmStart>();
   warm_->enabled = options_.elliptic.warm_start;
   inv_reference_ = fk::Tensor();
@@ -64,8 +62,17 @@ void DiffuseOpticalOperator::prepare() {
       FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector",
                std::to_string(r));
     inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
+    tables_ = std::make_shared<TableCache<Tables>>();  // with the reference
   }
-  inv_reference32_ = inv_reference_.defined() ? inv_reference_.to(fk::DType::F32) : fk::Tensor();
+}
+
+DiffuseOpticalOperator::Tables DiffuseOpticalOperator::tables(fk::Device device,
+                                                              fk::DType dtype) const {
+  return tables_->get(device, dtype, [this](fk::Device d, fk::DType dt) {
+    return Tables{table_on(rhs_, d, dt), table_on(sink_, d, dt), table_on(observe_, d, dt),
+                  table_on(inv_reference_, d, dt),
+                  fk::full(domain_.shape(), options_.diffusion, {dt, d})};
+  });
 }
 
 fk::Tensor DiffuseOpticalOperator::fluence(const fk::Tensor& x) const {
@@ -79,21 +86,19 @@ fk::Tensor DiffuseOpticalOperator::solve_fluence(
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
-  const fk::DType dt = x.dtype();
-  const fk::Tensor d = fk::full(domain_.shape(), options_.diffusion, {dt});
-  return elliptic::solve_elliptic(d, in(dt, rhs_, rhs32_), x + in(dt, sink_, sink32_), grid_, solve,
-                                  warm);
+  const Tables t = tables(x.device(), x.dtype());
+  return elliptic::solve_elliptic(t.diffusion, t.rhs, x + t.sink, grid_, solve, warm);
 }
 
 fk::Tensor DiffuseOpticalOperator::observe(const fk::Tensor& phi) const {
   const int64_t p = rhs_.size(0), n = grid_.numel();
-  return fk::matmul(phi.reshape({p, n}), in(phi.dtype(), observe_, observe32_).t());
+  return fk::matmul(phi.reshape({p, n}), tables(phi.device(), phi.dtype()).observe.t());
 }
 
 fk::Tensor DiffuseOpticalOperator::apply(const fk::Tensor& x) const {
   const fk::Tensor y = observe(fluence(x));
   const fk::Tensor z =
-      inv_reference_.defined() ? y * in(x.dtype(), inv_reference_, inv_reference32_) : y;
+      inv_reference_.defined() ? y * tables(x.device(), x.dtype()).inv_reference : y;
   return z.reshape(output_shape(x.shape()));
 }
 

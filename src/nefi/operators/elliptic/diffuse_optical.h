@@ -14,10 +14,15 @@
 // ratios near 1.
 //
 // The gradient is the solver's IFT adjoint in κ (∂L/∂κ = −λ⊙Φ); warm starts
-// (if on) are kept per resolution. Not batchable, not graph-capturable.
+// (if on) are kept per resolution. It runs on the field's device: on a CUDA
+// device with linear_solver cg, precond jacobi and grad_mode ift or none
+// (elliptic_device.h; host_only_reason names the setting otherwise), and
+// is then graph-capturable. The tables are converted and moved once per
+// (device, dtype). Not batchable.
 #include <memory>
 
 #include "nefi/operators/elliptic/elliptic_operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 
@@ -41,9 +46,9 @@ class DiffuseOpticalOperator : public Operator {
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  bool graph_capturable() const override { return false; }
+  bool graph_capturable() const override { return host_only_reason().empty(); }
   std::string host_only_reason() const override {
-    return "the finite-volume solve and its implicit-function adjoint take CPU tensors";
+    return elliptic::device_refusal(options_.elliptic.solve);
   }
   std::string fidelity_tag() const override { return options_.elliptic.fidelity_tag; }
   std::string kind() const override { return "diffuse_optical"; }
@@ -63,13 +68,14 @@ class DiffuseOpticalOperator : public Operator {
   DiffuseOpticalOptions options_;
   elliptic::EllipticGrid grid_;
   fk::Tensor rhs_, sink_, observe_, inv_reference_;  // f64 at this resolution
-  // Their f32 copies, made once in prepare() (the f32 inversion would
-  // otherwise convert the (M, numel) observation matrix on every call).
-  fk::Tensor rhs32_, sink32_, observe32_, inv_reference32_;
-  const fk::Tensor& in(fk::DType dt, const fk::Tensor& f64, const fk::Tensor& f32) const {
-    return dt == fk::DType::F64 ? f64 : f32;
-  }
+  // Those and the constant D field per (device, dtype) (the f32 inversion
+  // would otherwise convert the (M, numel) observation matrix on every call).
+  struct Tables {
+    fk::Tensor rhs, sink, observe, inv_reference, diffusion;
+  };
+  Tables tables(fk::Device device, fk::DType dtype) const;
   std::shared_ptr<elliptic::WarmStart> warm_;
+  std::shared_ptr<TableCache<Tables>> tables_;
 };
 
 }  // namespace nefi

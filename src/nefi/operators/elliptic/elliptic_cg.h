@@ -7,8 +7,9 @@
 // once per conductivity field and call, it needs a non-singular system).
 // Every leading index is its own system with its own step sizes and its own
 // stopping test, ‖r‖ ≤ max(tol ‖b‖, atol), checked every check_every
-// iterations (on a GPU each test would be one host read; here it saves the
-// residual norm's pass). tol is clamped below at 8 machine epsilons of T.
+// iterations (it saves the residual norm's pass; the device CG of
+// elliptic_device.h keeps these semantics with the test taken on the
+// device). tol is clamped below at 8 machine epsilons of T.
 // A warm start x₀ is kept per system only when ‖b − A x₀‖ < ‖b‖ (it beats the
 // zero guess). With `project` (the pure Neumann / periodic case without κ,
 // where A's null space is the constants) b's mean is removed, the residual

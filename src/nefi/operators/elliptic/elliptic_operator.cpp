@@ -45,6 +45,13 @@ void EllipticOperator::prepare() {
   kappa_ = kappa_fn_ ? kappa_fn_(domain_).to(fk::DType::F64).contiguous() : fk::Tensor();
   warm_ = std::make_shared<elliptic::WarmStart>();
   warm_->enabled = options_.warm_start;
+  tables_ = std::make_shared<TableCache<Tables>>();
+}
+
+EllipticOperator::Tables EllipticOperator::tables(fk::Device device, fk::DType dtype) const {
+  return tables_->get(device, dtype, [this](fk::Device d, fk::DType dt) {
+    return Tables{table_on(rhs_, d, dt), table_on(observe_, d, dt), table_on(kappa_, d, dt)};
+  });
 }
 
 fk::Tensor EllipticOperator::solve(const fk::Tensor& x) const {
@@ -53,16 +60,15 @@ fk::Tensor EllipticOperator::solve(const fk::Tensor& x) const {
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
   const fk::Tensor sigma = options_.sigma_transform == "exp" ? fk::exp(x) : x;
-  const fk::DType dt = x.dtype();
-  return elliptic::solve_elliptic(sigma, rhs_.to(dt), kappa_.defined() ? kappa_.to(dt) : kappa_,
-                                  grid_, options_.solve, warm_);
+  const Tables t = tables(x.device(), x.dtype());
+  return elliptic::solve_elliptic(sigma, t.rhs, t.kappa, grid_, options_.solve, warm_);
 }
 
 fk::Tensor EllipticOperator::apply(const fk::Tensor& x) const {
   const fk::Tensor u = solve(x);
   if (!observe_.defined()) return u;
   const int64_t p = rhs_.size(0), n = grid_.numel();
-  const fk::Tensor w = observe_.to(x.dtype());
+  const fk::Tensor w = tables(x.device(), x.dtype()).observe;
   if (w.dim() == 2) return fk::matmul(u.reshape({p, n}), w.t());
   return fk::bmm(u.reshape({p, 1, n}), w.transpose(1, 2)).reshape({p, w.size(1)});
 }

@@ -13,9 +13,13 @@
 // observables' count does not depend on the grid, so every curriculum stage
 // predicts the native measurement (no resampling of the data).
 //
-// The solve runs in the field's dtype with the IFT adjoint (or unrolled /
-// none); warm starts (if on) are kept per resolution between calls. Not
-// batchable; not graph-capturable (the CG's stopping test reads the host).
+// The solve runs in the field's dtype and on its device with the IFT adjoint
+// (or unrolled / none); warm starts (if on) are kept per resolution between
+// calls. On a CUDA device (elliptic_device.h) it needs linear_solver cg,
+// precond jacobi and grad_mode ift or none (host_only_reason names the
+// setting otherwise); then the CG's stopping test runs on the device and the
+// step is graph-capturable. The tables (right-hand sides, observation, κ)
+// are converted and moved once per (device, dtype). Not batchable.
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +27,7 @@
 #include "nefi/domain.h"
 #include "nefi/operators/elliptic/elliptic_solve.h"
 #include "nefi/operators/operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 
@@ -47,28 +52,32 @@ class EllipticOperator : public Operator {
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  bool graph_capturable() const override { return false; }
-  std::string host_only_reason() const override {
-    return "the finite-volume solve and its implicit-function adjoint take CPU tensors";
-  }
+  bool graph_capturable() const override { return host_only_reason().empty(); }
+  std::string host_only_reason() const override { return elliptic::device_refusal(options_.solve); }
   std::string fidelity_tag() const override { return options_.fidelity_tag; }
   std::string kind() const override { return "elliptic"; }
 
   const Domain& domain() const { return domain_; }
   const elliptic::EllipticGrid& grid() const { return grid_; }
-  // The statistics of the last forward and adjoint solves.
+  // The statistics of the last forward and adjoint solves (a device solve's
+  // stay on the device: device_cg_stats(solve_state().device_forward_stats)).
   const elliptic::WarmStart& solve_state() const { return *warm_; }
   // u for the field x (P, *shape), without the observation.
   fk::Tensor solve(const fk::Tensor& x) const;
 
  private:
+  struct Tables {
+    fk::Tensor rhs, observe, kappa;
+  };
   void prepare();
+  Tables tables(fk::Device device, fk::DType dtype) const;
   Domain domain_;
   GridFunction rhs_fn_, observe_fn_, kappa_fn_;
   EllipticOperatorOptions options_;
   elliptic::EllipticGrid grid_;
   fk::Tensor rhs_, observe_, kappa_;  // f64 at this resolution
   std::shared_ptr<elliptic::WarmStart> warm_;
+  std::shared_ptr<TableCache<Tables>> tables_;
 };
 
 }  // namespace nefi

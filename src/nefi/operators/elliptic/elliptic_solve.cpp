@@ -1,5 +1,6 @@
 #include "nefi/operators/elliptic/elliptic_solve.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "nefi/operators/elliptic/elliptic_banded.h"
+#include "nefi/operators/elliptic/elliptic_device.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi::elliptic {
@@ -18,13 +20,7 @@ namespace {
 
 constexpr const char* kWhere = "nefi::elliptic::solve_elliptic";
 
-// How the operands of one call line up: ns systems of numel cells each.
-struct Layout {
-  int64_t ns = 1, numel = 1;
-  bool sigma_batched = false, kappa_batched = false;
-  bool project = false;
-  fk::DType dtype = fk::DType::F64;
-};
+using Layout = SolveLayout;
 
 bool ends_with_grid(const fk::Tensor& t, const fk::Dims& grid) {
   if (t.dim() < grid.size()) return false;
@@ -43,8 +39,10 @@ bool batched_like(const fk::Tensor& t, const fk::Tensor& b, const fk::Dims& grid
   return true;
 }
 
-Layout layout_of(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
-                 const EllipticGrid& g, Nullspace ns) {
+}  // namespace
+
+SolveLayout solve_layout(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
+                         const EllipticGrid& g, Nullspace ns) {
   g.validate();
   FK_CHECK(rhs.defined() && sigma.defined(), kWhere, "a conductivity and a right-hand side",
            "an undefined tensor");
@@ -56,8 +54,9 @@ Layout layout_of(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tenso
            kWhere, "b and κ of the conductivity's dtype " + std::string(fk::name(sigma.dtype())),
            std::string(fk::name(rhs.dtype())) +
                (kappa.defined() ? std::string(" and ") + fk::name(kappa.dtype()) : ""));
-  FK_CHECK(rhs.device() == fk::kCPU && sigma.device() == fk::kCPU, kWhere, "CPU tensors",
-           "a tensor on another device");
+  FK_CHECK(rhs.device() == sigma.device() && (!kappa.defined() || kappa.device() == sigma.device()),
+           kWhere, "b and κ on the conductivity's device " + sigma.device().str(),
+           rhs.device().str() + (kappa.defined() ? " and " + kappa.device().str() : ""));
   Layout L;
   L.numel = g.numel();
   L.ns = rhs.numel() / L.numel;
@@ -68,6 +67,8 @@ Layout layout_of(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tenso
               (ns == Nullspace::kAuto && !g.has_dirichlet() && !kappa.defined());
   return L;
 }
+
+namespace {
 
 fk::Tensor host(const fk::Tensor& t) {
   fk::autograd::NoGradGuard ng;
@@ -298,10 +299,37 @@ LinearSolver parse_linear_solver(const std::string& s) {
   throw fk::Error("elliptic linear solver", "cg | banded", "'" + s + "'");
 }
 
+std::string device_refusal(const SolveOptions& opt) {
+  if (opt.solver == LinearSolver::kBanded)
+    return "linear_solver banded runs on host vectors (the device needs linear_solver cg)";
+  if (opt.cg.precond == Preconditioner::kMultigrid)
+    return "precond multigrid runs on host vectors (the device needs precond jacobi)";
+  if (opt.grad_mode == GradMode::kUnrolled)
+    return "grad_mode unrolled differentiates host CG steps (the device needs grad_mode ift or "
+           "none)";
+  return "";
+}
+
+CgStats device_cg_stats(const fk::Tensor& per_system) {
+  CgStats st;
+  if (!per_system.defined()) return st;
+  const std::vector<double> v = per_system.to(fk::kCPU).contiguous().to_vector<double>();
+  for (size_t s = 0; s + 4 <= v.size(); s += 4) {
+    const auto it = static_cast<int64_t>(v[s]);
+    st.max_iterations = std::max(st.max_iterations, it);
+    st.total_iterations += it;
+    st.warm_used += v[s + 1] != 0;
+    st.unconverged += v[s + 2] == 0;
+    st.worst_residual = std::max(st.worst_residual, v[s + 3]);
+  }
+  return st;
+}
+
 fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
                           const EllipticGrid& grid, const SolveOptions& opt,
                           const std::shared_ptr<WarmStart>& warm) {
-  const Layout L = layout_of(sigma, rhs, kappa, grid, opt.nullspace);
+  const Layout L = solve_layout(sigma, rhs, kappa, grid, opt.nullspace);
+  if (sigma.device().is_cuda()) return solve_elliptic_device(sigma, rhs, kappa, grid, opt, L, warm);
   const bool grad = fk::autograd::needs_grad(sigma, rhs, kappa);
   if (grad && opt.grad_mode == GradMode::kUnrolled)
     return solve_unrolled(sigma, rhs, kappa, grid, L, opt.cg);
@@ -331,7 +359,9 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
 
 fk::Tensor apply_elliptic(const fk::Tensor& sigma, const fk::Tensor& kappa, const fk::Tensor& u,
                           const EllipticGrid& grid) {
-  const Layout L = layout_of(sigma, u, kappa, grid, Nullspace::kNone);
+  const Layout L = solve_layout(sigma, u, kappa, grid, Nullspace::kNone);
+  FK_CHECK(sigma.device().is_cpu(), "nefi::elliptic::apply_elliptic", "CPU tensors",
+           sigma.device().str());
   const fk::Tensor s = host(sigma), x = host(u);
   const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
   fk::Tensor q = apply_host(grid, s, k, x, L);

@@ -5,7 +5,9 @@
 //
 // Shapes: b (*batch, *grid), every leading index its own system; σ (*grid)
 // (shared by all systems) or b's shape; κ undefined, (*grid) or b's shape.
-// One dtype, f32 or f64, CPU. u has b's shape.
+// One dtype, f32 or f64, all on the CPU or all on one CUDA device (the
+// device solve of elliptic_device.h: Jacobi-PCG with the IFT adjoint or no
+// gradient; device_refusal names a setting it refuses). u has b's shape.
 //
 // Gradient modes:
 //   ift       the implicit-function adjoint: the forward keeps no graph; the
@@ -23,6 +25,7 @@
 // Null space (pure Neumann / periodic and no κ, or `project`): b's mean is
 // removed and u has zero mean (the gauge); the gradients are those of that map.
 #include <memory>
+#include <string>
 
 #include "fk/tensor.h"
 #include "nefi/operators/elliptic/elliptic_cg.h"
@@ -50,8 +53,36 @@ struct SolveOptions {
 struct WarmStart {
   bool enabled = true;
   fk::Tensor forward, adjoint;
-  CgStats last_forward, last_adjoint;
+  CgStats last_forward, last_adjoint;  // host solves only
+  // Device solves (elliptic_device.h): the iterates kept on the device and
+  // solved in place (so a captured step replays on the same buffers; valid
+  // once a solve has written them), and each system's statistics there,
+  // (ns, 4) f64 in cuda::CgStat order, read only on request
+  // (device_cg_stats): a step never reads the device.
+  fk::Tensor device_forward, device_adjoint;
+  bool device_forward_valid = false, device_adjoint_valid = false;
+  fk::Tensor device_forward_stats, device_adjoint_stats;
 };
+
+// How the operands of one call line up: ns systems of numel cells each.
+struct SolveLayout {
+  int64_t ns = 1, numel = 1;
+  bool sigma_batched = false, kappa_batched = false;
+  bool project = false;
+  fk::DType dtype = fk::DType::F64;
+};
+
+// The layout of (σ, b, κ) on g; fk::Error on shapes, dtypes or devices that
+// do not fit (the shapes and dtypes above, one device for all).
+SolveLayout solve_layout(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
+                         const EllipticGrid& g, Nullspace ns);
+
+// Why `opt` cannot solve on a CUDA device ("" when it can): linear_solver
+// banded, precond multigrid and grad_mode unrolled run on host vectors.
+std::string device_refusal(const SolveOptions& opt);
+
+// The summary of a device solve's per-system statistics (one host read).
+CgStats device_cg_stats(const fk::Tensor& per_system);
 
 // "ift" | "unrolled" | "none", "auto" | "project" | "none" and "cg" |
 // "banded"; fk::Error otherwise.

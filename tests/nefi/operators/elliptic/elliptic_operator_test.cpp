@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -96,6 +99,33 @@ TEST(NefiEllipticOperator, BadInputsAreErrors) {
   EXPECT_EQ(op.output_shape({4, 4}), fk::Dims({2, 4, 4}));
   EXPECT_THROW(op.apply(fk::ones({4, 5}, {fk::DType::F64})), fk::Error);
   EXPECT_THROW(op.apply(fk::zeros({4, 4}, {fk::DType::F64})), fk::Error);  // σ = 0
+}
+
+// The device path's refusal names the setting that keeps the operator on the
+// host (and only then is the step not graph-capturable).
+TEST(NefiEllipticOperator, DeviceRefusalNamesTheSetting) {
+  const nefi::Domain dom({6, 5}, {1.0, 1.0});
+  auto reason = [&](const std::function<void(nefi::elliptic::SolveOptions&)>& set) {
+    nefi::EllipticOperatorOptions o;
+    set(o.solve);
+    const nefi::EllipticOperator op(dom, sources(), first_row(), o);
+    EXPECT_EQ(op.graph_capturable(), op.host_only_reason().empty());
+    return op.host_only_reason();
+  };
+  EXPECT_EQ(reason([](auto&) {}), "");
+  EXPECT_EQ(reason([](auto& s) { s.grad_mode = nefi::elliptic::GradMode::kNone; }), "");
+  EXPECT_NE(reason([](auto& s) {
+              s.solver = nefi::elliptic::LinearSolver::kBanded;
+            }).find("linear_solver banded"),
+            std::string::npos);
+  EXPECT_NE(reason([](auto& s) {
+              s.cg.precond = nefi::elliptic::Preconditioner::kMultigrid;
+            }).find("precond multigrid"),
+            std::string::npos);
+  EXPECT_NE(reason([](auto& s) {
+              s.grad_mode = nefi::elliptic::GradMode::kUnrolled;
+            }).find("grad_mode unrolled"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -190,6 +191,20 @@ TEST(NefiEllipticSolve, BadShapesAndOptionsAreErrors) {
   EXPECT_THROW(nefi::elliptic::solve_elliptic(s, b, {}, g, bad), fk::Error);
   EXPECT_THROW(nefi::elliptic::parse_grad_mode("adjoint"), fk::Error);
   EXPECT_THROW(nefi::elliptic::parse_nullspace("pin"), fk::Error);
+}
+
+// A device solve's per-system statistics (iterations, warm used, converged,
+// residual) summarised as the host solve's CgStats.
+TEST(NefiEllipticSolve, DeviceStatisticsSummary) {
+  const fk::Tensor per_system =
+      fk::from_vector(std::vector<double>{3, 1, 1, 1e-9, 5, 0, 0, 2e-3, 0, 0, 1, 0}, {3, 4});
+  const nefi::elliptic::CgStats st = nefi::elliptic::device_cg_stats(per_system);
+  EXPECT_EQ(st.max_iterations, 5);
+  EXPECT_EQ(st.total_iterations, 8);
+  EXPECT_EQ(st.warm_used, 1);
+  EXPECT_EQ(st.unconverged, 1);
+  EXPECT_EQ(st.worst_residual, 2e-3);
+  EXPECT_EQ(nefi::elliptic::device_cg_stats(fk::Tensor()).total_iterations, 0);
 }
 
 }  // namespace
