@@ -141,9 +141,10 @@ DataflowProblem dataflow_problem(const DeviceKernelMap& map, bool by_in, int64_t
   p.inner = by_in ? cout : cin;
   p.cols = by_in ? cin : cout;
   p.element_bytes = static_cast<int64_t>(fk::itemsize(dtype));
-  p.precision = dtype != fk::DType::F32 ? ConvPrecision::Half
-                : fk::amp::allow_tf32() ? ConvPrecision::Tf32
-                                        : ConvPrecision::F32;
+  // f64 (8-byte elements) is refused by choose_conv_dataflow before any cost.
+  p.precision = dtype == fk::DType::F16 || dtype == fk::DType::BF16 ? ConvPrecision::Half
+                : dtype == fk::DType::F32 && fk::amp::allow_tf32()  ? ConvPrecision::Tf32
+                                                                    : ConvPrecision::F32;
   p.implicit_tensor_cores = implicit_uses_tensor_cores(dtype, map.device);
   const DeviceRowMasks& rm = row_masks_of(map, by_in);
   p.padded_slots = rm.eligible ? rm.slots(implicit_tile_rows(p.cols)) : -1;
