@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
 
@@ -57,14 +58,23 @@ Operands operands(const CoordinateMap& in, const CoordinateMap& out, const Kerne
 }
 
 // The call was f64 gather-GEMM with the implicit dataflow refused, and its
-// staging holds its largest group's rows of (C_in + C_out) doubles.
-void expect_f64_gather(int64_t cin, int64_t cout, const std::string& what) {
+// groups and staging are the host plan's for rows of (C_in + C_out) doubles
+// under the knobs in force.
+void expect_f64_gather(const cuda::DeviceKernelMap& m, int64_t cin, int64_t cout,
+                       const std::string& what) {
   const cuda::DeviceConvInfo info = cuda::last_device_conv_call();
   EXPECT_EQ(info.dtype, kF64) << what;
   EXPECT_EQ(info.dataflow, cuda::ConvDataflow::Gather) << what;
   ASSERT_NE(info.implicit_refused, nullptr) << what;
   EXPECT_NE(std::string(info.implicit_refused).find("f64"), std::string::npos) << what;
-  EXPECT_EQ(info.staging_bytes % ((cin + cout) * 8), 0) << what;
+  std::vector<int64_t> pairs;
+  for (int64_t k = 0; k < m.volume; ++k) pairs.push_back(m.count(k));
+  const int64_t row_bytes = (cin + cout) * 8;
+  const cuda::OffsetGroups plan =
+      cuda::plan_offset_groups(pairs, row_bytes, fk::knob("ME_FUSED_COPY").as_bool(),
+                               fk::knob("ME_FUSED_COPY_MAX_MB").as_float());
+  EXPECT_EQ(info.groups, static_cast<int64_t>(plan.groups.size())) << what;
+  EXPECT_EQ(info.staging_bytes, plan.staging_bytes(row_bytes)) << what;
 }
 
 void expect_matches_cpu(const Operands& o, const std::string& what) {
@@ -75,9 +85,9 @@ void expect_matches_cpu(const Operands& o, const std::string& what) {
   const fk::Tensor y = cuda::conv_forward(fd, wd, o.dev);
   ASSERT_EQ(y.dtype(), kF64) << what;
   expect_close(y, want, kTol, what + " forward");
-  expect_f64_gather(cin, cout, what + " forward");
+  expect_f64_gather(o.dev, cin, cout, what + " forward");
   const cuda::DeviceConvGrads got = cuda::conv_backward(gd, fd, wd, o.dev, true, true);
-  expect_f64_gather(cin, cout, what + " backward");
+  expect_f64_gather(o.dev, cin, cout, what + " backward");
   ASSERT_EQ(got.features.dtype(), kF64) << what;
   ASSERT_EQ(got.weight.dtype(), kF64) << what;
   expect_close(got.features, wg.features, kTol, what + " grad features");
