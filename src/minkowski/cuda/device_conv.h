@@ -33,7 +33,7 @@
 // always gather-GEMM. f64 always runs gather-GEMM (the implicit kernels
 // compute in f32): DeviceConvInfo::implicit_refused says so. What follows
 // describes gather-GEMM-scatter.
-// Accumulation: float atomics by default (run-to-run order varies); with
+// Accumulation: atomics (f32; f64 for f64) by default (run-to-run order varies); with
 // minkowski::set_deterministic(true) each destination row is summed by one
 // thread in offset order over the map's by_out / by_in (bitwise reproducible,
 // every dtype; the CPU's summation order, though GEMM rounding differs from
