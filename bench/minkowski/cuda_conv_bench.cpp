@@ -2,7 +2,9 @@
 // 100k-voxel indoor scene: the device kernel-map build, and the forward and
 // backward of a 3x3x3 submanifold convolution at C_in = C_out = C in
 // {32, 64, 128, 256}, in f32, TF32 (f32 with fk::amp::allow_tf32), bf16 and
-// f16 (tensor cores, f32 accumulation), fused (one gather and scatter per
+// f16 (tensor cores, f32 accumulation), and f64 (cuBLAS DGEMM, f64
+// accumulation; gather only, the implicit dataflow refuses f64; H200 FP64
+// peak 67 TFLOPS on tensor cores), fused (one gather and scatter per
 // group of offsets) against per-offset (ME_FUSED_COPY=0), and fused with
 // ME_LAZY_SYNC off and on. Each row also times, in the same run, the
 // convolution's cuBLAS GEMMs alone on staged buffers of the same shapes and
@@ -29,6 +31,7 @@
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:128/precision:2'
+//   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/precision:4'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:32/.*/implicit:1'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/lazy:0/implicit'
 #include <benchmark/benchmark.h>
@@ -132,12 +135,15 @@ void BM_DeviceKernelMapCube3(benchmark::State& state) {
 BENCHMARK(BM_DeviceKernelMapCube3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The precision columns: storage dtype, and TF32 for f32.
-enum Precision : int64_t { kFp32 = 0, kTf32 = 1, kBf16 = 2, kFp16 = 3 };
+enum Precision : int64_t { kFp32 = 0, kTf32 = 1, kBf16 = 2, kFp16 = 3, kFp64 = 4 };
 fk::DType dtype_of(int64_t p) {
-  return p == kBf16 ? fk::DType::BF16 : p == kFp16 ? fk::DType::F16 : fk::DType::F32;
+  return p == kBf16   ? fk::DType::BF16
+         : p == kFp16 ? fk::DType::F16
+         : p == kFp64 ? fk::DType::F64
+                      : fk::DType::F32;
 }
 const char* precision_name(int64_t p) {
-  static const char* names[] = {"f32", "tf32", "bf16", "f16"};
+  static const char* names[] = {"f32", "tf32", "bf16", "f16", "f64"};
   return names[p];
 }
 
@@ -217,7 +223,7 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
   return seconds;
 }
 
-// Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16); fused (1) or per-offset
+// Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16, 4 f64); fused (1) or per-offset
 // (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0);
 // ME_CONV_DATAFLOW gather (0), implicit on FMA tiles (1) or on tensor cores (2).
 void BM_DeviceConv(benchmark::State& state) {
@@ -241,16 +247,19 @@ void BM_DeviceConv(benchmark::State& state) {
   state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
   state.counters["launch_groups"] = static_cast<double>(info.groups);
   // The cost model's view of this row's product (the input gradient's onto
-  // by_in for backward rows; the weight gradient is gather's either way).
-  const minkowski::cuda::DataflowProblem problem =
-      minkowski::cuda::dataflow_problem(*s.dev, backward, c, c, dtype_of(precision));
-  const minkowski::cuda::DataflowCosts model = minkowski::cuda::dataflow_costs(problem);
-  state.counters["model_gather_s"] = benchmark::Counter(model.gather_s);
-  state.counters["model_implicit_s"] = benchmark::Counter(model.implicit_s);
-  state.counters["tile_density"] =
-      benchmark::Counter(problem.padded_slots > 0 ? static_cast<double>(s.dev->pairs()) /
-                                                        static_cast<double>(problem.padded_slots)
-                                                  : 0.0);
+  // by_in for backward rows; the weight gradient is gather's either way);
+  // none for f64, which the model does not cover (implicit refuses it).
+  if (info.implicit_refused == nullptr) {
+    const minkowski::cuda::DataflowProblem problem =
+        minkowski::cuda::dataflow_problem(*s.dev, backward, c, c, dtype_of(precision));
+    const minkowski::cuda::DataflowCosts model = minkowski::cuda::dataflow_costs(problem);
+    state.counters["model_gather_s"] = benchmark::Counter(model.gather_s);
+    state.counters["model_implicit_s"] = benchmark::Counter(model.implicit_s);
+    state.counters["tile_density"] =
+        benchmark::Counter(problem.padded_slots > 0 ? static_cast<double>(s.dev->pairs()) /
+                                                          static_cast<double>(problem.padded_slots)
+                                                    : 0.0);
+  }
   state.SetLabel(s.source + " " + precision_name(precision) + " " +
                  minkowski::cuda::name(info.dataflow) + (info.tensor_cores ? " mma" : ""));
 }
@@ -259,13 +268,15 @@ void BM_DeviceConv(benchmark::State& state) {
 // sync off and on, per-offset with it off; implicit GEMM on FMA tiles (f32,
 // bf16, f16: TF32 does not apply to them) and on tensor cores (TF32, bf16,
 // f16: FP32 has none); the backward's weight gradient is gather-GEMM's.
+// f64: gather-GEMM-scatter only, fused and per-offset (lazy sync off).
 void conv_rows(benchmark::internal::Benchmark* b) {
   for (int64_t c : {32, 64, 128, 256})
-    for (int64_t p : {kFp32, kTf32, kBf16, kFp16})
+    for (int64_t p : {kFp32, kTf32, kBf16, kFp16, kFp64})
       for (int64_t backward : {0, 1}) {
         b->Args({c, p, 1, backward, 0, 0});
-        b->Args({c, p, 1, backward, 1, 0});
+        if (p != kFp64) b->Args({c, p, 1, backward, 1, 0});
         b->Args({c, p, 0, backward, 0, 0});
+        if (p == kFp64) continue;
         if (p != kTf32) b->Args({c, p, 1, backward, 0, 1});
         if (p != kFp32) b->Args({c, p, 1, backward, 0, 2});
       }

@@ -11,7 +11,9 @@ CPU map's rows in the CPU map's order); f32 features and gradients within
 atol 1e-5 + rtol 1e-4 of the CPU's (the same sums, in another order on the
 device); bf16 autocast within 1e-2 relative plus 1e-2 of the largest
 magnitude of the f32 convolution of the bf16-rounded inputs (bf16's unit
-roundoff is 2^-8: room for a few roundings, none for a wrong pair).
+roundoff is 2^-8: room for a few roundings, none for a wrong pair). The f64
+device convolution (cuBLAS DGEMM) is gradchecked against finite differences
+on the device (features and kernel).
 """
 import pytest
 import torch
@@ -332,6 +334,38 @@ def test_bf16_autocast_convolution_keeps_f32_gradients(stride):
     assert f_cuda.grad.dtype == conv_cuda.kernel.grad.dtype == torch.float32
     bf16_close(f_cuda.grad, f_ref.grad)
     bf16_close(conv_cuda.kernel.grad, conv_ref.kernel.grad)
+
+
+def on_map(x, features):
+    """`features` on x's coordinates (a new SparseTensor of x's manager)."""
+    return ME.SparseTensor(features, coordinate_map_key=x.coordinate_map_key,
+                           coordinate_manager=x.coordinate_manager)
+
+
+@pytest.mark.parametrize("kind", ["submanifold", "stride2", "transposed", "generative"])
+def test_f64_convolution_gradcheck_on_the_device(kind):
+    """torch.autograd.gradcheck of the f64 device convolution in the features
+    and in the (first) layer's kernel. Scatters use f64 atomics, so two
+    backward passes may differ in the last bits: nondet_tol allows that."""
+    torch.manual_seed(0)
+    net = _conv_net(kind).double().to(CUDA)
+    first = net[0] if isinstance(net, torch.nn.Sequential) else net
+    c = unique_coordinates(n=80, extent=4)
+    x = ME.SparseTensor(randn(len(c), 4, seed=5).double().to(CUDA), c.to(CUDA))
+    f = x.F.detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda ff: net(on_map(x, ff)).F, (f,), nondet_tol=1e-12)
+    saved = first._parameters["kernel"]
+
+    def with_kernel(w):
+        first._parameters["kernel"] = w
+        try:
+            return net(x).F
+        finally:
+            first._parameters["kernel"] = saved
+
+    w = saved.detach().clone().requires_grad_(True)
+    assert w.is_cuda and w.dtype == torch.float64
+    assert torch.autograd.gradcheck(with_kernel, (w,), nondet_tol=1e-12)
 
 
 def test_fieldkit_and_torch_see_the_same_devices():

@@ -1,9 +1,10 @@
-// The convolution's data movement (f32, f16, bf16): gathering feature rows
-// into a staging buffer in 16-, 8- or 4-byte chunks (4, 2 or 1 floats; 8, 4
-// or 2 halves), and scatter-accumulating staged rows into f32 rows, with
-// atomics or in a fixed order over a CSR of destination rows. Staged halves
-// are widened to f32 before they are added, so a sum over offsets rounds in
-// f32, not in 16 bits.
+// The convolution's data movement (f32, f16, bf16, f64): gathering feature
+// rows into a staging buffer in 16-, 8- or 4-byte chunks (4, 2 or 1 floats;
+// 8, 4 or 2 halves; 2 or 1 doubles), and scatter-accumulating staged rows
+// into accumulator rows (f32; f64 for f64 rows), with atomics or in a fixed
+// order over a CSR of destination rows. Staged halves are widened to f32
+// before they are added, so a sum over offsets rounds in f32, not in 16 bits;
+// f64 rows are summed in f64 (an f32 sum would undo what f64 is asked for).
 #include <cstdint>
 #include <type_traits>
 
@@ -37,15 +38,19 @@ __global__ void gather_kernel(const Chunk* src, int64_t ld, const int32_t* rows,
   }
 }
 
+// The accumulator's element type for staged rows of S.
+template <typename S>
+using Acc = std::conditional_t<std::is_same_v<S, double>, double, float>;
+
 template <typename S, int V>
 __global__ void scatter_atomic_kernel(const S* staged, const int32_t* rows, int64_t n,
-                                      int64_t chunks_per_row, float* dst) {
+                                      int64_t chunks_per_row, Acc<S>* dst) {
   FK_CUDA_LOOP(i, n * chunks_per_row) {
     const int64_t p = i / chunks_per_row, c = i - p * chunks_per_row;
     const Vec<S, V> v = reinterpret_cast<const Vec<S, V>*>(staged + p * chunks_per_row * V)[c];
-    float* d = dst + rows[p] * chunks_per_row * V + c * V;
+    Acc<S>* d = dst + rows[p] * chunks_per_row * V + c * V;
 #pragma unroll
-    for (int e = 0; e < V; ++e) atomicAdd(d + e, Num<S>::load(v.v[e]));
+    for (int e = 0; e < V; ++e) atomicAdd(d + e, static_cast<Acc<S>>(Num<S>::load(v.v[e])));
   }
 }
 
@@ -53,11 +58,11 @@ __global__ void scatter_atomic_kernel(const S* staged, const int32_t* rows, int6
 template <typename S, int V>
 __global__ void scatter_ordered_kernel(const S* staged, int64_t p0, int64_t p1,
                                        const int32_t* begin, const int32_t* pair, int64_t n_rows,
-                                       int64_t chunks_per_row, float* dst) {
+                                       int64_t chunks_per_row, Acc<S>* dst) {
   FK_CUDA_LOOP(i, n_rows * chunks_per_row) {
     const int64_t r = i / chunks_per_row, c = i - r * chunks_per_row;
     const int64_t cols = chunks_per_row * V;
-    Vec<float, V> acc = reinterpret_cast<const Vec<float, V>*>(dst + r * cols)[c];
+    Vec<Acc<S>, V> acc = reinterpret_cast<const Vec<Acc<S>, V>*>(dst + r * cols)[c];
     bool any = false;
     for (int32_t q = begin[r]; q < begin[r + 1]; ++q) {
       const int64_t p = pair[q];
@@ -65,10 +70,10 @@ __global__ void scatter_ordered_kernel(const S* staged, int64_t p0, int64_t p1,
       if (p >= p1) break;  // entries ascend
       const Vec<S, V> v = reinterpret_cast<const Vec<S, V>*>(staged + (p - p0) * cols)[c];
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc.v[e] += Num<S>::load(v.v[e]);
+      for (int e = 0; e < V; ++e) acc.v[e] += static_cast<Acc<S>>(Num<S>::load(v.v[e]));
       any = true;
     }
-    if (any) reinterpret_cast<Vec<float, V>*>(dst + r * cols)[c] = acc;
+    if (any) reinterpret_cast<Vec<Acc<S>, V>*>(dst + r * cols)[c] = acc;
   }
 }
 
@@ -94,7 +99,8 @@ void with_staged_type(int dtype, const char* where, F&& f) {
   if (dtype == fk::cuda::kF32) return f(Tag<float>{});
   if (dtype == fk::cuda::kF16) return f(Tag<__half>{});
   if (dtype == fk::cuda::kBF16) return f(Tag<__nv_bfloat16>{});
-  fk::cuda::detail::unsupported(where, "f32, f16 or bf16", dtype);
+  if (dtype == fk::cuda::kF64) return f(Tag<double>{});
+  fk::cuda::detail::unsupported(where, "f32, f16, bf16 or f64", dtype);
 }
 
 // Calls f(std::integral_constant<int, V>{}) for a chunk of v elements of S
@@ -137,7 +143,7 @@ void launch_gather_rows(int dtype, const void* src, int64_t ld, const int32_t* r
 }
 
 void launch_scatter_add_atomic(int dtype, const void* staged, const int32_t* rows, int64_t n,
-                               int64_t cols, float* dst, void* stream) {
+                               int64_t cols, void* dst, void* stream) {
   const char* where = "minkowski::cuda::launch_scatter_add_atomic";
   if (n == 0 || cols == 0) return;
   with_staged_type(dtype, where, [&](auto type) {
@@ -146,7 +152,7 @@ void launch_scatter_add_atomic(int dtype, const void* staged, const int32_t* row
     with_width<S>(v, [&](auto width) {
       constexpr int V = decltype(width)::value;
       scatter_atomic_kernel<S, V><<<blocks_for(n * (cols / V)), kThreads, 0, as_stream(stream)>>>(
-          static_cast<const S*>(staged), rows, n, cols / V, dst);
+          static_cast<const S*>(staged), rows, n, cols / V, static_cast<Acc<S>*>(dst));
     });
   });
   check_launch(where);
@@ -154,19 +160,20 @@ void launch_scatter_add_atomic(int dtype, const void* staged, const int32_t* row
 
 void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64_t p1,
                                 const int32_t* begin, const int32_t* pair, int64_t n_rows,
-                                int64_t cols, float* dst, void* stream) {
+                                int64_t cols, void* dst, void* stream) {
   const char* where = "minkowski::cuda::launch_scatter_add_ordered";
   if (n_rows == 0 || cols == 0 || p1 <= p0) return;
   with_staged_type(dtype, where, [&](auto type) {
     using S = typename decltype(type)::type;
     int v = chunk_elements(sizeof(S), cols, cols, staged, staged);
-    // dst moves V floats at a time: its rows must be V floats aligned too.
-    while (v > 1 && !aligned(dst, v * 4)) v /= 2;
+    // dst moves V accumulators at a time: its rows must be V of them aligned too.
+    while (v > 1 && !aligned(dst, v * static_cast<int64_t>(sizeof(Acc<S>)))) v /= 2;
     with_width<S>(v, [&](auto width) {
       constexpr int V = decltype(width)::value;
       scatter_ordered_kernel<S, V>
           <<<blocks_for(n_rows * (cols / V)), kThreads, 0, as_stream(stream)>>>(
-              static_cast<const S*>(staged), p0, p1, begin, pair, n_rows, cols / V, dst);
+              static_cast<const S*>(staged), p0, p1, begin, pair, n_rows, cols / V,
+              static_cast<Acc<S>*>(dst));
     });
   });
   check_launch(where);

@@ -102,9 +102,15 @@ DataflowCosts dataflow_costs(const DataflowProblem& p, const DataflowMachine& m)
   return c;
 }
 
+const char* implicit_refusal(int64_t element_bytes) {
+  return element_bytes == 8 ? "f64: the implicit kernels compute in f32; gather runs cuBLAS DGEMM"
+                            : nullptr;
+}
+
 ConvDataflow choose_conv_dataflow(ConvDataflow want, const DataflowProblem& p,
                                   const DataflowMachine& m) {
-  if (want == ConvDataflow::Gather || p.padded_slots < 0) return ConvDataflow::Gather;
+  if (want == ConvDataflow::Gather || p.padded_slots < 0 || implicit_refusal(p.element_bytes))
+    return ConvDataflow::Gather;
   if (want == ConvDataflow::Implicit) return ConvDataflow::Implicit;
   const DataflowCosts c = dataflow_costs(p, m);
   return c.implicit_s < c.gather_s ? ConvDataflow::Implicit : ConvDataflow::Gather;

@@ -68,8 +68,14 @@ struct DataflowCosts {
 DataflowCosts dataflow_costs(const DataflowProblem& p,
                              const DataflowMachine& m = default_dataflow_machine());
 
-// Gather or Implicit: `want` when forced (Implicit only where eligible),
-// else the lower cost (gather on a tie).
+// Why a product with elements of element_bytes bytes cannot take the
+// implicit dataflow, or nullptr: 8-byte (f64) elements, which the implicit
+// kernels (f32, f16, bf16; f32 staging and accumulation) would compute in
+// f32; f64 products run gather-GEMM-scatter on cuBLAS DGEMM instead.
+const char* implicit_refusal(int64_t element_bytes);
+
+// Gather or Implicit: `want` when forced (Implicit only where eligible and
+// not refused), else the lower cost (gather on a tie).
 ConvDataflow choose_conv_dataflow(ConvDataflow want, const DataflowProblem& p,
                                   const DataflowMachine& m = default_dataflow_machine());
 

@@ -15,6 +15,7 @@
 #include "fk/factory.h"
 #include "fk/knobs.h"
 #include "fk/profile.h"
+#include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/implicit_conv.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/conv.h"
@@ -27,22 +28,6 @@ thread_local DeviceConvInfo tl_info;
 
 int dtype_code(fk::DType t) {
   return static_cast<int>(t);
-}
-
-// Dtypes first (they need no device): features f32, f16 or bf16, and the
-// weight and grad_out (when defined) in the features' dtype.
-void check_dtypes(const char* where, const fk::Tensor& f, const fk::Tensor& w,
-                  const fk::Tensor* g) {
-  FK_CHECK(f.defined(), where, "defined features", "an undefined tensor");
-  const fk::DType t = f.dtype();
-  FK_CHECK(t == fk::DType::F32 || t == fk::DType::F16 || t == fk::DType::BF16, where,
-           "features of dtype f32, f16 or bf16", fk::name(t));
-  FK_CHECK(w.defined(), where, "a weight", "an undefined tensor");
-  FK_CHECK(w.dtype() == t, where, std::string("a weight of the features' dtype ") + fk::name(t),
-           fk::name(w.dtype()));
-  if (g == nullptr || !g->defined()) return;
-  FK_CHECK(g->dtype() == t, where, std::string("a grad_out of the features' dtype ") + fk::name(t),
-           fk::name(g->dtype()));
 }
 
 void check_operand(const fk::Tensor& t, const DeviceKernelMap& m, const char* where,
@@ -71,11 +56,15 @@ void check_weight(const fk::Tensor& w, const DeviceKernelMap& m, const char* whe
 // The dataflow of a product onto the rows of by_in (the input gradient) or
 // by_out (the forward), as ME_CONV_DATAFLOW and conv_dataflow.h's rule say.
 // Zero channels and maps without pairs stay on gather (its zeros need no
-// launch, nor the map's row indices, which a hand-made empty map lacks).
+// launch, nor the map's row indices, which a hand-made empty map lacks); so
+// does a dtype the implicit kernels refuse (f64), before the row masks are
+// made, with the reason in *refusal.
 ConvDataflow dataflow_for(const DeviceKernelMap& m, bool by_in, int64_t cin, int64_t cout,
-                          fk::DType dtype) {
+                          fk::DType dtype, const char** refusal) {
   const ConvDataflow want = conv_dataflow_knob();
-  if (want == ConvDataflow::Gather || cin == 0 || cout == 0 || m.pairs() == 0)
+  *refusal = implicit_refusal(static_cast<int64_t>(fk::itemsize(dtype)));
+  if (want == ConvDataflow::Gather || *refusal != nullptr || cin == 0 || cout == 0 ||
+      m.pairs() == 0)
     return ConvDataflow::Gather;
   return choose_conv_dataflow(want, dataflow_problem(m, by_in, cin, cout, dtype));
 }
@@ -89,34 +78,8 @@ void note_implicit(fk::DType t, int device) {
              0,
              0,
              ConvDataflow::Implicit,
-             implicit_uses_tensor_cores(t, device)};
-}
-
-// Offsets [first, last) of each group.
-struct Group {
-  int64_t first, last;
-};
-
-// Groups of whole offsets under the staging cap (one offset per group when
-// ME_FUSED_COPY=0). The knobs are the CPU convolution's (conv_kernel.cpp).
-std::vector<Group> plan_groups(const DeviceKernelMap& m, int64_t row_bytes, bool fused,
-                               int64_t* max_rows) {
-  double mb = fk::knob("ME_FUSED_COPY_MAX_MB").as_float();
-  if (mb == 0) mb = 2048;
-  int64_t largest = 0;
-  for (int64_t k = 0; k < m.volume; ++k) largest = std::max(largest, m.count(k));
-  const int64_t cap =
-      std::max(largest, static_cast<int64_t>(mb * 1048576.0 / static_cast<double>(row_bytes)));
-  std::vector<Group> groups;
-  *max_rows = 0;
-  for (int64_t k = 0; k < m.volume;) {
-    int64_t last = k + 1, rows = m.count(k);
-    while (fused && last < m.volume && rows + m.count(last) <= cap) rows += m.count(last++);
-    if (rows > 0) groups.push_back({k, last});
-    *max_rows = std::max(*max_rows, rows);
-    k = last;
-  }
-  return groups;
+             implicit_uses_tensor_cores(t, device),
+             nullptr};
 }
 
 // The state of one call: dtype, groups, staging, stream.
@@ -125,12 +88,12 @@ struct Call {
   fk::DType dtype;
   int code;
   int64_t esize, cin, cout;
-  std::vector<Group> groups;
+  std::vector<OffsetGroup> groups;
   fk::Tensor staged_in, staged_out;  // in dtype
   void* stream;
   bool deterministic, tf32;
 
-  Call(const DeviceKernelMap& map, fk::DType t, int64_t ci, int64_t co)
+  Call(const DeviceKernelMap& map, fk::DType t, int64_t ci, int64_t co, const char* refusal)
       : m(map),
         dtype(t),
         code(dtype_code(t)),
@@ -140,11 +103,19 @@ struct Call {
         stream(fk::cuda::current_stream(map.device)),
         deterministic(minkowski::is_deterministic()),
         tf32(t == fk::DType::F32 && fk::amp::allow_tf32()) {
+    // The knobs are the CPU convolution's (conv_kernel.cpp).
     const bool fused = fk::knob("ME_FUSED_COPY").as_bool();
     int64_t rows = 0;
     // Zero channels: nothing to multiply (the results stay the zeros they start
     // as); cuBLAS would reject the zero leading dimensions and the cap divide by 0.
-    if (cin > 0 && cout > 0) groups = plan_groups(m, (cin + cout) * esize, fused, &rows);
+    if (cin > 0 && cout > 0) {
+      std::vector<int64_t> pairs(static_cast<size_t>(m.volume));
+      for (int64_t k = 0; k < m.volume; ++k) pairs[static_cast<size_t>(k)] = m.count(k);
+      OffsetGroups planned = plan_offset_groups(pairs, (cin + cout) * esize, fused,
+                                                fk::knob("ME_FUSED_COPY_MAX_MB").as_float());
+      groups = std::move(planned.groups);
+      rows = planned.max_rows;
+    }
     const fk::TensorOptions o{dtype, fk::cuda_device(m.device)};
     staged_in = fk::empty({rows, cin}, o);
     staged_out = fk::empty({rows, cout}, o);
@@ -155,7 +126,8 @@ struct Call {
                rows * (cin + cout) * esize,
                0,
                ConvDataflow::Gather,
-               false};
+               false,
+               refusal};
   }
   int64_t begin(int64_t k) const { return m.offset_begin[k]; }
   // Offset k's first staged row in a group starting at pair p0.
@@ -168,7 +140,8 @@ struct Call {
   char* offset_matrix(const fk::Tensor& w, int64_t k) const {
     return static_cast<char*>(w.data_ptr()) + k * cin * cout * esize;
   }
-  // C = op(A) op(B): 16-bit operands and C with f32 accumulation (fk::cuda::gemm).
+  // C = op(A) op(B): 16-bit operands and C with f32 accumulation, f32 (or
+  // TF32), or f64 (DGEMM) (fk::cuda::gemm).
   void gemm(bool ta, bool tb, int64_t rows_m, int64_t cols_n, int64_t inner, const void* a,
             int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
     fk::cuda::gemm(m.device, code, ta, tb, rows_m, cols_n, inner, 1.0, a, lda, b, ldb, 0.0, c, ldc,
@@ -189,18 +162,21 @@ struct Call {
     fk::profile::count_launch();
     if (deterministic)
       launch_scatter_add_ordered(code, staged.data_ptr(), p0, p1, idx.begin.data<int32_t>(),
-                                 idx.pair.data<int32_t>(), n_rows, cols, acc.data<float>(), stream);
+                                 idx.pair.data<int32_t>(), n_rows, cols, acc.data_ptr(), stream);
     else
       launch_scatter_add_atomic(code, staged.data_ptr(), rows.data<int32_t>() + p0, p1 - p0, cols,
-                                acc.data<float>(), stream);
+                                acc.data_ptr(), stream);
   }
-  // The f32 rows every offset's scatter adds into, and the result in dtype
-  // (converted once, after the last offset).
+  // The rows every offset's scatter adds into (f32; f64 for f64), and the
+  // result in dtype (16 bits: converted once, after the last offset).
+  fk::DType accumulator_dtype() const {
+    return dtype == fk::DType::F64 ? fk::DType::F64 : fk::DType::F32;
+  }
   fk::Tensor accumulator(int64_t rows, int64_t cols) const {
-    return fk::zeros({rows, cols}, {fk::DType::F32, fk::cuda_device(m.device)});
+    return fk::zeros({rows, cols}, {accumulator_dtype(), fk::cuda_device(m.device)});
   }
   fk::Tensor result(const fk::Tensor& acc) const {
-    return dtype == fk::DType::F32 ? acc : acc.to(dtype);
+    return dtype == accumulator_dtype() ? acc : acc.to(dtype);
   }
 };
 
@@ -209,21 +185,22 @@ struct Call {
 fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
                         const DeviceKernelMap& map) {
   const char* where = "minkowski::cuda::conv_forward";
-  check_dtypes(where, features, weight, nullptr);
+  check_conv_dtypes(where, features, weight, nullptr);
   check_operand(features, map, where, "features", map.in_size, -1);
   const int64_t cin = features.size(1);
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   fk::cuda::detail::DeviceGuard guard(map.device);
-  if (dataflow_for(map, false, cin, cout, features.dtype()) == ConvDataflow::Implicit) {
+  const char* refusal = nullptr;
+  if (dataflow_for(map, false, cin, cout, features.dtype(), &refusal) == ConvDataflow::Implicit) {
     fk::Tensor r = implicit_conv(features, weight, map, false);
     note_implicit(features.dtype(), map.device);
     fk::cuda::after_op(map.device);
     return r;
   }
-  Call call(map, features.dtype(), cin, cout);
+  Call call(map, features.dtype(), cin, cout, refusal);
   const fk::Tensor out = call.accumulator(map.out_size, cout);
-  for (const Group& g : call.groups) {
+  for (const OffsetGroup& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
     for (int64_t k = g.first; k < g.last; ++k)
@@ -241,7 +218,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
                               const fk::Tensor& weight, const DeviceKernelMap& map,
                               bool need_features, bool need_weight) {
   const char* where = "minkowski::cuda::conv_backward";
-  check_dtypes(where, features, weight, &grad_out);
+  check_conv_dtypes(where, features, weight, &grad_out);
   check_operand(features, map, where, "features", map.in_size, -1);
   const int64_t cin = features.size(1);
   check_weight(weight, map, where, cin);
@@ -251,8 +228,9 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   DeviceConvGrads r;
   // The input gradient on the implicit dataflow; the weight gradient is
   // always gather-GEMM's.
+  const char* refusal = implicit_refusal(static_cast<int64_t>(fk::itemsize(features.dtype())));
   if (need_features &&
-      dataflow_for(map, true, cin, cout, features.dtype()) == ConvDataflow::Implicit) {
+      dataflow_for(map, true, cin, cout, features.dtype(), &refusal) == ConvDataflow::Implicit) {
     r.features = implicit_conv(grad_out, weight, map, true);
     need_features = false;
     note_implicit(features.dtype(), map.device);
@@ -262,7 +240,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
     }
   }
   const bool implicit_features = r.features.defined();
-  Call call(map, features.dtype(), cin, cout);
+  Call call(map, features.dtype(), cin, cout, refusal);
   if (implicit_features) {
     tl_info.dataflow = ConvDataflow::Implicit;
     tl_info.tensor_cores = implicit_uses_tensor_cores(call.dtype, map.device);
@@ -272,7 +250,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   // one rounding to dtype), written in place.
   if (need_weight)
     r.weight = fk::zeros({map.volume, cin, cout}, {call.dtype, fk::cuda_device(map.device)});
-  for (const Group& g : call.groups) {
+  for (const OffsetGroup& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(grad_out, map.out_rows, p0, p1, cout, call.staged_out);
     if (need_weight) {

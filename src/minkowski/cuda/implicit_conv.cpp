@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "fk/amp.h"
@@ -86,6 +87,11 @@ const DeviceRowMasks& row_masks_of(const DeviceKernelMap& map, bool by_in) {
 
 fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
                          const DeviceKernelMap& map, bool transposed) {
+  // Before any device work: f64 is refused with its reason (conv_dataflow.h).
+  const char* refused = implicit_refusal(static_cast<int64_t>(fk::itemsize(src.dtype())));
+  FK_CHECK(refused == nullptr, "minkowski::cuda::implicit_conv",
+           "operands of dtype f32, f16 or bf16",
+           std::string(fk::name(src.dtype())) + " (" + refused + ")");
   const DeviceRowMasks& rm = row_masks_of(map, transposed);
   FK_CHECK(rm.eligible, "minkowski::cuda::implicit_conv",
            "a map with volume <= 64 and at most one pair per (row, offset)",
@@ -141,9 +147,10 @@ DataflowProblem dataflow_problem(const DeviceKernelMap& map, bool by_in, int64_t
   p.inner = by_in ? cout : cin;
   p.cols = by_in ? cin : cout;
   p.element_bytes = static_cast<int64_t>(fk::itemsize(dtype));
-  p.precision = dtype != fk::DType::F32 ? ConvPrecision::Half
-                : fk::amp::allow_tf32() ? ConvPrecision::Tf32
-                                        : ConvPrecision::F32;
+  // f64 (8-byte elements) is refused by choose_conv_dataflow before any cost.
+  p.precision = dtype == fk::DType::F16 || dtype == fk::DType::BF16 ? ConvPrecision::Half
+                : dtype == fk::DType::F32 && fk::amp::allow_tf32()  ? ConvPrecision::Tf32
+                                                                    : ConvPrecision::F32;
   p.implicit_tensor_cores = implicit_uses_tensor_cores(dtype, map.device);
   const DeviceRowMasks& rm = row_masks_of(map, by_in);
   p.padded_slots = rm.eligible ? rm.slots(implicit_tile_rows(p.cols)) : -1;

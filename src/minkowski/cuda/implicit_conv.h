@@ -72,7 +72,8 @@ const DeviceRowMasks& row_masks_of(const DeviceKernelMap& map, bool by_in);
 // false: src = features N_in x C_in, result N_out x C_out) or the input
 // gradient (true: src = grad_out N_out x C_out, result N_in x C_in), weight
 // K x C_in x C_out; result in src's dtype. Operands checked by the caller
-// (device_conv.cpp); the masks must be eligible.
+// (device_conv.cpp); the masks must be eligible. f64 operands: fk::Error
+// with implicit_refusal's reason, before any device work.
 fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
                          const DeviceKernelMap& map, bool transposed);
 

@@ -122,24 +122,25 @@ void exclusive_sum_i32(const int32_t* in, int32_t* out, int64_t n, void* stream)
 // These allocate their scratch stream-ordered (cudaMallocAsync) and free it
 // before returning.
 
-// --- convolution (conv.cu; f32, f16, bf16) ---------------------------------
-// dtype: fk::cuda's DTypeCode of the rows (kF32, kF16 or kBF16).
+// --- convolution (conv.cu; f32, f16, bf16, f64) ----------------------------
+// dtype: fk::cuda's DTypeCode of the rows (kF32, kF16, kBF16 or kF64). The
+// scatters' dst is the accumulator: f32 rows, f64 rows for kF64.
 
 // staged[p, :] = src[rows[p], :] for p < n (rows of `cols` elements, src row
 // stride ld); 16-, 8- or 4-byte chunks as the row width and pointers allow.
 void launch_gather_rows(int dtype, const void* src, int64_t ld, const int32_t* rows, int64_t n,
                         int64_t cols, void* staged, void* stream);
-// dst[rows[p], :] += staged[p, :] (staged in dtype, widened; dst f32) with
-// float atomics (the order of the adds to one row varies run to run).
+// dst[rows[p], :] += staged[p, :] (staged in dtype, widened; dst the
+// accumulator) with atomics (the order of the adds to one row varies run to run).
 void launch_scatter_add_atomic(int dtype, const void* staged, const int32_t* rows, int64_t n,
-                               int64_t cols, float* dst, void* stream);
+                               int64_t cols, void* dst, void* stream);
 // The same in a fixed order: for each destination row r < n_rows, its
 // entries e in [begin[r], begin[r + 1]) name staged rows pair[e] (ascending);
 // those in [p0, p1) are added as staged[pair[e] - p0] in that order. One
 // thread per (row, chunk of channels): bitwise reproducible.
 void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64_t p1,
                                 const int32_t* begin, const int32_t* pair, int64_t n_rows,
-                                int64_t cols, float* dst, void* stream);
+                                int64_t cols, void* dst, void* stream);
 
 // --- implicit-GEMM convolution (implicit_conv.cu; f32, f16, bf16) ----------
 

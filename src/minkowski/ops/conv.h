@@ -56,8 +56,9 @@ SparseTensor channelwise_convolution(const SparseTensor& x, const fk::Tensor& we
 
 // The differentiable core on a kernel map (features N_in x C_in -> N_out x C_out).
 // Features on a CUDA device run the device convolution (conv_device.h; f32,
-// f16 or bf16) or the device channelwise one (conv_channelwise_device.h; f32,
-// f64), the map staying on the host with a cached device copy.
+// f16, bf16 or f64) or the device channelwise one
+// (conv_channelwise_device.h; f32, f64), the map staying on the host with a
+// cached device copy.
 fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
                              std::shared_ptr<const KernelMap> map, bool channelwise = false);
 

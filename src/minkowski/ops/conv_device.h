@@ -8,12 +8,13 @@
 // A host-built map is uploaded once per device and kept with it (KernelMap::device_copy),
 // so a network's layers that share a map share one device copy, as they share
 // the host map. The dataflow is minkowski/cuda/device_conv.h's: fused gather
-// -> cuBLAS -> scatter, in f32 (TF32 under fk::amp::allow_tf32()) or in
-// f16/bf16 on tensor cores with f32 accumulation, results in the features'
-// dtype as on the CPU. Under autocast the nn layers cast f32 operands to 16
-// bits once before they get here, whatever the device (nn/autocast.h). A
-// (C_in, C_out) weight of a 1x1 convolution is taken as (1, C_in, C_out) and
-// its gradient given back in the weight's own shape.
+// -> cuBLAS -> scatter, in f32 (TF32 under fk::amp::allow_tf32()), in
+// f16/bf16 on tensor cores with f32 accumulation, or in f64 (DGEMM, f64
+// accumulation: gradchecks), results in the features' dtype as on the CPU.
+// Under autocast the nn layers cast f32 operands to 16 bits once before they
+// get here, whatever the device (nn/autocast.h). A (C_in, C_out) weight of a
+// 1x1 convolution is taken as (1, C_in, C_out) and its gradient given back
+// in the weight's own shape.
 //
 // CUDA builds implement these in minkowski/cuda/conv_dispatch.cpp; CPU-only
 // builds in conv_device_stub.cpp, as an fk::Error that says so.

@@ -1,4 +1,5 @@
-// The dataflow cost model (conv_dataflow.h), on the host (no device): the
+// The dataflow cost model (conv_dataflow.h), on the host (no device; these
+// run in minkowski_tests, in every build): the
 // padded slot count against hand counts, the two costs against the formulas
 // written out for one small problem, and auto's choice on constructed maps:
 // a dense block (a real CPU kernel map), rows with random offset masks at
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "minkowski/coords/coordinate_map.h"
@@ -83,6 +85,26 @@ TEST(MinkowskiCudaConvDataflow, ForcedChoicesAndEligibility) {
   EXPECT_EQ(cuda::choose_conv_dataflow(ConvDataflow::Implicit, p), ConvDataflow::Gather);
   EXPECT_EQ(cuda::choose_conv_dataflow(ConvDataflow::Auto, p), ConvDataflow::Gather);
   EXPECT_TRUE(std::isinf(cuda::dataflow_costs(p).implicit_s));
+}
+
+// f64 products never take the implicit kernels (they compute in f32), forced
+// or not, and the refusal names the dtype; 4- and 2-byte products are open.
+TEST(MinkowskiCudaConvDataflow, F64IsRefusedWithItsReason) {
+  DataflowProblem p;
+  p.rows = 10;
+  p.pairs_per_offset = {10};
+  p.inner = p.cols = 8;
+  p.padded_slots = 128;
+  p.element_bytes = 8;
+  EXPECT_EQ(cuda::choose_conv_dataflow(ConvDataflow::Implicit, p), ConvDataflow::Gather);
+  EXPECT_EQ(cuda::choose_conv_dataflow(ConvDataflow::Auto, p), ConvDataflow::Gather);
+  const char* why = cuda::implicit_refusal(8);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("f64"), std::string::npos) << why;
+  EXPECT_EQ(cuda::implicit_refusal(4), nullptr);
+  EXPECT_EQ(cuda::implicit_refusal(2), nullptr);
+  p.element_bytes = 4;
+  EXPECT_EQ(cuda::choose_conv_dataflow(ConvDataflow::Implicit, p), ConvDataflow::Implicit);
 }
 
 // The problem of rows with these masks (volume offsets), channels c -> c.

@@ -298,5 +298,24 @@ TEST(MinkowskiCudaConvDataflowKnob, Parses) {
   EXPECT_THROW(cuda::conv_dataflow_knob(), fk::Error);
 }
 
+// f64 operands are refused by name and reason before any device work (the
+// device convolution never sends them: it runs gather for f64).
+TEST(MinkowskiCudaConvImplicitErrors, F64IsRefusedWithItsReason) {
+  cuda::DeviceKernelMap m;
+  m.volume = 27;
+  m.in_size = m.out_size = 4;
+  m.offset_begin.assign(28, 0);
+  const fk::Tensor f = fk::zeros({4, 3}, {fk::DType::F64}),
+                   w = fk::zeros({27, 3, 5}, {fk::DType::F64});
+  try {
+    cuda::implicit_conv(f, w, m, false);
+    ADD_FAILURE() << "no error for f64";
+  } catch (const fk::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("operands of dtype f32, f16 or bf16"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("f64 (f64: the implicit kernels compute in f32"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace
 }  // namespace minkowski

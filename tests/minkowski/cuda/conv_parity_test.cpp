@@ -154,7 +154,9 @@ TEST(MinkowskiCudaConvErrors, NameWhatWasExpected) {
   const fk::Tensor f = fk::zeros({4, 3});
   const fk::Tensor w = fk::zeros({27, 3, 5});
   EXPECT_NE(error_of([&] { cuda::conv_forward(f, w, m); }).find("on cuda:0"), std::string::npos);
-  EXPECT_NE(error_of([&] { cuda::conv_forward(f.to(fk::DType::F64), w, m); }).find("f32"),
+  EXPECT_NE(error_of([&] {
+              cuda::conv_forward(f.to(fk::DType::F64), w, m);
+            }).find("a weight of the features' dtype f64"),
             std::string::npos);
   EXPECT_NE(
       error_of([&] { cuda::conv_backward(fk::Tensor(), f, w, m, true, true); }).find("on cuda:0"),

@@ -6,12 +6,12 @@
 //     device: loss, every gradient and every updated weight within a
 //     tolerance derived from the CPU's own f32 rounding (how far the CPU f32
 //     step lands from the CPU f64 step on the same weights);
-//   - an f64 network of the other layers on that path (Linear, BatchNorm,
-//     ReLU, max pooling, unpooling, channel concatenation, Dropout (its mask
-//     drawn on the host from one reseeded generator for both),
+//   - an f64 network of the other layers on that path and a convolution
+//     (Linear, BatchNorm, ReLU, max pooling, a 3^3 convolution on the
+//     pooled map (cuBLAS DGEMM), unpooling, channel concatenation, Dropout
+//     (its mask drawn on the host from one reseeded generator for both),
 //     weighted cross-entropy with ignored rows, gradient clipping, Adam) to
-//     1e-10 (device convolution is f32/16-bit only, so the f64 check leaves
-//     it out);
+//     1e-10;
 //   - the optimizers' device updates bitwise equal to the host loops';
 //   - the GradScaler's finiteness check on device gradients;
 //   - a graph recorded before Module::to refusing its backward.
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "minkowski/nn/conv.h"
 #include "minkowski/nn/layers.h"
 #include "minkowski/nn/loss.h"
 #include "minkowski/nn/minkunet.h"
@@ -159,15 +160,19 @@ TEST(MinkowskiCudaTrainStep, MinkUNet18StepMatchesTheCpuWithDeviceCoordinates) {
   expect_unet_step_matches_the_cpu(true);
 }
 
-// Linear -> BN -> ReLU -> max pool (k2 s2) -> Linear -> BN -> ReLU -> unpool
-// onto the input's map -> cat with the first activation -> Dropout -> Linear.
+// Linear -> BN -> ReLU -> max pool (k2 s2) -> 3^3 convolution -> BN -> ReLU
+// -> unpool onto the input's map -> cat with the first activation -> Dropout
+// -> Linear.
 class PoolingNet : public nn::SparseModule {
  public:
   explicit PoolingNet(fk::DType t) {
     in_ = register_module("in", std::make_shared<nn::Linear>(3, 6, true, t));
     in_norm_ = register_module("in_norm", std::make_shared<nn::BatchNorm>(6, 1e-5, 0.1, t));
     pool_ = register_module("pool", std::make_shared<nn::Pooling>(PoolingMode::Max, 2, 2));
-    mid_ = register_module("mid", std::make_shared<nn::Linear>(6, 6, false, t));
+    nn::ConvOptions conv;
+    conv.in_channels = conv.out_channels = 6;
+    conv.dtype = t;
+    mid_ = register_module("mid", std::make_shared<nn::Convolution>(conv));
     mid_norm_ = register_module("mid_norm", std::make_shared<nn::BatchNorm>(6, 1e-5, 0.1, t));
     unpool_ =
         register_module("unpool", std::make_shared<nn::Pooling>(PoolingMode::Average, 2, 2, true));
@@ -182,13 +187,14 @@ class PoolingNet : public nn::SparseModule {
   }
 
  private:
-  std::shared_ptr<nn::Linear> in_, mid_, head_;
+  std::shared_ptr<nn::Linear> in_, head_;
+  std::shared_ptr<nn::Convolution> mid_;
   std::shared_ptr<nn::BatchNorm> in_norm_, mid_norm_;
   std::shared_ptr<nn::Pooling> pool_, unpool_;
   std::shared_ptr<nn::Dropout> drop_;
 };
 
-TEST(MinkowskiCudaTrainStep, F64StepOfTheOtherLayersMatchesTheCpu) {
+TEST(MinkowskiCudaTrainStep, F64StepWithAConvolutionMatchesTheCpu) {
   MK_SKIP_WITHOUT_GPU();
   const Scene s = scene(800, 3, 4, 51);
   fk::manual_seed(5);

@@ -1,0 +1,47 @@
+// The device convolution's host-side plan (conv_plan.h).
+#include "minkowski/cuda/conv_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "fk/error.h"
+
+namespace minkowski::cuda {
+
+void check_conv_dtypes(const char* where, const fk::Tensor& f, const fk::Tensor& w,
+                       const fk::Tensor* g) {
+  FK_CHECK(f.defined(), where, "defined features", "an undefined tensor");
+  const fk::DType t = f.dtype();
+  FK_CHECK(
+      t == fk::DType::F32 || t == fk::DType::F16 || t == fk::DType::BF16 || t == fk::DType::F64,
+      where, "features of dtype f32, f16, bf16 or f64", fk::name(t));
+  FK_CHECK(w.defined(), where, "a weight", "an undefined tensor");
+  FK_CHECK(w.dtype() == t, where, std::string("a weight of the features' dtype ") + fk::name(t),
+           fk::name(w.dtype()));
+  if (g == nullptr || !g->defined()) return;
+  FK_CHECK(g->dtype() == t, where, std::string("a grad_out of the features' dtype ") + fk::name(t),
+           fk::name(g->dtype()));
+}
+
+OffsetGroups plan_offset_groups(const std::vector<int64_t>& pairs, int64_t row_bytes, bool fused,
+                                double cap_mb) {
+  FK_CHECK(row_bytes > 0, "minkowski::cuda::plan_offset_groups", "row_bytes > 0",
+           std::to_string(row_bytes));
+  if (cap_mb == 0) cap_mb = 2048;
+  const int64_t volume = static_cast<int64_t>(pairs.size());
+  int64_t largest = 0;
+  for (int64_t n : pairs) largest = std::max(largest, n);
+  const int64_t cap =
+      std::max(largest, static_cast<int64_t>(cap_mb * 1048576.0 / static_cast<double>(row_bytes)));
+  OffsetGroups r;
+  for (int64_t k = 0; k < volume;) {
+    int64_t last = k + 1, rows = pairs[k];
+    while (fused && last < volume && rows + pairs[last] <= cap) rows += pairs[last++];
+    if (rows > 0) r.groups.push_back({k, last});
+    r.max_rows = std::max(r.max_rows, rows);
+    k = last;
+  }
+  return r;
+}
+
+}  // namespace minkowski::cuda
