@@ -116,7 +116,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"reaction_diffusion"},
-       "no"},
+       "yes"},
       {"sequential",
        "operators applied one after another",
        "autograd",
