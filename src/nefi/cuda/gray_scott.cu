@@ -10,6 +10,7 @@
 #include "fk/cuda/common.cuh"
 #include "nefi/cuda/gray_scott_cells.h"
 #include "nefi/cuda/gray_scott_kernels.h"
+#include "nefi/cuda/gray_scott_rollout.h"
 
 namespace nefi::cuda {
 namespace {
@@ -40,7 +41,60 @@ __global__ void __launch_bounds__(kGuardThreads)
   if (threadIdx.x == 0) *flag = bad ? 1 : 0;
 }
 
+// gray_scott_rollout.h's launcher inside one block: every thread takes its
+// cells of the substep, then the block waits, so the next substep reads
+// complete buffers (__syncthreads orders the block's global writes too).
+// Every thread runs the same schedule, so all reach every barrier.
+struct BlockLaunch {
+  GrayScottCoefficients k;
+  GrayScottFields f;
+  __device__ void step(const GrayScottStep& b) {
+    for (int c = threadIdx.x; c < k.n0 * k.n1; c += kFusedThreads) step_cell(k, f, b, c);
+    __syncthreads();
+  }
+  __device__ void adjoint(const GrayScottAdjoint& b) {
+    for (int c = threadIdx.x; c < k.n0 * k.n1; c += kFusedThreads) adjoint_cell(k, f, b, c);
+    __syncthreads();
+  }
+};
+
+__global__ void __launch_bounds__(kFusedThreads)
+    fused_forward_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottFusedRollout r,
+                         const double* initial, double* state0, double* state1, double* checkpoints,
+                         double* out, const int* poison) {
+  BlockLaunch launch{k, f};
+  double* const state[2] = {state0, state1};
+  gray_scott_forward(r, initial, state, checkpoints, out, poison, launch);
+}
+
+__global__ void __launch_bounds__(kFusedThreads)
+    fused_backward_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottFusedRollout r,
+                          const double* checkpoints, double* block, const double* g, double* cot0,
+                          double* cot1, GrayScottAdjoint proto) {
+  BlockLaunch launch{k, f};
+  double* const cot[2] = {cot0, cot1};
+  gray_scott_backward(r, checkpoints, block, g, cot, proto, launch);
+}
+
 }  // namespace
+
+void launch_gray_scott_fused_forward(const GrayScottCoefficients& k, const GrayScottFields& f,
+                                     const GrayScottFusedRollout& r, const double* initial,
+                                     double* state0, double* state1, double* checkpoints,
+                                     double* out, const int* poison, void* stream) {
+  fused_forward_kernel<<<1, kFusedThreads, 0, as_stream(stream)>>>(k, f, r, initial, state0, state1,
+                                                                   checkpoints, out, poison);
+  check_launch("nefi::cuda::gray_scott_fused_forward");
+}
+
+void launch_gray_scott_fused_backward(const GrayScottCoefficients& k, const GrayScottFields& f,
+                                      const GrayScottFusedRollout& r, const double* checkpoints,
+                                      double* block, const double* g, double* cot0, double* cot1,
+                                      const GrayScottAdjoint& proto, void* stream) {
+  fused_backward_kernel<<<1, kFusedThreads, 0, as_stream(stream)>>>(k, f, r, checkpoints, block, g,
+                                                                    cot0, cot1, proto);
+  check_launch("nefi::cuda::gray_scott_fused_backward");
+}
 
 void launch_gray_scott_step(const GrayScottCoefficients& k, const GrayScottFields& f,
                             const GrayScottStep& b, void* stream) {

@@ -5,8 +5,10 @@
 // Forward: one kernel per substep (both diffusions, the reaction, the
 // checkpoint copy and the observed snapshot fused). Backward: per block of
 // `every` substeps, the block recomputed from its checkpoint, then one
-// adjoint kernel per substep. Nothing moves between host and device inside
-// the stepping; the initial state is uploaded once per device and grid
+// adjoint kernel per substep. On grids of at most device_fused_cells cells
+// the whole forward, and the whole backward, is one single-block launch
+// running the same calls with a barrier between substeps. Nothing moves between host and device
+// inside the stepping; the initial state is uploaded once per device and grid
 // (ReactionDiffusionOperator::initial_state_on), which a solve's eager
 // warm-up step does before any capture. An eager apply reads the field's
 // range back before stepping (the Du check and the substep count, as the
@@ -101,6 +103,7 @@ struct GrayScottDeviceBackward : fk::autograd::Node {
   fk::Dims in_shape;
   fk::DType dtype = fk::DType::F64;
   fk::Device device;
+  bool fused = false;
   const char* name() const override { return "GrayScottDeviceBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
@@ -120,9 +123,17 @@ struct GrayScottDeviceBackward : fk::autograd::Node {
                                 : proto.grad_Du) = grad.data<double>();
     DeviceLaunch launch(k, fields_of(unknown, field.data<double>()),
                         fk::cuda::current_stream(device.index));
-    double* const cot[2] = {cot0.data<double>(), cot1.data<double>()};
-    cuda::gray_scott_backward(rollout, checkpoints.data<double>(), block.data<double>(),
-                              g.data<double>(), cot, proto, launch);
+    if (fused) {
+      cuda::launch_gray_scott_fused_backward(launch.k, launch.f, cuda::fused_rollout(rollout),
+                                             checkpoints.data<double>(), block.data<double>(),
+                                             g.data<double>(), cot0.data<double>(),
+                                             cot1.data<double>(), proto, launch.stream);
+      launch.launches = 1;
+    } else {
+      double* const cot[2] = {cot0.data<double>(), cot1.data<double>()};
+      cuda::gray_scott_backward(rollout, checkpoints.data<double>(), block.data<double>(),
+                                g.data<double>(), cot, proto, launch);
+    }
     grad.bump_version();
     fk::profile::count_launch(launch.launches);
     fk::cuda::after_op(device.index);
@@ -178,10 +189,20 @@ fk::Tensor gray_scott_device(const ReactionDiffusionOperator& op, const fk::Tens
     guards = 1;
   }
   DeviceLaunch launch(coefficients(op, sc.tau), fields_of(o.unknown, field.data<double>()), stream);
-  double* const state[2] = {state0.data<double>(), state1.data<double>()};
-  cuda::gray_scott_forward(rollout, initial.data<double>(), state,
-                           record ? checkpoints.data<double>() : nullptr, out.data<double>(),
-                           capturing ? poison.data<int32_t>() : nullptr, launch);
+  double* const ckpt = record ? checkpoints.data<double>() : nullptr;
+  const int* const flag = capturing ? poison.data<int32_t>() : nullptr;
+  const bool fused =
+      grid.size() <= o.device_fused_cells && cuda::obs_count(rollout) <= cuda::kFusedMaxObs;
+  if (fused) {
+    cuda::launch_gray_scott_fused_forward(
+        launch.k, launch.f, cuda::fused_rollout(rollout), initial.data<double>(),
+        state0.data<double>(), state1.data<double>(), ckpt, out.data<double>(), flag, stream);
+    launch.launches = 1;
+  } else {
+    double* const state[2] = {state0.data<double>(), state1.data<double>()};
+    cuda::gray_scott_forward(rollout, initial.data<double>(), state, ckpt, out.data<double>(), flag,
+                             launch);
+  }
   out.bump_version();
   fk::profile::count_launch(launch.launches + guards);
   fk::cuda::after_op(d.index);
@@ -196,6 +217,7 @@ fk::Tensor gray_scott_device(const ReactionDiffusionOperator& op, const fk::Tens
     node->in_shape = x.shape();
     node->dtype = x.dtype();
     node->device = d;
+    node->fused = fused;
     fk::autograd::record(node, {x}, y);
   }
   return y;

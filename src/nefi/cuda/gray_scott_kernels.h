@@ -3,11 +3,13 @@
 // substep of operators/reaction_diffusion/gray_scott.h and its adjoint, each
 // one kernel, one thread per cell, on device buffers of f64 (C order (n0,
 // n1); a state is (u, v) as (2, n0, n1)); raw pointers and a stream (a
-// cudaStream_t as void*), no CUDA types. Each kernel reads one buffer and
+// cudaStream_t as void*), no CUDA types. Each substep reads one buffer and
 // writes another (the caller ping-pongs), so no thread reads what another
-// writes in the same launch. What a thread computes is gray_scott_cells.h's,
-// the CPU loops' operations in their order (gray_scott.cu is built with
-// --fmad=false), so device and CPU solves agree to the bit.
+// writes in the same substep; the fused kernels run many substeps in one
+// block with a barrier between them. What a thread computes is
+// gray_scott_cells.h's, the CPU loops' operations in their order
+// (gray_scott.cu is built with --fmad=false), so device and CPU solves agree
+// to the bit.
 #include <cstdint>
 
 namespace nefi::cuda {
@@ -56,10 +58,38 @@ struct GrayScottAdjoint {
   double* grad_Du = nullptr;
 };
 
+// A whole schedule (gray_scott_rollout.h's GrayScottRollout) by value, for
+// the fused kernels: at most kFusedMaxObs observation times.
+constexpr int kFusedMaxObs = 64;
+struct GrayScottFusedRollout {
+  int64_t n = 0, total = 0, every = 1;
+  bool observe_u = true, observe_v = true;
+  int n_obs = 0;
+  int64_t obs[kFusedMaxObs] = {};
+};
+
+// Threads of the fused kernels' one block (each takes cells c, c + 512, ...).
+constexpr int kFusedThreads = 512;
+
 void launch_gray_scott_step(const GrayScottCoefficients& k, const GrayScottFields& f,
                             const GrayScottStep& b, void* stream);
 void launch_gray_scott_adjoint(const GrayScottCoefficients& k, const GrayScottFields& f,
                                const GrayScottAdjoint& b, void* stream);
+
+// The whole forward (gray_scott_forward) or the whole adjoint
+// (gray_scott_backward) of a schedule as one launch of one thread block of
+// kFusedThreads, a block-wide barrier after every substep: for grids small
+// enough that one launch per substep costs more than the substep (the
+// buffers stay in one SM's L1/L2 reach). The same bits as the per-substep
+// launches: each cell's arithmetic is the same function.
+void launch_gray_scott_fused_forward(const GrayScottCoefficients& k, const GrayScottFields& f,
+                                     const GrayScottFusedRollout& r, const double* initial,
+                                     double* state0, double* state1, double* checkpoints,
+                                     double* out, const int* poison, void* stream);
+void launch_gray_scott_fused_backward(const GrayScottCoefficients& k, const GrayScottFields& f,
+                                      const GrayScottFusedRollout& r, const double* checkpoints,
+                                      double* block, const double* g, double* cot0, double* cot1,
+                                      const GrayScottAdjoint& proto, void* stream);
 
 // One block: *flag = 1 when some x[i] (i < n) is above `hi`, not above
 // `lo_exclusive` or NaN, else 0 (the captured solve's stand-in for the

@@ -1,7 +1,8 @@
 // The Gray-Scott operator on a CUDA device against its CPU path: snapshots
 // and field gradients of the checkpointed solve for the three unknowns (F,
 // k, Du), both boundary kinds, u and/or v observed, several checkpoint
-// intervals, f64 and f32 fields, equal to the CPU's to the bit (the kernels
+// intervals, f64 and f32 fields, one launch per substep or the whole
+// rollout in one single-block launch, equal to the CPU's to the bit (the kernels
 // repeat the CPU loops' operations, unfused); the linearised dot test
 // <J dx, y> = <dx, J^T y> with both sides on the device (J dx by central
 // differences of device solves, J^T y the device adjoint); the unrolled
@@ -81,32 +82,36 @@ const char* name_of(RDUnknown u) {
   return u == RDUnknown::kF ? "F" : u == RDUnknown::kK ? "k" : "Du";
 }
 
+// Both launch plans: one single-block launch each way (this grid's 108
+// cells are under the default device_fused_cells) and one per substep (0).
 TEST(NefiGrayScottDevice, SnapshotsAndGradientEqualTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
-  for (const Case& c : kCases) {
-    const nefi::ReactionDiffusionOperator op(kDomain,
-                                             options_for(c, nefi::RDGradMode::kCheckpoint));
-    const fk::Tensor x = field_for(c, op.options(), 5);
-    fk::Generator gen(6);
-    const fk::Tensor g = fk::randn(op.output_shape(kDomain.shape()), {fk::DType::F64}, &gen);
-    for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
-      SCOPED_TRACE(std::string(name_of(c.unknown)) + " every " + std::to_string(c.every) + " " +
-                   fk::name(dt));
-      fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-      xc.set_requires_grad(true);
-      xd.set_requires_grad(true);
-      const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-      ASSERT_EQ(yd.device(), kGpu);
-      ASSERT_EQ(yd.shape(), yc.shape());
-      ASSERT_EQ(yd.dtype(), dt);
-      EXPECT_EQ(host(yd), host(yc));
-      yc.backward(g.to(dt));
-      yd.backward(g.to(dt).to(kGpu));
-      ASSERT_EQ(xd.grad().device(), kGpu);
-      ASSERT_EQ(xd.grad().dtype(), dt);
-      EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+  for (const Case& c : kCases)
+    for (int64_t fused_cells : {int64_t{4096}, int64_t{0}}) {
+      auto o = options_for(c, nefi::RDGradMode::kCheckpoint);
+      o.device_fused_cells = fused_cells;
+      const nefi::ReactionDiffusionOperator op(kDomain, o);
+      const fk::Tensor x = field_for(c, op.options(), 5);
+      fk::Generator gen(6);
+      const fk::Tensor g = fk::randn(op.output_shape(kDomain.shape()), {fk::DType::F64}, &gen);
+      for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+        SCOPED_TRACE(std::string(name_of(c.unknown)) + " every " + std::to_string(c.every) + " " +
+                     fk::name(dt) + " fused cells " + std::to_string(fused_cells));
+        fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
+        xc.set_requires_grad(true);
+        xd.set_requires_grad(true);
+        const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
+        ASSERT_EQ(yd.device(), kGpu);
+        ASSERT_EQ(yd.shape(), yc.shape());
+        ASSERT_EQ(yd.dtype(), dt);
+        EXPECT_EQ(host(yd), host(yc));
+        yc.backward(g.to(dt));
+        yd.backward(g.to(dt).to(kGpu));
+        ASSERT_EQ(xd.grad().device(), kGpu);
+        ASSERT_EQ(xd.grad().dtype(), dt);
+        EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+      }
     }
-  }
 }
 
 // The operator is nonlinear: the dot test is of its Jacobian at x,
@@ -183,11 +188,14 @@ TEST(NefiGrayScottDevice, NonPositiveDuIsAClearError) {
 
 // A neural reaction_diffusion stage on the device: the step (field, the
 // Gray-Scott solve and its adjoint, MSE, TV) captured as one CUDA graph
-// replays bitwise the eager solve.
+// replays bitwise the eager solve, with the rollouts fused into one launch
+// each and with one launch per substep.
 TEST(NefiGrayScottDevice, ReactionDiffusionStageIsCapturedAndReplaysBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
-  expect_captured_stage_replays_eager("reaction_diffusion",
-                                      {{"n", "16"}, {"obs_times", "[10, 20]"}}, "x");
+  for (const char* fused_cells : {"4096", "0"})
+    expect_captured_stage_replays_eager(
+        "reaction_diffusion",
+        {{"n", "16"}, {"obs_times", "[10, 20]"}, {"device_fused_cells", fused_cells}}, "x");
 }
 
 }  // namespace

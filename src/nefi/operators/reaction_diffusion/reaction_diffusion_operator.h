@@ -19,7 +19,8 @@
 // unknown at max(field_max, its maximum), times substep_factor (the data
 // generator runs 4x).
 // Devices: a field on a CUDA device is solved there (gray_scott_device.h):
-// with checkpoints, one fused kernel per substep each way, the checkpoints
+// with checkpoints, one fused kernel per substep each way (or, on small
+// grids, the whole forward and the whole adjoint one launch each), the checkpoints
 // and recomputed blocks in device memory, equal to the CPU's to the bit;
 // unrolled, the same fk ops on the device. An eager device apply reads the
 // field's range back once (the Du check, m); inside a CUDA graph capture it
@@ -65,6 +66,12 @@ struct ReactionDiffusionOptions {
   int64_t substep_factor = 1;
   RDGradMode grad_mode = RDGradMode::kCheckpoint;
   int64_t checkpoint_every = 0;
+  // Device, checkpointed: grids of at most this many cells run the whole
+  // forward and the whole adjoint as one single-block launch each (with at
+  // most 64 observation times), larger ones one launch per substep; 0: always
+  // per substep. The same bits either way. 4096 (64 x 64) is a guess: a
+  // substep of that many cells on one SM against a launch, not measured.
+  int64_t device_fused_cells = 4096;
 };
 
 class ReactionDiffusionOperator : public Operator {
@@ -74,6 +81,7 @@ class ReactionDiffusionOperator : public Operator {
   // positive multiples of dt, nothing observed, field_max < 0 (<= 0 for Du),
   // substep_factor or checkpoint_every out of range. apply throws on a
   // field of the wrong shape or dtype, and on a Du field that is not > 0.
+  // Also throws on device_fused_cells < 0.
   ReactionDiffusionOperator(Domain domain, ReactionDiffusionOptions options);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;

@@ -1,11 +1,12 @@
 // The Gray-Scott kernels' arithmetic (nefi/cuda/gray_scott_cells.h) and the
-// order of their launches (nefi/cuda/gray_scott_rollout.h), run on the host:
+// order of their substeps (nefi/cuda/gray_scott_rollout.h), run on the host:
 // every cell of a substep computed as a device thread computes it equals the
 // CPU step and adjoint step (gray_scott.cpp) to the bit, for the three
 // unknowns (F, k, Du fields) and both boundary kinds, with and without an
 // observed cotangent added on the fly; the whole device schedule (fused
 // checkpoint and snapshot writes, block recomputation, ping-pong cotangents)
-// run through the cells equals ReactionDiffusionOperator's CPU apply and
+// run through the cells, with the host's schedule and with the one the fused
+// kernels take by value, equals ReactionDiffusionOperator's CPU apply and
 // vector-Jacobian product to the bit, f64 and f32 fields, u and/or v
 // observed, several checkpoint intervals; and the range guard's test and the
 // NaN poisoning of a captured solve's snapshots.
@@ -183,8 +184,10 @@ struct RolloutResult {
   int64_t launches = 0;
 };
 
+// fused: the schedule as the fused kernels take it (GrayScottFusedRollout).
 RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
-                                    const std::vector<double>& x, const std::vector<double>& g) {
+                                    const std::vector<double>& x, const std::vector<double>& g,
+                                    bool fused) {
   const nefi::ReactionDiffusionOptions& o = op.options();
   double lo = x[0], hi = x[0];
   for (double v : x) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -208,8 +211,13 @@ RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
    : o.unknown == RDUnknown::kK ? launch.f.k
                                 : launch.f.Du) = x.data();
   double* const state[2] = {s0.data(), s1.data()};
-  nefi::cuda::gray_scott_forward(r, initial.data(), state, ckpt.data(), res.y.data(), nullptr,
-                                 launch);
+  const nefi::cuda::GrayScottFusedRollout packed = nefi::cuda::fused_rollout(r);
+  if (fused)
+    nefi::cuda::gray_scott_forward(packed, initial.data(), state, ckpt.data(), res.y.data(),
+                                   nullptr, launch);
+  else
+    nefi::cuda::gray_scott_forward(r, initial.data(), state, ckpt.data(), res.y.data(), nullptr,
+                                   launch);
   std::vector<double> block(r.every * 2 * n), c0(2 * n, 0.0), c1(2 * n, -1.0);
   res.grad.assign(n, 0.0);
   GrayScottAdjoint proto;
@@ -217,7 +225,11 @@ RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
    : o.unknown == RDUnknown::kK ? proto.grad_k
                                 : proto.grad_Du) = res.grad.data();
   double* const cot[2] = {c0.data(), c1.data()};
-  nefi::cuda::gray_scott_backward(r, ckpt.data(), block.data(), g.data(), cot, proto, launch);
+  if (fused)
+    nefi::cuda::gray_scott_backward(packed, ckpt.data(), block.data(), g.data(), cot, proto,
+                                    launch);
+  else
+    nefi::cuda::gray_scott_backward(r, ckpt.data(), block.data(), g.data(), cot, proto, launch);
   res.launches = launch.launches;
   return res;
 }
@@ -261,18 +273,41 @@ TEST(NefiGrayScottCells, RolloutThroughTheCellsEqualsTheCpuOperator) {
       fk::Generator gen(32);
       const fk::Tensor g = fk::randn(op.output_shape(dom.shape()), {fk::DType::F64}, &gen).to(dt);
       const std::vector<double> xv = x.to_vector<double>(), gv = g.to_vector<double>();
-      const RolloutResult cells = rollout_through_cells(op, xv, gv);
       const nefi::RDSchedule sc = op.schedule(0);
-      // One step per substep, each block's recomputation (all but its
-      // checkpointed first state), one adjoint per substep.
-      EXPECT_EQ(cells.launches, 3 * sc.total - (sc.total + sc.every - 1) / sc.every);
       // The device returns its f64 results in the field's dtype, as the CPU does.
       const auto in_dtype = [&](const std::vector<double>& v, const fk::Dims& shape) {
         return fk::from_vector(v, shape).to(dt).to_vector<double>();
       };
-      EXPECT_EQ(in_dtype(cells.y, op.output_shape(dom.shape())), op.apply(x).to_vector<double>());
-      EXPECT_EQ(in_dtype(cells.grad, dom.shape()), op.vjp(x, g).to_vector<double>());
+      const std::vector<double> y = op.apply(x).to_vector<double>(),
+                                vjp = op.vjp(x, g).to_vector<double>();
+      for (bool fused : {false, true}) {
+        SCOPED_TRACE(fused ? "fused schedule" : "host schedule");
+        const RolloutResult cells = rollout_through_cells(op, xv, gv, fused);
+        // One step per substep, each block's recomputation (all but its
+        // checkpointed first state), one adjoint per substep.
+        EXPECT_EQ(cells.launches, 3 * sc.total - (sc.total + sc.every - 1) / sc.every);
+        EXPECT_EQ(in_dtype(cells.y, op.output_shape(dom.shape())), y);
+        EXPECT_EQ(in_dtype(cells.grad, dom.shape()), vjp);
+      }
     }
+}
+
+// The fused kernels' schedule by value: every field and observation copied.
+TEST(NefiGrayScottCells, FusedScheduleCopiesTheHostOne) {
+  nefi::cuda::GrayScottRollout r;
+  r.n = 63;
+  r.total = 40;
+  r.every = 7;
+  r.obs = {4, 9, 40};
+  r.observe_u = false;
+  const nefi::cuda::GrayScottFusedRollout f = nefi::cuda::fused_rollout(r);
+  EXPECT_EQ(f.n, 63);
+  EXPECT_EQ(f.total, 40);
+  EXPECT_EQ(f.every, 7);
+  EXPECT_FALSE(f.observe_u);
+  EXPECT_TRUE(f.observe_v);
+  ASSERT_EQ(nefi::cuda::obs_count(f), 3);
+  EXPECT_EQ(std::vector<int64_t>(f.obs, f.obs + 3), r.obs);
 }
 
 // A captured solve's guard flag turns the snapshots (only) into NaN.
