@@ -117,7 +117,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"reaction_diffusion"},
-       "no"},
+       "yes"},
       {"sequential",
        "operators applied one after another",
        "autograd",

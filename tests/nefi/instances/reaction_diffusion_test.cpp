@@ -101,6 +101,7 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"obs_times", "[50, 25]"},
                                                        {"obs_times", "[2.5]"},
                                                        {"checkpoint_every", "-1"},
+                                                       {"device_fused_cells", "-1"},
                                                        {"grid_lr_mult", "0"},
                                                        {"unknown", "Dv"}};
   for (const auto& [key, value] : cases) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -9,19 +11,12 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/join.h"
 #include "fk/profile.h"
+#include "nefi/operators/reaction_diffusion/gray_scott_device.h"
 
 namespace nefi {
 namespace {
 
 using gray_scott::Grid;
-
-// One solve's time stepping: m substeps of tau per dt, S in all, and the
-// substep counts after which the state is observed.
-struct Schedule {
-  int64_t m = 1, total = 0;
-  double tau = 1;
-  std::vector<int64_t> obs;
-};
 
 // Writes the observed channels of state (u, v) as time t of the output.
 void record_state(const ReactionDiffusionOptions& o, int64_t t, int64_t n, const double* u,
@@ -52,8 +47,7 @@ gray_scott::Fields fields_of(RDUnknown unknown, const std::vector<double>& x,
 struct ReactionDiffusionBackward : fk::autograd::Node {
   ReactionDiffusionOptions options;
   Grid grid;
-  Schedule sched;
-  int64_t every = 1;
+  RDSchedule sched;
   std::vector<double> x, F;  // the unknown field, and the feed rate per cell
   // (u, v) at substeps 0, c, 2c, ... as (blocks, 2, n0, n1) f64, held in fk
   // memory so the memory statistics see it.
@@ -67,7 +61,7 @@ struct ReactionDiffusionBackward : fk::autograd::Node {
 std::vector<fk::Tensor> ReactionDiffusionBackward::apply(std::vector<fk::Tensor>&& grads) {
   fk::autograd::NoGradGuard ng;
   fk::profile::OpScope scope("gray_scott_adjoint");
-  const int64_t n = grid.size(), S = sched.total;
+  const int64_t n = grid.size(), S = sched.total, every = sched.every;
   const auto g = grads[0].to(fk::DType::F64).contiguous().to_vector<double>();
   std::vector<double> ub(n, 0.0), vb(n, 0.0), xb(n, 0.0);
   const gray_scott::Fields f = fields_of(options.unknown, x, F);
@@ -146,6 +140,11 @@ fk::Tensor diffusion_ops(const fk::Tensor& x, const fk::Tensor& D, const Grid& g
 
 }  // namespace
 
+struct ReactionDiffusionOperator::InitialStates {
+  std::mutex mu;
+  std::map<std::string, fk::Tensor> by_device;
+};
+
 ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
                                                      ReactionDiffusionOptions options)
     : domain_(std::move(domain)), options_(std::move(options)) {
@@ -166,6 +165,8 @@ ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
            "substep_factor in [1, 64]", std::to_string(options_.substep_factor));
   FK_CHECK(options_.checkpoint_every >= 0, who, "checkpoint_every >= 0 (0: sqrt)",
            std::to_string(options_.checkpoint_every));
+  FK_CHECK(options_.device_fused_cells >= 0, who, "device_fused_cells >= 0 (0: never fused)",
+           std::to_string(options_.device_fused_cells));
   FK_CHECK(!options_.obs_times.empty(), who, "at least one observation time", "none");
   int64_t last = 0;
   for (double t : options_.obs_times) {
@@ -176,6 +177,7 @@ ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
              std::to_string(t));
     obs_steps_.push_back(last = k);
   }
+  initial_states_ = std::make_shared<InitialStates>();
 }
 
 gray_scott::Grid ReactionDiffusionOperator::grid() const {
@@ -204,7 +206,46 @@ int64_t ReactionDiffusionOperator::substeps(double peak) const {
 std::shared_ptr<Operator> ReactionDiffusionOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<ReactionDiffusionOperator>(*this);
   op->domain_ = domain_.at(shape);
+  op->initial_states_ = std::make_shared<InitialStates>();
   return op;
+}
+
+RDSchedule ReactionDiffusionOperator::schedule(double peak) const {
+  RDSchedule sc;
+  sc.m = substeps(peak);
+  sc.tau = options_.dt / sc.m;
+  for (int64_t k : obs_steps_) sc.obs.push_back(k * sc.m);
+  sc.total = sc.obs.back();
+  sc.every = options_.checkpoint_every > 0
+                 ? std::min(options_.checkpoint_every, sc.total)
+                 : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(sc.total))));
+  return sc;
+}
+
+double ReactionDiffusionOperator::schedule_limit() const {
+  // substeps() is a non-decreasing step function of the peak: bisect for
+  // its first jump above field_max, down to adjacent doubles.
+  const int64_t m = substeps(options_.field_max);
+  double lo = options_.field_max, hi = std::max(2 * lo, 1.0);
+  while (substeps(hi) == m) hi *= 2;
+  while (std::nextafter(lo, hi) < hi) {
+    const double mid = lo + (hi - lo) / 2;
+    (substeps(mid) == m ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+fk::Tensor ReactionDiffusionOperator::initial_state_on(fk::Device device) const {
+  std::lock_guard<std::mutex> lock(initial_states_->mu);
+  fk::Tensor& t = initial_states_->by_device[device.str()];
+  if (!t.defined()) {
+    const Grid g = grid();
+    std::vector<double> u, v;
+    gray_scott::initial_condition(g, options_.ic_modes[0], options_.ic_modes[1], u, v);
+    u.insert(u.end(), v.begin(), v.end());
+    t = fk::from_vector(u, {2, g.n0, g.n1}, device);
+  }
+  return t;
 }
 
 fk::Dims ReactionDiffusionOperator::output_shape(const fk::Dims& shape) const {
@@ -225,6 +266,7 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64,
            "nefi::ReactionDiffusionOperator", "a real f32/f64 field", fk::name(x.dtype()));
   if (options_.grad_mode == RDGradMode::kAutograd) return apply_unrolled(x);
+  if (!x.device().is_cpu()) return gray_scott_device(*this, x);
   const bool record = fk::autograd::needs_grad(x);
   const Grid g = grid();
   const int64_t n = g.size();
@@ -234,17 +276,11 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {
   check_field(*lo);
   node->F = options_.unknown == RDUnknown::kF ? node->x : std::vector<double>(n, options_.F);
   const gray_scott::Fields f = fields_of(options_.unknown, node->x, node->F);
-  Schedule& sc = node->sched;
-  sc.m = substeps(*hi);
-  sc.tau = options_.dt / sc.m;
-  for (int64_t k : obs_steps_) sc.obs.push_back(k * sc.m);
-  sc.total = sc.obs.back();
-  node->every = options_.checkpoint_every > 0
-                    ? std::min(options_.checkpoint_every, sc.total)
-                    : static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(sc.total))));
+  node->sched = schedule(*hi);
+  const RDSchedule& sc = node->sched;
   if (record)
     node->checkpoints =
-        fk::empty({(sc.total + node->every - 1) / node->every, 2, g.n0, g.n1}, {fk::DType::F64});
+        fk::empty({(sc.total + sc.every - 1) / sc.every, 2, g.n0, g.n1}, {fk::DType::F64});
   std::vector<double> state(2 * n), out(obs_steps_.size() * channels() * n);
   std::vector<double> u, v;
   gray_scott::initial_condition(g, options_.ic_modes[0], options_.ic_modes[1], u, v);
@@ -255,9 +291,9 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {
     gray_scott::Workspace w(n);
     size_t t = 0;
     for (int64_t s = 0; s < sc.total; ++s) {
-      if (record && s % node->every == 0)
+      if (record && s % sc.every == 0)
         std::copy(state.begin(), state.end(),
-                  node->checkpoints.data<double>() + s / node->every * 2 * n);
+                  node->checkpoints.data<double>() + s / sc.every * 2 * n);
       gray_scott::step(g, options_.rates, f, sc.tau, state.data(), state.data() + n, w);
       if (s + 1 == sc.obs[t])
         record_state(options_, static_cast<int64_t>(t++), n, state.data(), state.data() + n,
@@ -293,7 +329,9 @@ fk::Tensor ReactionDiffusionOperator::apply_unrolled(const fk::Tensor& x) const 
   const double F = options_.F;
   std::vector<double> u0, v0;
   gray_scott::initial_condition(g, options_.ic_modes[0], options_.ic_modes[1], u0, v0);
-  fk::Tensor u = fk::from_vector(u0, domain_.shape()), v = fk::from_vector(v0, domain_.shape());
+  // On a device the field's: this reference runs wherever the field lives.
+  fk::Tensor u = fk::from_vector(u0, domain_.shape(), x.device()),
+             v = fk::from_vector(v0, domain_.shape(), x.device());
   std::vector<fk::Tensor> snaps;
   int64_t s = 0;
   for (int64_t k : obs_steps_) {

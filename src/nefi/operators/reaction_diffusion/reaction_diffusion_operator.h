@@ -18,8 +18,18 @@
 // The substep count m per dt follows gray_scott::stable_substeps with the
 // unknown at max(field_max, its maximum), times substep_factor (the data
 // generator runs 4x).
-// Not linear, not batchable, not graph-capturable (the step count depends on
-// the grid and on F's maximum).
+// Devices: a field on a CUDA device is solved there (gray_scott_device.h):
+// with checkpoints, one fused kernel per substep each way (or, on small
+// grids, the whole forward and the whole adjoint one launch each), the checkpoints
+// and recomputed blocks in device memory, equal to the CPU's to the bit;
+// unrolled, the same fk ops on the device. An eager device apply reads the
+// field's range back once (the Du check, m); inside a CUDA graph capture it
+// cannot, so m comes from field_max alone and a field outside (0 or -inf,
+// schedule_limit()] (or NaN) makes the snapshots NaN instead of an error. So the
+// checkpointed step is graph-capturable (a bounded head keeps the field
+// within field_max: the eager and captured schedules agree); the unrolled
+// one is not (it reads the field's maximum back and uploads the initial
+// state at every apply). Not linear, not batchable.
 #include <array>
 #include <memory>
 #include <string>
@@ -32,6 +42,15 @@
 namespace nefi {
 
 enum class RDGradMode { kCheckpoint, kAutograd };
+
+// One solve's time stepping: m substeps of tau per dt, `total` in all, the
+// substep counts after which the state is observed, and the substeps per
+// checkpoint (checkpoint_every, or ceil(sqrt(total)) for 0).
+struct RDSchedule {
+  int64_t m = 1, total = 0, every = 1;
+  double tau = 1;
+  std::vector<int64_t> obs;
+};
 enum class RDUnknown { kF, kK, kDu };
 
 struct ReactionDiffusionOptions {
@@ -47,6 +66,12 @@ struct ReactionDiffusionOptions {
   int64_t substep_factor = 1;
   RDGradMode grad_mode = RDGradMode::kCheckpoint;
   int64_t checkpoint_every = 0;
+  // Device, checkpointed: grids of at most this many cells run the whole
+  // forward and the whole adjoint as one single-block launch each (with at
+  // most 64 observation times), larger ones one launch per substep; 0: always
+  // per substep. The same bits either way. 4096 (64 x 64) is a guess: a
+  // substep of that many cells on one SM against a launch, not measured.
+  int64_t device_fused_cells = 4096;
 };
 
 class ReactionDiffusionOperator : public Operator {
@@ -56,14 +81,12 @@ class ReactionDiffusionOperator : public Operator {
   // positive multiples of dt, nothing observed, field_max < 0 (<= 0 for Du),
   // substep_factor or checkpoint_every out of range. apply throws on a
   // field of the wrong shape or dtype, and on a Du field that is not > 0.
+  // Also throws on device_fused_cells < 0.
   ReactionDiffusionOperator(Domain domain, ReactionDiffusionOptions options);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  bool graph_capturable() const override { return false; }
-  std::string host_only_reason() const override {
-    return "the explicit steps and their discrete adjoint run on host vectors";
-  }
+  bool graph_capturable() const override { return options_.grad_mode == RDGradMode::kCheckpoint; }
   std::string fidelity_tag() const override {
     return options_.substep_factor == 1
                ? "gray-scott-euler"
@@ -76,13 +99,26 @@ class ReactionDiffusionOperator : public Operator {
   // Substeps per dt for an unknown field whose maximum is `peak`.
   int64_t substeps(double peak) const;
   int64_t channels() const { return options_.observe_u + options_.observe_v; }
+  // The stepping for an unknown field whose maximum is `peak`.
+  RDSchedule schedule(double peak) const;
+  // The largest field maximum whose schedule is the field_max one (>=
+  // field_max): a captured device solve, which cannot read the maximum,
+  // steps with that schedule and flags fields above this.
+  double schedule_limit() const;
+  // Throws unless a Du field's smallest value is > 0 (other unknowns: no-op).
+  void check_field(double lowest) const;
+  // The initial state (u0, v0) as (2, n0, n1) f64 on `device`: built and
+  // uploaded on the first call per device and kept (shared by copies of the
+  // operator; at_resolution starts afresh), so a captured step uploads nothing.
+  fk::Tensor initial_state_on(fk::Device device) const;
 
  private:
+  struct InitialStates;
   fk::Tensor apply_unrolled(const fk::Tensor& x) const;
-  void check_field(double lowest) const;  // a Du field must stay > 0
   Domain domain_;
   ReactionDiffusionOptions options_;
   std::vector<int64_t> obs_steps_;  // observation times in steps of dt
+  std::shared_ptr<InitialStates> initial_states_;
 };
 
 }  // namespace nefi

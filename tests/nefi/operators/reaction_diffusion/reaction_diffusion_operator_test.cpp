@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/random.h"
@@ -170,6 +171,7 @@ TEST(NefiReactionDiffusion, BadInputsAreClearErrors) {
   bad([](auto& o) { o.observe_u = o.observe_v = false; });
   bad([](auto& o) { o.substep_factor = 0; });
   bad([](auto& o) { o.checkpoint_every = -1; });
+  bad([](auto& o) { o.device_fused_cells = -1; });
   bad([](auto& o) { o.F = -0.1; });
   bad([](auto& o) { o.unknown = nefi::RDUnknown::kDu, o.field_max = 0; });
   nefi::ReactionDiffusionOptions du;
@@ -181,6 +183,68 @@ TEST(NefiReactionDiffusion, BadInputsAreClearErrors) {
   nefi::ReactionDiffusionOperator op(dom, {});
   EXPECT_THROW(op.apply(fk::zeros({8, 7}, {fk::DType::F64})), fk::Error);
   EXPECT_THROW(op.apply(fk::zeros({8, 8}, {fk::DType::I32})), fk::Error);
+}
+
+// Both gradient modes run on a device (nothing host-only); only the
+// checkpointed one is graph-capturable (the unrolled one reads the field's
+// maximum back and uploads the initial state every apply).
+TEST(NefiReactionDiffusion, DeviceDeclarations) {
+  const nefi::Domain dom({8, 8}, {0.16, 0.16});
+  for (auto mode : {nefi::RDGradMode::kCheckpoint, nefi::RDGradMode::kAutograd}) {
+    nefi::ReactionDiffusionOptions o;
+    o.grad_mode = mode;
+    const nefi::ReactionDiffusionOperator op(dom, o);
+    EXPECT_EQ(op.host_only_reason(), "");
+    EXPECT_EQ(op.graph_capturable(), mode == nefi::RDGradMode::kCheckpoint);
+    EXPECT_EQ(nefi::device_solve_refusal(op, fk::cuda_device(0)), "");
+  }
+}
+
+// The schedule: m from max(field_max, peak), the observed substep counts,
+// checkpoints every ceil(sqrt(S)) for 0 and at most S.
+TEST(NefiReactionDiffusion, ScheduleFollowsTheFieldsBound) {
+  const nefi::Domain dom({8, 8}, {0.16, 0.16});
+  nefi::ReactionDiffusionOptions o;
+  o.obs_times = {2, 5};
+  const nefi::ReactionDiffusionOperator op(dom, o);
+  const nefi::RDSchedule at_bound = op.schedule(0);
+  EXPECT_EQ(at_bound.m, op.substeps(o.field_max));
+  EXPECT_EQ(at_bound.obs, (std::vector<int64_t>{2 * at_bound.m, 5 * at_bound.m}));
+  EXPECT_EQ(at_bound.total, 5 * at_bound.m);
+  EXPECT_DOUBLE_EQ(at_bound.tau, o.dt / at_bound.m);
+  EXPECT_EQ(at_bound.every,
+            static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(at_bound.total)))));
+  EXPECT_EQ(op.schedule(-INFINITY).m, at_bound.m);
+  EXPECT_GT(op.schedule(50.0).m, at_bound.m);  // a feed rate past the bound needs more substeps
+  // The captured solve's limit: the last peak with the field_max schedule
+  // (an f32 field rounded just above field_max keeps it).
+  const double limit = op.schedule_limit();
+  EXPECT_GE(limit, o.field_max);
+  EXPECT_EQ(op.schedule(limit).m, at_bound.m);
+  EXPECT_EQ(op.schedule(static_cast<float>(o.field_max)).m, at_bound.m);
+  EXPECT_GT(op.schedule(std::nextafter(limit, INFINITY)).m, at_bound.m);
+  o.checkpoint_every = 1000;
+  EXPECT_EQ(nefi::ReactionDiffusionOperator(dom, o).schedule(0).every, at_bound.total);
+}
+
+// The initial state is built once per device: the same buffer from a copy
+// of the operator, a new one at another resolution; its values are
+// initial_condition's.
+TEST(NefiReactionDiffusion, InitialStateIsKeptPerDevice) {
+  const nefi::Domain dom({8, 6}, {0.16, 0.12});
+  const nefi::ReactionDiffusionOperator op(dom, {});
+  const fk::Tensor a = op.initial_state_on(fk::kCPU);
+  EXPECT_EQ(a.data_ptr(), op.initial_state_on(fk::kCPU).data_ptr());
+  const nefi::ReactionDiffusionOperator copy = op;
+  EXPECT_EQ(copy.initial_state_on(fk::kCPU).data_ptr(), a.data_ptr());
+  std::vector<double> u, v;
+  nefi::gray_scott::initial_condition(op.grid(), 2, 3, u, v);
+  u.insert(u.end(), v.begin(), v.end());
+  EXPECT_EQ(a.shape(), fk::Dims({2, 8, 6}));
+  EXPECT_EQ(a.to_vector<double>(), u);
+  const auto coarse = op.at_resolution({4, 3});
+  const auto& rd = static_cast<const nefi::ReactionDiffusionOperator&>(*coarse);
+  EXPECT_EQ(rd.initial_state_on(fk::kCPU).shape(), fk::Dims({2, 4, 3}));
 }
 
 }  // namespace
