@@ -102,7 +102,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"wave_fwi"},
-       "no"},
+       "yes"},
       {"wave_initial_condition",
        "3-D photoacoustic initial-value wave to a planar array",
        "exact adjoint of the leapfrog",
