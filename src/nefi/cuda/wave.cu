@@ -10,6 +10,7 @@
 
 #include "fk/cuda/common.cuh"
 #include "nefi/cuda/wave_cells.h"
+#include "nefi/cuda/wave_initial_cells.h"
 #include "nefi/cuda/wave_kernels.h"
 
 namespace nefi::cuda {
@@ -148,7 +149,96 @@ __global__ void velocity_gradient_kernel(WaveCells<T> g, const T* c, const doubl
   }
 }
 
+template <typename T>
+__global__ void embed_kernel(WaveCells<T> g, const T* p0, T* x) {
+  FK_CUDA_LOOP(q, g.domain) {
+    x[domain_cell(g, q)] = p0[q];
+  }
+}
+
+template <typename T>
+__global__ void scaled_laplacian_kernel(WaveCells<T> g, const T* k, const T* u, T* out) {
+  FK_CUDA_LOOP(t, g.padded) {
+    scaled_laplacian_cell(g, k, u, out, t);
+  }
+}
+
+template <typename T>
+__global__ void scaled_product_kernel(const T* k, const T* u, T* ku, int64_t n) {
+  FK_CUDA_LOOP(p, n) {
+    scaled_product_cell(k, u, ku, p);
+  }
+}
+
+template <typename T>
+__global__ void initial_adjoint_end_kernel(WaveCells<T> g, const T* u, const T* ku, const T* lam0,
+                                           T* out) {
+  FK_CUDA_LOOP(q, g.domain) {
+    out[q] = initial_adjoint_cell(g, u, ku, lam0, q);
+  }
+}
+
+template <typename T>
+__global__ void sensor_samples_kernel(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                                      const double* w, int64_t half, int64_t n_t, T* out) {
+  FK_CUDA_LOOP(t, n_rec * n_t) {
+    out[t] = static_cast<T>(sensor_sample_cell(fine, n_fine, every, w, half, t / n_t, t % n_t));
+  }
+}
+
+template <typename T>
+__global__ void sensor_adjoint_kernel(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                                      int64_t every, const double* w, int64_t half, T* out) {
+  FK_CUDA_LOOP(t, n_rec * n_fine) {
+    out[t] =
+        static_cast<T>(sensor_adjoint_cell(g, n_t, n_fine, every, w, half, t / n_fine, t % n_fine));
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void launch_embed(const WaveCells<T>& g, const T* p0, T* x, void* stream) {
+  embed_kernel<T><<<blocks_for(g.domain), kThreads, 0, as_stream(stream)>>>(g, p0, x);
+  check_launch("nefi::cuda::launch_embed");
+}
+
+template <typename T>
+void launch_scaled_laplacian(const WaveCells<T>& g, const T* k, const T* u, T* out, void* stream) {
+  scaled_laplacian_kernel<T>
+      <<<blocks_for(g.padded), kThreads, 0, as_stream(stream)>>>(g, k, u, out);
+  check_launch("nefi::cuda::launch_scaled_laplacian");
+}
+
+template <typename T>
+void launch_scaled_product(const T* k, const T* u, T* ku, int64_t n, void* stream) {
+  scaled_product_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(k, u, ku, n);
+  check_launch("nefi::cuda::launch_scaled_product");
+}
+
+template <typename T>
+void launch_initial_adjoint_end(const WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
+                                T* out, void* stream) {
+  initial_adjoint_end_kernel<T>
+      <<<blocks_for(g.domain), kThreads, 0, as_stream(stream)>>>(g, u, ku, lam0, out);
+  check_launch("nefi::cuda::launch_initial_adjoint_end");
+}
+
+template <typename T>
+void launch_sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                           const double* w, int64_t half, int64_t n_t, T* out, void* stream) {
+  sensor_samples_kernel<T><<<blocks_for(n_rec * n_t), kThreads, 0, as_stream(stream)>>>(
+      fine, n_rec, n_fine, every, w, half, n_t, out);
+  check_launch("nefi::cuda::launch_sensor_samples");
+}
+
+template <typename T>
+void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                           int64_t every, const double* w, int64_t half, T* out, void* stream) {
+  sensor_adjoint_kernel<T><<<blocks_for(n_rec * n_fine), kThreads, 0, as_stream(stream)>>>(
+      g, n_rec, n_t, n_fine, every, w, half, out);
+  check_launch("nefi::cuda::launch_sensor_adjoint");
+}
 
 template <typename T>
 void launch_velocity_stats(const T* c, int64_t n, double* stats, void* stream) {
@@ -273,7 +363,16 @@ void launch_copy(const T* src, T* dst, int64_t n, void* stream) {
                                          const AxisFields<T>&, double*, void*);                    \
   template void launch_velocity_gradient<T>(const WaveCells<T>&, const T*, const double*, T*,      \
                                             void*);                                                \
-  template void launch_copy<T>(const T*, T*, int64_t, void*);
+  template void launch_copy<T>(const T*, T*, int64_t, void*);                                      \
+  template void launch_embed<T>(const WaveCells<T>&, const T*, T*, void*);                         \
+  template void launch_scaled_laplacian<T>(const WaveCells<T>&, const T*, const T*, T*, void*);    \
+  template void launch_scaled_product<T>(const T*, const T*, T*, int64_t, void*);                  \
+  template void launch_initial_adjoint_end<T>(const WaveCells<T>&, const T*, const T*, const T*,   \
+                                              T*, void*);                                          \
+  template void launch_sensor_samples<T>(const T*, int64_t, int64_t, int64_t, const double*,       \
+                                         int64_t, int64_t, T*, void*);                             \
+  template void launch_sensor_adjoint<T>(const double*, int64_t, int64_t, int64_t, int64_t,        \
+                                         const double*, int64_t, T*, void*);
 NEFI_WAVE_INSTANTIATE(float)
 NEFI_WAVE_INSTANTIATE(double)
 #undef NEFI_WAVE_INSTANTIATE

@@ -21,6 +21,7 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/cuda/wave_cell_layout.h"
+#include "nefi/cuda/wave_device_kernels.h"
 #include "nefi/cuda/wave_kernels.h"
 #include "nefi/cuda/wave_shots.h"
 #include "nefi/operators/wave/wave_device.h"
@@ -28,61 +29,6 @@
 
 namespace nefi {
 namespace {
-
-void count(int launches) {
-  fk::profile::count_launch(launches);
-}
-
-// wave_shots.h's kernels policy: wave.cu's launchers, each counted.
-struct DeviceKernels {
-  template <typename T>
-  static void step(const cuda::WaveCells<T>& g, const cuda::WaveCoefficientsView<T>& co,
-                   int64_t shots, const T* up, const T* u, T* un, const cuda::AxisFields<T>& psi,
-                   void* stream) {
-    cuda::launch_leapfrog_step(g, co, shots, up, u, un, psi, stream);
-    count(g.pml ? 2 : 1);
-  }
-  template <typename T>
-  static void sources(const cuda::WaveCells<T>& g, const cuda::StencilsView& src, const T* ad,
-                      const double* wavelet, int64_t n, T* un, void* stream) {
-    cuda::launch_inject_sources(g, src, ad, wavelet, n, un, stream);
-    count(1);
-  }
-  template <typename T>
-  static void sample(const cuda::WaveCells<T>& g, const cuda::StencilsView& rec, int64_t shots,
-                     const T* u, T* traces, int64_t n_t, int64_t j, void* stream) {
-    cuda::launch_sample(g, rec, shots, u, traces, n_t, j, stream);
-    count(1);
-  }
-  template <typename T>
-  static void inject_traces(const cuda::WaveCells<T>& g, const cuda::StencilsView& rec,
-                            int64_t shots, const T* gb, int64_t n_t, int64_t j, T* lam,
-                            void* stream) {
-    cuda::launch_inject_traces(g, rec, shots, gb, n_t, j, lam, stream);
-    count(1);
-  }
-  template <typename T>
-  static void adjoint(const cuda::WaveCells<T>& g, const cuda::WaveCoefficientsView<T>& co,
-                      int64_t shots, T* lam_c, const T* lam_p, T* out_cur, T* out_prev, T* kl,
-                      const cuda::AxisFields<T>& mu, const T* u_n, const T* u_np1, T* kbar,
-                      const cuda::AxisFields<T>& fbar, void* stream) {
-    cuda::launch_adjoint_step(g, co, shots, lam_c, lam_p, out_cur, out_prev, kl, mu, u_n, u_np1,
-                              kbar, fbar, stream);
-    count(g.pml ? 3 : 2);
-  }
-  template <typename T>
-  static void copy(const T* src, T* dst, int64_t n, void* stream) {
-    cuda::launch_copy(src, dst, n, stream);
-  }
-  template <typename T>
-  static void kappa_gradient(const cuda::WaveCells<T>& g, const double* kpk,
-                             const cuda::AxisFields<const double>& bpk, int64_t shots,
-                             const T* kbar, const cuda::AxisFields<T>& fbar, double* total,
-                             void* stream) {
-    cuda::launch_kappa_gradient(g, kpk, bpk, shots, kbar, fbar, total, stream);
-    count(1);
-  }
-};
 
 // The velocity's coefficients k and (PML) beta per active axis, on the device.
 struct VelocityCoefficients {
@@ -156,14 +102,14 @@ struct WaveDeviceBackward : fk::autograd::Node {
     fk::Tensor g = grads[0].device() == d ? grads[0] : grads[0].to(d);
     g = g.to(fk::dtype_of<T>()).contiguous();
     const cuda::WaveShotsSetup<T> s = shots_setup<T>(*geo, *tables, vc, stream);
-    const cuda::WaveShots<T, DeviceKernels> shots(s);
+    const cuda::WaveShots<T, cuda::WaveDeviceKernels> shots(s);
     const fk::Tensor total =
         shots.kappa_gradient(record, g.data<T>(), tables->k_per_kappa.data<double>(),
                              beta_per_kappa<T>(*tables, s.cells.nd, s.cells.pml));
     fk::Tensor cbar = fk::empty(shape, {fk::dtype_of<T>(), d});
     cuda::launch_velocity_gradient(s.cells, c.data<T>(), total.data<double>(), cbar.data<T>(),
                                    stream);
-    count(1);
+    fk::profile::count_launch();
     fk::cuda::after_op(d.index);
     return {cbar};
   }
@@ -178,7 +124,7 @@ void check_values_on_device(const fk::Tensor& c, double c_max, void* stream) {
   if (fk::cuda::capturing(c.device().index)) return;
   fk::Tensor stats = fk::empty({3}, {fk::DType::F64, c.device()});
   cuda::launch_velocity_stats(c.data<T>(), c.numel(), stats.data<double>(), stream);
-  count(1);
+  fk::profile::count_launch();
   const std::vector<double> v = stats.to_vector<double>();
   check_velocity_range(v[0], v[1], v[2], c_max, "wave operator");
 }
@@ -211,9 +157,9 @@ fk::Tensor run_on_device(const WaveOperator& op, const fk::Tensor& c_in) {
     cuda::launch_velocity_coefficients(
         cells, kappa.data<double>(), tables->k_per_kappa.data<double>(),
         beta_per_kappa<T>(*tables, cells.nd, cells.pml), vc.k.data<T>(), beta, stream);
-    count(2);
+    fk::profile::count_launch(2);
   }
-  const cuda::WaveShots<T, DeviceKernels> shots(shots_setup<T>(geo, *tables, vc, stream));
+  const cuda::WaveShots<T, cuda::WaveDeviceKernels> shots(shots_setup<T>(geo, *tables, vc, stream));
   if (!grad) {
     fk::Tensor out = shots.forward(nullptr);
     fk::cuda::after_op(d.index);

@@ -122,6 +122,32 @@ template <typename T>
 void launch_velocity_gradient(const WaveCells<T>& g, const T* c, const double* kappa_bar, T* out,
                               void* stream);
 
+// --- the photoacoustic (initial-value) map: wave_initial_cells.h ------------
+
+// x[stored cell of domain cell q] := p0[q] (one thread per domain cell; the
+// rest of x is left as it is: zero).
+template <typename T>
+void launch_embed(const WaveCells<T>& g, const T* p0, T* x, void* stream);
+// out := u + k ⊙ Δ_h u on the padded cells (the time-symmetric start).
+template <typename T>
+void launch_scaled_laplacian(const WaveCells<T>& g, const T* k, const T* u, T* out, void* stream);
+// ku := k ⊙ u over n cells.
+template <typename T>
+void launch_scaled_product(const T* k, const T* u, T* ku, int64_t n, void* stream);
+// out (the domain) := u + Δ_h ku + lam0 at each domain cell.
+template <typename T>
+void launch_initial_adjoint_end(const WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
+                                T* out, void* stream);
+// out (n_rec, n_t) := T(the sensor's samples) of fine (n_rec, n_fine); w
+// (2 half + 1 weights) null: no low-pass.
+template <typename T>
+void launch_sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                           const double* w, int64_t half, int64_t n_t, T* out, void* stream);
+// out (n_rec, n_fine) := T(the sensor's transpose) of g (n_rec, n_t), f64.
+template <typename T>
+void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                           int64_t every, const double* w, int64_t half, T* out, void* stream);
+
 // dst := src, n elements, device to device (a copy node when captured).
 template <typename T>
 void launch_copy(const T* src, T* dst, int64_t n, void* stream);

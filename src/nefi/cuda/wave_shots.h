@@ -10,8 +10,9 @@
 //
 // K provides, each enqueuing on `stream` (see wave_kernels.h for the
 // contracts): step, sources, sample, inject_traces, adjoint, copy,
-// kappa_gradient. Buffers are fk tensors on `device` (zeros where a halo is
-// read). Record, as wave_propagation.h's TraceRecord:
+// kappa_gradient and, for the photoacoustic map, embed, scaled_laplacian,
+// scaled_product, initial_adjoint_end, sensor_samples, sensor_adjoint. Buffers are fk tensors on
+// `device` (zeros where a halo is read). Record, as wave_propagation.h's TraceRecord:
 //   every == 0  u^0..u^N of all shots: (N + 1, shots, S)
 //   every > 0   (u^{n−1}, u^n, ψ^n) every `every` steps: (slots, 2 + n_ψ, shots, S)
 // Everything stays on the device: a solve is launches and device-to-device
@@ -44,6 +45,14 @@ struct WaveShotsSetup {
   int np() const { return cells.pml ? cells.nd : 0; }
   int64_t batch() const { return shots * cells.numel; }
   fk::Tensor zeros(int64_t n) const { return fk::zeros({n}, {fk::dtype_of<T>(), device}); }
+};
+
+// The photoacoustic sensor (WaveInitialConditionOperator): traces recorded at
+// every leapfrog step, low-passed by w (2 half + 1 weights; null: none) and
+// sampled every `every` steps into n_t samples.
+struct WaveSensor {
+  const double* w = nullptr;
+  int64_t half = 0, every = 1, n_t = 0;
 };
 
 struct WaveShotsRecord {
@@ -133,6 +142,39 @@ class WaveShots {
     Adjoint st = adjoint_state(false);
     run(st, g, 0, s_.n_steps, [](int64_t) { return static_cast<const T*>(nullptr); });
     return st;
+  }
+
+  // The photoacoustic map of one shot without sources (setup: shots 1, no
+  // wavelet, n_t every step): p0 (the domain) -> the sensor's (n_rec,
+  // sensor.n_t), started at u^0 = p0, u^{−1} = p0 + k ⊙ Δ_h p0 (k = ½ dt² κ).
+  fk::Tensor initial_value_forward(const T* p0, const T* start_k, const WaveSensor& sensor) const {
+    const int64_t S = s_.cells.numel, n_rec = s_.receivers.count;
+    fk::Tensor x = s_.zeros(S), up = s_.zeros(S);
+    K::embed(s_.cells, p0, x.template data<T>(), s_.stream);
+    K::scaled_laplacian(s_.cells, start_k, x.template data<T>(), up.template data<T>(), s_.stream);
+    const fk::Tensor fine = forward(nullptr, up.template data<T>(), x.template data<T>());
+    fk::Tensor out = fk::empty({n_rec, sensor.n_t}, {fk::dtype_of<T>(), s_.device});
+    K::sensor_samples(fine.template data<T>(), n_rec, s_.n_t, sensor.every, sensor.w, sensor.half,
+                      sensor.n_t, out.template data<T>(), s_.stream);
+    return out;
+  }
+
+  // Its exact transpose: g (n_rec, sensor.n_t) f64 -> the domain's values, T.
+  fk::Tensor initial_value_adjoint(const double* g, const T* start_k, const WaveSensor& sensor,
+                                   const fk::Dims& shape) const {
+    const int64_t S = s_.cells.numel, n_rec = s_.receivers.count;
+    fk::Tensor fine = fk::empty({n_rec * s_.n_t}, {fk::dtype_of<T>(), s_.device});
+    K::sensor_adjoint(g, n_rec, sensor.n_t, s_.n_t, sensor.every, sensor.w, sensor.half,
+                      fine.template data<T>(), s_.stream);
+    Adjoint st = adjoint_to_start(fine.template data<T>());
+    K::inject_traces(s_.cells, s_.receivers, 1, fine.template data<T>(), s_.n_t, 0, st.lam_c,
+                     s_.stream);
+    fk::Tensor ku = fk::empty({S}, {fk::dtype_of<T>(), s_.device});
+    K::scaled_product(start_k, st.lam_p, ku.template data<T>(), S, s_.stream);
+    fk::Tensor out = fk::empty(shape, {fk::dtype_of<T>(), s_.device});
+    K::initial_adjoint_end(s_.cells, st.lam_p, ku.template data<T>(), st.lam_c,
+                           out.template data<T>(), s_.stream);
+    return out;
   }
 
  private:

@@ -109,7 +109,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "1",
        {"photoacoustic3d"},
-       "no"},
+       "yes"},
       {"gray_scott",
        "Gray-Scott reaction-diffusion from a feed-rate field",
        "discrete adjoint, checkpointed (or unrolled)",

@@ -6,7 +6,9 @@
 // discrete adjoint against central differences of device applies (the
 // operator is nonlinear in c: the dot test of its linearisation); the
 // velocity check on the device; the tables' cache; and a wave_fwi stage
-// captured as one CUDA graph replaying its eager solve bitwise. Without a
+// captured as one CUDA graph replaying its eager solve bitwise. The same for
+// the photoacoustic map (WaveInitialConditionOperator, linear: a plain dot
+// test) and a photoacoustic3d stage. Without a
 // usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
@@ -21,6 +23,7 @@
 #include "fk/ops/binary.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/stage_graph_replay.h"
+#include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_operator.h"
 
 namespace {
@@ -28,6 +31,7 @@ namespace {
 namespace wave = nefi::wave;
 using nefi::WaveOperator;
 using nefi::WaveOperatorConfig;
+using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::KnobOverride;
@@ -176,6 +180,66 @@ TEST(NefiWaveDevice, WaveFwiStageIsCapturedAndReplaysBitwise) {
                                        {"t_max", "0.4"},
                                        {"supersample", "1"}},
                                       "x");
+}
+
+nefi::WaveInitialConditionConfig initial_config(wave::Absorbing a, double sensor_fc) {
+  nefi::WaveInitialConditionConfig cfg;
+  cfg.wave.extent = {1.0, 1.2};
+  cfg.wave.order = 4;
+  cfg.wave.absorbing = a;
+  cfg.wave.absorb_width = 0.2;
+  cfg.wave.c_max = 1.5;
+  cfg.wave.dt_obs = 0.04;
+  cfg.wave.n_t = 16;
+  cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
+  cfg.sensor_fc = sensor_fc;
+  return cfg;
+}
+
+TEST(NefiWaveInitialDevice, TracesAndAdjointEqualTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  KnobOverride generic("FK_CPU_ISA", "generic");
+  for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
+    for (double fc : {0.0, 9.0}) {
+      const nefi::WaveInitialConditionOperator op(initial_config(a, fc), {12, 14});
+      const fk::Tensor p0 = random_tensor({12, 14}, 15, -1.0, 1.0);
+      const fk::Tensor g = random_tensor(op.output_shape({12, 14}), 16, -1.0, 1.0);
+      for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+        SCOPED_TRACE(op.fidelity_tag() + " fc " + std::to_string(fc) + " " + fk::name(dt));
+        fk::Tensor xc = p0.to(dt), xd = p0.to(dt).to(kGpu);
+        xc.set_requires_grad(true);
+        xd.set_requires_grad(true);
+        const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
+        ASSERT_EQ(yd.device(), kGpu);
+        ASSERT_EQ(yd.dtype(), dt);
+        EXPECT_EQ(host(yd), host(yc));
+        yc.backward(g.to(dt));
+        yd.backward(g.to(dt).to(kGpu));
+        ASSERT_EQ(xd.grad().device(), kGpu);
+        EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+      }
+    }
+}
+
+TEST(NefiWaveInitialDevice, AdjointDotTestOnTheDevice) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (double fc : {0.0, 9.0}) {
+    const nefi::WaveInitialConditionOperator op(initial_config(wave::Absorbing::kPml, fc),
+                                                {12, 14});
+    const fk::Tensor x = random_tensor({12, 14}, 17, -1.0, 1.0).to(kGpu);
+    const fk::Tensor y = random_tensor(op.output_shape({12, 14}), 18, -1.0, 1.0).to(kGpu);
+    expect_adjoint_on_device(op, x, y);
+  }
+}
+
+// A neural photoacoustic3d stage (a coarse grid and a 6 x 6 array) on the
+// device, captured as one CUDA graph, replays the eager solve bitwise.
+TEST(NefiWaveInitialDevice, Photoacoustic3dStageIsCapturedAndReplaysBitwise) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_captured_stage_replays_eager(
+      "photoacoustic3d",
+      {{"grid", "[16, 16, 12]"}, {"sensor_grid", "[6, 6]"}, {"t_max", "4.0"}, {"supersample", "1"}},
+      "x");
 }
 
 }  // namespace

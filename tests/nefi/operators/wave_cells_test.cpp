@@ -23,8 +23,10 @@
 #include "fk/factory.h"
 #include "fk/knobs.h"
 #include "nefi/cuda/wave_cell_layout.h"
+#include "nefi/cuda/wave_initial_cells.h"
 #include "nefi/cuda/wave_shots.h"
 #include "nefi/operators/wave/leapfrog.h"
+#include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_propagation.h"
 
 namespace {
@@ -89,6 +91,37 @@ struct HostKernels {
       const int64_t p = cu::padded_cell(g, t).p;
       total[p] = cu::kappa_gradient_cell(g, kpk, bpk, shots, kbar, fbar, p);
     }
+  }
+  template <typename T>
+  static void embed(const cu::WaveCells<T>& g, const T* p0, T* x, void*) {
+    for (int64_t q = 0; q < g.domain; ++q) x[cu::domain_cell(g, q)] = p0[q];
+  }
+  template <typename T>
+  static void scaled_laplacian(const cu::WaveCells<T>& g, const T* k, const T* u, T* out, void*) {
+    for (int64_t t = 0; t < g.padded; ++t) cu::scaled_laplacian_cell(g, k, u, out, t);
+  }
+  template <typename T>
+  static void scaled_product(const T* k, const T* u, T* ku, int64_t n, void*) {
+    for (int64_t p = 0; p < n; ++p) cu::scaled_product_cell(k, u, ku, p);
+  }
+  template <typename T>
+  static void initial_adjoint_end(const cu::WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
+                                  T* out, void*) {
+    for (int64_t q = 0; q < g.domain; ++q) out[q] = cu::initial_adjoint_cell(g, u, ku, lam0, q);
+  }
+  template <typename T>
+  static void sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                             const double* w, int64_t half, int64_t n_t, T* out, void*) {
+    for (int64_t t = 0; t < n_rec * n_t; ++t)
+      out[t] =
+          static_cast<T>(cu::sensor_sample_cell(fine, n_fine, every, w, half, t / n_t, t % n_t));
+  }
+  template <typename T>
+  static void sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                             int64_t every, const double* w, int64_t half, T* out, void*) {
+    for (int64_t t = 0; t < n_rec * n_fine; ++t)
+      out[t] = static_cast<T>(
+          cu::sensor_adjoint_cell(g, n_t, n_fine, every, w, half, t / n_fine, t % n_fine));
   }
 };
 
@@ -368,6 +401,88 @@ TEST(NefiWaveCells, OneStepFromRandomFieldsEqualsTheCpuBitwise) {
     check_one_step<double>(c);
     check_one_step<float>(c);
   }
+}
+
+// The photoacoustic map as the device runs it (the operator's tables, the
+// start, one shot without source, the sensor) against
+// WaveInitialConditionOperator's apply and adjoint, with and without the
+// sensor's low-pass, with a PML and a sponge, f32 and f64.
+template <typename T>
+void check_initial_value(const nefi::WaveInitialConditionConfig& cfg, const fk::Dims& shape) {
+  SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
+               (sizeof(T) == 4 ? " f32" : " f64"));
+  GenericIsa generic;
+  const nefi::WaveInitialConditionOperator op(cfg, shape);
+  const wave::ShotGeometry& geo = op.geometry();
+  const wave::WaveGrid& gr = geo.grid;
+  const bool pml = geo.damping.kind == wave::Absorbing::kPml;
+  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
+  std::vector<double> kappa(gr.numel, 0.0);
+  {
+    const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
+    for (int64_t t = 0; t < g.padded; ++t) cu::padded_kappa_cell(g, c.data(), kappa.data(), t);
+  }
+  const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
+  std::vector<T> start(gr.numel);
+  for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
+  const T* alpha[3] = {nullptr, nullptr, nullptr};
+  const T* beta[3] = {nullptr, nullptr, nullptr};
+  for (int d = 0; d < 3; ++d)
+    if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
+  const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
+  cu::WaveShotsSetup<T> setup;
+  setup.cells = g;
+  setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
+                                      alpha, beta);
+  setup.receivers = cu::view_of(rec);
+  setup.n_t = gr.n_t;
+  setup.n_steps = gr.n_steps();
+  setup.substeps = gr.substeps;
+  setup.device = fk::kCPU;
+  const cu::WaveShots<T, HostKernels> shots(setup);
+  std::vector<double> w;
+  cu::WaveSensor sensor;
+  if (cfg.sensor_fc > 0) {
+    w = nefi::gaussian_lowpass_weights(gr.dt, cfg.sensor_fc);
+    sensor.w = w.data();
+    sensor.half = static_cast<int64_t>(w.size() / 2);
+  }
+  sensor.every = op.substeps();
+  sensor.n_t = cfg.wave.n_t;
+
+  const fk::DType dt = fk::dtype_of<T>();
+  std::vector<double> p0v = random_velocity(shape.numel(), 21);
+  for (double& v : p0v) v -= 2.0;
+  const fk::Tensor p0 = fk::from_vector(p0v, shape).to(dt);
+  const fk::Tensor want = op.apply(p0);
+  const fk::Tensor got =
+      shots.initial_value_forward(p0.contiguous().data<T>(), start.data(), sensor);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
+
+  const std::vector<double> gv = random_velocity(want.numel(), 22);
+  const std::vector<double> adj_want = op.adjoint(gv, dt);
+  const fk::Tensor adj = shots.initial_value_adjoint(gv.data(), start.data(), sensor, shape);
+  std::vector<T> adj_want_t(adj_want.begin(), adj_want.end());
+  EXPECT_TRUE(same_bits(to_vec<T>(adj), adj_want_t));
+}
+
+TEST(NefiWaveCells, InitialValueMapAndAdjointEqualTheCpuBitwise) {
+  for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
+    for (double fc : {0.0, 9.0}) {
+      nefi::WaveInitialConditionConfig cfg;
+      cfg.wave.extent = {1.0, 1.2};
+      cfg.wave.order = 4;
+      cfg.wave.absorbing = a;
+      cfg.wave.absorb_width = 0.2;
+      cfg.wave.c_max = 1.5;
+      cfg.wave.dt_obs = 0.04;
+      cfg.wave.n_t = 12;
+      cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
+      cfg.sensor_fc = fc;
+      check_initial_value<double>(cfg, {12, 14});
+      check_initial_value<float>(cfg, {12, 14});
+    }
 }
 
 // The velocity check's fold: min and max of the finite values, NaN and ±inf counted.

@@ -29,6 +29,17 @@ struct WaveDeviceTables {
   fk::Tensor wavelet;  // (N,) f64, undefined without sources
 };
 
+// WaveInitialConditionOperator's tables: its velocity is known, so k and
+// beta are uploaded too, with the start's ½ dt² κ and the sensor's low-pass.
+struct WaveInitialDeviceTables {
+  WaveDeviceTables base;           // q2, b, a_dt2, alpha, the receivers (no sources)
+  fk::Tensor k;                    // (S,) dtype
+  std::array<fk::Tensor, 3> beta;  // by slot, PML only: (S,) dtype
+  fk::Tensor start_k;  // (S,) dtype: ½ dt² κ rounded as add_scaled_laplacian rounds it
+  fk::Tensor lowpass;  // (2 half + 1,) f64; undefined without the sensor filter
+  int64_t half = 0;
+};
+
 // The tables of geo in `dtype` (f32 or f64) on `device`.
 WaveDeviceTables upload_wave_tables(const ShotGeometry& geo, fk::Device device, fk::DType dtype);
 
