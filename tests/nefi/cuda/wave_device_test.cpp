@@ -23,6 +23,7 @@
 #include "fk/ops/binary.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/stage_graph_replay.h"
+#include "nefi/losses/band_limited_mse.h"
 #include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_operator.h"
 
@@ -180,6 +181,37 @@ TEST(NefiWaveDevice, WaveFwiStageIsCapturedAndReplaysBitwise) {
                                        {"t_max", "0.4"},
                                        {"supersample", "1"}},
                                       "x");
+}
+
+// wave_fwi's fit_lo on the device: the filter made there, the denominator
+// left there; value and trace gradient against the CPU (cuBLAS and OpenBLAS
+// sum the filtering GEMM in their own orders: 1e-12 relative in f64).
+TEST(NefiWaveDevice, BandLimitedFitMatchesTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const fk::Dims shape{2, 3, 24};
+  const fk::Tensor y = random_tensor(shape, 31, -1.0, 1.0);
+  const fk::Tensor p = random_tensor(shape, 32, -1.0, 1.0);
+  std::vector<double> mask(shape.numel(), 1.0);
+  for (int64_t j = 0; j < 24; ++j) mask[(1 * 3 + 2) * 24 + j] = 0;  // one muted trace
+  const auto loss = nefi::band_limited_mse_loss(0.01, 8.0);
+  const nefi::Domain d({4, 4});
+  auto run = [&](fk::Device dev, std::vector<double>& grad) {
+    nefi::Measurement m;
+    m.data = y.to(dev);
+    m.mask = fk::from_vector(mask, shape).to(dev);
+    fk::Tensor x = p.to(dev);
+    x.set_requires_grad(true);
+    nefi::LossContext c{nullptr, x, &m, &d, nullptr, 0, 0, 1.0};
+    const fk::Tensor v = loss->forward(c);
+    EXPECT_EQ(v.device(), dev);
+    v.backward();
+    grad = host(x.grad());
+    return host(v)[0];
+  };
+  std::vector<double> gc, gd;
+  const double vc = run(fk::kCPU, gc), vd = run(kGpu, gd);
+  EXPECT_NEAR(vd, vc, 1e-12 * vc);
+  nefi::cuda_test::expect_close(gd, gc, 1e-12, "band-limited gradient");
 }
 
 nefi::WaveInitialConditionConfig initial_config(wave::Absorbing a, double sensor_fc) {
