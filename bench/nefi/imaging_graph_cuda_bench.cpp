@@ -3,13 +3,18 @@
 // sparse_view_ct (2-D Radon: one gather kernel forward, one back), ct3d (the
 // same per z slice), poisson_source (DST solve through cuFFT: 3 kernels and
 // 2 FFTs each way), diffraction_tomography (Born: 2 kernels around one
-// cuBLAS zgemm each way) and reaction_diffusion (Gray-Scott: one kernel per
+// cuBLAS zgemm each way), reaction_diffusion (Gray-Scott: one kernel per
 // Euler substep forward, one per substep recomputed and one per adjoint
-// substep back), each at its default grid and field:
+// substep back), wave_fwi (all shots' leapfrog with checkpoints,
+// 3 kernels a step and one a sample; its discrete adjoint about twice that)
+// and photoacoustic3d (one initial-value leapfrog, a sample every step, the
+// sensor's low-pass; the exact adjoint back), each at its default grid and field:
 //   BM_DeviceImagingStep/instance:I/graph:G
 //     I 0: sparse_view_ct (n 64, 20 views), 1: ct3d (64 x 64 x 32, 30 views),
 //       2: poisson_source (n 64), 3: diffraction_tomography (n 32, 16 views,
-//       64 receivers), 4: reaction_diffusion (n 32, 200 substeps)
+//       64 receivers), 4: reaction_diffusion (n 32, 200 substeps),
+//       5: wave_fwi (n 24, 6 shots, 32 receivers, 61 samples),
+//       6: photoacoustic3d (48 x 48 x 32, 16 x 16 sensors, 49 samples)
 //     G 0: every step eager; 1: captured after a warm-up step and replayed
 // Each iteration is one solve of kSteps steps (setup excluded); the counters
 // are over its steps after the first kSkip (warm-up and capture): ms/step,
@@ -34,8 +39,9 @@ constexpr int kSteps = 40;
 constexpr int kSkip = 5;
 
 const char* instance_name(int64_t i) {
-  const char* names[] = {"sparse_view_ct", "ct3d", "poisson_source", "diffraction_tomography",
-                         "reaction_diffusion"};
+  const char* names[] = {
+      "sparse_view_ct",     "ct3d",     "poisson_source", "diffraction_tomography",
+      "reaction_diffusion", "wave_fwi", "photoacoustic3d"};
   return names[i];
 }
 
@@ -72,7 +78,7 @@ void BM_DeviceImagingStep(benchmark::State& state) {
   state.counters["graph_steps"] = graph_steps;
 }
 BENCHMARK(BM_DeviceImagingStep)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1}})
     ->ArgNames({"instance", "graph"})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <string>
+#include <tuple>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -19,13 +21,16 @@ namespace {
 struct BandLimitedMseLoss : Loss {
   double dt, f_cut;
   mutable std::mutex mu;
-  mutable std::map<std::pair<int64_t, fk::DType>, fk::Tensor> filters;  // by (n_t, dtype)
+  // By (n_t, dtype, device): a device solve's filter is made in its eager
+  // warm-up step, so a captured step copies nothing from the host.
+  mutable std::map<std::tuple<int64_t, fk::DType, std::string>, fk::Tensor> filters;
   BandLimitedMseLoss(std::string n, double dt_, double fc)
       : Loss(std::move(n)), dt(dt_), f_cut(fc) {}
-  fk::Tensor filter(int64_t n_t, fk::DType type) const {
+  fk::Tensor filter(int64_t n_t, fk::DType type, fk::Device device) const {
     std::lock_guard<std::mutex> lock(mu);
-    fk::Tensor& m = filters[{n_t, type}];
-    if (!m.defined()) m = fk::from_vector(lowpass_matrix(n_t, dt, f_cut), {n_t, n_t}).to(type);
+    fk::Tensor& m = filters[{n_t, type, device.str()}];
+    if (!m.defined())
+      m = fk::from_vector(lowpass_matrix(n_t, dt, f_cut), {n_t, n_t}).to(type).to(device);
     return m;
   }
   bool is_data() const override { return true; }
@@ -33,14 +38,18 @@ struct BandLimitedMseLoss : Loss {
     const fk::DType type = c.pred.dtype();
     const int64_t n_t = c.pred.shape().back(), rows = c.pred.numel() / n_t;
     // M is symmetric, so filtering the rows is x Mᵀ = x M.
-    const fk::Tensor m = filter(n_t, type);
+    const fk::Device device = c.pred.device();
+    const fk::Tensor m = filter(n_t, type, device);
     const fk::Tensor p = fk::matmul(c.pred.reshape({rows, n_t}), m);
-    const fk::Tensor y = fk::matmul(c.obs->data.to(type).reshape({rows, n_t}), m);
+    const fk::Tensor y = fk::matmul(c.obs->data.to(type).to(device).reshape({rows, n_t}), m);
     fk::Tensor y2 = fk::square(y), r = fk::square(fk::sub(p, y));
     if (c.obs->mask.defined()) {
-      const fk::Tensor w = c.obs->mask.to(type).reshape({rows, n_t});
+      const fk::Tensor w = c.obs->mask.to(type).to(device).reshape({rows, n_t});
       y2 = fk::mul(y2, w), r = fk::mul(r, w);
     }
+    // On a device the denominator stays there (no host read, so the step can
+    // be captured): zero energy gives a non-finite loss, as relative_mse's.
+    if (device.is_cuda()) return fk::div(fk::sum(r), fk::sum(y2));
     const double denom = fk::sum(y2).item();
     FK_CHECK(denom > 0, "nefi::BandLimitedMSE", "observations with energy below f_cut", "none");
     return fk::div(fk::sum(r), denom);

@@ -14,8 +14,8 @@
 
 namespace {
 
-// An operator that computes on host vectors, as the wave and
-// reaction-diffusion solvers and the banded or multigrid elliptic solves do.
+// An operator that computes on host vectors, as the banded or multigrid
+// elliptic solves do.
 struct HostOnlyOperator : nefi::Operator {
   fk::Tensor apply(const fk::Tensor& x) const override { return x; }
   std::shared_ptr<nefi::Operator> at_resolution(const fk::Dims&) const override {

@@ -8,6 +8,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/operators/wave/wave_initial_device.h"
 
 namespace nefi {
 namespace {
@@ -56,8 +57,7 @@ struct InitialConditionBackward : fk::autograd::Node {
 
 }  // namespace
 
-std::vector<double> gaussian_lowpass(const std::vector<double>& traces, int64_t n_t, double dt_obs,
-                                     double fc) {
+std::vector<double> gaussian_lowpass_weights(double dt_obs, double fc) {
   const double sigma = 1.0 / (2.0 * std::numbers::pi * fc);
   const int64_t half = static_cast<int64_t>(std::ceil(4.0 * sigma / dt_obs));
   std::vector<double> w(2 * half + 1);
@@ -67,6 +67,13 @@ std::vector<double> gaussian_lowpass(const std::vector<double>& traces, int64_t 
     sum += w[j + half] = std::exp(-t * t / (2 * sigma * sigma));
   }
   for (double& x : w) x /= sum;
+  return w;
+}
+
+std::vector<double> gaussian_lowpass(const std::vector<double>& traces, int64_t n_t, double dt_obs,
+                                     double fc) {
+  const std::vector<double> w = gaussian_lowpass_weights(dt_obs, fc);
+  const int64_t half = static_cast<int64_t>(w.size() / 2);
   std::vector<double> out(traces.size(), 0.0);
   const int64_t rows = static_cast<int64_t>(traces.size()) / n_t;
   for (int64_t r = 0; r < rows; ++r)
@@ -104,6 +111,7 @@ fk::Tensor WaveInitialConditionOperator::apply(const fk::Tensor& p0) const {
            p0.shape().str());
   FK_CHECK(p0.dtype() == fk::DType::F32 || p0.dtype() == fk::DType::F64, "wave_initial_condition",
            "p0 of dtype f32 or f64", fk::name(p0.dtype()));
+  if (p0.device().is_cuda()) return wave_initial_device(*this, p0);
   const bool grad = fk::autograd::needs_grad(p0);
   fk::autograd::NoGradGuard ng;
   const Model& m = *model_;
@@ -205,6 +213,49 @@ std::vector<double> WaveInitialConditionOperator::time_reversal(
       un[cell[r]] = (1 - f) * traces[r * n_t + j] + f * traces[r * n_t + j + 1];
   }
   return restrict_to_domain(g, buf[(N + 1) % 3]);
+}
+
+namespace {
+
+template <typename T>
+void upload_known_coefficients(const wave::StepCoefficients<T>& co, const wave::WaveGrid& g,
+                               const std::vector<double>& kappa, wave::WaveInitialDeviceTables& t) {
+  const fk::Device d = t.base.device;
+  auto upload = [&](const std::vector<T>& v) {
+    return fk::from_vector(v, {static_cast<int64_t>(v.size())}).to(d);
+  };
+  t.k = upload(co.k);
+  for (int a = 0; a < 3; ++a)
+    if (co.pml && g.active[a]) t.beta[a] = upload(co.beta[a]);
+  // add_scaled_laplacian's k: scale κ rounded to T once, scale = ½ dt².
+  const double dt2 = g.dt * g.dt;
+  std::vector<T> start(g.numel);
+  for (int64_t p = 0; p < g.numel; ++p) start[p] = static_cast<T>(0.5 * dt2 * kappa[p]);
+  t.start_k = upload(start);
+}
+
+}  // namespace
+
+std::shared_ptr<const wave::WaveInitialDeviceTables> WaveInitialConditionOperator::tables_on(
+    fk::Device device, fk::DType dtype) const {
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  const std::string key = device.str() + "/" + fk::name(dtype);
+  auto it = device_cache_->by_key.find(key);
+  if (it != device_cache_->by_key.end()) return it->second;
+  const Model& m = *model_;
+  auto t = std::make_shared<wave::WaveInitialDeviceTables>();
+  t->base = wave::upload_wave_tables(m.geo, device, dtype);
+  if (dtype == fk::DType::F32)
+    upload_known_coefficients(m.co32, m.geo.grid, m.kappa, *t);
+  else
+    upload_known_coefficients(m.co64, m.geo.grid, m.kappa, *t);
+  if (cfg_.sensor_fc > 0) {
+    const std::vector<double> w = gaussian_lowpass_weights(m.geo.grid.dt, cfg_.sensor_fc);
+    t->half = static_cast<int64_t>(w.size() / 2);
+    t->lowpass = fk::from_vector(w, {static_cast<int64_t>(w.size())}).to(device);
+  }
+  device_cache_->by_key[key] = t;
+  return t;
 }
 
 std::shared_ptr<Operator> WaveInitialConditionOperator::at_resolution(const fk::Dims& shape) const {

@@ -11,12 +11,18 @@
 //
 // apply(p0): p0 (*shape) f32/f64 -> traces (n_rec, n_t), same dtype. The map
 // is linear (homogeneity 1); its vjp is the exact discrete adjoint (a
-// backward run, no stored states).
+// backward run, no stored states). A p0 on a CUDA device runs there
+// (wave_initial_device.h: the same leapfrog kernels as WaveOperator's and the
+// start's and sensor's, tables uploaded once per device and dtype), with no
+// host transfer, so a step through it can be captured as a CUDA graph.
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "nefi/operators/operator.h"
+#include "nefi/operators/wave/wave_device_tables.h"
 #include "nefi/operators/wave/wave_propagation.h"
 
 namespace nefi {
@@ -36,10 +42,6 @@ class WaveInitialConditionOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return 1.0; }
-  bool graph_capturable() const override { return false; }
-  std::string host_only_reason() const override {
-    return "the initial-value wave solve and its adjoint run on host vectors";
-  }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave_initial_condition"; }
 
@@ -53,6 +55,14 @@ class WaveInitialConditionOperator : public Operator {
   std::vector<double> time_reversal(const std::vector<double>& traces) const;
 
   const WaveInitialConditionConfig& config() const { return cfg_; }
+  const fk::Dims& shape() const { return shape_; }
+  // The solve's geometry (a sample at every leapfrog step) and the steps per dt_obs.
+  const wave::ShotGeometry& geometry() const { return model_->geo; }
+  int64_t substeps() const { return model_->substeps; }
+  // The tables a device apply reads, on `device` in `dtype` (f32 or f64),
+  // uploaded on first use and shared by copies of this operator.
+  std::shared_ptr<const wave::WaveInitialDeviceTables> tables_on(fk::Device device,
+                                                                 fk::DType dtype) const;
 
  private:
   // The grid, κ and coefficients, shared by copies (the autograd node holds one).
@@ -73,7 +83,16 @@ class WaveInitialConditionOperator : public Operator {
   WaveInitialConditionConfig cfg_;
   fk::Dims shape_;
   std::shared_ptr<const Model> model_;
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<const wave::WaveInitialDeviceTables>> by_key;
+  };
+  std::shared_ptr<DeviceCache> device_cache_ = std::make_shared<DeviceCache>();
 };
+
+// The weights of gaussian_lowpass for sampling interval dt and cut-off fc
+// (2 half + 1 of them, half = ceil(4σ / dt)), normalised to sum 1.
+std::vector<double> gaussian_lowpass_weights(double dt, double fc);
 
 // Zero-padded convolution of each row of traces (n_rec, n_t) sampled every
 // dt with the sampled Gaussian exp(−t²/2σ²), σ = 1/(2π fc), normalised to sum

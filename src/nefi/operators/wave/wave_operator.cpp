@@ -6,6 +6,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/operators/wave/wave_device.h"
 #include "nefi/params.h"
 
 namespace nefi {
@@ -65,12 +66,22 @@ void check_velocity(const fk::Tensor& c, const fk::Dims& shape, double c_max,
   FK_CHECK(c.shape() == shape, where, "a velocity of shape " + shape.str(), c.shape().str());
   FK_CHECK(c.dtype() == fk::DType::F32 || c.dtype() == fk::DType::F64, where,
            "a velocity of dtype f32 or f64", fk::name(c.dtype()));
+  if (c.device().is_cuda()) return;  // wave_device checks the values on the device
   const std::vector<double> v = c.to_vector<double>();
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = INFINITY, hi = -INFINITY, non_finite = 0;
   for (double x : v) {
-    FK_CHECK(std::isfinite(x), where, "a finite velocity", "a non-finite value");
+    if (!std::isfinite(x)) {
+      ++non_finite;
+      continue;
+    }
     lo = std::min(lo, x), hi = std::max(hi, x);
   }
+  check_velocity_range(lo, hi, non_finite, c_max, where);
+}
+
+void check_velocity_range(double lo, double hi, double non_finite, double c_max,
+                          const std::string& where) {
+  FK_CHECK(non_finite == 0, where, "a finite velocity", "a non-finite value");
   FK_CHECK(lo > 0, where, "velocities > 0", "min c = " + Params::render(lo));
   FK_CHECK(hi <= c_max * (1 + 1e-9), where,
            "velocities <= c_max = " + Params::render(c_max) + " (the step is sized for it)",
@@ -90,8 +101,21 @@ WaveOperator::WaveOperator(WaveOperatorConfig cfg, fk::Dims shape)
 
 fk::Tensor WaveOperator::apply(const fk::Tensor& c) const {
   check_velocity(c, shape_, cfg_.wave.c_max, "wave operator");
+  if (c.device().is_cuda()) return wave_device(*this, c);
   if (c.dtype() == fk::DType::F32) return run_shots<float>(c, geo_, shape_, checkpoint_every());
   return run_shots<double>(c, geo_, shape_, checkpoint_every());
+}
+
+std::shared_ptr<const wave::WaveDeviceTables> WaveOperator::tables_on(fk::Device device,
+                                                                      fk::DType dtype) const {
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  const std::string key = device.str() + "/" + fk::name(dtype);
+  auto it = device_cache_->by_key.find(key);
+  if (it != device_cache_->by_key.end()) return it->second;
+  auto t = std::make_shared<const wave::WaveDeviceTables>(
+      wave::upload_wave_tables(*geo_, device, dtype));
+  device_cache_->by_key[key] = t;
+  return t;
 }
 
 std::shared_ptr<Operator> WaveOperator::at_resolution(const fk::Dims& shape) const {

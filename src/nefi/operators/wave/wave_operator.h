@@ -13,11 +13,23 @@
 // leapfrog (no graph per step). grad_mode full keeps every shot's u^0..u^N;
 // checkpoint keeps a checkpoint every `checkpoint_every` steps (0: √N) and
 // recomputes one block at a time; the two gradients are bitwise equal.
+//
+// Devices: a velocity on a CUDA device runs there (wave_device.h): every
+// shot's leapfrog, its record (trajectories or checkpoints, in device
+// memory) and the discrete adjoint are kernels on the device's current
+// stream, with the CPU's arithmetic in the CPU's order (wave_cells.h); the
+// velocity-free tables are uploaded once per device and dtype (tables_on).
+// Nothing crosses to the host inside a solve except the velocity check's
+// three numbers, which a CUDA graph capture skips, so a step through it can
+// be captured.
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "nefi/operators/operator.h"
+#include "nefi/operators/wave/wave_device_tables.h"
 #include "nefi/operators/wave/wave_propagation.h"
 
 namespace nefi {
@@ -42,15 +54,15 @@ class WaveOperator : public Operator {
   fk::Tensor apply(const fk::Tensor& c) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  bool graph_capturable() const override { return false; }
-  std::string host_only_reason() const override {
-    return "the leapfrog solve and its checkpointed adjoint run on host vectors";
-  }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave"; }
 
   const WaveOperatorConfig& config() const { return cfg_; }
   const wave::ShotGeometry& geometry() const { return *geo_; }
+  const std::shared_ptr<const wave::ShotGeometry>& geometry_ptr() const { return geo_; }
+  // The velocity-free tables on `device` in `dtype` (f32 or f64), uploaded on
+  // first use and cached with the geometry (copies of the operator share them).
+  std::shared_ptr<const wave::WaveDeviceTables> tables_on(fk::Device device, fk::DType dtype) const;
   // The checkpoint interval the gradient uses (0 under grad_mode full).
   int64_t checkpoint_every() const;
 
@@ -58,11 +70,22 @@ class WaveOperator : public Operator {
   WaveOperatorConfig cfg_;
   fk::Dims shape_;
   std::shared_ptr<const wave::ShotGeometry> geo_;
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<const wave::WaveDeviceTables>> by_key;
+  };
+  std::shared_ptr<DeviceCache> device_cache_ = std::make_shared<DeviceCache>();
 };
 
 // Checks a velocity for the operators: shape, dtype f32/f64, finite, in
-// (0, c_max]. `where` names the caller in the error.
+// (0, c_max]. `where` names the caller in the error. A velocity on a CUDA
+// device gets the shape and dtype checks only: wave_device checks its values
+// there (one reduction, three numbers read back, skipped while capturing).
 void check_velocity(const fk::Tensor& c, const fk::Dims& shape, double c_max,
                     const std::string& where);
+// The value half of check_velocity from a velocity's smallest and largest
+// finite values and its count of non-finite ones (the device path's reduction).
+void check_velocity_range(double lo, double hi, double non_finite, double c_max,
+                          const std::string& where);
 
 }  // namespace nefi

@@ -1,0 +1,380 @@
+// The wave operator's CUDA kernels (wave_kernels.h): one thread per (shot,
+// cell), per shot or per (shot, receiver); grid-stride loops, 64-bit
+// indices. What each thread computes is wave_cells.h's, shared with the CPU
+// test. Built with --fmad=false (CMakeLists.txt): the CPU loops it mirrors
+// round every product and sum.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "fk/cuda/common.cuh"
+#include "nefi/cuda/wave_cells.h"
+#include "nefi/cuda/wave_initial_cells.h"
+#include "nefi/cuda/wave_kernels.h"
+
+namespace nefi::cuda {
+namespace {
+
+using fk::cuda::detail::as_stream;
+using fk::cuda::detail::blocks_for;
+using fk::cuda::detail::check_launch;
+using fk::cuda::detail::kThreads;
+
+constexpr int kStatsThreads = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kStatsThreads)
+    velocity_stats_kernel(const T* c, int64_t n, double* stats) {
+  __shared__ double part[3][kStatsThreads];
+  double acc[3] = {INFINITY, -INFINITY, 0.0};
+  for (int64_t i = threadIdx.x; i < n; i += kStatsThreads)
+    fold_velocity(acc, static_cast<double>(c[i]));
+  for (int k = 0; k < 3; ++k) part[k][threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int s = kStatsThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      const int o = threadIdx.x + s;
+      part[0][threadIdx.x] = fmin(part[0][threadIdx.x], part[0][o]);
+      part[1][threadIdx.x] = fmax(part[1][threadIdx.x], part[1][o]);
+      part[2][threadIdx.x] += part[2][o];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int k = 0; k < 3; ++k) stats[k] = part[k][0];
+}
+
+template <typename T>
+__global__ void padded_kappa_kernel(WaveCells<T> g, const T* c, double* kappa) {
+  FK_CUDA_LOOP(t, g.padded) {
+    padded_kappa_cell(g, c, kappa, t);
+  }
+}
+
+template <typename T>
+__global__ void velocity_coefficients_kernel(WaveCells<T> g, const double* kappa,
+                                             const double* k_per_kappa,
+                                             AxisFields<const double> bpk, T* k,
+                                             AxisFields<T> beta) {
+  FK_CUDA_LOOP(t, g.padded) {
+    velocity_coefficients_cell(g, kappa, k_per_kappa, bpk, k, beta, t);
+  }
+}
+
+template <typename T>
+__global__ void step_kernel(WaveCells<T> g, WaveCoefficientsView<T> co, int64_t shots, const T* up,
+                            const T* u, T* un, AxisFields<T> psi) {
+  FK_CUDA_LOOP(t, shots * g.padded) {
+    step_cell(g, co, up, u, un, psi, (t / g.padded) * g.numel, padded_cell(g, t % g.padded).p);
+  }
+}
+
+template <typename T>
+__global__ void psi_kernel(WaveCells<T> g, WaveCoefficientsView<T> co, int64_t shots, const T* u,
+                           const T* un, AxisFields<T> psi) {
+  FK_CUDA_LOOP(t, shots * g.padded) {
+    psi_cell(g, co, u, un, psi, (t / g.padded) * g.numel, padded_cell(g, t % g.padded).p);
+  }
+}
+
+template <typename T>
+__global__ void sources_kernel(WaveCells<T> g, StencilsView src, const T* ad, const double* wavelet,
+                               int64_t n, T* un) {
+  FK_CUDA_LOOP(s, src.count) {
+    source_cell(g, src, ad, wavelet, n, un, s);
+  }
+}
+
+template <typename T>
+__global__ void sample_kernel(WaveCells<T> g, StencilsView rec, int64_t shots, const T* u,
+                              T* traces, int64_t n_t, int64_t j) {
+  FK_CUDA_LOOP(t, shots * rec.count) {
+    traces[t * n_t + j] = sample_cell(g, rec, u, t / rec.count, t % rec.count);
+  }
+}
+
+template <typename T>
+__global__ void inject_traces_kernel(WaveCells<T> g, StencilsView rec, int64_t shots,
+                                     const T* traces_bar, int64_t n_t, int64_t j, T* lam) {
+  FK_CUDA_LOOP(s, shots) {
+    inject_traces_cell(g, rec, traces_bar, n_t, j, lam, s);
+  }
+}
+
+template <typename T>
+__global__ void psi_transpose_kernel(WaveCells<T> g, WaveCoefficientsView<T> co, int64_t shots,
+                                     AxisFields<T> mu, T* lam, T* scratch) {
+  FK_CUDA_LOOP(t, shots * g.padded) {
+    psi_transpose_cell(g, co, mu, lam, scratch, (t / g.padded) * g.numel,
+                       padded_cell(g, t % g.padded).p);
+  }
+}
+
+template <typename T>
+__global__ void adjoint_prepare_kernel(WaveCells<T> g, WaveCoefficientsView<T> co, int64_t shots,
+                                       const T* lam, T* kl, AxisFields<T> mu, const T* u_n,
+                                       const T* u_np1, AxisFields<T> fbar) {
+  FK_CUDA_LOOP(t, shots * g.numel) {
+    adjoint_prepare_cell(g, co, lam, kl, mu, u_n, u_np1, fbar, (t / g.numel) * g.numel,
+                         t % g.numel);
+  }
+}
+
+template <typename T>
+__global__ void adjoint_kernel(WaveCells<T> g, WaveCoefficientsView<T> co, int64_t shots,
+                               const T* lam_c, const T* kl, const T* lam_p, T* out_cur, T* out_prev,
+                               T* kbar, const T* u_n) {
+  FK_CUDA_LOOP(t, shots * g.padded) {
+    adjoint_cell(g, co, lam_c, kl, lam_p, out_cur, out_prev, kbar, u_n, (t / g.padded) * g.numel,
+                 padded_cell(g, t % g.padded).p);
+  }
+}
+
+template <typename T>
+__global__ void kappa_gradient_kernel(WaveCells<T> g, const double* k_per_kappa,
+                                      AxisFields<const double> bpk, int64_t shots, const T* kbar,
+                                      AxisFields<T> fbar, double* total) {
+  FK_CUDA_LOOP(t, g.padded) {
+    const int64_t p = padded_cell(g, t).p;
+    total[p] = kappa_gradient_cell(g, k_per_kappa, bpk, shots, kbar, fbar, p);
+  }
+}
+
+template <typename T>
+__global__ void velocity_gradient_kernel(WaveCells<T> g, const T* c, const double* kappa_bar,
+                                         T* out) {
+  FK_CUDA_LOOP(i, g.domain) {
+    out[i] = velocity_gradient_cell(g, c, kappa_bar, i);
+  }
+}
+
+template <typename T>
+__global__ void embed_kernel(WaveCells<T> g, const T* p0, T* x) {
+  FK_CUDA_LOOP(q, g.domain) {
+    x[domain_cell(g, q)] = p0[q];
+  }
+}
+
+template <typename T>
+__global__ void scaled_laplacian_kernel(WaveCells<T> g, const T* k, const T* u, T* out) {
+  FK_CUDA_LOOP(t, g.padded) {
+    scaled_laplacian_cell(g, k, u, out, t);
+  }
+}
+
+template <typename T>
+__global__ void scaled_product_kernel(const T* k, const T* u, T* ku, int64_t n) {
+  FK_CUDA_LOOP(p, n) {
+    scaled_product_cell(k, u, ku, p);
+  }
+}
+
+template <typename T>
+__global__ void initial_adjoint_end_kernel(WaveCells<T> g, const T* u, const T* ku, const T* lam0,
+                                           T* out) {
+  FK_CUDA_LOOP(q, g.domain) {
+    out[q] = initial_adjoint_cell(g, u, ku, lam0, q);
+  }
+}
+
+template <typename T>
+__global__ void sensor_samples_kernel(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                                      const double* w, int64_t half, int64_t n_t, T* out) {
+  FK_CUDA_LOOP(t, n_rec * n_t) {
+    out[t] = static_cast<T>(sensor_sample_cell(fine, n_fine, every, w, half, t / n_t, t % n_t));
+  }
+}
+
+template <typename T>
+__global__ void sensor_adjoint_kernel(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                                      int64_t every, const double* w, int64_t half, T* out) {
+  FK_CUDA_LOOP(t, n_rec * n_fine) {
+    out[t] =
+        static_cast<T>(sensor_adjoint_cell(g, n_t, n_fine, every, w, half, t / n_fine, t % n_fine));
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void launch_embed(const WaveCells<T>& g, const T* p0, T* x, void* stream) {
+  embed_kernel<T><<<blocks_for(g.domain), kThreads, 0, as_stream(stream)>>>(g, p0, x);
+  check_launch("nefi::cuda::launch_embed");
+}
+
+template <typename T>
+void launch_scaled_laplacian(const WaveCells<T>& g, const T* k, const T* u, T* out, void* stream) {
+  scaled_laplacian_kernel<T>
+      <<<blocks_for(g.padded), kThreads, 0, as_stream(stream)>>>(g, k, u, out);
+  check_launch("nefi::cuda::launch_scaled_laplacian");
+}
+
+template <typename T>
+void launch_scaled_product(const T* k, const T* u, T* ku, int64_t n, void* stream) {
+  scaled_product_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(k, u, ku, n);
+  check_launch("nefi::cuda::launch_scaled_product");
+}
+
+template <typename T>
+void launch_initial_adjoint_end(const WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
+                                T* out, void* stream) {
+  initial_adjoint_end_kernel<T>
+      <<<blocks_for(g.domain), kThreads, 0, as_stream(stream)>>>(g, u, ku, lam0, out);
+  check_launch("nefi::cuda::launch_initial_adjoint_end");
+}
+
+template <typename T>
+void launch_sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                           const double* w, int64_t half, int64_t n_t, T* out, void* stream) {
+  sensor_samples_kernel<T><<<blocks_for(n_rec * n_t), kThreads, 0, as_stream(stream)>>>(
+      fine, n_rec, n_fine, every, w, half, n_t, out);
+  check_launch("nefi::cuda::launch_sensor_samples");
+}
+
+template <typename T>
+void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                           int64_t every, const double* w, int64_t half, T* out, void* stream) {
+  sensor_adjoint_kernel<T><<<blocks_for(n_rec * n_fine), kThreads, 0, as_stream(stream)>>>(
+      g, n_rec, n_t, n_fine, every, w, half, out);
+  check_launch("nefi::cuda::launch_sensor_adjoint");
+}
+
+template <typename T>
+void launch_velocity_stats(const T* c, int64_t n, double* stats, void* stream) {
+  velocity_stats_kernel<T><<<1, kStatsThreads, 0, as_stream(stream)>>>(c, n, stats);
+  check_launch("nefi::cuda::launch_velocity_stats");
+}
+
+template <typename T>
+void launch_padded_kappa(const WaveCells<T>& g, const T* c, double* kappa, void* stream) {
+  padded_kappa_kernel<T><<<blocks_for(g.padded), kThreads, 0, as_stream(stream)>>>(g, c, kappa);
+  check_launch("nefi::cuda::launch_padded_kappa");
+}
+
+template <typename T>
+void launch_velocity_coefficients(const WaveCells<T>& g, const double* kappa,
+                                  const double* k_per_kappa, const AxisFields<const double>& bpk,
+                                  T* k, const AxisFields<T>& beta, void* stream) {
+  velocity_coefficients_kernel<T><<<blocks_for(g.padded), kThreads, 0, as_stream(stream)>>>(
+      g, kappa, k_per_kappa, bpk, k, beta);
+  check_launch("nefi::cuda::launch_velocity_coefficients");
+}
+
+template <typename T>
+void launch_leapfrog_step(const WaveCells<T>& g, const WaveCoefficientsView<T>& co, int64_t shots,
+                          const T* up, const T* u, T* un, const AxisFields<T>& psi, void* stream) {
+  const unsigned b = blocks_for(shots * g.padded);
+  step_kernel<T><<<b, kThreads, 0, as_stream(stream)>>>(g, co, shots, up, u, un, psi);
+  check_launch("nefi::cuda::launch_leapfrog_step");
+  if (!g.pml) return;
+  psi_kernel<T><<<b, kThreads, 0, as_stream(stream)>>>(g, co, shots, u, un, psi);
+  check_launch("nefi::cuda::launch_leapfrog_step");
+}
+
+template <typename T>
+void launch_inject_sources(const WaveCells<T>& g, const StencilsView& src, const T* ad,
+                           const double* wavelet, int64_t n, T* un, void* stream) {
+  sources_kernel<T>
+      <<<blocks_for(src.count), kThreads, 0, as_stream(stream)>>>(g, src, ad, wavelet, n, un);
+  check_launch("nefi::cuda::launch_inject_sources");
+}
+
+template <typename T>
+void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots, const T* u,
+                   T* traces, int64_t n_t, int64_t j, void* stream) {
+  sample_kernel<T><<<blocks_for(shots * rec.count), kThreads, 0, as_stream(stream)>>>(
+      g, rec, shots, u, traces, n_t, j);
+  check_launch("nefi::cuda::launch_sample");
+}
+
+template <typename T>
+void launch_inject_traces(const WaveCells<T>& g, const StencilsView& rec, int64_t shots,
+                          const T* traces_bar, int64_t n_t, int64_t j, T* lam, void* stream) {
+  inject_traces_kernel<T><<<blocks_for(shots), kThreads, 0, as_stream(stream)>>>(
+      g, rec, shots, traces_bar, n_t, j, lam);
+  check_launch("nefi::cuda::launch_inject_traces");
+}
+
+template <typename T>
+void launch_adjoint_step(const WaveCells<T>& g, const WaveCoefficientsView<T>& co, int64_t shots,
+                         T* lam_c, const T* lam_p, T* out_cur, T* out_prev, T* kl,
+                         const AxisFields<T>& mu, const T* u_n, const T* u_np1, T* kbar,
+                         const AxisFields<T>& fbar, void* stream) {
+  const char* where = "nefi::cuda::launch_adjoint_step";
+  const unsigned b = blocks_for(shots * g.padded);
+  if (g.pml) {
+    psi_transpose_kernel<T>
+        <<<b, kThreads, 0, as_stream(stream)>>>(g, co, shots, mu, lam_c, out_prev);
+    check_launch(where);
+  }
+  adjoint_prepare_kernel<T><<<blocks_for(shots * g.numel), kThreads, 0, as_stream(stream)>>>(
+      g, co, shots, lam_c, kl, mu, u_n, u_np1, fbar);
+  check_launch(where);
+  adjoint_kernel<T><<<b, kThreads, 0, as_stream(stream)>>>(g, co, shots, lam_c, kl, lam_p, out_cur,
+                                                           out_prev, kbar, u_n);
+  check_launch(where);
+}
+
+template <typename T>
+void launch_kappa_gradient(const WaveCells<T>& g, const double* k_per_kappa,
+                           const AxisFields<const double>& bpk, int64_t shots, const T* kbar,
+                           const AxisFields<T>& fbar, double* total, void* stream) {
+  kappa_gradient_kernel<T><<<blocks_for(g.padded), kThreads, 0, as_stream(stream)>>>(
+      g, k_per_kappa, bpk, shots, kbar, fbar, total);
+  check_launch("nefi::cuda::launch_kappa_gradient");
+}
+
+template <typename T>
+void launch_velocity_gradient(const WaveCells<T>& g, const T* c, const double* kappa_bar, T* out,
+                              void* stream) {
+  velocity_gradient_kernel<T>
+      <<<blocks_for(g.domain), kThreads, 0, as_stream(stream)>>>(g, c, kappa_bar, out);
+  check_launch("nefi::cuda::launch_velocity_gradient");
+}
+
+template <typename T>
+void launch_copy(const T* src, T* dst, int64_t n, void* stream) {
+  fk::cuda::detail::check_cuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(T),
+                                               cudaMemcpyDeviceToDevice, as_stream(stream)),
+                               "nefi::cuda::launch_copy");
+}
+
+#define NEFI_WAVE_INSTANTIATE(T)                                                                   \
+  template void launch_velocity_stats<T>(const T*, int64_t, double*, void*);                       \
+  template void launch_padded_kappa<T>(const WaveCells<T>&, const T*, double*, void*);             \
+  template void launch_velocity_coefficients<T>(const WaveCells<T>&, const double*, const double*, \
+                                                const AxisFields<const double>&, T*,               \
+                                                const AxisFields<T>&, void*);                      \
+  template void launch_leapfrog_step<T>(const WaveCells<T>&, const WaveCoefficientsView<T>&,       \
+                                        int64_t, const T*, const T*, T*, const AxisFields<T>&,     \
+                                        void*);                                                    \
+  template void launch_inject_sources<T>(const WaveCells<T>&, const StencilsView&, const T*,       \
+                                         const double*, int64_t, T*, void*);                       \
+  template void launch_sample<T>(const WaveCells<T>&, const StencilsView&, int64_t, const T*, T*,  \
+                                 int64_t, int64_t, void*);                                         \
+  template void launch_inject_traces<T>(const WaveCells<T>&, const StencilsView&, int64_t,         \
+                                        const T*, int64_t, int64_t, T*, void*);                    \
+  template void launch_adjoint_step<T>(const WaveCells<T>&, const WaveCoefficientsView<T>&,        \
+                                       int64_t, T*, const T*, T*, T*, T*, const AxisFields<T>&,    \
+                                       const T*, const T*, T*, const AxisFields<T>&, void*);       \
+  template void launch_kappa_gradient<T>(const WaveCells<T>&, const double*,                       \
+                                         const AxisFields<const double>&, int64_t, const T*,       \
+                                         const AxisFields<T>&, double*, void*);                    \
+  template void launch_velocity_gradient<T>(const WaveCells<T>&, const T*, const double*, T*,      \
+                                            void*);                                                \
+  template void launch_copy<T>(const T*, T*, int64_t, void*);                                      \
+  template void launch_embed<T>(const WaveCells<T>&, const T*, T*, void*);                         \
+  template void launch_scaled_laplacian<T>(const WaveCells<T>&, const T*, const T*, T*, void*);    \
+  template void launch_scaled_product<T>(const T*, const T*, T*, int64_t, void*);                  \
+  template void launch_initial_adjoint_end<T>(const WaveCells<T>&, const T*, const T*, const T*,   \
+                                              T*, void*);                                          \
+  template void launch_sensor_samples<T>(const T*, int64_t, int64_t, int64_t, const double*,       \
+                                         int64_t, int64_t, T*, void*);                             \
+  template void launch_sensor_adjoint<T>(const double*, int64_t, int64_t, int64_t, int64_t,        \
+                                         const double*, int64_t, T*, void*);
+NEFI_WAVE_INSTANTIATE(float)
+NEFI_WAVE_INSTANTIATE(double)
+#undef NEFI_WAVE_INSTANTIATE
+
+}  // namespace nefi::cuda

@@ -1,0 +1,155 @@
+#pragma once
+// Launchers of the wave operator's CUDA kernels (wave.cu; each thread's
+// arithmetic in wave_cells.h, host and device alike): raw device pointers,
+// plain structs and a stream (a cudaStream_t as void*), no CUDA types, so the
+// driver (wave_device.cpp) is plain C++. T is float or double. Every launch is
+// asynchronous on `stream`; a failed launch throws fk::Error.
+//
+// Layout: the stored grid of one shot (wave_grid.h: padded cells plus a zero
+// halo) is `numel` cells; a field of all shots is (shots, numel), shot s at
+// s · numel. Coefficients are one stored grid shared by the shots. The
+// arithmetic of every kernel is that of its CPU loop (leapfrog_step.cpp's
+// baseline build, leapfrog.cpp, wave_propagation.cpp) term for term in the
+// same order; wave.cu is built with --fmad=false, so against the CPU's
+// generic build (FK_CPU_ISA=generic) results agree to the bit and against its
+// AVX2+FMA build (which GCC contracts) to rounding.
+#include <cstdint>
+
+namespace nefi::cuda {
+
+// One shot's stored grid as the kernels see it: slots are right-aligned as in
+// WaveGrid (a 2-D grid is (1, nx, ny)); the Laplacian's and faces' weights
+// are rounded to T as leapfrog_step.cpp's FixedLaplacian and FaceSet round
+// them. Arrays indexed [a] run over the nd active axes (slot 3 − nd + a).
+template <typename T>
+struct WaveCells {
+  int nd = 0, half = 1;  // active axes; Laplacian half-width (order / 2)
+  bool pml = false;
+  int64_t n[3] = {1, 1, 1};         // padded cells per slot
+  int64_t off[3] = {0, 0, 0};       // halo cells before the padded ones, per slot
+  int64_t stride[3] = {0, 0, 0};    // stored strides per slot
+  int64_t interior[3] = {1, 1, 1};  // the domain's cells per slot
+  int64_t pad[3] = {0, 0, 0};       // absorbing cells per side, per slot
+  int64_t numel = 0;                // stored cells
+  int64_t padded = 0;               // n[0] n[1] n[2]
+  int64_t domain = 0;               // interior[0] interior[1] interior[2]
+  int64_t s[3] = {0, 0, 0};         // stride of active axis a
+  T w0 = 0;
+  T w1[3] = {0, 0, 0}, w2[3] = {0, 0, 0};   // Laplacian weights of ±1 and ±2 cells
+  T ih[3] = {0, 0, 0}, ih2[3] = {0, 0, 0};  // 1/h and 1/(2h) of active axis a
+};
+
+// wave::StepCoefficients on the device: one stored grid each; alpha and beta
+// per active axis (PML only).
+template <typename T>
+struct WaveCoefficientsView {
+  const T *q2 = nullptr, *b = nullptr, *k = nullptr, *ad = nullptr;
+  const T* alpha[3] = {nullptr, nullptr, nullptr};
+  const T* beta[3] = {nullptr, nullptr, nullptr};
+};
+
+// Per-axis fields of all shots (ψ, μ, fbar) or per-axis grids (beta), by active axis.
+template <typename T>
+struct AxisFields {
+  T* a[3] = {nullptr, nullptr, nullptr};
+};
+
+// Point stencils (wave_grid.h's PointStencil) as CSR: point i owns entries
+// start[i] .. start[i + 1] − 1 of index (stored cell) and weight.
+struct StencilsView {
+  const int64_t* start = nullptr;
+  const int64_t* index = nullptr;
+  const double* weight = nullptr;
+  int64_t count = 0;
+};
+
+// --- once per apply: the velocity's coefficients --------------------------
+
+// stats (3 doubles) := min c, max c, number of non-finite values (one block).
+template <typename T>
+void launch_velocity_stats(const T* c, int64_t n, double* stats, void* stream);
+// kappa (stored grid, f64) := c² of the domain cell each padded cell
+// replicates (padded_kappa); the halo is left as it is (zero).
+template <typename T>
+void launch_padded_kappa(const WaveCells<T>& g, const T* c, double* kappa, void* stream);
+// k := T(k_per_kappa κ) per padded cell and, PML, beta_a := T(beta_per_kappa_a
+// ½ (κ_p + κ_{p+s})) on the faces step_coefficients sets (others left zero).
+template <typename T>
+void launch_velocity_coefficients(const WaveCells<T>& g, const double* kappa,
+                                  const double* k_per_kappa, const AxisFields<const double>& bpk,
+                                  T* k, const AxisFields<T>& beta, void* stream);
+
+// --- the forward step of all shots ----------------------------------------
+
+// un := the leapfrog of (up, u, ψ), then ψ advanced in place (PML): two kernels.
+template <typename T>
+void launch_leapfrog_step(const WaveCells<T>& g, const WaveCoefficientsView<T>& co, int64_t shots,
+                          const T* up, const T* u, T* un, const AxisFields<T>& psi, void* stream);
+// un[shot s] += a_dt2 · T(w · wavelet[n]) over source s's stencil (one thread per shot).
+template <typename T>
+void launch_inject_sources(const WaveCells<T>& g, const StencilsView& src, const T* ad,
+                           const double* wavelet, int64_t n, T* un, void* stream);
+// traces[s, r, j] := Σ_i w_i u[s, index_i] over receiver r (one thread per (s, r)).
+template <typename T>
+void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots, const T* u,
+                   T* traces, int64_t n_t, int64_t j, void* stream);
+
+// --- the adjoint step of all shots ----------------------------------------
+
+// lam[s] += T(w_i) g[s, r, j] over receiver r's stencil, r in order (one thread per shot).
+template <typename T>
+void launch_inject_traces(const WaveCells<T>& g, const StencilsView& rec, int64_t shots,
+                          const T* traces_bar, int64_t n_t, int64_t j, T* lam, void* stream);
+// leapfrog_adjoint_step for all shots: lam_c (PML: += Gᵀ(beta μ)), out_cur,
+// out_prev, μ in place; kl is scratch (stored grid per shot, zero halo);
+// with u_n non-null also kbar and fbar accumulate. Two kernels (PML: three).
+template <typename T>
+void launch_adjoint_step(const WaveCells<T>& g, const WaveCoefficientsView<T>& co, int64_t shots,
+                         T* lam_c, const T* lam_p, T* out_cur, T* out_prev, T* kl,
+                         const AxisFields<T>& mu, const T* u_n, const T* u_np1, T* kbar,
+                         const AxisFields<T>& fbar, void* stream);
+
+// --- the gradient ----------------------------------------------------------
+
+// total[p] := Σ_s kappa_gradient(shot s)[p] in shot order from 0.0, per padded cell.
+template <typename T>
+void launch_kappa_gradient(const WaveCells<T>& g, const double* k_per_kappa,
+                           const AxisFields<const double>& bpk, int64_t shots, const T* kbar,
+                           const AxisFields<T>& fbar, double* total, void* stream);
+// out (the domain, C order) := T(Σ 2 c κ̄) over the padded cells replicating
+// each domain cell, in the CPU's cell order (velocity_gradient).
+template <typename T>
+void launch_velocity_gradient(const WaveCells<T>& g, const T* c, const double* kappa_bar, T* out,
+                              void* stream);
+
+// --- the photoacoustic (initial-value) map: wave_initial_cells.h ------------
+
+// x[stored cell of domain cell q] := p0[q] (one thread per domain cell; the
+// rest of x is left as it is: zero).
+template <typename T>
+void launch_embed(const WaveCells<T>& g, const T* p0, T* x, void* stream);
+// out := u + k ⊙ Δ_h u on the padded cells (the time-symmetric start).
+template <typename T>
+void launch_scaled_laplacian(const WaveCells<T>& g, const T* k, const T* u, T* out, void* stream);
+// ku := k ⊙ u over n cells.
+template <typename T>
+void launch_scaled_product(const T* k, const T* u, T* ku, int64_t n, void* stream);
+// out (the domain) := u + Δ_h ku + lam0 at each domain cell.
+template <typename T>
+void launch_initial_adjoint_end(const WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
+                                T* out, void* stream);
+// out (n_rec, n_t) := T(the sensor's samples) of fine (n_rec, n_fine); w
+// (2 half + 1 weights) null: no low-pass.
+template <typename T>
+void launch_sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
+                           const double* w, int64_t half, int64_t n_t, T* out, void* stream);
+// out (n_rec, n_fine) := T(the sensor's transpose) of g (n_rec, n_t), f64.
+template <typename T>
+void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
+                           int64_t every, const double* w, int64_t half, T* out, void* stream);
+
+// dst := src, n elements, device to device (a copy node when captured).
+template <typename T>
+void launch_copy(const T* src, T* dst, int64_t n, void* stream);
+
+}  // namespace nefi::cuda
