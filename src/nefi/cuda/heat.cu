@@ -200,9 +200,7 @@ void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, 
       cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_sweeps_kernel<T>), dim3(grid),
                                   dim3(kFusedThreads), args, 0, as_stream(stream));
   // A refused launch (e.g. cudaErrorCooperativeLaunchTooLarge) is also the
-  // thread's last error: cleared here, it is reported once, by this throw,
-  // not again by the next kernel's check_launch.
-  if (e != cudaSuccess) cudaGetLastError();
+  // thread's last error: check_cuda clears it, so it is reported once.
   fk::cuda::detail::check_cuda(e, where);
 }
 
