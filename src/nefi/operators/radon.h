@@ -52,6 +52,13 @@ struct SparseRows {
 // output in the same order as that scatter.
 SparseRows transpose(const SparseRows& m);
 
+// SparseRows (and the device kernels reading them, cuda/radon.cu) store
+// column indices as int32: the projection's columns are the n x n pixels,
+// its transpose's the n_views x n_det sinogram rows. Throws fk::Error naming
+// both sizes when either exceeds 2^31 - 1. Entries and rows are indexed in
+// int64 (row starts, the kernels' loops), so their counts have no such limit.
+void check_radon_index_range(int64_t pixels, int64_t sinogram_rows);
+
 // A RadonOperator's matrix and its transpose on one device: row starts i64,
 // columns i32, weights f64 (SparseRows' vectors, as 1-D tensors).
 struct RadonMatricesOnDevice {
