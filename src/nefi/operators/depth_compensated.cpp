@@ -72,9 +72,19 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
 fk::Tensor DepthCompensatedOperator::apply(const fk::Tensor& x) const {
   if (!fk::autograd::needs_grad(x)) return inner_->apply(x);
   const fk::Tensor held = x.detach();
-  fk::Tensor w = x.dtype() == fk::DType::F32 ? cell_weights32_ : cell_weights64_.to(x.dtype());
-  if (w.device() != x.device()) w = w.to(x.device());  // the weights are built on the host
+  const fk::Tensor w = cell_weights_on(x.dtype(), x.device());
   return inner_->apply(fk::add(held, fk::mul(fk::sub(x, held), w)));
+}
+
+// The weights are built on the host; each (dtype, device) copy is made once.
+fk::Tensor DepthCompensatedOperator::cell_weights_on(fk::DType dtype, fk::Device device) const {
+  return weights_on_->get(dtype == fk::DType::F32 ? cell_weights32_ : cell_weights64_, dtype,
+                          device);
+}
+
+void DepthCompensatedOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda()) cell_weights_on(dtype, device);
+  prepare_device_tables(*inner_, device, dtype);
 }
 
 fk::Tensor DepthCompensatedOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {

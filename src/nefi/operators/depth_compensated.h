@@ -16,7 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "nefi/operators/composite.h"
+#include "nefi/operators/device_copies.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -30,7 +34,7 @@ struct DepthCompensation {
   fk::Tensor mask;    // the output's observed entries (undefined: all)
 };
 
-class DepthCompensatedOperator : public Operator {
+class DepthCompensatedOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on gamma < 0, probes < 1, an axis outside the inner
   // operator's grid or a mask whose shape is not the output's.
@@ -43,6 +47,7 @@ class DepthCompensatedOperator : public Operator {
   std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "depth_compensated"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
   // w_k per layer along the axis, and s_k (as measured).
   const std::vector<double>& layer_weights() const { return weights_; }
@@ -54,6 +59,10 @@ class DepthCompensatedOperator : public Operator {
   DepthCompensation options_;
   std::vector<double> sensitivity_, weights_;
   fk::Tensor cell_weights64_, cell_weights32_;  // (shape), f64 and its f32 copy
+  // Their copies in the dtypes and on the devices applied to (from the f32
+  // copy for f32, else from the f64 weights).
+  std::shared_ptr<DeviceCopies> weights_on_ = std::make_shared<DeviceCopies>();
+  fk::Tensor cell_weights_on(fk::DType dtype, fk::Device device) const;
 };
 
 }  // namespace nefi

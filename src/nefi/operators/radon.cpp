@@ -131,6 +131,11 @@ RadonMatricesOnDevice RadonOperator::matrices_on(fk::Device device) const {
   return d;
 }
 
+// The matrices serve every dtype (weights f64).
+void RadonOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda()) matrices_on(device);
+}
+
 std::string RadonOperator::fidelity_tag() const {
   return std::string(domain_.ndim() == 3 ? "radon3d-" : "radon-") +
          std::to_string(domain_.shape()[0]) + "px-" + std::to_string(geometry_.det_per_pixel) +

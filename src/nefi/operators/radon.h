@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -73,7 +74,7 @@ struct RadonGeometry {
   int64_t samples_per_pixel = 1;
 };
 
-class RadonOperator : public Operator {
+class RadonOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on a domain that is not square in axes 0 and 1 (2-D or
   // 3-D) or a non-positive geometry value.
@@ -84,6 +85,7 @@ class RadonOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return domain_.ndim() == 3 ? "radon3d" : "radon"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   bool batchable() const override { return true; }
   const Domain& domain() const { return domain_; }
   const RadonGeometry& geometry() const { return geometry_; }
