@@ -7,6 +7,7 @@
 #include "fk/factory.h"
 #include "fk/ops/reduce/sum.h"
 #include "fk/profile.h"
+#include "fk/sync_debug.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/operators/device_tables.h"
@@ -251,7 +252,11 @@ int64_t StageRun::step_shape() {
 bool StageRun::device_step(int t, double lr, StepValue& v) {
   block_->set_inputs(adam_.begin_device_step(lr), cur_.optim.grad_clip);
   const int64_t shape = graph_->refused() ? 0 : step_shape();
-  graph_->run([&] { enqueue_device_step(t); }, shape);
+  {
+    // FK_SYNC_DEBUG reports a host read of a device tensor inside the step.
+    const fk::DeviceStepScope in_step;
+    graph_->run([&] { enqueue_device_step(t); }, shape);
+  }
   const double* out = block_->read();  // the step's one host read
   v.total = out[kSlotTotal];
   if (non_finite_step(t, v.total)) return false;
