@@ -8,6 +8,7 @@
 #include "fk/ops/copy.h"
 #include "fk/ops/view.h"
 #include "fk/print.h"
+#include "fk/sync_debug.h"
 
 namespace fk {
 
@@ -64,11 +65,13 @@ void Tensor::check_dtype(DType expected, const char* where) const {
 double Tensor::item() const {
   FK_CHECK(numel() == 1, "Tensor::item", "a tensor with one element", "shape " + shape().str());
   FK_CHECK(!is_complex(dtype()), "Tensor::item", "a real dtype", name(dtype()));
+  const HostRead read("Tensor::item", device());  // FK_SYNC_DEBUG
   return to_vector<double>()[0];
 }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  const HostRead read("Tensor::to_vector", device());  // FK_SYNC_DEBUG
   Tensor c = to(kCPU).to(dtype_of<T>()).contiguous();
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());

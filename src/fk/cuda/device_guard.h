@@ -6,7 +6,10 @@
 
 namespace fk::cuda::detail {
 
-// Throws fk::Error naming `where`, expecting cudaSuccess, given e's name and text.
+// Throws fk::Error naming `where`, expecting cudaSuccess, given e's name and
+// text. A recoverable error (error_kind.h) is also cleared from the thread's
+// last error, so that it is reported once; a sticky one cannot be cleared,
+// and its message says the context is lost and the process must restart.
 void check_cuda(cudaError_t e, const char* where);
 
 // Makes `device` current for the scope and restores the previous device after

@@ -95,7 +95,6 @@ GraphExec end_capture(int device) {
   capture_flag(device).store(false, std::memory_order_release);
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
     check_cuda(e, "cudaStreamEndCapture");
   }
   GraphExec out;
@@ -106,7 +105,6 @@ GraphExec end_capture(int device) {
   cudaGraphExec_t exec = nullptr;
   const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
-  if (ei != cudaSuccess) cudaGetLastError();
   check_cuda(ei, "cudaGraphInstantiate");
   out.exec = exec;
   return out;

@@ -95,7 +95,6 @@ void* pool_allocate(int device, size_t nbytes) {
       if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
       e = cudaMallocAsync(&p, nbytes, stream);
     }
-    if (e != cudaSuccess) cudaGetLastError();
     check_cuda(e, "cudaMallocAsync");
   }
   std::lock_guard<std::mutex> lock(s.mu);

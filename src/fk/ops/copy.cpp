@@ -14,6 +14,7 @@
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/profile.h"
+#include "fk/sync_debug.h"
 
 namespace fk {
 namespace {
@@ -280,6 +281,8 @@ void copy_(Tensor& dst, const Tensor& src) {
                         : empty(dst.shape(), {s.dtype(), dst.device()});
     int sd = s.device().is_cpu() ? -1 : s.device().index;
     int dd = staged.device().is_cpu() ? -1 : staged.device().index;
+    // FK_SYNC_DEBUG: a copy of a device tensor to the host is a host read.
+    const HostRead read("a copy to the host (Tensor::to, copy_)", dd < 0 ? s.device() : kCPU);
     cuda::copy_bytes(staged.data_ptr(), dd, s.data_ptr(), sd, static_cast<size_t>(s.nbytes()));
     profile::count_launch();
     if (!staged.is_same(dst)) copy_(dst, staged);

@@ -11,6 +11,7 @@
 #include "fk/cuda/device_guard.h"
 #include "nefi/cuda/heat_cells.h"
 #include "nefi/cuda/kernels.h"
+#include "nefi/cuda/resident_blocks_cache.h"
 
 namespace nefi::cuda {
 namespace {
@@ -164,6 +165,14 @@ void launch_face_sweep(const T* in, T* out, const T* c, const T* faces, Grid g, 
   check_launch("nefi::cuda::launch_face_sweep");
 }
 
+namespace {
+// One per process, keyed by kernel: launch_fused_sweeps<float> and <double> share it.
+ResidentBlocksCache& resident_blocks() {
+  static ResidentBlocksCache cache;
+  return cache;
+}
+}  // namespace
+
 bool cooperative_launch_supported(int device) {
   int v = 0;
   if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device) == cudaSuccess)
@@ -181,28 +190,31 @@ void launch_fused_sweeps(T* buf0, T* buf1, int cur, const T* c, const T* faces, 
   // Every block must be resident at once: at most the occupancy limit. Wide
   // blocks keep the grid small (128 for the paper's 65,536 cells, one per SM
   // of an H100/H200): a grid barrier's cost grows with the blocks it waits on.
-  int device = 0, sms = 0, per_sm = 0;
+  // The limit is asked once per device and dtype (resident_blocks_cache.h).
+  int device = 0;
   fk::cuda::detail::check_cuda(cudaGetDevice(&device), where);
-  fk::cuda::detail::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-                               where);
-  fk::cuda::detail::check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                   &per_sm, fused_sweeps_kernel<T>, kFusedThreads, 0),
-                               where);
+  const void* kernel = reinterpret_cast<const void*>(fused_sweeps_kernel<T>);
+  const int resident = resident_blocks().get(device, kernel, kFusedThreads, [&] {
+    int sms = 0, per_sm = 0;
+    fk::cuda::detail::check_cuda(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), where);
+    fk::cuda::detail::check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                     &per_sm, fused_sweeps_kernel<T>, kFusedThreads, 0),
+                                 where);
+    return per_sm * sms;
+  });
   const int64_t n = g.numel();
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
-      (n + kFusedThreads - 1) / kFusedThreads, std::max<int64_t>(1, int64_t{per_sm} * sms)));
+      (n + kFusedThreads - 1) / kFusedThreads, std::max<int64_t>(1, int64_t{resident})));
   int nx = static_cast<int>(g.nx), ny = static_cast<int>(g.ny), nz = static_cast<int>(g.nz);
   const T* fx = faces;
   const T* fy = faces + n;
   const T* fz = faces + 2 * n;
   void* args[] = {&buf0, &buf1, &cur, &c, &fx, &fy, &fz, &nx, &ny, &nz, &omega, &k, &lerp_from};
-  const cudaError_t e =
-      cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_sweeps_kernel<T>), dim3(grid),
-                                  dim3(kFusedThreads), args, 0, as_stream(stream));
+  const cudaError_t e = cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(kFusedThreads), args,
+                                                    0, as_stream(stream));
   // A refused launch (e.g. cudaErrorCooperativeLaunchTooLarge) is also the
-  // thread's last error: cleared here, it is reported once, by this throw,
-  // not again by the next kernel's check_launch.
-  if (e != cudaSuccess) cudaGetLastError();
+  // thread's last error: check_cuda clears it, so it is reported once.
   fk::cuda::detail::check_cuda(e, where);
 }
 

@@ -2,8 +2,8 @@
 // the launches of poisson_dst.cu on the device's current stream, cuFFT
 // through fk::fftn / fk::ifftn, and the autograd node. Per solve: 3 kernels
 // and 2 FFTs, nothing read back to the host (the eigenvalue table is
-// uploaded on an operator's first device apply, which a solve's eager
-// warm-up step makes before any capture). Memory: two c128 buffers of the
+// uploaded by prepare_tables at a stage start, before any capture, or on an
+// operator's first device apply). Memory: two c128 buffers of the
 // odd extension, 2^d x 16 bytes per field cell and batch row.
 #include <memory>
 #include <string>

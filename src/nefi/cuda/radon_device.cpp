@@ -1,8 +1,8 @@
 // The Radon projection on a CUDA device (operators/radon_device.h): the
 // launches of radon.cu on the device's current stream and the autograd node.
 // One kernel per apply and one per backward; nothing is read back to the
-// host (the matrices are uploaded on an operator's first device apply, which
-// a solve's eager warm-up step makes before any capture). Memory: the
+// host (the matrices are uploaded by prepare_tables at a stage start, before
+// any capture, or on an operator's first device apply). Memory: the
 // matrix and its transpose on the device, 2 x 12 bytes per entry (4 entries
 // per ray sample) plus the row starts.
 #include <memory>

@@ -150,6 +150,12 @@ fk::Tensor HolographyOperator::transfer_on(double dz, fk::Device device) const {
   return H;
 }
 
+// One transfer function per distance, for every dtype (c128).
+void HolographyOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (!device.is_cuda()) return;
+  for (double dz : distances_) transfer_on(dz, device);
+}
+
 std::shared_ptr<Operator> HolographyOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<HolographyOperator>(*this);
   op->domain_ = domain_.at(shape);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -61,7 +62,7 @@ Field2 propagate(const Field2& u, int64_t batch, int64_t n0, int64_t n1,
 fk::Tensor propagate(const fk::Tensor& u, const std::vector<double>& spacing, double dz,
                      const PropagationOptions& o, bool adjoint = false);
 
-class HolographyOperator : public Operator {
+class HolographyOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on a non-2-D domain, a wavelength <= 0, a negative or
   // empty distance list, absorption < 0 or pad_factor < 1.
@@ -72,6 +73,7 @@ class HolographyOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::string fidelity_tag() const override { return "angular-spectrum-1x"; }
   std::string kind() const override { return "holography"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   bool batchable() const override { return true; }
   const Domain& domain() const { return domain_; }
   const std::vector<double>& distances() const { return distances_; }

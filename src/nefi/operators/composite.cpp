@@ -121,6 +121,11 @@ bool SequentialOperator::batchable() const {
 std::string SequentialOperator::host_only_reason() const {
   return inner_host_only_reason(ops_);
 }
+// Every part sees the real dtype the first one is given (the parts keep it).
+void SequentialOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  for (const auto& op : ops_) prepare_device_tables(*op, device, dtype);
+}
+
 bool SequentialOperator::graph_capturable() const {
   for (const auto& op : ops_)
     if (!op->graph_capturable()) return false;
@@ -174,6 +179,10 @@ bool SumOperator::batchable() const {
 std::string SumOperator::host_only_reason() const {
   return inner_host_only_reason(ops_);
 }
+void SumOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  for (const auto& op : ops_) prepare_device_tables(*op, device, dtype);
+}
+
 bool SumOperator::graph_capturable() const {
   for (const auto& op : ops_)
     if (!op->graph_capturable()) return false;

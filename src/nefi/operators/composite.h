@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -16,7 +17,7 @@ namespace nefi {
 // (empty: none is); a composite is host-only when one of its parts is.
 std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
 
-class NuisanceOperator : public Operator {
+class NuisanceOperator : public Operator, public DeviceTables {
  public:
   NuisanceOperator(OperatorPtr inner, double gain = 1.0, double offset = 0.0,
                    bool train_gain = false, bool train_offset = false);
@@ -30,6 +31,9 @@ class NuisanceOperator : public Operator {
   std::string host_only_reason() const override;
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "nuisance"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override {
+    prepare_device_tables(*inner_, device, dtype);
+  }
   std::vector<fk::Tensor> parameters() const override;
   double gain() const;
   double offset() const;
@@ -41,7 +45,7 @@ class NuisanceOperator : public Operator {
   bool train_gain_, train_offset_;
 };
 
-class SequentialOperator : public Operator {
+class SequentialOperator : public Operator, public DeviceTables {
  public:
   explicit SequentialOperator(std::vector<OperatorPtr> ops);
   fk::Tensor forward(const FieldMap& fields) const override;
@@ -54,13 +58,14 @@ class SequentialOperator : public Operator {
   std::string host_only_reason() const override;
   std::string fidelity_tag() const override;
   std::string kind() const override { return "sequential"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override;
 
  private:
   std::vector<OperatorPtr> ops_;
 };
 
-class SumOperator : public Operator {
+class SumOperator : public Operator, public DeviceTables {
  public:
   explicit SumOperator(std::vector<OperatorPtr> ops);
   fk::Tensor apply(const fk::Tensor& x) const override;
@@ -70,6 +75,7 @@ class SumOperator : public Operator {
   bool graph_capturable() const override;
   std::string host_only_reason() const override;
   std::string kind() const override { return "sum"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override;
 
  private:

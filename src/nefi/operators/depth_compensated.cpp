@@ -64,7 +64,7 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
   for (size_t i = 0; i < cells.size(); ++i)
     cells[i] = weights_[(static_cast<int64_t>(i) / inner_stride) % layers];
   cell_weights64_ = fk::from_vector(cells, shape_);
-  weights_on_ = std::make_shared<TableCache<fk::Tensor>>();
+  weights_on_ = std::make_shared<DeviceCopies>();
 }
 
 // held + w (x - held) with held = stop_gradient(x): x's value, w times its
@@ -72,10 +72,18 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
 fk::Tensor DepthCompensatedOperator::apply(const fk::Tensor& x) const {
   if (!fk::autograd::needs_grad(x)) return inner_->apply(x);
   const fk::Tensor held = x.detach();
-  const fk::Tensor w = weights_on_->get(x.device(), x.dtype(), [this](fk::Device d, fk::DType dt) {
-    return table_on(cell_weights64_, d, dt);  // built on the host, moved once
-  });
+  const fk::Tensor w = cell_weights_on(x.dtype(), x.device());
   return inner_->apply(fk::add(held, fk::mul(fk::sub(x, held), w)));
+}
+
+// The weights are built on the host; each (dtype, device) copy is made once.
+fk::Tensor DepthCompensatedOperator::cell_weights_on(fk::DType dtype, fk::Device device) const {
+  return weights_on_->get(cell_weights64_, dtype, device);
+}
+
+void DepthCompensatedOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda()) cell_weights_on(dtype, device);
+  prepare_device_tables(*inner_, device, dtype);
 }
 
 fk::Tensor DepthCompensatedOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {

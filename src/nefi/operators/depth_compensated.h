@@ -17,7 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "nefi/operators/composite.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 #include "nefi/operators/table_cache.h"
 
@@ -32,7 +35,7 @@ struct DepthCompensation {
   fk::Tensor mask;    // the output's observed entries (undefined: all)
 };
 
-class DepthCompensatedOperator : public Operator {
+class DepthCompensatedOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on gamma < 0, probes < 1, an axis outside the inner
   // operator's grid or a mask whose shape is not the output's.
@@ -45,6 +48,7 @@ class DepthCompensatedOperator : public Operator {
   std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "depth_compensated"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
   // w_k per layer along the axis, and s_k (as measured).
   const std::vector<double>& layer_weights() const { return weights_; }
@@ -55,8 +59,10 @@ class DepthCompensatedOperator : public Operator {
   fk::Dims shape_;
   DepthCompensation options_;
   std::vector<double> sensitivity_, weights_;
-  fk::Tensor cell_weights64_;                           // (shape) f64
-  std::shared_ptr<TableCache<fk::Tensor>> weights_on_;  // per (device, dtype)
+  fk::Tensor cell_weights64_;  // (shape) f64
+  // Its copies in the dtypes and on the devices applied to (new per resolution).
+  std::shared_ptr<DeviceCopies> weights_on_ = std::make_shared<DeviceCopies>();
+  fk::Tensor cell_weights_on(fk::DType dtype, fk::Device device) const;
 };
 
 }  // namespace nefi

@@ -279,6 +279,10 @@ fk::Tensor FFTConvolution::spectrum(fk::DType real_dtype, fk::Device device) con
   return spec;
 }
 
+void FFTConvolution::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda()) spectrum(dtype, device);
+}
+
 fk::Tensor FFTConvolution::host_spectrum(fk::DType real_dtype) const {
   const std::vector<int64_t>& L = fft_shape_;
   // The spacing is part of the key: two grids can pad to one length L while

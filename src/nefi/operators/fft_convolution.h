@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -54,7 +55,7 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
                            const std::vector<int64_t>& place_at,
                            const std::vector<int64_t>& crop_at, bool conjugate);
 
-class FFTConvolution : public Operator {
+class FFTConvolution : public Operator, public DeviceTables {
  public:
   FFTConvolution(PsfFunction psf, Domain domain, bool periodic = false);
   fk::Tensor apply(const fk::Tensor& x) const override;
@@ -63,6 +64,7 @@ class FFTConvolution : public Operator {
   bool batchable() const override { return true; }
   std::string fidelity_tag() const override { return "blur-1x-float32"; }
   std::string kind() const override { return "fft_convolution"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   const Domain& domain() const { return domain_; }
   // The sampled kernel at this operator's resolution (for tests and baselines).
   PsfSample kernel() const { return psf_(domain_.spacing()); }

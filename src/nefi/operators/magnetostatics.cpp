@@ -138,6 +138,10 @@ fk::Tensor MagnetostaticsOperator::transfer_on(fk::DType real_dtype, fk::Device 
   return on;
 }
 
+void MagnetostaticsOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda()) transfer_on(dtype, device);
+}
+
 std::shared_ptr<Operator> MagnetostaticsOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<MagnetostaticsOperator>(*this);
   op->domain_ = domain_.at(shape);

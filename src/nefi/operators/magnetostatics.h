@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -61,7 +62,7 @@ FieldComponent field_component_from(const std::string& name, const std::string& 
 fk::Tensor magnetostatic_transfer(int64_t m0, int64_t m1, const std::vector<double>& h,
                                   const MagnetostaticsOptions& o);
 
-class MagnetostaticsOperator : public Operator {
+class MagnetostaticsOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on a non-2-D domain, z0 <= 0, t < 0, d <= 0 (film), a
   // zero NV axis, mu0 <= 0 or pad_factor outside [1, 8].
@@ -73,14 +74,15 @@ class MagnetostaticsOperator : public Operator {
   bool batchable() const override { return true; }
   std::string fidelity_tag() const override { return "magnetostatics-fft"; }
   std::string kind() const override { return "magnetostatics"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   const Domain& domain() const { return domain_; }
   const MagnetostaticsOptions& options() const { return options_; }
 
  private:
   void prepare();  // the transfer function at this resolution, both precisions
   // H for a real dtype on `device`: the host tensor, or its copy there, made
-  // on the first device apply (a stage's eager warm-up step) and reused, so a
-  // captured step copies nothing from the host.
+  // by prepare_tables at a stage start (or the first device apply) and
+  // reused, so a captured step copies nothing from the host.
   fk::Tensor transfer_on(fk::DType real_dtype, fk::Device device) const;
   struct DeviceTransfers {
     std::mutex mu;

@@ -97,6 +97,12 @@ NVOperator::NVOperator(Domain domain, NVPhysics phys, NVMode mode)
             domain) {
   phys_.validate();
   primary = "rho";
+  freqs_ = fk::from_vector(phys_.freqs, {static_cast<int64_t>(phys_.freqs.size()), 1, 1});
+}
+
+void NVOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  conv_.prepare_tables(device, dtype);
+  if (device.is_cuda()) freqs_on_->get(freqs_, dtype, device);
 }
 
 std::shared_ptr<Operator> NVOperator::at_resolution(const fk::Dims& shape) const {
@@ -126,10 +132,9 @@ fk::Tensor NVOperator::spectra(const fk::Tensor& rho, const fk::Tensor& omega_l)
            rho.shape().str());
   fk::Tensor c = conv_.apply(rho);  // checks the trailing shape and dtype
   if (mode_ == NVMode::kF1) c = fk::square(c);
-  const int64_t nf = static_cast<int64_t>(phys_.freqs.size());
-  // The frequency grid and the default Larmor value live on rho's device (the
-  // convolution's output is there too).
-  const fk::Tensor w = fk::from_vector(phys_.freqs, {nf, 1, 1}).to(rho.dtype()).to(rho.device());
+  // The frequency grid (copied there once) and the default Larmor value live
+  // on rho's device (the convolution's output is there too).
+  const fk::Tensor w = freqs_on_->get(freqs_, rho.dtype(), rho.device());
   fk::Tensor detuning;
   if (omega_l.defined()) {
     FK_CHECK(omega_l.shape() == rho.shape(), "nefi::NVOperator",

@@ -28,7 +28,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "nefi/domain.h"
+#include "nefi/operators/table_cache.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/operator.h"
 
@@ -62,7 +66,7 @@ PsfFunction nv_gzz_kernel(const NVPhysics& phys, std::vector<double> extent);
 double nv_power(const NVPhysics& phys, double dx, double dy);
 double nv_gzz(const NVPhysics& phys, double dx, double dy);
 
-class NVOperator : public Operator {
+class NVOperator : public Operator, public DeviceTables {
  public:
   NVOperator(Domain domain, NVPhysics phys, NVMode mode);
   fk::Tensor forward(const FieldMap& fields) const override;
@@ -77,6 +81,7 @@ class NVOperator : public Operator {
     return mode_ == NVMode::kF2 ? "F2-fft-float32" : "F1-fft-float32";
   }
   std::string kind() const override { return "nv_relaxometry"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   const NVPhysics& physics() const { return phys_; }
   NVMode mode() const { return mode_; }
   // The spatial part alone: P * rho (F2) or G_nn * rho (F1).
@@ -87,6 +92,8 @@ class NVOperator : public Operator {
   NVPhysics phys_;
   NVMode mode_;
   FFTConvolution conv_;
+  fk::Tensor freqs_;  // (n_freq, 1, 1) f64 on the host, and its device copies
+  std::shared_ptr<DeviceCopies> freqs_on_ = std::make_shared<DeviceCopies>();
 };
 
 // F3: the direct source-side sum in f64 (the data generator, tag

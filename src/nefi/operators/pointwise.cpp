@@ -13,9 +13,12 @@ PointwiseOperator::PointwiseOperator(fk::Tensor weight) : weight_(std::move(weig
 }
 
 fk::Tensor PointwiseOperator::apply(const fk::Tensor& x) const {
-  fk::Tensor w = weight_.dtype() == x.dtype() ? weight_ : weight_.to(x.dtype());
-  if (w.device() != x.device()) w = w.to(x.device());  // the map is built on the host
-  return fk::mul(x, w);
+  // The map is built on the host: its copy in x's dtype and device is made once.
+  return fk::mul(x, weight_on_->get(weight_, x.dtype(), x.device()));
+}
+
+void PointwiseOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda()) weight_on_->get(weight_, dtype, device);
 }
 
 std::shared_ptr<Operator> PointwiseOperator::at_resolution(const fk::Dims& shape) const {

@@ -2,6 +2,10 @@
 // Pointwise operators: Identity (y = x), Pointwise (y = w ⊙ x, a fixed weight
 // map broadcast against x; at another resolution the map is area-resampled),
 // and Saturation (y = s tanh(x / s), a detector that saturates at s).
+#include <memory>
+
+#include "nefi/operators/table_cache.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -17,7 +21,7 @@ class IdentityOperator : public Operator {
   std::string kind() const override { return "identity"; }
 };
 
-class PointwiseOperator : public Operator {
+class PointwiseOperator : public Operator, public DeviceTables {
  public:
   explicit PointwiseOperator(fk::Tensor weight);  // (*shape), real
   fk::Tensor apply(const fk::Tensor& x) const override;
@@ -25,10 +29,12 @@ class PointwiseOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   bool batchable() const override { return true; }
   std::string kind() const override { return "pointwise"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   const fk::Tensor& weight() const { return weight_; }
 
  private:
   fk::Tensor weight_;
+  std::shared_ptr<DeviceCopies> weight_on_ = std::make_shared<DeviceCopies>();
 };
 
 class SaturationOperator : public Operator {

@@ -121,6 +121,11 @@ fk::Tensor PoissonOperator::extended_inverse_eigenvalues_on(fk::Device device) c
   return t;
 }
 
+// The eigenvalues serve every dtype (f64).
+void PoissonOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda()) extended_inverse_eigenvalues_on(device);
+}
+
 std::string PoissonOperator::fidelity_tag() const {
   return spectrum_ == PoissonSpectrum::kContinuous ? "poisson-dst-continuous-1x"
                                                    : "poisson-dst-fd-1x";

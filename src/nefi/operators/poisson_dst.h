@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -36,7 +37,7 @@ enum class PoissonSpectrum { kContinuous, kFiniteDifference };
 // n x n): S[k][i] = sqrt(2/n) sin(pi (k+1)(i+1/2)/n), row n-1 scaled by 1/sqrt(2).
 std::vector<double> dst2_matrix(int64_t n);
 
-class PoissonOperator : public Operator {
+class PoissonOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error for conductivity <= 0 or a domain of more than 3 axes.
   PoissonOperator(Domain domain, PoissonSpectrum spectrum = PoissonSpectrum::kContinuous,
@@ -46,6 +47,7 @@ class PoissonOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "poisson_dst"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   bool batchable() const override { return true; }
   const Domain& domain() const { return domain_; }
   // lambda per mode, C order over (k_0, ..., k_{d-1}).

@@ -1,6 +1,9 @@
 #include "nefi/operators/radon.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -45,6 +48,16 @@ SparseRows transpose(const SparseRows& m) {
   return t;
 }
 
+void check_radon_index_range(int64_t pixels, int64_t sinogram_rows) {
+  constexpr int64_t kMaxColumns = std::numeric_limits<int32_t>::max();
+  FK_CHECK(
+      pixels <= kMaxColumns && sinogram_rows <= kMaxColumns, "nefi::RadonOperator",
+      "at most " + std::to_string(kMaxColumns) +
+          " pixels (n x n) and sinogram rows (n_views x n_det): the sparse matrices store "
+          "int32 column indices",
+      std::to_string(pixels) + " pixels and " + std::to_string(sinogram_rows) + " sinogram rows");
+}
+
 RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
     : domain_(std::move(domain)), geometry_(geometry) {
   FK_CHECK((domain_.ndim() == 2 || domain_.ndim() == 3) &&
@@ -72,6 +85,7 @@ std::vector<double> RadonOperator::angles() const {
 void RadonOperator::prepare() {
   const int64_t n = domain_.shape()[0], nd = n_det(), ns = n * geometry_.samples_per_pixel;
   const double L = domain_.extent()[0], h = L / n, ds = L / nd, dt = L / ns;
+  check_radon_index_range(n * n, geometry_.n_views * nd);
   auto m = std::make_shared<SparseRows>();
   m->n_cols = n * n;
   for (double th : angles()) {
@@ -115,6 +129,11 @@ RadonMatricesOnDevice RadonOperator::matrices_on(fk::Device device) const {
                           upload(t.row_start), upload(t.col), upload(t.weight)};
   device_cache_->by_device[device.str()] = d;
   return d;
+}
+
+// The matrices serve every dtype (weights f64).
+void RadonOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda()) matrices_on(device);
 }
 
 std::string RadonOperator::fidelity_tag() const {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -52,6 +53,13 @@ struct SparseRows {
 // output in the same order as that scatter.
 SparseRows transpose(const SparseRows& m);
 
+// SparseRows (and the device kernels reading them, cuda/radon.cu) store
+// column indices as int32: the projection's columns are the n x n pixels,
+// its transpose's the n_views x n_det sinogram rows. Throws fk::Error naming
+// both sizes when either exceeds 2^31 - 1. Entries and rows are indexed in
+// int64 (row starts, the kernels' loops), so their counts have no such limit.
+void check_radon_index_range(int64_t pixels, int64_t sinogram_rows);
+
 // A RadonOperator's matrix and its transpose on one device: row starts i64,
 // columns i32, weights f64 (SparseRows' vectors, as 1-D tensors).
 struct RadonMatricesOnDevice {
@@ -66,7 +74,7 @@ struct RadonGeometry {
   int64_t samples_per_pixel = 1;
 };
 
-class RadonOperator : public Operator {
+class RadonOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on a domain that is not square in axes 0 and 1 (2-D or
   // 3-D) or a non-positive geometry value.
@@ -77,6 +85,7 @@ class RadonOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return domain_.ndim() == 3 ? "radon3d" : "radon"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   bool batchable() const override { return true; }
   const Domain& domain() const { return domain_; }
   const RadonGeometry& geometry() const { return geometry_; }

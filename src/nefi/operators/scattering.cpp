@@ -122,6 +122,11 @@ ScatteringTablesOnDevice BornOperator::tables_on(fk::Device device) const {
   return d;
 }
 
+// The tables serve every dtype (c128).
+void BornOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda()) tables_on(device);
+}
+
 // Rows (batch, view) of q = phase * chi times green^T: one complex GEMM.
 std::vector<double> BornOperator::project(const std::vector<double>& chi, int64_t batch) const {
   const ScatteringTables& t = *tables_;

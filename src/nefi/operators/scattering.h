@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -65,7 +66,7 @@ struct ScatteringTablesOnDevice {
   fk::Tensor green, phase, rotation;
 };
 
-class BornOperator : public Operator {
+class BornOperator : public Operator, public DeviceTables {
  public:
   // Throws fk::Error on a non-square 2-D domain or a bad geometry.
   BornOperator(Domain domain, ScatteringGeometry geometry);
@@ -75,6 +76,7 @@ class BornOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return geometry_.rytov ? "rytov" : "born"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   bool batchable() const override { return true; }
   const ScatteringGeometry& geometry() const { return geometry_; }
   const Domain& domain() const { return domain_; }
@@ -83,8 +85,8 @@ class BornOperator : public Operator {
   std::vector<double> adjoint(const std::vector<double>& data, int64_t batch) const;
   const ScatteringTables& tables() const { return *tables_; }
   // The tables on `device`, uploaded on the first call per device and shared
-  // by the copies of this operator (a solve's eager warm-up step makes that
-  // call before any graph capture).
+  // by the copies of this operator (a solve makes that call at the stage
+  // start, through prepare_tables, before any graph capture).
   ScatteringTablesOnDevice tables_on(fk::Device device) const;
 
  private:

@@ -1,15 +1,17 @@
 #pragma once
 // An operator's fixed tables (the elliptic operators' right-hand sides,
-// sinks, observation matrices and references, depth_compensated's cell
-// weights) converted to a dtype and moved to a device once per (device,
-// dtype) and kept: a training step on a device then never uploads (its
-// eager warm-up step makes the first call, before any capture; a host copy
-// inside a capture fails it). One cache per operator resolution, shared by
-// its copies; thread safe.
+// sinks, observation matrices and references; depth_compensated's cell
+// weights, pointwise's weight map, NV's frequency grid) converted to a dtype
+// and moved to a device once per (device, dtype) and kept: a training step on
+// a device then never uploads. DeviceTables::prepare_tables (or an eager
+// first call) fills the cache before a capture; a host copy inside a capture
+// would fail it. One cache per operator resolution, shared by its copies;
+// thread safe.
 #include <map>
 #include <mutex>
 #include <string>
 
+#include "fk/autograd.h"
 #include "fk/tensor.h"
 
 namespace nefi {
@@ -27,8 +29,13 @@ class TableCache {
     return it->second;
   }
 
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return by_key_.size();
+  }
+
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, Tables> by_key_;
 };
 
@@ -37,5 +44,23 @@ inline fk::Tensor table_on(const fk::Tensor& t, fk::Device device, fk::DType dty
   if (!t.defined()) return t;
   return t.to(dtype).to(device).contiguous();
 }
+
+// One host-built constant as each (device, dtype) it is applied in; the
+// constant itself where nothing changes. One DeviceCopies serves one
+// constant: callers pass the same `host` on every call.
+class DeviceCopies {
+ public:
+  fk::Tensor get(const fk::Tensor& host, fk::DType dtype, fk::Device device) {
+    if (host.dtype() == dtype && host.device() == device) return host;
+    return cache_.get(device, dtype, [&host](fk::Device d, fk::DType t) {
+      fk::autograd::NoGradGuard ng;
+      return table_on(host.detach(), d, t);
+    });
+  }
+  size_t size() const { return cache_.size(); }
+
+ private:
+  TableCache<fk::Tensor> cache_;
+};
 
 }  // namespace nefi

@@ -7,8 +7,10 @@
 #include "fk/factory.h"
 #include "fk/ops/reduce/sum.h"
 #include "fk/profile.h"
+#include "fk/sync_debug.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/device_step_slots.h"
@@ -67,6 +69,12 @@ AdamOptions adam_options(const OptimConfig& o) {
   return ao;
 }
 
+// The real dtype the stage's operator is applied in: the field's parameters'.
+fk::DType operator_dtype(const Field& field) {
+  const fk::Tensor& flat = field.params().flat();
+  return flat.defined() ? flat.dtype() : fk::DType::F32;
+}
+
 // The field moves to the stage grid before its parameters are read (a grid
 // field resamples its buffer).
 std::vector<fk::Tensor> start_stage_field(Field& field, const Domain& domain, const Operator& op) {
@@ -102,6 +110,9 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
                                   &cur_.optim, params_});
   sr_.name = stage_.name;
   sr_.shape = domain_.shape();
+  // The operator's device tables exist before the first step: one first made
+  // inside a captured step would fail the capture (device_tables.h).
+  prepare_device_tables(*op_, opt_.device, operator_dtype(field_));
   if (!opt_.device.is_cuda()) return;
   // The total, every component, and the discrepancy's MSE when it is needed.
   const int gathered = 1 + static_cast<int>(losses_.terms().size()) + discrepancy_on_device_;
@@ -241,7 +252,11 @@ int64_t StageRun::step_shape() {
 bool StageRun::device_step(int t, double lr, StepValue& v) {
   block_->set_inputs(adam_.begin_device_step(lr), cur_.optim.grad_clip);
   const int64_t shape = graph_->refused() ? 0 : step_shape();
-  graph_->run([&] { enqueue_device_step(t); }, shape);
+  {
+    // FK_SYNC_DEBUG reports a host read of a device tensor inside the step.
+    const fk::DeviceStepScope in_step;
+    graph_->run([&] { enqueue_device_step(t); }, shape);
+  }
   const double* out = block_->read();  // the step's one host read
   v.total = out[kSlotTotal];
   if (non_finite_step(t, v.total)) return false;

@@ -1,7 +1,7 @@
 #pragma once
-// Shared pieces of nefi's CUDA tests of the neural field: the skip where no
-// device is usable, TF32 off for a scope, a knob override for a scope, and
-// the closeness check relative to the largest expected value.
+// Shared pieces of nefi's CUDA tests: the skip where no device is usable,
+// TF32 off for a scope, a knob override for a scope, a tensor's values on the
+// host, and the closeness check relative to the largest expected value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +52,12 @@ class KnobOverride {
  private:
   fk::Knob& knob_;
 };
+
+// A tensor's values on the host as f64, from any device, real dtype and
+// layout (detached: reading a value records no autograd node).
+inline std::vector<double> host(const fk::Tensor& t) {
+  return t.detach().to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
+}
 
 // max |got - want| <= tol * max(1, max |want|); a NaN anywhere in got fails.
 inline void expect_close(const std::vector<double>& got, const std::vector<double>& want,

@@ -37,13 +37,10 @@ namespace {
 
 using nefi::HeatConfig;
 using nefi::HeatOperator;
+using nefi::cuda_test::host;
 namespace heat = nefi::heat;
 
 const fk::Device kGpu = fk::cuda_device(0);
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.detach().to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
-}
 
 double dot(const fk::Tensor& a, const fk::Tensor& b) {
   const auto x = host(a), y = host(b);

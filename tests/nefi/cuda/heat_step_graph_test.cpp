@@ -19,6 +19,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_run.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -29,9 +30,10 @@ namespace {
 
 const fk::Device kGpu = fk::cuda_device(0);
 
-std::vector<double> host(const fk::Tensor& t) {
-  return t.detach().to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
-}
+using nefi::cuda_test::DeviceRun;
+using nefi::cuda_test::expect_bitwise_equal;
+using nefi::cuda_test::host;
+using nefi::cuda_test::solve_on_gpu;
 
 nefi::HeatConfig small_config(const char* solver) {
   nefi::HeatConfig c;
@@ -123,34 +125,9 @@ nefi::Params thermal_params(const char* solver) {
   return p;
 }
 
-struct DeviceRun {
-  nefi::Result result;
-  std::vector<int64_t> launches;  // per step
-};
-
 DeviceRun solve(const nefi::Params& p, bool graph) {
   auto su = nefi::find_instance("thermal_tomography")->setup(p, "nefty", 3);
-  DeviceRun run;
-  nefi::SolverOptions so;
-  so.seed = 3;
-  so.device = kGpu;
-  so.cuda_graph = graph;
-  so.callbacks.push_back([&run](const nefi::StepInfo& s) {
-    run.launches.push_back(s.step_launches);
-    return true;
-  });
-  run.result = nefi::Solver(su->problem, su->curriculum, so).run();
-  return run;
-}
-
-void expect_bitwise_equal(const nefi::Result& a, const nefi::Result& b) {
-  ASSERT_EQ(a.history.rows.size(), b.history.rows.size());
-  for (size_t r = 0; r < a.history.rows.size(); ++r) {
-    ASSERT_EQ(a.history.rows[r].size(), b.history.rows[r].size());
-    for (size_t k = 0; k < a.history.rows[r].size(); ++k)
-      EXPECT_EQ(a.history.rows[r][k], b.history.rows[r][k]) << "row " << r << " column " << k;
-  }
-  EXPECT_EQ(host(a.fields.at("alpha")), host(b.fields.at("alpha")));
+  return solve_on_gpu(su->problem, su->curriculum, graph);
 }
 
 TEST(HeatStepGraph, ThermalSolveStepsAreCapturedAndReplayTheEagerSolve) {
@@ -161,7 +138,7 @@ TEST(HeatStepGraph, ThermalSolveStepsAreCapturedAndReplayTheEagerSolve) {
     const nefi::Result& eager = eager_run.result;
     const nefi::Result& graph = graph_run.result;
     ASSERT_EQ(eager.history.rows.size(), static_cast<size_t>(kSteps)) << solver;
-    expect_bitwise_equal(eager, graph);
+    expect_bitwise_equal(eager, graph, "alpha");
     const nefi::StageResult& st = graph.stages.at(0);
     EXPECT_EQ(eager.stages.at(0).graph_steps, 0) << solver;
     // A replayed step is one graph launch where an eager one is the rollout's

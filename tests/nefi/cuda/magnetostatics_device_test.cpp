@@ -20,11 +20,8 @@
 namespace {
 
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
-}
 
 TEST(NefiMagnetostaticsDevice, FieldsAndGradientsMatchTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();

@@ -30,11 +30,8 @@ namespace {
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
-}
 
 const std::vector<nefi::Domain> kDomains = {nefi::Domain({11}, {1.3}),
                                             nefi::Domain({12, 9}, {1.0, 0.75}),

@@ -26,6 +26,7 @@ namespace {
 
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 
 struct Case {
@@ -43,10 +44,6 @@ nefi::RadonOperator op_for(const Case& c) {
   std::vector<int64_t> s(c.shape.begin() + 1, c.shape.end());
   return nefi::RadonOperator(nefi::Domain(fk::Dims(s), std::vector<double>(s.size(), 1.2)),
                              c.geometry);
-}
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
 }
 
 TEST(NefiRadonDevice, ProjectionAndGradientEqualTheCpu) {

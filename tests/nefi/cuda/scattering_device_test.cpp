@@ -24,6 +24,7 @@ namespace {
 
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 
 struct Case {
@@ -41,10 +42,6 @@ const std::vector<Case> kCases = {
 nefi::BornOperator op_for(const Case& c) {
   const int64_t n = c.shape.back();
   return nefi::BornOperator(nefi::Domain({n, n}, {2.0, 2.0}), c.geometry);
-}
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
 }
 
 // Elementwise |a - b| <= rel * max |b|.

@@ -20,12 +20,17 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "nefi/cuda/device_run.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
 
 namespace {
+
+using nefi::cuda_test::DeviceRun;
+using nefi::cuda_test::expect_bitwise_equal;
+using nefi::cuda_test::solve_on_gpu;
 
 constexpr int kSteps = 24;
 
@@ -54,11 +59,6 @@ struct HostReadingLoss : nefi::Loss {
   }
 };
 
-struct DeviceRun {
-  nefi::Result result;
-  std::vector<int64_t> launches;  // per step
-};
-
 DeviceRun solve(const nefi::Params& p, bool graph, bool host_reading_loss = false,
                 bool normalised_losses = false) {
   auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
@@ -74,30 +74,7 @@ DeviceRun solve(const nefi::Params& p, bool graph, bool host_reading_loss = fals
     su->problem.losses.add(nefi::normalized_mse_loss(), 0.1);
     su->problem.losses.add(nefi::log_mse_loss("max", 1e-6), 0.01);
   }
-  DeviceRun run;
-  nefi::SolverOptions so;
-  so.seed = 3;
-  so.device = fk::cuda_device(0);
-  so.cuda_graph = graph;
-  so.callbacks.push_back([&run](const nefi::StepInfo& s) {
-    run.launches.push_back(s.step_launches);
-    return true;
-  });
-  run.result = nefi::Solver(su->problem, su->curriculum, so).run();
-  return run;
-}
-
-void expect_bitwise_equal(const nefi::Result& a, const nefi::Result& b) {
-  ASSERT_EQ(a.history.rows.size(), b.history.rows.size());
-  for (size_t r = 0; r < a.history.rows.size(); ++r) {
-    ASSERT_EQ(a.history.rows[r].size(), b.history.rows[r].size());
-    for (size_t k = 0; k < a.history.rows[r].size(); ++k)
-      EXPECT_EQ(a.history.rows[r][k], b.history.rows[r][k]) << "row " << r << " column " << k;
-  }
-  const auto x = a.fields.at("x").to_vector<double>();
-  const auto y = b.fields.at("x").to_vector<double>();
-  ASSERT_EQ(x.size(), y.size());
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << "cell " << i;
+  return solve_on_gpu(su->problem, su->curriculum, graph);
 }
 
 class StepGraphAnnealing : public ::testing::TestWithParam<double> {};
@@ -108,7 +85,7 @@ TEST_P(StepGraphAnnealing, ReplaysGiveBitwiseTheEagerSolve) {
   const DeviceRun eager = solve(p, false);
   const DeviceRun graph = solve(p, true);
   ASSERT_EQ(eager.result.history.rows.size(), static_cast<size_t>(kSteps));
-  expect_bitwise_equal(eager.result, graph.result);
+  expect_bitwise_equal(eager.result, graph.result, "x");
   // The run learned something.
   EXPECT_LT(graph.result.history.rows.back()[5], 0.5 * graph.result.history.rows.front()[5]);
   const nefi::StageResult& st = graph.result.stages.at(0);
@@ -133,7 +110,7 @@ void expect_captured_and_bitwise(const nefi::Params& p, bool normalised_losses) 
   const DeviceRun eager = solve(p, false, false, normalised_losses);
   const DeviceRun graph = solve(p, true, false, normalised_losses);
   ASSERT_EQ(eager.result.history.rows.size(), static_cast<size_t>(kSteps));
-  expect_bitwise_equal(eager.result, graph.result);
+  expect_bitwise_equal(eager.result, graph.result, "x");
   const nefi::StageResult& st = graph.result.stages.at(0);
   EXPECT_GE(st.graph_steps, kSteps - 4) << st.device_note;
   EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
@@ -157,7 +134,7 @@ TEST(NefiStepGraph, AFailedCaptureFinishesTheStageEagerly) {
   const nefi::Params p = toy1d_params(0.3);
   const DeviceRun eager = solve(p, false, true);
   const DeviceRun fallback = solve(p, true, true);
-  expect_bitwise_equal(eager.result, fallback.result);
+  expect_bitwise_equal(eager.result, fallback.result, "x");
   const nefi::StageResult& st = fallback.result.stages.at(0);
   EXPECT_EQ(st.graph_steps, 0);
   EXPECT_NE(st.device_note.find("capture failed"), std::string::npos) << st.device_note;

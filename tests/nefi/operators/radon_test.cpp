@@ -116,4 +116,32 @@ TEST(NefiRadon, DeviceEntryRefusesAHostImage) {
   }
 }
 
+// Column indices are int32 (SparseRows, the device kernels): 46,340² pixels
+// fit under 2^31 - 1 = 2,147,483,647 and 46,341² = 2,147,488,281 do not; the
+// transpose's columns are the n_views x n_det sinogram rows. The operator
+// checks before it builds anything (no allocation at that size).
+TEST(NefiRadon, ColumnIndicesMustFitInt32) {
+  EXPECT_NO_THROW(nefi::check_radon_index_range(46340LL * 46340, 2147483647LL));
+  try {
+    nefi::check_radon_index_range(46341LL * 46341, 16);
+    ADD_FAILURE() << "no error for 46341^2 pixels";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(e.given().find("2147488281 pixels"), std::string::npos) << e.what();
+    EXPECT_NE(e.expected().find("int32"), std::string::npos) << e.what();
+  }
+  try {
+    nefi::check_radon_index_range(16, 2147483648LL);
+    ADD_FAILURE() << "no error for 2^31 sinogram rows";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(e.given().find("2147483648 sinogram rows"), std::string::npos) << e.what();
+  }
+  // 46,341 pixels a side is over; so are 2^31 rows of a small image (here
+  // 2^17 views of 2^14 detectors).
+  EXPECT_THROW(nefi::RadonOperator(nefi::Domain({46341, 46341}), {1, std::numbers::pi, 1, 1}),
+               fk::Error);
+  EXPECT_THROW(nefi::RadonOperator(nefi::Domain({16, 16}),
+                                   {int64_t{1} << 17, std::numbers::pi, int64_t{1} << 10, 1}),
+               fk::Error);
+}
+
 }  // namespace

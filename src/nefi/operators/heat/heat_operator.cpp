@@ -92,6 +92,12 @@ fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
   return heat::apply_unrolled(alpha, *plan_);
 }
 
+// T⁰ on the device in alpha's dtype (every rollout starts from it).
+void HeatOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+    plan_->initial_state(dtype, device);
+}
+
 bool HeatOperator::graph_capturable() const {
   return host_only_reason().empty();
 }

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "nefi/domain.h"
+#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -91,7 +92,7 @@ struct HeatConfig {
 fk::Tensor flash_cell_averages(const GaussianFlash& flash, const fk::Dims& shape,
                                const std::vector<double>& extent);
 
-class HeatOperator : public Operator {
+class HeatOperator : public Operator, public DeviceTables {
  public:
   // shape = (nx, ny, nz); every axis >= 3 (the stencil's smallest grid).
   HeatOperator(HeatConfig cfg, fk::Dims shape);
@@ -111,6 +112,7 @@ class HeatOperator : public Operator {
   std::string host_only_reason() const override;
   std::string fidelity_tag() const override;  // "implicit-euler-<solver>"
   std::string kind() const override { return "heat"; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
   const HeatConfig& config() const { return cfg_; }
   const fk::Dims& shape() const { return shape_; }

@@ -1,0 +1,125 @@
+// FK_SYNC_DEBUG (fk/sync_debug.h) where no GPU is needed: the knob's values,
+// the step marking, what a host read does in each mode, inside and outside a
+// step, of a host and of a device tensor, and the one report of nested reads.
+// A HostRead of a device tensor only checks (it copies nothing), so a CUDA
+// device index stands in for a device here. The reads of real device tensors
+// are tests/fk/cuda/sync_debug_device_test.cpp.
+#include "fk/sync_debug.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/knobs.h"
+
+namespace fk {
+namespace {
+
+// FK_SYNC_DEBUG set for the scope.
+class SyncDebug {
+ public:
+  explicit SyncDebug(const char* value) : knob_(mutable_knob("FK_SYNC_DEBUG")) {
+    knob_.set_override(std::string(value));
+  }
+  ~SyncDebug() { knob_.set_override(std::nullopt); }
+  SyncDebug(const SyncDebug&) = delete;
+  SyncDebug& operator=(const SyncDebug&) = delete;
+
+ private:
+  Knob& knob_;
+};
+
+const Device kGpu = cuda_device(0);
+
+TEST(SyncDebug, TheKnobIsOffWarnOrError) {
+  EXPECT_EQ(knob("FK_SYNC_DEBUG").default_value(), std::string("off"));
+  {
+    SyncDebug off("off");
+    EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kOff);
+  }
+  {
+    SyncDebug warn("warn");
+    EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kWarn);
+  }
+  {
+    SyncDebug error("error");
+    EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kError);
+  }
+  SyncDebug bad("loud");
+  try {
+    sync_debug_mode();
+    FAIL() << "no error for FK_SYNC_DEBUG=loud";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FK_SYNC_DEBUG"), std::string::npos) << e.what();
+    EXPECT_NE(e.given().find("loud"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SyncDebug, StepScopesNest) {
+  EXPECT_FALSE(device_step_marked());
+  {
+    const DeviceStepScope outer;
+    {
+      const DeviceStepScope inner;
+      EXPECT_TRUE(device_step_marked());
+    }
+    EXPECT_TRUE(device_step_marked());
+  }
+  EXPECT_FALSE(device_step_marked());
+}
+
+TEST(SyncDebug, OnlyDeviceReadsInsideAStepReport) {
+  using M = SyncDebugMode;
+  for (M mode : {M::kOff, M::kWarn, M::kError}) {
+    EXPECT_EQ(sync_debug_action(mode, true, kGpu), mode);
+    EXPECT_EQ(sync_debug_action(mode, false, kGpu), M::kOff);
+    EXPECT_EQ(sync_debug_action(mode, true, kCPU), M::kOff);
+  }
+}
+
+TEST(SyncDebug, ErrorModeNamesTheOpInsideAStepOnly) {
+  SyncDebug error("error");
+  EXPECT_NO_THROW(HostRead("test read", kGpu));  // no step in progress
+  const DeviceStepScope step;
+  try {
+    HostRead read("test read", kGpu);
+    FAIL() << "no error for a device read inside a step";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test read"), std::string::npos) << e.what();
+    EXPECT_NE(e.given().find("cuda:0"), std::string::npos) << e.what();
+  }
+  // Host tensors are read freely, through the real entry points too.
+  EXPECT_NO_THROW(HostRead("test read", kCPU));
+  EXPECT_EQ(ones({1}).item(), 1.0);
+  EXPECT_EQ(full({2}, 3.0).to_vector<double>(), std::vector<double>({3.0, 3.0}));
+}
+
+TEST(SyncDebug, WarnModeWarnsOncePerOpAndOncePerNestedRead) {
+  SyncDebug warn("warn");
+  const DeviceStepScope step;
+  const int64_t before = sync_debug_warnings();
+  {
+    const HostRead outer("test outer read", kGpu);
+    EXPECT_EQ(sync_debug_warnings(), before + 1);
+    const HostRead inner("test inner read", kGpu);  // part of the outer read
+    EXPECT_EQ(sync_debug_warnings(), before + 1);
+  }
+  { const HostRead again("test outer read", kGpu); }  // warned already
+  EXPECT_EQ(sync_debug_warnings(), before + 1);
+  { const HostRead inner("test inner read", kGpu); }  // on its own now
+  EXPECT_EQ(sync_debug_warnings(), before + 2);
+}
+
+TEST(SyncDebug, OffModeNeverReports) {
+  SyncDebug off("off");
+  const DeviceStepScope step;
+  const int64_t before = sync_debug_warnings();
+  EXPECT_NO_THROW(HostRead("test read while off", kGpu));
+  EXPECT_EQ(sync_debug_warnings(), before);
+}
+
+}  // namespace
+}  // namespace fk

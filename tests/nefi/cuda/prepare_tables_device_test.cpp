@@ -1,0 +1,137 @@
+// prepare_device_tables (DeviceTables) on a CUDA device: after it, an operator's forward
+// and gradient can be recorded in a CUDA graph capture, i.e. they copy
+// nothing from the host (a capture refuses such a copy, and a table made
+// inside one would be one). Without it, an operator whose constant lives on
+// the host (the pointwise weight map) fails the capture: the failure the
+// solver's call at every stage start prevents. Without a usable device the
+// tests skip (scripts/gpu-check runs them on one).
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <memory>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "fk/cuda/graph.h"
+#include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/ops/reduce.h"
+#include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
+#include "nefi/operators/angular_spectrum.h"
+#include "nefi/operators/depth_compensated.h"
+#include "nefi/operators/device_tables.h"
+#include "nefi/operators/fft_convolution.h"
+#include "nefi/operators/magnetostatics.h"
+#include "nefi/operators/nv_relaxometry.h"
+#include "nefi/operators/pointwise.h"
+#include "nefi/operators/poisson_dst.h"
+#include "nefi/operators/radon.h"
+#include "nefi/operators/scattering.h"
+
+namespace {
+
+using nefi::cuda_test::kGpu;
+
+// op's forward and backward at x (f64, host values) recorded in a capture on
+// a stream of its own; "" when the capture ended cleanly, else why not.
+std::string capture_error(const nefi::Operator& op, const fk::Tensor& x_host) {
+  const int dev = kGpu.index;
+  fk::Tensor x = x_host.to(kGpu);
+  x.set_requires_grad(true);
+  fk::cuda::synchronize(dev);
+  void* previous = fk::cuda::current_stream(dev);
+  void* stream = fk::cuda::create_stream(dev);
+  fk::cuda::set_current_stream(dev, stream);
+  std::string error;
+  try {
+    fk::cuda::begin_capture(dev);
+    {  // everything made inside dies inside (the graph owns it)
+      const fk::Tensor total = fk::sum(op.apply(x));
+      total.backward(fk::ones(fk::Dims{}, {total.dtype(), kGpu}));
+      x.set_grad(fk::Tensor());
+    }
+    fk::cuda::GraphExec g = fk::cuda::end_capture(dev);
+    fk::cuda::destroy_graph(g);
+  } catch (const std::exception& e) {
+    fk::cuda::abort_capture(dev);
+    error = e.what();
+  }
+  fk::cuda::synchronize(dev);
+  fk::cuda::set_current_stream(dev, previous);
+  fk::cuda::destroy_stream(dev, stream);
+  return error;
+}
+
+void expect_captures_after_prepare(const nefi::Operator& op, const fk::Tensor& x_host) {
+  nefi::prepare_device_tables(op, kGpu, x_host.dtype());
+  EXPECT_EQ(capture_error(op, x_host), "") << op.kind();
+}
+
+fk::Tensor randn(const fk::Dims& shape, uint64_t seed) {
+  fk::Generator gen(seed);
+  return fk::randn(shape, {fk::DType::F64}, &gen);
+}
+
+TEST(NefiPrepareTablesDevice, WithoutItAHostWeightMapFailsTheCapture) {
+  NEFI_SKIP_WITHOUT_GPU();
+  fk::Generator gen(3);
+  const nefi::PointwiseOperator op(fk::uniform({6, 5}, 0.5, 2.0, {fk::DType::F64}, &gen));
+  const fk::Tensor x = randn({6, 5}, 1);
+  EXPECT_NE(capture_error(op, x), "");
+  expect_captures_after_prepare(op, x);
+}
+
+TEST(NefiPrepareTablesDevice, EveryTableIsMadeBeforeTheCapture) {
+  NEFI_SKIP_WITHOUT_GPU();
+  fk::Generator gen(7);
+  {
+    const nefi::RadonOperator op(nefi::Domain({10, 10}, {1.2, 1.2}), {5, 2.0, 2, 1});
+    expect_captures_after_prepare(op, randn({10, 10}, 2));
+  }
+  {
+    const nefi::PoissonOperator op(nefi::Domain({12, 9}, {1.0, 0.75}),
+                                   nefi::PoissonSpectrum::kContinuous, 0.8);
+    expect_captures_after_prepare(op, randn({2, 12, 9}, 3));
+  }
+  {
+    nefi::ScatteringGeometry geometry;
+    geometry.n_angles = 4;
+    geometry.n_receivers = 8;
+    const nefi::BornOperator op(nefi::Domain({8, 8}, {2.0, 2.0}), geometry);
+    expect_captures_after_prepare(op, randn({8, 8}, 4));
+  }
+  {
+    const nefi::HolographyOperator op(nefi::Domain({12, 10}, {6.0, 5.0}), {0.0, 20.0},
+                                      nefi::PropagationOptions{});
+    expect_captures_after_prepare(op, randn({12, 10}, 5));
+  }
+  {
+    const nefi::MagnetostaticsOperator op(nefi::Domain({10, 12}, {5.0, 6.0}),
+                                          nefi::MagnetostaticsOptions{});
+    expect_captures_after_prepare(op, randn({10, 12}, 6));
+  }
+  {
+    const nefi::FFTConvolution op(nefi::gaussian_psf(0.05), nefi::Domain({40, 36}));
+    expect_captures_after_prepare(op, randn({40, 36}, 7));
+  }
+  {
+    nefi::NVPhysics phys;
+    for (int f = 0; f < 5; ++f) phys.freqs.push_back(1.0 + 0.5 * f);
+    phys.z0 = 25;
+    const nefi::NVOperator op(nefi::Domain({9, 12}, {180.0, 240.0}), phys, nefi::NVMode::kF2);
+    expect_captures_after_prepare(op, fk::uniform({9, 12}, 0.0, 1.0, {fk::DType::F64}, &gen));
+  }
+  {
+    const fk::Dims shape{4, 3, 5};
+    auto inner = std::make_shared<nefi::PointwiseOperator>(
+        fk::uniform(shape, 0.2, 1.0, {fk::DType::F64}, &gen));
+    nefi::DepthCompensation o;
+    o.gamma = 1.0;
+    const nefi::DepthCompensatedOperator op(inner, shape, o);
+    expect_captures_after_prepare(op, randn(shape, 8));
+  }
+}
+
+}  // namespace
