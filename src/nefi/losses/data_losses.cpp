@@ -205,7 +205,7 @@ struct RelativeMseLoss : Loss {
     fk::Tensor denom;
     {
       fk::autograd::NoGradGuard ng;
-      // In the observations' dtype, as forward's .item() sums them.
+      // In the observations' dtype, as forward sums them.
       fk::Tensor y2 = fk::square(c.obs);
       if (c.mask.defined()) y2 = fk::mul(y2, c.mask.to(y2.dtype()));
       denom = fk::sum(y2, trailing_dims(y2));
