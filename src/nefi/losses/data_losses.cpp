@@ -138,8 +138,8 @@ fk::Tensor mask_as(const fk::Tensor& mask, fk::DType dtype, fk::Device device) {
   return mask.defined() ? mask.to(dtype).to(device) : fk::Tensor();
 }
 
-// 1 / v (v > 0, else 1) as a 0-dim tensor of dtype: the host's 1.0 / v
-// rounded to the dtype once, as `fk::mul(t, 1.0 / v)` multiplies by.
+// 1 / v as a 0-dim tensor of dtype: the host's 1.0 / v rounded to the dtype
+// once, as `fk::mul(t, 1.0 / v)` multiplies by.
 fk::Tensor inverse_scale(double v, fk::DType dtype) {
   return fk::full(fk::Dims{}, 1.0 / v, {dtype});
 }
