@@ -4,8 +4,6 @@
 #include <map>
 #include <mutex>
 #include <numbers>
-#include <string>
-#include <tuple>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -13,6 +11,7 @@
 #include "fk/ops/linalg.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "nefi/losses/observation_constants.h"
 #include "nefi/params.h"
 
 namespace nefi {
@@ -21,38 +20,45 @@ namespace {
 struct BandLimitedMseLoss : Loss {
   double dt, f_cut;
   mutable std::mutex mu;
-  // By (n_t, dtype, device): a device solve's filter is made in its eager
-  // warm-up step, so a captured step copies nothing from the host.
-  mutable std::map<std::tuple<int64_t, fk::DType, std::string>, fk::Tensor> filters;
+  mutable std::map<std::pair<int64_t, fk::DType>, fk::Tensor> filters;  // by (n_t, dtype)
+  // {M on the prediction's device, the filtered data y M, the mask as (rows,
+  // n_t) (undefined: none), sum w (y M)^2}: made once per observation.
+  ObservationConstants data_side;
   BandLimitedMseLoss(std::string n, double dt_, double fc)
       : Loss(std::move(n)), dt(dt_), f_cut(fc) {}
-  fk::Tensor filter(int64_t n_t, fk::DType type, fk::Device device) const {
+  fk::Tensor filter(int64_t n_t, fk::DType type) const {
     std::lock_guard<std::mutex> lock(mu);
-    fk::Tensor& m = filters[{n_t, type, device.str()}];
-    if (!m.defined())
-      m = fk::from_vector(lowpass_matrix(n_t, dt, f_cut), {n_t, n_t}).to(type).to(device);
+    fk::Tensor& m = filters[{n_t, type}];
+    if (!m.defined()) m = fk::from_vector(lowpass_matrix(n_t, dt, f_cut), {n_t, n_t}).to(type);
     return m;
   }
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::DType type = c.pred.dtype();
-    const int64_t n_t = c.pred.shape().back(), rows = c.pred.numel() / n_t;
-    // M is symmetric, so filtering the rows is x Mᵀ = x M.
     const fk::Device device = c.pred.device();
-    const fk::Tensor m = filter(n_t, type, device);
-    const fk::Tensor p = fk::matmul(c.pred.reshape({rows, n_t}), m);
-    const fk::Tensor y = fk::matmul(c.obs->data.to(type).to(device).reshape({rows, n_t}), m);
-    fk::Tensor y2 = fk::square(y), r = fk::square(fk::sub(p, y));
-    if (c.obs->mask.defined()) {
-      const fk::Tensor w = c.obs->mask.to(type).to(device).reshape({rows, n_t});
-      y2 = fk::mul(y2, w), r = fk::mul(r, w);
-    }
-    // On a device the denominator stays there (no host read, so the step can
-    // be captured): zero energy gives a non-finite loss, as relative_mse's.
-    if (device.is_cuda()) return fk::div(fk::sum(r), fk::sum(y2));
-    const double denom = fk::sum(y2).item();
-    FK_CHECK(denom > 0, "nefi::BandLimitedMSE", "observations with energy below f_cut", "none");
-    return fk::div(fk::sum(r), denom);
+    const int64_t n_t = c.pred.shape().back(), rows = c.pred.numel() / n_t;
+    const fk::Tensor& mask = c.obs->mask;
+    const std::vector<fk::Tensor> k = data_side.get(c.obs->data, mask, type, device, [&] {
+      // M is symmetric, so filtering the rows is x Mᵀ = x M.
+      const fk::Tensor m = filter(n_t, type).to(device);
+      const fk::Tensor y = fk::matmul(c.obs->data.to(type).to(device).reshape({rows, n_t}), m);
+      fk::Tensor y2 = fk::square(y), w;
+      if (mask.defined()) {
+        w = mask.to(type).to(device).reshape({rows, n_t});
+        y2 = fk::mul(y2, w);
+      }
+      const fk::Tensor denom = fk::sum(y2);
+      // The check reads the host: on the CPU only (on a device no energy
+      // gives a non-finite value, which the step's one read-back meets).
+      if (device.is_cpu())
+        FK_CHECK(denom.item() > 0, "nefi::BandLimitedMSE", "observations with energy below f_cut",
+                 "none");
+      return std::vector<fk::Tensor>{m, y, w, denom};
+    });
+    const fk::Tensor p = fk::matmul(c.pred.reshape({rows, n_t}), k[0]);
+    fk::Tensor r = fk::square(fk::sub(p, k[1]));
+    if (k[2].defined()) r = fk::mul(r, k[2]);
+    return fk::div(fk::sum(r), k[3]);
   }
 };
 

@@ -4,6 +4,12 @@
 // along the last (time) axis, so a waveform inversion can fit the low
 // frequencies first (frequency continuation). The mask must be constant
 // along time per trace (a muted pair), so filtering commutes with it.
+// M, the filtered data and their energy are made once per observation, on
+// the prediction's device (observation_constants.h); a step is two matmuls
+// and reductions to a 0-dim value divided by a 0-dim energy, with no host
+// read (capturable on a device; there, data without energy below f_cut give
+// a non-finite value instead of the CPU's fk::Error). The CPU value is
+// bitwise the per-step form it replaces.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -12,6 +12,7 @@
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
 #include "nefi/losses/loss_device.h"
+#include "nefi/losses/observation_constants.h"
 #include "nefi/scalar.h"
 
 namespace nefi {
@@ -124,10 +125,23 @@ struct MseLoss : Loss {
   }
 };
 
-// Mask-weighted mean of t (differentiable).
+// Mask-weighted mean of t (differentiable in t), the mask in t's dtype.
+// The weight sum stays a 0-dim tensor: dividing by it is dividing by the
+// host scalar it used to be read back as (a 0-dim tensor of t's dtype).
 fk::Tensor wmean(const fk::Tensor& t, const fk::Tensor& mask) {
   if (!mask.defined()) return fk::mean(t);
-  return fk::div(fk::sum(fk::mul(t, mask)), fk::sum(mask).item());
+  return fk::div(fk::sum(fk::mul(t, mask)), fk::sum(mask).detach());
+}
+
+// The mask in dtype on device (undefined: none).
+fk::Tensor mask_as(const fk::Tensor& mask, fk::DType dtype, fk::Device device) {
+  return mask.defined() ? mask.to(dtype).to(device) : fk::Tensor();
+}
+
+// 1 / v as a 0-dim tensor of dtype: the host's 1.0 / v rounded to the dtype
+// once, as `fk::mul(t, 1.0 / v)` multiplies by.
+fk::Tensor inverse_scale(double v, fk::DType dtype) {
+  return fk::full(fk::Dims{}, 1.0 / v, {dtype});
 }
 
 fk::Dims trailing_dims(const fk::Tensor& t) {
@@ -159,16 +173,31 @@ std::string fmt_exact(double v) {
 struct RelativeMseLoss : Loss {
   using Loss::Loss;
   bool is_data() const override { return true; }
+  // {y, mask (undefined: none), sum w y^2} in the prediction's dtype (the
+  // sum taken in the observations' dtype, then converted, as the host scalar
+  // was); on a device {the denominator sums of RowNormalisation}.
+  ObservationConstants data_side;
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& y = c.obs->data;
-    if (on_device(c.pred)) return device(c.pred, y, c.obs->mask, false);
-    fk::Tensor y2 = fk::square(y);
-    const double denom =
-        (c.obs->mask.defined() ? fk::sum(fk::mul(y2, c.obs->mask)) : fk::sum(y2)).item();
-    FK_CHECK(denom > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
-    fk::Tensor r = fk::square(fk::sub(c.pred, y.to(c.pred.dtype())));
-    if (c.obs->mask.defined()) r = fk::mul(r, c.obs->mask.to(c.pred.dtype()));
-    return fk::div(fk::sum(r), denom);
+    const fk::Tensor& mask = c.obs->mask;
+    const fk::DType dt = c.pred.dtype();
+    if (on_device(c.pred)) {
+      RowNormalisation norm;
+      norm.denominator_sums = data_side.get(y, mask, dt, c.pred.device(), [&] {
+        return std::vector<fk::Tensor>{denominator_sums(c.pred, y, mask, false)};
+      })[0];
+      return cellwise_loss_device({CellTerm::SquaredError}, c.pred, y, mask, false, norm);
+    }
+    const std::vector<fk::Tensor> k = data_side.get(y, mask, dt, fk::kCPU, [&] {
+      fk::Tensor y2 = fk::square(y);
+      const fk::Tensor denom = mask.defined() ? fk::sum(fk::mul(y2, mask)) : fk::sum(y2);
+      FK_CHECK(denom.item() > 0, "nefi::RelativeMSE", "observations with non-zero energy",
+               "all zeros");
+      return std::vector<fk::Tensor>{y.to(dt), mask_as(mask, dt, fk::kCPU), denom.to(dt)};
+    });
+    fk::Tensor r = fk::square(fk::sub(c.pred, k[0]));
+    if (k[1].defined()) r = fk::mul(r, k[1]);
+    return fk::div(fk::sum(r), k[2]);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     if (on_device(c.pred)) return device(c.pred, c.obs, c.mask, true);
@@ -176,7 +205,7 @@ struct RelativeMseLoss : Loss {
     fk::Tensor denom;
     {
       fk::autograd::NoGradGuard ng;
-      // In the observations' dtype, as forward's .item() sums them.
+      // In the observations' dtype, as forward sums them.
       fk::Tensor y2 = fk::square(c.obs);
       if (c.mask.defined()) y2 = fk::mul(y2, c.mask.to(y2.dtype()));
       denom = fk::sum(y2, trailing_dims(y2));
@@ -191,13 +220,18 @@ struct RelativeMseLoss : Loss {
 
  private:
   // sum w (p - y)^2 / sum w y^2 per row, the denominator a constant summed
-  // first, left on the device (zero energy gives a non-finite value there).
+  // first, left on the device (zero energy gives a non-finite value there);
+  // forward makes it once per observation, forward_rows (its stacked
+  // observations may be a new tensor each call) every call.
   static fk::Tensor device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
                            bool rows) {
     RowNormalisation norm;
-    norm.denominator_sums =
-        cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);
+    norm.denominator_sums = denominator_sums(p, y, mask, rows);
     return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, rows, norm);
+  }
+  static fk::Tensor denominator_sums(const fk::Tensor& p, const fk::Tensor& y,
+                                     const fk::Tensor& mask, bool rows) {
+    return cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);
   }
 };
 
@@ -209,22 +243,33 @@ struct LogMseLoss : Loss {
     FK_CHECK(normalize == "max" || normalize == "mean" || normalize == "none", "nefi::LogMSE",
              "normalize max, mean or none", normalize);
   }
+  // On the CPU {1 / s, log(y / s + eps), the mask} in the prediction's
+  // dtype; on a device {the term's {1 / s, eps}}; made once per observation.
+  ObservationConstants data_side;
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
-    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
+    const fk::DType dt = c.pred.dtype();
     if (on_device(c.pred)) {
+      const fk::Tensor y = c.obs->data.to(dt);
       CellLoss term{CellTerm::LogError, 1.0, eps};
-      if (normalize != "none") term.ab = device_scale_terms(y);
+      if (normalize != "none")
+        term.ab = data_side.get(c.obs->data, {}, dt, c.pred.device(), [&] {
+          return std::vector<fk::Tensor>{device_scale_terms(y.to(c.pred.device()))};
+        })[0];
       return device_mean(term, c.pred, y, c.obs->mask, false);
     }
-    double s = 1.0;
-    if (normalize == "max") s = fk::amax(fk::abs(y)).item();
-    if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
-    if (s <= 0) s = 1.0;
-    fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), 1.0 / s), eps));
-    fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
-    return wmean(fk::square(fk::sub(lp, ly)),
-                 c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+    const std::vector<fk::Tensor> k = data_side.get(c.obs->data, c.obs->mask, dt, fk::kCPU, [&] {
+      const fk::Tensor y = c.obs->data.to(dt);
+      double s = 1.0;
+      if (normalize == "max") s = fk::amax(fk::abs(y)).item();
+      if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
+      if (s <= 0) s = 1.0;
+      const fk::Tensor inv_s = inverse_scale(s, dt);
+      return std::vector<fk::Tensor>{inv_s, fk::log(fk::add(fk::mul(fk::relu(y), inv_s), eps)),
+                                     mask_as(c.obs->mask, dt, fk::kCPU)};
+    });
+    fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(c.pred), k[0]), eps));
+    return wmean(fk::square(fk::sub(lp, k[1])), k[2]);
   }
 
  private:
@@ -243,14 +288,21 @@ struct LogMseLoss : Loss {
 struct NormalizedMseLoss : Loss {
   using Loss::Loss;
   bool is_data() const override { return true; }
+  // On the CPU {y / mean_w y, the mask} in the prediction's dtype, made once
+  // per observation (the device pass takes mean_w y in its own sums).
+  ObservationConstants data_side;
   fk::Tensor forward(const LossContext& c) const override {
     if (on_device(c.pred)) return normalized_mse_device(c.pred, c.obs->data, c.obs->mask);
-    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
-    const fk::Tensor m = c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor();
-    const double ym = wmean(y, m).item();
-    FK_CHECK(ym != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
-    fk::Tensor pn = fk::div(c.pred, fk::add(wmean(c.pred, m), 1e-12));
-    return wmean(fk::square(fk::sub(pn, fk::mul(y, 1.0 / ym))), m);
+    const fk::DType dt = c.pred.dtype();
+    const std::vector<fk::Tensor> k = data_side.get(c.obs->data, c.obs->mask, dt, fk::kCPU, [&] {
+      const fk::Tensor y = c.obs->data.to(dt);
+      const fk::Tensor m = mask_as(c.obs->mask, dt, fk::kCPU);
+      const double ym = wmean(y, m).item();
+      FK_CHECK(ym != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
+      return std::vector<fk::Tensor>{fk::mul(y, inverse_scale(ym, dt)), m};
+    });
+    fk::Tensor pn = fk::div(c.pred, fk::add(wmean(c.pred, k[1]), 1e-12));
+    return wmean(fk::square(fk::sub(pn, k[0])), k[1]);
   }
 };
 

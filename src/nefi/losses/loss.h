@@ -5,6 +5,13 @@
 // the resolution. Data terms (is_data) drive stopping rules; regularisers
 // read a named field. A LossSet holds weighted terms and can be re-weighted
 // per curriculum stage.
+// On a CUDA device a loss reads nothing back to the host: its value stays a
+// 0-dim device tensor and what it derives from the observations alone is
+// made on its first call for them (observation_constants.h), so every step
+// after a solver's eager warm-up step can be captured as one CUDA graph
+// (solve/step_graph.h). Every loss here keeps to that (data_losses.h,
+// regularizers.h, nv_losses.h, band_limited_mse.h); one that does not makes
+// the capture fail, and the stage's steps then run eagerly, its note saying why.
 #include <map>
 #include <memory>
 #include <string>

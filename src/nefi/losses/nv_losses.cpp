@@ -4,6 +4,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "nefi/losses/observation_constants.h"
 
 namespace nefi {
 namespace {
@@ -14,31 +15,64 @@ fk::Tensor noise_map(const fk::Tensor& s, const char* who) {
   return fk::sum(s, {s.dim() - 3});
 }
 
+// 1 / v of a 0-dim tensor, divided in f64 and rounded to v's dtype once: the
+// bits the host's `fk::mul(t, 1.0 / v.item())` multiplies by, without the read.
+fk::Tensor reciprocal_via_f64(const fk::Tensor& v) {
+  const fk::Tensor v64 = v.to(fk::DType::F64);
+  return fk::div(fk::scalar_like(v64, 1.0), v64).to(v.dtype());
+}
+
+// The observations in the prediction's dtype, on its device.
+fk::Tensor observed_like(const LossContext& c) {
+  return c.obs->data.to(c.pred.dtype()).to(c.pred.device());
+}
+
+// The data-side constants below are made once per observation (see
+// observation_constants.h). Their checks read the host, so they run on the
+// CPU only; on a device a degenerate observation gives a non-finite value
+// instead (as the device losses of loss_device.h do), which the step's one
+// read-back meets.
+bool checks_on_host(const LossContext& c) {
+  return c.pred.device().is_cpu();
+}
+
 struct NoiseMapLoss : Loss {
   using Loss::Loss;
+  ObservationConstants data_side;  // {M_y / mean M_y}
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor mp = noise_map(c.pred, "nefi::NoiseMap");
-    const fk::Tensor my = noise_map(c.obs->data.to(c.pred.dtype()), "nefi::NoiseMap");
-    const double ym = fk::mean(my).item();
-    FK_CHECK(ym != 0, "nefi::NoiseMap", "data with a non-zero mean noise map", "mean 0");
+    const fk::Tensor target = data_side.get(c.obs->data, {}, c.pred.dtype(), c.pred.device(), [&] {
+      const fk::Tensor my = noise_map(observed_like(c), "nefi::NoiseMap");
+      const fk::Tensor ym = fk::mean(my);
+      if (checks_on_host(c))
+        FK_CHECK(ym.item() != 0, "nefi::NoiseMap", "data with a non-zero mean noise map", "mean 0");
+      return std::vector<fk::Tensor>{fk::mul(my, reciprocal_via_f64(ym))};
+    })[0];
     const fk::Tensor pn = fk::div(mp, fk::add(fk::mean(mp), 1e-12));
-    return fk::mean(fk::square(fk::sub(pn, fk::mul(my, 1.0 / ym))));
+    return fk::mean(fk::square(fk::sub(pn, target)));
   }
 };
 
 struct DirectDensityLoss : Loss {
   std::string field;
+  ObservationConstants data_side;  // {M_y / max M_y}
   DirectDensityLoss(std::string f, std::string n) : Loss(std::move(n)), field(std::move(f)) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& rho = c.field(field);
-    const fk::Tensor my = noise_map(c.obs->data.to(rho.dtype()), "nefi::DirectDensity");
-    FK_CHECK(my.shape() == rho.shape(), "nefi::DirectDensity",
-             "a noise map of the field's shape " + rho.shape().str(), my.shape().str());
-    const double ymax = fk::amax(my).item();
-    FK_CHECK(ymax > 0, "nefi::DirectDensity", "data with a positive noise map", "max <= 0");
+    const fk::Tensor target = data_side.get(c.obs->data, {}, rho.dtype(), rho.device(), [&] {
+      const fk::Tensor my =
+          noise_map(c.obs->data.to(rho.dtype()).to(rho.device()), "nefi::DirectDensity");
+      const fk::Tensor ymax = fk::amax(my);
+      if (rho.device().is_cpu())
+        FK_CHECK(ymax.item() > 0, "nefi::DirectDensity", "data with a positive noise map",
+                 "max <= 0");
+      return std::vector<fk::Tensor>{fk::mul(my, reciprocal_via_f64(ymax))};
+    })[0];
+    FK_CHECK(target.shape() == rho.shape(), "nefi::DirectDensity",
+             "a noise map of the field's shape " + rho.shape().str(), target.shape().str());
     const fk::Tensor rn = fk::div(rho, fk::add(fk::amax(rho), 1e-12));
-    return fk::mean(fk::square(fk::sub(rn, fk::mul(my, 1.0 / ymax))));
+    return fk::mean(fk::square(fk::sub(rn, target)));
   }
 };
 
@@ -53,14 +87,21 @@ struct NormalizedL1Loss : Loss {
 
 struct ScaledRelativeMseLoss : Loss {
   using Loss::Loss;
+  ObservationConstants data_side;  // {1 / s, y / s, sum (y / s)^2}
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
-    const fk::Tensor y = c.obs->data.to(c.pred.dtype());
-    const double s = fk::amax(fk::abs(y)).item();
-    FK_CHECK(s > 0, "nefi::ScaledRelativeMSE", "data with a non-zero value", "all zeros");
-    const fk::Tensor ys = fk::mul(y, 1.0 / s);
-    const double denom = fk::sum(fk::square(ys)).item();
-    return fk::div(fk::sum(fk::square(fk::sub(fk::mul(c.pred, 1.0 / s), ys))), denom);
+    const std::vector<fk::Tensor> k =
+        data_side.get(c.obs->data, {}, c.pred.dtype(), c.pred.device(), [&] {
+          const fk::Tensor y = observed_like(c);
+          const fk::Tensor s = fk::amax(fk::abs(y));
+          if (checks_on_host(c))
+            FK_CHECK(s.item() > 0, "nefi::ScaledRelativeMSE", "data with a non-zero value",
+                     "all zeros");
+          const fk::Tensor inv_s = reciprocal_via_f64(s);
+          const fk::Tensor ys = fk::mul(y, inv_s);
+          return std::vector<fk::Tensor>{inv_s, ys, fk::sum(fk::square(ys))};
+        });
+    return fk::div(fk::sum(fk::square(fk::sub(fk::mul(c.pred, k[0]), k[1]))), k[2]);
   }
 };
 

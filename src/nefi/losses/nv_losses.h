@@ -12,6 +12,15 @@
 //                    relative MSE with the data scaled before squaring, so
 //                    SI spectra (~1e30) do not overflow f32
 // The NV data are full frames: these terms take no mask.
+// On any device the terms are fk ops on the prediction or field and 0-dim
+// tensors (no value is read on the host), so a device step using them can be
+// captured as one CUDA graph; what depends on the data alone (M_y's
+// normalised map, s, y / s and its energy) is made once per observation
+// (observation_constants.h). The CPU results are bitwise the per-step
+// host-scalar form they replace (the same ops in the same order, the host's
+// 1 / x rounded to the dtype once). On a device, data that fail the CPU's
+// checks (a zero-mean or non-positive noise map, all-zero data) give a
+// non-finite value instead of an fk::Error.
 // The reference names these terms but does not define the last two in the
 // inventory; these are this project's reading of them.
 #include "nefi/losses/loss.h"

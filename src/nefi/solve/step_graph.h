@@ -8,8 +8,9 @@
 // DeviceStepBlock). Its `shape` is a number the caller changes whenever the
 // host-side structure of the step changes (what it enqueues, with which
 // buffers): a graph only replays for the shape it was captured at.
-//   warm-up   the first step at a shape runs eagerly (caches fill, cuBLAS
-//             binds the stream), the next one is captured and launched
+//   warm-up   the first step at a shape runs eagerly (caches fill, the
+//             losses make their observation-only constants, cuBLAS binds
+//             the stream), the next one is captured and launched
 //   replay    later steps at that shape are one graph launch each
 //   refusal   a reason known up front (an operator that is not capturable,
 //             the knob off) or a failed capture (a host read inside the

@@ -124,8 +124,11 @@ Evaluation evaluate(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool
 
 // The same evaluation recorded in a stream capture (graph.h) and replayed
 // once: the capture fails (throws) on any host read or synchronization in
-// the loss's forward or backward. The value and gradient are copied into
-// buffers made before the capture; everything the capture allocates dies in it.
+// the loss's forward or backward. One eager call on the capture's stream
+// comes first, as a solver's warm-up step does: it makes the constants a
+// loss derives from the observations alone (observation_constants.h), which
+// outlive any one step. The value and gradient are copied into buffers made
+// before the capture; everything the capture allocates dies in it.
 Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked,
                              int rows) {
   Setup s = setup(c, shape, dt, masked, rows, kGpu);
@@ -137,6 +140,9 @@ Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType
   void* const before = fk::cuda::current_stream(0);
   void* const stream = fk::cuda::create_stream(0);
   fk::cuda::set_current_stream(0, stream);
+  forward_backward(c, s, rows, seed);  // the warm-up
+  x.set_grad(fk::Tensor());
+  fk::cuda::synchronize(0);
   fk::cuda::GraphExec graph;
   std::string failure;
   fk::cuda::begin_capture(0);

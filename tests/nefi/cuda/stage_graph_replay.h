@@ -2,9 +2,11 @@
 // One check shared by the imaging operators' device tests: a small neural
 // stage of an instance on GPU 0, run eagerly and captured as one CUDA graph,
 // must give the same history and field bit for bit, with the stage's steps
-// (all but the warm-up and capture ones) replayed from the graph.
+// (all but the warm-up and capture ones) replayed from the graph. An edit
+// may change the set-up problem first (its losses, its field).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,12 +18,15 @@
 namespace nefi::cuda_test {
 
 using ConfigOverrides = std::vector<std::pair<std::string, std::string>>;
+// Changes the problem an instance set up (given the config it was set up from).
+using ProblemEdit = std::function<void(const nefi::Params&, nefi::ProblemSetup&)>;
 
 // `instance`'s default config with a 32x2 field, 4 octaves, one stage of
-// `steps` and `overrides`, solved by its neural method on GPU 0 (seed 3).
+// `steps` and `overrides`, set up for its neural method, edited by `edit`
+// (when given) and solved on GPU 0 (seed 3).
 inline nefi::Result solve_stage_on_gpu(const std::string& instance,
-                                       const ConfigOverrides& overrides, int64_t steps,
-                                       bool graph) {
+                                       const ConfigOverrides& overrides, int64_t steps, bool graph,
+                                       const ProblemEdit& edit = {}) {
   nefi::Params p = nefi::find_instance(instance)->default_config();
   p.set("hidden", "32");
   p.set("depth", "2");
@@ -29,6 +34,7 @@ inline nefi::Result solve_stage_on_gpu(const std::string& instance,
   for (const auto& [key, value] : overrides) p.set(key, value);
   p.set_value("steps", std::vector<double>{static_cast<double>(steps)});
   auto su = nefi::find_instance(instance)->setup(p, "neural", 3);
+  if (edit) edit(p, *su);
   nefi::SolverOptions so;
   so.seed = 3;
   so.device = kGpu;
@@ -38,10 +44,11 @@ inline nefi::Result solve_stage_on_gpu(const std::string& instance,
 
 inline void expect_captured_stage_replays_eager(const std::string& instance,
                                                 const ConfigOverrides& overrides,
-                                                const std::string& field) {
+                                                const std::string& field,
+                                                const ProblemEdit& edit = {}) {
   constexpr int64_t kSteps = 16;
-  const nefi::Result eager = solve_stage_on_gpu(instance, overrides, kSteps, false);
-  const nefi::Result graph = solve_stage_on_gpu(instance, overrides, kSteps, true);
+  const nefi::Result eager = solve_stage_on_gpu(instance, overrides, kSteps, false, edit);
+  const nefi::Result graph = solve_stage_on_gpu(instance, overrides, kSteps, true, edit);
   ASSERT_EQ(graph.history.rows.size(), eager.history.rows.size());
   for (size_t r = 0; r < eager.history.rows.size(); ++r)
     EXPECT_EQ(graph.history.rows[r], eager.history.rows[r]) << instance << " row " << r;
