@@ -15,6 +15,7 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/scattering.h"
@@ -24,6 +25,8 @@ namespace {
 
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::host_values;
 using nefi::cuda_test::kGpu;
 
 struct Case {
@@ -41,10 +44,6 @@ const std::vector<Case> kCases = {
 nefi::BornOperator op_for(const Case& c) {
   const int64_t n = c.shape.back();
   return nefi::BornOperator(nefi::Domain({n, n}, {2.0, 2.0}), c.geometry);
-}
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
 }
 
 // Elementwise |a - b| <= rel * max |b|.
@@ -65,19 +64,12 @@ TEST(NefiScatteringDevice, ForwardAndGradientMatchTheCpu) {
     for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
       SCOPED_TRACE(op.fidelity_tag() + " " + fk::name(dt));
       const double rel = dt == fk::DType::F64 ? 1e-13 : 1e-6;
-      fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-      xc.set_requires_grad(true);
-      xd.set_requires_grad(true);
-      const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-      ASSERT_EQ(yd.device(), kGpu);
-      ASSERT_EQ(yd.shape(), yc.shape());
-      ASSERT_EQ(yd.dtype(), dt);
-      expect_close(host(yd), host(yc), rel);
-      yc.backward(g.to(dt));
-      yd.backward(g.to(dt).to(kGpu));
-      ASSERT_EQ(xd.grad().device(), kGpu);
-      ASSERT_EQ(xd.grad().dtype(), dt);
-      expect_close(host(xd.grad()), host(xc.grad()), rel);
+      expect_device_matches_cpu(op, x, g, dt,
+                                [rel](const std::vector<double>& got,
+                                      const std::vector<double>& want, const std::string& what) {
+                                  SCOPED_TRACE(what);
+                                  expect_close(got, want, rel);
+                                });
     }
   }
 }
@@ -106,7 +98,7 @@ TEST(NefiScatteringDevice, TablesAreCachedPerResolution) {
   EXPECT_EQ(a.phase.data_ptr(), b.phase.data_ptr());
   const nefi::BornOperator copy = op;
   EXPECT_EQ(copy.tables_on(kGpu).rotation.data_ptr(), a.rotation.data_ptr());
-  const std::vector<double> green = host(a.green);
+  const std::vector<double> green = host_values(a.green);
   ASSERT_EQ(green.size(), 2 * op.tables().green.size());
   for (size_t i = 0; i < op.tables().green.size(); ++i) {
     EXPECT_EQ(green[2 * i], op.tables().green[i].real());
