@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "../cuda_event_timer.h"
+#include "device_step_timing.h"
 #include "nefi/instances/instance.h"
-#include "nefi/solve/solver.h"
 
 namespace {
 
@@ -51,31 +51,11 @@ void BM_DeviceImagingStep(benchmark::State& state) {
   const bool graph = state.range(1) != 0;
   nefi::Params p = nefi::find_instance(name)->default_config();
   p.set_value("steps", std::vector<double>{kSteps});
-  double ms = 0, launches = 0, measured = 0, graph_steps = 0;
-  for (auto _ : state) {
-    auto su = nefi::find_instance(name)->setup(p, "neural", 3);
-    nefi::SolverOptions so;
-    so.seed = 3;
-    so.device = fk::cuda_device(0);
-    so.cuda_graph = graph;
-    so.stopping_rules = false;
-    double it_ms = 0;
-    so.callbacks.push_back([&](const nefi::StepInfo& s) {
-      if (s.step < kSkip) return true;
-      it_ms += s.step_ms;
-      launches += static_cast<double>(s.step_launches);
-      measured += 1;
-      return true;
-    });
-    const nefi::Result r = nefi::Solver(su->problem, su->curriculum, so).run();
-    graph_steps = static_cast<double>(r.stages.front().graph_steps);
-    ms += it_ms;
-    state.SetIterationTime(it_ms * 1e-3);
-  }
+  nefi_bench::DeviceStepTotals totals;
+  for (auto _ : state)
+    state.SetIterationTime(1e-3 * nefi_bench::timed_device_solve(name, p, graph, kSkip, totals));
   state.SetLabel(name);
-  state.counters["ms/step"] = measured > 0 ? ms / measured : 0;
-  state.counters["launches/step"] = measured > 0 ? launches / measured : 0;
-  state.counters["graph_steps"] = graph_steps;
+  nefi_bench::set_step_counters(state, totals);
 }
 BENCHMARK(BM_DeviceImagingStep)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1}})

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "../cuda_event_timer.h"
+#include "device_step_timing.h"
 #include "nefi/instances/instance.h"
-#include "nefi/solve/solver.h"
 
 namespace {
 
@@ -48,30 +48,10 @@ void BM_DeviceSolverStep(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const bool graph = state.range(0) != 0;
   const nefi::Params p = toy1d_params(state.range(1));
-  double ms = 0, launches = 0, measured = 0, graph_steps = 0;
-  for (auto _ : state) {
-    auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
-    nefi::SolverOptions so;
-    so.seed = 3;
-    so.device = fk::cuda_device(0);
-    so.cuda_graph = graph;
-    so.stopping_rules = false;
-    double it_ms = 0;
-    so.callbacks.push_back([&](const nefi::StepInfo& s) {
-      if (s.step < kSkip) return true;
-      it_ms += s.step_ms;
-      launches += static_cast<double>(s.step_launches);
-      measured += 1;
-      return true;
-    });
-    const nefi::Result r = nefi::Solver(su->problem, su->curriculum, so).run();
-    graph_steps = static_cast<double>(r.stages.front().graph_steps);
-    ms += it_ms;
-    state.SetIterationTime(it_ms * 1e-3);
-  }
-  state.counters["ms/step"] = measured > 0 ? ms / measured : 0;
-  state.counters["launches/step"] = measured > 0 ? launches / measured : 0;
-  state.counters["graph_steps"] = graph_steps;
+  nefi_bench::DeviceStepTotals totals;
+  for (auto _ : state)
+    state.SetIterationTime(1e-3 * nefi_bench::timed_device_solve("toy1d", p, graph, kSkip, totals));
+  nefi_bench::set_step_counters(state, totals);
 }
 BENCHMARK(BM_DeviceSolverStep)
     ->ArgsProduct({{0, 1}, {0, 1}})

@@ -53,48 +53,38 @@ __global__ void sum_partials_kernel(const double* partials, int64_t count, doubl
 }
 
 // Correctly rounded T arithmetic, so nvcc cannot contract into FMAs.
-__device__ inline float add(float a, float b) {
-  return __fadd_rn(a, b);
-}
-__device__ inline float sub(float a, float b) {
-  return __fsub_rn(a, b);
-}
-__device__ inline float mul(float a, float b) {
-  return __fmul_rn(a, b);
-}
-__device__ inline float quot(float a, float b) {
-  return __fdiv_rn(a, b);
-}
-__device__ inline float root(float a) {
-  return __fsqrt_rn(a);
-}
-__device__ inline double add(double a, double b) {
-  return __dadd_rn(a, b);
-}
-__device__ inline double sub(double a, double b) {
-  return __dsub_rn(a, b);
-}
-__device__ inline double mul(double a, double b) {
-  return __dmul_rn(a, b);
-}
-__device__ inline double quot(double a, double b) {
-  return __ddiv_rn(a, b);
-}
-__device__ inline double root(double a) {
-  return __dsqrt_rn(a);
-}
+template <typename T>
+struct RoundedOps;
+template <>
+struct RoundedOps<float> {
+  __device__ static float add(float a, float b) { return __fadd_rn(a, b); }
+  __device__ static float sub(float a, float b) { return __fsub_rn(a, b); }
+  __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
+  __device__ static float quot(float a, float b) { return __fdiv_rn(a, b); }
+  __device__ static float root(float a) { return __fsqrt_rn(a); }
+};
+template <>
+struct RoundedOps<double> {
+  __device__ static double add(double a, double b) { return __dadd_rn(a, b); }
+  __device__ static double sub(double a, double b) { return __dsub_rn(a, b); }
+  __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
+  __device__ static double quot(double a, double b) { return __ddiv_rn(a, b); }
+  __device__ static double root(double a) { return __dsqrt_rn(a); }
+};
 
 template <typename T>
 __device__ void adam_update_loop(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
-  const T one_b1 = sub(T(1), s.b1), one_b2 = sub(T(1), s.b2);
+  using R = RoundedOps<T>;
+  const T one_b1 = R::sub(T(1), s.b1), one_b2 = R::sub(T(1), s.b2);
   FK_CUDA_LOOP(i, n) {
     const T xi = x[i];
-    const T gi = add(mul(g[i], s.clip), mul(s.l2, xi));
-    const T mi = add(mul(s.b1, m[i]), mul(one_b1, gi));
-    const T vi = add(mul(s.b2, v[i]), mul(mul(one_b2, gi), gi));
+    const T gi = R::add(R::mul(g[i], s.clip), R::mul(s.l2, xi));
+    const T mi = R::add(R::mul(s.b1, m[i]), R::mul(one_b1, gi));
+    const T vi = R::add(R::mul(s.b2, v[i]), R::mul(R::mul(one_b2, gi), gi));
     m[i] = mi;
     v[i] = vi;
-    x[i] = sub(mul(xi, s.decay), quot(mul(s.step, mi), add(mul(root(vi), s.inv_sqrt_bc2), s.eps)));
+    x[i] = R::sub(R::mul(xi, s.decay),
+                  R::quot(R::mul(s.step, mi), R::add(R::mul(R::root(vi), s.inv_sqrt_bc2), s.eps)));
   }
 }
 

@@ -5,7 +5,6 @@
 // gradient's fk ops. Memory: the system (ndim + 2 grids per field), the
 // CG's scratch (5 grids per system) and the statistics (4 f64 per system).
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,24 +14,17 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/ops/binary.h"
-#include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "nefi/cuda/elliptic_kernels.h"
 #include "nefi/cuda/elliptic_stencil.h"
 #include "nefi/operators/elliptic/elliptic_device.h"
+#include "nefi/operators/elliptic/elliptic_solve_node.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi::elliptic {
 namespace {
 
 constexpr const char* kWhere = "nefi::elliptic::solve_elliptic (CUDA)";
-
-fk::Tensor operand(const fk::Tensor& t) {
-  fk::autograd::NoGradGuard ng;
-  const fk::Tensor d = t.detach();
-  return d.is_contiguous() ? d : d.contiguous();
-}
 
 // The face system of σ and κ on their device (build_face_system's values).
 struct DeviceSystem {
@@ -113,29 +105,20 @@ fk::Tensor device_solve(const DeviceSystem& sys, const fk::Tensor& b, const Solv
   return out;
 }
 
-struct EllipticDeviceSolveBackward : fk::autograd::Node {
-  fk::autograd::SavedTensor sigma, kappa, u;
-  bool has_kappa = false;
+struct EllipticDeviceSolveBackward : SavedOperandsNode {
   DeviceSystem system;
   EllipticGrid grid;
   SolveOptions opt;
   SolveLayout layout;
   std::shared_ptr<WarmStart> warm;
   const char* name() const override { return "EllipticDeviceSolveBackward"; }
-  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
-    fn(sigma);
-    fn(kappa);
-    fn(u);
-  }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("elliptic_device_adjoint");
     fk::autograd::NoGradGuard ng;
-    const fk::Tensor& s = sigma.unpack(name());
-    const fk::Tensor k = has_kappa ? kappa.unpack(name()) : fk::Tensor();
-    const fk::Tensor& sol = u.unpack(name());
+    const auto [s, k, sol] = unpack_operands();
     fk::Tensor gu = grads[0].device() == s.device() ? grads[0] : grads[0].to(s.device());
     if (gu.dtype() != layout.dtype) gu = gu.to(layout.dtype);
-    gu = operand(gu);
+    gu = solve_operand(gu);
     const int device = s.device().index;
     fk::cuda::detail::DeviceGuard guard(device);
     const bool use_warm = warm && warm->enabled;
@@ -155,14 +138,8 @@ struct EllipticDeviceSolveBackward : fk::autograd::Node {
       });
       fk::profile::count_launch();
     }
-    fk::Tensor g_kappa;
-    if (k.defined() && next[2].fn) {
-      // −λ⊙u, summed over the systems when κ is shared (kappa_gradient's).
-      const fk::Tensor p = fk::mul(lambda, sol) * -1.0;
-      g_kappa = layout.kappa_batched
-                    ? p
-                    : fk::sum(p.reshape({layout.ns, layout.numel}), {0}).reshape(k.shape());
-    }
+    const fk::Tensor g_kappa =
+        k.defined() && next[2].fn ? kappa_gradient(k, lambda, sol, layout, -1.0) : fk::Tensor();
     fk::cuda::after_op(device);
     return {g_sigma, lambda, g_kappa};
   }
@@ -180,8 +157,8 @@ fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
            refusal);
   FK_CHECK(sigma.device().is_cuda(), kWhere, "a conductivity on a CUDA device",
            sigma.device().str());
-  const fk::Tensor s = operand(sigma), b = operand(rhs);
-  const fk::Tensor k = kappa.defined() ? operand(kappa) : fk::Tensor();
+  const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);
+  const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   const int device = sigma.device().index;
   fk::cuda::detail::DeviceGuard guard(device);
   const DeviceSystem sys = build_system(grid, s, k, L);
@@ -193,10 +170,7 @@ fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
   fk::cuda::after_op(device);
   if (opt.grad_mode == GradMode::kIft && fk::autograd::needs_grad(sigma, rhs, kappa)) {
     auto node = std::make_shared<EllipticDeviceSolveBackward>();
-    node->sigma = s;
-    node->has_kappa = k.defined();
-    if (k.defined()) node->kappa = k;
-    node->u = u.detach();  // not `u`: a node holding its own output is a cycle
+    node->save(s, k, u.detach());
     node->system = sys;
     node->grid = grid;
     node->opt = opt;

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "conv_test_operands.h"
 #include "device_test_util.h"
 #include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/device_conv.h"
@@ -38,22 +39,15 @@ fk::Tensor random_f64(const fk::Dims& shape, double scale, uint64_t seed) {
   return random_values(shape, scale, seed).to(kF64);
 }
 
-struct Operands {
-  std::shared_ptr<const KernelMap> cpu;
-  cuda::DeviceKernelMap dev;
-  fk::Tensor f, w, g;  // CPU, f64
-};
+using Operands = cuda_test::ConvOperands;
 
+// conv_operands' f32 values widened to f64 (on the CPU).
 Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
                   int64_t cin, int64_t cout, uint64_t seed) {
-  Operands o;
-  const auto off = region.offsets(in.tensor_stride());
-  o.cpu = build_kernel_map(in, out, off);
-  o.dev = cuda::build_device_kernel_map(in, out, off);
-  const int64_t K = o.cpu->volume;
-  o.f = random_f64({in.size(), cin}, 1.0, seed);
-  o.w = random_f64({K, cin, cout}, 1.0 / std::sqrt(static_cast<double>(K * cin)), seed + 1);
-  o.g = random_f64({out.size(), cout}, 1.0, seed + 2);
+  Operands o = cuda_test::conv_operands(in, out, region, cin, cout, seed);
+  o.f = o.f.to(kF64);
+  o.w = o.w.to(kF64);
+  o.g = o.g.to(kF64);
   return o;
 }
 

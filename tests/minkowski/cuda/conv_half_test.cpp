@@ -24,8 +24,10 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "conv_test_operands.h"
 #include "device_test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -68,37 +70,17 @@ void expect_within_rounding(const fk::Tensor& got, const fk::Tensor& want, const
                         << ", bound " << a[at];
 }
 
-// f32 values rounded to dtype (on the CPU), and their exact f64 widening.
-struct Rounded {
-  fk::Tensor half, exact, magnitude;  // dtype, f64, |f64|
-};
-Rounded rounded(const fk::Tensor& f32, fk::DType dtype) {
-  Rounded r;
-  r.half = f32.to(dtype);
-  r.exact = r.half.to(fk::DType::F64);
-  r.magnitude = fk::abs(r.exact);
-  return r;
-}
+using cuda_test::rounded;
 
-struct Operands {
-  std::shared_ptr<const KernelMap> cpu;
-  cuda::DeviceKernelMap dev;
-  Rounded f, w, g;
+struct Operands : cuda_test::ConvMaps, cuda_test::RoundedValues {
   int64_t cin, cout, max_pairs;
 };
 
 Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
                   int64_t cin, int64_t cout, fk::DType dtype, uint64_t seed) {
-  Operands o;
-  const auto off = region.offsets(in.tensor_stride());
-  o.cpu = build_kernel_map(in, out, off);
-  o.dev = cuda::build_device_kernel_map(in, out, off);
-  const int64_t K = o.cpu->volume;
-  o.f = rounded(random_values({in.size(), cin}, 1.0, seed), dtype);
-  o.w = rounded(random_values({K, cin, cout}, 1.0 / std::sqrt(double(K * cin)), seed + 1), dtype);
-  o.g = rounded(random_values({out.size(), cout}, 1.0, seed + 2), dtype);
-  o.cin = cin, o.cout = cout, o.max_pairs = 0;
-  for (int64_t k = 0; k < K; ++k) o.max_pairs = std::max(o.max_pairs, o.dev.count(k));
+  cuda_test::ConvOperands v = cuda_test::conv_operands(in, out, region, cin, cout, seed);
+  Operands o{{std::move(v.cpu), std::move(v.dev)}, rounded(v, dtype), cin, cout, 0};
+  for (int64_t k = 0; k < o.cpu->volume; ++k) o.max_pairs = std::max(o.max_pairs, o.dev.count(k));
   return o;
 }
 
@@ -110,7 +92,7 @@ void expect_device_within_rounding(const Operands& o, fk::DType dtype, const std
   const fk::Tensor bound = conv_forward(o.f.magnitude, o.w.magnitude, m);
   const ConvGrads wg = conv_backward(o.g.exact, o.f.exact, o.w.exact, m, true, true);
   const ConvGrads bg = conv_backward(o.g.magnitude, o.f.magnitude, o.w.magnitude, m, true, true);
-  const fk::Tensor fd = o.f.half.to(kGpu), wd = o.w.half.to(kGpu), gd = o.g.half.to(kGpu);
+  const fk::Tensor fd = o.f.stored.to(kGpu), wd = o.w.stored.to(kGpu), gd = o.g.stored.to(kGpu);
   expect_within_rounding(cuda::conv_forward(fd, wd, o.dev), want, bound, dtype, o.cin * K,
                          what + " forward");
   const cuda::DeviceConvGrads got = cuda::conv_backward(gd, fd, wd, o.dev, true, true);
@@ -190,7 +172,7 @@ TEST(MinkowskiCudaConvHalfDeterministic, RepeatsBitForBitWithHalfTheStaging) {
   auto m = make_map(random_rows(3, 3000, 8, 1, 1, 53), 3, 1);
   for (fk::DType dtype : {fk::DType::F16, fk::DType::BF16}) {
     const Operands o = operands(*m, *m, KernelRegion::cube({3}), 16, 32, dtype, 81);
-    const fk::Tensor fd = o.f.half.to(kGpu), wd = o.w.half.to(kGpu), gd = o.g.half.to(kGpu);
+    const fk::Tensor fd = o.f.stored.to(kGpu), wd = o.w.stored.to(kGpu), gd = o.g.stored.to(kGpu);
     const fk::Tensor y1 = cuda::conv_forward(fd, wd, o.dev), y2 = cuda::conv_forward(fd, wd, o.dev);
     EXPECT_TRUE(cuda_test::bitwise_equal(y1, y2)) << fk::name(dtype);
     const auto g1 = cuda::conv_backward(gd, fd, wd, o.dev, true, true);

@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "conv_test_operands.h"
 #include "device_test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -70,43 +72,19 @@ class Tf32Scope {
 };
 
 // Operands rounded to the dtype on the CPU; exact and |.| in f64.
-struct Rounded {
-  fk::Tensor stored, exact, magnitude;
-};
-Rounded rounded(const fk::Tensor& f32, fk::DType t) {
-  Rounded r;
-  r.stored = f32.to(t);
-  r.exact = r.stored.to(fk::DType::F64);
-  r.magnitude = fk::abs(r.exact);
-  return r;
-}
-
-struct Operands {
-  std::shared_ptr<const KernelMap> cpu;
-  cuda::DeviceKernelMap dev;
-  Rounded f, w, g;
+struct Operands : cuda_test::ConvMaps, cuda_test::RoundedValues {
   int64_t cin = 0, cout = 0;
 };
 
-Operands operands(std::shared_ptr<const KernelMap> cpu, cuda::DeviceKernelMap dev, int64_t cin,
-                  int64_t cout, fk::DType t, uint64_t seed) {
-  Operands o;
-  const int64_t K = cpu->volume;
-  o.f = rounded(random_values({cpu->in_size, cin}, 1.0, seed), t);
-  o.w = rounded(random_values({K, cin, cout}, 1.0 / std::sqrt(double(K * cin)), seed + 1), t);
-  o.g = rounded(random_values({cpu->out_size, cout}, 1.0, seed + 2), t);
-  o.cpu = std::move(cpu);
-  o.dev = std::move(dev);
-  o.cin = cin;
-  o.cout = cout;
-  return o;
+Operands operands(cuda_test::ConvMaps maps, int64_t cin, int64_t cout, fk::DType t, uint64_t seed) {
+  const cuda_test::ConvValues v = cuda_test::random_conv_values(
+      *maps.cpu, cin, cout, seed, cuda_test::fan_in_scale(maps.cpu->volume, cin));
+  return {std::move(maps), cuda_test::rounded(v, t), cin, cout};
 }
 
 Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
                   int64_t cin, int64_t cout, fk::DType t, uint64_t seed) {
-  const auto off = region.offsets(in.tensor_stride());
-  return operands(build_kernel_map(in, out, off), cuda::build_device_kernel_map(in, out, off), cin,
-                  cout, t, seed);
+  return operands(cuda_test::conv_maps(in, out, region), cin, cout, t, seed);
 }
 
 // Element by element: |got - want| <= (2u + depth 2^-22) * bound + 1e-6.
@@ -200,13 +178,10 @@ TEST_P(MinkowskiCudaConvImplicitMma, StridedAndTransposedWithinRounding) {
   auto m = make_map(random_rows(3, 2000, 12, 1, 2, 102), 3, 1);
   auto s = cuda_test::strided_map(*m, 1, 2);
   for (int k : {2, 3}) {
-    const auto off = KernelRegion::cube({k}).offsets({1, 1, 1});
-    const Operands down =
-        operands(build_kernel_map(*m, *s, off), cuda::build_device_kernel_map(*m, *s, off), 40, 24,
-                 dtype_of(p), 121);
+    const Operands down = operands(*m, *s, KernelRegion::cube({k}), 40, 24, dtype_of(p), 121);
     expect_mma_within_rounding(down, p, label(p) + " stride 2, kernel " + std::to_string(k));
     const Operands up =
-        operands(down.cpu->transposed(), cuda::transposed(down.dev), 24, 40, dtype_of(p), 131);
+        operands({down.cpu->transposed(), cuda::transposed(down.dev)}, 24, 40, dtype_of(p), 131);
     expect_mma_within_rounding(up, p, label(p) + " transposed, kernel " + std::to_string(k));
   }
 }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "conv_test_operands.h"
 #include "device_test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_coordinates.h"
@@ -35,27 +36,20 @@ using cuda_test::kGpu;
 using cuda_test::KnobOverride;
 using cuda_test::make_map;
 using cuda_test::random_rows;
-using cuda_test::random_values;
 
-struct Operands {
-  std::shared_ptr<const KernelMap> cpu;
-  cuda::DeviceKernelMap dev;
-  fk::Tensor f, w, g;  // CPU
+// Values on the CPU, the weight unscaled (|terms| <= 1: tolerance's premise).
+struct Operands : cuda_test::ConvMaps, cuda_test::ConvValues {
   int64_t cin = 0, cout = 0;
 };
 
+Operands operands(cuda_test::ConvMaps maps, int64_t cin, int64_t cout, uint64_t seed) {
+  cuda_test::ConvValues values = cuda_test::random_conv_values(*maps.cpu, cin, cout, seed, 1.0);
+  return {std::move(maps), std::move(values), cin, cout};
+}
+
 Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
                   int64_t cin, int64_t cout, uint64_t seed) {
-  Operands o;
-  const auto off = region.offsets(in.tensor_stride());
-  o.cpu = build_kernel_map(in, out, off);
-  o.dev = cuda::build_device_kernel_map(in, out, off);
-  o.f = random_values({in.size(), cin}, 1.0, seed);
-  o.w = random_values({o.cpu->volume, cin, cout}, 1.0, seed + 1);
-  o.g = random_values({out.size(), cout}, 1.0, seed + 2);
-  o.cin = cin;
-  o.cout = cout;
-  return o;
+  return operands(cuda_test::conv_maps(in, out, region), cin, cout, seed);
 }
 
 // f32 round-off of a depth-term sum, relative to max(1, max |want|) (terms
@@ -106,15 +100,9 @@ TEST_F(MinkowskiCudaConvImplicit, SubmanifoldMatchesCpu) {
 // The transposed convolution's map: a strided map with inputs and outputs
 // swapped (KernelMap::transposed, as convolution_transpose takes it).
 Operands transposed(const Operands& strided, int64_t cin, int64_t cout, uint64_t seed) {
-  Operands o;
-  o.cpu = strided.cpu->transposed();
-  o.dev = cuda::upload_kernel_map(*o.cpu);
-  o.f = random_values({o.cpu->in_size, cin}, 1.0, seed);
-  o.w = random_values({o.cpu->volume, cin, cout}, 1.0, seed + 1);
-  o.g = random_values({o.cpu->out_size, cout}, 1.0, seed + 2);
-  o.cin = cin;
-  o.cout = cout;
-  return o;
+  std::shared_ptr<const KernelMap> cpu = strided.cpu->transposed();
+  cuda::DeviceKernelMap dev = cuda::upload_kernel_map(*cpu);
+  return operands({std::move(cpu), std::move(dev)}, cin, cout, seed);
 }
 
 TEST_F(MinkowskiCudaConvImplicit, StridedAndTransposedMatchCpu) {

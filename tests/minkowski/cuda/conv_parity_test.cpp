@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "conv_test_operands.h"
 #include "device_test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -24,28 +25,11 @@ using cuda_test::kGpu;
 using cuda_test::KnobOverride;
 using cuda_test::make_map;
 using cuda_test::random_rows;
-using cuda_test::random_values;
 
 constexpr double kTol = 1e-5;
 
-struct Operands {
-  std::shared_ptr<const KernelMap> cpu;
-  cuda::DeviceKernelMap dev;
-  fk::Tensor f, w, g;  // CPU
-};
-
-Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
-                  int64_t cin, int64_t cout, uint64_t seed) {
-  Operands o;
-  const auto off = region.offsets(in.tensor_stride());
-  o.cpu = build_kernel_map(in, out, off);
-  o.dev = cuda::build_device_kernel_map(in, out, off);
-  const int64_t K = o.cpu->volume;
-  o.f = random_values({in.size(), cin}, 1.0, seed);
-  o.w = random_values({K, cin, cout}, 1.0 / std::sqrt(static_cast<double>(K * cin)), seed + 1);
-  o.g = random_values({out.size(), cout}, 1.0, seed + 2);
-  return o;
-}
+using Operands = cuda_test::ConvOperands;  // values on the CPU
+using cuda_test::conv_operands;
 
 // Device forward and backward against the CPU's.
 void expect_matches_cpu(const Operands& o, const std::string& what) {
@@ -72,7 +56,7 @@ TEST_P(MinkowskiCudaConv, MatchesCpuOnEveryPath) {
   KnobOverride gather("ME_CONV_DATAFLOW", "gather");  // the paths of gather-GEMM-scatter
   const auto [cin, cout] = GetParam();
   auto m = make_map(random_rows(3, 3000, 10, 1, 2, 11), 3, 1);
-  const Operands o = operands(*m, *m, KernelRegion::cube({3}), cin, cout, 21);
+  const Operands o = conv_operands(*m, *m, KernelRegion::cube({3}), cin, cout, 21);
   for (bool det : {false, true}) {
     DeterministicScope ds(det);
     const std::string mode = det ? "deterministic" : "atomic";
@@ -102,7 +86,7 @@ TEST(MinkowskiCudaConvStrided, MatchesCpu) {
   auto m = make_map(random_rows(3, 2000, 12, 1, 2, 12), 3, 1);
   auto s = cuda_test::strided_map(*m, 1, 2);
   for (int k : {2, 3}) {
-    const Operands o = operands(*m, *s, KernelRegion::cube({k}), 8, 16, 31);
+    const Operands o = conv_operands(*m, *s, KernelRegion::cube({k}), 8, 16, 31);
     expect_matches_cpu(o, "stride 2, kernel " + std::to_string(k));
     DeterministicScope ds(true);
     expect_matches_cpu(o, "deterministic stride 2, kernel " + std::to_string(k));
@@ -115,7 +99,7 @@ TEST(MinkowskiCudaConvDeterministic, RepeatsBitForBit) {
   fk::amp::set_allow_tf32(false);
   DeterministicScope ds(true);
   auto m = make_map(random_rows(3, 4000, 8, 1, 1, 13), 3, 1);
-  const Operands o = operands(*m, *m, KernelRegion::cube({3}), 16, 32, 41);
+  const Operands o = conv_operands(*m, *m, KernelRegion::cube({3}), 16, 32, 41);
   const fk::Tensor fd = o.f.to(kGpu), wd = o.w.to(kGpu), gd = o.g.to(kGpu);
   const fk::Tensor y1 = cuda::conv_forward(fd, wd, o.dev), y2 = cuda::conv_forward(fd, wd, o.dev);
   EXPECT_TRUE(cuda_test::bitwise_equal(y1, y2));

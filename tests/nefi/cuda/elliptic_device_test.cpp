@@ -31,12 +31,9 @@ namespace {
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 namespace el = nefi::elliptic;
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
-}
 
 fk::Tensor positive(const fk::Dims& s, uint64_t seed) {
   fk::Generator g(seed);

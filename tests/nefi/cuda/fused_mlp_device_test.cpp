@@ -40,6 +40,7 @@
 #include "nefi/field/dense.h"
 #include "nefi/field/dense_device.h"
 #include "nefi/field/fused_mlp_device.h"
+#include "nefi/field/fused_mlp_reference.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/neural_field.h"
 
@@ -49,6 +50,8 @@ using nefi::cuda_test::expect_close;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::KnobOverride;
 using nefi::cuda_test::NoTf32;
+using nefi::fused_mlp_test::MlpLayer;
+using nefi::fused_mlp_test::random_mlp_params;
 
 constexpr double kW0 = 30.0;
 constexpr double kU = 0x1p-24;  // f32 unit round-off
@@ -81,24 +84,19 @@ Net make_net(int hidden, bool skip, const std::string& activation, int64_t in) {
   return net;
 }
 
-// Flat parameters, layer by layer weight then bias: weights uniform in
-// +-sqrt(6 / (fan_in + fan_out)) (sine: SIREN's bounds, as NeuralField
-// draws them), biases in +-0.1 so that their gradients are not trivial.
+// Net's layers in the flat parameters' order.
+std::vector<MlpLayer> layers_of(const Net& net) {
+  std::vector<MlpLayer> layers;
+  for (int l = 0; l <= net.spec.depth; ++l) layers.push_back({net.rows(l), net.fan_in(l)});
+  return layers;
+}
+
+// Flat parameters as NeuralField draws them (random_mlp_params).
 std::vector<double> random_params(const Net& net, uint64_t seed) {
   fk::Generator gen(seed);
-  std::vector<double> p;
-  for (int l = 0; l <= net.spec.depth; ++l) {
-    const double fi = static_cast<double>(net.fan_in(l)), fo = net.rows(l);
-    double bound = std::sqrt(6.0 / (fi + fo));
-    if (net.activation == "sine" && l < net.spec.depth)
-      bound = l == 0 ? 1.0 / fi : std::sqrt(6.0 / fi) / kW0;
-    for (double v :
-         fk::uniform({net.rows(l) * net.fan_in(l)}, -bound, bound, {}, &gen).to_vector<double>())
-      p.push_back(v);
-    for (double v : fk::uniform({net.rows(l)}, -0.1, 0.1, {}, &gen).to_vector<double>())
-      p.push_back(v);
-  }
-  return p;
+  const std::vector<float> p =
+      random_mlp_params(layers_of(net), net.activation == "sine", kW0, gen);
+  return {p.begin(), p.end()};
 }
 
 fk::Tensor activate(const std::string& a, const fk::Tensor& z) {
@@ -110,9 +108,7 @@ fk::Tensor activate(const std::string& a, const fk::Tensor& z) {
   return fk::sin(fk::mul(z, kW0));
 }
 
-struct Result {
-  std::vector<double> y, dx, dp;
-};
+using Result = nefi::fused_mlp_test::MlpResult;
 
 // sum(y * r)'s gradients, r (N, out) fixed weights.
 fk::Tensor loss_weights(int64_t n, int out) {
@@ -128,39 +124,15 @@ fk::Tensor loss_weights(int64_t n, int out) {
 Result chain(const Net& net, const fk::Tensor& x_host, const std::vector<double>& params,
              fk::DType dt, fk::Device dev,
              nefi::DevicePrecision precision = nefi::DevicePrecision::F32) {
-  fk::Tensor x = x_host.to(dt).to(dev);
-  x.set_requires_grad(true);
-  std::vector<fk::Tensor> w, b;
-  int64_t at = 0;
-  for (int l = 0; l <= net.spec.depth; ++l) {
-    const int64_t r = net.rows(l), k = net.fan_in(l);
-    auto leaf = [&](int64_t count, fk::Dims shape) {
-      std::vector<double> v(params.begin() + at, params.begin() + at + count);
-      at += count;
-      fk::Tensor t = fk::from_vector(v, shape).to(dt).to(dev);
-      t.set_requires_grad(true);
-      return t;
-    };
-    w.push_back(leaf(r * k, {r, k}));
-    b.push_back(leaf(r, {r}));
-  }
-  fk::Tensor h = x;
-  for (int l = 0; l < net.spec.depth; ++l) {
-    if (l == net.skip()) h = fk::cat({h, x}, 1);
-    h = activate(net.activation,
-                 precision == nefi::DevicePrecision::F32
-                     ? nefi::dense(h, w[l], b[l], nefi::DenseActivation::None)
-                     : nefi::dense_device(h, w[l], b[l], nefi::DeviceActivation::None, precision));
-  }
-  const fk::Tensor y =
-      nefi::dense(h, w[net.spec.depth], b[net.spec.depth], nefi::DenseActivation::None);
-  const fk::Tensor r = loss_weights(x.size(0), net.spec.out).to(dt).to(dev);
-  fk::sum(fk::mul(y, r)).backward();
-  Result res{y.to_vector<double>(), x.grad().to_vector<double>(), {}};
-  for (int l = 0; l <= net.spec.depth; ++l)
-    for (const fk::Tensor* t : {&w[l], &b[l]})
-      for (double v : t->grad().to_vector<double>()) res.dp.push_back(v);
-  return res;
+  const fk::Tensor r = loss_weights(x_host.size(0), net.spec.out).to(dt).to(dev);
+  return nefi::fused_mlp_test::layer_chain(
+      layers_of(net), net.skip(), x_host.to(dt).to(dev), params, r,
+      [&](int, const fk::Tensor& h, const fk::Tensor& w, const fk::Tensor& b) {
+        return activate(net.activation,
+                        precision == nefi::DevicePrecision::F32
+                            ? nefi::dense(h, w, b, nefi::DenseActivation::None)
+                            : nefi::dense_device(h, w, b, nefi::DeviceActivation::None, precision));
+      });
 }
 
 Result fused(const Net& net, const fk::Tensor& x_host, const std::vector<double>& params) {
@@ -250,9 +222,8 @@ TEST(NefiFusedMlp, ManyRowsAndOddWidths) {
   expect_matches_the_chains(make_net(7, false, "relu", 3), 31);
 }
 
-TEST(NefiFusedMlp, BackwardIsBitwiseReproducible) {
-  NEFI_SKIP_WITHOUT_GPU();
-  const Net net = make_net(64, true, "sine", 50);
+// Two fused passes over 5001 rows give the same bits.
+void expect_fused_repeats(const Net& net) {
   fk::Generator gen(2);
   const fk::Tensor x = fk::uniform({5001, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
   const std::vector<double> params = random_params(net, 3);
@@ -260,6 +231,11 @@ TEST(NefiFusedMlp, BackwardIsBitwiseReproducible) {
   EXPECT_EQ(a.y, b.y);
   EXPECT_EQ(a.dx, b.dx);
   EXPECT_EQ(a.dp, b.dp);
+}
+
+TEST(NefiFusedMlp, BackwardIsBitwiseReproducible) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_fused_repeats(make_net(64, true, "sine", 50));
 }
 
 nefi::NeuralField make_field(int hidden, bool skip, const std::string& activation, int ndim,
@@ -390,13 +366,7 @@ TEST(NefiFusedMlp, AutocastBackwardIsBitwiseReproducible) {
   for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
     Net net = make_net(64, true, "tanh", 50);
     net.spec.autocast = ac;
-    fk::Generator gen(2);
-    const fk::Tensor x = fk::uniform({5001, net.in}, -1.0, 1.0, {fk::DType::F32}, &gen);
-    const std::vector<double> params = random_params(net, 3);
-    const Result a = fused(net, x, params), b = fused(net, x, params);
-    EXPECT_EQ(a.y, b.y);
-    EXPECT_EQ(a.dx, b.dx);
-    EXPECT_EQ(a.dp, b.dp);
+    expect_fused_repeats(net);
   }
 }
 

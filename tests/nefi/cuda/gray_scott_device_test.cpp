@@ -22,7 +22,9 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
+#include "nefi/operators/reaction_diffusion/gray_scott_test_cases.h"
 #include "nefi/operators/reaction_diffusion/reaction_diffusion_operator.h"
 
 namespace {
@@ -31,55 +33,30 @@ namespace gs = nefi::gray_scott;
 using nefi::RDUnknown;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::expect_same_values;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 
-struct Case {
-  RDUnknown unknown;
-  gs::Boundary boundary;
-  bool observe_u, observe_v;
-  int64_t every;
-};
+using nefi::gray_scott_test::Case;
+using nefi::gray_scott_test::name_of;
 
-const std::vector<Case> kCases = {
-    {RDUnknown::kF, gs::Boundary::kNeumann, true, true, 0},
-    {RDUnknown::kF, gs::Boundary::kPeriodic, false, true, 1},
-    {RDUnknown::kK, gs::Boundary::kNeumann, true, false, 3},
-    {RDUnknown::kK, gs::Boundary::kPeriodic, true, true, 0},
-    {RDUnknown::kDu, gs::Boundary::kNeumann, true, true, 4},
-    {RDUnknown::kDu, gs::Boundary::kPeriodic, true, true, 0},
-};
+const std::vector<Case> kCases = nefi::gray_scott_test::cases(0);
 
 const nefi::Domain kDomain({12, 9}, {0.24, 0.18});
 
 nefi::ReactionDiffusionOptions options_for(const Case& c, nefi::RDGradMode mode) {
-  nefi::ReactionDiffusionOptions o;
-  o.obs_times = {2, 3, 5};
-  o.rates = {0.06, 2e-3, 1e-3};  // strong diffusion: the gradient reaches neighbours
-  o.unknown = c.unknown;
-  o.F = 0.04;
-  o.field_max = c.unknown == RDUnknown::kF ? 0.07 : c.unknown == RDUnknown::kK ? 0.08 : 4e-3;
-  o.boundary = c.boundary;
-  o.observe_u = c.observe_u;
-  o.observe_v = c.observe_v;
-  o.checkpoint_every = c.every;
+  nefi::ReactionDiffusionOptions o = nefi::gray_scott_test::options_for(c);
   o.grad_mode = mode;
   return o;
 }
 
 // A field inside [lo, 0.85 field_max] of the case's unknown (f64, CPU).
 fk::Tensor field_for(const Case& c, const nefi::ReactionDiffusionOptions& o, uint64_t seed) {
-  const double lo = c.unknown == RDUnknown::kF ? 0.02 : c.unknown == RDUnknown::kK ? 0.04 : 1e-3;
+  const double lo = nefi::gray_scott_test::field_floor(c.unknown);
   fk::Generator gen(seed);
   const fk::Tensor r = fk::rand(kDomain.shape(), {fk::DType::F64}, &gen);
   return r * (0.85 * o.field_max - lo) + lo;
-}
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
-}
-
-const char* name_of(RDUnknown u) {
-  return u == RDUnknown::kF ? "F" : u == RDUnknown::kK ? "k" : "Du";
 }
 
 // Both launch plans: one single-block launch each way (this grid's 108
@@ -97,19 +74,7 @@ TEST(NefiGrayScottDevice, SnapshotsAndGradientEqualTheCpu) {
       for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
         SCOPED_TRACE(std::string(name_of(c.unknown)) + " every " + std::to_string(c.every) + " " +
                      fk::name(dt) + " fused cells " + std::to_string(fused_cells));
-        fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-        xc.set_requires_grad(true);
-        xd.set_requires_grad(true);
-        const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-        ASSERT_EQ(yd.device(), kGpu);
-        ASSERT_EQ(yd.shape(), yc.shape());
-        ASSERT_EQ(yd.dtype(), dt);
-        EXPECT_EQ(host(yd), host(yc));
-        yc.backward(g.to(dt));
-        yd.backward(g.to(dt).to(kGpu));
-        ASSERT_EQ(xd.grad().device(), kGpu);
-        ASSERT_EQ(xd.grad().dtype(), dt);
-        EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+        expect_device_matches_cpu(op, x, g, dt, expect_same_values);
       }
     }
 }

@@ -17,6 +17,7 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/radon.h"
@@ -26,6 +27,8 @@ namespace {
 
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::expect_same_values;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 
@@ -55,19 +58,7 @@ TEST(NefiRadonDevice, ProjectionAndGradientEqualTheCpu) {
     const fk::Tensor g = fk::randn(op.output_shape(x.shape()), {fk::DType::F64}, &gen);
     for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
       SCOPED_TRACE(op.fidelity_tag() + " " + fk::name(dt));
-      fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-      xc.set_requires_grad(true);
-      xd.set_requires_grad(true);
-      const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-      ASSERT_EQ(yd.device(), kGpu);
-      ASSERT_EQ(yd.shape(), yc.shape());
-      ASSERT_EQ(yd.dtype(), dt);
-      EXPECT_EQ(host(yd), host(yc));
-      yc.backward(g.to(dt));
-      yd.backward(g.to(dt).to(kGpu));
-      ASSERT_EQ(xd.grad().device(), kGpu);
-      ASSERT_EQ(xd.grad().dtype(), dt);
-      EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+      expect_device_matches_cpu(op, x, g, dt, expect_same_values);
     }
   }
 }

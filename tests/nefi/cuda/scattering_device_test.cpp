@@ -15,6 +15,7 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/instances/instance.h"
 #include "nefi/operators/scattering.h"
@@ -24,6 +25,7 @@ namespace {
 
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::expect_device_matches_cpu;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 
@@ -62,19 +64,12 @@ TEST(NefiScatteringDevice, ForwardAndGradientMatchTheCpu) {
     for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
       SCOPED_TRACE(op.fidelity_tag() + " " + fk::name(dt));
       const double rel = dt == fk::DType::F64 ? 1e-13 : 1e-6;
-      fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-      xc.set_requires_grad(true);
-      xd.set_requires_grad(true);
-      const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-      ASSERT_EQ(yd.device(), kGpu);
-      ASSERT_EQ(yd.shape(), yc.shape());
-      ASSERT_EQ(yd.dtype(), dt);
-      expect_close(host(yd), host(yc), rel);
-      yc.backward(g.to(dt));
-      yd.backward(g.to(dt).to(kGpu));
-      ASSERT_EQ(xd.grad().device(), kGpu);
-      ASSERT_EQ(xd.grad().dtype(), dt);
-      expect_close(host(xd.grad()), host(xc.grad()), rel);
+      expect_device_matches_cpu(op, x, g, dt,
+                                [rel](const std::vector<double>& got,
+                                      const std::vector<double>& want, const std::string& what) {
+                                  SCOPED_TRACE(what);
+                                  expect_close(got, want, rel);
+                                });
     }
   }
 }

@@ -34,6 +34,7 @@ using nefi::WaveOperator;
 using nefi::WaveOperatorConfig;
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
+using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::KnobOverride;
 
@@ -74,10 +75,6 @@ fk::Tensor random_tensor(const fk::Dims& shape, uint64_t seed, double lo, double
   std::vector<double> v(shape.numel());
   for (double& x : v) x = u(rng);
   return fk::from_vector(v, shape);
-}
-
-std::vector<double> host(const fk::Tensor& t) {
-  return t.to(fk::kCPU).contiguous().to_vector<double>();
 }
 
 TEST(NefiWaveDevice, TracesAndGradientEqualTheCpu) {

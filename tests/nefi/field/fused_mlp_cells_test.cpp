@@ -27,6 +27,7 @@
 #include "nefi/domain.h"
 #include "nefi/field/dense.h"
 #include "nefi/field/fused_mlp_device.h"
+#include "nefi/field/fused_mlp_reference.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/neural_field.h"
 
@@ -37,9 +38,17 @@ namespace nc = nefi::cuda;
 constexpr double kW0 = 30.0;
 constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11, kUBf16 = 0x1p-8;  // unit round-offs
 
-struct Result {
-  std::vector<double> y, dx, dp;
-};
+using Result = nefi::fused_mlp_test::MlpResult;
+
+// s's layers in the flat parameters' order.
+std::vector<nefi::fused_mlp_test::MlpLayer> layers_of(const nc::FusedMlpShape& s) {
+  std::vector<nefi::fused_mlp_test::MlpLayer> layers;
+  for (int l = 0; l <= s.depth; ++l) {
+    const nc::FusedLayer L = nc::fused_mlp_layer(s, l);
+    layers.push_back({L.rows, L.fan_in});
+  }
+  return layers;
+}
 
 // What the kernels compute for features x (n, in), flat params p and
 // g = dL/dy (n, out), operands rounded to P in the hidden layers.
@@ -175,32 +184,14 @@ fk::Tensor activate(int act, const fk::Tensor& z) {
 // gradients of sum(y * g).
 Result chain_f64(const nc::FusedMlpShape& s, const std::vector<float>& x,
                  const std::vector<float>& p, const std::vector<float>& g, int64_t n) {
-  auto tensor = [](const std::vector<float>& v, int64_t at, int64_t count, fk::Dims shape) {
-    std::vector<double> d(v.begin() + at, v.begin() + at + count);
-    fk::Tensor t = fk::from_vector(d, shape);
-    t.set_requires_grad(true);
-    return t;
+  auto f64 = [](const std::vector<float>& v, fk::Dims shape) {
+    return fk::from_vector(std::vector<double>(v.begin(), v.end()), shape);
   };
-  const fk::Tensor xt = tensor(x, 0, n * s.in, {n, s.in});
-  std::vector<fk::Tensor> w, b;
-  for (int l = 0; l <= s.depth; ++l) {
-    const nc::FusedLayer L = nc::fused_mlp_layer(s, l);
-    w.push_back(tensor(p, L.weight, int64_t{L.rows} * L.fan_in, {L.rows, L.fan_in}));
-    b.push_back(tensor(p, L.weight + int64_t{L.rows} * L.fan_in, L.rows, {L.rows}));
-  }
-  fk::Tensor h = xt;
-  for (int l = 0; l < s.depth; ++l) {
-    if (l == s.skip) h = fk::cat({h, xt}, 1);
-    h = activate(s.act, nefi::dense(h, w[l], b[l], nefi::DenseActivation::None));
-  }
-  const fk::Tensor y = nefi::dense(h, w[s.depth], b[s.depth], nefi::DenseActivation::None);
-  fk::sum(fk::mul(y, fk::from_vector(std::vector<double>(g.begin(), g.end()), {n, s.out})))
-      .backward();
-  Result res{y.to_vector<double>(), xt.grad().to_vector<double>(), {}};
-  for (int l = 0; l <= s.depth; ++l)
-    for (const fk::Tensor* t : {&w[l], &b[l]})
-      for (double v : t->grad().to_vector<double>()) res.dp.push_back(v);
-  return res;
+  return nefi::fused_mlp_test::layer_chain(
+      layers_of(s), s.skip, f64(x, {n, s.in}), std::vector<double>(p.begin(), p.end()),
+      f64(g, {n, s.out}), [&](int, const fk::Tensor& h, const fk::Tensor& w, const fk::Tensor& b) {
+        return activate(s.act, nefi::dense(h, w, b, nefi::DenseActivation::None));
+      });
 }
 
 // max |got - want| over max(1, max |want|).
@@ -226,27 +217,20 @@ nc::FusedMlpShape make_shape(int hidden, bool skip, int act, int in, int operand
   return s;
 }
 
-// Weights uniform in +-sqrt(6 / (fan_in + fan_out)) (sine: SIREN's bounds),
-// biases in +-0.1; features in +-1; g in +-1.
+// Features in +-1 and g in +-1, then the parameters (random_mlp_params).
 struct Problem {
   std::vector<float> x, p, g;
 };
 
 Problem random_problem(const nc::FusedMlpShape& s, int64_t n, uint64_t seed) {
   fk::Generator gen(seed);
-  auto draw = [&](int64_t count, double bound) {
-    return fk::uniform({count}, -bound, bound, {fk::DType::F32}, &gen).to_vector<float>();
+  auto draw = [&](int64_t count) {
+    return fk::uniform({count}, -1.0, 1.0, {fk::DType::F32}, &gen).to_vector<float>();
   };
-  Problem pr{draw(n * s.in, 1.0), {}, draw(n * s.out, 1.0)};
-  for (int l = 0; l <= s.depth; ++l) {
-    const nc::FusedLayer L = nc::fused_mlp_layer(s, l);
-    double bound = std::sqrt(6.0 / (L.fan_in + L.rows));
-    if (s.act == nc::kFusedSine && l < s.depth)
-      bound = l == 0 ? 1.0 / L.fan_in : std::sqrt(6.0 / L.fan_in) / kW0;
-    for (float v : draw(int64_t{L.rows} * L.fan_in, bound)) pr.p.push_back(v);
-    for (float v : draw(L.rows, 0.1)) pr.p.push_back(v);
-  }
-  return pr;
+  std::vector<float> x = draw(n * s.in), g = draw(n * s.out);
+  std::vector<float> p =
+      nefi::fused_mlp_test::random_mlp_params(layers_of(s), s.act == nc::kFusedSine, kW0, gen);
+  return {std::move(x), std::move(p), std::move(g)};
 }
 
 // The error of the network relative to its largest value. f32: a sum of K

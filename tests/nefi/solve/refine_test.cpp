@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numbers>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -43,6 +46,34 @@ struct DiskProblem {
   fk::Tensor truth, smooth;
 };
 
+// The data of `truth` through op plus noise_std times N(0, 1) (seed), in f32.
+fk::Tensor noisy_data(const nefi::Operator& op, const fk::Tensor& truth, double noise_std,
+                      uint64_t seed) {
+  const auto clean = op.apply(truth).to_vector<double>();
+  fk::Generator g(seed);
+  const auto e = fk::randn(truth.shape(), {fk::DType::F64}, &g).to_vector<double>();
+  std::vector<double> y(clean);
+  for (size_t i = 0; i < y.size(); ++i) y[i] += noise_std * e[i];
+  return fk::from_vector(y, truth.shape()).to(fk::DType::F32);
+}
+
+// A grid field fitted under MSE to the truth x blurred by a Gaussian of
+// std psf_std, with noise (noisy_data); no smooth fit yet.
+DiskProblem blurred_problem(const nefi::Domain& d, const std::vector<double>& x, double psf_std,
+                            double noise_std, uint64_t seed) {
+  DiskProblem p;
+  p.truth = fk::from_vector(x, d.shape());
+  auto blur = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(psf_std), d);
+  p.problem.domain = d;
+  p.problem.op = blur;
+  p.problem.field = std::make_shared<nefi::GridField>(
+      d.shape(), std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
+  p.problem.losses.add(nefi::mse_loss(), 1.0);
+  p.problem.measurement.data = noisy_data(*blur, p.truth, noise_std, seed);
+  p.problem.measurement.noise_std = noise_std;
+  return p;
+}
+
 // Two disks of `a` and `b` over 0.1 when `two`, else the one disk below.
 DiskProblem disk_problem(bool sharp_truth, bool two = false, double a = 0.5, double b = 0.9) {
   const int64_t n = 32;
@@ -58,32 +89,25 @@ DiskProblem disk_problem(bool sharp_truth, bool two = false, double a = 0.5, dou
         x[i * n + j] = ra < 6 ? a : rb < 6 ? b : 0.1;
       }
     }
-  DiskProblem p;
-  p.truth = fk::from_vector(x, {n, n});
-  auto blur = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(2.0 / n), d);
-  const auto clean = blur->apply(p.truth).to_vector<double>();
-  fk::Generator g(7);
-  const auto e = fk::randn({n, n}, {fk::DType::F64}, &g).to_vector<double>();
-  std::vector<double> y(clean);
-  for (size_t i = 0; i < y.size(); ++i) y[i] += 0.01 * e[i];
-  p.problem.domain = d;
-  p.problem.op = blur;
-  p.problem.field = std::make_shared<nefi::GridField>(
-      d.shape(), std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
-  p.problem.losses.add(nefi::mse_loss(), 1.0);
-  p.problem.measurement.data = fk::from_vector(y, {n, n}).to(fk::DType::F32);
-  p.problem.measurement.noise_std = 0.01;
+  DiskProblem p = blurred_problem(d, x, 2.0 / n, 0.01, 7);
   // A smooth fit: the truth blurred once more (what a smooth prior returns).
-  p.smooth = blur->apply(p.truth);
+  p.smooth = p.problem.op->apply(p.truth);
   return p;
+}
+
+// Two levels, 150 Adam steps at lr 2e-2: the refits of the blurred disk.
+nefi::RefineOptions disk_refit(const std::string& mode = "levelset") {
+  nefi::RefineOptions o;
+  o.mode = mode;
+  o.levels = 2;
+  o.steps = 150;
+  o.lr = 2e-2;
+  return o;
 }
 
 TEST(NefiRefine, SharpensAnEdgeTheDataSupport) {
   const DiskProblem p = disk_problem(true);
-  nefi::RefineOptions o;
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit();
   const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
   ASSERT_EQ(r.levels.size(), 2u);
@@ -100,11 +124,8 @@ TEST(NefiRefine, SharpensAnEdgeTheDataSupport) {
 // fit still lands on the truth's levels.
 TEST(NefiRefine, StartsFromGivenLevels) {
   const DiskProblem p = disk_problem(true);
-  nefi::RefineOptions o;
-  o.levels = 2;
+  nefi::RefineOptions o = disk_refit();
   o.start_levels = {0.1, 0.9};
-  o.steps = 150;
-  o.lr = 2e-2;
   const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
   EXPECT_EQ(r.start_levels, o.start_levels);
@@ -165,12 +186,13 @@ TEST(NefiRefine, PhasePerimeterGradcheck) {
             "");
 }
 
-// Voxels mode leans on the problem's own regulariser (here a light TV).
+// Voxels mode leans on the problem's own regulariser (here a light TV);
+// the disk's refit otherwise.
 nefi::RefineOptions voxel_options(nefi::InverseProblem& problem) {
   nefi::TVOptions tv;
   tv.eps = 1e-2;
   problem.losses.add(nefi::tv_loss("x", tv), 1e-4);
-  nefi::RefineOptions o;
+  nefi::RefineOptions o = disk_refit("voxels");
   o.boundary_weight = 1e-4;
   return o;
 }
@@ -180,10 +202,6 @@ nefi::RefineOptions voxel_options(nefi::InverseProblem& problem) {
 TEST(NefiRefine, VoxelsSharpenAnEdgeTheDataSupport) {
   DiskProblem p = disk_problem(true);
   nefi::RefineOptions o = voxel_options(p.problem);
-  o.mode = "voxels";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
   o.floor = 0.125;
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
@@ -199,10 +217,6 @@ TEST(NefiRefine, VoxelsSharpenAnEdgeTheDataSupport) {
 TEST(NefiRefine, VoxelsKeepEachObjectsValue) {
   DiskProblem p = disk_problem(true, true, 0.5, 0.9);
   nefi::RefineOptions o = voxel_options(p.problem);
-  o.mode = "voxels";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
   const auto x = r.field.to_vector<double>(), t = p.truth.to_vector<double>();
@@ -244,12 +258,7 @@ DiskProblem dot_problem() {
               amplitude * std::exp(-0.5 * (std::pow(i + 0.5 - ci, 2) + std::pow(j + 0.5 - cj, 2)));
     }
   p.truth = fk::from_vector(x, {n, n});
-  const auto clean = p.problem.op->apply(p.truth).to_vector<double>();
-  fk::Generator g(11);
-  const auto e = fk::randn({n, n}, {fk::DType::F64}, &g).to_vector<double>();
-  std::vector<double> y(clean);
-  for (size_t i = 0; i < y.size(); ++i) y[i] += 0.01 * e[i];
-  p.problem.measurement.data = fk::from_vector(y, {n, n}).to(fk::DType::F32);
+  p.problem.measurement.data = noisy_data(*p.problem.op, p.truth, 0.01, 11);
   auto smooth = nefi::FFTConvolution(nefi::gaussian_psf(1.2 / n), p.problem.domain)
                     .apply(p.truth)
                     .to_vector<double>();
@@ -260,10 +269,7 @@ DiskProblem dot_problem() {
 
 TEST(NefiRefine, TwoPhasesOnDotsOfSeveralAmplitudesAreRefused) {
   const DiskProblem p = dot_problem();
-  nefi::RefineOptions o;
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit();
   const nefi::RefineReport loose = nefi::refine_levelset(p.problem, p.smooth, o);
   EXPECT_TRUE(loose.accepted) << loose.reason;
   EXPECT_LT(loose.support_kept, 0.5);
@@ -289,10 +295,8 @@ TEST(NefiRefine, TwoPhasesOnDotsOfSeveralAmplitudesAreRefused) {
 
 TEST(NefiRefine, OtsuLevelsOnDotsKeepTheirSupport) {
   const DiskProblem p = dot_problem();
-  nefi::RefineOptions o;
-  o.levels = 0;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit();
+  o.levels = 0;  // Otsu's
   o.support_share = 0.5;
   const nefi::RefineReport r = nefi::refine_levelset(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
@@ -334,22 +338,8 @@ DiskProblem faint_problem() {
       const bool bar = i >= 21 && i < 23 && j >= 6 && j < 27;
       x[i * n + j] = disk || bar ? 0.11 : 0.01;
     }
-  DiskProblem p;
-  p.truth = fk::from_vector(x, {n, n});
   const double h = d.spacing()[0];
-  auto blur = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(2.5 * h), d);
-  const auto clean = blur->apply(p.truth).to_vector<double>();
-  fk::Generator g(5);
-  const auto e = fk::randn({n, n}, {fk::DType::F64}, &g).to_vector<double>();
-  std::vector<double> y(clean);
-  for (size_t i = 0; i < y.size(); ++i) y[i] += 0.0025 * e[i];
-  p.problem.domain = d;
-  p.problem.op = blur;
-  p.problem.field = std::make_shared<nefi::GridField>(
-      d.shape(), std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
-  p.problem.losses.add(nefi::mse_loss(), 1.0);
-  p.problem.measurement.data = fk::from_vector(y, {n, n}).to(fk::DType::F32);
-  p.problem.measurement.noise_std = 0.0025;
+  DiskProblem p = blurred_problem(d, x, 2.5 * h, 0.0025, 5);
   p.smooth = nefi::FFTConvolution(nefi::gaussian_psf(1.5 * h), d).apply(p.truth);
   return p;
 }
@@ -433,11 +423,7 @@ TEST(NefiRefine, BadOptionsAndShapes) {
 // smooth fit's ramp into a step the data accept.
 TEST(NefiRefine, TvSharpenSharpensAnEdgeTheDataSupport) {
   const DiskProblem p = disk_problem(true);
-  nefi::RefineOptions o;
-  o.mode = "tv_sharpen";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit("tv_sharpen");
   o.tv_weight = 1e-5;
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
@@ -450,11 +436,7 @@ TEST(NefiRefine, TvSharpenSharpensAnEdgeTheDataSupport) {
 // data and the smooth field is kept.
 TEST(NefiRefine, TvSharpenRefusesWhatTheDataContradict) {
   const DiskProblem p = disk_problem(true);
-  nefi::RefineOptions o;
-  o.mode = "tv_sharpen";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit("tv_sharpen");
   o.tv_weight = 1e-1;
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_FALSE(r.accepted);
@@ -507,11 +489,7 @@ TEST(NefiRefine, PhaseEnergyGradcheck) {
 // phase, the data place the interface, the levels land on the truth's.
 TEST(NefiRefine, PhaseFieldSharpensAnEdgeTheDataSupport) {
   const DiskProblem p = disk_problem(true);
-  nefi::RefineOptions o;
-  o.mode = "phasefield";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit("phasefield");
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_TRUE(r.accepted) << r.reason;
   EXPECT_LE(r.chi_refined, 1.1 * std::max(r.chi_smooth, 1.0));
@@ -532,11 +510,7 @@ TEST(NefiRefine, PhaseFieldStepsInTheFieldsUnits) {
   nefi::InverseProblem scaled = p.problem;
   scaled.measurement.data = fk::mul(p.problem.measurement.data, a);
   scaled.measurement.noise_std = a * p.problem.measurement.noise_std;
-  nefi::RefineOptions o;
-  o.mode = "phasefield";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit("phasefield");
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   o.lr *= a;
   o.well_weight *= a * a;
@@ -555,11 +529,7 @@ TEST(NefiRefine, PhaseFieldStepsInTheFieldsUnits) {
 TEST(NefiRefine, PhaseFieldRefusesAStaircaseTheDataContradict) {
   DiskProblem p = disk_problem(false);
   p.smooth = p.truth;
-  nefi::RefineOptions o;
-  o.mode = "phasefield";
-  o.levels = 2;
-  o.steps = 150;
-  o.lr = 2e-2;
+  nefi::RefineOptions o = disk_refit("phasefield");
   o.well_weight = 1.0;
   const nefi::RefineReport r = nefi::refine_edges(p.problem, p.smooth, o);
   EXPECT_FALSE(r.accepted);

@@ -13,6 +13,7 @@
 #include "fk/profile.h"
 #include "nefi/operators/elliptic/elliptic_banded.h"
 #include "nefi/operators/elliptic/elliptic_device.h"
+#include "nefi/operators/elliptic/elliptic_solve_node.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi::elliptic {
@@ -68,13 +69,21 @@ SolveLayout solve_layout(const fk::Tensor& sigma, const fk::Tensor& rhs, const f
   return L;
 }
 
-namespace {
-
-fk::Tensor host(const fk::Tensor& t) {
+fk::Tensor solve_operand(const fk::Tensor& t) {
   fk::autograd::NoGradGuard ng;
   fk::Tensor d = t.detach();
   return d.is_contiguous() ? d : d.contiguous();
 }
+
+fk::Tensor kappa_gradient(const fk::Tensor& kappa, const fk::Tensor& a, const fk::Tensor& b,
+                          const Layout& L, double scale) {
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor p = fk::mul(a, b) * scale;
+  if (L.kappa_batched) return p;
+  return fk::sum(p.reshape({L.ns, L.numel}), {0}).reshape(kappa.shape());
+}
+
+namespace {
 
 template <typename T>
 FaceSystem<T> system_of(const EllipticGrid& g, const fk::Tensor& sigma, const fk::Tensor& kappa,
@@ -121,35 +130,17 @@ fk::Tensor sigma_gradient(const EllipticGrid& g, const fk::Tensor& sigma, const 
   return fk::from_vector(gs, sigma.shape()).to(L.dtype);
 }
 
-// scale · a⊙b, summed over the systems when κ is shared.
-fk::Tensor kappa_gradient(const fk::Tensor& kappa, const fk::Tensor& a, const fk::Tensor& b,
-                          const Layout& L, double scale) {
-  fk::autograd::NoGradGuard ng;
-  fk::Tensor p = fk::mul(a, b) * scale;
-  if (L.kappa_batched) return p;
-  return fk::sum(p.reshape({L.ns, L.numel}), {0}).reshape(kappa.shape());
-}
-
-struct EllipticSolveBackward : fk::autograd::Node {
-  fk::autograd::SavedTensor sigma, kappa, u;
-  bool has_kappa = false;
+struct EllipticSolveBackward : SavedOperandsNode {
   EllipticGrid grid;
   SolveOptions opt;
   Layout layout;
   std::shared_ptr<WarmStart> warm;
   const char* name() const override { return "EllipticSolveBackward"; }
-  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
-    fn(sigma);
-    fn(kappa);
-    fn(u);
-  }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("elliptic_adjoint");
     fk::autograd::NoGradGuard ng;
-    const fk::Tensor& s = sigma.unpack(name());
-    const fk::Tensor k = has_kappa ? kappa.unpack(name()) : fk::Tensor();
-    const fk::Tensor& sol = u.unpack(name());
-    const fk::Tensor gu = host(grads[0].to(layout.dtype));
+    const auto [s, k, sol] = unpack_operands();
+    const fk::Tensor gu = solve_operand(grads[0].to(layout.dtype));
     fk::Tensor lambda;
     const bool use_warm = warm && warm->enabled;
     const CgStats st =
@@ -168,17 +159,10 @@ struct EllipticSolveBackward : fk::autograd::Node {
   }
 };
 
-struct EllipticApplyBackward : fk::autograd::Node {
-  fk::autograd::SavedTensor sigma, kappa, u;
-  bool has_kappa = false;
+struct EllipticApplyBackward : SavedOperandsNode {
   EllipticGrid grid;
   Layout layout;
   const char* name() const override { return "EllipticApplyBackward"; }
-  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
-    fn(sigma);
-    fn(kappa);
-    fn(u);
-  }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override;
 };
 
@@ -199,10 +183,8 @@ fk::Tensor apply_host(const EllipticGrid& g, const fk::Tensor& sigma, const fk::
 
 std::vector<fk::Tensor> EllipticApplyBackward::apply(std::vector<fk::Tensor>&& grads) {
   fk::autograd::NoGradGuard ng;
-  const fk::Tensor& s = sigma.unpack(name());
-  const fk::Tensor k = has_kappa ? kappa.unpack(name()) : fk::Tensor();
-  const fk::Tensor& x = u.unpack(name());
-  const fk::Tensor g = host(grads[0].to(layout.dtype));
+  const auto [s, k, x] = unpack_operands();
+  const fk::Tensor g = solve_operand(grads[0].to(layout.dtype));
   fk::Tensor g_u = apply_host(grid, s, k, g, layout);  // A is symmetric
   fk::Tensor g_sigma = sigma_gradient(grid, s, g, x, layout, 1.0);
   fk::Tensor g_kappa = k.defined() ? kappa_gradient(k, g, x, layout, 1.0) : fk::Tensor();
@@ -248,7 +230,8 @@ fk::Tensor unrolled_one(const fk::Tensor& sigma, const fk::Tensor& kappa, const 
 
 fk::Tensor solve_unrolled(const fk::Tensor& sigma, const fk::Tensor& rhs, const fk::Tensor& kappa,
                           const EllipticGrid& g, const Layout& L, const CgOptions& cg) {
-  const fk::Tensor s_host = host(sigma), k_host = kappa.defined() ? host(kappa) : fk::Tensor();
+  const fk::Tensor s_host = solve_operand(sigma),
+                   k_host = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   std::vector<double> inv;
   dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -333,8 +316,8 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
   const bool grad = fk::autograd::needs_grad(sigma, rhs, kappa);
   if (grad && opt.grad_mode == GradMode::kUnrolled)
     return solve_unrolled(sigma, rhs, kappa, grid, L, opt.cg);
-  const fk::Tensor s = host(sigma), b = host(rhs);
-  const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
+  const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);
+  const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   fk::Tensor u;
   const bool use_warm = warm && warm->enabled;
   const CgStats st = host_solve(grid, s, k, b, L, opt, use_warm ? warm->forward : fk::Tensor(), u);
@@ -344,10 +327,7 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
   }
   if (grad && opt.grad_mode == GradMode::kIft) {
     auto node = std::make_shared<EllipticSolveBackward>();
-    node->sigma = s;
-    node->has_kappa = k.defined();
-    if (k.defined()) node->kappa = k;
-    node->u = u.detach();  // not `u`: a node holding its own output is a cycle
+    node->save(s, k, u.detach());
     node->grid = grid;
     node->opt = opt;
     node->layout = L;
@@ -362,15 +342,12 @@ fk::Tensor apply_elliptic(const fk::Tensor& sigma, const fk::Tensor& kappa, cons
   const Layout L = solve_layout(sigma, u, kappa, grid, Nullspace::kNone);
   FK_CHECK(sigma.device().is_cpu(), "nefi::elliptic::apply_elliptic", "CPU tensors",
            sigma.device().str());
-  const fk::Tensor s = host(sigma), x = host(u);
-  const fk::Tensor k = kappa.defined() ? host(kappa) : fk::Tensor();
+  const fk::Tensor s = solve_operand(sigma), x = solve_operand(u);
+  const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   fk::Tensor q = apply_host(grid, s, k, x, L);
   if (fk::autograd::needs_grad(sigma, kappa, u)) {
     auto node = std::make_shared<EllipticApplyBackward>();
-    node->sigma = s;
-    node->has_kappa = k.defined();
-    if (k.defined()) node->kappa = k;
-    node->u = x;
+    node->save(s, k, x);
     node->grid = grid;
     node->layout = L;
     fk::autograd::record(node, {sigma, kappa, u}, q);

@@ -25,6 +25,7 @@
 #include "fk/random.h"
 #include "nefi/cuda/gray_scott_rollout.h"
 #include "nefi/operators/reaction_diffusion/gray_scott.h"
+#include "nefi/operators/reaction_diffusion/gray_scott_test_cases.h"
 #include "nefi/operators/reaction_diffusion/reaction_diffusion_operator.h"
 
 namespace {
@@ -35,6 +36,7 @@ using nefi::cuda::GrayScottAdjoint;
 using nefi::cuda::GrayScottCoefficients;
 using nefi::cuda::GrayScottFields;
 using nefi::cuda::GrayScottStep;
+using nefi::gray_scott_test::name_of;
 
 std::vector<double> uniform(int64_t n, double lo, double hi, uint64_t seed) {
   fk::Generator gen(seed);
@@ -109,10 +111,6 @@ struct StepCase {
   }
   GrayScottCoefficients coefficients() const { return coefficients_of(grid, rates, F, tau); }
 };
-
-const char* name_of(RDUnknown u) {
-  return u == RDUnknown::kF ? "F" : u == RDUnknown::kK ? "k" : "Du";
-}
 
 TEST(NefiGrayScottCells, StepCellsEqualTheCpuStep) {
   for (gs::Boundary b : {gs::Boundary::kNeumann, gs::Boundary::kPeriodic})
@@ -234,41 +232,16 @@ RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
   return res;
 }
 
-struct OperatorCase {
-  RDUnknown unknown;
-  gs::Boundary boundary;
-  bool observe_u, observe_v;
-  int64_t every;
-};
-
 TEST(NefiGrayScottCells, RolloutThroughTheCellsEqualsTheCpuOperator) {
-  const std::vector<OperatorCase> cases = {
-      {RDUnknown::kF, gs::Boundary::kNeumann, true, true, 0},
-      {RDUnknown::kF, gs::Boundary::kPeriodic, false, true, 1},
-      {RDUnknown::kK, gs::Boundary::kNeumann, true, false, 3},
-      {RDUnknown::kK, gs::Boundary::kPeriodic, true, true, 1000},
-      {RDUnknown::kDu, gs::Boundary::kNeumann, true, true, 4},
-      {RDUnknown::kDu, gs::Boundary::kPeriodic, true, true, 0},
-  };
+  const std::vector<nefi::gray_scott_test::Case> cases = nefi::gray_scott_test::cases(1000);
   const nefi::Domain dom({9, 7}, {0.18, 0.14});
-  for (const OperatorCase& c : cases)
+  for (const nefi::gray_scott_test::Case& c : cases)
     for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
       SCOPED_TRACE(std::string(name_of(c.unknown)) + " every " + std::to_string(c.every) + " " +
                    fk::name(dt));
-      nefi::ReactionDiffusionOptions o;
-      o.obs_times = {2, 3, 5};
-      o.rates = {0.06, 2e-3, 1e-3};
-      o.unknown = c.unknown;
-      o.F = 0.04;
-      o.field_max = c.unknown == RDUnknown::kF ? 0.07 : c.unknown == RDUnknown::kK ? 0.08 : 4e-3;
-      o.boundary = c.boundary;
-      o.observe_u = c.observe_u;
-      o.observe_v = c.observe_v;
-      o.checkpoint_every = c.every;
+      const nefi::ReactionDiffusionOptions o = nefi::gray_scott_test::options_for(c);
       const nefi::ReactionDiffusionOperator op(dom, o);
-      const double lo = c.unknown == RDUnknown::kF   ? 0.02
-                        : c.unknown == RDUnknown::kK ? 0.04
-                                                     : 1e-3;
+      const double lo = nefi::gray_scott_test::field_floor(c.unknown);
       const fk::Tensor x = fk::from_vector(uniform(63, lo, o.field_max, 31), {9, 7}).to(dt);
       fk::Generator gen(32);
       const fk::Tensor g = fk::randn(op.output_shape(dom.shape()), {fk::DType::F64}, &gen).to(dt);

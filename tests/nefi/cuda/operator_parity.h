@@ -1,0 +1,49 @@
+#pragma once
+// An operator's output and input gradient on the device against its CPU
+// path: the same input and output cotangent, cast to one dtype, applied and
+// back-propagated on the CPU and on kGpu, the results compared on the host
+// by the test's own check (bitwise or to a tolerance).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fk/tensor.h"
+#include "nefi/cuda/device_test_util.h"
+#include "nefi/operators/operator.h"
+
+namespace nefi::cuda_test {
+
+// compare(device values, CPU values, "output" or "input gradient").
+using HostCompare = std::function<void(const std::vector<double>& got,
+                                       const std::vector<double>& want, const std::string& what)>;
+
+// Bitwise: the device kernels repeat the CPU loops' operations.
+inline void expect_same_values(const std::vector<double>& got, const std::vector<double>& want,
+                               const std::string& what) {
+  EXPECT_EQ(got, want) << what;
+}
+
+// x and g (CPU) cast to dt; op.apply on the CPU and on kGpu, each backward of
+// g; the device output must be on kGpu in dt and the CPU output's shape, the
+// device input gradient on kGpu in dt.
+inline void expect_device_matches_cpu(const nefi::Operator& op, const fk::Tensor& x,
+                                      const fk::Tensor& g, fk::DType dt,
+                                      const HostCompare& compare) {
+  fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
+  xc.set_requires_grad(true);
+  xd.set_requires_grad(true);
+  const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
+  ASSERT_EQ(yd.device(), kGpu);
+  ASSERT_EQ(yd.shape(), yc.shape());
+  ASSERT_EQ(yd.dtype(), dt);
+  compare(host(yd), host(yc), "output");
+  yc.backward(g.to(dt));
+  yd.backward(g.to(dt).to(kGpu));
+  ASSERT_EQ(xd.grad().device(), kGpu);
+  ASSERT_EQ(xd.grad().dtype(), dt);
+  compare(host(xd.grad()), host(xc.grad()), "input gradient");
+}
+
+}  // namespace nefi::cuda_test
