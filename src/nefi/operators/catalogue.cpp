@@ -80,8 +80,8 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"eit", "darcy_flow"},
-       "with linear_solver cg, precond jacobi and grad_mode ift or none (darcy_flow; eit stays "
-       "on the host)"},
+       "with linear_solver cg, precond jacobi and grad_mode ift or none (darcy_flow; eit, "
+       "its flux trace included, with --set linear_solver=cg)"},
       {"diffuse_optical",
        "continuous-wave diffusion with Robin faces, calibrated exitance",
        "implicit-function adjoint (one adjoint solve)",

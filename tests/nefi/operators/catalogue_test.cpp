@@ -84,7 +84,8 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
 // The elliptic rows' device condition, per instance: darcy_flow (cg,
 // jacobi, ift) solves on a device; dot3d with its default multigrid
 // preconditioner is refused naming it, with precond jacobi it is not; eit
-// (default linear_solver banded) stays on the host with the CG too.
+// with its default linear_solver banded is refused naming it, with the CG
+// (its flux trace's term included) it is not.
 TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
   fk::set_num_threads(1);
   auto refusal = [](const std::string& name, const std::string& key, const std::string& value) {
@@ -99,8 +100,14 @@ TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
   EXPECT_EQ(refusal("dot3d", "precond", "jacobi"), "");
   EXPECT_NE(refusal("eit", "", "").find("operator elliptic on cuda:0: linear_solver banded"),
             std::string::npos);
-  const std::string eit = refusal("eit", "linear_solver", "cg");
-  EXPECT_NE(eit.find("operator elliptic on cuda:0: eit"), std::string::npos) << eit;
+  EXPECT_EQ(refusal("eit", "linear_solver", "cg"), "");
+  nefi::RunConfig flux = nefi::load_run_config_file(nefi::test::config_path("eit_smoke.yaml"));
+  flux.config.set("linear_solver", "cg");
+  flux.config.set("trace", "flux");
+  const auto s = nefi::find_instance("eit")->setup(flux.config, "neural", 0);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(nefi::device_solve_refusal(*s->problem.op, fk::cuda_device(0)), "");
+  EXPECT_TRUE(s->problem.op->graph_capturable());
 }
 
 }  // namespace
