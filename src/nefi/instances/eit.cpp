@@ -164,6 +164,7 @@ class EitOperator : public Operator {
   std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
   std::string kind() const override { return solve_->kind(); }
   std::string host_only_reason() const override { return solve_->host_only_reason(); }
+  std::string device_note() const override { return solve_->device_note(); }
 
  private:
   std::shared_ptr<EllipticOperator> solve_;
