@@ -17,9 +17,10 @@
 // (or unrolled / none); warm starts (if on) are kept per resolution between
 // calls. On a CUDA device (elliptic_device.h) it needs linear_solver cg
 // and grad_mode ift or none (host_only_reason names the setting otherwise;
-// precond multigrid solves there with jacobi, device_note says so); then the CG's stopping test
-// runs on the device and the step is graph-capturable. The tables (right-hand sides, observation,
-// κ) are converted and moved once per (device, dtype). Not batchable.
+// precond multigrid solves there with jacobi, device_note says so); then
+// the CG's stopping test runs on the device and the step is
+// graph-capturable. The tables (right-hand sides, observation, κ) are
+// converted and moved once per (device, dtype). Not batchable.
 #include <functional>
 #include <memory>
 #include <string>
