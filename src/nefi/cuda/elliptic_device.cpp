@@ -149,12 +149,12 @@ struct EllipticDeviceSolveBackward : SavedOperandsNode {
 
 fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
                                  const fk::Tensor& kappa, const EllipticGrid& grid,
-                                 const SolveOptions& opt, const SolveLayout& L,
+                                 const SolveOptions& requested, const SolveLayout& L,
                                  const std::shared_ptr<WarmStart>& warm) {
   fk::profile::OpScope scope("elliptic_device_solve");
-  const std::string refusal = device_refusal(opt);
-  FK_CHECK(refusal.empty(), kWhere, "linear_solver cg, precond jacobi and grad_mode ift or none",
-           refusal);
+  const std::string refusal = device_refusal(requested);
+  FK_CHECK(refusal.empty(), kWhere, "linear_solver cg and grad_mode ift or none", refusal);
+  const SolveOptions opt = device_solve_options(requested);
   FK_CHECK(sigma.device().is_cuda(), kWhere, "a conductivity on a CUDA device",
            sigma.device().str());
   const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);

@@ -9,7 +9,8 @@
 // EllipticOperator at each stage's grid (pure Neumann, zero-mean gauge, IFT
 // adjoint), solved by the banded Cholesky (linear_solver banded, the
 // default here: exact and 5x cheaper than the reference's PCG at 24²; cg
-// gives the reference's Jacobi-PCG with warm starts). Scenes: single | multi
+// gives the reference's Jacobi-PCG with warm starts, and runs on a CUDA
+// device: --device cuda --set linear_solver=cg). Scenes: single | multi
 // | contrast. Methods: neural | grid (+TV of σ, or of σ mirrored at σ_bg;
 // its own steps under grid_steps) | uniform (σ_bg everywhere). Metrics:
 // psnr, ssim, mse, relative_error, inclusion_iou (sign-aware half-max
@@ -21,10 +22,9 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
-#include "fk/ops/index.h"
-#include "fk/ops/linalg.h"
 #include "fk/ops/unary.h"
 #include "nefi/instances/datagen.h"
+#include "nefi/instances/eit_flux_term.h"
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
@@ -135,20 +135,23 @@ Domain eit_domain(int64_t n) {
 }
 
 // The elliptic solve's voltages, plus with the flux trace the boundary
-// cells' half-cell flux term C (1/σ) (eit_model.h), rebuilt per grid.
+// cells' half-cell flux term C (1/σ) (eit_flux_term.h), rebuilt per grid.
+// Both run on a CUDA device with their tables moved once per (device,
+// dtype), so the operator is as device-ready as its solve (cg, precond
+// jacobi, grad_mode ift or none).
 class EitOperator : public Operator {
  public:
   EitOperator(std::shared_ptr<EllipticOperator> solve, GridFunction flux)
       : solve_(std::move(solve)), flux_fn_(std::move(flux)) {
     primary = "sigma";
-    if (flux_fn_) keep_boundary_columns(flux_fn_(solve_->domain()).to(fk::DType::F64));
+    if (flux_fn_)
+      flux_ =
+          std::make_shared<eit::FluxTerm>(flux_fn_(solve_->domain()), solve_->domain().shape()[0]);
   }
   fk::Tensor apply(const fk::Tensor& x) const override {
     const fk::Tensor y = solve_->apply(x);
-    if (!flux_.defined()) return y;
-    const fk::Tensor rho = fk::index_select(fk::reciprocal(x).reshape({x.numel()}), 0, cells_);
-    return fk::add(
-        y, fk::matmul(flux_.to(x.dtype()), rho.reshape({rho.numel(), 1})).reshape(y.shape()));
+    if (!flux_) return y;
+    return fk::add(y, flux_->apply(x).reshape(y.shape()));
   }
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override {
     return std::make_shared<EitOperator>(
@@ -157,41 +160,16 @@ class EitOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override {
     return solve_->output_shape(shape);
   }
-  bool graph_capturable() const override { return false; }
+  bool graph_capturable() const override { return solve_->graph_capturable(); }
   std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
   std::string kind() const override { return solve_->kind(); }
-  // The elliptic solve itself runs on a device (elliptic_device.h), but the
-  // electrode flux term's tables (flux_, cells_) are host tensors and eit
-  // was not moved with darcy_flow and dot3d: refused up front.
-  std::string host_only_reason() const override {
-    const std::string solve = solve_->host_only_reason();
-    return solve.empty() ? "eit's electrode flux term keeps host tables (not moved to the device)"
-                         : solve;
-  }
+  std::string host_only_reason() const override { return solve_->host_only_reason(); }
+  std::string device_note() const override { return solve_->device_note(); }
 
  private:
-  // C's nonzero columns (the boundary cells) and their indices.
-  void keep_boundary_columns(const fk::Tensor& c) {
-    const int64_t rows = c.size(0), cols = c.size(1);
-    const auto v = c.contiguous().to_vector<double>();
-    std::vector<int64_t> keep;
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < rows; ++i)
-        if (v[i * cols + j] != 0) {
-          keep.push_back(j);
-          break;
-        }
-    std::vector<double> kept;
-    kept.reserve(rows * keep.size());
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j : keep) kept.push_back(v[i * cols + j]);
-    const auto k = static_cast<int64_t>(keep.size());
-    cells_ = fk::from_vector(keep, {k});
-    flux_ = fk::from_vector(kept, {rows, k});
-  }
   std::shared_ptr<EllipticOperator> solve_;
   GridFunction flux_fn_;
-  fk::Tensor flux_, cells_;  // (P·M, K) f64 and (K) i64; undefined with the extrapolated trace
+  std::shared_ptr<const eit::FluxTerm> flux_;  // null with the extrapolated trace
 };
 
 // The patterns at any grid, the voltages always on the native boundary.

@@ -80,15 +80,16 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "no",
        "-",
        {"eit", "darcy_flow"},
-       "with linear_solver cg, precond jacobi and grad_mode ift or none (darcy_flow; eit stays "
-       "on the host)"},
+       "with linear_solver cg and grad_mode ift or none, precond multigrid solving with jacobi "
+       "there (darcy_flow; eit, its flux trace included, with --set linear_solver=cg)"},
       {"diffuse_optical",
        "continuous-wave diffusion with Robin faces, calibrated exitance",
        "implicit-function adjoint (one adjoint solve)",
        "no",
        "-",
        {},
-       "with linear_solver cg, precond jacobi and grad_mode ift or none"},
+       "with linear_solver cg and grad_mode ift or none, precond multigrid solving with jacobi "
+       "there"},
       {"depth_compensated",
        "an inner operator (dot3d: diffuse_optical) whose training gradient is scaled per depth "
        "layer by its measured sensitivity",

@@ -16,6 +16,13 @@ std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner) {
   return "";
 }
 
+std::string inner_device_note(const std::vector<OperatorPtr>& inner) {
+  for (const auto& op : inner)
+    if (const std::string n = op->device_note(); !n.empty())
+      return "inner operator " + op->kind() + ": " + n;
+  return "";
+}
+
 NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
     : inner_(std::move(inner)), train_gain_(tg), train_offset_(to) {
   FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");

@@ -16,6 +16,8 @@ namespace nefi {
 // The first of `inner` that is host-only, as "inner operator KIND: REASON"
 // (empty: none is); a composite is host-only when one of its parts is.
 std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
+// The first of `inner`'s device notes, as "inner operator KIND: NOTE".
+std::string inner_device_note(const std::vector<OperatorPtr>& inner);
 
 class NuisanceOperator : public Operator, public DeviceTables {
  public:
@@ -29,6 +31,7 @@ class NuisanceOperator : public Operator, public DeviceTables {
   bool batchable() const override { return inner_->batchable() && parameters().empty(); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
   std::string host_only_reason() const override;
+  std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "nuisance"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override {
@@ -56,6 +59,7 @@ class SequentialOperator : public Operator, public DeviceTables {
   bool batchable() const override;
   bool graph_capturable() const override;
   std::string host_only_reason() const override;
+  std::string device_note() const override { return inner_device_note(ops_); }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "sequential"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
@@ -74,6 +78,7 @@ class SumOperator : public Operator, public DeviceTables {
   bool batchable() const override;
   bool graph_capturable() const override;
   std::string host_only_reason() const override;
+  std::string device_note() const override { return inner_device_note(ops_); }
   std::string kind() const override { return "sum"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override;

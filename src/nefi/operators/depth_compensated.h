@@ -46,6 +46,7 @@ class DepthCompensatedOperator : public Operator, public DeviceTables {
   fk::Dims output_shape(const fk::Dims& s) const override { return inner_->output_shape(s); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
   std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
+  std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "depth_compensated"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;

@@ -14,6 +14,9 @@
 //     operator that computes on host vectors says so here, and a device
 //     solve refuses it before its first step (device_solve_refusal) instead
 //     of failing on a mixed-device operand deep inside a loss
+//   device_note: what forward does differently on a CUDA device than on the
+//     host (a setting the device has no path for, replaced by one it has),
+//     one line the solve appends to each stage's device_note; empty: nothing
 //   fidelity_tag: the discretisation; the data generators carry a different
 //     one (inverse-crime guard)
 #include <memory>
@@ -40,6 +43,7 @@ class Operator {
   virtual bool batchable() const { return false; }
   virtual bool graph_capturable() const { return true; }
   virtual std::string host_only_reason() const { return ""; }
+  virtual std::string device_note() const { return ""; }
   virtual std::string fidelity_tag() const { return ""; }
   virtual std::string kind() const = 0;
   // Trainable leaves (nuisance parameters), shared across resolutions.

@@ -30,8 +30,10 @@ struct StageResult {
   double lr_mult = 1;
   double final_progress = 1;
   int64_t ops = 0, launches = 0;  // fk counters over the stage's steps
-  // Device runs: how the steps ran (CUDA graph replays, or eager and why),
-  // one line for verbose output, and the steps that were graph launches.
+  // Device runs: how the steps ran (CUDA graph replays, or eager and why)
+  // and, after "; ", the operator's device_note (a setting its device path
+  // replaced), one line for verbose output; and the steps that were graph
+  // launches.
   std::string device_note;
   int64_t graph_steps = 0;
 };

@@ -31,7 +31,8 @@
 //               replayed for the rest of the stage (StepGraph; cuda_graph or
 //               NEFI_CUDA_GRAPH=0 turn it off, an operator that is not
 //               graph-capturable or a failed capture falls back to eager
-//               steps, StageResult::device_note says which and why); a
+//               steps, StageResult::device_note says which and why, and
+//               names any setting the operator's device path replaced); a
 //               replay gives bitwise the parameters eager steps give. The
 //               field returns to the CPU before the final fields are
 //               evaluated. L-BFGS, EMA, fp16 loss scaling and operators with

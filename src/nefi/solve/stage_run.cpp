@@ -383,6 +383,9 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   sr_.launches = rep.counts.launches;
   if (graph_) {
     sr_.device_note = graph_->note();
+    // What the operator's device path changed (a substituted setting).
+    if (const std::string op_note = op_->device_note(); !op_note.empty())
+      sr_.device_note += "; " + op_note;
     sr_.graph_steps = graph_->graph_steps();
   }
   if (cur_.optim.ema) restore(params_, shadow_);

@@ -83,8 +83,10 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
 
 // The elliptic rows' device condition, per instance: darcy_flow (cg,
 // jacobi, ift) solves on a device; dot3d with its default multigrid
-// preconditioner is refused naming it, with precond jacobi it is not; eit
-// (default linear_solver banded) stays on the host with the CG too.
+// preconditioner solves there with jacobi, which its device_note names, and
+// with precond jacobi has no note; eit
+// with its default linear_solver banded is refused naming it, with the CG
+// (its flux trace's term included) it is not.
 TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
   fk::set_num_threads(1);
   auto refusal = [](const std::string& name, const std::string& key, const std::string& value) {
@@ -95,12 +97,29 @@ TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
     return s ? nefi::device_solve_refusal(*s->problem.op, fk::cuda_device(0)) : std::string("?");
   };
   EXPECT_EQ(refusal("darcy_flow", "", ""), "");
-  EXPECT_NE(refusal("dot3d", "", "").find("precond multigrid"), std::string::npos);
+  EXPECT_EQ(refusal("dot3d", "", ""), "");
   EXPECT_EQ(refusal("dot3d", "precond", "jacobi"), "");
+  auto note = [](const std::string& precond) {
+    nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("dot3d_smoke.yaml"));
+    if (!precond.empty()) c.config.set("precond", precond);
+    const auto s = nefi::find_instance("dot3d")->setup(c.config, "neural", 0);
+    EXPECT_TRUE(s.has_value());
+    return s ? s->problem.op->device_note() : std::string("?");
+  };
+  const std::string mg = note("");
+  EXPECT_NE(mg.find("precond multigrid"), std::string::npos) << mg;
+  EXPECT_NE(mg.find("precond jacobi"), std::string::npos) << mg;
+  EXPECT_EQ(note("jacobi"), "");
   EXPECT_NE(refusal("eit", "", "").find("operator elliptic on cuda:0: linear_solver banded"),
             std::string::npos);
-  const std::string eit = refusal("eit", "linear_solver", "cg");
-  EXPECT_NE(eit.find("operator elliptic on cuda:0: eit"), std::string::npos) << eit;
+  EXPECT_EQ(refusal("eit", "linear_solver", "cg"), "");
+  nefi::RunConfig flux = nefi::load_run_config_file(nefi::test::config_path("eit_smoke.yaml"));
+  flux.config.set("linear_solver", "cg");
+  flux.config.set("trace", "flux");
+  const auto s = nefi::find_instance("eit")->setup(flux.config, "neural", 0);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(nefi::device_solve_refusal(*s->problem.op, fk::cuda_device(0)), "");
+  EXPECT_TRUE(s->problem.op->graph_capturable());
 }
 
 }  // namespace

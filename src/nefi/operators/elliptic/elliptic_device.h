@@ -21,7 +21,8 @@
 namespace nefi::elliptic {
 
 // solve_elliptic for operands on one CUDA device, L = solve_layout(...):
-// fk::Error when device_refusal(opt) is not empty.
+// fk::Error when device_refusal(opt) is not empty; precond multigrid solves
+// with jacobi (device_solve_options; device_substitution says so).
 fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
                                  const fk::Tensor& kappa, const EllipticGrid& grid,
                                  const SolveOptions& opt, const SolveLayout& L,

@@ -285,12 +285,21 @@ LinearSolver parse_linear_solver(const std::string& s) {
 std::string device_refusal(const SolveOptions& opt) {
   if (opt.solver == LinearSolver::kBanded)
     return "linear_solver banded runs on host vectors (the device needs linear_solver cg)";
-  if (opt.cg.precond == Preconditioner::kMultigrid)
-    return "precond multigrid runs on host vectors (the device needs precond jacobi)";
   if (opt.grad_mode == GradMode::kUnrolled)
     return "grad_mode unrolled differentiates host CG steps (the device needs grad_mode ift or "
            "none)";
   return "";
+}
+
+std::string device_substitution(const SolveOptions& opt) {
+  if (opt.cg.precond == Preconditioner::kMultigrid)
+    return "precond multigrid has no device V-cycle: the device CG uses precond jacobi";
+  return "";
+}
+
+SolveOptions device_solve_options(SolveOptions opt) {
+  opt.cg.precond = Preconditioner::kJacobi;
+  return opt;
 }
 
 CgStats device_cg_stats(const fk::Tensor& per_system) {

@@ -78,8 +78,14 @@ SolveLayout solve_layout(const fk::Tensor& sigma, const fk::Tensor& rhs, const f
                          const EllipticGrid& g, Nullspace ns);
 
 // Why `opt` cannot solve on a CUDA device ("" when it can): linear_solver
-// banded, precond multigrid and grad_mode unrolled run on host vectors.
+// banded and grad_mode unrolled run on host vectors.
 std::string device_refusal(const SolveOptions& opt);
+// What a device solve under `opt` does differently ("" when nothing):
+// precond multigrid has no device V-cycle, so the device CG takes precond
+// jacobi (device_solve_options) — the same solution to the tolerance, in
+// more iterations.
+std::string device_substitution(const SolveOptions& opt);
+SolveOptions device_solve_options(SolveOptions opt);
 
 // The summary of a device solve's per-system statistics (one host read).
 CgStats device_cg_stats(const fk::Tensor& per_system);
