@@ -118,7 +118,7 @@ TEST(NefiSyncFreeStepsDevice, SupportMaskedHeadReadsNothingBack) {
   }
 }
 
-// Host observations and mask (as batch_invert stacks them), a device prediction.
+// Host observations and mask, a device prediction.
 struct RowsInputs {
   fk::Tensor pred, obs, mask;
 };
@@ -146,8 +146,12 @@ TEST(NefiSyncFreeStepsDevice, BatchedRelativeMseAndScaledMseUploadOnce) {
       SCOPED_TRACE(loss->name());
       nefi::BatchLossContext ctx;
       ctx.pred = s.pred;
-      ctx.obs = s.obs;
-      ctx.mask = s.mask;
+      // The relative MSE takes host observations (as batch_invert stacks
+      // them) and keeps their device copies; the MSE's rows take device ones
+      // (what it uploads once is its per-row scales).
+      const bool host_obs = loss == rel;
+      ctx.obs = host_obs ? s.obs : s.obs.to(kGpu);
+      ctx.mask = host_obs ? s.mask : s.mask.to(kGpu);
       ctx.noise_std = {0.5, 2.0, 0.25};  // scales that differ by row
       fk::Tensor value = fk::empty({3}, {dt, kGpu});
       fk::Tensor grad = fk::empty(s.pred.shape(), {dt, kGpu});
@@ -163,6 +167,8 @@ TEST(NefiSyncFreeStepsDevice, BatchedRelativeMseAndScaledMseUploadOnce) {
       // The CPU's rows, within the device's summation order (30 cells a row).
       nefi::BatchLossContext on_cpu = ctx;
       on_cpu.pred = s.pred.detach().to(fk::kCPU);
+      on_cpu.obs = s.obs;
+      on_cpu.mask = s.mask;
       const std::vector<double> cpu = host(loss->forward_rows(on_cpu));
       nefi::cuda_test::expect_close(std::vector<double>(r.eager.begin(), r.eager.begin() + 3), cpu,
                                     dt == fk::DType::F64 ? 1e-13 : 1e-5, loss->name());
