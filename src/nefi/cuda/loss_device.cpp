@@ -16,6 +16,7 @@
 #include "fk/profile.h"
 #include "nefi/cuda/loss_kernels.h"
 #include "nefi/losses/loss_device.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 namespace {
@@ -292,8 +293,9 @@ fk::Tensor cellwise_loss_device(const CellLoss& loss, const fk::Tensor& p, const
     for (double s : norm.scale) uniform = uniform && s == norm.scale[0];
     if (uniform) {
       den.scale = norm.scale[0];
-    } else {  // one upload of the per-row scales (a host copy: not capturable)
-      row_scale = fk::from_vector(norm.scale, fk::Dims{R}, p.device());
+    } else {  // uploaded by the first call (a solver's eager warm-up step), then kept
+      static HostValueCopies row_scales;
+      row_scale = row_scales.get(norm.scale, p.device());
       den.row_scale = row_scale.data<double>();
     }
   }

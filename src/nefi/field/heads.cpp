@@ -127,22 +127,15 @@ struct SupportMaskedHead : ModifierHead {
       : ModifierHead(std::move(in)), dep(std::move(d)), tau(t), fill(f) {}
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
     fk::Tensor rho = support(done);
-    const double thr = tau * fk::amax(rho).item();
-    return masked(inner->transform(r, done), fk::gt(rho, fk::scalar_like(rho, thr)));
+    return masked(inner->transform(r, done), fk::gt(rho, threshold(fk::amax(rho))));
   }
-  // Row b's threshold is tau max(rho_b), made in double and rounded to the
-  // field's dtype as the one-problem form's scalar is: the same mask bits.
+  // Row b's threshold is tau max(rho_b), made as the one-problem form's is:
+  // the same mask bits.
   fk::Tensor transform_rows(const std::vector<fk::Tensor>& r, const FieldMap& done) const override {
     fk::Tensor rho = support(done);
-    std::vector<int64_t> rest, kept{rho.size(0)};
-    for (int64_t d = 1; d < rho.dim(); ++d) {
-      rest.push_back(d);
-      kept.push_back(1);
-    }
-    std::vector<double> thr = fk::amax(rho, fk::Dims(rest)).to_vector<double>();
-    for (double& t : thr) t *= tau;
-    const fk::Tensor thr_rows =
-        fk::from_vector(thr, fk::Dims(kept)).to(rho.dtype()).to(rho.device());
+    std::vector<int64_t> rest;
+    for (int64_t d = 1; d < rho.dim(); ++d) rest.push_back(d);
+    const fk::Tensor thr_rows = threshold(fk::amax(rho, fk::Dims(rest), true));
     return masked(inner->transform_rows(r, done), fk::gt(rho, thr_rows));
   }
   std::string kind() const override { return "support_masked"; }
@@ -157,6 +150,11 @@ struct SupportMaskedHead : ModifierHead {
     FK_CHECK(it != done.end(), "nefi::SupportMasked head",
              "a field '" + dep + "' declared before '" + name() + "'", "none");
     return it->second.detach();
+  }
+  // tau max, multiplied in f64 (exact from f32) and rounded once to the
+  // field's dtype, where it stays: a device step reads nothing back.
+  fk::Tensor threshold(const fk::Tensor& max) const {
+    return fk::mul(max.to(fk::DType::F64), tau).to(max.dtype());
   }
   fk::Tensor masked(const fk::Tensor& v, const fk::Tensor& inside) const {
     fk::Tensor m = inside.to(v.dtype());

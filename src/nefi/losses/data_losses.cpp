@@ -200,7 +200,19 @@ struct RelativeMseLoss : Loss {
     return fk::div(fk::sum(r), k[2]);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
-    if (on_device(c.pred)) return device(c.pred, c.obs, c.mask, true);
+    if (on_device(c.pred)) {
+      // {y, mask} on the device (converted there to the prediction's dtype
+      // by the loss, as from the host), and their denominator sums.
+      const std::vector<fk::Tensor> k =
+          rows_side.get(c.obs, c.mask, c.pred.dtype(), c.pred.device(), [&] {
+            const fk::Tensor y = c.obs.to(c.pred.device());
+            const fk::Tensor m = c.mask.defined() ? c.mask.to(c.pred.device()) : fk::Tensor();
+            return std::vector<fk::Tensor>{y, m, denominator_sums(c.pred, y, m, true)};
+          });
+      RowNormalisation norm;
+      norm.denominator_sums = k[2];
+      return cellwise_loss_device({CellTerm::SquaredError}, c.pred, k[0], k[1], true, norm);
+    }
     const fk::Tensor y = c.obs.to(c.pred.dtype());
     fk::Tensor denom;
     {
@@ -219,16 +231,11 @@ struct RelativeMseLoss : Loss {
   std::string signature() const override { return "relative_mse:" + name(); }
 
  private:
-  // sum w (p - y)^2 / sum w y^2 per row, the denominator a constant summed
-  // first, left on the device (zero energy gives a non-finite value there);
-  // forward makes it once per observation, forward_rows (its stacked
-  // observations may be a new tensor each call) every call.
-  static fk::Tensor device(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
-                           bool rows) {
-    RowNormalisation norm;
-    norm.denominator_sums = denominator_sums(p, y, mask, rows);
-    return cellwise_loss_device({CellTerm::SquaredError}, p, y, mask, rows, norm);
-  }
+  // forward_rows's device constants of the stacked observations: made by
+  // the first call that meets them (a solver's eager warm-up step), then kept.
+  ObservationConstants rows_side;
+  // sum w y^2 per row (the denominators of sum w (p - y)^2 / sum w y^2),
+  // left on the device (zero energy gives a non-finite value there).
   static fk::Tensor denominator_sums(const fk::Tensor& p, const fk::Tensor& y,
                                      const fk::Tensor& mask, bool rows) {
     return cellwise_sums_device({CellTerm::Square}, y.to(p.device()), {}, mask, rows);

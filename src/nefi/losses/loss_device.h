@@ -36,7 +36,8 @@ struct CellLoss {
 // `denominator_sums` (cellwise_sums_device's (2 rows) f64 on p's device;
 // RelativeMSE) when given, else by the row's weight sum (sum of the mask, or
 // its cell count) times scale[r] (scale empty: 1; scales that differ by row
-// are uploaded, a host copy a captured step cannot hold).
+// are uploaded by the first call that meets them and kept, so a solver's
+// eager warm-up step makes them and its captured steps find them).
 struct RowNormalisation {
   std::vector<double> scale;
   fk::Tensor denominator_sums;

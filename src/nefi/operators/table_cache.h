@@ -10,8 +10,10 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "fk/autograd.h"
+#include "fk/factory.h"
 #include "fk/tensor.h"
 
 namespace nefi {
@@ -61,6 +63,37 @@ class DeviceCopies {
 
  private:
   TableCache<fk::Tensor> cache_;
+};
+
+// Host f64 values (a loss's per-row scales) as one (n) f64 tensor on a
+// device, made on the first call that meets those values there and handed
+// back by later ones (the kMaxEntries most recent kept): a solver's eager
+// warm-up step uploads them, its captured steps find them. Thread safe.
+class HostValueCopies {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+  fk::Tensor get(const std::vector<double>& values, fk::Device device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Entry& e : entries_)
+      if (e.device == device && e.values == values) return e.tensor;
+    fk::Tensor t = fk::from_vector(values, fk::Dims{static_cast<int64_t>(values.size())}, device);
+    if (entries_.size() == kMaxEntries) entries_.erase(entries_.begin());
+    entries_.push_back({values, device, t});
+    return t;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.size();
+  }
+
+ private:
+  struct Entry {
+    std::vector<double> values;
+    fk::Device device;
+    fk::Tensor tensor;
+  };
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;  // least recently made first
 };
 
 }  // namespace nefi

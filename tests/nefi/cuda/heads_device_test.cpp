@@ -1,8 +1,8 @@
 // The heads on a CUDA device against the CPU: the support-masked head's
-// per-row thresholds (transform_rows) are made on the host from a device
-// read and must land on the field's device (they stayed on the host, a
-// mixed-device error in the comparison). Without a usable device the test
-// skips (scripts/gpu-check runs it on one).
+// per-row thresholds (transform_rows) must be on the field's device (they
+// once stayed on the host, a mixed-device error in the comparison; they are
+// made there now, with no host read: sync_free_steps_device_test.cpp).
+// Without a usable device the test skips (scripts/gpu-check runs it on one).
 #include <gtest/gtest.h>
 
 #include <vector>

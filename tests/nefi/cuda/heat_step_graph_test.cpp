@@ -6,15 +6,19 @@
 // the rollout and adjoint read nothing back. Then a whole thermal_tomography
 // nefty solve (neural field, heat operator, MSE + TV, Adam) with its steps
 // captured and replayed gives bitwise the history and field of the same solve
-// run eagerly (which configurations are capturable: tests/nefi/operators/heat_test.cpp).
+// run eagerly (which configurations are capturable: tests/nefi/operators/heat_test.cpp);
+// its eager steps under FK_SYNC_DEBUG=error read nothing back (α's check is
+// a device reduction: a zero cell gives non-finite frames, no host read).
 // Without a usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "fk/cuda/runtime.h"
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
@@ -149,6 +153,40 @@ TEST(HeatStepGraph, ThermalSolveStepsAreCapturedAndReplayTheEagerSolve) {
     EXPECT_GE(st.graph_steps, kSteps - 2) << solver << ": " << st.device_note;
     EXPECT_EQ(st.device_note.find("capture failed"), std::string::npos) << st.device_note;
     EXPECT_NE(st.device_note.find("replayed"), std::string::npos) << st.device_note;
+  }
+}
+
+TEST(HeatStepGraph, EagerThermalStepsReadNothingBackUnderSyncDebugError) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::cuda_test::KnobOverride error("FK_SYNC_DEBUG", "error");
+  const nefi::Params p = thermal_params("chebyshev");
+  const DeviceRun eager = solve(p, false);
+  ASSERT_EQ(eager.result.history.rows.size(), static_cast<size_t>(kSteps));
+  const DeviceRun graph = solve(p, true);
+  expect_bitwise_equal(eager.result, graph.result, "alpha");
+  EXPECT_GE(graph.result.stages.at(0).graph_steps, kSteps - 2)
+      << graph.result.stages.at(0).device_note;
+}
+
+// A device α with a zero cell (or a NaN, or an infinite one): the CPU names
+// the cell (heat_test.cpp); on the device every frame comes out NaN, which the
+// step's loss read-back meets; a valid α's frames are finite.
+TEST(HeatStepGraph, ABadDeviceAlphaGivesNonFiniteFrames) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const fk::Dims s{7, 6, 5};
+  for (fk::DType dt : {fk::DType::F32, fk::DType::F64}) {
+    const nefi::HeatOperator op(small_config("jacobi"), s);
+    fk::Generator gen(7);
+    const fk::Tensor good = fk::uniform(s, 0.5, 1.5, {dt}, &gen);
+    for (double v : host(op.apply(good.to(kGpu)))) ASSERT_TRUE(std::isfinite(v)) << fk::name(dt);
+    for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
+      std::vector<double> a = host(good);
+      a[17] = bad;
+      const fk::Tensor alpha = fk::from_vector(a, s).to(dt);
+      EXPECT_THROW(op.apply(alpha), fk::Error) << bad;
+      for (double v : host(op.apply(alpha.to(kGpu))))
+        ASSERT_TRUE(std::isnan(v)) << fk::name(dt) << " alpha " << bad;
+    }
   }
 }
 

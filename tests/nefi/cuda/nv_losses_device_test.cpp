@@ -203,9 +203,9 @@ TEST(NefiNvLossesDevice, DegenerateDataGiveANonFiniteValue) {
   }
 }
 
-// nv_relaxometry's neural loss set in a captured stage. The instance's
-// omega_L head (support_masked) thresholds at a max read on the host, so the
-// field here is rho alone (the operator takes its default Larmor value).
+// nv_relaxometry's neural loss set in a captured stage, the field rho alone
+// (the operator takes its default Larmor value); the instance's own field,
+// with its omega_L head, is the next test.
 TEST(NefiNvLossesDevice, AnNvStageWithItsLossesIsCaptured) {
   NEFI_SKIP_WITHOUT_GPU();
   const nefi::cuda_test::ProblemEdit rho_only = [](const nefi::Params& p, nefi::ProblemSetup& su) {
@@ -230,6 +230,17 @@ TEST(NefiNvLossesDevice, AToy1dStageWithTheBandLimitedAndScaledTermsIsCaptured) 
     su.problem.losses.add(nefi::normalized_l1_loss("x", "sparsity"), 1e-3);
   };
   nefi::cuda_test::expect_captured_stage_replays_eager("toy1d", {{"n", "64"}}, "x", add_terms);
+}
+
+// nv_relaxometry as set up, its omega_L head (support_masked, thresholded at
+// tau max(rho) on the device) included: the eager steps read nothing back
+// under FK_SYNC_DEBUG=error (a host read in a marked step throws), and the
+// stage is captured and replays the eager one bitwise.
+TEST(NefiNvLossesDevice, AnNvStageWithItsOmegaLHeadReadsNothingBack) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::cuda_test::KnobOverride error("FK_SYNC_DEBUG", "error");
+  nefi::cuda_test::expect_captured_stage_replays_eager("nv_relaxometry",
+                                                       {{"n", "24"}, {"n_freq", "12"}}, "rho");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // for an elementwise head; gradcheck in f64; signatures name the constants.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fk/autograd.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -94,6 +96,39 @@ TEST(NefiHeadRows, ZeroMeanIsPerRow) {
   const fk::Tensor raw = fk::from_vector(std::vector<double>{1, 2, 3, 10, 20, 30}, fk::Dims{6, 1});
   const fk::Tensor v = nefi::apply_heads_rows({h}, raw, fk::Dims{2, 3}).at("x");
   EXPECT_EQ(v.to_vector<double>(), (std::vector<double>{-1, 0, 1, -10, 0, 10}));
+}
+
+// The support threshold is tau max(rho) multiplied in f64 and rounded once to
+// the field's dtype (the host computation the head made before it stayed on
+// the device): cells one ulp either side of that value and at it are masked
+// as the written-out comparison says, in one problem and per row.
+template <typename T>
+void expect_threshold_rounded_once(fk::DType dtype) {
+  const double tau = 0.3;
+  std::vector<T> rho, want;
+  for (const T m : {T(0.7), T(1.9)}) {
+    const T thr = static_cast<T>(tau * static_cast<double>(m));
+    const std::vector<T> row{m, thr, std::nextafter(thr, T(2)), std::nextafter(thr, T(0)), T(0)};
+    for (const T v : row) {
+      rho.push_back(v);
+      want.push_back(v > thr ? T(1) : T(0));
+    }
+  }
+  const auto h = nefi::support_masked_head(nefi::identity_head("x"), "rho", tau);
+  const fk::Tensor all = fk::from_vector(rho, fk::Dims{2, 5});
+  ASSERT_EQ(all.dtype(), dtype);
+  const fk::Tensor ones = fk::ones({2, 5}, {dtype});
+  const fk::Tensor rows = h->transform_rows({ones}, {{"rho", all}});
+  EXPECT_EQ(rows.to_vector<T>(), want);
+  for (int64_t b = 0; b < 2; ++b) {
+    const fk::Tensor one = h->transform({ones.select(0, b)}, {{"rho", all.select(0, b)}});
+    EXPECT_EQ(one.to_vector<T>(), std::vector<T>(want.begin() + 5 * b, want.begin() + 5 * b + 5));
+  }
+}
+
+TEST(NefiHeadRows, SupportThresholdRoundsOnceToTheFieldDtype) {
+  expect_threshold_rounded_once<float>(fk::DType::F32);
+  expect_threshold_rounded_once<double>(fk::DType::F64);
 }
 
 TEST(NefiHeadRows, SignaturesNameTheConstants) {

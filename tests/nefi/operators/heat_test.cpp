@@ -7,8 +7,11 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
+#include <vector>
 
 #include "fk/autograd.h"
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
 #include "fk/ops/binary.h"
@@ -111,6 +114,33 @@ TEST(HeatOperator, FramesShapesAndResolution) {
   // apply's rows are simulate's front surfaces at the observed frames.
   auto out = op.apply(fk::full({6, 5, 4}, 0.1, {fk::DType::F32}));
   EXPECT_EQ(max_diff(out.select(0, 1), sim.select(0, 5).select(2, 0)), 0.0);
+}
+
+// On the CPU a bad diffusivity (zero, negative, NaN, infinite) in apply,
+// simulate or jacobi_bound is an error naming the first bad cell, in f32 and
+// f64 (a device alpha carries the check as NaN frames instead:
+// tests/nefi/cuda/heat_step_graph_test.cpp).
+TEST(HeatOperator, ABadAlphaIsAnErrorNamingTheCell) {
+  const HeatOperator op(small_config(), {6, 5, 4});
+  for (fk::DType dt : {fk::DType::F32, fk::DType::F64})
+    for (double bad : {0.0, -0.5, std::nan(""), HUGE_VAL}) {
+      std::vector<double> a(120, 0.1);
+      a[37] = bad;
+      a[80] = bad;
+      const fk::Tensor alpha = fk::from_vector(a, fk::Dims{6, 5, 4}).to(dt);
+      for (int call = 0; call < 3; ++call) {
+        std::string what;
+        try {
+          if (call == 0) op.apply(alpha);
+          if (call == 1) op.simulate(alpha);
+          if (call == 2) op.jacobi_bound(alpha);
+        } catch (const fk::Error& e) {
+          what = e.what();
+        }
+        EXPECT_NE(what.find("at flat index 37"), std::string::npos)
+            << fk::name(dt) << " " << bad << " call " << call << ": " << what;
+      }
+    }
 }
 
 // A solver step through the operator is captured as a CUDA graph exactly when

@@ -2,7 +2,10 @@
 // dtype, made once and reused (the same storage on every call), its values
 // the host constant's converted; the constant itself where nothing changes.
 // The device copies, and a capture through operators that use them, are
-// tests/nefi/cuda/prepare_tables_device_test.cpp.
+// tests/nefi/cuda/prepare_tables_device_test.cpp. HostValueCopies: one
+// tensor per set of values (a loss's per-row scales), made once and reused,
+// the oldest dropped past kMaxEntries (the device side:
+// tests/nefi/cuda/sync_free_steps_device_test.cpp).
 #include "nefi/operators/table_cache.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +30,28 @@ TEST(NefiDeviceCopies, OneCopyPerDtypeMadeOnce) {
   EXPECT_EQ(a.data_ptr(), b.data_ptr());
   const std::vector<float> got = a.to_vector<float>();
   for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(got[i], static_cast<float>(values[i]));
+}
+
+TEST(NefiHostValueCopies, OneTensorPerValuesMadeOnce) {
+  const std::vector<double> scales{0.25, 4.0, 1e-3};
+  nefi::HostValueCopies copies;
+  const fk::Tensor a = copies.get(scales, fk::kCPU);
+  const fk::Tensor b = copies.get(scales, fk::kCPU);
+  EXPECT_EQ(copies.size(), 1u);
+  EXPECT_EQ(a.data_ptr(), b.data_ptr());
+  EXPECT_EQ(a.dtype(), fk::DType::F64);
+  EXPECT_EQ(a.shape(), fk::Dims{3});
+  EXPECT_EQ(a.to_vector<double>(), scales);
+  // Other values are another tensor; the first stays kept.
+  const fk::Tensor c = copies.get({0.25, 4.0, 2e-3}, fk::kCPU);
+  EXPECT_NE(c.data_ptr(), a.data_ptr());
+  EXPECT_EQ(copies.get(scales, fk::kCPU).data_ptr(), a.data_ptr());
+  EXPECT_EQ(copies.size(), 2u);
+  // Past kMaxEntries the oldest is made anew.
+  for (size_t i = 0; i < nefi::HostValueCopies::kMaxEntries; ++i)
+    copies.get({static_cast<double>(i)}, fk::kCPU);
+  EXPECT_EQ(copies.size(), nefi::HostValueCopies::kMaxEntries);
+  EXPECT_NE(copies.get(scales, fk::kCPU).data_ptr(), a.data_ptr());
 }
 
 }  // namespace

@@ -6,10 +6,29 @@
 #include "fk/cuda/graph.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
 #include "nefi/operators/heat/heat_modes.h"
 #include "nefi/operators/heat/step_solver.h"
 
 namespace nefi {
+namespace {
+
+// 1 where every cell of α is finite and > 0, else NaN: a 0-dim tensor in
+// α's dtype on its device, made there (amin and amax propagate a NaN cell,
+// and NaN fails both comparisons).
+fk::Tensor device_validity(const fk::Tensor& alpha) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor a = alpha.detach();
+  const fk::Tensor lo = fk::amin(a), hi = fk::amax(a);
+  const fk::Tensor nan = fk::scalar_like(lo, std::numeric_limits<double>::quiet_NaN());
+  const fk::Tensor positive =
+      fk::where(fk::gt(lo, fk::scalar_like(lo, 0.0)), fk::scalar_like(lo, 1.0), nan);
+  return fk::where(fk::lt(hi, fk::scalar_like(hi, std::numeric_limits<double>::infinity())),
+                   positive, nan);
+}
+
+}  // namespace
 
 HeatOperator::HeatOperator(HeatConfig cfg, fk::Dims shape)
     : cfg_(std::move(cfg)), shape_(std::move(shape)) {
@@ -50,7 +69,7 @@ std::vector<int64_t> HeatOperator::observed_frames() const {
   return f;
 }
 
-void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const {
+void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where, bool scan_device) const {
   FK_CHECK(alpha.defined() && alpha.shape() == shape_, where, "alpha of shape " + shape_.str(),
            alpha.defined() ? alpha.shape().str() : "an undefined tensor");
   FK_CHECK(alpha.dtype() == fk::DType::F32 || alpha.dtype() == fk::DType::F64, where,
@@ -61,9 +80,11 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const
              "stencil " + cfg_.stencil + ", solver " + cfg_.solver);
   // A zero or negative diffusivity would turn the harmonic means into NaN
   // trajectories; one pass over α (a host copy of a device α) names the first
-  // bad cell instead. A captured step cannot read α: its values do not exist
-  // until the graph runs.
-  if (alpha.device().is_cuda() && fk::cuda::capturing(alpha.device().index)) return;
+  // bad cell instead. A device step does not read α back (apply scales its
+  // result by device_validity instead), and a captured one cannot: its values
+  // do not exist until the graph runs.
+  if (alpha.device().is_cuda() && (!scan_device || fk::cuda::capturing(alpha.device().index)))
+    return;
   fk::autograd::NoGradGuard ng;
   const fk::Tensor host = alpha.detach().to(fk::kCPU);
   const fk::Tensor a = host.is_contiguous() ? host : host.contiguous();
@@ -82,9 +103,15 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where) const
 }
 
 fk::Tensor HeatOperator::apply(const fk::Tensor& alpha) const {
-  check_alpha(alpha, "nefi::HeatOperator::apply");
-  if (!fk::autograd::needs_grad(alpha) || cfg_.grad_mode == "adjoint")
-    return heat::apply_adjoint(alpha, plan_);
+  check_alpha(alpha, "nefi::HeatOperator::apply", false);
+  if (!fk::autograd::needs_grad(alpha) || cfg_.grad_mode == "adjoint") {
+    const fk::Tensor out = heat::apply_adjoint(alpha, plan_);
+    if (alpha.device().is_cpu()) return out;
+    // x * 1 is x bit for bit (and its gradient g * 1 is g); a bad α turns
+    // the frames, so the step's loss, NaN: the solver's one read-back of the
+    // loss sees it and counts the step bad, with no host read here.
+    return fk::mul(out, device_validity(alpha));
+  }
   FK_CHECK(alpha.device().is_cpu(), "nefi::HeatOperator::apply",
            "grad_mode adjoint for a CUDA alpha that requires grad",
            "grad_mode " + cfg_.grad_mode + " with alpha on " + alpha.device().str());

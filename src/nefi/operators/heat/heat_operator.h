@@ -128,7 +128,10 @@ class HeatOperator : public Operator, public DeviceTables {
   const heat::StepGeometry& step_geometry() const;
 
  private:
-  void check_alpha(const fk::Tensor& alpha, const char* where) const;
+  // Shape, dtype and device checks; then every cell finite and > 0, scanned
+  // on the host -- for a device α only where `scan_device` (apply passes
+  // false: its device result carries the check as a NaN instead).
+  void check_alpha(const fk::Tensor& alpha, const char* where, bool scan_device = true) const;
   HeatConfig cfg_;
   fk::Dims shape_;
   fk::Tensor t0_;
