@@ -1,6 +1,6 @@
 #pragma once
-// Files for nefi's tests: the repo's configs, a per-process scratch directory
-// (test processes run in parallel under ctest) and whole-file reads.
+// Files for nefi's tests: the repo's sources and configs, a per-process scratch
+// directory (test processes run in parallel under ctest) and whole-file reads.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,8 +11,11 @@
 
 namespace nefi::test {
 
+// The checkout's root directory (source_dir.cpp).
+std::string source_dir();
+
 inline std::string config_path(const std::string& name) {
-  return std::string(NEFI_SOURCE_DIR) + "/configs/" + name;
+  return source_dir() + "/configs/" + name;
 }
 
 // The directory is removed when the test process exits, so runs leave nothing behind in /tmp.

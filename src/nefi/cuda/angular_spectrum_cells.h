@@ -8,12 +8,7 @@
 #include <cstdint>
 
 #include "nefi/cuda/angular_spectrum_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
+#include "nefi/cuda/host_device.h"
 
 namespace nefi::cuda {
 
@@ -54,5 +49,3 @@ NEFI_HOST_DEVICE inline void gathered_range(int64_t i, int64_t n, int64_t m, boo
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

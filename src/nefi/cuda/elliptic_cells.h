@@ -21,12 +21,7 @@
 #include <cstdint>
 
 #include "nefi/cuda/elliptic_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
+#include "nefi/cuda/host_device.h"
 
 namespace nefi::cuda {
 
@@ -323,5 +318,3 @@ NEFI_HOST_DEVICE inline CgOutcome block_pcg(Exec& ex, const StencilGrid& g, cons
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

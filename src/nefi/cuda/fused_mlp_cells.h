@@ -24,6 +24,7 @@
 #include "fk/half.h"
 #include "fk/ops/unary_formulas.h"
 #include "nefi/cuda/fused_mlp_kernels.h"
+#include "nefi/cuda/host_device.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>

@@ -14,11 +14,7 @@
 // (rows, fan_in) row-major, then its bias; the head last (fused_mlp_layer).
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
+#include "nefi/cuda/host_device.h"
 
 namespace nefi::cuda {
 

@@ -13,12 +13,7 @@
 #include <limits>
 
 #include "nefi/cuda/gray_scott_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
+#include "nefi/cuda/host_device.h"
 
 namespace nefi::cuda {
 
@@ -158,5 +153,3 @@ NEFI_HOST_DEVICE inline bool out_of_range(double x, double lo_exclusive, double 
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

@@ -17,12 +17,7 @@
 #include <vector>
 
 #include "nefi/cuda/gray_scott_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
+#include "nefi/cuda/host_device.h"
 
 namespace nefi::cuda {
 
@@ -122,5 +117,3 @@ NEFI_HOST_DEVICE void gray_scott_backward(const R& r, const double* checkpoints,
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

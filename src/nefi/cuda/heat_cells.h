@@ -14,13 +14,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -255,5 +250,3 @@ NEFI_HOST_DEVICE inline T alpha_gradient_cell(const T* sums, const T* a, int i,
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

@@ -11,13 +11,8 @@
 
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/loss_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -208,5 +203,3 @@ NEFI_HOST_DEVICE inline double laplacian_cell(const T* x, const StencilGrid& g, 
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

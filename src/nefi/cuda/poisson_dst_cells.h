@@ -21,13 +21,8 @@
 // 3-D with one multi-dimensional FFT each way.
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/poisson_dst_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -74,5 +69,3 @@ NEFI_HOST_DEVICE inline int64_t extended_mode(const OddExtension& g, int64_t p) 
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

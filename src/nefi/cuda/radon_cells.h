@@ -5,13 +5,8 @@
 // machines without a GPU (tests/nefi/operators/radon_cells_test.cpp).
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/radon_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -40,5 +35,3 @@ NEFI_HOST_DEVICE inline double gathered_value(const GatherGeometry& g, const int
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

@@ -9,13 +9,8 @@
 // Complex values are interleaved doubles (re, im).
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/scattering_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -74,5 +69,3 @@ NEFI_HOST_DEVICE inline double demodulated_cell(const ScatteringDims& d, const d
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

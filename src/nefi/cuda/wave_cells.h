@@ -14,13 +14,8 @@
 
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/wave_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -288,5 +283,3 @@ NEFI_HOST_DEVICE inline void fold_velocity(double* acc, double v) {
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

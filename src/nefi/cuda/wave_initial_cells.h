@@ -9,14 +9,9 @@
 // tests/nefi/operators/wave_cells_test.cpp.
 #include <cstdint>
 
+#include "nefi/cuda/host_device.h"
 #include "nefi/cuda/wave_cells.h"
 #include "nefi/cuda/wave_kernels.h"
-
-#ifdef __CUDACC__
-#define NEFI_HOST_DEVICE __host__ __device__
-#else
-#define NEFI_HOST_DEVICE
-#endif
 
 namespace nefi::cuda {
 
@@ -90,5 +85,3 @@ NEFI_HOST_DEVICE inline double sensor_adjoint_cell(const double* g, int64_t n_t,
 }
 
 }  // namespace nefi::cuda
-
-#undef NEFI_HOST_DEVICE

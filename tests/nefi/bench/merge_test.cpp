@@ -32,7 +32,7 @@ using namespace nefi::bench;
 
 Protocol tiny_protocol() {
   CampaignSpec s;
-  s.target = std::string(NEFI_SOURCE_DIR) + "/configs/toy1d_smoke.yaml";
+  s.target = nefi::test::config_path("toy1d_smoke.yaml");
   s.classes = {"bumps", "spikes"};
   s.n_samples = 2;
   s.seeds = {0, 1};

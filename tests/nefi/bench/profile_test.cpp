@@ -21,7 +21,7 @@ using nefi::test::scratch;
 using namespace nefi::bench;
 
 nefi::RunConfig smoke(const std::string& name) {
-  return nefi::load_run_config_file(std::string(NEFI_SOURCE_DIR) + "/configs/" + name);
+  return nefi::load_run_config_file(nefi::test::config_path(name));
 }
 
 TEST(BenchProfile, ReportsTheLastStageOfToy1d) {

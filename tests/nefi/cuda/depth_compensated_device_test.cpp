@@ -12,13 +12,14 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/operators/depth_compensated.h"
 #include "nefi/operators/pointwise.h"
 
 namespace {
 
-using nefi::cuda_test::host;
-using nefi::cuda_test::kGpu;
+using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::expect_same_values;
 
 TEST(NefiDepthCompensatedDevice, ValueAndRescaledGradientMatchTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
@@ -31,17 +32,8 @@ TEST(NefiDepthCompensatedDevice, ValueAndRescaledGradientMatchTheCpu) {
   const nefi::DepthCompensatedOperator op(inner, shape, o);
   const fk::Tensor x = fk::randn(shape, {fk::DType::F64}, &gen);
   const fk::Tensor g = fk::randn(shape, {fk::DType::F64}, &gen);
-  fk::Tensor xc = x.clone(), xd = x.to(kGpu);
-  xc.set_requires_grad(true);
-  xd.set_requires_grad(true);
-  const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-  ASSERT_EQ(yd.device(), kGpu);
-  EXPECT_EQ(host(yd), host(yc));
-  yc.backward(g);
-  yd.backward(g.to(kGpu));
-  ASSERT_EQ(xd.grad().device(), kGpu);
   // Elementwise f64 products on both sides: bitwise.
-  EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+  expect_device_matches_cpu(op, x, g, fk::DType::F64, expect_same_values);
 }
 
 }  // namespace

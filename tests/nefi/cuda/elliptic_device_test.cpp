@@ -22,6 +22,7 @@
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/elliptic_cells.h"
 #include "nefi/cuda/elliptic_stencil.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/operators/elliptic/diffuse_optical.h"
 #include "nefi/operators/elliptic/elliptic_operator.h"
@@ -29,11 +30,14 @@
 
 namespace {
 
+using nefi::cuda_test::close_within;
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::expect_device_matches_cpu;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
+using nefi::cuda_test::ParityOutputs;
 namespace el = nefi::elliptic;
 
 fk::Tensor positive(const fk::Dims& s, uint64_t seed) {
@@ -137,20 +141,10 @@ TEST(NefiEllipticDevice, OperatorForwardAndGradientMatchTheCpu) {
     for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
       SCOPED_TRACE(fk::name(dt));
       const double tol = dt == fk::DType::F64 ? 1e-9 : 2e-3;
-      fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
-      xc.set_requires_grad(true);
-      xd.set_requires_grad(true);
-      const fk::Tensor yc = op->apply(xc), yd = op->apply(xd);
-      ASSERT_EQ(yd.device(), kGpu);
-      ASSERT_EQ(yd.dtype(), dt);
-      expect_close(host(yd), host(yc), tol, "forward");
-      yc.backward(g.to(dt));
-      yd.backward(g.to(dt).to(kGpu));
-      ASSERT_EQ(xd.grad().device(), kGpu);
-      expect_close(host(xd.grad()), host(xc.grad()), tol, "gradient");
+      ParityOutputs y;
+      expect_device_matches_cpu(*op, x, g, dt, close_within(tol), &y);
       // A second call starts warm from the kept iterates and gives the same values.
-      const fk::Tensor y2 = op->apply(x.to(dt).to(kGpu));
-      expect_close(host(y2), host(yc), tol, "warm forward");
+      expect_close(host(op->apply(x.to(dt).to(kGpu))), y.cpu, tol, "warm forward");
     }
   }
 }
@@ -172,14 +166,11 @@ TEST(NefiEllipticDevice, DiffuseOpticalForwardAndGradientMatchTheCpu) {
   EXPECT_EQ(op.host_only_reason(), "");
   const fk::Tensor x = positive(dom.shape(), 12) * 0.05;
   const fk::Tensor g = normal(op.output_shape(dom.shape()), 13);
-  fk::Tensor xc = x.clone(), xd = x.to(kGpu);
-  xc.set_requires_grad(true);
-  xd.set_requires_grad(true);
-  const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-  expect_close(host(yd), host(yc), 1e-9, "forward");
-  yc.backward(g);
-  yd.backward(g.to(kGpu));
-  expect_close(host(xd.grad()), host(xc.grad()), 1e-8, "gradient");
+  expect_device_matches_cpu(
+      op, x, g, fk::DType::F64,
+      [](const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+        expect_close(got, want, what == "output" ? 1e-9 : 1e-8, what);
+      });
 }
 
 // b -> A⁻¹ b for a fixed σ, κ: linear, so the dot test applies with both

@@ -24,6 +24,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/operator_parity.h"
 #include "nefi/domain.h"
 #include "nefi/field/dense.h"
 #include "nefi/field/fourier_features.h"
@@ -34,7 +35,9 @@
 
 namespace {
 
+using nefi::cuda_test::close_within;
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::expect_device_matches_cpu;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::NoTf32;
 constexpr double kProgress = 0.7;  // mid-annealing: the gate multiply runs too
@@ -254,17 +257,8 @@ TEST(NefiFieldDevice, FftConvolutionRunsOnTheDevice) {
     fk::Generator gen(9);
     const fk::Tensor x = fk::uniform({2, 20, 18}, -1.0, 1.0, {fk::DType::F32}, &gen);
     const fk::Tensor g = fk::uniform({2, 20, 18}, -1.0, 1.0, {fk::DType::F32}, &gen);
-    fk::Tensor xc = x.detach(), xd = x.to(kGpu);
-    xc.set_requires_grad(true);
-    xd.set_requires_grad(true);
-    const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-    ASSERT_EQ(yd.device(), kGpu);
-    yc.backward(g);
-    yd.backward(g.to(kGpu));
-    const std::string what = periodic ? "periodic" : "linear";
-    expect_close(yd.to_vector<double>(), yc.to_vector<double>(), 1e-5, what + " forward");
-    expect_close(xd.grad().to_vector<double>(), xc.grad().to_vector<double>(), 1e-5,
-                 what + " adjoint");
+    SCOPED_TRACE(periodic ? "periodic" : "linear");
+    expect_device_matches_cpu(op, x, g, fk::DType::F32, close_within(1e-5));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fk/tensor.h"
@@ -25,12 +26,24 @@ inline void expect_same_values(const std::vector<double>& got, const std::vector
   EXPECT_EQ(got, want) << what;
 }
 
+// The two outputs compared, for a test's further checks (a second apply from
+// a cache or a warm start against them).
+struct ParityOutputs {
+  std::vector<double> device, cpu;
+};
+
+// To tol relative to the largest CPU value (expect_close).
+inline HostCompare close_within(double tol) {
+  return [tol](const std::vector<double>& got, const std::vector<double>& want,
+               const std::string& what) { expect_close(got, want, tol, what); };
+}
+
 // x and g (CPU) cast to dt; op.apply on the CPU and on kGpu, each backward of
 // g; the device output must be on kGpu in dt and the CPU output's shape, the
-// device input gradient on kGpu in dt.
+// device input gradient on kGpu in dt. The outputs go to *outputs if given.
 inline void expect_device_matches_cpu(const nefi::Operator& op, const fk::Tensor& x,
-                                      const fk::Tensor& g, fk::DType dt,
-                                      const HostCompare& compare) {
+                                      const fk::Tensor& g, fk::DType dt, const HostCompare& compare,
+                                      ParityOutputs* outputs = nullptr) {
   fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
   xc.set_requires_grad(true);
   xd.set_requires_grad(true);
@@ -38,7 +51,9 @@ inline void expect_device_matches_cpu(const nefi::Operator& op, const fk::Tensor
   ASSERT_EQ(yd.device(), kGpu);
   ASSERT_EQ(yd.shape(), yc.shape());
   ASSERT_EQ(yd.dtype(), dt);
-  compare(host(yd), host(yc), "output");
+  ParityOutputs y{host(yd), host(yc)};
+  compare(y.device, y.cpu, "output");
+  if (outputs != nullptr) *outputs = std::move(y);
   yc.backward(g.to(dt));
   yd.backward(g.to(dt).to(kGpu));
   ASSERT_EQ(xd.grad().device(), kGpu);

@@ -28,9 +28,9 @@
 
 namespace {
 
+using nefi::cuda_test::close_within;
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
-using nefi::cuda_test::expect_close;
 using nefi::cuda_test::expect_device_matches_cpu;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
@@ -58,10 +58,7 @@ TEST(NefiPoissonDstDevice, SolveAndGradientMatchTheCpu) {
         SCOPED_TRACE(d.shape().str() + " " + op.fidelity_tag() + " " + fk::name(dt));
         const double tol = dt == fk::DType::F64 ? 1e-12 : 2 * 0x1p-24;
         // The output is the potential, the input gradient the source's.
-        expect_device_matches_cpu(
-            op, x, g, dt,
-            [tol](const std::vector<double>& got, const std::vector<double>& want,
-                  const std::string& what) { expect_close(got, want, tol, what); });
+        expect_device_matches_cpu(op, x, g, dt, close_within(tol));
       }
     }
 }

@@ -226,7 +226,7 @@ TEST(NefiInstances, DataGeneratorsAreIndependentOfTheInversionOperator) {
   EXPECT_GT(diff, 1e-4 * scale);  // not the inversion operator's own numbers
   EXPECT_LT(diff, 0.1 * scale);   // but the same physics
   // The generator's source includes none of the inversion operators.
-  std::ifstream src(std::string(NEFI_SOURCE_DIR) + "/src/nefi/instances/datagen.cpp");
+  std::ifstream src(nefi::test::source_dir() + "/src/nefi/instances/datagen.cpp");
   std::string text((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.find("operators/"), std::string::npos);
