@@ -9,8 +9,8 @@
 // the whole forward, and the whole backward, is one single-block launch
 // running the same calls with a barrier between substeps. Nothing moves between host and device
 // inside the stepping; the initial state is uploaded once per device and grid
-// (ReactionDiffusionOperator::initial_state_on), which a solve's eager
-// warm-up step does before any capture. An eager apply reads the field's
+// (ReactionDiffusionOperator::initial_state_on), which prepare_tables at a
+// stage start (or an eager first apply) does before any capture. An eager apply reads the field's
 // range back before stepping (the Du check and the substep count, as the
 // CPU path); while the stream is captured it cannot, so the schedule comes
 // from field_max and a one-block guard kernel flags a field outside the

@@ -165,6 +165,11 @@ class EitOperator : public Operator {
   std::string kind() const override { return solve_->kind(); }
   std::string host_only_reason() const override { return solve_->host_only_reason(); }
   std::string device_note() const override { return solve_->device_note(); }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override {
+    solve_->prepare_tables(device, dtype);
+    if (flux_ && device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+      flux_->ring_columns_on(device, dtype);
+  }
 
  private:
   std::shared_ptr<EllipticOperator> solve_;

@@ -59,13 +59,17 @@ FluxTerm::FluxTerm(const fk::Tensor& c, int64_t n) : n_(n) {
   tables_ = std::make_shared<TableCache<fk::Tensor>>();
 }
 
+fk::Tensor FluxTerm::ring_columns_on(fk::Device device, fk::DType dtype) const {
+  return tables_->get(device, dtype,
+                      [this](fk::Device d, fk::DType dt) { return table_on(ring_, d, dt); });
+}
+
 fk::Tensor FluxTerm::apply(const fk::Tensor& x) const {
   FK_CHECK(x.shape() == fk::Dims({n_, n_}), kWhere, "a field of shape " + fk::Dims({n_, n_}).str(),
            x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
-  const fk::Tensor c = tables_->get(
-      x.device(), x.dtype(), [this](fk::Device d, fk::DType dt) { return table_on(ring_, d, dt); });
+  const fk::Tensor c = ring_columns_on(x.device(), x.dtype());
   const fk::Tensor rho = fk::reciprocal(boundary_ring(x));
   return fk::matmul(c, rho.reshape({rho.numel(), 1})).reshape({c.size(0)});
 }

@@ -43,6 +43,8 @@ class FluxTerm {
   fk::Tensor apply(const fk::Tensor& x) const;
   // C's boundary-ring columns, (R, 4n − 4) f64 on the host.
   const fk::Tensor& ring_columns() const { return ring_; }
+  // ring_columns() in `dtype` on `device`, made on the first call and kept.
+  fk::Tensor ring_columns_on(fk::Device device, fk::DType dtype) const;
 
  private:
   int64_t n_ = 0;

@@ -34,7 +34,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -62,7 +61,7 @@ Field2 propagate(const Field2& u, int64_t batch, int64_t n0, int64_t n1,
 fk::Tensor propagate(const fk::Tensor& u, const std::vector<double>& spacing, double dz,
                      const PropagationOptions& o, bool adjoint = false);
 
-class HolographyOperator : public Operator, public DeviceTables {
+class HolographyOperator : public Operator {
  public:
   // Throws fk::Error on a non-2-D domain, a wavelength <= 0, a negative or
   // empty distance list, absorption < 0 or pad_factor < 1.

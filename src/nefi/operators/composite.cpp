@@ -130,7 +130,7 @@ std::string SequentialOperator::host_only_reason() const {
 }
 // Every part sees the real dtype the first one is given (the parts keep it).
 void SequentialOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
-  for (const auto& op : ops_) prepare_device_tables(*op, device, dtype);
+  for (const auto& op : ops_) op->prepare_tables(device, dtype);
 }
 
 bool SequentialOperator::graph_capturable() const {
@@ -187,7 +187,7 @@ std::string SumOperator::host_only_reason() const {
   return inner_host_only_reason(ops_);
 }
 void SumOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
-  for (const auto& op : ops_) prepare_device_tables(*op, device, dtype);
+  for (const auto& op : ops_) op->prepare_tables(device, dtype);
 }
 
 bool SumOperator::graph_capturable() const {

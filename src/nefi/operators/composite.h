@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -19,7 +18,7 @@ std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
 // The first of `inner`'s device notes, as "inner operator KIND: NOTE".
 std::string inner_device_note(const std::vector<OperatorPtr>& inner);
 
-class NuisanceOperator : public Operator, public DeviceTables {
+class NuisanceOperator : public Operator {
  public:
   NuisanceOperator(OperatorPtr inner, double gain = 1.0, double offset = 0.0,
                    bool train_gain = false, bool train_offset = false);
@@ -35,7 +34,7 @@ class NuisanceOperator : public Operator, public DeviceTables {
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "nuisance"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override {
-    prepare_device_tables(*inner_, device, dtype);
+    inner_->prepare_tables(device, dtype);
   }
   std::vector<fk::Tensor> parameters() const override;
   double gain() const;
@@ -48,7 +47,7 @@ class NuisanceOperator : public Operator, public DeviceTables {
   bool train_gain_, train_offset_;
 };
 
-class SequentialOperator : public Operator, public DeviceTables {
+class SequentialOperator : public Operator {
  public:
   explicit SequentialOperator(std::vector<OperatorPtr> ops);
   fk::Tensor forward(const FieldMap& fields) const override;
@@ -69,7 +68,7 @@ class SequentialOperator : public Operator, public DeviceTables {
   std::vector<OperatorPtr> ops_;
 };
 
-class SumOperator : public Operator, public DeviceTables {
+class SumOperator : public Operator {
  public:
   explicit SumOperator(std::vector<OperatorPtr> ops);
   fk::Tensor apply(const fk::Tensor& x) const override;

@@ -83,7 +83,7 @@ fk::Tensor DepthCompensatedOperator::cell_weights_on(fk::DType dtype, fk::Device
 
 void DepthCompensatedOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
   if (device.is_cuda()) cell_weights_on(dtype, device);
-  prepare_device_tables(*inner_, device, dtype);
+  inner_->prepare_tables(device, dtype);
 }
 
 fk::Tensor DepthCompensatedOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {

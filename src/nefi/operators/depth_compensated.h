@@ -20,7 +20,6 @@
 #include <memory>
 
 #include "nefi/operators/composite.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 #include "nefi/operators/table_cache.h"
 
@@ -35,7 +34,7 @@ struct DepthCompensation {
   fk::Tensor mask;    // the output's observed entries (undefined: all)
 };
 
-class DepthCompensatedOperator : public Operator, public DeviceTables {
+class DepthCompensatedOperator : public Operator {
  public:
   // Throws fk::Error on gamma < 0, probes < 1, an axis outside the inner
   // operator's grid or a mask whose shape is not the output's.

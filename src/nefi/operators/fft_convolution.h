@@ -21,7 +21,6 @@
 #include <tuple>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -55,7 +54,7 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
                            const std::vector<int64_t>& place_at,
                            const std::vector<int64_t>& crop_at, bool conjugate);
 
-class FFTConvolution : public Operator, public DeviceTables {
+class FFTConvolution : public Operator {
  public:
   FFTConvolution(PsfFunction psf, Domain domain, bool periodic = false);
   fk::Tensor apply(const fk::Tensor& x) const override;

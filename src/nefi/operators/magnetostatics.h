@@ -33,7 +33,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -62,7 +61,7 @@ FieldComponent field_component_from(const std::string& name, const std::string& 
 fk::Tensor magnetostatic_transfer(int64_t m0, int64_t m1, const std::vector<double>& h,
                                   const MagnetostaticsOptions& o);
 
-class MagnetostaticsOperator : public Operator, public DeviceTables {
+class MagnetostaticsOperator : public Operator {
  public:
   // Throws fk::Error on a non-2-D domain, z0 <= 0, t < 0, d <= 0 (film), a
   // zero NV axis, mu0 <= 0 or pad_factor outside [1, 8].

@@ -31,10 +31,9 @@
 #include <memory>
 
 #include "nefi/domain.h"
-#include "nefi/operators/table_cache.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 
@@ -66,7 +65,7 @@ PsfFunction nv_gzz_kernel(const NVPhysics& phys, std::vector<double> extent);
 double nv_power(const NVPhysics& phys, double dx, double dy);
 double nv_gzz(const NVPhysics& phys, double dx, double dy);
 
-class NVOperator : public Operator, public DeviceTables {
+class NVOperator : public Operator {
  public:
   NVOperator(Domain domain, NVPhysics phys, NVMode mode);
   fk::Tensor forward(const FieldMap& fields) const override;

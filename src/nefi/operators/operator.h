@@ -19,12 +19,22 @@
 //     one line the solve appends to each stage's device_note; empty: nothing
 //   fidelity_tag: the discretisation; the data generators carry a different
 //     one (inverse-crime guard)
+//   prepare_tables: makes the constant tables (uploaded matrices, spectra,
+//     transfer functions, initial states, weight maps) forward and its
+//     gradient use on a device, so that every table exists before a step is
+//     captured as a CUDA graph: a captured step may not copy from the host,
+//     so a table first made inside a capture fails it and the stage runs
+//     eagerly. The solver calls it at every stage start, before the stage's
+//     first step. Forward still makes a missing table itself (an eager
+//     caller needs no hook); operators built from others forward it to their
+//     parts. Default: nothing (no tables)
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "fk/device.h"
+#include "fk/dtype.h"
 #include "fk/tensor.h"
 #include "nefi/field/field.h"
 
@@ -46,6 +56,9 @@ class Operator {
   virtual std::string device_note() const { return ""; }
   virtual std::string fidelity_tag() const { return ""; }
   virtual std::string kind() const = 0;
+  // Makes the tables forward and its gradient use on `device` for inputs of
+  // the real dtype `dtype` (nothing for a device that needs none, e.g. the CPU).
+  virtual void prepare_tables(fk::Device /*device*/, fk::DType /*dtype*/) const {}
   // Trainable leaves (nuisance parameters), shared across resolutions.
   virtual std::vector<fk::Tensor> parameters() const { return {}; }
   // Vector-Jacobian product g^T dF/dx at x; through autograd unless an

@@ -4,9 +4,8 @@
 // and Saturation (y = s tanh(x / s), a detector that saturates at s).
 #include <memory>
 
-#include "nefi/operators/table_cache.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi {
 
@@ -21,7 +20,7 @@ class IdentityOperator : public Operator {
   std::string kind() const override { return "identity"; }
 };
 
-class PointwiseOperator : public Operator, public DeviceTables {
+class PointwiseOperator : public Operator {
  public:
   explicit PointwiseOperator(fk::Tensor weight);  // (*shape), real
   fk::Tensor apply(const fk::Tensor& x) const override;

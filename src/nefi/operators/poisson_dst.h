@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -37,7 +36,7 @@ enum class PoissonSpectrum { kContinuous, kFiniteDifference };
 // n x n): S[k][i] = sqrt(2/n) sin(pi (k+1)(i+1/2)/n), row n-1 scaled by 1/sqrt(2).
 std::vector<double> dst2_matrix(int64_t n);
 
-class PoissonOperator : public Operator, public DeviceTables {
+class PoissonOperator : public Operator {
  public:
   // Throws fk::Error for conductivity <= 0 or a domain of more than 3 axes.
   PoissonOperator(Domain domain, PoissonSpectrum spectrum = PoissonSpectrum::kContinuous,

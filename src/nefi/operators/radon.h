@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -74,7 +73,7 @@ struct RadonGeometry {
   int64_t samples_per_pixel = 1;
 };
 
-class RadonOperator : public Operator, public DeviceTables {
+class RadonOperator : public Operator {
  public:
   // Throws fk::Error on a domain that is not square in axes 0 and 1 (2-D or
   // 3-D) or a non-positive geometry value.

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -66,7 +65,7 @@ struct ScatteringTablesOnDevice {
   fk::Tensor green, phase, rotation;
 };
 
-class BornOperator : public Operator, public DeviceTables {
+class BornOperator : public Operator {
  public:
   // Throws fk::Error on a non-square 2-D domain or a bad geometry.
   BornOperator(Domain domain, ScatteringGeometry geometry);

@@ -3,7 +3,7 @@
 // sinks, observation matrices and references; depth_compensated's cell
 // weights, pointwise's weight map, NV's frequency grid) converted to a dtype
 // and moved to a device once per (device, dtype) and kept: a training step on
-// a device then never uploads. DeviceTables::prepare_tables (or an eager
+// a device then never uploads. Operator::prepare_tables (or an eager
 // first call) fills the cache before a capture; a host copy inside a capture
 // would fail it. One cache per operator resolution, shared by its copies;
 // thread safe.

@@ -10,7 +10,6 @@
 #include "fk/sync_debug.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/device_step_slots.h"
@@ -111,8 +110,8 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
   sr_.name = stage_.name;
   sr_.shape = domain_.shape();
   // The operator's device tables exist before the first step: one first made
-  // inside a captured step would fail the capture (device_tables.h).
-  prepare_device_tables(*op_, opt_.device, operator_dtype(field_));
+  // inside a captured step would fail the capture (Operator::prepare_tables).
+  op_->prepare_tables(opt_.device, operator_dtype(field_));
   if (!opt_.device.is_cuda()) return;
   // The total, every component, and the discrepancy's MSE when it is needed.
   const int gathered = 1 + static_cast<int>(losses_.terms().size()) + discrepancy_on_device_;

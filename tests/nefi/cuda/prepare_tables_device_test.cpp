@@ -1,4 +1,4 @@
-// prepare_device_tables (DeviceTables) on a CUDA device: after it, an operator's forward
+// Operator::prepare_tables on a CUDA device: after it, an operator's forward
 // and gradient can be recorded in a CUDA graph capture, i.e. they copy
 // nothing from the host (a capture refuses such a copy, and a table made
 // inside one would be one). Without it, an operator whose constant lives on
@@ -21,7 +21,6 @@
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/operators/angular_spectrum.h"
 #include "nefi/operators/depth_compensated.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/magnetostatics.h"
 #include "nefi/operators/nv_relaxometry.h"
@@ -65,7 +64,7 @@ std::string capture_error(const nefi::Operator& op, const fk::Tensor& x_host) {
 }
 
 void expect_captures_after_prepare(const nefi::Operator& op, const fk::Tensor& x_host) {
-  nefi::prepare_device_tables(op, kGpu, x_host.dtype());
+  op.prepare_tables(kGpu, x_host.dtype());
   EXPECT_EQ(capture_error(op, x_host), "") << op.kind();
 }
 

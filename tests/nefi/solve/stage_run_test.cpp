@@ -1,5 +1,5 @@
 // StageRun's order of calls into the operator: at every stage start the
-// stage's operator prepares its tables (DeviceTables::prepare_tables) for the
+// stage's operator prepares its tables (Operator::prepare_tables) for the
 // solve's device and the field's dtype, before the stage's first step applies
 // it -- on a device, before anything can be captured. Checked with a
 // recording operator on the host (the hook is called for every device; a
@@ -15,7 +15,6 @@
 #include "fk/factory.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/losses/data_losses.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/solve/solver.h"
 
 namespace {
@@ -24,7 +23,7 @@ using Log = std::vector<std::string>;
 
 // The identity at one resolution, logging "prepare <shape> <device> <dtype>"
 // and "apply <shape>".
-class RecordingIdentity : public nefi::Operator, public nefi::DeviceTables {
+class RecordingIdentity : public nefi::Operator {
  public:
   RecordingIdentity(fk::Dims shape, std::shared_ptr<Log> log)
       : shape_(std::move(shape)), log_(std::move(log)) {}

@@ -75,6 +75,11 @@ DiffuseOpticalOperator::Tables DiffuseOpticalOperator::tables(fk::Device device,
   });
 }
 
+void DiffuseOpticalOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+    tables(device, dtype);
+}
+
 fk::Tensor DiffuseOpticalOperator::fluence(const fk::Tensor& x) const {
   return solve_fluence(x, options_.elliptic.solve, warm_);
 }

@@ -55,6 +55,8 @@ class DiffuseOpticalOperator : public Operator {
   }
   std::string fidelity_tag() const override { return options_.elliptic.fidelity_tag; }
   std::string kind() const override { return "diffuse_optical"; }
+  // The sources, sink, observation, reference and D on a CUDA device in f32/f64.
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
   const Domain& domain() const { return domain_; }
   const elliptic::WarmStart& solve_state() const { return *warm_; }

@@ -54,6 +54,11 @@ EllipticOperator::Tables EllipticOperator::tables(fk::Device device, fk::DType d
   });
 }
 
+void EllipticOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+    tables(device, dtype);
+}
+
 fk::Tensor EllipticOperator::solve(const fk::Tensor& x) const {
   FK_CHECK(x.shape() == domain_.shape(), kWhere, "a field of shape " + domain_.shape().str(),
            x.shape().str());

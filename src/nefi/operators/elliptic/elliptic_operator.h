@@ -58,6 +58,8 @@ class EllipticOperator : public Operator {
   std::string device_note() const override { return elliptic::device_substitution(options_.solve); }
   std::string fidelity_tag() const override { return options_.fidelity_tag; }
   std::string kind() const override { return "elliptic"; }
+  // The right-hand sides, observation and κ on a CUDA device in f32/f64.
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
   const Domain& domain() const { return domain_; }
   const elliptic::EllipticGrid& grid() const { return grid_; }

@@ -40,7 +40,6 @@
 #include <vector>
 
 #include "nefi/domain.h"
-#include "nefi/operators/device_tables.h"
 #include "nefi/operators/operator.h"
 
 namespace nefi {
@@ -92,7 +91,7 @@ struct HeatConfig {
 fk::Tensor flash_cell_averages(const GaussianFlash& flash, const fk::Dims& shape,
                                const std::vector<double>& extent);
 
-class HeatOperator : public Operator, public DeviceTables {
+class HeatOperator : public Operator {
  public:
   // shape = (nx, ny, nz); every axis >= 3 (the stencil's smallest grid).
   HeatOperator(HeatConfig cfg, fk::Dims shape);

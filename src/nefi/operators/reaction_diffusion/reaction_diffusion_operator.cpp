@@ -248,6 +248,10 @@ fk::Tensor ReactionDiffusionOperator::initial_state_on(fk::Device device) const 
   return t;
 }
 
+void ReactionDiffusionOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda() && options_.grad_mode == RDGradMode::kCheckpoint) initial_state_on(device);
+}
+
 fk::Dims ReactionDiffusionOperator::output_shape(const fk::Dims& shape) const {
   FK_CHECK(shape.size() == 2, "nefi::ReactionDiffusionOperator", "a field shape (n0, n1)",
            shape.str());

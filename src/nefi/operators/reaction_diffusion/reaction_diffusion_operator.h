@@ -111,6 +111,9 @@ class ReactionDiffusionOperator : public Operator {
   // uploaded on the first call per device and kept (shared by copies of the
   // operator; at_resolution starts afresh), so a captured step uploads nothing.
   fk::Tensor initial_state_on(fk::Device device) const;
+  // initial_state_on(device) for a CUDA device under grad_mode checkpoint
+  // (the unrolled path uploads its own at every apply), else nothing.
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
  private:
   struct InitialStates;

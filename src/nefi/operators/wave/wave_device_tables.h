@@ -3,8 +3,8 @@
 // velocity, on one device in one dtype: the step coefficients q2, b, a_dt2,
 // ∂k/∂κ (and, PML, alpha and ∂beta/∂κ per axis) of step_coefficients, the
 // source and receiver stencils as CSR and the wavelet per step. Uploaded
-// once per (geometry, device, dtype), on the operator's first device apply
-// (a solve's eager warm-up step), and shared by the operator's copies and
+// once per (geometry, device, dtype), by prepare_tables at a stage start or
+// on the operator's first device apply, and shared by the operator's copies and
 // autograd nodes (WaveOperator::tables_on), so nothing crosses from the
 // host during a solve or its capture. Memory: (3 + 2 n_ψ) S of T and
 // (1 + n_ψ) S of f64, S the stored cells of one shot, plus the stencils.

@@ -236,6 +236,11 @@ void upload_known_coefficients(const wave::StepCoefficients<T>& co, const wave::
 
 }  // namespace
 
+void WaveInitialConditionOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+    tables_on(device, dtype);
+}
+
 std::shared_ptr<const wave::WaveInitialDeviceTables> WaveInitialConditionOperator::tables_on(
     fk::Device device, fk::DType dtype) const {
   std::lock_guard<std::mutex> lock(device_cache_->mu);

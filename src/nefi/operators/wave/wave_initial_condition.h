@@ -44,6 +44,8 @@ class WaveInitialConditionOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave_initial_condition"; }
+  // tables_on(device, dtype) for a CUDA device and f32/f64 (else nothing).
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
   // The transpose of apply on traces (n_rec, n_t) -> (*shape), run in f64
   // (f32: in the precision of an f32 apply).

@@ -118,6 +118,11 @@ std::shared_ptr<const wave::WaveDeviceTables> WaveOperator::tables_on(fk::Device
   return t;
 }
 
+void WaveOperator::prepare_tables(fk::Device device, fk::DType dtype) const {
+  if (device.is_cuda() && (dtype == fk::DType::F32 || dtype == fk::DType::F64))
+    tables_on(device, dtype);
+}
+
 std::shared_ptr<Operator> WaveOperator::at_resolution(const fk::Dims& shape) const {
   auto op = std::make_shared<WaveOperator>(cfg_, shape);
   op->primary = primary;

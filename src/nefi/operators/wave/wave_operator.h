@@ -56,6 +56,8 @@ class WaveOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::string fidelity_tag() const override;
   std::string kind() const override { return "wave"; }
+  // tables_on(device, dtype) for a CUDA device and f32/f64 (else nothing).
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
   const WaveOperatorConfig& config() const { return cfg_; }
   const wave::ShotGeometry& geometry() const { return *geo_; }
