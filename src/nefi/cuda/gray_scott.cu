@@ -22,14 +22,14 @@ using fk::cuda::detail::kThreads;
 
 constexpr int kGuardThreads = 256;
 
+// Grid-stride: blocks_for caps the grid at 2^20 blocks (2^28 threads), below
+// the 2^30 cells the driver admits.
 __global__ void step_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottStep b) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c < k.n0 * k.n1) step_cell(k, f, b, c);
+  FK_CUDA_LOOP(c, k.n0 * k.n1) step_cell(k, f, b, static_cast<int>(c));
 }
 
 __global__ void adjoint_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottAdjoint b) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c < k.n0 * k.n1) adjoint_cell(k, f, b, c);
+  FK_CUDA_LOOP(c, k.n0 * k.n1) adjoint_cell(k, f, b, static_cast<int>(c));
 }
 
 // One block: every thread tests a strided share, __syncthreads_or folds them.
