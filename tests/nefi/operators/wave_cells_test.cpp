@@ -36,31 +36,42 @@ namespace cu = nefi::cuda;
 
 // Each device kernel as a loop over its threads (wave.cu's launch geometry).
 struct HostKernels {
+  // Threads run last to first when set: a kernel where one thread reads what
+  // another writes in the same launch would then give other bits (a GPU runs
+  // them in no set order).
+  static inline bool reversed = false;
+  template <typename Fn>
+  static void threads(int64_t n, Fn&& fn) {
+    for (int64_t i = 0; i < n; ++i) fn(reversed ? n - 1 - i : i);
+  }
   template <typename T>
   static void step(const cu::WaveCells<T>& g, const cu::WaveCoefficientsView<T>& co, int64_t shots,
                    const T* up, const T* u, T* un, const cu::AxisFields<T>& psi, void*) {
-    for (int64_t t = 0; t < shots * g.padded; ++t)
+    threads(shots * g.padded, [&](int64_t t) {
       cu::step_cell(g, co, up, u, un, psi, (t / g.padded) * g.numel,
                     cu::padded_cell(g, t % g.padded).p);
+    });
     if (!g.pml) return;
-    for (int64_t t = 0; t < shots * g.padded; ++t)
+    threads(shots * g.padded, [&](int64_t t) {
       cu::psi_cell(g, co, u, un, psi, (t / g.padded) * g.numel, cu::padded_cell(g, t % g.padded).p);
+    });
   }
   template <typename T>
   static void sources(const cu::WaveCells<T>& g, const cu::StencilsView& src, const T* ad,
                       const double* wavelet, int64_t n, T* un, void*) {
-    for (int64_t s = 0; s < src.count; ++s) cu::source_cell(g, src, ad, wavelet, n, un, s);
+    threads(src.count, [&](int64_t s) { cu::source_cell(g, src, ad, wavelet, n, un, s); });
   }
   template <typename T>
   static void sample(const cu::WaveCells<T>& g, const cu::StencilsView& rec, int64_t shots,
                      const T* u, T* traces, int64_t n_t, int64_t j, void*) {
-    for (int64_t t = 0; t < shots * rec.count; ++t)
+    threads(shots * rec.count, [&](int64_t t) {
       traces[t * n_t + j] = cu::sample_cell(g, rec, u, t / rec.count, t % rec.count);
+    });
   }
   template <typename T>
   static void inject_traces(const cu::WaveCells<T>& g, const cu::StencilsView& rec, int64_t shots,
                             const T* gb, int64_t n_t, int64_t j, T* lam, void*) {
-    for (int64_t s = 0; s < shots; ++s) cu::inject_traces_cell(g, rec, gb, n_t, j, lam, s);
+    threads(shots, [&](int64_t s) { cu::inject_traces_cell(g, rec, gb, n_t, j, lam, s); });
   }
   template <typename T>
   static void adjoint(const cu::WaveCells<T>& g, const cu::WaveCoefficientsView<T>& co,
@@ -69,15 +80,18 @@ struct HostKernels {
                       const cu::AxisFields<T>& fbar, void*) {
     const int64_t pad = g.padded;
     if (g.pml)
-      for (int64_t t = 0; t < shots * pad; ++t)
+      threads(shots * pad, [&](int64_t t) {
         cu::psi_transpose_cell(g, co, mu, lam_c, out_prev, (t / pad) * g.numel,
                                cu::padded_cell(g, t % pad).p);
-    for (int64_t t = 0; t < shots * g.numel; ++t)
+      });
+    threads(shots * g.numel, [&](int64_t t) {
       cu::adjoint_prepare_cell(g, co, lam_c, kl, mu, u_n, u_np1, fbar, (t / g.numel) * g.numel,
                                t % g.numel);
-    for (int64_t t = 0; t < shots * pad; ++t)
+    });
+    threads(shots * pad, [&](int64_t t) {
       cu::adjoint_cell(g, co, lam_c, kl, lam_p, out_cur, out_prev, kbar, u_n, (t / pad) * g.numel,
                        cu::padded_cell(g, t % pad).p);
+    });
   }
   template <typename T>
   static void copy(const T* src, T* dst, int64_t n, void*) {
@@ -87,41 +101,43 @@ struct HostKernels {
   static void kappa_gradient(const cu::WaveCells<T>& g, const double* kpk,
                              const cu::AxisFields<const double>& bpk, int64_t shots, const T* kbar,
                              const cu::AxisFields<T>& fbar, double* total, void*) {
-    for (int64_t t = 0; t < g.padded; ++t) {
+    threads(g.padded, [&](int64_t t) {
       const int64_t p = cu::padded_cell(g, t).p;
       total[p] = cu::kappa_gradient_cell(g, kpk, bpk, shots, kbar, fbar, p);
-    }
+    });
   }
   template <typename T>
   static void embed(const cu::WaveCells<T>& g, const T* p0, T* x, void*) {
-    for (int64_t q = 0; q < g.domain; ++q) x[cu::domain_cell(g, q)] = p0[q];
+    threads(g.domain, [&](int64_t q) { x[cu::domain_cell(g, q)] = p0[q]; });
   }
   template <typename T>
   static void scaled_laplacian(const cu::WaveCells<T>& g, const T* k, const T* u, T* out, void*) {
-    for (int64_t t = 0; t < g.padded; ++t) cu::scaled_laplacian_cell(g, k, u, out, t);
+    threads(g.padded, [&](int64_t t) { cu::scaled_laplacian_cell(g, k, u, out, t); });
   }
   template <typename T>
   static void scaled_product(const T* k, const T* u, T* ku, int64_t n, void*) {
-    for (int64_t p = 0; p < n; ++p) cu::scaled_product_cell(k, u, ku, p);
+    threads(n, [&](int64_t p) { cu::scaled_product_cell(k, u, ku, p); });
   }
   template <typename T>
   static void initial_adjoint_end(const cu::WaveCells<T>& g, const T* u, const T* ku, const T* lam0,
                                   T* out, void*) {
-    for (int64_t q = 0; q < g.domain; ++q) out[q] = cu::initial_adjoint_cell(g, u, ku, lam0, q);
+    threads(g.domain, [&](int64_t q) { out[q] = cu::initial_adjoint_cell(g, u, ku, lam0, q); });
   }
   template <typename T>
   static void sensor_samples(const T* fine, int64_t n_rec, int64_t n_fine, int64_t every,
                              const double* w, int64_t half, int64_t n_t, T* out, void*) {
-    for (int64_t t = 0; t < n_rec * n_t; ++t)
+    threads(n_rec * n_t, [&](int64_t t) {
       out[t] =
           static_cast<T>(cu::sensor_sample_cell(fine, n_fine, every, w, half, t / n_t, t % n_t));
+    });
   }
   template <typename T>
   static void sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t n_fine,
                              int64_t every, const double* w, int64_t half, T* out, void*) {
-    for (int64_t t = 0; t < n_rec * n_fine; ++t)
+    threads(n_rec * n_fine, [&](int64_t t) {
       out[t] = static_cast<T>(
           cu::sensor_adjoint_cell(g, n_t, n_fine, every, w, half, t / n_fine, t % n_fine));
+    });
   }
 };
 
@@ -483,6 +499,34 @@ TEST(NefiWaveCells, InitialValueMapAndAdjointEqualTheCpuBitwise) {
       check_initial_value<double>(cfg, {12, 14});
       check_initial_value<float>(cfg, {12, 14});
     }
+}
+
+// Every kernel's threads run last to first (a GPU runs them in no set
+// order): the same bits, so no thread reads what another thread of its
+// launch writes.
+struct ReversedThreads {
+  ReversedThreads() { HostKernels::reversed = true; }
+  ~ReversedThreads() { HostKernels::reversed = false; }
+};
+
+TEST(NefiWaveCells, ThreadOrderDoesNotChangeTheBits) {
+  ReversedThreads reversed;
+  for (const Case& c : kCases) {
+    check_one_step<double>(c);
+    check_solve<double>(c);
+    check_solve<float>(c);
+  }
+  nefi::WaveInitialConditionConfig cfg;
+  cfg.wave.extent = {1.0, 1.2};
+  cfg.wave.order = 4;
+  cfg.wave.absorbing = wave::Absorbing::kPml;
+  cfg.wave.absorb_width = 0.2;
+  cfg.wave.c_max = 1.5;
+  cfg.wave.dt_obs = 0.04;
+  cfg.wave.n_t = 12;
+  cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
+  cfg.sensor_fc = 9.0;
+  check_initial_value<double>(cfg, {12, 14});
 }
 
 // The velocity check's fold: min and max of the finite values, NaN and ±inf counted.

@@ -45,19 +45,22 @@ std::vector<double> uniform(int64_t n, double lo, double hi, uint64_t seed) {
   return v;
 }
 
-// Each launch as a loop over its threads (any order: no thread reads what
-// another writes in the same launch).
+// Each launch as a loop over its threads, first to last or (reversed) last
+// to first: a GPU runs them in no set order, so both must give the same bits
+// (no thread reads what another writes in the same launch).
 struct HostLaunch {
   HostLaunch(const GrayScottCoefficients& kc, const GrayScottFields& fc) : k(kc), f(fc) {}
   GrayScottCoefficients k;
   GrayScottFields f;
+  bool reversed = false;
   int64_t launches = 0;
+  int cell(int i) const { return reversed ? k.n0 * k.n1 - 1 - i : i; }
   void step(const GrayScottStep& b) {
-    for (int c = 0; c < k.n0 * k.n1; ++c) nefi::cuda::step_cell(k, f, b, c);
+    for (int i = 0; i < k.n0 * k.n1; ++i) nefi::cuda::step_cell(k, f, b, cell(i));
     ++launches;
   }
   void adjoint(const GrayScottAdjoint& b) {
-    for (int c = 0; c < k.n0 * k.n1; ++c) nefi::cuda::adjoint_cell(k, f, b, c);
+    for (int i = 0; i < k.n0 * k.n1; ++i) nefi::cuda::adjoint_cell(k, f, b, cell(i));
     ++launches;
   }
 };
@@ -185,7 +188,7 @@ struct RolloutResult {
 // fused: the schedule as the fused kernels take it (GrayScottFusedRollout).
 RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
                                     const std::vector<double>& x, const std::vector<double>& g,
-                                    bool fused) {
+                                    bool fused, bool reversed = false) {
   const nefi::ReactionDiffusionOptions& o = op.options();
   double lo = x[0], hi = x[0];
   for (double v : x) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -205,6 +208,7 @@ RolloutResult rollout_through_cells(const nefi::ReactionDiffusionOperator& op,
   RolloutResult res;
   res.y.assign(r.obs.size() * r.channels() * n, -1.0);
   HostLaunch launch(coefficients_of(grid, o.rates, o.F, sc.tau), GrayScottFields{});
+  launch.reversed = reversed;
   (o.unknown == RDUnknown::kF   ? launch.f.F
    : o.unknown == RDUnknown::kK ? launch.f.k
                                 : launch.f.Du) = x.data();
@@ -263,6 +267,24 @@ TEST(NefiGrayScottCells, RolloutThroughTheCellsEqualsTheCpuOperator) {
         EXPECT_EQ(in_dtype(cells.grad, dom.shape()), vjp);
       }
     }
+}
+
+// The same with every launch's threads run last to first (f64, the host's schedule).
+TEST(NefiGrayScottCells, ThreadOrderDoesNotChangeTheBits) {
+  const nefi::Domain dom({9, 7}, {0.18, 0.14});
+  for (const nefi::gray_scott_test::Case& c : nefi::gray_scott_test::cases(1000)) {
+    SCOPED_TRACE(std::string(name_of(c.unknown)) + " every " + std::to_string(c.every));
+    const nefi::ReactionDiffusionOptions o = nefi::gray_scott_test::options_for(c);
+    const nefi::ReactionDiffusionOperator op(dom, o);
+    const double lo = nefi::gray_scott_test::field_floor(c.unknown);
+    const std::vector<double> x = uniform(63, lo, o.field_max, 33);
+    fk::Generator gen(34);
+    const fk::Tensor g = fk::randn(op.output_shape(dom.shape()), {fk::DType::F64}, &gen);
+    const fk::Tensor xt = fk::from_vector(x, {9, 7});
+    const RolloutResult cells = rollout_through_cells(op, x, g.to_vector<double>(), false, true);
+    EXPECT_EQ(cells.y, op.apply(xt).to_vector<double>());
+    EXPECT_EQ(cells.grad, op.vjp(xt, g).to_vector<double>());
+  }
 }
 
 // The fused kernels' schedule by value: every field and observation copied.
