@@ -175,6 +175,10 @@ TEST(NefiEllipticDevice, OperatorForwardAndGradientMatchTheCpu) {
       expect_device_matches_cpu(*op, x, g, dt, close_within(tol), &y);
       // A second call starts warm from the kept iterates and gives the same values.
       expect_close(host(op->apply(x.to(dt).to(kGpu))), y.cpu, tol, "warm forward");
+      const auto* solve = dynamic_cast<const nefi::EllipticOperator*>(op.get());
+      ASSERT_NE(solve, nullptr);
+      const el::CgStats warm = el::device_cg_stats(solve->solve_state().device_forward_stats);
+      EXPECT_GT(warm.warm_used, 0) << "the second forward did not start from the kept iterate";
     }
   }
 }
