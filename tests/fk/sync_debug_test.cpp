@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -69,6 +70,28 @@ TEST(SyncDebug, StepScopesNest) {
     EXPECT_TRUE(device_step_marked());
   }
   EXPECT_FALSE(device_step_marked());
+}
+
+// The marking is per thread: another thread's reads are not inside this
+// thread's step (and its own step leaves this thread unmarked).
+TEST(SyncDebug, AStepMarksOnlyItsOwnThread) {
+  SyncDebug error("error");
+  const DeviceStepScope step;
+  bool other_marked = true, other_threw = true;
+  std::thread other([&] {
+    other_marked = device_step_marked();
+    try {
+      HostRead read("test read on another thread", kGpu);
+      other_threw = false;
+    } catch (const Error&) {
+    }
+  });
+  other.join();
+  EXPECT_FALSE(other_marked);
+  EXPECT_FALSE(other_threw);
+  EXPECT_TRUE(device_step_marked());
+  std::thread([] { const DeviceStepScope own; }).join();
+  EXPECT_TRUE(device_step_marked());
 }
 
 TEST(SyncDebug, OnlyDeviceReadsInsideAStepReport) {

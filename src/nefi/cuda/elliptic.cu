@@ -107,6 +107,7 @@ template <typename T>
 void launch_block_pcg(const StencilGrid& g, int64_t ns, int64_t nb, const T* faces, const T* diag,
                       const T* inv_diag, const T* b, T* x, T* out, T* work, double* stats,
                       const CgControl& control, void* stream) {
+  if (ns == 0) return;  // a grid of 0 blocks is an invalid launch configuration
   block_pcg_kernel<T><<<static_cast<unsigned>(ns), kCgThreads, 0, as_stream(stream)>>>(
       g, ns, nb, faces, diag, inv_diag, b, x, out, work, stats, control);
   check_launch("nefi::cuda::block_pcg");

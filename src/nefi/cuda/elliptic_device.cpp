@@ -68,7 +68,10 @@ fk::Tensor kept_iterate(fk::Tensor& keep, bool& valid, const fk::Tensor& b) {
 
 // u := A⁻¹ b for every system of b (contiguous, on the system's device);
 // `keep`/`valid` the warm-start buffer when warm starts are on (else null).
-// stats receives the per-system statistics.
+// stats receives the per-system statistics, written in place when it already
+// fits: WarmStart keeps it, and a captured step that replaced it would free
+// the warm-up step's buffer inside the graph (again at every replay) and keep
+// one the graph allocated (a graph cannot relaunch with it unfreed).
 fk::Tensor device_solve(const DeviceSystem& sys, const fk::Tensor& b, const SolveLayout& L,
                         const SolveOptions& opt, const EllipticGrid& eg, fk::Tensor* keep,
                         bool* valid, fk::Tensor& stats) {
@@ -88,7 +91,9 @@ fk::Tensor device_solve(const DeviceSystem& sys, const fk::Tensor& b, const Solv
     c.warm = *valid;
   }
   fk::Tensor work = fk::empty({5 * L.ns * L.numel}, {L.dtype, d});
-  stats = fk::empty({L.ns, cuda::kCgStats}, {fk::DType::F64, d});
+  const fk::Dims stats_shape{L.ns, cuda::kCgStats};
+  if (!stats.defined() || stats.shape() != stats_shape || stats.device() != d)
+    stats = fk::empty(stats_shape, {fk::DType::F64, d});
   dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
     cuda::launch_block_pcg<T>(sys.grid, L.ns, sys.nb, sys.faces.data<T>(), sys.diag.data<T>(),
@@ -102,6 +107,7 @@ fk::Tensor device_solve(const DeviceSystem& sys, const fk::Tensor& b, const Solv
     keep->bump_version();
   }
   out.bump_version();
+  stats.bump_version();
   return out;
 }
 
@@ -122,11 +128,11 @@ struct EllipticDeviceSolveBackward : SavedOperandsNode {
     const int device = s.device().index;
     fk::cuda::detail::DeviceGuard guard(device);
     const bool use_warm = warm && warm->enabled;
-    fk::Tensor stats;
+    fk::Tensor own_stats;
     const fk::Tensor lambda =
         device_solve(system, gu, layout, opt, grid, use_warm ? &warm->device_adjoint : nullptr,
-                     use_warm ? &warm->device_adjoint_valid : nullptr, stats);
-    if (warm) warm->device_adjoint_stats = stats;
+                     use_warm ? &warm->device_adjoint_valid : nullptr,
+                     warm ? warm->device_adjoint_stats : own_stats);
     fk::Tensor g_sigma;
     if (next[0].fn) {
       g_sigma = fk::empty(s.shape(), {layout.dtype, s.device()});
@@ -163,10 +169,10 @@ fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
   fk::cuda::detail::DeviceGuard guard(device);
   const DeviceSystem sys = build_system(grid, s, k, L);
   const bool use_warm = warm && warm->enabled;
-  fk::Tensor stats;
+  fk::Tensor own_stats;
   fk::Tensor u = device_solve(sys, b, L, opt, grid, use_warm ? &warm->device_forward : nullptr,
-                              use_warm ? &warm->device_forward_valid : nullptr, stats);
-  if (warm) warm->device_forward_stats = stats;
+                              use_warm ? &warm->device_forward_valid : nullptr,
+                              warm ? warm->device_forward_stats : own_stats);
   fk::cuda::after_op(device);
   if (opt.grad_mode == GradMode::kIft && fk::autograd::needs_grad(sigma, rhs, kappa)) {
     auto node = std::make_shared<EllipticDeviceSolveBackward>();

@@ -10,6 +10,7 @@
 // are conv_plan_test.cpp's (no device).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -17,6 +18,7 @@
 
 #include "conv_test_operands.h"
 #include "device_test_util.h"
+#include "fk/ops/binary.h"
 #include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -35,19 +37,26 @@ using cuda_test::random_values;
 constexpr double kTol = 1e-12;
 constexpr fk::DType kF64 = fk::DType::F64;
 
+// t's f32 values widened to f64 and moved off the f32 grid (times 1 + 2⁻³⁰):
+// widened f32 values alone would survive a path that rounds its operands to
+// f32 (before an f64 GEMM) exactly; these come back 2⁻³⁰ ≈ 1e-9 off.
+fk::Tensor off_f32_grid(const fk::Tensor& t) {
+  return t.to(kF64) * (1.0 + std::ldexp(1.0, -30));
+}
+
 fk::Tensor random_f64(const fk::Dims& shape, double scale, uint64_t seed) {
-  return random_values(shape, scale, seed).to(kF64);
+  return off_f32_grid(random_values(shape, scale, seed));
 }
 
 using Operands = cuda_test::ConvOperands;
 
-// conv_operands' f32 values widened to f64 (on the CPU).
+// conv_operands' f32 values as f64 off the f32 grid (on the CPU).
 Operands operands(const CoordinateMap& in, const CoordinateMap& out, const KernelRegion& region,
                   int64_t cin, int64_t cout, uint64_t seed) {
   Operands o = cuda_test::conv_operands(in, out, region, cin, cout, seed);
-  o.f = o.f.to(kF64);
-  o.w = o.w.to(kF64);
-  o.g = o.g.to(kF64);
+  o.f = off_f32_grid(o.f);
+  o.w = off_f32_grid(o.w);
+  o.g = off_f32_grid(o.g);
   return o;
 }
 

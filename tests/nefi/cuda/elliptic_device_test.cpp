@@ -111,6 +111,36 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
   }
 }
 
+// The statistics land in WarmStart's buffers in place: a captured step that
+// allocated new ones would keep a graph allocation and free the warm-up
+// step's buffer inside the graph, so its replays could not run.
+TEST(NefiEllipticDevice, StatisticsAreWrittenInPlace) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const el::EllipticGrid g = grid({9, 8}, "dirichlet");
+  fk::Tensor sigma = positive(g.shape, 21).to(kGpu);
+  sigma.set_requires_grad(true);
+  auto state = std::make_shared<el::WarmStart>();
+  el::SolveOptions o;
+  const void* forward = nullptr;
+  const void* adjoint = nullptr;
+  for (int call = 0; call < 2; ++call) {
+    const fk::Tensor u =
+        el::solve_elliptic(sigma, normal({2, 9, 8}, 22).to(kGpu), fk::Tensor(), g, o, state);
+    u.backward(normal({2, 9, 8}, 23).to(kGpu));
+    ASSERT_TRUE(state->device_forward_stats.defined());
+    ASSERT_TRUE(state->device_adjoint_stats.defined());
+    if (call == 0) {
+      forward = state->device_forward_stats.data_ptr();
+      adjoint = state->device_adjoint_stats.data_ptr();
+      continue;
+    }
+    EXPECT_EQ(state->device_forward_stats.data_ptr(), forward);
+    EXPECT_EQ(state->device_adjoint_stats.data_ptr(), adjoint);
+  }
+  EXPECT_EQ(el::device_cg_stats(state->device_forward_stats).unconverged, 0);
+  EXPECT_GT(el::device_cg_stats(state->device_adjoint_stats).max_iterations, 0);
+}
+
 nefi::EllipticOperatorOptions tight(const std::string& bc, const std::string& transform) {
   nefi::EllipticOperatorOptions o;
   o.boundary = bc;
@@ -145,6 +175,10 @@ TEST(NefiEllipticDevice, OperatorForwardAndGradientMatchTheCpu) {
       expect_device_matches_cpu(*op, x, g, dt, close_within(tol), &y);
       // A second call starts warm from the kept iterates and gives the same values.
       expect_close(host(op->apply(x.to(dt).to(kGpu))), y.cpu, tol, "warm forward");
+      const auto* solve = dynamic_cast<const nefi::EllipticOperator*>(op.get());
+      ASSERT_NE(solve, nullptr);
+      const el::CgStats warm = el::device_cg_stats(solve->solve_state().device_forward_stats);
+      EXPECT_GT(warm.warm_used, 0) << "the second forward did not start from the kept iterate";
     }
   }
 }
