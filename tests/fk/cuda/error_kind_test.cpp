@@ -4,7 +4,9 @@
 // lost. The classification and the sticky message run on every machine of a
 // CUDA build; the clearing needs a GPU (without a driver every runtime call,
 // cudaPeekAtLastError included, returns the initialization error), so it
-// skips elsewhere (scripts/gpu-check runs it on one).
+// skips elsewhere (scripts/gpu-check runs it on one). A CPU-only build has no
+// CUDA runtime to link these against, so it compiles nothing here.
+#ifdef FK_WITH_CUDA
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -74,3 +76,4 @@ TEST(CudaCheck, StickyErrorSaysTheContextIsLost) {
 
 }  // namespace
 }  // namespace fk::cuda
+#endif  // FK_WITH_CUDA
