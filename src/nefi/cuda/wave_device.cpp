@@ -80,7 +80,9 @@ template <typename T>
 struct WaveDeviceBackward : fk::autograd::Node {
   std::shared_ptr<const wave::ShotGeometry> geo;
   std::shared_ptr<const wave::WaveDeviceTables> tables;
-  fk::Tensor c;  // the velocity the forward ran with (detached, contiguous, on the device)
+  // The velocity the forward ran with (contiguous, on the device): an alias
+  // of the input when that was contiguous, so its version is checked.
+  fk::autograd::SavedTensor c;
   VelocityCoefficients vc;
   cuda::WaveShotsRecord record;
   fk::autograd::SavedTensor held;  // record.saved again, for accounting and release
@@ -88,6 +90,7 @@ struct WaveDeviceBackward : fk::autograd::Node {
   const char* name() const override { return "WaveDeviceBackward"; }
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
     fn(held);
+    fn(c);
   }
   void release_saved() override {
     record.saved = fk::Tensor();
@@ -96,6 +99,7 @@ struct WaveDeviceBackward : fk::autograd::Node {
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
     fk::profile::OpScope scope("wave_device_backward");
+    const fk::Tensor& c = this->c.unpack(name());
     const fk::Device d = c.device();
     fk::cuda::detail::DeviceGuard guard(d.index);
     void* stream = fk::cuda::current_stream(d.index);
