@@ -98,15 +98,23 @@ struct GrayScottDeviceBackward : fk::autograd::Node {
   cuda::GrayScottCoefficients k;
   cuda::GrayScottRollout rollout;
   RDUnknown unknown = RDUnknown::kF;
-  fk::Tensor field;        // the unknown, f64 on the device
-  fk::Tensor checkpoints;  // (blocks, 2, n0, n1) f64 on the device
+  // The unknown, f64 on the device: an alias of the input when that was
+  // contiguous f64, so its version is checked.
+  fk::autograd::SavedTensor field;
+  fk::autograd::SavedTensor checkpoints;  // (blocks, 2, n0, n1) f64 on the device
   fk::Dims in_shape;
   fk::DType dtype = fk::DType::F64;
   fk::Device device;
   bool fused = false;
   const char* name() const override { return "GrayScottDeviceBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(field);
+    fn(checkpoints);
+  }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
+    const fk::Tensor& field = this->field.unpack(name());
+    const fk::Tensor& checkpoints = this->checkpoints.unpack(name());
     fk::profile::OpScope scope("gray_scott_device_adjoint");
     fk::Tensor g = grads[0].device() == device ? grads[0] : grads[0].to(device);
     if (g.dtype() != fk::DType::F64) g = g.to(fk::DType::F64);

@@ -22,27 +22,50 @@ using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 
 constexpr int kStatsThreads = 256;
+// The first pass's grid: enough blocks to fill a GPU on a large 3-D velocity.
+constexpr int64_t kMaxStatsBlocks = 1024;
 
-template <typename T>
-__global__ void __launch_bounds__(kStatsThreads)
-    velocity_stats_kernel(const T* c, int64_t n, double* stats) {
-  __shared__ double part[3][kStatsThreads];
-  double acc[3] = {INFINITY, -INFINITY, 0.0};
-  for (int64_t i = threadIdx.x; i < n; i += kStatsThreads)
-    fold_velocity(acc, static_cast<double>(c[i]));
+// Tree-merges the block's folds in shared memory (fixed shape); thread 0
+// ends with the block's (min, max, count) in acc.
+__device__ void block_merge_velocity(double (*part)[kStatsThreads], double* acc) {
   for (int k = 0; k < 3; ++k) part[k][threadIdx.x] = acc[k];
   __syncthreads();
   for (int s = kStatsThreads / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) {
+    if (static_cast<int>(threadIdx.x) < s) {
       const int o = threadIdx.x + s;
-      part[0][threadIdx.x] = fmin(part[0][threadIdx.x], part[0][o]);
-      part[1][threadIdx.x] = fmax(part[1][threadIdx.x], part[1][o]);
-      part[2][threadIdx.x] += part[2][o];
+      const double other[3] = {part[0][o], part[1][o], part[2][o]};
+      merge_velocity(acc, other);
+      for (int k = 0; k < 3; ++k) part[k][threadIdx.x] = acc[k];
     }
     __syncthreads();
   }
+}
+
+// Pass 1: partials[3 b + k] := block b's fold of its grid-stride share of c.
+template <typename T>
+__global__ void __launch_bounds__(kStatsThreads)
+    velocity_partials_kernel(const T* c, int64_t n, double* partials) {
+  __shared__ double part[3][kStatsThreads];
+  double acc[3] = {INFINITY, -INFINITY, 0.0};
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kStatsThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kStatsThreads + threadIdx.x; i < n;
+       i += stride)
+    fold_velocity(acc, static_cast<double>(c[i]));
+  block_merge_velocity(part, acc);
   if (threadIdx.x == 0)
-    for (int k = 0; k < 3; ++k) stats[k] = part[k][0];
+    for (int k = 0; k < 3; ++k) partials[3 * blockIdx.x + k] = acc[k];
+}
+
+// Pass 2 (one block): stats := the merge of the blocks' partials.
+__global__ void __launch_bounds__(kStatsThreads)
+    velocity_stats_kernel(const double* partials, int64_t blocks, double* stats) {
+  __shared__ double part[3][kStatsThreads];
+  double acc[3] = {INFINITY, -INFINITY, 0.0};
+  for (int64_t b = threadIdx.x; b < blocks; b += kStatsThreads)
+    merge_velocity(acc, partials + 3 * b);
+  block_merge_velocity(part, acc);
+  if (threadIdx.x == 0)
+    for (int k = 0; k < 3; ++k) stats[k] = acc[k];
 }
 
 template <typename T>
@@ -240,9 +263,18 @@ void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t 
   check_launch("nefi::cuda::launch_sensor_adjoint");
 }
 
+int64_t velocity_stats_blocks(int64_t n) {
+  const int64_t b = (n + kStatsThreads - 1) / kStatsThreads;
+  return b < 1 ? 1 : b < kMaxStatsBlocks ? b : kMaxStatsBlocks;
+}
+
 template <typename T>
-void launch_velocity_stats(const T* c, int64_t n, double* stats, void* stream) {
-  velocity_stats_kernel<T><<<1, kStatsThreads, 0, as_stream(stream)>>>(c, n, stats);
+void launch_velocity_stats(const T* c, int64_t n, double* partials, double* stats, void* stream) {
+  const int64_t blocks = velocity_stats_blocks(n);
+  velocity_partials_kernel<T>
+      <<<static_cast<unsigned>(blocks), kStatsThreads, 0, as_stream(stream)>>>(c, n, partials);
+  check_launch("nefi::cuda::launch_velocity_stats");
+  velocity_stats_kernel<<<1, kStatsThreads, 0, as_stream(stream)>>>(partials, blocks, stats);
   check_launch("nefi::cuda::launch_velocity_stats");
 }
 
@@ -341,7 +373,7 @@ void launch_copy(const T* src, T* dst, int64_t n, void* stream) {
 }
 
 #define NEFI_WAVE_INSTANTIATE(T)                                                                   \
-  template void launch_velocity_stats<T>(const T*, int64_t, double*, void*);                       \
+  template void launch_velocity_stats<T>(const T*, int64_t, double*, double*, void*);              \
   template void launch_padded_kappa<T>(const WaveCells<T>&, const T*, double*, void*);             \
   template void launch_velocity_coefficients<T>(const WaveCells<T>&, const double*, const double*, \
                                                 const AxisFields<const double>&, T*,               \

@@ -282,4 +282,14 @@ NEFI_HOST_DEVICE inline void fold_velocity(double* acc, double v) {
   acc[1] = v > acc[1] ? v : acc[1];
 }
 
+// Two folds' results into one: acc := the fold of both parts' values. The
+// min, the max and the count (an integer in a double, exact below 2^53)
+// are the same in any merge order, so the multi-block reduction is
+// deterministic without a fixed order of its own.
+NEFI_HOST_DEVICE inline void merge_velocity(double* acc, const double* part) {
+  acc[0] = part[0] < acc[0] ? part[0] : acc[0];
+  acc[1] = part[1] > acc[1] ? part[1] : acc[1];
+  acc[2] += part[2];
+}
+
 }  // namespace nefi::cuda

@@ -80,7 +80,9 @@ template <typename T>
 struct WaveDeviceBackward : fk::autograd::Node {
   std::shared_ptr<const wave::ShotGeometry> geo;
   std::shared_ptr<const wave::WaveDeviceTables> tables;
-  fk::Tensor c;  // the velocity the forward ran with (detached, contiguous, on the device)
+  // The velocity the forward ran with (contiguous, on the device): an alias
+  // of the input when that was contiguous, so its version is checked.
+  fk::autograd::SavedTensor c;
   VelocityCoefficients vc;
   cuda::WaveShotsRecord record;
   fk::autograd::SavedTensor held;  // record.saved again, for accounting and release
@@ -88,6 +90,7 @@ struct WaveDeviceBackward : fk::autograd::Node {
   const char* name() const override { return "WaveDeviceBackward"; }
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
     fn(held);
+    fn(c);
   }
   void release_saved() override {
     record.saved = fk::Tensor();
@@ -96,6 +99,7 @@ struct WaveDeviceBackward : fk::autograd::Node {
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
     fk::profile::OpScope scope("wave_device_backward");
+    const fk::Tensor& c = this->c.unpack(name());
     const fk::Device d = c.device();
     fk::cuda::detail::DeviceGuard guard(d.index);
     void* stream = fk::cuda::current_stream(d.index);
@@ -115,16 +119,19 @@ struct WaveDeviceBackward : fk::autograd::Node {
   }
 };
 
-// check_velocity's value checks on the device: one reduction and three
+// check_velocity's value checks on the device: one two-pass reduction and three
 // numbers read back, skipped while the stream is captured (a host read
 // would end the capture; the eager warm-up step has checked the velocity
 // the graph's first replay starts from).
 template <typename T>
 void check_values_on_device(const fk::Tensor& c, double c_max, void* stream) {
   if (fk::cuda::capturing(c.device().index)) return;
+  const fk::Tensor partials =
+      fk::empty({3 * cuda::velocity_stats_blocks(c.numel())}, {fk::DType::F64, c.device()});
   fk::Tensor stats = fk::empty({3}, {fk::DType::F64, c.device()});
-  cuda::launch_velocity_stats(c.data<T>(), c.numel(), stats.data<double>(), stream);
-  fk::profile::count_launch();
+  cuda::launch_velocity_stats(c.data<T>(), c.numel(), partials.data<double>(), stats.data<double>(),
+                              stream);
+  fk::profile::count_launch(2);
   const std::vector<double> v = stats.to_vector<double>();
   check_velocity_range(v[0], v[1], v[2], c_max, "wave operator");
 }

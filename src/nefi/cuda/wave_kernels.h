@@ -65,9 +65,13 @@ struct StencilsView {
 
 // --- once per apply: the velocity's coefficients --------------------------
 
-// stats (3 doubles) := min c, max c, number of non-finite values (one block).
+// The velocity check's first-pass block count for n values (>= 1): the
+// length of launch_velocity_stats's partials is 3 times it.
+int64_t velocity_stats_blocks(int64_t n);
+// stats (3 doubles) := min c, max c, number of non-finite values: per block
+// a fold of a grid-stride share into partials, then one block merging them.
 template <typename T>
-void launch_velocity_stats(const T* c, int64_t n, double* stats, void* stream);
+void launch_velocity_stats(const T* c, int64_t n, double* partials, double* stats, void* stream);
 // kappa (stored grid, f64) := c² of the domain cell each padded cell
 // replicates (padded_kappa); the halo is left as it is (zero).
 template <typename T>

@@ -113,8 +113,11 @@ struct ReactionDiffusionConfig {
     FK_CHECK(c.op.checkpoint_every >= 0, "config key 'checkpoint_every'",
              "substeps >= 0 (0: sqrt of the total)", std::to_string(c.op.checkpoint_every));
     c.op.device_fused_cells = p.i("device_fused_cells");
-    FK_CHECK(c.op.device_fused_cells >= 0, "config key 'device_fused_cells'",
-             "cells >= 0 (0: one launch per substep)", std::to_string(c.op.device_fused_cells));
+    FK_CHECK(
+        c.op.device_fused_cells >= 0 && c.op.device_fused_cells <= kMaxDeviceFusedCells,
+        "config key 'device_fused_cells'",
+        "cells in [0, " + std::to_string(kMaxDeviceFusedCells) + "] (0: one launch per substep)",
+        std::to_string(c.op.device_fused_cells));
     c.noise_std = positive("noise_std", true);
     c.scene = p.choice("scene", {"blobs", "stripes"});
     c.field = neural_field_config_from(p);
@@ -216,7 +219,7 @@ class ReactionDiffusion : public Instance {
     p.declare("checkpoint_every", int64_t{0}, "substeps per checkpoint (0: sqrt of the total)");
     p.declare("device_fused_cells", int64_t{4096},
               "on a CUDA device, grids up to this many cells run each rollout as one launch (0: "
-              "one launch per substep)");
+              "one launch per substep; at most 65536)");
     p.declare("tv", 1e-4, "TV weight on F");
     p.declare("tv_eps", 1e-3, "TV smoothing");
     p.declare("hidden", int64_t{64}, "MLP width");

@@ -144,6 +144,27 @@ TEST(NefiGrayScottDevice, InitialStateIsUploadedOncePerDevice) {
   EXPECT_EQ(host(a), host(op.initial_state_on(fk::kCPU)));
 }
 
+// The adjoint reads the unknown the forward ran with (an alias of a
+// contiguous f64 input): changed in place in between, the backward refuses
+// rather than return the gradient at a field the snapshots never saw.
+TEST(NefiGrayScottDevice, FieldChangedInPlaceBeforeBackwardIsAClearError) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const Case& c = kCases[0];
+  const nefi::ReactionDiffusionOperator op(kDomain, options_for(c, nefi::RDGradMode::kCheckpoint));
+  fk::Tensor x = field_for(c, op.options(), 11).to(kGpu);
+  x.set_requires_grad(true);
+  const fk::Tensor y = op.apply(x);
+  fk::Tensor alias = x.detach();
+  fk::add_(alias, fk::full(kDomain.shape(), 1e-3, {fk::DType::F64, kGpu}));
+  try {
+    y.backward(fk::ones(y.shape(), {fk::DType::F64, kGpu}));
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("modified by an in-place op"), std::string::npos)
+        << e.what();
+  }
+}
+
 // An eager device apply checks a Du field as the CPU does.
 TEST(NefiGrayScottDevice, NonPositiveDuIsAClearError) {
   NEFI_SKIP_WITHOUT_GPU();

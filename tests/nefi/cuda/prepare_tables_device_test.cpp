@@ -19,15 +19,21 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/instances/instance.h"
 #include "nefi/operators/angular_spectrum.h"
 #include "nefi/operators/depth_compensated.h"
+#include "nefi/operators/elliptic/diffuse_optical.h"
+#include "nefi/operators/elliptic/elliptic_operator.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/magnetostatics.h"
 #include "nefi/operators/nv_relaxometry.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/operators/poisson_dst.h"
 #include "nefi/operators/radon.h"
+#include "nefi/operators/reaction_diffusion/reaction_diffusion_operator.h"
 #include "nefi/operators/scattering.h"
+#include "nefi/operators/wave/wave_initial_condition.h"
+#include "nefi/operators/wave/wave_operator.h"
 
 namespace {
 
@@ -71,6 +77,12 @@ void expect_captures_after_prepare(const nefi::Operator& op, const fk::Tensor& x
 fk::Tensor randn(const fk::Dims& shape, uint64_t seed) {
   fk::Generator gen(seed);
   return fk::randn(shape, {fk::DType::F64}, &gen);
+}
+
+// Values in [lo, hi) (f64, host): a velocity, a rate, a conductivity.
+fk::Tensor uniform(const fk::Dims& shape, double lo, double hi, uint64_t seed) {
+  fk::Generator gen(seed);
+  return fk::uniform(shape, lo, hi, {fk::DType::F64}, &gen);
 }
 
 TEST(NefiPrepareTablesDevice, WithoutItAHostWeightMapFailsTheCapture) {
@@ -130,6 +142,95 @@ TEST(NefiPrepareTablesDevice, EveryTableIsMadeBeforeTheCapture) {
     o.gamma = 1.0;
     const nefi::DepthCompensatedOperator op(inner, shape, o);
     expect_captures_after_prepare(op, randn(shape, 8));
+  }
+}
+
+// The solvers that gained prepare_tables: the wave equation (velocity and
+// photoacoustic maps), Gray-Scott's checkpointed solve, the elliptic solve
+// (darcy-like and diffuse optical) and the eit instance's operator.
+TEST(NefiPrepareTablesDevice, EverySolverTableIsMadeBeforeTheCapture) {
+  NEFI_SKIP_WITHOUT_GPU();
+  {
+    nefi::WaveOperatorConfig cfg;
+    cfg.wave.extent = {1.0, 1.0};
+    cfg.wave.absorbing = nefi::wave::Absorbing::kPml;
+    cfg.wave.absorb_width = 0.25;
+    cfg.wave.c_max = 2.5;
+    cfg.wave.dt_obs = 0.02;
+    cfg.wave.n_t = 20;
+    cfg.f0 = 4.0;
+    cfg.sources = {{0.3, 0.3}, {0.62, 0.62}};
+    cfg.receivers = {{0.8, 0.8}, {0.9, 0.15}};
+    cfg.grad_mode = "checkpoint";
+    const nefi::WaveOperator op(cfg, {12, 11});
+    expect_captures_after_prepare(op, uniform({12, 11}, 1.6, 2.4, 9));
+  }
+  {
+    nefi::WaveInitialConditionConfig cfg;
+    cfg.wave.extent = {1.0, 1.2};
+    cfg.wave.absorbing = nefi::wave::Absorbing::kPml;
+    cfg.wave.absorb_width = 0.2;
+    cfg.wave.c_max = 1.5;
+    cfg.wave.dt_obs = 0.04;
+    cfg.wave.n_t = 16;
+    cfg.receivers = {{0.1, 0.3}, {0.9, 0.95}};
+    cfg.sensor_fc = 9.0;
+    const nefi::WaveInitialConditionOperator op(cfg, {12, 14});
+    expect_captures_after_prepare(op, randn({12, 14}, 10));
+  }
+  {
+    nefi::ReactionDiffusionOptions o;
+    o.obs_times = {2, 5};
+    o.grad_mode = nefi::RDGradMode::kCheckpoint;
+    o.field_max = 0.07;
+    const nefi::ReactionDiffusionOperator op(nefi::Domain({12, 9}, {0.24, 0.18}), o);
+    expect_captures_after_prepare(op, uniform({12, 9}, 0.02, 0.06, 11));
+  }
+  nefi::EllipticOperatorOptions eo;
+  eo.boundary = "neumann";
+  eo.solve.cg.tol = 1e-10;
+  eo.warm_start = true;
+  {
+    eo.sigma_transform = "exp";
+    const nefi::Domain dom({12, 10}, {1.0, 0.8});
+    const nefi::EllipticOperator op(
+        dom,
+        [](const nefi::Domain& d) {
+          return randn({3, d.shape()[0], d.shape()[1]}, 12);
+        },
+        [](const nefi::Domain& d) {
+          return randn({5, d.numel()}, 13);
+        },
+        eo);
+    expect_captures_after_prepare(op, uniform(dom.shape(), 0.2, 1.0, 14));
+  }
+  {
+    eo.sigma_transform = "identity";
+    nefi::DiffuseOpticalOptions o;
+    o.reference_absorption = 0.05;
+    o.elliptic = eo;
+    const nefi::Domain dom({8, 7, 5}, {1.0, 1.0, 1.0});
+    const nefi::DiffuseOpticalOperator op(
+        dom,
+        [](const nefi::Domain& d) {
+          return uniform({2, d.shape()[0], d.shape()[1], d.shape()[2]}, 0.0, 1.0, 15);
+        },
+        [](const nefi::Domain& d) { return uniform(d.shape(), 0.05, 0.25, 16); },
+        [](const nefi::Domain& d) {
+          return uniform({6, d.numel()}, 0.0, 1.0, 17);
+        },
+        o);
+    expect_captures_after_prepare(op, uniform(dom.shape(), 0.025, 0.125, 18));
+  }
+  {
+    auto inst = nefi::find_instance("eit");
+    nefi::Params p = inst->default_config();
+    for (auto [key, value] : std::vector<std::pair<const char*, const char*>>{
+             {"n", "16"}, {"n_patterns", "4"}, {"electrodes", "12"}, {"linear_solver", "cg"}})
+      p.set(key, value);
+    const auto s = inst->setup(p, "grid", 0);
+    ASSERT_TRUE(s.has_value());
+    expect_captures_after_prepare(*s->problem.op, uniform({16, 16}, 0.3, 2.3, 19));
   }
 }
 

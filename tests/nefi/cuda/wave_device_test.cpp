@@ -147,6 +147,27 @@ TEST(NefiWaveDevice, BadVelocityIsAClearError) {
   EXPECT_NO_THROW(op.apply(ok.to(kGpu)));
 }
 
+// The backward reads the velocity the forward ran with (an alias of a
+// contiguous input): changed in place in between, the backward refuses
+// rather than return the gradient at a velocity the traces never saw.
+TEST(NefiWaveDevice, VelocityChangedInPlaceBeforeBackwardIsAClearError) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const Case& cs = kCases[0];
+  const WaveOperator op(config_for(cs, "checkpoint"), cs.shape);
+  fk::Tensor c = random_tensor(cs.shape, 5, 1.6, 2.4).to(kGpu);
+  c.set_requires_grad(true);
+  const fk::Tensor y = op.apply(c);
+  fk::Tensor alias = c.detach();
+  fk::add_(alias, fk::full(cs.shape, 0.01, {fk::DType::F64, kGpu}));
+  try {
+    y.backward(fk::ones(y.shape(), {y.dtype(), kGpu}));
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("modified by an in-place op"), std::string::npos)
+        << e.what();
+  }
+}
+
 // One upload per (resolution, device, dtype): the same buffers on a second
 // call and from a copy of the operator, others for f32 and at another grid.
 TEST(NefiWaveDevice, TablesAreCachedPerDeviceAndDtype) {

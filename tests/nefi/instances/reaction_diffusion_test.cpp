@@ -102,6 +102,7 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"obs_times", "[2.5]"},
                                                        {"checkpoint_every", "-1"},
                                                        {"device_fused_cells", "-1"},
+                                                       {"device_fused_cells", "65537"},
                                                        {"grid_lr_mult", "0"},
                                                        {"unknown", "Dv"}};
   for (const auto& [key, value] : cases) {

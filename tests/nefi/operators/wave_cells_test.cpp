@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -537,6 +538,33 @@ TEST(NefiWaveCells, VelocityFoldCountsNonFiniteValues) {
   EXPECT_EQ(acc[0], 0.5);
   EXPECT_EQ(acc[1], 3.0);
   EXPECT_EQ(acc[2], 3.0);
+}
+
+// The device check's two passes on the host: each of 6 "blocks" folds its
+// grid-stride share of the values, a 7th (a block past the end) folds none;
+// the partials merged in either order give the single fold's min, max and count.
+TEST(NefiWaveCells, MergedBlockFoldsEqualOneFold) {
+  const double inf = INFINITY;
+  std::vector<double> v;
+  for (int i = 0; i < 40; ++i) v.push_back(1.0 + 0.37 * ((i * 13) % 17));
+  v[5] = std::nan(""), v[11] = inf, v[29] = -inf, v[17] = 0.25, v[33] = 9.5;
+  double one[3] = {INFINITY, -INFINITY, 0};
+  for (double x : v) cu::fold_velocity(one, x);
+  ASSERT_EQ(one[0], 0.25);
+  ASSERT_EQ(one[1], 9.5);
+  ASSERT_EQ(one[2], 3.0);
+  constexpr size_t kStride = 6, kBlocks = 7;
+  std::vector<std::array<double, 3>> partials(kBlocks, {INFINITY, -INFINITY, 0});
+  for (size_t b = 0; b < kStride; ++b)
+    for (size_t i = b; i < v.size(); i += kStride) cu::fold_velocity(partials[b].data(), v[i]);
+  for (bool reverse : {false, true}) {
+    double acc[3] = {INFINITY, -INFINITY, 0};
+    for (size_t k = 0; k < kBlocks; ++k)
+      cu::merge_velocity(acc, partials[reverse ? kBlocks - 1 - k : k].data());
+    EXPECT_EQ(acc[0], one[0]);
+    EXPECT_EQ(acc[1], one[1]);
+    EXPECT_EQ(acc[2], one[2]);
+  }
 }
 
 }  // namespace

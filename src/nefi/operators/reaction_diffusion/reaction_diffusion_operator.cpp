@@ -165,7 +165,10 @@ ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
            "substep_factor in [1, 64]", std::to_string(options_.substep_factor));
   FK_CHECK(options_.checkpoint_every >= 0, who, "checkpoint_every >= 0 (0: sqrt)",
            std::to_string(options_.checkpoint_every));
-  FK_CHECK(options_.device_fused_cells >= 0, who, "device_fused_cells >= 0 (0: never fused)",
+  FK_CHECK(options_.device_fused_cells >= 0 && options_.device_fused_cells <= kMaxDeviceFusedCells,
+           who,
+           "device_fused_cells in [0, " + std::to_string(kMaxDeviceFusedCells) +
+               "] (0: never fused; above, one block would take too many cells)",
            std::to_string(options_.device_fused_cells));
   FK_CHECK(!options_.obs_times.empty(), who, "at least one observation time", "none");
   int64_t last = 0;

@@ -71,8 +71,17 @@ struct ReactionDiffusionOptions {
   // most 64 observation times), larger ones one launch per substep; 0: always
   // per substep. The same bits either way. 4096 (64 x 64) is a guess: a
   // substep of that many cells on one SM against a launch, not measured.
+  // At most kMaxDeviceFusedCells.
   int64_t device_fused_cells = 4096;
 };
+
+// The largest device_fused_cells. The fused kernels keep the state in global
+// memory (no shared-memory limit), but their one block of 512 threads runs on
+// one SM: at 65536 cells (256 x 256) each thread takes 128 cells a substep,
+// far past where a launch per substep over the whole device costs less (a
+// bound from that count, not a measurement). Larger values are refused,
+// not silently capped.
+inline constexpr int64_t kMaxDeviceFusedCells = 65536;
 
 class ReactionDiffusionOperator : public Operator {
  public:
@@ -81,7 +90,7 @@ class ReactionDiffusionOperator : public Operator {
   // positive multiples of dt, nothing observed, field_max < 0 (<= 0 for Du),
   // substep_factor or checkpoint_every out of range. apply throws on a
   // field of the wrong shape or dtype, and on a Du field that is not > 0.
-  // Also throws on device_fused_cells < 0.
+  // Also throws on device_fused_cells outside [0, kMaxDeviceFusedCells].
   ReactionDiffusionOperator(Domain domain, ReactionDiffusionOptions options);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;

@@ -172,6 +172,10 @@ TEST(NefiReactionDiffusion, BadInputsAreClearErrors) {
   bad([](auto& o) { o.substep_factor = 0; });
   bad([](auto& o) { o.checkpoint_every = -1; });
   bad([](auto& o) { o.device_fused_cells = -1; });
+  bad([](auto& o) { o.device_fused_cells = nefi::kMaxDeviceFusedCells + 1; });
+  nefi::ReactionDiffusionOptions widest;
+  widest.device_fused_cells = nefi::kMaxDeviceFusedCells;
+  EXPECT_NO_THROW(nefi::ReactionDiffusionOperator(dom, widest));
   bad([](auto& o) { o.F = -0.1; });
   bad([](auto& o) { o.unknown = nefi::RDUnknown::kDu, o.field_max = 0; });
   nefi::ReactionDiffusionOptions du;
