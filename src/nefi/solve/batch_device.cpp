@@ -88,7 +88,8 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
                                                              : stage_.shape)),
       op_(run.problems[0].op->at_resolution(domain_.shape())) {
   const fk::Device dev = run.opt.device;
-  op_->prepare_tables(dev, fk::DType::F32);
+  // The operator's device tables in the parameters' dtype, as a device Solver makes them.
+  op_->prepare_tables(dev, run.problems[0].field->params().flat().dtype());
   const OptimConfig& o = run.cur.optim;
   adam_.decoupled = o.optimizer == "adamw";
   adam_.weight_decay = o.weight_decay;

@@ -55,7 +55,7 @@ void expect_device_refused(const Toy& t, const nefi::BatchOptions& o, const std:
   }
 }
 
-TEST(NefiBatchDevice, SupportedSettingsPassTheCheck) {
+TEST(NefiBatchDeviceCheck, SupportedSettingsPassTheCheck) {
   const Toy t = toy(3);
   EXPECT_FALSE(nefi::batch_device_reason(t.problems, t.curriculum, on_gpu()).has_value());
   // The CPU refuses nothing here, whatever the settings.
@@ -70,7 +70,7 @@ TEST(NefiBatchDevice, SupportedSettingsPassTheCheck) {
   EXPECT_FALSE(nefi::batch_device_reason(grid.problems, grid.curriculum, cpu).has_value());
 }
 
-TEST(NefiBatchDevice, UnsupportedSettingsAreRefusedByName) {
+TEST(NefiBatchDeviceCheck, UnsupportedSettingsAreRefusedByName) {
   Toy ema = toy(2);
   ema.curriculum.optim.ema = 0.9;
   expect_device_refused(ema, on_gpu(), "optim.ema");
@@ -96,7 +96,7 @@ TEST(NefiBatchDevice, UnsupportedSettingsAreRefusedByName) {
 // A host-only operator is refused through device_solve_refusal, as a
 // single-problem device solve refuses it (heat with the cg solver is also not
 // batchable, so only the device check itself is called).
-TEST(NefiBatchDevice, HostOnlyOperatorIsRefusedWithItsReason) {
+TEST(NefiBatchDeviceCheck, HostOnlyOperatorIsRefusedWithItsReason) {
   Toy heat = toy(2);
   nefi::HeatConfig c;
   c.solver = "cg";
