@@ -65,6 +65,7 @@ class DeviceStage {
 
  private:
   int step(int t, double lr_t);
+  fk::Tensor grad_sq_rows(const std::vector<double>& seed);
   void guard(int64_t b, double total, int t);
   fk::Tensor& flat(int64_t b) { return run_.problems[b].field->params().flat(); }
 
@@ -153,6 +154,29 @@ void DeviceStage::guard(int64_t b, double total, int t) {
   p.adam_t = 0;
 }
 
+// (N) f64: the squared gradient norm of each problem that stepped (0 for the
+// others), enqueued on the device (device_grad_sq_sum's passes); on the CPU
+// the CPU batch's f64 sum.
+fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
+  const int64_t n = run_.n;
+  const fk::Device dev = run_.opt.device;
+  if (dev.is_cpu()) {
+    std::vector<double> sq(static_cast<size_t>(n), 0.0);
+    for (int64_t b = 0; b < n; ++b) {
+      const fk::Tensor g = flat(b).grad();
+      if (seed[b] == 0.0 || !g.defined()) continue;
+      const float* gp = g.data<float>();
+      for (int64_t i = 0; i < g.numel(); ++i) sq[b] += static_cast<double>(gp[i]) * gp[i];
+    }
+    return fk::from_vector(sq, fk::Dims{n});
+  }
+  fk::Tensor sq = fk::zeros(fk::Dims{n}, {fk::DType::F64, dev});
+  for (int64_t b = 0; b < n; ++b)
+    if (seed[b] != 0.0 && flat(b).grad().defined())
+      enqueue_grad_sq_sum({flat(b).grad()}, sq.data<double>() + b);
+  return sq;
+}
+
 // One step of every running problem; returns how many ran.
 int DeviceStage::step(int t, double lr_t) {
   const int64_t n = run_.n;
@@ -211,11 +235,7 @@ int DeviceStage::step(int t, double lr_t) {
   }
   for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
   fk::autograd::backward({total}, {fk::from_vector(seed, fk::Dims{n}).to(total.dtype()).to(dev)});
-  fk::Tensor sq = fk::zeros(fk::Dims{n}, {fk::DType::F64, dev});
-  for (int64_t b = 0; b < n; ++b)
-    if (seed[b] != 0.0 && flat(b).grad().defined())
-      enqueue_grad_sq_sum({flat(b).grad()}, sq.data<double>() + b);
-  gathered.push_back(sq);
+  gathered.push_back(grad_sq_rows(seed));
   // The step's one host read.
   const std::vector<double> got = fk::stack(gathered, 0).to(fk::kCPU).to_vector<double>();
   const size_t n_terms = terms.size();
@@ -239,7 +259,11 @@ int DeviceStage::step(int t, double lr_t) {
           (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
       ++p.adam_t;
       fk::autograd::NoGradGuard ng;
-      adam_update_device(x, g, p.m, p.v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
+      if (dev.is_cpu())
+        adam_update(x.data<float>(), g.data<float>(), p.m.data<float>(), p.v.data<float>(),
+                    x.numel(), p.lr_mult * lr_t, clip, adam_, p.adam_t);
+      else
+        adam_update_device(x, g, p.m, p.v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
       x.bump_version();
     }
     if (t % run_.opt.checkpoint_every == 0) p.good = snapshot({x})[0];

@@ -20,7 +20,10 @@ std::vector<std::string> batch_history_columns(const LossSet& losses);
 // BatchOptions::only_stage as a stage index (nullopt: every stage).
 std::optional<size_t> batch_only_stage(const std::optional<int>& only, int n_stages);
 
-// The device loop (batch.h's header comment); batch_device_reason already passed.
+// The device loop (batch.h's header comment); batch_device_reason already
+// passed. With options.device the CPU it runs the same loop on host tensors
+// (the CPU batch's f64 gradient norms and adam_update): the tests check the
+// loop's bookkeeping against the CPU batch where no GPU is.
 std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
                                         const Curriculum& curriculum, const BatchOptions& options);
 
