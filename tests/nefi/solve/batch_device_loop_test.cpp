@@ -14,6 +14,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "nefi/losses/data_losses.h"
 
 #include "nefi/instances/instance.h"
 #include "nefi/solve/batch.h"
@@ -135,6 +141,62 @@ TEST(NefiBatchDeviceLoop, AStoppedProblemStopsAloneAtItsSequentialStep) {
   expect_same_run(seq0, got[0], 1e-5);
   for (size_t b = 1; b < 3; ++b)
     expect_same_run(sequential(s.problems[b], s.curriculum, b), got[b], 1e-5);
+}
+
+// A batched term that is NaN for problem 1 and exactly 0 (value and
+// gradient) for the others: problem 1 diverges, the rest train as without it.
+struct NanRowLoss : nefi::Loss {
+  NanRowLoss() : nefi::Loss("nan_row") {}
+  fk::Tensor forward(const nefi::LossContext&) const override {
+    ADD_FAILURE() << "the batch uses the batched form";
+    return {};
+  }
+  fk::Tensor forward_rows(const nefi::BatchLossContext& c) const override {
+    const int64_t n = c.pred.size(0);
+    std::vector<double> w(static_cast<size_t>(n), 0.0);
+    w[1] = std::numeric_limits<double>::quiet_NaN();
+    const fk::Tensor mse =
+        nefi::masked_mse_rows(c.pred, c.obs, c.mask, std::vector<double>(w.size(), 1.0));
+    return fk::mul(mse, fk::from_vector(w, fk::Dims{n}).to(mse.dtype()));
+  }
+  std::string signature() const override { return "nan_row"; }
+};
+
+// The NaN guard: problem 1 restores and halves its lr max_bad_steps times,
+// then fails and stays frozen; the others match the CPU batch (itself tested
+// against sequential solves) step by step.
+TEST(NefiBatchDeviceLoop, ADivergedProblemIsFrozenAndTheOthersGoOn) {
+  const nefi::Params p = smoke_params("toy1d", {10, 20});
+  auto diverging = [&] {
+    Setups s = setups("toy1d", p, 3);
+    for (auto& q : s.problems) q.losses.add(std::make_shared<NanRowLoss>(), 1.0);
+    return s;
+  };
+  nefi::BatchOptions bo;
+  bo.seeds = {0, 1, 2};
+  bo.max_bad_steps = 3;
+  bo.raise_on_error = false;
+  bo.loss_mode = "shared";
+  Setups s = diverging();
+  const auto cpu = nefi::batch_invert(s.problems, s.curriculum, bo);
+  Setups d = diverging();
+  const auto got = nefi::detail::batch_invert_device(d.problems, d.curriculum, bo);
+  EXPECT_EQ(got[1].stages[0].stop, "failed");
+  EXPECT_EQ(got[1].stages[1].stop, "failed");
+  EXPECT_NE(got[1].error.find("non-finite"), std::string::npos);
+  EXPECT_TRUE(got[1].history.rows.empty());
+  EXPECT_EQ(got[0].history.rows.size(), 30u);  // the others ran every step
+  expect_same_run(cpu[0], got[0], 1e-5);
+  expect_same_run(cpu[2], got[2], 1e-5);
+  EXPECT_EQ(cpu[1].error, got[1].error);
+  bo.raise_on_error = true;
+  Setups again = diverging();
+  try {
+    nefi::detail::batch_invert_device(again.problems, again.curriculum, bo);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[1] failed"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
