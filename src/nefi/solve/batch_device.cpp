@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -344,6 +345,11 @@ void DeviceStage::run_steps() {
 
 std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
                                         const Curriculum& cur, const BatchOptions& opt) {
+  // Before any field is reset or moved: a device this process cannot use.
+  FK_CHECK(opt.device.is_cpu() || opt.device.index < fk::cuda::device_count(),
+           "nefi::batch_invert (device)",
+           "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
+           opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
   DeviceRun run{problems,
                 cur,

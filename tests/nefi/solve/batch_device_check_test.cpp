@@ -5,6 +5,7 @@
 // would fail there with a different error).
 #include <gtest/gtest.h>
 
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/instances/instance.h"
@@ -103,6 +104,23 @@ TEST(NefiBatchDeviceCheck, HostOnlyOperatorIsRefusedWithItsReason) {
   for (auto& q : heat.problems) q.op = std::make_shared<nefi::HeatOperator>(c, fk::Dims{4, 4, 3});
   expect_device_refused(heat, on_gpu(), "solver cg", false);
   expect_device_refused(heat, on_gpu(), "problem 0's operator heat", false);
+}
+
+// Where no CUDA device is usable (a CPU-only build, or no GPU), supported
+// settings reach the device loop, which refuses the device before touching
+// any field.
+TEST(NefiBatchDeviceCheck, AnUnusableDeviceIsRefusedBeforeAnyFieldMoves) {
+  if (fk::cuda::device_count() > 0) GTEST_SKIP() << "a CUDA device is usable here";
+  const Toy t = toy(2);
+  const std::vector<float> before = t.problems[0].field->params().flat().to_vector<float>();
+  try {
+    nefi::batch_invert(t.problems, t.curriculum, on_gpu());
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("usable CUDA device"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(t.problems[0].field->params().flat().to_vector<float>(), before);
+  EXPECT_TRUE(t.problems[0].field->params().flat().device().is_cpu());
 }
 
 }  // namespace
