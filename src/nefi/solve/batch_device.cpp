@@ -15,6 +15,7 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
+#include "fk/sync_debug.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/adam.h"
@@ -67,6 +68,7 @@ class DeviceStage {
  private:
   int step(int t, double lr_t);
   fk::Tensor grad_sq_rows(const std::vector<double>& seed);
+  fk::Tensor forward_backward(int t, const std::vector<double>& seed);
   void guard(int64_t b, double total, int t);
   fk::Tensor& flat(int64_t b) { return run_.problems[b].field->params().flat(); }
 
@@ -178,14 +180,14 @@ fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
   return sq;
 }
 
-// One step of every running problem; returns how many ran.
-int DeviceStage::step(int t, double lr_t) {
+// Fields, operator, losses and the backward of one step, enqueued with no
+// host read (a DeviceStepScope marks it); returns what the step's one read
+// brings back, (slots, N) f64: the totals, each term's values, (discrepancy)
+// the masked MSE, the squared gradient norms.
+fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed) {
+  const fk::DeviceStepScope in_step;
   const int64_t n = run_.n;
   const fk::Device dev = run_.opt.device;
-  std::vector<double> seed(static_cast<size_t>(n), 0.0);
-  int n_active = 0;
-  for (int64_t b = 0; b < n; ++b) n_active += static_cast<int>(seed[b] = ps_[b].running);
-  if (n_active == 0) return 0;
   const double progress = stage_.progress_at(t);
   // Every field is evaluated (a frozen one's row gets a zero seed, so no
   // gradient): the stacked block keeps its (N, *shape) layout.
@@ -237,11 +239,24 @@ int DeviceStage::step(int t, double lr_t) {
   for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
   fk::autograd::backward({total}, {fk::from_vector(seed, fk::Dims{n}).to(total.dtype()).to(dev)});
   gathered.push_back(grad_sq_rows(seed));
-  // The step's one host read.
-  const std::vector<double> got = fk::stack(gathered, 0).to(fk::kCPU).to_vector<double>();
-  const size_t n_terms = terms.size();
+  return fk::stack(gathered, 0);
+}
+
+// One step of every running problem; returns how many ran.
+int DeviceStage::step(int t, double lr_t) {
+  const int64_t n = run_.n;
+  const fk::Device dev = run_.opt.device;
+  std::vector<double> seed(static_cast<size_t>(n), 0.0);
+  int n_active = 0;
+  for (int64_t b = 0; b < n; ++b) n_active += static_cast<int>(seed[b] = ps_[b].running);
+  if (n_active == 0) return 0;
+  const double progress = stage_.progress_at(t);
+  // The step's one host read (FK_SYNC_DEBUG reports any other inside it).
+  const std::vector<double> got = forward_backward(t, seed).to(fk::kCPU).to_vector<double>();
+  const fk::DeviceStepScope in_step;
+  const size_t n_terms = ps_[0].losses.terms().size();
   auto at = [&](size_t slot, int64_t b) { return got[slot * static_cast<size_t>(n) + b]; };
-  const size_t sq_slot = gathered.size() - 1;
+  const size_t sq_slot = got.size() / static_cast<size_t>(n) - 1;
   for (int64_t b = 0; b < n; ++b) {
     if (seed[b] == 0.0) continue;
     DeviceProblem& p = ps_[b];

@@ -1,6 +1,7 @@
 // batch_invert on a CUDA device (BatchOptions::device): a batch of 3 toy1d
 // and of 3 deconvolution problems against (a) the same batch on the CPU and
-// (b) each problem solved alone by a Solver on the device. Without a usable
+// (b) each problem solved alone by a Solver on the device, and that a step
+// reads the host once (FK_SYNC_DEBUG=error). Without a usable
 // device the tests skip (scripts/gpu-check runs them on one).
 //
 // Tolerances. (a) CPU batch vs device batch: f32 round-off from the first
@@ -125,6 +126,27 @@ TEST(NefiBatchDevice, Toy1dBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
 TEST(NefiBatchDevice, DeconvolutionBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_device_batch_matches("deconvolution");
+}
+
+// A step's only host read is the one gathered copy after the backward:
+// under FK_SYNC_DEBUG=error any other read of a device tensor inside a step
+// (the loop marks the step with a DeviceStepScope) throws, and the run
+// equals the unmarked one bitwise.
+TEST(NefiBatchDevice, Toy1dBatchStepsReadTheHostOncePerStep) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const auto plain = batch("toy1d", fk::cuda_device(0));
+  std::vector<nefi::Result> marked;
+  {
+    const nefi::cuda_test::KnobOverride error("FK_SYNC_DEBUG", "error");
+    ASSERT_NO_THROW(marked = batch("toy1d", fk::cuda_device(0)));
+  }
+  ASSERT_EQ(marked.size(), plain.size());
+  for (size_t b = 0; b < plain.size(); ++b) {
+    EXPECT_EQ(marked[b].history.rows, plain[b].history.rows) << "problem " << b;
+    EXPECT_EQ(marked[b].fields.at("x").to_vector<float>(),
+              plain[b].fields.at("x").to_vector<float>());
+  }
 }
 
 }  // namespace
