@@ -19,6 +19,7 @@
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/batch_blocks.h"
+#include "nefi/solve/batch_device.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/split_rows.h"
 #include "nefi/solve/weighted_rows.h"
@@ -190,18 +191,13 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
 // the same weights, and the same batched loss wherever a weight is non-zero,
 // with masks on all measurements or on none. Checked at every stage start.
 bool BatchStage::shared_losses() const {
-  const auto& t0 = ps_[0].losses.terms();
+  std::vector<const LossSet*> sets;
+  std::vector<char> masked;
   for (const ProblemStage& p : ps_) {
-    const auto& t = p.losses.terms();
-    if (t.size() != t0.size() || p.obs.mask.defined() != ps_[0].obs.mask.defined()) return false;
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].weight != t0[i].weight || t[i].loss->name() != t0[i].loss->name()) return false;
-      if (t[i].weight == 0.0) continue;
-      const std::string sig = t[i].loss->signature();
-      if (sig.empty() || sig != t0[i].loss->signature()) return false;
-    }
+    sets.push_back(&p.losses);
+    masked.push_back(p.obs.mask.defined());
   }
-  return true;
+  return detail::loss_sets_match(sets, masked);
 }
 
 // Field -> operator -> per-problem losses for the active problems.
@@ -481,13 +477,6 @@ void BatchStage::run_steps() {
   }
 }
 
-std::vector<std::string> history_columns(const LossSet& losses) {
-  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
-                             "progress", "total",       "data_loss"};
-  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
-  return c;
-}
-
 // The (chunk, P) leaves: every problem's field initialised from its seed, as
 // the sequential Solver does at run start.
 std::vector<fk::Tensor> parameter_blocks(std::vector<InverseProblem>& problems,
@@ -513,7 +502,16 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
   res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
 }
 
-std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
+}  // namespace
+
+std::vector<std::string> detail::batch_history_columns(const LossSet& losses) {
+  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
+                             "progress", "total",       "data_loss"};
+  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
+  return c;
+}
+
+std::optional<size_t> detail::batch_only_stage(const std::optional<int>& only, int n_stages) {
   if (!only) return std::nullopt;
   const int k = *only < 0 ? n_stages + *only : *only;
   FK_CHECK(k >= 0 && k < n_stages, "nefi::batch_invert stage",
@@ -521,8 +519,6 @@ std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_sta
            std::to_string(*only));
   return static_cast<size_t>(k);
 }
-
-}  // namespace
 
 std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& cur,
                                  const BatchOptions& opt) {
@@ -538,6 +534,11 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
            std::to_string(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
            std::to_string(opt.checkpoint_every));
+  if (!opt.device.is_cpu()) {
+    if (auto why = batch_device_reason(problems, cur, opt))
+      throw fk::Error("nefi::batch_invert", "problems a device batch supports", *why);
+    return detail::batch_invert_device(problems, cur, opt);
+  }
   const auto* mlp0 = dynamic_cast<const NeuralField*>(problems[0].field.get());
   const auto* grid0 = dynamic_cast<const GridField*>(problems[0].field.get());
   MlpLayout layout;
@@ -563,9 +564,9 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
                std::vector<int>(n, 0),
                std::vector<Result>(n)};
   for (int64_t b = 0; b < n; ++b)
-    run.results[b].history.columns = history_columns(problems[b].losses);
+    run.results[b].history.columns = detail::batch_history_columns(problems[b].losses);
   const std::optional<size_t> only =
-      only_stage_index(opt.only_stage, static_cast<int>(cur.stages.size()));
+      detail::batch_only_stage(opt.only_stage, static_cast<int>(cur.stages.size()));
   Domain final_domain = problems[0].domain;
   std::vector<double> final_progress(n, 1.0);
   for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {

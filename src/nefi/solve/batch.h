@@ -40,11 +40,28 @@
 // sequential / sum of those; not heat or other time-stepping or
 // implicit-solve operators) and have no trainable parameters; a measurement each; the optimizer
 // adam or adamw; one run (restarts 1).
+//
+// device (BatchOptions::device, a CUDA device): each problem's NeuralField,
+// its Adam(W) moments, the stacked measurements, the operator and the losses
+// live on the device; a step evaluates the N fields (each its own device MLP,
+// as a Solver on the device does), stacks them to (N, *shape), calls the
+// operator once and the shared LossSet's batched forms once per term, and
+// runs one backward of sum_b L_b. Its one host read comes after the
+// backward: per problem the loss total, the components, the squared
+// gradient norm (and the discrepancy's masked MSE) in one copy; the host
+// then picks each problem's clip factor and runs the device Adam(W) on its
+// parameters (adam_update_device, the CPU update's arithmetic), or its NaN
+// guard (a device restore of its last good parameters). Eager steps (no CUDA
+// graph). Results come back on the host as on the CPU. batch_device_reason
+// names what a device batch refuses, before any work: grid fields, EMA, a
+// host-only operator (device_solve_refusal), fp16 autocast, loss sets that
+// do not match term by term at some stage (or loss_mode loop), chunk_size.
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "nefi/solve/curriculum.h"
 #include "nefi/solve/problem.h"
 #include "nefi/solve/result.h"
@@ -74,6 +91,8 @@ struct BatchOptions {
   // problem's matches (checked at each stage start), else each problem's own
   // on its rows; shared: require the former; loop: always the latter.
   std::string loss_mode = "auto";
+  // Where the batch trains (see the header comment); CPU by default.
+  fk::Device device = fk::kCPU;
   // Profiling switches, as in SolverOptions.
   bool stopping_rules = true;
   std::optional<int> only_stage;
@@ -84,8 +103,16 @@ struct BatchOptions {
 std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& problems,
                                             const Curriculum& curriculum);
 
+// Why these problems cannot be solved together on options.device (nullopt
+// when they can; always nullopt for the CPU). A pure function of its
+// arguments: checkable in a CPU-only build.
+std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>& problems,
+                                               const Curriculum& curriculum,
+                                               const BatchOptions& options);
+
 // Throws fk::Error with batchable_reason's message when the problems cannot
-// be batched, and (raise_on_error) "problem(s) [i, ...] failed" at the end.
+// be batched (batch_device_reason's on a device), and (raise_on_error) "problem(s) [i, ...] failed"
+// at the end.
 std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& curriculum,
                                  const BatchOptions& options = {});
 

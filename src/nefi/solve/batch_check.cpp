@@ -7,6 +7,7 @@
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/solve/batch.h"
+#include "nefi/solve/batch_device.h"
 
 namespace nefi {
 namespace {
@@ -88,6 +89,63 @@ std::optional<std::string> operator_reason(const InverseProblem& p, const Invers
 }
 
 }  // namespace
+
+bool detail::loss_sets_match(const std::vector<const LossSet*>& sets,
+                             const std::vector<char>& masked) {
+  const auto& t0 = sets.at(0)->terms();
+  for (size_t b = 0; b < sets.size(); ++b) {
+    const auto& t = sets[b]->terms();
+    if (t.size() != t0.size() || masked[b] != masked[0]) return false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].weight != t0[i].weight || t[i].loss->name() != t0[i].loss->name()) return false;
+      if (t[i].weight == 0.0) continue;
+      const std::string sig = t[i].loss->signature();
+      if (sig.empty() || sig != t0[i].loss->signature()) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>& problems,
+                                               const Curriculum& cur, const BatchOptions& opt) {
+  if (opt.device.is_cpu()) return std::nullopt;
+  const std::string on = " (batch_invert on " + opt.device.str() + ")";
+  if (cur.optim.ema) return "optim.ema set: its shadow update is a host loop" + on;
+  if (opt.chunk_size != 0)
+    return "chunk_size " + std::to_string(opt.chunk_size) +
+           ": a device batch runs every problem in each step (use 0)" + on;
+  if (opt.loss_mode == "loop")
+    return "loss_mode loop: each problem's own loss set reads its values on the host (use auto "
+           "or shared with matching loss sets)" +
+           on;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const InverseProblem& p = problems[i];
+    const std::string who = "problem " + std::to_string(i);
+    if (!p.field || !p.op) return who + " has no field or no operator";
+    const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
+    if (!f)
+      return who + " has a '" + p.field->kind() + "' field: only neural fields train on a device" +
+             on;
+    if (f->config().autocast == fk::DType::F16)
+      return who + "'s field has fp16 autocast: loss scaling is not wired for a device solve" + on;
+    const std::string refusal = device_solve_refusal(*p.op, opt.device);
+    if (!refusal.empty()) return who + "'s " + refusal;
+  }
+  std::vector<char> masked;
+  for (const InverseProblem& p : problems) masked.push_back(p.measurement.mask.defined());
+  for (const Stage& st : cur.stages) {
+    std::vector<LossSet> sets;
+    for (const InverseProblem& p : problems) sets.push_back(p.losses.with_weights(st.loss_weights));
+    std::vector<const LossSet*> ptrs;
+    for (const LossSet& s : sets) ptrs.push_back(&s);
+    if (!detail::loss_sets_match(ptrs, masked))
+      return "stage " + st.name +
+             ": the problems' loss sets (or masks) do not match term by term with batched "
+             "forms, so the losses cannot run as one shared set" +
+             on;
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& problems,
                                             const Curriculum& cur) {

@@ -1,0 +1,422 @@
+// batch_invert on a CUDA device (batch.h's header comment): N neural fields,
+// their moments and the stacked measurements on the device, one operator
+// call and one shared loss set per step, one host read per step.
+#include "nefi/solve/batch_device.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
+#include "fk/profile.h"
+#include "fk/sync_debug.h"
+#include "nefi/field/neural_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/solve/adam.h"
+#include "nefi/solve/adam_device.h"
+#include "nefi/solve/final_fields.h"
+#include "nefi/solve/parameter_buffers.h"
+
+namespace nefi::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct DeviceProblem {
+  Measurement obs;  // on the device
+  LossSet losses;
+  fk::Tensor m, v, good;  // moments and last good parameters, on the device
+  int64_t adam_t = 0;
+  double lr_mult = 1.0, progress = 0.0;
+  int bad = 0;
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  bool running = true;
+  StageResult sr;
+};
+
+struct DeviceRun {
+  std::vector<InverseProblem>& problems;
+  const Curriculum& cur;
+  const BatchOptions& opt;
+  const int64_t n;
+  std::vector<char> failed;
+  std::vector<std::string> errors;
+  std::vector<int> global;
+  std::vector<Result> results;
+  bool run_over = false;
+  Clock::time_point t_run = Clock::now();
+};
+
+// One stage of the device loop.
+class DeviceStage {
+ public:
+  DeviceStage(DeviceRun& run, size_t index);
+  void run_steps();
+  const Domain& domain() const { return domain_; }
+  const std::vector<DeviceProblem>& problems() const { return ps_; }
+
+ private:
+  int step(int t, double lr_t);
+  fk::Tensor grad_sq_rows(const std::vector<double>& seed);
+  fk::Tensor forward_backward(int t, const std::vector<double>& seed);
+  void guard(int64_t b, double total, int t);
+  fk::Tensor& flat(int64_t b) { return run_.problems[b].field->params().flat(); }
+
+  DeviceRun& run_;
+  const int index_;
+  const Stage& stage_;
+  const Domain domain_;
+  const OperatorPtr op_;
+  AdamOptions adam_;
+  std::vector<DeviceProblem> ps_;
+  fk::Tensor obs_, mask_;  // (N, *out_shape) on the device
+  std::vector<double> noise_std_;
+  bool discrepancy_ = false;  // the rule is on and some measurement has a noise level
+};
+
+DeviceStage::DeviceStage(DeviceRun& run, size_t index)
+    : run_(run),
+      index_(static_cast<int>(index)),
+      stage_(run.cur.stages[index]),
+      domain_(run.problems[0].domain.at(stage_.shape.empty() ? run.problems[0].domain.shape()
+                                                             : stage_.shape)),
+      op_(run.problems[0].op->at_resolution(domain_.shape())) {
+  const fk::Device dev = run.opt.device;
+  // The operator's device tables in the parameters' dtype, as a device Solver makes them.
+  op_->prepare_tables(dev, run.problems[0].field->params().flat().dtype());
+  const OptimConfig& o = run.cur.optim;
+  adam_.decoupled = o.optimizer == "adamw";
+  adam_.weight_decay = o.weight_decay;
+  adam_.beta1 = o.beta1;
+  adam_.beta2 = o.beta2;
+  adam_.eps = o.eps;
+  adam_.grad_clip = o.grad_clip;
+  const fk::Dims out_shape = op_->output_shape(domain_.shape());
+  ps_.resize(static_cast<size_t>(run.n));
+  std::vector<fk::Tensor> obs, mask;
+  for (int64_t b = 0; b < run.n; ++b) {
+    DeviceProblem& p = ps_[b];
+    p.obs = run.problems[b].measurement.resampled(out_shape);
+    if (p.obs.mask.defined())
+      FK_CHECK(fk::sum(p.obs.mask.to(fk::DType::F64)).item() > 0, "nefi::batch_invert (device)",
+               "a mask with at least one observed cell",
+               "an all-zero mask in problem " + std::to_string(b));
+    p.obs.data = p.obs.data.to(dev);
+    if (p.obs.mask.defined()) p.obs.mask = p.obs.mask.to(dev);
+    obs.push_back(p.obs.data);
+    if (p.obs.mask.defined()) mask.push_back(p.obs.mask);
+    noise_std_.push_back(p.obs.noise_std);
+    discrepancy_ = discrepancy_ || (run.cur.discrepancy_tau && p.obs.has_noise());
+    p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
+    fk::Tensor& x = flat(b);
+    p.m = fk::zeros(x.shape(), {x.dtype(), dev});
+    p.v = fk::zeros(x.shape(), {x.dtype(), dev});
+    p.good = snapshot({x})[0];
+    p.running = !run.failed[b];
+    if (run.failed[b]) p.sr.stop = "failed";
+    p.sr.name = stage_.name;
+    p.sr.shape = domain_.shape();
+  }
+  obs_ = fk::stack(obs, 0);
+  if (!mask.empty()) mask_ = fk::stack(mask, 0);
+}
+
+// The NaN guard of one problem whose loss was not finite at step t (the CPU
+// batch's, with device restores).
+void DeviceStage::guard(int64_t b, double total, int t) {
+  DeviceProblem& p = ps_[b];
+  std::string why;
+  if (!run_.opt.nan_guard)
+    why = "a non-finite loss " + std::to_string(total) + " at stage " + stage_.name + " step " +
+          std::to_string(t) + " (nan_guard is off)";
+  else if (++p.bad > run_.opt.max_bad_steps)
+    why = "a persistent non-finite loss at stage " + stage_.name + " (more than " +
+          std::to_string(run_.opt.max_bad_steps) + " non-finite steps in a row)";
+  if (!why.empty()) {
+    run_.failed[b] = 1;
+    run_.errors[b] = why;
+    p.running = false;
+    p.sr.stop = "failed";
+    return;
+  }
+  std::vector<fk::Tensor> x{flat(b)};
+  restore(x, {p.good});
+  p.lr_mult *= 0.5;
+  p.m = fk::zeros(p.m.shape(), {p.m.dtype(), p.m.device()});
+  p.v = fk::zeros(p.v.shape(), {p.v.dtype(), p.v.device()});
+  p.adam_t = 0;
+}
+
+// (N) f64: the squared gradient norm of each problem that stepped (0 for the
+// others), enqueued on the device (device_grad_sq_sum's passes); on the CPU
+// the CPU batch's f64 sum.
+fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
+  const int64_t n = run_.n;
+  const fk::Device dev = run_.opt.device;
+  if (dev.is_cpu()) {
+    std::vector<double> sq(static_cast<size_t>(n), 0.0);
+    for (int64_t b = 0; b < n; ++b) {
+      const fk::Tensor g = flat(b).grad();
+      if (seed[b] == 0.0 || !g.defined()) continue;
+      const float* gp = g.data<float>();
+      for (int64_t i = 0; i < g.numel(); ++i) sq[b] += static_cast<double>(gp[i]) * gp[i];
+    }
+    return fk::from_vector(sq, fk::Dims{n});
+  }
+  fk::Tensor sq = fk::zeros(fk::Dims{n}, {fk::DType::F64, dev});
+  for (int64_t b = 0; b < n; ++b)
+    if (seed[b] != 0.0 && flat(b).grad().defined())
+      enqueue_grad_sq_sum({flat(b).grad()}, sq.data<double>() + b);
+  return sq;
+}
+
+// Fields, operator, losses and the backward of one step, enqueued with no
+// host read (a DeviceStepScope marks it); returns what the step's one read
+// brings back, (slots, N) f64: the totals, each term's values, (discrepancy)
+// the masked MSE, the squared gradient norms.
+fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed) {
+  const fk::DeviceStepScope in_step;
+  const int64_t n = run_.n;
+  const fk::Device dev = run_.opt.device;
+  const double progress = stage_.progress_at(t);
+  // Every field is evaluated (a frozen one's row gets a zero seed, so no
+  // gradient): the stacked block keeps its (N, *shape) layout.
+  std::map<std::string, std::vector<fk::Tensor>> rows;
+  for (int64_t b = 0; b < n; ++b)
+    for (auto& [name, f] : run_.problems[b].field->forward(domain_, progress))
+      rows[name].push_back(f);
+  FieldMap fields;
+  for (auto& [name, r] : rows) fields[name] = fk::stack(r, 0);
+  const fk::Tensor pred = op_->forward(fields);
+  BatchLossContext ctx;
+  ctx.fields = &fields;
+  ctx.pred = pred;
+  ctx.obs = obs_;
+  ctx.mask = mask_;
+  ctx.noise_std = noise_std_;
+  ctx.domain = &domain_;
+  // Gathered for the one read: totals, per-term values, then (discrepancy)
+  // the masked MSE, each (N) f64; the squared gradient norms go after them.
+  std::vector<fk::Tensor> gathered;
+  fk::Tensor total;
+  const auto& terms = ps_[0].losses.terms();
+  for (const LossSet::Term& term : terms) {
+    if (term.weight == 0.0) {
+      gathered.push_back(fk::zeros(fk::Dims{n}, {fk::DType::F64, dev}));
+      continue;
+    }
+    fk::Tensor c = term.loss->forward_rows(ctx);
+    FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert (device)",
+             "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
+             c.defined() ? c.shape().str() : "none");
+    {
+      fk::autograd::NoGradGuard ng;
+      gathered.push_back(c.detach().to(fk::DType::F64));
+    }
+    const fk::Tensor wc = term.weight == 1.0 ? c : fk::mul(c, term.weight);
+    total = total.defined() ? fk::add(total, wc) : wc;
+  }
+  FK_CHECK(total.defined(), "nefi::batch_invert (device)",
+           "at least one term with a non-zero weight", "none");
+  {
+    fk::autograd::NoGradGuard ng;
+    gathered.insert(gathered.begin(), total.detach().to(fk::DType::F64));
+    if (discrepancy_)
+      gathered.push_back(masked_mse_rows(pred.detach(), obs_, mask_,
+                                         std::vector<double>(static_cast<size_t>(n), 1.0))
+                             .to(fk::DType::F64));
+  }
+  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
+  fk::autograd::backward({total}, {fk::from_vector(seed, fk::Dims{n}).to(total.dtype()).to(dev)});
+  gathered.push_back(grad_sq_rows(seed));
+  return fk::stack(gathered, 0);
+}
+
+// One step of every running problem; returns how many ran.
+int DeviceStage::step(int t, double lr_t) {
+  const int64_t n = run_.n;
+  const fk::Device dev = run_.opt.device;
+  std::vector<double> seed(static_cast<size_t>(n), 0.0);
+  int n_active = 0;
+  for (int64_t b = 0; b < n; ++b) n_active += static_cast<int>(seed[b] = ps_[b].running);
+  if (n_active == 0) return 0;
+  const double progress = stage_.progress_at(t);
+  // The step's one host read (FK_SYNC_DEBUG reports any other inside it).
+  const std::vector<double> got = forward_backward(t, seed).to(fk::kCPU).to_vector<double>();
+  const fk::DeviceStepScope in_step;
+  const size_t n_terms = ps_[0].losses.terms().size();
+  auto at = [&](size_t slot, int64_t b) { return got[slot * static_cast<size_t>(n) + b]; };
+  const size_t sq_slot = got.size() / static_cast<size_t>(n) - 1;
+  for (int64_t b = 0; b < n; ++b) {
+    if (seed[b] == 0.0) continue;
+    DeviceProblem& p = ps_[b];
+    p.progress = progress;
+    const double tot = at(0, b);
+    if (!std::isfinite(tot)) {
+      guard(b, tot, t);
+      continue;
+    }
+    p.bad = 0;
+    fk::Tensor& x = flat(b);
+    const fk::Tensor g = x.grad();
+    if (g.defined()) {
+      const double norm = std::sqrt(at(sq_slot, b));
+      const double clip =
+          (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
+      ++p.adam_t;
+      fk::autograd::NoGradGuard ng;
+      if (dev.is_cpu())
+        adam_update(x.data<float>(), g.data<float>(), p.m.data<float>(), p.v.data<float>(),
+                    x.numel(), p.lr_mult * lr_t, clip, adam_, p.adam_t);
+      else
+        adam_update_device(x, g, p.m, p.v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
+      x.bump_version();
+    }
+    if (t % run_.opt.checkpoint_every == 0) p.good = snapshot({x})[0];
+    std::vector<double> comps;
+    for (size_t k = 0; k < n_terms; ++k) comps.push_back(at(1 + k, b));
+    const double data = p.losses.data_loss(comps);
+    std::vector<double> r{static_cast<double>(t),
+                          static_cast<double>(run_.global[b]),
+                          static_cast<double>(index_),
+                          p.lr_mult * lr_t,
+                          p.progress,
+                          tot,
+                          data};
+    r.insert(r.end(), comps.begin(), comps.end());
+    run_.results[b].history.rows.push_back(std::move(r));
+    p.sr.steps = t + 1;
+    p.sr.final_total = tot;
+    p.sr.final_data_loss = data;
+    ++run_.global[b];
+    // The sequential Solver's stopping rules.
+    if (!run_.opt.stopping_rules || p.progress < 1.0) continue;
+    const char* stop = nullptr;
+    if (run_.cur.early_stop_patience) {
+      if (data < p.best - run_.cur.early_stop_min_delta) {
+        p.best = data;
+        p.since_best = 0;
+      } else if (++p.since_best >= *run_.cur.early_stop_patience) {
+        stop = "early_stop";
+      }
+    }
+    if (!stop && discrepancy_ && p.obs.has_noise() &&
+        std::sqrt(at(1 + n_terms, b)) <= *run_.cur.discrepancy_tau * p.obs.noise_std)
+      stop = "discrepancy";
+    if (stop) {
+      p.sr.stop = stop;
+      p.running = false;
+    }
+  }
+  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
+  return n_active;
+}
+
+void DeviceStage::run_steps() {
+  fk::profile::ProfileScope prof;
+  const auto t_stage = Clock::now();
+  const int64_t n = run_.n;
+  for (int t = 0; t < stage_.steps; ++t) {
+    const int64_t t_step = fk::profile::now_ns();
+    const fk::profile::Counters c_step = fk::profile::counters();
+    const int n_active = step(t, stage_.lr_at(t));
+    if (n_active == 0) break;
+    const fk::profile::Counters& c_now = fk::profile::counters();
+    const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
+                             c_now.ops - c_step.ops};
+    bool keep = !run_.opt.on_step || run_.opt.on_step(info);
+    if (run_.opt.stopping_rules && run_.cur.time_budget_s &&
+        seconds_since(run_.t_run) > *run_.cur.time_budget_s) {
+      run_.run_over = true;
+      for (auto& p : ps_)
+        if (p.running) p.sr.stop = "time_budget";
+      keep = false;
+    }
+    if (!keep) break;
+  }
+  const double secs = seconds_since(t_stage);
+  const auto rep = prof.report();
+  for (DeviceProblem& p : ps_) {
+    p.sr.seconds = secs / static_cast<double>(n);
+    p.sr.ops = rep.counts.ops / n;
+    p.sr.launches = rep.counts.launches / n;
+    if (p.sr.stop == "completed") p.progress = stage_.progress_at(stage_.steps);
+    p.sr.lr_mult = p.lr_mult;
+    p.sr.final_progress = p.progress;
+  }
+}
+
+}  // namespace
+
+std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
+                                        const Curriculum& cur, const BatchOptions& opt) {
+  // Before any field is reset or moved: a device this process cannot use.
+  FK_CHECK(opt.device.is_cpu() || opt.device.index < fk::cuda::device_count(),
+           "nefi::batch_invert (device)",
+           "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
+           opt.device.str());
+  const int64_t n = static_cast<int64_t>(problems.size());
+  DeviceRun run{problems,
+                cur,
+                opt,
+                n,
+                std::vector<char>(n, 0),
+                std::vector<std::string>(n),
+                std::vector<int>(n, 0),
+                std::vector<Result>(n)};
+  for (int64_t b = 0; b < n; ++b) {
+    auto& field = dynamic_cast<NeuralField&>(*problems[b].field);
+    field.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
+    field.to(opt.device);
+    run.results[b].history.columns = batch_history_columns(problems[b].losses);
+  }
+  const std::optional<size_t> only =
+      batch_only_stage(opt.only_stage, static_cast<int>(cur.stages.size()));
+  Domain final_domain = problems[0].domain;
+  std::vector<double> final_progress(n, 1.0);
+  for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
+    if (only && si != *only) continue;
+    DeviceStage stage(run, si);
+    stage.run_steps();
+    for (int64_t b = 0; b < n; ++b) {
+      run.results[b].stages.push_back(stage.problems()[b].sr);
+      final_progress[b] = stage.problems()[b].progress;
+    }
+    final_domain = stage.domain();
+  }
+  if (only && *only + 1 != cur.stages.size()) {
+    const Stage& last = cur.stages.back();
+    final_domain =
+        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
+  }
+  std::string failed_list;
+  for (int64_t b = 0; b < n; ++b) {
+    InverseProblem& prob = problems[b];
+    dynamic_cast<NeuralField&>(*prob.field).to(fk::kCPU);
+    const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
+    Result& res = run.results[b];
+    record_final_fields(res, prob, *final_op, final_domain, final_progress[b]);
+    res.seed = opt.seeds.empty() ? 0 : opt.seeds[b];
+    res.batch_size = static_cast<int>(n);
+    res.error = run.errors[b];
+    res.total_s = seconds_since(run.t_run) / static_cast<double>(n);
+    if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
+  }
+  FK_CHECK(failed_list.empty() || !opt.raise_on_error, "nefi::batch_invert (device)",
+           "every problem solved",
+           "problem(s) [" + failed_list +
+               "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
+  return run.results;
+}
+
+}  // namespace nefi::detail

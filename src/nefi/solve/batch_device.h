@@ -1,0 +1,30 @@
+#pragma once
+// batch_invert's internals shared by its CPU loop (batch.cpp), its checks
+// (batch_check.cpp) and its device loop (batch_device.cpp).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nefi/solve/batch.h"
+
+namespace nefi::detail {
+
+// True when every set matches sets[0] term by term: the same weights, and
+// the same batched loss wherever a weight is non-zero; `masked[b]`: problem
+// b's measurement has a mask (all or none must).
+bool loss_sets_match(const std::vector<const LossSet*>& sets, const std::vector<char>& masked);
+
+// The history's column names for a problem's loss set.
+std::vector<std::string> batch_history_columns(const LossSet& losses);
+
+// BatchOptions::only_stage as a stage index (nullopt: every stage).
+std::optional<size_t> batch_only_stage(const std::optional<int>& only, int n_stages);
+
+// The device loop (batch.h's header comment); batch_device_reason already
+// passed. With options.device the CPU it runs the same loop on host tensors
+// (the CPU batch's f64 gradient norms and adam_update): the tests check the
+// loop's bookkeeping against the CPU batch where no GPU is.
+std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
+                                        const Curriculum& curriculum, const BatchOptions& options);
+
+}  // namespace nefi::detail

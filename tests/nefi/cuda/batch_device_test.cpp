@@ -1,0 +1,152 @@
+// batch_invert on a CUDA device (BatchOptions::device): a batch of 3 toy1d
+// and of 3 deconvolution problems against (a) the same batch on the CPU and
+// (b) each problem solved alone by a Solver on the device, and that a step
+// reads the host once (FK_SYNC_DEBUG=error). Without a usable
+// device the tests skip (scripts/gpu-check runs them on one).
+//
+// Tolerances. (a) CPU batch vs device batch: f32 round-off from the first
+// step (the CPU's batched MLP against cuBLAS, the CPU FFT against cuFFT, f64
+// host sums against device reductions), amplified by Adam's normalised steps
+// on near-zero gradients: 1e-3 relative on every loss of the history and 1e-3
+// of the field's range on the final field, as the single-problem device
+// solve's test allows (solver_device_test.cpp). (b) device batch vs device
+// solve alone: the same device MLP, heads and Adam kernel; what differs is
+// the operator on (3, *shape) against (*shape) and the losses' batched row
+// reductions against their single forms, so 1e-4 relative on every loss and
+// 1e-4 of the range on the field.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fk/amp.h"
+#include "fk/cuda/runtime.h"
+#include "nefi/cuda/device_test_util.h"
+#include "nefi/instances/instance.h"
+#include "nefi/solve/batch.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+using nefi::cuda_test::NoTf32;
+
+nefi::Params params(const std::string& instance) {
+  nefi::Params p = nefi::find_instance(instance)->default_config();
+  if (instance == "toy1d") {
+    p.set("n", "64");
+    p.set("hidden", "32");
+    p.set("depth", "3");
+    p.set("n_octaves", "5");
+    p.set("lr", "0.02");
+    p.set("anneal_fraction", "0.3");
+    p.set_value("steps", std::vector<double>{15, 15});
+  } else {
+    p.set("n", "32");
+    p.set("psf_sigma", "0.04");
+    p.set("hidden", "64");
+    p.set("depth", "3");
+    p.set("n_octaves", "5");
+    p.set("lr_decay", "1.0");
+    p.set_value("steps", std::vector<double>{10, 10});
+  }
+  return p;
+}
+
+const std::vector<uint64_t> kSeeds{0, 1, 2};
+
+std::vector<nefi::Result> batch(const std::string& instance, fk::Device device) {
+  std::vector<nefi::InverseProblem> problems;
+  nefi::Curriculum cur;
+  for (uint64_t s : kSeeds) {
+    auto su = nefi::find_instance(instance)->setup(params(instance), "neural", s);
+    problems.push_back(su->problem);
+    cur = su->curriculum;
+  }
+  nefi::BatchOptions bo;
+  bo.seeds = kSeeds;
+  bo.device = device;
+  return nefi::batch_invert(problems, cur, bo);
+}
+
+nefi::Result alone(const std::string& instance, uint64_t seed, fk::Device device) {
+  auto su = nefi::find_instance(instance)->setup(params(instance), "neural", seed);
+  nefi::SolverOptions so;
+  so.seed = seed;
+  so.device = device;
+  return nefi::Solver(su->problem, su->curriculum, so).run();
+}
+
+// Every history row and the final field of `got` against `want`.
+void expect_close(const nefi::Result& want, const nefi::Result& got, double tol) {
+  ASSERT_EQ(want.stages.size(), got.stages.size());
+  for (size_t s = 0; s < want.stages.size(); ++s) {
+    EXPECT_EQ(want.stages[s].stop, got.stages[s].stop);
+    EXPECT_EQ(want.stages[s].steps, got.stages[s].steps);
+  }
+  ASSERT_EQ(want.history.rows.size(), got.history.rows.size());
+  for (size_t r = 0; r < want.history.rows.size(); ++r) {
+    const auto& a = want.history.rows[r];
+    const auto& b = got.history.rows[r];
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "row " << r << " column " << k;
+    for (size_t k = 5; k < a.size(); ++k)
+      EXPECT_NEAR(b[k], a[k], tol * std::abs(a[k]) + 1e-12) << "row " << r << " column " << k;
+  }
+  EXPECT_TRUE(got.fields.at("x").device().is_cpu());
+  const auto x = want.fields.at("x").to_vector<double>();
+  const auto y = got.fields.at("x").to_vector<double>();
+  ASSERT_EQ(x.size(), y.size());
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  EXPECT_LE(nefi::cuda_test::max_abs_diff(x, y), tol * (*hi - *lo));
+  EXPECT_EQ(got.error, "");
+}
+
+void expect_device_batch_matches(const std::string& instance) {
+  NoTf32 no_tf32;
+  const auto cpu = batch(instance, fk::kCPU);
+  const auto gpu = batch(instance, fk::cuda_device(0));
+  ASSERT_EQ(gpu.size(), kSeeds.size());
+  for (size_t b = 0; b < kSeeds.size(); ++b) {
+    SCOPED_TRACE(instance + " problem " + std::to_string(b));
+    EXPECT_EQ(gpu[b].batch_size, 3);
+    expect_close(cpu[b], gpu[b], 1e-3);
+    // The run learned something.
+    EXPECT_LT(gpu[b].history.rows.back()[5], gpu[b].history.rows.front()[5]);
+    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0)), gpu[b], 1e-4);
+  }
+}
+
+TEST(NefiBatchDevice, Toy1dBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_device_batch_matches("toy1d");
+}
+
+TEST(NefiBatchDevice, DeconvolutionBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_device_batch_matches("deconvolution");
+}
+
+// A step's only host read is the one gathered copy after the backward:
+// under FK_SYNC_DEBUG=error any other read of a device tensor inside a step
+// (the loop marks the step with a DeviceStepScope) throws, and the run
+// equals the unmarked one bitwise.
+TEST(NefiBatchDevice, Toy1dBatchStepsReadTheHostOncePerStep) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const auto plain = batch("toy1d", fk::cuda_device(0));
+  std::vector<nefi::Result> marked;
+  {
+    const nefi::cuda_test::KnobOverride error("FK_SYNC_DEBUG", "error");
+    ASSERT_NO_THROW(marked = batch("toy1d", fk::cuda_device(0)));
+  }
+  ASSERT_EQ(marked.size(), plain.size());
+  for (size_t b = 0; b < plain.size(); ++b) {
+    EXPECT_EQ(marked[b].history.rows, plain[b].history.rows) << "problem " << b;
+    EXPECT_EQ(marked[b].fields.at("x").to_vector<float>(),
+              plain[b].fields.at("x").to_vector<float>());
+  }
+}
+
+}  // namespace

@@ -1,0 +1,202 @@
+// batch_invert's device loop (solve/batch_device.cpp) run on the CPU: its
+// bookkeeping (stacked fields, the zero seed of frozen rows, the one gathered
+// read, per-problem clip and Adam, history rows, the discrepancy stop)
+// against the independent reference, each problem solved alone by the
+// sequential Solver. On a GPU the same loop runs with device sums and the
+// device Adam (tests/nefi/cuda/batch_device_test.cpp).
+//
+// Tolerance 1e-5 relative on every loss and absolute on the final fields, as
+// the CPU batch's own tests allow: the loop's fields are each problem's own
+// NeuralField (the very products of a sequential solve) and its losses the
+// batched forms, whose row reductions may round differently in the last bits
+// from the single forms; Adam carries that over the steps.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "nefi/losses/data_losses.h"
+
+#include "nefi/instances/instance.h"
+#include "nefi/solve/batch.h"
+#include "nefi/solve/batch_device.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+nefi::Params smoke_params(const std::string& instance, std::vector<double> steps) {
+  nefi::Params p = nefi::find_instance(instance)->default_config();
+  if (instance == "toy1d") {
+    p.set("n", "64");
+    p.set("hidden", "32");
+    p.set("depth", "3");
+    p.set("n_octaves", "5");
+    p.set("lr", "0.02");
+    p.set("anneal_fraction", "0.3");
+  } else {
+    p.set("n", "32");
+    p.set("psf_sigma", "0.04");
+    p.set("hidden", "64");
+    p.set("depth", "3");
+    p.set("n_octaves", "5");
+    p.set("lr_decay", "1.0");
+  }
+  p.set_value("steps", steps);
+  return p;
+}
+
+struct Setups {
+  std::vector<nefi::InverseProblem> problems;
+  nefi::Curriculum curriculum;
+};
+
+Setups setups(const std::string& instance, const nefi::Params& p, size_t n) {
+  Setups s;
+  for (size_t seed = 0; seed < n; ++seed) {
+    auto su = nefi::find_instance(instance)->setup(p, "neural", seed);
+    s.problems.push_back(su->problem);
+    s.curriculum = su->curriculum;
+  }
+  return s;
+}
+
+nefi::Result sequential(const nefi::InverseProblem& p, const nefi::Curriculum& c, uint64_t seed) {
+  nefi::SolverOptions so;
+  so.seed = seed;
+  return nefi::Solver(p, c, so).run();
+}
+
+std::vector<nefi::Result> loop(Setups s) {
+  nefi::BatchOptions bo;
+  for (size_t b = 0; b < s.problems.size(); ++b) bo.seeds.push_back(b);
+  EXPECT_FALSE(nefi::batch_device_reason(s.problems, s.curriculum, bo).has_value());
+  return nefi::detail::batch_invert_device(s.problems, s.curriculum, bo);
+}
+
+void expect_same_run(const nefi::Result& seq, const nefi::Result& got, double tol) {
+  ASSERT_EQ(seq.stages.size(), got.stages.size());
+  for (size_t s = 0; s < seq.stages.size(); ++s) {
+    EXPECT_EQ(seq.stages[s].stop, got.stages[s].stop);
+    EXPECT_EQ(seq.stages[s].steps, got.stages[s].steps);
+    EXPECT_DOUBLE_EQ(seq.stages[s].final_progress, got.stages[s].final_progress);
+  }
+  ASSERT_EQ(seq.history.rows.size(), got.history.rows.size());
+  for (size_t r = 0; r < seq.history.rows.size(); ++r) {
+    const auto& a = seq.history.rows[r];
+    const auto& b = got.history.rows[r];
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "row " << r << " column " << k;
+    for (size_t k = 5; k < a.size(); ++k)
+      EXPECT_NEAR(a[k], b[k], tol * std::max(1.0, std::abs(a[k]))) << "row " << r << " col " << k;
+  }
+  const auto x = seq.fields.at("x").to_vector<double>();
+  const auto y = got.fields.at("x").to_vector<double>();
+  ASSERT_EQ(x.size(), y.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  EXPECT_LE(worst, tol);
+  EXPECT_EQ(got.error, "");
+  EXPECT_EQ(got.batch_size, 3);
+}
+
+void expect_loop_equals_sequential(const std::string& instance, std::vector<double> steps) {
+  const nefi::Params p = smoke_params(instance, steps);
+  const Setups s = setups(instance, p, 3);
+  const auto got = loop(setups(instance, p, 3));
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t b = 0; b < 3; ++b) {
+    SCOPED_TRACE(instance + " problem " + std::to_string(b));
+    expect_same_run(sequential(s.problems[b], s.curriculum, b), got[b], 1e-5);
+  }
+}
+
+TEST(NefiBatchDeviceLoop, Toy1dOnTheCpuEqualsSequentialPerStep) {
+  expect_loop_equals_sequential("toy1d", {20, 40});
+}
+
+TEST(NefiBatchDeviceLoop, DeconvolutionOnTheCpuEqualsSequentialPerStep) {
+  expect_loop_equals_sequential("deconvolution", {8, 16});
+}
+
+// Problem 0's generous noise level stops it by the discrepancy rule; the
+// others (unknown noise) run on, their rows unaffected by its frozen one.
+TEST(NefiBatchDeviceLoop, AStoppedProblemStopsAloneAtItsSequentialStep) {
+  const nefi::Params p = smoke_params("toy1d", {30});
+  auto noisy = [&] {
+    Setups s = setups("toy1d", p, 3);
+    s.problems[0].measurement.noise_std = 0.2;
+    for (size_t b = 1; b < 3; ++b) s.problems[b].measurement.noise_std = -1;
+    s.curriculum.discrepancy_tau = 1.0;
+    return s;
+  };
+  const Setups s = noisy();
+  const nefi::Result seq0 = sequential(s.problems[0], s.curriculum, 0);
+  ASSERT_EQ(seq0.stages[0].stop, "discrepancy");
+  ASSERT_LT(seq0.stages[0].steps, 30);
+  const auto got = loop(noisy());
+  expect_same_run(seq0, got[0], 1e-5);
+  for (size_t b = 1; b < 3; ++b)
+    expect_same_run(sequential(s.problems[b], s.curriculum, b), got[b], 1e-5);
+}
+
+// A batched term that is NaN for problem 1 and exactly 0 (value and
+// gradient) for the others: problem 1 diverges, the rest train as without it.
+struct NanRowLoss : nefi::Loss {
+  NanRowLoss() : nefi::Loss("nan_row") {}
+  fk::Tensor forward(const nefi::LossContext&) const override {
+    ADD_FAILURE() << "the batch uses the batched form";
+    return {};
+  }
+  fk::Tensor forward_rows(const nefi::BatchLossContext& c) const override {
+    const int64_t n = c.pred.size(0);
+    std::vector<double> w(static_cast<size_t>(n), 0.0);
+    w[1] = std::numeric_limits<double>::quiet_NaN();
+    const fk::Tensor mse =
+        nefi::masked_mse_rows(c.pred, c.obs, c.mask, std::vector<double>(w.size(), 1.0));
+    return fk::mul(mse, fk::from_vector(w, fk::Dims{n}).to(mse.dtype()));
+  }
+  std::string signature() const override { return "nan_row"; }
+};
+
+// The NaN guard: problem 1 restores and halves its lr max_bad_steps times,
+// then fails and stays frozen; the others match the CPU batch (itself tested
+// against sequential solves) step by step.
+TEST(NefiBatchDeviceLoop, ADivergedProblemIsFrozenAndTheOthersGoOn) {
+  const nefi::Params p = smoke_params("toy1d", {10, 20});
+  auto diverging = [&] {
+    Setups s = setups("toy1d", p, 3);
+    for (auto& q : s.problems) q.losses.add(std::make_shared<NanRowLoss>(), 1.0);
+    return s;
+  };
+  nefi::BatchOptions bo;
+  bo.seeds = {0, 1, 2};
+  bo.max_bad_steps = 3;
+  bo.raise_on_error = false;
+  bo.loss_mode = "shared";
+  Setups s = diverging();
+  const auto cpu = nefi::batch_invert(s.problems, s.curriculum, bo);
+  Setups d = diverging();
+  const auto got = nefi::detail::batch_invert_device(d.problems, d.curriculum, bo);
+  EXPECT_EQ(got[1].stages[0].stop, "failed");
+  EXPECT_EQ(got[1].stages[1].stop, "failed");
+  EXPECT_NE(got[1].error.find("non-finite"), std::string::npos);
+  EXPECT_TRUE(got[1].history.rows.empty());
+  EXPECT_EQ(got[0].history.rows.size(), 30u);  // the others ran every step
+  expect_same_run(cpu[0], got[0], 1e-5);
+  expect_same_run(cpu[2], got[2], 1e-5);
+  EXPECT_EQ(cpu[1].error, got[1].error);
+  bo.raise_on_error = true;
+  Setups again = diverging();
+  try {
+    nefi::detail::batch_invert_device(again.problems, again.curriculum, bo);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[1] failed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
