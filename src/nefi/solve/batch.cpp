@@ -20,6 +20,7 @@
 #include "nefi/solve/adam.h"
 #include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/batch_device.h"
+#include "nefi/solve/batch_stages.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/split_rows.h"
 #include "nefi/solve/weighted_rows.h"
@@ -27,10 +28,7 @@
 namespace nefi {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using detail::Clock;
 
 fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   std::vector<int64_t> d{n};
@@ -290,20 +288,7 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
 // The NaN guard of one problem whose loss was not finite at step t.
 void BatchStage::guard(int64_t b, double total, int t) {
   ProblemStage& p = ps_[b];
-  std::string why;
-  if (!run_.opt.nan_guard)
-    why = "a non-finite loss " + std::to_string(total) + " at stage " + stage_.name + " step " +
-          std::to_string(t) + " (nan_guard is off)";
-  else if (++p.bad > run_.opt.max_bad_steps)
-    why = "a persistent non-finite loss at stage " + stage_.name + " (more than " +
-          std::to_string(run_.opt.max_bad_steps) + " non-finite steps in a row)";
-  if (!why.empty()) {
-    run_.failed[b] = 1;
-    run_.errors[b] = why;
-    p.running = false;
-    p.sr.stop = "failed";
-    return;
-  }
+  if (detail::nan_guard_fails(run_, p, b, total, t, stage_)) return;
   std::memcpy(run_.param_row(b), row(good_, b), run_.layout.n_params * sizeof(float));
   run_.blocks[b / run_.chunk].bump_version();
   p.lr_mult *= 0.5;
@@ -339,35 +324,14 @@ void BatchStage::update(int64_t block, const std::vector<char>& stepped, double 
 
 void BatchStage::record(int64_t b, int t, double lr, const std::vector<double>& comps,
                         double total) {
-  ProblemStage& p = ps_[b];
-  const double data = p.losses.data_loss(comps);
-  std::vector<double> r{static_cast<double>(t),
-                        static_cast<double>(run_.global[b]),
-                        static_cast<double>(index_),
-                        lr,
-                        p.progress,
-                        total,
-                        data};
-  r.insert(r.end(), comps.begin(), comps.end());
-  run_.results[b].history.rows.push_back(std::move(r));
-  p.sr.steps = t + 1;
-  p.sr.final_total = total;
-  p.sr.final_data_loss = data;
-  ++run_.global[b];
+  detail::record_step(run_, ps_[b], b, t, index_, lr, comps, total);
 }
 
 // The sequential Solver's stopping rules for one problem (nullptr: go on).
 const char* BatchStage::stop_reason(int64_t b, double data, const fk::Tensor& pred) {
   ProblemStage& p = ps_[b];
   if (!run_.opt.stopping_rules || p.progress < 1.0) return nullptr;
-  if (run_.cur.early_stop_patience) {
-    if (data < p.best - run_.cur.early_stop_min_delta) {
-      p.best = data;
-      p.since_best = 0;
-    } else if (++p.since_best >= *run_.cur.early_stop_patience) {
-      return "early_stop";
-    }
-  }
+  if (detail::early_stop_due(run_, p, data)) return "early_stop";
   if (run_.cur.discrepancy_tau && p.obs.has_noise()) {
     fk::autograd::NoGradGuard ng;
     const double rmse = std::sqrt(masked_mse(pred.detach(), p.obs.data, p.obs.mask).item());
@@ -433,47 +397,19 @@ int BatchStage::step_block(int t, double lr_t, int64_t block) {
 }
 
 void BatchStage::run_steps() {
-  fk::profile::ProfileScope prof;
-  const auto t_stage = Clock::now();
-  const int64_t n = run_.n, P = run_.layout.n_params;
-  for (int t = 0; t < stage_.steps; ++t) {
-    const int64_t t_step = fk::profile::now_ns();
-    const fk::profile::Counters c_step = fk::profile::counters();
-    const double lr_t = stage_.lr_at(t);
+  detail::run_stage_steps(run_, stage_, index_, ps_, [this](int t, double lr_t) {
     int n_active = 0;
     for (int64_t block = 0; block < run_.n_blocks(); ++block)
       n_active += step_block(t, lr_t, block);
-    if (n_active == 0) break;
-    const fk::profile::Counters& c_now = fk::profile::counters();
-    const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
-                             c_now.ops - c_step.ops};
-    bool keep = !run_.opt.on_step || run_.opt.on_step(info);
-    if (run_.opt.stopping_rules && run_.cur.time_budget_s &&
-        seconds_since(run_.t_run) > *run_.cur.time_budget_s) {
-      run_.run_over = true;
-      for (auto& p : ps_)
-        if (p.running) p.sr.stop = "time_budget";
-      keep = false;
-    }
-    if (!keep) break;
-  }
-  const double secs = seconds_since(t_stage);
-  const auto rep = prof.report();
+    return n_active;
+  });
+  // EMA: the shadow parameters are each problem's result.
   if (run_.cur.optim.ema) {
-    for (int64_t b = 0; b < n; ++b)
+    const int64_t P = run_.layout.n_params;
+    for (int64_t b = 0; b < run_.n; ++b)
       if (!run_.failed[b])
         std::memcpy(run_.param_row(b), row(shadow_, b), static_cast<size_t>(P) * sizeof(float));
     for (auto& blk : run_.blocks) blk.bump_version();
-  }
-  for (int64_t b = 0; b < n; ++b) {
-    ProblemStage& p = ps_[b];
-    // Timings are the batch's per problem: what one solve costs inside it.
-    p.sr.seconds = secs / static_cast<double>(n);
-    p.sr.ops = rep.counts.ops / n;
-    p.sr.launches = rep.counts.launches / n;
-    if (p.sr.stop == "completed") p.progress = stage_.progress_at(stage_.steps);
-    p.sr.lr_mult = p.lr_mult;
-    p.sr.final_progress = p.progress;
   }
 }
 
@@ -496,10 +432,7 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
   fk::autograd::NoGradGuard ng;
   if (run.grid0) field.on_stage_start(final_domain);  // only_stage: the last stage's grid
   detail::record_final_fields(res, prob, *final_op, final_domain, final_progress);
-  res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
-  res.batch_size = static_cast<int>(run.n);
-  res.error = run.errors[b];
-  res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
+  detail::record_batch_result(run, b);
 }
 
 }  // namespace
@@ -565,34 +498,10 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
                std::vector<Result>(n)};
   for (int64_t b = 0; b < n; ++b)
     run.results[b].history.columns = detail::batch_history_columns(problems[b].losses);
-  const std::optional<size_t> only =
-      detail::batch_only_stage(opt.only_stage, static_cast<int>(cur.stages.size()));
-  Domain final_domain = problems[0].domain;
-  std::vector<double> final_progress(n, 1.0);
-  for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
-    if (only && si != *only) continue;
-    BatchStage stage(run, si);
-    stage.run_steps();
-    for (int64_t b = 0; b < n; ++b) {
-      run.results[b].stages.push_back(stage.problems()[b].sr);
-      final_progress[b] = stage.problems()[b].progress;
-    }
-    final_domain = stage.domain();
-  }
-  if (only && *only + 1 != cur.stages.size()) {
-    const Stage& last = cur.stages.back();
-    final_domain =
-        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
-  }
-  std::string failed_list;
-  for (int64_t b = 0; b < n; ++b) {
-    finish(run, b, final_domain, final_progress[b]);
-    if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
-  }
-  FK_CHECK(failed_list.empty() || !opt.raise_on_error, "nefi::batch_invert", "every problem solved",
-           "problem(s) [" + failed_list +
-               "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
-  return run.results;
+  return detail::run_batch_stages<BatchStage>(
+      run, "nefi::batch_invert", [&run](int64_t b, const Domain& domain, double progress) {
+        finish(run, b, domain, progress);
+      });
 }
 
 }  // namespace nefi

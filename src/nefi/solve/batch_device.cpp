@@ -20,16 +20,12 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
+#include "nefi/solve/batch_stages.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/parameter_buffers.h"
 
 namespace nefi::detail {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 struct DeviceProblem {
   Measurement obs;  // on the device
@@ -135,20 +131,7 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
 // batch's, with device restores).
 void DeviceStage::guard(int64_t b, double total, int t) {
   DeviceProblem& p = ps_[b];
-  std::string why;
-  if (!run_.opt.nan_guard)
-    why = "a non-finite loss " + std::to_string(total) + " at stage " + stage_.name + " step " +
-          std::to_string(t) + " (nan_guard is off)";
-  else if (++p.bad > run_.opt.max_bad_steps)
-    why = "a persistent non-finite loss at stage " + stage_.name + " (more than " +
-          std::to_string(run_.opt.max_bad_steps) + " non-finite steps in a row)";
-  if (!why.empty()) {
-    run_.failed[b] = 1;
-    run_.errors[b] = why;
-    p.running = false;
-    p.sr.stop = "failed";
-    return;
-  }
+  if (nan_guard_fails(run_, p, b, total, t, stage_)) return;
   std::vector<fk::Tensor> x{flat(b)};
   restore(x, {p.good});
   p.lr_mult *= 0.5;
@@ -285,31 +268,11 @@ int DeviceStage::step(int t, double lr_t) {
     if (t % run_.opt.checkpoint_every == 0) p.good = snapshot({x})[0];
     std::vector<double> comps;
     for (size_t k = 0; k < n_terms; ++k) comps.push_back(at(1 + k, b));
-    const double data = p.losses.data_loss(comps);
-    std::vector<double> r{static_cast<double>(t),
-                          static_cast<double>(run_.global[b]),
-                          static_cast<double>(index_),
-                          p.lr_mult * lr_t,
-                          p.progress,
-                          tot,
-                          data};
-    r.insert(r.end(), comps.begin(), comps.end());
-    run_.results[b].history.rows.push_back(std::move(r));
-    p.sr.steps = t + 1;
-    p.sr.final_total = tot;
-    p.sr.final_data_loss = data;
-    ++run_.global[b];
+    record_step(run_, p, b, t, index_, p.lr_mult * lr_t, comps, tot);
+    const double data = p.sr.final_data_loss;
     // The sequential Solver's stopping rules.
     if (!run_.opt.stopping_rules || p.progress < 1.0) continue;
-    const char* stop = nullptr;
-    if (run_.cur.early_stop_patience) {
-      if (data < p.best - run_.cur.early_stop_min_delta) {
-        p.best = data;
-        p.since_best = 0;
-      } else if (++p.since_best >= *run_.cur.early_stop_patience) {
-        stop = "early_stop";
-      }
-    }
+    const char* stop = early_stop_due(run_, p, data) ? "early_stop" : nullptr;
     if (!stop && discrepancy_ && p.obs.has_noise() &&
         std::sqrt(at(1 + n_terms, b)) <= *run_.cur.discrepancy_tau * p.obs.noise_std)
       stop = "discrepancy";
@@ -323,37 +286,7 @@ int DeviceStage::step(int t, double lr_t) {
 }
 
 void DeviceStage::run_steps() {
-  fk::profile::ProfileScope prof;
-  const auto t_stage = Clock::now();
-  const int64_t n = run_.n;
-  for (int t = 0; t < stage_.steps; ++t) {
-    const int64_t t_step = fk::profile::now_ns();
-    const fk::profile::Counters c_step = fk::profile::counters();
-    const int n_active = step(t, stage_.lr_at(t));
-    if (n_active == 0) break;
-    const fk::profile::Counters& c_now = fk::profile::counters();
-    const BatchStepInfo info{index_, t, n_active, (fk::profile::now_ns() - t_step) / 1e6,
-                             c_now.ops - c_step.ops};
-    bool keep = !run_.opt.on_step || run_.opt.on_step(info);
-    if (run_.opt.stopping_rules && run_.cur.time_budget_s &&
-        seconds_since(run_.t_run) > *run_.cur.time_budget_s) {
-      run_.run_over = true;
-      for (auto& p : ps_)
-        if (p.running) p.sr.stop = "time_budget";
-      keep = false;
-    }
-    if (!keep) break;
-  }
-  const double secs = seconds_since(t_stage);
-  const auto rep = prof.report();
-  for (DeviceProblem& p : ps_) {
-    p.sr.seconds = secs / static_cast<double>(n);
-    p.sr.ops = rep.counts.ops / n;
-    p.sr.launches = rep.counts.launches / n;
-    if (p.sr.stop == "completed") p.progress = stage_.progress_at(stage_.steps);
-    p.sr.lr_mult = p.lr_mult;
-    p.sr.final_progress = p.progress;
-  }
+  run_stage_steps(run_, stage_, index_, ps_, [this](int t, double lr_t) { return step(t, lr_t); });
 }
 
 }  // namespace
@@ -380,43 +313,15 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
     field.to(opt.device);
     run.results[b].history.columns = batch_history_columns(problems[b].losses);
   }
-  const std::optional<size_t> only =
-      batch_only_stage(opt.only_stage, static_cast<int>(cur.stages.size()));
-  Domain final_domain = problems[0].domain;
-  std::vector<double> final_progress(n, 1.0);
-  for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
-    if (only && si != *only) continue;
-    DeviceStage stage(run, si);
-    stage.run_steps();
-    for (int64_t b = 0; b < n; ++b) {
-      run.results[b].stages.push_back(stage.problems()[b].sr);
-      final_progress[b] = stage.problems()[b].progress;
-    }
-    final_domain = stage.domain();
-  }
-  if (only && *only + 1 != cur.stages.size()) {
-    const Stage& last = cur.stages.back();
-    final_domain =
-        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
-  }
-  std::string failed_list;
-  for (int64_t b = 0; b < n; ++b) {
-    InverseProblem& prob = problems[b];
-    dynamic_cast<NeuralField&>(*prob.field).to(fk::kCPU);
-    const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
-    Result& res = run.results[b];
-    record_final_fields(res, prob, *final_op, final_domain, final_progress[b]);
-    res.seed = opt.seeds.empty() ? 0 : opt.seeds[b];
-    res.batch_size = static_cast<int>(n);
-    res.error = run.errors[b];
-    res.total_s = seconds_since(run.t_run) / static_cast<double>(n);
-    if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
-  }
-  FK_CHECK(failed_list.empty() || !opt.raise_on_error, "nefi::batch_invert (device)",
-           "every problem solved",
-           "problem(s) [" + failed_list +
-               "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
-  return run.results;
+  return run_batch_stages<DeviceStage>(
+      run, "nefi::batch_invert (device)",
+      [&](int64_t b, const Domain& final_domain, double final_progress) {
+        InverseProblem& prob = problems[b];
+        dynamic_cast<NeuralField&>(*prob.field).to(fk::kCPU);
+        const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
+        record_final_fields(run.results[b], prob, *final_op, final_domain, final_progress);
+        record_batch_result(run, b);
+      });
 }
 
 }  // namespace nefi::detail

@@ -26,6 +26,7 @@
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/batch.h"
+#include "nefi/solve/batch_test_setups.h"
 #include "nefi/solve/solver.h"
 
 namespace {
@@ -33,41 +34,18 @@ namespace {
 using nefi::cuda_test::NoTf32;
 
 nefi::Params params(const std::string& instance) {
-  nefi::Params p = nefi::find_instance(instance)->default_config();
-  if (instance == "toy1d") {
-    p.set("n", "64");
-    p.set("hidden", "32");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr", "0.02");
-    p.set("anneal_fraction", "0.3");
-    p.set_value("steps", std::vector<double>{15, 15});
-  } else {
-    p.set("n", "32");
-    p.set("psf_sigma", "0.04");
-    p.set("hidden", "64");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr_decay", "1.0");
-    p.set_value("steps", std::vector<double>{10, 10});
-  }
-  return p;
+  return nefi::batch_test::smoke_params(
+      instance, instance == "toy1d" ? std::vector<double>{15, 15} : std::vector<double>{10, 10});
 }
 
 const std::vector<uint64_t> kSeeds{0, 1, 2};
 
 std::vector<nefi::Result> batch(const std::string& instance, fk::Device device) {
-  std::vector<nefi::InverseProblem> problems;
-  nefi::Curriculum cur;
-  for (uint64_t s : kSeeds) {
-    auto su = nefi::find_instance(instance)->setup(params(instance), "neural", s);
-    problems.push_back(su->problem);
-    cur = su->curriculum;
-  }
+  const nefi::batch_test::Setups s = nefi::batch_test::setups(instance, params(instance), kSeeds);
   nefi::BatchOptions bo;
   bo.seeds = kSeeds;
   bo.device = device;
-  return nefi::batch_invert(problems, cur, bo);
+  return nefi::batch_invert(s.problems, s.curriculum, bo);
 }
 
 nefi::Result alone(const std::string& instance, uint64_t seed, fk::Device device) {

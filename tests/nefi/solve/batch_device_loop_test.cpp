@@ -24,50 +24,19 @@
 #include "nefi/instances/instance.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/batch_device.h"
+#include "nefi/solve/batch_test_setups.h"
 #include "nefi/solve/solver.h"
 
 namespace {
 
-nefi::Params smoke_params(const std::string& instance, std::vector<double> steps) {
-  nefi::Params p = nefi::find_instance(instance)->default_config();
-  if (instance == "toy1d") {
-    p.set("n", "64");
-    p.set("hidden", "32");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr", "0.02");
-    p.set("anneal_fraction", "0.3");
-  } else {
-    p.set("n", "32");
-    p.set("psf_sigma", "0.04");
-    p.set("hidden", "64");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr_decay", "1.0");
-  }
-  p.set_value("steps", steps);
-  return p;
-}
+using nefi::batch_test::max_abs_diff;
+using nefi::batch_test::sequential;
+using nefi::batch_test::Setups;
+using nefi::batch_test::smoke_params;
 
-struct Setups {
-  std::vector<nefi::InverseProblem> problems;
-  nefi::Curriculum curriculum;
-};
-
-Setups setups(const std::string& instance, const nefi::Params& p, size_t n) {
-  Setups s;
-  for (size_t seed = 0; seed < n; ++seed) {
-    auto su = nefi::find_instance(instance)->setup(p, "neural", seed);
-    s.problems.push_back(su->problem);
-    s.curriculum = su->curriculum;
-  }
-  return s;
-}
-
-nefi::Result sequential(const nefi::InverseProblem& p, const nefi::Curriculum& c, uint64_t seed) {
-  nefi::SolverOptions so;
-  so.seed = seed;
-  return nefi::Solver(p, c, so).run();
+// Three problems of `instance`, seeds 0, 1, 2.
+Setups setups(const std::string& instance, const nefi::Params& p) {
+  return nefi::batch_test::setups(instance, p, {0, 1, 2});
 }
 
 std::vector<nefi::Result> loop(Setups s) {
@@ -78,35 +47,16 @@ std::vector<nefi::Result> loop(Setups s) {
 }
 
 void expect_same_run(const nefi::Result& seq, const nefi::Result& got, double tol) {
-  ASSERT_EQ(seq.stages.size(), got.stages.size());
-  for (size_t s = 0; s < seq.stages.size(); ++s) {
-    EXPECT_EQ(seq.stages[s].stop, got.stages[s].stop);
-    EXPECT_EQ(seq.stages[s].steps, got.stages[s].steps);
-    EXPECT_DOUBLE_EQ(seq.stages[s].final_progress, got.stages[s].final_progress);
-  }
-  ASSERT_EQ(seq.history.rows.size(), got.history.rows.size());
-  for (size_t r = 0; r < seq.history.rows.size(); ++r) {
-    const auto& a = seq.history.rows[r];
-    const auto& b = got.history.rows[r];
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "row " << r << " column " << k;
-    for (size_t k = 5; k < a.size(); ++k)
-      EXPECT_NEAR(a[k], b[k], tol * std::max(1.0, std::abs(a[k]))) << "row " << r << " col " << k;
-  }
-  const auto x = seq.fields.at("x").to_vector<double>();
-  const auto y = got.fields.at("x").to_vector<double>();
-  ASSERT_EQ(x.size(), y.size());
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  EXPECT_LE(worst, tol);
+  ASSERT_NO_FATAL_FAILURE(nefi::batch_test::expect_same_history(seq, got, tol));
+  EXPECT_LE(max_abs_diff(seq.fields.at("x"), got.fields.at("x")), tol);
   EXPECT_EQ(got.error, "");
   EXPECT_EQ(got.batch_size, 3);
 }
 
 void expect_loop_equals_sequential(const std::string& instance, std::vector<double> steps) {
   const nefi::Params p = smoke_params(instance, steps);
-  const Setups s = setups(instance, p, 3);
-  const auto got = loop(setups(instance, p, 3));
+  const Setups s = setups(instance, p);
+  const auto got = loop(setups(instance, p));
   ASSERT_EQ(got.size(), 3u);
   for (size_t b = 0; b < 3; ++b) {
     SCOPED_TRACE(instance + " problem " + std::to_string(b));
@@ -127,7 +77,7 @@ TEST(NefiBatchDeviceLoop, DeconvolutionOnTheCpuEqualsSequentialPerStep) {
 TEST(NefiBatchDeviceLoop, AStoppedProblemStopsAloneAtItsSequentialStep) {
   const nefi::Params p = smoke_params("toy1d", {30});
   auto noisy = [&] {
-    Setups s = setups("toy1d", p, 3);
+    Setups s = setups("toy1d", p);
     s.problems[0].measurement.noise_std = 0.2;
     for (size_t b = 1; b < 3; ++b) s.problems[b].measurement.noise_std = -1;
     s.curriculum.discrepancy_tau = 1.0;
@@ -168,7 +118,7 @@ struct NanRowLoss : nefi::Loss {
 TEST(NefiBatchDeviceLoop, ADivergedProblemIsFrozenAndTheOthersGoOn) {
   const nefi::Params p = smoke_params("toy1d", {10, 20});
   auto diverging = [&] {
-    Setups s = setups("toy1d", p, 3);
+    Setups s = setups("toy1d", p);
     for (auto& q : s.problems) q.losses.add(std::make_shared<NanRowLoss>(), 1.0);
     return s;
   };

@@ -18,80 +18,20 @@
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/pointwise.h"
+#include "nefi/solve/batch_test_setups.h"
 #include "nefi/solve/solver.h"
 
 namespace {
 
-nefi::Params smoke_params(const std::string& instance, std::vector<double> steps) {
-  nefi::Params p = nefi::find_instance(instance)->default_config();
-  if (instance == "toy1d") {
-    p.set("n", "64");
-    p.set("hidden", "32");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr", "0.02");
-    p.set("anneal_fraction", "0.3");
-  } else {
-    p.set("n", "32");
-    p.set("psf_sigma", "0.04");
-    p.set("hidden", "64");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr_decay", "1.0");
-  }
-  p.set_value("steps", steps);
-  return p;
-}
-
-struct Setups {
-  std::vector<nefi::InverseProblem> problems;
-  nefi::Curriculum curriculum;
-  std::vector<uint64_t> seeds;
-};
-
-Setups setups(const std::string& instance, const nefi::Params& p, std::vector<uint64_t> seeds,
-              const std::string& method = "neural") {
-  Setups s;
-  s.seeds = seeds;
-  for (uint64_t seed : seeds) {
-    auto su = nefi::find_instance(instance)->setup(p, method, seed);
-    s.problems.push_back(su->problem);
-    s.curriculum = su->curriculum;
-  }
-  return s;
-}
-
-nefi::Result sequential(const nefi::InverseProblem& p, const nefi::Curriculum& c, uint64_t seed) {
-  nefi::SolverOptions so;
-  so.seed = seed;
-  return nefi::Solver(p, c, so).run();
-}
-
-double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
+using nefi::batch_test::max_abs_diff;
+using nefi::batch_test::sequential;
+using nefi::batch_test::Setups;
+using nefi::batch_test::setups;
+using nefi::batch_test::smoke_params;
 
 // Every history row (losses per step) and the final fields within tol.
 void expect_same_run(const nefi::Result& seq, const nefi::Result& bat, double tol) {
-  ASSERT_EQ(seq.history.rows.size(), bat.history.rows.size());
-  ASSERT_EQ(seq.stages.size(), bat.stages.size());
-  for (size_t s = 0; s < seq.stages.size(); ++s) {
-    EXPECT_EQ(seq.stages[s].stop, bat.stages[s].stop);
-    EXPECT_EQ(seq.stages[s].steps, bat.stages[s].steps);
-    EXPECT_DOUBLE_EQ(seq.stages[s].final_progress, bat.stages[s].final_progress);
-  }
-  for (size_t r = 0; r < seq.history.rows.size(); ++r) {
-    const auto& a = seq.history.rows[r];
-    const auto& b = bat.history.rows[r];
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(a[k], b[k]) << "row " << r << " column " << k;
-    for (size_t k = 5; k < a.size(); ++k)
-      EXPECT_NEAR(a[k], b[k], tol * std::max(1.0, std::abs(a[k]))) << "row " << r << " col " << k;
-  }
+  ASSERT_NO_FATAL_FAILURE(nefi::batch_test::expect_same_history(seq, bat, tol));
   EXPECT_LE(max_abs_diff(seq.fields.at("x"), bat.fields.at("x")), tol);
   EXPECT_LE(max_abs_diff(seq.prediction, bat.prediction), tol);
   EXPECT_EQ(bat.error, "");
