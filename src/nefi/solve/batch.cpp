@@ -38,11 +38,7 @@ fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
 
 // What lives for the whole run: the parameter blocks, the per-problem
 // bookkeeping that crosses stages, and the outputs.
-struct BatchRun {
-  std::vector<InverseProblem>& problems;
-  const Curriculum& cur;
-  const BatchOptions& opt;
-  const int64_t n;
+struct BatchRun : detail::BatchRunState {
   // The MLP's layout; for grid fields only n_params (the current stage's P)
   // and n_out (the channels) are used.
   MlpLayout layout;
@@ -55,26 +51,10 @@ struct BatchRun {
   float* param_row(int64_t b) {
     return blocks[b / chunk].data<float>() + (b % chunk) * layout.n_params;
   }
-  std::vector<char> failed;
-  std::vector<std::string> errors;
-  std::vector<int> global;
-  std::vector<Result> results;
-  bool run_over = false;
   Clock::time_point t_run = Clock::now();
 };
 
-// Per-problem state inside one stage.
-struct ProblemStage {
-  Measurement obs;
-  LossSet losses;
-  int64_t adam_t = 0;
-  double lr_mult = 1.0, progress = 0.0;
-  int bad = 0;
-  double best = std::numeric_limits<double>::infinity();
-  int since_best = 0;
-  bool running = true;
-  StageResult sr;
-};
+using ProblemStage = detail::BatchProblemStage;
 
 // Grid fields at a stage start: each problem's values move to the stage grid
 // as its sequential GridField does (on_stage_start), and the (chunk, P)
@@ -137,28 +117,21 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
     : run_(run),
       index_(static_cast<int>(index)),
       stage_(run.cur.stages[index]),
-      domain_(run.problems[0].domain.at(stage_.shape.empty() ? run.problems[0].domain.shape()
-                                                             : stage_.shape)),
+      domain_(run.problems[0].domain.at(detail::stage_shape(stage_, run.problems[0].domain))),
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
       // Grid fields read no features: a bare coordinate encoding stands in.
       enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
            !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed) {
   if (run.grid0) regrid(run, domain_);
-  const OptimConfig& o = run.cur.optim;
-  adam_.decoupled = o.optimizer == "adamw";
-  adam_.weight_decay = o.weight_decay;
-  adam_.beta1 = o.beta1;
-  adam_.beta2 = o.beta2;
-  adam_.eps = o.eps;
-  adam_.grad_clip = o.grad_clip;
+  adam_ = detail::adam_options(run.cur.optim);
   const fk::Dims pshape{run.n, run.layout.n_params};
   m_ = fk::zeros(pshape, {fk::DType::F32});
   v_ = fk::zeros(pshape, {fk::DType::F32});
   good_ = fk::empty(pshape, {fk::DType::F32});
   for (int64_t b = 0; b < run.n; ++b)
     std::memcpy(row(good_, b), run.param_row(b), run.layout.n_params * sizeof(float));
-  if (o.ema) shadow_ = good_.clone();
+  if (run.cur.optim.ema) shadow_ = good_.clone();
   ps_.resize(static_cast<size_t>(run.n));
   const fk::Dims out_shape = op_->output_shape(domain_.shape());
   for (int64_t b = 0; b < run.n; ++b) {
@@ -483,19 +456,8 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
   }
   const int64_t n = static_cast<int64_t>(problems.size());
   const int64_t chunk = opt.chunk_size > 0 ? std::min<int64_t>(opt.chunk_size, n) : n;
-  BatchRun run{problems,
-               cur,
-               opt,
-               n,
-               layout,
-               mlp0,
-               grid0,
-               chunk,
-               parameter_blocks(problems, opt, chunk),
-               std::vector<char>(n, 0),
-               std::vector<std::string>(n),
-               std::vector<int>(n, 0),
-               std::vector<Result>(n)};
+  BatchRun run{
+      {problems, cur, opt}, layout, mlp0, grid0, chunk, parameter_blocks(problems, opt, chunk)};
   for (int64_t b = 0; b < n; ++b)
     run.results[b].history.columns = detail::batch_history_columns(problems[b].losses);
   return detail::run_batch_stages<BatchStage>(

@@ -27,29 +27,12 @@
 namespace nefi::detail {
 namespace {
 
-struct DeviceProblem {
-  Measurement obs;  // on the device
-  LossSet losses;
+// One problem's state in a device stage, its measurement (obs) on the device.
+struct DeviceProblem : BatchProblemStage {
   fk::Tensor m, v, good;  // moments and last good parameters, on the device
-  int64_t adam_t = 0;
-  double lr_mult = 1.0, progress = 0.0;
-  int bad = 0;
-  double best = std::numeric_limits<double>::infinity();
-  int since_best = 0;
-  bool running = true;
-  StageResult sr;
 };
 
-struct DeviceRun {
-  std::vector<InverseProblem>& problems;
-  const Curriculum& cur;
-  const BatchOptions& opt;
-  const int64_t n;
-  std::vector<char> failed;
-  std::vector<std::string> errors;
-  std::vector<int> global;
-  std::vector<Result> results;
-  bool run_over = false;
+struct DeviceRun : BatchRunState {
   Clock::time_point t_run = Clock::now();
 };
 
@@ -84,19 +67,12 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
     : run_(run),
       index_(static_cast<int>(index)),
       stage_(run.cur.stages[index]),
-      domain_(run.problems[0].domain.at(stage_.shape.empty() ? run.problems[0].domain.shape()
-                                                             : stage_.shape)),
+      domain_(run.problems[0].domain.at(stage_shape(stage_, run.problems[0].domain))),
       op_(run.problems[0].op->at_resolution(domain_.shape())) {
   const fk::Device dev = run.opt.device;
   // The operator's device tables in the parameters' dtype, as a device Solver makes them.
   op_->prepare_tables(dev, run.problems[0].field->params().flat().dtype());
-  const OptimConfig& o = run.cur.optim;
-  adam_.decoupled = o.optimizer == "adamw";
-  adam_.weight_decay = o.weight_decay;
-  adam_.beta1 = o.beta1;
-  adam_.beta2 = o.beta2;
-  adam_.eps = o.eps;
-  adam_.grad_clip = o.grad_clip;
+  adam_ = adam_options(run.cur.optim);
   const fk::Dims out_shape = op_->output_shape(domain_.shape());
   ps_.resize(static_cast<size_t>(run.n));
   std::vector<fk::Tensor> obs, mask;
@@ -299,14 +275,7 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
            "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
            opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
-  DeviceRun run{problems,
-                cur,
-                opt,
-                n,
-                std::vector<char>(n, 0),
-                std::vector<std::string>(n),
-                std::vector<int>(n, 0),
-                std::vector<Result>(n)};
+  DeviceRun run{{problems, cur, opt}};
   for (int64_t b = 0; b < n; ++b) {
     auto& field = dynamic_cast<NeuralField&>(*problems[b].field);
     field.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);

@@ -1,12 +1,13 @@
 #pragma once
 // What batch_invert's CPU loop (batch.cpp) and device loop (batch_device.cpp)
-// do alike, as templates over the loop's run (BatchRun, DeviceRun), stage and
-// per-problem state: the stage sequence (only_stage, the final fields' domain
-// and progress, the failed-problems check), a stage's step loop and timings,
-// the NaN guard's verdict, a step's history row and the early-stop rule.
-// Both loops share them so that they stay the sequential Solver's rules.
-#include <chrono>
+// do alike: the run's and a problem's stage state (each loop extends them),
+// and templates over the loop's run, stage and problem types: the stage
+// sequence (only_stage, the final fields' domain and progress, the
+// failed-problems check), a stage's step loop and timings, the NaN guard's
+// verdict, a step's history row and the early-stop rule. Both loops share
+// them so that they stay the sequential Solver's rules.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,13 +16,48 @@
 #include "fk/error.h"
 #include "fk/profile.h"
 #include "nefi/solve/batch_device.h"
+#include "nefi/solve/stage_run.h"
 
 namespace nefi::detail {
 
-using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+// What a batch run keeps across its stages, whichever loop steps it: the
+// problems, their failures, global step counts and results, and whether the
+// time budget ended the run (each loop keeps its own start time, t_run).
+struct BatchRunState {
+  BatchRunState(std::vector<InverseProblem>& ps, const Curriculum& c, const BatchOptions& o)
+      : problems(ps),
+        cur(c),
+        opt(o),
+        n(static_cast<int64_t>(ps.size())),
+        failed(n, 0),
+        errors(n),
+        global(n, 0),
+        results(n) {}
+  std::vector<InverseProblem>& problems;
+  const Curriculum& cur;
+  const BatchOptions& opt;
+  const int64_t n;
+  std::vector<char> failed;
+  std::vector<std::string> errors;
+  std::vector<int> global;
+  std::vector<Result> results;
+  bool run_over = false;
+};
+
+// One problem's state inside a stage: the sequential Solver's bookkeeping
+// (Adam's step count, the NaN guard's lr multiplier and bad steps, the
+// early-stop best) and its stage result.
+struct BatchProblemStage {
+  Measurement obs;
+  LossSet losses;
+  int64_t adam_t = 0;
+  double lr_mult = 1.0, progress = 0.0;
+  int bad = 0;
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  bool running = true;
+  StageResult sr;
+};
 
 // Steps stage `index` until no problem runs, on_step says stop or the run's
 // time budget is spent (run.run_over then); `step(t, lr_t)` steps the running
@@ -89,8 +125,7 @@ std::vector<Result> run_batch_stages(Run& run, const char* who, Finish&& finish)
   }
   if (only && *only + 1 != cur.stages.size()) {
     const Stage& last = cur.stages.back();
-    final_domain =
-        problems[0].domain.at(last.shape.empty() ? problems[0].domain.shape() : last.shape);
+    final_domain = problems[0].domain.at(stage_shape(last, problems[0].domain));
   }
   std::string failed_list;
   for (int64_t b = 0; b < n; ++b) {

@@ -31,6 +31,17 @@ fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
   return stage.shape.empty() ? domain.shape() : stage.shape;
 }
 
+AdamOptions adam_options(const OptimConfig& o) {
+  AdamOptions ao;
+  ao.decoupled = o.optimizer == "adamw";
+  ao.weight_decay = o.weight_decay;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.grad_clip = o.grad_clip;
+  return ao;
+}
+
 namespace {
 
 // The seed of backward: 1 in the total's dtype, on its device.
@@ -55,17 +66,6 @@ std::vector<fk::Tensor> on_host(std::vector<fk::Tensor> ts) {
   for (fk::Tensor& t : ts)
     if (!t.device().is_cpu()) t = t.to(fk::kCPU);
   return ts;
-}
-
-AdamOptions adam_options(const OptimConfig& o) {
-  AdamOptions ao;
-  ao.decoupled = o.optimizer == "adamw";
-  ao.weight_decay = o.weight_decay;
-  ao.beta1 = o.beta1;
-  ao.beta2 = o.beta2;
-  ao.eps = o.eps;
-  ao.grad_clip = o.grad_clip;
-  return ao;
 }
 
 // The real dtype the stage's operator is applied in: the field's parameters'.

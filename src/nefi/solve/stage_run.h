@@ -32,6 +32,9 @@ std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op);
 // The grid a stage runs on: its own shape, or the domain's when it has none.
 fk::Dims stage_shape(const Stage& stage, const Domain& domain);
 
+// The curriculum's optimizer settings as adam_update takes them.
+AdamOptions adam_options(const OptimConfig& o);
+
 // One curriculum stage: its grid, operator, data and losses, the optimizer
 // state and the NaN guard's snapshots, and the loop over its steps.
 class StageRun {
