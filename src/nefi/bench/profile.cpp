@@ -20,6 +20,7 @@
 #include "fk/profile.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam.h"
+#include "nefi/solve/stage_run.h"
 
 namespace nefi::bench {
 namespace {
@@ -90,14 +91,7 @@ double median(std::vector<double> v) {
 std::vector<StepSample> bare_loop(const StageView& v, int n_untraced, int n_traced) {
   FK_CHECK(v.optim->optimizer != "lbfgs", "nefi profile --minimal", "an Adam(W) curriculum",
            "optimizer lbfgs");
-  AdamOptions ao;
-  ao.decoupled = v.optim->optimizer == "adamw";
-  ao.weight_decay = v.optim->weight_decay;
-  ao.beta1 = v.optim->beta1;
-  ao.beta2 = v.optim->beta2;
-  ao.eps = v.optim->eps;
-  ao.grad_clip = v.optim->grad_clip;
-  FusedAdam adam(v.params, ao);
+  FusedAdam adam(v.params, detail::adam_options(*v.optim));
   std::vector<StepSample> out;
   for (int t = 0; t < n_untraced + n_traced; ++t) {
     if (t == n_untraced) {
