@@ -1,8 +1,8 @@
 // The wave operator's CUDA kernels (wave_kernels.h): one thread per (shot,
-// cell), per shot or per (shot, receiver); grid-stride loops, 64-bit
-// indices. What each thread computes is wave_cells.h's, shared with the CPU
-// test. Built with --fmad=false (CMakeLists.txt): the CPU loops it mirrors
-// round every product and sum.
+// cell), per shot, per (shot, receiver) or per (shot, cell a receiver
+// touches); grid-stride loops, 64-bit indices. What each thread computes
+// is wave_cells.h's, shared with the CPU test. Built with --fmad=false
+// (CMakeLists.txt): the CPU loops it mirrors round every product and sum.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -118,10 +118,10 @@ __global__ void sample_kernel(WaveCells<T> g, StencilsView rec, int64_t shots, c
 }
 
 template <typename T>
-__global__ void inject_traces_kernel(WaveCells<T> g, StencilsView rec, int64_t shots,
+__global__ void inject_traces_kernel(WaveCells<T> g, CellStencilsView rec, int64_t shots,
                                      const T* traces_bar, int64_t n_t, int64_t j, T* lam) {
-  FK_CUDA_LOOP(s, shots) {
-    inject_traces_cell(g, rec, traces_bar, n_t, j, lam, s);
+  FK_CUDA_LOOP(t, shots * rec.count) {
+    inject_traces_cell(g, rec, traces_bar, n_t, j, lam, t / rec.count, t % rec.count);
   }
 }
 
@@ -321,9 +321,9 @@ void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots
 }
 
 template <typename T>
-void launch_inject_traces(const WaveCells<T>& g, const StencilsView& rec, int64_t shots,
+void launch_inject_traces(const WaveCells<T>& g, const CellStencilsView& rec, int64_t shots,
                           const T* traces_bar, int64_t n_t, int64_t j, T* lam, void* stream) {
-  inject_traces_kernel<T><<<blocks_for(shots), kThreads, 0, as_stream(stream)>>>(
+  inject_traces_kernel<T><<<blocks_for(shots * rec.count), kThreads, 0, as_stream(stream)>>>(
       g, rec, shots, traces_bar, n_t, j, lam);
   check_launch("nefi::cuda::launch_inject_traces");
 }
@@ -385,7 +385,7 @@ void launch_copy(const T* src, T* dst, int64_t n, void* stream) {
                                          const double*, int64_t, T*, void*);                       \
   template void launch_sample<T>(const WaveCells<T>&, const StencilsView&, int64_t, const T*, T*,  \
                                  int64_t, int64_t, void*);                                         \
-  template void launch_inject_traces<T>(const WaveCells<T>&, const StencilsView&, int64_t,         \
+  template void launch_inject_traces<T>(const WaveCells<T>&, const CellStencilsView&, int64_t,     \
                                         const T*, int64_t, int64_t, T*, void*);                    \
   template void launch_adjoint_step<T>(const WaveCells<T>&, const WaveCoefficientsView<T>&,        \
                                        int64_t, T*, const T*, T*, T*, T*, const AxisFields<T>&,    \

@@ -2,13 +2,16 @@
 // Host side of the wave kernels' inputs (wave_kernels.h): a WaveGrid as
 // WaveCells (its Laplacian and face weights rounded to T exactly as
 // leapfrog_step.cpp rounds them), StepCoefficients as a view, and point
-// stencils as CSR. Used by the device driver (wave_device.cpp) and by the
-// CPU test of the cells (wave_cells_test.cpp).
+// stencils as CSR, by point and by the cell they touch. Used by the device
+// driver (wave_device.cpp), the device tables (wave_device_tables.cpp) and
+// the CPU test of the cells (wave_cells_test.cpp).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "nefi/cuda/wave_kernels.h"
 #include "nefi/operators/wave/leapfrog.h"
+#include "nefi/operators/wave/wave_device_tables.h"
 #include "nefi/operators/wave/wave_grid.h"
 
 namespace nefi::cuda {
@@ -81,6 +84,59 @@ inline StencilsCsr stencils_csr(const std::vector<wave::PointStencil>& points) {
 
 inline StencilsView view_of(const StencilsCsr& c) {
   return {c.start.data(), c.index.data(), c.weight.data(), c.count()};
+}
+
+// Point stencils grouped by the stored cell they touch (CellStencilsView):
+// the trace injection's targets, each with its terms in inject_traces's
+// order. Cells ascend; a cell two stencils (or one stencil twice) touch is
+// one target with all of its terms.
+struct CellStencilsCsr {
+  std::vector<int64_t> start{0}, cell, point;
+  std::vector<double> weight;
+  int64_t points = 0;
+  int64_t count() const { return static_cast<int64_t>(cell.size()); }
+};
+
+inline CellStencilsCsr stencils_by_cell(const std::vector<wave::PointStencil>& points) {
+  struct Term {
+    int64_t cell, point;
+    double weight;
+  };
+  std::vector<Term> terms;  // in the CPU loop's order
+  for (size_t r = 0; r < points.size(); ++r)
+    for (size_t i = 0; i < points[r].index.size(); ++i)
+      terms.push_back({points[r].index[i], static_cast<int64_t>(r), points[r].weight[i]});
+  // Stable: a cell's terms keep the loop's order, so its sum rounds as the CPU's.
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const Term& a, const Term& b) { return a.cell < b.cell; });
+  CellStencilsCsr c;
+  c.points = static_cast<int64_t>(points.size());
+  for (size_t e = 0; e < terms.size(); ++e) {
+    if (e > 0 && terms[e].cell != terms[e - 1].cell) c.start.push_back(static_cast<int64_t>(e));
+    if (e == 0 || terms[e].cell != terms[e - 1].cell) c.cell.push_back(terms[e].cell);
+    c.point.push_back(terms[e].point);
+    c.weight.push_back(terms[e].weight);
+  }
+  if (!terms.empty()) c.start.push_back(static_cast<int64_t>(terms.size()));
+  return c;
+}
+
+inline CellStencilsView view_of(const CellStencilsCsr& c) {
+  return {c.start.data(), c.cell.data(), c.point.data(), c.weight.data(), c.count(), c.points};
+}
+
+// The device tables' receivers as the kernels read them: by point, by cell.
+inline StencilsView receivers_of(const wave::WaveDeviceTables& t) {
+  return {t.receiver_start.data<int64_t>(), t.receiver_index.data<int64_t>(),
+          t.receiver_weight.data<double>(), t.receiver_start.numel() - 1};
+}
+inline CellStencilsView injection_of(const wave::WaveDeviceTables& t) {
+  return {t.injection_start.data<int64_t>(),
+          t.injection_cell.data<int64_t>(),
+          t.injection_receiver.data<int64_t>(),
+          t.injection_weight.data<double>(),
+          t.injection_cell.numel(),
+          t.receiver_start.numel() - 1};
 }
 
 }  // namespace nefi::cuda

@@ -116,16 +116,20 @@ NEFI_HOST_DEVICE inline T sample_cell(const WaveCells<T>& g, const StencilsView&
 
 // --- adjoint ---------------------------------------------------------------
 
-// Thread s of the trace-injection kernel (inject_traces for shot s).
+// Thread (s, c) of the trace-injection kernel: target cell c of shot s gets
+// inject_traces's terms in the CPU's order, each rounded to T and added as
+// the CPU adds it, so the cell ends with the CPU loop's bits although the
+// targets run in parallel (no other thread writes the cell).
 template <typename T>
-NEFI_HOST_DEVICE inline void inject_traces_cell(const WaveCells<T>& g, const StencilsView& rec,
+NEFI_HOST_DEVICE inline void inject_traces_cell(const WaveCells<T>& g, const CellStencilsView& rec,
                                                 const T* traces_bar, int64_t n_t, int64_t j, T* lam,
-                                                int64_t s) {
-  T* mine = lam + s * g.numel;
-  const T* gs = traces_bar + s * rec.count * n_t;
-  for (int64_t r = 0; r < rec.count; ++r)
-    for (int64_t e = rec.start[r]; e < rec.start[r + 1]; ++e)
-      mine[rec.index[e]] += static_cast<T>(rec.weight[e]) * gs[r * n_t + j];
+                                                int64_t s, int64_t c) {
+  T* target = lam + s * g.numel + rec.cell[c];
+  const T* gs = traces_bar + s * rec.points * n_t;
+  T v = *target;
+  for (int64_t e = rec.start[c]; e < rec.start[c + 1]; ++e)
+    v += static_cast<T>(rec.weight[e]) * gs[rec.point[e] * n_t + j];
+  *target = v;
 }
 
 // Padded kernel (PML, first): psi_transpose_row, Gᵀ(beta μ)/2 into λ and scratch.

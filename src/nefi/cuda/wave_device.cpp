@@ -58,7 +58,8 @@ cuda::WaveShotsSetup<T> shots_setup(const wave::ShotGeometry& geo, const wave::W
   s.co = cuda::coefficients_view<T>(gr, t.q2.data<T>(), t.b.data<T>(), vc.k.data<T>(),
                                     t.a_dt2.data<T>(), alpha, beta);
   s.sources = stencils(t.source_start, t.source_index, t.source_weight);
-  s.receivers = stencils(t.receiver_start, t.receiver_index, t.receiver_weight);
+  s.receivers = cuda::receivers_of(t);
+  s.injection = cuda::injection_of(t);
   s.wavelet = t.wavelet.defined() ? t.wavelet.data<double>() : nullptr;
   s.shots = static_cast<int64_t>(geo.sources.size());
   s.n_t = gr.n_t;

@@ -31,7 +31,7 @@ struct WaveDeviceKernels {
     fk::profile::count_launch(1);
   }
   template <typename T>
-  static void inject_traces(const WaveCells<T>& g, const StencilsView& rec, int64_t shots,
+  static void inject_traces(const WaveCells<T>& g, const CellStencilsView& rec, int64_t shots,
                             const T* gb, int64_t n_t, int64_t j, T* lam, void* stream) {
     launch_inject_traces(g, rec, shots, gb, n_t, j, lam, stream);
     fk::profile::count_launch(1);

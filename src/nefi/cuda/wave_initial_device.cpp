@@ -45,8 +45,8 @@ Shots<T> initial_shots(const WaveInitialConditionOperator& op,
       alpha[d] = t.base.alpha[d].data<T>(), beta[d] = t.beta[d].data<T>();
   s.co = cuda::coefficients_view<T>(gr, t.base.q2.data<T>(), t.base.b.data<T>(), t.k.data<T>(),
                                     t.base.a_dt2.data<T>(), alpha, beta);
-  s.receivers = {t.base.receiver_start.data<int64_t>(), t.base.receiver_index.data<int64_t>(),
-                 t.base.receiver_weight.data<double>(), t.base.receiver_start.numel() - 1};
+  s.receivers = cuda::receivers_of(t.base);
+  s.injection = cuda::injection_of(t.base);
   s.wavelet = nullptr;
   s.shots = 1;
   s.n_t = gr.n_t;

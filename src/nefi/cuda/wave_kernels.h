@@ -63,6 +63,20 @@ struct StencilsView {
   int64_t count = 0;
 };
 
+// The same stencils grouped by the stored cell they touch, for the trace
+// injection: target c is cell[c], and entries start[c] .. start[c + 1] − 1
+// name the point (receiver) and weight of each of its terms in the order the
+// CPU's inject_traces adds them (points in order, each stencil in order).
+// Every cell appears once, so one thread per (shot, target) writes alone.
+struct CellStencilsView {
+  const int64_t* start = nullptr;
+  const int64_t* cell = nullptr;
+  const int64_t* point = nullptr;
+  const double* weight = nullptr;
+  int64_t count = 0;   // target cells
+  int64_t points = 0;  // stencils (receivers): the traces' middle extent
+};
+
 // --- once per apply: the velocity's coefficients --------------------------
 
 // The velocity check's first-pass block count for n values (>= 1): the
@@ -100,9 +114,11 @@ void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots
 
 // --- the adjoint step of all shots ----------------------------------------
 
-// lam[s] += T(w_i) g[s, r, j] over receiver r's stencil, r in order (one thread per shot).
+// lam[s] += T(w_i) g[s, r, j] over every receiver r's stencil: one thread
+// per (shot, target cell of rec), each adding its cell's terms in the CPU's
+// order (the CPU loop's bits; no atomics).
 template <typename T>
-void launch_inject_traces(const WaveCells<T>& g, const StencilsView& rec, int64_t shots,
+void launch_inject_traces(const WaveCells<T>& g, const CellStencilsView& rec, int64_t shots,
                           const T* traces_bar, int64_t n_t, int64_t j, T* lam, void* stream);
 // leapfrog_adjoint_step for all shots: lam_c (PML: += Gᵀ(beta μ)), out_cur,
 // out_prev, μ in place; kl is scratch (stored grid per shot, zero halo);

@@ -37,6 +37,7 @@ struct WaveShotsSetup {
   WaveCells<T> cells;
   WaveCoefficientsView<T> co;
   StencilsView sources, receivers;
+  CellStencilsView injection;  // the receivers by cell (the adjoint's trace injection)
   const double* wavelet = nullptr;
   int64_t shots = 1, n_t = 0, n_steps = 0, substeps = 1;
   fk::Device device;
@@ -167,7 +168,7 @@ class WaveShots {
     K::sensor_adjoint(g, n_rec, sensor.n_t, s_.n_t, sensor.every, sensor.w, sensor.half,
                       fine.template data<T>(), s_.stream);
     Adjoint st = adjoint_to_start(fine.template data<T>());
-    K::inject_traces(s_.cells, s_.receivers, 1, fine.template data<T>(), s_.n_t, 0, st.lam_c,
+    K::inject_traces(s_.cells, s_.injection, 1, fine.template data<T>(), s_.n_t, 0, st.lam_c,
                      s_.stream);
     fk::Tensor ku = fk::empty({S}, {fk::dtype_of<T>(), s_.device});
     K::scaled_product(start_k, st.lam_p, ku.template data<T>(), S, s_.stream);
@@ -207,7 +208,7 @@ class WaveShots {
     T* kbar = st.kbar.defined() ? st.kbar.template data<T>() : nullptr;
     for (int64_t n = n1 - 1; n >= n0; --n) {
       if ((n + 1) % s_.substeps == 0)
-        K::inject_traces(s_.cells, s_.receivers, s_.shots, g, s_.n_t, (n + 1) / s_.substeps,
+        K::inject_traces(s_.cells, s_.injection, s_.shots, g, s_.n_t, (n + 1) / s_.substeps,
                          st.lam_c, s_.stream);
       K::adjoint(s_.cells, s_.co, s_.shots, st.lam_c, st.lam_p, st.spare[0], st.spare[1],
                  st.kl.template data<T>(), st.mu_ptr, u(n), u(n + 1), kbar, st.fbar_ptr, s_.stream);

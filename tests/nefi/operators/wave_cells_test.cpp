@@ -70,9 +70,11 @@ struct HostKernels {
     });
   }
   template <typename T>
-  static void inject_traces(const cu::WaveCells<T>& g, const cu::StencilsView& rec, int64_t shots,
-                            const T* gb, int64_t n_t, int64_t j, T* lam, void*) {
-    threads(shots, [&](int64_t s) { cu::inject_traces_cell(g, rec, gb, n_t, j, lam, s); });
+  static void inject_traces(const cu::WaveCells<T>& g, const cu::CellStencilsView& rec,
+                            int64_t shots, const T* gb, int64_t n_t, int64_t j, T* lam, void*) {
+    threads(shots * rec.count, [&](int64_t t) {
+      cu::inject_traces_cell(g, rec, gb, n_t, j, lam, t / rec.count, t % rec.count);
+    });
   }
   template <typename T>
   static void adjoint(const cu::WaveCells<T>& g, const cu::WaveCoefficientsView<T>& co,
@@ -272,11 +274,13 @@ void check_solve(const Case& cs) {
     ASSERT_TRUE(same_bits(dev.beta[a], co.beta[3 - g.nd + a]));
 
   const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
+  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
   cu::WaveShotsSetup<T> setup;
   setup.cells = g;
   setup.co = dev.view;
   setup.sources = cu::view_of(src);
   setup.receivers = cu::view_of(rec);
+  setup.injection = cu::view_of(by_cell);
   setup.wavelet = geo.wavelet.data();
   setup.shots = static_cast<int64_t>(geo.sources.size());
   setup.n_t = gr.n_t;
@@ -447,11 +451,13 @@ void check_initial_value(const nefi::WaveInitialConditionConfig& cfg, const fk::
   for (int d = 0; d < 3; ++d)
     if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
   const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
+  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
   cu::WaveShotsSetup<T> setup;
   setup.cells = g;
   setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
                                       alpha, beta);
   setup.receivers = cu::view_of(rec);
+  setup.injection = cu::view_of(by_cell);
   setup.n_t = gr.n_t;
   setup.n_steps = gr.n_steps();
   setup.substeps = gr.substeps;
@@ -528,6 +534,78 @@ TEST(NefiWaveCells, ThreadOrderDoesNotChangeTheBits) {
   cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
   cfg.sensor_fc = 9.0;
   check_initial_value<double>(cfg, {12, 14});
+}
+
+// The trace injection by target cell (one thread per (shot, cell)) against
+// inject_traces's loop written out (receivers in order, each stencil in
+// order, lam[i] += T(w) g): two shots, receivers sharing cells (neighbours,
+// and one receiver twice), threads forward and reversed. Each cell is one
+// target; adding a shared cell's terms in another order gives other bits
+// here, so only the CPU's order passes.
+template <typename T>
+void check_injection(bool reversed) {
+  SCOPED_TRACE(std::string(sizeof(T) == 4 ? "f32" : "f64") + (reversed ? " reversed" : ""));
+  wave::WaveConfig cfg;
+  cfg.extent = {1.0, 1.0};
+  cfg.order = 4;
+  cfg.absorbing = wave::Absorbing::kPml;
+  cfg.absorb_width = 0.2;
+  cfg.c_max = 2.5;
+  cfg.dt_obs = 0.03;
+  cfg.n_t = 5;
+  const std::vector<std::vector<double>> rec = {
+      {0.45, 0.5}, {0.47, 0.5}, {0.45, 0.5}, {0.8, 0.12}, {0.46, 0.52}};
+  const wave::ShotGeometry geo =
+      wave::make_shot_geometry(cfg, fk::Dims{14, 12}, {{0.3, 0.3}, {0.6, 0.6}}, rec, 6.0, 1.0);
+  const wave::WaveGrid& gr = geo.grid;
+  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, true);
+  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
+  int64_t terms = 0, shared = 0;
+  for (const wave::PointStencil& p : geo.receivers) terms += static_cast<int64_t>(p.index.size());
+  ASSERT_EQ(by_cell.start.back(), terms);
+  ASSERT_EQ(by_cell.points, static_cast<int64_t>(rec.size()));
+  for (int64_t c = 0; c < by_cell.count(); ++c) {
+    if (c > 0) {
+      ASSERT_LT(by_cell.cell[c - 1], by_cell.cell[c]) << "a cell listed twice";
+    }
+    shared += by_cell.start[c + 1] - by_cell.start[c] > 2 ? 1 : 0;
+  }
+  ASSERT_GT(shared, 0) << "no cell with three terms or more: the order would not matter";
+
+  const int64_t shots = 2, n_rec = static_cast<int64_t>(rec.size()), n_t = cfg.n_t, j = 3;
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> nd;
+  std::vector<T> lam(shots * g.numel), gb(shots * n_rec * n_t);
+  for (T& v : lam) v = static_cast<T>(nd(rng));
+  for (T& v : gb) v = static_cast<T>(nd(rng));
+  std::vector<T> want = lam, backwards = lam, got = lam;
+  for (int64_t s = 0; s < shots; ++s)
+    for (int64_t r = 0; r < n_rec; ++r) {
+      const wave::PointStencil& p = geo.receivers[r];
+      const T gv = gb[(s * n_rec + r) * n_t + j];
+      for (size_t i = 0; i < p.index.size(); ++i)
+        want[s * g.numel + p.index[i]] += static_cast<T>(p.weight[i]) * gv;
+    }
+  for (int64_t s = 0; s < shots; ++s)
+    for (int64_t r = n_rec - 1; r >= 0; --r) {
+      const wave::PointStencil& p = geo.receivers[r];
+      const T gv = gb[(s * n_rec + r) * n_t + j];
+      for (size_t i = p.index.size(); i-- > 0;)
+        backwards[s * g.numel + p.index[i]] += static_cast<T>(p.weight[i]) * gv;
+    }
+  ASSERT_FALSE(same_bits(backwards, want)) << "the terms' order leaves the bits alone here";
+  HostKernels::reversed = reversed;
+  HostKernels::inject_traces<T>(g, cu::view_of(by_cell), shots, gb.data(), n_t, j, got.data(),
+                                nullptr);
+  HostKernels::reversed = false;
+  EXPECT_TRUE(same_bits(got, want));
+}
+
+TEST(NefiWaveCells, TraceInjectionByCellEqualsTheCpuLoop) {
+  for (bool reversed : {false, true}) {
+    check_injection<double>(reversed);
+    check_injection<float>(reversed);
+  }
 }
 
 // The velocity check's fold: min and max of the finite values, NaN and ±inf counted.

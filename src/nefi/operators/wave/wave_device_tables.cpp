@@ -5,6 +5,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/cuda/wave_cell_layout.h"
 
 namespace nefi::wave {
 namespace {
@@ -55,6 +56,11 @@ WaveDeviceTables upload_wave_tables(const ShotGeometry& geo, fk::Device device, 
     upload_coefficients<double>(geo, t);
   upload_stencils(geo.sources, device, t.source_start, t.source_index, t.source_weight);
   upload_stencils(geo.receivers, device, t.receiver_start, t.receiver_index, t.receiver_weight);
+  const cuda::CellStencilsCsr by_cell = cuda::stencils_by_cell(geo.receivers);
+  t.injection_start = upload(by_cell.start, device),
+  t.injection_cell = upload(by_cell.cell, device);
+  t.injection_receiver = upload(by_cell.point, device);
+  t.injection_weight = upload(by_cell.weight, device);
   if (!geo.wavelet.empty()) t.wavelet = upload(geo.wavelet, device);
   return t;
 }

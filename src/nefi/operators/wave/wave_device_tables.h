@@ -26,6 +26,9 @@ struct WaveDeviceTables {
   std::array<fk::Tensor, 3> beta_per_kappa;                    // by slot, PML only: (S,) f64
   fk::Tensor source_start, source_index, source_weight;        // CSR: i64, i64, f64
   fk::Tensor receiver_start, receiver_index, receiver_weight;  // CSR: i64, i64, f64
+  // The receivers by the cell they touch (nefi/cuda/wave_cell_layout.h's
+  // stencils_by_cell), for the adjoint's trace injection: i64, i64, i64, f64.
+  fk::Tensor injection_start, injection_cell, injection_receiver, injection_weight;
   fk::Tensor wavelet;  // (N,) f64, undefined without sources
 };
 
