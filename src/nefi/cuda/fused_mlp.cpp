@@ -26,6 +26,8 @@ static_assert(static_cast<int>(FusedMlpActivation::Tanh) == cuda::kFusedTanh &&
               static_cast<int>(FusedMlpActivation::Softplus) == cuda::kFusedSoftplus &&
               static_cast<int>(FusedMlpActivation::Sine) == cuda::kFusedSine);
 static_assert(kFusedMlpMaxWidth == cuda::kFusedMaxWidth);
+// launch_fused_mlp_param_partials's grid has depth + 1 rows (y: at most 65535).
+static_assert(kFusedMlpMaxDepth + 1 <= 65535);
 
 cuda::FusedMlpShape shape_of(const FusedMlpSpec& spec, int64_t in) {
   cuda::FusedMlpShape s;

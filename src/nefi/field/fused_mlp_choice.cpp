@@ -47,6 +47,9 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
     return "hidden width " + std::to_string(spec.hidden) + ", output width " +
            std::to_string(spec.out);
   if (in > (int64_t{1} << 16)) return "feature width " + std::to_string(in);
+  if (spec.depth > kFusedMlpMaxDepth)
+    return "depth " + std::to_string(spec.depth) + " (at most " +
+           std::to_string(kFusedMlpMaxDepth) + " hidden layers)";
   return fused_mlp_unsupported_on(spec, in, device);
 }
 

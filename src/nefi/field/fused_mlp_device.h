@@ -55,10 +55,13 @@ struct FusedMlpSpec {
 
 // The widest hidden layer and head the fused kernel takes.
 inline constexpr int kFusedMlpMaxWidth = 128;
+// The most hidden layers it takes: its parameter-gradient launch has one
+// grid row per layer and the head, and a grid has at most 65535 rows.
+inline constexpr int kFusedMlpMaxDepth = 65534;
 
 // Why the fused kernel cannot run `spec` on features of width `in` on CUDA
-// device `device` (a width above 128, or shared memory the device lacks for
-// 32 rows), or "" when it can. CPU-only builds: always a reason.
+// device `device` (a width above 128, a depth above 65534, or shared memory
+// the device lacks for 32 rows), or "" when it can. CPU-only builds: always a reason.
 std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int device);
 // Its device half: no such device, or not enough shared memory on it.
 std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);

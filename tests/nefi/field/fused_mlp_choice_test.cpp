@@ -82,6 +82,21 @@ TEST(NefiFusedMlpChoice, KnobValues) {
   EXPECT_EQ(nefi::use_fused_mlp(spec(128, fk::DType::F16), 8, 0), gpu);
 }
 
+// The parameter gradient's launch has a grid row per layer (at most 65535):
+// deeper networks are refused by name, before any device is asked, and auto
+// leaves them to the per-layer path.
+TEST(NefiFusedMlpChoice, DepthBeyondTheGridRowsIsRefused) {
+  nefi::FusedMlpSpec deep = spec(32);
+  deep.depth = nefi::kFusedMlpMaxDepth + 1;
+  EXPECT_NE(nefi::fused_mlp_unsupported(deep, 8, 0).find("depth 65535"), std::string::npos)
+      << nefi::fused_mlp_unsupported(deep, 8, 0);
+  {
+    FusedKnob on("1");
+    expect_error_naming([&] { nefi::use_fused_mlp(deep, 8, 0); }, "depth 65535");
+  }
+  EXPECT_FALSE(nefi::use_fused_mlp(deep, 8, 0));
+}
+
 TEST(NefiFusedMlpChoice, ActivationNames) {
   EXPECT_EQ(nefi::fused_mlp_activation("tanh"), nefi::FusedMlpActivation::Tanh);
   EXPECT_EQ(nefi::fused_mlp_activation("relu"), nefi::FusedMlpActivation::Relu);
