@@ -23,6 +23,11 @@ void check_conv_dtypes(const char* where, const fk::Tensor& f, const fk::Tensor&
            fk::name(g->dtype()));
 }
 
+void check_device_pair_count(const char* where, int64_t pairs) {
+  FK_CHECK(pairs < (int64_t{1} << 31), where,
+           "a kernel map of < 2^31 pairs on a device (i32 pair ids)", std::to_string(pairs));
+}
+
 OffsetGroups plan_offset_groups(const std::vector<int64_t>& pairs, int64_t row_bytes, bool fused,
                                 double cap_mb) {
   FK_CHECK(row_bytes > 0, "minkowski::cuda::plan_offset_groups", "row_bytes > 0",

@@ -1,8 +1,8 @@
 #pragma once
 // The device convolution's decisions that need no device (device_conv.h):
-// which operand dtypes it takes, and how its offsets are cut into the groups
-// whose rows are staged together. Plain C++, compiled in every build, so the
-// CPU tests check them where no GPU exists.
+// which operand dtypes it takes, which maps its i32 indices hold, and how
+// its offsets are cut into the groups whose rows are staged together. Plain C++, compiled in every
+// build, so the CPU tests check them where no GPU exists.
 //
 // Dtypes: f32, f16, bf16 (cuBLAS SGEMM / tensor cores, f32 accumulation) and
 // f64 (cuBLAS DGEMM, f64 accumulation: what gradchecks and MinkowskiEngine's
@@ -25,6 +25,12 @@ namespace minkowski::cuda {
 // defined) in the features' dtype; else fk::Error from `where`.
 void check_conv_dtypes(const char* where, const fk::Tensor& features, const fk::Tensor& weight,
                        const fk::Tensor* grad_out);
+
+// The device map's indices are i32 (row ids, pair ids and the by-row CSRs
+// the deterministic scatter walks): a map of `pairs` pairs fits when
+// pairs < 2^31; else fk::Error from `where` (a host map that large stays
+// on the CPU).
+void check_device_pair_count(const char* where, int64_t pairs);
 
 // Offsets [first, last) of one group.
 struct OffsetGroup {

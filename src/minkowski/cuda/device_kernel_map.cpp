@@ -11,6 +11,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/device_buffers.h"
 #include "minkowski/cuda/kernels.h"
 
@@ -196,6 +197,8 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
 }
 
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
+  // Pair ids, the identity's rows and the by-row CSRs below are i32.
+  check_device_pair_count("minkowski::cuda::upload_kernel_map", map.pairs());
   fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(map.volume, map.in_size, map.out_size, device);
   m.offset_begin = map.offset_begin;

@@ -2,7 +2,8 @@
 // (minkowski_tests, every build): the dtypes it takes (f64 among them) and
 // the errors that name the others, and the offset groups under the staging
 // cap, counted by hand, with f64's 8-byte elements making rows twice as wide
-// as f32's (half as many pairs under one cap, the same staging bytes).
+// as f32's (half as many pairs under one cap, the same staging bytes); and
+// the largest map the device's i32 pair ids hold.
 #include "minkowski/cuda/conv_plan.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,19 @@ TEST(MinkowskiCudaConvPlan, DtypesTakeF64AndNameTheExpected) {
   // An undefined grad_out (a backward without one) is not checked.
   const fk::Tensor none;
   EXPECT_EQ(error_of([&] { cuda::check_conv_dtypes(where, f64, f64, &none); }), "no error");
+}
+
+// A host map is uploaded only while its pair ids fit i32 (2^31 - 1 pairs
+// at most); one more would wrap the ids the device's CSRs are built from.
+TEST(MinkowskiCudaConvPlan, PairCountsBeyondInt32AreRefused) {
+  const char* where = "minkowski::cuda::upload_kernel_map";
+  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, 0); }), "no error");
+  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, (int64_t{1} << 31) - 1); }),
+            "no error");
+  const std::string e = error_of([&] { cuda::check_device_pair_count(where, int64_t{1} << 31); });
+  EXPECT_NE(e.find(where), std::string::npos) << e;
+  EXPECT_NE(e.find("< 2^31 pairs"), std::string::npos) << e;
+  EXPECT_NE(e.find("2147483648"), std::string::npos) << e;
 }
 
 // 64 -> 64 channels: rows of 128 x 4 = 512 bytes in f32, 1024 in f64; a cap
