@@ -2,6 +2,8 @@
 #include "minkowski/cuda/conv_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "fk/error.h"
@@ -30,14 +32,18 @@ void check_device_pair_count(const char* where, int64_t pairs) {
 
 OffsetGroups plan_offset_groups(const std::vector<int64_t>& pairs, int64_t row_bytes, bool fused,
                                 double cap_mb) {
-  FK_CHECK(row_bytes > 0, "minkowski::cuda::plan_offset_groups", "row_bytes > 0",
-           std::to_string(row_bytes));
+  const char* where = "minkowski::cuda::plan_offset_groups";
+  FK_CHECK(row_bytes > 0, where, "row_bytes > 0", std::to_string(row_bytes));
+  FK_CHECK(cap_mb >= 0, where, "a cap >= 0 MiB (0: 2048)", std::to_string(cap_mb));
   if (cap_mb == 0) cap_mb = 2048;
   const int64_t volume = static_cast<int64_t>(pairs.size());
   int64_t largest = 0;
   for (int64_t n : pairs) largest = std::max(largest, n);
+  // Rows under the cap in double: a cap past int64's rows (an inf among
+  // them) is no cap, not an out-of-range conversion.
+  const double cap_rows = std::floor(cap_mb * 1048576.0 / static_cast<double>(row_bytes));
   const int64_t cap =
-      std::max(largest, static_cast<int64_t>(cap_mb * 1048576.0 / static_cast<double>(row_bytes)));
+      std::max(largest, cap_rows >= 9e18 ? INT64_MAX : static_cast<int64_t>(cap_rows));
   OffsetGroups r;
   for (int64_t k = 0; k < volume;) {
     int64_t last = k + 1, rows = pairs[k];

@@ -45,7 +45,8 @@ struct OffsetGroups {
 };
 
 // The groups of offsets with pairs_per_offset[k] pairs, staged rows of
-// row_bytes (> 0) bytes, under a cap of cap_mb MiB (0: 2048).
+// row_bytes (> 0) bytes, under a cap of cap_mb (>= 0; NaN refused) MiB (0:
+// 2048; any larger value, infinity included, is taken as it is).
 OffsetGroups plan_offset_groups(const std::vector<int64_t>& pairs_per_offset, int64_t row_bytes,
                                 bool fused, double cap_mb);
 

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,22 @@ TEST(MinkowskiCudaConvPlan, PairCountsBeyondInt32AreRefused) {
   EXPECT_NE(e.find(where), std::string::npos) << e;
   EXPECT_NE(e.find("< 2^31 pairs"), std::string::npos) << e;
   EXPECT_NE(e.find("2147483648"), std::string::npos) << e;
+}
+
+// A cap whose rows exceed int64 (or infinite) holds every offset in one
+// group, as a large cap should (its rows were once converted to int64 out of
+// range); a negative or NaN cap is an error naming the expected range.
+TEST(MinkowskiCudaConvPlan, HugeCapsAreOneGroupAndBadCapsAreErrors) {
+  const std::vector<int64_t> pairs = {100, 100, 100};
+  for (double cap_mb : {1e30, std::numeric_limits<double>::infinity()}) {
+    const cuda::OffsetGroups r = cuda::plan_offset_groups(pairs, 4, true, cap_mb);
+    EXPECT_EQ(r.groups, (std::vector<OffsetGroup>{{0, 3}})) << cap_mb;
+    EXPECT_EQ(r.max_rows, 300) << cap_mb;
+  }
+  for (double cap_mb : {-1.0, std::nan("")}) {
+    const std::string e = error_of([&] { cuda::plan_offset_groups(pairs, 4, true, cap_mb); });
+    EXPECT_NE(e.find("a cap >= 0 MiB"), std::string::npos) << e;
+  }
 }
 
 // 64 -> 64 channels: rows of 128 x 4 = 512 bytes in f32, 1024 in f64; a cap
