@@ -7,7 +7,8 @@
 // on the operator's first device apply, and shared by the operator's copies and
 // autograd nodes (WaveOperator::tables_on), so nothing crosses from the
 // host during a solve or its capture. Memory: (3 + 2 n_ψ) S of T and
-// (1 + n_ψ) S of f64, S the stored cells of one shot, plus the stencils.
+// (1 + n_ψ) S of f64, S the stored cells of one shot, plus the stencils (the
+// receivers' twice: by receiver for sampling, by cell for the injection).
 #include <array>
 
 #include "fk/device.h"
