@@ -16,6 +16,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/test_util.h"
 
 namespace fk {
 namespace {
@@ -36,16 +37,7 @@ class SyncDebug {
 
 const Device kGpu = cuda_device(0);
 
-// The message of f's fk::Error, "" if none.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // A capture of cuda:0 marked as begun by this thread for the scope, as
 // cuda::begin_capture marks one (a stand-in stream: nothing reaches CUDA).

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 namespace fk::cuda {
 namespace {
 
@@ -17,25 +19,39 @@ const void* const kDefault = nullptr;
 
 using S = BlasStreamStep;
 
-TEST(BlasStreamStep, OutsideACaptureTheHandleBindsThenMovesAfterADeviceWait) {
-  EXPECT_EQ(blas_stream_step(false, nullptr, kA, false), S::kBind);
-  EXPECT_EQ(blas_stream_step(false, nullptr, kDefault, false), S::kBind);
-  EXPECT_EQ(blas_stream_step(true, kA, kA, false), S::kKeep);
-  EXPECT_EQ(blas_stream_step(true, kDefault, kDefault, false), S::kKeep);
-  EXPECT_EQ(blas_stream_step(true, kA, kB, false), S::kSyncThenBind);
-  EXPECT_EQ(blas_stream_step(true, kDefault, kA, false), S::kSyncThenBind);
-  EXPECT_EQ(blas_stream_step(true, kA, kDefault, false), S::kSyncThenBind);
-}
+struct Row {
+  bool bound;
+  const void* bound_stream;
+  const void* stream;
+  bool capture_running;
+  S want;
+};
 
-// The warm-up step bound the handle to the captured stream: the captured
-// calls change nothing. Anything else would wait for the device (a move) or
-// allocate (a first call) inside the capture: refused, never synchronized.
-TEST(BlasStreamStep, InsideACaptureOnlyTheBoundStreamIsUsed) {
-  EXPECT_EQ(blas_stream_step(true, kA, kA, true), S::kKeep);
-  EXPECT_EQ(blas_stream_step(true, kDefault, kA, true), S::kRefuse);
-  EXPECT_EQ(blas_stream_step(true, kA, kB, true), S::kRefuse);
-  EXPECT_EQ(blas_stream_step(true, kA, kDefault, true), S::kRefuse);
-  EXPECT_EQ(blas_stream_step(false, nullptr, kA, true), S::kRefuse);
+// Outside a capture the handle is bound on the first call, kept, and moved
+// after a device wait. Inside one the warm-up step bound it to the captured
+// stream, so the captured calls change nothing; anything else would wait for
+// the device (a move) or allocate (a first call) there: refused, never synced.
+const Row kRows[] = {
+    {false, nullptr, kA, false, S::kBind},
+    {false, nullptr, kDefault, false, S::kBind},
+    {true, kA, kA, false, S::kKeep},
+    {true, kDefault, kDefault, false, S::kKeep},
+    {true, kA, kB, false, S::kSyncThenBind},
+    {true, kDefault, kA, false, S::kSyncThenBind},
+    {true, kA, kDefault, false, S::kSyncThenBind},
+    {true, kA, kA, true, S::kKeep},
+    {true, kDefault, kA, true, S::kRefuse},
+    {true, kA, kB, true, S::kRefuse},
+    {true, kA, kDefault, true, S::kRefuse},
+    {false, nullptr, kA, true, S::kRefuse},
+};
+
+TEST(BlasStreamStep, BindsKeepsMovesAfterAWaitAndRefusesInsideACapture) {
+  for (size_t i = 0; i < std::size(kRows); ++i) {
+    const Row& r = kRows[i];
+    EXPECT_EQ(blas_stream_step(r.bound, r.bound_stream, r.stream, r.capture_running), r.want)
+        << "row " << i;
+  }
 }
 
 }  // namespace

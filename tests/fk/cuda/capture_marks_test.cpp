@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fk/error.h"
+#include "fk/test_util.h"
 
 namespace fk::cuda {
 namespace {
@@ -18,16 +19,7 @@ int g_stream_a = 0, g_stream_b = 0;
 void* const kStreamA = &g_stream_a;
 void* const kStreamB = &g_stream_b;
 
-// The message of f's fk::Error, "" if none.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(CaptureMarks, TheStreamIsCapturedForEveryThreadButBegunOnOne) {
   CaptureMarks marks;
