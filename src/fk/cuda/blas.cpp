@@ -50,7 +50,7 @@ Handle g_handles[kMaxDevices];
 // Whether a capture runs that a move of the handle (a device wait) or its
 // creation (an allocation) would break: fk's own on the device, or another
 // framework's on `stream` (the legacy default stream is never captured, and
-// is not asked: the query fails there while a capture runs elsewhere).
+// is not asked: the query fails there while a blocking stream captures).
 bool capture_running(int device, cudaStream_t stream) {
   if (capture_marks().captured_stream(device) != nullptr) return true;
   if (stream == nullptr) return false;
@@ -74,10 +74,9 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
       throw Error("cuda::gemm inside a CUDA graph capture",
                   "cuBLAS bound to the captured stream before the capture (an eager call on it "
                   "first)",
-                  std::string(h.bound ? "a move of cuBLAS to another stream"
-                                      : "the first cuBLAS call, which allocates") +
-                      " on cuda:" + std::to_string(device) +
-                      ", which would wait for the device inside the capture");
+                  std::string(h.bound ? "a move of cuBLAS to another stream (a device wait)"
+                                      : "the first cuBLAS call (an allocation)") +
+                      " on cuda:" + std::to_string(device) + " while a capture runs");
     case BlasStreamStep::kSyncThenBind:
       check_cuda(cudaDeviceSynchronize(), "cuda::gemm (moving cuBLAS to another stream)");
       break;

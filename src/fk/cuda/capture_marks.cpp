@@ -49,11 +49,6 @@ void* CaptureMarks::end(int device) {
   return stream;
 }
 
-bool CaptureMarks::stream_capturing(int device, void* stream) const {
-  const Mark* m = find(device);
-  return m != nullptr && stream != nullptr && m->stream == stream;
-}
-
 bool CaptureMarks::begun_on_this_thread(int device) const {
   const Mark* m = find(device);
   return m != nullptr && m->stream != nullptr && m->owner == std::this_thread::get_id();

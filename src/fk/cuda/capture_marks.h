@@ -36,14 +36,12 @@ class CaptureMarks {
   // thread-local capture only on the thread that began it).
   void* end(int device);
 
-  // True while a capture of `stream` runs on `device` (any thread's).
-  bool stream_capturing(int device, void* stream) const;
+  // The stream under capture on `device` (by any thread), or null; null for
+  // a device index out of range.
+  void* captured_stream(int device) const;
 
   // True while a capture this thread began runs on `device`.
   bool begun_on_this_thread(int device) const;
-
-  // The stream under capture on `device`, or null.
-  void* captured_stream(int device) const;
 
  private:
   struct Mark {

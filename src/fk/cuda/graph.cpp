@@ -63,7 +63,10 @@ void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, s
 }
 
 bool capturing(int device) {
-  return capture_marks().stream_capturing(device, current_stream(device));
+  // Asked after every op: the current stream is looked up only while a
+  // capture runs (and never for a device index out of range).
+  void* const captured = capture_marks().captured_stream(device);
+  return captured != nullptr && captured == current_stream(device);
 }
 
 void begin_capture(int device) {

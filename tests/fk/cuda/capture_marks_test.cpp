@@ -24,21 +24,20 @@ using test::error_of;
 TEST(CaptureMarks, TheStreamIsCapturedForEveryThreadButBegunOnOne) {
   CaptureMarks marks;
   marks.begin(1, kStreamA);
-  EXPECT_TRUE(marks.stream_capturing(1, kStreamA));
+  EXPECT_EQ(marks.captured_stream(1), kStreamA);
   EXPECT_TRUE(marks.begun_on_this_thread(1));
   bool other_sees_stream = false, other_began = true;
   std::thread([&] {
-    other_sees_stream = marks.stream_capturing(1, kStreamA);
+    other_sees_stream = marks.captured_stream(1) == kStreamA;
     other_began = marks.begun_on_this_thread(1);
   }).join();
   EXPECT_TRUE(other_sees_stream);
   EXPECT_FALSE(other_began);
-  // Another stream, or another device, is not under this capture.
-  EXPECT_FALSE(marks.stream_capturing(1, kStreamB));
-  EXPECT_FALSE(marks.stream_capturing(0, kStreamA));
+  // Another device is not under this capture.
+  EXPECT_EQ(marks.captured_stream(0), nullptr);
   EXPECT_FALSE(marks.begun_on_this_thread(0));
   EXPECT_EQ(marks.end(1), kStreamA);
-  EXPECT_FALSE(marks.stream_capturing(1, kStreamA));
+  EXPECT_EQ(marks.captured_stream(1), nullptr);
   EXPECT_FALSE(marks.begun_on_this_thread(1));
 }
 
@@ -50,7 +49,7 @@ TEST(CaptureMarks, OnlyTheThreadThatBeganACaptureEndsIt) {
   std::string other_end;
   std::thread([&] { other_end = error_of([&] { marks.end(0); }); }).join();
   EXPECT_NE(other_end.find("the thread that began the capture"), std::string::npos) << other_end;
-  EXPECT_TRUE(marks.stream_capturing(0, kStreamA));
+  EXPECT_EQ(marks.captured_stream(0), kStreamA);
   EXPECT_TRUE(marks.begun_on_this_thread(0));
   EXPECT_EQ(marks.end(0), kStreamA);
   // Then another thread may begin one, which is its own.
@@ -76,8 +75,8 @@ TEST(CaptureMarks, RefusesASecondCaptureTheDefaultStreamAndBadDevices) {
   EXPECT_NE(error_of([&] { marks.begin(CaptureMarks::kMaxDevices, kStreamB); }).find("64"),
             std::string::npos);
   EXPECT_NE(error_of([&] { marks.end(3); }).find("a capture running on cuda:3"), std::string::npos);
-  EXPECT_FALSE(marks.stream_capturing(-1, kStreamA));
-  EXPECT_FALSE(marks.stream_capturing(2, nullptr));
+  EXPECT_EQ(marks.captured_stream(-1), nullptr);
+  EXPECT_FALSE(marks.begun_on_this_thread(CaptureMarks::kMaxDevices));
   marks.end(2);
 }
 
