@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "fk/cuda/graph.h"
+#include "fk/cuda/capture_marks.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
@@ -31,9 +31,17 @@ bool first_warning(const char* op) {
   return seen->insert(op).second;
 }
 
+// A capture this thread began on the source's device: its reads are inside
+// the captured step. Another thread's capture does not make this thread's
+// read part of it, nor name it as the reason for this thread's own step.
+bool capturing_here(Device source) {
+  return cuda::capture_marks().begun_on_this_thread(source.index);
+}
+
 std::string where_step(Device source) {
-  return cuda::capturing(source.index) ? "a CUDA graph capture on " + source.str()
-                                       : "a device step (DeviceStepScope) on this thread";
+  return capturing_here(source)
+             ? "a CUDA graph capture on " + source.str() + " begun on this thread"
+             : "a device step (DeviceStepScope) on this thread";
 }
 
 }  // namespace
@@ -65,7 +73,7 @@ SyncDebugMode sync_debug_action(SyncDebugMode mode, bool in_step, Device source)
 HostRead::HostRead(const char* op, Device source)
     : outermost_(source.is_cuda() && !t_in_host_read) {
   if (!outermost_) return;
-  const bool in_step = device_step_marked() || cuda::capturing(source.index);
+  const bool in_step = device_step_marked() || capturing_here(source);
   // The knob is read only inside a step: a host read elsewhere costs nothing more.
   const SyncDebugMode action =
       in_step ? sync_debug_action(sync_debug_mode(), in_step, source) : SyncDebugMode::kOff;

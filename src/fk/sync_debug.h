@@ -1,15 +1,17 @@
 #pragma once
 // The sync-debug mode, FK_SYNC_DEBUG=off|warn|error (read per call; the
 // counterpart of torch.cuda.set_sync_debug_mode): while a device step is in
-// progress -- a DeviceStepScope is open on this thread (nefi's solver opens
-// one around each device training step), or the device's stream is being
-// captured as a CUDA graph -- a host read of a device tensor (Tensor::item,
-// Tensor::to_vector, a copy of a device tensor to the host) prints one
-// warning per op to stderr (warn) or throws fk::Error naming the op (error).
-// Such a read waits for the device, so it stalls the step it sits in, and a
-// captured step cannot hold it at all. Off by default; costs one device
-// check per host read when off. A malformed value is an fk::Error naming the
-// knob.
+// progress on this thread -- a DeviceStepScope is open on it (nefi's solver
+// opens one around each device training step), or it began a capture of the
+// device's stream as a CUDA graph (fk/cuda/capture_marks.h) -- a host read of
+// a device tensor (Tensor::item, Tensor::to_vector, a copy of a device tensor
+// to the host) prints one warning per op to stderr (warn) or throws fk::Error
+// naming the op (error). Such a read waits for the device, so it stalls the
+// step it sits in, and a captured step cannot hold it at all. Another
+// thread's step or capture is not this thread's: its reads are not reported
+// here (a read of a stream under capture is refused by the runtime anyway).
+// Off by default; costs one device check per host read when off. A malformed
+// value is an fk::Error naming the knob.
 #include <cstdint>
 
 #include "fk/device.h"

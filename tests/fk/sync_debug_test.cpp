@@ -12,9 +12,11 @@
 #include <string>
 #include <thread>
 
+#include "fk/cuda/capture_marks.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/test_util.h"
 
 namespace fk {
 namespace {
@@ -34,6 +36,21 @@ class SyncDebug {
 };
 
 const Device kGpu = cuda_device(0);
+
+using test::error_of;
+
+// A capture of cuda:0 marked as begun by this thread for the scope, as
+// cuda::begin_capture marks one (a stand-in stream: nothing reaches CUDA).
+class MarkedCapture {
+ public:
+  MarkedCapture() { cuda::capture_marks().begin(0, &stream_); }
+  ~MarkedCapture() { cuda::capture_marks().end(0); }
+  MarkedCapture(const MarkedCapture&) = delete;
+  MarkedCapture& operator=(const MarkedCapture&) = delete;
+
+ private:
+  int stream_ = 0;
+};
 
 TEST(SyncDebug, TheKnobIsOffWarnOrError) {
   EXPECT_EQ(knob("FK_SYNC_DEBUG").default_value(), std::string("off"));
@@ -92,6 +109,27 @@ TEST(SyncDebug, AStepMarksOnlyItsOwnThread) {
   EXPECT_TRUE(device_step_marked());
   std::thread([] { const DeviceStepScope own; }).join();
   EXPECT_TRUE(device_step_marked());
+}
+
+// A capture is a step of the thread that began it: its reads report, naming
+// the capture; another thread's reads meanwhile are not in it, and when that
+// thread is in a step of its own, the report names that step, not the capture.
+TEST(SyncDebug, ACaptureMarksOnlyTheThreadThatBeganIt) {
+  SyncDebug error("error");
+  const MarkedCapture capture;
+  const std::string own = error_of([] { HostRead read("test read in a capture", kGpu); });
+  EXPECT_NE(own.find("a CUDA graph capture on cuda:0"), std::string::npos) << own;
+  std::string other_plain = "not run", other_in_step = "not run";
+  std::thread other([&] {
+    other_plain = error_of([] { HostRead read("test read beside a capture", kGpu); });
+    const DeviceStepScope step;
+    other_in_step = error_of([] { HostRead read("test read beside a capture", kGpu); });
+  });
+  other.join();
+  EXPECT_EQ(other_plain, "");
+  EXPECT_NE(other_in_step.find("a device step (DeviceStepScope)"), std::string::npos)
+      << other_in_step;
+  EXPECT_EQ(other_in_step.find("graph capture"), std::string::npos) << other_in_step;
 }
 
 TEST(SyncDebug, OnlyDeviceReadsInsideAStepReport) {

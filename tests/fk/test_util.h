@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fk/fk.h"
@@ -46,6 +47,17 @@ inline Tensor strided_copy(const Tensor& x) {
   Tensor v = stack({x, x}, -1).select(-1, 0);
   if (v.is_contiguous()) ADD_FAILURE() << "strided_copy made a contiguous view " << v.shape().str();
   return v;
+}
+
+// The message of the fk::Error f throws, "" if it throws none.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // Runs gradcheck; on failure the message names the mismatching entry.

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/blas_stream.h"
+#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
@@ -38,19 +40,49 @@ void check_blas(cublasStatus_t st, const char* what) {
 struct Handle {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
-  cudaStream_t stream = nullptr;  // of the last call
-  bool called = false;
+  cudaStream_t stream = nullptr;  // bound to, when `bound`
+  bool bound = false;
 };
 
 std::mutex g_mu;
 Handle g_handles[kMaxDevices];
 
-// The device's handle, created on first use. The caller holds g_mu: a handle is
-// bound to one stream at a time, so calls on one device are serialized here.
-cublasHandle_t handle_for(int device) {
+// Whether a capture runs that a move of the handle (a device wait) or its
+// creation (an allocation) would break: fk's own on the device, or another
+// framework's on `stream` (the legacy default stream is never captured, and
+// is not asked: the query fails there while a blocking stream captures).
+bool capture_running(int device, cudaStream_t stream) {
+  if (capture_marks().captured_stream(device) != nullptr) return true;
+  if (stream == nullptr) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "cuda::gemm (cudaStreamIsCapturing)");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// The device's handle bound to `stream`, created on first use (see
+// blas_stream.h for when it moves and when it refuses). cublasSetStream
+// resets the workspace to cuBLAS's own pool, so fk's is set again after it.
+// The caller holds g_mu: calls on one device are serialized here.
+cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
            std::to_string(device));
   Handle& h = g_handles[device];
+  switch (blas_stream_step(h.bound, h.stream, stream, capture_running(device, stream))) {
+    case BlasStreamStep::kKeep:
+      return h.handle;
+    case BlasStreamStep::kRefuse:
+      throw Error("cuda::gemm inside a CUDA graph capture",
+                  "cuBLAS bound to the captured stream before the capture (an eager call on it "
+                  "first)",
+                  std::string(h.bound ? "a move of cuBLAS to another stream (a device wait)"
+                                      : "the first cuBLAS call (an allocation)") +
+                      " on cuda:" + std::to_string(device) + " while a capture runs");
+    case BlasStreamStep::kSyncThenBind:
+      check_cuda(cudaDeviceSynchronize(), "cuda::gemm (moving cuBLAS to another stream)");
+      break;
+    case BlasStreamStep::kBind:
+      break;
+  }
   if (h.handle == nullptr) {
     check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
     cublasStatus_t st = cublasCreate(&h.handle);
@@ -59,21 +91,12 @@ cublasHandle_t handle_for(int device) {
       h = Handle{};
       check_blas(st, "cublasCreate");
     }
-    check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
   }
-  return h.handle;
-}
-
-// Binds the handle to `stream` with fk's workspace. cublasSetStream resets the
-// workspace to cuBLAS's own pool, so it is set again after every call. The one
-// workspace must not be used by two streams at once: when the stream changes,
-// the GEMMs queued on the previous one finish first (streams rarely change).
-void bind_stream(Handle& h, cudaStream_t stream) {
-  if (h.called && stream != h.stream) check_cuda(cudaDeviceSynchronize(), "cuda::gemm");
   check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
   check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
   h.stream = stream;
-  h.called = true;
+  h.bound = true;
+  return h.handle;
 }
 
 // The cuBLAS data/compute types and scalars for an fk dtype.
@@ -151,8 +174,7 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
   GemmTypes t = types_for(dtype, alpha, beta, allow_tf32);
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
-  cublasHandle_t h = handle_for(device);
-  bind_stream(g_handles[device], static_cast<cudaStream_t>(stream));
+  cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
   // Column-major view: C^T[n,m] = op(B)^T[n,k] op(A)^T[k,m].
   const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -185,10 +207,7 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
   GemmTypes t = types_for(in_dtype, alpha, beta, allow_tf32);
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
-  cublasHandle_t h = handle_for(device);
-  // With fk's workspace, as gemm: a bare cublasSetStream would hand cuBLAS its
-  // own pool back (an allocation inside a captured CUDA graph).
-  bind_stream(g_handles[device], static_cast<cudaStream_t>(stream));
+  cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
   check_blas(cublasGemmEx_64(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                              m, k, t.alpha, b, t.data, ldb, a, t.data, lda, t.beta, c, CUDA_R_32F,
                              ldc, t.compute, CUBLAS_GEMM_DEFAULT),

@@ -12,7 +12,9 @@
 // workspace (so no allocation happens inside a call and results do not depend
 // on what memory cuBLAS could get), bound to `stream` for each call; a call on
 // another stream than the previous call's first waits for the device (the
-// streams share the workspace).
+// streams share the workspace). Inside a CUDA graph capture the handle must
+// be bound to the captured stream already (an eager call on it first): a
+// first call or a move there is an fk::Error (blas_stream.h).
 // Determinism: cuBLAS GEMM is bitwise reproducible for a given GPU model,
 // library version, shapes and stream setup (no split-K atomics are used by
 // cublasGemmEx's default algorithms on one stream); TF32 changes the results

@@ -10,12 +10,13 @@ namespace fk::cuda::detail {
 
 // error_kind.cpp classifies by number, without the header: the numbers are
 // the header's (the codes added after CUDA 12.0 are left out of this check).
-static_assert(cudaErrorIllegalAddress == 700 && cudaErrorLaunchTimeout == 702 &&
-              cudaErrorAssert == 710 && cudaErrorHardwareStackError == 714 &&
-              cudaErrorIllegalInstruction == 715 && cudaErrorMisalignedAddress == 716 &&
-              cudaErrorInvalidAddressSpace == 717 && cudaErrorInvalidPc == 718 &&
-              cudaErrorLaunchFailure == 719 && cudaErrorMpsClientTerminated == 810 &&
-              cudaErrorExternalDevice == 911);
+static_assert(cudaErrorECCUncorrectable == 214 && cudaErrorNvlinkUncorrectable == 220 &&
+              cudaErrorUnknown == 999 && cudaErrorIllegalAddress == 700 &&
+              cudaErrorLaunchTimeout == 702 && cudaErrorAssert == 710 &&
+              cudaErrorHardwareStackError == 714 && cudaErrorIllegalInstruction == 715 &&
+              cudaErrorMisalignedAddress == 716 && cudaErrorInvalidAddressSpace == 717 &&
+              cudaErrorInvalidPc == 718 && cudaErrorLaunchFailure == 719 &&
+              cudaErrorMpsClientTerminated == 810 && cudaErrorExternalDevice == 911);
 
 void check_cuda(cudaError_t e, const char* where) {
   if (e == cudaSuccess) return;

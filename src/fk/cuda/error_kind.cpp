@@ -9,6 +9,12 @@ CudaErrorKind cuda_error_kind(int code) {
   switch (code) {
     case 0:
       return CudaErrorKind::kSuccess;
+    // The header says only "detected during execution" for these two, but
+    // the work that ran is lost and the driver tears down the contexts that
+    // touched the faulty memory or link: nothing later in this process can be
+    // trusted, as after a kernel fault.
+    case 214:  // cudaErrorECCUncorrectable
+    case 220:  // cudaErrorNvlinkUncorrectable
     case 226:  // cudaErrorContained
     case 700:  // cudaErrorIllegalAddress
     case 702:  // cudaErrorLaunchTimeout
@@ -22,6 +28,10 @@ CudaErrorKind cuda_error_kind(int code) {
     case 721:  // cudaErrorTensorMemoryLeak
     case 810:  // cudaErrorMpsClientTerminated
     case 911:  // cudaErrorExternalDevice
+    // "An unknown internal error": nothing says the context survived it, and
+    // clearing it and going on would hide a fault behind the next call's
+    // result; reported as lost (a false alarm costs a restart, not results).
+    case 999:  // cudaErrorUnknown
       return CudaErrorKind::kSticky;
     default:
       return CudaErrorKind::kRecoverable;
@@ -29,9 +39,10 @@ CudaErrorKind cuda_error_kind(int code) {
 }
 
 std::string sticky_error_note() {
-  return "a sticky error: a kernel faulted and the CUDA context is corrupted; every later CUDA "
-         "call of this process fails with it, so restart the process (run with "
-         "CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer to find the faulting kernel)";
+  return "a sticky error: a kernel faulted (or the GPU reported an uncorrectable or unknown "
+         "error) and the CUDA context is corrupted; every later CUDA call of this process fails "
+         "with it, so restart the process (run with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer "
+         "to find the faulting kernel; nvidia-smi -q shows ECC and NVLink errors)";
 }
 
 }  // namespace fk::cuda

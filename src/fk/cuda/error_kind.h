@@ -6,12 +6,16 @@
 //                out-of-memory, a refused launch): the error is also the
 //                thread's last error, which check_cuda clears so that the
 //                next, unrelated check does not report it again
-//   sticky       a kernel faulted (illegal address, assert, trap, ...): the
-//                context is corrupted, every later call of the process
-//                returns the same error, and only a new process recovers
+//   sticky       a kernel faulted (illegal address, assert, trap, ...) or
+//                the GPU failed while work ran: the context is corrupted (or
+//                cannot be shown not to be), later calls of the process
+//                return the same error, and only a new process recovers
 //                (cudaGetLastError cannot clear it)
 // The sticky codes are those driver_types.h documents as leaving "the process
-// in an inconsistent state" / "must be terminated and relaunched".
+// in an inconsistent state" / "must be terminated and relaunched", and three
+// it does not say so of but that no process should go on after: an
+// uncorrectable ECC (214) or NVLink (220) error detected while work ran, and
+// cudaErrorUnknown (999), of which nothing is known to be recoverable.
 #include <string>
 
 namespace fk::cuda {

@@ -4,9 +4,9 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <string>
 
+#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
@@ -16,15 +16,6 @@ namespace {
 
 using detail::check_cuda;
 using detail::DeviceGuard;
-
-constexpr int kMaxDevices = 64;
-std::atomic<bool> g_capturing[kMaxDevices];
-
-std::atomic<bool>& capture_flag(int device) {
-  FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA graph capture",
-           "a device index 0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
-  return g_capturing[device];
-}
 
 cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(current_stream(device));
@@ -72,27 +63,31 @@ void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, s
 }
 
 bool capturing(int device) {
-  return device >= 0 && device < kMaxDevices && g_capturing[device].load(std::memory_order_acquire);
+  // Asked after every op: the current stream is looked up only while a
+  // capture runs (and never for a device index out of range).
+  void* const captured = capture_marks().captured_stream(device);
+  return captured != nullptr && captured == current_stream(device);
 }
 
 void begin_capture(int device) {
-  const char* where = "CUDA graph capture";
-  FK_CHECK(!capturing(device), where,
-           "no capture already running on cuda:" + std::to_string(device),
-           "a second begin_capture");
+  // Marked first: a second begin_capture, or the default stream, is refused
+  // before CUDA is asked.
   cudaStream_t s = stream_of(device);
-  FK_CHECK(s != nullptr, where, "a non-default current stream (create_stream, set_current_stream)",
-           "the default stream");
+  capture_marks().begin(device, s);
   DeviceGuard g(device);
-  check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  capture_flag(device).store(true, std::memory_order_release);
+  const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    capture_marks().end(device);
+    check_cuda(e, "cudaStreamBeginCapture");
+  }
 }
 
 GraphExec end_capture(int device) {
+  // The stream begun, even if the current stream changed since.
+  cudaStream_t s = static_cast<cudaStream_t>(capture_marks().end(device));
   DeviceGuard g(device);
   cudaGraph_t graph = nullptr;
-  const cudaError_t e = cudaStreamEndCapture(stream_of(device), &graph);
-  capture_flag(device).store(false, std::memory_order_release);
+  const cudaError_t e = cudaStreamEndCapture(s, &graph);
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     check_cuda(e, "cudaStreamEndCapture");
@@ -111,12 +106,13 @@ GraphExec end_capture(int device) {
 }
 
 void abort_capture(int device) {
-  if (!capturing(device)) return;
+  // Only the thread that began a capture can end it (thread-local mode).
+  if (!capture_marks().begun_on_this_thread(device)) return;
   DeviceGuard g(device);
   cudaGraph_t graph = nullptr;
-  cudaStreamEndCapture(stream_of(device), &graph);
+  cudaStreamEndCapture(static_cast<cudaStream_t>(capture_marks().captured_stream(device)), &graph);
   if (graph) cudaGraphDestroy(graph);
-  capture_flag(device).store(false, std::memory_order_release);
+  capture_marks().end(device);
   cudaGetLastError();  // the invalidated capture's error is not the next call's
 }
 

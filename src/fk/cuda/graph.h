@@ -31,11 +31,14 @@ void pinned_free(void* p);
 void copy_to_pinned_async(void* pinned_dst, const void* src, int src_device, size_t nbytes);
 void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, size_t nbytes);
 
-// True between begin_capture and end_capture/abort_capture on `device`.
+// True while a capture runs on the device's current stream, begun by any
+// thread: no thread may synchronize that stream or copy through it to
+// pageable host memory (capture_marks.h tells which thread began it).
 bool capturing(int device);
 
-// Starts capturing the device's current stream (thread-local mode); throws
-// when that stream is the default stream or a capture is already running.
+// Starts capturing the device's current stream (thread-local mode) and marks
+// it begun by this thread; throws when that stream is the default stream or a
+// capture is already running on the device.
 void begin_capture(int device);
 
 // An instantiated graph ready to launch.
@@ -47,11 +50,14 @@ struct GraphExec {
 
 // Ends the capture and instantiates it; throws fk::Error naming why when the
 // capture was invalidated (an unsupported call inside it) or instantiation
-// failed. The stream is no longer capturing either way.
+// failed. The stream is no longer capturing either way. Only the thread that
+// began the capture may end it (thread-local mode): elsewhere it throws and
+// the capture runs on.
 GraphExec end_capture(int device);
 
-// Ends a capture that failed part-way (after an exception inside it),
-// discarding what was recorded and clearing the error it left; never throws.
+// Ends a capture that this thread began and that failed part-way (after an
+// exception inside it), discarding what was recorded and clearing the error
+// it left; does nothing where this thread began none. Never throws.
 void abort_capture(int device);
 
 // Enqueues one replay on the device's current stream.

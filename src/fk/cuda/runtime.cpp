@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
 #include "fk/error.h"
@@ -165,9 +166,12 @@ namespace {
 // caller's bug (or an op that cannot be captured), named here rather than
 // left to invalidate the capture with a bare CUDA error.
 void refuse_while_capturing(int device, const char* what) {
-  if (capturing(device))
-    throw Error("CUDA graph capture", "no host read or pageable host copy inside a captured step",
-                std::string(what) + " on cuda:" + std::to_string(device));
+  if (!capturing(device)) return;
+  // Another thread's read of the captured stream breaks the capture as well.
+  const char* whose =
+      capture_marks().begun_on_this_thread(device) ? "" : " (captured by another thread)";
+  throw Error("CUDA graph capture", "no host read or pageable host copy inside a captured step",
+              std::string(what) + " on cuda:" + std::to_string(device) + whose);
 }
 }  // namespace
 

@@ -28,6 +28,13 @@ TEST(CudaErrorKind, FaultsThatCorruptTheContextAreSticky) {
     EXPECT_EQ(cuda_error_kind(e), CudaErrorKind::kSticky) << cudaGetErrorName(e);
 }
 
+// Hardware faults found while work ran, and the driver's "unknown": nothing
+// shows the context survived them, so they are not cleared and retried.
+TEST(CudaErrorKind, UncorrectableHardwareAndUnknownErrorsAreSticky) {
+  for (cudaError_t e : {cudaErrorECCUncorrectable, cudaErrorNvlinkUncorrectable, cudaErrorUnknown})
+    EXPECT_EQ(cuda_error_kind(e), CudaErrorKind::kSticky) << cudaGetErrorName(e);
+}
+
 TEST(CudaErrorKind, FailedCallsAreRecoverable) {
   for (cudaError_t e :
        {cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaErrorInvalidDevice, cudaErrorNoDevice,

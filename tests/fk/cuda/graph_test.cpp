@@ -4,7 +4,8 @@
 // a captured copy) and give what the same ops give run eagerly, replay after
 // replay; a host read inside a capture throws an fk::Error naming the capture
 // instead of breaking it silently, and after abort_capture the stream runs
-// eager work again; the default stream cannot be captured. The GPU tests skip
+// eager work again; cuBLAS is used in a capture only once an eager GEMM bound
+// it to the stream; the default stream cannot be captured. The GPU tests skip
 // themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
@@ -13,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "fk/cuda/blas.h"
 #include "fk/cuda/fft.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
+#include "fk/ops/linalg.h"
 #include "parity.h"
 
 namespace fk {
@@ -132,6 +135,41 @@ TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
   cuda::destroy_graph(g);
   cuda::pinned_free(pinned);
   cuda::fft_plan_cache_clear();
+}
+
+// cuBLAS inside a capture: a GEMM on a stream cuBLAS is not bound to yet is
+// refused by name (binding would allocate or wait for the device, breaking
+// the capture); after one eager GEMM on the stream the same GEMM is captured
+// and its replay gives the eager result, which is the hand-computed product.
+TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  cuda::blas_release();  // no handle yet: the first GEMM would create one
+  const Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Dims{2, 3}).to(kGpu);
+  const Tensor b = from_vector(std::vector<float>{1, 0, -1, 2, 0.5f, 3}, Dims{3, 2}).to(kGpu);
+  Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  std::string msg;
+  try {
+    c.copy_(matmul(a, b));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("cuda::gemm inside a CUDA graph capture"), std::string::npos) << msg;
+  cuda::abort_capture(0);
+  const std::vector<float> want = matmul(a, b).to_vector<float>();  // eager: binds cuBLAS
+  EXPECT_EQ(want, (std::vector<float>{0.5f, 13.f, 2.f, 28.f}));
+  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  cuda::begin_capture(0);
+  c.copy_(matmul(a, b));
+  cuda::copy_to_pinned_async(pinned, c.data_ptr(), 0, 4 * sizeof(float));
+  cuda::GraphExec g = cuda::end_capture(0);
+  std::fill(pinned, pinned + 4, -1.f);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], want[i]) << "element " << i;
+  cuda::destroy_graph(g);
+  cuda::pinned_free(pinned);
 }
 
 TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {

@@ -14,6 +14,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/test_util.h"
 #include "parity.h"
 
 namespace fk {
@@ -32,16 +33,7 @@ class SyncDebug {
   Knob& knob_;
 };
 
-// The message of f's fk::Error, "" if none.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(SyncDebugDevice, ErrorModeNamesEachHostRead) {
   FK_SKIP_WITHOUT_GPU();
