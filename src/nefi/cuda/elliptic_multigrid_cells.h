@@ -338,9 +338,13 @@ struct MultigridPrecond {
       T* zc = nl == 1 ? z : L.z;
       const double* lf = cholesky;
       const int64_t n = L.g.numel;
+      // y lives in the block's reduction buffer, free between sum2 phases
+      // (no per-thread local array, which would reserve local memory for
+      // every resident thread).
+      static_assert(kMgDirectCells <= kCgThreads);
       ex.each([&](int t) {
         if (t != 0) return;
-        double y[kMgDirectCells];
+        double* y = ex.red[0];
         for (int64_t i = 0; i < n; ++i) {
           double s = double(rc[i]);
           for (int64_t k = 0; k < i; ++k) s -= lf[i * n + k] * y[k];
