@@ -6,7 +6,7 @@
 // made by the same operations in the same order. The multigrid-PCG of
 // block_pcg sums its dot products in another fixed order than pcg_solve, so
 // it is checked to the tolerance (solution and iteration count), and against
-// the emulated Jacobi-PCG on a dot3d-like system for its iteration count. A
+// the emulated Jacobi-PCG on dot3d's system for its iteration count. A
 // singular system, which the CPU refuses, ends the emulated CG at its
 // breakdown test, unconverged.
 #include "nefi/cuda/elliptic_multigrid_cells.h"
@@ -23,6 +23,7 @@
 
 #include "fk/error.h"
 #include "nefi/cuda/elliptic_stencil.h"
+#include "nefi/instances/dot3d_model.h"
 #include "nefi/operators/elliptic/elliptic_cg.h"
 #include "nefi/operators/elliptic/elliptic_grid.h"
 #include "nefi/operators/elliptic/elliptic_multigrid.h"
@@ -244,48 +245,50 @@ TEST(NefiEllipticMultigridCells, MultigridPcgAgreesWithTheCpuMultigridPcg) {
   }
 }
 
-// A dot3d-like system (dot3d's smoke grid, σ = D ≈ 1/3 with inclusions, a
-// small absorption and the Robin sink on boundary cells, dot3d's tol 1e-7):
-// the multigrid-PCG needs far fewer iterations than the Jacobi-PCG, both
-// emulated as the device runs them, in f64 and f32. Prints the counts
-// (docs/performance.md quotes them).
+// dot3d's system at its smoke grid (dot3d_model.h: the 40×40×20 mm slab at
+// 20×20×10 cells, σ = D = 1/(3 μ_s′), κ = μ_a (0.01/mm, an absorber of 0.04
+// and radius 4 mm centred 6 mm deep) plus the Robin sink, the 9 sources'
+// right-hand sides, tol 1e-7) solved cold: the multigrid-PCG needs far fewer
+// iterations than the Jacobi-PCG, both emulated as the device runs them, in
+// f64 and f32. Prints the counts (docs/performance.md quotes them).
 template <typename T>
 void expect_multigrid_beats_jacobi() {
-  const EllipticGrid eg = box(fk::Dims({20, 20, 10}), "neumann");
-  const int64_t n = eg.numel(), ns = 4;
-  std::vector<T> sigma(n), kappa(n);
-  const std::vector<T> noise = uniform<T>(n, -0.02, 0.02, 31);
+  const nefi::dot::Geometry geo;
+  const fk::Dims shape({20, 20, 10});
+  const EllipticGrid eg = nefi::dot::slab_grid(geo, shape);
+  const int64_t n = eg.numel();
+  const std::vector<double> sink = nefi::dot::robin_sink(geo, shape);
+  const std::vector<double> rhs = nefi::dot::source_rhs(geo, shape);
+  const int64_t ns = static_cast<int64_t>(rhs.size()) / n;
+  std::vector<T> sigma(n, T(geo.diffusion())), kappa(n), b(rhs.begin(), rhs.end());
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t x = i / 200, y = (i / 10) % 20, z = i % 10;
-    const bool inclusion = std::abs(x - 7) < 3 && std::abs(y - 12) < 3 && z < 5;
-    sigma[i] = T(1.0 / 3 + noise[i]);
-    kappa[i] = T(inclusion ? 0.05 : 0.01);
-    const bool boundary = x == 0 || x == 19 || y == 0 || y == 19 || z == 0 || z == 9;
-    if (boundary) kappa[i] += T(0.5 * 20);  // a Robin sink ~ 1/(2 A h) per boundary face
+    const double x = (double(i / 200) + 0.5) * 2, y = (double(i / 10 % 20) + 0.5) * 2,
+                 z = (double(i % 10) + 0.5) * 2;  // cell centres in mm
+    const bool absorber = std::hypot(x - 20, y - 20, z - 6) < 4;
+    kappa[i] = T((absorber ? 0.04 : 0.01) + sink[i]);
   }
   const FaceSystem<T> sys =
       el::build_face_system<T>(eg, 1, sigma.data(), false, kappa.data(), false);
-  const std::vector<T> b = uniform<T>(ns * n, 0, 1, 32);
   el::CgOptions o;
   o.tol = 1e-7;
   std::vector<T> xj(ns * n, T(0)), xm(ns * n, T(0));
   const auto jac = emulate_pcg<T>(eg, sys, b, xj, control_of<T>(eg, o, false), false);
   const auto mg = emulate_pcg<T>(eg, sys, b, xm, control_of<T>(eg, o, false), true);
   // The true residual ‖b − A x‖/‖b‖: in f32 it stalls near ‖A‖‖x‖ eps/‖b‖
-  // (the Robin sink makes ‖A‖ large) above the recurrence's 1e-7.
+  // above the recurrence's 1e-7.
   const double residual_bound = sizeof(T) == 8 ? 2 * o.tol : 1e-4;
   double it_j = 0, it_m = 0;
   for (int64_t s = 0; s < ns; ++s) {
     EXPECT_TRUE(jac[s].converged && mg[s].converged);
     EXPECT_LE(mg[s].residual, residual_bound);
     EXPECT_LT(3 * mg[s].iterations, jac[s].iterations) << "system " << s;
-    it_j += double(jac[s].iterations) / ns;
-    it_m += double(mg[s].iterations) / ns;
+    it_j += double(jac[s].iterations) / double(ns);
+    it_m += double(mg[s].iterations) / double(ns);
   }
   std::printf(
-      "[ dot3d-like 20x20x10, %s, tol 1e-7, cold ] jacobi-PCG %.2f, multigrid-PCG %.2f "
-      "iterations a system\n",
-      sizeof(T) == 8 ? "f64" : "f32", it_j, it_m);
+      "[ dot3d 20x20x10, %lld sources, %s, tol 1e-7, cold ] jacobi-PCG %.2f, "
+      "multigrid-PCG %.2f iterations a system\n",
+      static_cast<long long>(ns), sizeof(T) == 8 ? "f64" : "f32", it_j, it_m);
 }
 
 TEST(NefiEllipticMultigridCells, MultigridPcgNeedsFarFewerIterationsThanJacobiF64) {
