@@ -153,7 +153,9 @@ NEFI_HOST_DEVICE inline double thread_partial(int t, int64_t n, F&& f) {
   return acc;
 }
 
-// The tree of a block sum: red[t] += red[t + s] for s = K/2, …, 1.
+// The tree of a block sum: red[t] += red[t + s] for s = K/2, …, 1. red is
+// free between sum2 phases (the V-cycle's coarsest solve keeps its vector
+// there: elliptic_multigrid_cells.h).
 struct HostBlock {
   double red[2][kCgThreads];
   template <typename F>
