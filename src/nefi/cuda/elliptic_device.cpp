@@ -60,10 +60,6 @@ DeviceSystem build_system(const EllipticGrid& eg, const fk::Tensor& sigma, const
   });
   fk::profile::count_launch();
   if (opt.cg.precond != Preconditioner::kMultigrid) return sys;
-  // pcg_solve's refusal, decided from the layout (no host read): the
-  // null-space case has no coarse solve.
-  FK_CHECK(!L.project, kWhere, "the jacobi preconditioner for a null-space (projected) system",
-           "multigrid");
   sys.hierarchy =
       fk::empty({std::max<int64_t>(1, sys.nb * cuda::multigrid_hierarchy_size(sys.grid))}, o);
   sys.cholesky = fk::empty({sys.nb * cuda::multigrid_cholesky_size(sys.grid)},
@@ -192,6 +188,10 @@ fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
   FK_CHECK(refusal.empty(), kWhere, "linear_solver cg and grad_mode ift or none", refusal);
   FK_CHECK(sigma.device().is_cuda(), kWhere, "a conductivity on a CUDA device",
            sigma.device().str());
+  // pcg_solve's refusal, decided from the layout before any launch (no host
+  // read): the null-space case has no coarse solve.
+  FK_CHECK(opt.cg.precond != Preconditioner::kMultigrid || !L.project, kWhere,
+           "the jacobi preconditioner for a null-space (projected) system", "multigrid");
   const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);
   const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   const int device = sigma.device().index;
