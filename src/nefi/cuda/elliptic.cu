@@ -1,13 +1,17 @@
 // The elliptic kernels (elliptic_kernels.h): the face system, one cell per
-// thread; the block CG, one block of kCgThreads threads per system running
-// elliptic_cells.h's block_pcg over DeviceBlock; the conductivity gradient,
-// one cell per thread. Built with --fmad=false (CMakeLists.txt) so that the
+// thread; the multigrid hierarchy, one block of kCgThreads threads per field
+// running elliptic_multigrid_cells.h's block_multigrid_setup; the block CG,
+// one block per system running elliptic_cells.h's block_pcg over DeviceBlock
+// with Jacobi or the V-cycle (MultigridPrecond, inside the same block: see
+// elliptic_multigrid_cells.h for why); the conductivity gradient, one cell
+// per thread. Built with --fmad=false (CMakeLists.txt) so that the
 // cells' products and sums round as the host's do.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
 #include "nefi/cuda/elliptic_cells.h"
 #include "nefi/cuda/elliptic_kernels.h"
+#include "nefi/cuda/elliptic_multigrid_cells.h"
 
 namespace nefi::cuda {
 namespace {
@@ -59,16 +63,42 @@ __global__ void face_system_kernel(StencilGrid g, int64_t nb, const T* sigma, bo
 
 template <typename T>
 __global__ void __launch_bounds__(kCgThreads)
+    multigrid_setup_kernel(StencilGrid g, const T* faces, const T* diag, T* hierarchy,
+                           double* cholesky) {
+  __shared__ double red[2][kCgThreads];
+  const int64_t f = blockIdx.x, n = g.numel;
+  DeviceBlock ex{red};
+  block_multigrid_setup<T>(ex, g, faces + f * g.ndim * n, diag + f * n,
+                           hierarchy + f * multigrid_hierarchy_size(g),
+                           cholesky + f * multigrid_cholesky_size(g));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kCgThreads)
     block_pcg_kernel(StencilGrid g, int64_t ns, int64_t nb, const T* faces, const T* diag,
                      const T* inv_diag, const T* b, T* x, T* out, T* work, double* stats,
-                     CgControl control) {
+                     CgControl control, MultigridBuffers<T> mg) {
   __shared__ double red[2][kCgThreads];
   const int64_t n = g.numel, s = blockIdx.x, f = nb == 1 ? 0 : s;
   const CgScratch<T> w{work + s * n, work + (ns + s) * n, work + (2 * ns + s) * n,
                        work + (3 * ns + s) * n, work + (4 * ns + s) * n};
   DeviceBlock ex{red};
-  const CgOutcome res = block_pcg<T>(ex, g, faces + f * g.ndim * n, diag + f * n, inv_diag + f * n,
-                                     b + s * n, x + s * n, out ? out + s * n : nullptr, w, control);
+  const T *fa = faces + f * g.ndim * n, *di = diag + f * n, *inv = inv_diag + f * n;
+  T* out_s = out ? out + s * n : nullptr;
+  CgOutcome res;
+  if (mg.hierarchy) {
+    const MultigridPrecond<T> m{g,
+                                fa,
+                                di,
+                                inv,
+                                mg.hierarchy + f * multigrid_hierarchy_size(g),
+                                mg.cholesky + f * multigrid_cholesky_size(g),
+                                mg.work + s * multigrid_work_size(g),
+                                w.q};
+    res = block_pcg<T>(ex, g, fa, di, inv, b + s * n, x + s * n, out_s, w, control, m);
+  } else {
+    res = block_pcg<T>(ex, g, fa, di, inv, b + s * n, x + s * n, out_s, w, control);
+  }
   if (threadIdx.x == 0) {
     double* st = stats + s * kCgStats;
     st[kCgIterations] = static_cast<double>(res.iterations);
@@ -104,12 +134,21 @@ void launch_face_system(const StencilGrid& g, int64_t nb, const T* sigma, bool s
 }
 
 template <typename T>
+void launch_multigrid_setup(const StencilGrid& g, int64_t nb, const T* faces, const T* diag,
+                            T* hierarchy, double* cholesky, void* stream) {
+  if (nb == 0) return;
+  multigrid_setup_kernel<T><<<static_cast<unsigned>(nb), kCgThreads, 0, as_stream(stream)>>>(
+      g, faces, diag, hierarchy, cholesky);
+  check_launch("nefi::cuda::multigrid_setup");
+}
+
+template <typename T>
 void launch_block_pcg(const StencilGrid& g, int64_t ns, int64_t nb, const T* faces, const T* diag,
                       const T* inv_diag, const T* b, T* x, T* out, T* work, double* stats,
-                      const CgControl& control, void* stream) {
+                      const CgControl& control, const MultigridBuffers<T>& mg, void* stream) {
   if (ns == 0) return;  // a grid of 0 blocks is an invalid launch configuration
   block_pcg_kernel<T><<<static_cast<unsigned>(ns), kCgThreads, 0, as_stream(stream)>>>(
-      g, ns, nb, faces, diag, inv_diag, b, x, out, work, stats, control);
+      g, ns, nb, faces, diag, inv_diag, b, x, out, work, stats, control, mg);
   check_launch("nefi::cuda::block_pcg");
 }
 
@@ -125,9 +164,11 @@ void launch_sigma_gradient(const StencilGrid& g, int64_t ns, bool sigma_batched,
 #define NEFI_ELLIPTIC_INSTANTIATE(T)                                                               \
   template void launch_face_system<T>(const StencilGrid&, int64_t, const T*, bool, const T*, bool, \
                                       T*, T*, T*, void*);                                          \
+  template void launch_multigrid_setup<T>(const StencilGrid&, int64_t, const T*, const T*, T*,     \
+                                          double*, void*);                                         \
   template void launch_block_pcg<T>(const StencilGrid&, int64_t, int64_t, const T*, const T*,      \
                                     const T*, const T*, T*, T*, T*, double*, const CgControl&,     \
-                                    void*);                                                        \
+                                    const MultigridBuffers<T>&, void*);                            \
   template void launch_sigma_gradient<T>(const StencilGrid&, int64_t, bool, const T*, const T*,    \
                                          const T*, double, T*, void*);
 NEFI_ELLIPTIC_INSTANTIATE(float)

@@ -12,8 +12,9 @@
 //   block_pcg is the device CG, written once over an executor: DeviceBlock
 //   (elliptic.cu: kCgThreads threads and __syncthreads) or HostBlock (the
 //   same phases, thread after thread, on the host), which give the same bits.
-// The block CG is elliptic_cg.cpp's solve_one with Jacobi and its dot
-// products summed in a different fixed order: thread t sums cells t, t + K,
+// The block CG is elliptic_cg.cpp's solve_one (Jacobi, or the multigrid
+// V-cycle of elliptic_multigrid_cells.h) with its dot products summed in a
+// different fixed order: thread t sums cells t, t + K,
 // … in double, then a tree halves the K partial sums (K = kCgThreads). So it
 // agrees with pcg_solve to the tolerance, not to the bit.
 #include <math.h>
@@ -152,7 +153,9 @@ NEFI_HOST_DEVICE inline double thread_partial(int t, int64_t n, F&& f) {
   return acc;
 }
 
-// The tree of a block sum: red[t] += red[t + s] for s = K/2, …, 1.
+// The tree of a block sum: red[t] += red[t + s] for s = K/2, …, 1. red is
+// free between sum2 phases (the V-cycle's coarsest solve keeps its vector
+// there: elliptic_multigrid_cells.h).
 struct HostBlock {
   double red[2][kCgThreads];
   template <typename F>
@@ -173,19 +176,31 @@ struct HostBlock {
   }
 };
 
-// The block CG of one system (elliptic_cg.cpp's solve_one, Jacobi): b, x,
+// The Jacobi preconditioner z = D⁻¹ r, fused by block_pcg into its update
+// phase. The multigrid V-cycle (elliptic_multigrid_cells.h's
+// MultigridPrecond) is a separate step: kFused false and apply(ex, r, z).
+struct JacobiPrecond {
+  static constexpr bool kFused = true;
+  template <typename Exec, typename T>
+  NEFI_HOST_DEVICE void apply(Exec&, const T*, T*) const {}
+};
+
+// The block CG of one system (elliptic_cg.cpp's solve_one): b, x,
 // faces/diag/inv_diag of its field; x the warm start when c.warm, the
 // solution on return; out (when not null and not x) gets a copy of x. Every
 // phase is ex.each (each thread its cells t, t + K, …, then a barrier) or
 // ex.sum2 (each thread's partial sums, then the tree); every thread holds the
-// same scalars, so the loop's exit is uniform over the block.
+// same scalars, so the loop's exit is uniform over the block. With a
+// non-fused preconditioner m the update and m's step are separate phases
+// (solve_one's multigrid path), and m.apply may use w.q as scratch.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
-template <typename T, typename Exec>
+template <typename T, typename Exec, typename Precond = JacobiPrecond>
 NEFI_HOST_DEVICE inline CgOutcome block_pcg(Exec& ex, const StencilGrid& g, const T* faces,
                                             const T* diag, const T* di, const T* b, T* x, T* out,
-                                            CgScratch<T> w, const CgControl& c) {
+                                            CgScratch<T> w, const CgControl& c,
+                                            const Precond& m = Precond{}) {
   const int64_t n = g.numel;
   CgOutcome res;
   double s0 = 0, s1 = 0;
@@ -242,10 +257,18 @@ NEFI_HOST_DEVICE inline CgOutcome block_pcg(Exec& ex, const StencilGrid& g, cons
     for (int64_t i = t; i < n; i += kCgThreads) {
       w.r[i] = warm_used ? w.q[i] : rhs[i];
       if (!warm_used) x[i] = T(0);
-      w.z[i] = di[i] * w.r[i];
-      w.p[i] = w.z[i];
+      if constexpr (Precond::kFused) {
+        w.z[i] = di[i] * w.r[i];
+        w.p[i] = w.z[i];
+      }
     }
   });
+  if constexpr (!Precond::kFused) {
+    m.apply(ex, w.r, w.z);
+    ex.each([&](int t) {
+      for (int64_t i = t; i < n; i += kCgThreads) w.p[i] = w.z[i];
+    });
+  }
   const double stop = c.tol * b_norm > c.atol ? c.tol * b_norm : c.atol;
   double rz = 0, rr = 0;
   ex.sum2(
@@ -272,20 +295,41 @@ NEFI_HOST_DEVICE inline CgOutcome block_pcg(Exec& ex, const StencilGrid& g, cons
     if (!(pq > 0)) break;  // breakdown: A is not positive definite on p
     const T alpha = T(rz / pq);
     double rz_next = 0, rr_next = 0;
-    ex.sum2(
-        [&](int t, double& p0, double& p1) {
-          double a0 = 0, a1 = 0;
-          for (int64_t i = t; i < n; i += kCgThreads) {
-            x[i] += alpha * w.p[i];
-            w.r[i] -= alpha * w.q[i];
-            w.z[i] = di[i] * w.r[i];
-            a0 += double(w.r[i]) * double(w.z[i]);
-            a1 += double(w.r[i]) * double(w.r[i]);
-          }
-          p0 = a0;
-          p1 = a1;
-        },
-        rz_next, rr_next);
+    if constexpr (Precond::kFused) {
+      ex.sum2(
+          [&](int t, double& p0, double& p1) {
+            double a0 = 0, a1 = 0;
+            for (int64_t i = t; i < n; i += kCgThreads) {
+              x[i] += alpha * w.p[i];
+              w.r[i] -= alpha * w.q[i];
+              w.z[i] = di[i] * w.r[i];
+              a0 += double(w.r[i]) * double(w.z[i]);
+              a1 += double(w.r[i]) * double(w.r[i]);
+            }
+            p0 = a0;
+            p1 = a1;
+          },
+          rz_next, rr_next);
+    } else {
+      ex.each([&](int t) {
+        for (int64_t i = t; i < n; i += kCgThreads) {
+          x[i] += alpha * w.p[i];
+          w.r[i] -= alpha * w.q[i];
+        }
+      });
+      m.apply(ex, w.r, w.z);
+      ex.sum2(
+          [&](int t, double& p0, double& p1) {
+            double a0 = 0, a1 = 0;
+            for (int64_t i = t; i < n; i += kCgThreads) {
+              a0 += double(w.r[i]) * double(w.z[i]);
+              a1 += double(w.r[i]) * double(w.r[i]);
+            }
+            p0 = a0;
+            p1 = a1;
+          },
+          rz_next, rr_next);
+    }
     if (it % c.check_every == 0 || it == c.max_iter) {
       if (c.project) {
         remove_mean(w.r);

@@ -1,9 +1,12 @@
 // The elliptic solve on a CUDA device (operators/elliptic/elliptic_device.h):
 // the launches of elliptic.cu on the device's current stream and the IFT
-// autograd node. Forward: 2 launches (face system, block CG); backward: 1
-// (block CG on the saved system) + 1 (σ gradient, when σ takes one) + the κ
-// gradient's fk ops. Memory: the system (ndim + 2 grids per field), the
-// CG's scratch (5 grids per system) and the statistics (4 f64 per system).
+// autograd node. Forward: 2 launches (face system, block CG), 3 with precond
+// multigrid (the hierarchy after the face system); backward: 1 (block CG on
+// the saved system and hierarchy) + 1 (σ gradient, when σ takes one) + the κ
+// gradient's fk ops. Memory: the system (ndim + 2 grids per field), with
+// multigrid its hierarchy (elliptic_multigrid_cells.h), the CG's scratch (5
+// grids per system, with multigrid 3 per coarse level more) and the
+// statistics (4 f64 per system).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -16,6 +19,7 @@
 #include "fk/factory.h"
 #include "fk/profile.h"
 #include "nefi/cuda/elliptic_kernels.h"
+#include "nefi/cuda/elliptic_multigrid_cells.h"
 #include "nefi/cuda/elliptic_stencil.h"
 #include "nefi/operators/elliptic/elliptic_device.h"
 #include "nefi/operators/elliptic/elliptic_solve_node.h"
@@ -26,15 +30,18 @@ namespace {
 
 constexpr const char* kWhere = "nefi::elliptic::solve_elliptic (CUDA)";
 
-// The face system of σ and κ on their device (build_face_system's values).
+// The face system of σ and κ on their device (build_face_system's values)
+// and, for precond multigrid, each field's V-cycle hierarchy
+// (build_multigrid's values).
 struct DeviceSystem {
   cuda::StencilGrid grid;
   int64_t nb = 1;
   fk::Tensor faces, diag, inv_diag;
+  fk::Tensor hierarchy, cholesky;  // undefined: Jacobi
 };
 
 DeviceSystem build_system(const EllipticGrid& eg, const fk::Tensor& sigma, const fk::Tensor& kappa,
-                          const SolveLayout& L) {
+                          const SolveLayout& L, const SolveOptions& opt) {
   DeviceSystem sys;
   sys.grid = cuda::stencil_grid(eg);
   sys.nb = L.sigma_batched || L.kappa_batched ? L.ns : 1;
@@ -50,6 +57,18 @@ DeviceSystem build_system(const EllipticGrid& eg, const fk::Tensor& sigma, const
                                 kappa.defined() ? kappa.data<T>() : nullptr, L.kappa_batched,
                                 sys.faces.data<T>(), sys.diag.data<T>(), sys.inv_diag.data<T>(),
                                 fk::cuda::current_stream(device));
+  });
+  fk::profile::count_launch();
+  if (opt.cg.precond != Preconditioner::kMultigrid) return sys;
+  sys.hierarchy =
+      fk::empty({std::max<int64_t>(1, sys.nb * cuda::multigrid_hierarchy_size(sys.grid))}, o);
+  sys.cholesky = fk::empty({sys.nb * cuda::multigrid_cholesky_size(sys.grid)},
+                           {fk::DType::F64, sigma.device()});
+  dispatch_real(L.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch_multigrid_setup<T>(sys.grid, sys.nb, sys.faces.data<T>(), sys.diag.data<T>(),
+                                    sys.hierarchy.data<T>(), sys.cholesky.data<double>(),
+                                    fk::cuda::current_stream(device));
   });
   fk::profile::count_launch();
   return sys;
@@ -91,14 +110,21 @@ fk::Tensor device_solve(const DeviceSystem& sys, const fk::Tensor& b, const Solv
     c.warm = *valid;
   }
   fk::Tensor work = fk::empty({5 * L.ns * L.numel}, {L.dtype, d});
+  fk::Tensor mg_work;
+  if (sys.hierarchy.defined())
+    mg_work =
+        fk::empty({std::max<int64_t>(1, L.ns * cuda::multigrid_work_size(sys.grid))}, {L.dtype, d});
   const fk::Dims stats_shape{L.ns, cuda::kCgStats};
   if (!stats.defined() || stats.shape() != stats_shape || stats.device() != d)
     stats = fk::empty(stats_shape, {fk::DType::F64, d});
   dispatch_real(L.dtype, [&](auto tag) {
     using T = decltype(tag);
+    cuda::MultigridBuffers<T> mg;
+    if (sys.hierarchy.defined())
+      mg = {sys.hierarchy.data<T>(), sys.cholesky.data<double>(), mg_work.data<T>()};
     cuda::launch_block_pcg<T>(sys.grid, L.ns, sys.nb, sys.faces.data<T>(), sys.diag.data<T>(),
                               sys.inv_diag.data<T>(), b.data<T>(), x.data<T>(), out.data<T>(),
-                              work.data<T>(), stats.data<double>(), c,
+                              work.data<T>(), stats.data<double>(), c, mg,
                               fk::cuda::current_stream(device));
   });
   fk::profile::count_launch();
@@ -155,19 +181,22 @@ struct EllipticDeviceSolveBackward : SavedOperandsNode {
 
 fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
                                  const fk::Tensor& kappa, const EllipticGrid& grid,
-                                 const SolveOptions& requested, const SolveLayout& L,
+                                 const SolveOptions& opt, const SolveLayout& L,
                                  const std::shared_ptr<WarmStart>& warm) {
   fk::profile::OpScope scope("elliptic_device_solve");
-  const std::string refusal = device_refusal(requested);
+  const std::string refusal = device_refusal(opt);
   FK_CHECK(refusal.empty(), kWhere, "linear_solver cg and grad_mode ift or none", refusal);
-  const SolveOptions opt = device_solve_options(requested);
   FK_CHECK(sigma.device().is_cuda(), kWhere, "a conductivity on a CUDA device",
            sigma.device().str());
+  // pcg_solve's refusal, decided from the layout before any launch (no host
+  // read): the null-space case has no coarse solve.
+  FK_CHECK(opt.cg.precond != Preconditioner::kMultigrid || !L.project, kWhere,
+           "the jacobi preconditioner for a null-space (projected) system", "multigrid");
   const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);
   const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   const int device = sigma.device().index;
   fk::cuda::detail::DeviceGuard guard(device);
-  const DeviceSystem sys = build_system(grid, s, k, L);
+  const DeviceSystem sys = build_system(grid, s, k, L, opt);
   const bool use_warm = warm && warm->enabled;
   fk::Tensor own_stats;
   fk::Tensor u = device_solve(sys, b, L, opt, grid, use_warm ? &warm->device_forward : nullptr,

@@ -1,8 +1,10 @@
 #pragma once
 // Launchers of the elliptic kernels (elliptic.cu): the finite-volume system
 // of operators/elliptic/elliptic_grid.h built on the device from σ and κ,
-// the Jacobi-preconditioned CG of elliptic_cg.h with one thread block per
-// system, and the conductivity gradient of the implicit-function adjoint.
+// the multigrid hierarchy of each field (elliptic_multigrid.h's, one block
+// per field), the CG of elliptic_cg.h preconditioned by Jacobi or that
+// V-cycle with one thread block per system, and the conductivity gradient of
+// the implicit-function adjoint.
 // Raw device pointers (C order) and a stream (a cudaStream_t as void*), no
 // CUDA types; T is float or double. Per-thread arithmetic: elliptic_cells.h.
 //
@@ -50,14 +52,34 @@ void launch_face_system(const StencilGrid& g, int64_t nb, const T* sigma, bool s
                         const T* kappa, bool kappa_batched, T* faces, T* diag, T* inv_diag,
                         void* stream);
 
+// The multigrid V-cycle's buffers (elliptic_multigrid_cells.h; sizes from
+// its multigrid_*_size): per field, the coarse levels (hierarchy, T) and the
+// coarsest Cholesky factor (f64); per system, the cycle's scratch (work, T).
+// hierarchy null: the CG preconditions with Jacobi.
+template <typename T>
+struct MultigridBuffers {
+  const T* hierarchy = nullptr;
+  const double* cholesky = nullptr;
+  T* work = nullptr;
+};
+
+// The hierarchies of nb fields from their face systems (faces, diag as
+// launch_face_system wrote them): hierarchy (nb, multigrid_hierarchy_size)
+// and cholesky (nb, multigrid_cholesky_size), one block per field. A
+// singular coarsest system gets a NaN pivot (no host read to refuse it).
+template <typename T>
+void launch_multigrid_setup(const StencilGrid& g, int64_t nb, const T* faces, const T* diag,
+                            T* hierarchy, double* cholesky, void* stream);
+
 // x (ns, numel) := A⁻¹ b for ns systems, system s using field (nb == 1 ? 0 :
 // s); x holds the warm start when control.warm. work: 5 ns numel of T
 // (scratch). out (ns, numel) receives a copy of x when not null and not x.
-// stats (ns, kCgStats) f64.
+// stats (ns, kCgStats) f64. mg.hierarchy not null: the V-cycle preconditions
+// (mg.work: ns multigrid_work_size of T), else Jacobi.
 template <typename T>
 void launch_block_pcg(const StencilGrid& g, int64_t ns, int64_t nb, const T* faces, const T* diag,
                       const T* inv_diag, const T* b, T* x, T* out, T* work, double* stats,
-                      const CgControl& control, void* stream);
+                      const CgControl& control, const MultigridBuffers<T>& mg, void* stream);
 
 // grad (nf, numel) = T(scale · Σ_s ∂(a_sᵀ A b_s)/∂σ) (accumulate_sigma_gradient
 // over the systems of each field, in system order, in double), a and b (ns,

@@ -255,8 +255,7 @@ class Dot3d : public Instance {
     // The Robin sink makes every system non-singular; in the smoke run the
     // V-cycle cuts the warm-started CG from 26.5 to 5.1 iterations a system
     // at 20²×10 (15 → 4.5 at 10²×6), for about 3 stencils an iteration.
-    // A device solve has no V-cycle and takes jacobi (the stage's
-    // device_note says so; elliptic_solve.h device_substitution).
+    // A device solve runs the same V-cycle (cuda/elliptic_multigrid_cells.h).
     p.set_value("precond", std::string("multigrid"));
     declare_elliptic_inversion_keys(p, {.tv = 0.1,
                                         .tv_eps = 1e-4,

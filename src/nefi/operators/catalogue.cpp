@@ -75,21 +75,21 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        {"thermal_tomography"},
        "with stencil flat, solver jacobi or chebyshev and grad_mode adjoint"},
       {"elliptic",
-       "-div(sigma grad u) + kappa u = f by finite volumes and batched Jacobi-PCG",
+       "-div(sigma grad u) + kappa u = f by finite volumes and batched PCG (Jacobi or a "
+       "multigrid V-cycle)",
        "implicit-function adjoint (one adjoint solve)",
        "no",
        "-",
        {"eit", "darcy_flow"},
-       "with linear_solver cg and grad_mode ift or none, precond multigrid solving with jacobi "
-       "there (darcy_flow; eit, its flux trace included, with --set linear_solver=cg)"},
+       "with linear_solver cg and grad_mode ift or none, precond jacobi or multigrid (darcy_flow; "
+       "eit, its flux trace included, with --set linear_solver=cg)"},
       {"diffuse_optical",
        "continuous-wave diffusion with Robin faces, calibrated exitance",
        "implicit-function adjoint (one adjoint solve)",
        "no",
        "-",
        {},
-       "with linear_solver cg and grad_mode ift or none, precond multigrid solving with jacobi "
-       "there"},
+       "with linear_solver cg and grad_mode ift or none, precond jacobi or multigrid"},
       {"depth_compensated",
        "an inner operator (dot3d: diffuse_optical) whose training gradient is scaled per depth "
        "layer by its measured sensitivity",

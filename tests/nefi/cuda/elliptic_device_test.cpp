@@ -5,8 +5,8 @@
 // CG tolerance (the CPU CG sums its dot products in another order); the
 // adjoint dot test <A⁻¹ b, y> = <b, A⁻¹ y> with both solves on the device;
 // the kept iterates of warm starts; darcy_flow and dot3d (precond jacobi)
-// stages captured as one CUDA graph that replay their eager solves bitwise;
-// and dot3d's default precond multigrid solving as jacobi there, noted.
+// stages captured as one CUDA graph that replay their eager solves bitwise.
+// precond multigrid (the device V-cycle): elliptic_multigrid_device_test.cpp.
 // Without a usable device the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
@@ -258,29 +258,6 @@ TEST(NefiEllipticDevice, Dot3dJacobiStageIsCapturedAndReplaysBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_captured_stage_replays_eager("dot3d", {{"grid", "[10, 10, 6]"}, {"precond", "jacobi"}},
                                       "mua");
-}
-
-// dot3d's default precond multigrid on the device solves with jacobi (no
-// device V-cycle), captured, and the stage's note says so. Its loss follows
-// the precond jacobi run's closely, not bitwise: the data and the depth
-// weights are made on the host, where multigrid still runs (the same
-// solutions to the CG tolerance, not the same bits).
-TEST(NefiEllipticDevice, Dot3dMultigridStageSolvesWithJacobiAndSaysSo) {
-  NEFI_SKIP_WITHOUT_GPU();
-  using nefi::cuda_test::solve_stage_on_gpu;
-  const nefi::Result mg = solve_stage_on_gpu("dot3d", {{"grid", "[10, 10, 6]"}}, 8, true);
-  const nefi::Result jac =
-      solve_stage_on_gpu("dot3d", {{"grid", "[10, 10, 6]"}, {"precond", "jacobi"}}, 8, true);
-  const std::vector<double> total_mg = mg.history.column("total"),
-                            total_jac = jac.history.column("total");
-  ASSERT_FALSE(total_mg.empty());
-  expect_close(total_mg, total_jac, 1e-3, "loss totals");
-  const std::string note = mg.stages.at(0).device_note;
-  EXPECT_NE(note.find("precond multigrid"), std::string::npos) << note;
-  EXPECT_NE(note.find("precond jacobi"), std::string::npos) << note;
-  EXPECT_GT(mg.stages.at(0).graph_steps, 0) << note;
-  EXPECT_EQ(jac.stages.at(0).device_note.find("precond"), std::string::npos)
-      << jac.stages.at(0).device_note;
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 // The gradient is the solver's IFT adjoint in κ (∂L/∂κ = −λ⊙Φ); warm starts
 // (if on) are kept per resolution. It runs on the field's device: on a CUDA
 // device with linear_solver cg and grad_mode ift or none (elliptic_device.h;
-// host_only_reason names the setting otherwise; precond multigrid solves
-// there with jacobi, device_note says so), and is then graph-capturable. The tables are converted
-// and moved once per (device, dtype). Not batchable.
+// host_only_reason names the setting otherwise; jacobi and multigrid both
+// run there), and is then graph-capturable. The tables are converted and
+// moved once per (device, dtype). Not batchable.
 #include <memory>
 
 #include "nefi/operators/elliptic/elliptic_operator.h"
@@ -49,9 +49,6 @@ class DiffuseOpticalOperator : public Operator {
   bool graph_capturable() const override { return host_only_reason().empty(); }
   std::string host_only_reason() const override {
     return elliptic::device_refusal(options_.elliptic.solve);
-  }
-  std::string device_note() const override {
-    return elliptic::device_substitution(options_.elliptic.solve);
   }
   std::string fidelity_tag() const override { return options_.elliptic.fidelity_tag; }
   std::string kind() const override { return "diffuse_optical"; }

@@ -17,7 +17,7 @@
 // (or unrolled / none); warm starts (if on) are kept per resolution between
 // calls. On a CUDA device (elliptic_device.h) it needs linear_solver cg
 // and grad_mode ift or none (host_only_reason names the setting otherwise;
-// precond multigrid solves there with jacobi, device_note says so); then
+// both preconditioners, jacobi and multigrid, run there); then
 // the CG's stopping test runs on the device and the step is
 // graph-capturable. The tables (right-hand sides, observation, κ) are
 // converted and moved once per (device, dtype). Not batchable.
@@ -55,7 +55,6 @@ class EllipticOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return host_only_reason().empty(); }
   std::string host_only_reason() const override { return elliptic::device_refusal(options_.solve); }
-  std::string device_note() const override { return elliptic::device_substitution(options_.solve); }
   std::string fidelity_tag() const override { return options_.fidelity_tag; }
   std::string kind() const override { return "elliptic"; }
   // The right-hand sides, observation and κ on a CUDA device in f32/f64.

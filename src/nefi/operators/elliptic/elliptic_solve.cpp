@@ -291,17 +291,6 @@ std::string device_refusal(const SolveOptions& opt) {
   return "";
 }
 
-std::string device_substitution(const SolveOptions& opt) {
-  if (opt.cg.precond == Preconditioner::kMultigrid)
-    return "precond multigrid has no device V-cycle: the device CG uses precond jacobi";
-  return "";
-}
-
-SolveOptions device_solve_options(SolveOptions opt) {
-  opt.cg.precond = Preconditioner::kJacobi;
-  return opt;
-}
-
 CgStats device_cg_stats(const fk::Tensor& per_system) {
   CgStats st;
   if (!per_system.defined()) return st;

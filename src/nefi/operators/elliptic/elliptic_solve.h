@@ -6,8 +6,9 @@
 // Shapes: b (*batch, *grid), every leading index its own system; σ (*grid)
 // (shared by all systems) or b's shape; κ undefined, (*grid) or b's shape.
 // One dtype, f32 or f64, all on the CPU or all on one CUDA device (the
-// device solve of elliptic_device.h: Jacobi-PCG with the IFT adjoint or no
-// gradient; device_refusal names a setting it refuses). u has b's shape.
+// device solve of elliptic_device.h: the PCG with Jacobi or the multigrid
+// V-cycle, with the IFT adjoint or no gradient; device_refusal names a
+// setting it refuses). u has b's shape.
 //
 // Gradient modes:
 //   ift       the implicit-function adjoint: the forward keeps no graph; the
@@ -78,14 +79,9 @@ SolveLayout solve_layout(const fk::Tensor& sigma, const fk::Tensor& rhs, const f
                          const EllipticGrid& g, Nullspace ns);
 
 // Why `opt` cannot solve on a CUDA device ("" when it can): linear_solver
-// banded and grad_mode unrolled run on host vectors.
+// banded and grad_mode unrolled run on host vectors. Both preconditioners
+// run there (the device V-cycle: cuda/elliptic_multigrid_cells.h).
 std::string device_refusal(const SolveOptions& opt);
-// What a device solve under `opt` does differently ("" when nothing):
-// precond multigrid has no device V-cycle, so the device CG takes precond
-// jacobi (device_solve_options) — the same solution to the tolerance, in
-// more iterations.
-std::string device_substitution(const SolveOptions& opt);
-SolveOptions device_solve_options(SolveOptions opt);
 
 // The summary of a device solve's per-system statistics (one host read).
 CgStats device_cg_stats(const fk::Tensor& per_system);
