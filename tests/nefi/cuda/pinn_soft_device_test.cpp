@@ -1,7 +1,7 @@
 // thermal_tomography's pinn_soft on a CUDA device against the CPU: the
 // surface prediction, the residual and initial-condition terms and their
 // gradients (network weights and α) at the same weights and the same
-// collocation points, and a short smoke solve (the weights train on the
+// collocation points, and a short solve (the weights train on the
 // device with the field, come back to the CPU, and no step reads the host
 // under FK_SYNC_DEBUG=error). Without a usable device the tests skip
 // (scripts/gpu-check runs them on one).
@@ -27,9 +27,7 @@
 #include "nefi/domain.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/thermal/pinn_soft.h"
-#include "nefi/io/run_config.h"
 #include "nefi/solve/solver.h"
-#include "nefi/test_files.h"
 
 namespace {
 
@@ -90,11 +88,18 @@ TEST(NefiPinnSoftDevice, TermsAndGradientsFollowTheCpu) {
   }
 }
 
-nefi::Result smoke_solve(fk::Device device, std::shared_ptr<nefi::Operator>* op_out) {
-  nefi::RunConfig c =
-      nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
-  nefi::apply_set(c, "pinn_steps=20");
-  auto su = nefi::find_instance("thermal_tomography")->setup(c.config, "pinn_soft", 0);
+// A small thermal_tomography (8 x 8 x 4, 6 frames) with a small network.
+nefi::Result pinn_solve(fk::Device device, std::shared_ptr<nefi::Operator>* op_out) {
+  nefi::Params p = nefi::find_instance("thermal_tomography")->default_config();
+  p.set_value("extent", std::vector<double>{4, 4, 1});
+  p.set_value("grid", std::vector<double>{8, 8, 4});
+  p.set("n_frames", "6");
+  p.set("flash_width_xy", "1.0");
+  p.set("pinn_hidden", "32");
+  p.set("pinn_depth", "3");
+  p.set("pinn_collocation", "256");
+  p.set("pinn_steps", "20");
+  auto su = nefi::find_instance("thermal_tomography")->setup(p, "pinn_soft", 0);
   EXPECT_TRUE(su.has_value());
   *op_out = su->problem.op;
   nefi::SolverOptions so;
@@ -103,15 +108,15 @@ nefi::Result smoke_solve(fk::Device device, std::shared_ptr<nefi::Operator>* op_
   return nefi::Solver(su->problem, su->curriculum, so).run();
 }
 
-TEST(NefiPinnSoftDevice, SmokeSolveFollowsTheCpuAndReadsNothingBack) {
+TEST(NefiPinnSoftDevice, SolveFollowsTheCpuAndReadsNothingBack) {
   NEFI_SKIP_WITHOUT_GPU();
   NoTf32 no_tf32;
   std::shared_ptr<nefi::Operator> cpu_op, gpu_op;
-  const nefi::Result cpu = smoke_solve(fk::kCPU, &cpu_op);
+  const nefi::Result cpu = pinn_solve(fk::kCPU, &cpu_op);
   nefi::Result gpu;
   {
     const nefi::cuda_test::KnobOverride error("FK_SYNC_DEBUG", "error");
-    ASSERT_NO_THROW(gpu = smoke_solve(kGpu, &gpu_op));
+    ASSERT_NO_THROW(gpu = pinn_solve(kGpu, &gpu_op));
   }
   ASSERT_EQ(cpu.history.rows.size(), 20u);
   ASSERT_EQ(gpu.history.rows.size(), cpu.history.rows.size());
