@@ -74,6 +74,13 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "-",
        {"thermal_tomography"},
        "with stencil flat, solver jacobi or chebyshev and grad_mode adjoint"},
+      {"soft_pinn_surface",
+       "thermal_tomography's pinn_soft: a tanh network T(x, y, z, t) read at the surface",
+       "autograd; the network's weights are operator parameters, trained with the field",
+       "no",
+       "-",
+       {},
+       "yes"},
       {"elliptic",
        "-div(sigma grad u) + kappa u = f by finite volumes and batched PCG (Jacobi or a "
        "multigrid V-cycle)",

@@ -30,7 +30,7 @@ std::string device_solve_refusal(const Operator& op, fk::Device device) {
   if (!host_only.empty())
     return "operator " + op.kind() + " on " + device.str() + ": " + host_only +
            " (run it with --device cpu)";
-  if (!op.parameters().empty())
+  if (!op.parameters().empty() && !op.parameters_follow_device())
     return "operator " + op.kind() + " on " + device.str() + ": " +
            std::to_string(op.parameters().size()) +
            " trainable operator parameter(s) (they train on the CPU; freeze them or run on cpu)";

@@ -28,6 +28,11 @@
 //     first step. Forward still makes a missing table itself (an eager
 //     caller needs no hook); operators built from others forward it to their
 //     parts. Default: nothing (no tables)
+//   parameters_follow_device / parameters_to: trainable operator parameters
+//     that a device solve moves to its device with the field (parameters_to
+//     before the first stage, back to the CPU after the last) and trains
+//     there; an operator whose parameters do not (the default) is refused by
+//     a device solve (device_solve_refusal)
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +66,10 @@ class Operator {
   virtual void prepare_tables(fk::Device /*device*/, fk::DType /*dtype*/) const {}
   // Trainable leaves (nuisance parameters), shared across resolutions.
   virtual std::vector<fk::Tensor> parameters() const { return {}; }
+  virtual bool parameters_follow_device() const { return false; }
+  // Moves parameters() to `device` (values kept, new leaves), for every
+  // resolution sharing them. Only where parameters_follow_device().
+  virtual void parameters_to(fk::Device /*device*/) {}
   // Vector-Jacobian product g^T dF/dx at x; through autograd unless an
   // operator supplies its own adjoint.
   virtual fk::Tensor vjp(const fk::Tensor& x, const fk::Tensor& g) const;
@@ -72,7 +81,8 @@ using OperatorPtr = std::shared_ptr<Operator>;
 
 // Why a solve on `device` cannot train through `op` (empty: it can): a
 // host-only operator (host_only_reason), or trainable operator parameters
-// (nuisance gains and offsets stay on the CPU with their optimizer state).
+// that do not follow the device (nuisance gains and offsets stay on the CPU
+// with their optimizer state).
 // Empty for the CPU. A pure function of the operator: checkable anywhere.
 std::string device_solve_refusal(const Operator& op, fk::Device device);
 

@@ -105,7 +105,11 @@ Result Solver::run() {
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
-  if (opt_.device.is_cuda()) device_field(*problem_.field).to(opt_.device);
+  if (opt_.device.is_cuda()) {
+    device_field(*problem_.field).to(opt_.device);
+    // Trainable operator parameters (device_solve_refusal let only movable ones through).
+    problem_.op->parameters_to(opt_.device);
+  }
   for (int r = 0; r < cur_.restarts; ++r) {
     Attempt a = run_once(base_seed + r, r == 0, t_run);
     const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
@@ -123,7 +127,10 @@ Result Solver::run() {
     std::vector<fk::Tensor> params = solve_parameters(field, *best.final_op);
     restore(params, best.params);
   }
-  if (opt_.device.is_cuda()) device_field(field).to(fk::kCPU);
+  if (opt_.device.is_cuda()) {
+    device_field(field).to(fk::kCPU);
+    problem_.op->parameters_to(fk::kCPU);
+  }
   Result res = std::move(best.res);
   res.seed = base_seed + best_r;
   res.restart = best_r;

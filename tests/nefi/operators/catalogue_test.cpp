@@ -120,4 +120,28 @@ TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
   EXPECT_TRUE(s->problem.op->graph_capturable());
 }
 
+// thermal_tomography's pinn_soft method (not the instance's default, so not
+// met above): its operator's row says it runs on a device, and a device solve
+// does not refuse it although it has trainable weights (they follow the
+// field there); its steps are eager (fresh collocation points at each).
+TEST(NefiOperatorCatalogue, PinnSoftSurrogateRunsOnADevice) {
+  fk::set_num_threads(1);
+  const nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
+  const auto s = nefi::find_instance("thermal_tomography")->setup(c.config, "pinn_soft", 0);
+  ASSERT_TRUE(s.has_value());
+  const nefi::Operator& op = *s->problem.op;
+  const nefi::OperatorInfo* row = row_of(op.kind());
+  ASSERT_NE(row, nullptr) << op.kind() << " is not catalogued";
+  EXPECT_EQ(row->device, "yes");
+  EXPECT_FALSE(op.parameters().empty());
+  EXPECT_TRUE(op.parameters_follow_device());
+  EXPECT_EQ(nefi::device_solve_refusal(op, fk::cuda_device(0)), "");
+  EXPECT_EQ(row->batchable, "no");
+  EXPECT_FALSE(op.batchable());
+  EXPECT_EQ(row->homogeneity, "-");
+  EXPECT_FALSE(op.homogeneity().has_value());
+  EXPECT_FALSE(op.graph_capturable());
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fk/device.h"
+#include "fk/factory.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/operator.h"
 #include "nefi/operators/pointwise.h"
@@ -80,6 +81,30 @@ TEST(NefiDeviceSolveRefusal, TrainableOperatorParametersAreRefused) {
     EXPECT_TRUE(has(r, "operator nuisance")) << r;
     EXPECT_TRUE(has(r, "1 trainable operator parameter")) << r;
   }
+}
+
+// An operator whose parameters move with the solve (thermal pinn_soft's
+// network) is accepted; a composite around it does not move them
+// (parameters_to is the operator's own), so it is still refused.
+struct MovableParameterOperator : nefi::Operator {
+  fk::Tensor weight = fk::zeros({2}, {fk::DType::F32});
+  fk::Tensor apply(const fk::Tensor& x) const override { return x; }
+  std::shared_ptr<nefi::Operator> at_resolution(const fk::Dims&) const override {
+    return std::make_shared<MovableParameterOperator>(*this);
+  }
+  std::string kind() const override { return "movable"; }
+  std::vector<fk::Tensor> parameters() const override { return {weight}; }
+  bool parameters_follow_device() const override { return true; }
+  void parameters_to(fk::Device d) override { weight = weight.to(d); }
+};
+
+TEST(NefiDeviceSolveRefusal, ParametersThatFollowTheDeviceAreAccepted) {
+  auto movable = std::make_shared<MovableParameterOperator>();
+  EXPECT_EQ(nefi::device_solve_refusal(*movable, kGpu), "");
+  const nefi::SequentialOperator wrapped({std::make_shared<nefi::IdentityOperator>(), movable});
+  const std::string r = nefi::device_solve_refusal(wrapped, kGpu);
+  EXPECT_TRUE(has(r, "operator sequential")) << r;
+  EXPECT_TRUE(has(r, "1 trainable operator parameter")) << r;
 }
 
 }  // namespace

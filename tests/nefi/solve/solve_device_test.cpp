@@ -78,6 +78,33 @@ TEST(NefiSolverDeviceOption, AnUnusableDeviceIsRefusedByName) {
   }
 }
 
+// thermal_tomography's pinn_soft trains its operator's weights with the
+// field, which a device solve now takes (they follow the field there): the
+// solve is constructed without a refusal; run on a device this process
+// cannot use, it fails naming the device, the weights still on the CPU.
+TEST(NefiSolverDeviceOption, PinnSoftIsNotRefusedAndAnUnusableDeviceIsNamed) {
+  nefi::Params p = nefi::find_instance("thermal_tomography")->default_config();
+  p.set_value("grid", std::vector<double>{4, 4, 3});
+  p.set("n_frames", "4");
+  p.set("pinn_hidden", "8");
+  p.set("pinn_depth", "1");
+  p.set("pinn_collocation", "16");
+  auto su = nefi::find_instance("thermal_tomography")->setup(p, "pinn_soft", 0);
+  ASSERT_TRUE(su.has_value());
+  nefi::SolverOptions so;
+  so.device = fk::cuda_device(fk::cuda::device_count());
+  std::string e;
+  try {
+    nefi::Solver solver(su->problem, su->curriculum, so);
+    (void)solver.run();
+  } catch (const fk::Error& err) {
+    e = err.what();
+  }
+  EXPECT_EQ(e.find("operator soft_pinn_surface"), std::string::npos) << e;
+  EXPECT_NE(e.find(so.device.str()), std::string::npos) << e;
+  for (const auto& w : su->problem.op->parameters()) EXPECT_TRUE(w.device().is_cpu());
+}
+
 TEST(NefiSolverDeviceOption, TheCpuDefaultRuns) {
   EXPECT_EQ(refusal("neural", "", false, fk::kCPU), "");
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -37,11 +39,30 @@ TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t see
   for (auto& p : params_) p.set_requires_grad(true);
 }
 
-TemperatureNet::Encoded TemperatureNet::encode(const fk::Tensor& xt, bool with_derivatives) const {
+void TemperatureNet::to(fk::Device d) {
+  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::thermal::TemperatureNet::to",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           d.str());
+  if (device() == d) return;
+  fk::autograd::NoGradGuard ng;
+  for (auto& p : params_) {
+    p = p.detach().to(d);
+    p.set_requires_grad(true);
+  }
+}
+
+TemperatureNet::Encoded TemperatureNet::encode(const fk::Tensor& xt, bool with_derivatives,
+                                               fk::Device device) const {
+  FK_CHECK(xt.device().is_cpu() && xt.shape().size() == 2 && xt.shape()[1] == 4,
+           "nefi::thermal::TemperatureNet::encode",
+           "normalised (x, y, z, t) rows (N, 4) on the cpu",
+           xt.shape().str() + " on " + xt.device().str());
   const fk::DType dt = params_[0].dtype();
   Encoded e;
   if (n_octaves_ == 0) {
-    e.value = xt.dtype() == dt ? xt : xt.to(dt);
+    e.value = (xt.dtype() == dt ? xt : xt.to(dt)).to(device);
     return e;  // no derivatives: the first layer's input tangents are unit vectors
   }
   const std::vector<double> u = xt.to_vector<double>();
@@ -75,30 +96,35 @@ TemperatureNet::Encoded TemperatureNet::encode(const fk::Tensor& xt, bool with_d
     }
   }
   const fk::Dims shape{n, width};
-  e.value = fk::from_vector(v, shape).to(dt);
+  // Converted on the host, then uploaded: the device sees the CPU's values.
+  auto table = [&](const std::vector<double>& host) {
+    return fk::from_vector(host, shape).to(dt).to(device);
+  };
+  e.value = table(v);
   if (with_derivatives) {
-    for (int k = 0; k < 4; ++k) e.d1[k] = fk::from_vector(d1[k], shape).to(dt);
-    for (int k = 0; k < 3; ++k) e.d2[k] = fk::from_vector(d2[k], shape).to(dt);
+    for (int k = 0; k < 4; ++k) e.d1[k] = table(d1[k]);
+    for (int k = 0; k < 3; ++k) e.d2[k] = table(d2[k]);
   }
   return e;
 }
 
-fk::Tensor TemperatureNet::value(const fk::Tensor& xt) const {
-  fk::Tensor h = encode(xt, false).value;
+fk::Tensor TemperatureNet::value(const Encoded& e) const {
+  fk::Tensor h = e.value;
   const size_t n_layers = params_.size() / 2;
   for (size_t l = 0; l + 1 < n_layers; ++l)
     h = fk::tanh(fk::linear(h, params_[2 * l], params_[2 * l + 1]));
   const fk::Tensor out = fk::linear(h, params_[2 * n_layers - 2], params_[2 * n_layers - 1]);
-  return fk::mul(fk::reshape(out, {xt.shape()[0]}), scale_);
+  return fk::mul(fk::reshape(out, {e.value.shape()[0]}), scale_);
 }
 
 // Through a = tanh(z): a' = 1 − a², so the tangents become a'·dz and the
 // second derivatives a'·d²z − 2 a a'·dz². The first layer's z tangents are
 // W0's columns (raw inputs) or the features' derivatives times W0ᵀ.
-TemperatureNet::Jet TemperatureNet::jet(const fk::Tensor& xt) const {
+TemperatureNet::Jet TemperatureNet::jet(const Encoded& e) const {
   const size_t n_layers = params_.size() / 2;
-  const Encoded e = encode(xt, true);
   const bool raw = n_octaves_ == 0;
+  FK_CHECK(raw || e.d1[0].defined(), "nefi::thermal::TemperatureNet::jet",
+           "points encoded with their derivatives", "an encoding without them");
   fk::Tensor h = e.value, d1[4], d2[3];
   for (size_t l = 0; l + 1 < n_layers; ++l) {
     const fk::Tensor& w = params_[2 * l];
@@ -121,7 +147,7 @@ TemperatureNet::Jet TemperatureNet::jet(const fk::Tensor& xt) const {
     h = a;
   }
   const fk::Tensor& w = params_[2 * n_layers - 2];
-  const int64_t n = xt.shape()[0];
+  const int64_t n = e.value.shape()[0];
   auto out = [&](const fk::Tensor& t) {
     return fk::mul(fk::reshape(fk::linear(t, w), {n}), scale_);
   };
@@ -144,8 +170,13 @@ fk::Tensor PinnGeometry::normalise(const std::vector<double>& xyz,
   return fk::from_vector(u, fk::Dims{static_cast<int64_t>(n), 4});
 }
 
-SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeometry geometry)
-    : net_(std::move(net)), geo_(std::move(geometry)) {
+SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeometry geometry,
+                                 fk::Dims grid)
+    : net_(std::move(net)),
+      geo_(std::move(geometry)),
+      grid_(std::move(grid)),
+      surface_(std::make_shared<GridTableCache<TemperatureNet::Encoded>>()) {
+  FK_CHECK(net_ != nullptr, "nefi::thermal::SoftPinnSurface", "a temperature network", "none");
   FK_CHECK(geo_.extent.size() == 3 && geo_.t_end > 0 && !geo_.frame_times.empty(),
            "nefi::thermal::SoftPinnSurface", "a 3-D slab, t_end > 0 and observed frames",
            std::to_string(geo_.extent.size()) + "-D, t_end " + std::to_string(geo_.t_end));
@@ -156,23 +187,40 @@ fk::Dims SoftPinnSurface::output_shape(const fk::Dims& shape) const {
   return {static_cast<int64_t>(geo_.frame_times.size()), shape[0], shape[1]};
 }
 
+TemperatureNet::Encoded SoftPinnSurface::surface_points(const fk::Dims& grid,
+                                                        fk::Device device) const {
+  FK_CHECK(grid.size() == 3, "nefi::thermal::SoftPinnSurface", "a 3-D alpha grid", grid.str());
+  return surface_->get(grid, device, net_->dtype(), [&](fk::Device d, fk::DType) {
+    const fk::Dims& s = grid;
+    const double hx = geo_.extent[0] / s[0], hy = geo_.extent[1] / s[1], hz = geo_.extent[2] / s[2];
+    std::vector<double> xyz, t;
+    for (double tf : geo_.frame_times)
+      for (int64_t i = 0; i < s[0]; ++i)
+        for (int64_t j = 0; j < s[1]; ++j) {
+          xyz.insert(xyz.end(), {(i + 0.5) * hx, (j + 0.5) * hy, 0.5 * hz});
+          t.push_back(tf);
+        }
+    return net_->encode(geo_.normalise(xyz, t), false, d);
+  });
+}
+
 fk::Tensor SoftPinnSurface::apply(const fk::Tensor& alpha) const {
   const fk::Dims& s = alpha.shape();
   FK_CHECK(s.size() == 3, "nefi::thermal::SoftPinnSurface", "a 3-D alpha grid", s.str());
-  const double hx = geo_.extent[0] / s[0], hy = geo_.extent[1] / s[1], hz = geo_.extent[2] / s[2];
-  std::vector<double> xyz, t;
-  for (double tf : geo_.frame_times)
-    for (int64_t i = 0; i < s[0]; ++i)
-      for (int64_t j = 0; j < s[1]; ++j) {
-        xyz.insert(xyz.end(), {(i + 0.5) * hx, (j + 0.5) * hy, 0.5 * hz});
-        t.push_back(tf);
-      }
-  return fk::reshape(net_->value(geo_.normalise(xyz, t)), output_shape(s));
+  return fk::reshape(net_->value(surface_points(s, net_->device())), output_shape(s));
+}
+
+void SoftPinnSurface::prepare_tables(fk::Device device, fk::DType dtype) const {
+  (void)dtype;  // the points are in the network's dtype, whatever the field's
+  if (grid_.size() == 3) surface_points(grid_, device);
 }
 
 std::shared_ptr<Operator> SoftPinnSurface::at_resolution(const fk::Dims& shape) const {
-  (void)shape;  // the surrogate is continuous: the grid comes with alpha
-  return std::make_shared<SoftPinnSurface>(net_, geo_);
+  // The surrogate is continuous: apply takes its grid from alpha; `shape` is
+  // the grid prepare_tables readies. The network and the tables are shared.
+  auto op = std::make_shared<SoftPinnSurface>(*this);
+  op->grid_ = shape;
+  return op;
 }
 
 namespace {
@@ -232,11 +280,13 @@ Interpolated trilinear(const fk::Tensor& v, const std::vector<double>& extent, b
       w[3][8 * p + c] = wx * wy * dz;
     }
   }
-  const fk::Tensor corners = fk::reshape(
-      fk::index_select(fk::reshape(v, {s.numel()}), 0, fk::from_vector(idx, fk::Dims{8 * n})),
-      {n, 8});
+  const fk::Tensor corners =
+      fk::reshape(fk::index_select(fk::reshape(v, {s.numel()}), 0,
+                                   fk::from_vector(idx, fk::Dims{8 * n}).to(v.device())),
+                  {n, 8});
   auto weigh = [&](const std::vector<double>& wk) {
-    return fk::sum(fk::mul(corners, fk::from_vector(wk, fk::Dims{n, 8}).to(v.dtype())), {1});
+    const fk::Tensor weights = fk::from_vector(wk, fk::Dims{n, 8}).to(v.dtype()).to(v.device());
+    return fk::sum(fk::mul(corners, weights), {1});
   };
   return {weigh(w[0]), {weigh(w[1]), weigh(w[2]), weigh(w[3])}};
 }
@@ -252,6 +302,9 @@ fk::Tensor pde_residual(const SoftPinnSurface& op, const fk::Tensor& alpha,
   const PinnGeometry& g = op.geometry();
   FK_CHECK(xyz.size() == 3 * t.size(), "nefi::thermal::pde_residual", "3 coordinates per time",
            std::to_string(xyz.size()) + " coordinates, " + std::to_string(t.size()) + " times");
+  FK_CHECK(alpha.device() == op.net().device(), "nefi::thermal::pde_residual",
+           "alpha on the temperature network's device (" + op.net().device().str() + ")",
+           alpha.device().str());
   const TemperatureNet::Jet j = op.net().jet(g.normalise(xyz, t));
   const Interpolated a = trilinear(alpha, g.extent, g.periodic, xyz);
   // Physical derivatives: ∂/∂x = (2 / L) ∂/∂u, ∂/∂t = (2 / t_end) ∂/∂u_t.
@@ -285,19 +338,21 @@ InitialConditionLoss::InitialConditionLoss(FlashSpec flash) : Loss("ic"), flash_
 fk::Tensor InitialConditionLoss::forward(const LossContext& ctx) const {
   const PinnGeometry& g = pinn_geometry(ctx, "nefi::thermal::InitialConditionLoss");
   const auto* op = dynamic_cast<const SoftPinnSurface*>(ctx.op);
+  const TemperatureNet& net = op->net();
   const fk::Dims& s = ctx.domain->shape();
-  fk::Tensor& t0 = t0_[s.str()];
-  if (!t0.defined()) {
+  const Tables tab = tables_.get(s, net.device(), net.dtype(), [&](fk::Device dev, fk::DType) {
     const std::vector<double> a = flash_cell_averages(flash_, s, g.extent);
-    t0 = fk::from_vector(std::vector<float>(a.begin(), a.end()), fk::Dims{s.numel()});
-  }
-  std::vector<double> xyz, t(s.numel(), 0.0);
-  for (int64_t i = 0; i < s[0]; ++i)
-    for (int64_t j = 0; j < s[1]; ++j)
-      for (int64_t k = 0; k < s[2]; ++k)
-        xyz.insert(xyz.end(), {(i + 0.5) * g.extent[0] / s[0], (j + 0.5) * g.extent[1] / s[1],
-                               (k + 0.5) * g.extent[2] / s[2]});
-  const fk::Tensor d = fk::sub(op->net().value(g.normalise(xyz, t)), t0);
+    std::vector<double> xyz, t(s.numel(), 0.0);
+    for (int64_t i = 0; i < s[0]; ++i)
+      for (int64_t j = 0; j < s[1]; ++j)
+        for (int64_t k = 0; k < s[2]; ++k)
+          xyz.insert(xyz.end(), {(i + 0.5) * g.extent[0] / s[0], (j + 0.5) * g.extent[1] / s[1],
+                                 (k + 0.5) * g.extent[2] / s[2]});
+    return Tables{
+        fk::from_vector(std::vector<float>(a.begin(), a.end()), fk::Dims{s.numel()}).to(dev),
+        net.encode(g.normalise(xyz, t), false, dev)};
+  });
+  const fk::Tensor d = fk::sub(net.value(tab.points), tab.t0);
   const double scale = op->net().scale();
   return fk::div(fk::mean(fk::mul(d, d)), scale * scale);
 }

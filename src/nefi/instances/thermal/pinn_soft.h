@@ -22,16 +22,25 @@
 // to [−1, 1] (space: the slab, time: [0, t_end]); the output is scale (the
 // flash amplitude) times the network's, so the network works with O(1)
 // values. Xavier-uniform weights, zero biases.
+// On a CUDA device (a `--device cuda` solve) the network's weights are
+// operator parameters that move there with the field (parameters_to) and
+// every step is fk ops there. The points are host-made: the surface and the
+// cell centres are encoded once per (grid, device, dtype) and kept; the
+// residual's fresh collocation points are drawn on the host (the CPU's
+// stream, so both devices see the same points), encoded and stencilled there
+// and uploaded (host-to-device copies, no host read). That upload is why a
+// step is not graph-capturable: a replay would reuse the captured points.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fk/tensor.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/losses/loss.h"
 #include "nefi/operators/operator.h"
+#include "nefi/operators/table_cache.h"
 
 namespace nefi::thermal {
 
@@ -45,25 +54,33 @@ class TemperatureNet {
  public:
   TemperatureNet(int hidden, int depth, double scale, uint64_t seed, int n_octaves = 0,
                  fk::DType dtype = fk::DType::F32);
-  // T at the normalised (x, y, z, t) rows of xt (N, 4): (N).
-  fk::Tensor value(const fk::Tensor& xt) const;
-  // T and its derivatives w.r.t. the normalised inputs: d1[k] = ∂T/∂u_k
-  // (k = x, y, z, t), d2[k] = ∂²T/∂u_k² (k = x, y, z).
-  struct Jet {
-    fk::Tensor value, d1[4], d2[3];
-  };
-  Jet jet(const fk::Tensor& xt) const;
-  const std::vector<fk::Tensor>& parameters() const { return params_; }
-  double scale() const { return scale_; }
-
- private:
-  // The first layer's input (N, in) and, with the encoding, its derivatives
-  // in u_k (k < 4) and second derivatives in u_k (k < 3).
+  // The first layer's input (N, in) and, with the encoding and
+  // with_derivatives, its derivatives in u_k (k < 4) and second derivatives
+  // in u_k (k < 3), for the normalised (x, y, z, t) rows of xt (N, 4) on the
+  // host; made there, in the parameters' dtype, and moved to `device`.
   struct Encoded {
     fk::Tensor value, d1[4], d2[3];
   };
-  Encoded encode(const fk::Tensor& xt, bool with_derivatives) const;
+  Encoded encode(const fk::Tensor& xt, bool with_derivatives, fk::Device device) const;
+  // T at the encoded points: (N).
+  fk::Tensor value(const Encoded& e) const;
+  // T and its derivatives w.r.t. the normalised inputs: d1[k] = ∂T/∂u_k
+  // (k = x, y, z, t), d2[k] = ∂²T/∂u_k² (k = x, y, z). `e` with derivatives.
+  struct Jet {
+    fk::Tensor value, d1[4], d2[3];
+  };
+  Jet jet(const Encoded& e) const;
+  // The same at host rows xt (N, 4), encoded onto the parameters' device.
+  fk::Tensor value(const fk::Tensor& xt) const { return value(encode(xt, false, device())); }
+  Jet jet(const fk::Tensor& xt) const { return jet(encode(xt, true, device())); }
+  const std::vector<fk::Tensor>& parameters() const { return params_; }
+  // Moves the parameters to d (values kept, new leaves).
+  void to(fk::Device d);
+  fk::Device device() const { return params_.front().device(); }
+  fk::DType dtype() const { return params_.front().dtype(); }
+  double scale() const { return scale_; }
 
+ private:
   std::vector<fk::Tensor> params_;  // W0, b0, W1, b1, ..., W_out, b_out (leaves)
   double scale_;
   int n_octaves_;
@@ -79,29 +96,43 @@ struct PinnGeometry {
 };
 
 // T_φ at the front-face cell centres of a grid and the frame times:
-// (n_obs, nx, ny). The α it is applied to only sets the grid.
+// (n_obs, nx, ny), on the network's device. The α it is applied to only
+// sets the grid. The network's weights are its parameters; they follow a
+// device solve to its device.
 class SoftPinnSurface : public Operator {
  public:
-  SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeometry geometry);
+  // `grid`: the resolution at_resolution made it for (empty: none), whose
+  // surface points prepare_tables encodes ahead of the first step.
+  SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeometry geometry, fk::Dims grid = {});
   fk::Tensor apply(const fk::Tensor& alpha) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::string kind() const override { return "soft_pinn_surface"; }
   std::string fidelity_tag() const override { return "pinn-surrogate"; }
-  std::string host_only_reason() const override {
-    return "the temperature network encodes its points on host vectors";
-  }
+  // PdeResidualLoss uploads fresh points at every step (see the file comment).
+  bool graph_capturable() const override { return false; }
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return net_->parameters(); }
+  bool parameters_follow_device() const override { return true; }
+  void parameters_to(fk::Device device) override { net_->to(device); }
   const TemperatureNet& net() const { return *net_; }
   const PinnGeometry& geometry() const { return geo_; }
+  // The encoded surface points of `grid` on `device` (made once, kept).
+  TemperatureNet::Encoded surface_points(const fk::Dims& grid, fk::Device device) const;
+  // How many (grid, device) encodings exist (tests).
+  size_t surface_tables() const { return surface_->size(); }
 
  private:
   std::shared_ptr<TemperatureNet> net_;
   PinnGeometry geo_;
+  fk::Dims grid_;
+  // Shared by the copies at_resolution makes.
+  std::shared_ptr<GridTableCache<TemperatureNet::Encoded>> surface_;
 };
 
 // r = ∂_t T − α ΔT − ∇α·∇T at physical points (N, 3) and times (N), in
-// physical units, α the trilinear interpolant of `alpha`'s cell values.
+// physical units, α the trilinear interpolant of `alpha`'s cell values
+// (on the network's device).
 fk::Tensor pde_residual(const SoftPinnSurface& op, const fk::Tensor& alpha,
                         const std::vector<double>& xyz, const std::vector<double>& t);
 
@@ -117,20 +148,29 @@ class PdeResidualLoss : public Loss {
   mutable std::mt19937_64 rng_;
 };
 
-// The initial-condition penalty against the flash's cell averages.
+// The initial-condition penalty against the flash's cell averages, on the
+// network's device.
 class InitialConditionLoss : public Loss {
  public:
   explicit InitialConditionLoss(FlashSpec flash);
   fk::Tensor forward(const LossContext& ctx) const override;
+  // How many (grid, device) tables exist (tests).
+  size_t tables() const { return tables_.size(); }
 
  private:
+  // The flash's cell averages (f32) and the encoded cell centres at t = 0.
+  struct Tables {
+    fk::Tensor t0;
+    TemperatureNet::Encoded points;
+  };
   FlashSpec flash_;
-  mutable std::map<std::string, fk::Tensor> t0_;  // per grid (Dims::str())
+  mutable GridTableCache<Tables> tables_;
 };
 
 // The trilinear interpolant of cell values v on `shape` over `extent` at
 // physical points (N, 3): value and gradient (∂/∂x, ∂/∂y, ∂/∂z), each (N),
-// differentiable w.r.t. v.
+// differentiable w.r.t. v, on v's device (the corner indices and weights
+// are made on the host and uploaded).
 struct Interpolated {
   fk::Tensor value, grad[3];
 };

@@ -2,19 +2,26 @@
 // its value, the trilinear α against hand-made fields, the residual against
 // a direct evaluation, and the baseline on the smoke config (the data fit
 // improves, the residual falls, α stays uniform: the reference's decoupling).
+// The device-ready structure (session 14: encodings made per grid and device
+// and kept, tables uploaded to the solve's device) against the written-out
+// computation it replaced, bitwise, its tables' reuse, an f64 gradcheck of
+// the residual loss in α, and its errors.
 #include "nefi/instances/thermal/pinn_soft.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/random.h"
+#include "nefi/domain.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
@@ -235,6 +242,222 @@ TEST(ThermalPinnSoft, SmokeWithFourierFeaturesFitsTheSurrogate) {
   EXPECT_LT(data.back(), data.front() / 3);
   EXPECT_LT(pde.back(), pde.front() / 100);
   for (double v : out.reconstruction.to_vector<double>()) ASSERT_TRUE(std::isfinite(v));
+}
+
+// encode() against the features written out: [u, sin(2^k π u_d), cos(2^k π
+// u_d)] with their first and second derivatives, computed in f64 and
+// converted to the parameters' dtype (f32 and f64), bitwise.
+TEST(ThermalPinnSoft, EncodingEqualsTheWrittenOutFeatures) {
+  const std::vector<float> pts{0.1f, -0.3f, 0.5f, -0.2f, -0.7f, 0.4f, -0.1f, 0.6f};
+  const int octaves = 2, width = 4 * (1 + 2 * octaves);
+  for (fk::DType dt : {fk::DType::F32, fk::DType::F64}) {
+    const TemperatureNet net(4, 1, 1.0, 1, octaves, dt);
+    const auto e = net.encode(fk::from_vector(pts, fk::Dims{2, 4}), true, fk::kCPU);
+    std::vector<double> v(2 * width, 0.0), d1(2 * width, 0.0), d2(2 * width, 0.0);
+    const int d = 1;  // the derivatives along y
+    for (int p = 0; p < 2; ++p) {
+      for (int a = 0; a < 4; ++a) v[p * width + a] = pts[4 * p + a];
+      d1[p * width + d] = 1;
+      for (int k = 0; k < octaves; ++k)
+        for (int a = 0; a < 4; ++a) {
+          const double w = M_PI * (1 << k), u = pts[4 * p + a];
+          v[p * width + 4 + 8 * k + a] = std::sin(w * u);
+          v[p * width + 8 + 8 * k + a] = std::cos(w * u);
+          if (a != d) continue;
+          d1[p * width + 4 + 8 * k + a] = w * std::cos(w * u);
+          d1[p * width + 8 + 8 * k + a] = -w * std::sin(w * u);
+          d2[p * width + 4 + 8 * k + a] = -w * w * std::sin(w * u);
+          d2[p * width + 8 + 8 * k + a] = -w * w * std::cos(w * u);
+        }
+    }
+    auto in_dtype = [dt](std::vector<double> x) {
+      if (dt == fk::DType::F32)
+        for (double& y : x) y = static_cast<float>(y);
+      return x;
+    };
+    EXPECT_EQ(e.value.dtype(), dt);
+    EXPECT_EQ(values(e.value), in_dtype(v));
+    EXPECT_EQ(values(e.d1[d]), in_dtype(d1));
+    EXPECT_EQ(values(e.d2[d]), in_dtype(d2));
+  }
+}
+
+// The three terms and their gradients (network weights and α), as the
+// operator and the losses compute them with their kept tables (two
+// evaluations, the second from the tables), against the formulation before
+// them written out: points built here, encoded at every call, the residual's
+// points drawn from a copy of the loss's stream. Bitwise, raw and encoded
+// inputs.
+TEST(ThermalPinnSoft, TermsAndGradientsEqualTheWrittenOutFormulation) {
+  const fk::Dims grid{4, 3, 3};
+  const PinnGeometry g{{4.0, 3.0, 1.0}, {0.5, 1.0}, 2.0, true};
+  nefi::thermal::FlashSpec flash;
+  flash.amplitude = 50;
+  flash.width_xy = 1.0;
+  const int64_t n_points = 16;
+  const uint64_t seed = 11;
+  for (int octaves : {0, 2}) {
+    auto net = std::make_shared<TemperatureNet>(8, 2, 50.0, 3, octaves);
+    const auto op_base = std::make_shared<SoftPinnSurface>(net, g);
+    const auto op = op_base->at_resolution(grid);
+    fk::Generator gen(5);
+    fk::Tensor alpha = fk::uniform(grid, 0.05, 0.2, {fk::DType::F32}, &gen);
+    alpha.set_requires_grad(true);
+    const nefi::thermal::PdeResidualLoss pde(n_points, seed);
+    const nefi::thermal::InitialConditionLoss ic(flash);
+    const nefi::Domain domain(grid, g.extent);
+    std::mt19937_64 rng(seed);  // the residual loss's stream, drawn alike below
+    for (int eval = 0; eval < 2; ++eval) {
+      std::vector<fk::Tensor> leaves = net->parameters();
+      leaves.push_back(alpha);
+      auto grads_of = [&](const fk::Tensor& total) {
+        for (auto& l : leaves) l.set_grad(fk::Tensor());
+        total.backward();
+        std::vector<std::vector<double>> out;
+        for (const auto& l : leaves) out.push_back(values(l.grad()));
+        return out;
+      };
+      // The operator and the losses.
+      const nefi::FieldMap fields{{"alpha", alpha}};
+      const fk::Tensor pred = op->apply(alpha);
+      const nefi::LossContext ctx{&fields, pred, nullptr, &domain, op.get(), 0, eval, 1.0};
+      const fk::Tensor terms[3] = {fk::sum(fk::mul(pred, pred)), pde.forward(ctx), ic.forward(ctx)};
+      const auto grads = grads_of(fk::add(fk::add(terms[0], terms[1]), terms[2]));
+      // Written out.
+      std::vector<double> xyz, t;
+      const double hx = 4.0 / 4, hy = 3.0 / 3, hz = 1.0 / 3;  // the slab over the grid
+      for (double tf : g.frame_times)
+        for (int64_t i = 0; i < grid[0]; ++i)
+          for (int64_t j = 0; j < grid[1]; ++j) {
+            xyz.insert(xyz.end(), {(i + 0.5) * hx, (j + 0.5) * hy, 0.5 * hz});
+            t.push_back(tf);
+          }
+      const fk::Tensor surface = net->value(g.normalise(xyz, t));
+      std::uniform_real_distribution<double> u01(0.0, 1.0);
+      std::vector<double> cxyz(3 * n_points), ct(n_points);
+      for (int64_t p = 0; p < n_points; ++p) {
+        for (int a = 0; a < 3; ++a) cxyz[3 * p + a] = g.extent[a] * u01(rng);
+        ct[p] = g.t_end * std::max(u01(rng), 1e-3);
+      }
+      const fk::Tensor r = nefi::thermal::pde_residual(*op_base, alpha, cxyz, ct);
+      const double norm = 50.0 / g.t_end;
+      const std::vector<double> avg = nefi::thermal::flash_cell_averages(flash, grid, g.extent);
+      std::vector<double> ixyz, it(grid.numel(), 0.0);
+      for (int64_t i = 0; i < grid[0]; ++i)
+        for (int64_t j = 0; j < grid[1]; ++j)
+          for (int64_t k = 0; k < grid[2]; ++k)
+            ixyz.insert(ixyz.end(),
+                        {(i + 0.5) * 4.0 / 4, (j + 0.5) * 3.0 / 3, (k + 0.5) * 1.0 / 3});
+      const fk::Tensor dev = fk::sub(
+          net->value(g.normalise(ixyz, it)),
+          fk::from_vector(std::vector<float>(avg.begin(), avg.end()), fk::Dims{grid.numel()}));
+      const fk::Tensor want[3] = {fk::sum(fk::mul(surface, surface)),
+                                  fk::div(fk::mean(fk::mul(r, r)), norm * norm),
+                                  fk::div(fk::mean(fk::mul(dev, dev)), 50.0 * 50.0)};
+      const auto want_grads = grads_of(fk::add(fk::add(want[0], want[1]), want[2]));
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(values(terms[k]), values(want[k])) << octaves << " octaves, term " << k;
+      for (size_t l = 0; l < leaves.size(); ++l)
+        EXPECT_EQ(grads[l], want_grads[l]) << octaves << " octaves, leaf " << l << " eval " << eval;
+    }
+    EXPECT_EQ(ic.tables(), 1u);
+    EXPECT_EQ(op_base->surface_tables(), 1u);  // shared with the copy at the grid
+  }
+}
+
+// prepare_tables makes the surface encoding of the grid at_resolution was
+// given; apply then reuses it; the initial-condition loss keeps one table per
+// grid.
+TEST(ThermalPinnSoft, TablesAreMadeOncePerGridAndDevice) {
+  auto net = std::make_shared<TemperatureNet>(4, 1, 10.0, 1);
+  const PinnGeometry g{{2.0, 2.0, 1.0}, {0.5}, 1.0, true};
+  const SoftPinnSurface base(net, g);
+  const auto op = std::dynamic_pointer_cast<SoftPinnSurface>(base.at_resolution({2, 2, 2}));
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->surface_tables(), 0u);
+  op->prepare_tables(fk::kCPU, fk::DType::F32);
+  EXPECT_EQ(op->surface_tables(), 1u);
+  (void)op->apply(fk::zeros({2, 2, 2}, {fk::DType::F32}));
+  EXPECT_EQ(op->surface_tables(), 1u);
+  (void)op->apply(fk::zeros({4, 2, 2}, {fk::DType::F32}));
+  EXPECT_EQ(base.surface_tables(), 2u);
+  const nefi::thermal::InitialConditionLoss ic{nefi::thermal::FlashSpec{}};
+  for (const fk::Dims& s : {fk::Dims{2, 2, 2}, fk::Dims{2, 2, 2}, fk::Dims{3, 2, 2}}) {
+    const nefi::Domain domain(s, g.extent);
+    const nefi::FieldMap fields;
+    const nefi::LossContext ctx{&fields, fk::Tensor(), nullptr, &domain, op.get(), 0, 0, 1.0};
+    EXPECT_TRUE(std::isfinite(values(ic.forward(ctx))[0]));
+  }
+  EXPECT_EQ(ic.tables(), 2u);
+}
+
+// The residual loss's gradient in α (through the uploaded trilinear
+// tables) against central differences in f64; a loss made with the same
+// seed draws the same points.
+TEST(ThermalPinnSoft, ResidualLossAlphaGradientGradcheckF64) {
+  auto net = std::make_shared<TemperatureNet>(6, 2, 3.0, 2, 1, fk::DType::F64);
+  const PinnGeometry g{{4.0, 4.0, 1.0}, {0.5, 1.0}, 2.0, false};
+  const SoftPinnSurface op(net, g);
+  const fk::Dims grid{3, 3, 3};
+  const nefi::Domain domain(grid, g.extent);
+  fk::Generator gen(8);
+  fk::Tensor alpha = fk::uniform(grid, 0.05, 0.2, {fk::DType::F64}, &gen);
+  auto loss_at = [&](const fk::Tensor& a) {
+    const nefi::FieldMap fields{{"alpha", a}};
+    const nefi::LossContext ctx{&fields, fk::Tensor(), nullptr, &domain, &op, 0, 0, 1.0};
+    return nefi::thermal::PdeResidualLoss(64, 21).forward(ctx);
+  };
+  alpha.set_requires_grad(true);
+  loss_at(alpha).backward();
+  const std::vector<double> grad = values(alpha.grad());
+  const std::vector<double> a0 = values(alpha);
+  double largest = 0;
+  for (double v : grad) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.0);
+  for (int64_t e : {int64_t{0}, int64_t{4}, int64_t{13}, grid.numel() - 1}) {
+    const double h = 1e-6;
+    auto at = [&](double delta) {
+      std::vector<double> a = a0;
+      a[e] += delta;
+      return values(loss_at(fk::from_vector(a, grid)))[0];
+    };
+    const double fd = (at(h) - at(-h)) / (2 * h);
+    EXPECT_NEAR(grad[e], fd, 1e-6 * (std::abs(fd) + largest)) << "cell " << e;
+  }
+}
+
+// Bad inputs to the device-ready pieces name what was expected.
+TEST(ThermalPinnSoft, BadInputsToTheNetworkAndTheSurfaceAreClearErrors) {
+  auto expect_error = [](auto&& f, const std::string& expected) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one naming " << expected;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  auto net = std::make_shared<TemperatureNet>(4, 1, 10.0, 1, 2);
+  expect_error(
+      [&] {
+        net->encode(fk::zeros({3, 3}, {fk::DType::F32}), false, fk::kCPU);
+      },
+      "(N, 4) on the cpu");
+  expect_error(
+      [&] {
+        net->jet(net->encode(fk::zeros({3, 4}, {fk::DType::F32}), false, fk::kCPU));
+      },
+      "points encoded with their derivatives");
+  const SoftPinnSurface op(net, PinnGeometry{{2.0, 2.0, 1.0}, {0.5}, 1.0, true});
+  expect_error([&] { (void)op.apply(fk::zeros({2, 2}, {fk::DType::F32})); }, "a 3-D alpha grid");
+  expect_error(
+      [&] {
+        SoftPinnSurface(nullptr, PinnGeometry{{2.0, 2.0, 1.0}, {0.5}, 1.0});
+      },
+      "a temperature network");
+  if (fk::cuda::device_count() == 0) {
+    expect_error([&] { net->to(fk::cuda_device(0)); }, "cuda:0");
+    EXPECT_TRUE(net->device().is_cpu());  // a refused move leaves the weights where they were
+  }
 }
 
 TEST(ThermalPinnSoft, BadKeysAreClearErrors) {
