@@ -41,10 +41,11 @@
 // implicit-solve operators) and have no trainable parameters; a measurement each; the optimizer
 // adam or adamw; one run (restarts 1).
 //
-// device (BatchOptions::device, a CUDA device): each problem's NeuralField,
-// its Adam(W) moments, the stacked measurements, the operator and the losses
-// live on the device; a step evaluates the N fields (each its own device MLP,
-// as a Solver on the device does), stacks them to (N, *shape), calls the
+// device (BatchOptions::device, a CUDA device): the N fields' parameters as
+// one (N, P) block, their Adam(W) moments, the stacked measurements, the
+// operator and the losses live on the device; a step evaluates the N fields
+// as one grouped MLP (grouped_mlp.h: one strided-batched GEMM per layer each
+// way, on the shared features) and the heads on (N, *shape), calls the
 // operator once and the shared LossSet's batched forms once per term, and
 // runs one backward of sum_b L_b. Its one host read comes after the
 // backward: per problem the loss total, the components, the squared

@@ -1,6 +1,8 @@
-// batch_invert on a CUDA device (batch.h's header comment): N neural fields,
-// their moments and the stacked measurements on the device, one operator
-// call and one shared loss set per step, one host read per step.
+// batch_invert on a CUDA device (batch.h's header comment): the N neural
+// fields' parameters as one (N, P) block on the device, evaluated by one
+// grouped MLP (grouped_mlp.h: a strided-batched GEMM per layer), their
+// moments and the stacked measurements on the device, one operator call and
+// one shared loss set per step, one host read per step.
 #include "nefi/solve/batch_device.h"
 
 #include <chrono>
@@ -16,10 +18,13 @@
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "fk/sync_debug.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/grouped_mlp.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
+#include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/batch_stages.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/parameter_buffers.h"
@@ -28,13 +33,20 @@ namespace nefi::detail {
 namespace {
 
 // One problem's state in a device stage, its measurement (obs) on the device.
-struct DeviceProblem : BatchProblemStage {
-  fk::Tensor m, v, good;  // moments and last good parameters, on the device
-};
+using DeviceProblem = BatchProblemStage;
 
 struct DeviceRun : BatchRunState {
+  MlpLayout layout;
+  const NeuralField* mlp0 = nullptr;  // the architecture (heads, encoding)
+  fk::Tensor params;                  // (N, P) f32 leaf on the device: row b is problem b's
   Clock::time_point t_run = Clock::now();
 };
+
+fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
+  std::vector<int64_t> d{n};
+  d.insert(d.end(), shape.begin(), shape.end());
+  return fk::Dims(d);
+}
 
 // One stage of the device loop.
 class DeviceStage {
@@ -49,14 +61,18 @@ class DeviceStage {
   fk::Tensor grad_sq_rows(const std::vector<double>& seed);
   fk::Tensor forward_backward(int t, const std::vector<double>& seed);
   void guard(int64_t b, double total, int t);
-  fk::Tensor& flat(int64_t b) { return run_.problems[b].field->params().flat(); }
+  // Row b of an (N, P) block (a view).
+  static fk::Tensor row(const fk::Tensor& block, int64_t b) { return block.detach().select(0, b); }
 
   DeviceRun& run_;
   const int index_;
   const Stage& stage_;
   const Domain domain_;
   const OperatorPtr op_;
+  const fk::Tensor coords_;  // (cells, ndim) on the host
+  FourierFeatures enc_;      // the shared features, kept on the device
   AdamOptions adam_;
+  fk::Tensor m_, v_, good_;  // (N, P): moments and last good parameters, on the device
   std::vector<DeviceProblem> ps_;
   fk::Tensor obs_, mask_;  // (N, *out_shape) on the device
   std::vector<double> noise_std_;
@@ -68,11 +84,18 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
       index_(static_cast<int>(index)),
       stage_(run.cur.stages[index]),
       domain_(run.problems[0].domain.at(stage_shape(stage_, run.problems[0].domain))),
-      op_(run.problems[0].op->at_resolution(domain_.shape())) {
+      op_(run.problems[0].op->at_resolution(domain_.shape())),
+      coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
+      enc_(domain_.ndim(), run.mlp0->config().n_octaves, run.mlp0->config().include_input,
+           run.mlp0->config().annealed) {
   const fk::Device dev = run.opt.device;
+  enc_.to(dev);
   // The operator's device tables in the parameters' dtype, as a device Solver makes them.
-  op_->prepare_tables(dev, run.problems[0].field->params().flat().dtype());
+  op_->prepare_tables(dev, run.params.dtype());
   adam_ = adam_options(run.cur.optim);
+  m_ = fk::zeros(run.params.shape(), {run.params.dtype(), dev});
+  v_ = fk::zeros(run.params.shape(), {run.params.dtype(), dev});
+  good_ = snapshot({run.params})[0];
   const fk::Dims out_shape = op_->output_shape(domain_.shape());
   ps_.resize(static_cast<size_t>(run.n));
   std::vector<fk::Tensor> obs, mask;
@@ -90,10 +113,6 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
     noise_std_.push_back(p.obs.noise_std);
     discrepancy_ = discrepancy_ || (run.cur.discrepancy_tau && p.obs.has_noise());
     p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
-    fk::Tensor& x = flat(b);
-    p.m = fk::zeros(x.shape(), {x.dtype(), dev});
-    p.v = fk::zeros(x.shape(), {x.dtype(), dev});
-    p.good = snapshot({x})[0];
     p.running = !run.failed[b];
     if (run.failed[b]) p.sr.stop = "failed";
     p.sr.name = stage_.name;
@@ -108,11 +127,13 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
 void DeviceStage::guard(int64_t b, double total, int t) {
   DeviceProblem& p = ps_[b];
   if (nan_guard_fails(run_, p, b, total, t, stage_)) return;
-  std::vector<fk::Tensor> x{flat(b)};
-  restore(x, {p.good});
+  fk::autograd::NoGradGuard ng;
+  row(run_.params, b).copy_(row(good_, b));
+  run_.params.bump_version();
   p.lr_mult *= 0.5;
-  p.m = fk::zeros(p.m.shape(), {p.m.dtype(), p.m.device()});
-  p.v = fk::zeros(p.v.shape(), {p.v.dtype(), p.v.device()});
+  fk::Tensor m = row(m_, b), v = row(v_, b);
+  fk::fill_(m, 0.0);
+  fk::fill_(v, 0.0);
   p.adam_t = 0;
 }
 
@@ -122,11 +143,12 @@ void DeviceStage::guard(int64_t b, double total, int t) {
 fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
   const int64_t n = run_.n;
   const fk::Device dev = run_.opt.device;
+  const fk::Tensor grad = run_.params.grad();
   if (dev.is_cpu()) {
     std::vector<double> sq(static_cast<size_t>(n), 0.0);
     for (int64_t b = 0; b < n; ++b) {
-      const fk::Tensor g = flat(b).grad();
-      if (seed[b] == 0.0 || !g.defined()) continue;
+      if (seed[b] == 0.0 || !grad.defined()) continue;
+      const fk::Tensor g = row(grad, b);
       const float* gp = g.data<float>();
       for (int64_t i = 0; i < g.numel(); ++i) sq[b] += static_cast<double>(gp[i]) * gp[i];
     }
@@ -134,8 +156,8 @@ fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
   }
   fk::Tensor sq = fk::zeros(fk::Dims{n}, {fk::DType::F64, dev});
   for (int64_t b = 0; b < n; ++b)
-    if (seed[b] != 0.0 && flat(b).grad().defined())
-      enqueue_grad_sq_sum({flat(b).grad()}, sq.data<double>() + b);
+    if (seed[b] != 0.0 && grad.defined())
+      enqueue_grad_sq_sum({row(grad, b)}, sq.data<double>() + b);
   return sq;
 }
 
@@ -149,13 +171,11 @@ fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed)
   const fk::Device dev = run_.opt.device;
   const double progress = stage_.progress_at(t);
   // Every field is evaluated (a frozen one's row gets a zero seed, so no
-  // gradient): the stacked block keeps its (N, *shape) layout.
-  std::map<std::string, std::vector<fk::Tensor>> rows;
-  for (int64_t b = 0; b < n; ++b)
-    for (auto& [name, f] : run_.problems[b].field->forward(domain_, progress))
-      rows[name].push_back(f);
-  FieldMap fields;
-  for (auto& [name, r] : rows) fields[name] = fk::stack(r, 0);
+  // gradient): the block keeps its (N, *shape) layout.
+  const fk::Tensor features = enc_.forward(coords_, progress);
+  const fk::Tensor raw = grouped_mlp(run_.params, features, run_.layout)
+                             .reshape({n * domain_.numel(), run_.layout.n_out});
+  FieldMap fields = apply_heads_rows(run_.mlp0->heads(), raw, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
   BatchLossContext ctx;
   ctx.fields = &fields;
@@ -195,7 +215,7 @@ fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed)
                                          std::vector<double>(static_cast<size_t>(n), 1.0))
                              .to(fk::DType::F64));
   }
-  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
+  run_.params.set_grad(fk::Tensor());
   fk::autograd::backward({total}, {fk::from_vector(seed, fk::Dims{n}).to(total.dtype()).to(dev)});
   gathered.push_back(grad_sq_rows(seed));
   return fk::stack(gathered, 0);
@@ -226,22 +246,27 @@ int DeviceStage::step(int t, double lr_t) {
       continue;
     }
     p.bad = 0;
-    fk::Tensor& x = flat(b);
-    const fk::Tensor g = x.grad();
-    if (g.defined()) {
+    fk::Tensor x = row(run_.params, b);
+    const fk::Tensor grad = run_.params.grad();
+    if (grad.defined()) {
+      const fk::Tensor g = row(grad, b);
+      fk::Tensor m = row(m_, b), v = row(v_, b);
       const double norm = std::sqrt(at(sq_slot, b));
       const double clip =
           (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
       ++p.adam_t;
       fk::autograd::NoGradGuard ng;
       if (dev.is_cpu())
-        adam_update(x.data<float>(), g.data<float>(), p.m.data<float>(), p.v.data<float>(),
-                    x.numel(), p.lr_mult * lr_t, clip, adam_, p.adam_t);
+        adam_update(x.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), x.numel(),
+                    p.lr_mult * lr_t, clip, adam_, p.adam_t);
       else
-        adam_update_device(x, g, p.m, p.v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
-      x.bump_version();
+        adam_update_device(x, g, m, v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
+      run_.params.bump_version();
     }
-    if (t % run_.opt.checkpoint_every == 0) p.good = snapshot({x})[0];
+    if (t % run_.opt.checkpoint_every == 0) {
+      fk::autograd::NoGradGuard ng;
+      row(good_, b).copy_(x);
+    }
     std::vector<double> comps;
     for (size_t k = 0; k < n_terms; ++k) comps.push_back(at(1 + k, b));
     record_step(run_, p, b, t, index_, p.lr_mult * lr_t, comps, tot);
@@ -257,7 +282,7 @@ int DeviceStage::step(int t, double lr_t) {
       p.running = false;
     }
   }
-  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
+  run_.params.set_grad(fk::Tensor());
   return n_active;
 }
 
@@ -275,18 +300,23 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
            "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
            opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
-  DeviceRun run{{problems, cur, opt}};
+  DeviceRun run{{problems, cur, opt}, {}, nullptr, {}};
+  run.mlp0 = &dynamic_cast<const NeuralField&>(*problems[0].field);
+  run.layout = mlp_layout(*run.mlp0);
   for (int64_t b = 0; b < n; ++b) {
-    auto& field = dynamic_cast<NeuralField&>(*problems[b].field);
-    field.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
-    field.to(opt.device);
+    problems[b].field->reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
     run.results[b].history.columns = batch_history_columns(problems[b].losses);
   }
+  // The fields stay on the host; their parameters train as one block.
+  run.params = blocks_from_fields(problems, n)[0].detach().to(opt.device);
+  run.params.set_requires_grad(true);
+  fk::Tensor host_params;  // the trained block, read back once
   return run_batch_stages<DeviceStage>(
       run, "nefi::batch_invert (device)",
       [&](int64_t b, const Domain& final_domain, double final_progress) {
         InverseProblem& prob = problems[b];
-        dynamic_cast<NeuralField&>(*prob.field).to(fk::kCPU);
+        if (!host_params.defined()) host_params = run.params.detach().to(fk::kCPU).contiguous();
+        row_to_field(host_params.data<float>() + b * run.layout.n_params, *prob.field);
         const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
         record_final_fields(run.results[b], prob, *final_op, final_domain, final_progress);
         record_batch_result(run, b);

@@ -10,10 +10,11 @@
 // on near-zero gradients: 1e-3 relative on every loss of the history and 1e-3
 // of the field's range on the final field, as the single-problem device
 // solve's test allows (solver_device_test.cpp). (b) device batch vs device
-// solve alone: the same device MLP, heads and Adam kernel; what differs is
-// the operator on (3, *shape) against (*shape) and the losses' batched row
-// reductions against their single forms, so 1e-4 relative on every loss and
-// 1e-4 of the range on the field.
+// solve alone: the same heads and Adam kernel, but the batch's fields are one
+// grouped MLP (cuBLAS strided-batched GEMMs, grouped_mlp.h) where the Solver
+// runs the fused MLP kernel (its own f32 sum order), besides the operator on
+// (3, *shape) against (*shape) and the losses' batched row reductions: f32
+// round-off from the first step again, so (a)'s 1e-3.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,7 +93,7 @@ void expect_device_batch_matches(const std::string& instance) {
     expect_close(cpu[b], gpu[b], 1e-3);
     // The run learned something.
     EXPECT_LT(gpu[b].history.rows.back()[5], gpu[b].history.rows.front()[5]);
-    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0)), gpu[b], 1e-4);
+    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0)), gpu[b], 1e-3);
   }
 }
 
