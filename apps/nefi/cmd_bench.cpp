@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "fk/device.h"
 #include "fk/error.h"
+#include "nefi/bench/batched_runs.h"
 #include "nefi/bench/campaign.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
@@ -35,6 +37,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
     bench::CampaignSpec spec;
     std::string shard = "0/1", out;
     int threads = 0, batch_size = 16;
+    std::string batch_device = "cpu";
     bool by_class = false, batched = false, smoke = false;
     int64_t smoke_steps = 40;
   };
@@ -58,6 +61,9 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_flag("--batched", o->batched,
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
+  sub->add_option("--batch-device", o->batch_device,
+                  "where --batched batches train: cpu (default), cuda or cuda:N (a method the "
+                  "device batch refuses runs sequentially on the CPU)");
   sub->add_flag("--smoke", o->smoke,
                 "apply configs/<instance>_smoke.yaml and cap every run at --smoke-steps");
   sub->add_option("--smoke-steps", o->smoke_steps,
@@ -67,8 +73,12 @@ Command add_bench(CLI::App& app, const Context& ctx) {
       "Examples:\n  nefi bench toy1d --n 2 --seeds 0,1\n"
       "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
       "runs/b\n"
+      "  nefi bench toy1d --smoke --batched --batch-size 8 --batch-device cuda\n"
       "  nefi bench-merge runs/b");
   return {sub, [o, &ctx] {
+            // Before any work: a malformed or unusable batch device.
+            const fk::Device batch_device = fk::parse_device(o->batch_device);
+            bench::check_batch_device(batch_device);
             if (o->smoke) {
               const std::string& t = o->spec.target;
               const bool is_file =
@@ -91,6 +101,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
                      std::to_string(o->batch_size));
             if (o->batched) co.batch_size = o->batch_size;
+            co.batch_device = batch_device;
             co.on_log = [](const std::string& line) { std::cerr << "[bench] " << line << "\n"; };
             bench::ShardFile s{proto, shard, bench::run_campaign(*inst, proto, co)};
             int failed = 0;

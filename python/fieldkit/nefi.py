@@ -91,7 +91,7 @@ def invert(instance, config=None, seed=None, methods=None):
 
 
 def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_seeds=None,
-                 chunk_size=0, loss_mode="auto", raise_on_error=True):
+                 chunk_size=0, loss_mode="auto", raise_on_error=True, device="cpu"):
     """Solves one problem per seed of `instance` with `config` together, in one
     optimisation loop (nefi's batch_invert): problem b's data come from
     data_seeds[b] (default seeds[b]) and its field from seeds[b], so it matches
@@ -99,12 +99,16 @@ def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_s
     of result dicts as invert() gives per method, with ``data_seed``,
     ``batch_size`` and ``error`` (a failed problem's reason when
     raise_on_error is False). chunk_size > 0 fuses that many problems per
-    sub-step; loss_mode is auto | shared | loop."""
+    sub-step; loss_mode is auto | shared | loop. device is "cpu", "cuda" or
+    "cuda:N": where the batch trains (a device batch runs its steps as one
+    CUDA graph per stage; results come back as numpy arrays either way); a
+    device this process cannot use, or a batch the device path refuses,
+    raises fieldkit.Error naming what was expected and given."""
     target, overrides = _target(instance, config)
     sets, _, _ = _sets(overrides)
     return _nefi.batch_invert(target, sets, str(method), [int(s) for s in seeds],
                               [int(s) for s in (data_seeds or [])], int(chunk_size),
-                              str(loss_mode), bool(raise_on_error))
+                              str(loss_mode), bool(raise_on_error), str(device))
 
 
 class Solver:

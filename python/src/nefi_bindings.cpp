@@ -10,6 +10,8 @@
 #include <nanobind/stl/vector.h>
 #include <filesystem>
 #include <optional>
+#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -117,6 +119,7 @@ struct BatchArgs {
   int chunk_size = 0;
   std::string loss_mode;
   bool raise_on_error = true;
+  std::string device = "cpu";  // BatchOptions::device: cpu, cuda or cuda:N
 };
 
 // One problem per seed, built by Instance::setup as the batched benchmark
@@ -128,6 +131,13 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   FK_CHECK(!a.seeds.empty(), "batch_invert seeds", "at least one seed", "none");
   FK_CHECK(a.data_seeds.empty() || a.data_seeds.size() == a.seeds.size(), "batch_invert data_seeds",
            std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));
+  // Before any problem is set up: a malformed or unusable device.
+  const fk::Device device = fk::parse_device(a.device);
+  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), "batch_invert device",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           device.str());
   std::vector<nefi::ProblemSetup> setups;
   std::vector<nefi::InverseProblem> problems;
   nefi::BatchOptions bo;
@@ -138,6 +148,7 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   bo.chunk_size = a.chunk_size;
   bo.loss_mode = a.loss_mode;
   bo.seeds = a.seeds;
+  bo.device = device;
   std::vector<nefi::Result> results;
   {
     nb::gil_scoped_release nogil;
@@ -256,13 +267,15 @@ void bind_nefi(nb::module_& parent) {
       "batch_invert",
       [](const std::string& target, const std::vector<std::string>& sets, const std::string& method,
          const std::vector<uint64_t>& seeds, const std::vector<uint64_t>& data_seeds,
-         int chunk_size, const std::string& loss_mode, bool raise_on_error) {
-        return batch(target, sets,
-                     BatchArgs{method, seeds, data_seeds, chunk_size, loss_mode, raise_on_error});
+         int chunk_size, const std::string& loss_mode, bool raise_on_error,
+         const std::string& device) {
+        return batch(
+            target, sets,
+            BatchArgs{method, seeds, data_seeds, chunk_size, loss_mode, raise_on_error, device});
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("method"), nb::arg("seeds"),
-      nb::arg("data_seeds"), nb::arg("chunk_size"), nb::arg("loss_mode"),
-      nb::arg("raise_on_error"));
+      nb::arg("data_seeds"), nb::arg("chunk_size"), nb::arg("loss_mode"), nb::arg("raise_on_error"),
+      nb::arg("device") = "cpu");
   m.def("set_num_threads", &fk::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &fk::get_num_threads);
 }

@@ -70,3 +70,38 @@ def test_a_failed_problem_is_reported_or_raised():
         assert result["reconstruction"] is None and result["metrics"] == {}
     with pytest.raises(fieldkit.Error, match="failed"):
         nefi.batch_invert("toy1d", diverging, seeds=[0, 1])
+
+
+def test_cpu_only_build_or_no_gpu_refuses_a_cuda_batch_by_name():
+    """A CPU-only build (or a machine without a GPU) refuses cuda before any
+    work; a malformed name is refused as such."""
+    if fieldkit.cuda_available():
+        pytest.skip("a usable CUDA device is present")
+    with pytest.raises(fieldkit.Error, match=r"batch_invert device: expected cpu.*got cuda:0"):
+        nefi.batch_invert("toy1d", SMOKE, seeds=[0], device="cuda")
+    with pytest.raises(fieldkit.Error, match="'cpu', 'cuda' or 'cuda:N', got 'tpu'"):
+        nefi.batch_invert("toy1d", SMOKE, seeds=[0], device="tpu")
+
+
+def test_an_explicit_cpu_device_is_the_default_batch():
+    nefi.set_num_threads(1)
+    small = dict(SMOKE, steps=[3, 3])
+    default = nefi.batch_invert("toy1d", small, seeds=[0, 1])
+    cpu = nefi.batch_invert("toy1d", small, seeds=[0, 1], device="cpu")
+    for a, b in zip(default, cpu):
+        np.testing.assert_array_equal(a["reconstruction"], b["reconstruction"])
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_a_cuda_batch_matches_the_cpu_batch():
+    """The device batch (grouped MLP, steps captured as CUDA graphs) against the
+    CPU batch: f32 round-off from the first step, amplified by Adam's
+    normalised steps, so 1e-3 relative on the losses (as the C++ device tests)."""
+    nefi.set_num_threads(1)
+    cpu = nefi.batch_invert("toy1d", SMOKE, seeds=[0, 1, 2])
+    gpu = nefi.batch_invert("toy1d", SMOKE, seeds=[0, 1, 2], device="cuda")
+    for a, b in zip(cpu, gpu):
+        assert b["error"] == "" and b["batch_size"] == 3
+        assert [s["steps"] for s in a["stages"]] == [s["steps"] for s in b["stages"]]
+        np.testing.assert_allclose(b["history"]["total"], a["history"]["total"], rtol=1e-3)
+        assert isinstance(b["reconstruction"], np.ndarray)

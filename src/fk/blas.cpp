@@ -111,4 +111,28 @@ void gemm_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n,
   cuda::after_op(device.index);
 }
 
+void gemm_strided_batched_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n,
+                             int64_t k, double alpha, const void* a, int64_t lda, int64_t stride_a,
+                             const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,
+                             int64_t ldc, int64_t stride_c, int64_t batch) {
+  FK_CHECK(batch >= 0 && stride_a >= 0 && stride_b >= 0 && stride_c >= 0,
+           "fk::gemm_strided_batched_on", "a non-negative batch and strides",
+           "batch " + std::to_string(batch) + ", strides " + std::to_string(stride_a) + ", " +
+               std::to_string(stride_b) + ", " + std::to_string(stride_c));
+  if (device.is_cpu()) {
+    const size_t es = itemsize(dtype);
+    for (int64_t i = 0; i < batch; ++i)
+      gemm(dtype, ta, tb, m, n, k, alpha, static_cast<const char*>(a) + i * stride_a * es, lda,
+           static_cast<const char*>(b) + i * stride_b * es, ldb, beta,
+           static_cast<char*>(c) + i * stride_c * es, ldc);
+    return;
+  }
+  if (m == 0 || n == 0 || batch == 0) return;
+  cuda::gemm_strided_batched(device.index, static_cast<int>(dtype), ta, tb, m, n, k, alpha, a, lda,
+                             stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch,
+                             cuda::current_stream(device.index), amp::allow_tf32());
+  profile::count_launch();
+  cuda::after_op(device.index);
+}
+
 }  // namespace fk

@@ -27,4 +27,15 @@ void gemm_on(Device device, DType dtype, bool trans_a, bool trans_b, int64_t m, 
              int64_t k, double alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
              double beta, void* c, int64_t ldc);
 
+// `batch` independent products C_i = alpha op(A_i) op(B_i) + beta C_i on
+// `device`'s memory, matrix i of each operand stride_* * i elements after its
+// first (stride 0: one matrix shared by the whole batch). CPU: one fk::gemm
+// per matrix in batch order, so each C_i is bitwise the separate call's; CUDA:
+// one cuBLAS strided-batched GEMM on the device's current stream (TF32 for f32
+// when fk::amp::allow_tf32()), then the sync policy.
+void gemm_strided_batched_on(Device device, DType dtype, bool trans_a, bool trans_b, int64_t m,
+                             int64_t n, int64_t k, double alpha, const void* a, int64_t lda,
+                             int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b,
+                             double beta, void* c, int64_t ldc, int64_t stride_c, int64_t batch);
+
 }  // namespace fk

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <string>
 
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
 #include "fk/memory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/unit_row.h"
@@ -51,7 +54,7 @@ void fill_row(const Instance& inst, const Params& params, const Unit& u, const s
 // throws (say, a scene that cannot be placed) is a failed row, as its
 // sequential run would be, and the batch goes on without it.
 void run_chunk(const Instance& inst, const Params& params, const std::vector<Unit>& chunk,
-               const std::string& method, const Protocol& proto,
+               const std::string& method, const Protocol& proto, fk::Device device,
                std::map<int64_t, BatchedRow>& out) {
   std::vector<ProblemSetup> setups;
   std::vector<InverseProblem> problems;
@@ -62,6 +65,7 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   bo.checkpoint_every = static_cast<int>(proto.checkpoint_every);
   bo.max_bad_steps = static_cast<int>(proto.max_bad_steps);
   bo.raise_on_error = false;
+  bo.device = device;
   for (size_t k = 0; k < chunk.size(); ++k) {
     const Unit& u = chunk[k];
     try {
@@ -119,7 +123,8 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
 
 std::optional<std::string> batched_method_reason(const Instance& inst, const Params& params,
                                                  const std::string& method,
-                                                 const std::vector<Unit>& units) {
+                                                 const std::vector<Unit>& units,
+                                                 fk::Device device) {
   if (units.empty()) return std::string("no units in this shard");
   std::vector<InverseProblem> problems;
   Curriculum cur;
@@ -137,17 +142,29 @@ std::optional<std::string> batched_method_reason(const Instance& inst, const Par
     cur = s->curriculum;
   }
   if (problems.empty()) return std::string("no unit's problem could be set up");
-  return batchable_reason(problems, cur);
+  if (auto why = batchable_reason(problems, cur)) return why;
+  BatchOptions bo;
+  bo.device = device;
+  return batch_device_reason(problems, cur, bo);
+}
+
+void check_batch_device(fk::Device device) {
+  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), "nefi bench --batch-device",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           device.str());
 }
 
 std::map<int64_t, BatchedRow> run_batched(const Instance& inst, const Params& params,
                                           const std::vector<Unit>& units, const std::string& method,
-                                          const Protocol& proto, int batch_size) {
+                                          const Protocol& proto, int batch_size,
+                                          fk::Device device) {
   std::map<int64_t, BatchedRow> out;
   const size_t B = static_cast<size_t>(std::max(1, batch_size));
   for (size_t i = 0; i < units.size(); i += B) {
     const std::vector<Unit> chunk(units.begin() + i, units.begin() + std::min(units.size(), i + B));
-    run_chunk(inst, params, chunk, method, proto, out);
+    run_chunk(inst, params, chunk, method, proto, device, out);
   }
   return out;
 }

@@ -20,10 +20,16 @@
 
 namespace nefi::bench {
 
-// Why `method` cannot run batched on these units (nullopt: it can).
+// Why `method` cannot run batched on these units on `device` (nullopt: it
+// can): batchable_reason, then on a CUDA device batch_device_reason.
 std::optional<std::string> batched_method_reason(const Instance& instance, const Params& params,
                                                  const std::string& method,
-                                                 const std::vector<Unit>& units);
+                                                 const std::vector<Unit>& units,
+                                                 fk::Device device = fk::kCPU);
+
+// fk::Error unless `device` is the CPU or a CUDA device this process can use
+// (naming the devices there are, or that the build has no CUDA backend).
+void check_batch_device(fk::Device device);
 
 struct BatchedRow {
   Row row;
@@ -33,6 +39,7 @@ struct BatchedRow {
 // Rows of `method` on `units`, keyed by unit index.
 std::map<int64_t, BatchedRow> run_batched(const Instance& instance, const Params& params,
                                           const std::vector<Unit>& units, const std::string& method,
-                                          const Protocol& protocol, int batch_size);
+                                          const Protocol& protocol, int batch_size,
+                                          fk::Device device = fk::kCPU);
 
 }  // namespace nefi::bench

@@ -223,6 +223,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
   FK_CHECK(opt.shard.count >= 1 && opt.shard.index >= 0 && opt.shard.index < opt.shard.count,
            "shard", "I/N with 0 <= I < N",
            std::to_string(opt.shard.index) + "/" + std::to_string(opt.shard.count));
+  check_batch_device(opt.batch_device);
   const Params params = protocol_params(inst, proto);
   std::vector<Unit> mine;
   for (const Unit& u : units(proto))
@@ -247,11 +248,12 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
   std::map<std::pair<int64_t, std::string>, BatchedRow> batched;
   for (const auto& m : proto.methods) {
     if (opt.batch_size <= 0) break;
-    if (auto why = batched_method_reason(inst, params, m, mine)) {
+    if (auto why = batched_method_reason(inst, params, m, mine, opt.batch_device)) {
       if (opt.on_log) opt.on_log("method " + m + " runs sequentially: " + *why);
       continue;
     }
-    for (auto& [k, br] : run_batched(inst, params, mine, m, proto, opt.batch_size))
+    for (auto& [k, br] :
+         run_batched(inst, params, mine, m, proto, opt.batch_size, opt.batch_device))
       batched[{k, m}] = std::move(br);
   }
   std::vector<Row> rows;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 
@@ -115,6 +116,11 @@ struct CampaignOptions {
   // shard's units in batches of this size (batched_runs.h); the others run
   // one by one and on_log says why.
   int batch_size = 0;
+  // (--batch-device) where the batches train: the CPU, or a CUDA device
+  // (BatchOptions::device); a method the device batch refuses
+  // (batch_device_reason) runs sequentially on the CPU and on_log says why.
+  // run_campaign refuses a device this process cannot use before any work.
+  fk::Device batch_device = fk::kCPU;
   std::function<void(const std::string&)> on_log;
 };
 

@@ -41,18 +41,25 @@
 // implicit-solve operators) and have no trainable parameters; a measurement each; the optimizer
 // adam or adamw; one run (restarts 1).
 //
-// device (BatchOptions::device, a CUDA device): each problem's NeuralField,
-// its Adam(W) moments, the stacked measurements, the operator and the losses
-// live on the device; a step evaluates the N fields (each its own device MLP,
-// as a Solver on the device does), stacks them to (N, *shape), calls the
+// device (BatchOptions::device, a CUDA device): the N fields' parameters as
+// one (N, P) block, their Adam(W) moments, the stacked measurements, the
+// operator and the losses live on the device; a step evaluates the N fields
+// as one grouped MLP (grouped_mlp.h: one strided-batched GEMM per layer each
+// way, on the shared features) and the heads on (N, *shape), calls the
 // operator once and the shared LossSet's batched forms once per term, and
-// runs one backward of sum_b L_b. Its one host read comes after the
-// backward: per problem the loss total, the components, the squared
-// gradient norm (and the discrepancy's masked MSE) in one copy; the host
-// then picks each problem's clip factor and runs the device Adam(W) on its
-// parameters (adam_update_device, the CPU update's arithmetic), or its NaN
-// guard (a device restore of its last good parameters). Eager steps (no CUDA
-// graph). Results come back on the host as on the CPU. batch_device_reason
+// runs one backward of sum_b L_b, then per problem the squared gradient
+// norm and the gated device Adam(W) (the Solver's sync-free update: the clip
+// factor from the norm on the device, no write for a non-finite or frozen
+// problem), each problem's scalars coming and going through one
+// BatchStepBlock. Its one host read comes after the step: per problem the
+// loss total, the components, the squared gradient norm (and the
+// discrepancy's masked MSE) in one copy; the host then keeps the books, or
+// runs a problem's NaN guard (an in-place device restore of its last good
+// parameters). The step enqueues no host work, so it is captured as one CUDA
+// graph per stage and replayed (StepGraph; BatchOptions::cuda_graph or the
+// knob NEFI_CUDA_GRAPH off, an operator that is not capturable or a failed
+// capture: eager steps), each problem's StageResult::device_note saying
+// which and why. Results come back on the host as on the CPU. batch_device_reason
 // names what a device batch refuses, before any work: grid fields, EMA, a
 // host-only operator (device_solve_refusal), fp16 autocast, loss sets that
 // do not match term by term at some stage (or loss_mode loop), chunk_size.
@@ -93,6 +100,9 @@ struct BatchOptions {
   std::string loss_mode = "auto";
   // Where the batch trains (see the header comment); CPU by default.
   fk::Device device = fk::kCPU;
+  // A device batch's step captured as one CUDA graph per stage and replayed:
+  // unset follows the knob NEFI_CUDA_GRAPH (as SolverOptions::cuda_graph).
+  std::optional<bool> cuda_graph;
   // Profiling switches, as in SolverOptions.
   bool stopping_rules = true;
   std::optional<int> only_stage;

@@ -1,11 +1,18 @@
-// batch_invert on a CUDA device (batch.h's header comment): N neural fields,
-// their moments and the stacked measurements on the device, one operator
-// call and one shared loss set per step, one host read per step.
+// batch_invert on a CUDA device (batch.h's header comment): the N neural
+// fields' parameters as one (N, P) block on the device, evaluated by one
+// grouped MLP (grouped_mlp.h: a strided-batched GEMM per layer), their
+// moments and the stacked measurements on the device, one operator call and
+// one shared loss set per step, one host read per step. A step only enqueues
+// device work (its per-problem scalars come and go through a BatchStepBlock,
+// the AdamW update gated on the device), so it is captured once per stage
+// as a CUDA graph and replayed (StepGraph, as the Solver's device steps).
 #include "nefi/solve/batch_device.h"
 
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 
 #include "fk/autograd.h"
 #include "fk/cuda/runtime.h"
@@ -16,25 +23,38 @@
 #include "fk/ops/reduce.h"
 #include "fk/profile.h"
 #include "fk/sync_debug.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/grouped_mlp.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
+#include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/batch_stages.h"
+#include "nefi/solve/batch_step_block.h"
+#include "nefi/solve/device_step_slots.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/parameter_buffers.h"
+#include "nefi/solve/step_graph.h"
 
 namespace nefi::detail {
 namespace {
 
 // One problem's state in a device stage, its measurement (obs) on the device.
-struct DeviceProblem : BatchProblemStage {
-  fk::Tensor m, v, good;  // moments and last good parameters, on the device
-};
+using DeviceProblem = BatchProblemStage;
 
 struct DeviceRun : BatchRunState {
+  MlpLayout layout;
+  const NeuralField* mlp0 = nullptr;  // the architecture (heads, encoding)
+  fk::Tensor params;                  // (N, P) f32 leaf on the device: row b is problem b's
   Clock::time_point t_run = Clock::now();
 };
+
+fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
+  std::vector<int64_t> d{n};
+  d.insert(d.end(), shape.begin(), shape.end());
+  return fk::Dims(d);
+}
 
 // One stage of the device loop.
 class DeviceStage {
@@ -46,21 +66,34 @@ class DeviceStage {
 
  private:
   int step(int t, double lr_t);
-  fk::Tensor grad_sq_rows(const std::vector<double>& seed);
-  fk::Tensor forward_backward(int t, const std::vector<double>& seed);
+  void enqueue_step(double progress, double lr_t);
+  void gather(const fk::Tensor& total, const std::vector<fk::Tensor>& terms,
+              const fk::Tensor& pred);
+  void update(const fk::Tensor& grad, double lr_t);
+  int64_t step_shape(double progress);
   void guard(int64_t b, double total, int t);
-  fk::Tensor& flat(int64_t b) { return run_.problems[b].field->params().flat(); }
+  // Row b of an (N, P) block (a view).
+  static fk::Tensor row(const fk::Tensor& block, int64_t b) { return block.detach().select(0, b); }
 
   DeviceRun& run_;
   const int index_;
   const Stage& stage_;
   const Domain domain_;
   const OperatorPtr op_;
+  const fk::Tensor coords_;  // (cells, ndim) on the host
+  FourierFeatures enc_;      // the shared features, kept on the device
   AdamOptions adam_;
+  fk::Tensor m_, v_, good_;  // (N, P): moments and last good parameters, on the device
   std::vector<DeviceProblem> ps_;
   fk::Tensor obs_, mask_;  // (N, *out_shape) on the device
   std::vector<double> noise_std_;
   bool discrepancy_ = false;  // the rule is on and some measurement has a noise level
+  // The step's scalars, then (CUDA) the graph: destroyed first, it restores
+  // the device's stream after a sync.
+  std::unique_ptr<BatchStepBlock> block_;
+  std::unique_ptr<StepGraph> graph_;
+  int64_t shape_ = 0;           // bumped when the step's host-side structure changes
+  double shape_progress_ = -1;  // the progress step_shape last saw
 };
 
 DeviceStage::DeviceStage(DeviceRun& run, size_t index)
@@ -68,11 +101,18 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
       index_(static_cast<int>(index)),
       stage_(run.cur.stages[index]),
       domain_(run.problems[0].domain.at(stage_shape(stage_, run.problems[0].domain))),
-      op_(run.problems[0].op->at_resolution(domain_.shape())) {
+      op_(run.problems[0].op->at_resolution(domain_.shape())),
+      coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
+      enc_(domain_.ndim(), run.mlp0->config().n_octaves, run.mlp0->config().include_input,
+           run.mlp0->config().annealed) {
   const fk::Device dev = run.opt.device;
+  enc_.to(dev);
   // The operator's device tables in the parameters' dtype, as a device Solver makes them.
-  op_->prepare_tables(dev, run.problems[0].field->params().flat().dtype());
+  op_->prepare_tables(dev, run.params.dtype());
   adam_ = adam_options(run.cur.optim);
+  m_ = fk::zeros(run.params.shape(), {run.params.dtype(), dev});
+  v_ = fk::zeros(run.params.shape(), {run.params.dtype(), dev});
+  good_ = snapshot({run.params})[0];
   const fk::Dims out_shape = op_->output_shape(domain_.shape());
   ps_.resize(static_cast<size_t>(run.n));
   std::vector<fk::Tensor> obs, mask;
@@ -90,10 +130,6 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
     noise_std_.push_back(p.obs.noise_std);
     discrepancy_ = discrepancy_ || (run.cur.discrepancy_tau && p.obs.has_noise());
     p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
-    fk::Tensor& x = flat(b);
-    p.m = fk::zeros(x.shape(), {x.dtype(), dev});
-    p.v = fk::zeros(x.shape(), {x.dtype(), dev});
-    p.good = snapshot({x})[0];
     p.running = !run.failed[b];
     if (run.failed[b]) p.sr.stop = "failed";
     p.sr.name = stage_.name;
@@ -101,6 +137,13 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
   }
   obs_ = fk::stack(obs, 0);
   if (!mask.empty()) mask_ = fk::stack(mask, 0);
+  const int gathered = 1 + static_cast<int>(ps_[0].losses.terms().size()) + discrepancy_;
+  block_ = std::make_unique<BatchStepBlock>(dev, run.n, gathered);
+  if (!dev.is_cuda()) return;
+  const std::string refusal = cuda_graph_enabled(run.opt.cuda_graph)
+                                  ? step_graph_refusal(*op_, dev)
+                                  : "NEFI_CUDA_GRAPH=0 or BatchOptions::cuda_graph off";
+  graph_ = std::make_unique<StepGraph>(dev, refusal);
 }
 
 // The NaN guard of one problem whose loss was not finite at step t (the CPU
@@ -108,54 +151,92 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
 void DeviceStage::guard(int64_t b, double total, int t) {
   DeviceProblem& p = ps_[b];
   if (nan_guard_fails(run_, p, b, total, t, stage_)) return;
-  std::vector<fk::Tensor> x{flat(b)};
-  restore(x, {p.good});
+  fk::autograd::NoGradGuard ng;
+  row(run_.params, b).copy_(row(good_, b));
+  run_.params.bump_version();
   p.lr_mult *= 0.5;
-  p.m = fk::zeros(p.m.shape(), {p.m.dtype(), p.m.device()});
-  p.v = fk::zeros(p.v.shape(), {p.v.dtype(), p.v.device()});
+  fk::Tensor m = row(m_, b), v = row(v_, b);
+  fk::fill_(m, 0.0);
+  fk::fill_(v, 0.0);
   p.adam_t = 0;
 }
 
-// (N) f64: the squared gradient norm of each problem that stepped (0 for the
-// others), enqueued on the device (device_grad_sq_sum's passes); on the CPU
-// the CPU batch's f64 sum.
-fk::Tensor DeviceStage::grad_sq_rows(const std::vector<double>& seed) {
-  const int64_t n = run_.n;
-  const fk::Device dev = run_.opt.device;
-  if (dev.is_cpu()) {
-    std::vector<double> sq(static_cast<size_t>(n), 0.0);
-    for (int64_t b = 0; b < n; ++b) {
-      const fk::Tensor g = flat(b).grad();
-      if (seed[b] == 0.0 || !g.defined()) continue;
-      const float* gp = g.data<float>();
-      for (int64_t i = 0; i < g.numel(); ++i) sq[b] += static_cast<double>(gp[i]) * gp[i];
-    }
-    return fk::from_vector(sq, fk::Dims{n});
+// Writes the step's outputs into the block's rows: each problem's total
+// (NaN-gated: a frozen problem's total divided by its seed 0 is not finite,
+// so the gated update leaves it alone and the host skips its row), each
+// term's value, (discrepancy) the masked MSE; all f64.
+void DeviceStage::gather(const fk::Tensor& total, const std::vector<fk::Tensor>& terms,
+                         const fk::Tensor& pred) {
+  fk::autograd::NoGradGuard ng;
+  const fk::Tensor rows = block_->rows();
+  const fk::Tensor seed = block_->seeds();
+  rows.select(1, kSlotTotal).copy_(fk::div(total.detach().to(fk::DType::F64), seed));
+  int64_t slot = kSlotTotal + 1;
+  for (const fk::Tensor& c : terms) {
+    fk::Tensor col = rows.select(1, slot++);
+    if (c.defined())
+      col.copy_(c.detach().to(fk::DType::F64));
+    else
+      fk::fill_(col, 0.0);
   }
-  fk::Tensor sq = fk::zeros(fk::Dims{n}, {fk::DType::F64, dev});
-  for (int64_t b = 0; b < n; ++b)
-    if (seed[b] != 0.0 && flat(b).grad().defined())
-      enqueue_grad_sq_sum({flat(b).grad()}, sq.data<double>() + b);
-  return sq;
+  if (discrepancy_)
+    rows.select(1, slot).copy_(
+        masked_mse_rows(pred.detach(), obs_, mask_, std::vector<double>(ps_.size(), 1.0))
+            .to(fk::DType::F64));
 }
 
-// Fields, operator, losses and the backward of one step, enqueued with no
-// host read (a DeviceStepScope marks it); returns what the step's one read
-// brings back, (slots, N) f64: the totals, each term's values, (discrepancy)
-// the masked MSE, the squared gradient norms.
-fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed) {
-  const fk::DeviceStepScope in_step;
+// Each problem's squared gradient norm into its row and its AdamW update,
+// gated by its row: on the device the gated kernel (the clip factor from the
+// norm and threshold, nothing written for a non-finite total); on the CPU the
+// same decision on the host and adam_update, the CPU batch's f64 norms.
+void DeviceStage::update(const fk::Tensor& grad, double lr_t) {
   const int64_t n = run_.n;
-  const fk::Device dev = run_.opt.device;
-  const double progress = stage_.progress_at(t);
+  fk::autograd::NoGradGuard ng;
+  for (int64_t b = 0; b < n; ++b) {
+    fk::Tensor x = row(run_.params, b), m = row(m_, b), v = row(v_, b);
+    const fk::Tensor g = row(grad, b);
+    if (run_.opt.device.is_cuda()) {
+      enqueue_grad_sq_sum({g}, block_->row(b) + kSlotSqSum);
+      adam_update_device_gated(x, g, m, v, block_->row(b));
+      continue;
+    }
+    double* r = block_->mirror_row(b);
+    const float* gp = g.data<float>();
+    double sq = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) sq += static_cast<double>(gp[i]) * gp[i];
+    r[kSlotSqSum] = sq;
+    if (!std::isfinite(r[kSlotTotal])) continue;
+    const double norm = std::sqrt(sq);
+    const double clip =
+        (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
+    const DeviceProblem& p = ps_[b];
+    adam_update(x.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), x.numel(),
+                p.lr_mult * lr_t, clip, adam_, p.adam_t + 1);
+  }
+  run_.params.bump_version();
+}
+
+// Everything one step does, enqueued with no host read: the inputs' upload,
+// the grouped MLP, heads, operator and shared losses on the whole block, the
+// gather of each problem's scalars, one backward of sum_b seed_b L_b, the
+// gated updates, the outputs' download. Every tensor it makes dies inside it
+// (a graph replay owns none). `progress` is the capture's: the features'
+// annealing gate is rewritten in place through step_shape; lr_t only reaches
+// the CPU's host update (the device reads its scalars from the block).
+void DeviceStage::enqueue_step(double progress, double lr_t) {
+  // The gradient dies with the step, also when a capture fails part-way.
+  struct DropGrad {
+    fk::Tensor& params;
+    ~DropGrad() { params.set_grad(fk::Tensor()); }
+  } drop{run_.params};
+  const int64_t n = run_.n;
+  block_->enqueue_upload();
   // Every field is evaluated (a frozen one's row gets a zero seed, so no
-  // gradient): the stacked block keeps its (N, *shape) layout.
-  std::map<std::string, std::vector<fk::Tensor>> rows;
-  for (int64_t b = 0; b < n; ++b)
-    for (auto& [name, f] : run_.problems[b].field->forward(domain_, progress))
-      rows[name].push_back(f);
-  FieldMap fields;
-  for (auto& [name, r] : rows) fields[name] = fk::stack(r, 0);
+  // gradient): the block keeps its (N, *shape) layout.
+  const fk::Tensor features = enc_.forward(coords_, progress);
+  const fk::Tensor raw = grouped_mlp(run_.params, features, run_.layout)
+                             .reshape({n * domain_.numel(), run_.layout.n_out});
+  FieldMap fields = apply_heads_rows(run_.mlp0->heads(), raw, with_batch(n, domain_.shape()));
   const fk::Tensor pred = op_->forward(fields);
   BatchLossContext ctx;
   ctx.fields = &fields;
@@ -164,105 +245,116 @@ fk::Tensor DeviceStage::forward_backward(int t, const std::vector<double>& seed)
   ctx.mask = mask_;
   ctx.noise_std = noise_std_;
   ctx.domain = &domain_;
-  // Gathered for the one read: totals, per-term values, then (discrepancy)
-  // the masked MSE, each (N) f64; the squared gradient norms go after them.
-  std::vector<fk::Tensor> gathered;
+  std::vector<fk::Tensor> values;  // per term, undefined where its weight is 0
   fk::Tensor total;
-  const auto& terms = ps_[0].losses.terms();
-  for (const LossSet::Term& term : terms) {
+  for (const LossSet::Term& term : ps_[0].losses.terms()) {
     if (term.weight == 0.0) {
-      gathered.push_back(fk::zeros(fk::Dims{n}, {fk::DType::F64, dev}));
+      values.emplace_back();
       continue;
     }
     fk::Tensor c = term.loss->forward_rows(ctx);
     FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert (device)",
              "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
              c.defined() ? c.shape().str() : "none");
-    {
-      fk::autograd::NoGradGuard ng;
-      gathered.push_back(c.detach().to(fk::DType::F64));
-    }
+    values.push_back(c);
     const fk::Tensor wc = term.weight == 1.0 ? c : fk::mul(c, term.weight);
     total = total.defined() ? fk::add(total, wc) : wc;
   }
   FK_CHECK(total.defined(), "nefi::batch_invert (device)",
            "at least one term with a non-zero weight", "none");
+  gather(total, values, pred);
+  run_.params.set_grad(fk::Tensor());
+  fk::Tensor seed;
   {
     fk::autograd::NoGradGuard ng;
-    gathered.insert(gathered.begin(), total.detach().to(fk::DType::F64));
-    if (discrepancy_)
-      gathered.push_back(masked_mse_rows(pred.detach(), obs_, mask_,
-                                         std::vector<double>(static_cast<size_t>(n), 1.0))
-                             .to(fk::DType::F64));
+    seed = block_->seeds().to(total.dtype());
   }
-  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
-  fk::autograd::backward({total}, {fk::from_vector(seed, fk::Dims{n}).to(total.dtype()).to(dev)});
-  gathered.push_back(grad_sq_rows(seed));
-  return fk::stack(gathered, 0);
+  fk::autograd::backward({total}, {seed});
+  const fk::Tensor grad = run_.params.grad();
+  if (grad.defined()) update(grad, lr_t);
+  block_->enqueue_download();
+}
+
+// The host-side structure of the next step: the same number while only the
+// per-problem scalars change (block inputs) and while the features'
+// annealing gate can be rewritten in place.
+int64_t DeviceStage::step_shape(double progress) {
+  if (progress != shape_progress_) {
+    if (!enc_.retarget(progress)) ++shape_;
+    shape_progress_ = progress;
+  }
+  return shape_;
 }
 
 // One step of every running problem; returns how many ran.
 int DeviceStage::step(int t, double lr_t) {
   const int64_t n = run_.n;
-  const fk::Device dev = run_.opt.device;
-  std::vector<double> seed(static_cast<size_t>(n), 0.0);
   int n_active = 0;
-  for (int64_t b = 0; b < n; ++b) n_active += static_cast<int>(seed[b] = ps_[b].running);
+  for (int64_t b = 0; b < n; ++b) {
+    DeviceProblem& p = ps_[b];
+    n_active += p.running;
+    // The update a finite step makes: step count adam_t + 1 (counted below).
+    block_->set_inputs(b, adam_scalars(p.lr_mult * lr_t, 1.0, adam_, p.adam_t + 1), adam_.grad_clip,
+                       p.running);
+  }
   if (n_active == 0) return 0;
   const double progress = stage_.progress_at(t);
-  // The step's one host read (FK_SYNC_DEBUG reports any other inside it).
-  const std::vector<double> got = forward_backward(t, seed).to(fk::kCPU).to_vector<double>();
+  {
+    // FK_SYNC_DEBUG reports a host read of a device tensor inside the step.
+    const fk::DeviceStepScope in_step;
+    if (graph_)
+      graph_->run([&] { enqueue_step(progress, lr_t); },
+                  graph_->refused() ? 0 : step_shape(progress));
+    else
+      enqueue_step(progress, lr_t);
+  }
+  const double* out = block_->read();  // the step's one host read
   const fk::DeviceStepScope in_step;
   const size_t n_terms = ps_[0].losses.terms().size();
-  auto at = [&](size_t slot, int64_t b) { return got[slot * static_cast<size_t>(n) + b]; };
-  const size_t sq_slot = got.size() / static_cast<size_t>(n) - 1;
   for (int64_t b = 0; b < n; ++b) {
-    if (seed[b] == 0.0) continue;
     DeviceProblem& p = ps_[b];
+    if (!p.running) continue;
+    const double* r = out + b * block_->width();
     p.progress = progress;
-    const double tot = at(0, b);
+    const double tot = r[kSlotTotal];
     if (!std::isfinite(tot)) {
-      guard(b, tot, t);
+      guard(b, tot, t);  // the gated update wrote nothing
       continue;
     }
     p.bad = 0;
-    fk::Tensor& x = flat(b);
-    const fk::Tensor g = x.grad();
-    if (g.defined()) {
-      const double norm = std::sqrt(at(sq_slot, b));
-      const double clip =
-          (adam_.grad_clip > 0 && norm > adam_.grad_clip) ? adam_.grad_clip / (norm + 1e-6) : 1.0;
-      ++p.adam_t;
+    ++p.adam_t;
+    if (t % run_.opt.checkpoint_every == 0) {
       fk::autograd::NoGradGuard ng;
-      if (dev.is_cpu())
-        adam_update(x.data<float>(), g.data<float>(), p.m.data<float>(), p.v.data<float>(),
-                    x.numel(), p.lr_mult * lr_t, clip, adam_, p.adam_t);
-      else
-        adam_update_device(x, g, p.m, p.v, p.lr_mult * lr_t, clip, adam_, p.adam_t);
-      x.bump_version();
+      row(good_, b).copy_(row(run_.params, b));
     }
-    if (t % run_.opt.checkpoint_every == 0) p.good = snapshot({x})[0];
-    std::vector<double> comps;
-    for (size_t k = 0; k < n_terms; ++k) comps.push_back(at(1 + k, b));
+    const std::vector<double> comps(r + kSlotTotal + 1, r + kSlotTotal + 1 + n_terms);
     record_step(run_, p, b, t, index_, p.lr_mult * lr_t, comps, tot);
     const double data = p.sr.final_data_loss;
     // The sequential Solver's stopping rules.
     if (!run_.opt.stopping_rules || p.progress < 1.0) continue;
     const char* stop = early_stop_due(run_, p, data) ? "early_stop" : nullptr;
     if (!stop && discrepancy_ && p.obs.has_noise() &&
-        std::sqrt(at(1 + n_terms, b)) <= *run_.cur.discrepancy_tau * p.obs.noise_std)
+        std::sqrt(r[kSlotTotal + 1 + n_terms]) <= *run_.cur.discrepancy_tau * p.obs.noise_std)
       stop = "discrepancy";
     if (stop) {
       p.sr.stop = stop;
       p.running = false;
     }
   }
-  for (int64_t b = 0; b < n; ++b) flat(b).set_grad(fk::Tensor());
   return n_active;
 }
 
 void DeviceStage::run_steps() {
   run_stage_steps(run_, stage_, index_, ps_, [this](int t, double lr_t) { return step(t, lr_t); });
+  if (!graph_) return;
+  // How the stage's steps ran (CUDA graph replays, or why they ran eagerly),
+  // as a Solver's device stage reports it.
+  std::string note = graph_->note();
+  if (const std::string op_note = op_->device_note(); !op_note.empty()) note += "; " + op_note;
+  for (DeviceProblem& p : ps_) {
+    p.sr.device_note = note;
+    p.sr.graph_steps = graph_->graph_steps();
+  }
 }
 
 }  // namespace
@@ -275,18 +367,23 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
            "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
            opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
-  DeviceRun run{{problems, cur, opt}};
+  DeviceRun run{{problems, cur, opt}, {}, nullptr, {}};
+  run.mlp0 = &dynamic_cast<const NeuralField&>(*problems[0].field);
+  run.layout = mlp_layout(*run.mlp0);
   for (int64_t b = 0; b < n; ++b) {
-    auto& field = dynamic_cast<NeuralField&>(*problems[b].field);
-    field.reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
-    field.to(opt.device);
+    problems[b].field->reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
     run.results[b].history.columns = batch_history_columns(problems[b].losses);
   }
+  // The fields stay on the host; their parameters train as one block.
+  run.params = blocks_from_fields(problems, n)[0].detach().to(opt.device);
+  run.params.set_requires_grad(true);
+  fk::Tensor host_params;  // the trained block, read back once
   return run_batch_stages<DeviceStage>(
       run, "nefi::batch_invert (device)",
       [&](int64_t b, const Domain& final_domain, double final_progress) {
         InverseProblem& prob = problems[b];
-        dynamic_cast<NeuralField&>(*prob.field).to(fk::kCPU);
+        if (!host_params.defined()) host_params = run.params.detach().to(fk::kCPU).contiguous();
+        row_to_field(host_params.data<float>() + b * run.layout.n_params, *prob.field);
         const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
         record_final_fields(run.results[b], prob, *final_op, final_domain, final_progress);
         record_batch_result(run, b);

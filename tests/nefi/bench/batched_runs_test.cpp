@@ -1,12 +1,17 @@
 // --batched campaigns: neural and grid rows solved by batch_invert against
 // the same campaign run sequentially (the reference), a direct method's
-// refusal, and the batch size recorded in the rows and their JSON.
+// refusal, the batch size recorded in the rows and their JSON, and
+// --batch-device: what a device batch refuses runs sequentially, and a device
+// this process cannot use is refused before any work.
 #include "nefi/bench/batched_runs.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "fk/cuda/runtime.h"
+#include "fk/error.h"
 #include "nefi/bench/json_io.h"
 #include "nefi/test_files.h"
 
@@ -109,6 +114,42 @@ TEST(BenchBatched, DirectMethodsAreNotBatched) {
   ASSERT_TRUE(reason.has_value());
   EXPECT_NE(reason->find("direct method"), std::string::npos);
   EXPECT_FALSE(batched_method_reason(*inst, protocol_params(*inst, p), "neural", units(p)));
+}
+
+// A pure check (no device needed): grid fields do not train on a device, so
+// a device campaign runs the grid method sequentially; neural fields batch.
+TEST(BenchBatched, ADeviceBatchRefusesGridFieldsByName) {
+  const Protocol p = make_protocol(spec());
+  const nefi::InstancePtr inst = nefi::find_instance(p.instance);
+  const nefi::Params params = protocol_params(*inst, p);
+  const auto grid = batched_method_reason(*inst, params, "grid", units(p), fk::cuda_device(0));
+  ASSERT_TRUE(grid.has_value());
+  EXPECT_NE(grid->find("only neural fields train on a device"), std::string::npos) << *grid;
+  EXPECT_FALSE(batched_method_reason(*inst, params, "grid", units(p)));  // the CPU batches it
+  EXPECT_FALSE(batched_method_reason(*inst, params, "neural", units(p), fk::cuda_device(0)));
+}
+
+TEST(BenchBatched, AnUnusableBatchDeviceIsRefusedBeforeAnyWork) {
+  const Protocol p = make_protocol(spec());
+  const nefi::InstancePtr inst = nefi::find_instance(p.instance);
+  CampaignOptions bat;
+  bat.batch_size = 2;
+  bat.batch_device = fk::cuda_device(fk::cuda::device_count());
+  int progress_calls = 0;
+  bat.on_progress = [&progress_calls](const Progress&) { ++progress_calls; };
+  try {
+    run_campaign(*inst, p, bat);
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--batch-device"), std::string::npos) << what;
+    EXPECT_NE(what.find(fk::cuda::built_with_cuda() ? "cpu or a CUDA device below"
+                                                    : "cpu (this build has no CUDA backend)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find(bat.batch_device.str()), std::string::npos) << what;
+  }
+  EXPECT_EQ(progress_calls, 0);
 }
 
 }  // namespace

@@ -1,15 +1,16 @@
 // batch_invert's device loop (solve/batch_device.cpp) run on the CPU: its
 // bookkeeping (stacked fields, the zero seed of frozen rows, the one gathered
-// read, per-problem clip and Adam, history rows, the discrepancy stop)
+// read through the step block, per-problem clip and gated Adam, history rows, the discrepancy stop)
 // against the independent reference, each problem solved alone by the
 // sequential Solver. On a GPU the same loop runs with device sums and the
 // device Adam (tests/nefi/cuda/batch_device_test.cpp).
 //
 // Tolerance 1e-5 relative on every loss and absolute on the final fields, as
-// the CPU batch's own tests allow: the loop's fields are each problem's own
-// NeuralField (the very products of a sequential solve) and its losses the
-// batched forms, whose row reductions may round differently in the last bits
-// from the single forms; Adam carries that over the steps.
+// the CPU batch's own tests allow: the loop's fields are one grouped MLP
+// (grouped_mlp.h: fk::linear's products and fk's tanh, where a sequential
+// NeuralField runs nefi::dense's fused kernels and fast tanh) and its losses
+// the batched forms, whose row reductions may round differently in the last
+// bits from the single forms; Adam carries that over the steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,0 +1,124 @@
+// grouped_mlp on a CUDA device (one cuBLAS strided-batched GEMM per layer)
+// against the same op on the CPU (one fk::gemm per problem; itself checked
+// against N separate evaluations and central differences in
+// tests/nefi/field/grouped_mlp_test.cpp): output and parameter gradient, f32
+// without TF32 (1e-5 of the largest value: cuBLAS and OpenBLAS sum in other
+// orders) and f64 (1e-12), tanh and relu, with the skip layer, and a bf16
+// autocast trunk (1e-5 too: the operands are rounded to bf16 before either
+// product, so only the sum order differs). Then the device rows against each
+// problem's own device NeuralField (the fused MLP kernel, another sum order:
+// 1e-5). Without a usable device the tests skip (scripts/gpu-check runs them
+// on one).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
+#include "fk/random.h"
+#include "nefi/cuda/device_test_util.h"
+#include "nefi/domain.h"
+#include "nefi/field/fourier_features.h"
+#include "nefi/field/grouped_mlp.h"
+#include "nefi/field/neural_field.h"
+
+namespace {
+
+using nefi::cuda_test::host;
+using nefi::cuda_test::kGpu;
+using nefi::cuda_test::max_abs_diff;
+using nefi::cuda_test::NoTf32;
+
+nefi::NeuralFieldConfig config(const std::string& act, std::optional<fk::DType> autocast) {
+  nefi::NeuralFieldConfig c;
+  c.hidden = 24;
+  c.depth = 3;
+  c.skip_at = 2;
+  c.n_octaves = 3;
+  c.activation = act;
+  c.autocast = autocast;
+  return c;
+}
+
+std::shared_ptr<nefi::NeuralField> field(const nefi::NeuralFieldConfig& c, uint64_t seed) {
+  return std::make_shared<nefi::NeuralField>(
+      2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c, seed);
+}
+
+struct Outputs {
+  std::vector<double> raw, grad;
+};
+
+Outputs run(const fk::Tensor& params_in, const fk::Tensor& x, const fk::Tensor& w,
+            const nefi::MlpLayout& L, fk::Device d) {
+  fk::Tensor params = params_in.to(d);
+  params.set_requires_grad(true);
+  const fk::Tensor raw = nefi::grouped_mlp(params, x.to(d), L);
+  fk::sum(fk::mul(raw, w.to(d))).backward();
+  return {host(raw), host(params.grad())};
+}
+
+double largest(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
+                               std::optional<fk::DType> autocast = std::nullopt) {
+  SCOPED_TRACE(act + " " + fk::name(dtype) + (autocast ? " bf16 autocast" : ""));
+  const nefi::MlpLayout L = nefi::mlp_layout(*field(config(act, autocast), 0));
+  const int64_t n = 5, m = 300;  // rows not a multiple of any tile
+  fk::Generator gen(11);
+  const fk::Tensor params = fk::uniform({n, L.n_params}, -0.5, 0.5, {dtype}, &gen);
+  const fk::Tensor x = fk::uniform({m, L.features}, -1.0, 1.0, {dtype}, &gen);
+  const fk::Tensor w = fk::uniform({n, m, L.n_out}, -1.0, 1.0, {dtype}, &gen);
+  const Outputs cpu = run(params, x, w, L, fk::kCPU);
+  const Outputs gpu = run(params, x, w, L, kGpu);
+  const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
+  EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * largest(cpu.raw));
+  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * largest(cpu.grad));
+}
+
+TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  for (const char* act : {"tanh", "relu"}) {
+    expect_device_matches_cpu(act, fk::DType::F32);
+    expect_device_matches_cpu(act, fk::DType::F64);
+  }
+  expect_device_matches_cpu("tanh", fk::DType::F32, fk::DType::BF16);
+}
+
+TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const nefi::Domain d({20, 15});
+  const double progress = 0.6;
+  std::vector<std::shared_ptr<nefi::NeuralField>> fs;
+  for (uint64_t b = 0; b < 3; ++b) fs.push_back(field(config("tanh", std::nullopt), b + 3));
+  const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
+  std::vector<fk::Tensor> rows;
+  for (auto& f : fs) rows.push_back(f->params().flat().detach().clone().unsqueeze(0));
+  fk::Tensor params = fk::cat(rows, 0).to(kGpu);
+  nefi::FourierFeatures enc(2, 3);
+  enc.to(kGpu);
+  const fk::Tensor x = enc.forward(d.coords().reshape({d.numel(), 2}), progress);
+  const fk::Tensor raw = nefi::grouped_mlp(params, x, L);
+  for (int64_t b = 0; b < 3; ++b) {
+    fs[b]->to(kGpu);
+    const std::vector<double> own = host(fs[b]->raw(d, progress));
+    const std::vector<double> got = host(raw.select(0, b));
+    EXPECT_LE(max_abs_diff(own, got), 1e-5 * largest(own)) << "problem " << b;
+  }
+}
+
+}  // namespace
