@@ -7,9 +7,9 @@
 // 2-D map per slice, operators/radon.h) at each stage's grid. Scenes:
 // ellipsoids | blobs | piecewise. Methods: neural | grid (+TV) | fbp3d (per
 // slice) | deep_decoder (baselines/deep_decoder.h). Metrics: psnr, ssim (mean over z slices), mse,
-// iou (masks above iou_tau * max(truth)); with `refine` on, the neural and grid fits are sharpened
-// by the level-set refinement (solve/refine.h) and refined_iou / refined_psnr score the field it
-// keeps.
+// iou (masks above iou_tau * max(truth)); with `refine` on, the neural, grid and deep decoder fits
+// are sharpened by the level-set refinement (solve/refine.h; phases picked by chi) and refined_iou
+// / refined_psnr score the field it keeps.
 #include <algorithm>
 #include <cmath>
 

@@ -76,8 +76,10 @@ TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
 // thread and reaches 29.45 dB, IoU 0.826 -> refined 0.834 at seed 0).
 // Measured (1 thread): FBP 22.47 / 22.43 / 22.43 dB; neural 23.75 / 22.92 /
 // 24.25 dB, IoU 0.905 / 0.891 / 0.915, refined IoU 0.875 / 0.881 / 0.932
-// (on this coarse grid the shell is sub-voxel and the level set loses a
-// little IoU on seeds 0 and 1; the floors hold it near the smooth fit).
+// with the histogram's phases, 0.877 / 0.935 / 0.896 with the phases by chi
+// (session 14: 5 / 4 / 5 of them). On this coarse grid the shell is
+// sub-voxel and the level set loses a little IoU on two seeds; the floors
+// hold it near the smooth fit.
 TEST(NefiCt3d, ReducedSmokeQualityFloor) {
   fk::set_num_threads(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("ct3d_smoke.yaml"));
