@@ -394,7 +394,14 @@ RefineReport refine_levels_by_chi(const InverseProblem& problem, const fk::Tenso
     RefineOptions ok = o;
     ok.levels = k;
     RefineReport r = refine_mode(problem, smooth, ok, so);
-    if (r.refusal == 1) return r;  // no level structure, or at the noise level: no K refits
+    // Not refitted: at 2 phases (no level structure, or the smooth fit at
+    // the noise level) no count refits; at more, two thresholds coincide
+    // and that count is skipped, its chi the smooth field's.
+    if (r.refusal == 1 && k == 2) return r;
+    if (r.refusal == 1) {
+      chis.push_back(r.chi_smooth);
+      continue;
+    }
     chis.push_back(r.chi_refined);
     const bool better = r.accepted != best.accepted ? r.accepted : r.chi_refined < best.chi_refined;
     if (!have || better) best = std::move(r), have = true;
