@@ -13,6 +13,9 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
             "refinement: levelset (K-level staircase) | voxels | tv_sharpen | phasefield");
   p.declare("refine_levels", levels, "refinement phases (0: auto by multi-level Otsu)");
   p.declare("refine_max_levels", int64_t{d.max_levels}, "refinement: most phases auto picks");
+  p.declare("refine_levels_by", d.levels_by,
+            "refinement: how auto picks the phases: separation (histogram) | chi (a refit per "
+            "count, the lowest accepted chi)");
   p.declare("refine_steps", int64_t{d.steps}, "refinement: Adam steps");
   p.declare("refine_lr", d.lr, "refinement: Adam learning rate, in the field's units (every mode)");
   p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
@@ -43,6 +46,7 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
 RefineOptions refine_options_from(const Params& p) {
   RefineOptions o;
   o.mode = p.choice("refine_mode", {"levelset", "voxels", "tv_sharpen", "phasefield"});
+  o.levels_by = p.choice("refine_levels_by", {"separation", "chi"});
   auto integer = [&](const char* key, int64_t lo, int64_t hi) {
     const int64_t v = p.i(key);
     FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
@@ -106,6 +110,8 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_in_band"] = r.in_band;
   out.metrics["refine_support_kept"] = r.support_kept;
   out.metrics["refine_refusal"] = r.refusal;
+  for (size_t i = 0; i < r.chi_by_levels.size(); ++i)
+    out.metrics["refine_chi_levels_" + std::to_string(i + 2)] = r.chi_by_levels[i];
   out.result.fields["refined"] = r.refined;
   return r.field;
 }

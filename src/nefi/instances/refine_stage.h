@@ -11,7 +11,7 @@
 namespace nefi {
 
 // refine (bool, default `on`), refine_mode (default `mode`), refine_levels
-// (0: auto), refine_max_levels, refine_steps, refine_lr, refine_eps_start,
+// (0: auto), refine_max_levels, refine_levels_by, refine_steps, refine_lr, refine_eps_start,
 // refine_eps_end, refine_chi_factor, refine_min_chi_smooth, refine_band_fraction,
 // refine_band_width, refine_support_share (default `support_share`),
 // refine_boundary_weight, refine_boundary_eps, refine_tv_weight, refine_tv_eps,
@@ -24,8 +24,9 @@ RefineOptions refine_options_from(const Params& p);
 // Refines out.reconstruction under `problem` (operator, measurement and
 // losses at the domain grid) and records the metrics refine_accepted,
 // refine_levels, refine_chi_smooth, refine_chi, refine_in_band,
-// refine_support_kept and refine_refusal (the
-// report's code: why it was refused, 0 when accepted), and the field "refined"
+// refine_support_kept, refine_refusal (the report's code: why it was
+// refused, 0 when accepted) and, when auto picks the phases by chi,
+// refine_chi_levels_<K> (each count's refit), and the field "refined"
 // (the refined field whether or not it was accepted). Returns the field to
 // score: the refined one when accepted, else the smooth reconstruction.
 fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,

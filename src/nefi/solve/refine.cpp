@@ -216,6 +216,8 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
   SolverOptions opts;
   opts.seed = so.seed;
   opts.nan_guard = so.nan_guard;
+  opts.callbacks = so.callbacks;  // a caller may watch the refit (its data loss per step)
+  opts.on_stage_start = so.on_stage_start;
   return Solver(std::move(p), cur, opts).run();
 }
 
@@ -267,6 +269,8 @@ void RefineOptions::validate() const {
            "refine option 'floor'", "a lower bound (or -inf)", std::to_string(floor));
   FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",
            "0 (auto) or a phase count in [2, 8]", std::to_string(levels));
+  FK_CHECK(levels_by == "separation" || levels_by == "chi", "refine option 'levels_by'",
+           "separation or chi", "'" + levels_by + "'");
   FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
            std::to_string(max_levels));
   FK_CHECK(
@@ -370,12 +374,49 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
   return r;
 }
 
-RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
-                          const RefineOptions& o, const SolverOptions& so) {
+namespace {
+
+RefineReport refine_mode(const InverseProblem& problem, const fk::Tensor& smooth,
+                         const RefineOptions& o, const SolverOptions& so) {
   if (o.mode == "voxels") return refine_voxels(problem, smooth, o, so);
   if (o.mode == "tv_sharpen") return refine_tv_sharpen(problem, smooth, o, so);
   if (o.mode == "phasefield") return refine_phasefield(problem, smooth, o, so);
   return refine_levelset(problem, smooth, o, so);
+}
+
+// levels_by "chi": one refit per K, the accepted one of lowest chi kept.
+RefineReport refine_levels_by_chi(const InverseProblem& problem, const fk::Tensor& smooth,
+                                  const RefineOptions& o, const SolverOptions& so) {
+  std::vector<double> chis;
+  RefineReport best;
+  bool have = false;
+  for (int k = 2; k <= o.max_levels; ++k) {
+    RefineOptions ok = o;
+    ok.levels = k;
+    RefineReport r = refine_mode(problem, smooth, ok, so);
+    // Not refitted: at 2 phases (no level structure, or the smooth fit at
+    // the noise level) no count refits; at more, two thresholds coincide
+    // and that count is skipped, its chi the smooth field's.
+    if (r.refusal == 1 && k == 2) return r;
+    if (r.refusal == 1) {
+      chis.push_back(r.chi_smooth);
+      continue;
+    }
+    chis.push_back(r.chi_refined);
+    const bool better = r.accepted != best.accepted ? r.accepted : r.chi_refined < best.chi_refined;
+    if (!have || better) best = std::move(r), have = true;
+  }
+  best.chi_by_levels = std::move(chis);
+  return best;
+}
+
+}  // namespace
+
+RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
+                          const RefineOptions& o, const SolverOptions& so) {
+  o.validate();
+  if (o.levels == 0 && o.levels_by == "chi") return refine_levels_by_chi(problem, smooth, o, so);
+  return refine_mode(problem, smooth, o, so);
 }
 
 }  // namespace nefi

@@ -60,6 +60,16 @@ struct RefineOptions {
   int levels = 0;                 // phases K >= 2; 0: the smallest K in [2, max_levels] with
                                   // between-class variance >= auto_separation of the total
   int max_levels = 4;             // <= 8
+  // How `levels` 0 picks K: "separation" (the rule above, from the smooth
+  // field's histogram alone) or "chi" (refit every K in [2, max_levels] and
+  // keep the accepted refit with the lowest chi; none accepted: the lowest
+  // chi's refusal). The histogram's variance is the high-contrast phases':
+  // a small class of low contrast (ct3d's 0.3 features beside its 0.2
+  // brain, the class its IoU threshold 0.25 separates) adds little to it,
+  // so "separation" stops at 3 phases and the staircase merges that class
+  // away, while the data still see it: chi falls with every level up to
+  // the band test's limit (docs/performance.md, session 14).
+  std::string levels_by = "separation";
   // Two given starting phase values {c0 < c1} (`levels` must be 2): a known
   // background and inclusion value where the smooth fit under-recovers the
   // contrast. The threshold is then mass-matched: the c1 phase takes the
@@ -110,6 +120,8 @@ struct RefineReport {
   // interfaces outside the transition band.
   int refusal = 0;
   std::vector<double> thresholds, start_levels;
+  // levels_by "chi": each refit's chi, for K = 2, 3, ..., max_levels (empty otherwise).
+  std::vector<double> chi_by_levels;
   std::vector<double> levels;  // levelset: the fitted levels; voxels: the refined class means
   double chi_smooth = 0, chi_refined = 0, in_band = 0;
   // The share of the smooth field's half-max support the refined field keeps.
@@ -131,7 +143,7 @@ RefineReport refine_tv_sharpen(const InverseProblem& problem, const fk::Tensor& 
 
 RefineReport refine_phasefield(const InverseProblem& problem, const fk::Tensor& smooth,
                                const RefineOptions& options, const SolverOptions& solver = {});
-// The mode options.mode names.
+// The mode options.mode names, at the level count options.levels_by picks.
 RefineReport refine_edges(const InverseProblem& problem, const fk::Tensor& smooth,
                           const RefineOptions& options, const SolverOptions& solver = {});
 
