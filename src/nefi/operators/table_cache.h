@@ -24,37 +24,15 @@ class TableCache {
   // The tables for (device, dtype), made by make(device, dtype) on the first call.
   template <typename Make>
   Tables get(fk::Device device, fk::DType dtype, Make&& make) {
-    const std::string key = device.str() + "/" + fk::name(dtype);
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_key_.find(key);
-    if (it == by_key_.end()) it = by_key_.emplace(key, make(device, dtype)).first;
-    return it->second;
+    return get_keyed(device.str() + "/" + fk::name(dtype), device, dtype, make);
   }
 
-  size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return by_key_.size();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, Tables> by_key_;
-};
-
-// A TableCache for tables that also depend on the grid they serve (an
-// operator or loss called on several grids: thermal pinn_soft's surface and
-// cell-centre points): one per (grid, device, dtype), made by
-// make(device, dtype) on the first call. Thread safe.
-template <typename Tables>
-class GridTableCache {
- public:
+  // The same for tables that also depend on the grid they serve (an operator
+  // or loss called on several grids: thermal pinn_soft's surface and
+  // cell-centre points): one per (grid, device, dtype).
   template <typename Make>
   Tables get(const fk::Dims& grid, fk::Device device, fk::DType dtype, Make&& make) {
-    const std::string key = grid.str() + "/" + device.str() + "/" + fk::name(dtype);
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_key_.find(key);
-    if (it == by_key_.end()) it = by_key_.emplace(key, make(device, dtype)).first;
-    return it->second;
+    return get_keyed(grid.str() + "/" + device.str() + "/" + fk::name(dtype), device, dtype, make);
   }
 
   size_t size() const {
@@ -63,6 +41,14 @@ class GridTableCache {
   }
 
  private:
+  template <typename Make>
+  Tables get_keyed(const std::string& key, fk::Device device, fk::DType dtype, Make& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) it = by_key_.emplace(key, make(device, dtype)).first;
+    return it->second;
+  }
+
   mutable std::mutex mu_;
   std::map<std::string, Tables> by_key_;
 };

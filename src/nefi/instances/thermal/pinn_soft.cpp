@@ -175,7 +175,7 @@ SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeomet
     : net_(std::move(net)),
       geo_(std::move(geometry)),
       grid_(std::move(grid)),
-      surface_(std::make_shared<GridTableCache<TemperatureNet::Encoded>>()) {
+      surface_(std::make_shared<TableCache<TemperatureNet::Encoded>>()) {
   FK_CHECK(net_ != nullptr, "nefi::thermal::SoftPinnSurface", "a temperature network", "none");
   FK_CHECK(geo_.extent.size() == 3 && geo_.t_end > 0 && !geo_.frame_times.empty(),
            "nefi::thermal::SoftPinnSurface", "a 3-D slab, t_end > 0 and observed frames",

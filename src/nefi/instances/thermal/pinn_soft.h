@@ -127,7 +127,7 @@ class SoftPinnSurface : public Operator {
   PinnGeometry geo_;
   fk::Dims grid_;
   // Shared by the copies at_resolution makes.
-  std::shared_ptr<GridTableCache<TemperatureNet::Encoded>> surface_;
+  std::shared_ptr<TableCache<TemperatureNet::Encoded>> surface_;
 };
 
 // r = ∂_t T − α ΔT − ∇α·∇T at physical points (N, 3) and times (N), in
@@ -164,7 +164,7 @@ class InitialConditionLoss : public Loss {
     TemperatureNet::Encoded points;
   };
   FlashSpec flash_;
-  mutable GridTableCache<Tables> tables_;
+  mutable TableCache<Tables> tables_;
 };
 
 // The trilinear interpolant of cell values v on `shape` over `extent` at
