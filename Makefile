@@ -5,7 +5,7 @@ JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
-.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel wheel-test
+.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel wheel-test gpu-bundle
 
 all: build
 
@@ -79,6 +79,13 @@ cuda-archs: bootstrap
 	@cmake -S . -B build/cuda-archs -G Ninja -DCMAKE_BUILD_TYPE=Release -DFK_CUDA_ARCHS="80;90;120" \
 	  -DFK_BUILD_TESTS=OFF -DFK_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build/cuda-archs -j $(JOBS) --target fk_cuda minkowski_cuda nefi_cuda
+
+# What `scripts/gpu-check --bundle` runs on a GPU machine that cannot build
+# this project (the device tool's H200): the CUDA test and benchmark binaries,
+# the libraries they load that such a machine lacks, and the Python module for
+# its Python 3.12, in .gpu-bundle/fieldkit-gpu.tar.xz.
+gpu-bundle: bootstrap
+	@scripts/gpu-bundle
 
 # The fieldkit wheel (scikit-build-core over this CMake project) with the
 # build tools bootstrap put in .venv, then auditwheel's repair: the shared
