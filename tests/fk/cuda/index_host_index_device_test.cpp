@@ -48,7 +48,7 @@ struct Outcome {
 };
 
 Outcome select_and_backward(Device d, const Tensor& base, const Tensor& w) {
-  Tensor t = base.to(d);
+  Tensor t = base.detach().to(d);  // a fresh leaf: base.to(kCPU) is base itself
   t.set_requires_grad(true);
   Tensor out, g;
   {
