@@ -7,7 +7,9 @@
 //
 // Devices: CPU and CUDA; indices, masks and sources must be on the indexed
 // tensor's device. On CUDA, indices are range-checked by two device
-// reductions and one host read before any kernel writes; scatter_add and
+// reductions and one host read before any kernel writes (index_select's
+// host-index form checks on the host instead, then uploads: no read back,
+// forward or backward); scatter_add and
 // index_add use the sort-based deterministic scatter (each target adds its
 // sources in the CPU's order: bitwise reproducible); masked_select reads the
 // mask back to the host (its length sizes the output) and gathers with the

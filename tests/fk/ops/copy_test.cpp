@@ -161,5 +161,26 @@ TEST(Copy, PureBackwardMatchesAutograd) {
   test::expect_same(to_device_backward(g32, Device()), g32, 0);
 }
 
+// A conversion to the tensor's own dtype or device is the tensor itself (no
+// copy), so marking its result requires_grad marks the source, whose next
+// conversion is then recorded (not a leaf). The device tests' CPU-vs-device
+// helpers convert one source per dtype: they take detach() first, which gives
+// a fresh leaf and leaves the source alone (tests/nefi/cuda/operator_parity.h).
+TEST(Copy, ASameDtypeConversionIsTheTensorItselfAndDetachGivesAFreshLeaf) {
+  const Tensor x = test::random_tensor({3}, DType::F64, -1, 1, 128);
+  Tensor same = x.to(DType::F64).to(kCPU);
+  EXPECT_TRUE(same.is_same(x));
+  same.set_requires_grad(true);
+  EXPECT_TRUE(x.requires_grad());
+  EXPECT_NE(test::error_of([&] { x.to(DType::F32).set_requires_grad(true); }).find("a leaf tensor"),
+            std::string::npos);
+  const Tensor y = test::random_tensor({3}, DType::F64, -1, 1, 129);
+  for (DType dt : {DType::F64, DType::F32}) {
+    Tensor leaf = y.detach().to(dt);
+    EXPECT_EQ(test::error_of([&] { leaf.set_requires_grad(true); }), "") << name(dt);
+    EXPECT_FALSE(y.requires_grad()) << name(dt);
+  }
+}
+
 }  // namespace
 }  // namespace fk

@@ -40,7 +40,7 @@ fk::Tensor normal(const fk::Dims& s, uint64_t seed) {
 template <typename F>
 void expect_device_matches_cpu(F&& f, const fk::Tensor& x, const fk::Tensor& g, fk::DType dt,
                                double tol) {
-  fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
+  fk::Tensor xc = x.detach().to(dt), xd = x.detach().to(dt).to(kGpu);  // fresh leaves
   xc.set_requires_grad(true);
   xd.set_requires_grad(true);
   const fk::Tensor yc = f(xc), yd = f(xd);

@@ -44,7 +44,10 @@ inline HostCompare close_within(double tol) {
 inline void expect_device_matches_cpu(const nefi::Operator& op, const fk::Tensor& x,
                                       const fk::Tensor& g, fk::DType dt, const HostCompare& compare,
                                       ParityOutputs* outputs = nullptr) {
-  fk::Tensor xc = x.to(dt), xd = x.to(dt).to(kGpu);
+  // Fresh leaves: x.to(dt) is x itself when x is already dt, and marking it
+  // would mark the caller's x, whose next conversion (the next dtype of a
+  // loop) is then recorded, not a leaf, and set_requires_grad throws.
+  fk::Tensor xc = x.detach().to(dt), xd = x.detach().to(dt).to(kGpu);
   xc.set_requires_grad(true);
   xd.set_requires_grad(true);
   const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);

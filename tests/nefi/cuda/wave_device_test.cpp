@@ -87,7 +87,9 @@ TEST(NefiWaveDevice, TracesAndGradientEqualTheCpu) {
       const fk::Tensor g = random_tensor(op.output_shape(cs.shape), 6, -1.0, 1.0);
       for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
         SCOPED_TRACE(op.fidelity_tag() + " " + cs.shape.str() + " " + mode + " " + fk::name(dt));
-        fk::Tensor cc = c.to(dt), cd = c.to(dt).to(kGpu);
+        // Fresh leaves (c.to(dt) is c itself for f64: marking it would make
+        // the f32 iteration's conversion a recorded non-leaf).
+        fk::Tensor cc = c.detach().to(dt), cd = c.detach().to(dt).to(kGpu);
         cc.set_requires_grad(true);
         cd.set_requires_grad(true);
         const fk::Tensor yc = op.apply(cc), yd = op.apply(cd);
@@ -218,7 +220,7 @@ TEST(NefiWaveDevice, BandLimitedFitMatchesTheCpu) {
     nefi::Measurement m;
     m.data = y.to(dev);
     m.mask = fk::from_vector(mask, shape).to(dev);
-    fk::Tensor x = p.to(dev);
+    fk::Tensor x = p.detach().to(dev);  // a fresh leaf: p.to(kCPU) is p itself
     x.set_requires_grad(true);
     nefi::LossContext c{nullptr, x, &m, &d, nullptr, 0, 0, 1.0};
     const fk::Tensor v = loss->forward(c);
@@ -257,7 +259,7 @@ TEST(NefiWaveInitialDevice, TracesAndAdjointEqualTheCpu) {
       const fk::Tensor g = random_tensor(op.output_shape({12, 14}), 16, -1.0, 1.0);
       for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
         SCOPED_TRACE(op.fidelity_tag() + " fc " + std::to_string(fc) + " " + fk::name(dt));
-        fk::Tensor xc = p0.to(dt), xd = p0.to(dt).to(kGpu);
+        fk::Tensor xc = p0.detach().to(dt), xd = p0.detach().to(dt).to(kGpu);  // fresh leaves
         xc.set_requires_grad(true);
         xd.set_requires_grad(true);
         const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);

@@ -39,6 +39,22 @@ Tensor checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bound, i
   return idx;
 }
 
+void check_host_index(const std::vector<int64_t>& index, int64_t bound, int dim, const char* op) {
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || index[i] >= bound) [[unlikely]] {
+      throw Error(op, bounds(bound, dim),
+                  "index " + std::to_string(index[i]) + " at flat position " + std::to_string(i));
+    }
+  }
+}
+
+Tensor prechecked_index(const Tensor& t, const Tensor& index, const char* op) {
+  FK_CHECK(index.dtype() == DType::I32 || index.dtype() == DType::I64, op,
+           "an i32 or i64 index tensor", std::string("an index of dtype ") + name(index.dtype()));
+  check_device(t, index, op, "an index");
+  return index.to(DType::I64).contiguous();
+}
+
 // The index as a contiguous i64 tensor on t's device, every value checked
 // against [0, bound).
 Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op) {

@@ -1,6 +1,7 @@
 #pragma once
 // Argument checks and helpers shared by the indexing ops (index/*.cpp).
 #include <cstdint>
+#include <vector>
 
 #include "fk/tensor.h"
 
@@ -10,6 +11,18 @@ namespace fk::index_detail {
 // against [0, bound) before any element is written (on CUDA by two device
 // reductions and one host read).
 Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op);
+// Every value of a host-made index in [0, bound), checked on the host; else
+// fk::Error naming the value and its position.
+void check_host_index(const std::vector<int64_t>& index, int64_t bound, int dim, const char* op);
+// An index whose values were checked on the host before its upload
+// (check_host_index): converted as checked_index converts it, its values not
+// read again, so on CUDA nothing is read back (the device kernels leave an
+// out-of-range position untouched in any case: fk/cuda/kernels.h's IndexCheck).
+Tensor prechecked_index(const Tensor& t, const Tensor& index, const char* op);
+// index_add(self, dim, index, src) with a prechecked index: the backward of
+// the host-index index_select, which stays free of host reads on a device.
+Tensor index_add_prechecked(const Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& src);
 // `what` (an index, mask or source) must live on t's device.
 void check_device(const Tensor& t, const Tensor& other, const char* op, const char* what);
 void check_broadcasts_to(const Tensor& t, const Dims& shape, const char* op, const char* what);

@@ -142,13 +142,16 @@ struct IndexAddArgs {
   Dims src_shape;  // self's shape with the index length at d
 };
 
+// `prechecked`: the index's values were checked on the host before its
+// upload (index_add_prechecked), so they are not read again.
 IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                            double alpha, const char* op) {
+                            double alpha, const char* op, bool prechecked = false) {
   check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, op, "a 1-D index", "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, self.dim(), op);
-  Tensor idx = checked_index(self, index, self.size(d), d, op);
+  Tensor idx = prechecked ? index_detail::prechecked_index(self, index, op)
+                          : checked_index(self, index, self.size(d), d, op);
   Dims shape = self.shape();
   shape[d] = idx.numel();
   check_broadcasts_to(src, shape, op, "a source");
@@ -188,8 +191,8 @@ void index_add_into(Tensor& out, const IndexAddArgs& a, const Tensor& src, doubl
 }
 
 Tensor index_add_forward(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                         double alpha) {
-  IndexAddArgs a = index_add_args(self, dim, index, src, alpha, "index_add");
+                         double alpha, bool prechecked = false) {
+  IndexAddArgs a = index_add_args(self, dim, index, src, alpha, "index_add", prechecked);
   DType rt = promote(self.dtype(), src.dtype());
   Tensor out = accumulator_copy(self, compute_type(rt));
   index_add_into(out, a, src, alpha);
@@ -257,6 +260,21 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   }
   return record_add_at(out, false, self, dim, index, src, alpha);
 }
+
+namespace index_detail {
+
+Tensor index_add_prechecked(const Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& src) {
+  profile::OpScope scope("index_add");
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = index_add_forward(self, dim, index, src, 1.0, true);
+  }
+  return record_add_at(out, false, self, dim, index, src, 1.0);
+}
+
+}  // namespace index_detail
 
 Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   check_inplace(self, src, "scatter_add_");

@@ -26,18 +26,22 @@ using index_detail::check_device;
 using index_detail::check_inplace;
 using index_detail::checked_index;
 using index_detail::grad_for;
+using index_detail::prechecked_index;
 
 using cpu::Bytes16;
 using cpu::visit_width;
 
 // --- index_select -----------------------------------------------------------
 
-Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index) {
+// `prechecked`: the index's values were checked on the host before its
+// upload (the host-index form), so they are not read again.
+Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index, bool prechecked) {
   FK_CHECK(t.dim() >= 1, "index_select", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, "index_select", "a 1-D index",
            "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, t.dim(), "index_select");
-  Tensor idx = checked_index(t, index, t.size(d), d, "index_select");
+  Tensor idx = prechecked ? prechecked_index(t, index, "index_select")
+                          : checked_index(t, index, t.size(d), d, "index_select");
   const int64_t k = idx.numel(), n = t.size(d);
   Dims shape = t.shape();
   shape[d] = k;
@@ -140,8 +144,13 @@ struct IndexSelectBackward : autograd::Node {
   autograd::SavedTensor index;
   Dims t_shape;
   int64_t dim = 0;
+  bool prechecked = false;  // the host-index form: its backward reads nothing back either
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    return {index_select_backward(g[0], t_shape, dim, index.unpack(name()))};
+    const Tensor& idx = index.unpack(name());
+    if (prechecked)
+      return {index_detail::index_add_prechecked(zeros(t_shape, {g[0].dtype(), g[0].device()}), dim,
+                                                 idx, g[0])};
+    return {index_select_backward(g[0], t_shape, dim, idx)};
   }
   const char* name() const override { return "IndexSelectBackward"; }
   void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override { fn(index); }
@@ -160,21 +169,39 @@ struct GatherBackward : autograd::Node {
 
 }  // namespace
 
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
-  profile::OpScope scope("index_select");
+namespace {
+
+Tensor index_select_recorded(const Tensor& t, int64_t dim, const Tensor& index, bool prechecked) {
   Tensor out;
   {
     autograd::NoGradGuard ng;
-    out = index_select_forward(t, dim, index);
+    out = index_select_forward(t, dim, index, prechecked);
   }
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->index = index;
     node->t_shape = t.shape();
     node->dim = dim;
+    node->prechecked = prechecked;
     autograd::record(node, {t}, out);
   }
   return out;
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  profile::OpScope scope("index_select");
+  return index_select_recorded(t, dim, index, false);
+}
+
+Tensor index_select(const Tensor& t, int64_t dim, const std::vector<int64_t>& index) {
+  profile::OpScope scope("index_select");
+  FK_CHECK(t.dim() >= 1, "index_select", "a tensor with at least 1 dimension", "a 0-dim tensor");
+  const int d = wrap_dim(dim, t.dim(), "index_select");
+  index_detail::check_host_index(index, t.size(d), d, "index_select");
+  const Tensor idx = from_vector(index, Dims{static_cast<int64_t>(index.size())}, t.device());
+  return index_select_recorded(t, dim, idx, true);
 }
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {

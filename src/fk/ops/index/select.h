@@ -2,12 +2,21 @@
 // Selecting elements by index: index_select (whole slices) and gather (one
 // element per index); shapes, dtypes and devices in fk/ops/index.h.
 #include <cstdint>
+#include <vector>
 
 #include "fk/tensor.h"
 
 namespace fk {
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+// The same with an index made on the host (a table of positions): its values
+// are checked there against t.size(dim) and it is uploaded to t's device, so
+// on CUDA neither this op nor its backward reads anything back (the tensor
+// form's range check is a host read: a sync per call, and an FK_SYNC_DEBUG
+// report inside a device step). Same values and gradient as the tensor form.
+// The upload is a host-to-device copy: a step using this form is not
+// capturable in a CUDA graph (a replay would reuse the captured index).
+Tensor index_select(const Tensor& t, int64_t dim, const std::vector<int64_t>& index);
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
 
 // The pure backward functions (gradients of the data operand only).

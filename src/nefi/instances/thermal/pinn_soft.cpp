@@ -280,10 +280,11 @@ Interpolated trilinear(const fk::Tensor& v, const std::vector<double>& extent, b
       w[3][8 * p + c] = wx * wy * dz;
     }
   }
+  // The host-index form: the corners are in range by construction and
+  // checked on the host, so a device step reads nothing back here (a device
+  // index tensor's range check would be a host read in every step).
   const fk::Tensor corners =
-      fk::reshape(fk::index_select(fk::reshape(v, {s.numel()}), 0,
-                                   fk::from_vector(idx, fk::Dims{8 * n}).to(v.device())),
-                  {n, 8});
+      fk::reshape(fk::index_select(fk::reshape(v, {s.numel()}), 0, idx), {n, 8});
   auto weigh = [&](const std::vector<double>& wk) {
     const fk::Tensor weights = fk::from_vector(wk, fk::Dims{n, 8}).to(v.dtype()).to(v.device());
     return fk::sum(fk::mul(corners, weights), {1});
