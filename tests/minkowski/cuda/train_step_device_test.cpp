@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/nn/conv.h"
 #include "minkowski/nn/layers.h"
 #include "minkowski/nn/loss.h"
@@ -319,7 +320,7 @@ TEST(MinkowskiCudaTrainStep, AGraphRecordedBeforeToRefusesItsBackward) {
   const fk::Tensor w = l.parameters()[0];
   fk::Tensor y = fk::sum(fk::mul(w, w));
   l.to(kGpu);
-  EXPECT_NE(cuda_test::message([&] { y.backward(); }).find("a saved tensor at version"),
+  EXPECT_NE(fk::test::error_of([&] { y.backward(); }).find("a saved tensor at version"),
             std::string::npos);
 }
 
@@ -328,7 +329,7 @@ TEST(MinkowskiCudaTrainStep, MismatchedDevicesAreClearErrors) {
   Params p = params_of(fk::DType::F32, 101);
   p.gpu[0].set_grad(fk::zeros(p.gpu[0].shape()));  // a host gradient of a device parameter
   nn::Sgd sgd(p.gpu, {0.1});
-  EXPECT_NE(cuda_test::message([&] { sgd.step(); }).find("a gradient on the parameter's device"),
+  EXPECT_NE(fk::test::error_of([&] { sgd.step(); }).find("a gradient on the parameter's device"),
             std::string::npos);
 }
 

@@ -33,10 +33,13 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/field/fourier_features.h"
 
 namespace {
+
+using fk::test::error_of;
 
 nefi::NeuralFieldConfig config(int hidden, const std::string& activation,
                                std::optional<fk::DType> autocast = std::nullopt) {
@@ -169,19 +172,11 @@ TEST(NefiGroupedMlp, F64GradientsMatchCentralDifferences) {
 TEST(NefiGroupedMlp, BadInputsNameWhatWasExpected) {
   const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, config(4, "tanh"))[0]);
   const fk::Tensor x = fk::zeros({5, L.features});
-  auto message = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string wrong_p = message([&] {
+  const std::string wrong_p = error_of([&] {
     nefi::grouped_mlp(fk::zeros({2, L.n_params + 1}), x, L);
   });
   EXPECT_NE(wrong_p.find("(N, " + std::to_string(L.n_params) + ")"), std::string::npos) << wrong_p;
-  const std::string mixed = message([&] {
+  const std::string mixed = error_of([&] {
     nefi::grouped_mlp(fk::zeros({2, L.n_params}, {fk::DType::F64}), x, L);
   });
   EXPECT_NE(mixed.find("in f64"), std::string::npos) << mixed;
