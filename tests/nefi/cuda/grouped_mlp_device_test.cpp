@@ -28,6 +28,7 @@
 #include "nefi/domain.h"
 #include "nefi/field/fourier_features.h"
 #include "nefi/field/grouped_mlp.h"
+#include "nefi/field/mlp_test_fields.h"
 #include "nefi/field/neural_field.h"
 
 namespace {
@@ -36,22 +37,8 @@ using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::max_abs_diff;
 using nefi::cuda_test::NoTf32;
-
-nefi::NeuralFieldConfig config(const std::string& act, std::optional<fk::DType> autocast) {
-  nefi::NeuralFieldConfig c;
-  c.hidden = 24;
-  c.depth = 3;
-  c.skip_at = 2;
-  c.n_octaves = 3;
-  c.activation = act;
-  c.autocast = autocast;
-  return c;
-}
-
-std::shared_ptr<nefi::NeuralField> field(const nefi::NeuralFieldConfig& c, uint64_t seed) {
-  return std::make_shared<nefi::NeuralField>(
-      2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c, seed);
-}
+using nefi::mlp_test::mlp_config;
+using nefi::mlp_test::two_head_field;
 
 struct Outputs {
   std::vector<double> raw, grad;
@@ -75,7 +62,7 @@ double largest(const std::vector<double>& v) {
 void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
                                std::optional<fk::DType> autocast = std::nullopt) {
   SCOPED_TRACE(act + " " + fk::name(dtype) + (autocast ? " bf16 autocast" : ""));
-  const nefi::MlpLayout L = nefi::mlp_layout(*field(config(act, autocast), 0));
+  const nefi::MlpLayout L = nefi::mlp_layout(*two_head_field(mlp_config(24, act, autocast), 0));
   const int64_t n = 5, m = 300;  // rows not a multiple of any tile
   fk::Generator gen(11);
   const fk::Tensor params = fk::uniform({n, L.n_params}, -0.5, 0.5, {dtype}, &gen);
@@ -104,7 +91,7 @@ TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {
   const nefi::Domain d({20, 15});
   const double progress = 0.6;
   std::vector<std::shared_ptr<nefi::NeuralField>> fs;
-  for (uint64_t b = 0; b < 3; ++b) fs.push_back(field(config("tanh", std::nullopt), b + 3));
+  for (uint64_t b = 0; b < 3; ++b) fs.push_back(two_head_field(mlp_config(24, "tanh"), b + 3));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   std::vector<fk::Tensor> rows;
   for (auto& f : fs) rows.push_back(f->params().flat().detach().clone().unsqueeze(0));
