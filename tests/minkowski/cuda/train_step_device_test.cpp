@@ -37,6 +37,9 @@
 namespace minkowski {
 namespace {
 
+using fk::test::max_abs;
+using fk::test::max_abs_diff;
+
 using cuda_test::DeterministicScope;
 using cuda_test::expect_close;
 using cuda_test::kGpu;
@@ -52,25 +55,6 @@ void copy_state(const nn::Module& dst, const nn::Module& src) {
     fk::Tensor t = d[i].second;
     t.copy_(s[i].second);
   }
-}
-
-// NaN as soon as one difference is NaN (std::max would drop it, and the
-// checks below must fail on a NaN).
-double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double d = std::fabs(x[i] - y[i]);
-    if (std::isnan(d)) return d;
-    worst = std::max(worst, d);
-  }
-  return worst;
-}
-
-double max_abs(const fk::Tensor& a) {
-  double m = 0;
-  for (double v : a.to_vector<double>()) m = std::max(m, std::fabs(v));
-  return m;
 }
 
 // |gpu - cpu32| <= 8 |cpu32 - cpu64| + 128 ulp(f32) of the largest |cpu64|:

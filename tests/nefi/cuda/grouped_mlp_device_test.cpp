@@ -24,6 +24,7 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/field/fourier_features.h"
@@ -33,6 +34,7 @@
 
 namespace {
 
+using fk::test::max_abs;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::max_abs_diff;
@@ -53,12 +55,6 @@ Outputs run(const fk::Tensor& params_in, const fk::Tensor& x, const fk::Tensor& 
   return {host(raw), host(params.grad())};
 }
 
-double largest(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
 void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
                                std::optional<fk::DType> autocast = std::nullopt) {
   SCOPED_TRACE(act + " " + fk::name(dtype) + (autocast ? " bf16 autocast" : ""));
@@ -71,8 +67,8 @@ void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
   const Outputs cpu = run(params, x, w, L, fk::kCPU);
   const Outputs gpu = run(params, x, w, L, kGpu);
   const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
-  EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * largest(cpu.raw));
-  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * largest(cpu.grad));
+  EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * max_abs(cpu.raw));
+  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * max_abs(cpu.grad));
 }
 
 TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
@@ -104,7 +100,7 @@ TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {
     fs[b]->to(kGpu);
     const std::vector<double> own = host(fs[b]->raw(d, progress));
     const std::vector<double> got = host(raw.select(0, b));
-    EXPECT_LE(max_abs_diff(own, got), 1e-5 * largest(own)) << "problem " << b;
+    EXPECT_LE(max_abs_diff(own, got), 1e-5 * max_abs(own)) << "problem " << b;
   }
 }
 

@@ -40,6 +40,8 @@
 
 namespace {
 
+using fk::test::max_abs;
+
 using fk::test::error_of;
 using nefi::mlp_test::fields;
 using nefi::mlp_test::mlp_config;
@@ -70,12 +72,6 @@ fk::Tensor separate_mlp(const fk::Tensor& row, const fk::Tensor& x, const nefi::
   }
   return fk::linear(h, slice(L.w_offset[L.depth], {L.n_out, L.hidden}),
                     slice(L.b_offset[L.depth], {L.n_out}));
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
 }
 
 void expect_rows_equal_separate(int hidden, const std::string& activation,

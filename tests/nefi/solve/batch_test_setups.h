@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "fk/tensor.h"
+#include "fk/test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
 namespace nefi::batch_test {
+
+using fk::test::max_abs_diff;
 
 // A small configuration of toy1d (else deconvolution) with these stage steps.
 inline Params smoke_params(const std::string& instance, std::vector<double> steps) {
@@ -64,14 +67,6 @@ inline Result sequential(const InverseProblem& p, const Curriculum& c, uint64_t 
   SolverOptions so;
   so.seed = seed;
   return Solver(p, c, so).run();
-}
-
-inline double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
 }
 
 // Each stage's stop, steps and final progress, and every history row: the
