@@ -17,7 +17,7 @@
 #include "fk/tensor.h"
 #include "nefi/cuda/wave_cell_layout.h"
 #include "nefi/operators/wave/wave_propagation.h"
-#include "wave_cells_host.h"
+#include "nefi/operators/wave_cells_host.h"
 
 namespace nefi::wave_cells_test {
 namespace {

@@ -27,7 +27,7 @@
 #include "nefi/operators/wave/leapfrog.h"
 #include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_propagation.h"
-#include "wave_cells_host.h"
+#include "nefi/operators/wave_cells_host.h"
 
 namespace nefi::wave_cells_test {
 namespace {
