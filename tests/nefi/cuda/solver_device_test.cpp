@@ -22,6 +22,7 @@
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/toy1d_smoke.h"
 
 namespace {
 
@@ -30,13 +31,7 @@ using nefi::cuda_test::NoTf32;
 using nefi::cuda_test::solve_on;
 
 nefi::Params toy1d_params(double tv) {
-  nefi::Params p = nefi::find_instance("toy1d")->default_config();
-  p.set("n", "64");
-  p.set("hidden", "32");
-  p.set("depth", "3");
-  p.set("n_octaves", "5");
-  p.set("lr", "0.02");
-  p.set("anneal_fraction", "0.3");
+  nefi::Params p = nefi::toy1d_test::toy1d_smoke_params();
   p.set_value("tv", tv);
   p.set_value("l1", 1e-3);
   p.set_value("steps", std::vector<double>{30});

@@ -16,6 +16,7 @@
 #include "fk/test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/toy1d_smoke.h"
 
 namespace nefi::batch_test {
 
@@ -23,15 +24,9 @@ using fk::test::max_abs_diff;
 
 // A small configuration of toy1d (else deconvolution) with these stage steps.
 inline Params smoke_params(const std::string& instance, std::vector<double> steps) {
-  Params p = find_instance(instance)->default_config();
-  if (instance == "toy1d") {
-    p.set("n", "64");
-    p.set("hidden", "32");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr", "0.02");
-    p.set("anneal_fraction", "0.3");
-  } else {
+  Params p = instance == "toy1d" ? toy1d_test::toy1d_smoke_params()
+                                 : find_instance(instance)->default_config();
+  if (instance != "toy1d") {
     p.set("n", "32");
     p.set("psf_sigma", "0.04");
     p.set("hidden", "64");
