@@ -1,7 +1,9 @@
 #pragma once
-// Helpers shared by fk's tests.
+// Helpers shared by the tests (fk's, minkowski's and nefi's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +60,48 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "";
+}
+
+// max_i |v_i| (0 for none). A NaN anywhere gives NaN, so that it fails a
+// tolerance check (std::max(m, NaN) is m, which would let it pass).
+inline double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) {
+    if (!(std::abs(x) <= m)) m = std::abs(x);
+    if (std::isnan(m)) break;
+  }
+  return m;
+}
+
+// max_i |a_i - b_i|, NaN when any difference is; vectors of different sizes
+// fail the test.
+inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size()) << "max_abs_diff of vectors of different sizes";
+  std::vector<double> d(std::min(a.size(), b.size()));
+  for (size_t i = 0; i < d.size(); ++i) d[i] = a[i] - b[i];
+  return max_abs(d);
+}
+
+// ||a - b||_2 / ||b||_2: the error of a against the reference b.
+inline double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size()) << "relative_l2 of vectors of different sizes";
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// The same on tensors' values (read as f64).
+inline double max_abs(const Tensor& t) {
+  return max_abs(t.to_vector<double>());
+}
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  return max_abs_diff(a.to_vector<double>(), b.to_vector<double>());
+}
+inline double relative_l2(const Tensor& a, const Tensor& b) {
+  return relative_l2(a.to_vector<double>(), b.to_vector<double>());
 }
 
 // Runs gradcheck; on failure the message names the mismatching entry.

@@ -10,8 +10,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fk/error.h"
+#include "fk/test_util.h"
 
 namespace {
+
+using fk::test::error_of;
 
 // YAML 1.1's float tag (yaml.org/type/float.html): a point is required, an
 // exponent needs its sign. PyYAML follows it; 1.2 loaders accept a superset.
@@ -70,15 +73,7 @@ TEST(NefiParams, ErrorsNameTheKey) {
   p.declare("sigma", 0.02, "a width");
   p.declare("n", int64_t{8}, "a size");
   p.declare("grid", std::vector<double>{1, 2}, "a list");
-  const auto message = [&](auto&& f) {
-    try {
-      f();
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string unknown = message([&] { p.set("sigmaa", "0.1"); });
+  const std::string unknown = error_of([&] { p.set("sigmaa", "0.1"); });
   EXPECT_NE(unknown.find("sigmaa"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("sigma, n, grid"), std::string::npos) << unknown;
   for (const auto& [key, text] : {std::pair{"n", "abc"},
@@ -86,16 +81,16 @@ TEST(NefiParams, ErrorsNameTheKey) {
                                   {"sigma", "[1, 2]"},
                                   {"grid", "{a: 1}"},
                                   {"sigma", "[unclosed"}}) {
-    const std::string m = message([&] { p.set(key, text); });
+    const std::string m = error_of([&] { p.set(key, text); });
     EXPECT_NE(m.find(std::string("'") + key + "'"), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
-  const std::string typed = message([&] { p.set_value("n", std::string("x")); });
+  const std::string typed = error_of([&] { p.set_value("n", std::string("x")); });
   EXPECT_NE(typed.find("'n'"), std::string::npos) << typed;
   EXPECT_THROW(p.declare("n", int64_t{1}, "twice"), fk::Error);
   p.declare("mode", std::string("fast"), "a choice");
   EXPECT_EQ(p.choice("mode", {"slow", "fast"}), "fast");
-  const std::string choice = message([&] { p.choice("mode", {"slow", "exact"}); });
+  const std::string choice = error_of([&] { p.choice("mode", {"slow", "exact"}); });
   EXPECT_NE(choice.find("'mode'"), std::string::npos) << choice;
   EXPECT_NE(choice.find("slow, exact"), std::string::npos) << choice;
 }

@@ -9,6 +9,8 @@
 namespace fk {
 namespace {
 
+using test::error_of;
+
 using namespace index_test;
 using Fn = testing::TensorFn;
 

@@ -10,6 +10,8 @@
 namespace fk {
 namespace {
 
+using test::error_of;
+
 using namespace join_test;
 using Fn = testing::TensorFn;
 

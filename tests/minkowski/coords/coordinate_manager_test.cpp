@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -12,11 +11,14 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/fk.h"
+#include "fk/test_util.h"
 #include "minkowski/coords/coordinate_rows.h"
 #include "minkowski/minkowski.h"
 
 namespace minkowski {
 namespace {
+
+using fk::test::error_of;
 
 TEST(MinkowskiManager, InsertDeduplicatesFirstOccurrence) {
   CoordinateManager m(2);
@@ -138,16 +140,6 @@ constexpr int32_t kLimit = int32_t{1} << 30;
 int64_t floored(int64_t c, int64_t t) {
   const int64_t r = ((c % t) + t) % t;
   return c - r;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no fk::Error";
-  return "";
 }
 
 TEST(MinkowskiManager, CoordinatesOutsideTheRangeAreRefusedAtInsertion) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/conv.h"
 
 namespace minkowski {
@@ -22,6 +23,7 @@ using cuda_test::expect_close;
 using cuda_test::kGpu;
 using cuda_test::random_rows;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-5;
 
@@ -131,21 +133,13 @@ TEST(MinkowskiCudaConvDispatch, ClearErrorsForWhatHasNoDeviceKernel) {
   const SparseTensor x = cpu_input(300, 4, 15);
   const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
   const KernelRegion k3 = KernelRegion::cube({3});
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   // A weight left on the CPU names the device it must be on.
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               convolution(xg, random_values({27, 4, 4}, 0.2, 17), fk::Tensor(), k3);
             }).find("cuda:0"),
             std::string::npos);
   // 16-bit device features with an f32 weight: the dtypes must match.
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               const SparseTensor h(x.F().to(fk::DType::BF16).to(kGpu), x.key(), x.manager());
               convolution(h, random_values({27, 4, 4}, 0.2, 18).to(kGpu), fk::Tensor(), k3);
             }).find("dtype bf16"),

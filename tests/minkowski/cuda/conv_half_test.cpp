@@ -29,6 +29,7 @@
 
 #include "conv_test_operands.h"
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/nn/autocast.h"
@@ -71,6 +72,7 @@ void expect_within_rounding(const fk::Tensor& got, const fk::Tensor& want, const
 }
 
 using cuda_test::rounded;
+using fk::test::error_of;
 
 struct Operands : cuda_test::ConvMaps, cuda_test::RoundedValues {
   int64_t cin, cout, max_pairs;
@@ -294,16 +296,6 @@ TEST(MinkowskiCudaConvHalfAutocast, StridedAndTransposedFromF32Leaves) {
 }
 
 // --- errors --------------------------------------------------------------------
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // Dtype checks come before any device work: these run without a GPU.
 TEST(MinkowskiCudaConvHalfErrors, DtypesMustMatchTheFeatures) {

@@ -13,6 +13,7 @@
 
 #include "conv_test_operands.h"
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
 
@@ -30,6 +31,7 @@ constexpr double kTol = 1e-5;
 
 using Operands = cuda_test::ConvOperands;  // values on the CPU
 using cuda_test::conv_operands;
+using fk::test::error_of;
 
 // Device forward and backward against the CPU's.
 void expect_matches_cpu(const Operands& o, const std::string& what) {
@@ -111,16 +113,6 @@ TEST(MinkowskiCudaConvDeterministic, RepeatsBitForBit) {
   const auto off = KernelRegion::cube({3}).offsets({1, 1, 1});
   const cuda::DeviceKernelMap again = cuda::build_device_kernel_map(*m, *m, off);
   EXPECT_TRUE(cuda_test::bitwise_equal(cuda::conv_forward(fd, wd, again), y1));
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 cuda::DeviceKernelMap empty_device_map(int64_t volume, int64_t rows) {

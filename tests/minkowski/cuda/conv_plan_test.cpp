@@ -9,26 +9,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "fk/fk.h"
+#include "fk/test_util.h"
 
 namespace minkowski {
 namespace {
 
 using cuda::OffsetGroup;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using fk::test::error_of;
 
 fk::Tensor zeros(fk::DType t) {
   return fk::zeros({2, 3}, {t});
@@ -38,8 +30,7 @@ TEST(MinkowskiCudaConvPlan, DtypesTakeF64AndNameTheExpected) {
   const char* where = "conv";
   for (fk::DType t : {fk::DType::F32, fk::DType::F16, fk::DType::BF16, fk::DType::F64}) {
     const fk::Tensor x = zeros(t);
-    EXPECT_EQ(error_of([&] { cuda::check_conv_dtypes(where, x, x, &x); }), "no error")
-        << fk::name(t);
+    EXPECT_EQ(error_of([&] { cuda::check_conv_dtypes(where, x, x, &x); }), "") << fk::name(t);
   }
   const fk::Tensor f64 = zeros(fk::DType::F64), f32 = zeros(fk::DType::F32);
   const std::string i32 = error_of([&] {
@@ -55,16 +46,15 @@ TEST(MinkowskiCudaConvPlan, DtypesTakeF64AndNameTheExpected) {
   EXPECT_NE(grad.find("a grad_out of the features' dtype f64"), std::string::npos) << grad;
   // An undefined grad_out (a backward without one) is not checked.
   const fk::Tensor none;
-  EXPECT_EQ(error_of([&] { cuda::check_conv_dtypes(where, f64, f64, &none); }), "no error");
+  EXPECT_EQ(error_of([&] { cuda::check_conv_dtypes(where, f64, f64, &none); }), "");
 }
 
 // A host map is uploaded only while its pair ids fit i32 (2^31 - 1 pairs
 // at most); one more would wrap the ids the device's CSRs are built from.
 TEST(MinkowskiCudaConvPlan, PairCountsBeyondInt32AreRefused) {
   const char* where = "minkowski::cuda::upload_kernel_map";
-  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, 0); }), "no error");
-  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, (int64_t{1} << 31) - 1); }),
-            "no error");
+  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, 0); }), "");
+  EXPECT_EQ(error_of([&] { cuda::check_device_pair_count(where, (int64_t{1} << 31) - 1); }), "");
   const std::string e = error_of([&] { cuda::check_device_pair_count(where, int64_t{1} << 31); });
   EXPECT_NE(e.find(where), std::string::npos) << e;
   EXPECT_NE(e.find("< 2^31 pairs"), std::string::npos) << e;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/pooling.h"
@@ -25,8 +26,8 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
-using cuda_test::message;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-5;
 
@@ -210,13 +211,13 @@ TEST(MinkowskiCudaCoordinateManager, DeviceMapsAreFreedWithTheManager) {
 TEST(MinkowskiCudaCoordinateManager, MixedDevicesAreErrors) {
   MK_SKIP_WITHOUT_GPU();
   const fk::Tensor coords = cloud(100, 17), f = random_values({100, 3}, 1.0, 18);
-  EXPECT_NE(message([&] { SparseTensor(f, coords.to(kGpu)); }).find("coordinates' device"),
+  EXPECT_NE(error_of([&] { SparseTensor(f, coords.to(kGpu)); }).find("coordinates' device"),
             std::string::npos);
   // Device features over host coordinates are allowed (the maps are built on
   // the host; field_ops_dispatch_test.cpp covers them).
-  EXPECT_EQ(message([&] { SparseTensor(f.to(kGpu), coords); }), "no error");
+  EXPECT_EQ(error_of([&] { SparseTensor(f.to(kGpu), coords); }), "");
   // Device coordinates are checked as host ones: multiples of the stride.
-  EXPECT_NE(message([&] { SparseTensor(f.to(kGpu), coords.to(kGpu), {2}); }).find("multiples"),
+  EXPECT_NE(error_of([&] { SparseTensor(f.to(kGpu), coords.to(kGpu), {2}); }).find("multiples"),
             std::string::npos);
   // A device map and a host map of one manager: the kernel map takes the CPU
   // path (nothing built on the device) and still matches.

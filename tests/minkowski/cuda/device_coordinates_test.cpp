@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/cuda/device_coordinates.h"
 
 namespace minkowski {
 namespace {
 
 using cuda_test::kGpu;
+using fk::test::error_of;
 
 // n rows [batch, x_1..x_D] with coordinates ts * [-range, range] in random
 // order; about a quarter repeat an earlier row (more repeat by chance when
@@ -193,16 +195,6 @@ TEST(MinkowskiCudaCoordinates, LookupMatchesFind) {
     }
     EXPECT_GT(misses, 0);
   }
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // A device kernel map against the manager's, bit for bit.

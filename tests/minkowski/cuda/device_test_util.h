@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -142,16 +141,6 @@ inline fk::Tensor leaf(const fk::Tensor& t, fk::Device device) {
   fk::Tensor c = t.detach().clone().to(device);
   c.set_requires_grad(true);
   return c;
-}
-
-// The fk::Error f throws, or "no error".
-inline std::string message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace minkowski::cuda_test

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/activation.h"
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/elementwise.h"
@@ -21,9 +22,9 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
-using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-6;
 
@@ -181,10 +182,10 @@ TEST(MinkowskiCudaFeatureOpsDispatch, MixedDevicesAreClearErrors) {
   const SparseTensor x = cpu_input(300, 4, 2, 11);
   const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
   BatchNorm bn(4);  // parameters on the CPU
-  EXPECT_NE(message([&] { bn.forward(xg); }).find("the weight on cuda:0"), std::string::npos);
+  EXPECT_NE(error_of([&] { bn.forward(xg); }).find("the weight on cuda:0"), std::string::npos);
   const Segments seg = single_segment(x.size());
   const NormStats st = normalize_statistics(xg.F(), seg, 1e-5);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               normalize_backward(x.F(), xg.F(), seg, st, fk::Tensor(), true, true, false, false);
             }).find("the gradient on cuda:0"),
             std::string::npos);

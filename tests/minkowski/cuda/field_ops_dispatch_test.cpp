@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/interpolation.h"
 #include "minkowski/ops/pooling.h"
@@ -28,9 +29,9 @@ namespace {
 using cuda_test::expect_close;
 using cuda_test::kGpu;
 using cuda_test::leaf;
-using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-6;
 constexpr double kTol64 = 1e-10;
@@ -208,13 +209,13 @@ TEST(MinkowskiCudaFieldOpsDispatch, MixedDevicesAreClearErrors) {
   const fk::Tensor f = random_values({200, 2}, 1.0, 23);
   // Device coordinates need the features there (tensor_field_device_test.cpp
   // checks the device path itself).
-  EXPECT_NE(message([&] { TensorField(f, points.to(kGpu)); }).find("coordinates' device"),
+  EXPECT_NE(error_of([&] { TensorField(f, points.to(kGpu)); }).find("coordinates' device"),
             std::string::npos);
   // Union inputs on two devices.
   const SparseTensor a(f.to(kGpu), points.to(fk::DType::I32));
   const SparseTensor b(f, fk::add(points, 1.0).to(fk::DType::I32), {1},
                        QuantizationMode::RandomSubsample, a.manager());
-  EXPECT_NE(message([&] { sparse_union({a, b}); }).find("cuda:0"), std::string::npos);
+  EXPECT_NE(error_of([&] { sparse_union({a, b}); }).find("cuda:0"), std::string::npos);
   // Interpolation points may be on the device: read once, the same weights.
   expect_close(interpolate(a, points.to(kGpu)), interpolate(a, points), 0,
                "interpolation at device points");
@@ -222,7 +223,7 @@ TEST(MinkowskiCudaFieldOpsDispatch, MixedDevicesAreClearErrors) {
   TensorField field(f.to(kGpu), points);
   const SparseTensor voxels = field.sparse(0.5);
   const SparseTensor on_cpu(voxels.F().to(fk::kCPU), voxels.key(), voxels.manager());
-  EXPECT_NE(message([&] { on_cpu.cat_slice(field); }).find("cuda:0"), std::string::npos);
+  EXPECT_NE(error_of([&] { on_cpu.cat_slice(field); }).find("cuda:0"), std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/broadcast.h"
 #include "minkowski/ops/global_pooling.h"
 #include "minkowski/ops/pooling.h"
@@ -21,9 +22,9 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
-using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-6;
 
@@ -181,20 +182,20 @@ TEST(MinkowskiCudaPoolingDispatch, MixedDevicesAreClearErrors) {
   const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
   auto map = x.manager()->kernel_map(x.key(), x.key(), KernelRegion::cube({3}), false);
   const PoolingResult r = pool_forward(x.F(), *map, PoolingMode::Max);  // arg-max on the CPU
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               pool_backward(x.F().to(kGpu), *map, PoolingMode::Max, r.argmax);
             }).find("arg-max rows on cuda:0"),
             std::string::npos);
   const RowGroups rg = batch_groups(*x.manager()->map(x.key()), "test");
   const GlobalPoolingResult gr = global_pool_forward(x.F(), rg, PoolingMode::Max);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               global_pool_backward(gr.out.to(kGpu), rg, PoolingMode::Max, gr.argmax);
             }).find("arg-max rows on cuda:0"),
             std::string::npos);
-  EXPECT_NE(message([&] { group_sum_of_products(x.F().to(kGpu), x.F(), rg); }).find("cuda:0"),
+  EXPECT_NE(error_of([&] { group_sum_of_products(x.F().to(kGpu), x.F(), rg); }).find("cuda:0"),
             std::string::npos);
   const SparseTensor glob = global_sum_pooling(x);  // on the CPU
-  EXPECT_NE(message([&] { broadcast_add(xg, glob); }).find("the global feature on cuda:0"),
+  EXPECT_NE(error_of([&] { broadcast_add(xg, glob); }).find("the global feature on cuda:0"),
             std::string::npos);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/spmm.h"
@@ -23,9 +24,9 @@ using cuda_test::bitwise_equal;
 using cuda_test::expect_close;
 using cuda_test::kGpu;
 using cuda_test::leaf;
-using cuda_test::message;
 using cuda_test::random_rows;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 constexpr double kTol = 1e-6;
 constexpr double kTol64 = 1e-10;
@@ -105,12 +106,12 @@ TEST(MinkowskiCudaSpmmDispatch, MixedDevicesAreClearErrors) {
   MK_SKIP_WITHOUT_GPU();
   const List a = random_list(5, 6, 20, 5);
   const fk::Tensor values = random_values({20}, 1.0, 6), dense = random_values({6, 2}, 1.0, 7);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               spmm(a.rows, a.cols, values, {5, 6}, dense.to(kGpu));
             }).find("values on cuda:0"),
             std::string::npos);
   const CooList list = coo_list(a.rows, a.cols, {5, 6});
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               spmm_backward(fk::ones({5, 2}), list, values.to(kGpu), dense.to(kGpu), true, true);
             }).find("the gradient on cuda:0"),
             std::string::npos);
@@ -162,12 +163,12 @@ TEST(MinkowskiCudaChannelwiseDispatch, MixedDevicesAreClearErrors) {
   const SparseTensor x = cpu_input(300, 6, 4, 12);
   const SparseTensor xg(x.F().to(kGpu), x.key(), x.manager());
   const KernelRegion k3 = KernelRegion::cube({3});
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               channelwise_convolution(xg, random_values({27, 4}, 0.2, 13), fk::Tensor(), k3);
             }).find("the weight on cuda:0"),
             std::string::npos);
   auto map = x.manager()->kernel_map(x.key(), x.key(), k3, false);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               channelwise_backward(fk::ones({300, 4}), xg.F(),
                                    random_values({27, 4}, 0.2, 14).to(kGpu), *map, true, true);
             }).find("the gradient on cuda:0"),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/ops/conv.h"
 
 namespace minkowski {
@@ -20,8 +21,8 @@ namespace {
 
 using cuda_test::expect_close;
 using cuda_test::kGpu;
-using cuda_test::message;
 using cuda_test::random_values;
+using fk::test::error_of;
 
 // n points [batch, x, y, z] over 3 batch items, coordinates uniform in
 // [-span, span), on the CPU in `dtype`.
@@ -83,9 +84,9 @@ TEST(MinkowskiCudaTensorField, InvalidRowsAreTheHostsErrors) {
     }
     const fk::Tensor points = fk::from_vector(v, fk::Dims{50, 4});
     TensorField host(f, points), device(f.to(kGpu), points.to(kGpu));
-    const std::string want = message([&] { host.sparse(0.1); });
+    const std::string want = error_of([&] { host.sparse(0.1); });
     ASSERT_NE(want.find("row 17"), std::string::npos) << want;
-    EXPECT_EQ(message([&] { device.sparse(0.1); }), want);
+    EXPECT_EQ(error_of([&] { device.sparse(0.1); }), want);
   }
 }
 
@@ -93,7 +94,7 @@ TEST(MinkowskiCudaTensorField, FeaturesOffTheCoordinatesDeviceAreRefused) {
   MK_SKIP_WITHOUT_GPU();
   const fk::Tensor points = random_points(20, 3.0, fk::DType::F32, 17);
   const fk::Tensor f = random_values({20, 2}, 1.0, 19);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               TensorField(f, points.to(kGpu));
             }).find("features on the coordinates' device cuda:0"),
             std::string::npos);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/nn/conv.h"
 #include "minkowski/nn/layers.h"
 #include "minkowski/nn/loss.h"
@@ -35,6 +36,9 @@
 
 namespace minkowski {
 namespace {
+
+using fk::test::max_abs;
+using fk::test::max_abs_diff;
 
 using cuda_test::DeterministicScope;
 using cuda_test::expect_close;
@@ -51,25 +55,6 @@ void copy_state(const nn::Module& dst, const nn::Module& src) {
     fk::Tensor t = d[i].second;
     t.copy_(s[i].second);
   }
-}
-
-// NaN as soon as one difference is NaN (std::max would drop it, and the
-// checks below must fail on a NaN).
-double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double d = std::fabs(x[i] - y[i]);
-    if (std::isnan(d)) return d;
-    worst = std::max(worst, d);
-  }
-  return worst;
-}
-
-double max_abs(const fk::Tensor& a) {
-  double m = 0;
-  for (double v : a.to_vector<double>()) m = std::max(m, std::fabs(v));
-  return m;
 }
 
 // |gpu - cpu32| <= 8 |cpu32 - cpu64| + 128 ulp(f32) of the largest |cpu64|:
@@ -319,7 +304,7 @@ TEST(MinkowskiCudaTrainStep, AGraphRecordedBeforeToRefusesItsBackward) {
   const fk::Tensor w = l.parameters()[0];
   fk::Tensor y = fk::sum(fk::mul(w, w));
   l.to(kGpu);
-  EXPECT_NE(cuda_test::message([&] { y.backward(); }).find("a saved tensor at version"),
+  EXPECT_NE(fk::test::error_of([&] { y.backward(); }).find("a saved tensor at version"),
             std::string::npos);
 }
 
@@ -328,7 +313,7 @@ TEST(MinkowskiCudaTrainStep, MismatchedDevicesAreClearErrors) {
   Params p = params_of(fk::DType::F32, 101);
   p.gpu[0].set_grad(fk::zeros(p.gpu[0].shape()));  // a host gradient of a device parameter
   nn::Sgd sgd(p.gpu, {0.1});
-  EXPECT_NE(cuda_test::message([&] { sgd.step(); }).find("a gradient on the parameter's device"),
+  EXPECT_NE(fk::test::error_of([&] { sgd.step(); }).find("a gradient on the parameter's device"),
             std::string::npos);
 }
 

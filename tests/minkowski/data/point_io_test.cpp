@@ -15,6 +15,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/io/npy.h"
+#include "fk/test_util.h"
 
 namespace minkowski::data {
 namespace {
@@ -27,15 +28,11 @@ std::string write(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-std::string error_of(const std::string& path) {
-  try {
-    read_points(path);
-  } catch (const fk::Error& e) {
-    std::remove(path.c_str());
-    return e.what();
-  }
+// The message of the fk::Error reading the file at path throws; the file is removed.
+std::string read_error(const std::string& path) {
+  const std::string e = fk::test::error_of([&] { read_points(path); });
   std::remove(path.c_str());
-  return "";
+  return e;
 }
 
 const std::string kAsciiHeader =
@@ -107,44 +104,44 @@ TEST(DataPointIo, NpyLayouts) {
   fk::write_npy(path, fk::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {1, 4}));
   EXPECT_EQ(read_points(path).labels, (std::vector<int64_t>{4}));
   fk::write_npy(path, fk::from_vector(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}));
-  EXPECT_NE(error_of(path).find("shape [1, 5] (expected N x 3, 4, 6 or 7)"), std::string::npos);
+  EXPECT_NE(read_error(path).find("shape [1, 5] (expected N x 3, 4, 6 or 7)"), std::string::npos);
   const std::string nan = write("n.npy", "");
   fk::write_npy(nan, fk::from_vector(std::vector<float>{1, 2, NAN}, {1, 3}));
-  EXPECT_NE(error_of(nan).find("row 0: a NaN"), std::string::npos);
-  EXPECT_NE(error_of(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
+  EXPECT_NE(read_error(nan).find("row 0: a NaN"), std::string::npos);
+  EXPECT_NE(read_error(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
 }
 
 TEST(DataPointIo, BadFilesAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {error_of(write("t.ply", binary_ply(3, 2))), "truncated: 3 vertices declared, 2 present"},
-      {error_of(write("u.ply", kAsciiHeader + "1 2 3 255 0 51 4\n")), "truncated"},
-      {error_of(write("n.ply", kAsciiHeader + "1 nan 3 255 0 51 4\n1 2 3 0 0 0 0\n")),
+      {read_error(write("t.ply", binary_ply(3, 2))), "truncated: 3 vertices declared, 2 present"},
+      {read_error(write("u.ply", kAsciiHeader + "1 2 3 255 0 51 4\n")), "truncated"},
+      {read_error(write("n.ply", kAsciiHeader + "1 nan 3 255 0 51 4\n1 2 3 0 0 0 0\n")),
        "vertex 0: a NaN"},
-      {error_of(write("l.ply", kAsciiHeader + "1 2 3 255 0 51 -3\n1 2 3 0 0 0 0\n")),
+      {read_error(write("l.ply", kAsciiHeader + "1 2 3 255 0 51 -3\n1 2 3 0 0 0 0\n")),
        "vertex 0: label"},
-      {error_of(write("w.ply", kAsciiHeader + "1 2 3 255 0 51\n")), "too few values"},
-      {error_of(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
-      {error_of(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
-      {error_of(write("e.ply", "ply\nformat binary_big_endian 1.0\nend_header\n")),
+      {read_error(write("w.ply", kAsciiHeader + "1 2 3 255 0 51\n")), "too few values"},
+      {read_error(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
+      {read_error(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
+      {read_error(write("e.ply", "ply\nformat binary_big_endian 1.0\nend_header\n")),
        "binary_big_endian"},
-      {error_of(write("z.ply",
-                      "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float "
-                      "y\nend_header\n1 2\n")),
+      {read_error(write("z.ply",
+                        "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float "
+                        "y\nend_header\n1 2\n")),
        "without x, y and z"},
-      {error_of(write(
+      {read_error(write(
            "list.ply",
            "ply\nformat ascii 1.0\nelement vertex 1\nproperty list uchar int x\nend_header\n")),
        "list property"},
-      {error_of(write("m.xyz", "0 1 2 5\n0 1 2\n")), "line 2: 3 values, earlier lines 4"},
-      {error_of(write("k.xyz", "0 1 2 3 4\n")), "line 1: 5 values"},
-      {error_of(write("i.xyz", "0 inf 2\n")), "line 1: a NaN, infinite or beyond-float"},
+      {read_error(write("m.xyz", "0 1 2 5\n0 1 2\n")), "line 2: 3 values, earlier lines 4"},
+      {read_error(write("k.xyz", "0 1 2 3 4\n")), "line 1: 5 values"},
+      {read_error(write("i.xyz", "0 inf 2\n")), "line 1: a NaN, infinite or beyond-float"},
       // Finite as a double, infinite as a float (found by the point_file fuzzer).
-      {error_of(write("big.xyz", "0 0 0\n2.1e46 3 1\n")),
+      {read_error(write("big.xyz", "0 0 0\n2.1e46 3 1\n")),
        "line 2: a NaN, infinite or beyond-float"},
-      {error_of(write("q.xyz", "0 1 two\n")), "'two' is not a number"},
-      {error_of(write("empty.xyz", "# nothing\n")), "no points"},
-      {error_of(write("c.csv", "0,1,2\n")), "unknown extension '.csv'"},
-      {error_of("/nonexistent/dir/p.ply"), "cannot open"},
+      {read_error(write("q.xyz", "0 1 two\n")), "'two' is not a number"},
+      {read_error(write("empty.xyz", "# nothing\n")), "no points"},
+      {read_error(write("c.csv", "0,1,2\n")), "unknown extension '.csv'"},
+      {read_error("/nonexistent/dir/p.ply"), "cannot open"},
   };
   for (const auto& [message, expected] : cases) {
     EXPECT_NE(message.find(expected), std::string::npos)

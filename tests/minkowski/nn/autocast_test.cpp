@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "fk/fk.h"
+#include "fk/test_util.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/nn/autocast.h"
 #include "minkowski/nn/conv.h"
@@ -25,21 +26,12 @@
 namespace minkowski::nn {
 namespace {
 
+using fk::test::relative_l2;
+
 using testing::random_sparse;
 constexpr fk::DType kF32 = fk::DType::F32;
 constexpr fk::DType kBF16 = fk::DType::BF16;
 constexpr fk::DType kF16 = fk::DType::F16;
-
-// ||a - b|| / ||b|| (Frobenius), computed in f64.
-double relative_error(const fk::Tensor& a, const fk::Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
 
 // A bound on one layer's relative error: a few roundings of the inputs,
 // weights and output to the dtype's mantissa (bf16 2^-8, f16 2^-11).
@@ -60,7 +52,7 @@ void expect_autocast(SparseModule& m, const SparseTensor& x0, fk::DType d, const
     y = m.forward(x).F();
   }
   EXPECT_EQ(y.dtype(), d) << what;
-  EXPECT_LT(relative_error(y, reference), layer_tolerance(d)) << what << " " << fk::name(d);
+  EXPECT_LT(relative_l2(y, reference), layer_tolerance(d)) << what << " " << fk::name(d);
   fk::sum(y.to(kF32)).backward();
   ASSERT_TRUE(x.F().grad().defined()) << what;
   EXPECT_EQ(x.F().grad().dtype(), kF32) << what;
@@ -125,7 +117,7 @@ TEST(NnAutocast, BroadcastCastsBothInputs) {
   const Precision scope(kBF16);
   const fk::Tensor y = add(x, glob).F();
   EXPECT_EQ(y.dtype(), kBF16);
-  EXPECT_LT(relative_error(y, reference), layer_tolerance(kBF16));
+  EXPECT_LT(relative_l2(y, reference), layer_tolerance(kBF16));
 }
 
 data::SceneOptions small_scene() {
@@ -155,7 +147,7 @@ TEST(NnAutocast, MinkUNetForwardNearF32) {
     const Precision scope(d);
     const fk::Tensor y = net.forward(b.input).F();
     EXPECT_EQ(y.dtype(), d);
-    const double err = relative_error(y, reference);
+    const double err = relative_l2(y, reference);
     std::printf("MinkUNet14 %s vs f32: relative error %.2e\n", fk::name(d), err);
     EXPECT_LT(err, tol) << fk::name(d);
   }

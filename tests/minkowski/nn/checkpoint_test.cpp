@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
@@ -18,6 +17,8 @@
 
 namespace minkowski::nn {
 namespace {
+
+using fk::test::error_of;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -44,15 +45,6 @@ std::vector<std::vector<uint8_t>> state_bytes(const Module& m) {
     out.emplace_back(p, p + c.nbytes());
   }
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(NnCheckpoint, RoundTripIsBitExact) {

@@ -63,18 +63,9 @@ inline void expect_thread_invariant(const std::function<std::vector<fk::Tensor>(
   fk::set_num_threads(saved);
 }
 
-inline std::string thrown(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // The message of the fk::Error fn throws must contain every part.
 inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  std::string m = thrown(fn);
+  std::string m = fk::test::error_of(fn);
   ASSERT_FALSE(m.empty()) << "no fk::Error";
   for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << m << "\nlacks: " << p;
 }

@@ -178,12 +178,7 @@ TEST(MinkowskiGlobalPooling, BatchGroupsFromIndices) {
   EXPECT_EQ(g.begin, (std::vector<int64_t>{0, 2, 4, 5}));
   EXPECT_EQ(g.rows, (std::vector<int32_t>{1, 4, 0, 3, 2}));
   auto message = [](std::vector<int32_t> batch) {
-    try {
-      batch_groups(std::move(batch), "test");
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return fk::test::error_of([&] { batch_groups(std::move(batch), "test"); });
   };
   EXPECT_NE(message({0, 2}).find("no point in batch item 1"), std::string::npos);
   EXPECT_NE(message({0, 2000000000}).find("no point in batch item 1"), std::string::npos);

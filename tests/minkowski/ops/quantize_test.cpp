@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,8 @@
 
 namespace minkowski {
 namespace {
+
+using fk::test::error_of;
 
 // 1-D points (no batch column) and their labels; with size 1 the voxels are
 //   x:      0.1 0.9 | 1.2 1.5 | 2.0 | 3.3  3.4  3.9 | 4.0  4.5
@@ -30,15 +31,6 @@ struct Labeled {
   fk::Tensor l64() const { return fk::from_vector(labels, fk::Dims{10}); }
   fk::Tensor l32() const { return l64().to(fk::DType::I32); }
 };
-
-std::string thrown(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(MinkowskiSparseQuantize, LabelsAgreeOrGetIgnoreLabel) {
   Labeled p;
@@ -135,7 +127,7 @@ TEST(MinkowskiSparseQuantize, RandomSubsampleFollowsTheDocumentedDraw) {
 TEST(MinkowskiSparseQuantize, BadLabels) {
   Labeled p;
   auto run = [&](const fk::Tensor& l, int64_t ignore = kIgnoreLabel) {
-    return thrown(
+    return error_of(
         [&] { sparse_quantize(p.x, p.f, {1.0}, QuantizationMode::RandomSubsample, l, ignore); });
   };
   // one label short

@@ -21,42 +21,32 @@
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/elliptic_cells.h"
+#include "nefi/cuda/elliptic_emulated_stats.h"
 #include "nefi/cuda/elliptic_stencil.h"
 #include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/operators/elliptic/diffuse_optical.h"
 #include "nefi/operators/elliptic/elliptic_operator.h"
 #include "nefi/operators/elliptic/elliptic_solve.h"
+#include "nefi/operators/elliptic/elliptic_test_fields.h"
+#include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
 
+using nefi::cuda_test::add_outcome;
 using nefi::cuda_test::close_within;
 using nefi::cuda_test::expect_adjoint_on_device;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
 using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::expect_emulated_stats;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::ParityOutputs;
 namespace el = nefi::elliptic;
-
-fk::Tensor positive(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::rand(s, {fk::DType::F64}, &g) * 2.0 + 0.5;
-}
-
-fk::Tensor normal(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-el::EllipticGrid grid(const fk::Dims& shape, const std::string& bc) {
-  el::EllipticGrid g;
-  g.shape = shape;
-  for (int64_t n : shape) g.spacing.push_back(1.0 / static_cast<double>(n));
-  g.boundary = el::parse_boundary(bc, static_cast<int>(shape.size()));
-  return g;
-}
+using el::test::box;
+using el::test::normal;
+using el::test::positive;
 
 // The device solve's bits are block_pcg's on the host (same system, same
 // phases, same reduction tree): Dirichlet with κ, and the projected case.
@@ -64,7 +54,7 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
   for (const std::string bc : {"dirichlet", "neumann"}) {
     SCOPED_TRACE(bc);
-    const el::EllipticGrid g = grid({18, 15}, bc);
+    const el::EllipticGrid g = box({18, 15}, bc);
     const int64_t n = g.numel(), ns = 3;
     const fk::Tensor sigma = positive(g.shape, 1);
     const fk::Tensor kappa = bc == "dirichlet" ? positive(g.shape, 2) : fk::Tensor();
@@ -98,16 +88,10 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
       const nefi::cuda::CgOutcome r = nefi::cuda::block_pcg<double>(
           ex, sg, sys.faces.data(), sys.diag.data(), sys.inv_diag.data(), bv.data() + s * n,
           x.data() + s * n, nullptr, w, c);
-      want.max_iterations = std::max(want.max_iterations, r.iterations);
-      want.total_iterations += r.iterations;
-      want.worst_residual = std::max(want.worst_residual, r.residual);
+      add_outcome(want, r);
     }
     EXPECT_EQ(host(u), x);
-    const el::CgStats got = el::device_cg_stats(state->device_forward_stats);
-    EXPECT_EQ(got.max_iterations, want.max_iterations);
-    EXPECT_EQ(got.total_iterations, want.total_iterations);
-    EXPECT_EQ(got.unconverged, 0);
-    EXPECT_EQ(got.worst_residual, want.worst_residual);
+    expect_emulated_stats(el::device_cg_stats(state->device_forward_stats), want);
   }
 }
 
@@ -116,7 +100,7 @@ TEST(NefiEllipticDevice, SolveEqualsTheHostEmulationBitwise) {
 // step's buffer inside the graph, so its replays could not run.
 TEST(NefiEllipticDevice, StatisticsAreWrittenInPlace) {
   NEFI_SKIP_WITHOUT_GPU();
-  const el::EllipticGrid g = grid({9, 8}, "dirichlet");
+  const el::EllipticGrid g = box({9, 8}, "dirichlet");
   fk::Tensor sigma = positive(g.shape, 21).to(kGpu);
   sigma.set_requires_grad(true);
   auto state = std::make_shared<el::WarmStart>();
@@ -231,7 +215,7 @@ TEST(NefiEllipticDevice, AdjointDotTestOnTheDevice) {
   NEFI_SKIP_WITHOUT_GPU();
   for (const std::string bc : {"dirichlet:neumann,periodic", "neumann"}) {
     SCOPED_TRACE(bc);
-    const el::EllipticGrid g = grid({10, 9}, bc);
+    const el::EllipticGrid g = box({10, 9}, bc);
     el::SolveOptions o;
     o.cg.tol = 1e-15;
     const LinearSolve op(g, positive(g.shape, 14).to(kGpu), fk::Tensor(), o);
@@ -241,7 +225,7 @@ TEST(NefiEllipticDevice, AdjointDotTestOnTheDevice) {
 
 TEST(NefiEllipticDevice, RefusedSettingsAreNamed) {
   NEFI_SKIP_WITHOUT_GPU();
-  const el::EllipticGrid g = grid({6, 6}, "dirichlet");
+  const el::EllipticGrid g = box({6, 6}, "dirichlet");
   el::SolveOptions o;
   o.solver = el::LinearSolver::kBanded;
   EXPECT_THROW(el::solve_elliptic(positive(g.shape, 1).to(kGpu), normal({6, 6}, 2).to(kGpu),

@@ -21,41 +21,31 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/cuda/elliptic_emulated_stats.h"
 #include "nefi/cuda/elliptic_multigrid_cells.h"
 #include "nefi/cuda/elliptic_stencil.h"
 #include "nefi/cuda/operator_parity.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/operators/elliptic/elliptic_operator.h"
 #include "nefi/operators/elliptic/elliptic_solve.h"
+#include "nefi/operators/elliptic/elliptic_test_fields.h"
+#include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
 
+using nefi::cuda_test::add_outcome;
 using nefi::cuda_test::close_within;
 using nefi::cuda_test::expect_captured_stage_replays_eager;
 using nefi::cuda_test::expect_close;
 using nefi::cuda_test::expect_device_matches_cpu;
+using nefi::cuda_test::expect_emulated_stats;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 namespace el = nefi::elliptic;
+using el::test::box;
+using el::test::normal;
+using el::test::positive;
 namespace cu = nefi::cuda;
-
-fk::Tensor positive(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::rand(s, {fk::DType::F64}, &g) * 2.0 + 0.5;
-}
-
-fk::Tensor normal(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-el::EllipticGrid grid(const fk::Dims& shape, const std::string& bc) {
-  el::EllipticGrid g;
-  g.shape = shape;
-  for (int64_t n : shape) g.spacing.push_back(1.0 / static_cast<double>(n));
-  g.boundary = el::parse_boundary(bc, static_cast<int>(shape.size()));
-  return g;
-}
 
 el::SolveOptions multigrid(double tol) {
   el::SolveOptions o;
@@ -79,7 +69,7 @@ TEST(NefiEllipticMultigridDevice, SolveEqualsTheHostEmulationBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.shape.str());
-    const el::EllipticGrid g = grid(c.shape, c.bc);
+    const el::EllipticGrid g = box(c.shape, c.bc);
     const int64_t n = g.numel(), ns = 3, nb = c.batched_sigma ? ns : 1;
     fk::Dims field = c.shape;
     if (c.batched_sigma) field.insert(0, ns);
@@ -129,16 +119,10 @@ TEST(NefiEllipticMultigridDevice, SolveEqualsTheHostEmulationBitwise) {
                                            w.q};
       const cu::CgOutcome r = cu::block_pcg<double>(ex, sg, fa, di, inv, bv.data() + s * n,
                                                     x.data() + s * n, nullptr, w, ctl, m);
-      want.max_iterations = std::max(want.max_iterations, r.iterations);
-      want.total_iterations += r.iterations;
-      want.worst_residual = std::max(want.worst_residual, r.residual);
+      add_outcome(want, r);
     }
     EXPECT_EQ(host(u), x);
-    const el::CgStats got = el::device_cg_stats(state->device_forward_stats);
-    EXPECT_EQ(got.max_iterations, want.max_iterations);
-    EXPECT_EQ(got.total_iterations, want.total_iterations);
-    EXPECT_EQ(got.unconverged, 0);
-    EXPECT_EQ(got.worst_residual, want.worst_residual);
+    expect_emulated_stats(el::device_cg_stats(state->device_forward_stats), want);
   }
 }
 
@@ -146,7 +130,7 @@ TEST(NefiEllipticMultigridDevice, SolveEqualsTheHostEmulationBitwise) {
 // Jacobi-PCG's iteration count.
 TEST(NefiEllipticMultigridDevice, SolveMatchesTheCpuMultigridInFewerIterationsThanJacobi) {
   NEFI_SKIP_WITHOUT_GPU();
-  const el::EllipticGrid g = grid({20, 20, 10}, "neumann");
+  const el::EllipticGrid g = box({20, 20, 10}, "neumann");
   const fk::Tensor sigma = positive(g.shape, 4) * 0.2, kappa = positive(g.shape, 5) * 0.02;
   const fk::Tensor b = normal({2, 20, 20, 10}, 6);
   for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
@@ -195,7 +179,7 @@ TEST(NefiEllipticMultigridDevice, OperatorForwardAndGradientMatchTheCpu) {
 // from the layout (no host read).
 TEST(NefiEllipticMultigridDevice, NullSpaceSystemIsRefused) {
   NEFI_SKIP_WITHOUT_GPU();
-  const el::EllipticGrid g = grid({8, 8}, "neumann");
+  const el::EllipticGrid g = box({8, 8}, "neumann");
   EXPECT_THROW(el::solve_elliptic(positive(g.shape, 11).to(kGpu), normal({8, 8}, 12).to(kGpu),
                                   fk::Tensor(), g, multigrid(1e-8), nullptr),
                fk::Error);

@@ -24,34 +24,23 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/field/fourier_features.h"
 #include "nefi/field/grouped_mlp.h"
+#include "nefi/field/mlp_test_fields.h"
 #include "nefi/field/neural_field.h"
 
 namespace {
 
+using fk::test::max_abs;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::max_abs_diff;
 using nefi::cuda_test::NoTf32;
-
-nefi::NeuralFieldConfig config(const std::string& act, std::optional<fk::DType> autocast) {
-  nefi::NeuralFieldConfig c;
-  c.hidden = 24;
-  c.depth = 3;
-  c.skip_at = 2;
-  c.n_octaves = 3;
-  c.activation = act;
-  c.autocast = autocast;
-  return c;
-}
-
-std::shared_ptr<nefi::NeuralField> field(const nefi::NeuralFieldConfig& c, uint64_t seed) {
-  return std::make_shared<nefi::NeuralField>(
-      2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c, seed);
-}
+using nefi::mlp_test::mlp_config;
+using nefi::mlp_test::two_head_field;
 
 struct Outputs {
   std::vector<double> raw, grad;
@@ -66,16 +55,10 @@ Outputs run(const fk::Tensor& params_in, const fk::Tensor& x, const fk::Tensor& 
   return {host(raw), host(params.grad())};
 }
 
-double largest(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
 void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
                                std::optional<fk::DType> autocast = std::nullopt) {
   SCOPED_TRACE(act + " " + fk::name(dtype) + (autocast ? " bf16 autocast" : ""));
-  const nefi::MlpLayout L = nefi::mlp_layout(*field(config(act, autocast), 0));
+  const nefi::MlpLayout L = nefi::mlp_layout(*two_head_field(mlp_config(24, act, autocast), 0));
   const int64_t n = 5, m = 300;  // rows not a multiple of any tile
   fk::Generator gen(11);
   const fk::Tensor params = fk::uniform({n, L.n_params}, -0.5, 0.5, {dtype}, &gen);
@@ -84,8 +67,8 @@ void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
   const Outputs cpu = run(params, x, w, L, fk::kCPU);
   const Outputs gpu = run(params, x, w, L, kGpu);
   const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
-  EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * largest(cpu.raw));
-  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * largest(cpu.grad));
+  EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * max_abs(cpu.raw));
+  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * max_abs(cpu.grad));
 }
 
 TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
@@ -104,7 +87,7 @@ TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {
   const nefi::Domain d({20, 15});
   const double progress = 0.6;
   std::vector<std::shared_ptr<nefi::NeuralField>> fs;
-  for (uint64_t b = 0; b < 3; ++b) fs.push_back(field(config("tanh", std::nullopt), b + 3));
+  for (uint64_t b = 0; b < 3; ++b) fs.push_back(two_head_field(mlp_config(24, "tanh"), b + 3));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   std::vector<fk::Tensor> rows;
   for (auto& f : fs) rows.push_back(f->params().flat().detach().clone().unsqueeze(0));
@@ -117,7 +100,7 @@ TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {
     fs[b]->to(kGpu);
     const std::vector<double> own = host(fs[b]->raw(d, progress));
     const std::vector<double> got = host(raw.select(0, b));
-    EXPECT_LE(max_abs_diff(own, got), 1e-5 * largest(own)) << "problem " << b;
+    EXPECT_LE(max_abs_diff(own, got), 1e-5 * max_abs(own)) << "problem " << b;
   }
 }
 

@@ -27,11 +27,14 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/join.h"
+#include "fk/test_util.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/losses/every_loss.h"
 #include "nefi/losses/loss.h"
 
 namespace {
+
+using fk::test::max_abs;
 
 using nefi_test::every_loss;
 using nefi_test::LossCase;
@@ -168,12 +171,6 @@ Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType
   EXPECT_EQ(failure, "") << "the capture failed";
   if (!failure.empty()) return {};
   return {value.to(fk::kCPU).to_vector<double>(), grad.to(fk::kCPU).to_vector<double>()};
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double a : v) m = nefi::cuda_test::nan_max(m, std::abs(a));
-  return m;
 }
 
 void expect_parity(const LossCase& c, const fk::Dims& shape, fk::DType dt, bool masked, int rows) {

@@ -23,6 +23,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
+#include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
 #include "nefi/instances/instance.h"
@@ -32,9 +33,11 @@
 namespace {
 
 using nefi::cuda_test::expect_close;
+using nefi::cuda_test::expect_losses_follow;
 using nefi::cuda_test::host;
 using nefi::cuda_test::kGpu;
 using nefi::cuda_test::NoTf32;
+using nefi::cuda_test::solve_on;
 using nefi::thermal::PinnGeometry;
 using nefi::thermal::SoftPinnSurface;
 using nefi::thermal::TemperatureNet;
@@ -102,10 +105,7 @@ nefi::Result pinn_solve(fk::Device device, std::shared_ptr<nefi::Operator>* op_o
   auto su = nefi::find_instance("thermal_tomography")->setup(p, "pinn_soft", 0);
   EXPECT_TRUE(su.has_value());
   *op_out = su->problem.op;
-  nefi::SolverOptions so;
-  so.seed = 0;
-  so.device = device;
-  return nefi::Solver(su->problem, su->curriculum, so).run();
+  return solve_on(su->problem, su->curriculum, device, 0);
 }
 
 TEST(NefiPinnSoftDevice, SolveFollowsTheCpuAndReadsNothingBack) {
@@ -120,11 +120,7 @@ TEST(NefiPinnSoftDevice, SolveFollowsTheCpuAndReadsNothingBack) {
   }
   ASSERT_EQ(cpu.history.rows.size(), 20u);
   ASSERT_EQ(gpu.history.rows.size(), cpu.history.rows.size());
-  for (size_t r = 0; r < cpu.history.rows.size(); ++r)
-    for (size_t k = 5; k < cpu.history.rows[r].size(); ++k)
-      EXPECT_NEAR(gpu.history.rows[r][k], cpu.history.rows[r][k],
-                  2e-2 * std::abs(cpu.history.rows[r][k]) + 1e-9)
-          << "row " << r << " column " << cpu.history.columns[k];
+  expect_losses_follow(gpu, cpu, 2e-2, 1e-9);
   // The weights trained on the device and came back before the final evaluation.
   for (const auto& p : gpu_op->parameters()) EXPECT_TRUE(p.device().is_cpu());
   expect_close(host(gpu_op->parameters().back()), host(cpu_op->parameters().back()), 5e-2,

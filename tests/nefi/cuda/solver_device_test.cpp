@@ -18,22 +18,20 @@
 
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
+#include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/toy1d_smoke.h"
 
 namespace {
 
+using nefi::cuda_test::expect_losses_follow;
 using nefi::cuda_test::NoTf32;
+using nefi::cuda_test::solve_on;
 
 nefi::Params toy1d_params(double tv) {
-  nefi::Params p = nefi::find_instance("toy1d")->default_config();
-  p.set("n", "64");
-  p.set("hidden", "32");
-  p.set("depth", "3");
-  p.set("n_octaves", "5");
-  p.set("lr", "0.02");
-  p.set("anneal_fraction", "0.3");
+  nefi::Params p = nefi::toy1d_test::toy1d_smoke_params();
   p.set_value("tv", tv);
   p.set_value("l1", 1e-3);
   p.set_value("steps", std::vector<double>{30});
@@ -42,10 +40,7 @@ nefi::Params toy1d_params(double tv) {
 
 nefi::Result solve(const nefi::Params& p, fk::Device device) {
   auto su = nefi::find_instance("toy1d")->setup(p, "neural", 3);
-  nefi::SolverOptions so;
-  so.seed = 3;
-  so.device = device;
-  return nefi::Solver(su->problem, su->curriculum, so).run();
+  return solve_on(su->problem, su->curriculum, device, 3);
 }
 
 // The solve of `p` on the device against the same solve on the CPU.
@@ -55,13 +50,7 @@ void expect_device_follows_cpu(const nefi::Params& p) {
   const nefi::Result gpu = solve(p, fk::cuda_device(0));
   ASSERT_EQ(cpu.history.rows.size(), 30u);
   ASSERT_EQ(gpu.history.rows.size(), cpu.history.rows.size());
-  for (size_t r = 0; r < cpu.history.rows.size(); ++r) {
-    const auto& a = cpu.history.rows[r];
-    const auto& b = gpu.history.rows[r];
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t k = 5; k < a.size(); ++k)
-      EXPECT_NEAR(b[k], a[k], 1e-3 * std::abs(a[k]) + 1e-12) << "row " << r << " column " << k;
-  }
+  expect_losses_follow(gpu, cpu, 1e-3, 1e-12);
   // The run learned something, on both.
   EXPECT_LT(gpu.history.rows.back()[5], 0.5 * gpu.history.rows.front()[5]);
   const auto x = cpu.fields.at("x").to_vector<double>();

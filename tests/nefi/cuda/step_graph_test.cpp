@@ -25,6 +25,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/toy1d_smoke.h"
 
 namespace {
 
@@ -35,12 +36,7 @@ using nefi::cuda_test::solve_on_gpu;
 constexpr int kSteps = 24;
 
 nefi::Params toy1d_params(double anneal_fraction, double tv = 0.0) {
-  nefi::Params p = nefi::find_instance("toy1d")->default_config();
-  p.set("n", "64");
-  p.set("hidden", "32");
-  p.set("depth", "3");
-  p.set("n_octaves", "5");
-  p.set("lr", "0.02");
+  nefi::Params p = nefi::toy1d_test::toy1d_smoke_params();
   p.set_value("anneal_fraction", anneal_fraction);
   p.set_value("tv", tv);
   p.set_value("l1", 1e-3);

@@ -17,36 +17,14 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/field/mlp_test_fields.h"
 #include "nefi/solve/split_rows.h"
 
 namespace {
 
-nefi::NeuralFieldConfig small_config() {
-  nefi::NeuralFieldConfig c;
-  c.hidden = 12;
-  c.depth = 3;
-  c.skip_at = 2;
-  c.n_octaves = 3;
-  return c;
-}
-
-std::vector<std::shared_ptr<nefi::NeuralField>> fields(int n, const nefi::NeuralFieldConfig& c) {
-  std::vector<std::shared_ptr<nefi::NeuralField>> out;
-  for (int b = 0; b < n; ++b)
-    out.push_back(std::make_shared<nefi::NeuralField>(
-        2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c,
-        b + 7));
-  return out;
-}
-
-fk::Tensor stacked(const std::vector<std::shared_ptr<nefi::NeuralField>>& fs) {
-  const int64_t P = fs[0]->n_parameters();
-  fk::Tensor p = fk::empty({static_cast<int64_t>(fs.size()), P});
-  for (size_t b = 0; b < fs.size(); ++b)
-    std::memcpy(p.data<float>() + b * P, fs[b]->params().flat().data_ptr(), P * sizeof(float));
-  p.set_requires_grad(true);
-  return p;
-}
+using nefi::mlp_test::fields;
+using nefi::mlp_test::mlp_config;
+using nefi::mlp_test::stacked;
 
 // Each row and its gradient equal a sequential field's bit for bit: the
 // batched op makes the very products nefi::dense makes. Hidden 12 takes
@@ -58,11 +36,7 @@ void expect_rows_equal_sequential(int hidden, const nefi::Domain& d,
   SCOPED_TRACE("hidden " + std::to_string(hidden) + " " + activation +
                (autocast ? " autocast" : ""));
   const double progress = 0.6;  // some bands half open
-  nefi::NeuralFieldConfig c = small_config();
-  c.hidden = hidden;
-  c.activation = activation;
-  c.autocast = autocast;
-  auto fs = fields(3, c);
+  auto fs = fields(3, mlp_config(hidden, activation, autocast));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   EXPECT_EQ(L.n_params, fs[0]->n_parameters());
   const int64_t m = d.numel();
@@ -105,7 +79,7 @@ TEST(NefiBatchedMlp, Bf16AutocastRowsAndGradientsEqualSequentialFields) {
 }
 
 TEST(NefiBatchedMlp, InactiveProblemsGetZerosBothWays) {
-  auto fs = fields(3, small_config());
+  auto fs = fields(3, mlp_config(12));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   nefi::FourierFeatures enc(2, 3);
   const fk::Tensor x = enc.forward(nefi::Domain({4, 4}).coords().reshape({16, 2}), 1.0);
@@ -121,17 +95,17 @@ TEST(NefiBatchedMlp, InactiveProblemsGetZerosBothWays) {
 }
 
 TEST(NefiBatchedMlp, BadInputsThrow) {
-  auto fs = fields(2, small_config());
+  auto fs = fields(2, mlp_config(12));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   const fk::Tensor x = fk::zeros({5, L.features});
   EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params + 1}), x, L), fk::Error);
   EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params}), fk::zeros({5, 3}), L), fk::Error);
   auto mask = std::make_shared<std::vector<char>>(3, 1);
   EXPECT_THROW(nefi::batched_mlp(fk::zeros({2, L.n_params}), x, L, mask), fk::Error);
-  nefi::NeuralFieldConfig gelu = small_config();
+  nefi::NeuralFieldConfig gelu = mlp_config(12);
   gelu.activation = "gelu";
   EXPECT_THROW(nefi::mlp_layout(*fields(1, gelu)[0]), fk::Error);
-  nefi::NeuralFieldConfig f16 = small_config();
+  nefi::NeuralFieldConfig f16 = mlp_config(12);
   f16.autocast = fk::DType::F16;
   EXPECT_THROW(nefi::mlp_layout(*fields(1, f16)[0]), fk::Error);
 }

@@ -13,9 +13,12 @@
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "nefi/field/dense.h"
 
 namespace {
+
+using fk::test::relative_l2;
 
 std::vector<float> random_floats(size_t n, uint64_t seed) {
   fk::Generator g(seed);
@@ -116,19 +119,6 @@ double max_rel_diff(const std::vector<double>& got, const std::vector<double>& w
   return d;
 }
 
-// ||got - want|| / ||want||: relu's derivative jumps where a bf16-rounded
-// pre-activation changes sign, so single gradient elements may move by
-// O(1); the whole gradient moves by bf16's relative precision.
-double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double d = 0, w = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    d += (got[i] - want[i]) * (got[i] - want[i]);
-    w += want[i] * want[i];
-  }
-  return std::sqrt(d / w);
-}
-
 // The bf16 layer, forward and backward, through the native kernel and
 // through the emulation (FK_CPU_ISA=avx2: operands rounded into f32 copies,
 // f32 products) agree to f32 round-off; both sit at bf16 accuracy from the
@@ -152,10 +142,13 @@ TEST(NefiDenseGemmBf16, LayerNativeEmulatedAndF64Agree) {
     EXPECT_LT(max_rel_diff(native.dw, emulated.dw), 1e-5) << a;
     EXPECT_LT(max_rel_diff(native.db, emulated.db), 1e-5) << a;
     EXPECT_LT(max_rel_diff(native.y, f64.y), 1e-2) << a;
+    // The gradients in relative L2: relu's derivative jumps where a
+    // bf16-rounded pre-activation changes sign, so single gradient elements
+    // may move by O(1); the whole gradient moves by bf16's relative precision.
     const double tol = act == nefi::DenseActivation::Relu ? 3e-2 : 1e-2;  // measured 0.020 / 0.004
-    EXPECT_LT(rel_l2(native.dx, f64.dx), tol) << a;
-    EXPECT_LT(rel_l2(native.dw, f64.dw), tol) << a;
-    EXPECT_LT(rel_l2(native.db, f64.db), tol) << a;
+    EXPECT_LT(relative_l2(native.dx, f64.dx), tol) << a;
+    EXPECT_LT(relative_l2(native.dw, f64.dw), tol) << a;
+    EXPECT_LT(relative_l2(native.db, f64.db), tol) << a;
     EXPECT_GT(max_rel_diff(native.y, f32.y), 1e-4) << a;
     EXPECT_GT(max_rel_diff(native.dx, f32.dx), 1e-4) << a;
     EXPECT_GT(max_rel_diff(native.dw, f32.dw), 1e-4) << a;

@@ -33,40 +33,19 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/field/fourier_features.h"
+#include "nefi/field/mlp_test_fields.h"
 
 namespace {
 
-nefi::NeuralFieldConfig config(int hidden, const std::string& activation,
-                               std::optional<fk::DType> autocast = std::nullopt) {
-  nefi::NeuralFieldConfig c;
-  c.hidden = hidden;
-  c.depth = 3;
-  c.skip_at = 2;
-  c.n_octaves = 3;
-  c.activation = activation;
-  c.autocast = autocast;
-  return c;
-}
+using fk::test::max_abs;
 
-std::vector<std::shared_ptr<nefi::NeuralField>> fields(int n, const nefi::NeuralFieldConfig& c) {
-  std::vector<std::shared_ptr<nefi::NeuralField>> out;
-  for (int b = 0; b < n; ++b)
-    out.push_back(std::make_shared<nefi::NeuralField>(
-        2, std::vector<nefi::HeadPtr>{nefi::identity_head("x"), nefi::softplus_head("y")}, c,
-        b + 7));
-  return out;
-}
-
-fk::Tensor stacked(const std::vector<std::shared_ptr<nefi::NeuralField>>& fs) {
-  const int64_t P = fs[0]->n_parameters();
-  fk::Tensor p = fk::empty({static_cast<int64_t>(fs.size()), P});
-  for (size_t b = 0; b < fs.size(); ++b)
-    std::memcpy(p.data<float>() + b * P, fs[b]->params().flat().data_ptr(), P * sizeof(float));
-  p.set_requires_grad(true);
-  return p;
-}
+using fk::test::error_of;
+using nefi::mlp_test::fields;
+using nefi::mlp_test::mlp_config;
+using nefi::mlp_test::stacked;
 
 fk::Tensor rounded_bf16(const fk::Tensor& t) {
   return t.to(fk::DType::BF16).to(t.dtype());
@@ -95,18 +74,12 @@ fk::Tensor separate_mlp(const fk::Tensor& row, const fk::Tensor& x, const nefi::
                     slice(L.b_offset[L.depth], {L.n_out}));
 }
 
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
 void expect_rows_equal_separate(int hidden, const std::string& activation,
                                 std::optional<fk::DType> autocast = std::nullopt) {
   SCOPED_TRACE("hidden " + std::to_string(hidden) + " " + activation + (autocast ? " bf16" : ""));
   const nefi::Domain d({6, 5});
   const double progress = 0.6;  // some bands half open
-  auto fs = fields(3, config(hidden, activation, autocast));
+  auto fs = fields(3, mlp_config(hidden, activation, autocast));
   const nefi::MlpLayout L = nefi::mlp_layout(*fs[0]);
   const int64_t m = d.numel();
   nefi::FourierFeatures enc(2, 3);
@@ -152,7 +125,7 @@ TEST(NefiGroupedMlp, Bf16AutocastRowsEqualSeparateRoundedEvaluations) {
 TEST(NefiGroupedMlp, F64GradientsMatchCentralDifferences) {
   for (const char* act : {"tanh", "relu"}) {
     SCOPED_TRACE(act);
-    const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, config(4, act))[0]);
+    const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, mlp_config(4, act))[0]);
     fk::Generator gen(5);
     const fk::Tensor params = fk::uniform({2, L.n_params}, -0.8, 0.8, {fk::DType::F64}, &gen);
     const fk::Tensor x = fk::uniform({5, L.features}, -1.0, 1.0, {fk::DType::F64}, &gen);
@@ -167,21 +140,13 @@ TEST(NefiGroupedMlp, F64GradientsMatchCentralDifferences) {
 }
 
 TEST(NefiGroupedMlp, BadInputsNameWhatWasExpected) {
-  const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, config(4, "tanh"))[0]);
+  const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, mlp_config(4, "tanh"))[0]);
   const fk::Tensor x = fk::zeros({5, L.features});
-  auto message = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string wrong_p = message([&] {
+  const std::string wrong_p = error_of([&] {
     nefi::grouped_mlp(fk::zeros({2, L.n_params + 1}), x, L);
   });
   EXPECT_NE(wrong_p.find("(N, " + std::to_string(L.n_params) + ")"), std::string::npos) << wrong_p;
-  const std::string mixed = message([&] {
+  const std::string mixed = error_of([&] {
     nefi::grouped_mlp(fk::zeros({2, L.n_params}, {fk::DType::F64}), x, L);
   });
   EXPECT_NE(mixed.find("in f64"), std::string::npos) << mixed;

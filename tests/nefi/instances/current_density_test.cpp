@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "fk/parallel.h"
+#include "fk/test_util.h"
 #include "nefi/instances/current_density_data.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -11,16 +12,9 @@
 
 namespace {
 
-using nefi::test::config_path;
+using fk::test::relative_l2;
 
-double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
-}
+using nefi::test::config_path;
 
 // The direct Biot-Savart data (2x grid) and the FFT model at 1x (pad 2 here)
 // agree to a few per cent but are not the same numbers. Measured at seed 0:

@@ -14,10 +14,13 @@
 #include <vector>
 
 #include "fk/factory.h"
+#include "fk/test_util.h"
 #include "nefi/losses/every_loss.h"
 #include "nefi/losses/loss.h"
 
 namespace {
+
+using fk::test::max_abs;
 
 using nefi::cuda::CellwiseTerm;
 using nefi::cuda::StencilGrid;
@@ -35,12 +38,6 @@ StencilGrid grid_of(const fk::Dims& shape, const std::vector<double>& scale,
   }
   for (int a : periodic) g.periodic[a] = true;
   return g;
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double a : v) m = std::max(m, std::abs(a));
-  return m;
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want) {

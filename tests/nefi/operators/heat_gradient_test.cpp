@@ -36,7 +36,7 @@ using heat_test::geometry;
 using heat_test::l2;
 using heat_test::loss_gradient;
 using heat_test::max_abs;
-using heat_test::max_diff;
+using heat_test::max_abs_diff;
 using heat_test::one_step;
 using heat_test::small_config;
 using heat_test::test_alpha;
@@ -142,8 +142,8 @@ TEST(HeatGradient, AdjointApproachesAutogradAsSweepsGrow) {
     fk::Tensor w = fk::ones(adj.output_shape(s), {fk::DType::F64});
     fk::Tensor ga = loss_gradient(adj, alpha, w), gu = loss_gradient(unrolled, alpha, w);
     fk::Tensor gc = loss_gradient(ckpt, alpha, w);
-    EXPECT_LT(max_diff(gc, gu), 1e-12 * max_abs(gu)) << "K = " << k;
-    const double rel = max_diff(ga, gu) / max_abs(gu);
+    EXPECT_LT(max_abs_diff(gc, gu), 1e-12 * max_abs(gu)) << "K = " << k;
+    const double rel = max_abs_diff(ga, gu) / max_abs(gu);
     const double rho = adj.jacobi_bound(alpha).item();
     EXPECT_LT(rel, 50 * std::pow(rho, k) + 1e-12) << "K = " << k;
     EXPECT_LT(rel, prev);
@@ -160,7 +160,7 @@ TEST(HeatGradient, AdjointApproachesAutogradAsSweepsGrow) {
   HeatOperator ckpt(c, s);
   fk::Tensor w = fk::ones(unrolled.output_shape(s), {fk::DType::F64});
   fk::Tensor gu = loss_gradient(unrolled, alpha, w);
-  EXPECT_LT(max_diff(loss_gradient(ckpt, alpha, w), gu), 1e-12 * max_abs(gu));
+  EXPECT_LT(max_abs_diff(loss_gradient(ckpt, alpha, w), gu), 1e-12 * max_abs(gu));
 }
 
 TEST(HeatGradient, AdjointInF32FollowsF64) {
@@ -174,7 +174,7 @@ TEST(HeatGradient, AdjointInF32FollowsF64) {
   fk::Tensor g64 = loss_gradient(op, a64, w);
   fk::Tensor g32 = loss_gradient(op, a64.to(fk::DType::F32), w.to(fk::DType::F32));
   EXPECT_EQ(g32.dtype(), fk::DType::F32);
-  EXPECT_LT(max_diff(g32, g64), 1e-4 * max_abs(g64));
+  EXPECT_LT(max_abs_diff(g32, g64), 1e-4 * max_abs(g64));
 }
 
 // --- Chebyshev against Jacobi ----------------------------------------------------
@@ -250,7 +250,7 @@ TEST(HeatBoundary, AdiabaticConservesHeatAndRobinLosesIt) {
   c.back_bc = "robin";
   c.robin_h = 0.0;
   HeatOperator zero(c, s);
-  EXPECT_LT(max_diff(zero.simulate(alpha), sim), 1e-12 * q0);
+  EXPECT_LT(max_abs_diff(zero.simulate(alpha), sim), 1e-12 * q0);
   c.robin_h = 2.0;
   c.solver = "jacobi";
   c.jacobi_iters = 60;

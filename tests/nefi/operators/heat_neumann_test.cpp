@@ -12,6 +12,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -21,14 +22,9 @@
 
 namespace {
 
-namespace heat = nefi::heat;
+using fk::test::max_abs_diff;
 
-double max_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
+namespace heat = nefi::heat;
 
 double total(const fk::Tensor& t) {
   double s = 0;
@@ -80,12 +76,13 @@ TEST(HeatNeumann, LateralCosineModeDecaysAtTheDiscreteRate) {
       const heat::SolverOptions cg{"cg", 1, 1e-13, 400, 1}, jac{"jacobi", 400, 0, 1, 1},
           cheb{"chebyshev", 80, 0, 1, 1};
       for (const auto& o : {cg, jac, cheb})
-        EXPECT_LT(max_diff(one_step(alpha, g, b, flat, o), want), 1e-10)
+        EXPECT_LT(max_abs_diff(one_step(alpha, g, b, flat, o), want), 1e-10)
             << o.solver << " axis " << axis << " flat=" << flat;
     }
     heat::StepGeometry periodic = g;
     periodic.lateral_neumann = false;  // the same mode leaks through the wrapped faces
-    EXPECT_GT(max_diff(one_step(alpha, periodic, b, true, {"cg", 1, 1e-13, 400, 1}), want), 1e-2);
+    EXPECT_GT(max_abs_diff(one_step(alpha, periodic, b, true, {"cg", 1, 1e-13, 400, 1}), want),
+              1e-2);
   }
 }
 
@@ -178,7 +175,7 @@ TEST(HeatNeumann, InsulatedBoxConservesHeat) {
   nefi::HeatConfig p = c;
   p.lateral_bc = "periodic";
   const fk::Tensor sp = nefi::HeatOperator(p, s).simulate(alpha);
-  EXPECT_GT(max_diff(sp.select(0, c.n_frames), sim.select(0, c.n_frames)), 1e-3);
+  EXPECT_GT(max_abs_diff(sp.select(0, c.n_frames), sim.select(0, c.n_frames)), 1e-3);
   c.lateral_bc = "insulated";
   EXPECT_THROW(nefi::HeatOperator(c, s), fk::Error);
 }

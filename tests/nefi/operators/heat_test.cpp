@@ -39,7 +39,7 @@ using heat_test::geometry;
 using heat_test::l2;
 using heat_test::loss_gradient;
 using heat_test::max_abs;
-using heat_test::max_diff;
+using heat_test::max_abs_diff;
 using heat_test::one_step;
 using heat_test::small_config;
 using heat_test::test_alpha;
@@ -113,7 +113,7 @@ TEST(HeatOperator, FramesShapesAndResolution) {
   EXPECT_EQ(sim.dtype(), fk::DType::F32);
   // apply's rows are simulate's front surfaces at the observed frames.
   auto out = op.apply(fk::full({6, 5, 4}, 0.1, {fk::DType::F32}));
-  EXPECT_EQ(max_diff(out.select(0, 1), sim.select(0, 5).select(2, 0)), 0.0);
+  EXPECT_EQ(max_abs_diff(out.select(0, 1), sim.select(0, 5).select(2, 0)), 0.0);
 }
 
 // On the CPU a bad diffusivity (zero, negative, NaN, infinite) in apply,
@@ -272,7 +272,7 @@ TEST(HeatAnalytic, LateralFourierModeDecaysAtTheDiscreteRate) {
       heat::SolverOptions cheb{"chebyshev", 60, 0, 1, 1};
       for (const auto& o : {cg, jac, cheb}) {
         fk::Tensor x = one_step(alpha, g, b, flat, o);
-        EXPECT_LT(max_diff(x, fk::mul(b, factor)), tol) << o.solver << " flat=" << flat;
+        EXPECT_LT(max_abs_diff(x, fk::mul(b, factor)), tol) << o.solver << " flat=" << flat;
       }
     }
   }
@@ -295,9 +295,9 @@ TEST(HeatAnalytic, DepthCosineModeDecaysAtTheDiscreteRate) {
   const double factor = 1 / (1 + dt * alpha0 * lambda);
   for (bool flat : {true, false}) {
     fk::Tensor x = one_step(alpha, g, b, flat, {"cg", 1, 1e-13, 400, 1});
-    EXPECT_LT(max_diff(x, fk::mul(b, factor)), 1e-11);
+    EXPECT_LT(max_abs_diff(x, fk::mul(b, factor)), 1e-11);
     x = one_step(alpha, g, b, flat, {"jacobi", 400, 0, 1, 1});
-    EXPECT_LT(max_diff(x, fk::mul(b, factor)), 1e-9);
+    EXPECT_LT(max_abs_diff(x, fk::mul(b, factor)), 1e-9);
   }
 }
 
@@ -365,8 +365,8 @@ TEST(HeatSystem, FusedBuilderMatchesTheFkOpReference) {
   fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F64);
   auto a = heat::build_system(alpha, g);
   auto b = heat::build_system_ops(alpha, g);
-  EXPECT_LT(max_diff(a.weights, b.weights), 1e-15);
-  EXPECT_LT(max_diff(a.diag, b.diag), 1e-14);
+  EXPECT_LT(max_abs_diff(a.weights, b.weights), 1e-15);
+  EXPECT_LT(max_abs_diff(a.diag, b.diag), 1e-14);
   // Row sums: D (1 − Σ_j W_j) = 1 + Δt β (the sink on the back layer only).
   auto w = a.weights.to_vector<double>(), d = a.diag.to_vector<double>();
   for (int64_t i = 0; i < g.numel(); ++i) {
@@ -402,7 +402,7 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
     EXPECT_EQ(roll_ops, 12);
     EXPECT_EQ(flat_ops, 1);
     const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
-    EXPECT_LT(max_diff(yr, yf), tol * max_abs(yr));
+    EXPECT_LT(max_abs_diff(yr, yf), tol * max_abs(yr));
     // The graph-free sweeper: one op per sweep, Jacobi and Chebyshev alike.
     heat::FlatSweeper sw(sys, g);
     sw.load(x);
@@ -420,7 +420,7 @@ TEST(HeatStencil, FlatEqualsRollAndCountsOneOpPerSweep) {
         heat::make_sweep(false, sys.weights, g), fk::mul(c, sys.inv_diag),
         heat::jacobi_solve(heat::make_sweep(false, sys.weights, g), fk::mul(c, sys.inv_diag), x, 5),
         omega);
-    EXPECT_LT(max_diff(xs, xr), tol * max_abs(xr));
+    EXPECT_LT(max_abs_diff(xs, xr), tol * max_abs(xr));
   }
 }
 
@@ -480,7 +480,7 @@ TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {
     }
   }
   fk::set_num_threads(1);
-  EXPECT_EQ(max_diff(x[0], x[1]), 0.0);
+  EXPECT_EQ(max_abs_diff(x[0], x[1]), 0.0);
 }
 
 TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
@@ -506,7 +506,7 @@ TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
     EXPECT_EQ(it, it_ref);
     EXPECT_EQ(it % 2, 0);
     const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
-    EXPECT_LT(max_diff(x, ref), tol * max_abs(ref));
+    EXPECT_LT(max_abs_diff(x, ref), tol * max_abs(ref));
     // Converged to the tolerance: ‖b − A x‖ ≤ 1e-5 ‖b‖.
     fk::Tensor res =
         fk::sub(rhs, heat::apply_system(sys, heat::make_sweep(true, sys.weights, g), x));
@@ -533,12 +533,12 @@ TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
         fk::Tensor alpha = test_alpha({6, 5, 4}, dtype);
         fk::Tensor yf = flat.apply(alpha), yr = roll.apply(alpha);
         const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-6;
-        EXPECT_LT(max_diff(yf, yr), tol * max_abs(yr)) << solver;
+        EXPECT_LT(max_abs_diff(yf, yr), tol * max_abs(yr)) << solver;
         EXPECT_EQ(yf.dtype(), dtype);
         // The adjoint's backward solves too (flat sweeper against the fk-op solvers).
         fk::Tensor w = fk::ones(yf.shape(), {dtype});
         fk::Tensor gf = loss_gradient(flat, alpha, w), gr = loss_gradient(roll, alpha, w);
-        EXPECT_LT(max_diff(gf, gr), 10 * tol * max_abs(gr)) << solver << " " << isa;
+        EXPECT_LT(max_abs_diff(gf, gr), 10 * tol * max_abs(gr)) << solver << " " << isa;
       }
     }
   }

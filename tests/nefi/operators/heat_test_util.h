@@ -15,31 +15,20 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/tensor.h"
+#include "fk/test_util.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/heat/step_solver.h"
 
 namespace heat_test {
 namespace heat = nefi::heat;
+using fk::test::max_abs;
+using fk::test::max_abs_diff;
 
 inline double dot(const fk::Tensor& a, const fk::Tensor& b) {
   auto x = a.to_vector<double>(), y = b.to_vector<double>();
   double s = 0;
   for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
   return s;
-}
-
-inline double max_abs(const fk::Tensor& t) {
-  double m = 0;
-  for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
-  return m;
-}
-
-inline double max_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
 }
 
 inline double l2(const fk::Tensor& t) {

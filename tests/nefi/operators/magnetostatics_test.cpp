@@ -10,10 +10,13 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/join.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/operators/biot_savart.h"
 
 namespace {
+
+using fk::test::relative_l2;
 
 using nefi::FieldComponent;
 using nefi::MagneticSource;
@@ -23,15 +26,6 @@ double dot(const fk::Tensor& a, const fk::Tensor& b) {
   double s = 0;
   for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
   return s;
-}
-
-double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
 }
 
 nefi::MagnetostaticsOptions options(MagneticSource s, FieldComponent c, double t = 0) {

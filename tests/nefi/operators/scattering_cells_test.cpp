@@ -18,9 +18,12 @@
 #include "fk/blas.h"
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "nefi/operators/scattering.h"
 
 namespace {
+
+using fk::test::max_abs;
 
 using nefi::cuda::ScatteringDims;
 
@@ -71,12 +74,6 @@ std::vector<T> adjoint_by_cells(const nefi::BornOperator& op, const std::vector<
   for (int64_t k = 0; k < d.batch * d.cells; ++k)
     out[k] = static_cast<T>(nefi::cuda::demodulated_cell(d, interleaved(t.phase), p.data(), k));
   return out;
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double e : v) m = std::max(m, std::abs(e));
-  return m;
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want,

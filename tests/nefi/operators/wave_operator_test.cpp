@@ -20,10 +20,12 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
 #include "fk/parallel.h"
+#include "fk/test_util.h"
 
 namespace {
 
 namespace wave = nefi::wave;
+using fk::test::error_of;
 using nefi::WaveOperator;
 using nefi::WaveOperatorConfig;
 
@@ -319,15 +321,7 @@ TEST(NefiWaveOperator, SavedStatesGoAfterTheBackward) {
 TEST(NefiWaveOperator, BadInputIsAClearError) {
   WaveOperatorConfig cfg = small_config(2, wave::Absorbing::kPml, 4);
   const WaveOperator op(cfg, {12, 10});
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const fk::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string fast = message([&] { op.apply(fk::full({12, 10}, 2.6, {fk::DType::F64})); });
+  const std::string fast = error_of([&] { op.apply(fk::full({12, 10}, 2.6, {fk::DType::F64})); });
   EXPECT_NE(fast.find("c_max"), std::string::npos) << fast;
   EXPECT_NE(fast.find("2.6"), std::string::npos) << fast;
   EXPECT_THROW(op.apply(fk::full({12, 10}, 0.0, {fk::DType::F32})), fk::Error);
@@ -335,7 +329,7 @@ TEST(NefiWaveOperator, BadInputIsAClearError) {
   EXPECT_THROW(op.apply(fk::full({12, 10}, 2, {fk::DType::I32})), fk::Error);
   auto bad = cfg;
   bad.receivers = {{0.5, 1.2}};
-  const std::string outside = message([&] { WaveOperator(bad, {12, 10}); });
+  const std::string outside = error_of([&] { WaveOperator(bad, {12, 10}); });
   EXPECT_NE(outside.find("receiver"), std::string::npos) << outside;
   bad = cfg, bad.sources.clear();
   EXPECT_THROW(WaveOperator(bad, {12, 10}), fk::Error);

@@ -13,22 +13,20 @@
 #include <vector>
 
 #include "fk/tensor.h"
+#include "fk/test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/toy1d_smoke.h"
 
 namespace nefi::batch_test {
 
+using fk::test::max_abs_diff;
+
 // A small configuration of toy1d (else deconvolution) with these stage steps.
 inline Params smoke_params(const std::string& instance, std::vector<double> steps) {
-  Params p = find_instance(instance)->default_config();
-  if (instance == "toy1d") {
-    p.set("n", "64");
-    p.set("hidden", "32");
-    p.set("depth", "3");
-    p.set("n_octaves", "5");
-    p.set("lr", "0.02");
-    p.set("anneal_fraction", "0.3");
-  } else {
+  Params p = instance == "toy1d" ? toy1d_test::toy1d_smoke_params()
+                                 : find_instance(instance)->default_config();
+  if (instance != "toy1d") {
     p.set("n", "32");
     p.set("psf_sigma", "0.04");
     p.set("hidden", "64");
@@ -64,14 +62,6 @@ inline Result sequential(const InverseProblem& p, const Curriculum& c, uint64_t 
   SolverOptions so;
   so.seed = seed;
   return Solver(p, c, so).run();
-}
-
-inline double max_abs_diff(const fk::Tensor& a, const fk::Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
 }
 
 // Each stage's stop, steps and final progress, and every history row: the

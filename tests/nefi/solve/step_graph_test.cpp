@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/test_util.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/operator.h"
 #include "nefi/solve/adam.h"
@@ -24,6 +24,8 @@
 #include "nefi/solve/step_graph.h"
 
 namespace {
+
+using fk::test::error_of;
 
 // Sets NEFI_CUDA_GRAPH for the scope.
 class KnobOverride {
@@ -53,15 +55,6 @@ class Identity : public nefi::Operator {
  private:
   bool capturable_;
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(NefiStepGraphSwitch, TheOptionOverridesTheKnobWhichDefaultsOn) {
   {

@@ -1,6 +1,5 @@
 #pragma once
 // Small helpers shared by the indexing tests.
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,16 +17,6 @@ inline Tensor idx32(const std::vector<int32_t>& v, const Dims& shape) {
 // Row-major flat offset of a 3-D coordinate.
 inline int64_t at3(const Dims& s, int64_t i, int64_t j, int64_t k) {
   return (i * s[1] + j) * s[2] + k;
-}
-
-// The message of the fk::Error f throws ("" if none).
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace fk::index_test

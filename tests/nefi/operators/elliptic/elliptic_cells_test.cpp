@@ -21,12 +21,15 @@
 #include <string>
 #include <vector>
 
+#include "fk/test_util.h"
 #include "nefi/cuda/elliptic_stencil.h"
 #include "nefi/operators/elliptic/elliptic_cg.h"
 #include "nefi/operators/elliptic/elliptic_grid.h"
 #include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
+
+using fk::test::max_abs;
 
 using nefi::cuda::CgControl;
 using nefi::cuda::CgOutcome;
@@ -212,12 +215,6 @@ std::pair<std::vector<double>, double> eigenmode(const EllipticGrid& eg, bool di
     }
   }
   return {v, lambda};
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::fabs(x));
-  return m;
 }
 
 TEST(NefiEllipticCells, BlockCgSolvesAnalyticModesAndAgreesWithPcg) {

@@ -13,6 +13,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/operators/elliptic/elliptic_test_fields.h"
 #include "nefi/operators/elliptic/elliptic_test_grid.h"
 
 namespace {
@@ -21,15 +22,8 @@ using nefi::elliptic::EllipticGrid;
 using nefi::elliptic::GradMode;
 using nefi::elliptic::SolveOptions;
 using nefi::elliptic::test::box;
-
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-fk::Tensor positive(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::rand(s, {fk::DType::F64}, &g) * 2.0 + 0.5;
-}
+using nefi::elliptic::test::normal;
+using nefi::elliptic::test::positive;
 
 double dot(const fk::Tensor& a, const fk::Tensor& b) {
   return fk::sum(fk::mul(a.detach(), b.detach())).item();
@@ -47,7 +41,7 @@ TEST(NefiEllipticSolve, AdjointDotTest) {
   for (const char* bc : {"dirichlet:neumann,periodic", "neumann", "periodic"}) {
     const EllipticGrid g = box({6, 5}, bc);
     const fk::Tensor sigma = positive({6, 5}, 1);
-    const fk::Tensor b = rnd({6, 5}, 2), c = rnd({6, 5}, 3);
+    const fk::Tensor b = normal({6, 5}, 2), c = normal({6, 5}, 3);
     const fk::Tensor ab = nefi::elliptic::solve_elliptic(sigma, b, {}, g, tight());
     const fk::Tensor ac = nefi::elliptic::solve_elliptic(sigma, c, {}, g, tight());
     EXPECT_NEAR(dot(ab, c), dot(b, ac), 1e-12 * (std::abs(dot(ab, c)) + 1)) << bc;
@@ -63,7 +57,7 @@ TEST(NefiEllipticSolve, IftGradientMatchesFiniteDifferences) {
   {
     const EllipticGrid g = box({4, 3}, "dirichlet,neumann");
     fk::Tensor sigma = positive({4, 3}, 4).set_requires_grad(true);
-    fk::Tensor b = rnd({2, 4, 3}, 5).set_requires_grad(true);
+    fk::Tensor b = normal({2, 4, 3}, 5).set_requires_grad(true);
     fk::Tensor kappa = positive({2, 4, 3}, 6).set_requires_grad(true);
     auto fn = [&](const std::vector<fk::Tensor>& in) {
       return nefi::elliptic::solve_elliptic(in[0], in[1], in[2], g, tight());
@@ -73,7 +67,7 @@ TEST(NefiEllipticSolve, IftGradientMatchesFiniteDifferences) {
   {
     const EllipticGrid g = box({3, 2, 2}, "periodic,neumann,dirichlet");
     fk::Tensor sigma = positive({2, 3, 2, 2}, 7).set_requires_grad(true);
-    fk::Tensor b = rnd({2, 3, 2, 2}, 8).set_requires_grad(true);
+    fk::Tensor b = normal({2, 3, 2, 2}, 8).set_requires_grad(true);
     auto fn = [&](const std::vector<fk::Tensor>& in) {
       return nefi::elliptic::solve_elliptic(in[0], in[1], {}, g, tight());
     };
@@ -82,7 +76,7 @@ TEST(NefiEllipticSolve, IftGradientMatchesFiniteDifferences) {
   {
     const EllipticGrid g = box({5, 4}, "neumann");
     fk::Tensor sigma = positive({5, 4}, 9).set_requires_grad(true);
-    fk::Tensor b = rnd({5, 4}, 10).set_requires_grad(true);
+    fk::Tensor b = normal({5, 4}, 10).set_requires_grad(true);
     auto fn = [&](const std::vector<fk::Tensor>& in) {
       return nefi::elliptic::solve_elliptic(in[0], in[1], {}, g, tight());
     };
@@ -95,12 +89,12 @@ TEST(NefiEllipticSolve, ApplyGradcheckAndDotTest) {
   const EllipticGrid g = box({3, 4}, "dirichlet:neumann,periodic");
   fk::Tensor sigma = positive({3, 4}, 11).set_requires_grad(true);
   fk::Tensor kappa = positive({2, 3, 4}, 12).set_requires_grad(true);
-  fk::Tensor u = rnd({2, 3, 4}, 13).set_requires_grad(true);
+  fk::Tensor u = normal({2, 3, 4}, 13).set_requires_grad(true);
   auto fn = [&](const std::vector<fk::Tensor>& in) {
     return nefi::elliptic::apply_elliptic(in[0], in[1], in[2], g);
   };
   EXPECT_EQ(fk::testing::gradcheck(fn, {sigma, kappa, u}), "");
-  const fk::Tensor y = rnd({2, 3, 4}, 14);
+  const fk::Tensor y = normal({2, 3, 4}, 14);
   const double l = dot(nefi::elliptic::apply_elliptic(sigma, kappa, u, g), y);
   const double r = dot(u, nefi::elliptic::apply_elliptic(sigma, kappa, y, g));
   EXPECT_NEAR(l, r, 1e-12 * std::abs(l));
@@ -114,8 +108,8 @@ TEST(NefiEllipticSolve, IftGradientMatchesUnrolled) {
     std::vector<fk::Tensor> grads[2];
     for (int m = 0; m < 2; ++m) {
       fk::Tensor sigma = positive({8, 7}, 15).set_requires_grad(true);
-      fk::Tensor b = rnd({3, 8, 7}, 16).set_requires_grad(true);
-      const fk::Tensor w = rnd({3, 8, 7}, 17);
+      fk::Tensor b = normal({3, 8, 7}, 16).set_requires_grad(true);
+      const fk::Tensor w = normal({3, 8, 7}, 17);
       const fk::Tensor u = nefi::elliptic::solve_elliptic(
           sigma, b, {}, g, tight(m == 0 ? GradMode::kIft : GradMode::kUnrolled));
       fk::sum(fk::mul(u, fk::mul(u, w))).backward();
@@ -135,7 +129,7 @@ TEST(NefiEllipticSolve, IftGradientMatchesUnrolled) {
 // is dropped; check_every > 1 runs at most check_every − 1 extra iterations.
 TEST(NefiEllipticSolve, WarmStartAndCheckPeriod) {
   const EllipticGrid g = box({16, 16}, "neumann");
-  const fk::Tensor sigma = positive({16, 16}, 18), b = rnd({2, 16, 16}, 19);
+  const fk::Tensor sigma = positive({16, 16}, 18), b = normal({2, 16, 16}, 19);
   SolveOptions o;
   o.cg.tol = 1e-8;
   auto warm = std::make_shared<nefi::elliptic::WarmStart>();
@@ -161,7 +155,7 @@ TEST(NefiEllipticSolve, WarmStartAndCheckPeriod) {
 // Pure Neumann: the solution has zero mean and solves the projected system.
 TEST(NefiEllipticSolve, NullSpaceGaugeAndF32) {
   const EllipticGrid g = box({10, 9}, "neumann,periodic");
-  const fk::Tensor sigma = positive({10, 9}, 20), b = rnd({10, 9}, 21) + 3.0;
+  const fk::Tensor sigma = positive({10, 9}, 20), b = normal({10, 9}, 21) + 3.0;
   const fk::Tensor u = nefi::elliptic::solve_elliptic(sigma, b, {}, g, tight());
   EXPECT_NEAR(fk::mean(u).item(), 0.0, 1e-13);
   const fk::Tensor r = nefi::elliptic::apply_elliptic(sigma, {}, u, g) - (b - fk::mean(b));
@@ -177,9 +171,9 @@ TEST(NefiEllipticSolve, NullSpaceGaugeAndF32) {
 
 TEST(NefiEllipticSolve, BadShapesAndOptionsAreErrors) {
   const EllipticGrid g = box({4, 4}, "dirichlet");
-  const fk::Tensor s = positive({4, 4}, 22), b = rnd({2, 4, 4}, 23);
+  const fk::Tensor s = positive({4, 4}, 22), b = normal({2, 4, 4}, 23);
   const SolveOptions o;
-  EXPECT_THROW(nefi::elliptic::solve_elliptic(s, rnd({4, 5}, 1), {}, g, o), fk::Error);
+  EXPECT_THROW(nefi::elliptic::solve_elliptic(s, normal({4, 5}, 1), {}, g, o), fk::Error);
   EXPECT_THROW(nefi::elliptic::solve_elliptic(positive({3, 4, 4}, 1), b, {}, g, o), fk::Error);
   EXPECT_THROW(nefi::elliptic::solve_elliptic(s, b, positive({4, 3}, 1), g, o), fk::Error);
   EXPECT_THROW(nefi::elliptic::solve_elliptic(s.to(fk::DType::F32), b, {}, g, o), fk::Error);

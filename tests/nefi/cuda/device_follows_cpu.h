@@ -1,0 +1,42 @@
+#pragma once
+// The solve of a device-vs-CPU comparison and its loss check, shared by the
+// tests that train one setup on the CPU and on a CUDA device
+// (solver_device_test.cpp: toy1d; pinn_soft_device_test.cpp:
+// thermal_tomography's pinn_soft): the two runs differ by round-off from the
+// first step (cuBLAS against the CPU's GEMM, device sums against host ones),
+// so their losses are compared to a relative tolerance each test sets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "fk/device.h"
+#include "nefi/solve/solver.h"
+
+namespace nefi::cuda_test {
+
+// `problem` through `curriculum` on `device`, the field initialised from seed.
+inline nefi::Result solve_on(const nefi::InverseProblem& problem,
+                             const nefi::Curriculum& curriculum, fk::Device device, uint64_t seed) {
+  nefi::SolverOptions so;
+  so.seed = seed;
+  so.device = device;
+  return nefi::Solver(problem, curriculum, so).run();
+}
+
+// Every history row's losses (the columns after step, global_step, stage,
+// lr and progress) within rel |want| + abs of want's, row by row.
+inline void expect_losses_follow(const nefi::Result& got, const nefi::Result& want, double rel,
+                                 double abs) {
+  ASSERT_EQ(got.history.rows.size(), want.history.rows.size());
+  for (size_t r = 0; r < want.history.rows.size(); ++r) {
+    const auto& a = want.history.rows[r];
+    const auto& b = got.history.rows[r];
+    ASSERT_EQ(a.size(), b.size()) << "row " << r;
+    for (size_t k = 5; k < a.size(); ++k)
+      EXPECT_NEAR(b[k], a[k], rel * std::abs(a[k]) + abs)
+          << "row " << r << " column " << want.history.columns[k];
+  }
+}
+
+}  // namespace nefi::cuda_test
