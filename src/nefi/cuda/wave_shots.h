@@ -3,7 +3,7 @@
 // (all shots in each launch) with its record for the backward, and the
 // backward from that record. Written once over a kernels policy K, so the
 // device driver (wave_device.cpp: K launches wave.cu's kernels on a stream)
-// and the CPU test of the cells (wave_cells_test.cpp: K runs each kernel's
+// and the CPU test of the cells (wave_cells_host.h: K runs each kernel's
 // threads as a host loop over wave_cells.h) run the same sequence, and the
 // test checks it against wave_propagation.cpp's shot_traces and
 // shot_kappa_gradient bit for bit.
