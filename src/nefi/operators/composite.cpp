@@ -23,6 +23,26 @@ std::string inner_device_note(const std::vector<OperatorPtr>& inner) {
   return "";
 }
 
+bool inner_parameters_follow_device(const std::vector<OperatorPtr>& inner) {
+  bool any = false;
+  for (const auto& op : inner) {
+    if (op->parameters_follow_device())
+      any = true;
+    else if (!op->parameters().empty())
+      return false;
+  }
+  return any;
+}
+
+void inner_parameters_to(const std::vector<OperatorPtr>& inner, fk::Device device) {
+  // A part listed twice (Sum({a, a})) is moved once.
+  for (size_t i = 0; i < inner.size(); ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = inner[j] == inner[i];
+    if (!seen) inner[i]->parameters_to(device);
+  }
+}
+
 NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
     : inner_(std::move(inner)), train_gain_(tg), train_offset_(to) {
   FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");
@@ -55,6 +75,10 @@ std::vector<fk::Tensor> NuisanceOperator::parameters() const {
   if (train_gain_) p.push_back(log_gain_);
   if (train_offset_) p.push_back(offset_);
   return p;
+}
+
+bool NuisanceOperator::parameters_follow_device() const {
+  return !train_gain_ && !train_offset_ && inner_->parameters_follow_device();
 }
 
 fk::Tensor NuisanceOperator::finish(const fk::Tensor& y) const {

@@ -50,6 +50,8 @@ class DepthCompensatedOperator : public Operator {
   std::string kind() const override { return "depth_compensated"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
+  bool parameters_follow_device() const override { return inner_->parameters_follow_device(); }
+  void parameters_to(fk::Device device) override { inner_->parameters_to(device); }
   // w_k per layer along the axis, and s_k (as measured).
   const std::vector<double>& layer_weights() const { return weights_; }
   const std::vector<double>& layer_sensitivity() const { return sensitivity_; }
