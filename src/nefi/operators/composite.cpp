@@ -16,6 +16,13 @@ std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner) {
   return "";
 }
 
+std::string inner_not_capturable_reason(const std::vector<OperatorPtr>& inner) {
+  for (const auto& op : inner)
+    if (!op->graph_capturable())
+      return "inner operator " + op->kind() + ": " + op->not_capturable_reason();
+  return "";
+}
+
 std::string inner_device_note(const std::vector<OperatorPtr>& inner) {
   for (const auto& op : inner)
     if (const std::string n = op->device_note(); !n.empty())

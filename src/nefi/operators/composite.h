@@ -18,6 +18,9 @@ namespace nefi {
 // The first of `inner` that is host-only, as "inner operator KIND: REASON"
 // (empty: none is); a composite is host-only when one of its parts is.
 std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
+// Why the first of `inner` that is not graph-capturable is not, as "inner
+// operator KIND: REASON" (empty: every part is).
+std::string inner_not_capturable_reason(const std::vector<OperatorPtr>& inner);
 // The first of `inner`'s device notes, as "inner operator KIND: NOTE".
 std::string inner_device_note(const std::vector<OperatorPtr>& inner);
 // Whether the parts' trainable parameters follow a device solve: some part's
@@ -38,6 +41,9 @@ class NuisanceOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override { return inner_->batchable() && parameters().empty(); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string not_capturable_reason() const override {
+    return inner_not_capturable_reason({inner_});
+  }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
@@ -70,6 +76,7 @@ class SequentialOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string not_capturable_reason() const override { return inner_not_capturable_reason(ops_); }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note(ops_); }
   std::string fidelity_tag() const override;
@@ -91,6 +98,7 @@ class SumOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string not_capturable_reason() const override { return inner_not_capturable_reason(ops_); }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note(ops_); }
   std::string kind() const override { return "sum"; }

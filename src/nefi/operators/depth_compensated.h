@@ -44,6 +44,9 @@ class DepthCompensatedOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& s) const override { return inner_->output_shape(s); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string not_capturable_reason() const override {
+    return inner_not_capturable_reason({inner_});
+  }
   std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
   std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
