@@ -88,6 +88,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
               o->spec.max_total_steps = o->smoke_steps;
             }
             const bench::Shard shard = bench::parse_shard(o->shard);
+            o->spec.batched = o->batched;
+            o->spec.batch_device = batch_device;
             const bench::Protocol proto = bench::make_protocol(o->spec);
             const std::string out = !o->out.empty() ? o->out
                                                     : "runs/" + proto.instance + "-bench-" +

@@ -13,6 +13,7 @@
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
+#include "fk/cuda/out_of_memory_retry.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
@@ -47,6 +48,24 @@ cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
 }
 
+// True when CUDA reports `stream` capturing, or cannot tell (the legacy
+// default stream answers with an error while another stream captures).
+bool stream_reports_capture(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// True while this thread began a capture on any device.
+bool thread_began_a_capture() {
+  for (int d = 0; d < device_count(); ++d)
+    if (capture_marks().begun_on_this_thread(d)) return true;
+  return false;
+}
+
 }  // namespace
 
 int device_count() {
@@ -66,6 +85,14 @@ bool built_with_cuda() {
 }
 const char* archs() {
   return FK_CUDA_ARCHS_STR;
+}
+
+void check_out_of_memory_retry(int device, size_t nbytes) {
+  if (device >= device_count()) return;  // no device: nothing captures on it
+  DeviceGuard g(device);                 // the legacy default stream is the current device's
+  if (!may_retry_out_of_memory(capture_marks().captured_stream(device) != nullptr,
+                               thread_began_a_capture(), stream_reports_capture(stream_of(device))))
+    throw out_of_memory_in_capture(device, nbytes);
 }
 
 void* pool_allocate(int device, size_t nbytes) {
@@ -89,8 +116,10 @@ void* pool_allocate(int device, size_t nbytes) {
     cudaError_t e = cudaMallocAsync(&p, nbytes, stream);
     if (e == cudaErrorMemoryAllocation) {
       // Out of memory: cached blocks may be pending on other streams; wait for
-      // the device, return the pool's cache to the driver and try once more.
+      // the device, return the pool's cache to the driver and try once more,
+      // unless a capture runs (out_of_memory_retry.h).
       cudaGetLastError();
+      check_out_of_memory_retry(device, nbytes);
       cudaDeviceSynchronize();
       cudaMemPool_t pool;
       if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);

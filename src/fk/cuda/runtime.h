@@ -20,6 +20,11 @@ struct PoolStats {
   int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
 };
 void* pool_allocate(int device, size_t nbytes);
+// What pool_allocate checks before it answers an out-of-memory by waiting for
+// the device and trimming the pool to retry: throws fk::Error naming the
+// request while a capture runs (out_of_memory_retry.h), where that wait would
+// invalidate the capture. Public so tests reach it without exhausting memory.
+void check_out_of_memory_retry(int device, size_t nbytes);
 void pool_deallocate(int device, void* p, size_t nbytes);
 PoolStats pool_stats(int device);
 void pool_reset_peak(int device);

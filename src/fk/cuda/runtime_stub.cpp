@@ -30,6 +30,7 @@ const char* archs() {
 void* pool_allocate(int, size_t) {
   no_cuda("CUDA allocation");
 }
+void check_out_of_memory_retry(int, size_t) {}  // nothing captures without CUDA
 void pool_deallocate(int, void*, size_t) {
   no_cuda("CUDA deallocation");
 }

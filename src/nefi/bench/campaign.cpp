@@ -161,6 +161,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   FK_CHECK(spec.max_total_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
            std::to_string(spec.max_total_steps));
   p.max_total_steps = spec.max_total_steps;
+  if (spec.batched && spec.batch_device.is_cuda()) p.batch_device = spec.batch_device.str();
   p.instance = inst->name();
   p.methods = !spec.methods.empty() ? spec.methods : file_methods ? cfg.methods : inst->methods();
   FK_CHECK(!p.methods.empty(), "--methods", "at least one method", "none");

@@ -36,6 +36,11 @@ struct Protocol {
   // > 0: every run's curriculum is capped at this many steps in total (each
   // stage scaled alike, at least 2 a stage; bench --smoke).
   int64_t max_total_steps = 0;
+  // "cuda:N" when --batched batches train on that CUDA device (bench
+  // --batch-device): a device batch's rounding differs from the CPU's, so its
+  // results are another campaign's. Empty: the CPU, or no --batched (batches
+  // on the CPU give the sequential runs' numbers).
+  std::string batch_device;
   uint64_t data_seed_offset = 0;
   bool nan_guard = true;
   int64_t checkpoint_every = 25, max_bad_steps = 10;
@@ -95,6 +100,9 @@ struct CampaignSpec {
   // --set overrides (configs/<instance>_smoke.yaml), and the total step cap.
   std::string smoke_config;
   int64_t max_total_steps = 0;  // 0: none
+  // bench --batched and --batch-device (Protocol::batch_device).
+  bool batched = false;
+  fk::Device batch_device = fk::kCPU;
 };
 // Resolves and checks a spec (unknown instance, method or class, bad budget
 // are fk::Errors naming the valid choices).

@@ -56,6 +56,7 @@ json to_json(const Protocol& p) {
                 {"max_bad_steps", p.max_bad_steps}}}};
   // Written only when set, so uncapped campaigns keep their files and hashes.
   if (p.max_total_steps > 0) out["max_total_steps"] = p.max_total_steps;
+  if (!p.batch_device.empty()) out["batch_device"] = p.batch_device;
   return out;
 }
 
@@ -72,6 +73,7 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     p.budget_scale = read_number(field(j, "budget_scale"));
     p.data_seed_offset = field(j, "data_seed_offset").get<uint64_t>();
     p.max_total_steps = j.value("max_total_steps", int64_t{0});
+    p.batch_device = j.value("batch_device", std::string());
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();

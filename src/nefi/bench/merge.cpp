@@ -18,10 +18,13 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// The first top-level protocol key on which two protocols differ.
+// The first top-level protocol key on which two protocols differ, a key only
+// one of them writes (max_total_steps, batch_device) included.
 std::string first_difference(const json& a, const json& b) {
   for (const auto& [k, v] : a.items())
     if (!b.contains(k) || b.at(k) != v) return k;
+  for (const auto& [k, v] : b.items())
+    if (!a.contains(k)) return k;
   return "?";
 }
 

@@ -161,6 +161,7 @@ class EitOperator : public Operator {
     return solve_->output_shape(shape);
   }
   bool graph_capturable() const override { return solve_->graph_capturable(); }
+  std::string not_capturable_reason() const override { return solve_->not_capturable_reason(); }
   std::string fidelity_tag() const override { return solve_->fidelity_tag(); }
   std::string kind() const override { return solve_->kind(); }
   std::string host_only_reason() const override { return solve_->host_only_reason(); }

@@ -16,11 +16,38 @@ std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner) {
   return "";
 }
 
+std::string inner_not_capturable_reason(const std::vector<OperatorPtr>& inner) {
+  for (const auto& op : inner)
+    if (!op->graph_capturable())
+      return "inner operator " + op->kind() + ": " + op->not_capturable_reason();
+  return "";
+}
+
 std::string inner_device_note(const std::vector<OperatorPtr>& inner) {
   for (const auto& op : inner)
     if (const std::string n = op->device_note(); !n.empty())
       return "inner operator " + op->kind() + ": " + n;
   return "";
+}
+
+bool inner_parameters_follow_device(const std::vector<OperatorPtr>& inner) {
+  bool any = false;
+  for (const auto& op : inner) {
+    if (op->parameters_follow_device())
+      any = true;
+    else if (!op->parameters().empty())
+      return false;
+  }
+  return any;
+}
+
+void inner_parameters_to(const std::vector<OperatorPtr>& inner, fk::Device device) {
+  // A part listed twice (Sum({a, a})) is moved once.
+  for (size_t i = 0; i < inner.size(); ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = inner[j] == inner[i];
+    if (!seen) inner[i]->parameters_to(device);
+  }
 }
 
 NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
@@ -55,6 +82,10 @@ std::vector<fk::Tensor> NuisanceOperator::parameters() const {
   if (train_gain_) p.push_back(log_gain_);
   if (train_offset_) p.push_back(offset_);
   return p;
+}
+
+bool NuisanceOperator::parameters_follow_device() const {
+  return !train_gain_ && !train_offset_ && inner_->parameters_follow_device();
 }
 
 fk::Tensor NuisanceOperator::finish(const fk::Tensor& y) const {

@@ -5,6 +5,9 @@
 //     resolution); fixed values model a known detector gain / background.
 //   Sequential(ops): ops applied in order; homogeneity is the product.
 //   Sum(ops): the sum of the ops' outputs on the same field.
+// Each forwards to its parts what a solve asks of an operator as a whole:
+// host-only reasons, device notes, tables, trainable parameters and their
+// move to a device solve's device.
 #include <string>
 #include <vector>
 
@@ -15,8 +18,17 @@ namespace nefi {
 // The first of `inner` that is host-only, as "inner operator KIND: REASON"
 // (empty: none is); a composite is host-only when one of its parts is.
 std::string inner_host_only_reason(const std::vector<OperatorPtr>& inner);
+// Why the first of `inner` that is not graph-capturable is not, as "inner
+// operator KIND: REASON" (empty: every part is).
+std::string inner_not_capturable_reason(const std::vector<OperatorPtr>& inner);
 // The first of `inner`'s device notes, as "inner operator KIND: NOTE".
 std::string inner_device_note(const std::vector<OperatorPtr>& inner);
+// Whether the parts' trainable parameters follow a device solve: some part's
+// do, and every part that has parameters is such a part (one part's leaves
+// left on the CPU would meet the others' on the device inside a step).
+bool inner_parameters_follow_device(const std::vector<OperatorPtr>& inner);
+// parameters_to on every part (once per distinct part).
+void inner_parameters_to(const std::vector<OperatorPtr>& inner, fk::Device device);
 
 class NuisanceOperator : public Operator {
  public:
@@ -29,6 +41,9 @@ class NuisanceOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override { return inner_->batchable() && parameters().empty(); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string not_capturable_reason() const override {
+    return inner_not_capturable_reason({inner_});
+  }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
@@ -37,6 +52,10 @@ class NuisanceOperator : public Operator {
     inner_->prepare_tables(device, dtype);
   }
   std::vector<fk::Tensor> parameters() const override;
+  // The inner operator's parameters follow; a trained gain or offset does not
+  // (its leaf is shared by every resolution, so moving it would part them).
+  bool parameters_follow_device() const override;
+  void parameters_to(fk::Device device) override { inner_->parameters_to(device); }
   double gain() const;
   double offset() const;
 
@@ -57,12 +76,15 @@ class SequentialOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string not_capturable_reason() const override { return inner_not_capturable_reason(ops_); }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note(ops_); }
   std::string fidelity_tag() const override;
   std::string kind() const override { return "sequential"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override;
+  bool parameters_follow_device() const override { return inner_parameters_follow_device(ops_); }
+  void parameters_to(fk::Device device) override { inner_parameters_to(ops_, device); }
 
  private:
   std::vector<OperatorPtr> ops_;
@@ -76,11 +98,14 @@ class SumOperator : public Operator {
   std::optional<double> homogeneity() const override;
   bool batchable() const override;
   bool graph_capturable() const override;
+  std::string not_capturable_reason() const override { return inner_not_capturable_reason(ops_); }
   std::string host_only_reason() const override;
   std::string device_note() const override { return inner_device_note(ops_); }
   std::string kind() const override { return "sum"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override;
+  bool parameters_follow_device() const override { return inner_parameters_follow_device(ops_); }
+  void parameters_to(fk::Device device) override { inner_parameters_to(ops_, device); }
 
  private:
   std::vector<OperatorPtr> ops_;

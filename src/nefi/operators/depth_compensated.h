@@ -44,12 +44,17 @@ class DepthCompensatedOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& s) const override { return inner_->output_shape(s); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
+  std::string not_capturable_reason() const override {
+    return inner_not_capturable_reason({inner_});
+  }
   std::string host_only_reason() const override { return inner_host_only_reason({inner_}); }
   std::string device_note() const override { return inner_device_note({inner_}); }
   std::string fidelity_tag() const override { return inner_->fidelity_tag(); }
   std::string kind() const override { return "depth_compensated"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
+  bool parameters_follow_device() const override { return inner_->parameters_follow_device(); }
+  void parameters_to(fk::Device device) override { inner_->parameters_to(device); }
   // w_k per layer along the axis, and s_k (as measured).
   const std::vector<double>& layer_weights() const { return weights_; }
   const std::vector<double>& layer_sensitivity() const { return sensitivity_; }

@@ -14,6 +14,10 @@ fk::Tensor Operator::forward(const FieldMap& fields) const {
   return apply(it->second);
 }
 
+std::string Operator::not_capturable_reason() const {
+  return graph_capturable() ? "" : "host reads or data-dependent work";
+}
+
 fk::Tensor Operator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {
   fk::autograd::EnableGradGuard eg;
   fk::Tensor xin = x.detach();

@@ -9,6 +9,9 @@
 //     on it); off unless an operator declares it
 //   graph_capturable: a step through it could be captured as one CUDA graph
 //     (no host syncs, no data-dependent control flow)
+//   not_capturable_reason: why not, where graph_capturable() is false (a
+//     device solve's note carries it); default: the generic cause. An
+//     operator built from others names its part
 //   host_only_reason: why forward and its gradient cannot take a tensor on
 //     a CUDA device (empty: they can, and answer on the input's device). An
 //     operator that computes on host vectors says so here, and a device
@@ -57,6 +60,7 @@ class Operator {
   virtual bool linear() const { return homogeneity() && *homogeneity() == 1.0; }
   virtual bool batchable() const { return false; }
   virtual bool graph_capturable() const { return true; }
+  virtual std::string not_capturable_reason() const;
   virtual std::string host_only_reason() const { return ""; }
   virtual std::string device_note() const { return ""; }
   virtual std::string fidelity_tag() const { return ""; }

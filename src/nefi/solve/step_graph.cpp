@@ -26,7 +26,7 @@ bool cuda_graph_enabled(const std::optional<bool>& option) {
 std::string step_graph_refusal(const Operator& op, fk::Device device) {
   if (!device.is_cuda()) return "the step runs on the host (" + device.str() + ")";
   if (!op.graph_capturable())
-    return "operator " + op.kind() + " is not graph-capturable (host reads or data-dependent work)";
+    return "operator " + op.kind() + " is not graph-capturable: " + op.not_capturable_reason();
   return "";
 }
 

@@ -5,13 +5,17 @@
 // replay; a host read inside a capture throws an fk::Error naming the capture
 // instead of breaking it silently, and after abort_capture the stream runs
 // eager work again; cuBLAS is used in a capture only once an eager GEMM bound
-// it to the stream; the default stream cannot be captured. The GPU tests skip
-// themselves where no GPU is usable.
+// it to the stream; the default stream cannot be captured; an out-of-memory
+// inside a capture is refused by name instead of a device-wide wait that
+// would invalidate it. The GPU tests skip themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fk/cuda/blas.h"
@@ -22,6 +26,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
 #include "fk/ops/linalg.h"
+#include "fk/test_util.h"
 #include "parity.h"
 
 namespace fk {
@@ -170,6 +175,57 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], want[i]) << "element " << i;
   cuda::destroy_graph(g);
   cuda::pinned_free(pinned);
+}
+
+// The pool answers an out-of-memory by waiting for the device and trimming
+// its cache (eagerly), but inside a capture it throws by name instead: the
+// wait would invalidate the capture. The check is reached directly (an
+// allocation inside a capture may only reserve addresses, so a huge request
+// need not fail there); after the refusal the capture goes on and replays.
+TEST(CudaGraph, AnOutOfMemoryRetryIsRefusedInsideACaptureThatGoesOn) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const size_t request = size_t{5} << 30;
+  cuda::check_out_of_memory_retry(0, request);  // eager: allowed
+  // Far beyond any device's memory: eagerly the retry runs and CUDA's own error is reported.
+  const std::string eager = test::error_of([] { cuda::pool_allocate(0, size_t{1} << 50); });
+  EXPECT_NE(eager.find("cudaMallocAsync"), std::string::npos) << eager;
+  EXPECT_EQ(eager.find("stream capture"), std::string::npos) << eager;
+  Tensor x = full(Dims{4}, 0.5, {DType::F32, kGpu});
+  Tensor eager_x = x.clone();
+  cuda::begin_capture(0);
+  const std::string msg = test::error_of([&] { cuda::check_out_of_memory_retry(0, request); });
+  EXPECT_NE(msg.find("stream capture"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(request) + " bytes"), std::string::npos) << msg;
+  // Another thread allocating on the device meets the same refusal.
+  std::string other;
+  std::thread([&] {
+    other = test::error_of([&] { cuda::check_out_of_memory_retry(0, 8); });
+  }).join();
+  EXPECT_NE(other.find("stream capture"), std::string::npos) << other;
+  step(x);
+  cuda::GraphExec g = cuda::end_capture(0);  // throws if the capture was invalidated
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  step(eager_x);
+  EXPECT_EQ(x.to_vector<float>(), eager_x.to_vector<float>());
+  cuda::destroy_graph(g);
+}
+
+// A capture begun outside fk (a host framework's, on a stream it lent) has
+// no fk mark; CUDA's own report of the stream capturing refuses the retry.
+TEST(CudaGraph, AnOutOfMemoryRetryIsRefusedInACaptureFkDidNotBegin) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  auto* stream = static_cast<cudaStream_t>(cuda::current_stream(0));
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_FALSE(cuda::capturing(0));  // not fk's
+  const std::string msg = test::error_of([] { cuda::check_out_of_memory_retry(0, 64); });
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);  // still valid
+  if (graph) cudaGraphDestroy(graph);
+  EXPECT_NE(msg.find("stream capture"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("64 bytes"), std::string::npos) << msg;
 }
 
 TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "fk/error.h"
+#include "nefi/bench/json_io.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
 #include "nefi/test_files.h"
@@ -120,6 +121,39 @@ TEST(BenchCampaign, SmokeAppliesTheSmokeConfigAndCapsEveryRun) {
   EXPECT_EQ(make_protocol(uncapped).max_total_steps, 0);
   s.max_total_steps = -1;
   EXPECT_THROW(make_protocol(s), fk::Error);
+}
+
+// bench --batched --batch-device: a device batch rounds differently from the
+// CPU, so its device is part of the protocol (another hash, another default
+// directory; shards of the two do not merge). Without --batched, or with the
+// CPU, the runs are the sequential ones: the protocol and its hash stay.
+TEST(BenchCampaign, ADeviceBatchIsItsOwnProtocol) {
+  CampaignSpec s = tiny_spec();
+  const Protocol cpu = make_protocol(s);
+  EXPECT_EQ(cpu.batch_device, "");
+  EXPECT_FALSE(nefi::bench::to_json(cpu).contains("batch_device"));  // older hashes stay
+  s.batch_device = fk::cuda_device(0);
+  EXPECT_EQ(protocol_hash(make_protocol(s)), protocol_hash(cpu));  // not --batched: unused
+  s.batched = true;
+  const Protocol gpu = make_protocol(s);
+  EXPECT_EQ(gpu.batch_device, "cuda:0");
+  EXPECT_NE(protocol_hash(gpu), protocol_hash(cpu));
+  EXPECT_EQ(protocol_from_json(nefi::bench::to_json(gpu), "test").batch_device, "cuda:0");
+  s.batch_device = fk::cuda_device(1);
+  EXPECT_NE(protocol_hash(make_protocol(s)), protocol_hash(gpu));
+  s.batch_device = fk::kCPU;
+  EXPECT_EQ(protocol_hash(make_protocol(s)), protocol_hash(cpu));
+  // Either order of shards names the key, though only one of them writes it.
+  for (const auto& [first, second] : {std::pair{cpu, gpu}, std::pair{gpu, cpu}}) {
+    std::string e;
+    try {
+      merge_shard_files({{first, {0, 2}, {}}, {second, {1, 2}, {}}});
+    } catch (const fk::Error& err) {
+      e = err.what();
+    }
+    EXPECT_NE(e.find("shards from one protocol"), std::string::npos) << e;
+    EXPECT_NE(e.find("'batch_device'"), std::string::npos) << e;
+  }
 }
 
 TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {

@@ -1,8 +1,11 @@
 // nefi bench --batch-device: a device this process cannot use (any CUDA
 // device on a CPU-only build) and a malformed name are refused in one line
-// naming them, before any work.
+// naming them, before any work; a CUDA batch device is written into the
+// protocol (benchmark.json, the hash), the CPU is not.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +25,24 @@ TEST(BenchDeviceCli, UnusableOrMalformedBatchDevicesAreRefusedInOneLine) {
   if (!fk::cuda::built_with_cuda())
     cases.push_back({bench + "cuda", "cpu (this build has no CUDA backend)"});
   nefi::test::expect_one_line_errors(cases, nefi::test::scratch());
+}
+
+// The protocol of a one-run toy1d campaign batched on `device`.
+nlohmann::json batched_protocol(const std::string& device) {
+  const std::filesystem::path out = nefi::test::fresh_dir("bench_device_cli_" + device);
+  const auto r = nefi::test::nefi_stdout(
+      "bench toy1d --smoke --smoke-steps 4 --batched --classes bumps --n 1 --seeds 0 -m grid "
+      "--batch-device " +
+      device + " -o " + out.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  return nlohmann::json::parse(nefi::test::slurp(out / "benchmark.json"))["protocol"];
+}
+
+TEST(BenchDeviceCli, ACudaBatchDeviceIsInTheProtocolTheCpuIsNot) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  EXPECT_FALSE(batched_protocol("cpu").contains("batch_device"));
+  if (fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  EXPECT_EQ(batched_protocol("cuda").value("batch_device", ""), "cuda:0");
 }
 
 }  // namespace

@@ -183,6 +183,11 @@ SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeomet
   primary = "alpha";
 }
 
+std::string SoftPinnSurface::not_capturable_reason() const {
+  return "pinn_soft's PDE-residual collocation points are resampled on the host and uploaded "
+         "at every step (a replayed graph would reuse the captured points)";
+}
+
 fk::Dims SoftPinnSurface::output_shape(const fk::Dims& shape) const {
   return {static_cast<int64_t>(geo_.frame_times.size()), shape[0], shape[1]};
 }

@@ -111,6 +111,7 @@ class SoftPinnSurface : public Operator {
   std::string fidelity_tag() const override { return "pinn-surrogate"; }
   // PdeResidualLoss uploads fresh points at every step (see the file comment).
   bool graph_capturable() const override { return false; }
+  std::string not_capturable_reason() const override;
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   std::vector<fk::Tensor> parameters() const override { return net_->parameters(); }
   bool parameters_follow_device() const override { return true; }

@@ -24,6 +24,8 @@
 #include "nefi/domain.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
+#include "nefi/operators/composite.h"
+#include "nefi/solve/step_graph.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -427,6 +429,31 @@ TEST(ThermalPinnSoft, ResidualLossAlphaGradientGradcheckF64) {
 }
 
 // Bad inputs to the device-ready pieces name what was expected.
+// A device solve's steps through the surrogate run eagerly, and its note says
+// exactly why: the residual's collocation points are new at every step. The
+// reason is known before a step (no device needed), and reaches the note
+// through an operator built around the surrogate too.
+TEST(ThermalPinnSoft, TheEagerDeviceStepNamesTheResampledPoints) {
+  fk::set_num_threads(1);
+  const nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
+  const auto s = nefi::find_instance("thermal_tomography")->setup(c.config, "pinn_soft", 0);
+  ASSERT_TRUE(s.has_value());
+  const std::string why = nefi::step_graph_refusal(*s->problem.op, fk::cuda_device(0));
+  EXPECT_NE(why.find("soft_pinn_surface is not graph-capturable"), std::string::npos) << why;
+  EXPECT_NE(why.find("pinn_soft's PDE-residual collocation points are resampled on the host and "
+                     "uploaded at every step"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("host reads or data-dependent work"), std::string::npos) << why;
+  const nefi::NuisanceOperator wrapped(s->problem.op, 2.0);
+  const std::string wrapped_why = nefi::step_graph_refusal(wrapped, fk::cuda_device(0));
+  EXPECT_NE(wrapped_why.find("nuisance is not graph-capturable: inner operator soft_pinn_surface: "
+                             "pinn_soft's PDE-residual collocation points"),
+            std::string::npos)
+      << wrapped_why;
+}
+
 TEST(ThermalPinnSoft, BadInputsToTheNetworkAndTheSurfaceAreClearErrors) {
   auto expect_error = [](auto&& f, const std::string& expected) {
     try {
