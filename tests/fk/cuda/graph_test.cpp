@@ -5,7 +5,8 @@
 // replay; a host read inside a capture throws an fk::Error naming the capture
 // instead of breaking it silently, and after abort_capture the stream runs
 // eager work again; cuBLAS is used in a capture only once an eager GEMM bound
-// it to the stream; the default stream cannot be captured. The GPU tests skip
+// it to the stream; the default stream cannot be captured; live_graphs counts
+// running captures and instantiated graphs. The GPU tests skip
 // themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
@@ -183,6 +184,29 @@ TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {
   }
   EXPECT_NE(msg.find("non-default"), std::string::npos) << msg;
   EXPECT_FALSE(cuda::capturing(0));
+  EXPECT_EQ(cuda::live_graphs(), 0);  // a refused begin counts nothing
+}
+
+// live_graphs() counts what may hold raw pointers into tensors (nefi's
+// constant caches keep every entry while it is non-zero): a running capture,
+// then its instantiated graph until destroyed; an aborted capture is gone.
+TEST(CudaGraph, LiveGraphsCountRunningCapturesAndInstantiatedGraphs) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const int64_t before = cuda::live_graphs();
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before + 1);
+  cuda::abort_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before);
+  cuda::begin_capture(0);
+  step(x);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before + 1);
+  cuda::destroy_graph(g);
+  EXPECT_EQ(cuda::live_graphs(), before);
+  cuda::destroy_graph(g);  // already destroyed: nothing to count
+  EXPECT_EQ(cuda::live_graphs(), before);
 }
 
 }  // namespace
