@@ -77,6 +77,11 @@ std::string capture_error(const nefi::Operator& op, const nefi::Operator& twin,
       x.set_grad(fk::Tensor());
     }
     fk::cuda::GraphExec g = fk::cuda::end_capture(dev);
+    // Launched once before it goes: what the capture allocated and op keeps
+    // (the elliptic solve's warm-start buffers) exists only once its graph
+    // has run, and op frees it later.
+    fk::cuda::launch_graph(g);
+    fk::cuda::synchronize(dev);
     fk::cuda::destroy_graph(g);
   } catch (const std::exception& e) {
     fk::cuda::abort_capture(dev);
