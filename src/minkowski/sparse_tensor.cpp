@@ -71,7 +71,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
   switch (mode) {
     case QuantizationMode::RandomSubsample:
     case QuantizationMode::FirstOccurrence:
-      return fk::index_select(features, 0, index_tensor(kept_rows, dev));
+      return fk::index_select(features, 0, kept_rows);  // checked on the host, uploaded
     case QuantizationMode::UnweightedSum:
     case QuantizationMode::UnweightedAverage: {
       fk::Tensor s = fk::index_add(fk::zeros({m, c}, {features.dtype(), dev}), 0,

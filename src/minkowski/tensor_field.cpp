@@ -156,9 +156,8 @@ std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
 }
 
 fk::Tensor TensorField::slice(const SparseTensor& s) const {
-  std::vector<int64_t> inv = inverse_mapping(s);
-  return fk::index_select(
-      s.F(), 0, fk::from_vector(inv, fk::Dims{static_cast<int64_t>(inv.size())}, s.F().device()));
+  // The host-index form: checked on the host and uploaded, no read back.
+  return fk::index_select(s.F(), 0, inverse_mapping(s));
 }
 
 TensorField TensorField::with_features(const fk::Tensor& features) const {

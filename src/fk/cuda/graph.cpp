@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "fk/cuda/capture_marks.h"
@@ -20,6 +21,10 @@ using detail::DeviceGuard;
 cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(current_stream(device));
 }
+
+// live_graphs(): +1 when a capture begins, -1 when it ends without a graph
+// (failed, aborted) or when its instantiated graph is destroyed.
+std::atomic<int64_t> g_live_graphs{0};
 
 }  // namespace
 
@@ -80,6 +85,7 @@ void begin_capture(int device) {
     capture_marks().end(device);
     check_cuda(e, "cudaStreamBeginCapture");
   }
+  ++g_live_graphs;
 }
 
 GraphExec end_capture(int device) {
@@ -90,6 +96,7 @@ GraphExec end_capture(int device) {
   const cudaError_t e = cudaStreamEndCapture(s, &graph);
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
+    --g_live_graphs;
     check_cuda(e, "cudaStreamEndCapture");
   }
   GraphExec out;
@@ -100,6 +107,7 @@ GraphExec end_capture(int device) {
   cudaGraphExec_t exec = nullptr;
   const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
+  if (ei != cudaSuccess) --g_live_graphs;
   check_cuda(ei, "cudaGraphInstantiate");
   out.exec = exec;
   return out;
@@ -113,6 +121,7 @@ void abort_capture(int device) {
   cudaStreamEndCapture(static_cast<cudaStream_t>(capture_marks().captured_stream(device)), &graph);
   if (graph) cudaGraphDestroy(graph);
   capture_marks().end(device);
+  --g_live_graphs;
   cudaGetLastError();  // the invalidated capture's error is not the next call's
 }
 
@@ -130,6 +139,11 @@ void destroy_graph(GraphExec& g) {
   cudaStreamSynchronize(stream_of(g.device));
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
   g = GraphExec{};
+  --g_live_graphs;
+}
+
+int64_t live_graphs() {
+  return g_live_graphs.load();
 }
 
 }  // namespace fk::cuda

@@ -64,4 +64,9 @@ void abort_capture(int device);
 void launch_graph(const GraphExec& g);
 void destroy_graph(GraphExec& g);
 
+// Captures begun and not ended, plus instantiated graphs not yet destroyed,
+// on any device: while non-zero some graph may hold raw pointers into
+// tensors (a cache of device constants must then keep what it made).
+int64_t live_graphs();
+
 }  // namespace fk::cuda

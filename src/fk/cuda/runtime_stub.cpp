@@ -82,6 +82,9 @@ void launch_graph(const GraphExec&) {
 void destroy_graph(GraphExec& g) {
   g = GraphExec{};
 }
+int64_t live_graphs() {
+  return 0;
+}
 
 // kernels.h
 void launch_unary(int, int, const void*, void*, int64_t, double, double, void*) {

@@ -44,15 +44,16 @@ fk::Tensor cross_entropy(const fk::Tensor& logits_in, const fk::Tensor& labels,
   }
   if (rows.empty()) return fk::mul(fk::sum(logits), 0.0);
   const auto m = static_cast<int64_t>(rows.size());
-  // The kept rows and their labels index the logits where they live.
-  const fk::Device device = logits.device();
-  const fk::Tensor kept_labels = fk::from_vector(kept, {m}, device);
-  const fk::Tensor log_p =
-      fk::log_softmax(fk::index_select(logits, 0, fk::from_vector(rows, {m}, device)), 1);
-  const fk::Tensor picked = fk::gather(log_p, 1, kept_labels.reshape({m, 1})).reshape({m});
+  // The kept rows and their labels (checked above) index the logits where
+  // they live through index_select's host-index form: uploaded, never read
+  // back for a range check. picked[i] = log_p[i, kept[i]], flat.
+  std::vector<int64_t> at(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) at[i] = i * classes + kept[i];
+  const fk::Tensor log_p = fk::log_softmax(fk::index_select(logits, 0, rows), 1);
+  const fk::Tensor picked = fk::index_select(log_p.reshape({m * classes}), 0, at);
   if (!class_weights.defined()) return fk::neg(fk::mean(picked));
   const fk::Tensor w =
-      fk::index_select(class_weights.to(logits.dtype()).to(device).detach(), 0, kept_labels);
+      fk::index_select(class_weights.to(logits.dtype()).to(logits.device()).detach(), 0, kept);
   return fk::neg(fk::div(fk::sum(fk::mul(picked, w)), fk::sum(w)));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -128,8 +129,9 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
     coords.insert(coords.end(), cc.begin(), cc.end());
   }
   int64_t n = static_cast<int64_t>(keep.size());
-  // on the dense tensor's device (fk's index_select runs on either)
-  fk::Tensor f = fk::index_select(rows, 0, fk::from_vector(keep, fk::Dims{n}, dense.device()));
+  // the host-made rows, checked there and uploaded to the dense tensor's
+  // device: no host read of a device index for its range check
+  fk::Tensor f = fk::index_select(rows, 0, keep);
   return SparseTensor(f, fk::from_vector(coords, fk::Dims{n, d + 1}), ts,
                       QuantizationMode::RandomSubsample, std::move(manager));
 }

@@ -125,7 +125,8 @@ SparseTensor binary(const SparseTensor& a, const SparseTensor& b, fk::BinaryOp o
   fk::Tensor zero = fk::zeros({m, c}, {a.F().dtype(), dev});
   // a on the union (0 where a has no row), then op at b's rows only.
   fk::Tensor pa = fk::index_add(zero, 0, ra, a.F());
-  fk::Tensor at_b = fk::binary(op, fk::index_select(pa, 0, rb), b.F());
+  // (the host-index select: no read back for its range check)
+  fk::Tensor at_b = fk::binary(op, fk::index_select(pa, 0, u.rows_of[1]), b.F());
   std::vector<bool> in_b(static_cast<size_t>(m), false);
   for (int64_t r : u.rows_of[1]) in_b[r] = true;
   fk::Tensor mask = fk::from_vector(in_b, fk::Dims{m, 1}, dev);

@@ -1,6 +1,7 @@
 #include "minkowski/ops/prune.h"
 
 #include <string>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -37,8 +38,9 @@ SparseTensor prune(const SparseTensor& x, const fk::Tensor& mask) {
   for (int64_t r = 0; r < k; ++r)
     for (int c = 0; c < w; ++c) coords[r * w + c] = map->row(rows[r])[c];
   auto ins = x.manager()->insert_rows(coords.data(), k, x.tensor_stride(), "pruned");
-  // the row indices on the features' device: fk's index_select runs on either
-  fk::Tensor f = fk::index_select(x.F(), 0, fk::from_vector(rows, fk::Dims{k}, x.F().device()));
+  // the host-made row indices, checked there and uploaded to the features'
+  // device: no host read of a device index for its range check
+  fk::Tensor f = fk::index_select(x.F(), 0, rows);
   return SparseTensor(f, ins.key, x.manager());
 }
 

@@ -168,12 +168,14 @@ __global__ void laplacian_kernel(const In* x, int64_t rows, int64_t n, StencilGr
   }
 }
 
+// Callers return before it for 0 rows (a 0-block grid is an invalid launch).
 dim3 partial_grid(int64_t rows, int64_t n) {
   return dim3(static_cast<unsigned>(loss_sum_blocks(n)),
               static_cast<unsigned>(rows < kMaxGridRows ? rows : kMaxGridRows));
 }
 
 void finish_sums(const double* partials, int64_t rows, int64_t n, double* sums, void* stream) {
+  if (rows == 0) return;  // no sums; a 0-block launch is an invalid configuration
   row_sums_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
       partials, loss_sum_blocks(n), sums);
   check_launch("nefi::cuda::loss_row_sums");
@@ -196,6 +198,7 @@ template <typename T>
 void launch_cellwise_sums(CellwiseTerm term, const double* ab, const T* p, const T* y,
                           const T* mask, int64_t rows, int64_t n, double* partials, double* sums,
                           void* stream) {
+  if (rows == 0) return;
   cellwise_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
       term, ab, p, y, mask, rows, n, partials);
   check_launch("nefi::cuda::cellwise_sums");
@@ -235,6 +238,7 @@ template <typename T>
 void launch_tv_sums(const T* x, int64_t rows, const StencilGrid& g, bool isotropic, double eps,
                     double* partials, double* sums, void* stream) {
   const int64_t n = cells(g);
+  if (rows == 0) return;
   tv_partials_kernel<T><<<partial_grid(rows, n), kThreads, 0, as_stream(stream)>>>(
       x, rows, n, g, isotropic, eps * eps, partials);
   check_launch("nefi::cuda::tv_sums");

@@ -1,6 +1,9 @@
 #include "nefi/losses/observation_constants.h"
 
+#include <utility>
+
 #include "fk/autograd.h"
+#include "fk/cuda/graph.h"
 
 namespace nefi {
 namespace {
@@ -18,6 +21,12 @@ uint32_t version_of(const fk::Tensor& t) {
 
 }  // namespace
 
+ObservationConstants::ObservationConstants()
+    : ObservationConstants([] { return fk::cuda::live_graphs() > 0; }) {}
+
+ObservationConstants::ObservationConstants(GraphsAlive graphs_alive)
+    : graphs_alive_(std::move(graphs_alive)) {}
+
 std::vector<fk::Tensor> ObservationConstants::get(const fk::Tensor& data, const fk::Tensor& mask,
                                                   fk::DType dtype, fk::Device device,
                                                   const Make& make) const {
@@ -33,7 +42,8 @@ std::vector<fk::Tensor> ObservationConstants::get(const fk::Tensor& data, const 
     values = make();
   }
   ++makes_;
-  if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
+  if (entries_.size() >= kMaxEntries && !graphs_alive_())
+    entries_.erase(entries_.begin(), entries_.end() - (kMaxEntries - 1));
   entries_.push_back({data, mask, version_of(data), version_of(mask), dtype, device, values});
   return values;
 }
@@ -41,6 +51,11 @@ std::vector<fk::Tensor> ObservationConstants::get(const fk::Tensor& data, const 
 int64_t ObservationConstants::makes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return makes_;
+}
+
+size_t ObservationConstants::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
 }
 
 }  // namespace nefi

@@ -10,8 +10,11 @@
 // An entry is keyed by the observation and mask tensors themselves (held, so
 // their storage cannot be reused under the key), their storage versions (an
 // in-place change makes the constants anew), the dtype and the device; the
-// kMaxEntries most recent are kept. Thread-safe (a mutex; `make` runs under
-// it, without autograd).
+// kMaxEntries most recent are kept, and older ones dropped only while no
+// CUDA graph is alive (graphs_alive): a captured step bakes the constants'
+// addresses in, so dropping one under a live graph would leave its replays
+// reading freed memory. Thread-safe (a mutex; `make` runs under it, without
+// autograd).
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -26,12 +29,18 @@ class ObservationConstants {
  public:
   static constexpr size_t kMaxEntries = 4;
   using Make = std::function<std::vector<fk::Tensor>()>;
+  using GraphsAlive = std::function<bool()>;
+  // graphs_alive: whether a graph may hold the constants' addresses now
+  // (default: fk::cuda::live_graphs() > 0; tests pass their own).
+  ObservationConstants();
+  explicit ObservationConstants(GraphsAlive graphs_alive);
   // The constants of (data, mask) in dtype on device: make()'s result, made
   // once. `mask` may be undefined.
   std::vector<fk::Tensor> get(const fk::Tensor& data, const fk::Tensor& mask, fk::DType dtype,
                               fk::Device device, const Make& make) const;
   // How many times make() ran (tests: the constants are made once).
   int64_t makes() const;
+  size_t size() const;
 
  private:
   struct Entry {
@@ -41,6 +50,7 @@ class ObservationConstants {
     fk::Device device;
     std::vector<fk::Tensor> values;
   };
+  GraphsAlive graphs_alive_;
   mutable std::mutex mu_;
   mutable std::vector<Entry> entries_;  // least recently made first
   mutable int64_t makes_ = 0;

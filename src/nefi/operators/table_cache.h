@@ -7,12 +7,15 @@
 // first call) fills the cache before a capture; a host copy inside a capture
 // would fail it. One cache per operator resolution, shared by its copies;
 // thread safe.
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/graph.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 
@@ -77,19 +80,34 @@ class DeviceCopies {
   TableCache<fk::Tensor> cache_;
 };
 
+// Whether a CUDA graph may hold raw pointers into cached device constants
+// now (a capture running or an instantiated graph alive anywhere in the
+// process): a cache then keeps every entry, since dropping one frees memory
+// a later replay would read. Tests pass their own.
+using GraphsAlive = std::function<bool()>;
+inline bool any_live_graph() {
+  return fk::cuda::live_graphs() > 0;
+}
+
 // Host f64 values (a loss's per-row scales) as one (n) f64 tensor on a
 // device, made on the first call that meets those values there and handed
-// back by later ones (the kMaxEntries most recent kept): a solver's eager
-// warm-up step uploads them, its captured steps find them. Thread safe.
+// back by later ones: a solver's eager warm-up step uploads them, its
+// captured steps find them (their graph bakes the tensor's address in). The
+// kMaxEntries most recent are kept; older ones are dropped only while no
+// graph is alive (graphs_alive), so a graph never reads a dropped copy.
+// Thread safe.
 class HostValueCopies {
  public:
   static constexpr size_t kMaxEntries = 8;
+  HostValueCopies() : HostValueCopies(any_live_graph) {}
+  explicit HostValueCopies(GraphsAlive graphs_alive) : graphs_alive_(std::move(graphs_alive)) {}
   fk::Tensor get(const std::vector<double>& values, fk::Device device) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Entry& e : entries_)
       if (e.device == device && e.values == values) return e.tensor;
     fk::Tensor t = fk::from_vector(values, fk::Dims{static_cast<int64_t>(values.size())}, device);
-    if (entries_.size() == kMaxEntries) entries_.erase(entries_.begin());
+    if (entries_.size() >= kMaxEntries && !graphs_alive_())
+      entries_.erase(entries_.begin(), entries_.end() - (kMaxEntries - 1));
     entries_.push_back({values, device, t});
     return t;
   }
@@ -104,6 +122,7 @@ class HostValueCopies {
     fk::Device device;
     fk::Tensor tensor;
   };
+  GraphsAlive graphs_alive_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // least recently made first
 };

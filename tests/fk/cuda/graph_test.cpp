@@ -7,7 +7,8 @@
 // eager work again; cuBLAS is used in a capture only once an eager GEMM bound
 // it to the stream; the default stream cannot be captured; an out-of-memory
 // inside a capture is refused by name instead of a device-wide wait that
-// would invalidate it. The GPU tests skip themselves where no GPU is usable.
+// would invalidate it; live_graphs counts running captures and instantiated
+// graphs. The GPU tests skip themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
@@ -239,6 +240,29 @@ TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {
   }
   EXPECT_NE(msg.find("non-default"), std::string::npos) << msg;
   EXPECT_FALSE(cuda::capturing(0));
+  EXPECT_EQ(cuda::live_graphs(), 0);  // a refused begin counts nothing
+}
+
+// live_graphs() counts what may hold raw pointers into tensors (nefi's
+// constant caches keep every entry while it is non-zero): a running capture,
+// then its instantiated graph until destroyed; an aborted capture is gone.
+TEST(CudaGraph, LiveGraphsCountRunningCapturesAndInstantiatedGraphs) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const int64_t before = cuda::live_graphs();
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before + 1);
+  cuda::abort_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before);
+  cuda::begin_capture(0);
+  step(x);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_EQ(cuda::live_graphs(), before + 1);
+  cuda::destroy_graph(g);
+  EXPECT_EQ(cuda::live_graphs(), before);
+  cuda::destroy_graph(g);  // already destroyed: nothing to count
+  EXPECT_EQ(cuda::live_graphs(), before);
 }
 
 }  // namespace

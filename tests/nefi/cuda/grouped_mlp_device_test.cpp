@@ -48,7 +48,7 @@ struct Outputs {
 
 Outputs run(const fk::Tensor& params_in, const fk::Tensor& x, const fk::Tensor& w,
             const nefi::MlpLayout& L, fk::Device d) {
-  fk::Tensor params = params_in.to(d);
+  fk::Tensor params = params_in.detach().to(d);
   params.set_requires_grad(true);
   const fk::Tensor raw = nefi::grouped_mlp(params, x.to(d), L);
   fk::sum(fk::mul(raw, w.to(d))).backward();

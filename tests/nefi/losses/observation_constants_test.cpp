@@ -1,7 +1,8 @@
 // ObservationConstants: made once per (data, mask, dtype, device), handed
 // back unchanged after; made anew after an in-place change of the data or
 // the mask, for another dtype, mask or observation; the oldest entry dropped
-// beyond kMaxEntries; made without autograd.
+// beyond kMaxEntries, but none while a CUDA graph may hold their addresses;
+// made without autograd.
 #include "nefi/losses/observation_constants.h"
 
 #include <gtest/gtest.h>
@@ -68,6 +69,31 @@ TEST(NefiObservationConstants, KeepsTheMostRecentEntries) {
   EXPECT_EQ(k.makes(), made);
   EXPECT_EQ(get(0).item(), 0.0);  // dropped, made again
   EXPECT_EQ(k.makes(), made + 1);
+}
+
+// A captured step bakes the constants' addresses in: while a graph is alive
+// none is dropped (the same storage handed back), and once none is alive
+// the next new observation trims the cache back to kMaxEntries.
+TEST(NefiObservationConstants, KeepsEveryEntryWhileAGraphIsAlive) {
+  bool alive = true;
+  const ObservationConstants k([&alive] { return alive; });
+  std::vector<fk::Tensor> ys;
+  for (size_t i = 0; i < 3 * ObservationConstants::kMaxEntries; ++i)
+    ys.push_back(fk::full(fk::Dims{2}, static_cast<double>(i), {fk::DType::F64}));
+  auto get = [&](const fk::Tensor& y) {
+    return k.get(y, {}, fk::DType::F64, fk::kCPU, summed(y, {}, fk::DType::F64))[0];
+  };
+  const void* const first = get(ys[0]).data_ptr();
+  for (size_t i = 1; i < ys.size(); ++i) get(ys[i]);
+  EXPECT_EQ(k.size(), ys.size());
+  EXPECT_EQ(k.makes(), static_cast<int64_t>(ys.size()));
+  EXPECT_EQ(get(ys[0]).data_ptr(), first);  // kept, not made again
+  EXPECT_EQ(k.makes(), static_cast<int64_t>(ys.size()));
+  alive = false;
+  get(fk::full(fk::Dims{2}, -1.0, {fk::DType::F64}));
+  EXPECT_EQ(k.size(), ObservationConstants::kMaxEntries);
+  EXPECT_EQ(get(ys[0]).item(), 0.0);  // dropped, made again
+  EXPECT_EQ(k.makes(), static_cast<int64_t>(ys.size()) + 2);
 }
 
 TEST(NefiObservationConstants, MadeWithoutAutograd) {

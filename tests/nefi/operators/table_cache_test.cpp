@@ -4,14 +4,15 @@
 // The device copies, and a capture through operators that use them, are
 // tests/nefi/cuda/prepare_tables_device_test.cpp. HostValueCopies: one
 // tensor per set of values (a loss's per-row scales), made once and reused,
-// the oldest dropped past kMaxEntries (the device side:
-// tests/nefi/cuda/sync_free_steps_device_test.cpp).
+// the oldest dropped past kMaxEntries, but none while a CUDA graph may hold
+// their addresses (the device side: tests/nefi/cuda/sync_free_steps_device_test.cpp).
 #include "nefi/operators/table_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "fk/cuda/graph.h"
 #include "fk/factory.h"
 
 namespace {
@@ -52,6 +53,31 @@ TEST(NefiHostValueCopies, OneTensorPerValuesMadeOnce) {
     copies.get({static_cast<double>(i)}, fk::kCPU);
   EXPECT_EQ(copies.size(), nefi::HostValueCopies::kMaxEntries);
   EXPECT_NE(copies.get(scales, fk::kCPU).data_ptr(), a.data_ptr());
+}
+
+// A captured step bakes a copy's address in: while a graph is alive no copy
+// is dropped (its memory stays the one the graph reads), and the first new
+// values made once none is alive trim the cache back to kMaxEntries.
+TEST(NefiHostValueCopies, KeepsEveryCopyWhileAGraphIsAlive) {
+  bool alive = true;
+  nefi::HostValueCopies copies([&alive] { return alive; });
+  const std::vector<double> first{0.5, 2.0};
+  const fk::Tensor a = copies.get(first, fk::kCPU);
+  const void* const a_ptr = a.data_ptr();
+  const size_t made = 3 * nefi::HostValueCopies::kMaxEntries;
+  for (size_t i = 0; i < made; ++i) copies.get({static_cast<double>(i), 1.0}, fk::kCPU);
+  EXPECT_EQ(copies.size(), made + 1);
+  EXPECT_EQ(copies.get(first, fk::kCPU).data_ptr(), a_ptr);  // the graph's copy, not made anew
+  alive = false;
+  copies.get({-1.0}, fk::kCPU);
+  EXPECT_EQ(copies.size(), nefi::HostValueCopies::kMaxEntries);
+  EXPECT_NE(copies.get(first, fk::kCPU).data_ptr(), a_ptr);  // dropped, made again
+}
+
+// Without a device no graph exists, so the default policy may drop.
+TEST(NefiHostValueCopies, NoGraphIsAliveWithoutACapture) {
+  EXPECT_EQ(fk::cuda::live_graphs(), 0);
+  EXPECT_FALSE(nefi::any_live_graph());
 }
 
 }  // namespace
