@@ -155,12 +155,17 @@ TEST(NefiSyncFreeStepsDevice, BatchedRelativeMseAndScaledMseUploadOnce) {
       ctx.noise_std = {0.5, 2.0, 0.25};  // scales that differ by row
       fk::Tensor value = fk::empty({3}, {dt, kGpu});
       fk::Tensor grad = fk::empty(s.pred.shape(), {dt, kGpu});
+      // The gradient is dropped at the end of each run, not at the start of
+      // the next: the captured run must not free the marked run's gradient
+      // (cudaFreeAsync inside a capture takes graph allocations only; an
+      // allocation from before the capture fails it), and what the capture
+      // allocates dies inside it.
       const auto run = [&] {
-        s.pred.set_grad(fk::Tensor());
         const fk::Tensor v = loss->forward_rows(ctx);
         v.backward(fk::ones(v.shape(), {v.dtype(), v.device()}));
         value.copy_(v);
         grad.copy_(s.pred.grad());
+        s.pred.set_grad(fk::Tensor());
       };
       const Runs r = eager_marked_and_captured(run, {value, grad});
       expect_same_bits(r);
