@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "fk/cuda/capture_frees.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
@@ -35,6 +37,8 @@ struct DeviceState {
   // that a thread setting it races no thread reading it.
   std::atomic<void*> stream{nullptr};
   PoolStats stats;
+  CaptureFrees frees;              // frees held back while a capture runs (capture_frees.h)
+  std::atomic<bool> holds{false};  // frees.held_back() > 0, read without the lock
   std::once_flag pool_setup;
 };
 DeviceState& state(int device) {
@@ -46,6 +50,20 @@ DeviceState& state(int device) {
 
 cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
+}
+
+// Frees the blocks held back while a capture ran (none runs now).
+void free_held_back(int device) {
+  auto& s = state(device);
+  if (!s.holds.load(std::memory_order_acquire)) return;
+  std::vector<void*> held;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    held = s.frees.take_held_back();
+    s.holds.store(false, std::memory_order_release);
+  }
+  DeviceGuard g(device);
+  for (void* p : held) cudaFreeAsync(p, stream_of(device));
 }
 
 // True when CUDA reports `stream` capturing, or cannot tell (the legacy
@@ -110,6 +128,8 @@ void* pool_allocate(int device, size_t nbytes) {
       cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     }
   });
+  const bool in_capture = capturing(device);
+  if (!in_capture) free_held_back(device);
   void* p = nullptr;
   if (nbytes > 0) {
     cudaStream_t stream = stream_of(device);
@@ -128,6 +148,7 @@ void* pool_allocate(int device, size_t nbytes) {
     check_cuda(e, "cudaMallocAsync");
   }
   std::lock_guard<std::mutex> lock(s.mu);
+  s.frees.allocated(p, in_capture);
   s.stats.allocated += static_cast<int64_t>(nbytes);
   s.stats.peak = std::max(s.stats.peak, s.stats.allocated);
   ++s.stats.num_allocs;
@@ -137,15 +158,25 @@ void* pool_allocate(int device, size_t nbytes) {
 // Freed in the order of the device's current stream. A block whose last use
 // was on another stream (the caller switched streams with set_current_stream)
 // may be reused before that stream's work ends: fk has no record_stream, so a
-// caller mixing streams synchronizes them before dropping such tensors.
+// caller mixing streams synchronizes them before dropping such tensors. While
+// a capture runs, a block allocated before it is held back (a graph free node
+// takes graph allocations only: capture_frees.h) and freed by the first
+// allocation or free made when no capture runs.
 void pool_deallocate(int device, void* p, size_t nbytes) {
-  if (p) {
+  const bool in_capture = capturing(device);
+  bool now = false;
+  {
+    auto& s = state(device);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stats.allocated -= static_cast<int64_t>(nbytes);
+    now = p != nullptr && s.frees.free_now(p, in_capture);
+    if (p != nullptr && !now) s.holds.store(true, std::memory_order_release);
+  }
+  if (now) {
     DeviceGuard g(device);
     cudaFreeAsync(p, stream_of(device));
   }
-  auto& s = state(device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.stats.allocated -= static_cast<int64_t>(nbytes);
+  if (!in_capture) free_held_back(device);
 }
 
 PoolStats pool_stats(int device) {

@@ -92,6 +92,30 @@ TEST(CudaGraph, ReplaysCapturedOpsAndTheirPinnedReadback) {
   cuda::pinned_free(pinned);
 }
 
+// A tensor made before a capture and dropped inside it: a graph free node
+// takes graph allocations only, so the pool holds the block back
+// (capture_frees.h) and frees it once no capture runs; the capture ends, and
+// no error is left for the next launch check to blame on its kernel.
+TEST(CudaGraph, AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  Tensor earlier = full(Dims{1024}, 2.0, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  const int64_t before = cuda::pool_stats(0).allocated;
+  cuda::begin_capture(0);
+  earlier = Tensor();  // dropped inside the capture
+  step(x);
+  cuda::GraphExec g = cuda::end_capture(0);  // throws if the free broke the capture
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cuda::pool_stats(0).allocated, before - 1024 * 4);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(x.to_vector<float>(), std::vector<float>(4, 4.f));  // 1 * 3 + 1
+  cuda::destroy_graph(g);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
   FK_SKIP_WITHOUT_GPU();
   OwnStream own;
