@@ -102,6 +102,19 @@ cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
     it->second.pinned = it->second.pinned || pin;
     return it->second.handle;
   }
+  // A plan first met inside a capture is refused by name before anything is
+  // evicted or made: cufftMakePlanMany64 allocates the work area (cudaMalloc)
+  // and an eviction's cufftDestroy frees one (cudaFree), both refused in a
+  // capture (they would invalidate it, and the failed free left unchecked
+  // would leak the plan's memory and blame a later call).
+  if (pin) {
+    throw Error("cuda::fft_execute inside a CUDA graph capture",
+                "a cuFFT plan made before the capture (the same transform run eagerly on the "
+                "device first)",
+                "a new plan (rank " + std::to_string(l.rank) + ", batch " +
+                    std::to_string(l.batch) + ") on cuda:" + std::to_string(device) +
+                    " while a capture runs");
+  }
   if (static_cast<int>(g_plans.size()) >= kFftPlanCacheCapacity) {
     // The least recently used plan no captured graph holds; when every plan
     // is pinned the cache grows past its capacity instead.
@@ -149,7 +162,8 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   // A plan is created outside any capture (its work area is a cudaMalloc,
-  // refused inside one): the warm-up step before a capture creates it.
+  // refused inside one): the warm-up step before a capture creates it, and a
+  // miss inside one throws (plan_for).
   cufftHandle h = plan_for(device, kind, dbl, layout, capturing(device));
   check_fft(cufftSetStream(h, static_cast<cudaStream_t>(stream)), "cufftSetStream");
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;

@@ -13,7 +13,8 @@
 // pinned (a CUDA graph holds its handle and work area) and never evicted;
 // fft_plan_cache_clear destroys pinned plans too, so call it only when no
 // captured graph that ran an FFT is alive. A plan owns its work area
-// (allocated by cuFFT when created).
+// (allocated by cuFFT when created), so a transform whose plan does not exist
+// yet is refused inside a capture (fk::Error): run it eagerly first.
 // Calls are serialized by a mutex (a plan is bound to one stream at a time).
 // Determinism: cuFFT is bitwise reproducible for a fixed plan, GPU model and
 // library version.

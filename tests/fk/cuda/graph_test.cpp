@@ -167,6 +167,47 @@ TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
   cuda::fft_plan_cache_clear();
 }
 
+// A transform first met inside a capture is refused by name (its plan's work
+// area would be a cudaMalloc there), even with the cache full (no eviction's
+// cudaFree runs either); after the refusal the stream recovers and the same
+// transform runs eagerly, then captured and replayed, to the eager bits.
+TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  cuda::fft_plan_cache_clear();
+  for (int64_t n = 2; n < 2 + cuda::kFftPlanCacheCapacity; ++n)
+    (void)rfft(full(Dims{n}, 1.0, {DType::F32, kGpu}));  // fills the cache, unpinned
+  cuda::synchronize(0);
+  const int64_t plans = cuda::fft_plan_cache_size();
+  std::vector<float> samples(707);  // a size met by no plan above
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<float>((i * 13) % 7) - 3.f;
+  const Tensor x = from_vector(samples, Dims{707}).to(kGpu);
+  cuda::begin_capture(0);
+  std::string msg;
+  try {
+    (void)rfft(x);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("cuda::fft_execute inside a CUDA graph capture"), std::string::npos) << msg;
+  cuda::abort_capture(0);
+  EXPECT_EQ(cuda::fft_plan_cache_size(), plans);           // nothing evicted, nothing made
+  const std::vector<c64> want = rfft(x).to_vector<c64>();  // eager: makes the plan
+  Tensor y = empty(Dims{354}, {DType::C64, kGpu});
+  auto* pinned = static_cast<c64*>(cuda::pinned_allocate(want.size() * sizeof(c64)));
+  cuda::begin_capture(0);
+  y.copy_(rfft(x));
+  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(c64));
+  cuda::GraphExec g = cuda::end_capture(0);
+  std::fill(pinned, pinned + want.size(), c64(-1.f, -1.f));
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
+  cuda::destroy_graph(g);
+  cuda::pinned_free(pinned);
+  cuda::fft_plan_cache_clear();
+}
+
 // cuBLAS inside a capture: a GEMM on a stream cuBLAS is not bound to yet is
 // refused by name (binding would allocate or wait for the device, breaking
 // the capture); after one eager GEMM on the stream the same GEMM is captured

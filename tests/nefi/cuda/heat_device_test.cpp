@@ -430,8 +430,10 @@ TEST(DeviceHeatOperator, ForwardRunsTheSweepsPlusTwoLaunchesPerFrame) {
   op.apply(alpha);
   const auto after = fk::profile::counters();
   // Per frame: the K sweeps (one fused launch, or K), the store that is also
-  // the next right-hand side, the surface copy; per rollout a handful (α to
-  // the host for the positivity scan, the system's two kernels, start).
+  // the next right-hand side, the surface copy; per rollout 18 as counted by
+  // reading the code: the system's two kernels and three zero fills, start's
+  // load and right-hand side, α's device validity (amin, amax, four scalar
+  // fills, gt, lt, two where) and the frames' product with it.
   const int64_t per_frame = (nefi::cuda::cooperative_launch_supported(0) ? 1 : 50) + 2;
   const int64_t launches = after.launches - before.launches;
   EXPECT_GE(launches, 10 * per_frame);
