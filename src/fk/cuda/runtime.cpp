@@ -205,22 +205,6 @@ void pool_reset_peak(int device) {
   s.stats.peak = s.stats.allocated;
 }
 
-void pool_trim(int device) {
-  if (device >= device_count()) return;
-  DeviceGuard g(device);
-  check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
-  cudaMemPool_t pool;
-  check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-  check_cuda(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
-}
-
-void* current_stream(int device) {
-  return state(device).stream.load(std::memory_order_acquire);
-}
-void set_current_stream(int device, void* stream) {
-  state(device).stream.store(stream, std::memory_order_release);
-}
-
 namespace {
 // Inside a capture nothing may wait for the device: a host read there is the
 // caller's bug (or an op that cannot be captured), named here rather than
@@ -234,6 +218,23 @@ void refuse_while_capturing(int device, const char* what) {
               std::string(what) + " on cuda:" + std::to_string(device) + whose);
 }
 }  // namespace
+
+void pool_trim(int device) {
+  if (device >= device_count()) return;
+  refuse_while_capturing(device, "fk::empty_cache (a stream synchronization and a pool trim)");
+  DeviceGuard g(device);
+  check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  cudaMemPool_t pool;
+  check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  check_cuda(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+}
+
+void* current_stream(int device) {
+  return state(device).stream.load(std::memory_order_acquire);
+}
+void set_current_stream(int device, void* stream) {
+  state(device).stream.store(stream, std::memory_order_release);
+}
 
 void synchronize(int device) {
   if (device >= device_count()) return;

@@ -135,6 +135,25 @@ TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
   EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
 }
 
+// fk::empty_cache waits for the stream and trims the pool: inside a capture it
+// is refused by name, and the capture can be aborted and the cache emptied.
+TEST(CudaGraph, EmptyCacheInsideACaptureIsRefused) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{8}, 2.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  std::string msg;
+  try {
+    empty_cache(kGpu);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("fk::empty_cache"), std::string::npos) << msg;
+  cuda::abort_capture(0);
+  EXPECT_NO_THROW(empty_cache(kGpu));
+  EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
+}
+
 // A cuFFT plan a graph recorded stays alive when more distinct transforms
 // than the plan cache holds run after the capture: the replay still gives
 // the eager result (an evicted plan would leave the graph its freed work area).
