@@ -207,7 +207,14 @@ class Deconvolution3d : public Instance {
     p.declare("rl_iterations", int64_t{30}, "Richardson-Lucy iterations");
     p.declare("wiener_boundary", std::string("reflect"),
               "wiener3d: reflect (data mirrored about the faces) | periodic");
-    declare_refine_keys(p, true, 2, "phasefield");
+    // Levels 0: Otsu's phase count (at most 4), the count the phase field
+    // was measured and chosen at (session 12, through the smoke preset's
+    // refine_levels 0). The 2 left as the default under it was never
+    // measured with it: the full preset, which takes the default, refined
+    // its grid fit with 2 phases, accepted (chi 1.069 -> 1.047) but IoU
+    // 0.711 -> 0.661; with Otsu's 3 phases 0.757, PSNR 31.12 -> 33.22 dB,
+    // chi -> 1.014 (docs/performance.md, session 15).
+    declare_refine_keys(p, true, 0, "phasefield");
     // Every mode's Adam step is in intensity units: this instance's level
     // gaps are ~0.09 (Otsu levels 0.01 / 0.10 / 0.24 / 0.42 on the filaments),
     // so the default 1e-2 (for fields of unit range) moves phi a whole final
