@@ -121,13 +121,10 @@ TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
   OwnStream own;
   Tensor x = full(Dims{8}, 2.0, {DType::F32, kGpu});
   cuda::begin_capture(0);
-  std::string msg;
-  try {
+  const std::string msg = test::error_of([&] {
     Tensor y = mul(x, 2.0);
     (void)y.to_vector<float>();  // a host read
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  });
   EXPECT_NE(msg.find("CUDA graph capture"), std::string::npos) << msg;
   EXPECT_NE(msg.find("host"), std::string::npos) << msg;
   cuda::abort_capture(0);
@@ -142,12 +139,7 @@ TEST(CudaGraph, EmptyCacheInsideACaptureIsRefused) {
   OwnStream own;
   Tensor x = full(Dims{8}, 2.0, {DType::F32, kGpu});
   cuda::begin_capture(0);
-  std::string msg;
-  try {
-    empty_cache(kGpu);
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  const std::string msg = test::error_of([&] { empty_cache(kGpu); });
   EXPECT_NE(msg.find("fk::empty_cache"), std::string::npos) << msg;
   cuda::abort_capture(0);
   EXPECT_NO_THROW(empty_cache(kGpu));
@@ -202,12 +194,7 @@ TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
   for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<float>((i * 13) % 7) - 3.f;
   const Tensor x = from_vector(samples, Dims{707}).to(kGpu);
   cuda::begin_capture(0);
-  std::string msg;
-  try {
-    (void)rfft(x);
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  const std::string msg = test::error_of([&] { (void)rfft(x); });
   EXPECT_NE(msg.find("cuda::fft_execute inside a CUDA graph capture"), std::string::npos) << msg;
   cuda::abort_capture(0);
   EXPECT_EQ(cuda::fft_plan_cache_size(), plans);           // nothing evicted, nothing made
@@ -239,12 +226,7 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   const Tensor b = from_vector(std::vector<float>{1, 0, -1, 2, 0.5f, 3}, Dims{3, 2}).to(kGpu);
   Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
   cuda::begin_capture(0);
-  std::string msg;
-  try {
-    c.copy_(matmul(a, b));
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  const std::string msg = test::error_of([&] { c.copy_(matmul(a, b)); });
   EXPECT_NE(msg.find("cuda::gemm inside a CUDA graph capture"), std::string::npos) << msg;
   cuda::abort_capture(0);
   const std::vector<float> want = matmul(a, b).to_vector<float>();  // eager: binds cuBLAS
@@ -316,12 +298,7 @@ TEST(CudaGraph, AnOutOfMemoryRetryIsRefusedInACaptureFkDidNotBegin) {
 TEST(CudaGraph, TheDefaultStreamIsNotCaptured) {
   FK_SKIP_WITHOUT_GPU();
   ASSERT_EQ(cuda::current_stream(0), nullptr);
-  std::string msg;
-  try {
-    cuda::begin_capture(0);
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  const std::string msg = test::error_of([&] { cuda::begin_capture(0); });
   EXPECT_NE(msg.find("non-default"), std::string::npos) << msg;
   EXPECT_FALSE(cuda::capturing(0));
   EXPECT_EQ(cuda::live_graphs(), 0);  // a refused begin counts nothing
