@@ -146,6 +146,19 @@ TEST(CudaGraph, EmptyCacheInsideACaptureIsRefused) {
   EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
 }
 
+// Replays g (which copies its transform into pinned) over a poisoned buffer,
+// expects the eager bits, then frees the graph, the buffer and the plans.
+template <typename T>
+void expect_fft_replay_gives(cuda::GraphExec& g, T* pinned, const std::vector<T>& want, T poison) {
+  std::fill(pinned, pinned + want.size(), poison);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
+  cuda::destroy_graph(g);
+  cuda::pinned_free(pinned);
+  cuda::fft_plan_cache_clear();
+}
+
 // A cuFFT plan a graph recorded stays alive when more distinct transforms
 // than the plan cache holds run after the capture: the replay still gives
 // the eager result (an evicted plan would leave the graph its freed work area).
@@ -169,13 +182,7 @@ TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
   cuda::synchronize(0);
   EXPECT_GT(cuda::fft_plan_cache_size(), 0);
   EXPECT_LE(cuda::fft_plan_cache_size(), cuda::kFftPlanCacheCapacity + 2);
-  std::fill(pinned, pinned + want.size(), -1.f);
-  cuda::launch_graph(g);
-  cuda::synchronize(0);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
-  cuda::destroy_graph(g);
-  cuda::pinned_free(pinned);
-  cuda::fft_plan_cache_clear();
+  expect_fft_replay_gives(g, pinned, want, -1.f);
 }
 
 // A transform first met inside a capture is refused by name (its plan's work
@@ -205,13 +212,7 @@ TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
   y.copy_(rfft(x));
   cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(c64));
   cuda::GraphExec g = cuda::end_capture(0);
-  std::fill(pinned, pinned + want.size(), c64(-1.f, -1.f));
-  cuda::launch_graph(g);
-  cuda::synchronize(0);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
-  cuda::destroy_graph(g);
-  cuda::pinned_free(pinned);
-  cuda::fft_plan_cache_clear();
+  expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
 }
 
 // cuBLAS inside a capture: a GEMM on a stream cuBLAS is not bound to yet is
