@@ -6,7 +6,8 @@
 // accumulation; gather only, the implicit dataflow refuses f64; H200 FP64
 // peak 67 TFLOPS on tensor cores), fused (one gather and scatter per
 // group of offsets) against per-offset (ME_FUSED_COPY=0), and fused with
-// ME_LAZY_SYNC off and on. Each row also times, in the same run, the
+// ME_LAZY_SYNC off and on (these two ablations at C = 128, or at every C with
+// --conv_ablations_at_every_width). Each row also times, in the same run, the
 // convolution's cuBLAS GEMMs alone on staged buffers of the same shapes and
 // dtype (one per offset forward, two backward; the bound the gather and
 // scatter add to): gemm_FLOPS is their rate, of_gemm = (GEMM time) /
@@ -30,6 +31,7 @@
 // Without a usable device every benchmark reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   cmake --build build --target minkowski_cuda_bench && build/bin/minkowski_cuda_bench
+//   build/bin/minkowski_cuda_bench --conv_ablations_at_every_width   # every row, as gpu-check
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:128/precision:2'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/precision:4'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:32/.*/implicit:1'
@@ -264,29 +266,73 @@ void BM_DeviceConv(benchmark::State& state) {
                  minkowski::cuda::name(info.dataflow) + (info.tensor_cores ? " mma" : ""));
 }
 
-// Every C and precision, both directions: gather-GEMM-scatter fused with lazy
-// sync off and on, per-offset with it off; implicit GEMM on FMA tiles (f32,
-// bf16, f16: TF32 does not apply to them) and on tensor cores (TF32, bf16,
-// f16: FP32 has none); the backward's weight gradient is gather-GEMM's.
-// f64: gather-GEMM-scatter only, fused and per-offset (lazy sync off).
-void conv_rows(benchmark::internal::Benchmark* b) {
-  for (int64_t c : {32, 64, 128, 256})
-    for (int64_t p : {kFp32, kTf32, kBf16, kFp16, kFp64})
+// The rows, in two families under BM_DeviceConv's one name (so a filter
+// reads them alike; google-benchmark warns past 100 rows a family):
+// - dataflows, every C, precision and direction: gather-GEMM-scatter fused
+//   (lazy sync off), implicit GEMM on FMA tiles (f32, bf16, f16: TF32 does
+//   not apply to them) and on tensor cores (TF32, bf16, f16: FP32 has none);
+//   the backward's weight gradient is gather-GEMM's; f64 gathers only. The
+//   cost model's calibration product (88 rows).
+// - ablations of the fused gather: per-offset (fused:0) and ME_LAZY_SYNC on
+//   (lazy:1; not for f64), each beside the dataflows' fused lazy:0 row, at
+//   C = 128 (18 rows), or at every C with --conv_ablations_at_every_width
+//   (72 rows; scripts/gpu-check passes it).
+constexpr int64_t kWidths[] = {32, 64, 128, 256};
+constexpr int64_t kAblationWidth = 128;
+constexpr int64_t kPrecisions[] = {kFp32, kTf32, kBf16, kFp16, kFp64};
+
+void dataflow_rows(benchmark::internal::Benchmark* b) {
+  for (int64_t c : kWidths)
+    for (int64_t p : kPrecisions)
       for (int64_t backward : {0, 1}) {
         b->Args({c, p, 1, backward, 0, 0});
-        if (p != kFp64) b->Args({c, p, 1, backward, 1, 0});
-        b->Args({c, p, 0, backward, 0, 0});
         if (p == kFp64) continue;
         if (p != kTf32) b->Args({c, p, 1, backward, 0, 1});
         if (p != kFp32) b->Args({c, p, 1, backward, 0, 2});
       }
 }
-BENCHMARK(BM_DeviceConv)
-    ->Apply(conv_rows)
-    ->ArgNames({"C", "precision", "fused", "backward", "lazy", "implicit"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+
+void ablation_rows(benchmark::internal::Benchmark* b, bool every_width) {
+  for (int64_t c : kWidths) {
+    if (!every_width && c != kAblationWidth) continue;
+    for (int64_t p : kPrecisions)
+      for (int64_t backward : {0, 1}) {
+        if (p != kFp64) b->Args({c, p, 1, backward, 1, 0});
+        b->Args({c, p, 0, backward, 0, 0});
+      }
+  }
+}
+
+benchmark::internal::Benchmark* register_conv_family() {
+  return benchmark::RegisterBenchmark("BM_DeviceConv", BM_DeviceConv)
+      ->ArgNames({"C", "precision", "fused", "backward", "lazy", "implicit"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+// Removes `flag` from argv; true when it was there.
+bool take_flag(int& argc, char** argv, const std::string& flag) {
+  const auto end = std::remove_if(argv + 1, argv + argc, [&](const char* a) { return a == flag; });
+  const bool found = end != argv + argc;
+  argc = static_cast<int>(end - argv);
+  return found;
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  const bool every_width = take_flag(argc, argv, "--conv_ablations_at_every_width");
+  dataflow_rows(register_conv_family());
+  ablation_rows(register_conv_family(), every_width);
+  benchmark::AddCustomContext("command",
+                              "build/bin/minkowski_cuda_bench [--conv_ablations_at_every_width] "
+                              "(scripts/gpu-check passes it)");
+  benchmark::AddCustomContext("machine limits",
+                              "each convolution row's cuBLAS GEMMs alone on staged buffers "
+                              "(BM_DeviceConv's gemm_FLOPS, of_gemm), in the same run");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
