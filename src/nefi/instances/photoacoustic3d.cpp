@@ -120,11 +120,6 @@ struct PhotoacousticConfig {
   }
 };
 
-// IoU of the masks above the truth's Otsu threshold (the reference's).
-double otsu_iou(const fk::Tensor& x, const fk::Tensor& gt) {
-  return iou_above(x, gt, multi_otsu(gt.to_vector<double>(), 2)[0]);
-}
-
 class Photoacoustic3d : public Instance {
  public:
   std::string name() const override { return "photoacoustic3d"; }
@@ -210,7 +205,7 @@ class Photoacoustic3d : public Instance {
 
   void after_solve(const Params& p, const InverseProblem& solved, RunOutput& out) const override {
     const PhotoacousticConfig c = PhotoacousticConfig::from(p);
-    if (c.refine) refine_solved_output(solved, c.refine_options, otsu_iou, out);
+    if (c.refine) refine_solved_output(solved, c.refine_options, iou_at_truth_otsu(), out);
   }
 
   std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
@@ -233,7 +228,7 @@ class Photoacoustic3d : public Instance {
     return {{"psnr", psnr(out.reconstruction, out.gt)},
             {"ssim", ssim(out.reconstruction, out.gt)},
             {"mse", mse(out.reconstruction, out.gt)},
-            {"iou", otsu_iou(out.reconstruction, out.gt)}};
+            {"iou", iou_at_truth_otsu()(out.reconstruction, out.gt)}};
   }
 
  private:

@@ -1,9 +1,12 @@
 // photoacoustic3d: the data generator against the inversion operator (same
 // physics, other numbers, other tag), scenes and sensors, config errors
-// naming the key, and the smoke quality over seeds 0-2.
+// naming the key, the IoU it reports against a written-out Otsu IoU, and the
+// smoke quality over seeds 0-2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "fk/factory.h"
 #include "fk/parallel.h"
@@ -109,6 +112,62 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
+}
+
+// The IoU the reference scores photoacoustic3d by, written out: the truth's
+// values in 256 bins over [min, max] (a value counts at its bin's centre);
+// the cut between bins that maximises the between-class variance
+// w0 w1 (m0 - m1)^2, the first of equals; a cut inside a run of empty bins
+// moved to the run's middle; then |x > t and gt > t| / |x > t or gt > t|.
+double written_out_otsu_iou(const std::vector<double>& x, const std::vector<double>& gt) {
+  constexpr int kBins = 256;
+  const auto [lo_it, hi_it] = std::minmax_element(gt.begin(), gt.end());
+  const double lo = *lo_it, w = (*hi_it - lo) / kBins;
+  std::vector<double> count(kBins, 0.0), sum(kBins, 0.0);
+  for (double v : gt) {
+    const int b = std::min(kBins - 1, static_cast<int>((v - lo) / w));
+    count[b] += 1;
+    sum[b] += lo + (b + 0.5) * w;
+  }
+  int best_cut = 1;
+  double best = -1;
+  for (int cut = 1; cut < kBins; ++cut) {
+    double n0 = 0, s0 = 0, n1 = 0, s1 = 0;
+    for (int b = 0; b < kBins; ++b) (b < cut ? n0 : n1) += count[b], (b < cut ? s0 : s1) += sum[b];
+    if (n0 == 0 || n1 == 0) continue;
+    const double between = n0 * n1 * (s0 / n0 - s1 / n1) * (s0 / n0 - s1 / n1);
+    if (between > best) best = between, best_cut = cut;
+  }
+  int a = best_cut, e = best_cut;
+  while (a > 0 && count[a - 1] == 0) --a;
+  while (e < kBins && count[e] == 0) ++e;
+  const double t = lo + 0.5 * (a + e) * w;
+  double inter = 0, uni = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    inter += x[i] > t && gt[i] > t;
+    uni += x[i] > t || gt[i] > t;
+  }
+  return inter / uni;
+}
+
+// iou and refined_iou are that IoU of the field each scores (the refined
+// one when the refinement was accepted), on a short neural fit.
+TEST(NefiPhotoacoustic3d, IouIsTheTruthsOtsuIou) {
+  fk::set_num_threads(1);
+  nefi::Params p = smoke_params();
+  p.set("steps", "[100, 40]");
+  p.set("refine_steps", "40");
+  const auto out = nefi::find_instance("photoacoustic3d")->run(p, "neural", 0, {});
+  const auto gt = out.gt.to_vector<double>();
+  const double iou = written_out_otsu_iou(out.reconstruction.to_vector<double>(), gt);
+  EXPECT_GT(iou, 0.3);
+  EXPECT_LT(iou, 0.95);
+  EXPECT_NEAR(out.metrics.at("iou"), iou, 1e-12);
+  const fk::Tensor scored = out.metrics.at("refine_accepted") == 1.0
+                                ? out.result.fields.at("refined")
+                                : out.reconstruction;
+  EXPECT_NEAR(out.metrics.at("refined_iou"), written_out_otsu_iou(scored.to_vector<double>(), gt),
+              1e-12);
 }
 
 // Floors over seeds 0-2 on a reduced smoke (the reference preset's 150 + 50
