@@ -1,10 +1,9 @@
 #include "minkowski/nn/module.h"
 
-#include <atomic>
 #include <cstdint>
 
-#include "fk/autograd.h"
 #include "fk/error.h"
+#include "minkowski/nn/move_in_place.h"
 
 namespace minkowski::nn {
 namespace {
@@ -22,22 +21,6 @@ void check_new_name(const std::string& name, const NamedTensors& params,
   };
   FK_CHECK(!taken(params) && !taken(buffers) && !taken(children), "Module::register",
            "a name not yet registered", "'" + name + "' again");
-}
-
-// t's storage replaced by a contiguous copy of its values on `device`; the
-// TensorImpl (shared by every handle) and its autograd meta stay. The new
-// storage's version is one past the old one: a fresh storage starts at 0,
-// which a never-updated parameter saved by an earlier graph also has, and
-// the saved-tensor check has to see the move.
-void move_in_place(const fk::Tensor& t, fk::Device device) {
-  if (t.device() == device) return;
-  const uint32_t version = t.version();
-  const fk::Tensor moved = t.detach().contiguous().to(device);
-  fk::TensorImpl* impl = t.impl();
-  impl->storage = moved.storage();
-  impl->storage->version.store(version + 1, std::memory_order_relaxed);
-  impl->strides = moved.strides();
-  impl->offset = moved.offset();
 }
 
 }  // namespace
@@ -105,12 +88,9 @@ void Module::zero_grad() {
 }
 
 void Module::to(fk::Device device) {
-  fk::autograd::NoGradGuard no_grad;
-  for (const auto& [name, t] : state()) {
-    const fk::Tensor grad = t.requires_grad() ? t.grad() : fk::Tensor();
-    move_in_place(t, device);
-    if (grad.defined() && grad.device() != device) t.set_grad(grad.to(device));
-  }
+  std::vector<fk::Tensor> tensors;
+  for (const auto& [name, t] : state()) tensors.push_back(t);
+  move_in_place(tensors, device);
 }
 
 int64_t Module::num_parameters() const {

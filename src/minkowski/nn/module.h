@@ -50,8 +50,10 @@ class Module {
   // and gets a contiguous copy of its values on `device` as its storage, so
   // the layers, the optimizer and every other holder of the handle compute on
   // `device` from then on. Autograd graphs recorded before the move must not
-  // be run backward after it (their saved versions no longer match). An
-  // unavailable device is an fk::Error (fk refuses the allocation).
+  // be run backward after it (their saved versions no longer match). All or
+  // none (move_in_place.h): every copy is made before any storage changes, so
+  // an unavailable device (fk refuses the allocation: an fk::Error) or memory
+  // running out partway leaves every tensor where it was.
   void to(fk::Device device);
   int64_t num_parameters() const;
 
