@@ -24,6 +24,26 @@ fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
   return fk::randn(s, {fk::DType::F64}, &g);
 }
 
+// A tube's persistent walk: 11-18 points, each inside 5 % of every face of
+// the (cubic) box, steps of at most 0.09 x its width; adds the walk's
+// in-plane and axial travel to the sums.
+void expect_walk_inside(const std::vector<nefi::deconv3d::Point>& path,
+                        const nefi::deconv3d::Point& box, double& in_plane, double& axial) {
+  EXPECT_GE(path.size(), 11u);
+  EXPECT_LE(path.size(), 18u);
+  for (size_t k = 0; k < path.size(); ++k) {
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_GE(path[k][a], 0.05 * box[a] - 1e-12);
+      EXPECT_LE(path[k][a], 0.95 * box[a] + 1e-12);
+    }
+    if (k == 0) continue;
+    const double dx = path[k][0] - path[k - 1][0], dy = path[k][1] - path[k - 1][1],
+                 dz = path[k][2] - path[k - 1][2];
+    EXPECT_LE(std::sqrt(dx * dx + dy * dy + dz * dz), 0.09 * box[0] + 1e-12);
+    in_plane += std::hypot(dx, dy), axial += std::abs(dz);
+  }
+}
+
 // The 3-D FFT convolution (zero padding, 'same') against the generator's
 // separable direct blur on anisotropic voxels, its adjoint and gradient.
 TEST(NefiDeconvolution3d, FFTConvolutionIn3DMatchesTheDirectBlur) {
@@ -65,19 +85,7 @@ TEST(NefiDeconvolution3d, UniformFilamentsAreTwoPhaseTubes) {
       EXPECT_EQ(o.amplitude, 1.0);
       EXPECT_GE(o.radius, 0.10);
       EXPECT_LE(o.radius, 0.15);
-      EXPECT_GE(o.path.size(), 11u);
-      EXPECT_LE(o.path.size(), 18u);
-      for (size_t k = 0; k < o.path.size(); ++k) {
-        for (int a = 0; a < 3; ++a) {
-          EXPECT_GE(o.path[k][a], 0.05 * box[a] - 1e-12);
-          EXPECT_LE(o.path[k][a], 0.95 * box[a] + 1e-12);
-        }
-        if (k == 0) continue;
-        const double dx = o.path[k][0] - o.path[k - 1][0], dy = o.path[k][1] - o.path[k - 1][1],
-                     dz = o.path[k][2] - o.path[k - 1][2];
-        EXPECT_LE(std::sqrt(dx * dx + dy * dy + dz * dz), 0.09 * 3.2 + 1e-12);
-        in_plane += std::hypot(dx, dy), axial += std::abs(dz);
-      }
+      expect_walk_inside(o.path, box, in_plane, axial);
     }
   }
   EXPECT_GT(in_plane, 2 * axial);  // fibres run mostly in-plane
@@ -124,22 +132,11 @@ TEST(NefiDeconvolution3d, FilamentsAreGaussianTubesOnPersistentWalks) {
       EXPECT_LE(o.radius, 0.09);
       EXPECT_GE(o.amplitude, 0.5);
       EXPECT_LE(o.amplitude, 1.0);
-      EXPECT_GE(o.path.size(), 11u);
-      EXPECT_LE(o.path.size(), 18u);
-      for (int a = 0; a < 3; ++a) {
+      for (int a = 0; a < 3; ++a) {  // the walk starts 15 % inside
         EXPECT_GE(o.path[0][a], 0.15 * box[a]);
         EXPECT_LE(o.path[0][a], 0.85 * box[a]);
       }
-      for (size_t k = 1; k < o.path.size(); ++k) {
-        for (int a = 0; a < 3; ++a) {
-          EXPECT_GE(o.path[k][a], 0.05 * box[a] - 1e-12);
-          EXPECT_LE(o.path[k][a], 0.95 * box[a] + 1e-12);
-        }
-        const double dx = o.path[k][0] - o.path[k - 1][0], dy = o.path[k][1] - o.path[k - 1][1],
-                     dz = o.path[k][2] - o.path[k - 1][2];
-        EXPECT_LE(std::sqrt(dx * dx + dy * dy + dz * dz), 0.09 * 3.2 + 1e-12);
-        in_plane += std::hypot(dx, dy), axial += std::abs(dz);
-      }
+      expect_walk_inside(o.path, box, in_plane, axial);
     }
   }
   EXPECT_GT(in_plane, 2 * axial);
