@@ -169,7 +169,7 @@ void launch_convert(int src_dtype, const void* src, int dst_dtype, void* dst, in
 // `inner`, never on the GPU.
 
 // out[o] = op(in[o, :]). dtype is the input's: f32 f64 f16 bf16 (accumulated in
-// f32 / f64), i32 i64 bool, c64 c128 (sum and prod only). Sum and prod of
+// f64), i32 i64 bool, c64 c128 (sum and prod only; accumulated in c128). Sum and prod of
 // bool/i32/i64 write i64 (accumulated in i64); every other output has the
 // input's dtype. max/min propagate NaN. inner == 0 gives 0 (sum), 1 (prod);
 // max/min of an empty row are the caller's error to report.
@@ -178,7 +178,7 @@ void launch_reduce_lastdim(int op, int dtype, const void* in, void* out, int64_t
 // The dtype launch_reduce_lastdim writes for (op, dtype).
 int reduce_out_dtype(int op, int dtype);
 // Indices (i64, first occurrence; NaN counts as the largest / smallest) of the
-// max (is_max) or min of each row. Real dtypes.
+// max (is_max) or min of each row. Real dtypes and bool.
 void launch_argreduce_lastdim(bool is_max, int dtype, const void* in, int64_t* out, int64_t outer,
                               int64_t inner, void* stream);
 // Softmax (or log-softmax) of each row, f32 f64 f16 bf16 (computed in f32/f64).

@@ -340,6 +340,9 @@ void launch_argreduce_lastdim(bool is_max, int dtype, const void* in, int64_t* o
     case kBF16:
       run(Tag<__nv_bfloat16>{}, Tag<float>{});
       break;
+    case kBool:  // as the CPU: false < true, so the first true (max) or false (min)
+      run(Tag<bool>{}, Tag<int32_t>{});
+      break;
     case kI32:
       run(Tag<int32_t>{}, Tag<int64_t>{});
       break;
@@ -347,7 +350,7 @@ void launch_argreduce_lastdim(bool is_max, int dtype, const void* in, int64_t* o
       run(Tag<int64_t>{}, Tag<int64_t>{});
       break;
     default:
-      unsupported(where, "a real dtype (f32 f64 f16 bf16 i32 i64)", dtype);
+      unsupported(where, "a real dtype (f32 f64 f16 bf16 i32 i64 bool)", dtype);
   }
   check_launch(where);
 }

@@ -3,6 +3,7 @@
 // nodes. Values, normalisations and gradient coefficients stay in device
 // memory (the CPU loops' f64 arithmetic done by one-thread-per-row kernels):
 // nothing here reads the host, so a step that uses them can be captured.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,12 @@ int64_t row_count(const fk::Tensor& x, bool rows) {
   return rows ? x.size(0) : 1;
 }
 
+// The cells of each of x's `rows` rows; an empty batch (0 rows) has none (as
+// on the CPU: its values and gradient are empty, and nothing divides by 0).
+int64_t cells_per_row(const fk::Tensor& x, int64_t rows) {
+  return x.numel() / std::max<int64_t>(rows, 1);
+}
+
 // An empty result for the row values: (N) for rows, 0-dim otherwise.
 fk::Tensor empty_values(const fk::Tensor& like, int64_t rows_n, bool rows) {
   return fk::empty(rows ? fk::Dims{rows_n} : fk::Dims{}, {like.dtype(), like.device()});
@@ -121,7 +128,7 @@ cuda::CellwiseTerm kernel_term(const CellLoss& l) {
 fk::Tensor row_sums(const cuda::CellwiseTerm& t, const fk::Tensor& p, const fk::Tensor& y,
                     const fk::Tensor& w, int64_t rows, const fk::Tensor& ab = {}) {
   OnDevice on(p);
-  const int64_t n = p.numel() / rows;
+  const int64_t n = cells_per_row(p, rows);
   fk::Tensor partials = fk::empty({rows * cuda::loss_sum_blocks(n) * 2}, on.f64());
   fk::Tensor sums = fk::empty({rows * 2}, on.f64());
   by_dtype(p, [&](auto tag) {
@@ -151,7 +158,7 @@ struct CellwiseDeviceBackward : fk::autograd::Node {
     by_dtype(p, [&](auto tag) {
       using T = decltype(tag);
       cuda::launch_cellwise_grad<T>(term, ptr<double>(ab), p.data<T>(), ptr<T>(y), ptr<T>(w), rows,
-                                    p.numel() / rows, coef.data<double>(), ptr<double>(bias),
+                                    cells_per_row(p, rows), coef.data<double>(), ptr<double>(bias),
                                     out.data<T>(), on.stream);
     });
     fk::profile::count_launch();
@@ -347,7 +354,7 @@ fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>
   check_input(x, "field");
   const fk::Tensor xc = operand(x, x);
   const cuda::StencilGrid g = stencil_grid(grid_of(x, rows), inv_h, opt.periodic_axes);
-  const int64_t R = row_count(x, rows), n = x.numel() / R;
+  const int64_t R = row_count(x, rows), n = cells_per_row(x, R);
   fk::Tensor out = empty_values(x, R, rows);
   {
     OnDevice on(xc);
@@ -391,7 +398,7 @@ fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&
   FK_CHECK(any, "nefi::Laplacian", "an axis with at least 2 cells", x.shape().str());
   const fk::Tensor xc = operand(x, x);
   const cuda::StencilGrid g = stencil_grid(grid, scale, {});
-  const int64_t R = row_count(x, rows), n = x.numel() / R;
+  const int64_t R = row_count(x, rows), n = cells_per_row(x, R);
   fk::Tensor lap;
   {
     OnDevice on(xc);

@@ -1,5 +1,6 @@
 #include "nefi/losses/data_losses.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -63,7 +64,8 @@ struct MseRowsBackward : fk::autograd::Node {
   const char* name() const override { return "MaskedMseRowsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("masked_mse_rows_backward");
-    const int64_t rows = p.size(0), n = p.numel() / rows;
+    // As the forward: an empty batch (0 rows) has no cells, and no division by 0.
+    const int64_t rows = p.size(0), n = p.numel() / std::max<int64_t>(rows, 1);
     const std::vector<double> gr = grads[0].to_vector<double>();
     fk::Tensor out = fk::zeros(p.shape(), {p.dtype()});
     auto run = [&](auto tag) {

@@ -1,7 +1,7 @@
 // The fk reduction ops on CUDA tensors against the same ops on the CPU (see
 // parity.h), values and gradients: prod (with zeros), norm, var, std,
-// logsumexp, sum, mean, amax, amin, max, argmin, softmax, log_softmax; complex
-// and integer inputs, infinities and empty rows. The launchers below them are
+// logsumexp, sum, mean, amax, amin, max, argmin, softmax, log_softmax; complex,
+// integer and bool inputs, infinities and empty rows. The launchers below them are
 // in reduce_parity_test.cpp.
 #include "parity.h"
 
@@ -136,6 +136,19 @@ std::vector<OpCase> rows() {
       "max_indices", [](const Inputs& in) { return max(in[0], 1).second; }, 0));
   r.push_back(f32_row(
       "argmin_dim0", [](const Inputs& in) { return argmin(in[0], 0); }, 0));
+  // Bool inputs (false < true): row 0 all false, row 1 all true (ties: the
+  // first index), the others mixed; the device refused bool until session 16.
+  std::vector<double> bits = test::random_values(5 * 9, 0, 1, 7);
+  for (int j = 0; j < 9; ++j) bits[j] = 0, bits[9 + j] = 1;
+  const Tensor mask = gt(from_vector(bits, {5, 9}), scalar_tensor(0.6, {DType::F64}));
+  r.push_back(values_row(
+      "argmax_of_bool_dim1", mask, [](const Inputs& in) { return argmax(in[0], 1); }, 0));
+  r.push_back(values_row(
+      "argmin_of_bool_dim0", mask, [](const Inputs& in) { return argmin(in[0], 0); }, 0));
+  r.push_back(values_row(
+      "max_indices_of_bool", mask, [](const Inputs& in) { return max(in[0], 1).second; }, 0));
+  r.push_back(values_row(
+      "min_values_of_bool", mask, [](const Inputs& in) { return min(in[0], 1).first; }, 0));
   r.push_back(f32_row(
       "softmax_dim0", [](const Inputs& in) { return softmax(in[0], 0); }, 1e-6));
   r.push_back(f32_row(

@@ -330,6 +330,24 @@ TEST(Reduce, IntegerAndHalfDtypes) {
   }
 }
 
+// Bool reduces as false < true: the first true (max) or false (min), ties
+// (all equal) at index 0; max/min values stay bool. A CUDA device follows
+// (ReduceOps parity rows *_of_bool).
+TEST(Reduce, ArgAndExtremesOfBoolFindTheFirstTrueOrFalse) {
+  const Tensor m = gt(from_vector(std::vector<double>{0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1}, {3, 4}),
+                      scalar_tensor(0.5, {DType::F64}));
+  ASSERT_EQ(m.dtype(), DType::Bool);
+  EXPECT_EQ(argmax(m, 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(argmin(m, 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(argmax(m, 0).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(argmin(m, 0).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
+  const auto [mx, mi] = max(m, 1);
+  EXPECT_EQ(mx.dtype(), DType::Bool);
+  EXPECT_EQ(mx.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(mi.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(min(m, 1).first.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 0}));
+}
+
 TEST(Reduce, ErrorPaths) {
   Tensor x = ones({2, 3, 4});
   try {

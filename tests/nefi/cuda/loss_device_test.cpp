@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,14 @@
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
 #include "fk/test_util.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/losses/every_loss.h"
 #include "nefi/losses/loss.h"
+#include "nefi/losses/loss_device.h"
+#include "nefi/losses/regularizers.h"
 
 namespace {
 
@@ -251,6 +256,47 @@ TEST(NefiLossDevice, EveryLossIsCapturableAndReplaysBitwise) {
         EXPECT_EQ(eager.value, replay.value);
         EXPECT_EQ(eager.grad, replay.grad);
       }
+}
+
+// An empty batch (0 rows of a 3 x 4 grid): each row loss gives the empty (0)
+// values and the empty gradient, as the CPU's row losses do (the device path
+// divided the cells by the row count: an integer division by zero).
+TEST(NefiLossDevice, AnEmptyBatchGivesEmptyValuesAndGradientsAsOnTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  using RowLoss = std::function<fk::Tensor(const fk::Tensor&)>;
+  auto expect_empty = [](const RowLoss& loss, fk::DType dt, fk::Device d, const std::string& what) {
+    SCOPED_TRACE(what + " " + fk::name(dt) + " on " + d.str());
+    fk::Tensor x = fk::zeros({0, 3, 4}, {dt, d});
+    x.set_requires_grad(true);
+    const fk::Tensor v = loss(x);
+    EXPECT_EQ(v.shape(), fk::Dims{0});
+    EXPECT_EQ(v.device(), d);
+    fk::sum(v).backward();
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().shape(), (fk::Dims{0, 3, 4}));
+    EXPECT_EQ(x.grad().device(), d);
+  };
+  const RowLoss mse = [](const fk::Tensor& x) {
+    return nefi::masked_mse_rows(x, fk::zeros(x.shape(), {x.dtype(), x.device()}), fk::Tensor(),
+                                 {});
+  };
+  const RowLoss tv = [](const fk::Tensor& x) {
+    return nefi::total_variation_rows(x, {1.0, 1.0}, {});
+  };
+  const RowLoss square = [](const fk::Tensor& x) {
+    return nefi::cellwise_loss_device({nefi::CellTerm::Square}, x, {}, {}, true, {});
+  };
+  const RowLoss laplacian = [](const fk::Tensor& x) {
+    return nefi::laplacian_loss_device(x, {1.0, 1.0}, true);
+  };
+  for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+    for (fk::Device d : {fk::kCPU, kGpu}) {
+      expect_empty(mse, dt, d, "masked_mse_rows");
+      expect_empty(tv, dt, d, "total_variation_rows");
+    }
+    expect_empty(square, dt, kGpu, "cellwise square rows");
+    expect_empty(laplacian, dt, kGpu, "laplacian rows");
+  }
 }
 
 // A large grid against the CPU in f64: many blocks per row, partials summed.

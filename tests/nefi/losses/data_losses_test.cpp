@@ -7,7 +7,8 @@
 // first call and on one from the made constants (same ops in the same order;
 // the host's 1 / x rounded to the dtype once on both sides). An in-place
 // change of the observations makes the constants anew; degenerate data are
-// still errors. (Finite differences: loss_dispatch_test.cpp.)
+// still errors. masked_mse_rows takes an empty batch. (Finite differences:
+// loss_dispatch_test.cpp.)
 #include "nefi/losses/data_losses.h"
 
 #include <gtest/gtest.h>
@@ -177,6 +178,23 @@ TEST(NefiDataLosses, DegenerateDataAreStillErrors) {
   // log-MSE's zero scale falls back to 1, as before.
   EXPECT_EQ(nefi::log_mse_loss("max", 1e-6)->forward(ctx).item(),
             log_before(p, m, "max", 1e-6).item());
+}
+
+// masked_mse_rows of an empty batch: the forward gives the empty (0) values,
+// and its backward the empty (0, 4) gradient (it divided the cells by the
+// row count, 0: an integer division by zero, SIGFPE).
+TEST(NefiDataLosses, MaskedMseRowsOfAnEmptyBatchHasAnEmptyGradient) {
+  for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+    SCOPED_TRACE(fk::name(dt));
+    fk::Tensor p = fk::zeros({0, 4}, {dt});
+    p.set_requires_grad(true);
+    const fk::Tensor y = fk::zeros({0, 4}, {dt});
+    const fk::Tensor v = nefi::masked_mse_rows(p, y, fk::Tensor(), {});
+    EXPECT_EQ(v.shape(), fk::Dims{0});
+    fk::sum(v).backward();
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().shape(), (fk::Dims{0, 4}));
+  }
 }
 
 }  // namespace
