@@ -1,5 +1,7 @@
 #include "nefi/instances/refine_stage.h"
 
+#include <cmath>
+
 #include "fk/error.h"
 #include "nefi/solve/metrics.h"
 
@@ -21,6 +23,9 @@ void declare_refine_keys(Params& p, bool on, int64_t levels, const std::string& 
   p.declare("refine_eps_start", d.eps_start, "refinement: starting interface width (level gaps)");
   p.declare("refine_eps_end", d.eps_end, "refinement: final interface width (level gaps)");
   p.declare("refine_chi_factor", d.chi_factor, "refinement: accept chi <= this max(chi_smooth, 1)");
+  p.declare("refine_noise_sigmas", d.noise_sigmas,
+            "refinement: refuse a refit that fits the data this many sigma of chi closer than "
+            "the noise level allows, from a smooth fit at the noise level (0: off)");
   p.declare("refine_min_chi_smooth", d.min_chi_smooth,
             "refinement: no refit when the smooth fit's chi <= this (0: off)");
   p.declare("refine_band_fraction", d.band_fraction,
@@ -86,6 +91,9 @@ RefineOptions refine_options_from(const Params& p) {
   o.min_chi_smooth = p.d("refine_min_chi_smooth");
   FK_CHECK(o.min_chi_smooth >= 0, "config key 'refine_min_chi_smooth'", "a chi >= 0 (0: off)",
            Params::render(o.min_chi_smooth));
+  o.noise_sigmas = p.d("refine_noise_sigmas");
+  FK_CHECK(o.noise_sigmas >= 0 && std::isfinite(o.noise_sigmas), "config key 'refine_noise_sigmas'",
+           "a count of standard deviations >= 0 (0: off)", Params::render(o.noise_sigmas));
   o.chi_factor = p.d("refine_chi_factor");
   FK_CHECK(o.chi_factor >= 1, "config key 'refine_chi_factor'", "a factor >= 1",
            Params::render(o.chi_factor));
@@ -107,6 +115,7 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_levels"] = static_cast<double>(r.start_levels.size());
   out.metrics["refine_chi_smooth"] = r.chi_smooth;
   out.metrics["refine_chi"] = r.chi_refined;
+  out.metrics["refine_chi_sigma"] = r.chi_sigma;
   out.metrics["refine_in_band"] = r.in_band;
   out.metrics["refine_support_kept"] = r.support_kept;
   out.metrics["refine_refusal"] = r.refusal;

@@ -12,8 +12,8 @@ namespace nefi {
 
 // refine (bool, default `on`), refine_mode (default `mode`), refine_levels
 // (0: auto), refine_max_levels, refine_levels_by, refine_steps, refine_lr, refine_eps_start,
-// refine_eps_end, refine_chi_factor, refine_min_chi_smooth, refine_band_fraction,
-// refine_band_width, refine_support_share (default `support_share`),
+// refine_eps_end, refine_chi_factor, refine_noise_sigmas, refine_min_chi_smooth,
+// refine_band_fraction, refine_band_width, refine_support_share (default `support_share`),
 // refine_boundary_weight, refine_boundary_eps, refine_tv_weight, refine_tv_eps,
 // refine_well_weight, refine_phase_width.
 void declare_refine_keys(Params& p, bool on, int64_t levels = 0,
@@ -23,7 +23,7 @@ RefineOptions refine_options_from(const Params& p);
 
 // Refines out.reconstruction under `problem` (operator, measurement and
 // losses at the domain grid) and records the metrics refine_accepted,
-// refine_levels, refine_chi_smooth, refine_chi, refine_in_band,
+// refine_levels, refine_chi_smooth, refine_chi, refine_chi_sigma, refine_in_band,
 // refine_support_kept, refine_refusal (the report's code: why it was
 // refused, 0 when accepted) and, when auto picks the phases by chi,
 // refine_chi_levels_<K> (each count's refit), and the field "refined"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -149,22 +150,52 @@ std::vector<double> class_means(const std::vector<double>& v, const std::vector<
   return m;
 }
 
-// chi of `x` (the problem's field at the domain grid; see refine.h).
-double chi(const InverseProblem& p, const fk::Tensor& x) {
+namespace {
+
+// The per-datum terms of chi for `x` (squared residual / noise_std^2, or
+// the plain squared residual without a known noise level) and their
+// weights (the mask's, or 1).
+struct ChiTerms {
+  std::vector<double> t, w;
+};
+
+ChiTerms chi_terms(const InverseProblem& p, const fk::Tensor& x) {
   fk::autograd::NoGradGuard ng;
   const fk::Tensor pred = p.op->apply(x.to(p.measurement.data.dtype()));
   FK_CHECK(pred.shape() == p.measurement.data.shape(), "nefi::refine",
            "a prediction of the measurement's shape " + p.measurement.data.shape().str(),
            pred.shape().str());
   const auto a = pred.to_vector<double>(), y = p.measurement.data.to_vector<double>();
-  const std::vector<double> w = p.measurement.mask.defined()
-                                    ? p.measurement.mask.to_vector<double>()
-                                    : std::vector<double>(a.size(), 1.0);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) num += w[i] * (a[i] - y[i]) * (a[i] - y[i]), den += w[i];
-  const double m = den > 0 ? num / den : 0.0;
+  ChiTerms c;
+  c.w = p.measurement.mask.defined() ? p.measurement.mask.to_vector<double>()
+                                     : std::vector<double>(a.size(), 1.0);
   const double s = p.measurement.noise_std;
-  return s > 0 ? m / (s * s) : m;
+  const double scale = s > 0 ? 1.0 / (s * s) : 1.0;
+  for (size_t i = 0; i < a.size(); ++i) c.t.push_back((a[i] - y[i]) * (a[i] - y[i]) * scale);
+  return c;
+}
+
+// The weighted mean of the terms and its standard error.
+std::pair<double, double> mean_and_error(const ChiTerms& c) {
+  double sw = 0, m = 0;
+  for (size_t i = 0; i < c.t.size(); ++i) sw += c.w[i], m += c.w[i] * c.t[i];
+  if (!(sw > 0)) return {0.0, 0.0};
+  m /= sw;
+  double v = 0;
+  for (size_t i = 0; i < c.t.size(); ++i) v += c.w[i] * c.w[i] * (c.t[i] - m) * (c.t[i] - m);
+  return {m, std::sqrt(v) / sw};
+}
+
+}  // namespace
+
+// chi of `x` (the problem's field at the domain grid; see refine.h).
+double chi(const InverseProblem& p, const fk::Tensor& x) {
+  return mean_and_error(chi_terms(p, x)).first;
+}
+
+double chi_sigma(const InverseProblem& p, const fk::Tensor& x) {
+  if (!(p.measurement.noise_std > 0)) return 0.0;
+  return mean_and_error(chi_terms(p, x)).second;
 }
 
 std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor& smooth,
@@ -192,6 +223,7 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
   double gap = std::numeric_limits<double>::infinity();
   for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
   r.chi_smooth = chi(problem, smooth);
+  r.chi_sigma = chi_sigma(problem, smooth);
   r.field = smooth.to(fk::DType::F64);
   if (!(gap > 0)) {
     r.reason = "the smooth field has no level structure";
@@ -230,9 +262,18 @@ void judge(const InverseProblem& problem, const std::vector<double>& xs,
       o.chi_factor *
       (problem.measurement.noise_std > 0 ? std::max(r.chi_smooth, 1.0) : r.chi_smooth);
   r.support_kept = half_max_support_kept(xs, r.refined.to_vector<double>());
+  // The noise test (refine.h): both bounds in units of chi's spread at the noise level.
+  const double margin = o.noise_sigmas * r.chi_sigma;
+  const bool smooth_at_noise = r.chi_sigma > 0 && r.chi_smooth <= 1.0 + margin;
+  const double noise_floor = std::min(r.chi_smooth, 1.0) - margin;
   if (r.chi_refined > bound) {
     r.reason = "chi " + std::to_string(r.chi_refined) + " > " + std::to_string(bound);
     r.refusal = 2;
+  } else if (o.noise_sigmas > 0 && smooth_at_noise && r.chi_refined < noise_floor) {
+    r.reason = "the refit fits the noise: chi " + std::to_string(r.chi_refined) + " < " +
+               std::to_string(noise_floor) + " from a smooth fit at the noise level (chi " +
+               std::to_string(r.chi_smooth) + ", sigma " + std::to_string(r.chi_sigma) + ")";
+    r.refusal = 5;
   } else if (r.support_kept < o.support_share) {
     r.reason = "the support collapsed: the refined field keeps " + std::to_string(r.support_kept) +
                " of the smooth field's half-max support";
@@ -265,6 +306,8 @@ void RefineOptions::validate() const {
            "a width > 0 (level gaps)", std::to_string(boundary_eps));
   FK_CHECK(min_chi_smooth >= 0 && std::isfinite(min_chi_smooth), "refine option 'min_chi_smooth'",
            "a chi >= 0 (0: off)", std::to_string(min_chi_smooth));
+  FK_CHECK(noise_sigmas >= 0 && std::isfinite(noise_sigmas), "refine option 'noise_sigmas'",
+           "a count of standard deviations >= 0 (0: off)", std::to_string(noise_sigmas));
   FK_CHECK(!std::isnan(floor) && floor < std::numeric_limits<double>::infinity(),
            "refine option 'floor'", "a lower bound (or -inf)", std::to_string(floor));
   FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",

@@ -15,6 +15,17 @@
 //   at least band_fraction of the refined interface cells lie in the smooth
 //     field's transition band (cells whose smooth value is strictly between
 //     the two starting levels of that interface, grown by band_width cells),
+//   and, with a known noise level, the refit does not fit the noise: when
+//     the smooth fit is at the noise level already (chi_smooth <= 1 +
+//     noise_sigmas * sigma_chi) the refit may not fit the data closer than
+//     min(chi_smooth, 1) - noise_sigmas * sigma_chi, where sigma_chi is
+//     chi's spread over the noise: the standard error of chi_smooth as a
+//     mean of its per-datum terms (sqrt(2 / N) for N data of Gaussian
+//     noise; it also follows noise whose variance varies, as photon
+//     counts'). A fit with p effective parameters free to follow the
+//     noise ends near chi = 1 - p / N, so a drop that far below both is
+//     the noise taken into the image, not signal (the data had none left
+//     to give),
 //   and the refined field keeps at least support_share of the smooth
 //     field's support, the cells above half the smooth peak, above that
 //     same level (when support_share > 0 and the smooth peak is > 0):
@@ -82,6 +93,12 @@ struct RefineOptions {
   double lr = 1e-2;
   double eps_start = 0.3, eps_end = 0.1;
   double chi_factor = 1.1;
+  // The noise-fitting test above, in standard deviations of chi at the
+  // noise level (0: off). It bites only where the smooth fit leaves no
+  // significant signal in the residual, so refits that lower a chi well
+  // above 1 (into the noise or not) and refits that raise chi within
+  // chi_factor are judged as before (docs/performance.md, session 16).
+  double noise_sigmas = 3;
   // With a known noise level, no refit when chi_smooth <= this (0: off): a
   // smooth fit that already explains the data to the noise leaves a refit
   // nothing but the noise to fit.
@@ -117,13 +134,16 @@ struct RefineReport {
   std::string reason;  // why it was refused (empty when accepted)
   // The same as a code (what metrics record): 0 accepted, 1 not refitted (no
   // level structure, or at the noise level), 2 chi, 3 support lost, 4
-  // interfaces outside the transition band.
+  // interfaces outside the transition band, 5 the refit fits the noise.
   int refusal = 0;
   std::vector<double> thresholds, start_levels;
   // levels_by "chi": each refit's chi, for K = 2, 3, ..., max_levels (empty otherwise).
   std::vector<double> chi_by_levels;
   std::vector<double> levels;  // levelset: the fitted levels; voxels: the refined class means
   double chi_smooth = 0, chi_refined = 0, in_band = 0;
+  // chi's spread over the noise: chi_smooth's standard error as a mean of
+  // its per-datum terms (0 without a known noise level).
+  double chi_sigma = 0;
   // The share of the smooth field's half-max support the refined field keeps.
   double support_kept = 1;
   fk::Tensor refined;  // the refined field (f64), also when refused

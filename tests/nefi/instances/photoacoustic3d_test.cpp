@@ -97,6 +97,7 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                                        {"refine_well_weight", "-1"},
                                                        {"refine_phase_width", "-1"},
                                                        {"refine_min_chi_smooth", "-1"},
+                                                       {"refine_noise_sigmas", "-1"},
                                                        {"supersample", "0"},
                                                        {"noise", "-0.1"}};
   for (const auto& [key, value] : cases) {
