@@ -22,6 +22,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 
 namespace {
 
@@ -177,6 +178,29 @@ TEST(NefiDataLosses, DegenerateDataAreStillErrors) {
   // log-MSE's zero scale falls back to 1, as before.
   EXPECT_EQ(nefi::log_mse_loss("max", 1e-6)->forward(ctx).item(),
             log_before(p, m, "max", 1e-6).item());
+}
+
+// check_observations refuses, on the host, exactly what the CPU forward
+// refuses (a device forward reads nothing back and would give NaN): zero
+// data, and data whose only non-zero cells are unobserved.
+TEST(NefiDataLosses, CheckObservationsRefusesWhatTheCpuForwardRefuses) {
+  using fk::test::error_of;
+  nefi::Measurement zero, hidden, fine;
+  zero.data = fk::zeros({3, 4}, {fk::DType::F64});
+  hidden.data = fk::from_vector(std::vector<double>{0, 0, 5, 0, 0, 0}, fk::Dims{2, 3});
+  hidden.mask = fk::from_vector(std::vector<double>{1, 1, 0, 1, 1, 1}, fk::Dims{2, 3});
+  fine.data = fk::from_vector(std::vector<double>{0, 0, 5, 1, 0, 0}, fk::Dims{2, 3});
+  fine.mask = hidden.mask;
+  for (const nefi::LossPtr& loss : {nefi::relative_mse_loss(), nefi::normalized_mse_loss()}) {
+    for (const nefi::Measurement* m : {&zero, &hidden}) {
+      const fk::Tensor p = fk::ones(m->data.shape(), {fk::DType::F64});
+      nefi::LossContext ctx{nullptr, p, m, nullptr, nullptr, 0, 0, 1.0};
+      const std::string cpu = error_of([&] { (void)loss->forward(ctx); });
+      ASSERT_NE(cpu, "") << loss->name();
+      EXPECT_EQ(error_of([&] { loss->check_observations(*m); }), cpu) << loss->name();
+    }
+    EXPECT_EQ(error_of([&] { loss->check_observations(fine); }), "") << loss->name();
+  }
 }
 
 }  // namespace
