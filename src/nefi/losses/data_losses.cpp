@@ -99,27 +99,29 @@ fk::Tensor device_mean(CellLoss term, const fk::Tensor& p, const fk::Tensor& y,
   return cellwise_loss_device(term, p, y, mask, rows, {});
 }
 
+// sigma^2 of a noise-aware MSE; an unknown (< 0) or zero noise level is refused.
+double noise_variance(double noise_std) {
+  FK_CHECK(noise_std > 0, "nefi::MSE(noise_aware)", "a measurement with a known positive noise_std",
+           std::to_string(noise_std));
+  return noise_std * noise_std;
+}
+
 struct MseLoss : Loss {
   bool noise_aware;
   MseLoss(std::string n, bool na) : Loss(std::move(n)), noise_aware(na) {}
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
-    double scale = 1.0;
-    if (noise_aware) {
-      FK_CHECK(c.obs->has_noise() && c.obs->noise_std > 0, "nefi::MSE(noise_aware)",
-               "a measurement with a known positive noise_std", std::to_string(c.obs->noise_std));
-      scale = c.obs->noise_std * c.obs->noise_std;
-    }
+    const double scale = noise_aware ? noise_variance(c.obs->noise_std) : 1.0;
     return masked_mse(c.pred, c.obs->data, obs_mask(c), scale);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     std::vector<double> scale(c.noise_std.size(), 1.0);
-    for (size_t b = 0; b < scale.size() && noise_aware; ++b) {
-      FK_CHECK(c.noise_std[b] > 0, "nefi::MSE(noise_aware)",
-               "a measurement with a known positive noise_std", std::to_string(c.noise_std[b]));
-      scale[b] = c.noise_std[b] * c.noise_std[b];
-    }
+    for (size_t b = 0; b < scale.size() && noise_aware; ++b)
+      scale[b] = noise_variance(c.noise_std[b]);
     return masked_mse_rows(c.pred, c.obs, c.mask, scale);
+  }
+  void check_observations(const Measurement& obs) const override {
+    if (noise_aware) (void)noise_variance(obs.noise_std);
   }
   std::string signature() const override {
     return "mse:" + name() + (noise_aware ? ":noise_aware" : "");

@@ -201,6 +201,16 @@ TEST(NefiDataLosses, CheckObservationsRefusesWhatTheCpuForwardRefuses) {
     }
     EXPECT_EQ(error_of([&] { loss->check_observations(fine); }), "") << loss->name();
   }
+  // A noise-aware MSE needs a known positive noise level (plain MSE does not).
+  const nefi::LossPtr aware = nefi::mse_loss(true);
+  const fk::Tensor p = fk::ones(fine.data.shape(), {fk::DType::F64});
+  nefi::LossContext ctx{nullptr, p, &fine, nullptr, nullptr, 0, 0, 1.0};
+  const std::string cpu = error_of([&] { (void)aware->forward(ctx); });
+  ASSERT_NE(cpu, "");
+  EXPECT_EQ(error_of([&] { aware->check_observations(fine); }), cpu);
+  EXPECT_EQ(error_of([&] { nefi::mse_loss()->check_observations(fine); }), "");
+  fine.noise_std = 0.1;
+  EXPECT_EQ(error_of([&] { aware->check_observations(fine); }), "");
 }
 
 }  // namespace
