@@ -62,8 +62,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
   sub->add_option("--batch-device", o->batch_device,
-                  "where --batched batches train: cpu (default), cuda or cuda:N (a method the "
-                  "device batch refuses runs sequentially on the CPU)");
+                  "where --batched batches train: cpu (default), cuda or cuda:N (needs "
+                  "--batched; a method the device batch refuses runs sequentially on the CPU)");
   sub->add_flag("--smoke", o->smoke,
                 "apply configs/<instance>_smoke.yaml and cap every run at --smoke-steps");
   sub->add_option("--smoke-steps", o->smoke_steps,
