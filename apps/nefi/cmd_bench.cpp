@@ -62,8 +62,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
   sub->add_option("--batch-device", o->batch_device,
-                  "where --batched batches train: cpu (default), cuda or cuda:N (a method the "
-                  "device batch refuses runs sequentially on the CPU)");
+                  "where --batched batches train: cpu (default), cuda or cuda:N (needs "
+                  "--batched; a method the device batch refuses runs sequentially on the CPU)");
   sub->add_flag("--smoke", o->smoke,
                 "apply configs/<instance>_smoke.yaml and cap every run at --smoke-steps");
   sub->add_option("--smoke-steps", o->smoke_steps,
@@ -76,9 +76,9 @@ Command add_bench(CLI::App& app, const Context& ctx) {
       "  nefi bench toy1d --smoke --batched --batch-size 8 --batch-device cuda\n"
       "  nefi bench-merge runs/b");
   return {sub, [o, &ctx] {
-            // Before any work: a malformed or unusable batch device.
+            // Before any work: a malformed batch device, one that is not
+            // the protocol's (--batch-device without --batched), an unusable one.
             const fk::Device batch_device = fk::parse_device(o->batch_device);
-            bench::check_batch_device(batch_device);
             if (o->smoke) {
               const std::string& t = o->spec.target;
               const bool is_file =
@@ -91,19 +91,21 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             o->spec.batched = o->batched;
             o->spec.batch_device = batch_device;
             const bench::Protocol proto = bench::make_protocol(o->spec);
+            bench::CampaignOptions co;
+            co.shard = shard;
+            FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
+                     std::to_string(o->batch_size));
+            if (o->batched) co.batch_size = o->batch_size;
+            co.batch_device = batch_device;
+            bench::check_protocol_batch_device(proto, co);
+            bench::check_batch_device(batch_device);
             const std::string out = !o->out.empty() ? o->out
                                                     : "runs/" + proto.instance + "-bench-" +
                                                           bench::protocol_hash(proto);
             bench::prepare_out_dir(out);
             set_threads(o->threads);
             const InstancePtr inst = find_instance(proto.instance);
-            bench::CampaignOptions co;
-            co.shard = shard;
             if (stderr_is_tty()) co.on_progress = print_progress;
-            FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
-                     std::to_string(o->batch_size));
-            if (o->batched) co.batch_size = o->batch_size;
-            co.batch_device = batch_device;
             co.on_log = [](const std::string& line) { std::cerr << "[bench] " << line << "\n"; };
             bench::ShardFile s{proto, shard, bench::run_campaign(*inst, proto, co)};
             int failed = 0;

@@ -1,5 +1,7 @@
 #include "nefi/measurement.h"
 
+#include <cmath>
+
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/resample.h"
@@ -10,6 +12,8 @@ Measurement Measurement::resampled(const fk::Dims& shape) const {
   FK_CHECK(data.defined(), "nefi::Measurement::resampled", "a measurement with data",
            "an empty one");
   if (shape == data.shape()) return *this;
+  FK_CHECK(!mask.defined() || mask.shape() == data.shape(), "nefi::Measurement::resampled",
+           "a mask of the data's shape " + data.shape().str(), mask.shape().str());
   const fk::DType dt = data.dtype();
   std::vector<double> d = data.to_vector<double>();
   Measurement out;
@@ -38,6 +42,20 @@ double Measurement::energy() const {
     w += wi;
   }
   return w > 0 ? s / w : 0.0;
+}
+
+void check_mask(const Measurement& m, const std::string& where, const std::string& whose) {
+  if (!m.mask.defined()) return;
+  const std::string in = whose.empty() ? "" : " in " + whose;
+  FK_CHECK(!m.data.defined() || m.mask.shape() == m.data.shape(), where,
+           "a mask of the data's shape " + m.data.shape().str(), m.mask.shape().str() + in);
+  double sum = 0;
+  for (const double w : m.mask.to_vector<double>()) {
+    FK_CHECK(std::isfinite(w) && w >= 0, where, "mask weights that are finite and >= 0",
+             "a weight " + std::to_string(w) + in);
+    sum += w;
+  }
+  FK_CHECK(sum > 0, where, "a mask with at least one observed cell", "an all-zero mask" + in);
 }
 
 }  // namespace nefi

@@ -21,4 +21,13 @@ struct Measurement {
   double energy() const;
 };
 
+// Throws fk::Error at `where` unless the mask, when there is one, has the
+// data's shape, finite weights >= 0 and at least one observed cell (`whose`,
+// e.g. "problem 3", is appended to what was given). Every solver (Solver,
+// batch_invert on the CPU and on a device) calls it on a stage's measurement
+// before its first step: a device loss divides by the mask's weight sum
+// without reading it back (loss_device.h), so an all-zero mask would give a
+// NaN loss there instead of the error the CPU loss raises.
+void check_mask(const Measurement& m, const std::string& where, const std::string& whose = "");
+
 }  // namespace nefi

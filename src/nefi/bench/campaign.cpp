@@ -219,12 +219,26 @@ Params protocol_params(const Instance& instance, const Protocol& p) {
   return params;
 }
 
+void check_protocol_batch_device(const Protocol& proto, const CampaignOptions& opt) {
+  // As make_protocol writes it: the CUDA device batches train on, else "".
+  const std::string given = opt.batch_device.is_cuda() ? opt.batch_device.str() : "";
+  const bool batched = opt.batch_size > 0;
+  if (given == proto.batch_device && (given.empty() || batched)) return;
+  throw fk::Error(
+      "--batch-device",
+      "the protocol's batch device, " + (proto.batch_device.empty()
+                                             ? std::string("cpu (no device batches)")
+                                             : proto.batch_device + " with --batched"),
+      (given.empty() ? std::string("cpu") : given) + (batched ? "" : " without --batched"));
+}
+
 std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
                               const CampaignOptions& opt) {
   FK_CHECK(opt.shard.count >= 1 && opt.shard.index >= 0 && opt.shard.index < opt.shard.count,
            "shard", "I/N with 0 <= I < N",
            std::to_string(opt.shard.index) + "/" + std::to_string(opt.shard.count));
   check_batch_device(opt.batch_device);
+  check_protocol_batch_device(proto, opt);
   const Params params = protocol_params(inst, proto);
   std::vector<Unit> mine;
   for (const Unit& u : units(proto))

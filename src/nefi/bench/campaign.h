@@ -127,10 +127,19 @@ struct CampaignOptions {
   // (--batch-device) where the batches train: the CPU, or a CUDA device
   // (BatchOptions::device); a method the device batch refuses
   // (batch_device_reason) runs sequentially on the CPU and on_log says why.
-  // run_campaign refuses a device this process cannot use before any work.
+  // run_campaign refuses a device this process cannot use, or one that is
+  // not the protocol's (check_protocol_batch_device), before any work.
   fk::Device batch_device = fk::kCPU;
   std::function<void(const std::string&)> on_log;
 };
+
+// Throws fk::Error naming both unless `options` batch where `protocol` says
+// its batches train: Protocol::batch_device (in its hash) is "cuda:N" only
+// for batches on that device, so options on another device, or on one
+// without batches (batch_size 0), would file their numbers under another
+// campaign's hash. run_campaign calls it before any work; nefi bench before
+// it checks the device is usable.
+void check_protocol_batch_device(const Protocol& protocol, const CampaignOptions& options);
 
 // Runs this shard's units with `instance` (which must be protocol.instance's
 // implementation, or a stand-in with the same methods and scenes).

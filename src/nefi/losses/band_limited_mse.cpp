@@ -17,6 +17,12 @@
 namespace nefi {
 namespace {
 
+// The refusal of observations with no energy below f_cut: raised by the CPU
+// forward, and by check_observations on the host ahead of a device run.
+void require_band_energy(double sum_w_ym2) {
+  FK_CHECK(sum_w_ym2 > 0, "nefi::BandLimitedMSE", "observations with energy below f_cut", "none");
+}
+
 struct BandLimitedMseLoss : Loss {
   double dt, f_cut;
   mutable std::mutex mu;
@@ -48,17 +54,23 @@ struct BandLimitedMseLoss : Loss {
         y2 = fk::mul(y2, w);
       }
       const fk::Tensor denom = fk::sum(y2);
-      // The check reads the host: on the CPU only (on a device no energy
-      // gives a non-finite value, which the step's one read-back meets).
-      if (device.is_cpu())
-        FK_CHECK(denom.item() > 0, "nefi::BandLimitedMSE", "observations with energy below f_cut",
-                 "none");
+      // The check reads the host: on the CPU only (a device solve makes it
+      // through check_observations before the stage).
+      if (device.is_cpu()) require_band_energy(denom.item());
       return std::vector<fk::Tensor>{m, y, w, denom};
     });
     const fk::Tensor p = fk::matmul(c.pred.reshape({rows, n_t}), k[0]);
     fk::Tensor r = fk::square(fk::sub(p, k[1]));
     if (k[2].defined()) r = fk::mul(r, k[2]);
     return fk::div(fk::sum(r), k[3]);
+  }
+  void check_observations(const Measurement& obs) const override {
+    const fk::Tensor y = obs.data.to(fk::kCPU).to(fk::DType::F64);
+    const int64_t n_t = y.shape().back(), rows = y.numel() / n_t;
+    fk::Tensor y2 = fk::square(fk::matmul(y.reshape({rows, n_t}), filter(n_t, fk::DType::F64)));
+    if (obs.mask.defined())
+      y2 = fk::mul(y2, obs.mask.to(fk::kCPU).to(fk::DType::F64).reshape({rows, n_t}));
+    require_band_energy(fk::sum(y2).item());
   }
 };
 

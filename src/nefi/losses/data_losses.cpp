@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -100,27 +101,29 @@ fk::Tensor device_mean(CellLoss term, const fk::Tensor& p, const fk::Tensor& y,
   return cellwise_loss_device(term, p, y, mask, rows, {});
 }
 
+// sigma^2 of a noise-aware MSE; an unknown (< 0) or zero noise level is refused.
+double noise_variance(double noise_std) {
+  FK_CHECK(noise_std > 0, "nefi::MSE(noise_aware)", "a measurement with a known positive noise_std",
+           std::to_string(noise_std));
+  return noise_std * noise_std;
+}
+
 struct MseLoss : Loss {
   bool noise_aware;
   MseLoss(std::string n, bool na) : Loss(std::move(n)), noise_aware(na) {}
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
-    double scale = 1.0;
-    if (noise_aware) {
-      FK_CHECK(c.obs->has_noise() && c.obs->noise_std > 0, "nefi::MSE(noise_aware)",
-               "a measurement with a known positive noise_std", std::to_string(c.obs->noise_std));
-      scale = c.obs->noise_std * c.obs->noise_std;
-    }
+    const double scale = noise_aware ? noise_variance(c.obs->noise_std) : 1.0;
     return masked_mse(c.pred, c.obs->data, obs_mask(c), scale);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     std::vector<double> scale(c.noise_std.size(), 1.0);
-    for (size_t b = 0; b < scale.size() && noise_aware; ++b) {
-      FK_CHECK(c.noise_std[b] > 0, "nefi::MSE(noise_aware)",
-               "a measurement with a known positive noise_std", std::to_string(c.noise_std[b]));
-      scale[b] = c.noise_std[b] * c.noise_std[b];
-    }
+    for (size_t b = 0; b < scale.size() && noise_aware; ++b)
+      scale[b] = noise_variance(c.noise_std[b]);
     return masked_mse_rows(c.pred, c.obs, c.mask, scale);
+  }
+  void check_observations(const Measurement& obs) const override {
+    if (noise_aware) (void)noise_variance(obs.noise_std);
   }
   std::string signature() const override {
     return "mse:" + name() + (noise_aware ? ":noise_aware" : "");
@@ -165,6 +168,34 @@ fk::Tensor wmean_rows(const fk::Tensor& t, const fk::Tensor& mask) {
   return fk::div(fk::sum(fk::mul(t, m), trailing_dims(t)), counts);
 }
 
+// The refusals of degenerate observations: raised by the CPU forward, and by
+// check_observations on the host ahead of a device run (whose forward reads
+// nothing back, so there they would be a non-finite value).
+void require_energy(double sum_w_y2) {
+  FK_CHECK(sum_w_y2 > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
+}
+void require_mean(double mean_w_y) {
+  FK_CHECK(mean_w_y != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
+}
+
+// sum w y, sum w y^2 and sum w over a measurement's cells, in f64 on the host.
+struct ObservedSums {
+  double wy = 0, wy2 = 0, w = 0;
+};
+ObservedSums observed_sums(const Measurement& m) {
+  const std::vector<double> y = m.data.to_vector<double>();
+  const std::vector<double> w =
+      m.mask.defined() ? m.mask.to_vector<double>() : std::vector<double>();
+  ObservedSums s;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double wi = w.empty() ? 1.0 : w[i];
+    s.wy += wi * y[i];
+    s.wy2 += wi * y[i] * y[i];
+    s.w += wi;
+  }
+  return s;
+}
+
 // A double in a signature, exactly (std::to_string keeps 6 decimals).
 std::string fmt_exact(double v) {
   char b[32];
@@ -193,8 +224,7 @@ struct RelativeMseLoss : Loss {
     const std::vector<fk::Tensor> k = data_side.get(y, mask, dt, fk::kCPU, [&] {
       fk::Tensor y2 = fk::square(y);
       const fk::Tensor denom = mask.defined() ? fk::sum(fk::mul(y2, mask)) : fk::sum(y2);
-      FK_CHECK(denom.item() > 0, "nefi::RelativeMSE", "observations with non-zero energy",
-               "all zeros");
+      require_energy(denom.item());
       return std::vector<fk::Tensor>{y.to(dt), mask_as(mask, dt, fk::kCPU), denom.to(dt)};
     });
     fk::Tensor r = fk::square(fk::sub(c.pred, k[0]));
@@ -223,14 +253,16 @@ struct RelativeMseLoss : Loss {
       fk::Tensor y2 = fk::square(c.obs);
       if (c.mask.defined()) y2 = fk::mul(y2, c.mask.to(y2.dtype()));
       denom = fk::sum(y2, trailing_dims(y2));
-      for (double d : denom.to_vector<double>())
-        FK_CHECK(d > 0, "nefi::RelativeMSE", "observations with non-zero energy", "all zeros");
+      for (double d : denom.to_vector<double>()) require_energy(d);
     }
     fk::Tensor r = fk::square(fk::sub(c.pred, y));
     if (c.mask.defined()) r = fk::mul(r, c.mask.to(c.pred.dtype()));
     return fk::div(fk::sum(r, trailing_dims(r)), denom.to(c.pred.dtype()));
   }
   std::string signature() const override { return "relative_mse:" + name(); }
+  void check_observations(const Measurement& obs) const override {
+    require_energy(observed_sums(obs).wy2);
+  }
 
  private:
   // forward_rows's device constants of the stacked observations: made by
@@ -307,11 +339,15 @@ struct NormalizedMseLoss : Loss {
       const fk::Tensor y = c.obs->data.to(dt);
       const fk::Tensor m = mask_as(c.obs->mask, dt, fk::kCPU);
       const double ym = wmean(y, m).item();
-      FK_CHECK(ym != 0, "nefi::NormalizedMSE", "observations with a non-zero mean", "mean 0");
+      require_mean(ym);
       return std::vector<fk::Tensor>{fk::mul(y, inverse_scale(ym, dt)), m};
     });
     fk::Tensor pn = fk::div(c.pred, fk::add(wmean(c.pred, k[1]), 1e-12));
     return wmean(fk::square(fk::sub(pn, k[0])), k[1]);
+  }
+  void check_observations(const Measurement& obs) const override {
+    const ObservedSums s = observed_sums(obs);
+    require_mean(s.w > 0 ? s.wy / s.w : 0.0);
   }
 };
 

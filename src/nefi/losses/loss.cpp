@@ -149,4 +149,18 @@ double LossSet::data_loss(const std::vector<double>& comps) const {
   return s;
 }
 
+void LossSet::check_observations(const Measurement& obs, const std::string& where,
+                                 const std::string& whose) const {
+  check_mask(obs, where, whose);
+  for (const Term& t : terms_) {
+    if (t.weight == 0.0) continue;
+    try {
+      t.loss->check_observations(obs);
+    } catch (const fk::Error& e) {
+      if (whose.empty() || e.where().empty()) throw;
+      throw fk::Error(e.where(), e.expected(), e.given() + " in " + whose);
+    }
+  }
+}
+
 }  // namespace nefi

@@ -63,6 +63,13 @@ class Loss {
   // Equal for two losses that compute the same function (empty: unknown);
   // batch_invert evaluates one shared loss set when every problem's matches.
   virtual std::string signature() const { return ""; }
+  // Throws the fk::Error forward throws on the CPU for observations this
+  // loss cannot use (no energy, a zero mean, ...), reading them on the host.
+  // On a device forward reads nothing back, so there such observations give
+  // a non-finite value instead; the solvers call this once per stage through
+  // LossSet::check_observations, so a device run refuses what a CPU run
+  // refuses. Default: nothing to check.
+  virtual void check_observations(const Measurement& obs) const { (void)obs; }
 
  private:
   std::string name_;
@@ -89,6 +96,12 @@ class LossSet {
   const std::vector<Term>& terms() const { return terms_; }
   // Sum of the data components of a forward result.
   double data_loss(const std::vector<double>& components) const;
+  // What every solver checks on a stage's measurement before the stage's
+  // first step, on the host: check_mask, then check_observations of every
+  // term with a non-zero weight. `whose` (e.g. "problem 3") is appended to
+  // what an error says was given.
+  void check_observations(const Measurement& obs, const std::string& where,
+                          const std::string& whose = "") const;
 
  private:
   std::vector<Term> terms_;

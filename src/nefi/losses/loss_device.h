@@ -9,10 +9,11 @@
 // from device memory, so a solver step using these can be captured as one
 // CUDA graph. Data-dependent failures (an all-zero mask, zero-energy or
 // zero-mean observations) therefore do not throw here: they give a non-finite
-// value, which the step's one read-back meets; the Solver checks its observation
-// mask once at setup. Inputs are f32/f64; y and mask are converted to p's dtype and
-// device. `rows`: p is (N, ...) and the result (N), one value per row as
-// forward_rows gives it; otherwise one 0-dim value over all of p.
+// value, which the step's one read-back meets; every solver (Solver and
+// batch_invert) checks the observations once per stage on the host
+// (LossSet::check_observations: the mask, and each loss's own refusals). Inputs are f32/f64; y and
+// mask are converted to p's dtype and device. `rows`: p is (N, ...) and the result (N), one value
+// per row as forward_rows gives it; otherwise one 0-dim value over all of p.
 #include <vector>
 
 #include "fk/tensor.h"

@@ -27,11 +27,28 @@ fk::Tensor observed_like(const LossContext& c) {
   return c.obs->data.to(c.pred.dtype()).to(c.pred.device());
 }
 
+// The observations in f64 on the host (check_observations reads them there).
+fk::Tensor host_f64(const Measurement& m) {
+  return m.data.to(fk::kCPU).to(fk::DType::F64);
+}
+
+// The refusals of degenerate observations: raised by the CPU forward, and by
+// check_observations on the host ahead of a device run.
+void require_noise_map_mean(double mean) {
+  FK_CHECK(mean != 0, "nefi::NoiseMap", "data with a non-zero mean noise map", "mean 0");
+}
+void require_positive_noise_map(double max) {
+  FK_CHECK(max > 0, "nefi::DirectDensity", "data with a positive noise map", "max <= 0");
+}
+void require_nonzero_data(double max_abs) {
+  FK_CHECK(max_abs > 0, "nefi::ScaledRelativeMSE", "data with a non-zero value", "all zeros");
+}
+
 // The data-side constants below are made once per observation (see
-// observation_constants.h). Their checks read the host, so they run on the
-// CPU only; on a device a degenerate observation gives a non-finite value
-// instead (as the device losses of loss_device.h do), which the step's one
-// read-back meets.
+// observation_constants.h). Their checks read the host, so forward runs them
+// on the CPU only; on a device forward would give a non-finite value for a
+// degenerate observation (as the device losses of loss_device.h do), so the
+// solvers run the same checks through check_observations before a stage.
 bool checks_on_host(const LossContext& c) {
   return c.pred.device().is_cpu();
 }
@@ -45,12 +62,14 @@ struct NoiseMapLoss : Loss {
     const fk::Tensor target = data_side.get(c.obs->data, {}, c.pred.dtype(), c.pred.device(), [&] {
       const fk::Tensor my = noise_map(observed_like(c), "nefi::NoiseMap");
       const fk::Tensor ym = fk::mean(my);
-      if (checks_on_host(c))
-        FK_CHECK(ym.item() != 0, "nefi::NoiseMap", "data with a non-zero mean noise map", "mean 0");
+      if (checks_on_host(c)) require_noise_map_mean(ym.item());
       return std::vector<fk::Tensor>{fk::mul(my, reciprocal_via_f64(ym))};
     })[0];
     const fk::Tensor pn = fk::div(mp, fk::add(fk::mean(mp), 1e-12));
     return fk::mean(fk::square(fk::sub(pn, target)));
+  }
+  void check_observations(const Measurement& obs) const override {
+    require_noise_map_mean(fk::mean(noise_map(host_f64(obs), "nefi::NoiseMap")).item());
   }
 };
 
@@ -64,15 +83,16 @@ struct DirectDensityLoss : Loss {
       const fk::Tensor my =
           noise_map(c.obs->data.to(rho.dtype()).to(rho.device()), "nefi::DirectDensity");
       const fk::Tensor ymax = fk::amax(my);
-      if (rho.device().is_cpu())
-        FK_CHECK(ymax.item() > 0, "nefi::DirectDensity", "data with a positive noise map",
-                 "max <= 0");
+      if (rho.device().is_cpu()) require_positive_noise_map(ymax.item());
       return std::vector<fk::Tensor>{fk::mul(my, reciprocal_via_f64(ymax))};
     })[0];
     FK_CHECK(target.shape() == rho.shape(), "nefi::DirectDensity",
              "a noise map of the field's shape " + rho.shape().str(), target.shape().str());
     const fk::Tensor rn = fk::div(rho, fk::add(fk::amax(rho), 1e-12));
     return fk::mean(fk::square(fk::sub(rn, target)));
+  }
+  void check_observations(const Measurement& obs) const override {
+    require_positive_noise_map(fk::amax(noise_map(host_f64(obs), "nefi::DirectDensity")).item());
   }
 };
 
@@ -94,14 +114,15 @@ struct ScaledRelativeMseLoss : Loss {
         data_side.get(c.obs->data, {}, c.pred.dtype(), c.pred.device(), [&] {
           const fk::Tensor y = observed_like(c);
           const fk::Tensor s = fk::amax(fk::abs(y));
-          if (checks_on_host(c))
-            FK_CHECK(s.item() > 0, "nefi::ScaledRelativeMSE", "data with a non-zero value",
-                     "all zeros");
+          if (checks_on_host(c)) require_nonzero_data(s.item());
           const fk::Tensor inv_s = reciprocal_via_f64(s);
           const fk::Tensor ys = fk::mul(y, inv_s);
           return std::vector<fk::Tensor>{inv_s, ys, fk::sum(fk::square(ys))};
         });
     return fk::div(fk::sum(fk::square(fk::sub(fk::mul(c.pred, k[0]), k[1]))), k[2]);
+  }
+  void check_observations(const Measurement& obs) const override {
+    require_nonzero_data(fk::amax(fk::abs(host_f64(obs))).item());
   }
 };
 

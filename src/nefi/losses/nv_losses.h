@@ -19,8 +19,9 @@
 // (observation_constants.h). The CPU results are bitwise the per-step
 // host-scalar form they replace (the same ops in the same order, the host's
 // 1 / x rounded to the dtype once). On a device, data that fail the CPU's
-// checks (a zero-mean or non-positive noise map, all-zero data) give a
-// non-finite value instead of an fk::Error.
+// checks (a zero-mean or non-positive noise map, all-zero data) would give a
+// non-finite value from forward; the solvers refuse them with the CPU's
+// fk::Error at each stage's setup (Loss::check_observations).
 // The reference names these terms but does not define the last two in the
 // inventory; these are this project's reading of them.
 #include "nefi/losses/loss.h"

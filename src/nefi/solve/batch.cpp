@@ -138,6 +138,10 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
     ProblemStage& p = ps_[b];
     p.obs = run.problems[b].measurement.resampled(out_shape);
     p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
+    // At the stage's grid, as the Solver checks: a batched loss without a
+    // check of its own (Huber, Poisson NLL) would give an all-zero mask's
+    // row a NaN.
+    p.losses.check_observations(p.obs, "nefi::batch_invert", "problem " + std::to_string(b));
     p.running = !run.failed[b];
     if (run.failed[b]) p.sr.stop = "failed";
     p.sr.name = stage_.name;
@@ -440,6 +444,16 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
            std::to_string(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
            std::to_string(opt.checkpoint_every));
+  // Before any work, on either path: what a stage's losses refuse in a
+  // problem's measurement (LossSet::check_observations), named by problem.
+  // Each stage checks its own grid's measurement again; area resampling
+  // keeps these refusals (a weighted mean of zeros is zero).
+  for (size_t b = 0; b < problems.size(); ++b)
+    for (const Stage& st : cur.stages)
+      problems[b]
+          .losses.with_weights(st.loss_weights)
+          .check_observations(problems[b].measurement, "nefi::batch_invert",
+                              "problem " + std::to_string(b));
   if (!opt.device.is_cpu()) {
     if (auto why = batch_device_reason(problems, cur, opt))
       throw fk::Error("nefi::batch_invert", "problems a device batch supports", *why);

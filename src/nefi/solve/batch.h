@@ -39,7 +39,11 @@
 // identity, pointwise, saturation, a nuisance without trainable parameters,
 // sequential / sum of those; not heat or other time-stepping or
 // implicit-solve operators) and have no trainable parameters; a measurement each; the optimizer
-// adam or adamw; one run (restarts 1).
+// adam or adamw; one run (restarts 1). Each problem's measurement passes
+// LossSet::check_observations for every stage (a mask observing some cell,
+// data each weighted loss can normalise), checked on the host before any
+// work on either path and again at each stage's grid, as the Solver does:
+// an fk::Error naming the problem, never a NaN row.
 //
 // device (BatchOptions::device, a CUDA device): the N fields' parameters as
 // one (N, P) block, their Adam(W) moments, the stacked measurements, the

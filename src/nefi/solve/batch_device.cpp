@@ -119,17 +119,18 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
   for (int64_t b = 0; b < run.n; ++b) {
     DeviceProblem& p = ps_[b];
     p.obs = run.problems[b].measurement.resampled(out_shape);
-    if (p.obs.mask.defined())
-      FK_CHECK(fk::sum(p.obs.mask.to(fk::DType::F64)).item() > 0, "nefi::batch_invert (device)",
-               "a mask with at least one observed cell",
-               "an all-zero mask in problem " + std::to_string(b));
+    p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
+    // At the stage's grid, on the host, before the upload (as the CPU batch
+    // and the Solver check): the device losses would give this problem's
+    // row a NaN instead of the CPU's error.
+    p.losses.check_observations(p.obs, "nefi::batch_invert (device)",
+                                "problem " + std::to_string(b));
     p.obs.data = p.obs.data.to(dev);
     if (p.obs.mask.defined()) p.obs.mask = p.obs.mask.to(dev);
     obs.push_back(p.obs.data);
     if (p.obs.mask.defined()) mask.push_back(p.obs.mask);
     noise_std_.push_back(p.obs.noise_std);
     discrepancy_ = discrepancy_ || (run.cur.discrepancy_tau && p.obs.has_noise());
-    p.losses = run.problems[b].losses.with_weights(stage_.loss_weights);
     p.running = !run.failed[b];
     if (run.failed[b]) p.sr.stop = "failed";
     p.sr.name = stage_.name;

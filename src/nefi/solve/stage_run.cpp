@@ -50,13 +50,13 @@ fk::Tensor unit_seed(const fk::Tensor& total) {
   return fk::ones(fk::Dims{}, {total.dtype(), total.device()});
 }
 
-// The observations on the solve's device. A device step never reads a loss
-// back on its own (it is captured), so a mask that observes nothing is
-// refused here, once, rather than by every loss call.
-Measurement on_device(Measurement m, fk::Device d) {
-  if (d.is_cuda() && m.mask.defined())
-    FK_CHECK(fk::sum(m.mask.to(fk::DType::F64)).item() > 0, "nefi::Solver",
-             "a mask with at least one observed cell", "an all-zero mask");
+// The stage's observations on the solve's device. A device step never reads
+// a loss back on its own (it is captured), so what a CPU loss would refuse
+// (an all-zero mask, observations without energy, ...) is refused here, on
+// the host, once per stage and on every device alike, rather than becoming a
+// NaN loss (LossSet::check_observations).
+Measurement on_device(Measurement m, const LossSet& stage_losses, fk::Device d) {
+  stage_losses.check_observations(m, "nefi::Solver");
   if (m.data.device() != d) m.data = m.data.to(d);
   if (m.mask.defined() && m.mask.device() != d) m.mask = m.mask.to(d);
   return m;
@@ -91,8 +91,8 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
       stage_(cur.stages[index]),
       domain_(problem.domain.at(stage_shape(stage_, problem.domain))),
       op_(problem.op->at_resolution(domain_.shape())),
-      obs_(
-          on_device(problem.measurement.resampled(op_->output_shape(domain_.shape())), opt.device)),
+      obs_(on_device(problem.measurement.resampled(op_->output_shape(domain_.shape())),
+                     problem.losses.with_weights(stage_.loss_weights), opt.device)),
       losses_(problem.losses.with_weights(stage_.loss_weights)),
       field_(*problem.field),
       params_(start_stage_field(field_, domain_, *op_)),

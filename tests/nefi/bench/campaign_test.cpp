@@ -156,6 +156,60 @@ TEST(BenchCampaign, ADeviceBatchIsItsOwnProtocol) {
   }
 }
 
+// Options must batch where the protocol says its batches train (its hash
+// covers the device): otherwise one campaign's hash would hold another's
+// numbers. The error names both; run_campaign refuses before any run.
+TEST(BenchCampaign, ABatchDeviceOtherThanTheProtocolsIsRefused) {
+  CampaignSpec s = tiny_spec();
+  const Protocol cpu = make_protocol(s);
+  s.batched = true;
+  s.batch_device = fk::cuda_device(0);
+  const Protocol gpu = make_protocol(s);
+  auto error = [](const Protocol& p, fk::Device device, int batch_size) {
+    CampaignOptions o;
+    o.batch_device = device;
+    o.batch_size = batch_size;
+    std::string e;
+    try {
+      check_protocol_batch_device(p, o);
+    } catch (const fk::Error& err) {
+      e = err.what();
+    }
+    return e;
+  };
+  // What make_protocol writes for each of these options matches them.
+  EXPECT_EQ(error(cpu, fk::kCPU, 0), "");
+  EXPECT_EQ(error(cpu, fk::kCPU, 4), "");
+  EXPECT_EQ(error(gpu, fk::cuda_device(0), 4), "");
+  EXPECT_EQ(error(cpu, fk::cuda_device(0), 4),
+            "--batch-device: expected the protocol's batch device, cpu (no device batches), got "
+            "cuda:0");
+  EXPECT_EQ(error(cpu, fk::cuda_device(0), 0),
+            "--batch-device: expected the protocol's batch device, cpu (no device batches), got "
+            "cuda:0 without --batched");
+  EXPECT_EQ(error(gpu, fk::kCPU, 4),
+            "--batch-device: expected the protocol's batch device, cuda:0 with --batched, got cpu");
+  EXPECT_EQ(error(gpu, fk::cuda_device(1), 4),
+            "--batch-device: expected the protocol's batch device, cuda:0 with --batched, got "
+            "cuda:1");
+  EXPECT_EQ(error(gpu, fk::cuda_device(0), 0),
+            "--batch-device: expected the protocol's batch device, cuda:0 with --batched, got "
+            "cuda:0 without --batched");
+  // run_campaign: a CPU batch (usable everywhere) under the device protocol.
+  CampaignOptions o;
+  o.batch_size = 2;
+  int progress_calls = 0;
+  o.on_progress = [&progress_calls](const Progress&) { ++progress_calls; };
+  std::string e;
+  try {
+    run_campaign(*nefi::find_instance(gpu.instance), gpu, o);
+  } catch (const fk::Error& err) {
+    e = err.what();
+  }
+  EXPECT_EQ(e, error(gpu, fk::kCPU, 2));
+  EXPECT_EQ(progress_calls, 0);
+}
+
 TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {
   const Protocol p = make_protocol(tiny_spec());
   const auto inst = nefi::find_instance(p.instance);

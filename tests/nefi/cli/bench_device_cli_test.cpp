@@ -1,7 +1,8 @@
 // nefi bench --batch-device: a device this process cannot use (any CUDA
 // device on a CPU-only build) and a malformed name are refused in one line
-// naming them, before any work; a CUDA batch device is written into the
-// protocol (benchmark.json, the hash), the CPU is not.
+// naming them, before any work, and so is a CUDA batch device without
+// --batched; a CUDA batch device is written into the protocol
+// (benchmark.json, the hash), the CPU is not.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,6 +26,19 @@ TEST(BenchDeviceCli, UnusableOrMalformedBatchDevicesAreRefusedInOneLine) {
   if (!fk::cuda::built_with_cuda())
     cases.push_back({bench + "cuda", "cpu (this build has no CUDA backend)"});
   nefi::test::expect_one_line_errors(cases, nefi::test::scratch());
+}
+
+// A CUDA batch device without --batched: the protocol trains no batches there
+// (its hash says cpu), so the runs would be the sequential CPU ones under a
+// device request. Refused in one line naming both, before the device is
+// even checked (so alike with or without a GPU).
+TEST(BenchDeviceCli, ABatchDeviceWithoutBatchesIsRefusedInOneLine) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  nefi::test::expect_one_line_errors(
+      {{"bench toy1d --smoke --n 1 --seeds 0 --batch-device cuda:0",
+        "--batch-device: expected the protocol's batch device, cpu (no device batches), got "
+        "cuda:0 without --batched"}},
+      nefi::test::scratch());
 }
 
 // The protocol of a one-run toy1d campaign batched on `device`.

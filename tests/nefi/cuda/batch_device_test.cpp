@@ -27,9 +27,12 @@
 
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/test_util.h"
 #include "nefi/cuda/device_run.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/batch_test_setups.h"
 #include "nefi/solve/solver.h"
@@ -167,6 +170,38 @@ TEST(NefiBatchDevice, Toy1dCapturedBatchEqualsTheEagerBatchBitwise) {
 TEST(NefiBatchDevice, DeconvolutionCapturedBatchEqualsTheEagerBatchBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_captured_equals_eager("deconvolution");
+}
+
+// Degenerate observations in one problem of a device batch: the device
+// losses read nothing back, so without the setup check (the CPU batch's,
+// tests/nefi/solve/batch_device_check_test.cpp) that problem's row would be
+// NaN. An all-zero mask under Huber, and data without energy under relative
+// MSE, each refused naming the problem.
+TEST(NefiBatchDevice, DegenerateObservationsAreRefusedNamingTheProblem) {
+  NEFI_SKIP_WITHOUT_GPU();
+  nefi::batch_test::Setups s = nefi::batch_test::setups("toy1d", params("toy1d"), kSeeds);
+  nefi::BatchOptions bo;
+  bo.device = fk::cuda_device(0);
+  for (size_t b = 0; b < s.problems.size(); ++b) {
+    nefi::Measurement& m = s.problems[b].measurement;
+    m.mask = b == 2 ? fk::zeros(m.data.shape(), {m.data.dtype()})
+                    : fk::ones(m.data.shape(), {m.data.dtype()});
+    s.problems[b].losses = nefi::LossSet();
+    s.problems[b].losses.add(nefi::huber_loss(), 1.0);
+  }
+  EXPECT_EQ(fk::test::error_of([&] { nefi::batch_invert(s.problems, s.curriculum, bo); }),
+            "nefi::batch_invert: expected a mask with at least one observed cell, got an "
+            "all-zero mask in problem 2");
+  for (size_t b = 0; b < s.problems.size(); ++b) {
+    nefi::Measurement& m = s.problems[b].measurement;
+    m.mask = fk::Tensor();
+    if (b == 1) m.data = fk::zeros(m.data.shape(), {m.data.dtype()});
+    s.problems[b].losses = nefi::LossSet();
+    s.problems[b].losses.add(nefi::relative_mse_loss(), 1.0);
+  }
+  EXPECT_EQ(fk::test::error_of([&] { nefi::batch_invert(s.problems, s.curriculum, bo); }),
+            "nefi::RelativeMSE: expected observations with non-zero energy, got all zeros in "
+            "problem 1");
 }
 
 }  // namespace

@@ -18,9 +18,12 @@
 
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
+#include "fk/factory.h"
+#include "fk/test_util.h"
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/instances/instance.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
 #include "nefi/solve/toy1d_smoke.h"
 
@@ -73,6 +76,40 @@ TEST(NefiSolverDevice, Toy1dOnTheDeviceFollowsTheCpu) {
 TEST(NefiSolverDevice, Toy1dWithTvOnTheDeviceFollowsTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_device_follows_cpu(toy1d_params(1e-4));
+}
+
+// Observations the CPU losses refuse are refused by a device solve at its
+// setup with the CPU's error (the device losses read nothing back and would
+// give NaN): zero-energy data under relative MSE, zero-mean data under
+// normalized MSE, an all-zero mask under Huber.
+TEST(NefiSolverDevice, DegenerateObservationsAreRefusedAsOnTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  auto su =
+      nefi::find_instance("toy1d")->setup(nefi::toy1d_test::toy1d_smoke_params(), "neural", 0);
+  nefi::InverseProblem p = su->problem;
+  const fk::Tensor data = p.measurement.data;
+  auto error_on = [&](fk::Device device) {
+    nefi::SolverOptions so;
+    so.device = device;
+    return fk::test::error_of([&] { nefi::Solver(p, su->curriculum, so).run(); });
+  };
+  auto only = [&](const nefi::LossPtr& loss) {
+    p.losses = nefi::LossSet();
+    p.losses.add(loss, 1.0);
+  };
+  p.measurement.data = fk::zeros(data.shape(), {data.dtype()});
+  only(nefi::relative_mse_loss());
+  EXPECT_NE(error_on(nefi::cuda_test::kGpu).find("nefi::RelativeMSE"), std::string::npos);
+  EXPECT_EQ(error_on(nefi::cuda_test::kGpu), error_on(fk::kCPU));
+  only(nefi::normalized_mse_loss());
+  EXPECT_NE(error_on(nefi::cuda_test::kGpu).find("nefi::NormalizedMSE"), std::string::npos);
+  EXPECT_EQ(error_on(nefi::cuda_test::kGpu), error_on(fk::kCPU));
+  p.measurement.data = data;
+  p.measurement.mask = fk::zeros(data.shape(), {data.dtype()});
+  only(nefi::huber_loss());
+  EXPECT_EQ(error_on(nefi::cuda_test::kGpu),
+            "nefi::Solver: expected a mask with at least one observed cell, got an all-zero mask");
+  EXPECT_EQ(error_on(nefi::cuda_test::kGpu), error_on(fk::kCPU));
 }
 
 }  // namespace

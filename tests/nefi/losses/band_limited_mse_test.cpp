@@ -20,6 +20,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 
 namespace {
@@ -138,6 +139,25 @@ TEST(NefiBandLimitedMse, DataWithoutEnergyAreAnError) {
   const nefi::Domain d({4, 4});
   nefi::LossContext c{nullptr, p, &m, &d, nullptr, 0, 0, 1.0};
   EXPECT_THROW(nefi::band_limited_mse_loss(0.01, 8.0)->forward(c), fk::Error);
+}
+
+// check_observations refuses on the host what the CPU forward refuses (a
+// device forward would give NaN): data without energy below f_cut (zeros),
+// and passes data with some (a constant: all of it at f = 0).
+TEST(NefiBandLimitedMse, CheckObservationsRefusesWhatTheCpuForwardRefuses) {
+  const int64_t n_t = 16;
+  const double dt = 0.01, f_cut = 8.0;
+  nefi::Measurement m;
+  m.data = fk::zeros({2, n_t}, {fk::DType::F64});
+  const fk::Tensor p = fk::ones({2, n_t}, {fk::DType::F64});
+  nefi::LossContext c{nullptr, p, &m, nullptr, nullptr, 0, 0, 1.0};
+  const nefi::LossPtr loss = nefi::band_limited_mse_loss(dt, f_cut);
+  const std::string cpu = fk::test::error_of([&] { (void)loss->forward(c); });
+  ASSERT_NE(cpu, "");
+  EXPECT_EQ(fk::test::error_of([&] { loss->check_observations(m); }), cpu);
+  nefi::Measurement some;
+  some.data = fk::ones({2, n_t}, {fk::DType::F64});
+  EXPECT_EQ(fk::test::error_of([&] { loss->check_observations(some); }), "");
 }
 
 }  // namespace

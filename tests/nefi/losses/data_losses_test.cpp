@@ -23,6 +23,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 
 namespace {
 
@@ -195,6 +196,39 @@ TEST(NefiDataLosses, MaskedMseRowsOfAnEmptyBatchHasAnEmptyGradient) {
     ASSERT_TRUE(p.grad().defined());
     EXPECT_EQ(p.grad().shape(), (fk::Dims{0, 4}));
   }
+}
+
+// check_observations refuses, on the host, exactly what the CPU forward
+// refuses (a device forward reads nothing back and would give NaN): zero
+// data, and data whose only non-zero cells are unobserved.
+TEST(NefiDataLosses, CheckObservationsRefusesWhatTheCpuForwardRefuses) {
+  using fk::test::error_of;
+  nefi::Measurement zero, hidden, fine;
+  zero.data = fk::zeros({3, 4}, {fk::DType::F64});
+  hidden.data = fk::from_vector(std::vector<double>{0, 0, 5, 0, 0, 0}, fk::Dims{2, 3});
+  hidden.mask = fk::from_vector(std::vector<double>{1, 1, 0, 1, 1, 1}, fk::Dims{2, 3});
+  fine.data = fk::from_vector(std::vector<double>{0, 0, 5, 1, 0, 0}, fk::Dims{2, 3});
+  fine.mask = hidden.mask;
+  for (const nefi::LossPtr& loss : {nefi::relative_mse_loss(), nefi::normalized_mse_loss()}) {
+    for (const nefi::Measurement* m : {&zero, &hidden}) {
+      const fk::Tensor p = fk::ones(m->data.shape(), {fk::DType::F64});
+      nefi::LossContext ctx{nullptr, p, m, nullptr, nullptr, 0, 0, 1.0};
+      const std::string cpu = error_of([&] { (void)loss->forward(ctx); });
+      ASSERT_NE(cpu, "") << loss->name();
+      EXPECT_EQ(error_of([&] { loss->check_observations(*m); }), cpu) << loss->name();
+    }
+    EXPECT_EQ(error_of([&] { loss->check_observations(fine); }), "") << loss->name();
+  }
+  // A noise-aware MSE needs a known positive noise level (plain MSE does not).
+  const nefi::LossPtr aware = nefi::mse_loss(true);
+  const fk::Tensor p = fk::ones(fine.data.shape(), {fk::DType::F64});
+  nefi::LossContext ctx{nullptr, p, &fine, nullptr, nullptr, 0, 0, 1.0};
+  const std::string cpu = error_of([&] { (void)aware->forward(ctx); });
+  ASSERT_NE(cpu, "");
+  EXPECT_EQ(error_of([&] { aware->check_observations(fine); }), cpu);
+  EXPECT_EQ(error_of([&] { nefi::mse_loss()->check_observations(fine); }), "");
+  fine.noise_std = 0.1;
+  EXPECT_EQ(error_of([&] { aware->check_observations(fine); }), "");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -167,6 +168,30 @@ TEST(NefiLosses, DataTermsAndLossSet) {
   EXPECT_THROW(set.with_weights({{"tv", 1.0}}), fk::Error);
   EXPECT_THROW(set.add(nefi::mse_loss(), 1.0), fk::Error);
   EXPECT_THROW(nefi::l1_loss("rho")->forward(c), fk::Error);
+}
+
+// What a solver checks at a stage's setup: the mask (check_mask), then each
+// weighted term's own refusal, the problem named in what was given; a term
+// of weight 0 (not evaluated in the stage) is not asked.
+TEST(NefiLosses, LossSetCheckObservationsChecksTheMaskAndTheWeightedTerms) {
+  using fk::test::error_of;
+  nefi::LossSet set;
+  set.add(nefi::huber_loss(), 1.0);
+  set.add(nefi::relative_mse_loss(), 0.0);
+  nefi::Measurement zero;
+  zero.data = fk::zeros({2, 3}, {fk::DType::F64});
+  EXPECT_EQ(error_of([&] { set.check_observations(zero, "solver", "problem 3"); }), "");
+  zero.mask = fk::zeros({2, 3}, {fk::DType::F64});
+  EXPECT_EQ(error_of([&] { set.check_observations(zero, "solver", "problem 3"); }),
+            "solver: expected a mask with at least one observed cell, got an all-zero mask in "
+            "problem 3");
+  zero.mask = fk::ones({2, 3}, {fk::DType::F64});
+  const nefi::LossSet weighted = set.with_weights({{"relative_mse", 0.5}});
+  EXPECT_EQ(error_of([&] { weighted.check_observations(zero, "solver", "problem 3"); }),
+            "nefi::RelativeMSE: expected observations with non-zero energy, got all zeros in "
+            "problem 3");
+  EXPECT_EQ(error_of([&] { weighted.check_observations(zero, "solver"); }),
+            "nefi::RelativeMSE: expected observations with non-zero energy, got all zeros");
 }
 
 }  // namespace

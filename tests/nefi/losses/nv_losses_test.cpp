@@ -20,6 +20,7 @@
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 
 namespace {
 
@@ -144,6 +145,23 @@ TEST(NefiNvLosses, DegenerateDataAreErrorsOnTheCpu) {
   // Spectra without a frequency axis.
   ctx.pred = fk::ones({5, 6}, {fk::DType::F64});
   EXPECT_THROW(nefi::noise_map_loss()->forward(ctx), fk::Error);
+}
+
+// check_observations refuses, on the host, what the CPU forward refuses
+// (on a device forward would give NaN), with the same message.
+TEST(NefiNvLosses, CheckObservationsRefusesWhatTheCpuForwardRefuses) {
+  Inputs in = inputs(fk::DType::F64, fk::DType::F64, 2);
+  const nefi::FieldMap fields{{"rho", in.rho}};
+  const nefi::Measurement good = in.obs;
+  in.obs.data = fk::zeros({4, 5, 6}, {fk::DType::F64});
+  nefi::LossContext ctx{&fields, in.pred, &in.obs, nullptr, nullptr, 0, 0, 1.0};
+  for (const nefi::LossPtr& loss :
+       {nefi::noise_map_loss(), nefi::direct_density_loss(), nefi::scaled_relative_mse_loss()}) {
+    const std::string cpu = fk::test::error_of([&] { (void)loss->forward(ctx); });
+    ASSERT_NE(cpu, "") << loss->name();
+    EXPECT_EQ(fk::test::error_of([&] { loss->check_observations(in.obs); }), cpu) << loss->name();
+    EXPECT_EQ(fk::test::error_of([&] { loss->check_observations(good); }), "") << loss->name();
+  }
 }
 
 }  // namespace

@@ -167,6 +167,34 @@ TEST(HeatOperator, GraphCapturableOnlyWithoutHostReads) {
   }
 }
 
+// A refused capture names the setting, what in it reads the host, and the
+// setting a capture needs; a capturable configuration gives no reason.
+TEST(HeatOperator, NotCapturableReasonNamesTheSettingAndItsHostWork) {
+  auto reason = [](const HeatConfig& c) {
+    return HeatOperator(c, {4, 4, 3}).not_capturable_reason();
+  };
+  HeatConfig cg = small_config(), roll = small_config(), ckpt = small_config(),
+             unrolled = small_config();
+  cg.solver = "cg";
+  cg.check_every = 3;
+  roll.stencil = "roll";
+  ckpt.grad_mode = "checkpoint";
+  unrolled.grad_mode = "autograd";
+  EXPECT_EQ(reason(small_config()), "");
+  EXPECT_EQ(reason(cg),
+            "solver cg reads its residual norm back to the host every check_every = 3 "
+            "iteration(s) to test convergence (a captured step needs solver jacobi or chebyshev)");
+  EXPECT_EQ(reason(roll),
+            "stencil roll builds every sweep from fk::roll on host vectors (a captured step needs "
+            "stencil flat or auto)");
+  EXPECT_NE(reason(ckpt).find("grad_mode checkpoint recomputes"), std::string::npos);
+  EXPECT_NE(reason(ckpt).find("needs grad_mode adjoint"), std::string::npos);
+  EXPECT_NE(reason(unrolled).find("grad_mode autograd records"), std::string::npos);
+  // What a device solve's note says (step_graph_refusal).
+  EXPECT_EQ(nefi::step_graph_refusal(HeatOperator(cg, {4, 4, 3}), fk::cuda_device(0)),
+            "operator heat is not graph-capturable: " + reason(cg));
+}
+
 // A device solve through a host-only heat setting is refused before its
 // first step, naming the setting; the device-resident ones are accepted.
 TEST(HeatOperator, DeviceSolveRefusalNamesTheHostOnlySetting) {

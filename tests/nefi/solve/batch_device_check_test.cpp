@@ -7,8 +7,11 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/test_util.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/instances/instance.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/solve/batch.h"
 
@@ -119,6 +122,49 @@ TEST(NefiBatchDeviceCheck, AnUnusableDeviceIsRefusedBeforeAnyFieldMoves) {
   } catch (const fk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("usable CUDA device"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(t.problems[0].field->params().flat().to_vector<float>(), before);
+  EXPECT_TRUE(t.problems[0].field->params().flat().device().is_cpu());
+}
+
+// Three toy problems fitted with Huber (a batched loss with no check of its
+// own: an all-zero mask's row would be 0 / 0), each measurement masked,
+// problem 1's mask observing nothing.
+Toy huber_with_a_blind_problem() {
+  Toy t = toy(3);
+  for (size_t b = 0; b < t.problems.size(); ++b) {
+    nefi::Measurement& m = t.problems[b].measurement;
+    m.mask = b == 1 ? fk::zeros(m.data.shape(), {m.data.dtype()})
+                    : fk::ones(m.data.shape(), {m.data.dtype()});
+    t.problems[b].losses = nefi::LossSet();
+    t.problems[b].losses.add(nefi::huber_loss(), 1.0);
+  }
+  return t;
+}
+
+const char* const kBlindProblem =
+    "nefi::batch_invert: expected a mask with at least one observed cell, got an all-zero mask in "
+    "problem 1";
+
+// On the CPU the batch refuses it at setup, as the Solver does, instead of
+// running problem 1 into its NaN guard.
+TEST(NefiBatchDeviceCheck, AnAllZeroMaskIsRefusedOnTheCpuNamingTheProblem) {
+  const Toy t = huber_with_a_blind_problem();
+  for (const char* mode : {"auto", "loop"}) {
+    nefi::BatchOptions o;
+    o.loss_mode = mode;
+    EXPECT_EQ(fk::test::error_of([&] { nefi::batch_invert(t.problems, t.curriculum, o); }),
+              kBlindProblem)
+        << mode;
+  }
+}
+
+// A device batch makes the same check on the host before any device work
+// (so it is refused alike in a CPU-only build), and the fields stay put.
+TEST(NefiBatchDeviceCheck, AnAllZeroMaskIsRefusedBeforeAnyDeviceWork) {
+  const Toy t = huber_with_a_blind_problem();
+  const std::vector<float> before = t.problems[0].field->params().flat().to_vector<float>();
+  EXPECT_EQ(fk::test::error_of([&] { nefi::batch_invert(t.problems, t.curriculum, on_gpu()); }),
+            kBlindProblem);
   EXPECT_EQ(t.problems[0].field->params().flat().to_vector<float>(), before);
   EXPECT_TRUE(t.problems[0].field->params().flat().device().is_cpu());
 }

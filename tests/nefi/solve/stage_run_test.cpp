@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fk/factory.h"
+#include "fk/test_util.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
@@ -74,6 +75,33 @@ TEST(NefiStageRun, EveryStagePreparesItsOperatorBeforeItsFirstStep) {
   int prepares = 0;
   for (const std::string& e : *log) prepares += e.rfind("prepare", 0) == 0;
   EXPECT_EQ(prepares, 2);
+}
+
+// A stage's observations are checked at its setup, before the operator is
+// prepared or applied, on every device (a device loss would give a NaN loss
+// instead: LossSet::check_observations). Huber has no check of its own, so
+// without this an all-zero mask gives NaN on the CPU too.
+TEST(NefiStageRun, ObservationsALossRefusesAreRefusedBeforeTheFirstStep) {
+  auto log = std::make_shared<Log>();
+  nefi::InverseProblem p;
+  p.domain = nefi::Domain({8});
+  p.field = std::make_shared<nefi::GridField>(p.domain.shape(),
+                                              std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
+  p.op = std::make_shared<RecordingIdentity>(p.domain.shape(), log);
+  p.losses.add(nefi::huber_loss(), 1.0);
+  p.measurement.data = fk::ones({8}, {fk::DType::F32});
+  p.measurement.mask = fk::zeros({8}, {fk::DType::F32});
+  const nefi::Curriculum c = nefi::Curriculum::multiscale({8}, {2}, 0.1, 0.5, 4);
+  EXPECT_EQ(fk::test::error_of([&] { nefi::Solver(p, c).run(); }),
+            "nefi::Solver: expected a mask with at least one observed cell, got an all-zero mask");
+  // Observed everywhere but without energy: relative MSE's own refusal.
+  p.measurement.data = fk::zeros({8}, {fk::DType::F32});
+  p.measurement.mask = fk::Tensor();
+  p.losses = nefi::LossSet();
+  p.losses.add(nefi::relative_mse_loss(), 1.0);
+  EXPECT_EQ(fk::test::error_of([&] { nefi::Solver(p, c).run(); }),
+            "nefi::RelativeMSE: expected observations with non-zero energy, got all zeros");
+  EXPECT_TRUE(log->empty()) << log->front();
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ class DiffuseOpticalOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return host_only_reason().empty(); }
+  // A step through a host-only setting is not captured for the same reason.
+  std::string not_capturable_reason() const override { return host_only_reason(); }
   std::string host_only_reason() const override {
     return elliptic::device_refusal(options_.elliptic.solve);
   }

@@ -129,6 +129,27 @@ bool HeatOperator::graph_capturable() const {
   return host_only_reason().empty();
 }
 
+std::string HeatOperator::not_capturable_reason() const {
+  if (!plan_->flat)
+    return "stencil roll builds every sweep from fk::roll on host vectors (a captured step needs "
+           "stencil flat or auto)";
+  if (cfg_.solver == "cg")
+    return "solver cg reads its residual norm back to the host every check_every = " +
+           std::to_string(cfg_.check_every) +
+           " iteration(s) to test convergence (a captured step needs solver jacobi or chebyshev)";
+  if (cfg_.solver != "jacobi" && cfg_.solver != "chebyshev")
+    return "solver " + cfg_.solver +
+           " runs on host vectors (a captured step needs solver jacobi or chebyshev)";
+  if (cfg_.grad_mode == "checkpoint")
+    return "grad_mode checkpoint recomputes each frame's rollout on host vectors in the backward "
+           "(a captured step needs grad_mode adjoint)";
+  if (cfg_.grad_mode != "adjoint")
+    return "grad_mode " + cfg_.grad_mode +
+           " records every inner iteration on the host autograd tape (a captured step needs "
+           "grad_mode adjoint)";
+  return "";
+}
+
 std::string HeatOperator::host_only_reason() const {
   if (!plan_->flat) return "stencil roll runs on host vectors (the device needs stencil flat)";
   if (cfg_.solver != "jacobi" && cfg_.solver != "chebyshev")

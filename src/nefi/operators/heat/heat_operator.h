@@ -105,6 +105,9 @@ class HeatOperator : public Operator {
   // False for cg (it reads its residual norm on the host every check_every
   // iterations) and for the roll stencil, checkpoint and autograd (CPU only).
   bool graph_capturable() const override;
+  // The setting that keeps a step from being captured, what in it reads the
+  // host, and the setting a capture needs ("" where capturable).
+  std::string not_capturable_reason() const override;
   // The same three settings decide whether α may live on a device at all
   // (the cg solve, the roll stencil, checkpoint and autograd run on host
   // vectors): a device solve is refused at setup, naming the setting.

@@ -318,6 +318,14 @@ fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {
   return y;
 }
 
+std::string ReactionDiffusionOperator::not_capturable_reason() const {
+  if (options_.grad_mode == RDGradMode::kCheckpoint) return "";
+  return "grad_mode autograd copies the field to the host at every apply (its range checks it and "
+         "sets the substep count, so the number of steps depends on the values) and uploads the "
+         "initial state each time (a captured step needs grad_mode checkpoint, which steps with "
+         "field_max's schedule)";
+}
+
 fk::Tensor ReactionDiffusionOperator::apply_unrolled(const fk::Tensor& x) const {
   const Grid g = grid();
   const fk::Tensor f = x.to(fk::DType::F64);

@@ -96,6 +96,9 @@ class ReactionDiffusionOperator : public Operator {
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
   bool graph_capturable() const override { return options_.grad_mode == RDGradMode::kCheckpoint; }
+  // grad_mode autograd: what its apply reads back and uploads ("" under
+  // checkpoint).
+  std::string not_capturable_reason() const override;
   std::string fidelity_tag() const override {
     return options_.substep_factor == 1
                ? "gray-scott-euler"

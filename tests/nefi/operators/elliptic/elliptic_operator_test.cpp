@@ -110,6 +110,7 @@ TEST(NefiEllipticOperator, DeviceRefusalNamesTheSetting) {
     set(o.solve);
     const nefi::EllipticOperator op(dom, sources(), first_row(), o);
     EXPECT_EQ(op.graph_capturable(), op.host_only_reason().empty());
+    EXPECT_EQ(op.not_capturable_reason(), op.host_only_reason());  // not the generic cause
     return op.host_only_reason();
   };
   EXPECT_EQ(reason([](auto&) {}), "");

@@ -201,6 +201,16 @@ TEST(NefiReactionDiffusion, DeviceDeclarations) {
     EXPECT_EQ(op.host_only_reason(), "");
     EXPECT_EQ(op.graph_capturable(), mode == nefi::RDGradMode::kCheckpoint);
     EXPECT_EQ(nefi::device_solve_refusal(op, fk::cuda_device(0)), "");
+    // A refused capture says what the unrolled apply does on the host.
+    if (mode == nefi::RDGradMode::kCheckpoint) {
+      EXPECT_EQ(op.not_capturable_reason(), "");
+    } else {
+      EXPECT_EQ(op.not_capturable_reason(),
+                "grad_mode autograd copies the field to the host at every apply (its range "
+                "checks it and sets the substep count, so the number of steps depends on the "
+                "values) and uploads the initial state each time (a captured step needs "
+                "grad_mode checkpoint, which steps with field_max's schedule)");
+    }
   }
 }
 
