@@ -14,8 +14,10 @@
 #include "fk/cuda/capture_frees.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/error_kind.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/out_of_memory_retry.h"
+#include "fk/cuda/pool_graphs.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
@@ -37,7 +39,7 @@ struct DeviceState {
   // that a thread setting it races no thread reading it.
   std::atomic<void*> stream{nullptr};
   PoolStats stats;
-  CaptureFrees frees;              // frees held back while a capture runs (capture_frees.h)
+  CaptureFrees frees;              // what each free does around captures (capture_frees.h)
   std::atomic<bool> holds{false};  // frees.held_back() > 0, read without the lock
   std::once_flag pool_setup;
 };
@@ -52,6 +54,27 @@ cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
 }
 
+// cudaFreeAsync on the device's current stream, its error checked and kept
+// out of the next launch check: a destructor cannot throw it, and left as the
+// thread's last error it would be reported as the next kernel's failure. The
+// failure is counted in pool_stats (failed_frees, last_free_error) instead; a
+// sticky error cannot be cleared and is left for the next check to report.
+void free_block(int device, void* p) {
+  const cudaError_t e = cudaFreeAsync(p, stream_of(device));
+  if (e == cudaSuccess) return;
+  if (cuda_error_kind(e) == CudaErrorKind::kRecoverable) cudaGetLastError();
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  ++s.stats.failed_frees;
+  s.stats.last_free_error = static_cast<int>(e);
+}
+
+void free_blocks(int device, const std::vector<void*>& blocks) {
+  if (blocks.empty()) return;
+  DeviceGuard g(device);
+  for (void* p : blocks) free_block(device, p);
+}
+
 // Frees the blocks held back while a capture ran (none runs now).
 void free_held_back(int device) {
   auto& s = state(device);
@@ -62,8 +85,7 @@ void free_held_back(int device) {
     held = s.frees.take_held_back();
     s.holds.store(false, std::memory_order_release);
   }
-  DeviceGuard g(device);
-  for (void* p : held) cudaFreeAsync(p, stream_of(device));
+  free_blocks(device, held);
 }
 
 // True when CUDA reports `stream` capturing, or cannot tell (the legacy
@@ -158,25 +180,67 @@ void* pool_allocate(int device, size_t nbytes) {
 // Freed in the order of the device's current stream. A block whose last use
 // was on another stream (the caller switched streams with set_current_stream)
 // may be reused before that stream's work ends: fk has no record_stream, so a
-// caller mixing streams synchronizes them before dropping such tensors. While
-// a capture runs, a block allocated before it is held back (a graph free node
-// takes graph allocations only: capture_frees.h) and freed by the first
-// allocation or free made when no capture runs.
+// caller mixing streams synchronizes them before dropping such tensors.
+// Around captures, capture_frees.h decides: a block allocated before a
+// capture and dropped inside it is held back (a graph free node takes graph
+// allocations only) and freed by the first allocation or free made when no
+// capture runs; a block of a failed capture, or of a graph destroyed before it
+// ran, is dropped without a CUDA call; a block of a graph not launched yet is
+// freed after its first launch.
 void pool_deallocate(int device, void* p, size_t nbytes) {
   const bool in_capture = capturing(device);
-  bool now = false;
+  CaptureFrees::Free action = CaptureFrees::Free::kDropped;
   {
     auto& s = state(device);
     std::lock_guard<std::mutex> lock(s.mu);
     s.stats.allocated -= static_cast<int64_t>(nbytes);
-    now = p != nullptr && s.frees.free_now(p, in_capture);
-    if (p != nullptr && !now) s.holds.store(true, std::memory_order_release);
+    if (p != nullptr) action = s.frees.free_action(p, in_capture);
+    if (action == CaptureFrees::Free::kHeldBack) s.holds.store(true, std::memory_order_release);
   }
-  if (now) {
+  if (action == CaptureFrees::Free::kNow) {
     DeviceGuard g(device);
-    cudaFreeAsync(p, stream_of(device));
+    free_block(device, p);
   }
   if (!in_capture) free_held_back(device);
+}
+
+void pool_capture_began(int device) {
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.frees.capture_began();
+}
+
+int64_t pool_capture_ended(int device, bool made_graph) {
+  auto& s = state(device);
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    id = s.frees.capture_ended(made_graph);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
+  }
+  // A failed capture's free nodes of earlier blocks never run: free them now.
+  if (!capturing(device)) free_held_back(device);
+  return id;
+}
+
+void pool_graph_launched(int device, int64_t capture) {
+  auto& s = state(device);
+  std::vector<void*> after;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    after = s.frees.launched(capture);
+  }
+  free_blocks(device, after);
+}
+
+void pool_graph_destroyed(int device, int64_t capture) {
+  auto& s = state(device);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.frees.destroyed(capture);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
+  }
+  if (!capturing(device)) free_held_back(device);
 }
 
 PoolStats pool_stats(int device) {

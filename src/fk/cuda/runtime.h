@@ -15,9 +15,14 @@ const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" o
 
 // Memory: the stream-ordered pool of the device's current stream. Inside a
 // stream capture (graph.h) allocations become the graph's own; `reserved`
-// (the driver's figure) reads 0 while one runs.
+// (the driver's figure) reads 0 while one runs. A free cannot throw (tensors
+// free from destructors): a cudaFreeAsync that fails is counted in
+// failed_frees, its cudaError_t code kept in last_free_error, and its error
+// cleared so that the next launch check does not blame its kernel for it.
 struct PoolStats {
   int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
+  int64_t failed_frees = 0;
+  int last_free_error = 0;
 };
 void* pool_allocate(int device, size_t nbytes);
 // What pool_allocate checks before it answers an out-of-memory by waiting for
