@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/error_kind.h"
 #include "fk/cuda/graph.h"
+#include "fk/cuda/index_errors.h"
 #include "fk/cuda/out_of_memory_retry.h"
 #include "fk/cuda/pool_graphs.h"
 #include "fk/error.h"
@@ -42,6 +44,11 @@ struct DeviceState {
   CaptureFrees frees;              // what each free does around captures (capture_frees.h)
   std::atomic<bool> holds{false};  // frees.held_back() > 0, read without the lock
   std::once_flag pool_setup;
+  // The index ops' records (index_errors.h): mapped page-locked memory, made
+  // once outside any capture (a page-locked allocation is no capturable call).
+  std::atomic<int64_t*> index_records{nullptr};      // host address
+  std::atomic<int64_t*> index_records_dev{nullptr};  // the same memory, as the device sees it
+  std::once_flag index_records_setup;
 };
 DeviceState& state(int device) {
   static DeviceState* states = new DeviceState[kMaxDevices];
@@ -90,6 +97,31 @@ void free_held_back(int device) {
 
 // True when CUDA reports `stream` capturing, or cannot tell (the legacy
 // default stream answers with an error while another stream captures).
+// Makes the device's index records once (see DeviceState), never inside a
+// capture; leaves them null where CUDA refuses the memory.
+void make_index_records(int device) {
+  auto& s = state(device);
+  if (s.index_records.load(std::memory_order_acquire) != nullptr || capturing(device)) return;
+  std::call_once(s.index_records_setup, [&s, device] {
+    DeviceGuard g(device);
+    const size_t bytes = sizeof(int64_t) * kIndexCheckedOpCount * kIndexRecordWords;
+    void* host = nullptr;
+    void* dev = nullptr;
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess) {
+      cudaGetLastError();
+      cudaFreeHost(host);
+      return;
+    }
+    std::memset(host, 0, bytes);
+    s.index_records_dev.store(static_cast<int64_t*>(dev), std::memory_order_release);
+    s.index_records.store(static_cast<int64_t*>(host), std::memory_order_release);
+  });
+}
+
 bool stream_reports_capture(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
@@ -152,6 +184,7 @@ void* pool_allocate(int device, size_t nbytes) {
   });
   const bool in_capture = capturing(device);
   if (!in_capture) free_held_back(device);
+  make_index_records(device);  // before any index op can ask for them in a capture
   void* p = nullptr;
   if (nbytes > 0) {
     cudaStream_t stream = stream_of(device);
@@ -300,11 +333,22 @@ void set_current_stream(int device, void* stream) {
   state(device).stream.store(stream, std::memory_order_release);
 }
 
+int64_t* index_check_record(int device, int slot) {
+  if (device < 0 || device >= device_count() || slot < 0 || slot >= kIndexCheckedOpCount)
+    return nullptr;
+  make_index_records(device);
+  int64_t* records = state(device).index_records_dev.load(std::memory_order_acquire);
+  return records != nullptr ? records + slot * kIndexRecordWords : nullptr;
+}
+
 void synchronize(int device) {
   if (device >= device_count()) return;
   refuse_while_capturing(device, "a stream synchronization (host read)");
   DeviceGuard g(device);
   check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  // The kernels that ran before the wait have written their records.
+  if (int64_t* records = state(device).index_records.load(std::memory_order_acquire))
+    throw_if_index_flagged(records, device);
 }
 
 void after_op(int device) {
