@@ -27,6 +27,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
+#include "fk/ops/index.h"
 #include "fk/ops/linalg.h"
 #include "fk/test_util.h"
 #include "parity.h"
@@ -201,6 +202,33 @@ TEST(CudaGraph, DestroyedGraphsLeaveLiveBlocksOnlyIfTheyRan) {
   EXPECT_EQ(ran.to_vector<float>(), std::vector<float>(4, 2.f));
   ran = Tensor();
   expect_clean_frees(failed);
+}
+
+// An index op with a device index tensor checks it in its kernel (no host
+// read: fk/cuda/index_errors.h), so it is captured; its replay gives the
+// eager result, and after the index tensor is overwritten with a bad value
+// the replay's kernel records it and the next synchronization throws by name.
+TEST(CudaGraph, AnIndexOpIsCapturedAndABadIndexIsReportedAfterItsReplay) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const Tensor t = from_vector(std::vector<float>{10, 11, 12, 13}, Dims{4}).to(kGpu);
+  Tensor idx = from_vector(std::vector<int64_t>{3, 0, 2}, Dims{3}).to(kGpu);
+  Tensor out = empty(Dims{3}, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  cuda::begin_capture(0);
+  out.copy_(gather(t, 0, idx));
+  cuda::GraphExec g = cuda::end_capture(0);  // throws if the op read back
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{13, 10, 12}));
+  idx.copy_(from_vector(std::vector<int64_t>{1, 9, 2}, Dims{3}).to(kGpu));
+  cuda::launch_graph(g);
+  const std::string msg = test::error_of([] { cuda::synchronize(0); });
+  EXPECT_NE(msg.find("gather (device-side index check"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 4)"), std::string::npos) << msg;
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{11, 0, 12}));  // the bad one skipped
+  cuda::destroy_graph(g);
 }
 
 TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {
