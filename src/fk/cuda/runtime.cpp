@@ -95,8 +95,6 @@ void free_held_back(int device) {
   free_blocks(device, held);
 }
 
-// True when CUDA reports `stream` capturing, or cannot tell (the legacy
-// default stream answers with an error while another stream captures).
 // Makes the device's index records once (see DeviceState), never inside a
 // capture; leaves them null where CUDA refuses the memory.
 void make_index_records(int device) {
@@ -122,6 +120,8 @@ void make_index_records(int device) {
   });
 }
 
+// True when CUDA reports `stream` capturing, or cannot tell (the legacy
+// default stream answers with an error while another stream captures).
 bool stream_reports_capture(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
