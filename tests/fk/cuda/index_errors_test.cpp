@@ -108,15 +108,16 @@ class KnobOverride {
 // The four index ops with device index tensors, on device d.
 std::vector<std::vector<double>> run_index_ops(Device d) {
   const Tensor t = test::random_tensor({5, 3}, DType::F64, -1, 1, 41).to(d);
-  const Tensor src = test::random_tensor({4, 3}, DType::F64, -1, 1, 42).to(d);
   const Tensor rows = i64s({4, 0, 4, 2}, {4}).to(d);
-  const Tensor cols = i64s({2, 0, 1, 1, 0, 2, 2, 2, 0, 1, 1, 1}, {4, 3}).to(d);
+  const Tensor row_src = test::random_tensor({4, 3}, DType::F64, -1, 1, 42).to(d);
+  const Tensor cols = i64s({2, 0, 1, 1, 0, 2, 2, 2, 0, 1}, {5, 2}).to(d);
+  const Tensor col_src = test::random_tensor({5, 2}, DType::F64, -1, 1, 43).to(d);
   std::vector<Tensor> outs;
   {
     const KnobOverride error("FK_SYNC_DEBUG", "error");
     const DeviceStepScope step;
-    outs = {index_select(t, 0, rows), gather(t, 1, cols), scatter_add(t, 1, cols, src),
-            index_add(t, 0, rows, src)};
+    outs = {index_select(t, 0, rows), gather(t, 1, cols), scatter_add(t, 1, cols, col_src),
+            index_add(t, 0, rows, row_src)};
   }
   std::vector<std::vector<double>> values;
   for (const Tensor& o : outs) values.push_back(o.to_vector<double>());
@@ -154,7 +155,7 @@ TEST(IndexErrorsDevice, ABadDeviceIndexThrowsAtTheCallByDefault) {
 TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization) {
   FK_SKIP_WITHOUT_GPU();
   const KnobOverride lazy("ME_LAZY_SYNC", "1");
-  const Tensor g = zeros({4, 3}, {DType::F32, kGpu});
+  const Tensor g = full({4, 3}, 5.0, {DType::F32, kGpu});
   Tensor out;
   EXPECT_EQ(error_of([&] { out = gather(g, 1, i64s({0, 3, 0, 0}, {4, 1}).to(kGpu)); }), "");
   const std::string msg = error_of([] { cuda::synchronize(0); });
@@ -163,7 +164,7 @@ TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization
   EXPECT_NE(msg.find("index 3"), std::string::npos) << msg;
   EXPECT_EQ(error_of([] { cuda::synchronize(0); }), "");
   // The bad position was skipped (written 0), the others gathered.
-  EXPECT_EQ(out.to_vector<float>(), std::vector<float>(4, 0.f));
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{5, 0, 5, 5}));
 }
 
 #endif  // FK_WITH_CUDA
