@@ -23,10 +23,6 @@ void check_features(const fk::Tensor& f, const char* where) {
   FK_CHECK(f.dim() == 2, where, "2-D features (N x C)", f.shape().str());
 }
 
-// A host index vector as a 1-D tensor on `device`.
-fk::Tensor index_tensor(const std::vector<int64_t>& v, const fk::Device& device) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
-}
 }  // namespace
 
 std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t m, uint64_t seed) {
@@ -74,8 +70,8 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
       return fk::index_select(features, 0, kept_rows);  // checked on the host, uploaded
     case QuantizationMode::UnweightedSum:
     case QuantizationMode::UnweightedAverage: {
-      fk::Tensor s = fk::index_add(fk::zeros({m, c}, {features.dtype(), dev}), 0,
-                                   index_tensor(inverse, dev), features);
+      fk::Tensor s = fk::index_add(fk::zeros({m, c}, {features.dtype(), dev}), 0, inverse,
+                                   features);  // checked on the host, uploaded
       if (mode == QuantizationMode::UnweightedSum) return s;
       std::vector<double> count(m, 0.0);
       for (int64_t r : inverse) count[r] += 1;
@@ -95,7 +91,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
           if (a < 0 || fp[i * c + x] > fp[a * c + x]) a = i;
         }
       }
-      return fk::gather(features, 0, fk::from_vector(arg, fk::Dims{m, c}, dev));
+      return fk::gather(features, 0, arg, fk::Dims{m, c});  // checked on the host, uploaded
     }
   }
   return features;

@@ -4,20 +4,122 @@
 
 namespace fk::cuda {
 
-void CaptureFrees::allocated(void* p, bool capturing) {
-  if (capturing && p != nullptr) captured_.insert(p);
+int64_t CaptureFrees::capture_began() {
+  running_ = next_id_++;
+  captures_[running_] = Capture{};
+  return running_;
 }
 
-bool CaptureFrees::free_now(void* p, bool capturing) {
-  // A graph allocation is freed as asked: by a free node inside its capture,
-  // or, after the capture, as any allocation.
-  if (captured_.erase(p) > 0 || !capturing) return true;
-  held_.push_back(p);
-  return false;
+int64_t CaptureFrees::capture_ended(bool made_graph) {
+  const int64_t id = std::exchange(running_, 0);
+  auto it = captures_.find(id);
+  if (id == 0 || it == captures_.end()) return 0;
+  Capture& c = it->second;
+  if (made_graph) {
+    c.state = State::kUnlaunched;
+    return id;
+  }
+  c.state = State::kGone;
+  c.after_launch.clear();
+  put_back(c);
+  forget_if_gone(id);
+  return id;
+}
+
+std::vector<void*> CaptureFrees::launched(int64_t id) {
+  auto it = captures_.find(id);
+  if (it == captures_.end() || it->second.state != State::kUnlaunched) return {};
+  Capture& c = it->second;
+  c.state = State::kLaunched;
+  c.foreign.clear();  // their free nodes ran with it
+  return std::exchange(c.after_launch, {});
+}
+
+void CaptureFrees::destroyed(int64_t id) {
+  auto it = captures_.find(id);
+  // A graph that ran leaves its live blocks to be freed as asked.
+  if (it == captures_.end() || it->second.state != State::kUnlaunched) return;
+  Capture& c = it->second;
+  c.state = State::kGone;
+  c.after_launch.clear();
+  put_back(c);
+  forget_if_gone(id);
+}
+
+void CaptureFrees::put_back(Capture& c) {
+  for (const ForeignFree& f : std::exchange(c.foreign, {})) {
+    auto owner = captures_.find(f.owner);
+    if (owner == captures_.end()) continue;  // gone: nothing to free
+    if (owner->second.state == State::kLaunched) held_.push_back(f.p);
+    if (owner->second.state == State::kUnlaunched) owner->second.after_launch.push_back(f.p);
+  }
+}
+
+void CaptureFrees::forget_if_gone(int64_t id) {
+  auto it = captures_.find(id);
+  if (id != 0 && it != captures_.end() && it->second.state == State::kGone &&
+      it->second.blocks == 0)
+    captures_.erase(it);
+}
+
+void CaptureFrees::allocated(void* p, bool capturing) {
+  if (p == nullptr) return;
+  // An address handed out again: whatever held it before is no longer asked about.
+  if (auto old = captured_.find(p); old != captured_.end()) {
+    const int64_t owner = old->second;
+    captured_.erase(old);
+    --captures_[owner].blocks;
+    forget_if_gone(owner);
+  }
+  if (!capturing) return;
+  captured_[p] = running_;
+  ++captures_[running_].blocks;
+}
+
+CaptureFrees::Free CaptureFrees::free_action(void* p, bool capturing) {
+  auto it = captured_.find(p);
+  if (it == captured_.end()) {
+    if (!capturing) return Free::kNow;
+    held_.push_back(p);
+    return Free::kHeldBack;
+  }
+  const int64_t id = it->second;
+  captured_.erase(it);
+  Capture& c = captures_[id];
+  --c.blocks;
+  switch (c.state) {
+    case State::kGone:
+      forget_if_gone(id);
+      return Free::kDropped;
+    case State::kCapturing:
+      // Inside its own capture: a free node. Dropped by a thread or stream
+      // not capturing while its capture runs: after the graph first runs.
+      if (capturing) return Free::kNow;
+      c.after_launch.push_back(p);
+      return Free::kAfterLaunch;
+    case State::kUnlaunched:
+      if (!capturing) {
+        c.after_launch.push_back(p);
+        return Free::kAfterLaunch;
+      }
+      break;
+    case State::kLaunched:
+      if (!capturing) return Free::kNow;
+      break;
+  }
+  // An earlier graph's block, freed by a free node of the running capture.
+  if (running_ != 0) captures_[running_].foreign.push_back({p, id});
+  return Free::kNow;
 }
 
 std::vector<void*> CaptureFrees::take_held_back() {
   return std::exchange(held_, {});
+}
+
+int64_t CaptureFrees::waiting_for_launch() const {
+  int64_t n = 0;
+  for (const auto& [id, c] : captures_) n += static_cast<int64_t>(c.after_launch.size());
+  return n;
 }
 
 }  // namespace fk::cuda

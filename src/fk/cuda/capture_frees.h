@@ -1,39 +1,113 @@
 #pragma once
-// Which frees the device pool (runtime.h's pool_deallocate) may issue while a
-// stream capture runs, as plain bookkeeping: no CUDA header, so CPU-only
-// builds and host tests use it too.
+// What the device pool (runtime.h's pool_deallocate) does with each free
+// around stream captures, as plain bookkeeping: no CUDA header, so CPU-only
+// builds and host tests use it too. graph.cpp reports each capture's end and
+// each graph's launches and destruction (pool_graphs.h); the pool asks
+// free_action for every free and makes only the CUDA call it answers.
 //
-// cudaFreeAsync inside a capture is recorded as a graph free node, and a free
-// node takes only a graph allocation: freeing memory allocated before the
-// capture (a tensor made by an eager warm-up and dropped by the captured
-// step) fails with an invalid-value error, which the pool cannot report from
-// a destructor and which the next launch check would then blame on an
-// unrelated kernel. So the pool notes the pointers it hands out while a
-// capture runs; a free of any other pointer while a capture runs is held back
-// and issued, in stream order, at the first allocation or free made when no
-// capture runs. A graph that still reads such a buffer after its step dropped
-// it is the caller's bug, as with any freed tensor (nefi's StepGraph refuses
-// a step whose allocations do not balance).
+// The CUDA rules this follows (cuda_runtime_api.h, cudaGraphAddMemAllocNode
+// and cudaGraphLaunch; CUDA C++ Programming Guide, "Graph Memory Nodes"):
+//   - cudaMallocAsync inside a capture records an allocation node; "a graph
+//     allocation's lifetime begins when GPU execution reaches the allocating
+//     graph node". Until the graph first runs the address names no memory.
+//   - A free node takes only graph allocations: "cudaGraphAddMemFreeNode will
+//     return cudaErrorInvalidValue if the user attempts to free ... an address
+//     that was not returned by an allocation node".
+//   - An allocation not freed in its graph "can be accessed ... by stream
+//     operations ordered after the graph's execution but before the
+//     allocation is freed", and freed by cudaFreeAsync or by a free node of
+//     another graph.
+//   - "Graph destruction does not automatically free any live graph-allocated
+//     memory": a block of a graph that ran stays to be freed.
+//   - "If any allocations created by graphExec remain unfreed (from a previous
+//     launch) ... the launch will fail with cudaErrorInvalidValue" (fk
+//     instantiates without cudaGraphInstantiateFlagAutoFreeOnLaunch).
+// So a free is, by where its block came from:
+//   - a block allocated outside any capture: freed now; while a capture runs,
+//     held back (a free node would refuse it and fail the capture) and freed
+//     at the first allocation or free made when no capture runs;
+//   - a block of the running capture: freed now (a free node of its graph);
+//   - a block of a capture that failed or was aborted, or of a graph
+//     destroyed before it ever ran: dropped, with no CUDA call (cudaFreeAsync
+//     of it would fail with an invalid value, which the next launch check
+//     would then blame on an unrelated kernel);
+//   - a block of a graph instantiated but not launched yet: outside a capture
+//     it is freed right after the graph's first launch, in stream order (a
+//     free now would precede the allocation's lifetime, and dropping it would
+//     leave the launched graph with an unfreed allocation that fails its next
+//     launch); inside another capture, a free node of that graph, as CUDA allows;
+//   - a block of a graph that ran: freed now (a free node when a capture runs).
+// A free node that an earlier graph's block got in a capture that then fails,
+// or in a graph destroyed before it ran, never runs: the block is put back
+// (held back, or freed after its own graph's first launch).
+//
+// Limit: the address of a dropped block may be handed out again (by a later
+// capture); while a tensor still holds the dropped address, the new block's
+// bookkeeping replaces the old one, and whichever of the two is freed first
+// is taken for the new block. fk's users drop a failed step's tensors before
+// capturing again (nefi's StepGraph: the refused step's tensors are gone).
 #include <cstdint>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 namespace fk::cuda {
 
 class CaptureFrees {
  public:
+  // What the pool does with a free it is asked for.
+  enum class Free {
+    kNow,          // cudaFreeAsync now (inside a capture: a free node of its graph)
+    kHeldBack,     // later, when no capture runs (take_held_back)
+    kAfterLaunch,  // after its graph's first launch (returned by launched)
+    kDropped,      // never materialised: no CUDA call at all
+  };
+
+  // A capture began: blocks handed out while it runs are its. Returns its id (> 0).
+  int64_t capture_began();
+  // The running capture ended (made_graph: instantiated into a graph that may
+  // be launched; else failed or aborted: its blocks never materialise).
+  // Returns its id, 0 when none ran. Earlier blocks it took a free node of
+  // are put back when it failed.
+  int64_t capture_ended(bool made_graph);
+  // The graph of capture `id` was launched: the blocks dropped before its
+  // first launch, to free now, after it in stream order (emptied).
+  std::vector<void*> launched(int64_t id);
+  // The graph of capture `id` was destroyed.
+  void destroyed(int64_t id);
+
   // The pool handed out p (capturing: while a capture ran on its stream).
   void allocated(void* p, bool capturing);
-  // The pool is asked to free p: true when it may free p now; false when p
-  // is held back (a capture runs and p is not one of its allocations).
-  bool free_now(void* p, bool capturing);
+  // The pool is asked to free p (not null).
+  Free free_action(void* p, bool capturing);
   // The held-back pointers, to free now that no capture runs (emptied).
   std::vector<void*> take_held_back();
   int64_t held_back() const { return static_cast<int64_t>(held_.size()); }
+  // Blocks whose free waits for their graph's first launch.
+  int64_t waiting_for_launch() const;
 
  private:
-  std::unordered_set<void*> captured_;  // handed out while a capture ran, not yet freed
+  enum class State { kCapturing, kUnlaunched, kLaunched, kGone };
+  // A block of an earlier graph freed by a free node of this capture's graph.
+  struct ForeignFree {
+    void* p;
+    int64_t owner;
+  };
+  struct Capture {
+    State state = State::kCapturing;
+    int64_t blocks = 0;                // its blocks not yet freed
+    std::vector<void*> after_launch;   // dropped before its first launch
+    std::vector<ForeignFree> foreign;  // free nodes of earlier graphs' blocks
+  };
+  // Puts back the blocks whose free nodes c's graph will never run.
+  void put_back(Capture& c);
+  void forget_if_gone(int64_t id);
+
+  // Capture 0 stands for blocks handed out while a capture began outside
+  // capture_began ran (a host framework's): taken as materialised, as before.
+  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, {}, {}}}};
+  std::unordered_map<void*, int64_t> captured_;  // block -> its capture, until freed
   std::vector<void*> held_;
+  int64_t running_ = 0, next_id_ = 1;
 };
 
 }  // namespace fk::cuda

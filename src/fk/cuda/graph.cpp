@@ -9,6 +9,7 @@
 
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/pool_graphs.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 
@@ -85,6 +86,7 @@ void begin_capture(int device) {
     capture_marks().end(device);
     check_cuda(e, "cudaStreamBeginCapture");
   }
+  pool_capture_began(device);
   ++g_live_graphs;
 }
 
@@ -96,6 +98,7 @@ GraphExec end_capture(int device) {
   const cudaError_t e = cudaStreamEndCapture(s, &graph);
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
+    pool_capture_ended(device, false);  // its allocations never materialise
     --g_live_graphs;
     check_cuda(e, "cudaStreamEndCapture");
   }
@@ -107,6 +110,7 @@ GraphExec end_capture(int device) {
   cudaGraphExec_t exec = nullptr;
   const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
+  out.capture = pool_capture_ended(device, ei == cudaSuccess);
   if (ei != cudaSuccess) --g_live_graphs;
   check_cuda(ei, "cudaGraphInstantiate");
   out.exec = exec;
@@ -121,8 +125,9 @@ void abort_capture(int device) {
   cudaStreamEndCapture(static_cast<cudaStream_t>(capture_marks().captured_stream(device)), &graph);
   if (graph) cudaGraphDestroy(graph);
   capture_marks().end(device);
+  cudaGetLastError();                 // the invalidated capture's error is not the next call's
+  pool_capture_ended(device, false);  // its allocations never materialise
   --g_live_graphs;
-  cudaGetLastError();  // the invalidated capture's error is not the next call's
 }
 
 void launch_graph(const GraphExec& g) {
@@ -130,6 +135,7 @@ void launch_graph(const GraphExec& g) {
   DeviceGuard guard(g.device);
   check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream_of(g.device)),
              "cudaGraphLaunch");
+  pool_graph_launched(g.device, g.capture);
 }
 
 void destroy_graph(GraphExec& g) {
@@ -138,6 +144,7 @@ void destroy_graph(GraphExec& g) {
   // A replay still in flight finishes first (its memory nodes belong to it).
   cudaStreamSynchronize(stream_of(g.device));
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
+  pool_graph_destroyed(g.device, g.capture);
   g = GraphExec{};
   --g_live_graphs;
 }

@@ -45,7 +45,8 @@ void begin_capture(int device);
 struct GraphExec {
   void* exec = nullptr;
   int device = -1;
-  int64_t nodes = 0;  // nodes of the captured graph (kernels, copies, memory)
+  int64_t nodes = 0;    // nodes of the captured graph (kernels, copies, memory)
+  int64_t capture = 0;  // the pool's id of its capture (capture_frees.h)
 };
 
 // Ends the capture and instantiates it; throws fk::Error naming why when the
@@ -60,8 +61,13 @@ GraphExec end_capture(int device);
 // it left; does nothing where this thread began none. Never throws.
 void abort_capture(int device);
 
-// Enqueues one replay on the device's current stream.
+// Enqueues one replay on the device's current stream. The first launch is
+// where the graph's allocations first exist: tensors of them dropped before
+// it are freed right after it, in stream order (capture_frees.h).
 void launch_graph(const GraphExec& g);
+// Destroys the graph. Blocks it allocated that a launch made live stay live
+// until their tensors are dropped (CUDA does not free them); those of a graph
+// that never ran were never memory, and their tensors' frees are dropped.
 void destroy_graph(GraphExec& g);
 
 // Captures begun and not ended, plus instantiated graphs not yet destroyed,

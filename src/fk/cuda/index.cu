@@ -20,6 +20,7 @@ __global__ void gather_kernel(const W* in, int64_t in_dim_stride, int64_t in_dim
     if (idx < 0 || idx >= in_dim_size) {
       if (bad) {
         bad[1] = raw;
+        bad[2] = in_dim_size;
         bad[0] = 1;
       }
       out[off[0]] = W{};

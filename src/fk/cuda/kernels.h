@@ -201,9 +201,11 @@ void launch_prod_backward_lastdim(int dtype, const void* x, const void* grad, vo
 // Indexing (index.cu, scatter.cu). Indices are i64. Bad indices cannot throw
 // on the device: a kernel that meets one leaves that output element untouched
 // (gather/index_select write 0), and, when `bad` is given, stores
-// bad[0] = 1 and bad[1] = the offending index. `bad` is a device pointer to
-// two int64 the caller zeroed; reading it back is a host read (synchronizes),
-// so callers do it once per op and throw fk::Error with the value.
+// bad[1] = the offending index, bad[2] = the size of the indexed dimension
+// and bad[0] = 1. `bad` is a device pointer to three int64 the caller zeroed:
+// fk's ops pass the device's record for the op (runtime.h's
+// index_check_record), which the next synchronization reports as fk::Error
+// (index_errors.h).
 struct IndexCheck {
   bool wrap_negative = false;  // index -k means size - k (Python semantics)
   int64_t* bad = nullptr;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -14,8 +15,11 @@
 #include "fk/cuda/capture_frees.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/error_kind.h"
 #include "fk/cuda/graph.h"
+#include "fk/cuda/index_errors.h"
 #include "fk/cuda/out_of_memory_retry.h"
+#include "fk/cuda/pool_graphs.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 
@@ -37,9 +41,14 @@ struct DeviceState {
   // that a thread setting it races no thread reading it.
   std::atomic<void*> stream{nullptr};
   PoolStats stats;
-  CaptureFrees frees;              // frees held back while a capture runs (capture_frees.h)
+  CaptureFrees frees;              // what each free does around captures (capture_frees.h)
   std::atomic<bool> holds{false};  // frees.held_back() > 0, read without the lock
   std::once_flag pool_setup;
+  // The index ops' records (index_errors.h): mapped page-locked memory, made
+  // once outside any capture (a page-locked allocation is no capturable call).
+  std::atomic<int64_t*> index_records{nullptr};      // host address
+  std::atomic<int64_t*> index_records_dev{nullptr};  // the same memory, as the device sees it
+  std::once_flag index_records_setup;
 };
 DeviceState& state(int device) {
   static DeviceState* states = new DeviceState[kMaxDevices];
@@ -52,6 +61,27 @@ cudaStream_t stream_of(int device) {
   return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
 }
 
+// cudaFreeAsync on the device's current stream, its error checked and kept
+// out of the next launch check: a destructor cannot throw it, and left as the
+// thread's last error it would be reported as the next kernel's failure. The
+// failure is counted in pool_stats (failed_frees, last_free_error) instead; a
+// sticky error cannot be cleared and is left for the next check to report.
+void free_block(int device, void* p) {
+  const cudaError_t e = cudaFreeAsync(p, stream_of(device));
+  if (e == cudaSuccess) return;
+  if (cuda_error_kind(e) == CudaErrorKind::kRecoverable) cudaGetLastError();
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  ++s.stats.failed_frees;
+  s.stats.last_free_error = static_cast<int>(e);
+}
+
+void free_blocks(int device, const std::vector<void*>& blocks) {
+  if (blocks.empty()) return;
+  DeviceGuard g(device);
+  for (void* p : blocks) free_block(device, p);
+}
+
 // Frees the blocks held back while a capture ran (none runs now).
 void free_held_back(int device) {
   auto& s = state(device);
@@ -62,8 +92,32 @@ void free_held_back(int device) {
     held = s.frees.take_held_back();
     s.holds.store(false, std::memory_order_release);
   }
-  DeviceGuard g(device);
-  for (void* p : held) cudaFreeAsync(p, stream_of(device));
+  free_blocks(device, held);
+}
+
+// Makes the device's index records once (see DeviceState), never inside a
+// capture; leaves them null where CUDA refuses the memory.
+void make_index_records(int device) {
+  auto& s = state(device);
+  if (s.index_records.load(std::memory_order_acquire) != nullptr || capturing(device)) return;
+  std::call_once(s.index_records_setup, [&s, device] {
+    DeviceGuard g(device);
+    const size_t bytes = sizeof(int64_t) * kIndexCheckedOpCount * kIndexRecordWords;
+    void* host = nullptr;
+    void* dev = nullptr;
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess) {
+      cudaGetLastError();
+      cudaFreeHost(host);
+      return;
+    }
+    std::memset(host, 0, bytes);
+    s.index_records_dev.store(static_cast<int64_t*>(dev), std::memory_order_release);
+    s.index_records.store(static_cast<int64_t*>(host), std::memory_order_release);
+  });
 }
 
 // True when CUDA reports `stream` capturing, or cannot tell (the legacy
@@ -130,6 +184,7 @@ void* pool_allocate(int device, size_t nbytes) {
   });
   const bool in_capture = capturing(device);
   if (!in_capture) free_held_back(device);
+  make_index_records(device);  // before any index op can ask for them in a capture
   void* p = nullptr;
   if (nbytes > 0) {
     cudaStream_t stream = stream_of(device);
@@ -158,25 +213,67 @@ void* pool_allocate(int device, size_t nbytes) {
 // Freed in the order of the device's current stream. A block whose last use
 // was on another stream (the caller switched streams with set_current_stream)
 // may be reused before that stream's work ends: fk has no record_stream, so a
-// caller mixing streams synchronizes them before dropping such tensors. While
-// a capture runs, a block allocated before it is held back (a graph free node
-// takes graph allocations only: capture_frees.h) and freed by the first
-// allocation or free made when no capture runs.
+// caller mixing streams synchronizes them before dropping such tensors.
+// Around captures, capture_frees.h decides: a block allocated before a
+// capture and dropped inside it is held back (a graph free node takes graph
+// allocations only) and freed by the first allocation or free made when no
+// capture runs; a block of a failed capture, or of a graph destroyed before it
+// ran, is dropped without a CUDA call; a block of a graph not launched yet is
+// freed after its first launch.
 void pool_deallocate(int device, void* p, size_t nbytes) {
   const bool in_capture = capturing(device);
-  bool now = false;
+  CaptureFrees::Free action = CaptureFrees::Free::kDropped;
   {
     auto& s = state(device);
     std::lock_guard<std::mutex> lock(s.mu);
     s.stats.allocated -= static_cast<int64_t>(nbytes);
-    now = p != nullptr && s.frees.free_now(p, in_capture);
-    if (p != nullptr && !now) s.holds.store(true, std::memory_order_release);
+    if (p != nullptr) action = s.frees.free_action(p, in_capture);
+    if (action == CaptureFrees::Free::kHeldBack) s.holds.store(true, std::memory_order_release);
   }
-  if (now) {
+  if (action == CaptureFrees::Free::kNow) {
     DeviceGuard g(device);
-    cudaFreeAsync(p, stream_of(device));
+    free_block(device, p);
   }
   if (!in_capture) free_held_back(device);
+}
+
+void pool_capture_began(int device) {
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.frees.capture_began();
+}
+
+int64_t pool_capture_ended(int device, bool made_graph) {
+  auto& s = state(device);
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    id = s.frees.capture_ended(made_graph);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
+  }
+  // A failed capture's free nodes of earlier blocks never run: free them now.
+  if (!capturing(device)) free_held_back(device);
+  return id;
+}
+
+void pool_graph_launched(int device, int64_t capture) {
+  auto& s = state(device);
+  std::vector<void*> after;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    after = s.frees.launched(capture);
+  }
+  free_blocks(device, after);
+}
+
+void pool_graph_destroyed(int device, int64_t capture) {
+  auto& s = state(device);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.frees.destroyed(capture);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
+  }
+  if (!capturing(device)) free_held_back(device);
 }
 
 PoolStats pool_stats(int device) {
@@ -236,11 +333,22 @@ void set_current_stream(int device, void* stream) {
   state(device).stream.store(stream, std::memory_order_release);
 }
 
+int64_t* index_check_record(int device, int slot) {
+  if (device < 0 || device >= device_count() || slot < 0 || slot >= kIndexCheckedOpCount)
+    return nullptr;
+  make_index_records(device);
+  int64_t* records = state(device).index_records_dev.load(std::memory_order_acquire);
+  return records != nullptr ? records + slot * kIndexRecordWords : nullptr;
+}
+
 void synchronize(int device) {
   if (device >= device_count()) return;
   refuse_while_capturing(device, "a stream synchronization (host read)");
   DeviceGuard g(device);
   check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+  // The kernels that ran before the wait have written their records.
+  if (int64_t* records = state(device).index_records.load(std::memory_order_acquire))
+    throw_if_index_flagged(records, device);
 }
 
 void after_op(int device) {

@@ -15,9 +15,14 @@ const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" o
 
 // Memory: the stream-ordered pool of the device's current stream. Inside a
 // stream capture (graph.h) allocations become the graph's own; `reserved`
-// (the driver's figure) reads 0 while one runs.
+// (the driver's figure) reads 0 while one runs. A free cannot throw (tensors
+// free from destructors): a cudaFreeAsync that fails is counted in
+// failed_frees, its cudaError_t code kept in last_free_error, and its error
+// cleared so that the next launch check does not blame its kernel for it.
 struct PoolStats {
   int64_t allocated = 0, peak = 0, reserved = 0, num_allocs = 0;
+  int64_t failed_frees = 0;
+  int last_free_error = 0;
 };
 void* pool_allocate(int device, size_t nbytes);
 // What pool_allocate checks before it answers an out-of-memory by waiting for
@@ -34,11 +39,20 @@ void pool_trim(int device);  // returns the pool's cached memory to the driver
 // can lend its own (a cudaStream_t passed as void*). nullptr is the default stream.
 void* current_stream(int device);
 void set_current_stream(int device, void* stream);
+// Waits for the device's current stream, then throws fk::Error for an index
+// a kernel found out of range since the last synchronization (index_errors.h).
 void synchronize(int device);
 // Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
 // which case only host reads synchronize, or the stream is being captured
 // (graph.h: then synchronize and host copies throw instead).
 void after_op(int device);
+
+// Device-side index checks (index_errors.h): the device pointer of the
+// device's record for the index op in `slot` (index_record_slot), which its
+// kernel fills on an out-of-range index and synchronize reports as fk::Error;
+// null where none could be made (no device, a CPU-only build, or page-locked
+// memory refused): the op then checks its index with a host read.
+int64_t* index_check_record(int device, int slot);
 
 // Copies; `kind` of direction is implied by the devices (-1 = host).
 void copy_bytes(void* dst, int dst_device, const void* src, int src_device, size_t nbytes);

@@ -64,6 +64,7 @@ __device__ inline int64_t target(const Geometry& g, int64_t i, const int64_t* in
   if (idx < 0 || idx >= out_dim_size) {
     if (bad) {
       bad[1] = raw;
+      bad[2] = out_dim_size;
       bad[0] = 1;
     }
     return -1;

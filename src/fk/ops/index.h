@@ -6,10 +6,14 @@
 // operands; indices and masks never receive gradients.
 //
 // Devices: CPU and CUDA; indices, masks and sources must be on the indexed
-// tensor's device. On CUDA, indices are range-checked by two device
-// reductions and one host read before any kernel writes (index_select's
-// host-index form checks on the host instead, then uploads: no read back,
-// forward or backward); scatter_add and
+// tensor's device. On CUDA, index tensors are range-checked by the op's own
+// kernel, which records an out-of-range value in device-written host memory
+// and skips it; the next synchronization (after every op by default; a host
+// read under ME_LAZY_SYNC=1 or after a graph replay) throws fk::Error naming
+// the op, the value and the range (fk/cuda/index_errors.h): no host read, so
+// these ops run inside device steps and CUDA graphs. The host-index forms of
+// index_select, gather and index_add check on the host at the call, then
+// upload: no read back, forward or backward. scatter_add and
 // index_add use the sort-based deterministic scatter (each target adds its
 // sources in the CPU's order: bitwise reproducible); masked_select reads the
 // mask back to the host (its length sizes the output) and gathers with the
@@ -17,8 +21,10 @@
 //
 // Indices are i32 or i64 tensors. Negative indices are an error (they are not
 // wrapped), as is any index >= the size of the indexed dimension; the error
-// names the offending value and the valid range. Indices are validated before
-// any element is written, so a failed call leaves in-place targets untouched.
+// names the offending value and the valid range. On the CPU (and in the
+// host-index forms) indices are validated before any element is written, so a
+// failed call leaves in-place targets untouched; on CUDA the in-range
+// positions of a failed in-place index_add_ or scatter_add_ may have been added.
 //
 // Shapes (d = dim):
 //   index_select(t, d, idx)     idx 1-D (or 0-dim) of length K; out = t with size K at d.

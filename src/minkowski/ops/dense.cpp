@@ -76,8 +76,8 @@ Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_co
   int64_t c = x.channels();
   // on the features' device (fk's index_add runs on either)
   const fk::Device dev = x.F().device();
-  fk::Tensor acc = fk::index_add(fk::zeros({batches * cells, c}, {x.F().dtype(), dev}), 0,
-                                 fk::from_vector(flat, fk::Dims{n}, dev), x.F());
+  fk::Tensor acc = fk::index_add(fk::zeros({batches * cells, c}, {x.F().dtype(), dev}), 0, flat,
+                                 x.F());  // checked on the host, uploaded
   std::vector<int64_t> full{batches};
   full.insert(full.end(), sh.begin(), sh.end());
   full.push_back(c);

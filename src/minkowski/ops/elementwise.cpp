@@ -85,10 +85,6 @@ void check_op(fk::BinaryOp op, const char* where) {
            where, "add, sub, mul or div", fk::name(op));
 }
 
-fk::Tensor index_tensor(const std::vector<int64_t>& v, fk::Device device) {
-  return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}, device);
-}
-
 }  // namespace
 
 SparseTensor cat(const std::vector<SparseTensor>& xs) {
@@ -121,16 +117,16 @@ SparseTensor binary(const SparseTensor& a, const SparseTensor& b, fk::BinaryOp o
   const int64_t m = u.size, c = a.channels();
   // indices and mask on the features' device (fk's ops run on either)
   const fk::Device dev = a.F().device();
-  fk::Tensor ra = index_tensor(u.rows_of[0], dev), rb = index_tensor(u.rows_of[1], dev);
   fk::Tensor zero = fk::zeros({m, c}, {a.F().dtype(), dev});
-  // a on the union (0 where a has no row), then op at b's rows only.
-  fk::Tensor pa = fk::index_add(zero, 0, ra, a.F());
+  // a on the union (0 where a has no row), then op at b's rows only; the
+  // host-index forms check the rows on the host and upload them.
+  fk::Tensor pa = fk::index_add(zero, 0, u.rows_of[0], a.F());
   // (the host-index select: no read back for its range check)
   fk::Tensor at_b = fk::binary(op, fk::index_select(pa, 0, u.rows_of[1]), b.F());
   std::vector<bool> in_b(static_cast<size_t>(m), false);
   for (int64_t r : u.rows_of[1]) in_b[r] = true;
   fk::Tensor mask = fk::from_vector(in_b, fk::Dims{m, 1}, dev);
-  fk::Tensor out = fk::where(mask, fk::index_add(zero, 0, rb, at_b), pa);
+  fk::Tensor out = fk::where(mask, fk::index_add(zero, 0, u.rows_of[1], at_b), pa);
   return SparseTensor(out, u.key, a.manager());
 }
 

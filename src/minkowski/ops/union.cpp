@@ -58,9 +58,8 @@ SparseTensor sparse_union(const std::vector<SparseTensor>& xs) {
   // when the inputs' devices differ)
   const auto& f0 = xs[0].F();
   const fk::Device dev = f0.device();
-  fk::Tensor out = fk::index_add(
-      fk::zeros({u.size, f0.size(1)}, {f0.dtype(), dev}), 0,
-      fk::from_vector(rows, fk::Dims{static_cast<int64_t>(rows.size())}, dev), fk::cat(feats, 0));
+  fk::Tensor out = fk::index_add(fk::zeros({u.size, f0.size(1)}, {f0.dtype(), dev}), 0, rows,
+                                 fk::cat(feats, 0));  // checked on the host, uploaded
   return SparseTensor(out, u.key, xs[0].manager());
 }
 

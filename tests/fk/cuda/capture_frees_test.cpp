@@ -1,10 +1,14 @@
-// The device pool's bookkeeping of frees during a stream capture
-// (fk/cuda/capture_frees.h), with no GPU: a graph allocation is freed when
-// asked, inside the capture or after it; an allocation made before the capture
-// and dropped inside it is held back (a graph free node would refuse it) and
-// handed out once, in the order dropped, when no capture runs; outside a
-// capture everything is freed at once. The runtime's use of it in a real
-// capture: CudaGraph.AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack.
+// The device pool's bookkeeping of frees around stream captures
+// (fk/cuda/capture_frees.h), with no GPU, one CUDA rule per test: a block
+// allocated before a capture and dropped inside it is held back until no
+// capture runs; a graph allocation is freed inside its capture (a free node)
+// or after its graph ran; a block of a failed or aborted capture, or of a
+// graph destroyed before it ran, never existed and its free makes no call; a
+// block dropped before its graph's first launch is freed right after that
+// launch; a free node that a failed capture took of an earlier graph's block
+// is put back. The runtime's use of it in real captures: graph_test.cpp's
+// CudaGraph.AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack and the
+// CudaGraph.*Aborted*, *NotYetLaunched* and *Destroyed* tests.
 #include "fk/cuda/capture_frees.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +17,8 @@
 
 namespace fk::cuda {
 namespace {
+
+using Free = CaptureFrees::Free;
 
 // Distinct addresses standing for device blocks (never dereferenced).
 void* block(int i) {
@@ -23,8 +29,8 @@ void* block(int i) {
 TEST(CaptureFrees, OutsideACaptureEveryFreeIsImmediate) {
   CaptureFrees f;
   f.allocated(block(0), false);
-  EXPECT_TRUE(f.free_now(block(0), false));
-  EXPECT_TRUE(f.free_now(block(1), false));  // not seen allocated: freed all the same
+  EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
+  EXPECT_EQ(f.free_action(block(1), false), Free::kNow);  // not seen allocated: freed all the same
   EXPECT_EQ(f.held_back(), 0);
   EXPECT_TRUE(f.take_held_back().empty());
 }
@@ -33,35 +39,166 @@ TEST(CaptureFrees, AnEarlierAllocationDroppedInACaptureIsHeldBackUntilItEnds) {
   CaptureFrees f;
   f.allocated(block(0), false);  // an eager warm-up's gradient
   f.allocated(block(1), false);
-  f.allocated(block(2), true);               // the captured step's own temporary
-  EXPECT_TRUE(f.free_now(block(2), true));   // a free node of its own graph
-  EXPECT_FALSE(f.free_now(block(1), true));  // would fail the capture
-  EXPECT_FALSE(f.free_now(block(0), true));
+  f.capture_began();
+  f.allocated(block(2), true);                                // the captured step's own temporary
+  EXPECT_EQ(f.free_action(block(2), true), Free::kNow);       // a free node of its own graph
+  EXPECT_EQ(f.free_action(block(1), true), Free::kHeldBack);  // would fail the capture
+  EXPECT_EQ(f.free_action(block(0), true), Free::kHeldBack);
   EXPECT_EQ(f.held_back(), 2);
   EXPECT_EQ(f.take_held_back(), (std::vector<void*>{block(1), block(0)}));
   EXPECT_EQ(f.held_back(), 0);
   EXPECT_TRUE(f.take_held_back().empty());  // handed out once
+  // Held back whatever becomes of the capture: the blocks were real memory.
+  f.allocated(block(3), false);
+  EXPECT_EQ(f.free_action(block(3), true), Free::kHeldBack);
+  f.capture_ended(false);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(3)});
 }
 
-TEST(CaptureFrees, AGraphAllocationKeptPastItsCaptureIsFreedWhenAsked) {
+TEST(CaptureFrees, AGraphAllocationKeptPastItsCaptureIsFreedWhenAskedOnceItRan) {
   CaptureFrees f;
-  f.allocated(block(3), true);               // a buffer the captured step keeps (a warm start)
-  EXPECT_TRUE(f.free_now(block(3), false));  // after the graph ran
-  // A later capture drops a block allocated by an earlier one: a graph
-  // allocation still, which a free node takes.
+  const int64_t a = f.capture_began();
+  f.allocated(block(3), true);  // a buffer the captured step keeps (a warm start)
+  EXPECT_EQ(f.capture_ended(true), a);
+  EXPECT_TRUE(f.launched(a).empty());
+  EXPECT_EQ(f.free_action(block(3), false), Free::kNow);  // after the graph ran
+  // A later capture drops a block of an earlier graph that ran: a graph
+  // allocation still, which a free node of the later graph takes.
+  const int64_t b = f.capture_began();
   f.allocated(block(4), true);
-  EXPECT_TRUE(f.free_now(block(4), true));
+  f.capture_ended(true);
+  f.launched(b);
+  f.capture_began();
+  EXPECT_EQ(f.free_action(block(4), true), Free::kNow);
+  f.capture_ended(true);
   // Once freed, the address is not remembered as a graph allocation: reused
   // by an eager allocation and dropped in a capture, it is held back.
   f.allocated(block(4), false);
-  EXPECT_FALSE(f.free_now(block(4), true));
+  f.capture_began();
+  EXPECT_EQ(f.free_action(block(4), true), Free::kHeldBack);
+  f.capture_ended(true);
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(4)});
+}
+
+TEST(CaptureFrees, ABlockOfAFailedOrAbortedCaptureIsDroppedWithoutACall) {
+  CaptureFrees f;
+  f.capture_began();
+  f.allocated(block(0), true);
+  f.allocated(block(1), true);
+  f.allocated(block(2), true);
+  EXPECT_EQ(f.free_action(block(2), true), Free::kNow);  // a free node of the doomed graph
+  f.capture_ended(false);
+  EXPECT_EQ(f.free_action(block(0), false), Free::kDropped);
+  // Dropped as well inside a later capture, where a free node of it would
+  // fail that capture.
+  f.capture_began();
+  EXPECT_EQ(f.free_action(block(1), true), Free::kDropped);
+  f.capture_ended(true);
+  EXPECT_EQ(f.held_back(), 0);
+  EXPECT_EQ(f.waiting_for_launch(), 0);
+}
+
+TEST(CaptureFrees, ABlockDroppedBeforeItsGraphFirstRunsIsFreedAfterThatLaunch) {
+  CaptureFrees f;
+  const int64_t a = f.capture_began();
+  f.allocated(block(0), true);
+  f.allocated(block(1), true);
+  f.capture_ended(true);
+  EXPECT_EQ(f.free_action(block(1), false), Free::kAfterLaunch);
+  EXPECT_EQ(f.free_action(block(0), false), Free::kAfterLaunch);
+  EXPECT_EQ(f.waiting_for_launch(), 2);
+  EXPECT_EQ(f.launched(a), (std::vector<void*>{block(1), block(0)}));
+  EXPECT_EQ(f.waiting_for_launch(), 0);
+  EXPECT_TRUE(f.launched(a).empty());  // freed once, after the first launch only
+  f.destroyed(a);
+}
+
+TEST(CaptureFrees, AGraphDestroyedBeforeItRanTakesItsBlocksWithIt) {
+  CaptureFrees f;
+  const int64_t a = f.capture_began();
+  f.allocated(block(0), true);
+  f.allocated(block(1), true);
+  f.capture_ended(true);
+  EXPECT_EQ(f.free_action(block(0), false), Free::kAfterLaunch);
+  f.destroyed(a);
+  EXPECT_EQ(f.waiting_for_launch(), 0);  // the waiting free is dropped
+  EXPECT_EQ(f.free_action(block(1), false), Free::kDropped);
+  EXPECT_TRUE(f.launched(a).empty());
+}
+
+TEST(CaptureFrees, AGraphDestroyedAfterItRanLeavesItsBlocksToBeFreed) {
+  CaptureFrees f;
+  const int64_t a = f.capture_began();
+  f.allocated(block(0), true);
+  f.capture_ended(true);
+  f.launched(a);
+  f.destroyed(a);  // CUDA does not free live graph allocations with the graph
+  EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
+}
+
+TEST(CaptureFrees, AFreeNodeOfAnEarlierGraphsBlockThatNeverRunsIsPutBack) {
+  CaptureFrees f;
+  // a ran; b was instantiated and not launched.
+  const int64_t a = f.capture_began();
+  f.allocated(block(0), true);
+  f.capture_ended(true);
+  f.launched(a);
+  const int64_t b = f.capture_began();
+  f.allocated(block(1), true);
+  f.capture_ended(true);
+  // A capture frees both by free nodes, then fails: a's block is live and
+  // freed once no capture runs; b's waits for b's first launch.
+  f.capture_began();
+  EXPECT_EQ(f.free_action(block(0), true), Free::kNow);
+  EXPECT_EQ(f.free_action(block(1), true), Free::kNow);
+  f.capture_ended(false);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(0)});
+  EXPECT_EQ(f.launched(b), std::vector<void*>{block(1)});
+  // The same with a graph that is made but destroyed before it runs.
+  const int64_t c = f.capture_began();
+  f.allocated(block(3), true);
+  f.capture_ended(true);
+  f.launched(c);
+  const int64_t d = f.capture_began();
+  EXPECT_EQ(f.free_action(block(3), true), Free::kNow);
+  f.capture_ended(true);
+  f.destroyed(d);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(3)});
+  // Had d run, its free node would have freed c's block: nothing put back.
+  const int64_t e = f.capture_began();
+  f.allocated(block(5), true);
+  f.capture_ended(true);
+  f.launched(e);
+  const int64_t g = f.capture_began();
+  EXPECT_EQ(f.free_action(block(5), true), Free::kNow);
+  f.capture_ended(true);
+  f.launched(g);
+  f.destroyed(g);
+  EXPECT_EQ(f.held_back(), 0);
+}
+
+TEST(CaptureFrees, AnAddressHandedOutAgainIsTheNewBlocks) {
+  CaptureFrees f;
+  f.capture_began();
+  f.allocated(block(0), true);
+  f.capture_ended(false);
+  f.allocated(block(0), false);  // the same address, now eager memory
+  EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
+}
+
+TEST(CaptureFrees, ACaptureBegunOutsideTheHooksKeepsItsBlocksMaterialised) {
+  CaptureFrees f;
+  f.allocated(block(0), true);  // no capture_began: a host framework's capture
+  EXPECT_EQ(f.capture_ended(false), 0);
+  EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
 }
 
 TEST(CaptureFrees, NullAllocationsAreNotNoted) {
   CaptureFrees f;
+  f.capture_began();
   f.allocated(nullptr, true);  // a zero-byte allocation
-  EXPECT_TRUE(f.free_now(block(5), false));
+  f.capture_ended(false);
+  EXPECT_EQ(f.free_action(block(5), false), Free::kNow);
   EXPECT_EQ(f.held_back(), 0);
 }
 

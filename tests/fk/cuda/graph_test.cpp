@@ -4,11 +4,12 @@
 // a captured copy) and give what the same ops give run eagerly, replay after
 // replay; a host read inside a capture throws an fk::Error naming the capture
 // instead of breaking it silently, and after abort_capture the stream runs
-// eager work again; cuBLAS is used in a capture only once an eager GEMM bound
-// it to the stream; the default stream cannot be captured; an out-of-memory
-// inside a capture is refused by name instead of a device-wide wait that
-// would invalidate it; live_graphs counts running captures and instantiated
-// graphs. The GPU tests skip themselves where no GPU is usable.
+// eager work again; tensors of failed captures, of graphs not yet launched
+// and of destroyed graphs are freed by CUDA's rules without a failed free; cuBLAS is used in a
+// capture only once an eager GEMM bound it to the stream; the default stream cannot be captured; an
+// out-of-memory inside a capture is refused by name instead of a device-wide wait that would
+// invalidate it; live_graphs counts running captures and instantiated graphs. The GPU tests skip
+// themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
@@ -26,6 +27,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
+#include "fk/ops/index.h"
 #include "fk/ops/linalg.h"
 #include "fk/test_util.h"
 #include "parity.h"
@@ -114,6 +116,122 @@ TEST(CudaGraph, AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack) {
   EXPECT_EQ(x.to_vector<float>(), std::vector<float>(4, 4.f));  // 1 * 3 + 1
   cuda::destroy_graph(g);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// What the pool's free of a block did: no failed cudaFreeAsync counted and
+// no error left for the next launch check.
+void expect_clean_frees(int64_t failed_before) {
+  EXPECT_EQ(cuda::pool_stats(0).failed_frees, failed_before);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// A tensor made inside a capture that is aborted (or that CUDA invalidated)
+// and dropped after it: its allocation node was discarded with the capture,
+// so the address never was memory; the pool drops its free (capture_frees.h)
+// instead of a cudaFreeAsync that would fail and be blamed on the next kernel.
+TEST(CudaGraph, ATensorOfAFailedCaptureIsDroppedWithoutACudaFree) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  const int64_t failed = cuda::pool_stats(0).failed_frees;
+  cuda::begin_capture(0);
+  Tensor aborted = mul(x, 2.0);
+  cuda::abort_capture(0);
+  aborted = Tensor();
+  expect_clean_frees(failed);
+  // A capture CUDA invalidates: a stream synchronization inside it.
+  cuda::begin_capture(0);
+  Tensor invalidated = mul(x, 2.0);
+  EXPECT_NE(cudaStreamSynchronize(static_cast<cudaStream_t>(cuda::current_stream(0))), cudaSuccess);
+  cudaGetLastError();
+  EXPECT_NE(test::error_of([] { cuda::end_capture(0); }), "");
+  invalidated = Tensor();
+  expect_clean_frees(failed);
+  EXPECT_EQ(add(x, 1.0).to_vector<float>(), std::vector<float>(4, 2.f));
+}
+
+// A tensor a graph allocates and keeps, dropped before the graph first runs:
+// its block exists only from the first launch, so the pool frees it right
+// after that launch, in stream order; the replay reads right, and a second
+// launch finds no unfreed allocation (CUDA would refuse it otherwise). The
+// second launch's block is held by no tensor and stays allocated (16 bytes):
+// a graph that keeps an allocation is its caller's to balance (nefi's
+// StepGraph refuses such a step).
+TEST(CudaGraph, ATensorDroppedBeforeItsGraphFirstRunsIsFreedAfterTheLaunch) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  cuda::synchronize(0);
+  const int64_t failed = cuda::pool_stats(0).failed_frees;
+  cuda::begin_capture(0);
+  Tensor kept = add(mul(x, 3.0), 1.0);
+  cuda::copy_to_pinned_async(pinned, kept.data_ptr(), 0, 4 * sizeof(float));
+  cuda::GraphExec g = cuda::end_capture(0);
+  kept = Tensor();
+  expect_clean_frees(failed);
+  for (int r = 0; r < 2; ++r) {
+    std::fill(pinned, pinned + 4, -1.f);
+    EXPECT_NO_THROW(cuda::launch_graph(g)) << "launch " << r;
+    cuda::synchronize(0);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], 4.f) << "launch " << r << " element " << i;
+  }
+  cuda::destroy_graph(g);
+  expect_clean_frees(failed);
+  cuda::pinned_free(pinned);
+}
+
+// Destroying a graph: blocks of a graph that never ran were never memory
+// (their tensors' frees are dropped); blocks a launch made live stay live,
+// readable, and are freed when their tensor is dropped.
+TEST(CudaGraph, DestroyedGraphsLeaveLiveBlocksOnlyIfTheyRan) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  const int64_t failed = cuda::pool_stats(0).failed_frees;
+  cuda::begin_capture(0);
+  Tensor never_ran = mul(x, 2.0);
+  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::destroy_graph(g);
+  never_ran = Tensor();
+  expect_clean_frees(failed);
+  cuda::begin_capture(0);
+  Tensor ran = mul(x, 2.0);
+  cuda::GraphExec h = cuda::end_capture(0);
+  cuda::launch_graph(h);
+  cuda::destroy_graph(h);  // waits for the replay
+  EXPECT_EQ(ran.to_vector<float>(), std::vector<float>(4, 2.f));
+  ran = Tensor();
+  expect_clean_frees(failed);
+}
+
+// An index op with a device index tensor checks it in its kernel (no host
+// read: fk/cuda/index_errors.h), so it is captured; its replay gives the
+// eager result, and after the index tensor is overwritten with a bad value
+// the replay's kernel records it and the next synchronization throws by name.
+TEST(CudaGraph, AnIndexOpIsCapturedAndABadIndexIsReportedAfterItsReplay) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const Tensor t = from_vector(std::vector<float>{10, 11, 12, 13}, Dims{4}).to(kGpu);
+  Tensor idx = from_vector(std::vector<int64_t>{3, 0, 2}, Dims{3}).to(kGpu);
+  Tensor out = empty(Dims{3}, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  cuda::begin_capture(0);
+  out.copy_(gather(t, 0, idx));
+  cuda::GraphExec g = cuda::end_capture(0);  // throws if the op read back
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{13, 10, 12}));
+  idx.copy_(from_vector(std::vector<int64_t>{1, 9, 2}, Dims{3}).to(kGpu));
+  cuda::launch_graph(g);
+  const std::string msg = test::error_of([] { cuda::synchronize(0); });
+  EXPECT_NE(msg.find("gather (device-side index check"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 4)"), std::string::npos) << msg;
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{11, 0, 12}));  // the bad one skipped
+  cuda::destroy_graph(g);
 }
 
 TEST(CudaGraph, AHostReadInsideACaptureIsAnErrorAndTheStreamRecovers) {

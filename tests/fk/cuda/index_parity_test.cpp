@@ -15,9 +15,10 @@
 namespace fk::cuda_parity {
 namespace {
 
-// The two-int64 record a launcher writes a bad index into, zeroed.
+// The three-int64 record a launcher writes a bad index into, zeroed:
+// flagged, the index, the size of the indexed dim.
 struct BadIndex {
-  Tensor buf = zeros({2}, {DType::I64, kGpu});
+  Tensor buf = zeros({3}, {DType::I64, kGpu});
   cuda::IndexCheck check(bool wrap) const { return {wrap, static_cast<int64_t*>(buf.data_ptr())}; }
   std::vector<int64_t> read() const { return buf.to_vector<int64_t>(); }
 };
@@ -43,8 +44,8 @@ OpCase index_select_row(bool wrap) {
             cuda::launch_index_select(code(in[0].dtype()), in[0].data_ptr(),
                                       static_cast<const int64_t*>(in[1].data_ptr()), out.data_ptr(),
                                       kOuter, kInDim, kInner, n, bad.check(wrap), stream());
-            EXPECT_EQ(bad.read(),
-                      wrap ? (std::vector<int64_t>{0, 0}) : (std::vector<int64_t>{1, -1}));
+            EXPECT_EQ(bad.read(), wrap ? (std::vector<int64_t>{0, 0, 0})
+                                       : (std::vector<int64_t>{1, -1, kInDim}));
             return out;
           },
       .reference =
@@ -166,7 +167,7 @@ OpCase scatter_bad_index_row(bool deterministic) {
                                      nullptr, static_cast<const int64_t*>(in[2].data_ptr()),
                                      nullptr, 1, shape, 0, deterministic, bad.check(false),
                                      stream());
-            EXPECT_EQ(bad.read(), (std::vector<int64_t>{1, 5}));
+            EXPECT_EQ(bad.read(), (std::vector<int64_t>{1, 5, 2}));
             return out;
           },
       .reference = [](const Inputs& in) { return ones({2}, {in[0].dtype()}); },

@@ -1,6 +1,6 @@
 // The CUDA runtime's policies, observed from outside: the sync policy
 // (ME_LAZY_SYNC), ops on the stream the caller set, and the stream-ordered
-// pool's statistics and trimming. The GPU tests skip themselves where no GPU is
+// pool's statistics, trimming and failed frees. The GPU tests skip themselves where no GPU is
 // usable; a CPU-only build compiles none of them (they call the CUDA runtime).
 //
 // The sync policy is observed with host functions enqueued on a stream: one
@@ -241,6 +241,22 @@ TEST(CudaRuntime, MemoryStatsCountAKnownAllocation) {
 
 // A freed block stays reserved by the pool (its release threshold is raised,
 // so even a synchronization keeps it); empty_cache returns it to the driver.
+// A free cannot throw (tensors free from destructors): a cudaFreeAsync that
+// fails (here of an address the pool never handed out) is counted with its
+// code, and its error is cleared, not left for the next kernel's launch check.
+TEST(CudaRuntime, AFailedFreeIsCountedAndNotLeftForTheNextLaunchCheck) {
+  FK_SKIP_WITHOUT_GPU();
+  cuda::synchronize(0);
+  const int64_t failed = cuda::pool_stats(0).failed_frees;
+  static int64_t not_device_memory = 0;
+  cuda::pool_deallocate(0, &not_device_memory, 0);
+  EXPECT_EQ(cuda::pool_stats(0).failed_frees, failed + 1);
+  EXPECT_NE(cuda::pool_stats(0).last_free_error, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  Tensor x = full(Dims{4}, 1.5, {DType::F32, kGpu});
+  EXPECT_EQ(add(x, 1.0).to_vector<float>(), std::vector<float>(4, 2.5f));
+}
+
 TEST(CudaRuntime, EmptyCacheTrimsThePool) {
   FK_SKIP_WITHOUT_GPU();
   const int64_t nbytes = int64_t{256} << 20;

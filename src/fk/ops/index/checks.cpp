@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "fk/autograd.h"
+#include "fk/cuda/index_errors.h"
+#include "fk/cuda/runtime.h"
 #include "fk/factory.h"
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
@@ -25,18 +27,20 @@ void check_device(const Tensor& t, const Tensor& other, const char* op, const ch
 }
 
 // CUDA: the index as a contiguous i64 tensor on `t`'s device, its range
-// checked before any kernel writes (two device reductions and one host read
-// of their results: out-of-range indices throw here, as on the CPU, not
-// inside a kernel).
-Tensor checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bound, int dim,
-                          const char* op) {
+// checked by the op's kernel into the device's record (index_errors.h), or,
+// without one, here before any kernel writes (two device reductions and one
+// host read of their results).
+CheckedIndex checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bound, int dim,
+                                const char* op) {
   check_device(t, index, op, "an index");
   Tensor idx = index.to(DType::I64).contiguous();
-  if (idx.numel() == 0) return idx;
+  if (idx.numel() == 0) return {idx, {}};
+  if (int64_t* record = cuda::index_check_record(t.device().index, cuda::index_record_slot(op)))
+    return {idx, cuda::IndexCheck{false, record}};
   const std::vector<int64_t> range = stack({amin(idx), amax(idx)}, 0).to_vector<int64_t>();
   if (range[0] < 0) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[0]));
   if (range[1] >= bound) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[1]));
-  return idx;
+  return {idx, {}};
 }
 
 void check_host_index(const std::vector<int64_t>& index, int64_t bound, int dim, const char* op) {
@@ -57,7 +61,8 @@ Tensor prechecked_index(const Tensor& t, const Tensor& index, const char* op) {
 
 // The index as a contiguous i64 tensor on t's device, every value checked
 // against [0, bound).
-Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op) {
+CheckedIndex checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim,
+                           const char* op) {
   FK_CHECK(index.dtype() == DType::I32 || index.dtype() == DType::I64, op,
            "an i32 or i64 index tensor", std::string("an index of dtype ") + name(index.dtype()));
   if (t.device().is_cuda()) return checked_index_cuda(t, index, bound, dim, op);
@@ -70,7 +75,7 @@ Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int di
                   "index " + std::to_string(p[i]) + " at flat position " + std::to_string(i));
     }
   }
-  return idx;
+  return {idx, {}};
 }
 
 void check_broadcasts_to(const Tensor& t, const Dims& shape, const char* op, const char* what) {

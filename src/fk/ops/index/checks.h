@@ -3,14 +3,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "fk/cuda/kernels.h"
 #include "fk/tensor.h"
 
 namespace fk::index_detail {
 
-// The index as a contiguous i64 tensor on t's device, every value checked
-// against [0, bound) before any element is written (on CUDA by two device
-// reductions and one host read).
-Tensor checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim, const char* op);
+// An index ready for an op's kernel: its values as a contiguous i64 tensor
+// on t's device, and, on CUDA, where the kernel records an out-of-range value.
+struct CheckedIndex {
+  Tensor idx;
+  cuda::IndexCheck check;  // {} on the CPU, or where the values were checked already
+};
+// The index with every value in [0, bound): on the CPU checked here, before
+// any element is written; on CUDA by the op's kernel into the device's record
+// for `op` (fk/cuda/index_errors.h: no host read, the fk::Error comes at the
+// next synchronization), or, where the device has no record, by two device
+// reductions and one host read here.
+CheckedIndex checked_index(const Tensor& t, const Tensor& index, int64_t bound, int dim,
+                           const char* op);
 // Every value of a host-made index in [0, bound), checked on the host; else
 // fk::Error naming the value and its position.
 void check_host_index(const std::vector<int64_t>& index, int64_t bound, int dim, const char* op);

@@ -60,7 +60,8 @@ void scatter_add_kernel(Tensor& out, int d, const Tensor& idx, const Tensor& src
 
 struct ScatterArgs {
   int d;
-  Tensor idx;  // i64, expanded to the scatter shape
+  Tensor idx;              // i64, expanded to the scatter shape
+  cuda::IndexCheck check;  // CUDA: where the kernel records a bad index
 };
 
 ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -78,7 +79,8 @@ ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, c
              "self " + self.shape().str() + " and index " + index.shape().str());
   }
   check_broadcasts_to(src, shape, op, "a source");
-  return {d, checked_index(self, index, self.size(d), d, op).expand(shape)};
+  index_detail::CheckedIndex checked = checked_index(self, index, self.size(d), d, op);
+  return {d, checked.idx.expand(shape), checked.check};
 }
 
 // Writes self + scatter into `out` (already holding self, dtype ct).
@@ -91,7 +93,7 @@ void scatter_into(Tensor& out, const ScatterArgs& a, const Tensor& src) {
     if (shape.numel() == 0) return;
     cuda::launch_scatter_add(static_cast<int>(out.dtype()), out.data_ptr(), out.strides().data(),
                              out.size(a.d), s.data_ptr(), s.strides().data(), a.idx.data<int64_t>(),
-                             a.idx.strides().data(), shape.size(), shape.data(), a.d, true, {},
+                             a.idx.strides().data(), shape.size(), shape.data(), a.d, true, a.check,
                              cuda_ops::stream_of(out));
     cuda_ops::launched(out);
     return;
@@ -138,8 +140,9 @@ void index_add_kernel(T* out, const T* src, const int64_t* idx, int64_t outer, i
 
 struct IndexAddArgs {
   int d;
-  Tensor idx;      // contiguous i64
-  Dims src_shape;  // self's shape with the index length at d
+  Tensor idx;              // contiguous i64
+  Dims src_shape;          // self's shape with the index length at d
+  cuda::IndexCheck check;  // CUDA: where the kernel records a bad index
 };
 
 // `prechecked`: the index's values were checked on the host before its
@@ -150,15 +153,17 @@ IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(index.dim() <= 1, op, "a 1-D index", "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, self.dim(), op);
-  Tensor idx = prechecked ? index_detail::prechecked_index(self, index, op)
-                          : checked_index(self, index, self.size(d), d, op);
+  const index_detail::CheckedIndex checked =
+      prechecked ? index_detail::CheckedIndex{index_detail::prechecked_index(self, index, op), {}}
+                 : checked_index(self, index, self.size(d), d, op);
+  const Tensor& idx = checked.idx;
   Dims shape = self.shape();
   shape[d] = idx.numel();
   check_broadcasts_to(src, shape, op, "a source");
   DType rt = promote(self.dtype(), src.dtype());
   FK_CHECK(!is_integral(rt) || alpha == static_cast<double>(static_cast<int64_t>(alpha)), op,
            "an integer alpha for integer tensors", std::to_string(alpha));
-  return {d, idx, shape};
+  return {d, idx, shape, checked.check};
 }
 
 // out (contiguous, holding self) += alpha * src at the index rows.
@@ -179,7 +184,7 @@ void index_add_into(Tensor& out, const IndexAddArgs& a, const Tensor& src, doubl
     const int64_t index_strides[3] = {0, 1, 0};
     cuda::launch_scatter_add(static_cast<int>(out.dtype()), out.data_ptr(), out_strides, n,
                              s.data_ptr(), src_strides, a.idx.data<int64_t>(), index_strides, 3,
-                             iter, 1, true, {}, cuda_ops::stream_of(out));
+                             iter, 1, true, a.check, cuda_ops::stream_of(out));
     cuda_ops::launched(out);
     return;
   }
@@ -259,6 +264,21 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     out = index_add_forward(self, dim, index, src, alpha);
   }
   return record_add_at(out, false, self, dim, index, src, alpha);
+}
+
+Tensor index_add(const Tensor& self, int64_t dim, const std::vector<int64_t>& index,
+                 const Tensor& src, double alpha) {
+  profile::OpScope scope("index_add");
+  FK_CHECK(self.dim() >= 1, "index_add", "a tensor with at least 1 dimension", "a 0-dim tensor");
+  const int d = wrap_dim(dim, self.dim(), "index_add");
+  index_detail::check_host_index(index, self.size(d), d, "index_add");
+  const Tensor idx = from_vector(index, Dims{static_cast<int64_t>(index.size())}, self.device());
+  Tensor out;
+  {
+    autograd::NoGradGuard ng;
+    out = index_add_forward(self, dim, idx, src, alpha, true);
+  }
+  return record_add_at(out, false, self, dim, idx, src, alpha);
 }
 
 namespace index_detail {

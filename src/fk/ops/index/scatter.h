@@ -3,6 +3,7 @@
 // gather) and index_add (of index_select), out of place and in place;
 // shapes, dtypes, devices and determinism in fk/ops/index.h.
 #include <cstdint>
+#include <vector>
 
 #include "fk/tensor.h"
 
@@ -11,6 +12,13 @@ namespace fk {
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                  double alpha = 1.0);
+// The same with an index made on the host (a table of rows): its values are
+// checked there against self.size(dim) (fk::Error at the call, naming the
+// value and its position, on every device) and uploaded to self's device.
+// Same values and gradients as the tensor form; not capturable in a CUDA
+// graph (the upload is a host-to-device copy).
+Tensor index_add(const Tensor& self, int64_t dim, const std::vector<int64_t>& index,
+                 const Tensor& src, double alpha = 1.0);
 Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                    double alpha = 1.0);
 Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);

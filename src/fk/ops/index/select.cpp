@@ -40,8 +40,10 @@ Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index, b
   FK_CHECK(index.dim() <= 1, "index_select", "a 1-D index",
            "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, t.dim(), "index_select");
-  Tensor idx = prechecked ? prechecked_index(t, index, "index_select")
-                          : checked_index(t, index, t.size(d), d, "index_select");
+  const index_detail::CheckedIndex checked =
+      prechecked ? index_detail::CheckedIndex{prechecked_index(t, index, "index_select"), {}}
+                 : checked_index(t, index, t.size(d), d, "index_select");
+  const Tensor& idx = checked.idx;
   const int64_t k = idx.numel(), n = t.size(d);
   Dims shape = t.shape();
   shape[d] = k;
@@ -52,7 +54,8 @@ Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index, b
                 inner = numel_between(shape, d + 1, shape.size());
   if (t.device().is_cuda()) {
     cuda::launch_index_select(static_cast<int>(t.dtype()), src.data_ptr(), idx.data<int64_t>(),
-                              out.data_ptr(), outer, n, inner, k, {}, cuda_ops::stream_of(t));
+                              out.data_ptr(), outer, n, inner, k, checked.check,
+                              cuda_ops::stream_of(t));
     cuda_ops::launched(t);
     return out;
   }
@@ -96,14 +99,23 @@ Dims gather_shape(const Tensor& t, int d, const Tensor& index) {
   return out;
 }
 
-Tensor gather_forward(const Tensor& t, int64_t dim, const Tensor& index) {
+void check_gather_rank(const Tensor& t, const Dims& index_shape) {
   FK_CHECK(t.dim() >= 1, "gather", "a tensor with at least 1 dimension", "a 0-dim tensor");
-  FK_CHECK(index.dim() == t.dim(), "gather",
+  FK_CHECK(static_cast<int>(index_shape.size()) == t.dim(), "gather",
            "an index with the input's rank " + std::to_string(t.dim()),
-           "an index of shape " + index.shape().str());
+           "an index of shape " + index_shape.str());
+}
+
+// `prechecked`: the index's values were checked on the host before its
+// upload (the host-index form), so they are not checked again.
+Tensor gather_forward(const Tensor& t, int64_t dim, const Tensor& index, bool prechecked) {
+  check_gather_rank(t, index.shape());
   int d = wrap_dim(dim, t.dim(), "gather");
   Dims shape = gather_shape(t, d, index);
-  Tensor idx = checked_index(t, index, t.size(d), d, "gather").expand(shape);
+  const index_detail::CheckedIndex checked =
+      prechecked ? index_detail::CheckedIndex{prechecked_index(t, index, "gather"), {}}
+                 : checked_index(t, index, t.size(d), d, "gather");
+  Tensor idx = checked.idx.expand(shape);
   Tensor out = empty(shape, {t.dtype(), t.device()});
   if (out.numel() == 0) return out;
   if (t.device().is_cuda()) {
@@ -114,7 +126,7 @@ Tensor gather_forward(const Tensor& t, int64_t dim, const Tensor& index) {
     }
     cuda::launch_gather(static_cast<int>(t.dtype()), t.data_ptr(), in_strides.data(), t.size(d),
                         idx.data<int64_t>(), idx.strides().data(), out.data_ptr(), nullptr,
-                        shape.size(), shape.data(), d, {}, cuda_ops::stream_of(t));
+                        shape.size(), shape.data(), d, checked.check, cuda_ops::stream_of(t));
     cuda_ops::launched(t);
     return out;
   }
@@ -204,12 +216,13 @@ Tensor index_select(const Tensor& t, int64_t dim, const std::vector<int64_t>& in
   return index_select_recorded(t, dim, idx, true);
 }
 
-Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
-  profile::OpScope scope("gather");
+namespace {
+
+Tensor gather_recorded(const Tensor& t, int64_t dim, const Tensor& index, bool prechecked) {
   Tensor out;
   {
     autograd::NoGradGuard ng;
-    out = gather_forward(t, dim, index);
+    out = gather_forward(t, dim, index, prechecked);
   }
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<GatherBackward>();
@@ -219,6 +232,26 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
     autograd::record(node, {t}, out);
   }
   return out;
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+  profile::OpScope scope("gather");
+  return gather_recorded(t, dim, index, false);
+}
+
+Tensor gather(const Tensor& t, int64_t dim, const std::vector<int64_t>& index,
+              const Dims& index_shape) {
+  profile::OpScope scope("gather");
+  check_gather_rank(t, index_shape);
+  FK_CHECK(static_cast<int64_t>(index.size()) == index_shape.numel(), "gather",
+           "as many index values as the index shape " + index_shape.str() + " holds (" +
+               std::to_string(index_shape.numel()) + ")",
+           std::to_string(index.size()) + " values");
+  const int d = wrap_dim(dim, t.dim(), "gather");
+  index_detail::check_host_index(index, t.size(d), d, "gather");
+  return gather_recorded(t, dim, from_vector(index, index_shape, t.device()), true);
 }
 
 Tensor index_select_backward(const Tensor& g, const Dims& t_shape, int64_t dim,

@@ -170,7 +170,7 @@ Tensor pad_backward(const Tensor& g, const Dims& in_shape, const std::vector<int
     std::vector<int64_t> m = pad_map(in_shape[d], pads[2 * p], pads[2 * p + 1], mode);
     Dims shape = r.shape();
     shape[d] = in_shape[d];
-    r = index_add(zeros(shape, {r.dtype(), r.device()}), d, from_vector(m).to(r.device()), r);
+    r = index_add(zeros(shape, {r.dtype(), r.device()}), d, m, r);  // checked on the host
   }
   return r;
 }
