@@ -22,7 +22,7 @@
 // `auto` takes implicit when the map is eligible and its cost is the lower.
 // The machine constants (DataflowMachine) are H200 spec figures times
 // efficiencies guessed before any run: gpu-check's minkowski_cuda_bench rows
-// (BM_DeviceConv ... dataflow:1/2, with the model's predictions as
+// (BM_DeviceConv ... implicit:1/2, with the model's predictions as
 // counters) are what calibrate them (docs/performance.md, session 11).
 #include <cstdint>
 #include <string>

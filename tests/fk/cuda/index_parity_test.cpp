@@ -139,7 +139,10 @@ OpCase scatter_row(bool deterministic) {
       .tol =
           [deterministic](DType dt) {
             // bf16 atomics round every partial sum to 8 bits: only a sanity check.
-            if (dt == DType::BF16) return Tol{5e-2, deterministic ? 0.5 : 8.0};
+            // The atomic order is the GPU's: a host emulation of 2000 random
+            // orders on these inputs gave a worst error of 13.75 (0.6 % of them
+            // above 8), so the atomic row allows 24.
+            if (dt == DType::BF16) return Tol{5e-2, deterministic ? 0.5 : 24.0};
             Tol tol = tol_for(dt);
             tol.atol *= 100;  // ~3000 terms per target
             return tol;
