@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fk/parallel.h"
+#include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/radon.h"
@@ -33,39 +34,30 @@ TEST(NefiCt3d, MeasurementShapeTagAndScenes) {
 
 TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("ct3d");
-  const std::pair<const char*, const char*> cases[] = {{"tv", "-1"},
-                                                       {"tv_eps", "0"},
-                                                       {"l1", "-1"},
-                                                       {"n", "4"},
-                                                       {"n_z", "2"},
-                                                       {"n_views", "0"},
-                                                       {"angle_range", "-10"},
-                                                       {"extent", "0"},
-                                                       {"height", "-1"},
-                                                       {"det_per_pixel", "0"},
-                                                       {"supersample", "0"},
-                                                       {"noise_std", "-1"},
-                                                       {"scene", "cubes"},
-                                                       {"init_value", "1.5"},
-                                                       {"iou_tau", "1"},
-                                                       {"refine_levels", "1"},
-                                                       {"refine_steps", "0"},
-                                                       {"refine_lr", "0"},
-                                                       {"refine_eps_end", "5"},
-                                                       {"refine_chi_factor", "0.5"},
-                                                       {"refine_band_fraction", "2"}};
-  for (const auto& [key, value] : cases) {
-    nefi::Params q = inst->default_config();
-    q.set(key, value);
-    try {
-      inst->run(q, "fbp3d", 0, {});
-      ADD_FAILURE() << key << "=" << value << " was accepted";
-    } catch (const fk::Error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find(key), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  }
+  const nefi::test::BadValue bad_values[] = {{"tv", "-1"},
+                                             {"tv_eps", "0"},
+                                             {"l1", "-1"},
+                                             {"n", "4"},
+                                             {"n_z", "2"},
+                                             {"n_views", "0"},
+                                             {"angle_range", "-10"},
+                                             {"extent", "0"},
+                                             {"height", "-1"},
+                                             {"det_per_pixel", "0"},
+                                             {"supersample", "0"},
+                                             {"noise_std", "-1"},
+                                             {"scene", "cubes"},
+                                             {"init_value", "1.5"},
+                                             {"iou_tau", "1"},
+                                             {"refine_levels", "1"},
+                                             {"refine_steps", "0"},
+                                             {"refine_lr", "0"},
+                                             {"refine_eps_end", "5"},
+                                             {"refine_chi_factor", "0.5"},
+                                             {"refine_band_fraction", "2"}};
+  nefi::test::expect_bad_values_name_their_key(
+      inst->default_config(), bad_values,
+      [&](const nefi::Params& q) { inst->run(q, "fbp3d", 0, {}); });
   nefi::Params q = inst->default_config();
   EXPECT_THROW(q.set("refine_level", "2"), fk::Error);
   EXPECT_THROW(inst->run(q, "fbp", 0, {}), fk::Error);

@@ -5,6 +5,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/darcy_model.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -109,24 +110,14 @@ TEST(NefiDarcyFlow, ScenesAndDataGenerator) {
 
 TEST(NefiDarcyFlow, BadValuesAreErrorsNamingTheKey) {
   auto inst = nefi::find_instance("darcy_flow");
-  for (auto [key, value] :
-       std::vector<std::pair<const char*, const char*>>{{"channel_width", "[0.2]"},
-                                                        {"scene", "layers"},
-                                                        {"n_configs", "0"},
-                                                        {"n_sensors", "1"},
-                                                        {"log_k_min", "1"},
-                                                        {"rate", "0"},
-                                                        {"face_mean", "geometric"}}) {
-    nefi::Params p = inst->default_config();
-    p.set("n", "16");
-    p.set(key, value);
-    try {
-      inst->make_measurement(p, 0);
-      ADD_FAILURE() << key;
-    } catch (const fk::Error& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
-  }
+  const nefi::test::BadValue bad_values[] = {{"channel_width", "[0.2]"}, {"scene", "layers"},
+                                             {"n_configs", "0"},         {"n_sensors", "1"},
+                                             {"log_k_min", "1"},         {"rate", "0"},
+                                             {"face_mean", "geometric"}};
+  nefi::Params base = inst->default_config();
+  base.set("n", "16");
+  nefi::test::expect_bad_values_name_their_key(
+      base, bad_values, [&](const nefi::Params& p) { inst->make_measurement(p, 0); });
 }
 
 // The smoke preset over seeds 0-2 (well under a second of CPU each): floors

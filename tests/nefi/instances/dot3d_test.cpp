@@ -7,6 +7,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/dot3d_model.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -165,32 +166,25 @@ TEST(NefiDot3d, DataGeneratorIsTheModelOnAFinerGrid) {
 
 TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
   auto inst = nefi::find_instance("dot3d");
-  for (auto [key, value] :
-       std::vector<std::pair<const char*, const char*>>{{"grid", "[8, 8]"},
-                                                        {"extent", "[40, 40, 0]"},
-                                                        {"scene", "layers"},
-                                                        {"n_detectors", "1"},
-                                                        {"n_sources", "0"},
-                                                        {"mus_prime", "0"},
-                                                        {"mua_min", "0.02"},
-                                                        {"noise", "-1"},
-                                                        {"supersample", "0"},
-                                                        {"detector_span", "1.5"},
-                                                        {"grad_mode", "adjoint"},
-                                                        {"precond", "ilu"},
-                                                        {"refine_absorber_mua", "0.2"},
-                                                        {"depth_compensation", "-0.5"},
-                                                        {"refine_lr", "0"}}) {
-    nefi::Params p = inst->default_config();
-    p.set("grid", "[8, 8, 4]");
-    p.set(key, value);
-    try {
-      inst->make_measurement(p, 0);
-      ADD_FAILURE() << key;
-    } catch (const fk::Error& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
-  }
+  const nefi::test::BadValue bad_values[] = {{"grid", "[8, 8]"},
+                                             {"extent", "[40, 40, 0]"},
+                                             {"scene", "layers"},
+                                             {"n_detectors", "1"},
+                                             {"n_sources", "0"},
+                                             {"mus_prime", "0"},
+                                             {"mua_min", "0.02"},
+                                             {"noise", "-1"},
+                                             {"supersample", "0"},
+                                             {"detector_span", "1.5"},
+                                             {"grad_mode", "adjoint"},
+                                             {"precond", "ilu"},
+                                             {"refine_absorber_mua", "0.2"},
+                                             {"depth_compensation", "-0.5"},
+                                             {"refine_lr", "0"}};
+  nefi::Params base = inst->default_config();
+  base.set("grid", "[8, 8, 4]");
+  nefi::test::expect_bad_values_name_their_key(
+      base, bad_values, [&](const nefi::Params& p) { inst->make_measurement(p, 0); });
 }
 
 // The neural method trains through the depth-compensated operator (the

@@ -10,6 +10,7 @@
 
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/photoacoustic3d_data.h"
 #include "nefi/io/run_config.h"
@@ -76,43 +77,35 @@ TEST(NefiPhotoacoustic3d, ScenesAndSensors) {
 
 TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("photoacoustic3d");
-  const std::pair<const char*, const char*> cases[] = {{"grid", "[20, 20]"},
-                                                       {"extent", "[5, 5, 0]"},
-                                                       {"scene", "cells"},
-                                                       {"absorbing", "pml"},
-                                                       {"c", "0"},
-                                                       {"sensor_grid", "[0, 4]"},
-                                                       {"sensor_span", "1.5"},
-                                                       {"sensor_fc", "-1"},
-                                                       {"t_max", "0"},
-                                                       {"gen_order", "3"},
-                                                       {"order", "3"},
-                                                       {"init", "0"},
-                                                       {"refine_levels", "1"},
-                                                       {"refine_mode", "phase"},
-                                                       {"refine_boundary_weight", "-1"},
-                                                       {"refine_boundary_eps", "0"},
-                                                       {"refine_tv_weight", "-1"},
-                                                       {"refine_tv_eps", "0"},
-                                                       {"refine_well_weight", "-1"},
-                                                       {"refine_phase_width", "-1"},
-                                                       {"refine_min_chi_smooth", "-1"},
-                                                       {"refine_noise_sigmas", "-1"},
-                                                       {"supersample", "0"},
-                                                       {"noise", "-0.1"}};
-  for (const auto& [key, value] : cases) {
-    nefi::Params p = smoke_params();
-    p.set(key, value);
-    try {
-      inst->make_measurement(p, 0);
-      inst->run(p, "time_reversal", 0, {});
-      ADD_FAILURE() << key << "=" << value << " was accepted";
-    } catch (const fk::Error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find(key), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  }
+  const nefi::test::BadValue bad_values[] = {{"grid", "[20, 20]"},
+                                             {"extent", "[5, 5, 0]"},
+                                             {"scene", "cells"},
+                                             {"absorbing", "pml"},
+                                             {"c", "0"},
+                                             {"sensor_grid", "[0, 4]"},
+                                             {"sensor_span", "1.5"},
+                                             {"sensor_fc", "-1"},
+                                             {"t_max", "0"},
+                                             {"gen_order", "3"},
+                                             {"order", "3"},
+                                             {"init", "0"},
+                                             {"refine_levels", "1"},
+                                             {"refine_mode", "phase"},
+                                             {"refine_boundary_weight", "-1"},
+                                             {"refine_boundary_eps", "0"},
+                                             {"refine_tv_weight", "-1"},
+                                             {"refine_tv_eps", "0"},
+                                             {"refine_well_weight", "-1"},
+                                             {"refine_phase_width", "-1"},
+                                             {"refine_min_chi_smooth", "-1"},
+                                             {"refine_noise_sigmas", "-1"},
+                                             {"supersample", "0"},
+                                             {"noise", "-0.1"}};
+  nefi::test::expect_bad_values_name_their_key(smoke_params(), bad_values,
+                                               [&](const nefi::Params& p) {
+                                                 inst->make_measurement(p, 0);
+                                                 inst->run(p, "time_reversal", 0, {});
+                                               });
 }
 
 // The IoU the reference scores photoacoustic3d by, written out: the truth's
