@@ -256,6 +256,16 @@ int64_t pool_capture_ended(int device, bool made_graph) {
   return id;
 }
 
+void pool_graph_check_launch(int device, int64_t capture) {
+  auto& s = state(device);
+  CaptureFrees::Outliving o;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    o = s.frees.outliving(capture);
+  }
+  check_relaunch(o, device);
+}
+
 void pool_graph_launched(int device, int64_t capture) {
   auto& s = state(device);
   std::vector<void*> after;
