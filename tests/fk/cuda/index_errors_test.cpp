@@ -117,7 +117,7 @@ TEST(IndexErrors, AnAnnouncedErrorStaysPendingAndIsAnnouncedOnce) {
   // A kernel flagging another op after an announcement is announced anew
   // (the first flagged op in kIndexCheckedOps order is the one named).
   flag(records, "gather", 4, 2);
-  EXPECT_EQ(cuda::announce_pending_index_error(records.data(), 0, "Z").empty(), false);
+  EXPECT_FALSE(cuda::announce_pending_index_error(records.data(), 0, "Z").empty());
   flag(records, "index_select", 6, 3);
   const std::string again = cuda::announce_pending_index_error(records.data(), 0, "Z");
   EXPECT_NE(again.find("index_select (device-side"), std::string::npos) << again;
