@@ -1,6 +1,9 @@
 #include "fk/cuda/capture_frees.h"
 
+#include <string>
 #include <utility>
+
+#include "fk/error.h"
 
 namespace fk::cuda {
 
@@ -17,6 +20,9 @@ int64_t CaptureFrees::capture_ended(bool made_graph) {
   Capture& c = it->second;
   if (made_graph) {
     c.state = State::kUnlaunched;
+    // Neither freed inside it nor dropped by another thread while it ran
+    // (those wait for its first launch): no free node in its graph either way.
+    c.kept = c.blocks + static_cast<int64_t>(c.after_launch.size());
     return id;
   }
   c.state = State::kGone;
@@ -110,6 +116,27 @@ CaptureFrees::Free CaptureFrees::free_action(void* p, bool capturing) {
   // An earlier graph's block, freed by a free node of the running capture.
   if (running_ != 0) captures_[running_].foreign.push_back({p, id});
   return Free::kNow;
+}
+
+CaptureFrees::Outliving CaptureFrees::outliving(int64_t id) const {
+  auto it = captures_.find(id);
+  if (id == 0 || it == captures_.end()) return {};
+  const Capture& c = it->second;
+  return {c.kept, c.blocks, c.state == State::kLaunched};
+}
+
+void check_relaunch(const CaptureFrees::Outliving& o, int device) {
+  if (!o.launched || o.kept == 0) return;
+  throw Error("CUDA graph launch on cuda:" + std::to_string(device),
+              "a relaunch of a graph whose captured step frees every block it allocates (a "
+              "relaunch re-creates the blocks that outlived the capture at the same addresses, "
+              "with no tensor left to free them; fk instantiates without "
+              "cudaGraphInstantiateFlagAutoFreeOnLaunch)",
+              "a relaunch of a graph keeping " + std::to_string(o.kept) +
+                  " block(s) past its capture, " + std::to_string(o.held) +
+                  " of them still held by tensors of its previous launch: drop those tensors "
+                  "inside the captured step (copy what must outlive it into a tensor allocated "
+                  "before the capture), or capture the step again for each launch");
 }
 
 std::vector<void*> CaptureFrees::take_held_back() {

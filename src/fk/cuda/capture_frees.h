@@ -22,6 +22,9 @@
 //   - "If any allocations created by graphExec remain unfreed (from a previous
 //     launch) ... the launch will fail with cudaErrorInvalidValue" (fk
 //     instantiates without cudaGraphInstantiateFlagAutoFreeOnLaunch).
+//   - "The allocation's address remains fixed across instantiations and
+//     launches": a relaunch makes the blocks its capture kept live again, at
+//     the addresses the capture's tensors held.
 // So a free is, by where its block came from:
 //   - a block allocated outside any capture: freed now; while a capture runs,
 //     held back (a free node would refuse it and fail the capture) and freed
@@ -40,6 +43,19 @@
 // A free node that an earlier graph's block got in a capture that then fails,
 // or in a graph destroyed before it ran, never runs: the block is put back
 // (held back, or freed after its own graph's first launch).
+//
+// A graph whose capture kept blocks (allocated in it, no free node in it) is
+// launched once: its relaunch is refused (check_relaunch). While a tensor of
+// the previous launch still holds such a block, CUDA would refuse the launch
+// with a bare invalid value; once they are all freed, the relaunch would make
+// the blocks live again with no tensor left to free them (one leaked block
+// each per launch, and the launch after that refused by CUDA). fk does not
+// instantiate with cudaGraphInstantiateFlagAutoFreeOnLaunch instead: it would
+// free the previous launch's blocks under the tensors that hold them (their
+// addresses come back holding the new launch's values, and a tensor's later
+// free would free the new launch's block, which the bookkeeping here cannot
+// tell from the old one), and the last launch's blocks would outlive the
+// graph all the same. nefi's StepGraph captures only steps that keep nothing.
 //
 // Limit: the address of a dropped block may be handed out again (by a later
 // capture); while a tensor still holds the dropped address, the new block's
@@ -82,6 +98,17 @@ class CaptureFrees {
   // The held-back pointers, to free now that no capture runs (emptied).
   std::vector<void*> take_held_back();
   int64_t held_back() const { return static_cast<int64_t>(held_.size()); }
+
+  // What a launch of capture `id`'s graph would do with the blocks that
+  // outlive it: `kept` (allocated in the capture with no free node in it),
+  // `held` (of those, still held by tensors: not freed since), and whether
+  // the graph ran already (a launch now is a relaunch).
+  struct Outliving {
+    int64_t kept = 0;
+    int64_t held = 0;
+    bool launched = false;
+  };
+  Outliving outliving(int64_t id) const;
   // Blocks whose free waits for their graph's first launch.
   int64_t waiting_for_launch() const;
 
@@ -95,6 +122,7 @@ class CaptureFrees {
   struct Capture {
     State state = State::kCapturing;
     int64_t blocks = 0;                // its blocks not yet freed
+    int64_t kept = 0;                  // its blocks with no free node in its graph
     std::vector<void*> after_launch;   // dropped before its first launch
     std::vector<ForeignFree> foreign;  // free nodes of earlier graphs' blocks
   };
@@ -104,10 +132,15 @@ class CaptureFrees {
 
   // Capture 0 stands for blocks handed out while a capture began outside
   // capture_began ran (a host framework's): taken as materialised, as before.
-  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, {}, {}}}};
+  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, 0, {}, {}}}};
   std::unordered_map<void*, int64_t> captured_;  // block -> its capture, until freed
   std::vector<void*> held_;
   int64_t running_ = 0, next_id_ = 1;
 };
+
+// Throws fk::Error when a launch of a graph on cuda:`device` with `o` is a
+// relaunch of one whose capture kept blocks, naming how many it keeps, how
+// many tensors still hold and what to do; returns otherwise.
+void check_relaunch(const CaptureFrees::Outliving& o, int device);
 
 }  // namespace fk::cuda

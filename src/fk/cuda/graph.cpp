@@ -132,6 +132,7 @@ void abort_capture(int device) {
 
 void launch_graph(const GraphExec& g) {
   FK_CHECK(g.exec != nullptr, "CUDA graph launch", "an instantiated graph", "none");
+  pool_graph_check_launch(g.device, g.capture);
   DeviceGuard guard(g.device);
   check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream_of(g.device)),
              "cudaGraphLaunch");

@@ -63,7 +63,9 @@ void abort_capture(int device);
 
 // Enqueues one replay on the device's current stream. The first launch is
 // where the graph's allocations first exist: tensors of them dropped before
-// it are freed right after it, in stream order (capture_frees.h).
+// it are freed right after it, in stream order (capture_frees.h). A graph
+// whose capture kept blocks (allocated in it and not freed in it) launches
+// once: its relaunch throws fk::Error naming the blocks (capture_frees.h).
 void launch_graph(const GraphExec& g);
 // Destroys the graph. Blocks it allocated that a launch made live stay live
 // until their tensors are dropped (CUDA does not free them); those of a graph

@@ -14,26 +14,55 @@ int index_record_slot(const char* op) {
   return -1;
 }
 
+namespace {
+
+// The first flagged record's slot in kIndexCheckedOps order, or -1.
+int first_flagged(const int64_t* records) {
+  for (int i = 0; i < kIndexCheckedOpCount; ++i)
+    if (records[i * kIndexRecordWords + kIndexRecordFlag] != 0) return i;
+  return -1;
+}
+
+Error index_error(const int64_t* records, int slot, int device) {
+  const int64_t* r = records + slot * kIndexRecordWords;
+  return Error(std::string(kIndexCheckedOps[slot]) + " (device-side index check on cuda:" +
+                   std::to_string(device) + ", reported at the next synchronization)",
+               "indices in [0, " + std::to_string(r[kIndexRecordBound]) +
+                   ") along the indexed dim (negative indices are not wrapped)",
+               "index " + std::to_string(r[kIndexRecordValue]));
+}
+
+}  // namespace
+
 void throw_if_index_flagged(int64_t* records, int device) {
-  int first = -1;
-  int64_t value = 0, bound = 0;
+  const int first = first_flagged(records);
+  if (first < 0) return;
+  Error e = index_error(records, first, device);
+  // The flagged ones cleared, so that one bad call is reported once.
   for (int i = 0; i < kIndexCheckedOpCount; ++i) {
     int64_t* r = records + i * kIndexRecordWords;
     if (r[kIndexRecordFlag] == 0) continue;
-    if (first < 0) {
-      first = i;
-      value = r[kIndexRecordValue];
-      bound = r[kIndexRecordBound];
-    }
-    // Cleared, so that one bad call is reported once.
     for (int w = 0; w < kIndexRecordWords; ++w) r[w] = 0;
   }
-  if (first < 0) return;
-  throw Error(std::string(kIndexCheckedOps[first]) + " (device-side index check on cuda:" +
-                  std::to_string(device) + ", reported at the next synchronization)",
-              "indices in [0, " + std::to_string(bound) +
-                  ") along the indexed dim (negative indices are not wrapped)",
-              "index " + std::to_string(value));
+  throw e;
+}
+
+std::string announce_pending_index_error(int64_t* records, int device, const char* who) {
+  const int first = first_flagged(records);
+  if (first < 0) return "";
+  bool fresh = false;
+  for (int i = 0; i < kIndexCheckedOpCount; ++i) {
+    int64_t& flag = records[i * kIndexRecordWords + kIndexRecordFlag];
+    if (flag == 0 || flag == kIndexRecordAnnounced) continue;
+    fresh = true;
+    flag = kIndexRecordAnnounced;
+  }
+  if (!fresh) return "";
+  return std::string("fk: ") + who +
+         " found a device-side index error on cuda:" + std::to_string(device) +
+         " and left it pending (a destructor cannot throw): the next synchronization of cuda:" +
+         std::to_string(device) + " throws it: " + index_error(records, first, device).what() +
+         "\n";
 }
 
 }  // namespace fk::cuda

@@ -22,6 +22,7 @@
 // ME_LAZY_SYNC=1 or inside a replayed graph the error comes at the next
 // synchronization, from whatever call reaches it.
 #include <cstdint>
+#include <string>
 
 namespace fk::cuda {
 
@@ -35,6 +36,9 @@ inline constexpr int kIndexCheckedOpCount =
 // the size of the indexed dimension. A record is kIndexRecordWords int64.
 inline constexpr int kIndexRecordWords = 3;
 inline constexpr int kIndexRecordFlag = 0, kIndexRecordValue = 1, kIndexRecordBound = 2;
+// The flag word: 0 clear, 1 as a kernel flags it, kIndexRecordAnnounced once
+// the host wrote the error on stderr (still flagged: still thrown).
+inline constexpr int64_t kIndexRecordAnnounced = 2;
 
 // The record slot of an op named `op` (one of kIndexCheckedOps), or -1.
 int index_record_slot(const char* op);
@@ -44,5 +48,14 @@ int index_record_slot(const char* op);
 // flagged op, its offending index and the valid range on cuda:`device`;
 // returns when none is flagged.
 void throw_if_index_flagged(int64_t* records, int device);
+
+// For a synchronization that must not throw (a destructor's): when a
+// flagged record has not been announced yet, marks every flagged record
+// announced and returns one line for stderr: `who` found the error, the
+// error throw_if_index_flagged will throw, and that the next synchronization
+// of cuda:`device` throws it. The records stay flagged, so that it does;
+// returns "" when none is flagged or all were announced (one line per error,
+// however many destructors wait after it).
+std::string announce_pending_index_error(int64_t* records, int device, const char* who);
 
 }  // namespace fk::cuda

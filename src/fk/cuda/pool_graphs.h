@@ -3,7 +3,8 @@
 // graphs, so that the pool frees graph allocations by CUDA's rules
 // (capture_frees.h): which capture each block belongs to, whether that
 // capture made a graph, when the graph first runs and when it is destroyed.
-// Called only where CUDA is built (graph.cpp); none of them throws.
+// Called only where CUDA is built (graph.cpp); none of them throws but
+// pool_graph_check_launch, whose throwing is its purpose.
 #include <cstdint>
 
 namespace fk::cuda {
@@ -14,6 +15,10 @@ void pool_capture_began(int device);
 // instantiated; else it failed or was aborted). Returns the capture's id
 // for GraphExec::capture.
 int64_t pool_capture_ended(int device, bool made_graph);
+// Before a launch of the graph of `capture`: throws fk::Error when it is a
+// relaunch of a graph whose capture kept blocks (capture_frees.h's
+// check_relaunch), before CUDA is asked.
+void pool_graph_check_launch(int device, int64_t capture);
 // The graph of `capture` was enqueued on the device's current stream: frees
 // the blocks dropped before its first launch, after it in stream order.
 void pool_graph_launched(int device, int64_t capture);

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -256,6 +258,16 @@ int64_t pool_capture_ended(int device, bool made_graph) {
   return id;
 }
 
+void pool_graph_check_launch(int device, int64_t capture) {
+  auto& s = state(device);
+  CaptureFrees::Outliving o;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    o = s.frees.outliving(capture);
+  }
+  check_relaunch(o, device);
+}
+
 void pool_graph_launched(int device, int64_t capture) {
   auto& s = state(device);
   std::vector<void*> after;
@@ -349,6 +361,21 @@ void synchronize(int device) {
   // The kernels that ran before the wait have written their records.
   if (int64_t* records = state(device).index_records.load(std::memory_order_acquire))
     throw_if_index_flagged(records, device);
+}
+
+void synchronize_in_destructor(int device, const char* who) noexcept {
+  try {
+    if (device < 0 || device >= device_count() || capturing(device)) return;
+    DeviceGuard g(device);
+    check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
+    int64_t* records = state(device).index_records.load(std::memory_order_acquire);
+    if (records == nullptr) return;
+    const std::string line = announce_pending_index_error(records, device, who);
+    if (!line.empty()) std::fputs(line.c_str(), stderr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fk: %s: waiting for cuda:%d failed: %s\n", who, device, e.what());
+  } catch (...) {
+  }
 }
 
 void after_op(int device) {

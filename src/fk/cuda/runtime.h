@@ -42,6 +42,16 @@ void set_current_stream(int device, void* stream);
 // Waits for the device's current stream, then throws fk::Error for an index
 // a kernel found out of range since the last synchronization (index_errors.h).
 void synchronize(int device);
+// synchronize for a destructor, which must not throw: waits for the device's
+// current stream (not while it is being captured) and never throws. An
+// index error the wait finds stays pending, so the next synchronize of the
+// device throws it as the same fk::Error, where a caller can catch it; it is
+// also written once on stderr naming `who`, so that it is not lost when
+// nothing synchronizes again (the program ends, or the destructor ran while
+// another exception unwound the stack) and a later throw from an unrelated
+// call is traced to the object whose destruction first met it. A CUDA error
+// of the wait goes to stderr (a sticky one fails every later call anyway).
+void synchronize_in_destructor(int device, const char* who) noexcept;
 // Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
 // which case only host reads synchronize, or the stream is being captured
 // (graph.h: then synchronize and host copies throw instead).

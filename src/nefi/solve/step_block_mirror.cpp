@@ -19,10 +19,10 @@ StepBlockMirror::StepBlockMirror(fk::Device device, int64_t count) : device_(dev
 
 StepBlockMirror::~StepBlockMirror() {
   if (device_.is_cpu()) return;
-  try {
-    fk::cuda::synchronize(device_.index);
-  } catch (...) {
-  }
+  // No copy may still write the mirror when it is freed. An index error the
+  // wait meets is left pending for the next synchronization to throw, and
+  // announced on stderr (runtime.h's synchronize_in_destructor).
+  fk::cuda::synchronize_in_destructor(device_.index, "nefi::StepBlockMirror's destructor");
   fk::cuda::pinned_free(mirror_);
 }
 

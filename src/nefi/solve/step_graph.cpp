@@ -45,10 +45,10 @@ StepGraph::StepGraph(fk::Device device, std::string refusal)
 StepGraph::~StepGraph() {
   fk::cuda::destroy_graph(exec_);
   if (!stream_) return;
-  try {
-    fk::cuda::synchronize(device_);
-  } catch (...) {
-  }
+  // The last replays finish before the stream goes. An index error they
+  // recorded is not swallowed: left pending for the next synchronization to
+  // throw, and announced on stderr (runtime.h's synchronize_in_destructor).
+  fk::cuda::synchronize_in_destructor(device_, "nefi::StepGraph's destructor");
   fk::cuda::set_current_stream(device_, previous_stream_);
   fk::cuda::destroy_stream(device_, stream_);
 }

@@ -8,12 +8,17 @@
 // launch; a free node that a failed capture took of an earlier graph's block
 // is put back. The runtime's use of it in real captures: graph_test.cpp's
 // CudaGraph.AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack and the
-// CudaGraph.*Aborted*, *NotYetLaunched* and *Destroyed* tests.
+// CudaGraph.*Aborted*, *NotYetLaunched* and *Destroyed* tests. A graph
+// whose capture kept blocks launches once: its relaunch is refused by name
+// (graph_test.cpp's CudaGraph.*Relaunch* tests on a GPU).
 #include "fk/cuda/capture_frees.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
+
+#include "fk/test_util.h"
 
 namespace fk::cuda {
 namespace {
@@ -200,6 +205,62 @@ TEST(CaptureFrees, NullAllocationsAreNotNoted) {
   f.capture_ended(false);
   EXPECT_EQ(f.free_action(block(5), false), Free::kNow);
   EXPECT_EQ(f.held_back(), 0);
+}
+
+// The blocks a graph keeps past its capture, as a launch of it finds them:
+// written out by hand for each step of the capture's life.
+TEST(CaptureFrees, TheBlocksAGraphKeepsAreCountedAndThoseStillHeld) {
+  CaptureFrees f;
+  const int64_t a = f.capture_began();
+  f.allocated(block(0), true);
+  f.allocated(block(1), true);
+  f.allocated(block(2), true);
+  f.allocated(block(3), true);
+  EXPECT_EQ(f.free_action(block(3), true), Free::kNow);  // a free node: not kept
+  f.capture_ended(true);
+  // Dropped before the first launch: no free node in the graph either.
+  EXPECT_EQ(f.free_action(block(2), false), Free::kAfterLaunch);
+  CaptureFrees::Outliving o = f.outliving(a);
+  EXPECT_EQ(o.kept, 3);
+  EXPECT_EQ(o.held, 2);
+  EXPECT_FALSE(o.launched);
+  f.launched(a);
+  o = f.outliving(a);
+  EXPECT_EQ(o.kept, 3);
+  EXPECT_EQ(o.held, 2);
+  EXPECT_TRUE(o.launched);
+  EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
+  EXPECT_EQ(f.outliving(a).held, 1);
+  // A graph that frees all it allocates keeps none.
+  const int64_t b = f.capture_began();
+  f.allocated(block(5), true);
+  EXPECT_EQ(f.free_action(block(5), true), Free::kNow);
+  f.capture_ended(true);
+  f.launched(b);
+  o = f.outliving(b);
+  EXPECT_EQ(o.kept, 0);
+  EXPECT_TRUE(o.launched);
+  // Unknown ids (a failed capture forgotten, or none) keep nothing.
+  EXPECT_EQ(f.outliving(0).kept, 0);
+  EXPECT_EQ(f.outliving(99).kept, 0);
+}
+
+TEST(CaptureFrees, ARelaunchOfAGraphKeepingBlocksIsRefusedByName) {
+  // A first launch, and any launch of a graph keeping nothing, pass.
+  EXPECT_NO_THROW(check_relaunch({3, 3, false}, 0));
+  EXPECT_NO_THROW(check_relaunch({0, 0, true}, 0));
+  std::string msg = test::error_of([] { check_relaunch({3, 2, true}, 1); });
+  EXPECT_NE(msg.find("CUDA graph launch on cuda:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("keeping 3 block(s) past its capture, 2 of them still held"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("drop those tensors inside the captured step"), std::string::npos) << msg;
+  // Refused as well once every tensor is gone: the relaunch would re-create
+  // the blocks with nothing left to free them.
+  msg = test::error_of([] { check_relaunch({1, 0, true}, 0); });
+  EXPECT_NE(msg.find("keeping 1 block(s) past its capture, 0 of them still held"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

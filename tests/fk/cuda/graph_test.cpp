@@ -8,8 +8,9 @@
 // and of destroyed graphs are freed by CUDA's rules without a failed free; cuBLAS is used in a
 // capture only once an eager GEMM bound it to the stream; the default stream cannot be captured; an
 // out-of-memory inside a capture is refused by name instead of a device-wide wait that would
-// invalidate it; live_graphs counts running captures and instantiated graphs. The GPU tests skip
-// themselves where no GPU is usable.
+// invalidate it; a relaunch of a graph that keeps blocks past its capture is refused by name;
+// live_graphs counts running captures and instantiated graphs. The GPU tests skip themselves where
+// no GPU is usable.
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
@@ -153,11 +154,10 @@ TEST(CudaGraph, ATensorOfAFailedCaptureIsDroppedWithoutACudaFree) {
 
 // A tensor a graph allocates and keeps, dropped before the graph first runs:
 // its block exists only from the first launch, so the pool frees it right
-// after that launch, in stream order; the replay reads right, and a second
-// launch finds no unfreed allocation (CUDA would refuse it otherwise). The
-// second launch's block is held by no tensor and stays allocated (16 bytes):
-// a graph that keeps an allocation is its caller's to balance (nefi's
-// StepGraph refuses such a step).
+// after that launch, in stream order, and the replay reads right. A second
+// launch would make the block live again with no tensor left to free it (and
+// CUDA would refuse the third): fk refuses it by name before CUDA is asked,
+// and the stream runs on (nefi's StepGraph captures no such step).
 TEST(CudaGraph, ATensorDroppedBeforeItsGraphFirstRunsIsFreedAfterTheLaunch) {
   FK_SKIP_WITHOUT_GPU();
   OwnStream own;
@@ -171,15 +171,50 @@ TEST(CudaGraph, ATensorDroppedBeforeItsGraphFirstRunsIsFreedAfterTheLaunch) {
   cuda::GraphExec g = cuda::end_capture(0);
   kept = Tensor();
   expect_clean_frees(failed);
-  for (int r = 0; r < 2; ++r) {
-    std::fill(pinned, pinned + 4, -1.f);
-    EXPECT_NO_THROW(cuda::launch_graph(g)) << "launch " << r;
-    cuda::synchronize(0);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], 4.f) << "launch " << r << " element " << i;
-  }
+  std::fill(pinned, pinned + 4, -1.f);
+  EXPECT_NO_THROW(cuda::launch_graph(g));
+  cuda::synchronize(0);
+  EXPECT_EQ(std::vector<float>(pinned, pinned + 4), std::vector<float>(4, 4.f));
+  const std::string msg = test::error_of([&] { cuda::launch_graph(g); });
+  EXPECT_NE(msg.find("keeping 1 block(s) past its capture, 0 of them still held"),
+            std::string::npos)
+      << msg;
+  expect_clean_frees(failed);
+  EXPECT_EQ(add(x, 1.0).to_vector<float>(), std::vector<float>(4, 2.f));
   cuda::destroy_graph(g);
   expect_clean_frees(failed);
   cuda::pinned_free(pinned);
+}
+
+// A relaunch while a tensor of the previous launch still holds its block:
+// CUDA would refuse it with a bare invalid value (fk does not instantiate with
+// cudaGraphInstantiateFlagAutoFreeOnLaunch, which would free the block under
+// the tensor); fk refuses it by name, the tensor keeps the first launch's
+// values, and dropping it frees the block cleanly.
+TEST(CudaGraph, ARelaunchWhileATensorHoldsABlockOfThePreviousLaunchIsRefused) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  const int64_t failed = cuda::pool_stats(0).failed_frees;
+  const int64_t before = cuda::pool_stats(0).allocated;
+  cuda::begin_capture(0);
+  Tensor kept = add(mul(x, 3.0), 1.0);
+  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  fill_(x, 2.0);  // a relaunch would write 7 into kept
+  const std::string msg = test::error_of([&] { cuda::launch_graph(g); });
+  EXPECT_NE(msg.find("CUDA graph launch on cuda:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("keeping 1 block(s) past its capture, 1 of them still held"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(kept.to_vector<float>(), std::vector<float>(4, 4.f));
+  kept = Tensor();
+  EXPECT_EQ(cuda::pool_stats(0).allocated, before);
+  cuda::destroy_graph(g);
+  expect_clean_frees(failed);
 }
 
 // Destroying a graph: blocks of a graph that never ran were never memory

@@ -5,7 +5,8 @@
 // index ops with device index tensors read nothing back inside a device step
 // (FK_SYNC_DEBUG=error) and give the CPU's values; a bad index throws at the
 // call by default (every op synchronizes) and at the next synchronization
-// under ME_LAZY_SYNC=1; the host-index forms of gather and index_add refuse it
+// under ME_LAZY_SYNC=1, also when a destructor's wait met it first (announced
+// once on stderr, left pending); the host-index forms of gather and index_add refuse it
 // at the call. Captured in a CUDA graph: graph_test.cpp's
 // CudaGraph.AnIndexOpIsCapturedAndABadIndexIsReportedAfterItsReplay.
 #include "fk/cuda/index_errors.h"
@@ -83,6 +84,45 @@ TEST(IndexErrors, AFlaggedRecordIsAnErrorNamingTheOpIndexAndRangeReportedOnce) {
   EXPECT_EQ(msg.rfind("gather (", 0), 0u) << msg;
   EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
   EXPECT_EQ(records, clear_records());
+}
+
+// A destructor's synchronization (runtime.h's synchronize_in_destructor)
+// cannot throw: it announces a flagged record on stderr once and leaves it
+// flagged, so that the next synchronization still throws the same error.
+TEST(IndexErrors, AnAnnouncedErrorStaysPendingAndIsAnnouncedOnce) {
+  std::vector<int64_t> records = clear_records();
+  EXPECT_EQ(cuda::announce_pending_index_error(records.data(), 0, "a destructor"), "");
+  EXPECT_EQ(records, clear_records());
+  flag(records, "scatter_add_", 11, 8);
+  const std::string line = cuda::announce_pending_index_error(records.data(), 1, "X's destructor");
+  EXPECT_EQ(line.rfind("fk: X's destructor found a device-side index error on cuda:1", 0), 0u)
+      << line;
+  EXPECT_NE(line.find("the next synchronization of cuda:1 throws it"), std::string::npos) << line;
+  EXPECT_NE(line.find("scatter_add_ (device-side index check on cuda:1"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("indices in [0, 8)"), std::string::npos) << line;
+  EXPECT_NE(line.find("index 11"), std::string::npos) << line;
+  EXPECT_EQ(line.back(), '\n');
+  // A second destructor waiting after the first announces nothing more.
+  EXPECT_EQ(cuda::announce_pending_index_error(records.data(), 1, "Y's destructor"), "");
+  // The record is pending still: the next synchronization throws it, with
+  // the message a call that synchronized at once would have thrown.
+  std::vector<int64_t> unannounced = clear_records();
+  flag(unannounced, "scatter_add_", 11, 8);
+  const std::string expected =
+      test::error_of([&] { cuda::throw_if_index_flagged(unannounced.data(), 1); });
+  EXPECT_EQ(test::error_of([&] { cuda::throw_if_index_flagged(records.data(), 1); }), expected);
+  EXPECT_NE(line.find(expected), std::string::npos) << line;
+  EXPECT_EQ(records, clear_records());
+  // A kernel flagging another op after an announcement is announced anew
+  // (the first flagged op in kIndexCheckedOps order is the one named).
+  flag(records, "gather", 4, 2);
+  EXPECT_FALSE(cuda::announce_pending_index_error(records.data(), 0, "Z").empty());
+  flag(records, "index_select", 6, 3);
+  const std::string again = cuda::announce_pending_index_error(records.data(), 0, "Z");
+  EXPECT_NE(again.find("index_select (device-side"), std::string::npos) << again;
+  EXPECT_NE(again.find("index 6"), std::string::npos) << again;
+  EXPECT_EQ(cuda::announce_pending_index_error(records.data(), 0, "Z"), "");
 }
 
 #ifdef FK_WITH_CUDA
@@ -165,6 +205,36 @@ TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization
   EXPECT_EQ(error_of([] { cuda::synchronize(0); }), "");
   // The bad position was skipped (written 0), the others gathered.
   EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{5, 0, 5, 5}));
+}
+
+// A destructor's wait (nefi's StepGraph and StepBlockMirror) meets an index
+// error a lazily synchronized op left: it throws nothing, writes the error on
+// stderr once, and the next synchronization throws it by name.
+TEST(IndexErrorsDevice, ADestructorsWaitLeavesABadIndexPendingAndAnnouncesItOnce) {
+  FK_SKIP_WITHOUT_GPU();
+  const KnobOverride lazy("ME_LAZY_SYNC", "1");
+  const Tensor g = full({4, 3}, 5.0, {DType::F32, kGpu});
+  Tensor out;
+  EXPECT_EQ(error_of([&] { out = gather(g, 1, i64s({0, 7, 0, 0}, {4, 1}).to(kGpu)); }), "");
+  ::testing::internal::CaptureStderr();
+  cuda::synchronize_in_destructor(0, "the first destructor");
+  cuda::synchronize_in_destructor(0, "the second destructor");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("fk: the first destructor found a device-side index error on cuda:0"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("gather (device-side index check on cuda:0"), std::string::npos) << err;
+  EXPECT_NE(err.find("index 7"), std::string::npos) << err;
+  EXPECT_EQ(err.find("the second destructor"), std::string::npos) << err;
+  const std::string msg = error_of([] { cuda::synchronize(0); });
+  EXPECT_NE(msg.find("gather (device-side index check on cuda:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 3)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 7"), std::string::npos) << msg;
+  EXPECT_EQ(error_of([] { cuda::synchronize(0); }), "");
+  // Nothing pending: a destructor's wait writes nothing.
+  ::testing::internal::CaptureStderr();
+  cuda::synchronize_in_destructor(0, "a third destructor");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 #endif  // FK_WITH_CUDA

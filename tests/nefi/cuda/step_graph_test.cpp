@@ -6,7 +6,9 @@
 // normalized and log data terms added, captures too (no device loss reads
 // the host) and replays bitwise; a loss that reads the host makes the capture fail, the stage
 // finishes eagerly with the reason in its note, again bitwise equal; the knob
-// off runs eagerly. Without a usable device the tests skip (scripts/gpu-check
+// off runs eagerly; an index error of the last replay, first met by the
+// StepGraph's destructor, is announced once on stderr and thrown by the next
+// synchronization (not swallowed). Without a usable device the tests skip (scripts/gpu-check
 // runs them on one).
 #include <gtest/gtest.h>
 
@@ -16,8 +18,10 @@
 #include <vector>
 
 #include "fk/cuda/runtime.h"
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/index.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
 #include "nefi/cuda/device_run.h"
@@ -25,6 +29,8 @@
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/step_block_mirror.h"
+#include "nefi/solve/step_graph.h"
 #include "nefi/solve/toy1d_smoke.h"
 
 namespace {
@@ -144,6 +150,50 @@ TEST(NefiStepGraph, TheKnobOffRunsEveryStepEagerly) {
   EXPECT_EQ(st.graph_steps, 0);
   EXPECT_NE(st.device_note.find("CUDA graph off"), std::string::npos) << st.device_note;
   EXPECT_NE(st.device_note.find("NEFI_CUDA_GRAPH=0"), std::string::npos) << st.device_note;
+}
+
+// A step with a device index (a gather into a buffer made before the graph):
+// eager, captured, then replayed after the index was overwritten with a bad
+// value. Nothing reads the device after the replay: the StepGraph's
+// destructor is the first to wait for it. It cannot throw, so it announces the
+// error on stderr (once: the StepBlockMirror destroyed after it adds nothing)
+// and leaves it pending for the next synchronization, which throws it.
+TEST(NefiStepGraph, AnIndexErrorMetByTheDestructorIsReportedNotSwallowed) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const fk::Device gpu = fk::cuda_device(0);
+  const fk::Tensor t = fk::from_vector(std::vector<float>{10, 11, 12, 13}, fk::Dims{4}).to(gpu);
+  fk::Tensor idx = fk::from_vector(std::vector<int64_t>{3, 0, 2}, fk::Dims{3}).to(gpu);
+  fk::Tensor out = fk::empty(fk::Dims{3}, {fk::DType::F32, gpu});
+  fk::cuda::synchronize(0);
+  ::testing::internal::CaptureStderr();
+  {
+    nefi::StepBlockMirror mirror(gpu, 4);  // destroyed after the graph
+    nefi::StepGraph graph(gpu, "");
+    const auto step = [&] { out.copy_(fk::gather(t, 0, idx)); };
+    for (int i = 0; i < 3; ++i) graph.run(step, 3);
+    EXPECT_EQ(graph.captures(), 1);
+    EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{13, 10, 12}));
+    idx.copy_(fk::from_vector(std::vector<int64_t>{1, 9, 2}, fk::Dims{3}).to(gpu));
+    graph.run(step, 3);  // a replay: nothing waits for it
+    EXPECT_EQ(graph.graph_steps(), 3);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("fk: nefi::StepGraph's destructor found a device-side index error on cuda:0"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("gather (device-side index check on cuda:0"), std::string::npos) << err;
+  EXPECT_NE(err.find("index 9"), std::string::npos) << err;
+  EXPECT_EQ(err.find("StepBlockMirror"), std::string::npos) << err;
+  std::string msg;
+  try {
+    fk::cuda::synchronize(0);
+  } catch (const fk::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("gather (device-side index check on cuda:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 4)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{11, 0, 12}));  // the bad one skipped
 }
 
 }  // namespace
