@@ -139,6 +139,10 @@ void launch_graph(const GraphExec& g) {
   pool_graph_launched(g.device, g.capture);
 }
 
+int64_t kept_blocks(const GraphExec& g) {
+  return g.exec ? pool_graph_kept(g.device, g.capture) : 0;
+}
+
 void destroy_graph(GraphExec& g) {
   if (!g.exec) return;
   DeviceGuard guard(g.device);

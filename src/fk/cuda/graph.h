@@ -67,6 +67,9 @@ void abort_capture(int device);
 // whose capture kept blocks (allocated in it and not freed in it) launches
 // once: its relaunch throws fk::Error naming the blocks (capture_frees.h).
 void launch_graph(const GraphExec& g);
+// Blocks the graph's capture kept (allocated in it, no free node in it): a
+// graph keeping any launches once (0 for no graph, or in a CPU-only build).
+int64_t kept_blocks(const GraphExec& g);
 // Destroys the graph. Blocks it allocated that a launch made live stay live
 // until their tensors are dropped (CUDA does not free them); those of a graph
 // that never ran were never memory, and their tensors' frees are dropped.

@@ -19,6 +19,8 @@ int64_t pool_capture_ended(int device, bool made_graph);
 // relaunch of a graph whose capture kept blocks (capture_frees.h's
 // check_relaunch), before CUDA is asked.
 void pool_graph_check_launch(int device, int64_t capture);
+// The blocks the capture kept (allocated in it and not freed in it).
+int64_t pool_graph_kept(int device, int64_t capture);
 // The graph of `capture` was enqueued on the device's current stream: frees
 // the blocks dropped before its first launch, after it in stream order.
 void pool_graph_launched(int device, int64_t capture);

@@ -268,6 +268,12 @@ void pool_graph_check_launch(int device, int64_t capture) {
   check_relaunch(o, device);
 }
 
+int64_t pool_graph_kept(int device, int64_t capture) {
+  auto& s = state(device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.frees.outliving(capture).kept;
+}
+
 void pool_graph_launched(int device, int64_t capture) {
   auto& s = state(device);
   std::vector<void*> after;

@@ -102,9 +102,19 @@ void StepGraph::capture_and_launch(const std::function<void()>& enqueue, int64_t
   ++captures_;
   captured_nodes_ = exec_.nodes;
   shape_ = shape;
+  // A step that kept a block (a new tensor swapped for an older one of the
+  // same size passes the byte count above) holds graph memory after the
+  // launch: the graph may run once (graph.h), so it runs this step and the
+  // later ones run eagerly, the reason in the note.
+  const int64_t kept = fk::cuda::kept_blocks(exec_);
   fk::cuda::launch_graph(exec_);
   fk::profile::count_launch();
   ++launched_;
+  if (kept > 0) {
+    refusal_ = "the captured step keeps " + std::to_string(kept) +
+               " block(s) it allocated past its end (a graph keeping memory launches once)";
+    invalidate();
+  }
 }
 
 std::string StepGraph::note() const {

@@ -8,7 +8,8 @@
 // finishes eagerly with the reason in its note, again bitwise equal; the knob
 // off runs eagerly; an index error of the last replay, first met by the
 // StepGraph's destructor, is announced once on stderr and thrown by the next
-// synchronization (not swallowed). Without a usable device the tests skip (scripts/gpu-check
+// synchronization (not swallowed); a step keeping a block of its graph runs it
+// once, then eagerly. Without a usable device the tests skip (scripts/gpu-check
 // runs them on one).
 #include <gtest/gtest.h>
 
@@ -194,6 +195,24 @@ TEST(NefiStepGraph, AnIndexErrorMetByTheDestructorIsReportedNotSwallowed) {
   EXPECT_NE(msg.find("[0, 4)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("index 9"), std::string::npos) << msg;
   EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{11, 0, 12}));  // the bad one skipped
+}
+
+// A step that swaps a held tensor for a new one of the same size frees as many
+// bytes as it allocates, yet keeps a block of its graph: the graph runs that
+// step once, and the later steps run eagerly, with the reason in the note
+// (a relaunch would be refused while the tensor holds the block).
+TEST(NefiStepGraph, AStepKeepingABlockRunsItsGraphOnceThenEagerly) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const fk::Device gpu = fk::cuda_device(0);
+  fk::Tensor held = fk::zeros(fk::Dims{16}, {fk::DType::F32, gpu});
+  fk::cuda::synchronize(0);
+  nefi::StepGraph graph(gpu, "");
+  const auto step = [&] { held = fk::add(held, fk::ones_like(held)); };
+  for (int i = 0; i < 5; ++i) graph.run(step, 1);  // warm-up, capture + launch, 3 eager
+  EXPECT_EQ(graph.captures(), 1);
+  EXPECT_EQ(graph.graph_steps(), 1);
+  EXPECT_NE(graph.note().find("keeps 1 block(s)"), std::string::npos) << graph.note();
+  EXPECT_EQ(held.to_vector<float>(), std::vector<float>(16, 5.0f));
 }
 
 }  // namespace
