@@ -46,14 +46,20 @@ class RecordingIdentity : public nefi::Operator {
   std::shared_ptr<Log> log_;
 };
 
-TEST(NefiStageRun, EveryStagePreparesItsOperatorBeforeItsFirstStep) {
-  auto log = std::make_shared<Log>();
+// A grid field on [8] seen through a RecordingIdentity, with one loss.
+nefi::InverseProblem recorded_problem(const std::shared_ptr<Log>& log, nefi::LossPtr loss) {
   nefi::InverseProblem p;
   p.domain = nefi::Domain({8});
   p.field = std::make_shared<nefi::GridField>(p.domain.shape(),
                                               std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
   p.op = std::make_shared<RecordingIdentity>(p.domain.shape(), log);
-  p.losses.add(nefi::mse_loss(), 1.0);
+  p.losses.add(std::move(loss), 1.0);
+  return p;
+}
+
+TEST(NefiStageRun, EveryStagePreparesItsOperatorBeforeItsFirstStep) {
+  auto log = std::make_shared<Log>();
+  nefi::InverseProblem p = recorded_problem(log, nefi::mse_loss());
   p.measurement.data =
       fk::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}).to(fk::DType::F32);
   // Two stages: 2 steps at [4], then 3 at [8].
@@ -83,12 +89,7 @@ TEST(NefiStageRun, EveryStagePreparesItsOperatorBeforeItsFirstStep) {
 // without this an all-zero mask gives NaN on the CPU too.
 TEST(NefiStageRun, ObservationsALossRefusesAreRefusedBeforeTheFirstStep) {
   auto log = std::make_shared<Log>();
-  nefi::InverseProblem p;
-  p.domain = nefi::Domain({8});
-  p.field = std::make_shared<nefi::GridField>(p.domain.shape(),
-                                              std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
-  p.op = std::make_shared<RecordingIdentity>(p.domain.shape(), log);
-  p.losses.add(nefi::huber_loss(), 1.0);
+  nefi::InverseProblem p = recorded_problem(log, nefi::huber_loss());
   p.measurement.data = fk::ones({8}, {fk::DType::F32});
   p.measurement.mask = fk::zeros({8}, {fk::DType::F32});
   const nefi::Curriculum c = nefi::Curriculum::multiscale({8}, {2}, 0.1, 0.5, 4);
