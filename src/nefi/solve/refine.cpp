@@ -171,6 +171,7 @@ ChiTerms chi_terms(const InverseProblem& p, const fk::Tensor& x) {
                                      : std::vector<double>(a.size(), 1.0);
   const double s = p.measurement.noise_std;
   const double scale = s > 0 ? 1.0 / (s * s) : 1.0;
+  c.t.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) c.t.push_back((a[i] - y[i]) * (a[i] - y[i]) * scale);
   return c;
 }
@@ -193,9 +194,9 @@ double chi(const InverseProblem& p, const fk::Tensor& x) {
   return mean_and_error(chi_terms(p, x)).first;
 }
 
-double chi_sigma(const InverseProblem& p, const fk::Tensor& x) {
-  if (!(p.measurement.noise_std > 0)) return 0.0;
-  return mean_and_error(chi_terms(p, x)).second;
+ChiStats chi_stats(const InverseProblem& p, const fk::Tensor& x) {
+  const auto [chi, error] = mean_and_error(chi_terms(p, x));
+  return {chi, p.measurement.noise_std > 0 ? error : 0.0};
 }
 
 std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor& smooth,
@@ -222,8 +223,9 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
   }
   double gap = std::numeric_limits<double>::infinity();
   for (int k = 1; k < K; ++k) gap = std::min(gap, r.start_levels[k] - r.start_levels[k - 1]);
-  r.chi_smooth = chi(problem, smooth);
-  r.chi_sigma = chi_sigma(problem, smooth);
+  const ChiStats smooth_fit = chi_stats(problem, smooth);  // one apply of the operator
+  r.chi_smooth = smooth_fit.chi;
+  r.chi_sigma = smooth_fit.sigma;
   r.field = smooth.to(fk::DType::F64);
   if (!(gap > 0)) {
     r.reason = "the smooth field has no level structure";

@@ -15,12 +15,16 @@ namespace nefi::refine_detail {
 std::vector<double> class_means(const std::vector<double>& v, const std::vector<double>& t);
 // chi of `x` (the problem's field at the domain grid; see refine.h).
 double chi(const InverseProblem& p, const fk::Tensor& x);
-// chi's spread over the noise (refine.h): the standard error of chi of `x`
-// as a (mask-weighted) mean of its per-datum terms r_i^2 / noise_std^2,
-// sqrt(sum w_i^2 (t_i - chi)^2) / sum w_i. For a residual of Gaussian noise
-// it is sqrt(2 / N); for counts (variance growing with the mean) it is
-// larger, as chi's true spread is. 0 without a known noise level.
-double chi_sigma(const InverseProblem& p, const fk::Tensor& x);
+// chi of `x` and its spread over the noise (refine.h), from one apply of the
+// operator. sigma is the standard error of chi as a (mask-weighted) mean of
+// its per-datum terms r_i^2 / noise_std^2, sqrt(sum w_i^2 (t_i - chi)^2) /
+// sum w_i. For a residual of Gaussian noise it is sqrt(2 / N); for counts
+// (variance growing with the mean) it is larger, as chi's true spread is.
+// 0 without a known noise level.
+struct ChiStats {
+  double chi = 0, sigma = 0;
+};
+ChiStats chi_stats(const InverseProblem& p, const fk::Tensor& x);
 // Checks the options and the smooth field's shape against the problem's
 // (`who` names the mode in the error); returns the smooth field's values.
 std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor& smooth,

@@ -87,14 +87,14 @@ nefi::RefineReport judged(const NoisyDisk& d, const fk::Tensor& smooth, const fk
   return r;
 }
 
-// chi_sigma is the standard error of chi as a mean of its per-datum terms
+// chi_stats' sigma is the standard error of chi as a mean of its per-datum terms
 // (written out above; with a mask, the weighted mean's), 0 without a known
 // noise level; over noise draws at the noise level it is the spread of chi
 // (400 draws of the truth's chi: sd sqrt(2 / N), and chi_sigma near it).
 TEST(NefiRefineNoise, ChiSigmaIsTheSpreadOfChiAtTheNoiseLevel) {
   NoisyDisk d = noisy_disk();
   const fk::Tensor truth = fk::from_vector(d.truth, {kN, kN});
-  EXPECT_NEAR(nefi::refine_detail::chi_sigma(d.problem, truth), d.sigma_per_chi * d.chi_truth,
+  EXPECT_NEAR(nefi::refine_detail::chi_stats(d.problem, truth).sigma, d.sigma_per_chi * d.chi_truth,
               1e-12);
   std::vector<double> w(kN * kN, 0.0);
   for (int64_t k = 0; k < 300; ++k) w[k] = 1.0;
@@ -108,9 +108,9 @@ TEST(NefiRefineNoise, ChiSigmaIsTheSpreadOfChiAtTheNoiseLevel) {
     v += w[k] * w[k] * t * t;
   }
   EXPECT_NEAR(nefi::refine_detail::chi(d.problem, truth), m, 1e-12);
-  EXPECT_NEAR(nefi::refine_detail::chi_sigma(d.problem, truth), std::sqrt(v) / sw, 1e-12);
+  EXPECT_NEAR(nefi::refine_detail::chi_stats(d.problem, truth).sigma, std::sqrt(v) / sw, 1e-12);
   d.problem.measurement.noise_std = -1;
-  EXPECT_EQ(nefi::refine_detail::chi_sigma(d.problem, truth), 0.0);
+  EXPECT_EQ(nefi::refine_detail::chi_stats(d.problem, truth).sigma, 0.0);
 
   double sum = 0, sum_sq = 0, sigma_sum = 0;
   const int draws = 400;
@@ -119,7 +119,7 @@ TEST(NefiRefineNoise, ChiSigmaIsTheSpreadOfChiAtTheNoiseLevel) {
     const fk::Tensor x = fk::from_vector(ds.truth, {kN, kN});
     const double c = nefi::refine_detail::chi(ds.problem, x);
     sum += c, sum_sq += c * c;
-    sigma_sum += nefi::refine_detail::chi_sigma(ds.problem, x);
+    sigma_sum += nefi::refine_detail::chi_stats(ds.problem, x).sigma;
   }
   const double mean = sum / draws, sd = std::sqrt(sum_sq / draws - mean * mean);
   const double gauss = std::sqrt(2.0 / (kN * kN));
