@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "fk/autograd.h"
-#include "fk/cuda/graph.h"
 
 namespace nefi {
 namespace {
@@ -21,11 +20,10 @@ uint32_t version_of(const fk::Tensor& t) {
 
 }  // namespace
 
-ObservationConstants::ObservationConstants()
-    : ObservationConstants([] { return fk::cuda::live_graphs() > 0; }) {}
+ObservationConstants::ObservationConstants() : ObservationConstants(any_live_graph) {}
 
-ObservationConstants::ObservationConstants(GraphsAlive graphs_alive)
-    : graphs_alive_(std::move(graphs_alive)) {}
+ObservationConstants::ObservationConstants(GraphsAlive graphs_alive, CaptureRunning capturing)
+    : graphs_alive_(std::move(graphs_alive)), capturing_(std::move(capturing)) {}
 
 std::vector<fk::Tensor> ObservationConstants::get(const fk::Tensor& data, const fk::Tensor& mask,
                                                   fk::DType dtype, fk::Device device,
@@ -42,6 +40,7 @@ std::vector<fk::Tensor> ObservationConstants::get(const fk::Tensor& data, const 
     values = make();
   }
   ++makes_;
+  if (capturing_(device)) return values;  // graph memory: not kept
   if (entries_.size() >= kMaxEntries && !graphs_alive_())
     entries_.erase(entries_.begin(), entries_.end() - (kMaxEntries - 1));
   entries_.push_back({data, mask, version_of(data), version_of(mask), dtype, device, values});

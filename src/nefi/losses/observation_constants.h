@@ -13,8 +13,11 @@
 // kMaxEntries most recent are kept, and older ones dropped only while no
 // CUDA graph is alive (graphs_alive): a captured step bakes the constants'
 // addresses in, so dropping one under a live graph would leave its replays
-// reading freed memory. Thread-safe (a mutex; `make` runs under it, without
-// autograd).
+// reading freed memory. Constants made while a capture runs on their device
+// are handed back and not kept: until that capture's graph runs they are
+// addresses that name no memory, and a failed capture never makes them real
+// (nefi/operators/device_cache_policy.h). Thread-safe (a mutex; `make` runs
+// under it, without autograd).
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -22,6 +25,7 @@
 #include "fk/device.h"
 #include "fk/dtype.h"
 #include "fk/tensor.h"
+#include "nefi/operators/device_cache_policy.h"
 
 namespace nefi {
 
@@ -29,11 +33,12 @@ class ObservationConstants {
  public:
   static constexpr size_t kMaxEntries = 4;
   using Make = std::function<std::vector<fk::Tensor>()>;
-  using GraphsAlive = std::function<bool()>;
-  // graphs_alive: whether a graph may hold the constants' addresses now
-  // (default: fk::cuda::live_graphs() > 0; tests pass their own).
+  // graphs_alive: whether a graph may hold the constants' addresses now;
+  // capturing: whether a capture runs on a device now (defaults:
+  // device_cache_policy.h; tests pass their own).
   ObservationConstants();
-  explicit ObservationConstants(GraphsAlive graphs_alive);
+  explicit ObservationConstants(GraphsAlive graphs_alive,
+                                CaptureRunning capturing = capture_running);
   // The constants of (data, mask) in dtype on device: make()'s result, made
   // once. `mask` may be undefined.
   std::vector<fk::Tensor> get(const fk::Tensor& data, const fk::Tensor& mask, fk::DType dtype,
@@ -51,6 +56,7 @@ class ObservationConstants {
     std::vector<fk::Tensor> values;
   };
   GraphsAlive graphs_alive_;
+  CaptureRunning capturing_;
   mutable std::mutex mu_;
   mutable std::vector<Entry> entries_;  // least recently made first
   mutable int64_t makes_ = 0;

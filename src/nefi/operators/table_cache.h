@@ -5,8 +5,9 @@
 // and moved to a device once per (device, dtype) and kept: a training step on
 // a device then never uploads. Operator::prepare_tables (or an eager
 // first call) fills the cache before a capture; a host copy inside a capture
-// would fail it. One cache per operator resolution, shared by its copies;
-// thread safe.
+// would fail it, and a table made in a capture by device work alone is not
+// kept (device_cache_policy.h). One cache per operator resolution, shared by
+// its copies; thread safe.
 #include <functional>
 #include <map>
 #include <mutex>
@@ -15,15 +16,19 @@
 #include <vector>
 
 #include "fk/autograd.h"
-#include "fk/cuda/graph.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
+#include "nefi/operators/device_cache_policy.h"
 
 namespace nefi {
 
 template <typename Tables>
 class TableCache {
  public:
+  TableCache() = default;
+  // capturing: whether a capture runs on a device now (tests pass their own).
+  explicit TableCache(CaptureRunning capturing) : capturing_(std::move(capturing)) {}
+
   // The tables for (device, dtype), made by make(device, dtype) on the first call.
   template <typename Make>
   Tables get(fk::Device device, fk::DType dtype, Make&& make) {
@@ -48,10 +53,12 @@ class TableCache {
   Tables get_keyed(const std::string& key, fk::Device device, fk::DType dtype, Make& make) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_key_.find(key);
-    if (it == by_key_.end()) it = by_key_.emplace(key, make(device, dtype)).first;
-    return it->second;
+    if (it != by_key_.end()) return it->second;
+    if (capturing_(device)) return make(device, dtype);  // graph memory: not kept
+    return by_key_.emplace(key, make(device, dtype)).first->second;
   }
 
+  CaptureRunning capturing_ = capture_running;
   mutable std::mutex mu_;
   std::map<std::string, Tables> by_key_;
 };
@@ -80,32 +87,26 @@ class DeviceCopies {
   TableCache<fk::Tensor> cache_;
 };
 
-// Whether a CUDA graph may hold raw pointers into cached device constants
-// now (a capture running or an instantiated graph alive anywhere in the
-// process): a cache then keeps every entry, since dropping one frees memory
-// a later replay would read. Tests pass their own.
-using GraphsAlive = std::function<bool()>;
-inline bool any_live_graph() {
-  return fk::cuda::live_graphs() > 0;
-}
-
 // Host f64 values (a loss's per-row scales) as one (n) f64 tensor on a
 // device, made on the first call that meets those values there and handed
 // back by later ones: a solver's eager warm-up step uploads them, its
 // captured steps find them (their graph bakes the tensor's address in). The
 // kMaxEntries most recent are kept; older ones are dropped only while no
-// graph is alive (graphs_alive), so a graph never reads a dropped copy.
-// Thread safe.
+// graph is alive (graphs_alive), so a graph never reads a dropped copy, and
+// one made while a capture runs is not kept (device_cache_policy.h). Thread
+// safe.
 class HostValueCopies {
  public:
   static constexpr size_t kMaxEntries = 8;
   HostValueCopies() : HostValueCopies(any_live_graph) {}
-  explicit HostValueCopies(GraphsAlive graphs_alive) : graphs_alive_(std::move(graphs_alive)) {}
+  explicit HostValueCopies(GraphsAlive graphs_alive, CaptureRunning capturing = capture_running)
+      : graphs_alive_(std::move(graphs_alive)), capturing_(std::move(capturing)) {}
   fk::Tensor get(const std::vector<double>& values, fk::Device device) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Entry& e : entries_)
       if (e.device == device && e.values == values) return e.tensor;
     fk::Tensor t = fk::from_vector(values, fk::Dims{static_cast<int64_t>(values.size())}, device);
+    if (capturing_(device)) return t;  // graph memory: not kept
     if (entries_.size() >= kMaxEntries && !graphs_alive_())
       entries_.erase(entries_.begin(), entries_.end() - (kMaxEntries - 1));
     entries_.push_back({values, device, t});
@@ -123,6 +124,7 @@ class HostValueCopies {
     fk::Tensor tensor;
   };
   GraphsAlive graphs_alive_;
+  CaptureRunning capturing_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // least recently made first
 };

@@ -5,8 +5,9 @@
 // eagerly (the warm-up that makes the constants), then again under
 // FK_SYNC_DEBUG=error inside a marked device step (a host read throws), then
 // recorded in a stream capture (a host read or upload fails it) and replayed:
-// the replay gives the eager bits. Without a usable device the tests skip
-// (scripts/gpu-check runs them on one).
+// the replay gives the eager bits. Constants made inside a capture are not
+// kept. Without a usable device the tests skip (scripts/gpu-check runs them
+// on one).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -16,12 +17,15 @@
 #include "fk/cuda/graph.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/sync_debug.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/field/heads.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/loss.h"
+#include "nefi/losses/observation_constants.h"
 
 namespace {
 
@@ -179,6 +183,54 @@ TEST(NefiSyncFreeStepsDevice, BatchedRelativeMseAndScaledMseUploadOnce) {
                                     dt == fk::DType::F64 ? 1e-13 : 1e-5, loss->name());
     }
   }
+}
+
+// The constant sum(t * t) of a device observation, made by device work alone
+// (nothing uploaded, so a capture does not refuse it).
+nefi::ObservationConstants::Make sum_of_squares(const fk::Tensor& t) {
+  return [t] { return std::vector<fk::Tensor>{fk::sum(fk::mul(t, t))}; };
+}
+
+// Constants made while a capture runs are that capture's graph memory. A
+// capture that fails (aborted here, as StepGraph aborts one after an
+// exception in its step) never makes them real: none is kept, and the eager
+// step after it makes them anew and reads their values. One made in a
+// capture that makes a graph is freed inside it: the graph keeps no block
+// (so it may replay) and its launch writes the constant's value.
+TEST(NefiSyncFreeStepsDevice, ConstantsMadeInACaptureAreNotKept) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const fk::DType f64 = fk::DType::F64;
+  const fk::Tensor y = fk::from_vector(std::vector<double>{1, 2, 3, 4}, fk::Dims{4}).to(kGpu);
+  const fk::Tensor y2 = fk::from_vector(std::vector<double>{2, 4, 6, 8}, fk::Dims{4}).to(kGpu);
+  const nefi::ObservationConstants k;
+  fk::Tensor out = fk::zeros(fk::Dims{}, {f64, kGpu});
+  fk::cuda::synchronize(0);  // the uploads ran on the previous stream
+  void* const before = fk::cuda::current_stream(0);
+  void* const stream = fk::cuda::create_stream(0);
+  fk::cuda::set_current_stream(0, stream);
+
+  fk::cuda::begin_capture(0);
+  out.copy_(k.get(y, {}, f64, kGpu, sum_of_squares(y))[0]);
+  const size_t kept_in_capture = k.size();
+  fk::cuda::abort_capture(0);
+  EXPECT_EQ(kept_in_capture, 0u);
+  EXPECT_EQ(host(k.get(y, {}, f64, kGpu, sum_of_squares(y))[0]), std::vector<double>{30.0});
+  EXPECT_EQ(k.size(), 1u);
+  EXPECT_EQ(k.makes(), 2);
+
+  fk::cuda::synchronize(0);
+  fk::cuda::begin_capture(0);
+  out.copy_(k.get(y2, {}, f64, kGpu, sum_of_squares(y2))[0]);
+  fk::cuda::GraphExec graph = fk::cuda::end_capture(0);
+  EXPECT_EQ(fk::cuda::kept_blocks(graph), 0);
+  EXPECT_EQ(k.size(), 1u);
+  fk::cuda::launch_graph(graph);
+  fk::cuda::synchronize(0);
+  fk::cuda::destroy_graph(graph);
+  EXPECT_EQ(host(out), std::vector<double>{120.0});
+
+  fk::cuda::set_current_stream(0, before);
+  fk::cuda::destroy_stream(0, stream);
 }
 
 }  // namespace

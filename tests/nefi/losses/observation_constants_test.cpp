@@ -2,11 +2,13 @@
 // back unchanged after; made anew after an in-place change of the data or
 // the mask, for another dtype, mask or observation; the oldest entry dropped
 // beyond kMaxEntries, but none while a CUDA graph may hold their addresses;
-// made without autograd.
+// none kept that was made while a capture ran on its device; made without
+// autograd.
 #include "nefi/losses/observation_constants.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "fk/factory.h"
@@ -94,6 +96,36 @@ TEST(NefiObservationConstants, KeepsEveryEntryWhileAGraphIsAlive) {
   EXPECT_EQ(k.size(), ObservationConstants::kMaxEntries);
   EXPECT_EQ(get(ys[0]).item(), 0.0);  // dropped, made again
   EXPECT_EQ(k.makes(), static_cast<int64_t>(ys.size()) + 2);
+}
+
+// Constants made while a capture runs on their device are its graph memory,
+// real only if its graph runs (a failed capture never makes them real): they
+// are handed back and not kept, and the first call after the capture makes
+// the entry that stays. An entry made before the capture is handed back in
+// it; a capture on another device changes nothing.
+TEST(NefiObservationConstants, NotKeptWhenMadeWhileACaptureRuns) {
+  std::optional<fk::Device> capture_on;
+  const ObservationConstants k([] { return true; },
+                               [&capture_on](fk::Device d) { return capture_on == d; });
+  const fk::Tensor y0 = fk::full(fk::Dims{3}, 1.0, {fk::DType::F64});
+  const fk::Tensor y1 = fk::full(fk::Dims{3}, 2.0, {fk::DType::F64});
+  auto get = [&](const fk::Tensor& y) {
+    return k.get(y, {}, fk::DType::F64, fk::kCPU, summed(y, {}, fk::DType::F64))[0];
+  };
+  const fk::Tensor before = get(y0);
+  capture_on = fk::kCPU;
+  EXPECT_TRUE(get(y0).is_same(before));
+  const fk::Tensor a = get(y1), b = get(y1);
+  EXPECT_EQ(a.item(), 6.0);
+  EXPECT_EQ(b.item(), 6.0);
+  EXPECT_FALSE(a.is_same(b));  // made twice, kept neither time
+  EXPECT_EQ(k.makes(), 3);
+  EXPECT_EQ(k.size(), 1u);
+  capture_on = fk::cuda_device(0);
+  const fk::Tensor kept = get(y1);
+  EXPECT_TRUE(get(y1).is_same(kept));
+  EXPECT_EQ(k.makes(), 4);
+  EXPECT_EQ(k.size(), 2u);
 }
 
 TEST(NefiObservationConstants, MadeWithoutAutograd) {

@@ -6,10 +6,13 @@
 // tensor per set of values (a loss's per-row scales), made once and reused,
 // the oldest dropped past kMaxEntries, but none while a CUDA graph may hold
 // their addresses (the device side: tests/nefi/cuda/sync_free_steps_device_test.cpp).
+// TableCache and HostValueCopies keep nothing made while a capture runs on
+// its device (device_cache_policy.h).
 #include "nefi/operators/table_cache.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "fk/cuda/graph.h"
@@ -78,6 +81,56 @@ TEST(NefiHostValueCopies, KeepsEveryCopyWhileAGraphIsAlive) {
 TEST(NefiHostValueCopies, NoGraphIsAliveWithoutACapture) {
   EXPECT_EQ(fk::cuda::live_graphs(), 0);
   EXPECT_FALSE(nefi::any_live_graph());
+}
+
+// A table made while a capture runs on its device is that capture's graph
+// memory, real only if its graph runs: handed out and not kept, and made (and
+// kept) by the first call after the capture. A table made before the capture
+// is handed back in it; a capture on another device changes nothing.
+TEST(NefiTableCache, NotKeptWhenMadeWhileACaptureRuns) {
+  std::optional<fk::Device> capture_on;
+  nefi::TableCache<fk::Tensor> cache([&capture_on](fk::Device d) { return capture_on == d; });
+  int makes = 0;
+  auto get = [&](fk::DType dtype) {
+    return cache.get(fk::kCPU, dtype, [&makes](fk::Device d, fk::DType t) {
+      ++makes;
+      return fk::full(fk::Dims{2}, 1.5, {t, d});
+    });
+  };
+  const fk::Tensor before = get(fk::DType::F64);
+  capture_on = fk::kCPU;
+  EXPECT_TRUE(get(fk::DType::F64).is_same(before));
+  const fk::Tensor a = get(fk::DType::F32), b = get(fk::DType::F32);
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1.5f, 1.5f}));
+  EXPECT_FALSE(a.is_same(b));  // made twice, kept neither time
+  EXPECT_EQ(makes, 3);
+  EXPECT_EQ(cache.size(), 1u);
+  capture_on = fk::cuda_device(0);
+  const fk::Tensor kept = get(fk::DType::F32);
+  EXPECT_TRUE(get(fk::DType::F32).is_same(kept));
+  EXPECT_EQ(makes, 4);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(NefiHostValueCopies, NotKeptWhenMadeWhileACaptureRuns) {
+  bool capturing = true;
+  nefi::HostValueCopies copies([] { return true; },
+                               [&capturing](fk::Device d) { return capturing && d == fk::kCPU; });
+  const std::vector<double> scales{0.5, 2.0};
+  const fk::Tensor a = copies.get(scales, fk::kCPU);
+  EXPECT_EQ(a.to_vector<double>(), scales);
+  EXPECT_NE(copies.get(scales, fk::kCPU).data_ptr(), a.data_ptr());  // made again
+  EXPECT_EQ(copies.size(), 0u);
+  capturing = false;
+  const fk::Tensor kept = copies.get(scales, fk::kCPU);
+  EXPECT_EQ(copies.get(scales, fk::kCPU).data_ptr(), kept.data_ptr());
+  EXPECT_EQ(copies.size(), 1u);
+}
+
+// Without a device no capture runs, so the default policy keeps what it makes.
+TEST(NefiTableCache, NoCaptureRunsWithoutADevice) {
+  EXPECT_FALSE(nefi::capture_running(fk::kCPU));
+  EXPECT_FALSE(nefi::capture_running(fk::cuda_device(0)));
 }
 
 }  // namespace
