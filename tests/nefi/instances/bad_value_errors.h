@@ -1,7 +1,8 @@
 #pragma once
 // The check every instance's config validation gets: a bad value for a key
 // must stop the instance with an fk::Error whose message is one line and
-// names the key, so a user sees which setting to fix. One table row a case;
+// names the key in quotes ('key', as nefi's config errors write it), so a user
+// sees which setting to fix. One table row a case;
 // each case is traced with its key=value, so a failure says which row broke.
 #include <gtest/gtest.h>
 
@@ -37,7 +38,8 @@ inline void expect_one_line_error_naming(const std::string& fragment,
 }
 
 // For each row, `base` with row.key set to row.value must make `attempt` throw
-// a one-line fk::Error naming row.key. Failures are traced to the caller's line.
+// a one-line fk::Error naming 'row.key' (quoted). Failures are traced to the
+// caller's line.
 inline void expect_bad_values_name_their_key(
     const Params& base, std::span<const BadValue> bad_values,
     const std::function<void(const Params&)>& attempt,
@@ -47,7 +49,7 @@ inline void expect_bad_values_name_their_key(
                                      std::string(bad.key) + "=" + bad.value);
     Params p = base;
     p.set(bad.key, bad.value);
-    expect_one_line_error_naming(bad.key, [&] { attempt(p); });
+    expect_one_line_error_naming(std::string("'") + bad.key + "'", [&] { attempt(p); });
   }
 }
 

@@ -108,7 +108,7 @@ TEST(NefiDarcyFlow, ScenesAndDataGenerator) {
   EXPECT_LT(std::sqrt(diff / scale), 0.2);
 }
 
-TEST(NefiDarcyFlow, BadValuesAreErrorsNamingTheKey) {
+TEST(NefiDarcyFlow, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("darcy_flow");
   const nefi::test::BadValue bad_values[] = {{"channel_width", "[0.2]"}, {"scene", "layers"},
                                              {"n_configs", "0"},         {"n_sensors", "1"},

@@ -164,7 +164,7 @@ TEST(NefiDot3d, DataGeneratorIsTheModelOnAFinerGrid) {
   EXPECT_LT(gap, 0.2 * contrast);
 }
 
-TEST(NefiDot3d, BadValuesAreErrorsNamingTheKey) {
+TEST(NefiDot3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("dot3d");
   const nefi::test::BadValue bad_values[] = {{"grid", "[8, 8]"},
                                              {"extent", "[40, 40, 0]"},

@@ -244,7 +244,7 @@ TEST(NefiEit, DataGeneratorIsAHigherFidelitySolve) {
   EXPECT_EQ(s->measurement.data.shape(), fk::Dims({12, 96}));
 }
 
-TEST(NefiEit, BadValuesAreErrorsNamingTheKey) {
+TEST(NefiEit, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("eit");
   const nefi::test::BadValue bad_values[] = {{"contrast", "[3]"},         {"contrast", "[6, 3]"},
                                              {"scene", "ring"},           {"n_patterns", "0"},
