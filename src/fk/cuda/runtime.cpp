@@ -239,59 +239,56 @@ void pool_deallocate(int device, void* p, size_t nbytes) {
   if (!in_capture) free_held_back(device);
 }
 
-void pool_capture_began(int device) {
+namespace {
+
+// use(the device's CaptureFrees) under the device's lock; its result.
+template <typename Use>
+auto with_frees(int device, Use&& use) {
   auto& s = state(device);
   std::lock_guard<std::mutex> lock(s.mu);
-  s.frees.capture_began();
+  return use(s.frees);
+}
+
+// change(the device's CaptureFrees) under the device's lock, for a change
+// that may put blocks back (the free nodes of a capture or graph that will
+// never run): they are freed now where no capture runs, else held back.
+template <typename Change>
+void with_frees_and_put_back(int device, Change&& change) {
+  auto& s = state(device);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    change(s.frees);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
+  }
+  if (!capturing(device)) free_held_back(device);
+}
+
+}  // namespace
+
+void pool_capture_began(int device) {
+  with_frees(device, [](CaptureFrees& f) { return f.capture_began(); });
 }
 
 int64_t pool_capture_ended(int device, bool made_graph) {
-  auto& s = state(device);
   int64_t id = 0;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    id = s.frees.capture_ended(made_graph);
-    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
-  }
-  // A failed capture's free nodes of earlier blocks never run: free them now.
-  if (!capturing(device)) free_held_back(device);
+  with_frees_and_put_back(device, [&](CaptureFrees& f) { id = f.capture_ended(made_graph); });
   return id;
 }
 
 void pool_graph_check_launch(int device, int64_t capture) {
-  auto& s = state(device);
-  CaptureFrees::Outliving o;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    o = s.frees.outliving(capture);
-  }
-  check_relaunch(o, device);
+  check_relaunch(with_frees(device, [=](CaptureFrees& f) { return f.outliving(capture); }), device);
 }
 
 int64_t pool_graph_kept(int device, int64_t capture) {
-  auto& s = state(device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  return s.frees.outliving(capture).kept;
+  return with_frees(device, [=](CaptureFrees& f) { return f.outliving(capture).kept; });
 }
 
 void pool_graph_launched(int device, int64_t capture) {
-  auto& s = state(device);
-  std::vector<void*> after;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    after = s.frees.launched(capture);
-  }
-  free_blocks(device, after);
+  free_blocks(device, with_frees(device, [=](CaptureFrees& f) { return f.launched(capture); }));
 }
 
 void pool_graph_destroyed(int device, int64_t capture) {
-  auto& s = state(device);
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.frees.destroyed(capture);
-    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
-  }
-  if (!capturing(device)) free_held_back(device);
+  with_frees_and_put_back(device, [=](CaptureFrees& f) { f.destroyed(capture); });
 }
 
 PoolStats pool_stats(int device) {

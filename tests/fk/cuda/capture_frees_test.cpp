@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,22 @@ using Free = CaptureFrees::Free;
 void* block(int i) {
   static char bytes[16];
   return bytes + i;
+}
+
+// A capture that allocates `blocks` and keeps them (no free node of them in
+// it), made into a graph that has not run yet; its id.
+int64_t unlaunched_graph_keeping(CaptureFrees& f, std::initializer_list<void*> blocks) {
+  const int64_t id = f.capture_began();
+  for (void* p : blocks) f.allocated(p, true);
+  f.capture_ended(true);
+  return id;
+}
+
+// The same, its graph launched once.
+int64_t launched_graph_keeping(CaptureFrees& f, std::initializer_list<void*> blocks) {
+  const int64_t id = unlaunched_graph_keeping(f, blocks);
+  f.launched(id);
+  return id;
 }
 
 TEST(CaptureFrees, OutsideACaptureEveryFreeIsImmediate) {
@@ -69,10 +86,7 @@ TEST(CaptureFrees, AGraphAllocationKeptPastItsCaptureIsFreedWhenAskedOnceItRan) 
   EXPECT_EQ(f.free_action(block(3), false), Free::kNow);  // after the graph ran
   // A later capture drops a block of an earlier graph that ran: a graph
   // allocation still, which a free node of the later graph takes.
-  const int64_t b = f.capture_began();
-  f.allocated(block(4), true);
-  f.capture_ended(true);
-  f.launched(b);
+  launched_graph_keeping(f, {block(4)});
   f.capture_began();
   EXPECT_EQ(f.free_action(block(4), true), Free::kNow);
   f.capture_ended(true);
@@ -105,10 +119,7 @@ TEST(CaptureFrees, ABlockOfAFailedOrAbortedCaptureIsDroppedWithoutACall) {
 
 TEST(CaptureFrees, ABlockDroppedBeforeItsGraphFirstRunsIsFreedAfterThatLaunch) {
   CaptureFrees f;
-  const int64_t a = f.capture_began();
-  f.allocated(block(0), true);
-  f.allocated(block(1), true);
-  f.capture_ended(true);
+  const int64_t a = unlaunched_graph_keeping(f, {block(0), block(1)});
   EXPECT_EQ(f.free_action(block(1), false), Free::kAfterLaunch);
   EXPECT_EQ(f.free_action(block(0), false), Free::kAfterLaunch);
   EXPECT_EQ(f.waiting_for_launch(), 2);
@@ -120,10 +131,7 @@ TEST(CaptureFrees, ABlockDroppedBeforeItsGraphFirstRunsIsFreedAfterThatLaunch) {
 
 TEST(CaptureFrees, AGraphDestroyedBeforeItRanTakesItsBlocksWithIt) {
   CaptureFrees f;
-  const int64_t a = f.capture_began();
-  f.allocated(block(0), true);
-  f.allocated(block(1), true);
-  f.capture_ended(true);
+  const int64_t a = unlaunched_graph_keeping(f, {block(0), block(1)});
   EXPECT_EQ(f.free_action(block(0), false), Free::kAfterLaunch);
   f.destroyed(a);
   EXPECT_EQ(f.waiting_for_launch(), 0);  // the waiting free is dropped
@@ -133,47 +141,33 @@ TEST(CaptureFrees, AGraphDestroyedBeforeItRanTakesItsBlocksWithIt) {
 
 TEST(CaptureFrees, AGraphDestroyedAfterItRanLeavesItsBlocksToBeFreed) {
   CaptureFrees f;
-  const int64_t a = f.capture_began();
-  f.allocated(block(0), true);
-  f.capture_ended(true);
-  f.launched(a);
+  const int64_t a = launched_graph_keeping(f, {block(0)});
   f.destroyed(a);  // CUDA does not free live graph allocations with the graph
   EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
 }
 
 TEST(CaptureFrees, AFreeNodeOfAnEarlierGraphsBlockThatNeverRunsIsPutBack) {
   CaptureFrees f;
-  // a ran; b was instantiated and not launched.
-  const int64_t a = f.capture_began();
-  f.allocated(block(0), true);
-  f.capture_ended(true);
-  f.launched(a);
-  const int64_t b = f.capture_began();
-  f.allocated(block(1), true);
-  f.capture_ended(true);
-  // A capture frees both by free nodes, then fails: a's block is live and
-  // freed once no capture runs; b's waits for b's first launch.
+  // block 0's graph ran; block 1's graph b was instantiated and not launched.
+  launched_graph_keeping(f, {block(0)});
+  const int64_t b = unlaunched_graph_keeping(f, {block(1)});
+  // A capture frees both by free nodes, then fails: block 0 is live and
+  // freed once no capture runs; block 1 waits for b's first launch.
   f.capture_began();
   EXPECT_EQ(f.free_action(block(0), true), Free::kNow);
   EXPECT_EQ(f.free_action(block(1), true), Free::kNow);
   f.capture_ended(false);
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(0)});
   EXPECT_EQ(f.launched(b), std::vector<void*>{block(1)});
-  // The same with a graph that is made but destroyed before it runs.
-  const int64_t c = f.capture_began();
-  f.allocated(block(3), true);
-  f.capture_ended(true);
-  f.launched(c);
+  // The same with a graph d that is made but destroyed before it runs.
+  launched_graph_keeping(f, {block(3)});
   const int64_t d = f.capture_began();
   EXPECT_EQ(f.free_action(block(3), true), Free::kNow);
   f.capture_ended(true);
   f.destroyed(d);
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(3)});
-  // Had d run, its free node would have freed c's block: nothing put back.
-  const int64_t e = f.capture_began();
-  f.allocated(block(5), true);
-  f.capture_ended(true);
-  f.launched(e);
+  // Where that graph (g) runs, its free node frees block 5: nothing put back.
+  launched_graph_keeping(f, {block(5)});
   const int64_t g = f.capture_began();
   EXPECT_EQ(f.free_action(block(5), true), Free::kNow);
   f.capture_ended(true);

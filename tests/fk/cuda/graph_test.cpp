@@ -59,6 +59,30 @@ class OwnStream {
   void* stream_;
 };
 
+// n values of T in page-locked host memory for the scope: where a captured
+// copy reads a result back (the graph bakes the address in).
+template <typename T>
+class PinnedValues {
+ public:
+  explicit PinnedValues(size_t n)
+      : n_(n), p_(static_cast<T*>(cuda::pinned_allocate(n * sizeof(T)))) {}
+  ~PinnedValues() { cuda::pinned_free(p_); }
+  PinnedValues(const PinnedValues&) = delete;
+  PinnedValues& operator=(const PinnedValues&) = delete;
+
+  // Enqueues a copy of t's first n values (contiguous, on device 0) here.
+  void copy_from(const Tensor& t) {
+    cuda::copy_to_pinned_async(p_, t.data_ptr(), 0, n_ * sizeof(T));
+  }
+  // Every value set to `poison`, for a replay to overwrite.
+  void fill(T poison) { std::fill(p_, p_ + n_, poison); }
+  std::vector<T> values() const { return std::vector<T>(p_, p_ + n_); }
+
+ private:
+  size_t n_;
+  T* p_;
+};
+
 // x <- x * 3 + 1 through a temporary, the temporary dropped before returning.
 void step(Tensor& x) {
   Tensor t = add(mul(x, 3.0), 1.0);
@@ -71,12 +95,12 @@ TEST(CudaGraph, ReplaysCapturedOpsAndTheirPinnedReadback) {
   const std::vector<float> start{0.5f, -1.f, 2.f, 0.f};
   Tensor eager = from_vector(start, Dims{4}).to(kGpu);
   Tensor x = from_vector(start, Dims{4}).to(kGpu);
-  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  PinnedValues<float> pinned(4);
   const int64_t before = cuda::pool_stats(0).allocated;
   cuda::begin_capture(0);
   EXPECT_TRUE(cuda::capturing(0));
   step(x);
-  cuda::copy_to_pinned_async(pinned, x.data_ptr(), 0, 4 * sizeof(float));
+  pinned.copy_from(x);
   // The temporary was freed inside the capture: nothing outlives the step.
   EXPECT_EQ(cuda::pool_stats(0).allocated, before);
   cuda::GraphExec g = cuda::end_capture(0);
@@ -86,13 +110,11 @@ TEST(CudaGraph, ReplaysCapturedOpsAndTheirPinnedReadback) {
     cuda::launch_graph(g);
     cuda::synchronize(0);
     step(eager);
-    const std::vector<float> want = eager.to_vector<float>();
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], want[i]) << "replay " << r << " element " << i;
+    EXPECT_EQ(pinned.values(), eager.to_vector<float>()) << "replay " << r;
   }
   EXPECT_EQ(x.to_vector<float>(), eager.to_vector<float>());
   cuda::destroy_graph(g);
   EXPECT_EQ(g.exec, nullptr);
-  cuda::pinned_free(pinned);
 }
 
 // A tensor made before a capture and dropped inside it: a graph free node
@@ -162,19 +184,19 @@ TEST(CudaGraph, ATensorDroppedBeforeItsGraphFirstRunsIsFreedAfterTheLaunch) {
   FK_SKIP_WITHOUT_GPU();
   OwnStream own;
   Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
-  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  PinnedValues<float> pinned(4);
   cuda::synchronize(0);
   const int64_t failed = cuda::pool_stats(0).failed_frees;
   cuda::begin_capture(0);
   Tensor kept = add(mul(x, 3.0), 1.0);
-  cuda::copy_to_pinned_async(pinned, kept.data_ptr(), 0, 4 * sizeof(float));
+  pinned.copy_from(kept);
   cuda::GraphExec g = cuda::end_capture(0);
   kept = Tensor();
   expect_clean_frees(failed);
-  std::fill(pinned, pinned + 4, -1.f);
+  pinned.fill(-1.f);
   EXPECT_NO_THROW(cuda::launch_graph(g));
   cuda::synchronize(0);
-  EXPECT_EQ(std::vector<float>(pinned, pinned + 4), std::vector<float>(4, 4.f));
+  EXPECT_EQ(pinned.values(), std::vector<float>(4, 4.f));
   const std::string msg = test::error_of([&] { cuda::launch_graph(g); });
   EXPECT_NE(msg.find("keeping 1 block(s) past its capture, 0 of them still held"),
             std::string::npos)
@@ -183,7 +205,6 @@ TEST(CudaGraph, ATensorDroppedBeforeItsGraphFirstRunsIsFreedAfterTheLaunch) {
   EXPECT_EQ(add(x, 1.0).to_vector<float>(), std::vector<float>(4, 2.f));
   cuda::destroy_graph(g);
   expect_clean_frees(failed);
-  cuda::pinned_free(pinned);
 }
 
 // A relaunch while a tensor of the previous launch still holds its block:
@@ -299,16 +320,16 @@ TEST(CudaGraph, EmptyCacheInsideACaptureIsRefused) {
   EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
 }
 
-// Replays g (which copies its transform into pinned) over a poisoned buffer,
-// expects the eager bits, then frees the graph, the buffer and the plans.
+// Replays g (which copies its transform into pinned) over poisoned values,
+// expects the eager bits, then frees the graph and the plans.
 template <typename T>
-void expect_fft_replay_gives(cuda::GraphExec& g, T* pinned, const std::vector<T>& want, T poison) {
-  std::fill(pinned, pinned + want.size(), poison);
+void expect_fft_replay_gives(cuda::GraphExec& g, PinnedValues<T>& pinned,
+                             const std::vector<T>& want, T poison) {
+  pinned.fill(poison);
   cuda::launch_graph(g);
   cuda::synchronize(0);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(pinned[i], want[i]) << "bin " << i;
+  EXPECT_EQ(pinned.values(), want);
   cuda::destroy_graph(g);
-  cuda::pinned_free(pinned);
   cuda::fft_plan_cache_clear();
 }
 
@@ -324,10 +345,10 @@ TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
   const Tensor x = from_vector(start, Dims{96}).to(kGpu);
   const std::vector<float> want =
       irfft(rfft(x), 96).to_vector<float>();  // eager: creates the plans
-  auto* pinned = static_cast<float*>(cuda::pinned_allocate(want.size() * sizeof(float)));
+  PinnedValues<float> pinned(want.size());
   cuda::begin_capture(0);
   Tensor y = irfft(rfft(x), 96);
-  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(float));
+  pinned.copy_from(y);
   cuda::GraphExec g = cuda::end_capture(0);
   for (int64_t n = 2; n < 2 + 2 * cuda::kFftPlanCacheCapacity; ++n) {
     (void)rfft(full(Dims{n}, 1.0, {DType::F32, kGpu}));
@@ -360,10 +381,10 @@ TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
   EXPECT_EQ(cuda::fft_plan_cache_size(), plans);           // nothing evicted, nothing made
   const std::vector<c64> want = rfft(x).to_vector<c64>();  // eager: makes the plan
   Tensor y = empty(Dims{354}, {DType::C64, kGpu});
-  auto* pinned = static_cast<c64*>(cuda::pinned_allocate(want.size() * sizeof(c64)));
+  PinnedValues<c64> pinned(want.size());
   cuda::begin_capture(0);
   y.copy_(rfft(x));
-  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(c64));
+  pinned.copy_from(y);
   cuda::GraphExec g = cuda::end_capture(0);
   expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
 }
@@ -385,17 +406,16 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   cuda::abort_capture(0);
   const std::vector<float> want = matmul(a, b).to_vector<float>();  // eager: binds cuBLAS
   EXPECT_EQ(want, (std::vector<float>{0.5f, 13.f, 2.f, 28.f}));
-  auto* pinned = static_cast<float*>(cuda::pinned_allocate(4 * sizeof(float)));
+  PinnedValues<float> pinned(4);
   cuda::begin_capture(0);
   c.copy_(matmul(a, b));
-  cuda::copy_to_pinned_async(pinned, c.data_ptr(), 0, 4 * sizeof(float));
+  pinned.copy_from(c);
   cuda::GraphExec g = cuda::end_capture(0);
-  std::fill(pinned, pinned + 4, -1.f);
+  pinned.fill(-1.f);
   cuda::launch_graph(g);
   cuda::synchronize(0);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(pinned[i], want[i]) << "element " << i;
+  EXPECT_EQ(pinned.values(), want);
   cuda::destroy_graph(g);
-  cuda::pinned_free(pinned);
 }
 
 // The pool answers an out-of-memory by waiting for the device and trimming

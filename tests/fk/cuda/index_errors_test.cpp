@@ -192,17 +192,30 @@ TEST(IndexErrorsDevice, ABadDeviceIndexThrowsAtTheCallByDefault) {
   EXPECT_NE(msg.find("index 3 at flat position 1"), std::string::npos) << msg;
 }
 
-TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization) {
-  FK_SKIP_WITHOUT_GPU();
-  const KnobOverride lazy("ME_LAZY_SYNC", "1");
+// A gather from a 4x3 device tensor of 5s whose column index at row 1 is
+// `bad` (out of [0, 3)), under ME_LAZY_SYNC=1: the call throws nothing.
+Tensor lazily_gather_with_bad_column(int64_t bad) {
   const Tensor g = full({4, 3}, 5.0, {DType::F32, kGpu});
   Tensor out;
-  EXPECT_EQ(error_of([&] { out = gather(g, 1, i64s({0, 3, 0, 0}, {4, 1}).to(kGpu)); }), "");
+  EXPECT_EQ(error_of([&] { out = gather(g, 1, i64s({0, bad, 0, 0}, {4, 1}).to(kGpu)); }), "");
+  return out;
+}
+
+// The next synchronization throws that gather's error, naming the op, the
+// range and `bad`, and only once: the one after it is clean.
+void expect_next_synchronization_reports_gather(int64_t bad) {
   const std::string msg = error_of([] { cuda::synchronize(0); });
   EXPECT_NE(msg.find("gather (device-side index check on cuda:0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[0, 3)"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("index 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index " + std::to_string(bad)), std::string::npos) << msg;
   EXPECT_EQ(error_of([] { cuda::synchronize(0); }), "");
+}
+
+TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization) {
+  FK_SKIP_WITHOUT_GPU();
+  const KnobOverride lazy("ME_LAZY_SYNC", "1");
+  const Tensor out = lazily_gather_with_bad_column(3);
+  expect_next_synchronization_reports_gather(3);
   // The bad position was skipped (written 0), the others gathered.
   EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{5, 0, 5, 5}));
 }
@@ -213,9 +226,7 @@ TEST(IndexErrorsDevice, UnderLazySyncABadIndexIsReportedAtTheNextSynchronization
 TEST(IndexErrorsDevice, ADestructorsWaitLeavesABadIndexPendingAndAnnouncesItOnce) {
   FK_SKIP_WITHOUT_GPU();
   const KnobOverride lazy("ME_LAZY_SYNC", "1");
-  const Tensor g = full({4, 3}, 5.0, {DType::F32, kGpu});
-  Tensor out;
-  EXPECT_EQ(error_of([&] { out = gather(g, 1, i64s({0, 7, 0, 0}, {4, 1}).to(kGpu)); }), "");
+  const Tensor out = lazily_gather_with_bad_column(7);
   ::testing::internal::CaptureStderr();
   cuda::synchronize_in_destructor(0, "the first destructor");
   cuda::synchronize_in_destructor(0, "the second destructor");
@@ -226,11 +237,7 @@ TEST(IndexErrorsDevice, ADestructorsWaitLeavesABadIndexPendingAndAnnouncesItOnce
   EXPECT_NE(err.find("gather (device-side index check on cuda:0"), std::string::npos) << err;
   EXPECT_NE(err.find("index 7"), std::string::npos) << err;
   EXPECT_EQ(err.find("the second destructor"), std::string::npos) << err;
-  const std::string msg = error_of([] { cuda::synchronize(0); });
-  EXPECT_NE(msg.find("gather (device-side index check on cuda:0"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("[0, 3)"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("index 7"), std::string::npos) << msg;
-  EXPECT_EQ(error_of([] { cuda::synchronize(0); }), "");
+  expect_next_synchronization_reports_gather(7);
   // Nothing pending: a destructor's wait writes nothing.
   ::testing::internal::CaptureStderr();
   cuda::synchronize_in_destructor(0, "a third destructor");
