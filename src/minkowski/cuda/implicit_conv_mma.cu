@@ -26,6 +26,7 @@
 
 #include "fk/cuda/common.cuh"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/launch_limits.h"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
@@ -285,8 +286,10 @@ __global__ void __launch_bounds__(kThreads) implicit_mma_kernel(const ImplicitCo
 template <typename S, int BN, bool kTransposedW>
 void launch_tiles(const ImplicitConvArgs& x, void* stream) {
   constexpr int BM = Tile<S, BN, kTransposedW>::BM;
-  const dim3 grid(static_cast<unsigned>((x.rows + BM - 1) / BM),
-                  static_cast<unsigned>((x.cols + BN - 1) / BN));
+  // gridDim.y (channel tiles) stops at 65535: 4,194,240 output channels.
+  const char* where = "minkowski::cuda::launch_implicit_conv_mma";
+  const dim3 grid(fk::cuda::grid_dim(where, 'x', x.rows, BM, "sorted rows"),
+                  fk::cuda::grid_dim(where, 'y', x.cols, BN, "output channels"));
   implicit_mma_kernel<S, BN, kTransposedW><<<grid, kThreads, 0, as_stream(stream)>>>(x);
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "fk/cuda/common.cuh"
 #include "fk/cuda/device_guard.h"
@@ -49,7 +50,9 @@ __global__ void __launch_bounds__(kBoundThreads)
     chebyshev_weights_kernel(const T* __restrict__ row_sums, int n, T* __restrict__ omega, int k) {
   __shared__ T part[kBoundThreads];
   T best = 0;
-  for (int i = threadIdx.x; i < n; i += kBoundThreads) best = larger(best, row_sums[i]);
+  // 64-bit i: n may be 2^31 − 2 (Grid::indexable), and a 32-bit i + 512
+  // past 2^31 − 1 would wrap to a negative index instead of ending the loop.
+  for (int64_t i = threadIdx.x; i < n; i += kBoundThreads) best = larger(best, row_sums[i]);
   part[threadIdx.x] = best;
   __syncthreads();
   for (int s = kBoundThreads / 2; s > 0; s /= 2) {

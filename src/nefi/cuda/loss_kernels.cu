@@ -21,6 +21,10 @@ constexpr int64_t kMaxBlocksPerRow = 256;
 // gridDim.y's limit: the partial-sum kernels walk rows beyond it with a
 // stride (the same fixed order per row, whatever the grid).
 constexpr int64_t kMaxGridRows = 65535;
+// The row sums' grid (gridDim.x): one block per row up to 2^20 rows, a
+// stride beyond (a grid of `rows` blocks would be refused from 2^31 rows on,
+// and a 32-bit cast of rows would drop rows silently from 2^32 on).
+constexpr int64_t kMaxSumRowsGrid = int64_t{1} << 20;
 
 // Tree-sums the block's kThreads pairs in shared memory (fixed shape);
 // every thread returns the totals.
@@ -82,19 +86,24 @@ __global__ void cellwise_partials_kernel(CellwiseTerm term, const double* ab, co
   }
 }
 
-// sums[2 r + k] = the sum of partials[r, b, k] over b (one block per row).
-__global__ void row_sums_kernel(const double* partials, int64_t blocks, double* sums) {
+// sums[2 r + k] = the sum of partials[r, b, k] over b: one block per row,
+// rows past the grid (kMaxSumRowsGrid) taken by a fixed stride (r is uniform
+// across the block, so its barriers are too).
+__global__ void row_sums_kernel(const double* partials, int64_t rows, int64_t blocks,
+                                double* sums) {
   __shared__ double shared[2][kThreads];
-  const double* row = partials + 2 * blocks * blockIdx.x;
-  double a = 0, b = 0;
-  for (int64_t i = threadIdx.x; i < blocks; i += kThreads) {
-    a += row[2 * i];
-    b += row[2 * i + 1];
-  }
-  block_sum2(shared, a, b);
-  if (threadIdx.x == 0) {
-    sums[2 * blockIdx.x] = a;
-    sums[2 * blockIdx.x + 1] = b;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const double* row = partials + 2 * blocks * r;
+    double a = 0, b = 0;
+    for (int64_t i = threadIdx.x; i < blocks; i += kThreads) {
+      a += row[2 * i];
+      b += row[2 * i + 1];
+    }
+    block_sum2(shared, a, b);
+    if (threadIdx.x == 0) {
+      sums[2 * r] = a;
+      sums[2 * r + 1] = b;
+    }
   }
 }
 
@@ -176,8 +185,9 @@ dim3 partial_grid(int64_t rows, int64_t n) {
 
 void finish_sums(const double* partials, int64_t rows, int64_t n, double* sums, void* stream) {
   if (rows == 0) return;  // no sums; a 0-block launch is an invalid configuration
-  row_sums_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(
-      partials, loss_sum_blocks(n), sums);
+  const unsigned grid = static_cast<unsigned>(rows < kMaxSumRowsGrid ? rows : kMaxSumRowsGrid);
+  row_sums_kernel<<<grid, kThreads, 0, as_stream(stream)>>>(partials, rows, loss_sum_blocks(n),
+                                                            sums);
   check_launch("nefi::cuda::loss_row_sums");
 }
 

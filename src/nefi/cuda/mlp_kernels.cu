@@ -15,6 +15,8 @@ using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 using fk::cuda::detail::Num;
 
+constexpr int64_t kMaxGridY = 65535;
+
 // The angle w0 z rounded once, as the CPU's mul-then-sin chain rounds it.
 __device__ inline float angle(float w0, float z) {
   return __fmul_rn(w0, z);
@@ -56,24 +58,27 @@ __global__ void bias_activation_kernel(const float* acc, const float* bias, int6
   }
 }
 
-// Block (x: a chunk of kGradChunkRows rows, y: a run of columns); a thread
-// walks one column of its chunk (neighbouring threads read neighbouring
-// columns of a row: coalesced).
+// Block (x: a chunk of kGradChunkRows rows, y: a run of columns, and every
+// gridDim.y-th run after it: gridDim.y stops at 65535); a thread walks one
+// column of its chunk at a time (neighbouring threads read neighbouring
+// columns of a row: coalesced), each column's sum in row order.
 template <typename T>
 __global__ void activation_grad_kernel(const float* g, const float* ref, int64_t n, int64_t out,
                                        int act, float w0, T* gz, float* partials) {
-  const int64_t c = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (c >= out) return;
   const int64_t r0 = blockIdx.x * kGradChunkRows;
   const int64_t r1 = r0 + kGradChunkRows < n ? r0 + kGradChunkRows : n;
-  float sum = 0.f;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t i = r * out + c;
-    const float v = activation_grad(act, g[i], ref ? ref[i] : 0.f, w0);
-    gz[i] = Num<T>::store(v);
-    sum = __fadd_rn(sum, v);
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.x;
+  for (int64_t c = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < out;
+       c += stride) {
+    float sum = 0.f;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r * out + c;
+      const float v = activation_grad(act, g[i], ref ? ref[i] : 0.f, w0);
+      gz[i] = Num<T>::store(v);
+      sum = __fadd_rn(sum, v);
+    }
+    partials[blockIdx.x * out + c] = sum;
   }
-  partials[blockIdx.x * out + c] = sum;
 }
 
 __global__ void column_sums_kernel(const float* partials, int64_t chunks, int64_t out, float* db) {
@@ -99,8 +104,11 @@ void launch_activation_grad(const float* g, const float* ref, int64_t n, int64_t
   if (n * out == 0) return;
   const int64_t warps = (out + 31) / 32;
   const int threads = static_cast<int>(warps < 4 ? warps * 32 : 128);
+  // gridDim.y <= 65535: wider layers (out past 65535 x 128 = 8,388,480
+  // columns) loop over their column runs in the kernel.
+  const int64_t runs = (out + threads - 1) / threads;
   const dim3 grid(static_cast<unsigned>(grad_chunks(n)),
-                  static_cast<unsigned>((out + threads - 1) / threads));
+                  static_cast<unsigned>(runs < kMaxGridY ? runs : kMaxGridY));
   auto run = [&](auto* typed) {
     activation_grad_kernel<<<grid, threads, 0, as_stream(stream)>>>(g, ref, n, out, act, w0, typed,
                                                                     partials);

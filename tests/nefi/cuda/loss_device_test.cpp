@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -303,6 +304,27 @@ TEST(NefiLossDevice, AnEmptyBatchGivesEmptyValuesAndGradientsAsOnTheCpu) {
 TEST(NefiLossDevice, ManyBlocksMatchTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
   for (const LossCase& c : every_loss()) expect_parity(c, {300, 257}, fk::DType::F64, true, 0);
+}
+
+// More rows than the row sums' grid (2^20 blocks): the rows past it are
+// taken by the blocks' stride. One cell a row, x_r = r mod 7 - 3, so the
+// mean square of row r is x_r^2 and its gradient 2 x_r, exact in f64.
+TEST(NefiLossDevice, RowsPastTheSumGridAreEachSummed) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const int64_t rows = (int64_t{1} << 20) + 5;
+  std::vector<double> x(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) x[static_cast<size_t>(r)] = static_cast<double>(r % 7 - 3);
+  fk::Tensor p = fk::from_vector(x, fk::Dims{rows, 1}).to(kGpu);
+  p.set_requires_grad(true);
+  const fk::Tensor v = nefi::cellwise_loss_device({nefi::CellTerm::Square}, p, {}, {}, true, {});
+  ASSERT_EQ(v.shape(), fk::Dims{rows});
+  fk::sum(v).backward();
+  const std::vector<double> value = v.to_vector<double>(), grad = p.grad().to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double xr = x[static_cast<size_t>(r)];
+    ASSERT_EQ(value[static_cast<size_t>(r)], xr * xr) << "row " << r;
+    ASSERT_EQ(grad[static_cast<size_t>(r)], 2 * xr) << "row " << r;
+  }
 }
 
 }  // namespace
