@@ -3,7 +3,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <climits>
 #include <complex>
+#include <string>
 
 #include "fk/amp.h"
 #include "fk/cuda/blas.h"
@@ -71,6 +73,13 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
           const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
+  // OpenBLAS's CBLAS takes 32-bit ints: a larger size would wrap to a
+  // negative or unrelated one.
+  FK_CHECK(std::max({m, n, k, lda, ldb, ldc}) <= INT_MAX, "fk::gemm",
+           "sizes and leading dimensions up to 2^31 - 1 (OpenBLAS's 32-bit ints)",
+           "m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
+               ", lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
+               std::to_string(ldc));
   profile::count_launch();
   bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
   if (!skinny) {

@@ -27,11 +27,15 @@ void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size
   row[0] = static_cast<int32_t>(b);
   for (size_t a = 0; a < ts.size(); ++a) {
     const double q = std::floor(v[1 + a] / voxel_size[voxel_size.size() == 1 ? 0 : a]);
-    FK_CHECK(std::isfinite(q) && std::abs(q) < kInt32Limit, where,
-             "finite voxel coordinates within int32 (row " + std::to_string(i) + ")",
-             std::to_string(q));
     const double t = static_cast<double>(ts[a]);
-    row[1 + a] = static_cast<int32_t>(std::floor(q / t) * t);
+    // The stored value is checked: flooring to the stride can step past a
+    // voxel coordinate that is itself within int32.
+    const double s = std::floor(q / t) * t;
+    FK_CHECK(std::isfinite(s) && std::abs(s) < kInt32Limit, where,
+             "finite voxel coordinates within int32, after flooring to the tensor stride (row " +
+                 std::to_string(i) + ")",
+             std::to_string(s));
+    row[1 + a] = static_cast<int32_t>(s);
   }
 }
 

@@ -245,6 +245,24 @@ TEST(TensorField, SparseWithTensorStride) {
   fk::test::expect_close(field.slice(s), {3, -3, 3, -3, 5, -5, 3, -3, 3, -3, 5, -5}, 1e-12);
 }
 
+TEST(TensorField, VoxelsFlooredToTheStrideMustStayWithinInt32) {
+  // -2^31 + 2 is within int32 (the check is |v| < 2^31 - 1); floored to
+  // stride 5 it is -2^31 - 2, which an int32 cannot hold (the conversion was
+  // undefined before the stride-floored value was the one checked).
+  TensorField field(fk::ones({1, 1}, {fk::DType::F64}),
+                    fk::from_vector(std::vector<double>{0, -2147483646.0, 0}, fk::Dims{1, 3}));
+  try {
+    field.sparse(1.0, QuantizationMode::UnweightedAverage, nullptr, {5});
+    FAIL();
+  } catch (const fk::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("TensorField::sparse: expected finite voxel coordinates within int32, after "
+                     "flooring to the tensor stride (row 0), got -2147483650"),
+              std::string::npos)
+        << m;
+  }
+}
+
 TEST(TensorField, SliceFromStridedAndReorderedMaps) {
   Points p;
   TensorField field(p.f, p.c);

@@ -31,9 +31,10 @@ __global__ void voxelize_kernel(const T* coords, int64_t n, VoxelGrid grid, int3
       ok = isfinite(v) && floor(v) == v && fabs(v) < kInt32Limit;
       out = v;
     } else {
+      // As the host loop: the stride-floored value is the one checked.
       const double q = floor(v / grid.voxel[a]);
-      ok = isfinite(q) && fabs(q) < kInt32Limit;
       out = floor(q / grid.stride[a]) * grid.stride[a];
+      ok = isfinite(out) && fabs(out) < kInt32Limit;
     }
     if (ok) {
       rows[t] = static_cast<int32_t>(out);

@@ -5,6 +5,7 @@
 
 #include "../test_util.h"
 #include "backward_check.h"
+#include "fk/blas.h"
 
 namespace fk {
 namespace {
@@ -350,6 +351,24 @@ TEST(Matmul, Errors) {
     EXPECT_NE(std::string(e.what()).find("got i64 and i32"), std::string::npos) << e.what();
   }
   EXPECT_THROW(matmul(Tensor(), ones({2})), Error);
+}
+
+TEST(Gemm, SizesPastOpenBlasIntsAreErrors) {
+  // Refused before any operand is read: the one-element buffers stand in for
+  // operands of 2^31 rows or columns.
+  float a = 1, b = 1, c = 0;
+  const int64_t big = int64_t{1} << 31;
+  try {
+    gemm(DType::F32, false, false, big, 1, 1, 1.0, &a, 1, &b, 1, 0.0, &c, 1);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "fk::gemm: expected sizes and leading dimensions up to 2^31 - 1 (OpenBLAS's 32-bit "
+              "ints), got m 2147483648, n 1, k 1, lda 1, ldb 1, ldc 1");
+  }
+  EXPECT_THROW(gemm(DType::F64, false, true, 1, 1, big, 1.0, &a, big, &b, big, 0.0, &c, 1), Error);
+  EXPECT_THROW(gemm(DType::F32, false, false, 1, 1, 1, 1.0, &a, 1, &b, 1, 0.0, &c, big), Error);
+  EXPECT_EQ(c, 0.f);
 }
 
 TEST(Matmul, GradcheckShapesAndLayouts) {
