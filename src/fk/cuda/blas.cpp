@@ -85,12 +85,19 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   }
   if (h.handle == nullptr) {
     check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
-    cublasStatus_t st = cublasCreate(&h.handle);
+    cublasHandle_t made = nullptr;
+    cublasStatus_t st = cublasCreate(&made);
+    // f16/bf16 products with a 16-bit C keep f32 sums throughout (blas.h):
+    // by default cuBLAS may add split-K partial sums in the output type.
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasSetMathMode(made, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     if (st != CUBLAS_STATUS_SUCCESS) {
+      if (made != nullptr) cublasDestroy(made);
       cudaFree(h.workspace);
       h = Handle{};
-      check_blas(st, "cublasCreate");
+      check_blas(st, "cublasCreate (f32 reductions)");
     }
+    h.handle = made;
   }
   check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
   check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
