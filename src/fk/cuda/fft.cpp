@@ -105,8 +105,7 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
   auto it = g_plans.find(key);
   if (it != g_plans.end()) {
     g_lru.splice(g_lru.begin(), g_lru, it->second.lru);
-    it->second.pinned = it->second.pinned || pin;
-    return it->second;
+    return it->second;  // pinned by the caller once it runs inside a capture
   }
   // A plan first met inside a capture is refused by name before anything is
   // evicted or made: cufftMakePlanMany64 allocates the work area (cudaMalloc)
@@ -201,6 +200,7 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   const auto s = static_cast<cudaStream_t>(stream);
   Plan& plan = plan_for(device, kind, dbl, layout, capture);
   bind(plan, device, s, capture);
+  plan.pinned = plan.pinned || capture;
   const cufftHandle h = plan.handle;
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   cufftResult r;
