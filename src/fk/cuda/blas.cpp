@@ -10,11 +10,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/blas_layout.h"
 #include "fk/cuda/blas_stream.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
@@ -85,12 +85,19 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   }
   if (h.handle == nullptr) {
     check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
-    cublasStatus_t st = cublasCreate(&h.handle);
+    cublasHandle_t made = nullptr;
+    cublasStatus_t st = cublasCreate(&made);
+    // f16/bf16 products with a 16-bit C keep f32 sums throughout (blas.h):
+    // by default cuBLAS may add split-K partial sums in the output type.
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasSetMathMode(made, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     if (st != CUBLAS_STATUS_SUCCESS) {
+      if (made != nullptr) cublasDestroy(made);
       cudaFree(h.workspace);
       h = Handle{};
-      check_blas(st, "cublasCreate");
+      check_blas(st, "cublasCreate (f32 reductions)");
     }
+    h.handle = made;
   }
   check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
   check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
@@ -149,17 +156,8 @@ GemmTypes types_for(int dtype, double alpha, double beta, bool allow_tf32) {
   return t;
 }
 
-void check_dims(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                int64_t ldc) {
-  FK_CHECK(m >= 0 && n >= 0 && k >= 0, "cuda::gemm", "non-negative m, n, k",
-           std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k));
-  // Row-major A is [m,k] (or [k,m] when ta): lda must cover a stored row.
-  const int64_t a_row = ta ? m : k, b_row = tb ? k : n;
-  FK_CHECK(lda >= std::max<int64_t>(a_row, 1) && ldb >= std::max<int64_t>(b_row, 1) &&
-               ldc >= std::max<int64_t>(n, 1),
-           "cuda::gemm", "leading dimensions >= the stored row lengths",
-           "lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
-               std::to_string(ldc));
+cublasOperation_t op(bool trans) {
+  return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 }  // namespace
@@ -168,24 +166,24 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
                           double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
                           int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
                           int64_t stride_c, int64_t batch, void* stream, bool allow_tf32) {
-  check_dims(ta, tb, m, n, k, lda, ldb, ldc);
+  const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, lda, ldb, ldc);
   FK_CHECK(batch >= 0, "cuda::gemm", "a non-negative batch", std::to_string(batch));
   if (m == 0 || n == 0 || batch == 0) return;
   GemmTypes t = types_for(dtype, alpha, beta, allow_tf32);
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
-  // Column-major view: C^T[n,m] = op(B)^T[n,k] op(A)^T[k,m].
-  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // Column-major (blas_layout.h): B first, A second.
   if (batch == 1) {
-    check_blas(cublasGemmEx_64(h, op_b, op_a, n, m, k, t.alpha, b, t.data, ldb, a, t.data, lda,
-                               t.beta, c, t.data, ldc, t.compute, CUBLAS_GEMM_DEFAULT),
+    check_blas(cublasGemmEx_64(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b,
+                               t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c, t.data, g.ldc,
+                               t.compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
   } else {
-    check_blas(cublasGemmStridedBatchedEx_64(h, op_b, op_a, n, m, k, t.alpha, b, t.data, ldb,
-                                             stride_b, a, t.data, lda, stride_a, t.beta, c, t.data,
-                                             ldc, stride_c, batch, t.compute, CUBLAS_GEMM_DEFAULT),
+    check_blas(cublasGemmStridedBatchedEx_64(
+                   h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b, t.data,
+                   g.ld_first, stride_b, a, t.data, g.ld_second, stride_a, t.beta, c, t.data, g.ldc,
+                   stride_c, batch, t.compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
   }
 }
@@ -202,15 +200,15 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
                   float* c, int64_t ldc, void* stream, bool allow_tf32) {
   FK_CHECK(in_dtype == kF32 || in_dtype == kF16 || in_dtype == kBF16, "cuda::gemm_f32_out",
            "operands of dtype f32, f16 or bf16", "dtype code " + std::to_string(in_dtype));
-  check_dims(ta, tb, m, n, k, lda, ldb, ldc);
+  const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
   GemmTypes t = types_for(in_dtype, alpha, beta, allow_tf32);
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
-  check_blas(cublasGemmEx_64(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
-                             m, k, t.alpha, b, t.data, ldb, a, t.data, lda, t.beta, c, CUDA_R_32F,
-                             ldc, t.compute, CUBLAS_GEMM_DEFAULT),
+  check_blas(cublasGemmEx_64(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b,
+                             t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c, CUDA_R_32F,
+                             g.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx (f32 result)");
 }
 

@@ -6,8 +6,9 @@
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS is
 // called with the operands (and m, n) swapped and no data is moved.
 // dtype (fk::DType code): f32 (FP32, or TF32 tensor cores when allow_tf32),
-// f16 and bf16 (stored 16-bit, f32 accumulation on tensor cores; C is 16-bit
-// too), f64, c64, c128 (transposes are plain, not conjugating, as fk::gemm).
+// f16 and bf16 (stored 16-bit, f32 accumulation on tensor cores, split-K
+// partial sums included; C is 16-bit too), f64, c64, c128 (transposes are
+// plain, not conjugating, as fk::gemm). The operand swap: cuda/blas_layout.h.
 // One cuBLAS handle per device, created on first use with a fixed 32 MiB
 // workspace (so no allocation happens inside a call and results do not depend
 // on what memory cuBLAS could get), bound to `stream` for each call; a call on

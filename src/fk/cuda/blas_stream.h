@@ -13,7 +13,8 @@
 // inside a capture the handle must already be bound to the captured stream
 // (an eager step on that stream first, as nefi's StepGraph runs), and any
 // other call is refused with an fk::Error rather than left to invalidate the
-// capture.
+// capture. A cuFFT plan and its work area follow the same decision
+// (cuda/fft.cpp), the plan's creation standing for the handle's.
 namespace fk::cuda {
 
 enum class BlasStreamStep {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "fk/cuda/blas_stream.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
@@ -18,6 +19,7 @@
 namespace fk::cuda {
 namespace {
 
+using detail::check_cuda;
 using detail::DeviceGuard;
 
 void check_fft(cufftResult r, const char* what) {
@@ -38,6 +40,10 @@ struct Plan {
   // Executed inside a stream capture: a graph holds its handle and work area,
   // so eviction must never destroy it (only fft_plan_cache_clear does).
   bool pinned = false;
+  // The stream of its last execution (once `bound`): its work area may still
+  // be in use there.
+  cudaStream_t stream = nullptr;
+  bool bound = false;
 };
 
 std::mutex g_mu;
@@ -59,7 +65,7 @@ cufftType plan_type(int kind, bool dbl) {
   }
 }
 
-cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
+Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
   const char* where = "cuda::fft_execute";
   FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", std::to_string(l.rank));
   FK_CHECK(l.batch >= 1, where, "batch >= 1", std::to_string(l.batch));
@@ -99,8 +105,7 @@ cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
   auto it = g_plans.find(key);
   if (it != g_plans.end()) {
     g_lru.splice(g_lru.begin(), g_lru, it->second.lru);
-    it->second.pinned = it->second.pinned || pin;
-    return it->second.handle;
+    return it->second;  // pinned by the caller once it runs inside a capture
   }
   // A plan first met inside a capture is refused by name before anything is
   // evicted or made: cufftMakePlanMany64 allocates the work area (cudaMalloc)
@@ -143,8 +148,35 @@ cufftHandle plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
     check_fft(r, "cufftMakePlanMany64");
   }
   g_lru.push_front(key);
-  g_plans[key] = Plan{h, g_lru.begin(), pin};
-  return h;
+  return g_plans[key] = Plan{h, g_lru.begin(), pin};
+}
+
+// Binds a cached plan to `stream`. A plan's work area is shared by all its
+// executions, so one queued on another stream must finish before this one
+// starts: the same policy as cuBLAS's handle and workspace (blas_stream.h),
+// a wait for the device when the plan moves, refused inside a capture (the
+// wait would invalidate it; run the transform eagerly on the captured stream
+// first, as the warm-up step before a capture does).
+void bind(Plan& p, int device, cudaStream_t stream, bool capture_running) {
+  switch (blas_stream_step(p.bound, p.stream, stream, capture_running)) {
+    case BlasStreamStep::kKeep:
+      return;
+    case BlasStreamStep::kRefuse:
+      throw Error("cuda::fft_execute inside a CUDA graph capture",
+                  "a cuFFT plan last run on the captured stream (the same transform run "
+                  "eagerly on it first)",
+                  "a plan last run on another stream (moving it waits for the device) on cuda:" +
+                      std::to_string(device) + " while a capture runs");
+    case BlasStreamStep::kSyncThenBind:
+      check_cuda(cudaDeviceSynchronize(),
+                 "cuda::fft_execute (moving a cuFFT plan to another stream)");
+      break;
+    case BlasStreamStep::kBind:  // a new plan: nothing of it is queued anywhere
+      break;
+  }
+  check_fft(cufftSetStream(p.handle, stream), "cufftSetStream");
+  p.stream = stream;
+  p.bound = true;
 }
 
 }  // namespace
@@ -164,8 +196,12 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   // A plan is created outside any capture (its work area is a cudaMalloc,
   // refused inside one): the warm-up step before a capture creates it, and a
   // miss inside one throws (plan_for).
-  cufftHandle h = plan_for(device, kind, dbl, layout, capturing(device));
-  check_fft(cufftSetStream(h, static_cast<cudaStream_t>(stream)), "cufftSetStream");
+  const bool capture = capturing(device);
+  const auto s = static_cast<cudaStream_t>(stream);
+  Plan& plan = plan_for(device, kind, dbl, layout, capture);
+  bind(plan, device, s, capture);
+  plan.pinned = plan.pinned || capture;
+  const cufftHandle h = plan.handle;
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   cufftResult r;
   switch (kind) {

@@ -15,7 +15,11 @@
 // captured graph that ran an FFT is alive. A plan owns its work area
 // (allocated by cuFFT when created), so a transform whose plan does not exist
 // yet is refused inside a capture (fk::Error): run it eagerly first.
-// Calls are serialized by a mutex (a plan is bound to one stream at a time).
+// Calls are serialized by a mutex. A plan (and its work area) is bound to one
+// stream at a time: a call on another stream than the plan's last first waits
+// for the device, and is refused inside a capture (fk::Error), as cuBLAS's
+// handle is (blas_stream.h): run the transform eagerly on the captured stream
+// before capturing it.
 // Determinism: cuFFT is bitwise reproducible for a fixed plan, GPU model and
 // library version.
 // Caution: a c2r transform overwrites its input (cuFFT may use it as scratch);

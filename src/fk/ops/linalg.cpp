@@ -248,6 +248,7 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   const DType dt = a.dtype();
   FK_CHECK(dt == b.dtype(), "matmul_forward", "operands of one dtype",
            std::string(name(dt)) + " and " + name(b.dtype()));
+  check_devices("matmul_forward", a, b);
   check_matmul_shapes("matmul_forward", a, b);
   const bool a1 = a.dim() == 1, b1 = b.dim() == 1;
   Tensor a2 = a1 ? a.unsqueeze(0) : a;
@@ -255,13 +256,15 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   Dims shape = broadcast_shapes(batch_shape(a2), batch_shape(b2), "matmul");
   shape.push_back(a2.shape()[a2.dim() - 2]);
   shape.push_back(b2.shape()[b2.dim() - 1]);
+  // The product lives where its operands do (a CPU result would hand cuBLAS's
+  // device pointers to the host BLAS).
   Tensor out;
   if (is_half(dt)) {
-    out = empty(shape, {DType::F32});
+    out = empty(shape, {DType::F32, a.device()});
     matmul_into(a2.to(DType::F32), b2.to(DType::F32), out, 0.0);
     out = out.to(dt);
   } else {
-    out = empty(shape, {dt});
+    out = empty(shape, {dt, a.device()});
     matmul_into(a2, b2, out, 0.0);
   }
   if (a1 && b1) return out.reshape({});
@@ -322,7 +325,7 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
     w = w.to(ct);
     if (bb.defined()) bb = bb.to(ct);
   }
-  Tensor out2 = empty({nrows, out_f}, {ct});
+  Tensor out2 = empty({nrows, out_f}, {ct, x.device()});
   double beta = 0.0;
   if (bb.defined()) {
     out2.copy_(bb);  // broadcast over rows; GEMM then accumulates onto it

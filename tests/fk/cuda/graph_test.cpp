@@ -418,6 +418,35 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   cuda::destroy_graph(g);
 }
 
+// A cuFFT plan's work area is shared by its runs, so a plan last run on
+// another stream moves only after a wait for the device: inside a capture
+// that move is refused by name (the wait would invalidate it); after one
+// eager run on the captured stream the transform is captured and its replay
+// gives the bits of the run on the first stream.
+TEST(CudaGraph, AnFftPlanLastRunOnAnotherStreamIsRefusedInsideACapture) {
+  FK_SKIP_WITHOUT_GPU();
+  cuda::fft_plan_cache_clear();
+  std::vector<float> samples(48);
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<float>((i * 5) % 9) - 4.f;
+  const Tensor x = from_vector(samples, Dims{48}).to(kGpu);
+  const std::vector<c64> want = rfft(x).to_vector<c64>();  // the plan, run on the previous stream
+  OwnStream own;
+  Tensor y = empty(Dims{25}, {DType::C64, kGpu});
+  cuda::begin_capture(0);
+  const std::string msg = test::error_of([&] { y.copy_(rfft(x)); });
+  EXPECT_NE(msg.find("cuda::fft_execute inside a CUDA graph capture"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("another stream"), std::string::npos) << msg;
+  cuda::abort_capture(0);
+  EXPECT_EQ(cuda::fft_plan_cache_size(), 1);
+  EXPECT_EQ(rfft(x).to_vector<c64>(), want);  // eager: moves the plan to this stream
+  auto* pinned = static_cast<c64*>(cuda::pinned_allocate(want.size() * sizeof(c64)));
+  cuda::begin_capture(0);
+  y.copy_(rfft(x));
+  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(c64));
+  cuda::GraphExec g = cuda::end_capture(0);
+  expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
+}
+
 // The pool answers an out-of-memory by waiting for the device and trimming
 // its cache (eagerly), but inside a capture it throws by name instead: the
 // wait would invalidate the capture. The check is reached directly (an

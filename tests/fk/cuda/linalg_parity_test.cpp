@@ -1,7 +1,8 @@
 // cuBLAS GEMM and the fk linear-algebra ops on the device against the CPU (see
 // parity.h): cuda::gemm in every dtype and transpose with padded leading
 // dimensions (TF32 too), the strided-batched form with a broadcast operand,
-// matmul and linear through the dispatch with gradients, and a device gradcheck.
+// matmul, bmm and linear through the dispatch with gradients (every path of
+// matmul_into, results on the operands' device), and a device gradcheck.
 #include "parity.h"
 
 #include <string>
@@ -122,6 +123,60 @@ std::vector<OpCase> rows() {
       .inputs = a_and_w,
       .device = [](const Inputs& in) { return matmul(in[0], in[1].t()); },
       .tol = [](DType) { return near(1e-12); },
+  });
+  // matmul_forward's result lives on the operands' device, in each path of
+  // matmul_into: a batch folded into rows, per-matrix GEMMs over broadcast
+  // batches, a 16-bit product (computed in f32), and linear's bias rows.
+  r.push_back({
+      .name = "matmul_batch_folds_into_rows",
+      .dtypes = {DType::F64, DType::C128},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({2, 3, 5}, dt, -1, 1, 33), random_of({5, 4}, dt, -1, 1, 34)};
+          },
+      .device = [](const Inputs& in) { return matmul(in[0], in[1]); },
+      .tol = [](DType) { return near(1e-12); },
+      .grad = true,
+  });
+  r.push_back({
+      .name = "bmm_of_transposed_views",
+      .dtypes = {DType::F64},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({3, 5, 4}, dt, -1, 1, 35), random_of({3, 2, 5}, dt, -1, 1, 36)};
+          },
+      .device = [](const Inputs& in) { return bmm(in[0].transpose(1, 2), in[1].transpose(1, 2)); },
+      .tol = [](DType) { return near(1e-12); },
+      .grad = true,
+  });
+  r.push_back({
+      .name = "matmul_broadcast_batch",
+      .dtypes = {DType::F32},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({2, 1, 3, 5}, dt, -1, 1, 37),
+                          random_of({4, 5, 6}, dt, -1, 1, 38)};
+          },
+      .device = [](const Inputs& in) { return matmul(in[0], in[1]); },
+      .tol = [](DType) { return near(1e-5); },
+  });
+  r.push_back({
+      .name = "matmul_half",
+      .dtypes = {DType::F16, DType::BF16},
+      .inputs = a_and_w,
+      .device = [](const Inputs& in) { return matmul(in[0], in[1].t()); },
+  });
+  r.push_back({
+      .name = "linear_with_bias",
+      .dtypes = {DType::F64},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({2, 3, 5}, dt, -1, 1, 39), random_of({4, 5}, dt, -1, 1, 40),
+                          random_of({4}, dt, -1, 1, 41)};
+          },
+      .device = [](const Inputs& in) { return linear(in[0], in[1], in[2]); },
+      .tol = [](DType) { return near(1e-12); },
+      .grad = true,
   });
   // The same small graph on both devices gives the same gradients.
   r.push_back({

@@ -80,15 +80,20 @@ Tensor run_cuda(const Spec& spec, const Tensor& x) {
   if (out.numel() == 0) return out.permute(inverse).contiguous();
 
   // Per-bin weights along the (halved) last dim: scale, times pair_factor on
-  // the bins that stand for two conjugate frequencies.
+  // the bins that stand for two conjugate frequencies. Filled on the device
+  // (two fill kernels), never copied from the host: a host copy is refused
+  // inside a CUDA graph capture, and every C2R (irfft, rfft's backward) makes
+  // these weights.
   const int64_t bins = n_last / 2 + 1;
   const bool pairs = spec.kind != Kind::C2C && spec.pair_factor != 1.0;
   Tensor weights;
   if (pairs || spec.kind == Kind::C2R) {
-    std::vector<double> w(static_cast<size_t>(bins), spec.scale);
+    weights = full(Dims{bins}, spec.scale, {real_dt, x.device()});
     const int64_t pair_end = std::min(bins, (n_last + 1) / 2);
-    for (int64_t k = 1; k < pair_end; ++k) w[k] = spec.scale * spec.pair_factor;
-    weights = from_vector(w).to(real_dt).to(x.device());
+    if (pair_end > 1) {
+      Tensor paired = weights.narrow(0, 1, pair_end - 1);
+      fill_(paired, spec.scale * spec.pair_factor);
+    }
   }
 
   Tensor in;
