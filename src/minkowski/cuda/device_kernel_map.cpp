@@ -142,11 +142,16 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
   const int w = static_cast<int>(in_coords.size(1)), d = w - 1;
   const int64_t K = offset_count(w, static_cast<int>(out_coords.size(1)), offsets);
   const int64_t n_in = in_coords.size(0), n_out = out_coords.size(0);
+  // Row ids (the table's values, the pairs, the row indices) are int32.
+  FK_CHECK(n_in < (int64_t{1} << 31) && n_out < (int64_t{1} << 31), kWhere,
+           "fewer than 2^31 input and output rows",
+           std::to_string(n_in) + " input and " + std::to_string(n_out) + " output rows");
   fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(K, n_in, n_out, device);
   void* stream = fk::cuda::current_stream(device);
   if (n_in == 0 || n_out == 0 || K == 0) {
     add_row_indices(m, stream);
+    fk::cuda::after_op(device);
     return m;
   }
   FK_CHECK(K * n_out < (int64_t{1} << 31), kWhere, "offsets x output rows < 2^31",

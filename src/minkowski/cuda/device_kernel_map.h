@@ -18,7 +18,8 @@
 // built by a stable sort; the deterministic scatter walks them.
 //
 // Limits (fk::Error otherwise): D <= 7 and keys of at most 63 bits (the
-// CPU's 128-bit keys are not ported), offset count x output rows < 2^31.
+// CPU's 128-bit keys are not ported), fewer than 2^31 input and output rows,
+// offset count x output rows < 2^31.
 // The CoordinateMap overload uploads the maps' coordinates per build; the
 // tensor overload takes coordinates already on the device (what
 // device_coordinates.h's maps hold).

@@ -95,7 +95,9 @@ fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
   const DeviceRowMasks& rm = row_masks_of(map, transposed);
   FK_CHECK(rm.eligible, "minkowski::cuda::implicit_conv",
            "a map with volume <= 64 and at most one pair per (row, offset)",
-           "volume " + std::to_string(map.volume) + " or repeated pairs");
+           map.volume > kMaxMaskVolume
+               ? "volume " + std::to_string(map.volume) + " (a 64-bit row mask holds 64 offsets)"
+               : std::string("a row with two pairs in one offset"));
   const int64_t cin = weight.size(1), cout = weight.size(2);
   const int64_t rows = transposed ? map.in_size : map.out_size;
   const int64_t inner = transposed ? cout : cin, cols = transposed ? cin : cout;

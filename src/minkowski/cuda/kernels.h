@@ -44,7 +44,8 @@ void launch_hash_clear(HashTable t, void* stream);
 // (the first occurrence, whatever the thread order). Keys must differ from
 // kEmptyKey; the table must have more slots than distinct keys.
 void launch_hash_insert(HashTable t, const uint64_t* keys, int64_t n, void* stream);
-// found[i] = the value of keys[i], or -1.
+// found[i] = the value of keys[i], or -1 (keys differ from kEmptyKey, as
+// every key a <= 63-bit layout packs does).
 void launch_hash_lookup(HashTable t, const uint64_t* keys, int64_t n, int32_t* found, void* stream);
 
 // Kernel-map search: for offset k < K and output position j < n_out (outputs

@@ -3,8 +3,9 @@
 // gradient within f32 round-off times the sum's depth (K x C_in or K x C_out
 // terms of magnitude <= max |term|, so |err| <= depth 2^-23 max|out| up to
 // the terms' scale), on submanifold 3^3, stride 2, the transposed (strided,
-// swapped) map, an output map with rows and offsets without pairs, a 5^3
-// kernel (volume > 64: falls back to gather), channel counts that are not
+// swapped) map, an output map with rows and offsets without pairs, a 4^3
+// kernel (64 offsets: the masks' top bit), a 5^3 kernel (volume > 64: falls
+// back to gather; refused by name when forced), channel counts that are not
 // multiples of the tiles, f16 and bf16 operands (one rounding); the row masks
 // and their order against masks built on the host from the CPU map;
 // bit-for-bit repeats; auto on a small map; and the knob's parsing, which
@@ -22,6 +23,7 @@
 
 #include "conv_test_operands.h"
 #include "device_test_util.h"
+#include "fk/test_util.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_coordinates.h"
 #include "minkowski/cuda/device_kernel_map.h"
@@ -192,6 +194,24 @@ TEST_F(MinkowskiCudaConvImplicit, LargeKernelFallsBackToGather) {
   expect_matches_cpu(o, ConvDataflow::Gather, "5^3");
 }
 
+// 4^3 = 64 offsets, the most a row mask holds: offset 63 lives in the top
+// bit (masks sort as unsigned 64-bit keys, the tiles' walk reaches bit 63 and
+// counts the 63 offsets below it for the pair's place).
+TEST_F(MinkowskiCudaConvImplicit, SixtyFourOffsetsUseTheMasksTopBit) {
+  MK_SKIP_WITHOUT_GPU();
+  KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
+  auto m = make_map(random_rows(3, 1500, 6, 1, 1, 24), 3, 1);
+  const Operands o = operands(*m, *m, KernelRegion::cube({4}), 6, 9, 101);
+  ASSERT_EQ(o.cpu->volume, 64);
+  ASSERT_GT(o.cpu->count(63), 0);
+  const cuda::DeviceRowMasks& rm = cuda::row_masks_of(o.dev, false);
+  ASSERT_TRUE(rm.eligible);
+  int64_t top = 0;
+  for (int64_t v : rm.mask.to_vector<int64_t>()) top += v < 0;  // bit 63 set
+  EXPECT_EQ(top, o.cpu->count(63));
+  expect_matches_cpu(o, ConvDataflow::Implicit, "4^3");
+}
+
 // The device masks are the host's (bit k per pair of offset k), the order a
 // stable sort by mask, and tiles hold mixed masks.
 TEST_F(MinkowskiCudaConvImplicit, RowMasksAndOrder) {
@@ -303,6 +323,22 @@ TEST(MinkowskiCudaConvImplicitErrors, F64IsRefusedWithItsReason) {
     EXPECT_NE(msg.find("operands of dtype f32, f16 or bf16"), std::string::npos) << msg;
     EXPECT_NE(msg.find("f64 (f64: the implicit kernels compute in f32"), std::string::npos) << msg;
   }
+}
+
+// A map with more offsets than a row mask holds is refused naming its
+// volume, not a repeated pair it does not have (no device work: the masks are
+// never made).
+TEST(MinkowskiCudaConvImplicitErrors, VolumeOver64IsRefusedByName) {
+  cuda::DeviceKernelMap m;
+  m.volume = 125;
+  m.in_size = m.out_size = 4;
+  m.offset_begin.assign(126, 0);
+  const fk::Tensor f = fk::zeros({4, 3}, {fk::DType::F32}),
+                   w = fk::zeros({125, 3, 5}, {fk::DType::F32});
+  const std::string msg = fk::test::error_of([&] { cuda::implicit_conv(f, w, m, false); });
+  EXPECT_NE(msg.find("volume <= 64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("volume 125 (a 64-bit row mask holds 64 offsets)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("repeated"), std::string::npos) << msg;
 }
 
 }  // namespace

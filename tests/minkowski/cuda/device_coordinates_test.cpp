@@ -253,6 +253,71 @@ TEST(MinkowskiCudaCoordinates, KernelMapsMatchManager) {
   }
 }
 
+// Rows at the packed keys' edges, against the CPU: 1-D coordinates spanning
+// all of int32 (a 32-bit column, 33 bits once a kernel's reach pads it) in
+// negative and positive batches, with duplicates (unique rows both orders,
+// lookups, submanifold and strided kernel maps, flooring at INT32_MIN); one
+// point in a negative batch; a 7-D cloud, the widest the device keys take.
+TEST(MinkowskiCudaCoordinates, RowsAtTheKeyLayoutsEdges) {
+  MK_SKIP_WITHOUT_GPU();
+  std::vector<int32_t> line;
+  for (int32_t b : {2, -3, 0})
+    for (int32_t x :
+         {INT32_MAX, INT32_MIN, 0, INT32_MIN + 1, -1, INT32_MAX - 1, 1, INT32_MAX, INT32_MIN})
+      line.insert(line.end(), {b, x});
+  const int64_t n = static_cast<int64_t>(line.size()) / 2;
+  for (RowOrder order : {RowOrder::kFirstOccurrence, RowOrder::kKeys}) {
+    SCOPED_TRACE("order " + std::to_string(static_cast<int>(order)));
+    std::vector<int64_t> unique_rows, inverse;
+    CoordinateMap cpu(line.data(), n, 2, {1}, &unique_rows, &inverse, order);
+    ASSERT_EQ(cpu.size(), n - 6);
+    cuda::DeviceUnique dev = cuda::unique_coordinates(on_gpu(line, 2), {1}, order);
+    expect_same_map(dev.map, cpu);
+    EXPECT_EQ(widen(dev.unique_rows), unique_rows);
+    EXPECT_EQ(widen(dev.inverse), inverse);
+  }
+  const CoordinateMap cpu(line.data(), n, 2, {1});
+  const cuda::DeviceCoordinateMap dev = cuda::unique_coordinates(on_gpu(line, 2), {1}).map;
+  std::vector<int32_t> queries = line;  // every row, then batches and values around them
+  queries.insert(queries.end(), {-4, INT32_MIN, 3, INT32_MAX, -1, 0, 1, 0, 2, INT32_MAX - 2});
+  const std::vector<int32_t> found =
+      cuda::lookup_coordinates(dev, on_gpu(queries, 2)).to_vector<int32_t>();
+  ASSERT_EQ(found.size(), queries.size() / 2);
+  for (size_t i = 0; i < found.size(); ++i)
+    ASSERT_EQ(found[i], cpu.find(queries.data() + 2 * i)) << "query " << i;
+  const auto off3 = KernelRegion::cube({3}).offsets({1});
+  expect_same_kernel_map(cuda::build_device_kernel_map(dev, dev, off3),
+                         *build_kernel_map(cpu, cpu, off3));
+  const cuda::DeviceCoordinateMap down =
+      cuda::stride_coordinates(dev, {2}, RowOrder::kFirstOccurrence);
+  const auto cpu_down = cuda_test::strided_map(cpu, 1, 2);
+  expect_same_map(down, *cpu_down);
+  EXPECT_EQ(down.lo[1], INT32_MIN);
+  const auto off2 = KernelRegion::cube({2}).offsets({1});
+  expect_same_kernel_map(cuda::build_device_kernel_map(dev, down, off2),
+                         *build_kernel_map(cpu, *cpu_down, off2));
+
+  const std::vector<int32_t> point = {-5, 7, -8, 9};
+  const CoordinateMap cpu_point(point.data(), 1, 4, {1, 1, 1});
+  const cuda::DeviceCoordinateMap dev_point = cuda::unique_coordinates(on_gpu(point, 4), {1}).map;
+  expect_same_map(dev_point, cpu_point);
+  const auto cube = KernelRegion::cube({3}).offsets({1, 1, 1});
+  const cuda::DeviceKernelMap one = cuda::build_device_kernel_map(dev_point, dev_point, cube);
+  EXPECT_EQ(one.pairs(), 1);
+  expect_same_kernel_map(one, *build_kernel_map(cpu_point, cpu_point, cube));
+
+  const std::vector<int32_t> rows7 = cloud(7, 600, 2, 1, 2, 123);
+  std::vector<int64_t> unique_rows, inverse;
+  const CoordinateMap cpu7(rows7.data(), 600, 8, std::vector<int32_t>(7, 1), &unique_rows,
+                           &inverse);
+  cuda::DeviceUnique dev7 = cuda::unique_coordinates(on_gpu(rows7, 8), {1});
+  expect_same_map(dev7.map, cpu7);
+  EXPECT_EQ(widen(dev7.inverse), inverse);
+  const auto cross = KernelRegion::cross({3}).offsets(std::vector<int32_t>(7, 1));
+  expect_same_kernel_map(cuda::build_device_kernel_map(dev7.map, dev7.map, cross),
+                         *build_kernel_map(cpu7, cpu7, cross));
+}
+
 TEST(MinkowskiCudaCoordinates, ErrorPaths) {
   MK_SKIP_WITHOUT_GPU();
   // D = 8: wider than the device keys allow.
