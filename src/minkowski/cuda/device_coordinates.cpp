@@ -112,7 +112,8 @@ DeviceUnique make_map(const fk::Tensor& rows, std::vector<int32_t> ts, RowOrder 
                       const char* where) {
   const int w = static_cast<int>(rows.size(1));
   const int64_t n = rows.size(0);
-  FK_CHECK(n < (int64_t{1} << 31), where, "fewer than 2^31 coordinates", std::to_string(n));
+  // The deduplication's scans run over n + 1 int32 entries.
+  FK_CHECK(n < (int64_t{1} << 31) - 1, where, "fewer than 2^31 - 1 coordinates", std::to_string(n));
   fk::cuda::detail::DeviceGuard guard(device);
   void* stream = fk::cuda::current_stream(device);
   DeviceUnique r;

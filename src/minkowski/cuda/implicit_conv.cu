@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "fk/cuda/launch_limits.h"
 #include "minkowski/cuda/kernels.h"
 
 namespace minkowski::cuda {
@@ -163,8 +164,10 @@ void with_storage_type(int dtype, const char* where, F&& f) {
 template <typename S, int BN>
 void launch_tiles(const ImplicitConvArgs& x, void* stream) {
   constexpr int BM = (kThreads / (BN / kTN)) * kTM;
-  const dim3 grid(static_cast<unsigned>((x.rows + BM - 1) / BM),
-                  static_cast<unsigned>((x.cols + BN - 1) / BN));
+  // gridDim.y (channel tiles) stops at 65535: 4,194,240 output channels.
+  const char* where = "minkowski::cuda::launch_implicit_conv";
+  const dim3 grid(fk::cuda::grid_dim(where, 'x', x.rows, BM, "sorted rows"),
+                  fk::cuda::grid_dim(where, 'y', x.cols, BN, "output channels"));
   implicit_conv_kernel<S, BN><<<grid, kThreads, 0, as_stream(stream)>>>(
       static_cast<const S*>(x.src), x.inner, static_cast<const S*>(x.w), x.w_k, x.w_c, x.w_n,
       x.cols, x.order, x.mask, x.begin, x.pair, x.other, x.rows, static_cast<S*>(x.dst));
