@@ -2,16 +2,18 @@
 // and the bulk ones, F16C where the CPU has it) round to nearest, ties to
 // even, as CUDA's __float2half_rn and __float2bfloat16_rn do: the device
 // parity tests compare conversions bit for bit on the strength of it
-// (tests/fk/cuda/copy_parity_test.cpp). References independent of half.h:
-// GCC's _Float16 conversion (libgcc's soft-float rounding) for f16, and for
-// bf16 the nearer of the two bf16 neighbours, found in f64. Inputs: every
-// sign and exponent with the mantissas that sit on and beside each rounding
-// point (ties with an even and an odd kept bit, carries into the exponent
-// and into infinity), every f16 subnormal tie, and random bit patterns.
+// (tests/fk/cuda/copy_parity_test.cpp). References independent of half.h,
+// in f64 arithmetic: for f16 the value scaled to units of the f16 spacing
+// and rounded half to even, for bf16 the nearer of the two bf16 neighbours.
+// Inputs: every sign and exponent with the mantissas that sit on and beside
+// each rounding point (ties with an even and an odd kept bit, carries into
+// the exponent and into infinity), every f16 subnormal tie, and random bit
+// patterns.
 // NaNs are left out: their encodings differ from CUDA's (see
 // docs/performance.md, "Exact device-vs-host claims in the device tests").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,11 +31,28 @@ float float_of(uint32_t u) {
   return f;
 }
 
+// f16 by scaling to units of the f16 spacing at |f| (2^-24 below 2^-14) in
+// f64, where the quotient and its fraction are exact, and rounding the
+// fraction half to even.
 uint16_t f16_reference(float f) {
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
+  const uint16_t sign = std::signbit(f) ? 0x8000u : 0u;
+  if (std::isinf(f)) return static_cast<uint16_t>(sign | 0x7c00u);
+  const double x = std::fabs(static_cast<double>(f));
+  if (x == 0.0) return sign;
+  int e = 0;
+  std::frexp(x, &e);                    // x in [2^(e-1), 2^e)
+  int exponent = std::max(e - 1, -14);  // the f16 exponent, subnormals at -14
+  const double q = std::ldexp(x, 10 - exponent), below = std::floor(q), r = q - below;
+  const bool odd = std::fmod(below, 2.0) == 1.0;
+  double m = r > 0.5 || (r == 0.5 && odd) ? below + 1 : below;  // in [0, 2048]
+  if (m == 2048) {
+    m = 1024;
+    ++exponent;
+  }
+  if (exponent > 15) return static_cast<uint16_t>(sign | 0x7c00u);
+  const int mant = static_cast<int>(m);
+  if (mant < 1024) return static_cast<uint16_t>(sign | mant);  // subnormal (or zero)
+  return static_cast<uint16_t>(sign | (exponent + 15) << 10 | (mant - 1024));
 }
 
 // The bf16 neighbours of finite f are its bits with the low 16 cleared and
