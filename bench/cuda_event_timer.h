@@ -5,13 +5,15 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "fk/cuda/runtime.h"
 
 namespace fk_bench {
 
 inline bool skip_without_device(benchmark::State& state) {
   if (fk::cuda::device_count() > 0) return false;
-  state.SkipWithError("no usable CUDA device");
+  state.SkipWithError(std::string("no usable CUDA device: ") + fk::cuda::no_device_reason());
   return true;
 }
 

@@ -142,16 +142,51 @@ bool thread_began_a_capture() {
 
 }  // namespace
 
-int device_count() {
-  static const int count = []() noexcept {
+namespace {
+
+// "13.0" from CUDA's version number 13000.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+struct DeviceProbe {
+  int count = 0;
+  std::string reason;  // empty when count > 0
+};
+
+// Asked once: cudaGetDeviceCount's answer, and the reason when it is none.
+const DeviceProbe& device_probe() {
+  static const DeviceProbe probe = [] {
+    DeviceProbe p;
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();  // clear the error (35 on machines without a driver)
-      return 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n > 0) {
+      p.count = n > kMaxDevices ? kMaxDevices : n;
+      return p;
     }
-    return n < 0 ? 0 : (n > kMaxDevices ? kMaxDevices : n);
+    cudaGetLastError();  // clear the error (35 on machines without a driver)
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    p.reason = e == cudaSuccess ? std::string("cudaGetDeviceCount found no device")
+                                : std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" +
+                                      cudaGetErrorString(e) + ")";
+    p.reason += "; driver supports CUDA " +
+                (driver > 0 ? cuda_version_text(driver) : std::string("none (no driver)")) +
+                ", runtime is " + cuda_version_text(runtime);
+    return p;
   }();
-  return count;
+  return probe;
+}
+
+}  // namespace
+
+int device_count() {
+  return device_probe().count;
+}
+
+const char* no_device_reason() {
+  return device_probe().reason.c_str();
 }
 
 bool built_with_cuda() {

@@ -10,6 +10,11 @@ namespace fk::cuda {
 
 // 0 on any runtime error (no driver, error 35 on machines without a GPU).
 int device_count();
+// Why device_count() is 0, for skip messages and logs: the runtime's error
+// with the driver's and the runtime's CUDA versions ("cudaErrorInsufficientDriver
+// (...); driver supports CUDA 12.4, runtime is 13.0"), or that the build has
+// no CUDA backend. Empty when a device is usable.
+const char* no_device_reason();
 bool built_with_cuda();
 const char* archs();  // the architectures fk_cuda was compiled for, e.g. "90" or "80,90,120"
 

@@ -21,6 +21,9 @@ namespace {
 int device_count() {
   return 0;
 }
+const char* no_device_reason() {
+  return "fieldkit was built without the CUDA backend";
+}
 bool built_with_cuda() {
   return false;
 }

@@ -52,7 +52,8 @@ cudaError_t failing_call() {
 }
 
 TEST(CudaCheck, RecoverableErrorIsReportedOnceAndCleared) {
-  if (device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  if (device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << ::fk::cuda::no_device_reason();
   // Without check_cuda the failure stays behind for the next cudaGetLastError.
   ASSERT_NE(failing_call(), cudaSuccess);
   ASSERT_NE(cudaPeekAtLastError(), cudaSuccess);

@@ -31,9 +31,10 @@
 
 namespace fk::cuda_parity {
 
-#define FK_SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+#define FK_SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                             \
+    if (::fk::cuda::device_count() == 0)                                           \
+      GTEST_SKIP() << "no usable CUDA device: " << ::fk::cuda::no_device_reason(); \
   } while (0)
 
 inline constexpr int kDev = 0;

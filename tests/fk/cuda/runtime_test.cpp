@@ -10,6 +10,10 @@
 // itself after 2 s, so a wrong policy fails these tests instead of hanging them.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "fk/cuda/runtime.h"
+
 #ifdef FK_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -272,3 +276,19 @@ TEST(CudaRuntime, EmptyCacheTrimsThePool) {
 }  // namespace
 }  // namespace fk
 #endif  // FK_WITH_CUDA
+
+// Without a usable device the reason names what the runtime said, with the
+// driver's and the runtime's CUDA versions (a too-old driver is the usual
+// cause on a GPU machine); with one it is empty. A CPU-only build says so.
+TEST(CudaRuntime, NoDeviceReasonSaysWhy) {
+  const std::string reason = fk::cuda::no_device_reason();
+  if (!fk::cuda::built_with_cuda()) {
+    EXPECT_EQ(reason, "fieldkit was built without the CUDA backend");
+  } else if (fk::cuda::device_count() > 0) {
+    EXPECT_EQ(reason, "");
+  } else {
+    EXPECT_EQ(reason.rfind("cudaGetDeviceCount", 0), 0u) << reason;
+    EXPECT_NE(reason.find("; driver supports CUDA "), std::string::npos) << reason;
+    EXPECT_NE(reason.find(", runtime is 13."), std::string::npos) << reason;
+  }
+}

@@ -25,9 +25,10 @@ namespace minkowski::cuda_test {
 // fk::cuda::device_count() is 0 on any runtime error (no driver: error 35 on
 // machines without a GPU) and in CPU-only builds; scripts/gpu-check counts a
 // skip on a GPU machine as a failure.
-#define MK_SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+#define MK_SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                             \
+    if (::fk::cuda::device_count() == 0)                                           \
+      GTEST_SKIP() << "no usable CUDA device: " << ::fk::cuda::no_device_reason(); \
   } while (0)
 
 inline const fk::Device kGpu = fk::cuda_device(0);

@@ -55,7 +55,8 @@ nlohmann::json batched_protocol(const std::string& device) {
 TEST(BenchDeviceCli, ACudaBatchDeviceIsInTheProtocolTheCpuIsNot) {
   if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   EXPECT_FALSE(batched_protocol("cpu").contains("batch_device"));
-  if (fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  if (fk::cuda::device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << ::fk::cuda::no_device_reason();
   EXPECT_EQ(batched_protocol("cuda").value("batch_device", ""), "cuda:0");
 }
 

@@ -20,9 +20,10 @@ namespace nefi::cuda_test {
 
 // fk::cuda::device_count() is 0 without a usable device and in CPU-only
 // builds; scripts/gpu-check counts a skip on a GPU machine as a failure.
-#define NEFI_SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                            \
-    if (::fk::cuda::device_count() == 0) GTEST_SKIP() << "no usable CUDA device"; \
+#define NEFI_SKIP_WITHOUT_GPU()                                                    \
+  do {                                                                             \
+    if (::fk::cuda::device_count() == 0)                                           \
+      GTEST_SKIP() << "no usable CUDA device: " << ::fk::cuda::no_device_reason(); \
   } while (0)
 
 inline const fk::Device kGpu = fk::cuda_device(0);
