@@ -27,6 +27,11 @@ struct AccumulateGrad : Node {
     }
     FK_CHECK(gi.shape() == var.shape(), "gradient accumulation",
              "a gradient of shape " + var.shape().str(), gi.shape().str());
+    // A backward that made its gradient on another device (a host buffer for
+    // a CUDA leaf) is named here, not later by an optimizer reading .grad.
+    FK_CHECK(gi.device() == var.device(), "gradient accumulation",
+             "a gradient on the leaf's device " + var.device().str(),
+             "one on " + gi.device().str());
     Tensor prev = var.grad();
     if (prev.defined()) {
       var.set_grad(add(prev, gi));
@@ -82,6 +87,9 @@ struct Engine {
       }
       FK_CHECK(g.shape() == r.shape(), "backward", "a gradient of shape " + r.shape().str(),
                g.shape().str());
+      FK_CHECK(g.device() == r.device(), "backward",
+               "a gradient on the output's device " + r.device().str(),
+               "one on " + g.device().str());
       root_edges.push_back(edge_of(r));
       root_grads.push_back(g);
     }

@@ -439,10 +439,10 @@ TEST(CudaGraph, AnFftPlanLastRunOnAnotherStreamIsRefusedInsideACapture) {
   cuda::abort_capture(0);
   EXPECT_EQ(cuda::fft_plan_cache_size(), 1);
   EXPECT_EQ(rfft(x).to_vector<c64>(), want);  // eager: moves the plan to this stream
-  auto* pinned = static_cast<c64*>(cuda::pinned_allocate(want.size() * sizeof(c64)));
+  PinnedValues<c64> pinned(want.size());
   cuda::begin_capture(0);
   y.copy_(rfft(x));
-  cuda::copy_to_pinned_async(pinned, y.data_ptr(), 0, want.size() * sizeof(c64));
+  pinned.copy_from(y);
   cuda::GraphExec g = cuda::end_capture(0);
   expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
 }
