@@ -1,11 +1,12 @@
 // The autograd engine across devices: a backward seed on another device than
-// its output, and a backward node whose gradient lands on another device than
-// its leaf (a host buffer for a CUDA parameter: the bug class of
+// its output, and a backward node that hands an input a gradient on another
+// device than the input's (a host buffer for a CUDA tensor: the bug class of
 // docs/performance.md "Device inputs that reached host allocations or host
-// loops (session 17)"), are refused by name where they enter, not found later
-// as a host read of device memory by an optimizer. A well-behaved graph
-// across devices (to() both ways) still gives each leaf its gradient on its
-// own device. Skips without a usable device (scripts/gpu-check runs it on one).
+// loops (session 17)"), are refused by name where they enter, naming the
+// node, not found later as a host read of device memory by the next node's
+// kernel or an optimizer. A well-behaved graph across devices (to() both
+// ways) still gives each leaf its gradient on its own device. Skips without a
+// usable device (scripts/gpu-check runs it on one).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -16,6 +17,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
 #include "fk/test_util.h"
 #include "parity.h"
 
@@ -45,9 +47,20 @@ TEST(AutogradDevice, AGradientOnAnotherDeviceThanItsLeafIsRefused) {
   FK_SKIP_WITHOUT_GPU();
   Tensor w = full(Dims{3}, 2.0, {DType::F32, kGpu}).set_requires_grad(true);
   const std::string msg = error_of([&] { sum(through_host_gradient_node(w)).backward(); });
-  EXPECT_NE(msg.find("gradient accumulation"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("a gradient on the leaf's device cuda:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("backward of HostGradientNode"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the gradient of input 0 on its device cuda:0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("one on cpu"), std::string::npos) << msg;
+  EXPECT_FALSE(w.grad().defined());
+}
+
+// The same between two nodes: the node after it (a device op's backward,
+// which launches a kernel on its gradient's pointer) never sees it.
+TEST(AutogradDevice, AGradientOnAnotherDeviceThanItsInputNodeIsRefused) {
+  FK_SKIP_WITHOUT_GPU();
+  Tensor w = full(Dims{3}, 2.0, {DType::F32, kGpu}).set_requires_grad(true);
+  const std::string msg = error_of([&] { sum(through_host_gradient_node(exp(w))).backward(); });
+  EXPECT_NE(msg.find("backward of HostGradientNode"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("on its device cuda:0"), std::string::npos) << msg;
   EXPECT_FALSE(w.grad().defined());
 }
 
