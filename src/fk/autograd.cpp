@@ -82,6 +82,9 @@ struct Engine {
       }
       FK_CHECK(g.shape() == r.shape(), "backward", "a gradient of shape " + r.shape().str(),
                g.shape().str());
+      FK_CHECK(g.device() == r.device(), "backward",
+               "a gradient on the output's device " + r.device().str(),
+               "one on " + g.device().str());
       root_edges.push_back(edge_of(r));
       root_grads.push_back(g);
     }
@@ -150,7 +153,16 @@ struct Engine {
       for (size_t k = 0; k < n->next.size(); ++k) {
         const Edge& e = n->next[k];
         if (!e.fn) continue;
-        if (k < out.size() && out[k].defined()) add_grad(e, out[k]);
+        if (k < out.size() && out[k].defined()) {
+          // A backward that made a gradient on another device than its input
+          // (a host buffer for a CUDA tensor) is named here, not found later
+          // as a host read of device memory by the next node or an optimizer.
+          FK_CHECK(
+              out[k].device() == e.device, std::string("backward of ") + n->name(),
+              "the gradient of input " + std::to_string(k) + " on its device " + e.device.str(),
+              "one on " + out[k].device().str());
+          add_grad(e, out[k]);
+        }
         if (--e.fn->deps_ == 0) ready.push_back(e.fn.get());
       }
     }
@@ -188,8 +200,8 @@ bool any_needs_grad(const std::vector<Tensor>& inputs) {
 Edge edge_of(const Tensor& t) {
   if (!tensor_requires_grad(t)) return {};
   AutogradMeta* m = t.impl()->meta.get();
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  return {accumulator_of(t), 0};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr, t.device()};
+  return {accumulator_of(t), 0, t.device()};
 }
 
 void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs,

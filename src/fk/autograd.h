@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "fk/tensor.h"
 
 namespace fk::autograd {
@@ -16,6 +17,7 @@ namespace fk::autograd {
 struct Edge {
   std::shared_ptr<Node> fn;  // null: that input needs no gradient
   uint32_t input_nr = 0;     // which output of `fn` this gradient feeds
+  Device device = kCPU;      // the input's: the engine refuses a gradient elsewhere
 };
 
 // A tensor saved for backward, with the storage version it had when saved.

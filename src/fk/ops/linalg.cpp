@@ -313,6 +313,10 @@ MatmulGrads matmul_backward(const Tensor& grad, const Tensor& a, const Tensor& b
 
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   autograd::NoGradGuard no_grad;
+  // (linear() checks these too; a direct call would hand GEMM a pointer of
+  // the other device)
+  check_devices("linear_forward", x, weight);
+  if (bias.defined()) check_devices("linear_forward", x, bias);
   const DType dt = x.dtype();
   const int64_t out_f = weight.shape()[0], in_f = weight.shape()[1];
   Dims lead(x.shape().data(), x.dim() - 1);

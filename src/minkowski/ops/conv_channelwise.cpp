@@ -117,6 +117,7 @@ ConvGrads channelwise_backward(const fk::Tensor& grad_out, const fk::Tensor& fea
                                bool need_weight) {
   int64_t c = features.size(1);
   check_same_device(features, grad_out, "minkowski::channelwise_convolution", "the gradient");
+  check_same_device(features, weight, "minkowski::channelwise_convolution", "the weight");
   fk::profile::count_launch();
   fk::DType ct = compute_dtype(features.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous(), f = features.to(ct).contiguous(),

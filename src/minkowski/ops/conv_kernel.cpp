@@ -536,6 +536,14 @@ fk::Tensor weight_grad_tiles(const fk::Tensor& grad_out, const fk::Tensor& featu
 ConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
                         const fk::Tensor& weight, const KernelMap& m, bool need_features,
                         bool need_weight) {
+  // (ConvolutionBackward sends device features to device_conv_backward; a
+  // direct call with one device operand would read it on the host)
+  FK_CHECK(
+      grad_out.device().is_cpu() && features.device().is_cpu() && weight.device().is_cpu(),
+      "minkowski::convolution backward",
+      "CPU gradient / features / weight (device features take device_conv_backward, "
+      "conv_device.h)",
+      grad_out.device().str() + " / " + features.device().str() + " / " + weight.device().str());
   int64_t cin = features.size(1), cout = weight.size(weight.dim() - 1);
   const bool bf16 = features.dtype() == fk::DType::BF16 && grad_out.dtype() == fk::DType::BF16 &&
                     weight.dtype() == fk::DType::BF16;

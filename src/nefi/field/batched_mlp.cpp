@@ -179,6 +179,9 @@ MlpLayout mlp_layout(const NeuralField& field) {
 fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, const MlpLayout& L,
                        ActiveMask active) {
   fk::profile::OpScope scope("batched_mlp");
+  FK_CHECK(params.device().is_cpu() && features.device().is_cpu(), "nefi::batched_mlp",
+           "CPU parameters and features (device ones take grouped_mlp, grouped_mlp.h)",
+           params.device().str() + " and " + features.device().str());
   FK_CHECK(params.dim() == 2 && params.size(1) == L.n_params && params.dtype() == kF32 &&
                params.is_contiguous(),
            "nefi::batched_mlp", "contiguous f32 parameters (N, " + std::to_string(L.n_params) + ")",

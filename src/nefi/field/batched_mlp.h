@@ -6,6 +6,8 @@
 //             exactly as NeuralField's FlatParams (layer{i}.weight/bias, out.*)
 //   features  (M, D) f32, the same for every problem (no gradient)
 //   result    (N, M, n_out) f32, the pre-head output of every problem
+// On the CPU (device operands are refused by name; the device batch runs
+// grouped_mlp.h).
 // Per problem the op makes the very products a sequential NeuralField makes
 // (nefi::dense, f32: the fused AVX-512 kernel of dense_gemm.h with bias and
 // activation applied to each tile in registers where the shape fits it, else

@@ -109,6 +109,10 @@ fk::Tensor fast_tanh(const fk::Tensor& x) {
   fk::profile::OpScope scope("fast_tanh");
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, "nefi::fast_tanh",
            "an f32/f64 tensor", fk::name(x.dtype()));
+  FK_CHECK(x.device().is_cpu(), "nefi::fast_tanh",
+           "a CPU tensor (a device trunk fuses tanh into its layers, dense_device.h; fk::tanh "
+           "runs anywhere)",
+           "one on " + x.device().str());
   fk::Tensor xc;
   {
     fk::autograd::NoGradGuard ng;

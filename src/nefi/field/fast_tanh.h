@@ -4,7 +4,8 @@
 // deconvolution step; this is a 13/6 odd rational approximation on
 // [-7.90531, 7.90531] (clamped outside, where tanh is 1 to f32 precision),
 // max abs error ~1e-7 in f32. f32 and f64 inputs (f64 uses std::tanh: it is
-// for tests and gradchecks). Backward: g (1 - y^2) from the saved output.
+// for tests and gradchecks), on the CPU (a device tensor is refused by name).
+// Backward: g (1 - y^2) from the saved output.
 // One op forward, one op backward.
 #include "fk/tensor.h"
 

@@ -25,6 +25,13 @@ fk::Tensor as_contig(const fk::Tensor& t, fk::DType dt) {
   return u.is_contiguous() ? u : u.contiguous();
 }
 
+// An observation (data or mask) for the host loops of a CPU prediction: one
+// on a device is copied over, as the device path copies a host one to the
+// prediction's device (the loops would read device memory).
+fk::Tensor on_host(const fk::Tensor& t, fk::DType dt) {
+  return as_contig(t.device().is_cpu() ? t : t.to(fk::kCPU), dt);
+}
+
 struct MseBackward : fk::autograd::Node {
   fk::autograd::SavedTensor p, y, w;
   double wsum = 1, scale = 1;
@@ -415,8 +422,8 @@ fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor
   {
     fk::autograd::NoGradGuard ng;  // host copies only; the node below records against p
     pc = as_contig(p, dt);
-    yc = as_contig(y, dt);
-    if (mask.defined()) wc = as_contig(mask, dt);
+    yc = on_host(y, dt);
+    if (mask.defined()) wc = on_host(mask, dt);
   }
   const int64_t n = pc.numel();
   double s = 0, wsum = 0;
@@ -469,8 +476,8 @@ fk::Tensor masked_mse_rows(const fk::Tensor& p, const fk::Tensor& y, const fk::T
   {
     fk::autograd::NoGradGuard ng;
     pc = as_contig(p, dt).detach();
-    yc = as_contig(y, dt);
-    if (mask.defined()) wc = as_contig(mask, dt);
+    yc = on_host(y, dt);
+    if (mask.defined()) wc = on_host(mask, dt);
   }
   const int64_t rows = p.size(0), n = p.numel() / std::max<int64_t>(rows, 1);
   std::vector<double> value(rows), wsum(rows);

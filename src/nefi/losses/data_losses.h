@@ -24,7 +24,8 @@ LossPtr huber_loss(double delta = 1.0, std::string name = "huber");
 LossPtr poisson_nll_loss(double eps = 1e-8, std::string name = "poisson_nll");
 
 // The fused masked MSE itself: mean over cells of w (p - y)^2 / scale, where
-// w = mask (or 1) and the mean divides by sum w. Differentiable in p.
+// w = mask (or 1) and the mean divides by sum w. Differentiable in p. Runs
+// on p's device; y and mask on another are copied there.
 fk::Tensor masked_mse(const fk::Tensor& p, const fk::Tensor& y, const fk::Tensor& mask,
                       double scale = 1.0);
 // The same for N problems at once: p, y, mask (N, ...), one scale per row;

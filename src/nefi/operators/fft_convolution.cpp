@@ -122,11 +122,14 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
     X = fk::mul(X, conjugate ? fk::conj(Hd) : Hd);
   } else {
     fk::profile::OpScope scope("fft_conv_multiply");
-    const int64_t m = H.numel(), reps = X.numel() / m;
+    // A spectrum on a device is copied to the host, as the branch above
+    // copies a host one over (the loop reads it here).
+    const fk::Tensor Hh = H.device().is_cpu() ? H : H.to(fk::kCPU);
+    const int64_t m = Hh.numel(), reps = X.numel() / m;
     auto run = [&](auto tag) {
       using C = decltype(tag);
       C* x = X.data<C>();
-      const C* h = H.data<C>();
+      const C* h = Hh.data<C>();
       for (int64_t b = 0; b < reps; ++b)
         for (int64_t i = 0; i < m; ++i) x[b * m + i] *= conjugate ? std::conj(h[i]) : h[i];
     };

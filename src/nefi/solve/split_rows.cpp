@@ -13,9 +13,11 @@ namespace {
 struct SplitRowsBackward : fk::autograd::Node {
   fk::Dims shape;
   fk::DType dtype = fk::DType::F32;
+  fk::Device device = fk::kCPU;
   const char* name() const override { return "SplitRowsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("split_rows_backward");
+    if (!device.is_cpu()) return {on_device(grads)};
     fk::Tensor out = fk::empty(shape, {dtype});
     const int64_t n = shape[0];
     const size_t row = static_cast<size_t>(out.numel() / std::max<int64_t>(n, 1)) * out.itemsize();
@@ -32,6 +34,16 @@ struct SplitRowsBackward : fk::autograd::Node {
       }
     }
     return {out};
+  }
+
+  // The same on x's device (the row copies above read host memory): one
+  // copy per row's gradient into a zeroed buffer there.
+  fk::Tensor on_device(const std::vector<fk::Tensor>& grads) const {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor out = fk::zeros(shape, {dtype, device});
+    for (size_t i = 0; i < grads.size() && static_cast<int64_t>(i) < shape[0]; ++i)
+      if (grads[i].defined()) out.select(0, static_cast<int64_t>(i)).copy_(grads[i]);
+    return out;
   }
 };
 
@@ -51,6 +63,7 @@ std::vector<fk::Tensor> split_rows(const fk::Tensor& x) {
     auto node = std::make_shared<SplitRowsBackward>();
     node->shape = xc.shape();
     node->dtype = xc.dtype();
+    node->device = xc.device();
     node->num_outputs = static_cast<uint32_t>(out.size());
     std::vector<fk::Tensor*> outs;
     for (auto& t : out) outs.push_back(&t);

@@ -12,6 +12,7 @@ namespace {
 struct WeightedRowsBackward : fk::autograd::Node {
   std::vector<double> weights;
   std::vector<fk::DType> dtypes;
+  std::vector<fk::Device> devices;  // each term's: its gradient goes back there
   const char* name() const override { return "WeightedRowsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("weighted_rows_backward");
@@ -20,9 +21,10 @@ struct WeightedRowsBackward : fk::autograd::Node {
     for (size_t i = 0; i < weights.size(); ++i) {
       std::vector<double> gi(g.size());
       for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
-      out.push_back(
-          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}).to(dtypes[i])
-                     : fk::Tensor());
+      out.push_back(next[i].fn
+                        ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}, devices[i])
+                              .to(dtypes[i])
+                        : fk::Tensor());
     }
     return out;
   }
@@ -44,7 +46,10 @@ fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector
   if (fk::autograd::any_needs_grad(terms)) {
     auto node = std::make_shared<WeightedRowsBackward>();
     node->weights = w;
-    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
+    for (const auto& t : terms) {
+      node->dtypes.push_back(t.dtype());
+      node->devices.push_back(t.device());
+    }
     fk::autograd::record(node, terms, out);
   }
   return out;

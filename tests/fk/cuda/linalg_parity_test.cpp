@@ -204,5 +204,25 @@ std::vector<OpCase> rows() {
 
 FK_PARITY_TABLE(Linalg, rows());
 
+// linear_forward, the pure function linear() and autograd nodes call, names
+// an operand on another device (it handed GEMM a pointer of that device).
+TEST(LinalgDevice, LinearForwardRefusesOperandsOnTwoDevices) {
+  FK_SKIP_WITHOUT_GPU();
+  const Tensor x = test::random_tensor({2, 5}, DType::F32, -1, 1, 42);
+  const Tensor w = test::random_tensor({4, 5}, DType::F32, -1, 1, 43);
+  const Tensor b = test::random_tensor({4}, DType::F32, -1, 1, 44);
+  for (const std::string& msg :
+       {test::error_of([&] { linear_forward(x.to(kGpu), w, Tensor()); }),
+        test::error_of([&] { linear_forward(x, w.to(kGpu), Tensor()); }),
+        test::error_of([&] { linear_forward(x.to(kGpu), w.to(kGpu), b); })}) {
+    EXPECT_NE(msg.find("linear_forward"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("operands on one device"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  }
+  const Tensor got = linear_forward(x.to(kGpu), w.to(kGpu), b.to(kGpu));
+  EXPECT_EQ(got.device(), kGpu);
+  test::expect_close(got, linear_forward(x, w, b).to_vector<double>(), 1e-5);
+}
+
 }  // namespace
 }  // namespace fk::cuda_parity

@@ -15,6 +15,7 @@
 #include "device_test_util.h"
 #include "fk/test_util.h"
 #include "minkowski/ops/conv.h"
+#include "minkowski/ops/conv_kernel.h"
 
 namespace minkowski {
 namespace {
@@ -144,6 +145,24 @@ TEST(MinkowskiCudaConvDispatch, ClearErrorsForWhatHasNoDeviceKernel) {
               convolution(h, random_values({27, 4, 4}, 0.2, 18).to(kGpu), fk::Tensor(), k3);
             }).find("dtype bf16"),
             std::string::npos);
+}
+
+// conv_backward, the host kernel's backward, names a device operand instead
+// of reading its memory on the host (ConvolutionBackward sends device
+// features to device_conv_backward; a direct call can mix them).
+TEST(MinkowskiCudaConvDispatch, TheHostBackwardRefusesADeviceOperand) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(300, 4, 19);
+  const KernelRegion k3 = KernelRegion::cube({3});
+  auto map = x.manager()->kernel_map(x.key(), x.key(), k3, false);
+  const fk::Tensor w = random_values({27, 4, 4}, 0.2, 20);
+  const fk::Tensor g = random_values({x.size(), 4}, 1.0, 21);
+  for (const std::string& msg :
+       {error_of([&] { conv_backward(g, x.F(), w.to(kGpu), *map, true, true); }),
+        error_of([&] { conv_backward(g.to(kGpu), x.F(), w, *map, true, true); })}) {
+    EXPECT_NE(msg.find("minkowski::convolution backward"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

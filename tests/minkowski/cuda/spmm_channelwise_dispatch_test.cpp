@@ -173,6 +173,12 @@ TEST(MinkowskiCudaChannelwiseDispatch, MixedDevicesAreClearErrors) {
                                    random_values({27, 4}, 0.2, 14).to(kGpu), *map, true, true);
             }).find("the gradient on cuda:0"),
             std::string::npos);
+  // The backward's weight too (its kernel read a host weight on the device).
+  EXPECT_NE(error_of([&] {
+              channelwise_backward(fk::ones({300, 4}).to(kGpu), xg.F(),
+                                   random_values({27, 4}, 0.2, 15), *map, true, true);
+            }).find("the weight on cuda:0"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -28,6 +28,8 @@
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
 #include "fk/test_util.h"
 #include "nefi/cuda/device_run.h"
 #include "nefi/cuda/device_test_util.h"
@@ -36,6 +38,7 @@
 #include "nefi/solve/batch.h"
 #include "nefi/solve/batch_test_setups.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/split_rows.h"
 
 namespace {
 
@@ -202,6 +205,22 @@ TEST(NefiBatchDevice, DegenerateObservationsAreRefusedNamingTheProblem) {
   EXPECT_EQ(fk::test::error_of([&] { nefi::batch_invert(s.problems, s.curriculum, bo); }),
             "nefi::RelativeMSE: expected observations with non-zero energy, got all zeros in "
             "problem 1");
+}
+
+// split_rows of a device tensor: its backward scatters the rows' gradients
+// on that device (it copied them into a host buffer from device memory). Row
+// 1 gets none: its gradient is 0; rows 0 and 2 get their cotangents.
+TEST(NefiBatchDevice, SplitRowsOfADeviceTensorGivesItsGradientThere) {
+  NEFI_SKIP_WITHOUT_GPU();
+  fk::Tensor x = fk::zeros({3, 2}, {fk::DType::F64, nefi::cuda_test::kGpu});
+  x.set_requires_grad(true);
+  const std::vector<fk::Tensor> rows = nefi::split_rows(x);
+  ASSERT_EQ(rows.size(), 3u);
+  const fk::Tensor c0 = fk::from_vector(std::vector<double>{1, 2}, {2}, nefi::cuda_test::kGpu);
+  const fk::Tensor c2 = fk::from_vector(std::vector<double>{3, 4}, {2}, nefi::cuda_test::kGpu);
+  fk::add(fk::sum(fk::mul(rows[0], c0)), fk::sum(fk::mul(rows[2], c2))).backward();
+  EXPECT_EQ(x.grad().device(), nefi::cuda_test::kGpu);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 2, 0, 0, 3, 4}));
 }
 
 }  // namespace

@@ -67,4 +67,24 @@ TEST(NefiFFTConvolutionDevice, ApplyWithTheCachedSpectrumMatchesTheCpu) {
   }
 }
 
+// spectral_filter of a host input with the spectrum's device copy: the
+// host multiply reads the spectrum after a copy to the host (it read the
+// device pointer before), the bits of the call with the host spectrum, in
+// both directions.
+TEST(NefiFFTConvolutionDevice, AHostInputTakesADeviceSpectrum) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::FFTConvolution op(nefi::gaussian_psf(0.08), nefi::Domain({20, 22}));
+  fk::Generator gen(5);
+  const fk::Tensor x = fk::uniform({20, 22}, -1.0, 1.0, {fk::DType::F64}, &gen);
+  const std::vector<int64_t> L = op.fft_shape(), zeros{0, 0};
+  for (bool conjugate : {false, true}) {
+    const fk::Tensor want =
+        nefi::spectral_filter(x, op.spectrum(fk::DType::F64), L, zeros, zeros, conjugate);
+    const fk::Tensor got =
+        nefi::spectral_filter(x, op.spectrum(fk::DType::F64, kGpu), L, zeros, zeros, conjugate);
+    EXPECT_EQ(got.device(), fk::kCPU);
+    EXPECT_EQ(got.to_vector<double>(), want.to_vector<double>()) << "conjugate " << conjugate;
+  }
+}
+
 }  // namespace

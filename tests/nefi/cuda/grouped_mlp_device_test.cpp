@@ -27,6 +27,8 @@
 #include "fk/test_util.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/domain.h"
+#include "nefi/field/batched_mlp.h"
+#include "nefi/field/fast_tanh.h"
 #include "nefi/field/fourier_features.h"
 #include "nefi/field/grouped_mlp.h"
 #include "nefi/field/mlp_test_fields.h"
@@ -79,6 +81,26 @@ TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
     expect_device_matches_cpu(act, fk::DType::F64);
   }
   expect_device_matches_cpu("tanh", fk::DType::F32, fk::DType::BF16);
+}
+
+// The CPU batch's MLP (batched_mlp.h, host loops) and nefi::fast_tanh (a
+// host loop the CPU trunk calls) name a device operand instead of reading
+// its memory on the host; the device batch runs grouped_mlp.
+TEST(NefiGroupedMlpDevice, TheHostMlpAndFastTanhRefuseDeviceOperands) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::MlpLayout L = nefi::mlp_layout(*two_head_field(mlp_config(24, "tanh"), 0));
+  fk::Generator gen(13);
+  const fk::Tensor params = fk::uniform({2, L.n_params}, -0.5, 0.5, {fk::DType::F32}, &gen);
+  const fk::Tensor x = fk::uniform({7, L.features}, -1.0, 1.0, {fk::DType::F32}, &gen);
+  for (const std::string& msg :
+       {fk::test::error_of([&] { nefi::batched_mlp(params.to(kGpu), x, L); }),
+        fk::test::error_of([&] { nefi::batched_mlp(params, x.to(kGpu), L); })}) {
+    EXPECT_NE(msg.find("nefi::batched_mlp"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  }
+  const std::string msg = fk::test::error_of([&] { nefi::fast_tanh(x.to(kGpu)); });
+  EXPECT_NE(msg.find("nefi::fast_tanh"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("one on cuda:0"), std::string::npos) << msg;
 }
 
 TEST(NefiGroupedMlpDevice, RowsMatchEachProblemsOwnDeviceField) {

@@ -300,6 +300,30 @@ TEST(NefiLossDevice, AnEmptyBatchGivesEmptyValuesAndGradientsAsOnTheCpu) {
   }
 }
 
+// A CPU prediction with its observations (data, mask) on the device: the
+// host loops read them after a copy to the host (they read the device
+// pointers before), the value sum w d^2 / sum w and gradient 2 w d / sum w
+// of d = p - y written out here; one row and the same as a stacked row.
+TEST(NefiLossDevice, AHostPredictionTakesDeviceObservations) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const std::vector<double> p{1, 2, 3, 4}, y{0, 2, 5, 4}, w{1, 0.5, 1, 1};
+  const double wsum = 3.5, value = (1 * 1 + 0.5 * 0 + 1 * 4 + 1 * 0) / wsum;
+  const std::vector<double> grad{2 * 1 / wsum, 0, 2 * -2 / wsum, 0};
+  for (bool rows : {false, true}) {
+    SCOPED_TRACE(rows ? "masked_mse_rows" : "masked_mse");
+    const fk::Dims shape = rows ? fk::Dims{1, 4} : fk::Dims{4};
+    fk::Tensor x = fk::from_vector(p, shape);
+    x.set_requires_grad(true);
+    const fk::Tensor yd = fk::from_vector(y, shape, kGpu), wd = fk::from_vector(w, shape, kGpu);
+    const fk::Tensor v =
+        rows ? nefi::masked_mse_rows(x, yd, wd, {1.0}) : nefi::masked_mse(x, yd, wd, 1.0);
+    EXPECT_EQ(v.device(), fk::kCPU);
+    fk::test::expect_close(v, {value}, 1e-15);
+    fk::sum(v).backward();
+    fk::test::expect_close(x.grad(), grad, 1e-15);
+  }
+}
+
 // A large grid against the CPU in f64: many blocks per row, partials summed.
 TEST(NefiLossDevice, ManyBlocksMatchTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
