@@ -13,7 +13,9 @@ namespace fk_bench {
 
 inline bool skip_without_device(benchmark::State& state) {
   if (fk::cuda::device_count() > 0) return false;
-  state.SkipWithError(std::string("no usable CUDA device: ") + fk::cuda::no_device_reason());
+  static const std::string why =
+      std::string("no usable CUDA device: ") + fk::cuda::no_device_reason();
+  state.SkipWithError(why.c_str());
   return true;
 }
 
