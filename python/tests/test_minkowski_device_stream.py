@@ -33,6 +33,44 @@ def test_a_cuda_tensor_lends_torchs_current_stream(monkeypatch):
     assert lent == [(1, 0x5A5A)]
 
 
+class CudaLooking(torch.Tensor):
+    """A CPU tensor that answers as one on cuda:1 to the Python layer (its
+    DLPack export, and so what C++ reads, stays on the host)."""
+    is_cuda = True
+    device = torch.device("cuda", 1)
+
+
+def recorded_lending(monkeypatch):
+    lent = []
+    monkeypatch.setattr(functional, "_lend", lambda device, stream: lent.append((device, stream)))
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda device: types.SimpleNamespace(cuda_stream=0x5A5A))
+    return lent
+
+
+def test_cuda_tensors_handed_to_cpp_as_they_are_lend_the_stream(monkeypatch):
+    """The calls that pass torch tensors straight to C++ (not through _plain)
+    lend torch's current stream too: nanobind's DLPack import makes torch wait
+    on nothing, so fk must read them on the stream that wrote them."""
+    lent = recorded_lending(monkeypatch)
+    c = torch.tensor([[0, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=torch.int32)
+    key, unique, inverse = ME.CoordinateManager(D=2).insert(c.as_subclass(CudaLooking))
+    assert lent == [(1, 0x5A5A)] and unique.tolist() == [0, 1] and inverse.tolist() == [0, 1, 1]
+    lent.clear()
+    q = ME.utils.sparse_quantize(c.as_subclass(CudaLooking),
+                                 quantization_mode=ME.SparseTensorQuantizationMode.FIRST_OCCURRENCE)
+    assert lent == [(1, 0x5A5A)] and q.tolist() == [[0, 0, 0], [0, 1, 0]]
+    lent.clear()
+    b = ME.utils.batched_coordinates([c[:, 1:].as_subclass(CudaLooking)])
+    assert lent == [(1, 0x5A5A)] and b.tolist() == [[0, 0, 0], [0, 1, 0], [0, 1, 0]]
+    lent.clear()
+    functional._coo(torch.tensor([0, 1]).as_subclass(CudaLooking), torch.tensor([1, 0]), (2, 2))
+    assert lent == [(1, 0x5A5A)]
+    lent.clear()
+    ME.CoordinateManager(D=2).insert(c)  # CPU coordinates lend nothing
+    assert lent == []
+
+
 def test_the_cpu_ops_lend_nothing(monkeypatch):
     lent = []
     monkeypatch.setattr(functional, "_lend", lambda device, stream: lent.append(device))

@@ -7,6 +7,7 @@ import torch
 from .._core import minkowski as _mk
 from . import backend_choices as choices
 from .backend_choices import set_coordinate_map_type  # noqa: F401  (the reference's place)
+from .functional import lend_streams
 
 CoordinateMapKey = _mk.MapKey
 
@@ -89,6 +90,12 @@ class CoordinateManager(_mk.CoordinateManager):
         return {k: kmap.offset_pairs(k) for k in range(kmap.volume)
                 if kmap.count(k)}
 
+    def insert(self, coordinates, tensor_stride=(1,), tag=""):
+        """The C++ insert, on torch's current stream for CUDA coordinates (fk
+        reads them on its stream: see functional.lend_streams)."""
+        lend_streams(coordinates)
+        return super().insert(coordinates, tensor_stride, tag)
+
     def insert_and_map(self, coordinates, tensor_stride=1, string_id=""):
         key, unique, inverse = self.insert(_int_coordinates(coordinates), _axes(tensor_stride),
                                            string_id)
@@ -142,6 +149,7 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     lab = None if labels is None else torch.as_tensor(labels)
     size = [float(quantization_size)] if not isinstance(quantization_size, (list, tuple)) \
         else [float(s) for s in quantization_size]
+    lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab, int(ignore_label), int(seed))
     if return_maps_only:
@@ -173,8 +181,9 @@ def unique_coordinate_map(coordinates, tensor_stride=1):
 def batched_coordinates(coords, dtype=torch.int32, device=None):
     """Per-sample N_i x D coordinates -> (sum N_i) x (1+D) with the sample index
     in column 0 (real coordinates are floored), on `device` (default the CPU)."""
-    return _mk.batched_coordinates([torch.as_tensor(c) for c in coords]).to(device=device,
-                                                                            dtype=dtype)
+    coords = [torch.as_tensor(c) for c in coords]
+    lend_streams(*coords)
+    return _mk.batched_coordinates(coords).to(device=device, dtype=dtype)
 
 
 def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):

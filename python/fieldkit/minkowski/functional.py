@@ -88,10 +88,21 @@ def _saved_inputs(ctx):
 def _plain(t):
     """A one-use DLPack capsule viewing t (keep t itself for the backward);
     for a CUDA tensor, torch's current stream on its device is lent to fk
-    first (forwards and backwards alike: every tensor fk reads comes here)."""
+    first (forwards and backwards alike)."""
     if t.is_cuda:
         _lend(t.device.index, torch.cuda.current_stream(t.device).cuda_stream)
     return _capsule(t)
+
+
+def lend_streams(*tensors):
+    """Lends torch's current stream on each CUDA tensor's device to fk, for a
+    call that hands fk torch tensors as they are (not through _plain): the
+    DLPack import orders nothing (nanobind calls __dlpack__() without a
+    stream, so torch makes no wait), and fk's stream otherwise stays the one
+    lent last, which may be another stream than the one that wrote them."""
+    for t in tensors:
+        if getattr(t, "is_cuda", False):
+            _lend(t.device.index, torch.cuda.current_stream(t.device).cuda_stream)
 
 
 _lend = _core.lend_cuda_stream
@@ -263,6 +274,7 @@ def _spmm_grads(ctx, grad_out, need_values, need_dense):
 
 
 def _coo(rows, cols, size):
+    lend_streams(rows, cols)
     return _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
 
 
