@@ -32,8 +32,9 @@ nb::object to_framework(const fk::Tensor& t, Framework framework);
 inline nb::object to_torch(const fk::Tensor& t) {
   return to_framework(t, Framework::Torch);
 }
+// NumPy holds host memory only: a device tensor comes back as a host copy.
 inline nb::object to_numpy(const fk::Tensor& t) {
-  return to_framework(t, Framework::Numpy);
+  return to_framework(t.device().is_cpu() ? t : t.to(fk::kCPU), Framework::Numpy);
 }
 
 // Binds the module-level helpers (from_dlpack round trips, data pointers).
