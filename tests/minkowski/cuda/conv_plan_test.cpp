@@ -114,5 +114,35 @@ TEST(MinkowskiCudaConvPlan, LargestOffsetEmptyOffsetsAndPerOffsetGroups) {
   EXPECT_NE(bad.find("row_bytes > 0"), std::string::npos) << bad;
 }
 
+// The cap's edge: rows x row_bytes equal to the cap bytes fit, one row more
+// splits; a single offset (K = 1) is one group whatever the cap; an offset
+// above the cap raises it for the groups after it too (the staging buffer is
+// sized for the largest group anyway, so it never exceeds max(cap, largest)).
+TEST(MinkowskiCudaConvPlan, TheCapsLastRowSingleOffsetsAndARaisedCap) {
+  // 1 KiB rows: the cap of 300 rows is 300 / 1024 MiB, exact in binary.
+  const int64_t row_bytes = 1024;
+  const double cap_mb = 300.0 * row_bytes / 1048576.0;
+  const cuda::OffsetGroups at = cuda::plan_offset_groups({100, 200}, row_bytes, true, cap_mb);
+  EXPECT_EQ(at.groups, (std::vector<OffsetGroup>{{0, 2}}));
+  EXPECT_EQ(at.max_rows, 300);
+  const cuda::OffsetGroups over = cuda::plan_offset_groups({100, 201}, row_bytes, true, cap_mb);
+  EXPECT_EQ(over.groups, (std::vector<OffsetGroup>{{0, 1}, {1, 2}}));
+  EXPECT_EQ(over.max_rows, 201);
+  // The cap in bytes one short of 300 rows: 299 rows.
+  const double short_mb = (300.0 * row_bytes - 1) / 1048576.0;
+  EXPECT_EQ(cuda::plan_offset_groups({100, 200}, row_bytes, true, short_mb).groups,
+            (std::vector<OffsetGroup>{{0, 1}, {1, 2}}));
+  for (double cap : {0.0, 1e-9, cap_mb}) {
+    const cuda::OffsetGroups one = cuda::plan_offset_groups({500}, row_bytes, true, cap);
+    EXPECT_EQ(one.groups, (std::vector<OffsetGroup>{{0, 1}})) << cap;
+    EXPECT_EQ(one.max_rows, 500) << cap;
+  }
+  const cuda::OffsetGroups raised =
+      cuda::plan_offset_groups({400, 150, 150, 150}, row_bytes, true, cap_mb);
+  EXPECT_EQ(raised.groups, (std::vector<OffsetGroup>{{0, 1}, {1, 3}, {3, 4}}));
+  EXPECT_EQ(raised.max_rows, 400);
+  EXPECT_EQ(raised.staging_bytes(row_bytes), 400 * row_bytes);
+}
+
 }  // namespace
 }  // namespace minkowski

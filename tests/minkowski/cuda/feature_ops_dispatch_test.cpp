@@ -99,6 +99,34 @@ TEST(MinkowskiCudaFeatureOpsDispatch, InstanceNormMatchesTheCpu) {
   expect_close(yg.F().to(fk::DType::F32), yc.F().to(fk::DType::F32), 1e-7, "f64 instance norm");
 }
 
+// Normalization of a strided view (the transpose of a C x N tensor) on the
+// device: the statistics and the affine pass read raw rows, so the dispatch
+// makes the view contiguous first; values and gradients equal the CPU's on
+// the contiguous copy.
+TEST(MinkowskiCudaFeatureOpsDispatch, NormalizationOfAStridedViewMatchesTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(2500, 5, 2, 31);
+  const Segments seg = batch_segments(x);
+  const fk::Tensor w = random_values({5}, 1.0, 32), b = random_values({5}, 1.0, 33);
+  const fk::Tensor xc = cuda_test::leaf(x.F(), fk::kCPU);
+  const fk::Tensor xt = cuda_test::leaf(x.F().t().contiguous(), kGpu);
+  const fk::Tensor view = xt.t();
+  ASSERT_FALSE(view.is_contiguous());
+  NormStats sc, sg;
+  const fk::Tensor yc = normalize(xc, seg, 1e-5, w, b, nullptr, &sc);
+  const fk::Tensor yg = normalize(view, seg, 1e-5, w.to(kGpu), b.to(kGpu), nullptr, &sg);
+  ASSERT_EQ(yg.device(), kGpu);
+  expect_close(yg, yc, kTol, "strided normalize");
+  for (size_t k = 0; k < sc.mean.size(); ++k) {
+    EXPECT_NEAR(sg.mean[k], sc.mean[k], 1e-12) << k;
+    EXPECT_NEAR(sg.var[k], sc.var[k], 1e-12) << k;
+  }
+  const fk::Tensor g = random_values(yc.shape(), 1.0, 34);
+  yc.backward(g);
+  yg.backward(g.to(kGpu));
+  expect_close(xt.grad().t(), xc.grad(), kTol, "strided normalize grad");
+}
+
 TEST(MinkowskiCudaFeatureOpsDispatch, NonlinearitiesMatchTheCpu) {
   MK_SKIP_WITHOUT_GPU();
   const SparseTensor x = cpu_input(1000, 5, 2, 7);

@@ -176,6 +176,54 @@ TEST(MinkowskiCudaPoolingDispatch, BroadcastMatchesTheCpu) {
   }
 }
 
+// The device paths take strided views (a transpose: column stride 1 absent)
+// and zero channels: the dispatch makes operands contiguous before handing
+// raw pointers to the kernels, and a launch of no elements returns early.
+// Local and global pooling of a transposed view equal the CPU's on the
+// contiguous copy, arg-max rows included; zero channels give empty outputs
+// on the device.
+TEST(MinkowskiCudaPoolingDispatch, StridedAndChannellessFeaturesMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(1200, 5, 2, 19);
+  auto map = x.manager()->kernel_map(x.key(), x.manager()->stride(x.key(), {2, 2, 2}),
+                                     KernelRegion::cube({3}), false);
+  const RowGroups rg = batch_groups(*x.manager()->map(x.key()), "test");
+  // N x C with strides (1, N): a view of a C x N tensor on the device.
+  const fk::Tensor view = x.F().t().contiguous().to(kGpu).t();
+  ASSERT_FALSE(view.is_contiguous());
+  for (PoolingMode mode : {PoolingMode::Max, PoolingMode::Average, PoolingMode::Sum}) {
+    const std::string m = pooling_mode_name(mode);
+    const PoolingResult c = pool_forward(x.F(), *map, mode);
+    const PoolingResult g = pool_forward(view, *map, mode);
+    expect_close(g.out, c.out, kTol, m + " strided local");
+    if (mode == PoolingMode::Max) {
+      EXPECT_EQ(g.argmax.to_vector<int32_t>(), c.argmax.to_vector<int32_t>()) << m;
+    }
+    // The output gradient as a strided view too.
+    const fk::Tensor grad = random_values(c.out.shape(), 1.0, 20);
+    const fk::Tensor grad_view = grad.t().contiguous().to(kGpu).t();
+    expect_close(pool_backward(grad_view, *map, mode, g.argmax),
+                 pool_backward(grad, *map, mode, c.argmax), kTol, m + " strided local backward");
+    const GlobalPoolingResult gc = global_pool_forward(x.F(), rg, mode);
+    const GlobalPoolingResult gg = global_pool_forward(view, rg, mode);
+    expect_close(gg.out, gc.out, kTol, m + " strided global");
+    const fk::Tensor ggrad = random_values(gc.out.shape(), 1.0, 21);
+    expect_close(global_pool_backward(ggrad.t().contiguous().to(kGpu).t(), rg, mode, gg.argmax),
+                 global_pool_backward(ggrad, rg, mode, gc.argmax), kTol,
+                 m + " strided global backward");
+    // Zero channels: (rows x 0) results on the device, nothing launched.
+    const fk::Tensor none = fk::zeros({x.F().size(0), 0}, {fk::DType::F32, kGpu});
+    const PoolingResult z = pool_forward(none, *map, mode);
+    EXPECT_EQ(z.out.device(), kGpu) << m;
+    EXPECT_EQ(z.out.shape(), (fk::Dims{map->out_size, 0})) << m;
+    const GlobalPoolingResult zg = global_pool_forward(none, rg, mode);
+    EXPECT_EQ(zg.out.shape(), (fk::Dims{rg.groups, 0})) << m;
+    EXPECT_EQ(global_pool_backward(zg.out, rg, mode, zg.argmax).shape(),
+              (fk::Dims{x.F().size(0), 0}))
+        << m;
+  }
+}
+
 TEST(MinkowskiCudaPoolingDispatch, MixedDevicesAreClearErrors) {
   MK_SKIP_WITHOUT_GPU();
   const SparseTensor x = cpu_input(400, 4, 2, 17);

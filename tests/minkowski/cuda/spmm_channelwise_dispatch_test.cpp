@@ -158,6 +158,42 @@ TEST(MinkowskiCudaChannelwiseDispatch, ChannelwiseConvolutionMatchesTheCpu) {
       1e-2, "bf16");
 }
 
+// Strided operands on the device (transposed views, a column of a wider
+// matrix): the dispatch makes them contiguous before the kernels read raw
+// rows; results equal the CPU's on the contiguous copies, gradients through
+// the views included. Zero channels give empty device results.
+TEST(MinkowskiCudaChannelwiseDispatch, StridedOperandsMatchTheCpu) {
+  MK_SKIP_WITHOUT_GPU();
+  const int64_t m = 50, k = 60, nnz = 400;
+  const List a = random_list(m, k, nnz, 21);
+  // values: column 1 of nnz x 2 (stride 2); dense: the transpose of 5 x k.
+  const fk::Tensor wide = random_values({nnz, 2}, 1.0, 22),
+                   dense_t = random_values({5, k}, 1.0, 23);
+  expect_matches(
+      {wide, dense_t},
+      [&](const std::vector<fk::Tensor>& x) {
+        return spmm(a.rows, a.cols, x[0].select(1, 1), {m, k}, x[1].t());
+      },
+      kTol, "strided spmm");
+  const SparseTensor x = cpu_input(1500, 6, 4, 24);
+  const KernelRegion k3 = KernelRegion::cube({3});
+  // features: the transpose of 4 x N; weight: the transpose of 4 x 27.
+  expect_matches(
+      {x.F().t().contiguous(), random_values({4, 27}, 0.3, 25)},
+      [&](const std::vector<fk::Tensor>& in) {
+        const SparseTensor xs(in[0].t(), x.key(), x.manager());
+        return channelwise_convolution(xs, in[1].t(), fk::Tensor(), k3).F();
+      },
+      kTol, "strided channelwise");
+  const SparseTensor none(fk::zeros({x.F().size(0), 0}, {fk::DType::F32, kGpu}), x.key(),
+                          x.manager());
+  const fk::Tensor y =
+      channelwise_convolution(none, fk::zeros({27, 0}, {fk::DType::F32, kGpu}), fk::Tensor(), k3)
+          .F();
+  EXPECT_EQ(y.device(), kGpu);
+  EXPECT_EQ(y.shape(), (fk::Dims{x.F().size(0), 0}));
+}
+
 TEST(MinkowskiCudaChannelwiseDispatch, MixedDevicesAreClearErrors) {
   MK_SKIP_WITHOUT_GPU();
   const SparseTensor x = cpu_input(300, 6, 4, 12);
