@@ -89,8 +89,7 @@ def _plain(t):
     """A one-use DLPack capsule viewing t (keep t itself for the backward);
     for a CUDA tensor, torch's current stream on its device is lent to fk
     first (forwards and backwards alike)."""
-    if t.is_cuda:
-        _lend(t.device.index, torch.cuda.current_stream(t.device).cuda_stream)
+    lend_streams(t)
     return _capsule(t)
 
 

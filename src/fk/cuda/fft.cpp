@@ -65,7 +65,7 @@ cufftType plan_type(int kind, bool dbl) {
   }
 }
 
-Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
+Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running) {
   const char* where = "cuda::fft_execute";
   FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", std::to_string(l.rank));
   FK_CHECK(l.batch >= 1, where, "batch >= 1", std::to_string(l.batch));
@@ -112,7 +112,7 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
   // and an eviction's cufftDestroy frees one (cudaFree), both refused in a
   // capture (they would invalidate it, and the failed free left unchecked
   // would leak the plan's memory and blame a later call).
-  if (pin) {
+  if (capture_running) {
     throw Error("cuda::fft_execute inside a CUDA graph capture",
                 "a cuFFT plan made before the capture (the same transform run eagerly on the "
                 "device first)",
@@ -148,7 +148,7 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool pin) {
     check_fft(r, "cufftMakePlanMany64");
   }
   g_lru.push_front(key);
-  return g_plans[key] = Plan{h, g_lru.begin(), pin};
+  return g_plans[key] = Plan{h, g_lru.begin()};  // made outside a capture: not pinned
 }
 
 // Binds a cached plan to `stream`. A plan's work area is shared by all its

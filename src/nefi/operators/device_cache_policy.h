@@ -15,7 +15,8 @@
 //     names no memory). So an entry made while a capture runs is handed to
 //     the step that asked for it and not kept: the step frees it inside its
 //     graph, and the first call outside a capture makes the entry that stays.
-// Tests pass their own of both.
+// HostValueCopies asks only graphs_alive: it uploads from the host, which fk
+// refuses inside a capture. Tests pass their own of both.
 #include <functional>
 
 #include "fk/cuda/graph.h"

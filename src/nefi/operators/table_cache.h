@@ -92,21 +92,18 @@ class DeviceCopies {
 // back by later ones: a solver's eager warm-up step uploads them, its
 // captured steps find them (their graph bakes the tensor's address in). The
 // kMaxEntries most recent are kept; older ones are dropped only while no
-// graph is alive (graphs_alive), so a graph never reads a dropped copy, and
-// one made while a capture runs is not kept (device_cache_policy.h). Thread
-// safe.
+// graph is alive (graphs_alive), so a graph never reads a dropped copy. None
+// is made inside a capture: fk refuses the host copy there. Thread safe.
 class HostValueCopies {
  public:
   static constexpr size_t kMaxEntries = 8;
   HostValueCopies() : HostValueCopies(any_live_graph) {}
-  explicit HostValueCopies(GraphsAlive graphs_alive, CaptureRunning capturing = capture_running)
-      : graphs_alive_(std::move(graphs_alive)), capturing_(std::move(capturing)) {}
+  explicit HostValueCopies(GraphsAlive graphs_alive) : graphs_alive_(std::move(graphs_alive)) {}
   fk::Tensor get(const std::vector<double>& values, fk::Device device) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Entry& e : entries_)
       if (e.device == device && e.values == values) return e.tensor;
     fk::Tensor t = fk::from_vector(values, fk::Dims{static_cast<int64_t>(values.size())}, device);
-    if (capturing_(device)) return t;  // graph memory: not kept
     if (entries_.size() >= kMaxEntries && !graphs_alive_())
       entries_.erase(entries_.begin(), entries_.end() - (kMaxEntries - 1));
     entries_.push_back({values, device, t});
@@ -124,7 +121,6 @@ class HostValueCopies {
     fk::Tensor tensor;
   };
   GraphsAlive graphs_alive_;
-  CaptureRunning capturing_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // least recently made first
 };

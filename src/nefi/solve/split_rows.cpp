@@ -13,11 +13,11 @@ namespace {
 struct SplitRowsBackward : fk::autograd::Node {
   fk::Dims shape;
   fk::DType dtype = fk::DType::F32;
-  fk::Device device = fk::kCPU;
   const char* name() const override { return "SplitRowsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("split_rows_backward");
-    if (!device.is_cpu()) return {on_device(grads)};
+    const fk::Device device = next[0].device;  // x's (recorded only when x needs a gradient)
+    if (!device.is_cpu()) return {on_device(grads, device)};
     fk::Tensor out = fk::empty(shape, {dtype});
     const int64_t n = shape[0];
     const size_t row = static_cast<size_t>(out.numel() / std::max<int64_t>(n, 1)) * out.itemsize();
@@ -38,7 +38,7 @@ struct SplitRowsBackward : fk::autograd::Node {
 
   // The same on x's device (the row copies above read host memory): one
   // copy per row's gradient into a zeroed buffer there.
-  fk::Tensor on_device(const std::vector<fk::Tensor>& grads) const {
+  fk::Tensor on_device(const std::vector<fk::Tensor>& grads, fk::Device device) const {
     fk::autograd::NoGradGuard ng;
     fk::Tensor out = fk::zeros(shape, {dtype, device});
     for (size_t i = 0; i < grads.size() && static_cast<int64_t>(i) < shape[0]; ++i)
@@ -63,7 +63,6 @@ std::vector<fk::Tensor> split_rows(const fk::Tensor& x) {
     auto node = std::make_shared<SplitRowsBackward>();
     node->shape = xc.shape();
     node->dtype = xc.dtype();
-    node->device = xc.device();
     node->num_outputs = static_cast<uint32_t>(out.size());
     std::vector<fk::Tensor*> outs;
     for (auto& t : out) outs.push_back(&t);

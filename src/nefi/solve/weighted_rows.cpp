@@ -12,7 +12,6 @@ namespace {
 struct WeightedRowsBackward : fk::autograd::Node {
   std::vector<double> weights;
   std::vector<fk::DType> dtypes;
-  std::vector<fk::Device> devices;  // each term's: its gradient goes back there
   const char* name() const override { return "WeightedRowsBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::profile::OpScope scope("weighted_rows_backward");
@@ -21,10 +20,11 @@ struct WeightedRowsBackward : fk::autograd::Node {
     for (size_t i = 0; i < weights.size(); ++i) {
       std::vector<double> gi(g.size());
       for (size_t b = 0; b < g.size(); ++b) gi[b] = g[b] * weights[i];
-      out.push_back(next[i].fn
-                        ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}, devices[i])
-                              .to(dtypes[i])
-                        : fk::Tensor());
+      // Each term's gradient on its device (its edge's).
+      out.push_back(
+          next[i].fn ? fk::from_vector(gi, fk::Dims{static_cast<int64_t>(g.size())}, next[i].device)
+                           .to(dtypes[i])
+                     : fk::Tensor());
     }
     return out;
   }
@@ -46,10 +46,7 @@ fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms, const std::vector
   if (fk::autograd::any_needs_grad(terms)) {
     auto node = std::make_shared<WeightedRowsBackward>();
     node->weights = w;
-    for (const auto& t : terms) {
-      node->dtypes.push_back(t.dtype());
-      node->devices.push_back(t.device());
-    }
+    for (const auto& t : terms) node->dtypes.push_back(t.dtype());
     fk::autograd::record(node, terms, out);
   }
   return out;

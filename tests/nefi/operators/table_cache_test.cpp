@@ -6,8 +6,8 @@
 // tensor per set of values (a loss's per-row scales), made once and reused,
 // the oldest dropped past kMaxEntries, but none while a CUDA graph may hold
 // their addresses (the device side: tests/nefi/cuda/sync_free_steps_device_test.cpp).
-// TableCache and HostValueCopies keep nothing made while a capture runs on
-// its device (device_cache_policy.h).
+// TableCache keeps nothing made while a capture runs on its device
+// (device_cache_policy.h).
 #include "nefi/operators/table_cache.h"
 
 #include <gtest/gtest.h>
@@ -110,21 +110,6 @@ TEST(NefiTableCache, NotKeptWhenMadeWhileACaptureRuns) {
   EXPECT_TRUE(get(fk::DType::F32).is_same(kept));
   EXPECT_EQ(makes, 4);
   EXPECT_EQ(cache.size(), 2u);
-}
-
-TEST(NefiHostValueCopies, NotKeptWhenMadeWhileACaptureRuns) {
-  bool capturing = true;
-  nefi::HostValueCopies copies([] { return true; },
-                               [&capturing](fk::Device d) { return capturing && d == fk::kCPU; });
-  const std::vector<double> scales{0.5, 2.0};
-  const fk::Tensor a = copies.get(scales, fk::kCPU);
-  EXPECT_EQ(a.to_vector<double>(), scales);
-  EXPECT_NE(copies.get(scales, fk::kCPU).data_ptr(), a.data_ptr());  // made again
-  EXPECT_EQ(copies.size(), 0u);
-  capturing = false;
-  const fk::Tensor kept = copies.get(scales, fk::kCPU);
-  EXPECT_EQ(copies.get(scales, fk::kCPU).data_ptr(), kept.data_ptr());
-  EXPECT_EQ(copies.size(), 1u);
 }
 
 // Without a device no capture runs, so the default policy keeps what it makes.
