@@ -140,10 +140,6 @@ bool thread_began_a_capture() {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // "13.0" from CUDA's version number 13000.
 std::string cuda_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
