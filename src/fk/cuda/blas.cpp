@@ -16,7 +16,6 @@
 
 #include "fk/cuda/blas_layout.h"
 #include "fk/cuda/blas_stream.h"
-#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
@@ -40,24 +39,12 @@ void check_blas(cublasStatus_t st, const char* what) {
 struct Handle {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
-  cudaStream_t stream = nullptr;  // bound to, when `bound`
+  StreamKey stream;  // bound to, when `bound`
   bool bound = false;
 };
 
 std::mutex g_mu;
 Handle g_handles[kMaxDevices];
-
-// Whether a capture runs that a move of the handle (a device wait) or its
-// creation (an allocation) would break: fk's own on the device, or another
-// framework's on `stream` (the legacy default stream is never captured, and
-// is not asked: the query fails there while a blocking stream captures).
-bool capture_running(int device, cudaStream_t stream) {
-  if (capture_marks().captured_stream(device) != nullptr) return true;
-  if (stream == nullptr) return false;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(stream, &status), "cuda::gemm (cudaStreamIsCapturing)");
-  return status != cudaStreamCaptureStatusNone;
-}
 
 // The device's handle bound to `stream`, created on first use (see
 // blas_stream.h for when it moves and when it refuses). cublasSetStream
@@ -67,7 +54,9 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
            std::to_string(device));
   Handle& h = g_handles[device];
-  switch (blas_stream_step(h.bound, h.stream, stream, capture_running(device, stream))) {
+  const bool capture = capture_running_on(device, stream);
+  const StreamKey key = stream_key(stream, capture);
+  switch (blas_stream_step(h.bound, h.stream, key, capture)) {
     case BlasStreamStep::kKeep:
       return h.handle;
     case BlasStreamStep::kRefuse:
@@ -101,7 +90,7 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   }
   check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
   check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
-  h.stream = stream;
+  h.stream = key;
   h.bound = true;
   return h.handle;
 }

@@ -1,11 +1,16 @@
-// blas_stream_step (see blas_stream.h).
+// blas_stream_step and same_stream (see blas_stream.h).
 #include "fk/cuda/blas_stream.h"
 
 namespace fk::cuda {
 
-BlasStreamStep blas_stream_step(bool bound, const void* bound_stream, const void* stream,
+bool same_stream(const StreamKey& a, const StreamKey& b) {
+  if (a.address != b.address) return false;
+  return !(a.id_known && b.id_known) || a.id == b.id;
+}
+
+BlasStreamStep blas_stream_step(bool bound, const StreamKey& bound_stream, const StreamKey& stream,
                                 bool capture_running) {
-  if (bound && bound_stream == stream) return BlasStreamStep::kKeep;
+  if (bound && same_stream(bound_stream, stream)) return BlasStreamStep::kKeep;
   if (capture_running) return BlasStreamStep::kRefuse;
   return bound ? BlasStreamStep::kSyncThenBind : BlasStreamStep::kBind;
 }

@@ -42,7 +42,7 @@ struct Plan {
   bool pinned = false;
   // The stream of its last execution (once `bound`): its work area may still
   // be in use there.
-  cudaStream_t stream = nullptr;
+  StreamKey stream;
   bool bound = false;
 };
 
@@ -148,7 +148,8 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running
     check_fft(r, "cufftMakePlanMany64");
   }
   g_lru.push_front(key);
-  return g_plans[key] = Plan{h, g_lru.begin()};  // made outside a capture: not pinned
+  return g_plans[key] =
+             Plan{h, g_lru.begin(), false, {}, false};  // made outside a capture: not pinned
 }
 
 // Binds a cached plan to `stream`. A plan's work area is shared by all its
@@ -158,7 +159,8 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running
 // wait would invalidate it; run the transform eagerly on the captured stream
 // first, as the warm-up step before a capture does).
 void bind(Plan& p, int device, cudaStream_t stream, bool capture_running) {
-  switch (blas_stream_step(p.bound, p.stream, stream, capture_running)) {
+  const StreamKey key = stream_key(stream, capture_running);
+  switch (blas_stream_step(p.bound, p.stream, key, capture_running)) {
     case BlasStreamStep::kKeep:
       return;
     case BlasStreamStep::kRefuse:
@@ -175,7 +177,7 @@ void bind(Plan& p, int device, cudaStream_t stream, bool capture_running) {
       break;
   }
   check_fft(cufftSetStream(p.handle, stream), "cufftSetStream");
-  p.stream = stream;
+  p.stream = key;
   p.bound = true;
 }
 
@@ -196,7 +198,7 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   // A plan is created outside any capture (its work area is a cudaMalloc,
   // refused inside one): the warm-up step before a capture creates it, and a
   // miss inside one throws (plan_for).
-  const bool capture = capturing(device);
+  const bool capture = capture_running_on(device, stream);
   const auto s = static_cast<cudaStream_t>(stream);
   Plan& plan = plan_for(device, kind, dbl, layout, capture);
   bind(plan, device, s, capture);

@@ -10,8 +10,9 @@
 // kept rows and its backward fk::index_select_backward (the gradient rows added
 // back into zeros at the kept rows: pruned rows get 0), both fk's pure
 // forward/backward pair with its node; no kernel here. Dtypes: any feature
-// dtype SparseTensor holds. Devices: CPU or CUDA features (the mask on the
-// CPU). Deterministic (a gather). Memory: the kept rows' features and
+// dtype SparseTensor holds. Devices: CPU or CUDA features, the mask on either
+// (a device mask is read back to the host, where the map is built: one
+// sync). Deterministic (a gather). Memory: the kept rows' features and
 // coordinates, one int64 per kept row.
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,7 @@
 
 namespace minkowski {
 
-// mask: bool CPU tensor of x.size() entries (shape (N) or (N, 1)).
+// mask: bool tensor of x.size() entries (shape (N) or (N, 1)), on any device.
 SparseTensor prune(const SparseTensor& x, const fk::Tensor& mask);
 SparseTensor prune(const SparseTensor& x, const std::vector<bool>& mask);
 

@@ -205,6 +205,26 @@ TEST(MinkowskiCudaFeatureOpsDispatch, PruneAndToDenseMatchTheCpu) {
   }
 }
 
+// A mask on the device, as a network computes one (a score > 0), keeps the
+// same rows as the host mask, for features on either device.
+TEST(MinkowskiCudaFeatureOpsDispatch, PruneTakesADeviceMask) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(400, 3, 2, 19);
+  std::vector<bool> mask(static_cast<size_t>(x.size()));
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 4 != 2;
+  const fk::Tensor host_mask = fk::from_vector(mask, fk::Dims{x.size()});
+  const fk::Tensor device_mask = host_mask.to(kGpu);
+  const SparseTensor want = prune(x, host_mask);
+  for (const fk::Device d : {fk::kCPU, kGpu}) {
+    const SparseTensor xd = on(x, d);
+    const SparseTensor got = prune(xd, device_mask);
+    ASSERT_EQ(got.F().device(), d) << d.str();
+    ASSERT_EQ(got.size(), want.size()) << d.str();
+    expect_close(got.F(), want.F(), 0, "prune with a device mask, features on " + d.str());
+    EXPECT_EQ(got.C().to(fk::kCPU).to_vector<int32_t>(), want.C().to_vector<int32_t>()) << d.str();
+  }
+}
+
 TEST(MinkowskiCudaFeatureOpsDispatch, MixedDevicesAreClearErrors) {
   MK_SKIP_WITHOUT_GPU();
   const SparseTensor x = cpu_input(300, 4, 2, 11);
