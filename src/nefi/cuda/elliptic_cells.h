@@ -49,7 +49,7 @@ NEFI_HOST_DEVICE inline void face_system_cell(const StencilGrid& g, const T* sig
                                               int64_t i, T* faces, T* diag, T* inv_diag) {
   T d = T(0);
   const T si = sigma[i];
-  for (int a = 0; a < g.ndim; ++a) {
+  for (int a = 0; a < kStencilAxes && a < g.ndim; ++a) {
     const int64_t st = g.stride[a], len = g.shape[a], c = axis_index(g, a, i);
     const T ih = T(g.inv_h2[a]);
     const bool wrap = g.periodic[a] && len > 1;
@@ -80,7 +80,7 @@ template <typename T>
 NEFI_HOST_DEVICE inline T apply_cell(const StencilGrid& g, const T* faces, const T* diag,
                                      const T* u, int64_t i) {
   T q = diag[i] * u[i];
-  for (int a = 0; a < g.ndim; ++a) {
+  for (int a = 0; a < kStencilAxes && a < g.ndim; ++a) {
     const T* k = faces + a * g.numel;
     const int64_t st = g.stride[a];
     if (!g.periodic[a]) {
@@ -117,7 +117,7 @@ template <typename T>
 NEFI_HOST_DEVICE inline double sigma_gradient_cell(const StencilGrid& g, const T* sigma, const T* a,
                                                    const T* b, double scale, int64_t i,
                                                    double acc) {
-  for (int ax = 0; ax < g.ndim; ++ax) {
+  for (int ax = 0; ax < kStencilAxes && ax < g.ndim; ++ax) {
     const int64_t st = g.stride[ax], len = g.shape[ax], c = axis_index(g, ax, i);
     const double ih = g.inv_h2[ax];
     const bool wrap = g.periodic[ax] && len > 1;

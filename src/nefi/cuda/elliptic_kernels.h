@@ -19,17 +19,26 @@
 
 namespace nefi::cuda {
 
+// Axes a StencilGrid holds. The cells' loops over axes run to it, with an
+// exit at ndim, so that nvcc unrolls them and every shape[a], stride[a], …
+// has a constant index: a loop bounded by ndim alone indexes the grid at run
+// time, and the kernel then copies the whole grid into a local-memory stack
+// frame (ptxas resource audit, docs/performance.md, session 18).
+inline constexpr int kStencilAxes = 3;
+
 // The grid of an EllipticGrid (operators/elliptic/elliptic_stencil.h builds
 // it), by value in every launch.
 struct StencilGrid {
   int ndim = 1;
   int64_t numel = 1;
-  int64_t shape[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1};  // C order
-  bool periodic[3] = {false, false, false};
-  bool dirichlet[3][2] = {{false, false}, {false, false}, {false, false}};  // low, high side
-  double inv_h2[3] = {1, 1, 1};  // 1 / h² in double (T(inv_h2) as build_face_system rounds it)
-  bool harmonic = true;          // face means: harmonic, else arithmetic
+  int64_t shape[kStencilAxes] = {1, 1, 1};
+  int64_t stride[kStencilAxes] = {1, 1, 1};  // C order
+  bool periodic[kStencilAxes] = {false, false, false};
+  // low, high side
+  bool dirichlet[kStencilAxes][2] = {{false, false}, {false, false}, {false, false}};
+  // 1 / h² in double (T(inv_h2) as build_face_system rounds it)
+  double inv_h2[kStencilAxes] = {1, 1, 1};
+  bool harmonic = true;  // face means: harmonic, else arithmetic
 };
 
 // The CG's settings for one launch (elliptic_cg.h's CgOptions, resolved).

@@ -54,7 +54,8 @@ constexpr double kMgOmega = 0.8;        // elliptic::Multigrid<T>::kOmega
 NEFI_HOST_DEVICE inline StencilGrid coarse_grid(const StencilGrid& g) {
   StencilGrid c = g;
   int64_t n = 1;
-  for (int a = g.ndim - 1; a >= 0; --a) {
+  for (int a = kStencilAxes - 1; a >= 0; --a) {
+    if (a >= g.ndim) continue;
     c.shape[a] = (g.shape[a] + 1) / 2;
     c.stride[a] = n;
     n *= c.shape[a];
@@ -107,7 +108,7 @@ NEFI_HOST_DEVICE inline int64_t multigrid_work_size(const StencilGrid& g) {
 NEFI_HOST_DEVICE inline int64_t coarse_index(const StencilGrid& f, const StencilGrid& c,
                                              int64_t i) {
   int64_t p = 0;
-  for (int a = 0; a < f.ndim; ++a) p += axis_index(f, a, i) / 2 * c.stride[a];
+  for (int a = 0; a < kStencilAxes && a < f.ndim; ++a) p += axis_index(f, a, i) / 2 * c.stride[a];
   return p;
 }
 
@@ -118,11 +119,12 @@ template <typename F>
 NEFI_HOST_DEVICE inline void for_each_aggregate_cell(const StencilGrid& f, const StencilGrid& c,
                                                      int64_t I, int axes, F&& fn) {
   int64_t base = 0;
-  for (int a = 0; a < f.ndim; ++a) base += 2 * axis_index(c, a, I) * f.stride[a];
+  for (int a = 0; a < kStencilAxes && a < f.ndim; ++a)
+    base += 2 * axis_index(c, a, I) * f.stride[a];
   for (int m = 0; m < (1 << axes); ++m) {
     int64_t i = base;
     bool inside = true;
-    for (int a = 0; a < axes; ++a)
+    for (int a = 0; a < kStencilAxes && a < axes; ++a)
       if ((m >> (axes - 1 - a)) & 1) {
         inside = inside && 2 * axis_index(c, a, I) + 1 < f.shape[a];
         i += f.stride[a];
@@ -137,7 +139,7 @@ NEFI_HOST_DEVICE inline void for_each_aggregate_cell(const StencilGrid& f, const
 template <typename T>
 NEFI_HOST_DEVICE inline double face_sum_cell(const StencilGrid& g, const T* faces, int64_t i) {
   double s = 0;
-  for (int a = 0; a < g.ndim; ++a) {
+  for (int a = 0; a < kStencilAxes && a < g.ndim; ++a) {
     const T* k = faces + a * g.numel;
     const int64_t st = g.stride[a], len = g.shape[a], c = axis_index(g, a, i);
     const bool wrap = g.periodic[a] && len > 1;
@@ -179,7 +181,8 @@ NEFI_HOST_DEVICE inline void coarse_system_cell(const StencilGrid& f, const Sten
     const double sink = double(diag[i]) - face_sum_cell(f, faces, i);
     d += sink > 0.0 ? sink : 0.0;
   });
-  for (int a = 0; a < c.ndim; ++a) {
+  NEFI_UNROLL
+  for (int a = 0; a < kStencilAxes && a < c.ndim; ++a) {
     const int64_t inner = c.stride[a], cs = c.shape[a], C = axis_index(c, a, I);
     const double own = coarse_face_cell(f, c, faces, I, a);
     const double other = coarse_face_cell(f, c, faces, C > 0 ? I - inner : I + (cs - 1) * inner, a);
@@ -198,7 +201,12 @@ template <typename T>
 NEFI_HOST_DEVICE inline T restrict_cell(const StencilGrid& f, const StencilGrid& c, const T* v,
                                         int64_t I) {
   const int last = f.ndim - 1;
-  const bool pair = axis_index(c, last, I) < f.shape[last] / 2;
+  // The last axis's index and length through constant indices (a run-time
+  // index into a grid puts the grid in local memory: elliptic_kernels.h).
+  auto at_last = [last](const int64_t(&v)[kStencilAxes]) {
+    return last == 0 ? v[0] : last == 1 ? v[1] : v[2];
+  };
+  const bool pair = I / at_last(c.stride) % at_last(c.shape) < at_last(f.shape) / 2;
   T acc = T(0);
   for_each_aggregate_cell(f, c, I, last, [&](int64_t i) { acc += pair ? v[i] + v[i + 1] : v[i]; });
   return acc;
@@ -221,7 +229,7 @@ NEFI_HOST_DEVICE inline void block_cholesky(Exec& ex, const StencilGrid& g, cons
   ex.each([&](int t) {
     if (t != 0) return;
     for (int64_t i = 0; i < n; ++i) a[i * n + i] = double(diag[i]);
-    for (int ax = 0; ax < g.ndim; ++ax) {
+    for (int ax = 0; ax < kStencilAxes && ax < g.ndim; ++ax) {
       const int64_t len = g.shape[ax], inner = g.stride[ax];
       const bool wrap = g.periodic[ax] && len > 1;
       const T* k = faces + ax * n;

@@ -264,6 +264,9 @@ __global__ void __launch_bounds__(kFusedThreads)
 // chunk's rows in order, a 64x64 tile of layer l's [dW | db] = gz^T [x_in | 1]
 // (gz: dL/dz of the layer, or dL/dy for the head).
 constexpr int kGradTile = 64, kGradStep = 16;
+// fused_param_partials_kernel gives thread t the 4x4 sub-tile (t / 16, t % 16)
+// of the 64x64 tile: one per thread of its kFusedThreads.
+static_assert(kFusedThreads == (kGradTile / 4) * (kGradTile / 4), "a 4x4 sub-tile per thread");
 
 // Column k of layer l's input row [x_in | 1] as its product operand.
 template <int P>
@@ -300,7 +303,7 @@ __global__ void __launch_bounds__(kFusedThreads)
   const float* gz = l == s.depth ? gy : gzs + l * n * s.hidden;
   const int64_t begin = blockIdx.z * chunk_rows;
   const int64_t end = begin + chunk_rows < n ? begin + chunk_rows : n;
-  const int tc = threadIdx.x / 16 * 4, tk = threadIdx.x % 16 * 4;
+  const int tc = threadIdx.x / (kGradTile / 4) * 4, tk = threadIdx.x % (kGradTile / 4) * 4;
   float acc[4][4] = {};
   for (int64_t r0 = begin; r0 < end; r0 += kGradStep) {
     for (int e = threadIdx.x; e < kGradStep * kGradTile; e += blockDim.x) {

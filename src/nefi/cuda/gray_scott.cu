@@ -21,6 +21,12 @@ using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 
 constexpr int kGuardThreads = 256;
+// The fused kernels run as one block (the grid of their launches and the
+// minimum of their __launch_bounds__). Saying so lets ptxas use up to 128
+// registers a thread: given the thread count alone it held
+// fused_backward_kernel at 64 and spilled (ptxas resource audit,
+// docs/performance.md, session 18).
+constexpr int kFusedBlocks = 1;
 
 // Grid-stride: blocks_for caps the grid at 2^20 blocks (2^28 threads), below
 // the 2^30 cells the driver admits.
@@ -58,7 +64,7 @@ struct BlockLaunch {
   }
 };
 
-__global__ void __launch_bounds__(kFusedThreads)
+__global__ void __launch_bounds__(kFusedThreads, kFusedBlocks)
     fused_forward_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottFusedRollout r,
                          const double* initial, double* state0, double* state1, double* checkpoints,
                          double* out, const int* poison) {
@@ -67,7 +73,7 @@ __global__ void __launch_bounds__(kFusedThreads)
   gray_scott_forward(r, initial, state, checkpoints, out, poison, launch);
 }
 
-__global__ void __launch_bounds__(kFusedThreads)
+__global__ void __launch_bounds__(kFusedThreads, kFusedBlocks)
     fused_backward_kernel(GrayScottCoefficients k, GrayScottFields f, GrayScottFusedRollout r,
                           const double* checkpoints, double* block, const double* g, double* cot0,
                           double* cot1, GrayScottAdjoint proto) {
@@ -82,8 +88,8 @@ void launch_gray_scott_fused_forward(const GrayScottCoefficients& k, const GrayS
                                      const GrayScottFusedRollout& r, const double* initial,
                                      double* state0, double* state1, double* checkpoints,
                                      double* out, const int* poison, void* stream) {
-  fused_forward_kernel<<<1, kFusedThreads, 0, as_stream(stream)>>>(k, f, r, initial, state0, state1,
-                                                                   checkpoints, out, poison);
+  fused_forward_kernel<<<kFusedBlocks, kFusedThreads, 0, as_stream(stream)>>>(
+      k, f, r, initial, state0, state1, checkpoints, out, poison);
   check_launch("nefi::cuda::gray_scott_fused_forward");
 }
 
@@ -91,8 +97,8 @@ void launch_gray_scott_fused_backward(const GrayScottCoefficients& k, const Gray
                                       const GrayScottFusedRollout& r, const double* checkpoints,
                                       double* block, const double* g, double* cot0, double* cot1,
                                       const GrayScottAdjoint& proto, void* stream) {
-  fused_backward_kernel<<<1, kFusedThreads, 0, as_stream(stream)>>>(k, f, r, checkpoints, block, g,
-                                                                    cot0, cot1, proto);
+  fused_backward_kernel<<<kFusedBlocks, kFusedThreads, 0, as_stream(stream)>>>(
+      k, f, r, checkpoints, block, g, cot0, cot1, proto);
   check_launch("nefi::cuda::gray_scott_fused_backward");
 }
 

@@ -64,8 +64,9 @@ NEFI_HOST_DEVICE void gray_scott_forward(const R& r, const double* initial, doub
   int64_t t = 0;
   for (int64_t s = 0; s < r.total; ++s) {
     GrayScottStep b;
-    b.in = s == 0 ? initial : state[(s - 1) % 2];
-    b.out = state[s % 2];
+    // Selected, not indexed: state[s % 2] would put the array in local memory.
+    b.in = s == 0 ? initial : s % 2 == 1 ? state[0] : state[1];
+    b.out = s % 2 == 0 ? state[0] : state[1];
     if (checkpoints && s % r.every == 0) b.checkpoint = checkpoints + s / r.every * 2 * n;
     if (t < obs_count(r) && s + 1 == r.obs[t]) {
       const int64_t slot = t++ * ch;
@@ -108,8 +109,8 @@ NEFI_HOST_DEVICE void gray_scott_backward(const R& r, const double* checkpoints,
         if (r.observe_v) a.add_v = g + (slot + ch - 1) * n;
       }
       a.state = state(s - 1 - start);
-      a.cot_in = cot[cur];
-      a.cot_out = cot[1 - cur];
+      a.cot_in = cur == 0 ? cot[0] : cot[1];  // selected, as in gray_scott_forward
+      a.cot_out = cur == 0 ? cot[1] : cot[0];
       launch.adjoint(a);
       cur = 1 - cur;
     }

@@ -32,7 +32,8 @@ NEFI_HOST_DEVICE inline int64_t odd_extension_source(const OddExtension& g, int6
                                                      double& sign) {
   int64_t rem = k, src = 0, stride = 1;
   sign = 1.0;
-  for (int a = g.ndim - 1; a >= 0; --a) {
+  for (int a = kOddExtensionAxes - 1; a >= 0; --a) {
+    if (a >= g.ndim) continue;
     const int64_t n = g.n[a], p = rem % (2 * n);
     rem /= 2 * n;
     if (p >= n) sign = -sign;
@@ -45,7 +46,8 @@ NEFI_HOST_DEVICE inline int64_t odd_extension_source(const OddExtension& g, int6
 // The index into the extension (batch, 2n...) of field cell k of (batch, n...).
 NEFI_HOST_DEVICE inline int64_t box_position(const OddExtension& g, int64_t k) {
   int64_t rem = k, at = 0, stride = 1;
-  for (int a = g.ndim - 1; a >= 0; --a) {
+  for (int a = kOddExtensionAxes - 1; a >= 0; --a) {
+    if (a >= g.ndim) continue;
     at += (rem % g.n[a]) * stride;
     rem /= g.n[a];
     stride *= 2 * g.n[a];
@@ -58,7 +60,8 @@ NEFI_HOST_DEVICE inline int64_t box_position(const OddExtension& g, int64_t k) {
 // is at frequency 0 (always zero in an odd extension's spectrum).
 NEFI_HOST_DEVICE inline int64_t extended_mode(const OddExtension& g, int64_t p) {
   int64_t rem = p, mode = 0, stride = 1;
-  for (int a = g.ndim - 1; a >= 0; --a) {
+  for (int a = kOddExtensionAxes - 1; a >= 0; --a) {
+    if (a >= g.ndim) continue;
     const int64_t n = g.n[a], m = rem % (2 * n);
     rem /= 2 * n;
     if (m == 0) return -1;

@@ -13,6 +13,13 @@ namespace nefi::cuda {
 
 using Complex = std::complex<double>;
 
+// Axes an OddExtension holds. poisson_dst_cells.h's loops over axes run
+// from it down, skipping axes past ndim, so that nvcc unrolls them and n[a]
+// has a constant index (a run-time index copies the by-value struct into a
+// local-memory stack frame: ptxas resource audit, docs/performance.md,
+// session 18).
+inline constexpr int kOddExtensionAxes = 3;
+
 // A field (batch, n[0], ..., n[ndim-1]) and its odd extension (batch, 2 n[0],
 // ..., 2 n[ndim-1]): along every axis the field, then its mirror image
 // negated, so the DST-II of the field is (up to a phase per mode) the
@@ -20,7 +27,7 @@ using Complex = std::complex<double>;
 struct OddExtension {
   int ndim = 1;
   int64_t batch = 1;
-  int64_t n[3] = {1, 1, 1};
+  int64_t n[kOddExtensionAxes] = {1, 1, 1};
   int64_t cells() const {
     int64_t c = 1;
     for (int a = 0; a < ndim; ++a) c *= n[a];

@@ -19,6 +19,12 @@
 
 namespace nefi::cuda {
 
+// v[d] for a run-time slot d < kWaveAxes through constant indices (v[d]
+// itself would put the struct holding v in local memory: wave_kernels.h).
+NEFI_HOST_DEVICE inline int64_t wave_slot(const int64_t (&v)[kWaveAxes], int d) {
+  return d == 0 ? v[0] : d == 1 ? v[1] : v[2];
+}
+
 // Padded cell (i0, i1, i2) of a shot and its stored index p.
 struct WaveCell {
   int64_t i[3];
@@ -52,7 +58,7 @@ NEFI_HOST_DEVICE inline bool stored_is_padded(const WaveCells<T>& g, int64_t p, 
 template <typename T>
 NEFI_HOST_DEVICE inline T laplacian_at(const WaveCells<T>& g, const T* u, int64_t p) {
   T v = g.w0 * u[p];
-  for (int a = 0; a < g.nd; ++a) {
+  for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
     const int64_t s = g.s[a];
     v += g.w1[a] * (u[p + s] + u[p - s]);
     if (g.half == 2) v += g.w2[a] * (u[p + 2 * s] + u[p - 2 * s]);
@@ -71,7 +77,8 @@ NEFI_HOST_DEVICE inline void step_cell(const WaveCells<T>& g, const WaveCoeffici
   T v = c.q2[p] * u[q] - c.b[p] * up[q] + c.k[p] * laplacian_at(g, u + base, p);
   if (g.pml) {
     T div = 0;
-    for (int a = 0; a < g.nd; ++a) div += (psi.a[a][q] - psi.a[a][q - g.s[a]]) * g.ih[a];
+    for (int a = 0; a < kWaveAxes && a < g.nd; ++a)
+      div += (psi.a[a][q] - psi.a[a][q - g.s[a]]) * g.ih[a];
     v += c.ad[p] * div;
   }
   un[q] = v;
@@ -83,7 +90,7 @@ NEFI_HOST_DEVICE inline void psi_cell(const WaveCells<T>& g, const WaveCoefficie
                                       const T* u, const T* un, const AxisFields<T>& psi,
                                       int64_t base, int64_t p) {
   const int64_t q = base + p;
-  for (int a = 0; a < g.nd; ++a) {
+  for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
     const int64_t s = g.s[a];
     psi.a[a][q] = c.alpha[a][p] * psi.a[a][q] +
                   c.beta[a][p] * ((un[q + s] - un[q] + u[q + s] - u[q]) * g.ih2[a]);
@@ -140,7 +147,7 @@ NEFI_HOST_DEVICE inline void psi_transpose_cell(const WaveCells<T>& g,
                                                 int64_t base, int64_t p) {
   const int64_t q = base + p;
   T t = 0;
-  for (int a = 0; a < g.nd; ++a) {
+  for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
     const int64_t s = g.s[a];
     t += (c.beta[a][p - s] * mu.a[a][q - s] - c.beta[a][p] * mu.a[a][q]) * g.ih2[a];
   }
@@ -162,7 +169,7 @@ NEFI_HOST_DEVICE inline void adjoint_prepare_cell(const WaveCells<T>& g,
   kl[q] = c.k[p] * lam[q];
   int64_t i[3];
   if (!g.pml || !stored_is_padded(g, p, i)) return;
-  for (int a = 0; a < g.nd; ++a) {
+  for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
     const int64_t s = g.s[a];
     T* m = mu.a[a];
     if (u_n) fbar.a[a][q] += m[q] * ((u_np1[q + s] - u_np1[q] + u_n[q + s] - u_n[q]) * g.ih2[a]);
@@ -220,10 +227,11 @@ NEFI_HOST_DEVICE inline void velocity_coefficients_cell(const WaveCells<T>& g, c
   const int64_t p = w.p;
   k[p] = static_cast<T>(k_per_kappa[p] * kappa[p]);
   if (!g.pml) return;
-  for (int a = 0; a < g.nd; ++a) {
-    const int d = 3 - g.nd + a;
-    if (w.i[d] + 1 >= g.n[d]) continue;
-    beta.a[a][p] = static_cast<T>(bpk.a[a][p] * 0.5 * (kappa[p] + kappa[p + g.stride[d]]));
+  for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
+    const int d = 3 - g.nd + a;  // the slot: a run-time index, read through wave_slot
+    if (wave_slot(w.i, d) + 1 >= wave_slot(g.n, d)) continue;
+    beta.a[a][p] =
+        static_cast<T>(bpk.a[a][p] * 0.5 * (kappa[p] + kappa[p + wave_slot(g.stride, d)]));
   }
 }
 
@@ -239,7 +247,7 @@ NEFI_HOST_DEVICE inline double kappa_gradient_cell(const WaveCells<T>& g, const 
     const int64_t q = s * g.numel + p;
     double v = k_per_kappa[p] * static_cast<double>(kbar[q]);
     if (g.pml)
-      for (int a = 0; a < g.nd; ++a) {
+      for (int a = 0; a < kWaveAxes && a < g.nd; ++a) {
         const double* bk = bpk.a[a];
         const T* fb = fbar.a[a];
         const int64_t sa = g.s[a];

@@ -17,6 +17,14 @@
 
 namespace nefi::cuda {
 
+// Slots of a WaveCells (a 2-D grid is (1, nx, ny)). wave_cells.h's loops over
+// active axes run to it, with an exit at nd, so that nvcc unrolls them and
+// every s[a], w1[a], psi.a[a], … has a constant index: a loop bounded by nd
+// alone indexes the kernel's by-value structs at run time, which copies them
+// into a local-memory stack frame (ptxas resource audit, docs/performance.md,
+// session 18).
+inline constexpr int kWaveAxes = 3;
+
 // One shot's stored grid as the kernels see it: slots are right-aligned as in
 // WaveGrid (a 2-D grid is (1, nx, ny)); the Laplacian's and faces' weights
 // are rounded to T as leapfrog_step.cpp's FixedLaplacian and FaceSet round
