@@ -33,6 +33,10 @@ using buffers::u64;
 // Per column of rows (n x width, on the device): min, max, changes between
 // consecutive rows (3 x width on the host).
 std::vector<int64_t> column_stats(const fk::Tensor& rows, int width, int device, void* stream) {
+  // The kernel keeps kMaxWidth columns in registers (every entry point checks
+  // the width; this guards the kernel's own assumption).
+  FK_CHECK(width >= 1 && width <= kMaxWidth, "minkowski::cuda column statistics",
+           "1.." + std::to_string(kMaxWidth) + " columns", std::to_string(width));
   fk::Tensor stats = fk::empty({3 * width}, {fk::DType::I64, fk::cuda_device(device)});
   launch_column_stats(i32(rows), rows.size(0), width, stats.data<int64_t>(), stream);
   fk::profile::count_launch();
