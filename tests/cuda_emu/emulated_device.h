@@ -1,0 +1,96 @@
+#pragma once
+// Runs fieldkit's CUDA kernels on the CPU, for tests on machines without a
+// GPU (and under ASan/UBSan, which see a kernel's out-of-bounds reads and
+// writes as they see host code's). A .cu file is rewritten
+// (rewrite_cuda_source.pl: its launches become fkemu::launch, its namespace
+// gains ::emu so its launchers do not collide with the real ones linked into
+// the same test) and compiled by the host compiler with device_surface.h
+// (CUDA's built-in variables, intrinsics and atomics on this emulator)
+// forced in first.
+//
+// The model: a launch runs its blocks one after another; a block's threads
+// are fibers on the calling thread, each running until it reaches a barrier
+// (__syncthreads, a warp shuffle, __syncwarp) or returns. A barrier opens
+// when every live thread of its block (or warp) waits at it. The order
+// threads run in between barriers is fkemu::order(): a test runs a kernel in
+// both orders and compares, which exposes a read of another thread's write
+// that no barrier orders (a race on the device). Atomics are plain
+// read-modify-writes: threads never interleave between barriers. What the
+// device would hang on or refuse is an fk::Error from the launch: a barrier
+// some live thread never reaches, a block past 1,024 threads, a grid past
+// CUDA's limits.
+//
+// Not modelled: dynamic shared memory, cooperative launches, CUB, WMMA and
+// inline PTX (rewrite_cuda_source.pl refuses files that use them), timing,
+// and the memory model beyond "a barrier orders everything".
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace fkemu {
+
+// The order the threads of a block run in between two barriers.
+enum class Order { kAscending, kDescending };
+Order order();
+void set_order(Order o);
+
+struct Config {
+  dim3 grid, block;
+  size_t shared_bytes = 0;
+};
+inline Config config(dim3 grid, dim3 block, size_t shared_bytes = 0, cudaStream_t = nullptr) {
+  return Config{grid, block, shared_bytes};
+}
+
+// Runs body once per thread of every block of c (fk::Error for a launch the
+// device would refuse or a barrier that cannot open).
+void run_grid(const Config& c, const std::function<void()>& body);
+
+// kernel<<<c>>>(args...): the arguments converted to the kernel's parameter
+// types once, as the device copies them, then passed by value to each thread.
+template <typename... P, typename... A>
+void launch(const Config& c, void (*kernel)(P...), A&&... args) {
+  std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
+  run_grid(c, [&] { std::apply(kernel, params); });
+}
+
+// The running thread's coordinates.
+uint3 thread_index();
+uint3 block_index();
+dim3 block_dims();
+dim3 grid_dims();
+
+// Barriers: every live thread of the block, or of the caller's warp.
+void sync_block();
+void sync_warp();
+// Each lane of the warp puts `bits` in, then reads lane `from`'s (its own
+// when from is outside the warp); one warp barrier either side.
+uint64_t exchange(uint64_t bits, int from);
+int lane();
+
+// The launchers' host helpers (fk::cuda::detail's), without a CUDA runtime:
+// nothing to check after a launch (its errors were thrown), a runtime call's
+// status checked, copies and fills of host memory.
+void check_launch(const char* where);
+void check_cuda(cudaError_t e, const char* where);
+[[noreturn]] void unsupported(const char* where, const char* expected, int dtype);
+cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t);
+cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t);
+
+template <typename T>
+T shuffle_from(T v, int from) {
+  static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  bits = exchange(bits, from);
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+}  // namespace fkemu

@@ -1,0 +1,121 @@
+// The emulated device itself (emulated_device.h): barriers, warp shuffles,
+// built-in indices, the launch checks, and the two thread orders telling a
+// race apart from a barrier-ordered exchange.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cuda_emu/device_surface.h"
+#include "fk/error.h"
+
+namespace {
+
+constexpr int kBlock = 96;  // three warps
+
+// Reverses each block's slice through shared memory, with or without the
+// barrier between the writes and the reads.
+void reverse_kernel(const int* in, int* out, bool barrier) {
+  __shared__ int s[kBlock];
+  const int t = static_cast<int>(threadIdx.x), base = static_cast<int>(blockIdx.x) * kBlock;
+  s[t] = in[base + t];
+  if (barrier) __syncthreads();
+  out[base + t] = s[kBlock - 1 - t];
+}
+
+std::vector<int> reversed(bool barrier, fkemu::Order order) {
+  std::vector<int> in(3 * kBlock), out(in.size(), -1);
+  std::iota(in.begin(), in.end(), 0);
+  fkemu::set_order(order);
+  fkemu::launch(fkemu::config(3, kBlock), reverse_kernel, in.data(), out.data(), barrier);
+  fkemu::set_order(fkemu::Order::kAscending);
+  return out;
+}
+
+TEST(EmulatedDevice, BarrierOrdersSharedMemoryInBothOrders) {
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    const std::vector<int> out = reversed(true, order);
+    for (int b = 0; b < 3; ++b)
+      for (int t = 0; t < kBlock; ++t)
+        ASSERT_EQ(out[static_cast<size_t>(b * kBlock + t)], b * kBlock + kBlock - 1 - t);
+  }
+}
+
+TEST(EmulatedDevice, AMissingBarrierShowsAsOrderDependentResults) {
+  EXPECT_NE(reversed(false, fkemu::Order::kAscending), reversed(false, fkemu::Order::kDescending));
+}
+
+void divergent_barrier_kernel(int* out) {
+  if (threadIdx.x % 2 == 0) return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+TEST(EmulatedDevice, ABarrierSomeThreadsNeverReachIsAnError) {
+  std::vector<int> out(64);
+  try {
+    fkemu::launch(fkemu::config(1, 64), divergent_barrier_kernel, out.data());
+    FAIL() << "the launch finished";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("32 of 64 threads returned"), std::string::npos)
+        << e.what();
+  }
+  // The emulator is usable after the failed launch.
+  EXPECT_EQ(reversed(true, fkemu::Order::kAscending)[0], kBlock - 1);
+}
+
+// Each warp sums its lanes' values with shuffles down (a tree), and lane 0
+// writes the sum; xor and up shuffles checked lane by lane.
+void warp_kernel(const int* in, int* sums, int* xors, int* ups) {
+  const int t = static_cast<int>(threadIdx.x);
+  int v = in[t];
+  for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xffffffffu, v, d);
+  if (t % 32 == 0) sums[t / 32] = v;
+  xors[t] = __shfl_xor_sync(0xffffffffu, in[t], 1);
+  ups[t] = __shfl_up_sync(0xffffffffu, in[t], 3);
+}
+
+TEST(EmulatedDevice, WarpShufflesMoveLanesValues) {
+  std::vector<int> in(kBlock), sums(3), xors(kBlock), ups(kBlock);
+  for (int t = 0; t < kBlock; ++t) in[static_cast<size_t>(t)] = t * t + 1;
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    fkemu::set_order(order);
+    fkemu::launch(fkemu::config(1, kBlock), warp_kernel, in.data(), sums.data(), xors.data(),
+                  ups.data());
+    for (int w = 0; w < 3; ++w) {
+      int want = 0;
+      for (int l = 0; l < 32; ++l) want += in[static_cast<size_t>(w * 32 + l)];
+      EXPECT_EQ(sums[static_cast<size_t>(w)], want) << "warp " << w;
+    }
+    for (int t = 0; t < kBlock; ++t) {
+      EXPECT_EQ(xors[static_cast<size_t>(t)], in[static_cast<size_t>(t ^ 1)]);
+      EXPECT_EQ(ups[static_cast<size_t>(t)], in[static_cast<size_t>(t % 32 >= 3 ? t - 3 : t)]);
+    }
+  }
+  fkemu::set_order(fkemu::Order::kAscending);
+}
+
+void index_kernel(int* out) {
+  const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const int width = static_cast<int>(gridDim.x * blockDim.x);
+  atomicAdd(&out[y * width + x], 1 + static_cast<int>(threadIdx.z));
+}
+
+TEST(EmulatedDevice, EveryThreadOfATwoDimensionalGridRunsOnce) {
+  const dim3 grid(3, 2), block(4, 5, 2);
+  std::vector<int> out(12 * 10);
+  fkemu::launch(fkemu::config(grid, block), index_kernel, out.data());
+  for (int v : out) EXPECT_EQ(v, 3);  // z = 0 adds 1, z = 1 adds 2
+}
+
+TEST(EmulatedDevice, LaunchesTheDeviceRefusesAreErrors) {
+  std::vector<int> out(4096);
+  EXPECT_THROW(fkemu::launch(fkemu::config(1, 1025), index_kernel, out.data()), fk::Error);
+  EXPECT_THROW(fkemu::launch(fkemu::config(dim3(1, 65536), 1), index_kernel, out.data()),
+               fk::Error);
+  EXPECT_THROW(fkemu::launch(fkemu::config(1, 32, 16), index_kernel, out.data()), fk::Error);
+}
+
+}  // namespace

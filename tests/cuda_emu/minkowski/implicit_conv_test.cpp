@@ -1,0 +1,280 @@
+// implicit_conv.cu's kernels run on the emulated device (emulated_device.h):
+// the row masks and tile slots against host counts, and the FMA tiles
+// against a plain loop over each row's pairs in the kernel's documented sum
+// order (offsets ascending, then inner channels ascending, one f32 FMA
+// each, one rounding per output), bit for bit, in both thread orders.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cuda_emu/emulated_device.h"
+#include "fk/cuda/kernels.h"
+#include "fk/error.h"
+#include "minkowski/cuda/conv_dataflow.h"
+#include "minkowski/cuda/kernels.h"
+
+// The emulated launchers this file runs: kernels.h's, in ::emu (a signature
+// that drifts from its definition fails to link).
+namespace minkowski::cuda::emu {
+void launch_row_masks(const int32_t* begin, const int32_t* pair, int64_t rows,
+                      const int64_t* offset_begin, int64_t volume, uint64_t* mask,
+                      int32_t* repeated, void* stream);
+void launch_tile_slots(const uint64_t* sorted_mask, int64_t rows, int tile_rows,
+                       unsigned long long* slots, void* stream);
+void launch_implicit_conv(int dtype, const ImplicitConvArgs& args, void* stream);
+}  // namespace minkowski::cuda::emu
+
+namespace mc = minkowski::cuda;
+
+namespace {
+
+// A kernel map as the device holds it: pairs grouped by offset
+// (offset_begin), each offset's pairs injective on both sides (distinct
+// coordinates), about `density` of the output rows paired in each offset.
+struct Map {
+  int64_t n_in = 0, n_out = 0, volume = 0;
+  std::vector<int64_t> offset_begin;
+  std::vector<int32_t> in_rows, out_rows;
+};
+
+Map random_map(int64_t n_in, int64_t n_out, int64_t volume, double density, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  Map m{n_in, n_out, volume, {0}, {}, {}};
+  std::vector<int32_t> perm(static_cast<size_t>(n_in));
+  for (int64_t k = 0; k < volume; ++k) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int64_t j = 0; j < std::min(n_in, n_out); ++j)
+      if (u(rng) < density) {
+        m.in_rows.push_back(perm[static_cast<size_t>(j)]);
+        m.out_rows.push_back(static_cast<int32_t>(j));
+      }
+    m.offset_begin.push_back(static_cast<int64_t>(m.in_rows.size()));
+  }
+  return m;
+}
+
+// The CSR the kernels read: for each destination row, its pairs ascending.
+struct RowIndex {
+  std::vector<int32_t> begin, pair;
+};
+RowIndex row_index(const std::vector<int32_t>& dest, int64_t rows) {
+  RowIndex x;
+  x.begin.assign(static_cast<size_t>(rows + 1), 0);
+  for (int32_t r : dest) ++x.begin[static_cast<size_t>(r + 1)];
+  std::partial_sum(x.begin.begin(), x.begin.end(), x.begin.begin());
+  std::vector<int32_t> next(x.begin.begin(), x.begin.end() - 1);
+  x.pair.resize(dest.size());
+  for (size_t p = 0; p < dest.size(); ++p)
+    x.pair[static_cast<size_t>(next[static_cast<size_t>(dest[p])]++)] = static_cast<int32_t>(p);
+  return x;
+}
+
+int offset_of(const Map& m, int64_t p) {
+  int k = 0;
+  while (m.offset_begin[static_cast<size_t>(k + 1)] <= p) ++k;
+  return k;
+}
+
+// The rows' masks and their order (stable by mask), from the emulated kernel,
+// checked against the host's.
+struct Masks {
+  std::vector<uint64_t> mask;
+  std::vector<int32_t> order;
+};
+Masks masks_of(const Map& m, const RowIndex& x, int64_t rows) {
+  Masks out;
+  out.mask.assign(static_cast<size_t>(rows), 0);
+  int32_t repeated = 0;
+  mc::emu::launch_row_masks(x.begin.data(), x.pair.data(), rows, m.offset_begin.data(), m.volume,
+                            out.mask.data(), &repeated, nullptr);
+  EXPECT_EQ(repeated, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint64_t want = 0;
+    for (int32_t e = x.begin[static_cast<size_t>(r)]; e < x.begin[static_cast<size_t>(r + 1)]; ++e)
+      want |= uint64_t{1} << offset_of(m, x.pair[static_cast<size_t>(e)]);
+    EXPECT_EQ(out.mask[static_cast<size_t>(r)], want) << "row " << r;
+  }
+  out.order.resize(static_cast<size_t>(rows));
+  std::iota(out.order.begin(), out.order.end(), 0);
+  std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
+    return out.mask[static_cast<size_t>(a)] < out.mask[static_cast<size_t>(b)];
+  });
+  return out;
+}
+
+template <typename S>
+float widen(S v) {
+  if constexpr (std::is_same_v<S, __half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else
+    return v;
+}
+template <typename S>
+S narrow(float v) {
+  if constexpr (std::is_same_v<S, __half>)
+    return __float2half_rn(v);
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __float2bfloat16_rn(v);
+  else
+    return v;
+}
+template <typename S>
+uint32_t bits_of(S v) {
+  uint32_t b = 0;
+  std::memcpy(&b, &v, sizeof(S));
+  return b;
+}
+
+template <typename S>
+int dtype_code() {
+  if constexpr (std::is_same_v<S, __half>)
+    return fk::cuda::kF16;
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return fk::cuda::kBF16;
+  else
+    return fk::cuda::kF32;
+}
+
+// One product (forward, or input gradient when `transposed`) on the
+// emulated device in the given thread order, checked against the plain loop.
+template <typename S>
+void check_product(const Map& m, int64_t cin, int64_t cout, bool transposed, uint32_t seed) {
+  const int64_t rows = transposed ? m.n_in : m.n_out, src_rows = transposed ? m.n_out : m.n_in;
+  const int64_t inner = transposed ? cout : cin, cols = transposed ? cin : cout;
+  const std::vector<int32_t>& dest = transposed ? m.in_rows : m.out_rows;
+  const std::vector<int32_t>& other = transposed ? m.out_rows : m.in_rows;
+  const RowIndex x = row_index(dest, rows);
+  const Masks masks = masks_of(m, x, rows);
+
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<S> src(static_cast<size_t>(src_rows * inner)),
+      w(static_cast<size_t>(m.volume * cin * cout));
+  for (S& v : src) v = narrow<S>(u(rng));
+  for (S& v : w) v = narrow<S>(u(rng));
+  // W is K x C_in x C_out; the input gradient multiplies by W_k^T.
+  const int64_t w_k = cin * cout, w_c = transposed ? 1 : cout, w_n = transposed ? cout : 1;
+
+  std::vector<S> want(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < cols; ++n) {
+      float acc = 0.0f;
+      for (int32_t e = x.begin[static_cast<size_t>(r)]; e < x.begin[static_cast<size_t>(r + 1)];
+           ++e) {
+        const int32_t p = x.pair[static_cast<size_t>(e)];
+        const int64_t k = offset_of(m, p), i = other[static_cast<size_t>(p)];
+        for (int64_t c = 0; c < inner; ++c)
+          acc = std::fma(widen(src[static_cast<size_t>(i * inner + c)]),
+                         widen(w[static_cast<size_t>(k * w_k + c * w_c + n * w_n)]), acc);
+      }
+      want[static_cast<size_t>(r * cols + n)] = narrow<S>(acc);
+    }
+
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    fkemu::set_order(order);
+    // Poisoned: every output must be written.
+    std::vector<S> got(static_cast<size_t>(rows * cols), narrow<S>(NAN));
+    mc::ImplicitConvArgs a{src.data(),
+                           inner,
+                           w.data(),
+                           w_k,
+                           w_c,
+                           w_n,
+                           cols,
+                           masks.order.data(),
+                           x.begin.data(),
+                           x.pair.data(),
+                           other.data(),
+                           masks.mask.data(),
+                           rows,
+                           got.data()};
+    mc::emu::launch_implicit_conv(dtype_code<S>(), a, nullptr);
+    int64_t wrong = 0;
+    for (size_t e = 0; e < got.size(); ++e)
+      if (bits_of(got[e]) != bits_of(want[e]) && wrong++ < 5)
+        ADD_FAILURE() << "row " << e / cols << " channel " << e % cols << ": got " << widen(got[e])
+                      << ", want " << widen(want[e]) << " (order "
+                      << (order == fkemu::Order::kAscending ? "ascending" : "descending") << ")";
+    EXPECT_EQ(wrong, 0) << "rows " << rows << ", inner " << inner << ", cols " << cols;
+  }
+  fkemu::set_order(fkemu::Order::kAscending);
+}
+
+TEST(EmulatedImplicitConv, RowMasksAndTileSlotsMatchTheHost) {
+  const Map m = random_map(700, 600, 64, 0.3, 1);
+  const RowIndex x = row_index(m.out_rows, m.n_out);
+  const Masks masks = masks_of(m, x, m.n_out);
+  std::vector<uint64_t> sorted(masks.mask.size());
+  for (size_t r = 0; r < sorted.size(); ++r)
+    sorted[r] = masks.mask[static_cast<size_t>(masks.order[r])];
+  for (int tile : {64, 128}) {
+    unsigned long long slots = 0;
+    mc::emu::launch_tile_slots(sorted.data(), m.n_out, tile, &slots, nullptr);
+    EXPECT_EQ(static_cast<int64_t>(slots), mc::padded_slots(masks.mask, tile)) << "tile " << tile;
+  }
+}
+
+TEST(EmulatedImplicitConv, RowMasksFlagARowWithTwoPairsInOneOffset) {
+  // Two pairs of output row 3 in offset 1: a map no distinct coordinates make.
+  Map m{4, 4, 2, {0, 1, 3}, {0, 1, 2}, {3, 3, 3}};
+  const RowIndex x = row_index(m.out_rows, 4);
+  std::vector<uint64_t> mask(4);
+  int32_t repeated = 0;
+  mc::emu::launch_row_masks(x.begin.data(), x.pair.data(), 4, m.offset_begin.data(), 2, mask.data(),
+                            &repeated, nullptr);
+  EXPECT_EQ(repeated, 1);
+  EXPECT_EQ(mask[3], 3u);
+  EXPECT_EQ(mask[0], 0u);
+}
+
+TEST(EmulatedImplicitConv, ForwardF32AtNarrowAndWideOutputs) {
+  const Map m = random_map(300, 260, 27, 0.4, 2);
+  check_product<float>(m, 5, 3, false, 10);    // one 32-wide tile, inner past no full slice
+  check_product<float>(m, 37, 33, false, 11);  // 64-wide tiles, inner 16 + 16 + 5
+  check_product<float>(m, 16, 70, false, 12);  // two column tiles, the second partial
+}
+
+TEST(EmulatedImplicitConv, InputGradientF32) {
+  const Map m = random_map(280, 300, 27, 0.4, 3);
+  check_product<float>(m, 33, 20, true, 13);
+  check_product<float>(m, 7, 48, true, 14);
+}
+
+TEST(EmulatedImplicitConv, SixtyFourOffsetsAndRowsWithoutPairs) {
+  // Sparse: many rows have no pair at all (zeros), and offset 63 is used.
+  const Map m = random_map(200, 200, 64, 0.05, 4);
+  ASSERT_GT(m.offset_begin[64], m.offset_begin[63]);
+  check_product<float>(m, 9, 17, false, 15);
+}
+
+TEST(EmulatedImplicitConv, HalfAndBFloat16RoundOncePerOutput) {
+  const Map m = random_map(200, 180, 27, 0.5, 5);
+  check_product<__half>(m, 24, 40, false, 16);
+  check_product<__nv_bfloat16>(m, 24, 40, false, 17);
+  check_product<__half>(m, 12, 10, true, 18);
+}
+
+TEST(EmulatedImplicitConv, RefusesF64ByName) {
+  mc::ImplicitConvArgs a{};
+  a.rows = 1;
+  a.cols = 1;
+  try {
+    mc::emu::launch_implicit_conv(fk::cuda::kF64, a, nullptr);
+    FAIL() << "f64 ran";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f32, f16 or bf16"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
