@@ -28,11 +28,13 @@ namespace fkemu {
 
 namespace {
 
-// ASan's frames are larger, and it must be told of every stack switch.
+// A thread's stack: kernels keep little on it, but ASan's frames are larger
+// (and its swapcontext clears the shadow of the whole stack at every switch,
+// so a larger stack costs at every barrier).
 #ifdef FKEMU_ASAN
-constexpr size_t kStackBytes = size_t{512} << 10;
-#else
 constexpr size_t kStackBytes = size_t{128} << 10;
+#else
+constexpr size_t kStackBytes = size_t{64} << 10;
 #endif
 constexpr int kWarp = 32;
 
@@ -40,7 +42,7 @@ enum class State { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
 
 struct Fiber {
   ucontext_t context;
-  std::unique_ptr<char[]> stack;
+  char* stack = nullptr;  // one of g_stacks
   State state = State::kReady;
   uint3 index{};
   int linear = 0;
@@ -62,7 +64,16 @@ struct Block {
 };
 
 Order g_order = Order::kAscending;
+// Threads' stacks, kept from launch to launch (allocating them per launch
+// dominated the emulator's time under ASan).
+std::vector<std::unique_ptr<char[]>> g_stacks;
 Block* g_block = nullptr;  // the block being run (launches do not nest)
+
+char* stack(int thread) {
+  while (static_cast<int>(g_stacks.size()) <= thread)
+    g_stacks.emplace_back(new char[kStackBytes]);
+  return g_stacks[static_cast<size_t>(thread)].get();
+}
 
 Fiber& running() {
   return *g_block->running;
@@ -84,6 +95,7 @@ void switch_to_scheduler(Fiber& f, bool done) {
 void fiber_main() {
   Block& b = *g_block;
 #ifdef FKEMU_ASAN
+  // The stack switched from: the scheduler's, where every fiber returns to.
   __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
 #endif
   (*b.body)();
@@ -96,12 +108,11 @@ void fiber_main() {
 void resume(Block& b, Fiber& f) {
   b.running = &f;
 #ifdef FKEMU_ASAN
-  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, f.stack.get(), kStackBytes);
+  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, f.stack, kStackBytes);
 #endif
   swapcontext(&b.scheduler, &f.context);
 #ifdef FKEMU_ASAN
-  __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, &b.scheduler_stack_bottom,
-                                  &b.scheduler_stack_size);
+  __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
 #endif
   b.running = nullptr;
 }
@@ -117,7 +128,7 @@ void run_block(Block& b) {
   for (Fiber& f : b.fibers) {
     f.state = State::kReady;
     getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_sp = f.stack;
     f.context.uc_stack.ss_size = kStackBytes;
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
@@ -192,7 +203,7 @@ void run_grid(const Config& c, const std::function<void()>& body) {
     for (unsigned y = 0; y < c.block.y; ++y)
       for (unsigned x = 0; x < c.block.x; ++x, ++linear) {
         Fiber& f = b.fibers[static_cast<size_t>(linear)];
-        f.stack.reset(new char[kStackBytes]);
+        f.stack = stack(linear);
         f.index = uint3{x, y, z};
         f.linear = linear;
       }
