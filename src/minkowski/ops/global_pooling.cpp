@@ -30,7 +30,9 @@ struct Source {
 };
 
 // acc = the reduction of the source's rows[0 .. n) (n >= 1), in row order;
-// Max keeps the first of equal values.
+// Max keeps the first of equal values. Products are rounded before they are
+// added, in every clone (this file is built with -ffp-contract=off): the
+// device's kernel rounds them so too (pooling.cu, mul_rn).
 template <typename T, PoolingMode M, bool Product>
 [[gnu::always_inline]] inline void fold(const Source<T>& src, int64_t c, const int32_t* rows,
                                         int64_t n, T* __restrict acc, int32_t* __restrict amax) {
