@@ -199,11 +199,12 @@ void expect_cpu_map(const std::vector<int32_t>& rows, int width, RowOrder order)
 
 TEST(EmulatedCoordinates, ColumnStatsAreExactForEveryWidth) {
   std::mt19937 rng(1);
-  // 300 rows: a full block and a partial one; 37: one block, its second warp
-  // one row long, the rest of the threads without rows. (Each shuffle is a
-  // warp barrier, the emulator's costly step: 37 rows at two widths only.)
-  std::vector<std::pair<int64_t, int>> shapes{{37, 1}, {37, mc::kMaxWidth}};
-  for (int width = 1; width <= mc::kMaxWidth; ++width) shapes.emplace_back(300, width);
+  // 37 rows: one block, its second warp one row long, its other warps
+  // without rows; 300: a full block and a partial one, their warps' parts
+  // combined by the atomics. (Each shuffle is a warp barrier, the emulator's
+  // costly step: 300 rows at two widths only.)
+  std::vector<std::pair<int64_t, int>> shapes{{300, 1}, {300, mc::kMaxWidth}};
+  for (int width = 1; width <= mc::kMaxWidth; ++width) shapes.emplace_back(37, width);
   for (const auto& [n, width] : shapes) {
     SCOPED_TRACE(testing::Message() << n << " rows x " << width);
     // Each value repeats the row above's half of the time (changes below
