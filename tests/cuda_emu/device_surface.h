@@ -118,6 +118,8 @@ inline float rsqrtf(float x) {
 inline double rsqrt(double x) {
   return 1.0 / std::sqrt(x);
 }
+// CUDA declares isfinite in the global namespace; libstdc++'s <cmath> only in std.
+using std::isfinite;
 // Rounded once, never contracted: what the _rn intrinsics promise.
 inline float __fmul_rn(float a, float b) {
   return a * b;
