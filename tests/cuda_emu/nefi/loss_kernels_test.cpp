@@ -138,14 +138,21 @@ Cells<T> random_cells(int64_t rows, int64_t n, uint32_t seed) {
   return c;
 }
 
+// A few kinds for the rows of several blocks (every kind runs on the rows
+// of one block: a kind changes only each cell's term, not the order).
+std::vector<nc::CellwiseTerm> some_terms() {
+  return {{nc::kCellSquaredError, 1.3, 0.8}, {nc::kCellHuber, 0.6, 1}, {nc::kCellLogError, 2, 1}};
+}
+
 template <typename T>
-void check_cellwise_sums(int64_t rows, int64_t n, bool with_y, bool with_mask, bool ab_on_device) {
+void check_cellwise_sums(const std::vector<nc::CellwiseTerm>& terms, int64_t rows, int64_t n,
+                         bool with_y, bool with_mask, bool ab_on_device) {
   const Cells<T> c = random_cells<T>(rows, n, static_cast<uint32_t>(rows * 7919 + n));
   const T* y = with_y ? c.y.data() : nullptr;
   const T* mask = with_mask ? c.mask.data() : nullptr;
   const int64_t blocks = blocks_per_row(n);
   ASSERT_EQ(nc::emu::loss_sum_blocks(n), blocks);
-  for (const nc::CellwiseTerm& term : every_term()) {
+  for (const nc::CellwiseTerm& term : terms) {
     SCOPED_TRACE("kind " + std::to_string(term.kind));
     std::vector<double> want_partials, want_sums;
     for (int64_t r = 0; r < rows; ++r) {
@@ -174,14 +181,15 @@ void check_cellwise_sums(int64_t rows, int64_t n, bool with_y, bool with_mask, b
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsFollowTheFixedOrderF64) {
-  check_cellwise_sums<double>(3, 700, true, true, false);  // three blocks a row, the last partial
-  check_cellwise_sums<double>(2, 97, true, false,
-                              true);  // one partial block, no mask, ab on device
+  // Three blocks a row, the last partial; then one partial block, no mask, ab on device.
+  check_cellwise_sums<double>(some_terms(), 3, 700, true, true, false);
+  check_cellwise_sums<double>(every_term(), 2, 97, true, false, true);
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsFollowTheFixedOrderF32) {
-  check_cellwise_sums<float>(2, 513, true, true, true);   // a block of one cell at the end
-  check_cellwise_sums<float>(4, 31, false, true, false);  // no data (y unused: 0)
+  // A block of one cell at the end; then no data (y unused: 0).
+  check_cellwise_sums<float>(some_terms(), 2, 513, true, true, true);
+  check_cellwise_sums<float>(every_term(), 4, 31, false, true, false);
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsAgreeWithAPlainSum) {
@@ -213,7 +221,9 @@ TEST(EmulatedLossKernels, CellwiseSumsAgreeWithAPlainSum) {
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsOfManyBlocksCapAtTwoHundredFiftySix) {
-  // 65,536 + 300 cells: 256 blocks, the first 300 threads of the grid walk two cells.
+  // 65,536 + 300 cells: 256 blocks, the first 300 threads of the grid walk two cells. One
+  // thread order only (65,536 threads a launch: the slowest test otherwise); the tests above
+  // run the same kernels' barriers in both.
   const int64_t n = 256 * 256 + 300;
   ASSERT_EQ(nc::emu::loss_sum_blocks(n), 256);
   std::vector<float> p(at(n));
@@ -225,13 +235,15 @@ TEST(EmulatedLossKernels, CellwiseSumsOfManyBlocksCapAtTwoHundredFiftySix) {
     a += 1.0 * nc::cell_value(term, static_cast<double>(p[at(i)]), 0.0);
     b += 1.0;
   });
-  in_both_orders([&](fkemu::Order) {
+  fkemu::set_order(fkemu::Order::kDescending);
+  {
     std::vector<double> partials(2 * 256, kPoison), sums(2, kPoison);
     nc::emu::launch_cellwise_sums<float>(term, nullptr, p.data(), nullptr, nullptr, 1, n,
                                          partials.data(), sums.data(), nullptr);
     expect_same_bits(partials, want.partials, "partials");
     expect_same_bits(sums, std::vector<double>{want.total[0], want.total[1]}, "sums");
-  });
+  }
+  fkemu::set_order(fkemu::Order::kAscending);
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsOfEmptyRowsAndNoRows) {
