@@ -32,7 +32,9 @@ while ($s =~ /\b(cuda(?!MemcpyAsync\b|MemsetAsync\b)[A-Z]\w*)\s*\(/g) {
 my $name = qr/[A-Za-z_][\w:]*(?:<[^<>;{}()]*(?:<[^<>;{}()]*>[^<>;{}()]*)*>)?/;
 # Kernel templates: launched without template arguments, the call deduces
 # them, so the launch goes through a generic lambda (fkemu::launch_deduced).
-my %deduced = map { $_ => 1 } $s =~ /template\s*<[^{};]*?>\s*__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)\s*\(/g;
+my $bounds = qr/(?:__launch_bounds__\s*\([^)]*\)\s*)?/;
+my %deduced = map { $_ => 1 }
+  $s =~ /template\s*<[^{};]*?>\s*__global__\s+${bounds}void\s+${bounds}(\w+)\s*\(/g;
 sub launch_of {
   my ($kernel, $config, $more) = @_;
   return "::fkemu::launch_deduced(::fkemu::config($config), [](auto... a) { $kernel(a...); }$more"
