@@ -133,15 +133,32 @@ inline float __fsub_rn(float a, float b) {
 inline float __fmaf_rn(float a, float b, float c) {
   return std::fma(a, b, c);
 }
+inline float __fdiv_rn(float a, float b) {
+  return a / b;
+}
+inline float __fsqrt_rn(float x) {
+  return std::sqrt(x);
+}
 inline double __dmul_rn(double a, double b) {
   return a * b;
 }
 inline double __dadd_rn(double a, double b) {
   return a + b;
 }
+inline double __dsub_rn(double a, double b) {
+  return a - b;
+}
+inline double __ddiv_rn(double a, double b) {
+  return a / b;
+}
+inline double __dsqrt_rn(double x) {
+  return std::sqrt(x);
+}
 inline double __fma_rn(double a, double b, double c) {
   return std::fma(a, b, c);
 }
+// CUDA declares isfinite in the global namespace (glibc's <cmath> only in std).
+using std::isfinite;
 inline float __saturatef(float x) {
   return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
 }

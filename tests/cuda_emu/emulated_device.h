@@ -59,6 +59,16 @@ void launch(const Config& c, void (*kernel)(P...), A&&... args) {
   run_grid(c, [&] { std::apply(kernel, params); });
 }
 
+// kernel<<<c>>>(args...) for a kernel template whose template arguments the
+// call deduces (no function pointer names it until then): `call` is the
+// rewriter's generic lambda calling it, each thread passing its own copies
+// of the arguments.
+template <typename F, typename... A>
+void launch_deduced(const Config& c, F call, A&&... args) {
+  std::tuple<std::decay_t<A>...> params(std::forward<A>(args)...);
+  run_grid(c, [&] { std::apply(call, params); });
+}
+
 // The running thread's coordinates.
 uint3 thread_index();
 uint3 block_index();

@@ -30,9 +30,20 @@ while ($s =~ /\b(cuda(?!MemcpyAsync\b|MemsetAsync\b)[A-Z]\w*)\s*\(/g) {
 
 # A kernel's name, with template arguments nested at most once.
 my $name = qr/[A-Za-z_][\w:]*(?:<[^<>;{}()]*(?:<[^<>;{}()]*>[^<>;{}()]*)*>)?/;
+# Kernel templates: launched without template arguments, the call deduces
+# them, so the launch goes through a generic lambda (fkemu::launch_deduced).
+my $bounds = qr/(?:__launch_bounds__\s*\([^)]*\)\s*)?/;
+my %deduced = map { $_ => 1 }
+  $s =~ /template\s*<[^{};]*?>\s*__global__\s+${bounds}void\s+${bounds}(\w+)\s*\(/g;
+sub launch_of {
+  my ($kernel, $config, $more) = @_;
+  return "::fkemu::launch_deduced(::fkemu::config($config), [](auto... a) { $kernel(a...); }$more"
+    if $deduced{$kernel};
+  return "::fkemu::launch(::fkemu::config($config), $kernel$more";
+}
 my $launches = 0;
-$launches += $s =~ s/($name)\s*<<<(.*?)>>>\s*\(\s*\)/::fkemu::launch(::fkemu::config($2), $1)/gs;
-$launches += $s =~ s/($name)\s*<<<(.*?)>>>\s*\(/::fkemu::launch(::fkemu::config($2), $1, /gs;
+$launches += $s =~ s/($name)\s*<<<(.*?)>>>\s*\(\s*\)/launch_of($1, $2, ")")/gse;
+$launches += $s =~ s/($name)\s*<<<(.*?)>>>\s*\(/launch_of($1, $2, ", ")/gse;
 die "rewrite_cuda_source.pl: $in has kernels but no launch was found\n"
   if $launches == 0 && $s =~ /__global__/;
 

@@ -1,0 +1,49 @@
+#pragma once
+// What the nefi kernels' emulated-device tests share: running a check in
+// both thread orders (a read of another thread's write that no barrier
+// orders then shows as a difference between them), and bitwise comparison
+// of f32/f64 results with the first few differences reported.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_emu/emulated_device.h"
+
+namespace nefi_emu_test {
+
+inline const char* order_name(fkemu::Order o) {
+  return o == fkemu::Order::kAscending ? "ascending" : "descending";
+}
+
+// check(order) once per thread order; the emulator is left ascending.
+template <typename F>
+void in_both_orders(F&& check) {
+  for (fkemu::Order o : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    fkemu::set_order(o);
+    SCOPED_TRACE(std::string("thread order ") + order_name(o));
+    check(o);
+  }
+  fkemu::set_order(fkemu::Order::kAscending);
+}
+
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// got == want bit for bit (NaNs included), at most five differences reported.
+template <typename T>
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!same_bits(got[i], want[i]) && wrong++ < 5)
+      ADD_FAILURE() << what << " [" << i << "]: got " << got[i] << ", want " << want[i];
+  EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
+}
+
+}  // namespace nefi_emu_test
