@@ -157,8 +157,6 @@ inline double __dsqrt_rn(double x) {
 inline double __fma_rn(double a, double b, double c) {
   return std::fma(a, b, c);
 }
-// CUDA declares isfinite in the global namespace (glibc's <cmath> only in std).
-using std::isfinite;
 inline float __saturatef(float x) {
   return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
 }
