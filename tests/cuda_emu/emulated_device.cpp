@@ -209,10 +209,14 @@ void run_grid(const Config& c, const std::function<void()>& body) {
       }
   g_block = &b;
   try {
+    // Blocks run in the threads' order too, so one block reading what
+    // another writes in the same launch shows as well.
+    const bool down = g_order == Order::kDescending;
     for (unsigned z = 0; z < c.grid.z; ++z)
       for (unsigned y = 0; y < c.grid.y; ++y)
         for (unsigned x = 0; x < c.grid.x; ++x) {
-          b.index = uint3{x, y, z};
+          b.index = down ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z}
+                         : uint3{x, y, z};
           run_block(b);
         }
   } catch (...) {

@@ -12,9 +12,10 @@
 // are fibers on the calling thread, each running until it reaches a barrier
 // (__syncthreads, a warp shuffle, __syncwarp) or returns. A barrier opens
 // when every live thread of its block (or warp) waits at it. The order
-// threads run in between barriers is fkemu::order(): a test runs a kernel in
-// both orders and compares, which exposes a read of another thread's write
-// that no barrier orders (a race on the device). Atomics are plain
+// threads run in between barriers (and blocks in a grid) is fkemu::order():
+// a test runs a kernel in both orders and compares, which exposes a read of
+// another thread's (or block's) write that nothing orders (a race on the
+// device). Atomics are plain
 // read-modify-writes: threads never interleave between barriers. What the
 // device would hang on or refuse is an fk::Error from the launch: a barrier
 // some live thread never reaches, a block past 1,024 threads, a grid past
@@ -34,7 +35,8 @@
 
 namespace fkemu {
 
-// The order the threads of a block run in between two barriers.
+// The order the threads of a block run in between two barriers, and the
+// order the blocks of a grid run in.
 enum class Order { kAscending, kDescending };
 Order order();
 void set_order(Order o);
