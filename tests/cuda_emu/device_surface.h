@@ -37,6 +37,20 @@ inline void __syncthreads() {
 inline void __syncwarp(unsigned = 0xffffffffu) {
   ::fkemu::sync_warp();
 }
+// The block's predicates ORed, at every thread: one block-shared word
+// (blocks run one at a time) cleared by thread 0 between two barriers, set
+// by any thread with a predicate, read after a third. The first barrier
+// keeps the clear after every thread has read the previous call's word.
+inline int __syncthreads_or(int predicate) {
+  static int any;
+  const uint3 t = ::fkemu::thread_index();
+  __syncthreads();
+  if (t.x == 0 && t.y == 0 && t.z == 0) any = 0;
+  __syncthreads();
+  if (predicate) any = 1;
+  __syncthreads();
+  return any;
+}
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 

@@ -118,4 +118,27 @@ TEST(EmulatedDevice, LaunchesTheDeviceRefusesAreErrors) {
   EXPECT_THROW(fkemu::launch(fkemu::config(1, 32, 16), index_kernel, out.data()), fk::Error);
 }
 
+// Three __syncthreads_or in a row in a 2-D block, each with its own
+// predicate (none, one thread's, every odd thread's): every thread sees each
+// call's own result, not the one before (the word is cleared in between).
+void syncthreads_or_kernel(int* out, int one) {
+  const int t = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  const int none = __syncthreads_or(0);
+  const int single = __syncthreads_or(t == one);
+  const int odd = __syncthreads_or(t % 2);
+  const int again = __syncthreads_or(0);
+  out[t] = none + 2 * single + 4 * odd + 8 * again;
+}
+
+TEST(EmulatedDevice, SyncthreadsOrFoldsEachCallsPredicates) {
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending})
+    for (int one : {0, 77, 95, -1}) {
+      std::vector<int> out(kBlock, -1);
+      fkemu::set_order(order);
+      fkemu::launch(fkemu::config(1, dim3(32, 3)), syncthreads_or_kernel, out.data(), one);
+      fkemu::set_order(fkemu::Order::kAscending);
+      for (int v : out) ASSERT_EQ(v, (one >= 0 ? 2 : 0) + 4) << "thread " << one;
+    }
+}
+
 }  // namespace
