@@ -116,8 +116,6 @@ std::string name_of(const GridCase& c) {
   return fk::Dims(c.shape).str() + " " + c.bc;
 }
 
-// ---------------------------------------------------------------- face system
-
 // nb fields from σ and κ in each of the launcher's layouts.
 struct FaceLayout {
   int64_t nb;
@@ -164,8 +162,6 @@ TEST(EmulatedElliptic, FaceSystemEqualsTheCpuBitwiseF32) {
   expect_face_system_equals_the_cpu<float>();
 }
 
-// ------------------------------------------------------------ sigma gradient
-
 // Shared σ (one gradient, the systems summed in order into one double) and
 // batched σ (system s its own field), as accumulate_sigma_gradient adds them
 // into a double buffer, rounded to T once.
@@ -208,8 +204,6 @@ TEST(EmulatedElliptic, SigmaGradientEqualsTheCpuBitwiseF64) {
 TEST(EmulatedElliptic, SigmaGradientEqualsTheCpuBitwiseF32) {
   expect_sigma_gradient_equals_the_cpu<float>();
 }
-
-// ------------------------------------------------------------ multigrid setup
 
 struct Problem {
   GridCase grid;
@@ -353,8 +347,6 @@ TEST(EmulatedElliptic, MultigridSetupOfASingularFieldHasANanPivot) {
   }
 }
 
-// --------------------------------------------------------------- block CG
-
 enum class Out { kNone, kSeparate, kAliased };  // out null, its own buffer, or x itself
 
 template <typename T>
@@ -437,7 +429,7 @@ cu::CgControl control_of(const EllipticGrid& eg, const el::CgOptions& o, bool wa
 }
 
 // The device solve, in both thread orders, against the emulation bit for bit:
-// x, the copy in out (every Out mode), the statistics. Returns the device's.
+// x, the copy in out, the statistics. Returns the device's.
 template <typename T>
 Solve<T> expect_device_equals_emulation(const System<T>& s, const cu::CgControl& c,
                                         const std::vector<T>& x0, bool multigrid) {
@@ -656,7 +648,7 @@ INSTANTIATE_TEST_SUITE_P(
 // gone), atol above ‖b‖ (x := 0), and a warm start at the solution (taken,
 // no iteration). Next to them in the same launch, a regular system.
 TEST(EmulatedElliptic, BlockPcgStopsAtOnceWhereNothingIsLeftToSolve) {
-  const Problem dir{{{9, 8}, "dirichlet", el::FaceMean::kHarmonic}, 0, 0};
+  const Problem dir{{{9, 8}, "dirichlet", el::FaceMean::kHarmonic}, 300, 900};
   el::CgOptions o;
   o.tol = 1e-10;
   {
@@ -728,7 +720,8 @@ TEST(EmulatedElliptic, BlockPcgStopsAtOnceWhereNothingIsLeftToSolve) {
 
 // The iteration cap: every system stops at max_iter unconverged (tested at
 // the cap though check_every does not divide it), its iterate pcg_solve's to
-// rounding; a warm start at a partial iterate continues it.
+// rounding, the same without out; a warm start at a partial iterate
+// continues it.
 TEST(EmulatedElliptic, BlockPcgStopsAtTheIterationCap) {
   const System<double> s = system_of<double>(
       {{{23, 17}, "dirichlet:neumann,neumann", el::FaceMean::kHarmonic}, 0, 0}, 2, 1, 61);
@@ -736,8 +729,13 @@ TEST(EmulatedElliptic, BlockPcgStopsAtTheIterationCap) {
   o.tol = 1e-12;
   o.max_iter = 5;
   o.check_every = 3;
-  const Solve<double> got = expect_device_equals_emulation(
-      s, control_of<double>(s.eg, o, false), std::vector<double>(2 * s.g.numel), false);
+  const std::vector<double> zero(2 * s.g.numel, 0.0);
+  const Solve<double> got =
+      expect_device_equals_emulation(s, control_of<double>(s.eg, o, false), zero, false);
+  const Solve<double> no_out =
+      device_pcg<double>(s, control_of<double>(s.eg, o, false), zero, nullptr, Out::kNone);
+  EXPECT_BITWISE(no_out.x, got.x);
+  EXPECT_BITWISE(no_out.stats, got.stats);
   std::vector<double> x_cpu(2 * s.g.numel, 0.0);
   const el::CgStats st = el::pcg_solve<double>(s.eg, s.sys, s.b.data(), x_cpu.data(), 2, false, o);
   EXPECT_EQ(st.unconverged, 2);
@@ -771,8 +769,6 @@ TEST(EmulatedElliptic, MultigridPcgOnASingularFieldEndsAtTheBreakdownTest) {
   EXPECT_EQ(stat(got.stats, 0, cu::kCgConverged), 0.0);
   EXPECT_EQ(got.x, std::vector<double>(s.g.numel, 0.0));
 }
-
-// ------------------------------------------------------------------- empty
 
 // No fields or no systems: nothing is written (the CG and the setup launch
 // nothing; the face system and the gradient launch one block with no cell).
