@@ -52,6 +52,9 @@ die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0
 $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
 $s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
 $s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
+# fk's own .cu files reach those helpers through `using namespace detail;`:
+# using-declarations beside it hide detail's (same line: #line stays right).
+$s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;
 $s =~ s/\bcudaMemcpyAsync\(/::fkemu::memcpy_async(/g;
 $s =~ s/\bcudaMemsetAsync\(/::fkemu::memset_async(/g;
 
