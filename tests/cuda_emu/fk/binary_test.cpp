@@ -101,24 +101,6 @@ bool is_comparison(BinaryOp op) {
   return op >= BinaryOp::Eq;
 }
 
-// Complex results within a few ulp of the reference (any NaN matches any NaN).
-template <typename R>
-void expect_close_complex(const void* got, const void* want, int64_t n, const std::string& what) {
-  const auto* g = static_cast<const std::complex<R>*>(got);
-  const auto* w = static_cast<const std::complex<R>*>(want);
-  int64_t wrong = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const bool nan_g = std::isnan(g[i].real()) || std::isnan(g[i].imag());
-    const bool nan_w = std::isnan(w[i].real()) || std::isnan(w[i].imag());
-    const bool ok = nan_g || nan_w ? nan_g == nan_w
-                                   : std::abs(g[i] - w[i]) <=
-                                         8 * std::numeric_limits<R>::epsilon() * std::abs(w[i]);
-    if (!ok && wrong++ < 5)
-      ADD_FAILURE() << what << " [" << i << "]: got " << g[i] << ", want " << w[i];
-  }
-  EXPECT_EQ(wrong, 0) << what;
-}
-
 // out = a op b on the emulated device against the CPU's binary_forward; b
 // scalar when b_scalar is given (b then unused).
 void check_binary(BinaryOp op, DType t, const Geometry& g, double alpha, bool specials,
@@ -148,9 +130,9 @@ void check_binary(BinaryOp op, DType t, const Geometry& g, double alpha, bool sp
                                  g.shape.data(), g.a_strides.data(), g.b_strides.data(),
                                  g.out_strides.data(), alpha, b_scalar ? *b_scalar : 0.0, nullptr);
     if (op == BinaryOp::Div && t == DType::C64) {
-      expect_close_complex<float>(got.data(), want.data(), out_n, what);
+      fk_emu_test::expect_close_complex<float>(got.data(), want.data(), out_n, what);
     } else if (op == BinaryOp::Div && t == DType::C128) {
-      expect_close_complex<double>(got.data(), want.data(), out_n, what);
+      fk_emu_test::expect_close_complex<double>(got.data(), want.data(), out_n, what);
     } else {
       fk_emu_test::expect_same_elements(out_t, got.data(), want.data(), out_n, what);
     }

@@ -4,13 +4,15 @@
 // tensors viewing those buffers with any strides (so fk's CPU ops are the
 // reference over the very bytes the kernel read), and an element comparison
 // that is bitwise except that any NaN equals any NaN (the f16 and bf16
-// converters of CUDA's headers and of fk/half.h pick different NaN payloads).
+// converters of CUDA's headers and of fk/half.h pick different NaN payloads),
+// or, for complex results of different formulas, within a few ulp.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -226,6 +228,27 @@ inline void expect_same_elements(fk::DType t, const void* got, const void* want,
     if (!same_element(t, gi, wi) && wrong++ < 5)
       ADD_FAILURE() << what << " [" << i << "]: got 0x" << hex_of(gi, size) << ", want 0x"
                     << hex_of(wi, size);
+  }
+  EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
+}
+
+// Complex results equal, or within `ulps` epsilons of the reference's
+// magnitude (a NaN part matches a NaN part; infinities must be equal).
+template <typename R>
+void expect_close_complex(const void* got, const void* want, int64_t n, const std::string& what,
+                          R ulps = 8) {
+  const auto* g = static_cast<const std::complex<R>*>(got);
+  const auto* w = static_cast<const std::complex<R>*>(want);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool nan_g = std::isnan(g[i].real()) || std::isnan(g[i].imag());
+    const bool nan_w = std::isnan(w[i].real()) || std::isnan(w[i].imag());
+    bool ok = g[i] == w[i];
+    if (!ok && (nan_g || nan_w)) ok = nan_g && nan_w;
+    if (!ok && !nan_g && !nan_w)
+      ok = std::abs(g[i] - w[i]) <= ulps * std::numeric_limits<R>::epsilon() * std::abs(w[i]);
+    if (!ok && wrong++ < 5)
+      ADD_FAILURE() << what << " [" << i << "]: got " << g[i] << ", want " << w[i];
   }
   EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
 }
