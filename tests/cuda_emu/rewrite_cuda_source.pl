@@ -52,6 +52,15 @@ die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0
 $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
 $s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
 $s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
+# fk's own .cu files reach those helpers through `using namespace detail;`:
+# using-declarations beside it hide detail's (same line: #line stays right).
+$s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;
+# A launcher calling another launcher of its file with an argument of X::cuda's
+# own types (fk::cuda::IndexCheck) would also find the real one by
+# argument-dependent lookup: ambiguous. A parenthesized name turns ADL off.
+for my $fn ($s =~ /^void (launch_\w+)\(/mg) {
+  $s =~ s/^(\s+)$fn\(/$1($fn)(/mg;
+}
 $s =~ s/\bcudaMemcpyAsync\(/::fkemu::memcpy_async(/g;
 $s =~ s/\bcudaMemsetAsync\(/::fkemu::memset_async(/g;
 

@@ -80,9 +80,12 @@ __global__ void binary_real_kernel(int op, const T* a, const T* b, void* out, Ge
   }
 }
 
+// alpha is real and scales b's parts: as a complex factor (alpha + 0i) it
+// would turn an infinite part of b into NaN in the other part (0 * inf), where
+// the CPU's x + y keeps it.
 template <typename R>
 __global__ void binary_complex_kernel(int op, const Cx<R>* a, const Cx<R>* b, void* out, Geometry g,
-                                      bool flat, Cx<R> alpha, Cx<R> b_scalar) {
+                                      bool flat, R alpha, Cx<R> b_scalar) {
   FK_CUDA_LOOP(i, g.numel) {
     int64_t off[3] = {i, i, i};
     if (!flat) offsets<3>(g, i, off);
@@ -96,10 +99,10 @@ __global__ void binary_complex_kernel(int op, const Cx<R>* a, const Cx<R>* b, vo
     Cx<R> r;
     switch (op) {
       case kBinaryAdd:
-        r = x + alpha * y;
+        r = x + Cx<R>{alpha * y.re, alpha * y.im};
         break;
       case kBinarySub:
-        r = x - alpha * y;
+        r = x - Cx<R>{alpha * y.re, alpha * y.im};
         break;
       case kBinaryMul:
         r = x * y;
@@ -162,12 +165,11 @@ void launch_binary(int op, int dtype, const void* a, const void* b, void* out, i
       if (dtype == kC64) {
         binary_complex_kernel<float><<<blocks, kThreads, 0, s>>>(
             op, static_cast<const Cx<float>*>(a), static_cast<const Cx<float>*>(b), out, g, flat,
-            cx<float>(static_cast<float>(alpha), 0.f),
-            cx<float>(static_cast<float>(b_scalar), 0.f));
+            static_cast<float>(alpha), cx<float>(static_cast<float>(b_scalar), 0.f));
       } else {
         binary_complex_kernel<double><<<blocks, kThreads, 0, s>>>(
             op, static_cast<const Cx<double>*>(a), static_cast<const Cx<double>*>(b), out, g, flat,
-            cx<double>(alpha, 0.0), cx<double>(b_scalar, 0.0));
+            alpha, cx<double>(b_scalar, 0.0));
       }
       break;
     }
