@@ -6,9 +6,11 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fk/error.h"
@@ -60,18 +62,21 @@ struct Block {
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
-  std::vector<uint64_t> lanes;  // exchange()'s slots, one per thread
+  std::vector<uint64_t> lanes;        // exchange()'s slots, one per thread
+  std::vector<unsigned char> shared;  // dynamic shared memory, 128 bytes of slack for alignment
 };
 
 Order g_order = Order::kAscending;
+// Per kernel, the dynamic shared memory it opted in to (opt_in_shared).
+std::unordered_map<const void*, int> g_opted_in;
+constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 // Threads' stacks, kept from launch to launch (allocating them per launch
 // dominated the emulator's time under ASan).
 std::vector<std::unique_ptr<char[]>> g_stacks;
 Block* g_block = nullptr;  // the block being run (launches do not nest)
 
 char* stack(int thread) {
-  while (static_cast<int>(g_stacks.size()) <= thread)
-    g_stacks.emplace_back(new char[kStackBytes]);
+  while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
   return g_stacks[static_cast<size_t>(thread)].get();
 }
 
@@ -134,6 +139,7 @@ void run_block(Block& b) {
     makecontext(&f.context, fiber_main, 0);
   }
   b.live = n;
+  std::fill(b.shared.begin(), b.shared.end(), static_cast<unsigned char>(0xff));
   for (;;) {
     for (int i = 0; i < n; ++i) {
       Fiber& f = b.fibers[g_order == Order::kAscending ? i : n - 1 - i];
@@ -178,7 +184,7 @@ void set_order(Order o) {
   g_order = o;
 }
 
-void run_grid(const Config& c, const std::function<void()>& body) {
+void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
   FK_CHECK(g_block == nullptr, "fkemu::launch", "no launch from inside a kernel",
            "a launch while a block runs");
   const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
@@ -191,13 +197,21 @@ void run_grid(const Config& c, const std::function<void()>& body) {
            "fkemu::launch", "a grid of 1..2^31-1 x 1..65535 x 1..65535 blocks",
            std::to_string(c.grid.x) + " x " + std::to_string(c.grid.y) + " x " +
                std::to_string(c.grid.z));
-  FK_CHECK(c.shared_bytes == 0, "fkemu::launch", "no dynamic shared memory (not emulated)",
-           std::to_string(c.shared_bytes) + " bytes");
+  if (kernel != nullptr && c.shared_bytes > kSharedDefault) {
+    const auto it = g_opted_in.find(kernel);
+    const size_t opted = it == g_opted_in.end() ? 0 : static_cast<size_t>(it->second);
+    FK_CHECK(c.shared_bytes <= opted, "fkemu::launch",
+             "dynamic shared memory past 48 KiB opted in by cudaFuncSetAttribute",
+             std::to_string(c.shared_bytes) + " bytes, " + std::to_string(opted) + " opted in");
+  }
+  FK_CHECK(c.shared_bytes <= kSharedOptInLimit, "fkemu::launch",
+           "at most 227 KiB of dynamic shared memory", std::to_string(c.shared_bytes) + " bytes");
   Block b;
   b.config = c;
   b.body = &body;
   b.fibers.resize(static_cast<size_t>(threads));
   b.lanes.resize(static_cast<size_t>(threads));
+  b.shared.resize(c.shared_bytes > 0 ? c.shared_bytes + 128 : 0);
   int linear = 0;
   for (unsigned z = 0; z < c.block.z; ++z)
     for (unsigned y = 0; y < c.block.y; ++y)
@@ -215,8 +229,8 @@ void run_grid(const Config& c, const std::function<void()>& body) {
     for (unsigned z = 0; z < c.grid.z; ++z)
       for (unsigned y = 0; y < c.grid.y; ++y)
         for (unsigned x = 0; x < c.grid.x; ++x) {
-          b.index = down ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z}
-                         : uint3{x, y, z};
+          b.index =
+              down ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z} : uint3{x, y, z};
           run_block(b);
         }
   } catch (...) {
@@ -266,6 +280,13 @@ uint64_t exchange(uint64_t bits, int from) {
   return out;
 }
 
+void* dynamic_shared() {
+  std::vector<unsigned char>& shared = g_block->shared;
+  if (shared.empty()) return nullptr;
+  const auto at = reinterpret_cast<uintptr_t>(shared.data());
+  return shared.data() + ((128 - at % 128) % 128);
+}
+
 void check_launch(const char*) {}
 
 void check_cuda(cudaError_t e, const char* where) {
@@ -279,6 +300,56 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKin
 
 cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t) {
   if (bytes > 0) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t) {
+  *p = std::malloc(bytes > 0 ? bytes : 1);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t free_async(void* p, cudaStream_t) {
+  std::free(p);
+  return cudaSuccess;
+}
+
+cudaError_t get_last_error() {
+  return cudaSuccess;
+}
+
+cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int) {
+  switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = 1024;
+      return cudaSuccess;
+    case cudaDevAttrWarpSize:
+      *value = kWarp;
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = static_cast<int>(kSharedDefault);
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(kSharedOptInLimit);
+      return cudaSuccess;
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      static_cast<size_t>(value) > kSharedOptInLimit)
+    return cudaErrorInvalidValue;
+  g_opted_in[kernel] = value;
   return cudaSuccess;
 }
 

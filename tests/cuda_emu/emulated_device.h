@@ -21,9 +21,10 @@
 // some live thread never reaches, a block past 1,024 threads, a grid past
 // CUDA's limits.
 //
-// Not modelled: dynamic shared memory, cooperative launches, CUB, WMMA and
-// inline PTX (rewrite_cuda_source.pl refuses files that use them), timing,
-// and the memory model beyond "a barrier orders everything".
+// Not modelled: cooperative launches, CUB, WMMA and inline PTX
+// (rewrite_cuda_source.pl refuses files that use them), streams (every call
+// runs at once, in order), timing, and the memory model beyond "a barrier
+// orders everything".
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -50,15 +51,17 @@ inline Config config(dim3 grid, dim3 block, size_t shared_bytes = 0, cudaStream_
 }
 
 // Runs body once per thread of every block of c (fk::Error for a launch the
-// device would refuse or a barrier that cannot open).
-void run_grid(const Config& c, const std::function<void()>& body);
+// device would refuse or a barrier that cannot open). `kernel` identifies
+// the kernel for its dynamic shared memory opt-in (nullptr: not checked).
+void run_grid(const Config& c, const std::function<void()>& body, const void* kernel = nullptr);
 
 // kernel<<<c>>>(args...): the arguments converted to the kernel's parameter
 // types once, as the device copies them, then passed by value to each thread.
 template <typename... P, typename... A>
 void launch(const Config& c, void (*kernel)(P...), A&&... args) {
   std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
-  run_grid(c, [&] { std::apply(kernel, params); });
+  run_grid(
+      c, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
 }
 
 // kernel<<<c>>>(args...) for a kernel template whose template arguments the
@@ -85,6 +88,11 @@ void sync_warp();
 uint64_t exchange(uint64_t bits, int from);
 int lane();
 
+// The running block's dynamic shared memory (Config::shared_bytes), 128-byte
+// aligned and filled with 0xff bytes before each block (NaN as floats), so
+// that a read before any write shows.
+void* dynamic_shared();
+
 // The launchers' host helpers (fk::cuda::detail's), without a CUDA runtime:
 // nothing to check after a launch (its errors were thrown), a runtime call's
 // status checked, copies and fills of host memory.
@@ -93,6 +101,21 @@ void check_cuda(cudaError_t e, const char* where);
 [[noreturn]] void unsupported(const char* where, const char* expected, int dtype);
 cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t);
 cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t);
+cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t);
+cudaError_t free_async(void* p, cudaStream_t);
+// cudaSuccess: a failed launch has already thrown.
+cudaError_t get_last_error();
+// The emulated device is the device tool's H200 (compute capability 9.0, 132
+// SMs, 227 KiB of shared memory per block with the opt-in, 48 KiB without);
+// other attributes are cudaErrorInvalidValue.
+cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device);
+// Only cudaFuncAttributeMaxDynamicSharedMemorySize: a launch with more than
+// 48 KiB of dynamic shared memory must have opted in to at least as much.
+cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value);
+template <typename K>
+cudaError_t func_set_attribute(K* kernel, cudaFuncAttribute attr, int value) {
+  return opt_in_shared(reinterpret_cast<const void*>(kernel), attr, value);
+}
 
 template <typename T>
 T shuffle_from(T v, int from) {

@@ -115,7 +115,48 @@ TEST(EmulatedDevice, LaunchesTheDeviceRefusesAreErrors) {
   EXPECT_THROW(fkemu::launch(fkemu::config(1, 1025), index_kernel, out.data()), fk::Error);
   EXPECT_THROW(fkemu::launch(fkemu::config(dim3(1, 65536), 1), index_kernel, out.data()),
                fk::Error);
-  EXPECT_THROW(fkemu::launch(fkemu::config(1, 32, 16), index_kernel, out.data()), fk::Error);
+}
+
+// Each thread reads its slot of dynamic shared memory before and after
+// writing it: garbage (0xff bytes) first, then its own value.
+void dynamic_shared_kernel(int* before, int* after) {
+  int* const s = static_cast<int*>(fkemu::dynamic_shared());
+  const int t = static_cast<int>(threadIdx.x), i = static_cast<int>(blockIdx.x) * 64 + t;
+  before[i] = s[t];
+  s[t] = i;
+  __syncthreads();
+  after[i] = s[63 - t];
+}
+
+TEST(EmulatedDevice, DynamicSharedMemoryIsEachBlocksAndStartsAsGarbage) {
+  std::vector<int> before(128), after(128);
+  fkemu::launch(fkemu::config(2, 64, 64 * sizeof(int)), dynamic_shared_kernel, before.data(),
+                after.data());
+  for (int i = 0; i < 128; ++i) {
+    EXPECT_EQ(before[static_cast<size_t>(i)], -1) << i;  // the previous block's values are gone
+    EXPECT_EQ(after[static_cast<size_t>(i)], i / 64 * 64 + 63 - i % 64) << i;
+  }
+}
+
+TEST(EmulatedDevice, DynamicSharedMemoryPast48KiBNeedsTheKernelsOptIn) {
+  std::vector<int> before(64), after(64);
+  const size_t big = 100 * 1024;
+  EXPECT_THROW(
+      fkemu::launch(fkemu::config(1, 64, big), dynamic_shared_kernel, before.data(), after.data()),
+      fk::Error);
+  ASSERT_EQ(
+      fkemu::func_set_attribute(dynamic_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(big)),
+      cudaSuccess);
+  fkemu::launch(fkemu::config(1, 64, big), dynamic_shared_kernel, before.data(), after.data());
+  EXPECT_EQ(after[0], 63);
+  // Past the device's 227 KiB even with an opt-in.
+  EXPECT_NE(fkemu::func_set_attribute(dynamic_shared_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024),
+            cudaSuccess);
+  EXPECT_THROW(fkemu::launch(fkemu::config(1, 64, 228 * 1024), dynamic_shared_kernel, before.data(),
+                             after.data()),
+               fk::Error);
 }
 
 // Three __syncthreads_or in a row in a 2-D block, each with its own
