@@ -64,7 +64,10 @@ void launch_face_system(const StencilGrid& g, int64_t nb, const T* sigma, bool s
 // The multigrid V-cycle's buffers (elliptic_multigrid_cells.h; sizes from
 // its multigrid_*_size): per field, the coarse levels (hierarchy, T) and the
 // coarsest Cholesky factor (f64); per system, the cycle's scratch (work, T).
-// hierarchy null: the CG preconditions with Jacobi.
+// hierarchy null: the CG preconditions with Jacobi. A grid that is its own
+// coarsest level has a hierarchy of size 0 but still takes the V-cycle (its
+// direct solve): pass a non-null pointer there (elliptic_device.cpp
+// allocates at least one element; an empty vector's data() may be null).
 template <typename T>
 struct MultigridBuffers {
   const T* hierarchy = nullptr;

@@ -8,10 +8,11 @@
 //
 // Every value is computed by the CPU's operations in the CPU's order, so the
 // hierarchy, the factor and one V-cycle equal build_multigrid's and vcycle's
-// bit for bit (elliptic.cu is built with --fmad=false, the CPU with
-// -ffp-contract=off): a coarse cell gathers its aggregate's fine cells in
-// increasing index, which is the order in which coarsen()'s face visits and
-// restrict_rows' row loop scatter into it. Only the CG's dot products (block
+// bit for bit (elliptic.cu is built with --fmad=false, and the CPU's
+// multigrid for baseline x86-64, which has no FMA to contract into): a
+// coarse cell gathers its aggregate's fine cells in increasing index, which
+// is the order in which coarsen()'s face visits and restrict_rows' row loop
+// scatter into it. Only the CG's dot products (block
 // tree against pcg_solve's lanes) differ, so the multigrid-PCG agrees with
 // pcg_solve to the tolerance, not to the bit.
 //
