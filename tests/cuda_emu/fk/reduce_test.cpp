@@ -6,9 +6,10 @@
 //
 // Sums and products are compared bit for bit on inputs whose f64 (c128, i64)
 // accumulation is exact, where the kernel's strided-then-tree order and the
-// CPU's lane order cannot differ; on arbitrary inputs within the two orders'
-// rounding bound. max/min and the arg-reductions are exact; softmax within a
-// few ulp (the kernel sums exps in f32, the CPU in f64).
+// CPU's lane order cannot differ (complex products up to the sign of a zero
+// part); arbitrary float sums within the two orders' rounding bound. max/min
+// are exact up to the sign of a zero maximum, the arg-reductions exact;
+// softmax within a few ulp (the kernel sums exps in f32, the CPU in f64).
 #include <gtest/gtest.h>
 
 #include <cmath>
