@@ -10,7 +10,7 @@
 // tests/nefi/field/fused_mlp_cells_test.cpp, with the partials summed over
 // chunks as fused_mlp.cpp sums them (launch_column_sums: in chunk order).
 // Shapes: widths 1 to 128 (not multiples of the 4-wide tiles too), depths 1
-// to 4, with and without the skip, every activation and operand type, row
+// to 6, with and without the skip, every activation and operand type, row
 // counts that leave the last 64- or 32-row block partial, several gradient
 // chunks, no rows, and the 32-row blocks a shape too wide for 64 needs.
 #include <gtest/gtest.h>
@@ -291,6 +291,14 @@ TEST(EmulatedFusedMlp, NarrowNetworks) {
   }
 }
 
+// One row (a block of dead rows but one), exactly two 64-row blocks, and a
+// deeper network with its skip in the middle.
+TEST(EmulatedFusedMlp, RowCountsAndDepth) {
+  expect_kernels_match(make_shape(3, 10, 2, 2, 1, nc::kFusedSilu, nc::kFusedF32), 1, 64);
+  expect_kernels_match(make_shape(3, 10, 2, 2, 1, nc::kFusedTanh, nc::kFusedBf16), 128, 64);
+  expect_kernels_match(make_shape(4, 12, 6, 2, 3, nc::kFusedRelu, nc::kFusedF16), 75, 32);
+}
+
 TEST(EmulatedFusedMlp, Width64) {
   for (int rows : {64, 32})
     expect_kernels_match(make_shape(13, 64, 4, 17, 2, nc::kFusedGelu, nc::kFusedF32), 97, rows);
@@ -300,6 +308,7 @@ TEST(EmulatedFusedMlp, Width64) {
 TEST(EmulatedFusedMlp, Width128) {
   expect_kernels_match(make_shape(7, 128, 1, 128, -1, nc::kFusedRelu, nc::kFusedF32), 70, 64);
   expect_kernels_match(make_shape(50, 128, 2, 3, 1, nc::kFusedSine, nc::kFusedF16), 70, 32);
+  expect_kernels_match(make_shape(13, 128, 3, 3, 2, nc::kFusedTanh, nc::kFusedBf16), 70, 64);
 }
 
 // 2100 rows: two gradient chunks of 1050, each block's partials its own.
@@ -321,8 +330,10 @@ TEST(EmulatedFusedMlp, ThirtyTwoRowBlocksWhereSixtyFourDoNotFit) {
                                                  o.y.data(), nullptr),
                fk::Error);
   expect_kernels_match(s, 40, 32);
-  s.operands = nc::kFusedBf16;
-  expect_kernels_match(s, 40, 32);
+  for (int operands : {nc::kFusedF16, nc::kFusedBf16}) {
+    s.operands = operands;
+    expect_kernels_match(s, 40, 32);
+  }
 }
 
 TEST(EmulatedFusedMlp, BlockRowsOnTheH200) {
