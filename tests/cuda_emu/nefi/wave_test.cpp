@@ -232,13 +232,9 @@ TEST(EmulatedWave, VelocityStatsFoldMinMaxAndNonFiniteCount) {
 
 // Over 1,024 blocks' worth the first pass's blocks stride over the values
 // (the grid is capped), each block folding several of the 256-value slices.
-// A quarter million fibers: about 2 s here, over a minute under ASan, where
-// it is skipped (its accesses are the smaller launches' in more blocks).
+// A quarter million fibers, one thread order: the emulator's slowest test.
 TEST(EmulatedWave, VelocityStatsStrideBeyondTheCappedGrid) {
   EXPECT_EQ(cu::emu::velocity_stats_blocks(int64_t{1} << 30), 1024);
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "too slow under ASan";
-#endif
   check_velocity_stats<float>(1024 * 256 + 700, fkemu::Order::kDescending);
 }
 
