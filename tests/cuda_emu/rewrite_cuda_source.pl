@@ -32,6 +32,28 @@ while ($s =~ /\b(cuda(?!(?:$answered)\b)[A-Z]\w*)\s*\(/g) {
   die "rewrite_cuda_source.pl: $in calls $1, which the emulated device does not model\n";
 }
 
+# A function of X::cuda the file defines (outside its anonymous namespaces)
+# but calls before that definition would bind to the real one, declared in
+# X::cuda by the file's header: in a CPU-only build there is none to link.
+{
+  my ($anonymous, $n, %first_call, %defined) = (0, 0);
+  for my $line (split /\n/, $s) {
+    ++$n;
+    if ($line =~ /^namespace \{/) { $anonymous = 1; next; }
+    if ($line =~ m{^\}  // namespace$}) { $anonymous = 0; next; }
+    next if $line =~ m{^\s*//};
+    if (!$anonymous && $line =~ /^(?:[\w:<>]+[\s*&]+)+(\w+)\(/ && $line !~ /;\s*$/) {
+      $defined{$1} //= $n;
+    }
+    while ($line =~ /(?<![\w:.>])(\w+)\s*\(/g) { $first_call{$1} //= $n; }
+  }
+  for my $fn (sort keys %defined) {
+    die "rewrite_cuda_source.pl: $in calls $fn (line $first_call{$fn}) before defining it "
+      . "(line $defined{$fn}): the emulated code would call the real one; define it first\n"
+      if defined $first_call{$fn} && $first_call{$fn} < $defined{$fn};
+  }
+}
+
 # A kernel's name, with template arguments nested at most once (which may
 # call constexpr functions: fused_forward_kernel<p()>).
 my $name = qr/[A-Za-z_][\w:]*(?:<[^<>;{}]*(?:<[^<>;{}]*>[^<>;{}]*)*>)?/;

@@ -18,6 +18,18 @@ using fk::cuda::detail::kThreads;
 
 // Enough blocks per row to fill a GPU on one large row.
 constexpr int64_t kMaxBlocksPerRow = 256;
+
+}  // namespace
+
+// Defined before its first use: the emulated build of this file
+// (tests/cuda_emu) must bind its calls to its own copy.
+int64_t loss_sum_blocks(int64_t n) {
+  const int64_t b = static_cast<int64_t>(fk::cuda::detail::blocks_for(n));
+  return b < kMaxBlocksPerRow ? b : kMaxBlocksPerRow;
+}
+
+namespace {
+
 // gridDim.y's limit: the partial-sum kernels walk rows beyond it with a
 // stride (the same fixed order per row, whatever the grid).
 constexpr int64_t kMaxGridRows = 65535;
@@ -198,11 +210,6 @@ int64_t cells(const StencilGrid& g) {
 }
 
 }  // namespace
-
-int64_t loss_sum_blocks(int64_t n) {
-  const int64_t b = static_cast<int64_t>(blocks_for(n));
-  return b < kMaxBlocksPerRow ? b : kMaxBlocksPerRow;
-}
 
 template <typename T>
 void launch_cellwise_sums(CellwiseTerm term, const double* ab, const T* p, const T* y,
