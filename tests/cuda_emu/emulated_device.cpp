@@ -40,40 +40,48 @@ constexpr size_t kStackBytes = size_t{64} << 10;
 #endif
 constexpr int kWarp = 32;
 
-enum class State { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
+enum class State { kReady, kAtBlockBarrier, kAtWarpBarrier, kAtGridBarrier, kDone };
 
 struct Fiber {
   ucontext_t context;
   char* stack = nullptr;  // one of g_stacks
   State state = State::kReady;
   uint3 index{};
-  int linear = 0;
+  int linear = 0;              // within its block
+  int block = 0;               // its block's position in the run
   void* fake_stack = nullptr;  // ASan's, while the fiber is switched out
 };
 
-struct Block {
+// The blocks that run together: one at a time, or a cooperative launch's
+// whole grid (its grid barriers need every block alive).
+struct Run {
   Config config;
-  uint3 index{};
+  bool cooperative = false;
+  std::vector<uint3> blocks;
+  int threads = 0;  // per block
   const std::function<void()>* body = nullptr;
-  std::vector<Fiber> fibers;
+  std::vector<Fiber> fibers;  // block b's threads at [b threads, (b + 1) threads)
   int live = 0;
   Fiber* running = nullptr;
   ucontext_t scheduler;
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
-  std::vector<uint64_t> lanes;        // exchange()'s slots, one per thread
-  std::vector<unsigned char> shared;  // dynamic shared memory, 128 bytes of slack for alignment
+  std::vector<uint64_t> lanes;  // exchange()'s slots, one per thread
+  // Dynamic shared memory per block, 128 bytes of slack for alignment.
+  std::vector<std::vector<unsigned char>> shared;
 };
 
 Order g_order = Order::kAscending;
+int g_device = 0;
+std::unordered_map<int, int> g_multiprocessors;  // per device; 132 where unset
 // Per kernel, the dynamic shared memory it opted in to (opt_in_shared).
 std::unordered_map<const void*, int> g_opted_in;
 constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 // Threads' stacks, kept from launch to launch (allocating them per launch
 // dominated the emulator's time under ASan).
 std::vector<std::unique_ptr<char[]>> g_stacks;
-Block* g_block = nullptr;  // the block being run (launches do not nest)
+Run* g_run = nullptr;  // the blocks being run (launches do not nest)
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -81,16 +89,16 @@ char* stack(int thread) {
 }
 
 Fiber& running() {
-  return *g_block->running;
+  return *g_run->running;
 }
 
 void switch_to_scheduler(Fiber& f, bool done) {
-  Block& b = *g_block;
+  Run& r = *g_run;
 #ifdef FKEMU_ASAN
-  __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, b.scheduler_stack_bottom,
-                                 b.scheduler_stack_size);
+  __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, r.scheduler_stack_bottom,
+                                 r.scheduler_stack_size);
 #endif
-  swapcontext(&f.context, &b.scheduler);
+  swapcontext(&f.context, &r.scheduler);
 #ifdef FKEMU_ASAN
   __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
@@ -98,39 +106,62 @@ void switch_to_scheduler(Fiber& f, bool done) {
 }
 
 void fiber_main() {
-  Block& b = *g_block;
+  Run& r = *g_run;
 #ifdef FKEMU_ASAN
   // The stack switched from: the scheduler's, where every fiber returns to.
-  __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
+  __sanitizer_finish_switch_fiber(nullptr, &r.scheduler_stack_bottom, &r.scheduler_stack_size);
 #endif
-  (*b.body)();
+  (*r.body)();
   Fiber& f = running();
   f.state = State::kDone;
-  --b.live;
+  --r.live;
   switch_to_scheduler(f, true);  // never resumed
 }
 
-void resume(Block& b, Fiber& f) {
-  b.running = &f;
+void resume(Run& r, Fiber& f) {
+  r.running = &f;
 #ifdef FKEMU_ASAN
-  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, f.stack, kStackBytes);
+  __sanitizer_start_switch_fiber(&r.scheduler_fake_stack, f.stack, kStackBytes);
 #endif
-  swapcontext(&b.scheduler, &f.context);
+  swapcontext(&r.scheduler, &f.context);
 #ifdef FKEMU_ASAN
-  __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
+  __sanitizer_finish_switch_fiber(r.scheduler_fake_stack, nullptr, nullptr);
 #endif
-  b.running = nullptr;
+  r.running = nullptr;
 }
 
-std::string block_name(const Block& b) {
-  return "block (" + std::to_string(b.index.x) + ", " + std::to_string(b.index.y) + ", " +
-         std::to_string(b.index.z) + ")";
+std::string block_name(uint3 b) {
+  return "block (" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " + std::to_string(b.z) +
+         ")";
 }
 
-// Runs one block to its end.
-void run_block(Block& b) {
-  const int n = static_cast<int>(b.fibers.size());
-  for (Fiber& f : b.fibers) {
+// Opens the barriers of fibers [lo, hi) (a warp or a block) whose live
+// threads all wait at `at`; whether one opened. A block barrier that some of
+// the block's threads returned before is an error (the device would hang or
+// worse).
+bool open_if_all_wait(Run& r, int lo, int hi, State at) {
+  int waiting = 0, done = 0;
+  for (int i = lo; i < hi; ++i) {
+    waiting += r.fibers[static_cast<size_t>(i)].state == at;
+    done += r.fibers[static_cast<size_t>(i)].state == State::kDone;
+  }
+  if (waiting == 0) return false;
+  FK_CHECK(at == State::kAtWarpBarrier || done == 0, "fkemu::launch",
+           "every thread of a block at each __syncthreads",
+           block_name(r.blocks[static_cast<size_t>(lo / r.threads)]) + ": " + std::to_string(done) +
+               " of " + std::to_string(r.threads) +
+               " threads returned while others wait at a barrier");
+  if (waiting + done < hi - lo) return false;
+  for (int i = lo; i < hi; ++i)
+    if (r.fibers[static_cast<size_t>(i)].state == at)
+      r.fibers[static_cast<size_t>(i)].state = State::kReady;
+  return true;
+}
+
+// Runs r's blocks to their end.
+void run_blocks(Run& r) {
+  const int n = static_cast<int>(r.fibers.size());
+  for (Fiber& f : r.fibers) {
     f.state = State::kReady;
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack;
@@ -138,40 +169,33 @@ void run_block(Block& b) {
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
   }
-  b.live = n;
-  std::fill(b.shared.begin(), b.shared.end(), static_cast<unsigned char>(0xff));
+  r.live = n;
+  for (auto& shared : r.shared) std::fill(shared.begin(), shared.end(), 0xff);
   for (;;) {
     for (int i = 0; i < n; ++i) {
-      Fiber& f = b.fibers[g_order == Order::kAscending ? i : n - 1 - i];
-      if (f.state == State::kReady) resume(b, f);
+      Fiber& f = r.fibers[static_cast<size_t>(g_order == Order::kAscending ? i : n - 1 - i)];
+      if (f.state == State::kReady) resume(r, f);
     }
-    if (b.live == 0) return;
-    // Every live thread now waits at a barrier. Warps whose live lanes all
-    // wait at a warp barrier go on first.
-    bool released = false;
-    for (int w0 = 0; w0 < n; w0 += kWarp) {
-      bool all = true, any = false;
-      for (int i = w0; i < std::min(n, w0 + kWarp); ++i) {
-        if (b.fibers[i].state == State::kDone) continue;
-        any = true;
-        all = all && b.fibers[i].state == State::kAtWarpBarrier;
-      }
-      if (!any || !all) continue;
-      for (int i = w0; i < std::min(n, w0 + kWarp); ++i)
-        if (b.fibers[i].state == State::kAtWarpBarrier) b.fibers[i].state = State::kReady;
-      released = true;
-    }
-    if (released) continue;
-    bool all_at_block = true;
-    for (const Fiber& f : b.fibers)
-      all_at_block = all_at_block && (f.state == State::kDone || f.state == State::kAtBlockBarrier);
-    FK_CHECK(all_at_block && b.live == n, "fkemu::launch",
-             "every thread of a block at each __syncthreads (and every live lane of a warp at "
-             "each warp barrier)",
-             block_name(b) + ": " + std::to_string(n - b.live) + " of " + std::to_string(n) +
-                 " threads returned while others wait at a barrier, or a warp barrier waits "
-                 "on a lane held at __syncthreads");
-    for (Fiber& f : b.fibers) f.state = State::kReady;
+    if (r.live == 0) return;
+    // Every live thread now waits at a barrier: warps first, then blocks,
+    // then the grid.
+    bool opened = false;
+    for (int b0 = 0; b0 < n; b0 += r.threads)
+      for (int w0 = b0; w0 < b0 + r.threads; w0 += kWarp)
+        opened |=
+            open_if_all_wait(r, w0, std::min(b0 + r.threads, w0 + kWarp), State::kAtWarpBarrier);
+    if (opened) continue;
+    for (int b0 = 0; b0 < n; b0 += r.threads)
+      opened |= open_if_all_wait(r, b0, b0 + r.threads, State::kAtBlockBarrier);
+    if (opened) continue;
+    bool grid = r.cooperative && r.live == n;
+    for (const Fiber& f : r.fibers) grid = grid && f.state == State::kAtGridBarrier;
+    FK_CHECK(grid, "fkemu::launch",
+             "every live thread of a warp, block or grid at each of its barriers",
+             "threads held at different barriers (a warp barrier waiting on a lane held at "
+             "__syncthreads, a grid sync some thread returned before, or one outside a "
+             "cooperative launch)");
+    for (Fiber& f : r.fibers) f.state = State::kReady;
   }
 }
 
@@ -183,9 +207,16 @@ Order order() {
 void set_order(Order o) {
   g_order = o;
 }
+void set_device(int device, int multiprocessors) {
+  FK_CHECK(device >= 0 && multiprocessors >= 1, "fkemu::set_device",
+           "a device index >= 0 with at least 1 SM",
+           std::to_string(device) + " with " + std::to_string(multiprocessors));
+  g_device = device;
+  g_multiprocessors[device] = multiprocessors;
+}
 
 void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
-  FK_CHECK(g_block == nullptr, "fkemu::launch", "no launch from inside a kernel",
+  FK_CHECK(g_run == nullptr, "fkemu::launch", "no launch from inside a kernel",
            "a launch while a block runs");
   const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
   FK_CHECK(threads >= 1 && threads <= 1024 && c.block.z <= 64, "fkemu::launch",
@@ -206,51 +237,63 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
   }
   FK_CHECK(c.shared_bytes <= kSharedOptInLimit, "fkemu::launch",
            "at most 227 KiB of dynamic shared memory", std::to_string(c.shared_bytes) + " bytes");
-  Block b;
-  b.config = c;
-  b.body = &body;
-  b.fibers.resize(static_cast<size_t>(threads));
-  b.lanes.resize(static_cast<size_t>(threads));
-  b.shared.resize(c.shared_bytes > 0 ? c.shared_bytes + 128 : 0);
-  int linear = 0;
-  for (unsigned z = 0; z < c.block.z; ++z)
-    for (unsigned y = 0; y < c.block.y; ++y)
-      for (unsigned x = 0; x < c.block.x; ++x, ++linear) {
-        Fiber& f = b.fibers[static_cast<size_t>(linear)];
-        f.stack = stack(linear);
-        f.index = uint3{x, y, z};
-        f.linear = linear;
-      }
-  g_block = &b;
-  try {
-    // Blocks run in the threads' order too, so one block reading what
-    // another writes in the same launch shows as well.
-    const bool down = g_order == Order::kDescending;
-    for (unsigned z = 0; z < c.grid.z; ++z)
-      for (unsigned y = 0; y < c.grid.y; ++y)
-        for (unsigned x = 0; x < c.grid.x; ++x) {
-          b.index =
-              down ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z} : uint3{x, y, z};
-          run_block(b);
+  // Blocks run in the threads' order too, so one block reading what another
+  // writes in the same launch shows as well.
+  std::vector<uint3> blocks;
+  const bool down = g_order == Order::kDescending;
+  for (unsigned z = 0; z < c.grid.z; ++z)
+    for (unsigned y = 0; y < c.grid.y; ++y)
+      for (unsigned x = 0; x < c.grid.x; ++x)
+        blocks.push_back(down ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z}
+                              : uint3{x, y, z});
+  const size_t together = c.cooperative ? blocks.size() : 1;
+  Run r;
+  r.config = c;
+  r.cooperative = c.cooperative;
+  r.threads = static_cast<int>(threads);
+  r.body = &body;
+  r.fibers.resize(together * static_cast<size_t>(threads));
+  r.lanes.resize(r.fibers.size());
+  r.shared.assign(together,
+                  std::vector<unsigned char>(c.shared_bytes > 0 ? c.shared_bytes + 128 : 0));
+  for (size_t b = 0; b < together; ++b) {
+    int linear = 0;
+    for (unsigned z = 0; z < c.block.z; ++z)
+      for (unsigned y = 0; y < c.block.y; ++y)
+        for (unsigned x = 0; x < c.block.x; ++x, ++linear) {
+          const size_t i = b * static_cast<size_t>(threads) + static_cast<size_t>(linear);
+          Fiber& f = r.fibers[i];
+          f.stack = stack(static_cast<int>(i));
+          f.index = uint3{x, y, z};
+          f.linear = linear;
+          f.block = static_cast<int>(b);
         }
+  }
+  g_run = &r;
+  try {
+    for (size_t b0 = 0; b0 < blocks.size(); b0 += together) {
+      r.blocks.assign(blocks.begin() + static_cast<std::ptrdiff_t>(b0),
+                      blocks.begin() + static_cast<std::ptrdiff_t>(b0 + together));
+      run_blocks(r);
+    }
   } catch (...) {
-    g_block = nullptr;
+    g_run = nullptr;
     throw;
   }
-  g_block = nullptr;
+  g_run = nullptr;
 }
 
 uint3 thread_index() {
   return running().index;
 }
 uint3 block_index() {
-  return g_block->index;
+  return g_run->blocks[static_cast<size_t>(running().block)];
 }
 dim3 block_dims() {
-  return g_block->config.block;
+  return g_run->config.block;
 }
 dim3 grid_dims() {
-  return g_block->config.grid;
+  return g_run->config.grid;
 }
 int lane() {
   return running().linear % kWarp;
@@ -268,20 +311,29 @@ void sync_warp() {
   switch_to_scheduler(f, false);
 }
 
+void sync_grid() {
+  // Outside a cooperative launch the scheduler refuses it (a throw here would
+  // leave the fiber's stack).
+  Fiber& f = running();
+  f.state = State::kAtGridBarrier;
+  switch_to_scheduler(f, false);
+}
+
 uint64_t exchange(uint64_t bits, int from) {
-  Block& b = *g_block;
-  const int self = running().linear, base = self - self % kWarp;
-  b.lanes[static_cast<size_t>(self)] = bits;
+  Run& r = *g_run;
+  const Fiber& f = running();
+  const int block0 = f.block * r.threads;
+  const int self = f.linear, base = self - self % kWarp;
+  r.lanes[static_cast<size_t>(block0 + self)] = bits;
   sync_warp();
-  const int n = static_cast<int>(b.fibers.size());
-  const int source = from >= 0 && from < kWarp && base + from < n ? base + from : self;
-  const uint64_t out = b.lanes[static_cast<size_t>(source)];
+  const int source = from >= 0 && from < kWarp && base + from < r.threads ? base + from : self;
+  const uint64_t out = r.lanes[static_cast<size_t>(block0 + source)];
   sync_warp();  // every lane has read before any writes its next value
   return out;
 }
 
 void* dynamic_shared() {
-  std::vector<unsigned char>& shared = g_block->shared;
+  std::vector<unsigned char>& shared = g_run->shared[static_cast<size_t>(running().block)];
   if (shared.empty()) return nullptr;
   const auto at = reinterpret_cast<uintptr_t>(shared.data());
   return shared.data() + ((128 - at % 128) % 128);
@@ -317,7 +369,7 @@ cudaError_t get_last_error() {
   return cudaSuccess;
 }
 
-cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int) {
+cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device) {
   switch (attr) {
     case cudaDevAttrComputeCapabilityMajor:
       *value = 9;
@@ -326,7 +378,10 @@ cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int) {
       *value = 0;
       return cudaSuccess;
     case cudaDevAttrMultiProcessorCount:
-      *value = 132;
+      *value = multiprocessors(device);
+      return cudaSuccess;
+    case cudaDevAttrCooperativeLaunch:
+      *value = 1;
       return cudaSuccess;
     case cudaDevAttrMaxThreadsPerBlock:
       *value = 1024;
@@ -343,6 +398,37 @@ cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int) {
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+int multiprocessors(int device) {
+  const auto it = g_multiprocessors.find(device);
+  return it == g_multiprocessors.end() ? 132 : it->second;
+}
+
+std::unordered_map<const void*, CooperativeLaunch>& cooperative_kernels() {
+  static std::unordered_map<const void*, CooperativeLaunch> kernels;
+  return kernels;
+}
+
+cudaError_t launch_cooperative_kernel(const void* kernel, dim3 grid, dim3 block, void** args,
+                                      size_t shared_bytes, cudaStream_t) {
+  const auto it = cooperative_kernels().find(kernel);
+  FK_CHECK(it != cooperative_kernels().end(), "fkemu::launch_cooperative_kernel",
+           "a kernel named by kernel_id (reinterpret_cast<const void*>(kernel) in the .cu)",
+           "an unknown kernel pointer");
+  // Every block must be resident at once: occupancy_blocks per SM.
+  if (int64_t{grid.x} * grid.y * grid.z >
+      int64_t{multiprocessors(g_device)} * kCooperativeBlocksPerSm)
+    return cudaErrorCooperativeLaunchTooLarge;
+  Config c{grid, block, shared_bytes};
+  c.cooperative = true;
+  it->second(c, args);
+  return cudaSuccess;
+}
+
+cudaError_t get_device(int* device) {
+  *device = g_device;
+  return cudaSuccess;
 }
 
 cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value) {

@@ -21,7 +21,7 @@
 // some live thread never reaches, a block past 1,024 threads, a grid past
 // CUDA's limits.
 //
-// Not modelled: cooperative launches, CUB, WMMA and inline PTX
+// Not modelled: CUB, WMMA and inline PTX
 // (rewrite_cuda_source.pl refuses files that use them), streams (every call
 // runs at once, in order), timing, and the memory model beyond "a barrier
 // orders everything".
@@ -32,6 +32,7 @@
 #include <functional>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 namespace fkemu {
@@ -45,6 +46,9 @@ void set_order(Order o);
 struct Config {
   dim3 grid, block;
   size_t shared_bytes = 0;
+  // cudaLaunchCooperativeKernel's: every block runs at once (their threads
+  // all fibers together), so a grid sync can open.
+  bool cooperative = false;
 };
 inline Config config(dim3 grid, dim3 block, size_t shared_bytes = 0, cudaStream_t = nullptr) {
   return Config{grid, block, shared_bytes};
@@ -80,9 +84,11 @@ uint3 block_index();
 dim3 block_dims();
 dim3 grid_dims();
 
-// Barriers: every live thread of the block, or of the caller's warp.
+// Barriers: every live thread of the block, or of the caller's warp, or
+// (cooperative launches only) of the grid.
 void sync_block();
 void sync_warp();
+void sync_grid();
 // Each lane of the warp puts `bits` in, then reads lane `from`'s (its own
 // when from is outside the warp); one warp barrier either side.
 uint64_t exchange(uint64_t bits, int from);
@@ -116,6 +122,53 @@ template <typename K>
 cudaError_t func_set_attribute(K* kernel, cudaFuncAttribute attr, int value) {
   return opt_in_shared(reinterpret_cast<const void*>(kernel), attr, value);
 }
+
+// The current device (cudaGetDevice's answer, 0 unless set) and how many
+// SMs it reports (132, the H200's, unless set): a test takes another device
+// with fewer SMs to make a cooperative grid (SMs x occupancy) small, and
+// caches kept per device (nefi's resident blocks) see a new device.
+void set_device(int device, int multiprocessors = 132);
+int multiprocessors(int device);
+// Blocks per SM the occupancy query reports for any kernel: 1, the fewest a
+// launchable kernel has (the emulator does not know its registers).
+inline constexpr int kCooperativeBlocksPerSm = 1;
+template <typename K>
+cudaError_t occupancy_max_active_blocks_per_multiprocessor(int* blocks, K*, int, size_t) {
+  *blocks = kCooperativeBlocksPerSm;
+  return cudaSuccess;
+}
+cudaError_t get_device(int* device);
+
+// A cooperative launch names its kernel by an untyped pointer and passes
+// its arguments as pointers: `reinterpret_cast<const void*>(kernel)` in the
+// .cu becomes kernel_id(kernel), which records how to call it from them.
+using CooperativeLaunch = std::function<void(const Config&, void**)>;
+std::unordered_map<const void*, CooperativeLaunch>& cooperative_kernels();
+template <typename... P>
+const void* kernel_id(void (*kernel)(P...)) {
+  const void* id = reinterpret_cast<const void*>(kernel);
+  cooperative_kernels().try_emplace(id, [kernel, id](const Config& c, void** args) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      std::tuple<P...> params(*static_cast<std::decay_t<P>*>(args[I])...);
+      run_grid(
+          c, [&] { std::apply(kernel, params); }, id);
+    }
+    (std::index_sequence_for<P...>{});
+  });
+  return id;
+}
+cudaError_t launch_cooperative_kernel(const void* kernel, dim3 grid, dim3 block, void** args,
+                                      size_t shared_bytes, cudaStream_t stream);
+
+// cooperative_groups' grid, as kernels use it.
+namespace cooperative_groups {
+struct grid_group {
+  void sync() const { sync_grid(); }
+};
+inline grid_group this_grid() {
+  return {};
+}
+}  // namespace cooperative_groups
 
 template <typename T>
 T shuffle_from(T v, int from) {

@@ -183,3 +183,54 @@ TEST(EmulatedDevice, SyncthreadsOrFoldsEachCallsPredicates) {
 }
 
 }  // namespace
+
+namespace {
+
+// Phase one writes a[i] = i over a grid stride, the grid syncs, phase two
+// reads the cell another block wrote: only a grid barrier orders the two.
+void grid_reverse_kernel(int* a, int* out, int n) {
+  const int stride = static_cast<int>(gridDim.x * blockDim.x);
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride)
+    a[i] = i;
+  fkemu::cooperative_groups::this_grid().sync();
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride)
+    out[i] = a[n - 1 - i];
+}
+
+TEST(EmulatedDevice, CooperativeLaunchesSyncTheirWholeGrid) {
+  const void* id = fkemu::kernel_id(grid_reverse_kernel);
+  const int n = 300;
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    fkemu::set_order(order);
+    std::vector<int> a(n, -1), out(n, -1);
+    int* pa = a.data();
+    int* po = out.data();
+    int count = n;
+    void* args[] = {&pa, &po, &count};
+    ASSERT_EQ(fkemu::launch_cooperative_kernel(id, dim3(3), dim3(64), args, 0, nullptr),
+              cudaSuccess);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(out[static_cast<size_t>(i)], n - 1 - i) << i;
+  }
+  fkemu::set_order(fkemu::Order::kAscending);
+}
+
+TEST(EmulatedDevice, ACooperativeGridPastTheResidentBlocksIsRefused) {
+  std::vector<int> a(8), out(8);
+  int* pa = a.data();
+  int* po = out.data();
+  int count = 8;
+  void* args[] = {&pa, &po, &count};
+  fkemu::set_device(3, 2);  // two SMs, one block each
+  EXPECT_EQ(fkemu::launch_cooperative_kernel(fkemu::kernel_id(grid_reverse_kernel), dim3(3),
+                                             dim3(32), args, 0, nullptr),
+            cudaErrorCooperativeLaunchTooLarge);
+  fkemu::set_device(0);
+}
+
+TEST(EmulatedDevice, AGridSyncOutsideACooperativeLaunchIsAnError) {
+  std::vector<int> a(8), out(8);
+  EXPECT_THROW(fkemu::launch(fkemu::config(1, 32), grid_reverse_kernel, a.data(), out.data(), 8),
+               fk::Error);
+}
+
+}  // namespace

@@ -18,15 +18,26 @@ open(my $fh, '<', $in) or die "rewrite_cuda_source.pl: cannot read $in: $!\n";
 my $s = do { local $/; <$fh> };
 close $fh;
 
-for my $unmodelled ('cub/', '<mma.h>', 'asm volatile', 'cooperative_groups',
-                    'cudaLaunchCooperativeKernel') {
+for my $unmodelled ('cub/', '<mma.h>', 'asm volatile') {
   die "rewrite_cuda_source.pl: $in uses $unmodelled, which the emulated device does not model\n"
     if index($s, $unmodelled) >= 0;
 }
 # The runtime calls the emulated device answers (fkemu's, below); any other
 # would reach the real runtime.
 my @emulated = qw(MemcpyAsync MemsetAsync MallocAsync FreeAsync GetLastError FuncSetAttribute
-                  DeviceGetAttribute);
+                  DeviceGetAttribute GetDevice LaunchCooperativeKernel
+                  OccupancyMaxActiveBlocksPerMultiprocessor);
+# A cooperative launch runs its blocks together, so their __shared__ statics
+# would be one: refused in a kernel that syncs the grid.
+while ($s =~ /this_grid\(\)/g) {
+  my $at = pos($s);
+  my $kernel_start = rindex($s, '__global__', $at);
+  my $next = index($s, '__global__', $at);
+  my $body = substr($s, $kernel_start, ($next < 0 ? length($s) : $next) - $kernel_start);
+  die "rewrite_cuda_source.pl: $in syncs the grid in a kernel with __shared__ variables, "
+    . "which the emulated device's blocks would share\n"
+    if $body =~ /__shared__/;
+}
 my $answered = join('|', @emulated);
 while ($s =~ /\b(cuda(?!(?:$answered)\b)[A-Z]\w*)\s*\(/g) {
   die "rewrite_cuda_source.pl: $in calls $1, which the emulated device does not model\n";
@@ -92,6 +103,11 @@ for my $call (@emulated) {
   (my $snake = $call) =~ s/([a-z])([A-Z])/$1_\l$2/g;
   $s =~ s/\bcuda$call\(/::fkemu::\l$snake(/g;
 }
+# Cooperative groups: the emulator's grid; a cooperative kernel's untyped
+# name records how to call it (fkemu::kernel_id).
+$s =~ s/^#include <cooperative_groups.h>$//m;  # the line kept: #line stays right
+$s =~ s/\bcooperative_groups::/::fkemu::cooperative_groups::/g;
+$s =~ s/reinterpret_cast<const void\*>\(/::fkemu::kernel_id(/g;
 # Dynamic shared memory: the block's buffer of the launch's size.
 $s =~ s/extern\s+__shared__\s+(?:__align__\(\d+\)\s*)?([\w:][\w: ]*?)\s+(\w+)\s*\[\s*\]\s*;
        /$1* const $2 = static_cast<$1*>(::fkemu::dynamic_shared());/gx;

@@ -56,7 +56,8 @@ __global__ void __launch_bounds__(kBoundThreads)
   part[threadIdx.x] = best;
   __syncthreads();
   for (int s = kBoundThreads / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) part[threadIdx.x] = larger(part[threadIdx.x], part[threadIdx.x + s]);
+    if (static_cast<int>(threadIdx.x) < s)
+      part[threadIdx.x] = larger(part[threadIdx.x], part[threadIdx.x + s]);
     __syncthreads();
   }
   if (threadIdx.x == 0) chebyshev_weights_from(part[0], omega, k);
