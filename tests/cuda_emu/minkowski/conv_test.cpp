@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 #include "minkowski/cuda/kernels.h"
@@ -40,13 +41,13 @@ void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::narrow;
+using fkemu_test::order_name;
+using fkemu_test::widen;
+
 namespace {
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* order_name(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
 
 // n elements of T placed `lead` elements past a 64-byte boundary, in an
 // allocation of exactly lead + n elements; the lead holds a poison value
@@ -86,25 +87,6 @@ uint64_t bits_of(S v) {
 // The accumulator's type for rows of S (conv.cu's Acc).
 template <typename S>
 using Acc = std::conditional_t<std::is_same_v<S, double>, double, float>;
-
-template <typename S>
-Acc<S> widen(S v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __half2float(v);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return v;
-}
-template <typename S>
-S narrow(double v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __float2half_rn(static_cast<float>(v));
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __float2bfloat16_rn(static_cast<float>(v));
-  else
-    return static_cast<S>(v);
-}
 
 template <typename S>
 int dtype_code() {

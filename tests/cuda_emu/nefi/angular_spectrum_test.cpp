@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/angular_spectrum_kernels.h"
 
 // The emulated launchers this file runs: angular_spectrum_kernels.h's, in
@@ -42,8 +42,8 @@ void launch_phase_gradient(const Complex* t, const Complex* w, int64_t n, T* dph
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/loss_cells.h"
 #include "nefi/cuda/loss_kernels.h"
 
@@ -51,8 +51,8 @@ void launch_laplacian(const In* x, int64_t rows, const StencilGrid& g, const dou
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/poisson_dst_kernels.h"
 
 // The emulated launchers this file runs: poisson_dst_kernels.h's, in ::emu
@@ -32,8 +32,8 @@ void launch_restrict_to_box(const Complex* ext, const OddExtension& g, T* out, v
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/radon_kernels.h"
 
 // The emulated launcher this file runs: radon_kernels.h's, in ::emu (a
@@ -26,8 +26,8 @@ void launch_sparse_gather(const GatherGeometry& g, const int64_t* row_start, con
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/scattering_kernels.h"
 
 // The emulated launchers this file runs: scattering_kernels.h's, in ::emu
@@ -36,8 +36,8 @@ void launch_scattering_demodulate(const ScatteringDims& d, const double* phase, 
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

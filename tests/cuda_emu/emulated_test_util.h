@@ -1,18 +1,22 @@
 #pragma once
-// What the nefi kernels' emulated-device tests share: running a check in
-// both thread orders (a read of another thread's write that no barrier
-// orders then shows as a difference between them), and bitwise comparison
-// of f32/f64 results with the first few differences reported.
+// What the emulated-device tests of every layer share: running a check in both
+// thread orders (a read of another thread's write that no barrier orders then
+// shows as a difference between them), bitwise comparison of results with the
+// first few differences reported, and the f16/bf16 conversions a host
+// reference uses for kernels that store rows in halves.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
 
-namespace nefi_emu_test {
+namespace fkemu_test {
 
 inline const char* order_name(fkemu::Order o) {
   return o == fkemu::Order::kAscending ? "ascending" : "descending";
@@ -46,4 +50,27 @@ void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want,
   EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
 }
 
-}  // namespace nefi_emu_test
+// An element of S as the kernels compute with it: f16 and bf16 as float,
+// float and double as themselves.
+template <typename S>
+auto widen(S v) {
+  if constexpr (std::is_same_v<S, __half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else
+    return v;
+}
+
+// v stored as an S, halves rounded to nearest from float.
+template <typename S>
+S narrow(double v) {
+  if constexpr (std::is_same_v<S, __half>)
+    return __float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __float2bfloat16_rn(static_cast<float>(v));
+  else
+    return static_cast<S>(v);
+}
+
+}  // namespace fkemu_test
