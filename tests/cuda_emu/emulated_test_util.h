@@ -2,14 +2,15 @@
 // What the emulated-device tests of every layer share: running a check in both
 // thread orders (a read of another thread's write that no barrier orders then
 // shows as a difference between them), bitwise comparison of results with the
-// first few differences reported, and the f16/bf16 conversions a host
-// reference uses for kernels that store rows in halves.
+// first few differences reported, uniform random values, and the f16/bf16
+// conversions a host reference uses for kernels that store rows in halves.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,6 +49,29 @@ void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want,
     if (!same_bits(got[i], want[i]) && wrong++ < 5)
       ADD_FAILURE() << what << " [" << i << "]: got " << got[i] << ", want " << want[i];
   EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
+}
+
+// The same, for rows of `cols` channels: differences reported by row and channel.
+template <typename T>
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, int64_t cols,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int64_t wrong = 0;
+  for (size_t e = 0; e < got.size(); ++e)
+    if (!same_bits(got[e], want[e]) && wrong++ < 5)
+      ADD_FAILURE() << what << ": row " << e / static_cast<size_t>(cols) << " channel "
+                    << e % static_cast<size_t>(cols) << " is " << got[e] << ", the CPU's "
+                    << want[e];
+  EXPECT_EQ(wrong, 0) << what;
+}
+
+// n values drawn uniformly from [lo, hi), each rounded to T.
+template <typename T>
+std::vector<T> random_values(int64_t n, double lo, double hi, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = static_cast<T>(u(rng));
+  return v;
 }
 
 // An element of S as the kernels compute with it: f16 and bf16 as float,
