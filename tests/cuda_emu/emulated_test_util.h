@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -71,6 +72,22 @@ std::vector<T> random_values(int64_t n, double lo, double hi, std::mt19937& rng)
   std::uniform_real_distribution<double> u(lo, hi);
   std::vector<T> v(static_cast<size_t>(n));
   for (T& x : v) x = static_cast<T>(u(rng));
+  return v;
+}
+
+// n values uniform in [-1, 1) from a generator seeded with `seed`, each rounded to T.
+template <typename T>
+std::vector<T> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  return random_values<T>(n, -1, 1, rng);
+}
+
+// n complex values, the real then the imaginary part uniform in [-1, 1).
+inline std::vector<std::complex<double>> random_complex(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<std::complex<double>> v(static_cast<size_t>(n));
+  for (std::complex<double>& e : v) e = {u(rng), u(rng)};
   return v;
 }
 
