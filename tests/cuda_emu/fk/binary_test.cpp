@@ -123,7 +123,7 @@ void check_binary(BinaryOp op, DType t, const Geometry& g, double alpha, bool sp
       fk::binary_forward(op, fk_emu_test::view_of(a, g.shape, g.a_strides), b_view, alpha);
   ASSERT_EQ(cpu.dtype(), out_t);
   fk_emu_test::view_of(want, g.shape, g.out_strides).copy_(cpu);
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = fk_emu_test::random_buffer(out_t, out_n, 3);
     fk::cuda::emu::launch_binary(static_cast<int>(op), code(t), a.data(),
                                  b_scalar ? nullptr : b.data(), got.data(), g.shape.size(),
@@ -227,7 +227,7 @@ TEST(EmulatedFkBinary, InPlaceOutputAliasingA) {
                                         fk_emu_test::view_of(b, shape, b_strides));
     Buffer want = a;
     fk_emu_test::view_of(want, shape, a_strides).copy_(cpu);
-    fk_emu_test::in_both_orders([&] {
+    fkemu_test::in_both_orders([&](fkemu::Order) {
       Buffer got = a;
       fk::cuda::emu::launch_binary(static_cast<int>(BinaryOp::Mul), code(t), got.data(), b.data(),
                                    got.data(), 2, shape.data(), a_strides.data(), b_strides.data(),
@@ -284,7 +284,7 @@ TEST(EmulatedFkBinary, ScaleMultipliesInPlace) {
         }
       }
     }
-    fk_emu_test::in_both_orders([&] {
+    fkemu_test::in_both_orders([&](fkemu::Order) {
       Buffer got = data;
       fk::cuda::emu::launch_scale(code(t), got.data(), n, s, nullptr);
       fk_emu_test::expect_same_elements(t, got.data(), want.data(), n, "scale");
@@ -318,7 +318,7 @@ TEST(EmulatedFkBinary, WhereMovesEveryElementSize) {
       const bool pick_a = cond.bytes()[c] != 0;
       std::memcpy(want.bytes() + p * es, (pick_a ? a.bytes() + ao * es : b.bytes() + bo * es), es);
     }
-    fk_emu_test::in_both_orders([&] {
+    fkemu_test::in_both_orders([&](fkemu::Order) {
       Buffer got(t, n);
       fk::cuda::emu::launch_where(code(t), cond.data(), a.data(), b.data(), got.data(),
                                   shape.size(), shape.data(), cond_strides.data(), a_strides.data(),

@@ -53,7 +53,7 @@ TEST(EmulatedFkCopy, EveryDtypePairConvertsAsTheCpu) {
       SCOPED_TRACE(pair_name(from, to));
       Buffer want = fk_emu_test::random_buffer(to, n, 99);
       fk_emu_test::view_of(want).copy_(fk_emu_test::view_of(src));
-      fk_emu_test::in_both_orders([&] {
+      fkemu_test::in_both_orders([&](fkemu::Order) {
         Buffer got = fk_emu_test::random_buffer(to, n, 99);
         fk::cuda::emu::launch_convert(code(from), src.data(), code(to), got.data(), n, nullptr);
         fk_emu_test::expect_same_elements(to, got.data(), want.data(), n, pair_name(from, to));
@@ -91,7 +91,7 @@ TEST(EmulatedFkCopy, SpecialValuesIntoFloatingDtypesAndBool) {
       SCOPED_TRACE(pair_name(from, to));
       Buffer want(to, n);
       fk_emu_test::view_of(want).copy_(fk_emu_test::view_of(src));
-      fk_emu_test::in_both_orders([&] {
+      fkemu_test::in_both_orders([&](fkemu::Order) {
         Buffer got(to, n);
         fk::cuda::emu::launch_convert(code(from), src.data(), code(to), got.data(), n, nullptr);
         fk_emu_test::expect_same_elements(to, got.data(), want.data(), n, pair_name(from, to));
@@ -155,7 +155,7 @@ void check_strided(DType from, DType to, const StridedCase& c) {
   Buffer want = fk_emu_test::random_buffer(to, dst_n, 4);
   fk_emu_test::view_of(want, c.shape, c.dst_strides, c.dst_offset)
       .copy_(fk_emu_test::view_of(src, c.shape, c.src_strides, c.src_offset));
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = fk_emu_test::random_buffer(to, dst_n, 4);
     fk::cuda::emu::launch_copy_strided(
         code(from), src.bytes() + c.src_offset * static_cast<int64_t>(src.itemsize()),
@@ -211,7 +211,7 @@ TEST(EmulatedFkCopy, FillsEveryDtypeAsTheCpu) {
       Buffer want = fk_emu_test::random_buffer(t, n, 8);
       fk::Tensor view = fk_emu_test::view_of(want);
       fk::fill_(view, v);
-      fk_emu_test::in_both_orders([&] {
+      fkemu_test::in_both_orders([&](fkemu::Order) {
         Buffer got = fk_emu_test::random_buffer(t, n, 8);
         fk::cuda::emu::launch_fill(code(t), got.data(), n, v.real(), v.imag(), nullptr);
         fk_emu_test::expect_same_elements(t, got.data(), want.data(), n, "fill");
@@ -241,7 +241,7 @@ TEST(EmulatedFkCopy, StridedFillsLeaveTheGaps) {
         Buffer want = fk_emu_test::random_buffer(t, n, 9);
         fk::Tensor view = fk_emu_test::view_of(want, c.shape, c.strides, c.offset);
         fk::fill_(view, re);
-        fk_emu_test::in_both_orders([&] {
+        fkemu_test::in_both_orders([&](fkemu::Order) {
           Buffer got = fk_emu_test::random_buffer(t, n, 9);
           fk::cuda::emu::launch_fill_strided(
               code(t), got.bytes() + c.offset * static_cast<int64_t>(got.itemsize()),

@@ -1,8 +1,8 @@
 #pragma once
-// What the emulated-device tests of fk's own kernels share: running a check in
-// both thread orders, raw element buffers of any dtype with random values, CPU
-// tensors viewing those buffers with any strides (so fk's CPU ops are the
-// reference over the very bytes the kernel read), and an element comparison
+// What the emulated-device tests of fk's own kernels share beyond
+// cuda_emu/emulated_test_util.h: raw element buffers of any dtype with random
+// values, CPU tensors viewing those buffers with any strides (so fk's CPU ops
+// are the reference over the very bytes the kernel read), and an element comparison
 // that is bitwise except that any NaN equals any NaN (the f16 and bf16
 // converters of CUDA's headers and of fk/half.h pick different NaN payloads),
 // or, for complex results of different formulas, within a few ulp.
@@ -18,27 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/dtype.h"
 #include "fk/half.h"
 #include "fk/tensor.h"
 
 namespace fk_emu_test {
-
-inline const char* order_name(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
-
-// check() once per thread order; the emulator is left ascending.
-template <typename F>
-void in_both_orders(F&& check) {
-  for (fkemu::Order o : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
-    fkemu::set_order(o);
-    SCOPED_TRACE(std::string("thread order ") + order_name(o));
-    check();
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
-}
 
 inline constexpr fk::DType kAllDTypes[] = {fk::DType::Bool, fk::DType::I32,  fk::DType::I64,
                                            fk::DType::F16,  fk::DType::BF16, fk::DType::F32,

@@ -140,7 +140,7 @@ void check_gather(DType t, const GatherCase& c, const std::vector<int64_t>& inde
   const int64_t out_n = extent(c.shape, out_strides);
   Buffer want = fk_emu_test::random_buffer(t, out_n, 2);
   gather_on_host(in, c, index, wrap, want);
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = fk_emu_test::random_buffer(t, out_n, 2);
     int64_t bad[3] = {0, 0, 0};
     fk::cuda::IndexCheck check;
@@ -260,7 +260,7 @@ TEST(EmulatedFkIndex, IndexSelectMatchesAHostLoop) {
             }
           }
         }
-        fk_emu_test::in_both_orders([&] {
+        fkemu_test::in_both_orders([&](fkemu::Order) {
           Buffer got = fk_emu_test::random_buffer(t, out_n, 11);
           int64_t bad[3] = {0, 0, 0};
           fk::cuda::IndexCheck check;

@@ -69,7 +69,7 @@ void check(DType t, int64_t outer, int64_t inner) {
       fk::prod_backward(fk_emu_test::view_of(g, Dims{outer}, Dims{1}),
                         fk_emu_test::view_of(x, Dims{outer, inner}, Dims{inner, 1}), Dims{1});
   if (want.n > 0) fk_emu_test::view_of(want, Dims{outer, inner}, Dims{inner, 1}).copy_(cpu);
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = want.n > 0 ? fk_emu_test::random_buffer(t, want.n, 3) : Buffer(t, 0);
     fk::cuda::emu::launch_prod_backward_lastdim(code(t), x.data(), g.data(), got.data(), outer,
                                                 inner, nullptr);

@@ -227,7 +227,7 @@ void check_reduce(int op, Buffer& x, int64_t outer, int64_t inner) {
   SCOPED_TRACE(what);
   Buffer want = bytes_of(cpu_reduce(op, rows_view(x, outer, inner)));
   ASSERT_EQ(code(want.dtype), emu::reduce_out_dtype(op, code(x.dtype)));
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = run_reduce(op, x, outer, inner);
     if (op == fk::cuda::kReduceSum || (op == fk::cuda::kReduceProd && !fk::is_complex(x.dtype))) {
       fk_emu_test::expect_same_elements(want.dtype, got.data(), want.data(), outer, what);
@@ -286,7 +286,7 @@ TEST(EmulatedFkReduce, SumOfArbitraryFloatsWithinTheOrderBound) {
     }
     Buffer want = bytes_of(fk::sum(rows_view(x, outer, inner), Dims{1}));
     const double out_eps = t == DType::BF16 ? 0x1p-8 : t == DType::F32 ? 0x1p-24 : 0.0;
-    fk_emu_test::in_both_orders([&] {
+    fkemu_test::in_both_orders([&](fkemu::Order) {
       Buffer got = run_reduce(fk::cuda::kReduceSum, x, outer, inner);
       for (int64_t o = 0; o < outer; ++o) {
         double magnitude = 0.0;
@@ -446,7 +446,7 @@ TEST(EmulatedFkReduce, ArgmaxAndArgminOfEveryRealDtypeAsTheCpu) {
         SCOPED_TRACE(what);
         fk::Tensor v = rows_view(x, outer, inner);
         Buffer want = bytes_of(is_max ? fk::argmax(v, 1) : fk::argmin(v, 1));
-        fk_emu_test::in_both_orders([&] {
+        fkemu_test::in_both_orders([&](fkemu::Order) {
           std::vector<int64_t> got(static_cast<size_t>(outer), -7);
           emu::launch_argreduce_lastdim(is_max, code(t), x.data(), got.data(), outer, inner,
                                         nullptr);
@@ -531,7 +531,7 @@ TEST(EmulatedFkReduce, SoftmaxAndLogSoftmaxAsTheCpu) {
           const double xi = value_at(x, i).real();
           floor[static_cast<size_t>(i)] = 30.0 + (std::isfinite(xi) ? std::abs(xi) : 0.0);
         }
-        fk_emu_test::in_both_orders([&] {
+        fkemu_test::in_both_orders([&](fkemu::Order) {
           Buffer got = fk_emu_test::random_buffer(t, want.n, 3);
           emu::launch_softmax_lastdim(code(t), x.data(), got.data(), outer, inner, log, nullptr);
           expect_close(got, want, softmax_tolerance(t), floor, what);
@@ -580,7 +580,7 @@ TEST(EmulatedFkReduce, SoftmaxBackwardAsTheCpu) {
                 log ? std::abs(gi) + std::exp(yi) * dot : std::abs(yi) * (std::abs(gi) + dot);
           }
         }
-        fk_emu_test::in_both_orders([&] {
+        fkemu_test::in_both_orders([&](fkemu::Order) {
           Buffer got = fk_emu_test::random_buffer(t, want.n, 3);
           emu::launch_softmax_backward_lastdim(code(t), gt.data(), y.data(), got.data(), outer,
                                                inner, log, nullptr);

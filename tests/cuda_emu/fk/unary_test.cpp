@@ -191,7 +191,7 @@ void check_forward(UnaryOp op, DType t, uint32_t seed) {
   Buffer xt = values(t, 13 * 23, seed + 1, specials);
   Buffer want_t = fk_emu_test::random_buffer(out_t, 12 * 32 + 23, 2);
   cpu_forward(op, xt, shape, x_strides, want_t, out_strides);
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got = fk_emu_test::random_buffer(out_t, n, 1);
     fk::cuda::emu::launch_unary(static_cast<int>(op), code(t), x.data(), got.data(), n, p.a, p.b,
                                 nullptr);
@@ -240,7 +240,7 @@ TEST(EmulatedFkUnary, IntegerClampBoundsSaturate) {
       Buffer want(t, n);
       fk_emu_test::view_of(want).copy_(
           fk::unary_forward(UnaryOp::Clamp, fk_emu_test::view_of(x), {ab[0], ab[1]}));
-      fk_emu_test::in_both_orders([&] {
+      fkemu_test::in_both_orders([&](fkemu::Order) {
         Buffer got(t, n);
         fk::cuda::emu::launch_unary(static_cast<int>(UnaryOp::Clamp), code(t), x.data(), got.data(),
                                     n, ab[0], ab[1], nullptr);
@@ -280,7 +280,7 @@ void check_backward(UnaryOp op, DType t, bool specials) {
   Buffer want(t, n);
   fk_emu_test::view_of(want).copy_(
       fk::unary_backward(op, fk_emu_test::view_of(g), ref_view, ref_view, p));
-  fk_emu_test::in_both_orders([&] {
+  fkemu_test::in_both_orders([&](fkemu::Order) {
     Buffer got(t, n);
     fk::cuda::emu::launch_unary_backward(static_cast<int>(op), code(t), g.data(), ref.data(),
                                          got.data(), n, p.a, p.b, nullptr);

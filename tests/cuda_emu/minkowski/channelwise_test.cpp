@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 #include "minkowski/coords/kernel_map.h"
@@ -41,34 +42,12 @@ void launch_pair_product_partials(const T* f, const T* g, int64_t cols, const in
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::order_name;
+using fkemu_test::random_values;
+
 namespace {
-
-constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* name_of(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
-
-template <typename T>
-std::vector<T> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(u(rng));
-  return v;
-}
-
-template <typename T>
-void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want, int64_t cols,
-                    const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t wrong = 0;
-  for (size_t e = 0; e < got.size(); ++e)
-    if (std::memcmp(&got[e], &want[e], sizeof(T)) != 0 && wrong++ < 5)
-      ADD_FAILURE() << what << ": row " << e / static_cast<size_t>(cols) << " channel "
-                    << e % static_cast<size_t>(cols) << " is " << got[e] << ", the CPU's "
-                    << want[e];
-  EXPECT_EQ(wrong, 0) << what;
-}
 
 // A map whose offset k pairs `count[k]` distinct output rows with distinct
 // input rows, both drawn at random (count[k] <= min(n_in, n_out)).
@@ -142,8 +121,9 @@ template <typename T>
 void check_map(const minkowski::KernelMap& m, int64_t c, uint32_t seed) {
   std::mt19937 rng(seed);
   const int64_t K = m.volume;
-  const std::vector<T> f = random_values<T>(m.in_size * c, rng), w = random_values<T>(K * c, rng),
-                       g = random_values<T>(m.out_size * c, rng);
+  const std::vector<T> f = random_values<T>(m.in_size * c, -1, 1, rng),
+                       w = random_values<T>(K * c, -1, 1, rng),
+                       g = random_values<T>(m.out_size * c, -1, 1, rng);
   const fk::Tensor ft = fk::from_vector(f, fk::Dims{m.in_size, c});
   const fk::Tensor wt = fk::from_vector(w, fk::Dims{K, c});
   const fk::Tensor gt = fk::from_vector(g, fk::Dims{m.out_size, c});
@@ -158,20 +138,19 @@ void check_map(const minkowski::KernelMap& m, int64_t c, uint32_t seed) {
   const int64_t n_jobs = static_cast<int64_t>(jobs.begin.size()) - 1;
   const std::string what = std::to_string(m.pairs()) + " pairs in " + std::to_string(K) +
                            " offsets, " + std::to_string(c) + " channels";
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
-    const std::string when = what + " (" + name_of(order) + ")";
+  in_both_orders([&](fkemu::Order order) {
+    const std::string when = what + " (" + order_name(order) + ")";
     // Poisoned: every output must be written.
     std::vector<T> out(static_cast<size_t>(m.out_size * c), static_cast<T>(NAN));
     mc::emu::launch_channelwise_rows<T>(f.data(), w.data(), c, by_out.begin.data(),
                                         by_out.pair.data(), in_rows.data(), m.offset_begin.data(),
                                         K, m.out_size, out.data(), nullptr);
-    expect_bitwise(out, want_out, c, "forward, " + when);
+    expect_same_bits(out, want_out, c, "forward, " + when);
     std::vector<T> grad_in(static_cast<size_t>(m.in_size * c), static_cast<T>(NAN));
     mc::emu::launch_channelwise_rows<T>(g.data(), w.data(), c, by_in.begin.data(),
                                         by_in.pair.data(), out_rows.data(), m.offset_begin.data(),
                                         K, m.in_size, grad_in.data(), nullptr);
-    expect_bitwise(grad_in, want_in, c, "input gradient, " + when);
+    expect_same_bits(grad_in, want_in, c, "input gradient, " + when);
 
     std::vector<T> part(static_cast<size_t>(n_jobs * c), static_cast<T>(NAN));
     mc::emu::launch_pair_product_partials<T>(f.data(), g.data(), c, in_rows.data(), out_rows.data(),
@@ -183,9 +162,8 @@ void check_map(const minkowski::KernelMap& m, int64_t c, uint32_t seed) {
            j < jobs.first[static_cast<size_t>(k + 1)]; ++j)
         for (int64_t x = 0; x < c; ++x)
           grad_w[static_cast<size_t>(k * c + x)] += part[static_cast<size_t>(j * c + x)];
-    expect_bitwise(grad_w, want_w, c, "weight gradient, " + when);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+    expect_same_bits(grad_w, want_w, c, "weight gradient, " + when);
+  });
 }
 
 TEST(EmulatedChannelwise, RandomMapWithEmptyOffsetsIsTheCpusBitForBit) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 #include "minkowski/cuda/kernels.h"
@@ -40,13 +41,12 @@ void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::in_both_orders;
+using fkemu_test::narrow;
+using fkemu_test::order_name;
+using fkemu_test::widen;
+
 namespace {
-
-constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* order_name(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
 
 // n elements of T placed `lead` elements past a 64-byte boundary, in an
 // allocation of exactly lead + n elements; the lead holds a poison value
@@ -86,25 +86,6 @@ uint64_t bits_of(S v) {
 // The accumulator's type for rows of S (conv.cu's Acc).
 template <typename S>
 using Acc = std::conditional_t<std::is_same_v<S, double>, double, float>;
-
-template <typename S>
-Acc<S> widen(S v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __half2float(v);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return v;
-}
-template <typename S>
-S narrow(double v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __float2half_rn(static_cast<float>(v));
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __float2bfloat16_rn(static_cast<float>(v));
-  else
-    return static_cast<S>(v);
-}
 
 template <typename S>
 int dtype_code() {
@@ -160,8 +141,7 @@ void check_gather(const Layout& l, int64_t n, uint32_t seed) {
   std::vector<int32_t> rows = random_rows(n, src_rows, rng);
   rows.back() = static_cast<int32_t>(src_rows - 1);  // a chunk past the end would show
 
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     Placed<S> staged(n * l.cols, l.dst_lead, pad);
     mc::emu::launch_gather_rows(dtype_code<S>(), src.data(), l.ld, rows.data(), n, l.cols,
                                 staged.data(), nullptr);
@@ -175,8 +155,7 @@ void check_gather(const Layout& l, int64_t n, uint32_t seed) {
                         << ") channel " << c << ", order " << order_name(order);
     EXPECT_EQ(wrong, 0);
     EXPECT_TRUE(lead_intact(staged, pad)) << "a write before staged, order " << order_name(order);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+  });
 }
 
 TEST(EmulatedConv, GatherF32AtEveryChunk) {
@@ -251,8 +230,7 @@ void check_scatter_atomic(const Layout& l, int64_t n, int64_t dst_rows, uint32_t
       want[static_cast<size_t>(rows[static_cast<size_t>(p)] * l.cols + c)] +=
           widen(staged[p * l.cols + c]);
 
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const A lead_poison = -1234.5;
     Placed<A> dst(dst_rows * l.cols, l.dst_lead, lead_poison);
     std::copy(dst0.begin(), dst0.end(), dst.data());
@@ -266,8 +244,7 @@ void check_scatter_atomic(const Layout& l, int64_t n, int64_t dst_rows, uint32_t
                       << order_name(order);
     EXPECT_EQ(wrong, 0);
     EXPECT_TRUE(lead_intact(dst, lead_poison)) << "a write before dst";
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+  });
 }
 
 TEST(EmulatedConv, ScatterAtomicF32AtEveryChunk) {
@@ -361,8 +338,7 @@ void check_scatter_ordered(const Layout& l, int64_t pairs, int64_t n_rows,
       want[static_cast<size_t>(r * l.cols + c)] = acc;
     }
 
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const A lead_poison = -1234.5;
     Placed<A> dst(n_rows * l.cols, l.dst_lead, lead_poison);
     std::copy(dst0.begin(), dst0.end(), dst.data());
@@ -383,8 +359,7 @@ void check_scatter_ordered(const Layout& l, int64_t pairs, int64_t n_rows,
                       << order_name(order);
     EXPECT_EQ(wrong, 0);
     EXPECT_TRUE(lead_intact(dst, lead_poison)) << "a write before dst";
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+  });
 }
 
 // The windows device_conv.cpp passes: the offset groups, in order, that

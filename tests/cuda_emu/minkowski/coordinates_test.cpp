@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "minkowski/coords/coordinate_manager.h"
 #include "minkowski/coords/coordinate_map.h"
 #include "minkowski/coords/kernel_region.h"
@@ -54,6 +54,7 @@ void launch_hash_insert(HashTable t, const uint64_t* keys, int64_t n, void* stre
 }  // namespace minkowski::cuda::emu
 
 namespace mc = minkowski::cuda;
+using fkemu_test::in_both_orders;
 using minkowski::CoordinateMap;
 using minkowski::CoordinatePacker;
 using minkowski::RowOrder;
@@ -64,16 +65,6 @@ constexpr int32_t kUnwritten = -7;
 
 size_t at(int64_t i) {
   return static_cast<size_t>(i);
-}
-
-// Runs check with the threads of every block ascending, then descending.
-void in_both_orders(const std::function<void()>& check) {
-  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
-    SCOPED_TRACE(order == fkemu::Order::kAscending ? "ascending threads" : "descending threads");
-    fkemu::set_order(order);
-    check();
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
 }
 
 // n rows of `width` columns: the batch in [0, 3), the others in [-span, span)
@@ -182,7 +173,7 @@ void expect_cpu_map(const std::vector<int32_t>& rows, int width, RowOrder order)
   const CoordinateMap cpu(rows.data(), n, width, std::vector<int32_t>(at(width - 1), 1),
                           &unique_rows, &inverse, order);
   const std::vector<uint64_t> keys = packed_keys(cpu.packer(), rows);
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     const EmulatedMap m = emulated_map(rows, width, keys, order);
     EXPECT_EQ(m.coordinates, cpu.coordinates());
     EXPECT_EQ(std::vector<int64_t>(m.map_rows.begin(), m.map_rows.end()), unique_rows);
@@ -245,7 +236,7 @@ TEST(EmulatedCoordinates, ColumnStatsAreExactForEveryWidth) {
         ASSERT_EQ(want[at(width + c)], packer.min(c) + packer.extent(c));
       }
     }
-    in_both_orders([&] {
+    in_both_orders([&](fkemu::Order) {
       std::vector<int64_t> stats(at(3 * width), 12345);
       mc::emu::launch_column_stats(rows.data(), n, width, stats.data(), nullptr);
       EXPECT_EQ(stats, want);
@@ -274,7 +265,7 @@ TEST(EmulatedCoordinates, RunHeadsFlagWhereEachRunOfKeysStarts) {
     std::sort(keys.begin(), keys.end());
     std::vector<int32_t> want(at(n + 1), 0);
     for (int64_t s = 0; s < n; ++s) want[at(s)] = s == 0 || keys[at(s)] != keys[at(s - 1)];
-    in_both_orders([&] {
+    in_both_orders([&](fkemu::Order) {
       std::vector<int32_t> head(at(n + 1), kUnwritten);
       mc::emu::launch_run_heads(keys.data(), n, head.data(), nullptr);
       EXPECT_EQ(head, want) << n << " keys";
@@ -317,7 +308,7 @@ TEST(EmulatedCoordinates, GatherCopiesTheNamedRows) {
     std::vector<int32_t> want;
     for (int32_t r : rows)
       want.insert(want.end(), &coords[at(r * width)], &coords[at((r + 1) * width)]);
-    in_both_orders([&] {
+    in_both_orders([&](fkemu::Order) {
       std::vector<int32_t> out(at(m * width), kUnwritten);
       mc::emu::launch_gather_coordinates(coords.data(), width, rows.data(), m, out.data(), nullptr);
       EXPECT_EQ(out, want) << "width " << width;
@@ -368,7 +359,7 @@ TEST(EmulatedCoordinates, FloorRoundsSpatialColumnsTowardMinusInfinity) {
   ASSERT_EQ(want[at(200 * width + 2)], -2);   // -2 floored to a multiple of 2
   ASSERT_EQ(want[at(204 * width + 3)], -3);   // -1 floored to a multiple of 3
   ASSERT_EQ(want[at(205 * width + 4)], -14);  // -8 floored to a multiple of 7
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     std::vector<int32_t> out(coords.size(), kUnwritten);
     mc::emu::launch_floor_coordinates(coords.data(), n, width, step.data(), out.data(), nullptr);
     EXPECT_EQ(out, want);
@@ -392,7 +383,7 @@ TEST(EmulatedCoordinates, ExpandAddsEveryOffsetToEveryRow) {
       for (int a = 0; a < d; ++a)
         want.push_back(coords[at(i * width + 1 + a)] + offsets[at(k * d + a)]);
     }
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     std::vector<int32_t> out(want.size(), kUnwritten);
     mc::emu::launch_expand_coordinates(coords.data(), n, width, offsets.data(), K, out.data(),
                                        nullptr);
@@ -427,7 +418,7 @@ TEST(EmulatedCoordinates, StridedAndExpandedMapsMatchTheCpuManager) {
   const std::vector<int32_t> cpu_expanded = manager.coordinates(expanded).to_vector<int32_t>();
   const std::vector<int32_t> offsets = region.offsets(out_ts);
   const int64_t K = static_cast<int64_t>(offsets.size()) / (width - 1);
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     std::vector<int32_t> floored(in_rows.size(), kUnwritten);
     mc::emu::launch_floor_coordinates(in_rows.data(), in_size, width, ts.data(), floored.data(),
                                       nullptr);
@@ -496,7 +487,7 @@ TEST(EmulatedCoordinates, LookupFindsMapRowsAndRefusesRowsOutsideTheBounds) {
   for (int64_t i = 0; i < q; ++i)
     want[at(i)] = static_cast<int32_t>(cpu.find(&queries[at(i * width)]));
   for (int64_t i = q - aliases; i < q; ++i) ASSERT_EQ(want[at(i)], -1);
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     std::vector<int32_t> found(at(q), kUnwritten);
     mc::emu::launch_lookup_coordinates(table, layout, queries.data(), q, found.data(), nullptr);
     EXPECT_EQ(found, want);

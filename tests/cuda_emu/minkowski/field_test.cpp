@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "minkowski/cuda/field_kernels.h"
@@ -33,22 +33,14 @@ void launch_voxelize(const T* coords, int64_t n, const VoxelGrid& grid, int32_t*
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::in_both_orders;
+
 namespace {
 
 constexpr int32_t kUnwritten = -7;
 
 size_t at(int64_t i) {
   return static_cast<size_t>(i);
-}
-
-// Runs check with the threads of every block ascending, then descending.
-void in_both_orders(const std::function<void()>& check) {
-  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
-    SCOPED_TRACE(order == fkemu::Order::kAscending ? "ascending threads" : "descending threads");
-    fkemu::set_order(order);
-    check();
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
 }
 
 // The voxel sizes and tensor strides of D spatial axes, and the kernel's grid of them.
@@ -141,7 +133,7 @@ void expect_cpu_rows(int d, int64_t n, uint32_t seed) {
   const Voxels v = voxels_of(d);
   const std::vector<T> points = as<T>(random_points(n, v, seed));
   const std::vector<int32_t> want = cpu_voxel_rows(points, v);
-  in_both_orders([&] {
+  in_both_orders([&](fkemu::Order) {
     std::vector<int32_t> rows(want.size(), kUnwritten);
     unsigned long long bad = static_cast<unsigned long long>(n);
     mc::emu::launch_voxelize<T>(points.data(), n, v.grid(), rows.data(), &bad, nullptr);
@@ -190,7 +182,7 @@ void expect_refusals(const std::vector<Refusal>& refusals) {
     }
     const int64_t first = placed[0].first;
     ASSERT_EQ(cpu_refused_row(points, v), first);
-    in_both_orders([&] {
+    in_both_orders([&](fkemu::Order) {
       std::vector<int32_t> rows(want.size(), kUnwritten);
       unsigned long long bad = static_cast<unsigned long long>(n);
       mc::emu::launch_voxelize<T>(points.data(), n, v.grid(), rows.data(), &bad, nullptr);

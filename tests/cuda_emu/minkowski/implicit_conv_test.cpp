@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 #include "minkowski/cuda/conv_dataflow.h"
@@ -32,6 +33,9 @@ void launch_implicit_conv(int dtype, const ImplicitConvArgs& args, void* stream)
 }  // namespace minkowski::cuda::emu
 
 namespace mc = minkowski::cuda;
+
+using fkemu_test::narrow;
+using fkemu_test::widen;
 
 namespace {
 
@@ -111,24 +115,6 @@ Masks masks_of(const Map& m, const RowIndex& x, int64_t rows) {
   return out;
 }
 
-template <typename S>
-float widen(S v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __half2float(v);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return v;
-}
-template <typename S>
-S narrow(float v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __float2half_rn(v);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
-  else
-    return v;
-}
 template <typename S>
 uint32_t bits_of(S v) {
   uint32_t b = 0;

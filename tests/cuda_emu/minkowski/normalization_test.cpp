@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 #include "minkowski/cuda/kernels.h"
@@ -42,35 +43,16 @@ void launch_segment_affine(const T* x, const T* g, int64_t n, int64_t cols, cons
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::order_name;
+using fkemu_test::random_values;
+
 namespace {
 
 // normalization.cpp's rows per block of the statistics' partial sums.
 constexpr int64_t kCpuBlockRows = 1024;
-constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
 enum Kind { kValue = 0, kSquaredDeviation = 1, kGradAndGradXhat = 2 };
-
-const char* name_of(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
-
-template <typename T>
-std::vector<T> random_values(int64_t n, double lo, double hi, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(u(rng));
-  return v;
-}
-
-template <typename T>
-void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want,
-                    const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t wrong = 0;
-  for (size_t e = 0; e < got.size(); ++e)
-    if (std::memcmp(&got[e], &want[e], sizeof(T)) != 0 && wrong++ < 5)
-      ADD_FAILURE() << what << ": element " << e << " is " << got[e] << ", want " << want[e];
-  EXPECT_EQ(wrong, 0) << what;
-}
 
 // n rows in `count` segments at random, none in segment `skipped` (-1: none skipped).
 minkowski::Segments random_segments(int64_t n, int64_t count, int64_t skipped, std::mt19937& rng) {
@@ -179,19 +161,17 @@ void check_sums(const Operands<T>& o, int64_t block_rows) {
   const std::string what = std::to_string(o.n) + " rows in blocks of " +
                            std::to_string(block_rows) + ", " + std::to_string(o.cols) +
                            " channels, " + std::to_string(o.segments) + " segments";
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     for (int kind : {kValue, kSquaredDeviation, kGradAndGradXhat}) {
       const std::string when =
-          what + ", kind " + std::to_string(kind) + " (" + name_of(order) + ")";
+          what + ", kind " + std::to_string(kind) + " (" + order_name(order) + ")";
       const std::vector<double> want = host_partials(kind, o, block_rows);
-      expect_bitwise(device_partials(kind, o, block_rows), want, "partials, " + when);
+      expect_same_bits(device_partials(kind, o, block_rows), want, "partials, " + when);
       const int64_t width = terms_of(kind) * o.segments * o.cols;
-      expect_bitwise(device_sums(kind, o, block_rows), host_block_sum(want, blocks, width),
-                     "sums, " + when);
+      expect_same_bits(device_sums(kind, o, block_rows), host_block_sum(want, blocks, width),
+                       "sums, " + when);
     }
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+  });
 }
 
 TEST(EmulatedNormalization, BlockedSumsMatchAPlainLoop) {
@@ -210,15 +190,13 @@ TEST(EmulatedNormalization, BlockedSumsMatchAPlainLoop) {
 }
 
 TEST(EmulatedNormalization, NoRowsGiveZeroSums) {
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const auto o = random_operands<float>(0, 3, nullptr, 7);
     for (int kind : {kValue, kSquaredDeviation, kGradAndGradXhat})
       EXPECT_EQ(device_sums(kind, o, kCpuBlockRows),
                 std::vector<double>(static_cast<size_t>(terms_of(kind) * 3), 0.0))
-          << "kind " << kind << " (" << name_of(order) << ")";
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+          << "kind " << kind << " (" << order_name(order) << ")";
+  });
 }
 
 template <typename T>
@@ -233,8 +211,7 @@ void check_statistics(const Operands<T>& o, const minkowski::Segments& seg) {
   const double eps = 1e-5;
   const minkowski::NormStats want =
       minkowski::normalize_statistics(tensor_of(o.x, o.n, o.cols), seg, eps);
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     Operands<T> d = o;
     d.mean = device_sums(kValue, d, kCpuBlockRows);
     for (size_t k = 0; k < d.mean.size(); ++k)
@@ -243,11 +220,10 @@ void check_statistics(const Operands<T>& o, const minkowski::Segments& seg) {
     for (size_t k = 0; k < var.size(); ++k)
       var[k] /= static_cast<double>(want.rows[k / static_cast<size_t>(o.cols)]);
     const std::string when = std::to_string(o.n) + " rows, " + std::to_string(o.segments) +
-                             " segments (" + name_of(order) + ")";
-    expect_bitwise(d.mean, want.mean, "mean, " + when);
-    expect_bitwise(var, want.var, "variance, " + when);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+                             " segments (" + order_name(order) + ")";
+    expect_same_bits(d.mean, want.mean, "mean, " + when);
+    expect_same_bits(var, want.var, "variance, " + when);
+  });
 }
 
 TEST(EmulatedNormalization, StatisticsAreNormalizeStatisticsBitForBit) {
@@ -299,14 +275,13 @@ void check_affine(const Operands<T>& o, uint32_t seed) {
     const std::vector<T> row = random_values<T>(sc, -scale, scale, rng);
     coef.insert(coef.end(), row.begin(), row.end());
   }
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const std::string when = std::to_string(o.n) + " x " + std::to_string(o.cols) + ", " +
-                             std::to_string(o.segments) + " segments (" + name_of(order) + ")";
-    expect_bitwise(device_affine(o, false, coef), host_affine(o, false, coef), "forward, " + when);
-    expect_bitwise(device_affine(o, true, coef), host_affine(o, true, coef), "gradient, " + when);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+                             std::to_string(o.segments) + " segments (" + order_name(order) + ")";
+    expect_same_bits(device_affine(o, false, coef), host_affine(o, false, coef),
+                     "forward, " + when);
+    expect_same_bits(device_affine(o, true, coef), host_affine(o, true, coef), "gradient, " + when);
+  });
 }
 
 TEST(EmulatedNormalization, AffinePassMatchesAPlainLoop) {
@@ -372,12 +347,11 @@ void check_normalize(const Operands<T>& o, const minkowski::Segments& seg, uint3
   Operands<T> d = o;
   d.mean = st.mean;
   d.invstd = st.invstd;
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const std::string when = std::to_string(o.n) + " rows, " + std::to_string(o.segments) +
-                             " segments (" + name_of(order) + ")";
-    expect_bitwise(device_affine(d, false, forward_coefficients<T>(st, w, b)), want_y,
-                   "forward, " + when);
+                             " segments (" + order_name(order) + ")";
+    expect_same_bits(device_affine(d, false, forward_coefficients<T>(st, w, b)), want_y,
+                     "forward, " + when);
     const std::vector<double> sums = device_sums(kGradAndGradXhat, d, kCpuBlockRows);
     // The parameters' gradients: the segments' sums added on the host, in the weight's dtype.
     std::vector<double> dw(static_cast<size_t>(c), 0.0), db(static_cast<size_t>(c), 0.0);
@@ -386,14 +360,13 @@ void check_normalize(const Operands<T>& o, const minkowski::Segments& seg, uint3
         db[static_cast<size_t>(ch)] += sums[static_cast<size_t>(s * c + ch)];
         dw[static_cast<size_t>(ch)] += sums[static_cast<size_t>((o.segments + s) * c + ch)];
       }
-    expect_bitwise(std::vector<T>(dw.begin(), dw.end()), want.weight.template to_vector<T>(),
-                   "weight gradient, " + when);
-    expect_bitwise(std::vector<T>(db.begin(), db.end()), want.bias.template to_vector<T>(),
-                   "bias gradient, " + when);
-    expect_bitwise(device_affine(d, true, gradient_coefficients<T>(st, w, sums)),
-                   want.x.template to_vector<T>(), "input gradient, " + when);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+    expect_same_bits(std::vector<T>(dw.begin(), dw.end()), want.weight.template to_vector<T>(),
+                     "weight gradient, " + when);
+    expect_same_bits(std::vector<T>(db.begin(), db.end()), want.bias.template to_vector<T>(),
+                     "bias gradient, " + when);
+    expect_same_bits(device_affine(d, true, gradient_coefficients<T>(st, w, sums)),
+                     want.x.template to_vector<T>(), "input gradient, " + when);
+  });
 }
 
 TEST(EmulatedNormalization, ForwardAndBackwardAreTheCpusBitForBit) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 #include "minkowski/cuda/optim_kernels.h"
@@ -34,40 +35,14 @@ void launch_adam_update(T* p, const T* g, double* m, double* v, int64_t n, doubl
 namespace mc = minkowski::cuda;
 namespace nn = minkowski::nn;
 
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::order_name;
+using fkemu_test::random_values;
+
 namespace {
 
 constexpr int kSteps = 3;
-constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* name_of(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
-
-template <typename T>
-std::vector<T> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-2, 2);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(u(rng));
-  return v;
-}
-
-// The first element whose bits differ, or -1.
-template <typename T>
-int64_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size()) return 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<int64_t>(i);
-  return -1;
-}
-
-template <typename T>
-void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want,
-                    const std::string& what) {
-  const int64_t i = first_difference(got, want);
-  EXPECT_EQ(i, -1) << what << ": element " << i << " is " << got[static_cast<size_t>(i)]
-                   << ", the CPU's " << want[static_cast<size_t>(i)];
-}
-
 // The starting parameter and one gradient per step.
 template <typename T>
 struct Run {
@@ -77,8 +52,8 @@ struct Run {
 template <typename T>
 Run<T> random_run(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  Run<T> r{random_values<T>(n, rng), {}};
-  for (int s = 0; s < kSteps; ++s) r.grads.push_back(random_values<T>(n, rng));
+  Run<T> r{random_values<T>(n, -2, 2, rng), {}};
+  for (int s = 0; s < kSteps; ++s) r.grads.push_back(random_values<T>(n, -2, 2, rng));
   return r;
 }
 
@@ -112,18 +87,16 @@ void check_sgd(const nn::SgdOptions& o, int64_t n, uint32_t seed) {
   step_on_cpu(sgd, p, r);
   const std::string what = "sgd n " + std::to_string(n) + " momentum " +
                            std::to_string(o.momentum) + (o.nesterov ? " nesterov" : "");
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     std::vector<T> got = r.start;
     std::vector<double> v(static_cast<size_t>(n), 0.0);
     for (const auto& g : r.grads)
       mc::emu::launch_sgd_update<T>(got.data(), g.data(), o.momentum > 0 ? v.data() : nullptr, n,
                                     o.lr, o.momentum, o.weight_decay, o.nesterov, nullptr);
-    expect_bitwise(got, p.to_vector<T>(), what + " (" + name_of(order) + ")");
+    expect_same_bits(got, p.to_vector<T>(), what + " (" + order_name(order) + ")");
     if (o.momentum > 0)
-      expect_bitwise(v, buffer_of(sgd, "momentum"), what + " buffer (" + name_of(order) + ")");
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+      expect_same_bits(v, buffer_of(sgd, "momentum"), what + " buffer (" + order_name(order) + ")");
+  });
 }
 
 template <typename T>
@@ -134,8 +107,7 @@ void check_adam(const nn::AdamOptions& o, int64_t n, uint32_t seed) {
   step_on_cpu(adam, p, r);
   const std::string what = "adam n " + std::to_string(n) + (o.decoupled ? " decoupled" : "") +
                            " decay " + std::to_string(o.weight_decay);
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     std::vector<T> got = r.start;
     std::vector<double> m(static_cast<size_t>(n), 0.0), v(static_cast<size_t>(n), 0.0);
     for (int t = 1; t <= kSteps; ++t) {
@@ -146,11 +118,11 @@ void check_adam(const nn::AdamOptions& o, int64_t n, uint32_t seed) {
                                      m.data(), v.data(), n, o.lr, o.beta1, o.beta2, o.eps,
                                      o.weight_decay, bias1, bias2, o.decoupled, nullptr);
     }
-    expect_bitwise(got, p.to_vector<T>(), what + " (" + name_of(order) + ")");
-    expect_bitwise(m, buffer_of(adam, "exp_avg"), what + " exp_avg (" + name_of(order) + ")");
-    expect_bitwise(v, buffer_of(adam, "exp_avg_sq"), what + " exp_avg_sq (" + name_of(order) + ")");
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+    expect_same_bits(got, p.to_vector<T>(), what + " (" + order_name(order) + ")");
+    expect_same_bits(m, buffer_of(adam, "exp_avg"), what + " exp_avg (" + order_name(order) + ")");
+    expect_same_bits(v, buffer_of(adam, "exp_avg_sq"),
+                     what + " exp_avg_sq (" + order_name(order) + ")");
+  });
 }
 
 TEST(EmulatedOptim, SgdStepsAreTheCpuStepsBitForBit) {

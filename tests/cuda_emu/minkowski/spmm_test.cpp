@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 #include "minkowski/cuda/kernels.h"
@@ -33,38 +34,16 @@ void launch_row_dots(const int64_t* a_row, const int64_t* b_row, const T* a, con
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::order_name;
+using fkemu_test::random_values;
+
 namespace {
-
-constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* name_of(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
-
-template <typename T>
-std::vector<T> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(u(rng));
-  return v;
-}
 
 template <typename T>
 fk::Tensor tensor_of(const std::vector<T>& v, fk::Dims shape) {
   return fk::from_vector(v, shape);
-}
-
-template <typename T>
-void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want, int64_t cols,
-                    const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int64_t wrong = 0;
-  for (size_t e = 0; e < got.size(); ++e)
-    if (std::memcmp(&got[e], &want[e], sizeof(T)) != 0 && wrong++ < 5)
-      ADD_FAILURE() << what << ": row " << e / static_cast<size_t>(cols) << " channel "
-                    << e % static_cast<size_t>(cols) << " is " << got[e] << ", the CPU's "
-                    << want[e];
-  EXPECT_EQ(wrong, 0) << what;
 }
 
 // A coordinate list of nnz entries in an m x k matrix: about a fifth repeat
@@ -125,8 +104,9 @@ template <typename T>
 void check_products(int64_t m, int64_t k, int64_t nnz, int64_t c, uint32_t seed) {
   std::mt19937 rng(seed);
   const Coo a = random_coo(m, k, nnz, rng);
-  const std::vector<T> values = random_values<T>(nnz, rng), dense = random_values<T>(k * c, rng),
-                       grad = random_values<T>(m * c, rng);
+  const std::vector<T> values = random_values<T>(nnz, -1, 1, rng),
+                       dense = random_values<T>(k * c, -1, 1, rng),
+                       grad = random_values<T>(m * c, -1, 1, rng);
   const minkowski::CooList list = minkowski::coo_list(a.rows, a.cols, {m, k});
   const fk::Tensor v = tensor_of(values, {nnz}), d = tensor_of(dense, {k, c});
   const std::vector<T> want_out = minkowski::spmm_forward(list, v, d).template to_vector<T>();
@@ -137,17 +117,15 @@ void check_products(int64_t m, int64_t k, int64_t nnz, int64_t c, uint32_t seed)
   const Grouped by_row = group(a.rows, a.cols, m), by_col = group(a.cols, a.rows, k);
   const std::string what = std::to_string(m) + " x " + std::to_string(k) + ", " +
                            std::to_string(nnz) + " entries, " + std::to_string(c) + " channels";
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
-    const std::string when = what + " (" + name_of(order) + ")";
-    expect_bitwise(csr_rows(by_row, values, dense, c, m), want_out, c, "A dense, " + when);
-    expect_bitwise(csr_rows(by_col, values, grad, c, k), want_dense, c, "A^T grad, " + when);
+  in_both_orders([&](fkemu::Order order) {
+    const std::string when = what + " (" + order_name(order) + ")";
+    expect_same_bits(csr_rows(by_row, values, dense, c, m), want_out, c, "A dense, " + when);
+    expect_same_bits(csr_rows(by_col, values, grad, c, k), want_dense, c, "A^T grad, " + when);
     std::vector<T> dots(static_cast<size_t>(nnz), static_cast<T>(NAN));
     mc::emu::launch_row_dots<T>(a.rows.data(), a.cols.data(), grad.data(), dense.data(), c, nnz,
                                 dots.data(), nullptr);
-    expect_bitwise(dots, want_values, 1, "value gradient, " + when);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+    expect_same_bits(dots, want_values, 1, "value gradient, " + when);
+  });
 }
 
 TEST(EmulatedSpmm, RowProductsAndDotsAreTheCpusBitForBit) {
@@ -158,14 +136,12 @@ TEST(EmulatedSpmm, RowProductsAndDotsAreTheCpusBitForBit) {
 }
 
 TEST(EmulatedSpmm, AnEmptyListGivesZeroRows) {
-  for (fkemu::Order order : kOrders) {
-    fkemu::set_order(order);
+  in_both_orders([&](fkemu::Order order) {
     const Grouped none = group({}, {}, 5);
     const std::vector<double> in(12, 1.0);
     EXPECT_EQ(csr_rows(none, std::vector<double>{}, in, 3, 5), std::vector<double>(15, 0.0))
-        << name_of(order);
-  }
-  fkemu::set_order(fkemu::Order::kAscending);
+        << order_name(order);
+  });
 }
 
 TEST(EmulatedSpmm, DotsOverNoChannelsAreZero) {

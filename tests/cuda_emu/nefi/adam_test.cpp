@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/adam_kernels.h"
 #include "nefi/solve/adam.h"
 #include "nefi/solve/device_step_slots.h"
@@ -38,8 +38,8 @@ void launch_gather_scalars(const GatherSources& src, double* out, void* stream);
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/angular_spectrum_kernels.h"
 
 // The emulated launchers this file runs: angular_spectrum_kernels.h's, in
@@ -42,8 +42,9 @@ void launch_phase_gradient(const Complex* t, const Complex* w, int64_t n, T* dph
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::random_complex;
 
 namespace {
 
@@ -51,14 +52,6 @@ const c128 kPoison{-999.0, 999.0};
 
 size_t at(int64_t i) {
   return static_cast<size_t>(i);
-}
-
-std::vector<c128> random_field(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<c128> f(at(n));
-  for (c128& v : f) v = {u(rng), u(rng)};
-  return f;
 }
 
 // The real and imaginary parts, for bitwise comparison.
@@ -130,8 +123,8 @@ std::string name_of(const nc::PadGeometry& g) {
 TEST(EmulatedAngularSpectrum, PadAndCropFollowPropagatesLoops) {
   for (const nc::PadGeometry& g : geometries()) {
     SCOPED_TRACE(name_of(g));
-    const std::vector<c128> u = random_field(g.batch * g.n0 * g.n1, 1);
-    const std::vector<c128> big = random_field(g.batch * g.m0 * g.m1, 2);
+    const std::vector<c128> u = random_complex(g.batch * g.n0 * g.n1, 1);
+    const std::vector<c128> big = random_complex(g.batch * g.m0 * g.m1, 2);
     for (bool adjoint : {false, true}) {
       SCOPED_TRACE(adjoint ? "adjoint" : "forward");
       const std::vector<c128> want_big = pad_loop(u, g, adjoint);
@@ -150,8 +143,8 @@ TEST(EmulatedAngularSpectrum, PadAndCropFollowPropagatesLoops) {
 TEST(EmulatedAngularSpectrum, PadTransposeIsPadsAdjoint) {
   // <pad u, v> = <u, pad^T v> from the kernels' results (edge padding).
   const nc::PadGeometry g{2, 5, 7, 12, 16, true};
-  const std::vector<c128> u = random_field(g.batch * g.n0 * g.n1, 3);
-  const std::vector<c128> v = random_field(g.batch * g.m0 * g.m1, 4);
+  const std::vector<c128> u = random_complex(g.batch * g.n0 * g.n1, 3);
+  const std::vector<c128> v = random_complex(g.batch * g.m0 * g.m1, 4);
   std::vector<c128> pu(v.size()), ptv(u.size());
   nc::emu::launch_pad_field(u.data(), g, false, pu.data(), nullptr);
   nc::emu::launch_crop_field(v.data(), g, true, ptv.data(), nullptr);
@@ -164,8 +157,8 @@ TEST(EmulatedAngularSpectrum, PadTransposeIsPadsAdjoint) {
 
 TEST(EmulatedAngularSpectrum, TransferMultipliesEveryBatchRow) {
   const nc::PadGeometry g{3, 5, 7, 12, 16, true};  // 576 cells: three blocks
-  const std::vector<c128> big = random_field(g.batch * g.m0 * g.m1, 5);
-  const std::vector<c128> H = random_field(g.m0 * g.m1, 6);
+  const std::vector<c128> big = random_complex(g.batch * g.m0 * g.m1, 5);
+  const std::vector<c128> H = random_complex(g.m0 * g.m1, 6);
   for (bool conjugate : {false, true}) {
     std::vector<c128> want(big);
     for (int64_t k = 0; k < g.batch * g.m0 * g.m1; ++k)
@@ -190,8 +183,8 @@ void check_holography_steps() {
   for (T p : phi)
     want_t.push_back({amplitude * std::cos(static_cast<double>(p)),
                       amplitude * std::sin(static_cast<double>(p))});
-  const std::vector<c128> ud = random_field(n, 8), back = random_field(cells, 9);
-  const std::vector<c128> w0 = random_field(cells, 10);
+  const std::vector<c128> ud = random_complex(n, 8), back = random_complex(cells, 9);
+  const std::vector<c128> w0 = random_complex(cells, 10);
   std::vector<double> g(at(batch * planes * cells));
   for (double& v : g) v = u(rng);
   in_both_orders([&](fkemu::Order) {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -49,8 +49,8 @@ void launch_fused_mlp_param_partials(const FusedMlpShape& s, const float* x, con
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/gray_scott_kernels.h"
@@ -44,6 +45,8 @@ void launch_gray_scott_range_guard(const double* x, int n, double lo_exclusive, 
                                    int* flag, void* stream);
 }  // namespace nefi::cuda::emu
 
+using fkemu_test::order_name;
+
 namespace {
 
 namespace gs = nefi::gray_scott;
@@ -52,10 +55,6 @@ using nefi::RDUnknown;
 using nefi::gray_scott_test::name_of;
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-const char* order_name(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
 
 // Restores the ascending order when a test ends, however it ends.
 struct OrderScope {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/loss_cells.h"
 #include "nefi/cuda/loss_kernels.h"
 
@@ -51,8 +51,9 @@ void launch_laplacian(const In* x, int64_t rows, const StencilGrid& g, const dou
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::random_values;
 
 namespace {
 
@@ -410,15 +411,6 @@ int64_t cells_of(const nc::StencilGrid& g) {
   return n;
 }
 
-template <typename T>
-std::vector<T> random_field(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> x(at(count));
-  for (T& v : x) v = static_cast<T>(u(rng));
-  return x;
-}
-
 // Cell i's coordinates in g, and the cell at coordinates c.
 std::vector<int64_t> coords_of(const nc::StencilGrid& g, int64_t i) {
   std::vector<int64_t> c(at(g.ndim));
@@ -478,7 +470,7 @@ template <typename T>
 void check_tv(const nc::StencilGrid& g, int64_t rows, bool isotropic) {
   const double eps = 0.05;
   const int64_t n = cells_of(g), blocks = blocks_per_row(n);
-  const std::vector<T> x = random_field<T>(rows * n, static_cast<uint32_t>(n + rows));
+  const std::vector<T> x = random_values<T>(rows * n, static_cast<uint32_t>(n + rows));
   std::vector<double> coef;
   for (int64_t r = 0; r < rows; ++r) coef.push_back(1.5 - static_cast<double>(r));
   std::vector<double> want_partials, want_sums;
@@ -568,7 +560,7 @@ std::vector<Out> laplacian_by_coordinates(const std::vector<In>& x, int64_t rows
 template <typename In, typename Out>
 void check_laplacian(const nc::StencilGrid& g, int64_t rows) {
   const int64_t n = cells_of(g);
-  const std::vector<In> x = random_field<In>(rows * n, static_cast<uint32_t>(3 * n + rows));
+  const std::vector<In> x = random_values<In>(rows * n, static_cast<uint32_t>(3 * n + rows));
   std::vector<double> coef;
   for (int64_t r = 0; r < rows; ++r) coef.push_back(0.5 + static_cast<double>(r));
   for (const double* k :

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 #include "nefi/cuda/mlp_kernels.h"
@@ -36,8 +36,10 @@ void launch_column_sums(const float* partials, int64_t chunks, int64_t out, floa
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+
+using fkemu_test::narrow;
 
 namespace {
 
@@ -132,15 +134,6 @@ TEST(EmulatedMlpKernels, BiasActivationOfAnEmptyLayerWritesNothing) {
 }
 
 template <typename S>
-S stored(float v) {
-  if constexpr (std::is_same_v<S, __half>)
-    return __float2half_rn(v);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
-  else
-    return v;
-}
-template <typename S>
 uint16_t bits16(S v) {
   uint16_t b;
   std::memcpy(&b, &v, 2);
@@ -185,7 +178,7 @@ void check_gradient(int64_t n, int64_t out, int act) {
   // None reads no reference (mlp_dense.cpp passes none).
   const float* r = act == nc::kMlpNone ? nullptr : ref.data();
   in_both_orders([&](fkemu::Order) {
-    std::vector<S> gz(at(n * out), stored<S>(kPoison));
+    std::vector<S> gz(at(n * out), narrow<S>(kPoison));
     std::vector<float> partials(at(chunks * out), kPoison), db(at(out), kPoison);
     nc::emu::launch_activation_grad(g.data(), r, n, out, act, kW0, gz.data(), dtype_code<S>(),
                                     partials.data(), nullptr);
@@ -194,7 +187,7 @@ void check_gradient(int64_t n, int64_t out, int act) {
     } else {
       int64_t wrong = 0;
       for (size_t i = 0; i < gz.size(); ++i)
-        if (bits16(gz[i]) != bits16(stored<S>(want_gz[i])) && wrong++ < 5)
+        if (bits16(gz[i]) != bits16(narrow<S>(want_gz[i])) && wrong++ < 5)
           ADD_FAILURE() << "gz [" << i << "]: got " << static_cast<float>(gz[i]) << ", want "
                         << want_gz[i] << " rounded";
       EXPECT_EQ(wrong, 0);

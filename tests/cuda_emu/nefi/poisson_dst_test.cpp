@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/poisson_dst_kernels.h"
 
 // The emulated launchers this file runs: poisson_dst_kernels.h's, in ::emu
@@ -32,8 +32,9 @@ void launch_restrict_to_box(const Complex* ext, const OddExtension& g, T* out, v
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::random_values;
 
 namespace {
 
@@ -107,15 +108,6 @@ std::vector<c128> odd_extension_loop(const std::vector<T>& f, const nc::OddExten
   return ext;
 }
 
-template <typename T>
-std::vector<T> random_field(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> f(at(n));
-  for (T& v : f) v = static_cast<T>(u(rng));
-  return f;
-}
-
 std::vector<nc::OddExtension> geometries() {
   // 1-D across three blocks, 2-D with a one-cell axis, 3-D batched.
   return {extension(2, {150}), extension(3, {5, 7}), extension(1, {1, 9}), extension(2, {3, 4, 5}),
@@ -126,7 +118,7 @@ template <typename T>
 void check_extension_and_restriction() {
   for (const nc::OddExtension& g : geometries()) {
     SCOPED_TRACE(name_of(g));
-    const std::vector<T> f = random_field<T>(g.batch * g.cells(), 1);
+    const std::vector<T> f = random_values<T>(g.batch * g.cells(), 1);
     const std::vector<c128> want_ext = odd_extension_loop(f, g);
     // The box of a random spectrum: the real part of the field's own cells.
     const std::vector<int64_t> fe = field_extents(g), ee = extended_extents(g);
@@ -183,7 +175,7 @@ TEST(EmulatedPoissonDst, ScaleSpectrumRepeatsTheTablePerBatchRow) {
 TEST(EmulatedPoissonDst, OddExtensionsSpectrumVanishesAtFrequencyZero) {
   // A brute-force 2-D DFT of the kernel's extension (4 x 6 field, 8 x 12 extension).
   const nc::OddExtension g = extension(1, {4, 6});
-  const std::vector<double> f = random_field<double>(g.cells(), 4);
+  const std::vector<double> f = random_values<double>(g.cells(), 4);
   std::vector<c128> ext(at(g.extended_cells()));
   nc::emu::launch_odd_extension<double>(f.data(), g, ext.data(), nullptr);
   const int64_t m0 = 8, m1 = 12;

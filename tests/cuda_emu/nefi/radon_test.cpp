@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/radon_kernels.h"
 
 // The emulated launcher this file runs: radon_kernels.h's, in ::emu (a
@@ -26,8 +26,9 @@ void launch_sparse_gather(const GatherGeometry& g, const int64_t* row_start, con
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::random_values;
 
 namespace {
 
@@ -80,15 +81,6 @@ Sparse transposed(const Sparse& m) {
       t.weight[at(p)] = m.weight[at(e)];
     }
   return t;
-}
-
-template <typename T>
-std::vector<T> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(at(n));
-  for (T& e : v) e = static_cast<T>(u(rng));
-  return v;
 }
 
 // RadonOperator::project's loop: y (batch, rows, nz) from x (batch, cols, nz), in f64.

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
-#include "cuda_emu/nefi/emulated_test_util.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/scattering_kernels.h"
 
 // The emulated launchers this file runs: scattering_kernels.h's, in ::emu
@@ -36,8 +36,10 @@ void launch_scattering_demodulate(const ScatteringDims& d, const double* phase, 
 
 namespace nc = nefi::cuda;
 using c128 = std::complex<double>;
-using nefi_emu_test::expect_same_bits;
-using nefi_emu_test::in_both_orders;
+using fkemu_test::expect_same_bits;
+using fkemu_test::in_both_orders;
+using fkemu_test::random_complex;
+using fkemu_test::random_values;
 
 namespace {
 
@@ -45,22 +47,6 @@ constexpr double kPoison = -999.0;
 
 size_t at(int64_t i) {
   return static_cast<size_t>(i);
-}
-
-std::vector<c128> random_complex(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<c128> v(at(n));
-  for (c128& e : v) e = {u(rng), u(rng)};
-  return v;
-}
-template <typename T>
-std::vector<T> random_real(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(at(n));
-  for (T& e : v) e = static_cast<T>(u(rng));
-  return v;
 }
 
 // Interleaved (re, im), the kernels' layout of complex f64.
@@ -81,7 +67,7 @@ void check_passes(const nc::ScatteringDims& d) {
   const int64_t B = d.batch, V = d.views, N = d.cells, R = d.receivers;
   const std::vector<c128> phase = random_complex(V * N, 1), rotation = random_complex(V * R, 2);
   const std::vector<c128> u = random_complex(B * V * R, 3), p = random_complex(B * V * N, 4);
-  const std::vector<T> chi = random_real<T>(B * N, 5), data = random_real<T>(B * 2 * V * R, 6);
+  const std::vector<T> chi = random_values<T>(B * N, 5), data = random_values<T>(B * 2 * V * R, 6);
 
   // BornOperator::project's loops before and after its GEMM.
   std::vector<c128> want_q(at(B * V * N));

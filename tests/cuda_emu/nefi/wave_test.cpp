@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
 #include "nefi/cuda/wave_cell_layout.h"
 #include "nefi/cuda/wave_cells.h"
@@ -92,9 +93,7 @@ namespace {
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
 
-const char* order_name(fkemu::Order o) {
-  return o == fkemu::Order::kAscending ? "ascending" : "descending";
-}
+using fkemu_test::order_name;
 
 // Sets the order for a scope and restores the ascending one, however it ends.
 struct OrderScope {
