@@ -8,23 +8,22 @@
 // (CUDA's built-in variables, intrinsics and atomics on this emulator)
 // forced in first.
 //
-// The model: a launch runs its blocks one after another; a block's threads
-// are fibers on the calling thread, each running until it reaches a barrier
-// (__syncthreads, a warp shuffle, __syncwarp) or returns. A barrier opens
-// when every live thread of its block (or warp) waits at it. The order
-// threads run in between barriers (and blocks in a grid) is fkemu::order():
-// a test runs a kernel in both orders and compares, which exposes a read of
-// another thread's (or block's) write that nothing orders (a race on the
-// device). Atomics are plain
-// read-modify-writes: threads never interleave between barriers. What the
-// device would hang on or refuse is an fk::Error from the launch: a barrier
-// some live thread never reaches, a block past 1,024 threads, a grid past
-// CUDA's limits.
+// The model: a launch runs its blocks one after another (a cooperative
+// launch all of them together); a block's threads are fibers on the calling
+// thread, each running until it reaches a barrier (__syncthreads, a warp
+// shuffle, __syncwarp, a grid sync) or returns. A barrier opens when every
+// live thread of its warp, block or (cooperative) grid waits at it. The
+// order threads run in between barriers (and blocks in a grid) is
+// fkemu::order(): a test runs a kernel in both orders and compares, which
+// exposes a read of another thread's (or block's) write that nothing orders
+// (a race on the device). Atomics are plain read-modify-writes: threads
+// never interleave between barriers. What the device would hang on or
+// refuse is an fk::Error from the launch: a barrier some live thread never
+// reaches, a block past 1,024 threads, a grid past CUDA's limits.
 //
-// Not modelled: CUB, WMMA and inline PTX
-// (rewrite_cuda_source.pl refuses files that use them), streams (every call
-// runs at once, in order), timing, and the memory model beyond "a barrier
-// orders everything".
+// Not modelled: CUB, WMMA and inline PTX (rewrite_cuda_source.pl refuses
+// files that use them), streams (every call runs at once, in order), timing,
+// and the memory model beyond "a barrier orders everything".
 #include <cuda_runtime.h>
 
 #include <cstdint>
