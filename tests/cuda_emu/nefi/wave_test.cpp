@@ -489,51 +489,13 @@ void check_solve(const Case& cs, fkemu::Order order) {
       wave::step_coefficients<T>(gr, geo.damping, wave::padded_kappa(gr, c64));
   const EmulatedTables<T> dev(geo, g, c, 0.0);
 
-  const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = dev.view;
-  setup.sources = cu::view_of(src);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.wavelet = geo.wavelet.data();
-  setup.shots = static_cast<int64_t>(geo.sources.size());
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, EmulatedKernels> shots(setup);
-  ASSERT_EQ(setup.shots, 2);
-
-  const int64_t n_out = setup.shots * rec.count() * gr.n_t;
-  const std::vector<double> gv = random_velocity(n_out, 11);
-  const std::vector<T> gt(gv.begin(), gv.end());
-  const fk::Tensor gbar = fk::from_vector(gt, {setup.shots, rec.count(), gr.n_t});
-
-  for (int64_t every : {int64_t{0}, int64_t{3}}) {
-    SCOPED_TRACE("every " + std::to_string(every));
-    wave::TraceRecord cpu_rec;
-    cpu_rec.every = every;
-    const fk::Tensor want = wave::shot_traces(geo, co, &cpu_rec);
-    cu::WaveShotsRecord dev_rec;
-    dev_rec.every = every;
-    const fk::Tensor got = shots.forward(&dev_rec);
-    ASSERT_EQ(got.shape(), want.shape());
-    EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-    const std::vector<double> kbar_want = wave::shot_kappa_gradient(geo, co, cpu_rec, gbar);
-    const std::vector<double> kbar_got = to_vec<double>(
-        shots.kappa_gradient(dev_rec, gt.data(), dev.fixed.k_per_kappa.data(), dev.bpk));
-    for (int64_t t = 0; t < g.padded; ++t) {
-      const int64_t p = cu::padded_cell(g, t).p;
-      ASSERT_EQ(std::memcmp(&kbar_got[p], &kbar_want[p], sizeof(double)), 0) << "cell " << p;
-    }
-    const std::vector<double> cbar = wave::velocity_gradient(gr, c64, kbar_want);
-    std::vector<T> cbar_got(g.domain, T(-7));
-    cu::emu::launch_velocity_gradient(g, c.data(), kbar_got.data(), cbar_got.data(), nullptr);
-    EXPECT_TRUE(same_bits(cbar_got, std::vector<T>(cbar.begin(), cbar.end())));
-  }
+  check_shots_solve<T, EmulatedKernels>(
+      geo, g, c, co, dev, {int64_t{0}, int64_t{3}},
+      [&](const std::vector<T>& cv, const std::vector<double>& kbar) {
+        std::vector<T> out(g.domain, T(-7));
+        cu::emu::launch_velocity_gradient(g, cv.data(), kbar.data(), out.data(), nullptr);
+        return out;
+      });
 }
 
 // Split so that each test stays short; the one-step test above covers
@@ -556,68 +518,10 @@ TEST(EmulatedWave, SolveAndGradientEqualTheCpu3D) {
 
 // --- the photoacoustic map ---------------------------------------------------
 
-// wave_shots.h's initial-value map and its transpose over the emulated
-// kernels against WaveInitialConditionOperator's apply and adjoint.
-template <typename T>
-void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape,
-                         fkemu::Order order) {
-  SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered " : " ") +
-               dtype_name<T>() + " " + order_name(order));
-  GenericIsa generic;
-  const OrderScope scope(order);
-  const WaveInitialConditionOperator op(cfg, shape);
-  const wave::ShotGeometry& geo = op.geometry();
-  const wave::WaveGrid& gr = geo.grid;
-  const bool pml = geo.damping.kind == wave::Absorbing::kPml;
-  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
-  std::vector<double> kappa(gr.numel, 0.0);
-  const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
-  cu::emu::launch_padded_kappa(g, c.data(), kappa.data(), nullptr);
-  const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
-  std::vector<T> start(gr.numel);
-  for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
-  const T* alpha[3] = {nullptr, nullptr, nullptr};
-  const T* beta[3] = {nullptr, nullptr, nullptr};
-  for (int d = 0; d < 3; ++d)
-    if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
-  const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
-                                      alpha, beta);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, EmulatedKernels> shots(setup);
-  std::vector<double> w;
-  cu::WaveSensor sensor;
-  if (cfg.sensor_fc > 0) {
-    w = gaussian_lowpass_weights(gr.dt, cfg.sensor_fc);
-    sensor.w = w.data();
-    sensor.half = static_cast<int64_t>(w.size() / 2);
-  }
-  sensor.every = op.substeps();
-  sensor.n_t = cfg.wave.n_t;
-
-  const fk::DType dt = fk::dtype_of<T>();
-  std::vector<double> p0v = random_velocity(shape.numel(), 21);
-  for (double& v : p0v) v -= 2.0;
-  const fk::Tensor p0 = fk::from_vector(p0v, shape).to(dt);
-  const fk::Tensor want = op.apply(p0);
-  const fk::Tensor got =
-      shots.initial_value_forward(p0.contiguous().data<T>(), start.data(), sensor);
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-  const std::vector<double> gv = random_velocity(want.numel(), 22);
-  const std::vector<double> adj_want = op.adjoint(gv, dt);
-  const fk::Tensor adj = shots.initial_value_adjoint(gv.data(), start.data(), sensor, shape);
-  EXPECT_TRUE(same_bits(to_vec<T>(adj), std::vector<T>(adj_want.begin(), adj_want.end())));
-}
+// The κ kernel of the photoacoustic map (check_initial_value) emulated.
+constexpr auto emulated_padded_kappa = [](const auto& g, const auto* c, double* kappa) {
+  cu::emu::launch_padded_kappa(g, c, kappa, nullptr);
+};
 
 // Each layer with and without the sensor's low-pass, 6 samples.
 TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
@@ -634,8 +538,18 @@ TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
       cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
       cfg.sensor_fc = fc;
       const bool pml = a == wave::Absorbing::kPml;
-      check_initial_value<double>(cfg, {12, 14}, pml ? kOrders[0] : kOrders[1]);
-      if (pml == (fc > 0)) check_initial_value<float>(cfg, {12, 14}, kOrders[fc > 0 ? 1 : 0]);
+      {
+        const fkemu::Order order = pml ? kOrders[0] : kOrders[1];
+        SCOPED_TRACE(order_name(order));
+        const OrderScope scope(order);
+        check_initial_value<double, EmulatedKernels>(cfg, {12, 14}, emulated_padded_kappa);
+      }
+      if (pml == (fc > 0)) {
+        const fkemu::Order order = kOrders[fc > 0 ? 1 : 0];
+        SCOPED_TRACE(order_name(order));
+        const OrderScope scope(order);
+        check_initial_value<float, EmulatedKernels>(cfg, {12, 14}, emulated_padded_kappa);
+      }
     }
 }
 

@@ -10,17 +10,21 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "fk/factory.h"
 #include "fk/knobs.h"
 #include "fk/tensor.h"
 #include "nefi/cuda/wave_cell_layout.h"
 #include "nefi/cuda/wave_cells.h"
 #include "nefi/cuda/wave_initial_cells.h"
+#include "nefi/cuda/wave_shots.h"
 #include "nefi/operators/wave/leapfrog.h"
+#include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_propagation.h"
 
 namespace nefi::wave_cells_test {
@@ -205,6 +209,137 @@ template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// wave_shots.h's forward and backward over a kernels policy against
+// shot_traces and shot_kappa_gradient, for each checkpoint interval in
+// `everies` (0: full trajectories), then the velocity gradient the caller's
+// kernel makes from the κ gradient (velocity_gradient(c, kbar) -> the domain's
+// values) against velocity_gradient's, and the forward without a record.
+// `dev` holds the device's tables: view, bpk and fixed.k_per_kappa.
+template <typename T, typename Kernels, typename Tables, typename VelocityGradient>
+void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
+                       const std::vector<T>& c, const wave::StepCoefficients<T>& co,
+                       const Tables& dev, std::initializer_list<int64_t> everies,
+                       VelocityGradient&& velocity_gradient) {
+  const wave::WaveGrid& gr = geo.grid;
+  const std::vector<double> c64(c.begin(), c.end());
+  const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
+  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
+  cu::WaveShotsSetup<T> setup;
+  setup.cells = g;
+  setup.co = dev.view;
+  setup.sources = cu::view_of(src);
+  setup.receivers = cu::view_of(rec);
+  setup.injection = cu::view_of(by_cell);
+  setup.wavelet = geo.wavelet.data();
+  setup.shots = static_cast<int64_t>(geo.sources.size());
+  setup.n_t = gr.n_t;
+  setup.n_steps = gr.n_steps();
+  setup.substeps = gr.substeps;
+  setup.device = fk::kCPU;
+  const cu::WaveShots<T, Kernels> shots(setup);
+  ASSERT_EQ(setup.shots, 2);
+
+  // Traces of the gradient: random, (shots, n_rec, n_t).
+  const int64_t n_out = setup.shots * rec.count() * gr.n_t;
+  const std::vector<double> gv = random_velocity(n_out, 11);
+  const std::vector<T> gt(gv.begin(), gv.end());
+  const fk::Tensor gbar = fk::from_vector(gt, {setup.shots, rec.count(), gr.n_t});
+
+  for (int64_t every : everies) {
+    SCOPED_TRACE("every " + std::to_string(every));
+    wave::TraceRecord cpu_rec;
+    cpu_rec.every = every;
+    const fk::Tensor want = wave::shot_traces(geo, co, &cpu_rec);
+    cu::WaveShotsRecord dev_rec;
+    dev_rec.every = every;
+    const fk::Tensor got = shots.forward(&dev_rec);
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
+
+    const std::vector<double> kbar_want = wave::shot_kappa_gradient(geo, co, cpu_rec, gbar);
+    const std::vector<double> kbar_got = to_vec<double>(
+        shots.kappa_gradient(dev_rec, gt.data(), dev.fixed.k_per_kappa.data(), dev.bpk));
+    for (int64_t t = 0; t < g.padded; ++t) {
+      const int64_t p = cu::padded_cell(g, t).p;
+      ASSERT_EQ(std::memcmp(&kbar_got[p], &kbar_want[p], sizeof(double)), 0) << "cell " << p;
+    }
+    const std::vector<double> cbar = wave::velocity_gradient(gr, c64, kbar_want);
+    const std::vector<T> cbar_got = velocity_gradient(c, kbar_got);
+    ASSERT_EQ(static_cast<int64_t>(cbar_got.size()), g.domain);
+    for (int64_t i = 0; i < g.domain; ++i) {
+      const T want_i = static_cast<T>(cbar[i]);
+      ASSERT_EQ(std::memcmp(&cbar_got[i], &want_i, sizeof(T)), 0) << "velocity cell " << i;
+    }
+  }
+  // Without a record (the inference forward) the traces are the same.
+  EXPECT_TRUE(
+      same_bits(to_vec<T>(shots.forward(nullptr)), to_vec<T>(wave::shot_traces(geo, co, nullptr))));
+}
+
+// The photoacoustic map as the device runs it over a kernels policy (the
+// operator's tables, the start, one shot without source, the sensor) against
+// WaveInitialConditionOperator's apply and adjoint. padded_kappa(g, c, kappa)
+// is the caller's κ kernel.
+template <typename T, typename Kernels, typename PaddedKappa>
+void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape,
+                         PaddedKappa&& padded_kappa) {
+  SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
+               (sizeof(T) == 4 ? " f32" : " f64"));
+  GenericIsa generic;
+  const WaveInitialConditionOperator op(cfg, shape);
+  const wave::ShotGeometry& geo = op.geometry();
+  const wave::WaveGrid& gr = geo.grid;
+  const bool pml = geo.damping.kind == wave::Absorbing::kPml;
+  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
+  std::vector<double> kappa(gr.numel, 0.0);
+  const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
+  padded_kappa(g, c.data(), kappa.data());
+  const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
+  std::vector<T> start(gr.numel);
+  for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
+  const T* alpha[3] = {nullptr, nullptr, nullptr};
+  const T* beta[3] = {nullptr, nullptr, nullptr};
+  for (int d = 0; d < 3; ++d)
+    if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
+  const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
+  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
+  cu::WaveShotsSetup<T> setup;
+  setup.cells = g;
+  setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
+                                      alpha, beta);
+  setup.receivers = cu::view_of(rec);
+  setup.injection = cu::view_of(by_cell);
+  setup.n_t = gr.n_t;
+  setup.n_steps = gr.n_steps();
+  setup.substeps = gr.substeps;
+  setup.device = fk::kCPU;
+  const cu::WaveShots<T, Kernels> shots(setup);
+  std::vector<double> w;
+  cu::WaveSensor sensor;
+  if (cfg.sensor_fc > 0) {
+    w = gaussian_lowpass_weights(gr.dt, cfg.sensor_fc);
+    sensor.w = w.data();
+    sensor.half = static_cast<int64_t>(w.size() / 2);
+  }
+  sensor.every = op.substeps();
+  sensor.n_t = cfg.wave.n_t;
+
+  const fk::DType dt = fk::dtype_of<T>();
+  std::vector<double> p0v = random_velocity(shape.numel(), 21);
+  for (double& v : p0v) v -= 2.0;
+  const fk::Tensor p0 = fk::from_vector(p0v, shape).to(dt);
+  const fk::Tensor want = op.apply(p0);
+  const fk::Tensor got =
+      shots.initial_value_forward(p0.contiguous().data<T>(), start.data(), sensor);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
+
+  const std::vector<double> gv = random_velocity(want.numel(), 22);
+  const std::vector<double> adj_want = op.adjoint(gv, dt);
+  const fk::Tensor adj = shots.initial_value_adjoint(gv.data(), start.data(), sensor, shape);
+  EXPECT_TRUE(same_bits(to_vec<T>(adj), std::vector<T>(adj_want.begin(), adj_want.end())));
 }
 
 }  // namespace nefi::wave_cells_test
