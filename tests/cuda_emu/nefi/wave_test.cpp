@@ -449,37 +449,17 @@ TEST(EmulatedWave, OneStepOfTwoShotsEqualsTheCpu) {
 
 // --- whole solves ------------------------------------------------------------
 
-// geometry_of's problem (two sources, three receivers) with 5 samples: 8
-// leapfrog steps (24 in 1-D) instead of 16, as every launch costs the
-// emulator a fiber per thread.
-wave::ShotGeometry short_geometry(const Case& c) {
-  const int nd = static_cast<int>(c.shape.size());
-  wave::WaveConfig cfg;
-  cfg.extent.assign(nd, 1.0);
-  cfg.order = c.order;
-  cfg.absorbing = c.absorbing;
-  cfg.absorb_width = c.absorbing == wave::Absorbing::kNone ? 0.0 : 0.2;
-  cfg.c_max = 2.5;
-  cfg.dt_obs = 0.03;
-  cfg.n_t = 5;
-  std::vector<std::vector<double>> src = {std::vector<double>(nd, 0.3),
-                                          std::vector<double>(nd, 0.61)};
-  std::vector<std::vector<double>> rec = {
-      std::vector<double>(nd, 0.8), std::vector<double>(nd, 0.47), std::vector<double>(nd, 0.45)};
-  rec[0][0] = 0.12;
-  return wave::make_shot_geometry(cfg, fk::Dims(c.shape), src, rec, 6.0, 1.0);
-}
-
-// wave_shots.h's forward and backward over the emulated kernels against
-// shot_traces and shot_kappa_gradient, full trajectories and checkpoints
-// every 3 steps (a partial last block), the velocity gradient against
-// velocity_gradient's.
+// check_shots_solve over the emulated kernels: full trajectories and
+// checkpoints every 3 steps (a partial last block), the velocity gradient by
+// its own kernel.
 template <typename T>
 void check_solve(const Case& cs, fkemu::Order order) {
   SCOPED_TRACE(name_of(cs) + " " + dtype_name<T>() + " " + order_name(order));
   GenericIsa generic;
   const OrderScope scope(order);
-  const wave::ShotGeometry geo = short_geometry(cs);
+  // geometry_of's problem with 5 samples: 8 leapfrog steps (24 in 1-D)
+  // instead of 16, as every launch costs the emulator a fiber per thread.
+  const wave::ShotGeometry geo = geometry_of(cs, 5);
   const wave::WaveGrid& gr = geo.grid;
   const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, geo.damping.kind == wave::Absorbing::kPml);
   std::vector<T> c;
@@ -527,16 +507,7 @@ constexpr auto emulated_padded_kappa = [](const auto& g, const auto* c, double* 
 TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
     for (double fc : {0.0, 9.0}) {
-      WaveInitialConditionConfig cfg;
-      cfg.wave.extent = {1.0, 1.2};
-      cfg.wave.order = 4;
-      cfg.wave.absorbing = a;
-      cfg.wave.absorb_width = 0.2;
-      cfg.wave.c_max = 1.5;
-      cfg.wave.dt_obs = 0.04;
-      cfg.wave.n_t = 6;
-      cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-      cfg.sensor_fc = fc;
+      const WaveInitialConditionConfig cfg = photoacoustic_config(a, fc, 6);
       const bool pml = a == wave::Absorbing::kPml;
       {
         const fkemu::Order order = pml ? kOrders[0] : kOrders[1];

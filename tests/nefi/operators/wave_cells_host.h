@@ -174,7 +174,8 @@ inline std::string name_of(const Case& c) {
   return s;
 }
 
-inline wave::ShotGeometry geometry_of(const Case& c) {
+// n_t observed samples (fewer where every launch costs more, as emulated).
+inline wave::ShotGeometry geometry_of(const Case& c, int64_t n_t = 9) {
   const int nd = static_cast<int>(c.shape.size());
   wave::WaveConfig cfg;
   cfg.extent.assign(nd, 1.0);
@@ -183,7 +184,7 @@ inline wave::ShotGeometry geometry_of(const Case& c) {
   cfg.absorb_width = c.absorbing == wave::Absorbing::kNone ? 0.0 : 0.2;
   cfg.c_max = 2.5;
   cfg.dt_obs = 0.03;
-  cfg.n_t = 9;
+  cfg.n_t = n_t;
   std::vector<std::vector<double>> src = {std::vector<double>(nd, 0.3),
                                           std::vector<double>(nd, 0.61)};
   std::vector<std::vector<double>> rec = {
@@ -198,6 +199,22 @@ inline std::vector<double> random_velocity(int64_t n, uint64_t seed) {
   std::vector<double> v(n);
   for (double& x : v) x = u(rng);
   return v;
+}
+
+// The photoacoustic problem: a 2-D box with three sensors, the given layer,
+// sensor low-pass (0: none) and samples.
+inline WaveInitialConditionConfig photoacoustic_config(wave::Absorbing a, double fc, int64_t n_t) {
+  WaveInitialConditionConfig cfg;
+  cfg.wave.extent = {1.0, 1.2};
+  cfg.wave.order = 4;
+  cfg.wave.absorbing = a;
+  cfg.wave.absorb_width = 0.2;
+  cfg.wave.c_max = 1.5;
+  cfg.wave.dt_obs = 0.04;
+  cfg.wave.n_t = n_t;
+  cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
+  cfg.sensor_fc = fc;
+  return cfg;
 }
 
 template <typename T>

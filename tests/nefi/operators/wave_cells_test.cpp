@@ -207,16 +207,7 @@ constexpr auto host_padded_kappa = [](const auto& g, const auto* c, double* kapp
 TEST(NefiWaveCells, InitialValueMapAndAdjointEqualTheCpuBitwise) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
     for (double fc : {0.0, 9.0}) {
-      WaveInitialConditionConfig cfg;
-      cfg.wave.extent = {1.0, 1.2};
-      cfg.wave.order = 4;
-      cfg.wave.absorbing = a;
-      cfg.wave.absorb_width = 0.2;
-      cfg.wave.c_max = 1.5;
-      cfg.wave.dt_obs = 0.04;
-      cfg.wave.n_t = 12;
-      cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-      cfg.sensor_fc = fc;
+      const WaveInitialConditionConfig cfg = photoacoustic_config(a, fc, 12);
       check_initial_value<double, HostKernels>(cfg, {12, 14}, host_padded_kappa);
       check_initial_value<float, HostKernels>(cfg, {12, 14}, host_padded_kappa);
     }
@@ -237,16 +228,7 @@ TEST(NefiWaveCells, ThreadOrderDoesNotChangeTheBits) {
     check_solve<double>(c);
     check_solve<float>(c);
   }
-  WaveInitialConditionConfig cfg;
-  cfg.wave.extent = {1.0, 1.2};
-  cfg.wave.order = 4;
-  cfg.wave.absorbing = wave::Absorbing::kPml;
-  cfg.wave.absorb_width = 0.2;
-  cfg.wave.c_max = 1.5;
-  cfg.wave.dt_obs = 0.04;
-  cfg.wave.n_t = 12;
-  cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-  cfg.sensor_fc = 9.0;
+  const WaveInitialConditionConfig cfg = photoacoustic_config(wave::Absorbing::kPml, 9.0, 12);
   check_initial_value<double, HostKernels>(cfg, {12, 14}, host_padded_kappa);
 }
 
