@@ -106,8 +106,23 @@ const char* dtype_name() {
   return sizeof(T) == 4 ? "f32" : "f64";
 }
 
-// wave_shots.h's kernels policy over the emulated launchers.
+// wave_shots.h's kernels policy over the emulated launchers, with the
+// velocity's tables and gradient (DeviceTables, check_shots_solve).
 struct EmulatedKernels {
+  template <typename T>
+  static void padded_kappa(const cu::WaveCells<T>& g, const T* c, double* kappa) {
+    cu::emu::launch_padded_kappa(g, c, kappa, nullptr);
+  }
+  template <typename T>
+  static void velocity_coefficients(const cu::WaveCells<T>& g, const double* kappa,
+                                    const double* kpk, const cu::AxisFields<const double>& bpk,
+                                    T* k, const cu::AxisFields<T>& beta) {
+    cu::emu::launch_velocity_coefficients(g, kappa, kpk, bpk, k, beta, nullptr);
+  }
+  template <typename T>
+  static void velocity_gradient(const cu::WaveCells<T>& g, const T* c, const double* kbar, T* out) {
+    cu::emu::launch_velocity_gradient(g, c, kbar, out, nullptr);
+  }
   template <typename T>
   static void step(const cu::WaveCells<T>& g, const cu::WaveCoefficientsView<T>& co, int64_t shots,
                    const T* up, const T* u, T* un, const cu::AxisFields<T>& psi, void* stream) {
@@ -239,45 +254,6 @@ TEST(EmulatedWave, VelocityStatsStrideBeyondTheCappedGrid) {
 
 // --- κ and the velocity's coefficients --------------------------------------
 
-// The device's coefficients: step_coefficients at κ = 0 gives everything
-// but k and beta (which alone depend on κ); κ, k and beta from the
-// emulated kernels, the halo of κ and the faces beta leaves alone holding
-// what they held.
-template <typename T>
-struct EmulatedTables {
-  wave::StepCoefficients<T> fixed;
-  std::vector<double> kappa;
-  std::vector<T> k;
-  std::array<std::vector<T>, 3> beta;  // by active axis
-  cu::AxisFields<const double> bpk;
-  cu::WaveCoefficientsView<T> view;
-
-  EmulatedTables(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g, const std::vector<T>& c,
-                 double halo) {
-    const wave::WaveGrid& gr = geo.grid;
-    fixed = wave::step_coefficients<T>(gr, geo.damping, std::vector<double>(gr.numel, 0.0));
-    kappa.assign(gr.numel, halo);
-    k.assign(gr.numel, T(0));
-    cu::emu::launch_padded_kappa(g, c.data(), kappa.data(), nullptr);
-    cu::AxisFields<T> beta_ptr;
-    const T* alpha_slot[3] = {nullptr, nullptr, nullptr};
-    const T* beta_slot[3] = {nullptr, nullptr, nullptr};
-    for (int a = 0; a < g.nd && g.pml; ++a) {
-      const int d = 3 - g.nd + a;
-      beta[a].assign(gr.numel, T(0));
-      beta_ptr.a[a] = beta[a].data();
-      bpk.a[a] = fixed.beta_per_kappa[d].data();
-      alpha_slot[d] = fixed.alpha[d].data();
-      beta_slot[d] = beta[a].data();
-    }
-    cu::emu::launch_velocity_coefficients(g, kappa.data(), fixed.k_per_kappa.data(), bpk, k.data(),
-                                          beta_ptr, nullptr);
-    view =
-        cu::coefficients_view<T>(gr, fixed.q2.data(), fixed.b.data(), k.data(), fixed.a_dt2.data(),
-                                 g.pml ? alpha_slot : nullptr, g.pml ? beta_slot : nullptr);
-  }
-};
-
 bool is_padded(const wave::WaveGrid& gr, int64_t p) {
   for (int d = 0; d < 3; ++d) {
     const int64_t i = (p / gr.stride[d]) % (gr.n[d] + 2 * gr.off(d)) - gr.off(d);
@@ -298,7 +274,7 @@ void check_coefficients(const Case& cs, fkemu::Order order) {
   const std::vector<double> kappa = wave::padded_kappa(gr, std::vector<double>(c.begin(), c.end()));
   const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
   const double halo = -3.0;
-  const EmulatedTables<T> dev(geo, g, c, halo);
+  const DeviceTables<T, EmulatedKernels> dev(geo, g, c, halo);
   for (int64_t p = 0; p < gr.numel; ++p)
     ASSERT_EQ(dev.kappa[p], is_padded(gr, p) ? kappa[p] : halo) << "cell " << p;
   EXPECT_TRUE(same_bits(dev.k, co.k));
@@ -467,15 +443,9 @@ void check_solve(const Case& cs, fkemu::Order order) {
   const std::vector<double> c64(c.begin(), c.end());
   const wave::StepCoefficients<T> co =
       wave::step_coefficients<T>(gr, geo.damping, wave::padded_kappa(gr, c64));
-  const EmulatedTables<T> dev(geo, g, c, 0.0);
+  const DeviceTables<T, EmulatedKernels> dev(geo, g, c, 0.0);
 
-  check_shots_solve<T, EmulatedKernels>(
-      geo, g, c, co, dev, {int64_t{0}, int64_t{3}},
-      [&](const std::vector<T>& cv, const std::vector<double>& kbar) {
-        std::vector<T> out(g.domain, T(-7));
-        cu::emu::launch_velocity_gradient(g, cv.data(), kbar.data(), out.data(), nullptr);
-        return out;
-      });
+  check_shots_solve<T, EmulatedKernels>(geo, g, c, co, dev, {int64_t{0}, int64_t{3}});
 }
 
 // Split so that each test stays short; the one-step test above covers
@@ -498,11 +468,6 @@ TEST(EmulatedWave, SolveAndGradientEqualTheCpu3D) {
 
 // --- the photoacoustic map ---------------------------------------------------
 
-// The κ kernel of the photoacoustic map (check_initial_value) emulated.
-constexpr auto emulated_padded_kappa = [](const auto& g, const auto* c, double* kappa) {
-  cu::emu::launch_padded_kappa(g, c, kappa, nullptr);
-};
-
 // Each layer with and without the sensor's low-pass, 6 samples.
 TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
@@ -513,13 +478,13 @@ TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
         const fkemu::Order order = pml ? kOrders[0] : kOrders[1];
         SCOPED_TRACE(order_name(order));
         const OrderScope scope(order);
-        check_initial_value<double, EmulatedKernels>(cfg, {12, 14}, emulated_padded_kappa);
+        check_initial_value<double, EmulatedKernels>(cfg, {12, 14});
       }
       if (pml == (fc > 0)) {
         const fkemu::Order order = kOrders[fc > 0 ? 1 : 0];
         SCOPED_TRACE(order_name(order));
         const OrderScope scope(order);
-        check_initial_value<float, EmulatedKernels>(cfg, {12, 14}, emulated_padded_kappa);
+        check_initial_value<float, EmulatedKernels>(cfg, {12, 14});
       }
     }
 }

@@ -8,6 +8,7 @@
 // two shots and three receivers) and a bit-for-bit comparison.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -138,6 +139,22 @@ struct HostKernels {
           cu::sensor_adjoint_cell(g, n_t, n_fine, every, w, half, t / n_fine, t % n_fine));
     });
   }
+  // The velocity's tables and gradient (launched outside wave_shots.h).
+  template <typename T>
+  static void padded_kappa(const cu::WaveCells<T>& g, const T* c, double* kappa) {
+    threads(g.padded, [&](int64_t t) { cu::padded_kappa_cell(g, c, kappa, t); });
+  }
+  template <typename T>
+  static void velocity_coefficients(const cu::WaveCells<T>& g, const double* kappa,
+                                    const double* kpk, const cu::AxisFields<const double>& bpk,
+                                    T* k, const cu::AxisFields<T>& beta) {
+    threads(g.padded,
+            [&](int64_t t) { cu::velocity_coefficients_cell(g, kappa, kpk, bpk, k, beta, t); });
+  }
+  template <typename T>
+  static void velocity_gradient(const cu::WaveCells<T>& g, const T* c, const double* kbar, T* out) {
+    threads(g.domain, [&](int64_t i) { out[i] = cu::velocity_gradient_cell(g, c, kbar, i); });
+  }
 };
 
 // The CPU reference without FMA contraction for a scope.
@@ -228,17 +245,55 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
+// The device's tables over a kernels policy: step_coefficients at κ = 0
+// gives everything but k and beta (which alone depend on κ); κ, k and beta
+// from the policy's kernels, the halo of κ holding `halo` and the faces beta
+// leaves alone 0.
+template <typename T, typename Kernels>
+struct DeviceTables {
+  wave::StepCoefficients<T> fixed;
+  std::vector<double> kappa;
+  std::vector<T> k;
+  std::array<std::vector<T>, 3> beta;  // by active axis
+  cu::AxisFields<const double> bpk;
+  cu::WaveCoefficientsView<T> view;
+
+  DeviceTables(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g, const std::vector<T>& c,
+               double halo) {
+    const wave::WaveGrid& gr = geo.grid;
+    fixed = wave::step_coefficients<T>(gr, geo.damping, std::vector<double>(gr.numel, 0.0));
+    kappa.assign(gr.numel, halo);
+    k.assign(gr.numel, T(0));
+    Kernels::padded_kappa(g, c.data(), kappa.data());
+    cu::AxisFields<T> beta_ptr;
+    const T* alpha_slot[3] = {nullptr, nullptr, nullptr};
+    const T* beta_slot[3] = {nullptr, nullptr, nullptr};
+    for (int a = 0; a < g.nd && g.pml; ++a) {
+      const int d = 3 - g.nd + a;
+      beta[a].assign(gr.numel, T(0));
+      beta_ptr.a[a] = beta[a].data();
+      bpk.a[a] = fixed.beta_per_kappa[d].data();
+      alpha_slot[d] = fixed.alpha[d].data();
+      beta_slot[d] = beta[a].data();
+    }
+    Kernels::velocity_coefficients(g, kappa.data(), fixed.k_per_kappa.data(), bpk, k.data(),
+                                   beta_ptr);
+    view =
+        cu::coefficients_view<T>(gr, fixed.q2.data(), fixed.b.data(), k.data(), fixed.a_dt2.data(),
+                                 g.pml ? alpha_slot : nullptr, g.pml ? beta_slot : nullptr);
+  }
+};
+
 // wave_shots.h's forward and backward over a kernels policy against
 // shot_traces and shot_kappa_gradient, for each checkpoint interval in
-// `everies` (0: full trajectories), then the velocity gradient the caller's
-// kernel makes from the κ gradient (velocity_gradient(c, kbar) -> the domain's
-// values) against velocity_gradient's, and the forward without a record.
-// `dev` holds the device's tables: view, bpk and fixed.k_per_kappa.
-template <typename T, typename Kernels, typename Tables, typename VelocityGradient>
+// `everies` (0: full trajectories), then the policy's velocity gradient from
+// the κ gradient against velocity_gradient's, and the forward without a
+// record.
+template <typename T, typename Kernels>
 void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
                        const std::vector<T>& c, const wave::StepCoefficients<T>& co,
-                       const Tables& dev, std::initializer_list<int64_t> everies,
-                       VelocityGradient&& velocity_gradient) {
+                       const DeviceTables<T, Kernels>& dev,
+                       std::initializer_list<int64_t> everies) {
   const wave::WaveGrid& gr = geo.grid;
   const std::vector<double> c64(c.begin(), c.end());
   const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
@@ -283,8 +338,8 @@ void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
       ASSERT_EQ(std::memcmp(&kbar_got[p], &kbar_want[p], sizeof(double)), 0) << "cell " << p;
     }
     const std::vector<double> cbar = wave::velocity_gradient(gr, c64, kbar_want);
-    const std::vector<T> cbar_got = velocity_gradient(c, kbar_got);
-    ASSERT_EQ(static_cast<int64_t>(cbar_got.size()), g.domain);
+    std::vector<T> cbar_got(g.domain, T(-7));
+    Kernels::velocity_gradient(g, c.data(), kbar_got.data(), cbar_got.data());
     for (int64_t i = 0; i < g.domain; ++i) {
       const T want_i = static_cast<T>(cbar[i]);
       ASSERT_EQ(std::memcmp(&cbar_got[i], &want_i, sizeof(T)), 0) << "velocity cell " << i;
@@ -297,11 +352,9 @@ void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
 
 // The photoacoustic map as the device runs it over a kernels policy (the
 // operator's tables, the start, one shot without source, the sensor) against
-// WaveInitialConditionOperator's apply and adjoint. padded_kappa(g, c, kappa)
-// is the caller's κ kernel.
-template <typename T, typename Kernels, typename PaddedKappa>
-void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape,
-                         PaddedKappa&& padded_kappa) {
+// WaveInitialConditionOperator's apply and adjoint.
+template <typename T, typename Kernels>
+void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape) {
   SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
                (sizeof(T) == 4 ? " f32" : " f64"));
   GenericIsa generic;
@@ -312,7 +365,7 @@ void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& 
   const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
   std::vector<double> kappa(gr.numel, 0.0);
   const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
-  padded_kappa(g, c.data(), kappa.data());
+  Kernels::padded_kappa(g, c.data(), kappa.data());
   const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
   std::vector<T> start(gr.numel);
   for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
