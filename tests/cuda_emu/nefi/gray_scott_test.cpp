@@ -53,6 +53,8 @@ namespace gs = nefi::gray_scott;
 namespace nc = nefi::cuda;
 using nefi::RDUnknown;
 using nefi::gray_scott_test::name_of;
+using nefi::gray_scott_test::StepCase;
+using nefi::gray_scott_test::uniform;
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
 
@@ -62,13 +64,6 @@ struct OrderScope {
   ~OrderScope() { fkemu::set_order(fkemu::Order::kAscending); }
 };
 
-std::vector<double> uniform(int64_t n, double lo, double hi, uint64_t seed) {
-  fk::Generator gen(seed);
-  auto v = fk::rand({n}, {fk::DType::F64}, &gen).to_vector<double>();
-  for (double& x : v) x = lo + (hi - lo) * x;
-  return v;
-}
-
 // The grids of the one-substep tests: the smallest the operator takes, one
 // block's worth, a thin one and one of two blocks of 256 with a partial last.
 struct Shape {
@@ -76,65 +71,13 @@ struct Shape {
 };
 constexpr Shape kShapes[] = {{3, 3}, {7, 5}, {3, 97}, {19, 23}};
 
-// One substep's setting (a random state near the pattern regime, random
-// cotangents and the unknown's field; the other two coefficients scalars).
-struct StepCase {
-  gs::Grid grid;
-  gs::Rates rates{0.06, 2e-3, 1e-3};
-  double F = 0.04, tau = 0.3;
-  RDUnknown unknown = RDUnknown::kF;
-  std::vector<double> field, state, cot, add;
-
-  StepCase(gs::Boundary b, RDUnknown u, Shape s, uint64_t seed) : unknown(u) {
-    grid = {s.n0, s.n1, 0.02, 0.03, b};
-    const int64_t n = grid.size();
-    field = u == RDUnknown::kF   ? uniform(n, 0.02, 0.07, seed)
-            : u == RDUnknown::kK ? uniform(n, 0.04, 0.08, seed)
-                                 : uniform(n, 1e-3, 4e-3, seed);
-    state = uniform(2 * n, 0.05, 0.9, seed + 1);
-    cot = uniform(2 * n, -1, 1, seed + 2);
-    add = uniform(2 * n, -1, 1, seed + 3);
-  }
-  std::vector<double> F_cells() const {
-    return unknown == RDUnknown::kF ? field : std::vector<double>(grid.size(), F);
-  }
-  gs::Fields cpu_fields(const std::vector<double>& Fc) const {
-    return {Fc.data(), unknown == RDUnknown::kK ? field.data() : nullptr,
-            unknown == RDUnknown::kDu ? field.data() : nullptr};
-  }
-  nc::GrayScottFields kernel_fields() const {
-    nc::GrayScottFields f;
-    (unknown == RDUnknown::kF ? f.F : unknown == RDUnknown::kK ? f.k : f.Du) = field.data();
-    return f;
-  }
-  nc::GrayScottCoefficients coefficients() const {
-    nc::GrayScottCoefficients k;
-    k.n0 = static_cast<int>(grid.n0);
-    k.n1 = static_cast<int>(grid.n1);
-    k.wrap = grid.boundary == gs::Boundary::kPeriodic;
-    k.s0 = 1.0 / (grid.h0 * grid.h0);
-    k.s1 = 1.0 / (grid.h1 * grid.h1);
-    k.tau = tau;
-    k.F = F;
-    k.k = rates.k;
-    k.Du = rates.Du;
-    k.Dv = rates.Dv;
-    return k;
-  }
-  std::string name() const {
-    return std::string(name_of(unknown)) +
-           (grid.boundary == gs::Boundary::kPeriodic ? " periodic " : " neumann ") +
-           std::to_string(grid.n0) + "x" + std::to_string(grid.n1);
-  }
-};
-
 TEST(EmulatedGrayScott, StepEqualsTheCpuStep) {
   for (fkemu::Order order : kOrders)
     for (gs::Boundary b : {gs::Boundary::kNeumann, gs::Boundary::kPeriodic})
       for (RDUnknown u : {RDUnknown::kF, RDUnknown::kK, RDUnknown::kDu})
         for (Shape s : kShapes) {
           const OrderScope scope(order);
-          const StepCase sc(b, u, s, 11);
+          const StepCase sc(b, u, s.n0, s.n1, 11);
           SCOPED_TRACE(sc.name() + " " + order_name(order));
           const int64_t n = sc.grid.size();
           const std::vector<double> Fc = sc.F_cells();
@@ -149,7 +92,7 @@ TEST(EmulatedGrayScott, StepEqualsTheCpuStep) {
           st.checkpoint = ckpt.data();
           st.record_u = rec_u.data();
           st.record_v = rec_v.data();
-          nc::emu::launch_gray_scott_step(sc.coefficients(), sc.kernel_fields(), st, nullptr);
+          nc::emu::launch_gray_scott_step(sc.coefficients(), sc.cell_fields(), st, nullptr);
           EXPECT_EQ(out, cpu);
           EXPECT_EQ(ckpt, sc.state);
           EXPECT_EQ(rec_u, std::vector<double>(cpu.begin(), cpu.begin() + n));
@@ -159,27 +102,27 @@ TEST(EmulatedGrayScott, StepEqualsTheCpuStep) {
           nc::GrayScottStep plain;
           plain.in = sc.state.data();
           plain.out = bare.data();
-          nc::emu::launch_gray_scott_step(sc.coefficients(), sc.kernel_fields(), plain, nullptr);
+          nc::emu::launch_gray_scott_step(sc.coefficients(), sc.cell_fields(), plain, nullptr);
           EXPECT_EQ(bare, cpu);
         }
 }
 
 // A set guard flag turns the records (only) into NaN; a clear one does not.
 TEST(EmulatedGrayScott, PoisonedStepRecordsNaNButSteps) {
-  const StepCase sc(gs::Boundary::kNeumann, RDUnknown::kF, {19, 23}, 41);
+  const StepCase sc(gs::Boundary::kNeumann, RDUnknown::kF, 19, 23, 41);
   const int64_t n = sc.grid.size();
   std::vector<double> clean(2 * n);
   nc::GrayScottStep st;
   st.in = sc.state.data();
   st.out = clean.data();
-  nc::emu::launch_gray_scott_step(sc.coefficients(), sc.kernel_fields(), st, nullptr);
+  nc::emu::launch_gray_scott_step(sc.coefficients(), sc.cell_fields(), st, nullptr);
   for (int flag : {1, 0}) {
     std::vector<double> out(2 * n), rec_u(n, -7.0), rec_v(n, -7.0);
     st.out = out.data();
     st.record_u = rec_u.data();
     st.record_v = rec_v.data();
     st.poison = &flag;
-    nc::emu::launch_gray_scott_step(sc.coefficients(), sc.kernel_fields(), st, nullptr);
+    nc::emu::launch_gray_scott_step(sc.coefficients(), sc.cell_fields(), st, nullptr);
     EXPECT_EQ(out, clean);
     for (int64_t i = 0; i < n; ++i) {
       if (flag) {
@@ -202,7 +145,7 @@ TEST(EmulatedGrayScott, AdjointEqualsTheCpuAdjointStep) {
         for (Shape s : kShapes)
           for (bool observed : {false, true}) {
             const OrderScope scope(order);
-            const StepCase sc(b, u, s, 21);
+            const StepCase sc(b, u, s.n0, s.n1, 21);
             SCOPED_TRACE(sc.name() + (observed ? " observed " : " ") + order_name(order));
             const int64_t n = sc.grid.size();
             const std::vector<double> Fc = sc.F_cells(), grad0 = uniform(n, -1, 1, 99);
@@ -226,7 +169,7 @@ TEST(EmulatedGrayScott, AdjointEqualsTheCpuAdjointStep) {
             (u == RDUnknown::kF   ? a.grad_F
              : u == RDUnknown::kK ? a.grad_k
                                   : a.grad_Du) = grad.data();
-            nc::emu::launch_gray_scott_adjoint(sc.coefficients(), sc.kernel_fields(), a, nullptr);
+            nc::emu::launch_gray_scott_adjoint(sc.coefficients(), sc.cell_fields(), a, nullptr);
             EXPECT_EQ(out, cpu);
             EXPECT_EQ(grad, cpu_grad);
           }

@@ -106,8 +106,23 @@ const char* dtype_name() {
   return sizeof(T) == 4 ? "f32" : "f64";
 }
 
-// wave_shots.h's kernels policy over the emulated launchers.
+// wave_shots.h's kernels policy over the emulated launchers, with the
+// velocity's tables and gradient (DeviceTables, check_shots_solve).
 struct EmulatedKernels {
+  template <typename T>
+  static void padded_kappa(const cu::WaveCells<T>& g, const T* c, double* kappa) {
+    cu::emu::launch_padded_kappa(g, c, kappa, nullptr);
+  }
+  template <typename T>
+  static void velocity_coefficients(const cu::WaveCells<T>& g, const double* kappa,
+                                    const double* kpk, const cu::AxisFields<const double>& bpk,
+                                    T* k, const cu::AxisFields<T>& beta) {
+    cu::emu::launch_velocity_coefficients(g, kappa, kpk, bpk, k, beta, nullptr);
+  }
+  template <typename T>
+  static void velocity_gradient(const cu::WaveCells<T>& g, const T* c, const double* kbar, T* out) {
+    cu::emu::launch_velocity_gradient(g, c, kbar, out, nullptr);
+  }
   template <typename T>
   static void step(const cu::WaveCells<T>& g, const cu::WaveCoefficientsView<T>& co, int64_t shots,
                    const T* up, const T* u, T* un, const cu::AxisFields<T>& psi, void* stream) {
@@ -239,45 +254,6 @@ TEST(EmulatedWave, VelocityStatsStrideBeyondTheCappedGrid) {
 
 // --- κ and the velocity's coefficients --------------------------------------
 
-// The device's coefficients: step_coefficients at κ = 0 gives everything
-// but k and beta (which alone depend on κ); κ, k and beta from the
-// emulated kernels, the halo of κ and the faces beta leaves alone holding
-// what they held.
-template <typename T>
-struct EmulatedTables {
-  wave::StepCoefficients<T> fixed;
-  std::vector<double> kappa;
-  std::vector<T> k;
-  std::array<std::vector<T>, 3> beta;  // by active axis
-  cu::AxisFields<const double> bpk;
-  cu::WaveCoefficientsView<T> view;
-
-  EmulatedTables(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g, const std::vector<T>& c,
-                 double halo) {
-    const wave::WaveGrid& gr = geo.grid;
-    fixed = wave::step_coefficients<T>(gr, geo.damping, std::vector<double>(gr.numel, 0.0));
-    kappa.assign(gr.numel, halo);
-    k.assign(gr.numel, T(0));
-    cu::emu::launch_padded_kappa(g, c.data(), kappa.data(), nullptr);
-    cu::AxisFields<T> beta_ptr;
-    const T* alpha_slot[3] = {nullptr, nullptr, nullptr};
-    const T* beta_slot[3] = {nullptr, nullptr, nullptr};
-    for (int a = 0; a < g.nd && g.pml; ++a) {
-      const int d = 3 - g.nd + a;
-      beta[a].assign(gr.numel, T(0));
-      beta_ptr.a[a] = beta[a].data();
-      bpk.a[a] = fixed.beta_per_kappa[d].data();
-      alpha_slot[d] = fixed.alpha[d].data();
-      beta_slot[d] = beta[a].data();
-    }
-    cu::emu::launch_velocity_coefficients(g, kappa.data(), fixed.k_per_kappa.data(), bpk, k.data(),
-                                          beta_ptr, nullptr);
-    view =
-        cu::coefficients_view<T>(gr, fixed.q2.data(), fixed.b.data(), k.data(), fixed.a_dt2.data(),
-                                 g.pml ? alpha_slot : nullptr, g.pml ? beta_slot : nullptr);
-  }
-};
-
 bool is_padded(const wave::WaveGrid& gr, int64_t p) {
   for (int d = 0; d < 3; ++d) {
     const int64_t i = (p / gr.stride[d]) % (gr.n[d] + 2 * gr.off(d)) - gr.off(d);
@@ -298,7 +274,7 @@ void check_coefficients(const Case& cs, fkemu::Order order) {
   const std::vector<double> kappa = wave::padded_kappa(gr, std::vector<double>(c.begin(), c.end()));
   const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
   const double halo = -3.0;
-  const EmulatedTables<T> dev(geo, g, c, halo);
+  const DeviceTables<T, EmulatedKernels> dev(geo, g, c, halo);
   for (int64_t p = 0; p < gr.numel; ++p)
     ASSERT_EQ(dev.kappa[p], is_padded(gr, p) ? kappa[p] : halo) << "cell " << p;
   EXPECT_TRUE(same_bits(dev.k, co.k));
@@ -449,37 +425,17 @@ TEST(EmulatedWave, OneStepOfTwoShotsEqualsTheCpu) {
 
 // --- whole solves ------------------------------------------------------------
 
-// geometry_of's problem (two sources, three receivers) with 5 samples: 8
-// leapfrog steps (24 in 1-D) instead of 16, as every launch costs the
-// emulator a fiber per thread.
-wave::ShotGeometry short_geometry(const Case& c) {
-  const int nd = static_cast<int>(c.shape.size());
-  wave::WaveConfig cfg;
-  cfg.extent.assign(nd, 1.0);
-  cfg.order = c.order;
-  cfg.absorbing = c.absorbing;
-  cfg.absorb_width = c.absorbing == wave::Absorbing::kNone ? 0.0 : 0.2;
-  cfg.c_max = 2.5;
-  cfg.dt_obs = 0.03;
-  cfg.n_t = 5;
-  std::vector<std::vector<double>> src = {std::vector<double>(nd, 0.3),
-                                          std::vector<double>(nd, 0.61)};
-  std::vector<std::vector<double>> rec = {
-      std::vector<double>(nd, 0.8), std::vector<double>(nd, 0.47), std::vector<double>(nd, 0.45)};
-  rec[0][0] = 0.12;
-  return wave::make_shot_geometry(cfg, fk::Dims(c.shape), src, rec, 6.0, 1.0);
-}
-
-// wave_shots.h's forward and backward over the emulated kernels against
-// shot_traces and shot_kappa_gradient, full trajectories and checkpoints
-// every 3 steps (a partial last block), the velocity gradient against
-// velocity_gradient's.
+// check_shots_solve over the emulated kernels: full trajectories and
+// checkpoints every 3 steps (a partial last block), the velocity gradient by
+// its own kernel.
 template <typename T>
 void check_solve(const Case& cs, fkemu::Order order) {
   SCOPED_TRACE(name_of(cs) + " " + dtype_name<T>() + " " + order_name(order));
   GenericIsa generic;
   const OrderScope scope(order);
-  const wave::ShotGeometry geo = short_geometry(cs);
+  // geometry_of's problem with 5 samples: 8 leapfrog steps (24 in 1-D)
+  // instead of 16, as every launch costs the emulator a fiber per thread.
+  const wave::ShotGeometry geo = geometry_of(cs, 5);
   const wave::WaveGrid& gr = geo.grid;
   const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, geo.damping.kind == wave::Absorbing::kPml);
   std::vector<T> c;
@@ -487,53 +443,9 @@ void check_solve(const Case& cs, fkemu::Order order) {
   const std::vector<double> c64(c.begin(), c.end());
   const wave::StepCoefficients<T> co =
       wave::step_coefficients<T>(gr, geo.damping, wave::padded_kappa(gr, c64));
-  const EmulatedTables<T> dev(geo, g, c, 0.0);
+  const DeviceTables<T, EmulatedKernels> dev(geo, g, c, 0.0);
 
-  const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = dev.view;
-  setup.sources = cu::view_of(src);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.wavelet = geo.wavelet.data();
-  setup.shots = static_cast<int64_t>(geo.sources.size());
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, EmulatedKernels> shots(setup);
-  ASSERT_EQ(setup.shots, 2);
-
-  const int64_t n_out = setup.shots * rec.count() * gr.n_t;
-  const std::vector<double> gv = random_velocity(n_out, 11);
-  const std::vector<T> gt(gv.begin(), gv.end());
-  const fk::Tensor gbar = fk::from_vector(gt, {setup.shots, rec.count(), gr.n_t});
-
-  for (int64_t every : {int64_t{0}, int64_t{3}}) {
-    SCOPED_TRACE("every " + std::to_string(every));
-    wave::TraceRecord cpu_rec;
-    cpu_rec.every = every;
-    const fk::Tensor want = wave::shot_traces(geo, co, &cpu_rec);
-    cu::WaveShotsRecord dev_rec;
-    dev_rec.every = every;
-    const fk::Tensor got = shots.forward(&dev_rec);
-    ASSERT_EQ(got.shape(), want.shape());
-    EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-    const std::vector<double> kbar_want = wave::shot_kappa_gradient(geo, co, cpu_rec, gbar);
-    const std::vector<double> kbar_got = to_vec<double>(
-        shots.kappa_gradient(dev_rec, gt.data(), dev.fixed.k_per_kappa.data(), dev.bpk));
-    for (int64_t t = 0; t < g.padded; ++t) {
-      const int64_t p = cu::padded_cell(g, t).p;
-      ASSERT_EQ(std::memcmp(&kbar_got[p], &kbar_want[p], sizeof(double)), 0) << "cell " << p;
-    }
-    const std::vector<double> cbar = wave::velocity_gradient(gr, c64, kbar_want);
-    std::vector<T> cbar_got(g.domain, T(-7));
-    cu::emu::launch_velocity_gradient(g, c.data(), kbar_got.data(), cbar_got.data(), nullptr);
-    EXPECT_TRUE(same_bits(cbar_got, std::vector<T>(cbar.begin(), cbar.end())));
-  }
+  check_shots_solve<T, EmulatedKernels>(geo, g, c, co, dev, {int64_t{0}, int64_t{3}});
 }
 
 // Split so that each test stays short; the one-step test above covers
@@ -556,86 +468,24 @@ TEST(EmulatedWave, SolveAndGradientEqualTheCpu3D) {
 
 // --- the photoacoustic map ---------------------------------------------------
 
-// wave_shots.h's initial-value map and its transpose over the emulated
-// kernels against WaveInitialConditionOperator's apply and adjoint.
-template <typename T>
-void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape,
-                         fkemu::Order order) {
-  SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered " : " ") +
-               dtype_name<T>() + " " + order_name(order));
-  GenericIsa generic;
-  const OrderScope scope(order);
-  const WaveInitialConditionOperator op(cfg, shape);
-  const wave::ShotGeometry& geo = op.geometry();
-  const wave::WaveGrid& gr = geo.grid;
-  const bool pml = geo.damping.kind == wave::Absorbing::kPml;
-  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
-  std::vector<double> kappa(gr.numel, 0.0);
-  const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
-  cu::emu::launch_padded_kappa(g, c.data(), kappa.data(), nullptr);
-  const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
-  std::vector<T> start(gr.numel);
-  for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
-  const T* alpha[3] = {nullptr, nullptr, nullptr};
-  const T* beta[3] = {nullptr, nullptr, nullptr};
-  for (int d = 0; d < 3; ++d)
-    if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
-  const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
-                                      alpha, beta);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, EmulatedKernels> shots(setup);
-  std::vector<double> w;
-  cu::WaveSensor sensor;
-  if (cfg.sensor_fc > 0) {
-    w = gaussian_lowpass_weights(gr.dt, cfg.sensor_fc);
-    sensor.w = w.data();
-    sensor.half = static_cast<int64_t>(w.size() / 2);
-  }
-  sensor.every = op.substeps();
-  sensor.n_t = cfg.wave.n_t;
-
-  const fk::DType dt = fk::dtype_of<T>();
-  std::vector<double> p0v = random_velocity(shape.numel(), 21);
-  for (double& v : p0v) v -= 2.0;
-  const fk::Tensor p0 = fk::from_vector(p0v, shape).to(dt);
-  const fk::Tensor want = op.apply(p0);
-  const fk::Tensor got =
-      shots.initial_value_forward(p0.contiguous().data<T>(), start.data(), sensor);
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-  const std::vector<double> gv = random_velocity(want.numel(), 22);
-  const std::vector<double> adj_want = op.adjoint(gv, dt);
-  const fk::Tensor adj = shots.initial_value_adjoint(gv.data(), start.data(), sensor, shape);
-  EXPECT_TRUE(same_bits(to_vec<T>(adj), std::vector<T>(adj_want.begin(), adj_want.end())));
-}
-
 // Each layer with and without the sensor's low-pass, 6 samples.
 TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
     for (double fc : {0.0, 9.0}) {
-      WaveInitialConditionConfig cfg;
-      cfg.wave.extent = {1.0, 1.2};
-      cfg.wave.order = 4;
-      cfg.wave.absorbing = a;
-      cfg.wave.absorb_width = 0.2;
-      cfg.wave.c_max = 1.5;
-      cfg.wave.dt_obs = 0.04;
-      cfg.wave.n_t = 6;
-      cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-      cfg.sensor_fc = fc;
+      const WaveInitialConditionConfig cfg = photoacoustic_config(a, fc, 6);
       const bool pml = a == wave::Absorbing::kPml;
-      check_initial_value<double>(cfg, {12, 14}, pml ? kOrders[0] : kOrders[1]);
-      if (pml == (fc > 0)) check_initial_value<float>(cfg, {12, 14}, kOrders[fc > 0 ? 1 : 0]);
+      {
+        const fkemu::Order order = pml ? kOrders[0] : kOrders[1];
+        SCOPED_TRACE(order_name(order));
+        const OrderScope scope(order);
+        check_initial_value<double, EmulatedKernels>(cfg, {12, 14});
+      }
+      if (pml == (fc > 0)) {
+        const fkemu::Order order = kOrders[fc > 0 ? 1 : 0];
+        SCOPED_TRACE(order_name(order));
+        const OrderScope scope(order);
+        check_initial_value<float, EmulatedKernels>(cfg, {12, 14});
+      }
     }
 }
 

@@ -32,44 +32,6 @@
 namespace nefi::wave_cells_test {
 namespace {
 
-// The device's tables: what step_coefficients gives for κ = 0 (everything
-// but k and beta, which do not depend on κ otherwise), and k, beta from the
-// velocity by the cells.
-template <typename T>
-struct DeviceTables {
-  wave::StepCoefficients<T> fixed;
-  std::vector<double> kappa;
-  std::vector<T> k;
-  std::array<std::vector<T>, 3> beta;  // by active axis
-  cu::AxisFields<const double> bpk;
-  cu::WaveCoefficientsView<T> view;
-
-  DeviceTables(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g, const std::vector<T>& c) {
-    const wave::WaveGrid& gr = geo.grid;
-    fixed = wave::step_coefficients<T>(gr, geo.damping, std::vector<double>(gr.numel, 0.0));
-    kappa.assign(gr.numel, 0.0);
-    k.assign(gr.numel, T(0));
-    for (int64_t t = 0; t < g.padded; ++t) cu::padded_kappa_cell(g, c.data(), kappa.data(), t);
-    cu::AxisFields<T> beta_ptr;
-    const T* alpha_slot[3] = {nullptr, nullptr, nullptr};
-    const T* beta_slot[3] = {nullptr, nullptr, nullptr};
-    for (int a = 0; a < g.nd && g.pml; ++a) {
-      const int d = 3 - g.nd + a;
-      beta[a].assign(gr.numel, T(0));
-      beta_ptr.a[a] = beta[a].data();
-      bpk.a[a] = fixed.beta_per_kappa[d].data();
-      alpha_slot[d] = fixed.alpha[d].data();
-      beta_slot[d] = beta[a].data();
-    }
-    for (int64_t t = 0; t < g.padded; ++t)
-      cu::velocity_coefficients_cell(g, kappa.data(), fixed.k_per_kappa.data(), bpk, k.data(),
-                                     beta_ptr, t);
-    view =
-        cu::coefficients_view<T>(gr, fixed.q2.data(), fixed.b.data(), k.data(), fixed.a_dt2.data(),
-                                 g.pml ? alpha_slot : nullptr, g.pml ? beta_slot : nullptr);
-  }
-};
-
 template <typename T>
 void check_solve(const Case& cs) {
   SCOPED_TRACE(name_of(cs) + (sizeof(T) == 4 ? " f32" : " f64"));
@@ -84,63 +46,14 @@ void check_solve(const Case& cs) {
   // The CPU operator's coefficients, and the device's built from its tables.
   const std::vector<double> kappa = wave::padded_kappa(gr, c64);
   const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
-  const DeviceTables<T> dev(geo, g, c);
+  const DeviceTables<T, HostKernels> dev(geo, g, c, 0.0);
   ASSERT_TRUE(same_bits(dev.kappa, kappa));
   ASSERT_TRUE(same_bits(dev.k, co.k));
   for (int a = 0; a < g.nd && g.pml; ++a)
     ASSERT_TRUE(same_bits(dev.beta[a], co.beta[3 - g.nd + a]));
 
-  const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = dev.view;
-  setup.sources = cu::view_of(src);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.wavelet = geo.wavelet.data();
-  setup.shots = static_cast<int64_t>(geo.sources.size());
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, HostKernels> shots(setup);
-
-  // Traces of the gradient: random, (shots, n_rec, n_t).
-  const int64_t n_out = setup.shots * rec.count() * gr.n_t;
-  std::vector<double> gv = random_velocity(n_out, 11);
-  std::vector<T> gt(gv.begin(), gv.end());
-  const fk::Tensor gbar = fk::from_vector(gt, {setup.shots, rec.count(), gr.n_t});
-
-  for (int64_t every : {int64_t{0}, int64_t{3}, wave::auto_checkpoint_every(gr.n_steps())}) {
-    SCOPED_TRACE(::testing::Message() << "every " << every);
-    wave::TraceRecord cpu_rec;
-    cpu_rec.every = every;
-    const fk::Tensor want = wave::shot_traces(geo, co, &cpu_rec);
-    cu::WaveShotsRecord dev_rec;
-    dev_rec.every = every;
-    const fk::Tensor got = shots.forward(&dev_rec);
-    ASSERT_EQ(got.shape(), want.shape());
-    EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-    const std::vector<double> kbar_want = wave::shot_kappa_gradient(geo, co, cpu_rec, gbar);
-    const fk::Tensor total =
-        shots.kappa_gradient(dev_rec, gt.data(), co.k_per_kappa.data(), dev.bpk);
-    const std::vector<double> kbar_got = to_vec<double>(total);
-    for (int64_t t = 0; t < g.padded; ++t) {
-      const int64_t p = cu::padded_cell(g, t).p;
-      ASSERT_EQ(std::memcmp(&kbar_got[p], &kbar_want[p], sizeof(double)), 0) << "cell " << p;
-    }
-    const std::vector<double> cbar = wave::velocity_gradient(gr, c64, kbar_want);
-    for (int64_t i = 0; i < g.domain; ++i) {
-      const T want_i = static_cast<T>(cbar[i]);
-      const T got_i = cu::velocity_gradient_cell(g, c.data(), kbar_got.data(), i);
-      ASSERT_EQ(std::memcmp(&got_i, &want_i, sizeof(T)), 0) << "velocity cell " << i;
-    }
-  }
-  // Without a record (the inference forward) the traces are the same.
-  EXPECT_TRUE(
-      same_bits(to_vec<T>(shots.forward(nullptr)), to_vec<T>(wave::shot_traces(geo, co, nullptr))));
+  check_shots_solve<T, HostKernels>(
+      geo, g, c, co, dev, {int64_t{0}, int64_t{3}, wave::auto_checkpoint_every(gr.n_steps())});
 }
 
 TEST(NefiWaveCells, SolveAndGradientEqualTheCpuBitwise) {
@@ -241,87 +154,13 @@ TEST(NefiWaveCells, OneStepFromRandomFieldsEqualsTheCpuBitwise) {
   }
 }
 
-// The photoacoustic map as the device runs it (the operator's tables, the
-// start, one shot without source, the sensor) against
-// WaveInitialConditionOperator's apply and adjoint, with and without the
-// sensor's low-pass, with a PML and a sponge, f32 and f64.
-template <typename T>
-void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape) {
-  SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
-               (sizeof(T) == 4 ? " f32" : " f64"));
-  GenericIsa generic;
-  const WaveInitialConditionOperator op(cfg, shape);
-  const wave::ShotGeometry& geo = op.geometry();
-  const wave::WaveGrid& gr = geo.grid;
-  const bool pml = geo.damping.kind == wave::Absorbing::kPml;
-  const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, pml);
-  std::vector<double> kappa(gr.numel, 0.0);
-  {
-    const std::vector<T> c(g.domain, static_cast<T>(cfg.wave.c_max));
-    for (int64_t t = 0; t < g.padded; ++t) cu::padded_kappa_cell(g, c.data(), kappa.data(), t);
-  }
-  const wave::StepCoefficients<T> co = wave::step_coefficients<T>(gr, geo.damping, kappa);
-  std::vector<T> start(gr.numel);
-  for (int64_t p = 0; p < gr.numel; ++p) start[p] = static_cast<T>(0.5 * gr.dt * gr.dt * kappa[p]);
-  const T* alpha[3] = {nullptr, nullptr, nullptr};
-  const T* beta[3] = {nullptr, nullptr, nullptr};
-  for (int d = 0; d < 3; ++d)
-    if (pml && gr.active[d]) alpha[d] = co.alpha[d].data(), beta[d] = co.beta[d].data();
-  const cu::StencilsCsr rec = cu::stencils_csr(geo.receivers);
-  const cu::CellStencilsCsr by_cell = cu::stencils_by_cell(geo.receivers);
-  cu::WaveShotsSetup<T> setup;
-  setup.cells = g;
-  setup.co = cu::coefficients_view<T>(gr, co.q2.data(), co.b.data(), co.k.data(), co.a_dt2.data(),
-                                      alpha, beta);
-  setup.receivers = cu::view_of(rec);
-  setup.injection = cu::view_of(by_cell);
-  setup.n_t = gr.n_t;
-  setup.n_steps = gr.n_steps();
-  setup.substeps = gr.substeps;
-  setup.device = fk::kCPU;
-  const cu::WaveShots<T, HostKernels> shots(setup);
-  std::vector<double> w;
-  cu::WaveSensor sensor;
-  if (cfg.sensor_fc > 0) {
-    w = gaussian_lowpass_weights(gr.dt, cfg.sensor_fc);
-    sensor.w = w.data();
-    sensor.half = static_cast<int64_t>(w.size() / 2);
-  }
-  sensor.every = op.substeps();
-  sensor.n_t = cfg.wave.n_t;
-
-  const fk::DType dt = fk::dtype_of<T>();
-  std::vector<double> p0v = random_velocity(shape.numel(), 21);
-  for (double& v : p0v) v -= 2.0;
-  const fk::Tensor p0 = fk::from_vector(p0v, shape).to(dt);
-  const fk::Tensor want = op.apply(p0);
-  const fk::Tensor got =
-      shots.initial_value_forward(p0.contiguous().data<T>(), start.data(), sensor);
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_TRUE(same_bits(to_vec<T>(got), to_vec<T>(want)));
-
-  const std::vector<double> gv = random_velocity(want.numel(), 22);
-  const std::vector<double> adj_want = op.adjoint(gv, dt);
-  const fk::Tensor adj = shots.initial_value_adjoint(gv.data(), start.data(), sensor, shape);
-  std::vector<T> adj_want_t(adj_want.begin(), adj_want.end());
-  EXPECT_TRUE(same_bits(to_vec<T>(adj), adj_want_t));
-}
-
+// With and without the sensor's low-pass, with a PML and a sponge, f32 and f64.
 TEST(NefiWaveCells, InitialValueMapAndAdjointEqualTheCpuBitwise) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
     for (double fc : {0.0, 9.0}) {
-      WaveInitialConditionConfig cfg;
-      cfg.wave.extent = {1.0, 1.2};
-      cfg.wave.order = 4;
-      cfg.wave.absorbing = a;
-      cfg.wave.absorb_width = 0.2;
-      cfg.wave.c_max = 1.5;
-      cfg.wave.dt_obs = 0.04;
-      cfg.wave.n_t = 12;
-      cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-      cfg.sensor_fc = fc;
-      check_initial_value<double>(cfg, {12, 14});
-      check_initial_value<float>(cfg, {12, 14});
+      const WaveInitialConditionConfig cfg = photoacoustic_config(a, fc, 12);
+      check_initial_value<double, HostKernels>(cfg, {12, 14});
+      check_initial_value<float, HostKernels>(cfg, {12, 14});
     }
 }
 
@@ -340,17 +179,8 @@ TEST(NefiWaveCells, ThreadOrderDoesNotChangeTheBits) {
     check_solve<double>(c);
     check_solve<float>(c);
   }
-  WaveInitialConditionConfig cfg;
-  cfg.wave.extent = {1.0, 1.2};
-  cfg.wave.order = 4;
-  cfg.wave.absorbing = wave::Absorbing::kPml;
-  cfg.wave.absorb_width = 0.2;
-  cfg.wave.c_max = 1.5;
-  cfg.wave.dt_obs = 0.04;
-  cfg.wave.n_t = 12;
-  cfg.receivers = {{0.1, 0.3}, {0.1, 0.62}, {0.9, 0.95}};
-  cfg.sensor_fc = 9.0;
-  check_initial_value<double>(cfg, {12, 14});
+  const WaveInitialConditionConfig cfg = photoacoustic_config(wave::Absorbing::kPml, 9.0, 12);
+  check_initial_value<double, HostKernels>(cfg, {12, 14});
 }
 
 }  // namespace

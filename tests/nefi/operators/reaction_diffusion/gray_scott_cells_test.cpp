@@ -36,14 +36,10 @@ using nefi::cuda::GrayScottAdjoint;
 using nefi::cuda::GrayScottCoefficients;
 using nefi::cuda::GrayScottFields;
 using nefi::cuda::GrayScottStep;
+using nefi::gray_scott_test::coefficients_of;
 using nefi::gray_scott_test::name_of;
-
-std::vector<double> uniform(int64_t n, double lo, double hi, uint64_t seed) {
-  fk::Generator gen(seed);
-  auto v = fk::rand({n}, {fk::DType::F64}, &gen).to_vector<double>();
-  for (double& x : v) x = lo + (hi - lo) * x;
-  return v;
-}
+using nefi::gray_scott_test::StepCase;
+using nefi::gray_scott_test::uniform;
 
 // Each launch as a loop over its threads, first to last or (reversed) last
 // to first: a GPU runs them in no set order, so both must give the same bits
@@ -63,56 +59,6 @@ struct HostLaunch {
     for (int i = 0; i < k.n0 * k.n1; ++i) nefi::cuda::adjoint_cell(k, f, b, cell(i));
     ++launches;
   }
-};
-
-GrayScottCoefficients coefficients_of(const gs::Grid& g, const gs::Rates& r, double F, double tau) {
-  GrayScottCoefficients k;
-  k.n0 = static_cast<int>(g.n0);
-  k.n1 = static_cast<int>(g.n1);
-  k.wrap = g.boundary == gs::Boundary::kPeriodic;
-  k.s0 = 1.0 / (g.h0 * g.h0);
-  k.s1 = 1.0 / (g.h1 * g.h1);
-  k.tau = tau;
-  k.F = F;
-  k.k = r.k;
-  k.Du = r.Du;
-  k.Dv = r.Dv;
-  return k;
-}
-
-// One substep's setting: a random state near the pattern regime, random
-// cotangents and the unknown's field (F, k or Du); the other two scalars.
-struct StepCase {
-  gs::Grid grid;
-  gs::Rates rates{0.06, 2e-3, 1e-3};
-  double F = 0.04, tau = 0.3;
-  RDUnknown unknown = RDUnknown::kF;
-  std::vector<double> field, state, cot, add;
-
-  StepCase(gs::Boundary b, RDUnknown u, int64_t n0, int64_t n1, uint64_t seed) : unknown(u) {
-    grid = {n0, n1, 0.02, 0.03, b};
-    const int64_t n = grid.size();
-    field = u == RDUnknown::kF   ? uniform(n, 0.02, 0.07, seed)
-            : u == RDUnknown::kK ? uniform(n, 0.04, 0.08, seed)
-                                 : uniform(n, 1e-3, 4e-3, seed);
-    state = uniform(2 * n, 0.05, 0.9, seed + 1);
-    cot = uniform(2 * n, -1, 1, seed + 2);
-    add = uniform(2 * n, -1, 1, seed + 3);
-  }
-  // The CPU's per-cell coefficients (F a field in every case, as the operator passes it).
-  std::vector<double> F_cells() const {
-    return unknown == RDUnknown::kF ? field : std::vector<double>(grid.size(), F);
-  }
-  gs::Fields cpu_fields(const std::vector<double>& Fc) const {
-    return {Fc.data(), unknown == RDUnknown::kK ? field.data() : nullptr,
-            unknown == RDUnknown::kDu ? field.data() : nullptr};
-  }
-  GrayScottFields cell_fields() const {
-    GrayScottFields f;
-    (unknown == RDUnknown::kF ? f.F : unknown == RDUnknown::kK ? f.k : f.Du) = field.data();
-    return f;
-  }
-  GrayScottCoefficients coefficients() const { return coefficients_of(grid, rates, F, tau); }
 };
 
 TEST(NefiGrayScottCells, StepCellsEqualTheCpuStep) {
