@@ -16,6 +16,7 @@
 
 #include "cuda_emu/emulated_device.h"
 #include "cuda_emu/emulated_test_util.h"
+#include "cuda_emu/minkowski/device_pairs.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 #include "minkowski/cuda/conv_dataflow.h"
@@ -37,52 +38,14 @@ namespace mc = minkowski::cuda;
 using fkemu_test::narrow;
 using fkemu_test::widen;
 
+using fkemu_test::DevicePairs;
+using fkemu_test::random_pairs;
+using fkemu_test::row_index;
+using fkemu_test::RowIndex;
+
 namespace {
 
-// A kernel map as the device holds it: pairs grouped by offset
-// (offset_begin), each offset's pairs injective on both sides (distinct
-// coordinates), about `density` of the output rows paired in each offset.
-struct Map {
-  int64_t n_in = 0, n_out = 0, volume = 0;
-  std::vector<int64_t> offset_begin;
-  std::vector<int32_t> in_rows, out_rows;
-};
-
-Map random_map(int64_t n_in, int64_t n_out, int64_t volume, double density, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  Map m{n_in, n_out, volume, {0}, {}, {}};
-  std::vector<int32_t> perm(static_cast<size_t>(n_in));
-  for (int64_t k = 0; k < volume; ++k) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (int64_t j = 0; j < std::min(n_in, n_out); ++j)
-      if (u(rng) < density) {
-        m.in_rows.push_back(perm[static_cast<size_t>(j)]);
-        m.out_rows.push_back(static_cast<int32_t>(j));
-      }
-    m.offset_begin.push_back(static_cast<int64_t>(m.in_rows.size()));
-  }
-  return m;
-}
-
-// The CSR the kernels read: for each destination row, its pairs ascending.
-struct RowIndex {
-  std::vector<int32_t> begin, pair;
-};
-RowIndex row_index(const std::vector<int32_t>& dest, int64_t rows) {
-  RowIndex x;
-  x.begin.assign(static_cast<size_t>(rows + 1), 0);
-  for (int32_t r : dest) ++x.begin[static_cast<size_t>(r + 1)];
-  std::partial_sum(x.begin.begin(), x.begin.end(), x.begin.begin());
-  std::vector<int32_t> next(x.begin.begin(), x.begin.end() - 1);
-  x.pair.resize(dest.size());
-  for (size_t p = 0; p < dest.size(); ++p)
-    x.pair[static_cast<size_t>(next[static_cast<size_t>(dest[p])]++)] = static_cast<int32_t>(p);
-  return x;
-}
-
-int offset_of(const Map& m, int64_t p) {
+int offset_of(const DevicePairs& m, int64_t p) {
   int k = 0;
   while (m.offset_begin[static_cast<size_t>(k + 1)] <= p) ++k;
   return k;
@@ -94,7 +57,7 @@ struct Masks {
   std::vector<uint64_t> mask;
   std::vector<int32_t> order;
 };
-Masks masks_of(const Map& m, const RowIndex& x, int64_t rows) {
+Masks masks_of(const DevicePairs& m, const RowIndex& x, int64_t rows) {
   Masks out;
   out.mask.assign(static_cast<size_t>(rows), 0);
   int32_t repeated = 0;
@@ -135,7 +98,8 @@ int dtype_code() {
 // One product (forward, or input gradient when `transposed`) on the
 // emulated device in the given thread order, checked against the plain loop.
 template <typename S>
-void check_product(const Map& m, int64_t cin, int64_t cout, bool transposed, uint32_t seed) {
+void check_product(const DevicePairs& m, int64_t cin, int64_t cout, bool transposed,
+                   uint32_t seed) {
   const int64_t rows = transposed ? m.n_in : m.n_out, src_rows = transposed ? m.n_out : m.n_in;
   const int64_t inner = transposed ? cout : cin, cols = transposed ? cin : cout;
   const std::vector<int32_t>& dest = transposed ? m.in_rows : m.out_rows;
@@ -198,7 +162,7 @@ void check_product(const Map& m, int64_t cin, int64_t cout, bool transposed, uin
 }
 
 TEST(EmulatedImplicitConv, RowMasksAndTileSlotsMatchTheHost) {
-  const Map m = random_map(700, 600, 64, 0.3, 1);
+  const DevicePairs m = random_pairs(700, 600, 64, 0.3, 1);
   const RowIndex x = row_index(m.out_rows, m.n_out);
   const Masks masks = masks_of(m, x, m.n_out);
   std::vector<uint64_t> sorted(masks.mask.size());
@@ -213,7 +177,7 @@ TEST(EmulatedImplicitConv, RowMasksAndTileSlotsMatchTheHost) {
 
 TEST(EmulatedImplicitConv, RowMasksFlagARowWithTwoPairsInOneOffset) {
   // Two pairs of output row 3 in offset 1: a map no distinct coordinates make.
-  Map m{4, 4, 2, {0, 1, 3}, {0, 1, 2}, {3, 3, 3}};
+  DevicePairs m{4, 4, 2, {0, 1, 3}, {0, 1, 2}, {3, 3, 3}};
   const RowIndex x = row_index(m.out_rows, 4);
   std::vector<uint64_t> mask(4);
   int32_t repeated = 0;
@@ -225,27 +189,27 @@ TEST(EmulatedImplicitConv, RowMasksFlagARowWithTwoPairsInOneOffset) {
 }
 
 TEST(EmulatedImplicitConv, ForwardF32AtNarrowAndWideOutputs) {
-  const Map m = random_map(300, 260, 27, 0.4, 2);
+  const DevicePairs m = random_pairs(300, 260, 27, 0.4, 2);
   check_product<float>(m, 5, 3, false, 10);    // one 32-wide tile, inner past no full slice
   check_product<float>(m, 37, 33, false, 11);  // 64-wide tiles, inner 16 + 16 + 5
   check_product<float>(m, 16, 70, false, 12);  // two column tiles, the second partial
 }
 
 TEST(EmulatedImplicitConv, InputGradientF32) {
-  const Map m = random_map(280, 300, 27, 0.4, 3);
+  const DevicePairs m = random_pairs(280, 300, 27, 0.4, 3);
   check_product<float>(m, 33, 20, true, 13);
   check_product<float>(m, 7, 48, true, 14);
 }
 
 TEST(EmulatedImplicitConv, SixtyFourOffsetsAndRowsWithoutPairs) {
   // Sparse: many rows have no pair at all (zeros), and offset 63 is used.
-  const Map m = random_map(200, 200, 64, 0.05, 4);
+  const DevicePairs m = random_pairs(200, 200, 64, 0.05, 4);
   ASSERT_GT(m.offset_begin[64], m.offset_begin[63]);
   check_product<float>(m, 9, 17, false, 15);
 }
 
 TEST(EmulatedImplicitConv, HalfAndBFloat16RoundOncePerOutput) {
-  const Map m = random_map(200, 180, 27, 0.5, 5);
+  const DevicePairs m = random_pairs(200, 180, 27, 0.5, 5);
   check_product<__half>(m, 24, 40, false, 16);
   check_product<__nv_bfloat16>(m, 24, 40, false, 17);
   check_product<__half>(m, 12, 10, true, 18);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/minkowski/device_pairs.h"
 #include "fk/factory.h"
 #include "fk/tensor.h"
 #include "minkowski/coords/kernel_map.h"
@@ -56,6 +57,11 @@ void launch_group_backward(int mode, const T* grad, int64_t cols, const int32_t*
 
 namespace mc = minkowski::cuda;
 using minkowski::PoolingMode;
+
+using fkemu_test::DevicePairs;
+using fkemu_test::random_pairs;
+using fkemu_test::row_index;
+using fkemu_test::RowIndex;
 
 namespace {
 
@@ -111,34 +117,7 @@ int64_t count_wrong(const std::vector<T>& got, const fk::Tensor& want, int64_t c
 
 // --- local pooling -------------------------------------------------------------
 
-// A kernel map as build_kernel_map lays it out: pairs by offset, each
-// offset's pairs injective on both sides (distinct coordinates), output rows
-// ascending within an offset; about `density` of the first min(n_in, n_out)
-// outputs paired per offset (the rest, and any output past n_in, get none).
-struct Pairs {
-  int64_t n_in = 0, n_out = 0, volume = 0;
-  std::vector<int64_t> offset_begin{0};
-  std::vector<int32_t> in_rows, out_rows;
-};
-Pairs random_pairs(int64_t n_in, int64_t n_out, int64_t volume, double density, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  Pairs m{n_in, n_out, volume, {0}, {}, {}};
-  std::vector<int32_t> perm(static_cast<size_t>(n_in));
-  for (int64_t k = 0; k < volume; ++k) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (int64_t j = 0; j < std::min(n_in, n_out); ++j)
-      if (u(rng) < density) {
-        m.in_rows.push_back(perm[static_cast<size_t>(j)]);
-        m.out_rows.push_back(static_cast<int32_t>(j));
-      }
-    m.offset_begin.push_back(static_cast<int64_t>(m.in_rows.size()));
-  }
-  return m;
-}
-
-void fill_map(const Pairs& p, minkowski::KernelMap& m) {
+void fill_map(const DevicePairs& p, minkowski::KernelMap& m) {
   m.volume = p.volume;
   m.in_size = p.n_in;
   m.out_size = p.n_out;
@@ -147,26 +126,10 @@ void fill_map(const Pairs& p, minkowski::KernelMap& m) {
   m.out_rows.assign(p.out_rows.begin(), p.out_rows.end());
 }
 
-// A DeviceKernelMap's by_out or by_in: each row's pairs, ascending.
-struct RowIndex {
-  std::vector<int32_t> begin, pair;
-};
-RowIndex row_index(const std::vector<int32_t>& side, int64_t rows) {
-  RowIndex x;
-  x.begin.assign(static_cast<size_t>(rows + 1), 0);
-  for (int32_t r : side) ++x.begin[static_cast<size_t>(r + 1)];
-  std::partial_sum(x.begin.begin(), x.begin.end(), x.begin.begin());
-  std::vector<int32_t> next(x.begin.begin(), x.begin.end() - 1);
-  x.pair.resize(side.size());
-  for (size_t p = 0; p < side.size(); ++p)
-    x.pair[static_cast<size_t>(next[static_cast<size_t>(side[p])]++)] = static_cast<int32_t>(p);
-  return x;
-}
-
 // Forward and backward of every mode on the emulated device against
 // pool_forward and pool_backward on the CPU.
 template <typename T>
-void check_local_pooling(const Pairs& p, int64_t cols, bool ties, uint32_t seed) {
+void check_local_pooling(const DevicePairs& p, int64_t cols, bool ties, uint32_t seed) {
   SCOPED_TRACE(std::to_string(p.n_in) + " -> " + std::to_string(p.n_out) + " rows, " +
                std::to_string(cols) + " channels, " + std::to_string(p.volume) + " offsets" +
                (ties ? ", ties" : ""));
@@ -217,7 +180,7 @@ TEST(EmulatedPooling, LocalPoolingIsTheCpusF64) {
 TEST(EmulatedPooling, OutputsWithoutPairsGetZeroAndInputsWithoutPairsNoGradient) {
   // Sparse, and more outputs than inputs: outputs 120 .. 199 have no pair,
   // and at density 0.1 over 4 offsets most inputs have none either.
-  const Pairs p = random_pairs(120, 200, 4, 0.1, 5);
+  const DevicePairs p = random_pairs(120, 200, 4, 0.1, 5);
   check_local_pooling<float>(p, 3, false, 14);
   check_local_pooling<double>(p, 1, true, 15);
 }
