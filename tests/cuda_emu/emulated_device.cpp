@@ -345,13 +345,29 @@ void check_cuda(cudaError_t e, const char* where) {
   FK_CHECK(e == cudaSuccess, where, "cudaSuccess", "error code " + std::to_string(e));
 }
 
-cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-  if (bytes > 0) std::memmove(dst, src, bytes);
+namespace {
+StreamModel g_stream_model = nullptr;
+}  // namespace
+
+void set_stream_model(StreamModel model) {
+  g_stream_model = model;
+}
+
+void submit(cudaStream_t stream, StreamWork work) {
+  if (g_stream_model != nullptr)
+    g_stream_model(stream, std::move(work));
+  else
+    work();
+}
+
+cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
+                         cudaStream_t stream) {
+  if (bytes > 0) submit(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 
-cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t) {
-  if (bytes > 0) std::memset(dst, value, bytes);
+cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (bytes > 0) submit(stream, [=] { std::memset(dst, value, bytes); });
   return cudaSuccess;
 }
 
@@ -411,7 +427,7 @@ std::unordered_map<const void*, CooperativeLaunch>& cooperative_kernels() {
 }
 
 cudaError_t launch_cooperative_kernel(const void* kernel, dim3 grid, dim3 block, void** args,
-                                      size_t shared_bytes, cudaStream_t) {
+                                      size_t shared_bytes, cudaStream_t stream) {
   const auto it = cooperative_kernels().find(kernel);
   FK_CHECK(it != cooperative_kernels().end(), "fkemu::launch_cooperative_kernel",
            "a kernel named by kernel_id (reinterpret_cast<const void*>(kernel) in the .cu)",
@@ -420,8 +436,7 @@ cudaError_t launch_cooperative_kernel(const void* kernel, dim3 grid, dim3 block,
   if (int64_t{grid.x} * grid.y * grid.z >
       int64_t{multiprocessors(g_device)} * kCooperativeBlocksPerSm)
     return cudaErrorCooperativeLaunchTooLarge;
-  Config c{grid, block, shared_bytes};
-  c.cooperative = true;
+  Config c{grid, block, shared_bytes, true, stream};
   it->second(c, args);
   return cudaSuccess;
 }

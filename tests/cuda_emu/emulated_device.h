@@ -48,10 +48,20 @@ struct Config {
   // cudaLaunchCooperativeKernel's: every block runs at once (their threads
   // all fibers together), so a grid sync can open.
   bool cooperative = false;
+  cudaStream_t stream = nullptr;
 };
-inline Config config(dim3 grid, dim3 block, size_t shared_bytes = 0, cudaStream_t = nullptr) {
-  return Config{grid, block, shared_bytes};
+inline Config config(dim3 grid, dim3 block, size_t shared_bytes = 0,
+                     cudaStream_t stream = nullptr) {
+  return Config{grid, block, shared_bytes, false, stream};
 }
+
+// Runs `work` (a launch, a copy, a fill) in `stream`'s order: at once unless
+// a stream model is installed (the emulated CUDA runtime's, which may defer
+// it or record it into a graph being captured).
+using StreamWork = std::function<void()>;
+void submit(cudaStream_t stream, StreamWork work);
+using StreamModel = void (*)(cudaStream_t stream, StreamWork work);
+void set_stream_model(StreamModel model);
 
 // Runs body once per thread of every block of c (fk::Error for a launch the
 // device would refuse or a barrier that cannot open). `kernel` identifies
@@ -62,9 +72,10 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
 // types once, as the device copies them, then passed by value to each thread.
 template <typename... P, typename... A>
 void launch(const Config& c, void (*kernel)(P...), A&&... args) {
-  std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
-  run_grid(
-      c, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
+  submit(c.stream, [c, kernel, params = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)] {
+    run_grid(
+        c, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
+  });
 }
 
 // kernel<<<c>>>(args...) for a kernel template whose template arguments the
@@ -73,8 +84,9 @@ void launch(const Config& c, void (*kernel)(P...), A&&... args) {
 // of the arguments.
 template <typename F, typename... A>
 void launch_deduced(const Config& c, F call, A&&... args) {
-  std::tuple<std::decay_t<A>...> params(std::forward<A>(args)...);
-  run_grid(c, [&] { std::apply(call, params); });
+  submit(c.stream, [c, call, params = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] {
+    run_grid(c, [&] { std::apply(call, params); });
+  });
 }
 
 // The running thread's coordinates.
@@ -147,10 +159,14 @@ template <typename... P>
 const void* kernel_id(void (*kernel)(P...)) {
   const void* id = reinterpret_cast<const void*>(kernel);
   cooperative_kernels().try_emplace(id, [kernel, id](const Config& c, void** args) {
+    // The arguments are read at the launch, as the device copies them.
     [&]<size_t... I>(std::index_sequence<I...>) {
-      std::tuple<P...> params(*static_cast<std::decay_t<P>*>(args[I])...);
-      run_grid(
-          c, [&] { std::apply(kernel, params); }, id);
+      submit(c.stream,
+             [c, kernel, id,
+              params = std::tuple<std::decay_t<P>...>(*static_cast<std::decay_t<P>*>(args[I])...)] {
+               run_grid(
+                   c, [&] { std::apply(kernel, params); }, id);
+             });
     }
     (std::index_sequence_for<P...>{});
   });
