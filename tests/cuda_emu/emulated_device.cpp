@@ -1,8 +1,17 @@
 // The emulated device's scheduler (emulated_device.h): a block's threads as
 // ucontext fibers on the launching thread, run between barriers in
-// fkemu::order().
+// fkemu::order(). A fiber starts with makecontext/setcontext and switches
+// with _setjmp/_longjmp afterwards: glibc's swapcontext saves the signal
+// mask, a system call, at every switch. A fiber whose thread returns goes on
+// to start the next thread in that order (a thread starts on the stack of
+// the fiber that reaches it), so a kernel without barriers costs one start
+// per block rather than one per thread.
 #include "emulated_device.h"
 
+// _longjmp between stacks is what a fiber switch is; fortify's
+// __longjmp_chk would take it for a jump into a dead frame.
+#undef _FORTIFY_SOURCE
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -40,11 +49,13 @@ constexpr size_t kStackBytes = size_t{64} << 10;
 #endif
 constexpr int kWarp = 32;
 
-enum class State { kReady, kAtBlockBarrier, kAtWarpBarrier, kAtGridBarrier, kDone };
+enum class State { kNotStarted, kReady, kAtBlockBarrier, kAtWarpBarrier, kAtGridBarrier, kDone };
 
+// One thread of the blocks being run.
 struct Fiber {
-  ucontext_t context;
-  char* stack = nullptr;  // one of g_stacks
+  jmp_buf context;             // where it is suspended (at a barrier)
+  char* stack = nullptr;       // one of g_stacks, where a fiber started here runs
+  char* running_on = nullptr;  // the stack it runs on (that of the fiber that started it)
   State state = State::kReady;
   uint3 index{};
   int linear = 0;              // within its block
@@ -63,7 +74,9 @@ struct Run {
   std::vector<Fiber> fibers;  // block b's threads at [b threads, (b + 1) threads)
   int live = 0;
   Fiber* running = nullptr;
-  ucontext_t scheduler;
+  int start_at = 0;  // the position (in the run's order) a new fiber starts at
+  jmp_buf scheduler;
+  ucontext_t entry;  // a new fiber's start
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
@@ -92,38 +105,77 @@ Fiber& running() {
   return *g_run->running;
 }
 
+// The thread at `position` in the order threads run in.
+Fiber& at(Run& r, int position) {
+  const int n = static_cast<int>(r.fibers.size());
+  return r.fibers[static_cast<size_t>(g_order == Order::kAscending ? position : n - 1 - position)];
+}
+
+// f's position in that order.
+int position_of(const Run& r, const Fiber& f) {
+  const int i = static_cast<int>(&f - r.fibers.data());
+  return g_order == Order::kAscending ? i : static_cast<int>(r.fibers.size()) - 1 - i;
+}
+
 void switch_to_scheduler(Fiber& f, bool done) {
   Run& r = *g_run;
 #ifdef FKEMU_ASAN
   __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, r.scheduler_stack_bottom,
                                  r.scheduler_stack_size);
 #endif
-  swapcontext(&f.context, &r.scheduler);
+  if (done) _longjmp(r.scheduler, 1);
+  if (_setjmp(f.context) == 0) _longjmp(r.scheduler, 1);
 #ifdef FKEMU_ASAN
   __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
-  (void)done;
 }
 
+// A fiber: runs threads from r.start_at on, one after another while each
+// returns and the next has not started.
 void fiber_main() {
   Run& r = *g_run;
 #ifdef FKEMU_ASAN
   // The stack switched from: the scheduler's, where every fiber returns to.
   __sanitizer_finish_switch_fiber(nullptr, &r.scheduler_stack_bottom, &r.scheduler_stack_size);
 #endif
-  (*r.body)();
-  Fiber& f = running();
-  f.state = State::kDone;
-  --r.live;
-  switch_to_scheduler(f, true);  // never resumed
+  const int n = static_cast<int>(r.fibers.size());
+  char* const stack = running().running_on;
+  for (int position = r.start_at;;) {
+    (*r.body)();
+    Fiber& f = running();  // the thread that returned (it may have been resumed since)
+    f.state = State::kDone;
+    --r.live;
+    position = position_of(r, f) + 1;
+    if (position == n || at(r, position).state != State::kNotStarted)
+      switch_to_scheduler(f, true);  // does not return
+    Fiber& next = at(r, position);
+    next.state = State::kReady;
+    next.running_on = stack;
+    r.running = &next;
+  }
 }
 
+// Runs f until it waits at a barrier or its fiber ends: a new fiber (on f's
+// own stack) when f has not started.
 void resume(Run& r, Fiber& f) {
+  const bool fresh = f.state == State::kNotStarted;
+  if (fresh) {
+    f.state = State::kReady;
+    f.running_on = f.stack;
+    r.entry.uc_stack.ss_sp = f.stack;
+    r.entry.uc_stack.ss_size = kStackBytes;
+    r.entry.uc_link = nullptr;
+    makecontext(&r.entry, fiber_main, 0);
+    r.start_at = position_of(r, f);
+  }
   r.running = &f;
 #ifdef FKEMU_ASAN
-  __sanitizer_start_switch_fiber(&r.scheduler_fake_stack, f.stack, kStackBytes);
+  __sanitizer_start_switch_fiber(&r.scheduler_fake_stack, f.running_on, kStackBytes);
 #endif
-  swapcontext(&r.scheduler, &f.context);
+  if (_setjmp(r.scheduler) == 0) {
+    if (fresh) setcontext(&r.entry);
+    _longjmp(f.context, 1);
+  }
 #ifdef FKEMU_ASAN
   __sanitizer_finish_switch_fiber(r.scheduler_fake_stack, nullptr, nullptr);
 #endif
@@ -161,20 +213,14 @@ bool open_if_all_wait(Run& r, int lo, int hi, State at) {
 // Runs r's blocks to their end.
 void run_blocks(Run& r) {
   const int n = static_cast<int>(r.fibers.size());
-  for (Fiber& f : r.fibers) {
-    f.state = State::kReady;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack;
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, fiber_main, 0);
-  }
+  for (Fiber& f : r.fibers) f.state = State::kNotStarted;
+  getcontext(&r.entry);
   r.live = n;
   for (auto& shared : r.shared) std::fill(shared.begin(), shared.end(), 0xff);
   for (;;) {
-    for (int i = 0; i < n; ++i) {
-      Fiber& f = r.fibers[static_cast<size_t>(g_order == Order::kAscending ? i : n - 1 - i)];
-      if (f.state == State::kReady) resume(r, f);
+    for (int position = 0; position < n; ++position) {
+      Fiber& f = at(r, position);
+      if (f.state == State::kNotStarted || f.state == State::kReady) resume(r, f);
     }
     if (r.live == 0) return;
     // Every live thread now waits at a barrier: warps first, then blocks,

@@ -46,6 +46,34 @@ TEST(EmulatedDevice, AMissingBarrierShowsAsOrderDependentResults) {
   EXPECT_NE(reversed(false, fkemu::Order::kAscending), reversed(false, fkemu::Order::kDescending));
 }
 
+// Each thread logs its index, waits at a warp barrier if it is in the
+// block's second warp, then logs it again plus 100.
+void logging_kernel(std::vector<int>* log) {
+  const int t = static_cast<int>(threadIdx.x);
+  log->push_back(t);
+  if (t >= 32) __syncwarp();
+  log->push_back(100 + t);
+}
+
+// Threads run in the order until they wait or return, whether a fiber starts
+// them or a returning thread's fiber goes on to them.
+TEST(EmulatedDevice, ThreadsRunInTheOrderUntilTheyWaitOrReturn) {
+  for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
+    std::vector<int> log, expected;
+    fkemu::set_order(order);
+    fkemu::launch(fkemu::config(1, 64), logging_kernel, &log);
+    fkemu::set_order(fkemu::Order::kAscending);
+    const bool up = order == fkemu::Order::kAscending;
+    for (int i = 0; i < 64; ++i) {
+      const int t = up ? i : 63 - i;
+      expected.push_back(t);
+      if (t < 32) expected.push_back(100 + t);
+    }
+    for (int i = 0; i < 32; ++i) expected.push_back(100 + (up ? 32 + i : 63 - i));
+    EXPECT_EQ(log, expected);
+  }
+}
+
 void divergent_barrier_kernel(int* out) {
   if (threadIdx.x % 2 == 0) return;
   __syncthreads();

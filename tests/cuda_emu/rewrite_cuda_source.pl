@@ -12,8 +12,12 @@
 use strict;
 use warnings;
 
+# --whole-program: for a binary whose CUDA runtime, cuBLAS and cuFFT are the
+# emulator's (libraries/): the namespace stays, so the host code's calls reach
+# the emulated launchers, and runtime calls and fk's helpers stay as written.
+my $whole = @ARGV && $ARGV[0] eq '--whole-program' ? shift @ARGV : '';
 my ($in, $out) = @ARGV;
-die "usage: rewrite_cuda_source.pl IN.cu OUT.cpp\n" unless defined $out;
+die "usage: rewrite_cuda_source.pl [--whole-program] IN.cu OUT.cpp\n" unless defined $out;
 open(my $fh, '<', $in) or die "rewrite_cuda_source.pl: cannot read $in: $!\n";
 my $s = do { local $/; <$fh> };
 close $fh;
@@ -39,14 +43,14 @@ while ($s =~ /this_grid\(\)/g) {
     if $body =~ /__shared__/;
 }
 my $answered = join('|', @emulated);
-while ($s =~ /\b(cuda(?!(?:$answered)\b)[A-Z]\w*)\s*\(/g) {
+while (!$whole && $s =~ /\b(cuda(?!(?:$answered)\b)[A-Z]\w*)\s*\(/g) {
   die "rewrite_cuda_source.pl: $in calls $1, which the emulated device does not model\n";
 }
 
 # A function of X::cuda the file defines (outside its anonymous namespaces)
 # but calls before that definition would bind to the real one, declared in
 # X::cuda by the file's header: in a CPU-only build there is none to link.
-{
+unless ($whole) {
   my ($anonymous, $n, %first_call, %defined) = (0, 0);
   for my $line (split /\n/, $s) {
     ++$n;
@@ -85,6 +89,9 @@ $launches += $s =~ s/($name)\s*<<<(.*?)>>>\s*\(/launch_of($1, $2, ", ")/gse;
 die "rewrite_cuda_source.pl: $in has kernels but no launch was found\n"
   if $launches == 0 && $s =~ /__global__/;
 
+# Below, until the cooperative groups: the ::emu namespace and what it needs
+# beside the real launchers.
+unless ($whole) {
 my $spaces = $s =~ s/^namespace (\w+)::cuda \{/namespace $1::cuda::emu {/mg;
 die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0;
 $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
@@ -99,7 +106,11 @@ $s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fk
 for my $fn ($s =~ /^void (launch_\w+)\(/mg) {
   $s =~ s/^(\s+)$fn\(/$1($fn)(/mg;
 }
-for my $call (@emulated) {
+}
+# The runtime calls the emulator answers; in a whole program, those that
+# take a kernel's pointer only (cuda_runtime.h's C++ overloads for them are
+# nvcc's alone), the others reaching libraries/cudart.cpp as written.
+for my $call ($whole ? qw(FuncSetAttribute OccupancyMaxActiveBlocksPerMultiprocessor) : @emulated) {
   (my $snake = $call) =~ s/([a-z])([A-Z])/$1_\l$2/g;
   $s =~ s/\bcuda$call\(/::fkemu::\l$snake(/g;
 }
