@@ -28,7 +28,7 @@
 // fieldkit never asks for (CUBLAS_STATUS_NOT_SUPPORTED here, though cuBLAS
 // runs them); device pointer mode; split-K reductions in a 16-bit output
 // type (fieldkit disallows them); the workspace's contents (it is checked,
-// never used).
+// never used; only its size is checked, see kMinWorkspaceBytes).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,16 +40,22 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "emulated_device.h"
+#include "cuda_emu/emulated_device.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;  // the legacy default stream until set
   int math_mode = CUBLAS_DEFAULT_MATH;
-  void* workspace = nullptr;  // nullptr: cuBLAS's own pool
+  bool own_workspace = false;  // cublasSetWorkspace's, until cublasSetStream
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
 namespace {
+
+// cuBLAS documents that a user workspace of at least 16 KiB prevents
+// CUBLAS_STATUS_ALLOC_FAILED, and that a smaller one may cause it: here a
+// smaller one always does.
+constexpr size_t kMinWorkspaceBytes = size_t{16} << 10;
 
 std::mutex g_mu;
 std::unordered_set<cublasContext*> g_handles;  // the live ones
@@ -295,6 +301,9 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  if (h->own_workspace && h->workspace_bytes < kMinWorkspaceBytes) {
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
   GemmCall call{ta,  tb,       m, n,   k,        a,     lda,  stride_a, b,
                 ldb, stride_b, c, ldc, stride_c, batch, kind, {},       {}};
   std::memcpy(call.alpha, alpha, scale_bytes(kind.scale));
@@ -329,6 +338,7 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   h->stream = stream;
   // cuBLAS documents that setting the stream resets the workspace to its own pool.
+  h->own_workspace = false;
   h->workspace = nullptr;
   h->workspace_bytes = 0;
   return CUBLAS_STATUS_SUCCESS;
@@ -340,6 +350,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
   if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   // cuBLAS requires a workspace aligned to at least 256 bytes (as cudaMalloc's are).
   if (reinterpret_cast<uintptr_t>(workspace) % 256 != 0) return CUBLAS_STATUS_INVALID_VALUE;
+  h->own_workspace = true;
   h->workspace = workspace;
   h->workspace_bytes = bytes;
   return CUBLAS_STATUS_SUCCESS;

@@ -515,7 +515,7 @@ TEST(Cublas, InvalidCallsReturnCublasStatus) {
   EXPECT_EQ(with([](Call& c) { c.ta = CUBLAS_OP_CONJG; }), invalid);
   EXPECT_EQ(with([](Call& c) { c.null_alpha = true; }), invalid);
   EXPECT_EQ(with([](Call& c) { c.null_beta = true; }), invalid);
-  EXPECT_EQ(with([](Call& c) { c.compute = static_cast<cublasComputeType_t>(1234); }), invalid);
+  EXPECT_EQ(with([](Call& c) { c.compute = static_cast<cublasComputeType_t>(66); }), invalid);
   // Batches: a negative count, C matrices sharing elements.
   EXPECT_EQ(with([](Call& c) { c.batch = 2; }), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(with([](Call& c) { c.batch = -1; }), invalid);
@@ -551,11 +551,21 @@ TEST(Cublas, HandleSettingsAreChecked) {
                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
             CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(cublasSetMathMode(nullptr, CUBLAS_DEFAULT_MATH), CUBLAS_STATUS_NOT_INITIALIZED);
-  alignas(256) static unsigned char workspace[1024];
-  EXPECT_EQ(cublasSetWorkspace(h.h, workspace, sizeof(workspace)), CUBLAS_STATUS_SUCCESS);
-  EXPECT_EQ(cublasSetWorkspace(h.h, workspace + 16, 512), CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasSetWorkspace(h.h, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasSetMathMode(h.h, CUBLAS_DEFAULT_MATH), CUBLAS_STATUS_SUCCESS);
+  // The workspace: 256-byte aligned; below 16 KiB a GEMM cannot get what it
+  // needs; cublasSetStream returns the handle to cuBLAS's own pool.
+  alignas(256) static unsigned char workspace[16 << 10];
+  Call gemm{h.h};
+  EXPECT_EQ(cublasSetWorkspace(h.h, workspace + 16, 1024), CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(cublasSetWorkspace(nullptr, workspace, 1024), CUBLAS_STATUS_NOT_INITIALIZED);
+  EXPECT_EQ(cublasSetWorkspace(h.h, workspace, sizeof(workspace)), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasSetWorkspace(h.h, workspace, sizeof(workspace) - 256), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(), CUBLAS_STATUS_ALLOC_FAILED);
+  EXPECT_EQ(cublasSetWorkspace(h.h, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(), CUBLAS_STATUS_ALLOC_FAILED);
+  EXPECT_EQ(cublasSetStream(h.h, nullptr), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
 }
 
 TEST(Cublas, StatusNamesAndStrings) {

@@ -49,7 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "emulated_device.h"
+#include "cuda_emu/emulated_device.h"
 
 namespace {
 
