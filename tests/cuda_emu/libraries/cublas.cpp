@@ -282,7 +282,7 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
                     int64_t stride_b, const void* beta, void* c, cudaDataType_t ctype, int64_t ldc,
                     int64_t stride_c, int64_t batch, cublasComputeType_t compute,
                     cublasGemmAlgo_t algo) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   const cublasContext* h = live(handle);
   if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, b_rows = tb == CUBLAS_OP_N ? k : n;
@@ -308,7 +308,10 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
                 ldb, stride_b, c, ldc, stride_c, batch, kind, {},       {}};
   std::memcpy(call.alpha, alpha, scale_bytes(kind.scale));
   std::memcpy(call.beta, beta, scale_bytes(kind.scale));
-  ::fkemu::submit(h->stream, [call] { run(call); });
+  const cudaStream_t stream = h->stream;
+  // Unlocked: the stream model may run queued work of its own first.
+  lock.unlock();
+  ::fkemu::submit(stream, [call] { run(call); });
   return CUBLAS_STATUS_SUCCESS;
 }
 

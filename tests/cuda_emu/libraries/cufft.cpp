@@ -329,7 +329,7 @@ cufftResult make_plan(cufftHandle handle, int rank, const long long* n, const lo
 }
 
 cufftResult exec(cufftHandle handle, cufftType type, void* in, void* out, int direction) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   const Plan* p = find(handle);
   if (p == nullptr || !p->made) return CUFFT_INVALID_PLAN;
   if (p->out_of_place.type != type || in == nullptr || out == nullptr) return CUFFT_INVALID_VALUE;
@@ -348,7 +348,10 @@ cufftResult exec(cufftHandle handle, cufftType type, void* in, void* out, int di
   const bool inverse = (type == CUFFT_C2C || type == CUFFT_Z2Z) && direction == CUFFT_INVERSE;
   std::shared_ptr<FftwPlan> fftw = inverse ? g.inverse : g.forward;
   const Geometry geometry = g;
-  ::fkemu::submit(p->stream, [fftw, geometry, type, in, out, in_place, in_span] {
+  const cudaStream_t stream = p->stream;
+  // Unlocked: the stream model may run queued work of its own first.
+  lock.unlock();
+  ::fkemu::submit(stream, [fftw, geometry, type, in, out, in_place, in_span] {
     if (in_place) {
       std::vector<char> copy(static_cast<const char*>(in), static_cast<const char*>(in) + in_span);
       execute(*fftw, type, copy.data(), out);
