@@ -27,8 +27,9 @@
 // Not modelled: COMPUTE_16F and COMPUTE_32I (and 8-bit inputs), which
 // fieldkit never asks for (CUBLAS_STATUS_NOT_SUPPORTED here, though cuBLAS
 // runs them); device pointer mode; split-K reductions in a 16-bit output
-// type (fieldkit disallows them); the workspace's contents (it is checked,
-// never used; only its size is checked, see kMinWorkspaceBytes).
+// type (fieldkit disallows them); the workspace's use (only its alignment
+// and size are checked: a user workspace under 16 KiB fails GEMMs with
+// CUBLAS_STATUS_ALLOC_FAILED, see kMinWorkspaceBytes).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
