@@ -370,6 +370,32 @@ TEST(Cublas, Tf32IsCoarserThanFp32AndRoundsInputsToNearest) {
   EXPECT_NE(got, want);
 }
 
+// The other 32F compute types on f32 data: FAST_16F / FAST_16BF read the
+// inputs rounded to half / bfloat16, PEDANTIC and the BF16x9 emulation read
+// them exactly, and PEDANTIC ignores the handle's TF32 math mode.
+TEST(Cublas, Fast16And32FComputeVariantsRoundAsNamed) {
+  Handle h;
+  const float a[2] = {1.0f + std::ldexp(1.0f, -9), 1.0f + std::ldexp(1.0f, -12)};
+  const float b[2] = {1.0f, 1.0f};
+  auto dot = [&](cublasComputeType_t compute) {
+    const float one = 1, zero = 0;
+    float c = 0;
+    EXPECT_EQ(
+        cublasGemmEx_64(h.h, CUBLAS_OP_T, CUBLAS_OP_N, 1, 1, 2, &one, a, CUDA_R_32F, 2, b,
+                        CUDA_R_32F, 2, &zero, &c, CUDA_R_32F, 1, compute, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_SUCCESS);
+    return c;
+  };
+  const float exact = a[0] + a[1];
+  // half keeps 2^-9 and drops 2^-12; bfloat16 (8 bits) drops both.
+  EXPECT_EQ(dot(CUBLAS_COMPUTE_32F_FAST_16F), 2.0f + std::ldexp(1.0f, -9));
+  EXPECT_EQ(dot(CUBLAS_COMPUTE_32F_FAST_16BF), 2.0f);
+  EXPECT_EQ(dot(CUBLAS_COMPUTE_32F_EMULATED_16BFX9), exact);
+  ASSERT_EQ(cublasSetMathMode(h.h, CUBLAS_TF32_TENSOR_OP_MATH), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(dot(CUBLAS_COMPUTE_32F_PEDANTIC), exact);
+  EXPECT_EQ(dot(CUBLAS_COMPUTE_32F), 2.0f + std::ldexp(1.0f, -9));  // tf32 keeps 10 bits
+}
+
 TEST(Cublas, BetaZeroNeverReadsC) {
   Handle h;
   for (const Case& c : fieldkit_cases()) {
