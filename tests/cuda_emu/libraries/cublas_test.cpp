@@ -3,7 +3,8 @@
 // strided batches (broadcast included), every type combination fieldkit's
 // cuda/blas.cpp asks for, with tolerances from the input and output
 // precisions; TF32 matching tf32-rounded inputs and visibly coarser than
-// FP32; beta = 0 with NaN in C; k = 0; the stream a GEMM runs on and the
+// FP32; FAST_16F/16BF, PEDANTIC and BF16x9 reading f32 inputs as named;
+// beta = 0 with NaN in C; k = 0; the stream a GEMM runs on and the
 // alpha/beta values it keeps; and the status codes of invalid calls.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
