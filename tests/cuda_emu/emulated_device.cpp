@@ -347,10 +347,15 @@ void check_cuda(cudaError_t e, const char* where) {
 
 namespace {
 StreamModel g_stream_model = nullptr;
+RuntimeCalls g_runtime{};  // members null: no runtime linked
 }  // namespace
 
 void set_stream_model(StreamModel model) {
   g_stream_model = model;
+}
+
+void set_runtime_calls(const RuntimeCalls& calls) {
+  g_runtime = calls;
 }
 
 void submit(cudaStream_t stream, StreamWork work) {
@@ -360,28 +365,34 @@ void submit(cudaStream_t stream, StreamWork work) {
     work();
 }
 
-cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
+cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                          cudaStream_t stream) {
+  if (g_runtime.memcpy_async != nullptr)
+    return g_runtime.memcpy_async(dst, src, bytes, kind, stream);
   if (bytes > 0) submit(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 
 cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (g_runtime.memset_async != nullptr) return g_runtime.memset_async(dst, value, bytes, stream);
   if (bytes > 0) submit(stream, [=] { std::memset(dst, value, bytes); });
   return cudaSuccess;
 }
 
-cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t) {
+cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t stream) {
+  if (g_runtime.malloc_async != nullptr) return g_runtime.malloc_async(p, bytes, stream);
   *p = std::malloc(bytes > 0 ? bytes : 1);
   return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
-cudaError_t free_async(void* p, cudaStream_t) {
+cudaError_t free_async(void* p, cudaStream_t stream) {
+  if (g_runtime.free_async != nullptr) return g_runtime.free_async(p, stream);
   std::free(p);
   return cudaSuccess;
 }
 
 cudaError_t get_last_error() {
+  if (g_runtime.get_last_error != nullptr) return g_runtime.get_last_error();
   return cudaSuccess;
 }
 
@@ -410,6 +421,55 @@ cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device) {
       return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:
       *value = static_cast<int>(kSharedOptInLimit);
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *value = 228 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *value = 2048;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      *value = 32;
+      return cudaSuccess;
+    case cudaDevAttrMaxRegistersPerBlock:
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      *value = 65536;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlockDimX:
+    case cudaDevAttrMaxBlockDimY:
+      *value = 1024;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlockDimZ:
+      *value = 64;
+      return cudaSuccess;
+    case cudaDevAttrMaxGridDimX:
+      *value = 2147483647;
+      return cudaSuccess;
+    case cudaDevAttrMaxGridDimY:
+    case cudaDevAttrMaxGridDimZ:
+      *value = 65535;
+      return cudaSuccess;
+    case cudaDevAttrTotalConstantMemory:
+      *value = 64 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 * 1024 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 6144;
+      return cudaSuccess;
+    // The emulator's memory is the host's: one address space, host memory
+    // mapped, stream-ordered pools present.
+    case cudaDevAttrUnifiedAddressing:
+    case cudaDevAttrCanMapHostMemory:
+    case cudaDevAttrMemoryPoolsSupported:
+    case cudaDevAttrConcurrentKernels:
+    case cudaDevAttrManagedMemory:
+      *value = 1;
+      return cudaSuccess;
+    case cudaDevAttrIntegrated:
+    case cudaDevAttrTccDriver:
+      *value = 0;
       return cudaSuccess;
     default:
       return cudaErrorInvalidValue;
@@ -452,6 +512,11 @@ cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value)
     return cudaErrorInvalidValue;
   g_opted_in[kernel] = value;
   return cudaSuccess;
+}
+
+int max_dynamic_shared(const void* kernel) {
+  const auto it = g_opted_in.find(kernel);
+  return it == g_opted_in.end() ? static_cast<int>(kSharedDefault) : it->second;
 }
 
 void unsupported(const char* where, const char* expected, int dtype) {
