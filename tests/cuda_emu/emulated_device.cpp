@@ -215,7 +215,7 @@ void set_device(int device, int multiprocessors) {
   g_multiprocessors[device] = multiprocessors;
 }
 
-void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
+void check_config(const Config& c, const void* kernel) {
   FK_CHECK(g_run == nullptr, "fkemu::launch", "no launch from inside a kernel",
            "a launch while a block runs");
   const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
@@ -237,6 +237,11 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
   }
   FK_CHECK(c.shared_bytes <= kSharedOptInLimit, "fkemu::launch",
            "at most 227 KiB of dynamic shared memory", std::to_string(c.shared_bytes) + " bytes");
+}
+
+void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
+  check_config(c, kernel);
+  const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
   // Blocks run in the threads' order too, so one block reading what another
   // writes in the same launch shows as well.
   std::vector<uint3> blocks;

@@ -68,11 +68,16 @@ void set_stream_model(StreamModel model);
 // device would refuse or a barrier that cannot open). `kernel` identifies
 // the kernel for its dynamic shared memory opt-in (nullptr: not checked).
 void run_grid(const Config& c, const std::function<void()>& body, const void* kernel = nullptr);
+// run_grid's checks of c alone (block and grid sizes, dynamic shared memory
+// and its opt-in), which CUDA makes at the launch: a launch makes them before
+// a stream model defers it.
+void check_config(const Config& c, const void* kernel = nullptr);
 
 // kernel<<<c>>>(args...): the arguments converted to the kernel's parameter
 // types once, as the device copies them, then passed by value to each thread.
 template <typename... P, typename... A>
 void launch(const Config& c, void (*kernel)(P...), A&&... args) {
+  check_config(c, reinterpret_cast<const void*>(kernel));
   submit(c.stream, [c, kernel, params = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)] {
     run_grid(
         c, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
@@ -85,6 +90,7 @@ void launch(const Config& c, void (*kernel)(P...), A&&... args) {
 // of the arguments.
 template <typename F, typename... A>
 void launch_deduced(const Config& c, F call, A&&... args) {
+  check_config(c);
   submit(c.stream, [c, call, params = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] {
     run_grid(c, [&] { std::apply(call, params); });
   });
@@ -177,6 +183,7 @@ const void* kernel_id(void (*kernel)(P...)) {
   const void* id = reinterpret_cast<const void*>(kernel);
   cooperative_kernels().try_emplace(id, [kernel, id](const Config& c, void** args) {
     // The arguments are read at the launch, as the device copies them.
+    check_config(c, id);
     [&]<size_t... I>(std::index_sequence<I...>) {
       submit(c.stream,
              [c, kernel, id,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emulated_device.h"
+#include "fk/error.h"
 
 namespace {
 
@@ -606,6 +607,61 @@ TEST_F(Cudart, ErrorsAreCudasAndTheLastOneIsPerThread) {
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// CUDA refuses a launch's configuration at the launch; what a kernel does
+// wrong shows when its work runs (here an fk::Error from the wait).
+void returns_early_at_barrier(int* unused) {
+  if (fkemu::thread_index().x == 0) return;
+  fkemu::sync_block();
+  *unused = 0;
+}
+
+TEST_F(Cudart, LaunchConfigurationIsCheckedAtTheLaunchAndKernelFaultsAtTheWait) {
+  cudaStream_t s = make_stream(cudaStreamNonBlocking);
+  int unused = 1;
+  EXPECT_THROW(
+      fkemu::launch(fkemu::config(dim3(1), dim3(2048), 0, s), returns_early_at_barrier, &unused),
+      fk::Error);
+  EXPECT_THROW(fkemu::launch(fkemu::config(dim3(1), dim3(32), 64 * 1024, s),
+                             returns_early_at_barrier, &unused),
+               fk::Error);
+  fkemu::launch(fkemu::config(dim3(1), dim3(32), 0, s), returns_early_at_barrier, &unused);
+  EXPECT_THROW(cudaStreamSynchronize(s), fk::Error);
+  EXPECT_EQ(unused, 1);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);  // the failed work is gone
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// Threads each on their own stream, allocating, launching, copying and
+// waiting at once: one lock keeps the runtime and the emulator whole.
+TEST_F(Cudart, ThreadsOnTheirOwnStreams) {
+  constexpr int kThreads = 4, kRounds = 20;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &wrong] {
+      cudaStream_t s = nullptr;
+      if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        wrong[t] = -1;
+        return;
+      }
+      for (int r = 0; r < kRounds; ++r) {
+        std::vector<float> host(kN, static_cast<float>(t + r)), out(kN, 0.0f);
+        float* dev = nullptr;
+        if (cudaMallocAsync(reinterpret_cast<void**>(&dev), kN * sizeof(float), s) != cudaSuccess)
+          ++wrong[t];
+        cudaMemcpyAsync(dev, host.data(), kN * sizeof(float), cudaMemcpyHostToDevice, s);
+        launch_add_one(dev, kN, s);
+        cudaMemcpyAsync(out.data(), dev, kN * sizeof(float), cudaMemcpyDeviceToHost, s);
+        cudaFreeAsync(dev, s);
+        for (float v : out) wrong[t] += v != static_cast<float>(t + r + 1);
+      }
+      wrong[t] += cudaGetLastError() != cudaSuccess;
+      cudaStreamDestroy(s);
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
 
 }  // namespace
