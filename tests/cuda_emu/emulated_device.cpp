@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -77,11 +78,22 @@ int g_device = 0;
 std::unordered_map<int, int> g_multiprocessors;  // per device; 132 where unset
 // Per kernel, the dynamic shared memory it opted in to (opt_in_shared).
 std::unordered_map<const void*, int> g_opted_in;
+// A launch reads g_opted_in on its own thread before a stream model takes
+// it (and serializes the runs).
+std::mutex g_opted_in_mutex;
+
+int opted_in(const void* kernel) {
+  std::lock_guard<std::mutex> lock(g_opted_in_mutex);
+  const auto it = g_opted_in.find(kernel);
+  return it == g_opted_in.end() ? -1 : it->second;
+}
 constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 // Threads' stacks, kept from launch to launch (allocating them per launch
 // dominated the emulator's time under ASan).
 std::vector<std::unique_ptr<char[]>> g_stacks;
-Run* g_run = nullptr;  // the blocks being run (launches do not nest)
+// The blocks being run on this thread (launches do not nest; with the
+// emulated runtime's stream model other threads launch meanwhile).
+thread_local Run* g_run = nullptr;
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -229,8 +241,7 @@ void check_config(const Config& c, const void* kernel) {
            std::to_string(c.grid.x) + " x " + std::to_string(c.grid.y) + " x " +
                std::to_string(c.grid.z));
   if (kernel != nullptr && c.shared_bytes > kSharedDefault) {
-    const auto it = g_opted_in.find(kernel);
-    const size_t opted = it == g_opted_in.end() ? 0 : static_cast<size_t>(it->second);
+    const size_t opted = static_cast<size_t>(std::max(opted_in(kernel), 0));
     FK_CHECK(c.shared_bytes <= opted, "fkemu::launch",
              "dynamic shared memory past 48 KiB opted in by cudaFuncSetAttribute",
              std::to_string(c.shared_bytes) + " bytes, " + std::to_string(opted) + " opted in");
@@ -515,13 +526,14 @@ cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value)
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
       static_cast<size_t>(value) > kSharedOptInLimit)
     return cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(g_opted_in_mutex);
   g_opted_in[kernel] = value;
   return cudaSuccess;
 }
 
 int max_dynamic_shared(const void* kernel) {
-  const auto it = g_opted_in.find(kernel);
-  return it == g_opted_in.end() ? static_cast<int>(kSharedDefault) : it->second;
+  const int opted = opted_in(kernel);
+  return opted < 0 ? static_cast<int>(kSharedDefault) : opted;
 }
 
 void unsupported(const char* where, const char* expected, int dtype) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -636,7 +637,8 @@ TEST_F(Cudart, LaunchConfigurationIsCheckedAtTheLaunchAndKernelFaultsAtTheWait) 
 // Threads each on their own stream, allocating, launching, copying and
 // waiting at once: one lock keeps the runtime and the emulator whole.
 TEST_F(Cudart, ThreadsOnTheirOwnStreams) {
-  constexpr int kThreads = 4, kRounds = 20;
+  // Kernels long enough that another thread launches while one runs.
+  constexpr int kThreads = 4, kRounds = 20, kLength = 2048;
   std::vector<int> wrong(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -647,13 +649,14 @@ TEST_F(Cudart, ThreadsOnTheirOwnStreams) {
         return;
       }
       for (int r = 0; r < kRounds; ++r) {
-        std::vector<float> host(kN, static_cast<float>(t + r)), out(kN, 0.0f);
+        std::vector<float> host(kLength, static_cast<float>(t + r)), out(kLength, 0.0f);
         float* dev = nullptr;
-        if (cudaMallocAsync(reinterpret_cast<void**>(&dev), kN * sizeof(float), s) != cudaSuccess)
+        if (cudaMallocAsync(reinterpret_cast<void**>(&dev), kLength * sizeof(float), s) !=
+            cudaSuccess)
           ++wrong[t];
-        cudaMemcpyAsync(dev, host.data(), kN * sizeof(float), cudaMemcpyHostToDevice, s);
-        launch_add_one(dev, kN, s);
-        cudaMemcpyAsync(out.data(), dev, kN * sizeof(float), cudaMemcpyDeviceToHost, s);
+        cudaMemcpyAsync(dev, host.data(), kLength * sizeof(float), cudaMemcpyHostToDevice, s);
+        launch_add_one(dev, kLength, s);
+        cudaMemcpyAsync(out.data(), dev, kLength * sizeof(float), cudaMemcpyDeviceToHost, s);
         cudaFreeAsync(dev, s);
         for (float v : out) wrong[t] += v != static_cast<float>(t + r + 1);
       }
@@ -662,6 +665,37 @@ TEST_F(Cudart, ThreadsOnTheirOwnStreams) {
     });
   for (std::thread& t : threads) t.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}
+
+// FKEMU_STREAMS=immediate (read once per process): the test runs itself
+// again with it set.
+TEST(CudartImmediate, WorkRunsWhenSubmitted) {
+  const char* mode = std::getenv("FKEMU_STREAMS");
+  if (mode == nullptr) {
+    char self[4096] = {};
+    ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+    const std::string command = std::string("FKEMU_STREAMS=immediate '") + self +
+                                "' --gtest_brief=1 "
+                                "--gtest_filter=CudartImmediate.WorkRunsWhenSubmitted";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+    return;
+  }
+  cudaStream_t s = make_stream(cudaStreamNonBlocking);
+  Log log;
+  log.submit(s, 'a');
+  EXPECT_EQ(log.text, "a");
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  log.submit(s, 'c');  // a capture still records
+  EXPECT_EQ(log.text, "a");
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  EXPECT_EQ(log.text, "ac");
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 }  // namespace
