@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -90,11 +91,22 @@ int g_device = 0;
 std::unordered_map<int, int> g_multiprocessors;  // per device; 132 where unset
 // Per kernel, the dynamic shared memory it opted in to (opt_in_shared).
 std::unordered_map<const void*, int> g_opted_in;
+// A launch reads g_opted_in on its own thread before a stream model takes
+// it (and serializes the runs).
+std::mutex g_opted_in_mutex;
+
+int opted_in(const void* kernel) {
+  std::lock_guard<std::mutex> lock(g_opted_in_mutex);
+  const auto it = g_opted_in.find(kernel);
+  return it == g_opted_in.end() ? -1 : it->second;
+}
 constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 // Threads' stacks, kept from launch to launch (allocating them per launch
 // dominated the emulator's time under ASan).
 std::vector<std::unique_ptr<char[]>> g_stacks;
-Run* g_run = nullptr;  // the blocks being run (launches do not nest)
+// The blocks being run on this thread (launches do not nest; with the
+// emulated runtime's stream model other threads launch meanwhile).
+thread_local Run* g_run = nullptr;
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -261,7 +273,7 @@ void set_device(int device, int multiprocessors) {
   g_multiprocessors[device] = multiprocessors;
 }
 
-void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
+void check_config(const Config& c, const void* kernel) {
   FK_CHECK(g_run == nullptr, "fkemu::launch", "no launch from inside a kernel",
            "a launch while a block runs");
   const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
@@ -275,14 +287,18 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
            std::to_string(c.grid.x) + " x " + std::to_string(c.grid.y) + " x " +
                std::to_string(c.grid.z));
   if (kernel != nullptr && c.shared_bytes > kSharedDefault) {
-    const auto it = g_opted_in.find(kernel);
-    const size_t opted = it == g_opted_in.end() ? 0 : static_cast<size_t>(it->second);
+    const size_t opted = static_cast<size_t>(std::max(opted_in(kernel), 0));
     FK_CHECK(c.shared_bytes <= opted, "fkemu::launch",
              "dynamic shared memory past 48 KiB opted in by cudaFuncSetAttribute",
              std::to_string(c.shared_bytes) + " bytes, " + std::to_string(opted) + " opted in");
   }
   FK_CHECK(c.shared_bytes <= kSharedOptInLimit, "fkemu::launch",
            "at most 227 KiB of dynamic shared memory", std::to_string(c.shared_bytes) + " bytes");
+}
+
+void run_grid(const Config& c, const std::function<void()>& body, const void* kernel) {
+  check_config(c, kernel);
+  const int64_t threads = int64_t{c.block.x} * c.block.y * c.block.z;
   // Blocks run in the threads' order too, so one block reading what another
   // writes in the same launch shows as well.
   std::vector<uint3> blocks;
@@ -393,10 +409,15 @@ void check_cuda(cudaError_t e, const char* where) {
 
 namespace {
 StreamModel g_stream_model = nullptr;
+RuntimeCalls g_runtime{};  // members null: no runtime linked
 }  // namespace
 
 void set_stream_model(StreamModel model) {
   g_stream_model = model;
+}
+
+void set_runtime_calls(const RuntimeCalls& calls) {
+  g_runtime = calls;
 }
 
 void submit(cudaStream_t stream, StreamWork work) {
@@ -406,28 +427,34 @@ void submit(cudaStream_t stream, StreamWork work) {
     work();
 }
 
-cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
+cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                          cudaStream_t stream) {
+  if (g_runtime.memcpy_async != nullptr)
+    return g_runtime.memcpy_async(dst, src, bytes, kind, stream);
   if (bytes > 0) submit(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 
 cudaError_t memset_async(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (g_runtime.memset_async != nullptr) return g_runtime.memset_async(dst, value, bytes, stream);
   if (bytes > 0) submit(stream, [=] { std::memset(dst, value, bytes); });
   return cudaSuccess;
 }
 
-cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t) {
+cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t stream) {
+  if (g_runtime.malloc_async != nullptr) return g_runtime.malloc_async(p, bytes, stream);
   *p = std::malloc(bytes > 0 ? bytes : 1);
   return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
-cudaError_t free_async(void* p, cudaStream_t) {
+cudaError_t free_async(void* p, cudaStream_t stream) {
+  if (g_runtime.free_async != nullptr) return g_runtime.free_async(p, stream);
   std::free(p);
   return cudaSuccess;
 }
 
 cudaError_t get_last_error() {
+  if (g_runtime.get_last_error != nullptr) return g_runtime.get_last_error();
   return cudaSuccess;
 }
 
@@ -456,6 +483,55 @@ cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device) {
       return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:
       *value = static_cast<int>(kSharedOptInLimit);
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *value = 228 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *value = 2048;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      *value = 32;
+      return cudaSuccess;
+    case cudaDevAttrMaxRegistersPerBlock:
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      *value = 65536;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlockDimX:
+    case cudaDevAttrMaxBlockDimY:
+      *value = 1024;
+      return cudaSuccess;
+    case cudaDevAttrMaxBlockDimZ:
+      *value = 64;
+      return cudaSuccess;
+    case cudaDevAttrMaxGridDimX:
+      *value = 2147483647;
+      return cudaSuccess;
+    case cudaDevAttrMaxGridDimY:
+    case cudaDevAttrMaxGridDimZ:
+      *value = 65535;
+      return cudaSuccess;
+    case cudaDevAttrTotalConstantMemory:
+      *value = 64 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 * 1024 * 1024;
+      return cudaSuccess;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 6144;
+      return cudaSuccess;
+    // The emulator's memory is the host's: one address space, host memory
+    // mapped, stream-ordered pools present.
+    case cudaDevAttrUnifiedAddressing:
+    case cudaDevAttrCanMapHostMemory:
+    case cudaDevAttrMemoryPoolsSupported:
+    case cudaDevAttrConcurrentKernels:
+    case cudaDevAttrManagedMemory:
+      *value = 1;
+      return cudaSuccess;
+    case cudaDevAttrIntegrated:
+    case cudaDevAttrTccDriver:
+      *value = 0;
       return cudaSuccess;
     default:
       return cudaErrorInvalidValue;
@@ -496,8 +572,14 @@ cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value)
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
       static_cast<size_t>(value) > kSharedOptInLimit)
     return cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(g_opted_in_mutex);
   g_opted_in[kernel] = value;
   return cudaSuccess;
+}
+
+int max_dynamic_shared(const void* kernel) {
+  const int opted = opted_in(kernel);
+  return opted < 0 ? static_cast<int>(kSharedDefault) : opted;
 }
 
 void unsupported(const char* where, const char* expected, int dtype) {

@@ -22,7 +22,8 @@
 // reaches, a block past 1,024 threads, a grid past CUDA's limits.
 //
 // Not modelled: CUB, WMMA and inline PTX (rewrite_cuda_source.pl refuses
-// files that use them), streams (every call runs at once, in order), timing,
+// files that use them), streams (every call runs at once, in order, unless
+// the emulated runtime's stream model is linked: libraries/cudart.cpp), timing,
 // and the memory model beyond "a barrier orders everything".
 #include <cuda_runtime.h>
 
@@ -67,11 +68,16 @@ void set_stream_model(StreamModel model);
 // device would refuse or a barrier that cannot open). `kernel` identifies
 // the kernel for its dynamic shared memory opt-in (nullptr: not checked).
 void run_grid(const Config& c, const std::function<void()>& body, const void* kernel = nullptr);
+// run_grid's checks of c alone (block and grid sizes, dynamic shared memory
+// and its opt-in), which CUDA makes at the launch: a launch makes them before
+// a stream model defers it.
+void check_config(const Config& c, const void* kernel = nullptr);
 
 // kernel<<<c>>>(args...): the arguments converted to the kernel's parameter
 // types once, as the device copies them, then passed by value to each thread.
 template <typename... P, typename... A>
 void launch(const Config& c, void (*kernel)(P...), A&&... args) {
+  check_config(c, reinterpret_cast<const void*>(kernel));
   submit(c.stream, [c, kernel, params = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)] {
     run_grid(
         c, [&] { std::apply(kernel, params); }, reinterpret_cast<const void*>(kernel));
@@ -84,6 +90,7 @@ void launch(const Config& c, void (*kernel)(P...), A&&... args) {
 // of the arguments.
 template <typename F, typename... A>
 void launch_deduced(const Config& c, F call, A&&... args) {
+  check_config(c);
   submit(c.stream, [c, call, params = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] {
     run_grid(c, [&] { std::apply(call, params); });
   });
@@ -122,13 +129,29 @@ cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t);
 cudaError_t free_async(void* p, cudaStream_t);
 // cudaSuccess: a failed launch has already thrown.
 cudaError_t get_last_error();
+// Where the emulated CUDA runtime (libraries/cudart.cpp) is linked, the four
+// calls above are its cudaMemcpyAsync, cudaMemsetAsync, cudaMallocAsync,
+// cudaFreeAsync and cudaGetLastError: the launchers' runtime calls and the
+// host code's reach one implementation (memory kinds, the pool, deferral,
+// capture, the last error). Without it (cuda_emu_tests) they act at once.
+struct RuntimeCalls {
+  cudaError_t (*memcpy_async)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
+  cudaError_t (*memset_async)(void*, int, size_t, cudaStream_t);
+  cudaError_t (*malloc_async)(void**, size_t, cudaStream_t);
+  cudaError_t (*free_async)(void*, cudaStream_t);
+  cudaError_t (*get_last_error)();
+};
+void set_runtime_calls(const RuntimeCalls& calls);
 // The emulated device is the device tool's H200 (compute capability 9.0, 132
-// SMs, 227 KiB of shared memory per block with the opt-in, 48 KiB without);
-// other attributes are cudaErrorInvalidValue.
+// SMs, 227 KiB of shared memory per block with the opt-in, 48 KiB without,
+// 141 GB of HBM3e); attributes not listed in device_get_attribute are
+// cudaErrorInvalidValue.
 cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device);
 // Only cudaFuncAttributeMaxDynamicSharedMemorySize: a launch with more than
 // 48 KiB of dynamic shared memory must have opted in to at least as much.
 cudaError_t opt_in_shared(const void* kernel, cudaFuncAttribute attr, int value);
+// The dynamic shared memory `kernel` may launch with: its opt-in, else 48 KiB.
+int max_dynamic_shared(const void* kernel);
 template <typename K>
 cudaError_t func_set_attribute(K* kernel, cudaFuncAttribute attr, int value) {
   return opt_in_shared(reinterpret_cast<const void*>(kernel), attr, value);
@@ -160,6 +183,7 @@ const void* kernel_id(void (*kernel)(P...)) {
   const void* id = reinterpret_cast<const void*>(kernel);
   cooperative_kernels().try_emplace(id, [kernel, id](const Config& c, void** args) {
     // The arguments are read at the launch, as the device copies them.
+    check_config(c, id);
     [&]<size_t... I>(std::index_sequence<I...>) {
       submit(c.stream,
              [c, kernel, id,
