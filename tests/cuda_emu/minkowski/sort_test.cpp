@@ -14,6 +14,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -104,6 +105,47 @@ TEST(CubStandIn, RefusesTooLittleOrOverlappingScratchAndOverwritesIt) {
   ASSERT_EQ(cub::DeviceScan::ExclusiveSum(scratch.data(), bytes, values.data(), values.data(), 3),
             cudaSuccess);
   EXPECT_EQ(values, (std::vector<int32_t>{0, 4, 9}));
+}
+
+// A stream model that keeps the work until the test runs it.
+std::vector<fkemu::StreamWork>& deferred() {
+  static std::vector<fkemu::StreamWork> work;
+  return work;
+}
+void defer(cudaStream_t, fkemu::StreamWork work) {
+  deferred().push_back(std::move(work));
+}
+
+// The calls return before their work runs (in a frame gone by then).
+void sort_and_scan_in_a_frame_that_returns(const uint64_t* keys, uint64_t* keys_out,
+                                           const int32_t* values, int32_t* values_out,
+                                           int32_t* sums, void* scratch, size_t bytes) {
+  size_t sort_bytes = bytes, scan_bytes = bytes;
+  ASSERT_EQ(cub::DeviceRadixSort::SortPairs(scratch, sort_bytes, keys, keys_out, values, values_out,
+                                            3, 0, 2),
+            cudaSuccess);
+  ASSERT_EQ(cub::DeviceScan::ExclusiveSum(scratch, scan_bytes, values, sums, 3), cudaSuccess);
+}
+
+TEST(CubStandIn, WorkRunsInStreamOrderOnValuesItCaptured) {
+  const std::vector<uint64_t> keys = {7, 5, 6};
+  const std::vector<int32_t> values = {10, 20, 30};
+  std::vector<uint64_t> keys_out(3, 0);
+  std::vector<int32_t> values_out(3, 0), sums(3, -1);
+  std::vector<unsigned char> scratch(4096);
+  fkemu::set_stream_model(defer);
+  sort_and_scan_in_a_frame_that_returns(keys.data(), keys_out.data(), values.data(),
+                                        values_out.data(), sums.data(), scratch.data(),
+                                        scratch.size());
+  fkemu::set_stream_model(nullptr);
+  EXPECT_EQ(deferred().size(), 2u);
+  EXPECT_EQ(keys_out, std::vector<uint64_t>(3, 0));
+  for (const fkemu::StreamWork& work : deferred()) work();
+  deferred().clear();
+  // Bits [0, 2): 7 -> 3, 5 -> 1, 6 -> 2.
+  EXPECT_EQ(keys_out, (std::vector<uint64_t>{5, 6, 7}));
+  EXPECT_EQ(values_out, (std::vector<int32_t>{20, 30, 10}));
+  EXPECT_EQ(sums, (std::vector<int32_t>{0, 10, 30}));
 }
 
 // --- reference ---------------------------------------------------------------------
