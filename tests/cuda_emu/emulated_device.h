@@ -21,10 +21,12 @@
 // refuse is an fk::Error from the launch: a barrier some live thread never
 // reaches, a block past 1,024 threads, a grid past CUDA's limits.
 //
-// Not modelled: CUB, WMMA and inline PTX (rewrite_cuda_source.pl refuses
-// files that use them), streams (every call runs at once, in order, unless
-// the emulated runtime's stream model is linked: libraries/cudart.cpp), timing,
-// and the memory model beyond "a barrier orders everything".
+// Not modelled: CUB beyond include/cub/'s stand-ins (DeviceRadixSort::
+// SortPairs, DeviceScan::ExclusiveSum), inline PTX in a .cu
+// (rewrite_cuda_source.pl refuses it), streams (every call runs at once, in
+// order, unless the emulated runtime's stream model is linked:
+// libraries/cudart_*.cpp), timing, and the memory model beyond "a barrier
+// orders everything".
 #include <cuda_runtime.h>
 
 #include <cstdint>

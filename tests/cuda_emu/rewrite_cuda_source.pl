@@ -8,7 +8,8 @@
 # helpers (check_launch, check_cuda, unsupported, and cudaMemcpyAsync and
 # cudaMemsetAsync on host memory) become fkemu's. Fails when the file has a
 # kernel but no launch was found, or uses what the emulator does not model
-# (any other CUDA runtime call among them).
+# (any other CUDA runtime call among them, and CUB beyond include/cub/'s
+# stand-ins).
 use strict;
 use warnings;
 
@@ -22,9 +23,20 @@ open(my $fh, '<', $in) or die "rewrite_cuda_source.pl: cannot read $in: $!\n";
 my $s = do { local $/; <$fh> };
 close $fh;
 
-for my $unmodelled ('cub/', '<mma.h>', 'asm volatile') {
+for my $unmodelled ('<mma.h>', 'asm volatile') {
   die "rewrite_cuda_source.pl: $in uses $unmodelled, which the emulated device does not model\n"
     if index($s, $unmodelled) >= 0;
+}
+# CUB: only the headers and calls that include/cub/ stands in for.
+my %cub_modelled = map { $_ => 1 } qw(DeviceRadixSort::SortPairs DeviceScan::ExclusiveSum);
+(my $stand_ins = __FILE__) =~ s{[^/]*$}{include/};
+while ($s =~ m{#include\s*<(cub/[^>]+)>}g) {
+  die "rewrite_cuda_source.pl: $in includes <$1>, which the emulated device does not model\n"
+    unless -e "$stand_ins$1";
+}
+while ($s =~ /\bcub::(\w+(?:::\w+)?)/g) {
+  die "rewrite_cuda_source.pl: $in uses cub::$1, which the emulated device does not model\n"
+    unless $cub_modelled{$1};
 }
 # The runtime calls the emulated device answers (fkemu's, below); any other
 # would reach the real runtime.

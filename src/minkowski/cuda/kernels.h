@@ -112,8 +112,9 @@ void launch_lookup_coordinates(HashTable t, const KeyLayout& layout, const int32
 
 // --- sorting and scans (sort.cu; CUB) ---------------------------------------
 
-// Sorts (keys, values) by the low `bits` bits of keys, stably, into
-// (keys_out, values_out). n < 2^31.
+// Sorts (keys, values) by the low `bits` bits of keys (0 to the key's width;
+// 0 keeps the input order), stably, into (keys_out, values_out). n < 2^31.
+// i32 keys compare as signed over all 32 bits, as unsigned over fewer.
 void sort_pairs_u64(const uint64_t* keys, const int32_t* values, uint64_t* keys_out,
                     int32_t* values_out, int64_t n, int bits, void* stream);
 void sort_pairs_i32(const int32_t* keys, const int32_t* values, int32_t* keys_out,

@@ -33,16 +33,38 @@ int checked_count(int64_t n, const char* where) {
   return static_cast<int>(n);
 }
 
+template <typename Key>
+void check_bits(int bits, const char* where) {
+  constexpr int kWidth = sizeof(Key) * 8;
+  FK_CHECK(bits >= 0 && bits <= kWidth, where, "0.." + std::to_string(kWidth) + " key bits",
+           std::to_string(bits));
+}
+
+// No key bit to compare: the pairs in input order. Copied rather than sorted
+// with begin_bit == end_bit, which CUB before 2.1 answered by writing nothing.
+template <typename Key>
+void copy_pairs(const Key* keys, const int32_t* values, Key* keys_out, int32_t* values_out, int m,
+                void* stream, const char* where) {
+  check_cuda(
+      cudaMemcpyAsync(keys_out, keys, sizeof(Key) * m, cudaMemcpyDeviceToDevice, as_stream(stream)),
+      where);
+  check_cuda(cudaMemcpyAsync(values_out, values, sizeof(int32_t) * m, cudaMemcpyDeviceToDevice,
+                             as_stream(stream)),
+             where);
+}
+
 }  // namespace
 
 void sort_pairs_u64(const uint64_t* keys, const int32_t* values, uint64_t* keys_out,
                     int32_t* values_out, int64_t n, int bits, void* stream) {
   const char* where = "minkowski::cuda::sort_pairs_u64";
   const int m = checked_count(n, where);
+  check_bits<uint64_t>(bits, where);
   if (m == 0) return;
+  if (bits == 0) return copy_pairs(keys, values, keys_out, values_out, m, stream, where);
   with_scratch(stream, where, [&](void* scratch, size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(scratch, bytes, keys, keys_out, values, values_out, m, 0,
-                                           bits > 0 ? bits : 1, as_stream(stream));
+                                           bits, as_stream(stream));
   });
 }
 
@@ -50,10 +72,12 @@ void sort_pairs_i32(const int32_t* keys, const int32_t* values, int32_t* keys_ou
                     int32_t* values_out, int64_t n, int bits, void* stream) {
   const char* where = "minkowski::cuda::sort_pairs_i32";
   const int m = checked_count(n, where);
+  check_bits<int32_t>(bits, where);
   if (m == 0) return;
+  if (bits == 0) return copy_pairs(keys, values, keys_out, values_out, m, stream, where);
   with_scratch(stream, where, [&](void* scratch, size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(scratch, bytes, keys, keys_out, values, values_out, m, 0,
-                                           bits > 0 ? bits : 1, as_stream(stream));
+                                           bits, as_stream(stream));
   });
 }
 
