@@ -21,8 +21,9 @@
 // refuse is an fk::Error from the launch: a barrier some live thread never
 // reaches, a block past 1,024 threads, a grid past CUDA's limits.
 //
-// Not modelled: CUB, WMMA and inline PTX (rewrite_cuda_source.pl refuses
-// files that use them), streams (every call runs at once, in order), timing,
+// Not modelled: CUB and inline PTX (rewrite_cuda_source.pl refuses files
+// that use them; WMMA and cp.async run through stand-ins of their headers in
+// include/, which say what they model), streams (every call runs at once, in order), timing,
 // and the memory model beyond "a barrier orders everything".
 #include <cuda_runtime.h>
 
@@ -149,6 +150,31 @@ cudaError_t occupancy_max_active_blocks_per_multiprocessor(int* blocks, K*, int,
   return cudaSuccess;
 }
 cudaError_t get_device(int* device);
+// fk::cuda::detail::DeviceGuard on the emulated device: the current device
+// for a scope.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    get_device(&prev_);
+    set_device(device, multiprocessors(device));
+  }
+  ~DeviceGuard() { set_device(prev_, multiprocessors(prev_)); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+// cudaFuncGetAttributes: every kernel is built for the emulated device's
+// architecture (ptxVersion and binaryVersion 90, the H200's); the other
+// attributes are zero.
+template <typename K>
+cudaError_t func_get_attributes(cudaFuncAttributes* attr, K*) {
+  *attr = cudaFuncAttributes{};
+  attr->ptxVersion = 90;
+  attr->binaryVersion = 90;
+  return cudaSuccess;
+}
 
 // A cooperative launch names its kernel by an untyped pointer and passes
 // its arguments as pointers: `reinterpret_cast<const void*>(kernel)` in the

@@ -5,7 +5,7 @@
 # fkemu::launch(fkemu::config(grid, block, shared, stream), k, args);
 # `namespace X::cuda {` becomes X::cuda::emu, so the emulated launchers sit
 # beside the real ones in one test binary; the launchers' CUDA-runtime
-# helpers (check_launch, check_cuda, unsupported, and cudaMemcpyAsync and
+# helpers (check_launch, check_cuda, unsupported, DeviceGuard, and cudaMemcpyAsync and
 # cudaMemsetAsync on host memory) become fkemu's. Fails when the file has a
 # kernel but no launch was found, or uses what the emulator does not model
 # (any other CUDA runtime call among them).
@@ -18,7 +18,9 @@ open(my $fh, '<', $in) or die "rewrite_cuda_source.pl: cannot read $in: $!\n";
 my $s = do { local $/; <$fh> };
 close $fh;
 
-for my $unmodelled ('cub/', '<mma.h>', 'asm volatile') {
+# <mma.h> and cp_async.cuh are found as the emulator's stand-ins (include/);
+# inline PTX in the file itself has none.
+for my $unmodelled ('cub/', 'asm volatile') {
   die "rewrite_cuda_source.pl: $in uses $unmodelled, which the emulated device does not model\n"
     if index($s, $unmodelled) >= 0;
 }
@@ -26,7 +28,7 @@ for my $unmodelled ('cub/', '<mma.h>', 'asm volatile') {
 # would reach the real runtime.
 my @emulated = qw(MemcpyAsync MemsetAsync MallocAsync FreeAsync GetLastError FuncSetAttribute
                   DeviceGetAttribute GetDevice LaunchCooperativeKernel
-                  OccupancyMaxActiveBlocksPerMultiprocessor);
+                  OccupancyMaxActiveBlocksPerMultiprocessor FuncGetAttributes);
 # A cooperative launch runs its blocks together, so their __shared__ statics
 # would be one: refused in a kernel that syncs the grid.
 while ($s =~ /this_grid\(\)/g) {
@@ -90,6 +92,7 @@ die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0
 $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
 $s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
 $s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
+$s =~ s/fk::cuda::detail::DeviceGuard/::fkemu::DeviceGuard/g;
 # fk's own .cu files reach those helpers through `using namespace detail;`:
 # using-declarations beside it hide detail's (same line: #line stays right).
 $s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;

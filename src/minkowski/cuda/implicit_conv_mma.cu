@@ -28,6 +28,8 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/launch_limits.h"
 #include "minkowski/cuda/kernels.h"
+// By its bare name: see cp_async.cuh.
+#include "cp_async.cuh"
 
 namespace minkowski::cuda {
 
@@ -82,20 +84,6 @@ struct Tile {
   static_assert(16 * kLdA * kS % 32 == 0 && kK * kS % 32 == 0 && kK * kLdB * kS % 32 == 0);
   static_assert(16 * kLdC * 4 % 32 == 0 && kVec * kS == kChunkBytes);
 };
-
-__device__ void copy_16_bytes(void* shared, const void* global, bool present) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  // src-size 0 reads nothing and fills the 16 bytes with zeros.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(global),
-               "r"(present ? 16 : 0));
-}
-__device__ void commit_copies() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int kPending>
-__device__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 // A chunk of n <= kVec consecutive elements: by cp.async when whole and
 // aligned (vec), else element by element (zeros past `valid`).
@@ -276,7 +264,11 @@ __device__ void implicit_mma_tiles(const ImplicitConvArgs& x) {
 
 template <typename S, int BN, bool kTransposedW>
 __global__ void __launch_bounds__(kThreads) implicit_mma_kernel(const ImplicitConvArgs x) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The emulated device (tests/cuda_emu) leaves __CUDA_ARCH__ undefined, as
+// CUDA's headers expect of host code, and names its architecture in
+// FKEMU_CUDA_ARCH.
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || \
+    (defined(FKEMU_CUDA_ARCH) && FKEMU_CUDA_ARCH >= 800)
   implicit_mma_tiles<S, BN, kTransposedW>(x);
 #else
   (void)x;  // not launched below sm_80 (implicit_mma_supported)
