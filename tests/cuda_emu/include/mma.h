@@ -10,6 +10,11 @@
 // - Collectives: every "_sync" call waits at a warp barrier before it acts,
 //   as the device's wait for the whole warp; a call some lane of the
 //   warp skips never opens, and the launch fails (the device would hang).
+//   The emulator opens a warp barrier only once every thread of the block
+//   waits at one, so these barriers also keep the block's warps in step,
+//   which hides a race between warps (a buffer refilled while another warp
+//   still reads it): fkemu::set_wmma_barriers(false) drops them, and a test
+//   runs a kernel both ways.
 // - Each lane holds the whole tile (num_elements its size, x[] row-major),
 //   so loops over x[] that treat elements alike mean what they mean on the
 //   device.
@@ -37,6 +42,19 @@
 #include <type_traits>
 
 #include "cuda_emu/emulated_device.h"
+
+namespace fkemu {
+
+// Whether WMMA's "_sync" calls wait at a warp barrier (see above).
+inline bool& wmma_barriers() {
+  static bool on = true;
+  return on;
+}
+inline void set_wmma_barriers(bool on) {
+  wmma_barriers() = on;
+}
+
+}  // namespace fkemu
 
 namespace nvcuda::wmma {
 
@@ -81,6 +99,10 @@ struct Extent<accumulator, M, N, K> {
   std::fprintf(stderr, "fkemu: nvcuda::wmma::%s: %s (the device would fault or misread)\n", call,
                rule);
   std::abort();
+}
+
+inline void arrive() {
+  if (::fkemu::wmma_barriers()) ::fkemu::sync_warp();
 }
 
 inline void check_operand(const char* call, const void* p, unsigned ldm, size_t element_bytes) {
@@ -151,7 +173,7 @@ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const P* p, unsigned
   using F = fragment<Use, M, N, K, T, Layout>;
   static_assert(!std::is_void_v<Layout>, "an accumulator load takes a layout_t");
   static_assert(std::is_same_v<P, typename F::storage_element_type>, "pointer of the element type");
-  ::fkemu::sync_warp();
+  detail::arrive();
   detail::check_operand("load_matrix_sync", p, ldm, sizeof(P));
   constexpr bool kRowMajor = std::is_same_v<Layout, row_major>;
   for (int r = 0; r < F::rows; ++r)
@@ -163,7 +185,7 @@ template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm,
                        layout_t layout) {
   using F = fragment<accumulator, M, N, K, float>;
-  ::fkemu::sync_warp();
+  detail::arrive();
   detail::check_operand("store_matrix_sync", p, ldm, sizeof(float));
   for (int r = 0; r < F::rows; ++r)
     for (int c = 0; c < F::cols; ++c)
@@ -201,26 +223,34 @@ void mma_sync(fragment<accumulator, M, N, K, float>& d,
   using FragA = fragment<matrix_a, M, N, K, T, LayoutA>;
   using FragB = fragment<matrix_b, M, N, K, T, LayoutB>;
   using FragC = fragment<accumulator, M, N, K, float>;
-  ::fkemu::sync_warp();
-  // The lanes of a warp hold the same tiles, and run one after another: the
-  // last lane's operands and result are kept, and a lane whose operands are
-  // the same bytes takes the result (the emulator's time, not its meaning;
-  // blocks run one at a time, so no other warp's lanes come between).
-  static FragA last_a;
-  static FragB last_b;
-  static FragC last_c, last_d;
-  static bool kept = false;
-  if (kept && std::memcmp(&a, &last_a, sizeof(a)) == 0 &&
-      std::memcmp(&b, &last_b, sizeof(b)) == 0 && std::memcmp(&c, &last_c, sizeof(c)) == 0) {
-    d = last_d;
-    return;
-  }
-  std::memcpy(&last_a, &a, sizeof(a));
-  std::memcpy(&last_b, &b, sizeof(b));
-  std::memcpy(&last_c, &c, sizeof(c));
-  detail::multiply(last_d, a, b, c);
-  kept = true;
-  d = last_d;  // d may be c
+  detail::arrive();
+  // The lanes of a warp hold the same tiles and make the same calls, one
+  // lane after another (a few calls each between barriers): the last calls'
+  // operands and results are kept, and a lane whose operands are the same
+  // bytes takes the result (the emulator's time, not its meaning).
+  struct Kept {
+    FragA a;
+    FragB b;
+    FragC c, d;
+  };
+  constexpr int kKept = 8;
+  static Kept kept[kKept];
+  static int filled = 0, next = 0;
+  for (int i = 0; i < filled; ++i)
+    if (std::memcmp(&a, &kept[i].a, sizeof(a)) == 0 &&
+        std::memcmp(&b, &kept[i].b, sizeof(b)) == 0 &&
+        std::memcmp(&c, &kept[i].c, sizeof(c)) == 0) {
+      d = kept[i].d;
+      return;
+    }
+  Kept& k = kept[next];
+  next = (next + 1) % kKept;
+  if (filled < kKept) ++filled;
+  std::memcpy(&k.a, &a, sizeof(a));
+  std::memcpy(&k.b, &b, sizeof(b));
+  std::memcpy(&k.c, &c, sizeof(c));
+  detail::multiply(k.d, a, b, c);
+  d = k.d;  // d may be c
 }
 
 }  // namespace nvcuda::wmma
