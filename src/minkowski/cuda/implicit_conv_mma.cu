@@ -52,7 +52,11 @@ struct Mma {
 };
 template <>
 struct Mma<float> {
+  // Declared by <mma.h> for host code and sm_80+ only; the kernel's body is
+  // compiled for those alone (implicit_mma_kernel).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using Frag = wmma::precision::tf32;
+#endif
   static constexpr int kK = 8;
   static constexpr int kPad = 4;
 };
@@ -75,6 +79,10 @@ struct Tile {
   static constexpr int kStageBytes = 2 * (kStageA + kStageB) * static_cast<int>(sizeof(S));
   static constexpr int kResultBytes = BM * kLdC * static_cast<int>(sizeof(float));
   static constexpr int kSharedBytes = kStageBytes > kResultBytes ? kStageBytes : kResultBytes;
+  // Static shared memory stops at 48 KiB (with the rows' indices and masks).
+  // Also the sizes' one use where the kernel's body is not compiled (below
+  // sm_80), which nvcc would otherwise flag as unreferenced.
+  static_assert(kSharedBytes + BM * 16 + 8 <= 48 * 1024);
   // WMMA's rules, which a different padding or tile would silently break:
   // ldm a multiple of 16 bytes, fragment pointers 32-byte aligned (buffer
   // bases, 16-row blocks, k steps of kK), cp.async rows 16-byte aligned.

@@ -1,12 +1,13 @@
 // implicit_conv_mma.cu's tensor-core tiles on the emulated device, WMMA and
 // cp.async through the stand-ins in tests/cuda_emu/include (which say what
 // they model). Each product runs in both thread orders, with WMMA's warp
-// barriers and without (which keep the warps in step, see mma.h), against a
-// plain host loop in double: bit for bit where every product and partial sum is exact
-// (small dyadic inputs, any sum order gives the same f32), else within the
-// error the inputs' precision allows; TF32's rounding of f32 operands is
-// pinned down where one product per output makes the result exact; and the
-// tiles agree with implicit_conv.cu's FMA tiles on the same problem.
+// barriers and without (they keep the warps in step, see mma.h), against a
+// plain host loop in double: bit for bit where every product and partial
+// sum is exact (small dyadic operands: any order of the sum gives the same
+// f32), else within the error the operands' precision allows. TF32's
+// rounding of f32 operands is pinned down where one product per output
+// makes the result exact, and the tiles agree with implicit_conv.cu's FMA
+// tiles on the same problem.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -46,7 +47,6 @@ using fkemu_test::order_name;
 using fkemu_test::random_pairs;
 using fkemu_test::row_index;
 using fkemu_test::RowIndex;
-using fkemu_test::same_bits;
 using fkemu_test::widen;
 
 namespace {
@@ -248,7 +248,7 @@ std::string shape(int64_t rows, int64_t inner, int64_t cols, bool transposed) {
 
 // Uniform operands: within the error TF32 operands (two roundings of 2^-11
 // each per product), f32 sums (one of 2^-24 per term) and the output's one
-// rounding allow, in both thread orders, which agree bit for bit.
+// rounding allow; every schedule gives the same bits.
 template <typename S>
 void check_within_precision(const DevicePairs& m, int64_t cin, int64_t cout, bool transposed,
                             uint32_t seed) {
@@ -303,6 +303,7 @@ TEST(EmulatedImplicitConvMma, Tf32ExactOperandsGiveTheExactSum) {
   check_exact<float>(m, 5, 3, false, 10);    // 32-wide tiles, element loads, one product
   check_exact<float>(m, 16, 32, false, 11);  // 16-byte chunks, one whole slice
   check_exact<float>(m, 37, 70, false, 12);  // 64-wide tiles, the second partial; 16 + 16 + 5
+  check_exact<float>(m, 9, 36, false, 37);   // element loads of src, W in chunks
 }
 
 TEST(EmulatedImplicitConvMma, Tf32InputGradientExact) {
