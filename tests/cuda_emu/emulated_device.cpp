@@ -82,6 +82,7 @@ constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 // dominated the emulator's time under ASan).
 std::vector<std::unique_ptr<char[]>> g_stacks;
 Run* g_run = nullptr;  // the blocks being run (launches do not nest)
+uint64_t g_launches = 0;
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -269,6 +270,7 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
           f.block = static_cast<int>(b);
         }
   }
+  ++g_launches;
   g_run = &r;
   try {
     for (size_t b0 = 0; b0 < blocks.size(); b0 += together) {
@@ -283,6 +285,9 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
   g_run = nullptr;
 }
 
+uint64_t launch_count() {
+  return g_launches;
+}
 uint3 thread_index() {
   return running().index;
 }

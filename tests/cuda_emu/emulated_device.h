@@ -90,6 +90,10 @@ void launch_deduced(const Config& c, F call, A&&... args) {
   });
 }
 
+// How many launches have started: per-launch state kept by a stand-in
+// header (include/) tells a new launch by it.
+uint64_t launch_count();
+
 // The running thread's coordinates.
 uint3 thread_index();
 uint3 block_index();

@@ -8,8 +8,10 @@
 //
 // Modelled:
 // - Collectives: every "_sync" call waits at a warp barrier before it acts,
-//   as the device's wait for the whole warp; a call some lane of the
-//   warp skips never opens, and the launch fails (the device would hang).
+//   as the device's wait for the whole warp, and every lane must have made
+//   the same call (its call site and count): a call some lane skips, or a
+//   lane that returned before it, aborts the test with a message (the device
+//   would hang or misread).
 //   The emulator opens a warp barrier only once every thread of the block
 //   waits at one, so these barriers also keep the block's warps in step,
 //   which hides a race between warps (a buffer refilled while another warp
@@ -31,7 +33,8 @@
 // by position, or writes lanes' fragments differently, is not emulated
 // faithfully); the device's order and width of the sum inside one mma (its
 // f32 results may differ from these in the last bits); a check that the
-// warp's lanes pass the same pointer and ldm; other shapes and types.
+// warp's lanes pass the same pointer and ldm; the checks of calls without
+// the warp barriers; cooperative launches; other shapes and types.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -39,7 +42,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <source_location>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_emu/emulated_device.h"
 
@@ -101,8 +106,54 @@ struct Extent<accumulator, M, N, K> {
   std::abort();
 }
 
-inline void arrive() {
-  if (::fkemu::wmma_barriers()) ::fkemu::sync_warp();
+// A lane's collective calls so far in its block of the current launch, and
+// where the last one was made.
+struct Arrival {
+  uint64_t launch = 0;
+  uint3 block{};
+  int64_t calls = 0;
+  std::source_location site;
+};
+
+inline bool same_site(const std::source_location& a, const std::source_location& b) {
+  return a.line() == b.line() && a.column() == b.column() &&
+         std::strcmp(a.file_name(), b.file_name()) == 0;
+}
+
+// Waits for the warp, then checks every lane arrived from the same call: the
+// first lane to leave the barrier sees each lane's last call as it arrived
+// (a lane that left earlier has made one more), so a lane that skipped the
+// call, called another, or returned shows at least there.
+inline void arrive(const std::source_location& site) {
+  if (!::fkemu::wmma_barriers()) return;
+  static std::vector<Arrival> lanes;  // blocks run one at a time
+  const uint3 t = ::fkemu::thread_index(), b = ::fkemu::block_index();
+  const dim3 d = ::fkemu::block_dims();
+  const size_t threads = size_t{d.x} * d.y * d.z, i = t.x + d.x * (t.y + size_t{d.y} * t.z);
+  if (lanes.size() < threads) lanes.resize(threads);
+  const uint64_t launch = ::fkemu::launch_count();
+  auto current = [&](const Arrival& a) {
+    return a.launch == launch && a.block.x == b.x && a.block.y == b.y && a.block.z == b.z;
+  };
+  Arrival& me = lanes[i];
+  if (!current(me)) me = Arrival{launch, b, 0, site};
+  ++me.calls;
+  me.site = site;
+  ::fkemu::sync_warp();
+  const size_t base = i - i % 32;
+  for (size_t j = base; j < std::min(base + 32, threads); ++j) {
+    const Arrival& other = lanes[j];
+    const int64_t calls = current(other) ? other.calls : 0;
+    if (calls > me.calls || (calls == me.calls && same_site(other.site, site))) continue;
+    std::fprintf(stderr,
+                 "fkemu: nvcuda::wmma: thread %zu calls %s (%s:%u) as its collective call %lld, "
+                 "where thread %zu %s: every lane of the warp must make each call (the device "
+                 "would hang or misread)\n",
+                 i, site.function_name(), site.file_name(), site.line(),
+                 static_cast<long long>(me.calls), j,
+                 calls < me.calls ? "has made fewer" : "made another call");
+    std::abort();
+  }
 }
 
 inline void check_operand(const char* call, const void* p, unsigned ldm, size_t element_bytes) {
@@ -169,11 +220,12 @@ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f,
 
 // A or B: the layout is the fragment's.
 template <typename Use, int M, int N, int K, typename T, typename Layout, typename P>
-void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const P* p, unsigned ldm) {
+void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const P* p, unsigned ldm,
+                      std::source_location site = std::source_location::current()) {
   using F = fragment<Use, M, N, K, T, Layout>;
   static_assert(!std::is_void_v<Layout>, "an accumulator load takes a layout_t");
   static_assert(std::is_same_v<P, typename F::storage_element_type>, "pointer of the element type");
-  detail::arrive();
+  detail::arrive(site);
   detail::check_operand("load_matrix_sync", p, ldm, sizeof(P));
   constexpr bool kRowMajor = std::is_same_v<Layout, row_major>;
   for (int r = 0; r < F::rows; ++r)
@@ -183,9 +235,10 @@ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const P* p, unsigned
 
 template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm,
-                       layout_t layout) {
+                       layout_t layout,
+                       std::source_location site = std::source_location::current()) {
   using F = fragment<accumulator, M, N, K, float>;
-  detail::arrive();
+  detail::arrive(site);
   detail::check_operand("store_matrix_sync", p, ldm, sizeof(float));
   for (int r = 0; r < F::rows; ++r)
     for (int c = 0; c < F::cols; ++c)
@@ -219,11 +272,12 @@ template <int M, int N, int K, typename T, typename LayoutA, typename LayoutB>
 void mma_sync(fragment<accumulator, M, N, K, float>& d,
               const fragment<matrix_a, M, N, K, T, LayoutA>& a,
               const fragment<matrix_b, M, N, K, T, LayoutB>& b,
-              const fragment<accumulator, M, N, K, float>& c) {
+              const fragment<accumulator, M, N, K, float>& c,
+              std::source_location site = std::source_location::current()) {
   using FragA = fragment<matrix_a, M, N, K, T, LayoutA>;
   using FragB = fragment<matrix_b, M, N, K, T, LayoutB>;
   using FragC = fragment<accumulator, M, N, K, float>;
-  detail::arrive();
+  detail::arrive(site);
   // The lanes of a warp hold the same tiles and make the same calls, one
   // lane after another (a few calls each between barriers): the last calls'
   // operands and results are kept, and a lane whose operands are the same
