@@ -22,9 +22,10 @@
 // reaches, a block past 1,024 threads, a grid past CUDA's limits.
 //
 // Not modelled: CUB and inline PTX (rewrite_cuda_source.pl refuses files
-// that use them; WMMA and cp.async run through stand-ins of their headers in
-// include/, which say what they model), streams (every call runs at once, in order), timing,
-// and the memory model beyond "a barrier orders everything".
+// that use them; WMMA and cp.async run through stand-ins of their headers
+// in include/, which say what they model), streams (every call runs at
+// once, in order), timing, and the memory model beyond "a barrier orders
+// everything".
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -5,8 +5,9 @@
 # fkemu::launch(fkemu::config(grid, block, shared, stream), k, args);
 # `namespace X::cuda {` becomes X::cuda::emu, so the emulated launchers sit
 # beside the real ones in one test binary; the launchers' CUDA-runtime
-# helpers (check_launch, check_cuda, unsupported, DeviceGuard, and cudaMemcpyAsync and
-# cudaMemsetAsync on host memory) become fkemu's. Fails when the file has a
+# helpers (check_launch, check_cuda, unsupported, DeviceGuard,
+# cudaFuncGetAttributes, and cudaMemcpyAsync and cudaMemsetAsync on host
+# memory) become fkemu's. Fails when the file has a
 # kernel but no launch was found, or uses what the emulator does not model
 # (any other CUDA runtime call among them).
 use strict;
