@@ -21,6 +21,11 @@
 
 #include "emulated_device.h"
 
+// The architecture the emulated device's code is built for (the H200's
+// sm_90), for device code choosing a path by architecture: __CUDA_ARCH__
+// itself stays undefined, which CUDA's headers read as host code.
+#define FKEMU_CUDA_ARCH 900
+
 // host_defines.h defines __launch_bounds__ for nvcc only.
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)

@@ -107,6 +107,7 @@ std::vector<std::unique_ptr<char[]>> g_stacks;
 // The blocks being run on this thread (launches do not nest; with the
 // emulated runtime's stream model other threads launch meanwhile).
 thread_local Run* g_run = nullptr;
+uint64_t g_launches = 0;
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -331,6 +332,7 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
           f.block = static_cast<int>(b);
         }
   }
+  ++g_launches;
   g_run = &r;
   try {
     for (size_t b0 = 0; b0 < blocks.size(); b0 += together) {
@@ -345,6 +347,9 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
   g_run = nullptr;
 }
 
+uint64_t launch_count() {
+  return g_launches;
+}
 uint3 thread_index() {
   return running().index;
 }

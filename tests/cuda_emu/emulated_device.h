@@ -23,10 +23,11 @@
 //
 // Not modelled: CUB beyond include/cub/'s stand-ins (DeviceRadixSort::
 // SortPairs, DeviceScan::ExclusiveSum), inline PTX in a .cu
-// (rewrite_cuda_source.pl refuses it), streams (every call runs at once, in
-// order, unless the emulated runtime's stream model is linked:
-// libraries/cudart_*.cpp), timing, and the memory model beyond "a barrier
-// orders everything".
+// (rewrite_cuda_source.pl refuses it; WMMA and cp.async run through
+// stand-ins of their headers in include/, which say what they model),
+// streams (every call runs at once, in order, unless the emulated runtime's
+// stream model is linked: libraries/cudart_*.cpp), timing, and the memory
+// model beyond "a barrier orders everything".
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -97,6 +98,10 @@ void launch_deduced(const Config& c, F call, A&&... args) {
     run_grid(c, [&] { std::apply(call, params); });
   });
 }
+
+// How many launches have started: per-launch state kept by a stand-in
+// header (include/) tells a new launch by it.
+uint64_t launch_count();
 
 // The running thread's coordinates.
 uint3 thread_index();
@@ -174,6 +179,31 @@ cudaError_t occupancy_max_active_blocks_per_multiprocessor(int* blocks, K*, int,
   return cudaSuccess;
 }
 cudaError_t get_device(int* device);
+// fk::cuda::detail::DeviceGuard on the emulated device: the current device
+// for a scope.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    get_device(&prev_);
+    set_device(device, multiprocessors(device));
+  }
+  ~DeviceGuard() { set_device(prev_, multiprocessors(prev_)); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+// cudaFuncGetAttributes: every kernel is built for the emulated device's
+// architecture (ptxVersion and binaryVersion 90, the H200's); the other
+// attributes are zero.
+template <typename K>
+cudaError_t func_get_attributes(cudaFuncAttributes* attr, K*) {
+  *attr = cudaFuncAttributes{};
+  attr->ptxVersion = 90;
+  attr->binaryVersion = 90;
+  return cudaSuccess;
+}
 
 // A cooperative launch names its kernel by an untyped pointer and passes
 // its arguments as pointers: `reinterpret_cast<const void*>(kernel)` in the

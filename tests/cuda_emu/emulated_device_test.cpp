@@ -1,6 +1,7 @@
 // The emulated device itself (emulated_device.h): barriers, warp shuffles,
-// built-in indices, the launch checks, and the two thread orders telling a
-// race apart from a barrier-ordered exchange.
+// built-in indices, the launch checks, the two thread orders telling a
+// race apart from a barrier-ordered exchange, and the stand-ins for WMMA
+// and cp.async (include/).
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -8,6 +9,11 @@
 #include <vector>
 
 #include "cuda_emu/device_surface.h"
+// include/'s stand-ins (after device_surface.h, which must precede CUDA's
+// headers: they define __shared__ otherwise).
+#include <mma.h>
+
+#include <cp_async.cuh>
 #include "fk/error.h"
 
 namespace {
@@ -259,6 +265,84 @@ TEST(EmulatedDevice, AGridSyncOutsideACooperativeLaunchIsAnError) {
   std::vector<int> a(8), out(8);
   EXPECT_THROW(fkemu::launch(fkemu::config(1, 32), grid_reverse_kernel, a.data(), out.data(), 8),
                fk::Error);
+}
+
+// One warp: D = A B + C for 16 x 16 half tiles, A row-major and B
+// column-major (ldm past the tile), stored in `layout`; small integers, so
+// every product and sum is exact. `skip_lane` (-1: none) skips mma_sync.
+void wmma_kernel(const __half* a, const __half* b, float* d, nvcuda::wmma::layout_t layout,
+                 int skip_lane) {
+  namespace wmma = nvcuda::wmma;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 1.0f);
+  wmma::load_matrix_sync(fa, a, 24);
+  wmma::load_matrix_sync(fb, b, 24);
+  if (static_cast<int>(threadIdx.x) != skip_lane) wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(d, acc, 20, layout);
+}
+
+TEST(EmulatedDevice, WmmaMultipliesTilesInTheirLayouts) {
+  alignas(32) __half a[16 * 24], b[16 * 24];
+  for (int i = 0; i < 16 * 24; ++i) {
+    a[i] = __float2half(static_cast<float>(i % 7 - 3));
+    b[i] = __float2half(static_cast<float>(i % 5 - 2));
+  }
+  for (nvcuda::wmma::layout_t layout : {nvcuda::wmma::mem_row_major, nvcuda::wmma::mem_col_major}) {
+    alignas(32) float d[16 * 20] = {};
+    fkemu::launch(fkemu::config(1, 32), wmma_kernel, a, b, d, layout, -1);
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n) {
+        float want = 1.0f;  // C
+        // A(m, k) = a[m * 24 + k]; B(k, n) = b[n * 24 + k] (column-major).
+        for (int k = 0; k < 16; ++k)
+          want += __half2float(a[m * 24 + k]) * __half2float(b[n * 24 + k]);
+        const float got = layout == nvcuda::wmma::mem_row_major ? d[m * 20 + n] : d[n * 20 + m];
+        EXPECT_EQ(got, want) << "D(" << m << ", " << n << ")";
+      }
+  }
+}
+
+TEST(EmulatedDevice, AWmmaCallSomeLanesSkipStopsTheTest) {
+  alignas(32) __half a[16 * 24] = {}, b[16 * 24] = {};
+  alignas(32) float d[16 * 20];
+  EXPECT_DEATH(
+      fkemu::launch(fkemu::config(1, 32), wmma_kernel, a, b, d, nvcuda::wmma::mem_row_major, 5),
+      "every lane of the warp must make each call");
+}
+
+TEST(EmulatedDevice, Tf32RoundsToNearestTiesAwayFromZero) {
+  const float tie = 1.0f + 0x1p-11f;  // halfway between 1 and TF32's next, 1 + 2^-10
+  EXPECT_EQ(nvcuda::wmma::__float_to_tf32(tie), 1.0f + 0x1p-10f);  // not to even (1)
+  EXPECT_EQ(nvcuda::wmma::__float_to_tf32(-tie), -(1.0f + 0x1p-10f));
+  EXPECT_EQ(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f - 0x1p-23f), 1.0f);
+  EXPECT_EQ(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f + 0x1p-23f), 1.0f + 0x1p-10f);
+  EXPECT_TRUE(std::isnan(nvcuda::wmma::__float_to_tf32(NAN)));
+}
+
+// One thread copies 16 bytes (or zeros) into shared memory, reading it back
+// before and after waiting for the copy's group.
+void cp_async_kernel(const int* in, bool present, int* before, int* after) {
+  __shared__ __align__(16) int s[4];
+  for (int i = 0; i < 4; ++i) s[i] = -1;
+  minkowski::cuda::copy_16_bytes(s, in, present);
+  minkowski::cuda::commit_copies();
+  for (int i = 0; i < 4; ++i) before[i] = s[i];
+  minkowski::cuda::wait_copies<0>();
+  for (int i = 0; i < 4; ++i) after[i] = s[i];
+}
+
+TEST(EmulatedDevice, CpAsyncLandsAtTheWaitZerosWhenAbsent) {
+  alignas(16) int in[4] = {1, 2, 3, 4};
+  for (bool present : {true, false}) {
+    int before[4], after[4];
+    fkemu::launch(fkemu::config(1, 1), cp_async_kernel, in, present, before, after);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(before[i], -1) << "copy landed before its wait";
+      EXPECT_EQ(after[i], present ? in[i] : 0);
+    }
+  }
 }
 
 }  // namespace

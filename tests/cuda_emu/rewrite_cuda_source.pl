@@ -5,8 +5,9 @@
 # fkemu::launch(fkemu::config(grid, block, shared, stream), k, args);
 # `namespace X::cuda {` becomes X::cuda::emu, so the emulated launchers sit
 # beside the real ones in one test binary; the launchers' CUDA-runtime
-# helpers (check_launch, check_cuda, unsupported, and cudaMemcpyAsync and
-# cudaMemsetAsync on host memory) become fkemu's. Fails when the file has a
+# helpers (check_launch, check_cuda, unsupported, DeviceGuard,
+# cudaFuncGetAttributes, and cudaMemcpyAsync and cudaMemsetAsync on host
+# memory) become fkemu's. Fails when the file has a
 # kernel but no launch was found, or uses what the emulator does not model
 # (any other CUDA runtime call among them, and CUB beyond include/cub/'s
 # stand-ins).
@@ -23,7 +24,9 @@ open(my $fh, '<', $in) or die "rewrite_cuda_source.pl: cannot read $in: $!\n";
 my $s = do { local $/; <$fh> };
 close $fh;
 
-for my $unmodelled ('<mma.h>', 'asm volatile') {
+# <mma.h>, cp_async.cuh and CUB's headers are found as the emulator's
+# stand-ins (include/); inline PTX in the file itself has none.
+for my $unmodelled ('asm volatile') {
   die "rewrite_cuda_source.pl: $in uses $unmodelled, which the emulated device does not model\n"
     if index($s, $unmodelled) >= 0;
 }
@@ -42,7 +45,7 @@ while ($s =~ /\bcub::(\w+(?:::\w+)?)/g) {
 # would reach the real runtime.
 my @emulated = qw(MemcpyAsync MemsetAsync MallocAsync FreeAsync GetLastError FuncSetAttribute
                   DeviceGetAttribute GetDevice LaunchCooperativeKernel
-                  OccupancyMaxActiveBlocksPerMultiprocessor);
+                  OccupancyMaxActiveBlocksPerMultiprocessor FuncGetAttributes);
 # A cooperative launch runs its blocks together, so their __shared__ statics
 # would be one: refused in a kernel that syncs the grid.
 while ($s =~ /this_grid\(\)/g) {
@@ -109,6 +112,7 @@ die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0
 $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
 $s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
 $s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
+$s =~ s/fk::cuda::detail::DeviceGuard/::fkemu::DeviceGuard/g;
 # fk's own .cu files reach those helpers through `using namespace detail;`:
 # using-declarations beside it hide detail's (same line: #line stays right).
 $s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;
@@ -122,7 +126,8 @@ for my $fn ($s =~ /^void (launch_\w+)\(/mg) {
 # The runtime calls the emulator answers; in a whole program, those that
 # take a kernel's pointer only (cuda_runtime.h's C++ overloads for them are
 # nvcc's alone), the others reaching libraries/cudart.cpp as written.
-for my $call ($whole ? qw(FuncSetAttribute OccupancyMaxActiveBlocksPerMultiprocessor) : @emulated) {
+for my $call ($whole ? qw(FuncSetAttribute FuncGetAttributes OccupancyMaxActiveBlocksPerMultiprocessor)
+                     : @emulated) {
   (my $snake = $call) =~ s/([a-z])([A-Z])/$1_\l$2/g;
   $s =~ s/\bcuda$call\(/::fkemu::\l$snake(/g;
 }

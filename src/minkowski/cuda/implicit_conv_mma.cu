@@ -28,6 +28,8 @@
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/launch_limits.h"
 #include "minkowski/cuda/kernels.h"
+// By its bare name: see cp_async.cuh.
+#include "cp_async.cuh"
 
 namespace minkowski::cuda {
 
@@ -50,7 +52,11 @@ struct Mma {
 };
 template <>
 struct Mma<float> {
+  // Declared by <mma.h> for host code and sm_80+ only; the kernel's body is
+  // compiled for those alone (implicit_mma_kernel).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using Frag = wmma::precision::tf32;
+#endif
   static constexpr int kK = 8;
   static constexpr int kPad = 4;
 };
@@ -73,6 +79,10 @@ struct Tile {
   static constexpr int kStageBytes = 2 * (kStageA + kStageB) * static_cast<int>(sizeof(S));
   static constexpr int kResultBytes = BM * kLdC * static_cast<int>(sizeof(float));
   static constexpr int kSharedBytes = kStageBytes > kResultBytes ? kStageBytes : kResultBytes;
+  // Static shared memory stops at 48 KiB (with the rows' indices and masks).
+  // Also the sizes' one use where the kernel's body is not compiled (below
+  // sm_80), which nvcc would otherwise flag as unreferenced.
+  static_assert(kSharedBytes + BM * 16 + 8 <= 48 * 1024);
   // WMMA's rules, which a different padding or tile would silently break:
   // ldm a multiple of 16 bytes, fragment pointers 32-byte aligned (buffer
   // bases, 16-row blocks, k steps of kK), cp.async rows 16-byte aligned.
@@ -82,20 +92,6 @@ struct Tile {
   static_assert(16 * kLdA * kS % 32 == 0 && kK * kS % 32 == 0 && kK * kLdB * kS % 32 == 0);
   static_assert(16 * kLdC * 4 % 32 == 0 && kVec * kS == kChunkBytes);
 };
-
-__device__ void copy_16_bytes(void* shared, const void* global, bool present) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  // src-size 0 reads nothing and fills the 16 bytes with zeros.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(global),
-               "r"(present ? 16 : 0));
-}
-__device__ void commit_copies() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int kPending>
-__device__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 // A chunk of n <= kVec consecutive elements: by cp.async when whole and
 // aligned (vec), else element by element (zeros past `valid`).
@@ -276,7 +272,11 @@ __device__ void implicit_mma_tiles(const ImplicitConvArgs& x) {
 
 template <typename S, int BN, bool kTransposedW>
 __global__ void __launch_bounds__(kThreads) implicit_mma_kernel(const ImplicitConvArgs x) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The emulated device (tests/cuda_emu) leaves __CUDA_ARCH__ undefined, as
+// CUDA's headers expect of host code, and names its architecture in
+// FKEMU_CUDA_ARCH.
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || \
+    (defined(FKEMU_CUDA_ARCH) && FKEMU_CUDA_ARCH >= 800)
   implicit_mma_tiles<S, BN, kTransposedW>(x);
 #else
   (void)x;  // not launched below sm_80 (implicit_mma_supported)
