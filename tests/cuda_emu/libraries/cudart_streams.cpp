@@ -236,6 +236,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 
 // A poll would never see deferred work finish on its own: the query runs it.
+// A host function runs in the stream's order, on the thread that drains it.
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  Lock lock(mutex());
+  Stream* s = find_stream(stream);
+  if (s == nullptr) return record(cudaErrorInvalidResourceHandle);
+  if (fn == nullptr) return record(cudaErrorInvalidValue);
+  return record(fkemu::runtime::enqueue(*s, [fn, userData] { fn(userData); }));
+}
+
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   return cudaStreamSynchronize(stream);
 }

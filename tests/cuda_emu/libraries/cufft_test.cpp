@@ -131,7 +131,10 @@ struct Transform {
 
 std::string name_of(const Transform& t) {
   std::string s = "type " + std::to_string(t.type) + " n";
-  for (int i = 0; i < t.rank; ++i) s += " " + std::to_string(t.n[i]);
+  for (int i = 0; i < t.rank; ++i) {
+    s += ' ';
+    s += std::to_string(t.n[i]);
+  }
   return s + " batch " + std::to_string(t.batch) + " dir " + std::to_string(t.direction);
 }
 
