@@ -417,6 +417,10 @@ StreamModel g_stream_model = nullptr;
 RuntimeCalls g_runtime{};  // members null: no runtime linked
 }  // namespace
 
+StreamModel stream_model() {
+  return g_stream_model;
+}
+
 void set_stream_model(StreamModel model) {
   g_stream_model = model;
 }

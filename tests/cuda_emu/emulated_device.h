@@ -66,6 +66,7 @@ using StreamWork = std::function<void()>;
 void submit(cudaStream_t stream, StreamWork work);
 using StreamModel = void (*)(cudaStream_t stream, StreamWork work);
 void set_stream_model(StreamModel model);
+StreamModel stream_model();  // the installed one (nullptr: none)
 
 // Runs body once per thread of every block of c (fk::Error for a launch the
 // device would refuse or a barrier that cannot open). `kernel` identifies

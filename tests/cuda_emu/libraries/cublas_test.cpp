@@ -292,7 +292,19 @@ double check_gemm(cublasHandle_t h, const Case& c, const Shape& s, cd alpha, cd 
 
 const cublasOperation_t kOps[] = {CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C};
 
-TEST(Cublas, GemmEveryTypeAndTranspositionMatchesDoubleLoop) {
+// The stand-in's own behaviour: its work runs when submitted (no stream
+// model; this binary links the emulated runtime's, installed again after
+// each test), and a test installs its own where it looks at the order.
+class Cublas : public ::testing::Test {
+ protected:
+  Cublas() { fkemu::set_stream_model(nullptr); }
+  ~Cublas() override { fkemu::set_stream_model(runtime_model_); }
+
+ private:
+  fkemu::StreamModel runtime_model_ = fkemu::stream_model();
+};
+
+TEST_F(Cublas, GemmEveryTypeAndTranspositionMatchesDoubleLoop) {
   Handle h;
   uint32_t seed = 1;
   for (const Case& c : fieldkit_cases()) {
@@ -308,7 +320,7 @@ TEST(Cublas, GemmEveryTypeAndTranspositionMatchesDoubleLoop) {
 }
 
 // A plain transpose (OP_T) of a complex matrix must not conjugate; OP_C must.
-TEST(Cublas, ComplexTransposeDoesNotConjugate) {
+TEST_F(Cublas, ComplexTransposeDoesNotConjugate) {
   Handle h;
   const std::complex<float> a[1] = {{0, 1}}, b[1] = {{0, 1}};
   const std::complex<float> one(1), zero(0);
@@ -328,7 +340,7 @@ TEST(Cublas, ComplexTransposeDoesNotConjugate) {
 // k = 256 products of values with full 24-bit mantissas: TF32's inputs keep
 // 11 bits, so its error is far above FP32's yet within TF32's bound, and it
 // equals the product of the tf32-rounded inputs summed in f32.
-TEST(Cublas, Tf32IsCoarserThanFp32AndRoundsInputsToNearest) {
+TEST_F(Cublas, Tf32IsCoarserThanFp32AndRoundsInputsToNearest) {
   Handle h;
   const Case f32 = fieldkit_cases()[0], fast = fieldkit_cases()[1];
   const Shape s{CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 256};
@@ -374,7 +386,7 @@ TEST(Cublas, Tf32IsCoarserThanFp32AndRoundsInputsToNearest) {
 // The other 32F compute types on f32 data: FAST_16F / FAST_16BF read the
 // inputs rounded to half / bfloat16, PEDANTIC and the BF16x9 emulation read
 // them exactly, and PEDANTIC ignores the handle's TF32 math mode.
-TEST(Cublas, Fast16And32FComputeVariantsRoundAsNamed) {
+TEST_F(Cublas, Fast16And32FComputeVariantsRoundAsNamed) {
   Handle h;
   const float a[2] = {1.0f + std::ldexp(1.0f, -9), 1.0f + std::ldexp(1.0f, -12)};
   const float b[2] = {1.0f, 1.0f};
@@ -397,7 +409,7 @@ TEST(Cublas, Fast16And32FComputeVariantsRoundAsNamed) {
   EXPECT_EQ(dot(CUBLAS_COMPUTE_32F), 2.0f + std::ldexp(1.0f, -9));  // tf32 keeps 10 bits
 }
 
-TEST(Cublas, BetaZeroNeverReadsC) {
+TEST_F(Cublas, BetaZeroNeverReadsC) {
   Handle h;
   for (const Case& c : fieldkit_cases()) {
     SCOPED_TRACE(name_of(c));
@@ -417,7 +429,7 @@ TEST(Cublas, BetaZeroNeverReadsC) {
   }
 }
 
-TEST(Cublas, KZeroScalesC) {
+TEST_F(Cublas, KZeroScalesC) {
   Handle h;
   for (const Case& c : fieldkit_cases()) {
     SCOPED_TRACE(name_of(c));
@@ -426,7 +438,7 @@ TEST(Cublas, KZeroScalesC) {
   }
 }
 
-TEST(Cublas, StridedBatchedMatchesDoubleLoop) {
+TEST_F(Cublas, StridedBatchedMatchesDoubleLoop) {
   Handle h;
   uint32_t seed = 300;
   for (const Case& c : fieldkit_cases()) {
@@ -450,7 +462,7 @@ void hold(cudaStream_t s, fkemu::StreamWork w) {
   g_held.emplace_back(s, std::move(w));
 }
 
-TEST(Cublas, GemmRunsOnTheHandlesStreamWithAlphaBetaReadAtTheCall) {
+TEST_F(Cublas, GemmRunsOnTheHandlesStreamWithAlphaBetaReadAtTheCall) {
   Handle h;
   const auto stream = reinterpret_cast<cudaStream_t>(0x1230);
   ASSERT_EQ(cublasSetStream(h.h, stream), CUBLAS_STATUS_SUCCESS);
@@ -507,7 +519,7 @@ struct Call {
   }
 };
 
-TEST(Cublas, InvalidCallsReturnCublasStatus) {
+TEST_F(Cublas, InvalidCallsReturnCublasStatus) {
   Handle h;
   Call ok{h.h};
   EXPECT_EQ(ok(), CUBLAS_STATUS_SUCCESS);
@@ -570,7 +582,7 @@ TEST(Cublas, InvalidCallsReturnCublasStatus) {
   EXPECT_EQ(with([](Call& c) { c.algo = CUBLAS_GEMM_DEFAULT_TENSOR_OP; }), CUBLAS_STATUS_SUCCESS);
 }
 
-TEST(Cublas, HandleSettingsAreChecked) {
+TEST_F(Cublas, HandleSettingsAreChecked) {
   Handle h;
   EXPECT_EQ(cublasSetMathMode(h.h, static_cast<cublasMath_t>(5)), CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(cublasSetMathMode(
@@ -595,7 +607,7 @@ TEST(Cublas, HandleSettingsAreChecked) {
   EXPECT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
 }
 
-TEST(Cublas, StatusNamesAndStrings) {
+TEST_F(Cublas, StatusNamesAndStrings) {
   EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_SUCCESS), "CUBLAS_STATUS_SUCCESS");
   EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
   EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");

@@ -292,7 +292,19 @@ const Transform kShapes[] = {
     {CUFFT_C2C, 3, {4, 3, 6}, 2},  {CUFFT_C2C, 3, {3, 2, 5}, 1},
 };
 
-TEST(Cufft, EveryTypeAndRankInTheBasicLayoutMatchesNaiveDft) {
+// The stand-in's own behaviour: its work runs when submitted (no stream
+// model; this binary links the emulated runtime's, installed again after
+// each test), and a test installs its own where it looks at the order.
+class Cufft : public ::testing::Test {
+ protected:
+  Cufft() { fkemu::set_stream_model(nullptr); }
+  ~Cufft() override { fkemu::set_stream_model(runtime_model_); }
+
+ private:
+  fkemu::StreamModel runtime_model_ = fkemu::stream_model();
+};
+
+TEST_F(Cufft, EveryTypeAndRankInTheBasicLayoutMatchesNaiveDft) {
   uint32_t seed = 1;
   for (cufftType type : kTypes) {
     for (Transform t : kShapes) {
@@ -307,7 +319,7 @@ TEST(Cufft, EveryTypeAndRankInTheBasicLayoutMatchesNaiveDft) {
 }
 
 // Embeds larger than the transform, element strides 2 and 3, dists with gaps.
-TEST(Cufft, AdvancedLayoutsWithStridesAndDists) {
+TEST_F(Cufft, AdvancedLayoutsWithStridesAndDists) {
   uint32_t seed = 100;
   for (cufftType type : kTypes) {
     for (Transform t : kShapes) {
@@ -334,7 +346,7 @@ TEST(Cufft, AdvancedLayoutsWithStridesAndDists) {
   }
 }
 
-TEST(Cufft, InPlace) {
+TEST_F(Cufft, InPlace) {
   uint32_t seed = 200;
   for (cufftType type : kTypes) {
     for (Transform t : kShapes) {
@@ -354,7 +366,7 @@ TEST(Cufft, InPlace) {
 }
 
 // R2C then C2R (each unnormalized) gives n times the signal, in both precisions.
-TEST(Cufft, RealRoundTripScalesByN) {
+TEST_F(Cufft, RealRoundTripScalesByN) {
   for (bool dbl : {false, true}) {
     SCOPED_TRACE(dbl ? "double" : "single");
     long long n[2] = {6, 9};
@@ -406,7 +418,7 @@ void hold(cudaStream_t s, fkemu::StreamWork w) {
 
 // A transform runs in its plan's stream's order, reading its input when it
 // runs; a plan destroyed meanwhile keeps what the queued transform needs.
-TEST(Cufft, ExecRunsOnThePlansStream) {
+TEST_F(Cufft, ExecRunsOnThePlansStream) {
   cufftHandle plan;
   ASSERT_EQ(cufftCreate(&plan), CUFFT_SUCCESS);
   const auto stream = reinterpret_cast<cudaStream_t>(0x4560);
@@ -433,7 +445,7 @@ TEST(Cufft, ExecRunsOnThePlansStream) {
   }
 }
 
-TEST(Cufft, InvalidCallsReturnCufftResult) {
+TEST_F(Cufft, InvalidCallsReturnCufftResult) {
   long long n[3] = {8, 8, 8};
   size_t work;
   EXPECT_EQ(cufftCreate(nullptr), CUFFT_INVALID_VALUE);
