@@ -167,6 +167,24 @@ TEST_F(Cudart, LegacyStreamAndBlockingStreamsWaitForEachOther) {
   ASSERT_EQ(cudaStreamDestroy(non_blocking), cudaSuccess);
 }
 
+TEST_F(Cudart, QueryRunsNothingUntilAPollWouldSpinForever) {
+  cudaStream_t s = make_stream(cudaStreamNonBlocking);
+  Log log;
+  ASSERT_EQ(cudaStreamQuery(s), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                s, [](void* l) { static_cast<Log*>(l)->text += 'h'; }, &log),
+            cudaSuccess);
+  log.submit(s, 'w');
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // not ready is no error
+  EXPECT_EQ(log.text, "");
+  int polls = 1;
+  while (cudaStreamQuery(s) == cudaErrorNotReady) ++polls;
+  EXPECT_EQ(log.text, "hw");
+  EXPECT_GT(polls, 100);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 TEST_F(Cudart, DestroyedStreamFinishesItsWorkButIsNoLongerAHandle) {
   cudaStream_t s = make_stream(cudaStreamNonBlocking);
   Log log;
