@@ -151,6 +151,14 @@ TEST_F(Cudart, LegacyStreamAndBlockingStreamsWaitForEachOther) {
   EXPECT_EQ(log.text, "aL");
   ASSERT_EQ(cudaStreamSynchronize(blocking), cudaSuccess);
   EXPECT_EQ(log.text, "aLb");
+  // A synchronous copy runs on the legacy stream: no wait for non-blocking ones.
+  float* dev = nullptr;
+  const float one = 1.0f;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof one), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, &one, sizeof one, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(log.text, "aLb");
+  ASSERT_EQ(cudaFree(dev), cudaSuccess);  // a device-wide wait
+  EXPECT_EQ(log.text, "aLbn");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(log.text, "aLbn");
 
