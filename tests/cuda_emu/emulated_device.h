@@ -137,8 +137,8 @@ cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t);
 cudaError_t free_async(void* p, cudaStream_t);
 // cudaSuccess: a failed launch has already thrown.
 cudaError_t get_last_error();
-// Where the emulated CUDA runtime (libraries/cudart.cpp) is linked, the four
-// calls above are its cudaMemcpyAsync, cudaMemsetAsync, cudaMallocAsync,
+// Where the emulated CUDA runtime (libraries/cudart_*.cpp) is linked, the
+// five calls above are its cudaMemcpyAsync, cudaMemsetAsync, cudaMallocAsync,
 // cudaFreeAsync and cudaGetLastError: the launchers' runtime calls and the
 // host code's reach one implementation (memory kinds, the pool, deferral,
 // capture, the last error). Without it (cuda_emu_tests) they act at once.
@@ -151,9 +151,8 @@ struct RuntimeCalls {
 };
 void set_runtime_calls(const RuntimeCalls& calls);
 // The emulated device is the device tool's H200 (compute capability 9.0, 132
-// SMs, 227 KiB of shared memory per block with the opt-in, 48 KiB without,
-// 141 GB of HBM3e); attributes not listed in device_get_attribute are
-// cudaErrorInvalidValue.
+// SMs, 227 KiB of shared memory per block with the opt-in, 48 KiB without);
+// attributes device_get_attribute does not list are cudaErrorInvalidValue.
 cudaError_t device_get_attribute(int* value, cudaDeviceAttr attr, int device);
 // Only cudaFuncAttributeMaxDynamicSharedMemorySize: a launch with more than
 // 48 KiB of dynamic shared memory must have opted in to at least as much.

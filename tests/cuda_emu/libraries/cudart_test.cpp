@@ -151,6 +151,14 @@ TEST_F(Cudart, LegacyStreamAndBlockingStreamsWaitForEachOther) {
   EXPECT_EQ(log.text, "aL");
   ASSERT_EQ(cudaStreamSynchronize(blocking), cudaSuccess);
   EXPECT_EQ(log.text, "aLb");
+  // A synchronous copy runs on the legacy stream: no wait for non-blocking ones.
+  float* dev = nullptr;
+  const float one = 1.0f;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof one), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, &one, sizeof one, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(log.text, "aLb");
+  ASSERT_EQ(cudaFree(dev), cudaSuccess);  // a device-wide wait
+  EXPECT_EQ(log.text, "aLbn");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(log.text, "aLbn");
 
@@ -165,6 +173,24 @@ TEST_F(Cudart, LegacyStreamAndBlockingStreamsWaitForEachOther) {
   EXPECT_EQ(log.text, "Lpb");
   ASSERT_EQ(cudaStreamDestroy(blocking), cudaSuccess);
   ASSERT_EQ(cudaStreamDestroy(non_blocking), cudaSuccess);
+}
+
+TEST_F(Cudart, QueryRunsNothingUntilAPollWouldSpinForever) {
+  cudaStream_t s = make_stream(cudaStreamNonBlocking);
+  Log log;
+  ASSERT_EQ(cudaStreamQuery(s), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                s, [](void* l) { static_cast<Log*>(l)->text += 'h'; }, &log),
+            cudaSuccess);
+  log.submit(s, 'w');
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // not ready is no error
+  EXPECT_EQ(log.text, "");
+  int polls = 1;
+  while (cudaStreamQuery(s) == cudaErrorNotReady) ++polls;
+  EXPECT_EQ(log.text, "hw");
+  EXPECT_GT(polls, 100);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 TEST_F(Cudart, DestroyedStreamFinishesItsWorkButIsNoLongerAHandle) {

@@ -74,6 +74,7 @@ struct Stream {
   };
   std::deque<Pending> queue;
   std::unique_ptr<Capture> capture;
+  int unanswered_polls = 0;  // cudaStreamQuery's since the queue last ran
 };
 
 // The stream `s` names (nullptr and cudaStreamLegacy the legacy stream,
