@@ -16,13 +16,17 @@ namespace {
 
 constexpr const char* kWhere = "nefi::FusedAdam (device)";
 
-void check_operand(const fk::Tensor& t, const fk::Tensor& like, const char* what) {
+// t is a contiguous f32/f64 tensor on like's device, of like's dtype and
+// (same_size) element count.
+void check_operand(const fk::Tensor& t, const fk::Tensor& like, const char* what,
+                   bool same_size = true) {
   FK_CHECK(t.device().is_cuda() && t.device() == like.device() && t.dtype() == like.dtype() &&
-               t.is_contiguous() && t.numel() == like.numel() &&
+               t.is_contiguous() && (!same_size || t.numel() == like.numel()) &&
                (t.dtype() == fk::DType::F32 || t.dtype() == fk::DType::F64),
            kWhere,
-           std::string(what) + " contiguous " + fk::name(like.dtype()) + " " + like.shape().str() +
-               " on " + like.device().str(),
+           std::string(what) + " contiguous " + fk::name(like.dtype()) +
+               (same_size ? " " + like.shape().str() : std::string()) + " on " +
+               like.device().str(),
            std::string(fk::name(t.dtype())) + " " + t.shape().str() + " on " + t.device().str());
 }
 
@@ -41,7 +45,7 @@ void enqueue_grad_sq_sum(const std::vector<fk::Tensor>& grads, double* out) {
   for (const fk::Tensor& g : grads) {
     if (!g.defined()) continue;
     if (!first) first = &g;
-    check_operand(g, *first, "gradient");
+    check_operand(g, *first, "gradient", false);  // parameters differ in size
     blocks += cuda::sum_sq_blocks(g.numel());
   }
   FK_CHECK(first != nullptr, kWhere, "at least one gradient", "none defined");

@@ -137,6 +137,17 @@ inline bool bitwise_equal(const fk::Tensor& a, const fk::Tensor& b) {
          });
 }
 
+// The CPU's and the device's outputs of one op on one manager sit on the
+// same coordinates in the same order: the same map, or (generative ops,
+// whose CoordinateManager::expand makes a new map at every call) maps of
+// the same stride holding the same rows.
+inline void expect_same_map(const SparseTensor& cpu, const SparseTensor& device,
+                            const std::string& what) {
+  if (cpu.key() == device.key()) return;
+  EXPECT_EQ(cpu.key().tensor_stride, device.key().tensor_stride) << what;
+  EXPECT_EQ(cpu.C().to_vector<int32_t>(), device.C().to_vector<int32_t>()) << what;
+}
+
 // A fresh leaf copy of t on `device` (gradients are asked of it).
 inline fk::Tensor leaf(const fk::Tensor& t, fk::Device device) {
   fk::Tensor c = t.detach().clone().to(device);

@@ -110,7 +110,9 @@ TEST(NefiEllipticDevice, StatisticsAreWrittenInPlace) {
   for (int call = 0; call < 2; ++call) {
     const fk::Tensor u =
         el::solve_elliptic(sigma, normal({2, 9, 8}, 22).to(kGpu), fk::Tensor(), g, o, state);
-    u.backward(normal({2, 9, 8}, 23).to(kGpu));
+    // A new adjoint right-hand side each call: the warm start (the last
+    // call's solution) would otherwise solve it in 0 iterations.
+    u.backward(normal({2, 9, 8}, 23 + call).to(kGpu));
     ASSERT_TRUE(state->device_forward_stats.defined());
     ASSERT_TRUE(state->device_adjoint_stats.defined());
     if (call == 0) {
