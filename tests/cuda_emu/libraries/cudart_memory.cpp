@@ -309,8 +309,12 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
     return record(cudaErrorInvalidValue);
   }
   if (s->capture) return record(fkemu::runtime::free_in_capture(*s->capture, it->second));
-  if (it->second.kind == fkemu::runtime::Allocation::Kind::kGraph)
-    return record(fkemu::runtime::free_graph_allocation(it->second.block));
+  if (it->second.kind == fkemu::runtime::Allocation::Kind::kGraph) {
+    // Stream-ordered too: work queued before the free still reads the block.
+    fkemu::runtime::GraphBlock* const b = it->second.block;
+    if (!b->outstanding) return record(cudaErrorInvalidValue);
+    return record(fkemu::runtime::enqueue(*s, [b] { fkemu::runtime::free_graph_allocation(b); }));
+  }
   const fkemu::runtime::Allocation a = it->second;
   const cudaError_t e = fkemu::runtime::enqueue(*s, [devPtr, a] {
     auto& m = fkemu::runtime::memory();

@@ -158,7 +158,7 @@ Evaluation evaluate_captured(const LossCase& c, const fk::Dims& shape, fk::DType
   try {
     {
       const fk::Tensor v = forward_backward(c, s, rows, seed);
-      value.copy_(v.reshape(value.shape()));
+      value.copy_(v.detach().reshape(value.shape()));
       grad.copy_(x.grad());
       x.set_grad(fk::Tensor());
     }

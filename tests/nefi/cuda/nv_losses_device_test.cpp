@@ -130,7 +130,7 @@ EagerAndReplay evaluate_warm_then_captured(const Case& c, Inputs& s) {
   try {
     {
       const fk::Tensor v = forward_backward(c, s);
-      value.copy_(v.reshape(value.shape()));
+      value.copy_(v.detach().reshape(value.shape()));
       grad.copy_(x.grad());
       x.set_grad(fk::Tensor());
     }

@@ -167,7 +167,7 @@ TEST(NefiSyncFreeStepsDevice, BatchedRelativeMseAndScaledMseUploadOnce) {
       const auto run = [&] {
         const fk::Tensor v = loss->forward_rows(ctx);
         v.backward(fk::ones(v.shape(), {v.dtype(), v.device()}));
-        value.copy_(v);
+        value.copy_(v.detach());
         grad.copy_(s.pred.grad());
         s.pred.set_grad(fk::Tensor());
       };
