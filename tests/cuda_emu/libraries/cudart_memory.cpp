@@ -93,7 +93,7 @@ auto holder(Map& ranges, const void* p) {
 }
 
 void release_if_unused(GraphBlock* b) {
-  if (b->held || b->outstanding) return;
+  if (b->held || b->outstanding || b->pending_frees > 0) return;
   Memory& m = memory();
   const auto it = m.device.find(address(b->address));
   if (it != m.device.end() && it->second.block == b) m.device.erase(it);
@@ -310,10 +310,18 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
   }
   if (s->capture) return record(fkemu::runtime::free_in_capture(*s->capture, it->second));
   if (it->second.kind == fkemu::runtime::Allocation::Kind::kGraph) {
-    // Stream-ordered too: work queued before the free still reads the block.
+    // Freed at once for the graph's next launch (after it in stream order),
+    // its memory at the stream's turn: work queued before still reads it.
     fkemu::runtime::GraphBlock* const b = it->second.block;
-    if (!b->outstanding) return record(cudaErrorInvalidValue);
-    return record(fkemu::runtime::enqueue(*s, [b] { fkemu::runtime::free_graph_allocation(b); }));
+    ++b->pending_frees;
+    if (const cudaError_t e = fkemu::runtime::free_graph_allocation(b)) {
+      --b->pending_frees;
+      return record(e);
+    }
+    return record(fkemu::runtime::enqueue(*s, [b] {
+      --b->pending_frees;
+      fkemu::runtime::release_if_unused(b);
+    }));
   }
   const fkemu::runtime::Allocation a = it->second;
   const cudaError_t e = fkemu::runtime::enqueue(*s, [devPtr, a] {

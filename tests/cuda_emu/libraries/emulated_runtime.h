@@ -46,6 +46,7 @@ struct GraphBlock {
   bool held = true;             // a capture, graph or exec still names it
   bool freed_in_graph = false;  // the capture freed it too
   bool outstanding = false;     // a launch allocated it and the host has not freed it yet
+  int pending_frees = 0;        // host frees queued on a stream, not run yet
 };
 
 // What a capture records and a graph replays, in order.
