@@ -27,6 +27,7 @@ int64_t CaptureFrees::capture_ended(bool made_graph) {
   }
   c.state = State::kGone;
   c.after_launch.clear();
+  release_read(c);
   put_back(c);
   forget_if_gone(id);
   return id;
@@ -43,13 +44,19 @@ std::vector<void*> CaptureFrees::launched(int64_t id) {
 
 void CaptureFrees::destroyed(int64_t id) {
   auto it = captures_.find(id);
-  // A graph that ran leaves its live blocks to be freed as asked.
-  if (it == captures_.end() || it->second.state != State::kUnlaunched) return;
+  if (it == captures_.end()) return;
   Capture& c = it->second;
+  release_read(c);
+  // A graph that ran leaves its live blocks to be freed as asked.
+  if (c.state != State::kUnlaunched) return;
   c.state = State::kGone;
   c.after_launch.clear();
   put_back(c);
   forget_if_gone(id);
+}
+
+void CaptureFrees::release_read(Capture& c) {
+  for (void* p : std::exchange(c.read, {})) held_.push_back(p);
 }
 
 void CaptureFrees::put_back(Capture& c) {
@@ -86,7 +93,11 @@ CaptureFrees::Free CaptureFrees::free_action(void* p, bool capturing) {
   auto it = captured_.find(p);
   if (it == captured_.end()) {
     if (!capturing) return Free::kNow;
-    held_.push_back(p);
+    // A capture begun outside capture_began has no graph to wait for.
+    if (auto running = captures_.find(running_); running_ != 0 && running != captures_.end())
+      running->second.read.push_back(p);
+    else
+      held_.push_back(p);
     return Free::kHeldBack;
   }
   const int64_t id = it->second;

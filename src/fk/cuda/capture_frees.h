@@ -27,8 +27,11 @@
 //     the addresses the capture's tensors held.
 // So a free is, by where its block came from:
 //   - a block allocated outside any capture: freed now; while a capture runs,
-//     held back (a free node would refuse it and fail the capture) and freed
-//     at the first allocation or free made when no capture runs;
+//     held back (a free node would refuse it and fail the capture): the work
+//     captured before the free may read it, at its address, in every launch
+//     of the graph, so it is freed when the capture fails or is aborted, or
+//     when its graph is destroyed (after its last launch), at the first
+//     allocation or free made then when no capture runs;
 //   - a block of the running capture: freed now (a free node of its graph);
 //   - a block of a capture that failed or was aborted, or of a graph
 //     destroyed before it ever ran: dropped, with no CUDA call (cudaFreeAsync
@@ -73,7 +76,7 @@ class CaptureFrees {
   // What the pool does with a free it is asked for.
   enum class Free {
     kNow,          // cudaFreeAsync now (inside a capture: a free node of its graph)
-    kHeldBack,     // later, when no capture runs (take_held_back)
+    kHeldBack,     // later, once its capture's graph is gone and no capture runs (take_held_back)
     kAfterLaunch,  // after its graph's first launch (returned by launched)
     kDropped,      // never materialised: no CUDA call at all
   };
@@ -88,14 +91,16 @@ class CaptureFrees {
   // The graph of capture `id` was launched: the blocks dropped before its
   // first launch, to free now, after it in stream order (emptied).
   std::vector<void*> launched(int64_t id);
-  // The graph of capture `id` was destroyed.
+  // The graph of capture `id` was destroyed (after its last launch): the
+  // earlier blocks dropped in its capture are held back to free now.
   void destroyed(int64_t id);
 
   // The pool handed out p (capturing: while a capture ran on its stream).
   void allocated(void* p, bool capturing);
   // The pool is asked to free p (not null).
   Free free_action(void* p, bool capturing);
-  // The held-back pointers, to free now that no capture runs (emptied).
+  // The held-back pointers whose capture's graph is gone, to free now that no
+  // capture runs (emptied).
   std::vector<void*> take_held_back();
   int64_t held_back() const { return static_cast<int64_t>(held_.size()); }
 
@@ -125,14 +130,17 @@ class CaptureFrees {
     int64_t kept = 0;                  // its blocks with no free node in its graph
     std::vector<void*> after_launch;   // dropped before its first launch
     std::vector<ForeignFree> foreign;  // free nodes of earlier graphs' blocks
+    std::vector<void*> read;           // blocks from before it, dropped in it (kHeldBack)
   };
   // Puts back the blocks whose free nodes c's graph will never run.
   void put_back(Capture& c);
+  // c's graph is gone or never will be: the blocks it read are held back to free.
+  void release_read(Capture& c);
   void forget_if_gone(int64_t id);
 
   // Capture 0 stands for blocks handed out while a capture began outside
   // capture_began ran (a host framework's): taken as materialised, as before.
-  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, 0, {}, {}}}};
+  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, 0, {}, {}, {}}}};
   std::unordered_map<void*, int64_t> captured_;  // block -> its capture, until freed
   std::vector<void*> held_;
   int64_t running_ = 0, next_id_ = 1;

@@ -249,8 +249,9 @@ void* pool_allocate(int device, size_t nbytes) {
 // caller mixing streams synchronizes them before dropping such tensors.
 // Around captures, capture_frees.h decides: a block allocated before a
 // capture and dropped inside it is held back (a graph free node takes graph
-// allocations only) and freed by the first allocation or free made when no
-// capture runs; a block of a failed capture, or of a graph destroyed before it
+// allocations only; the graph's work may read it) until its capture fails or
+// its graph is destroyed, and freed by the first allocation or free made then
+// when no capture runs; a block of a failed capture, or of a graph destroyed before it
 // ran, is dropped without a CUDA call; a block of a graph not launched yet is
 // freed after its first launch.
 void pool_deallocate(int device, void* p, size_t nbytes) {
@@ -261,7 +262,7 @@ void pool_deallocate(int device, void* p, size_t nbytes) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.stats.allocated -= static_cast<int64_t>(nbytes);
     if (p != nullptr) action = s.frees.free_action(p, in_capture);
-    if (action == CaptureFrees::Free::kHeldBack) s.holds.store(true, std::memory_order_release);
+    if (s.frees.held_back() > 0) s.holds.store(true, std::memory_order_release);
   }
   if (action == CaptureFrees::Free::kNow) {
     DeviceGuard g(device);

@@ -1,12 +1,11 @@
 // The device pool's bookkeeping of frees around stream captures
 // (fk/cuda/capture_frees.h), with no GPU, one CUDA rule per test: a block
-// allocated before a capture and dropped inside it is held back until no
-// capture runs; a graph allocation is freed inside its capture (a free node)
-// or after its graph ran; a block of a failed or aborted capture, or of a
-// graph destroyed before it ran, never existed and its free makes no call; a
-// block dropped before its graph's first launch is freed right after that
-// launch; a free node that a failed capture took of an earlier graph's block
-// is put back. The runtime's use of it in real captures: graph_test.cpp's
+// allocated before a capture and dropped inside it is held back until its
+// capture fails or its graph is destroyed; a graph allocation is freed inside its capture (a free
+// node) or after its graph ran; a block of a failed or aborted capture, or of a graph destroyed
+// before it ran, never existed and its free makes no call; a block dropped before its graph's first
+// launch is freed right after that launch; a free node that a failed capture took of an earlier
+// graph's block is put back. The runtime's use of it in real captures: graph_test.cpp's
 // CudaGraph.AFreeOfAnEarlierAllocationInsideACaptureIsHeldBack and the
 // CudaGraph.*Aborted*, *NotYetLaunched* and *Destroyed* tests. A graph
 // whose capture kept blocks launches once: its relaunch is refused by name
@@ -57,24 +56,55 @@ TEST(CaptureFrees, OutsideACaptureEveryFreeIsImmediate) {
   EXPECT_TRUE(f.take_held_back().empty());
 }
 
-TEST(CaptureFrees, AnEarlierAllocationDroppedInACaptureIsHeldBackUntilItEnds) {
+TEST(CaptureFrees, AnEarlierAllocationDroppedInACaptureIsHeldBackUntilItsGraphGoes) {
   CaptureFrees f;
   f.allocated(block(0), false);  // an eager warm-up's gradient
   f.allocated(block(1), false);
-  f.capture_began();
+  const int64_t a = f.capture_began();
   f.allocated(block(2), true);                                // the captured step's own temporary
   EXPECT_EQ(f.free_action(block(2), true), Free::kNow);       // a free node of its own graph
   EXPECT_EQ(f.free_action(block(1), true), Free::kHeldBack);  // would fail the capture
   EXPECT_EQ(f.free_action(block(0), true), Free::kHeldBack);
+  f.capture_ended(true);
+  EXPECT_EQ(f.held_back(), 0);  // the graph's work may still read them
+  f.destroyed(a);
   EXPECT_EQ(f.held_back(), 2);
   EXPECT_EQ(f.take_held_back(), (std::vector<void*>{block(1), block(0)}));
   EXPECT_EQ(f.held_back(), 0);
   EXPECT_TRUE(f.take_held_back().empty());  // handed out once
-  // Held back whatever becomes of the capture: the blocks were real memory.
+  // Freed when the capture fails: its work never runs.
   f.allocated(block(3), false);
+  f.capture_began();
   EXPECT_EQ(f.free_action(block(3), true), Free::kHeldBack);
   f.capture_ended(false);
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(3)});
+}
+
+// The captured step `held = held + 1` reads the eager `held` it drops: every
+// launch of its graph reads that address, so the block outlives the first
+// launch and any relaunch, and is freed only once the graph is destroyed
+// (nefi's StepGraph read it freed before the graph's launch, in stream order).
+TEST(CaptureFrees, ABlockDroppedInACaptureOutlivesEveryLaunchOfItsGraph) {
+  CaptureFrees f;
+  f.allocated(block(0), false);  // held, from the eager warm-up
+  const int64_t a = f.capture_began();
+  f.allocated(block(1), true);                                // held + 1, kept by the graph
+  EXPECT_EQ(f.free_action(block(0), true), Free::kHeldBack);  // the old held, read by the add
+  f.capture_ended(true);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{});  // not before the launch
+  EXPECT_TRUE(f.launched(a).empty());
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{});  // nor after it: it may be relaunched
+  f.destroyed(a);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(0)});
+  EXPECT_EQ(f.free_action(block(1), false), Free::kNow);  // the graph's block, as before
+  // The same for a graph destroyed before it ran.
+  f.allocated(block(2), false);
+  const int64_t b = f.capture_began();
+  EXPECT_EQ(f.free_action(block(2), true), Free::kHeldBack);
+  f.capture_ended(true);
+  EXPECT_EQ(f.held_back(), 0);
+  f.destroyed(b);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(2)});
 }
 
 TEST(CaptureFrees, AGraphAllocationKeptPastItsCaptureIsFreedWhenAskedOnceItRan) {
@@ -93,9 +123,10 @@ TEST(CaptureFrees, AGraphAllocationKeptPastItsCaptureIsFreedWhenAskedOnceItRan) 
   // Once freed, the address is not remembered as a graph allocation: reused
   // by an eager allocation and dropped in a capture, it is held back.
   f.allocated(block(4), false);
-  f.capture_began();
+  const int64_t c = f.capture_began();
   EXPECT_EQ(f.free_action(block(4), true), Free::kHeldBack);
   f.capture_ended(true);
+  f.destroyed(c);
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(4)});
 }
 
