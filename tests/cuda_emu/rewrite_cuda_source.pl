@@ -107,25 +107,25 @@ die "rewrite_cuda_source.pl: $in has kernels but no launch was found\n"
 # Below, until the cooperative groups: the ::emu namespace and what it needs
 # beside the real launchers.
 unless ($whole) {
-my $spaces = $s =~ s/^namespace (\w+)::cuda \{/namespace $1::cuda::emu {/mg;
-die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0;
-$s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
-$s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
-$s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
-$s =~ s/fk::cuda::detail::DeviceGuard/::fkemu::DeviceGuard/g;
-# fk's own .cu files reach those helpers through `using namespace detail;`:
-# using-declarations beside it hide detail's (same line: #line stays right).
-$s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;
-# A launcher calling another launcher of its file with an argument of X::cuda's
-# own types (fk::cuda::IndexCheck) would also find the real one by
-# argument-dependent lookup: ambiguous. A parenthesized name turns ADL off.
-for my $fn ($s =~ /^void (launch_\w+)\(/mg) {
-  $s =~ s/^(\s+)$fn\(/$1($fn)(/mg;
-}
+  my $spaces = $s =~ s/^namespace (\w+)::cuda \{/namespace $1::cuda::emu {/mg;
+  die "rewrite_cuda_source.pl: $in has no `namespace X::cuda {`\n" if $spaces == 0;
+  $s =~ s/fk::cuda::detail::check_launch/::fkemu::check_launch/g;
+  $s =~ s/fk::cuda::detail::unsupported/::fkemu::unsupported/g;
+  $s =~ s/fk::cuda::detail::check_cuda/::fkemu::check_cuda/g;
+  $s =~ s/fk::cuda::detail::DeviceGuard/::fkemu::DeviceGuard/g;
+  # fk's own .cu files reach those helpers through `using namespace detail;`:
+  # using-declarations beside it hide detail's (same line: #line stays right).
+  $s =~ s/^(\s*using namespace detail;)/$1 using ::fkemu::check_launch; using ::fkemu::check_cuda;/mg;
+  # A launcher calling another launcher of its file with an argument of X::cuda's
+  # own types (fk::cuda::IndexCheck) would also find the real one by
+  # argument-dependent lookup: ambiguous. A parenthesized name turns ADL off.
+  for my $fn ($s =~ /^void (launch_\w+)\(/mg) {
+    $s =~ s/^(\s+)$fn\(/$1($fn)(/mg;
+  }
 }
 # The runtime calls the emulator answers; in a whole program, those that
 # take a kernel's pointer only (cuda_runtime.h's C++ overloads for them are
-# nvcc's alone), the others reaching libraries/cudart.cpp as written.
+# nvcc's alone), the others reaching libraries/cudart_*.cpp as written.
 for my $call ($whole ? qw(FuncSetAttribute FuncGetAttributes OccupancyMaxActiveBlocksPerMultiprocessor)
                      : @emulated) {
   (my $snake = $call) =~ s/([a-z])([A-Z])/$1_\l$2/g;
