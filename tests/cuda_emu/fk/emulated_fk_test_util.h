@@ -238,4 +238,31 @@ void expect_close_complex(const void* got, const void* want, int64_t n, const st
   EXPECT_EQ(wrong, 0) << what << ": elements differing from the reference";
 }
 
+// Elements of a shape; its contiguous strides.
+inline int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+inline std::vector<int64_t> contiguous(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t run = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    s[d] = run;
+    run *= shape[d];
+  }
+  return s;
+}
+
+// Elements a view of `shape` with `strides` reaches (at least one).
+inline int64_t extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t last = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return 1;
+    last += (shape[d] - 1) * strides[d];
+  }
+  return last + 1;
+}
+
 }  // namespace fk_emu_test

@@ -36,6 +36,9 @@ namespace {
 using fk::DType;
 using fk_emu_test::Buffer;
 using fk_emu_test::code;
+using fk_emu_test::contiguous;
+using fk_emu_test::extent;
+using fk_emu_test::numel;
 
 const DType kEveryElementSize[] = {DType::Bool, DType::BF16, DType::F32, DType::I64, DType::C128};
 
@@ -49,32 +52,6 @@ struct GatherCase {
   std::vector<int64_t> index_strides;  // empty: contiguous
   std::vector<int64_t> out_strides;    // empty: contiguous (nullptr to the launcher)
 };
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
-std::vector<int64_t> contiguous(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t run = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = run;
-    run *= shape[d];
-  }
-  return s;
-}
-
-// Elements a view of `shape` with `strides` reaches (at least one).
-int64_t extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
-  int64_t last = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) return 1;
-    last += (shape[d] - 1) * strides[d];
-  }
-  return last + 1;
-}
 
 // Offset of the row-major position `linear` of shape in a view with strides.
 int64_t offset_of(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,

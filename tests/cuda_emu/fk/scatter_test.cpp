@@ -40,6 +40,9 @@ namespace {
 using fk::DType;
 using fk_emu_test::Buffer;
 using fk_emu_test::code;
+using fk_emu_test::contiguous;
+using fk_emu_test::extent;
+using fk_emu_test::numel;
 
 const DType kScatterDTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16,
                                 DType::I32, DType::I64, DType::C64, DType::C128};
@@ -66,32 +69,6 @@ std::vector<ScatterCase> scatter_cases() {
       {"2-d along dim 0", {40, 5}, 0, 3, {}, {}, {}},
       {"unit dims", {1, 70, 1}, 1, 4, {}, {}, {}},
   };
-}
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
-std::vector<int64_t> contiguous(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t run = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = run;
-    run *= shape[d];
-  }
-  return s;
-}
-
-// Elements a view of `shape` with `strides` reaches (at least one).
-int64_t extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
-  int64_t last = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) return 1;
-    last += (shape[d] - 1) * strides[d];
-  }
-  return last + 1;
 }
 
 // The case's strides, contiguous ones filled in (out's over its own shape).
