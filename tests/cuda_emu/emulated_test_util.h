@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "fk/cuda/kernels.h"
 
 namespace fkemu_test {
 
@@ -112,6 +113,19 @@ S narrow(double v) {
     return __float2bfloat16_rn(static_cast<float>(v));
   else
     return static_cast<S>(v);
+}
+
+// fk's dtype code (fk/cuda/kernels.h) of a launcher's element type.
+template <typename S>
+int dtype_code() {
+  if constexpr (std::is_same_v<S, __half>)
+    return fk::cuda::kF16;
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return fk::cuda::kBF16;
+  else if constexpr (std::is_same_v<S, double>)
+    return fk::cuda::kF64;
+  else
+    return fk::cuda::kF32;
 }
 
 }  // namespace fkemu_test

@@ -41,6 +41,7 @@ void launch_scatter_add_ordered(int dtype, const void* staged, int64_t p0, int64
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::dtype_code;
 using fkemu_test::in_both_orders;
 using fkemu_test::narrow;
 using fkemu_test::order_name;
@@ -86,18 +87,6 @@ uint64_t bits_of(S v) {
 // The accumulator's type for rows of S (conv.cu's Acc).
 template <typename S>
 using Acc = std::conditional_t<std::is_same_v<S, double>, double, float>;
-
-template <typename S>
-int dtype_code() {
-  if constexpr (std::is_same_v<S, __half>)
-    return fk::cuda::kF16;
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return fk::cuda::kBF16;
-  else if constexpr (std::is_same_v<S, double>)
-    return fk::cuda::kF64;
-  else
-    return fk::cuda::kF32;
-}
 
 template <typename T>
 bool lead_intact(const Placed<T>& p, T poison) {

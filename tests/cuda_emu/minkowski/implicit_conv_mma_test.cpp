@@ -41,6 +41,7 @@ bool implicit_mma_supported(int device);
 namespace mc = minkowski::cuda;
 
 using fkemu_test::DevicePairs;
+using fkemu_test::dtype_code;
 using fkemu_test::in_both_orders;
 using fkemu_test::narrow;
 using fkemu_test::order_name;
@@ -60,16 +61,6 @@ void in_every_schedule(F&& check) {
     in_both_orders(check);
   }
   fkemu::set_wmma_barriers(true);
-}
-
-template <typename S>
-int dtype_code() {
-  if constexpr (std::is_same_v<S, __half>)
-    return fk::cuda::kF16;
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return fk::cuda::kBF16;
-  else
-    return fk::cuda::kF32;
 }
 
 // How the operands' values are drawn.

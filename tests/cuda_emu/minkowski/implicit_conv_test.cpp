@@ -35,6 +35,7 @@ void launch_implicit_conv(int dtype, const ImplicitConvArgs& args, void* stream)
 
 namespace mc = minkowski::cuda;
 
+using fkemu_test::dtype_code;
 using fkemu_test::narrow;
 using fkemu_test::widen;
 
@@ -83,16 +84,6 @@ uint32_t bits_of(S v) {
   uint32_t b = 0;
   std::memcpy(&b, &v, sizeof(S));
   return b;
-}
-
-template <typename S>
-int dtype_code() {
-  if constexpr (std::is_same_v<S, __half>)
-    return fk::cuda::kF16;
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return fk::cuda::kBF16;
-  else
-    return fk::cuda::kF32;
 }
 
 // One product (forward, or input gradient when `transposed`) on the

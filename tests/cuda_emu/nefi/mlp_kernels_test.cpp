@@ -36,6 +36,7 @@ void launch_column_sums(const float* partials, int64_t chunks, int64_t out, floa
 }  // namespace nefi::cuda::emu
 
 namespace nc = nefi::cuda;
+using fkemu_test::dtype_code;
 using fkemu_test::expect_same_bits;
 using fkemu_test::in_both_orders;
 
@@ -138,16 +139,6 @@ uint16_t bits16(S v) {
   uint16_t b;
   std::memcpy(&b, &v, 2);
   return b;
-}
-
-template <typename S>
-int dtype_code() {
-  if constexpr (std::is_same_v<S, __half>)
-    return fk::cuda::kF16;
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
-    return fk::cuda::kBF16;
-  else
-    return fk::cuda::kF32;
 }
 
 // gz in S and the f32 chunk sums, then db over the chunks, for one layer.
