@@ -86,7 +86,16 @@ struct Run {
   std::vector<std::vector<unsigned char>> shared;
 };
 
-Order g_order = Order::kAscending;
+// FKEMU_ORDER=descending starts every program in descending order (a whole
+// test suite run once each way); unset or "ascending", ascending.
+Order order_from_environment() {
+  const char* v = std::getenv("FKEMU_ORDER");
+  const std::string given = v == nullptr ? "ascending" : v;
+  FK_CHECK(given == "ascending" || given == "descending", "FKEMU_ORDER",
+           "\"ascending\" or \"descending\"", "\"" + given + "\"");
+  return given == "ascending" ? Order::kAscending : Order::kDescending;
+}
+Order g_order = order_from_environment();
 int g_device = 0;
 std::unordered_map<int, int> g_multiprocessors;  // per device; 132 where unset
 // Per kernel, the dynamic shared memory it opted in to (opt_in_shared).

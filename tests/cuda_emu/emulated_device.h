@@ -41,7 +41,8 @@
 namespace fkemu {
 
 // The order the threads of a block run in between two barriers, and the
-// order the blocks of a grid run in.
+// order the blocks of a grid run in; FKEMU_ORDER (ascending, descending)
+// sets it for a whole program.
 enum class Order { kAscending, kDescending };
 Order order();
 void set_order(Order o);
