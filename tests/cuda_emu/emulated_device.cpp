@@ -1,20 +1,16 @@
 // The emulated device's scheduler (emulated_device.h): a block's threads as
-// ucontext fibers on the launching thread, run between barriers in
-// fkemu::order(). A fiber starts with makecontext/setcontext and switches
-// with _setjmp/_longjmp afterwards: glibc's swapcontext saves the signal
-// mask, a system call, at every switch. A fiber whose thread returns goes on
-// to start the next thread in that order (a thread starts on the stack of
-// the fiber that reaches it), so a kernel without barriers costs one start
-// per block rather than one per thread.
+// fibers on the launching thread, run between barriers in fkemu::order(). A
+// fiber switch is switch_stack below: the callee-saved registers pushed on
+// one stack and popped from the other (glibc's swapcontext makes a
+// signal-mask system call at every switch, and its longjmp walks the
+// thread's cleanup handlers). A fiber whose thread returns goes on to start
+// the next thread in that order (a thread starts on the stack of the fiber
+// that reaches it), so a kernel without barriers costs one start per block
+// rather than one per thread.
 #include "emulated_device.h"
 
-// _longjmp between stacks is what a fiber switch is; fortify's
-// __longjmp_chk would take it for a jump into a dead frame.
-#undef _FORTIFY_SOURCE
-#include <setjmp.h>
-#include <ucontext.h>
-
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -33,16 +29,20 @@
 #endif
 #endif
 #ifdef FKEMU_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
 namespace fkemu {
 
+namespace detail {
+thread_local constinit uint3 running_thread [[gnu::tls_model("initial-exec")]]{};
+thread_local constinit uint3 running_block [[gnu::tls_model("initial-exec")]]{};
+}  // namespace detail
+
 namespace {
 
-// A thread's stack: kernels keep little on it, but ASan's frames are larger
-// (and its swapcontext clears the shadow of the whole stack at every switch,
-// so a larger stack costs at every barrier).
+// A thread's stack: kernels keep little on it, but ASan's frames are larger.
 #ifdef FKEMU_ASAN
 constexpr size_t kStackBytes = size_t{128} << 10;
 #else
@@ -52,9 +52,83 @@ constexpr int kWarp = 32;
 
 enum class State { kNotStarted, kReady, kAtBlockBarrier, kAtWarpBarrier, kAtGridBarrier, kDone };
 
+#if !defined(__x86_64__)
+#error "the emulated device's fiber switch (switch_stack) is written for x86-64"
+#endif
+// fkemu_switch_stack(save, to): pushes the callee-saved registers, MXCSR and
+// the x87 control word (the SysV ABI's preserved state) on the running
+// stack, stores its pointer in *save, and resumes the stack `to` points at,
+// popping its state and returning into it. fkemu_leave_stack(to) resumes
+// `to` and abandons the running stack (noreturn, so ASan unpoisons what its
+// frames held). A fresh stack (fresh_stack) returns into fkemu_fiber_entry,
+// which calls fkemu_fiber_main.
+extern "C" void fkemu_switch_stack(void** save, void* to);
+extern "C" [[noreturn]] void fkemu_leave_stack(void* to);
+extern "C" void fkemu_fiber_entry();
+asm(R"(
+  .text
+  .p2align 4
+  .type fkemu_switch_stack, @function
+fkemu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+.Lfkemu_resume:
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size fkemu_switch_stack, .-fkemu_switch_stack
+  .p2align 4
+  .type fkemu_leave_stack, @function
+fkemu_leave_stack:
+  movq %rdi, %rsp
+  jmp .Lfkemu_resume
+  .size fkemu_leave_stack, .-fkemu_leave_stack
+  .p2align 4
+  .type fkemu_fiber_entry, @function
+fkemu_fiber_entry:
+  andq $-16, %rsp
+  call fkemu_fiber_main
+  ud2
+  .size fkemu_fiber_entry, .-fkemu_fiber_entry
+)");
+
+// A stack of `bytes` at `base` laid out as switch_stack leaves a suspended
+// one, returning into fkemu_fiber_entry with the running thread's MXCSR and
+// x87 control word and zeroed registers; the pointer to resume it from.
+void* fresh_stack(char* base, size_t bytes) {
+  auto* top =
+      reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(base + bytes) & ~uintptr_t{15});
+  uint64_t* sp = top - 9;  // control words, six registers, the return address, padding
+  std::memset(sp, 0, 9 * sizeof(uint64_t));
+  uint32_t mxcsr = 0;
+  uint16_t x87 = 0;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(x87));
+  std::memcpy(sp, &mxcsr, sizeof(mxcsr));
+  std::memcpy(reinterpret_cast<char*>(sp) + 4, &x87, sizeof(x87));
+  sp[7] = reinterpret_cast<uint64_t>(&fkemu_fiber_entry);
+  return sp;
+}
+
 // One thread of the blocks being run.
 struct Fiber {
-  jmp_buf context;             // where it is suspended (at a barrier)
+  void* context = nullptr;     // its suspended stack (at a barrier)
   char* stack = nullptr;       // one of g_stacks, where a fiber started here runs
   char* running_on = nullptr;  // the stack it runs on (that of the fiber that started it)
   State state = State::kReady;
@@ -75,9 +149,8 @@ struct Run {
   std::vector<Fiber> fibers;  // block b's threads at [b threads, (b + 1) threads)
   int live = 0;
   Fiber* running = nullptr;
-  int start_at = 0;  // the position (in the run's order) a new fiber starts at
-  jmp_buf scheduler;
-  ucontext_t entry;  // a new fiber's start
+  int start_at = 0;           // the position (in the run's order) a new fiber starts at
+  void* scheduler = nullptr;  // the launching thread's stack, suspended while a fiber runs
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
@@ -88,11 +161,16 @@ struct Run {
 
 // FKEMU_ORDER=descending starts every program in descending order (a whole
 // test suite run once each way); unset or "ascending", ascending.
+// Read before main: a value it does not take stops the program with one
+// line, as a bad command-line flag would.
 Order order_from_environment() {
   const char* v = std::getenv("FKEMU_ORDER");
   const std::string given = v == nullptr ? "ascending" : v;
-  FK_CHECK(given == "ascending" || given == "descending", "FKEMU_ORDER",
-           "\"ascending\" or \"descending\"", "\"" + given + "\"");
+  if (given != "ascending" && given != "descending") {
+    std::fprintf(stderr, "FKEMU_ORDER: expected \"ascending\" or \"descending\", got \"%s\"\n",
+                 given.c_str());
+    std::exit(2);
+  }
   return given == "ascending" ? Order::kAscending : Order::kDescending;
 }
 Order g_order = order_from_environment();
@@ -115,7 +193,7 @@ constexpr size_t kSharedDefault = 48 * 1024, kSharedOptInLimit = 227 * 1024;
 std::vector<std::unique_ptr<char[]>> g_stacks;
 // The blocks being run on this thread (launches do not nest; with the
 // emulated runtime's stream model other threads launch meanwhile).
-thread_local Run* g_run = nullptr;
+thread_local constinit Run* g_run [[gnu::tls_model("initial-exec")]] = nullptr;
 uint64_t g_launches = 0;
 
 char* stack(int thread) {
@@ -125,6 +203,13 @@ char* stack(int thread) {
 
 Fiber& running() {
   return *g_run->running;
+}
+
+// f runs from now on (thread_index and block_index answer for it).
+void enter(Run& r, Fiber& f) {
+  r.running = &f;
+  detail::running_thread = f.index;
+  detail::running_block = r.blocks[static_cast<size_t>(f.block)];
 }
 
 // The thread at `position` in the order threads run in.
@@ -145,16 +230,18 @@ void switch_to_scheduler(Fiber& f, bool done) {
   __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, r.scheduler_stack_bottom,
                                  r.scheduler_stack_size);
 #endif
-  if (done) _longjmp(r.scheduler, 1);
-  if (_setjmp(f.context) == 0) _longjmp(r.scheduler, 1);
+  if (done) fkemu_leave_stack(r.scheduler);
+  fkemu_switch_stack(&f.context, r.scheduler);
 #ifdef FKEMU_ASAN
   __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
 }
 
+}  // namespace
+
 // A fiber: runs threads from r.start_at on, one after another while each
-// returns and the next has not started.
-void fiber_main() {
+// returns and the next has not started. Called by fkemu_fiber_entry only.
+extern "C" [[noreturn, gnu::used]] void fkemu_fiber_main() {
   Run& r = *g_run;
 #ifdef FKEMU_ASAN
   // The stack switched from: the scheduler's, where every fiber returns to.
@@ -173,9 +260,11 @@ void fiber_main() {
     Fiber& next = at(r, position);
     next.state = State::kReady;
     next.running_on = stack;
-    r.running = &next;
+    enter(r, next);
   }
 }
+
+namespace {
 
 // Runs f until it waits at a barrier or its fiber ends: a new fiber (on f's
 // own stack) when f has not started.
@@ -184,20 +273,14 @@ void resume(Run& r, Fiber& f) {
   if (fresh) {
     f.state = State::kReady;
     f.running_on = f.stack;
-    r.entry.uc_stack.ss_sp = f.stack;
-    r.entry.uc_stack.ss_size = kStackBytes;
-    r.entry.uc_link = nullptr;
-    makecontext(&r.entry, fiber_main, 0);
+    f.context = fresh_stack(f.stack, kStackBytes);
     r.start_at = position_of(r, f);
   }
-  r.running = &f;
+  enter(r, f);
 #ifdef FKEMU_ASAN
   __sanitizer_start_switch_fiber(&r.scheduler_fake_stack, f.running_on, kStackBytes);
 #endif
-  if (_setjmp(r.scheduler) == 0) {
-    if (fresh) setcontext(&r.entry);
-    _longjmp(f.context, 1);
-  }
+  fkemu_switch_stack(&r.scheduler, f.context);
 #ifdef FKEMU_ASAN
   __sanitizer_finish_switch_fiber(r.scheduler_fake_stack, nullptr, nullptr);
 #endif
@@ -236,7 +319,6 @@ bool open_if_all_wait(Run& r, int lo, int hi, State at) {
 void run_blocks(Run& r) {
   const int n = static_cast<int>(r.fibers.size());
   for (Fiber& f : r.fibers) f.state = State::kNotStarted;
-  getcontext(&r.entry);
   r.live = n;
   for (auto& shared : r.shared) std::fill(shared.begin(), shared.end(), 0xff);
   for (;;) {
@@ -350,6 +432,12 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
       run_blocks(r);
     }
   } catch (...) {
+#ifdef FKEMU_ASAN
+    // Fibers left at a barrier never return through their frames: their
+    // stacks' shadow is cleared for the threads of later launches.
+    for (size_t i = 0; i < r.fibers.size(); ++i)
+      ASAN_UNPOISON_MEMORY_REGION(stack(static_cast<int>(i)), kStackBytes);
+#endif
     g_run = nullptr;
     throw;
   }
@@ -358,12 +446,6 @@ void run_grid(const Config& c, const std::function<void()>& body, const void* ke
 
 uint64_t launch_count() {
   return g_launches;
-}
-uint3 thread_index() {
-  return running().index;
-}
-uint3 block_index() {
-  return g_run->blocks[static_cast<size_t>(running().block)];
 }
 dim3 block_dims() {
   return g_run->config.block;

@@ -106,8 +106,19 @@ void launch_deduced(const Config& c, F call, A&&... args) {
 uint64_t launch_count();
 
 // The running thread's coordinates.
-uint3 thread_index();
-uint3 block_index();
+namespace detail {
+// The running thread's coordinates, set at every switch into a fiber:
+// threadIdx and blockIdx read them at every use, so they are plain loads
+// (initial-exec: the emulator is linked into executables).
+extern thread_local constinit uint3 running_thread [[gnu::tls_model("initial-exec")]];
+extern thread_local constinit uint3 running_block [[gnu::tls_model("initial-exec")]];
+}  // namespace detail
+inline uint3 thread_index() {
+  return detail::running_thread;
+}
+inline uint3 block_index() {
+  return detail::running_block;
+}
 dim3 block_dims();
 dim3 grid_dims();
 

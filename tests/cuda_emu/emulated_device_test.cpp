@@ -4,6 +4,7 @@
 // and cp.async (include/).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -84,6 +85,15 @@ void divergent_barrier_kernel(int* out) {
   if (threadIdx.x % 2 == 0) return;
   __syncthreads();
   out[threadIdx.x] = 1;
+}
+
+// FKEMU_ORDER is the order a program starts in: ascending unset, descending
+// as ctest's cuda_emu_order_from_environment sets it (cuda_emu_order_refused
+// checks that any other value stops the program with a message).
+TEST(EmulatedDevice, TheEnvironmentSetsTheStartingOrder) {
+  const char* given = std::getenv("FKEMU_ORDER");
+  const bool descending = given != nullptr && std::string(given) == "descending";
+  EXPECT_EQ(fkemu::order(), descending ? fkemu::Order::kDescending : fkemu::Order::kAscending);
 }
 
 TEST(EmulatedDevice, ABarrierSomeThreadsNeverReachIsAnError) {
