@@ -38,7 +38,8 @@ std::vector<void*> CaptureFrees::launched(int64_t id) {
   if (it == captures_.end() || it->second.state != State::kUnlaunched) return {};
   Capture& c = it->second;
   c.state = State::kLaunched;
-  c.foreign.clear();  // their free nodes ran with it
+  // Their free nodes ran with it.
+  for (const ForeignFree& f : std::exchange(c.foreign, {})) foreign_settled(f.owner);
   return std::exchange(c.after_launch, {});
 }
 
@@ -48,6 +49,11 @@ void CaptureFrees::destroyed(int64_t id) {
   Capture& c = it->second;
   release_read(c);
   // A graph that ran leaves its live blocks to be freed as asked.
+  if (c.state == State::kLaunched) {
+    c.state = State::kDestroyed;
+    forget_if_gone(id);
+    return;
+  }
   if (c.state != State::kUnlaunched) return;
   c.state = State::kGone;
   c.after_launch.clear();
@@ -63,15 +69,27 @@ void CaptureFrees::put_back(Capture& c) {
   for (const ForeignFree& f : std::exchange(c.foreign, {})) {
     auto owner = captures_.find(f.owner);
     if (owner == captures_.end()) continue;  // gone: nothing to free
-    if (owner->second.state == State::kLaunched) held_.push_back(f.p);
-    if (owner->second.state == State::kUnlaunched) owner->second.after_launch.push_back(f.p);
+    const State state = owner->second.state;
+    if (state == State::kLaunched || state == State::kDestroyed) held_.push_back(f.p);
+    if (state == State::kUnlaunched) owner->second.after_launch.push_back(f.p);
+    foreign_settled(f.owner);
   }
+}
+
+void CaptureFrees::foreign_settled(int64_t owner) {
+  auto it = captures_.find(owner);
+  if (it == captures_.end()) return;
+  --it->second.foreign_refs;
+  forget_if_gone(owner);
 }
 
 void CaptureFrees::forget_if_gone(int64_t id) {
   auto it = captures_.find(id);
-  if (id != 0 && it != captures_.end() && it->second.state == State::kGone &&
-      it->second.blocks == 0)
+  if (id == 0 || it == captures_.end() || it->second.blocks != 0) return;
+  // A destroyed graph's blocks a pending free node names are still live
+  // (put back, they are freed); a gone one's never were.
+  const Capture& c = it->second;
+  if (c.state == State::kGone || (c.state == State::kDestroyed && c.foreign_refs == 0))
     captures_.erase(it);
 }
 
@@ -121,11 +139,20 @@ CaptureFrees::Free CaptureFrees::free_action(void* p, bool capturing) {
       }
       break;
     case State::kLaunched:
-      if (!capturing) return Free::kNow;
+    case State::kDestroyed:
+      if (!capturing) {
+        forget_if_gone(id);
+        return Free::kNow;
+      }
       break;
   }
   // An earlier graph's block, freed by a free node of the running capture.
-  if (running_ != 0) captures_[running_].foreign.push_back({p, id});
+  if (running_ != 0) {
+    captures_[running_].foreign.push_back({p, id});
+    ++captures_[id].foreign_refs;
+  } else {
+    forget_if_gone(id);
+  }
   return Free::kNow;
 }
 

@@ -103,6 +103,10 @@ class CaptureFrees {
   // capture runs (emptied).
   std::vector<void*> take_held_back();
   int64_t held_back() const { return static_cast<int64_t>(held_.size()); }
+  // How many captures' bookkeeping is kept: those whose graph may still run,
+  // has blocks not freed yet, or is named by a free node not yet run. A
+  // destroyed graph's goes with the last of these.
+  int64_t captures_kept() const { return static_cast<int64_t>(captures_.size()) - 1; }
 
   // What a launch of capture `id`'s graph would do with the blocks that
   // outlive it: `kept` (allocated in the capture with no free node in it),
@@ -118,7 +122,9 @@ class CaptureFrees {
   int64_t waiting_for_launch() const;
 
  private:
-  enum class State { kCapturing, kUnlaunched, kLaunched, kGone };
+  // kDestroyed: ran, then destroyed; its live blocks are freed as a
+  // launched graph's are.
+  enum class State { kCapturing, kUnlaunched, kLaunched, kDestroyed, kGone };
   // A block of an earlier graph freed by a free node of this capture's graph.
   struct ForeignFree {
     void* p;
@@ -131,16 +137,21 @@ class CaptureFrees {
     std::vector<void*> after_launch;   // dropped before its first launch
     std::vector<ForeignFree> foreign;  // free nodes of earlier graphs' blocks
     std::vector<void*> read;           // blocks from before it, dropped in it (kHeldBack)
+    int64_t foreign_refs = 0;          // free nodes of other captures naming its blocks, pending
   };
   // Puts back the blocks whose free nodes c's graph will never run.
   void put_back(Capture& c);
   // c's graph is gone or never will be: the blocks it read are held back to free.
   void release_read(Capture& c);
+  // Drops the bookkeeping of capture `id` once nothing can ask about it.
   void forget_if_gone(int64_t id);
+  // A pending free node naming a block of capture `owner` ran or was put back.
+  void foreign_settled(int64_t owner);
 
   // Capture 0 stands for blocks handed out while a capture began outside
   // capture_began ran (a host framework's): taken as materialised, as before.
-  std::unordered_map<int64_t, Capture> captures_{{0, Capture{State::kLaunched, 0, 0, {}, {}, {}}}};
+  std::unordered_map<int64_t, Capture> captures_{
+      {0, Capture{State::kLaunched, 0, 0, {}, {}, {}, 0}}};
   std::unordered_map<void*, int64_t> captured_;  // block -> its capture, until freed
   std::vector<void*> held_;
   int64_t running_ = 0, next_id_ = 1;

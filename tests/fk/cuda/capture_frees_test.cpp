@@ -177,6 +177,60 @@ TEST(CaptureFrees, AGraphDestroyedAfterItRanLeavesItsBlocksToBeFreed) {
   EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
 }
 
+// A long run captures and destroys graphs again and again: what is kept of
+// each goes once its graph is destroyed and no block of it is left, and a
+// block a pending free node names keeps its graph's entry until that node
+// runs or is put back.
+TEST(CaptureFrees, ADestroyedGraphIsForgottenWithItsLastBlock) {
+  CaptureFrees f;
+  EXPECT_EQ(f.captures_kept(), 0);
+  for (int i = 0; i < 3; ++i) {
+    const int64_t a = launched_graph_keeping(f, {block(0)});
+    f.destroyed(a);
+    EXPECT_EQ(f.captures_kept(), 1);  // block 0 outlives its graph
+    EXPECT_EQ(f.free_action(block(0), false), Free::kNow);
+    EXPECT_EQ(f.captures_kept(), 0);
+  }
+  const int64_t b = launched_graph_keeping(f, {});
+  EXPECT_EQ(f.captures_kept(), 1);  // it may run again
+  f.destroyed(b);
+  EXPECT_EQ(f.captures_kept(), 0);
+  // Block 1 of destroyed graph c, taken by a free node of a capture that
+  // fails: put back, it is still freed.
+  const int64_t c = launched_graph_keeping(f, {block(1)});
+  f.destroyed(c);
+  f.capture_began();
+  EXPECT_EQ(f.free_action(block(1), true), Free::kNow);
+  EXPECT_EQ(f.captures_kept(), 2);
+  f.capture_ended(false);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(1)});
+  EXPECT_EQ(f.captures_kept(), 0);
+  // Block 2 of graph d, which runs and is destroyed while the free node of
+  // an unlaunched graph e names it: destroyed before it runs, e puts it back.
+  const int64_t d = unlaunched_graph_keeping(f, {block(2)});
+  const int64_t e = f.capture_began();
+  EXPECT_EQ(f.free_action(block(2), true), Free::kNow);
+  f.capture_ended(true);
+  f.launched(d);
+  f.destroyed(d);
+  EXPECT_EQ(f.captures_kept(), 2);
+  f.destroyed(e);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(2)});
+  EXPECT_EQ(f.captures_kept(), 0);
+  // The same, e launched: its free node freed block 2.
+  const int64_t g = unlaunched_graph_keeping(f, {block(2)});
+  const int64_t h = f.capture_began();
+  EXPECT_EQ(f.free_action(block(2), true), Free::kNow);
+  f.capture_ended(true);
+  f.launched(g);
+  f.destroyed(g);
+  EXPECT_TRUE(f.launched(h).empty());
+  EXPECT_EQ(f.captures_kept(), 1);  // h may run again
+  f.destroyed(h);
+  EXPECT_EQ(f.held_back(), 0);
+  EXPECT_EQ(f.captures_kept(), 0);
+}
+
 TEST(CaptureFrees, AFreeNodeOfAnEarlierGraphsBlockThatNeverRunsIsPutBack) {
   CaptureFrees f;
   // block 0's graph ran; block 1's graph b was instantiated and not launched.
