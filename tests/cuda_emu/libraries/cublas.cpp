@@ -1,5 +1,6 @@
-// cuBLAS on the emulated device: the handle calls and the two GEMMs fieldkit
-// makes (cublasGemmEx_64, cublasGemmStridedBatchedEx_64), with CUDA 13's
+// cuBLAS on the emulated device: the handle calls and the GEMMs fieldkit
+// makes (cublasGemmEx_64, cublasGemmStridedBatchedEx_64; cublasGemmEx,
+// fk_cuda_bench's reference), with CUDA 13's
 // symbol names, linked in place of libcublas. Device memory is host memory,
 // so a GEMM is a host loop, run in the handle's stream order through
 // fkemu::submit (the emulated runtime may defer it or record it in a graph).
@@ -426,6 +427,16 @@ const char* cublasGetStatusString(cublasStatus_t status) {
       return "the license check failed";
   }
   return "unknown error";
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* A, cudaDataType Atype, int lda, const void* B,
+                            cudaDataType Btype, int ldb, const void* beta, void* C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo) {
+  return gemm(handle, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype, ldb, 0, beta, C,
+              Ctype, ldc, 0, 1, computeType, algo);
 }
 
 cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,

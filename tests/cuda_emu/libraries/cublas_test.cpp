@@ -319,6 +319,33 @@ TEST_F(Cublas, GemmEveryTypeAndTranspositionMatchesDoubleLoop) {
   }
 }
 
+// The 32-bit cublasGemmEx (fk_cuda_bench's reference) is the 64-bit call:
+// the same C bit for bit, the same refusals.
+TEST_F(Cublas, Int32GemmExIsThe64BitCall) {
+  Handle h;
+  for (const Case& c : fieldkit_cases()) {
+    SCOPED_TRACE(name_of(c));
+    const int m = 5, n = 7, k = 9, lda = k + 2, ldb = k + 1, ldc = m + 3;
+    const Matrix a(c.in, k, m, lda, 0, 1, 11), b(c.in, k, n, ldb, 0, 1, 12);
+    Matrix c32(c.out, m, n, ldc, 0, 1, 13);
+    Matrix c64 = c32;
+    const Scalars sc = scalars(cd(0.75), cd(-0.5), c.compute, c.out);
+    ASSERT_EQ(cublasGemmEx(h.h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, sc.alpha, a.data(), c.in, lda,
+                           b.data(), c.in, ldb, sc.beta, c32.data(), c.out, ldc, c.compute,
+                           CUBLAS_GEMM_DEFAULT),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasGemmEx_64(h.h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, sc.alpha, a.data(), c.in, lda,
+                              b.data(), c.in, ldb, sc.beta, c64.data(), c.out, ldc, c.compute,
+                              CUBLAS_GEMM_DEFAULT),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(c32.bytes, c64.bytes);
+    EXPECT_EQ(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, sc.alpha, a.data(), c.in, m - 1,
+                           b.data(), c.in, ldb, sc.beta, c32.data(), c.out, ldc, c.compute,
+                           CUBLAS_GEMM_DEFAULT),
+              CUBLAS_STATUS_INVALID_VALUE);
+  }
+}
+
 // A plain transpose (OP_T) of a complex matrix must not conjugate; OP_C must.
 TEST_F(Cublas, ComplexTransposeDoesNotConjugate) {
   Handle h;

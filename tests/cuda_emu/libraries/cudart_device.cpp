@@ -3,6 +3,8 @@
 // launches, over the emulator's own answers (emulated_device.h).
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include "emulated_runtime.h"
 
 namespace {
@@ -42,6 +44,52 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (device != 0) return record(cudaErrorInvalidDevice);
   Lock lock(mutex());
   return record(fkemu::device_get_attribute(value, attr, device));
+}
+
+// The fields the emulator has answers for (cudaDeviceGetAttribute's), the
+// rest zero; the name says the device is emulated, so that a benchmark's
+// context line cannot pass for a GPU's.
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return record(cudaErrorInvalidValue);
+  if (device != 0) return record(cudaErrorInvalidDevice);
+  Lock lock(mutex());
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "NVIDIA H200 (emulated by fkemu)");
+  prop->totalGlobalMem = fkemu::runtime::device_bytes();
+  const auto attribute = [device](cudaDeviceAttr attr) {
+    int v = 0;
+    fkemu::device_get_attribute(&v, attr, device);
+    return v;
+  };
+  prop->major = attribute(cudaDevAttrComputeCapabilityMajor);
+  prop->minor = attribute(cudaDevAttrComputeCapabilityMinor);
+  prop->multiProcessorCount = attribute(cudaDevAttrMultiProcessorCount);
+  prop->warpSize = attribute(cudaDevAttrWarpSize);
+  prop->maxThreadsPerBlock = attribute(cudaDevAttrMaxThreadsPerBlock);
+  prop->maxThreadsPerMultiProcessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  prop->maxBlocksPerMultiProcessor = attribute(cudaDevAttrMaxBlocksPerMultiprocessor);
+  prop->regsPerBlock = attribute(cudaDevAttrMaxRegistersPerBlock);
+  prop->regsPerMultiprocessor = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
+  prop->sharedMemPerBlock = static_cast<size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlock));
+  prop->sharedMemPerBlockOptin =
+      static_cast<size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+  prop->sharedMemPerMultiprocessor =
+      static_cast<size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
+  prop->totalConstMem = static_cast<size_t>(attribute(cudaDevAttrTotalConstantMemory));
+  prop->l2CacheSize = attribute(cudaDevAttrL2CacheSize);
+  prop->memoryBusWidth = attribute(cudaDevAttrGlobalMemoryBusWidth);
+  prop->maxThreadsDim[0] = attribute(cudaDevAttrMaxBlockDimX);
+  prop->maxThreadsDim[1] = attribute(cudaDevAttrMaxBlockDimY);
+  prop->maxThreadsDim[2] = attribute(cudaDevAttrMaxBlockDimZ);
+  prop->maxGridSize[0] = attribute(cudaDevAttrMaxGridDimX);
+  prop->maxGridSize[1] = attribute(cudaDevAttrMaxGridDimY);
+  prop->maxGridSize[2] = attribute(cudaDevAttrMaxGridDimZ);
+  prop->cooperativeLaunch = attribute(cudaDevAttrCooperativeLaunch);
+  prop->unifiedAddressing = attribute(cudaDevAttrUnifiedAddressing);
+  prop->canMapHostMemory = attribute(cudaDevAttrCanMapHostMemory);
+  prop->concurrentKernels = attribute(cudaDevAttrConcurrentKernels);
+  prop->managedMemory = attribute(cudaDevAttrManagedMemory);
+  return cudaSuccess;
 }
 
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {

@@ -58,6 +58,8 @@ constexpr ErrorText kErrors[] = {
      "operation would make the legacy stream depend on a capturing blocking stream"},
     {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
      "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -18,6 +18,12 @@
 #include "emulated_runtime.h"
 
 namespace fkemu::runtime {
+
+uint64_t device_bytes() {
+  const char* v = std::getenv("FKEMU_DEVICE_MEMORY_BYTES");
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : uint64_t{141'000'000'000};
+}
+
 namespace {
 
 struct Allocation {
@@ -51,11 +57,6 @@ Memory& memory() {
 
 cudaMemPool_t default_pool() {
   return reinterpret_cast<cudaMemPool_t>(&memory().pool);
-}
-
-uint64_t device_bytes() {
-  const char* v = std::getenv("FKEMU_DEVICE_MEMORY_BYTES");
-  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : uint64_t{141'000'000'000};
 }
 
 // Whether `more` bytes fit beside what the device holds.

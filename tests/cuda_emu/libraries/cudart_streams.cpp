@@ -134,7 +134,11 @@ cudaError_t enqueue(Stream& s, StreamWork work) {
 
 void drain(Stream& s) {
   s.unanswered_polls = 0;
-  run_before(s, std::numeric_limits<uint64_t>::max());
+  drain_through(s, std::numeric_limits<uint64_t>::max() - 1);
+}
+
+void drain_through(Stream& s, uint64_t sequence) {
+  run_before(s, sequence + 1);
   release_pool_excess();
 }
 

@@ -593,6 +593,21 @@ TEST_F(Cudart, DeviceIsOneH200) {
     ASSERT_EQ(cudaDeviceGetAttribute(&value, attr, 0), cudaSuccess) << attr;
     EXPECT_EQ(value, v) << attr;
   }
+  // The properties agree with the attributes, and name the emulation.
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_NE(std::string(prop.name).find("emulated"), std::string::npos) << prop.name;
+  EXPECT_EQ(prop.major, 9);
+  EXPECT_EQ(prop.minor, 0);
+  EXPECT_EQ(prop.multiProcessorCount, 132);
+  EXPECT_EQ(prop.warpSize, 32);
+  EXPECT_EQ(prop.maxThreadsPerBlock, 1024);
+  EXPECT_EQ(prop.sharedMemPerBlockOptin, size_t{227 * 1024});
+  EXPECT_EQ(prop.cooperativeLaunch, 1);
+  EXPECT_EQ(prop.totalGlobalMem, size_t{141'000'000'000});
+  EXPECT_EQ(cudaGetDeviceProperties(&prop, 1), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetDeviceProperties(nullptr, 0), cudaErrorInvalidValue);
+  cudaGetLastError();
   int runtime = 0, driver = 0;
   ASSERT_EQ(cudaRuntimeGetVersion(&runtime), cudaSuccess);
   ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);

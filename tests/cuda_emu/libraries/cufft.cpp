@@ -1,5 +1,5 @@
 // cuFFT on the emulated device: the plan and exec calls fieldkit makes
-// (cufftCreate, cufftMakePlanMany64, cufftSetStream, the six cufftExec*,
+// (cufftCreate, cufftMakePlanMany64, cufftPlan2d, cufftSetStream, the six cufftExec*,
 // cufftDestroy), with cuFFT 12's symbol names, linked in place of libcufft.
 // Device memory is host memory, so a transform is FFTW's (libfftw3 /
 // libfftw3f), run in the plan's stream order through fkemu::submit (the
@@ -381,6 +381,22 @@ cufftResult cufftMakePlanMany64(cufftHandle plan, int rank, long long int* n,
                                 cufftType type, long long int batch, size_t* workSize) {
   return make_plan(plan, rank, n, inembed, istride, idist, onembed, ostride, odist, type, batch,
                    workSize);
+}
+
+// cuFFT's simple 2-D plan: a batch of one, rows of nx by ny (ny contiguous).
+cufftResult cufftPlan2d(cufftHandle* plan, int nx, int ny, cufftType type) {
+  if (plan == nullptr) return CUFFT_INVALID_VALUE;
+  cufftHandle h = 0;
+  if (const cufftResult r = cufftCreate(&h); r != CUFFT_SUCCESS) return r;
+  long long n[2] = {nx, ny};
+  size_t work = 0;
+  const cufftResult r = make_plan(h, 2, n, nullptr, 1, 0, nullptr, 1, 0, type, 1, &work);
+  if (r != CUFFT_SUCCESS) {
+    cufftDestroy(h);
+    return r;
+  }
+  *plan = h;
+  return CUFFT_SUCCESS;
 }
 
 cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream) {

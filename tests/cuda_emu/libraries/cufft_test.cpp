@@ -411,6 +411,36 @@ TEST_F(Cufft, RealRoundTripScalesByN) {
   }
 }
 
+// cufftPlan2d(nx, ny): one transform of nx rows of ny (ny contiguous), in
+// the basic layout, as fk_cuda_bench's reference plans it.
+TEST_F(Cufft, Plan2dIsOneRowMajorTransformInTheBasicLayout) {
+  const int64_t n[2] = {6, 9};
+  const int64_t total = 54, half = 6 * 5;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<cd> x(total);
+  std::vector<float> xf(total);
+  for (int64_t e = 0; e < total; ++e) x[e] = xf[e] = static_cast<float>(u(rng));
+  const std::vector<cd> want = half_of(2, n, dft(2, n, x, -1));
+  cufftHandle r2c = 0, c2c = 0;
+  ASSERT_EQ(cufftPlan2d(&r2c, 6, 9, CUFFT_R2C), CUFFT_SUCCESS);
+  std::vector<std::complex<float>> spectrum(half);
+  ASSERT_EQ(cufftExecR2C(r2c, xf.data(), reinterpret_cast<cufftComplex*>(spectrum.data())),
+            CUFFT_SUCCESS);
+  for (int64_t e = 0; e < half; ++e)
+    EXPECT_LT(std::abs(cd(spectrum[e]) - want[e]), 1e-4) << "element " << e;
+  // A plan of another type refuses this exec.
+  EXPECT_EQ(cufftExecC2R(r2c, reinterpret_cast<cufftComplex*>(spectrum.data()), xf.data()),
+            CUFFT_INVALID_VALUE);
+  EXPECT_EQ(cufftDestroy(r2c), CUFFT_SUCCESS);
+  ASSERT_EQ(cufftPlan2d(&c2c, 9, 6, CUFFT_C2C), CUFFT_SUCCESS);
+  EXPECT_EQ(cufftDestroy(c2c), CUFFT_SUCCESS);
+  cufftHandle bad = 0;
+  EXPECT_EQ(cufftPlan2d(&bad, 0, 9, CUFFT_R2C), CUFFT_INVALID_SIZE);
+  EXPECT_EQ(cufftPlan2d(&bad, 6, 9, static_cast<cufftType>(0x7)), CUFFT_INVALID_TYPE);
+  EXPECT_EQ(cufftPlan2d(nullptr, 6, 9, CUFFT_R2C), CUFFT_INVALID_VALUE);
+}
+
 std::vector<std::pair<cudaStream_t, fkemu::StreamWork>> g_held;
 void hold(cudaStream_t s, fkemu::StreamWork w) {
   g_held.emplace_back(s, std::move(w));

@@ -89,6 +89,9 @@ cudaError_t enqueue(Stream& s, StreamWork work);
 // lets go.
 void drain(Stream& s);
 void drain_all();
+// Runs s's queued work up to and including the piece numbered `sequence`
+// (with what it waits for), then lets the default pool give back, as drain.
+void drain_through(Stream& s, uint64_t sequence);
 // The blocking stream capturing (nullptr: none), which the legacy stream may
 // not wait for.
 Stream* blocking_stream_capturing();
@@ -104,6 +107,8 @@ cudaError_t refuse_unsafe_call();
 // Every stream, legacy and per-thread ones included.
 std::vector<Stream*> all_streams();
 
+// The device's memory: FKEMU_DEVICE_MEMORY_BYTES, else an H200's 141 GB.
+uint64_t device_bytes();
 // Where an address range lies.
 enum class Place { kDevice, kPinned, kPageable };
 // kDevice or kPinned when [p, p + bytes) lies in one allocation; kPageable
