@@ -10,6 +10,7 @@
 #include "emulated_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -173,7 +174,8 @@ Order order_from_environment() {
   }
   return given == "ascending" ? Order::kAscending : Order::kDescending;
 }
-Order g_order = order_from_environment();
+const Order g_starting_order = order_from_environment();
+Order g_order = g_starting_order;
 int g_device = 0;
 std::unordered_map<int, int> g_multiprocessors;  // per device; 132 where unset
 // Per kernel, the dynamic shared memory it opted in to (opt_in_shared).
@@ -195,6 +197,10 @@ std::vector<std::unique_ptr<char[]>> g_stacks;
 // emulated runtime's stream model other threads launch meanwhile).
 thread_local constinit Run* g_run [[gnu::tls_model("initial-exec")]] = nullptr;
 uint64_t g_launches = 0;
+// Counts the blocks (or cooperative grids) run, from 1: FreshShared's record
+// of the one it filled for. Runs are serialized, but may move between
+// threads.
+std::atomic<uint64_t> g_block_serial{0};
 
 char* stack(int thread) {
   while (static_cast<int>(g_stacks.size()) <= thread) g_stacks.emplace_back(new char[kStackBytes]);
@@ -237,6 +243,18 @@ void switch_to_scheduler(Fiber& f, bool done) {
 #endif
 }
 
+// Whether a returning thread f's fiber may go on to start `next`: within
+// f's warp always; into another warp only when no lane of f's warp waits at
+// a warp barrier, since that warp runs on through its warp barriers before
+// the next one starts (run_blocks).
+bool may_start_next(const Run& r, const Fiber& f, const Fiber& next) {
+  if (next.block == f.block && next.linear / kWarp == f.linear / kWarp) return true;
+  const int lo = f.block * r.threads + f.linear - f.linear % kWarp;
+  const int hi = std::min(lo + kWarp, (f.block + 1) * r.threads);
+  for (int i = lo; i < hi; ++i)
+    if (r.fibers[static_cast<size_t>(i)].state == State::kAtWarpBarrier) return false;
+  return true;
+}
 }  // namespace
 
 // A fiber: runs threads from r.start_at on, one after another while each
@@ -255,7 +273,8 @@ extern "C" [[noreturn, gnu::used]] void fkemu_fiber_main() {
     f.state = State::kDone;
     --r.live;
     position = position_of(r, f) + 1;
-    if (position == n || at(r, position).state != State::kNotStarted)
+    if (position == n || at(r, position).state != State::kNotStarted ||
+        !may_start_next(r, f, at(r, position)))
       switch_to_scheduler(f, true);  // does not return
     Fiber& next = at(r, position);
     next.state = State::kReady;
@@ -315,26 +334,39 @@ bool open_if_all_wait(Run& r, int lo, int hi, State at) {
   return true;
 }
 
-// Runs r's blocks to their end.
+// Runs r's blocks to their end. Each warp in turn (in the order) runs as far
+// as it can alone: its threads in the order up to their next barrier, again
+// and again while its warp barrier opens, until they wait at __syncthreads
+// (or a grid sync) or return; then the block barriers open. So a warp runs
+// ahead of the others through its shuffles, __syncwarp and WMMA calls, as
+// the device may run it: a read of another warp's shared memory that only a
+// warp barrier (not __syncthreads) stands before shows as an order-dependent
+// result, as a missing __syncthreads between threads does.
 void run_blocks(Run& r) {
   const int n = static_cast<int>(r.fibers.size());
   for (Fiber& f : r.fibers) f.state = State::kNotStarted;
   r.live = n;
   for (auto& shared : r.shared) std::fill(shared.begin(), shared.end(), 0xff);
+  g_block_serial.fetch_add(1, std::memory_order_relaxed);
+  const int warps_per_block = (r.threads + kWarp - 1) / kWarp;
+  const int warps = n / r.threads * warps_per_block;
   for (;;) {
-    for (int position = 0; position < n; ++position) {
-      Fiber& f = at(r, position);
-      if (f.state == State::kNotStarted || f.state == State::kReady) resume(r, f);
+    for (int k = 0; k < warps; ++k) {
+      const int w = g_order == Order::kAscending ? k : warps - 1 - k;
+      const int b0 = w / warps_per_block * r.threads;
+      const int lo = b0 + w % warps_per_block * kWarp, hi = std::min(lo + kWarp, b0 + r.threads);
+      do {
+        for (int j = 0; j < hi - lo; ++j) {
+          Fiber& f =
+              r.fibers[static_cast<size_t>(g_order == Order::kAscending ? lo + j : hi - 1 - j)];
+          if (f.state == State::kNotStarted || f.state == State::kReady) resume(r, f);
+        }
+      } while (open_if_all_wait(r, lo, hi, State::kAtWarpBarrier));
     }
     if (r.live == 0) return;
-    // Every live thread now waits at a barrier: warps first, then blocks,
-    // then the grid.
+    // Every live thread now waits at a block or grid barrier (or, held
+    // between the two, at a warp barrier: refused below).
     bool opened = false;
-    for (int b0 = 0; b0 < n; b0 += r.threads)
-      for (int w0 = b0; w0 < b0 + r.threads; w0 += kWarp)
-        opened |=
-            open_if_all_wait(r, w0, std::min(b0 + r.threads, w0 + kWarp), State::kAtWarpBarrier);
-    if (opened) continue;
     for (int b0 = 0; b0 < n; b0 += r.threads)
       opened |= open_if_all_wait(r, b0, b0 + r.threads, State::kAtBlockBarrier);
     if (opened) continue;
@@ -356,6 +388,9 @@ Order order() {
 }
 void set_order(Order o) {
   g_order = o;
+}
+Order starting_order() {
+  return g_starting_order;
 }
 void set_device(int device, int multiprocessors) {
   FK_CHECK(device >= 0 && multiprocessors >= 1, "fkemu::set_device",
@@ -484,8 +519,12 @@ uint64_t exchange(uint64_t bits, int from) {
   const int self = f.linear, base = self - self % kWarp;
   r.lanes[static_cast<size_t>(block0 + self)] = bits;
   sync_warp();
-  const int source = from >= 0 && from < kWarp && base + from < r.threads ? base + from : self;
-  const uint64_t out = r.lanes[static_cast<size_t>(block0 + source)];
+  const int source = from >= 0 && from < kWarp ? base + from : self;
+  // The device's value from a lane that returned, or that a partial warp
+  // lacks, is undefined: all bits set (a NaN, -1) makes a use of it show.
+  const bool absent =
+      source >= r.threads || r.fibers[static_cast<size_t>(block0 + source)].state == State::kDone;
+  const uint64_t out = absent ? ~uint64_t{0} : r.lanes[static_cast<size_t>(block0 + source)];
   sync_warp();  // every lane has read before any writes its next value
   return out;
 }
@@ -495,6 +534,13 @@ void* dynamic_shared() {
   if (shared.empty()) return nullptr;
   const auto at = reinterpret_cast<uintptr_t>(shared.data());
   return shared.data() + ((128 - at % 128) % 128);
+}
+
+void FreshShared::fill(void* variable, size_t bytes) {
+  const uint64_t block = g_block_serial.load(std::memory_order_relaxed);
+  if (block_ == block) return;
+  std::memset(variable, 0xff, bytes);
+  block_ = block;
 }
 
 void check_launch(const char*) {}

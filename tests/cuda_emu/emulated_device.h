@@ -12,11 +12,12 @@
 // launch all of them together); a block's threads are fibers on the calling
 // thread, each running until it reaches a barrier (__syncthreads, a warp
 // shuffle, __syncwarp, a grid sync) or returns. A barrier opens when every
-// live thread of its warp, block or (cooperative) grid waits at it. The
-// order threads run in between barriers (and blocks in a grid) is
-// fkemu::order(): a test runs a kernel in both orders and compares, which
-// exposes a read of another thread's (or block's) write that nothing orders
-// (a race on the device). Atomics are plain read-modify-writes: threads
+// live thread of its warp, block or (cooperative) grid waits at it; a warp
+// runs on through its warp barriers before the next warp starts. The order
+// threads run in between barriers (and warps and blocks) is fkemu::order():
+// a test runs a kernel in both orders and compares, which exposes a read of
+// another thread's (or warp's, or block's) write that nothing orders (a
+// race on the device). Atomics are plain read-modify-writes: threads
 // never interleave between barriers. What the device would hang on or
 // refuse is an fk::Error from the launch: a barrier some live thread never
 // reaches, a block past 1,024 threads, a grid past CUDA's limits.
@@ -46,6 +47,9 @@ namespace fkemu {
 enum class Order { kAscending, kDescending };
 Order order();
 void set_order(Order o);
+// The order the program started in (FKEMU_ORDER's): what a test that sets
+// another order restores.
+Order starting_order();
 
 struct Config {
   dim3 grid, block;
@@ -128,7 +132,9 @@ void sync_block();
 void sync_warp();
 void sync_grid();
 // Each lane of the warp puts `bits` in, then reads lane `from`'s (its own
-// when from is outside the warp); one warp barrier either side.
+// when from is outside the warp; all bits set when lane `from` returned or
+// is past a partial warp's end, where the device's value is undefined); one
+// warp barrier either side.
 uint64_t exchange(uint64_t bits, int from);
 int lane();
 
@@ -136,6 +142,20 @@ int lane();
 // aligned and filled with 0xff bytes before each block (NaN as floats), so
 // that a read before any write shows.
 void* dynamic_shared();
+
+// A __shared__ variable's start as garbage: the variable is a function
+// static here (device_surface.h), and rewrite_cuda_source.pl declares one of
+// these beside it; the first thread of each block to reach the declaration
+// fills it with 0xff bytes, as dynamic shared memory is filled, so a read
+// before any write in the block (of zeros, or of the previous block's
+// values) shows.
+class FreshShared {
+ public:
+  void fill(void* variable, size_t bytes);
+
+ private:
+  uint64_t block_ = 0;  // the block it was last filled for (block_serial)
+};
 
 // The launchers' host helpers (fk::cuda::detail's), without a CUDA runtime:
 // nothing to check after a launch (its errors were thrown), a runtime call's

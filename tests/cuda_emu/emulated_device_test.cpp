@@ -15,6 +15,7 @@
 #include <mma.h>
 
 #include <cp_async.cuh>
+#include "cuda_emu/emulated_test_util.h"
 #include "fk/error.h"
 
 namespace {
@@ -36,7 +37,7 @@ std::vector<int> reversed(bool barrier, fkemu::Order order) {
   std::iota(in.begin(), in.end(), 0);
   fkemu::set_order(order);
   fkemu::launch(fkemu::config(3, kBlock), reverse_kernel, in.data(), out.data(), barrier);
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
   return out;
 }
 
@@ -63,22 +64,86 @@ void logging_kernel(std::vector<int>* log) {
 }
 
 // Threads run in the order until they wait or return, whether a fiber starts
-// them or a returning thread's fiber goes on to them.
+// them or a returning thread's fiber goes on to them; a warp runs on through
+// its warp barrier before the next warp starts.
 TEST(EmulatedDevice, ThreadsRunInTheOrderUntilTheyWaitOrReturn) {
   for (fkemu::Order order : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
-    std::vector<int> log, expected;
+    std::vector<int> log, first, second;
     fkemu::set_order(order);
     fkemu::launch(fkemu::config(1, 64), logging_kernel, &log);
-    fkemu::set_order(fkemu::Order::kAscending);
+    fkemu::set_order(fkemu::starting_order());
     const bool up = order == fkemu::Order::kAscending;
-    for (int i = 0; i < 64; ++i) {
-      const int t = up ? i : 63 - i;
-      expected.push_back(t);
-      if (t < 32) expected.push_back(100 + t);
+    for (int i = 0; i < 32; ++i) {
+      const int t = up ? i : 31 - i;  // the first warp, no barrier
+      first.push_back(t);
+      first.push_back(100 + t);
+      const int u = up ? 32 + i : 63 - i;  // the second, up to its barrier and after
+      second.insert(second.begin() + i, u);
+      second.push_back(100 + u);
     }
-    for (int i = 0; i < 32; ++i) expected.push_back(100 + (up ? 32 + i : 63 - i));
+    std::vector<int> expected = up ? first : second;
+    expected.insert(expected.end(), (up ? second : first).begin(), (up ? second : first).end());
     EXPECT_EQ(log, expected);
   }
+}
+
+// Warp 0 writes shared memory (its lane plus `stamp`), warp 1 reads it;
+// between them only each warp's own __syncwarp, or a __syncthreads.
+void cross_warp_kernel(int* out, int stamp, bool block_barrier) {
+  __shared__ int s[32];
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) s[t] = t + stamp;
+  if (block_barrier)
+    __syncthreads();
+  else
+    __syncwarp();
+  if (t >= 32) out[t - 32] = s[t - 32];
+}
+
+// A warp runs ahead of the others through its warp barriers, as it may on
+// the device: a warp barrier orders nothing across warps, and one order
+// shows it; __syncthreads does.
+TEST(EmulatedDevice, AWarpBarrierDoesNotOrderAnotherWarp) {
+  for (bool block_barrier : {false, true}) {
+    std::vector<int> ascending(32, 0), descending(32, 0);
+    {
+      const fkemu_test::OrderScope scope(fkemu::Order::kAscending);
+      fkemu::launch(fkemu::config(1, 64), cross_warp_kernel, ascending.data(), 100, block_barrier);
+    }
+    {
+      const fkemu_test::OrderScope scope(fkemu::Order::kDescending);
+      fkemu::launch(fkemu::config(1, 64), cross_warp_kernel, descending.data(), 200, block_barrier);
+    }
+    EXPECT_EQ(ascending[5], 105);
+    // Without __syncthreads, warp 1 ran before warp 0 wrote (and read the
+    // first launch's values).
+    EXPECT_EQ(descending[5], block_barrier ? 205 : 105);
+  }
+}
+
+// Lanes from 16 on return; the others shuffle down by 16 (from a returned
+// lane) and by 8 (from a live one).
+void shuffle_from_returned_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t >= 16) return;
+  out[2 * t] = __shfl_down_sync(0xffffu, t, 16);
+  out[2 * t + 1] = __shfl_down_sync(0xffffu, t, 8);
+}
+
+// The device's value from a lane that returned (or that a partial warp
+// lacks) is undefined: the emulator answers all bits set.
+TEST(EmulatedDevice, AShuffleFromALaneThatReturnedReadsGarbage) {
+  std::vector<int> out(32, 0);
+  fkemu::launch(fkemu::config(1, 32), shuffle_from_returned_kernel, out.data());
+  for (int t = 0; t < 16; ++t) {
+    EXPECT_EQ(out[static_cast<size_t>(2 * t)], -1) << t;
+    EXPECT_EQ(out[static_cast<size_t>(2 * t + 1)], t < 8 ? t + 8 : -1) << t;
+  }
+  std::fill(out.begin(), out.end(), 0);
+  fkemu::launch(fkemu::config(1, 16), shuffle_from_returned_kernel,
+                out.data());  // lanes 16-31 absent
+  EXPECT_EQ(out[0], -1);
+  EXPECT_EQ(out[1], 8);
 }
 
 void divergent_barrier_kernel(int* out) {
@@ -137,7 +202,29 @@ TEST(EmulatedDevice, WarpShufflesMoveLanesValues) {
       EXPECT_EQ(ups[static_cast<size_t>(t)], in[static_cast<size_t>(t % 32 >= 3 ? t - 3 : t)]);
     }
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
+}
+
+}  // namespace
+
+namespace fkemu_fixture::cuda::emu {
+void launch_read_before_write(int* before, int* after, int blocks);
+}  // namespace fkemu_fixture::cuda::emu
+
+namespace {
+
+// A block's static shared memory starts as garbage (0xff bytes) in every
+// block of every launch, as dynamic shared memory does: not as zeros (a
+// function static's start), nor as the previous block's values.
+TEST(EmulatedDevice, StaticSharedMemoryIsEachBlocksAndStartsAsGarbage) {
+  for (int launch = 0; launch < 2; ++launch) {
+    std::vector<int> before(3 * 64, 0), after(3 * 64, 0);
+    fkemu_fixture::cuda::emu::launch_read_before_write(before.data(), after.data(), 3);
+    for (int i = 0; i < 3 * 64; ++i) {
+      ASSERT_EQ(before[static_cast<size_t>(i)], -1) << "launch " << launch << ", thread " << i;
+      ASSERT_EQ(after[static_cast<size_t>(i)], i / 64 * 64 + 63 - i % 64) << i;
+    }
+  }
 }
 
 void index_kernel(int* out) {
@@ -221,7 +308,7 @@ TEST(EmulatedDevice, SyncthreadsOrFoldsEachCallsPredicates) {
       std::vector<int> out(kBlock, -1);
       fkemu::set_order(order);
       fkemu::launch(fkemu::config(1, dim3(32, 3)), syncthreads_or_kernel, out.data(), one);
-      fkemu::set_order(fkemu::Order::kAscending);
+      fkemu::set_order(fkemu::starting_order());
       for (int v : out) ASSERT_EQ(v, (one >= 0 ? 2 : 0) + 4) << "thread " << one;
     }
 }
@@ -255,7 +342,7 @@ TEST(EmulatedDevice, CooperativeLaunchesSyncTheirWholeGrid) {
               cudaSuccess);
     for (int i = 0; i < n; ++i) ASSERT_EQ(out[static_cast<size_t>(i)], n - 1 - i) << i;
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedDevice, ACooperativeGridPastTheResidentBlocksIsRefused) {

@@ -25,7 +25,19 @@ inline const char* order_name(fkemu::Order o) {
   return o == fkemu::Order::kAscending ? "ascending" : "descending";
 }
 
-// check(order) once per thread order; the emulator is left ascending.
+// Sets an order for a scope (or keeps the current one) and restores the
+// program's starting order however the scope ends.
+class OrderScope {
+ public:
+  OrderScope() = default;
+  explicit OrderScope(fkemu::Order o) { fkemu::set_order(o); }
+  ~OrderScope() { fkemu::set_order(fkemu::starting_order()); }
+  OrderScope(const OrderScope&) = delete;
+  OrderScope& operator=(const OrderScope&) = delete;
+};
+
+// check(order) once per thread order; the emulator is left in the order the
+// program started in.
 template <typename F>
 void in_both_orders(F&& check) {
   for (fkemu::Order o : {fkemu::Order::kAscending, fkemu::Order::kDescending}) {
@@ -33,7 +45,7 @@ void in_both_orders(F&& check) {
     SCOPED_TRACE(std::string("thread order ") + order_name(o));
     check(o);
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 template <typename T>

@@ -86,7 +86,7 @@ TEST(EmulatedHashMap, ClearInsertLookupKeepTheFirstRowOfAKey) {
       ASSERT_EQ(found[keys.size() + i], -1) << "absent key " << i;
     }
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHashMap, AFullTableProbesAroundItsEnd) {

@@ -149,7 +149,7 @@ void check_product(const DevicePairs& m, int64_t cin, int64_t cout, bool transpo
                       << (order == fkemu::Order::kAscending ? "ascending" : "descending") << ")";
     EXPECT_EQ(wrong, 0) << "rows " << rows << ", inner " << inner << ", cols " << cols;
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedImplicitConv, RowMasksAndTileSlotsMatchTheHost) {

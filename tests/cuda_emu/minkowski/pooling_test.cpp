@@ -163,7 +163,7 @@ void check_local_pooling(const DevicePairs& p, int64_t cols, bool ties, uint32_t
       EXPECT_EQ(count_wrong(grad, want_grad, cols, "backward, " + at), 0);
     }
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedPooling, LocalPoolingIsTheCpusF32) {
@@ -287,7 +287,7 @@ void check_global_pooling(const std::vector<int64_t>& sizes, int64_t cols, bool 
       EXPECT_EQ(count_wrong(grad, want_grad, cols, "backward, " + at), 0);
     }
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 // Group 0 spans three of the CPU's blocks (the last partial), group 1 is
@@ -320,7 +320,7 @@ void check_sum_of_products(int64_t cols, uint32_t seed) {
     EXPECT_EQ(
         count_wrong(got.out, want, cols, "sum of products, " + where(PoolingMode::Sum, order)), 0);
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedPooling, GroupSumOfProductsIsTheCpus) {
@@ -394,7 +394,7 @@ void check_blocks(int64_t block, int64_t cols, bool ties, uint32_t seed) {
         }
       }
     }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedPooling, GroupPartialsCombineInJobOrderAtAnyBlock) {

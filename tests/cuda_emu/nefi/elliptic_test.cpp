@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated_device.h"
+#include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/elliptic_cells.h"
 #include "nefi/cuda/elliptic_kernels.h"
 #include "nefi/cuda/elliptic_multigrid_cells.h"
@@ -58,11 +59,6 @@ using el::EllipticGrid;
 using el::FaceSystem;
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-// Leaves the emulator in its default order when a test ends, failed or not.
-struct AscendingOnExit {
-  ~AscendingOnExit() { fkemu::set_order(fkemu::Order::kAscending); }
-};
 
 template <typename T>
 std::vector<T> uniform(int64_t n, double lo, double hi, unsigned seed) {
@@ -126,7 +122,7 @@ const FaceLayout kFaceLayouts[] = {{1, false, 0}, {2, true, 1}, {2, false, 2}, {
 
 template <typename T>
 void expect_face_system_equals_the_cpu() {
-  AscendingOnExit restore;
+  fkemu_test::OrderScope restore;
   for (const GridCase& c : kGrids) {
     SCOPED_TRACE(name_of(c));
     const EllipticGrid eg = grid_of(c);
@@ -167,7 +163,7 @@ TEST(EmulatedElliptic, FaceSystemEqualsTheCpuBitwiseF32) {
 // into a double buffer, rounded to T once.
 template <typename T>
 void expect_sigma_gradient_equals_the_cpu() {
-  AscendingOnExit restore;
+  fkemu_test::OrderScope restore;
   for (const GridCase& c : kGrids) {
     SCOPED_TRACE(name_of(c));
     const EllipticGrid eg = grid_of(c);
@@ -290,7 +286,7 @@ const std::vector<Problem> kMultigridProblems = {
 
 template <typename T>
 void expect_setup_equals_the_cpu_multigrid() {
-  AscendingOnExit restore;
+  fkemu_test::OrderScope restore;
   for (const Problem& p : kMultigridProblems) {
     SCOPED_TRACE(name_of(p.grid));
     const System<T> s = system_of<T>(p, 0, 2, 11);
@@ -334,7 +330,7 @@ TEST(EmulatedElliptic, MultigridSetupEqualsTheCpuHierarchyBitwiseF32) {
 // factor gets a NaN pivot, as the host emulation's does, next to a regular
 // field whose hierarchy is untouched by it.
 TEST(EmulatedElliptic, MultigridSetupOfASingularFieldHasANanPivot) {
-  AscendingOnExit restore;
+  fkemu_test::OrderScope restore;
   const System<double> s =
       system_of<double>({{{12, 10}, "neumann", el::FaceMean::kHarmonic}, 0, 0}, 0, 2, 41);
   const Hierarchy<double> want = emulated_setup(s);
@@ -433,7 +429,7 @@ cu::CgControl control_of(const EllipticGrid& eg, const el::CgOptions& o, bool wa
 template <typename T>
 Solve<T> expect_device_equals_emulation(const System<T>& s, const cu::CgControl& c,
                                         const std::vector<T>& x0, bool multigrid) {
-  AscendingOnExit restore;
+  fkemu_test::OrderScope restore;
   const Hierarchy<T> h_want = multigrid ? emulated_setup(s) : Hierarchy<T>();
   const Solve<T> want = emulated_pcg(s, c, x0, multigrid ? &h_want : nullptr);
   // Ascending with out its own buffer, descending with out == x (out null:

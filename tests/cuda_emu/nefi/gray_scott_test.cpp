@@ -46,6 +46,7 @@ void launch_gray_scott_range_guard(const double* x, int n, double lo_exclusive, 
 }  // namespace nefi::cuda::emu
 
 using fkemu_test::order_name;
+using fkemu_test::OrderScope;
 
 namespace {
 
@@ -57,12 +58,6 @@ using nefi::gray_scott_test::StepCase;
 using nefi::gray_scott_test::uniform;
 
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
-
-// Restores the ascending order when a test ends, however it ends.
-struct OrderScope {
-  explicit OrderScope(fkemu::Order o) { fkemu::set_order(o); }
-  ~OrderScope() { fkemu::set_order(fkemu::Order::kAscending); }
-};
 
 // The grids of the one-substep tests: the smallest the operator takes, one
 // block's worth, a thin one and one of two blocks of 256 with a partial last.

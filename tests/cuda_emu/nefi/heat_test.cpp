@@ -110,7 +110,7 @@ void check_fused(nc::Grid g, int k, int lerp_from, int cur, int device, int sms)
         << ", cur " << cur << ", " << sms << " SMs, order "
         << (order == fkemu::Order::kAscending ? "ascending" : "descending");
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
   fkemu::set_device(0);
 }
 
@@ -140,7 +140,7 @@ TEST(EmulatedHeat, ChebyshevWeightsFromTheDevicesBound) {
       nc::emu::launch_chebyshev_weights<double>(row_sums.data(), n, got.data(), 9, nullptr);
       EXPECT_TRUE(same_bits(got, want)) << n << " row sums";
     }
-    fkemu::set_order(fkemu::Order::kAscending);
+    fkemu::set_order(fkemu::starting_order());
   }
 }
 
@@ -228,7 +228,7 @@ void check_system(const Case& c) {
                                    heat::heat_coefficients(g), nullptr);
     EXPECT_TRUE(same_bits(faces2, want_faces) && same_bits(root_d2, want_root_d)) << tag;
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, HeatSystemIsTheCpuSymmetricSystemBitwise) {
@@ -279,7 +279,7 @@ void check_face_sweep(const Case& c) {
       EXPECT_TRUE(same_bits(got, want)) << name<T>(c, order) << (lerp ? " lerp" : " jacobi");
     }
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, FaceSweepIsThePlainLoopsFusedMultiplyAdds) {
@@ -336,7 +336,7 @@ void check_sweeper_step(const Case& c) {
     else
       EXPECT_LE(worst, (std::is_same_v<T, double> ? 1e-14 : 2e-6)) << tag;
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, SweeperStepFromLaunchesIsTheFlatSweepers) {
@@ -363,7 +363,7 @@ void check_scales(int64_t n) {
     EXPECT_TRUE(same_bits(out, want_out)) << n << " cells";
     EXPECT_TRUE(same_bits(out2, want_out) && same_bits(c, want_c)) << n << " cells";
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, ScalesAreThePlainProducts) {
@@ -387,7 +387,7 @@ void check_add_surface(const Case& c) {
     nc::emu::launch_add_surface<T>(s.data(), r.data(), got.data(), c.g, nullptr);
     EXPECT_TRUE(same_bits(got, want)) << name<T>(c, order);
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, AddSurfaceIsThePlainLoop) {
@@ -422,7 +422,7 @@ void check_adjoint(const Case& c) {
                                       heat::heat_coefficients(g), nullptr);
     EXPECT_TRUE(same_bits(grad, want_grad)) << tag;
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedHeat, FaceProductsAndAlphaGradientAreTheCpuAdjointsBitwise) {

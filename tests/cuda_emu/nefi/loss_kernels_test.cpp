@@ -244,7 +244,7 @@ TEST(EmulatedLossKernels, CellwiseSumsOfManyBlocksCapAtTwoHundredFiftySix) {
     expect_same_bits(partials, want.partials, "partials");
     expect_same_bits(sums, std::vector<double>{want.total[0], want.total[1]}, "sums");
   }
-  fkemu::set_order(fkemu::Order::kAscending);
+  fkemu::set_order(fkemu::starting_order());
 }
 
 TEST(EmulatedLossKernels, CellwiseSumsOfEmptyRowsAndNoRows) {

@@ -94,12 +94,7 @@ namespace {
 constexpr fkemu::Order kOrders[] = {fkemu::Order::kAscending, fkemu::Order::kDescending};
 
 using fkemu_test::order_name;
-
-// Sets the order for a scope and restores the ascending one, however it ends.
-struct OrderScope {
-  explicit OrderScope(fkemu::Order o) { fkemu::set_order(o); }
-  ~OrderScope() { fkemu::set_order(fkemu::Order::kAscending); }
-};
+using fkemu_test::OrderScope;
 
 template <typename T>
 const char* dtype_name() {
