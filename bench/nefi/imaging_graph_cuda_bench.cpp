@@ -17,8 +17,11 @@
 //       6: photoacoustic3d (48 x 48 x 32, 16 x 16 sensors, 49 samples)
 //     G 0: every step eager; 1: captured after a warm-up step and replayed
 // Each iteration is one solve of kSteps steps (setup excluded); the counters
-// are over its steps after the first kSkip (warm-up and capture): ms/step,
-// launches/step (fk's launch counter) and graph_steps (replays in the stage).
+// are over its steps after the first kSkip (warm-up and capture), with the
+// graph over its replays only: ms/step, launches/step (fk's launch counter),
+// eager_steps (graph rows: measured steps that ran eagerly, a warm-up and a
+// capture after the step changed shape) and graph_steps (graph launches in
+// the stage).
 // Reproduce (on a GPU machine; scripts/gpu-check runs every nefi_cuda_bench row):
 //   cmake --build build --target nefi_cuda_bench
 //   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceImagingStep

@@ -8,11 +8,13 @@
 //     S 0: n 256, MLP 32 wide x 3 deep, 5 octaves (launch-bound);
 //       1: n 4096, 256 x 6, 12 octaves (the NeuralField defaults)
 // Each iteration is one solve of kSteps steps (setup excluded); the time and
-// counters are over its steps after the first kSkip (warm-up and capture):
-// ms/step (the solver's own step time: host work, launches and the step's one
-// host read), launches/step (fk's launch counter: a replay counts one, plus
-// the annealing gate's upload while bands still open) and graph_steps (how
-// many of the stage's steps were replays).
+// counters are over its steps after the first kSkip (warm-up and capture),
+// with the graph over its replays only: ms/step (the solver's own step time:
+// host work, launches and the step's one host read), launches/step (fk's
+// launch counter: a replay counts one, plus the annealing gate's upload
+// while bands still open), eager_steps (graph rows: measured steps that ran
+// eagerly, a warm-up and a capture after the step changed shape) and
+// graph_steps (how many of the stage's steps were graph launches).
 // Reproduce (on a GPU machine; scripts/gpu-check runs it, also with ME_LAZY_SYNC=1):
 //   cmake --build build --target nefi_cuda_bench
 //   build/bin/nefi_cuda_bench --benchmark_filter=BM_DeviceSolverStep

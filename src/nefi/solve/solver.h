@@ -60,6 +60,9 @@ struct StepInfo {
   // bookkeeping included) and the fk counters it bumped (profilers read these).
   double step_ms = 0;
   int64_t step_ops = 0, step_view_ops = 0, step_launches = 0;
+  // The step was a replay of the stage's captured CUDA graph (a device
+  // solve's steps are otherwise eager: warm-up, capture, a refused graph).
+  bool graph_replay = false;
 };
 
 // The live objects of a stage, handed to SolverOptions::on_stage_start after

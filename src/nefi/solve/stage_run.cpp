@@ -370,7 +370,8 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
                         (fk::profile::now_ns() - t_step) / 1e6,
                         c_now.ops - c_step.ops,
                         c_now.view_ops - c_step.view_ops,
-                        c_now.launches - c_step.launches};
+                        c_now.launches - c_step.launches,
+                        graph_ != nullptr && graph_->last_replayed()};
     if (const char* stop = stop_reason(info, v, t_run, run_over)) {
       sr_.stop = stop;
       break;

@@ -60,6 +60,7 @@ void StepGraph::invalidate() {
 }
 
 void StepGraph::run(const std::function<void()>& enqueue, int64_t shape) {
+  last_replayed_ = false;
   if (refused()) {
     enqueue();
     ++eager_;
@@ -69,6 +70,7 @@ void StepGraph::run(const std::function<void()>& enqueue, int64_t shape) {
     fk::cuda::launch_graph(exec_);
     fk::profile::count_launch();
     ++launched_;
+    last_replayed_ = true;
     return;
   }
   if (exec_.exec) invalidate();

@@ -60,6 +60,9 @@ class StepGraph {
   const std::string& refusal() const { return refusal_; }
   int64_t eager_steps() const { return eager_; }
   int64_t graph_steps() const { return launched_; }
+  // Whether the last run() replayed the captured graph (not eager, not the
+  // capture's own launch).
+  bool last_replayed() const { return last_replayed_; }
   int64_t captures() const { return captures_; }
   int64_t nodes() const { return captured_nodes_; }  // of the last capture
   // One line for verbose output: how the stage's steps ran, and why.
@@ -76,6 +79,7 @@ class StepGraph {
   int64_t shape_ = -1;       // of exec_
   int64_t warm_shape_ = -1;  // of the last eager step
   bool warm_ = false;
+  bool last_replayed_ = false;
   int64_t eager_ = 0, launched_ = 0, captures_ = 0, captured_nodes_ = 0;
 };
 

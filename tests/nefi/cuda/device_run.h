@@ -2,8 +2,8 @@
 // The solve of an eager-vs-graph comparison and its bitwise check, shared by
 // the step-graph tests (step_graph_test.cpp: toy1d; heat_step_graph_test.cpp:
 // thermal tomography): a problem solved on GPU 0 with its steps captured as a
-// CUDA graph or not, recording each step's kernel launches, and two results
-// that must agree to the bit.
+// CUDA graph or not, recording each step's kernel launches and whether it
+// was a graph replay, and two results that must agree to the bit.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,6 +18,7 @@ namespace nefi::cuda_test {
 struct DeviceRun {
   nefi::Result result;
   std::vector<int64_t> launches;  // per step
+  std::vector<bool> replayed;     // per step: StepInfo::graph_replay
 };
 
 // `problem` through `curriculum` on GPU 0 (seed 3), steps captured or eager.
@@ -30,6 +31,7 @@ inline DeviceRun solve_on_gpu(const nefi::InverseProblem& problem,
   so.cuda_graph = graph;
   so.callbacks.push_back([&run](const nefi::StepInfo& s) {
     run.launches.push_back(s.step_launches);
+    run.replayed.push_back(s.graph_replay);
     return true;
   });
   run.result = nefi::Solver(problem, curriculum, so).run();

@@ -102,6 +102,17 @@ TEST_P(StepGraphAnnealing, ReplaysGiveBitwiseTheEagerSolve) {
   // bands still open) where an eager one is dozens.
   EXPECT_LE(graph.launches.back(), 2);
   EXPECT_GT(eager.launches.back(), 10);
+  // Each step says whether it replayed: every graph launch but the captures'
+  // own (one, or two with the re-warm), and no eager step.
+  const int captures = GetParam() < 1.0 ? 2 : 1;
+  int64_t replays = 0;
+  for (size_t i = 0; i < graph.replayed.size(); ++i) {
+    EXPECT_FALSE(eager.replayed[i]) << "step " << i;
+    if (!graph.replayed[i]) continue;
+    ++replays;
+    EXPECT_LE(graph.launches[i], 2) << "replayed step " << i;
+  }
+  EXPECT_EQ(replays, st.graph_steps - captures) << st.device_note;
 }
 
 INSTANTIATE_TEST_SUITE_P(AnnealFraction, StepGraphAnnealing, ::testing::Values(1.0, 0.3));
