@@ -6,7 +6,7 @@
 // capture), and the counters those benchmarks report. With the graph, only
 // replayed steps are timed: a stage whose step changes shape mid-way (an
 // annealing band the field cannot open in place) warms up and captures again,
-// and those eager steps are counted apart (eager_steps), not averaged in.
+// and those two steps are counted apart (eager_steps), not averaged in.
 #include <benchmark/benchmark.h>
 
 #include <string>

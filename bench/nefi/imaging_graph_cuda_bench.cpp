@@ -19,8 +19,8 @@
 // Each iteration is one solve of kSteps steps (setup excluded); the counters
 // are over its steps after the first kSkip (warm-up and capture), with the
 // graph over its replays only: ms/step, launches/step (fk's launch counter),
-// eager_steps (graph rows: measured steps that ran eagerly, a warm-up and a
-// capture after the step changed shape) and graph_steps (graph launches in
+// eager_steps (graph rows: measured steps that were not replays, a warm-up
+// and a capture after the step changed shape) and graph_steps (graph launches in
 // the stage).
 // Reproduce (on a GPU machine; scripts/gpu-check runs every nefi_cuda_bench row):
 //   cmake --build build --target nefi_cuda_bench

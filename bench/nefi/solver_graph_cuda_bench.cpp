@@ -12,8 +12,8 @@
 // with the graph over its replays only: ms/step (the solver's own step time:
 // host work, launches and the step's one host read), launches/step (fk's
 // launch counter: a replay counts one, plus the annealing gate's upload
-// while bands still open), eager_steps (graph rows: measured steps that ran
-// eagerly, a warm-up and a capture after the step changed shape) and
+// while bands still open), eager_steps (graph rows: measured steps that were
+// not replays, a warm-up and a capture after the step changed shape) and
 // graph_steps (how many of the stage's steps were graph launches).
 // Reproduce (on a GPU machine; scripts/gpu-check runs it, also with ME_LAZY_SYNC=1):
 //   cmake --build build --target nefi_cuda_bench
