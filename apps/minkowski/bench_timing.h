@@ -75,12 +75,6 @@ inline fk::Tensor random_uniform(fk::Dims shape, double scale, uint64_t seed) {
   return t;
 }
 
-struct KnobOverride {
-  std::string name;
-  KnobOverride(std::string n, std::string v) : name(std::move(n)) {
-    fk::mutable_knob(name).set_override(v);
-  }
-  ~KnobOverride() { fk::mutable_knob(name).set_override(std::nullopt); }
-};
+using fk::KnobOverride;
 
 }  // namespace minkowski_app

@@ -104,7 +104,7 @@ struct Config {
 
 void run_config(const BenchTrainOptions& o, int threads, const Config& c, const fk::Tensor& coords,
                 const fk::Tensor& features, const fk::Tensor& labels) {
-  fk::mutable_knob("ME_FUSED_COPY").set_override(c.fused ? "1" : "0");
+  fk::KnobOverride fused("ME_FUSED_COPY", c.fused ? "1" : "0");
   fk::manual_seed(0);
   nn::MinkUNet net(nn::minkunet_options(o.variant, 3, 20, 3));
   nn::Adam adam(net.parameters(), {});
@@ -119,7 +119,6 @@ void run_config(const BenchTrainOptions& o, int threads, const Config& c, const 
     sum.backward += t.backward / o.steps;
     sum.optimizer += t.optimizer / o.steps;
   }
-  fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
   std::printf("%8d %6s %11s %9.1f %9.1f %9.1f %9.1f %11.0f %7.1f %9.1f\n", threads,
               fk::name(c.precision), c.fused ? "fused" : "per-offset", sum.total(), sum.forward,
               sum.backward, sum.optimizer,

@@ -309,9 +309,10 @@ void softmax_case(benchmark::State& state, int dim, const char* isa) {
   int64_t n = state.range(0);
   threads_of(state);
   fk::Tensor a = operand({n / 256, 256}, 1);
-  fk::mutable_knob("FK_CPU_ISA").set_override(isa);
-  for (auto _ : state) benchmark::DoNotOptimize(fk::softmax(a, dim));
-  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
+  {
+    fk::KnobOverride cap("FK_CPU_ISA", isa);
+    for (auto _ : state) benchmark::DoNotOptimize(fk::softmax(a, dim));
+  }
   report(state, n, 8);
 }
 void BM_SoftmaxLast_Avx2(benchmark::State& state) {
@@ -493,9 +494,10 @@ void with_isa(benchmark::State& state, const char* isa, const F& op) {
   int64_t n = state.range(0);
   threads_of(state);
   fk::Tensor a = operand({n / 256, 256}, 1);
-  fk::mutable_knob("FK_CPU_ISA").set_override(isa);
-  for (auto _ : state) benchmark::DoNotOptimize(op(a));
-  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
+  {
+    fk::KnobOverride cap("FK_CPU_ISA", isa);
+    for (auto _ : state) benchmark::DoNotOptimize(op(a));
+  }
   report(state, n, 4);
 }
 auto max_dim0 = [](const fk::Tensor& a) { return fk::max(a, 0); };

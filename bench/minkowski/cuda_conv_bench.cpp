@@ -153,22 +153,19 @@ const char* precision_name(int64_t p) {
 class RowSettings {
  public:
   // implicit: 0 gather, 1 implicit on FMA tiles, 2 implicit on tensor cores.
-  RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit) {
+  RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit)
+      : dataflow_("ME_CONV_DATAFLOW", implicit > 0 ? "implicit" : "gather"),
+        mma_("ME_CONV_IMPLICIT_MMA", implicit == 2 ? "1" : "0"),
+        fused_("ME_FUSED_COPY", fused ? "1" : "0"),
+        lazy_("ME_LAZY_SYNC", lazy ? "1" : "0") {
     fk::amp::set_allow_tf32(precision == kTf32);
-    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(implicit > 0 ? "implicit" : "gather");
-    fk::mutable_knob("ME_CONV_IMPLICIT_MMA").set_override(implicit == 2 ? "1" : "0");
-    fk::mutable_knob("ME_FUSED_COPY").set_override(fused ? "1" : "0");
-    fk::mutable_knob("ME_LAZY_SYNC").set_override(lazy ? "1" : "0");
   }
-  ~RowSettings() {
-    fk::amp::set_allow_tf32(false);
-    fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
-    fk::mutable_knob("ME_LAZY_SYNC").set_override(std::nullopt);
-    fk::mutable_knob("ME_CONV_DATAFLOW").set_override(std::nullopt);
-    fk::mutable_knob("ME_CONV_IMPLICIT_MMA").set_override(std::nullopt);
-  }
+  ~RowSettings() { fk::amp::set_allow_tf32(false); }
   RowSettings(const RowSettings&) = delete;
   RowSettings& operator=(const RowSettings&) = delete;
+
+ private:
+  fk::KnobOverride dataflow_, mma_, fused_, lazy_;
 };
 
 struct ConvOperands {

@@ -75,16 +75,15 @@ const TrainScene& train_scene() {
 // Sets the TF32 switch and the sync knob of one row for its scope.
 class RowSettings {
  public:
-  RowSettings(int64_t precision, bool lazy) {
+  RowSettings(int64_t precision, bool lazy) : lazy_("ME_LAZY_SYNC", lazy ? "1" : "0") {
     fk::amp::set_allow_tf32(precision == kTf32);
-    fk::mutable_knob("ME_LAZY_SYNC").set_override(lazy ? "1" : "0");
   }
-  ~RowSettings() {
-    fk::amp::set_allow_tf32(false);
-    fk::mutable_knob("ME_LAZY_SYNC").set_override(std::nullopt);
-  }
+  ~RowSettings() { fk::amp::set_allow_tf32(false); }
   RowSettings(const RowSettings&) = delete;
   RowSettings& operator=(const RowSettings&) = delete;
+
+ private:
+  fk::KnobOverride lazy_;
 };
 
 // Args: precision (0 f32, 1 tf32, 2 bf16); coordinates on the device (1) or

@@ -72,8 +72,7 @@ void BM_DeviceMlp(benchmark::State& state) {
   const std::optional<fk::DType> autocast = state.range(3) == 1   ? std::optional(fk::DType::BF16)
                                             : state.range(3) == 2 ? std::optional(fk::DType::F16)
                                                                   : std::nullopt;
-  fk::Knob& knob = fk::mutable_knob("NEFI_FUSED_MLP");
-  knob.set_override(std::string(fused ? "1" : "0"));
+  const fk::KnobOverride path("NEFI_FUSED_MLP", fused ? "1" : "0");
   const bool tf32 = fk::amp::allow_tf32();
   fk::amp::set_allow_tf32(false);
   {
@@ -109,7 +108,6 @@ void BM_DeviceMlp(benchmark::State& state) {
                    (autocast ? std::string(", ") + fk::name(*autocast) + " autocast" : ""));
   }
   fk::amp::set_allow_tf32(tf32);
-  knob.set_override(std::nullopt);
 }
 BENCHMARK(BM_DeviceMlp)
     ->ArgNames({"width", "fused", "backward", "autocast"})

@@ -133,6 +133,21 @@ void Knob::set_override(std::optional<std::string> value) {
   version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+std::optional<std::string> Knob::override_value() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return override_;
+}
+
+KnobOverride::KnobOverride(const std::string& name, std::optional<std::string> value)
+    : knob_(mutable_knob(name)), replaced_(knob_.override_value()) {
+  knob_.set_override(std::move(value));
+}
+
+// The replaced override parsed when it was set, so putting it back cannot throw.
+KnobOverride::~KnobOverride() {
+  knob_.set_override(std::move(replaced_));
+}
+
 std::vector<const Knob*> knobs() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   std::vector<const Knob*> out;

@@ -51,6 +51,8 @@ class Knob {
   // Tests and programs may override the environment; std::nullopt clears it.
   // Also resets a latched value so the next read sees the override.
   void set_override(std::optional<std::string> value);
+  // The override in force, std::nullopt when there is none.
+  std::optional<std::string> override_value() const;
   // Bumped by every set_override: lets a hot path cache what it derived from
   // a latched knob and re-derive only when an override changed it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -83,5 +85,21 @@ std::vector<const Knob*> knobs();
 // The knob called `name`; throws fk::Error when there is none.
 const Knob& knob(const std::string& name);
 Knob& mutable_knob(const std::string& name);
+
+// A knob's override for a scope: set on construction, and the override it
+// replaced (or none) put back on destruction, also when an exception or a
+// failed test assertion leaves the scope early. For tests, benchmarks and
+// programs that run one code path against another.
+class KnobOverride {
+ public:
+  KnobOverride(const std::string& name, std::optional<std::string> value);
+  ~KnobOverride();
+  KnobOverride(const KnobOverride&) = delete;
+  KnobOverride& operator=(const KnobOverride&) = delete;
+
+ private:
+  Knob& knob_;
+  std::optional<std::string> replaced_;
+};
 
 }  // namespace fk

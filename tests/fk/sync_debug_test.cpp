@@ -21,20 +21,6 @@
 namespace fk {
 namespace {
 
-// FK_SYNC_DEBUG set for the scope.
-class SyncDebug {
- public:
-  explicit SyncDebug(const char* value) : knob_(mutable_knob("FK_SYNC_DEBUG")) {
-    knob_.set_override(std::string(value));
-  }
-  ~SyncDebug() { knob_.set_override(std::nullopt); }
-  SyncDebug(const SyncDebug&) = delete;
-  SyncDebug& operator=(const SyncDebug&) = delete;
-
- private:
-  Knob& knob_;
-};
-
 const Device kGpu = cuda_device(0);
 
 using test::error_of;
@@ -55,18 +41,18 @@ class MarkedCapture {
 TEST(SyncDebug, TheKnobIsOffWarnOrError) {
   EXPECT_EQ(knob("FK_SYNC_DEBUG").default_value(), std::string("off"));
   {
-    SyncDebug off("off");
+    KnobOverride off("FK_SYNC_DEBUG", "off");
     EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kOff);
   }
   {
-    SyncDebug warn("warn");
+    KnobOverride warn("FK_SYNC_DEBUG", "warn");
     EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kWarn);
   }
   {
-    SyncDebug error("error");
+    KnobOverride error("FK_SYNC_DEBUG", "error");
     EXPECT_EQ(sync_debug_mode(), SyncDebugMode::kError);
   }
-  SyncDebug bad("loud");
+  KnobOverride bad("FK_SYNC_DEBUG", "loud");
   try {
     sync_debug_mode();
     FAIL() << "no error for FK_SYNC_DEBUG=loud";
@@ -92,7 +78,7 @@ TEST(SyncDebug, StepScopesNest) {
 // The marking is per thread: another thread's reads are not inside this
 // thread's step (and its own step leaves this thread unmarked).
 TEST(SyncDebug, AStepMarksOnlyItsOwnThread) {
-  SyncDebug error("error");
+  KnobOverride error("FK_SYNC_DEBUG", "error");
   const DeviceStepScope step;
   bool other_marked = true, other_threw = true;
   std::thread other([&] {
@@ -115,7 +101,7 @@ TEST(SyncDebug, AStepMarksOnlyItsOwnThread) {
 // the capture; another thread's reads meanwhile are not in it, and when that
 // thread is in a step of its own, the report names that step, not the capture.
 TEST(SyncDebug, ACaptureMarksOnlyTheThreadThatBeganIt) {
-  SyncDebug error("error");
+  KnobOverride error("FK_SYNC_DEBUG", "error");
   const MarkedCapture capture;
   const std::string own = error_of([] { HostRead read("test read in a capture", kGpu); });
   EXPECT_NE(own.find("a CUDA graph capture on cuda:0"), std::string::npos) << own;
@@ -142,7 +128,7 @@ TEST(SyncDebug, OnlyDeviceReadsInsideAStepReport) {
 }
 
 TEST(SyncDebug, ErrorModeNamesTheOpInsideAStepOnly) {
-  SyncDebug error("error");
+  KnobOverride error("FK_SYNC_DEBUG", "error");
   EXPECT_NO_THROW(HostRead("test read", kGpu));  // no step in progress
   const DeviceStepScope step;
   try {
@@ -159,7 +145,7 @@ TEST(SyncDebug, ErrorModeNamesTheOpInsideAStepOnly) {
 }
 
 TEST(SyncDebug, WarnModeWarnsOncePerOpAndOncePerNestedRead) {
-  SyncDebug warn("warn");
+  KnobOverride warn("FK_SYNC_DEBUG", "warn");
   const DeviceStepScope step;
   const int64_t before = sync_debug_warnings();
   {
@@ -175,7 +161,7 @@ TEST(SyncDebug, WarnModeWarnsOncePerOpAndOncePerNestedRead) {
 }
 
 TEST(SyncDebug, OffModeNeverReports) {
-  SyncDebug off("off");
+  KnobOverride off("FK_SYNC_DEBUG", "off");
   const DeviceStepScope step;
   const int64_t before = sync_debug_warnings();
   EXPECT_NO_THROW(HostRead("test read while off", kGpu));

@@ -233,6 +233,36 @@ TEST(Knobs, BoolKnobsRejectOtherWords) {
   flag.set_override(std::nullopt);
 }
 
+// A scoped override puts back what it replaced, nested or not, also when the
+// scope is left by an exception; a malformed value is refused and changes
+// nothing.
+TEST(Knobs, KnobOverrideRestoresWhatItReplaced) {
+  static Knob k("FK_TEST_SCOPED", KnobType::Int, "3", "a scoped knob", KnobRead::Latched);
+  EXPECT_EQ(k.as_int(), 3);
+  {
+    KnobOverride outer("FK_TEST_SCOPED", "5");
+    EXPECT_EQ(k.as_int(), 5);
+    try {
+      KnobOverride inner("FK_TEST_SCOPED", "7");
+      EXPECT_EQ(k.as_int(), 7);
+      EXPECT_EQ(k.override_value(), std::optional<std::string>("7"));
+      throw Error("the test", "nothing", "an exception leaving the scope");
+    } catch (const Error&) {
+    }
+    EXPECT_EQ(k.as_int(), 5);  // the latch re-read the outer override
+    EXPECT_THROW(KnobOverride("FK_TEST_SCOPED", "seven"), Error);
+    EXPECT_EQ(k.as_int(), 5);
+    {
+      KnobOverride cleared("FK_TEST_SCOPED", std::nullopt);
+      EXPECT_EQ(k.as_int(), 3);
+    }
+    EXPECT_EQ(k.as_int(), 5);
+  }
+  EXPECT_EQ(k.override_value(), std::nullopt);
+  EXPECT_EQ(k.as_int(), 3);
+  EXPECT_THROW(KnobOverride("NO_SUCH_KNOB", "1"), Error);
+}
+
 // Every knob's default must parse (a bad default would only fail at first use).
 TEST(Knobs, EveryRegisteredDefaultIsValid) {
   for (const Knob* k : knobs()) {

@@ -332,7 +332,7 @@ std::vector<T> shot_of(const std::vector<T>& v, int64_t s, int64_t numel) {
 template <typename T>
 void check_one_step(const Case& cs, fkemu::Order order) {
   SCOPED_TRACE(name_of(cs) + " " + dtype_name<T>() + " " + order_name(order));
-  GenericIsa generic;
+  fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const OrderScope scope(order);
   const wave::ShotGeometry geo = geometry_of(cs);
   const wave::WaveGrid& gr = geo.grid;
@@ -426,7 +426,7 @@ TEST(EmulatedWave, OneStepOfTwoShotsEqualsTheCpu) {
 template <typename T>
 void check_solve(const Case& cs, fkemu::Order order) {
   SCOPED_TRACE(name_of(cs) + " " + dtype_name<T>() + " " + order_name(order));
-  GenericIsa generic;
+  fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const OrderScope scope(order);
   // geometry_of's problem with 5 samples: 8 leapfrog steps (24 in 1-D)
   // instead of 16, as every launch costs the emulator a fiber per thread.

@@ -131,20 +131,6 @@ using cuda_parity::i64s;
 using cuda_parity::kGpu;
 using test::error_of;
 
-// Overrides a knob for the scope (the override also resets a latch).
-class KnobOverride {
- public:
-  KnobOverride(const char* knob, const char* value) : knob_(mutable_knob(knob)) {
-    knob_.set_override(std::string(value));
-  }
-  ~KnobOverride() { knob_.set_override(std::nullopt); }
-  KnobOverride(const KnobOverride&) = delete;
-  KnobOverride& operator=(const KnobOverride&) = delete;
-
- private:
-  Knob& knob_;
-};
-
 // The four index ops with device index tensors, on device d.
 std::vector<std::vector<double>> run_index_ops(Device d) {
   const Tensor t = test::random_tensor({5, 3}, DType::F64, -1, 1, 41).to(d);

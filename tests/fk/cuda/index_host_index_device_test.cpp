@@ -28,19 +28,6 @@ namespace {
 using cuda_parity::kGpu;
 using test::error_of;
 
-class SyncDebugError {
- public:
-  SyncDebugError() : knob_(mutable_knob("FK_SYNC_DEBUG")) {
-    knob_.set_override(std::string("error"));
-  }
-  ~SyncDebugError() { knob_.set_override(std::nullopt); }
-  SyncDebugError(const SyncDebugError&) = delete;
-  SyncDebugError& operator=(const SyncDebugError&) = delete;
-
- private:
-  Knob& knob_;
-};
-
 const std::vector<int64_t> kRows = {5, 0, 5, 2, 7, 5};
 
 struct Outcome {
@@ -52,7 +39,7 @@ Outcome select_and_backward(Device d, const Tensor& base, const Tensor& w) {
   t.set_requires_grad(true);
   Tensor out, g;
   {
-    const SyncDebugError error;
+    const KnobOverride error("FK_SYNC_DEBUG", "error");
     const DeviceStepScope step;
     out = index_select(t, 0, kRows);
     sum(mul(out, w.to(d))).backward();
@@ -83,7 +70,7 @@ TEST(IndexSelectHostIndexDevice, TheTensorIndexFormReadsNothingBackEither) {
   FK_SKIP_WITHOUT_GPU();
   const Tensor t = zeros({8}, {DType::F32, kGpu});
   const Tensor idx = from_vector(kRows, Dims{6}, kGpu);
-  const SyncDebugError error;
+  const KnobOverride error("FK_SYNC_DEBUG", "error");
   const DeviceStepScope step;
   EXPECT_EQ(error_of([&] { index_select(t, 0, idx); }), "");
   EXPECT_EQ(error_of([&] { index_select(t, 0, kRows); }), "");

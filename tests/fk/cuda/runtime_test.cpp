@@ -38,15 +38,6 @@ namespace {
 const Device kGpu = cuda_device(0);
 const char* const kLazySync = "ME_LAZY_SYNC";
 
-// Overrides ME_LAZY_SYNC for one test (the override also resets the latch).
-class SyncPolicy {
- public:
-  explicit SyncPolicy(const char* value) { mutable_knob(kLazySync).set_override(value); }
-  ~SyncPolicy() { mutable_knob(kLazySync).set_override(std::nullopt); }
-  SyncPolicy(const SyncPolicy&) = delete;
-  SyncPolicy& operator=(const SyncPolicy&) = delete;
-};
-
 // A stream the test creates and makes device 0's current stream, as a host
 // framework lending its own stream would; the previous one is restored after
 // the stream has drained (tensors freed on it are stream-ordered frees).
@@ -146,7 +137,7 @@ TEST(CudaRuntime, LazySyncKnobIsLatchedAndOffByDefault) {
 // including a 50 ms host function queued just before it.
 TEST(CudaRuntime, EveryOpSynchronizesByDefault) {
   FK_SKIP_WITHOUT_GPU();
-  SyncPolicy eager("0");
+  KnobOverride eager(kLazySync, "0");
   CallerStream s;
   Tensor x = test::random_tensor({48, 64}, DType::F32, -1, 1, 51).to(kGpu);
   Tensor w = test::random_tensor({64, 32}, DType::F32, -1, 1, 52).to(kGpu);
@@ -169,7 +160,7 @@ TEST(CudaRuntime, EveryOpSynchronizesByDefault) {
 // gate); a host read synchronizes and sees the finished values.
 TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
   FK_SKIP_WITHOUT_GPU();
-  SyncPolicy lazy("1");
+  KnobOverride lazy(kLazySync, "1");
   CallerStream s;
   Tensor x = test::random_tensor({8, 512}, DType::F32, -1, 1, 53);
   Tensor gx = x.to(kGpu);
@@ -190,7 +181,7 @@ TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
 // which they would not if they ran on any stream not ordered after the gate.
 TEST(CudaRuntime, OpsRunOnTheCallersStream) {
   FK_SKIP_WITHOUT_GPU();
-  SyncPolicy lazy("1");  // with eager syncs an op would wait for the gate
+  KnobOverride lazy(kLazySync, "1");  // with eager syncs an op would wait for the gate
   CallerStream s;
   EXPECT_EQ(cuda::current_stream(0), static_cast<void*>(s.get()));
   Tensor a = test::random_tensor({64, 32}, DType::F32, -1, 1, 54);

@@ -20,24 +20,11 @@
 namespace fk {
 namespace {
 
-class SyncDebug {
- public:
-  explicit SyncDebug(const char* value) : knob_(mutable_knob("FK_SYNC_DEBUG")) {
-    knob_.set_override(std::string(value));
-  }
-  ~SyncDebug() { knob_.set_override(std::nullopt); }
-  SyncDebug(const SyncDebug&) = delete;
-  SyncDebug& operator=(const SyncDebug&) = delete;
-
- private:
-  Knob& knob_;
-};
-
 using test::error_of;
 
 TEST(SyncDebugDevice, ErrorModeNamesEachHostRead) {
   FK_SKIP_WITHOUT_GPU();
-  SyncDebug error("error");
+  KnobOverride error("FK_SYNC_DEBUG", "error");
   const Tensor t = full({1}, 2.0, {DType::F32, cuda_device(0)});
   EXPECT_EQ(t.item(), 2.0);  // no step in progress
   const DeviceStepScope step;
@@ -50,7 +37,7 @@ TEST(SyncDebugDevice, ErrorModeNamesEachHostRead) {
 
 TEST(SyncDebugDevice, WarnModeReadsAndWarnsOnce) {
   FK_SKIP_WITHOUT_GPU();
-  SyncDebug warn("warn");
+  KnobOverride warn("FK_SYNC_DEBUG", "warn");
   const Tensor t = full({1}, 5.0, {DType::F64, cuda_device(0)});
   const DeviceStepScope step;
   const int64_t before = sync_debug_warnings();

@@ -503,21 +503,23 @@ TEST(Fft, PlanCacheReusesPlans) {
 }
 
 TEST(Fft, MeasurePlannerGivesSameResults) {
-  Knob& k = mutable_knob("FK_FFTW_PLANNER");
   Tensor z = test::random_complex({3, 10}, 121);
   Tensor zs = z.slice(1, 1, 10);  // a view at an offset: another alignment class
   CVec ref = values(fft(zs));
   std::vector<double> ref_r = irfftn(z).to_vector<double>();
   fft_clear_plan_cache();
-  k.set_override("measure");
-  CVec zv = values(z);
-  expect_complex_close(fft(zs), ref);
-  test::expect_close(irfftn(z), ref_r, 1e-12);
-  expect_complex_close(z, zv, 0);  // measuring planned on scratch, not on z
-  k.set_override("fastest");
-  fft_clear_plan_cache();
-  EXPECT_THROW(fft(z), Error);
-  k.set_override(std::nullopt);
+  {
+    KnobOverride measure("FK_FFTW_PLANNER", "measure");
+    CVec zv = values(z);
+    expect_complex_close(fft(zs), ref);
+    test::expect_close(irfftn(z), ref_r, 1e-12);
+    expect_complex_close(z, zv, 0);  // measuring planned on scratch, not on z
+  }
+  {
+    KnobOverride bad("FK_FFTW_PLANNER", "fastest");
+    fft_clear_plan_cache();
+    EXPECT_THROW(fft(z), Error);
+  }
   fft_clear_plan_cache();
 }
 

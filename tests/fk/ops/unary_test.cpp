@@ -308,10 +308,9 @@ void ops_within_ulp_bounds_and_special_values() {
 // Both builds: the AVX2 kernels and the generic (glibc) path.
 TEST(VecMath, OpsWithinUlpBoundsAndSpecialValues) {
   for (const char* isa : {"auto", "generic"}) {
-    mutable_knob("FK_CPU_ISA").set_override(isa);
+    KnobOverride cap("FK_CPU_ISA", isa);
     ops_within_ulp_bounds_and_special_values();
   }
-  mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
 }
 
 // sqrt and rsqrt run vectorised (SSE2) and must give std::sqrt's correctly

@@ -76,19 +76,7 @@ inline fk::Tensor random_values(const fk::Dims& shape, double scale, uint64_t se
   return fk::uniform(shape, -scale, scale, {fk::DType::F32}, &g);
 }
 
-// Overrides a knob for a scope.
-class KnobOverride {
- public:
-  KnobOverride(const char* name, const char* value) : name_(name) {
-    fk::mutable_knob(name_).set_override(value);
-  }
-  ~KnobOverride() { fk::mutable_knob(name_).set_override(std::nullopt); }
-  KnobOverride(const KnobOverride&) = delete;
-  KnobOverride& operator=(const KnobOverride&) = delete;
-
- private:
-  std::string name_;
-};
+using fk::KnobOverride;
 
 class DeterministicScope {
  public:

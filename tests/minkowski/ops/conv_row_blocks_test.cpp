@@ -20,11 +20,6 @@
 namespace minkowski {
 namespace {
 
-struct TilesForced {
-  TilesForced() { fk::mutable_knob("ME_CONV_PATH").set_override("tiles"); }
-  ~TilesForced() { fk::mutable_knob("ME_CONV_PATH").set_override(std::nullopt); }
-};
-
 struct Grads {
   std::vector<float> y, gf, gw;
 };
@@ -67,7 +62,7 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
 
 TEST(MinkowskiConvRowBlocks, KeptBlocksAgainstPlainSumsAndSameBitsOnReuse) {
   if (fk::cpu_isa() < fk::CpuIsa::Avx2) GTEST_SKIP() << "no f32 tiles on this CPU";
-  TilesForced tiles;
+  fk::KnobOverride tiles("ME_CONV_PATH", "tiles");
   const fk::Tensor coords_t = coords(lcg_cloud(3000, 5, 10), 4);
   for (int stride : {1, 2}) {
     CoordinateManager mgr(3);

@@ -40,19 +40,7 @@ class NoTf32 {
   bool was_;
 };
 
-// Knob `name` set to `value` for a scope.
-class KnobOverride {
- public:
-  KnobOverride(const char* name, const char* value) : knob_(fk::mutable_knob(name)) {
-    knob_.set_override(std::string(value));
-  }
-  ~KnobOverride() { knob_.set_override(std::nullopt); }
-  KnobOverride(const KnobOverride&) = delete;
-  KnobOverride& operator=(const KnobOverride&) = delete;
-
- private:
-  fk::Knob& knob_;
-};
+using fk::KnobOverride;
 
 // A tensor's values on the host as f64, from any device, real dtype and
 // layout (detached: reading a value records no autograd node).

@@ -2,11 +2,12 @@
 // same solve run eagerly: neural toy1d (FFT convolution, MSE + L1), graph
 // replays give bitwise the history and final field of eager steps, with the
 // annealing gate rewritten in place (anneal over the whole stage) and after
-// annealing ends; toy1d with its default TV, and with masked, relative,
-// normalized and log data terms added, captures too (no device loss reads
-// the host) and replays bitwise; a loss that reads the host makes the capture fail, the stage
-// finishes eagerly with the reason in its note, again bitwise equal; the knob
-// off runs eagerly; an index error of the last replay, first met by the
+// annealing ends; toy1d with its default TV, with masked, relative,
+// normalized and log data terms added, and with the per-layer cuBLAS MLP,
+// captures too (no device loss reads the host) and replays bitwise; a loss
+// that reads the host makes the capture fail, the stage finishes eagerly
+// with the reason in its note, again bitwise equal; the knob off runs
+// eagerly; an index error of the last replay, first met by the
 // StepGraph's destructor, is announced once on stderr and thrown by the next
 // synchronization (not swallowed); a step keeping a block of its graph runs it
 // once, then eagerly. Without a usable device the tests skip (scripts/gpu-check
@@ -141,6 +142,20 @@ TEST(NefiStepGraph, Toy1dWithItsDefaultTvIsCaptured) {
 TEST(NefiStepGraph, MaskedAndNormalisedDataLossesAreCaptured) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_captured_and_bitwise(toy1d_params(1.0, 1e-4), true);
+}
+
+// With NEFI_FUSED_MLP=0 the field's layers are cuBLAS GEMMs with their
+// epilogue kernels, the path every field wider than 128 takes: cuBLAS, bound
+// to the stream by the warm-up step, is captured with them and the replays
+// are bitwise the eager solve. More launches per eager step than the fused
+// kernel's show that the path was taken.
+TEST(NefiStepGraph, TheCuBlasMlpIsCapturedToo) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const nefi::Params p = toy1d_params(1.0, 1e-4);
+  const int64_t fused_launches = solve(p, false).launches.back();
+  fk::KnobOverride per_layer("NEFI_FUSED_MLP", "0");
+  EXPECT_GT(solve(p, false).launches.back(), fused_launches + 4);
+  expect_captured_and_bitwise(p, false);
 }
 
 TEST(NefiStepGraph, AFailedCaptureFinishesTheStageEagerly) {

@@ -120,10 +120,10 @@ TEST(NefiActivationGrad, NoBiasAndPlainPathSameBits) {
     const Result want = definition(act, n, out, g, y);
     for (size_t i = 0; i < gz.size(); ++i) ASSERT_TRUE(same_bits(gz[i], want.gz[i])) << i;
 
-    fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
-    isa.set_override("generic");
-    const Result plain = run(act, n, out, g, y);
-    isa.set_override(std::nullopt);
+    const Result plain = [&] {
+      fk::KnobOverride generic("FK_CPU_ISA", "generic");
+      return run(act, n, out, g, y);
+    }();
     const Result fast = run(act, n, out, g, y);
     for (size_t i = 0; i < gz.size(); ++i) ASSERT_TRUE(same_bits(plain.gz[i], fast.gz[i])) << i;
     for (int64_t j = 0; j < out; ++j) ASSERT_TRUE(same_bits(plain.db[j], fast.db[j])) << j;

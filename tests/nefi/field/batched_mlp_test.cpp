@@ -67,15 +67,13 @@ TEST(NefiBatchedMlp, RowsAndGradientsEqualSequentialFields) {
 // kernel (where the CPU has it) and through the emulation (FK_CPU_ISA=avx2:
 // operands rounded into f32 copies, fk::gemm).
 TEST(NefiBatchedMlp, Bf16AutocastRowsAndGradientsEqualSequentialFields) {
-  fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
   for (const char* cap : {"auto", "avx2"}) {
     SCOPED_TRACE(cap);
-    isa.set_override(std::string(cap));
+    fk::KnobOverride isa("FK_CPU_ISA", cap);
     expect_rows_equal_sequential(12, nefi::Domain({6, 5}), "tanh", fk::DType::BF16);
     expect_rows_equal_sequential(32, nefi::Domain({20, 10}), "tanh", fk::DType::BF16);
     expect_rows_equal_sequential(32, nefi::Domain({20, 10}), "relu", fk::DType::BF16);
   }
-  isa.set_override(std::nullopt);
 }
 
 TEST(NefiBatchedMlp, InactiveProblemsGetZerosBothWays) {

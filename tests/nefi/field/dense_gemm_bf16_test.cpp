@@ -131,11 +131,11 @@ TEST(NefiDenseGemmBf16, LayerNativeEmulatedAndF64Agree) {
     const DenseGrads f64 = dense_with_grads(fk::DType::F64, DensePrecision::F32, act);
     const DenseGrads f32 = dense_with_grads(fk::DType::F32, DensePrecision::F32, act);
     const DenseGrads native = dense_with_grads(fk::DType::F32, DensePrecision::Bf16, act);
-    fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
-    isa.set_override("avx2");
-    EXPECT_FALSE(nefi::dense_gemm_bf16_native());
-    const DenseGrads emulated = dense_with_grads(fk::DType::F32, DensePrecision::Bf16, act);
-    isa.set_override(std::nullopt);
+    const DenseGrads emulated = [&] {
+      fk::KnobOverride avx2("FK_CPU_ISA", "avx2");
+      EXPECT_FALSE(nefi::dense_gemm_bf16_native());
+      return dense_with_grads(fk::DType::F32, DensePrecision::Bf16, act);
+    }();
     const int a = static_cast<int>(act);
     EXPECT_LT(max_rel_diff(native.y, emulated.y), 1e-5) << a;
     EXPECT_LT(max_rel_diff(native.dx, emulated.dx), 1e-5) << a;

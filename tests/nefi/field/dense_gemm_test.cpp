@@ -150,12 +150,12 @@ TEST(NefiDenseGemm, ThreadCountAndIsaIndependent) {
   EXPECT_EQ(one.y, two.y);
   EXPECT_EQ(one.dx, two.dx);
   EXPECT_EQ(one.dw, two.dw);
-  fk::Knob& isa = fk::mutable_knob("FK_CPU_ISA");
-  isa.set_override("avx2");
-  EXPECT_FALSE(fk::cpu_avx512());
-  EXPECT_FALSE(nefi::dense_gemm_fits(1000, 1000, 1000));
-  const DenseGrads blas = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
-  isa.set_override(std::nullopt);
+  const DenseGrads blas = [] {
+    fk::KnobOverride avx2("FK_CPU_ISA", "avx2");
+    EXPECT_FALSE(fk::cpu_avx512());
+    EXPECT_FALSE(nefi::dense_gemm_fits(1000, 1000, 1000));
+    return dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
+  }();
   expect_close(one.y, blas.y, 1e-5, "y");
   expect_close(one.dx, blas.dx, 1e-5, "dx");
   expect_close(one.dw, blas.dw, 1e-5, "dw");

@@ -15,19 +15,6 @@
 
 namespace {
 
-class FusedKnob {
- public:
-  explicit FusedKnob(const char* v) : k_(fk::mutable_knob("NEFI_FUSED_MLP")) {
-    k_.set_override(std::string(v));
-  }
-  ~FusedKnob() { k_.set_override(std::nullopt); }
-  FusedKnob(const FusedKnob&) = delete;
-  FusedKnob& operator=(const FusedKnob&) = delete;
-
- private:
-  fk::Knob& k_;
-};
-
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {
   try {
     body();
@@ -48,16 +35,16 @@ nefi::FusedMlpSpec spec(int hidden, std::optional<fk::DType> autocast = std::nul
 
 TEST(NefiFusedMlpChoice, KnobValues) {
   {
-    FusedKnob bad("yes");
+    fk::KnobOverride bad("NEFI_FUSED_MLP", "yes");
     expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0); }, "0, 1, auto");
   }
   {
-    FusedKnob off("0");  // never, whatever the network
+    fk::KnobOverride off("NEFI_FUSED_MLP", "0");  // never, whatever the network
     EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0));
     EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::BF16), 8, 0));
   }
   {
-    FusedKnob on("1");
+    fk::KnobOverride on("NEFI_FUSED_MLP", "1");
     // Autocast is bf16 or f16 (NeuralField refuses others before this).
     expect_error_naming([] { nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0); },
                         "autocast f64");
@@ -91,7 +78,7 @@ TEST(NefiFusedMlpChoice, DepthBeyondTheGridRowsIsRefused) {
   EXPECT_NE(nefi::fused_mlp_unsupported(deep, 8, 0).find("depth 65535"), std::string::npos)
       << nefi::fused_mlp_unsupported(deep, 8, 0);
   {
-    FusedKnob on("1");
+    fk::KnobOverride on("NEFI_FUSED_MLP", "1");
     expect_error_naming([&] { nefi::use_fused_mlp(deep, 8, 0); }, "depth 65535");
   }
   EXPECT_FALSE(nefi::use_fused_mlp(deep, 8, 0));

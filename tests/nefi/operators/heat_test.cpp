@@ -545,7 +545,7 @@ TEST(HeatCG, FusedFlatSolverFollowsTheFkOpSolver) {
 TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
   // The flat sweep's AVX2 and generic builds alike (FK_CPU_ISA).
   for (const char* isa : {"auto", "generic"}) {
-    fk::mutable_knob("FK_CPU_ISA").set_override(isa);
+    fk::KnobOverride cap("FK_CPU_ISA", isa);
     for (fk::DType dtype : {fk::DType::F64, fk::DType::F32}) {
       for (const char* solver : {"jacobi", "chebyshev", "cg"}) {
         HeatConfig c = small_config();
@@ -570,7 +570,6 @@ TEST(HeatOperator, FlatEqualsRollThroughWholeSolves) {
       }
     }
   }
-  fk::mutable_knob("FK_CPU_ISA").set_override(std::nullopt);
 }
 
 }  // namespace

@@ -157,20 +157,6 @@ struct HostKernels {
   }
 };
 
-// The CPU reference without FMA contraction for a scope.
-class GenericIsa {
- public:
-  GenericIsa() : knob_(fk::mutable_knob("FK_CPU_ISA")) {
-    knob_.set_override(std::string("generic"));
-  }
-  ~GenericIsa() { knob_.set_override(std::nullopt); }
-  GenericIsa(const GenericIsa&) = delete;
-  GenericIsa& operator=(const GenericIsa&) = delete;
-
- private:
-  fk::Knob& knob_;
-};
-
 struct Case {
   std::vector<int64_t> shape;
   wave::Absorbing absorbing;
@@ -357,7 +343,7 @@ template <typename T, typename Kernels>
 void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape) {
   SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
                (sizeof(T) == 4 ? " f32" : " f64"));
-  GenericIsa generic;
+  fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const WaveInitialConditionOperator op(cfg, shape);
   const wave::ShotGeometry& geo = op.geometry();
   const wave::WaveGrid& gr = geo.grid;

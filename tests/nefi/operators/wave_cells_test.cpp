@@ -35,7 +35,7 @@ namespace {
 template <typename T>
 void check_solve(const Case& cs) {
   SCOPED_TRACE(name_of(cs) + (sizeof(T) == 4 ? " f32" : " f64"));
-  GenericIsa generic;
+  fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const wave::ShotGeometry geo = geometry_of(cs);
   const wave::WaveGrid& gr = geo.grid;
   const cu::WaveCells<T> g = cu::make_wave_cells<T>(gr, geo.damping.kind == wave::Absorbing::kPml);
@@ -69,7 +69,7 @@ TEST(NefiWaveCells, SolveAndGradientEqualTheCpuBitwise) {
 template <typename T>
 void check_one_step(const Case& cs) {
   SCOPED_TRACE(name_of(cs) + (sizeof(T) == 4 ? " f32" : " f64"));
-  GenericIsa generic;
+  fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const wave::ShotGeometry geo = geometry_of(cs);
   const wave::WaveGrid& gr = geo.grid;
   const bool pml = geo.damping.kind == wave::Absorbing::kPml;

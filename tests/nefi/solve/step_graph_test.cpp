@@ -27,20 +27,6 @@ namespace {
 
 using fk::test::error_of;
 
-// Sets NEFI_CUDA_GRAPH for the scope.
-class KnobOverride {
- public:
-  explicit KnobOverride(std::optional<std::string> v) : knob_(fk::mutable_knob("NEFI_CUDA_GRAPH")) {
-    knob_.set_override(std::move(v));
-  }
-  ~KnobOverride() { knob_.set_override(std::nullopt); }
-  KnobOverride(const KnobOverride&) = delete;
-  KnobOverride& operator=(const KnobOverride&) = delete;
-
- private:
-  fk::Knob& knob_;
-};
-
 // An identity operator that may or may not be captured.
 class Identity : public nefi::Operator {
  public:
@@ -58,17 +44,17 @@ class Identity : public nefi::Operator {
 
 TEST(NefiStepGraphSwitch, TheOptionOverridesTheKnobWhichDefaultsOn) {
   {
-    KnobOverride unset(std::nullopt);
+    fk::KnobOverride unset("NEFI_CUDA_GRAPH", std::nullopt);
     EXPECT_TRUE(nefi::cuda_graph_enabled(std::nullopt));
     EXPECT_FALSE(nefi::cuda_graph_enabled(false));
   }
   {
-    KnobOverride off("0");
+    fk::KnobOverride off("NEFI_CUDA_GRAPH", "0");
     EXPECT_FALSE(nefi::cuda_graph_enabled(std::nullopt));
     EXPECT_TRUE(nefi::cuda_graph_enabled(true));
   }
   {
-    KnobOverride on("1");
+    fk::KnobOverride on("NEFI_CUDA_GRAPH", "1");
     EXPECT_TRUE(nefi::cuda_graph_enabled(std::nullopt));
   }
 }
@@ -94,7 +80,7 @@ class KnobEnvironment {
 };
 
 TEST(NefiStepGraphSwitch, AMalformedKnobNamesItself) {
-  KnobOverride none(std::nullopt);
+  fk::KnobOverride none("NEFI_CUDA_GRAPH", std::nullopt);
   {
     KnobEnvironment off("off");
     EXPECT_FALSE(nefi::cuda_graph_enabled(std::nullopt));
@@ -106,7 +92,7 @@ TEST(NefiStepGraphSwitch, AMalformedKnobNamesItself) {
   // An explicit option does not read the knob at all.
   EXPECT_TRUE(nefi::cuda_graph_enabled(true));
   // Nor can an override be malformed.
-  EXPECT_THROW(KnobOverride("maybe"), fk::Error);
+  EXPECT_THROW(fk::KnobOverride("NEFI_CUDA_GRAPH", "maybe"), fk::Error);
 }
 
 TEST(NefiStepGraphSwitch, TheConfigKeyReachesTheSolverOptions) {

@@ -137,13 +137,11 @@ inline double documented_sum(const double* x, int64_t n) {
 // Runs f once per CPU ISA path (FK_CPU_ISA=generic, then avx2: the CPU's
 // best, which is generic again on a CPU without AVX2), naming the path.
 inline void on_both_isa_paths(const std::function<void(const char*)>& f) {
-  Knob& isa = mutable_knob("FK_CPU_ISA");
   for (const char* v : {"generic", "avx2"}) {
-    isa.set_override(v);
+    KnobOverride isa("FK_CPU_ISA", v);
     SCOPED_TRACE(std::string("FK_CPU_ISA=") + v + " (" + cpu_isa_name(cpu_isa()) + ")");
     f(v);
   }
-  isa.set_override(std::nullopt);
 }
 
 template <typename T>

@@ -48,17 +48,15 @@ TEST(Softmax, SoftmaxF32VectorExpMatchesGenericAndF64) {
   // the generic std::exp path, against f64 on the same values.
   Tensor x64 = test::random_tensor({37, 300}, DType::F64, -20, 20, 52);
   Tensor x = x64.to(DType::F32);
-  Knob& isa = mutable_knob("FK_CPU_ISA");
   for (int d : {0, 1}) {
     std::vector<double> want = softmax(x.to(DType::F64), d).to_vector<double>();
     std::vector<double> want_log = log_softmax(x.to(DType::F64), d).to_vector<double>();
     for (const char* v : {"auto", "generic"}) {
-      isa.set_override(v);
+      KnobOverride isa("FK_CPU_ISA", v);
       test::expect_close(softmax(x, d), want, 1e-6);
       test::expect_close(log_softmax(x, d), want_log, 1e-5);
     }
   }
-  isa.set_override(std::nullopt);
 }
 
 // Softmax over the last dim sums exp(x - max) over 8 lanes in the order of
