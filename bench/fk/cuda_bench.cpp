@@ -127,13 +127,13 @@ void fk_matmul(benchmark::State& state, fk::DType dtype, bool tf32) {
   if (skip_without_device(state)) return;
   fk::Tensor a = device_uniform({kGemmN, kGemmN}, dtype, 5);
   fk::Tensor b = device_uniform({kGemmN, kGemmN}, dtype, 6);
-  const bool was = fk::amp::allow_tf32();
-  fk::amp::set_allow_tf32(tf32);
-  run_timed(state, [&] {
-    benchmark::DoNotOptimize(fk::matmul(a, b));
-    return true;
-  });
-  fk::amp::set_allow_tf32(was);
+  {
+    const fk::KnobOverride switch_tf32("FK_ALLOW_TF32", tf32 ? "1" : "0");
+    run_timed(state, [&] {
+      benchmark::DoNotOptimize(fk::matmul(a, b));
+      return true;
+    });
+  }
   report_flops(state, kGemmN, kGemmN, kGemmN);
 }
 

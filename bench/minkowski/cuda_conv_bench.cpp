@@ -149,23 +149,16 @@ const char* precision_name(int64_t p) {
   return names[p];
 }
 
-// Sets the knobs and the TF32 switch of one row for its scope.
-class RowSettings {
- public:
+// The knobs and the TF32 switch of one row, for its scope.
+struct RowSettings {
   // implicit: 0 gather, 1 implicit on FMA tiles, 2 implicit on tensor cores.
   RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit)
-      : dataflow_("ME_CONV_DATAFLOW", implicit > 0 ? "implicit" : "gather"),
-        mma_("ME_CONV_IMPLICIT_MMA", implicit == 2 ? "1" : "0"),
-        fused_("ME_FUSED_COPY", fused ? "1" : "0"),
-        lazy_("ME_LAZY_SYNC", lazy ? "1" : "0") {
-    fk::amp::set_allow_tf32(precision == kTf32);
-  }
-  ~RowSettings() { fk::amp::set_allow_tf32(false); }
-  RowSettings(const RowSettings&) = delete;
-  RowSettings& operator=(const RowSettings&) = delete;
-
- private:
-  fk::KnobOverride dataflow_, mma_, fused_, lazy_;
+      : tf32("FK_ALLOW_TF32", precision == kTf32 ? "1" : "0"),
+        dataflow("ME_CONV_DATAFLOW", implicit > 0 ? "implicit" : "gather"),
+        mma("ME_CONV_IMPLICIT_MMA", implicit == 2 ? "1" : "0"),
+        fused_copy("ME_FUSED_COPY", fused ? "1" : "0"),
+        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0") {}
+  fk::KnobOverride tf32, dataflow, mma, fused_copy, lazy_sync;
 };
 
 struct ConvOperands {

@@ -72,18 +72,12 @@ const TrainScene& train_scene() {
   return s;
 }
 
-// Sets the TF32 switch and the sync knob of one row for its scope.
-class RowSettings {
- public:
-  RowSettings(int64_t precision, bool lazy) : lazy_("ME_LAZY_SYNC", lazy ? "1" : "0") {
-    fk::amp::set_allow_tf32(precision == kTf32);
-  }
-  ~RowSettings() { fk::amp::set_allow_tf32(false); }
-  RowSettings(const RowSettings&) = delete;
-  RowSettings& operator=(const RowSettings&) = delete;
-
- private:
-  fk::KnobOverride lazy_;
+// The TF32 switch and the sync knob of one row, for its scope.
+struct RowSettings {
+  RowSettings(int64_t precision, bool lazy)
+      : tf32("FK_ALLOW_TF32", precision == kTf32 ? "1" : "0"),
+        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0") {}
+  fk::KnobOverride tf32, lazy_sync;
 };
 
 // Args: precision (0 f32, 1 tf32, 2 bf16); coordinates on the device (1) or

@@ -72,9 +72,7 @@ void BM_DeviceMlp(benchmark::State& state) {
   const std::optional<fk::DType> autocast = state.range(3) == 1   ? std::optional(fk::DType::BF16)
                                             : state.range(3) == 2 ? std::optional(fk::DType::F16)
                                                                   : std::nullopt;
-  const fk::KnobOverride path("NEFI_FUSED_MLP", fused ? "1" : "0");
-  const bool tf32 = fk::amp::allow_tf32();
-  fk::amp::set_allow_tf32(false);
+  const fk::KnobOverride path("NEFI_FUSED_MLP", fused ? "1" : "0"), no_tf32("FK_ALLOW_TF32", "0");
   {
     nefi::NeuralField f = bench_field(hidden, autocast);
     const nefi::Domain d({256, 256});
@@ -107,7 +105,6 @@ void BM_DeviceMlp(benchmark::State& state) {
                    (backward ? " forward+backward" : " forward") + ", 65536 rows" +
                    (autocast ? std::string(", ") + fk::name(*autocast) + " autocast" : ""));
   }
-  fk::amp::set_allow_tf32(tf32);
 }
 BENCHMARK(BM_DeviceMlp)
     ->ArgNames({"width", "fused", "backward", "autocast"})

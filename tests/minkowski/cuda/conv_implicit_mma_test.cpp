@@ -58,17 +58,9 @@ std::string label(Precision p) {
 }
 
 // Sets the TF32 switch for a scope (on for Tf32, off otherwise).
-class Tf32Scope {
- public:
-  explicit Tf32Scope(Precision p) : was_(fk::amp::allow_tf32()) {
-    fk::amp::set_allow_tf32(p == Precision::Tf32);
-  }
-  ~Tf32Scope() { fk::amp::set_allow_tf32(was_); }
-  Tf32Scope(const Tf32Scope&) = delete;
-  Tf32Scope& operator=(const Tf32Scope&) = delete;
-
- private:
-  bool was_;
+struct Tf32Scope : fk::KnobOverride {
+  explicit Tf32Scope(Precision p)
+      : fk::KnobOverride("FK_ALLOW_TF32", p == Precision::Tf32 ? "1" : "0") {}
 };
 
 // Operands rounded to the dtype on the CPU; exact and |.| in f64.

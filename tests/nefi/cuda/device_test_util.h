@@ -29,15 +29,8 @@ namespace nefi::cuda_test {
 inline const fk::Device kGpu = fk::cuda_device(0);
 
 // TF32 off for a scope (f32 tolerances assume f32 products).
-class NoTf32 {
- public:
-  NoTf32() : was_(fk::amp::allow_tf32()) { fk::amp::set_allow_tf32(false); }
-  ~NoTf32() { fk::amp::set_allow_tf32(was_); }
-  NoTf32(const NoTf32&) = delete;
-  NoTf32& operator=(const NoTf32&) = delete;
-
- private:
-  bool was_;
+struct NoTf32 : fk::KnobOverride {
+  NoTf32() : fk::KnobOverride("FK_ALLOW_TF32", "0") {}
 };
 
 using fk::KnobOverride;
