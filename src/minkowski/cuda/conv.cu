@@ -104,13 +104,16 @@ void with_staged_type(int dtype, const char* where, F&& f) {
 }
 
 // Calls f(std::integral_constant<int, V>{}) for a chunk of v elements of S
-// (v as chunk_elements chose it: at most 16 bytes).
+// (v as chunk_elements chose it: at most 16 bytes, so only the widths that
+// fit are instantiated).
 template <typename S, typename F>
 void with_width(int v, F&& f) {
   if constexpr (sizeof(S) == 2) {
     if (v == 8) return f(std::integral_constant<int, 8>{});
   }
-  if (v == 4) return f(std::integral_constant<int, 4>{});
+  if constexpr (sizeof(S) <= 4) {
+    if (v == 4) return f(std::integral_constant<int, 4>{});
+  }
   if (v == 2) return f(std::integral_constant<int, 2>{});
   return f(std::integral_constant<int, 1>{});
 }

@@ -115,8 +115,8 @@ std::vector<OpCase> rows() {
       .reference = [](const Inputs& in) { return mul(in[0], 2.0); },
   });
   r.push_back({
-      .name = "launch_where",
-      .dtypes = {DType::C128},
+      .name = "launch_where",  // every element size: 1, 2, 4, 8 and 16 bytes
+      .dtypes = {DType::Bool, DType::F16, DType::F32, DType::F64, DType::C128},
       .inputs =
           [](DType dt) {
             Tensor cond =

@@ -64,7 +64,10 @@ Tensor random_of(const Dims& shape, DType dtype, double lo, double hi, unsigned 
     for (size_t k = 0; k < v.size(); ++k) v[k] = c128(r[k], i[k]);
     return from_vector(v, shape).to(dtype);
   }
-  return test::random_tensor(shape, DType::F64, lo, hi, seed).to(dtype);
+  const Tensor r = test::random_tensor(shape, DType::F64, lo, hi, seed);
+  // A bool tensor holds both values: those above the middle of [lo, hi].
+  if (dtype == DType::Bool) return gt(r, scalar_tensor((lo + hi) / 2, {DType::F64}));
+  return r.to(dtype);
 }
 
 std::vector<OpRun> runs(const std::string& family, std::vector<OpCase> rows) {

@@ -58,7 +58,8 @@ void expect_close(const Tensor& got, const Tensor& want, Tol tol, const std::str
 // The same bytes (dtypes, shapes and values; any devices).
 bool bitwise_equal(const Tensor& a, const Tensor& b);
 
-// Uniform values in [lo, hi) of any dtype (complex: both parts), on the CPU.
+// Uniform values in [lo, hi) of any dtype (complex: both parts; bool: true
+// above the middle), on the CPU.
 Tensor random_of(const Dims& shape, DType dtype, double lo, double hi, unsigned seed);
 // A tensor argument made on the CPU, moved to the device x is on.
 inline Tensor like(const Tensor& host, const Tensor& x) {

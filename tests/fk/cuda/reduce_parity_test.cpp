@@ -137,35 +137,38 @@ OpCase prod_backward_row() {
   };
 }
 
-// The first best index per row; NaN wins.
+// The first best index per row; NaN wins. Every real dtype the launcher
+// takes but bool (a row of its own in reduce_ops_parity_test.cpp); integer
+// and half rows hold many ties.
 OpCase argreduce_row(bool is_max) {
   constexpr int64_t outer = 9, inner = 1500;
   return {
       .name = is_max ? "launch_argmax" : "launch_argmin",
-      .dtypes = {DType::F32},
+      .dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64},
       .inputs =
           [](DType dt) {
-            std::vector<float> v = random_of({outer, inner}, dt, -3, 3, 81).to_vector<float>();
-            v[5 * inner + 100] = 10.f;
-            v[5 * inner + 1200] = 10.f;  // tie: the first wins
-            v[6 * inner + 7] = NAN;
-            return Inputs{from_vector(v, {outer, inner})};
+            std::vector<double> v =
+                random_of({outer, inner}, DType::F64, -3, 3, 81).to_vector<double>();
+            v[5 * inner + 100] = 10;
+            v[5 * inner + 1200] = 10;  // tie: the first wins
+            if (is_floating(dt)) v[6 * inner + 7] = NAN;
+            return Inputs{from_vector(v, {outer, inner}).to(dt)};
           },
       .device =
           [is_max](const Inputs& in) {
             Tensor out = device_empty({outer}, DType::I64);
-            cuda::launch_argreduce_lastdim(is_max, cuda::kF32, in[0].data_ptr(),
+            cuda::launch_argreduce_lastdim(is_max, code(in[0].dtype()), in[0].data_ptr(),
                                            static_cast<int64_t*>(out.data_ptr()), outer, inner,
                                            stream());
             return out;
           },
       .reference =
           [is_max](const Inputs& in) {
-            std::vector<float> v = in[0].to_vector<float>();
+            std::vector<double> v = in[0].to(DType::F64).to_vector<double>();
             std::vector<int64_t> best(outer, 0);
             for (int64_t o = 0; o < outer; ++o) {
               for (int64_t i = 1; i < inner; ++i) {
-                float a = v[o * inner + i], b = v[o * inner + best[o]];
+                double a = v[o * inner + i], b = v[o * inner + best[o]];
                 if (std::isnan(b)) break;
                 if (std::isnan(a) || (is_max ? a > b : a < b)) best[o] = i;
               }
@@ -213,7 +216,7 @@ OpCase softmax_row(int64_t inner, bool log) {
   const int64_t outer = kSoftmaxRows;
   return {
       .name = std::string(log ? "launch_log_softmax_" : "launch_softmax_") + std::to_string(inner),
-      .dtypes = {DType::F32, DType::F64, DType::BF16},
+      .dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16},
       .inputs =
           [=](DType dt) {
             return Inputs{random_of({outer, inner}, dt, -5, 5, 91)};
@@ -245,7 +248,7 @@ OpCase softmax_backward_row(int64_t inner, bool log) {
   return {
       .name = std::string(log ? "launch_log_softmax_backward_" : "launch_softmax_backward_") +
               std::to_string(inner),
-      .dtypes = {DType::F32, DType::F64, DType::BF16},
+      .dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16},
       .inputs =
           [=](DType dt) {
             Tensor x = random_of({outer, inner}, DType::F64, -5, 5, 91).to(dt);

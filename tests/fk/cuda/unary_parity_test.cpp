@@ -95,7 +95,7 @@ OpCase forward_row(const UnaryOpSpec& s) {
 
 // launch_unary_backward over 301 elements from (grad, x or y).
 OpCase backward_row(const UnaryOpSpec& s) {
-  std::vector<DType> dtypes = {DType::F32, DType::F64};
+  std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
   if (accepts_complex(s.op)) dtypes.push_back(DType::C128);
   return {
       .name = std::string("launch_") + name(s.op) + "_backward",

@@ -159,28 +159,32 @@ TEST_F(MinkowskiCudaConvImplicit, RowsAndOffsetsWithoutPairs) {
 
 // f16 and bf16 operands widened to f32 in the FMA tiles: the f32 sum of the
 // exact products, rounded once to the dtype, so within 2u of the CPU's f32
-// convolution of the same (widened) values, relative to max |out|.
+// convolution of the same (widened) values, relative to max |out|. 20 output
+// channels take the 32-wide column tiles, 40 the 64-wide ones.
 TEST_F(MinkowskiCudaConvImplicit, HalfOperandsRoundOnce) {
   MK_SKIP_WITHOUT_GPU();
   KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
   KnobOverride fma("ME_CONV_IMPLICIT_MMA", "0");  // tensor cores: conv_implicit_mma_test.cpp
   auto m = make_map(random_rows(3, 2000, 10, 1, 2, 19), 3, 1);
-  const Operands o = operands(*m, *m, KernelRegion::cube({3}), 12, 20, 91);
-  for (fk::DType t : {fk::DType::F16, fk::DType::BF16}) {
-    const double u = std::ldexp(1.0, t == fk::DType::F16 ? -11 : -8);
-    const fk::Tensor f = o.f.to(t), w = o.w.to(t), g = o.g.to(t);
-    const fk::Tensor f32 = f.to(fk::DType::F32), w32 = w.to(fk::DType::F32);
-    const fk::Tensor y = cuda::conv_forward(f.to(kGpu), w.to(kGpu), o.dev);
-    EXPECT_EQ(y.dtype(), t);
-    EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Implicit);
-    expect_close(y.to(fk::DType::F32), conv_forward(f32, w32, *o.cpu), 2 * u,
-                 std::string(fk::name(t)) + " forward");
-    const fk::Tensor gf =
-        cuda::conv_backward(g.to(kGpu), f.to(kGpu), w.to(kGpu), o.dev, true, false).features;
-    EXPECT_EQ(gf.dtype(), t);
-    expect_close(gf.to(fk::DType::F32),
-                 conv_backward(g.to(fk::DType::F32), f32, w32, *o.cpu, true, false).features, 2 * u,
-                 std::string(fk::name(t)) + " grad features");
+  for (int64_t cout : {20, 40}) {
+    const Operands o = operands(*m, *m, KernelRegion::cube({3}), 12, cout, 91);
+    for (fk::DType t : {fk::DType::F16, fk::DType::BF16}) {
+      const double u = std::ldexp(1.0, t == fk::DType::F16 ? -11 : -8);
+      const fk::Tensor f = o.f.to(t), w = o.w.to(t), g = o.g.to(t);
+      const fk::Tensor f32 = f.to(fk::DType::F32), w32 = w.to(fk::DType::F32);
+      const fk::Tensor y = cuda::conv_forward(f.to(kGpu), w.to(kGpu), o.dev);
+      EXPECT_EQ(y.dtype(), t);
+      EXPECT_EQ(cuda::last_device_conv_call().dataflow, ConvDataflow::Implicit);
+      expect_close(y.to(fk::DType::F32), conv_forward(f32, w32, *o.cpu), 2 * u,
+                   std::string(fk::name(t)) + " forward, " + std::to_string(cout) + " channels");
+      const fk::Tensor gf =
+          cuda::conv_backward(g.to(kGpu), f.to(kGpu), w.to(kGpu), o.dev, true, false).features;
+      EXPECT_EQ(gf.dtype(), t);
+      expect_close(
+          gf.to(fk::DType::F32),
+          conv_backward(g.to(fk::DType::F32), f32, w32, *o.cpu, true, false).features, 2 * u,
+          std::string(fk::name(t)) + " grad features, " + std::to_string(cout) + " channels");
+    }
   }
 }
 
