@@ -47,8 +47,8 @@ DType reduce_out(int op, DType dt) {
 // launch_reduce_lastdim over [outer, inner]; products stay near 1 and integer
 // sums exact.
 OpCase reduce_row(int op, int64_t outer, int64_t inner) {
-  std::vector<DType> dtypes = {DType::F32,  DType::F64, DType::F16,
-                               DType::BF16, DType::I32, DType::I64};
+  std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16,
+                               DType::I32, DType::I64, DType::Bool};
   if (op <= cuda::kReduceProd) dtypes.insert(dtypes.end(), {DType::C64, DType::C128});
   return {
       .name = std::string("launch_reduce_") + reduce_name(op) + "_" + std::to_string(outer) + "x" +
