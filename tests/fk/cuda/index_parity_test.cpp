@@ -144,8 +144,9 @@ OpCase scatter_row(bool deterministic) {
             // orders on these inputs gave a worst error of 13.75 (0.6 % of them
             // above 8), so the atomic row allows 24.
             if (dt == DType::BF16) return Tol{5e-2, deterministic ? 0.5 : 24.0};
-            // f16 keeps 3 more bits: one rounding of a sum below 64 is within
-            // 1/32; the atomic row a third of bf16's allowance (8x would do).
+            // f16 keeps 3 more bits than bf16, so its rounding errors are 8x
+            // smaller: one rounding of a sum below 128 is within 1/32, and
+            // the atomic row allows a third of bf16's 24.
             if (dt == DType::F16) return Tol{1e-2, deterministic ? 1.0 / 32 : 8.0};
             Tol tol = tol_for(dt);
             tol.atol *= 100;  // ~3000 terms per target
