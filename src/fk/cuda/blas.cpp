@@ -16,6 +16,7 @@
 
 #include "fk/cuda/blas_layout.h"
 #include "fk/cuda/blas_stream.h"
+#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
@@ -46,33 +47,51 @@ struct Handle {
 std::mutex g_mu;
 Handle g_handles[kMaxDevices];
 
-// The device's handle bound to `stream`, created on first use (see
-// blas_stream.h for when it moves and when it refuses). cublasSetStream
-// resets the workspace to cuBLAS's own pool, so fk's is set again after it.
-// The caller holds g_mu: calls on one device are serialized here.
-cublasHandle_t bound_handle(int device, cudaStream_t stream) {
-  FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
-           std::to_string(device));
-  Handle& h = g_handles[device];
-  const bool capture = capture_running_on(device, stream);
+// Binds the device's existing handle to `stream` (see blas_stream.h for when
+// it moves and when it refuses; `where` names the call a refusal blames).
+// cublasSetStream resets the workspace to cuBLAS's own pool, so fk's is set
+// again after it. The caller holds g_mu: calls on one device are serialized
+// here.
+void bind(Handle& h, int device, cudaStream_t stream, bool capture, const char* where) {
   const StreamKey key = stream_key(stream, capture);
   switch (blas_stream_step(h.bound, h.stream, key, capture)) {
     case BlasStreamStep::kKeep:
-      return h.handle;
+      return;
     case BlasStreamStep::kRefuse:
-      throw Error("cuda::gemm inside a CUDA graph capture",
+      throw Error(std::string(where) + " inside a CUDA graph capture",
                   "cuBLAS bound to the captured stream before the capture (an eager call on it "
                   "first)",
                   std::string(h.bound ? "a move of cuBLAS to another stream (a device wait)"
                                       : "the first cuBLAS call (an allocation)") +
                       " on cuda:" + std::to_string(device) + " while a capture runs");
     case BlasStreamStep::kSyncThenBind:
-      check_cuda(cudaDeviceSynchronize(), "cuda::gemm (moving cuBLAS to another stream)");
+      check_cuda(cudaDeviceSynchronize(),
+                 (std::string(where) + " (moving cuBLAS to another stream)").c_str());
       break;
     case BlasStreamStep::kBind:
       break;
   }
+  check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
+  check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
+  h.stream = key;
+  h.bound = true;
+}
+
+Handle& handle_of(int device) {
+  FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
+           std::to_string(device));
+  return g_handles[device];
+}
+
+// The device's handle bound to `stream`, created on first use. A GEMM queued
+// inside a capture marks the graph as one whose replays use the workspace
+// (blas_follow_replay). The caller holds g_mu.
+cublasHandle_t bound_handle(int device, cudaStream_t stream) {
+  Handle& h = handle_of(device);
+  const bool capture = capture_running_on(device, stream);
   if (h.handle == nullptr) {
+    // Refused inside a capture by bind, before anything is allocated.
+    if (capture) bind(h, device, stream, capture, "cuda::gemm");
     check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
     cublasHandle_t made = nullptr;
     cublasStatus_t st = cublasCreate(&made);
@@ -88,10 +107,8 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
     }
     h.handle = made;
   }
-  check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
-  check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
-  h.stream = key;
-  h.bound = true;
+  bind(h, device, stream, capture, "cuda::gemm");
+  if (capture) capture_marks().note_library_work(device, stream);
   return h.handle;
 }
 
@@ -199,6 +216,15 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
                              t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c, CUDA_R_32F,
                              g.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx (f32 result)");
+}
+
+void blas_follow_replay(int device, void* stream) {
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  Handle& h = handle_of(device);
+  if (h.handle == nullptr) return;  // released since the capture: no GEMM can be queued
+  const auto s = static_cast<cudaStream_t>(stream);
+  bind(h, device, s, capture_running_on(device, stream), "CUDA graph launch (its GEMMs)");
 }
 
 void blas_release() {

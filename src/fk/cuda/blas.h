@@ -45,6 +45,15 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
                   double alpha, const void* a, int64_t lda, const void* b, int64_t ldb, double beta,
                   float* c, int64_t ldc, void* stream, bool allow_tf32);
 
+// Before a CUDA graph holding GEMMs is launched on `stream` (graph.h's
+// launch_graph): the replay's GEMMs use the device's one workspace, so the
+// handle follows the replay to its stream as it follows an eager call, after
+// a wait for the device when it was bound to another stream. Later calls on
+// other streams then wait for the replay, and a replay on another stream
+// waits for them. fk::Error when that wait would break a capture running on
+// the device; nothing when the device has no handle.
+void blas_follow_replay(int device, void* stream);
+
 // Destroys the cuBLAS handles (tests, shutdown); later calls recreate them.
 void blas_release();
 

@@ -30,6 +30,7 @@ void CaptureMarks::begin(int device, void* stream) {
   FK_CHECK(m.stream == nullptr, where, "no capture already running on " + device_name(device),
            "a second begin_capture");
   m.owner = std::this_thread::get_id();
+  m.library_work = false;
   m.stream = stream;
 }
 
@@ -57,6 +58,17 @@ bool CaptureMarks::begun_on_this_thread(int device) const {
 void* CaptureMarks::captured_stream(int device) const {
   const Mark* m = find(device);
   return m != nullptr ? m->stream.load() : nullptr;
+}
+
+void CaptureMarks::note_library_work(int device, void* stream) {
+  if (stream == nullptr || device < 0 || device >= kMaxDevices) return;
+  Mark& m = marks_[device];
+  if (m.stream.load() == stream) m.library_work = true;
+}
+
+bool CaptureMarks::library_work(int device) const {
+  const Mark* m = find(device);
+  return m != nullptr && m->stream != nullptr && m->library_work;
 }
 
 CaptureMarks& capture_marks() {

@@ -43,10 +43,20 @@ class CaptureMarks {
   // True while a capture this thread began runs on `device`.
   bool begun_on_this_thread(int device) const;
 
+  // Notes that a cuBLAS GEMM or a cuFFT transform was captured on `stream`:
+  // the graph's replays use the device's cuBLAS workspace or a plan's work
+  // area, which eager calls on other streams use too (graph.h's
+  // launch_graph). Nothing unless `stream` is the one marked on `device` (a
+  // capture another framework began is no graph of fk's).
+  void note_library_work(int device, void* stream);
+  // True when the capture running on `device` noted library work.
+  bool library_work(int device) const;
+
  private:
   struct Mark {
     std::atomic<void*> stream{nullptr};
     std::atomic<std::thread::id> owner{};
+    std::atomic<bool> library_work{false};
   };
   const Mark* find(int device) const;
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fk/cuda/blas_stream.h"
+#include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
@@ -157,21 +158,22 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running
 // starts: the same policy as cuBLAS's handle and workspace (blas_stream.h),
 // a wait for the device when the plan moves, refused inside a capture (the
 // wait would invalidate it; run the transform eagerly on the captured stream
-// first, as the warm-up step before a capture does).
-void bind(Plan& p, int device, cudaStream_t stream, bool capture_running) {
+// first, as the warm-up step before a capture does). `where` names the call
+// a refusal blames.
+void bind(Plan& p, int device, cudaStream_t stream, bool capture_running, const char* where) {
   const StreamKey key = stream_key(stream, capture_running);
   switch (blas_stream_step(p.bound, p.stream, key, capture_running)) {
     case BlasStreamStep::kKeep:
       return;
     case BlasStreamStep::kRefuse:
-      throw Error("cuda::fft_execute inside a CUDA graph capture",
+      throw Error(std::string(where) + " inside a CUDA graph capture",
                   "a cuFFT plan last run on the captured stream (the same transform run "
                   "eagerly on it first)",
                   "a plan last run on another stream (moving it waits for the device) on cuda:" +
                       std::to_string(device) + " while a capture runs");
     case BlasStreamStep::kSyncThenBind:
       check_cuda(cudaDeviceSynchronize(),
-                 "cuda::fft_execute (moving a cuFFT plan to another stream)");
+                 (std::string(where) + " (moving a cuFFT plan to another stream)").c_str());
       break;
     case BlasStreamStep::kBind:  // a new plan: nothing of it is queued anywhere
       break;
@@ -201,8 +203,11 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   const bool capture = capture_running_on(device, stream);
   const auto s = static_cast<cudaStream_t>(stream);
   Plan& plan = plan_for(device, kind, dbl, layout, capture);
-  bind(plan, device, s, capture);
-  plan.pinned = plan.pinned || capture;
+  bind(plan, device, s, capture, where);
+  if (capture) {
+    plan.pinned = true;
+    capture_marks().note_library_work(device, stream);
+  }
   const cufftHandle h = plan.handle;
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   cufftResult r;
@@ -224,6 +229,18 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
               : cufftExecC2R(h, static_cast<cufftComplex*>(in), static_cast<cufftReal*>(out));
   }
   check_fft(r, "cufftExec");
+}
+
+void fft_follow_replay(int device, void* stream) {
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const bool capture = capture_running_on(device, stream);
+  // Plans are keyed by device first (plan_for). Each move waits for the
+  // device; after the first that wait finds it idle.
+  for (auto& [key, plan] : g_plans)
+    if (key.v[0] == device && plan.pinned)
+      bind(plan, device, s, capture, "CUDA graph launch (its FFTs)");
 }
 
 int64_t fft_plan_cache_size() {

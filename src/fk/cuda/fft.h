@@ -48,6 +48,14 @@ struct FftLayout {
 void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout& layout, void* in,
                  void* out, void* stream);
 
+// Before a CUDA graph holding transforms is launched on `stream` (graph.h's
+// launch_graph): every plan of the device a capture ran (the pinned ones,
+// which include the graph's) follows the replay to its stream, after a wait
+// for the device where one was bound to another stream, so that the replay
+// and eager transforms on other streams never share a work area at once.
+// fk::Error when that wait would break a capture running on the device.
+void fft_follow_replay(int device, void* stream);
+
 int64_t fft_plan_cache_size();
 void fft_plan_cache_clear();
 

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <string>
 
+#include "fk/cuda/blas.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/fft.h"
 #include "fk/cuda/pool_graphs.h"
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
@@ -92,6 +94,7 @@ void begin_capture(int device) {
 
 GraphExec end_capture(int device) {
   // The stream begun, even if the current stream changed since.
+  const bool library_work = capture_marks().library_work(device);
   cudaStream_t s = static_cast<cudaStream_t>(capture_marks().end(device));
   DeviceGuard g(device);
   cudaGraph_t graph = nullptr;
@@ -104,6 +107,7 @@ GraphExec end_capture(int device) {
   }
   GraphExec out;
   out.device = device;
+  out.library_work = library_work;
   size_t nodes = 0;
   cudaGraphGetNodes(graph, nullptr, &nodes);
   out.nodes = static_cast<int64_t>(nodes);
@@ -134,8 +138,12 @@ void launch_graph(const GraphExec& g) {
   FK_CHECK(g.exec != nullptr, "CUDA graph launch", "an instantiated graph", "none");
   pool_graph_check_launch(g.device, g.capture);
   DeviceGuard guard(g.device);
-  check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream_of(g.device)),
-             "cudaGraphLaunch");
+  const cudaStream_t stream = stream_of(g.device);
+  if (g.library_work) {
+    blas_follow_replay(g.device, stream);
+    fft_follow_replay(g.device, stream);
+  }
+  check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream), "cudaGraphLaunch");
   pool_graph_launched(g.device, g.capture);
 }
 

@@ -47,6 +47,9 @@ struct GraphExec {
   int device = -1;
   int64_t nodes = 0;    // nodes of the captured graph (kernels, copies, memory)
   int64_t capture = 0;  // the pool's id of its capture (capture_frees.h)
+  // It holds cuBLAS GEMMs or cuFFT transforms: their workspace and work areas
+  // are shared with eager calls, which launch_graph orders it against.
+  bool library_work = false;
 };
 
 // Ends the capture and instantiates it; throws fk::Error naming why when the
@@ -61,7 +64,11 @@ GraphExec end_capture(int device);
 // it left; does nothing where this thread began none. Never throws.
 void abort_capture(int device);
 
-// Enqueues one replay on the device's current stream. The first launch is
+// Enqueues one replay on the device's current stream. A graph holding
+// library work moves cuBLAS and the captured cuFFT plans to that stream
+// first, waiting for the device when they were bound to another (blas.h's
+// blas_follow_replay): a replay never shares a workspace with work queued on
+// another stream, eager or another graph's replay. The first launch is
 // where the graph's allocations first exist: tensors of them dropped before
 // it are freed right after it, in stream order (capture_frees.h). A graph
 // whose capture kept blocks (allocated in it and not freed in it) launches

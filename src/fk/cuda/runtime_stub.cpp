@@ -180,11 +180,17 @@ void gemm_f32_out(int, int, bool, bool, int64_t, int64_t, int64_t, double, const
                   const void*, int64_t, double, float*, int64_t, void*, bool) {
   no_cuda("cuda::gemm_f32_out");
 }
+void blas_follow_replay(int, void*) {
+  no_cuda("cuda::blas_follow_replay");
+}
 void blas_release() {}
 
 // fft.h
 void fft_execute(int, int, int, bool, const FftLayout&, void*, void*, void*) {
   no_cuda("cuda::fft_execute");
+}
+void fft_follow_replay(int, void*) {
+  no_cuda("cuda::fft_follow_replay");
 }
 int64_t fft_plan_cache_size() {
   return 0;

@@ -1,7 +1,8 @@
 // CaptureMarks (fk/cuda/capture_marks.h) on two threads, with no GPU: marks
 // of its own (not the process's), and stand-in stream pointers that are never
 // handed to CUDA. A capture is the stream's for every thread (its reads must
-// be refused everywhere) but begun by one thread only, which alone may end it.
+// be refused everywhere) but begun by one thread only, which alone may end it;
+// it notes whether cuBLAS or cuFFT work was captured.
 #include "fk/cuda/capture_marks.h"
 
 #include <gtest/gtest.h>
@@ -78,6 +79,30 @@ TEST(CaptureMarks, RefusesASecondCaptureTheDefaultStreamAndBadDevices) {
   EXPECT_EQ(marks.captured_stream(-1), nullptr);
   EXPECT_FALSE(marks.begun_on_this_thread(CaptureMarks::kMaxDevices));
   marks.end(2);
+}
+
+// Library work is noted for the stream being captured only (a capture another
+// framework began on another stream is no graph of fk's), and each capture
+// starts without it.
+TEST(CaptureMarks, LibraryWorkIsNotedForTheCapturedStreamOnly) {
+  CaptureMarks marks;
+  marks.note_library_work(0, kStreamA);  // no capture: nothing to note
+  EXPECT_FALSE(marks.library_work(0));
+  marks.begin(0, kStreamA);
+  EXPECT_FALSE(marks.library_work(0));
+  marks.note_library_work(0, kStreamB);
+  marks.note_library_work(1, kStreamA);
+  marks.note_library_work(-1, kStreamA);
+  marks.note_library_work(CaptureMarks::kMaxDevices, kStreamA);
+  EXPECT_FALSE(marks.library_work(0));
+  EXPECT_FALSE(marks.library_work(1));
+  std::thread([&] { marks.note_library_work(0, kStreamA); }).join();  // any thread's call
+  EXPECT_TRUE(marks.library_work(0));
+  marks.end(0);
+  EXPECT_FALSE(marks.library_work(0));
+  marks.begin(0, kStreamA);
+  EXPECT_FALSE(marks.library_work(0));
+  marks.end(0);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "fk/cuda/graph.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/fft.h"
 #include "fk/ops/index.h"
@@ -445,6 +446,147 @@ TEST(CudaGraph, AnFftPlanLastRunOnAnotherStreamIsRefusedInsideACapture) {
   pinned.copy_from(y);
   cuda::GraphExec g = cuda::end_capture(0);
   expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
+}
+
+// A second stream of fk's own beside OwnStream's, made current by `use`; the
+// scope ends with device 0's current stream as it found it.
+class OtherStream {
+ public:
+  OtherStream() : previous_(cuda::current_stream(0)), stream_(cuda::create_stream(0)) {}
+  ~OtherStream() {
+    cuda::synchronize(0);
+    cuda::set_current_stream(0, previous_);
+    cudaDeviceSynchronize();
+    cuda::destroy_stream(0, stream_);
+  }
+  OtherStream(const OtherStream&) = delete;
+  OtherStream& operator=(const OtherStream&) = delete;
+
+  void* get() const { return stream_; }
+
+ private:
+  void* previous_;
+  void* stream_;
+};
+
+// True when nothing is queued on `stream` any more: CUDA answers the first
+// query of a stream with queued work "not ready" (the emulator always does,
+// a GPU while the work runs), so a true answer right after a call means that
+// call waited for the device.
+bool drained(void* stream) {
+  return cudaStreamQuery(static_cast<cudaStream_t>(stream)) == cudaSuccess;
+}
+
+// A graph's GEMMs use cuBLAS's one workspace, as eager GEMMs on every stream
+// do. A replay on one stream and a GEMM on another, eager or another graph's
+// replay, must never run at once: whichever comes second waits for the
+// device (ME_LAZY_SYNC=1, so nothing else waits). The replays still give the
+// eager product.
+TEST(CudaGraph, AReplayAndAGemmOnAnotherStreamNeverShareTheWorkspace) {
+  FK_SKIP_WITHOUT_GPU();
+  KnobOverride lazy("ME_LAZY_SYNC", "1");
+  OwnStream own;  // stream A, current
+  void* const a_stream = cuda::current_stream(0);
+  OtherStream b;
+  const Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Dims{2, 3}).to(kGpu);
+  const Tensor m = from_vector(std::vector<float>{1, 0, -1, 2, 0.5f, 3}, Dims{3, 2}).to(kGpu);
+  const std::vector<float> want = matmul(a, m).to_vector<float>();  // eager: binds cuBLAS to A
+  Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
+  PinnedValues<float> pinned(4);
+  cuda::begin_capture(0);
+  c.copy_(matmul(a, m));
+  pinned.copy_from(c);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_TRUE(g.library_work);
+
+  // An eager GEMM on B, then the replay on A: the launch waits for B.
+  cuda::set_current_stream(0, b.get());
+  Tensor on_b = matmul(a, m);
+  cuda::set_current_stream(0, a_stream);
+  pinned.fill(-1.f);
+  cuda::launch_graph(g);
+  EXPECT_TRUE(drained(b.get())) << "a replay started beside B's queued GEMM";
+  // The replay on A, then an eager GEMM on B: the GEMM waits for A.
+  cuda::set_current_stream(0, b.get());
+  on_b = matmul(a, m);
+  EXPECT_TRUE(drained(a_stream)) << "an eager GEMM started beside A's replay";
+  EXPECT_EQ(on_b.to_vector<float>(), want);
+  cuda::set_current_stream(0, a_stream);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::set_current_stream(0, b.get());
+
+  // Two graphs, one captured on each stream: the second launch waits for the first.
+  Tensor d = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
+  PinnedValues<float> pinned_b(4);
+  cuda::begin_capture(0);  // on B, where the eager GEMM above bound cuBLAS
+  d.copy_(mul(matmul(a, m), 2.0));
+  pinned_b.copy_from(d);
+  cuda::GraphExec g_b = cuda::end_capture(0);
+  const std::vector<float> want_b = mul(matmul(a, m), 2.0).to_vector<float>();
+  cuda::set_current_stream(0, a_stream);
+  pinned.fill(-1.f);
+  pinned_b.fill(-1.f);
+  cuda::launch_graph(g);
+  cuda::set_current_stream(0, b.get());
+  cuda::launch_graph(g_b);
+  EXPECT_TRUE(drained(a_stream)) << "two replays shared the workspace at once";
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned_b.values(), want_b);
+  cuda::set_current_stream(0, a_stream);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::destroy_graph(g);
+  cuda::set_current_stream(0, b.get());
+  cuda::destroy_graph(g_b);
+
+  // A graph with no library work holds no workspace: it is not marked.
+  cuda::set_current_stream(0, a_stream);
+  Tensor x = full(Dims{4}, 1.0, {DType::F32, kGpu});
+  cuda::begin_capture(0);
+  step(x);
+  cuda::GraphExec plain = cuda::end_capture(0);
+  EXPECT_FALSE(plain.library_work);
+  cuda::destroy_graph(plain);
+}
+
+// The same for a cuFFT plan's work area: a plan a graph ran follows each
+// replay to its stream, so an eager transform on another stream waits for
+// the replay, and the replay for it.
+TEST(CudaGraph, AReplayAndAnFftOnAnotherStreamNeverShareAWorkArea) {
+  FK_SKIP_WITHOUT_GPU();
+  KnobOverride lazy("ME_LAZY_SYNC", "1");
+  cuda::fft_plan_cache_clear();
+  OwnStream own;
+  void* const a_stream = cuda::current_stream(0);
+  OtherStream b;
+  std::vector<float> samples(40);
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<float>((i * 7) % 11) - 5.f;
+  const Tensor x = from_vector(samples, Dims{40}).to(kGpu);
+  const std::vector<c64> want = rfft(x).to_vector<c64>();  // eager on A: makes the plan
+  Tensor y = empty(Dims{21}, {DType::C64, kGpu});
+  PinnedValues<c64> pinned(want.size());
+  cuda::begin_capture(0);
+  y.copy_(rfft(x));
+  pinned.copy_from(y);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_TRUE(g.library_work);
+
+  cuda::set_current_stream(0, b.get());
+  Tensor on_b = rfft(x);  // the plan moves to B
+  cuda::set_current_stream(0, a_stream);
+  pinned.fill(c64(-1.f, -1.f));
+  cuda::launch_graph(g);
+  EXPECT_TRUE(drained(b.get())) << "a replay started beside B's queued transform";
+  cuda::set_current_stream(0, b.get());
+  on_b = rfft(x);
+  EXPECT_TRUE(drained(a_stream)) << "an eager transform started beside A's replay";
+  EXPECT_EQ(on_b.to_vector<c64>(), want);
+  cuda::set_current_stream(0, a_stream);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::destroy_graph(g);
+  cuda::fft_plan_cache_clear();
 }
 
 // The pool answers an out-of-memory by waiting for the device and trimming
