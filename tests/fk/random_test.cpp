@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "fk/thread_count.h"
 #include "test_util.h"
 
 namespace fk {
@@ -69,10 +70,9 @@ TEST(Random, ElementsDependOnlyOnSeedOffsetAndIndex) {
 }
 
 TEST(Random, ThreadCountDoesNotChangeResults) {
-  int saved = get_num_threads();
   const Dims shape{100003};  // several parallel chunks, a ragged last block
   auto draw = [&](int threads) {
-    set_num_threads(threads);
+    const test::ThreadCount count(threads);
     Generator g(99);
     std::vector<std::vector<double>> out;
     out.push_back(vals(rand(shape, {}, &g)));
@@ -82,7 +82,6 @@ TEST(Random, ThreadCountDoesNotChangeResults) {
     return out;
   };
   auto one = draw(1), two = draw(2);
-  set_num_threads(saved);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i], two[i]) << "draw " << i;
 }
 

@@ -9,6 +9,7 @@
 #include "fk/autograd.h"
 #include "fk/half.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/thread_count.h"
 
 #include "test_util.h"
 
@@ -340,16 +341,14 @@ TEST(Profile, CountsOpsViewsAndTime) {
 // A launch is a parallel region or a BLAS call: an elementwise op above the
 // grain is one launch with two threads and none with one; a GEMM is one.
 TEST(Profile, CountsLaunches) {
-  const int saved = get_num_threads();
   Tensor big = ones({2 * cpu::kElementwiseGrain});
   for (int threads : {1, 2}) {
-    set_num_threads(threads);
+    const test::ThreadCount count(threads);
     profile::ProfileScope scope;
     Tensor c = add(big, big);
     EXPECT_EQ(scope.report().counts.launches, threads == 1 ? 0 : 1) << threads << " threads";
     EXPECT_EQ(scope.report().counts.ops, 1);
   }
-  set_num_threads(saved);
   Tensor m = ones({4, 4});
   profile::ProfileScope scope;
   Tensor p = matmul(m, m);

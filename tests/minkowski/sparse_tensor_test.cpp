@@ -3,6 +3,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "minkowski/minkowski.h"
 
 namespace minkowski {
@@ -96,10 +97,8 @@ TEST(MinkowskiQuantize, RandomSubsampleKeepsOneOfEachCoordinatesRows) {
 TEST(MinkowskiQuantize, RandomSubsampleSeeds) {
   Triplicated t;
   auto kept = [&](uint64_t seed, int threads) {
-    int before = fk::get_num_threads();
-    fk::set_num_threads(threads);
+    const fk::test::ThreadCount count(threads);
     SparseTensor x(t.f, t.c, {1}, QuantizationMode::RandomSubsample, nullptr, seed);
-    fk::set_num_threads(before);
     return x.unique_index();
   };
   auto a = kept(kSubsampleSeed, 1), b = kept(kSubsampleSeed, 3), c = kept(1, 1);

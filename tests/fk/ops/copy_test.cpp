@@ -8,6 +8,7 @@
 
 #include "../test_util.h"
 #include "backward_check.h"
+#include "fk/thread_count.h"
 
 namespace fk {
 namespace {
@@ -67,12 +68,13 @@ TEST(Copy, FlatCopiesOfOffsetViewsAndThreadCounts) {
     }
   }
   Tensor m = test::random_tensor({300, 257}, DType::F32, -1, 1, 6);
-  const int saved = get_num_threads();
-  set_num_threads(1);
-  Tensor one = m.t().contiguous(), flat1 = m.narrow(1, 1, 250).contiguous();
-  set_num_threads(3);
-  Tensor three = m.t().contiguous(), flat3 = m.narrow(1, 1, 250).contiguous();
-  set_num_threads(saved);
+  Tensor one, flat1, three, flat3;
+  {
+    const test::ThreadCount threads(1);
+    one = m.t().contiguous(), flat1 = m.narrow(1, 1, 250).contiguous();
+    threads.set(3);
+    three = m.t().contiguous(), flat3 = m.narrow(1, 1, 250).contiguous();
+  }
   EXPECT_TRUE(same_bytes(one, three));
   EXPECT_TRUE(same_bytes(flat1, flat3));
   EXPECT_TRUE(same_bytes(one.t(), m));

@@ -6,6 +6,7 @@
 #include "../test_util.h"
 #include "backward_check.h"
 #include "fk/blas.h"
+#include "fk/thread_count.h"
 
 namespace fk {
 namespace {
@@ -172,13 +173,11 @@ TEST(Matmul, RepeatableForAThreadCountAndCloseAcrossThem) {
   // runs at one thread count.
   Tensor a = test::random_tensor({8192, 16}, DType::F32, -1, 1, 19);
   Tensor w = test::random_tensor({16, 16}, DType::F32, -1, 1, 20);
-  int saved = get_num_threads();
-  set_num_threads(1);
+  const test::ThreadCount threads(1);
   auto one = matmul(a, w).to_vector<float>();
-  set_num_threads(2);
+  threads.set(2);
   auto two = matmul(a, w).to_vector<float>();
   auto again = matmul(a, w).to_vector<float>();
-  set_num_threads(saved);
   EXPECT_EQ(two, again);
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {

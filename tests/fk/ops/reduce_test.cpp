@@ -13,6 +13,7 @@
 #include "../test_util.h"
 #include "fk/cpu_isa.h"
 #include "fk/knobs.h"
+#include "fk/thread_count.h"
 #include "reduce/reference.h"
 
 namespace fk {
@@ -195,7 +196,6 @@ TEST(Reduce, ComplexInputs) {
 TEST(Reduce, ResultsDoNotDependOnThreadCount) {
   Tensor x = test::random_tensor({300000}, DType::F32, -1, 1, 61);
   Tensor m = x.reshape({1000, 300});
-  int before = get_num_threads();
   auto run = [&] {
     std::vector<std::vector<float>> r;
     r.push_back(sum(x).to_vector<float>());
@@ -212,11 +212,13 @@ TEST(Reduce, ResultsDoNotDependOnThreadCount) {
     r.push_back(amin(x).to_vector<float>());
     return r;
   };
-  set_num_threads(1);
-  auto one = run();
-  set_num_threads(2);
-  auto two = run();
-  set_num_threads(before);
+  std::vector<std::vector<float>> one, two;
+  {
+    const test::ThreadCount threads(1);
+    one = run();
+    threads.set(2);
+    two = run();
+  }
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i], two[i]) << "result " << i;
   // The f32 sum is accumulated in double: close to the exact value.

@@ -10,6 +10,7 @@
 #include "fk/cpu_isa.h"
 #include "fk/knobs.h"
 #include "fk/ops/cpu/vec_math.h"
+#include "fk/thread_count.h"
 
 #include "../test_util.h"
 #include "backward_check.h"
@@ -143,12 +144,10 @@ TEST(Unary, IntegerInputs) {
 
 TEST(Unary, LargeInputsUseThreadsAndAgree) {
   Tensor x = test::random_tensor({300000}, DType::F32);
-  const int saved = get_num_threads();
-  set_num_threads(2);
+  const test::ThreadCount threads(2);
   auto a = tanh(x).to_vector<float>();
-  set_num_threads(1);
+  threads.set(1);
   auto b = tanh(x).to_vector<float>();
-  set_num_threads(saved);
   EXPECT_EQ(a, b);
 }
 
@@ -347,13 +346,13 @@ TEST(VecMath, SqrtBitwiseStdSqrt) {
 // Same values in any layout, any run length and on any thread count, bitwise.
 TEST(VecMath, LayoutAndThreadIndependent) {
   Tensor x = test::random_tensor({301, 333}, DType::F32, -12, 12, 5);  // 100,233: above the grain
-  const int saved = get_num_threads();
+  const test::ThreadCount threads(1);
   for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu,
                      UnaryOp::Softplus, UnaryOp::Sqrt}) {
     Tensor in = op == UnaryOp::Log || op == UnaryOp::Sqrt ? abs(x) : x;
-    set_num_threads(1);
+    threads.set(1);
     auto one = unary(op, in).to_vector<float>();
-    set_num_threads(3);
+    threads.set(3);
     auto three = unary(op, in).to_vector<float>();
     auto strided = unary(op, in.t()).t().contiguous().to_vector<float>();
     auto tail = unary(op, in.reshape({in.numel()}).narrow(0, 3, 13)).to_vector<float>();
@@ -361,7 +360,6 @@ TEST(VecMath, LayoutAndThreadIndependent) {
     EXPECT_EQ(std::memcmp(one.data(), strided.data(), one.size() * 4), 0) << name(op);
     EXPECT_EQ(std::memcmp(one.data() + 3, tail.data(), 13 * 4), 0) << name(op);
   }
-  set_num_threads(saved);
 }
 
 }  // namespace

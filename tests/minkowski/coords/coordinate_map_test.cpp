@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fk/fk.h"
+#include "fk/thread_count.h"
 #include "minkowski/coords/coordinate_rows.h"
 #include "minkowski/minkowski.h"
 
@@ -61,14 +62,12 @@ TEST(MinkowskiCoordinateMap, UnorderedBuildSameUnderOneAndTwoThreads) {
     v.insert(v.end(), {static_cast<int32_t>(s >> 31), static_cast<int32_t>((s >> 8) % 60) - 30,
                        static_cast<int32_t>((s >> 16) % 50) - 25, static_cast<int32_t>(s % 40)});
   }
-  int threads = fk::get_num_threads();
-  fk::set_num_threads(2);
+  const fk::test::ThreadCount threads(2);
   std::vector<int64_t> u2, i2;
   CoordinateMap m2(v.data(), 80000, 4, {1, 1, 1}, &u2, &i2);
-  fk::set_num_threads(1);
+  threads.set(1);
   std::vector<int64_t> u1, i1;
   CoordinateMap m1(v.data(), 80000, 4, {1, 1, 1}, &u1, &i1);
-  fk::set_num_threads(threads);
   EXPECT_EQ(u1, u2);
   EXPECT_EQ(i1, i2);
   EXPECT_LT(m1.size(), 80000);

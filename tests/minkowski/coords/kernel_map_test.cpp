@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fk/fk.h"
+#include "fk/thread_count.h"
 #include "minkowski/coords/coordinate_rows.h"
 #include "minkowski/minkowski.h"
 
@@ -131,24 +132,25 @@ void check_map_against_plain(const MapCase& c, unsigned seed) {
   MapKey out_key = c.stride == 1 ? k : m.stride(k, {c.stride});
   auto in = m.map(k), out = m.map(out_key);
   std::vector<int32_t> offsets = c.region.offsets(in->tensor_stride());
-  int threads = fk::get_num_threads();
-  fk::set_num_threads(1);
-  auto km = build_kernel_map(*in, *out, offsets);
-  for (int t : {2, 3}) {  // chunks are handed out on demand: any thread may build any
-    fk::set_num_threads(t);
-    auto km2 = build_kernel_map(*in, *out, offsets);
-    EXPECT_EQ(km->offset_begin, km2->offset_begin) << t << " threads";
-    EXPECT_EQ(km->in_rows, km2->in_rows) << t << " threads";
-    EXPECT_EQ(km->out_rows, km2->out_rows) << t << " threads";
-    const RowIndex &a = km->by_out(), &b = km2->by_out();
-    EXPECT_EQ(a.begin, b.begin) << t << " threads";
-    bool same = a.entries.size() == b.entries.size();
-    for (size_t j = 0; same && j < a.entries.size(); ++j)
-      same = a.entries[j].pair == b.entries[j].pair && a.entries[j].other == b.entries[j].other &&
-             a.entries[j].offset == b.entries[j].offset;
-    EXPECT_TRUE(same) << t << " threads: by_out";
+  std::shared_ptr<KernelMap> km;
+  {
+    const fk::test::ThreadCount threads(1);
+    km = build_kernel_map(*in, *out, offsets);
+    for (int t : {2, 3}) {  // chunks are handed out on demand: any thread may build any
+      threads.set(t);
+      auto km2 = build_kernel_map(*in, *out, offsets);
+      EXPECT_EQ(km->offset_begin, km2->offset_begin) << t << " threads";
+      EXPECT_EQ(km->in_rows, km2->in_rows) << t << " threads";
+      EXPECT_EQ(km->out_rows, km2->out_rows) << t << " threads";
+      const RowIndex &a = km->by_out(), &b = km2->by_out();
+      EXPECT_EQ(a.begin, b.begin) << t << " threads";
+      bool same = a.entries.size() == b.entries.size();
+      for (size_t j = 0; same && j < a.entries.size(); ++j)
+        same = a.entries[j].pair == b.entries[j].pair && a.entries[j].other == b.entries[j].other &&
+               a.entries[j].offset == b.entries[j].offset;
+      EXPECT_TRUE(same) << t << " threads: by_out";
+    }
   }
-  fk::set_num_threads(threads);
 
   std::map<std::vector<int32_t>, int32_t> rows;
   for (int64_t i = 0; i < in->size(); ++i)
@@ -348,23 +350,22 @@ TEST(MinkowskiKernelMap, RegroupedIndicesSameUnderOneTwoThreeThreads) {
        true},
       {"identity by_out", [] { return KernelMap::make_identity(100000); }, true},
   };
-  const int threads = fk::get_num_threads();
+  const fk::test::ThreadCount threads(1);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    fk::set_num_threads(1);
+    threads.set(1);
     auto m1 = c.make();
     ASSERT_GT(m1->pairs(), 3 * (int64_t{1} << 15));
     EXPECT_TRUE(m1->mirror.empty());
     const RowIndex serial = copy_of(c.by_out ? m1->by_out() : m1->by_in());
     expect_index_as_map(*m1, serial, c.by_out);
     for (int t : {2, 3}) {
-      fk::set_num_threads(1);
+      threads.set(1);
       auto mt = c.make();
-      fk::set_num_threads(t);
+      threads.set(t);
       expect_same_index(serial, c.by_out ? mt->by_out() : mt->by_in(), t);
     }
   }
-  fk::set_num_threads(threads);
 }
 
 TEST(MinkowskiKernelMap, SquareAndBatchesDoNotMix) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "fk/fk.h"
+#include "fk/thread_count.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/schedule.h"
@@ -64,15 +65,14 @@ TEST(NnTraining, SameLossesAtOneAndTwoThreads) {
   // timing could otherwise choose differently at 1 and 2 threads.
   const bool deterministic = minkowski::is_deterministic();
   minkowski::set_deterministic(true);
-  const int threads = fk::get_num_threads();
+  const fk::test::ThreadCount threads(1);
   std::vector<std::vector<double>> runs;
   for (int t : {1, 2}) {
-    fk::set_num_threads(t);
+    threads.set(t);
     fk::manual_seed(7);
     MinkUNet net(small_unet());
     runs.push_back(train(net, 3));
   }
-  fk::set_num_threads(threads);
   minkowski::set_deterministic(deterministic);
   EXPECT_EQ(runs[0], runs[1]);
 }

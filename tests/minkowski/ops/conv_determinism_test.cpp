@@ -10,6 +10,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_reference.h"
 
@@ -121,10 +122,11 @@ void check_paths_bit_identical(fk::DType dt, const KernelRegion& region = Kernel
   same(run(), "per-offset");
   EXPECT_FALSE(last_conv_call().fused);
   fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
-  int threads = fk::get_num_threads();
-  fk::set_num_threads(1);
-  auto one = run();
-  fk::set_num_threads(threads);
+  std::vector<fk::Tensor> one;
+  {
+    const fk::test::ThreadCount threads(1);
+    one = run();
+  }
   same(one, "1 thread");
   // and the values are right (against the f64 BLAS path)
   if (!staged) {
@@ -220,12 +222,13 @@ TEST(MinkowskiConv, F32WeightGradientOverManyRowChunks) {
     y.backward(g.to(dt));
     return ww.grad();
   };
-  int threads = fk::get_num_threads();
-  fk::set_num_threads(2);
-  fk::Tensor two = grad_w(fk::DType::F32);
-  fk::set_num_threads(1);
-  fk::Tensor one = grad_w(fk::DType::F32);
-  fk::set_num_threads(threads);
+  fk::Tensor two, one;
+  {
+    const fk::test::ThreadCount threads(2);
+    two = grad_w(fk::DType::F32);
+    threads.set(1);
+    one = grad_w(fk::DType::F32);
+  }
   EXPECT_TRUE(one.to_vector<float>() == two.to_vector<float>());
   fk::test::expect_close(one, grad_w(fk::DType::F64).to_vector<double>(), 2e-3);
 }
@@ -286,8 +289,7 @@ void check_uneven_density(const char* path) {
   ASSERT_EQ(x.size(), n);
   MapKey onto = x.manager()->insert(to_tensor(target), {1}, "target").key;
   auto run = [&](int threads) {
-    int before = fk::get_num_threads();
-    fk::set_num_threads(threads);
+    const fk::test::ThreadCount count(threads);
     fk::Tensor ff = x.F().clone().set_requires_grad(true);
     fk::Tensor ww = w.to(fk::DType::F32).set_requires_grad(true);
     // Leave NaNs in the allocator's cache where the outputs will land (after
@@ -301,7 +303,6 @@ void check_uneven_density(const char* path) {
             .F();
     y1.backward(fk::test::random_tensor(y1.shape(), fk::DType::F32, -1, 1, 27));
     y2.backward(fk::test::random_tensor(y2.shape(), fk::DType::F32, -1, 1, 28));
-    fk::set_num_threads(before);
     return std::vector<std::vector<float>>{y1.to_vector<float>(), y2.to_vector<float>(),
                                            ff.grad().to_vector<float>(),
                                            ww.grad().to_vector<float>()};

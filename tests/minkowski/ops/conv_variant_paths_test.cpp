@@ -12,6 +12,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/conv_reference.h"
@@ -21,6 +22,7 @@ namespace minkowski {
 namespace {
 
 using namespace conv_ref;
+using fk::test::ThreadCount;
 
 using Offsets = std::vector<std::vector<int>>;
 
@@ -29,12 +31,6 @@ struct KnobReset {
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
     fk::mutable_knob("ME_FUSED_COPY_MAX_MB").set_override(std::nullopt);
   }
-};
-
-struct ThreadCount {
-  int before = fk::get_num_threads();
-  explicit ThreadCount(int n) { fk::set_num_threads(n); }
-  ~ThreadCount() { fk::set_num_threads(before); }
 };
 
 // A 3-D scene holding the input map of every variant in one manager: a

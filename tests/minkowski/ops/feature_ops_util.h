@@ -13,6 +13,7 @@
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_reference.h"
 
@@ -50,17 +51,15 @@ inline bool same_bits(const fk::Tensor& a, const fk::Tensor& b) {
 
 // Runs fn at 1, 2 and 3 threads; every tensor it returns must match bit for bit.
 inline void expect_thread_invariant(const std::function<std::vector<fk::Tensor>()>& fn) {
-  const int saved = fk::get_num_threads();
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount threads(1);
   std::vector<fk::Tensor> ref = fn();
   for (int t : {2, 3}) {
-    fk::set_num_threads(t);
+    threads.set(t);
     std::vector<fk::Tensor> got = fn();
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i)
       EXPECT_TRUE(same_bits(ref[i], got[i])) << "result " << i << " at " << t << " threads";
   }
-  fk::set_num_threads(saved);
 }
 
 // The message of the fk::Error fn throws must contain every part.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fk/fk.h"
+#include "fk/thread_count.h"
 #include "minkowski/ops/conv_reference.h"
 
 namespace minkowski::pool_ref {
@@ -117,12 +118,11 @@ inline std::vector<double> round_to(const std::vector<double>& v, fk::DType dt) 
 
 // Runs fn at 1, 2 and 3 threads and restores the count.
 inline void at_threads(const std::function<void(int)>& fn) {
-  int before = fk::get_num_threads();
+  const fk::test::ThreadCount threads(1);
   for (int t : {1, 2, 3}) {
-    fk::set_num_threads(t);
+    threads.set(t);
     fn(t);
   }
-  fk::set_num_threads(before);
 }
 
 inline bool bitwise_equal(const fk::Tensor& a, const fk::Tensor& b) {

@@ -8,7 +8,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/metrics.h"
@@ -114,7 +114,7 @@ TEST(NefiAdmm, BadOptionsAreErrors) {
 // Smoke seed 0: ADMM beats the blurred input and the Wiener baseline, and its
 // objective falls from the first iterate to the last.
 TEST(NefiAdmm, DeconvolutionSmokeBeatsBlurredAndWiener) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution");

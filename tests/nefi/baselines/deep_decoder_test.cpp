@@ -8,9 +8,9 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
@@ -150,7 +150,7 @@ TEST(NefiDeepDecoder, InstancesRejectBadKeys) {
 
 // Smoke seed 0: the decoder fitted through the blur beats the blurred input.
 TEST(NefiDeepDecoder, DeconvolutionSmokeBeatsBlurred) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution");
@@ -161,7 +161,7 @@ TEST(NefiDeepDecoder, DeconvolutionSmokeBeatsBlurred) {
 // Smoke seed 0 (16 views): the decoder fitted through the Radon transform
 // beats FBP (21.93 dB) by far; measured 25.84 dB (reference 27.19).
 TEST(NefiDeepDecoder, SparseViewCtSmokeBeatsFbp) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("sparse_view_ct_smoke.yaml"));
   const auto out = nefi::find_instance("sparse_view_ct")->run(c.config, "deep_decoder", 0, {});
@@ -171,7 +171,7 @@ TEST(NefiDeepDecoder, SparseViewCtSmokeBeatsFbp) {
 // The other instances' smokes, seed 0: the decoder's PSNR against a floor
 // (measured minus a margin; the figures are in docs/performance.md).
 double smoke_psnr(const std::string& name) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path(name + "_smoke.yaml"));
   return nefi::find_instance(name)->run(c.config, "deep_decoder", 0, {}).metrics.at("psnr");
 }

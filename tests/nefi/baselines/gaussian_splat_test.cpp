@@ -6,8 +6,8 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/parallel.h"
 #include "fk/testing.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/metrics.h"
@@ -79,7 +79,7 @@ TEST(NefiGaussianSplat, BadShapesAndValuesAreErrors) {
 
 // Smoke seed 0: the splat fit through the blur beats the blurred input.
 TEST(NefiGaussianSplat, DeconvolutionSmokeBeatsBlurred) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution");

@@ -11,9 +11,9 @@
 #include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "nefi/field/dense.h"
 
 namespace {
@@ -160,14 +160,12 @@ TEST(NefiDenseGemmBf16, LayerNativeEmulatedAndF64Agree) {
 
 // Bitwise the same at one and two threads (each output summed by one thread).
 TEST(NefiDenseGemmBf16, ThreadCountIndependent) {
-  const int saved = fk::get_num_threads();
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount threads(1);
   const DenseGrads one =
       dense_with_grads(fk::DType::F32, nefi::DensePrecision::Bf16, nefi::DenseActivation::Relu);
-  fk::set_num_threads(2);
+  threads.set(2);
   const DenseGrads two =
       dense_with_grads(fk::DType::F32, nefi::DensePrecision::Bf16, nefi::DenseActivation::Relu);
-  fk::set_num_threads(saved);
   EXPECT_EQ(one.y, two.y);
   EXPECT_EQ(one.dx, two.dx);
   EXPECT_EQ(one.dw, two.dw);

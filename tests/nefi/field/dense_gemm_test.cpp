@@ -12,8 +12,8 @@
 #include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
+#include "fk/thread_count.h"
 #include "nefi/field/dense.h"
 
 namespace {
@@ -141,12 +141,10 @@ TEST(NefiDenseGemm, F32LayerAndBackwardMatchF64) {
 // Bitwise the same at one and two threads, and (within f32 round-off) the same
 // through the AVX2/OpenBLAS path.
 TEST(NefiDenseGemm, ThreadCountAndIsaIndependent) {
-  const int saved = fk::get_num_threads();
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount threads(1);
   const DenseGrads one = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
-  fk::set_num_threads(2);
+  threads.set(2);
   const DenseGrads two = dense_with_grads(fk::DType::F32, nefi::DenseActivation::Relu);
-  fk::set_num_threads(saved);
   EXPECT_EQ(one.y, two.y);
   EXPECT_EQ(one.dx, two.dx);
   EXPECT_EQ(one.dw, two.dw);

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
@@ -23,7 +23,7 @@ struct Psnrs {
 // seed's pair within max_gap dB.
 Psnrs psnr_f32_and_bf16(const char* instance, const char* config, const std::vector<int>& seeds,
                         double max_gap) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path(config));
   nefi::RunConfig h = c;
   nefi::apply_set(h, "autocast=bf16");

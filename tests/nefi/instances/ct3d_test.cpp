@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -73,7 +73,7 @@ TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
 // sub-voxel and the level set loses a little IoU on two seeds; the floors
 // hold it near the smooth fit.
 TEST(NefiCt3d, ReducedSmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("ct3d_smoke.yaml"));
   auto inst = nefi::find_instance("ct3d");
   nefi::Params p = c.config;
@@ -101,7 +101,7 @@ TEST(NefiCt3d, ReducedSmokeQualityFloor) {
 // accepted at chi 2.80, IoU 0.850 -> 0.807. The phases by chi keep them:
 // measured 6 phases, chi 1.69, IoU 0.847.
 TEST(NefiCt3d, FullGridRefinementKeepsTheIoU) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("ct3d.yaml"));
   auto inst = nefi::find_instance("ct3d");
   nefi::Params p = c.config;

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "fk/parallel.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/current_density_data.h"
 #include "nefi/instances/instance.h"
@@ -72,7 +72,7 @@ TEST(NefiCurrentDensityInstance, BadValuesAreOneLineErrorsNamingTheKey) {
 // 0.290); Fourier 19.46 / 19.94 / 19.33 (reference, its seed 0: neural 29.7
 // / 0.32, Fourier 21.0 / 0.86).
 TEST(NefiCurrentDensityInstance, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("current_density_smoke.yaml"));
   auto inst = nefi::find_instance("current_density");
   double total = 0;
@@ -94,7 +94,7 @@ TEST(NefiCurrentDensityInstance, SmokeQualityFloor) {
 // rel. error 0.116 / 0.115 / 0.119 at 3e-2; 0.499 / 0.699 / 0.589 at 1e-4
 // (at 128^2 and the full budget 1.34, the bug this pins).
 TEST(NefiCurrentDensityInstance, GridBaselineAtTheFullStandoffTakesItsOwnTV) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("current_density.yaml"));
   c.config.set("n", "48");
   c.config.set("steps", "[150, 300]");

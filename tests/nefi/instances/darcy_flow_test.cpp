@@ -4,7 +4,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/darcy_model.h"
 #include "nefi/instances/instance.h"
@@ -123,7 +123,7 @@ TEST(NefiDarcyFlow, BadValuesAreOneLineErrorsNamingTheKey) {
 // The smoke preset over seeds 0-2 (well under a second of CPU each): floors
 // below the measured values (see configs/darcy_flow_smoke.yaml).
 TEST(NefiDarcyFlow, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("darcy_flow_smoke.yaml"));
   auto inst = nefi::find_instance("darcy_flow");
   const double neural[3] = {21.0, 23.5, 21.0}, grid[3] = {21.0, 22.0, 20.0};

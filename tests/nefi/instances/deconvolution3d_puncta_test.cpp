@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fk/error.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/refine_stage.h"
 #include "nefi/io/run_config.h"
@@ -18,7 +18,7 @@ namespace {
 using nefi::test::config_path;
 
 TEST(NefiDeconvolution3dPuncta, PresetRefinesWithOtsuLevelsAndRefusesTwoPhases) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
   EXPECT_EQ(c.config.i("refine_levels"), 0);
   EXPECT_EQ(c.config.d("refine_support_share"), 0.5);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -92,7 +92,7 @@ TEST(NefiDeconvolution3d, PoissonModeMeasuresCountsAtTheBudget) {
 // preset Richardson-Lucy (30 iterations) sharpens the count data, read as
 // intensities (y - 2) / 200, by > 2 dB on seeds 0-2 (see its yaml).
 TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   auto inst = nefi::find_instance("deconvolution3d");
   const nefi::RunConfig full = nefi::load_run_config_file(config_path("deconvolution3d.yaml"));
   EXPECT_EQ(full.config.s("psf_extent"), "same");
@@ -130,7 +130,7 @@ TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
 // 0.23 (at the truth's Otsu level). The full
 // smoke figures of every seed are in configs/deconvolution3d_smoke.yaml.
 TEST(NefiDeconvolution3d, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
   nefi::Params same = c.config;
@@ -208,7 +208,7 @@ TEST(NefiDeconvolution3d, SmokeCurriculumIsTheReferences) {
 // smooth field's transition band and the refit is refused
 // (docs/performance.md, session 12).
 TEST(NefiDeconvolution3d, DefaultRefinementRaisesTheIoUOnEverySeed) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   auto inst = nefi::find_instance("deconvolution3d");
   EXPECT_EQ(inst->default_config().s("refine_mode"), "phasefield");
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -238,7 +238,7 @@ TEST(NefiDeconvolution3d, DefaultRefinementRaisesTheIoUOnEverySeed) {
 // 25.50 dB, chi 1.62 -> 1.27, support kept 0; Otsu's 4 levels -> 0.730,
 // 28.18 dB, chi 1.01.
 TEST(NefiDeconvolution3d, DefaultRefinementPicksItsPhasesOnTheGridFit) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   auto inst = nefi::find_instance("deconvolution3d");
   nefi::Params p = inst->default_config();
   EXPECT_EQ(p.i("refine_levels"), 0);
@@ -265,7 +265,7 @@ TEST(NefiDeconvolution3d, DefaultRefinementPicksItsPhasesOnTheGridFit) {
 // it), below what the neural smoke fit ends its coarse stage at (33 / 63 /
 // 36x).
 TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
   for (uint64_t seed = 0; seed < 3; ++seed) {
@@ -310,7 +310,7 @@ void expect_residual_near_the_noise(const nefi::RunOutput& w, const fk::Tensor& 
 // 24.62 / 27.53 / 25.88, RL 25.68 / 28.04 / 27.40 dB (the reference, seed
 // 0: data 22.0, Wiener 24.4, RL 25.7).
 TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
   for (int s = 0; s < 3; ++s) {
@@ -337,7 +337,7 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
 // dots as close as 6 % of the box to a face are where the mirrored and the
 // zero-padded models differ.
 TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
   for (int s = 0; s < 3; ++s) {

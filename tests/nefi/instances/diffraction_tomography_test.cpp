@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -53,7 +53,7 @@ TEST(NefiDiffractionTomography, BadValuesAreOneLineErrorsNamingTheKey) {
 // Measured (1 thread): backpropagation 35.55 / 36.49 / 34.54 dB; neural
 // reduced 28.41 / 31.23 / 32.12 dB (SSIM 0.885 / 0.928 / 0.932).
 TEST(NefiDiffractionTomography, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("diffraction_tomography_smoke.yaml"));
   auto inst = nefi::find_instance("diffraction_tomography");
   nefi::Params reduced = c.config;

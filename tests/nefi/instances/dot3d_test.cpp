@@ -6,7 +6,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/dot3d_model.h"
 #include "nefi/instances/instance.h"
@@ -226,7 +226,7 @@ TEST(NefiDot3d, NeuralTrainsThroughTheDepthCompensation) {
 // fit's own levels kept the data with an absorber below the IoU's level):
 // floors below the measured values (see configs/dot3d_smoke.yaml for the full smoke).
 TEST(NefiDot3d, ReducedSmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("dot3d_smoke.yaml"));
   c.config.set("steps", "[150, 200]");
   auto inst = nefi::find_instance("dot3d");

@@ -6,9 +6,9 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/instance.h"
@@ -395,7 +395,7 @@ TEST(NefiEit, MirroredTvChargesBothContrastsAlike) {
 // 26.31 / 14.81 dB, IoU 1.00 / 0.79 / 0.55; seed 2 is the conductive scene
 // that TV of σ held to 13.97 dB, IoU 0.29).
 void smoke_floor(int seed, double psnr_floor, double iou_floor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("eit_smoke.yaml"));
   auto out = nefi::find_instance("eit")->run(c.config, "neural", seed, {});
   EXPECT_GT(out.metrics.at("psnr"), psnr_floor) << "seed " << seed;

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -57,7 +57,7 @@ TEST(NefiHolographyInstance, BadValuesAreOneLineErrorsNamingTheKey) {
 // Gerchberg-Saxton 21.78 / 15.34 / 13.91; grid 26.00 / 21.62 / 28.39
 // (reference, its seed 0: neural 35.0, GS 27.3, grid 31.7).
 TEST(NefiHolographyInstance, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("holography_smoke.yaml"));
   auto inst = nefi::find_instance("holography");
   double total = 0;

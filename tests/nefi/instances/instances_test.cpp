@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
@@ -349,7 +349,7 @@ TEST(NefiInstances, Toy1DDataAreTheReferenceSeedData) {
 // Quality floors of the smoke presets over several seeds (the reference's
 // smoke quality: toy1d ~25 dB; deconvolution well above the blurred data).
 TEST(NefiInstances, Toy1DSmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("toy1d_smoke.yaml"));
   auto inst = nefi::find_instance("toy1d");
   double total = 0;
@@ -415,7 +415,8 @@ TEST(NefiInstances, DeconvolutionHeadKey) {
 }
 
 TEST(NefiInstances, DeconvolutionSmokeQualityFloor) {
-  fk::set_num_threads(1);  // small problems: one thread (a cold team costs ms per region)
+  // small problems: one thread (a cold team costs ms per region)
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution_smoke.yaml"));
   auto inst = nefi::find_instance("deconvolution");
   const int seeds = 3;
@@ -471,7 +472,7 @@ TEST(NefiInstances, DeconvolutionBackgroundCountsKeyAndAlias) {
 
 // Half-precision MLP trunk (f16 with a GradScaler) stays close to f32.
 TEST(NefiInstances, AutocastTrunkTracksF32) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("toy1d_smoke.yaml"));
   auto inst = nefi::find_instance("toy1d");
   const double ref = inst->run(c.config, "neural", 0, {}).metrics.at("psnr");

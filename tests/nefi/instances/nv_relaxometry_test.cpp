@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/nv_relaxometry_scene.h"
@@ -321,7 +321,7 @@ TEST(NefiNVRelaxometry, MaskedSsimCoversSourcesAndPeaks) {
 // steps) gets HF1 0.29 / 0.24 / 0.31 (the reference: 0 on its seed 0).
 // Masked SSIM: neural 0.998 / 0.999 / 0.999, grid 0.028 / 0.065 / 0.031.
 TEST(NefiNVRelaxometry, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("nv_relaxometry_smoke.yaml"));
   auto inst = nefi::find_instance("nv_relaxometry");
   double total = 0;

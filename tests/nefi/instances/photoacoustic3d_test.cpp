@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/photoacoustic3d_data.h"
@@ -147,7 +147,7 @@ double written_out_otsu_iou(const std::vector<double>& x, const std::vector<doub
 // iou and refined_iou are that IoU of the field each scores (the refined
 // one when the refinement was accepted), on a short neural fit.
 TEST(NefiPhotoacoustic3d, IouIsTheTruthsOtsuIou) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::Params p = smoke_params();
   p.set("steps", "[100, 40]");
   p.set("refine_steps", "40");
@@ -172,7 +172,7 @@ TEST(NefiPhotoacoustic3d, IouIsTheTruthsOtsuIou) {
 // 11.07 / 12.83 dB; grid at seed 0 without refinement 19.37 dB. The full
 // smoke: see configs/photoacoustic3d_smoke.yaml.
 TEST(NefiPhotoacoustic3d, ReducedSmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::Params p = smoke_params();
   p.set("steps", "[150, 50]");
   p.set("refine_steps", "100");

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/poisson_source_data.h"
@@ -70,7 +70,7 @@ TEST(NefiPoissonSource, BadValuesAreOneLineErrorsNamingTheKey) {
 // 29.04 / 31.99 dB, every source found (4 / 3 / 4); grid + TV 29.14 / 26.71 /
 // 30.23 dB.
 TEST(NefiPoissonSource, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("poisson_source_smoke.yaml"));
   auto inst = nefi::find_instance("poisson_source");
   double total = 0;

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -116,7 +116,7 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
 // 36.59 / 37.24; uniform 14.19 / 15.13 / 18.73 (reference, its seed 0:
 // neural 30.2, grid 26.9, uniform 15.7).
 TEST(NefiReactionDiffusionInstance, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("reaction_diffusion_smoke.yaml"));
   auto inst = nefi::find_instance("reaction_diffusion");
   double total = 0;
@@ -155,7 +155,7 @@ TEST(NefiReactionDiffusionInstance, UnknownRangeKeysAreChecked) {
 // of the unknown). Measured (1 thread): k 29.70 / 36.55 / 33.35 dB, Du
 // 26.66 / 31.59 / 29.55 dB; the best constant stays below 19 dB.
 void unknown_floor(const char* config, double floor, double mean_floor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path(config));
   auto inst = nefi::find_instance("reaction_diffusion");
   double total = 0;

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/metrics.h"
 #include "nefi/test_files.h"
@@ -83,7 +83,7 @@ TEST(NefiRunMethod, UnknownMethodIsAnErrorListingTheMethods) {
 // Without a solve of its own, run_method is start_run_output + solve_and_record
 // on the instance's setup: toy1d's run gives that solve's field bit for bit.
 TEST(NefiRunMethod, DefaultSolveIsSolveAndRecord) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("toy1d_smoke.yaml"));
   const auto toy = nefi::find_instance("toy1d");
   nefi::SolverOptions so;
@@ -136,7 +136,7 @@ class AfterSolveToy : public nefi::Instance {
 };
 
 TEST(NefiRunMethod, AfterSolveRunsOnTheSolvedOutputBeforeEvaluate) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("toy1d_smoke.yaml"));
   const AfterSolveToy toy;
   nefi::SolverOptions so;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -53,7 +53,7 @@ TEST(NefiSparseViewCt, BadValuesAreOneLineErrorsNamingTheKey) {
 // TV 27.18 / 27.24 / 27.05 (reference, seed 0: neural 25.48, FBP 22.72,
 // grid 27.48).
 TEST(NefiSparseViewCt, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("sparse_view_ct_smoke.yaml"));
   auto inst = nefi::find_instance("sparse_view_ct");
   double total = 0;

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/thermal/explicit_simulator.h"
 #include "nefi/instances/thermal/scenes.h"
@@ -268,7 +268,7 @@ TEST(ThermalTomography, ClassicalBaselinesLocateTheDefectColumns) {
 // surface PSNR 45.1 dB for it; this run gives 0.969, 1.0, 44.4 dB, and its
 // Grid Opt. IoU 0, PSNR 14.1, surface PSNR 31.5 equal the reference's.
 TEST(ThermalTomography, SmokeSeed0FindsTheDefect) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = smoke();
   auto inst = nefi::find_instance("thermal_tomography");
   const nefi::RunOutput out = inst->run(c.config, "nefty", 0, {});

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "fk/factory.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/wave_fwi_data.h"
@@ -107,7 +107,7 @@ TEST(NefiWaveFwi, BadValuesAreOneLineErrorsNamingTheKey) {
 // 32.11 dB, grid 30.72 / 31.11 / 31.03 dB; the reference's smoke: neural
 // 26.6, grid 26.1 (its seed 0).
 TEST(NefiWaveFwi, SmokeQualityFloor) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("wave_fwi_smoke.yaml"));
   auto inst = nefi::find_instance("wave_fwi");
   for (int s = 0; s < 3; ++s) {
@@ -118,7 +118,7 @@ TEST(NefiWaveFwi, SmokeQualityFloor) {
 }
 
 TEST(NefiWaveFwi, SmokeGridBaseline) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("wave_fwi_smoke.yaml"));
   auto g = nefi::find_instance("wave_fwi")->run(c.config, "grid", 0, {});
   EXPECT_GT(g.metrics.at("psnr"), 29.0);  // measured 30.72

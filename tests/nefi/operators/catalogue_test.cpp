@@ -12,7 +12,7 @@
 #include <set>
 
 #include "fk/device.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
@@ -40,7 +40,7 @@ TEST(NefiOperatorCatalogue, RowsNameRegisteredInstancesOnce) {
 }
 
 TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   for (const auto& inst : nefi::all_instances()) {
     const nefi::RunConfig c =
         nefi::load_run_config_file(nefi::test::config_path(inst->name() + "_smoke.yaml"));
@@ -88,7 +88,7 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
 // with its default linear_solver banded is refused naming it, with the CG
 // (its flux trace's term included) it is not.
 TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   auto refusal = [](const std::string& name, const std::string& key, const std::string& value) {
     nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path(name + "_smoke.yaml"));
     if (!key.empty()) c.config.set(key, value);
@@ -125,7 +125,7 @@ TEST(NefiOperatorCatalogue, EllipticDeviceConditionHoldsPerInstance) {
 // does not refuse it although it has trainable weights (they follow the
 // field there); its steps are eager (fresh collocation points at each).
 TEST(NefiOperatorCatalogue, PinnSoftSurrogateRunsOnADevice) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
   const auto s = nefi::find_instance("thermal_tomography")->setup(c.config, "pinn_soft", 0);

@@ -16,10 +16,10 @@
 #include "fk/knobs.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
-#include "fk/parallel.h"
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "fk/thread_count.h"
 #include "nefi/operators/heat/flat_cg.h"
 #include "nefi/operators/heat/flat_stencil.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -498,8 +498,9 @@ TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {
   fk::Tensor alpha = test_alpha(g.shape(), fk::DType::F32);
   fk::Tensor b = test_alpha(g.shape(), fk::DType::F32, 6);
   fk::Tensor x[2];
+  const fk::test::ThreadCount count(1);
   for (int threads : {1, 2}) {
-    fk::set_num_threads(threads);
+    count.set(threads);
     auto& cnt = fk::profile::counters();
     const int64_t launches = cnt.launches;
     x[threads - 1] = one_step(alpha, g, b, true, {"chebyshev", 6, 0, 1, 1});
@@ -507,7 +508,6 @@ TEST(HeatStencil, TwoThreadSweepsEqualOneThread) {
       EXPECT_GE(cnt.launches - launches, 6);  // every sweep split
     }
   }
-  fk::set_num_threads(1);
   EXPECT_EQ(max_abs_diff(x[0], x[1]), 0.0);
 }
 

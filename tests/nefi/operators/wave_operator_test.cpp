@@ -19,8 +19,8 @@
 #include "fk/memory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
-#include "fk/parallel.h"
 #include "fk/test_util.h"
+#include "fk/thread_count.h"
 
 namespace {
 
@@ -259,14 +259,13 @@ TEST(NefiWaveOperator, ResultsDoNotDependOnTheThreadCount) {
   const WaveOperator op(cfg, shape);
   const fk::Tensor c = random_velocity(shape, 8, fk::DType::F32);
   const fk::Tensor w = random_like(op.output_shape(shape), 9, fk::DType::F32);
-  const int threads = fk::get_num_threads();
+  const fk::test::ThreadCount threads(1);
   std::vector<float> out[2], grad[2];
   for (int t = 0; t < 2; ++t) {
-    fk::set_num_threads(t == 0 ? 1 : 3);
+    threads.set(t == 0 ? 1 : 3);
     out[t] = op.apply(c).to_vector<float>();
     grad[t] = gradient(op, c, w).to_vector<float>();
   }
-  fk::set_num_threads(threads);
   EXPECT_EQ(out[0], out[1]);
   EXPECT_EQ(grad[0], grad[1]);
 }
@@ -278,8 +277,7 @@ TEST(NefiWaveOperator, PeakMemoryFollowsTheCheckpointModel) {
   cfg.wave.n_t = 60;
   const fk::Dims shape{16, 16};
   const fk::Tensor c = random_velocity(shape, 2, fk::DType::F64);
-  const int threads = fk::get_num_threads();
-  fk::set_num_threads(1);  // one block buffer alive at a time
+  const fk::test::ThreadCount threads(1);  // one block buffer alive at a time
   int64_t peaks[2];
   for (int mode = 0; mode < 2; ++mode) {
     cfg.grad_mode = mode == 0 ? "full" : "checkpoint";
@@ -296,7 +294,6 @@ TEST(NefiWaveOperator, PeakMemoryFollowsTheCheckpointModel) {
     EXPECT_GE(peaks[mode], model);
     EXPECT_LT(peaks[mode], model + 64 * 1024) << cfg.grad_mode;
   }
-  fk::set_num_threads(threads);
   EXPECT_LT(peaks[1] * 2, peaks[0]);
 }
 

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/bench/batched_runs.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -66,7 +66,7 @@ Smoke smoke(const Case& k) {
 class NefiBatchInstance : public testing::TestWithParam<Case> {};
 
 TEST_P(NefiBatchInstance, EqualsSequentialOrIsRefusedWithItsReason) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const Case& k = GetParam();
   Smoke s = smoke(k);
   const auto why = nefi::batchable_reason(s.problems, s.curriculum);
@@ -130,7 +130,7 @@ nefi::Params smoke_params(const Case& k) {
 }
 
 TEST_P(NefiBatchInstance, BatchedBenchRowHasTheSequentialRunsMetrics) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const Case& k = GetParam();
   if (!k.refusal.empty()) GTEST_SKIP() << "not batchable";
   const nefi::Params p = smoke_params(k);

@@ -6,6 +6,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/thread_count.h"
 #include "helpers.h"
 
 namespace fk {
@@ -88,9 +89,8 @@ TEST(Index, ScatterAddIsThreadCountDeterministic) {
     auto v = t.contiguous().to_vector<float>();
     return v.size() == w.size() && std::memcmp(v.data(), w.data(), w.size() * sizeof(float)) == 0;
   };
-  const int saved = get_num_threads();
   for (int threads : {1, 2, 3, 4}) {
-    set_num_threads(threads);
+    const test::ThreadCount count(threads);
     const int64_t launches = profile::counters().launches;
     Tensor out = scatter_add(zeros({rows, n}, {DType::F32}), 1, index, src);
     if (threads > 1) {
@@ -104,7 +104,6 @@ TEST(Index, ScatterAddIsThreadCountDeterministic) {
     Tensor ib = index_add(zeros({n, width}, {DType::F32}), 0, idx64(rows2, {k2}), src2);
     EXPECT_TRUE(same(ib, want_cols)) << threads;
   }
-  set_num_threads(saved);
 }
 
 TEST(ScatterAdd, PureBackwardMatchesAutograd) {

@@ -7,6 +7,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/thread_count.h"
 #include "helpers.h"
 
 namespace fk {
@@ -55,7 +56,6 @@ TEST(Roll, EveryDimSetAgainstIndexArithmetic) {
   const std::vector<int64_t> shifts{-2, 9, 1, -410};
   Tensor t = test::random_tensor(shape, DType::F64, -1, 1, 21);
   auto tv = t.to_vector<double>();
-  const int saved = get_num_threads();
   for (int set = 1; set < 16; ++set) {
     std::vector<int64_t> dims, sh;
     int64_t s[4] = {0, 0, 0, 0};
@@ -77,11 +77,10 @@ TEST(Roll, EveryDimSetAgainstIndexArithmetic) {
             want[((i * 7 + j) * 3 + k) * 409 + l] =
                 tv[((src(i, 0) * 7 + src(j, 1)) * 3 + src(k, 2)) * 409 + src(l, 3)];
           }
-    set_num_threads(1);
+    const test::ThreadCount threads(1);
     Tensor one = roll(t, sh, dims);
-    set_num_threads(3);
+    threads.set(3);
     Tensor three = roll(t, sh, dims);
-    set_num_threads(saved);
     test::expect_close(one, want, 0.0);
     EXPECT_EQ(std::memcmp(one.data_ptr(), three.data_ptr(), static_cast<size_t>(one.nbytes())), 0)
         << "dim set " << set;

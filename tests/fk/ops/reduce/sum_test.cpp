@@ -6,6 +6,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/thread_count.h"
 #include "reference.h"
 
 namespace fk {
@@ -16,7 +17,6 @@ using namespace reduce_ref;
 TEST(Sum, SumOfRunsNotAMultipleOfTheVectorWidth) {
   const std::vector<int64_t> sizes = {1,  2,  3,  5,  7,    8,     9,     15,        17,
                                       31, 33, 63, 65, 1001, 32767, 32769, 65536 + 3, 100003};
-  int before = get_num_threads();
   for (int64_t n : sizes) {
     SCOPED_TRACE("n = " + std::to_string(n));
     // Values of both signs and mixed magnitudes, so the order of the adds shows.
@@ -27,7 +27,7 @@ TEST(Sum, SumOfRunsNotAMultipleOfTheVectorWidth) {
     long double exact = 0, abs_total = 0;
     for (double e : v) exact += e, abs_total += std::fabs(e);
     for (int threads : {1, 2}) {
-      set_num_threads(threads);
+      const test::ThreadCount count(threads);
       // f64: exactly the documented order, and within its error bound of the
       // long double sum ((n / 8 + 4) eps sum |x|).
       const double s64 = sum(x64).item();
@@ -54,7 +54,6 @@ TEST(Sum, SumOfRunsNotAMultipleOfTheVectorWidth) {
       }
     }
   }
-  set_num_threads(before);
 }
 
 // The exposed backward functions against autograd and the plain rule (g

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "fk/error.h"
-#include "fk/parallel.h"
+#include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
@@ -14,7 +14,7 @@
 namespace {
 
 TEST(ThermalLateralBc, NeumannDataAndSolve) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
   auto inst = nefi::find_instance("thermal_tomography");

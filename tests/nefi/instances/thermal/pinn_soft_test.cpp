@@ -19,8 +19,8 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
-#include "fk/parallel.h"
 #include "fk/random.h"
+#include "fk/thread_count.h"
 #include "nefi/domain.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
@@ -206,7 +206,7 @@ TEST(ThermalPinnSoft, ResidualMatchesADirectEvaluation) {
 // Seed 0 here: data loss 1108 -> 80 (13.8x), residual 0.037 -> 0.0065
 // (5.7x), α std 0.020 (the bulk-defect contrast is ~0.15), IoU 0.
 TEST(ThermalPinnSoft, SmokeFitsTheSurrogateButNotAlpha) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
   auto inst = nefi::find_instance("thermal_tomography");
@@ -231,7 +231,7 @@ TEST(ThermalPinnSoft, SmokeFitsTheSurrogateButNotAlpha) {
 // full 150 steps: data loss 3100 -> 450, residual 6631 -> 1.9; α is driven
 // away from uniform (PSNR 3.9 dB, IoU 0.04) — no better a baseline.
 TEST(ThermalPinnSoft, SmokeWithFourierFeaturesFitsTheSurrogate) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
   nefi::apply_set(c, "pinn_n_octaves=4");
@@ -434,7 +434,7 @@ TEST(ThermalPinnSoft, ResidualLossAlphaGradientGradcheckF64) {
 // reason is known before a step (no device needed), and reaches the note
 // through an operator built around the surrogate too.
 TEST(ThermalPinnSoft, TheEagerDeviceStepNamesTheResampledPoints) {
-  fk::set_num_threads(1);
+  const fk::test::ThreadCount one_thread(1);
   const nefi::RunConfig c =
       nefi::load_run_config_file(nefi::test::config_path("thermal_tomography_smoke.yaml"));
   const auto s = nefi::find_instance("thermal_tomography")->setup(c.config, "pinn_soft", 0);
