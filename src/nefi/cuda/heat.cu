@@ -24,8 +24,10 @@ constexpr int kThreads = 256;
 constexpr int kFusedThreads = 512;  // launch_fused_sweeps
 constexpr int kBoundThreads = 512;  // launch_chebyshev_weights: one block
 
+// At least one: CUDA refuses a grid of 0 blocks, and every per-cell kernel
+// checks its index against the cell count, so an empty grid launches a no-op.
 unsigned blocks(int64_t n) {
-  return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  return static_cast<unsigned>(std::max<int64_t>(1, (n + kThreads - 1) / kThreads));
 }
 
 template <typename T>
