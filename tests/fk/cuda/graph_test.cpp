@@ -321,6 +321,15 @@ TEST(CudaGraph, EmptyCacheInsideACaptureIsRefused) {
   EXPECT_EQ(mul(x, 2.0).to_vector<float>(), std::vector<float>(8, 4.f));
 }
 
+// A graph of y <- rfft(x) and y's copy into pinned, captured on device 0's
+// current stream.
+cuda::GraphExec capture_rfft(const Tensor& x, Tensor& y, PinnedValues<c64>& pinned) {
+  cuda::begin_capture(0);
+  y.copy_(rfft(x));
+  pinned.copy_from(y);
+  return cuda::end_capture(0);
+}
+
 // Replays g (which copies its transform into pinned) over poisoned values,
 // expects the eager bits, then frees the graph and the plans.
 template <typename T>
@@ -383,10 +392,7 @@ TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
   const std::vector<c64> want = rfft(x).to_vector<c64>();  // eager: makes the plan
   Tensor y = empty(Dims{354}, {DType::C64, kGpu});
   PinnedValues<c64> pinned(want.size());
-  cuda::begin_capture(0);
-  y.copy_(rfft(x));
-  pinned.copy_from(y);
-  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::GraphExec g = capture_rfft(x, y, pinned);
   expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
 }
 
@@ -441,10 +447,7 @@ TEST(CudaGraph, AnFftPlanLastRunOnAnotherStreamIsRefusedInsideACapture) {
   EXPECT_EQ(cuda::fft_plan_cache_size(), 1);
   EXPECT_EQ(rfft(x).to_vector<c64>(), want);  // eager: moves the plan to this stream
   PinnedValues<c64> pinned(want.size());
-  cuda::begin_capture(0);
-  y.copy_(rfft(x));
-  pinned.copy_from(y);
-  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::GraphExec g = capture_rfft(x, y, pinned);
   expect_fft_replay_gives(g, pinned, want, c64(-1.f, -1.f));
 }
 
@@ -566,10 +569,7 @@ TEST(CudaGraph, AReplayAndAnFftOnAnotherStreamNeverShareAWorkArea) {
   const std::vector<c64> want = rfft(x).to_vector<c64>();  // eager on A: makes the plan
   Tensor y = empty(Dims{21}, {DType::C64, kGpu});
   PinnedValues<c64> pinned(want.size());
-  cuda::begin_capture(0);
-  y.copy_(rfft(x));
-  pinned.copy_from(y);
-  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::GraphExec g = capture_rfft(x, y, pinned);
   EXPECT_TRUE(g.library_work);
 
   cuda::set_current_stream(0, b.get());
