@@ -18,6 +18,7 @@
 #include "fk/cuda/blas_stream.h"
 #include "fk/cuda/capture_marks.h"
 #include "fk/cuda/device_guard.h"
+#include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
 
@@ -228,6 +229,10 @@ void blas_follow_replay(int device, void* stream) {
 }
 
 void blas_release() {
+  const int64_t graphs = live_library_graphs();
+  FK_CHECK(graphs == 0, "cuda::blas_release",
+           "no live CUDA graph holding GEMMs or FFTs (its replays use the workspace)",
+           std::to_string(graphs) + " such graph(s)");
   std::lock_guard<std::mutex> lock(g_mu);
   for (int d = 0; d < kMaxDevices; ++d) {
     Handle& h = g_handles[d];

@@ -55,6 +55,8 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
 void blas_follow_replay(int device, void* stream);
 
 // Destroys the cuBLAS handles (tests, shutdown); later calls recreate them.
+// fk::Error, with nothing destroyed, while a graph holding library work lives
+// (graph.h's live_library_graphs: its replays would use the freed workspace).
 void blas_release();
 
 }  // namespace fk::cuda

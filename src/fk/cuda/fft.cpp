@@ -249,6 +249,10 @@ int64_t fft_plan_cache_size() {
 }
 
 void fft_plan_cache_clear() {
+  const int64_t graphs = live_library_graphs();
+  FK_CHECK(graphs == 0, "cuda::fft_plan_cache_clear",
+           "no live CUDA graph holding GEMMs or FFTs (its replays use the plans' work areas)",
+           std::to_string(graphs) + " such graph(s)");
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [key, plan] : g_plans) destroy(plan);
   g_plans.clear();

@@ -11,8 +11,8 @@
 // reused; the cache holds at most kFftPlanCacheCapacity plans (least recently
 // used evicted), except that a plan executed inside a stream capture is
 // pinned (a CUDA graph holds its handle and work area) and never evicted;
-// fft_plan_cache_clear destroys pinned plans too, so call it only when no
-// captured graph that ran an FFT is alive. A plan owns its work area
+// fft_plan_cache_clear destroys pinned plans too, so it refuses (fk::Error)
+// while a graph holding library work lives. A plan owns its work area
 // (allocated by cuFFT when created), so a transform whose plan does not exist
 // yet is refused inside a capture (fk::Error): run it eagerly first.
 // Calls are serialized by a mutex. A plan (and its work area) is bound to one

@@ -28,6 +28,7 @@ cudaStream_t stream_of(int device) {
 // live_graphs(): +1 when a capture begins, -1 when it ends without a graph
 // (failed, aborted) or when its instantiated graph is destroyed.
 std::atomic<int64_t> g_live_graphs{0};
+std::atomic<int64_t> g_live_library_graphs{0};
 
 }  // namespace
 
@@ -118,6 +119,7 @@ GraphExec end_capture(int device) {
   if (ei != cudaSuccess) --g_live_graphs;
   check_cuda(ei, "cudaGraphInstantiate");
   out.exec = exec;
+  if (library_work) ++g_live_library_graphs;
   return out;
 }
 
@@ -158,12 +160,17 @@ void destroy_graph(GraphExec& g) {
   cudaStreamSynchronize(stream_of(g.device));
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
   pool_graph_destroyed(g.device, g.capture);
+  if (g.library_work) --g_live_library_graphs;
   g = GraphExec{};
   --g_live_graphs;
 }
 
 int64_t live_graphs() {
   return g_live_graphs.load();
+}
+
+int64_t live_library_graphs() {
+  return g_live_library_graphs.load();
 }
 
 }  // namespace fk::cuda

@@ -86,5 +86,9 @@ void destroy_graph(GraphExec& g);
 // on any device: while non-zero some graph may hold raw pointers into
 // tensors (a cache of device constants must then keep what it made).
 int64_t live_graphs();
+// Instantiated graphs not yet destroyed that hold library work
+// (GraphExec::library_work): while non-zero, blas_release and
+// fft_plan_cache_clear refuse (a replay would use what they free).
+int64_t live_library_graphs();
 
 }  // namespace fk::cuda

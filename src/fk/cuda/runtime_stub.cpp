@@ -95,6 +95,9 @@ void destroy_graph(GraphExec& g) {
 int64_t live_graphs() {
   return 0;
 }
+int64_t live_library_graphs() {
+  return 0;
+}
 
 // kernels.h
 void launch_unary(int, int, const void*, void*, int64_t, double, double, void*) {

@@ -589,6 +589,37 @@ TEST(CudaGraph, AReplayAndAnFftOnAnotherStreamNeverShareAWorkArea) {
   cuda::fft_plan_cache_clear();
 }
 
+// Releasing cuBLAS or clearing the plan cache frees what a graph's replays
+// use: refused by name while a graph holding library work lives, with
+// nothing freed (the graph still replays right), and allowed once it is gone.
+TEST(CudaGraph, LibraryReleaseIsRefusedWhileAGraphUsesIt) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const Tensor a = from_vector(std::vector<float>{1, 2, 3, 4}, Dims{2, 2}).to(kGpu);
+  const std::vector<float> want = matmul(a, a).to_vector<float>();  // binds cuBLAS
+  Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
+  PinnedValues<float> pinned(4);
+  const int64_t before = cuda::live_library_graphs();
+  cuda::begin_capture(0);
+  c.copy_(matmul(a, a));
+  pinned.copy_from(c);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_EQ(cuda::live_library_graphs(), before + 1);
+  const std::string blas = test::error_of([] { cuda::blas_release(); });
+  EXPECT_NE(blas.find("cuda::blas_release"), std::string::npos) << blas;
+  EXPECT_NE(blas.find("1 such graph"), std::string::npos) << blas;
+  const std::string fft = test::error_of([] { cuda::fft_plan_cache_clear(); });
+  EXPECT_NE(fft.find("cuda::fft_plan_cache_clear"), std::string::npos) << fft;
+  pinned.fill(-1.f);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::destroy_graph(g);
+  EXPECT_EQ(cuda::live_library_graphs(), before);
+  EXPECT_NO_THROW(cuda::blas_release());
+  EXPECT_NO_THROW(cuda::fft_plan_cache_clear());
+}
+
 // The pool answers an out-of-memory by waiting for the device and trimming
 // its cache (eagerly), but inside a capture it throws by name instead: the
 // wait would invalidate the capture. The check is reached directly (an
