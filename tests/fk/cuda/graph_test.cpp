@@ -457,9 +457,8 @@ class OtherStream {
  public:
   OtherStream() : previous_(cuda::current_stream(0)), stream_(cuda::create_stream(0)) {}
   ~OtherStream() {
-    cuda::synchronize(0);
+    cudaDeviceSynchronize();  // both streams' work, whichever is current
     cuda::set_current_stream(0, previous_);
-    cudaDeviceSynchronize();
     cuda::destroy_stream(0, stream_);
   }
   OtherStream(const OtherStream&) = delete;
