@@ -181,3 +181,16 @@ def test_dense_refuses_what_the_engine_refuses(min_coordinate, contract, message
                          contract)
     with pytest.raises(ValueError, match="a shape holding every coordinate"):
         x.dense(shape=[2, 3, 2, 2])
+
+
+def test_an_empty_tensor_is_dense_in_a_given_shape_only():
+    f = torch.zeros((0, 3), dtype=torch.float64, requires_grad=True)
+    x = ME.SparseTensor(f, torch.zeros((0, 3), dtype=torch.int32))
+    with pytest.raises(ValueError, match="a shape for an empty tensor"):
+        x.dense()
+    with pytest.raises(ME.Error, match="a shape for an empty tensor"):
+        _mk.engine_dense(x.coordinate_manager, x.coordinate_map_key, x.F, None, True)
+    d, _, _ = x.dense(shape=[2, 3, 4, 5])
+    assert d.shape == (2, 3, 4, 5) and not d.any()
+    d.sum().backward()
+    assert f.grad.shape == (0, 3)

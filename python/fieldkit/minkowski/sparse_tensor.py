@@ -296,8 +296,11 @@ class SparseTensor(_Tensor):
         """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
         torch scatter of the features (differentiable)."""
         batch, cell, lo = self._cells(min_coordinate, contract_stride)
-        batches = int(batch.max()) + 1 if len(batch) else 1
+        batches = int(batch.max()) + 1 if len(batch) else 0
         if shape is None:
+            if not len(cell):
+                raise ValueError("dense: expected a shape for an empty tensor (no row to size "
+                                 "it), got none")
             sizes = (cell.max(0).values + 1).tolist()
             shape = [batches, self._F.shape[1], *sizes]
         shape = list(shape)

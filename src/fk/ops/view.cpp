@@ -119,7 +119,9 @@ Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64
 
 Tensor view(const Tensor& t, const Dims& shape) {
   Dims s = infer_shape(shape, t.numel(), "view");
-  FK_CHECK(t.is_contiguous(), "view", "a contiguous tensor (use reshape to copy)",
+  // No elements, no layout to keep: an empty tensor of any strides (a
+  // transposed or stacked one) views as any empty shape, as in torch.
+  FK_CHECK(t.is_contiguous() || t.numel() == 0, "view", "a contiguous tensor (use reshape to copy)",
            "shape " + t.shape().str() + " with strides " + t.strides().str());
   auto node = std::make_shared<ReshapeBackward>();
   node->src_shape = t.shape();

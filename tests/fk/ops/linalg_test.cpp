@@ -246,6 +246,34 @@ TEST(Matmul, EmptyInnerDimensionGivesZeros) {
   EXPECT_EQ(matmul(ones({0, 4}), ones({4, 2})).shape(), (Dims{0, 2}));
 }
 
+// Backward through products with a zero-size dimension: the gradients are
+// zeros or empty, of the operands' shapes (their transposes are empty
+// tensors of non-row-major strides, which must still view and reshape).
+TEST(Matmul, ZeroSizeDimensionsHaveZeroOrEmptyGradients) {
+  struct Case {
+    Dims a, b;
+  };
+  for (const Case& c : {Case{{2, 4}, {4, 0}}, Case{{0, 4}, {4, 3}}, Case{{2, 0}, {0, 3}},
+                        Case{{2, 2, 0}, {2, 0, 3}}, Case{{0, 2, 4}, {0, 4, 3}}}) {
+    SCOPED_TRACE(c.a.str() + " @ " + c.b.str());
+    Tensor a = test::random_tensor(c.a, DType::F64, -1, 1, 61).set_requires_grad(true);
+    Tensor b = test::random_tensor(c.b, DType::F64, -1, 1, 62).set_requires_grad(true);
+    Tensor y = c.a.size() == 3 ? bmm(a, b) : matmul(a, b);
+    for (double v : y.to_vector<double>()) EXPECT_EQ(v, 0.0);
+    sum(y).backward();
+    EXPECT_EQ(a.grad().shape(), c.a);
+    EXPECT_EQ(b.grad().shape(), c.b);
+    for (double v : a.grad().to_vector<double>()) EXPECT_EQ(v, 0.0);
+    for (double v : b.grad().to_vector<double>()) EXPECT_EQ(v, 0.0);
+  }
+  Tensor x = test::random_tensor({5, 0}, DType::F64, -1, 1, 63).set_requires_grad(true);
+  Tensor w = test::random_tensor({3, 0}, DType::F64, -1, 1, 64).set_requires_grad(true);
+  Tensor bias = test::random_tensor({3}, DType::F64, -1, 1, 65).set_requires_grad(true);
+  sum(linear(x, w, bias)).backward();
+  EXPECT_EQ(w.grad().shape(), (Dims{3, 0}));
+  test::expect_close(bias.grad(), std::vector<double>(3, 5.0));
+}
+
 TEST(Bmm, ValuesAndErrors) {
   Tensor a = test::random_tensor({3, 2, 4}, DType::F64, -1, 1, 41);
   Tensor b = test::random_tensor({3, 4, 5}, DType::F64, -1, 1, 42);

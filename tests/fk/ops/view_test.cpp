@@ -62,5 +62,16 @@ TEST(View, PureBackwardMatchesAutograd) {
   EXPECT_THROW(permute_backward(x, {0, 1}), Error);
 }
 
+// An empty tensor has no layout to keep: one of any strides views as any
+// empty shape (stack and the products' backward view transposed empties).
+TEST(View, AnEmptyTensorOfAnyStridesViews) {
+  Tensor t = transpose(zeros({0, 3}), 0, 1);  // [3, 0], strides [1, 3]
+  ASSERT_FALSE(t.is_contiguous());
+  EXPECT_EQ(view(t, {0, 5}).shape(), (Dims{0, 5}));
+  EXPECT_EQ(view(t, {3, 1, 0}).shape(), (Dims{3, 1, 0}));
+  EXPECT_EQ(stack({t, t}, 1).shape(), (Dims{3, 2, 0}));
+  EXPECT_THROW(view(transpose(zeros({2, 3}), 0, 1), {6}), Error);  // not contiguous, not empty
+}
+
 }  // namespace
 }  // namespace fk
