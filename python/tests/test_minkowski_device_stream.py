@@ -2,6 +2,7 @@
 and every tensor handed to C++ by a CUDA tensor's op first lends torch's
 current stream on that device to fk (checked by its wiring on a CPU-only
 torch; in a CUDA build, by the stream fk then holds)."""
+import threading
 import types
 
 import pytest
@@ -85,6 +86,26 @@ def test_a_cpu_only_build_refuses_a_stream_naming_the_device():
     with pytest.raises(fieldkit.Error, match="CPU-only build.*cuda:3"):
         fieldkit._core.lend_cuda_stream(3, 0x5A5A)
     assert fieldkit._core.cuda_stream(0) == 0
+
+
+@pytest.mark.skipif(not fieldkit._core.built_with_cuda(), reason="a CUDA build's lent streams")
+def test_a_lent_stream_is_the_lending_threads_only():
+    # As torch's current stream: per device and per thread, so that a thread
+    # (or torch's autograd device thread) lending its stream moves no other
+    # thread's ops. Storing the handle needs no GPU.
+    before = fieldkit._core.cuda_stream(0)
+    seen = {}
+
+    def lend_elsewhere():
+        seen["start"] = fieldkit._core.cuda_stream(0)
+        fieldkit._core.lend_cuda_stream(0, 0x5A5A)
+        seen["lent"] = fieldkit._core.cuda_stream(0)
+
+    t = threading.Thread(target=lend_elsewhere)
+    t.start()
+    t.join()
+    assert seen == {"start": 0, "lent": 0x5A5A}
+    assert fieldkit._core.cuda_stream(0) == before
 
 
 @pytest.mark.skipif(fieldkit._core.built_with_cuda(), reason="a CPU-only build's answer")

@@ -6,12 +6,13 @@
 // process's marks.
 //
 // Two questions are asked of it, and they differ because fk captures in
-// CUDA's thread-local mode on the device's current stream, which is one per
-// device for the whole process (runtime.h):
+// CUDA's thread-local mode on the capturing thread's current stream, which
+// another thread may have made its current stream too (runtime.h: one per
+// device per thread):
 //   - the runtime's sync policy (cuda::capturing): is a capture running on
-//     this stream? Then no thread may synchronize it or copy through it to
-//     pageable host memory: that would invalidate the capture, whichever
-//     thread does it.
+//     this thread's current stream? Then it may not synchronize that stream
+//     or copy through it to pageable host memory: that would invalidate the
+//     capture, whichever thread does it. A thread on another stream is free.
 //   - FK_SYNC_DEBUG (sync_debug.h): did this thread begin a capture on the
 //     device? Only then does a host read of this thread sit inside a
 //     captured step; another thread's read is no part of that step (the

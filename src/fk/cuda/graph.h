@@ -31,9 +31,10 @@ void pinned_free(void* p);
 void copy_to_pinned_async(void* pinned_dst, const void* src, int src_device, size_t nbytes);
 void copy_from_pinned_async(void* dst, int dst_device, const void* pinned_src, size_t nbytes);
 
-// True while a capture runs on the device's current stream, begun by any
-// thread: no thread may synchronize that stream or copy through it to
-// pageable host memory (capture_marks.h tells which thread began it).
+// True while a capture runs on this thread's current stream of the device,
+// begun by any thread: no thread may synchronize that stream or copy through
+// it to pageable host memory (capture_marks.h tells which thread began it).
+// A thread whose current stream is another one is not capturing.
 bool capturing(int device);
 
 // Starts capturing the device's current stream (thread-local mode) and marks

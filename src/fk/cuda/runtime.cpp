@@ -39,9 +39,6 @@ constexpr int kMaxDevices = 64;
 
 struct DeviceState {
   std::mutex mu;
-  // The device's current stream, one per process (not per thread); atomic so
-  // that a thread setting it races no thread reading it.
-  std::atomic<void*> stream{nullptr};
   PoolStats stats;
   CaptureFrees frees;              // what each free does around captures (capture_frees.h)
   std::atomic<bool> holds{false};  // frees.held_back() > 0, read without the lock
@@ -59,8 +56,19 @@ DeviceState& state(int device) {
   return states[device];
 }
 
+// The calling thread's current stream of each device, as in torch (one per
+// device per thread): a thread that lends its framework's stream, or a nefi
+// StepGraph capturing on a stream of its own, moves no other thread's work
+// onto that stream. A new thread starts on the default stream.
+void*& thread_stream(int device) {
+  thread_local void* streams[kMaxDevices] = {};
+  FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index",
+           "0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
+  return streams[device];
+}
+
 cudaStream_t stream_of(int device) {
-  return static_cast<cudaStream_t>(state(device).stream.load(std::memory_order_acquire));
+  return static_cast<cudaStream_t>(thread_stream(device));
 }
 
 // cudaFreeAsync on the device's current stream, its error checked and kept
@@ -374,10 +382,10 @@ void pool_trim(int device) {
 }
 
 void* current_stream(int device) {
-  return state(device).stream.load(std::memory_order_acquire);
+  return thread_stream(device);
 }
 void set_current_stream(int device, void* stream) {
-  state(device).stream.store(stream, std::memory_order_release);
+  thread_stream(device) = stream;
 }
 
 int64_t* index_check_record(int device, int slot) {

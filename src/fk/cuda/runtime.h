@@ -40,8 +40,10 @@ PoolStats pool_stats(int device);
 void pool_reset_peak(int device);
 void pool_trim(int device);  // returns the pool's cached memory to the driver
 
-// Streams. The current stream is per device and settable, so a host framework
-// can lend its own (a cudaStream_t passed as void*). nullptr is the default stream.
+// Streams. The current stream is per device and per thread (torch's rule) and
+// settable, so a host framework can lend its own (a cudaStream_t passed as
+// void*) without moving other threads' work; nullptr is the default stream,
+// where every thread starts.
 void* current_stream(int device);
 void set_current_stream(int device, void* stream);
 // Waits for the device's current stream, then throws fk::Error for an index

@@ -20,9 +20,11 @@
 // (stream-ordered pool), so a replay allocates nothing on the host side;
 // a capture that keeps any of them alive is refused.
 // The graph uses its own non-blocking stream, set as the device's current
-// stream for the StepGraph's lifetime (after a sync of the previous one) and
-// synchronized and restored at its end: one per stage, so a stage change
-// (grid, operator, curriculum) always captures anew.
+// stream of the constructing thread for the StepGraph's lifetime (after a
+// sync of the previous one) and synchronized and restored at its end, on
+// that thread (fk's current stream is per thread; other threads' work stays
+// on their own streams): one per stage, so a stage change (grid, operator,
+// curriculum) always captures anew.
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -654,6 +654,38 @@ TEST(CudaGraph, AnOutOfMemoryRetryIsRefusedInsideACaptureThatGoesOn) {
   cuda::destroy_graph(g);
 }
 
+// Another thread runs on its own current stream (the default one here), so
+// it is not capturing: its ops and host reads run eagerly, outside the graph,
+// and leave the capture valid.
+TEST(CudaGraph, AnotherThreadsWorkStaysOutOfTheCapture) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const std::vector<float> start{1.f, -2.f, 0.5f};
+  Tensor x = from_vector(start, Dims{3}).to(kGpu), eager = from_vector(start, Dims{3}).to(kGpu);
+  Tensor other_input = from_vector(std::vector<float>{4.f, 5.f}, Dims{2}).to(kGpu);
+  cuda::synchronize(0);
+  cuda::begin_capture(0);
+  step(x);
+  bool other_capturing = true;
+  std::string other_error;
+  std::vector<float> other_values;
+  std::thread([&] {
+    other_capturing = cuda::capturing(0);
+    other_error = test::error_of([&] { other_values = mul(other_input, 2.0).to_vector<float>(); });
+  }).join();
+  cuda::GraphExec g = cuda::end_capture(0);  // throws if the capture was invalidated
+  EXPECT_FALSE(other_capturing);
+  EXPECT_EQ(other_error, "");
+  EXPECT_EQ(other_values, (std::vector<float>{8.f, 10.f}));
+  for (int r = 0; r < 2; ++r) {
+    cuda::launch_graph(g);
+    step(eager);
+  }
+  cuda::synchronize(0);
+  EXPECT_EQ(x.to_vector<float>(), eager.to_vector<float>());
+  cuda::destroy_graph(g);
+}
+
 // A capture begun outside fk (a host framework's, on a stream it lent) has
 // no fk mark; CUDA's own report of the stream capturing refuses the retry.
 TEST(CudaGraph, AnOutOfMemoryRetryIsRefusedInACaptureFkDidNotBegin) {

@@ -211,6 +211,41 @@ TEST(CudaRuntime, OpsRunOnTheCallersStream) {
   }
 }
 
+// The current stream is per thread (torch's rule): another thread starts on
+// the default stream, and its ops and host reads run there, not behind a gate
+// on this thread's stream; the stream it sets is its own.
+TEST(CudaRuntime, TheCurrentStreamIsPerThread) {
+  FK_SKIP_WITHOUT_GPU();
+  KnobOverride lazy(kLazySync, "1");  // with eager syncs an op would wait for the gate
+  CallerStream s;
+  Tensor x = test::random_tensor({4, 32}, DType::F32, -1, 1, 57);
+  Tensor gx = x.to(kGpu);
+  cuda::synchronize(0);
+  Gate gate(s.get());
+  void* seen = &gate;
+  std::vector<float> sums;
+  void* own = nullptr;
+  std::thread([&] {
+    seen = cuda::current_stream(0);
+    sums = sum(add(gx, gx), {1}).to_vector<float>();  // waits for its own stream only
+    cudaStream_t t = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking), cudaSuccess);
+    cuda::set_current_stream(0, t);
+    own = cuda::current_stream(0);
+    cuda::set_current_stream(0, nullptr);
+    cudaStreamDestroy(t);
+  }).join();
+  EXPECT_EQ(seen, nullptr) << "a new thread did not start on the default stream";
+  EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady)
+      << "the other thread's read waited for this thread's stream";
+  EXPECT_NE(own, nullptr);
+  EXPECT_EQ(cuda::current_stream(0), static_cast<void*>(s.get()))
+      << "the other thread's stream replaced this thread's";
+  gate.open();
+  cuda_parity::expect_close(from_vector(sums, Dims{4}), sum(add(x, x), {1}),
+                            cuda_parity::near(1e-5), "the other thread's sums");
+}
+
 // memory_stats counts the bytes tensors request: a known allocation moves
 // `allocated` and `peak` by exactly its size, and reset_peak_memory lowers the
 // peak to what is live.

@@ -213,6 +213,31 @@ TEST(MinkowskiCudaEmptyInputs, FeatureOps) {
   });
 }
 
+// The reference's pruning regression (#579): pruning every point on the
+// device, then a convolution and backward, gives an empty output and zero
+// (finite) gradients for every input row and the weight, as on the CPU.
+TEST(MinkowskiCudaEmptyInputs, PruningEverythingThenConvolving) {
+  MK_SKIP_WITHOUT_GPU();
+  const std::vector<int32_t> rows = cuda_test::random_rows(3, 50, 4, 1, 2, 5);
+  const fk::Tensor coords = fk::from_vector(rows, fk::Dims{50, 4});
+  const fk::Tensor f = cuda_test::random_values({50, kChannels}, 1.0, 6);
+  const fk::Tensor w = cuda_test::random_values({27, kChannels, 3}, 0.5, 7);
+  for (fk::Device device : {fk::kCPU, kGpu}) {
+    SCOPED_TRACE(device.str());
+    const fk::Tensor fd = cuda_test::leaf(f, device), wd = cuda_test::leaf(w, device);
+    const SparseTensor x(fd, device.is_cuda() ? coords.to(device) : coords);
+    const fk::Tensor none = fk::zeros({50}, {fk::DType::Bool, device});
+    const SparseTensor y = convolution(prune(x, none), wd, fk::Tensor(), k3);
+    EXPECT_EQ(y.F().shape(), (fk::Dims{0, 3}));
+    EXPECT_EQ(y.F().device(), device);
+    fk::sum(y.F()).backward();
+    EXPECT_EQ(fd.grad().shape(), f.shape());
+    EXPECT_EQ(wd.grad().shape(), w.shape());
+    for (double v : fd.grad().to(fk::DType::F64).to_vector<double>()) EXPECT_EQ(v, 0.0);
+    for (double v : wd.grad().to(fk::DType::F64).to_vector<double>()) EXPECT_EQ(v, 0.0);
+  }
+}
+
 TEST(MinkowskiCudaEmptyInputs, NormalizationLayers) {
   MK_SKIP_WITHOUT_GPU();
   for (bool training : {true, false}) {
