@@ -76,9 +76,12 @@ template <typename T>
 FK_HOST_DEVICE inline T sign(T x) {
   return static_cast<T>((T(0) < x) - (x < T(0)));
 }
+// NaN passes through, as in torch (relu is max(x, 0) there): a NaN in the
+// features stays visible instead of turning into a silent 0. x != x is
+// false for integers.
 template <typename T>
 FK_HOST_DEVICE inline T relu(T x) {
-  return x > T(0) ? x : T(0);
+  return x > T(0) || x != x ? x : T(0);
 }
 template <typename T>
 FK_HOST_DEVICE inline T clamp(T x, T lo, T hi) {

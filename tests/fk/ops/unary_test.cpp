@@ -1,5 +1,6 @@
 #include "fk/ops/unary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -140,6 +141,31 @@ TEST(Unary, IntegerInputs) {
   EXPECT_EQ(exp(i).dtype(), DType::F32);
   EXPECT_EQ(clamp(i, -1, INFINITY).to_vector<int32_t>(), (std::vector<int32_t>{-1, 0, 4}));
   EXPECT_THROW(clamp(i, 2, 1), Error);
+}
+
+// relu keeps a NaN (torch's max(x, 0)) in every floating dtype, on the
+// generic and vectorized paths and across threads; its gradient there is 0,
+// as torch's threshold_backward gives.
+TEST(Unary, ReluKeepsNaN) {
+  for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(name(dt));
+    std::vector<double> v(4099, -1.0);
+    for (size_t i = 0; i < v.size(); i += 7) v[i] = NAN;
+    for (size_t i = 3; i < v.size(); i += 7) v[i] = 2.0;
+    Tensor x = from_vector(v).to(dt).set_requires_grad(true);
+    Tensor y = relu(x);
+    const std::vector<double> got = y.to(DType::F64).to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (std::isnan(v[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      } else {
+        EXPECT_EQ(got[i], std::max(v[i], 0.0)) << i;
+      }
+    }
+    y.backward(ones_like(y));
+    const std::vector<double> g = x.grad().to(DType::F64).to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(g[i], v[i] > 0 ? 1.0 : 0.0) << i;
+  }
 }
 
 TEST(Unary, LargeInputsUseThreadsAndAgree) {
