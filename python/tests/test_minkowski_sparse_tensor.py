@@ -5,6 +5,7 @@ import torch
 
 import fieldkit
 import fieldkit.minkowski as ME
+from fieldkit.minkowski.coordinates import unique_coordinate_map
 
 # 16 points, 14 distinct voxels (the reference suite's shape of example):
 # rows 0/1 and 4/5 share a voxel.
@@ -49,9 +50,24 @@ def test_quantization_is_differentiable():
     assert f.grad[0].item() == 0.5 and f.grad[2].item() == 1.0
 
 
-def test_float_coordinates_are_floored():
-    x = ME.SparseTensor(torch.ones(2, 1), torch.tensor([[0, 0.7, -0.2], [0, 1.2, 3.9]]))
+def test_float_coordinates_are_floored_with_a_warning():
+    with pytest.warns(UserWarning, match="floored to int32"):
+        x = ME.SparseTensor(torch.ones(2, 1), torch.tensor([[0, 0.7, -0.2], [0, 1.2, 3.9]]))
     assert x.C.tolist() == [[0, 0, -1], [0, 1, 3]]
+
+
+@pytest.mark.filterwarnings("ignore:coordinates of dtype")
+@pytest.mark.parametrize("coords,message", [
+    (torch.tensor([[0, 2**32 + 5, 0], [0, 1, 1]], dtype=torch.int64), "within int32"),
+    (torch.tensor([[0, -2.0**40, 0], [0, 1, 1]]), "within int32"),
+    (torch.tensor([[0, float("nan"), 0], [0, 1, 1]]), "finite coordinates"),
+])
+def test_coordinates_int32_cannot_hold_are_refused(coords, message):
+    # A cast would wrap 2^32 + 5 around to 5: another point, silently.
+    with pytest.raises(ValueError, match=message):
+        ME.SparseTensor(torch.ones(2, 1), coords)
+    with pytest.raises(ValueError, match=message):
+        unique_coordinate_map(coords)
 
 
 def test_sparse_quantize_with_labels():

@@ -1,6 +1,7 @@
 """Coordinate managers, map keys and building sparse inputs (quantization,
 batching) on fieldkit's C++ coordinate machinery."""
 import enum
+import warnings
 
 import torch
 
@@ -125,11 +126,29 @@ def convert_to_int_list(arg, dimension):
     return values
 
 
-def _int_coordinates(c):
+_INT32 = torch.iinfo(torch.int32)
+
+
+def _int_coordinates(c, warn=True):
+    """c as int32 coordinates. Real ones are floored, with a warning (as the
+    reference gives; points are usually meant to be quantized first) unless
+    the caller quantized them itself (`warn=False`); values
+    int32 cannot hold (or NaN, infinity) are a ValueError rather than a silent
+    wrap-around to other coordinates."""
     c = torch.as_tensor(c)
-    if c.dtype != torch.int32:
-        c = torch.floor(c).to(torch.int32) if c.is_floating_point() else c.to(torch.int32)
-    return c.contiguous()
+    if c.dtype == torch.int32:
+        return c.contiguous()
+    if c.is_floating_point():
+        if not bool(torch.isfinite(c).all()):
+            raise ValueError("expected finite coordinates, got a NaN or an infinity")
+        if warn:
+            warnings.warn(f"coordinates of dtype {c.dtype} are floored to int32 (quantize points "
+                          "first: sparse_quantize, or a TensorField)", stacklevel=3)
+        c = torch.floor(c)
+    if c.numel() and (c.min() < _INT32.min or c.max() > _INT32.max):
+        raise ValueError(f"expected coordinates within int32, got values in "
+                         f"[{int(c.min())}, {int(c.max())}]")
+    return c.to(torch.int32).contiguous()
 
 
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,

@@ -418,6 +418,7 @@ class TensorField(_Tensor):
         c = self._C.clone()
         c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
         c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
+        c = _int_coordinates(c, warn=False)  # floored here: the field's own quantization
         mode = self.quantization_mode if quantization_mode is None else quantization_mode
         x = SparseTensor(self._F, c, tensor_stride=tensor_stride, quantization_mode=mode,
                          coordinate_manager=self._manager)
