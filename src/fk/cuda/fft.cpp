@@ -39,7 +39,8 @@ struct Plan {
   cufftHandle handle = 0;
   std::list<PlanKey>::iterator lru;
   // Executed inside a stream capture: a graph holds its handle and work area,
-  // so eviction must never destroy it (only fft_plan_cache_clear does).
+  // so eviction must not destroy it while any capture or graph lives
+  // (fft_unpin_plans; only fft_plan_cache_clear destroys it meanwhile).
   bool pinned = false;
   // The stream of its last execution (once `bound`): its work area may still
   // be in use there.
@@ -243,9 +244,24 @@ void fft_follow_replay(int device, void* stream) {
       bind(plan, device, s, capture, "CUDA graph launch (its FFTs)");
 }
 
+void fft_unpin_plans() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  // A capture begun since the caller's count may have pinned a plan already
+  // (it counts itself before its first transform, which takes this lock).
+  if (live_graphs() != 0) return;
+  for (auto& [key, plan] : g_plans) plan.pinned = false;
+}
+
 int64_t fft_plan_cache_size() {
   std::lock_guard<std::mutex> lock(g_mu);
   return static_cast<int64_t>(g_plans.size());
+}
+
+int64_t fft_pinned_plans() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  int64_t n = 0;
+  for (const auto& [key, plan] : g_plans) n += plan.pinned;
+  return n;
 }
 
 void fft_plan_cache_clear() {

@@ -10,7 +10,8 @@
 // Plans are cached per (device, kind, precision, rank, n, batch, layout) and
 // reused; the cache holds at most kFftPlanCacheCapacity plans (least recently
 // used evicted), except that a plan executed inside a stream capture is
-// pinned (a CUDA graph holds its handle and work area) and never evicted;
+// pinned (a CUDA graph holds its handle and work area) and not evicted while
+// any capture or graph lives (fft_unpin_plans);
 // fft_plan_cache_clear destroys pinned plans too, so it refuses (fk::Error)
 // while a graph holding library work lives. A plan owns its work area
 // (allocated by cuFFT when created), so a transform whose plan does not exist
@@ -56,7 +57,15 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
 // fk::Error when that wait would break a capture running on the device.
 void fft_follow_replay(int device, void* stream);
 
+// Unpins every plan once no capture runs and no graph lives (graph.h's
+// live_graphs() is 0, checked again under the cache's lock): nothing holds a
+// handle then, so the plans are evictable again and no replay's to follow.
+// graph.cpp calls it when the last capture or graph goes.
+void fft_unpin_plans();
+
 int64_t fft_plan_cache_size();
+// Cached plans a capture ran and that are kept while captures or graphs live.
+int64_t fft_pinned_plans();
 void fft_plan_cache_clear();
 
 }  // namespace fk::cuda

@@ -30,6 +30,14 @@ cudaStream_t stream_of(int device) {
 std::atomic<int64_t> g_live_graphs{0};
 std::atomic<int64_t> g_live_library_graphs{0};
 
+// One capture or graph fewer. With none left no graph holds a cuFFT plan,
+// so the plans captures pinned become evictable again (a curriculum that
+// captures each stage's transforms would otherwise keep every stage's plans
+// and work areas).
+void graph_gone() {
+  if (--g_live_graphs == 0) fft_unpin_plans();
+}
+
 }  // namespace
 
 void* create_stream(int device) {
@@ -103,7 +111,7 @@ GraphExec end_capture(int device) {
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     pool_capture_ended(device, false);  // its allocations never materialise
-    --g_live_graphs;
+    graph_gone();
     check_cuda(e, "cudaStreamEndCapture");
   }
   GraphExec out;
@@ -116,7 +124,7 @@ GraphExec end_capture(int device) {
   const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   out.capture = pool_capture_ended(device, ei == cudaSuccess);
-  if (ei != cudaSuccess) --g_live_graphs;
+  if (ei != cudaSuccess) graph_gone();
   check_cuda(ei, "cudaGraphInstantiate");
   out.exec = exec;
   if (library_work) ++g_live_library_graphs;
@@ -133,7 +141,7 @@ void abort_capture(int device) {
   capture_marks().end(device);
   cudaGetLastError();                 // the invalidated capture's error is not the next call's
   pool_capture_ended(device, false);  // its allocations never materialise
-  --g_live_graphs;
+  graph_gone();
 }
 
 void launch_graph(const GraphExec& g) {
@@ -162,7 +170,7 @@ void destroy_graph(GraphExec& g) {
   pool_graph_destroyed(g.device, g.capture);
   if (g.library_work) --g_live_library_graphs;
   g = GraphExec{};
-  --g_live_graphs;
+  graph_gone();
 }
 
 int64_t live_graphs() {

@@ -369,6 +369,43 @@ TEST(CudaGraph, AnFftPlanCapturedInAGraphSurvivesTheCacheFilling) {
   expect_fft_replay_gives(g, pinned, want, -1.f);
 }
 
+// The plans a capture ran stay pinned (never evicted) while any graph lives,
+// and are evictable again once the last one is gone: otherwise every
+// capture's transforms (a curriculum's stages) would keep their plans and
+// work areas for good.
+TEST(CudaGraph, PlansOfDestroyedGraphsAreEvictableAgain) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  ASSERT_EQ(cuda::live_graphs(), 0);
+  cuda::fft_plan_cache_clear();
+  const int64_t cap = cuda::kFftPlanCacheCapacity;
+  auto run = [](int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) (void)rfft(full(Dims{n}, 1.0, {DType::F32, kGpu}));
+  };
+  run(2, 6);  // eager: makes the plans
+  cuda::synchronize(0);
+  auto capture = [&](int64_t first, int64_t last) {
+    cuda::begin_capture(0);
+    run(first, last);
+    return cuda::end_capture(0);
+  };
+  cuda::GraphExec a = capture(2, 4), b = capture(4, 6);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 4);
+  cuda::destroy_graph(a);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 4) << "b lives: what a capture pinned stays pinned";
+  run(6, 6 + 2 * cap);  // far more plans than the cache holds: none of the pinned is evicted
+  cuda::synchronize(0);
+  EXPECT_EQ(cuda::fft_plan_cache_size(), cap);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 4);
+  cuda::destroy_graph(b);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 0);
+  run(6 + 2 * cap, 6 + 3 * cap);  // now they go too
+  cuda::synchronize(0);
+  EXPECT_EQ(cuda::fft_plan_cache_size(), cap);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 0);
+  cuda::fft_plan_cache_clear();
+}
+
 // A transform first met inside a capture is refused by name (its plan's work
 // area would be a cudaMalloc there), even with the cache full (no eviction's
 // cudaFree runs either); after the refusal the stream recovers and the same
