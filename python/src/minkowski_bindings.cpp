@@ -94,6 +94,7 @@ void bind_coordinates(nb::module_& m) {
 
   nb::class_<mk::RowGroups>(m, "RowGroups")
       .def_ro("groups", &mk::RowGroups::groups)
+      .def_ro("items", &mk::RowGroups::items)
       .def("__len__", [](const mk::RowGroups& g) { return g.group.size(); });
 
   using Mgr = mk::CoordinateManager;
@@ -130,10 +131,10 @@ void bind_coordinates(nb::module_& m) {
           nb::arg("key"))
       .def(
           "origin_key",
-          [](Mgr& mgr, const mk::MapKey& k, int64_t batches) {
-            return mk::origin_key(mgr, k, batches);
+          [](Mgr& mgr, const mk::MapKey& k, const std::vector<int32_t>& items) {
+            return mk::origin_key(mgr, k, items);
           },
-          nb::arg("key"), nb::arg("batches"))
+          nb::arg("key"), nb::arg("items"))
       .def("clear", &Mgr::clear)
       .def("bytes", &Mgr::bytes)
       .def("num_maps", &Mgr::num_maps)

@@ -134,9 +134,9 @@ def test_errors_carry_the_cpp_message():
         conv(x)
     with pytest.raises(fieldkit.Error, match="features' dtype f32, got f64"):
         ME.MinkowskiConvolution(2, 4, kernel_size=3, dimension=2).double()(x)
-    gap = ME.SparseTensor(torch.ones(2, 2), torch.tensor([[0, 0, 0], [2, 1, 0]]))
-    with pytest.raises(fieldkit.Error, match="no point in batch item 1"):
-        ME.MinkowskiGlobalMaxPooling()(gap)
+    with pytest.raises(fieldkit.Error, match="batch indices >= 0"):
+        ME.MinkowskiGlobalMaxPooling()(
+            ME.SparseTensor(torch.ones(1, 2), torch.tensor([[-1, 0, 0]])))
     with pytest.raises(fieldkit.Error, match=r"positive kernel size.*, got \[0\]"):
         ME.MinkowskiConvolution(1, 1, kernel_size=0, dimension=2)
 
@@ -207,3 +207,18 @@ def test_stack_containers_combine_their_childrens_outputs():
     assert torch.equal(ME.MinkowskiStackCat(a, b)(x).F, torch.cat([a(x).F, b(x).F], 1))
     assert torch.equal(ME.MinkowskiStackSum(a, b)(x).F, a(x).F + b(x).F)
     assert torch.equal(ME.mean(a(x), b(x)).F, (a(x).F + b(x).F) / 2)
+
+
+def test_global_pooling_gives_no_row_to_an_item_without_points():
+    # The reference's origin map holds the items present: a scene cropped to
+    # nothing (item 1 here) gets no row, and the glob broadcasts back.
+    f = torch.tensor([[1.0], [2.0], [4.0]], requires_grad=True)
+    x = ME.SparseTensor(f, torch.tensor([[2, 0, 0], [0, 1, 1], [2, 1, 0]], dtype=torch.int32))
+    y = ME.MinkowskiGlobalAvgPooling()(x)
+    assert y.C.tolist() == [[0, 0, 0], [2, 0, 0]] and y.F.tolist() == [[2.0], [2.5]]
+    b = ME.MinkowskiBroadcastAddition()(x, y)
+    assert b.F.tolist() == [[3.5], [4.0], [6.5]]
+    b.F.sum().backward()
+    assert f.grad.tolist() == [[2.0], [2.0], [2.0]]
+    # the decomposition lists the same items, in the same order
+    assert [p.tolist() for p in x.decomposition_permutations] == [[1], [0, 2]]

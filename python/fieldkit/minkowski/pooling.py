@@ -112,8 +112,9 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
 
 
 class MinkowskiGlobalPooling(torch.nn.Module):
-    """One row per batch item b at (b, 0, ..., 0); every item 0..B-1 must have
-    points. ``mode``: a PoolingMode, AVG by default. A TensorField is
+    """One row per batch item b with points, at (b, 0, ..., 0), in ascending b
+    (an item without points gets no row, as on the reference's origin map).
+    ``mode``: a PoolingMode, AVG by default. A TensorField is
     pooled over its points (the output on the "field@origin" map of its
     manager, tensor stride 1)."""
 
@@ -128,10 +129,10 @@ class MinkowskiGlobalPooling(torch.nn.Module):
             batch = input.C[:, 0]
             batch = torch.round(batch) if batch.is_floating_point() else batch
             groups = _mk.field_batch_groups(batch.to(torch.int32).cpu().contiguous())
-            out_key = mgr.origin_key(_mk.MapKey([1] * input.D, "field"), groups.groups)
+            out_key = mgr.origin_key(_mk.MapKey([1] * input.D, "field"), groups.items)
         else:
             groups = mgr.batch_groups(input.coordinate_map_key)
-            out_key = mgr.origin_key(input.coordinate_map_key, groups.groups)
+            out_key = mgr.origin_key(input.coordinate_map_key, groups.items)
         (f,) = autocast(input.F)
         out = run(GlobalPoolingFunction, f, groups, self._reduction)
         return SparseTensor._on_map(out, out_key, mgr)

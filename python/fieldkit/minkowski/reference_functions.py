@@ -186,7 +186,7 @@ class MinkowskiGlobalPoolingFunction(_ReferenceFunction):
         where, mgr = "MinkowskiGlobalPoolingFunction", coordinate_manager
         _input(input_features, in_key, mgr, where)
         groups = mgr.batch_groups(in_key)
-        origin = mgr.origin_key(in_key, groups.groups)
+        origin = mgr.origin_key(in_key, groups.items)
         if out_key is not None and out_key != origin:
             raise ValueError(f"{where}: expected the origin map {origin} of the input (or None) "
                              f"as out_key, got {out_key}")

@@ -88,9 +88,6 @@ class _Tensor:
     def _rows_of(self, b):
         return (self.C[:, 0] == b).nonzero().flatten()
 
-    def _batches(self):
-        return int(self.C[:, 0].max()) + 1 if len(self) else 0
-
     def coordinates_at(self, batch_index):
         return self.C[self._rows_of(batch_index), 1:]
 
@@ -103,8 +100,10 @@ class _Tensor:
 
     @property
     def decomposition_permutations(self):
-        """The rows of each batch item 0..B-1 (in row order)."""
-        return [self._rows_of(b) for b in range(self._batches())]
+        """The rows of each batch item with points, in ascending batch index
+        (row order within an item): the items of the reference's origin map,
+        so entry i lines up with row i of a global pooling of this tensor."""
+        return [self._rows_of(b) for b in torch.unique(self.C[:, 0]).tolist()]
 
     @property
     def decomposed_coordinates(self):

@@ -248,30 +248,18 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
 }
 
 RowGroups batch_groups(std::vector<int32_t> batch, const char* where) {
-  const int64_t n = static_cast<int64_t>(batch.size());
-  FK_CHECK(n > 0, where, "a tensor with at least one point", "an empty tensor");
-  int32_t lo = 0, hi = 0;
-  for (int32_t b : batch) {
-    lo = std::min(lo, b);
-    hi = std::max(hi, b);
-  }
-  FK_CHECK(lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(lo));
-  if (hi >= n) {
-    // more items than rows: some are empty; name the first without sizing
-    // anything by the batch index
-    std::vector<int32_t> items(batch);
-    std::sort(items.begin(), items.end());
-    items.erase(std::unique(items.begin(), items.end()), items.end());
-    int32_t b = 0;
-    while (b < static_cast<int32_t>(items.size()) && items[b] == b) ++b;
-    throw fk::Error(where, "at least one point in every batch item 0.." + std::to_string(hi),
-                    "no point in batch item " + std::to_string(b));
-  }
-  RowGroups r = group_by(std::move(batch), int64_t{hi} + 1);
-  for (int64_t b = 0; b < r.groups; ++b)
-    FK_CHECK(r.size(b) > 0, where,
-             "at least one point in every batch item 0.." + std::to_string(hi),
-             "no point in batch item " + std::to_string(b));
+  FK_CHECK(!batch.empty(), where, "a tensor with at least one point", "an empty tensor");
+  // The items with points, ascending, and each row's rank among them: no
+  // table sized by the largest batch index.
+  std::vector<int32_t> items(batch);
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  FK_CHECK(items.front() >= 0, where, "batch indices >= 0",
+           "batch index " + std::to_string(items.front()));
+  for (int32_t& b : batch)
+    b = static_cast<int32_t>(std::lower_bound(items.begin(), items.end(), b) - items.begin());
+  RowGroups r = group_by(std::move(batch), static_cast<int64_t>(items.size()));
+  r.items = std::move(items);
   return r;
 }
 
@@ -355,20 +343,21 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
   return out.to(a.dtype());
 }
 
-MapKey origin_key(CoordinateManager& mgr, const MapKey& in, int64_t batches) {
+MapKey origin_key(CoordinateManager& mgr, const MapKey& in, const std::vector<int32_t>& items) {
   const int w = mgr.dimension() + 1;
+  const int64_t n = static_cast<int64_t>(items.size());
   MapKey key{in.tensor_stride, in.tag + "@origin"};
   if (mgr.has(key)) {
     auto m = mgr.map(key);
-    bool same = m->size() == batches;
-    for (int64_t b = 0; same && b < batches; ++b)
-      same = m->row(b)[0] == b &&
-             std::all_of(m->row(b) + 1, m->row(b) + w, [](int32_t v) { return v == 0; });
+    bool same = m->size() == n;
+    for (int64_t r = 0; same && r < n; ++r)
+      same = m->row(r)[0] == items[r] &&
+             std::all_of(m->row(r) + 1, m->row(r) + w, [](int32_t v) { return v == 0; });
     if (same) return key;
   }
-  std::vector<int32_t> rows(static_cast<size_t>(batches * w), 0);
-  for (int64_t b = 0; b < batches; ++b) rows[b * w] = static_cast<int32_t>(b);
-  return mgr.insert_rows(rows.data(), batches, key.tensor_stride, key.tag).key;
+  std::vector<int32_t> rows(static_cast<size_t>(n * w), 0);
+  for (int64_t r = 0; r < n; ++r) rows[r * w] = items[r];
+  return mgr.insert_rows(rows.data(), n, key.tensor_stride, key.tag).key;
 }
 
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
@@ -393,7 +382,7 @@ SparseTensor global_pooling(const SparseTensor& x, PoolingMode mode) {
   const char* where = "minkowski::global_pooling";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   auto groups = std::make_shared<const RowGroups>(batch_groups(*x.manager()->map(x.key()), where));
-  MapKey ok = origin_key(*x.manager(), x.key(), groups->groups);
+  MapKey ok = origin_key(*x.manager(), x.key(), groups->items);
   return SparseTensor(global_pool_features(x.F(), groups, mode), ok, x.manager());
 }
 

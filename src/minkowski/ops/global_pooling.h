@@ -2,11 +2,11 @@
 // Global pooling on SparseTensors: one row per batch item, the max,
 // average or sum of the item's rows, per channel.
 //
-//   output        B x C at coordinates (b, 0, ..., 0), b = 0 .. B-1 in that
-//                 order, where B = 1 + the largest batch index. Every item
-//                 0 .. B-1 must have at least one point: an empty item (or an
-//                 empty tensor, or a negative batch index) is an fk::Error
-//                 naming it, never a NaN or a silently shifted row.
+//   output        one row per batch item with points, at (b, 0, ..., 0), in
+//                 ascending b: items without points (a scene cropped to
+//                 nothing) get no row, as on the reference's origin map, and
+//                 never a NaN; the coordinates name each row's item. An empty
+//                 tensor or a negative batch index is an fk::Error.
 //   tensor stride the input's. (MinkowskiEngine puts the result on an origin
 //                 map of tensor stride 0; this manager's strides are positive
 //                 and (b, 0, ..., 0) is a multiple of any of them.) The map is
@@ -47,12 +47,14 @@ struct RowGroups {
   std::vector<int32_t> group;
   std::vector<int64_t> begin;
   std::vector<int32_t> rows;
+  std::vector<int32_t> items;  // batch_groups: group g's batch index, ascending
   int64_t size(int64_t g) const { return begin[g + 1] - begin[g]; }
 };
 
 // Groups rows by `label` (each in [0, groups), checked by the caller).
 RowGroups group_by(std::vector<int32_t> label, int64_t groups);
-// The batch items of a map's rows; throws unless items 0 .. B-1 all have rows.
+// The batch items of a map's rows: one group per item with rows, in
+// ascending batch index; throws for no rows or a negative index.
 RowGroups batch_groups(const CoordinateMap& map, const char* where);
 // The same from each row's batch index (a TensorField's points).
 RowGroups batch_groups(std::vector<int32_t> batch, const char* where);
@@ -75,9 +77,10 @@ fk::Tensor group_sum_of_products(const fk::Tensor& a, const fk::Tensor& b, const
 fk::Tensor global_pool_features(const fk::Tensor& features, std::shared_ptr<const RowGroups> groups,
                                 PoolingMode mode);
 
-// The key "<in tag>@origin" of the map of rows (b, 0, ..., 0), b = 0 .. B-1,
-// at in's tensor stride: made once, then reused while it holds those rows.
-MapKey origin_key(CoordinateManager& mgr, const MapKey& in, int64_t batches);
+// The key "<in tag>@origin" of the map of rows (b, 0, ..., 0), b in `items`
+// (ascending, batch_groups' items), at in's tensor stride: made once, then
+// reused while it holds those rows.
+MapKey origin_key(CoordinateManager& mgr, const MapKey& in, const std::vector<int32_t>& items);
 
 SparseTensor global_pooling(const SparseTensor& x, PoolingMode mode);
 SparseTensor global_max_pooling(const SparseTensor& x);

@@ -131,27 +131,36 @@ TEST(MinkowskiGlobalPooling, HalfTypesAndThreads) {
   }
 }
 
-TEST(MinkowskiGlobalPooling, EmptyItemsAreErrorsNotNaN) {
-  // batch items 0 and 2 but none in 1
-  Rows rows{{0, 1, 1}, {2, 0, 0}};
-  SparseTensor x(fk::ones({2, 1}, {fk::DType::F64}), to_tensor(rows));
-  try {
-    global_avg_pooling(x);
-    FAIL() << "no error for an empty batch item";
-  } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("batch item 1"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("0..2"), std::string::npos) << e.what();
+// Batch items without points get no row (the reference's origin map holds
+// the items present): the output's rows are the present items in ascending
+// order at (b, 0, .., 0), each the reduction of its own rows, never a NaN,
+// and a huge batch index sizes nothing by it.
+TEST(MinkowskiGlobalPooling, ItemsWithoutPointsGetNoRow) {
+  Rows rows{{2, 0, 0}, {0, 1, 1}, {2, 3, 1}, {7, 1, 0}};
+  fk::Tensor f = fk::from_vector(std::vector<double>{1, 2, 5, 4}, fk::Dims{4, 1});
+  for (PoolingMode mode : kModes) {
+    SCOPED_TRACE(pooling_mode_name(mode));
+    fk::Tensor fg = f.clone().set_requires_grad(true);
+    SparseTensor y = global_pooling(SparseTensor(fg, to_tensor(rows)), mode);
+    EXPECT_EQ(from_tensor(y.C()), (Rows{{0, 0, 0}, {2, 0, 0}, {7, 0, 0}}));
+    const std::vector<double> want = mode == PoolingMode::Max       ? std::vector<double>{2, 5, 4}
+                                     : mode == PoolingMode::Average ? std::vector<double>{2, 3, 4}
+                                                                    : std::vector<double>{2, 6, 4};
+    EXPECT_EQ(y.F().to_vector<double>(), want);
+    y.F().backward(fk::from_vector(std::vector<double>{1, 10, 100}, fk::Dims{3, 1}));
+    const std::vector<double> grad = mode == PoolingMode::Max ? std::vector<double>{0, 1, 10, 100}
+                                     : mode == PoolingMode::Average
+                                         ? std::vector<double>{5, 1, 5, 100}
+                                         : std::vector<double>{10, 1, 10, 100};
+    EXPECT_EQ(fg.grad().to_vector<double>(), grad);
   }
-  // a huge batch index: the same error, without a table of that size
+  // and the glob broadcasts back onto the items it came from
+  const SparseTensor x(f, to_tensor(rows));
+  EXPECT_EQ(broadcast_add(x, global_sum_pooling(x)).F().to_vector<double>(),
+            (std::vector<double>{1 + 6, 2 + 2, 5 + 6, 4 + 4}));
   SparseTensor far(fk::ones({2, 1}, {fk::DType::F64}),
                    to_tensor(Rows{{0, 0, 0}, {2000000000, 0, 0}}));
-  try {
-    global_sum_pooling(far);
-    FAIL() << "no error for empty batch items";
-  } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no point in batch item 1"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_EQ(from_tensor(global_sum_pooling(far).C()), (Rows{{0, 0, 0}, {2000000000, 0, 0}}));
   SparseTensor neg(fk::ones({1, 1}, {fk::DType::F64}), to_tensor(Rows{{-1, 0, 0}}));
   EXPECT_THROW(global_sum_pooling(neg), fk::Error);
   SparseTensor empty(fk::zeros({0, 2}, {fk::DType::F64}), fk::zeros({0, 3}, {fk::DType::I32}));
@@ -171,7 +180,8 @@ TEST(MinkowskiGlobalPooling, EmptyItemsAreErrorsNotNaN) {
 }
 
 // The overload on batch indices (a TensorField's points, in any order)
-// groups as the map version does and refuses the same inputs.
+// groups as the map version does (the items present, ascending) and refuses
+// the same inputs.
 TEST(MinkowskiGlobalPooling, BatchGroupsFromIndices) {
   RowGroups g = batch_groups(std::vector<int32_t>{1, 0, 2, 1, 0}, "test");
   EXPECT_EQ(g.groups, 3);
@@ -180,8 +190,11 @@ TEST(MinkowskiGlobalPooling, BatchGroupsFromIndices) {
   auto message = [](std::vector<int32_t> batch) {
     return fk::test::error_of([&] { batch_groups(std::move(batch), "test"); });
   };
-  EXPECT_NE(message({0, 2}).find("no point in batch item 1"), std::string::npos);
-  EXPECT_NE(message({0, 2000000000}).find("no point in batch item 1"), std::string::npos);
+  EXPECT_EQ(g.items, (std::vector<int32_t>{0, 1, 2}));
+  RowGroups gap = batch_groups(std::vector<int32_t>{9, 3, 9, 2000000000}, "test");
+  EXPECT_EQ(gap.groups, 3);
+  EXPECT_EQ(gap.items, (std::vector<int32_t>{3, 9, 2000000000}));
+  EXPECT_EQ(gap.group, (std::vector<int32_t>{1, 0, 1, 2}));
   EXPECT_NE(message({0, -1}).find("batch indices >= 0"), std::string::npos);
   EXPECT_NE(message({}).find("empty tensor"), std::string::npos);
 }
