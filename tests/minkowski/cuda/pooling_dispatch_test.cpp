@@ -151,6 +151,27 @@ TEST(MinkowskiCudaPoolingDispatch, GlobalPoolingMatchesTheCpu) {
         std::string("global ") + pooling_mode_name(mode));
 }
 
+// Batch items 1 and 4 only (items 0, 2 and 3 without points): two rows, as
+// on the CPU, and the glob broadcasts back on the device.
+TEST(MinkowskiCudaPoolingDispatch, ItemsWithoutPointsGetNoRowOnTheDevice) {
+  MK_SKIP_WITHOUT_GPU();
+  std::vector<int32_t> rows = random_rows(3, 600, 8, 1, 2, 17);
+  for (size_t i = 0; i < rows.size(); i += 4) rows[i] = rows[i] == 0 ? 1 : 4;
+  const fk::Tensor coords = fk::from_vector(rows, fk::Dims{600, 4});
+  const SparseTensor x(random_values({600, 5}, 1.0, 18), coords);
+  for (PoolingMode mode : {PoolingMode::Max, PoolingMode::Average, PoolingMode::Sum}) {
+    const std::string what = std::string("global ") + pooling_mode_name(mode);
+    expect_unary_matches(
+        x, [&](const SparseTensor& s) { return global_pooling(s, mode); }, what);
+    EXPECT_EQ(global_pooling(on(x, kGpu), mode).C().to_vector<int32_t>(),
+              (std::vector<int32_t>{1, 0, 0, 0, 4, 0, 0, 0}))
+        << what;
+  }
+  expect_unary_matches(
+      x, [](const SparseTensor& s) { return broadcast_multiply(s, global_avg_pooling(s)); },
+      "broadcast of the glob");
+}
+
 TEST(MinkowskiCudaPoolingDispatch, BroadcastMatchesTheCpu) {
   MK_SKIP_WITHOUT_GPU();
   const SparseTensor x = cpu_input(3000, 6, 3, 13);
