@@ -219,13 +219,14 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
              "cublasGemmEx (f32 result)");
 }
 
-void blas_follow_replay(int device, void* stream) {
+void blas_follow_replay(int device, void* stream, const std::function<void()>& launch) {
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   Handle& h = handle_of(device);
-  if (h.handle == nullptr) return;  // released since the capture: no GEMM can be queued
-  const auto s = static_cast<cudaStream_t>(stream);
-  bind(h, device, s, capture_running_on(device, stream), "CUDA graph launch (its GEMMs)");
+  if (h.handle != nullptr)  // else released since the capture: no GEMM can be queued
+    bind(h, device, static_cast<cudaStream_t>(stream), capture_running_on(device, stream),
+         "CUDA graph launch (its GEMMs)");
+  launch();
 }
 
 void blas_release() {

@@ -15,12 +15,16 @@
 // another stream than the previous call's first waits for the device (the
 // streams share the workspace). Inside a CUDA graph capture the handle must
 // be bound to the captured stream already (an eager call on it first): a
-// first call or a move there is an fk::Error (blas_stream.h).
+// first call or a move there is an fk::Error (blas_stream.h). So is a call
+// from another thread, on its own stream, that would move the handle while a
+// capture runs on the device: the move's device wait would break the capture,
+// and the workspace is the capture's until it ends.
 // Determinism: cuBLAS GEMM is bitwise reproducible for a given GPU model,
 // library version, shapes and stream setup (no split-K atomics are used by
 // cublasGemmEx's default algorithms on one stream); TF32 changes the results
 // (10-bit mantissa inputs) but stays reproducible.
 #include <cstdint>
+#include <functional>
 
 namespace fk::cuda {
 
@@ -50,9 +54,11 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
 // handle follows the replay to its stream as it follows an eager call, after
 // a wait for the device when it was bound to another stream. Later calls on
 // other streams then wait for the replay, and a replay on another stream
-// waits for them. fk::Error when that wait would break a capture running on
-// the device; nothing when the device has no handle.
-void blas_follow_replay(int device, void* stream);
+// waits for them. Then runs `launch` (the graph's launch) with the handle's
+// lock still held, so that no other thread's GEMM on its own stream slips in
+// between the move and the launch. fk::Error when that wait would break a
+// capture running on the device; no move when the device has no handle.
+void blas_follow_replay(int device, void* stream, const std::function<void()>& launch);
 
 // Destroys the cuBLAS handles (tests, shutdown); later calls recreate them.
 // fk::Error, with nothing destroyed, while a graph holding library work lives

@@ -110,12 +110,15 @@ void CaptureFrees::allocated(void* p, bool capturing) {
 CaptureFrees::Free CaptureFrees::free_action(void* p, bool capturing) {
   auto it = captured_.find(p);
   if (it == captured_.end()) {
-    if (!capturing) return Free::kNow;
-    // A capture begun outside capture_began has no graph to wait for.
-    if (auto running = captures_.find(running_); running_ != 0 && running != captures_.end())
+    // While fk's capture runs, the work it recorded may read p at every
+    // launch, whichever thread drops p (threads have streams of their own):
+    // held back until its graph is gone.
+    if (auto running = captures_.find(running_); running_ != 0 && running != captures_.end()) {
       running->second.read.push_back(p);
-    else
-      held_.push_back(p);
+      return Free::kHeldBack;
+    }
+    if (!capturing) return Free::kNow;
+    held_.push_back(p);  // a capture begun outside capture_began: no graph to wait for
     return Free::kHeldBack;
   }
   const int64_t id = it->second;

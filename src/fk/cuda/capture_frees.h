@@ -97,7 +97,9 @@ class CaptureFrees {
 
   // The pool handed out p (capturing: while a capture ran on its stream).
   void allocated(void* p, bool capturing);
-  // The pool is asked to free p (not null).
+  // The pool is asked to free p (not null); `capturing`: by a thread whose
+  // stream is being captured. A block from before the running capture is
+  // held back whoever frees it.
   Free free_action(void* p, bool capturing);
   // The held-back pointers whose capture's graph is gone, to free now that no
   // capture runs (emptied).

@@ -39,9 +39,12 @@ struct Plan {
   cufftHandle handle = 0;
   std::list<PlanKey>::iterator lru;
   // Executed inside a stream capture: a graph holds its handle and work area,
-  // so eviction must not destroy it while any capture or graph lives
-  // (fft_unpin_plans; only fft_plan_cache_clear destroys it meanwhile).
+  // so eviction must not destroy it (only fft_plan_cache_clear does). An fk
+  // capture's pin lasts while any fk capture or graph lives (fft_unpin_plans);
+  // another's (a host framework's graph on a lent stream, which fk does not
+  // see end) lasts for good.
   bool pinned = false;
+  bool pinned_for_good = false;
   // The stream of its last execution (once `bound`): its work area may still
   // be in use there.
   StreamKey stream;
@@ -150,8 +153,10 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running
     check_fft(r, "cufftMakePlanMany64");
   }
   g_lru.push_front(key);
-  return g_plans[key] =
-             Plan{h, g_lru.begin(), false, {}, false};  // made outside a capture: not pinned
+  Plan& plan = g_plans[key];  // made outside a capture: not pinned, not bound
+  plan.handle = h;
+  plan.lru = g_lru.begin();
+  return plan;
 }
 
 // Binds a cached plan to `stream`. A plan's work area is shared by all its
@@ -207,6 +212,7 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   bind(plan, device, s, capture, where);
   if (capture) {
     plan.pinned = true;
+    if (capture_marks().captured_stream(device) != stream) plan.pinned_for_good = true;
     capture_marks().note_library_work(device, stream);
   }
   const cufftHandle h = plan.handle;
@@ -232,7 +238,7 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
   check_fft(r, "cufftExec");
 }
 
-void fft_follow_replay(int device, void* stream) {
+void fft_follow_replay(int device, void* stream, const std::function<void()>& launch) {
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   const auto s = static_cast<cudaStream_t>(stream);
@@ -242,6 +248,7 @@ void fft_follow_replay(int device, void* stream) {
   for (auto& [key, plan] : g_plans)
     if (key.v[0] == device && plan.pinned)
       bind(plan, device, s, capture, "CUDA graph launch (its FFTs)");
+  launch();
 }
 
 void fft_unpin_plans() {
@@ -249,7 +256,7 @@ void fft_unpin_plans() {
   // A capture begun since the caller's count may have pinned a plan already
   // (it counts itself before its first transform, which takes this lock).
   if (live_graphs() != 0) return;
-  for (auto& [key, plan] : g_plans) plan.pinned = false;
+  for (auto& [key, plan] : g_plans) plan.pinned = plan.pinned_for_good;
 }
 
 int64_t fft_plan_cache_size() {

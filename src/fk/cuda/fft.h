@@ -26,6 +26,7 @@
 // Caution: a c2r transform overwrites its input (cuFFT may use it as scratch);
 // pass a copy when the input must survive.
 #include <cstdint>
+#include <functional>
 
 namespace fk::cuda {
 
@@ -53,14 +54,17 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
 // launch_graph): every plan of the device a capture ran (the pinned ones,
 // which include the graph's) follows the replay to its stream, after a wait
 // for the device where one was bound to another stream, so that the replay
-// and eager transforms on other streams never share a work area at once.
+// and eager transforms on other streams never share a work area at once;
+// then runs `launch` with the cache's lock still held (as blas_follow_replay).
 // fk::Error when that wait would break a capture running on the device.
-void fft_follow_replay(int device, void* stream);
+void fft_follow_replay(int device, void* stream, const std::function<void()>& launch);
 
-// Unpins every plan once no capture runs and no graph lives (graph.h's
-// live_graphs() is 0, checked again under the cache's lock): nothing holds a
-// handle then, so the plans are evictable again and no replay's to follow.
-// graph.cpp calls it when the last capture or graph goes.
+// Unpins the plans fk's captures pinned once none runs and no graph lives
+// (graph.h's live_graphs() is 0, checked again under the cache's lock):
+// nothing of fk's holds a handle then, so they are evictable again and no
+// replay's to follow. Plans run in a capture fk did not begin (a host
+// framework's, on a lent stream) stay pinned. graph.cpp calls it when the
+// last capture or graph goes.
 void fft_unpin_plans();
 
 int64_t fft_plan_cache_size();

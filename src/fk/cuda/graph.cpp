@@ -144,17 +144,24 @@ void abort_capture(int device) {
   graph_gone();
 }
 
-void launch_graph(const GraphExec& g) {
+void launch_graph(GraphExec& g) {
   FK_CHECK(g.exec != nullptr, "CUDA graph launch", "an instantiated graph", "none");
   pool_graph_check_launch(g.device, g.capture);
   DeviceGuard guard(g.device);
   const cudaStream_t stream = stream_of(g.device);
+  auto launch = [&] {
+    check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream), "cudaGraphLaunch");
+  };
   if (g.library_work) {
-    blas_follow_replay(g.device, stream);
-    fft_follow_replay(g.device, stream);
+    // The moves and the launch under both libraries' locks (cuBLAS's first):
+    // another thread's GEMM or FFT on its own stream comes before the move
+    // or waits for the replay, never between the two.
+    blas_follow_replay(g.device, stream, [&] { fft_follow_replay(g.device, stream, launch); });
+  } else {
+    launch();
   }
-  check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream), "cudaGraphLaunch");
   pool_graph_launched(g.device, g.capture);
+  g.launched_on = stream;
 }
 
 int64_t kept_blocks(const GraphExec& g) {
@@ -164,8 +171,9 @@ int64_t kept_blocks(const GraphExec& g) {
 void destroy_graph(GraphExec& g) {
   if (!g.exec) return;
   DeviceGuard guard(g.device);
-  // A replay still in flight finishes first (its memory nodes belong to it).
-  cudaStreamSynchronize(stream_of(g.device));
+  // A replay still in flight finishes first (its memory nodes belong to it),
+  // on the stream it was launched on, whichever thread destroys the graph.
+  if (g.launched_on != nullptr) cudaStreamSynchronize(static_cast<cudaStream_t>(g.launched_on));
   cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
   pool_graph_destroyed(g.device, g.capture);
   if (g.library_work) --g_live_library_graphs;

@@ -51,6 +51,9 @@ struct GraphExec {
   // It holds cuBLAS GEMMs or cuFFT transforms: their workspace and work areas
   // are shared with eager calls, which launch_graph orders it against.
   bool library_work = false;
+  // The stream of its last launch (launches of one graph run in order), which
+  // destroy_graph waits for: current streams are per thread.
+  void* launched_on = nullptr;
 };
 
 // Ends the capture and instantiates it; throws fk::Error naming why when the
@@ -74,11 +77,12 @@ void abort_capture(int device);
 // it are freed right after it, in stream order (capture_frees.h). A graph
 // whose capture kept blocks (allocated in it and not freed in it) launches
 // once: its relaunch throws fk::Error naming the blocks (capture_frees.h).
-void launch_graph(const GraphExec& g);
+void launch_graph(GraphExec& g);
 // Blocks the graph's capture kept (allocated in it, no free node in it): a
 // graph keeping any launches once (0 for no graph, or in a CPU-only build).
 int64_t kept_blocks(const GraphExec& g);
-// Destroys the graph. Blocks it allocated that a launch made live stay live
+// Destroys the graph, after waiting for its last launch's stream (that
+// stream must still exist). Blocks it allocated that a launch made live stay live
 // until their tensors are dropped (CUDA does not free them); those of a graph
 // that never ran were never memory, and their tensors' frees are dropped.
 void destroy_graph(GraphExec& g);

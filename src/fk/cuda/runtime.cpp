@@ -251,10 +251,13 @@ void* pool_allocate(int device, size_t nbytes) {
   return p;
 }
 
-// Freed in the order of the device's current stream. A block whose last use
-// was on another stream (the caller switched streams with set_current_stream)
-// may be reused before that stream's work ends: fk has no record_stream, so a
-// caller mixing streams synchronizes them before dropping such tensors.
+// Freed in the order of the freeing thread's current stream. A block whose
+// last use was on another stream (another thread's, or the caller switched
+// streams with set_current_stream) may be reused before that stream's work
+// ends: fk has no record_stream, so a caller mixing streams synchronizes them
+// before dropping such tensors (the default policy, a wait after every op,
+// does). A block from before a capture is held back whichever thread drops
+// it while the capture runs (capture_frees.h).
 // Around captures, capture_frees.h decides: a block allocated before a
 // capture and dropped inside it is held back (a graph free node takes graph
 // allocations only; the graph's work may read it) until its capture fails or
@@ -423,6 +426,10 @@ void synchronize_in_destructor(int device, const char* who) noexcept {
 
 void after_op(int device) {
   if (capturing(device) || kLazySync.as_bool()) return;
+  // A capture fk did not begin (a host framework's graph on the stream it
+  // lent) records the op rather than running it; a wait would invalidate it.
+  DeviceGuard g(device);
+  if (stream_reports_capture(stream_of(device))) return;
   synchronize(device);
 }
 

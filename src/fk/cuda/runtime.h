@@ -60,8 +60,9 @@ void synchronize(int device);
 // of the wait goes to stderr (a sticky one fails every later call anyway).
 void synchronize_in_destructor(int device, const char* who) noexcept;
 // Called after every CUDA op: synchronizes unless ME_LAZY_SYNC=1 (latched), in
-// which case only host reads synchronize, or the stream is being captured
-// (graph.h: then synchronize and host copies throw instead).
+// which case only host reads synchronize, or the stream is being captured,
+// by fk (graph.h: then synchronize and host copies throw instead) or by a
+// host framework on the stream it lent (torch.cuda.graph: the op is recorded).
 void after_op(int device);
 
 // Device-side index checks (index_errors.h): the device pointer of the

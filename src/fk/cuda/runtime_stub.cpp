@@ -83,7 +83,7 @@ GraphExec end_capture(int) {
   no_cuda("CUDA graph capture");
 }
 void abort_capture(int) {}
-void launch_graph(const GraphExec&) {
+void launch_graph(GraphExec&) {
   no_cuda("CUDA graph launch");
 }
 int64_t kept_blocks(const GraphExec&) {
@@ -183,7 +183,7 @@ void gemm_f32_out(int, int, bool, bool, int64_t, int64_t, int64_t, double, const
                   const void*, int64_t, double, float*, int64_t, void*, bool) {
   no_cuda("cuda::gemm_f32_out");
 }
-void blas_follow_replay(int, void*) {
+void blas_follow_replay(int, void*, const std::function<void()>&) {
   no_cuda("cuda::blas_follow_replay");
 }
 void blas_release() {}
@@ -192,10 +192,14 @@ void blas_release() {}
 void fft_execute(int, int, int, bool, const FftLayout&, void*, void*, void*) {
   no_cuda("cuda::fft_execute");
 }
-void fft_follow_replay(int, void*) {
+void fft_follow_replay(int, void*, const std::function<void()>&) {
   no_cuda("cuda::fft_follow_replay");
 }
+void fft_unpin_plans() {}
 int64_t fft_plan_cache_size() {
+  return 0;
+}
+int64_t fft_pinned_plans() {
   return 0;
 }
 void fft_plan_cache_clear() {}

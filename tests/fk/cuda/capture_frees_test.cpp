@@ -80,6 +80,23 @@ TEST(CaptureFrees, AnEarlierAllocationDroppedInACaptureIsHeldBackUntilItsGraphGo
   EXPECT_EQ(f.take_held_back(), std::vector<void*>{block(3)});
 }
 
+// Another thread (on a stream of its own, not capturing) dropping the last
+// reference to a block from before the capture: the captured work may read
+// it at every launch, so it is held back as the capturing thread's free is.
+TEST(CaptureFrees, AnEarlierBlockDroppedByAnotherThreadDuringACaptureIsHeldBack) {
+  CaptureFrees f;
+  f.allocated(block(0), false);
+  const int64_t a = f.capture_began();
+  EXPECT_EQ(f.free_action(block(0), false), Free::kHeldBack);
+  f.allocated(block(1), false);                                // that thread's own block
+  EXPECT_EQ(f.free_action(block(1), false), Free::kHeldBack);  // held too: no telling it apart
+  f.capture_ended(true);
+  EXPECT_EQ(f.take_held_back(), std::vector<void*>{});
+  EXPECT_EQ(f.free_action(block(2), false), Free::kNow);  // no capture runs now
+  f.destroyed(a);
+  EXPECT_EQ(f.take_held_back(), (std::vector<void*>{block(0), block(1)}));
+}
+
 // The captured step `held = held + 1` reads the eager `held` it drops: every
 // launch of its graph reads that address, so the block outlives the first
 // launch and any relaunch, and is freed only once the graph is destroyed

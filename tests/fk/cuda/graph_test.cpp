@@ -406,6 +406,34 @@ TEST(CudaGraph, PlansOfDestroyedGraphsAreEvictableAgain) {
   cuda::fft_plan_cache_clear();
 }
 
+// A plan run in a capture fk did not begin (a host framework's, on the
+// stream it lent) stays pinned when fk's last graph goes: fk never sees that
+// graph end, and its replays use the plan.
+TEST(CudaGraph, APlanRunInACaptureFkDidNotBeginStaysPinned) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  ASSERT_EQ(cuda::live_graphs(), 0);
+  cuda::fft_plan_cache_clear();
+  const Tensor x = full(Dims{40}, 1.0, {DType::F32, kGpu});
+  const Tensor y = full(Dims{24}, 1.0, {DType::F32, kGpu});
+  (void)rfft(x);  // eager: makes both plans
+  (void)rfft(y);
+  cuda::synchronize(0);
+  auto* stream = static_cast<cudaStream_t>(cuda::current_stream(0));
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  (void)rfft(x);
+  cudaGraph_t foreign = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &foreign), cudaSuccess);
+  cuda::begin_capture(0);
+  (void)rfft(y);
+  cuda::GraphExec g = cuda::end_capture(0);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 2);
+  cuda::destroy_graph(g);
+  EXPECT_EQ(cuda::fft_pinned_plans(), 1) << "the other capture's plan lost its pin";
+  cudaGraphDestroy(foreign);
+  cuda::fft_plan_cache_clear();
+}
+
 // A transform first met inside a capture is refused by name (its plan's work
 // area would be a cudaMalloc there), even with the cache full (no eviction's
 // cudaFree runs either); after the refusal the stream recovers and the same
@@ -721,6 +749,27 @@ TEST(CudaGraph, AnotherThreadsWorkStaysOutOfTheCapture) {
   cuda::synchronize(0);
   EXPECT_EQ(x.to_vector<float>(), eager.to_vector<float>());
   cuda::destroy_graph(g);
+}
+
+// destroy_graph waits for the stream the graph was last launched on, not
+// the destroying thread's current stream (another thread's is the default
+// stream here, which does not wait for a non-blocking one): a replay still
+// queued finishes before its memory nodes go.
+TEST(CudaGraph, DestroyingAGraphWaitsForTheStreamItRanOn) {
+  FK_SKIP_WITHOUT_GPU();
+  KnobOverride lazy("ME_LAZY_SYNC", "1");  // the launch returns with its replay queued
+  OwnStream own;
+  Tensor x = from_vector(std::vector<float>{1.f, 2.f}, Dims{2}).to(kGpu);
+  cuda::synchronize(0);
+  cuda::begin_capture(0);
+  step(x);
+  cuda::GraphExec g = cuda::end_capture(0);
+  cuda::launch_graph(g);
+  auto* launched = static_cast<cudaStream_t>(cuda::current_stream(0));
+  EXPECT_EQ(g.launched_on, static_cast<void*>(launched));
+  std::thread([&] { cuda::destroy_graph(g); }).join();
+  EXPECT_EQ(cudaStreamQuery(launched), cudaSuccess) << "the replay was still queued";
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{4.f, 7.f}));
 }
 
 // A capture begun outside fk (a host framework's, on a stream it lent) has

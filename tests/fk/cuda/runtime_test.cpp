@@ -246,6 +246,31 @@ TEST(CudaRuntime, TheCurrentStreamIsPerThread) {
                             cuda_parity::near(1e-5), "the other thread's sums");
 }
 
+// A host framework's capture on the stream it lent (torch.cuda.graph), which
+// fk did not begin: under the default policy fk's ops are recorded rather
+// than followed by a wait (which CUDA refuses on a capturing stream), and
+// the framework's replay computes them.
+TEST(CudaRuntime, OpsInACaptureFkDidNotBeginAreRecorded) {
+  FK_SKIP_WITHOUT_GPU();
+  KnobOverride eager(kLazySync, "0");
+  CallerStream s;
+  Tensor x = from_vector(std::vector<float>{1.f, -2.f, 3.f}, Dims{3}).to(kGpu);
+  Tensor y = zeros({3}, {DType::F32, kGpu});
+  cuda::synchronize(0);
+  ASSERT_EQ(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const std::string error = test::error_of([&] { y.copy_(mul(add(x, x), 0.5)); });
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s.get(), &graph), cudaSuccess);
+  EXPECT_EQ(error, "");
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.f, 0.f, 0.f}));  // not run yet
+  ASSERT_EQ(cudaGraphLaunch(exec, s.get()), cudaSuccess);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1.f, -2.f, 3.f}));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 // memory_stats counts the bytes tensors request: a known allocation moves
 // `allocated` and `peak` by exactly its size, and reset_peak_memory lowers the
 // peak to what is live.
