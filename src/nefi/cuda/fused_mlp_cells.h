@@ -59,7 +59,7 @@ NEFI_HOST_DEVICE inline float fused_activate(int act, float z, float w0) {
     case kFusedTanh:
       return tanhf(z);
     case kFusedRelu:
-      return z > 0.f ? z : 0.f;
+      return uf::relu(z);
     case kFusedGelu:
       return uf::gelu(z);
     case kFusedSilu:

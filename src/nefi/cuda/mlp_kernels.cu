@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "fk/ops/unary_formulas.h"
 #include "nefi/cuda/mlp_kernels.h"
 
 namespace nefi::cuda {
@@ -27,7 +28,7 @@ __device__ inline float activate(int act, float v, float w0) {
     case kMlpTanh:
       return tanhf(v);
     case kMlpRelu:
-      return v > 0.f ? v : 0.f;
+      return fk::unary_formulas::relu(v);
     case kMlpSine:
       return sinf(angle(w0, v));
     default:

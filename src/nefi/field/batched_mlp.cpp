@@ -7,6 +7,7 @@
 #include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/unary_formulas.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "nefi/field/activation_grad.h"
@@ -49,7 +50,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, 
     for (int64_t j = 0; j < n; ++j) r[j] += bias[j];
     if (act == DenseActivation::Tanh) fast_tanh_f32(r, r, n);
     if (act == DenseActivation::Relu)
-      for (int64_t j = 0; j < n; ++j) r[j] = r[j] > 0.0f ? r[j] : 0.0f;
+      for (int64_t j = 0; j < n; ++j) r[j] = fk::unary_formulas::relu(r[j]);
   }
 }
 

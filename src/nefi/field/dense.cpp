@@ -13,6 +13,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/half.h"
+#include "fk/ops/unary_formulas.h"
 #include "fk/profile.h"
 #include "nefi/field/activation_grad.h"
 #include "nefi/field/dense_device.h"
@@ -162,7 +163,7 @@ void bias_activation(fk::Tensor& y, const fk::Tensor& b, DenseActivation act) {
       T* p = y.data<T>() + i * out;
       for (int64_t j = 0; j < out; ++j) p[j] += bb[j];
       if (act == DenseActivation::Relu) {
-        for (int64_t j = 0; j < out; ++j) p[j] = p[j] > T(0) ? p[j] : T(0);
+        for (int64_t j = 0; j < out; ++j) p[j] = fk::unary_formulas::relu(p[j]);
       } else if (act == DenseActivation::Tanh) {
         if constexpr (std::is_same_v<T, float>) {
           fast_tanh_f32(p, p, out);

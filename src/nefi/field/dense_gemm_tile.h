@@ -78,8 +78,13 @@ __attribute__((target("avx512f"), always_inline)) inline void epilogue_row(
     x1 = _mm512_add_ps(x1, bias1);
   }
   if (ep.act == DenseActivation::Relu) {
-    x0 = _mm512_max_ps(x0, zero);
-    x1 = _mm512_max_ps(x1, zero);
+    // fk's relu: x where x > 0 or x is NaN, else +0 (max_ps would drop a NaN)
+    const __mmask16 keep0 =
+        _mm512_cmp_ps_mask(x0, zero, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q);
+    const __mmask16 keep1 =
+        _mm512_cmp_ps_mask(x1, zero, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q);
+    x0 = _mm512_maskz_mov_ps(keep0, x0);
+    x1 = _mm512_maskz_mov_ps(keep1, x1);
   } else if (ep.act == DenseActivation::Tanh) {
     x0 = tanh16(x0);
     x1 = tanh16(x1);

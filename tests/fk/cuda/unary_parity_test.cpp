@@ -168,6 +168,17 @@ std::vector<OpCase> rows() {
             return unary_forward(UnaryOp::Tanh, in[0].permute({2, 0, 1}).slice(1, 1, 7, 2));
           },
   });
+  // relu keeps a NaN on the device as on the CPU (torch's max(x, 0)); the
+  // 16-bit NaN payloads may differ, so NaN is matched as NaN, not by bits.
+  r.push_back({
+      .name = "relu_of_nan",
+      .dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16},
+      .inputs =
+          [](DType dt) {
+            return Inputs{from_vector(std::vector<double>{NAN, -1.0, 2.0, -NAN, 0.0}).to(dt)};
+          },
+      .device = [](const Inputs& in) { return relu(in[0]); },
+  });
   r.push_back({
       .name = "tanh_times_exp",
       .dtypes = {DType::F64},

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "fk/autograd.h"
@@ -157,6 +158,36 @@ TEST(NefiDenseGemm, ThreadCountAndIsaIndependent) {
   expect_close(one.y, blas.y, 1e-5, "y");
   expect_close(one.dx, blas.dx, 1e-5, "dx");
   expect_close(one.dw, blas.dw, 1e-5, "dw");
+}
+
+// relu keeps a NaN as fk::relu does (torch's max(x, 0)) on every path of
+// the layer: the AVX-512 tile's epilogue, and the BLAS product with the
+// separate epilogue (ISA capped to AVX2), in f32 and f64. A NaN in an input
+// row reaches every output of that row; the other rows stay finite.
+TEST(NefiDenseGemm, ReluKeepsNaNOnEveryPath) {
+  for (const char* isa : {"auto", "avx2"}) {
+    fk::KnobOverride cap("FK_CPU_ISA", isa);
+    for (fk::DType dt : {fk::DType::F32, fk::DType::F64}) {
+      SCOPED_TRACE(std::string(isa) + " " + fk::name(dt));
+      const int64_t m = 40, in = 24, out = 48;
+      std::vector<float> xv = random_floats(m * in, 5);
+      xv[7 * in + 3] = NAN;
+      const fk::Tensor x = fk::from_vector(xv, fk::Dims{m, in}).to(dt);
+      const fk::Tensor w = fk::from_vector(random_floats(out * in, 6), fk::Dims{out, in}).to(dt);
+      const fk::Tensor b = fk::from_vector(random_floats(out, 7), fk::Dims{out}).to(dt);
+      const std::vector<double> y =
+          nefi::dense(x, w, b, nefi::DenseActivation::Relu).to(fk::DType::F64).to_vector<double>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < out; ++j) {
+          const double v = y[i * out + j];
+          if (i == 7) {
+            EXPECT_TRUE(std::isnan(v)) << j;
+          } else {
+            EXPECT_TRUE(std::isfinite(v) && v >= 0) << i << "," << j;
+          }
+        }
+    }
+  }
 }
 
 }  // namespace

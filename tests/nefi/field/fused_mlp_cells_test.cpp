@@ -389,4 +389,11 @@ TEST(NefiFusedMlpCells, MatchesTheCpuAutocastField) {
     }
 }
 
+// The fused kernel's relu keeps a NaN as fk::relu does; its gradient there is 0.
+TEST(NefiFusedMlpCells, ReluKeepsNaN) {
+  EXPECT_TRUE(std::isnan(nefi::cuda::fused_activate(nefi::cuda::kFusedRelu, NAN, 1.f)));
+  EXPECT_EQ(nefi::cuda::fused_activate(nefi::cuda::kFusedRelu, -2.f, 1.f), 0.f);
+  EXPECT_EQ(nefi::cuda::fused_activation_grad(nefi::cuda::kFusedRelu, 3.f, NAN, 1.f), 0.f);
+}
+
 }  // namespace
