@@ -60,6 +60,7 @@ def test_float_coordinates_are_floored_with_a_warning():
 @pytest.mark.parametrize("coords,message", [
     (torch.tensor([[0, 2**32 + 5, 0], [0, 1, 1]], dtype=torch.int64), "within int32"),
     (torch.tensor([[0, -2.0**40, 0], [0, 1, 1]]), "within int32"),
+    (torch.tensor([[0, 2.0**31, 0], [0, 1, 1]], dtype=torch.float32), "within int32"),
     (torch.tensor([[0, float("nan"), 0], [0, 1, 1]]), "finite coordinates"),
 ])
 def test_coordinates_int32_cannot_hold_are_refused(coords, message):

@@ -145,9 +145,11 @@ def _int_coordinates(c, warn=True):
             warnings.warn(f"coordinates of dtype {c.dtype} are floored to int32 (quantize points "
                           "first: sparse_quantize, or a TensorField)", stacklevel=3)
         c = torch.floor(c)
-    if c.numel() and (c.min() < _INT32.min or c.max() > _INT32.max):
+    # In f64 (or the integers): f32 rounds int32's largest value up to 2^31.
+    exact = c.double() if c.is_floating_point() else c
+    if c.numel() and (exact.min() < _INT32.min or exact.max() > _INT32.max):
         raise ValueError(f"expected coordinates within int32, got values in "
-                         f"[{int(c.min())}, {int(c.max())}]")
+                         f"[{int(exact.min())}, {int(exact.max())}]")
     return c.to(torch.int32).contiguous()
 
 

@@ -249,15 +249,29 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
 
 RowGroups batch_groups(std::vector<int32_t> batch, const char* where) {
   FK_CHECK(!batch.empty(), where, "a tensor with at least one point", "an empty tensor");
-  // The items with points, ascending, and each row's rank among them: no
-  // table sized by the largest batch index.
-  std::vector<int32_t> items(batch);
-  std::sort(items.begin(), items.end());
-  items.erase(std::unique(items.begin(), items.end()), items.end());
-  FK_CHECK(items.front() >= 0, where, "batch indices >= 0",
-           "batch index " + std::to_string(items.front()));
-  for (int32_t& b : batch)
-    b = static_cast<int32_t>(std::lower_bound(items.begin(), items.end(), b) - items.begin());
+  const auto [lo, hi] = std::minmax_element(batch.begin(), batch.end());
+  FK_CHECK(*lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(*lo));
+  // The items with points, ascending, and each row's rank among them: by a
+  // table over 0..max when that is no larger than the rows (the usual dense
+  // batch), else by sorting, so a huge index sizes nothing.
+  std::vector<int32_t> items;
+  const int64_t n = static_cast<int64_t>(batch.size()), top = *hi;
+  if (top < n) {
+    std::vector<int32_t> rank(static_cast<size_t>(top) + 1, -1);
+    for (int32_t b : batch) rank[b] = 0;
+    for (int32_t b = 0; b <= top; ++b)
+      if (rank[b] == 0) {
+        rank[b] = static_cast<int32_t>(items.size());
+        items.push_back(b);
+      }
+    for (int32_t& b : batch) b = rank[b];
+  } else {
+    items = batch;
+    std::sort(items.begin(), items.end());
+    items.erase(std::unique(items.begin(), items.end()), items.end());
+    for (int32_t& b : batch)
+      b = static_cast<int32_t>(std::lower_bound(items.begin(), items.end(), b) - items.begin());
+  }
   RowGroups r = group_by(std::move(batch), static_cast<int64_t>(items.size()));
   r.items = std::move(items);
   return r;

@@ -195,6 +195,10 @@ TEST(MinkowskiGlobalPooling, BatchGroupsFromIndices) {
   EXPECT_EQ(gap.groups, 3);
   EXPECT_EQ(gap.items, (std::vector<int32_t>{3, 9, 2000000000}));
   EXPECT_EQ(gap.group, (std::vector<int32_t>{1, 0, 1, 2}));
+  // the same when the largest index is below the row count (a table, not a sort)
+  RowGroups dense_gap = batch_groups(std::vector<int32_t>{4, 0, 4, 0, 4, 0}, "test");
+  EXPECT_EQ(dense_gap.items, (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(dense_gap.group, (std::vector<int32_t>{1, 0, 1, 0, 1, 0}));
   EXPECT_NE(message({0, -1}).find("batch indices >= 0"), std::string::npos);
   EXPECT_NE(message({}).find("empty tensor"), std::string::npos);
 }
