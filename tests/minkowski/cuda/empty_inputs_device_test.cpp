@@ -27,14 +27,6 @@ using cuda_test::KnobOverride;
 
 constexpr int64_t kChannels = 2;
 
-// A leaf on `device`: zeros of `shape` (weights get small random values).
-fk::Tensor leaf(const fk::Dims& shape, fk::Device device, bool random = false) {
-  fk::Tensor t = random ? cuda_test::random_values(shape, 0.5, 11) : fk::zeros(shape);
-  t = t.to(device);
-  t.set_requires_grad(true);
-  return t;
-}
-
 // The empty input: no points, kChannels features, 3-D, its features (and,
 // when asked, its coordinates) on `device`.
 struct Empty {
@@ -42,7 +34,7 @@ struct Empty {
   SparseTensor x;
 };
 Empty empty_input(fk::Device device, bool device_coordinates) {
-  fk::Tensor f = leaf({0, kChannels}, device);
+  fk::Tensor f = cuda_test::leaf(fk::zeros({0, kChannels}), device);
   fk::Tensor c = fk::empty({0, 4}, {fk::DType::I32});
   if (device_coordinates) c = c.to(device);
   return {f, SparseTensor(f, c)};
@@ -70,7 +62,8 @@ Outcome run(const Op& op, const std::vector<fk::Dims>& weights, fk::Device devic
   Outcome o;
   Empty in = empty_input(device, device_coordinates);
   std::vector<fk::Tensor> w;
-  for (const fk::Dims& s : weights) w.push_back(leaf(s, device, true));
+  for (const fk::Dims& s : weights)
+    w.push_back(cuda_test::leaf(cuda_test::random_values(s, 0.5, 11), device));
   try {
     fk::Tensor y = op(in.x, w);
     o.out_shape = y.shape();
