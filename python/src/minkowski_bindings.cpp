@@ -183,7 +183,7 @@ struct SavedArgmax {
 fk::Tensor conv_out(const fk::Tensor& f, const fk::Tensor& w, const mk::KernelMap& map,
                     bool channelwise) {
   nb::gil_scoped_release nogil;  // other Python threads run meanwhile
-  return channelwise ? mk::channelwise_forward(f, w, map) : mk::conv_forward(f, w, map);
+  return mk::conv_features_forward(f, w, map, channelwise);
 }
 
 nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor& w,
@@ -191,8 +191,7 @@ nb::tuple conv_grads(const fk::Tensor& g, const fk::Tensor& f, const fk::Tensor&
   mk::ConvGrads r;
   {
     nb::gil_scoped_release nogil;
-    r = channelwise ? mk::channelwise_backward(g, f, w, map, need_f, need_w)
-                    : mk::conv_backward(g, f, w, map, need_f, need_w);
+    r = mk::conv_features_backward(g, f, w, map, channelwise, need_f, need_w);
   }
   return nb::make_tuple(out_opt(r.features), out_opt(r.weight));
 }

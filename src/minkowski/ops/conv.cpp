@@ -29,10 +29,7 @@ class ConvolutionBackward : public fk::autograd::Node {
     // Traced (not counted as an op) so that a profile can split a training
     // step's backward into convolution compute and the rest.
     const int64_t start = fk::profile::tracing() ? fk::profile::now_ns() : -1;
-    // (the channelwise kernels take features on either device)
-    ConvGrads g = channelwise            ? channelwise_backward(grads[0], f, w, *map, nf, nw)
-                  : f.device().is_cuda() ? device_conv_backward(grads[0], f, w, *map, nf, nw)
-                                         : conv_backward(grads[0], f, w, *map, nf, nw);
+    ConvGrads g = conv_features_backward(grads[0], f, w, *map, channelwise, nf, nw);
     if (start >= 0) {
       fk::profile::record_event(channelwise ? "minkowski.channelwise_convolution_backward"
                                             : "minkowski.convolution_backward",
@@ -84,18 +81,33 @@ bool is_deterministic() {
   return g_deterministic;
 }
 
+// (the channelwise kernels take features on either device)
+fk::Tensor conv_features_forward(const fk::Tensor& features, const fk::Tensor& weight,
+                                 const KernelMap& map, bool channelwise) {
+  return channelwise                   ? channelwise_forward(features, weight, map)
+         : features.device().is_cuda() ? device_conv_forward(features, weight, map)
+                                       : conv_forward(features, weight, map);
+}
+
+ConvGrads conv_features_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                                 const fk::Tensor& weight, const KernelMap& map, bool channelwise,
+                                 bool need_features, bool need_weight) {
+  const bool nf = need_features, nw = need_weight;
+  return channelwise ? channelwise_backward(grad_out, features, weight, map, nf, nw)
+         : features.device().is_cuda()
+             ? device_conv_backward(grad_out, features, weight, map, nf, nw)
+             : conv_backward(grad_out, features, weight, map, nf, nw);
+}
+
 fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
                              std::shared_ptr<const KernelMap> map, bool channelwise) {
   fk::profile::OpScope scope(channelwise ? "minkowski.channelwise_convolution"
                                          : "minkowski.convolution");
   FK_CHECK(weight.defined(), "minkowski::convolution", "a weight tensor", "an undefined tensor");
-  const bool on_device = features.device().is_cuda();
   fk::Tensor out;
   {
     fk::autograd::NoGradGuard ng;
-    out = channelwise ? channelwise_forward(features.detach(), weight.detach(), *map)
-          : on_device ? device_conv_forward(features.detach(), weight.detach(), *map)
-                      : conv_forward(features.detach(), weight.detach(), *map);
+    out = conv_features_forward(features.detach(), weight.detach(), *map, channelwise);
   }
   if (fk::autograd::needs_grad(features, weight)) {
     auto node = std::make_shared<ConvolutionBackward>();

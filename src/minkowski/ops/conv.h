@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "minkowski/coords/kernel_region.h"
+#include "minkowski/ops/conv_kernel.h"
 #include "minkowski/sparse_tensor.h"
 
 namespace minkowski {
@@ -61,6 +62,15 @@ SparseTensor channelwise_convolution(const SparseTensor& x, const fk::Tensor& we
 // cached device copy.
 fk::Tensor convolve_features(const fk::Tensor& features, const fk::Tensor& weight,
                              std::shared_ptr<const KernelMap> map, bool channelwise = false);
+
+// convolve_features' forward and backward without autograd, on the features'
+// device: for callers that keep their own graph (the Python autograd
+// Functions), so they reach the same kernels as the C++ node.
+fk::Tensor conv_features_forward(const fk::Tensor& features, const fk::Tensor& weight,
+                                 const KernelMap& map, bool channelwise);
+ConvGrads conv_features_backward(const fk::Tensor& grad_out, const fk::Tensor& features,
+                                 const fk::Tensor& weight, const KernelMap& map, bool channelwise,
+                                 bool need_features, bool need_weight);
 
 // Process-wide flag (API parity with the reference engine). Every dataflow is
 // deterministic by construction; the flag pins the f32 register tiles where
