@@ -20,6 +20,7 @@ import torch
 
 import fieldkit
 import fieldkit.minkowski as ME
+from fieldkit.minkowski import functional
 
 pytestmark = pytest.mark.skipif(
     not (torch.cuda.is_available() and fieldkit.cuda_available()),
@@ -213,6 +214,28 @@ def test_broadcast_forward_and_backward(broadcast):
     same_sparse(y_cuda, y_cpu)
     backward_both(y_cpu, y_cuda)
     close(fg.grad, fc.grad)
+
+
+@pytest.mark.parametrize("mode", list(functional.BroadcastMode))
+def test_broadcast_kernels_outside_autograd(mode):
+    """The C++ broadcast forward and backward on the device against the CPU,
+    without torch's autograd between them (whose accumulation into a
+    gradient buffer would otherwise be mixed into a failure): the forward,
+    the features' and the global features' gradients."""
+    fn = functional
+    got = []
+    for x in sparse_pair()[:2]:
+        glob = ME.MinkowskiGlobalAvgPooling()(x)
+        mgr = x.coordinate_manager
+        groups = fn._mk.broadcast_groups(mgr, x.coordinate_map_key, x.F.detach(),
+                                         glob.coordinate_map_key, glob.F.detach())
+        out, saved = fn._mk.broadcast_forward(fn._plain(x.F.detach()),
+                                              fn._plain(glob.F.detach()), groups, mode)
+        g = randn(*out.shape, seed=9).to(out.device)
+        grads = fn._mk.broadcast_backward(fn._plain(g), saved, groups, mode, True, True)
+        got.append((out,) + tuple(grads))
+    for on_cuda, on_cpu in zip(got[1], got[0]):
+        close(on_cuda, on_cpu)
 
 
 def _field_pair(channels=3):

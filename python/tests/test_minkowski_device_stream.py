@@ -36,9 +36,16 @@ def test_a_cuda_tensor_lends_torchs_current_stream(monkeypatch):
 
 class CudaLooking(torch.Tensor):
     """A CPU tensor that answers as one on cuda:1 to the Python layer (its
-    DLPack export, and so what C++ reads, stays on the host)."""
+    DLPack export, and so what C++ reads, stays on the host: torch's own
+    export would read the overridden device, which a CUDA torch acts on)."""
     is_cuda = True
     device = torch.device("cuda", 1)
+
+    def __dlpack_device__(self):
+        return self.as_subclass(torch.Tensor).__dlpack_device__()
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.as_subclass(torch.Tensor).__dlpack__(*args, **kwargs)
 
 
 def recorded_lending(monkeypatch):

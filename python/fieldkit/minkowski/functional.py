@@ -222,9 +222,13 @@ class BroadcastFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_out):
         need = ctx.needs_input_grad
+        # An addition's d/dF is grad_out itself: handed back as torch's own
+        # tensor, not as C++'s view of its memory, which torch would take for
+        # a tensor of its own to accumulate another gradient into in place.
+        alias = ctx.mode == BroadcastMode.ADD and need[0]
         gf, gg = _mk.broadcast_backward(_plain(grad_out), _saved_inputs(ctx), ctx.groups,
-                                        ctx.mode, need[0], need[1])
-        return gf, gg, None, None
+                                        ctx.mode, need[0] and not alias, need[1])
+        return (grad_out if alias else gf), gg, None, None
 
 
 class InstanceNormFunction(torch.autograd.Function):
