@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,8 @@ using Op = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // A tensor's dtype, shape and values as f64 bit patterns (complex as its
 // real then imaginary parts), so that NaN equals NaN and -0 differs from 0.
+// Every NaN is kept as one pattern: the devices make different ones for 0/0
+// (x86 a negative quiet NaN, CUDA 0x7fffffff), and a payload means nothing.
 struct Seen {
   DType dtype = DType::F32;
   Dims shape;
@@ -52,6 +55,7 @@ Seen seen(const Tensor& t) {
     v = host.to(DType::F64).contiguous().to_vector<double>();
   }
   for (double d : v) {
+    if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
     uint64_t b;
     std::memcpy(&b, &d, sizeof b);
     s.bits.push_back(b);

@@ -94,16 +94,22 @@ void CUDART_CB sleep_50ms(void*) {
 }
 
 // The bytes of a CUDA tensor as they are now, read on a stream of their own
-// (non-blocking: it does not wait for the legacy default stream or any other).
+// (non-blocking: it does not wait for the legacy default stream or any other)
+// into page-locked memory: a copy to pageable memory is staged by the
+// driver, and on an H200 (driver 580) it waited behind the gate's host
+// function on another stream, so the add looked as if it had run early.
 std::vector<float> read_now(const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const size_t n = static_cast<size_t>(t.numel());
+  float* pinned = nullptr;
+  EXPECT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float)), cudaSuccess);
   cudaStream_t side = nullptr;
   EXPECT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-  EXPECT_EQ(cudaMemcpyAsync(out.data(), t.data_ptr(), out.size() * sizeof(float),
-                            cudaMemcpyDeviceToHost, side),
+  EXPECT_EQ(cudaMemcpyAsync(pinned, t.data_ptr(), n * sizeof(float), cudaMemcpyDeviceToHost, side),
             cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(side), cudaSuccess);
   cudaStreamDestroy(side);
+  std::vector<float> out(pinned, pinned + n);
+  cudaFreeHost(pinned);
   return out;
 }
 

@@ -5,7 +5,8 @@
 // without TF32 (1e-5 of the largest value: cuBLAS and OpenBLAS sum in other
 // orders) and f64 (1e-12), tanh and relu, with the skip layer, and a bf16
 // autocast trunk (1e-5 too: the operands are rounded to bf16 before either
-// product, so only the sum order differs). Then the device rows against each
+// product; the gradient within 2e-4, since a sum order's last bit can move
+// a later layer's bf16 rounding). Then the device rows against each
 // problem's own device NeuralField (the fused MLP kernel, another sum order:
 // 1e-5). Without a usable device the tests skip (scripts/gpu-check runs them
 // on one).
@@ -70,7 +71,12 @@ void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
   const Outputs gpu = run(params, x, w, L, kGpu);
   const double tol = dtype == fk::DType::F64 ? 1e-12 : 1e-5;
   EXPECT_LE(max_abs_diff(cpu.raw, gpu.raw), tol * max_abs(cpu.raw));
-  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), tol * max_abs(cpu.grad));
+  // Under autocast a layer's f32 sums, in another order, are rounded to bf16
+  // again as the next product's operands, where one ulp of f32 can move a
+  // value across a bf16 rounding step (2^-8); the parameter gradient sums
+  // such products over every row (3.7e-5 of its largest value on an H200).
+  const double grad_tol = autocast ? 2e-4 : tol;
+  EXPECT_LE(max_abs_diff(cpu.grad, gpu.grad), grad_tol * max_abs(cpu.grad));
 }
 
 TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
