@@ -120,6 +120,18 @@ void gemm_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n,
   cuda::after_op(device.index);
 }
 
+void gemm_f32_out_on(Device device, DType in_dtype, bool ta, bool tb, int64_t m, int64_t n,
+                     int64_t k, double alpha, const void* a, int64_t lda, const void* b,
+                     int64_t ldb, double beta, float* c, int64_t ldc) {
+  FK_CHECK(device.is_cuda(), "fk::gemm_f32_out_on", "a CUDA device (the host has no 16-bit GEMM)",
+           device.str());
+  if (m == 0 || n == 0) return;
+  cuda::gemm_f32_out(device.index, static_cast<int>(in_dtype), ta, tb, m, n, k, alpha, a, lda, b,
+                     ldb, beta, c, ldc, cuda::current_stream(device.index), amp::allow_tf32());
+  profile::count_launch();
+  cuda::after_op(device.index);
+}
+
 void gemm_strided_batched_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n,
                              int64_t k, double alpha, const void* a, int64_t lda, int64_t stride_a,
                              const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,

@@ -27,6 +27,14 @@ void gemm_on(Device device, DType dtype, bool trans_a, bool trans_b, int64_t m, 
              int64_t k, double alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
              double beta, void* c, int64_t ldc);
 
+// C[M,N] (f32) = alpha * op(A) op(B) + beta * C with f16 or bf16 A and B on
+// a CUDA device: tensor cores, f32 sums and an f32 result (cuda/blas.h's
+// gemm_f32_out) on the device's current stream, then the sync policy. The
+// host has no such product (an fk::Error there): widen the operands instead.
+void gemm_f32_out_on(Device device, DType in_dtype, bool trans_a, bool trans_b, int64_t m,
+                     int64_t n, int64_t k, double alpha, const void* a, int64_t lda, const void* b,
+                     int64_t ldb, double beta, float* c, int64_t ldc);
+
 // `batch` independent products C_i = alpha op(A_i) op(B_i) + beta C_i on
 // `device`'s memory, matrix i of each operand stride_* * i elements after its
 // first (stride 0: one matrix shared by the whole batch). CPU: one fk::gemm

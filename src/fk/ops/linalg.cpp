@@ -258,8 +258,13 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   shape.push_back(b2.shape()[b2.dim() - 1]);
   // The product lives where its operands do (a CPU result would hand cuBLAS's
   // device pointers to the host BLAS).
+  // The host BLAS has no 16-bit GEMM: there f16/bf16 operands are widened
+  // and the f32 product rounded once. cuBLAS multiplies them as they are, on
+  // tensor cores with f32 sums rounded once (cuda/blas.h): the same rounding
+  // points, where the widened product ran on the FP32 units at 1/14 of the
+  // raw half GEMM's rate on an H200 (fk_cuda_bench, session 26).
   Tensor out;
-  if (is_half(dt)) {
+  if (is_half(dt) && a.device().is_cpu()) {
     out = empty(shape, {DType::F32, a.device()});
     matmul_into(a2.to(DType::F32), b2.to(DType::F32), out, 0.0);
     out = out.to(dt);
@@ -324,6 +329,22 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
   Tensor x2 = x.dim() == 2 ? x : x.reshape({nrows, in_f});
   Tensor w = weight, bb = bias;
   const DType ct = compute_type(dt);
+  if (ct != dt && x.device().is_cuda()) {
+    // 16-bit operands go to cuBLAS as they are, with an f32 result holding
+    // the bias (beta 1): the host path's rounding points (below), on tensor
+    // cores instead of widened copies on the FP32 units.
+    x2 = x2.contiguous();
+    w = w.contiguous();
+    const bool sums = nrows > 0 && out_f > 0 && in_f > 0;
+    const TensorOptions f32{DType::F32, x.device()};
+    Tensor out2 = bb.defined() || sums ? empty({nrows, out_f}, f32) : zeros({nrows, out_f}, f32);
+    if (bb.defined()) out2.copy_(bb);
+    if (sums)
+      gemm_f32_out_on(x.device(), dt, false, true, nrows, out_f, in_f, 1.0, x2.data_ptr(), in_f,
+                      w.data_ptr(), in_f, bb.defined() ? 1.0 : 0.0, out2.data<float>(), out_f);
+    lead.push_back(out_f);
+    return out2.to(dt).reshape(lead);
+  }
   if (ct != dt) {
     x2 = x2.to(ct);
     w = w.to(ct);

@@ -126,7 +126,7 @@ std::vector<OpCase> rows() {
   });
   // matmul_forward's result lives on the operands' device, in each path of
   // matmul_into: a batch folded into rows, per-matrix GEMMs over broadcast
-  // batches, a 16-bit product (computed in f32), and linear's bias rows.
+  // batches, a 16-bit product (f32 sums), and linear's bias rows.
   r.push_back({
       .name = "matmul_batch_folds_into_rows",
       .dtypes = {DType::F64, DType::C128},
@@ -165,6 +165,27 @@ std::vector<OpCase> rows() {
       .dtypes = {DType::F16, DType::BF16},
       .inputs = a_and_w,
       .device = [](const Inputs& in) { return matmul(in[0], in[1].t()); },
+  });
+  // 16-bit operands: the device multiplies them on tensor cores with f32
+  // sums and an f32 result holding the bias, rounded once; the host widens
+  // them to f32 first (the same rounding points).
+  r.push_back({
+      .name = "linear_half_with_bias",
+      .dtypes = {DType::F16, DType::BF16},
+      .inputs =
+          [](DType dt) {
+            return Inputs{random_of({2, 3, 37}, dt, -1, 1, 42), random_of({9, 37}, dt, -1, 1, 43),
+                          random_of({9}, dt, -1, 1, 44)};
+          },
+      .device = [](const Inputs& in) { return linear(in[0], in[1], in[2]); },
+      .grad = true,
+  });
+  r.push_back({
+      .name = "linear_half_without_bias",
+      .dtypes = {DType::F16, DType::BF16},
+      .inputs = a_and_w,
+      .device = [](const Inputs& in) { return linear(in[0], in[1]); },
+      .grad = true,
   });
   r.push_back({
       .name = "linear_with_bias",
