@@ -40,15 +40,22 @@ ConvDataflow parse_conv_dataflow(const std::string& text) {
   return ConvDataflow::Auto;
 }
 
-// H200 (SXM) spec: 4.8 TB/s HBM3e; dense 67 TFLOPS FP32, 495 TF32, 989
-// f16/bf16. Efficiencies are guesses until gpu-check's rows replace them:
-// launches ~4 us apart (reference/peers.md 5.3); 85% of the bandwidth;
-// cuBLAS at 60% of FP32 and 40% of tensor-core peak on the per-offset
-// GEMMs (N <= 256 columns: the bench's gemm_FLOPS measures it); the WMMA
-// kernel (two-stage cp.async, 16 x 32 per warp) at 15% of tensor-core peak;
-// the FMA tiles at 40% of FP32.
+// Fitted on an H200 to gpu-check's BM_DeviceConv rows (docs/performance.md,
+// session 26: a 3x3x3 submanifold convolution of 100k points, C = 32..256,
+// f32, TF32, bf16, f16, forward), where the spec-sheet guesses (4 TB/s, GEMMs
+// at 40/200/400 TFLOPS, implicit at 27/75/150) chose the slower dataflow in
+// 3 of 16 shapes and the fitted ones in none:
+//  - gather's traffic is scattered rows: about 2.8 TB/s for 4-byte elements
+//    and 1.4 TB/s for 2-byte ones (narrower rows, a wider f32 accumulator);
+//  - cuBLAS's per-offset GEMMs (N <= 256, about 44k rows each) reach about
+//    40 TFLOPS in FP32, 100 in TF32 and 250 in f16/bf16 at the widths where
+//    they are not launch-bound (the rows' gemm_FLOPS counters);
+//  - the implicit kernel: 15 TFLOPS on f32 FMAs, 24 in TF32 and 60 in
+//    f16/bf16 on tensor cores (its time over its padded products);
+//  - launches about 4 us apart (reference/peers.md 5.3).
 const DataflowMachine& default_dataflow_machine() {
-  static const DataflowMachine m{4e-6, 4.0e12, {40e12, 200e12, 400e12}, {0, 75e12, 150e12}, 27e12};
+  static const DataflowMachine m{
+      4e-6, 4.0e12, {2.8e12, 1.4e12}, {40e12, 100e12, 250e12}, {0, 24e12, 60e12}, 15e12};
   return m;
 }
 
@@ -82,7 +89,8 @@ DataflowCosts dataflow_costs(const DataflowProblem& p, const DataflowMachine& m)
   const bool half = p.element_bytes < 4;
   const double gather_bytes =
       pairs * (e * (3 * inner + 2 * cols) + 8 * cols) + rows * cols * (4 + (half ? 4 + e : 0));
-  c.gather_s = gemm_s + gather_bytes / m.bytes_per_s + (half ? 4 : 3) * m.launch_s;
+  c.gather_s =
+      gemm_s + gather_bytes / m.gather_bytes_per_s[half ? 1 : 0] + (half ? 4 : 3) * m.launch_s;
 
   if (p.padded_slots < 0) {
     c.implicit_s = std::numeric_limits<double>::infinity();

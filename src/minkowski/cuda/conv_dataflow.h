@@ -19,11 +19,11 @@
 // tile (an upper bound: L2 holds many) and the destination once; time =
 // launch + max(FLOPs / rate, bytes / bandwidth).
 //
-// `auto` takes implicit when the map is eligible and its cost is the lower.
-// The machine constants (DataflowMachine) are H200 spec figures times
-// efficiencies guessed before any run: gpu-check's minkowski_cuda_bench rows
-// (BM_DeviceConv ... implicit:1/2, with the model's predictions as
-// counters) are what calibrate them (docs/performance.md, session 11).
+// `auto` (ME_CONV_DATAFLOW's default) takes implicit when the map is
+// eligible and its cost is the lower. The machine constants
+// (DataflowMachine) are fitted to gpu-check's minkowski_cuda_bench rows on
+// an H200 (BM_DeviceConv ... implicit:1/2, with the model's predictions as
+// counters; conv_dataflow.cpp and docs/performance.md, session 26).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,12 +41,13 @@ enum class ConvPrecision { F32, Tf32, Half };
 
 struct DataflowMachine {
   double launch_s;               // one kernel or GEMM launch, host gap included
-  double bytes_per_s;            // DRAM
+  double bytes_per_s;            // DRAM, streamed (the implicit kernel's rows)
+  double gather_bytes_per_s[2];  // DRAM, gathered and scattered rows: 4-, 2-byte elements
   double gemm_flops[3];          // cuBLAS per-offset GEMMs, by ConvPrecision
   double implicit_mma_flops[3];  // implicit on tensor cores (Tf32, Half; F32 unused)
   double implicit_fma_flops;     // implicit on f32 FMAs (any dtype)
 };
-// The uncalibrated constants (conv_dataflow.cpp says where each comes from).
+// The H200's fitted constants (conv_dataflow.cpp says where each comes from).
 const DataflowMachine& default_dataflow_machine();
 
 // One product: destination rows, channels summed over (inner) and produced

@@ -22,9 +22,9 @@ namespace minkowski::cuda {
 
 namespace {
 
-// The default stays gather until the implicit kernel has run on a device
-// (issue 19: scripts/gpu-check); then auto, once its constants are calibrated.
-fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "gather",
+// auto since the implicit kernels passed their tests on an H200 and the cost
+// model's constants were fitted to its timings (conv_dataflow.cpp).
+fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "auto",
                    "minkowski device convolution dataflow: auto (a cost model per call), gather "
                    "(gather, cuBLAS GEMM, scatter) or implicit (output-stationary implicit GEMM "
                    "over rows sorted by offset mask, where the map allows)",

@@ -38,7 +38,7 @@
 // cp.async in 16-byte chunks when C is a multiple of 8 halves / 4 floats,
 // else element by element (same results).
 //
-// ME_CONV_DATAFLOW = gather (default) | auto | implicit (read per call).
+// ME_CONV_DATAFLOW = auto (default) | gather | implicit (read per call).
 // implicit runs the implicit dataflow wherever the map is eligible (else
 // gather); auto compares the two dataflows' modelled costs from the map's
 // pairs per offset, its tiles' density and the channel widths

@@ -38,7 +38,8 @@ TEST(MinkowskiCudaConvDataflow, PaddedSlotsCountTheTilesOffsets) {
 }
 
 TEST(MinkowskiCudaConvDataflow, CostsAreTheWrittenOutFormulas) {
-  const cuda::DataflowMachine m{1e-6, 1e9, {1e9, 2e9, 4e9}, {0, 1e9, 2e9}, 5e8};
+  // gather's 4-byte rows at 3e9, its 2-byte rows at 1e9
+  const cuda::DataflowMachine m{1e-6, 1e9, {3e9, 1e9}, {1e9, 2e9, 4e9}, {0, 1e9, 2e9}, 5e8};
   DataflowProblem p;
   p.rows = 100;
   p.pairs_per_offset = {50, 0, 30};
@@ -62,7 +63,8 @@ TEST(MinkowskiCudaConvDataflow, CostsAreTheWrittenOutFormulas) {
   p.implicit_tensor_cores = false;
   EXPECT_NEAR(cuda::dataflow_costs(p, m).implicit_s, 1e-6 + 2.0 * 256 * 16 * 32 / 5e8, 1e-12);
   // TF32 products are 8 deep: 20 inner channels pad to 24 (FMA tiles: 32);
-  // f32 operands: 4 bytes, three launches beside the GEMMs.
+  // f32 operands: 4 bytes (gather's rows at 3e9), three launches beside the
+  // GEMMs.
   p.implicit_tensor_cores = true;
   p.precision = ConvPrecision::Tf32;
   p.element_bytes = 4;
@@ -70,7 +72,7 @@ TEST(MinkowskiCudaConvDataflow, CostsAreTheWrittenOutFormulas) {
   EXPECT_NEAR(cuda::dataflow_costs(p, m).implicit_s, 1e-6 + 2.0 * 256 * 24 * 32 / 1e9, 1e-12);
   const double gemms = 2 * 50 * 20 * 8 / 2e9 + 2 * 30 * 20 * 8 / 2e9;
   const double bytes = 80 * (4.0 * (3 * 20 + 2 * 8) + 8 * 8) + 100 * 8 * 4;
-  EXPECT_NEAR(cuda::dataflow_costs(p, m).gather_s, gemms + bytes / 1e9 + 3e-6, 1e-12);
+  EXPECT_NEAR(cuda::dataflow_costs(p, m).gather_s, gemms + bytes / 3e9 + 3e-6, 1e-12);
 }
 
 TEST(MinkowskiCudaConvDataflow, ForcedChoicesAndEligibility) {
