@@ -11,10 +11,10 @@ namespace nefi {
 namespace {
 
 fk::Knob kFusedMlp("NEFI_FUSED_MLP", fk::KnobType::String, "auto",
-                   "nefi device NeuralField MLP: auto (one fused kernel each way where the "
-                   "network allows: widths <= 128, f32 or bf16/f16 autocast), 1 (fused, an "
-                   "error where it cannot run) or 0 (one cuBLAS GEMM + one epilogue kernel "
-                   "per layer)",
+                   "nefi device NeuralField MLP: auto (one fused kernel each way where it "
+                   "is the faster: hidden width <= 64 in f32, <= 32 under bf16/f16 "
+                   "autocast), 1 (fused wherever it can run: widths <= 128; an error "
+                   "elsewhere) or 0 (one cuBLAS GEMM + one epilogue kernel per layer)",
                    fk::KnobRead::PerCall);
 
 enum class Mode { Off, On, Auto };
@@ -53,6 +53,10 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
   return fused_mlp_unsupported_on(spec, in, device);
 }
 
+int fused_mlp_auto_width(const FusedMlpSpec& spec) {
+  return spec.autocast ? kFusedMlpAutoWidthAutocast : kFusedMlpAutoWidth;
+}
+
 bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device) {
   const Mode m = mode();
   if (m == Mode::Off) return false;
@@ -61,7 +65,7 @@ bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device) {
            "a network the fused kernel runs (hidden and output widths <= " +
                std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
            why);
-  return why.empty();
+  return why.empty() && (m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec));
 }
 
 }  // namespace nefi

@@ -66,11 +66,21 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
 // Its device half: no such device, or not enough shared memory on it.
 std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);
 
+// The widest hidden layer NEFI_FUSED_MLP=auto gives the fused kernel, in f32
+// and under bf16/f16 autocast. Measured on an H200 (nefi_cuda_bench's
+// BM_DeviceMlp, 65536 rows, docs/performance.md session 26): fused against
+// per-layer cuBLAS, forward+backward, f32 0.75x the time at width 32, 0.89x
+// at 64, 1.7x at 128; under bf16 autocast 0.96x at 32, 1.16x at 64, 2.5x
+// at 128 (the forward alone is faster fused up to 64 either way).
+inline constexpr int kFusedMlpAutoWidth = 64;
+inline constexpr int kFusedMlpAutoWidthAutocast = 32;
+int fused_mlp_auto_width(const FusedMlpSpec& spec);
+
 // NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP as
 // fused_mlp_device. auto: where the fused kernel can (widths <= 128, shared
-// memory fits; f32 or bf16/f16 autocast alike); 1: always, an fk::Error
-// naming the reason where it cannot; 0: never (the per-layer cuBLAS path,
-// dense_device.h).
+// memory fits) and is the faster (hidden width <= fused_mlp_auto_width);
+// 1: wherever it can, an fk::Error naming the reason where it cannot; 0:
+// never (the per-layer cuBLAS path, dense_device.h).
 bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device);
 
 fk::Tensor fused_mlp_device(const fk::Tensor& features, const fk::Tensor& params,

@@ -58,15 +58,26 @@ TEST(NefiFusedMlpChoice, KnobValues) {
         EXPECT_TRUE(nefi::use_fused_mlp(spec(32, ac), 8, 0));
     }
   }
-  // auto: the per-layer path wherever the fused kernel cannot run; autocast
-  // (bf16 or f16) fields take the fused one as f32 fields do.
+  // auto: the per-layer path wherever the fused kernel cannot run, and where
+  // it can but is the slower (hidden width above 64 in f32, above 32 under
+  // autocast: the H200's figures in fused_mlp_device.h).
   EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 8, 0));
   EXPECT_FALSE(nefi::use_fused_mlp(spec(129, fk::DType::F16), 8, 0));
   EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0));
   const bool gpu = fk::cuda::device_count() > 0;
-  EXPECT_EQ(nefi::use_fused_mlp(spec(128), 8, 0), gpu);
-  EXPECT_EQ(nefi::use_fused_mlp(spec(128, fk::DType::BF16), 8, 0), gpu);
-  EXPECT_EQ(nefi::use_fused_mlp(spec(128, fk::DType::F16), 8, 0), gpu);
+  EXPECT_EQ(nefi::use_fused_mlp(spec(64), 8, 0), gpu);
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(65), 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(128), 8, 0));
+  for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
+    EXPECT_EQ(nefi::use_fused_mlp(spec(32, ac), 8, 0), gpu);
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(33, ac), 8, 0));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(128, ac), 8, 0));
+  }
+  if (gpu) {  // 1 still fuses where auto does not
+    fk::KnobOverride on("NEFI_FUSED_MLP", "1");
+    EXPECT_TRUE(nefi::use_fused_mlp(spec(128), 8, 0));
+    EXPECT_TRUE(nefi::use_fused_mlp(spec(128, fk::DType::BF16), 8, 0));
+  }
 }
 
 // The parameter gradient's launch has a grid row per layer (at most 65535):
