@@ -1,12 +1,13 @@
 #pragma once
 // Shared by the device solve-step benchmarks (solver_graph_cuda_bench.cpp,
-// imaging_graph_cuda_bench.cpp): one solve of an instance's neural setup on
-// CUDA device 0, eager or as one replayed CUDA graph, timed by the solver's
-// own step times over its steps after the first `skip` (warm-up and
-// capture), and the counters those benchmarks report. With the graph, only
-// replayed steps are timed: a stage whose step changes shape mid-way (an
-// annealing band the field cannot open in place) warms up and captures again,
-// and those two steps are counted apart (eager_steps), not averaged in.
+// imaging_graph_cuda_bench.cpp, thermal_step_cuda_bench.cpp): one solve of an
+// instance's setup on CUDA device 0, eager or as one replayed CUDA graph,
+// timed by the solver's own step times over its steps after the first
+// `skip` (warm-up and capture), and the counters those benchmarks report.
+// With the graph, only replayed steps are timed: a stage whose step changes
+// shape mid-way (an annealing band the field cannot open in place) warms up
+// and captures again, and those two steps are counted apart (eager_steps),
+// not averaged in.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -23,13 +24,14 @@ struct DeviceStepTotals {
   double ms = 0, launches = 0, measured = 0, eager = 0, graph_steps = 0;
 };
 
-// Sets up `instance` (method neural, seed 3) from p, solves it on
-// cuda_device(0) with the stopping rules off and adds its steps from `skip`
-// on (with `graph`, its replays) to totals; returns their milliseconds (the
+// Sets up `instance` (`method`, seed 3) from p, solves it on cuda_device(0)
+// with the stopping rules off and adds its steps from `skip` on (with
+// `graph`, its replays) to totals; returns their milliseconds (the
 // iteration's manual time).
 inline double timed_device_solve(const std::string& instance, const nefi::Params& p, bool graph,
-                                 int skip, DeviceStepTotals& totals) {
-  auto su = nefi::find_instance(instance)->setup(p, "neural", 3);
+                                 int skip, DeviceStepTotals& totals,
+                                 const std::string& method = "neural") {
+  auto su = nefi::find_instance(instance)->setup(p, method, 3);
   nefi::SolverOptions so;
   so.seed = 3;
   so.device = fk::cuda_device(0);
