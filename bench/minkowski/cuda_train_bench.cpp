@@ -8,14 +8,15 @@
 // on the device (maps and kernel maps built there). Rows: f32, TF32 (f32 with
 // fk::amp::allow_tf32) and bf16 (autocast: bf16 convolutions, f32 master
 // weights, norms and loss) with host coordinates; f32 with device
-// coordinates; f32 with ME_LAZY_SYNC=1. Atomics (set_deterministic off), the
-// default ME_CONV_DATAFLOW.
+// coordinates; f32 with ME_LAZY_SYNC=1; then f32, TF32 and bf16 again with
+// ME_CONV_DATAFLOW=gather pinned, beside the default auto (the cost model's
+// per-layer choice of gather or implicit GEMM). Atomics (set_deterministic
+// off).
 // Counters: the time per step (ms, CUDA events on the current stream around
 // the whole step, host gaps and syncs included), points/s, and per step fk's
 // op and launch counters (fk::profile: fk's device ops and copies, and every
-// kernel, GEMM, gather and scatter minkowski's device dispatch issues, except
-// the implicit-GEMM dataflow's, which ME_CONV_DATAFLOW=gather, the default,
-// does not run).
+// kernel, GEMM, gather and scatter minkowski's device dispatch issues; a CUB
+// sort counts as one).
 // Without a usable device every row reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   build/bin/minkowski_cuda_bench --benchmark_filter=BM_DeviceMinkUNet18Step
@@ -74,19 +75,22 @@ const TrainScene& train_scene() {
 
 // The TF32 switch and the sync knob of one row, for its scope.
 struct RowSettings {
-  RowSettings(int64_t precision, bool lazy)
+  RowSettings(int64_t precision, bool lazy, bool gather)
       : tf32("FK_ALLOW_TF32", precision == kTf32 ? "1" : "0"),
-        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0") {}
-  fk::KnobOverride tf32, lazy_sync;
+        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0"),
+        dataflow("ME_CONV_DATAFLOW", gather ? "gather" : "auto") {}
+  fk::KnobOverride tf32, lazy_sync, dataflow;
 };
 
 // Args: precision (0 f32, 1 tf32, 2 bf16); coordinates on the device (1) or
-// the host (0); ME_LAZY_SYNC (1) or not (0).
+// the host (0); ME_LAZY_SYNC (1) or not (0); ME_CONV_DATAFLOW gather (1) or
+// auto (0).
 void BM_DeviceMinkUNet18Step(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int64_t precision = state.range(0);
   const bool device_coords = state.range(1) != 0;
-  const RowSettings settings(precision, state.range(2) != 0);
+  const bool gather = state.range(3) != 0;
+  const RowSettings settings(precision, state.range(2) != 0, gather);
   const TrainScene& s = train_scene();
   const fk::Tensor coords = device_coords ? s.coords.to(kGpu) : s.coords;
   fk::manual_seed(0);
@@ -120,15 +124,19 @@ void BM_DeviceMinkUNet18Step(benchmark::State& state) {
                                                   benchmark::Counter::kIsIterationInvariantRate);
   state.counters["loss"] = loss;
   state.SetLabel(s.source + " " + precision_name(precision) + " coordinates on " +
-                 (device_coords ? "device" : "host") + (state.range(2) != 0 ? " lazy sync" : ""));
+                 (device_coords ? "device" : "host") + (state.range(2) != 0 ? " lazy sync" : "") +
+                 (gather ? " gather" : " auto"));
 }
 BENCHMARK(BM_DeviceMinkUNet18Step)
-    ->Args({kFp32, 0, 0})
-    ->Args({kTf32, 0, 0})
-    ->Args({kBf16, 0, 0})
-    ->Args({kFp32, 1, 0})
-    ->Args({kFp32, 0, 1})
-    ->ArgNames({"precision", "device_coords", "lazy"})
+    ->Args({kFp32, 0, 0, 0})
+    ->Args({kTf32, 0, 0, 0})
+    ->Args({kBf16, 0, 0, 0})
+    ->Args({kFp32, 1, 0, 0})
+    ->Args({kFp32, 0, 1, 0})
+    ->Args({kFp32, 0, 0, 1})
+    ->Args({kTf32, 0, 0, 1})
+    ->Args({kBf16, 0, 0, 1})
+    ->ArgNames({"precision", "device_coords", "lazy", "gather"})
     ->Iterations(6)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -15,6 +15,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/knobs.h"
+#include "fk/profile.h"
 #include "minkowski/cuda/device_buffers.h"
 #include "minkowski/cuda/kernels.h"
 
@@ -64,6 +65,8 @@ std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, b
   auto* slot = static_cast<unsigned long long*>(slots.data_ptr());
   launch_tile_slots(buffers::u64(sorted_mask), rows, 64, slot, stream);
   launch_tile_slots(buffers::u64(sorted_mask), rows, 128, slot + 1, stream);
+  // masks, iota, the sort (counted as one), two slot counts
+  for (int i = 0; i < (rows > 0 ? 5 : 4); ++i) fk::profile::count_launch();
   r->eligible = repeated.to_vector<int32_t>()[0] == 0;
   const std::vector<int64_t> counted = slots.to_vector<int64_t>();
   r->slots_64 = counted[0];
@@ -121,6 +124,7 @@ fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
   a.dst = dst.data_ptr();
   a.transposed = transposed;
   void* stream = fk::cuda::current_stream(map.device);
+  fk::profile::count_launch();
   if (!implicit_uses_tensor_cores(src.dtype(), map.device)) {
     launch_implicit_conv(static_cast<int>(src.dtype()), a, stream);
     return dst;
