@@ -66,4 +66,32 @@ BENCHMARK(BM_DeviceImagingStep)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+// reaction_diffusion's device_fused_cells (its default, 4096 cells, is a
+// guess): the captured step with the whole rollout and the whole adjoint as
+// one single-block launch each (fused:1, device_fused_cells at its largest)
+// against one launch per substep over the device (fused:0), at n x n cells
+// for n 32, 64 and 96 (200, 800 and 1800 substeps: the stability bound
+// grows with n^2). The n where fused:0 starts to win is the threshold.
+void BM_DeviceReactionDiffusionFusedCells(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const int64_t n = state.range(0);
+  const bool fused = state.range(1) != 0;
+  nefi::Params p = nefi::find_instance("reaction_diffusion")->default_config();
+  p.set_value("steps", std::vector<double>{kSteps});
+  p.set("n", std::to_string(n));
+  p.set("device_fused_cells", fused ? "65536" : "0");
+  nefi_bench::DeviceStepTotals totals;
+  for (auto _ : state) {
+    state.SetIterationTime(
+        1e-3 * nefi_bench::timed_device_solve("reaction_diffusion", p, true, kSkip, totals));
+  }
+  state.SetLabel(std::to_string(n * n) + " cells, " + (fused ? "fused" : "per substep"));
+  nefi_bench::set_step_counters(state, totals);
+}
+BENCHMARK(BM_DeviceReactionDiffusionFusedCells)
+    ->ArgsProduct({{32, 64, 96}, {0, 1}})
+    ->ArgNames({"n", "fused"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
