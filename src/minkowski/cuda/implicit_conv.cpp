@@ -65,8 +65,8 @@ std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, b
   auto* slot = static_cast<unsigned long long*>(slots.data_ptr());
   launch_tile_slots(buffers::u64(sorted_mask), rows, 64, slot, stream);
   launch_tile_slots(buffers::u64(sorted_mask), rows, 128, slot + 1, stream);
-  // masks, iota, the sort (counted as one), two slot counts
-  for (int i = 0; i < (rows > 0 ? 5 : 4); ++i) fk::profile::count_launch();
+  // masks, iota, the sort (counted as one), two slot counts; none at 0 rows
+  if (rows > 0) fk::profile::count_launch(5);
   r->eligible = repeated.to_vector<int32_t>()[0] == 0;
   const std::vector<int64_t> counted = slots.to_vector<int64_t>();
   r->slots_64 = counted[0];
