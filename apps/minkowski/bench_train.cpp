@@ -4,15 +4,17 @@
 // ms per step split into forward / backward / optimizer, points/s, the peak
 // memory of a step, and the share of the step spent in convolution compute
 // (gather-GEMM-scatter, forward and backward; everything else is maps, norms,
-// pooling, activations, the loss and the optimizer). The share and the peak
-// come from one traced step (fk::profile events of every convolution's
-// forward and backward); the times from the untraced steps.
-#include <unistd.h>
+// pooling, activations, the loss and the optimizer). The share, the peak and
+// the launches and host waits (syncs) per step come from one traced step
+// (fk::profile events); the times from the untraced steps. --device cuda runs
+// the network, features and labels on the GPU (coordinates on the host, or on
+// the device with --device-coords), each phase timed up to a wait for the
+// device; --ops N lists the traced step's N largest host-time events (self
+// time: an event's time minus the events nested in it), which is where a
+// host-bound device step spends its time.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "fk/fk.h"
@@ -41,7 +43,7 @@ struct StepTimes {
 };
 
 StepTimes timed_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
-                     const fk::Tensor& labels, fk::DType precision) {
+                     const fk::Tensor& labels, fk::DType precision, fk::Device device) {
   StepTimes t;
   adam.zero_grad();
   auto start = Clock::now();
@@ -50,51 +52,58 @@ StepTimes timed_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
     const nn::Precision scope(precision);
     loss = nn::cross_entropy(net.forward(x).F(), labels);
   }
+  fk::synchronize(device);
   t.forward = ms_since(start);
   start = Clock::now();
   loss.backward();
+  fk::synchronize(device);
   t.backward = ms_since(start);
   start = Clock::now();
   adam.step();
+  fk::synchronize(device);
   t.optimizer = ms_since(start);
   return t;
-}
-
-// Milliseconds in convolution compute among the recorded trace events.
-double convolution_ms(const std::string& trace_path) {
-  std::ifstream in(trace_path);
-  const nlohmann::json trace = nlohmann::json::parse(in);
-  const auto& events = trace.is_array() ? trace : trace.at("traceEvents");
-  double us = 0;
-  for (const auto& e : events) {
-    const std::string name = e.value("name", "");
-    if (name == "minkowski.convolution" || name == "minkowski.convolution_backward")
-      us += e.value("dur", 0.0);
-  }
-  return us / 1000.0;
 }
 
 struct Traced {
   double conv_share = 0;
   int64_t peak_bytes = 0;
+  fk::profile::Counters counts;
+  std::vector<fk::profile::EventTotal> events;
 };
 
 Traced traced_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
-                   const fk::Tensor& labels, fk::DType precision) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("minkowski_bench_train_" + std::to_string(getpid()) + ".json"))
-                               .string();
+                   const fk::Tensor& labels, fk::DType precision, fk::Device device) {
   fk::profile::clear_trace();
   fk::profile::set_tracing(true);
-  const fk::profile::ProfileScope scope;
-  const StepTimes t = timed_step(net, adam, x, labels, precision);
+  const fk::profile::ProfileScope scope(device);
+  StepTimes t;
+  try {
+    t = timed_step(net, adam, x, labels, precision, device);
+  } catch (...) {
+    fk::profile::set_tracing(false);  // process-wide: never left on behind an exception
+    throw;
+  }
   const fk::profile::Report report = scope.report();
   fk::profile::set_tracing(false);
-  fk::profile::export_chrome_trace(path);
+  Traced r{0, report.peak_bytes, report.counts, fk::profile::event_totals()};
   fk::profile::clear_trace();
-  Traced r{convolution_ms(path) / t.total(), report.peak_bytes};
-  std::filesystem::remove(path);
+  double conv_ms = 0;
+  for (const fk::profile::EventTotal& e : r.events)
+    if (e.name == std::string("minkowski.convolution") ||
+        e.name == std::string("minkowski.convolution_backward"))
+      conv_ms += e.total_ms;
+  r.conv_share = conv_ms / t.total();
   return r;
+}
+
+void print_events(const std::vector<fk::profile::EventTotal>& events, int top) {
+  const size_t n = std::min(events.size(), static_cast<size_t>(std::max(top, 0)));
+  if (n == 0) return;
+  std::printf("    top %zu host-time events of the traced step (self ms, calls, total ms):\n", n);
+  for (size_t i = 0; i < n; ++i)
+    std::printf("    %-44s %9.2f %7lld %9.2f\n", events[i].name.c_str(), events[i].self_ms,
+                static_cast<long long>(events[i].calls), events[i].total_ms);
 }
 
 struct Config {
@@ -103,27 +112,30 @@ struct Config {
 };
 
 void run_config(const BenchTrainOptions& o, int threads, const Config& c, const fk::Tensor& coords,
-                const fk::Tensor& features, const fk::Tensor& labels) {
+                const fk::Tensor& features, const fk::Tensor& labels, fk::Device device) {
   fk::KnobOverride fused("ME_FUSED_COPY", c.fused ? "1" : "0");
   fk::manual_seed(0);
   nn::MinkUNet net(nn::minkunet_options(o.variant, 3, 20, 3));
+  net.to(device);  // before the optimizer: its moments are made on the parameters' device
   nn::Adam adam(net.parameters(), {});
   // A fresh tensor (new coordinate manager) per step, as in training.
   auto input = [&] { return SparseTensor(features, coords); };
-  timed_step(net, adam, input(), labels, c.precision);  // warm-up
-  const Traced traced = traced_step(net, adam, input(), labels, c.precision);
+  timed_step(net, adam, input(), labels, c.precision, device);  // warm-up
+  const Traced traced = traced_step(net, adam, input(), labels, c.precision, device);
   StepTimes sum;
   for (int s = 0; s < o.steps; ++s) {
-    const StepTimes t = timed_step(net, adam, input(), labels, c.precision);
+    const StepTimes t = timed_step(net, adam, input(), labels, c.precision, device);
     sum.forward += t.forward / o.steps;
     sum.backward += t.backward / o.steps;
     sum.optimizer += t.optimizer / o.steps;
   }
-  std::printf("%8d %6s %11s %9.1f %9.1f %9.1f %9.1f %11.0f %7.1f %9.1f\n", threads,
-              fk::name(c.precision), c.fused ? "fused" : "per-offset", sum.total(), sum.forward,
-              sum.backward, sum.optimizer,
-              static_cast<double>(coords.size(0)) / (sum.total() / 1000.0),
-              100.0 * traced.conv_share, traced.peak_bytes / 1048576.0);
+  std::printf(
+      "%8d %6s %11s %9.1f %9.1f %9.1f %9.1f %11.0f %7.1f %9.1f %9lld %7lld\n", threads,
+      fk::name(c.precision), c.fused ? "fused" : "per-offset", sum.total(), sum.forward,
+      sum.backward, sum.optimizer, static_cast<double>(coords.size(0)) / (sum.total() / 1000.0),
+      100.0 * traced.conv_share, traced.peak_bytes / 1048576.0,
+      static_cast<long long>(traced.counts.launches), static_cast<long long>(traced.counts.syncs));
+  print_events(traced.events, o.ops);
   std::fflush(stdout);
 }
 
@@ -139,26 +151,35 @@ int bench_train(const BenchTrainOptions& o) {
     configs.push_back({d, true});
     configs.push_back({d, false});
   }
+  const fk::Device device = fk::parse_device(o.device);
+  if (device.is_cuda())
+    FK_CHECK(device.index < fk::cuda_device_count(), "minkowski bench train --device",
+             "a usable CUDA device (" + std::to_string(fk::cuda_device_count()) + " found)",
+             o.device);
   const std::vector<int32_t> rows = synthetic_scene(o.points, 1).rows;
   const int64_t n = static_cast<int64_t>(rows.size()) / 4;
-  const fk::Tensor coords = fk::from_vector(rows, {n, 4});
-  const fk::Tensor features = fk::rand({n, 3}, {fk::DType::F32});
-  const fk::Tensor labels = fk::randint(0, 20, {n});
+  fk::Tensor coords = fk::from_vector(rows, {n, 4});
+  if (o.device_coords) coords = coords.to(device);
+  const fk::Tensor features = fk::rand({n, 3}, {fk::DType::F32}).to(device);
+  const fk::Tensor labels = fk::randint(0, 20, {n}).to(device);
   std::printf(
-      "minkowski bench train --variant %s --points %lld --steps %d --threads %s --precision %s\n",
+      "minkowski bench train --variant %s --points %lld --steps %d --threads %s --precision %s "
+      "--device %s%s\n",
       o.variant.c_str(), static_cast<long long>(o.points), o.steps, o.threads.c_str(),
-      o.precisions.c_str());
+      o.precisions.c_str(), device.str().c_str(), o.device_coords ? " --device-coords" : "");
   std::printf(
       "MinkUNet%s, %lld voxels, Adam; mean of %d steps after a warm-up and a traced step\n"
-      "(conv %%: convolution compute in the traced step; peak: the traced step's)\n",
+      "(conv %%: convolution compute in the traced step; peak, launches and syncs (host waits "
+      "for the device): the traced step's)\n",
       o.variant.c_str(), static_cast<long long>(n), o.steps);
-  std::printf("%8s %6s %11s %9s %9s %9s %9s %11s %7s %9s\n", "threads", "prec", "conv copy",
-              "ms/step", "forward", "backward", "optim", "points/s", "conv %", "peak MiB");
+  std::printf("%8s %6s %11s %9s %9s %9s %9s %11s %7s %9s %9s %7s\n", "threads", "prec", "conv copy",
+              "ms/step", "forward", "backward", "optim", "points/s", "conv %", "peak MiB",
+              "launches", "syncs");
   std::stringstream list(o.threads);
   for (std::string item; std::getline(list, item, ',');) {
     const int threads = std::stoi(item);
     fk::set_num_threads(threads);
-    for (const Config& c : configs) run_config(o, threads, c, coords, features, labels);
+    for (const Config& c : configs) run_config(o, threads, c, coords, features, labels, device);
   }
   return 0;
 }

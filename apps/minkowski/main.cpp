@@ -59,6 +59,11 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
   bench_train->add_option("--precision", bto.precisions,
                           "precisions, comma-separated (f32, bf16, fp16)");
+  bench_train->add_option("--device", bto.device, "cpu, cuda or cuda:N");
+  bench_train->add_flag("--device-coords", bto.device_coords,
+                        "coordinates on --device too: maps and kernel maps built there");
+  bench_train->add_option("--ops", bto.ops,
+                          "list this many of the traced step's largest host-time events");
   c.conv = conv;
   c.ops = ops;
   c.bench_train = bench_train;

@@ -56,6 +56,9 @@ struct BenchTrainOptions {
   int steps = 3;
   std::string threads = "1,2";
   std::string precisions = "f32,bf16";  // each with the fused and the per-offset copy path
+  std::string device = "cpu";           // where the network, features and labels live
+  bool device_coords = false;           // coordinates (and so every map) on --device too
+  int ops = 0;                          // list the traced step's largest host-time events
 };
 int bench_train(const BenchTrainOptions& o);
 

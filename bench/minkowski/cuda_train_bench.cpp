@@ -14,9 +14,11 @@
 // off).
 // Counters: the time per step (ms, CUDA events on the current stream around
 // the whole step, host gaps and syncs included), points/s, and per step fk's
-// op and launch counters (fk::profile: fk's device ops and copies, and every
-// kernel, GEMM, gather and scatter minkowski's device dispatch issues; a CUB
-// sort counts as one).
+// op, launch and sync counters (fk::profile: fk's device ops and copies, and
+// every kernel, GEMM, gather and scatter minkowski's device dispatch issues; a
+// CUB sort counts as one; a sync is a host wait for the stream, after an op
+// unless ME_LAZY_SYNC=1, and for every host read). `minkowski bench train
+// --device cuda --ops N` lists where such a step's host time goes.
 // Without a usable device every row reports an error and skips.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
 //   build/bin/minkowski_cuda_bench --benchmark_filter=BM_DeviceMinkUNet18Step
@@ -120,6 +122,7 @@ void BM_DeviceMinkUNet18Step(benchmark::State& state) {
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
   state.counters["launches_per_step"] = static_cast<double>(after.launches - before.launches) * per;
   state.counters["ops_per_step"] = static_cast<double>(after.ops - before.ops) * per;
+  state.counters["syncs_per_step"] = static_cast<double>(after.syncs - before.syncs) * per;
   state.counters["points/s"] = benchmark::Counter(static_cast<double>(s.coords.size(0)),
                                                   benchmark::Counter::kIsIterationInvariantRate);
   state.counters["loss"] = loss;

@@ -27,4 +27,12 @@ int cuda_device_count() {
   return cuda::device_count();
 }
 
+void synchronize(Device device) {
+  if (device.is_cpu()) return;
+  FK_CHECK(device.index < cuda::device_count(), "fk::synchronize",
+           "a usable CUDA device (" + std::to_string(cuda::device_count()) + " found)",
+           device.str());
+  cuda::synchronize(device.index);
+}
+
 }  // namespace fk

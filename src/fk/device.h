@@ -28,4 +28,10 @@ Device parse_device(const std::string& s);
 // present, or on any error from the runtime (this machine reports error 35).
 int cuda_device_count();
 
+// Waits until the work queued on the device's current stream (this thread's)
+// has finished, as torch.cuda.synchronize does; nothing to wait for on the
+// CPU. Throws fk::Error for a device fk cannot use, or for an index a kernel
+// found out of range.
+void synchronize(Device device);
+
 }  // namespace fk

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -79,9 +81,49 @@ void export_chrome_trace(const std::string& path) {
   f << "\n],\"displayTimeUnit\":\"ns\"}\n";
 }
 
+std::vector<EventTotal> event_totals() {
+  std::vector<Event> events;
+  {
+    auto& b = trace_buffer();
+    std::lock_guard<std::mutex> lock(b.mu);
+    events = b.events;
+  }
+  // By thread, then start; an enclosing event (same start, longer) first.
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.tid != b.tid) return a.tid < b.tid;
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
+  });
+  std::vector<int64_t> self(events.size());
+  std::vector<size_t> open;  // the enclosing events of the current one
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    self[i] = e.dur_ns;
+    while (!open.empty() &&
+           (events[open.back()].tid != e.tid ||
+            e.start_ns + e.dur_ns > events[open.back()].start_ns + events[open.back()].dur_ns))
+      open.pop_back();
+    if (!open.empty()) self[open.back()] -= e.dur_ns;
+    open.push_back(i);
+  }
+  std::map<std::string, EventTotal> by_name;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EventTotal& t = by_name[events[i].name];
+    t.name = events[i].name;
+    ++t.calls;
+    t.total_ms += events[i].dur_ns / 1e6;
+    t.self_ms += self[i] / 1e6;
+  }
+  std::vector<EventTotal> out;
+  for (auto& [name, t] : by_name) out.push_back(std::move(t));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const EventTotal& a, const EventTotal& b) { return a.self_ms > b.self_ms; });
+  return out;
+}
+
 std::string Report::str() const {
-  return fmt::format("{} ops, {} view ops, {} launches, {:.3f} ms, peak {:.2f} MiB", counts.ops,
-                     counts.view_ops, counts.launches, wall_ms, peak_bytes / 1048576.0);
+  return fmt::format("{} ops, {} view ops, {} launches, {} syncs, {:.3f} ms, peak {:.2f} MiB",
+                     counts.ops, counts.view_ops, counts.launches, counts.syncs, wall_ms,
+                     peak_bytes / 1048576.0);
 }
 
 ProfileScope::ProfileScope(Device device)
@@ -95,6 +137,7 @@ Report ProfileScope::report() const {
   r.counts.ops = c.ops - start_.ops;
   r.counts.view_ops = c.view_ops - start_.view_ops;
   r.counts.launches = c.launches - start_.launches;
+  r.counts.syncs = c.syncs - start_.syncs;
   r.wall_ms = (now_ns() - start_ns_) / 1e6;
   r.peak_bytes = memory_stats(device_).peak;
   return r;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fk/device.h"
 
@@ -15,6 +16,7 @@ struct Counters {
   int64_t ops = 0;       // compute ops (anything that touches elements)
   int64_t view_ops = 0;  // view and metadata ops (no elements touched)
   int64_t launches = 0;  // kernel launches: parallel regions, BLAS/FFT calls, CUDA kernels
+  int64_t syncs = 0;     // host waits for a device's stream (after an op, or for a host read)
 };
 
 Counters& counters();  // this thread's counters
@@ -23,6 +25,9 @@ inline void count_view() {
 }
 inline void count_launch(int64_t n = 1) {
   counters().launches += n;
+}
+inline void count_sync() {
+  ++counters().syncs;
 }
 
 bool tracing();  // whether chrome-trace events are being recorded
@@ -52,6 +57,34 @@ class OpScope {
   const char* name_;
   int64_t start_ = -1;
 };
+
+// A traced region that is not an op (a wait, a map build, a backward of
+// many ops): recorded when tracing is on, counted nowhere.
+class TraceScope {
+ public:
+  explicit TraceScope(const char* name) : name_(name), start_(tracing() ? now_ns() : -1) {}
+  ~TraceScope() {
+    if (start_ >= 0) [[unlikely]]
+      record_event(name_, start_, now_ns() - start_);
+  }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  const char* name_;
+  int64_t start_;
+};
+
+// The recorded events summed by name: calls, total time, and self time (on
+// each thread, an event's time minus the events nested in it), largest self
+// time first. Where a step's host time goes, without a round trip through
+// the chrome trace.
+struct EventTotal {
+  std::string name;
+  int64_t calls = 0;
+  double total_ms = 0, self_ms = 0;
+};
+std::vector<EventTotal> event_totals();
 
 struct Report {
   Counters counts;  // ops, view ops and launches inside the scope

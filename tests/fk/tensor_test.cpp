@@ -378,6 +378,64 @@ TEST(Profile, PeakMemoryOfTheScope) {
   EXPECT_NE(r.str().find("peak 4.0"), std::string::npos) << r.str();
 }
 
+// Event totals: calls and total time by name, and self time with the events
+// nested in an event (on its thread) taken out; a TraceScope is recorded
+// without counting an op.
+TEST(Profile, EventTotalsSplitSelfFromNestedTime) {
+  profile::clear_trace();
+  profile::record_event("outer", 1000000, 10000000);  // 1 ms .. 11 ms
+  profile::record_event("inner", 2000000, 3000000);   // 2 .. 5 ms, inside outer
+  profile::record_event("inner", 6000000, 1000000);   // 6 .. 7 ms, inside outer
+  profile::record_event("after", 12000000, 500000);   // 12 .. 12.5 ms, after outer
+  const std::vector<profile::EventTotal> t = profile::event_totals();
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].name, "outer");  // largest self time first
+  EXPECT_EQ(t[0].calls, 1);
+  EXPECT_NEAR(t[0].total_ms, 10.0, 1e-9);
+  EXPECT_NEAR(t[0].self_ms, 6.0, 1e-9);
+  EXPECT_EQ(t[1].name, "inner");
+  EXPECT_EQ(t[1].calls, 2);
+  EXPECT_NEAR(t[1].total_ms, 4.0, 1e-9);
+  EXPECT_NEAR(t[1].self_ms, 4.0, 1e-9);
+  EXPECT_EQ(t[2].name, "after");
+  EXPECT_NEAR(t[2].self_ms, 0.5, 1e-9);
+  profile::clear_trace();
+  EXPECT_TRUE(profile::event_totals().empty());
+
+  const Tensor a = ones({4});
+  const int64_t ops = profile::counters().ops;
+  profile::set_tracing(true);
+  {
+    const profile::TraceScope scope("scope");
+    Tensor c = add(a, a);
+  }
+  profile::set_tracing(false);
+  EXPECT_EQ(profile::counters().ops - ops, 1);  // the add; the scope is no op
+  const std::vector<profile::EventTotal> s = profile::event_totals();
+  const auto find = [&](const std::string& name) {
+    return std::find_if(s.begin(), s.end(), [&](const auto& e) { return e.name == name; });
+  };
+  ASSERT_NE(find("scope"), s.end());
+  ASSERT_NE(find("add"), s.end());
+  EXPECT_GE(find("scope")->total_ms, find("add")->total_ms);
+  EXPECT_LE(find("scope")->self_ms, find("scope")->total_ms - find("add")->total_ms + 1e-9);
+  profile::clear_trace();
+}
+
+// fk::synchronize: nothing to wait for on the CPU; a device fk cannot use is
+// refused by name.
+TEST(Profile, SynchronizeRefusesADeviceItCannotUse) {
+  const int64_t syncs = profile::counters().syncs;
+  synchronize(kCPU);
+  EXPECT_EQ(profile::counters().syncs, syncs);
+  try {
+    synchronize(cuda_device(100));
+    FAIL() << "cuda:100 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:100"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Profile, ChromeTrace) {
   profile::clear_trace();
   profile::set_tracing(true);

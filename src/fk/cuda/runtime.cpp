@@ -24,6 +24,7 @@
 #include "fk/cuda/pool_graphs.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
+#include "fk/profile.h"
 
 namespace fk::cuda {
 namespace {
@@ -403,6 +404,8 @@ void synchronize(int device) {
   if (device >= device_count()) return;
   refuse_while_capturing(device, "a stream synchronization (host read)");
   DeviceGuard g(device);
+  profile::count_sync();
+  const profile::TraceScope trace("fk.cuda.synchronize");
   check_cuda(cudaStreamSynchronize(stream_of(device)), "cudaStreamSynchronize");
   // The kernels that ran before the wait have written their records.
   if (int64_t* records = state(device).index_records.load(std::memory_order_acquire))

@@ -7,6 +7,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "fk/profile.h"
 
 namespace minkowski {
 
@@ -104,6 +105,7 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
                                                       const std::vector<int32_t>& tensor_stride,
                                                       const std::string& tag) {
   const char* where = "minkowski::CoordinateManager::insert";
+  const fk::profile::TraceScope trace("minkowski.coordinates.insert");
   FK_CHECK(coordinates.defined(), where, "a coordinate tensor", "an undefined tensor");
   FK_CHECK(coordinates.dtype() == fk::DType::I32, where, "int32 coordinates",
            std::string(fk::name(coordinates.dtype())) + " coordinates");
@@ -206,6 +208,7 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
     unit = unit && s[a] == 1;
   }
   if (unit || has(out)) return out;
+  const fk::profile::TraceScope trace("minkowski.coordinates.stride");
   if (DeviceMap d = device_map(in)) {
     auto dm = std::make_shared<const cuda::DeviceCoordinateMap>(
         cuda::stride_coordinates(*d, s, RowOrder::kKeys));
@@ -308,6 +311,7 @@ std::shared_ptr<const KernelMap> CoordinateManager::build_forward(const MapKey& 
                                                                   const std::string& key) {
   auto fm = map(fine), cm = map(coarse);
   if (fine == coarse && region.is_identity(dimension_)) return KernelMap::make_identity(fm->size());
+  const fk::profile::TraceScope trace("minkowski.kernel_map.build");
   const std::vector<int32_t> offsets = region.offsets(fm->tensor_stride());
   DeviceMap df = device_map(fine), dc = device_map(coarse);
   if (!df || !dc || df->device != dc->device) return build_kernel_map(*fm, *cm, offsets);

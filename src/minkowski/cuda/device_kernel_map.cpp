@@ -204,6 +204,7 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
   // Pair ids, the identity's rows and the by-row CSRs below are i32.
   check_device_pair_count("minkowski::cuda::upload_kernel_map", map.pairs());
+  const fk::profile::TraceScope trace("minkowski.kernel_map.upload");
   fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(map.volume, map.in_size, map.out_size, device);
   m.offset_begin = map.offset_begin;
@@ -230,6 +231,7 @@ const DeviceKernelMap& device_copy_of(const KernelMap& map, int device) {
 }
 
 std::shared_ptr<KernelMap> DeviceKernelMap::to_host() const {
+  const fk::profile::TraceScope trace("minkowski.kernel_map.download");
   auto m = std::make_shared<KernelMap>();
   m->volume = volume;
   m->in_size = in_size;

@@ -10,6 +10,7 @@
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
+#include "fk/profile.h"
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/optim_device.h"
 
@@ -93,6 +94,7 @@ Sgd::Sgd(std::vector<fk::Tensor> params, const SgdOptions& o)
 }
 
 void Sgd::step() {
+  const fk::profile::TraceScope trace("minkowski.sgd_step");
   ++steps_;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
@@ -119,6 +121,7 @@ Adam::Adam(std::vector<fk::Tensor> params, const AdamOptions& o)
 }
 
 void Adam::step() {
+  const fk::profile::TraceScope trace("minkowski.adam_step");
   ++steps_;
   const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
   const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));

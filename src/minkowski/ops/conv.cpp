@@ -28,13 +28,9 @@ class ConvolutionBackward : public fk::autograd::Node {
     const fk::Tensor& w = weight.unpack(name());
     // Traced (not counted as an op) so that a profile can split a training
     // step's backward into convolution compute and the rest.
-    const int64_t start = fk::profile::tracing() ? fk::profile::now_ns() : -1;
+    const fk::profile::TraceScope trace(channelwise ? "minkowski.channelwise_convolution_backward"
+                                                    : "minkowski.convolution_backward");
     ConvGrads g = conv_features_backward(grads[0], f, w, *map, channelwise, nf, nw);
-    if (start >= 0) {
-      fk::profile::record_event(channelwise ? "minkowski.channelwise_convolution_backward"
-                                            : "minkowski.convolution_backward",
-                                start, fk::profile::now_ns() - start);
-    }
     return {g.features, g.weight};
   }
   const char* name() const override { return "minkowski::ConvolutionBackward"; }

@@ -1,13 +1,7 @@
 #include "nefi/bench/profile.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <numeric>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -34,52 +28,6 @@ struct StepSample {
   double ms = 0;
   int64_t ops = 0, view_ops = 0, launches = 0;
 };
-
-// Per-op self time from a chrome trace written by fk::profile: on each
-// thread, an event nested in another is subtracted from its parent.
-std::vector<OpStat> op_table(const std::string& trace_path, int steps) {
-  std::ifstream f(trace_path);
-  FK_CHECK(f.good(), "nefi profile", "a readable chrome trace", "'" + trace_path + "'");
-  const nlohmann::json j = nlohmann::json::parse(f);
-  struct Ev {
-    std::string name;
-    double ts, dur;
-    int64_t tid;
-  };
-  std::map<int64_t, std::vector<Ev>> by_tid;
-  for (const auto& e : j.at("traceEvents"))
-    by_tid[e.at("tid").get<int64_t>()].push_back(
-        {e.at("name").get<std::string>(), e.at("ts").get<double>(), e.at("dur").get<double>(),
-         e.at("tid").get<int64_t>()});
-  std::map<std::string, OpStat> stats;
-  for (auto& [tid, evs] : by_tid) {
-    std::sort(evs.begin(), evs.end(),
-              [](const Ev& a, const Ev& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
-    std::vector<double> self(evs.size());
-    std::vector<size_t> stack;
-    for (size_t i = 0; i < evs.size(); ++i) {
-      self[i] = evs[i].dur;
-      while (!stack.empty() &&
-             evs[i].ts + evs[i].dur > evs[stack.back()].ts + evs[stack.back()].dur + 1e-3)
-        stack.pop_back();
-      if (!stack.empty()) self[stack.back()] -= evs[i].dur;
-      stack.push_back(i);
-    }
-    for (size_t i = 0; i < evs.size(); ++i) {
-      OpStat& s = stats[evs[i].name];
-      s.name = evs[i].name;
-      s.calls_per_step += 1.0 / steps;
-      s.self_ms_per_step += self[i] / 1e3 / steps;
-    }
-  }
-  std::vector<OpStat> out;
-  for (auto& [k, v] : stats) out.push_back(v);
-  std::sort(out.begin(), out.end(), [](const OpStat& a, const OpStat& b) {
-    return a.self_ms_per_step != b.self_ms_per_step ? a.self_ms_per_step > b.self_ms_per_step
-                                                    : a.name < b.name;
-  });
-  return out;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -202,17 +150,12 @@ void summarise_timed_steps(const std::vector<StepSample>& samples, const Profile
   rep.launches_per_step = launches / opt.steps;
 }
 
-// The traced steps' op table, through a chrome trace (kept at opt.trace_path if set).
+// The traced steps' op table (their chrome trace kept at opt.trace_path if set).
 void add_op_table(const ProfileOptions& opt, int traced, ProfileReport& rep) {
-  std::string path = opt.trace_path;
-  if (path.empty())
-    path = (std::filesystem::temp_directory_path() /
-            fmt::format("nefi-profile-{}.json", static_cast<long>(getpid())))
-               .string();
-  fk::profile::export_chrome_trace(path);
+  if (!opt.trace_path.empty()) fk::profile::export_chrome_trace(opt.trace_path);
+  for (const fk::profile::EventTotal& t : fk::profile::event_totals())
+    rep.ops.push_back({t.name, static_cast<double>(t.calls) / traced, t.self_ms / traced});
   fk::profile::clear_trace();
-  rep.ops = op_table(path, traced);
-  if (opt.trace_path.empty()) std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The row-reduction launchers against the CPU and plain loops (see parity.h):
-// sum, prod, max and min over rows short and long (two passes beyond 65536),
+// sum, prod, max and min over rows short and long (two passes beyond 16384),
 // deterministic run to run; prod's backward with zeros in a row; argmax and
 // argmin with ties and NaN; softmax and log-softmax forward and backward.
 // The fk reduction ops through the dispatch are in reduce_ops_parity_test.cpp.
@@ -284,7 +284,8 @@ std::vector<OpCase> rows() {
   struct Rows {
     int64_t outer, inner;
   };
-  for (Rows s : {Rows{5, 1}, Rows{7, 33}, Rows{64, 1000}, Rows{3, 70001}, Rows{1, 300000}}) {
+  for (Rows s :
+       {Rows{5, 1}, Rows{7, 33}, Rows{64, 1000}, Rows{2, 16385}, Rows{3, 70001}, Rows{1, 300000}}) {
     for (int op : {cuda::kReduceSum, cuda::kReduceProd, cuda::kReduceMax, cuda::kReduceMin}) {
       if (op == cuda::kReduceProd && s.inner > 33) continue;  // would overflow
       r.push_back(reduce_row(op, s.outer, s.inner));

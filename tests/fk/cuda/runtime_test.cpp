@@ -30,6 +30,7 @@
 
 #include "../test_util.h"
 #include "fk/cuda/runtime.h"
+#include "fk/profile.h"
 #include "parity.h"
 
 namespace fk {
@@ -179,6 +180,34 @@ TEST(CudaRuntime, LazySyncQueuesOpsUntilAHostRead) {
   gate.open();
   expect_near(total, sum(mul(add(x, x), 0.25), {1}), 1e-4, "sum after a host read");
   expect_near(y, mul(x, 0.5), 1e-6, "add then mul");
+}
+
+// Every host wait for the stream is counted (fk::profile::Counters::syncs):
+// after each op by default, only for host reads and fk::synchronize under
+// ME_LAZY_SYNC=1. fk::synchronize returns once the stream has drained.
+TEST(CudaRuntime, HostWaitsAreCounted) {
+  FK_SKIP_WITHOUT_GPU();
+  Tensor x = test::random_tensor({8, 64}, DType::F32, -1, 1, 57).to(kGpu);
+  cuda::synchronize(0);
+  const auto syncs_of = [](const std::function<void()>& f) {
+    const int64_t before = profile::counters().syncs;
+    f();
+    return profile::counters().syncs - before;
+  };
+  {
+    KnobOverride eager(kLazySync, "0");
+    EXPECT_EQ(syncs_of([&] { Tensor y = add(x, x); }), 1);
+  }
+  KnobOverride lazy(kLazySync, "1");
+  CallerStream s;
+  Tensor y;
+  EXPECT_EQ(syncs_of([&] { y = mul(add(x, x), 2.0); }), 0);
+  EXPECT_EQ(syncs_of([&] { Tensor h = y.to(kCPU); }), 1);
+  ASSERT_EQ(cudaLaunchHostFunc(s.get(), sleep_50ms, nullptr), cudaSuccess);
+  EXPECT_EQ(syncs_of([&] { synchronize(kGpu); }), 1);
+  EXPECT_EQ(cudaStreamQuery(s.get()), cudaSuccess)
+      << "fk::synchronize returned before the stream drained";
+  EXPECT_EQ(syncs_of([&] { synchronize(kCPU); }), 0);
 }
 
 // set_current_stream: ops run on the caller's stream. Behind a gate on that

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fk/device.h"
 #include "fk/factory.h"
 #include "fk/io/npy.h"
 
@@ -146,21 +147,43 @@ TEST(BenchConvCli, AnEmptySceneSaysSo) {
 }
 
 // `bench train`: one row per precision x copy path with a convolution share
-// in (0, 100] %, and an unknown precision refused.
+// in (0, 100] %, the traced step's launches and syncs (none on the CPU) and,
+// with --ops, its largest host-time events; an unknown precision and a device
+// this machine lacks refused in one line.
 TEST(BenchTrainCli, RowsPerPrecisionAndCopyPath) {
   if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
     GTEST_SKIP() << "minkowski CLI not built";
   int status = -1;
   const std::string out = run_stdout(
-      "bench train --variant 14 --points 1500 --steps 1 --threads 1 --precision bf16", status);
+      "bench train --variant 14 --points 1500 --steps 1 --threads 1 --precision bf16 --ops 4",
+      status);
   ASSERT_EQ(status, 0) << out;
-  int rows = 0;
+  int rows = 0, event_lists = 0, events = 0;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
+    if (line.find("top 4 host-time events") != std::string::npos) {
+      ++event_lists;
+      continue;
+    }
+    if (line.rfind("    ", 0) == 0) {  // an event line
+      std::istringstream ev(line);
+      std::string name;
+      double self = -1, total = -1;
+      int64_t calls = 0;
+      if (ev >> name >> self >> calls >> total) {
+        ++events;
+        EXPECT_GE(self, 0.0) << line;
+        EXPECT_GE(total, self - 1e-9) << line;
+        EXPECT_GT(calls, 0) << line;
+        continue;
+      }
+    }
     std::istringstream row(line);
     std::string threads, precision, copy;
     double ms = 0, fwd = 0, bwd = 0, opt = 0, pps = 0, conv = 0, peak = 0;
-    if (!(row >> threads >> precision >> copy >> ms >> fwd >> bwd >> opt >> pps >> conv >> peak))
+    int64_t launches = -1, syncs = -1;
+    if (!(row >> threads >> precision >> copy >> ms >> fwd >> bwd >> opt >> pps >> conv >> peak >>
+          launches >> syncs))
       continue;
     ++rows;
     EXPECT_EQ(precision, "bf16");
@@ -168,10 +191,20 @@ TEST(BenchTrainCli, RowsPerPrecisionAndCopyPath) {
     EXPECT_GT(conv, 0.0);
     EXPECT_LE(conv, 100.0);
     EXPECT_GT(peak, 0.0);
+    EXPECT_GE(launches, 0);
+    EXPECT_EQ(syncs, 0) << "the CPU has no device to wait for";
   }
   EXPECT_EQ(rows, 2) << out;
+  EXPECT_EQ(event_lists, 2) << out;
+  EXPECT_EQ(events, 8) << out;
+  EXPECT_NE(out.find("minkowski.convolution"), std::string::npos) << out;
   run_stdout("bench train --points 1500 --steps 1 --precision f8", status);
   EXPECT_EQ(status, 1);
+  if (fk::cuda_device_count() == 0) {
+    const std::string refused =
+        run_stdout("bench train --points 1500 --steps 1 --device cuda:0", status);
+    EXPECT_EQ(status, 1) << refused;
+  }
 }
 
 }  // namespace
