@@ -125,6 +125,21 @@ __global__ void where_kernel(const bool* cond, const W* a, const W* b, W* out, G
   }
 }
 
+// The half spectrum's per-bin weights (launch_fft_bin_weights).
+template <typename R>
+__global__ void fft_bin_weights_kernel(const Cx<R>* in, Cx<R>* out, int64_t total, int64_t n_last,
+                                       R scale, R pair_scale, bool drop_edge_imag) {
+  const int64_t bins = n_last / 2 + 1, pair_end = (n_last + 1) / 2;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = i % bins;
+    const R w = k >= 1 && k < pair_end ? pair_scale : scale;
+    const Cx<R> v = in[i];
+    const bool edge = k == 0 || (n_last % 2 == 0 && k == n_last / 2);
+    out[i] = Cx<R>{v.re * w, drop_edge_imag && edge ? R(0) : v.im * w};
+  }
+}
+
 }  // namespace
 
 void launch_binary(int op, int dtype, const void* a, const void* b, void* out, int ndim,
@@ -184,6 +199,29 @@ void launch_scale(int dtype, void* data, int64_t n, double s, void* stream) {
            "a floating or complex dtype", dtype_name(dtype));
   launch_binary(kBinaryMul, dtype, data, nullptr, data, 1, &n, nullptr, nullptr, nullptr, 1.0, s,
                 stream);
+}
+
+void launch_fft_bin_weights(int dtype, const void* in, void* out, int64_t rows, int64_t n_last,
+                            double scale, double pair_factor, bool drop_edge_imag, void* stream) {
+  const char* where = "cuda::launch_fft_bin_weights";
+  FK_CHECK(dtype == kC64 || dtype == kC128, where, "a complex dtype (c64, c128)",
+           dtype_name(dtype));
+  FK_CHECK(rows >= 0 && n_last >= 1, where, "rows >= 0 and a signal length >= 1",
+           std::to_string(rows) + " rows, length " + std::to_string(n_last));
+  const int64_t bins = n_last / 2 + 1;
+  if (rows * bins == 0) return;
+  const auto launch = [&](auto zero) {
+    using R = decltype(zero);
+    fft_bin_weights_kernel<R><<<blocks_for(rows * bins), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const Cx<R>*>(in), static_cast<Cx<R>*>(out), rows * bins, n_last,
+        static_cast<R>(scale), static_cast<R>(scale * pair_factor), drop_edge_imag);
+  };
+  if (dtype == kC64) {
+    launch(0.0f);
+  } else {
+    launch(0.0);
+  }
+  check_launch(where);
 }
 
 void launch_where(int dtype, const void* cond, const void* a, const void* b, void* out, int ndim,

@@ -133,6 +133,13 @@ void launch_binary(int op, int dtype, const void* a, const void* b, void* out, i
 // data[i] *= s in place, contiguous (f32 f64 f16 bf16 c64 c128): FFT
 // normalization, mean.
 void launch_scale(int dtype, void* data, int64_t n, double s, void* stream);
+// The per-bin weights of a half spectrum, in one pass (c64 c128, contiguous
+// [rows, bins], bins = n_last / 2 + 1; in == out allowed): out = in * scale,
+// times pair_factor on the bins 1 <= k < (n_last + 1) / 2 that stand for two
+// conjugate frequencies; with drop_edge_imag, the imaginary parts of bin 0 and
+// (n_last even) bin n_last / 2 set to 0, as FFTW's c2r reads them.
+void launch_fft_bin_weights(int dtype, const void* in, void* out, int64_t rows, int64_t n_last,
+                            double scale, double pair_factor, bool drop_edge_imag, void* stream);
 // out[i] = cond[i] ? a[i] : b[i] (cond bool), strided and broadcast like
 // launch_binary; any dtype (moves bytes).
 void launch_where(int dtype, const void* cond, const void* a, const void* b, void* out, int ndim,

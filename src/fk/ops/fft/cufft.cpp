@@ -4,7 +4,6 @@
 #include "fk/cuda/fft.h"
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
-#include "fk/ops/binary.h"
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/fft/spec.h"
 #include "fk/profile.h"
@@ -23,6 +22,35 @@ Spec sub_spec(const Spec& spec, Kind kind, int lo, int hi, int sign) {
     s.n.push_back(spec.n[i]);
   }
   return s;
+}
+
+// A C2C along the leading dims of a contiguous x (dims 0..rank-1, and more
+// dims after them): one strided plan reads and writes x's own layout (stride
+// and batch: the trailing dims' size, distance 1), with no transposes either
+// side. Null when x is not laid out so (the caller permutes instead).
+Tensor leading_c2c(const Spec& spec, const Tensor& x, DType complex_dt) {
+  const int rank = spec.dims.size();
+  if (spec.kind != Kind::C2C || rank > 3 || x.dim() <= rank || !x.is_contiguous()) return {};
+  for (int i = 0; i < rank; ++i)
+    if (spec.dims[i] != i || x.size(i) != spec.n[i]) return {};
+  const int64_t inner = x.stride(rank - 1);
+  Tensor out = empty(x.shape(), {complex_dt, x.device()});
+  cuda::FftLayout layout;
+  layout.rank = rank;
+  for (int i = 0; i < rank; ++i) layout.n[i] = layout.in_embed[i] = layout.out_embed[i] = spec.n[i];
+  layout.batch = inner;
+  layout.in_stride = layout.out_stride = inner;
+  layout.in_dist = layout.out_dist = 1;
+  cuda::fft_execute(x.device().index, cuda::kFftC2C, static_cast<int>(complex_dt),
+                    spec.sign == FFTW_BACKWARD, layout, x.data_ptr(), out.data_ptr(),
+                    cuda_ops::stream_of(x));
+  cuda_ops::launched(x);
+  if (spec.scale != 1.0) {
+    cuda::launch_scale(static_cast<int>(complex_dt), out.data_ptr(), out.numel(), spec.scale,
+                       cuda_ops::stream_of(x));
+    cuda_ops::launched(x);
+  }
+  return out;
 }
 
 }  // namespace
@@ -61,6 +89,8 @@ Tensor run_cuda(const Spec& spec, const Tensor& x) {
   }
   const DType real_dt = dtype_of<R>();
   const DType complex_dt = complex_type(real_dt);
+  if (x.numel() > 0)
+    if (Tensor out = leading_c2c(spec, x, complex_dt); out.defined()) return out;
   Dims perm;
   for (int a = 0; a < x.dim(); ++a) {
     if (std::find(spec.dims.begin(), spec.dims.end(), a) == spec.dims.end()) perm.push_back(a);
@@ -80,32 +110,21 @@ Tensor run_cuda(const Spec& spec, const Tensor& x) {
   if (out.numel() == 0) return out.permute(inverse).contiguous();
 
   // Per-bin weights along the (halved) last dim: scale, times pair_factor on
-  // the bins that stand for two conjugate frequencies. Filled on the device
-  // (two fill kernels), never copied from the host: a host copy is refused
-  // inside a CUDA graph capture, and every C2R (irfft, rfft's backward) makes
-  // these weights.
+  // the bins that stand for two conjugate frequencies, applied in one pass
+  // (launch_fft_bin_weights) on the device, with nothing copied from the host
+  // (a host copy is refused inside a CUDA graph capture).
   const int64_t bins = n_last / 2 + 1;
   const bool pairs = spec.kind != Kind::C2C && spec.pair_factor != 1.0;
-  Tensor weights;
-  if (pairs || spec.kind == Kind::C2R) {
-    weights = full(Dims{bins}, spec.scale, {real_dt, x.device()});
-    const int64_t pair_end = std::min(bins, (n_last + 1) / 2);
-    if (pair_end > 1) {
-      Tensor paired = weights.narrow(0, 1, pair_end - 1);
-      fill_(paired, spec.scale * spec.pair_factor);
-    }
-  }
-
   Tensor in;
   if (spec.kind == Kind::C2R) {
-    in = mul(xp, weights).contiguous();  // a fresh buffer: cuFFT's c2r overwrites its input
-    Tensor im = in.imag();
-    Tensor dc = im.narrow(last, 0, 1);
-    fill_(dc, 0.0);
-    if (n_last % 2 == 0) {
-      Tensor nyquist = im.narrow(last, n_last / 2, 1);
-      fill_(nyquist, 0.0);
-    }
+    // A fresh buffer (cuFFT's c2r overwrites its input) holding the weighted
+    // spectrum, with the DC and Nyquist bins' imaginary parts dropped.
+    const Tensor src = xp.contiguous();
+    in = empty(src.shape(), {complex_dt, x.device()});
+    cuda::launch_fft_bin_weights(static_cast<int>(complex_dt), src.data_ptr(), in.data_ptr(),
+                                 src.numel() / bins, n_last, spec.scale, spec.pair_factor, true,
+                                 cuda_ops::stream_of(x));
+    cuda_ops::launched(x);
   } else {
     in = xp.contiguous();
   }
@@ -124,7 +143,10 @@ Tensor run_cuda(const Spec& spec, const Tensor& x) {
   cuda_ops::launched(x);
   if (spec.kind != Kind::C2R) {
     if (pairs) {
-      out = mul(out, weights);
+      cuda::launch_fft_bin_weights(static_cast<int>(complex_dt), out.data_ptr(), out.data_ptr(),
+                                   out.numel() / bins, n_last, spec.scale, spec.pair_factor, false,
+                                   cuda_ops::stream_of(x));
+      cuda_ops::launched(x);
     } else if (spec.scale != 1.0) {
       cuda::launch_scale(static_cast<int>(complex_dt), out.data_ptr(), out.numel(), spec.scale,
                          cuda_ops::stream_of(x));
