@@ -11,10 +11,13 @@
 // the device with --device-coords), each phase timed up to a wait for the
 // device; --ops N lists the traced step's N largest host-time events (self
 // time: an event's time minus the events nested in it), which is where a
-// host-bound device step spends its time.
+// host-bound device step spends its time; --trace PATH.json writes each
+// configuration's traced step as a chrome trace (PATH-<threads>-<precision>-
+// <copy path>.json).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "fk/fk.h"
@@ -73,7 +76,8 @@ struct Traced {
 };
 
 Traced traced_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
-                   const fk::Tensor& labels, fk::DType precision, fk::Device device) {
+                   const fk::Tensor& labels, fk::DType precision, fk::Device device,
+                   const std::string& trace_path) {
   fk::profile::clear_trace();
   fk::profile::set_tracing(true);
   const fk::profile::ProfileScope scope(device);
@@ -86,6 +90,7 @@ Traced traced_step(nn::MinkUNet& net, nn::Adam& adam, const SparseTensor& x,
   }
   const fk::profile::Report report = scope.report();
   fk::profile::set_tracing(false);
+  if (!trace_path.empty()) fk::profile::export_chrome_trace(trace_path);
   Traced r{0, report.peak_bytes, report.counts, fk::profile::event_totals()};
   fk::profile::clear_trace();
   double conv_ms = 0;
@@ -121,7 +126,16 @@ void run_config(const BenchTrainOptions& o, int threads, const Config& c, const 
   // A fresh tensor (new coordinate manager) per step, as in training.
   auto input = [&] { return SparseTensor(features, coords); };
   timed_step(net, adam, input(), labels, c.precision, device);  // warm-up
-  const Traced traced = traced_step(net, adam, input(), labels, c.precision, device);
+  // The configuration's trace: PATH.json becomes PATH-<threads>-<precision>-<copy>.json.
+  std::string trace_path;
+  if (!o.trace.empty()) {
+    const std::filesystem::path p(o.trace);
+    trace_path = (p.parent_path() /
+                  (p.stem().string() + "-" + std::to_string(threads) + "-" + fk::name(c.precision) +
+                   (c.fused ? "-fused" : "-per-offset") + p.extension().string()))
+                     .string();
+  }
+  const Traced traced = traced_step(net, adam, input(), labels, c.precision, device, trace_path);
   StepTimes sum;
   for (int s = 0; s < o.steps; ++s) {
     const StepTimes t = timed_step(net, adam, input(), labels, c.precision, device);

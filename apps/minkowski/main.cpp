@@ -64,6 +64,9 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
                         "coordinates on --device too: maps and kernel maps built there");
   bench_train->add_option("--ops", bto.ops,
                           "list this many of the traced step's largest host-time events");
+  bench_train->add_option("--trace", bto.trace,
+                          "write each traced step's chrome trace, PATH.json -> "
+                          "PATH-<threads>-<precision>-<copy path>.json");
   c.conv = conv;
   c.ops = ops;
   c.bench_train = bench_train;

@@ -59,6 +59,7 @@ struct BenchTrainOptions {
   std::string device = "cpu";           // where the network, features and labels live
   bool device_coords = false;           // coordinates (and so every map) on --device too
   int ops = 0;                          // list the traced step's largest host-time events
+  std::string trace;                    // write each traced step's chrome trace (PATH.json)
 };
 int bench_train(const BenchTrainOptions& o);
 

@@ -5,6 +5,9 @@
 // columns), two heads; f32 products (TF32 off, as the tests), or the hidden
 // layers' products on bf16 / f16 operands (autocast: the fused kernel rounds
 // its operands and keeps f32 FMA; cuBLAS runs them on tensor cores).
+//   BM_DeviceMlpRows/side/width/fused/autocast: forward + backward on
+//                        side x side rows (4,096 to 262,144), f32 and bf16
+//                        autocast, for NEFI_FUSED_MLP=auto's rule.
 //   BM_DeviceMlp/width/fused/backward/autocast  (autocast 0 f32, 1 bf16,
 //                        2 f16) one raw() (encoding: zero ops once the
 //                        gates are open) and, with backward, the gradient of
@@ -63,19 +66,15 @@ double macs_per_row(int hidden) {
   return macs;
 }
 
-// range(0): hidden width; range(1): 1 fused, 0 per layer; range(2): 1 with
-// the backward; range(3): 0 f32, 1 bf16 autocast, 2 f16 autocast.
-void BM_DeviceMlp(benchmark::State& state) {
+// One MLP row: hidden width, fused (1) or per layer (0), with the backward,
+// autocast (nullopt: f32), on a side x side domain.
+void run_mlp(benchmark::State& state, int hidden, bool fused, bool backward,
+             std::optional<fk::DType> autocast, int64_t side) {
   if (skip_without_device(state)) return;
-  const int hidden = static_cast<int>(state.range(0));
-  const bool fused = state.range(1) == 1, backward = state.range(2) == 1;
-  const std::optional<fk::DType> autocast = state.range(3) == 1   ? std::optional(fk::DType::BF16)
-                                            : state.range(3) == 2 ? std::optional(fk::DType::F16)
-                                                                  : std::nullopt;
   const fk::KnobOverride path("NEFI_FUSED_MLP", fused ? "1" : "0"), no_tf32("FK_ALLOW_TF32", "0");
   {
     nefi::NeuralField f = bench_field(hidden, autocast);
-    const nefi::Domain d({256, 256});
+    const nefi::Domain d({side, side});
     auto call = [&] {
       if (backward) {
         f.params().flat().set_grad(fk::Tensor());
@@ -102,13 +101,42 @@ void BM_DeviceMlp(benchmark::State& state) {
     state.counters["launches/call"] = static_cast<double>(after.launches - before.launches) / iters;
     state.counters["GFLOP/s"] = flops * iters / seconds / 1e9;
     state.SetLabel(std::string(fused ? "fused" : "per-layer cuBLAS") +
-                   (backward ? " forward+backward" : " forward") + ", 65536 rows" +
+                   (backward ? " forward+backward" : " forward") + ", " +
+                   std::to_string(d.numel()) + " rows" +
                    (autocast ? std::string(", ") + fk::name(*autocast) + " autocast" : ""));
   }
+}
+
+std::optional<fk::DType> autocast_of(int64_t code) {
+  return code == 1   ? std::optional(fk::DType::BF16)
+         : code == 2 ? std::optional(fk::DType::F16)
+                     : std::nullopt;
+}
+
+// range(0): hidden width; range(1): 1 fused, 0 per layer; range(2): 1 with
+// the backward; range(3): 0 f32, 1 bf16 autocast, 2 f16 autocast.
+void BM_DeviceMlp(benchmark::State& state) {
+  run_mlp(state, static_cast<int>(state.range(0)), state.range(1) == 1, state.range(2) == 1,
+          autocast_of(state.range(3)), 256);
 }
 BENCHMARK(BM_DeviceMlp)
     ->ArgNames({"width", "fused", "backward", "autocast"})
     ->ArgsProduct({{32, 64, 128}, {0, 1}, {0, 1}, {0, 1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The training call (forward + backward) at other row counts, for the
+// fused-MLP rule (NEFI_FUSED_MLP=auto, measured at 65,536 rows only): a
+// small batch may favour the one launch, a large one cuBLAS. range(0): the
+// domain's side (64: 4,096 rows; 128: 16,384; 512: 262,144); range(1) width;
+// range(2) fused; range(3) autocast (0 f32, 1 bf16).
+void BM_DeviceMlpRows(benchmark::State& state) {
+  run_mlp(state, static_cast<int>(state.range(1)), state.range(2) == 1, true,
+          autocast_of(state.range(3)), state.range(0));
+}
+BENCHMARK(BM_DeviceMlpRows)
+    ->ArgNames({"side", "width", "fused", "autocast"})
+    ->ArgsProduct({{64, 128, 512}, {32, 64, 128}, {0, 1}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
