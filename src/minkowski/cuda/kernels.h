@@ -231,9 +231,9 @@ void launch_group_backward(int mode, const T* grad, int64_t cols, const int32_t*
                            void* stream);
 
 // --- segment normalization (normalization.cu) -------------------------------
-// normalization.cpp's blocked sums in f64: part (zeroed, blocks x K x S x cols
-// with S = segments, blocks of block_rows rows) gets, per block, the sums over
-// its rows i of segment seg[i] of
+// normalization.cpp's blocked sums in f64: part (blocks x K x S x cols with
+// S = segments, blocks of block_rows rows; every entry written) gets, per
+// block, the sums over its rows i of segment seg[i] of
 //   kind 0: x[i]                          (K = 1)
 //   kind 1: (x[i] - mean[s])^2            (K = 1)
 //   kind 2: g[i] and g[i] * xhat[i]       (K = 2; xhat = (x - mean[s]) invstd[s])
@@ -252,6 +252,34 @@ void launch_sum_blocks(const double* part, int64_t blocks, int64_t width, double
 template <typename T>
 void launch_segment_affine(const T* x, const T* g, int64_t n, int64_t cols, const int32_t* seg,
                            const T* coef, int64_t coef_stride, T* y, void* stream);
+// The statistics between those passes, formed on the device as
+// normalization.cpp forms them on the host (f64, products rounded on their
+// own). moments: 4 rows of sc = S x cols, mean, var (biased), invstd, n_s.
+//   stage 0: mean = sums / n_s, and row 3 = n_s (rows[s], or single_rows
+//            when rows is null)
+//   stage 1: var = sums / n_s, invstd = 1 / sqrt(var + eps)
+//   stage 2: invstd = 1 / sqrt(var + eps) from the var row as given
+void launch_norm_moments(int stage, const double* sums, const int64_t* rows, int64_t single_rows,
+                         double eps, double* moments, int64_t sc, int64_t cols, void* stream);
+// The forward's coefficient rows m, r, s, u (launch_segment_affine, stride
+// sc): m = mean rounded to T, r = the rest, s = invstd w[c], u = b[c]; w and
+// b null: 1 and 0.
+template <typename T>
+void launch_norm_forward_coefficients(const double* moments, int64_t sc, int64_t cols, const T* w,
+                                      const T* b, T* coef, void* stream);
+// The input gradient's rows m, r, s, u, v from sums (2 rows of sc: sum g,
+// sum g xhat): s = w[c] invstd, u = s invstd mean(g xhat), v = s mean(g)
+// (u = v = 0 without batch statistics); and dw[c], db[c] (f64, cols) the
+// sums of the g xhat and g rows over the segments, in segment order.
+template <typename T>
+void launch_norm_backward_coefficients(const double* sums, const double* moments, int64_t sc,
+                                       int64_t cols, int64_t segments, const T* w, bool batch_stats,
+                                       T* coef, double* dw, double* db, void* stream);
+// Running statistics (cols values of S, one segment's moments):
+// mean = (1 - m) mean + m batch mean, var = (1 - m) var + m batch var unbias.
+template <typename S>
+void launch_norm_running_update(const double* moments, int64_t cols, double m, double unbias,
+                                S* running_mean, S* running_var, void* stream);
 
 // --- coordinate-list products (spmm.cu) -------------------------------------
 // Products rounded before their adds (rounding.cuh), terms in the CPU's order.

@@ -18,12 +18,18 @@ BatchNorm::BatchNorm(int64_t channels, double eps, double momentum, fk::DType dt
 }
 
 fk::Tensor BatchNorm::forward_features(const fk::Tensor& f) {
-  // The count lives in a buffer so that checkpoints carry it.
-  op_.num_batches_tracked = static_cast<int64_t>(batches_.item());
+  // The count lives in a buffer so that checkpoints carry it; it is read only
+  // when something else (a checkpoint, Module::to) wrote the buffer since
+  // this layer did.
+  const bool known =
+      written_.storage == batches_.data_ptr() && written_.version == batches_.version();
+  op_.num_batches_tracked = known ? written_.count : static_cast<int64_t>(batches_.item());
   op_.train(training());
   fk::Tensor y = autocast(op_.forward(to_norm_input(f, op_.weight.dtype())));
+  if (known && op_.num_batches_tracked == written_.count) return y;
   fk::autograd::NoGradGuard no_grad;
   fill_(batches_, static_cast<double>(op_.num_batches_tracked));
+  written_ = {batches_.data_ptr(), batches_.version(), op_.num_batches_tracked};
   return y;
 }
 

@@ -27,6 +27,14 @@ class BatchNorm : public SparseModule {
  private:
   minkowski::BatchNorm op_;
   fk::Tensor batches_;
+  // The count this layer last wrote into batches_, with the storage and
+  // version it left: while they are unchanged the count is known without
+  // reading the buffer (a host read waits for the device).
+  struct Written {
+    const void* storage = nullptr;
+    uint32_t version = 0;
+    int64_t count = 0;
+  } written_;
 };
 
 class InstanceNorm : public SparseModule {

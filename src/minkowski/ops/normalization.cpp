@@ -72,16 +72,6 @@ void check_affine(const fk::Tensor& p, const fk::Tensor& x, const char* what, co
   detail::check_same_device(x, p, where, (std::string("the ") + what).c_str());
 }
 
-// The coefficient vectors (each S x C) as the rows of a host tensor, for the
-// device's elementwise pass.
-template <typename T>
-fk::Tensor coefficient_rows(const std::vector<const std::vector<T>*>& rows) {
-  std::vector<T> flat;
-  for (const auto* r : rows) flat.insert(flat.end(), r->begin(), r->end());
-  return fk::from_vector(flat, fk::Dims{static_cast<int64_t>(rows.size()),
-                                        static_cast<int64_t>(rows.empty() ? 0 : rows[0]->size())});
-}
-
 // The module's parameters fix the features' dtype.
 void check_module_dtype(const fk::Tensor& x, const fk::Tensor& weight, const char* where) {
   if (!weight.defined()) return;
@@ -111,9 +101,6 @@ fk::Tensor forward_kernel(const fk::Tensor& xc, const Segments& seg, const NormS
     scale[k] = static_cast<T>(st.invstd[k] * w[k % c]);
     shift[k] = static_cast<T>(b[k % c]);
   }
-  if (xc.device().is_cuda())
-    return device_segment_affine(xc, fk::Tensor(), seg,
-                                 coefficient_rows<T>({&mean, &rest, &scale, &shift}));
   fk::Tensor y = fk::empty({n, c}, {xc.dtype()});
   const T* xp = xc.data<T>();
   T* yp = y.data<T>();
@@ -142,13 +129,10 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
     return (static_cast<double>(xp[i * c + ch]) - st.mean[s]) * st.invstd[s];
   };
   // Per (segment, channel): sum g (plane 0) and sum g * xhat (plane 1).
-  std::vector<double> sums = xc.device().is_cuda()
-                                 ? device_segment_sums(SegmentTerm::GradAndGradXhat, xc, gc, seg,
-                                                       kBlockRows, st.mean, st.invstd)
-                                 : segment_sums<2>(n, c, seg, [&](int64_t i, int64_t ch) {
-                                     double g = static_cast<double>(gp[i * c + ch]);
-                                     return std::array<double, 2>{g, g * xhat(i, ch)};
-                                   });
+  std::vector<double> sums = segment_sums<2>(n, c, seg, [&](int64_t i, int64_t ch) {
+    double g = static_cast<double>(gp[i * c + ch]);
+    return std::array<double, 2>{g, g * xhat(i, ch)};
+  });
   NormGrads r;
   std::vector<double> dw(static_cast<size_t>(c), 0.0), db(static_cast<size_t>(c), 0.0);
   for (int64_t s = 0; s < seg.count; ++s)
@@ -180,10 +164,6 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
       u[k] = static_cast<T>(a * st.invstd[k] * sums[sc + k] * inv_n);
       v[k] = static_cast<T>(a * sums[k] * inv_n);
     }
-  }
-  if (xc.device().is_cuda()) {
-    r.x = device_segment_affine(xc, gc, seg, coefficient_rows<T>({&m, &m_rest, &s, &u, &v}));
-    return r;
   }
   r.x = fk::empty({n, c}, {xc.dtype()});
   T* dp = r.x.data<T>();
@@ -265,7 +245,11 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
   fk::Tensor xc = x.to(compute_dtype(x.dtype())).contiguous();
   NormStats st;
   st.rows.assign(static_cast<size_t>(seg.count), 0);
-  for (int32_t s : seg.of_row) ++st.rows[s];
+  if (seg.count == 1) {
+    st.rows[0] = n;
+  } else {
+    for (int32_t s : seg.of_row) ++st.rows[s];
+  }
   for (int64_t s = 0; s < seg.count; ++s)
     FK_CHECK(st.rows[s] > 0, where, "at least one row in every segment",
              "no rows in segment " + std::to_string(s));
@@ -281,12 +265,10 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
     for (int64_t k = 0; k < sc; ++k) st.var[k] /= static_cast<double>(st.rows[k / c]);
   };
   if (xc.device().is_cuda()) {
-    st.mean = device_segment_sums(SegmentTerm::Value, xc, fk::Tensor(), seg, kBlockRows, {}, {});
-    for (int64_t k = 0; k < sc; ++k) st.mean[k] /= static_cast<double>(st.rows[k / c]);
-    st.var = device_segment_sums(SegmentTerm::SquaredDeviation, xc, fk::Tensor(), seg, kBlockRows,
-                                 st.mean, {});
-    for (int64_t k = 0; k < sc; ++k) st.var[k] /= static_cast<double>(st.rows[k / c]);
-  } else if (xc.dtype() == fk::DType::F64) {
+    st.moments = device_statistics(xc, seg, st.rows, kBlockRows, eps);
+    return st;
+  }
+  if (xc.dtype() == fk::DType::F64) {
     stats(xc.data<double>());
   } else {
     stats(xc.data<float>());
@@ -298,6 +280,16 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
 
 NormStats fixed_statistics(const fk::Tensor& mean, const fk::Tensor& var, double eps) {
   NormStats st;
+  st.rows = {0};
+  if (mean.defined() && mean.device().is_cuda()) {
+    FK_CHECK(
+        var.defined() && var.device() == mean.device() && var.numel() == mean.numel(),
+        "minkowski::fixed_statistics",
+        std::to_string(mean.numel()) + " variances on " + mean.device().str(),
+        var.defined() ? std::to_string(var.numel()) + " on " + var.device().str() : "undefined");
+    st.moments = device_fixed_statistics(mean, var, eps);
+    return st;
+  }
   st.mean = mean.to_vector<double>();
   st.var = var.to_vector<double>();
   FK_CHECK(st.mean.size() == st.var.size(), "minkowski::fixed_statistics",
@@ -305,25 +297,53 @@ NormStats fixed_statistics(const fk::Tensor& mean, const fk::Tensor& var, double
            std::to_string(st.var.size()));
   st.invstd.resize(st.var.size());
   for (size_t k = 0; k < st.var.size(); ++k) st.invstd[k] = 1.0 / std::sqrt(st.var[k] + eps);
-  st.rows = {0};
   return st;
 }
+
+NormStats NormStats::host() const {
+  if (!moments.defined() || !mean.empty()) return *this;
+  NormStats h = *this;
+  const int64_t sc = moments.size(1);
+  const std::vector<double> v = moments.to_vector<double>();
+  h.mean.assign(v.begin(), v.begin() + sc);
+  h.var.assign(v.begin() + sc, v.begin() + 2 * sc);
+  h.invstd.assign(v.begin() + 2 * sc, v.begin() + 3 * sc);
+  h.moments = fk::Tensor();
+  return h;
+}
+
+namespace {
+// The statistics' size, S x C, wherever they are.
+int64_t stats_size(const NormStats& st) {
+  return st.moments.defined() ? st.moments.size(1) : static_cast<int64_t>(st.mean.size());
+}
+// The statistics as moments on x's device (uploaded when they are host vectors).
+fk::Tensor moments_on(const NormStats& st, const fk::Tensor& x, const char* where) {
+  if (!st.moments.defined()) return device_upload_statistics(st, x.size(1), x.device());
+  detail::check_same_device(x, st.moments, where, "the statistics");
+  return st.moments;
+}
+}  // namespace
 
 fk::Tensor normalize_forward(const fk::Tensor& x, const Segments& seg, const NormStats& stats,
                              const fk::Tensor& weight, const fk::Tensor& bias) {
   const char* where = "minkowski::normalize";
   check_input(x, seg, where);
   const int64_t c = x.size(1);
-  FK_CHECK(static_cast<int64_t>(stats.mean.size()) == seg.count * c, where,
+  FK_CHECK(stats_size(stats) == seg.count * c, where,
            "statistics for " + std::to_string(seg.count) + " segment(s) x " + std::to_string(c) +
                " channels",
-           std::to_string(stats.mean.size()) + " values");
+           std::to_string(stats_size(stats)) + " values");
   check_affine(weight, x, "weight", where);
   check_affine(bias, x, "bias", where);
   fk::Tensor xc = x.to(compute_dtype(x.dtype())).contiguous();
+  if (xc.device().is_cuda())
+    return device_normalize_forward(xc, seg, moments_on(stats, xc, where), weight, bias)
+        .to(x.dtype());
+  const NormStats st = stats.host();
   auto w = values_or(weight, c, 1.0), b = values_or(bias, c, 0.0);
-  fk::Tensor y = xc.dtype() == fk::DType::F64 ? forward_kernel<double>(xc, seg, stats, w, b)
-                                              : forward_kernel<float>(xc, seg, stats, w, b);
+  fk::Tensor y = xc.dtype() == fk::DType::F64 ? forward_kernel<double>(xc, seg, st, w, b)
+                                              : forward_kernel<float>(xc, seg, st, w, b);
   return y.to(x.dtype());
 }
 
@@ -333,10 +353,17 @@ NormGrads normalize_backward(const fk::Tensor& grad, const fk::Tensor& x, const 
   detail::check_same_device(x, grad, "minkowski::normalize backward", "the gradient");
   const fk::DType cd = compute_dtype(x.dtype());
   fk::Tensor xc = x.to(cd).contiguous(), gc = grad.to(cd).contiguous();
-  auto w = values_or(weight, x.size(1), 1.0);
-  NormGrads g = cd == fk::DType::F64
-                    ? backward_kernel<double>(gc, xc, seg, stats, w, batch_stats, need_x)
-                    : backward_kernel<float>(gc, xc, seg, stats, w, batch_stats, need_x);
+  NormGrads g;
+  if (xc.device().is_cuda()) {
+    g = device_normalize_backward(gc, xc, seg,
+                                  moments_on(stats, xc, "minkowski::normalize backward"), weight,
+                                  batch_stats, need_x, kBlockRows);
+  } else {
+    const NormStats st = stats.host();
+    auto w = values_or(weight, x.size(1), 1.0);
+    g = cd == fk::DType::F64 ? backward_kernel<double>(gc, xc, seg, st, w, batch_stats, need_x)
+                             : backward_kernel<float>(gc, xc, seg, st, w, batch_stats, need_x);
+  }
   if (g.x.defined()) g.x = g.x.to(x.dtype());
   const fk::DType pd = weight.defined() ? weight.dtype() : x.dtype();
   // the parameters' gradients are summed on the host (f64): back to x's device
@@ -407,10 +434,15 @@ fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
     ++num_batches_tracked;
     const double m = momentum_ ? *momentum_ : 1.0 / static_cast<double>(num_batches_tracked);
     const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    if (st.moments.defined() && running_mean.device() == st.moments.device()) {
+      device_running_update(st.moments, m, unbias, running_mean, running_var);
+      return y;
+    }
+    const NormStats hs = st.host();
     auto rm = running_mean.to_vector<double>(), rv = running_var.to_vector<double>();
     for (int64_t c = 0; c < channels_; ++c) {
-      rm[c] = (1 - m) * rm[c] + m * st.mean[c];
-      rv[c] = (1 - m) * rv[c] + m * st.var[c] * unbias;
+      rm[c] = (1 - m) * rm[c] + m * hs.mean[c];
+      rv[c] = (1 - m) * rv[c] + m * hs.var[c] * unbias;
     }
     running_mean.copy_(fk::from_vector(rm, fk::Dims{channels_}));
     running_var.copy_(fk::from_vector(rv, fk::Dims{channels_}));

@@ -17,9 +17,10 @@
 // Determinism: statistics are summed over fixed blocks of rows combined in
 // block order, so results are bit-identical for any thread count.
 // Devices: features on a CUDA device (weight and bias on the same device) are
-// summed and normalized there (normalization_device.h), the same values; the
-// statistics come back to the host (S x C doubles), running statistics stay
-// host tensors. Mixed devices are an fk::Error.
+// summed and normalized there (normalization_device.h), the same values, with
+// nothing read back to the host: the statistics stay on the device
+// (NormStats::moments), and so do running statistics kept there (BatchNorm
+// after Module::to). Mixed devices are an fk::Error.
 // Memory: a contiguous compute-dtype copy of x (and of the gradient) when it
 // is not one already, the output, 4 x S x C doubles of statistics and, while
 // summing, 2 x S x C doubles per block of 1024 rows.
@@ -51,6 +52,12 @@ struct NormStats {
   std::vector<double> mean, var;  // S x C, var biased
   std::vector<double> invstd;     // 1 / sqrt(var + eps)
   std::vector<int64_t> rows;      // n_s
+  // Statistics of features on a CUDA device stay there: a (4, S x C) f64
+  // tensor of rows mean, var, invstd and n_s (normalization_device.h), the
+  // host vectors above then empty (rows apart).
+  fk::Tensor moments;
+  // These statistics with the host vectors filled (read from the device).
+  NormStats host() const;
 };
 
 // The pure functions.

@@ -11,6 +11,7 @@
 
 #include "device_test_util.h"
 #include "fk/test_util.h"
+#include "minkowski/nn/norm.h"
 #include "minkowski/ops/activation.h"
 #include "minkowski/ops/dense.h"
 #include "minkowski/ops/elementwise.h"
@@ -54,20 +55,20 @@ void set_parameters(Norm& norm, fk::Device device, uint64_t seed) {
 // gradients of features, weight and bias.
 template <typename Norm, typename Forward>
 void expect_norm_matches(const SparseTensor& x, Norm& nc, Norm& ng, const Forward& forward,
-                         const std::string& what) {
+                         const std::string& what, double tol = kTol) {
   set_parameters(nc, fk::kCPU, 21);
   set_parameters(ng, kGpu, 21);
   const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
   const SparseTensor yc = forward(nc, xc), yg = forward(ng, xg);
   ASSERT_EQ(yg.F().device(), kGpu) << what;
-  expect_close(yg.F(), yc.F(), kTol, what + " forward");
+  expect_close(yg.F(), yc.F(), tol, what + " forward");
   const fk::Tensor g = random_values(yc.F().shape(), 1.0, 23);
   yc.F().backward(g);
   yg.F().backward(g.to(kGpu));
-  expect_close(xg.F().grad(), xc.F().grad(), kTol, what + " grad features");
+  expect_close(xg.F().grad(), xc.F().grad(), tol, what + " grad features");
   ASSERT_EQ(ng.weight.grad().device(), kGpu) << what;
-  expect_close(ng.weight.grad(), nc.weight.grad(), kTol, what + " grad weight");
-  expect_close(ng.bias.grad(), nc.bias.grad(), kTol, what + " grad bias");
+  expect_close(ng.weight.grad(), nc.weight.grad(), tol, what + " grad weight");
+  expect_close(ng.bias.grad(), nc.bias.grad(), tol, what + " grad bias");
 }
 
 TEST(MinkowskiCudaFeatureOpsDispatch, BatchNormMatchesTheCpu) {
@@ -82,6 +83,65 @@ TEST(MinkowskiCudaFeatureOpsDispatch, BatchNormMatchesTheCpu) {
   bc.eval();
   bg.eval();
   expect_norm_matches(x, bc, bg, forward, "batch norm, eval");
+}
+
+// The device forms the statistics, coefficients and parameter gradients as
+// the CPU does (same sums in the same order, products rounded on their own):
+// every value is the CPU's bit for bit, with the running statistics on the
+// CPU (uploaded as statistics in eval) and, through the module, on the device.
+TEST(MinkowskiCudaFeatureOpsDispatch, NormalizationIsTheCpusBitForBit) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(2600, 7, 3, 41);
+  auto forward = [](auto& norm, const SparseTensor& s) { return norm.forward(s); };
+  BatchNorm bc(7), bg(7);
+  expect_norm_matches(x, bc, bg, forward, "batch norm, training", 0.0);
+  expect_close(bg.running_var, bc.running_var, 0.0, "running var");
+  bc.eval();
+  bg.eval();
+  expect_norm_matches(x, bc, bg, forward, "batch norm, eval (running statistics on the CPU)", 0.0);
+  InstanceNorm ic(7), ig(7);
+  expect_norm_matches(x, ic, ig, forward, "instance norm", 0.0);
+
+  nn::BatchNorm mc(7), mg(7);
+  mg.to(kGpu);
+  for (const bool training : {true, false}) {
+    mc.train(training);
+    mg.train(training);
+    const SparseTensor xc = on(x, fk::kCPU), xg = on(x, kGpu);
+    const SparseTensor yc = mc.forward(xc), yg = mg.forward(xg);
+    expect_close(yg.F(), yc.F(), 0.0, training ? "module, training" : "module, eval");
+    const fk::Tensor g = random_values(yc.F().shape(), 1.0, 43);
+    yc.F().backward(g);
+    yg.F().backward(g.to(kGpu));
+    expect_close(xg.F().grad(), xc.F().grad(), 0.0, "module grad features");
+  }
+  ASSERT_EQ(mg.running_mean().device(), kGpu);
+  expect_close(mg.running_mean(), mc.running_mean(), 0.0, "module running mean");
+  expect_close(mg.running_var(), mc.running_var(), 0.0, "module running var");
+}
+
+// A BatchNorm module on the device reads nothing back to the host: under
+// ME_LAZY_SYNC=1 a training forward and backward wait for the device not
+// once (the statistics, coefficients, running statistics and the batch
+// count stay there).
+TEST(MinkowskiCudaFeatureOpsDispatch, BatchNormReadsNothingBackOnTheDevice) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(3000, 8, 2, 45);
+  nn::BatchNorm bn(8);
+  bn.to(kGpu);
+  const fk::Tensor g = random_values({x.size(), 8}, 1.0, 46).to(kGpu);
+  const SparseTensor first = on(x, kGpu);
+  bn.forward(first).F().backward(g);  // the first call reads the count
+  const fk::KnobOverride lazy("ME_LAZY_SYNC", "1");
+  const SparseTensor xg = on(x, kGpu);
+  const int64_t before = fk::profile::counters().syncs;
+  const SparseTensor y = bn.forward(xg);
+  y.F().backward(g);
+  EXPECT_EQ(fk::profile::counters().syncs - before, 0);
+  for (const auto& [name, t] : bn.named_buffers())
+    if (name == "num_batches_tracked") {
+      EXPECT_EQ(static_cast<int64_t>(t.item()), 2);
+    }
 }
 
 TEST(MinkowskiCudaFeatureOpsDispatch, InstanceNormMatchesTheCpu) {
@@ -117,9 +177,11 @@ TEST(MinkowskiCudaFeatureOpsDispatch, NormalizationOfAStridedViewMatchesTheCpu) 
   const fk::Tensor yg = normalize(view, seg, 1e-5, w.to(kGpu), b.to(kGpu), nullptr, &sg);
   ASSERT_EQ(yg.device(), kGpu);
   expect_close(yg, yc, kTol, "strided normalize");
+  ASSERT_TRUE(sg.moments.defined()) << "the statistics stayed on the device";
+  const NormStats hg = sg.host();
   for (size_t k = 0; k < sc.mean.size(); ++k) {
-    EXPECT_NEAR(sg.mean[k], sc.mean[k], 1e-12) << k;
-    EXPECT_NEAR(sg.var[k], sc.var[k], 1e-12) << k;
+    EXPECT_NEAR(hg.mean[k], sc.mean[k], 1e-12) << k;
+    EXPECT_NEAR(hg.var[k], sc.var[k], 1e-12) << k;
   }
   const fk::Tensor g = random_values(yc.shape(), 1.0, 34);
   yc.backward(g);
