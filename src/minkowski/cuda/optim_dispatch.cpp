@@ -58,23 +58,44 @@ void device_sgd_update(const fk::Tensor& param, const fk::Tensor& momentum_buffe
   fk::cuda::after_op(dev);
 }
 
-void device_adam_update(const fk::Tensor& param, const fk::Tensor& exp_avg,
-                        const fk::Tensor& exp_avg_sq, const AdamUpdate& u) {
-  const fk::Tensor g = checked_grad(param);
-  check_buffer(exp_avg, param, "exp_avg");
-  check_buffer(exp_avg_sq, param, "exp_avg_sq");
-  const int dev = param.device().index;
-  fk::cuda::detail::DeviceGuard guard(dev);
-  with_type(param, [&](auto zero) {
-    using T = decltype(zero);
-    cuda::launch_adam_update<T>(param.data<T>(), g.data<T>(), exp_avg.data<double>(),
-                                exp_avg_sq.data<double>(), param.numel(), u.lr, u.beta1, u.beta2,
-                                u.eps, u.weight_decay, u.bias1, u.bias2, u.decoupled,
-                                fk::cuda::current_stream(dev));
-  });
-  fk::profile::count_launch();
-  param.bump_version();
-  fk::cuda::after_op(dev);
+void device_adam_update(const std::vector<AdamOperands>& params, const AdamUpdate& u) {
+  const cuda::AdamScalars scalars{u.lr,           u.beta1, u.beta2, u.eps,
+                                  u.weight_decay, u.bias1, u.bias2, u.decoupled};
+  // The gradients in their parameters' dtype, held until the launches are queued.
+  std::vector<fk::Tensor> grads;
+  grads.reserve(params.size());
+  for (const AdamOperands& o : params) {
+    grads.push_back(checked_grad(o.param));
+    check_buffer(o.exp_avg, o.param, "exp_avg");
+    check_buffer(o.exp_avg_sq, o.param, "exp_avg_sq");
+  }
+  // One list per (device, dtype) run, cut every kAdamListTensors.
+  size_t i = 0;
+  while (i < params.size()) {
+    const fk::Tensor& first = params[i].param;
+    const int dev = first.device().index;
+    fk::cuda::detail::DeviceGuard guard(dev);
+    with_type(first, [&](auto zero) {
+      using T = decltype(zero);
+      cuda::AdamList<T> list;
+      while (i < params.size() && list.count < cuda::kAdamListTensors &&
+             params[i].param.device() == first.device() &&
+             params[i].param.dtype() == first.dtype()) {
+        const AdamOperands& o = params[i];
+        list.p[list.count] = o.param.data<T>();
+        list.g[list.count] = grads[i].data<T>();
+        list.m[list.count] = o.exp_avg.data<double>();
+        list.v[list.count] = o.exp_avg_sq.data<double>();
+        list.n[list.count] = o.param.numel();
+        ++list.count;
+        o.param.bump_version();
+        ++i;
+      }
+      cuda::launch_adam_update<T>(list, scalars, fk::cuda::current_stream(dev));
+    });
+    fk::profile::count_launch();
+    fk::cuda::after_op(dev);
+  }
 }
 
 }  // namespace minkowski::nn

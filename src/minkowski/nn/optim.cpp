@@ -125,11 +125,11 @@ void Adam::step() {
   ++steps_;
   const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
   const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
+  std::vector<AdamOperands> on_devices;  // updated together, a few launches in all
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     if (params_[i].device().is_cuda()) {
-      device_adam_update(params_[i], buffer(i, "exp_avg"), buffer(i, "exp_avg_sq"),
-                         {lr_, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, c1, c2, o_.decoupled});
+      on_devices.push_back({params_[i], buffer(i, "exp_avg"), buffer(i, "exp_avg_sq")});
       continue;
     }
     double* m = buffer(i, "exp_avg").data<double>();
@@ -145,6 +145,8 @@ void Adam::step() {
       return p - lr_ * (m[k] / c1) / (std::sqrt(v[k] / c2) + o_.eps);
     });
   }
+  device_adam_update(on_devices,
+                     {lr_, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, c1, c2, o_.decoupled});
 }
 
 namespace {

@@ -14,9 +14,8 @@ namespace {
 void device_sgd_update(const fk::Tensor& param, const fk::Tensor&, const SgdUpdate&) {
   no_cuda(param);
 }
-void device_adam_update(const fk::Tensor& param, const fk::Tensor&, const fk::Tensor&,
-                        const AdamUpdate&) {
-  no_cuda(param);
+void device_adam_update(const std::vector<AdamOperands>& params, const AdamUpdate&) {
+  if (!params.empty()) no_cuda(params[0].param);
 }
 
 }  // namespace minkowski::nn

@@ -27,9 +27,8 @@ template <typename T>
 void launch_sgd_update(T* p, const T* g, double* v, int64_t n, double lr, double momentum,
                        double weight_decay, bool nesterov, void* stream);
 template <typename T>
-void launch_adam_update(T* p, const T* g, double* m, double* v, int64_t n, double lr, double beta1,
-                        double beta2, double eps, double weight_decay, double bias1, double bias2,
-                        bool decoupled, void* stream);
+void launch_adam_update(const minkowski::cuda::AdamList<T>& list,
+                        const minkowski::cuda::AdamScalars& s, void* stream);
 }  // namespace minkowski::cuda::emu
 
 namespace mc = minkowski::cuda;
@@ -114,9 +113,16 @@ void check_adam(const nn::AdamOptions& o, int64_t n, uint32_t seed) {
       // The bias corrections as nn::Adam forms them on the host.
       const double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
       const double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
-      mc::emu::launch_adam_update<T>(got.data(), r.grads[static_cast<size_t>(t - 1)].data(),
-                                     m.data(), v.data(), n, o.lr, o.beta1, o.beta2, o.eps,
-                                     o.weight_decay, bias1, bias2, o.decoupled, nullptr);
+      mc::AdamList<T> list;
+      list.p[0] = got.data();
+      list.g[0] = r.grads[static_cast<size_t>(t - 1)].data();
+      list.m[0] = m.data();
+      list.v[0] = v.data();
+      list.n[0] = n;
+      list.count = 1;
+      mc::emu::launch_adam_update<T>(
+          list, {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, bias1, bias2, o.decoupled},
+          nullptr);
     }
     expect_same_bits(got, p.to_vector<T>(), what + " (" + order_name(order) + ")");
     expect_same_bits(m, buffer_of(adam, "exp_avg"), what + " exp_avg (" + order_name(order) + ")");

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/profile.h"
 #include "fk/test_util.h"
 #include "minkowski/nn/conv.h"
 #include "minkowski/nn/layers.h"
@@ -274,6 +275,39 @@ TEST(MinkowskiCudaTrainStep, OptimizerUpdatesAreTheHostLoopsBitForBit) {
       }
     }
   }
+}
+
+// Adam updates a network's parameters in lists, one launch per 64 of a dtype
+// run: 150 parameters (f32, then f64, then f32 again; one of 9,000 elements
+// spans three of the kernel's blocks) in 2 + 1 + 1 launches, with one
+// parameter without a gradient skipped, each value the host loop's.
+TEST(MinkowskiCudaTrainStep, AdamUpdatesParametersInListsBitForBit) {
+  MK_SKIP_WITHOUT_GPU();
+  Params p;
+  for (int i = 0; i < 150; ++i) {
+    const fk::DType t = i >= 100 && i < 120 ? fk::DType::F64 : fk::DType::F32;
+    const fk::Dims shape = i == 7 ? fk::Dims{9000} : fk::Dims{1 + i % 5, 3};
+    fk::Tensor c = random_values(shape, 1.0, 500 + static_cast<uint64_t>(i)).to(t);
+    c.set_requires_grad(true);
+    p.cpu.push_back(c);
+    p.gpu.push_back(cuda_test::leaf(c, kGpu));
+  }
+  const nn::AdamOptions o{0.01, 0.9, 0.99, 1e-8, 0.01};
+  nn::Adam oc(p.cpu, o), og(p.gpu, o);
+  for (int k = 0; k < 2; ++k) {
+    set_grads(p, 900 + 200 * k);
+    p.cpu[3].set_grad(fk::Tensor());
+    p.gpu[3].set_grad(fk::Tensor());
+    oc.step();
+    const int64_t before = fk::profile::counters().launches;
+    og.step();
+    // The first step also makes the moment buffers (fills).
+    if (k == 1) {
+      EXPECT_EQ(fk::profile::counters().launches - before, 4);
+    }
+  }
+  for (size_t i = 0; i < p.cpu.size(); ++i)
+    expect_close(p.gpu[i], p.cpu[i], 0, "parameter " + std::to_string(i));
 }
 
 TEST(MinkowskiCudaTrainStep, ClippingAndTheScalerCheckReadDeviceGradients) {
