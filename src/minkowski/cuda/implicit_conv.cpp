@@ -3,6 +3,7 @@
 #include "minkowski/cuda/implicit_conv.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,10 +49,15 @@ std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, b
   const fk::Tensor offset_begin =
       fk::from_vector(m.offset_begin, fk::Dims{static_cast<int64_t>(m.offset_begin.size())}, dev);
   const fk::Tensor mask = buffers::device_u64(rows, m.device);
-  const fk::Tensor repeated = fk::zeros({1}, {fk::DType::I32, dev});
+  // The two slot counts and the repeat flag in one buffer, read back at once
+  // (one wait for the device per map, not two). The flag is an int32 in the
+  // low half of the third zeroed int64 (little-endian on the host and device).
+  static_assert(std::endian::native == std::endian::little);
+  const fk::Tensor counts = fk::zeros({3}, {fk::DType::I64, dev});
+  auto* slot = static_cast<unsigned long long*>(counts.data_ptr());
   launch_row_masks(buffers::i32(idx.begin), buffers::i32(idx.pair), rows,
                    offset_begin.data<int64_t>(), m.volume, buffers::u64(mask),
-                   buffers::i32(repeated), stream);
+                   reinterpret_cast<int32_t*>(slot + 2), stream);
   const fk::Tensor rows_in_order = buffers::device_i32(rows, m.device);
   launch_iota(buffers::i32(rows_in_order), rows, stream);
   const fk::Tensor sorted_mask = buffers::device_u64(rows, m.device);
@@ -61,16 +67,14 @@ std::shared_ptr<const DeviceRowMasks> make_row_masks(const DeviceKernelMap& m, b
                    buffers::i32(r->order), rows, static_cast<int>(std::max<int64_t>(m.volume, 1)),
                    stream);
   r->mask = mask;  // the kernel reads masks by row, not in sorted order
-  const fk::Tensor slots = fk::zeros({2}, {fk::DType::I64, dev});
-  auto* slot = static_cast<unsigned long long*>(slots.data_ptr());
   launch_tile_slots(buffers::u64(sorted_mask), rows, 64, slot, stream);
   launch_tile_slots(buffers::u64(sorted_mask), rows, 128, slot + 1, stream);
   // masks, iota, the sort (counted as one), two slot counts; none at 0 rows
   if (rows > 0) fk::profile::count_launch(5);
-  r->eligible = repeated.to_vector<int32_t>()[0] == 0;
-  const std::vector<int64_t> counted = slots.to_vector<int64_t>();
+  const std::vector<int64_t> counted = counts.to_vector<int64_t>();
   r->slots_64 = counted[0];
   r->slots_128 = counted[1];
+  r->eligible = counted[2] == 0;
   return r;
 }
 
