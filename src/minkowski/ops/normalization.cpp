@@ -366,7 +366,8 @@ NormGrads normalize_backward(const fk::Tensor& grad, const fk::Tensor& x, const 
   }
   if (g.x.defined()) g.x = g.x.to(x.dtype());
   const fk::DType pd = weight.defined() ? weight.dtype() : x.dtype();
-  // the parameters' gradients are summed on the host (f64): back to x's device
+  // the parameters' gradients come as f64 (summed on the host, or on x's
+  // device): in the parameter's dtype, on x's device
   g.weight = need_weight ? g.weight.to(pd).to(x.device()) : fk::Tensor();
   g.bias = need_bias ? g.bias.to(pd).to(x.device()) : fk::Tensor();
   return g;
