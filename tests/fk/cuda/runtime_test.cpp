@@ -94,25 +94,38 @@ void CUDART_CB sleep_50ms(void*) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-// The bytes of a CUDA tensor as they are now, read on a stream of their own
-// (non-blocking: it does not wait for the legacy default stream or any other)
-// into page-locked memory: a copy to pageable memory is staged by the
-// driver, and on an H200 (driver 580) it waited behind the gate's host
-// function on another stream, so the add looked as if it had run early.
-std::vector<float> read_now(const Tensor& t) {
-  const size_t n = static_cast<size_t>(t.numel());
-  float* pinned = nullptr;
-  EXPECT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float)), cudaSuccess);
-  cudaStream_t side = nullptr;
-  EXPECT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-  EXPECT_EQ(cudaMemcpyAsync(pinned, t.data_ptr(), n * sizeof(float), cudaMemcpyDeviceToHost, side),
-            cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(side), cudaSuccess);
-  cudaStreamDestroy(side);
-  std::vector<float> out(pinned, pinned + n);
-  cudaFreeHost(pinned);
-  return out;
-}
+// Reads the bytes of a CUDA tensor as they are now: on a stream of its own
+// (non-blocking: not ordered after the legacy default stream or any other)
+// into page-locked memory. A copy to pageable memory is staged by the driver,
+// and on an H200 (driver 580) it waited behind the gate's host function on
+// another stream. Both are made before the gate: cudaMallocHost waited for the
+// whole device there, so the gate ran out its 2 s and the add ran early.
+class NowReader {
+ public:
+  explicit NowReader(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned_), n * sizeof(float)), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  ~NowReader() {
+    cudaStreamDestroy(side_);
+    cudaFreeHost(pinned_);
+  }
+  NowReader(const NowReader&) = delete;
+  NowReader& operator=(const NowReader&) = delete;
+  std::vector<float> read(const Tensor& t) {
+    EXPECT_EQ(static_cast<size_t>(t.numel()), n_);
+    EXPECT_EQ(
+        cudaMemcpyAsync(pinned_, t.data_ptr(), n_ * sizeof(float), cudaMemcpyDeviceToHost, side_),
+        cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(side_), cudaSuccess);
+    return std::vector<float>(pinned_, pinned_ + n_);
+  }
+
+ private:
+  size_t n_;
+  float* pinned_ = nullptr;
+  cudaStream_t side_ = nullptr;
+};
 
 // gpu (on the device) within tol relative to 1 + |cpu|.
 void expect_near(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
@@ -227,6 +240,7 @@ TEST(CudaRuntime, OpsRunOnTheCallersStream) {
   // Warm up: the cuBLAS handle and the cuFFT plan allocate when first made.
   Tensor warm_blas = matmul(ga, gb), warm_fft = rfftn(gx);
   cuda::synchronize(0);
+  NowReader reader(static_cast<size_t>(acc.numel()));
   {
     Gate gate(s.get());
     add_(acc, ga);
@@ -234,7 +248,7 @@ TEST(CudaRuntime, OpsRunOnTheCallersStream) {
     Tensor y = matmul(a2, gb);
     Tensor fx = rfftn(mul(gx, -1.5));
     EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady);
-    for (float v : read_now(acc)) {
+    for (float v : reader.read(acc)) {
       ASSERT_EQ(v, 0.0f) << "the in-place add ran before the gate on the caller's stream opened";
     }
     gate.open();
