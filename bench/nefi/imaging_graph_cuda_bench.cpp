@@ -66,12 +66,13 @@ BENCHMARK(BM_DeviceImagingStep)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-// reaction_diffusion's device_fused_cells (its default, 4096 cells, is a
-// guess): the captured step with the whole rollout and the whole adjoint as
-// one single-block launch each (fused:1, device_fused_cells at its largest)
-// against one launch per substep over the device (fused:0), at n x n cells
-// for n 32, 64 and 96 (200, 800 and 1800 substeps: the stability bound
-// grows with n^2). The n where fused:0 starts to win is the threshold.
+// reaction_diffusion's device_fused_cells (default 1024 cells, the largest
+// grid where fused won on an H200): the captured step with the whole rollout
+// and the whole adjoint as one single-block launch each (fused:1,
+// device_fused_cells at its largest) against one launch per substep over the
+// device (fused:0), at n x n cells for n 32, 64 and 96 (200, 800 and 1800
+// substeps: the stability bound grows with n^2). The n where fused:0 starts
+// to win is the threshold.
 void BM_DeviceReactionDiffusionFusedCells(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int64_t n = state.range(0);

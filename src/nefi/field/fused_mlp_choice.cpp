@@ -13,6 +13,7 @@ namespace {
 fk::Knob kFusedMlp("NEFI_FUSED_MLP", fk::KnobType::String, "auto",
                    "nefi device NeuralField MLP: auto (one fused kernel each way where it "
                    "is the faster: hidden width <= 64 in f32, <= 32 under bf16/f16 "
+                   "autocast, or rows x width <= 4096 x 128 in f32, 16384 x 64 under "
                    "autocast), 1 (fused wherever it can run: widths <= 128; an error "
                    "elsewhere) or 0 (one cuBLAS GEMM + one epilogue kernel per layer)",
                    fk::KnobRead::PerCall);
@@ -57,7 +58,7 @@ int fused_mlp_auto_width(const FusedMlpSpec& spec) {
   return spec.autocast ? kFusedMlpAutoWidthAutocast : kFusedMlpAutoWidth;
 }
 
-bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device) {
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int device) {
   const Mode m = mode();
   if (m == Mode::Off) return false;
   const std::string why = fused_mlp_unsupported(spec, in, device);
@@ -65,7 +66,10 @@ bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device) {
            "a network the fused kernel runs (hidden and output widths <= " +
                std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
            why);
-  return why.empty() && (m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec));
+  if (!why.empty()) return false;
+  const int64_t limit =
+      spec.autocast ? kFusedMlpAutoRowsTimesWidthAutocast : kFusedMlpAutoRowsTimesWidth;
+  return m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec) || rows * spec.hidden <= limit;
 }
 
 }  // namespace nefi

@@ -66,22 +66,30 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
 // Its device half: no such device, or not enough shared memory on it.
 std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);
 
-// The widest hidden layer NEFI_FUSED_MLP=auto gives the fused kernel, in f32
-// and under bf16/f16 autocast. Measured on an H200 (nefi_cuda_bench's
-// BM_DeviceMlp, 65536 rows, docs/performance.md session 26): fused against
-// per-layer cuBLAS, forward+backward, f32 0.75x the time at width 32, 0.89x
-// at 64, 1.7x at 128; under bf16 autocast 0.96x at 32, 1.16x at 64, 2.5x
-// at 128 (the forward alone is faster fused up to 64 either way).
+// The widest hidden layer NEFI_FUSED_MLP=auto gives the fused kernel at any
+// row count, in f32 and under bf16/f16 autocast, and the largest rows x
+// hidden width at which it gives it a wider one. Measured on an H200
+// (nefi_cuda_bench's BM_DeviceMlp at 65536 rows and BM_DeviceMlpRows at 4096
+// to 262144, forward+backward, docs/performance.md session 28): fused against
+// per-layer cuBLAS, f32 width 32 0.59-0.78x the time at every row count,
+// width 64 0.76-0.84x up to 65536 rows (1.01x at 262144), width 128 0.91x at
+// 4096 rows and 1.24x at 16384; under bf16 autocast width 32 0.68-0.83x,
+// width 64 0.72x at 4096 and 16384 rows and 1.01x at 65536, width 128 0.89x
+// at 4096 and 1.31x at 16384. Small calls are launch-bound on the per-layer
+// path (12-54 launches against 7), large ones compute-bound on the fused one.
 inline constexpr int kFusedMlpAutoWidth = 64;
 inline constexpr int kFusedMlpAutoWidthAutocast = 32;
+inline constexpr int64_t kFusedMlpAutoRowsTimesWidth = int64_t{1} << 19;          // 4096 x 128
+inline constexpr int64_t kFusedMlpAutoRowsTimesWidthAutocast = int64_t{1} << 20;  // 16384 x 64
 int fused_mlp_auto_width(const FusedMlpSpec& spec);
 
-// NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP as
-// fused_mlp_device. auto: where the fused kernel can (widths <= 128, shared
-// memory fits) and is the faster (hidden width <= fused_mlp_auto_width);
-// 1: wherever it can, an fk::Error naming the reason where it cannot; 0:
-// never (the per-layer cuBLAS path, dense_device.h).
-bool use_fused_mlp(const FusedMlpSpec& spec, int64_t in, int device);
+// NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP on
+// `rows` points of `in` features as fused_mlp_device. auto: where the fused
+// kernel can (widths <= 128, shared memory fits) and is the faster (hidden
+// width <= fused_mlp_auto_width, or rows x hidden width within the limit
+// above); 1: wherever it can, an fk::Error naming the reason where it
+// cannot; 0: never (the per-layer cuBLAS path, dense_device.h).
+bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int device);
 
 fk::Tensor fused_mlp_device(const fk::Tensor& features, const fk::Tensor& params,
                             const FusedMlpSpec& spec);

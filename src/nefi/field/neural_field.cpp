@@ -135,7 +135,7 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
     const FusedMlpSpec spec{
         cfg_.hidden, cfg_.depth,   n_out_, cfg_.skip_at, fused_mlp_activation(cfg_.activation),
         kSirenW0,    cfg_.autocast};
-    if (use_fused_mlp(spec, x.size(1), device().index))
+    if (use_fused_mlp(spec, x.size(0), x.size(1), device().index))
       return fused_mlp_device(x, params_.flat(), spec);
   }
   const std::vector<fk::Tensor> p = params_.views();

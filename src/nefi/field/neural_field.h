@@ -15,9 +15,10 @@
 // All parameters sit in one flat f32 buffer (params()).
 // to(cuda device) moves that buffer and the encoding's cache to the device
 // (the coordinates stay host objects of the Domain): forward and backward
-// then run there. A field with widths <= 128 (f32 or autocast) runs its MLP
-// (hidden layers and output projection) as one fused op, one kernel forward
-// and three back (fused_mlp_device.h; knob NEFI_FUSED_MLP); otherwise each layer
+// then run there. A field with widths <= 128 (f32 or autocast) can run its
+// MLP (hidden layers and output projection) as one fused op, one kernel
+// forward and three back, and does where that is the faster (by width and
+// rows: fused_mlp_device.h; knob NEFI_FUSED_MLP); otherwise each layer
 // is one dense_device op (cuBLAS, bias + tanh / relu / sine fused; gelu,
 // silu and softplus as fk device ops), the output projection in f32. The
 // heads run as fk device ops. Device autocast (bf16 or f16 alike)

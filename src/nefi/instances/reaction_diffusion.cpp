@@ -217,7 +217,7 @@ class ReactionDiffusion : public Instance {
     p.declare("supersample", int64_t{1}, "data grid refinement (f64)");
     p.declare("grad_mode", std::string("checkpoint"), "checkpoint | autograd");
     p.declare("checkpoint_every", int64_t{0}, "substeps per checkpoint (0: sqrt of the total)");
-    p.declare("device_fused_cells", int64_t{4096},
+    p.declare("device_fused_cells", int64_t{1024},
               "on a CUDA device, grids up to this many cells run each rollout as one launch (0: "
               "one launch per substep; at most 65536)");
     p.declare("tv", 1e-4, "TV weight on F");

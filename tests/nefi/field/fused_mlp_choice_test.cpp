@@ -15,6 +15,9 @@
 
 namespace {
 
+// The rows of BM_DeviceMlp, where the widths alone decide auto.
+constexpr int64_t kRows = 65536;
+
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {
   try {
     body();
@@ -36,48 +39,70 @@ nefi::FusedMlpSpec spec(int hidden, std::optional<fk::DType> autocast = std::nul
 TEST(NefiFusedMlpChoice, KnobValues) {
   {
     fk::KnobOverride bad("NEFI_FUSED_MLP", "yes");
-    expect_error_naming([] { nefi::use_fused_mlp(spec(32), 8, 0); }, "0, 1, auto");
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32), kRows, 8, 0); }, "0, 1, auto");
   }
   {
     fk::KnobOverride off("NEFI_FUSED_MLP", "0");  // never, whatever the network
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 8, 0));
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::BF16), 8, 0));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32), kRows, 8, 0));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::BF16), kRows, 8, 0));
   }
   {
     fk::KnobOverride on("NEFI_FUSED_MLP", "1");
     // Autocast is bf16 or f16 (NeuralField refuses others before this).
-    expect_error_naming([] { nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0); },
+    expect_error_naming([] { nefi::use_fused_mlp(spec(32, fk::DType::F64), kRows, 8, 0); },
                         "autocast f64");
-    expect_error_naming([] { nefi::use_fused_mlp(spec(129, fk::DType::BF16), 8, 0); },
+    expect_error_naming([] { nefi::use_fused_mlp(spec(129, fk::DType::BF16), kRows, 8, 0); },
                         "hidden width 129");
     for (std::optional<fk::DType> ac : {std::optional<fk::DType>(), std::optional(fk::DType::BF16),
                                         std::optional(fk::DType::F16)}) {
       if (fk::cuda::device_count() == 0)
-        expect_error_naming([&] { nefi::use_fused_mlp(spec(32, ac), 8, 0); }, "NEFI_FUSED_MLP=1");
+        expect_error_naming([&] { nefi::use_fused_mlp(spec(32, ac), kRows, 8, 0); },
+                            "NEFI_FUSED_MLP=1");
       else
-        EXPECT_TRUE(nefi::use_fused_mlp(spec(32, ac), 8, 0));
+        EXPECT_TRUE(nefi::use_fused_mlp(spec(32, ac), kRows, 8, 0));
     }
   }
   // auto: the per-layer path wherever the fused kernel cannot run, and where
-  // it can but is the slower (hidden width above 64 in f32, above 32 under
-  // autocast: the H200's figures in fused_mlp_device.h).
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 8, 0));
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(129, fk::DType::F16), 8, 0));
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::F64), 8, 0));
+  // it can but is the slower (at 65536 rows, hidden width above 64 in f32,
+  // above 32 under autocast: the H200's figures in fused_mlp_device.h).
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), kRows, 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129, fk::DType::F16), kRows, 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(32, fk::DType::F64), kRows, 8, 0));
   const bool gpu = fk::cuda::device_count() > 0;
-  EXPECT_EQ(nefi::use_fused_mlp(spec(64), 8, 0), gpu);
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(65), 8, 0));
-  EXPECT_FALSE(nefi::use_fused_mlp(spec(128), 8, 0));
+  EXPECT_EQ(nefi::use_fused_mlp(spec(64), kRows, 8, 0), gpu);
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(65), kRows, 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(128), kRows, 8, 0));
   for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
-    EXPECT_EQ(nefi::use_fused_mlp(spec(32, ac), 8, 0), gpu);
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(33, ac), 8, 0));
-    EXPECT_FALSE(nefi::use_fused_mlp(spec(128, ac), 8, 0));
+    EXPECT_EQ(nefi::use_fused_mlp(spec(32, ac), kRows, 8, 0), gpu);
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(33, ac), kRows, 8, 0));
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(128, ac), kRows, 8, 0));
   }
   if (gpu) {  // 1 still fuses where auto does not
     fk::KnobOverride on("NEFI_FUSED_MLP", "1");
-    EXPECT_TRUE(nefi::use_fused_mlp(spec(128), 8, 0));
-    EXPECT_TRUE(nefi::use_fused_mlp(spec(128, fk::DType::BF16), 8, 0));
+    EXPECT_TRUE(nefi::use_fused_mlp(spec(128), kRows, 8, 0));
+    EXPECT_TRUE(nefi::use_fused_mlp(spec(128, fk::DType::BF16), kRows, 8, 0));
   }
+}
+
+// Fewer rows: the per-layer path's launches outweigh its faster GEMMs, so
+// auto fuses wider networks where rows x width is small (4096 x 128 in f32,
+// 16384 x 64 under autocast), and never where the kernel cannot run.
+TEST(NefiFusedMlpChoice, AutoFusesWiderNetworksOnFewerRows) {
+  const bool gpu = fk::cuda::device_count() > 0;
+  EXPECT_EQ(nefi::use_fused_mlp(spec(128), 4096, 8, 0), gpu);
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(128), 4097, 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(128), 16384, 8, 0));
+  EXPECT_EQ(nefi::use_fused_mlp(spec(64), 262144, 8, 0), gpu);  // width alone
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(129), 1, 8, 0));
+  for (fk::DType ac : {fk::DType::BF16, fk::DType::F16}) {
+    EXPECT_EQ(nefi::use_fused_mlp(spec(64, ac), 16384, 8, 0), gpu);
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(64, ac), 65536, 8, 0));
+    EXPECT_EQ(nefi::use_fused_mlp(spec(128, ac), 8192, 8, 0), gpu);
+    EXPECT_FALSE(nefi::use_fused_mlp(spec(128, ac), 8193, 8, 0));
+    EXPECT_EQ(nefi::use_fused_mlp(spec(32, ac), 262144, 8, 0), gpu);  // width alone
+  }
+  fk::KnobOverride off("NEFI_FUSED_MLP", "0");
+  EXPECT_FALSE(nefi::use_fused_mlp(spec(32), 1, 8, 0));
 }
 
 // The parameter gradient's launch has a grid row per layer (at most 65535):
@@ -90,9 +115,9 @@ TEST(NefiFusedMlpChoice, DepthBeyondTheGridRowsIsRefused) {
       << nefi::fused_mlp_unsupported(deep, 8, 0);
   {
     fk::KnobOverride on("NEFI_FUSED_MLP", "1");
-    expect_error_naming([&] { nefi::use_fused_mlp(deep, 8, 0); }, "depth 65535");
+    expect_error_naming([&] { nefi::use_fused_mlp(deep, kRows, 8, 0); }, "depth 65535");
   }
-  EXPECT_FALSE(nefi::use_fused_mlp(deep, 8, 0));
+  EXPECT_FALSE(nefi::use_fused_mlp(deep, kRows, 8, 0));
 }
 
 TEST(NefiFusedMlpChoice, ActivationNames) {

@@ -69,10 +69,11 @@ struct ReactionDiffusionOptions {
   // Device, checkpointed: grids of at most this many cells run the whole
   // forward and the whole adjoint as one single-block launch each (with at
   // most 64 observation times), larger ones one launch per substep; 0: always
-  // per substep. The same bits either way. 4096 (64 x 64) is a guess: a
-  // substep of that many cells on one SM against a launch, not measured.
+  // per substep. The same bits either way. 1024 (32 x 32) from the H200
+  // (BM_DeviceReactionDiffusionFusedCells, docs/performance.md): fused won
+  // at 32 x 32 (1.25 against 1.43 ms a step) and lost 2.1x at 64 x 64.
   // At most kMaxDeviceFusedCells.
-  int64_t device_fused_cells = 4096;
+  int64_t device_fused_cells = 1024;
 };
 
 // The largest device_fused_cells. The fused kernels keep the state in global
