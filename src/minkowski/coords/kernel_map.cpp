@@ -195,7 +195,7 @@ int64_t KernelMap::bytes() const {
 const RowIndex& KernelMap::by_out() const {
   std::lock_guard<std::mutex> lock(rows_->mu);
   auto& by_out = swapped_ ? rows_->second : rows_->first;
-  if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+  if (!by_out) by_out = group_rows(*this, out_rows.rows(), in_rows.rows(), out_size);
   return *by_out;
 }
 
@@ -205,10 +205,10 @@ const RowIndex& KernelMap::by_in() const {
   auto& by_in = swapped_ ? rows_->first : rows_->second;
   if (!by_in) {
     if (!mirror.empty()) {
-      if (!by_out) by_out = group_rows(*this, out_rows, in_rows, out_size);
+      if (!by_out) by_out = group_rows(*this, out_rows.rows(), in_rows.rows(), out_size);
       by_in = mirror_rows(*this, *by_out);
     } else {
-      by_in = group_rows(*this, in_rows, out_rows, in_size);
+      by_in = group_rows(*this, in_rows.rows(), out_rows.rows(), in_size);
     }
   }
   return *by_in;

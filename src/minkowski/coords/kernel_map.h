@@ -22,7 +22,8 @@
 // first (both build the same index).
 //
 // An identity map (1x1 convolution, same input and output map) stores no pairs:
-// pair p is (p, p).
+// pair p is (p, p). The host copy of a map built on a CUDA device fetches its
+// pairs on their first host read (pair_rows.h).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@
 
 #include "minkowski/coords/coordinate_map.h"
 #include "minkowski/coords/large_array.h"
+#include "minkowski/coords/pair_rows.h"
 #include "minkowski/coords/row_blocks.h"
 
 namespace minkowski {
@@ -62,8 +64,8 @@ struct KernelMap {
   int64_t out_size = 0;
   bool identity = false;
   std::vector<int64_t> offset_begin;  // volume + 1
-  LargeArray<int32_t> in_rows;
-  LargeArray<int32_t> out_rows;
+  PairRows in_rows;
+  PairRows out_rows;
   // A symmetric map onto itself: offset k's pairs are offset mirror[k]'s pairs
   // swapped, in the same order (empty otherwise). Lets by_in() be derived from
   // by_out() with sequential access.

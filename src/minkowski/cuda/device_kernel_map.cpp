@@ -210,9 +210,11 @@ DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
   m.offset_begin = map.offset_begin;
   const int64_t P = map.pairs();
   std::vector<int32_t> in(P), out(P);
+  const int32_t* map_in = map.identity ? nullptr : map.in_rows.data();
+  const int32_t* map_out = map.identity ? nullptr : map.out_rows.data();
   for (int64_t p = 0; p < P; ++p) {
-    in[p] = map.identity ? static_cast<int32_t>(p) : map.in_rows[p];
-    out[p] = map.identity ? static_cast<int32_t>(p) : map.out_rows[p];
+    in[p] = map.identity ? static_cast<int32_t>(p) : map_in[p];
+    out[p] = map.identity ? static_cast<int32_t>(p) : map_out[p];
   }
   m.in_rows = fk::from_vector(in, fk::Dims{P}, fk::cuda_device(device));
   m.out_rows = fk::from_vector(out, fk::Dims{P}, fk::cuda_device(device));
@@ -231,15 +233,22 @@ const DeviceKernelMap& device_copy_of(const KernelMap& map, int device) {
 }
 
 std::shared_ptr<KernelMap> DeviceKernelMap::to_host() const {
-  const fk::profile::TraceScope trace("minkowski.kernel_map.download");
   auto m = std::make_shared<KernelMap>();
   m->volume = volume;
   m->in_size = in_size;
   m->out_size = out_size;
   m->offset_begin = offset_begin;
-  const std::vector<int32_t> in = in_rows.to_vector<int32_t>(), out = out_rows.to_vector<int32_t>();
-  m->in_rows.assign(in.begin(), in.end());
-  m->out_rows.assign(out.begin(), out.end());
+  // The device rows stay alive with the fetch (the host map adopts this map
+  // as its device copy too, so their lifetimes are the same anyway).
+  auto pairs = std::make_shared<DeferredPairs>(
+      [in = in_rows, out = out_rows](LargeArray<int32_t>& host_in, LargeArray<int32_t>& host_out) {
+        const fk::profile::TraceScope trace("minkowski.kernel_map.download");
+        const std::vector<int32_t> i = in.to_vector<int32_t>(), o = out.to_vector<int32_t>();
+        host_in.assign(i.begin(), i.end());
+        host_out.assign(o.begin(), o.end());
+      });
+  m->in_rows = PairRows::deferred(pairs, false);
+  m->out_rows = PairRows::deferred(pairs, true);
   return m;
 }
 

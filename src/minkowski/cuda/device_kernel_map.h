@@ -59,7 +59,8 @@ struct DeviceKernelMap {
 
   int64_t pairs() const { return offset_begin.empty() ? 0 : offset_begin.back(); }
   int64_t count(int64_t k) const { return offset_begin[k + 1] - offset_begin[k]; }
-  // The map on the host (its row indices are built there on first use).
+  // The map on the host: its pairs fetched from this map on their first host
+  // read (pair_rows.h), its row indices built there on first use.
   std::shared_ptr<KernelMap> to_host() const;
 };
 

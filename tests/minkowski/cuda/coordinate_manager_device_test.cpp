@@ -3,14 +3,16 @@
 // coordinates. Its maps (downloaded) and quantization record must be the
 // host's row for row; its kernel maps (submanifold, strided, transposed,
 // generative transposed) the host's pair for pair, built on the device and
-// used by the device ops as they are (no upload of a host map); a conv +
-// pooling + transposed-conv chain gives the CPU's outputs and gradients; the
+// used by the device ops as they are (no upload of a host map, and no
+// download of their pairs until a host read); a conv + pooling +
+// transposed-conv chain gives the CPU's outputs and gradients; the
 // device maps are freed with the manager; features and coordinates on
 // different devices are an fk::Error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -188,10 +190,23 @@ TEST(MinkowskiCudaCoordinateManager, ConvPoolingChainMatchesTheCpu) {
   EXPECT_NE(mgr.device_kernel_map(in, down, k2, false), nullptr);
   EXPECT_NE(mgr.device_kernel_map(down, in, k2, true), nullptr);
   EXPECT_EQ(mgr.num_kernel_maps(), maps);
-  // CPU features on the device-built maps: the host kernel maps serve them.
+  // Nothing in the device chain read its maps' pairs on the host: they were
+  // never downloaded (pair_rows.h).
+  const auto host_map = [&](const MapKey& a, const MapKey& b, const KernelRegion& k, bool t) {
+    return mgr.kernel_map(a, b, k, t);
+  };
+  const std::vector<std::shared_ptr<const KernelMap>> used = {
+      host_map(in, in, k3, false), host_map(in, down, k2, false), host_map(down, in, k2, true)};
+  for (const auto& m : used) {
+    EXPECT_TRUE(m->in_rows.pending() && m->out_rows.pending()) << "downloaded by the device chain";
+    EXPECT_EQ(m->pair_bytes(), static_cast<int64_t>(m->offset_begin.capacity() * sizeof(int64_t)));
+  }
+  // CPU features on the device-built maps: the host kernel maps serve them,
+  // their pairs fetched on that first host read.
   const SparseTensor host_features(p.cpu.F(), p.gpu.key(), p.gpu.manager());
   const Chain mixed = run_chain(host_features, fk::kCPU);
   expect_close(mixed.out, cpu.out, 1e-6, "CPU features on device-built maps");
+  for (const auto& m : used) EXPECT_FALSE(m->in_rows.pending() || m->out_rows.pending());
 }
 
 TEST(MinkowskiCudaCoordinateManager, DeviceMapsAreFreedWithTheManager) {

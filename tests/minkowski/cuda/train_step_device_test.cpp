@@ -115,8 +115,26 @@ void expect_unet_step_matches_the_cpu(bool device_coordinates) {
   const nn::StepResult r64 =
       nn::train_step(cpu64, opt64, SparseTensor(s.features.to(fk::DType::F64), s.coords), s.labels);
   const fk::Tensor coords = device_coordinates ? s.coords.to(kGpu) : s.coords;
+  fk::profile::clear_trace();
+  fk::profile::set_tracing(true);
   const nn::StepResult rg =
       nn::train_step(gpu, optg, SparseTensor(s.features.to(kGpu), coords), s.labels.to(kGpu));
+  fk::profile::set_tracing(false);
+  const std::vector<fk::profile::EventTotal> events = fk::profile::event_totals();
+  fk::profile::clear_trace();
+  const auto calls = [&](const std::string& name) {
+    for (const auto& e : events)
+      if (e.name == name) return e.calls;
+    return int64_t{0};
+  };
+  EXPECT_GT(calls("minkowski.kernel_map.build"), 0);
+  if (device_coordinates) {
+    // Built on the device and used there: no map's pairs came back to the
+    // host (they are fetched only by a host read, pair_rows.h). Identity maps
+    // (1x1 convolutions onto the same rows) are still made on the host and
+    // uploaded.
+    EXPECT_EQ(calls("minkowski.kernel_map.download"), 0);
+  }
   const std::string where = device_coordinates ? "device coordinates: " : "host coordinates: ";
   EXPECT_LE(std::fabs(rg.loss - r32.loss),
             8 * std::fabs(r32.loss - r64.loss) + std::ldexp(1.0, -20) * std::fabs(r64.loss))
