@@ -12,10 +12,10 @@ namespace {
 
 fk::Knob kFusedMlp("NEFI_FUSED_MLP", fk::KnobType::String, "auto",
                    "nefi device NeuralField MLP: auto (one fused kernel each way where it "
-                   "is the faster: hidden width <= 64 in f32, <= 32 under bf16/f16 "
-                   "autocast, or rows x width <= 4096 x 128 in f32, 16384 x 64 under "
-                   "autocast), 1 (fused wherever it can run: widths <= 128; an error "
-                   "elsewhere) or 0 (one cuBLAS GEMM + one epilogue kernel per layer)",
+                   "is the faster: hidden width <= 64 in f32; <= 32 under bf16/f16 "
+                   "autocast, <= 64 on at most 16384 rows), 1 (fused wherever it can run: "
+                   "widths <= 128; an error elsewhere) or 0 (one cuBLAS GEMM + one "
+                   "epilogue kernel per layer)",
                    fk::KnobRead::PerCall);
 
 enum class Mode { Off, On, Auto };
@@ -54,8 +54,10 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
   return fused_mlp_unsupported_on(spec, in, device);
 }
 
-int fused_mlp_auto_width(const FusedMlpSpec& spec) {
-  return spec.autocast ? kFusedMlpAutoWidthAutocast : kFusedMlpAutoWidth;
+int fused_mlp_auto_width(const FusedMlpSpec& spec, int64_t rows) {
+  if (!spec.autocast) return kFusedMlpAutoWidth;
+  return rows <= kFusedMlpAutoFewRows ? kFusedMlpAutoWidthAutocastFewRows
+                                      : kFusedMlpAutoWidthAutocast;
 }
 
 bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int device) {
@@ -66,10 +68,7 @@ bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int devic
            "a network the fused kernel runs (hidden and output widths <= " +
                std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
            why);
-  if (!why.empty()) return false;
-  const int64_t limit =
-      spec.autocast ? kFusedMlpAutoRowsTimesWidthAutocast : kFusedMlpAutoRowsTimesWidth;
-  return m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec) || rows * spec.hidden <= limit;
+  return why.empty() && (m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec, rows));
 }
 
 }  // namespace nefi

@@ -66,29 +66,30 @@ std::string fused_mlp_unsupported(const FusedMlpSpec& spec, int64_t in, int devi
 // Its device half: no such device, or not enough shared memory on it.
 std::string fused_mlp_unsupported_on(const FusedMlpSpec& spec, int64_t in, int device);
 
-// The widest hidden layer NEFI_FUSED_MLP=auto gives the fused kernel at any
-// row count, in f32 and under bf16/f16 autocast, and the largest rows x
-// hidden width at which it gives it a wider one. Measured on an H200
+// The widest hidden layer NEFI_FUSED_MLP=auto gives the fused kernel: in f32
+// at any row count; under bf16/f16 autocast at any row count, and a wider
+// one on at most kFusedMlpAutoFewRows rows. Measured on two loans of an H200
 // (nefi_cuda_bench's BM_DeviceMlp at 65536 rows and BM_DeviceMlpRows at 4096
-// to 262144, forward+backward, docs/performance.md session 28): fused against
-// per-layer cuBLAS, f32 width 32 0.59-0.78x the time at every row count,
-// width 64 0.76-0.84x up to 65536 rows (1.01x at 262144), width 128 0.91x at
-// 4096 rows and 1.24x at 16384; under bf16 autocast width 32 0.68-0.83x,
-// width 64 0.72x at 4096 and 16384 rows and 1.01x at 65536, width 128 0.89x
-// at 4096 and 1.31x at 16384. Small calls are launch-bound on the per-layer
-// path (12-54 launches against 7), large ones compute-bound on the fused one.
+// to 262144, forward+backward, docs/performance.md session 28), fused time
+// over per-layer cuBLAS time, first run / second: f32 width 32 0.59-0.87,
+// width 64 0.76-0.95 up to 65536 rows (1.00-1.01 at 262144), width 128
+// 0.91 / 1.16 at 4096 rows and above 1.2 beyond; autocast width 32
+// 0.67-0.99, width 64 0.72 / 0.97 at 4096 rows, 0.73 / 0.90 at 16384 and
+// 1.01 / 1.17 at 65536, width 128 0.89 / 1.22 at 4096. Only the cells that
+// won in both runs fuse: the per-layer path is launch-bound on few rows (46
+// to 54 launches against 7), so its time moves with the host.
 inline constexpr int kFusedMlpAutoWidth = 64;
 inline constexpr int kFusedMlpAutoWidthAutocast = 32;
-inline constexpr int64_t kFusedMlpAutoRowsTimesWidth = int64_t{1} << 19;          // 4096 x 128
-inline constexpr int64_t kFusedMlpAutoRowsTimesWidthAutocast = int64_t{1} << 20;  // 16384 x 64
-int fused_mlp_auto_width(const FusedMlpSpec& spec);
+inline constexpr int kFusedMlpAutoWidthAutocastFewRows = 64;
+inline constexpr int64_t kFusedMlpAutoFewRows = 16384;
+int fused_mlp_auto_width(const FusedMlpSpec& spec, int64_t rows);
 
 // NEFI_FUSED_MLP (per call): whether a device NeuralField runs its MLP on
 // `rows` points of `in` features as fused_mlp_device. auto: where the fused
 // kernel can (widths <= 128, shared memory fits) and is the faster (hidden
-// width <= fused_mlp_auto_width, or rows x hidden width within the limit
-// above); 1: wherever it can, an fk::Error naming the reason where it
-// cannot; 0: never (the per-layer cuBLAS path, dense_device.h).
+// width <= fused_mlp_auto_width); 1: wherever it can, an fk::Error naming
+// the reason where it cannot; 0: never (the per-layer cuBLAS path,
+// dense_device.h).
 bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int device);
 
 fk::Tensor fused_mlp_device(const fk::Tensor& features, const fk::Tensor& params,

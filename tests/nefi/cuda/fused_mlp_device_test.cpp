@@ -371,7 +371,7 @@ TEST(NefiFusedMlp, AutocastBackwardIsBitwiseReproducible) {
 }
 
 // An autocast field: NEFI_FUSED_MLP=auto picks the fused op (one launch
-// forward) at width 32, and at 128 only on few rows; the fused op matches
+// forward) at width 32 and the per-layer one at 128; the fused op matches
 // =0 (per-layer cuBLAS at the same precision) and the CPU field's autocast
 // path (bf16: the same rounding points; f16: fk autocast, which also stores
 // z and the activations in f16).
@@ -400,12 +400,10 @@ TEST(NefiFusedMlp, AutocastNeuralFieldFusedMatchesPerLayerAndCpu) {
             gpu.raw(on, 1.0);
             return fk::profile::counters().launches - before;
           };
-          // Fused on these 143 rows at either width (rows x width within
-          // 16384 x 64); a wide net on more rows runs per layer.
-          EXPECT_EQ(launches(d), 1) << "auto did not fuse";
-          if (hidden > nefi::kFusedMlpAutoWidthAutocast) {
-            EXPECT_GT(launches(nefi::Domain({91, 91})), 1) << "auto fused a wide net on 8281 rows";
-          }
+          if (hidden <= nefi::kFusedMlpAutoWidthAutocast)
+            EXPECT_EQ(launches(d), 1) << "auto did not fuse";
+          else
+            EXPECT_GT(launches(d), 1) << "auto fused a wide net";
         }
         {
           KnobOverride on("NEFI_FUSED_MLP", "1");
@@ -419,6 +417,24 @@ TEST(NefiFusedMlp, AutocastNeuralFieldFusedMatchesPerLayerAndCpu) {
         expect_close(fused_path.y, per_layer.y, tol, what + " fused vs per-layer raw");
         expect_close(fused_path.dp, per_layer.dp, tol, what + " fused vs per-layer gradient");
       }
+}
+
+// The field passes its row count to the rule: under autocast a width-64 field
+// fuses on 143 rows and runs per layer on 16900 (kFusedMlpAutoFewRows).
+TEST(NefiFusedMlp, AutocastFieldOfWidth64FusesOnlyOnFewRows) {
+  NEFI_SKIP_WITHOUT_GPU();
+  nefi::NeuralField gpu = make_field(64, true, "tanh", 2, fk::DType::BF16);
+  gpu.to(kGpu);
+  KnobOverride automatic("NEFI_FUSED_MLP", "auto");
+  fk::autograd::NoGradGuard ng;
+  const auto launches = [&](const nefi::Domain& on) {
+    gpu.raw(on, 1.0);  // the encoding's cache at progress 1
+    const int64_t before = fk::profile::counters().launches;
+    gpu.raw(on, 1.0);
+    return fk::profile::counters().launches - before;
+  };
+  EXPECT_EQ(launches(nefi::Domain({13, 11})), 1) << "auto did not fuse on 143 rows";
+  EXPECT_GT(launches(nefi::Domain({130, 130})), 1) << "auto fused on 16900 rows";
 }
 
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {
