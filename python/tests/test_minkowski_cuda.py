@@ -117,6 +117,24 @@ def test_cpu_coordinates_with_cuda_features_index_on_the_device():
     assert x_cuda.inverse_mapping.device.type == "cuda"
 
 
+def test_device_moves_the_coordinates_with_the_features():
+    """The reference's ``device=`` moves features and coordinates: a CUDA
+    manager (maps built on the device), the tensor CUDA inputs give."""
+    c = coordinates_with_duplicates()
+    f = randn(len(c), 3)
+    mode = QMode.UNWEIGHTED_AVERAGE
+    x = ME.SparseTensor(f, c, quantization_mode=mode, device=CUDA)
+    ref = ME.SparseTensor(f.to(CUDA), c.to(CUDA), quantization_mode=mode)
+    assert x.coordinate_manager.coordinate_map_type == ME.CoordinateMapType.CUDA
+    assert torch.equal(x.C.cpu(), ref.C.cpu())
+    close(x.F, ref.F.cpu(), atol=0, rtol=0)
+    p = torch.rand(50, 4, generator=torch.Generator().manual_seed(7)) * 4
+    p[:, 0] = 0
+    t = ME.TensorField(randn(50, 2), p, device=CUDA)
+    assert t.F.is_cuda and t.C.is_cuda
+    assert t.coordinate_manager.coordinate_map_type == ME.CoordinateMapType.CUDA
+
+
 def _conv_net(kind):
     D = 3
     if kind == "submanifold":

@@ -138,6 +138,11 @@ class SparseTensor(_Tensor):
         self.unique_index = self.inverse_mapping = None
         if coordinates is not None:
             coordinates = _int_coordinates(coordinates)
+            if device is not None:
+                # As in the reference, `device` moves the coordinates too: a
+                # CUDA manager builds its maps on the device, where host
+                # coordinates would have them built on the host and uploaded.
+                coordinates = coordinates.to(device)
             if coordinates.dim() != 2 or coordinates.shape[0] != features.shape[0]:
                 raise ValueError(
                     "SparseTensor: expected coordinates of shape N x (1+D) with N = "
@@ -378,7 +383,7 @@ class TensorField(_Tensor):
             raise ValueError("TensorField: expected N x C features and N x (1+D) coordinates, "
                              f"got {tuple(features.shape)} and {tuple(coordinates.shape)}")
         if device is not None:
-            features = features.to(device)
+            features, coordinates = features.to(device), coordinates.to(device)
         if requires_grad is not None:
             features.requires_grad_(requires_grad)
         self._F, self._C = features, coordinates
