@@ -1,9 +1,11 @@
 // Binary ops, scale and where on the device against the CPU (see parity.h):
 // every op in every dtype it accepts through launch_binary with broadcast
-// operands, a scalar operand in place, launch_scale, launch_where, and the
-// fk ops through the dispatch.
+// operands, flat operands aligned (the packed kernel, with a tail) and not,
+// a scalar operand in place, launch_scale, launch_where, and the fk ops
+// through the dispatch.
 #include "parity.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,44 @@ OpCase launch_row(BinaryOp op) {
   };
 }
 
+// Flat operands of 4099 elements. Offset 0: the packed kernel (one 16-byte
+// load per operand per thread) and its tail of 4099 % (16 / itemsize)
+// elements. Offset 1: every operand starts one element into its buffer, not
+// 16-byte aligned, so the element-per-thread kernel runs.
+OpCase flat_row(BinaryOp op, int64_t offset) {
+  std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
+  if (op != BinaryOp::Div) dtypes.insert(dtypes.end(), {DType::I32, DType::I64});
+  const double alpha = (op == BinaryOp::Add || op == BinaryOp::Sub) ? 0.5 : 1.0;
+  constexpr int64_t n = 4099;
+  const auto at_offset = [offset](const Tensor& t) {
+    if (offset == 0) return t.clone();
+    return cat({zeros({offset}, {t.dtype(), t.device()}), t}).narrow(0, offset, n);
+  };
+  return {
+      .name = std::string("launch_") + name(op) + (offset ? "_flat_misaligned" : "_flat_packed"),
+      .dtypes = dtypes,
+      .inputs =
+          [op](DType dt) {
+            const double lo = is_integral(dt) ? -4 : (op == BinaryOp::Div ? 0.5 : -2);
+            const double hi = is_integral(dt) ? 4 : 2;
+            return Inputs{random_of({n}, dt, lo, hi, 51), random_of({n}, dt, lo, hi, 52)};
+          },
+      .device =
+          [op, alpha, offset, at_offset](const Inputs& in) {
+            const Tensor a = at_offset(in[0]), b = at_offset(in[1]);
+            Tensor out = at_offset(device_empty({n}, a.dtype()));
+            const int64_t shape[1] = {n};
+            cuda::launch_binary(static_cast<int>(op), code(a.dtype()), a.data_ptr(), b.data_ptr(),
+                                out.data_ptr(), 1, shape, nullptr, nullptr, nullptr, alpha, 0,
+                                stream());
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(out.data_ptr()) % 16 == 0, offset == 0);
+            return out.clone();
+          },
+      .reference = [op,
+                    alpha](const Inputs& in) { return binary_forward(op, in[0], in[1], alpha); },
+  };
+}
+
 Inputs f64_64x3(DType dt) {
   return {random_of({64, 3}, dt, -2, 2, 31)};
 }
@@ -88,6 +128,8 @@ std::vector<OpCase> rows() {
   std::vector<OpCase> r;
   for (int op = 0; op < cuda::kNumBinaryOps; ++op)
     r.push_back(launch_row(static_cast<BinaryOp>(op)));
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div})
+    for (int64_t offset : {0, 1}) r.push_back(flat_row(op, offset));
   // In place (out aliases a), b the scalar 1.5.
   r.push_back({
       .name = "launch_mul_scalar_in_place",
