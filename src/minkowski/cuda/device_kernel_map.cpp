@@ -209,16 +209,28 @@ DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
   DeviceKernelMap m = empty_map(map.volume, map.in_size, map.out_size, device);
   m.offset_begin = map.offset_begin;
   const int64_t P = map.pairs();
-  std::vector<int32_t> in(P), out(P);
-  const int32_t* map_in = map.identity ? nullptr : map.in_rows.data();
-  const int32_t* map_out = map.identity ? nullptr : map.out_rows.data();
-  for (int64_t p = 0; p < P; ++p) {
-    in[p] = map.identity ? static_cast<int32_t>(p) : map_in[p];
-    out[p] = map.identity ? static_cast<int32_t>(p) : map_out[p];
+  void* stream = fk::cuda::current_stream(device);
+  if (map.identity) {
+    // Pair p is (p, p), and row r's one pair is r: made on the device, one
+    // buffer for both sides and one index for both directions.
+    m.in_rows = m.out_rows = device_i32(P, device);
+    launch_iota(i32(m.in_rows), P, stream);
+    fk::profile::count_launch();
+    m.by_out.pair = m.in_rows;
+    m.by_out.begin = device_i32(P + 1, device);
+    launch_iota(i32(m.by_out.begin), P + 1, stream);
+    fk::profile::count_launch();
+    m.by_in = m.by_out;
+    fk::cuda::after_op(device);
+    return m;
   }
-  m.in_rows = fk::from_vector(in, fk::Dims{P}, fk::cuda_device(device));
-  m.out_rows = fk::from_vector(out, fk::Dims{P}, fk::cuda_device(device));
-  add_row_indices(m, fk::cuda::current_stream(device));
+  // Straight from the map's arrays: no host copy of the pairs on the way.
+  m.in_rows = device_i32(P, device);
+  m.out_rows = device_i32(P, device);
+  const size_t bytes = static_cast<size_t>(P) * sizeof(int32_t);
+  fk::cuda::copy_bytes(m.in_rows.data_ptr(), device, map.in_rows.data(), -1, bytes);
+  fk::cuda::copy_bytes(m.out_rows.data_ptr(), device, map.out_rows.data(), -1, bytes);
+  add_row_indices(m, stream);
   fk::cuda::after_op(device);
   return m;
 }
