@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "fk/cuda/common.cuh"
+#include "fk/cuda/pack16.cuh"
 #include "fk/ops/unary_formulas.h"
 
 namespace fk::cuda {
@@ -82,13 +83,6 @@ __global__ void binary_real_kernel(int op, const T* a, const T* b, void* out, Ge
   }
 }
 
-// Sixteen bytes of T: one vector load or store.
-template <typename T>
-struct alignas(16) Pack16 {
-  static constexpr int kN = static_cast<int>(16 / sizeof(T));
-  T v[kN];
-};
-
 // Flat operands, 16-byte aligned, and an op that is not a comparison: a pack
 // of 16 / sizeof(T) elements per thread with one vector load per operand, and
 // the last n % kN elements by the first threads of block 0. The formula per
@@ -117,10 +111,6 @@ __global__ void binary_real_packed_kernel(int op, const T* a, const T* b, T* out
   if (blockIdx.x == 0 && t < n)
     out[t] = Num<T>::store(
         binary_real<C>(op, Num<T>::load(a[t]), b ? Num<T>::load(b[t]) : b_scalar, alpha));
-}
-
-bool aligned16(const void* p) {
-  return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 // alpha is real and scales b's parts: as a complex factor (alpha + 0i) it

@@ -4,10 +4,13 @@
 // than once per op). The real formulas are the CPU's (fk/ops/unary_formulas.h),
 // so results match the CPU to the rounding of the math libraries; the complex
 // ones mirror forward_complex / backward_complex in src/fk/ops/unary.cpp.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "fk/cuda/common.cuh"
+#include "fk/cuda/pack16.cuh"
 #include "fk/ops/unary_formulas.h"
 
 namespace fk::cuda {
@@ -227,6 +230,27 @@ __global__ void unary_real_kernel(int op, const T* in, T* out, Geometry g, bool 
   }
 }
 
+// Flat and 16-byte aligned: a pack per thread, the last n % kN elements by
+// the first threads of block 0 (see Pack16).
+template <typename T, typename C>
+__global__ void unary_real_packed_kernel(int op, const T* in, T* out, int64_t n, C a, C b) {
+  using P = Pack16<T>;
+  const int64_t packs = n / P::kN;
+  const P* pin = reinterpret_cast<const P*>(in);
+  P* pout = reinterpret_cast<P*>(out);
+  FK_CUDA_LOOP(i, packs) {
+    const P x = pin[i];
+    P r;
+#pragma unroll
+    for (int j = 0; j < P::kN; ++j)
+      r.v[j] = Num<T>::store(unary_real<C>(op, Num<T>::load(x.v[j]), a, b));
+    pout[i] = r;
+  }
+  const int64_t t = packs * P::kN + threadIdx.x;
+  if (blockIdx.x == 0 && t < n)
+    out[t] = Num<T>::store(unary_real<C>(op, Num<T>::load(in[t]), a, b));
+}
+
 template <typename R>
 __global__ void unary_complex_kernel(int op, const Cx<R>* in, void* out, Geometry g, bool flat) {
   FK_CUDA_LOOP(i, g.numel) {
@@ -248,6 +272,29 @@ __global__ void unary_backward_real_kernel(int op, const T* grad, const T* ref, 
     gx[i] = Num<T>::store(
         unary_real_backward<C>(op, Num<T>::load(grad[i]), Num<T>::load(ref[i]), a, b));
   }
+}
+
+template <typename T, typename C>
+__global__ void unary_backward_real_packed_kernel(int op, const T* grad, const T* ref, T* gx,
+                                                  int64_t n, C a, C b) {
+  using P = Pack16<T>;
+  const int64_t packs = n / P::kN;
+  const P* pg = reinterpret_cast<const P*>(grad);
+  const P* pr = reinterpret_cast<const P*>(ref);
+  P* po = reinterpret_cast<P*>(gx);
+  FK_CUDA_LOOP(i, packs) {
+    const P g = pg[i], x = pr[i];
+    P r;
+#pragma unroll
+    for (int j = 0; j < P::kN; ++j)
+      r.v[j] = Num<T>::store(
+          unary_real_backward<C>(op, Num<T>::load(g.v[j]), Num<T>::load(x.v[j]), a, b));
+    po[i] = r;
+  }
+  const int64_t t = packs * P::kN + threadIdx.x;
+  if (blockIdx.x == 0 && t < n)
+    gx[t] = Num<T>::store(
+        unary_real_backward<C>(op, Num<T>::load(grad[t]), Num<T>::load(ref[t]), a, b));
 }
 
 template <typename R>
@@ -287,6 +334,13 @@ void unary_geometry(int op, int dtype, const void* in, void* out, const Geometry
   auto real = [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
+    if (flat && aligned16(in) && aligned16(out)) {
+      unary_real_packed_kernel<T, C>
+          <<<blocks_for(std::max<int64_t>(g.numel / Pack16<T>::kN, 1)), kThreads, 0, s>>>(
+              op, static_cast<const T*>(in), static_cast<T*>(out), g.numel, param<C>(a),
+              param<C>(b));
+      return;
+    }
     unary_real_kernel<T, C><<<blocks, kThreads, 0, s>>>(
         op, static_cast<const T*>(in), static_cast<T*>(out), g, flat, param<C>(a), param<C>(b));
   };
@@ -357,6 +411,13 @@ void launch_unary_backward(int op, int dtype, const void* grad, const void* ref,
     visit_floating(dtype, where, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = typename Num<T>::C;
+      if (aligned16(grad) && aligned16(ref) && aligned16(grad_in)) {
+        unary_backward_real_packed_kernel<T, C>
+            <<<blocks_for(std::max<int64_t>(n / Pack16<T>::kN, 1)), kThreads, 0, s>>>(
+                op, static_cast<const T*>(grad), static_cast<const T*>(ref),
+                static_cast<T*>(grad_in), n, param<C>(a), param<C>(b));
+        return;
+      }
       unary_backward_real_kernel<T, C>
           <<<blocks, kThreads, 0, s>>>(op, static_cast<const T*>(grad), static_cast<const T*>(ref),
                                        static_cast<T*>(grad_in), n, param<C>(a), param<C>(b));

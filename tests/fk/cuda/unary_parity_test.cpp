@@ -1,8 +1,10 @@
 // Unary ops on the device against the CPU (see parity.h): every op in every
-// dtype it accepts through launch_unary and launch_unary_backward, a strided
+// dtype it accepts through launch_unary and launch_unary_backward (flat and
+// aligned: the packed kernels with a tail), flat and misaligned, a strided
 // input and output, fk::unary on strided tensors, and a device gradcheck.
 #include "parity.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,47 @@ OpCase backward_row(const UnaryOpSpec& s) {
   };
 }
 
+// `t` (on the device) one element into a buffer of its own: flat, but not
+// 16-byte aligned, so the launchers take the element-per-thread kernels
+// (every row above is aligned and takes the packed ones, with a tail).
+Tensor misaligned(const Tensor& t) {
+  Tensor flat = t.reshape({t.numel()});
+  return cat({zeros({1}, {t.dtype(), t.device()}), flat}).narrow(0, 1, t.numel());
+}
+
+// launch_unary and launch_unary_backward of tanh on misaligned operands.
+OpCase misaligned_row(bool backward) {
+  const UnaryOpSpec s{UnaryOp::Tanh, {}, -3, 3};
+  return {
+      .name = std::string("launch_tanh") + (backward ? "_backward" : "") + "_flat_misaligned",
+      .dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16},
+      .inputs =
+          [s](DType dt) {
+            Tensor x = random_of({301}, dt, s.lo, s.hi, 9);
+            return Inputs{random_of({301}, dt, -1, 1, 10), unary_forward(s.op, x, s.p)};
+          },
+      .device =
+          [s, backward](const Inputs& in) {
+            const Tensor g = misaligned(in[0]), y = misaligned(in[1]);
+            Tensor out = misaligned(device_empty({301}, y.dtype()));
+            EXPECT_NE(reinterpret_cast<uintptr_t>(out.data_ptr()) % 16, 0u);
+            if (backward) {
+              cuda::launch_unary_backward(static_cast<int>(s.op), code(y.dtype()), g.data_ptr(),
+                                          y.data_ptr(), out.data_ptr(), 301, 0, 0, stream());
+            } else {
+              cuda::launch_unary(static_cast<int>(s.op), code(y.dtype()), y.data_ptr(),
+                                 out.data_ptr(), 301, 0, 0, stream());
+            }
+            return out.clone();
+          },
+      .reference =
+          [s, backward](const Inputs& in) {
+            return backward ? unary_backward(s.op, in[0], Tensor(), in[1], s.p)
+                            : unary_forward(s.op, in[1], s.p);
+          },
+  };
+}
+
 // fk::unary on a transposed (strided) CUDA tensor, through the op dispatch.
 OpCase of_transpose_row(UnaryOp op) {
   return {
@@ -142,6 +185,7 @@ std::vector<OpCase> rows() {
   std::vector<OpCase> r;
   for (const UnaryOpSpec& s : kOps) r.push_back(forward_row(s));
   for (const UnaryOpSpec& s : kOps) r.push_back(backward_row(s));
+  for (bool backward : {false, true}) r.push_back(misaligned_row(backward));
   for (UnaryOp op : {UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Gelu, UnaryOp::Sqrt}) {
     r.push_back(of_transpose_row(op));
   }
