@@ -131,8 +131,8 @@ void expect_unet_step_matches_the_cpu(bool device_coordinates) {
   if (device_coordinates) {
     // Built on the device and used there: no map's pairs came back to the
     // host (they are fetched only by a host read, pair_rows.h). Identity maps
-    // (1x1 convolutions onto the same rows) are still made on the host and
-    // uploaded.
+    // (1x1 convolutions onto the same rows) have no pairs to build: their
+    // device copies are made from their size (upload_kernel_map).
     EXPECT_EQ(calls("minkowski.kernel_map.download"), 0);
   }
   const std::string where = device_coordinates ? "device coordinates: " : "host coordinates: ";
