@@ -370,6 +370,16 @@ TEST(NefiFusedMlp, AutocastBackwardIsBitwiseReproducible) {
   }
 }
 
+// The launches of a device field's raw values on `on` (no gradient), after a
+// first call that fills the encoding's cache at progress 1.
+int64_t raw_launches(nefi::NeuralField& field, const nefi::Domain& on) {
+  fk::autograd::NoGradGuard ng;
+  field.raw(on, 1.0);
+  const int64_t before = fk::profile::counters().launches;
+  field.raw(on, 1.0);
+  return fk::profile::counters().launches - before;
+}
+
 // An autocast field: NEFI_FUSED_MLP=auto picks the fused op (one launch
 // forward) at width 32 and the per-layer one at 128; the fused op matches
 // =0 (per-layer cuBLAS at the same precision) and the CPU field's autocast
@@ -393,17 +403,10 @@ TEST(NefiFusedMlp, AutocastNeuralFieldFusedMatchesPerLayerAndCpu) {
         }
         {
           KnobOverride automatic("NEFI_FUSED_MLP", "auto");
-          fk::autograd::NoGradGuard ng;
-          const auto launches = [&](const nefi::Domain& on) {
-            gpu.raw(on, 1.0);  // the encoding's cache at progress 1
-            const int64_t before = fk::profile::counters().launches;
-            gpu.raw(on, 1.0);
-            return fk::profile::counters().launches - before;
-          };
           if (hidden <= nefi::kFusedMlpAutoWidthAutocast)
-            EXPECT_EQ(launches(d), 1) << "auto did not fuse";
+            EXPECT_EQ(raw_launches(gpu, d), 1) << "auto did not fuse";
           else
-            EXPECT_GT(launches(d), 1) << "auto fused a wide net";
+            EXPECT_GT(raw_launches(gpu, d), 1) << "auto fused a wide net";
         }
         {
           KnobOverride on("NEFI_FUSED_MLP", "1");
@@ -426,15 +429,8 @@ TEST(NefiFusedMlp, AutocastFieldOfWidth64FusesOnlyOnFewRows) {
   nefi::NeuralField gpu = make_field(64, true, "tanh", 2, fk::DType::BF16);
   gpu.to(kGpu);
   KnobOverride automatic("NEFI_FUSED_MLP", "auto");
-  fk::autograd::NoGradGuard ng;
-  const auto launches = [&](const nefi::Domain& on) {
-    gpu.raw(on, 1.0);  // the encoding's cache at progress 1
-    const int64_t before = fk::profile::counters().launches;
-    gpu.raw(on, 1.0);
-    return fk::profile::counters().launches - before;
-  };
-  EXPECT_EQ(launches(nefi::Domain({13, 11})), 1) << "auto did not fuse on 143 rows";
-  EXPECT_GT(launches(nefi::Domain({130, 130})), 1) << "auto fused on 16900 rows";
+  EXPECT_EQ(raw_launches(gpu, nefi::Domain({13, 11})), 1) << "auto did not fuse on 143 rows";
+  EXPECT_GT(raw_launches(gpu, nefi::Domain({130, 130})), 1) << "auto fused on 16900 rows";
 }
 
 void expect_error_naming(const std::function<void()>& body, const std::string& text) {
