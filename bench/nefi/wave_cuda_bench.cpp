@@ -3,9 +3,11 @@
 // 0.25 km PML of order-4 leapfrog, 6 shots of a 4 Hz Ricker, 32 receivers,
 // 61 samples at 16 ms), forward alone or forward with checkpoints plus the
 // discrete adjoint (the velocity gradient), f32 and f64:
-//   BM_DeviceWaveStep/dtype:D/gradient:G/device:V
+//   BM_DeviceWaveStep/dtype:D/gradient:G/device:V/fused:F
 //     D 0: f32, 1: f64; G 0: forward, 1: forward + backward;
-//     V 0: CPU (this machine's threads), 1: CUDA device 0
+//     V 0: CPU (this machine's threads), 1: CUDA device 0;
+//     F (device rows) NEFI_WAVE_FUSED: 1 each run of leapfrog steps as one
+//     cooperative launch, 0 a launch per phase (CPU rows: 0)
 // Counters: ms/step (CUDA events around the device step; wall clock on the
 // CPU), launches/step (fk's launch counter) and leapfrog steps per solve.
 // Reproduce (on a GPU machine; scripts/gpu-check runs every nefi_cuda_bench row):
@@ -20,6 +22,7 @@
 #include "fk/autograd.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/knobs.h"
 #include "fk/profile.h"
 #include "nefi/instances/wave_fwi_data.h"
 #include "nefi/operators/wave/wave_operator.h"
@@ -52,6 +55,7 @@ void BM_DeviceWaveStep(benchmark::State& state) {
   const fk::DType dtype = state.range(0) == 0 ? fk::DType::F32 : fk::DType::F64;
   const bool gradient = state.range(1) != 0, on_device = state.range(2) != 0;
   if (on_device && skip_without_device(state)) return;
+  const fk::KnobOverride fused("NEFI_WAVE_FUSED", state.range(3) != 0 ? "1" : "0");
   const fk::Device device = on_device ? fk::cuda_device(0) : fk::kCPU;
   const nefi::WaveOperator op(fwi_default_config(), {24, 24});
   const fk::Tensor c = fk::full({24, 24}, 2.0, {dtype, device});
@@ -86,8 +90,15 @@ void BM_DeviceWaveStep(benchmark::State& state) {
   state.counters["leapfrog_steps"] = static_cast<double>(op.geometry().grid.n_steps());
 }
 BENCHMARK(BM_DeviceWaveStep)
-    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})
-    ->ArgNames({"dtype", "gradient", "device"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int64_t dtype : {0, 1})
+        for (int64_t gradient : {0, 1}) {
+          b->Args({dtype, gradient, 0, 0});
+          b->Args({dtype, gradient, 1, 0});
+          b->Args({dtype, gradient, 1, 1});
+        }
+    })
+    ->ArgNames({"dtype", "gradient", "device", "fused"})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -9,6 +9,12 @@
 // defined before it).
 #define __shared__ static
 #endif
+#ifndef __grid_constant__
+// A kernel parameter read in place instead of copied: parameters here are
+// the launch's own copies already (host_defines.h keeps a definition made
+// before it).
+#define __grid_constant__
+#endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

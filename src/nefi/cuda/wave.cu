@@ -3,15 +3,19 @@
 // touches); grid-stride loops, 64-bit indices. What each thread computes
 // is wave_cells.h's, shared with the CPU test. Built with --fmad=false
 // (CMakeLists.txt): the CPU loops it mirrors round every product and sum.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
+#include "nefi/cuda/resident_blocks_cache.h"
 #include "nefi/cuda/wave_cells.h"
 #include "nefi/cuda/wave_initial_cells.h"
 #include "nefi/cuda/wave_kernels.h"
+#include "nefi/cuda/wave_steps.h"
 
 namespace nefi::cuda {
 namespace {
@@ -218,6 +222,132 @@ __global__ void sensor_adjoint_kernel(const double* g, int64_t n_rec, int64_t n_
   }
 }
 
+// wave_steps.h's launcher inside one cooperative launch: each call is a
+// grid-stride pass of its cells (the same per-cell functions as the kernels
+// above), then a grid-wide barrier where a later call reads what it wrote.
+// Samples and checkpoint copies need none: nothing in a run reads the traces
+// or the slots, and the fields they read are rewritten only after later
+// barriers (u^{n+1} overwrites u^{n−2}). Every thread runs the same
+// schedule, so all reach every barrier.
+template <typename T>
+struct GridSteps {
+  const WaveSolve<T>& s;
+  cooperative_groups::grid_group grid;
+  int64_t first, stride;  // this thread's index, the grid's thread count
+
+  __device__ void sample(const T* u, T* traces, int64_t j) {
+    const int64_t n = s.shots * s.receivers.count;
+    for (int64_t t = first; t < n; t += stride)
+      traces[t * s.n_t + j] =
+          sample_cell(s.cells, s.receivers, u, t / s.receivers.count, t % s.receivers.count);
+  }
+  __device__ void checkpoint(const T* up, const T* u, const AxisFields<T>& psi, T* slot) {
+    const int64_t B = s.shots * s.cells.numel;
+    const int np = s.cells.pml ? s.cells.nd : 0;
+    for (int64_t t = first; t < B; t += stride) {
+      slot[t] = up[t];
+      slot[B + t] = u[t];
+      for (int a = 0; a < kWaveAxes && a < np; ++a) slot[(2 + a) * B + t] = psi.a[a][t];
+    }
+  }
+  __device__ void step(int64_t n, const T* up, const T* u, T* un, const AxisFields<T>& psi) {
+    const WaveCells<T>& g = s.cells;
+    const int64_t cells = s.shots * g.padded;
+    for (int64_t t = first; t < cells; t += stride)
+      step_cell(g, s.co, up, u, un, psi, (t / g.padded) * g.numel, padded_cell(g, t % g.padded).p);
+    grid.sync();
+    if (g.pml) {
+      for (int64_t t = first; t < cells; t += stride)
+        psi_cell(g, s.co, u, un, psi, (t / g.padded) * g.numel, padded_cell(g, t % g.padded).p);
+      grid.sync();
+    }
+    if (s.wavelet) {
+      for (int64_t t = first; t < s.sources.count; t += stride)
+        source_cell(g, s.sources, s.co.ad, s.wavelet, n, un, t);
+      grid.sync();
+    }
+  }
+  __device__ void inject_traces(const T* traces_bar, int64_t j, T* lam) {
+    const int64_t n = s.shots * s.injection.count;
+    for (int64_t t = first; t < n; t += stride)
+      inject_traces_cell(s.cells, s.injection, traces_bar, s.n_t, j, lam, t / s.injection.count,
+                         t % s.injection.count);
+    grid.sync();
+  }
+  __device__ void adjoint(T* lam_c, const T* lam_p, T* out_cur, T* out_prev, T* kl,
+                          const AxisFields<T>& mu, const T* u_n, const T* u_np1, T* kbar,
+                          const AxisFields<T>& fbar) {
+    const WaveCells<T>& g = s.cells;
+    const int64_t cells = s.shots * g.padded, stored = s.shots * g.numel;
+    if (g.pml) {
+      for (int64_t t = first; t < cells; t += stride)
+        psi_transpose_cell(g, s.co, mu, lam_c, out_prev, (t / g.padded) * g.numel,
+                           padded_cell(g, t % g.padded).p);
+      grid.sync();
+    }
+    for (int64_t t = first; t < stored; t += stride)
+      adjoint_prepare_cell(g, s.co, lam_c, kl, mu, u_n, u_np1, fbar, (t / g.numel) * g.numel,
+                           t % g.numel);
+    grid.sync();
+    for (int64_t t = first; t < cells; t += stride)
+      adjoint_cell(g, s.co, lam_c, kl, lam_p, out_cur, out_prev, kbar, u_n,
+                   (t / g.padded) * g.numel, padded_cell(g, t % g.padded).p);
+    grid.sync();
+  }
+};
+
+template <typename T>
+__device__ GridSteps<T> grid_steps(const WaveSolve<T>& s) {
+  return {s, cooperative_groups::this_grid(),
+          blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x,
+          static_cast<int64_t>(gridDim.x) * blockDim.x};
+}
+
+// __launch_bounds__: at least one block fits on every SM, so the
+// occupancy-capped cooperative grid is never empty.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    forward_run_kernel(const __grid_constant__ WaveSolve<T> s, WaveForwardRun<T> r) {
+  GridSteps<T> launch = grid_steps(s);
+  wave_forward_steps(r, s.substeps, launch);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    adjoint_run_kernel(const __grid_constant__ WaveSolve<T> s, WaveAdjointRun<T> r) {
+  GridSteps<T> launch = grid_steps(s);
+  wave_adjoint_steps(r, s.substeps, launch);
+}
+
+// One per process, keyed by kernel (resident_blocks_cache.h).
+ResidentBlocksCache& resident_blocks() {
+  static ResidentBlocksCache cache;
+  return cache;
+}
+
+// Cooperative launch of kernel over `work` thread indices: as many blocks
+// as cover them, at most the device's resident blocks of it.
+void launch_cooperative(const void* kernel, int64_t work, void** args, void* stream,
+                        const char* where) {
+  int device = 0;
+  fk::cuda::detail::check_cuda(cudaGetDevice(&device), where);
+  const int resident = resident_blocks().get(device, kernel, kThreads, [&] {
+    int sms = 0, per_sm = 0;
+    fk::cuda::detail::check_cuda(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), where);
+    fk::cuda::detail::check_cuda(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), where);
+    return per_sm * sms;
+  });
+  const unsigned grid = static_cast<unsigned>(
+      std::min<int64_t>(std::max<int64_t>(1, (work + kThreads - 1) / kThreads),
+                        std::max<int64_t>(1, int64_t{resident})));
+  // A refused launch is also the thread's last error: check_cuda clears it.
+  fk::cuda::detail::check_cuda(
+      cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(kThreads), args, 0, as_stream(stream)),
+      where);
+}
+
 }  // namespace
 
 template <typename T>
@@ -302,6 +432,27 @@ void launch_leapfrog_step(const WaveCells<T>& g, const WaveCoefficientsView<T>& 
   if (!g.pml) return;
   psi_kernel<T><<<b, kThreads, 0, as_stream(stream)>>>(g, co, shots, u, un, psi);
   check_launch("nefi::cuda::launch_leapfrog_step");
+}
+
+template <typename T>
+void launch_wave_forward_run(const WaveSolve<T>& s, const WaveForwardRun<T>& r, void* stream) {
+  WaveSolve<T> sv = s;
+  WaveForwardRun<T> rv = r;
+  void* args[] = {&sv, &rv};
+  const int64_t work =
+      std::max({s.shots * s.cells.numel, s.shots * s.receivers.count, s.sources.count});
+  launch_cooperative(reinterpret_cast<const void*>(forward_run_kernel<T>), work, args, stream,
+                     "nefi::cuda::launch_wave_forward_run");
+}
+
+template <typename T>
+void launch_wave_adjoint_run(const WaveSolve<T>& s, const WaveAdjointRun<T>& r, void* stream) {
+  WaveSolve<T> sv = s;
+  WaveAdjointRun<T> rv = r;
+  void* args[] = {&sv, &rv};
+  const int64_t work = std::max(s.shots * s.cells.numel, s.shots * s.injection.count);
+  launch_cooperative(reinterpret_cast<const void*>(adjoint_run_kernel<T>), work, args, stream,
+                     "nefi::cuda::launch_wave_adjoint_run");
 }
 
 template <typename T>
@@ -396,6 +547,8 @@ void launch_copy(const T* src, T* dst, int64_t n, void* stream) {
   template void launch_velocity_gradient<T>(const WaveCells<T>&, const T*, const double*, T*,      \
                                             void*);                                                \
   template void launch_copy<T>(const T*, T*, int64_t, void*);                                      \
+  template void launch_wave_forward_run<T>(const WaveSolve<T>&, const WaveForwardRun<T>&, void*);  \
+  template void launch_wave_adjoint_run<T>(const WaveSolve<T>&, const WaveAdjointRun<T>&, void*);  \
   template void launch_embed<T>(const WaveCells<T>&, const T*, T*, void*);                         \
   template void launch_scaled_laplacian<T>(const WaveCells<T>&, const T*, const T*, T*, void*);    \
   template void launch_scaled_product<T>(const T*, const T*, T*, int64_t, void*);                  \

@@ -2,10 +2,12 @@
 // check, the velocity's coefficients, the shots' forward with its record and
 // the autograd node whose backward runs the discrete adjoint, all as
 // launches of wave.cu on the device's current stream in wave_shots.h's order.
-// Per apply: 2 kernels for the coefficients, then per leapfrog step 2 (PML:
-// 3) kernels plus one per observed sample; per backward step 2 (PML: 3)
-// kernels plus one per observed sample, the recomputation of each checkpoint
-// block, and 2 kernels for the gradient. Host reads: the velocity check's
+// Per apply: 2 kernels for the coefficients, then the forward: one
+// cooperative launch (NEFI_WAVE_FUSED, wave_steps.h), or per leapfrog step
+// 2 (PML: 3) kernels plus one per observed sample. The backward: per
+// checkpoint block its recomputation and its adjoint steps, one launch each
+// fused, else per step 2 (PML: 3) kernels plus one per observed sample;
+// then 2 kernels for the gradient. Host reads: the velocity check's
 // three numbers in an eager apply, none while a graph is captured.
 // Memory on the device: the record (full: (N + 1) shots S; checkpoint:
 // ceil(N/k) (2 + n_ψ) shots S) plus (k + 8 + 3 n_ψ) shots S while a backward runs.
@@ -20,6 +22,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/cuda/kernels.h"
 #include "nefi/cuda/wave_cell_layout.h"
 #include "nefi/cuda/wave_device_kernels.h"
 #include "nefi/cuda/wave_kernels.h"
@@ -67,6 +70,7 @@ cuda::WaveShotsSetup<T> shots_setup(const wave::ShotGeometry& geo, const wave::W
   s.substeps = gr.substeps;
   s.device = t.device;
   s.stream = stream;
+  s.fused = wave_fused_runs() && cuda::cooperative_launch_supported(t.device.index);
   return s;
 }
 

@@ -50,6 +50,16 @@ struct WaveDeviceKernels {
     launch_copy(src, dst, n, stream);
   }
   template <typename T>
+  static void forward_run(const WaveSolve<T>& s, const WaveForwardRun<T>& r, void* stream) {
+    launch_wave_forward_run(s, r, stream);
+    fk::profile::count_launch(1);
+  }
+  template <typename T>
+  static void adjoint_run(const WaveSolve<T>& s, const WaveAdjointRun<T>& r, void* stream) {
+    launch_wave_adjoint_run(s, r, stream);
+    fk::profile::count_launch(1);
+  }
+  template <typename T>
   static void kappa_gradient(const WaveCells<T>& g, const double* kpk,
                              const AxisFields<const double>& bpk, int64_t shots, const T* kbar,
                              const AxisFields<T>& fbar, double* total, void* stream) {

@@ -3,9 +3,11 @@
 // adjoint as launches of wave.cu on the device's current stream, in
 // wave_shots.h's order (initial_value_forward / initial_value_adjoint), with
 // the operator's tables uploaded once per device and dtype (tables_on). Per
-// apply: 2 kernels for the start, 1 or 2 per leapfrog step (PML: 2 or 3), one
-// sample per step and one for the sensor; the backward the same in reverse
-// plus 3 kernels for the start's transpose. No host reads, no stored states.
+// apply: 2 kernels for the start, the leapfrog steps and their samples as one
+// cooperative launch (NEFI_WAVE_FUSED; else 1 or 2 kernels per step, PML 2
+// or 3, and one sample each), one kernel for the sensor; the backward the
+// same in reverse plus 3 kernels for the start's transpose. No host reads,
+// no stored states.
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,10 +18,12 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/cuda/kernels.h"
 #include "nefi/cuda/wave_cell_layout.h"
 #include "nefi/cuda/wave_device_kernels.h"
 #include "nefi/cuda/wave_kernels.h"
 #include "nefi/cuda/wave_shots.h"
+#include "nefi/operators/wave/wave_device.h"
 #include "nefi/operators/wave/wave_initial_condition.h"
 #include "nefi/operators/wave/wave_initial_device.h"
 
@@ -54,6 +58,7 @@ Shots<T> initial_shots(const WaveInitialConditionOperator& op,
   s.substeps = gr.substeps;
   s.device = t.base.device;
   s.stream = stream;
+  s.fused = wave_fused_runs() && cuda::cooperative_launch_supported(t.base.device.index);
   return Shots<T>(s);
 }
 

@@ -85,6 +85,60 @@ struct CellStencilsView {
   int64_t points = 0;  // stencils (receivers): the traces' middle extent
 };
 
+// What every step of one solve reads: the grid, the coefficients, the
+// stencils, the wavelet table (null: no source term) and the time axis. A
+// kernel parameter of the fused runs (launch_wave_forward_run).
+template <typename T>
+struct WaveSolve {
+  WaveCells<T> cells;
+  WaveCoefficientsView<T> co;
+  StencilsView sources, receivers;
+  CellStencilsView injection;  // the receivers by cell (the adjoint's trace injection)
+  const double* wavelet = nullptr;
+  int64_t shots = 1, n_t = 0, n_steps = 0, substeps = 1;
+};
+
+// A forward run of leapfrog steps n0 .. n1 − 1 of all shots (B = batch
+// values a field), step n making u^{n+1} from (u^{n−1}, u^n, ψ):
+//   u^{n0−1} is `before`; u^m for m >= n0 is traj + (m − n0) B when traj is
+//   set, else ring[(m − n0) % 3];
+//   when every > 0, at n % every == 0 the step's (u^{n−1}, u^n, ψ) go into
+//   slot n / every of ckpt (slots of (2 + np) B);
+//   when traces is set, u^n at n % substeps == 0 (n = n1 included) is
+//   sampled into column n / substeps.
+// wave_steps.h gives its order; ψ (np per-axis fields) advances in place.
+template <typename T>
+struct WaveForwardRun {
+  int64_t n0 = 0, n1 = 0, batch = 0;
+  T* before = nullptr;
+  T* traj = nullptr;
+  T *ring0 = nullptr, *ring1 = nullptr, *ring2 = nullptr;
+  AxisFields<T> psi;
+  int np = 0;
+  int64_t every = 0;
+  T* ckpt = nullptr;
+  T* traces = nullptr;
+};
+
+// An adjoint run of steps n1 − 1 down to n0 of all shots from the traces'
+// cotangent g (shots, n_rec, n_t): each step injects g's column (n + 1) /
+// substeps into lam_c when (n + 1) % substeps == 0, then runs the adjoint
+// step into (spare0, spare1) and swaps lam_c with spare0 and lam_p with
+// spare1. kl is scratch; μ advances in place. With traj set u^n is traj +
+// (n − first) B and kbar and fbar accumulate the gradient sums; null: none.
+template <typename T>
+struct WaveAdjointRun {
+  int64_t n0 = 0, n1 = 0, batch = 0;
+  T *lam_c = nullptr, *lam_p = nullptr, *spare0 = nullptr, *spare1 = nullptr;
+  T* kl = nullptr;
+  AxisFields<T> mu;
+  const T* traj = nullptr;
+  int64_t first = 0;
+  T* kbar = nullptr;
+  AxisFields<T> fbar;
+  const T* g = nullptr;
+};
+
 // --- once per apply: the velocity's coefficients --------------------------
 
 // The velocity check's first-pass block count for n values (>= 1): the
@@ -119,6 +173,20 @@ void launch_inject_sources(const WaveCells<T>& g, const StencilsView& src, const
 template <typename T>
 void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots, const T* u,
                    T* traces, int64_t n_t, int64_t j, void* stream);
+
+// The whole run r (wave_steps.h's order) as one cooperative launch: a
+// grid-wide barrier after each phase that a later phase reads (the step,
+// ψ, the sources), none after the samples and checkpoint copies (nothing
+// in the run reads them). Needs cooperative launch support
+// (cooperative_launch_supported, kernels.h); the grid is capped at the
+// blocks the device holds at once. The same bits as the per-phase launches.
+template <typename T>
+void launch_wave_forward_run(const WaveSolve<T>& s, const WaveForwardRun<T>& r, void* stream);
+// Likewise the adjoint run r: barriers after the injection and after each
+// of the adjoint step's two (PML: three) phases. r's buffers are left as
+// the run leaves them; its pointers are not swapped (wave_adjoint_swapped).
+template <typename T>
+void launch_wave_adjoint_run(const WaveSolve<T>& s, const WaveAdjointRun<T>& r, void* stream);
 
 // --- the adjoint step of all shots ----------------------------------------
 

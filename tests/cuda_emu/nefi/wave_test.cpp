@@ -7,7 +7,8 @@
 // passes against a host fold; κ and the velocity's coefficients; one
 // forward and one adjoint step from random fields; whole solves through
 // wave_shots.h's sequence (sources, sampling, trace injection, the
-// checkpoint copies, the κ and velocity gradients); the photoacoustic map
+// checkpoint copies, the κ and velocity gradients), a launch per phase and
+// each run of steps fused in one cooperative launch; the photoacoustic map
 // and its adjoint; and launch_copy, a host memmove on this device.
 #include <gtest/gtest.h>
 
@@ -86,6 +87,10 @@ void launch_sensor_adjoint(const double* g, int64_t n_rec, int64_t n_t, int64_t 
                            int64_t every, const double* w, int64_t half, T* out, void* stream);
 template <typename T>
 void launch_copy(const T* src, T* dst, int64_t n, void* stream);
+template <typename T>
+void launch_wave_forward_run(const WaveSolve<T>& s, const WaveForwardRun<T>& r, void* stream);
+template <typename T>
+void launch_wave_adjoint_run(const WaveSolve<T>& s, const WaveAdjointRun<T>& r, void* stream);
 }  // namespace nefi::cuda::emu
 
 namespace nefi::wave_cells_test {
@@ -150,6 +155,14 @@ struct EmulatedKernels {
   template <typename T>
   static void copy(const T* src, T* dst, int64_t n, void* stream) {
     cu::emu::launch_copy(src, dst, n, stream);
+  }
+  template <typename T>
+  static void forward_run(const cu::WaveSolve<T>& s, const cu::WaveForwardRun<T>& r, void* stream) {
+    cu::emu::launch_wave_forward_run(s, r, stream);
+  }
+  template <typename T>
+  static void adjoint_run(const cu::WaveSolve<T>& s, const cu::WaveAdjointRun<T>& r, void* stream) {
+    cu::emu::launch_wave_adjoint_run(s, r, stream);
   }
   template <typename T>
   static void kappa_gradient(const cu::WaveCells<T>& g, const double* kpk,
@@ -422,9 +435,9 @@ TEST(EmulatedWave, OneStepOfTwoShotsEqualsTheCpu) {
 
 // check_shots_solve over the emulated kernels: full trajectories and
 // checkpoints every 3 steps (a partial last block), the velocity gradient by
-// its own kernel.
+// its own kernel; `fused`: each run of steps as one cooperative launch.
 template <typename T>
-void check_solve(const Case& cs, fkemu::Order order) {
+void check_solve(const Case& cs, fkemu::Order order, bool fused = false) {
   SCOPED_TRACE(name_of(cs) + " " + dtype_name<T>() + " " + order_name(order));
   fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const OrderScope scope(order);
@@ -440,7 +453,7 @@ void check_solve(const Case& cs, fkemu::Order order) {
       wave::step_coefficients<T>(gr, geo.damping, wave::padded_kappa(gr, c64));
   const DeviceTables<T, EmulatedKernels> dev(geo, g, c, 0.0);
 
-  check_shots_solve<T, EmulatedKernels>(geo, g, c, co, dev, {int64_t{0}, int64_t{3}});
+  check_shots_solve<T, EmulatedKernels>(geo, g, c, co, dev, {int64_t{0}, int64_t{3}}, fused);
 }
 
 // Split so that each test stays short; the one-step test above covers
@@ -461,6 +474,25 @@ TEST(EmulatedWave, SolveAndGradientEqualTheCpu3D) {
   check_solve<float>(kCases[5], fkemu::Order::kDescending);
 }
 
+// The fused runs (launch_wave_forward_run, launch_wave_adjoint_run): a
+// whole run per cooperative launch, its blocks running together between the
+// grid barriers in both thread orders, so a phase that reads what another
+// thread wrote without a barrier between gives other bits. On 132 SMs the
+// grid covers every thread index; on one SM (emulated device 1: one
+// resident block of 256) each thread strides over several cells.
+TEST(EmulatedWave, FusedRunsEqualTheCpu) {
+  for (fkemu::Order order : kOrders) {
+    check_solve<double>(kCases[0], order, true);  // 2-D, PML, order 4
+    check_solve<double>(kCases[6], order, true);  // 1-D, PML, order 4
+  }
+  check_solve<float>(kCases[0], fkemu::Order::kDescending, true);
+  check_solve<double>(kCases[3], fkemu::Order::kAscending, true);   // 2-D, Cerjan, order 2
+  check_solve<double>(kCases[5], fkemu::Order::kDescending, true);  // 3-D, no layer
+  const fkemu::DeviceGuard one_sm_device(1);
+  fkemu::set_device(1, 1);
+  check_solve<double>(kCases[0], fkemu::Order::kDescending, true);
+}
+
 // --- the photoacoustic map ---------------------------------------------------
 
 // Each layer with and without the sensor's low-pass, 6 samples.
@@ -473,13 +505,14 @@ TEST(EmulatedWave, InitialValueMapAndAdjointEqualTheCpu) {
         const fkemu::Order order = pml ? kOrders[0] : kOrders[1];
         SCOPED_TRACE(order_name(order));
         const OrderScope scope(order);
-        check_initial_value<double, EmulatedKernels>(cfg, {12, 14});
+        check_initial_value<double, EmulatedKernels>(cfg, {12, 14}, false);
+        check_initial_value<double, EmulatedKernels>(cfg, {12, 14}, true);
       }
       if (pml == (fc > 0)) {
         const fkemu::Order order = kOrders[fc > 0 ? 1 : 0];
         SCOPED_TRACE(order_name(order));
         const OrderScope scope(order);
-        check_initial_value<float, EmulatedKernels>(cfg, {12, 14});
+        check_initial_value<float, EmulatedKernels>(cfg, {12, 14}, fc > 0);
       }
     }
 }

@@ -2,8 +2,10 @@
 // gradients of 1-, 2- and 3-D operators with every absorbing layer, f64 and
 // f32, checkpointed and full-memory, equal to the CPU's generic build
 // (FK_CPU_ISA=generic, no FMA) to the bit (the kernels repeat its loops
-// product by product, wave.cu is built with --fmad=false); the device's
-// discrete adjoint against central differences of device applies (the
+// product by product, wave.cu is built with --fmad=false), each run of
+// leapfrog steps as one cooperative launch (NEFI_WAVE_FUSED=1) and as a
+// launch per phase, with the fused launch counts; the device's discrete
+// adjoint against central differences of device applies (the
 // operator is nonlinear in c: the dot test of its linearisation); the
 // velocity check on the device; the tables' cache; and a wave_fwi stage
 // captured as one CUDA graph replaying its eager solve bitwise. The same for
@@ -15,12 +17,14 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/profile.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/stage_graph_replay.h"
 #include "nefi/losses/band_limited_mse.h"
@@ -77,6 +81,8 @@ fk::Tensor random_tensor(const fk::Dims& shape, uint64_t seed, double lo, double
   return fk::from_vector(v, shape);
 }
 
+// Each run of steps fused in one cooperative launch (NEFI_WAVE_FUSED=1) and
+// launched per phase (0).
 TEST(NefiWaveDevice, TracesAndGradientEqualTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
   KnobOverride generic("FK_CPU_ISA", "generic");
@@ -85,25 +91,63 @@ TEST(NefiWaveDevice, TracesAndGradientEqualTheCpu) {
       const WaveOperator op(config_for(cs, mode), cs.shape);
       const fk::Tensor c = random_tensor(cs.shape, 5, 1.6, 2.4);
       const fk::Tensor g = random_tensor(op.output_shape(cs.shape), 6, -1.0, 1.0);
-      for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
-        SCOPED_TRACE(op.fidelity_tag() + " " + cs.shape.str() + " " + mode + " " + fk::name(dt));
-        // Fresh leaves (c.to(dt) is c itself for f64: marking it would make
-        // the f32 iteration's conversion a recorded non-leaf).
-        fk::Tensor cc = c.detach().to(dt), cd = c.detach().to(dt).to(kGpu);
-        cc.set_requires_grad(true);
-        cd.set_requires_grad(true);
-        const fk::Tensor yc = op.apply(cc), yd = op.apply(cd);
-        ASSERT_EQ(yd.device(), kGpu);
-        ASSERT_EQ(yd.dtype(), dt);
-        ASSERT_EQ(yd.shape(), yc.shape());
-        EXPECT_EQ(host(yd), host(yc));
-        yc.backward(g.to(dt));
-        yd.backward(g.to(dt).to(kGpu));
-        ASSERT_EQ(cd.grad().device(), kGpu);
-        ASSERT_EQ(cd.grad().dtype(), dt);
-        EXPECT_EQ(host(cd.grad()), host(cc.grad()));
-      }
+      for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+        for (const char* fused : {"1", "0"}) {
+          KnobOverride runs("NEFI_WAVE_FUSED", fused);
+          SCOPED_TRACE(op.fidelity_tag() + " " + cs.shape.str() + " " + mode + " " + fk::name(dt) +
+                       " NEFI_WAVE_FUSED=" + fused);
+          // Fresh leaves (c.to(dt) is c itself for f64: marking it would make
+          // the f32 iteration's conversion a recorded non-leaf).
+          fk::Tensor cc = c.detach().to(dt), cd = c.detach().to(dt).to(kGpu);
+          cc.set_requires_grad(true);
+          cd.set_requires_grad(true);
+          const fk::Tensor yc = op.apply(cc), yd = op.apply(cd);
+          ASSERT_EQ(yd.device(), kGpu);
+          ASSERT_EQ(yd.dtype(), dt);
+          ASSERT_EQ(yd.shape(), yc.shape());
+          EXPECT_EQ(host(yd), host(yc));
+          yc.backward(g.to(dt));
+          yd.backward(g.to(dt).to(kGpu));
+          ASSERT_EQ(cd.grad().device(), kGpu);
+          ASSERT_EQ(cd.grad().dtype(), dt);
+          EXPECT_EQ(host(cd.grad()), host(cc.grad()));
+        }
     }
+}
+
+// Launches of an apply and of its backward, fused against per phase (the
+// fills of the buffers and the velocity's kernels are the same in both).
+// Per phase, a PML step is 3 kernels (the step, ψ, the sources) and each
+// sample one; backward, each step is recomputed (3) and run in reverse (3),
+// with one trace injection per sample but the first. Fused, the forward is
+// one launch, and each checkpoint block two (its recomputation, its
+// adjoint run).
+TEST(NefiWaveDevice, FusedRunsAreOneLaunchEach) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const Case cs = kCases[0];  // 2-D, PML
+  const WaveOperator op(config_for(cs, "checkpoint"), cs.shape);
+  const wave::WaveGrid& gr = op.geometry().grid;
+  const int64_t steps = gr.n_steps(), every = op.checkpoint_every();
+  ASSERT_EQ(steps, (gr.n_t - 1) * gr.substeps);
+  ASSERT_GT(steps, 2 * every);  // several blocks
+  const int64_t blocks = (steps + every - 1) / every;
+  const fk::Tensor g = random_tensor(op.output_shape(cs.shape), 6, -1.0, 1.0).to(kGpu);
+  auto launches = [&](const char* fused) {
+    KnobOverride runs("NEFI_WAVE_FUSED", fused);
+    fk::Tensor c = random_tensor(cs.shape, 5, 1.6, 2.4).to(kGpu);
+    c.set_requires_grad(true);
+    const int64_t before = fk::profile::counters().launches;
+    const fk::Tensor y = op.apply(c);
+    const int64_t forward = fk::profile::counters().launches - before;
+    y.backward(g);
+    return std::pair<int64_t, int64_t>{forward,
+                                       fk::profile::counters().launches - before - forward};
+  };
+  launches("1");  // the first apply uploads the operator's tables
+  const auto [fused_forward, fused_backward] = launches("1");
+  const auto [phase_forward, phase_backward] = launches("0");
+  EXPECT_EQ(phase_forward - fused_forward, 3 * steps + gr.n_t - 1);
+  EXPECT_EQ(phase_backward - fused_backward, 6 * steps + gr.n_t - 1 - 2 * blocks);
 }
 
 // <J dc, y> = <dc, Jᵀ y> with Jᵀ y the device's discrete adjoint (vjp) and
@@ -257,20 +301,23 @@ TEST(NefiWaveInitialDevice, TracesAndAdjointEqualTheCpu) {
       const nefi::WaveInitialConditionOperator op(initial_config(a, fc), {12, 14});
       const fk::Tensor p0 = random_tensor({12, 14}, 15, -1.0, 1.0);
       const fk::Tensor g = random_tensor(op.output_shape({12, 14}), 16, -1.0, 1.0);
-      for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
-        SCOPED_TRACE(op.fidelity_tag() + " fc " + std::to_string(fc) + " " + fk::name(dt));
-        fk::Tensor xc = p0.detach().to(dt), xd = p0.detach().to(dt).to(kGpu);  // fresh leaves
-        xc.set_requires_grad(true);
-        xd.set_requires_grad(true);
-        const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
-        ASSERT_EQ(yd.device(), kGpu);
-        ASSERT_EQ(yd.dtype(), dt);
-        EXPECT_EQ(host(yd), host(yc));
-        yc.backward(g.to(dt));
-        yd.backward(g.to(dt).to(kGpu));
-        ASSERT_EQ(xd.grad().device(), kGpu);
-        EXPECT_EQ(host(xd.grad()), host(xc.grad()));
-      }
+      for (fk::DType dt : {fk::DType::F64, fk::DType::F32})
+        for (const char* fused : {"1", "0"}) {
+          KnobOverride runs("NEFI_WAVE_FUSED", fused);
+          SCOPED_TRACE(op.fidelity_tag() + " fc " + std::to_string(fc) + " " + fk::name(dt) +
+                       " NEFI_WAVE_FUSED=" + fused);
+          fk::Tensor xc = p0.detach().to(dt), xd = p0.detach().to(dt).to(kGpu);  // fresh leaves
+          xc.set_requires_grad(true);
+          xd.set_requires_grad(true);
+          const fk::Tensor yc = op.apply(xc), yd = op.apply(xd);
+          ASSERT_EQ(yd.device(), kGpu);
+          ASSERT_EQ(yd.dtype(), dt);
+          EXPECT_EQ(host(yd), host(yc));
+          yc.backward(g.to(dt));
+          yd.backward(g.to(dt).to(kGpu));
+          ASSERT_EQ(xd.grad().device(), kGpu);
+          EXPECT_EQ(host(xd.grad()), host(xc.grad()));
+        }
     }
 }
 

@@ -97,6 +97,47 @@ struct HostKernels {
   static void copy(const T* src, T* dst, int64_t n, void*) {
     std::memcpy(dst, src, n * sizeof(T));
   }
+  // The fused runs: wave_steps.h's order over these loops (a pass per call,
+  // as the per-phase launcher; what the fused kernels' barriers add is
+  // checked on the emulated device, tests/cuda_emu/nefi/wave_test.cpp).
+  template <typename T>
+  struct Passes {
+    const cu::WaveSolve<T>& s;
+    void sample(const T* u, T* traces, int64_t j) {
+      HostKernels::sample(s.cells, s.receivers, s.shots, u, traces, s.n_t, j, nullptr);
+    }
+    void checkpoint(const T* up, const T* u, const cu::AxisFields<T>& psi, T* slot) {
+      const int64_t B = s.shots * s.cells.numel;
+      copy(up, slot, B, nullptr);
+      copy(u, slot + B, B, nullptr);
+      for (int a = 0; a < (s.cells.pml ? s.cells.nd : 0); ++a)
+        copy<T>(psi.a[a], slot + (2 + a) * B, B, nullptr);
+    }
+    void step(int64_t n, const T* up, const T* u, T* un, const cu::AxisFields<T>& psi) {
+      HostKernels::step(s.cells, s.co, s.shots, up, u, un, psi, nullptr);
+      if (s.wavelet) HostKernels::sources(s.cells, s.sources, s.co.ad, s.wavelet, n, un, nullptr);
+    }
+    void inject_traces(const T* g, int64_t j, T* lam) {
+      HostKernels::inject_traces(s.cells, s.injection, s.shots, g, s.n_t, j, lam, nullptr);
+    }
+    void adjoint(T* lam_c, const T* lam_p, T* out_cur, T* out_prev, T* kl,
+                 const cu::AxisFields<T>& mu, const T* u_n, const T* u_np1, T* kbar,
+                 const cu::AxisFields<T>& fbar) {
+      HostKernels::adjoint(s.cells, s.co, s.shots, lam_c, lam_p, out_cur, out_prev, kl, mu, u_n,
+                           u_np1, kbar, fbar, nullptr);
+    }
+  };
+  template <typename T>
+  static void forward_run(const cu::WaveSolve<T>& s, const cu::WaveForwardRun<T>& r, void*) {
+    Passes<T> passes{s};
+    cu::wave_forward_steps(r, s.substeps, passes);
+  }
+  template <typename T>
+  static void adjoint_run(const cu::WaveSolve<T>& s, const cu::WaveAdjointRun<T>& r, void*) {
+    Passes<T> passes{s};
+    cu::WaveAdjointRun<T> run = r;
+    cu::wave_adjoint_steps(run, s.substeps, passes);
+  }
   template <typename T>
   static void kappa_gradient(const cu::WaveCells<T>& g, const double* kpk,
                              const cu::AxisFields<const double>& bpk, int64_t shots, const T* kbar,
@@ -274,12 +315,14 @@ struct DeviceTables {
 // shot_traces and shot_kappa_gradient, for each checkpoint interval in
 // `everies` (0: full trajectories), then the policy's velocity gradient from
 // the κ gradient against velocity_gradient's, and the forward without a
-// record.
+// record; `fused`: each run of steps through the policy's forward_run and
+// adjoint_run.
 template <typename T, typename Kernels>
 void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
                        const std::vector<T>& c, const wave::StepCoefficients<T>& co,
-                       const DeviceTables<T, Kernels>& dev,
-                       std::initializer_list<int64_t> everies) {
+                       const DeviceTables<T, Kernels>& dev, std::initializer_list<int64_t> everies,
+                       bool fused) {
+  SCOPED_TRACE(fused ? "fused runs" : "a launch per phase");
   const wave::WaveGrid& gr = geo.grid;
   const std::vector<double> c64(c.begin(), c.end());
   const cu::StencilsCsr src = cu::stencils_csr(geo.sources), rec = cu::stencils_csr(geo.receivers);
@@ -296,6 +339,7 @@ void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
   setup.n_steps = gr.n_steps();
   setup.substeps = gr.substeps;
   setup.device = fk::kCPU;
+  setup.fused = fused;
   const cu::WaveShots<T, Kernels> shots(setup);
   ASSERT_EQ(setup.shots, 2);
 
@@ -338,11 +382,12 @@ void check_shots_solve(const wave::ShotGeometry& geo, const cu::WaveCells<T>& g,
 
 // The photoacoustic map as the device runs it over a kernels policy (the
 // operator's tables, the start, one shot without source, the sensor) against
-// WaveInitialConditionOperator's apply and adjoint.
+// WaveInitialConditionOperator's apply and adjoint (`fused`: the runs of
+// steps through the policy's forward_run and adjoint_run).
 template <typename T, typename Kernels>
-void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape) {
+void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& shape, bool fused) {
   SCOPED_TRACE(wave::absorbing_name(cfg.wave.absorbing) + (cfg.sensor_fc > 0 ? " filtered" : "") +
-               (sizeof(T) == 4 ? " f32" : " f64"));
+               (sizeof(T) == 4 ? " f32" : " f64") + (fused ? " fused" : ""));
   fk::KnobOverride generic("FK_CPU_ISA", "generic");
   const WaveInitialConditionOperator op(cfg, shape);
   const wave::ShotGeometry& geo = op.geometry();
@@ -371,6 +416,7 @@ void check_initial_value(const WaveInitialConditionConfig& cfg, const fk::Dims& 
   setup.n_steps = gr.n_steps();
   setup.substeps = gr.substeps;
   setup.device = fk::kCPU;
+  setup.fused = fused;
   const cu::WaveShots<T, Kernels> shots(setup);
   std::vector<double> w;
   cu::WaveSensor sensor;

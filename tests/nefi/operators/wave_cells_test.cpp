@@ -4,7 +4,9 @@
 // (leapfrog_step.cpp's generic build), bit for bit, f32 and f64, 1-D, 2-D and
 // 3-D, every absorbing layer, order 2 and 4: the velocity's coefficients built
 // from the velocity-free tables the device caches, the traces, and the
-// velocity gradient through full trajectories and through checkpoints; one
+// velocity gradient through full trajectories and through checkpoints, each
+// run of steps launched per phase and through the fused runs' entry points
+// (wave_steps.h's order either way; the adjoint's buffer swaps); one
 // forward and adjoint step from random fields (ψ and μ included); the
 // photoacoustic initial-value map and its adjoint; and all of it again with
 // every kernel's threads run last to first. The sums across threads (trace
@@ -52,8 +54,10 @@ void check_solve(const Case& cs) {
   for (int a = 0; a < g.nd && g.pml; ++a)
     ASSERT_TRUE(same_bits(dev.beta[a], co.beta[3 - g.nd + a]));
 
-  check_shots_solve<T, HostKernels>(
-      geo, g, c, co, dev, {int64_t{0}, int64_t{3}, wave::auto_checkpoint_every(gr.n_steps())});
+  for (bool fused : {false, true})
+    check_shots_solve<T, HostKernels>(
+        geo, g, c, co, dev, {int64_t{0}, int64_t{3}, wave::auto_checkpoint_every(gr.n_steps())},
+        fused);
 }
 
 TEST(NefiWaveCells, SolveAndGradientEqualTheCpuBitwise) {
@@ -159,8 +163,10 @@ TEST(NefiWaveCells, InitialValueMapAndAdjointEqualTheCpuBitwise) {
   for (wave::Absorbing a : {wave::Absorbing::kPml, wave::Absorbing::kSponge})
     for (double fc : {0.0, 9.0}) {
       const WaveInitialConditionConfig cfg = photoacoustic_config(a, fc, 12);
-      check_initial_value<double, HostKernels>(cfg, {12, 14});
-      check_initial_value<float, HostKernels>(cfg, {12, 14});
+      for (bool fused : {false, true}) {
+        check_initial_value<double, HostKernels>(cfg, {12, 14}, fused);
+        check_initial_value<float, HostKernels>(cfg, {12, 14}, fused);
+      }
     }
 }
 
@@ -180,7 +186,7 @@ TEST(NefiWaveCells, ThreadOrderDoesNotChangeTheBits) {
     check_solve<float>(c);
   }
   const WaveInitialConditionConfig cfg = photoacoustic_config(wave::Absorbing::kPml, 9.0, 12);
-  check_initial_value<double, HostKernels>(cfg, {12, 14});
+  check_initial_value<double, HostKernels>(cfg, {12, 14}, false);
 }
 
 }  // namespace

@@ -14,4 +14,10 @@ class WaveOperator;
 // op.config().grad_mode says), with the CPU path's arithmetic and order.
 fk::Tensor wave_device(const WaveOperator& op, const fk::Tensor& c);
 
+// NEFI_WAVE_FUSED (read per call): whether the device wave solves
+// (wave_device, wave_initial_device) run each run of leapfrog steps as one
+// cooperative launch where the device supports it (wave_kernels.h's
+// launch_wave_forward_run), or one launch per phase.
+bool wave_fused_runs();
+
 }  // namespace nefi
