@@ -102,8 +102,11 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--precision", to.precision,
                     "f32, bf16 or fp16: autocast with f32 master weights (fp16: loss scaling)");
   train->add_option("--device", to.device,
-                    "cpu, cuda or cuda:N: the network, features and labels live there (the "
-                    "coordinate maps are built on the host)");
+                    "cpu, cuda or cuda:N: the network, features and labels live there");
+  train->add_option("--coords", to.coords,
+                    "with a CUDA --device: device (the default: each batch's coordinates move "
+                    "there and its kernel maps are built there) or host (built on the host "
+                    "and uploaded)");
   train->add_option("--seed", to.seed, "seed of the weights and the scenes");
   train->add_option("--threads", to.threads, "threads (0: default)");
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");

@@ -49,6 +49,8 @@ TrainOptions resolved(TrainOptions o) {
            std::to_string(o.classes));
   if (o.voxel == 0) o.voxel = classifier(o) ? 0.04 : 0.1;
   FK_CHECK(o.voxel > 0, "minkowski train --voxel", "a positive size", std::to_string(o.voxel));
+  FK_CHECK(o.coords == "device" || o.coords == "host", "minkowski train --coords", "device or host",
+           "'" + o.coords + "'");
   return o;
 }
 
@@ -181,21 +183,11 @@ class Source {
   size_t held_out_ = 0;
 };
 
-// The batch's features and labels on `device` (the coordinate map stays where
-// it was built, on the host).
-data::Batch on_device(const data::Batch& b, fk::Device device) {
-  if (device.is_cpu()) return b;
-  data::Batch out = b;
-  out.input = SparseTensor(b.input.F().to(device), b.input.key(), b.input.manager());
-  if (b.labels.defined()) out.labels = b.labels.to(device);
-  return out;
-}
-
 nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const Source& source,
                              fk::Device device) {
   nn::ConfusionMatrix confusion(o.classes);
   for (const data::Batch& b : source.validation_batches()) {
-    const data::Batch d = on_device(b, device);
+    const data::Batch d = data::to_device(b, device, o.coords == "device");
     nn::evaluate(net, d.input, d.labels, confusion);
   }
   return confusion;
@@ -240,7 +232,11 @@ int train(const TrainOptions& options) {
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
       opt->set_lr(schedule.at(step));
-      const data::Batch batch = on_device(source.train_batch(step), device);
+      // --coords device: each step's kernel maps are built on the device (a
+      // MinkUNet18 step on 100k points took 0.60-0.72 of the host-coordinate
+      // step's time on an H200; docs/performance.md, session 28).
+      const data::Batch batch =
+          data::to_device(source.train_batch(step), device, o.coords == "device");
       const nn::StepResult r = nn::train_step(net, *opt, batch.input, batch.labels, step_options);
       loss_sum += r.loss;
       skipped += r.skipped;

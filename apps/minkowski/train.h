@@ -28,6 +28,10 @@ struct TrainOptions {
   double clip = 0.0;
   std::string precision = "f32";  // f32, bf16 or fp16 (autocast; fp16 adds loss scaling)
   std::string device = "cpu";     // cpu, cuda or cuda:N: where the network and features live
+  // With a CUDA --device: "device" moves each batch's coordinates there too,
+  // so its kernel maps are built on the device; "host" builds them on the
+  // host and uploads them.
+  std::string coords = "device";
   uint64_t seed = 0;
   int threads = 0;
   std::string out = "minkowski_run";  // folder: log.csv, best.ckpt, last.ckpt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -39,6 +40,24 @@ Batch collate(const std::vector<Voxelized>& items) {
            "duplicates");
   if (labels.size() == items.size()) b.labels = fk::cat(labels, 0);
   return b;
+}
+
+Batch to_device(const Batch& b, fk::Device device, bool device_coords) {
+  if (device.is_cpu()) return b;
+  Batch out = b;
+  const fk::Tensor features = b.input.F().to(device);
+  if (device_coords) {
+    // The rows are unique (collate checks it), and a device insert keeps
+    // unique rows in their order (first occurrences): labels still line up.
+    out.input = SparseTensor(features, b.input.C().to(device), b.input.tensor_stride());
+    FK_CHECK(out.input.size() == b.input.size(), "minkowski::data::to_device",
+             std::to_string(b.input.size()) + " unique rows",
+             std::to_string(out.input.size()) + " after inserting them on " + device.str());
+  } else {
+    out.input = SparseTensor(features, b.input.key(), b.input.manager());
+  }
+  if (b.labels.defined()) out.labels = b.labels.to(device);
+  return out;
 }
 
 void augment(PointCloud& cloud, const AugmentOptions& o, uint64_t seed) {

@@ -28,6 +28,13 @@ struct Batch {
 
 Batch collate(const std::vector<Voxelized>& items);
 
+// The batch with its features and labels on `device`, rows in the same
+// order. With device_coords (and a CUDA device) its coordinates go there
+// too, into a manager of their own, so every kernel map of a step on it is
+// built on the device instead of built on the host and uploaded; otherwise
+// the features stay on the batch's map. A CPU device returns b.
+Batch to_device(const Batch& b, fk::Device device, bool device_coords);
+
 struct AugmentOptions {
   bool rotate_z = true;
   double scale_min = 0.9, scale_max = 1.1;

@@ -98,6 +98,10 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
+  r = fieldkit_test::run_cli(bin, "train --coords gpu " + common, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--coords: expected device or host, got 'gpu'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   // --device: an absent CUDA device (no machine has 64) and a bad name, each one line.
   for (const auto& [device, message] :
        {std::pair<std::string, std::string>{"cuda:63", "an available device"}, {"gpu", "gpu"}}) {

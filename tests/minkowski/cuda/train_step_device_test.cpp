@@ -12,6 +12,9 @@
 //     (its mask drawn on the host from one reseeded generator for both),
 //     weighted cross-entropy with ignored rows, gradient clipping, Adam) to
 //     1e-10;
+//   - a generated scene batch moved by data::to_device with and without its
+//     coordinates (as `minkowski train --coords`): same rows and labels, the
+//     maps built on the device in the first, and the same step either way;
 //   - the optimizers' device updates bitwise equal to the host loops';
 //   - the GradScaler's finiteness check on device gradients;
 //   - a graph recorded before Module::to refusing its backward.
@@ -27,6 +30,7 @@
 #include "device_test_util.h"
 #include "fk/profile.h"
 #include "fk/test_util.h"
+#include "minkowski/data/batch.h"
 #include "minkowski/nn/conv.h"
 #include "minkowski/nn/layers.h"
 #include "minkowski/nn/loss.h"
@@ -152,6 +156,69 @@ void expect_unet_step_matches_the_cpu(bool device_coordinates) {
                          b64 = cpu64.named_buffers();
   for (size_t i = 0; i < bg.size(); ++i)
     expect_within_f32_noise(bg[i].second, b32[i].second, b64[i].second, where + bg[i].first);
+}
+
+// data::to_device, as `minkowski train --device cuda` moves each batch: with
+// its coordinates (--coords device) the rows, features and labels keep their
+// order in a device map of a manager of its own, and a step on it builds its
+// kernel maps there (no host pairs uploaded, none downloaded); without them
+// (--coords host) the features stay on the batch's host map and the maps
+// are uploaded. From the same weights, the two steps (deterministic) give
+// the same loss and gradients.
+TEST(MinkowskiCudaTrainStep, BatchToDeviceKeepsTheRowsAndBuildsTheMapsThere) {
+  MK_SKIP_WITHOUT_GPU();
+  const DeterministicScope deterministic(true);
+  data::SceneOptions small;
+  small.room_min = small.room_max = 2.0;
+  small.min_objects = small.max_objects = 1;
+  small.density = 60.0;
+  const data::Batch b = data::scene_batch(small, {7, 8}, 0.2);
+  ASSERT_GT(b.input.size(), 100);
+  const data::Batch host = data::to_device(b, kGpu, false);
+  const data::Batch dev = data::to_device(b, kGpu, true);
+  EXPECT_EQ(host.input.manager(), b.input.manager());
+  EXPECT_NE(dev.input.manager(), b.input.manager());
+  EXPECT_NE(dev.input.manager()->device_map(dev.input.key()), nullptr);
+  EXPECT_EQ(dev.input.C().to_vector<int32_t>(), b.input.C().to_vector<int32_t>());
+  for (const data::Batch* m : {&host, &dev}) {
+    ASSERT_EQ(m->input.F().device(), kGpu);
+    ASSERT_EQ(m->labels.device(), kGpu);
+    EXPECT_EQ(m->input.F().to_vector<float>(), b.input.F().to_vector<float>());
+    EXPECT_EQ(m->labels.to_vector<int64_t>(), b.labels.to_vector<int64_t>());
+  }
+  EXPECT_EQ(data::to_device(b, fk::kCPU, true).input.manager(), b.input.manager());
+
+  fk::manual_seed(3);
+  nn::MinkUNet on_host(small_unet18(fk::DType::F32)), on_dev(small_unet18(fk::DType::F32));
+  copy_state(on_dev, on_host);
+  on_host.to(kGpu);
+  on_dev.to(kGpu);
+  const nn::SgdOptions sgd{0.05, 0.9, 1e-4, false};
+  nn::Sgd opt_host(on_host.parameters(), sgd), opt_dev(on_dev.parameters(), sgd);
+  auto traced_step = [](nn::MinkUNet& net, nn::Sgd& opt, const data::Batch& batch, int64_t* uploads,
+                        int64_t* downloads) {
+    fk::profile::clear_trace();
+    fk::profile::set_tracing(true);
+    const nn::StepResult r = nn::train_step(net, opt, batch.input, batch.labels);
+    fk::profile::set_tracing(false);
+    *uploads = *downloads = 0;
+    for (const auto& e : fk::profile::event_totals()) {
+      if (e.name == "minkowski.kernel_map.upload") *uploads = e.calls;
+      if (e.name == "minkowski.kernel_map.download") *downloads = e.calls;
+    }
+    fk::profile::clear_trace();
+    return r;
+  };
+  int64_t host_uploads = 0, host_downloads = 0, dev_uploads = 0, dev_downloads = 0;
+  const nn::StepResult rh = traced_step(on_host, opt_host, host, &host_uploads, &host_downloads);
+  const nn::StepResult rd = traced_step(on_dev, opt_dev, dev, &dev_uploads, &dev_downloads);
+  // The device step's only "uploads" are identity maps, made there from their size.
+  EXPECT_LT(dev_uploads, host_uploads);
+  EXPECT_EQ(dev_downloads, 0);
+  EXPECT_EQ(rd.loss, rh.loss);
+  const nn::NamedTensors ph = on_host.named_parameters(), pd = on_dev.named_parameters();
+  for (size_t i = 0; i < ph.size(); ++i)
+    EXPECT_EQ(pd[i].second.to_vector<float>(), ph[i].second.to_vector<float>()) << ph[i].first;
 }
 
 TEST(MinkowskiCudaTrainStep, MinkUNet18StepMatchesTheCpuWithHostCoordinates) {
