@@ -250,6 +250,16 @@ struct GridSteps {
       for (int a = 0; a < kWaveAxes && a < np; ++a) slot[(2 + a) * B + t] = psi.a[a][t];
     }
   }
+  __device__ void restore(const T* slot, T* up, T* u, const AxisFields<T>& psi) {
+    const int64_t B = s.shots * s.cells.numel;
+    const int np = s.cells.pml ? s.cells.nd : 0;
+    for (int64_t t = first; t < B; t += stride) {
+      up[t] = slot[t];
+      u[t] = slot[B + t];
+      for (int a = 0; a < kWaveAxes && a < np; ++a) psi.a[a][t] = slot[(2 + a) * B + t];
+    }
+    grid.sync();
+  }
   __device__ void step(int64_t n, const T* up, const T* u, T* un, const AxisFields<T>& psi) {
     const WaveCells<T>& g = s.cells;
     const int64_t cells = s.shots * g.padded;

@@ -105,7 +105,9 @@ struct WaveSolve {
 //   when every > 0, at n % every == 0 the step's (u^{n−1}, u^n, ψ) go into
 //   slot n / every of ckpt (slots of (2 + np) B);
 //   when traces is set, u^n at n % substeps == 0 (n = n1 included) is
-//   sampled into column n / substeps.
+//   sampled into column n / substeps;
+//   when start is set, (u^{n0−1}, u^{n0}, ψ) are first copied from that
+//   checkpoint slot (a recomputed block of the backward).
 // wave_steps.h gives its order; ψ (np per-axis fields) advances in place.
 template <typename T>
 struct WaveForwardRun {
@@ -118,6 +120,7 @@ struct WaveForwardRun {
   int64_t every = 0;
   T* ckpt = nullptr;
   T* traces = nullptr;
+  const T* start = nullptr;
 };
 
 // An adjoint run of steps n1 − 1 down to n0 of all shots from the traces'
@@ -175,9 +178,9 @@ void launch_sample(const WaveCells<T>& g, const StencilsView& rec, int64_t shots
                    T* traces, int64_t n_t, int64_t j, void* stream);
 
 // The whole run r (wave_steps.h's order) as one cooperative launch: a
-// grid-wide barrier after each phase that a later phase reads (the step,
-// ψ, the sources), none after the samples and checkpoint copies (nothing
-// in the run reads them). Needs cooperative launch support
+// grid-wide barrier after each phase that a later phase reads (the
+// restored start, the step, ψ, the sources), none after the samples and
+// checkpoint copies (nothing in the run reads them). Needs cooperative launch support
 // (cooperative_launch_supported, kernels.h); the grid is capped at the
 // blocks the device holds at once. The same bits as the per-phase launches.
 template <typename T>

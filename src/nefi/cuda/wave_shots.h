@@ -178,6 +178,12 @@ class WaveShots {
       K::copy(u, slot + B, B, s.stream);
       for (int a = 0; a < s.np(); ++a) K::copy(psi.a[a], slot + (2 + a) * B, B, s.stream);
     }
+    void restore(const T* slot, T* up, T* u, const AxisFields<T>& psi) {
+      const int64_t B = s.batch();
+      K::copy(slot, up, B, s.stream);
+      K::copy(slot + B, u, B, s.stream);
+      for (int a = 0; a < s.np(); ++a) K::copy(slot + (2 + a) * B, psi.a[a], B, s.stream);
+    }
     void step(int64_t n, const T* up, const T* u, T* un, const AxisFields<T>& psi) {
       K::step(s.cells, s.co, s.shots, up, u, un, psi, s.stream);
       if (s.wavelet) K::sources(s.cells, s.sources, s.co.ad, s.wavelet, n, un, s.stream);
@@ -236,7 +242,8 @@ class WaveShots {
   }
 
   // Each block of `every` steps recomputed from its checkpoint into blk
-  // (zero halos), then run in reverse (checkpoint_backward).
+  // (zero halos; the run restores its start from the slot), then run in
+  // reverse (checkpoint_backward).
   void checkpoint_backward(Adjoint& st, const T* g, const T* ckpt, int64_t every) const {
     const int64_t B = s_.batch(), N = s_.n_steps;
     const int np = s_.np();
@@ -250,10 +257,7 @@ class WaveShots {
     for (int a = 0; a < np; ++a) psi.push_back(s_.zeros(B)), f.psi.a[a] = psi.back().data<T>();
     for (int64_t b = (N - 1) / every; b >= 0; --b) {
       f.n0 = b * every, f.n1 = std::min(N, f.n0 + every);
-      const T* slot = ckpt + b * (2 + np) * B;
-      K::copy(slot, f.before, B, s_.stream);
-      K::copy(slot + B, f.traj, B, s_.stream);
-      for (int a = 0; a < np; ++a) K::copy(slot + (2 + a) * B, f.psi.a[a], B, s_.stream);
+      f.start = ckpt + b * (2 + np) * B;
       steps(f);
       run(st, g, f.n0, f.n1, f.traj, f.n0);
     }

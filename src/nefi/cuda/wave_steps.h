@@ -8,6 +8,7 @@
 // reads what it wrote. L provides
 //   sample(u, traces, j)                 traces[s, r, j] := receiver r of u (shot s)
 //   checkpoint(up, u, psi, slot)         slot := (up, u, ψ) of all shots
+//   restore(slot, up, u, psi)            (up, u, ψ) := slot
 //   step(n, up, u, un, psi)              the leapfrog of step n with ψ and the sources
 //   inject_traces(g, j, lam)             lam += g's column j over the receivers
 //   adjoint(lam_c, lam_p, out_cur, out_prev, kl, mu, u_n, u_np1, kbar, fbar)
@@ -31,6 +32,7 @@ NEFI_HOST_DEVICE inline T* run_field(const WaveForwardRun<T>& r, int64_t m) {
 
 template <typename T, typename L>
 NEFI_HOST_DEVICE void wave_forward_steps(const WaveForwardRun<T>& r, int64_t substeps, L& launch) {
+  if (r.start) launch.restore(r.start, run_field(r, r.n0 - 1), run_field(r, r.n0), r.psi);
   for (int64_t n = r.n0; n < r.n1; ++n) {
     const T* up = run_field(r, n - 1);
     const T* u = run_field(r, n);

@@ -113,6 +113,13 @@ struct HostKernels {
       for (int a = 0; a < (s.cells.pml ? s.cells.nd : 0); ++a)
         copy<T>(psi.a[a], slot + (2 + a) * B, B, nullptr);
     }
+    void restore(const T* slot, T* up, T* u, const cu::AxisFields<T>& psi) {
+      const int64_t B = s.shots * s.cells.numel;
+      copy(slot, up, B, nullptr);
+      copy(slot + B, u, B, nullptr);
+      for (int a = 0; a < (s.cells.pml ? s.cells.nd : 0); ++a)
+        copy<T>(slot + (2 + a) * B, psi.a[a], B, nullptr);
+    }
     void step(int64_t n, const T* up, const T* u, T* un, const cu::AxisFields<T>& psi) {
       HostKernels::step(s.cells, s.co, s.shots, up, u, un, psi, nullptr);
       if (s.wavelet) HostKernels::sources(s.cells, s.sources, s.co.ad, s.wavelet, n, un, nullptr);
