@@ -1,6 +1,7 @@
 // The device passes of segment normalization (ops/normalization_device.h):
-// the segments (unless there is one) and the row counts uploaded,
-// normalization.cu's kernels on the current stream, nothing read back.
+// the segments (unless there is one, or normalize uploaded them) and the row
+// counts uploaded, normalization.cu's kernels on the current stream, nothing
+// read back.
 #include <vector>
 
 #include "fk/cuda/device_guard.h"
@@ -21,10 +22,13 @@ using cuda_dispatch::with_type;
 
 enum Term { kValue = 0, kSquaredDeviation = 1, kGradAndGradXhat = 2 };
 
-// The rows' segments on the device; none (null: every row in segment 0, as
-// normalization.cu reads it) for a single segment, BatchNorm's case.
+// The rows' segments on the device (normalize's upload when it made one);
+// none (null: every row in segment 0, as normalization.cu reads it) for a
+// single segment, BatchNorm's case.
 fk::Tensor upload_segments(const Segments& seg, const fk::Device& device) {
-  return seg.count == 1 ? fk::Tensor() : upload(seg.of_row, device);
+  if (seg.count == 1) return fk::Tensor();
+  if (seg.device_rows.defined() && seg.device_rows.device() == device) return seg.device_rows;
+  return upload(seg.of_row, device);
 }
 const int32_t* i32_or_null(const fk::Tensor& t) {
   return t.defined() ? t.data<int32_t>() : nullptr;

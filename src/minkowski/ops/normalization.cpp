@@ -37,7 +37,7 @@ std::vector<double> segment_sums(int64_t n, int64_t c, const Segments& seg, cons
     for (int64_t b = lo; b < hi; ++b) {
       double* p = part.data() + b * width;
       for (int64_t i = b * kBlockRows; i < std::min(n, (b + 1) * kBlockRows); ++i) {
-        double* q = p + seg.of_row[i] * c;
+        double* q = p + seg.of(i) * c;
         for (int64_t ch = 0; ch < c; ++ch) {
           std::array<double, K> t = term(i, ch);
           for (int k = 0; k < K; ++k) q[k * plane + ch] += t[k];
@@ -56,9 +56,17 @@ void check_input(const fk::Tensor& x, const Segments& seg, const char* where) {
            x.defined() ? x.shape().str() : "undefined");
   FK_CHECK(fk::is_floating(x.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(x.dtype()));
-  FK_CHECK(static_cast<int64_t>(seg.of_row.size()) == x.size(0), where,
-           "a segment for each of the " + std::to_string(x.size(0)) + " rows",
-           std::to_string(seg.of_row.size()) + " segment entries");
+  const int64_t n = x.size(0);
+  if (seg.of_row.empty() && seg.count == 1) {
+    FK_CHECK(seg.rows < 0 || seg.rows == n, where,
+             "one segment of the " + std::to_string(n) + " rows",
+             "one segment of " + std::to_string(seg.rows) + " rows");
+    return;
+  }
+  FK_CHECK(static_cast<int64_t>(seg.of_row.size()) == n, where,
+           "a segment for each of the " + std::to_string(n) + " rows",
+           std::to_string(seg.of_row.size()) + " segment entries for " + std::to_string(seg.count) +
+               " segments");
 }
 
 void check_affine(const fk::Tensor& p, const fk::Tensor& x, const char* what, const char* where) {
@@ -107,7 +115,7 @@ fk::Tensor forward_kernel(const fk::Tensor& xc, const Segments& seg, const NormS
   const T *mp = mean.data(), *rp = rest.data(), *sp = scale.data(), *hp = shift.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const int64_t k0 = seg.of_row[i] * c;
+      const int64_t k0 = seg.of(i) * c;
       const T* xi = xp + i * c;
       T* yi = yp + i * c;
       for (int64_t ch = 0; ch < c; ++ch)
@@ -125,7 +133,7 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
   const T* xp = xc.data<T>();
   const T* gp = gc.data<T>();
   auto xhat = [&](int64_t i, int64_t ch) {
-    const int64_t s = seg.of_row[i] * c + ch;
+    const int64_t s = seg.of(i) * c + ch;
     return (static_cast<double>(xp[i * c + ch]) - st.mean[s]) * st.invstd[s];
   };
   // Per (segment, channel): sum g (plane 0) and sum g * xhat (plane 1).
@@ -170,7 +178,7 @@ NormGrads backward_kernel(const fk::Tensor& gc, const fk::Tensor& xc, const Segm
   const T *mp = m.data(), *rp = m_rest.data(), *sp = s.data(), *up = u.data(), *vp = v.data();
   fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const int64_t k0 = seg.of_row[i] * c;
+      const int64_t k0 = seg.of(i) * c;
       const T* xi = xp + i * c;
       const T* gi = gp + i * c;
       T* di = dp + i * c;
@@ -207,7 +215,10 @@ class NormalizeBackward : public fk::autograd::Node {
 }  // namespace
 
 Segments single_segment(int64_t rows) {
-  return Segments{std::vector<int32_t>(static_cast<size_t>(rows), 0), 1};
+  FK_CHECK(rows >= 0, "minkowski::single_segment", "a row count >= 0", std::to_string(rows));
+  Segments seg;
+  seg.rows = rows;
+  return seg;
 }
 
 namespace {
@@ -218,7 +229,9 @@ Segments segments_of_batches(const std::vector<B>& batch) {
   for (B b : batch) id.emplace(b, 0);
   int32_t next = 0;
   for (auto& [b, s] : id) s = next++;
-  Segments seg{std::vector<int32_t>(batch.size()), static_cast<int64_t>(id.size())};
+  Segments seg;
+  seg.of_row.resize(batch.size());
+  seg.count = static_cast<int64_t>(id.size());
   for (size_t i = 0; i < batch.size(); ++i) seg.of_row[i] = id[batch[i]];
   return seg;
 }
@@ -259,7 +272,7 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
     });
     for (int64_t k = 0; k < sc; ++k) st.mean[k] /= static_cast<double>(st.rows[k / c]);
     st.var = segment_sums<1>(n, c, seg, [&](int64_t i, int64_t ch) {
-      double d = static_cast<double>(xp[i * c + ch]) - st.mean[seg.of_row[i] * c + ch];
+      double d = static_cast<double>(xp[i * c + ch]) - st.mean[seg.of(i) * c + ch];
       return std::array<double, 1>{d * d};
     });
     for (int64_t k = 0; k < sc; ++k) st.var[k] /= static_cast<double>(st.rows[k / c]);
@@ -373,9 +386,19 @@ NormGrads normalize_backward(const fk::Tensor& grad, const fk::Tensor& x, const 
   return g;
 }
 
-fk::Tensor normalize(const fk::Tensor& x, const Segments& seg, double eps, const fk::Tensor& weight,
-                     const fk::Tensor& bias, const NormStats* fixed, NormStats* computed) {
+fk::Tensor normalize(const fk::Tensor& x, const Segments& segments, double eps,
+                     const fk::Tensor& weight, const fk::Tensor& bias, const NormStats* fixed,
+                     NormStats* computed) {
   fk::profile::OpScope scope("minkowski.normalize");
+  // One copy for the call and its backward; on a device, the rows' segments
+  // uploaded once for the statistics, the forward and the backward.
+  auto shared = std::make_shared<Segments>(segments);
+  if (x.defined() && x.device().is_cuda() && !shared->of_row.empty() &&
+      !(shared->device_rows.defined() && shared->device_rows.device() == x.device()))
+    shared->device_rows =
+        fk::from_vector(shared->of_row, fk::Dims{static_cast<int64_t>(shared->of_row.size())})
+            .to(x.device());
+  const Segments& seg = *shared;
   NormStats st = fixed ? *fixed : normalize_statistics(x, seg, eps);
   fk::Tensor y;
   {
@@ -387,7 +410,7 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& seg, double eps, const
     auto node = std::make_shared<NormalizeBackward>();
     node->x = x;
     node->weight = weight;
-    node->seg = std::make_shared<const Segments>(seg);
+    node->seg = std::move(shared);
     node->stats = st;
     node->batch_stats = fixed == nullptr;
     fk::autograd::record(node, {x, weight, bias}, y);

@@ -36,12 +36,20 @@
 
 namespace minkowski {
 
-// Which segment each row belongs to.
+// Which segment each row belongs to: of_row has one entry per row, in
+// [0, count), or none when count is 1 (every row in segment 0:
+// single_segment, BatchNorm's case, costs no vector of zeros; `rows` is then
+// the row count it is for, -1: any).
 struct Segments {
-  std::vector<int32_t> of_row;  // in [0, count)
+  std::vector<int32_t> of_row;
   int64_t count = 1;
+  int64_t rows = -1;
+  // of_row on the features' CUDA device, uploaded once by normalize for its
+  // statistics, forward and backward (undefined otherwise).
+  fk::Tensor device_rows;
+  int32_t of(int64_t row) const { return of_row.empty() ? 0 : of_row[static_cast<size_t>(row)]; }
 };
-// One segment holding every row.
+// One segment holding every one of `rows` rows.
 Segments single_segment(int64_t rows);
 // One segment per batch index present in x's map (a field's column 0), in
 // increasing batch order.

@@ -56,7 +56,8 @@ enum Kind { kValue = 0, kSquaredDeviation = 1, kGradAndGradXhat = 2 };
 
 // n rows in `count` segments at random, none in segment `skipped` (-1: none skipped).
 minkowski::Segments random_segments(int64_t n, int64_t count, int64_t skipped, std::mt19937& rng) {
-  minkowski::Segments s{{}, count};
+  minkowski::Segments s;
+  s.count = count;
   while (static_cast<int64_t>(s.of_row.size()) < n) {
     const int32_t r = static_cast<int32_t>(rng() % static_cast<uint64_t>(count));
     if (r != skipped) s.of_row.push_back(r);

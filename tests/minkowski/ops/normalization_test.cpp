@@ -177,6 +177,41 @@ TEST(MinkowskiNormalization, Gradcheck) {
       (std::vector<fk::Tensor>{s.x.F(), w, b}));
 }
 
+// single_segment has no per-row entries; it gives the bits of a segment
+// list of zeros, forward and backward. A list of the wrong length, or a
+// negative row count, is a clear error.
+TEST(MinkowskiNormalization, SingleSegmentIsAListOfZerosWithoutTheList) {
+  auto s = random_sparse(2, 40, 3, 8);
+  Segments none = single_segment(40);
+  EXPECT_TRUE(none.of_row.empty());
+  EXPECT_EQ(none.count, 1);
+  EXPECT_EQ(none.rows, 40);
+  Segments zeros;
+  zeros.of_row.assign(40, 0);
+  const fk::Tensor w = vec({0.7, -1.3, 0.5}), b = vec({0.2, 0.4, -0.1});
+  const fk::Tensor probe = fk::test::random_tensor({40, 3}, fk::DType::F64, -1, 1, 3);
+  std::vector<std::vector<double>> got;
+  for (const Segments* seg : {&none, &zeros}) {
+    fk::Tensor x = s.x.F().detach().clone().set_requires_grad(true);
+    const fk::Tensor y = normalize(x, *seg, 1e-5, w, b);
+    fk::sum(fk::mul(y, probe)).backward();
+    got.push_back(y.to_vector<double>());
+    got.push_back(x.grad().to_vector<double>());
+  }
+  EXPECT_EQ(got[0], got[2]);
+  EXPECT_EQ(got[1], got[3]);
+  Segments short_list;
+  short_list.of_row.assign(39, 0);
+  feature_ops::expect_error(
+      [&] { normalize(s.x.F(), short_list, 1e-5, w, b); },
+      {"a segment for each of the 40 rows", "39 segment entries for 1 segments"});
+  Segments no_list_of_two;
+  no_list_of_two.count = 2;
+  feature_ops::expect_error([&] { normalize(s.x.F(), no_list_of_two, 1e-5, w, b); },
+                            {"0 segment entries for 2 segments"});
+  feature_ops::expect_error([] { single_segment(-1); }, {"a row count >= 0", "-1"});
+}
+
 TEST(MinkowskiNormalization, HalfTypesComputeInF32) {
   auto s = random_sparse(3, 40, 3, 6);
   std::vector<int> group;
@@ -248,7 +283,7 @@ TEST(MinkowskiNormalization, Errors) {
   InstanceNorm in(2);
   feature_ops::expect_error([&] { in.forward(s.x); }, {"2 channels", "3"});
   feature_ops::expect_error([&] { normalize(s.x.F(), single_segment(5), 1e-5, {}, {}); },
-                            {"6 rows", "5 segment"});
+                            {"one segment of the 6 rows", "one segment of 5 rows"});
   // An empty tensor has no batch items to normalize: InstanceNorm returns it.
   SparseTensor empty(fk::zeros({0, 3}, {fk::DType::F64}), fk::zeros({0, 3}, {fk::DType::I32}));
   InstanceNorm in3(3, 1e-5, true, fk::DType::F64);
