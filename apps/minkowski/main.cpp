@@ -125,6 +125,8 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   predict->add_option("--precision", po.precision, "f32, bf16 or fp16: autocast of the forward");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
   predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
+  predict->add_option("--device", po.device,
+                      "cpu, cuda or cuda:N: the network, features and coordinates live there");
   predict->add_option("--threads", po.threads, "threads (0: default)");
   c.train = train;
   c.predict = predict;

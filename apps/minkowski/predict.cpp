@@ -5,6 +5,8 @@
 // autocast. Prints per-class IoU (MinkUNet) or the shape's label (ResNet)
 // when the cloud is labelled (a label outside the classes is an error) and
 // writes a PLY coloured by the predicted class and the labels as an int64 .npy.
+// With a CUDA --device the network, the features and the coordinates (so
+// every kernel map) live there.
 #include <cstdio>
 #include <fstream>
 
@@ -64,10 +66,11 @@ fk::Tensor shape_label(const PredictOptions& o, const data::PointCloud& cloud) {
 // (classifier).
 std::vector<int64_t> predict_points(const PredictOptions& o, fk::DType precision,
                                     nn::SparseModule& net, const data::PointCloud& cloud,
-                                    int64_t classes) {
+                                    int64_t classes, fk::Device device) {
   const data::Voxelized v = data::voxelize(cloud, o.voxel);
   data::Batch b = data::collate({v});
   if (is_classifier(o.model)) b.labels = shape_label(o, cloud);
+  b = data::to_device(b, device, true);
   nn::ConfusionMatrix rows(classes);
   const auto row_pred = fk::argmax(nn::evaluate(net, b.input, b.labels, rows, -100, precision), 1)
                             .to_vector<int64_t>();
@@ -88,12 +91,14 @@ int predict(const PredictOptions& options) {
   if (o.voxel == 0) o.voxel = classifier ? 0.04 : 0.1;
   FK_CHECK(o.voxel > 0, "minkowski predict --voxel", "a positive size", std::to_string(o.voxel));
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
+  const fk::Device device = fk::parse_device(o.device);
   if (o.threads > 0) fk::set_num_threads(o.threads);
   const int64_t classes = classifier ? data::kShapeClasses : data::kSceneClasses;
   const auto net = make_network({o.model, o.variant, o.planes, classes}, "minkowski predict");
   nn::load_state(*net, o.checkpoint);
+  net->to(device);
   const data::PointCloud cloud = input_cloud(o);
-  const std::vector<int64_t> predicted = predict_points(o, precision, *net, cloud, classes);
+  const std::vector<int64_t> predicted = predict_points(o, precision, *net, cloud, classes, device);
   if (classifier) {
     std::printf("predicted %s", data::shape_class_name(predicted.front()));
     if (cloud.has_labels()) std::printf(", label %s", data::shape_class_name(cloud.labels.front()));

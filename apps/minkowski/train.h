@@ -50,6 +50,7 @@ struct PredictOptions {
   std::string precision = "f32";  // f32, bf16 or fp16 (autocast)
   std::string ply;                // coloured output cloud (ASCII PLY); empty: none
   std::string labels;             // predicted labels (int64 .npy); empty: none
+  std::string device = "cpu";     // cpu, cuda or cuda:N: the network, features and coordinates
   int threads = 0;
 };
 int predict(const PredictOptions& o);

@@ -89,7 +89,8 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --precision f8", "--precision: expected f32, bf16 or fp16, got 'f8'"},
            {" --model vgg", "--model: expected minkunet, resnet14 or resnet18, got 'vgg'"},
-           {" --model resnet14", "body.0.weight"}}) {
+           {" --model resnet14", "body.0.weight"},
+           {" --device cuda:63", "an available device"}}) {
     r = fieldkit_test::run_cli(bin, "predict --checkpoint " + ckpt + args, dir);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;

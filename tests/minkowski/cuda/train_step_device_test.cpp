@@ -164,7 +164,7 @@ void expect_unet_step_matches_the_cpu(bool device_coordinates) {
 // kernel maps there (no host pairs uploaded, none downloaded); without them
 // (--coords host) the features stay on the batch's host map and the maps
 // are uploaded. From the same weights, the two steps (deterministic) give
-// the same loss and gradients.
+// the same loss and weights, and inference after them the same logits.
 TEST(MinkowskiCudaTrainStep, BatchToDeviceKeepsTheRowsAndBuildsTheMapsThere) {
   MK_SKIP_WITHOUT_GPU();
   const DeterministicScope deterministic(true);
@@ -219,6 +219,12 @@ TEST(MinkowskiCudaTrainStep, BatchToDeviceKeepsTheRowsAndBuildsTheMapsThere) {
   const nn::NamedTensors ph = on_host.named_parameters(), pd = on_dev.named_parameters();
   for (size_t i = 0; i < ph.size(); ++i)
     EXPECT_EQ(pd[i].second.to_vector<float>(), ph[i].second.to_vector<float>()) << ph[i].first;
+  // Inference on the moved batch (`minkowski predict --device`): the same logits.
+  nn::ConfusionMatrix ch(5), cd(5);
+  const fk::Tensor lh = nn::evaluate(on_host, host.input, host.labels, ch);
+  const fk::Tensor ld = nn::evaluate(on_dev, dev.input, dev.labels, cd);
+  EXPECT_EQ(ld.to_vector<float>(), lh.to_vector<float>());
+  EXPECT_EQ(cd.miou(), ch.miou());
 }
 
 TEST(MinkowskiCudaTrainStep, MinkUNet18StepMatchesTheCpuWithHostCoordinates) {
