@@ -18,12 +18,13 @@
 //   - stride / expand of a device map: built on the device, its rows
 //     downloaded once for the host map;
 //   - kernel_map between two device maps of one device: built on the device
-//     and cached; its pairs are downloaded once into the host KernelMap (the
-//     ops read its sizes, and the CPU ops its pairs: KernelMap's pairs are
-//     plain arrays, so they cannot be filled lazily), whose device copy
-//     (KernelMap::device_copy) is the device-built map itself, so the device
-//     ops (conv_device.h, pooling_device.h) use it and nothing is uploaded
-//     back. A transposed map is the device forward map's transpose, also kept.
+//     and cached; its host KernelMap has the sizes the ops read, and its
+//     pairs are downloaded only when host code first reads them (a CPU op:
+//     pair_rows.h's deferred pairs; a device step never does). Its device
+//     copy (KernelMap::device_copy) is the device-built map itself, so the
+//     device ops (conv_device.h, pooling_device.h) use it and nothing is
+//     uploaded back. A transposed map is the device forward map's transpose,
+//     also kept.
 // Nothing is ever uploaded for a device map. A map with no device copy (CPU
 // coordinates, insert_rows, a map either side of a kernel map lacks) takes
 // the CPU path, its kernel maps uploaded on first device use as before. The

@@ -77,9 +77,12 @@ std::vector<T> uniform(size_t n, double lo, double hi, uint32_t seed) {
   return v;
 }
 
+// Empty vectors are equal without a memcmp (their data() may be null, which
+// memcmp must not be given even for 0 bytes: UBSan's nonnull check).
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // k sweeps from (bufs[cur], bufs[1 - cur]) fused in one cooperative launch
