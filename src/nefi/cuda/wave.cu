@@ -336,7 +336,10 @@ ResidentBlocksCache& resident_blocks() {
 }
 
 // Cooperative launch of kernel over `work` thread indices: as many blocks
-// as cover them, at most the device's resident blocks of it.
+// as cover them, at most the device's resident blocks of it. heat.cu's
+// launch_fused_sweeps does the same; it is not shared through a header
+// because the emulated device redirects a .cu file's runtime calls in that
+// file's own text (tests/cuda_emu/rewrite_cuda_source.pl).
 void launch_cooperative(const void* kernel, int64_t work, void** args, void* stream,
                         const char* where) {
   int device = 0;
