@@ -390,15 +390,20 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& segments, double eps,
                      const fk::Tensor& weight, const fk::Tensor& bias, const NormStats* fixed,
                      NormStats* computed) {
   fk::profile::OpScope scope("minkowski.normalize");
-  // One copy for the call and its backward; on a device, the rows' segments
-  // uploaded once for the statistics, the forward and the backward.
-  auto shared = std::make_shared<Segments>(segments);
-  if (x.defined() && x.device().is_cuda() && !shared->of_row.empty() &&
-      !(shared->device_rows.defined() && shared->device_rows.device() == x.device()))
+  // A copy only when something keeps or extends the segments: the autograd
+  // node, or (features on a device) the rows' segments uploaded once for the
+  // statistics, the forward and the backward.
+  const bool grad = fk::autograd::needs_grad(x, weight, bias);
+  const bool upload =
+      x.defined() && x.device().is_cuda() && !segments.of_row.empty() &&
+      !(segments.device_rows.defined() && segments.device_rows.device() == x.device());
+  std::shared_ptr<Segments> shared;
+  if (grad || upload) shared = std::make_shared<Segments>(segments);
+  if (upload)
     shared->device_rows =
         fk::from_vector(shared->of_row, fk::Dims{static_cast<int64_t>(shared->of_row.size())})
             .to(x.device());
-  const Segments& seg = *shared;
+  const Segments& seg = shared ? *shared : segments;
   NormStats st = fixed ? *fixed : normalize_statistics(x, seg, eps);
   fk::Tensor y;
   {
@@ -406,7 +411,7 @@ fk::Tensor normalize(const fk::Tensor& x, const Segments& segments, double eps,
     y = normalize_forward(x.detach(), seg, st, weight.defined() ? weight.detach() : weight,
                           bias.defined() ? bias.detach() : bias);
   }
-  if (fk::autograd::needs_grad(x, weight, bias)) {
+  if (grad) {
     auto node = std::make_shared<NormalizeBackward>();
     node->x = x;
     node->weight = weight;
