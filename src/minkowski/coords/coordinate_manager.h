@@ -27,7 +27,8 @@
 //     also kept.
 // Nothing is ever uploaded for a device map. A map with no device copy (CPU
 // coordinates, insert_rows, a map either side of a kernel map lacks) takes
-// the CPU path, its kernel maps uploaded on first device use as before. The
+// the CPU path, its kernel maps uploaded on first device use as before (a
+// transposed map's copy made from its forward map's, and back). The
 // device maps live as long as the manager (or until clear()), as the host
 // ones; autograd nodes that hold a kernel map keep its device copy alive.
 // CPU-only builds cannot make device tensors (fk refuses the allocation);

@@ -238,10 +238,11 @@ std::shared_ptr<KernelMap> KernelMap::transposed() const {
   t->offset_begin = offset_begin;
   t->in_rows = out_rows;
   t->out_rows = in_rows;
-  // Same pair ids with the sides swapped: the adjoint's row indices are
-  // ours, including those either map builds later.
+  // Same pair ids with the sides swapped: the adjoint's row indices and
+  // device copies are kept with ours, including those either map makes later.
   t->rows_ = rows_;
   t->swapped_ = !swapped_;
+  t->device_copies_ = device_copies_;
   return t;
 }
 
@@ -256,12 +257,18 @@ std::shared_ptr<KernelMap> KernelMap::make_identity(int64_t n) {
 
 std::shared_ptr<const void> KernelMap::device_copy(
     int device, const std::function<std::shared_ptr<const void>()>& make) const {
-  std::lock_guard<std::mutex> lock(device_mu_);
-  for (const auto& [d, copy] : device_copies_) {
-    if (d == device) return copy;
-  }
-  device_copies_.emplace_back(device, make());
-  return device_copies_.back().second;
+  std::lock_guard<std::mutex> lock(device_copies_->mu);
+  for (const DeviceCopy& c : device_copies_->copies)
+    if (c.device == device && c.swapped == swapped_) return c.copy;
+  device_copies_->copies.push_back({device, swapped_, make()});
+  return device_copies_->copies.back().copy;
+}
+
+std::shared_ptr<const void> KernelMap::transposed_device_copy(int device) const {
+  std::lock_guard<std::mutex> lock(device_copies_->mu);
+  for (const DeviceCopy& c : device_copies_->copies)
+    if (c.device == device && c.swapped != swapped_) return c.copy;
+  return nullptr;
 }
 
 }  // namespace minkowski

@@ -93,11 +93,16 @@ struct KernelMap {
   std::shared_ptr<KernelMap> transposed() const;
   static std::shared_ptr<KernelMap> make_identity(int64_t n);
   // This map's copy on CUDA device `device`, made by `make` on the first call
-  // for that device and kept while the map lives, so the layers sharing a map
-  // share one upload. Opaque here: the device convolution (conv_device.h) owns
-  // its type. A transposed map is a map of its own, with its own copies.
+  // for that device and kept while the map or one of its transposes lives, so
+  // the layers sharing a map share one upload. Opaque here: the device
+  // convolution (conv_device.h) owns its type. A map and its transposes keep
+  // their copies together, each under its own orientation.
   std::shared_ptr<const void> device_copy(
       int device, const std::function<std::shared_ptr<const void>()>& make) const;
+  // The copy on `device` of this map's transpose (its pairs with the sides
+  // swapped), if one was made; nullptr otherwise. The device code makes this
+  // map's copy from it instead of uploading the same pairs again.
+  std::shared_ptr<const void> transposed_device_copy(int device) const;
 
   // Installs a by-output-row index built together with the pairs.
   void adopt_by_out(std::shared_ptr<RowIndex> idx) {
@@ -117,8 +122,16 @@ struct KernelMap {
   bool swapped_ = false;
   mutable std::mutex blocks_mu_;
   mutable std::shared_ptr<const RowBlocks> blocks_[2];  // output rows, input rows
-  mutable std::mutex device_mu_;
-  mutable std::vector<std::pair<int, std::shared_ptr<const void>>> device_copies_;
+  struct DeviceCopy {
+    int device;
+    bool swapped;  // of the map whose copy it is
+    std::shared_ptr<const void> copy;
+  };
+  struct DeviceCopies {
+    std::mutex mu;
+    std::vector<DeviceCopy> copies;
+  };
+  std::shared_ptr<DeviceCopies> device_copies_ = std::make_shared<DeviceCopies>();
 };
 
 // Pairs of `in` rows found at out_coord + offset (offsets: K x D, already

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -303,20 +302,6 @@ DeviceKernelMap build_device_kernel_map(const DeviceCoordinateMap& in,
   }
   const KernelMapKeyLayout layout = kernel_map_key_layout(maps, offsets);
   return build_device_kernel_map(in.coordinates, out.coordinates, layout, offsets, in.device);
-}
-
-DeviceKernelMap transposed(const DeviceKernelMap& map) {
-  DeviceKernelMap t = map;
-  std::swap(t.in_size, t.out_size);
-  std::swap(t.in_rows, t.out_rows);
-  std::swap(t.by_in, t.by_out);
-  // The implicit convolution's row masks follow the swapped indices, in a
-  // cache of the transposed map's own.
-  t.row_masks = std::make_shared<DeviceRowMaskCache>();
-  std::lock_guard<std::mutex> lock(map.row_masks->mu);
-  t.row_masks->by_out = map.row_masks->by_in;
-  t.row_masks->by_in = map.row_masks->by_out;
-  return t;
 }
 
 }  // namespace minkowski::cuda

@@ -91,16 +91,12 @@ fk::Tensor lookup_coordinates(const DeviceCoordinateMap& map, const fk::Tensor& 
 // build_kernel_map(in, out, offsets) between device maps, on their device
 // (offsets K x D, already scaled: KernelRegion::offsets of the finer map's
 // tensor stride). Submanifold (out = in), strided (out =
-// stride_coordinates(in)) and, through transposed(), transposed (the forward
-// map fine -> coarse, swapped) and generative transposed maps (out =
-// expand_coordinates(in), forward map out -> in, swapped), as the
-// CoordinateManager composes them.
+// stride_coordinates(in)) and, through transposed() (device_kernel_map.h),
+// transposed (the forward map fine -> coarse, swapped) and generative
+// transposed maps (out = expand_coordinates(in), forward map out -> in,
+// swapped), as the CoordinateManager composes them.
 DeviceKernelMap build_device_kernel_map(const DeviceCoordinateMap& in,
                                         const DeviceCoordinateMap& out,
                                         const std::vector<int32_t>& offsets);
-
-// The adjoint map: inputs and outputs (and their row indices) swapped, pairs
-// in the same order: KernelMap::transposed() on the device.
-DeviceKernelMap transposed(const DeviceKernelMap& map);
 
 }  // namespace minkowski::cuda

@@ -3,6 +3,7 @@
 #include "minkowski/cuda/device_kernel_map.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -235,10 +236,28 @@ DeviceKernelMap upload_kernel_map(const KernelMap& map, int device) {
   return m;
 }
 
+DeviceKernelMap transposed(const DeviceKernelMap& map) {
+  DeviceKernelMap t = map;
+  std::swap(t.in_size, t.out_size);
+  std::swap(t.in_rows, t.out_rows);
+  std::swap(t.by_in, t.by_out);
+  // The implicit convolution's row masks follow the swapped indices, in a
+  // cache of the transposed map's own.
+  t.row_masks = std::make_shared<DeviceRowMaskCache>();
+  std::lock_guard<std::mutex> lock(map.row_masks->mu);
+  t.row_masks->by_out = map.row_masks->by_in;
+  t.row_masks->by_in = map.row_masks->by_out;
+  return t;
+}
+
 const DeviceKernelMap& device_copy_of(const KernelMap& map, int device) {
+  // A transposed convolution's map is its strided convolution's, swapped: the
+  // copy that map already has there serves both, without a second upload.
+  const std::shared_ptr<const void> other = map.transposed_device_copy(device);
   auto copy = map.device_copy(device, [&] {
-    return std::static_pointer_cast<const void>(
-        std::make_shared<const DeviceKernelMap>(upload_kernel_map(map, device)));
+    return std::static_pointer_cast<const void>(std::make_shared<const DeviceKernelMap>(
+        other ? transposed(*static_cast<const DeviceKernelMap*>(other.get()))
+              : upload_kernel_map(map, device)));
   });
   // The map outlives the call and keeps its copies: the reference stays valid.
   return *static_cast<const DeviceKernelMap*>(copy.get());

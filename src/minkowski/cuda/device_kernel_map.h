@@ -72,6 +72,11 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
                                         const KernelMapKeyLayout& layout,
                                         const std::vector<int32_t>& offsets, int device);
 
+// The adjoint map: inputs and outputs (and their row indices) swapped, pairs
+// in the same order: KernelMap::transposed() on the device. Shares the
+// device arrays; no device work.
+DeviceKernelMap transposed(const DeviceKernelMap& map);
+
 // A map built on the host, uploaded (pairs and both row indices, built on the device).
 DeviceKernelMap upload_kernel_map(const KernelMap& map, int device = 0);
 

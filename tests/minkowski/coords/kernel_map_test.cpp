@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <string>
@@ -419,6 +420,32 @@ TEST(MinkowskiKernelMap, TransposeSharesIndicesBuiltLater) {
   auto back = tr->transposed();
   EXPECT_EQ(&back->by_out(), &fwd->by_out());
   EXPECT_EQ(&back->by_in(), &fwd->by_in());
+}
+
+TEST(MinkowskiKernelMap, TransposeKeepsDeviceCopiesBesideOurs) {
+  // A map and its transposes keep their device copies together, each under
+  // its own orientation: the device code derives one from the other.
+  CoordinateManager m(1);
+  auto k = m.insert(coords({0, 0, 0, 1, 0, 2, 0, 3}, 2), {1}).key;
+  MapKey s = m.stride(k, {2});
+  auto fwd = m.kernel_map(k, s, KernelRegion::cube({2}), false);
+  auto tr = m.kernel_map(s, k, KernelRegion::cube({2}), true);
+  int made = 0;
+  auto make = [&made] { return std::shared_ptr<const void>(std::make_shared<int>(++made)); };
+  EXPECT_EQ(tr->transposed_device_copy(0), nullptr);
+  const auto f0 = fwd->device_copy(0, make);
+  EXPECT_EQ(tr->transposed_device_copy(0), f0);
+  EXPECT_EQ(fwd->transposed_device_copy(0), nullptr);  // the transpose has none yet
+  EXPECT_EQ(tr->transposed_device_copy(1), nullptr);   // nor another device
+  const auto t0 = tr->device_copy(0, make);            // its own orientation: made
+  EXPECT_NE(t0, f0);
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(fwd->transposed_device_copy(0), t0);
+  // The transpose of the transpose is the forward map's orientation.
+  auto back = tr->transposed();
+  EXPECT_EQ(back->device_copy(0, make), f0);
+  EXPECT_EQ(back->transposed_device_copy(0), t0);
+  EXPECT_EQ(made, 2);
 }
 
 }  // namespace

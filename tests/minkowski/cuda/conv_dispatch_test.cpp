@@ -3,7 +3,8 @@
 // operands through the public API and autograd, the output and the
 // gradients of features, weight and bias equal to 1e-5 (TF32 off). Covers
 // submanifold, strided, transposed and generative convolutions and a 1x1
-// (C_in, C_out) weight; one map copy per device, reused by a second call;
+// (C_in, C_out) weight; one map copy per device, reused by a second call,
+// and a transposed map's copy made from its forward map's (no second upload);
 // and the clear errors for what has no device kernel yet.
 #include <gtest/gtest.h>
 
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "fk/profile.h"
 #include "fk/test_util.h"
+#include "minkowski/cuda/device_kernel_map.h"
 #include "minkowski/ops/conv.h"
 #include "minkowski/ops/conv_kernel.h"
 
@@ -128,6 +131,51 @@ TEST(MinkowskiCudaConvDispatch, OneDeviceCopyPerMap) {
   map->device_copy(1, make);
   map->device_copy(1, make);
   EXPECT_EQ(made, 1);
+}
+
+// Uploads of host-built maps in a traced call.
+int64_t uploads_in(const std::function<void()>& f) {
+  fk::profile::clear_trace();
+  fk::profile::set_tracing(true);
+  f();
+  fk::profile::set_tracing(false);
+  int64_t n = 0;
+  for (const auto& e : fk::profile::event_totals())
+    if (e.name == "minkowski.kernel_map.upload") n = e.calls;
+  fk::profile::clear_trace();
+  return n;
+}
+
+TEST(MinkowskiCudaConvDispatch, TransposedMapIsItsForwardMapsCopySwapped) {
+  MK_SKIP_WITHOUT_GPU();
+  // Host-built maps: a strided convolution and its transposed convolution
+  // (and the other way round) upload the pairs once, and the second map's
+  // device copy is the first's arrays with the sides swapped.
+  for (bool transposed_first : {false, true}) {
+    const SparseTensor x = cpu_input(800, 4, 21);
+    const KernelRegion k2 = KernelRegion::cube({2});
+    const MapKey s = x.manager()->stride(x.key(), {2});
+    auto fwd = x.manager()->kernel_map(x.key(), s, k2, false);
+    auto tr = x.manager()->kernel_map(s, x.key(), k2, true);
+    const KernelMap& first = transposed_first ? *tr : *fwd;
+    const KernelMap& second = transposed_first ? *fwd : *tr;
+    const std::string what = transposed_first ? "transposed first" : "forward first";
+    const cuda::DeviceKernelMap* a = nullptr;
+    const cuda::DeviceKernelMap* b = nullptr;
+    EXPECT_EQ(uploads_in([&] { a = &cuda::device_copy_of(first, 0); }), 1) << what;
+    EXPECT_EQ(uploads_in([&] { b = &cuda::device_copy_of(second, 0); }), 0) << what;
+    EXPECT_EQ(b->in_size, a->out_size) << what;
+    EXPECT_EQ(b->out_size, a->in_size) << what;
+    EXPECT_EQ(b->offset_begin, a->offset_begin) << what;
+    EXPECT_EQ(b->in_rows.data_ptr(), a->out_rows.data_ptr()) << what;
+    EXPECT_EQ(b->out_rows.data_ptr(), a->in_rows.data_ptr()) << what;
+    EXPECT_EQ(b->by_out.pair.data_ptr(), a->by_in.pair.data_ptr()) << what;
+    EXPECT_EQ(b->by_in.begin.data_ptr(), a->by_out.begin.data_ptr()) << what;
+    EXPECT_EQ(b->in_rows.to_vector<int32_t>(),
+              std::vector<int32_t>(second.in_rows.begin(), second.in_rows.end()))
+        << what;
+    EXPECT_EQ(&cuda::device_copy_of(second, 0), b) << what << ": made again";
+  }
 }
 
 TEST(MinkowskiCudaConvDispatch, ClearErrorsForWhatHasNoDeviceKernel) {
