@@ -21,6 +21,9 @@
 // input gradient) -- model_gather_s, model_implicit_s -- and the tiles'
 // density (pairs / padded slots, conv_dataflow.h): measured times against
 // these calibrate the model's constants (docs/performance.md, session 11).
+// Rows with grouped:1 (grouped:2) make each staging group's forward and
+// input-gradient GEMMs (and the weight gradient's) one grouped cuBLAS call
+// (ME_CONV_GROUPED_GEMM); gemm_calls counts the cuBLAS calls of a call.
 // Atomics (set_deterministic off). Each iteration is timed with CUDA
 // events on the current stream (manual time), including the host gaps and,
 // with ME_LAZY_SYNC off, the sync at the end of each op. FLOPS count
@@ -36,6 +39,7 @@
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/precision:4'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/C:32/.*/implicit:1'
 //   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/lazy:0/implicit'
+//   build/bin/minkowski_cuda_bench --benchmark_filter='BM_DeviceConv/.*/grouped'
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -152,13 +156,17 @@ const char* precision_name(int64_t p) {
 // The knobs and the TF32 switch of one row, for its scope.
 struct RowSettings {
   // implicit: 0 gather, 1 implicit on FMA tiles, 2 implicit on tensor cores.
-  RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit)
+  // grouped: ME_CONV_GROUPED_GEMM 0 off, 1 features, 2 all.
+  RowSettings(int64_t precision, bool fused, bool lazy, int64_t implicit, int64_t grouped)
       : tf32("FK_ALLOW_TF32", precision == kTf32 ? "1" : "0"),
         dataflow("ME_CONV_DATAFLOW", implicit > 0 ? "implicit" : "gather"),
         mma("ME_CONV_IMPLICIT_MMA", implicit == 2 ? "1" : "0"),
         fused_copy("ME_FUSED_COPY", fused ? "1" : "0"),
-        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0") {}
-  fk::KnobOverride tf32, dataflow, mma, fused_copy, lazy_sync;
+        lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0"),
+        grouped_gemm("ME_CONV_GROUPED_GEMM", grouped == 2   ? "all"
+                                             : grouped == 1 ? "features"
+                                                            : "off") {}
+  fk::KnobOverride tf32, dataflow, mma, fused_copy, lazy_sync, grouped_gemm;
 };
 
 struct ConvOperands {
@@ -217,13 +225,14 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
 
 // Args: C; precision (0 f32, 1 tf32, 2 bf16, 3 f16, 4 f64); fused (1) or per-offset
 // (0); backward (1) or forward (0); ME_LAZY_SYNC (1) or not (0);
-// ME_CONV_DATAFLOW gather (0), implicit on FMA tiles (1) or on tensor cores (2).
+// ME_CONV_DATAFLOW gather (0), implicit on FMA tiles (1) or on tensor cores (2);
+// ME_CONV_GROUPED_GEMM off (0), features (1) or all (2).
 void BM_DeviceConv(benchmark::State& state) {
   if (skip_without_device(state)) return;
   Scene& s = scene();
   const int64_t c = state.range(0), precision = state.range(1);
   const bool fused = state.range(2) != 0, backward = state.range(3) != 0;
-  const RowSettings settings(precision, fused, state.range(4) != 0, state.range(5));
+  const RowSettings settings(precision, fused, state.range(4) != 0, state.range(5), state.range(6));
   const ConvOperands op = conv_operands(s, c, dtype_of(precision));
   const double conv_s =
       backward
@@ -238,6 +247,7 @@ void BM_DeviceConv(benchmark::State& state) {
   state.counters["gemm_FLOPS"] = benchmark::Counter(flops / gemm_s);
   state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
   state.counters["launch_groups"] = static_cast<double>(info.groups);
+  state.counters["gemm_calls"] = static_cast<double>(info.gemm_calls);
   // The cost model's view of this row's product (the input gradient's onto
   // by_in for backward rows; the weight gradient is gather's either way);
   // none for f64, which the model does not cover (implicit refuses it).
@@ -275,10 +285,10 @@ void dataflow_rows(benchmark::internal::Benchmark* b) {
   for (int64_t c : kWidths)
     for (int64_t p : kPrecisions)
       for (int64_t backward : {0, 1}) {
-        b->Args({c, p, 1, backward, 0, 0});
+        b->Args({c, p, 1, backward, 0, 0, 0});
         if (p == kFp64) continue;
-        if (p != kTf32) b->Args({c, p, 1, backward, 0, 1});
-        if (p != kFp32) b->Args({c, p, 1, backward, 0, 2});
+        if (p != kTf32) b->Args({c, p, 1, backward, 0, 1, 0});
+        if (p != kFp32) b->Args({c, p, 1, backward, 0, 2, 0});
       }
 }
 
@@ -287,15 +297,28 @@ void ablation_rows(benchmark::internal::Benchmark* b, bool every_width) {
     if (!every_width && c != kAblationWidth) continue;
     for (int64_t p : kPrecisions)
       for (int64_t backward : {0, 1}) {
-        if (p != kFp64) b->Args({c, p, 1, backward, 1, 0});
-        b->Args({c, p, 0, backward, 0, 0});
+        if (p != kFp64) b->Args({c, p, 1, backward, 1, 0, 0});
+        b->Args({c, p, 0, backward, 0, 0, 0});
       }
   }
 }
 
+// The grouped GEMMs (ME_CONV_GROUPED_GEMM) beside the fused gather's
+// grouped:0 rows of the same C and precision: the forward grouped, the
+// backward with its input gradient grouped (features) and with both
+// gradients grouped (all), at a narrow and a wide C, f32 and bf16 (12 rows).
+void grouped_rows(benchmark::internal::Benchmark* b) {
+  for (int64_t c : {int64_t{32}, kAblationWidth})
+    for (int64_t p : {kFp32, kBf16}) {
+      b->Args({c, p, 1, 0, 0, 0, 1});
+      b->Args({c, p, 1, 1, 0, 0, 1});
+      b->Args({c, p, 1, 1, 0, 0, 2});
+    }
+}
+
 benchmark::internal::Benchmark* register_conv_family() {
   return benchmark::RegisterBenchmark("BM_DeviceConv", BM_DeviceConv)
-      ->ArgNames({"C", "precision", "fused", "backward", "lazy", "implicit"})
+      ->ArgNames({"C", "precision", "fused", "backward", "lazy", "implicit", "grouped"})
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
 }
@@ -314,6 +337,7 @@ int main(int argc, char** argv) {
   const bool every_width = take_flag(argc, argv, "--conv_ablations_at_every_width");
   dataflow_rows(register_conv_family());
   ablation_rows(register_conv_family(), every_width);
+  grouped_rows(register_conv_family());
   benchmark::AddCustomContext("command",
                               "build/bin/minkowski_cuda_bench [--conv_ablations_at_every_width] "
                               "(scripts/gpu-check passes it)");

@@ -77,22 +77,29 @@ const TrainScene& train_scene() {
 
 // The TF32 switch and the sync knob of one row, for its scope.
 struct RowSettings {
-  RowSettings(int64_t precision, bool lazy, bool gather)
+  RowSettings(int64_t precision, bool lazy, bool gather, int64_t grouped)
       : tf32("FK_ALLOW_TF32", precision == kTf32 ? "1" : "0"),
         lazy_sync("ME_LAZY_SYNC", lazy ? "1" : "0"),
-        dataflow("ME_CONV_DATAFLOW", gather ? "gather" : "auto") {}
-  fk::KnobOverride tf32, lazy_sync, dataflow;
+        dataflow("ME_CONV_DATAFLOW", gather ? "gather" : "auto"),
+        grouped_gemm("ME_CONV_GROUPED_GEMM", grouped == 2   ? "all"
+                                             : grouped == 1 ? "features"
+                                                            : "off") {}
+  fk::KnobOverride tf32, lazy_sync, dataflow, grouped_gemm;
 };
+
+const char* grouped_name(int64_t grouped) {
+  return grouped == 2 ? " grouped all" : grouped == 1 ? " grouped features" : "";
+}
 
 // Args: precision (0 f32, 1 tf32, 2 bf16); coordinates on the device (1) or
 // the host (0); ME_LAZY_SYNC (1) or not (0); ME_CONV_DATAFLOW gather (1) or
-// auto (0).
+// auto (0); ME_CONV_GROUPED_GEMM off (0), features (1) or all (2).
 void BM_DeviceMinkUNet18Step(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int64_t precision = state.range(0);
   const bool device_coords = state.range(1) != 0;
   const bool gather = state.range(3) != 0;
-  const RowSettings settings(precision, state.range(2) != 0, gather);
+  const RowSettings settings(precision, state.range(2) != 0, gather, state.range(4));
   const TrainScene& s = train_scene();
   const fk::Tensor coords = device_coords ? s.coords.to(kGpu) : s.coords;
   fk::manual_seed(0);
@@ -128,18 +135,24 @@ void BM_DeviceMinkUNet18Step(benchmark::State& state) {
   state.counters["loss"] = loss;
   state.SetLabel(s.source + " " + precision_name(precision) + " coordinates on " +
                  (device_coords ? "device" : "host") + (state.range(2) != 0 ? " lazy sync" : "") +
-                 (gather ? " gather" : " auto"));
+                 (gather ? " gather" : " auto") + grouped_name(state.range(4)));
 }
+// Beside device_coords:1's f32 row: the same under ME_LAZY_SYNC=1, and with
+// the grouped GEMMs, where the per-offset GEMMs' dispatch is the host time
+// left (docs/performance.md, session 28).
 BENCHMARK(BM_DeviceMinkUNet18Step)
-    ->Args({kFp32, 0, 0, 0})
-    ->Args({kTf32, 0, 0, 0})
-    ->Args({kBf16, 0, 0, 0})
-    ->Args({kFp32, 1, 0, 0})
-    ->Args({kFp32, 0, 1, 0})
-    ->Args({kFp32, 0, 0, 1})
-    ->Args({kTf32, 0, 0, 1})
-    ->Args({kBf16, 0, 0, 1})
-    ->ArgNames({"precision", "device_coords", "lazy", "gather"})
+    ->Args({kFp32, 0, 0, 0, 0})
+    ->Args({kTf32, 0, 0, 0, 0})
+    ->Args({kBf16, 0, 0, 0, 0})
+    ->Args({kFp32, 1, 0, 0, 0})
+    ->Args({kFp32, 0, 1, 0, 0})
+    ->Args({kFp32, 0, 0, 1, 0})
+    ->Args({kTf32, 0, 0, 1, 0})
+    ->Args({kBf16, 0, 0, 1, 0})
+    ->Args({kFp32, 1, 1, 0, 0})
+    ->Args({kFp32, 1, 0, 0, 1})
+    ->Args({kFp32, 1, 0, 0, 2})
+    ->ArgNames({"precision", "device_coords", "lazy", "gather", "grouped"})
     ->Iterations(6)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

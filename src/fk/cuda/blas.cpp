@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "fk/cuda/blas_layout.h"
 #include "fk/cuda/blas_stream.h"
@@ -200,6 +201,54 @@ void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t
           void* stream, bool allow_tf32) {
   gemm_strided_batched(device, dtype, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
                        1, stream, allow_tf32);
+}
+
+bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
+                  const void* const* pointers, void* stream, bool allow_tf32) {
+  if (dtype != kF32 && dtype != kF16 && dtype != kBF16 && dtype != kF64) return false;
+  const int64_t count = static_cast<int64_t>(shapes.size());
+  if (count == 0) return true;
+  // Per group (= per product): the column-major call, as gemm's (blas_layout.h).
+  std::vector<cublasOperation_t> op_first(count), op_second(count);
+  std::vector<int64_t> m(count), n(count), k(count), ld_first(count), ld_second(count), ldc(count),
+      size(count, 1);
+  for (int64_t i = 0; i < count; ++i) {
+    const GemmShape& s = shapes[i];
+    FK_CHECK(s.m > 0 && s.n > 0, "cuda::gemm_grouped", "products with m, n > 0",
+             "product " + std::to_string(i) + " of " + std::to_string(s.m) + " x " +
+                 std::to_string(s.n));
+    const ColumnMajorGemm g = column_major_gemm(s.ta, s.tb, s.m, s.n, s.k, s.lda, s.ldb, s.ldc);
+    op_first[i] = op(g.trans_first);
+    op_second[i] = op(g.trans_second);
+    m[i] = g.m;
+    n[i] = g.n;
+    k[i] = g.k;
+    ld_first[i] = g.ld_first;
+    ld_second[i] = g.ld_second;
+    ldc[i] = g.ldc;
+  }
+  const GemmTypes t = types_for(dtype, 1.0, 0.0, allow_tf32);
+  // alpha and beta per group, in the compute type's scalar format.
+  const size_t scale = dtype == kF64 ? sizeof(double) : sizeof(float);
+  std::vector<unsigned char> alpha(count * scale), beta(count * scale);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(alpha.data() + i * scale, t.alpha, scale);
+    std::memcpy(beta.data() + i * scale, t.beta, scale);
+  }
+  // Column-major: fk's Bs are cuBLAS's first operands, its As the second.
+  const void* const* a = pointers;
+  const void* const* b = pointers + count;
+  void* const* c = const_cast<void* const*>(pointers + 2 * count);
+  DeviceGuard guard(device);
+  std::lock_guard<std::mutex> lock(g_mu);
+  cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
+  const cublasStatus_t st = cublasGemmGroupedBatchedEx_64(
+      h, op_first.data(), op_second.data(), m.data(), n.data(), k.data(), alpha.data(), b, t.data,
+      ld_first.data(), a, t.data, ld_second.data(), beta.data(), c, t.data, ldc.data(), count,
+      size.data(), t.compute);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  check_blas(st, "cublasGemmGroupedBatchedEx");
+  return true;
 }
 
 void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,

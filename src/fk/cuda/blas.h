@@ -25,6 +25,7 @@
 // (10-bit mantissa inputs) but stays reproducible.
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace fk::cuda {
 
@@ -40,6 +41,27 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
                           double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
                           int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
                           int64_t stride_c, int64_t batch, void* stream, bool allow_tf32);
+
+// One product of gemm_grouped: row-major C[m,n] = op(A) op(B), as gemm's.
+struct GemmShape {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+};
+
+// shapes.size() independent products C_i = op(A_i) op(B_i) (alpha 1, beta 0)
+// in one cuBLAS call (cublasGemmGroupedBatchedEx_64, each product a group of
+// its own), on `stream`. `pointers` is in device memory and holds 3 x count
+// device pointers: A_0 .. A_{count-1}, then the Bs, then the Cs (read by the
+// device when the call runs, so the caller keeps them until then, as any
+// operand). Every m, n > 0. dtype f32 (or TF32), f16 and bf16 (16-bit C, f32
+// accumulation) or f64; false, with nothing queued, for any other dtype or
+// when cuBLAS does not run this combination grouped (the caller then loops
+// over gemm). Unlike a gemm of one product, cuBLAS's grouped kernels do not
+// split k across blocks: a few products with small m x n and a long k keep
+// few of the device's SMs busy.
+bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
+                  const void* const* pointers, void* stream, bool allow_tf32);
 
 // C (f32) = alpha * op(A) op(B) + beta * C with A and B stored in in_dtype
 // (f16 or bf16: tensor cores with f32 accumulation; f32: as gemm, TF32 when

@@ -3,7 +3,9 @@
 #include "minkowski/cuda/device_conv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fk/amp.h"
@@ -25,6 +27,46 @@ namespace minkowski::cuda {
 namespace {
 
 thread_local DeviceConvInfo tl_info;
+
+// Off until a GPU run compares it with the per-offset GEMMs (gpu-check's
+// BM_DeviceConv grouped rows and the MinkUNet18 step's).
+fk::Knob kGroupedGemm("ME_CONV_GROUPED_GEMM", fk::KnobType::String, "off",
+                      "minkowski device convolution (gather dataflow): the per-offset cuBLAS "
+                      "GEMMs of a staging group as one grouped call (cublasGemmGroupedBatchedEx): "
+                      "off, features (the forward's and the input gradient's) or all (the weight "
+                      "gradient's too)",
+                      fk::KnobRead::PerCall);
+
+// Which products ME_CONV_GROUPED_GEMM groups.
+struct GroupedProducts {
+  bool features = false, weight = false;
+};
+GroupedProducts grouped_products() {
+  const std::string v = kGroupedGemm.as_string();
+  FK_CHECK(v == "off" || v == "features" || v == "all", "ME_CONV_GROUPED_GEMM",
+           "one of off, features, all", "'" + v + "'");
+  return {v != "off", v == "all"};
+}
+
+// One staging group's GEMMs of one kind (forward, weight gradient, input
+// gradient): product i is C_i = op(A_i) op(B_i) on the staged rows. Issued
+// one cuBLAS call each, or as one grouped call when `grouped`, with the
+// pointers in the call's device table at `table`.
+struct Products {
+  std::vector<fk::cuda::GemmShape> shapes;
+  std::vector<const void*> a, b;
+  std::vector<void*> c;
+  bool grouped = false;
+  const void* const* table = nullptr;
+
+  void add(const fk::cuda::GemmShape& s, const void* pa, const void* pb, void* pc) {
+    shapes.push_back(s);
+    a.push_back(pa);
+    b.push_back(pb);
+    c.push_back(pc);
+  }
+  size_t size() const { return shapes.size(); }
+};
 
 int dtype_code(fk::DType t) {
   return static_cast<int>(t);
@@ -77,6 +119,7 @@ void note_implicit(fk::DType t, int device) {
              0,
              0,
              0,
+             0,
              ConvDataflow::Implicit,
              implicit_uses_tensor_cores(t, device),
              nullptr};
@@ -125,6 +168,7 @@ struct Call {
                static_cast<int64_t>(groups.size()),
                rows * (cin + cout) * esize,
                0,
+               0,
                ConvDataflow::Gather,
                false,
                refusal};
@@ -140,15 +184,83 @@ struct Call {
   char* offset_matrix(const fk::Tensor& w, int64_t k) const {
     return static_cast<char*>(w.data_ptr()) + k * cin * cout * esize;
   }
-  // C = op(A) op(B): 16-bit operands and C with f32 accumulation, f32 (or
-  // TF32), or f64 (DGEMM) (fk::cuda::gemm).
-  void gemm(bool ta, bool tb, int64_t rows_m, int64_t cols_n, int64_t inner, const void* a,
-            int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
-    fk::cuda::gemm(m.device, code, ta, tb, rows_m, cols_n, inner, 1.0, a, lda, b, ldb, 0.0, c, ldc,
-                   stream, tf32);
-    ++tl_info.gemms;
-    fk::profile::count_launch();
+  // Group g's products (offsets with pairs), each on its staged rows:
+  //   forward         staged_out_k = staged_in_k W_k
+  //   weight grad     grad_W_k     = staged_in_k^T staged_out_k
+  //   input grad      staged_in_k  = staged_out_k W_k^T (over the F rows,
+  //                   which the weight gradient read first: stream order)
+  Products forward_products(const OffsetGroup& g, const fk::Tensor& w) const {
+    Products p;
+    const int64_t p0 = begin(g.first);
+    for (int64_t k = g.first; k < g.last; ++k)
+      if (m.count(k) > 0)
+        p.add({false, false, m.count(k), cout, cin, cin, cout, cout}, in_at(p0, k),
+              offset_matrix(w, k), out_at(p0, k));
+    return p;
   }
+  Products weight_grad_products(const OffsetGroup& g, const fk::Tensor& grad_w) const {
+    Products p;
+    const int64_t p0 = begin(g.first);
+    for (int64_t k = g.first; k < g.last; ++k)
+      if (m.count(k) > 0)
+        p.add({true, false, cin, cout, m.count(k), cin, cout, cout}, in_at(p0, k), out_at(p0, k),
+              offset_matrix(grad_w, k));
+    return p;
+  }
+  Products input_grad_products(const OffsetGroup& g, const fk::Tensor& w) const {
+    Products p;
+    const int64_t p0 = begin(g.first);
+    for (int64_t k = g.first; k < g.last; ++k)
+      if (m.count(k) > 0)
+        p.add({false, true, m.count(k), cin, cout, cout, cout, cin}, out_at(p0, k),
+              offset_matrix(w, k), in_at(p0, k));
+    return p;
+  }
+  // Marks the lists of two or more products `grouped` and uploads all of
+  // their pointers in one copy, before the call's first launch (so the copy
+  // waits on nothing of this call).
+  void prepare_grouped(const std::vector<Products*>& lists) {
+    std::vector<int64_t> table;
+    std::vector<std::pair<Products*, size_t>> at;
+    auto put = [&table](const void* ptr) {
+      table.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(ptr)));
+    };
+    for (Products* p : lists) {
+      if (p->size() < 2) continue;
+      at.emplace_back(p, table.size());
+      for (const void* x : p->a) put(x);
+      for (const void* x : p->b) put(x);
+      for (void* x : p->c) put(x);
+    }
+    if (table.empty()) return;
+    const int64_t n = static_cast<int64_t>(table.size());
+    pointer_table = fk::from_vector(table, fk::Dims{n}, fk::cuda_device(m.device));
+    const auto* base = static_cast<const void* const*>(pointer_table.data_ptr());
+    for (auto& [p, offset] : at) {
+      p->grouped = true;
+      p->table = base + offset;
+    }
+  }
+  // The products: one grouped call, or (not grouped, or a dtype cuBLAS does
+  // not group) one call each. 16-bit operands and C with f32 accumulation,
+  // f32 (or TF32), or f64 (DGEMM) (fk::cuda::gemm).
+  void run(const Products& p) {
+    if (p.grouped && fk::cuda::gemm_grouped(m.device, code, p.shapes, p.table, stream, tf32)) {
+      tl_info.gemms += static_cast<int64_t>(p.size());
+      ++tl_info.gemm_calls;
+      fk::profile::count_launch();
+      return;
+    }
+    for (size_t i = 0; i < p.size(); ++i) {
+      const fk::cuda::GemmShape& s = p.shapes[i];
+      fk::cuda::gemm(m.device, code, s.ta, s.tb, s.m, s.n, s.k, 1.0, p.a[i], s.lda, p.b[i], s.ldb,
+                     0.0, p.c[i], s.ldc, stream, tf32);
+      ++tl_info.gemms;
+      ++tl_info.gemm_calls;
+      fk::profile::count_launch();
+    }
+  }
+  fk::Tensor pointer_table;  // i64 on the device: the grouped lists' pointers
   // staged[0, p1 - p0) = src's rows at `rows` [p0, p1) (cols wide).
   void gather(const fk::Tensor& src, const fk::Tensor& rows, int64_t p0, int64_t p1, int64_t cols,
               const fk::Tensor& staged) {
@@ -199,14 +311,19 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
     return r;
   }
   Call call(map, features.dtype(), cin, cout, refusal);
+  std::vector<Products> products;
+  for (const OffsetGroup& g : call.groups) products.push_back(call.forward_products(g, weight));
+  if (grouped_products().features) {
+    std::vector<Products*> lists;
+    for (Products& p : products) lists.push_back(&p);
+    call.prepare_grouped(lists);
+  }
   const fk::Tensor out = call.accumulator(map.out_size, cout);
-  for (const OffsetGroup& g : call.groups) {
+  for (size_t i = 0; i < call.groups.size(); ++i) {
+    const OffsetGroup& g = call.groups[i];
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-    for (int64_t k = g.first; k < g.last; ++k)
-      if (map.count(k) > 0)
-        call.gemm(false, false, map.count(k), cout, cin, call.in_at(p0, k), cin,
-                  call.offset_matrix(weight, k), cout, call.out_at(p0, k), cout);
+    call.run(products[i]);
     call.scatter(call.staged_out, p0, p1, map.out_rows, map.by_out, map.out_size, cout, out);
   }
   fk::Tensor r = call.result(out);
@@ -245,27 +362,34 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
     tl_info.dataflow = ConvDataflow::Implicit;
     tl_info.tensor_cores = implicit_uses_tensor_cores(call.dtype, map.device);
   }
-  const fk::Tensor gin = need_features ? call.accumulator(map.in_size, cin) : fk::Tensor();
   // Each grad_W_k is one GEMM over all of offset k's pairs (f32 accumulation,
   // one rounding to dtype), written in place.
   if (need_weight)
     r.weight = fk::zeros({map.volume, cin, cout}, {call.dtype, fk::cuda_device(map.device)});
+  std::vector<Products> weight_products, input_products;
   for (const OffsetGroup& g : call.groups) {
+    weight_products.push_back(need_weight ? call.weight_grad_products(g, r.weight) : Products());
+    input_products.push_back(need_features ? call.input_grad_products(g, weight) : Products());
+  }
+  const GroupedProducts grouped = grouped_products();
+  std::vector<Products*> lists;
+  for (size_t i = 0; i < call.groups.size(); ++i) {
+    if (grouped.weight) lists.push_back(&weight_products[i]);
+    if (grouped.features) lists.push_back(&input_products[i]);
+  }
+  call.prepare_grouped(lists);
+  const fk::Tensor gin = need_features ? call.accumulator(map.in_size, cin) : fk::Tensor();
+  for (size_t i = 0; i < call.groups.size(); ++i) {
+    const OffsetGroup& g = call.groups[i];
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(grad_out, map.out_rows, p0, p1, cout, call.staged_out);
     if (need_weight) {
       call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-      for (int64_t k = g.first; k < g.last; ++k)
-        if (map.count(k) > 0)
-          call.gemm(true, false, cin, cout, map.count(k), call.in_at(p0, k), cin,
-                    call.out_at(p0, k), cout, call.offset_matrix(r.weight, k), cout);
+      call.run(weight_products[i]);
     }
     if (need_features) {
       // Stream order lets the input-gradient rows overwrite the staged F rows.
-      for (int64_t k = g.first; k < g.last; ++k)
-        if (map.count(k) > 0)
-          call.gemm(false, true, map.count(k), cin, cout, call.out_at(p0, k), cout,
-                    call.offset_matrix(weight, k), cout, call.in_at(p0, k), cin);
+      call.run(input_products[i]);
       call.scatter(call.staged_in, p0, p1, map.in_rows, map.by_in, map.in_size, cin, gin);
     }
   }

@@ -15,7 +15,12 @@
 // with one GEMM per offset (beta = 0: every offset is in exactly one group),
 // then overwrites the staged F rows with G_k . W_k^T and scatters them.
 // ME_FUSED_COPY=0: every offset is its own group (one gather, GEMM and
-// scatter launch per offset), for A/B.
+// scatter launch per offset), for A/B. ME_CONV_GROUPED_GEMM (off by default,
+// until measured on a GPU) makes a group's per-offset GEMMs one grouped
+// cuBLAS call: `features` the forward's and the input gradient's, `all` the
+// weight gradient's too (whose long k cuBLAS splits when it runs one
+// product, and does not in a grouped call); their pointers go to the device
+// in one copy at the start of the call.
 // Precision: f32 GEMMs are FP32, or TF32 when fk::amp::allow_tf32(). f16 and
 // bf16 rows are gathered and staged in 16 bits and multiplied on tensor cores
 // with f32 accumulation (fk::cuda::gemm); each pair's product row is rounded
@@ -69,7 +74,8 @@ struct DeviceConvInfo {
   fk::DType dtype = fk::DType::F32;
   int64_t groups = 0;
   int64_t staging_bytes = 0;
-  int64_t gemms = 0;
+  int64_t gemms = 0;       // GEMM products
+  int64_t gemm_calls = 0;  // cuBLAS calls that made them (fewer when grouped)
   // Gather or Implicit: the forward's, or the input gradient's (a backward
   // without it: Gather).
   ConvDataflow dataflow = ConvDataflow::Gather;

@@ -1,6 +1,7 @@
 // cuBLAS on the emulated device: the handle calls and the GEMMs fieldkit
-// makes (cublasGemmEx_64, cublasGemmStridedBatchedEx_64; cublasGemmEx,
-// fk_cuda_bench's reference), with CUDA 13's
+// makes (cublasGemmEx_64, cublasGemmStridedBatchedEx_64,
+// cublasGemmGroupedBatchedEx_64; cublasGemmEx, fk_cuda_bench's reference),
+// with CUDA 13's
 // symbol names, linked in place of libcublas. Device memory is host memory,
 // so a GEMM is a host loop, run in the handle's stream order through
 // fkemu::submit (the emulated runtime may defer it or record it in a graph).
@@ -12,7 +13,9 @@
 // a (Atype, Btype, Ctype, computeType) outside cuBLAS's GemmEx table (or an
 // unknown algo) is CUBLAS_STATUS_NOT_SUPPORTED. Stricter than cuBLAS, which
 // documents the results as undefined: a strided batch whose C matrices
-// overlap is CUBLAS_STATUS_INVALID_VALUE here.
+// overlap is CUBLAS_STATUS_INVALID_VALUE here. The grouped call validates
+// each group as GemmEx does, with its own narrower type table
+// (resolve_grouped_kind); its pointer arrays are read when it runs.
 //
 // Arithmetic, as the device's kernels do it: products accumulated in the
 // compute type in k order (cuBLAS's kernels sum in another order; tests
@@ -41,6 +44,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 #include "cuda_emu/emulated_device.h"
 
@@ -317,6 +321,86 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// cublasGemmGroupedBatchedEx's type table (narrower than GemmEx's): f32 in
+// and out with 32F or 32F_FAST_TF32 compute, f16 or bf16 in and out with 32F
+// compute, f64 with 64F compute.
+bool resolve_grouped_kind(cudaDataType_t a, cudaDataType_t b, cudaDataType_t c,
+                          cublasComputeType_t compute, int math_mode, GemmKind* kind) {
+  if (a != b || a != c) return false;
+  const bool ok = (a == CUDA_R_32F &&
+                   (compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_FAST_TF32)) ||
+                  ((a == CUDA_R_16F || a == CUDA_R_16BF) && compute == CUBLAS_COMPUTE_32F) ||
+                  (a == CUDA_R_64F && compute == CUBLAS_COMPUTE_64F);
+  return ok && resolve_kind(a, b, c, compute, math_mode, kind);
+}
+
+// Groups of products, each group's shape, scalars and size copied at the
+// call; the pointer arrays are device memory, read when the call runs.
+cublasStatus_t gemm_grouped(cublasHandle_t handle, const cublasOperation_t* ta,
+                            const cublasOperation_t* tb, const int64_t* m, const int64_t* n,
+                            const int64_t* k, const void* alpha, const void* const* a,
+                            cudaDataType_t atype, const int64_t* lda, const void* const* b,
+                            cudaDataType_t btype, const int64_t* ldb, const void* beta,
+                            void* const* c, cudaDataType_t ctype, const int64_t* ldc,
+                            int64_t group_count, const int64_t* group_size,
+                            cublasComputeType_t compute) {
+  std::unique_lock<std::mutex> lock(g_mu);
+  const cublasContext* h = live(handle);
+  if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (group_count < 0 || !is_known_compute(compute)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (group_count == 0) return CUBLAS_STATUS_SUCCESS;
+  if (ta == nullptr || tb == nullptr || m == nullptr || n == nullptr || k == nullptr ||
+      lda == nullptr || ldb == nullptr || ldc == nullptr || alpha == nullptr || beta == nullptr ||
+      group_size == nullptr) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  GemmKind kind;
+  if (!resolve_grouped_kind(atype, btype, ctype, compute, h->math_mode, &kind)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  const size_t sb = scale_bytes(kind.scale);
+  std::vector<GemmCall> groups;
+  std::vector<int64_t> sizes;
+  int64_t problems = 0;
+  for (int64_t g = 0; g < group_count; ++g) {
+    const int64_t a_rows = ta[g] == CUBLAS_OP_N ? m[g] : k[g];
+    const int64_t b_rows = tb[g] == CUBLAS_OP_N ? k[g] : n[g];
+    if (m[g] < 0 || n[g] < 0 || k[g] < 0 || group_size[g] < 0 || !valid_op(ta[g]) ||
+        !valid_op(tb[g]) || lda[g] < std::max<int64_t>(1, a_rows) ||
+        ldb[g] < std::max<int64_t>(1, b_rows) || ldc[g] < std::max<int64_t>(1, m[g])) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    GemmCall call{ta[g],  tb[g], m[g],    n[g],   k[g], nullptr, lda[g], 0,  nullptr,
+                  ldb[g], 0,     nullptr, ldc[g], 0,    1,       kind,   {}, {}};
+    std::memcpy(call.alpha, static_cast<const char*>(alpha) + g * sb, sb);
+    std::memcpy(call.beta, static_cast<const char*>(beta) + g * sb, sb);
+    groups.push_back(call);
+    sizes.push_back(group_size[g]);
+    problems += group_size[g];
+  }
+  if (problems == 0) return CUBLAS_STATUS_SUCCESS;
+  if (a == nullptr || b == nullptr || c == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (h->own_workspace && h->workspace_bytes < kMinWorkspaceBytes) {
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
+  const cudaStream_t stream = h->stream;
+  lock.unlock();
+  ::fkemu::submit(stream, [groups, sizes, a, b, c] {
+    int64_t p = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (int64_t j = 0; j < sizes[g]; ++j, ++p) {
+        GemmCall call = groups[g];
+        if (call.m == 0 || call.n == 0) continue;
+        call.a = a[p];
+        call.b = b[p];
+        call.c = c[p];
+        run(call);
+      }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -457,6 +541,19 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
     int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   return gemm(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,
               strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
+}
+
+cublasStatus_t cublasGemmGroupedBatchedEx_64(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int64_t m_array[], const int64_t n_array[],
+    const int64_t k_array[], const void* alpha_array, const void* const Aarray[],
+    cudaDataType_t Atype, const int64_t lda_array[], const void* const Barray[],
+    cudaDataType_t Btype, const int64_t ldb_array[], const void* beta_array, void* const Carray[],
+    cudaDataType_t Ctype, const int64_t ldc_array[], int64_t group_count,
+    const int64_t group_size[], cublasComputeType_t computeType) {
+  return gemm_grouped(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array,
+                      Aarray, Atype, lda_array, Barray, Btype, ldb_array, beta_array, Carray, Ctype,
+                      ldc_array, group_count, group_size, computeType);
 }
 
 }  // extern "C"

@@ -5,7 +5,8 @@
 // precisions; TF32 matching tf32-rounded inputs and visibly coarser than
 // FP32; FAST_16F/16BF, PEDANTIC and BF16x9 reading f32 inputs as named;
 // beta = 0 with NaN in C; k = 0; the stream a GEMM runs on and the
-// alpha/beta values it keeps; and the status codes of invalid calls.
+// alpha/beta values it keeps; the grouped call against GemmEx; and the
+// status codes of invalid calls.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -607,6 +608,97 @@ TEST_F(Cublas, InvalidCallsReturnCublasStatus) {
   EXPECT_EQ(with([](Call& c) { c.ct = CUDA_C_32F; }), unsupported);
   EXPECT_EQ(with([](Call& c) { c.algo = static_cast<cublasGemmAlgo_t>(50); }), unsupported);
   EXPECT_EQ(with([](Call& c) { c.algo = CUBLAS_GEMM_DEFAULT_TENSOR_OP; }), CUBLAS_STATUS_SUCCESS);
+}
+
+// Each product of a grouped call is the GemmEx of that product, bit for bit
+// (both run the same loop here), for every row of the grouped call's type
+// table; a group of size 0 reads no pointer; refusals by table and size.
+TEST_F(Cublas, GroupedGemmIsEachProductsGemmEx) {
+  Handle h;
+  const double f32 = std::ldexp(1.0, -24);
+  const std::vector<Case> grouped = {
+      {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0, f32, f32},
+      {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 0, f32, f32, true},
+      {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 0, f32, f32},
+      {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0, f32, f32},
+      {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, 0, f32, f32},
+  };
+  // Groups: two products of one shape, none, one of another (transposed A).
+  const std::vector<cublasOperation_t> ta = {CUBLAS_OP_N, CUBLAS_OP_N, CUBLAS_OP_T};
+  const std::vector<cublasOperation_t> tb = {CUBLAS_OP_T, CUBLAS_OP_N, CUBLAS_OP_N};
+  const std::vector<int64_t> m = {5, 2, 3}, n = {4, 2, 6}, k = {7, 2, 9};
+  const std::vector<int64_t> lda = {6, 2, 10}, ldb = {5, 2, 9}, ldc = {5, 2, 4};
+  const std::vector<int64_t> size = {2, 0, 1};
+  for (const Case& c : grouped) {
+    SCOPED_TRACE(name_of(c));
+    std::vector<Matrix> a, b, out;
+    std::vector<int64_t> group_of;
+    for (size_t g = 0; g < size.size(); ++g) {
+      const int64_t ar = ta[g] == CUBLAS_OP_N ? m[g] : k[g],
+                    ac = ta[g] == CUBLAS_OP_N ? k[g] : m[g];
+      const int64_t br = tb[g] == CUBLAS_OP_N ? k[g] : n[g],
+                    bc = tb[g] == CUBLAS_OP_N ? n[g] : k[g];
+      for (int64_t j = 0; j < size[g]; ++j) {
+        const uint32_t seed = static_cast<uint32_t>(10 * a.size() + 1);
+        a.emplace_back(c.in, ar, ac, lda[g], 0, 1, seed);
+        b.emplace_back(c.in, br, bc, ldb[g], 0, 1, seed + 1);
+        out.emplace_back(c.out, m[g], n[g], ldc[g], 0, 1, seed + 2);
+        group_of.push_back(static_cast<int64_t>(g));
+      }
+    }
+    std::vector<Matrix> want = out;
+    std::vector<const void*> ap, bp;
+    std::vector<void*> cp;
+    for (size_t p = 0; p < a.size(); ++p) {
+      ap.push_back(a[p].data());
+      bp.push_back(b[p].data());
+      cp.push_back(out[p].data());
+    }
+    const Scalars one = scalars(0.5, 0.0, c.compute, c.out);
+    const size_t sb = c.compute == CUBLAS_COMPUTE_64F ? 8 : 4;
+    std::vector<unsigned char> alpha(3 * sb), beta(3 * sb);
+    for (size_t g = 0; g < 3; ++g) {
+      std::memcpy(alpha.data() + g * sb, one.alpha, sb);
+      std::memcpy(beta.data() + g * sb, one.beta, sb);
+    }
+    ASSERT_EQ(cublasGemmGroupedBatchedEx_64(h.h, ta.data(), tb.data(), m.data(), n.data(), k.data(),
+                                            alpha.data(), ap.data(), c.in, lda.data(), bp.data(),
+                                            c.in, ldb.data(), beta.data(), cp.data(), c.out,
+                                            ldc.data(), 3, size.data(), c.compute),
+              CUBLAS_STATUS_SUCCESS);
+    for (size_t p = 0; p < a.size(); ++p) {
+      const int64_t g = group_of[p];
+      ASSERT_EQ(cublasGemmEx_64(h.h, ta[g], tb[g], m[g], n[g], k[g], one.alpha, a[p].data(), c.in,
+                                lda[g], b[p].data(), c.in, ldb[g], one.beta, want[p].data(), c.out,
+                                ldc[g], c.compute, CUBLAS_GEMM_DEFAULT),
+                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(out[p].bytes, want[p].bytes) << "product " << p;
+      EXPECT_NE(out[p].bytes, Matrix(c.out, m[g], n[g], ldc[g], 0, 1, 10 * p + 3).bytes);
+    }
+  }
+  // Refusals: outside the grouped table (GemmEx runs these), sizes.
+  auto call = [&](cudaDataType_t in, cudaDataType_t out, cublasComputeType_t compute,
+                  const int64_t* sizes, int64_t groups) {
+    const Scalars one = scalars(1.0, 0.0, compute, out);
+    std::vector<const void*> none(3, nullptr);
+    return cublasGemmGroupedBatchedEx_64(h.h, ta.data(), tb.data(), m.data(), n.data(), k.data(),
+                                         one.alpha, none.data(), in, lda.data(), none.data(), in,
+                                         ldb.data(), one.beta, const_cast<void**>(none.data()), out,
+                                         ldc.data(), groups, sizes, compute);
+  };
+  const int64_t empty[] = {0}, negative[] = {-1};
+  EXPECT_EQ(call(CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, empty, 1),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(call(CUDA_C_32F, CUDA_C_32F, CUBLAS_COMPUTE_32F, empty, 1),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(call(CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F_FAST_TF32, empty, 1),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(call(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, empty, 1), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(call(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, empty, 0), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(call(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, negative, 1),
+            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(call(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, empty, -1),
+            CUBLAS_STATUS_INVALID_VALUE);
 }
 
 TEST_F(Cublas, HandleSettingsAreChecked) {

@@ -1,10 +1,12 @@
 // cuBLAS GEMM and the fk linear-algebra ops on the device against the CPU (see
 // parity.h): cuda::gemm in every dtype and transpose with padded leading
 // dimensions (TF32 too), the strided-batched form with a broadcast operand,
+// the grouped form (three shapes in one call),
 // matmul, bmm and linear through the dispatch with gradients (every path of
 // matmul_into, results on the operands' device), and a device gradcheck.
 #include "parity.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,89 @@ OpCase batched_row() {
   };
 }
 
+// Three products of other shapes and transposes in one grouped call, each
+// C_i stored at row i of one [3, 64] result (row stride = its n).
+struct GroupedProduct {
+  bool ta, tb;
+  int64_t m, n, k;
+};
+constexpr GroupedProduct kGrouped[] = {
+    {false, false, 7, 5, 3}, {true, false, 4, 6, 9}, {false, true, 8, 3, 5}};
+
+OpCase grouped_row(bool tf32) {
+  return {
+      .name = std::string("gemm_grouped") + (tf32 ? "_tf32" : ""),
+      .dtypes = tf32 ? std::vector<DType>{DType::F32}
+                     : std::vector<DType>{DType::F32, DType::F64, DType::F16, DType::BF16},
+      .inputs =
+          [](DType dt) {
+            Inputs in;
+            unsigned seed = 141;
+            for (const GroupedProduct& p : kGrouped) {
+              in.push_back(random_of({p.m * p.k}, dt, -1, 1, seed++));
+              in.push_back(random_of({p.k * p.n}, dt, -1, 1, seed++));
+            }
+            return in;
+          },
+      .device =
+          [tf32](const Inputs& in) {
+            const DType dt = in[0].dtype();
+            Tensor c = zeros({3, 64}, {dt, kGpu});
+            std::vector<cuda::GemmShape> shapes;
+            std::vector<int64_t> a, b, out;
+            auto at = [](const Tensor& t, int64_t elements) {
+              return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())) +
+                     elements * static_cast<int64_t>(itemsize(t.dtype()));
+            };
+            for (int64_t i = 0; i < 3; ++i) {
+              const GroupedProduct& p = kGrouped[i];
+              shapes.push_back(
+                  {p.ta, p.tb, p.m, p.n, p.k, p.ta ? p.m : p.k, p.tb ? p.k : p.n, p.n});
+              a.push_back(at(in[2 * i], 0));
+              b.push_back(at(in[2 * i + 1], 0));
+              out.push_back(at(c, i * 64));
+            }
+            std::vector<int64_t> table = a;
+            table.insert(table.end(), b.begin(), b.end());
+            table.insert(table.end(), out.begin(), out.end());
+            const Tensor pointers = from_vector(table, Dims{9}, kGpu);
+            EXPECT_TRUE(cuda::gemm_grouped(kDev, code(dt), shapes,
+                                           static_cast<const void* const*>(pointers.data_ptr()),
+                                           stream(), tf32));
+            return c;  // the table's block is freed in stream order, after the call
+          },
+      .reference =
+          [](const Inputs& in) {
+            const DType dt = in[0].dtype(), ct = is_half(dt) ? DType::F32 : dt;
+            Tensor c = zeros({3, 64}, {ct});
+            for (int64_t i = 0; i < 3; ++i) {
+              const GroupedProduct& p = kGrouped[i];
+              Tensor a = in[2 * i].to(ct).contiguous(), b = in[2 * i + 1].to(ct).contiguous();
+              Tensor ci = c.select(0, i);
+              fk::gemm(ct, p.ta, p.tb, p.m, p.n, p.k, 1.0, a.data_ptr(), p.ta ? p.m : p.k,
+                       b.data_ptr(), p.tb ? p.k : p.n, 0.0, ci.data_ptr(), p.n);
+            }
+            return c.to(dt);
+          },
+      .tol =
+          [tf32](DType dt) {
+            if (tf32) return Tol{5e-3, 5e-3};
+            Tol tol = tol_for(dt);
+            if (dt == DType::F32) tol.atol *= 10;
+            return tol;
+          },
+  };
+}
+
+// dtypes cuBLAS does not group: false, nothing queued (the caller loops).
+TEST(LinalgDevice, GroupedGemmDeclinesComplexDtypes) {
+  FK_SKIP_WITHOUT_GPU();
+  const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, 2, 2, 2, 2}};
+  for (DType dt : {DType::C64, DType::C128})
+    EXPECT_FALSE(cuda::gemm_grouped(kDev, code(dt), shapes, nullptr, stream(), false));
+  EXPECT_TRUE(cuda::gemm_grouped(kDev, code(DType::F32), {}, nullptr, stream(), false));
+}
+
 Inputs a_and_w(DType dt) {
   return {test::random_tensor({3, 5}, dt, -1, 1, 3), test::random_tensor({4, 5}, dt, -1, 1, 4)};
 }
@@ -117,6 +202,8 @@ std::vector<OpCase> rows() {
     }
   }
   r.push_back(batched_row());
+  r.push_back(grouped_row(false));
+  r.push_back(grouped_row(true));
   r.push_back({
       .name = "matmul_of_transpose",
       .dtypes = {DType::F64},

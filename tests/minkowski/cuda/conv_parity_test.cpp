@@ -2,7 +2,8 @@
 // and operands: the output and both gradients to 1e-5 (f32, TF32 off), on
 // the fused path, the per-offset path and a staging cap that forces many
 // groups, with atomics and in deterministic mode (which must also repeat bit
-// for bit); and operand errors, which are checked before any device work.
+// for bit), with each group's GEMMs grouped into one cuBLAS call too; and
+// operand errors, which are checked before any device work.
 // The path tests pin ME_CONV_DATAFLOW=gather (conv_implicit_test.cpp covers
 // the implicit dataflow, which auto takes for narrow channels elsewhere).
 #include <gtest/gtest.h>
@@ -81,6 +82,73 @@ TEST_P(MinkowskiCudaConv, MatchesCpuOnEveryPath) {
 INSTANTIATE_TEST_SUITE_P(Widths, MinkowskiCudaConv,
                          ::testing::Values(std::make_tuple(3, 5), std::make_tuple(6, 10),
                                            std::make_tuple(32, 64)));
+
+// ME_CONV_GROUPED_GEMM: a staging group's GEMMs as one grouped cuBLAS call
+// give the CPU's results on every path, in one call per group (and per
+// offset where a group has one offset); other dtypes match the per-offset
+// GEMMs; a value outside off|features|all is an error naming the knob.
+TEST(MinkowskiCudaConvGrouped, MatchesCpuInOneCallPerGroup) {
+  MK_SKIP_WITHOUT_GPU();
+  KnobOverride gather("ME_CONV_DATAFLOW", "gather");
+  fk::amp::set_allow_tf32(false);
+  auto m = make_map(random_rows(3, 3000, 10, 1, 2, 14), 3, 1);
+  const Operands o = conv_operands(*m, *m, KernelRegion::cube({3}), 6, 10, 51);
+  int64_t offsets = 0;
+  for (int64_t k = 0; k < o.cpu->volume; ++k) offsets += o.cpu->count(k) > 0;
+  ASSERT_GT(offsets, 1);
+  const fk::Tensor fd = o.f.to(kGpu), wd = o.w.to(kGpu), gd = o.g.to(kGpu);
+  for (const std::string mode : {"features", "all"}) {
+    KnobOverride grouped("ME_CONV_GROUPED_GEMM", mode);
+    const bool weight = mode == "all";
+    for (bool det : {false, true}) {
+      DeterministicScope ds(det);
+      const std::string what = mode + (det ? " deterministic" : " atomic");
+      expect_matches_cpu(o, what + " fused");
+      cuda::conv_forward(fd, wd, o.dev);
+      EXPECT_EQ(cuda::last_device_conv_call().gemms, offsets) << what;
+      EXPECT_EQ(cuda::last_device_conv_call().gemm_calls, 1) << what;
+      cuda::conv_backward(gd, fd, wd, o.dev, true, true);
+      EXPECT_EQ(cuda::last_device_conv_call().gemms, 2 * offsets) << what;
+      EXPECT_EQ(cuda::last_device_conv_call().gemm_calls, weight ? 2 : 1 + offsets) << what;
+      {
+        KnobOverride cap("ME_FUSED_COPY_MAX_MB", "0.01");  // a few offsets a group
+        expect_matches_cpu(o, what + " capped");
+        cuda::conv_forward(fd, wd, o.dev);
+        const cuda::DeviceConvInfo info = cuda::last_device_conv_call();
+        EXPECT_GT(info.groups, 1) << what;
+        EXPECT_LT(info.gemm_calls, offsets) << what;
+        EXPECT_GE(info.gemm_calls, info.groups) << what;
+      }
+      KnobOverride per_offset("ME_FUSED_COPY", "0");  // groups of one: no grouped call
+      expect_matches_cpu(o, what + " per-offset");
+      cuda::conv_forward(fd, wd, o.dev);
+      EXPECT_EQ(cuda::last_device_conv_call().gemm_calls, offsets) << what;
+    }
+  }
+  // 16-bit and f64 operands: the grouped products against the per-offset ones.
+  for (fk::DType dt : {fk::DType::BF16, fk::DType::F16, fk::DType::F64}) {
+    const fk::Tensor f = fd.to(dt), w = wd.to(dt), g = gd.to(dt);
+    const double tol = dt == fk::DType::F64 ? 1e-12 : 2e-2;
+    fk::Tensor y[2];
+    cuda::DeviceConvGrads grads[2];
+    for (int grouped : {0, 1}) {
+      KnobOverride knob("ME_CONV_GROUPED_GEMM", grouped ? "all" : "off");
+      y[grouped] = cuda::conv_forward(f, w, o.dev);
+      grads[grouped] = cuda::conv_backward(g, f, w, o.dev, true, true);
+      EXPECT_EQ(cuda::last_device_conv_call().gemm_calls, grouped ? 2 : 2 * offsets);
+    }
+    const std::string what = fk::name(dt);
+    expect_close(y[1].to(fk::DType::F64), y[0].to(fk::DType::F64), tol, what + " forward");
+    expect_close(grads[1].features.to(fk::DType::F64), grads[0].features.to(fk::DType::F64), tol,
+                 what + " grad features");
+    expect_close(grads[1].weight.to(fk::DType::F64), grads[0].weight.to(fk::DType::F64), tol,
+                 what + " grad weight");
+  }
+  KnobOverride bad("ME_CONV_GROUPED_GEMM", "yes");
+  const std::string msg = error_of([&] { cuda::conv_forward(fd, wd, o.dev); });
+  EXPECT_NE(msg.find("ME_CONV_GROUPED_GEMM"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("one of off, features, all"), std::string::npos) << msg;
+}
 
 TEST(MinkowskiCudaConvStrided, MatchesCpu) {
   MK_SKIP_WITHOUT_GPU();
