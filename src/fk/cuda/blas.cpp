@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -168,6 +169,25 @@ cublasOperation_t op(bool trans) {
   return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
+// cuBLAS's rule for its grouped call with 16-bit inputs or a FAST (TF32)
+// compute type, whose kernels read operands in vectors: when k's bytes are a
+// multiple of 16 (of 4), every A, B and C pointer is 16-byte (4-byte)
+// aligned. The grouped call cannot check pointers it reads on the device.
+bool grouped_alignment_holds(int dtype, bool tf32, const std::vector<GemmShape>& shapes,
+                             const std::vector<const void*>& a, const std::vector<const void*>& b,
+                             const std::vector<void*>& c) {
+  const bool half = dtype == kF16 || dtype == kBF16;
+  if (!half && !(dtype == kF32 && tf32)) return true;
+  const int64_t esize = half ? 2 : 4;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const int64_t bytes = shapes[i].k * esize;
+    const uintptr_t align = bytes % 16 == 0 ? 16 : bytes % 4 == 0 ? 4 : 1;
+    for (const void* p : {a[i], b[i], static_cast<const void*>(c[i])})
+      if (reinterpret_cast<uintptr_t>(p) % align != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
@@ -204,15 +224,21 @@ void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t
 }
 
 bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
-                  const void* const* pointers, void* stream, bool allow_tf32) {
+                  const std::vector<const void*>& a, const std::vector<const void*>& b,
+                  const std::vector<void*>& c, void* stream, bool allow_tf32) {
   if (dtype != kF32 && dtype != kF16 && dtype != kBF16 && dtype != kF64) return false;
-  const int64_t count = static_cast<int64_t>(shapes.size());
+  const size_t count = shapes.size();
+  FK_CHECK(a.size() == count && b.size() == count && c.size() == count, "cuda::gemm_grouped",
+           "one A, B and C pointer per product (" + std::to_string(count) + ")",
+           std::to_string(a.size()) + ", " + std::to_string(b.size()) + " and " +
+               std::to_string(c.size()));
   if (count == 0) return true;
+  if (!grouped_alignment_holds(dtype, allow_tf32, shapes, a, b, c)) return false;
   // Per group (= per product): the column-major call, as gemm's (blas_layout.h).
   std::vector<cublasOperation_t> op_first(count), op_second(count);
-  std::vector<int64_t> m(count), n(count), k(count), ld_first(count), ld_second(count), ldc(count),
-      size(count, 1);
-  for (int64_t i = 0; i < count; ++i) {
+  std::vector<int64_t> m(count), n(count), k(count), ld_first(count), ld_second(count);
+  std::vector<int64_t> ldc(count), size(count, 1);
+  for (size_t i = 0; i < count; ++i) {
     const GemmShape& s = shapes[i];
     FK_CHECK(s.m > 0 && s.n > 0, "cuda::gemm_grouped", "products with m, n > 0",
              "product " + std::to_string(i) + " of " + std::to_string(s.m) + " x " +
@@ -231,21 +257,36 @@ bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
   // alpha and beta per group, in the compute type's scalar format.
   const size_t scale = dtype == kF64 ? sizeof(double) : sizeof(float);
   std::vector<unsigned char> alpha(count * scale), beta(count * scale);
-  for (int64_t i = 0; i < count; ++i) {
+  for (size_t i = 0; i < count; ++i) {
     std::memcpy(alpha.data() + i * scale, t.alpha, scale);
     std::memcpy(beta.data() + i * scale, t.beta, scale);
   }
-  // Column-major: fk's Bs are cuBLAS's first operands, its As the second.
-  const void* const* a = pointers;
-  const void* const* b = pointers + count;
-  void* const* c = const_cast<void* const*>(pointers + 2 * count);
+  // The pointer arrays, column-major's order: fk's Bs are cuBLAS's first
+  // operands, its As the second, then the Cs.
+  std::vector<const void*> table(b);
+  table.insert(table.end(), a.begin(), a.end());
+  table.insert(table.end(), c.begin(), c.end());
+  const size_t bytes = table.size() * sizeof(void*);
   DeviceGuard guard(device);
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (capture_running_on(device, stream)) return false;
   std::lock_guard<std::mutex> lock(g_mu);
-  cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
-  const cublasStatus_t st = cublasGemmGroupedBatchedEx_64(
-      h, op_first.data(), op_second.data(), m.data(), n.data(), k.data(), alpha.data(), b, t.data,
-      ld_first.data(), a, t.data, ld_second.data(), beta.data(), c, t.data, ldc.data(), count,
-      size.data(), t.compute);
+  cublasHandle_t h = bound_handle(device, s);
+  void* on_device = nullptr;
+  check_cuda(cudaMallocAsync(&on_device, bytes, s), "cuda::gemm_grouped (pointer arrays)");
+  const auto* ptrs = static_cast<const void* const*>(on_device);
+  const cudaError_t copied =
+      cudaMemcpyAsync(on_device, table.data(), bytes, cudaMemcpyHostToDevice, s);
+  cublasStatus_t st = CUBLAS_STATUS_EXECUTION_FAILED;
+  if (copied == cudaSuccess)
+    st = cublasGemmGroupedBatchedEx_64(
+        h, op_first.data(), op_second.data(), m.data(), n.data(), k.data(), alpha.data(), ptrs,
+        t.data, ld_first.data(), ptrs + count, t.data, ld_second.data(), beta.data(),
+        const_cast<void* const*>(ptrs + 2 * count), t.data, ldc.data(), static_cast<int64_t>(count),
+        size.data(), t.compute);
+  // Freed in the stream's order: after the call has read the arrays.
+  cudaFreeAsync(on_device, s);
+  check_cuda(copied, "cuda::gemm_grouped (pointer arrays)");
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
   check_blas(st, "cublasGemmGroupedBatchedEx");
   return true;

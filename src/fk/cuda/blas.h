@@ -51,17 +51,22 @@ struct GemmShape {
 
 // shapes.size() independent products C_i = op(A_i) op(B_i) (alpha 1, beta 0)
 // in one cuBLAS call (cublasGemmGroupedBatchedEx_64, each product a group of
-// its own), on `stream`. `pointers` is in device memory and holds 3 x count
-// device pointers: A_0 .. A_{count-1}, then the Bs, then the Cs (read by the
-// device when the call runs, so the caller keeps them until then, as any
-// operand). Every m, n > 0. dtype f32 (or TF32), f16 and bf16 (16-bit C, f32
-// accumulation) or f64; false, with nothing queued, for any other dtype or
-// when cuBLAS does not run this combination grouped (the caller then loops
-// over gemm). Unlike a gemm of one product, cuBLAS's grouped kernels do not
-// split k across blocks: a few products with small m x n and a long k keep
-// few of the device's SMs busy.
+// its own), on `stream`; a[i], b[i], c[i] are product i's device pointers.
+// cuBLAS reads pointer arrays from device memory: they are copied there on
+// `stream` (from pageable memory, which the copy stages at the call; no host
+// wait) into a block freed in the stream's order after the call. Every m, n >
+// 0. dtype f32 (or TF32), f16 and bf16 (16-bit C, f32 accumulation) or f64;
+// false, having multiplied nothing, for any other dtype, inside a capture of
+// `stream` (a pageable copy cannot be captured), for pointers that break
+// cuBLAS's alignment rule for 16-bit or TF32 grouped products (when k's bytes
+// are a multiple of 16, or of 4, every pointer aligned to as many bytes), or
+// when cuBLAS does not run this combination grouped: the caller then loops
+// over gemm. Unlike a gemm of
+// one product, cuBLAS's grouped kernels do not split k across blocks: a few
+// products with small m x n and a long k keep few of the device's SMs busy.
 bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
-                  const void* const* pointers, void* stream, bool allow_tf32);
+                  const std::vector<const void*>& a, const std::vector<const void*>& b,
+                  const std::vector<void*>& c, void* stream, bool allow_tf32);
 
 // C (f32) = alpha * op(A) op(B) + beta * C with A and B stored in in_dtype
 // (f16 or bf16: tensor cores with f32 accumulation; f32: as gemm, TF32 when

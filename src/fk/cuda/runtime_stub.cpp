@@ -179,7 +179,8 @@ void gemm_strided_batched(int, int, bool, bool, int64_t, int64_t, int64_t, doubl
                           int64_t, int64_t, void*, bool) {
   no_cuda("cuda::gemm_strided_batched");
 }
-bool gemm_grouped(int, int, const std::vector<GemmShape>&, const void* const*, void*, bool) {
+bool gemm_grouped(int, int, const std::vector<GemmShape>&, const std::vector<const void*>&,
+                  const std::vector<const void*>&, const std::vector<void*>&, void*, bool) {
   no_cuda("cuda::gemm_grouped");
 }
 void gemm_f32_out(int, int, bool, bool, int64_t, int64_t, int64_t, double, const void*, int64_t,

@@ -298,10 +298,13 @@ std::string transposed_key(const MapKey& in, const MapKey& out, const std::strin
   return "T|" + in.str() + "|" + out.str() + "|" + region;
 }
 // `host`'s device copy is `dev` itself: the device ops find it there
-// (cuda::device_copy_of) and upload nothing.
-void adopt_device_copy(const KernelMap& host,
-                       const std::shared_ptr<const cuda::DeviceKernelMap>& dev) {
-  host.device_copy(dev->device, [&] { return std::static_pointer_cast<const void>(dev); });
+// (cuda::device_copy_of) and upload nothing. Returns the copy `host` keeps:
+// another thread's, when it adopted one first (a transposed map shares its
+// forward map's copies).
+std::shared_ptr<const cuda::DeviceKernelMap> adopt_device_copy(
+    const KernelMap& host, const std::shared_ptr<const cuda::DeviceKernelMap>& dev) {
+  return std::static_pointer_cast<const cuda::DeviceKernelMap>(
+      host.device_copy(dev->device, [&] { return std::static_pointer_cast<const void>(dev); }));
 }
 }  // namespace
 
@@ -354,10 +357,9 @@ std::shared_ptr<const KernelMap> CoordinateManager::kernel_map(const MapKey& in,
     auto it = device_kernel_maps_.find(fwd_key);
     if (it != device_kernel_maps_.end()) dfwd = it->second;
   }
-  if (dfwd) {
-    dt = std::make_shared<const cuda::DeviceKernelMap>(cuda::transposed(*dfwd));
-    adopt_device_copy(*t, dt);
-  }
+  if (dfwd)
+    dt = adopt_device_copy(*t,
+                           std::make_shared<const cuda::DeviceKernelMap>(cuda::transposed(*dfwd)));
   std::lock_guard<std::mutex> lock(mu_);
   if (dt) device_kernel_maps_.emplace(key, std::move(dt));
   return kernel_maps_.emplace(key, t).first->second;

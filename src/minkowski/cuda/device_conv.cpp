@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "fk/amp.h"
@@ -49,15 +48,11 @@ GroupedProducts grouped_products() {
 }
 
 // One staging group's GEMMs of one kind (forward, weight gradient, input
-// gradient): product i is C_i = op(A_i) op(B_i) on the staged rows. Issued
-// one cuBLAS call each, or as one grouped call when `grouped`, with the
-// pointers in the call's device table at `table`.
+// gradient): product i is C_i = op(A_i) op(B_i) on the staged rows.
 struct Products {
   std::vector<fk::cuda::GemmShape> shapes;
   std::vector<const void*> a, b;
   std::vector<void*> c;
-  bool grouped = false;
-  const void* const* table = nullptr;
 
   void add(const fk::cuda::GemmShape& s, const void* pa, const void* pb, void* pc) {
     shapes.push_back(s);
@@ -216,36 +211,12 @@ struct Call {
               offset_matrix(w, k), in_at(p0, k));
     return p;
   }
-  // Marks the lists of two or more products `grouped` and uploads all of
-  // their pointers in one copy, before the call's first launch (so the copy
-  // waits on nothing of this call).
-  void prepare_grouped(const std::vector<Products*>& lists) {
-    std::vector<int64_t> table;
-    std::vector<std::pair<Products*, size_t>> at;
-    auto put = [&table](const void* ptr) {
-      table.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(ptr)));
-    };
-    for (Products* p : lists) {
-      if (p->size() < 2) continue;
-      at.emplace_back(p, table.size());
-      for (const void* x : p->a) put(x);
-      for (const void* x : p->b) put(x);
-      for (void* x : p->c) put(x);
-    }
-    if (table.empty()) return;
-    const int64_t n = static_cast<int64_t>(table.size());
-    pointer_table = fk::from_vector(table, fk::Dims{n}, fk::cuda_device(m.device));
-    const auto* base = static_cast<const void* const*>(pointer_table.data_ptr());
-    for (auto& [p, offset] : at) {
-      p->grouped = true;
-      p->table = base + offset;
-    }
-  }
-  // The products: one grouped call, or (not grouped, or a dtype cuBLAS does
-  // not group) one call each. 16-bit operands and C with f32 accumulation,
-  // f32 (or TF32), or f64 (DGEMM) (fk::cuda::gemm).
-  void run(const Products& p) {
-    if (p.grouped && fk::cuda::gemm_grouped(m.device, code, p.shapes, p.table, stream, tf32)) {
+  // The products: one grouped call (`grouped`, two or more products, a dtype
+  // cuBLAS groups), else one call each. 16-bit operands and C with f32
+  // accumulation, f32 (or TF32), or f64 (DGEMM) (fk::cuda::gemm).
+  void run(const Products& p, bool grouped) {
+    if (grouped && p.size() > 1 &&
+        fk::cuda::gemm_grouped(m.device, code, p.shapes, p.a, p.b, p.c, stream, tf32)) {
       tl_info.gemms += static_cast<int64_t>(p.size());
       ++tl_info.gemm_calls;
       fk::profile::count_launch();
@@ -260,7 +231,6 @@ struct Call {
       fk::profile::count_launch();
     }
   }
-  fk::Tensor pointer_table;  // i64 on the device: the grouped lists' pointers
   // staged[0, p1 - p0) = src's rows at `rows` [p0, p1) (cols wide).
   void gather(const fk::Tensor& src, const fk::Tensor& rows, int64_t p0, int64_t p1, int64_t cols,
               const fk::Tensor& staged) {
@@ -303,6 +273,7 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
   check_weight(weight, map, where, cin);
   const int64_t cout = weight.size(2);
   fk::cuda::detail::DeviceGuard guard(map.device);
+  const bool grouped = grouped_products().features;  // checked whichever dataflow runs
   const char* refusal = nullptr;
   if (dataflow_for(map, false, cin, cout, features.dtype(), &refusal) == ConvDataflow::Implicit) {
     fk::Tensor r = implicit_conv(features, weight, map, false);
@@ -311,19 +282,11 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
     return r;
   }
   Call call(map, features.dtype(), cin, cout, refusal);
-  std::vector<Products> products;
-  for (const OffsetGroup& g : call.groups) products.push_back(call.forward_products(g, weight));
-  if (grouped_products().features) {
-    std::vector<Products*> lists;
-    for (Products& p : products) lists.push_back(&p);
-    call.prepare_grouped(lists);
-  }
   const fk::Tensor out = call.accumulator(map.out_size, cout);
-  for (size_t i = 0; i < call.groups.size(); ++i) {
-    const OffsetGroup& g = call.groups[i];
+  for (const OffsetGroup& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-    call.run(products[i]);
+    call.run(call.forward_products(g, weight), grouped);
     call.scatter(call.staged_out, p0, p1, map.out_rows, map.by_out, map.out_size, cout, out);
   }
   fk::Tensor r = call.result(out);
@@ -342,6 +305,7 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   const int64_t cout = weight.size(2);
   check_operand(grad_out, map, where, "grad_out", map.out_size, cout);
   fk::cuda::detail::DeviceGuard guard(map.device);
+  const GroupedProducts grouped = grouped_products();  // checked whichever dataflow runs
   DeviceConvGrads r;
   // The input gradient on the implicit dataflow; the weight gradient is
   // always gather-GEMM's.
@@ -366,30 +330,17 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
   // one rounding to dtype), written in place.
   if (need_weight)
     r.weight = fk::zeros({map.volume, cin, cout}, {call.dtype, fk::cuda_device(map.device)});
-  std::vector<Products> weight_products, input_products;
-  for (const OffsetGroup& g : call.groups) {
-    weight_products.push_back(need_weight ? call.weight_grad_products(g, r.weight) : Products());
-    input_products.push_back(need_features ? call.input_grad_products(g, weight) : Products());
-  }
-  const GroupedProducts grouped = grouped_products();
-  std::vector<Products*> lists;
-  for (size_t i = 0; i < call.groups.size(); ++i) {
-    if (grouped.weight) lists.push_back(&weight_products[i]);
-    if (grouped.features) lists.push_back(&input_products[i]);
-  }
-  call.prepare_grouped(lists);
   const fk::Tensor gin = need_features ? call.accumulator(map.in_size, cin) : fk::Tensor();
-  for (size_t i = 0; i < call.groups.size(); ++i) {
-    const OffsetGroup& g = call.groups[i];
+  for (const OffsetGroup& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(grad_out, map.out_rows, p0, p1, cout, call.staged_out);
     if (need_weight) {
       call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-      call.run(weight_products[i]);
+      call.run(call.weight_grad_products(g, r.weight), grouped.weight);
     }
     if (need_features) {
       // Stream order lets the input-gradient rows overwrite the staged F rows.
-      call.run(input_products[i]);
+      call.run(call.input_grad_products(g, weight), grouped.features);
       call.scatter(call.staged_in, p0, p1, map.in_rows, map.by_in, map.in_size, cin, gin);
     }
   }

@@ -19,8 +19,7 @@
 // until measured on a GPU) makes a group's per-offset GEMMs one grouped
 // cuBLAS call: `features` the forward's and the input gradient's, `all` the
 // weight gradient's too (whose long k cuBLAS splits when it runs one
-// product, and does not in a grouped call); their pointers go to the device
-// in one copy at the start of the call.
+// product, and does not in a grouped call).
 // Precision: f32 GEMMs are FP32, or TF32 when fk::amp::allow_tf32(). f16 and
 // bf16 rows are gathered and staged in 16 bits and multiplied on tensor cores
 // with f32 accumulation (fk::cuda::gemm); each pair's product row is rounded

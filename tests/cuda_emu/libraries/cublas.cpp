@@ -15,7 +15,9 @@
 // documents the results as undefined: a strided batch whose C matrices
 // overlap is CUBLAS_STATUS_INVALID_VALUE here. The grouped call validates
 // each group as GemmEx does, with its own narrower type table
-// (resolve_grouped_kind); its pointer arrays are read when it runs.
+// (resolve_grouped_kind); its pointer arrays are read when it runs, and a
+// pointer that breaks the documented alignment for 16-bit or TF32 products
+// aborts the process (on the device, a fault).
 //
 // Arithmetic, as the device's kernels do it: products accumulated in the
 // compute type in k order (cuBLAS's kernels sum in another order; tests
@@ -41,6 +43,8 @@
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -383,9 +387,14 @@ cublasStatus_t gemm_grouped(cublasHandle_t handle, const cublasOperation_t* ta,
   if (h->own_workspace && h->workspace_bytes < kMinWorkspaceBytes) {
     return CUBLAS_STATUS_ALLOC_FAILED;
   }
+  // Vector loads (16-bit inputs, TF32): the pointers' alignment that
+  // cuBLAS's documentation requires when k's bytes are a multiple of 16 (4).
+  const bool vectors =
+      kind.in == CUDA_R_16F || kind.in == CUDA_R_16BF || compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const int64_t in_bytes = static_cast<int64_t>(element_bytes(kind.in));
   const cudaStream_t stream = h->stream;
   lock.unlock();
-  ::fkemu::submit(stream, [groups, sizes, a, b, c] {
+  ::fkemu::submit(stream, [groups, sizes, a, b, c, vectors, in_bytes] {
     int64_t p = 0;
     for (size_t g = 0; g < groups.size(); ++g) {
       for (int64_t j = 0; j < sizes[g]; ++j, ++p) {
@@ -394,6 +403,19 @@ cublasStatus_t gemm_grouped(cublasHandle_t handle, const cublasOperation_t* ta,
         call.a = a[p];
         call.b = b[p];
         call.c = c[p];
+        const int64_t k_bytes = call.k * in_bytes;
+        const uintptr_t align = !vectors ? 1 : k_bytes % 16 == 0 ? 16 : k_bytes % 4 == 0 ? 4 : 1;
+        for (const void* q : {call.a, call.b, static_cast<const void*>(call.c)}) {
+          if (reinterpret_cast<uintptr_t>(q) % align != 0) {
+            // A misaligned vector load faults the device: end here, loudly.
+            std::fprintf(stderr,
+                         "emulated cublasGemmGroupedBatchedEx: product %lld's pointer %p is not "
+                         "%zu-byte aligned (k = %lld)\n",
+                         static_cast<long long>(p), q, static_cast<size_t>(align),
+                         static_cast<long long>(call.k));
+            std::abort();
+          }
+        }
         run(call);
       }
     }

@@ -135,27 +135,19 @@ OpCase grouped_row(bool tf32) {
             const DType dt = in[0].dtype();
             Tensor c = zeros({3, 64}, {dt, kGpu});
             std::vector<cuda::GemmShape> shapes;
-            std::vector<int64_t> a, b, out;
-            auto at = [](const Tensor& t, int64_t elements) {
-              return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())) +
-                     elements * static_cast<int64_t>(itemsize(t.dtype()));
-            };
+            std::vector<const void*> a, b;
+            std::vector<void*> out;
             for (int64_t i = 0; i < 3; ++i) {
               const GroupedProduct& p = kGrouped[i];
               shapes.push_back(
                   {p.ta, p.tb, p.m, p.n, p.k, p.ta ? p.m : p.k, p.tb ? p.k : p.n, p.n});
-              a.push_back(at(in[2 * i], 0));
-              b.push_back(at(in[2 * i + 1], 0));
-              out.push_back(at(c, i * 64));
+              a.push_back(in[2 * i].data_ptr());
+              b.push_back(in[2 * i + 1].data_ptr());
+              // Row i of C: 128 bytes apart in 16 bits, so 16-byte aligned.
+              out.push_back(static_cast<char*>(c.data_ptr()) + i * 64 * itemsize(dt));
             }
-            std::vector<int64_t> table = a;
-            table.insert(table.end(), b.begin(), b.end());
-            table.insert(table.end(), out.begin(), out.end());
-            const Tensor pointers = from_vector(table, Dims{9}, kGpu);
-            EXPECT_TRUE(cuda::gemm_grouped(kDev, code(dt), shapes,
-                                           static_cast<const void* const*>(pointers.data_ptr()),
-                                           stream(), tf32));
-            return c;  // the table's block is freed in stream order, after the call
+            EXPECT_TRUE(cuda::gemm_grouped(kDev, code(dt), shapes, a, b, out, stream(), tf32));
+            return c;
           },
       .reference =
           [](const Inputs& in) {
@@ -180,13 +172,38 @@ OpCase grouped_row(bool tf32) {
   };
 }
 
-// dtypes cuBLAS does not group: false, nothing queued (the caller loops).
-TEST(LinalgDevice, GroupedGemmDeclinesComplexDtypes) {
+// What cuBLAS does not group: complex dtypes, and 16-bit or TF32 products
+// whose pointers break its alignment rule (k's bytes a multiple of 16: every
+// pointer 16-byte aligned; of 4: 4-byte). gemm_grouped says false and
+// multiplies nothing (the caller loops over gemm).
+TEST(LinalgDevice, GroupedGemmDeclinesWhatCublasDoesNotGroup) {
   FK_SKIP_WITHOUT_GPU();
-  const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, 2, 2, 2, 2}};
-  for (DType dt : {DType::C64, DType::C128})
-    EXPECT_FALSE(cuda::gemm_grouped(kDev, code(dt), shapes, nullptr, stream(), false));
-  EXPECT_TRUE(cuda::gemm_grouped(kDev, code(DType::F32), {}, nullptr, stream(), false));
+  const Tensor buf = zeros({64}, {DType::F64, kGpu});  // 512 bytes, 256-byte aligned
+  char* base = static_cast<char*>(buf.data_ptr());
+  // C[2, 2] = A[2, k] B[k, 2] with row strides k, 2, 2.
+  auto call = [&](DType dt, bool tf32, int64_t k, int64_t a_offset) {
+    const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, k, k, 2, 2}};
+    return cuda::gemm_grouped(kDev, code(dt), shapes, {base + a_offset}, {base + 128}, {base + 256},
+                              stream(), tf32);
+  };
+  for (DType dt : {DType::C64, DType::C128}) EXPECT_FALSE(call(dt, false, 2, 0));
+  EXPECT_TRUE(cuda::gemm_grouped(kDev, code(DType::F32), {}, {}, {}, {}, stream(), false));
+  // bf16, k = 8 (16 bytes): A 16-byte aligned or not; k = 2 (4 bytes): 4-byte.
+  EXPECT_TRUE(call(DType::BF16, false, 8, 16));
+  EXPECT_FALSE(call(DType::BF16, false, 8, 4));
+  EXPECT_TRUE(call(DType::BF16, false, 2, 4));
+  EXPECT_FALSE(call(DType::BF16, false, 2, 2));
+  EXPECT_TRUE(call(DType::BF16, false, 3, 2));  // 6 bytes: no rule
+  // f32: TF32 reads vectors, FP32 does not.
+  EXPECT_FALSE(call(DType::F32, true, 4, 4));
+  EXPECT_TRUE(call(DType::F32, false, 4, 4));
+  EXPECT_TRUE(call(DType::F64, false, 2, 8));
+  const std::string msg = test::error_of([&] {
+    cuda::gemm_grouped(kDev, code(DType::F32), {{false, false, 2, 2, 2, 2, 2, 2}}, {base}, {}, {},
+                       stream(), false);
+  });
+  EXPECT_NE(msg.find("one A, B and C pointer per product"), std::string::npos) << msg;
+  cuda::synchronize(kDev);
 }
 
 Inputs a_and_w(DType dt) {

@@ -126,24 +126,34 @@ TEST(MinkowskiCudaConvGrouped, MatchesCpuInOneCallPerGroup) {
     }
   }
   // 16-bit and f64 operands: the grouped products against the per-offset ones.
-  for (fk::DType dt : {fk::DType::BF16, fk::DType::F16, fk::DType::F64}) {
-    const fk::Tensor f = fd.to(dt), w = wd.to(dt), g = gd.to(dt);
-    const double tol = dt == fk::DType::F64 ? 1e-12 : 2e-2;
-    fk::Tensor y[2];
-    cuda::DeviceConvGrads grads[2];
-    for (int grouped : {0, 1}) {
-      KnobOverride knob("ME_CONV_GROUPED_GEMM", grouped ? "all" : "off");
-      y[grouped] = cuda::conv_forward(f, w, o.dev);
-      grads[grouped] = cuda::conv_backward(g, f, w, o.dev, true, true);
-      EXPECT_EQ(cuda::last_device_conv_call().gemm_calls, grouped ? 2 : 2 * offsets);
+  // At 8 -> 16 channels every staged row and W_k starts 16-byte aligned, so
+  // each list is grouped; at 6 -> 10 cuBLAS's alignment rule for 16-bit
+  // products leaves some lists per offset (same results either way).
+  const Operands o16 = conv_operands(*m, *m, KernelRegion::cube({3}), 8, 16, 52);
+  for (const Operands* op : {&o16, &o})
+    for (fk::DType dt : {fk::DType::BF16, fk::DType::F16, fk::DType::F64}) {
+      const fk::Tensor f = op->f.to(kGpu).to(dt), w = op->w.to(kGpu).to(dt);
+      const fk::Tensor g = op->g.to(kGpu).to(dt);
+      const double tol = dt == fk::DType::F64 ? 1e-12 : 2e-2;
+      const std::string what = fk::name(dt) + std::string(op == &o16 ? " 8 -> 16" : " 6 -> 10");
+      fk::Tensor y[2];
+      cuda::DeviceConvGrads grads[2];
+      for (int grouped : {0, 1}) {
+        KnobOverride knob("ME_CONV_GROUPED_GEMM", grouped ? "all" : "off");
+        y[grouped] = cuda::conv_forward(f, w, op->dev);
+        grads[grouped] = cuda::conv_backward(g, f, w, op->dev, true, true);
+        const int64_t calls = cuda::last_device_conv_call().gemm_calls;
+        if (!grouped || op == &o16 || dt == fk::DType::F64)
+          EXPECT_EQ(calls, grouped ? 2 : 2 * offsets) << what;
+        else
+          EXPECT_LE(calls, 2 * offsets) << what;
+      }
+      expect_close(y[1].to(fk::DType::F64), y[0].to(fk::DType::F64), tol, what + " forward");
+      expect_close(grads[1].features.to(fk::DType::F64), grads[0].features.to(fk::DType::F64), tol,
+                   what + " grad features");
+      expect_close(grads[1].weight.to(fk::DType::F64), grads[0].weight.to(fk::DType::F64), tol,
+                   what + " grad weight");
     }
-    const std::string what = fk::name(dt);
-    expect_close(y[1].to(fk::DType::F64), y[0].to(fk::DType::F64), tol, what + " forward");
-    expect_close(grads[1].features.to(fk::DType::F64), grads[0].features.to(fk::DType::F64), tol,
-                 what + " grad features");
-    expect_close(grads[1].weight.to(fk::DType::F64), grads[0].weight.to(fk::DType::F64), tol,
-                 what + " grad weight");
-  }
   KnobOverride bad("ME_CONV_GROUPED_GEMM", "yes");
   const std::string msg = error_of([&] { cuda::conv_forward(fd, wd, o.dev); });
   EXPECT_NE(msg.find("ME_CONV_GROUPED_GEMM"), std::string::npos) << msg;
