@@ -6,11 +6,11 @@
 // instead of breaking it silently, and after abort_capture the stream runs
 // eager work again; tensors of failed captures, of graphs not yet launched
 // and of destroyed graphs are freed by CUDA's rules without a failed free; cuBLAS is used in a
-// capture only once an eager GEMM bound it to the stream; the default stream cannot be captured; an
-// out-of-memory inside a capture is refused by name instead of a device-wide wait that would
-// invalidate it; a relaunch of a graph that keeps blocks past its capture is refused by name;
-// live_graphs counts running captures and instantiated graphs. The GPU tests skip themselves where
-// no GPU is usable.
+// capture only once an eager GEMM bound it to the stream, and a grouped GEMM declines there; the
+// default stream cannot be captured; an out-of-memory inside a capture is refused by name instead
+// of a device-wide wait that would invalidate it; a relaunch of a graph that keeps blocks past its
+// capture is refused by name; live_graphs counts running captures and instantiated graphs. The GPU
+// tests skip themselves where no GPU is usable.
 #include <gtest/gtest.h>
 
 #ifdef FK_WITH_CUDA
@@ -480,6 +480,37 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   EXPECT_EQ(want, (std::vector<float>{0.5f, 13.f, 2.f, 28.f}));
   PinnedValues<float> pinned(4);
   cuda::begin_capture(0);
+  c.copy_(matmul(a, b));
+  pinned.copy_from(c);
+  cuda::GraphExec g = cuda::end_capture(0);
+  pinned.fill(-1.f);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::destroy_graph(g);
+}
+
+// A grouped GEMM copies its pointer lists from pageable memory, which a
+// capture cannot hold: inside one it declines (the caller then loops over
+// gemm) and leaves the capture intact.
+TEST(CudaGraph, AGroupedGemmDeclinesInsideACapture) {
+  FK_SKIP_WITHOUT_GPU();
+  OwnStream own;
+  const Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Dims{2, 3}).to(kGpu);
+  const Tensor b = from_vector(std::vector<float>{1, 0, -1, 2, 0.5f, 3}, Dims{3, 2}).to(kGpu);
+  Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
+  const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, 3, 3, 2, 2}};
+  auto grouped = [&] {
+    return cuda::gemm_grouped(0, static_cast<int>(DType::F32), shapes, {a.data_ptr()},
+                              {b.data_ptr()}, {c.data_ptr()}, cuda::current_stream(0), false);
+  };
+  EXPECT_TRUE(grouped());  // eager, binding cuBLAS to the stream
+  const std::vector<float> want = {0.5f, 13.f, 2.f, 28.f};
+  EXPECT_EQ(c.to_vector<float>(), want);
+  PinnedValues<float> pinned(4);
+  c.copy_(full(Dims{2, 2}, 0.0, {DType::F32, kGpu}));
+  cuda::begin_capture(0);
+  EXPECT_FALSE(grouped());
   c.copy_(matmul(a, b));
   pinned.copy_from(c);
   cuda::GraphExec g = cuda::end_capture(0);
