@@ -47,8 +47,10 @@ GroupedProducts grouped_products() {
   return {v != "off", v == "all"};
 }
 
-// One staging group's GEMMs of one kind (forward, weight gradient, input
-// gradient): product i is C_i = op(A_i) op(B_i) on the staged rows.
+enum class Product { Forward, WeightGrad, InputGrad };
+
+// One staging group's GEMMs of one kind: product i is C_i = op(A_i) op(B_i)
+// on the staged rows.
 struct Products {
   std::vector<fk::cuda::GemmShape> shapes;
   std::vector<const void*> a, b;
@@ -179,36 +181,30 @@ struct Call {
   char* offset_matrix(const fk::Tensor& w, int64_t k) const {
     return static_cast<char*>(w.data_ptr()) + k * cin * cout * esize;
   }
-  // Group g's products (offsets with pairs), each on its staged rows:
+  // Group g's products of one kind (offsets with pairs), on the staged rows:
   //   forward         staged_out_k = staged_in_k W_k
-  //   weight grad     grad_W_k     = staged_in_k^T staged_out_k
+  //   weight grad     grad_W_k     = staged_in_k^T staged_out_k  (w: grad_W)
   //   input grad      staged_in_k  = staged_out_k W_k^T (over the F rows,
   //                   which the weight gradient read first: stream order)
-  Products forward_products(const OffsetGroup& g, const fk::Tensor& w) const {
+  Products products(Product kind, const OffsetGroup& g, const fk::Tensor& w) const {
     Products p;
     const int64_t p0 = begin(g.first);
-    for (int64_t k = g.first; k < g.last; ++k)
-      if (m.count(k) > 0)
-        p.add({false, false, m.count(k), cout, cin, cin, cout, cout}, in_at(p0, k),
-              offset_matrix(w, k), out_at(p0, k));
-    return p;
-  }
-  Products weight_grad_products(const OffsetGroup& g, const fk::Tensor& grad_w) const {
-    Products p;
-    const int64_t p0 = begin(g.first);
-    for (int64_t k = g.first; k < g.last; ++k)
-      if (m.count(k) > 0)
-        p.add({true, false, cin, cout, m.count(k), cin, cout, cout}, in_at(p0, k), out_at(p0, k),
-              offset_matrix(grad_w, k));
-    return p;
-  }
-  Products input_grad_products(const OffsetGroup& g, const fk::Tensor& w) const {
-    Products p;
-    const int64_t p0 = begin(g.first);
-    for (int64_t k = g.first; k < g.last; ++k)
-      if (m.count(k) > 0)
-        p.add({false, true, m.count(k), cin, cout, cout, cout, cin}, out_at(p0, k),
-              offset_matrix(w, k), in_at(p0, k));
+    for (int64_t k = g.first; k < g.last; ++k) {
+      const int64_t n = m.count(k);
+      if (n == 0) continue;
+      char *in = in_at(p0, k), *out = out_at(p0, k), *wk = offset_matrix(w, k);
+      switch (kind) {
+        case Product::Forward:
+          p.add({false, false, n, cout, cin, cin, cout, cout}, in, wk, out);
+          break;
+        case Product::WeightGrad:
+          p.add({true, false, cin, cout, n, cin, cout, cout}, in, out, wk);
+          break;
+        case Product::InputGrad:
+          p.add({false, true, n, cin, cout, cout, cout, cin}, out, wk, in);
+          break;
+      }
+    }
     return p;
   }
   // The products: one grouped call (`grouped`, two or more products, a dtype
@@ -286,7 +282,7 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight,
   for (const OffsetGroup& g : call.groups) {
     const int64_t p0 = call.begin(g.first), p1 = call.begin(g.last);
     call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-    call.run(call.forward_products(g, weight), grouped);
+    call.run(call.products(Product::Forward, g, weight), grouped);
     call.scatter(call.staged_out, p0, p1, map.out_rows, map.by_out, map.out_size, cout, out);
   }
   fk::Tensor r = call.result(out);
@@ -336,11 +332,11 @@ DeviceConvGrads conv_backward(const fk::Tensor& grad_out, const fk::Tensor& feat
     call.gather(grad_out, map.out_rows, p0, p1, cout, call.staged_out);
     if (need_weight) {
       call.gather(features, map.in_rows, p0, p1, cin, call.staged_in);
-      call.run(call.weight_grad_products(g, r.weight), grouped.weight);
+      call.run(call.products(Product::WeightGrad, g, r.weight), grouped.weight);
     }
     if (need_features) {
       // Stream order lets the input-gradient rows overwrite the staged F rows.
-      call.run(call.input_grad_products(g, weight), grouped.features);
+      call.run(call.products(Product::InputGrad, g, weight), grouped.features);
       call.scatter(call.staged_in, p0, p1, map.in_rows, map.by_in, map.in_size, cin, gin);
     }
   }

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -465,6 +466,23 @@ TEST(CudaGraph, AnFftPlanFirstMetInsideACaptureIsRefused) {
 // refused by name (binding would allocate or wait for the device, breaking
 // the capture); after one eager GEMM on the stream the same GEMM is captured
 // and its replay gives the eager result, which is the hand-computed product.
+// Captures `inside` then c = a b (and its copy into page-locked memory),
+// replays the graph and checks the copy holds `want`.
+void expect_captured_matmul(const Tensor& a, const Tensor& b, Tensor& c,
+                            const std::vector<float>& want, const std::function<void()>& inside) {
+  PinnedValues<float> pinned(want.size());
+  cuda::begin_capture(0);
+  inside();
+  c.copy_(matmul(a, b));
+  pinned.copy_from(c);
+  cuda::GraphExec g = cuda::end_capture(0);
+  pinned.fill(-1.f);
+  cuda::launch_graph(g);
+  cuda::synchronize(0);
+  EXPECT_EQ(pinned.values(), want);
+  cuda::destroy_graph(g);
+}
+
 TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   FK_SKIP_WITHOUT_GPU();
   OwnStream own;
@@ -478,16 +496,7 @@ TEST(CudaGraph, CuBlasIsBoundBeforeACaptureOrRefused) {
   cuda::abort_capture(0);
   const std::vector<float> want = matmul(a, b).to_vector<float>();  // eager: binds cuBLAS
   EXPECT_EQ(want, (std::vector<float>{0.5f, 13.f, 2.f, 28.f}));
-  PinnedValues<float> pinned(4);
-  cuda::begin_capture(0);
-  c.copy_(matmul(a, b));
-  pinned.copy_from(c);
-  cuda::GraphExec g = cuda::end_capture(0);
-  pinned.fill(-1.f);
-  cuda::launch_graph(g);
-  cuda::synchronize(0);
-  EXPECT_EQ(pinned.values(), want);
-  cuda::destroy_graph(g);
+  expect_captured_matmul(a, b, c, want, [] {});
 }
 
 // A grouped GEMM copies its pointer lists from pageable memory, which a
@@ -507,18 +516,7 @@ TEST(CudaGraph, AGroupedGemmDeclinesInsideACapture) {
   EXPECT_TRUE(grouped());  // eager, binding cuBLAS to the stream
   const std::vector<float> want = {0.5f, 13.f, 2.f, 28.f};
   EXPECT_EQ(c.to_vector<float>(), want);
-  PinnedValues<float> pinned(4);
-  c.copy_(full(Dims{2, 2}, 0.0, {DType::F32, kGpu}));
-  cuda::begin_capture(0);
-  EXPECT_FALSE(grouped());
-  c.copy_(matmul(a, b));
-  pinned.copy_from(c);
-  cuda::GraphExec g = cuda::end_capture(0);
-  pinned.fill(-1.f);
-  cuda::launch_graph(g);
-  cuda::synchronize(0);
-  EXPECT_EQ(pinned.values(), want);
-  cuda::destroy_graph(g);
+  expect_captured_matmul(a, b, c, want, [&] { EXPECT_FALSE(grouped()); });
 }
 
 // A cuFFT plan's work area is shared by its runs, so a plan last run on
