@@ -317,14 +317,16 @@ __device__ GridSteps<T> grid_steps(const WaveSolve<T>& s) {
 // occupancy-capped cooperative grid is never empty.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    forward_run_kernel(const __grid_constant__ WaveSolve<T> s, WaveForwardRun<T> r) {
+    forward_run_kernel(const __grid_constant__ WaveSolve<T> s,
+                       const __grid_constant__ WaveForwardRun<T> r) {
   GridSteps<T> launch = grid_steps(s);
   wave_forward_steps(r, s.substeps, launch);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    adjoint_run_kernel(const __grid_constant__ WaveSolve<T> s, WaveAdjointRun<T> r) {
+    adjoint_run_kernel(const __grid_constant__ WaveSolve<T> s,
+                       const __grid_constant__ WaveAdjointRun<T> r) {
   GridSteps<T> launch = grid_steps(s);
   wave_adjoint_steps(r, s.substeps, launch);
 }

@@ -234,11 +234,11 @@ class WaveShots {
     r.n0 = n0, r.n1 = n1, r.g = g, r.traj = traj, r.first = first;
     if (s_.fused) {
       K::adjoint_run(static_cast<const WaveSolve<T>&>(s_), r, s_.stream);
-      r = wave_adjoint_swapped(r);
-      return;
+    } else {
+      PhaseLaunch launch{s_};
+      wave_adjoint_steps(r, s_.substeps, launch);
     }
-    PhaseLaunch launch{s_};
-    wave_adjoint_steps(r, s_.substeps, launch);
+    r = wave_adjoint_swapped(r);
   }
 
   // Each block of `every` steps recomputed from its checkpoint into blk

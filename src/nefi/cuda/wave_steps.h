@@ -59,19 +59,26 @@ NEFI_HOST_DEVICE inline void swap_adjoint_buffers(WaveAdjointRun<T>& r) {
   r.lam_p = r.spare1, r.spare1 = p;
 }
 
-// Runs r's steps; r's buffer pointers end swapped as the steps leave them.
+// Runs r's steps. The two pairs of buffers trade roles every step: each
+// step's are picked by its parity rather than swapped in r, because a
+// kernel's parameter whose fields are assigned is copied to local memory and
+// every pass would reload its pointers from there (wave_adjoint_swapped
+// gives r's pointers as the steps leave them).
 template <typename T, typename L>
-NEFI_HOST_DEVICE void wave_adjoint_steps(WaveAdjointRun<T>& r, int64_t substeps, L& launch) {
+NEFI_HOST_DEVICE void wave_adjoint_steps(const WaveAdjointRun<T>& r, int64_t substeps, L& launch) {
   for (int64_t n = r.n1 - 1; n >= r.n0; --n) {
-    if ((n + 1) % substeps == 0) launch.inject_traces(r.g, (n + 1) / substeps, r.lam_c);
-    launch.adjoint(r.lam_c, r.lam_p, r.spare0, r.spare1, r.kl, r.mu, run_state(r, n),
+    const bool odd = (r.n1 - 1 - n) % 2 == 1;
+    T* lam_c = odd ? r.spare0 : r.lam_c;
+    T* lam_p = odd ? r.spare1 : r.lam_p;
+    T* out_cur = odd ? r.lam_c : r.spare0;
+    T* out_prev = odd ? r.lam_p : r.spare1;
+    if ((n + 1) % substeps == 0) launch.inject_traces(r.g, (n + 1) / substeps, lam_c);
+    launch.adjoint(lam_c, lam_p, out_cur, out_prev, r.kl, r.mu, run_state(r, n),
                    run_state(r, n + 1), r.kbar, r.fbar);
-    swap_adjoint_buffers(r);
   }
 }
 
-// r's pointers after its steps ran elsewhere (a fused launch): two swaps
-// are none.
+// r's pointers after its steps ran: two swaps are none.
 template <typename T>
 NEFI_HOST_DEVICE inline WaveAdjointRun<T> wave_adjoint_swapped(WaveAdjointRun<T> r) {
   if ((r.n1 > r.n0 ? r.n1 - r.n0 : 0) % 2 == 1) swap_adjoint_buffers(r);

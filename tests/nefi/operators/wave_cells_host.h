@@ -142,8 +142,7 @@ struct HostKernels {
   template <typename T>
   static void adjoint_run(const cu::WaveSolve<T>& s, const cu::WaveAdjointRun<T>& r, void*) {
     Passes<T> passes{s};
-    cu::WaveAdjointRun<T> run = r;
-    cu::wave_adjoint_steps(run, s.substeps, passes);
+    cu::wave_adjoint_steps(r, s.substeps, passes);
   }
   template <typename T>
   static void kappa_gradient(const cu::WaveCells<T>& g, const double* kpk,
