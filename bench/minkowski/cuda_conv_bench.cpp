@@ -183,12 +183,17 @@ ConvOperands conv_operands(const Scene& s, int64_t c, fk::DType dtype) {
 // Seconds of the convolution's GEMMs alone, as device_conv.cpp issues them
 // (forward: staged_in_k W_k; backward: staged_in_k^T staged_out_k and
 // staged_out_k W_k^T), on staged buffers of all pairs (no gather, no
-// scatter), in the row's dtype and TF32 setting. Measured once per shape,
-// precision and direction, and kept for the rows that share them.
-double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
+// scatter), in the row's dtype and TF32 setting: one cuBLAS call per offset,
+// or, as the row's ME_CONV_GROUPED_GEMM groups them (grouped: 1 the forward
+// and the input gradient, 2 the weight gradient too), one grouped call per
+// direction. The grouped rows' gemm_FLOPS beside the grouped:0 rows' is
+// cuBLAS's grouped rate against its per-offset rate on the same products.
+// Measured once per shape, precision, direction and grouping, and kept for
+// the rows that share them.
+double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward, int64_t grouped,
                     const ConvOperands& op) {
-  static std::map<std::tuple<int64_t, int64_t, bool>, double> measured;
-  const auto key = std::make_tuple(c, precision, backward);
+  static std::map<std::tuple<int64_t, int64_t, bool, int64_t>, double> measured;
+  const auto key = std::make_tuple(c, precision, backward, grouped);
   if (auto it = measured.find(key); it != measured.end()) return it->second;
   const fk::DType dtype = dtype_of(precision);
   const int code = static_cast<int>(dtype), es = static_cast<int>(fk::itemsize(dtype));
@@ -204,20 +209,39 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
   auto at = [&](const fk::Tensor& t, int64_t elements) {
     return static_cast<char*>(t.data_ptr()) + elements * es;
   };
-  const double seconds = median_seconds([&] {
-    for (int64_t k = 0; k < s.dev->volume; ++k) {
-      const int64_t n = s.dev->count(k), p = s.dev->offset_begin[k];
-      if (n == 0) continue;
-      if (!backward) {
-        fk::cuda::gemm(0, code, false, false, n, c, c, 1.0, at(in, p * c), c, at(op.w, k * c * c),
-                       c, 0.0, at(out, p * c), c, current_stream(), tf32);
-        continue;
-      }
-      fk::cuda::gemm(0, code, true, false, c, c, n, 1.0, at(in, p * c), c, at(out, p * c), c, 0.0,
-                     at(gw, k * c * c), c, current_stream(), tf32);
-      fk::cuda::gemm(0, code, false, true, n, c, c, 1.0, at(out, p * c), c, at(op.w, k * c * c), c,
-                     0.0, at(in, p * c), c, current_stream(), tf32);
+  // The products of one direction: forward, weight gradient, input gradient.
+  struct Products {
+    std::vector<fk::cuda::GemmShape> shapes;
+    std::vector<const void*> a, b;
+    std::vector<void*> c;
+  };
+  Products fwd, dw, dx;
+  for (int64_t k = 0; k < s.dev->volume; ++k) {
+    const int64_t n = s.dev->count(k), p = s.dev->offset_begin[k];
+    if (n == 0) continue;
+    auto add = [](Products& l, const fk::cuda::GemmShape& g, void* a, void* b, void* cc) {
+      l.shapes.push_back(g);
+      l.a.push_back(a);
+      l.b.push_back(b);
+      l.c.push_back(cc);
+    };
+    add(fwd, {false, false, n, c, c, c, c, c}, at(in, p * c), at(op.w, k * c * c), at(out, p * c));
+    add(dw, {true, false, c, c, n, c, c, c}, at(in, p * c), at(out, p * c), at(gw, k * c * c));
+    add(dx, {false, true, n, c, c, c, c, c}, at(out, p * c), at(op.w, k * c * c), at(in, p * c));
+  }
+  auto run = [&](const Products& l, bool group) {
+    if (group && fk::cuda::gemm_grouped(0, code, l.shapes, l.a, l.b, l.c, current_stream(), tf32))
+      return;
+    for (size_t i = 0; i < l.shapes.size(); ++i) {
+      const fk::cuda::GemmShape& g = l.shapes[i];
+      fk::cuda::gemm(0, code, g.ta, g.tb, g.m, g.n, g.k, 1.0, l.a[i], g.lda, l.b[i], g.ldb, 0.0,
+                     l.c[i], g.ldc, current_stream(), tf32);
     }
+  };
+  const double seconds = median_seconds([&] {
+    if (!backward) return run(fwd, grouped >= 1);
+    run(dw, grouped == 2);
+    run(dx, grouped >= 1);
   });
   measured[key] = seconds;
   return seconds;
@@ -242,7 +266,7 @@ void BM_DeviceConv(benchmark::State& state) {
   const minkowski::cuda::DeviceConvInfo info = minkowski::cuda::last_device_conv_call();
   const double pass = 2.0 * static_cast<double>(s.dev->pairs()) * static_cast<double>(c * c);
   const double flops = backward ? 2 * pass : pass;
-  const double gemm_s = gemm_seconds(s, c, precision, backward, op);
+  const double gemm_s = gemm_seconds(s, c, precision, backward, state.range(6), op);
   report_flops(state, flops);
   state.counters["gemm_FLOPS"] = benchmark::Counter(flops / gemm_s);
   state.counters["of_gemm"] = benchmark::Counter(conv_s > 0 ? gemm_s / conv_s : 0.0);
