@@ -209,34 +209,17 @@ double gemm_seconds(const Scene& s, int64_t c, int64_t precision, bool backward,
   auto at = [&](const fk::Tensor& t, int64_t elements) {
     return static_cast<char*>(t.data_ptr()) + elements * es;
   };
-  // The products of one direction: forward, weight gradient, input gradient.
-  struct Products {
-    std::vector<fk::cuda::GemmShape> shapes;
-    std::vector<const void*> a, b;
-    std::vector<void*> c;
-  };
-  Products fwd, dw, dx;
+  // The products of each direction: forward, weight gradient, input gradient.
+  fk::cuda::GemmList fwd, dw, dx;
   for (int64_t k = 0; k < s.dev->volume; ++k) {
     const int64_t n = s.dev->count(k), p = s.dev->offset_begin[k];
     if (n == 0) continue;
-    auto add = [](Products& l, const fk::cuda::GemmShape& g, void* a, void* b, void* cc) {
-      l.shapes.push_back(g);
-      l.a.push_back(a);
-      l.b.push_back(b);
-      l.c.push_back(cc);
-    };
-    add(fwd, {false, false, n, c, c, c, c, c}, at(in, p * c), at(op.w, k * c * c), at(out, p * c));
-    add(dw, {true, false, c, c, n, c, c, c}, at(in, p * c), at(out, p * c), at(gw, k * c * c));
-    add(dx, {false, true, n, c, c, c, c, c}, at(out, p * c), at(op.w, k * c * c), at(in, p * c));
+    fwd.add({false, false, n, c, c, c, c, c}, at(in, p * c), at(op.w, k * c * c), at(out, p * c));
+    dw.add({true, false, c, c, n, c, c, c}, at(in, p * c), at(out, p * c), at(gw, k * c * c));
+    dx.add({false, true, n, c, c, c, c, c}, at(out, p * c), at(op.w, k * c * c), at(in, p * c));
   }
-  auto run = [&](const Products& l, bool group) {
-    if (group && fk::cuda::gemm_grouped(0, code, l.shapes, l.a, l.b, l.c, current_stream(), tf32))
-      return;
-    for (size_t i = 0; i < l.shapes.size(); ++i) {
-      const fk::cuda::GemmShape& g = l.shapes[i];
-      fk::cuda::gemm(0, code, g.ta, g.tb, g.m, g.n, g.k, 1.0, l.a[i], g.lda, l.b[i], g.ldb, 0.0,
-                     l.c[i], g.ldc, current_stream(), tf32);
-    }
+  auto run = [&](const fk::cuda::GemmList& l, bool group) {
+    fk::cuda::gemm_list(0, code, l, group, current_stream(), tf32);
   };
   const double seconds = median_seconds([&] {
     if (!backward) return run(fwd, grouped >= 1);

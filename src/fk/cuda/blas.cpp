@@ -173,16 +173,14 @@ cublasOperation_t op(bool trans) {
 // compute type, whose kernels read operands in vectors: when k's bytes are a
 // multiple of 16 (of 4), every A, B and C pointer is 16-byte (4-byte)
 // aligned. The grouped call cannot check pointers it reads on the device.
-bool grouped_alignment_holds(int dtype, bool tf32, const std::vector<GemmShape>& shapes,
-                             const std::vector<const void*>& a, const std::vector<const void*>& b,
-                             const std::vector<void*>& c) {
+bool grouped_alignment_holds(int dtype, bool tf32, const GemmList& l) {
   const bool half = dtype == kF16 || dtype == kBF16;
   if (!half && !(dtype == kF32 && tf32)) return true;
   const int64_t esize = half ? 2 : 4;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const int64_t bytes = shapes[i].k * esize;
+  for (size_t i = 0; i < l.size(); ++i) {
+    const int64_t bytes = l.shapes[i].k * esize;
     const uintptr_t align = bytes % 16 == 0 ? 16 : bytes % 4 == 0 ? 4 : 1;
-    for (const void* p : {a[i], b[i], static_cast<const void*>(c[i])})
+    for (const void* p : {l.a[i], l.b[i], static_cast<const void*>(l.c[i])})
       if (reinterpret_cast<uintptr_t>(p) % align != 0) return false;
   }
   return true;
@@ -223,17 +221,17 @@ void gemm(int device, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t
                        1, stream, allow_tf32);
 }
 
-bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
-                  const std::vector<const void*>& a, const std::vector<const void*>& b,
-                  const std::vector<void*>& c, void* stream, bool allow_tf32) {
+bool gemm_grouped(int device, int dtype, const GemmList& list, void* stream, bool allow_tf32) {
   if (dtype != kF32 && dtype != kF16 && dtype != kBF16 && dtype != kF64) return false;
+  const std::vector<GemmShape>& shapes = list.shapes;
   const size_t count = shapes.size();
-  FK_CHECK(a.size() == count && b.size() == count && c.size() == count, "cuda::gemm_grouped",
+  FK_CHECK(list.a.size() == count && list.b.size() == count && list.c.size() == count,
+           "cuda::gemm_grouped",
            "one A, B and C pointer per product (" + std::to_string(count) + ")",
-           std::to_string(a.size()) + ", " + std::to_string(b.size()) + " and " +
-               std::to_string(c.size()));
+           std::to_string(list.a.size()) + ", " + std::to_string(list.b.size()) + " and " +
+               std::to_string(list.c.size()));
   if (count == 0) return true;
-  if (!grouped_alignment_holds(dtype, allow_tf32, shapes, a, b, c)) return false;
+  if (!grouped_alignment_holds(dtype, allow_tf32, list)) return false;
   // Per group (= per product): the column-major call, as gemm's (blas_layout.h).
   std::vector<cublasOperation_t> op_first(count), op_second(count);
   std::vector<int64_t> m(count), n(count), k(count), ld_first(count), ld_second(count);
@@ -263,9 +261,9 @@ bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
   }
   // The pointer arrays, column-major's order: fk's Bs are cuBLAS's first
   // operands, its As the second, then the Cs.
-  std::vector<const void*> table(b);
-  table.insert(table.end(), a.begin(), a.end());
-  table.insert(table.end(), c.begin(), c.end());
+  std::vector<const void*> table(list.b);
+  table.insert(table.end(), list.a.begin(), list.a.end());
+  table.insert(table.end(), list.c.begin(), list.c.end());
   const size_t bytes = table.size() * sizeof(void*);
   DeviceGuard guard(device);
   const auto s = static_cast<cudaStream_t>(stream);
@@ -290,6 +288,17 @@ bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
   check_blas(st, "cublasGemmGroupedBatchedEx");
   return true;
+}
+
+int64_t gemm_list(int device, int dtype, const GemmList& list, bool grouped, void* stream,
+                  bool allow_tf32) {
+  if (grouped && list.size() > 1 && gemm_grouped(device, dtype, list, stream, allow_tf32)) return 1;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const GemmShape& s = list.shapes[i];
+    gemm(device, dtype, s.ta, s.tb, s.m, s.n, s.k, 1.0, list.a[i], s.lda, list.b[i], s.ldb, 0.0,
+         list.c[i], s.ldc, stream, allow_tf32);
+  }
+  return static_cast<int64_t>(list.size());
 }
 
 void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,

@@ -42,31 +42,49 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
                           int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
                           int64_t stride_c, int64_t batch, void* stream, bool allow_tf32);
 
-// One product of gemm_grouped: row-major C[m,n] = op(A) op(B), as gemm's.
+// One product of a GemmList: row-major C[m,n] = op(A) op(B), as gemm's.
 struct GemmShape {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 1, ldb = 1, ldc = 1;
 };
 
-// shapes.size() independent products C_i = op(A_i) op(B_i) (alpha 1, beta 0)
-// in one cuBLAS call (cublasGemmGroupedBatchedEx_64, each product a group of
-// its own), on `stream`; a[i], b[i], c[i] are product i's device pointers.
-// cuBLAS reads pointer arrays from device memory: they are copied there on
-// `stream` (from pageable memory, which the copy stages at the call; no host
-// wait) into a block freed in the stream's order after the call. Every m, n >
-// 0. dtype f32 (or TF32), f16 and bf16 (16-bit C, f32 accumulation) or f64;
-// false, having multiplied nothing, for any other dtype, inside a capture of
-// `stream` (a pageable copy cannot be captured), for pointers that break
-// cuBLAS's alignment rule for 16-bit or TF32 grouped products (when k's bytes
-// are a multiple of 16, or of 4, every pointer aligned to as many bytes), or
-// when cuBLAS does not run this combination grouped: the caller then loops
-// over gemm. Unlike a gemm of
-// one product, cuBLAS's grouped kernels do not split k across blocks: a few
-// products with small m x n and a long k keep few of the device's SMs busy.
-bool gemm_grouped(int device, int dtype, const std::vector<GemmShape>& shapes,
-                  const std::vector<const void*>& a, const std::vector<const void*>& b,
-                  const std::vector<void*>& c, void* stream, bool allow_tf32);
+// Independent products C_i = op(A_i) op(B_i) (alpha 1, beta 0): product i's
+// shape and device pointers.
+struct GemmList {
+  std::vector<GemmShape> shapes;
+  std::vector<const void*> a, b;
+  std::vector<void*> c;
+
+  void add(const GemmShape& s, const void* pa, const void* pb, void* pc) {
+    shapes.push_back(s);
+    a.push_back(pa);
+    b.push_back(pb);
+    c.push_back(pc);
+  }
+  size_t size() const { return shapes.size(); }
+};
+
+// The list's products in one cuBLAS call (cublasGemmGroupedBatchedEx_64, each
+// product a group of its own), on `stream`. cuBLAS reads pointer arrays from
+// device memory: they are copied there on `stream` (from pageable memory,
+// which the copy stages at the call; no host wait) into a block freed in the
+// stream's order after the call. Every m, n > 0. dtype f32 (or TF32), f16
+// and bf16 (16-bit C, f32 accumulation) or f64. False, having multiplied
+// nothing, for any other dtype, inside a capture of `stream` (a pageable
+// copy cannot be captured), for pointers that break cuBLAS's alignment rule
+// for 16-bit or TF32 grouped products (when k's bytes are a multiple of 16,
+// or of 4, every pointer aligned to as many bytes), or when cuBLAS does not
+// run this combination grouped. Unlike a gemm of one product, cuBLAS's
+// grouped kernels do not split k across blocks: a few products with small
+// m x n and a long k keep few of the device's SMs busy.
+bool gemm_grouped(int device, int dtype, const GemmList& list, void* stream, bool allow_tf32);
+
+// The list's products: one gemm_grouped call when `grouped`, the list has two
+// or more products and gemm_grouped takes them, else one gemm each. Returns
+// the cuBLAS calls made.
+int64_t gemm_list(int device, int dtype, const GemmList& list, bool grouped, void* stream,
+                  bool allow_tf32);
 
 // C (f32) = alpha * op(A) op(B) + beta * C with A and B stored in in_dtype
 // (f16 or bf16: tensor cores with f32 accumulation; f32: as gemm, TF32 when

@@ -179,9 +179,11 @@ void gemm_strided_batched(int, int, bool, bool, int64_t, int64_t, int64_t, doubl
                           int64_t, int64_t, void*, bool) {
   no_cuda("cuda::gemm_strided_batched");
 }
-bool gemm_grouped(int, int, const std::vector<GemmShape>&, const std::vector<const void*>&,
-                  const std::vector<const void*>&, const std::vector<void*>&, void*, bool) {
+bool gemm_grouped(int, int, const GemmList&, void*, bool) {
   no_cuda("cuda::gemm_grouped");
+}
+int64_t gemm_list(int, int, const GemmList&, bool, void*, bool) {
+  no_cuda("cuda::gemm_list");
 }
 void gemm_f32_out(int, int, bool, bool, int64_t, int64_t, int64_t, double, const void*, int64_t,
                   const void*, int64_t, double, float*, int64_t, void*, bool) {

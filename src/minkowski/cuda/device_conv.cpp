@@ -49,22 +49,6 @@ GroupedProducts grouped_products() {
 
 enum class Product { Forward, WeightGrad, InputGrad };
 
-// One staging group's GEMMs of one kind: product i is C_i = op(A_i) op(B_i)
-// on the staged rows.
-struct Products {
-  std::vector<fk::cuda::GemmShape> shapes;
-  std::vector<const void*> a, b;
-  std::vector<void*> c;
-
-  void add(const fk::cuda::GemmShape& s, const void* pa, const void* pb, void* pc) {
-    shapes.push_back(s);
-    a.push_back(pa);
-    b.push_back(pb);
-    c.push_back(pc);
-  }
-  size_t size() const { return shapes.size(); }
-};
-
 int dtype_code(fk::DType t) {
   return static_cast<int>(t);
 }
@@ -186,8 +170,8 @@ struct Call {
   //   weight grad     grad_W_k     = staged_in_k^T staged_out_k  (w: grad_W)
   //   input grad      staged_in_k  = staged_out_k W_k^T (over the F rows,
   //                   which the weight gradient read first: stream order)
-  Products products(Product kind, const OffsetGroup& g, const fk::Tensor& w) const {
-    Products p;
+  fk::cuda::GemmList products(Product kind, const OffsetGroup& g, const fk::Tensor& w) const {
+    fk::cuda::GemmList p;
     const int64_t p0 = begin(g.first);
     for (int64_t k = g.first; k < g.last; ++k) {
       const int64_t n = m.count(k);
@@ -210,22 +194,11 @@ struct Call {
   // The products: one grouped call (`grouped`, two or more products, a dtype
   // cuBLAS groups), else one call each. 16-bit operands and C with f32
   // accumulation, f32 (or TF32), or f64 (DGEMM) (fk::cuda::gemm).
-  void run(const Products& p, bool grouped) {
-    if (grouped && p.size() > 1 &&
-        fk::cuda::gemm_grouped(m.device, code, p.shapes, p.a, p.b, p.c, stream, tf32)) {
-      tl_info.gemms += static_cast<int64_t>(p.size());
-      ++tl_info.gemm_calls;
-      fk::profile::count_launch();
-      return;
-    }
-    for (size_t i = 0; i < p.size(); ++i) {
-      const fk::cuda::GemmShape& s = p.shapes[i];
-      fk::cuda::gemm(m.device, code, s.ta, s.tb, s.m, s.n, s.k, 1.0, p.a[i], s.lda, p.b[i], s.ldb,
-                     0.0, p.c[i], s.ldc, stream, tf32);
-      ++tl_info.gemms;
-      ++tl_info.gemm_calls;
-      fk::profile::count_launch();
-    }
+  void run(const fk::cuda::GemmList& p, bool grouped) {
+    const int64_t calls = fk::cuda::gemm_list(m.device, code, p, grouped, stream, tf32);
+    tl_info.gemms += static_cast<int64_t>(p.size());
+    tl_info.gemm_calls += calls;
+    for (int64_t i = 0; i < calls; ++i) fk::profile::count_launch();
   }
   // staged[0, p1 - p0) = src's rows at `rows` [p0, p1) (cols wide).
   void gather(const fk::Tensor& src, const fk::Tensor& rows, int64_t p0, int64_t p1, int64_t cols,

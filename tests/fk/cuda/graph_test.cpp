@@ -508,10 +508,11 @@ TEST(CudaGraph, AGroupedGemmDeclinesInsideACapture) {
   const Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Dims{2, 3}).to(kGpu);
   const Tensor b = from_vector(std::vector<float>{1, 0, -1, 2, 0.5f, 3}, Dims{3, 2}).to(kGpu);
   Tensor c = full(Dims{2, 2}, 0.0, {DType::F32, kGpu});
-  const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, 3, 3, 2, 2}};
+  cuda::GemmList list;
+  list.add({false, false, 2, 2, 3, 3, 2, 2}, a.data_ptr(), b.data_ptr(), c.data_ptr());
   auto grouped = [&] {
-    return cuda::gemm_grouped(0, static_cast<int>(DType::F32), shapes, {a.data_ptr()},
-                              {b.data_ptr()}, {c.data_ptr()}, cuda::current_stream(0), false);
+    return cuda::gemm_grouped(0, static_cast<int>(DType::F32), list, cuda::current_stream(0),
+                              false);
   };
   EXPECT_TRUE(grouped());  // eager, binding cuBLAS to the stream
   const std::vector<float> want = {0.5f, 13.f, 2.f, 28.f};

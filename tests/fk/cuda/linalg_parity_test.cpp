@@ -134,19 +134,15 @@ OpCase grouped_row(bool tf32) {
           [tf32](const Inputs& in) {
             const DType dt = in[0].dtype();
             Tensor c = zeros({3, 64}, {dt, kGpu});
-            std::vector<cuda::GemmShape> shapes;
-            std::vector<const void*> a, b;
-            std::vector<void*> out;
+            cuda::GemmList list;
             for (int64_t i = 0; i < 3; ++i) {
               const GroupedProduct& p = kGrouped[i];
-              shapes.push_back(
-                  {p.ta, p.tb, p.m, p.n, p.k, p.ta ? p.m : p.k, p.tb ? p.k : p.n, p.n});
-              a.push_back(in[2 * i].data_ptr());
-              b.push_back(in[2 * i + 1].data_ptr());
               // Row i of C: 128 bytes apart in 16 bits, so 16-byte aligned.
-              out.push_back(static_cast<char*>(c.data_ptr()) + i * 64 * itemsize(dt));
+              list.add({p.ta, p.tb, p.m, p.n, p.k, p.ta ? p.m : p.k, p.tb ? p.k : p.n, p.n},
+                       in[2 * i].data_ptr(), in[2 * i + 1].data_ptr(),
+                       static_cast<char*>(c.data_ptr()) + i * 64 * itemsize(dt));
             }
-            EXPECT_TRUE(cuda::gemm_grouped(kDev, code(dt), shapes, a, b, out, stream(), tf32));
+            EXPECT_TRUE(cuda::gemm_grouped(kDev, code(dt), list, stream(), tf32));
             return c;
           },
       .reference =
@@ -175,19 +171,23 @@ OpCase grouped_row(bool tf32) {
 // What cuBLAS does not group: complex dtypes, and 16-bit or TF32 products
 // whose pointers break its alignment rule (k's bytes a multiple of 16: every
 // pointer 16-byte aligned; of 4: 4-byte). gemm_grouped says false and
-// multiplies nothing (the caller loops over gemm).
+// multiplies nothing; gemm_list then loops over gemm.
 TEST(LinalgDevice, GroupedGemmDeclinesWhatCublasDoesNotGroup) {
   FK_SKIP_WITHOUT_GPU();
   const Tensor buf = zeros({64}, {DType::F64, kGpu});  // 512 bytes, 256-byte aligned
   char* base = static_cast<char*>(buf.data_ptr());
-  // C[2, 2] = A[2, k] B[k, 2] with row strides k, 2, 2.
+  // C[2, 2] = A[2, k] B[k, 2] with row strides k, 2, 2, `count` times.
+  auto list_of = [&](int64_t k, int64_t a_offset, int count = 1) {
+    cuda::GemmList l;
+    for (int i = 0; i < count; ++i)
+      l.add({false, false, 2, 2, k, k, 2, 2}, base + a_offset, base + 128, base + 256 + 64 * i);
+    return l;
+  };
   auto call = [&](DType dt, bool tf32, int64_t k, int64_t a_offset) {
-    const std::vector<cuda::GemmShape> shapes = {{false, false, 2, 2, k, k, 2, 2}};
-    return cuda::gemm_grouped(kDev, code(dt), shapes, {base + a_offset}, {base + 128}, {base + 256},
-                              stream(), tf32);
+    return cuda::gemm_grouped(kDev, code(dt), list_of(k, a_offset), stream(), tf32);
   };
   for (DType dt : {DType::C64, DType::C128}) EXPECT_FALSE(call(dt, false, 2, 0));
-  EXPECT_TRUE(cuda::gemm_grouped(kDev, code(DType::F32), {}, {}, {}, {}, stream(), false));
+  EXPECT_TRUE(cuda::gemm_grouped(kDev, code(DType::F32), cuda::GemmList(), stream(), false));
   // bf16, k = 8 (16 bytes): A 16-byte aligned or not; k = 2 (4 bytes): 4-byte.
   EXPECT_TRUE(call(DType::BF16, false, 8, 16));
   EXPECT_FALSE(call(DType::BF16, false, 8, 4));
@@ -198,10 +198,17 @@ TEST(LinalgDevice, GroupedGemmDeclinesWhatCublasDoesNotGroup) {
   EXPECT_FALSE(call(DType::F32, true, 4, 4));
   EXPECT_TRUE(call(DType::F32, false, 4, 4));
   EXPECT_TRUE(call(DType::F64, false, 2, 8));
-  const std::string msg = test::error_of([&] {
-    cuda::gemm_grouped(kDev, code(DType::F32), {{false, false, 2, 2, 2, 2, 2, 2}}, {base}, {}, {},
-                       stream(), false);
-  });
+  // gemm_list: one grouped call, or one gemm per product where it declines
+  // (or is not asked, or has one product).
+  const int bf16 = code(DType::BF16);
+  EXPECT_EQ(cuda::gemm_list(kDev, bf16, list_of(8, 16, 3), true, stream(), false), 1);
+  EXPECT_EQ(cuda::gemm_list(kDev, bf16, list_of(8, 4, 3), true, stream(), false), 3);
+  EXPECT_EQ(cuda::gemm_list(kDev, bf16, list_of(8, 16, 3), false, stream(), false), 3);
+  EXPECT_EQ(cuda::gemm_list(kDev, bf16, list_of(8, 16, 1), true, stream(), false), 1);
+  cuda::GemmList uneven = list_of(2, 0);
+  uneven.b.clear();
+  const std::string msg =
+      test::error_of([&] { cuda::gemm_grouped(kDev, code(DType::F32), uneven, stream(), false); });
   EXPECT_NE(msg.find("one A, B and C pointer per product"), std::string::npos) << msg;
   cuda::synchronize(kDev);
 }
