@@ -53,7 +53,7 @@ def test_kaiming_normal_uses_the_kernels_fan(shape, mode, fan):
 def test_summary_counts_parameters_and_prints_each_layer(capsys):
     net = torch.nn.Sequential(ME.MinkowskiConvolution(2, 4, kernel_size=3, bias=True, dimension=2),
                               ME.MinkowskiReLU(), ME.MinkowskiLinear(4, 3))
-    net[2].module.weight.requires_grad_(False)
+    net[2].linear.weight.requires_grad_(False)
     x = ME.SparseTensor(torch.randn(5, 2), torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1],
                                                           [1, 2, 2], [1, 3, 3]]))
     total, trainable = ME.utils.summary(net, x)

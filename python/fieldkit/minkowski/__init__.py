@@ -35,7 +35,7 @@ from .coordinates import (
 )
 from .sparse_tensor import SparseTensor, TensorField
 from .determinism import sorted_coordinates
-from .diagnostics import print_diagnostics
+from .diagnostics import get_gpu_memory_info, print_diagnostics
 from .kernel import KernelGenerator
 from .convolution import (
     ConvolutionMode,

@@ -1,6 +1,7 @@
 """Convolution layers with the reference's names, arguments and parameter
 shapes: ``kernel`` (K, C_in, C_out) (channelwise (K, C); a 1x1 unit-stride
-convolution (C_in, C_out), run as one matmul), ``bias`` (1, C_out)."""
+convolution, transposed or not, (C_in, C_out), the forward one run as one
+matmul), ``bias`` (1, C_out)."""
 import enum
 import math
 
@@ -46,8 +47,12 @@ class _ConvolutionBase(torch.nn.Module):
         self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
                                                dimension, expand_coordinates or self.generative)
         k = self.kernel_generator.kernel_volume
-        self.use_mm = k == 1 and self.kernel_generator.unit_stride and not self.transposed
-        shape = (in_channels, out_channels) if self.use_mm else (k, in_channels, out_channels)
+        pointwise = k == 1 and self.kernel_generator.unit_stride
+        # The reference keeps a 2-D kernel for every 1x1 unit-stride layer,
+        # transposed ones too, so their checkpoints load; only the forward
+        # layer skips the maps (a transposed one still finds its output map).
+        self.use_mm = pointwise and not self.transposed
+        shape = (in_channels, out_channels) if pointwise else (k, in_channels, out_channels)
         self.kernel = torch.nn.Parameter(torch.empty(shape))
         self.bias = torch.nn.Parameter(torch.empty(1, out_channels)) if bias else None
         self.reset_parameters()

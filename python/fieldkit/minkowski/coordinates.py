@@ -15,15 +15,20 @@ CoordinateMapKey = _mk.MapKey
 
 class SparseTensorQuantizationMode(enum.IntEnum):
     """How the features of duplicate coordinates are reduced (values as in
-    MinkowskiEngine). RANDOM_SUBSAMPLE draws one row per voxel from a fixed
-    seed (reproducible); FIRST_OCCURRENCE keeps the first, which is what the
-    reference's CPU path does under RANDOM_SUBSAMPLE."""
+    MinkowskiEngine). RANDOM_SUBSAMPLE keeps one row per voxel: in a
+    SparseTensor or TensorField.sparse() the first occurrence (the reference's
+    CPU choice, and the row its ``unique_index`` names), in sparse_quantize a
+    draw from a fixed seed (its returned index names the drawn row).
+    FIRST_OCCURRENCE keeps the first everywhere. SPLAT_LINEAR_INTERPOLATION
+    is TensorField's splat() (TensorField.sparse() runs it); a SparseTensor or
+    sparse_quantize refuses it."""
 
     RANDOM_SUBSAMPLE = 0
     UNWEIGHTED_AVERAGE = 1
     UNWEIGHTED_SUM = 2
     NO_QUANTIZATION = 3
     MAX_POOL = 4
+    SPLAT_LINEAR_INTERPOLATION = 5
     FIRST_OCCURRENCE = 6
 
 
@@ -39,7 +44,8 @@ _CORE_MODE = {
 def core_mode(mode):
     mode = SparseTensorQuantizationMode(mode)
     if mode not in _CORE_MODE:
-        raise ValueError(f"quantization mode {mode.name} is not supported here")
+        raise ValueError("sparse_quantize: expected a quantization mode among "
+                         f"{', '.join(m.name for m in _CORE_MODE)}, got {mode.name}")
     return _CORE_MODE[mode]
 
 
@@ -153,23 +159,35 @@ def _int_coordinates(c, warn=True):
     return c.to(torch.int32).contiguous()
 
 
+def _quantization_sizes(quantization_size):
+    """quantization_size as the C++ quantizer takes it: a list of one value
+    (every axis) or one per axis. None means no scaling, as in the reference;
+    a sequence, numpy array or torch tensor gives one value per axis."""
+    if quantization_size is None:
+        return [1.0]
+    try:
+        return torch.as_tensor(quantization_size, dtype=torch.float64).flatten().tolist()
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError("sparse_quantize: expected quantization_size as None, a number or one "
+                         f"number per axis, got {quantization_size!r}") from None
+
+
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
-                    quantization_size=1, quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
+                    quantization_size=None, quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
                     seed=0, device="cpu"):
-    """Voxelizes points: floor(c / quantization_size), one row per voxel, in
-    order of first occurrence. Returns what the reference returns: the
-    coordinates, then features and labels when given, then the unique index
-    and the inverse mapping when asked (or only those two with
-    return_maps_only). numpy inputs give numpy outputs."""
+    """Voxelizes points: floor(c / quantization_size) (floor(c) when it is
+    None), one row per voxel, in order of first occurrence. Returns what the
+    reference returns: the coordinates, then features and labels when given,
+    then the unique index and the inverse mapping when asked (or only those
+    two with return_maps_only). numpy inputs give numpy outputs."""
     import numpy as np
 
     as_numpy = isinstance(coordinates, np.ndarray)
     c = torch.as_tensor(coordinates)
     f = None if features is None else torch.as_tensor(features)
     lab = None if labels is None else torch.as_tensor(labels)
-    size = [float(quantization_size)] if not isinstance(quantization_size, (list, tuple)) \
-        else [float(s) for s in quantization_size]
+    size = _quantization_sizes(quantization_size)
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab, int(ignore_label), int(seed))
@@ -201,10 +219,34 @@ def unique_coordinate_map(coordinates, tensor_stride=1):
 
 def batched_coordinates(coords, dtype=torch.int32, device=None):
     """Per-sample N_i x D coordinates -> (sum N_i) x (1+D) with the sample index
-    in column 0 (real coordinates are floored), on `device` (default the CPU)."""
+    in column 0, on `device` (default the CPU). An integer dtype floors real
+    coordinates; a floating dtype keeps them as they are (as the reference
+    does: it floors only for an integer dtype)."""
     coords = [torch.as_tensor(c) for c in coords]
+    if dtype.is_floating_point:
+        return _real_batched_coordinates(coords, dtype, device)
     lend_streams(*coords)
     return _mk.batched_coordinates(coords).to(device=device, dtype=dtype)
+
+
+def _real_batched_coordinates(coords, dtype, device):
+    """batched_coordinates in a floating dtype: no floor, so torch, not the
+    C++ batching (which floors), concatenates them."""
+    where = "batched_coordinates"
+    if not coords:
+        raise ValueError(f"{where}: expected at least one coordinate tensor, got none")
+    if coords[0].dim() != 2:
+        raise ValueError(f"{where}: expected N_i x D coordinates, got shape "
+                         f"{tuple(coords[0].shape)} for sample 0")
+    d, device = coords[0].shape[1], torch.device("cpu") if device is None else device
+    rows = []
+    for b, c in enumerate(coords):
+        if c.dim() != 2 or c.shape[1] != d:
+            raise ValueError(f"{where}: expected N_i x {d} coordinates, got shape "
+                             f"{tuple(c.shape)} for sample {b}")
+        c = c.to(device=device, dtype=dtype)
+        rows.append(torch.cat([c.new_full((len(c), 1), b), c], 1))
+    return torch.cat(rows, 0)
 
 
 def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):

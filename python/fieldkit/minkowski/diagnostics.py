@@ -1,5 +1,6 @@
 """Reports about the running setup and a model (the reference's
-``ME.print_diagnostics``, ``ME.utils.summary`` and ``ME.utils.gradcheck``)."""
+``ME.print_diagnostics``, ``ME.get_gpu_memory_info``, ``ME.utils.summary`` and
+``ME.utils.gradcheck``)."""
 import inspect
 import os
 import platform
@@ -22,6 +23,17 @@ def print_diagnostics():
     ]
     for name, value in lines:
         print(f"{name:>16}: {value}")
+
+
+def get_gpu_memory_info():
+    """(total, free) bytes of torch's current CUDA device, in the reference's
+    order. Read through torch: a device's memory is one pool, whichever
+    runtime asks."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("get_gpu_memory_info: expected a CUDA device visible to torch, got "
+                           "none")
+    free, total = torch.cuda.mem_get_info()
+    return total, free
 
 
 def summary(model, sparse_input):

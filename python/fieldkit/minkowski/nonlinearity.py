@@ -13,16 +13,19 @@ def _same_coordinates(input, features):
 
 class _FeatureModule(torch.nn.Module):
     torch_module = None
+    # The wrapped module's attribute, so its state-dict prefix, as the
+    # reference names it: `module`, but `linear` in MinkowskiLinear.
+    attribute = "module"
 
     def __init__(self, *args, **kwargs):
         super().__init__()
-        self.module = self.torch_module(*args, **kwargs)
+        setattr(self, self.attribute, self.torch_module(*args, **kwargs))
 
     def forward(self, input):
-        return _same_coordinates(input, self.module(input.F))
+        return _same_coordinates(input, getattr(self, self.attribute)(input.F))
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.module.extra_repr()})"
+        return f"{type(self).__name__}({getattr(self, self.attribute).extra_repr()})"
 
 
 _WRAPPED = ["ELU", "Hardshrink", "Hardsigmoid", "Hardtanh", "Hardswish", "LeakyReLU",
@@ -34,6 +37,7 @@ __all__ = []
 for _name in _WRAPPED:
     _cls = type("Minkowski" + _name, (_FeatureModule,),
                 {"torch_module": getattr(torch.nn, _name),
+                 "attribute": "linear" if _name == "Linear" else "module",
                  "__doc__": f"torch.nn.{_name} applied to the features."})
     globals()[_cls.__name__] = _cls
     __all__.append(_cls.__name__)

@@ -56,7 +56,9 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
 class MinkowskiInterpolation(torch.nn.Module):
     """forward(input, tfield): the input's features at the points of tfield
     (Q x (1+D) float, batch first). Returns out, then (in_map, out_map) with
-    return_kernel_map, then the weights with return_weights."""
+    return_kernel_map (int64 tensors: pair p weighs input row in_map[p] into
+    point out_map[p]), then the weights of the pairs with return_weights; all
+    on the features' device."""
 
     def __init__(self, return_kernel_map=False, return_weights=False):
         super().__init__()
@@ -68,36 +70,40 @@ class MinkowskiInterpolation(torch.nn.Module):
         if not (self.return_kernel_map or self.return_weights):
             return out
         result = [out]
+        device = input.F.device
         if self.return_kernel_map:
-            result.append(coo)
+            # The list's rows are the points (out_map), its columns the rows of input.
+            result.append((coo.cols().to(device), coo.rows().to(device)))
         if self.return_weights:
-            result.append(weights)
+            result.append(weights.to(device))
         return tuple(result)
 
 
-def cat(*tensors):
-    """Channel-wise concatenation of tensors on one map of one manager."""
-    if not tensors:
-        raise ValueError("cat: expected at least one SparseTensor")
-    first = tensors[0]
-    for x in tensors[1:]:
-        if x.coordinate_manager is not first.coordinate_manager or \
-                x.coordinate_map_key != first.coordinate_map_key:
-            raise ValueError("cat: expected tensors on the same coordinate map of one manager, "
-                             f"got {first.coordinate_map_key} and {x.coordinate_map_key}")
-    return SparseTensor(torch.cat([x.F for x in tensors], 1),
-                        coordinate_map_key=first.coordinate_map_key,
-                        coordinate_manager=first.coordinate_manager)
-
-
 def _same_map(tensors, where):
+    """The inputs of cat / sum / mean / var (given one by one, or as one list
+    or tuple): SparseTensors on one map of one manager, or TensorFields on
+    the same points of one manager."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if not tensors:
-        raise ValueError(f"{where}: expected at least one SparseTensor")
+        raise ValueError(f"{where}: expected at least one SparseTensor or TensorField, got none")
     first = tensors[0]
+    if not isinstance(first, (SparseTensor, TensorField)):
+        raise TypeError(f"{where}: expected SparseTensors or TensorFields, got "
+                        f"{type(first).__name__}")
+    kind = TensorField if isinstance(first, TensorField) else SparseTensor
     for x in tensors[1:]:
-        if x.coordinate_manager is not first.coordinate_manager or \
+        if not isinstance(x, kind):
+            raise TypeError(f"{where}: expected all SparseTensors or all TensorFields, got a "
+                            f"{type(x).__name__} with a {type(first).__name__}")
+        if kind is TensorField:
+            if x.coordinate_manager is not first.coordinate_manager:
+                raise ValueError(f"{where}: expected TensorFields of one coordinate manager, "
+                                 "got fields of two")
+            if not (x.C is first.C or (x.C.shape == first.C.shape and torch.equal(x.C, first.C))):
+                raise ValueError(f"{where}: expected TensorFields on the same points, got "
+                                 f"{len(first.C)} and {len(x.C)} points that differ")
+        elif x.coordinate_manager is not first.coordinate_manager or \
                 x.coordinate_map_key != first.coordinate_map_key:
             raise ValueError(f"{where}: expected tensors on the same coordinate map of one "
                              f"manager, got {first.coordinate_map_key} and "
@@ -106,25 +112,35 @@ def _same_map(tensors, where):
 
 
 def _on(first, features):
+    """features on the coordinates of `first` (its map, or its points)."""
+    if isinstance(first, TensorField):
+        return first._with(features)
     return SparseTensor(features, coordinate_map_key=first.coordinate_map_key,
                         coordinate_manager=first.coordinate_manager)
 
 
+def cat(*tensors):
+    """Channel-wise concatenation of tensors on one map of one manager (or
+    TensorFields on the same points); ``cat(a, b)`` or ``cat([a, b])``."""
+    tensors = _same_map(tensors, "cat")
+    return _on(tensors[0], torch.cat([x.F for x in tensors], 1))
+
+
 def sum(*tensors):  # noqa: A001 (the reference's name)
-    """Elementwise sum of tensors on one map."""
+    """Elementwise sum of tensors on one map (or fields on the same points)."""
     tensors = _same_map(tensors, "sum")
     return _on(tensors[0], torch.stack([x.F for x in tensors]).sum(0))
 
 
 def mean(*tensors):
-    """Elementwise mean of tensors on one map."""
+    """Elementwise mean of tensors on one map (or fields on the same points)."""
     tensors = _same_map(tensors, "mean")
     return _on(tensors[0], torch.stack([x.F for x in tensors]).mean(0))
 
 
 def var(*tensors):
     """Elementwise population variance (divided by the count) of tensors on
-    one map, as the reference's var."""
+    one map (or fields on the same points), as the reference's var."""
     tensors = _same_map(tensors, "var")
     return _on(tensors[0], torch.stack([x.F for x in tensors]).var(0, unbiased=False))
 

@@ -12,13 +12,15 @@ from .coordinates import (
 )
 
 
-def _reduce_duplicates(features, unique, inverse, mode, seed=0):
+def _reduce_duplicates(features, unique, inverse, mode):
     """The features of a map's rows from those of the input rows (torch ops,
-    so torch differentiates them)."""
+    so torch differentiates them). unique: the first input row of each map
+    row; inverse: the map row of each input row."""
     m = unique.numel()
-    if mode == QMode.RANDOM_SUBSAMPLE:
-        return features[_mk.subsample_rows(inverse.cpu(), m, seed).to(features.device)]
-    if mode in (QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
+    # RANDOM_SUBSAMPLE keeps the first occurrence too: the tensor records
+    # `unique` as its unique_index, and the reference's contract is that
+    # labels[x.unique_index] lines up with x.F (its CPU path keeps the first).
+    if mode in (QMode.RANDOM_SUBSAMPLE, QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
         return features[unique]
     c = features.shape[1]
     if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
@@ -29,6 +31,32 @@ def _reduce_duplicates(features, unique, inverse, mode, seed=0):
         return total
     counts = torch.bincount(inverse, minlength=m).to(features.dtype)
     return total / counts[:, None]
+
+
+def _rows_in_map(map_coordinates, points):
+    """Each point's row of a map (both N x (1+D) int32; the map's rows are
+    distinct), -1 where the map lacks the point."""
+    m = len(map_coordinates)
+    both = torch.cat([map_coordinates.cpu().long(), points.cpu().long()], 0)
+    if not len(both):
+        return torch.zeros(0, dtype=torch.long)
+    _, ids = torch.unique(both, dim=0, return_inverse=True)
+    row_of_id = torch.full((int(ids.max()) + 1,), -1, dtype=torch.long)
+    row_of_id[ids[:m]] = torch.arange(m)
+    return row_of_id[ids[m:]]
+
+
+def _reduce_onto(features, rows, m, mode):
+    """The features of m map rows from the points' (rows: each point's map
+    row), reduced by the mode; rows no point lands on get zeros."""
+    present, compact = torch.unique(rows, return_inverse=True)
+    # A stable sort puts each map row's points in input order: the first
+    # point of a row opens its run.
+    order = torch.sort(compact, stable=True).indices
+    counts = torch.bincount(compact, minlength=len(present))
+    first = order[torch.cumsum(counts, 0) - counts]
+    reduced = _reduce_duplicates(features, first, compact, mode)
+    return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)
 
 
 class _Tensor:
@@ -76,7 +104,10 @@ class _Tensor:
         return self._F.size()
 
     def detach(self):
-        return self._with(self._F.detach())
+        """Detaches the features in place and returns this tensor, as the
+        reference does."""
+        self._F = self._F.detach()
+        return self
 
     def float(self):
         return self._with(self._F.float())
@@ -136,6 +167,10 @@ class SparseTensor(_Tensor):
             features = features.to(device)
         self.quantization_mode = QMode(quantization_mode)
         self.unique_index = self.inverse_mapping = None
+        if coordinates is not None and self.quantization_mode == QMode.SPLAT_LINEAR_INTERPOLATION:
+            raise ValueError("SparseTensor: expected a quantization mode that reduces duplicate "
+                             "coordinates, got SPLAT_LINEAR_INTERPOLATION (a TensorField's "
+                             "splat(): TensorField(features, points).splat())")
         if coordinates is not None:
             coordinates = _int_coordinates(coordinates)
             if device is not None:
@@ -354,16 +389,46 @@ class SparseTensor(_Tensor):
         return TensorField(self.features_at_coordinates(field.C), field.C,
                            coordinate_manager=self._manager)
 
-    def slice(self, field):
-        """This tensor's features at each point of a TensorField quantized onto
-        this tensor's map (``field.sparse()``), as a TensorField."""
-        inverse = field.inverse_mapping(self._key)
-        return field._with(self._F[inverse])
+    def slice(self, X):
+        """This tensor's features at each point X quantized onto this tensor's
+        map, as a TensorField. X is a TensorField quantized by
+        ``X.sparse()`` (the result has X's points), or a SparseTensor built
+        from coordinates on this very map (the result has each input row's
+        voxel coordinates, the reference's second form)."""
+        if isinstance(X, TensorField):
+            return X._with(self._F[X.inverse_mapping(self._key)])
+        inverse = self._input_rows(X, "slice")
+        return self._at_input_rows(self._F[inverse], X)
 
-    def cat_slice(self, field):
-        """slice(field) with the field's own features concatenated after."""
-        inverse = field.inverse_mapping(self._key)
-        return field._with(torch.cat([self._F[inverse], field.F], 1))
+    def cat_slice(self, X):
+        """slice(X) with X's own features concatenated after (a SparseTensor
+        X's brought to the same input rows)."""
+        if isinstance(X, TensorField):
+            return X._with(torch.cat([self._F[X.inverse_mapping(self._key)], X.F], 1))
+        inverse = self._input_rows(X, "cat_slice")
+        return self._at_input_rows(torch.cat([self._F[inverse], X.F[inverse]], 1), X)
+
+    def _input_rows(self, X, where):
+        """The map row of each input row of a SparseTensor X on this map."""
+        if not isinstance(X, SparseTensor):
+            raise TypeError(f"{where}: expected a TensorField or a SparseTensor, got "
+                            f"{type(X).__name__}")
+        if X._manager is not self._manager or X._key != self._key:
+            raise ValueError(f"{where}: expected a SparseTensor on this tensor's map {self._key} "
+                             f"of its manager, got one on {X._key}"
+                             + ("" if X._manager is self._manager else " of another manager"))
+        if X.inverse_mapping is None:
+            raise ValueError(f"{where}: expected a SparseTensor built from coordinates (it keeps "
+                             "each input row's map row), got one made on an existing map")
+        return X.inverse_mapping
+
+    def _at_input_rows(self, features, X):
+        """features (one row per input row of X) as a TensorField on each
+        input row's voxel coordinates, in this tensor's manager."""
+        inverse = X.inverse_mapping
+        points = self.C[inverse.to(self.C.device)].to(features.device, torch.float32)
+        return TensorField(features, points, coordinate_manager=self._manager,
+                           quantization_mode=X.quantization_mode)
 
 
 class TensorField(_Tensor):
@@ -405,6 +470,8 @@ class TensorField(_Tensor):
     def D(self):
         return self._C.shape[1] - 1
 
+    dimension = D
+
     @property
     def tensor_stride(self):
         return list(self._tensor_stride)
@@ -417,17 +484,50 @@ class TensorField(_Tensor):
         out._inverse = self._inverse
         return out
 
-    def sparse(self, tensor_stride=1, quantization_mode=None):
+    def sparse(self, tensor_stride=1, coordinate_map_key=None, quantization_mode=None):
+        """The field quantized onto a SparseTensor: each point to the voxel
+        floor(x / ts) * ts (batch index rounded), duplicates reduced by the
+        quantization mode (this field's by default). With coordinate_map_key,
+        onto that existing map of the field's manager instead (on its tensor
+        stride; every point must land on one of its coordinates, rows no point
+        lands on get zeros). SPLAT_LINEAR_INTERPOLATION runs splat()."""
+        mode = QMode(self.quantization_mode if quantization_mode is None else quantization_mode)
+        if mode == QMode.SPLAT_LINEAR_INTERPOLATION:
+            if coordinate_map_key is not None:
+                raise ValueError("TensorField.sparse: expected no coordinate_map_key with "
+                                 "SPLAT_LINEAR_INTERPOLATION (a splat makes its own map of every "
+                                 f"corner), got {coordinate_map_key}")
+            return self.splat(tensor_stride)
+        if coordinate_map_key is not None:
+            return self._sparse_onto(coordinate_map_key, mode)
+        x = SparseTensor(self._F, self._voxels(tensor_stride), tensor_stride=tensor_stride,
+                         quantization_mode=mode, coordinate_manager=self._manager)
+        self._inverse[x.coordinate_map_key] = x.inverse_mapping
+        return x
+
+    def _voxels(self, tensor_stride):
+        """Each point's voxel on the tensor_stride grid, int32 coordinates."""
         ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype, device=self._C.device)
         c = self._C.clone()
         c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
         c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
-        c = _int_coordinates(c, warn=False)  # floored here: the field's own quantization
-        mode = self.quantization_mode if quantization_mode is None else quantization_mode
-        x = SparseTensor(self._F, c, tensor_stride=tensor_stride, quantization_mode=mode,
-                         coordinate_manager=self._manager)
-        self._inverse[x.coordinate_map_key] = x.inverse_mapping
-        return x
+        return _int_coordinates(c, warn=False)  # floored here: the field's own quantization
+
+    def _sparse_onto(self, key, mode):
+        """sparse() onto the existing map `key`."""
+        mgr = self._manager
+        if not isinstance(key, _mk.MapKey) or not mgr.has(key):
+            raise ValueError("TensorField.sparse: expected the key of a map of the field's "
+                             f"coordinate manager, got {key!r}")
+        rows = _rows_in_map(mgr.coordinates(key), self._voxels(key.tensor_stride))
+        off = int((rows < 0).sum())
+        if off:
+            raise ValueError(f"TensorField.sparse: expected every point on a coordinate of the "
+                             f"map {key}, got {off} of {len(rows)} points off it")
+        rows = rows.to(self._F.device)
+        features = _reduce_onto(self._F, rows, mgr.size(key), mode)
+        self._inverse[key] = rows
+        return SparseTensor(features, coordinate_map_key=key, coordinate_manager=mgr)
 
     def splat(self, tensor_stride=None):
         """The features spread onto the grid (the transpose of multilinear
