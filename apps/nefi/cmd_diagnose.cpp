@@ -27,8 +27,7 @@ int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& di
   set_threads(r.run.threads);
   const RunConfig cfg = resolve_config(r.run, dirs);
   const InstancePtr inst = find_instance(cfg.instance);
-  const std::string method = r.run.methods.empty() ? default_method(*inst) : r.run.methods.front();
-  check_methods(*inst, {method});
+  const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
   if (r.run.smoke) {  // the reference's smoke settings
     r.opt.probes = std::min(r.opt.probes, 8);
     r.opt.k = std::min(r.opt.k, 4);

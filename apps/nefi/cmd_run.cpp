@@ -34,7 +34,6 @@ namespace {
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
-  so.device = fk::parse_device(r.device);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
   if (r.save_every > 0) {
     so.checkpoint_path = (fs::path(out) / ckpt).string();
@@ -60,11 +59,13 @@ nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest&
   return so;
 }
 
-// --device: cpu, or a CUDA device this process can use (checked before any
-// work, so a CPU-only build refuses it at once).
+// The run's device (--device, run.device or NEFI_DEVICE): cpu, or a CUDA
+// device this process can use (checked before any work, so a CPU-only build
+// refuses it at once).
 void check_device(const std::string& name) {
   const fk::Device d = fk::parse_device(name);
-  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "--device",
+  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(),
+           "device (--device, run.device or NEFI_DEVICE)",
            fk::cuda::built_with_cuda()
                ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
                : std::string("cpu (this build has no CUDA backend)"),
@@ -132,23 +133,23 @@ RunRequest with_baseline(const RunRequest& r) {
 
 void check_baseline(const nefi::Instance& inst, const std::string& baseline) {
   if (baseline.empty()) return;
+  const std::string method = canonical_method(inst, baseline, "--baseline");
   std::string others;
   for (const auto& m : inst.methods())
     if (m != default_method(inst)) others += (others.empty() ? "" : ", ") + m;
-  FK_CHECK(baseline != default_method(inst), "--baseline",
+  FK_CHECK(method != default_method(inst), "--baseline",
            "a baseline of " + inst.name() + " (" + others + ")", "'" + baseline + "'");
 }
 
 int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   const RunRequest r = with_baseline(req);
-  check_device(r.device);
   set_threads(r.threads);
   const nefi::RunConfig cfg = resolve_config(r, dirs);
+  check_device(cfg.device);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
-  check_methods(*inst, cfg.methods);
   check_baseline(*inst, r.baseline);
   for (const auto& m : cfg.methods)
-    FK_CHECK(r.device == "cpu" || m == default_method(*inst), "--device " + r.device,
+    FK_CHECK(cfg.device == "cpu" || m == default_method(*inst), "--device " + cfg.device,
              "the " + default_method(*inst) + " method alone (baselines run on the CPU)",
              "method " + m);
   const std::string out =
@@ -207,8 +208,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--save-every", r.save_every,
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
   run->add_option("--device", r.device,
-                  "train the neural field on cpu (default) or cuda[:N] (operators without a "
-                  "device path refuse)");
+                  "train the neural field on cpu or cuda[:N] (default: the config's run.device, "
+                  "else $NEFI_DEVICE, else cpu; operators without a device path refuse)");
   run->add_flag("--verbose,-v", r.verbose,
                 "on stderr: a loss line every 1/20 of the steps when not a terminal, and per-stage "
                 "notes (a device solve: CUDA graph replays, or why not)");

@@ -27,23 +27,6 @@ void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
   cfg.max_total_steps = r.smoke_steps.value_or(40);
 }
 
-std::string default_method(const Instance& inst) {
-  const auto m = inst.methods();
-  return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
-}
-
-void check_methods(const nefi::Instance& inst, const std::vector<std::string>& methods) {
-  for (const auto& m : methods) {
-    bool ok = false;
-    std::string valid;
-    for (const auto& v : inst.methods()) {
-      ok = ok || v == m;
-      valid += (valid.empty() ? "" : ", ") + v;
-    }
-    if (!ok) throw fk::Error("--method", "one of " + valid, "'" + m + "'");
-  }
-}
-
 nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>& dirs) {
   const bool is_file =
       fs::exists(r.target) || r.target.ends_with(".yaml") || r.target.ends_with(".yml");
@@ -61,8 +44,19 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
     if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
   }
   for (const auto& s : r.sets) nefi::apply_set(cfg, s);
+  if (!r.device.empty()) {
+    try {
+      nefi::apply_set(cfg, "run.device=" + r.device);
+    } catch (const fk::Error& e) {
+      throw fk::Error("--device", e.expected(), e.given());
+    }
+  }
   if (r.seed) cfg.seed = *r.seed;
   if (!r.methods.empty()) cfg.methods = r.methods;
+  // The reference's names for the instance's own solver (neural, nefty, ...)
+  // become the instance's; anything else not a method is an error here.
+  const InstancePtr inst = find_instance(cfg.instance);
+  for (auto& m : cfg.methods) m = canonical_method(*inst, m, "--method");
   return cfg;
 }
 

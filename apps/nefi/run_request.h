@@ -22,9 +22,9 @@ struct RunRequest {
   std::optional<uint64_t> seed;
   int threads = 0, save_every = 0;
   std::string resume;
-  std::string baseline;        // --baseline/-b: this one method instead of the config's
-  std::string device = "cpu";  // --device: where the neural field trains
-  bool verbose = false;        // --verbose: per-stage notes (how device steps ran) on stderr
+  std::string baseline;  // --baseline/-b: this one method instead of the config's
+  std::string device;    // --device: where the neural field trains (empty: the config's run.device)
+  bool verbose = false;  // --verbose: per-stage notes (how device steps ran) on stderr
 };
 
 // configs/<instance>_smoke.yaml from the config search path; fk::Error
@@ -37,10 +37,7 @@ std::filesystem::path smoke_config_path(const std::string& instance,
 // own budget).
 void apply_smoke_config(RunConfig& cfg, const RunRequest& r, bool is_file,
                         const std::vector<std::filesystem::path>& dirs);
-void check_methods(const Instance& inst, const std::vector<std::string>& methods);
-// The method a command studies by default: neural when the instance has it,
-// else its first.
-std::string default_method(const Instance& inst);
+// The config of a request; its methods are canonical (canonical_method).
 RunConfig resolve_config(const RunRequest& r, const std::vector<std::filesystem::path>& dirs);
 
 }  // namespace nefi::cli

@@ -37,7 +37,8 @@ VariantBase resolve_variant_base(const VariantRequest& r) {
   b.config = is_file ? load_run_config_file(t) : default_run_config(t);
   for (const auto& s : r.spec.sets) apply_set(b.config, s);
   b.instance = find_instance(b.config.instance);
-  b.method = r.base.empty() ? default_method(*b.instance) : r.base;
+  b.method = r.base.empty() ? default_method(*b.instance)
+                            : canonical_method(*b.instance, r.base, "--base");
   return b;
 }
 

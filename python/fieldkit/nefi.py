@@ -44,6 +44,8 @@ def _sets(overrides, prefix=""):
             if key == "run":
                 seed = value.get("seed", seed)
                 methods = value.get("methods", methods)
+                out += [f"run.{k}={_yaml_scalar(v)}" for k, v in value.items()
+                        if k not in ("seed", "methods")]
                 continue
             sub, m, s = _sets(value, prefix + key + ".")
             out += sub
@@ -78,11 +80,18 @@ def measurement(instance, config=None, seed=0):
     return _nefi.measurement(target, sets, int(seed))
 
 
-def invert(instance, config=None, seed=None, methods=None):
+def invert(instance, config=None, seed=None, methods=None, device=None):
     """Solves `instance` (a name or a YAML path) with `config` (a dict of
-    overrides or a YAML path); returns {method: result dict}."""
+    overrides or a YAML path); returns {method: result dict}. `config` may
+    hold a `curriculum` dict (early_stop_patience, early_stop_min_delta,
+    discrepancy_tau, time_budget_s, restarts, optim: {ema, betas}); `methods`
+    takes the reference's names for the instance's own solver (neural, nefi,
+    netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
+    config's run.device, else cpu) is where the neural field trains."""
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
+    if device is not None:
+        sets.append(f"run.device={device}")
     methods = methods if methods is not None else m
     if isinstance(methods, str):
         methods = [methods]

@@ -89,15 +89,25 @@ nb::dict output_dict(const nefi::RunOutput& o) {
   return d;
 }
 
+// A device this process can use: the CPU, or a CUDA device below the count.
+void check_usable(const fk::Device& device, const char* where) {
+  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), where,
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           device.str());
+}
+
 nb::dict run(const std::string& target, const std::vector<std::string>& sets,
              std::optional<uint64_t> seed, const std::vector<std::string>& methods) {
   nefi::RunConfig cfg = resolve(target, sets, seed);
   if (!methods.empty()) cfg.methods = methods;
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
-  nefi::SolverOptions so;
-  so.nan_guard = cfg.nan_guard;
-  so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
-  so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
+  for (auto& m : cfg.methods) m = nefi::canonical_method(*inst, m, "run methods");
+  // All of the config's switches: the NaN guard, the step cap, cuda_graph,
+  // run.device and the curriculum overrides.
+  const nefi::SolverOptions so = nefi::solver_options(cfg);
+  check_usable(so.device, "run device (run.device)");
   std::vector<nefi::RunOutput> outs;
   {
     nb::gil_scoped_release nogil;
@@ -133,11 +143,8 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
            std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));
   // Before any problem is set up: a malformed or unusable device.
   const fk::Device device = fk::parse_device(a.device);
-  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), "batch_invert device",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           device.str());
+  check_usable(device, "batch_invert device");
+  const std::string method = nefi::canonical_method(*inst, a.method, "batch_invert method");
   std::vector<nefi::ProblemSetup> setups;
   std::vector<nefi::InverseProblem> problems;
   nefi::BatchOptions bo;
@@ -150,25 +157,26 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   bo.seeds = a.seeds;
   bo.device = device;
   std::vector<nefi::Result> results;
+  nefi::Curriculum cur;  // the one every problem ran
   {
     nb::gil_scoped_release nogil;
     for (size_t b = 0; b < a.seeds.size(); ++b) {
       const uint64_t data_seed = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
-      std::optional<nefi::ProblemSetup> s = inst->setup(cfg.config, a.method, data_seed);
+      std::optional<nefi::ProblemSetup> s = inst->setup(cfg.config, method, data_seed);
       FK_CHECK(s.has_value(), "batch_invert method",
-               "a method of " + cfg.instance + " that runs the solver loop", a.method);
+               "a method of " + cfg.instance + " that runs the solver loop", method);
       setups.push_back(std::move(*s));
       problems.push_back(setups.back().problem);
     }
-    nefi::Curriculum cur = setups.front().curriculum;
+    cur = cfg.curriculum.applied_to(setups.front().curriculum);
     if (cfg.max_total_steps > 0) cur = cur.capped(static_cast<int>(cfg.max_total_steps));
     results = nefi::batch_invert(problems, cur, bo);
   }
   nb::list out;
   for (size_t b = 0; b < results.size(); ++b) {
     const uint64_t data_seed = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
-    nefi::RunOutput o = nefi::start_run_output(a.method, setups[b].measurement, setups[b].gt);
-    o.curriculum = setups[b].curriculum;
+    nefi::RunOutput o = nefi::start_run_output(method, setups[b].measurement, setups[b].gt);
+    o.curriculum = cur;
     o.result = results[b];
     if (o.result.error.empty()) {  // finished and scored as run() does
       o.reconstruction = o.result.fields.at(problems[b].field->primary()).to(fk::DType::F64);

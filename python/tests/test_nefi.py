@@ -52,6 +52,23 @@ def test_dict_overrides_reach_the_solver():
     assert "n: 32" in text and "nan_guard: false" in text
 
 
+def test_curriculum_run_keys_and_reference_method_names_reach_the_solver():
+    nefi.set_num_threads(1)
+    cfg = {"n": 32, "steps": [20, 20], "anneal_fraction": 0.25,
+           "curriculum": {"discrepancy_tau": 1e6}}
+    out = nefi.invert("toy1d", cfg, seed=0, methods="netmy")
+    assert list(out) == ["neural"]  # the reference's name for toy1d's own solver
+    # progress reaches 1 at step 5 of each stage, where the discrepancy stop fires
+    assert [(s["stop"], s["steps"]) for s in out["neural"]["stages"]] == [("discrepancy", 6)] * 2
+    capped = nefi.invert("toy1d", {"n": 32, "steps": [20, 20], "run": {"max_total_steps": 10}},
+                         seed=0, methods="neural")
+    assert capped["neural"]["total_steps"] == 10  # run keys other than seed and methods apply
+    with pytest.raises(fieldkit.Error, match="restarts"):
+        nefi.invert("toy1d", {"curriculum": {"restarts": 0}})
+    with pytest.raises(fieldkit.Error, match="'tpu'"):
+        nefi.invert("toy1d", {"n": 32}, device="tpu")
+
+
 def test_solver_keeps_its_results():
     s = nefi.Solver(config("toy1d_smoke.yaml"), {"steps": [3, 3]}, methods="neural")
     r = s.solve(seed=0)

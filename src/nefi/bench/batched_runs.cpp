@@ -70,7 +70,9 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     const Unit& u = chunk[k];
     try {
       ProblemSetup s = *inst.setup(unit_params(params, u), method, u.data_seed);
-      if (proto.max_total_steps > 0)  // as solve_and_record caps a sequential run
+      // as solve_and_record prepares a sequential run's
+      s.curriculum = proto.curriculum.applied_to(s.curriculum);
+      if (proto.max_total_steps > 0)
         s.curriculum = s.curriculum.capped(static_cast<int>(proto.max_total_steps));
       setups.push_back(std::move(s));
     } catch (const std::exception& e) {

@@ -58,6 +58,7 @@ Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& me
   so.checkpoint_every = static_cast<int>(proto.checkpoint_every);
   so.max_bad_steps = static_cast<int>(proto.max_bad_steps);
   so.max_total_steps = static_cast<int>(proto.max_total_steps);
+  so.curriculum = proto.curriculum;
   // The solver resets the peak at each stage start; the running maximum over
   // steps plus the final reading covers the whole solve.
   int64_t peak = 0;
@@ -165,9 +166,8 @@ Protocol make_protocol(const CampaignSpec& spec) {
   p.instance = inst->name();
   p.methods = !spec.methods.empty() ? spec.methods : file_methods ? cfg.methods : inst->methods();
   FK_CHECK(!p.methods.empty(), "--methods", "at least one method", "none");
+  for (auto& m : p.methods) m = canonical_method(*inst, m, "--methods");
   for (const auto& m : p.methods) {
-    FK_CHECK(contains(inst->methods(), m), "--methods",
-             "methods of " + p.instance + " (" + join(inst->methods()) + ")", "'" + m + "'");
     FK_CHECK(std::count(p.methods.begin(), p.methods.end(), m) == 1, "--methods",
              "each method once", "'" + m + "' twice");
   }
@@ -209,6 +209,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   for (const auto& e : cfg.config.entries()) p.config.emplace_back(e.key, Params::render(e.value));
   p.nan_guard = cfg.nan_guard;
   p.checkpoint_every = cfg.checkpoint_every;
+  p.curriculum = cfg.curriculum;
   p.max_bad_steps = cfg.max_bad_steps;
   return p;
 }

@@ -44,6 +44,9 @@ struct Protocol {
   uint64_t data_seed_offset = 0;
   bool nan_guard = true;
   int64_t checkpoint_every = 25, max_bad_steps = 10;
+  // The config's curriculum overrides (stopping rules, restarts, EMA,
+  // betas), applied to every method's curriculum before the cap.
+  CurriculumOverrides curriculum;
 
   int64_t n_units() const;
 };

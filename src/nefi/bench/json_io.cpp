@@ -37,6 +37,36 @@ const json& field(const json& j, const char* key) {
 // reader allocate more than any campaign runs (~2^20 runs of seconds each).
 constexpr int64_t kMaxUnits = int64_t{1} << 20;
 
+json curriculum_json(const CurriculumOverrides& c) {
+  json j = json::object();
+  if (c.early_stop_patience) j["early_stop_patience"] = *c.early_stop_patience;
+  if (c.early_stop_min_delta) j["early_stop_min_delta"] = *c.early_stop_min_delta;
+  if (c.discrepancy_tau) j["discrepancy_tau"] = *c.discrepancy_tau;
+  if (c.time_budget_s) j["time_budget_s"] = *c.time_budget_s;
+  if (c.restarts) j["restarts"] = *c.restarts;
+  if (c.ema) j["ema"] = *c.ema;
+  if (c.betas) j["betas"] = {c.betas->first, c.betas->second};
+  return j;
+}
+
+CurriculumOverrides curriculum_from_json(const json& j) {
+  CurriculumOverrides c;
+  if (j.contains("early_stop_patience"))
+    c.early_stop_patience = j.at("early_stop_patience").get<int>();
+  if (j.contains("early_stop_min_delta"))
+    c.early_stop_min_delta = read_number(j.at("early_stop_min_delta"));
+  if (j.contains("discrepancy_tau")) c.discrepancy_tau = read_number(j.at("discrepancy_tau"));
+  if (j.contains("time_budget_s")) c.time_budget_s = read_number(j.at("time_budget_s"));
+  if (j.contains("restarts")) c.restarts = j.at("restarts").get<int>();
+  if (j.contains("ema")) c.ema = read_number(j.at("ema"));
+  if (j.contains("betas")) {
+    const json& b = j.at("betas");
+    c.betas = std::pair{read_number(b.at(0)), read_number(b.at(1))};
+  }
+  c.applied_to(Curriculum{});  // the ranges
+  return c;
+}
+
 }  // namespace
 
 json to_json(const Protocol& p) {
@@ -57,6 +87,7 @@ json to_json(const Protocol& p) {
   // Written only when set, so uncapped campaigns keep their files and hashes.
   if (p.max_total_steps > 0) out["max_total_steps"] = p.max_total_steps;
   if (!p.batch_device.empty()) out["batch_device"] = p.batch_device;
+  if (!p.curriculum.empty()) out["curriculum"] = curriculum_json(p.curriculum);
   return out;
 }
 
@@ -74,6 +105,7 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     p.data_seed_offset = field(j, "data_seed_offset").get<uint64_t>();
     p.max_total_steps = j.value("max_total_steps", int64_t{0});
     p.batch_device = j.value("batch_device", std::string());
+    if (j.contains("curriculum")) p.curriculum = curriculum_from_json(j.at("curriculum"));
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();

@@ -119,11 +119,8 @@ ProfileReport start_report(const Instance& inst, const ProfileOptions& opt) {
   FK_CHECK(opt.warmup >= 0, "--warmup", "0 or more", std::to_string(opt.warmup));
   ProfileReport rep;
   rep.instance = inst.name();
-  rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
-  const auto ms = inst.methods();
-  FK_CHECK(std::find(ms.begin(), ms.end(), rep.method) != ms.end(), "--method",
-           "a method of " + rep.instance + " (" + fmt::format("{}", fmt::join(ms, ", ")) + ")",
-           "'" + rep.method + "'");
+  rep.method =
+      opt.method.empty() ? inst.methods().front() : canonical_method(inst, opt.method, "--method");
   rep.steps = opt.steps;
   rep.warmup = opt.warmup;
   rep.minimal = opt.minimal;

@@ -47,6 +47,27 @@ InstancePtr find_instance(const std::string& name) {
   throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
 }
 
+std::string default_method(const Instance& inst) {
+  const auto m = inst.methods();
+  return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();
+}
+
+std::string canonical_method(const Instance& inst, const std::string& name,
+                             const std::string& where) {
+  const auto m = inst.methods();
+  if (std::find(m.begin(), m.end(), name) != m.end()) return name;
+  static const char* const kOwnSolver[] = {"neural", "nefi", "default", "ours", "netmy", "nefty"};
+  for (const char* alias : kOwnSolver)
+    if (name == alias) return default_method(inst);
+  std::string valid;
+  for (const auto& v : m) valid += (valid.empty() ? "" : ", ") + v;
+  throw fk::Error(where,
+                  "a method of " + inst.name() + " (" + valid +
+                      "; neural, nefi, default, ours, netmy and nefty name " +
+                      default_method(inst) + ")",
+                  "'" + name + "'");
+}
+
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,
                            const fk::Tensor& gt) {
   RunOutput out;
@@ -77,7 +98,8 @@ InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out) {
   const std::string primary = problem.field->primary();
-  out.curriculum = so.max_total_steps > 0 ? curriculum.capped(so.max_total_steps) : curriculum;
+  const Curriculum chosen = so.curriculum.applied_to(curriculum);
+  out.curriculum = so.max_total_steps > 0 ? chosen.capped(so.max_total_steps) : chosen;
   SolverOptions opts = so;
   opts.seed = seed;
   Solver solver(std::move(problem), out.curriculum, opts);

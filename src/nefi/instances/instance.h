@@ -120,12 +120,22 @@ const char* wave_fwi_data_tag();
 const char* photoacoustic3d_data_tag();
 const char* dot3d_data_tag();
 
+// The instance's own solver among its methods: neural where it has one, else
+// its first (thermal_tomography's nefty).
+std::string default_method(const Instance& inst);
+// What `name` means on `inst`: one of inst.methods() as given, or one of the
+// reference's names for the instance's own solver (neural, nefi, default,
+// ours, netmy, nefty), each meaning default_method. Anything else is an
+// fk::Error at `where` (the option or key) listing both.
+std::string canonical_method(const Instance& inst, const std::string& name,
+                             const std::string& where);
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,
                            const fk::Tensor& gt);
 // The tail every optimising method shares: solves `problem` on `curriculum`
 // with the run's seed (and the caller's solver switches) and records the
-// curriculum, the result and the problem's primary field (f64) in `out`.
+// curriculum (the options' overrides applied, then their cap), the result and
+// the problem's primary field (f64) in `out`.
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out);
 

@@ -7,11 +7,20 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <fmt/format.h>
+
+#include "fk/device.h"
 #include "fk/error.h"
+#include "fk/knobs.h"
 #include "nefi/io/fnv.h"
 
 namespace nefi {
 namespace {
+
+fk::Knob kDevice("NEFI_DEVICE", fk::KnobType::String, "cpu",
+                 "nefi: where a run's neural field trains when neither --device nor the "
+                 "config's run.device says (cpu or cuda[:N]), as the reference's NEFI_DEVICE",
+                 fk::KnobRead::PerCall);
 
 std::string flow(const YAML::Node& n) {
   YAML::Emitter e;
@@ -61,6 +70,83 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
 }
 
+// One override of the curriculum (CurriculumOverrides) from its YAML text:
+// the same for a config file's `curriculum:` section and for --set
+// curriculum.ATTR / optim.ema / optim.betas; `where` names the source. A
+// value out of range is an error here, before any instance runs.
+void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& value,
+                    const std::string& where) {
+  CurriculumOverrides& o = cfg.curriculum;
+  CurriculumOverrides next = o;
+  try {
+    const YAML::Node v = YAML::Load(value);
+    if (attr == "early_stop_patience") {
+      next.early_stop_patience = v.as<int>();
+    } else if (attr == "early_stop_min_delta") {
+      next.early_stop_min_delta = v.as<double>();
+    } else if (attr == "discrepancy_tau") {
+      next.discrepancy_tau = v.as<double>();
+    } else if (attr == "time_budget_s") {
+      next.time_budget_s = v.as<double>();
+    } else if (attr == "restarts") {
+      next.restarts = v.as<int>();
+    } else if (attr == "ema") {
+      next.ema = v.as<double>();
+    } else if (attr == "betas") {
+      const auto b = v.as<std::vector<double>>();
+      FK_CHECK(b.size() == 2, where + ".betas", "two values [beta1, beta2]", value);
+      next.betas = std::pair{b[0], b[1]};
+    } else {
+      throw fk::Error(where,
+                      "a curriculum attribute (early_stop_patience, early_stop_min_delta, "
+                      "discrepancy_tau, time_budget_s, restarts) or optim.ema / optim.betas",
+                      "'" + attr + "'");
+    }
+  } catch (const YAML::Exception&) {
+    throw fk::Error(where + "." + attr, "a value of the right type", "'" + value + "'");
+  }
+  try {  // the ranges, on a default curriculum
+    next.applied_to(Curriculum{});
+  } catch (const fk::Error& e) {
+    throw fk::Error(where + "." + attr, e.expected(), e.given());
+  }
+  o = next;
+}
+
+void set_device(RunConfig& cfg, const std::string& value, const std::string& where) {
+  try {
+    cfg.device = fk::parse_device(value).str();
+  } catch (const fk::Error&) {
+    throw fk::Error(where, "cpu or cuda[:N]", "'" + value + "'");
+  }
+}
+
+void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value);
+
+void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
+  check_keys(c, path, "curriculum",
+             {"early_stop_patience", "early_stop_min_delta", "discrepancy_tau", "time_budget_s",
+              "restarts", "optim"});
+  for (const auto& kv : c) {
+    const std::string k = key_of(kv.first, path, "curriculum");
+    if (k != "optim") {
+      set_curriculum(cfg, k, kv.second.IsScalar() ? kv.second.Scalar() : flow(kv.second),
+                     path + ": curriculum");
+      continue;
+    }
+    FK_CHECK(kv.second.IsMap(), "config section 'curriculum.optim' (" + path + ")", "a mapping",
+             flow(kv.second));
+    for (const auto& o : kv.second) {
+      try {  // as --set optim.KEY: ema and betas, or the optimizer's instance keys
+        set_optim(cfg, key_of(o.first, path, "curriculum.optim"),
+                  o.second.IsScalar() ? o.second.Scalar() : flow(o.second));
+      } catch (const fk::Error& e) {
+        throw fk::Error(path + ": " + e.where(), e.expected(), e.given());
+      }
+    }
+  }
+}
+
 // The instance keys: a scalar's text or a flow list, parsed by Params::set.
 void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
   FK_CHECK(c.IsMap(), "config section 'config' (" + path + ")", "a mapping", flow(c));
@@ -87,8 +173,11 @@ void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string
 }
 
 void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
-  check_keys(r, path, "run", {"seed", "methods", "max_total_steps"});
+  check_keys(r, path, "run", {"seed", "methods", "max_total_steps", "device"});
   if (r["seed"]) cfg.seed = scalar_as<uint64_t>(r["seed"], path, "seed", "an integer >= 0");
+  if (r["device"])
+    set_device(cfg, scalar_as<std::string>(r["device"], path, "device", "cpu or cuda[:N]"),
+               path + ": key 'device'");
   if (r["max_total_steps"]) {
     cfg.max_total_steps =
         scalar_as<int64_t>(r["max_total_steps"], path, "max_total_steps", "an integer >= 0");
@@ -111,12 +200,13 @@ RunConfig default_run_config(const std::string& instance) {
   c.instance = inst->name();
   c.config = inst->default_config();
   c.methods = {inst->methods().front()};
+  set_device(c, kDevice.as_string(), "NEFI_DEVICE");
   return c;
 }
 
 void apply_config_file(RunConfig& cfg, const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
-  check_keys(root, path, "top level", {"instance", "config", "solver", "run"});
+  check_keys(root, path, "top level", {"instance", "config", "curriculum", "solver", "run"});
   if (root["instance"]) {
     const std::string name =
         scalar_as<std::string>(root["instance"], path, "instance", "an instance name");
@@ -124,6 +214,7 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
              "'" + name + "'");
   }
   if (const YAML::Node c = root["config"]) apply_instance_section(cfg, c, path);
+  if (const YAML::Node c = root["curriculum"]) apply_curriculum_section(cfg, c, path);
   if (const YAML::Node s = root["solver"]) apply_solver_section(cfg, s, path);
   if (const YAML::Node r = root["run"]) apply_run_section(cfg, r, path);
 }
@@ -147,6 +238,7 @@ std::string joined(const std::vector<std::string>& v) {
 
 // optim.ATTR: the optimizer keys every instance declares.
 void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value) {
+  if (attr == "ema" || attr == "betas") return set_curriculum(cfg, attr, value, "--set optim");
   const std::vector<std::string> valid{"optimizer",
                                        "weight_decay",
                                        "grad_clip",
@@ -157,7 +249,7 @@ void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value
                                        "lbfgs_tolerance_change",
                                        "lbfgs_line_search"};
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end() && cfg.config.has(attr),
-           "--set optim." + attr, "an optimizer attribute (" + joined(valid) + ")",
+           "--set optim." + attr, "an optimizer attribute (" + joined(valid) + ", ema, betas)",
            "'" + attr + "'");
   cfg.config.set(attr, value);
 }
@@ -208,8 +300,11 @@ void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) 
     cfg.max_total_steps = YAML::Load(value).as<int64_t>();
     FK_CHECK(cfg.max_total_steps >= 0, "--set run.max_total_steps", "an integer >= 0",
              "'" + value + "'");
+  } else if (attr == "device") {
+    set_device(cfg, value, "--set run.device");
   } else {
-    throw fk::Error("--set run." + attr, "a run setting (seed, max_total_steps)", "'" + attr + "'");
+    throw fk::Error("--set run." + attr, "a run setting (seed, max_total_steps, device)",
+                    "'" + attr + "'");
   }
 }
 
@@ -236,6 +331,10 @@ void apply_set(RunConfig& cfg, const std::string& a) {
       set_optim(cfg, *o, value);
     } else if (auto st = after("stage.")) {
       set_stage(cfg, *st, value);
+    } else if (auto c = after("curriculum.optim.")) {  // the config file's nesting
+      set_optim(cfg, *c, value);
+    } else if (auto c = after("curriculum.")) {
+      set_curriculum(cfg, *c, value, "--set curriculum");
     } else {
       cfg.config.set(key, value);
     }
@@ -249,6 +348,19 @@ std::string to_yaml(const RunConfig& cfg) {
   os << "instance: " << cfg.instance << "\nconfig:\n";
   for (const auto& e : cfg.config.entries())
     os << "  " << e.key << ": " << Params::render(e.value) << "\n";
+  const CurriculumOverrides& c = cfg.curriculum;
+  if (!c.empty()) {
+    os << "curriculum:\n";
+    if (c.early_stop_patience) os << "  early_stop_patience: " << *c.early_stop_patience << "\n";
+    if (c.early_stop_min_delta)
+      os << fmt::format("  early_stop_min_delta: {}\n", *c.early_stop_min_delta);
+    if (c.discrepancy_tau) os << fmt::format("  discrepancy_tau: {}\n", *c.discrepancy_tau);
+    if (c.time_budget_s) os << fmt::format("  time_budget_s: {}\n", *c.time_budget_s);
+    if (c.restarts) os << "  restarts: " << *c.restarts << "\n";
+    if (c.ema || c.betas) os << "  optim:\n";
+    if (c.ema) os << fmt::format("    ema: {}\n", *c.ema);
+    if (c.betas) os << fmt::format("    betas: [{}, {}]\n", c.betas->first, c.betas->second);
+  }
   os << "solver:\n  nan_guard: " << (cfg.nan_guard ? "true" : "false")
      << "\n  checkpoint_every: " << cfg.checkpoint_every
      << "\n  max_bad_steps: " << cfg.max_bad_steps;
@@ -257,6 +369,9 @@ std::string to_yaml(const RunConfig& cfg) {
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
+  // Only a device run names its device, so a CPU run's hash (its runs/ folder)
+  // is what it was before the key existed, and a device run gets a folder of its own.
+  if (cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
   return os.str();
 }
 
@@ -267,6 +382,8 @@ SolverOptions solver_options(const RunConfig& cfg) {
   so.checkpoint_every = static_cast<int>(cfg.checkpoint_every);
   so.max_bad_steps = static_cast<int>(cfg.max_bad_steps);
   so.cuda_graph = cfg.cuda_graph;
+  so.device = fk::parse_device(cfg.device);
+  so.curriculum = cfg.curriculum;
   return so;
 }
 

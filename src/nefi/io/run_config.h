@@ -3,21 +3,26 @@
 // methods, the seed and solver switches. Config files (YAML):
 //   instance: <name>
 //   config:  {<instance keys>}     unknown or mistyped keys are errors
+//   curriculum: {early_stop_patience, early_stop_min_delta, discrepancy_tau,
+//            time_budget_s, restarts, optim: {ema, betas: [b1, b2]}}
+//            (CurriculumOverrides: on top of the instance's own curriculum)
 //   solver:  {nan_guard, checkpoint_every, max_bad_steps, cuda_graph}
 //            (cuda_graph: a device solve's step as one CUDA graph; unset:
 //            the NEFI_CUDA_GRAPH knob, default on)
-//   run:     {seed, methods: [...], max_total_steps}
+//   run:     {seed, methods: [...], max_total_steps, device}
 // --set KEY=VALUE accepts an instance key (optionally `config.KEY`),
-// `run.seed`, `run.max_total_steps`, `solver.KEY`, `optim.ATTR` (the
-// optimizer's keys: optimizer, weight_decay, grad_clip, lbfgs_*) and
-// `stage.ATTR` (a per-stage key the instance declares; `stage.steps=N` gives
-// every stage N steps). An unknown attribute is an error listing the valid ones.
+// `run.seed`, `run.max_total_steps`, `run.device`, `solver.KEY`,
+// `curriculum.ATTR`, `optim.ATTR` (the optimizer's keys: optimizer,
+// weight_decay, grad_clip, lbfgs_*, and ema and betas) and `stage.ATTR` (a
+// per-stage key the instance declares; `stage.steps=N` gives every stage N
+// steps). An unknown attribute is an error listing the valid ones.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nefi/instances/instance.h"
 #include "nefi/params.h"
+#include "nefi/solve/curriculum_overrides.h"
 
 namespace nefi {
 
@@ -34,6 +39,9 @@ struct RunConfig {
   // Caps a method's total steps, each stage scaled alike (the reference's
   // scale_budget with at least 2 steps a stage; 0: the curriculum's budget).
   int64_t max_total_steps = 0;
+  CurriculumOverrides curriculum;
+  // Where the neural field trains: "cpu" or "cuda:N" (fk::Device::str()).
+  std::string device = "cpu";
 };
 
 // Defaults of a registered instance.
@@ -45,7 +53,8 @@ RunConfig load_run_config_file(const std::string& path);
 void apply_set(RunConfig& cfg, const std::string& assignment);
 std::string to_yaml(const RunConfig& cfg);
 // The solver switches cfg carries: the NaN guard, its checkpoint cadence and
-// bad-step limit, the step cap (max_total_steps) and cuda_graph.
+// bad-step limit, the step cap (max_total_steps), cuda_graph, the device and
+// the curriculum overrides.
 SolverOptions solver_options(const RunConfig& cfg);
 // 8 hex digits over the effective config (and anything else in `extra`).
 std::string config_hash(const RunConfig& cfg, const std::string& extra = "");

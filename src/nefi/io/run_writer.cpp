@@ -33,7 +33,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   j["instance"] = cfg.instance;
   j["seed"] = cfg.seed;
   j["scene"] = cfg.config.has("scene") ? cfg.config.s("scene") : "";
-  j["device"] = "cpu";
+  j["device"] = cfg.device;
   j["threads"] = threads;
   j["config_hash"] = config_hash(cfg);
   bool history_written = false;

@@ -46,6 +46,22 @@ void Curriculum::validate() const {
   FK_CHECK(!stages.empty(), "nefi::Curriculum", "at least one stage", "none");
   for (const Stage& s : stages) s.validate();
   FK_CHECK(restarts >= 1, "nefi::Curriculum", "restarts >= 1", std::to_string(restarts));
+  const char* w = "nefi::Curriculum";
+  if (early_stop_patience)
+    FK_CHECK(*early_stop_patience >= 1, w, "early_stop_patience >= 1",
+             std::to_string(*early_stop_patience));
+  FK_CHECK(early_stop_min_delta >= 0, w, "early_stop_min_delta >= 0",
+           std::to_string(early_stop_min_delta));
+  if (discrepancy_tau)
+    FK_CHECK(*discrepancy_tau > 0, w, "discrepancy_tau > 0", std::to_string(*discrepancy_tau));
+  if (time_budget_s)
+    FK_CHECK(*time_budget_s > 0, w, "time_budget_s > 0", std::to_string(*time_budget_s));
+  if (optim.ema)
+    FK_CHECK(*optim.ema > 0 && *optim.ema < 1, "nefi::OptimConfig", "ema in (0, 1)",
+             std::to_string(*optim.ema));
+  FK_CHECK(optim.beta1 >= 0 && optim.beta1 < 1 && optim.beta2 >= 0 && optim.beta2 < 1,
+           "nefi::OptimConfig", "betas in [0, 1)",
+           std::to_string(optim.beta1) + ", " + std::to_string(optim.beta2));
   FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "lbfgs",
            "nefi::OptimConfig", "optimizer adam, adamw or lbfgs", optim.optimizer);
   optim.lbfgs.validate();

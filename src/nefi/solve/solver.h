@@ -48,6 +48,7 @@
 
 #include "fk/device.h"
 #include "nefi/solve/curriculum.h"
+#include "nefi/solve/curriculum_overrides.h"
 #include "nefi/solve/problem.h"
 #include "nefi/solve/result.h"
 
@@ -103,6 +104,9 @@ struct SolverOptions {
       cuda_graph;  // device steps as a CUDA graph; unset: NEFI_CUDA_GRAPH (default on)
   // > 0: solve_and_record caps the curriculum (Curriculum::capped), as --smoke does.
   int max_total_steps = 0;
+  // Applied by solve_and_record (and the batched runs) to the instance's
+  // curriculum before the cap.
+  CurriculumOverrides curriculum;
 };
 
 class Solver {

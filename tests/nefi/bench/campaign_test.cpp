@@ -123,6 +123,40 @@ TEST(BenchCampaign, SmokeAppliesTheSmokeConfigAndCapsEveryRun) {
   EXPECT_THROW(make_protocol(s), fk::Error);
 }
 
+// --set curriculum.* / optim.ema: part of the protocol (its hash and shard
+// files), applied to every run's curriculum; the reference's method names
+// become the instance's own.
+TEST(BenchCampaign, CurriculumOverridesAndMethodNamesInTheProtocol) {
+  CampaignSpec s = tiny_spec();
+  s.methods = {"netmy", "grid"};
+  const Protocol plain = make_protocol(s);
+  EXPECT_EQ(plain.methods, (std::vector<std::string>{"neural", "grid"}));
+  EXPECT_FALSE(nefi::bench::to_json(plain).contains("curriculum"));  // older hashes stay
+  s.sets = {"curriculum.discrepancy_tau=1e6", "optim.betas=[0.8, 0.9]"};
+  const Protocol p = make_protocol(s);
+  EXPECT_NE(protocol_hash(p), protocol_hash(plain));
+  const Protocol back = protocol_from_json(nefi::bench::to_json(p), "test");
+  EXPECT_EQ(back.curriculum.discrepancy_tau, 1e6);
+  EXPECT_EQ(back.curriculum.betas, (std::pair{0.8, 0.9}));
+  EXPECT_EQ(protocol_hash(back), protocol_hash(p));
+  // Every neural run stops where the discrepancy rule fires, not at its budget.
+  Protocol one = p;
+  one.methods = {"neural"};
+  one.classes = {"bumps"};
+  one.n_samples = 1;
+  one.seeds = {0};
+  const nefi::InstancePtr inst = nefi::find_instance("toy1d");
+  const std::vector<Row> rows = nefi::bench::run_campaign(*inst, one, CampaignOptions{});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].error, "");
+  EXPECT_EQ(rows[0].stop, "discrepancy,discrepancy");
+  s.sets = {"curriculum.restarts=0"};
+  EXPECT_THROW(make_protocol(s), fk::Error);
+  s.sets = {};
+  s.methods = {"bogus"};
+  EXPECT_THROW(make_protocol(s), fk::Error);
+}
+
 // bench --batched --batch-device: a device batch rounds differently from the
 // CPU, so its device is part of the protocol (another hash, another default
 // directory; shards of the two do not merge). Without --batched, or with the

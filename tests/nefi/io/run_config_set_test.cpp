@@ -41,7 +41,7 @@ TEST(NefiSetPrefixes, StageOptimSolverAndRunAttributes) {
   EXPECT_EQ(t.config.i("anneal_steps"), 10);
   // Unknown attributes name the prefix and list the valid ones, in one line.
   for (const char* bad : {"optim.beta=0.5", "stage.warmup_steps=3", "solver.compile=step",
-                          "run.device=cpu", "stage.steps=0", "stage.steps=x"}) {
+                          "run.device=tpu", "stage.steps=0", "stage.steps=x"}) {
     std::string msg = "no error";
     try {
       nefi::apply_set(c, bad);

@@ -1,0 +1,30 @@
+#pragma once
+// What a run's config may change in whichever curriculum its instance builds:
+// the stopping rules, restarts and the optimizer's EMA and betas (config
+// section `curriculum:`, `--set curriculum.ATTR`, `--set optim.ema|betas`).
+// The reference lets a run set these on every instance; here an instance's
+// own keys build the stages, and these apply on top. Unset fields keep the
+// instance's values.
+#include <optional>
+#include <utility>
+
+#include "nefi/solve/curriculum.h"
+
+namespace nefi {
+
+struct CurriculumOverrides {
+  std::optional<int> early_stop_patience;
+  std::optional<double> early_stop_min_delta;
+  std::optional<double> discrepancy_tau;
+  std::optional<double> time_budget_s;
+  std::optional<int> restarts;
+  std::optional<double> ema;
+  std::optional<std::pair<double, double>> betas;
+
+  bool empty() const;
+  // `c` with every set field replaced, then validated (fk::Error naming the
+  // bad field).
+  Curriculum applied_to(Curriculum c) const;
+};
+
+}  // namespace nefi

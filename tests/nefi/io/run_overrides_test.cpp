@@ -1,0 +1,186 @@
+// What a run config sets beyond an instance's keys: the curriculum overrides
+// (stopping rules, restarts, EMA, betas), the device (run.device,
+// NEFI_DEVICE) and the reference's names for an instance's own solver.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "cli_run.h"
+#include "fk/error.h"
+#include "fk/knobs.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const fk::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(NefiRunOverrides, CurriculumFromSetAndFileRoundTrip) {
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  const std::string plain = nefi::to_yaml(c);
+  EXPECT_EQ(plain.find("curriculum:"), std::string::npos);  // nothing set, nothing written
+  nefi::apply_set(c, "curriculum.early_stop_patience=7");
+  nefi::apply_set(c, "curriculum.early_stop_min_delta=0.001");
+  nefi::apply_set(c, "curriculum.discrepancy_tau=1.2");
+  nefi::apply_set(c, "curriculum.time_budget_s=30");
+  nefi::apply_set(c, "curriculum.restarts=2");
+  nefi::apply_set(c, "optim.ema=0.95");
+  nefi::apply_set(c, "curriculum.optim.betas=[0.8, 0.99]");  // a file's nesting, flattened
+  const nefi::CurriculumOverrides& o = c.curriculum;
+  EXPECT_EQ(o.early_stop_patience, 7);
+  EXPECT_EQ(o.early_stop_min_delta, 0.001);
+  EXPECT_EQ(o.discrepancy_tau, 1.2);
+  EXPECT_EQ(o.time_budget_s, 30.0);
+  EXPECT_EQ(o.restarts, 2);
+  EXPECT_EQ(o.ema, 0.95);
+  EXPECT_EQ(o.betas, (std::pair{0.8, 0.99}));
+  EXPECT_NE(nefi::config_hash(c), nefi::config_hash(nefi::default_run_config("toy1d")));
+
+  // config.yaml is re-runnable: the file gives the same overrides and hash.
+  const fs::path f = nefi::test::scratch() / "overrides_round_trip.yaml";
+  std::ofstream(f) << nefi::to_yaml(c);
+  const nefi::RunConfig back = nefi::load_run_config_file(f.string());
+  EXPECT_EQ(nefi::to_yaml(back), nefi::to_yaml(c));
+  EXPECT_EQ(back.curriculum.betas, o.betas);
+
+  // Applied on top of the instance's curriculum; the unset fields keep it.
+  nefi::Curriculum own;
+  own.early_stop_patience = 100;
+  own.optim.weight_decay = 0.5;
+  const nefi::Curriculum got = o.applied_to(own);
+  EXPECT_EQ(got.early_stop_patience, 7);
+  EXPECT_EQ(got.discrepancy_tau, 1.2);
+  EXPECT_EQ(got.restarts, 2);
+  EXPECT_EQ(got.optim.ema, 0.95);
+  EXPECT_EQ(got.optim.beta1, 0.8);
+  EXPECT_EQ(got.optim.beta2, 0.99);
+  EXPECT_EQ(got.optim.weight_decay, 0.5);
+  nefi::CurriculumOverrides none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.applied_to(own).early_stop_patience, 100);
+}
+
+TEST(NefiRunOverrides, BadCurriculumValuesAreOneLineErrorsNamingTheKey) {
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  for (const char* bad :
+       {"curriculum.restarts=0", "curriculum.discrepancy_tau=-1", "curriculum.time_budget_s=0",
+        "curriculum.early_stop_patience=0", "curriculum.early_stop_min_delta=-1", "optim.ema=1",
+        "optim.betas=[0.9]", "optim.betas=[0.9, 1.0]", "curriculum.restarts=x",
+        "curriculum.stages=3"}) {
+    const std::string msg = error_of([&] { nefi::apply_set(c, bad); });
+    const std::string key(bad, std::string(bad).find('='));
+    const std::string attr = key.substr(key.rfind('.') + 1);
+    EXPECT_NE(msg.find(attr), std::string::npos) << bad << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(c.curriculum.empty());  // a refused value leaves the config as it was
+
+  const fs::path f = nefi::test::scratch() / "overrides_bad.yaml";
+  std::ofstream(f) << "instance: toy1d\ncurriculum:\n  patience: 3\n";
+  EXPECT_NE(error_of([&] { nefi::load_run_config_file(f.string()); }).find("patience"),
+            std::string::npos);
+  std::ofstream(f) << "instance: toy1d\ncurriculum:\n  optim:\n    ema: 2\n";
+  const std::string ema = error_of([&] { nefi::load_run_config_file(f.string()); });
+  EXPECT_NE(ema.find(f.string()), std::string::npos) << ema;
+  EXPECT_NE(ema.find("ema"), std::string::npos) << ema;
+}
+
+// The overrides reach the solve: a discrepancy level far above the noise
+// stops toy1d's first stage as soon as its bands are open.
+TEST(NefiRunOverrides, DiscrepancyStopReachesTheSolve) {
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  nefi::apply_set(c, "steps=[20, 20]");
+  nefi::apply_set(c, "anneal_fraction=0.25");
+  const nefi::InstancePtr inst = nefi::find_instance("toy1d");
+  const nefi::RunOutput plain = inst->run(c.config, "neural", 0, nefi::solver_options(c));
+  EXPECT_EQ(plain.result.total_steps(), 40);
+  nefi::apply_set(c, "curriculum.discrepancy_tau=1e6");
+  const nefi::RunOutput stopped = inst->run(c.config, "neural", 0, nefi::solver_options(c));
+  ASSERT_EQ(stopped.result.stages.size(), 2u);
+  for (const auto& s : stopped.result.stages) {
+    EXPECT_EQ(s.stop, "discrepancy");
+    EXPECT_EQ(s.steps, 6);  // progress reaches 1 at step index 0.25 * 20 = 5, the sixth
+  }
+  EXPECT_EQ(stopped.curriculum.discrepancy_tau, 1e6);  // recorded with the run
+}
+
+TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
+  const nefi::RunConfig cpu = nefi::default_run_config("toy1d");
+  EXPECT_EQ(cpu.device, "cpu");
+  nefi::RunConfig c = cpu;
+  nefi::apply_set(c, "run.device=cpu");
+  EXPECT_EQ(nefi::config_hash(c), nefi::config_hash(cpu));  // a CPU run keeps its folder
+  nefi::apply_set(c, "run.device=cuda");
+  EXPECT_EQ(c.device, "cuda:0");
+  EXPECT_NE(nefi::to_yaml(c).find("  device: cuda:0"), std::string::npos);
+  EXPECT_NE(nefi::config_hash(c), nefi::config_hash(cpu));
+  EXPECT_TRUE(nefi::solver_options(c).device.is_cuda());
+  EXPECT_NE(error_of([&] { nefi::apply_set(c, "run.device=gpu"); }).find("run.device"),
+            std::string::npos);
+  {
+    fk::KnobOverride knob("NEFI_DEVICE", "cuda:1");
+    EXPECT_EQ(nefi::default_run_config("toy1d").device, "cuda:1");
+  }
+  {
+    fk::KnobOverride knob("NEFI_DEVICE", "tpu");
+    EXPECT_NE(error_of([] { nefi::default_run_config("toy1d"); }).find("NEFI_DEVICE"),
+              std::string::npos);
+  }
+}
+
+TEST(NefiMethodNames, ReferenceNamesMeanTheInstancesOwnSolver) {
+  const nefi::InstancePtr toy = nefi::find_instance("toy1d");
+  const nefi::InstancePtr thermal = nefi::find_instance("thermal_tomography");
+  EXPECT_EQ(nefi::default_method(*toy), "neural");
+  EXPECT_EQ(nefi::default_method(*thermal), "nefty");
+  for (const char* alias : {"neural", "nefi", "default", "ours", "netmy", "nefty"}) {
+    EXPECT_EQ(nefi::canonical_method(*toy, alias, "--method"), "neural") << alias;
+    EXPECT_EQ(nefi::canonical_method(*thermal, alias, "--method"), "nefty") << alias;
+  }
+  EXPECT_EQ(nefi::canonical_method(*toy, "grid", "--method"), "grid");
+  EXPECT_EQ(nefi::canonical_method(*thermal, "pinn_soft", "--method"), "pinn_soft");
+  const std::string msg = error_of([&] { nefi::canonical_method(*toy, "Neural", "--methods"); });
+  EXPECT_NE(msg.find("--methods"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("neural, grid"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'Neural'"), std::string::npos) << msg;
+}
+
+// The CLI takes the reference's names and writes the run's device.
+TEST(NefiRunOverrides, CliTakesReferenceMethodNamesAndWritesTheDevice) {
+  const fs::path nefi_bin = fieldkit_test::sibling_binary("nefi");
+  if (!fs::exists(nefi_bin)) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path out = nefi::test::scratch() / "nefi_run_aliases";
+  const auto ok = fieldkit_test::run_cli(
+      nefi_bin,
+      "run toy1d --smoke --smoke-steps 4 --no-plot -m netmy --set curriculum.restarts=2 -o " +
+          out.string(),
+      out.parent_path());
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  std::stringstream metrics, config;
+  metrics << std::ifstream(out / "metrics.json").rdbuf();
+  config << std::ifstream(out / "config.yaml").rdbuf();
+  EXPECT_NE(metrics.str().find("\"device\": \"cpu\""), std::string::npos) << metrics.str();
+  EXPECT_NE(metrics.str().find("\"neural\""), std::string::npos) << metrics.str();
+  EXPECT_EQ(metrics.str().find("netmy"), std::string::npos) << metrics.str();
+  EXPECT_NE(config.str().find("restarts: 2"), std::string::npos) << config.str();
+  const auto bad =
+      fieldkit_test::run_cli(nefi_bin, "run toy1d --smoke -m bogus --no-plot", out.parent_path());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("nefty name neural"), std::string::npos) << bad.err;
+}
+
+}  // namespace
