@@ -16,6 +16,7 @@
 #include "fk/device.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
+#include "nefi/diagnostics/data_fit.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 #include "nefi/io/run_writer.h"
@@ -115,6 +116,10 @@ std::string summary_line(const nefi::RunConfig& cfg, const std::vector<nefi::Run
     if (o.result.total_steps() > 0)
       line += fmt::format(" ({} steps, {:.3f} ms/step, {:.0f} ops/step)", o.result.total_steps(),
                           o.result.ms_per_step(), o.result.ops_per_step());
+    if (const auto fit = nefi::diagnostics::data_fit(o.measurement, o.result.prediction)) {
+      line += fmt::format(" data fit {:.2f} dB", fit->psnr_db);
+      if (fit->rmse_over_sigma) line += fmt::format(" rmse/sigma {:.2f}", *fit->rmse_over_sigma);
+    }
     line += ";";
   }
   return line;

@@ -16,6 +16,7 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/campaign.h"
+#include "nefi/diagnostics/data_fit.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
@@ -86,6 +87,16 @@ nb::dict output_dict(const nefi::RunOutput& o) {
   d["total_s"] = o.result.total_s;
   d["n_parameters"] = o.result.n_parameters;
   d["seed"] = o.result.seed;
+  // {rmse, data_psnr, rmse_over_sigma (None: σ unknown)}, None for a direct method
+  if (const auto fit = nefi::diagnostics::data_fit(o.measurement, o.result.prediction)) {
+    nb::dict f;
+    f["rmse"] = fit->rmse;
+    f["data_psnr"] = fit->psnr_db;
+    f["rmse_over_sigma"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
+    d["data_fit"] = f;
+  } else {
+    d["data_fit"] = nb::none();
+  }
   return d;
 }
 

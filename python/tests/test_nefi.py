@@ -60,6 +60,8 @@ def test_curriculum_run_keys_and_reference_method_names_reach_the_solver():
     assert list(out) == ["neural"]  # the reference's name for toy1d's own solver
     # progress reaches 1 at step 5 of each stage, where the discrepancy stop fires
     assert [(s["stop"], s["steps"]) for s in out["neural"]["stages"]] == [("discrepancy", 6)] * 2
+    fit, noise = out["neural"]["data_fit"], out["neural"]["measurement"]["noise_std"]
+    assert fit["rmse_over_sigma"] == pytest.approx(fit["rmse"] / noise, rel=1e-12)
     capped = nefi.invert("toy1d", {"n": 32, "steps": [20, 20], "run": {"max_total_steps": 10}},
                          seed=0, methods="neural")
     assert capped["neural"]["total_steps"] == 10  # run keys other than seed and methods apply

@@ -8,6 +8,7 @@
 
 #include "fk/error.h"
 #include "fk/io/npy.h"
+#include "nefi/diagnostics/data_fit.h"
 #include "nefi/io/run_figures.h"
 
 namespace nefi {
@@ -45,6 +46,10 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                    {"ms_per_step", r.ms_per_step()},
                    {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
+    if (const auto fit = diagnostics::data_fit(o.measurement, r.prediction)) {
+      m["data_fit"] = {{"rmse", fit->rmse}, {"data_psnr", fit->psnr_db}};
+      if (fit->rmse_over_sigma) m["data_fit"]["rmse_over_sigma"] = *fit->rmse_over_sigma;
+    }
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : r.stages) {
       stages.push_back({{"name", s.name},
