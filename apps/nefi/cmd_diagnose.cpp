@@ -27,6 +27,10 @@ int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& di
   set_threads(r.run.threads);
   const RunConfig cfg = resolve_config(r.run, dirs);
   const InstancePtr inst = find_instance(cfg.instance);
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset (nefi diagnose studies the instance's synthetic data; nefi run "
+           "solves a measured one)",
+           "'" + cfg.data + "'");
   const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
   if (r.run.smoke) {  // the reference's smoke settings
     r.opt.probes = std::min(r.opt.probes, 8);

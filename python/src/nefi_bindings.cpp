@@ -149,6 +149,10 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
                const BatchArgs& a) {
   const nefi::RunConfig cfg = resolve(target, sets, std::nullopt);
   const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset in batch_invert (one problem per seed of the synthetic data; "
+           "invert() solves a measured one)",
+           "'" + cfg.data + "'");
   FK_CHECK(!a.seeds.empty(), "batch_invert seeds", "at least one seed", "none");
   FK_CHECK(a.data_seeds.empty() || a.data_seeds.size() == a.seeds.size(), "batch_invert data_seeds",
            std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));

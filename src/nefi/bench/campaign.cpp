@@ -157,6 +157,10 @@ Protocol make_protocol(const CampaignSpec& spec) {
       !(is_file && std::filesystem::equivalent(spec.smoke_config, spec.target)))
     apply_config_file(cfg, spec.smoke_config);
   for (const auto& s : spec.sets) apply_set(cfg, s);
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset in a benchmark (it scores against each scene's ground truth; "
+           "nefi run solves a measured dataset)",
+           "'" + cfg.data + "'");
   InstancePtr inst = find_instance(cfg.instance);
   Protocol p;
   FK_CHECK(spec.max_total_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",

@@ -28,7 +28,8 @@ struct MethodRunners {
 void check_method(const Instance& instance, const std::string& method);
 
 // Records `seed` as out.seed and sets every metric instance.evaluate(p, out)
-// reports, keeping the ones the method recorded itself.
+// reports, keeping the ones the method recorded itself; none without a
+// ground truth (a measured dataset).
 void score_output(const Instance& instance, const Params& p, uint64_t seed, RunOutput& out);
 
 // A solved output as run() reports it: instance.after_solve from `solved`
@@ -36,10 +37,17 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
+// `measured` (so.measured) in place of the instance's `synthetic`
+// measurement: fk::Error at run.data / run.mask unless it has the synthetic
+// one's shape, real finite values and a valid mask; converted to its dtype.
+Measurement measured_in_place_of(const Instance& instance, const Measurement& synthetic,
+                                 const Measurement& measured);
+
 // Checks `method`; runs a method in runners.direct on
 // instance.make_measurement(p, seed) and scores it, and solves any other
 // on *instance.setup(p, method, seed) by solve_and_record and finishes it
-// (finish_solved_output).
+// (finish_solved_output). With so.measured, that dataset replaces the
+// synthetic measurement and the output has no ground truth.
 RunOutput run_method(const Instance& instance, const Params& p, const std::string& method,
                      uint64_t seed, const SolverOptions& so, const MethodRunners& runners = {});
 

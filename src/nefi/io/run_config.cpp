@@ -1,7 +1,10 @@
 #include "nefi/io/run_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -11,6 +14,7 @@
 
 #include "fk/device.h"
 #include "fk/error.h"
+#include "fk/io/npy.h"
 #include "fk/knobs.h"
 #include "nefi/io/fnv.h"
 
@@ -123,6 +127,24 @@ void set_device(RunConfig& cfg, const std::string& value, const std::string& whe
 
 void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value);
 
+// run.data / run.mask (paths: relative ones as given, from the working
+// directory) and run.noise_std (a level >= 0).
+void set_measured(RunConfig& cfg, const std::string& attr, const std::string& value,
+                  const std::string& where) {
+  if (attr == "data" || attr == "mask") {
+    FK_CHECK(!value.empty(), where, "a .npy path", "''");
+    (attr == "data" ? cfg.data : cfg.mask) = value;
+    return;
+  }
+  double sigma = -1;
+  try {
+    sigma = YAML::Load(value).as<double>();
+  } catch (const YAML::Exception&) {
+  }
+  FK_CHECK(std::isfinite(sigma) && sigma >= 0, where, "a noise level >= 0", "'" + value + "'");
+  cfg.noise_std = sigma;
+}
+
 void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
   check_keys(c, path, "curriculum",
              {"early_stop_patience", "early_stop_min_delta", "discrepancy_tau", "time_budget_s",
@@ -173,7 +195,12 @@ void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string
 }
 
 void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
-  check_keys(r, path, "run", {"seed", "methods", "max_total_steps", "device"});
+  check_keys(r, path, "run",
+             {"seed", "methods", "max_total_steps", "device", "data", "mask", "noise_std"});
+  for (const char* k : {"data", "mask", "noise_std"})
+    if (r[k])
+      set_measured(cfg, k, scalar_as<std::string>(r[k], path, k, "a scalar"),
+                   path + ": key '" + k + "'");
   if (r["seed"]) cfg.seed = scalar_as<uint64_t>(r["seed"], path, "seed", "an integer >= 0");
   if (r["device"])
     set_device(cfg, scalar_as<std::string>(r["device"], path, "device", "cpu or cuda[:N]"),
@@ -302,8 +329,11 @@ void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) 
              "'" + value + "'");
   } else if (attr == "device") {
     set_device(cfg, value, "--set run.device");
+  } else if (attr == "data" || attr == "mask" || attr == "noise_std") {
+    set_measured(cfg, attr, value, "--set run." + attr);
   } else {
-    throw fk::Error("--set run." + attr, "a run setting (seed, max_total_steps, device)",
+    throw fk::Error("--set run." + attr,
+                    "a run setting (seed, max_total_steps, device, data, mask, noise_std)",
                     "'" + attr + "'");
   }
 }
@@ -372,6 +402,9 @@ std::string to_yaml(const RunConfig& cfg) {
   // Only a device run names its device, so a CPU run's hash (its runs/ folder)
   // is what it was before the key existed, and a device run gets a folder of its own.
   if (cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
+  if (!cfg.data.empty()) os << "  data: " << YAML::Node(cfg.data) << "\n";
+  if (!cfg.mask.empty()) os << "  mask: " << YAML::Node(cfg.mask) << "\n";
+  if (cfg.noise_std) os << fmt::format("  noise_std: {}\n", *cfg.noise_std);
   return os.str();
 }
 
@@ -384,11 +417,29 @@ SolverOptions solver_options(const RunConfig& cfg) {
   so.cuda_graph = cfg.cuda_graph;
   so.device = fk::parse_device(cfg.device);
   so.curriculum = cfg.curriculum;
+  if (!cfg.data.empty()) {
+    Measurement m;
+    m.data = fk::read_npy(cfg.data);
+    if (!cfg.mask.empty()) m.mask = fk::read_npy(cfg.mask);
+    m.noise_std = cfg.noise_std.value_or(-1);
+    so.measured = std::move(m);
+  } else {
+    FK_CHECK(cfg.mask.empty() && !cfg.noise_std, "run.mask / run.noise_std",
+             "a measured dataset beside them (run.data)", "none");
+  }
   return so;
 }
 
 std::string config_hash(const RunConfig& cfg, const std::string& extra) {
-  return fnv1a_hex8(to_yaml(cfg) + extra);
+  std::string text = to_yaml(cfg) + extra;
+  for (const std::string& path : {cfg.data, cfg.mask}) {
+    if (path.empty()) continue;
+    std::ifstream f(path, std::ios::binary);
+    FK_CHECK(f.good(), "run data file", "a readable .npy file", "'" + path + "'");
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    text += fmt::format("|{:016x}", fnv1a(bytes.data(), bytes.size()));
+  }
+  return fnv1a_hex8(text);
 }
 
 }  // namespace nefi

@@ -9,9 +9,10 @@
 //   solver:  {nan_guard, checkpoint_every, max_bad_steps, cuda_graph}
 //            (cuda_graph: a device solve's step as one CUDA graph; unset:
 //            the NEFI_CUDA_GRAPH knob, default on)
-//   run:     {seed, methods: [...], max_total_steps, device}
+//   run:     {seed, methods: [...], max_total_steps, device, data, mask, noise_std}
 // --set KEY=VALUE accepts an instance key (optionally `config.KEY`),
-// `run.seed`, `run.max_total_steps`, `run.device`, `solver.KEY`,
+// `run.seed`, `run.max_total_steps`, `run.device`, `run.data`, `run.mask`,
+// `run.noise_std`, `solver.KEY`,
 // `curriculum.ATTR`, `optim.ATTR` (the optimizer's keys: optimizer,
 // weight_decay, grad_clip, lbfgs_*, and ema and betas) and `stage.ATTR` (a
 // per-stage key the instance declares; `stage.steps=N` gives every stage N
@@ -42,6 +43,14 @@ struct RunConfig {
   CurriculumOverrides curriculum;
   // Where the neural field trains: "cpu" or "cuda:N" (fk::Device::str()).
   std::string device = "cpu";
+  // A measured dataset in place of the instance's synthetic one (run.data, a
+  // .npy of the shape and units of the measurement.npy a synthetic run of the
+  // same config writes), its optional mask (run.mask: per-cell weights in
+  // [0, 1]) and its noise level (run.noise_std; unset: unknown). Empty: the
+  // instance's data generator. There is no ground truth then: the run
+  // reports the data fit and the fields, no field metrics.
+  std::string data, mask;
+  std::optional<double> noise_std;
 };
 
 // Defaults of a registered instance.
@@ -53,10 +62,13 @@ RunConfig load_run_config_file(const std::string& path);
 void apply_set(RunConfig& cfg, const std::string& assignment);
 std::string to_yaml(const RunConfig& cfg);
 // The solver switches cfg carries: the NaN guard, its checkpoint cadence and
-// bad-step limit, the step cap (max_total_steps), cuda_graph, the device and
-// the curriculum overrides.
+// bad-step limit, the step cap (max_total_steps), cuda_graph, the device,
+// the curriculum overrides and the measured dataset (read from run.data and
+// run.mask here: an unreadable file is an fk::Error naming it).
 SolverOptions solver_options(const RunConfig& cfg);
-// 8 hex digits over the effective config (and anything else in `extra`).
+// 8 hex digits over the effective config (and anything else in `extra`),
+// run.data's and run.mask's bytes included: another dataset under the same
+// name gets another run folder.
 std::string config_hash(const RunConfig& cfg, const std::string& extra = "");
 
 }  // namespace nefi

@@ -19,7 +19,8 @@ PanelInput run_panel_input(const RunConfig& cfg, const std::vector<RunOutput>& o
 
 void write_run_figures(const std::string& dir, const RunConfig& cfg,
                        const std::vector<RunOutput>& outs) {
-  write_panel_png(dir + "/panel.png", run_panel_input(cfg, outs));
+  // The panel sets each reconstruction beside the truth; measured data has none.
+  if (outs.front().gt.defined()) write_panel_png(dir + "/panel.png", run_panel_input(cfg, outs));
   std::vector<HistoryPlot> hist;
   for (const RunOutput& o : outs)
     if (!o.result.history.rows.empty()) hist.push_back({o.method, &o.result});

@@ -76,7 +76,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
       history_written = true;
     }
   }
-  fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
+  if (outs.front().gt.defined()) fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
   fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
   const auto t0 = std::chrono::steady_clock::now();
   if (figures) write_run_figures(dir, cfg, outs);

@@ -107,6 +107,9 @@ struct SolverOptions {
   // Applied by solve_and_record (and the batched runs) to the instance's
   // curriculum before the cap.
   CurriculumOverrides curriculum;
+  // A measured dataset that run_method gives the method in place of the
+  // instance's synthetic measurement (RunConfig::data); no ground truth then.
+  std::optional<Measurement> measured;
 };
 
 class Solver {
