@@ -84,7 +84,10 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     """Solves `instance` (a name or a YAML path) with `config` (a dict of
     overrides or a YAML path); returns {method: result dict}. `config` may
     hold a `curriculum` dict (early_stop_patience, early_stop_min_delta,
-    discrepancy_tau, time_budget_s, restarts, optim: {ema, betas}); `methods`
+    discrepancy_tau, time_budget_s, restarts, optim: {ema, betas}) and a
+    `run` dict with `data` (a .npy measured dataset in place of the synthetic
+    one, shaped as the measurement it replaces), `mask` and `noise_std`
+    (results then have no ground truth and no field metrics); `methods`
     takes the reference's names for the instance's own solver (neural, nefi,
     netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
     config's run.device, else cpu) is where the neural field trains."""

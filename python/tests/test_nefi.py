@@ -71,6 +71,24 @@ def test_curriculum_run_keys_and_reference_method_names_reach_the_solver():
         nefi.invert("toy1d", {"n": 32}, device="tpu")
 
 
+def test_a_measured_dataset_in_place_of_the_synthetic_one(tmp_path):
+    nefi.set_num_threads(1)
+    cfg = {"n": 32, "steps": [4, 4]}
+    synthetic = nefi.invert("toy1d", cfg, seed=0, methods="neural")["neural"]
+    path = tmp_path / "data.npy"
+    np.save(path, synthetic["measurement"]["data"])
+    measured = nefi.invert("toy1d", dict(cfg, run={"data": str(path), "noise_std": 0.01}),
+                           seed=0, methods="neural")["neural"]
+    assert np.array_equal(measured["reconstruction"], synthetic["reconstruction"])
+    assert measured["ground_truth"] is None and measured["metrics"] == {}
+    assert measured["measurement"]["noise_std"] == 0.01
+    assert measured["data_fit"]["rmse_over_sigma"] == pytest.approx(
+        measured["data_fit"]["rmse"] / 0.01, rel=1e-12)
+    np.save(path, np.zeros(31))
+    with pytest.raises(fieldkit.Error, match=r"run.data.*\[32\]"):
+        nefi.invert("toy1d", dict(cfg, run={"data": str(path)}), methods="neural")
+
+
 def test_solver_keeps_its_results():
     s = nefi.Solver(config("toy1d_smoke.yaml"), {"steps": [3, 3]}, methods="neural")
     r = s.solve(seed=0)
