@@ -77,6 +77,11 @@ Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string
   if (mod == "no_annealing") return no_annealing(cfg);
   if (mod == "no_pe") return no_pe(cfg);
   if (mod == "single_stage") return single_stage(cfg);
+  if (mod == "no_gate") {
+    FK_CHECK(cfg.config.has("gate"), "modifier 'no_gate'",
+             "an instance with a gated head (a gate key)", cfg.instance + " has none");
+    return {"-gate", {"gate=false"}, ""};
+  }
   if (mod == "grid_field") {
     const auto m = inst.methods();
     FK_CHECK(std::find(m.begin(), m.end(), "grid") != m.end(), "modifier 'grid_field'",
@@ -104,10 +109,11 @@ Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string
     const auto [attr, value] = assignment(mod, colon);
     return {kind + "." + attr + "=" + value, {kind + "." + attr + "=" + value}, ""};
   }
-  throw fk::Error("--variants",
-                  "a modifier (no_annealing, no_pe, single_stage, grid_field, drop_loss:NAME, "
-                  "set_weight:NAME=W, set:KEY=V, stage:ATTR=V, optim:ATTR=V)",
-                  "'" + mod + "'");
+  throw fk::Error(
+      "--variants",
+      "a modifier (no_annealing, no_pe, single_stage, grid_field, no_gate, drop_loss:NAME, "
+      "set_weight:NAME=W, set:KEY=V, stage:ATTR=V, optim:ATTR=V)",
+      "'" + mod + "'");
 }
 
 void check_method(const Instance& inst, const std::string& method) {

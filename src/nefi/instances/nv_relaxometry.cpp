@@ -56,6 +56,7 @@ struct NVConfig {
   double log_eps = 0, log_eps_noise_mult = 0;
   double grid_init = 0, grid_l2 = 0, grid_tv = 0;
   bool scale_correction = true, larmor_profile = true;
+  bool gate = true;  // the neural field's rho head gated (GatedSoftplus) or plain softplus
   double match_radius = 0, peak_threshold = 0, gmsd_c = 0;
   int swd_projections = 0;
 
@@ -158,6 +159,7 @@ NVConfig NVConfig::from(const Params& p) {
   c.grid_curriculum.optim.weight_decay = positive_key(p, "grid_weight_decay", true);
   c.grid_curriculum.optim.grad_clip = c.curriculum.optim.grad_clip;
   c.grid_init = positive_key(p, "grid_init");
+  c.gate = p.b("gate");
   c.grid_l2 = positive_key(p, "grid_l2", true);
   c.grid_tv = positive_key(p, "grid_tv", true);
   return c;
@@ -222,6 +224,9 @@ void declare_keys(Params& p) {
   p.declare("grid_l2", 1e-3, "grid baseline Tikhonov weight");
   p.declare("grid_tv", 1e-3, "grid baseline TV weight");
   p.declare("grid_init", 0.35, "grid baseline initial rho");
+  p.declare("gate", true,
+            "neural rho head: softplus(h) * sigmoid(g), the gated head (false: softplus(h) "
+            "alone, the ablation no_gate)");
 }
 
 // masked_ssim's mask: the pixels within match_radius of a true source or of
@@ -362,7 +367,9 @@ class NVRelaxometry : public Instance {
     const double centre = c.phys.larmor_default;
     HeadPtr larmor = support_masked_head(bounded_head("omega_L", c.band[0], c.band[1], centre),
                                          "rho", c.tau, c.larmor_fill);
-    HeadPtr rho = neural ? gated_softplus_head("rho") : softplus_head("rho", c.grid_init);
+    HeadPtr rho = !neural  ? softplus_head("rho", c.grid_init)
+                  : c.gate ? gated_softplus_head("rho")
+                           : softplus_head("rho");
     InverseProblem prob = field_problem("nv_relaxometry", domain, op, meas, {rho, larmor},
                                         neural ? "neural" : "grid", c.field, seed);
     const double ymax = fk::amax(fk::abs(meas.data)).item();

@@ -71,6 +71,22 @@ TEST(BenchVariants, BadModifiersAreRefusedUpFront) {
   EXPECT_THROW(ablation_variants(toy(), *inst, "neural", {"no_pe", "no_pe"}, false), fk::Error);
 }
 
+// no_gate: the reference's ablation of NV's gated rho head. The plain head
+// reads one trunk output where the gated one reads two (value and gate), so
+// the field loses exactly one output unit: its weights from the last hidden
+// layer and its bias.
+TEST(BenchVariants, NoGateTakesNvsPlainSoftplusHead) {
+  const auto inst = nefi::find_instance("nv_relaxometry");
+  nefi::RunConfig nv = nefi::default_run_config("nv_relaxometry");
+  const auto v = ablation_variants(nv, *inst, "neural", {"no_gate"}, false);
+  ASSERT_EQ(labels(v), (std::vector<std::string>{"full", "-gate"}));
+  EXPECT_EQ(v[1].sets, (std::vector<std::string>{"gate=false"}));
+  const int64_t gated = inst->setup(nv.config, "neural", 0)->problem.field->n_parameters();
+  nefi::apply_set(nv, "gate=false");
+  const int64_t plain = inst->setup(nv.config, "neural", 0)->problem.field->n_parameters();
+  EXPECT_EQ(gated - plain, nv.config.i("hidden") + 1);
+}
+
 TEST(BenchVariants, SweepAxes) {
   const auto lr = sweep_variants(toy(), "neural", "lr", {"1e-3", "1e-2"});
   EXPECT_EQ(labels(lr), (std::vector<std::string>{"lr=1e-3", "lr=1e-2"}));
