@@ -111,7 +111,8 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
   p.declare("steps", steps, "steps per stage; stage i runs at n / 2^(stages-1-i)");
   p.declare("lr", lr, "learning rate of the first stage");
   p.declare("lr_decay", 0.5, "lr factor per later stage");
-  p.declare("lr_schedule", std::string("cosine"), "cosine | step | constant");
+  p.declare("lr_schedule", std::string("cosine"),
+            "cosine | warmup_cosine (cosine after lr_warmup) | step | constant");
   p.declare("lr_warmup", int64_t{0}, "linear lr warm-up steps at the start of every stage");
   p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
   p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
@@ -204,7 +205,7 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   Curriculum c = Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"));
   for (Stage& s : c.stages) {
     s.anneal_fraction = anneal;
-    s.lr_schedule = p.choice("lr_schedule", {"cosine", "step", "constant"});
+    s.lr_schedule = p.choice("lr_schedule", {"cosine", "warmup_cosine", "step", "constant"});
     s.lr_warmup = static_cast<int>(warmup);
   }
   c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});

@@ -288,6 +288,8 @@ void set_stage(RunConfig& cfg, const std::string& attr, const std::string& value
   for (const char* k : {"lr_schedule", "lr_warmup", "anneal_fraction", "anneal_steps",
                         "lr_min_ratio", "lr_step_size", "lr_gamma"})
     if (cfg.config.has(k)) valid.push_back(k);
+  if (attr == "warmup_steps" && cfg.config.has("lr_warmup"))  // the reference's name
+    return cfg.config.set("lr_warmup", value);
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end(), "--set stage." + attr,
            "a stage attribute of " + cfg.instance + " (" + joined(valid) + ")", "'" + attr + "'");
   if (attr != "steps") return cfg.config.set(attr, value);

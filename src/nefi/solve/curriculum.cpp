@@ -28,8 +28,9 @@ void Stage::validate() const {
   const std::string w = "nefi::Stage '" + name + "'";
   FK_CHECK(steps > 0, w, "steps > 0", std::to_string(steps));
   FK_CHECK(lr > 0, w, "lr > 0", std::to_string(lr));
-  FK_CHECK(lr_schedule == "cosine" || lr_schedule == "step" || lr_schedule == "constant", w,
-           "lr_schedule cosine, step or constant", lr_schedule);
+  FK_CHECK(lr_schedule == "cosine" || lr_schedule == "warmup_cosine" || lr_schedule == "step" ||
+               lr_schedule == "constant",
+           w, "lr_schedule cosine, warmup_cosine, step or constant", lr_schedule);
   FK_CHECK(lr_warmup >= 0 && lr_warmup < steps, w, "lr_warmup in [0, steps)",
            std::to_string(lr_warmup));
   FK_CHECK(anneal_fraction > 0 && anneal_fraction <= 1, w, "anneal_fraction in (0, 1]",

@@ -25,7 +25,9 @@ struct Stage {
   fk::Dims shape;  // empty: the domain shape
   int steps = 1000;
   double lr = 1e-3;
-  std::string lr_schedule = "cosine";  // cosine | step | constant
+  // cosine | step | constant; warmup_cosine (the reference's name) is cosine,
+  // its warm-up the lr_warmup steps as with any schedule.
+  std::string lr_schedule = "cosine";
   double lr_min_ratio = 0.01;
   int lr_step_size = 1000;
   double lr_gamma = 0.1;

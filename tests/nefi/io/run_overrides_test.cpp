@@ -184,3 +184,29 @@ TEST(NefiRunOverrides, CliTakesReferenceMethodNamesAndWritesTheDevice) {
 }
 
 }  // namespace
+
+namespace {
+
+// The reference's schedule name and stage key: warmup_cosine is cosine after
+// the lr_warmup steps, stage.warmup_steps sets lr_warmup.
+TEST(NefiRunOverrides, WarmupCosineAndWarmupStepsAreTheReferencesNames) {
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  nefi::apply_set(c, "stage.warmup_steps=4");
+  EXPECT_EQ(c.config.i("lr_warmup"), 4);
+  nefi::apply_set(c, "stage.lr_schedule=warmup_cosine");
+  nefi::Stage s;
+  s.steps = 20;
+  s.lr = 1;
+  s.lr_warmup = 4;
+  nefi::Stage w = s;
+  w.lr_schedule = "warmup_cosine";
+  w.validate();
+  for (int t = 0; t < 20; ++t) EXPECT_EQ(w.lr_at(t), s.lr_at(t)) << t;
+  EXPECT_EQ(w.lr_at(1), 0.5);  // (t + 1) / warmup
+  const nefi::RunOutput out =
+      nefi::find_instance("toy1d")->run(c.config, "neural", 0, nefi::solver_options(c));
+  EXPECT_EQ(out.curriculum.stages[0].lr_schedule, "warmup_cosine");
+  EXPECT_EQ(out.curriculum.stages[0].lr_warmup, 4);
+}
+
+}  // namespace
