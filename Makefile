@@ -5,7 +5,7 @@ JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
-.PHONY: all bootstrap configure build test demo bench asan fuzz format cuda-archs clean wheel wheel-test gpu-bundle
+.PHONY: all bootstrap configure build test demo smoke bench asan fuzz format cuda-archs clean wheel wheel-test gpu-bundle
 
 all: build
 
@@ -39,6 +39,13 @@ demo: build
 	  --json runs/minkowski-bench-conv-20k.json
 	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \
 	  .venv/bin/python python/examples/sparse_segmentation.py
+
+# Every registered instance's smoke preset, as the reference's `make smoke`:
+# runs/smoke/<instance>/, one line per instance.
+smoke: build
+	@for i in $$($(BIN)/nefi list instances | awk '/^  [a-z]/{print $$1}'); do \
+	  $(BIN)/nefi run $$i --smoke -q --out runs/smoke/$$i && echo "$$i -> runs/smoke/$$i" || exit 1; \
+	done
 
 bench: build
 	@$(BIN)/fk-info --bench-overhead | tail -4

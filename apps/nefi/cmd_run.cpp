@@ -162,7 +162,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
                     : r.out;
   check_checkpoint_options(r, cfg);
   if (r.save_every > 0) fs::create_directories(out);
-  const bool tty = stderr_is_tty();
+  const bool tty = stderr_is_tty() && !r.quiet;
   std::vector<nefi::RunOutput> outs;
   for (const auto& m : cfg.methods) {
     outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
@@ -175,7 +175,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   }
   select_metrics(outs, r.metrics);
   nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
-  std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";
+  if (!r.quiet) std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";
   return 0;
 }
 
@@ -215,9 +215,13 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--device", r.device,
                   "train the neural field on cpu or cuda[:N] (default: the config's run.device, "
                   "else $NEFI_DEVICE, else cpu; operators without a device path refuse)");
+  auto* quiet = run->add_flag(
+      "--quiet,-q", r.quiet,
+      "no progress line and no summary line: the run folder only (errors still print)");
   run->add_flag("--verbose,-v", r.verbose,
                 "on stderr: a loss line every 1/20 of the steps when not a terminal, and per-stage "
-                "notes (a device solve: CUDA graph replays, or why not)");
+                "notes (a device solve: CUDA graph replays, or why not)")
+      ->excludes(quiet);
   run->add_option("--resume", r.resume,
                   "continue from a checkpoint file, or a run directory's checkpoints");
   run->footer(

@@ -25,6 +25,7 @@ struct RunRequest {
   std::string baseline;  // --baseline/-b: this one method instead of the config's
   std::string device;    // --device: where the neural field trains (empty: the config's run.device)
   bool verbose = false;  // --verbose: per-stage notes (how device steps ran) on stderr
+  bool quiet = false;    // --quiet: no progress line and no summary line (errors only)
 };
 
 // configs/<instance>_smoke.yaml from the config search path; fk::Error

@@ -2,6 +2,10 @@
 // twentieth of the steps on stderr, the last one at the final step.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +45,26 @@ TEST(RunVerboseCli, OffATerminalVerboseLogsTheLossAndQuietRunsDoNot) {
   EXPECT_NE(lines.back().find("step 40/40"), std::string::npos) << lines.back();
   EXPECT_NE(lines.back().find("loss "), std::string::npos) << lines.back();
   EXPECT_EQ(lines.back().rfind("neural", 0), 0u) << lines.back();
+}
+
+// --quiet: nothing on stdout, the run folder written; with --verbose, an error.
+TEST(RunVerboseCli, QuietPrintsNothingButWritesTheRun) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("quiet_flag");
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "stdout.txt";
+  const std::string cmd = nefi.string() + " run toy1d --smoke --smoke-steps 4 --no-plot -q --out " +
+                          (dir / "run").string() + " >" + out.string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream f(out);
+  const std::string printed((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(printed, "");
+  EXPECT_TRUE(std::filesystem::exists(dir / "run" / "metrics.json"));
+  const auto both =
+      fieldkit_test::run_cli(nefi, "run toy1d --smoke -q -v --no-plot", nefi::test::scratch());
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--quiet"), std::string::npos) << both.err;
 }
 
 }  // namespace
