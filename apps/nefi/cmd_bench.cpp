@@ -58,6 +58,9 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)");
   sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
+  sub->add_flag("--allow-inverse-crime", o->spec.allow_inverse_crime,
+                "benchmark a method whose operator drew the data (the matched regime, labelled "
+                "so in summary.md and benchmark.json)");
   sub->add_flag("--batched", o->batched,
                 "solve each method's units with batch_invert where it can (else sequentially)");
   sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");

@@ -18,7 +18,8 @@ Command add_sweep(CLI::App& app, const Context&) {
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("sweep", "run the base method at each value of one setting");
   add_variant_options(sub, o->req);
-  sub->add_option("--axis", o->axis, "a config key, stage.ATTR, optim.ATTR or weight.NAME")
+  sub->add_option("--axis", o->axis,
+                  "a config key, stage.ATTR, optim.ATTR, curriculum.ATTR or weight.NAME")
       ->required();
   sub->add_option("--values", o->values, "comma list of values")->delimiter(',')->required();
   sub->footer(

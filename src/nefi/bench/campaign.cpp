@@ -144,6 +144,43 @@ std::string shard_filename(const Shard& s) {
   return buf;
 }
 
+namespace {
+
+// Protocol::fidelity from the first unit's setup of each method, and the
+// guard: a matched method is an fk::Error unless allowed.
+void record_fidelity(const Instance& inst, const Params& cfg, bool allow, Protocol& p) {
+  p.allow_inverse_crime = allow;
+  const std::string data = inst.data_tag(cfg);
+  p.fidelity["data"] = data;
+  const Unit first = units(p).front();
+  for (const auto& m : p.methods) {
+    const std::optional<ProblemSetup> s =
+        inst.setup(detail::unit_params(cfg, first), m, first.data_seed);
+    if (!s) continue;  // a direct method
+    const std::string tag = s->problem.op ? s->problem.op->fidelity_tag() : "";
+    p.fidelity[m] = tag;
+    FK_CHECK(allow || tag.empty() || tag != data, "inverse crime (" + m + ")",
+             "data drawn by another model than the method's operator (pass "
+             "--allow-inverse-crime to benchmark the matched regime)",
+             "both tagged '" + tag + "'");
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> Protocol::regimes() const {
+  std::map<std::string, std::string> r;
+  const auto data = fidelity.find("data");
+  for (const auto& m : methods) {
+    const auto f = fidelity.find(m);
+    r[m] = f == fidelity.end()                           ? "direct"
+           : f->second.empty() || data == fidelity.end() ? "unknown"
+           : f->second == data->second                   ? "matched"
+                                                         : "cross-fidelity";
+  }
+  return r;
+}
+
 Protocol make_protocol(const CampaignSpec& spec) {
   const bool is_file = std::filesystem::exists(spec.target) || spec.target.ends_with(".yaml") ||
                        spec.target.ends_with(".yml");
@@ -215,6 +252,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   p.checkpoint_every = cfg.checkpoint_every;
   p.curriculum = cfg.curriculum;
   p.max_bad_steps = cfg.max_bad_steps;
+  record_fidelity(*inst, cfg.config, spec.allow_inverse_crime, p);
   return p;
 }
 

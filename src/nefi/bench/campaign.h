@@ -47,8 +47,19 @@ struct Protocol {
   // The config's curriculum overrides (stopping rules, restarts, EMA,
   // betas), applied to every method's curriculum before the cap.
   CurriculumOverrides curriculum;
+  // The inverse-crime guard (the reference's check_inverse_crime): "data" ->
+  // the data generator's fidelity tag, and each method that runs a solver ->
+  // its operator's tag; a method whose tag equals the data's solves data
+  // drawn with its own model, which make_protocol refuses unless
+  // allow_inverse_crime (bench --allow-inverse-crime). Direct methods have
+  // no entry.
+  std::map<std::string, std::string> fidelity;
+  bool allow_inverse_crime = false;
 
   int64_t n_units() const;
+  // Per method: "matched" (the data's tag), "cross-fidelity", "unknown" (an
+  // operator without a tag) or "direct" (no solver).
+  std::map<std::string, std::string> regimes() const;
 };
 
 struct Unit {
@@ -106,6 +117,7 @@ struct CampaignSpec {
   // bench --batched and --batch-device (Protocol::batch_device).
   bool batched = false;
   fk::Device batch_device = fk::kCPU;
+  bool allow_inverse_crime = false;  // bench --allow-inverse-crime
 };
 // Resolves and checks a spec (unknown instance, method or class, bad budget
 // are fk::Errors naming the valid choices).

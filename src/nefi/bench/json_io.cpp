@@ -88,6 +88,8 @@ json to_json(const Protocol& p) {
   if (p.max_total_steps > 0) out["max_total_steps"] = p.max_total_steps;
   if (!p.batch_device.empty()) out["batch_device"] = p.batch_device;
   if (!p.curriculum.empty()) out["curriculum"] = curriculum_json(p.curriculum);
+  out["fidelity"] = p.fidelity;
+  if (p.allow_inverse_crime) out["allow_inverse_crime"] = true;
   return out;
 }
 
@@ -106,6 +108,9 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     p.max_total_steps = j.value("max_total_steps", int64_t{0});
     p.batch_device = j.value("batch_device", std::string());
     if (j.contains("curriculum")) p.curriculum = curriculum_from_json(j.at("curriculum"));
+    if (j.contains("fidelity"))
+      p.fidelity = j.at("fidelity").get<std::map<std::string, std::string>>();
+    p.allow_inverse_crime = j.value("allow_inverse_crime", false);
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();

@@ -249,7 +249,19 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
       fmt::join(p.methods, ", "), p.budget_scale, 100 * o.level);
   if (static_cast<int64_t>(rows.size()) != expected)
     s += fmt::format("; **incomplete: {} of {} runs**", rows.size(), expected);
-  s += ".\n\n";
+  s += ".\n";
+  // The regime of each method that runs a solver: its operator against the
+  // data generator (the inverse-crime guard's tags).
+  std::string regimes;
+  const auto by_method = p.regimes();
+  for (const auto& m : p.methods)
+    if (const std::string& r = by_method.at(m); r != "direct")
+      regimes += fmt::format("{}{} {} ({})", regimes.empty() ? "" : ", ", m, r,
+                             p.fidelity.at(m).empty() ? "no tag" : p.fidelity.at(m));
+  if (!regimes.empty())
+    s += fmt::format("Data `{}`; {}.\n", p.fidelity.count("data") ? p.fidelity.at("data") : "",
+                     regimes);
+  s += "\n";
   s += md_table(groups(p, rows, false), metrics, o.level, false);
   if (p.methods.size() > 1) {
     const std::string& ref = p.methods.front();
@@ -293,6 +305,7 @@ std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows) {
   nlohmann::json j;
   j["format"] = "nefi-benchmark/1";
   j["protocol"] = to_json(p);
+  j["regime"] = p.regimes();
   nlohmann::json directions = nlohmann::json::object();
   for (const auto& m : metric_names(rows)) directions[m] = higher_is_better(m) ? "higher" : "lower";
   j["metric_directions"] = directions;

@@ -161,7 +161,8 @@ std::vector<Variant> ablation_variants(const RunConfig& base, const Instance& in
 std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& base_method,
                                     const std::string& axis,
                                     const std::vector<std::string>& values) {
-  FK_CHECK(!axis.empty(), "--axis", "a config key, stage.ATTR, optim.ATTR or weight.NAME", "''");
+  FK_CHECK(!axis.empty(), "--axis",
+           "a config key, stage.ATTR, optim.ATTR, curriculum.ATTR or weight.NAME", "''");
   FK_CHECK(!values.empty(), "--values", "at least one value", "none");
   std::string key = axis;
   if (axis.rfind("weight.", 0) == 0) {

@@ -296,6 +296,11 @@ Measurement measure(const NVConfig& c, const Truth& t, uint64_t seed) {
 class NVRelaxometry : public Instance {
  public:
   std::string name() const override { return "nv_relaxometry"; }
+  // data_operator F2 or F1 draws the data with the inversion's own operator.
+  std::string data_tag(const Params& p) const override {
+    const std::string op = p.s("data_operator");
+    return op == "F3" ? nv_direct_tag() : nv_operator_tag(op == "F2" ? NVMode::kF2 : NVMode::kF1);
+  }
   std::string summary() const override {
     return "NeTMY: spin density and Larmor field from NV noise spectra (dipolar F2/F1 by FFT)";
   }

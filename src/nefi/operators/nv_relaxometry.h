@@ -65,6 +65,11 @@ PsfFunction nv_gzz_kernel(const NVPhysics& phys, std::vector<double> extent);
 double nv_power(const NVPhysics& phys, double dx, double dy);
 double nv_gzz(const NVPhysics& phys, double dx, double dy);
 
+// The fidelity tag of NVOperator in `mode` (the FFT spectra in f32).
+inline const char* nv_operator_tag(NVMode mode) {
+  return mode == NVMode::kF2 ? "F2-fft-float32" : "F1-fft-float32";
+}
+
 class NVOperator : public Operator {
  public:
   NVOperator(Domain domain, NVPhysics phys, NVMode mode);
@@ -76,9 +81,7 @@ class NVOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override { return mode_ == NVMode::kF2 ? 1.0 : 2.0; }
   bool batchable() const override { return true; }
-  std::string fidelity_tag() const override {
-    return mode_ == NVMode::kF2 ? "F2-fft-float32" : "F1-fft-float32";
-  }
+  std::string fidelity_tag() const override { return nv_operator_tag(mode_); }
   std::string kind() const override { return "nv_relaxometry"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
   const NVPhysics& physics() const { return phys_; }

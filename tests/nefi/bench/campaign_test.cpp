@@ -157,6 +157,51 @@ TEST(BenchCampaign, CurriculumOverridesAndMethodNamesInTheProtocol) {
   EXPECT_THROW(make_protocol(s), fk::Error);
 }
 
+// The inverse-crime guard: every instance's default data generator differs
+// from each of its methods' operators (the smoke configs, every method);
+// nv_relaxometry's data_operator=F2 draws the data with the F2 operator
+// itself, which make_protocol refuses unless allowed, and then labels.
+TEST(BenchCampaign, InverseCrimeIsRefusedUnlessAllowedAndLabelled) {
+  for (const auto& inst : nefi::all_instances()) {
+    CampaignSpec s;
+    s.target = config_path(inst->name() + "_smoke.yaml");
+    s.methods = inst->methods();
+    s.n_samples = 1;
+    s.seeds = {0};
+    const Protocol p = make_protocol(s);
+    EXPECT_FALSE(p.fidelity.at("data").empty()) << inst->name();
+    for (const auto& [m, r] : p.regimes())
+      EXPECT_TRUE(r == "cross-fidelity" || r == "direct") << inst->name() << " " << m << ": " << r;
+  }
+  CampaignSpec s;
+  s.target = config_path("nv_relaxometry_smoke.yaml");
+  s.n_samples = 1;
+  s.seeds = {0};
+  s.sets = {"data_operator=F2"};
+  s.methods = {"neural", "f1"};
+  std::string e = "no error";
+  try {
+    make_protocol(s);
+  } catch (const fk::Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("inverse crime"), std::string::npos) << e;
+  EXPECT_NE(e.find("--allow-inverse-crime"), std::string::npos) << e;
+  EXPECT_NE(e.find("F2-fft-float32"), std::string::npos) << e;
+  s.allow_inverse_crime = true;
+  const Protocol crime = make_protocol(s);
+  EXPECT_EQ(crime.regimes().at("neural"), "matched");
+  EXPECT_EQ(crime.regimes().at("f1"), "cross-fidelity");  // the F1 model on F2 data
+  const Protocol back = protocol_from_json(nefi::bench::to_json(crime), "test");
+  EXPECT_EQ(back.fidelity, crime.fidelity);
+  EXPECT_TRUE(back.allow_inverse_crime);
+  EXPECT_EQ(protocol_hash(back), protocol_hash(crime));
+  s.sets = {};
+  EXPECT_NE(protocol_hash(make_protocol(s)), protocol_hash(crime));
+  const std::string md = summary_md(crime, {}, {});
+  EXPECT_NE(md.find("neural matched (F2-fft-float32)"), std::string::npos) << md;
+}
+
 // bench --batched --batch-device: a device batch rounds differently from the
 // CPU, so its device is part of the protocol (another hash, another default
 // directory; shards of the two do not merge). Without --batched, or with the
