@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "nefi/bench/batch_profile.h"
@@ -42,7 +43,7 @@ int profile_batched(const Instance& inst, const Params& config, const Opts& o) {
 
 Command add_profile(CLI::App& app, const Context&) {
   struct Opts {
-    std::string instance, config, trace, json, method;
+    std::string instance, config, trace, json, method, device;
     std::vector<std::string> sets;
     bench::ProfileOptions p;
     int threads = 0, batch = 0, chunk = 0;
@@ -63,6 +64,9 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--batch", o->batch,
                   "time batch_invert with B problems instead (per-problem ms/step)");
   sub->add_option("--chunk", o->chunk, "with --batch: problems per fused sub-step (0: all)");
+  sub->add_option("--device", o->device,
+                  "cpu or cuda[:N] (default: the config's run.device, else $NEFI_DEVICE, else "
+                  "cpu)");
   sub->add_flag("--minimal", o->p.minimal, "time a bare loop without the solver's bookkeeping");
   sub->add_flag("--table", o->table, "print every op's time, not just the top ones");
   sub->add_option("--trace", o->trace, "write a chrome trace of the traced steps into DIR");
@@ -78,8 +82,20 @@ Command add_profile(CLI::App& app, const Context&) {
                 is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
             if (!o->config.empty()) apply_config_file(cfg, o->config);
             for (const auto& s : o->sets) apply_set(cfg, s);
+            if (!o->device.empty()) apply_set(cfg, "run.device=" + o->device);
+            FK_CHECK(cfg.data.empty(), "run.data",
+                     "no measured dataset (nefi profile times the instance's synthetic problem)",
+                     "'" + cfg.data + "'");
             const InstancePtr inst = find_instance(cfg.instance);
-            if (o->batch > 0) return profile_batched(*inst, cfg.config, *o);
+            o->p.device = fk::parse_device(cfg.device);
+            FK_CHECK(o->p.device.is_cpu() || o->p.device.index < fk::cuda::device_count(),
+                     "--device", "cpu or a CUDA device this process can use", cfg.device);
+            o->p.curriculum = cfg.curriculum;
+            if (o->batch > 0) {
+              FK_CHECK(o->p.device.is_cpu(), "nefi profile --batch", "the CPU",
+                       cfg.device + " (nefi bench --batched --batch-device times device batches)");
+              return profile_batched(*inst, cfg.config, *o);
+            }
             if (!o->trace.empty()) {
               bench::prepare_out_dir(o->trace, "--trace");
               o->p.trace_path =

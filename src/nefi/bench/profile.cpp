@@ -124,6 +124,9 @@ ProfileReport start_report(const Instance& inst, const ProfileOptions& opt) {
   rep.steps = opt.steps;
   rep.warmup = opt.warmup;
   rep.minimal = opt.minimal;
+  rep.device = opt.device.str();
+  FK_CHECK(opt.device.is_cpu() || !opt.minimal, "nefi profile --minimal",
+           "the CPU (the bare loop is the host's)", opt.device.str());
   rep.threads = fk::get_num_threads();
   return rep;
 }
@@ -166,6 +169,8 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
   so.seed = opt.seed;
   so.stopping_rules = false;
   so.only_stage = opt.stage;
+  so.device = opt.device;
+  so.curriculum = opt.curriculum;
   so.on_stage_start = [&rec](const StageView& v) { rec.on_stage_start(v); };
   so.callbacks.push_back([&rec](const StepInfo& s) { return rec.on_step(s); });
   RunOutput out = inst.run(config, rep.method, opt.seed, so);
@@ -181,10 +186,11 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
 
 std::string format_profile(const ProfileReport& r, bool table, int top) {
   std::string shape = fmt::format("{}", fmt::join(r.shape.vec(), "×"));
-  std::string s =
-      fmt::format("{} · {} · stage {}/{} ({}) · {} timed steps after {} warm-up · {} thread{}{}\n",
-                  r.instance, r.method, r.stage + 1, r.n_stages, shape, r.steps, r.warmup,
-                  r.threads, r.threads == 1 ? "" : "s", r.minimal ? " · minimal loop" : "");
+  std::string s = fmt::format(
+      "{} · {} · stage {}/{} ({}) · {} timed steps after {} warm-up · {} thread{}{}{}\n",
+      r.instance, r.method, r.stage + 1, r.n_stages, shape, r.steps, r.warmup, r.threads,
+      r.threads == 1 ? "" : "s", r.minimal ? " · minimal loop" : "",
+      r.device == "cpu" ? "" : " · " + r.device);
   s += fmt::format("  ms/step      median {:.4f}  mean {:.4f}  first step {:.3f}\n", r.median_ms,
                    r.mean_ms, r.first_ms);
   s += fmt::format("  ops/step     {:.1f}  (view ops {:.1f})  launches/step {:.1f}\n",
@@ -220,6 +226,7 @@ std::string profile_json_line(const ProfileReport& r, const std::string& config_
                          {"steps", r.steps},
                          {"warmup", r.warmup},
                          {"minimal", r.minimal},
+                         {"device", r.device},
                          {"ms_per_step_median", r.median_ms},
                          {"ms_per_step_mean", r.mean_ms},
                          {"first_step_ms", r.first_ms},

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "fk/shape.h"
 #include "nefi/instances/instance.h"
+#include "nefi/solve/curriculum_overrides.h"
 
 namespace nefi::bench {
 
@@ -21,7 +23,9 @@ struct ProfileOptions {
   int steps = 20, warmup = 5;
   int stage = -1;  // negative: counted from the end
   bool minimal = false;
-  std::string trace_path;  // where the chrome trace goes (empty: not kept)
+  std::string trace_path;          // where the chrome trace goes (empty: not kept)
+  fk::Device device = fk::kCPU;    // where the field trains (SolverOptions::device)
+  CurriculumOverrides curriculum;  // the config's (the stopping rules stay off)
 };
 
 struct OpStat {
@@ -36,6 +40,7 @@ struct ProfileReport {
   fk::Dims shape;
   int steps = 0, warmup = 0;
   bool minimal = false;
+  std::string device = "cpu";
   double median_ms = 0, mean_ms = 0, first_ms = 0;
   double ops_per_step = 0, view_ops_per_step = 0, launches_per_step = 0;
   int64_t peak_bytes = 0;

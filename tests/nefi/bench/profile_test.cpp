@@ -60,6 +60,8 @@ TEST(BenchProfile, ReportsTheLastStageOfToy1d) {
   EXPECT_EQ(line.at("instance"), "toy1d");
   EXPECT_EQ(line.at("overrides").at(0), "n=64");
   EXPECT_EQ(line.at("shape").at(0), 64);
+  EXPECT_EQ(line.at("device"), "cpu");
+  EXPECT_EQ(format_profile(r, false).find("cuda"), std::string::npos);
   EXPECT_NE(format_profile(r, true).find("adam_step"), std::string::npos);
 
   // The first stage, and the bare loop, on the same config.
@@ -88,6 +90,11 @@ TEST(BenchProfile, BadRequestsAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("120"), std::string::npos);
   }
   o.steps = 2;
+  o.minimal = true;  // the bare loop is the host's
+  o.device = fk::cuda_device(0);
+  EXPECT_THROW(profile_instance(*inst, cfg.config, o), fk::Error);
+  o.minimal = false;
+  o.device = fk::kCPU;
   o.method = "admm";
   EXPECT_THROW(profile_instance(*inst, cfg.config, o), fk::Error);
   // A direct method has no solver loop to profile.

@@ -16,9 +16,13 @@ TEST(RunDeviceCli, UnusableOrMalformedDevicesAreRefusedInOneLine) {
   const std::string missing = "cuda:" + std::to_string(fk::cuda::device_count());
   std::vector<std::pair<std::string, std::string>> cases = {
       {"run toy1d --smoke --no-plot --device " + missing, missing},
-      {"run toy1d --smoke --no-plot --device tpu", "'tpu'"}};
-  if (!fk::cuda::built_with_cuda())
+      {"run toy1d --smoke --no-plot --device tpu", "'tpu'"},
+      {"profile toy1d --steps 2 --warmup 0 --device " + missing, missing},
+      {"profile toy1d --steps 2 --warmup 0 --device tpu", "'tpu'"}};
+  if (!fk::cuda::built_with_cuda()) {
     cases.push_back({"run toy1d --smoke --no-plot --device cuda", "cuda:0"});
+    cases.push_back({"profile toy1d --steps 2 --warmup 0 --device cuda", "cuda:0"});
+  }
   nefi::test::expect_one_line_errors(cases, nefi::test::scratch());
 }
 
