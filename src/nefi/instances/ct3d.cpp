@@ -171,11 +171,11 @@ class Ct3d : public Instance {
     if (c.refine) refine_solved_output(solved, c.refine_options, iou_at_fraction(c.iou_tau), out);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Ct3dConfig c = Ct3dConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain = domain_of(c);
     ProblemSetup s{
         field_problem("ct3d", domain, std::make_shared<RadonOperator>(domain, c.geometry), meas,

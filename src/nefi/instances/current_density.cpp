@@ -178,17 +178,17 @@ class CurrentDensity : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const CurrentDensityConfig c = CurrentDensityConfig::from(p);
     const CurrentData d = measure(c, seed);
+    const auto [meas, gt] = measured_or({d.measurement, d.gt}, measured);
     const Domain domain = domain_of(c);
     ProblemSetup s{field_problem("current_density", domain,
-                                 std::make_shared<MagnetostaticsOperator>(domain, c.mag),
-                                 d.measurement, {identity_head("x")}, method, c.field, seed),
-                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, d.measurement,
-                   d.gt};
+                                 std::make_shared<MagnetostaticsOperator>(domain, c.mag), meas,
+                                 {identity_head("x")}, method, c.field, seed),
+                   method == "neural" ? c.neural_curriculum : c.grid_curriculum, meas, gt};
     s.problem.losses.add(relative_mse_loss(), 1.0);
     // A free grid has no spectral bias: it takes the TV weight of its own.
     s.problem.losses.add(tv_loss("x", c.tv), method == "neural" ? c.tv_weight : c.grid_tv_weight);

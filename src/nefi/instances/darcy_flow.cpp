@@ -163,11 +163,11 @@ class DarcyFlow : public Instance {
     return measure(DarcyConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const DarcyConfig c = DarcyConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain({c.n, c.n}, {c.layout.extent, c.layout.extent});
     ProblemSetup s{
         field_problem("darcy_flow", domain, darcy_operator(c, c.n, c.solver), meas,

@@ -315,12 +315,12 @@ class Deconvolution : public Instance {
     return measure(DeconvolutionConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     check_method(*this, method);
     if (method == "wiener" || method == "admm") return std::nullopt;
     const DeconvolutionConfig c = DeconvolutionConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     ProblemSetup s;
     s.problem = problem(c, method, Domain({c.n, c.n}, {c.extent, c.extent}), meas, seed);
     s.curriculum = method == "neural"         ? c.neural_curriculum

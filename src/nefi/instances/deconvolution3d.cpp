@@ -290,11 +290,11 @@ class Deconvolution3d : public Instance {
     refine_solved_output(refit, c.refine_options, iou_of(c), out);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     // Poisson mode: counts through the frozen detector gain and background,
     // the NLL per count scaled by 1 / peak_counts so the TV weight means
     // what it does for Gaussian data.

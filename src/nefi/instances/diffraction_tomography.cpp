@@ -241,11 +241,11 @@ class DiffractionTomography : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const DtConfig c = DtConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     std::shared_ptr<BornOperator> born = born_of(c);
     const Domain domain({c.n, c.n}, {c.extent, c.extent});
     // The bounded head starts at chi = 0 (the background).

@@ -301,11 +301,11 @@ class Dot3d : public Instance {
     return measure(Dot3dConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const Dot3dConfig c = Dot3dConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     OperatorPtr op = dot_operator(c, c.shape, c.solver);
     if (method == "neural" && c.depth_compensation > 0)
       op = std::make_shared<DepthCompensatedOperator>(

@@ -265,11 +265,11 @@ class Eit : public Instance {
     return measure(EitConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const EitConfig c = EitConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     ProblemSetup s{field_problem("eit", eit_domain(c.n), eit_operator(c, c.n, c.solver), meas,
                                  {log_bounded_head("sigma", c.sigma_min, c.sigma_max, c.sigma_bg)},
                                  method, c.field, seed),

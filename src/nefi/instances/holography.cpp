@@ -199,11 +199,11 @@ class Holography : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const HolographyConfig c = HolographyConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     std::shared_ptr<HolographyOperator> op = operator_of(c);
     const Domain domain = op->domain();
     ProblemSetup s{

@@ -92,6 +92,34 @@ std::string canonical_method(const Instance& inst, const std::string& name,
                   "'" + name + "'");
 }
 
+std::pair<Measurement, fk::Tensor> measured_or(std::pair<Measurement, fk::Tensor> synthetic,
+                                               const Measurement* measured) {
+  if (!measured) return synthetic;
+  const Measurement& own = synthetic.first;
+  const fk::Dims& want = own.data.shape();
+  FK_CHECK(measured->data.shape() == want, "run.data",
+           "a " + want.str() +
+               " array (the shape this instance measures with this config, as its "
+               "measurement.npy)",
+           measured->data.shape().str());
+  FK_CHECK(!fk::is_complex(measured->data.dtype()) && measured->data.dtype() != fk::DType::Bool,
+           "run.data", "real values", fk::name(measured->data.dtype()));
+  Measurement m;
+  m.data = measured->data.to(own.data.dtype());
+  for (const double v : m.data.to_vector<double>())
+    FK_CHECK(std::isfinite(v), "run.data", "finite values", "a NaN or an infinity");
+  if (measured->mask.defined()) {
+    FK_CHECK(measured->mask.shape() == want, "run.mask", "a " + want.str() + " array of weights",
+             measured->mask.shape().str());
+    m.mask = measured->mask.to(own.data.dtype());
+    check_mask(m, "run.mask");
+  } else {
+    m.mask = own.mask;
+  }
+  m.noise_std = measured->noise_std;
+  return {m, fk::Tensor()};
+}
+
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,
                            const fk::Tensor& gt) {
   RunOutput out;

@@ -63,9 +63,18 @@ class Instance {
   // The problem `method` solves for `seed`, for the methods that run the
   // solver loop on one InverseProblem; nullopt for the others (direct
   // baselines) and for instances that do not offer it.
-  virtual std::optional<ProblemSetup> setup(const Params& cfg, const std::string& method,
-                                            uint64_t seed) const {
-    (void)cfg, (void)method, (void)seed;
+  std::optional<ProblemSetup> setup(const Params& cfg, const std::string& method,
+                                    uint64_t seed) const {
+    return setup_from(cfg, method, seed, nullptr);
+  }
+  // The same built on `measured` when it is not null: a measured dataset
+  // (run.data) in place of the synthetic measurement of `seed`, through
+  // measured_or, so whatever the problem derives from its data (Poisson
+  // intensities, a log-loss floor, depth compensation) comes from it; no
+  // ground truth then.
+  virtual std::optional<ProblemSetup> setup_from(const Params& cfg, const std::string& method,
+                                                 uint64_t seed, const Measurement* measured) const {
+    (void)cfg, (void)method, (void)seed, (void)measured;
     return std::nullopt;
   }
   // A stage run on a solved output before it is scored (the 3-D instances'
@@ -134,6 +143,14 @@ std::string default_method(const Instance& inst);
 // fk::Error at `where` (the option or key) listing both.
 std::string canonical_method(const Instance& inst, const std::string& name,
                              const std::string& where);
+// What a problem is built from: the synthetic (measurement, truth) of a
+// seed, or, when `measured` is not null (run.data), that dataset in the
+// measurement's place with no truth: fk::Error at run.data / run.mask unless
+// it has the synthetic measurement's shape, real finite values and a valid
+// mask; converted to its dtype. Without a mask of its own it keeps the
+// synthetic one (the instrument's: sensor positions, excluded pairs).
+std::pair<Measurement, fk::Tensor> measured_or(std::pair<Measurement, fk::Tensor> synthetic,
+                                               const Measurement* measured);
 // A method's output before it runs: the method, the data it sees and the truth.
 RunOutput start_run_output(const std::string& method, const Measurement& measurement,
                            const fk::Tensor& gt);

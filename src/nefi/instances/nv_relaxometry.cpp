@@ -337,12 +337,13 @@ class NVRelaxometry : public Instance {
     return {measure(c, t, seed), t.rho};
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     const NVConfig c = NVConfig::from(p);
     check_method(method);
     const Truth t = draw_truth(c, seed);
-    return build(c, method, measure(c, t, seed), t.rho, seed);
+    auto [meas, gt] = measured_or({measure(c, t, seed), t.rho}, measured);
+    return build(c, method, std::move(meas), gt, seed);
   }
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,

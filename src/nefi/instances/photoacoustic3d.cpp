@@ -208,11 +208,11 @@ class Photoacoustic3d : public Instance {
     if (c.refine) refine_solved_output(solved, c.refine_options, iou_at_truth_otsu(), out);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const PhotoacousticConfig c = PhotoacousticConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     ProblemSetup s{field_problem("photoacoustic3d", Domain(c.shape, c.extent),
                                  std::make_shared<WaveInitialConditionOperator>(c.op, c.shape),
                                  meas, {softplus_head("x", c.init)}, method, c.field, seed),

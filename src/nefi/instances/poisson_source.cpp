@@ -136,11 +136,11 @@ class PoissonSource : public Instance {
     return measure(PoissonSourceConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid" && method != "deep_decoder") return std::nullopt;
     const PoissonSourceConfig c = PoissonSourceConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain({c.n, c.n}, {c.extent, c.extent});
     ProblemSetup s{field_problem("poisson_source", domain,
                                  std::make_shared<PoissonOperator>(domain, c.spectrum, c.kappa),

@@ -249,11 +249,11 @@ class ReactionDiffusion : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const ReactionDiffusionConfig c = ReactionDiffusionConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain = domain_of(c);
     ProblemSetup s{field_problem("reaction_diffusion", domain,
                                  std::make_shared<ReactionDiffusionOperator>(domain, c.op), meas,

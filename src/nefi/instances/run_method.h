@@ -37,12 +37,6 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
-// `measured` (so.measured) in place of the instance's `synthetic`
-// measurement: fk::Error at run.data / run.mask unless it has the synthetic
-// one's shape, real finite values and a valid mask; converted to its dtype.
-Measurement measured_in_place_of(const Instance& instance, const Measurement& synthetic,
-                                 const Measurement& measured);
-
 // Checks `method`; runs a method in runners.direct on
 // instance.make_measurement(p, seed) and scores it, and solves any other
 // on *instance.setup(p, method, seed) by solve_and_record and finishes it

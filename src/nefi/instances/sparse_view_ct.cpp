@@ -135,11 +135,11 @@ class SparseViewCt : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method == "fbp") return std::nullopt;
     const SparseViewCtConfig c = SparseViewCtConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain = domain_of(c);
     ProblemSetup s{
         field_problem("sparse_view_ct", domain, std::make_shared<RadonOperator>(domain, c.geometry),

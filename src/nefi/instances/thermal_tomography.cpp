@@ -74,12 +74,12 @@ class ThermalTomography : public Instance {
     return measure(TomographyConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "nefty" && method != "grid" && method != "pinn_soft") return std::nullopt;
     const TomographyConfig c = TomographyConfig::from(p);
     if (method == "pinn_soft") return pinn_setup(c, seed);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     ProblemSetup s{InverseProblem{}, method == "nefty" ? c.nefty_curriculum : c.grid_curriculum,
                    meas, gt};
     InverseProblem& prob = s.problem;

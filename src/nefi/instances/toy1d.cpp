@@ -134,11 +134,11 @@ class Toy1D : public Instance {
     return measure(Toy1DConfig::from(p), seed);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     FK_CHECK(method == "neural" || method == "grid", "toy1d", "method neural or grid", method);
     const Toy1DConfig c = Toy1DConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     ProblemSetup s;
     InverseProblem& prob = s.problem;
     prob.name = "toy1d";

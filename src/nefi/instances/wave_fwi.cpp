@@ -195,11 +195,11 @@ class WaveFwi : public Instance {
     return run_method(*this, p, method, seed, so);
   }
 
-  std::optional<ProblemSetup> setup(const Params& p, const std::string& method,
-                                    uint64_t seed) const override {
+  std::optional<ProblemSetup> setup_from(const Params& p, const std::string& method, uint64_t seed,
+                                         const Measurement* measured) const override {
     if (method != "neural" && method != "grid") return std::nullopt;
     const WaveFwiConfig c = WaveFwiConfig::from(p);
-    auto [meas, gt] = measure(c, seed);
+    auto [meas, gt] = measured_or(measure(c, seed), measured);
     const Domain domain({c.n, c.n}, {c.medium.extent, c.medium.extent});
     const fwi::MediumConfig& m = c.medium;
     ProblemSetup s{

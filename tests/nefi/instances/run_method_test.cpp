@@ -111,9 +111,10 @@ class AfterSolveToy : public nefi::Instance {
                                                             uint64_t seed) const override {
     return toy_->make_measurement(p, seed);
   }
-  std::optional<nefi::ProblemSetup> setup(const nefi::Params& p, const std::string& method,
-                                          uint64_t seed) const override {
-    return toy_->setup(p, method, seed);
+  std::optional<nefi::ProblemSetup> setup_from(const nefi::Params& p, const std::string& method,
+                                               uint64_t seed,
+                                               const nefi::Measurement* measured) const override {
+    return toy_->setup_from(p, method, seed, measured);
   }
   nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
                       const nefi::SolverOptions& so) const override {
