@@ -70,10 +70,7 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     const Unit& u = chunk[k];
     try {
       ProblemSetup s = *inst.setup(unit_params(params, u), method, u.data_seed);
-      // as solve_and_record prepares a sequential run's
-      s.curriculum = proto.curriculum.applied_to(s.curriculum);
-      if (proto.max_total_steps > 0)
-        s.curriculum = s.curriculum.capped(static_cast<int>(proto.max_total_steps));
+      s.curriculum = campaign_curriculum(inst, proto, method, s.curriculum);
       setups.push_back(std::move(s));
     } catch (const std::exception& e) {
       setup_error[k] = e.what();
@@ -123,8 +120,8 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
 
 }  // namespace
 
-std::optional<std::string> batched_method_reason(const Instance& inst, const Params& params,
-                                                 const std::string& method,
+std::optional<std::string> batched_method_reason(const Instance& inst, const Protocol& proto,
+                                                 const Params& params, const std::string& method,
                                                  const std::vector<Unit>& units,
                                                  fk::Device device) {
   if (units.empty()) return std::string("no units in this shard");
@@ -141,7 +138,7 @@ std::optional<std::string> batched_method_reason(const Instance& inst, const Par
     }
     if (!s) return "a direct method (no solver loop to batch)";
     problems.push_back(std::move(s->problem));
-    cur = s->curriculum;
+    cur = campaign_curriculum(inst, proto, method, s->curriculum);  // as run_chunk's
   }
   if (problems.empty()) return std::string("no unit's problem could be set up");
   if (auto why = batchable_reason(problems, cur)) return why;

@@ -21,9 +21,10 @@
 namespace nefi::bench {
 
 // Why `method` cannot run batched on these units on `device` (nullopt: it
-// can): batchable_reason, then on a CUDA device batch_device_reason.
-std::optional<std::string> batched_method_reason(const Instance& instance, const Params& params,
-                                                 const std::string& method,
+// can): batchable_reason, then on a CUDA device batch_device_reason, on the
+// curriculum the protocol's runs solve (campaign_curriculum).
+std::optional<std::string> batched_method_reason(const Instance& instance, const Protocol& proto,
+                                                 const Params& params, const std::string& method,
                                                  const std::vector<Unit>& units,
                                                  fk::Device device = fk::kCPU);
 

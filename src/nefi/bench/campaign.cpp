@@ -58,7 +58,7 @@ Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& me
   so.checkpoint_every = static_cast<int>(proto.checkpoint_every);
   so.max_bad_steps = static_cast<int>(proto.max_bad_steps);
   so.max_total_steps = static_cast<int>(proto.max_total_steps);
-  so.curriculum = proto.curriculum;
+  so.curriculum = method_overrides(inst, proto, method);
   // The solver resets the peak at each stage start; the running maximum over
   // steps plus the final reading covers the whole solve.
   int64_t peak = 0;
@@ -256,6 +256,17 @@ Protocol make_protocol(const CampaignSpec& spec) {
   return p;
 }
 
+CurriculumOverrides method_overrides(const Instance& instance, const Protocol& p,
+                                     const std::string& method) {
+  return method == default_method(instance) ? p.curriculum : CurriculumOverrides{};
+}
+
+Curriculum campaign_curriculum(const Instance& instance, const Protocol& p,
+                               const std::string& method, const Curriculum& own) {
+  const Curriculum c = method_overrides(instance, p, method).applied_to(own);
+  return p.max_total_steps > 0 ? c.capped(static_cast<int>(p.max_total_steps)) : c;
+}
+
 Params protocol_params(const Instance& instance, const Protocol& p) {
   Params params = instance.default_config();
   for (const auto& [k, v] : p.config) params.set(k, v);
@@ -306,7 +317,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
   std::map<std::pair<int64_t, std::string>, BatchedRow> batched;
   for (const auto& m : proto.methods) {
     if (opt.batch_size <= 0) break;
-    if (auto why = batched_method_reason(inst, params, m, mine, opt.batch_device)) {
+    if (auto why = batched_method_reason(inst, proto, params, m, mine, opt.batch_device)) {
       if (opt.on_log) opt.on_log("method " + m + " runs sequentially: " + *why);
       continue;
     }

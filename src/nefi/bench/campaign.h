@@ -124,6 +124,17 @@ struct CampaignSpec {
 Protocol make_protocol(const CampaignSpec& spec);
 // The instance's config with the protocol's values applied.
 Params protocol_params(const Instance& instance, const Protocol& p);
+// The curriculum overrides a campaign's run of `method` takes: the
+// protocol's for the instance's own solver, none for a baseline (the
+// reference applies a config's curriculum to the default method only, so
+// baselines keep their budgets).
+CurriculumOverrides method_overrides(const Instance& instance, const Protocol& p,
+                                     const std::string& method);
+// `own` (the instance's curriculum for `method`) as a campaign's run solves
+// it: method_overrides, then the protocol's step cap (solve_and_record's
+// order).
+Curriculum campaign_curriculum(const Instance& instance, const Protocol& p,
+                               const std::string& method, const Curriculum& own);
 
 struct Progress {
   int64_t done = 0, total = 0;              // runs (unit x method) in this shard

@@ -110,10 +110,36 @@ TEST(BenchBatched, DirectMethodsAreNotBatched) {
   s.seeds = {0};
   const Protocol p = make_protocol(s);
   const nefi::InstancePtr inst = nefi::find_instance(p.instance);
-  const auto reason = batched_method_reason(*inst, protocol_params(*inst, p), "wiener", units(p));
+  const auto reason =
+      batched_method_reason(*inst, p, protocol_params(*inst, p), "wiener", units(p));
   ASSERT_TRUE(reason.has_value());
   EXPECT_NE(reason->find("direct method"), std::string::npos);
-  EXPECT_FALSE(batched_method_reason(*inst, protocol_params(*inst, p), "neural", units(p)));
+  EXPECT_FALSE(batched_method_reason(*inst, p, protocol_params(*inst, p), "neural", units(p)));
+}
+
+// The protocol's curriculum overrides go to the instance's own solver only:
+// restarts (which batch_invert refuses) make neural run sequentially, with
+// no failed rows, while the grid baseline keeps its own curriculum and
+// batches.
+TEST(BenchBatched, OverridesReachTheOwnSolverAndItFallsBackToSequentialRuns) {
+  CampaignSpec s = spec();
+  s.sets = {"curriculum.restarts=2"};
+  s.max_total_steps = 0;
+  const Protocol p = make_protocol(s);
+  const nefi::InstancePtr inst = nefi::find_instance(p.instance);
+  const nefi::Params params = protocol_params(*inst, p);
+  const auto neural = batched_method_reason(*inst, p, params, "neural", units(p));
+  ASSERT_TRUE(neural.has_value());
+  EXPECT_NE(neural->find("restart"), std::string::npos) << *neural;
+  EXPECT_FALSE(batched_method_reason(*inst, p, params, "grid", units(p)));
+  EXPECT_EQ(campaign_curriculum(*inst, p, "grid", nefi::Curriculum{}).restarts, 1);
+  EXPECT_EQ(campaign_curriculum(*inst, p, "neural", nefi::Curriculum{}).restarts, 2);
+  CampaignOptions bat;
+  bat.batch_size = 4;
+  for (const Row& r : run_campaign(*inst, p, bat)) {
+    EXPECT_EQ(r.error, "") << r.method;
+    EXPECT_EQ(r.batch_size, r.method == "grid" ? 4 : 1) << r.method;
+  }
 }
 
 // A pure check (no device needed): grid fields do not train on a device, so
@@ -122,11 +148,11 @@ TEST(BenchBatched, ADeviceBatchRefusesGridFieldsByName) {
   const Protocol p = make_protocol(spec());
   const nefi::InstancePtr inst = nefi::find_instance(p.instance);
   const nefi::Params params = protocol_params(*inst, p);
-  const auto grid = batched_method_reason(*inst, params, "grid", units(p), fk::cuda_device(0));
+  const auto grid = batched_method_reason(*inst, p, params, "grid", units(p), fk::cuda_device(0));
   ASSERT_TRUE(grid.has_value());
   EXPECT_NE(grid->find("only neural fields train on a device"), std::string::npos) << *grid;
-  EXPECT_FALSE(batched_method_reason(*inst, params, "grid", units(p)));  // the CPU batches it
-  EXPECT_FALSE(batched_method_reason(*inst, params, "neural", units(p), fk::cuda_device(0)));
+  EXPECT_FALSE(batched_method_reason(*inst, p, params, "grid", units(p)));  // the CPU batches it
+  EXPECT_FALSE(batched_method_reason(*inst, p, params, "neural", units(p), fk::cuda_device(0)));
 }
 
 TEST(BenchBatched, AnUnusableBatchDeviceIsRefusedBeforeAnyWork) {
