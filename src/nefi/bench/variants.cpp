@@ -187,12 +187,16 @@ VariantCampaign run_variants(const CampaignSpec& spec, const std::vector<Variant
                              const CampaignOptions& options) {
   FK_CHECK(!variants.empty(), "nefi::bench::run_variants", "at least one variant", "none");
   VariantCampaign vc;
+  std::map<std::string, std::string> fidelity;  // by row label, and the data's
   for (const Variant& v : variants) {
     CampaignSpec s = spec;
     s.methods = {v.method};
     s.sets.insert(s.sets.end(), v.sets.begin(), v.sets.end());
     const Protocol p = make_protocol(s);
     if (vc.protocol.instance.empty()) vc.protocol = p;
+    fidelity.insert({"data", p.fidelity.at("data")});
+    if (const auto f = p.fidelity.find(v.method); f != p.fidelity.end())
+      fidelity[v.label] = f->second;
     const InstancePtr inst = find_instance(p.instance);
     for (Row& r : run_campaign(*inst, p, options)) {
       r.method = v.label;
@@ -201,6 +205,7 @@ VariantCampaign run_variants(const CampaignSpec& spec, const std::vector<Variant
   }
   vc.protocol.methods.clear();
   for (const Variant& v : variants) vc.protocol.methods.push_back(v.label);
+  vc.protocol.fidelity = fidelity;
   sort_rows(vc.protocol, vc.rows);
   return vc;
 }

@@ -115,6 +115,9 @@ TEST(BenchVariants, FullRowsAreThePlainCampaign) {
   co.warmup = false;
   const VariantCampaign vc = run_variants(spec, vars, co);
   EXPECT_EQ(vc.protocol.methods, (std::vector<std::string>{"full", "-tv", "-pe"}));
+  // Each row's regime is its base method's (the inverse-crime tags by label).
+  for (const auto& [label, regime] : vc.protocol.regimes())
+    EXPECT_EQ(regime, "cross-fidelity") << label;
   ASSERT_EQ(vc.rows.size(), 6u);
   CampaignSpec plain = spec;
   plain.methods = {"neural"};
