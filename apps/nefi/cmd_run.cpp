@@ -153,14 +153,14 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   check_device(cfg.device);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   check_baseline(*inst, r.baseline);
-  for (const auto& m : cfg.methods)
-    FK_CHECK(cfg.device == "cpu" || m == default_method(*inst), "--device " + cfg.device,
-             "the " + default_method(*inst) + " method alone (baselines run on the CPU)",
-             "method " + m);
   const std::string out =
       r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, r.smoke ? "smoke" : "")
                     : r.out;
   check_checkpoint_options(r, cfg);
+  FK_CHECK(cfg.data.empty() || r.metrics.empty(), "--metrics",
+           "no metric selection with run.data (a measured dataset has no ground truth to score: "
+           "metrics.json holds each method's data fit)",
+           std::to_string(r.metrics.size()) + " metrics");
   if (r.save_every > 0) fs::create_directories(out);
   const bool tty = stderr_is_tty() && !r.quiet;
   std::vector<nefi::RunOutput> outs;
@@ -212,9 +212,11 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--threads", r.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   run->add_option("--save-every", r.save_every,
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
-  run->add_option("--device", r.device,
-                  "train the neural field on cpu or cuda[:N] (default: the config's run.device, "
-                  "else $NEFI_DEVICE, else cpu; operators without a device path refuse)");
+  run->add_option(
+      "--device", r.device,
+      "train the neural field on cpu or cuda[:N] (default: the config's run.device, "
+      "else $NEFI_DEVICE, else cpu; baselines run on the CPU; operators without a device "
+      "path refuse)");
   auto* quiet = run->add_flag(
       "--quiet,-q", r.quiet,
       "no progress line and no summary line: the run folder only (errors still print)");

@@ -141,14 +141,16 @@ class Solver:
 
 
 def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2),
-          budget_scale=1.0):
+          budget_scale=1.0, allow_inverse_crime=False):
     """A paired benchmark campaign as ``nefi bench`` runs it (one shard, no
-    files written): a list of per-run rows (dicts with metrics, steps, time)."""
+    files written): a list of per-run rows (dicts with metrics, steps, time).
+    A method whose operator drew the data is refused unless
+    allow_inverse_crime."""
     target, overrides = _target(instance, config)
     sets, m, _ = _sets(overrides)
     methods = methods if methods is not None else (m or [])
     return _nefi.bench(target, sets, list(methods), list(classes or []), int(n),
-                       [int(s) for s in seeds], float(budget_scale))
+                       [int(s) for s in seeds], float(budget_scale), bool(allow_inverse_crime))
 
 
 def set_num_threads(n):

@@ -87,12 +87,13 @@ nb::dict output_dict(const nefi::RunOutput& o) {
   d["total_s"] = o.result.total_s;
   d["n_parameters"] = o.result.n_parameters;
   d["seed"] = o.result.seed;
-  // {rmse, data_psnr, rmse_over_sigma (None: σ unknown)}, None for a direct method
+  // {rmse, data_psnr, discrepancy_ratio (RMSE / σ; None: σ unknown)}, None for a
+  // direct method
   if (const auto fit = nefi::diagnostics::data_fit(o.measurement, o.result.prediction)) {
     nb::dict f;
     f["rmse"] = fit->rmse;
     f["data_psnr"] = fit->psnr_db;
-    f["rmse_over_sigma"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
+    f["discrepancy_ratio"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
     d["data_fit"] = f;
   } else {
     d["data_fit"] = nb::none();
@@ -273,8 +274,10 @@ void bind_nefi(nb::module_& parent) {
       "bench",
       [](const std::string& target, const std::vector<std::string>& sets,
          const std::vector<std::string>& methods, const std::vector<std::string>& classes,
-         int64_t n, const std::vector<uint64_t>& seeds, double budget_scale) {
+         int64_t n, const std::vector<uint64_t>& seeds, double budget_scale,
+         bool allow_inverse_crime) {
         nefi::bench::CampaignSpec spec;
+        spec.allow_inverse_crime = allow_inverse_crime;
         spec.target = target;
         spec.sets = sets;
         spec.methods = methods;
@@ -285,7 +288,7 @@ void bind_nefi(nb::module_& parent) {
         return bench(spec);
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("methods"), nb::arg("classes"), nb::arg("n"),
-      nb::arg("seeds"), nb::arg("budget_scale"));
+      nb::arg("seeds"), nb::arg("budget_scale"), nb::arg("allow_inverse_crime") = false);
   m.def(
       "batch_invert",
       [](const std::string& target, const std::vector<std::string>& sets, const std::string& method,

@@ -61,7 +61,7 @@ def test_curriculum_run_keys_and_reference_method_names_reach_the_solver():
     # progress reaches 1 at step 5 of each stage, where the discrepancy stop fires
     assert [(s["stop"], s["steps"]) for s in out["neural"]["stages"]] == [("discrepancy", 6)] * 2
     fit, noise = out["neural"]["data_fit"], out["neural"]["measurement"]["noise_std"]
-    assert fit["rmse_over_sigma"] == pytest.approx(fit["rmse"] / noise, rel=1e-12)
+    assert fit["discrepancy_ratio"] == pytest.approx(fit["rmse"] / noise, rel=1e-12)
     capped = nefi.invert("toy1d", {"n": 32, "steps": [20, 20], "run": {"max_total_steps": 10}},
                          seed=0, methods="neural")
     assert capped["neural"]["total_steps"] == 10  # run keys other than seed and methods apply
@@ -82,7 +82,7 @@ def test_a_measured_dataset_in_place_of_the_synthetic_one(tmp_path):
     assert np.array_equal(measured["reconstruction"], synthetic["reconstruction"])
     assert measured["ground_truth"] is None and measured["metrics"] == {}
     assert measured["measurement"]["noise_std"] == 0.01
-    assert measured["data_fit"]["rmse_over_sigma"] == pytest.approx(
+    assert measured["data_fit"]["discrepancy_ratio"] == pytest.approx(
         measured["data_fit"]["rmse"] / 0.01, rel=1e-12)
     np.save(path, np.zeros(31))
     with pytest.raises(fieldkit.Error, match=r"run.data.*\[32\]"):
@@ -100,6 +100,16 @@ def test_bench_returns_one_row_per_unit_and_method():
                       seeds=[0], classes=None)
     assert {r["method"] for r in rows} == {"grid", "neural"}
     assert all(r["error"] == "" and "psnr" in r["metrics"] for r in rows)
+
+
+def test_bench_refuses_an_inverse_crime_unless_allowed():
+    cfg = {"data_operator": "F2", "steps": [2, 2]}
+    with pytest.raises(fieldkit.Error, match="inverse crime"):
+        nefi.bench(config("nv_relaxometry_smoke.yaml"), cfg, methods=["neural"],
+                   classes=["few/close"], n=1, seeds=[0])
+    rows = nefi.bench(config("nv_relaxometry_smoke.yaml"), cfg, methods=["neural"],
+                      classes=["few/close"], n=1, seeds=[0], allow_inverse_crime=True)
+    assert len(rows) == 1 and rows[0]["error"] == ""
 
 
 def test_bad_config_raises_with_the_cpp_message():

@@ -32,6 +32,12 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
   score_output(instance, p, seed, out);
 }
 
+SolverOptions method_options(const Instance& instance, const std::string& method,
+                             SolverOptions so) {
+  if (method != default_method(instance)) so.device = fk::kCPU;
+  return so;
+}
+
 RunOutput run_method(const Instance& instance, const Params& p, const std::string& method,
                      uint64_t seed, const SolverOptions& so, const MethodRunners& runners) {
   check_method(instance, method);
@@ -49,7 +55,7 @@ RunOutput run_method(const Instance& instance, const Params& p, const std::strin
            "a setup() for method " + method + " (or a direct runner)", "none");
   const ProblemSetup& s = *setup;
   RunOutput out = start_run_output(method, s.measurement, s.gt);
-  solve_and_record(s.problem, s.curriculum, seed, so, out);
+  solve_and_record(s.problem, s.curriculum, seed, method_options(instance, method, so), out);
   finish_solved_output(instance, p, s.problem, seed, out);
   return out;
 }

@@ -37,6 +37,11 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
+// The options `method` solves with: `so`, on the CPU for any method but the
+// instance's own solver (a run's device is its neural field's; the
+// baselines have no device path).
+SolverOptions method_options(const Instance& instance, const std::string& method, SolverOptions so);
+
 // Checks `method`; runs a method in runners.direct on
 // instance.make_measurement(p, seed) and scores it, and solves any other
 // on *instance.setup(p, method, seed) by solve_and_record and finishes it

@@ -364,7 +364,11 @@ void apply_set(RunConfig& cfg, const std::string& a) {
     } else if (auto st = after("stage.")) {
       set_stage(cfg, *st, value);
     } else if (auto c = after("curriculum.optim.")) {  // the config file's nesting
-      set_optim(cfg, *c, value);
+      try {
+        set_optim(cfg, *c, value);
+      } catch (const fk::Error& e) {
+        throw fk::Error("--set curriculum.optim." + *c, e.expected(), e.given());
+      }
     } else if (auto c = after("curriculum.")) {
       set_curriculum(cfg, *c, value, "--set curriculum");
     } else {
@@ -375,7 +379,13 @@ void apply_set(RunConfig& cfg, const std::string& a) {
   }
 }
 
-std::string to_yaml(const RunConfig& cfg) {
+namespace {
+
+// The config as YAML; `name_cpu` writes `device: cpu` too. config.yaml names
+// every device (re-run under another NEFI_DEVICE, it stays on its own); the
+// hashed text names only a device run's, so a CPU run's hash (its runs/
+// folder) is what it was before the key existed.
+std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
   std::ostringstream os;
   os << "instance: " << cfg.instance << "\nconfig:\n";
   for (const auto& e : cfg.config.entries())
@@ -401,13 +411,17 @@ std::string to_yaml(const RunConfig& cfg) {
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
-  // Only a device run names its device, so a CPU run's hash (its runs/ folder)
-  // is what it was before the key existed, and a device run gets a folder of its own.
-  if (cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
+  if (name_cpu || cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
   if (!cfg.data.empty()) os << "  data: " << YAML::Node(cfg.data) << "\n";
   if (!cfg.mask.empty()) os << "  mask: " << YAML::Node(cfg.mask) << "\n";
   if (cfg.noise_std) os << fmt::format("  noise_std: {}\n", *cfg.noise_std);
   return os.str();
+}
+
+}  // namespace
+
+std::string to_yaml(const RunConfig& cfg) {
+  return yaml_text(cfg, true);
 }
 
 SolverOptions solver_options(const RunConfig& cfg) {
@@ -433,11 +447,12 @@ SolverOptions solver_options(const RunConfig& cfg) {
 }
 
 std::string config_hash(const RunConfig& cfg, const std::string& extra) {
-  std::string text = to_yaml(cfg) + extra;
+  std::string text = yaml_text(cfg, false) + extra;
   for (const std::string& path : {cfg.data, cfg.mask}) {
     if (path.empty()) continue;
     std::ifstream f(path, std::ios::binary);
-    FK_CHECK(f.good(), "run data file", "a readable .npy file", "'" + path + "'");
+    FK_CHECK(f.good(), path == cfg.data ? "run.data" : "run.mask", "a readable .npy file",
+             "'" + path + "'");
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     text += fmt::format("|{:016x}", fnv1a(bytes.data(), bytes.size()));
   }

@@ -46,9 +46,12 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                    {"ms_per_step", r.ms_per_step()},
                    {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
+    // The run's device trains the instance's own solver; baselines run on the CPU.
+    m["device"] = o.method == default_method(*find_instance(cfg.instance)) ? cfg.device : "cpu";
     if (const auto fit = diagnostics::data_fit(o.measurement, r.prediction)) {
       m["data_fit"] = {{"rmse", fit->rmse}, {"data_psnr", fit->psnr_db}};
-      if (fit->rmse_over_sigma) m["data_fit"]["rmse_over_sigma"] = *fit->rmse_over_sigma;
+      // The reference's name for RMSE / sigma.
+      if (fit->rmse_over_sigma) m["data_fit"]["discrepancy_ratio"] = *fit->rmse_over_sigma;
     }
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : r.stages) {

@@ -46,8 +46,8 @@ TEST(NefiDataFit, RunWritesItPerMethod) {
   ASSERT_TRUE(fit.is_object()) << j.dump();
   EXPECT_GT(fit["rmse"].get<double>(), 0);
   EXPECT_TRUE(std::isfinite(fit["data_psnr"].get<double>()));
-  ASSERT_TRUE(fit.contains("rmse_over_sigma"));  // toy1d knows its noise level
-  EXPECT_GT(fit["rmse_over_sigma"].get<double>(), 0);
+  ASSERT_TRUE(fit.contains("discrepancy_ratio"));  // toy1d knows its noise level
+  EXPECT_GT(fit["discrepancy_ratio"].get<double>(), 0);
 }
 
 }  // namespace

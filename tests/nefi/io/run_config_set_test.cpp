@@ -40,7 +40,7 @@ TEST(NefiSetPrefixes, StageOptimSolverAndRunAttributes) {
   nefi::apply_set(t, "stage.anneal_steps=10");
   EXPECT_EQ(t.config.i("anneal_steps"), 10);
   // Unknown attributes name the prefix and list the valid ones, in one line.
-  for (const char* bad : {"optim.beta=0.5", "stage.warmup_steps=3", "solver.compile=step",
+  for (const char* bad : {"optim.beta=0.5", "stage.warmup=3", "solver.compile=step",
                           "run.device=tpu", "stage.steps=0", "stage.steps=x"}) {
     std::string msg = "no error";
     try {

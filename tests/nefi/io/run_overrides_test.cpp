@@ -13,6 +13,7 @@
 #include "fk/error.h"
 #include "fk/knobs.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
 #include "nefi/test_files.h"
 
@@ -131,9 +132,19 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
   EXPECT_TRUE(nefi::solver_options(c).device.is_cuda());
   EXPECT_NE(error_of([&] { nefi::apply_set(c, "run.device=gpu"); }).find("run.device"),
             std::string::npos);
+  // The device trains the instance's own solver; baselines solve on the CPU.
+  const nefi::InstancePtr thermal = nefi::find_instance("thermal_tomography");
+  const nefi::SolverOptions so = nefi::solver_options(c);
+  EXPECT_TRUE(nefi::method_options(*thermal, "nefty", so).device.is_cuda());
+  EXPECT_TRUE(nefi::method_options(*thermal, "grid", so).device.is_cpu());
+  // config.yaml names the CPU too: re-run under another NEFI_DEVICE, it stays.
+  EXPECT_NE(nefi::to_yaml(cpu).find("  device: cpu"), std::string::npos);
+  const fs::path f = nefi::test::scratch() / "device_round_trip.yaml";
+  std::ofstream(f) << nefi::to_yaml(cpu);
   {
     fk::KnobOverride knob("NEFI_DEVICE", "cuda:1");
     EXPECT_EQ(nefi::default_run_config("toy1d").device, "cuda:1");
+    EXPECT_EQ(nefi::load_run_config_file(f.string()).device, "cpu");
   }
   {
     fk::KnobOverride knob("NEFI_DEVICE", "tpu");
