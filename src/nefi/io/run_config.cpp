@@ -231,14 +231,33 @@ RunConfig default_run_config(const std::string& instance) {
   return c;
 }
 
+namespace {
+
+// The instance a file names: `instance: NAME` (layout A) or the reference's
+// layout B, `instance: {type: NAME, <instance keys>}`.
+std::string instance_name(const YAML::Node& in, const std::string& path) {
+  if (!in.IsMap()) return scalar_as<std::string>(in, path, "instance", "an instance name");
+  FK_CHECK(in["type"], path + ": key 'instance'",
+           "an instance name, or a mapping with its name under 'type:' (layout B)", flow(in));
+  return scalar_as<std::string>(in["type"], path, "instance.type", "an instance name");
+}
+
+}  // namespace
+
 void apply_config_file(RunConfig& cfg, const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
   check_keys(root, path, "top level", {"instance", "config", "curriculum", "solver", "run"});
-  if (root["instance"]) {
-    const std::string name =
-        scalar_as<std::string>(root["instance"], path, "instance", "an instance name");
+  if (const YAML::Node in = root["instance"]) {
+    const std::string name = instance_name(in, path);
     FK_CHECK(cfg.instance.empty() || cfg.instance == name, path, "instance '" + cfg.instance + "'",
              "'" + name + "'");
+    if (in.IsMap()) {  // layout B: the instance keys beside its type
+      FK_CHECK(!root["config"], path, "the instance keys under 'instance:' (layout B) or 'config:'",
+               "both");
+      YAML::Node keys = YAML::Clone(in);
+      keys.remove("type");
+      if (keys.size() > 0) apply_instance_section(cfg, keys, path);
+    }
   }
   if (const YAML::Node c = root["config"]) apply_instance_section(cfg, c, path);
   if (const YAML::Node c = root["curriculum"]) apply_curriculum_section(cfg, c, path);
@@ -249,8 +268,7 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
 RunConfig load_run_config_file(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
   FK_CHECK(root.IsMap() && root["instance"], path, "a top-level 'instance:' key", "none");
-  RunConfig cfg = default_run_config(
-      scalar_as<std::string>(root["instance"], path, "instance", "an instance name"));
+  RunConfig cfg = default_run_config(instance_name(root["instance"], path));
   apply_config_file(cfg, path);
   return cfg;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // RunConfig: what `nefi run` executes — an instance, its typed config, the
 // methods, the seed and solver switches. Config files (YAML):
-//   instance: <name>
+//   instance: <name>               (or the reference's layout B:
+//                                   instance: {type: <name>, <instance keys>})
 //   config:  {<instance keys>}     unknown or mistyped keys are errors
 //   curriculum: {early_stop_patience, early_stop_min_delta, discrepancy_tau,
 //            time_budget_s, restarts, optim: {ema, betas: [b1, b2]}}

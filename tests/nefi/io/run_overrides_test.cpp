@@ -221,3 +221,26 @@ TEST(NefiRunOverrides, WarmupCosineAndWarmupStepsAreTheReferencesNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// The reference's config layout B: the instance keys beside its type.
+TEST(NefiRunOverrides, ConfigLayoutBIsLayoutA) {
+  const fs::path a = nefi::test::scratch() / "layout_a.yaml";
+  const fs::path b = nefi::test::scratch() / "layout_b.yaml";
+  std::ofstream(a) << "instance: toy1d\nconfig:\n  n: 48\n  tv: 0.01\nrun:\n  seed: 3\n";
+  std::ofstream(b) << "instance:\n  type: toy1d\n  n: 48\n  tv: 0.01\nrun:\n  seed: 3\n";
+  EXPECT_EQ(nefi::to_yaml(nefi::load_run_config_file(b.string())),
+            nefi::to_yaml(nefi::load_run_config_file(a.string())));
+  std::ofstream(b) << "instance:\n  type: toy1d\n  n: 48\nconfig:\n  tv: 0.01\n";
+  EXPECT_NE(error_of([&] { nefi::load_run_config_file(b.string()); }).find("both"),
+            std::string::npos);
+  std::ofstream(b) << "instance:\n  n: 48\n";
+  EXPECT_NE(error_of([&] { nefi::load_run_config_file(b.string()); }).find("type"),
+            std::string::npos);
+  std::ofstream(b) << "instance:\n  type: toy1d\n  nn: 48\n";
+  EXPECT_NE(error_of([&] { nefi::load_run_config_file(b.string()); }).find("nn"),
+            std::string::npos);
+}
+
+}  // namespace
