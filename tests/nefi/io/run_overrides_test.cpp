@@ -5,13 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
 
 #include "cli_run.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
+#include "fk/test_util.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
@@ -21,14 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fk::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using fk::test::error_of;
 
 TEST(NefiRunOverrides, CurriculumFromSetAndFileRoundTrip) {
   nefi::RunConfig c = nefi::default_run_config("toy1d");
