@@ -246,3 +246,21 @@ def test_linear_and_nonlinearity_state_dict_keys_are_the_references():
     x = ME.SparseTensor(torch.arange(12.0).reshape(4, 3),
                         torch.tensor([[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1]], dtype=torch.int32))
     assert torch.allclose(lin(x).F, x.F @ lin.linear.weight.T)
+
+
+def test_manager_stride_takes_an_int_and_origin_map_groups_rows_by_batch():
+    mgr = ME.CoordinateManager(D=2)
+    c = torch.tensor([[1, 0, 0], [0, 2, 2], [1, 3, 3], [0, 1, 0]], dtype=torch.int32)
+    key, _ = mgr.insert_and_map(c)
+    strided = mgr.stride(key, 2)
+    assert strided == mgr.stride(key, [2, 2]) and strided.tensor_stride == [2, 2]
+    with pytest.raises(ValueError, match="string_id"):
+        mgr.stride(key, 2, string_id="other")
+    items, rows = mgr.origin_map(key)
+    coords = mgr.get_coordinates(key)
+    assert items.tolist() == [0, 1]
+    for b, r in zip(items.tolist(), rows):
+        assert sorted(coords[r, 0].tolist()) == [b] * 2
+    assert sorted(torch.cat(rows).tolist()) == [0, 1, 2, 3]
+    assert mgr.get_kernel_map(key, key, kernel_size=3).keys() == \
+        mgr.kernel_map(key, key, kernel_size=3).keys()

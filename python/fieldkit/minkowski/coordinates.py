@@ -81,6 +81,23 @@ class CoordinateManager(_mk.CoordinateManager):
     def get_coordinates(self, key):
         return self.coordinates(key)
 
+    def stride(self, key, stride, string_id=""):
+        """The map at tensor stride key's times `stride` (an int for every
+        axis, or one per axis), made here or reused, as the reference's
+        stride(key, stride, string_id). The new key keeps key's tag: another
+        string_id is refused rather than ignored."""
+        if string_id:
+            raise ValueError("CoordinateManager.stride: expected string_id '' (the strided map "
+                             f"keeps the input map's tag), got {string_id!r}")
+        return super().stride(key, _axes(stride))
+
+    def origin_map(self, key):
+        """(batch indices, [the rows of each]): the map's rows grouped by their
+        batch index, ascending, as the reference's origin_map."""
+        batch = self.coordinates(key)[:, 0].long()
+        items = torch.unique(batch)
+        return items, [torch.nonzero(batch == b).flatten() for b in items]
+
     def kernel_map(self, in_key, out_key, stride=1, kernel_size=3, dilation=1,
                    region_type=_mk.RegionType.HYPER_CUBE, region_offset=None, is_transpose=False,
                    is_pool=False):
@@ -96,6 +113,8 @@ class CoordinateManager(_mk.CoordinateManager):
         kmap = self.region_kernel_map(in_key, out_key, region, is_transpose)
         return {k: kmap.offset_pairs(k) for k in range(kmap.volume)
                 if kmap.count(k)}
+
+    get_kernel_map = kernel_map  # the reference's other name
 
     def insert(self, coordinates, tensor_stride=(1,), tag=""):
         """The C++ insert, on torch's current stream for CUDA coordinates (fk
