@@ -63,6 +63,12 @@ void bind_coordinates(nb::module_& m) {
            nb::arg("tag") = "")
       .def_rw("tensor_stride", &mk::MapKey::tensor_stride)
       .def_rw("tag", &mk::MapKey::tag)
+      // The reference's CoordinateMapKey accessors (a key here is always set).
+      .def("get_tensor_stride", [](const mk::MapKey& k) { return k.tensor_stride; })
+      .def("get_key", [](const mk::MapKey& k) { return nb::make_tuple(k.tensor_stride, k.tag); })
+      .def("get_coordinate_size",
+           [](const mk::MapKey& k) { return static_cast<int>(k.tensor_stride.size()) + 1; })
+      .def("is_key_set", [](const mk::MapKey&) { return true; })
       .def("__eq__", [](const mk::MapKey& a, const mk::MapKey& b) { return a == b; })
       .def("__hash__", [](const mk::MapKey& k) { return nb::hash(nb::make_tuple(k.str())); })
       .def("__repr__", &mk::MapKey::str);

@@ -264,3 +264,12 @@ def test_manager_stride_takes_an_int_and_origin_map_groups_rows_by_batch():
     assert sorted(torch.cat(rows).tolist()) == [0, 1, 2, 3]
     assert mgr.get_kernel_map(key, key, kernel_size=3).keys() == \
         mgr.kernel_map(key, key, kernel_size=3).keys()
+
+
+def test_map_key_has_the_references_accessors():
+    x = ME.SparseTensor(torch.ones(2, 1), torch.tensor([[0, 0, 0], [0, 2, 2]], dtype=torch.int32),
+                        tensor_stride=2)
+    key = x.coordinate_map_key
+    assert key.get_tensor_stride() == [2, 2]
+    assert key.get_key() == ([2, 2], key.tag)
+    assert key.get_coordinate_size() == 3 and key.is_key_set()
