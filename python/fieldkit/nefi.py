@@ -17,8 +17,8 @@ import os
 
 from ._core import nefi as _nefi
 
-__all__ = ["instances", "measurement", "invert", "batch_invert", "Solver", "bench", "config_yaml",
-           "set_num_threads", "get_num_threads"]
+__all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
+           "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads"]
 
 
 def instances():
@@ -100,6 +100,48 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
         methods = [methods]
     out = _nefi.run(target, sets, s if seed is None else seed, list(methods or []))
     return out["results"]
+
+
+class EnsembleResult:
+    """Solves of one measurement from several field initialisations (the
+    reference's nefi.ensemble): ``results`` (one result dict per seed, as
+    invert gives), ``seeds``, and the reconstructions' per-cell ``mean`` and
+    ``std`` (population) as numpy arrays."""
+
+    def __init__(self, results, seeds):
+        import numpy as np
+
+        self.results, self.seeds = results, list(seeds)
+        stack = np.stack([r["reconstruction"] for r in results])
+        self.mean, self.std = stack.mean(0), stack.std(0)
+
+    def coefficient_of_variation(self):
+        """mean(std) / mean(|mean|): the ensemble's spread against the field's
+        size, one number (0 when every init gives the same field)."""
+        import numpy as np
+
+        return float(self.std.mean() / max(np.abs(self.mean).mean(), 1e-300))
+
+
+def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, device=None):
+    # (`config`'s run.methods are not used: one method per ensemble)
+    """`method` (default the instance's own solver) on the measurement of data
+    seed `seed` (default the config's), once per initialisation seed in
+    `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
+    leave the field undetermined."""
+    if not seeds:
+        raise ValueError("ensemble: expected at least one initialisation seed, got none")
+    target, overrides = _target(instance, config)
+    sets, m, s = _sets(overrides)
+    if device is not None:
+        sets.append(f"run.device={device}")
+    methods = [method or "neural"]  # the reference's name for the instance's own solver
+    results = []
+    for k in seeds:
+        out = _nefi.run(target, sets + [f"run.init_seed={int(k)}"], s if seed is None else seed,
+                        methods)
+        results.append(next(iter(out["results"].values())))
+    return EnsembleResult(results, seeds)
 
 
 def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_seeds=None,

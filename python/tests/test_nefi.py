@@ -89,6 +89,24 @@ def test_a_measured_dataset_in_place_of_the_synthetic_one(tmp_path):
         nefi.invert("toy1d", dict(cfg, run={"data": str(path)}), methods="neural")
 
 
+def test_ensemble_spreads_over_initialisations_of_one_measurement():
+    nefi.set_num_threads(1)
+    cfg = {"n": 32, "steps": [4, 4]}
+    e = nefi.ensemble("toy1d", cfg, seeds=(0, 1, 2), seed=5)
+    assert e.seeds == [0, 1, 2] and len(e.results) == 3
+    data = [r["measurement"]["data"] for r in e.results]
+    assert all(np.array_equal(d, data[0]) for d in data)  # one measurement
+    recs = np.stack([r["reconstruction"] for r in e.results])
+    assert not np.array_equal(recs[0], recs[1])  # three initialisations
+    assert np.allclose(e.mean, recs.mean(0)) and np.allclose(e.std, recs.std(0))
+    assert e.coefficient_of_variation() > 0
+    same = nefi.ensemble("toy1d", cfg, seeds=(1, 1), seed=5)
+    assert same.coefficient_of_variation() == 0
+    assert np.array_equal(same.results[0]["reconstruction"], e.results[1]["reconstruction"])
+    with pytest.raises(ValueError, match="seed"):
+        nefi.ensemble("toy1d", cfg, seeds=())
+
+
 def test_solver_keeps_its_results():
     s = nefi.Solver(config("toy1d_smoke.yaml"), {"steps": [3, 3]}, methods="neural")
     r = s.solve(seed=0)

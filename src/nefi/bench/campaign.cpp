@@ -194,6 +194,9 @@ Protocol make_protocol(const CampaignSpec& spec) {
       !(is_file && std::filesystem::equivalent(spec.smoke_config, spec.target)))
     apply_config_file(cfg, spec.smoke_config);
   for (const auto& s : spec.sets) apply_set(cfg, s);
+  FK_CHECK(!cfg.init_seed, "run.init_seed",
+           "no init seed in a benchmark (--seeds gives each unit's)",
+           std::to_string(cfg.init_seed.value_or(0)));
   FK_CHECK(cfg.data.empty(), "run.data",
            "no measured dataset in a benchmark (it scores against each scene's ground truth; "
            "nefi run solves a measured dataset)",

@@ -195,13 +195,16 @@ void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string
 }
 
 void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& path) {
-  check_keys(r, path, "run",
-             {"seed", "methods", "max_total_steps", "device", "data", "mask", "noise_std"});
+  check_keys(
+      r, path, "run",
+      {"seed", "init_seed", "methods", "max_total_steps", "device", "data", "mask", "noise_std"});
   for (const char* k : {"data", "mask", "noise_std"})
     if (r[k])
       set_measured(cfg, k, scalar_as<std::string>(r[k], path, k, "a scalar"),
                    path + ": key '" + k + "'");
   if (r["seed"]) cfg.seed = scalar_as<uint64_t>(r["seed"], path, "seed", "an integer >= 0");
+  if (r["init_seed"])
+    cfg.init_seed = scalar_as<uint64_t>(r["init_seed"], path, "init_seed", "an integer >= 0");
   if (r["device"])
     set_device(cfg, scalar_as<std::string>(r["device"], path, "device", "cpu or cuda[:N]"),
                path + ": key 'device'");
@@ -343,6 +346,8 @@ void set_solver(RunConfig& cfg, const std::string& attr, const std::string& valu
 void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) {
   if (attr == "seed") {
     cfg.seed = YAML::Load(value).as<uint64_t>();
+  } else if (attr == "init_seed") {
+    cfg.init_seed = YAML::Load(value).as<uint64_t>();
   } else if (attr == "max_total_steps") {
     cfg.max_total_steps = YAML::Load(value).as<int64_t>();
     FK_CHECK(cfg.max_total_steps >= 0, "--set run.max_total_steps", "an integer >= 0",
@@ -353,7 +358,8 @@ void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) 
     set_measured(cfg, attr, value, "--set run." + attr);
   } else {
     throw fk::Error("--set run." + attr,
-                    "a run setting (seed, max_total_steps, device, data, mask, noise_std)",
+                    "a run setting (seed, init_seed, max_total_steps, device, data, mask, "
+                    "noise_std)",
                     "'" + attr + "'");
   }
 }
@@ -425,7 +431,9 @@ std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
      << "\n  checkpoint_every: " << cfg.checkpoint_every
      << "\n  max_bad_steps: " << cfg.max_bad_steps;
   if (cfg.cuda_graph) os << "\n  cuda_graph: " << (*cfg.cuda_graph ? "true" : "false");
-  os << "\nrun:\n  seed: " << cfg.seed << "\n  methods: [";
+  os << "\nrun:\n  seed: " << cfg.seed;
+  if (cfg.init_seed) os << "\n  init_seed: " << *cfg.init_seed;
+  os << "\n  methods: [";
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
@@ -451,6 +459,7 @@ SolverOptions solver_options(const RunConfig& cfg) {
   so.cuda_graph = cfg.cuda_graph;
   so.device = fk::parse_device(cfg.device);
   so.curriculum = cfg.curriculum;
+  so.init_seed = cfg.init_seed;
   if (!cfg.data.empty()) {
     Measurement m;
     m.data = fk::read_npy(cfg.data);

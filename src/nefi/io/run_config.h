@@ -10,9 +10,10 @@
 //   solver:  {nan_guard, checkpoint_every, max_bad_steps, cuda_graph}
 //            (cuda_graph: a device solve's step as one CUDA graph; unset:
 //            the NEFI_CUDA_GRAPH knob, default on)
-//   run:     {seed, methods: [...], max_total_steps, device, data, mask, noise_std}
+//   run:     {seed, init_seed, methods: [...], max_total_steps, device, data, mask,
+//            noise_std}
 // --set KEY=VALUE accepts an instance key (optionally `config.KEY`),
-// `run.seed`, `run.max_total_steps`, `run.device`, `run.data`, `run.mask`,
+// `run.seed`, `run.init_seed`, `run.max_total_steps`, `run.device`, `run.data`, `run.mask`,
 // `run.noise_std`, `solver.KEY`,
 // `curriculum.ATTR`, `optim.ATTR` (the optimizer's keys: optimizer,
 // weight_decay, grad_clip, lbfgs_*, and ema and betas) and `stage.ATTR` (a
@@ -52,6 +53,10 @@ struct RunConfig {
   // reports the data fit and the fields, no field metrics.
   std::string data, mask;
   std::optional<double> noise_std;
+  // run.init_seed: the field's initialisation (and restarts') seed when it
+  // is not the data seed `seed` (SolverOptions::init_seed): an ensemble of
+  // inits on one measurement.
+  std::optional<uint64_t> init_seed;
 };
 
 // Defaults of a registered instance.

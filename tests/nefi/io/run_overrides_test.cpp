@@ -12,6 +12,7 @@
 #include "fk/error.h"
 #include "fk/knobs.h"
 #include "fk/test_util.h"
+#include "nefi/bench/campaign.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
@@ -233,6 +234,31 @@ TEST(NefiRunOverrides, ConfigLayoutBIsLayoutA) {
             std::string::npos);
   std::ofstream(b) << "instance:\n  type: toy1d\n  nn: 48\n";
   EXPECT_NE(error_of([&] { nefi::load_run_config_file(b.string()); }).find("nn"),
+            std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// run.init_seed: the field starts from another seed on the same measurement.
+TEST(NefiRunOverrides, InitSeedVariesTheFieldNotTheData) {
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  nefi::apply_set(c, "steps=[4, 4]");
+  const nefi::InstancePtr inst = nefi::find_instance("toy1d");
+  const nefi::RunOutput plain = inst->run(c.config, "neural", 0, nefi::solver_options(c));
+  nefi::apply_set(c, "run.init_seed=0");
+  EXPECT_NE(nefi::to_yaml(c).find("init_seed: 0"), std::string::npos);
+  const nefi::RunOutput zero = inst->run(c.config, "neural", 0, nefi::solver_options(c));
+  EXPECT_EQ(zero.reconstruction.to_vector<double>(), plain.reconstruction.to_vector<double>());
+  nefi::apply_set(c, "run.init_seed=7");
+  const nefi::RunOutput other = inst->run(c.config, "neural", 0, nefi::solver_options(c));
+  EXPECT_EQ(other.measurement.data.to_vector<double>(), plain.measurement.data.to_vector<double>());
+  EXPECT_NE(other.reconstruction.to_vector<double>(), plain.reconstruction.to_vector<double>());
+  nefi::bench::CampaignSpec spec;
+  spec.target = "toy1d";
+  spec.sets = {"run.init_seed=1"};
+  EXPECT_NE(error_of([&] { nefi::bench::make_protocol(spec); }).find("run.init_seed"),
             std::string::npos);
 }
 
