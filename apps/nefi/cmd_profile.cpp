@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "common.h"
-#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
 #include "nefi/bench/batch_profile.h"
@@ -88,8 +88,7 @@ Command add_profile(CLI::App& app, const Context&) {
                      "'" + cfg.data + "'");
             const InstancePtr inst = find_instance(cfg.instance);
             o->p.device = fk::parse_device(cfg.device);
-            FK_CHECK(o->p.device.is_cpu() || o->p.device.index < fk::cuda::device_count(),
-                     "--device", "cpu or a CUDA device this process can use", cfg.device);
+            fk::check_usable(o->p.device, "device (--device, run.device or NEFI_DEVICE)");
             o->p.curriculum = cfg.curriculum;
             if (o->batch > 0) {
               FK_CHECK(o->p.device.is_cpu(), "nefi profile --batch", "the CPU",

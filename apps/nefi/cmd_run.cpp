@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "common.h"
-#include "fk/cuda/runtime.h"
 #include "fk/device.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
@@ -64,13 +63,7 @@ nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest&
 // device this process can use (checked before any work, so a CPU-only build
 // refuses it at once).
 void check_device(const std::string& name) {
-  const fk::Device d = fk::parse_device(name);
-  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(),
-           "device (--device, run.device or NEFI_DEVICE)",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           d.str());
+  fk::check_usable(fk::parse_device(name), "device (--device, run.device or NEFI_DEVICE)");
 }
 
 void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {

@@ -10,7 +10,6 @@
 #include <nanobind/stl/vector.h>
 #include <filesystem>
 #include <optional>
-#include "fk/cuda/runtime.h"
 #include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -101,15 +100,6 @@ nb::dict output_dict(const nefi::RunOutput& o) {
   return d;
 }
 
-// A device this process can use: the CPU, or a CUDA device below the count.
-void check_usable(const fk::Device& device, const char* where) {
-  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), where,
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           device.str());
-}
-
 nb::dict run(const std::string& target, const std::vector<std::string>& sets,
              std::optional<uint64_t> seed, const std::vector<std::string>& methods) {
   nefi::RunConfig cfg = resolve(target, sets, seed);
@@ -119,7 +109,7 @@ nb::dict run(const std::string& target, const std::vector<std::string>& sets,
   // All of the config's switches: the NaN guard, the step cap, cuda_graph,
   // run.device and the curriculum overrides.
   const nefi::SolverOptions so = nefi::solver_options(cfg);
-  check_usable(so.device, "run device (run.device)");
+  fk::check_usable(so.device, "run device (run.device)");
   std::vector<nefi::RunOutput> outs;
   {
     nb::gil_scoped_release nogil;
@@ -159,7 +149,7 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
            std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));
   // Before any problem is set up: a malformed or unusable device.
   const fk::Device device = fk::parse_device(a.device);
-  check_usable(device, "batch_invert device");
+  fk::check_usable(device, "batch_invert device");
   const std::string method = nefi::canonical_method(*inst, a.method, "batch_invert method");
   std::vector<nefi::ProblemSetup> setups;
   std::vector<nefi::InverseProblem> problems;
@@ -184,8 +174,8 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
       setups.push_back(std::move(*s));
       problems.push_back(setups.back().problem);
     }
-    cur = cfg.curriculum.applied_to(setups.front().curriculum);
-    if (cfg.max_total_steps > 0) cur = cur.capped(static_cast<int>(cfg.max_total_steps));
+    cur = nefi::run_curriculum(setups.front().curriculum, cfg.curriculum,
+                               static_cast<int>(cfg.max_total_steps));
     results = nefi::batch_invert(problems, cur, bo);
   }
   nb::list out;

@@ -27,6 +27,14 @@ int cuda_device_count() {
   return cuda::device_count();
 }
 
+void check_usable(Device device, const std::string& where) {
+  FK_CHECK(device.is_cpu() || device.index < cuda::device_count(), where,
+           cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           device.str());
+}
+
 void synchronize(Device device) {
   if (device.is_cpu()) return;
   FK_CHECK(device.index < cuda::device_count(), "fk::synchronize",

@@ -28,6 +28,12 @@ Device parse_device(const std::string& s);
 // present, or on any error from the runtime (this machine reports error 35).
 int cuda_device_count();
 
+// fk::Error at `where` unless this process can use `device`: the CPU, or a
+// CUDA device below cuda_device_count() (naming how many there are, or that
+// the build has no CUDA backend). Commands check their device with it before
+// any work.
+void check_usable(Device device, const std::string& where);
+
 // Waits until the work queued on the device's current stream (this thread's)
 // has finished, as torch.cuda.synchronize does; nothing to wait for on the
 // CPU. Throws fk::Error for a device fk cannot use, or for an index a kernel

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/memory.h"
 #include "fk/parallel.h"
@@ -148,11 +148,7 @@ std::optional<std::string> batched_method_reason(const Instance& inst, const Pro
 }
 
 void check_batch_device(fk::Device device) {
-  FK_CHECK(device.is_cpu() || device.index < fk::cuda::device_count(), "nefi bench --batch-device",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           device.str());
+  fk::check_usable(device, "nefi bench --batch-device");
 }
 
 std::map<int64_t, BatchedRow> run_batched(const Instance& inst, const Params& params,

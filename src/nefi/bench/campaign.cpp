@@ -266,8 +266,8 @@ CurriculumOverrides method_overrides(const Instance& instance, const Protocol& p
 
 Curriculum campaign_curriculum(const Instance& instance, const Protocol& p,
                                const std::string& method, const Curriculum& own) {
-  const Curriculum c = method_overrides(instance, p, method).applied_to(own);
-  return p.max_total_steps > 0 ? c.capped(static_cast<int>(p.max_total_steps)) : c;
+  return run_curriculum(own, method_overrides(instance, p, method),
+                        static_cast<int>(p.max_total_steps));
 }
 
 Params protocol_params(const Instance& instance, const Protocol& p) {

@@ -95,6 +95,7 @@ struct Ct3dConfig {
 class Ct3d : public Instance {
  public:
   std::string name() const override { return "ct3d"; }
+  std::string data_tag(const Params&) const override { return ct3d_data_tag(); }
   std::string summary() const override {
     return "3-D sparse-view parallel-beam CT, rotation about z (per-slice Radon; FBP baseline)";
   }

@@ -117,6 +117,7 @@ fk::Tensor current_of(const fk::Tensor& g, const Domain& domain) {
 class CurrentDensity : public Instance {
  public:
   std::string name() const override { return "current_density"; }
+  std::string data_tag(const Params&) const override { return current_density_data_tag(); }
   std::string summary() const override {
     return "NV current imaging: sheet current (stream function) from one field component";
   }

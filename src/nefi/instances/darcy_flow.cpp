@@ -123,6 +123,7 @@ std::vector<bool> high_k(const fk::Tensor& y) {
 class DarcyFlow : public Instance {
  public:
   std::string name() const override { return "darcy_flow"; }
+  std::string data_tag(const Params&) const override { return darcy_flow_data_tag(); }
   std::string summary() const override {
     return "2-D hydraulic tomography: log-permeability from well-test gauge pressures (FV + IFT "
            "adjoint)";

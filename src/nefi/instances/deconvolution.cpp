@@ -248,6 +248,7 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
 class Deconvolution : public Instance {
  public:
   std::string name() const override { return "deconvolution"; }
+  std::string data_tag(const Params&) const override { return deconvolution_data_tag(); }
   std::string summary() const override { return "2-D deblurring (Gaussian / motion / disk PSF)"; }
   std::vector<std::string> methods() const override {
     return {"neural", "grid", "wiener", "admm", "gaussian_splat", "deep_decoder"};

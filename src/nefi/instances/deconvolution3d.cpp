@@ -149,6 +149,7 @@ struct Deconvolution3dConfig {
 class Deconvolution3d : public Instance {
  public:
   std::string name() const override { return "deconvolution3d"; }
+  std::string data_tag(const Params&) const override { return deconvolution3d_data_tag(); }
   std::string summary() const override {
     return "3-D fluorescence z-stack deconvolution (anisotropic Gaussian PSF)";
   }

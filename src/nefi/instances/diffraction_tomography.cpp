@@ -168,6 +168,7 @@ struct DtConfig {
 class DiffractionTomography : public Instance {
  public:
   std::string name() const override { return "diffraction_tomography"; }
+  std::string data_tag(const Params&) const override { return diffraction_tomography_data_tag(); }
   std::string summary() const override {
     return "2-D diffraction tomography (Born / Rytov; Lippmann-Schwinger data; backpropagation)";
   }

@@ -202,6 +202,7 @@ double half_max_iou(const fk::Tensor& x, const fk::Tensor& gt, const Dot3dConfig
 class Dot3d : public Instance {
  public:
   std::string name() const override { return "dot3d"; }
+  std::string data_tag(const Params&) const override { return dot3d_data_tag(); }
   std::string summary() const override {
     return "3-D continuous-wave diffuse optical tomography: absorption from calibrated top-face "
            "exitance (FV Robin + IFT adjoint)";

@@ -209,6 +209,7 @@ std::shared_ptr<Operator> eit_operator(const EitConfig& c, int64_t n, EllipticOp
 class Eit : public Instance {
  public:
   std::string name() const override { return "eit"; }
+  std::string data_tag(const Params&) const override { return eit_data_tag(); }
   std::string summary() const override {
     return "2-D electrical impedance tomography: conductivity from boundary voltages (FV + IFT "
            "adjoint)";

@@ -137,6 +137,7 @@ fk::Tensor centred(const fk::Tensor& x) {
 class Holography : public Instance {
  public:
   std::string name() const override { return "holography"; }
+  std::string data_tag(const Params&) const override { return holography_data_tag(); }
   std::string summary() const override {
     return "multi-distance inline holography: phase retrieval (angular spectrum)";
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "fk/error.h"
 #include "nefi/field/grid_field.h"
@@ -46,29 +45,6 @@ InstancePtr find_instance(const std::string& name) {
     names += (names.empty() ? "" : ", ") + i->name();
   }
   throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
-}
-
-std::string Instance::data_tag(const Params&) const {
-  static const std::map<std::string, const char* (*)()> kTags{
-      {"toy1d", toy1d_data_tag},
-      {"deconvolution", deconvolution_data_tag},
-      {"thermal_tomography", thermal_tomography_data_tag},
-      {"poisson_source", poisson_source_data_tag},
-      {"sparse_view_ct", sparse_view_ct_data_tag},
-      {"deconvolution3d", deconvolution3d_data_tag},
-      {"holography", holography_data_tag},
-      {"nv_relaxometry", nv_relaxometry_data_tag},
-      {"current_density", current_density_data_tag},
-      {"reaction_diffusion", reaction_diffusion_data_tag},
-      {"eit", eit_data_tag},
-      {"darcy_flow", darcy_flow_data_tag},
-      {"ct3d", ct3d_data_tag},
-      {"diffraction_tomography", diffraction_tomography_data_tag},
-      {"wave_fwi", wave_fwi_data_tag},
-      {"photoacoustic3d", photoacoustic3d_data_tag},
-      {"dot3d", dot3d_data_tag}};
-  const auto it = kTags.find(name());
-  return it == kTags.end() ? "" : it->second();
 }
 
 std::string default_method(const Instance& inst) {
@@ -150,8 +126,7 @@ InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr
 void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint64_t seed,
                       const SolverOptions& so, RunOutput& out) {
   const std::string primary = problem.field->primary();
-  const Curriculum chosen = so.curriculum.applied_to(curriculum);
-  out.curriculum = so.max_total_steps > 0 ? chosen.capped(so.max_total_steps) : chosen;
+  out.curriculum = run_curriculum(curriculum, so.curriculum, so.max_total_steps);
   SolverOptions opts = so;
   opts.seed = seed;
   Solver solver(std::move(problem), out.curriculum, opts);

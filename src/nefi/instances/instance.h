@@ -48,10 +48,14 @@ class Instance {
   virtual std::vector<std::string> methods() const = 0;
   virtual std::vector<std::string> scenes() const = 0;
   // The fidelity tag of the data generator that `cfg` selects (the
-  // <instance>_data_tag() below, unless a config key picks another
-  // generator): a benchmark compares it with each method's operator tag
-  // (Operator::fidelity_tag), equal tags being an inverse crime.
-  virtual std::string data_tag(const Params& cfg) const;
+  // instances' <instance>_data_tag() below, unless a config key picks
+  // another generator): a benchmark compares it with each method's operator
+  // tag (Operator::fidelity_tag), equal tags being an inverse crime. "": not
+  // known (the guard then labels the regime unknown).
+  virtual std::string data_tag(const Params& cfg) const {
+    (void)cfg;
+    return "";
+  }
   // What the primary field and the measurement at `cfg` are, with their
   // units and axes (the figures' colour bars, axis labels and ticks).
   virtual DataLabels data_labels(const Params& cfg) const = 0;

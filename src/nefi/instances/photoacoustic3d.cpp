@@ -123,6 +123,7 @@ struct PhotoacousticConfig {
 class Photoacoustic3d : public Instance {
  public:
   std::string name() const override { return "photoacoustic3d"; }
+  std::string data_tag(const Params&) const override { return photoacoustic3d_data_tag(); }
   std::string summary() const override {
     return "3-D photoacoustic tomography, planar array (initial-value wave solve, exact adjoint)";
   }

@@ -89,6 +89,7 @@ struct PoissonSourceConfig {
 class PoissonSource : public Instance {
  public:
   std::string name() const override { return "poisson_source"; }
+  std::string data_tag(const Params&) const override { return poisson_source_data_tag(); }
   std::string summary() const override {
     return "2-D Poisson source recovery from sparse potential samples (DST spectral solve)";
   }

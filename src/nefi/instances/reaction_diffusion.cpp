@@ -169,6 +169,7 @@ std::vector<double> coefficient_scene(const ReactionDiffusionConfig& c, int64_t 
 class ReactionDiffusion : public Instance {
  public:
   std::string name() const override { return "reaction_diffusion"; }
+  std::string data_tag(const Params&) const override { return reaction_diffusion_data_tag(); }
   std::string summary() const override {
     return "Gray-Scott feed-rate (or kill-rate, diffusivity) field from u, v snapshots (explicit "
            "Euler, discrete adjoint)";

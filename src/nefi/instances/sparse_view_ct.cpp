@@ -78,6 +78,7 @@ struct SparseViewCtConfig {
 class SparseViewCt : public Instance {
  public:
   std::string name() const override { return "sparse_view_ct"; }
+  std::string data_tag(const Params&) const override { return sparse_view_ct_data_tag(); }
   std::string summary() const override {
     return "2-D sparse-view parallel-beam CT (Radon by bilinear rotation; FBP baseline)";
   }

@@ -51,6 +51,7 @@ using thermal::TomographyConfig;
 class ThermalTomography : public Instance {
  public:
   std::string name() const override { return "thermal_tomography"; }
+  std::string data_tag(const Params&) const override { return thermal_tomography_data_tag(); }
   std::string summary() const override {
     return "3-D diffusivity from front-surface flash thermography (NeFTY)";
   }

@@ -96,6 +96,7 @@ struct Toy1DConfig {
 class Toy1D : public Instance {
  public:
   std::string name() const override { return "toy1d"; }
+  std::string data_tag(const Params&) const override { return toy1d_data_tag(); }
   std::string summary() const override {
     return "1-D Gaussian deblurring of a non-negative signal (tutorial / CI)";
   }

@@ -125,6 +125,7 @@ struct WaveFwiConfig {
 class WaveFwi : public Instance {
  public:
   std::string name() const override { return "wave_fwi"; }
+  std::string data_tag(const Params&) const override { return wave_fwi_data_tag(); }
   std::string summary() const override {
     return "2-D acoustic full-waveform inversion of the velocity (leapfrog, checkpointed adjoint)";
   }

@@ -19,4 +19,10 @@ Curriculum CurriculumOverrides::applied_to(Curriculum c) const {
   return c;
 }
 
+Curriculum run_curriculum(const Curriculum& own, const CurriculumOverrides& overrides,
+                          int max_total_steps) {
+  const Curriculum c = overrides.applied_to(own);
+  return max_total_steps > 0 ? c.capped(max_total_steps) : c;
+}
+
 }  // namespace nefi

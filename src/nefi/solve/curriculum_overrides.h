@@ -27,4 +27,11 @@ struct CurriculumOverrides {
   Curriculum applied_to(Curriculum c) const;
 };
 
+// The curriculum a run solves: `own` (its instance's) with `overrides`
+// applied, then capped at max_total_steps when > 0 (Curriculum::capped).
+// solve_and_record, the batched benchmark and Python's batch_invert all
+// prepare theirs by it.
+Curriculum run_curriculum(const Curriculum& own, const CurriculumOverrides& overrides,
+                          int max_total_steps);
+
 }  // namespace nefi
