@@ -150,6 +150,13 @@ const std::vector<OperatorInfo>& operator_catalogue() {
       {"identity", "the field itself", "autograd", "yes", "1", {}, "yes"},
       {"pointwise", "an elementwise map of the field", "autograd", "yes", "-", {}, "yes"},
       {"saturation", "a saturating detector response", "autograd", "yes", "-", {}, "yes"},
+      {"function",
+       "a forward model brought as host functions (Python's nefi.from_forward)",
+       "the caller's vector-Jacobian product (torch autograd, a matrix transpose, or given)",
+       "no",
+       "given by the caller, else -",
+       {},
+       "no"},
   };
   return table;
 }

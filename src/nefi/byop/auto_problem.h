@@ -1,0 +1,77 @@
+#pragma once
+// A bring-your-own problem: a forward model, one measurement and a prior in
+// a few words become a complete InverseProblem and Curriculum, with every
+// choice a tuned instance makes by hand decided from the problem's size
+// and the data (the reference's nefi.from_forward), and each decision kept
+// with its reason so a report can show it and a caller can override it.
+//   domain      isotropic cells, the longest axis of length 1
+//   network     by cells: <= 1k 64 x 3, <= 16k 128 x 4, <= 262k 256 x 5,
+//               else 256 x 6; octaves clamp(ceil(log2 max n), 4, 12)
+//   head        from the prior (prior.h), scaled to the data: the constant
+//               field c that best explains the data (closed form for a
+//               known homogeneity p, c^p = <F(1), y> / <F(1), F(1)>, else a
+//               search over a log grid), so the network starts at c and
+//               its O(1) output spans O(c)
+//   noise       given, else estimated from the data (noise_estimate.h)
+//   weights     data: 1 / (misfit of c), so the loss starts at 1; each
+//               penalty: strength x (the data term at the noise floor) /
+//               (its value on the field of a 25-step data-only probe)
+//   budget      quick 300 | default 1500 x clamp((cells / 4096)^(1/4), 0.5,
+//               2) | thorough 5000 with early stop (patience 500) | a count
+//   curriculum  one stage at the native grid (a function cannot rebuild
+//               itself coarser), AdamW, clip 1, cosine lr to 1 %, annealed
+//               Fourier features over the first half, a Morozov stop at
+//               RMSE <= tau sigma once annealing is done
+//   lr          neural 1e-2 x sqrt(64 / width), grid 1e-1
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nefi/byop/prior.h"
+#include "nefi/solve/curriculum.h"
+#include "nefi/solve/problem.h"
+#include "nefi/solve/result.h"
+#include "nefi/solve/solver.h"
+
+namespace nefi {
+
+struct AutoOptions {
+  std::string prior = "unconstrained";    // prior.h
+  std::vector<double> extent;             // empty: isotropic, longest axis 1
+  std::string representation = "neural";  // neural | grid
+  std::optional<double> noise_std;        // unset: estimated; 0: noise-free data
+  std::string budget = "default";         // quick | default | thorough | a step count
+  std::optional<double> lr;
+  std::optional<int> hidden, depth, n_octaves;
+  bool discrepancy = true;  // Morozov stop (needs sigma > 0)
+  double discrepancy_tau = 1.0;
+  uint64_t seed = 0;
+};
+
+struct AutoDecision {
+  std::string key, value, why;
+};
+
+struct AutoProblem {
+  InverseProblem problem;
+  Curriculum curriculum;
+  PriorSpec prior;
+  double constant_fit = 0;  // c
+  double noise_std = 0;
+  bool noise_estimated = false;
+  uint64_t seed = 0;
+  std::vector<AutoDecision> decisions;
+  // Solver(problem, curriculum, so).run() with so.seed = seed unless set.
+  Result solve(SolverOptions so = {}) const;
+};
+
+// op: the model at `shape` (its output_shape(shape) is the measurement's
+// shape). Calls the model about 40 times forward (the constant fit) and runs
+// a 25-step probe when the prior has penalties. Throws fk::Error on a
+// measurement of the wrong shape, non-finite data or model outputs, and bad
+// options (each named).
+AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement measurement,
+                         const AutoOptions& options = {});
+
+}  // namespace nefi

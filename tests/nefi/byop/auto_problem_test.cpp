@@ -1,0 +1,198 @@
+// auto_problem: the decisions a bring-your-own problem gets from its size
+// and data, an end-to-end solve through a caller's matrix model that reaches
+// the noise floor and a clean reconstruction, the penalty calibration, the
+// report, and the errors.
+#include "nefi/byop/auto_problem.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "byop_test_models.h"
+#include "fk/factory.h"
+#include "fk/test_util.h"
+#include "fk/thread_count.h"
+#include "nefi/byop/quick_report.h"
+#include "nefi/diagnostics/data_fit.h"
+#include "nefi/solve/metrics.h"
+
+namespace {
+
+using nefi::auto_problem;
+using nefi::AutoOptions;
+
+std::string value_of(const nefi::AutoProblem& ap, const std::string& key) {
+  for (const auto& d : ap.decisions)
+    if (d.key == key) return d.value;
+  return "";
+}
+
+// Bumps on n cells seen through a blur matrix, with noise of `rel` x max.
+struct Blur1D {
+  int64_t n;
+  std::vector<double> gt, y;
+  double sigma;
+  nefi::OperatorPtr op;
+  Blur1D(int64_t n_, double rel, unsigned seed = 1) : n(n_) {
+    const auto a = nefi::test::blur_matrix(n, 2.0);
+    op = std::make_shared<nefi::FunctionOperator>(fk::Dims{n}, fk::Dims{n},
+                                                  nefi::test::matrix_model(a, n, n), 1.0, "blur");
+    gt.assign(n, 0.0);
+    for (auto [c, w, h] : {std::tuple{0.3, 0.05, 1.0}, {0.6, 0.03, 0.6}, {0.75, 0.08, 0.8}})
+      for (int64_t i = 0; i < n; ++i)
+        gt[i] += h * std::exp(-0.5 * std::pow(((i + 0.5) / n - c) / w, 2));
+    y.assign(n, 0.0);
+    double mx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) y[i] += a[i * n + j] * gt[j];
+      mx = std::max(mx, y[i]);
+    }
+    sigma = rel * mx;
+    std::mt19937_64 g(seed);
+    std::normal_distribution<double> nd(0, sigma);
+    for (double& v : y) v += nd(g);
+  }
+  nefi::Measurement measurement() const {
+    nefi::Measurement m;
+    m.data = fk::from_vector(y, {n});
+    return m;
+  }
+};
+
+TEST(NefiAutoProblem, DecisionsFollowTheSizeAndData) {
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(256, 0.01);
+  AutoOptions o;
+  o.prior = "nonnegative";
+  const auto ap = auto_problem(b.op, {256}, b.measurement(), o);
+  EXPECT_EQ(value_of(ap, "network"), "64 x 3");
+  EXPECT_EQ(value_of(ap, "n_octaves"), "8");
+  EXPECT_EQ(ap.curriculum.total_steps(), 1500 / 2);  // (256 / 4096)^(1/4) = 0.5
+  ASSERT_EQ(ap.curriculum.stages.size(), 1u);
+  EXPECT_EQ(ap.curriculum.stages[0].shape, fk::Dims{256});
+  EXPECT_NEAR(ap.curriculum.stages[0].lr, 1e-2, 1e-12);
+  // The closed-form constant fit: the mean level that the blurred data
+  // carry (a row-normalised blur maps a constant to itself).
+  double mean = 0;
+  for (double v : b.y) mean += v / 256;
+  EXPECT_NEAR(ap.constant_fit, mean, 1e-6);
+  // The estimated noise is the drawn one within 10 % (252 stencils).
+  EXPECT_TRUE(ap.noise_estimated);
+  EXPECT_NEAR(ap.noise_std, b.sigma, 0.1 * b.sigma);
+  EXPECT_EQ(ap.curriculum.discrepancy_tau, 1.0);
+  // Larger grids get larger networks and budgets.
+  const auto big = [&](fk::Dims shape) {
+    auto op = std::make_shared<nefi::FunctionOperator>(
+        shape, shape,
+        nefi::ForwardModel{[](const fk::Tensor& x) { return x; },
+                           [](const fk::Tensor&, const fk::Tensor& g) { return g; }},
+        1.0);
+    nefi::Measurement m;
+    m.data = fk::full(shape, 2.0);
+    AutoOptions q;
+    q.noise_std = 0.0;
+    return auto_problem(op, shape, m, q);
+  };
+  const auto p2 = big({256, 256});
+  EXPECT_EQ(value_of(p2, "network"), "256 x 5");
+  EXPECT_EQ(value_of(p2, "n_octaves"), "8");
+  EXPECT_EQ(p2.curriculum.total_steps(), 3000);  // (65536 / 4096)^(1/4) = 2
+  EXPECT_EQ(value_of(big({128, 128}), "network"), "128 x 4");
+  EXPECT_NEAR(p2.constant_fit, 2.0, 1e-9);
+  EXPECT_FALSE(p2.curriculum.discrepancy_tau.has_value());  // sigma 0: no Morozov stop
+  EXPECT_EQ(value_of(big({16, 8}), "network"), "64 x 3");
+  EXPECT_EQ(value_of(big({16, 8}), "extent"), "[16, 8]");
+  EXPECT_EQ(p2.problem.domain.extent(), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(big({16, 8}).problem.domain.extent(), (std::vector<double>{1.0, 0.5}));
+}
+
+TEST(NefiAutoProblem, SolvesABlurToTheNoiseFloor) {
+  // Three bumps on 128 cells through a 2-cell blur at 1 % noise, sigma
+  // estimated. Without a penalty the field fits the noise by the time
+  // annealing ends (about 22 dB); "smooth" at its default strength recovers
+  // about 31 dB, tv about 30.
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(128, 0.01);
+  const fk::Tensor gt = fk::from_vector(b.gt, {128});
+  auto solve = [&](const std::string& prior) {
+    AutoOptions o;
+    o.prior = prior;
+    const auto ap = auto_problem(b.op, {128}, b.measurement(), o);
+    const nefi::Result r = ap.solve();
+    const fk::Tensor x = r.fields.at("x").to(fk::DType::F64);
+    for (double v : x.to_vector<double>()) EXPECT_GE(v, 0.0);  // the nonnegative head
+    const auto fit = nefi::diagnostics::data_fit(ap.problem.measurement, r.prediction);
+    EXPECT_TRUE(fit && fit->rmse_over_sigma && *fit->rmse_over_sigma < 1.5)
+        << nefi::quick_report(ap, r, gt);
+    return std::pair{nefi::psnr(x, gt), nefi::quick_report(ap, r, gt)};
+  };
+  const auto [bare, bare_report] = solve("nonnegative");
+  const auto [smooth, report] = solve("nonnegative + smooth");
+  EXPECT_GT(smooth, 29.0) << report;
+  EXPECT_GT(smooth, bare + 5.0) << bare_report << report;
+  EXPECT_NE(report.find("chi = RMSE / sigma"), std::string::npos) << report;
+  EXPECT_NE(report.find("ground truth: PSNR"), std::string::npos) << report;
+  EXPECT_NE(report.find("| smooth_weight |"), std::string::npos) << report;
+}
+
+TEST(NefiAutoProblem, PenaltiesAreWeighedAgainstTheNoiseFloor) {
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(64, 0.02);
+  AutoOptions o;
+  o.prior = "nonnegative + tv(0.5) + smooth(2)";
+  o.noise_std = b.sigma;
+  const auto ap = auto_problem(b.op, {64}, b.measurement(), o);
+  ASSERT_EQ(ap.problem.losses.terms().size(), 3u);
+  for (const auto& [kind, strength, term] : {std::tuple{"tv", "0.5", 1}, {"smooth", "2", 2}}) {
+    const auto& t = ap.problem.losses.terms()[term];
+    EXPECT_EQ(t.loss->name(), kind);
+    EXPECT_GT(t.weight, 0);
+    // weight = strength x data term at the noise floor / penalty(probe).
+    const std::string why = [&] {
+      for (const auto& d : ap.decisions)
+        if (d.key == std::string(kind) + "_weight") return d.why;
+      return std::string();
+    }();
+    EXPECT_NE(why.find("strength " + std::string(strength) + " x"), std::string::npos) << why;
+  }
+}
+
+TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
+  const Blur1D b(16, 0.01);
+  auto err = [&](auto f) { return fk::test::error_of(f); };
+  nefi::Measurement m = b.measurement();
+  m.data = fk::zeros({15});
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, m, {}); }).find("output shape [16]"),
+            std::string::npos);
+  m = b.measurement();
+  std::vector<double> y = b.y;
+  y[3] = NAN;
+  m.data = fk::from_vector(y, {16});
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, m, {}); }).find("cell 3"), std::string::npos);
+  AutoOptions o;
+  o.budget = "lots";
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("'lots'"),
+            std::string::npos);
+  o = {};
+  o.representation = "hash";
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural or grid"),
+            std::string::npos);
+  o = {};
+  o.extent = {1, 2};
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("1 lengths"),
+            std::string::npos);
+  o = {};
+  o.noise_std = -1;
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("sigma >= 0"),
+            std::string::npos);
+}
+
+TEST(NefiAutoProblem, ChiVerdictBands) {
+  EXPECT_NE(nefi::chi_verdict(0.5, true).find("below the noise"), std::string::npos);
+  EXPECT_EQ(nefi::chi_verdict(1.15, true), "at the noise floor");
+  EXPECT_NE(nefi::chi_verdict(1.15, false).find("slightly above"), std::string::npos);
+  EXPECT_NE(nefi::chi_verdict(3, false).find("underfit"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+// FunctionOperator: a caller's host functions as a differentiable operator —
+// values and gradients against the functions themselves, the adjoint dot
+// test, f64 gradcheck through a nonlinear model, and the refusals.
+#include "nefi/operators/function_operator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "byop_test_models.h"
+#include "fk/autograd.h"
+#include "fk/test_util.h"
+#include "fk/testing.h"
+
+namespace {
+
+using nefi::ForwardModel;
+using nefi::FunctionOperator;
+
+std::vector<double> random_matrix(int64_t m, int64_t n) {
+  return fk::test::random_values(m * n, -1, 1, 3);
+}
+
+TEST(NefiFunctionOperator, AppliesTheFunctionAndItsAdjoint) {
+  const int64_t m = 7, n = 5;
+  const auto a = random_matrix(m, n);
+  auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{m},
+                                               nefi::test::matrix_model(a, m, n), 1.0, "A");
+  const fk::Tensor x = fk::test::random_tensor({n}, fk::DType::F32, -1, 1, 5);
+  const fk::Tensor y = op->apply(x);
+  EXPECT_EQ(y.dtype(), fk::DType::F32);
+  ASSERT_EQ(y.shape(), fk::Dims{m});
+  const auto xv = x.to_vector<double>();
+  const auto yv = y.to_vector<double>();
+  for (int64_t i = 0; i < m; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += a[i * n + j] * xv[j];
+    EXPECT_NEAR(yv[i], s, 1e-5);
+  }
+  // Adjoint dot test <A x, g> = <x, A^T g> in f64.
+  const fk::Tensor x64 = fk::test::random_tensor({n}, fk::DType::F64, -1, 1, 8);
+  const fk::Tensor g64 = fk::test::random_tensor({m}, fk::DType::F64, -1, 1, 9);
+  const auto ax = op->apply(x64).to_vector<double>(), atg = op->vjp(x64, g64).to_vector<double>();
+  const auto gv = g64.to_vector<double>(), x6 = x64.to_vector<double>();
+  double lhs = 0, rhs = 0;
+  for (int64_t i = 0; i < m; ++i) lhs += ax[i] * gv[i];
+  for (int64_t j = 0; j < n; ++j) rhs += x6[j] * atg[j];
+  EXPECT_NEAR(lhs, rhs, 1e-12 * std::max(1.0, std::abs(lhs)));
+  EXPECT_EQ(op->homogeneity(), 1.0);
+  EXPECT_TRUE(op->linear());
+}
+
+TEST(NefiFunctionOperator, GradcheckThroughANonlinearModel) {
+  // y = sin(A x): its vjp is A^T (cos(A x) g).
+  const int64_t m = 6, n = 4;
+  const auto a = random_matrix(m, n);
+  const ForwardModel lin = nefi::test::matrix_model(a, m, n);
+  ForwardModel f;
+  f.forward = [lin](const fk::Tensor& x) {
+    std::vector<double> v = lin.forward(x).to_vector<double>();
+    for (double& e : v) e = std::sin(e);
+    return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
+  };
+  f.vjp = [lin](const fk::Tensor& x, const fk::Tensor& g) {
+    std::vector<double> ax = lin.forward(x).to_vector<double>(), gv = g.to_vector<double>();
+    for (size_t i = 0; i < ax.size(); ++i) gv[i] *= std::cos(ax[i]);
+    return lin.vjp(x, fk::from_vector(gv, g.shape()));
+  };
+  auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{m}, f);
+  EXPECT_FALSE(op->homogeneity().has_value());
+  const fk::Tensor x = fk::test::random_tensor({n}, fk::DType::F64, -1, 1, 4);
+  EXPECT_GRADCHECK([&](const std::vector<fk::Tensor>& in) { return op->apply(in[0]); },
+                   std::vector<fk::Tensor>{x.detach().set_requires_grad(true)});
+}
+
+TEST(NefiFunctionOperator, RefusesWhatItCannotDo) {
+  const int64_t n = 4;
+  ForwardModel wrong = nefi::test::matrix_model(random_matrix(3, n), 3, n);
+  auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{5}, wrong, 1.0, "short");
+  const fk::Tensor x = fk::zeros({n});
+  std::string e = fk::test::error_of([&] { (void)op->apply(x); });
+  EXPECT_NE(e.find("forward model 'short'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[5]"), std::string::npos) << e;
+  EXPECT_NE(e.find("[3]"), std::string::npos) << e;
+  e = fk::test::error_of([&] { (void)op->apply(fk::zeros({n + 1})); });
+  EXPECT_NE(e.find("a field of shape [4]"), std::string::npos) << e;
+  e = fk::test::error_of([&] { (void)op->at_resolution({2}); });
+  EXPECT_NE(e.find("its own grid [4]"), std::string::npos) << e;
+  EXPECT_EQ(op->at_resolution({n}).get(), op.get());
+  EXPECT_NE(nefi::device_solve_refusal(*op, fk::cuda_device(0)), "");
+  EXPECT_FALSE(op->graph_capturable());
+  ForwardModel none;
+  e = fk::test::error_of([&] { FunctionOperator({n}, {n}, none); });
+  EXPECT_NE(e.find("no forward"), std::string::npos) << e;
+  ForwardModel ints = wrong;
+  ints.forward = [](const fk::Tensor&) { return fk::zeros({3}, {fk::DType::I64}); };
+  auto op2 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{3}, ints);
+  e = fk::test::error_of([&] { (void)op2->apply(x); });
+  EXPECT_NE(e.find("an output of real floating-point values"), std::string::npos) << e;
+}
+
+}  // namespace
