@@ -11,14 +11,18 @@ with the same keys: instance keys at the top level or under ``config``,
 writes: per method the metrics (dict), the reconstruction, ground truth and
 fields (numpy arrays), the loss history (dict of numpy columns) and stages.
 ``batch_invert`` solves one problem per seed together in one loop and gives
-the same per-problem results.
+the same per-problem results. ``from_forward`` brings your own problem: a
+forward model in Python (numpy, torch or a matrix), one measurement and a
+prior in words, with every other choice made from the problem's size and data.
 """
 import os
 
+from ._byop import ForwardProblem, from_forward, quick_report
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
-           "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads"]
+           "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
+           "from_forward", "ForwardProblem", "quick_report"]
 
 
 def instances():

@@ -15,19 +15,15 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/campaign.h"
-#include "nefi/diagnostics/data_fit.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/batch.h"
+#include "nefi_result_dict.h"
 #include "tensor_bridge.h"
 
 namespace fkpy {
 namespace {
-
-nb::object numpy_or_none(const fk::Tensor& t) {
-  return t.defined() ? to_numpy(t.contiguous()) : nb::none();
-}
 
 nefi::RunConfig resolve(const std::string& target, const std::vector<std::string>& sets,
                         std::optional<uint64_t> seed) {
@@ -40,15 +36,6 @@ nefi::RunConfig resolve(const std::string& target, const std::vector<std::string
   return cfg;
 }
 
-nb::dict history_dict(const nefi::History& h) {
-  nb::dict d;
-  for (const auto& c : h.columns) {
-    std::vector<double> v = h.column(c);
-    d[c.c_str()] = to_numpy(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
-  }
-  return d;
-}
-
 nb::dict measurement_dict(const nefi::Measurement& m) {
   nb::dict d;
   d["data"] = numpy_or_none(m.data);
@@ -58,45 +45,13 @@ nb::dict measurement_dict(const nefi::Measurement& m) {
 }
 
 nb::dict output_dict(const nefi::RunOutput& o) {
-  nb::dict d;
+  nb::dict d = solve_dict(o.result);
   d["method"] = o.method;
   d["measurement"] = measurement_dict(o.measurement);
   d["metrics"] = o.metrics;
   d["reconstruction"] = numpy_or_none(o.reconstruction);
   d["ground_truth"] = numpy_or_none(o.gt);
-  nb::dict fields;
-  for (const auto& [name, t] : o.result.fields) fields[name.c_str()] = numpy_or_none(t);
-  d["fields"] = fields;
-  d["history"] = history_dict(o.result.history);
-  nb::list stages;
-  for (const auto& s : o.result.stages) {
-    nb::dict st;
-    st["name"] = s.name;
-    st["shape"] = std::vector<int64_t>(s.shape.begin(), s.shape.end());
-    st["steps"] = s.steps;
-    st["seconds"] = s.seconds;
-    st["final_total"] = s.final_total;
-    st["final_data_loss"] = s.final_data_loss;
-    st["stop"] = s.stop;
-    stages.append(st);
-  }
-  d["stages"] = stages;
-  d["total_steps"] = o.result.total_steps();
-  d["ms_per_step"] = o.result.total_steps() > 0 ? o.result.ms_per_step() : 0.0;
-  d["total_s"] = o.result.total_s;
-  d["n_parameters"] = o.result.n_parameters;
-  d["seed"] = o.result.seed;
-  // {rmse, data_psnr, discrepancy_ratio (RMSE / σ; None: σ unknown)}, None for a
-  // direct method
-  if (const auto fit = nefi::diagnostics::data_fit(o.measurement, o.result.prediction)) {
-    nb::dict f;
-    f["rmse"] = fit->rmse;
-    f["data_psnr"] = fit->psnr_db;
-    f["discrepancy_ratio"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
-    d["data_fit"] = f;
-  } else {
-    d["data_fit"] = nb::none();
-  }
+  d["data_fit"] = data_fit_dict(o.measurement, o.result.prediction);
   return d;
 }
 
@@ -229,8 +184,11 @@ nb::list bench(const nefi::bench::CampaignSpec& spec) {
 
 }  // namespace
 
+void bind_nefi_byop(nb::module_& m);
+
 void bind_nefi(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("nefi", "nefi's inverse solvers, on fk");
+  bind_nefi_byop(m);
   m.def("instances", [] {
     nb::dict d;
     for (const auto& i : nefi::all_instances()) {

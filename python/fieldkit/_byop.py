@@ -1,0 +1,264 @@
+"""Bring your own problem: nefi.from_forward.
+
+A forward model written in Python (numpy, torch, or a matrix), one
+measurement and a prior in a few words become a solvable problem; every
+choice a tuned instance makes by hand (network size, Fourier octaves, the
+field's scale, noise level, loss weights, budget, learning rate, stopping)
+is decided from the problem's size and data and listed with its reason in
+``problem.decisions``.
+
+The model's gradient comes from, in this order: a matrix (its transpose), an
+``adjoint`` for a linear model, a ``vjp`` for a nonlinear one, else torch
+autograd when ``forward`` is written with torch operations. Before anything
+is solved the model is dry-run: wrong shapes, non-finite values, an adjoint
+that is not the model's adjoint, or a vjp that disagrees with the model's
+finite differences raise fieldkit.Error saying what to fix.
+"""
+import numpy as np
+
+from ._core import Error
+from ._core import nefi as _nefi
+
+__all__ = ["from_forward", "ForwardProblem", "quick_report"]
+
+
+def _stack_complex(y):
+    """Complex values as (2, *shape) real and imaginary parts."""
+    y = np.asarray(y)
+    if np.iscomplexobj(y):
+        return np.stack([y.real, y.imag]).astype(np.float64)
+    return y.astype(np.float64)
+
+
+def _unstack(g, complex_out):
+    return g[0] + 1j * g[1] if complex_out else g
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+class _Model:
+    """forward(x) -> stacked real output and vjp(x, g) -> field gradient,
+    both on numpy f64, from what the caller gave."""
+
+    def __init__(self, forward, shape, adjoint, vjp, homogeneity):
+        self.shape, self.homogeneity, self.kind = tuple(shape), homogeneity, None
+        self.complex_out = False
+        if hasattr(forward, "shape") and not callable(forward):
+            a = np.asarray(forward)
+            if a.ndim != 2:
+                raise Error(f"from_forward: expected a matrix (2-D) or a callable as forward, "
+                            f"got an array of shape {a.shape}")
+            if int(np.prod(self.shape)) != a.shape[1]:
+                raise Error(f"from_forward: expected a field of {a.shape[1]} cells (the matrix's "
+                            f"columns), got shape {self.shape}")
+            self.kind, self.homogeneity = "matrix", 1.0
+            self.complex_out = np.iscomplexobj(a)
+            self._f = lambda x: a @ x.ravel()
+            self._vjp = lambda x, g: np.real(a.conj().T @ g).reshape(self.shape)
+            return
+        if not callable(forward):
+            raise Error(f"from_forward: expected a callable or a matrix as forward, "
+                        f"got {type(forward).__name__}")
+        if adjoint is not None and vjp is not None:
+            raise Error("from_forward: expected adjoint (a linear model) or vjp (a nonlinear "
+                        "one), got both")
+        if adjoint is not None:
+            self.kind, self.homogeneity = "adjoint", 1.0 if homogeneity is None else homogeneity
+            self._f = lambda x: np.asarray(forward(x))
+            self._vjp = lambda x, g: np.real(np.asarray(adjoint(g)))
+        elif vjp is not None:
+            self.kind = "vjp"
+            self._f = lambda x: np.asarray(forward(x))
+            self._vjp = lambda x, g: np.real(np.asarray(vjp(x, g)))
+        else:
+            self.kind = "torch"
+            self._forward = forward
+            self._f = self._torch_forward
+            self._vjp = self._torch_vjp
+        y = self._f(np.zeros(self.shape))
+        self.complex_out = self.complex_out or np.iscomplexobj(y)
+
+    def _torch_call(self, x, grad):
+        torch = _torch()
+        if torch is None:
+            raise Error("from_forward: expected adjoint= (a linear model) or vjp= (a nonlinear "
+                        "one), got neither, and torch (for autograd) is not installed")
+        xt = torch.from_numpy(np.array(x, dtype=np.float64)).requires_grad_(grad)
+        y = self._forward(xt)
+        if not isinstance(y, torch.Tensor):
+            raise Error("from_forward: expected forward to return a torch tensor when neither "
+                        "adjoint= nor vjp= is given (its gradient comes from torch autograd), "
+                        f"got {type(y).__name__}: pass adjoint= or vjp=, or write forward "
+                        "with torch operations")
+        if torch.is_complex(y):
+            self.complex_out = True
+            y = torch.stack([y.real, y.imag])
+        return xt, y.to(torch.float64)
+
+    def _torch_forward(self, x):
+        torch = _torch()
+        with torch.no_grad():
+            _, y = self._torch_call(x, False)
+        return y.detach().cpu().numpy()
+
+    def _torch_vjp(self, x, g):
+        torch = _torch()
+        xt, y = self._torch_call(x, True)
+        if not y.requires_grad:
+            raise Error("from_forward: expected forward to be differentiable in torch (its "
+                        "output to depend on the field through torch operations), got an "
+                        "output without a gradient")
+        (gx,) = torch.autograd.grad(y, xt, torch.from_numpy(np.asarray(g)).to(y.dtype),
+                                    allow_unused=True)
+        return np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy()
+
+    def forward(self, x):
+        y = self._f(np.asarray(x).reshape(self.shape))
+        return y if self.kind == "torch" else _stack_complex(y)
+
+    def vjp(self, x, g):
+        g = np.asarray(g)
+        if self.kind != "torch":
+            g = _unstack(g, self.complex_out)
+        return np.asarray(self._vjp(np.asarray(x).reshape(self.shape), g), dtype=np.float64)
+
+    def check(self, data_shape, rng):
+        """The dry run: shapes, finiteness, and the gradient against the model."""
+        x = rng.standard_normal(self.shape)
+        y = np.asarray(self.forward(x))
+        if y.size != int(np.prod(data_shape)):
+            raise Error(f"from_forward: expected forward to return the measurement's shape "
+                        f"{tuple(data_shape)} (complex values count as two real ones, stacked "
+                        f"first), got {y.shape}")
+        if not np.all(np.isfinite(y)):
+            raise Error("from_forward: expected finite forward outputs on a random field, "
+                        "got NaN or inf")
+        g = rng.standard_normal(y.shape)
+        gx = self.vjp(x, g)
+        if gx.size != int(np.prod(self.shape)):
+            raise Error(f"from_forward: expected the gradient (adjoint/vjp) to have the field's "
+                        f"shape {self.shape}, got {gx.shape}")
+        if not np.all(np.isfinite(gx)):
+            raise Error("from_forward: expected a finite gradient (adjoint/vjp), got NaN or inf")
+        if self.kind == "torch":
+            return
+        if self.kind in ("matrix", "adjoint"):
+            lhs, rhs = float(np.vdot(y.ravel(), g.ravel())), float(np.vdot(x.ravel(), gx.ravel()))
+            if abs(lhs - rhs) > 1e-6 * max(abs(lhs), abs(rhs), 1e-300):
+                raise Error(f"from_forward: expected adjoint to be forward's adjoint "
+                            f"(<A x, g> = <x, A^T g>), got {lhs:.6g} against {rhs:.6g}")
+            return
+        # vjp: against central differences along a random direction.
+        d = rng.standard_normal(self.shape)
+        eps = 1e-6 * max(1.0, float(np.abs(x).max()))
+        fd = (np.asarray(self.forward(x + eps * d)) - np.asarray(self.forward(x - eps * d))) / (2 * eps)
+        lhs, rhs = float(np.vdot(fd.ravel(), g.ravel())), float(np.vdot(gx.ravel(), d.ravel()))
+        if abs(lhs - rhs) > 1e-4 * max(abs(lhs), abs(rhs), 1e-12):
+            raise Error(f"from_forward: expected vjp(x, g) to be g^T dF/dx (checked against "
+                        f"finite differences), got {rhs:.6g} against {lhs:.6g}")
+
+
+class ForwardProblem:
+    """A bring-your-own problem (from_forward): ``decisions`` (each automatic
+    choice with its value and reason), ``noise_std`` (given or estimated),
+    ``steps``, ``prior``; ``solve()`` runs it."""
+
+    def __init__(self, core, model, shape):
+        self._core, self._model, self.shape = core, model, tuple(shape)
+
+    @property
+    def decisions(self):
+        return {d["key"]: {"value": d["value"], "why": d["why"]} for d in self._core.decisions}
+
+    noise_std = property(lambda self: self._core.noise_std)
+    noise_estimated = property(lambda self: self._core.noise_estimated)
+    constant_fit = property(lambda self: self._core.constant_fit)
+    steps = property(lambda self: self._core.steps)
+    prior = property(lambda self: self._core.prior)
+
+    def solve(self, seed=None, ground_truth=None):
+        """Solves the problem; returns a dict: reconstruction (numpy, the field's
+        shape), prediction (the model on it), data_fit (rmse, data_psnr,
+        discrepancy_ratio = chi), history, stages, timings and ``report``
+        (quick_report's markdown; with ``ground_truth``, its PSNR too)."""
+        gt = None if ground_truth is None else np.ascontiguousarray(ground_truth, dtype=np.float64)
+        out = self._core.solve(None if seed is None else int(seed), gt)
+        out["reconstruction"] = out["reconstruction"].reshape(self.shape)
+        return out
+
+
+def quick_report(result):
+    """The markdown summary a solve carries: parameters, data RMSE, chi = RMSE /
+    sigma with a verdict (at the noise floor, slightly above, underfit, below
+    the noise), stage stops, timings, ground truth metrics, decisions."""
+    return result["report"]
+
+
+def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, mask=None,
+                 noise="auto", prior="unconstrained", extent=None, representation="neural",
+                 budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
+                 n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
+                 name="forward"):
+    """A solvable problem from a forward model and one measurement.
+
+    forward: a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
+      arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
+      A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),
+      or a callable written with torch operations (autograd gives the
+      gradient). Complex outputs are fitted as real and imaginary parts.
+    measurement: the data (any shape the model returns; complex allowed).
+    shape: the field's grid (1-3 axes; default: the matrix's columns, else
+      the measurement's shape).
+    mask: per-cell weights of the data in [0, 1] (0: unobserved).
+    noise: "auto" (estimated from the data), a sigma, or 0 (noise-free).
+    prior: e.g. "nonnegative + smooth", "bounded(0, 1) + tv(0.5)" (see
+      nefi/byop/prior.h: unconstrained | nonnegative | positive | bounded(lo,
+      hi), tv(s) | piecewise_constant(s), smooth(s), sparse(s), zero_mean).
+    budget: quick | default | thorough | a step count. representation: neural
+      | grid. lr, hidden, depth, n_octaves override the automatic choices.
+    homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
+    check: dry-run the model first (shapes, finiteness, adjoint/vjp).
+    """
+    y = np.asarray(measurement)
+    complex_data = np.iscomplexobj(y)
+    if shape is None:
+        shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
+            not callable(forward) else y.shape
+    shape = tuple(int(s) for s in np.atleast_1d(shape))
+    model = _Model(forward, shape, adjoint, vjp, homogeneity)
+    if model.complex_out != complex_data:
+        raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
+                    f"measurements (the model's output is), got "
+                    f"{'complex' if complex_data else 'real'} ones")
+    data = _stack_complex(y)
+    if check:
+        model.check(data.shape, np.random.default_rng(seed))
+    w = None
+    if mask is not None:
+        w = np.asarray(mask, dtype=np.float64)
+        if w.shape != y.shape:
+            raise Error(f"from_forward: expected a mask of the measurement's shape {y.shape}, "
+                        f"got {w.shape}")
+        w = np.stack([w, w]) if complex_data else w
+    if isinstance(noise, str):
+        if noise != "auto":
+            raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0, got {noise!r}")
+        sigma = None
+    else:
+        sigma = float(noise)
+    # The model's output shaped as the data, whatever shape it returned.
+    data_shape = data.shape
+    core = _nefi.auto_problem(
+        lambda x: np.asarray(model.forward(x)).reshape(data_shape),
+        lambda x, g: model.vjp(x, g).reshape(shape),
+        list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
+        model.homogeneity, str(name), str(prior), sigma, [float(e) for e in (extent or [])],
+        str(representation), str(budget), None if lr is None else float(lr),
+        hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed))
+    return ForwardProblem(core, model, shape)

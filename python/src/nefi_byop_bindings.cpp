@@ -1,0 +1,166 @@
+// fieldkit._core.nefi.ForwardProblem: a bring-your-own problem whose forward
+// model is Python code (nefi/byop/auto_problem.h). The model's two functions
+// are called from the solve with the GIL taken for the call only (the solve
+// itself releases it); each receives a numpy f64 array it may keep, and
+// what it returns is copied into fk storage before the GIL is given back.
+// A Python exception inside the model ends the solve as a fieldkit.Error
+// naming the function and carrying the exception's type and message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+
+#include "fk/error.h"
+#include "nefi/byop/auto_problem.h"
+#include "nefi/byop/quick_report.h"
+#include "nefi/operators/function_operator.h"
+#include "nefi_result_dict.h"
+#include "tensor_bridge.h"
+
+namespace fkpy {
+namespace {
+
+// A Python callable whose last reference may be dropped on a thread without
+// the GIL (a solve's copies of the operator): the deleter takes it.
+using Callable = std::shared_ptr<nb::object>;
+Callable hold(nb::object o) {
+  return Callable(new nb::object(std::move(o)), [](nb::object* p) {
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+// The array a model function returned, as fk-owned f64 (no view of the
+// producer's buffer outlives the GIL).
+fk::Tensor owned_f64(const nb::object& r, const std::string& who) {
+  nb::ndarray<nb::ro> a;
+  if (!nb::try_cast(r, a))
+    throw fk::Error(who, "an array (numpy or anything speaking DLPack)",
+                    "a " + nb::cast<std::string>(r.type().attr("__name__")));
+  fk::Tensor view = from_dlpack(a);
+  fk::Tensor out = view.to(fk::DType::F64).contiguous().clone();
+  return out;
+}
+
+template <typename F>
+fk::Tensor call_python(const std::string& who, F&& f) {
+  nb::gil_scoped_acquire gil;
+  try {
+    return owned_f64(f(), who);
+  } catch (nb::python_error& e) {
+    const std::string type = nb::cast<std::string>(e.type().attr("__name__"));
+    const std::string msg = nb::cast<std::string>(nb::str(e.value()));
+    throw fk::Error(who, "a call that returns", type + ": " + msg);
+  }
+}
+
+struct ForwardProblem {
+  nefi::AutoProblem ap;
+};
+
+nefi::ForwardModel python_model(Callable forward, Callable vjp, const std::string& name) {
+  nefi::ForwardModel m;
+  m.forward = [forward, name](const fk::Tensor& x) {
+    return call_python("forward model '" + name + "'", [&] { return (*forward)(to_numpy(x)); });
+  };
+  m.vjp = [vjp, name](const fk::Tensor& x, const fk::Tensor& g) {
+    return call_python("vjp of forward model '" + name + "'",
+                       [&] { return (*vjp)(to_numpy(x), to_numpy(g)); });
+  };
+  return m;
+}
+
+fk::Dims dims(const std::vector<int64_t>& v) {
+  return fk::Dims(v);
+}
+
+}  // namespace
+
+void bind_nefi_byop(nb::module_& m) {
+  nb::class_<ForwardProblem>(m, "ForwardProblem")
+      .def_prop_ro("decisions",
+                   [](const ForwardProblem& p) {
+                     nb::list out;
+                     for (const auto& d : p.ap.decisions) {
+                       nb::dict e;
+                       e["key"] = d.key;
+                       e["value"] = d.value;
+                       e["why"] = d.why;
+                       out.append(e);
+                     }
+                     return out;
+                   })
+      .def_prop_ro("noise_std", [](const ForwardProblem& p) { return p.ap.noise_std; })
+      .def_prop_ro("noise_estimated", [](const ForwardProblem& p) { return p.ap.noise_estimated; })
+      .def_prop_ro("constant_fit", [](const ForwardProblem& p) { return p.ap.constant_fit; })
+      .def_prop_ro("prior", [](const ForwardProblem& p) { return p.ap.prior.str(); })
+      .def_prop_ro("steps", [](const ForwardProblem& p) { return p.ap.curriculum.total_steps(); })
+      .def(
+          "solve",
+          [](const ForwardProblem& p, std::optional<uint64_t> seed,
+             std::optional<nb::ndarray<nb::ro>> gt) {
+            nefi::AutoProblem ap = p.ap;
+            if (seed) ap.seed = *seed;
+            fk::Tensor truth;
+            if (gt) truth = from_dlpack(*gt).to(fk::DType::F64).contiguous().clone();
+            nefi::Result r;
+            std::string report;
+            {
+              nb::gil_scoped_release nogil;
+              r = ap.solve();
+              report = nefi::quick_report(ap, r, truth);
+            }
+            nb::dict d = solve_dict(r);
+            d["reconstruction"] = numpy_or_none(r.fields.at("x").to(fk::DType::F64));
+            d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
+            d["data_fit"] = data_fit_dict(ap.problem.measurement, r.prediction);
+            d["report"] = report;
+            return d;
+          },
+          nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::none());
+
+  m.def(
+      "auto_problem",
+      [](nb::object forward, nb::object vjp, const std::vector<int64_t>& shape,
+         nb::ndarray<nb::ro> data, std::optional<nb::ndarray<nb::ro>> mask,
+         std::optional<double> homogeneity, const std::string& name, const std::string& prior,
+         std::optional<double> noise_std, const std::vector<double>& extent,
+         const std::string& representation, const std::string& budget, std::optional<double> lr,
+         std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
+         bool discrepancy, double discrepancy_tau, uint64_t seed) {
+        nefi::Measurement meas;
+        meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
+        if (mask) meas.mask = from_dlpack(*mask).to(fk::DType::F64).contiguous().clone();
+        const fk::Dims in = dims(shape);
+        auto op = std::make_shared<nefi::FunctionOperator>(
+            in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity, name);
+        nefi::AutoOptions o;
+        o.prior = prior;
+        o.extent = extent;
+        o.representation = representation;
+        o.noise_std = noise_std;
+        o.budget = budget;
+        o.lr = lr;
+        o.hidden = hidden;
+        o.depth = depth;
+        o.n_octaves = n_octaves;
+        o.discrepancy = discrepancy;
+        o.discrepancy_tau = discrepancy_tau;
+        o.seed = seed;
+        ForwardProblem p;
+        // The GIL stays held: the constant fit calls the model from here.
+        p.ap = nefi::auto_problem(op, in, meas, o);
+        return p;
+      },
+      nb::arg("forward"), nb::arg("vjp"), nb::arg("shape"), nb::arg("data"), nb::arg("mask"),
+      nb::arg("homogeneity"), nb::arg("name"), nb::arg("prior"), nb::arg("noise_std"),
+      nb::arg("extent"), nb::arg("representation"), nb::arg("budget"), nb::arg("lr"),
+      nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"), nb::arg("discrepancy"),
+      nb::arg("discrepancy_tau"), nb::arg("seed"));
+}
+
+}  // namespace fkpy

@@ -1,0 +1,66 @@
+#include "nefi_result_dict.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "fk/factory.h"
+#include "nefi/diagnostics/data_fit.h"
+#include "tensor_bridge.h"
+
+namespace fkpy {
+
+nb::object numpy_or_none(const fk::Tensor& t) {
+  return t.defined() ? to_numpy(t.contiguous()) : nb::none();
+}
+
+namespace {
+
+nb::dict history_dict(const nefi::History& h) {
+  nb::dict d;
+  for (const auto& c : h.columns) {
+    std::vector<double> v = h.column(c);
+    d[c.c_str()] = to_numpy(fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())}));
+  }
+  return d;
+}
+
+}  // namespace
+
+nb::dict solve_dict(const nefi::Result& r) {
+  nb::dict d;
+  nb::dict fields;
+  for (const auto& [name, t] : r.fields) fields[name.c_str()] = numpy_or_none(t);
+  d["fields"] = fields;
+  d["history"] = history_dict(r.history);
+  nb::list stages;
+  for (const auto& s : r.stages) {
+    nb::dict st;
+    st["name"] = s.name;
+    st["shape"] = std::vector<int64_t>(s.shape.begin(), s.shape.end());
+    st["steps"] = s.steps;
+    st["seconds"] = s.seconds;
+    st["final_total"] = s.final_total;
+    st["final_data_loss"] = s.final_data_loss;
+    st["stop"] = s.stop;
+    stages.append(st);
+  }
+  d["stages"] = stages;
+  d["total_steps"] = r.total_steps();
+  d["ms_per_step"] = r.total_steps() > 0 ? r.ms_per_step() : 0.0;
+  d["total_s"] = r.total_s;
+  d["n_parameters"] = r.n_parameters;
+  d["seed"] = r.seed;
+  return d;
+}
+
+nb::object data_fit_dict(const nefi::Measurement& m, const fk::Tensor& prediction) {
+  const auto fit = nefi::diagnostics::data_fit(m, prediction);
+  if (!fit) return nb::none();
+  nb::dict f;
+  f["rmse"] = fit->rmse;
+  f["data_psnr"] = fit->psnr_db;
+  f["discrepancy_ratio"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
+  return f;
+}
+
+}  // namespace fkpy

@@ -1,0 +1,21 @@
+#pragma once
+// A nefi solve's Result as the dicts fieldkit.nefi returns: the fields
+// (numpy), the loss history (a dict of numpy columns), the stages and the
+// timings; and the data fit of a prediction against its measurement.
+#include <nanobind/nanobind.h>
+
+#include "nefi/measurement.h"
+#include "nefi/solve/result.h"
+
+namespace fkpy {
+
+namespace nb = nanobind;
+
+nb::object numpy_or_none(const fk::Tensor& t);
+// {fields, history, stages, total_steps, ms_per_step, total_s, n_parameters, seed}
+nb::dict solve_dict(const nefi::Result& r);
+// {rmse, data_psnr, discrepancy_ratio (RMSE / sigma; None: sigma unknown)},
+// or None without a prediction (a direct method).
+nb::object data_fit_dict(const nefi::Measurement& m, const fk::Tensor& prediction);
+
+}  // namespace fkpy

@@ -1,0 +1,157 @@
+"""fieldkit.nefi.from_forward: bring-your-own forward models (a matrix, a
+numpy function with its adjoint or vjp, a torch function) solved to the noise
+floor; complex data; masks; the dry run's and the solve's errors."""
+import numpy as np
+import pytest
+import torch
+
+import fieldkit
+import fieldkit.nefi as nefi
+
+
+def blur_problem(n=128, rel=0.01, seed=1):
+    i = np.arange(n)
+    a = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 2.0) ** 2)
+    a /= a.sum(1, keepdims=True)
+    t = (i + 0.5) / n
+    gt = sum(h * np.exp(-0.5 * ((t - c) / w) ** 2)
+             for c, w, h in [(0.3, 0.05, 1.0), (0.6, 0.03, 0.6), (0.75, 0.08, 0.8)])
+    y = a @ gt
+    y = y + rel * y.max() * np.random.default_rng(seed).standard_normal(n)
+    return a, gt, y
+
+
+def psnr(x, gt):
+    return 10 * np.log10(gt.max() ** 2 / np.mean((x - gt) ** 2))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    nefi.set_num_threads(1)
+
+
+def test_every_kind_of_model_reaches_the_noise_floor():
+    a, gt, y = blur_problem()
+    at = torch.from_numpy(a)
+    prior = "nonnegative + smooth"
+    problems = {
+        "matrix": nefi.from_forward(a, y, prior=prior),
+        "adjoint": nefi.from_forward(lambda x: a @ x, y, adjoint=lambda g: a.T @ g, prior=prior),
+        "vjp": nefi.from_forward(lambda x: a @ x, y, vjp=lambda x, g: a.T @ g, prior=prior),
+        "torch": nefi.from_forward(lambda x: at @ x, y, prior=prior),
+    }
+    out = {k: p.solve(ground_truth=gt) for k, p in problems.items()}
+    for k, r in out.items():
+        x = r["reconstruction"]
+        assert x.shape == gt.shape and x.min() >= 0, k
+        assert psnr(x, gt) > 29, (k, r["report"])
+        assert 0.7 < r["data_fit"]["discrepancy_ratio"] < 1.5, (k, r["report"])
+        assert "chi = RMSE / sigma" in nefi.quick_report(r)
+        assert "ground truth: PSNR" in r["report"]
+    # A matrix and its adjoint are the same model (homogeneity 1: the closed-form
+    # constant fit); a vjp and torch autograd are the same model without it.
+    np.testing.assert_array_equal(out["matrix"]["reconstruction"], out["adjoint"]["reconstruction"])
+    np.testing.assert_array_equal(out["vjp"]["reconstruction"], out["torch"]["reconstruction"])
+    d = problems["matrix"].decisions
+    assert d["network"]["value"] == "64 x 3" and "closed form" in d["constant_fit"]["why"]
+    assert "search" in problems["vjp"].decisions["constant_fit"]["why"]
+    assert problems["matrix"].noise_estimated
+    assert problems["matrix"].noise_std == pytest.approx(0.01 * (a @ gt).max(), rel=0.25)
+    # Without the smooth prior the field fits the noise: the prior is what helps.
+    bare = nefi.from_forward(a, y, prior="nonnegative").solve()
+    assert psnr(out["matrix"]["reconstruction"], gt) > psnr(bare["reconstruction"], gt) + 5
+
+
+def test_complex_fourier_sampling_as_matrix_and_torch():
+    # Undersampled 1-D Fourier measurements (an MRI-like model) of a real signal.
+    n = 64
+    t = (np.arange(n) + 0.5) / n
+    gt = np.exp(-0.5 * ((t - 0.4) / 0.08) ** 2) + 0.5 * np.exp(-0.5 * ((t - 0.7) / 0.05) ** 2)
+    rows = np.r_[0:12, n - 11:n, 20:40:3]
+    f = np.fft.fft(np.eye(n), norm="ortho")[rows]
+    rng = np.random.default_rng(0)
+    y = f @ gt + 0.002 * (rng.standard_normal(len(rows)) + 1j * rng.standard_normal(len(rows)))
+    ft = torch.from_numpy(f)
+    p_mat = nefi.from_forward(f, y, prior="nonnegative + smooth", noise=0.002)
+    p_torch = nefi.from_forward(lambda x: ft @ x.to(torch.complex128), y, shape=(n,),
+                                prior="nonnegative + smooth", noise=0.002, homogeneity=1)
+    r_mat, r_torch = p_mat.solve(), p_torch.solve()
+    assert psnr(r_mat["reconstruction"], gt) > 25, r_mat["report"]
+    np.testing.assert_allclose(r_torch["reconstruction"], r_mat["reconstruction"], atol=1e-4)
+    assert r_mat["prediction"].shape == (2, len(rows))  # real and imaginary parts
+
+
+def test_two_dimensional_grid_field_with_a_mask():
+    # A 2-D separable blur as a numpy function and its adjoint; half the
+    # pixels unobserved and filled with garbage that must never be read.
+    n = 24
+    i = np.arange(n)
+    b = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 1.5) ** 2)
+    b /= b.sum(1, keepdims=True)
+    xx, yy = np.meshgrid((i + 0.5) / n, (i + 0.5) / n, indexing="ij")
+    gt = ((xx - 0.5) ** 2 + (yy - 0.5) ** 2 < 0.1).astype(float)
+    y = b @ gt @ b.T
+    mask = np.ones_like(y)
+    mask[:, ::2] = 0
+    garbage = y.copy()
+    garbage[mask == 0] = 1e6
+    kw = dict(adjoint=lambda g: b.T @ g @ b, mask=mask, noise=0.0, prior="bounded(0, 1) + tv",
+              representation="grid", budget="300")
+    p1 = nefi.from_forward(lambda x: b @ x @ b.T, y, **kw)
+    p2 = nefi.from_forward(lambda x: b @ x @ b.T, garbage, **kw)
+    r1, r2 = p1.solve(), p2.solve()
+    np.testing.assert_array_equal(r1["reconstruction"], r2["reconstruction"])
+    assert r1["reconstruction"].shape == (n, n)
+    assert r1["reconstruction"].min() > 0 and r1["reconstruction"].max() < 1
+    assert psnr(r1["reconstruction"], gt) > 15, r1["report"]
+    assert p1.decisions["representation"]["value"] == "grid"
+
+
+def test_dry_run_errors_say_what_to_fix():
+    a, _, y = blur_problem(32)
+    with pytest.raises(fieldkit.Error, match="measurement's shape"):
+        nefi.from_forward(lambda x: (a @ x)[:-1], y, adjoint=lambda g: a.T @ g)
+    with pytest.raises(fieldkit.Error, match="forward's adjoint"):
+        nefi.from_forward(lambda x: a @ x, y, adjoint=lambda g: a @ g + 0.1 * g)
+    with pytest.raises(fieldkit.Error, match="finite differences"):
+        nefi.from_forward(lambda x: np.sin(a @ x), y, vjp=lambda x, g: a.T @ g)
+    # The right vjp of a nonlinear model passes.
+    nefi.from_forward(lambda x: np.sin(a @ x), y, vjp=lambda x, g: a.T @ (np.cos(a @ x) * g),
+                      budget="quick")
+    with pytest.raises(fieldkit.Error, match="pass adjoint= or vjp="):
+        nefi.from_forward(lambda x: a @ np.asarray(x), y)
+    with pytest.raises(fieldkit.Error, match="adjoint .* or vjp .*, got both"):
+        nefi.from_forward(lambda x: a @ x, y, adjoint=lambda g: g, vjp=lambda x, g: g)
+    with pytest.raises(fieldkit.Error, match="complex measurements"):
+        nefi.from_forward(a.astype(complex), y)
+    with pytest.raises(fieldkit.Error, match="mask of the measurement's shape"):
+        nefi.from_forward(a, y, mask=np.ones(3))
+    with pytest.raises(fieldkit.Error, match="NaN or inf"):
+        nefi.from_forward(lambda x: a @ x + np.nan, y, adjoint=lambda g: a.T @ g)
+    with pytest.raises(fieldkit.Error, match="'monotone'"):
+        nefi.from_forward(a, y, prior="monotone")
+    with pytest.raises(fieldkit.Error, match="noise 'auto' or a sigma"):
+        nefi.from_forward(a, y, noise="loud")
+    with pytest.raises(fieldkit.Error, match="'lots'"):
+        nefi.from_forward(a, y, budget="lots")
+    with pytest.raises(fieldkit.Error, match="columns"):
+        nefi.from_forward(a, y, shape=(31,))
+
+
+def test_an_exception_inside_the_solve_names_the_model():
+    a, _, y = blur_problem(32)
+    calls = {"n": 0}
+
+    def vjp(x, g):
+        calls["n"] += 1
+        if calls["n"] > 5:  # after the dry run and a few steps
+            raise RuntimeError("detector offline")
+        return a.T @ g
+
+    p = nefi.from_forward(lambda x: a @ x, y, vjp=vjp, budget="50", name="camera")
+    with pytest.raises(fieldkit.Error, match="vjp of forward model 'camera'.*RuntimeError: detector offline"):
+        p.solve()
+    p = nefi.from_forward(lambda x: a @ x, y, adjoint=lambda g: a.T @ g, name="camera")
+    p._model._f = lambda x: "not an array"
+    with pytest.raises(fieldkit.Error, match="forward model 'camera'"):
+        p.solve()
