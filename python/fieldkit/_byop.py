@@ -221,7 +221,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       nefi/byop/prior.h: unconstrained | nonnegative | positive | bounded(lo,
       hi), tv(s) | piecewise_constant(s), smooth(s), sparse(s), zero_mean).
     budget: quick | default | thorough | a step count. representation: neural
-      | grid. lr, hidden, depth, n_octaves override the automatic choices.
+      (Fourier features + MLP) | hash (a multiresolution hash grid + a small
+      MLP) | grid (one value per cell). lr, hidden, depth, n_octaves override
+      the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
     """

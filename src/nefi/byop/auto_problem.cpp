@@ -11,6 +11,7 @@
 #include "fk/factory.h"
 #include "nefi/byop/noise_estimate.h"
 #include "nefi/field/grid_field.h"
+#include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
@@ -151,8 +152,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "a measurement of the model's output shape " + out_shape.str(),
            m.data.defined() ? m.data.shape().str() : "none");
   FK_CHECK(fk::is_floating(m.data.dtype()), kWhere, "real measured data", fk::name(m.data.dtype()));
-  FK_CHECK(o.representation == "neural" || o.representation == "grid", "representation",
-           "neural or grid", o.representation);
+  FK_CHECK(o.representation == "neural" || o.representation == "grid" || o.representation == "hash",
+           "representation", "neural, grid or hash", o.representation);
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
   m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
@@ -235,6 +236,19 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            o.hidden || o.depth ? "given" : "by cells (" + std::to_string(cells) + ")");
     decide("n_octaves", std::to_string(fc.n_octaves),
            o.n_octaves ? "given" : "clamp(ceil(log2 " + num(longest) + "), 4, 12)");
+  } else if (o.representation == "hash") {
+    HashGridConfig hc;
+    hc.hidden = o.hidden.value_or(64);
+    hc.depth = o.depth.value_or(2);
+    auto hf = std::make_shared<HashGridField>(shape, heads, hc, o.seed);
+    const HashGridLayout& L = hf->layout();
+    prob.field = hf;
+    decide("representation", "hash",
+           "given: " + std::to_string(hc.levels) + " levels x " + std::to_string(hc.features) +
+               " features, " + std::to_string(L.resolution.front()) + " .. " +
+               std::to_string(L.resolution.back()) + " cells, tables of <= 2^" +
+               std::to_string(hc.log2_table) + ", MLP " + std::to_string(hc.hidden) + " x " +
+               std::to_string(hc.depth));
   } else {
     prob.field = std::make_shared<GridField>(shape, heads);
     decide("representation", "grid", "given: one value per cell");
@@ -249,8 +263,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Curriculum.
   const int steps = steps_for(o.budget, cells);
-  const double lr = o.lr.value_or(
-      o.representation == "grid" ? 1e-1 : 1e-2 * std::sqrt(64.0 / static_cast<double>(fc.hidden)));
+  const double lr =
+      o.lr.value_or(o.representation == "grid"   ? 1e-1
+                    : o.representation == "hash" ? 1e-2
+                                                 : 1e-2 * std::sqrt(64.0 / fc.hidden));
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
   Stage st;
   st.name = "native";
@@ -261,9 +277,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   ap.curriculum.stages = {st};
   decide("steps", std::to_string(steps), "budget " + o.budget);
   decide("lr", num(lr),
-         o.lr                         ? "given"
-         : o.representation == "grid" ? "grid"
-                                      : "1e-2 sqrt(64 / width)");
+         o.lr                           ? "given"
+         : o.representation == "neural" ? "1e-2 sqrt(64 / width)"
+                                        : o.representation + " field");
   if (o.budget == "thorough") ap.curriculum.early_stop_patience = 500;
   if (o.discrepancy && ap.noise_std > 0) {
     ap.curriculum.discrepancy_tau = o.discrepancy_tau;

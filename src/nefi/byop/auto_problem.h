@@ -22,7 +22,7 @@
 //               itself coarser), AdamW, clip 1, cosine lr to 1 %, annealed
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
-//   lr          neural 1e-2 x sqrt(64 / width), grid 1e-1
+//   lr          neural 1e-2 x sqrt(64 / width), hash 1e-2, grid 1e-1
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,7 +39,7 @@ namespace nefi {
 struct AutoOptions {
   std::string prior = "unconstrained";    // prior.h
   std::vector<double> extent;             // empty: isotropic, longest axis 1
-  std::string representation = "neural";  // neural | grid
+  std::string representation = "neural";  // neural | grid | hash (hash_grid_field.h)
   std::optional<double> noise_std;        // unset: estimated; 0: noise-free data
   std::string budget = "default";         // quick | default | thorough | a step count
   std::optional<double> lr;

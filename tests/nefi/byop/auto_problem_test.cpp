@@ -175,8 +175,8 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("'lots'"),
             std::string::npos);
   o = {};
-  o.representation = "hash";
-  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural or grid"),
+  o.representation = "octree";
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid or hash"),
             std::string::npos);
   o = {};
   o.extent = {1, 2};

@@ -1,0 +1,251 @@
+#include "nefi/field/hash_grid_field.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "fk/random.h"
+#include "nefi/field/dense.h"
+
+namespace nefi {
+namespace {
+
+// Instant-NGP's primes; the first axis is not multiplied (coherent rows).
+constexpr std::array<uint32_t, 3> kPrimes{1u, 2654435761u, 805459861u};
+
+// One point's cell at one level: the 2^d vertices' table rows and weights.
+struct Corners {
+  std::array<int64_t, 8> row{};
+  std::array<float, 8> weight{};
+  int n = 0;
+};
+
+Corners corners_of(const float* x, const HashGridLayout& L, int level) {
+  const int d = L.ndim;
+  const int64_t res = L.resolution[level], T = L.table_size[level];
+  std::array<int64_t, 3> base{};
+  std::array<float, 3> frac{};
+  for (int a = 0; a < d; ++a) {
+    const float p = std::clamp((x[a] + 1.0f) * 0.5f, 0.0f, 1.0f) * static_cast<float>(res);
+    base[a] = std::min<int64_t>(static_cast<int64_t>(p), res - 1);
+    frac[a] = p - static_cast<float>(base[a]);
+  }
+  Corners c;
+  c.n = 1 << d;
+  const bool hashed = L.hashed(level);
+  for (int k = 0; k < c.n; ++k) {
+    float w = 1;
+    uint32_t h = 0;
+    int64_t dense = 0, stride = 1;
+    for (int a = 0; a < d; ++a) {
+      const int bit = (k >> a) & 1;
+      const int64_t v = base[a] + bit;
+      w *= bit ? frac[a] : 1 - frac[a];
+      h ^= static_cast<uint32_t>(v) * kPrimes[a];
+      dense += v * stride;
+      stride *= res + 1;
+    }
+    c.row[k] =
+        L.offset[level] + (hashed ? static_cast<int64_t>(h % static_cast<uint32_t>(T)) : dense);
+    c.weight[k] = w;
+  }
+  return c;
+}
+
+struct HashGridBackward : fk::autograd::Node {
+  fk::Tensor coords;  // (N, d) f32, constant
+  HashGridLayout layout;
+  std::vector<double> level_weight;
+  const char* name() const override { return "HashGridEncodeBackward"; }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    fk::autograd::NoGradGuard ng;
+    const fk::Tensor g = grads[0].to(fk::DType::F32).contiguous();
+    const int F = layout.features, levels = static_cast<int>(layout.resolution.size());
+    const int64_t n = coords.size(0), width = static_cast<int64_t>(levels) * F;
+    fk::Tensor out = fk::zeros({layout.entries, F});
+    float* dt = out.data<float>();
+    const float* gp = g.data<float>();
+    const float* xp = coords.data<float>();
+    // One level per thread: each writes only its own table rows.
+    fk::parallel_for(0, levels, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t l = lo; l < hi; ++l) {
+        const auto lw = static_cast<float>(level_weight[l]);
+        if (lw == 0) continue;
+        for (int64_t i = 0; i < n; ++i) {
+          const Corners c = corners_of(xp + i * layout.ndim, layout, static_cast<int>(l));
+          const float* gi = gp + i * width + l * F;
+          for (int k = 0; k < c.n; ++k) {
+            const float w = c.weight[k] * lw;
+            for (int f = 0; f < F; ++f) dt[c.row[k] * F + f] += w * gi[f];
+          }
+        }
+      }
+    });
+    return {out};
+  }
+};
+
+}  // namespace
+
+bool HashGridLayout::hashed(int level) const {
+  int64_t vertices = 1;
+  for (int a = 0; a < ndim; ++a) vertices *= resolution[level] + 1;
+  return vertices > table_size[level];
+}
+
+HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& c, int64_t largest_axis) {
+  constexpr const char* kWhere = "nefi::HashGridField";
+  FK_CHECK(ndim >= 1 && ndim <= 3, kWhere, "a 1-, 2- or 3-D domain", std::to_string(ndim) + "-D");
+  FK_CHECK(c.levels >= 1 && c.levels <= 32 && c.features >= 1 && c.features <= 16, kWhere,
+           "levels in [1, 32] and features in [1, 16]",
+           std::to_string(c.levels) + ", " + std::to_string(c.features));
+  FK_CHECK(c.log2_table >= 4 && c.log2_table <= 24, kWhere, "log2_table in [4, 24]",
+           std::to_string(c.log2_table));
+  const int64_t n_max = c.finest_resolution > 0 ? c.finest_resolution : 2 * largest_axis;
+  FK_CHECK(c.base_resolution >= 1 && n_max >= c.base_resolution, kWhere,
+           "1 <= base_resolution <= finest_resolution",
+           std::to_string(c.base_resolution) + ", " + std::to_string(n_max));
+  HashGridLayout L;
+  L.ndim = ndim;
+  L.features = c.features;
+  const double growth =
+      c.levels > 1 ? std::exp((std::log(static_cast<double>(n_max)) - std::log(c.base_resolution)) /
+                              (c.levels - 1))
+                   : 1.0;
+  const int64_t T = int64_t{1} << c.log2_table;
+  for (int l = 0; l < c.levels; ++l) {
+    const auto res = std::max<int64_t>(
+        1, static_cast<int64_t>(std::floor(c.base_resolution * std::pow(growth, l) + 1e-9)));
+    int64_t vertices = 1;
+    for (int a = 0; a < ndim; ++a) vertices = std::min<int64_t>(vertices * (res + 1), T + 1);
+    L.resolution.push_back(res);
+    L.table_size.push_back(std::min(vertices, T));
+    L.offset.push_back(L.entries);
+    L.entries += L.table_size.back();
+  }
+  return L;
+}
+
+std::vector<double> hash_grid_level_weights(int levels, double progress, bool annealed) {
+  std::vector<double> w(levels, 1.0);
+  if (!annealed) return w;
+  const double a = std::clamp(progress, 0.0, 1.0) * levels;
+  for (int l = 1; l < levels; ++l) w[l] = std::clamp(a - (l - 1), 0.0, 1.0);
+  return w;
+}
+
+fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
+                            const HashGridLayout& layout, const std::vector<double>& level_weight) {
+  constexpr const char* kWhere = "nefi::hash_grid_encode";
+  const int levels = static_cast<int>(layout.resolution.size()), F = layout.features;
+  FK_CHECK(coords.dim() == 2 && coords.size(1) == layout.ndim && coords.dtype() == fk::DType::F32,
+           kWhere, "f32 coordinates (N, " + std::to_string(layout.ndim) + ")",
+           std::string(fk::name(coords.dtype())) + " " + coords.shape().str());
+  FK_CHECK(table.shape() == fk::Dims({layout.entries, F}) && table.dtype() == fk::DType::F32 &&
+               table.device().is_cpu(),
+           kWhere,
+           "an f32 CPU table (" + std::to_string(layout.entries) + ", " + std::to_string(F) + ")",
+           std::string(fk::name(table.dtype())) + " " + table.shape().str() + " on " +
+               table.device().str());
+  FK_CHECK(level_weight.size() == static_cast<size_t>(levels), kWhere,
+           std::to_string(levels) + " level weights", std::to_string(level_weight.size()));
+  const fk::Tensor x = coords.contiguous(), t = table.detach().contiguous();
+  const int64_t n = x.size(0), width = static_cast<int64_t>(levels) * F;
+  fk::Tensor y = fk::empty({n, width});
+  float* yp = y.data<float>();
+  const float* xp = x.data<float>();
+  const float* tp = t.data<float>();
+  fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int l = 0; l < levels; ++l) {
+        float* yi = yp + i * width + l * F;
+        std::fill(yi, yi + F, 0.0f);
+        const auto lw = static_cast<float>(level_weight[l]);
+        if (lw == 0) continue;
+        const Corners c = corners_of(xp + i * layout.ndim, layout, l);
+        for (int k = 0; k < c.n; ++k) {
+          const float w = c.weight[k] * lw;
+          for (int f = 0; f < F; ++f) yi[f] += w * tp[c.row[k] * F + f];
+        }
+      }
+  });
+  if (fk::autograd::needs_grad(table)) {
+    auto node = std::make_shared<HashGridBackward>();
+    node->coords = x;
+    node->layout = layout;
+    node->level_weight = level_weight;
+    fk::autograd::record(node, {table}, y);
+  }
+  return y;
+}
+
+HashGridField::HashGridField(const fk::Dims& shape, std::vector<HeadPtr> heads, HashGridConfig cfg,
+                             uint64_t seed)
+    : heads_(std::move(heads)), cfg_(cfg) {
+  FK_CHECK(!heads_.empty(), "nefi::HashGridField", "at least one head", "none");
+  FK_CHECK(cfg_.hidden >= 1 && cfg_.depth >= 1, "nefi::HashGridField", "hidden, depth >= 1",
+           std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
+  layout_ = hash_grid_layout(shape.size(), cfg_, *std::max_element(shape.begin(), shape.end()));
+  for (const HeadPtr& h : heads_) n_out_ += h->n_in();
+  primary_ = heads_.front()->name();
+  params_.add("table", {layout_.entries, cfg_.features});
+  int in = cfg_.levels * cfg_.features;
+  for (int i = 0; i < cfg_.depth; ++i) {
+    params_.add("layer" + std::to_string(i) + ".weight", {cfg_.hidden, in});
+    params_.add("layer" + std::to_string(i) + ".bias", {cfg_.hidden});
+    in = cfg_.hidden;
+  }
+  params_.add("out.weight", {n_out_, cfg_.hidden});
+  params_.add("out.bias", {n_out_});
+  params_.allocate(fk::DType::F32);
+  reset_parameters(seed);
+}
+
+void HashGridField::reset_parameters(uint64_t seed) {
+  fk::Generator gen(seed);
+  fk::autograd::NoGradGuard ng;
+  fk::Tensor table = params_.raw(0);
+  table.copy_(fk::uniform(table.shape(), -1e-4, 1e-4, {fk::DType::F32}, &gen));
+  for (int i = 0; i <= cfg_.depth; ++i) {
+    fk::Tensor w = params_.raw(1 + 2 * i), b = params_.raw(2 + 2 * i);
+    const auto fan_in = static_cast<double>(w.size(1)), fan_out = static_cast<double>(w.size(0));
+    const bool out = i == cfg_.depth;
+    const double bound =
+        out ? cfg_.out_init_scale * std::sqrt(6.0 / (fan_in + fan_out)) : std::sqrt(6.0 / fan_in);
+    w.copy_(fk::uniform(w.shape(), -bound, bound, {fk::DType::F32}, &gen));
+    if (out) {
+      std::vector<double> bias;
+      for (const HeadPtr& h : heads_)
+        for (double v : h->init_bias()) bias.push_back(v);
+      b.copy_(fk::from_vector(bias, fk::Dims{n_out_}));
+    } else {
+      fill_(b, 0.0);
+    }
+  }
+  params_.flat().bump_version();
+}
+
+FieldMap HashGridField::forward(const Domain& domain, double progress) {
+  FK_CHECK(domain.ndim() == layout_.ndim, "nefi::HashGridField",
+           std::to_string(layout_.ndim) + "-D domain", domain.str());
+  FK_CHECK(params_.flat().device().is_cpu(), "nefi::HashGridField", "parameters on the cpu",
+           params_.flat().device().str());
+  if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
+    coords_ = domain.coords(fk::DType::F32).reshape({domain.numel(), layout_.ndim}).contiguous();
+    coords_shape_ = domain.shape();
+  }
+  const std::vector<fk::Tensor> p = params_.views();
+  fk::Tensor h = hash_grid_encode(coords_, p[0], layout_,
+                                  hash_grid_level_weights(cfg_.levels, progress, cfg_.annealed));
+  for (int i = 0; i < cfg_.depth; ++i)
+    h = dense(h, p[1 + 2 * i], p[2 + 2 * i], DenseActivation::Relu);
+  h = dense(h, p[1 + 2 * cfg_.depth], p[2 + 2 * cfg_.depth], DenseActivation::None);
+  return apply_heads(heads_, h, domain.shape());
+}
+
+}  // namespace nefi

@@ -1,0 +1,80 @@
+#pragma once
+// HashGridField: a multiresolution hash-grid encoding followed by a small MLP
+// (Instant-NGP's representation; the reference's "hash" field). Level l of L
+// is a grid of N_l cells across the domain, N_l = floor(N_min b^l) with b
+// spreading N_min .. N_max geometrically; each vertex holds F trainable
+// features, looked up directly while the level's (N_l + 1)^d vertices fit
+// its table and through a spatial hash (XOR of vertex index x large primes)
+// into T = 2^log2_table entries above that. A point's encoding is every
+// level's (multi)linear interpolation of its cell's 2^d vertices, L F
+// values, fed to the MLP (ReLU hidden layers, a linear output), then the
+// heads.
+//   annealing   with `annealed`, level l enters as progress passes l / L
+//               (a linear ramp over 1 / L): the coarse-to-fine schedule of
+//               the Fourier features, so early steps fit the coarse levels
+//   init        features U(-1e-4, 1e-4) (the encoding starts near 0 and the
+//               field at the heads' initial value); MLP He-uniform, the
+//               output layer scaled by out_init_scale with the heads' bias
+// The encoding is one op each way: forward interpolates in parallel over
+// points; backward scatters into each level's table, one level per thread,
+// points in order (deterministic at any thread count). CPU only (a device
+// solve refuses it: only a NeuralField has a device path).
+#include <cstdint>
+#include <vector>
+
+#include "nefi/field/field.h"
+#include "nefi/field/heads.h"
+
+namespace nefi {
+
+struct HashGridConfig {
+  int levels = 12;
+  int features = 2;
+  int log2_table = 15;
+  int base_resolution = 4;     // N_min
+  int finest_resolution = 0;   // N_max; 0: twice the largest axis of the construction grid
+  int hidden = 64, depth = 2;  // the MLP after the encoding
+  bool annealed = true;
+  double out_init_scale = 0.1;
+};
+
+// The levels' grids and tables (offsets into one (entries, F) table).
+struct HashGridLayout {
+  int ndim = 0, features = 0;
+  std::vector<int64_t> resolution, table_size, offset;
+  int64_t entries = 0;
+  bool hashed(int level) const;
+};
+
+HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& cfg, int64_t largest_axis);
+
+// coords (N, ndim) f32 in (-1, 1); table (entries, F) f32; level_weight one
+// per level (the annealing window). Returns (N, levels F) f32,
+// differentiable in `table`.
+fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
+                            const HashGridLayout& layout, const std::vector<double>& level_weight);
+
+// The annealing window at `progress` (all ones when not annealed).
+std::vector<double> hash_grid_level_weights(int levels, double progress, bool annealed);
+
+class HashGridField : public Field {
+ public:
+  // shape: the grid the field is built for (it sets N_max when not given).
+  HashGridField(const fk::Dims& shape, std::vector<HeadPtr> heads, HashGridConfig cfg = {},
+                uint64_t seed = 0);
+  FieldMap forward(const Domain& domain, double progress) override;
+  void reset_parameters(uint64_t seed) override;
+  std::string kind() const override { return "hash"; }
+  const HashGridLayout& layout() const { return layout_; }
+  const HashGridConfig& config() const { return cfg_; }
+
+ private:
+  std::vector<HeadPtr> heads_;
+  HashGridConfig cfg_;
+  HashGridLayout layout_;
+  int n_out_ = 0;
+  fk::Dims coords_shape_;
+  fk::Tensor coords_;
+};
+
+}  // namespace nefi
