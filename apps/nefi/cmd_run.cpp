@@ -222,7 +222,7 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->footer(
       "Examples:\n  nefi run toy1d --smoke\n"
       "  nefi run deconvolution --smoke -m neural -m wiener --set tv=1e-3 --no-plot\n"
-      "  nefi run configs/poisson_source.yaml --seed 2 --out runs/ps2\n"
+      "  nefi run configs/poisson_source_full.yaml --seed 2 --out runs/ps2\n"
       "  nefi run deconvolution --smoke --baseline admm\n"
       "  nefi run deconvolution --smoke -m neural --device cuda");
   return {run, [o, &ctx] {

@@ -89,7 +89,7 @@ struct EitConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = elliptic_curriculum(p, c.n, "lr");
     // The grid's own steps: a pixel grid keeps fitting long after the
-    // neural field's data misfit is at its floor (configs/eit.yaml).
+    // neural field's data misfit is at its floor (configs/eit_full.yaml).
     const std::vector<double> grid_steps = p.list("grid_steps"), steps = p.list("steps");
     FK_CHECK(
         grid_steps.empty() || grid_steps.size() == steps.size(), "config key 'grid_steps'",

@@ -102,7 +102,7 @@ TEST(NefiCt3d, ReducedSmokeQualityFloor) {
 // measured 6 phases, chi 1.69, IoU 0.847.
 TEST(NefiCt3d, FullGridRefinementKeepsTheIoU) {
   const fk::test::ThreadCount one_thread(1);
-  nefi::RunConfig c = nefi::load_run_config_file(config_path("ct3d.yaml"));
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("ct3d_full.yaml"));
   auto inst = nefi::find_instance("ct3d");
   nefi::Params p = c.config;
   p.set("n_z", "16");

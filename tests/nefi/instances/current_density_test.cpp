@@ -95,7 +95,7 @@ TEST(NefiCurrentDensityInstance, SmokeQualityFloor) {
 // (at 128^2 and the full budget 1.34, the bug this pins).
 TEST(NefiCurrentDensityInstance, GridBaselineAtTheFullStandoffTakesItsOwnTV) {
   const fk::test::ThreadCount one_thread(1);
-  nefi::RunConfig c = nefi::load_run_config_file(config_path("current_density.yaml"));
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("current_density_full.yaml"));
   c.config.set("n", "48");
   c.config.set("steps", "[150, 300]");
   auto inst = nefi::find_instance("current_density");

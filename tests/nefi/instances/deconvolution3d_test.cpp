@@ -94,7 +94,7 @@ TEST(NefiDeconvolution3d, PoissonModeMeasuresCountsAtTheBudget) {
 TEST(NefiDeconvolution3d, PresetsAndPoissonRichardsonLucy) {
   const fk::test::ThreadCount one_thread(1);
   auto inst = nefi::find_instance("deconvolution3d");
-  const nefi::RunConfig full = nefi::load_run_config_file(config_path("deconvolution3d.yaml"));
+  const nefi::RunConfig full = nefi::load_run_config_file(config_path("deconvolution3d_full.yaml"));
   EXPECT_EQ(full.config.s("psf_extent"), "same");
   const nefi::RunConfig puncta =
       nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));

@@ -192,7 +192,7 @@ TEST(NefiNVRelaxometry, PhysicalUnitsScaleTheDataByG0Squared) {
 }
 
 TEST(NefiNVRelaxometry, BundledConfigsLoadAndRoundTrip) {
-  for (const char* f : {"nv_relaxometry_smoke.yaml", "nv_relaxometry.yaml"}) {
+  for (const char* f : {"nv_relaxometry_smoke.yaml", "nv_relaxometry_paper.yaml"}) {
     nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
     const std::string out = testing::TempDir() + "/nv_roundtrip.yaml";
     std::ofstream(out) << nefi::to_yaml(c);
@@ -200,7 +200,7 @@ TEST(NefiNVRelaxometry, BundledConfigsLoadAndRoundTrip) {
     EXPECT_EQ(nefi::to_yaml(c), nefi::to_yaml(d)) << f;
     EXPECT_EQ(nefi::config_hash(c), nefi::config_hash(d)) << f;
   }
-  nefi::RunConfig paper = nefi::load_run_config_file(config_path("nv_relaxometry.yaml"));
+  nefi::RunConfig paper = nefi::load_run_config_file(config_path("nv_relaxometry_paper.yaml"));
   EXPECT_EQ(paper.config.list("steps"), (std::vector<double>{3000, 7000}));
   EXPECT_EQ(paper.config.i("hidden"), 320);
   EXPECT_EQ(paper.methods, (std::vector<std::string>{"neural", "f1", "grid", "grid_f1"}));
