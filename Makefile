@@ -39,6 +39,8 @@ demo: build
 	  --json runs/minkowski-bench-conv-20k.json
 	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \
 	  .venv/bin/python python/examples/sparse_segmentation.py
+	@PYTHONPATH=python FIELDKIT_CORE_DIR=$(BUILD_DIR)/python/fieldkit \
+	  .venv/bin/python python/examples/from_forward_deblur.py
 
 # Every registered instance's smoke preset, as the reference's `make smoke`:
 # runs/smoke/<instance>/, one line per instance.
