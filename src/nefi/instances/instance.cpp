@@ -135,13 +135,17 @@ void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint
 }
 
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
-  p.declare("steps", steps, "steps per stage; stage i runs at n / 2^(stages-1-i)");
+  p.declare("steps", steps, "steps per stage; stage i runs at n / coarse_factor^(stages-1-i)");
   p.declare("lr", lr, "learning rate of the first stage");
   p.declare("lr_decay", 0.5, "lr factor per later stage");
   p.declare("lr_schedule", std::string("cosine"),
             "cosine | warmup_cosine (cosine after lr_warmup) | step | constant");
   p.declare("lr_warmup", int64_t{0}, "linear lr warm-up steps at the start of every stage");
   p.declare("anneal_fraction", 1.0, "fraction of each stage over which bands open");
+  p.declare("anneal_reset", true,
+            "bands close again at every stage start (the beta reset; false: later stages keep "
+            "every band open)");
+  p.declare("coarse_factor", int64_t{2}, "grid ratio between consecutive stages (2 to 16)");
   p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
@@ -229,9 +233,16 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   FK_CHECK(warmup >= 0 && warmup < shortest, "config key 'lr_warmup'",
            "a step count in [0, " + std::to_string(shortest) + ") (below every stage's steps)",
            std::to_string(warmup));
-  Curriculum c = Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"));
+  const int64_t factor = p.i("coarse_factor");
+  FK_CHECK(factor >= 2 && factor <= 16, "config key 'coarse_factor'", "an integer in [2, 16]",
+           std::to_string(factor));
+  Curriculum c =
+      Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"), factor);
+  const bool reset = p.b("anneal_reset");
   for (Stage& s : c.stages) {
     s.anneal_fraction = anneal;
+    // Without the reset a later stage starts with every band open.
+    s.anneal = reset || &s == &c.stages.front();
     s.lr_schedule = p.choice("lr_schedule", {"cosine", "warmup_cosine", "step", "constant"});
     s.lr_warmup = static_cast<int>(warmup);
   }

@@ -174,8 +174,8 @@ InverseProblem field_problem(std::string name, const Domain& domain, OperatorPtr
                              uint64_t seed);
 
 // Curriculum keys shared by the instances: steps (list), lr, lr_decay,
-// lr_schedule, lr_warmup, anneal_fraction, weight_decay, grad_clip, min_coarse and the lbfgs_*
-// keys.
+// lr_schedule, lr_warmup, anneal_fraction, anneal_reset, coarse_factor,
+// weight_decay, grad_clip, min_coarse and the lbfgs_* keys.
 void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr);
 // The curriculum those keys describe at `shape`, starting at the learning
 // rate under `lr_key`, with the stage steps under `steps_key` (a grid

@@ -51,6 +51,7 @@ struct NVConfig {
   NVMode mode = NVMode::kF2;
   NeuralFieldConfig field;
   double tau = 0, larmor_fill = 0;
+  double source_width = 0;  // px; 0: single-pixel sources
   Curriculum curriculum, grid_curriculum;
   std::map<std::string, double> weights, stage2_weights;
   double log_eps = 0, log_eps_noise_mult = 0;
@@ -117,6 +118,7 @@ NVConfig NVConfig::from(const Params& p) {
   c.scene.margin_z0 = positive_key(p, "margin_z0", true);
   c.scene.min_sep_px = positive_key(p, "min_sep_px", true);
   c.scene.amp_range = range_key(p, "amp_range", 1e-12, false);
+  c.source_width = positive_key(p, "source_width", true);
   c.scene.larmor_band = c.band;
   c.data_operator = p.choice("data_operator", {"F3", "F2", "F1"});
   c.noise_std = positive_key(p, "noise_std", true);
@@ -133,7 +135,7 @@ NVConfig NVConfig::from(const Params& p) {
            std::to_string(restarts));
   c.curriculum.restarts = static_cast<int>(restarts);
   for (const char* w :
-       {"w_log_mse", "w_noise_map", "w_direct_density", "w_sparsity", "w_l1", "w_tv"})
+       {"w_log_mse", "w_noise_map", "w_direct_density", "w_sparsity", "w_l1", "w_tv", "w_spectrum"})
     c.weights[std::string(w).substr(2)] = positive_key(p, w, true);
   c.stage2_weights["log_mse"] = positive_key(p, "stage2_w_log_mse", true);
   c.stage2_weights["noise_map"] = positive_key(p, "stage2_w_noise_map", true);
@@ -188,6 +190,8 @@ void declare_keys(Params& p) {
   p.declare("margin_z0", 3.0, "source margin from the edges (z0)");
   p.declare("min_sep_px", 2.0, "minimum source separation (px)");
   p.declare("amp_range", std::vector<double>{0.5, 1.0}, "source amplitudes [lo, hi]");
+  p.declare("source_width", 0.0,
+            "source Gaussian standard deviation (px; 0: single-pixel sources, the paper's)");
   p.declare("data_operator", std::string("F3"), "data generator: F3 (direct) | F2 | F1");
   p.declare("noise_std", 0.01, "noise std relative to each sample's dynamic range");
   p.declare("mode", std::string("F2"), "inversion model: F2 (incoherent) | F1 (coherent)");
@@ -207,6 +211,9 @@ void declare_keys(Params& p) {
   p.declare("w_sparsity", 1e-2, "scale-free L1 (mean rho / max rho) weight");
   p.declare("w_l1", 1e-3, "L1 weight");
   p.declare("w_tv", 1e-3, "anisotropic TV weight (unit steps)");
+  p.declare("w_spectrum", 0.0,
+            "direct spectrum fit weight: the relative MSE of the spectra, data scaled by their "
+            "max (off in the paper)");
   p.declare("stage2_w_log_mse", 0.0, "log_mse weight in stage 2");
   p.declare("stage2_w_noise_map", 2.0, "noise_map weight in stage 2");
   p.declare("log_eps", -1.0, "log_mse floor (< 0: the noise floor, 1e-10 noiseless)");
@@ -268,8 +275,9 @@ struct Truth {
 Truth draw_truth(const NVConfig& c, uint64_t seed) {
   Truth t;
   t.sources = nv::draw_scene(c.scene, c.n, c.phys.z0 / c.spacing, seed);
-  t.rho = fk::from_vector(nv::render_density(t.sources, c.n), {c.n, c.n});
-  t.omega_l = fk::from_vector(nv::render_larmor(t.sources, c.n, c.phys.larmor_default), {c.n, c.n});
+  t.rho = fk::from_vector(nv::render_density(t.sources, c.n, c.source_width), {c.n, c.n});
+  t.omega_l = fk::from_vector(
+      nv::render_larmor(t.sources, c.n, c.phys.larmor_default, c.source_width), {c.n, c.n});
   return t;
 }
 
@@ -395,6 +403,10 @@ class NVRelaxometry : public Instance {
       prob.losses.add(normalized_l1_loss("rho"), c.weights.at("sparsity"));
       prob.losses.add(l1_loss("rho"), c.weights.at("l1"));
       prob.losses.add(tv_loss("rho", aniso), c.weights.at("tv"));
+      // The reference's optional direct fit (w_spectrum; this project's reading:
+      // the spectra's scaled relative MSE), added only when on.
+      if (c.weights.at("spectrum") > 0)
+        prob.losses.add(scaled_relative_mse_loss("spectrum"), c.weights.at("spectrum"));
       s.curriculum = c.curriculum;
       if (s.curriculum.stages.size() >= 2)
         for (size_t i = 1; i < s.curriculum.stages.size(); ++i)

@@ -84,15 +84,46 @@ std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, u
   return {};
 }
 
-std::vector<double> render_density(const std::vector<Source>& s, int64_t n) {
+namespace {
+
+// Source q's Gaussian at pixel (i, j), peak 1.
+double profile(const Source& q, int64_t i, int64_t j, double width) {
+  const auto di = static_cast<double>(i - q.i), dj = static_cast<double>(j - q.j);
+  return std::exp(-0.5 * (di * di + dj * dj) / (width * width));
+}
+
+}  // namespace
+
+std::vector<double> render_density(const std::vector<Source>& s, int64_t n, double width) {
   std::vector<double> rho(n * n, 0.0);
-  for (const Source& q : s) rho[q.i * n + q.j] += q.amplitude;
+  if (width <= 0) {
+    for (const Source& q : s) rho[q.i * n + q.j] += q.amplitude;
+    return rho;
+  }
+  for (const Source& q : s)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) rho[i * n + j] += q.amplitude * profile(q, i, j, width);
   return rho;
 }
 
-std::vector<double> render_larmor(const std::vector<Source>& s, int64_t n, double fill) {
+std::vector<double> render_larmor(const std::vector<Source>& s, int64_t n, double fill,
+                                  double width) {
   std::vector<double> w(n * n, fill);
-  for (const Source& q : s) w[q.i * n + q.j] = q.larmor;
+  if (width <= 0) {
+    for (const Source& q : s) w[q.i * n + q.j] = q.larmor;
+    return w;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double best = 0;
+      for (const Source& q : s) {
+        const double c = q.amplitude * profile(q, i, j, width);
+        if (c >= 0.01 * q.amplitude && c > best) {
+          best = c;
+          w[i * n + j] = q.larmor;
+        }
+      }
+    }
   return w;
 }
 

@@ -31,9 +31,15 @@ struct Source {
 // fk::Error naming the key to change.
 std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, uint64_t seed);
 
-// rho (sources' amplitudes, 0 elsewhere) and omega_L (sources' Larmor
-// frequencies, `fill` elsewhere) on the n x n grid, C order.
-std::vector<double> render_density(const std::vector<Source>& s, int64_t n);
-std::vector<double> render_larmor(const std::vector<Source>& s, int64_t n, double fill);
+// rho and omega_L on the n x n grid, C order. width 0 (the paper's scenes):
+// rho is each source's amplitude at its pixel, 0 elsewhere, and omega_L its
+// Larmor frequency there, `fill` elsewhere. width > 0 (pixels): each source
+// is a Gaussian of that standard deviation peaking at its amplitude, rho
+// their sum, and omega_L at a pixel the Larmor frequency of the source that
+// contributes most there, where that contribution is at least 1 % of its
+// amplitude (within ~3 widths), `fill` elsewhere.
+std::vector<double> render_density(const std::vector<Source>& s, int64_t n, double width = 0);
+std::vector<double> render_larmor(const std::vector<Source>& s, int64_t n, double fill,
+                                  double width = 0);
 
 }  // namespace nefi::nv

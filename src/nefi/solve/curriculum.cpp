@@ -98,8 +98,10 @@ Curriculum Curriculum::single(const fk::Dims& shape, int steps, double lr) {
 }
 
 Curriculum Curriculum::multiscale(const fk::Dims& shape, std::vector<int> steps, double lr,
-                                  double lr_decay, int64_t min_size) {
+                                  double lr_decay, int64_t min_size, int64_t coarse_factor) {
   FK_CHECK(!steps.empty(), "nefi::Curriculum::multiscale", "at least one stage", "none");
+  FK_CHECK(coarse_factor >= 2 && coarse_factor <= 16, "nefi::Curriculum::multiscale",
+           "a coarse factor in [2, 16]", std::to_string(coarse_factor));
   Curriculum c;
   c.stages.clear();
   const int n = static_cast<int>(steps.size());
@@ -107,8 +109,10 @@ Curriculum Curriculum::multiscale(const fk::Dims& shape, std::vector<int> steps,
     Stage s;
     s.name = "stage" + std::to_string(i);
     s.shape = shape;
+    int64_t divisor = 1;
+    for (int k = i; k < n - 1 && divisor <= shape.numel(); ++k) divisor *= coarse_factor;
     for (int a = 0; a < shape.size(); ++a)
-      s.shape[a] = std::min(shape[a], std::max(min_size, shape[a] >> (n - 1 - i)));
+      s.shape[a] = std::min(shape[a], std::max(min_size, shape[a] / divisor));
     s.steps = steps[i];
     s.lr = lr * std::pow(lr_decay, i);
     c.stages.push_back(s);

@@ -68,10 +68,12 @@ struct Curriculum {
   void validate() const;
   // One stage at `shape`.
   static Curriculum single(const fk::Dims& shape, int steps = 2000, double lr = 1e-3);
-  // n_stages stages, stage i at max(min_size, n / 2^(n_stages-1-i)) per axis,
-  // lr * lr_decay^i (the reference default: 2 stages, (3000, 7000), 1e-3, 0.5).
+  // n_stages stages, stage i at max(min_size, n / coarse_factor^(n_stages-1-i))
+  // per axis (never above n), lr * lr_decay^i (the reference default: 2
+  // stages, (3000, 7000), 1e-3, 0.5, factor 2).
   static Curriculum multiscale(const fk::Dims& shape, std::vector<int> steps = {3000, 7000},
-                               double lr = 1e-3, double lr_decay = 0.5, int64_t min_size = 8);
+                               double lr = 1e-3, double lr_decay = 0.5, int64_t min_size = 8,
+                               int64_t coarse_factor = 2);
 };
 
 }  // namespace nefi

@@ -234,6 +234,9 @@ TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"margin_z0", "40"},
                                              {"min_sep_px", "-2"},
                                              {"amp_range", "[1, 0.5]"},
+                                             {"source_width", "-1"},
+                                             {"w_spectrum", "-1"},
+                                             {"coarse_factor", "1"},
                                              {"data_operator", "F4"},
                                              {"noise_std", "-0.1"},
                                              {"mode", "F3"},
@@ -265,6 +268,50 @@ TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
                                              [&] { nefi::apply_set(rc, bad); });
   }
   EXPECT_THROW(inst->run(base.config, "tikhonov", 0, {}), fk::Error);
+}
+
+// The reference's paper-config keys this instance reads beyond the paper's
+// own settings: source_width (Gaussian sources), w_spectrum (a direct
+// spectrum fit, added only when on), coarse_factor and anneal_reset (shared
+// curriculum keys).
+TEST(NefiNVRelaxometry, ReferenceConfigKeys) {
+  std::vector<nefi::nv::Source> s{{10, 12, 0.8, 2.1}, {20, 5, 0.5, 1.7}};
+  const auto point = nefi::nv::render_density(s, 32);
+  EXPECT_EQ(point[10 * 32 + 12], 0.8);
+  EXPECT_EQ(point[10 * 32 + 13], 0.0);
+  const auto wide = nefi::nv::render_density(s, 32, 1.5);
+  EXPECT_NEAR(wide[10 * 32 + 12], 0.8, 1e-6);  // the peak keeps the amplitude
+  EXPECT_NEAR(wide[10 * 32 + 13], 0.8 * std::exp(-0.5 / 2.25), 1e-6);
+  const auto larmor = nefi::nv::render_larmor(s, 32, 2.0, 1.5);
+  EXPECT_EQ(larmor[10 * 32 + 14], 2.1);  // two widths out: still the source's
+  EXPECT_EQ(larmor[20 * 32 + 6], 1.7);
+  EXPECT_EQ(larmor[0], 2.0);  // far from both: the fill
+  auto inst = nefi::find_instance("nv_relaxometry");
+  nefi::RunConfig rc = nefi::load_run_config_file(config_path("nv_relaxometry_smoke.yaml"));
+  auto terms = [&](const nefi::RunConfig& r) {
+    std::vector<std::string> names;
+    const auto setup = inst->setup(r.config, "neural", 0);
+    for (const auto& t : setup->problem.losses.terms()) names.push_back(t.loss->name());
+    return names;
+  };
+  const auto base = terms(rc);
+  EXPECT_EQ(std::count(base.begin(), base.end(), "spectrum"), 0);
+  nefi::apply_set(rc, "w_spectrum=0.5");
+  nefi::apply_set(rc, "source_width=1.0");
+  nefi::apply_set(rc, "coarse_factor=3");
+  nefi::apply_set(rc, "anneal_reset=false");
+  const auto on = terms(rc);
+  EXPECT_EQ(std::count(on.begin(), on.end(), "spectrum"), 1);
+  const auto setup = inst->setup(rc.config, "neural", 0);
+  ASSERT_EQ(setup->curriculum.stages.size(), 2u);
+  EXPECT_EQ(setup->curriculum.stages[0].shape, fk::Dims({8, 8}));  // 24 / 3
+  EXPECT_TRUE(setup->curriculum.stages[0].anneal);
+  EXPECT_FALSE(setup->curriculum.stages[1].anneal);
+  // Gaussian sources: the truth has extent (more than one cell per source).
+  const auto [meas, gt] = inst->make_measurement(rc.config, 0);
+  int64_t lit = 0;
+  for (double v : gt.to_vector<double>()) lit += v > 1e-3;
+  EXPECT_GT(lit, 8);
 }
 
 // masked_ssim scores the pixels within match_radius (2 px) of a true source

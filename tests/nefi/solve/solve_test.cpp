@@ -40,6 +40,12 @@ TEST(NefiCurriculum, SchedulesAndMultiscale) {
   EXPECT_EQ(c.stages[2].shape, fk::Dims({64, 20}));
   EXPECT_NEAR(c.stages[2].lr, 2.5e-3, 1e-15);
   EXPECT_EQ(c.total_steps(), 60);
+  // The reference's coarse_factor: stage i at n / factor^(stages - 1 - i).
+  const auto c3 = nefi::Curriculum::multiscale({81, 40}, {1, 1, 1}, 1e-2, 0.5, 4, 3);
+  EXPECT_EQ(c3.stages[0].shape, fk::Dims({9, 4}));
+  EXPECT_EQ(c3.stages[1].shape, fk::Dims({27, 13}));
+  EXPECT_EQ(c3.stages[2].shape, fk::Dims({81, 40}));
+  EXPECT_THROW((void)nefi::Curriculum::multiscale({8}, {1, 1}, 1e-2, 0.5, 4, 1), fk::Error);
   c.stages[1].lr_schedule = "linear";
   try {
     c.validate();
