@@ -20,6 +20,7 @@ from .backend_choices import (
 from .coordinates import (
     CoordinateManager,
     CoordinateMapKey,
+    CoordsManager,
     MinkowskiAlgorithm,
     SparseTensorOperationMode,
     SparseTensorQuantizationMode,

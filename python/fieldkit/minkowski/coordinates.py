@@ -73,13 +73,100 @@ class CoordinateManager(_mk.CoordinateManager):
         self.allocator_type = choices.allocator_type(allocator_type)
         self.minkowski_algorithm = _member(MinkowskiAlgorithm, minkowski_algorithm or 0,
                                            "minkowski_algorithm")
+        self._reset_python_state()
+
+    def _reset_python_state(self):
+        # What the C++ manager does not hold: the maps inserted from
+        # coordinates (origin()'s batch items come from them), the reference's
+        # coordinate fields (float points, insert_field) and the field-to-sparse
+        # maps made from them, each (unique, inverse) or (sparse rows, field rows)
+        # as the call that made it returned it.
+        self._inserted = []
+        self._fields = {}
+        self._field_to_sparse = {}
+        self._unique_keys = 0
+
+    def clear(self):
+        super().clear()
+        self._reset_python_state()
 
     @property
     def D(self):
         return self.dimension
 
-    def get_coordinates(self, key):
-        return self.coordinates(key)
+    def get_coordinates(self, key_or_tensor_stride):
+        """A map's N x (1+D) int32 coordinates, by key or, as the reference
+        allows, by tensor stride (see _map_key)."""
+        return self.coordinates(self._map_key(key_or_tensor_stride, "get_coordinates"))
+
+    def _map_key(self, key_or_tensor_stride, where):
+        """A key as it is; a tensor stride names the map at that stride with
+        the tag '' or the tag of a map inserted from coordinates (strided maps
+        keep their input's tag), the reference's lookup by tensor stride."""
+        if isinstance(key_or_tensor_stride, _mk.MapKey):
+            return key_or_tensor_stride
+        ts = self._tensor_stride(key_or_tensor_stride, where)
+        for tag in dict.fromkeys(["", *(k.tag for k in self._inserted)]):
+            if self.has(_mk.MapKey(ts, tag)):
+                return _mk.MapKey(ts, tag)
+        raise ValueError(f"CoordinateManager.{where}: expected a CoordinateMapKey or the tensor "
+                         f"stride of a map of this manager, got tensor stride {ts}, which none has")
+
+    def _tensor_stride(self, tensor_stride, where):
+        """An int, or 1 or D ints (list, tuple, array, tensor), as D positive ints."""
+        try:
+            if not isinstance(tensor_stride, (int, list, tuple)):
+                tensor_stride = torch.as_tensor(tensor_stride).flatten()
+            ts = _axes(tensor_stride)
+        except (TypeError, ValueError, RuntimeError):
+            ts = []
+        ts = ts * self.dimension if len(ts) == 1 else ts
+        if len(ts) != self.dimension or min(ts) < 1:
+            raise ValueError(f"CoordinateManager.{where}: expected a tensor stride of 1 or "
+                             f"{self.dimension} positive ints, got {tensor_stride!r}")
+        return ts
+
+    def get_unique_coordinate_map_key(self, tensor_stride):
+        """A key at `tensor_stride` that names no map or field of this manager
+        yet (the reference draws a random tag; this one counts: "unique-<n>")."""
+        ts = self._tensor_stride(tensor_stride, "get_unique_coordinate_map_key")
+        while True:
+            self._unique_keys += 1
+            key = _mk.MapKey(ts, f"unique-{self._unique_keys}")
+            if not self.has(key) and key not in self._fields:
+                return key
+
+    def origin(self):
+        """The key of the origin map: one row (b, 0, ..., 0) per batch index b
+        of the maps inserted from coordinates, ascending. The reference's
+        origin map has tensor stride 0, which this engine's maps cannot have
+        (strides are positive): this one is "<tag>@origin" at the first
+        inserted map's tensor stride, the map global pooling of that map
+        writes to."""
+        if not self._inserted:
+            raise ValueError("CoordinateManager.origin: expected a map inserted from coordinates "
+                             "(insert_and_map, a SparseTensor), got none")
+        batch = torch.cat([self.coordinates(k)[:, 0] for k in self._inserted])
+        return self.origin_key(self._inserted[0], torch.unique(batch).tolist())
+
+    def origin_field(self):
+        """The origin map of the coordinate fields' batch indices (rounded): the
+        "field@origin" map global pooling of a TensorField writes to (tensor
+        stride 1; the reference's has stride 0)."""
+        if not self._fields:
+            raise ValueError("CoordinateManager.origin_field: expected a coordinate field "
+                             "(insert_field, a TensorField's coordinate_key), got none")
+        batch = torch.cat([torch.round(c[:, 0].double()).cpu() for c in self._fields.values()])
+        items = torch.unique(batch).to(torch.int64).tolist()
+        return self.origin_key(_mk.MapKey([1] * self.dimension, "field"), items)
+
+    def number_of_unique_batch_indices(self):
+        """The rows of origin() (of origin_field() when no map was inserted
+        from coordinates), as the reference counts them."""
+        if not self._inserted and not self._fields:
+            raise ValueError("CoordinateManager.number_of_unique_batch_indices: expected a map "
+                             "inserted from coordinates or a coordinate field, got neither")
+        return self.size(self.origin() if self._inserted else self.origin_field())
 
     def stride(self, key, stride, string_id=""):
         """The map at tensor stride key's times `stride` (an int for every
@@ -94,9 +181,34 @@ class CoordinateManager(_mk.CoordinateManager):
     def origin_map(self, key):
         """(batch indices, [the rows of each]): the map's rows grouped by their
         batch index, ascending, as the reference's origin_map."""
-        batch = self.coordinates(key)[:, 0].long()
+        batch = self.coordinates(self._map_key(key, "origin_map"))[:, 0].long()
         items = torch.unique(batch)
         return items, [torch.nonzero(batch == b).flatten() for b in items]
+
+    def stride_map(self, in_key, stride_key):
+        """(input rows, strided rows): every row of in_key's map (0 .. N-1) and
+        the row of its parent floor(c / ts) * ts on stride_key's map, whose
+        tensor stride ts must be a multiple of in_key's."""
+        from .sparse_tensor import _rows_in_map
+
+        where = "CoordinateManager.stride_map"
+        for key in (in_key, stride_key):
+            if not isinstance(key, _mk.MapKey) or not self.has(key):
+                raise ValueError(f"{where}: expected the key of a map of this manager, "
+                                 f"got {key!r}")
+        ts, fine = list(stride_key.tensor_stride), list(in_key.tensor_stride)
+        if any(t % f for t, f in zip(ts, fine)):
+            raise ValueError(f"{where}: expected a strided map whose tensor stride is a "
+                             f"multiple of the input's {fine}, got {ts}")
+        c = self.coordinates(in_key)
+        parents = c.clone()
+        parents[:, 1:] = torch.div(c[:, 1:], torch.tensor(ts, dtype=c.dtype),
+                                   rounding_mode="floor") * torch.tensor(ts, dtype=c.dtype)
+        rows = _rows_in_map(self.coordinates(stride_key), parents)
+        if len(rows) and int(rows.min()) < 0:
+            raise ValueError(f"{where}: expected a strided map holding every input row's parent, "
+                             f"got {int((rows < 0).sum())} of {len(rows)} parents off it")
+        return torch.arange(len(rows)), rows
 
     def kernel_map(self, in_key, out_key, stride=1, kernel_size=3, dilation=1,
                    region_type=_mk.RegionType.HYPER_CUBE, region_offset=None, is_transpose=False,
@@ -110,7 +222,8 @@ class CoordinateManager(_mk.CoordinateManager):
 
         region = KernelGenerator(kernel_size, stride, dilation, region_type=region_type,
                                  region_offsets=region_offset, dimension=self.dimension).region
-        kmap = self.region_kernel_map(in_key, out_key, region, is_transpose)
+        kmap = self.region_kernel_map(self._map_key(in_key, "kernel_map"),
+                                      self._map_key(out_key, "kernel_map"), region, is_transpose)
         return {k: kmap.offset_pairs(k) for k in range(kmap.volume)
                 if kmap.count(k)}
 
@@ -120,15 +233,102 @@ class CoordinateManager(_mk.CoordinateManager):
         """The C++ insert, on torch's current stream for CUDA coordinates (fk
         reads them on its stream: see functional.lend_streams)."""
         lend_streams(coordinates)
-        return super().insert(coordinates, tensor_stride, tag)
+        inserted = super().insert(coordinates, tensor_stride, tag)
+        self._inserted.append(inserted[0])
+        return inserted
 
     def insert_and_map(self, coordinates, tensor_stride=1, string_id=""):
         key, unique, inverse = self.insert(_int_coordinates(coordinates), _axes(tensor_stride),
                                            string_id)
         return key, (unique, inverse)
 
+    # -- coordinate fields (the reference's float point sets) ------------------
+    def insert_field(self, coordinates, tensor_stride, string_id=""):
+        """Registers N x (1+D) real points (batch index first) as a coordinate
+        field and returns its key; integer points become float32. Fields have
+        their own keys, apart from the maps' (as in the reference)."""
+        where = "CoordinateManager.insert_field"
+        c = torch.as_tensor(coordinates).detach()
+        if c.dim() != 2 or c.shape[1] != self.dimension + 1:
+            raise ValueError(f"{where}: expected N x {self.dimension + 1} coordinates (batch "
+                             f"index first), got shape {tuple(c.shape)}")
+        ts = self._tensor_stride(tensor_stride, "insert_field")
+        key, n = _mk.MapKey(ts, string_id), 0
+        while key in self._fields:
+            n += 1
+            key = _mk.MapKey(ts, f"{string_id}~{n}")
+        self._fields[key] = c if c.is_floating_point() else c.float()
+        return key
+
+    def get_coordinate_field(self, field_map_key):
+        return self._field(field_map_key, "get_coordinate_field")
+
+    def _field(self, key, where):
+        if not isinstance(key, _mk.MapKey) or key not in self._fields:
+            raise ValueError(f"CoordinateManager.{where}: expected the key of a coordinate field "
+                             f"of this manager (insert_field), got {key!r}")
+        return self._fields[key]
+
+    def field_to_sparse_insert_and_map(self, field_map_key, sparse_tensor_stride,
+                                       sparse_tensor_string_id=""):
+        """A new map of the field's points quantized to `sparse_tensor_stride`
+        (floor(x / ts) * ts, batch index rounded): (key, (unique_map,
+        inverse_map)) as insert_and_map gives, also kept for
+        get_field_to_sparse_map."""
+        points = self._field(field_map_key, "field_to_sparse_insert_and_map")
+        ts = self._tensor_stride(sparse_tensor_stride, "field_to_sparse_insert_and_map")
+        key, unique, inverse = self.insert(quantize_points(points, ts), ts,
+                                           sparse_tensor_string_id)
+        self._field_to_sparse[(field_map_key, key)] = (unique, inverse)
+        return key, (unique, inverse)
+
+    def field_to_sparse_map(self, field_map_key, sparse_map_key):
+        """(sparse rows, field rows): for each field point whose voxel at the
+        sparse map's tensor stride is on that map, in field order, the map row
+        and the point's row; points off the map are left out (as in the
+        reference). Kept for get_field_to_sparse_map unless a map of this pair
+        already is."""
+        from .sparse_tensor import _rows_in_map
+
+        points = self._field(field_map_key, "field_to_sparse_map")
+        if not isinstance(sparse_map_key, _mk.MapKey) or not self.has(sparse_map_key):
+            raise ValueError("CoordinateManager.field_to_sparse_map: expected the key of a map "
+                             f"of this manager, got {sparse_map_key!r}")
+        voxels = quantize_points(points, sparse_map_key.tensor_stride)
+        rows = _rows_in_map(self.coordinates(sparse_map_key), voxels)
+        on_map = rows >= 0
+        pair = (rows[on_map], on_map.nonzero().flatten())
+        self._field_to_sparse.setdefault((field_map_key, sparse_map_key), pair)
+        return pair
+
+    def get_field_to_sparse_map(self, field_map_key, sparse_map_key):
+        """The pair field_to_sparse_insert_and_map or field_to_sparse_map kept
+        for these keys."""
+        if (field_map_key, sparse_map_key) not in self._field_to_sparse:
+            raise ValueError("CoordinateManager.get_field_to_sparse_map: expected a field and a "
+                             "map joined by field_to_sparse_insert_and_map or field_to_sparse_map, "
+                             f"got {field_map_key!r} and {sparse_map_key!r}")
+        return self._field_to_sparse[(field_map_key, sparse_map_key)]
+
+    def exists_field_to_sparse(self, field_map_key, sparse_map_key):
+        return (field_map_key, sparse_map_key) in self._field_to_sparse
+
+    def field_to_sparse_keys(self, field_map_key):
+        """The keys of the maps a field-to-sparse map of this field is kept for."""
+        return [s for f, s in self._field_to_sparse if f == field_map_key]
+
 
 _member = choices._member
+
+
+class CoordsManager:
+    """The v0.4 manager's name, gone from the reference too: constructing it
+    raises, pointing at CoordinateManager (the reference raises the same
+    DeprecationWarning)."""
+
+    def __init__(self, *args, **kwargs):
+        raise DeprecationWarning("CoordsManager was removed (MinkowskiEngine v0.5); use "
+                                 "CoordinateManager(D=...)")
 
 
 def _axes(v):
@@ -176,6 +376,17 @@ def _int_coordinates(c, warn=True):
         raise ValueError(f"expected coordinates within int32, got values in "
                          f"[{int(exact.min())}, {int(exact.max())}]")
     return c.to(torch.int32).contiguous()
+
+
+def quantize_points(points, tensor_stride):
+    """Each point's voxel on the tensor-stride grid as int32 coordinates:
+    floor(x / ts) * ts per spatial axis and the batch column rounded (a
+    TensorField's quantization, as the reference's)."""
+    ts = torch.as_tensor(_axes(tensor_stride), dtype=points.dtype, device=points.device)
+    c = points.clone()
+    c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
+    c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
+    return _int_coordinates(c, warn=False)  # floored here: no warning
 
 
 def _quantization_sizes(quantization_size):

@@ -29,9 +29,10 @@ class MinkowskiBatchNorm(torch.nn.Module):
 class MinkowskiInstanceNorm(torch.nn.Module):
     """Per batch item (of a SparseTensor or a TensorField): (x - mean) /
     sqrt(var + eps) * weight + bias, weight and bias of shape (1, C) (the
-    reference's); eps is torch's 1e-5 (the reference hard-codes 1e-8)."""
+    reference's). eps is the reference's hard-coded 1e-8 (not torch's 1e-5),
+    so ported models give its numbers; pass eps to change it."""
 
-    def __init__(self, num_features, eps=1e-5):
+    def __init__(self, num_features, eps=1e-8):
         super().__init__()
         self.eps = eps
         self.weight = torch.nn.Parameter(torch.ones(1, num_features))

@@ -7,6 +7,7 @@ from .functional import MinkowskiDirectMaxPoolingFunction, SplatFunction, run
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
+    quantize_points,
     _axes,
     _int_coordinates,
 )
@@ -227,6 +228,8 @@ class SparseTensor(_Tensor):
     def coordinate_map_key(self):
         return self._key
 
+    coordinate_key = coordinate_map_key  # the reference's other name
+
     @property
     def tensor_stride(self):
         return list(self._key.tensor_stride)
@@ -440,8 +443,17 @@ class TensorField(_Tensor):
                  coordinate_field_map_key=None, coordinate_manager=None,
                  quantization_mode=QMode.UNWEIGHTED_AVERAGE, allocator_type=None,
                  minkowski_algorithm=None, requires_grad=None, device=None):
+        field_key = None
         if coordinates is None:
-            raise ValueError("TensorField: expected coordinates")
+            # The reference's other form: the points of a coordinate field of
+            # the manager, at the field's tensor stride.
+            if coordinate_field_map_key is None or \
+                    not hasattr(coordinate_manager, "get_coordinate_field"):
+                raise ValueError("TensorField: expected coordinates, or a "
+                                 "coordinate_field_map_key with its coordinate_manager")
+            coordinates = coordinate_manager.get_coordinate_field(coordinate_field_map_key)
+            field_key = coordinate_field_map_key
+            tensor_stride = field_key.tensor_stride
         coordinates = torch.as_tensor(coordinates)
         if features.dim() != 2 or coordinates.dim() != 2 or \
                 coordinates.shape[0] != features.shape[0]:
@@ -457,10 +469,27 @@ class TensorField(_Tensor):
             coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
         self.quantization_mode = QMode(quantization_mode)
         self._inverse = {}
+        self._field_key = field_key
 
     @property
     def C(self):
         return self._C
+
+    @property
+    def coordinate_field_map_key(self):
+        """This field's key among its manager's coordinate fields, registered
+        on first use (the reference's TensorField has one from the start), for
+        the manager's field methods, e.g. field_to_sparse_map(field.coordinate_key,
+        field.sparse().coordinate_key)."""
+        if self._field_key is None:
+            if not hasattr(self._manager, "insert_field"):
+                raise ValueError("TensorField.coordinate_field_map_key: expected a "
+                                 "fieldkit.minkowski.CoordinateManager, got "
+                                 f"{type(self._manager).__name__}")
+            self._field_key = self._manager.insert_field(self._C, self._tensor_stride)
+        return self._field_key
+
+    coordinate_key = coordinate_field_map_key  # the reference's other name
 
     @property
     def coordinate_manager(self):
@@ -481,7 +510,7 @@ class TensorField(_Tensor):
         out = TensorField(features, self._C, tensor_stride=self._tensor_stride,
                           coordinate_manager=self._manager,
                           quantization_mode=self.quantization_mode)
-        out._inverse = self._inverse
+        out._inverse, out._field_key = self._inverse, self._field_key
         return out
 
     def sparse(self, tensor_stride=1, coordinate_map_key=None, quantization_mode=None):
@@ -507,11 +536,7 @@ class TensorField(_Tensor):
 
     def _voxels(self, tensor_stride):
         """Each point's voxel on the tensor_stride grid, int32 coordinates."""
-        ts = torch.as_tensor(_axes(tensor_stride), dtype=self._C.dtype, device=self._C.device)
-        c = self._C.clone()
-        c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
-        c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
-        return _int_coordinates(c, warn=False)  # floored here: the field's own quantization
+        return quantize_points(self._C, tensor_stride)
 
     def _sparse_onto(self, key, mode):
         """sparse() onto the existing map `key`."""
