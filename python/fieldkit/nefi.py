@@ -33,6 +33,8 @@ def instances():
 def _yaml_scalar(v):
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_yaml_scalar(x)}" for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_yaml_scalar(x) for x in v) + "]"
     if isinstance(v, float):
@@ -44,7 +46,7 @@ def _sets(overrides, prefix=""):
     """A (nested) dict of overrides as the CLI's KEY=VALUE assignments."""
     out, methods, seed = [], None, None
     for key, value in (overrides or {}).items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key != "lr_mult":  # lr_mult's keys are prefixes
             if key == "run":
                 seed = value.get("seed", seed)
                 methods = value.get("methods", methods)
@@ -88,7 +90,10 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     """Solves `instance` (a name or a YAML path) with `config` (a dict of
     overrides or a YAML path); returns {method: result dict}. `config` may
     hold a `curriculum` dict (early_stop_patience, early_stop_min_delta,
-    discrepancy_tau, time_budget_s, restarts, optim: {ema, betas}) and a
+    discrepancy_tau, time_budget_s, restarts, freeze (prefix lists: one for
+    every stage or one per stage), optim: {ema, betas, lr_mult: {prefix:
+    multiplier}}; parameter names: field.layer0.weight, field.out.bias, ...,
+    operator.<k>) and a
     `run` dict with `data` (a .npy measured dataset in place of the synthetic
     one, shaped as the measurement it replaces), `mask` and `noise_std`
     (results then have no ground truth and no field metrics); `methods`

@@ -142,3 +142,17 @@ def test_measurement_is_what_the_methods_see():
     r = nefi.invert(config("toy1d_smoke.yaml"), {"steps": [2, 2]}, seed=2, methods="grid")
     assert np.array_equal(m["data"], r["grid"]["measurement"]["data"])
     assert np.array_equal(m["ground_truth"], r["grid"]["ground_truth"])
+
+
+def test_parameter_groups_and_sgd_reach_the_solve():
+    nefi.set_num_threads(1)
+    cfg = {"steps": [20, 20], "optimizer": "sgd", "lr": 0.002,
+           "curriculum": {"freeze": [["field.out"], []],
+                          "optim": {"lr_mult": {"field.layer0": 0.5}}}}
+    text = nefi.config_yaml("toy1d", cfg)
+    assert "lr_mult" in text and "freeze" in text and "optimizer: sgd" in text
+    out = nefi.invert("toy1d", cfg, seed=0, methods="neural")["neural"]
+    assert out["total_steps"] == 40 and np.isfinite(out["metrics"]["psnr"])
+    with pytest.raises(fieldkit.Error, match="field.layr"):
+        nefi.invert("toy1d", {"steps": [5, 5], "curriculum": {"optim": {"lr_mult": {"field.layr": 2}}}},
+                    methods="neural")

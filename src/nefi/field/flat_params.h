@@ -29,6 +29,7 @@ class FlatParams {
   int64_t numel() const { return total_; }
   const std::string& name(int i) const { return entries_[i].name; }
   const fk::Dims& shape(int i) const { return entries_[i].shape; }
+  int64_t offset(int i) const { return entries_[i].offset; }  // in flat(), in elements
   fk::Tensor& flat() { return flat_; }
   const fk::Tensor& flat() const { return flat_; }
   // A detached view of parameter i (for initialisation; writes reach the buffer).

@@ -146,7 +146,7 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
             "bands close again at every stage start (the beta reset; false: later stages keep "
             "every band open)");
   p.declare("coarse_factor", int64_t{2}, "grid ratio between consecutive stages (2 to 16)");
-  p.declare("optimizer", std::string("adamw"), "adam | adamw | lbfgs");
+  p.declare("optimizer", std::string("adamw"), "adam | adamw | sgd (momentum 0.9) | lbfgs");
   p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
@@ -246,7 +246,7 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
     s.lr_schedule = p.choice("lr_schedule", {"cosine", "warmup_cosine", "step", "constant"});
     s.lr_warmup = static_cast<int>(warmup);
   }
-  c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
+  c.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "sgd", "lbfgs"});
   c.optim.weight_decay = p.d("weight_decay");
   c.optim.grad_clip = p.d("grad_clip");
   c.optim.lbfgs = lbfgs_options_from(p);

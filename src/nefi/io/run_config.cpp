@@ -100,17 +100,32 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
       const auto b = v.as<std::vector<double>>();
       FK_CHECK(b.size() == 2, where + ".betas", "two values [beta1, beta2]", value);
       next.betas = std::pair{b[0], b[1]};
+    } else if (attr == "lr_mult") {
+      FK_CHECK(v.IsMap(), where + ".lr_mult", "a mapping {prefix: multiplier}", value);
+      next.lr_mult = v.as<std::map<std::string, double>>();
+    } else if (attr == "freeze") {
+      // [prefix, ...] for every stage, or [[prefix, ...], ...] one per stage.
+      FK_CHECK(v.IsSequence(), where + ".freeze", "a list of prefixes or of prefix lists", value);
+      std::vector<std::vector<std::string>> lists;
+      if (v.size() > 0 && v[0].IsSequence())
+        lists = v.as<std::vector<std::vector<std::string>>>();
+      else
+        lists.push_back(v.as<std::vector<std::string>>());
+      next.freeze = lists;
     } else {
       throw fk::Error(where,
                       "a curriculum attribute (early_stop_patience, early_stop_min_delta, "
-                      "discrepancy_tau, time_budget_s, restarts) or optim.ema / optim.betas",
+                      "discrepancy_tau, time_budget_s, restarts, freeze) or optim.ema / "
+                      "optim.betas / optim.lr_mult",
                       "'" + attr + "'");
     }
   } catch (const YAML::Exception&) {
     throw fk::Error(where + "." + attr, "a value of the right type", "'" + value + "'");
   }
-  try {  // the ranges, on a default curriculum
-    next.applied_to(Curriculum{});
+  try {  // the ranges, on a default curriculum (with a stage per freeze list)
+    Curriculum probe;
+    if (next.freeze && next.freeze->size() > 1) probe.stages.resize(next.freeze->size());
+    next.applied_to(probe);
   } catch (const fk::Error& e) {
     throw fk::Error(where + "." + attr, e.expected(), e.given());
   }
@@ -148,7 +163,7 @@ void set_measured(RunConfig& cfg, const std::string& attr, const std::string& va
 void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
   check_keys(c, path, "curriculum",
              {"early_stop_patience", "early_stop_min_delta", "discrepancy_tau", "time_budget_s",
-              "restarts", "optim"});
+              "restarts", "freeze", "optim"});
   for (const auto& kv : c) {
     const std::string k = key_of(kv.first, path, "curriculum");
     if (k != "optim") {
@@ -286,7 +301,8 @@ std::string joined(const std::vector<std::string>& v) {
 
 // optim.ATTR: the optimizer keys every instance declares.
 void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value) {
-  if (attr == "ema" || attr == "betas") return set_curriculum(cfg, attr, value, "--set optim");
+  if (attr == "ema" || attr == "betas" || attr == "lr_mult")
+    return set_curriculum(cfg, attr, value, "--set optim");
   const std::vector<std::string> valid{"optimizer",
                                        "weight_decay",
                                        "grad_clip",
@@ -297,8 +313,8 @@ void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value
                                        "lbfgs_tolerance_change",
                                        "lbfgs_line_search"};
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end() && cfg.config.has(attr),
-           "--set optim." + attr, "an optimizer attribute (" + joined(valid) + ", ema, betas)",
-           "'" + attr + "'");
+           "--set optim." + attr,
+           "an optimizer attribute (" + joined(valid) + ", ema, betas, lr_mult)", "'" + attr + "'");
   cfg.config.set(attr, value);
 }
 
@@ -423,9 +439,26 @@ std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
     if (c.discrepancy_tau) os << fmt::format("  discrepancy_tau: {}\n", *c.discrepancy_tau);
     if (c.time_budget_s) os << fmt::format("  time_budget_s: {}\n", *c.time_budget_s);
     if (c.restarts) os << "  restarts: " << *c.restarts << "\n";
-    if (c.ema || c.betas) os << "  optim:\n";
+    if (c.freeze) {
+      os << "  freeze: [";
+      for (size_t i = 0; i < c.freeze->size(); ++i) {
+        os << (i ? ", [" : "[");
+        for (size_t j = 0; j < (*c.freeze)[i].size(); ++j)
+          os << (j ? ", " : "") << fmt::format("\"{}\"", (*c.freeze)[i][j]);
+        os << "]";
+      }
+      os << "]\n";
+    }
+    if (c.ema || c.betas || c.lr_mult) os << "  optim:\n";
     if (c.ema) os << fmt::format("    ema: {}\n", *c.ema);
     if (c.betas) os << fmt::format("    betas: [{}, {}]\n", c.betas->first, c.betas->second);
+    if (c.lr_mult) {
+      os << "    lr_mult: {";
+      size_t k = 0;
+      for (const auto& [prefix, m] : *c.lr_mult)
+        os << (k++ ? ", " : "") << fmt::format("\"{}\": {}", prefix, m);
+      os << "}\n";
+    }
   }
   os << "solver:\n  nan_guard: " << (cfg.nan_guard ? "true" : "false")
      << "\n  checkpoint_every: " << cfg.checkpoint_every

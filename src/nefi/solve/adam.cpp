@@ -11,18 +11,37 @@
 namespace nefi {
 namespace {
 
+// Sum of squares of g's elements [lo, lo + n).
 template <typename T>
-double sum_sq(const fk::Tensor& g) {
-  const T* p = g.data<T>();
+double sum_sq(const fk::Tensor& g, int64_t lo, int64_t n) {
+  const T* p = g.data<T>() + lo;
   double s = 0;
-  for (int64_t i = 0, n = g.numel(); i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
   return s;
 }
 
+// The heavy-ball SGD step on n elements (AdamOptions::sgd); b is the
+// momentum buffer, t the step count (the first step's buffer is the gradient).
 template <typename T>
-void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
-            double clip, const AdamOptions& o, int64_t t) {
-  adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), lr, clip, o, t);
+void sgd_update(T* x, const T* gg, T* b, int64_t n, double lr, double clip, const AdamOptions& o,
+                int64_t t) {
+  const T c = static_cast<T>(clip), wd = static_cast<T>(o.weight_decay);
+  const T mu = static_cast<T>(t == 1 ? 0.0 : o.momentum), l = static_cast<T>(lr);
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = gg[i] * c + wd * x[i];
+    b[i] = mu * b[i] + gi;
+    x[i] -= l * b[i];
+  }
+}
+
+template <typename T>
+void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, int64_t lo, int64_t n,
+            double lr, double clip, const AdamOptions& o, int64_t t) {
+  if (o.sgd)
+    sgd_update(p.data<T>() + lo, g.data<T>() + lo, m.data<T>() + lo, n, lr, clip, o, t);
+  else
+    adam_update(p.data<T>() + lo, g.data<T>() + lo, m.data<T>() + lo, v.data<T>() + lo, n, lr, clip,
+                o, t);
 }
 
 }  // namespace
@@ -102,6 +121,27 @@ void FusedAdam::reset_state() {
   t_ = 0;
 }
 
+void FusedAdam::set_lr_segments(size_t i, std::vector<LrSegment> segments) {
+  FK_CHECK(i < params_.size(), "FusedAdam::set_lr_segments",
+           "a parameter index below " + std::to_string(params_.size()), std::to_string(i));
+  FK_CHECK(on_cpu() || segments.empty(), "FusedAdam::set_lr_segments",
+           "parameters on the CPU (a device step has one learning rate)",
+           params_[i].device().str());
+  int64_t at = 0;
+  for (const LrSegment& s : segments) {
+    FK_CHECK(s.offset == at && s.length > 0 && s.mult >= 0, "FusedAdam::set_lr_segments",
+             "consecutive segments from 0 with multipliers >= 0",
+             "[" + std::to_string(s.offset) + ", +" + std::to_string(s.length) + ") x " +
+                 std::to_string(s.mult));
+    at += s.length;
+  }
+  FK_CHECK(segments.empty() || at == params_[i].numel(), "FusedAdam::set_lr_segments",
+           "segments covering all " + std::to_string(params_[i].numel()) + " elements",
+           std::to_string(at));
+  if (segments_.size() < params_.size()) segments_.resize(params_.size());
+  segments_[i] = std::move(segments);
+}
+
 void FusedAdam::zero_grad() {
   for (const fk::Tensor& p : params_) p.set_grad(fk::Tensor());
 }
@@ -120,6 +160,7 @@ std::vector<fk::Tensor> FusedAdam::update_grads() const {
 
 AdamScalars FusedAdam::begin_device_step(double lr) {
   FK_CHECK(!on_cpu(), "FusedAdam::begin_device_step", "parameters on a CUDA device", "the CPU");
+  FK_CHECK(!opt_.sgd, "FusedAdam::begin_device_step", "Adam(W) (SGD has no device step)", "sgd");
   ++t_;
   return adam_scalars(lr, 1.0, opt_, t_);
 }
@@ -139,6 +180,13 @@ void FusedAdam::enqueue_device_step(double* block) {
 }
 
 double FusedAdam::step(double lr) {
+  FK_CHECK(on_cpu() || !opt_.sgd, "FusedAdam::step", "Adam(W) on a device (SGD is CPU only)",
+           "sgd on " + params_.front().device().str());
+  // The runs each parameter updates: its segments, or all of it at 1.
+  auto runs = [&](size_t i) {
+    if (i < segments_.size() && !segments_[i].empty()) return segments_[i];
+    return std::vector<LrSegment>{{0, params_[i].numel(), 1.0}};
+  };
   std::vector<fk::Tensor> grads;
   double sq = 0;
   {
@@ -146,8 +194,11 @@ double FusedAdam::step(double lr) {
     grads = update_grads();
     for (size_t i = 0; i < grads.size() && on_cpu(); ++i)
       if (grads[i].defined())
-        sq += params_[i].dtype() == fk::DType::F64 ? sum_sq<double>(grads[i])
-                                                   : sum_sq<float>(grads[i]);
+        for (const LrSegment& r : runs(i))  // frozen runs are outside the norm
+          if (r.mult > 0)
+            sq += params_[i].dtype() == fk::DType::F64
+                      ? sum_sq<double>(grads[i], r.offset, r.length)
+                      : sum_sq<float>(grads[i], r.offset, r.length);
     if (!on_cpu()) sq = device_grad_sq_sum(grads);
   }
   const double norm = std::sqrt(sq);
@@ -159,12 +210,19 @@ double FusedAdam::step(double lr) {
     // update), as PyTorch's Adam(W) does; the step count stays shared.
     if (!grads[i].defined()) continue;
     fk::profile::OpScope scope("adam_step");
-    if (!on_cpu())
+    if (!on_cpu()) {
       adam_update_device(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
-    else if (params_[i].dtype() == fk::DType::F64)
-      update<double>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
-    else
-      update<float>(params_[i], grads[i], m_[i], v_[i], lr, clip, opt_, t_);
+    } else {
+      for (const LrSegment& r : runs(i)) {
+        if (r.mult == 0) continue;
+        if (params_[i].dtype() == fk::DType::F64)
+          update<double>(params_[i], grads[i], m_[i], v_[i], r.offset, r.length, lr * r.mult, clip,
+                         opt_, t_);
+        else
+          update<float>(params_[i], grads[i], m_[i], v_[i], r.offset, r.length, lr * r.mult, clip,
+                        opt_, t_);
+      }
+    }
     params_[i].bump_version();
   }
   return norm;

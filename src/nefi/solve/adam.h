@@ -19,6 +19,20 @@ struct AdamOptions {
   double weight_decay = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double grad_clip = 0;  // global norm; <= 0 off
+  // The reference's third first-order rule instead of Adam: SGD with heavy
+  // ball momentum, b = momentum b + (g + weight_decay x), x -= lr b (torch's
+  // SGD; the first step's buffer is the gradient). CPU only.
+  bool sgd = false;
+  double momentum = 0.9;
+};
+
+// A run of elements of one parameter buffer whose learning rate is the
+// step's times `mult` (OptimConfig::lr_mult, Stage::freeze). mult 0 freezes
+// the run: no update, no moment update, no decay, and its gradient is left
+// out of the clipping norm (as a parameter outside the optimizer's groups).
+struct LrSegment {
+  int64_t offset = 0, length = 0;
+  double mult = 1;
 };
 
 // The per-step scalars of adam_update in f64; each loop (host or device)
@@ -45,6 +59,9 @@ class FusedAdam {
   double step(double lr);
   void reset_state();
   void zero_grad();
+  // Per-element learning-rate multipliers of parameter i (segments covering
+  // it in order; empty: all 1). CPU only: a device step refuses them.
+  void set_lr_segments(size_t i, std::vector<LrSegment> segments);
   // step(lr) split for a step that reads nothing back (solve/device_step.h;
   // device parameters only): begin_device_step counts the step and returns
   // its scalars for the host to upload into the device step block (clip 1:
@@ -65,6 +82,7 @@ class FusedAdam {
  private:
   std::vector<fk::Tensor> update_grads() const;
   std::vector<fk::Tensor> params_, m_, v_;
+  std::vector<std::vector<LrSegment>> segments_;
   AdamOptions opt_;
   int64_t t_ = 0;
 };

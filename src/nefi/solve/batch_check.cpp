@@ -155,6 +155,11 @@ std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& p
     return "optimizer '" + opt + "' (batch_invert keeps per-problem Adam/AdamW state only)";
   if (cur.restarts != 1)
     return "restarts " + std::to_string(cur.restarts) + " (batch_invert runs one attempt)";
+  if (!cur.optim.lr_mult.empty())
+    return std::string("optim.lr_mult (batch_invert trains every parameter at the stage's lr)");
+  for (const Stage& s : cur.stages)
+    if (!s.freeze.empty())
+      return "stage '" + s.name + "' freezes parameters (batch_invert trains them all)";
   const InverseProblem& first = problems.front();
   for (size_t i = 0; i < problems.size(); ++i) {
     const InverseProblem& p = problems[i];

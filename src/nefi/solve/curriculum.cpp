@@ -35,6 +35,8 @@ void Stage::validate() const {
            std::to_string(lr_warmup));
   FK_CHECK(anneal_fraction > 0 && anneal_fraction <= 1, w, "anneal_fraction in (0, 1]",
            std::to_string(anneal_fraction));
+  for (const std::string& f : freeze)
+    FK_CHECK(!f.empty(), w, "non-empty parameter-name prefixes to freeze", "''");
 }
 
 int Curriculum::total_steps() const {
@@ -63,8 +65,17 @@ void Curriculum::validate() const {
   FK_CHECK(optim.beta1 >= 0 && optim.beta1 < 1 && optim.beta2 >= 0 && optim.beta2 < 1,
            "nefi::OptimConfig", "betas in [0, 1)",
            std::to_string(optim.beta1) + ", " + std::to_string(optim.beta2));
-  FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "lbfgs",
-           "nefi::OptimConfig", "optimizer adam, adamw or lbfgs", optim.optimizer);
+  FK_CHECK(optim.optimizer == "adam" || optim.optimizer == "adamw" || optim.optimizer == "sgd" ||
+               optim.optimizer == "lbfgs",
+           "nefi::OptimConfig", "optimizer adam, adamw, sgd or lbfgs", optim.optimizer);
+  for (const auto& [prefix, mult] : optim.lr_mult)
+    FK_CHECK(!prefix.empty() && mult >= 0 && std::isfinite(mult), "nefi::OptimConfig lr_mult",
+             "non-empty prefixes with multipliers >= 0",
+             "'" + prefix + "': " + std::to_string(mult));
+  bool frozen = false;
+  for (const Stage& s : stages) frozen = frozen || !s.freeze.empty();
+  FK_CHECK(optim.optimizer != "lbfgs" || (optim.lr_mult.empty() && !frozen), "nefi::OptimConfig",
+           "no lr_mult or freeze with lbfgs (its step is one vector)", "lbfgs with them");
   optim.lbfgs.validate();
 }
 

@@ -35,6 +35,9 @@ struct Stage {
   bool anneal = true;
   double anneal_fraction = 1.0;
   std::map<std::string, double> loss_weights;  // per-stage overrides
+  // Parameter-name prefixes this stage does not train (lr multiplier 0; see
+  // OptimConfig::lr_mult for the names).
+  std::vector<std::string> freeze;
 
   double lr_at(int t) const;
   double progress_at(int t) const;
@@ -42,12 +45,19 @@ struct Stage {
 };
 
 struct OptimConfig {
-  std::string optimizer = "adamw";  // adam | adamw | lbfgs
+  std::string optimizer = "adamw";  // adam | adamw | sgd (momentum 0.9) | lbfgs
   double weight_decay = 1e-4;
   double grad_clip = 1.0;  // <= 0: off
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> ema;  // EMA decay of the parameters
   LbfgsOptions lbfgs;         // optimizer lbfgs: history, iterations and tolerances per step
+  // Learning-rate multipliers by parameter-name prefix, the longest matching
+  // prefix winning (the reference's parameter groups). Names: "field." and
+  // the field's parameter (e.g. field.layer0.weight, field.out.bias,
+  // field.table, field.values), "operator.<k>" for the operator's k-th
+  // trainable parameter. A prefix matching no parameter is an error at the
+  // stage start. Adam, AdamW and SGD on the CPU.
+  std::map<std::string, double> lr_mult;
 };
 
 struct Curriculum {

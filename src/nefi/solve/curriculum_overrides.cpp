@@ -1,10 +1,14 @@
 #include "nefi/solve/curriculum_overrides.h"
 
+#include <string>
+
+#include "fk/error.h"
+
 namespace nefi {
 
 bool CurriculumOverrides::empty() const {
   return !early_stop_patience && !early_stop_min_delta && !discrepancy_tau && !time_budget_s &&
-         !restarts && !ema && !betas;
+         !restarts && !ema && !betas && !lr_mult && !freeze;
 }
 
 Curriculum CurriculumOverrides::applied_to(Curriculum c) const {
@@ -15,6 +19,14 @@ Curriculum CurriculumOverrides::applied_to(Curriculum c) const {
   if (restarts) c.restarts = *restarts;
   if (ema) c.optim.ema = *ema;
   if (betas) std::tie(c.optim.beta1, c.optim.beta2) = *betas;
+  if (lr_mult) c.optim.lr_mult = *lr_mult;
+  if (freeze) {
+    const size_t n = c.stages.size();
+    FK_CHECK(freeze->size() == 1 || freeze->size() == n, "curriculum.freeze",
+             "one prefix list for every stage or one per stage (" + std::to_string(n) + ")",
+             std::to_string(freeze->size()) + " lists");
+    for (size_t i = 0; i < n; ++i) c.stages[i].freeze = (*freeze)[freeze->size() == 1 ? 0 : i];
+  }
   c.validate();
   return c;
 }

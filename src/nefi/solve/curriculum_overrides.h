@@ -1,12 +1,16 @@
 #pragma once
 // What a run's config may change in whichever curriculum its instance builds:
-// the stopping rules, restarts and the optimizer's EMA and betas (config
-// section `curriculum:`, `--set curriculum.ATTR`, `--set optim.ema|betas`).
+// the stopping rules, restarts, the optimizer's EMA, betas and per-prefix
+// learning-rate multipliers, and per-stage frozen parameters (config section
+// `curriculum:`, `--set curriculum.ATTR`, `--set optim.ema|betas|lr_mult`).
 // The reference lets a run set these on every instance; here an instance's
 // own keys build the stages, and these apply on top. Unset fields keep the
 // instance's values.
+#include <map>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "nefi/solve/curriculum.h"
 
@@ -20,6 +24,10 @@ struct CurriculumOverrides {
   std::optional<int> restarts;
   std::optional<double> ema;
   std::optional<std::pair<double, double>> betas;
+  std::optional<std::map<std::string, double>> lr_mult;  // OptimConfig::lr_mult
+  // Stage::freeze: one prefix list for every stage, or one list per stage
+  // (a count other than 1 or the stage count is an error in applied_to).
+  std::optional<std::vector<std::vector<std::string>>> freeze;
 
   bool empty() const;
   // `c` with every set field replaced, then validated (fk::Error naming the

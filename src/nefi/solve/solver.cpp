@@ -83,8 +83,14 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.
   const std::string op_refusal = device_solve_refusal(*problem_.op, opt_.device);
   FK_CHECK(op_refusal.empty(), where, "an operator with a device path", op_refusal);
-  FK_CHECK(cur_.optim.optimizer != "lbfgs", where,
-           "optimizer adam or adamw (L-BFGS steps host copies)", cur_.optim.optimizer);
+  FK_CHECK(cur_.optim.optimizer == "adam" || cur_.optim.optimizer == "adamw", where,
+           "optimizer adam or adamw (L-BFGS steps host copies; SGD has no device step)",
+           cur_.optim.optimizer);
+  bool frozen = false;
+  for (const Stage& s : cur_.stages) frozen = frozen || !s.freeze.empty();
+  FK_CHECK(cur_.optim.lr_mult.empty() && !frozen, where,
+           "one learning rate for every parameter (lr_mult and freeze are CPU only)",
+           "lr_mult or freeze set");
   FK_CHECK(!cur_.optim.ema, where, "no EMA (its shadow update is a host loop)", "optim.ema set");
   FK_CHECK(problem_.field->autocast() != fk::DType::F16, where,
            "no fp16 autocast (loss scaling is not wired for a device solve)", "autocast fp16");

@@ -13,6 +13,7 @@
 #include "nefi/scalar.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/device_step_slots.h"
+#include "nefi/solve/lr_groups.h"
 #include "nefi/solve/parameter_buffers.h"
 
 namespace nefi::detail {
@@ -39,6 +40,7 @@ AdamOptions adam_options(const OptimConfig& o) {
   ao.beta2 = o.beta2;
   ao.eps = o.eps;
   ao.grad_clip = o.grad_clip;
+  ao.sgd = o.optimizer == "sgd";
   return ao;
 }
 
@@ -101,6 +103,11 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
       lbfgs_(cur.optim.lbfgs),
       discrepancy_on_device_(opt.device.is_cuda() && cur.discrepancy_tau && obs_.has_noise()) {
   if (field_.autocast() == fk::DType::F16) scaler_.emplace();
+  if (!use_lbfgs_) {  // the parameter groups (lr_mult, the stage's freeze)
+    const auto segments = lr_segments(field_, *op_, cur.optim, stage_);
+    for (size_t i = 0; i < segments.size(); ++i)
+      if (!segments[i].empty()) adam_.set_lr_segments(i, segments[i]);
+  }
   if (use_lbfgs_) xh_ = gather(params_, false);
   good_ = snapshot(params_);
   if (cur_.optim.ema) shadow_ = snapshot(params_);

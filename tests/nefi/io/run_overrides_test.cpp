@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -35,7 +36,12 @@ TEST(NefiRunOverrides, CurriculumFromSetAndFileRoundTrip) {
   nefi::apply_set(c, "curriculum.restarts=2");
   nefi::apply_set(c, "optim.ema=0.95");
   nefi::apply_set(c, "curriculum.optim.betas=[0.8, 0.99]");  // a file's nesting, flattened
+  nefi::apply_set(c, "optim.lr_mult={field.out: 0.5, field.layer0: 2}");
+  nefi::apply_set(c, "curriculum.freeze=[[field.out], []]");
   const nefi::CurriculumOverrides& o = c.curriculum;
+  EXPECT_EQ(o.lr_mult, (std::map<std::string, double>{{"field.out", 0.5}, {"field.layer0", 2}}));
+  ASSERT_TRUE(o.freeze.has_value());
+  EXPECT_EQ(o.freeze->size(), 2u);
   EXPECT_EQ(o.early_stop_patience, 7);
   EXPECT_EQ(o.early_stop_min_delta, 0.001);
   EXPECT_EQ(o.discrepancy_tau, 1.2);
@@ -51,12 +57,22 @@ TEST(NefiRunOverrides, CurriculumFromSetAndFileRoundTrip) {
   const nefi::RunConfig back = nefi::load_run_config_file(f.string());
   EXPECT_EQ(nefi::to_yaml(back), nefi::to_yaml(c));
   EXPECT_EQ(back.curriculum.betas, o.betas);
+  EXPECT_EQ(back.curriculum.lr_mult, o.lr_mult);
+  EXPECT_EQ(back.curriculum.freeze, o.freeze);
 
   // Applied on top of the instance's curriculum; the unset fields keep it.
-  nefi::Curriculum own;
+  nefi::Curriculum own = nefi::Curriculum::multiscale({64}, {10, 10});
   own.early_stop_patience = 100;
   own.optim.weight_decay = 0.5;
   const nefi::Curriculum got = o.applied_to(own);
+  EXPECT_EQ(got.optim.lr_mult.at("field.out"), 0.5);
+  EXPECT_EQ(got.stages[0].freeze, std::vector<std::string>{"field.out"});
+  EXPECT_TRUE(got.stages[1].freeze.empty());
+  nefi::CurriculumOverrides every;
+  every.freeze = std::vector<std::vector<std::string>>{{"field.layer"}};  // one list: every stage
+  EXPECT_EQ(every.applied_to(own).stages[1].freeze, std::vector<std::string>{"field.layer"});
+  every.freeze = std::vector<std::vector<std::string>>{{"a"}, {"b"}, {"c"}};
+  EXPECT_NE(error_of([&] { every.applied_to(own); }).find("one per stage (2)"), std::string::npos);
   EXPECT_EQ(got.early_stop_patience, 7);
   EXPECT_EQ(got.discrepancy_tau, 1.2);
   EXPECT_EQ(got.restarts, 2);
@@ -75,7 +91,8 @@ TEST(NefiRunOverrides, BadCurriculumValuesAreOneLineErrorsNamingTheKey) {
        {"curriculum.restarts=0", "curriculum.discrepancy_tau=-1", "curriculum.time_budget_s=0",
         "curriculum.early_stop_patience=0", "curriculum.early_stop_min_delta=-1", "optim.ema=1",
         "optim.betas=[0.9]", "optim.betas=[0.9, 1.0]", "curriculum.restarts=x",
-        "curriculum.stages=3"}) {
+        "curriculum.stages=3", "optim.lr_mult=[1, 2]", "optim.lr_mult={field.out: -1}",
+        "curriculum.freeze=field.out"}) {
     const std::string msg = error_of([&] { nefi::apply_set(c, bad); });
     const std::string key(bad, std::string(bad).find('='));
     const std::string attr = key.substr(key.rfind('.') + 1);

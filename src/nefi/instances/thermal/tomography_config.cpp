@@ -79,7 +79,7 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("lr_gamma", 0.1, "step schedule: decay factor");
   p.declare("lr_min_ratio", 0.01, "cosine schedule: final lr / lr");
   p.declare("anneal_steps", int64_t{2500}, "Fourier band annealing length (0: off)");
-  p.declare("optimizer", std::string("adam"), "adam | adamw | lbfgs");
+  p.declare("optimizer", std::string("adam"), "adam | adamw | sgd (momentum 0.9) | lbfgs");
   p.declare("weight_decay", 0.0, "AdamW decoupled weight decay");
   p.declare("grad_clip", 0.0, "global gradient-norm clip (<= 0: off)");
   declare_lbfgs_keys(p);
@@ -288,7 +288,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "constant"});
   k.lr_min_ratio = p.d("lr_min_ratio");
   k.lr_gamma = p.d("lr_gamma");
-  k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "lbfgs"});
+  k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "sgd", "lbfgs"});
   k.optim.weight_decay = p.d("weight_decay");
   k.optim.grad_clip = p.d("grad_clip");
   k.optim.lbfgs = lbfgs_options_from(p);
