@@ -137,9 +137,12 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     """`method` (default the instance's own solver) on the measurement of data
     seed `seed` (default the config's), once per initialisation seed in
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
-    leave the field undetermined."""
+    leave the field undetermined. `instance` may also be a from_forward
+    ForwardProblem, solved once per seed."""
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
+    if isinstance(instance, ForwardProblem):  # from_forward's problem: its field seeds
+        return EnsembleResult([instance.solve(seed=int(k)) for k in seeds], seeds)
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:

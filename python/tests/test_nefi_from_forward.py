@@ -170,3 +170,15 @@ def test_hash_grid_and_grid_representations():
     grid = nefi.from_forward(a, y, prior="nonnegative + smooth", representation="grid").solve()
     assert grid["n_parameters"] == gt.size
     assert psnr(grid["reconstruction"], gt) > 32
+
+
+def test_an_ensemble_of_a_forward_problem_maps_what_the_data_leave_open():
+    # Half the cells unobserved: the ensemble's spread is larger there.
+    a, gt, y = blur_problem(64)
+    mask = np.ones_like(y)
+    mask[40:] = 0
+    p = nefi.from_forward(a, y, mask=mask, prior="nonnegative + smooth", budget="200")
+    e = nefi.ensemble(p, seeds=(0, 1, 2))
+    assert e.mean.shape == gt.shape and len(e.results) == 3
+    assert np.median(e.std[44:]) > 3 * np.median(e.std[:32])
+    assert e.coefficient_of_variation() > 0
