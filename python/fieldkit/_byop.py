@@ -19,7 +19,7 @@ import numpy as np
 from ._core import Error
 from ._core import nefi as _nefi
 
-__all__ = ["from_forward", "ForwardProblem", "quick_report"]
+__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
 
 def _stack_complex(y):
@@ -182,15 +182,38 @@ class ForwardProblem:
     steps = property(lambda self: self._core.steps)
     prior = property(lambda self: self._core.prior)
 
-    def solve(self, seed=None, ground_truth=None):
+    def solve(self, seed=None, ground_truth=None, steps=None, lr=None):
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
         discrepancy_ratio = chi), history, stages, timings and ``report``
-        (quick_report's markdown; with ``ground_truth``, its PSNR too)."""
+        (quick_report's markdown; with ``ground_truth``, its PSNR too).
+        ``steps`` and ``lr`` replace the decided ones for this solve."""
         gt = None if ground_truth is None else np.ascontiguousarray(ground_truth, dtype=np.float64)
-        out = self._core.solve(None if seed is None else int(seed), gt)
+        out = self._core.solve(None if seed is None else int(seed), gt,
+                               None if steps is None else int(steps),
+                               None if lr is None else float(lr))
         out["reconstruction"] = out["reconstruction"].reshape(self.shape)
         return out
+
+
+def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0):
+    """Short solves of a ForwardProblem at each learning rate (the
+    reference's lr_range_test): returns (best lr, [(lr, final data loss)])
+    with the best the lowest finite data loss after `steps` steps (a
+    diverged solve counts as inf)."""
+    rows = []
+    for lr in lrs:
+        try:
+            r = problem.solve(seed=seed, steps=steps, lr=lr)
+            loss = float(r["stages"][-1]["final_data_loss"])
+        except Error:  # the NaN guard gave up: this lr diverges
+            loss = float("inf")
+        rows.append((float(lr), loss if np.isfinite(loss) else float("inf")))
+    best = min(rows, key=lambda t: t[1])
+    if not np.isfinite(best[1]):
+        raise Error(f"lr_range_test: expected a learning rate among {list(lrs)} that trains, "
+                    "got none (every solve diverged)")
+    return best[0], rows
 
 
 def quick_report(result):

@@ -17,12 +17,12 @@ prior in words, with every other choice made from the problem's size and data.
 """
 import os
 
-from ._byop import ForwardProblem, from_forward, quick_report
+from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
-           "from_forward", "ForwardProblem", "quick_report"]
+           "from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
 
 def instances():

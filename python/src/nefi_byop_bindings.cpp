@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -102,9 +103,17 @@ void bind_nefi_byop(nb::module_& m) {
       .def(
           "solve",
           [](const ForwardProblem& p, std::optional<uint64_t> seed,
-             std::optional<nb::ndarray<nb::ro>> gt) {
+             std::optional<nb::ndarray<nb::ro>> gt, std::optional<int> steps,
+             std::optional<double> lr) {
             nefi::AutoProblem ap = p.ap;
             if (seed) ap.seed = *seed;
+            // A short probe (lr_range_test): one stage's steps and lr replaced.
+            for (nefi::Stage& st : ap.curriculum.stages) {
+              if (steps) st.steps = *steps;
+              if (lr) st.lr = *lr;
+              st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
+            }
+            if (steps || lr) ap.curriculum.validate();
             fk::Tensor truth;
             if (gt) truth = from_dlpack(*gt).to(fk::DType::F64).contiguous().clone();
             nefi::Result r;
@@ -121,7 +130,8 @@ void bind_nefi_byop(nb::module_& m) {
             d["report"] = report;
             return d;
           },
-          nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::none());
+          nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::none(),
+          nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none());
 
   m.def(
       "auto_problem",

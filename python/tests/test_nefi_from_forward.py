@@ -182,3 +182,15 @@ def test_an_ensemble_of_a_forward_problem_maps_what_the_data_leave_open():
     assert e.mean.shape == gt.shape and len(e.results) == 3
     assert np.median(e.std[44:]) > 3 * np.median(e.std[:32])
     assert e.coefficient_of_variation() > 0
+
+
+def test_lr_range_test_finds_a_rate_that_trains():
+    a, _, y = blur_problem(64)
+    p = nefi.from_forward(a, y, prior="nonnegative")
+    best, rows = nefi.lr_range_test(p, lrs=(1e-5, 1e-3, 1e-2, 3.0), steps=20)
+    losses = dict(rows)
+    assert best in (1e-3, 1e-2)
+    assert losses[1e-5] > losses[best]  # too small barely moves
+    assert len(rows) == 4
+    short = p.solve(steps=7, lr=1e-3)
+    assert short["total_steps"] == 7
