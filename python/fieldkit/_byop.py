@@ -43,17 +43,23 @@ def _torch():
 
 
 class _Model:
-    """forward(x) -> stacked real output and vjp(x, g) -> field gradient,
-    both on numpy f64, from what the caller gave."""
+    """forward(xs) -> stacked real output and vjp(xs, g) -> one gradient per
+    field, on lists of numpy f64 arrays (one per field, in `names` order),
+    from what the caller gave. The caller's functions see one array for a
+    single field and a dict {name: array} for several."""
 
-    def __init__(self, forward, shape, adjoint, vjp, homogeneity):
-        self.shape, self.homogeneity, self.kind = tuple(shape), homogeneity, None
-        self.complex_out = False
+    def __init__(self, forward, shape, names, adjoint, vjp, homogeneity):
+        self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
+        self.kind, self.complex_out = None, False
+        self.several = len(self.names) > 1
         if hasattr(forward, "shape") and not callable(forward):
             a = np.asarray(forward)
             if a.ndim != 2:
                 raise Error(f"from_forward: expected a matrix (2-D) or a callable as forward, "
                             f"got an array of shape {a.shape}")
+            if self.several:
+                raise Error("from_forward: expected a callable forward for several fields, "
+                            "got a matrix")
             if int(np.prod(self.shape)) != a.shape[1]:
                 raise Error(f"from_forward: expected a field of {a.shape[1]} cells (the matrix's "
                             f"columns), got shape {self.shape}")
@@ -68,6 +74,9 @@ class _Model:
         if adjoint is not None and vjp is not None:
             raise Error("from_forward: expected adjoint (a linear model) or vjp (a nonlinear "
                         "one), got both")
+        if adjoint is not None and self.several:
+            raise Error("from_forward: expected vjp= (or torch) for several fields, got "
+                        "adjoint= (an adjoint maps to one field)")
         if adjoint is not None:
             self.kind, self.homogeneity = "adjoint", 1.0 if homogeneity is None else homogeneity
             self._f = lambda x: np.asarray(forward(x))
@@ -75,22 +84,39 @@ class _Model:
         elif vjp is not None:
             self.kind = "vjp"
             self._f = lambda x: np.asarray(forward(x))
-            self._vjp = lambda x, g: np.real(np.asarray(vjp(x, g)))
+            self._vjp = lambda x, g: vjp(x, g)
         else:
             self.kind = "torch"
             self._forward = forward
             self._f = self._torch_forward
             self._vjp = self._torch_vjp
-        y = self._f(np.zeros(self.shape))
+        y = self._f(self._packed([np.zeros(self.shape) for _ in self.names]))
         self.complex_out = self.complex_out or np.iscomplexobj(y)
 
-    def _torch_call(self, x, grad):
+    def _packed(self, xs):
+        """The fields as the caller's functions take them."""
+        return dict(zip(self.names, xs)) if self.several else xs[0]
+
+    def _unpacked(self, grads, who):
+        """A caller's gradient(s) as a list of f64 arrays in names order."""
+        if not self.several:
+            return [np.real(np.asarray(grads))]
+        if not isinstance(grads, dict) or set(grads) != set(self.names):
+            raise Error(f"from_forward: expected {who} to return a dict with the fields "
+                        f"{self.names}, got {type(grads).__name__}"
+                        + (f" with {sorted(grads)}" if isinstance(grads, dict) else ""))
+        return [np.real(np.asarray(grads[n])) for n in self.names]
+
+    def _torch_call(self, xs, grad):
         torch = _torch()
         if torch is None:
             raise Error("from_forward: expected adjoint= (a linear model) or vjp= (a nonlinear "
                         "one), got neither, and torch (for autograd) is not installed")
-        xt = torch.from_numpy(np.array(x, dtype=np.float64)).requires_grad_(grad)
-        y = self._forward(xt)
+        if not isinstance(xs, dict):
+            xs = {self.names[0]: xs}
+        ts = {n: torch.from_numpy(np.array(x, dtype=np.float64)).requires_grad_(grad)
+              for n, x in xs.items()}
+        y = self._forward(ts if self.several else ts[self.names[0]])
         if not isinstance(y, torch.Tensor):
             raise Error("from_forward: expected forward to return a torch tensor when neither "
                         "adjoint= nor vjp= is given (its gradient comes from torch autograd), "
@@ -99,39 +125,41 @@ class _Model:
         if torch.is_complex(y):
             self.complex_out = True
             y = torch.stack([y.real, y.imag])
-        return xt, y.to(torch.float64)
+        return [ts[n] for n in self.names], y.to(torch.float64)
 
-    def _torch_forward(self, x):
+    def _torch_forward(self, xs):
         torch = _torch()
         with torch.no_grad():
-            _, y = self._torch_call(x, False)
+            _, y = self._torch_call(xs, False)
         return y.detach().cpu().numpy()
 
-    def _torch_vjp(self, x, g):
+    def _torch_vjp(self, xs, g):
         torch = _torch()
-        xt, y = self._torch_call(x, True)
+        ts, y = self._torch_call(xs, True)
         if not y.requires_grad:
             raise Error("from_forward: expected forward to be differentiable in torch (its "
                         "output to depend on the field through torch operations), got an "
                         "output without a gradient")
-        (gx,) = torch.autograd.grad(y, xt, torch.from_numpy(np.asarray(g)).to(y.dtype),
+        grads = torch.autograd.grad(y, ts, torch.from_numpy(np.asarray(g)).to(y.dtype),
                                     allow_unused=True)
-        return np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy()
+        out = [np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy() for gx in grads]
+        return self._packed(out)
 
-    def forward(self, x):
-        y = self._f(np.asarray(x).reshape(self.shape))
+    def forward(self, xs):
+        y = self._f(self._packed([np.asarray(x).reshape(self.shape) for x in xs]))
         return y if self.kind == "torch" else _stack_complex(y)
 
-    def vjp(self, x, g):
+    def vjp(self, xs, g):
         g = np.asarray(g)
         if self.kind != "torch":
             g = _unstack(g, self.complex_out)
-        return np.asarray(self._vjp(np.asarray(x).reshape(self.shape), g), dtype=np.float64)
+        out = self._vjp(self._packed([np.asarray(x).reshape(self.shape) for x in xs]), g)
+        return [np.asarray(v, dtype=np.float64) for v in self._unpacked(out, "vjp")]
 
     def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model."""
-        x = rng.standard_normal(self.shape)
-        y = np.asarray(self.forward(x))
+        xs = [rng.standard_normal(self.shape) for _ in self.names]
+        y = np.asarray(self.forward(xs))
         if y.size != int(np.prod(data_shape)):
             raise Error(f"from_forward: expected forward to return the measurement's shape "
                         f"{tuple(data_shape)} (complex values count as two real ones, stacked "
@@ -140,25 +168,31 @@ class _Model:
             raise Error("from_forward: expected finite forward outputs on a random field, "
                         "got NaN or inf")
         g = rng.standard_normal(y.shape)
-        gx = self.vjp(x, g)
-        if gx.size != int(np.prod(self.shape)):
-            raise Error(f"from_forward: expected the gradient (adjoint/vjp) to have the field's "
-                        f"shape {self.shape}, got {gx.shape}")
-        if not np.all(np.isfinite(gx)):
-            raise Error("from_forward: expected a finite gradient (adjoint/vjp), got NaN or inf")
+        gxs = self.vjp(xs, g)
+        for n, gx in zip(self.names, gxs):
+            if gx.size != int(np.prod(self.shape)):
+                raise Error(f"from_forward: expected the gradient (adjoint/vjp) of field {n!r} to "
+                            f"have the field's shape {self.shape}, got {gx.shape}")
+            if not np.all(np.isfinite(gx)):
+                raise Error("from_forward: expected a finite gradient (adjoint/vjp), "
+                            "got NaN or inf")
         if self.kind == "torch":
             return
         if self.kind in ("matrix", "adjoint"):
-            lhs, rhs = float(np.vdot(y.ravel(), g.ravel())), float(np.vdot(x.ravel(), gx.ravel()))
+            lhs = float(np.vdot(y.ravel(), g.ravel()))
+            rhs = float(np.vdot(xs[0].ravel(), gxs[0].ravel()))
             if abs(lhs - rhs) > 1e-6 * max(abs(lhs), abs(rhs), 1e-300):
                 raise Error(f"from_forward: expected adjoint to be forward's adjoint "
                             f"(<A x, g> = <x, A^T g>), got {lhs:.6g} against {rhs:.6g}")
             return
-        # vjp: against central differences along a random direction.
-        d = rng.standard_normal(self.shape)
-        eps = 1e-6 * max(1.0, float(np.abs(x).max()))
-        fd = (np.asarray(self.forward(x + eps * d)) - np.asarray(self.forward(x - eps * d))) / (2 * eps)
-        lhs, rhs = float(np.vdot(fd.ravel(), g.ravel())), float(np.vdot(gx.ravel(), d.ravel()))
+        # vjp: against central differences along a random direction of every field.
+        ds = [rng.standard_normal(self.shape) for _ in self.names]
+        eps = 1e-6 * max(1.0, max(float(np.abs(x).max()) for x in xs))
+        plus = self.forward([x + eps * d for x, d in zip(xs, ds)])
+        minus = self.forward([x - eps * d for x, d in zip(xs, ds)])
+        fd = (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+        lhs = float(np.vdot(fd.ravel(), g.ravel()))
+        rhs = sum(float(np.vdot(gx.ravel(), d.ravel())) for gx, d in zip(gxs, ds))
         if abs(lhs - rhs) > 1e-4 * max(abs(lhs), abs(rhs), 1e-12):
             raise Error(f"from_forward: expected vjp(x, g) to be g^T dF/dx (checked against "
                         f"finite differences), got {rhs:.6g} against {lhs:.6g}")
@@ -178,9 +212,19 @@ class ForwardProblem:
 
     noise_std = property(lambda self: self._core.noise_std)
     noise_estimated = property(lambda self: self._core.noise_estimated)
-    constant_fit = property(lambda self: self._core.constant_fit)
     steps = property(lambda self: self._core.steps)
-    prior = property(lambda self: self._core.prior)
+    fields = property(lambda self: list(self._model.names))
+
+    @property
+    def constant_fit(self):
+        """Where the field starts (a dict per field for several)."""
+        c = self._core.constant_fits
+        return dict(zip(self._model.names, c)) if self._model.several else c[0]
+
+    @property
+    def prior(self):
+        p = self._core.priors
+        return dict(zip(self._model.names, p)) if self._model.several else p[0]
 
     def solve(self, seed=None, ground_truth=None, steps=None, lr=None):
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
@@ -192,7 +236,11 @@ class ForwardProblem:
         out = self._core.solve(None if seed is None else int(seed), gt,
                                None if steps is None else int(steps),
                                None if lr is None else float(lr))
-        out["reconstruction"] = out["reconstruction"].reshape(self.shape)
+        if self._model.several:  # one array per field
+            out["reconstruction"] = {n: out["fields"][n].reshape(self.shape)
+                                     for n in self._model.names}
+        else:
+            out["reconstruction"] = out["reconstruction"].reshape(self.shape)
         return out
 
 
@@ -242,7 +290,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     noise: "auto" (estimated from the data), a sigma, or 0 (noise-free).
     prior: e.g. "nonnegative + smooth", "bounded(0, 1) + tv(0.5)" (see
       nefi/byop/prior.h: unconstrained | nonnegative | positive | bounded(lo,
-      hi), tv(s) | piecewise_constant(s), smooth(s), sparse(s), zero_mean).
+      hi), tv(s) | piecewise_constant(s), smooth(s), sparse(s), zero_mean);
+      or a dict {field name: prior} for a model of several fields on one
+      grid: forward then takes a dict {name: array} (torch tensors with
+      autograd), vjp returns a dict {name: gradient}, and the result's
+      reconstruction is a dict.
     budget: quick | default | thorough | a step count. representation: neural
       (Fourier features + MLP) | hash (a multiresolution hash grid + a small
       MLP) | grid (one value per cell). lr, hidden, depth, n_octaves override
@@ -256,7 +308,13 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
             not callable(forward) else y.shape
     shape = tuple(int(s) for s in np.atleast_1d(shape))
-    model = _Model(forward, shape, adjoint, vjp, homogeneity)
+    if isinstance(prior, dict):
+        if not prior:
+            raise Error("from_forward: expected at least one field in the prior dict, got none")
+        names, priors = [str(k) for k in prior], [str(v) for v in prior.values()]
+    else:
+        names, priors = ["x"], [str(prior)]
+    model = _Model(forward, shape, names, adjoint, vjp, homogeneity)
     if model.complex_out != complex_data:
         raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
                     f"measurements (the model's output is), got "
@@ -280,10 +338,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     # The model's output shaped as the data, whatever shape it returned.
     data_shape = data.shape
     core = _nefi.auto_problem(
-        lambda x: np.asarray(model.forward(x)).reshape(data_shape),
-        lambda x, g: model.vjp(x, g).reshape(shape),
+        lambda xs: np.asarray(model.forward(xs)).reshape(data_shape),
+        lambda xs, g: [v.reshape(shape) for v in model.vjp(xs, g)],
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
-        model.homogeneity, str(name), str(prior), sigma, [float(e) for e in (extent or [])],
+        model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed))
     return ForwardProblem(core, model, shape)

@@ -47,15 +47,19 @@ fk::Tensor owned_f64(const nb::object& r, const std::string& who) {
   return out;
 }
 
+// "TypeError: message" of a Python exception (the GIL held).
+std::string python_error_text(nb::python_error& e) {
+  return nb::cast<std::string>(e.type().attr("__name__")) + ": " +
+         nb::cast<std::string>(nb::str(e.value()));
+}
+
 template <typename F>
 fk::Tensor call_python(const std::string& who, F&& f) {
   nb::gil_scoped_acquire gil;
   try {
     return owned_f64(f(), who);
   } catch (nb::python_error& e) {
-    const std::string type = nb::cast<std::string>(e.type().attr("__name__"));
-    const std::string msg = nb::cast<std::string>(nb::str(e.value()));
-    throw fk::Error(who, "a call that returns", type + ": " + msg);
+    throw fk::Error(who, "a call that returns", python_error_text(e));
   }
 }
 
@@ -63,14 +67,30 @@ struct ForwardProblem {
   nefi::AutoProblem ap;
 };
 
+// The fields as the Python list the model's wrapper takes (numpy f64 copies).
+nb::list numpy_list(const std::vector<fk::Tensor>& xs) {
+  nb::list l;
+  for (const fk::Tensor& x : xs) l.append(to_numpy(x));
+  return l;
+}
+
 nefi::ForwardModel python_model(Callable forward, Callable vjp, const std::string& name) {
   nefi::ForwardModel m;
-  m.forward = [forward, name](const fk::Tensor& x) {
-    return call_python("forward model '" + name + "'", [&] { return (*forward)(to_numpy(x)); });
+  m.forward = [forward, name](const std::vector<fk::Tensor>& xs) {
+    return call_python("forward model '" + name + "'", [&] { return (*forward)(numpy_list(xs)); });
   };
-  m.vjp = [vjp, name](const fk::Tensor& x, const fk::Tensor& g) {
-    return call_python("vjp of forward model '" + name + "'",
-                       [&] { return (*vjp)(to_numpy(x), to_numpy(g)); });
+  m.vjp = [vjp, name](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    const std::string who = "vjp of forward model '" + name + "'";
+    nb::gil_scoped_acquire gil;
+    nb::object r;
+    try {
+      r = (*vjp)(numpy_list(xs), to_numpy(g));
+    } catch (nb::python_error& e) {
+      throw fk::Error(who, "a call that returns", python_error_text(e));
+    }
+    std::vector<fk::Tensor> out;
+    for (nb::handle h : r) out.push_back(owned_f64(nb::borrow(h), who));
+    return out;
   };
   return m;
 }
@@ -97,8 +117,13 @@ void bind_nefi_byop(nb::module_& m) {
                    })
       .def_prop_ro("noise_std", [](const ForwardProblem& p) { return p.ap.noise_std; })
       .def_prop_ro("noise_estimated", [](const ForwardProblem& p) { return p.ap.noise_estimated; })
-      .def_prop_ro("constant_fit", [](const ForwardProblem& p) { return p.ap.constant_fit; })
-      .def_prop_ro("prior", [](const ForwardProblem& p) { return p.ap.prior.str(); })
+      .def_prop_ro("constant_fits", [](const ForwardProblem& p) { return p.ap.constant_fits; })
+      .def_prop_ro("priors",
+                   [](const ForwardProblem& p) {
+                     std::vector<std::string> out;
+                     for (const auto& pr : p.ap.priors) out.push_back(pr.str());
+                     return out;
+                   })
       .def_prop_ro("steps", [](const ForwardProblem& p) { return p.ap.curriculum.total_steps(); })
       .def(
           "solve",
@@ -124,7 +149,7 @@ void bind_nefi_byop(nb::module_& m) {
               report = nefi::quick_report(ap, r, truth);
             }
             nb::dict d = solve_dict(r);
-            d["reconstruction"] = numpy_or_none(r.fields.at("x").to(fk::DType::F64));
+            d["reconstruction"] = numpy_or_none(r.fields.at(ap.fields.front()).to(fk::DType::F64));
             d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
             d["data_fit"] = data_fit_dict(ap.problem.measurement, r.prediction);
             d["report"] = report;
@@ -137,7 +162,8 @@ void bind_nefi_byop(nb::module_& m) {
       "auto_problem",
       [](nb::object forward, nb::object vjp, const std::vector<int64_t>& shape,
          nb::ndarray<nb::ro> data, std::optional<nb::ndarray<nb::ro>> mask,
-         std::optional<double> homogeneity, const std::string& name, const std::string& prior,
+         std::optional<double> homogeneity, const std::string& name,
+         const std::vector<std::string>& names, const std::vector<std::string>& priors,
          std::optional<double> noise_std, const std::vector<double>& extent,
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
@@ -146,10 +172,19 @@ void bind_nefi_byop(nb::module_& m) {
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
         if (mask) meas.mask = from_dlpack(*mask).to(fk::DType::F64).contiguous().clone();
         const fk::Dims in = dims(shape);
+        FK_CHECK(!names.empty() && names.size() == priors.size(), "from_forward fields",
+                 "one prior per field name",
+                 std::to_string(names.size()) + " names and " + std::to_string(priors.size()) +
+                     " priors");
         auto op = std::make_shared<nefi::FunctionOperator>(
-            in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity, name);
+            in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity, name,
+            names);
         nefi::AutoOptions o;
-        o.prior = prior;
+        if (names.size() == 1 && names[0] == "x")
+          o.prior = priors[0];
+        else
+          for (size_t i = 0; i < names.size(); ++i)
+            o.field_priors.emplace_back(names[i], priors[i]);
         o.extent = extent;
         o.representation = representation;
         o.noise_std = noise_std;
@@ -167,10 +202,10 @@ void bind_nefi_byop(nb::module_& m) {
         return p;
       },
       nb::arg("forward"), nb::arg("vjp"), nb::arg("shape"), nb::arg("data"), nb::arg("mask"),
-      nb::arg("homogeneity"), nb::arg("name"), nb::arg("prior"), nb::arg("noise_std"),
-      nb::arg("extent"), nb::arg("representation"), nb::arg("budget"), nb::arg("lr"),
-      nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"), nb::arg("discrepancy"),
-      nb::arg("discrepancy_tau"), nb::arg("seed"));
+      nb::arg("homogeneity"), nb::arg("name"), nb::arg("names"), nb::arg("priors"),
+      nb::arg("noise_std"), nb::arg("extent"), nb::arg("representation"), nb::arg("budget"),
+      nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
+      nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"));
 }
 
 }  // namespace fkpy

@@ -46,55 +46,102 @@ struct Weighted {
   }
 };
 
-// The model on the constant field c (host values, finite or an error).
-std::vector<double> on_constant(const Operator& op, const fk::Dims& shape, double c) {
+// The model on constant fields (one value per field name; host values,
+// finite or an error).
+std::vector<double> on_constants(const Operator& op, const fk::Dims& shape,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<double>& c) {
   fk::autograd::NoGradGuard ng;
-  const fk::Tensor y = op.apply(fk::full(shape, c, {fk::DType::F64}));
-  std::vector<double> v = y.to(fk::DType::F64).to_vector<double>();
+  FieldMap fields;
+  std::string at;
+  for (size_t i = 0; i < names.size(); ++i) {
+    fields[names[i]] = fk::full(shape, c[i], {fk::DType::F64});
+    at += (at.empty() ? "" : ", ") + names[i] + " = " + num(c[i]);
+  }
+  std::vector<double> v = op.forward(fields).to(fk::DType::F64).to_vector<double>();
   for (double e : v)
     FK_CHECK(std::isfinite(e), "forward model " + op.kind(), "finite outputs",
-             "a non-finite value on the constant field " + num(c));
+             "a non-finite value on the constant fields " + at);
   return v;
 }
 
+std::vector<double> on_constant(const Operator& op, const fk::Dims& shape, const std::string& name,
+                                double c) {
+  return on_constants(op, shape, {name}, {c});
+}
+
 struct ConstantFit {
-  double c = 0, misfit = 0;
+  std::vector<double> c;  // one per field
+  double misfit = 0;
   std::string how;
 };
 
-// The constant field that best explains the data under the head's range.
-ConstantFit fit_constant(const Operator& op, const fk::Dims& shape, const Weighted& d,
-                         const PriorSpec& prior) {
-  const double lo = prior.head == "bounded" ? prior.lo + 0.05 * (prior.hi - prior.lo) : -INFINITY;
-  const double hi = prior.head == "bounded" ? prior.hi - 0.05 * (prior.hi - prior.lo) : INFINITY;
+// The constants a prior's head may start at: a grid over its range.
+std::vector<double> constant_grid(const PriorSpec& prior) {
+  const double lo = prior.lo + 0.05 * (prior.hi - prior.lo);
+  const double hi = prior.hi - 0.05 * (prior.hi - prior.lo);
   const bool positive = prior.head == "nonnegative" || prior.head == "positive";
-  if (const auto p = op.homogeneity(); p && *p != 0) {
-    const std::vector<double> y1 = on_constant(op, shape, 1.0);
+  std::vector<double> grid;
+  if (prior.head == "bounded") {
+    for (int j = 0; j < 16; ++j) grid.push_back(lo + (hi - lo) * j / 15.0);
+    return grid;
+  }
+  for (int k = -8; k <= 8; ++k) {
+    grid.push_back(std::pow(10.0, k / 2.0));
+    if (!positive) grid.push_back(-std::pow(10.0, k / 2.0));
+  }
+  if (!positive) grid.push_back(0.0);
+  return grid;
+}
+
+// Where a head starts before any fit: 0, 1 (positive heads) or the middle
+// of the bounds.
+double neutral_constant(const PriorSpec& prior) {
+  if (prior.head == "bounded") return 0.5 * (prior.lo + prior.hi);
+  return prior.head == "unconstrained" ? 0.0 : 1.0;
+}
+
+// The constant fields that best explain the data under the heads' ranges:
+// for one field of known homogeneity in closed form, else a search over
+// each field's grid in turn, the others held (one sweep from the neutral
+// starts).
+ConstantFit fit_constants(const Operator& op, const fk::Dims& shape, const Weighted& d,
+                          const std::vector<std::string>& names,
+                          const std::vector<PriorSpec>& priors) {
+  const PriorSpec& p0 = priors.front();
+  if (const auto p = op.homogeneity(); names.size() == 1 && p && *p != 0) {
+    const bool positive = p0.head == "nonnegative" || p0.head == "positive";
+    const std::vector<double> y1 = on_constant(op, shape, names[0], 1.0);
     const double den = d.dot(y1, y1), ratio = den > 0 ? d.dot(y1, d.y) / den : 0;
     if (den > 0 && (ratio > 0 || *p == 1)) {
       double c = *p == 1 ? ratio : std::pow(ratio, 1.0 / *p);
       if ((!positive || c > 0) && std::isfinite(c)) {
-        c = std::clamp(c, lo, hi);
-        return {c, d.misfit(on_constant(op, shape, c)),
+        if (p0.head == "bounded")
+          c = std::clamp(c, p0.lo + 0.05 * (p0.hi - p0.lo), p0.hi - 0.05 * (p0.hi - p0.lo));
+        return {{c},
+                d.misfit(on_constant(op, shape, names[0], c)),
                 "closed form (homogeneity " + num(*p) + ")"};
       }
     }
   }
-  std::vector<double> grid;
-  if (prior.head == "bounded") {
-    for (int j = 0; j < 16; ++j) grid.push_back(lo + (hi - lo) * j / 15.0);
-  } else {
-    for (int k = -8; k <= 8; ++k) {
-      grid.push_back(std::pow(10.0, k / 2.0));
-      if (!positive) grid.push_back(-std::pow(10.0, k / 2.0));
+  ConstantFit fit;
+  for (const PriorSpec& pr : priors) fit.c.push_back(neutral_constant(pr));
+  fit.misfit = d.misfit(on_constants(op, shape, names, fit.c));
+  size_t tried = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (double c : constant_grid(priors[i])) {
+      std::vector<double> trial = fit.c;
+      trial[i] = c;
+      ++tried;
+      if (const double m = d.misfit(on_constants(op, shape, names, trial)); m < fit.misfit) {
+        fit.c = trial;
+        fit.misfit = m;
+      }
     }
-    if (!positive) grid.push_back(0.0);
   }
-  ConstantFit best{0, std::numeric_limits<double>::infinity(), ""};
-  for (double c : grid)
-    if (const double m = d.misfit(on_constant(op, shape, c)); m < best.misfit) best = {c, m, ""};
-  best.how = "search over " + std::to_string(grid.size()) + " constants";
-  return best;
+  fit.how = "search over " + std::to_string(tried) + " constants" +
+            (names.size() > 1 ? " (one field at a time)" : "");
+  return fit;
 }
 
 struct Network {
@@ -121,18 +168,21 @@ int steps_for(const std::string& budget, int64_t cells) {
   return static_cast<int>(n);
 }
 
-HeadPtr head_for(const PriorSpec& prior, double c, double scale) {
-  if (prior.head == "nonnegative") return affine_head(softplus_head("x", 1.0), c, 0.0);
-  if (prior.head == "positive") return affine_head(exp_head("x", 1.0), c, 0.0);
-  if (prior.head == "bounded") return bounded_head("x", prior.lo, prior.hi, c);
-  if (prior.zero_mean) return zero_mean_head(affine_head(identity_head("x", 0.0), scale, 0.0));
-  return affine_head(identity_head("x", 0.0), scale, c);
+// The head of field `name`: it starts at c, and its O(1) raw output spans
+// O(|c|) (O(1) when c = 0).
+HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c) {
+  const double scale = std::abs(c) > 0 ? std::abs(c) : 1.0;
+  if (prior.head == "nonnegative") return affine_head(softplus_head(name, 1.0), c, 0.0);
+  if (prior.head == "positive") return affine_head(exp_head(name, 1.0), c, 0.0);
+  if (prior.head == "bounded") return bounded_head(name, prior.lo, prior.hi, c);
+  if (prior.zero_mean) return zero_mean_head(affine_head(identity_head(name, 0.0), scale, 0.0));
+  return affine_head(identity_head(name, 0.0), scale, c);
 }
 
-LossPtr penalty_loss(const std::string& kind) {
-  if (kind == "tv") return tv_loss("x", TVOptions{}, "tv");
-  if (kind == "smooth") return laplacian_loss("x", true, "smooth");
-  return l1_loss("x", "sparse");
+LossPtr penalty_loss(const std::string& kind, const std::string& field, const std::string& name) {
+  if (kind == "tv") return tv_loss(field, TVOptions{}, name);
+  if (kind == "smooth") return laplacian_loss(field, true, name);
+  return l1_loss(field, name);
 }
 
 }  // namespace
@@ -171,7 +221,21 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   AutoProblem ap;
   ap.seed = o.seed;
-  ap.prior = parse_prior(o.prior);
+  if (o.field_priors.empty()) {
+    ap.fields = {"x"};
+    ap.priors = {parse_prior(o.prior)};
+  }
+  for (const auto& [name, text] : o.field_priors) {
+    FK_CHECK(
+        !name.empty() && std::find(ap.fields.begin(), ap.fields.end(), name) == ap.fields.end(),
+        "field_priors", "distinct non-empty field names", "'" + name + "'");
+    ap.fields.push_back(name);
+    try {
+      ap.priors.push_back(parse_prior(text));
+    } catch (const fk::Error& e) {
+      throw fk::Error("prior of field '" + name + "'", e.expected(), e.given());
+    }
+  }
   auto decide = [&](std::string key, std::string value, std::string why) {
     ap.decisions.push_back({std::move(key), std::move(value), std::move(why)});
   };
@@ -204,13 +268,15 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   }
   m.noise_std = ap.noise_std;
 
-  // Head scale: the best constant field.
-  const ConstantFit fit = fit_constant(*op, shape, d, ap.prior);
-  ap.constant_fit = fit.c;
-  const double scale = std::abs(fit.c) > 0 ? std::abs(fit.c) : 1.0;
-  decide("head", ap.prior.str(), "from the prior");
-  decide("constant_fit", num(fit.c), fit.how + "; the field starts there");
-  if (ap.prior.head == "unconstrained") decide("head_scale", num(scale), "|c| (1 when c = 0)");
+  // Head scale: the best constant fields.
+  const ConstantFit fit = fit_constants(*op, shape, d, ap.fields, ap.priors);
+  ap.constant_fits = fit.c;
+  const bool several = ap.fields.size() > 1;
+  for (size_t i = 0; i < ap.fields.size(); ++i) {
+    const std::string sfx = several ? ":" + ap.fields[i] : "";
+    decide("head" + sfx, ap.priors[i].str(), "from the prior");
+    decide("constant_fit" + sfx, num(fit.c[i]), fit.how + "; the field starts there");
+  }
 
   // Field.
   const int64_t cells = shape.numel();
@@ -225,7 +291,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "hidden, depth >= 1 and n_octaves >= 0",
            std::to_string(fc.hidden) + ", " + std::to_string(fc.depth) + ", " +
                std::to_string(fc.n_octaves));
-  const std::vector<HeadPtr> heads{head_for(ap.prior, fit.c, scale)};
+  std::vector<HeadPtr> heads;
+  for (size_t i = 0; i < ap.fields.size(); ++i)
+    heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i]));
   InverseProblem& prob = ap.problem;
   prob.name = "from_forward";
   prob.domain = domain;
@@ -255,7 +323,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   }
 
   // Losses: the data term starts at 1.
-  const double l0 = d.misfit(on_constant(*op, shape, fit.c));
+  const double l0 = fit.misfit;
   const double data_weight = l0 > 0 ? 1.0 / l0 : 1.0;
   prob.losses.add(mse_loss(), data_weight);
   decide("data_weight", num(data_weight), "1 / misfit of the constant field: the loss starts at 1");
@@ -289,7 +357,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Penalties: weighed against the data term at the noise floor, on the
   // field a short data-only probe reaches.
-  if (!ap.prior.penalties.empty()) {
+  bool any_penalty = false;
+  for (const PriorSpec& pr : ap.priors) any_penalty = any_penalty || !pr.penalties.empty();
+  if (any_penalty) {
     InverseProblem probe = prob;
     Curriculum pc = Curriculum::single(shape, kProbeSteps, lr);
     pc.stages[0].anneal_fraction = 0.5;
@@ -298,25 +368,27 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     so.stopping_rules = false;
     const Result r = Solver(probe, pc, so).run();
     const double floor = std::max(ap.noise_std * ap.noise_std, 1e-6 * l0) * data_weight;
-    for (const PriorPenalty& pen : ap.prior.penalties) {
-      const LossPtr loss = penalty_loss(pen.kind);
-      LossContext ctx;
-      ctx.fields = &r.fields;
-      ctx.domain = &domain;
-      ctx.op = op.get();
-      ctx.obs = &m;
-      double value = 0;
-      {
-        fk::autograd::NoGradGuard ng;
-        value = loss->forward(ctx).item();
+    for (size_t i = 0; i < ap.fields.size(); ++i)
+      for (const PriorPenalty& pen : ap.priors[i].penalties) {
+        const std::string name = several ? pen.kind + ":" + ap.fields[i] : pen.kind;
+        const LossPtr loss = penalty_loss(pen.kind, ap.fields[i], name);
+        LossContext ctx;
+        ctx.fields = &r.fields;
+        ctx.domain = &domain;
+        ctx.op = op.get();
+        ctx.obs = &m;
+        double value = 0;
+        {
+          fk::autograd::NoGradGuard ng;
+          value = loss->forward(ctx).item();
+        }
+        const double w = pen.strength * floor / std::max(value, 1e-30);
+        prob.losses.add(loss, w);
+        decide(name + "_weight", num(w),
+               "strength " + num(pen.strength) + " x data term at the noise floor (" + num(floor) +
+                   ") / " + pen.kind + " of a " + std::to_string(kProbeSteps) + "-step probe (" +
+                   num(value) + ")");
       }
-      const double w = pen.strength * floor / std::max(value, 1e-30);
-      prob.losses.add(loss, w);
-      decide(pen.kind + "_weight", num(w),
-             "strength " + num(pen.strength) + " x data term at the noise floor (" + num(floor) +
-                 ") / " + pen.kind + " of a " + std::to_string(kProbeSteps) + "-step probe (" +
-                 num(value) + ")");
-    }
   }
   return ap;
 }

@@ -8,10 +8,11 @@
 //   network     by cells: <= 1k 64 x 3, <= 16k 128 x 4, <= 262k 256 x 5,
 //               else 256 x 6; octaves clamp(ceil(log2 max n), 4, 12)
 //   head        from the prior (prior.h), scaled to the data: the constant
-//               field c that best explains the data (closed form for a
-//               known homogeneity p, c^p = <F(1), y> / <F(1), F(1)>, else a
-//               search over a log grid), so the network starts at c and
-//               its O(1) output spans O(c)
+//               field c that best explains the data (closed form for one
+//               field of known homogeneity p, c^p = <F(1), y> / <F(1), F(1)>,
+//               else a search over a log grid, one field at a time for
+//               several), so the network starts at c and its O(1) output
+//               spans O(c)
 //   noise       given, else estimated from the data (noise_estimate.h)
 //   weights     data: 1 / (misfit of c), so the loss starts at 1; each
 //               penalty: strength x (the data term at the noise floor) /
@@ -37,7 +38,10 @@
 namespace nefi {
 
 struct AutoOptions {
-  std::string prior = "unconstrained";    // prior.h
+  std::string prior = "unconstrained";  // prior.h; the field is named "x"
+  // Several fields instead: (name, prior) in the model's input order; each
+  // gets its own head, constant fit and penalties (named "<kind>:<field>").
+  std::vector<std::pair<std::string, std::string>> field_priors;
   std::vector<double> extent;             // empty: isotropic, longest axis 1
   std::string representation = "neural";  // neural | grid | hash (hash_grid_field.h)
   std::optional<double> noise_std;        // unset: estimated; 0: noise-free data
@@ -56,8 +60,9 @@ struct AutoDecision {
 struct AutoProblem {
   InverseProblem problem;
   Curriculum curriculum;
-  PriorSpec prior;
-  double constant_fit = 0;  // c
+  std::vector<std::string> fields;    // the field names ("x" for one)
+  std::vector<PriorSpec> priors;      // one per field
+  std::vector<double> constant_fits;  // where each field starts
   double noise_std = 0;
   bool noise_estimated = false;
   uint64_t seed = 0;

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "fk/error.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/solve/metrics.h"
 
@@ -20,7 +21,11 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const fk::Tenso
   o.precision(4);
   o << "# from_forward solve\n\n";
   o << "- field: " << ap.problem.field->kind() << ", " << r.n_parameters << " parameters, shape "
-    << ap.problem.domain.shape().str() << ", prior " << ap.prior.str() << "\n";
+    << ap.problem.domain.shape().str() << ", prior";
+  for (size_t i = 0; i < ap.fields.size(); ++i)
+    o << (i ? "; " : " ") << (ap.fields.size() > 1 ? ap.fields[i] + ": " : "")
+      << ap.priors[i].str();
+  o << "\n";
   if (const auto fit = diagnostics::data_fit(ap.problem.measurement, r.prediction)) {
     o << "- data: RMSE " << fit->rmse << ", data PSNR " << fit->psnr_db << " dB\n";
     if (fit->rmse_over_sigma)
@@ -35,8 +40,10 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const fk::Tenso
       << " s\n";
   o << "- total: " << r.total_s << " s, " << (r.total_steps() > 0 ? r.ms_per_step() : 0.0)
     << " ms/step\n";
-  if (gt.defined()) {
-    const fk::Tensor x = r.fields.at("x").to(fk::DType::F64);
+  if (gt.defined()) {  // of the first field
+    const fk::Tensor x = r.fields.at(ap.fields.front()).to(fk::DType::F64);
+    FK_CHECK(gt.numel() == x.numel(), "quick_report ground truth",
+             "the shape of field '" + ap.fields.front() + "' " + x.shape().str(), gt.shape().str());
     const fk::Tensor g = gt.to(fk::DType::F64).reshape(x.shape());
     o << "- ground truth: PSNR " << psnr(x, g) << " dB, relative error " << relative_error(x, g)
       << "\n";

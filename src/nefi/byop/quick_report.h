@@ -2,7 +2,8 @@
 // A markdown summary of a bring-your-own solve (the reference's
 // quick_report): the field's size, how well the prediction explains the
 // data as chi = RMSE / sigma with a verdict, how each stage stopped, the
-// timings, the ground-truth metrics when a truth is given, and every
+// timings, the ground-truth metrics when a truth is given (of the first
+// field), and every
 // automatic decision with its reason.
 //   chi < 0.9           below the noise: fitting the noise (or sigma too big)
 //   0.9 <= chi <= 1.2   at the noise floor (the band holds an estimated

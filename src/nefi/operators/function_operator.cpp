@@ -27,68 +27,107 @@ fk::Tensor checked(const fk::Tensor& out, const fk::Dims& shape, const std::stri
 
 struct FunctionBackward : fk::autograd::Node {
   std::shared_ptr<const FunctionOperator> op;
-  fk::Tensor x64;  // the forward's input (host f64)
-  fk::DType dtype = fk::DType::F32;
+  std::vector<fk::Tensor> xs64;  // the forward's inputs (host f64)
+  std::vector<fk::DType> dtypes;
   const char* name() const override { return "FunctionOperatorBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
-    return {op->call_vjp(x64, host_f64(grads[0])).to(dtype)};
+    std::vector<fk::Tensor> out = op->call_vjp(xs64, host_f64(grads[0]));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = out[i].to(dtypes[i]);
+    return out;
   }
 };
 
 }  // namespace
 
 FunctionOperator::FunctionOperator(fk::Dims in_shape, fk::Dims out_shape, ForwardModel model,
-                                   std::optional<double> homogeneity, std::string name)
+                                   std::optional<double> homogeneity, std::string name,
+                                   std::vector<std::string> inputs)
     : in_shape_(std::move(in_shape)),
       out_shape_(std::move(out_shape)),
       model_(std::move(model)),
       homogeneity_(homogeneity),
-      name_(std::move(name)) {
+      name_(std::move(name)),
+      inputs_(std::move(inputs)) {
   FK_CHECK(in_shape_.numel() > 0 && out_shape_.numel() > 0, "nefi::FunctionOperator",
            "non-empty field and output shapes", in_shape_.str() + " -> " + out_shape_.str());
   FK_CHECK(model_.forward && model_.vjp, "nefi::FunctionOperator",
            "a forward function and its vector-Jacobian product",
            model_.forward ? "no vjp" : "no forward");
+  FK_CHECK(!inputs_.empty(), "nefi::FunctionOperator", "at least one input field", "none");
+  primary = inputs_.front();
 }
 
-fk::Tensor FunctionOperator::call_forward(const fk::Tensor& x64) const {
-  return checked(model_.forward(x64), out_shape_, "forward model '" + name_ + "'", "an output");
+fk::Tensor FunctionOperator::call_forward(const std::vector<fk::Tensor>& xs64) const {
+  return checked(model_.forward(xs64), out_shape_, "forward model '" + name_ + "'", "an output");
 }
 
-fk::Tensor FunctionOperator::call_vjp(const fk::Tensor& x64, const fk::Tensor& g64) const {
-  return checked(model_.vjp(x64, g64), in_shape_, "vjp of forward model '" + name_ + "'",
-                 "a field gradient");
+std::vector<fk::Tensor> FunctionOperator::call_vjp(const std::vector<fk::Tensor>& xs64,
+                                                   const fk::Tensor& g64) const {
+  const std::string where = "vjp of forward model '" + name_ + "'";
+  std::vector<fk::Tensor> out = model_.vjp(xs64, g64);
+  FK_CHECK(out.size() == inputs_.size(), where,
+           std::to_string(inputs_.size()) + " gradients (one per field)",
+           std::to_string(out.size()));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = checked(out[i], in_shape_, where, "a gradient of field '" + inputs_[i] + "'");
+  return out;
 }
 
-fk::Tensor FunctionOperator::apply(const fk::Tensor& x) const {
-  FK_CHECK(x.shape() == in_shape_, "forward model '" + name_ + "'",
-           "a field of shape " + in_shape_.str(), x.shape().str());
-  FK_CHECK(x.device().is_cpu(), "forward model '" + name_ + "'", "a field on the cpu",
-           x.device().str());
-  fk::Tensor x64 = host_f64(x);
+fk::Tensor FunctionOperator::apply_fields(const std::vector<fk::Tensor>& xs) const {
+  const std::string where = "forward model '" + name_ + "'";
+  FK_CHECK(xs.size() == inputs_.size(), where, std::to_string(inputs_.size()) + " fields",
+           std::to_string(xs.size()));
+  std::vector<fk::Tensor> xs64;
+  std::vector<fk::DType> dtypes;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    FK_CHECK(xs[i].shape() == in_shape_, where,
+             "field '" + inputs_[i] + "' of shape " + in_shape_.str(), xs[i].shape().str());
+    FK_CHECK(xs[i].device().is_cpu(), where, "fields on the cpu", xs[i].device().str());
+    xs64.push_back(host_f64(xs[i]));
+    dtypes.push_back(xs[i].dtype());
+  }
   fk::Tensor y;
   {
     fk::autograd::NoGradGuard ng;
-    y = call_forward(x64).to(x.dtype());
+    y = call_forward(xs64).to(xs.front().dtype());
   }
-  if (fk::autograd::needs_grad(x)) {
+  if (fk::autograd::any_needs_grad(xs)) {
     auto node = std::make_shared<FunctionBackward>();
     node->op = shared_from_this();
-    node->x64 = x64;
-    node->dtype = x.dtype();
-    fk::autograd::record(node, {x}, y);
+    node->xs64 = std::move(xs64);
+    node->dtypes = std::move(dtypes);
+    fk::autograd::record(node, xs, y);
   }
   return y;
 }
 
+fk::Tensor FunctionOperator::forward(const FieldMap& fields) const {
+  std::vector<fk::Tensor> xs;
+  for (const std::string& n : inputs_) {
+    const auto it = fields.find(n);
+    FK_CHECK(
+        it != fields.end(), "forward model '" + name_ + "'", "a field named '" + n + "'",
+        fields.empty() ? std::string("no fields") : "fields " + fields.begin()->first + ", ...");
+    xs.push_back(it->second);
+  }
+  return apply_fields(xs);
+}
+
+fk::Tensor FunctionOperator::apply(const fk::Tensor& x) const {
+  FK_CHECK(inputs_.size() == 1, "forward model '" + name_ + "'",
+           "fields by name (it reads " + std::to_string(inputs_.size()) + ")", "one tensor");
+  return apply_fields({x});
+}
+
 fk::Tensor FunctionOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {
-  FK_CHECK(x.shape() == in_shape_, "vjp of forward model '" + name_ + "'",
-           "a field of shape " + in_shape_.str(), x.shape().str());
-  FK_CHECK(g.shape() == out_shape_, "vjp of forward model '" + name_ + "'",
-           "a cotangent of shape " + out_shape_.str(), g.shape().str());
+  const std::string where = "vjp of forward model '" + name_ + "'";
+  FK_CHECK(inputs_.size() == 1, where, "one field", std::to_string(inputs_.size()) + " fields");
+  FK_CHECK(x.shape() == in_shape_, where, "a field of shape " + in_shape_.str(), x.shape().str());
+  FK_CHECK(g.shape() == out_shape_, where, "a cotangent of shape " + out_shape_.str(),
+           g.shape().str());
   fk::autograd::NoGradGuard ng;
-  return call_vjp(host_f64(x), host_f64(g)).to(x.dtype());
+  return call_vjp({host_f64(x)}, host_f64(g)).front().to(x.dtype());
 }
 
 std::shared_ptr<Operator> FunctionOperator::at_resolution(const fk::Dims& shape) const {

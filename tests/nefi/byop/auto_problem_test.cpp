@@ -76,7 +76,7 @@ TEST(NefiAutoProblem, DecisionsFollowTheSizeAndData) {
   // carry (a row-normalised blur maps a constant to itself).
   double mean = 0;
   for (double v : b.y) mean += v / 256;
-  EXPECT_NEAR(ap.constant_fit, mean, 1e-6);
+  EXPECT_NEAR(ap.constant_fits[0], mean, 1e-6);
   // The estimated noise is the drawn one within 10 % (252 stencils).
   EXPECT_TRUE(ap.noise_estimated);
   EXPECT_NEAR(ap.noise_std, b.sigma, 0.1 * b.sigma);
@@ -85,8 +85,10 @@ TEST(NefiAutoProblem, DecisionsFollowTheSizeAndData) {
   const auto big = [&](fk::Dims shape) {
     auto op = std::make_shared<nefi::FunctionOperator>(
         shape, shape,
-        nefi::ForwardModel{[](const fk::Tensor& x) { return x; },
-                           [](const fk::Tensor&, const fk::Tensor& g) { return g; }},
+        nefi::ForwardModel{[](const std::vector<fk::Tensor>& xs) { return xs[0]; },
+                           [](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+                             return std::vector<fk::Tensor>{g};
+                           }},
         1.0);
     nefi::Measurement m;
     m.data = fk::full(shape, 2.0);
@@ -99,7 +101,7 @@ TEST(NefiAutoProblem, DecisionsFollowTheSizeAndData) {
   EXPECT_EQ(value_of(p2, "n_octaves"), "8");
   EXPECT_EQ(p2.curriculum.total_steps(), 3000);  // (65536 / 4096)^(1/4) = 2
   EXPECT_EQ(value_of(big({128, 128}), "network"), "128 x 4");
-  EXPECT_NEAR(p2.constant_fit, 2.0, 1e-9);
+  EXPECT_NEAR(p2.constant_fits[0], 2.0, 1e-9);
   EXPECT_FALSE(p2.curriculum.discrepancy_tau.has_value());  // sigma 0: no Morozov stop
   EXPECT_EQ(value_of(big({16, 8}), "network"), "64 x 3");
   EXPECT_EQ(value_of(big({16, 8}), "extent"), "[16, 8]");
@@ -176,8 +178,9 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
             std::string::npos);
   o = {};
   o.representation = "octree";
-  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid or hash"),
-            std::string::npos);
+  EXPECT_NE(
+      err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid or hash"),
+      std::string::npos);
   o = {};
   o.extent = {1, 2};
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("1 lengths"),
@@ -186,6 +189,54 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o.noise_std = -1;
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("sigma >= 0"),
             std::string::npos);
+}
+
+TEST(NefiAutoProblem, SeveralFieldsGetTheirOwnHeadsFitsAndPenalties) {
+  // Two fields on 128 cells: "a" (bumps, >= 0) through the blur, "b" (a
+  // signed ramp) seen directly; the output stacks both, (2, n).
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(128, 0.0);
+  const int64_t n = 128;
+  const auto blur = nefi::test::matrix_model(nefi::test::blur_matrix(n, 2.0), n, n);
+  nefi::ForwardModel f;
+  f.forward = [blur](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
+    const std::vector<double> r = xs[1].to_vector<double>();
+    y.insert(y.end(), r.begin(), r.end());
+    return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
+  };
+  f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
+                                   g.select(0, 1).contiguous()};
+  };
+  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{n}, fk::Dims{2, n}, f, std::nullopt,
+                                                     "two", std::vector<std::string>{"a", "b"});
+  std::vector<double> ramp(n), y = b.y;
+  for (int64_t i = 0; i < n; ++i) y.push_back(ramp[i] = -0.5 + static_cast<double>(i) / n);
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {2, n});
+  AutoOptions o;
+  o.field_priors = {{"a", "nonnegative + smooth"}, {"b", "unconstrained + smooth(0.1)"}};
+  o.noise_std = 0.005;
+  const auto ap = auto_problem(op, {n}, m, o);
+  EXPECT_EQ(ap.fields, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(value_of(ap, "head:a"), "nonnegative + smooth(1)");
+  EXPECT_NE(value_of(ap, "smooth:b_weight"), "");
+  EXPECT_GT(ap.constant_fits[0], 0.0);
+  EXPECT_LT(std::abs(ap.constant_fits[1]), 0.01);  // the ramp's mean, -1 / 256, on the grid
+  const nefi::Result r = ap.solve();
+  EXPECT_GT(nefi::psnr(r.fields.at("a").to(fk::DType::F64), fk::from_vector(b.gt, {n})), 25.0);
+  EXPECT_LT(fk::test::relative_l2(r.fields.at("b").to(fk::DType::F64).to_vector<double>(), ramp),
+            0.1);
+  EXPECT_NE(nefi::quick_report(ap, r).find("a: nonnegative"), std::string::npos);
+  AutoOptions bad = o;
+  bad.field_priors = {{"a", "nonnegative"}, {"a", "signed"}};
+  EXPECT_NE(fk::test::error_of([&] { (void)auto_problem(op, {n}, m, bad); }).find("distinct"),
+            std::string::npos);
+  bad.field_priors = {{"a", "nonnegative"}, {"b", "wiggly"}};
+  EXPECT_NE(
+      fk::test::error_of([&] { (void)auto_problem(op, {n}, m, bad); }).find("prior of field 'b'"),
+      std::string::npos);
 }
 
 TEST(NefiAutoProblem, ChiVerdictBands) {

@@ -14,19 +14,19 @@ namespace nefi::test {
 inline ForwardModel matrix_model(std::vector<double> a, int64_t m, int64_t n) {
   auto A = std::make_shared<std::vector<double>>(std::move(a));
   ForwardModel f;
-  f.forward = [A, m, n](const fk::Tensor& x) {
-    const std::vector<double> v = x.to_vector<double>();
+  f.forward = [A, m, n](const std::vector<fk::Tensor>& xs) {
+    const std::vector<double> v = xs[0].to_vector<double>();
     std::vector<double> y(m, 0.0);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) y[i] += (*A)[i * n + j] * v[j];
     return fk::from_vector(y, fk::Dims{m});
   };
-  f.vjp = [A, m, n](const fk::Tensor&, const fk::Tensor& g) {
+  f.vjp = [A, m, n](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
     const std::vector<double> gv = g.to_vector<double>();
     std::vector<double> r(n, 0.0);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) r[j] += (*A)[i * n + j] * gv[i];
-    return fk::from_vector(r, fk::Dims{n});
+    return std::vector<fk::Tensor>{fk::from_vector(r, fk::Dims{n})};
   };
   return f;
 }

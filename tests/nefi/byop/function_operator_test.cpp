@@ -56,15 +56,15 @@ TEST(NefiFunctionOperator, GradcheckThroughANonlinearModel) {
   const auto a = random_matrix(m, n);
   const ForwardModel lin = nefi::test::matrix_model(a, m, n);
   ForwardModel f;
-  f.forward = [lin](const fk::Tensor& x) {
-    std::vector<double> v = lin.forward(x).to_vector<double>();
+  f.forward = [lin](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> v = lin.forward(xs).to_vector<double>();
     for (double& e : v) e = std::sin(e);
     return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
   };
-  f.vjp = [lin](const fk::Tensor& x, const fk::Tensor& g) {
-    std::vector<double> ax = lin.forward(x).to_vector<double>(), gv = g.to_vector<double>();
+  f.vjp = [lin](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    std::vector<double> ax = lin.forward(xs).to_vector<double>(), gv = g.to_vector<double>();
     for (size_t i = 0; i < ax.size(); ++i) gv[i] *= std::cos(ax[i]);
-    return lin.vjp(x, fk::from_vector(gv, g.shape()));
+    return lin.vjp(xs, fk::from_vector(gv, g.shape()));
   };
   auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{m}, f);
   EXPECT_FALSE(op->homogeneity().has_value());
@@ -83,7 +83,7 @@ TEST(NefiFunctionOperator, RefusesWhatItCannotDo) {
   EXPECT_NE(e.find("[5]"), std::string::npos) << e;
   EXPECT_NE(e.find("[3]"), std::string::npos) << e;
   e = fk::test::error_of([&] { (void)op->apply(fk::zeros({n + 1})); });
-  EXPECT_NE(e.find("a field of shape [4]"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'x' of shape [4]"), std::string::npos) << e;
   e = fk::test::error_of([&] { (void)op->at_resolution({2}); });
   EXPECT_NE(e.find("its own grid [4]"), std::string::npos) << e;
   EXPECT_EQ(op->at_resolution({n}).get(), op.get());
@@ -93,10 +93,57 @@ TEST(NefiFunctionOperator, RefusesWhatItCannotDo) {
   e = fk::test::error_of([&] { FunctionOperator({n}, {n}, none); });
   EXPECT_NE(e.find("no forward"), std::string::npos) << e;
   ForwardModel ints = wrong;
-  ints.forward = [](const fk::Tensor&) { return fk::zeros({3}, {fk::DType::I64}); };
+  ints.forward = [](const std::vector<fk::Tensor>&) { return fk::zeros({3}, {fk::DType::I64}); };
   auto op2 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{3}, ints);
   e = fk::test::error_of([&] { (void)op2->apply(x); });
   EXPECT_NE(e.find("an output of real floating-point values"), std::string::npos) << e;
+}
+
+TEST(NefiFunctionOperator, SeveralNamedFields) {
+  // y = a * sin(b) elementwise: gradients (sin b g, a cos b g), by gradcheck.
+  const int64_t n = 5;
+  ForwardModel f;
+  f.forward = [](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> a = xs[0].to_vector<double>(), b = xs[1].to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) a[i] *= std::sin(b[i]);
+    return fk::from_vector(a, xs[0].shape());
+  };
+  f.vjp = [](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    std::vector<double> a = xs[0].to_vector<double>(), b = xs[1].to_vector<double>();
+    std::vector<double> gv = g.to_vector<double>(), ga(a.size()), gb(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ga[i] = std::sin(b[i]) * gv[i];
+      gb[i] = a[i] * std::cos(b[i]) * gv[i];
+    }
+    return std::vector<fk::Tensor>{fk::from_vector(ga, g.shape()), fk::from_vector(gb, g.shape())};
+  };
+  auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{n}, f, std::nullopt, "amp",
+                                               std::vector<std::string>{"amplitude", "phase"});
+  EXPECT_EQ(op->primary, "amplitude");
+  const fk::Tensor a = fk::test::random_tensor({n}, fk::DType::F64, 0.5, 1, 1);
+  const fk::Tensor b = fk::test::random_tensor({n}, fk::DType::F64, -1, 1, 2);
+  EXPECT_GRADCHECK(
+      [&](const std::vector<fk::Tensor>& in) {
+        return op->forward({{"amplitude", in[0]}, {"phase", in[1]}});
+      },
+      (std::vector<fk::Tensor>{a.detach().set_requires_grad(true),
+                               b.detach().set_requires_grad(true)}));
+  std::string e = fk::test::error_of([&] { (void)op->forward({{"amplitude", a}}); });
+  EXPECT_NE(e.find("a field named 'phase'"), std::string::npos) << e;
+  e = fk::test::error_of([&] { (void)op->apply(a); });
+  EXPECT_NE(e.find("fields by name"), std::string::npos) << e;
+  ForwardModel one = f;
+  one.vjp = [](const std::vector<fk::Tensor>& xs, const fk::Tensor&) {
+    return std::vector<fk::Tensor>{xs[0]};
+  };
+  auto op1 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{n}, one, std::nullopt, "amp",
+                                                std::vector<std::string>{"amplitude", "phase"});
+  fk::Tensor ar = a.detach().set_requires_grad(true);
+  e = fk::test::error_of([&] {
+    fk::Tensor y = op1->forward({{"amplitude", ar}, {"phase", b}});
+    y.backward(fk::ones_like(y));
+  });
+  EXPECT_NE(e.find("2 gradients (one per field)"), std::string::npos) << e;
 }
 
 }  // namespace
