@@ -27,6 +27,7 @@ Command add_sweep(CLI::App& app, const Context& ctx);
 Command add_diagnose(CLI::App& app, const Context& ctx);
 Command add_autotune(CLI::App& app, const Context& ctx);
 Command add_gallery(CLI::App& app, const Context& ctx);
+Command add_fit(CLI::App& app, const Context& ctx);
 
 std::vector<std::filesystem::path> config_dirs(const char* argv0);
 std::filesystem::path find_config(const std::vector<std::filesystem::path>& dirs,

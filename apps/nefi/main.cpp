@@ -17,6 +17,8 @@
 //            [--smoke] [--no-plot]
 //   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
 //   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
+//   nefi fit --matrix A.npy --data y.npy [--shape n,m] [--prior P] [--noise auto|sigma]
+//            [--mask M.npy] [--representation neural|hash|grid] [--budget B] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>
 #include <string>
@@ -33,7 +35,8 @@ int main(int argc, char** argv) {
       nefi::cli::add_profile(app, ctx),     nefi::cli::add_bench(app, ctx),
       nefi::cli::add_bench_merge(app, ctx), nefi::cli::add_ablate(app, ctx),
       nefi::cli::add_sweep(app, ctx),       nefi::cli::add_diagnose(app, ctx),
-      nefi::cli::add_autotune(app, ctx),    nefi::cli::add_gallery(app, ctx)};
+      nefi::cli::add_autotune(app, ctx),    nefi::cli::add_gallery(app, ctx),
+      nefi::cli::add_fit(app, ctx)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,36 @@
+#include "nefi/byop/matrix_model.h"
+
+#include <string>
+
+#include "fk/error.h"
+#include "fk/ops/linalg.h"
+
+namespace nefi {
+
+std::shared_ptr<FunctionOperator> matrix_operator(const fk::Tensor& a, const fk::Dims& shape,
+                                                  const fk::Dims& out_shape,
+                                                  const std::string& name) {
+  const std::string where = "forward matrix '" + name + "'";
+  FK_CHECK(a.defined() && a.dim() == 2 && fk::is_floating(a.dtype()), where,
+           "a real 2-D matrix (measurements, cells)",
+           a.defined() ? std::string(fk::name(a.dtype())) + " " + a.shape().str() : "none");
+  FK_CHECK(a.size(1) == shape.numel(), where,
+           std::to_string(a.size(1)) + " cells (its columns) in the field shape",
+           shape.str() + " (" + std::to_string(shape.numel()) + " cells)");
+  FK_CHECK(a.size(0) == out_shape.numel(), where,
+           std::to_string(a.size(0)) + " measurements (its rows) in the data",
+           out_shape.str() + " (" + std::to_string(out_shape.numel()) + " values)");
+  const fk::Tensor A = a.to(fk::kCPU).to(fk::DType::F64).contiguous();
+  const fk::Tensor At = A.t().contiguous();
+  const int64_t m = A.size(0), n = A.size(1);
+  ForwardModel f;
+  f.forward = [A, n](const std::vector<fk::Tensor>& xs) {
+    return fk::matmul(A, xs[0].reshape({n, 1}));
+  };
+  f.vjp = [At, m](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{fk::matmul(At, g.reshape({m, 1}))};
+  };
+  return std::make_shared<FunctionOperator>(shape, out_shape, std::move(f), 1.0, name);
+}
+
+}  // namespace nefi

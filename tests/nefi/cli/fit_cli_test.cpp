@@ -1,0 +1,101 @@
+// nefi fit: a matrix model and data from .npy files to the fields, report,
+// fit.json and figures; and its bad input, one line each.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "fk/factory.h"
+#include "fk/io/npy.h"
+#include "nefi/cli/cli_output.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nefi::test::nefi_built;
+using nefi::test::nefi_stdout;
+
+// A 16 x 16 disc blurred by a separable Gaussian (as one 256 x 256
+// matrix) with 1 % noise; files in `dir`.
+void write_problem(const fs::path& dir) {
+  fs::create_directories(dir);
+  const int64_t n = 16;
+  std::vector<double> b(n * n), a(n * n * n * n), gt(n * n), y(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += b[i * n + j] = std::exp(-0.5 * std::pow((i - j) / 1.2, 2));
+    for (int64_t j = 0; j < n; ++j) b[i * n + j] /= s;
+  }
+  for (int64_t p = 0; p < n * n; ++p)
+    for (int64_t q = 0; q < n * n; ++q)
+      a[p * n * n + q] = b[(p / n) * n + q / n] * b[(p % n) * n + q % n];
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) gt[i * n + j] = std::hypot(i - 7.5, j - 6.5) < 4.5 ? 1.0 : 0.2;
+  std::mt19937_64 g(0);
+  std::normal_distribution<double> nd(0, 0.01);
+  for (int64_t p = 0; p < n * n; ++p) {
+    for (int64_t q = 0; q < n * n; ++q) y[p] += a[p * n * n + q] * gt[q];
+    y[p] += nd(g);
+  }
+  fk::write_npy((dir / "A.npy").string(), fk::from_vector(a, {n * n, n * n}));
+  fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, {n, n}));
+  fk::write_npy((dir / "mask_bad.npy").string(), fk::ones({3}));
+}
+
+TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli");
+  write_problem(dir);
+  const fs::path out = dir / "out";
+  const auto r =
+      nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
+                  (dir / "y.npy").string() + " --shape 16,16 --prior \"nonnegative + tv\"" +
+                  " --budget 300 --threads 1 -q --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("fit  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("chi "), std::string::npos) << r.out;
+  for (const char* f : {"x.npy", "prediction.npy", "report.md", "fit.json", "history.csv",
+                        "history.png", "fit.png"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  const fk::Tensor x = fk::read_npy((out / "x.npy").string());
+  EXPECT_EQ(x.shape(), fk::Dims({16, 16}));
+  EXPECT_EQ(fk::read_npy((out / "prediction.npy").string()).shape(), fk::Dims({16, 16}));
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
+  EXPECT_EQ(j["fields"], nlohmann::json::array({"x"}));
+  EXPECT_EQ(j["decisions"]["head"]["value"], "nonnegative + tv(1)");
+  EXPECT_TRUE(j["noise_estimated"].get<bool>());
+  const double chi = j["data_fit"]["discrepancy_ratio"];
+  EXPECT_GT(chi, 0.5);
+  EXPECT_LT(chi, 2.0);
+  EXPECT_LE(j["total_steps"].get<int>(), 300);
+  // The disc is recovered: inside well above outside.
+  const auto v = x.to_vector<double>();
+  EXPECT_GT(v[7 * 16 + 6], 0.7);
+  EXPECT_LT(v[1 * 16 + 14], 0.4);
+}
+
+TEST(FitCli, BadInputIsOneLineNamingIt) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");
+  write_problem(dir);
+  const std::string A = " --matrix " + (dir / "A.npy").string();
+  const std::string y = " --data " + (dir / "y.npy").string();
+  const std::string o = " --out " + (dir / "out").string();
+  nefi::test::expect_one_line_errors(
+      {{"fit" + y + o, "--matrix"},
+       {"fit" + A + y + " --shape 15,16" + o, "cells (its columns)"},
+       {"fit" + A + y + " --shape 16,x" + o, "--shape"},
+       {"fit" + A + y + " --shape 16,16 --prior monotone" + o, "'monotone'"},
+       {"fit" + A + y + " --shape 16,16 --noise loud" + o, "--noise"},
+       {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
+       {"fit" + A + y + " --shape 16,16 --representation octree" + o, "neural, grid or hash"},
+       {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},
+       {"fit --matrix " + (dir / "missing.npy").string() + y + o, "missing.npy"},
+       {"fit --matrix " + (dir / "y.npy").string() + y + " --shape 16" + o,
+        "measurements (its rows)"}},
+      dir);
+}
+
+}  // namespace
