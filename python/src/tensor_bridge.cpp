@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 #include <string>
 #include "fk/cuda/runtime.h"
+#include "fk/cuda/versions.h"
 #include "fk/error.h"
 
 namespace fkpy {
@@ -223,6 +224,14 @@ void bind_tensor(nb::module_& m) {
       [](int device) { return reinterpret_cast<uintptr_t>(fk::cuda::current_stream(device)); },
       nb::arg("device"));
   m.def("built_with_cuda", &fk::cuda::built_with_cuda);
+  m.def("cuda_versions", [] {  // {built, runtime, driver}: 1000 major + 10 minor, -1 CPU-only
+    const fk::cuda::Versions v = fk::cuda::versions();
+    nb::dict d;
+    d["built"] = v.built;
+    d["runtime"] = v.runtime;
+    d["driver"] = v.driver;
+    return d;
+  });
   m.def("cuda_device_count", &fk::cuda::device_count);
   // A fresh fk tensor (fk's allocator) of the given dtype name, filled with
   // 0, 1, 2, ...: shows that fk's own memory reaches torch without a copy.

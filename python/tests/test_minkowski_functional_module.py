@@ -49,3 +49,13 @@ def test_a_field_stays_a_field_and_losses_are_scalars():
 def test_module_base_and_cuda_flag():
     assert issubclass(ME.MinkowskiModuleBase, torch.nn.Module)
     assert ME.is_cuda_available() == fieldkit._core.built_with_cuda()
+
+
+def test_cuda_versions_follow_the_build():
+    # The reference's encoding: 1000 * major + 10 * minor, -1 on a CPU-only build.
+    if not ME.is_cuda_available():
+        assert ME.cuda_version() == -1 and ME.cudart_version() == -1
+        return
+    built = ME.cuda_version()
+    assert built >= 11000 and built % 10 == 0  # e.g. 13000 for CUDA 13.0
+    assert ME.cudart_version() in (0, built) or ME.cudart_version() >= 11000

@@ -120,6 +120,18 @@ def is_cuda_available():
     return bool(_core.built_with_cuda())
 
 
+def cuda_version():
+    """The CUDA toolkit version this build was compiled with (1000 * major + 10
+    * minor, e.g. 13000), -1 for a CPU-only build, as the reference reports."""
+    return int(_core.cuda_versions()["built"])
+
+
+def cudart_version():
+    """The CUDA runtime version loaded (same encoding; 0 when it cannot say), -1
+    for a CPU-only build."""
+    return int(_core.cuda_versions()["runtime"])
+
+
 class MinkowskiNetwork(torch.nn.Module):
     """The reference's base class: an nn.Module that knows its dimension."""
 

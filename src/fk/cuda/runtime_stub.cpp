@@ -8,6 +8,7 @@
 #include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
 #include "fk/cuda/runtime.h"
+#include "fk/cuda/versions.h"
 #include "fk/error.h"
 
 namespace fk::cuda {
@@ -29,6 +30,9 @@ bool built_with_cuda() {
 }
 const char* archs() {
   return "none";
+}
+Versions versions() {
+  return {};  // -1: no CUDA in this build
 }
 void* pool_allocate(int, size_t) {
   no_cuda("CUDA allocation");
