@@ -74,7 +74,9 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("alpha_init", 0.15, "the bounded head's initial value");
   p.declare("steps", int64_t{10000}, "optimizer steps");
   p.declare("lr", 5e-5, "learning rate (nefty)");
-  p.declare("lr_schedule", std::string("step"), "step | cosine | constant");
+  p.declare("lr_schedule", std::string("step"),
+            "step | cosine | warmup_cosine (cosine after lr_warmup) | constant");
+  p.declare("lr_warmup", int64_t{0}, "linear lr warm-up steps at the start of every stage");
   p.declare("lr_step_size", int64_t{1000}, "step schedule: steps per decay");
   p.declare("lr_gamma", 0.1, "step schedule: decay factor");
   p.declare("lr_min_ratio", 0.01, "cosine schedule: final lr / lr");
@@ -229,7 +231,7 @@ struct ScheduleKeys {
   double stage_lr_decay = 1;
   std::string lr_schedule;
   double lr_min_ratio = 0, lr_gamma = 0;
-  int lr_step_size = 0;
+  int lr_step_size = 0, lr_warmup = 0;
   int64_t anneal_steps = 0;
   OptimConfig optim;
 };
@@ -252,6 +254,10 @@ Curriculum thermal_curriculum(const ScheduleKeys& k, const fk::Dims& grid, int s
     s.lr_min_ratio = k.lr_min_ratio;
     s.lr_step_size = k.lr_step_size;
     s.lr_gamma = k.lr_gamma;
+    FK_CHECK(k.lr_warmup < s.steps, "config key 'lr_warmup'",
+             "a step count below every stage's steps (" + std::to_string(s.steps) + ")",
+             std::to_string(k.lr_warmup));
+    s.lr_warmup = k.lr_warmup;
     s.anneal = k.anneal_steps > 0;
     s.anneal_fraction = std::clamp(static_cast<double>(k.anneal_steps) / s.steps, 1e-9, 1.0);
   }
@@ -285,7 +291,8 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
     FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
              "positive integers", Params::render(k.stage_steps));
   k.stage_lr_decay = p.d("stage_lr_decay");
-  k.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "constant"});
+  k.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "warmup_cosine", "constant"});
+  k.lr_warmup = step_count(p, "lr_warmup", 0);
   k.lr_min_ratio = p.d("lr_min_ratio");
   k.lr_gamma = p.d("lr_gamma");
   k.optim.optimizer = p.choice("optimizer", {"adam", "adamw", "sgd", "lbfgs"});

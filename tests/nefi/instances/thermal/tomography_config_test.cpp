@@ -77,6 +77,21 @@ TEST(ThermalTomographyConfig, GridMethodScheduleAndStages) {
   }
   p.set("stage_steps", "[50, 70]");
   EXPECT_EQ(th::TomographyConfig::from(p).nefty_curriculum.stages[1].steps, 70);
+  // The reference's warmup_cosine: a linear warm-up, then cosine.
+  p.set("lr_schedule", "warmup_cosine");
+  p.set("lr_warmup", "10");
+  p.set("grid_steps", "0");
+  const nefi::Stage s = th::TomographyConfig::from(p).nefty_curriculum.stages[1];
+  EXPECT_EQ(s.lr_warmup, 10);
+  EXPECT_DOUBLE_EQ(s.lr_at(0), s.lr / 10);
+  EXPECT_DOUBLE_EQ(s.lr_at(10), s.lr);
+  p.set("lr_warmup", "60");  // above stage 0's 50 steps
+  try {
+    th::TomographyConfig::from(p);
+    FAIL();
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'lr_warmup'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
