@@ -219,10 +219,7 @@ void HashGridField::reset_parameters(uint64_t seed) {
         out ? cfg_.out_init_scale * std::sqrt(6.0 / (fan_in + fan_out)) : std::sqrt(6.0 / fan_in);
     w.copy_(fk::uniform(w.shape(), -bound, bound, {fk::DType::F32}, &gen));
     if (out) {
-      std::vector<double> bias;
-      for (const HeadPtr& h : heads_)
-        for (double v : h->init_bias()) bias.push_back(v);
-      b.copy_(fk::from_vector(bias, fk::Dims{n_out_}));
+      b.copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}));
     } else {
       fill_(b, 0.0);
     }

@@ -244,4 +244,11 @@ HeadPtr make_head(const std::string& kind, std::string name, double v0, double l
   return nullptr;
 }
 
+std::vector<double> output_bias(const std::vector<HeadPtr>& heads) {
+  std::vector<double> bias;
+  for (const HeadPtr& h : heads)
+    for (double v : h->init_bias()) bias.push_back(v);
+  return bias;
+}
+
 }  // namespace nefi

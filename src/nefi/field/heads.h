@@ -63,6 +63,9 @@ HeadPtr support_masked_head(HeadPtr inner, std::string depends_on, double tau = 
                             double fill = 0.0);
 HeadPtr zero_mean_head(HeadPtr inner);
 HeadPtr affine_head(HeadPtr inner, double scale, double shift);
+// The output-layer bias that starts every head at its initial value: each
+// head's init_bias, in order (one entry per raw channel).
+std::vector<double> output_bias(const std::vector<HeadPtr>& heads);
 // Splits a raw (N, C) output into the heads' fields of `shape`, in order.
 FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw_channels_last,
                      const fk::Dims& shape);

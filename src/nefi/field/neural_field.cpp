@@ -97,10 +97,7 @@ void NeuralField::reset_parameters(uint64_t seed) {
     if (i == cfg_.depth) bound *= cfg_.out_init_scale;
     w.copy_(fk::uniform(w.shape(), -bound, bound, {fk::DType::F32}, &gen));
     if (i == cfg_.depth) {
-      std::vector<double> bias;
-      for (const HeadPtr& h : heads_)
-        for (double v : h->init_bias()) bias.push_back(v);
-      b.copy_(fk::from_vector(bias, fk::Dims{n_out_}));
+      b.copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}));
     } else {
       fill_(b, 0.0);
     }
