@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -25,7 +26,8 @@ namespace {
 struct FitRequest {
   std::string matrix, data, mask, shape, noise = "auto", prior = "unconstrained";
   std::string representation = "neural", budget = "default", out = "runs/fit";
-  double lr = 0, tau = 1.0;
+  std::optional<double> lr;
+  double tau = 1.0;
   uint64_t seed = 0;
   int threads = 0;
   bool quiet = false;
@@ -62,8 +64,12 @@ int fit_cmd(const FitRequest& r) {
   o.representation = r.representation;
   o.budget = r.budget;
   o.seed = r.seed;
+  FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
   o.discrepancy_tau = r.tau;
-  if (r.lr > 0) o.lr = r.lr;
+  if (r.lr) {
+    FK_CHECK(*r.lr > 0, "--lr", "a learning rate > 0", std::to_string(*r.lr));
+    o.lr = r.lr;
+  }
   if (r.noise != "auto") {
     char* end = nullptr;
     const double s = std::strtod(r.noise.c_str(), &end);

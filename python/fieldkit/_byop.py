@@ -30,6 +30,16 @@ def _stack_complex(y):
     return y.astype(np.float64)
 
 
+def check_output_shape(got, data_shape):
+    """A model's output must have the measurement's shape (complex values as
+    (2, *shape)), up to axes of length 1: the same count in another layout
+    would be fitted scrambled."""
+    if [n for n in got if n != 1] != [n for n in data_shape if n != 1]:
+        raise Error(f"from_forward: expected forward to return the measurement's shape "
+                    f"{tuple(data_shape)} (complex values as real and imaginary parts, stacked "
+                    f"first), got {tuple(got)}")
+
+
 def _unstack(g, complex_out):
     return g[0] + 1j * g[1] if complex_out else g
 
@@ -50,7 +60,7 @@ class _Model:
 
     def __init__(self, forward, shape, names, adjoint, vjp, homogeneity):
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
-        self.kind, self.complex_out = None, False
+        self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
         if hasattr(forward, "shape") and not callable(forward):
             a = np.asarray(forward)
@@ -145,25 +155,34 @@ class _Model:
         out = [np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy() for gx in grads]
         return self._packed(out)
 
+    def _inputs(self, xs):
+        """The fields as read-only arrays of the grid's shape (a model that
+        edits its input in place would change what the vjp is taken at)."""
+        out = []
+        for x in xs:
+            a = np.array(x, dtype=np.float64).reshape(self.shape)
+            a.setflags(write=False)
+            out.append(a)
+        return out
+
     def forward(self, xs):
-        y = self._f(self._packed([np.asarray(x).reshape(self.shape) for x in xs]))
+        y = self._f(self._packed(self._inputs(xs)))
+        if self.kind != "torch":
+            self.single_precision = np.asarray(y).dtype in (np.float32, np.complex64)
         return y if self.kind == "torch" else _stack_complex(y)
 
     def vjp(self, xs, g):
         g = np.asarray(g)
         if self.kind != "torch":
             g = _unstack(g, self.complex_out)
-        out = self._vjp(self._packed([np.asarray(x).reshape(self.shape) for x in xs]), g)
+        out = self._vjp(self._packed(self._inputs(xs)), g)
         return [np.asarray(v, dtype=np.float64) for v in self._unpacked(out, "vjp")]
 
     def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model."""
         xs = [rng.standard_normal(self.shape) for _ in self.names]
         y = np.asarray(self.forward(xs))
-        if y.size != int(np.prod(data_shape)):
-            raise Error(f"from_forward: expected forward to return the measurement's shape "
-                        f"{tuple(data_shape)} (complex values count as two real ones, stacked "
-                        f"first), got {y.shape}")
+        check_output_shape(y.shape, data_shape)
         if not np.all(np.isfinite(y)):
             raise Error("from_forward: expected finite forward outputs on a random field, "
                         "got NaN or inf")
@@ -185,17 +204,26 @@ class _Model:
                 raise Error(f"from_forward: expected adjoint to be forward's adjoint "
                             f"(<A x, g> = <x, A^T g>), got {lhs:.6g} against {rhs:.6g}")
             return
-        # vjp: against central differences along a random direction of every field.
+        # vjp: against central differences along a random direction of every
+        # field, the step and tolerance sized to the model's own precision.
         ds = [rng.standard_normal(self.shape) for _ in self.names]
-        eps = 1e-6 * max(1.0, max(float(np.abs(x).max()) for x in xs))
+        step, tol = (1e-3, 2e-2) if self.single_precision else (1e-6, 1e-4)
+        eps = step * max(1.0, max(float(np.abs(x).max()) for x in xs))
         plus = self.forward([x + eps * d for x, d in zip(xs, ds)])
         minus = self.forward([x - eps * d for x, d in zip(xs, ds)])
         fd = (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
         lhs = float(np.vdot(fd.ravel(), g.ravel()))
         rhs = sum(float(np.vdot(gx.ravel(), d.ravel())) for gx, d in zip(gxs, ds))
-        if abs(lhs - rhs) > 1e-4 * max(abs(lhs), abs(rhs), 1e-12):
+        if abs(lhs - rhs) > tol * max(abs(lhs), abs(rhs), 1e-12):
             raise Error(f"from_forward: expected vjp(x, g) to be g^T dF/dx (checked against "
-                        f"finite differences), got {rhs:.6g} against {lhs:.6g}")
+                        f"finite differences), got {rhs:.6g} against {lhs:.6g} (check=False "
+                        "skips the dry run)")
+
+
+def _shaped(y, data_shape):
+    y = np.asarray(y)
+    check_output_shape(y.shape, data_shape)
+    return y.reshape(data_shape)
 
 
 class ForwardProblem:
@@ -230,10 +258,21 @@ class ForwardProblem:
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
         discrepancy_ratio = chi), history, stages, timings and ``report``
-        (quick_report's markdown; with ``ground_truth``, its PSNR too).
-        ``steps`` and ``lr`` replace the decided ones for this solve."""
-        gt = None if ground_truth is None else np.ascontiguousarray(ground_truth, dtype=np.float64)
-        out = self._core.solve(None if seed is None else int(seed), gt,
+        (quick_report's markdown; with ``ground_truth``, its PSNR too: an
+        array, or a dict {field: array} for several fields). ``steps`` and
+        ``lr`` replace the decided ones for this solve. One solve runs at a
+        time per problem (another thread's call waits)."""
+        if ground_truth is None:
+            truths = {}
+        elif isinstance(ground_truth, dict):
+            truths = dict(ground_truth)
+        elif self._model.several:
+            raise Error(f"ForwardProblem.solve: expected a dict of ground truths for the fields "
+                        f"{self._model.names}, got {type(ground_truth).__name__}")
+        else:
+            truths = {self._model.names[0]: ground_truth}
+        truths = {str(k): np.ascontiguousarray(v, dtype=np.float64) for k, v in truths.items()}
+        out = self._core.solve(None if seed is None else int(seed), truths,
                                None if steps is None else int(steps),
                                None if lr is None else float(lr))
         if self._model.several:  # one array per field
@@ -254,7 +293,9 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
         try:
             r = problem.solve(seed=seed, steps=steps, lr=lr)
             loss = float(r["stages"][-1]["final_data_loss"])
-        except Error:  # the NaN guard gave up: this lr diverges
+        except Error as e:  # the NaN guard gave up: this lr diverges; anything else is raised
+            if "non-finite" not in str(e):
+                raise
             loss = float("inf")
         rows.append((float(lr), loss if np.isfinite(loss) else float("inf")))
     best = min(rows, key=lambda t: t[1])
@@ -314,6 +355,16 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         names, priors = [str(k) for k in prior], [str(v) for v in prior.values()]
     else:
         names, priors = ["x"], [str(prior)]
+    if representation != "neural" and n_octaves is not None:
+        raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
+                    f"Fourier features), got it with {representation!r}")
+    if representation == "grid" and (hidden is not None or depth is not None):
+        raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
+                    "got them with representation='grid'")
+    if homogeneity is not None and homogeneity != 1 and (adjoint is not None or
+                                                          hasattr(forward, "shape")):
+        raise Error(f"from_forward: expected homogeneity 1 (or none) for a linear model (a "
+                    f"matrix or an adjoint), got {homogeneity}")
     model = _Model(forward, shape, names, adjoint, vjp, homogeneity)
     if model.complex_out != complex_data:
         raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
@@ -338,7 +389,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     # The model's output shaped as the data, whatever shape it returned.
     data_shape = data.shape
     core = _nefi.auto_problem(
-        lambda xs: np.asarray(model.forward(xs)).reshape(data_shape),
+        lambda xs: _shaped(model.forward(xs), data_shape),
         lambda xs, g: [v.reshape(shape) for v in model.vjp(xs, g)],
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],

@@ -121,15 +121,27 @@ class EnsembleResult:
         import numpy as np
 
         self.results, self.seeds = results, list(seeds)
-        stack = np.stack([r["reconstruction"] for r in results])
-        self.mean, self.std = stack.mean(0), stack.std(0)
+        first = results[0]["reconstruction"]
+        if isinstance(first, dict):  # several fields (from_forward): per field
+            stacks = {k: np.stack([r["reconstruction"][k] for r in results]) for k in first}
+            self.mean = {k: v.mean(0) for k, v in stacks.items()}
+            self.std = {k: v.std(0) for k, v in stacks.items()}
+        else:
+            stack = np.stack([r["reconstruction"] for r in results])
+            self.mean, self.std = stack.mean(0), stack.std(0)
 
     def coefficient_of_variation(self):
         """mean(std) / mean(|mean|): the ensemble's spread against the field's
-        size, one number (0 when every init gives the same field)."""
+        size, one number (0 when every init gives the same field); a dict per
+        field for several fields."""
         import numpy as np
 
-        return float(self.std.mean() / max(np.abs(self.mean).mean(), 1e-300))
+        def cv(mean, std):
+            return float(std.mean() / max(np.abs(mean).mean(), 1e-300))
+
+        if isinstance(self.mean, dict):
+            return {k: cv(self.mean[k], self.std[k]) for k in self.mean}
+        return cv(self.mean, self.std)
 
 
 def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, device=None):
@@ -142,6 +154,10 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
     if isinstance(instance, ForwardProblem):  # from_forward's problem: its field seeds
+        if config is not None or method is not None or device is not None or seed is not None:
+            raise ValueError("ensemble: expected only seeds with a from_forward problem (its "
+                             "config, method, device and data are the problem's), got "
+                             "config/method/device/seed")
         return EnsembleResult([instance.solve(seed=int(k)) for k in seeds], seeds)
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "fk/error.h"
@@ -53,18 +54,39 @@ std::string python_error_text(nb::python_error& e) {
          nb::cast<std::string>(nb::str(e.value()));
 }
 
+// A Python exception from a model call as the fk::Error that names the
+// model; Ctrl-C and SystemExit go through unchanged (the solve stops and
+// Python sees them as raised).
+[[noreturn]] void rethrow_as_model_error(const std::string& who) {
+  try {
+    throw;
+  } catch (nb::python_error& e) {
+    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
+    throw fk::Error(who, "a model call that succeeds", python_error_text(e));
+  } catch (const nb::builtin_exception& e) {  // a cast or DLPack refusal of what it returned
+    throw fk::Error(who, "a model call that returns real arrays", e.what());
+  }
+}
+
 template <typename F>
 fk::Tensor call_python(const std::string& who, F&& f) {
   nb::gil_scoped_acquire gil;
   try {
     return owned_f64(f(), who);
-  } catch (nb::python_error& e) {
-    throw fk::Error(who, "a call that returns", python_error_text(e));
+  } catch (const fk::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_model_error(who);
   }
 }
 
+// One solve at a time per problem: its solves share the field object (its
+// parameters and coordinate caches), so a second thread waits here. The
+// lock is taken with the GIL released (the solving thread needs the GIL for
+// the model's calls).
 struct ForwardProblem {
   nefi::AutoProblem ap;
+  std::shared_ptr<std::mutex> solving = std::make_shared<std::mutex>();
 };
 
 // The fields as the Python list the model's wrapper takes (numpy f64 copies).
@@ -82,15 +104,16 @@ nefi::ForwardModel python_model(Callable forward, Callable vjp, const std::strin
   m.vjp = [vjp, name](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
     const std::string who = "vjp of forward model '" + name + "'";
     nb::gil_scoped_acquire gil;
-    nb::object r;
     try {
-      r = (*vjp)(numpy_list(xs), to_numpy(g));
-    } catch (nb::python_error& e) {
-      throw fk::Error(who, "a call that returns", python_error_text(e));
+      nb::object r = (*vjp)(numpy_list(xs), to_numpy(g));
+      std::vector<fk::Tensor> out;
+      for (nb::handle h : r) out.push_back(owned_f64(nb::borrow(h), who));
+      return out;
+    } catch (const fk::Error&) {
+      throw;
+    } catch (...) {
+      rethrow_as_model_error(who);
     }
-    std::vector<fk::Tensor> out;
-    for (nb::handle h : r) out.push_back(owned_f64(nb::borrow(h), who));
-    return out;
   };
   return m;
 }
@@ -127,9 +150,8 @@ void bind_nefi_byop(nb::module_& m) {
       .def_prop_ro("steps", [](const ForwardProblem& p) { return p.ap.curriculum.total_steps(); })
       .def(
           "solve",
-          [](const ForwardProblem& p, std::optional<uint64_t> seed,
-             std::optional<nb::ndarray<nb::ro>> gt, std::optional<int> steps,
-             std::optional<double> lr) {
+          [](const ForwardProblem& p, std::optional<uint64_t> seed, nb::dict truths,
+             std::optional<int> steps, std::optional<double> lr) {
             nefi::AutoProblem ap = p.ap;
             if (seed) ap.seed = *seed;
             // A short probe (lr_range_test): one stage's steps and lr replaced.
@@ -139,14 +161,20 @@ void bind_nefi_byop(nb::module_& m) {
               st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
             }
             if (steps || lr) ap.curriculum.validate();
-            fk::Tensor truth;
-            if (gt) truth = from_dlpack(*gt).to(fk::DType::F64).contiguous().clone();
+            nefi::FieldMap gt;
+            for (const auto& [k, v] : truths)
+              gt[nb::cast<std::string>(k)] = from_dlpack(nb::cast<nb::ndarray<nb::ro>>(v))
+                                                 .to(fk::DType::F64)
+                                                 .contiguous()
+                                                 .clone();
+            nefi::check_ground_truth(ap, gt);  // before the solve, not after it
             nefi::Result r;
             std::string report;
             {
               nb::gil_scoped_release nogil;
+              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               r = ap.solve();
-              report = nefi::quick_report(ap, r, truth);
+              report = nefi::quick_report(ap, r, gt);
             }
             nb::dict d = solve_dict(r);
             d["reconstruction"] = numpy_or_none(r.fields.at(ap.fields.front()).to(fk::DType::F64));
@@ -155,7 +183,7 @@ void bind_nefi_byop(nb::module_& m) {
             d["report"] = report;
             return d;
           },
-          nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::none(),
+          nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none());
 
   m.def(

@@ -81,7 +81,7 @@ class CoordinateManager(_mk.CoordinateManager):
         # coordinate fields (float points, insert_field) and the field-to-sparse
         # maps made from them, each (unique, inverse) or (sparse rows, field rows)
         # as the call that made it returned it.
-        self._inserted = []
+        self._inserted = {}  # keys, in insertion order, each once
         self._fields = {}
         self._field_to_sparse = {}
         self._unique_keys = 0
@@ -147,7 +147,7 @@ class CoordinateManager(_mk.CoordinateManager):
             raise ValueError("CoordinateManager.origin: expected a map inserted from coordinates "
                              "(insert_and_map, a SparseTensor), got none")
         batch = torch.cat([self.coordinates(k)[:, 0] for k in self._inserted])
-        return self.origin_key(self._inserted[0], torch.unique(batch).tolist())
+        return self.origin_key(next(iter(self._inserted)), torch.unique(batch).tolist())
 
     def origin_field(self):
         """The origin map of the coordinate fields' batch indices (rounded): the
@@ -234,7 +234,7 @@ class CoordinateManager(_mk.CoordinateManager):
         reads them on its stream: see functional.lend_streams)."""
         lend_streams(coordinates)
         inserted = super().insert(coordinates, tensor_stride, tag)
-        self._inserted.append(inserted[0])
+        self._inserted[inserted[0]] = None
         return inserted
 
     def insert_and_map(self, coordinates, tensor_stride=1, string_id=""):

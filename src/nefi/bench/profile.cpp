@@ -13,7 +13,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "nefi/scalar.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/stage_run.h"
 
 namespace nefi::bench {
@@ -39,7 +39,7 @@ double median(std::vector<double> v) {
 std::vector<StepSample> bare_loop(const StageView& v, int n_untraced, int n_traced) {
   FK_CHECK(v.optim->optimizer != "lbfgs", "nefi profile --minimal", "an Adam(W) curriculum",
            "optimizer lbfgs");
-  FusedAdam adam(v.params, detail::adam_options(*v.optim));
+  FusedOptimizer adam(v.params, detail::adam_options(*v.optim));
   std::vector<StepSample> out;
   for (int t = 0; t < n_untraced + n_traced; ++t) {
     if (t == n_untraced) {

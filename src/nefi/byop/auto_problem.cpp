@@ -16,6 +16,7 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
+#include "nefi/operators/function_operator.h"
 
 namespace nefi {
 namespace {
@@ -46,28 +47,26 @@ struct Weighted {
   }
 };
 
-// The model on constant fields (one value per field name; host values,
-// finite or an error).
+// The model on constant fields (one value per field name), host values;
+// empty when an output is not finite (a constant the model cannot take).
 std::vector<double> on_constants(const Operator& op, const fk::Dims& shape,
                                  const std::vector<std::string>& names,
                                  const std::vector<double>& c) {
   fk::autograd::NoGradGuard ng;
   FieldMap fields;
-  std::string at;
-  for (size_t i = 0; i < names.size(); ++i) {
+  for (size_t i = 0; i < names.size(); ++i)
     fields[names[i]] = fk::full(shape, c[i], {fk::DType::F64});
-    at += (at.empty() ? "" : ", ") + names[i] + " = " + num(c[i]);
-  }
   std::vector<double> v = op.forward(fields).to(fk::DType::F64).to_vector<double>();
   for (double e : v)
-    FK_CHECK(std::isfinite(e), "forward model " + op.kind(), "finite outputs",
-             "a non-finite value on the constant fields " + at);
+    if (!std::isfinite(e)) return {};
   return v;
 }
 
-std::vector<double> on_constant(const Operator& op, const fk::Dims& shape, const std::string& name,
-                                double c) {
-  return on_constants(op, shape, {name}, {c});
+// The misfit of constant fields; infinite where the model's output is not finite.
+double misfit_at(const Operator& op, const fk::Dims& shape, const Weighted& d,
+                 const std::vector<std::string>& names, const std::vector<double>& c) {
+  const std::vector<double> y = on_constants(op, shape, names, c);
+  return y.empty() ? std::numeric_limits<double>::infinity() : d.misfit(y);
 }
 
 struct ConstantFit {
@@ -107,38 +106,43 @@ double neutral_constant(const PriorSpec& prior) {
 // starts).
 ConstantFit fit_constants(const Operator& op, const fk::Dims& shape, const Weighted& d,
                           const std::vector<std::string>& names,
-                          const std::vector<PriorSpec>& priors) {
+                          const std::vector<PriorSpec>& priors, const std::string& model) {
   const PriorSpec& p0 = priors.front();
   if (const auto p = op.homogeneity(); names.size() == 1 && p && *p != 0) {
     const bool positive = p0.head == "nonnegative" || p0.head == "positive";
-    const std::vector<double> y1 = on_constant(op, shape, names[0], 1.0);
-    const double den = d.dot(y1, y1), ratio = den > 0 ? d.dot(y1, d.y) / den : 0;
+    const std::vector<double> y1 = on_constants(op, shape, names, {1.0});
+    const double den = y1.empty() ? 0 : d.dot(y1, y1), ratio = den > 0 ? d.dot(y1, d.y) / den : 0;
     if (den > 0 && (ratio > 0 || *p == 1)) {
       double c = *p == 1 ? ratio : std::pow(ratio, 1.0 / *p);
       if ((!positive || c > 0) && std::isfinite(c)) {
         if (p0.head == "bounded")
           c = std::clamp(c, p0.lo + 0.05 * (p0.hi - p0.lo), p0.hi - 0.05 * (p0.hi - p0.lo));
-        return {{c},
-                d.misfit(on_constant(op, shape, names[0], c)),
-                "closed form (homogeneity " + num(*p) + ")"};
+        const double m = misfit_at(op, shape, d, names, {c});
+        if (std::isfinite(m)) return {{c}, m, "closed form (homogeneity " + num(*p) + ")"};
       }
     }
   }
+  // Trials whose output is not finite (exp(-A x) at x = -1000) are skipped.
   ConstantFit fit;
   for (const PriorSpec& pr : priors) fit.c.push_back(neutral_constant(pr));
-  fit.misfit = d.misfit(on_constants(op, shape, names, fit.c));
+  fit.misfit = misfit_at(op, shape, d, names, fit.c);
   size_t tried = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     for (double c : constant_grid(priors[i])) {
       std::vector<double> trial = fit.c;
       trial[i] = c;
       ++tried;
-      if (const double m = d.misfit(on_constants(op, shape, names, trial)); m < fit.misfit) {
+      if (const double m = misfit_at(op, shape, d, names, trial); m < fit.misfit) {
         fit.c = trial;
         fit.misfit = m;
       }
     }
   }
+  std::string at;
+  for (size_t i = 0; i < names.size(); ++i)
+    at += (i ? ", " : "") + names[i] + " = " + num(fit.c[i]);
+  FK_CHECK(std::isfinite(fit.misfit), "forward model '" + model + "'",
+           "finite outputs on some constant field", "none finite (last tried " + at + ")");
   fit.how = "search over " + std::to_string(tried) + " constants" +
             (names.size() > 1 ? " (one field at a time)" : "");
   return fit;
@@ -269,7 +273,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   m.noise_std = ap.noise_std;
 
   // Head scale: the best constant fields.
-  const ConstantFit fit = fit_constants(*op, shape, d, ap.fields, ap.priors);
+  const auto* fop = dynamic_cast<const FunctionOperator*>(op.get());
+  const std::string model = fop ? fop->name() : op->kind();
+  const ConstantFit fit = fit_constants(*op, shape, d, ap.fields, ap.priors, model);
   ap.constant_fits = fit.c;
   const bool several = ap.fields.size() > 1;
   for (size_t i = 0; i < ap.fields.size(); ++i) {
@@ -324,6 +330,16 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Losses: the data term starts at 1.
   const double l0 = fit.misfit;
+  // The estimate assumes a smooth signal sampled on a grid; data that are
+  // not (random projections, shuffled samples) look like noise to it. An
+  // estimate that would call a quarter or more of the data's spread about
+  // the best constant noise is refused rather than used.
+  FK_CHECK(!ap.noise_estimated || ap.noise_std * ap.noise_std <= 0.25 * l0, "noise",
+           "data smooth on the scale of a few cells for the automatic estimate (else pass the "
+           "noise sigma, or 0 for noise-free data)",
+           "an estimate of " + num(ap.noise_std) + ", " +
+               num(100 * ap.noise_std * ap.noise_std / std::max(l0, 1e-300)) +
+               " % of the data's variance about the best constant field");
   const double data_weight = l0 > 0 ? 1.0 / l0 : 1.0;
   prob.losses.add(mse_loss(), data_weight);
   decide("data_weight", num(data_weight), "1 / misfit of the constant field: the loss starts at 1");

@@ -67,7 +67,7 @@ struct AutoProblem {
   bool noise_estimated = false;
   uint64_t seed = 0;
   std::vector<AutoDecision> decisions;
-  // Solver(problem, curriculum, so).run() with so.seed = seed unless set.
+  // Solver(problem, curriculum, so).run() with so.seed = seed (always).
   Result solve(SolverOptions so = {}) const;
 };
 

@@ -24,11 +24,12 @@ std::shared_ptr<FunctionOperator> matrix_operator(const fk::Tensor& a, const fk:
   const fk::Tensor At = A.t().contiguous();
   const int64_t m = A.size(0), n = A.size(1);
   ForwardModel f;
-  f.forward = [A, n](const std::vector<fk::Tensor>& xs) {
-    return fk::matmul(A, xs[0].reshape({n, 1}));
+  // The rows are the measurement's cells in C order, the columns the field's.
+  f.forward = [A, n, out_shape](const std::vector<fk::Tensor>& xs) {
+    return fk::matmul(A, xs[0].reshape({n, 1})).reshape(out_shape);
   };
-  f.vjp = [At, m](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
-    return std::vector<fk::Tensor>{fk::matmul(At, g.reshape({m, 1}))};
+  f.vjp = [At, m, shape](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{fk::matmul(At, g.reshape({m, 1})).reshape(shape)};
   };
   return std::make_shared<FunctionOperator>(shape, out_shape, std::move(f), 1.0, name);
 }

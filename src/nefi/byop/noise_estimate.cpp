@@ -58,7 +58,8 @@ NoiseEstimate estimate_noise(const fk::Tensor& data, const fk::Tensor& mask) {
         }
     gain = 6.0;
   }
-  FK_CHECK(!r.empty(), kWhere, "observed cells filling at least one stencil",
+  FK_CHECK(!r.empty(), kWhere,
+           "observed cells filling at least one stencil (else give the noise sigma)",
            "none in data of shape " + s.str());
   const auto mid = r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2);
   std::nth_element(r.begin(), mid, r.end());

@@ -1,6 +1,7 @@
 #include "nefi/byop/prior.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -138,11 +139,22 @@ PriorSpec parse_prior(const std::string& text) {
   return p;
 }
 
+namespace {
+
+// The shortest text that reads back as the same double.
+std::string exact(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
 std::string PriorSpec::str() const {
   std::ostringstream o;
   o << head;
-  if (head == "bounded") o << "(" << lo << ", " << hi << ")";
-  for (const auto& pen : penalties) o << " + " << pen.kind << "(" << pen.strength << ")";
+  if (head == "bounded") o << "(" << exact(lo) << ", " << exact(hi) << ")";
+  for (const auto& pen : penalties) o << " + " << pen.kind << "(" << exact(pen.strength) << ")";
   if (zero_mean) o << " + zero_mean";
   return o.str();
 }

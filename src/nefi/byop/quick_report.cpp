@@ -1,5 +1,6 @@
 #include "nefi/byop/quick_report.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "fk/error.h"
@@ -7,6 +8,15 @@
 #include "nefi/solve/metrics.h"
 
 namespace nefi {
+namespace {
+
+std::string fmt_fields(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
 
 std::string chi_verdict(double chi, bool estimated) {
   const double top = estimated ? 1.2 : 1.1;
@@ -16,7 +26,19 @@ std::string chi_verdict(double chi, bool estimated) {
   return "underfit: the field does not explain the data (budget, prior or model)";
 }
 
-std::string quick_report(const AutoProblem& ap, const Result& r, const fk::Tensor& gt) {
+void check_ground_truth(const AutoProblem& ap, const FieldMap& truths) {
+  for (const auto& [name, t] : truths) {
+    FK_CHECK(std::find(ap.fields.begin(), ap.fields.end(), name) != ap.fields.end(), "ground truth",
+             "one of the fields (" + fmt_fields(ap.fields) + ")", "'" + name + "'");
+    FK_CHECK(t.defined() && fk::is_floating(t.dtype()) && t.numel() == ap.problem.domain.numel(),
+             "ground truth of field '" + name + "'",
+             "real values of the field's shape " + ap.problem.domain.shape().str(),
+             t.defined() ? std::string(fk::name(t.dtype())) + " " + t.shape().str() : "none");
+  }
+}
+
+std::string quick_report(const AutoProblem& ap, const Result& r, const FieldMap& truths) {
+  check_ground_truth(ap, truths);
   std::ostringstream o;
   o.precision(4);
   o << "# from_forward solve\n\n";
@@ -40,13 +62,11 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const fk::Tenso
       << " s\n";
   o << "- total: " << r.total_s << " s, " << (r.total_steps() > 0 ? r.ms_per_step() : 0.0)
     << " ms/step\n";
-  if (gt.defined()) {  // of the first field
-    const fk::Tensor x = r.fields.at(ap.fields.front()).to(fk::DType::F64);
-    FK_CHECK(gt.numel() == x.numel(), "quick_report ground truth",
-             "the shape of field '" + ap.fields.front() + "' " + x.shape().str(), gt.shape().str());
-    const fk::Tensor g = gt.to(fk::DType::F64).reshape(x.shape());
-    o << "- ground truth: PSNR " << psnr(x, g) << " dB, relative error " << relative_error(x, g)
-      << "\n";
+  for (const auto& [name, t] : truths) {
+    const fk::Tensor x = r.fields.at(name).to(fk::DType::F64);
+    const fk::Tensor g = t.to(fk::DType::F64).contiguous().reshape(x.shape());
+    o << "- ground truth" << (ap.fields.size() > 1 ? " of " + name : "") << ": PSNR " << psnr(x, g)
+      << " dB, relative error " << relative_error(x, g) << "\n";
   }
   o << "\n| decision | value | why |\n|---|---|---|\n";
   for (const auto& d : ap.decisions)

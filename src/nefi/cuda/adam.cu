@@ -97,7 +97,7 @@ template <typename T>
 __global__ void adam_update_gated_kernel(T* x, const T* g, T* m, T* v, int64_t n,
                                          const double* block) {
   if (!isfinite(block[kSlotTotal])) return;  // the NaN guard's skipped step
-  // FusedAdam::step's clip factor, each operation correctly rounded as on the host.
+  // FusedOptimizer::step's clip factor, each operation correctly rounded as on the host.
   const double threshold = block[kSlotGradClip];
   double clip = 1.0;
   if (threshold > 0) {

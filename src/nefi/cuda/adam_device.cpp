@@ -1,4 +1,4 @@
-// FusedAdam on a CUDA device (solve/adam_device.h): operand checks and the
+// FusedOptimizer on a CUDA device (solve/adam_device.h): operand checks and the
 // launches of adam.cu's kernels on the device's current stream.
 #include <string>
 #include <vector>
@@ -14,7 +14,7 @@
 namespace nefi {
 namespace {
 
-constexpr const char* kWhere = "nefi::FusedAdam (device)";
+constexpr const char* kWhere = "nefi::FusedOptimizer (device)";
 
 // t is a contiguous f32/f64 tensor on like's device, of like's dtype and
 // (same_size) element count.
@@ -79,7 +79,7 @@ double device_grad_sq_sum(const std::vector<fk::Tensor>& grads) {
 }
 
 void adam_update_device(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
-                        double clip, const AdamOptions& o, int64_t t) {
+                        double clip, const OptimizerOptions& o, int64_t t) {
   check_operand(p, p, "parameter");
   check_operand(g, p, "gradient");
   check_operand(m, p, "first moment");

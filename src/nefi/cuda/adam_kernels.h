@@ -38,7 +38,7 @@ void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScala
 // (solve/adam_device.h, DeviceStepSlot) when the kernel runs, so one launch
 // serves every step of a captured CUDA graph: the f64 AdamScalars (clip slot
 // unused), the clip threshold and the squared gradient norm give the clip
-// factor as FusedAdam::step computes it on the host, each scalar is rounded
+// factor as FusedOptimizer::step computes it on the host, each scalar is rounded
 // to T once, and nothing is written when the block's loss total is not finite.
 template <typename T>
 void launch_adam_update_gated(T* x, const T* g, T* m, T* v, int64_t n, const double* block,

@@ -9,6 +9,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
+#include "fk/profile.h"
 #include "fk/random.h"
 #include "nefi/field/dense.h"
 
@@ -64,6 +65,7 @@ struct HashGridBackward : fk::autograd::Node {
   const char* name() const override { return "HashGridEncodeBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
+    fk::profile::OpScope scope("hash_grid_encode_backward");
     const fk::Tensor g = grads[0].to(fk::DType::F32).contiguous();
     const int F = layout.features, levels = static_cast<int>(layout.resolution.size());
     const int64_t n = coords.size(0), width = static_cast<int64_t>(levels) * F;
@@ -107,8 +109,8 @@ HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& c, int64_t large
   FK_CHECK(c.log2_table >= 4 && c.log2_table <= 24, kWhere, "log2_table in [4, 24]",
            std::to_string(c.log2_table));
   const int64_t n_max = c.finest_resolution > 0 ? c.finest_resolution : 2 * largest_axis;
-  FK_CHECK(c.base_resolution >= 1 && n_max >= c.base_resolution, kWhere,
-           "1 <= base_resolution <= finest_resolution",
+  FK_CHECK(c.base_resolution >= 1 && n_max >= c.base_resolution && n_max <= (int64_t{1} << 20),
+           kWhere, "1 <= base_resolution <= finest_resolution <= 2^20",
            std::to_string(c.base_resolution) + ", " + std::to_string(n_max));
   HashGridLayout L;
   L.ndim = ndim;
@@ -154,6 +156,8 @@ fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
                table.device().str());
   FK_CHECK(level_weight.size() == static_cast<size_t>(levels), kWhere,
            std::to_string(levels) + " level weights", std::to_string(level_weight.size()));
+  FK_CHECK(coords.device().is_cpu(), kWhere, "coordinates on the cpu", coords.device().str());
+  fk::profile::OpScope scope("hash_grid_encode");
   const fk::Tensor x = coords.contiguous(), t = table.detach().contiguous();
   const int64_t n = x.size(0), width = static_cast<int64_t>(levels) * F;
   fk::Tensor y = fk::empty({n, width});
@@ -190,6 +194,7 @@ HashGridField::HashGridField(const fk::Dims& shape, std::vector<HeadPtr> heads, 
   FK_CHECK(!heads_.empty(), "nefi::HashGridField", "at least one head", "none");
   FK_CHECK(cfg_.hidden >= 1 && cfg_.depth >= 1, "nefi::HashGridField", "hidden, depth >= 1",
            std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
+  FK_CHECK(shape.size() >= 1, "nefi::HashGridField", "a 1-, 2- or 3-D grid", shape.str());
   layout_ = hash_grid_layout(shape.size(), cfg_, *std::max_element(shape.begin(), shape.end()));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();

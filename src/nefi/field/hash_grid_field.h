@@ -9,12 +9,14 @@
 // level's (multi)linear interpolation of its cell's 2^d vertices, L F
 // values, fed to the MLP (ReLU hidden layers, a linear output), then the
 // heads.
-//   annealing   with `annealed`, level l enters as progress passes l / L
-//               (a linear ramp over 1 / L): the coarse-to-fine schedule of
-//               the Fourier features, so early steps fit the coarse levels
+//   annealing   with `annealed`, level 0 is always on and level l >= 1
+//               ramps in linearly while progress goes from (l - 1) / L to
+//               l / L: the coarse-to-fine schedule of the Fourier features,
+//               so early steps fit the coarse levels
 //   init        features U(-1e-4, 1e-4) (the encoding starts near 0 and the
-//               field at the heads' initial value); MLP He-uniform, the
-//               output layer scaled by out_init_scale with the heads' bias
+//               field at the heads' initial value); hidden layers
+//               He-uniform, the output layer Glorot-uniform scaled by
+//               out_init_scale, with the heads' bias
 // The encoding is one op each way: forward interpolates in parallel over
 // points; backward scatters into each level's table, one level per thread,
 // points in order (deterministic at any thread count). CPU only (a device

@@ -147,7 +147,7 @@ void declare_curriculum_keys(Params& p, std::vector<double> steps, double lr) {
             "every band open)");
   p.declare("coarse_factor", int64_t{2}, "grid ratio between consecutive stages (2 to 16)");
   p.declare("optimizer", std::string("adamw"), "adam | adamw | sgd (momentum 0.9) | lbfgs");
-  p.declare("weight_decay", 1e-4, "AdamW decoupled weight decay");
+  p.declare("weight_decay", 1e-4, "weight decay (decoupled for adamw, L2 for adam and sgd)");
   p.declare("grad_clip", 1.0, "global gradient-norm clip (<= 0: off)");
   p.declare("min_coarse", int64_t{8}, "smallest stage grid size");
   declare_lbfgs_keys(p);

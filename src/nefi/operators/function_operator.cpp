@@ -5,6 +5,7 @@
 
 #include "fk/autograd.h"
 #include "fk/error.h"
+#include "fk/profile.h"
 
 namespace nefi {
 namespace {
@@ -15,12 +16,23 @@ fk::Tensor host_f64(const fk::Tensor& t) {
   return t.to(fk::kCPU).to(fk::DType::F64).contiguous().clone();
 }
 
+// The axes of `d` longer than 1 (a (m, 1) column is an m-vector).
+std::vector<int64_t> long_axes(const fk::Dims& d) {
+  std::vector<int64_t> v;
+  for (int64_t n : d)
+    if (n != 1) v.push_back(n);
+  return v;
+}
+
+// A function's output as f64 of `shape`: its shape must be `shape` up to
+// axes of length 1 (a transposed or reshaped array of the right size is
+// refused, never silently reordered).
 fk::Tensor checked(const fk::Tensor& out, const fk::Dims& shape, const std::string& where,
                    const std::string& what) {
   FK_CHECK(out.defined(), where, what + " of shape " + shape.str(), "nothing");
   FK_CHECK(fk::is_floating(out.dtype()), where, what + " of real floating-point values",
            fk::name(out.dtype()));
-  FK_CHECK(out.numel() == shape.numel(), where, what + " of shape " + shape.str(),
+  FK_CHECK(long_axes(out.shape()) == long_axes(shape), where, what + " of shape " + shape.str(),
            out.shape().str());
   return out.to(fk::kCPU).to(fk::DType::F64).contiguous().reshape(shape);
 }
@@ -32,6 +44,7 @@ struct FunctionBackward : fk::autograd::Node {
   const char* name() const override { return "FunctionOperatorBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
+    fk::profile::OpScope scope("function_operator_vjp");
     std::vector<fk::Tensor> out = op->call_vjp(xs64, host_f64(grads[0]));
     for (size_t i = 0; i < out.size(); ++i) out[i] = out[i].to(dtypes[i]);
     return out;
@@ -90,6 +103,7 @@ fk::Tensor FunctionOperator::apply_fields(const std::vector<fk::Tensor>& xs) con
   fk::Tensor y;
   {
     fk::autograd::NoGradGuard ng;
+    fk::profile::OpScope scope("function_operator_forward");
     y = call_forward(xs64).to(xs.front().dtype());
   }
   if (fk::autograd::any_needs_grad(xs)) {

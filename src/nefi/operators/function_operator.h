@@ -25,7 +25,7 @@ namespace nefi {
 struct ForwardModel {
   // xs: one f64 tensor per input field (the operator's inputs() order) of
   // the field's shape, contiguous, on the CPU (copies the function may keep)
-  // -> y: real, output_shape cells (any floating dtype, any layout).
+  // -> y: real, of output_shape up to axes of length 1, any floating dtype.
   std::function<fk::Tensor(const std::vector<fk::Tensor>& xs)> forward;
   // (xs, g): g an f64 cotangent of output_shape -> one real gradient per
   // input, each of the field's shape.

@@ -1,10 +1,10 @@
 #pragma once
-// FusedAdam's two passes on a CUDA device (cuda/adam_device.cpp, kernels in
+// FusedOptimizer's two passes on a CUDA device (cuda/adam_device.cpp, kernels in
 // cuda/adam.cu); CPU-only builds refuse them (adam_device_stub.cpp).
 #include <vector>
 
 #include "fk/tensor.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 
 namespace nefi {
 
@@ -15,7 +15,7 @@ double device_grad_sq_sum(const std::vector<fk::Tensor>& grads);
 
 // adam_update on the device buffers of p, g, m, v (same dtype and device).
 void adam_update_device(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, double lr,
-                        double clip, const AdamOptions& o, int64_t t);
+                        double clip, const OptimizerOptions& o, int64_t t);
 
 // The sync-free forms a captured step enqueues (nothing is read on the host;
 // pointers are device f64 memory on the tensors' device, `block` the device

@@ -1,4 +1,4 @@
-// CPU-only builds: FusedAdam cannot step parameters on a CUDA device.
+// CPU-only builds: FusedOptimizer cannot step parameters on a CUDA device.
 #include "fk/error.h"
 #include "nefi/solve/adam_device.h"
 
@@ -6,7 +6,7 @@ namespace nefi {
 namespace {
 
 [[noreturn]] void refuse(const fk::Tensor& t) {
-  throw fk::Error("nefi::FusedAdam", "parameters on the CPU (this build has no CUDA backend)",
+  throw fk::Error("nefi::FusedOptimizer", "parameters on the CPU (this build has no CUDA backend)",
                   t.device().str());
 }
 
@@ -19,7 +19,7 @@ double device_grad_sq_sum(const std::vector<fk::Tensor>& grads) {
 }
 
 void adam_update_device(fk::Tensor& p, const fk::Tensor&, fk::Tensor&, fk::Tensor&, double, double,
-                        const AdamOptions&, int64_t) {
+                        const OptimizerOptions&, int64_t) {
   refuse(p);
 }
 

@@ -17,11 +17,11 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/batch_device.h"
 #include "nefi/solve/batch_stages.h"
 #include "nefi/solve/final_fields.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/split_rows.h"
 #include "nefi/solve/weighted_rows.h"
 
@@ -106,7 +106,7 @@ class BatchStage {
   const OperatorPtr op_;
   fk::Tensor coords_;
   FourierFeatures enc_;
-  AdamOptions adam_;
+  OptimizerOptions adam_;
   fk::Tensor m_, v_, good_, shadow_;
   std::vector<ProblemStage> ps_;
   bool shared_ = false;                             // the loss mode of this stage

@@ -15,7 +15,7 @@
 //            problem's gradient never touches the others'); objective sum_b L_b
 //   Adam(W)  per problem: its own moments, step count, lr multiplier and
 //            clip factor (its own gradient norm), through the very update
-//            loop FusedAdam runs, so a problem's first update is bitwise the
+//            loop FusedOptimizer runs, so a problem's first update is bitwise the
 //            sequential one
 // Per problem, as the sequential Solver does for one: the NaN guard (restore
 // the problem's last good row, halve its lr multiplier, reset its moments;

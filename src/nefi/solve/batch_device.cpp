@@ -27,13 +27,13 @@
 #include "nefi/field/grouped_mlp.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/batch_blocks.h"
 #include "nefi/solve/batch_stages.h"
 #include "nefi/solve/batch_step_block.h"
 #include "nefi/solve/device_step_slots.h"
 #include "nefi/solve/final_fields.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/parameter_buffers.h"
 #include "nefi/solve/step_graph.h"
 
@@ -82,7 +82,7 @@ class DeviceStage {
   const OperatorPtr op_;
   const fk::Tensor coords_;  // (cells, ndim) on the host
   FourierFeatures enc_;      // the shared features, kept on the device
-  AdamOptions adam_;
+  OptimizerOptions adam_;
   fk::Tensor m_, v_, good_;  // (N, P): moments and last good parameters, on the device
   std::vector<DeviceProblem> ps_;
   fk::Tensor obs_, mask_;  // (N, *out_shape) on the device

@@ -15,7 +15,7 @@
 
 #include "fk/device.h"
 #include "fk/tensor.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/step_block_mirror.h"
 
 namespace nefi {

@@ -75,7 +75,10 @@ void Curriculum::validate() const {
   bool frozen = false;
   for (const Stage& s : stages) frozen = frozen || !s.freeze.empty();
   FK_CHECK(optim.optimizer != "lbfgs" || (optim.lr_mult.empty() && !frozen), "nefi::OptimConfig",
-           "no lr_mult or freeze with lbfgs (its step is one vector)", "lbfgs with them");
+           "no lr_mult or freeze with lbfgs (its step is one vector)",
+           std::string("lbfgs with ") + (optim.lr_mult.empty() ? "a stage's freeze"
+                                         : frozen              ? "lr_mult and a stage's freeze"
+                                                               : "lr_mult"));
   optim.lbfgs.validate();
 }
 

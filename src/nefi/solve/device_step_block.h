@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "fk/device.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/step_block_mirror.h"
 
 namespace nefi {

@@ -28,18 +28,33 @@ std::vector<std::string> parameter_names(const Field& field, const Operator& op)
   return names;
 }
 
-std::vector<std::vector<LrSegment>> lr_segments(const Field& field, const Operator& op,
-                                                const OptimConfig& optim, const Stage& stage) {
+void check_lr_groups(const Field& field, const Operator& op, const OptimConfig& optim,
+                     const std::vector<Stage>& stages) {
   const std::vector<std::string> names = parameter_names(field, op);
-  auto matches_some = [&](const std::string& prefix, const char* what) {
+  // The names of every field kind and of operator parameters: a prefix
+  // written for another method's field (one config, several methods) is
+  // not a typo; it trains nothing here.
+  static const std::vector<std::string> kKnown{"field.values", "field.table", "field.layer",
+                                               "field.out", "operator."};
+  auto check = [&](const std::string& prefix, const std::string& what) {
     for (const auto& n : names)
       if (starts_with(n, prefix)) return;
-    throw fk::Error(std::string(what), "a prefix of a parameter name (" + listed(names) + ")",
+    for (const auto& k : kKnown)
+      if (starts_with(k, prefix) || starts_with(prefix, k)) return;
+    throw fk::Error(what,
+                    "a prefix of a parameter name (this " + field.kind() + " field's: " +
+                        listed(names) + "; other fields': field.values, field.table)",
                     "'" + prefix + "'");
   };
-  for (const auto& [prefix, mult] : optim.lr_mult) matches_some(prefix, "optim.lr_mult");
-  for (const auto& prefix : stage.freeze)
-    matches_some(prefix, ("stage '" + stage.name + "' freeze").c_str());
+  for (const auto& [prefix, mult] : optim.lr_mult) check(prefix, "optim.lr_mult");
+  for (const Stage& st : stages)
+    for (const auto& prefix : st.freeze) check(prefix, "stage '" + st.name + "' freeze");
+}
+
+std::vector<std::vector<LrSegment>> lr_segments(const Field& field, const Operator& op,
+                                                const OptimConfig& optim, const Stage& stage) {
+  check_lr_groups(field, op, optim, {stage});
+  const std::vector<std::string> names = parameter_names(field, op);
   auto mult_of = [&](const std::string& name) {
     for (const auto& prefix : stage.freeze)
       if (starts_with(name, prefix)) return 0.0;

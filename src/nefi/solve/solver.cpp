@@ -1,5 +1,7 @@
 #include "nefi/solve/solver.h"
 
+#include "nefi/solve/lr_groups.h"
+
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -76,6 +78,9 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");
+  // Every stage's parameter groups before the first step (a typo in the last
+  // stage's freeze list is not found hours into a run).
+  check_lr_groups(*problem_.field, *problem_.op, cur_.optim, cur_.stages);
   if (opt_.device.is_cpu()) return;
   const char* where = "nefi::Solver (device)";
   device_field(*problem_.field);
@@ -86,11 +91,12 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   FK_CHECK(cur_.optim.optimizer == "adam" || cur_.optim.optimizer == "adamw", where,
            "optimizer adam or adamw (L-BFGS steps host copies; SGD has no device step)",
            cur_.optim.optimizer);
-  bool frozen = false;
-  for (const Stage& s : cur_.stages) frozen = frozen || !s.freeze.empty();
-  FK_CHECK(cur_.optim.lr_mult.empty() && !frozen, where,
-           "one learning rate for every parameter (lr_mult and freeze are CPU only)",
-           "lr_mult or freeze set");
+  std::string groups = cur_.optim.lr_mult.empty() ? "" : "optim.lr_mult";
+  for (const Stage& s : cur_.stages)
+    if (!s.freeze.empty() && groups.find("freeze") == std::string::npos)
+      groups += std::string(groups.empty() ? "" : " and ") + "stage '" + s.name + "' freeze";
+  FK_CHECK(groups.empty(), where,
+           "one learning rate for every parameter (lr_mult and freeze are CPU only)", groups);
   FK_CHECK(!cur_.optim.ema, where, "no EMA (its shadow update is a host loop)", "optim.ema set");
   FK_CHECK(problem_.field->autocast() != fk::DType::F16, where,
            "no fp16 autocast (loss scaling is not wired for a device solve)", "autocast fp16");

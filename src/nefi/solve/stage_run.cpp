@@ -32,8 +32,8 @@ fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
   return stage.shape.empty() ? domain.shape() : stage.shape;
 }
 
-AdamOptions adam_options(const OptimConfig& o) {
-  AdamOptions ao;
+OptimizerOptions adam_options(const OptimConfig& o) {
+  OptimizerOptions ao;
   ao.decoupled = o.optimizer == "adamw";
   ao.weight_decay = o.weight_decay;
   ao.beta1 = o.beta1;
@@ -222,7 +222,7 @@ void StageRun::enqueue_device_step(int t) {
   // The gradients die with the step, also when a capture fails part-way
   // (they would hold memory of the discarded graph).
   struct DropGrads {
-    FusedAdam& adam;
+    FusedOptimizer& adam;
     ~DropGrads() { adam.zero_grad(); }
   } drop{adam_};
   block_->enqueue_upload();

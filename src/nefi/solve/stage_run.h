@@ -11,10 +11,10 @@
 
 #include "fk/amp.h"
 #include "fk/tensor.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/curriculum.h"
 #include "nefi/solve/device_step_block.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/lbfgs.h"
 #include "nefi/solve/problem.h"
 #include "nefi/solve/result.h"
@@ -33,7 +33,7 @@ std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op);
 fk::Dims stage_shape(const Stage& stage, const Domain& domain);
 
 // The curriculum's optimizer settings as adam_update takes them.
-AdamOptions adam_options(const OptimConfig& o);
+OptimizerOptions adam_options(const OptimConfig& o);
 
 // One curriculum stage: its grid, operator, data and losses, the optimizer
 // state and the NaN guard's snapshots, and the loop over its steps.
@@ -89,7 +89,7 @@ class StageRun {
   const LossSet losses_;
   Field& field_;
   std::vector<fk::Tensor> params_;
-  FusedAdam adam_;
+  FusedOptimizer adam_;
   std::optional<fk::amp::GradScaler> scaler_;  // f16 trunks: dynamic loss scaling
   const bool use_lbfgs_;
   Lbfgs lbfgs_;

@@ -13,7 +13,7 @@
 
 #include "fk/device.h"
 #include "fk/tensor.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 
 namespace nefi {
 

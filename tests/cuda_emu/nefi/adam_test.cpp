@@ -18,8 +18,8 @@
 #include "cuda_emu/emulated_device.h"
 #include "cuda_emu/emulated_test_util.h"
 #include "nefi/cuda/adam_kernels.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/device_step_slots.h"
+#include "nefi/solve/fused_optimizer.h"
 
 // The emulated launchers this file runs: adam_kernels.h's, in ::emu (a
 // signature that drifts from its definition fails to link).
@@ -145,7 +145,7 @@ void expect_same_state(const State<T>& got, const State<T>& want, int step) {
 }
 
 template <typename T>
-void check_update(const nefi::AdamOptions& o, int64_t n) {
+void check_update(const nefi::OptimizerOptions& o, int64_t n) {
   in_both_orders([&](fkemu::Order) {
     State<T> cpu = random_state<T>(n, 3), dev = cpu;
     for (int t = 1; t <= 4; ++t) {
@@ -159,8 +159,8 @@ void check_update(const nefi::AdamOptions& o, int64_t n) {
   });
 }
 
-nefi::AdamOptions options(bool decoupled, double decay) {
-  nefi::AdamOptions o;
+nefi::OptimizerOptions options(bool decoupled, double decay) {
+  nefi::OptimizerOptions o;
   o.decoupled = decoupled;
   o.weight_decay = decay;
   return o;
@@ -196,7 +196,7 @@ std::vector<double> step_block(const nefi::AdamScalars& s, double threshold, dou
 }
 
 template <typename T>
-void check_gated(const nefi::AdamOptions& o, int64_t n) {
+void check_gated(const nefi::OptimizerOptions& o, int64_t n) {
   // Per step: the clip threshold against the gradient's norm (above, below, off).
   const double thresholds[4] = {0.5, 1e9, 0.0, 2.0};
   in_both_orders([&](fkemu::Order) {
@@ -206,7 +206,7 @@ void check_gated(const nefi::AdamOptions& o, int64_t n) {
       const std::vector<T> g = random_values<T>(n, 0.5, static_cast<uint32_t>(20 + t));
       double sq = 0;
       for (T v : g) sq += static_cast<double>(v) * static_cast<double>(v);
-      // FusedAdam::step's clip factor.
+      // FusedOptimizer::step's clip factor.
       const double threshold = thresholds[t - 1], norm = std::sqrt(sq);
       const double clip = threshold > 0 && norm > threshold ? threshold / (norm + 1e-6) : 1.0;
       nefi::adam_update(cpu.x.data(), g.data(), cpu.m.data(), cpu.v.data(), n, lr, clip, o, t);

@@ -11,7 +11,6 @@
 #include "fk/autograd.h"
 #include "fk/test_util.h"
 #include "fk/testing.h"
-#include "nefi/byop/matrix_model.h"
 
 namespace {
 
@@ -93,6 +92,15 @@ TEST(NefiFunctionOperator, RefusesWhatItCannotDo) {
   ForwardModel none;
   e = fk::test::error_of([&] { FunctionOperator({n}, {n}, none); });
   EXPECT_NE(e.find("no forward"), std::string::npos) << e;
+  // The right number of values in the wrong layout is refused, not reordered.
+  ForwardModel transposed = wrong;
+  transposed.forward = [](const std::vector<fk::Tensor>&) { return fk::zeros({2, 3}); };
+  auto op3 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{3, 2}, transposed);
+  e = fk::test::error_of([&] { (void)op3->apply(x); });
+  EXPECT_NE(e.find("expected an output of shape [3, 2], got [2, 3]"), std::string::npos) << e;
+  transposed.forward = [](const std::vector<fk::Tensor>&) { return fk::zeros({1, 3, 2}); };
+  auto op4 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{3, 2}, transposed);
+  EXPECT_EQ(op4->apply(x).shape(), fk::Dims({3, 2}));  // length-1 axes are fine
   ForwardModel ints = wrong;
   ints.forward = [](const std::vector<fk::Tensor>&) { return fk::zeros({3}, {fk::DType::I64}); };
   auto op2 = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{3}, ints);
@@ -145,36 +153,6 @@ TEST(NefiFunctionOperator, SeveralNamedFields) {
     y.backward(fk::ones_like(y));
   });
   EXPECT_NE(e.find("2 gradients (one per field)"), std::string::npos) << e;
-}
-
-}  // namespace
-
-namespace {
-
-TEST(NefiMatrixModel, IsItsMatrixWithTheTransposeAsAdjoint) {
-  const int64_t m = 6, n = 4;
-  const fk::Tensor a = fk::test::random_tensor({m, n}, fk::DType::F64, -1, 1, 11);
-  const auto op = nefi::matrix_operator(a, {2, 2}, {3, 2});
-  const fk::Tensor x = fk::test::random_tensor({2, 2}, fk::DType::F64, -1, 1, 12);
-  const fk::Tensor g = fk::test::random_tensor({3, 2}, fk::DType::F64, -1, 1, 13);
-  const auto av = a.to_vector<double>(), xv = x.to_vector<double>(), gv = g.to_vector<double>();
-  const auto y = op->apply(x).to_vector<double>(), atg = op->vjp(x, g).to_vector<double>();
-  double lhs = 0, rhs = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    double s = 0;
-    for (int64_t j = 0; j < n; ++j) s += av[i * n + j] * xv[j];
-    EXPECT_NEAR(y[i], s, 1e-14);
-    lhs += y[i] * gv[i];
-  }
-  for (int64_t j = 0; j < n; ++j) rhs += xv[j] * atg[j];
-  EXPECT_NEAR(lhs, rhs, 1e-13);
-  EXPECT_EQ(op->homogeneity(), 1.0);
-  std::string e = fk::test::error_of([&] { (void)nefi::matrix_operator(a, {5}, {6}); });
-  EXPECT_NE(e.find("4 cells (its columns)"), std::string::npos) << e;
-  e = fk::test::error_of([&] { (void)nefi::matrix_operator(a, {4}, {7}); });
-  EXPECT_NE(e.find("6 measurements (its rows)"), std::string::npos) << e;
-  e = fk::test::error_of([&] { (void)nefi::matrix_operator(fk::zeros({4}), {4}, {4}); });
-  EXPECT_NE(e.find("a real 2-D matrix"), std::string::npos) << e;
 }
 
 }  // namespace

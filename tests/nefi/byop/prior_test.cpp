@@ -30,8 +30,11 @@ TEST(NefiPrior, TermsSetTheHeadPenaltiesAndModifier) {
   EXPECT_EQ(parse_prior("sparse + signed").head, "unconstrained");
   EXPECT_TRUE(parse_prior("zero_mean + piecewise_constant").zero_mean);
   // The canonical text parses back to itself.
-  for (const char* t : {"bounded(0.5, 2) + tv(0.1) + sparse(3)", "zero_mean + smooth", "positive"})
+  for (const char* t : {"bounded(0.5, 2) + tv(0.1) + sparse(3)", "zero_mean + smooth", "positive",
+                        "bounded(0.1234567891, 2.000000001) + tv(1e-07)"})
     EXPECT_EQ(parse_prior(parse_prior(t).str()).str(), parse_prior(t).str()) << t;
+  EXPECT_EQ(parse_prior("bounded(0.1234567891, 2)").lo, 0.1234567891);
+  EXPECT_EQ(parse_prior(parse_prior("bounded(0.1234567891, 2)").str()).lo, 0.1234567891);
 }
 
 TEST(NefiPrior, ErrorsSayWhatToFix) {

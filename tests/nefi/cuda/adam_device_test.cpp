@@ -1,4 +1,4 @@
-// FusedAdam on a CUDA device against FusedAdam on the CPU: 50 AdamW steps
+// FusedOptimizer on a CUDA device against FusedOptimizer on the CPU: 50 AdamW steps
 // on the same random gradients, with weight decay, clipping by global norm
 // that engages on some steps and not others, a parameter left without a
 // gradient on some steps, in f32 and f64. Without a usable device the tests
@@ -21,7 +21,7 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 
 namespace {
 
@@ -51,10 +51,10 @@ void run_parity(fk::DType dtype, double rel) {
     host.push_back(fk::randn(s, {dtype}, &gen));
     device.push_back(host.back().to(kGpu));
   }
-  nefi::AdamOptions o;
+  nefi::OptimizerOptions o;
   o.weight_decay = 0.05;
   o.grad_clip = 40.0;  // the gradients' norm is ~33 · scale: clips on the large-scale steps
-  nefi::FusedAdam cpu(host, o), gpu(device, o);
+  nefi::FusedOptimizer cpu(host, o), gpu(device, o);
   int clipped = 0;
   for (int step = 0; step < 50; ++step) {
     const double scale = step % 3 == 0 ? 4.0 : 0.5;
@@ -97,10 +97,10 @@ TEST(NefiAdamDevice, AdamWMatchesCpuF64) {
 TEST(NefiAdamDevice, MixedDevicesAreRefused) {
   NEFI_SKIP_WITHOUT_GPU();
   const std::vector<fk::Tensor> params = {fk::zeros({3}), fk::zeros({3}, {fk::DType::F32, kGpu})};
-  EXPECT_THROW(nefi::FusedAdam(params, nefi::AdamOptions{}), fk::Error);
+  EXPECT_THROW(nefi::FusedOptimizer(params, nefi::OptimizerOptions{}), fk::Error);
   // A gradient left on the host is refused, not copied.
   fk::Tensor p = fk::zeros({4}, {fk::DType::F32, kGpu});
-  nefi::FusedAdam adam({p}, nefi::AdamOptions{});
+  nefi::FusedOptimizer adam({p}, nefi::OptimizerOptions{});
   EXPECT_THROW(
       {
         p.set_grad(fk::ones({4}));

@@ -1,6 +1,6 @@
-// FusedAdam's sync-free device step (begin_device_step + enqueue_device_step,
+// FusedOptimizer's sync-free device step (begin_device_step + enqueue_device_step,
 // its scalars and clip threshold in a device step block) against
-// FusedAdam::step on the same device, which reads the norm back and clips on
+// FusedOptimizer::step on the same device, which reads the norm back and clips on
 // the host: 30 AdamW steps on the same gradients, clipping on some steps and
 // not others, give bitwise the same parameters and moments in f32 and f64
 // (same norm passes, the same clip arithmetic in f64, the same kernel body);
@@ -17,17 +17,17 @@
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/cuda/device_test_util.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/adam_device.h"
 #include "nefi/solve/device_step_block.h"
 #include "nefi/solve/device_step_slots.h"
+#include "nefi/solve/fused_optimizer.h"
 
 namespace {
 
 const fk::Device kGpu = fk::cuda_device(0);
 
 // Runs one gated step: inputs uploaded, total written, update enqueued, outputs read.
-void gated_step(nefi::FusedAdam& adam, nefi::DeviceStepBlock& block, double lr, double clip,
+void gated_step(nefi::FusedOptimizer& adam, nefi::DeviceStepBlock& block, double lr, double clip,
                 double total) {
   block.set_inputs(adam.begin_device_step(lr), clip);
   block.enqueue_upload();
@@ -48,10 +48,10 @@ void run_bitwise(fk::DType dtype) {
     a.push_back(fk::randn(s, {dtype}, &gen).to(kGpu));
     b.push_back(a.back().clone());
   }
-  nefi::AdamOptions o;
+  nefi::OptimizerOptions o;
   o.weight_decay = 0.05;
   o.grad_clip = 30.0;
-  nefi::FusedAdam host_clip(a, o), gated(b, o);
+  nefi::FusedOptimizer host_clip(a, o), gated(b, o);
   nefi::DeviceStepBlock block(kGpu, 1);
   int clipped = 0;
   for (int step = 0; step < 30; ++step) {
@@ -91,7 +91,7 @@ TEST(NefiAdamGatedDevice, ANonFiniteTotalChangesNothing) {
   NEFI_SKIP_WITHOUT_GPU();
   fk::Generator gen(9);
   fk::Tensor p = fk::randn({64}, {fk::DType::F32, fk::kCPU}, &gen).to(kGpu);
-  nefi::FusedAdam adam({p}, nefi::AdamOptions{});
+  nefi::FusedOptimizer adam({p}, nefi::OptimizerOptions{});
   nefi::DeviceStepBlock block(kGpu, 1);
   p.set_grad(fk::randn({64}, {fk::DType::F32, fk::kCPU}, &gen).to(kGpu));
   gated_step(adam, block, 1e-2, 1.0, 1.0);  // moments become non-zero

@@ -96,6 +96,33 @@ TEST(NefiHashGrid, BackwardIsTheEncodingsTranspose) {
   }
 }
 
+TEST(NefiHashGrid, EncodeRefusesWhatDoesNotFitItsLayout) {
+  HashGridConfig c;
+  c.levels = 2;
+  const auto L = nefi::hash_grid_layout(2, c, 8);
+  const fk::Tensor x = fk::zeros({5, 2}), table = fk::zeros({L.entries, 2});
+  auto err = [&](const fk::Tensor& xx, const fk::Tensor& t, std::vector<double> w) {
+    return fk::test::error_of([&] { (void)nefi::hash_grid_encode(xx, t, L, w); });
+  };
+  EXPECT_NE(err(fk::zeros({5, 3}), table, {1, 1}).find("(N, 2)"), std::string::npos);
+  EXPECT_NE(err(x.to(fk::DType::F64), table, {1, 1}).find("f32 coordinates"), std::string::npos);
+  EXPECT_NE(err(x, fk::zeros({3, 2}), {1, 1}).find("an f32 CPU table"), std::string::npos);
+  EXPECT_NE(err(x, table, {1}).find("2 level weights"), std::string::npos);
+  HashGridConfig big = c;
+  big.log2_table = 30;
+  EXPECT_NE(fk::test::error_of([&] { (void)nefi::hash_grid_layout(2, big, 8); }).find("log2_table"),
+            std::string::npos);
+  big = c;
+  big.finest_resolution = 1 << 22;
+  EXPECT_NE(fk::test::error_of([&] { (void)nefi::hash_grid_layout(2, big, 8); }).find("2^20"),
+            std::string::npos);
+  c.hidden = 0;
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::HashGridField({8, 8}, {nefi::identity_head("x", 0)}, c, 0);
+            }).find("hidden, depth >= 1"),
+            std::string::npos);
+}
+
 TEST(NefiHashGrid, AnnealingOpensLevelsCoarseToFine) {
   EXPECT_EQ(nefi::hash_grid_level_weights(4, 0.0, true), (std::vector<double>{1, 0, 0, 0}));
   EXPECT_EQ(nefi::hash_grid_level_weights(4, 0.5, true), (std::vector<double>{1, 1, 1, 0}));

@@ -106,7 +106,7 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"toy1d", "lr_schedule", "linear"},
       {"toy1d", "lr_warmup", "-1"},
       {"holography", "lr_warmup", "150"},  // the smoke's first stage has 150 steps
-      {"toy1d", "optimizer", "sgd"},
+      {"toy1d", "optimizer", "rmsprop"},
       {"toy1d", "anneal_fraction", "0"},
       {"toy1d", "lbfgs_history", "0"},
       {"toy1d", "lbfgs_line_search", "armijo"},
@@ -149,7 +149,7 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"thermal_tomography", "n_stages", "0"},
       {"thermal_tomography", "lr", "0"},
       {"thermal_tomography", "lr_schedule", "exp"},
-      {"thermal_tomography", "optimizer", "sgd"},
+      {"thermal_tomography", "optimizer", "rmsprop"},
       {"thermal_tomography", "tv_eps", "0"},
       {"thermal_tomography", "activation", "swish"},
   };

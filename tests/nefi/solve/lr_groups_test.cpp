@@ -1,8 +1,6 @@
-// The reference's parameter groups and SGD: FusedAdam's per-segment learning
-// rates (a frozen run untouched and out of the clipping norm, a scaled run
-// equal to a plain step at the scaled lr), heavy-ball SGD against its
-// formula, the names and errors of lr_segments, and a solve that freezes
-// the output layer in one stage and trains it in the next.
+// The reference's parameter groups: the names and errors of lr_segments, and
+// a solve that freezes the output layer in one stage and trains it in the
+// next (the optimizer's segment arithmetic: fused_optimizer_test.cpp).
 #include "nefi/solve/lr_groups.h"
 
 #include <gtest/gtest.h>
@@ -13,70 +11,11 @@
 #include "fk/test_util.h"
 #include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/solver.h"
 #include "toy1d_smoke.h"
 
 namespace {
-
-fk::Tensor leaf(const std::vector<double>& v) {
-  fk::Tensor t = fk::from_vector(v, {static_cast<int64_t>(v.size())});
-  t.set_requires_grad(true);
-  return t;
-}
-
-TEST(NefiLrGroups, SegmentsScaleFreezeAndLeaveTheNormOfFrozenRuns) {
-  const std::vector<double> x0{1, -2, 3, 0.5, -0.25, 4}, g{0.3, -0.1, 0.2, 5, -7, 0.4};
-  nefi::AdamOptions o;
-  o.weight_decay = 0.1;
-  o.grad_clip = 1.0;
-  fk::Tensor a = leaf(x0);
-  nefi::FusedAdam seg({a}, o);
-  seg.set_lr_segments(0, {{0, 3, 2.0}, {3, 3, 0.0}});
-  a.set_grad(fk::from_vector(g, {6}));
-  const double norm = seg.step(0.01);
-  // The norm counts the trained run only.
-  EXPECT_NEAR(norm, std::sqrt(0.09 + 0.01 + 0.04), 1e-12);
-  // The trained run equals a plain step of those 3 elements at lr x 2 with
-  // that norm; the frozen run is untouched.
-  fk::Tensor b = leaf({1, -2, 3});
-  nefi::FusedAdam plain({b}, o);
-  b.set_grad(fk::from_vector(std::vector<double>{0.3, -0.1, 0.2}, {3}));
-  plain.step(0.02);
-  const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(av[i], bv[i]) << i;
-  for (int i = 3; i < 6; ++i) EXPECT_EQ(av[i], x0[i]) << i;
-  auto err = [&](std::vector<nefi::LrSegment> s) {
-    return fk::test::error_of([&] { seg.set_lr_segments(0, s); });
-  };
-  EXPECT_NE(err({{0, 3, 1.0}}).find("covering all 6"), std::string::npos);
-  EXPECT_NE(err({{0, 3, 1.0}, {2, 4, 1.0}}).find("consecutive"), std::string::npos);
-  EXPECT_NE(err({{0, 6, -1.0}}).find(">= 0"), std::string::npos);
-}
-
-TEST(NefiLrGroups, SgdIsHeavyBallMomentum) {
-  nefi::AdamOptions o;
-  o.sgd = true;
-  o.momentum = 0.9;
-  o.weight_decay = 0.01;
-  fk::Tensor x = leaf({1.0, -2.0});
-  nefi::FusedAdam sgd({x}, o);
-  const std::vector<std::vector<double>> grads{{0.5, 0.25}, {-1.0, 2.0}};
-  std::vector<double> ref{1.0, -2.0}, buf{0, 0};
-  for (int t = 0; t < 2; ++t) {
-    x.set_grad(fk::from_vector(grads[t], {2}));
-    sgd.step(0.1);
-    for (int i = 0; i < 2; ++i) {
-      const double gi = grads[t][i] + 0.01 * ref[i];
-      buf[i] = t == 0 ? gi : 0.9 * buf[i] + gi;  // torch: the first buffer is the gradient
-      ref[i] -= 0.1 * buf[i];
-    }
-  }
-  const auto v = x.to_vector<double>();
-  EXPECT_NEAR(v[0], ref[0], 1e-15);
-  EXPECT_NEAR(v[1], ref[1], 1e-15);
-}
 
 TEST(NefiLrGroups, NamesPrefixesAndErrors) {
   const auto s =
@@ -104,7 +43,11 @@ TEST(NefiLrGroups, NamesPrefixesAndErrors) {
   EXPECT_NE(e.find("'field.layr'"), std::string::npos) << e;
   EXPECT_NE(e.find("field.layer0.weight"), std::string::npos) << e;
   o.lr_mult.clear();
-  st.freeze = {"operator.0"};  // toy1d's blur has no trainable parameter
+  // A prefix of another field kind or of operator parameters is not a typo:
+  // one config serves several methods; here it trains nothing.
+  st.freeze = {"operator.0", "field.values"};
+  EXPECT_TRUE(nefi::lr_segments(f, *s->problem.op, o, st)[0].empty());
+  st.freeze = {"field.otu"};
   EXPECT_NE(fk::test::error_of([&] { nefi::lr_segments(f, *s->problem.op, o, st); }).find("freeze"),
             std::string::npos);
 }
@@ -117,6 +60,11 @@ TEST(NefiLrGroups, AStageFreezesTheOutputLayerAndTheNextTrainsIt) {
   cur.stages[0].steps = 30;
   cur.stages[1].steps = 30;
   cur.stages[0].freeze = {"field.out"};
+  // A typo in the last stage's list stops the solve before its first step.
+  nefi::Curriculum typo = cur;
+  typo.stages[1].freeze = {"field.lyer0"};
+  EXPECT_NE(fk::test::error_of([&] { nefi::Solver(s->problem, typo); }).find("'field.lyer0'"),
+            std::string::npos);
   nefi::Field& field = *s->problem.field;
   const int out_w = field.params().size() - 2;
   std::vector<fk::Tensor> after_stage0;

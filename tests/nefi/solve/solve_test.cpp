@@ -11,8 +11,8 @@
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/operators/pointwise.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/curriculum.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/metrics.h"
 #include "nefi/solve/solver.h"
 
@@ -98,9 +98,9 @@ TEST(NefiAdam, FusedStepMatchesTheFormula) {
   fk::Tensor p = fk::from_vector(std::vector<double>{1.0, -2.0});
   p.set_requires_grad(true);
   p.set_grad(fk::from_vector(std::vector<double>{0.5, 3.0}));
-  nefi::AdamOptions o;
+  nefi::OptimizerOptions o;
   o.weight_decay = 0.1;
-  nefi::FusedAdam adam({p}, o);
+  nefi::FusedOptimizer adam({p}, o);
   adam.step(0.01);
   // Step 1: m = 0.1 g, v = 0.001 g^2; m_hat = g, v_hat = g^2 -> update lr * g/(|g| + eps).
   auto v = p.to_vector<double>();
@@ -110,12 +110,12 @@ TEST(NefiAdam, FusedStepMatchesTheFormula) {
   fk::Tensor q = fk::from_vector(std::vector<double>{0.0, 0.0});
   q.set_requires_grad(true);
   q.set_grad(fk::from_vector(std::vector<double>{30.0, 40.0}));
-  nefi::AdamOptions oc;
+  nefi::OptimizerOptions oc;
   oc.grad_clip = 1.0;
-  nefi::FusedAdam a2({q}, oc);
+  nefi::FusedOptimizer a2({q}, oc);
   EXPECT_NEAR(a2.step(0.1), 50.0, 1e-12);
   EXPECT_NEAR(q.to_vector<double>()[0], -0.1, 1e-6);
-  EXPECT_THROW(nefi::FusedAdam({fk::zeros({2}, {fk::DType::I32})}, {}), fk::Error);
+  EXPECT_THROW(nefi::FusedOptimizer({fk::zeros({2}, {fk::DType::I32})}, {}), fk::Error);
   // A parameter without a gradient is not touched (no weight decay either),
   // the one with a gradient steps as usual.
   fk::Tensor r = fk::from_vector(std::vector<double>{1.0}),
@@ -123,9 +123,9 @@ TEST(NefiAdam, FusedStepMatchesTheFormula) {
   r.set_requires_grad(true);
   u.set_requires_grad(true);
   u.set_grad(fk::from_vector(std::vector<double>{-4.0}));
-  nefi::AdamOptions ow;
+  nefi::OptimizerOptions ow;
   ow.weight_decay = 0.5;
-  nefi::FusedAdam a3({r, u}, ow);
+  nefi::FusedOptimizer a3({r, u}, ow);
   a3.step(0.1);
   EXPECT_EQ(r.to_vector<double>()[0], 1.0);
   EXPECT_NEAR(u.to_vector<double>()[0], 2.0 * (1 - 0.05) + 0.1 * 4.0 / (4.0 + 1e-8), 1e-12);

@@ -19,8 +19,8 @@
 #include "fk/test_util.h"
 #include "nefi/io/run_config.h"
 #include "nefi/operators/operator.h"
-#include "nefi/solve/adam.h"
 #include "nefi/solve/device_step_block.h"
+#include "nefi/solve/fused_optimizer.h"
 #include "nefi/solve/step_graph.h"
 
 namespace {
@@ -125,7 +125,7 @@ TEST(NefiStepGraphSwitch, DevicePiecesRefuseTheHost) {
             std::string::npos);
   EXPECT_NE(error_of([] { nefi::DeviceStepBlock b(fk::kCPU, 1); }).find("a CUDA device"),
             std::string::npos);
-  nefi::FusedAdam host_adam({fk::zeros({3})}, nefi::AdamOptions{});
+  nefi::FusedOptimizer host_adam({fk::zeros({3})}, nefi::OptimizerOptions{});
   EXPECT_NE(error_of([&] { host_adam.begin_device_step(1e-3); }).find("a CUDA device"),
             std::string::npos);
   if (fk::cuda::device_count() > 0) return;

@@ -82,7 +82,7 @@ void declare_field_and_optimisation_keys(Params& p) {
   p.declare("lr_min_ratio", 0.01, "cosine schedule: final lr / lr");
   p.declare("anneal_steps", int64_t{2500}, "Fourier band annealing length (0: off)");
   p.declare("optimizer", std::string("adam"), "adam | adamw | sgd (momentum 0.9) | lbfgs");
-  p.declare("weight_decay", 0.0, "AdamW decoupled weight decay");
+  p.declare("weight_decay", 0.0, "weight decay (decoupled for adamw, L2 for adam and sgd)");
   p.declare("grad_clip", 0.0, "global gradient-norm clip (<= 0: off)");
   declare_lbfgs_keys(p);
   p.declare("n_stages", int64_t{1}, "coarse-to-fine stages (grids halve per earlier stage)");

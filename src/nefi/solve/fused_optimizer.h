@@ -1,8 +1,9 @@
 #pragma once
-// Adam / AdamW as one fused loop over flat parameter buffers: for each buffer
-// the gradient-norm clip factor, the moment updates, bias correction, decoupled
-// (AdamW) or L2 (Adam) weight decay and the parameter write happen in a single
-// pass (one op per buffer, plus one for the global norm when clipping).
+// The solver's first-order optimizers as one fused loop over flat parameter
+// buffers: Adam / AdamW (for each buffer the gradient-norm clip factor, the
+// moment updates, bias correction, decoupled (AdamW) or L2 (Adam) weight
+// decay and the parameter write in a single pass: one op per buffer, plus
+// one for the global norm when clipping) and, on the CPU, heavy-ball SGD.
 // Parameters: f32/f64 leaves updated in place (their version bumps), all on
 // the CPU or all on one CUDA device (solve/adam_device.h: the same update as
 // one kernel per buffer, the norm as one device reduction read once per step).
@@ -14,14 +15,14 @@
 
 namespace nefi {
 
-struct AdamOptions {
-  bool decoupled = true;  // AdamW
+struct OptimizerOptions {
+  bool decoupled = true;  // AdamW (Adam: L2 weight decay)
   double weight_decay = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double grad_clip = 0;  // global norm; <= 0 off
-  // The reference's third first-order rule instead of Adam: SGD with heavy
+  // SGD instead of Adam (the reference's third first-order rule): heavy
   // ball momentum, b = momentum b + (g + weight_decay x), x -= lr b (torch's
-  // SGD; the first step's buffer is the gradient). CPU only.
+  // SGD; the first step's buffer is the gradient; m holds b). CPU only.
   bool sgd = false;
   double momentum = 0.9;
 };
@@ -40,19 +41,19 @@ struct LrSegment {
 struct AdamScalars {
   double clip, l2, decay, b1, b2, step, inv_sqrt_bc2, eps;
 };
-AdamScalars adam_scalars(double lr, double clip, const AdamOptions& o, int64_t t);
+AdamScalars adam_scalars(double lr, double clip, const OptimizerOptions& o, int64_t t);
 
-// The update FusedAdam runs on one buffer of n elements at step count t >= 1
+// The update FusedOptimizer runs on one buffer of n elements at step count t >= 1
 // with the clip factor already known (1: none): moments, bias correction,
 // weight decay and the parameter write in one pass. Exposed so a batched
 // optimizer (solve/batch.h) makes bitwise the same update per problem.
 template <typename T>
 void adam_update(T* x, const T* g, T* m, T* v, int64_t n, double lr, double clip,
-                 const AdamOptions& o, int64_t t);
+                 const OptimizerOptions& o, int64_t t);
 
-class FusedAdam {
+class FusedOptimizer {
  public:
-  FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt);
+  FusedOptimizer(std::vector<fk::Tensor> params, OptimizerOptions opt);
   // One step at learning rate lr with each param's .grad; a param without a
   // grad is skipped (unchanged, moments kept). Returns the global gradient
   // norm before clipping.
@@ -69,7 +70,7 @@ class FusedAdam {
   // gradient norm into the block and the gated update that reads it.
   AdamScalars begin_device_step(double lr);
   void enqueue_device_step(double* block);
-  const AdamOptions& options() const { return opt_; }
+  const OptimizerOptions& options() const { return opt_; }
   const std::vector<fk::Tensor>& params() const { return params_; }
   int64_t steps() const { return t_; }
   bool on_cpu() const { return params_.empty() || params_.front().device().is_cpu(); }
@@ -83,7 +84,7 @@ class FusedAdam {
   std::vector<fk::Tensor> update_grads() const;
   std::vector<fk::Tensor> params_, m_, v_;
   std::vector<std::vector<LrSegment>> segments_;
-  AdamOptions opt_;
+  OptimizerOptions opt_;
   int64_t t_ = 0;
 };
 

@@ -1,4 +1,4 @@
-#include "nefi/solve/adam.h"
+#include "nefi/solve/fused_optimizer.h"
 
 #include <cmath>
 
@@ -20,11 +20,11 @@ double sum_sq(const fk::Tensor& g, int64_t lo, int64_t n) {
   return s;
 }
 
-// The heavy-ball SGD step on n elements (AdamOptions::sgd); b is the
+// The heavy-ball SGD step on n elements (OptimizerOptions::sgd); b is the
 // momentum buffer, t the step count (the first step's buffer is the gradient).
 template <typename T>
-void sgd_update(T* x, const T* gg, T* b, int64_t n, double lr, double clip, const AdamOptions& o,
-                int64_t t) {
+void sgd_update(T* x, const T* gg, T* b, int64_t n, double lr, double clip,
+                const OptimizerOptions& o, int64_t t) {
   const T c = static_cast<T>(clip), wd = static_cast<T>(o.weight_decay);
   const T mu = static_cast<T>(t == 1 ? 0.0 : o.momentum), l = static_cast<T>(lr);
   for (int64_t i = 0; i < n; ++i) {
@@ -36,7 +36,7 @@ void sgd_update(T* x, const T* gg, T* b, int64_t n, double lr, double clip, cons
 
 template <typename T>
 void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, int64_t lo, int64_t n,
-            double lr, double clip, const AdamOptions& o, int64_t t) {
+            double lr, double clip, const OptimizerOptions& o, int64_t t) {
   if (o.sgd)
     sgd_update(p.data<T>() + lo, g.data<T>() + lo, m.data<T>() + lo, n, lr, clip, o, t);
   else
@@ -46,7 +46,7 @@ void update(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m, fk::Tensor& v, in
 
 }  // namespace
 
-AdamScalars adam_scalars(double lr, double clip, const AdamOptions& o, int64_t t) {
+AdamScalars adam_scalars(double lr, double clip, const OptimizerOptions& o, int64_t t) {
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
   return {clip,
@@ -61,7 +61,7 @@ AdamScalars adam_scalars(double lr, double clip, const AdamOptions& o, int64_t t
 
 template <typename T>
 void adam_update(T* x, const T* gg, T* mm, T* vv, int64_t n, double lr, double clip,
-                 const AdamOptions& o, int64_t t) {
+                 const OptimizerOptions& o, int64_t t) {
   const AdamScalars s = adam_scalars(lr, clip, o, t);
   // All arithmetic in T so the loop vectorises (sqrt/div packed; the target
   // is built with -fno-math-errno).
@@ -77,32 +77,32 @@ void adam_update(T* x, const T* gg, T* mm, T* vv, int64_t n, double lr, double c
   }
 }
 template void adam_update<float>(float*, const float*, float*, float*, int64_t, double, double,
-                                 const AdamOptions&, int64_t);
+                                 const OptimizerOptions&, int64_t);
 template void adam_update<double>(double*, const double*, double*, double*, int64_t, double, double,
-                                  const AdamOptions&, int64_t);
+                                  const OptimizerOptions&, int64_t);
 
-FusedAdam::FusedAdam(std::vector<fk::Tensor> params, AdamOptions opt)
+FusedOptimizer::FusedOptimizer(std::vector<fk::Tensor> params, OptimizerOptions opt)
     : params_(std::move(params)), opt_(opt) {
   for (const fk::Tensor& p : params_) {
     FK_CHECK(p.is_contiguous() && (p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64),
-             "nefi::FusedAdam", "contiguous f32/f64 parameters",
+             "nefi::FusedOptimizer", "contiguous f32/f64 parameters",
              std::string(fk::name(p.dtype())) + " " + p.shape().str());
     // One device for all: the global norm is one reduction there.
-    FK_CHECK(p.device() == params_.front().device(), "nefi::FusedAdam",
+    FK_CHECK(p.device() == params_.front().device(), "nefi::FusedOptimizer",
              "all parameters on " + params_.front().device().str(), p.device().str());
   }
   reset_state();
 }
 
-void FusedAdam::load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v,
-                           int64_t t) {
+void FusedOptimizer::load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v,
+                                int64_t t) {
   FK_CHECK(m.size() == params_.size() && v.size() == params_.size() && t >= 0,
-           "FusedAdam::load_state", std::to_string(params_.size()) + " moment pairs",
+           "FusedOptimizer::load_state", std::to_string(params_.size()) + " moment pairs",
            std::to_string(m.size()) + " and " + std::to_string(v.size()));
   for (size_t i = 0; i < params_.size(); ++i) {
     FK_CHECK(m[i].shape() == params_[i].shape() && v[i].shape() == params_[i].shape() &&
                  m[i].dtype() == params_[i].dtype() && v[i].dtype() == params_[i].dtype(),
-             "FusedAdam::load_state",
+             "FusedOptimizer::load_state",
              "moments shaped like parameter " + std::to_string(i) + " " + params_[i].shape().str(),
              m[i].shape().str());
     m_[i].copy_(m[i]);
@@ -111,7 +111,7 @@ void FusedAdam::load_state(const std::vector<fk::Tensor>& m, const std::vector<f
   t_ = t;
 }
 
-void FusedAdam::reset_state() {
+void FusedOptimizer::reset_state() {
   m_.clear();
   v_.clear();
   for (const fk::Tensor& p : params_) {
@@ -121,33 +121,33 @@ void FusedAdam::reset_state() {
   t_ = 0;
 }
 
-void FusedAdam::set_lr_segments(size_t i, std::vector<LrSegment> segments) {
-  FK_CHECK(i < params_.size(), "FusedAdam::set_lr_segments",
+void FusedOptimizer::set_lr_segments(size_t i, std::vector<LrSegment> segments) {
+  FK_CHECK(i < params_.size(), "FusedOptimizer::set_lr_segments",
            "a parameter index below " + std::to_string(params_.size()), std::to_string(i));
-  FK_CHECK(on_cpu() || segments.empty(), "FusedAdam::set_lr_segments",
+  FK_CHECK(on_cpu() || segments.empty(), "FusedOptimizer::set_lr_segments",
            "parameters on the CPU (a device step has one learning rate)",
            params_[i].device().str());
   int64_t at = 0;
   for (const LrSegment& s : segments) {
-    FK_CHECK(s.offset == at && s.length > 0 && s.mult >= 0, "FusedAdam::set_lr_segments",
+    FK_CHECK(s.offset == at && s.length > 0 && s.mult >= 0, "FusedOptimizer::set_lr_segments",
              "consecutive segments from 0 with multipliers >= 0",
              "[" + std::to_string(s.offset) + ", +" + std::to_string(s.length) + ") x " +
                  std::to_string(s.mult));
     at += s.length;
   }
-  FK_CHECK(segments.empty() || at == params_[i].numel(), "FusedAdam::set_lr_segments",
+  FK_CHECK(segments.empty() || at == params_[i].numel(), "FusedOptimizer::set_lr_segments",
            "segments covering all " + std::to_string(params_[i].numel()) + " elements",
            std::to_string(at));
   if (segments_.size() < params_.size()) segments_.resize(params_.size());
   segments_[i] = std::move(segments);
 }
 
-void FusedAdam::zero_grad() {
+void FusedOptimizer::zero_grad() {
   for (const fk::Tensor& p : params_) p.set_grad(fk::Tensor());
 }
 
 // The gradients step() updates with: p's dtype, contiguous.
-std::vector<fk::Tensor> FusedAdam::update_grads() const {
+std::vector<fk::Tensor> FusedOptimizer::update_grads() const {
   std::vector<fk::Tensor> grads;
   for (const fk::Tensor& p : params_) {
     fk::Tensor g = p.grad();
@@ -158,14 +158,16 @@ std::vector<fk::Tensor> FusedAdam::update_grads() const {
   return grads;
 }
 
-AdamScalars FusedAdam::begin_device_step(double lr) {
-  FK_CHECK(!on_cpu(), "FusedAdam::begin_device_step", "parameters on a CUDA device", "the CPU");
-  FK_CHECK(!opt_.sgd, "FusedAdam::begin_device_step", "Adam(W) (SGD has no device step)", "sgd");
+AdamScalars FusedOptimizer::begin_device_step(double lr) {
+  FK_CHECK(!on_cpu(), "FusedOptimizer::begin_device_step", "parameters on a CUDA device",
+           "the CPU");
+  FK_CHECK(!opt_.sgd, "FusedOptimizer::begin_device_step", "Adam(W) (SGD has no device step)",
+           "sgd");
   ++t_;
   return adam_scalars(lr, 1.0, opt_, t_);
 }
 
-void FusedAdam::enqueue_device_step(double* block) {
+void FusedOptimizer::enqueue_device_step(double* block) {
   fk::profile::OpScope scope("adam_step_gated");
   const std::vector<fk::Tensor> grads = update_grads();
   bool any = false;
@@ -179,13 +181,15 @@ void FusedAdam::enqueue_device_step(double* block) {
   }
 }
 
-double FusedAdam::step(double lr) {
-  FK_CHECK(on_cpu() || !opt_.sgd, "FusedAdam::step", "Adam(W) on a device (SGD is CPU only)",
+double FusedOptimizer::step(double lr) {
+  FK_CHECK(on_cpu() || !opt_.sgd, "FusedOptimizer::step", "Adam(W) on a device (SGD is CPU only)",
            "sgd on " + params_.front().device().str());
   // The runs each parameter updates: its segments, or all of it at 1.
-  auto runs = [&](size_t i) {
+  std::vector<LrSegment> whole(1);
+  auto runs = [&](size_t i) -> const std::vector<LrSegment>& {
     if (i < segments_.size() && !segments_[i].empty()) return segments_[i];
-    return std::vector<LrSegment>{{0, params_[i].numel(), 1.0}};
+    whole[0] = {0, params_[i].numel(), 1.0};
+    return whole;
   };
   std::vector<fk::Tensor> grads;
   double sq = 0;

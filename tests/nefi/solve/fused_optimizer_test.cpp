@@ -1,0 +1,74 @@
+// FusedOptimizer's arithmetic beyond Adam (Adam's own: solve_test.cpp):
+// per-segment learning rates (a frozen run untouched and out of the clipping
+// norm, a scaled run equal to a plain step at the scaled lr) and heavy-ball
+// SGD against torch.optim.SGD's formula.
+#include "nefi/solve/fused_optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/factory.h"
+#include "fk/test_util.h"
+
+namespace {
+
+fk::Tensor leaf(const std::vector<double>& v) {
+  fk::Tensor t = fk::from_vector(v, {static_cast<int64_t>(v.size())});
+  t.set_requires_grad(true);
+  return t;
+}
+
+TEST(NefiFusedOptimizer, SegmentsScaleFreezeAndLeaveTheNormOfFrozenRuns) {
+  const std::vector<double> x0{1, -2, 3, 0.5, -0.25, 4}, g{0.3, -0.1, 0.2, 5, -7, 0.4};
+  nefi::OptimizerOptions o;
+  o.weight_decay = 0.1;
+  o.grad_clip = 1.0;
+  fk::Tensor a = leaf(x0);
+  nefi::FusedOptimizer seg({a}, o);
+  seg.set_lr_segments(0, {{0, 3, 2.0}, {3, 3, 0.0}});
+  a.set_grad(fk::from_vector(g, {6}));
+  const double norm = seg.step(0.01);
+  // The norm counts the trained run only.
+  EXPECT_NEAR(norm, std::sqrt(0.09 + 0.01 + 0.04), 1e-12);
+  // The trained run equals a plain step of those 3 elements at lr x 2 with
+  // that norm; the frozen run is untouched.
+  fk::Tensor b = leaf({1, -2, 3});
+  nefi::FusedOptimizer plain({b}, o);
+  b.set_grad(fk::from_vector(std::vector<double>{0.3, -0.1, 0.2}, {3}));
+  plain.step(0.02);
+  const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(av[i], bv[i]) << i;
+  for (int i = 3; i < 6; ++i) EXPECT_EQ(av[i], x0[i]) << i;
+  auto err = [&](std::vector<nefi::LrSegment> s) {
+    return fk::test::error_of([&] { seg.set_lr_segments(0, s); });
+  };
+  EXPECT_NE(err({{0, 3, 1.0}}).find("covering all 6"), std::string::npos);
+  EXPECT_NE(err({{0, 3, 1.0}, {2, 4, 1.0}}).find("consecutive"), std::string::npos);
+  EXPECT_NE(err({{0, 6, -1.0}}).find(">= 0"), std::string::npos);
+}
+
+TEST(NefiFusedOptimizer, SgdIsHeavyBallMomentum) {
+  nefi::OptimizerOptions o;
+  o.sgd = true;
+  o.momentum = 0.9;
+  o.weight_decay = 0.01;
+  fk::Tensor x = leaf({1.0, -2.0});
+  nefi::FusedOptimizer sgd({x}, o);
+  const std::vector<std::vector<double>> grads{{0.5, 0.25}, {-1.0, 2.0}};
+  std::vector<double> ref{1.0, -2.0}, buf{0, 0};
+  for (int t = 0; t < 2; ++t) {
+    x.set_grad(fk::from_vector(grads[t], {2}));
+    sgd.step(0.1);
+    for (int i = 0; i < 2; ++i) {
+      const double gi = grads[t][i] + 0.01 * ref[i];
+      buf[i] = t == 0 ? gi : 0.9 * buf[i] + gi;  // torch: the first buffer is the gradient
+      ref[i] -= 0.1 * buf[i];
+    }
+  }
+  const auto v = x.to_vector<double>();
+  EXPECT_NEAR(v[0], ref[0], 1e-15);
+  EXPECT_NEAR(v[1], ref[1], 1e-15);
+}
+
+}  // namespace
