@@ -254,14 +254,17 @@ class ForwardProblem:
         p = self._core.priors
         return dict(zip(self._model.names, p)) if self._model.several else p[0]
 
-    def solve(self, seed=None, ground_truth=None, steps=None, lr=None):
+    def solve(self, seed=None, ground_truth=None, steps=None, lr=None, callback=None):
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
         discrepancy_ratio = chi), history, stages, timings and ``report``
         (quick_report's markdown; with ``ground_truth``, its PSNR too: an
         array, or a dict {field: array} for several fields). ``steps`` and
-        ``lr`` replace the decided ones for this solve. One solve runs at a
-        time per problem (another thread's call waits)."""
+        ``lr`` replace the decided ones for this solve. ``callback(info)`` is
+        called after every step with a dict (stage, step, global_step,
+        total_steps, lr, progress, total, data_loss, step_ms); returning
+        False ends the stage (a progress bar, a custom stop). One solve runs
+        at a time per problem (another thread's call waits)."""
         if ground_truth is None:
             truths = {}
         elif isinstance(ground_truth, dict):
@@ -274,7 +277,7 @@ class ForwardProblem:
         truths = {str(k): np.ascontiguousarray(v, dtype=np.float64) for k, v in truths.items()}
         out = self._core.solve(None if seed is None else int(seed), truths,
                                None if steps is None else int(steps),
-                               None if lr is None else float(lr))
+                               None if lr is None else float(lr), callback)
         if self._model.several:  # one array per field
             out["reconstruction"] = {n: out["fields"][n].reshape(self.shape)
                                      for n in self._model.names}

@@ -118,6 +118,31 @@ nefi::ForwardModel python_model(Callable forward, Callable vjp, const std::strin
   return m;
 }
 
+// A Python callable as a step callback: called after every step with a dict
+// of the step's numbers; returning False ends the stage (anything else goes
+// on). Its exceptions end the solve as the model's do.
+nefi::StepCallback python_step_callback(Callable cb) {
+  return [cb](const nefi::StepInfo& s) {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::dict d;
+      d["stage"] = s.stage;
+      d["step"] = s.step;
+      d["global_step"] = s.global_step;
+      d["total_steps"] = s.total_steps;
+      d["lr"] = s.lr;
+      d["progress"] = s.progress;
+      d["total"] = s.total;
+      d["data_loss"] = s.data_loss;
+      d["step_ms"] = s.step_ms;
+      const nb::object r = (*cb)(d);
+      return !(r.is(nb::bool_(false)));
+    } catch (...) {
+      rethrow_as_model_error("solve callback");
+    }
+  };
+}
+
 fk::Dims dims(const std::vector<int64_t>& v) {
   return fk::Dims(v);
 }
@@ -151,7 +176,7 @@ void bind_nefi_byop(nb::module_& m) {
       .def(
           "solve",
           [](const ForwardProblem& p, std::optional<uint64_t> seed, nb::dict truths,
-             std::optional<int> steps, std::optional<double> lr) {
+             std::optional<int> steps, std::optional<double> lr, nb::object callback) {
             nefi::AutoProblem ap = p.ap;
             if (seed) ap.seed = *seed;
             // A short probe (lr_range_test): one stage's steps and lr replaced.
@@ -168,12 +193,14 @@ void bind_nefi_byop(nb::module_& m) {
                                                  .contiguous()
                                                  .clone();
             nefi::check_ground_truth(ap, gt);  // before the solve, not after it
+            nefi::SolverOptions so;
+            if (!callback.is_none()) so.callbacks.push_back(python_step_callback(hold(callback)));
             nefi::Result r;
             std::string report;
             {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
-              r = ap.solve();
+              r = ap.solve(so);
               report = nefi::quick_report(ap, r, gt);
             }
             nb::dict d = solve_dict(r);
@@ -184,7 +211,8 @@ void bind_nefi_byop(nb::module_& m) {
             return d;
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
-          nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none());
+          nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
+          nb::arg("callback") = nb::none());
 
   m.def(
       "auto_problem",

@@ -299,3 +299,16 @@ def test_an_ensemble_of_several_fields_is_per_field():
     e = nefi.ensemble(p, seeds=(0, 1))
     assert set(e.mean) == {"u", "v"} and e.std["u"].shape == (32,)
     assert set(e.coefficient_of_variation()) == {"u", "v"}
+
+
+def test_a_step_callback_sees_every_step_and_can_stop():
+    a, _, y = blur_problem(32)
+    p = nefi.from_forward(a, y, noise=0.0, budget="40")
+    seen = []
+    r = p.solve(callback=lambda s: seen.append((s["global_step"], s["data_loss"])))
+    assert [g for g, _ in seen] == list(range(1, 41)) and r["total_steps"] == 40
+    assert seen[-1][1] < seen[0][1]  # the data loss falls
+    r = p.solve(callback=lambda s: s["global_step"] < 10)
+    assert r["total_steps"] == 10 and r["stages"][0]["stop"] == "callback"
+    with pytest.raises(fieldkit.Error, match="solve callback.*ZeroDivisionError"):
+        p.solve(callback=lambda s: 1 / 0)
