@@ -319,7 +319,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward"):
+                 name="forward", multiscale=False):
     """A solvable problem from a forward model and one measurement.
 
     forward: a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
@@ -397,5 +397,6 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
-        hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed))
+        hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
+        bool(multiscale))
     return ForwardProblem(core, model, shape)

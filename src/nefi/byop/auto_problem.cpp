@@ -360,6 +360,21 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   st.anneal_fraction = 0.5;
   ap.curriculum.stages = {st};
   decide("steps", std::to_string(steps), "budget " + o.budget);
+  int64_t shortest = shape[0];
+  for (int64_t n : shape) shortest = std::min(shortest, n);
+  if (o.multiscale && shortest >= 16 && steps >= 4) {
+    // Half the grid for 30 % of the steps, then the native grid at half the
+    // lr: the model runs at its grid throughout (a coarse field is prolonged).
+    Stage coarse = st;
+    coarse.name = "coarse";
+    for (int a = 0; a < shape.size(); ++a) coarse.shape[a] = shape[a] / 2;
+    coarse.steps = static_cast<int>(std::lround(0.3 * steps));
+    st.steps = steps - coarse.steps;
+    st.lr = 0.5 * lr;
+    ap.curriculum.stages = {coarse, st};
+    decide("stages", coarse.shape.str() + " then " + shape.str(),
+           "multiscale: half the grid for 30 % of the steps, then native at lr / 2");
+  }
   decide("lr", num(lr),
          o.lr                           ? "given"
          : o.representation == "neural" ? "1e-2 sqrt(64 / width)"

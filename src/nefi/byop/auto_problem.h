@@ -49,6 +49,10 @@ struct AutoOptions {
   std::optional<double> lr;
   std::optional<int> hidden, depth, n_octaves;
   bool discrepancy = true;  // Morozov stop (needs sigma > 0)
+  // Two stages (half the grid for 30 % of the steps, then native at lr / 2)
+  // when every axis has >= 16 cells; the model sees the coarse field through
+  // a prolongation (operators/prolonged.h).
+  bool multiscale = false;
   double discrepancy_tau = 1.0;
   uint64_t seed = 0;
 };

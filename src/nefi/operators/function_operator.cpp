@@ -6,6 +6,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/profile.h"
+#include "nefi/operators/prolonged.h"
 
 namespace nefi {
 namespace {
@@ -145,12 +146,14 @@ fk::Tensor FunctionOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const
 }
 
 std::shared_ptr<Operator> FunctionOperator::at_resolution(const fk::Dims& shape) const {
-  FK_CHECK(shape == in_shape_, "forward model '" + name_ + "'",
-           "its own grid " + in_shape_.str() +
-               " (a function cannot rebuild itself on another grid: give the curriculum "
-               "one stage at the native shape)",
+  if (shape == in_shape_) return std::const_pointer_cast<FunctionOperator>(shared_from_this());
+  bool coarser = shape.size() == in_shape_.size();
+  for (int a = 0; coarser && a < shape.size(); ++a)
+    coarser = shape[a] >= 1 && shape[a] <= in_shape_[a];
+  FK_CHECK(coarser, "forward model '" + name_ + "'",
+           "its own grid " + in_shape_.str() + " or a coarser one (seen through a prolongation)",
            shape.str());
-  return std::const_pointer_cast<FunctionOperator>(shared_from_this());
+  return std::make_shared<ProlongedOperator>(shared_from_this(), in_shape_, shape);
 }
 
 fk::Dims FunctionOperator::output_shape(const fk::Dims& shape) const {

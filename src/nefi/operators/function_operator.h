@@ -8,9 +8,10 @@
 // once, on host copies of the fields and the cotangent, so the solve runs
 // on the CPU (host_only_reason) and its steps are never captured as a graph.
 //
-// The model works on its own grid only: at_resolution(shape) refuses any
-// other grid (a multiscale curriculum needs a model that can rebuild itself
-// on coarser grids, which a bare function cannot). Outputs of the wrong
+// The model works on its own grid: at_resolution(shape) of a coarser grid
+// is the model seen through a prolongation (prolonged.h), so a multiscale
+// curriculum's coarse stages train a coarse field through the same model;
+// a finer grid is refused. Outputs of the wrong
 // size or dtype, or a missing field, are an fk::Error naming the function
 // and what it got.
 #include <functional>

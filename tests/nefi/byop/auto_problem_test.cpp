@@ -138,6 +138,29 @@ TEST(NefiAutoProblem, SolvesABlurToTheNoiseFloor) {
   EXPECT_NE(report.find("| smooth_weight |"), std::string::npos) << report;
 }
 
+TEST(NefiAutoProblem, MultiscaleTrainsACoarseFieldThroughTheSameModel) {
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(128, 0.01);
+  AutoOptions o;
+  o.prior = "nonnegative + smooth";
+  o.budget = "400";
+  o.multiscale = true;
+  const auto ap = auto_problem(b.op, {128}, b.measurement(), o);
+  ASSERT_EQ(ap.curriculum.stages.size(), 2u);
+  EXPECT_EQ(ap.curriculum.stages[0].shape, fk::Dims{64});
+  EXPECT_EQ(ap.curriculum.stages[0].steps, 120);
+  EXPECT_EQ(ap.curriculum.stages[1].steps, 280);
+  EXPECT_DOUBLE_EQ(ap.curriculum.stages[1].lr, 0.5 * ap.curriculum.stages[0].lr);
+  const nefi::Result r = ap.solve();
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.fields.at("x").shape(), fk::Dims{128});
+  EXPECT_GT(nefi::psnr(r.fields.at("x").to(fk::DType::F64), fk::from_vector(b.gt, {128})), 28.0);
+  // Below 16 cells an axis keeps one stage.
+  const Blur1D small(12, 0.01);
+  o.noise_std = 0.01;
+  EXPECT_EQ(auto_problem(small.op, {12}, small.measurement(), o).curriculum.stages.size(), 1u);
+}
+
 TEST(NefiAutoProblem, PenaltiesAreWeighedAgainstTheNoiseFloor) {
   const fk::test::ThreadCount one(1);
   const Blur1D b(64, 0.02);
