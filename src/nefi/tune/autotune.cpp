@@ -152,13 +152,79 @@ Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& me
   return d;
 }
 
+// The config's `steps` (a list of stage steps or a count) times f, each at
+// least 1, as its config text.
+std::string scaled_steps(const Params& config, double f) {
+  for (const auto& e : config.entries()) {
+    if (e.key != "steps") continue;
+    if (const auto* l = std::get_if<std::vector<double>>(&e.value)) {
+      std::vector<double> v;
+      for (double s : *l) v.push_back(std::max(1.0, std::round(s * f)));
+      return Params::render(v);
+    }
+    if (const auto* i = std::get_if<int64_t>(&e.value))
+      return Params::render(std::max<int64_t>(1, std::llround(static_cast<double>(*i) * f)));
+  }
+  throw fk::Error("nefi autotune", "an instance with a 'steps' config key", "none");
+}
+
+// The budget: pilots at the tuned config with every stage's steps times
+// each factor; the smallest budget whose residual is within tau of the
+// floor (sigma, or the lowest pilot's residual above it) wins.
+Decision tune_budget(const Instance& inst, RunConfig& cfg, const std::string& method,
+                     const LevelPlan& plan, double noise,
+                     const std::function<void(const std::string&)>& log) {
+  Decision d;
+  d.key = "steps";
+  d.rule = fmt::format(
+      "the smallest budget whose residual is within {} x the floor (sigma, or the lowest pilot "
+      "residual)",
+      kDiscrepancyTau);
+  d.before = scaled_steps(cfg.config, 1.0);
+  for (double f : plan.budget_factors) {
+    RunConfig c = cfg;
+    const std::string v = scaled_steps(cfg.config, f);
+    c.config.set("steps", v);
+    d.pilots.push_back(run_pilot(inst, c, method, total_steps(c), v));
+    const Pilot& p = d.pilots.back();
+    if (log)
+      log(p.error.empty() ? fmt::format("steps={}: residual {:.4e}", v, p.residual_rms)
+                          : fmt::format("steps={}: failed: {}", v, p.error));
+  }
+  const Pilot* lowest = nullptr;
+  for (const Pilot& p : d.pilots)
+    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
+  if (!lowest) {
+    d.chosen = d.before;
+    d.reason = "every pilot failed; the budget is kept";
+    return d;
+  }
+  const double floor = std::max(noise > 0 ? noise : 0.0, lowest->residual_rms);
+  const Pilot* chosen = lowest;
+  for (const Pilot& p : d.pilots)  // factors ascend: the first that meets is the smallest
+    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * floor) {
+      chosen = &p;
+      break;
+    }
+  d.chosen = chosen->value;
+  d.reason = fmt::format("residual {:.4e} in {} steps (floor {:.4e})", chosen->residual_rms,
+                         chosen->steps, floor);
+  cfg.config.set("steps", d.chosen);
+  return d;
+}
+
 }  // namespace
 
 LevelPlan level_plan(const std::string& level) {
-  if (level == "quick") return {"quick", {1.0 / 3, 1, 3}, {0.1, 1, 10}, 0.25};
+  if (level == "quick") return {"quick", {1.0 / 3, 1, 3}, {0.1, 1, 10}, 0.25, {}};
   if (level == "standard")
-    return {"standard", {0.1, 0.3, 1, 3, 10}, {0.01, 0.1, 0.3, 1, 3, 10, 100}, 0.5};
-  if (level == "thorough") return {"thorough", half_decades(-3, 3), half_decades(-6, 6), 1.0};
+    return {"standard",
+            {0.1, 0.3, 1, 3, 10},
+            {0.01, 0.1, 0.3, 1, 3, 10, 100},
+            0.5,
+            {0.125, 0.25, 0.5, 1}};
+  if (level == "thorough")
+    return {"thorough", half_decades(-3, 3), half_decades(-6, 6), 1.0, {0.125, 0.25, 0.5, 1, 2}};
   throw fk::Error("--level", "quick, standard or thorough", "'" + level + "'");
 }
 
@@ -186,6 +252,8 @@ AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::s
     if (cfg.config.d(key) > 0)
       r.decisions.push_back(
           tune_weight(inst, r.tuned, method, r.pilot_steps, plan, key, r.noise_std, on_log));
+  if (!plan.budget_factors.empty())
+    r.decisions.push_back(tune_budget(inst, r.tuned, method, plan, r.noise_std, on_log));
   return r;
 }
 

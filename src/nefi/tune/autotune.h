@@ -1,6 +1,7 @@
 #pragma once
-// autotune: the learning rate and the regularizer weights of one method,
-// chosen from the data alone by short pilot solves (nefi.md §3.7):
+// autotune: the learning rate, the regularizer weights and (standard and
+// thorough levels) the step budget of one method, chosen from the data
+// alone by pilot solves (nefi.md §3.7):
 //   1. learning rate: pilots at lr x each factor of the level; the one with
 //      the lowest RMS data residual wins (a diverged or failed pilot never
 //      does).
@@ -12,12 +13,19 @@
 //      sigma (model error in the data, or pilots too short to fit down to the
 //      noise): then the largest weight that costs at most 10 % over the best
 //      fit wins. With the noise level unknown the weight is kept.
+//   3. the step budget (standard and thorough), at the chosen lr and
+//      weights: full solves with every stage's steps times each factor; the
+//      smallest budget whose RMS residual is within tau of the floor (sigma,
+//      or the lowest pilot residual when that is higher) wins, so a budget
+//      longer than the data need is cut and one too short is lengthened
+//      (thorough tries 2x).
 // Ground-truth metrics of the pilots are recorded for the reader only; no
-// decision reads them. A pilot runs pilot_fraction of the method's total
-// steps (every stage scaled alike). Levels:
-//   quick     lr x {1/3, 1, 3}            w x {0.1, 1, 10}                     25 %
-//   standard  lr x {0.1, 0.3, 1, 3, 10}   w x {0.01, 0.1, 0.3, 1, 3, 10, 100}  50 %
-//   thorough  lr x 10^{-1.5 ... 1.5}      w x 10^{-3 ... 3}                   100 %
+// decision reads them. A pilot of steps 1 and 2 runs pilot_fraction of the
+// method's total steps (every stage scaled alike). Levels:
+//   quick     lr x {1/3, 1, 3}            w x {0.1, 1, 10}                     25 %   -
+//   standard  lr x {0.1, 0.3, 1, 3, 10}   w x {0.01, 0.1, 0.3, 1, 3, 10, 100}  50 %   steps x {1/8
+//   .. 1} thorough  lr x 10^{-1.5 ... 1.5}      w x 10^{-3 ... 3}                   100 %  steps x
+//   {1/8 .. 2}
 //             in half decades (7 and 13 values)
 // The tuned config is the input config with the chosen values, and
 // `nefi run tuned_config.yaml` solves exactly what compare() reports.
@@ -36,6 +44,7 @@ struct LevelPlan {
   std::string name;
   std::vector<double> lr_factors, weight_factors;
   double pilot_fraction = 0.25;
+  std::vector<double> budget_factors;  // step-budget pilots (empty: the budget is kept)
 };
 // quick | standard | thorough (an fk::Error names the levels otherwise).
 LevelPlan level_plan(const std::string& level);

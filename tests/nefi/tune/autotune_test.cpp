@@ -2,7 +2,8 @@
 // of the learning rate and the TV weight: residual = 0.1 |log10(lr) + 2| +
 // 0.05 + 10 tv (sigma 0.1), NaN for lr > 0.05 (a diverging pilot). So the
 // best lr is 1e-2, and the discrepancy principle (residual <= 1.1 sigma)
-// holds up to tv = 6e-3.
+// holds up to tv = 6e-3. With `decay`, the residual also carries
+// decay x exp(-steps / 10): the budget the data need.
 #include "nefi/tune/autotune.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ namespace {
 
 class ResidualModel : public Instance {
  public:
-  explicit ResidualModel(double sigma) : sigma_(sigma) {}
+  explicit ResidualModel(double sigma, double decay = 0) : sigma_(sigma), decay_(decay) {}
   std::string name() const override { return "model"; }
   std::string summary() const override { return "a residual known in closed form"; }
   Params default_config() const override {
@@ -47,10 +48,12 @@ class ResidualModel : public Instance {
     auto [m, gt] = make_measurement(p, seed);
     RunOutput out = start_run_output(method, m, gt);
     const double lr = p.d("lr");
-    const double r = lr > 0.05 ? NAN : 0.1 * std::abs(std::log10(lr) + 2) + 0.05 + 10 * p.d("tv");
-    out.result.prediction = fk::full({8}, r, {fk::DType::F64});
     StageResult s;
     s.steps = so.max_total_steps > 0 ? so.max_total_steps : 100;
+    const double r = lr > 0.05 ? NAN
+                               : 0.1 * std::abs(std::log10(lr) + 2) + 0.05 + 10 * p.d("tv") +
+                                     decay_ * std::exp(-s.steps / 10.0);
+    out.result.prediction = fk::full({8}, r, {fk::DType::F64});
     out.result.stages = {s};
     out.metrics = {{"psnr", -r}};
     ++runs;
@@ -59,7 +62,7 @@ class ResidualModel : public Instance {
   mutable int runs = 0;
 
  private:
-  double sigma_;
+  double sigma_, decay_;
 };
 
 RunConfig model_config() {
@@ -76,7 +79,7 @@ TEST(Autotune, LearningRateByResidualThenWeightByDiscrepancy) {
   cfg.config.set("lr", "3e-3");
   const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
   EXPECT_EQ(r.pilot_steps, 50);       // 50 % of 100
-  ASSERT_EQ(r.decisions.size(), 2u);  // lr and tv; l1 is off and stays off
+  ASSERT_EQ(r.decisions.size(), 3u);  // lr, tv (l1 is off and stays off), steps
   const Decision& lr = r.decisions[0];
   EXPECT_EQ(lr.key, "lr");
   ASSERT_EQ(lr.pilots.size(), 5u);             // 3e-4 ... 3e-2 ... 3e-2 x 10 = 0.03
@@ -88,7 +91,28 @@ TEST(Autotune, LearningRateByResidualThenWeightByDiscrepancy) {
   EXPECT_EQ(r.tuned.config.d("tv"), 3e-3);
   EXPECT_EQ(r.tuned.config.d("lr"), 9e-3);
   EXPECT_EQ(r.tuned.config.d("l1"), 0.0);
-  EXPECT_EQ(inst.runs, 12);
+  EXPECT_EQ(inst.runs, 16);  // 5 + 7 + 4 budget pilots
+  // A residual that does not depend on the steps: the smallest budget meets.
+  EXPECT_EQ(r.decisions[2].chosen, "[5, 8]");  // [40, 60] x 1/8, rounded
+}
+
+TEST(Autotune, TheBudgetIsTheSmallestThatReachesTheFloor) {
+  // The steps term decays as exp(-steps / 10): at 13, 25, 50 and 100 total
+  // steps it adds 0.027, 0.0082, 0.0007 and 0.000005 to 0.05 + 10 tv.
+  ResidualModel inst(0.01, 0.1);
+  RunConfig cfg = model_config();
+  cfg.config.set("lr", "1e-2");
+  cfg.config.set("tv", "1e-4");
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
+  const Decision& b = r.decisions.back();
+  EXPECT_EQ(b.key, "steps");
+  ASSERT_EQ(b.pilots.size(), 4u);
+  // The floor is the 100-step pilot's residual (sigma 0.01 is below every
+  // fit): 1.1 x floor is first met at 50 steps.
+  EXPECT_EQ(b.chosen, "[20, 30]");
+  EXPECT_EQ(r.tuned.config.list("steps"), (std::vector<double>{20, 30}));
+  EXPECT_TRUE(level_plan("quick").budget_factors.empty());  // quick keeps the budget
+  EXPECT_EQ(level_plan("thorough").budget_factors.back(), 2.0);
 }
 
 TEST(Autotune, DivergedPilotsNeverWinAndUnreachedDiscrepancyFallsBack) {
