@@ -29,7 +29,7 @@ struct FitRequest {
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
-  int threads = 0;
+  int threads = 0, rank = 8;
   bool quiet = false;
 };
 
@@ -62,6 +62,7 @@ int fit_cmd(const FitRequest& r) {
   AutoOptions o;
   o.prior = r.prior;
   o.representation = r.representation;
+  o.rank = r.rank;
   o.budget = r.budget;
   o.seed = r.seed;
   FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
@@ -115,7 +116,8 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--prior", r->prior,
                   "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\" (default "
                   "unconstrained)");
-  sub->add_option("--representation", r->representation, "neural | hash | grid");
+  sub->add_option("--representation", r->representation, "neural | hash | grid | lowrank");
+  sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");

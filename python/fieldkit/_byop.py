@@ -319,7 +319,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward", multiscale=False):
+                 name="forward", multiscale=False, rank=8):
     """A solvable problem from a forward model and one measurement.
 
     forward: a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
@@ -341,8 +341,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       reconstruction is a dict.
     budget: quick | default | thorough | a step count. representation: neural
       (Fourier features + MLP) | hash (a multiresolution hash grid + a small
-      MLP) | grid (one value per cell). lr, hidden, depth, n_octaves override
-      the automatic choices.
+      MLP) | grid (one value per cell) | lowrank (a rank-`rank` CP sum over
+      the axes). lr, hidden, depth, n_octaves override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
     """
@@ -361,9 +361,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if representation != "neural" and n_octaves is not None:
         raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
                     f"Fourier features), got it with {representation!r}")
-    if representation == "grid" and (hidden is not None or depth is not None):
+    if representation in ("grid", "lowrank") and (hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
-                    "got them with representation='grid'")
+                    f"got them with representation={representation!r}")
     if homogeneity is not None and homogeneity != 1 and (adjoint is not None or
                                                           hasattr(forward, "shape")):
         raise Error(f"from_forward: expected homogeneity 1 (or none) for a linear model (a "
@@ -398,5 +398,5 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale))
+        bool(multiscale), int(rank))
     return ForwardProblem(core, model, shape)

@@ -223,7 +223,7 @@ void bind_nefi_byop(nb::module_& m) {
          std::optional<double> noise_std, const std::vector<double>& extent,
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
-         bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale) {
+         bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
         if (mask) meas.mask = from_dlpack(*mask).to(fk::DType::F64).contiguous().clone();
@@ -253,6 +253,7 @@ void bind_nefi_byop(nb::module_& m) {
         o.discrepancy_tau = discrepancy_tau;
         o.seed = seed;
         o.multiscale = multiscale;
+        o.rank = rank;
         ForwardProblem p;
         // The GIL stays held: the constant fit calls the model from here.
         p.ap = nefi::auto_problem(op, in, meas, o);
@@ -263,7 +264,7 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("noise_std"), nb::arg("extent"), nb::arg("representation"), nb::arg("budget"),
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
-      nb::arg("multiscale") = false);
+      nb::arg("multiscale") = false, nb::arg("rank") = 8);
 }
 
 }  // namespace fkpy

@@ -13,6 +13,7 @@
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
+#include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -206,8 +207,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "a measurement of the model's output shape " + out_shape.str(),
            m.data.defined() ? m.data.shape().str() : "none");
   FK_CHECK(fk::is_floating(m.data.dtype()), kWhere, "real measured data", fk::name(m.data.dtype()));
-  FK_CHECK(o.representation == "neural" || o.representation == "grid" || o.representation == "hash",
-           "representation", "neural, grid or hash", o.representation);
+  FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
+               o.representation == "hash" || o.representation == "lowrank",
+           "representation", "neural, grid, hash or lowrank", o.representation);
+  FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
   m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
@@ -323,6 +326,11 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                std::to_string(L.resolution.back()) + " cells, tables of <= 2^" +
                std::to_string(hc.log2_table) + ", MLP " + std::to_string(hc.hidden) + " x " +
                std::to_string(hc.depth));
+  } else if (o.representation == "lowrank") {
+    prob.field = std::make_shared<LowRankField>(shape, heads, o.rank, o.seed);
+    decide("representation", "lowrank",
+           "given: a rank-" + std::to_string(o.rank) + " CP sum over the axes, " +
+               std::to_string(prob.field->n_parameters()) + " parameters");
   } else {
     prob.field = std::make_shared<GridField>(shape, heads);
     decide("representation", "grid", "given: one value per cell");
@@ -348,9 +356,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   // Curriculum.
   const int steps = steps_for(o.budget, cells);
   const double lr =
-      o.lr.value_or(o.representation == "grid"   ? 1e-1
-                    : o.representation == "hash" ? 1e-2
-                                                 : 1e-2 * std::sqrt(64.0 / fc.hidden));
+      o.lr.value_or(o.representation == "grid"     ? 1e-1
+                    : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
+                                                   : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
   Stage st;
   st.name = "native";

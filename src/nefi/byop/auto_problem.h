@@ -23,7 +23,7 @@
 //               itself coarser), AdamW, clip 1, cosine lr to 1 %, annealed
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
-//   lr          neural 1e-2 x sqrt(64 / width), hash 1e-2, grid 1e-1
+//   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,10 +42,12 @@ struct AutoOptions {
   // Several fields instead: (name, prior) in the model's input order; each
   // gets its own head, constant fit and penalties (named "<kind>:<field>").
   std::vector<std::pair<std::string, std::string>> field_priors;
-  std::vector<double> extent;             // empty: isotropic, longest axis 1
-  std::string representation = "neural";  // neural | grid | hash (hash_grid_field.h)
-  std::optional<double> noise_std;        // unset: estimated; 0: noise-free data
-  std::string budget = "default";         // quick | default | thorough | a step count
+  std::vector<double> extent;  // empty: isotropic, longest axis 1
+  // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h)
+  std::string representation = "neural";
+  int rank = 8;                     // lowrank's CP rank
+  std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
+  std::string budget = "default";   // quick | default | thorough | a step count
   std::optional<double> lr;
   std::optional<int> hidden, depth, n_octaves;
   bool discrepancy = true;  // Morozov stop (needs sigma > 0)

@@ -253,7 +253,7 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o = {};
   o.representation = "octree";
   EXPECT_NE(
-      err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid or hash"),
+      err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid, hash or lowrank"),
       std::string::npos);
   o = {};
   o.extent = {1, 2};

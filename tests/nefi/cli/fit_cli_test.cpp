@@ -92,7 +92,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
        {"fit" + A + y + " --shape 16,16 --lr 0" + o, "--lr"},
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
-       {"fit" + A + y + " --shape 16,16 --representation octree" + o, "neural, grid or hash"},
+       {"fit" + A + y + " --shape 16,16 --representation octree" + o, "neural, grid, hash or lowrank"},
        {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},
        {"fit --matrix " + (dir / "missing.npy").string() + y + o, "missing.npy"},
        {"fit --matrix " + (dir / "y.npy").string() + y + " --shape 16" + o,
