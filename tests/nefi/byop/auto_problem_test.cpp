@@ -252,9 +252,10 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
             std::string::npos);
   o = {};
   o.representation = "octree";
-  EXPECT_NE(
-      err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("neural, grid, hash or lowrank"),
-      std::string::npos);
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("neural, grid, hash or lowrank"),
+            std::string::npos);
   o = {};
   o.extent = {1, 2};
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("1 lengths"),
