@@ -96,6 +96,10 @@ TEST(NefiLrGroups, AStageFreezesTheOutputLayerAndTheNextTrainsIt) {
             std::string::npos);
   cur.optim.optimizer = "lbfgs";
   EXPECT_NE(fk::test::error_of([&] { cur.validate(); }).find("lbfgs"), std::string::npos);
+  cur.optim.optimizer = "adamw";
+  cur.stages[1].freeze = {""};
+  EXPECT_NE(fk::test::error_of([&] { cur.validate(); }).find("non-empty parameter-name prefixes"),
+            std::string::npos);
 }
 
 }  // namespace
