@@ -19,43 +19,82 @@ namespace {
 // Instant-NGP's primes; the first axis is not multiplied (coherent rows).
 constexpr std::array<uint32_t, 3> kPrimes{1u, 2654435761u, 805459861u};
 
-// One point's cell at one level: the 2^d vertices' table rows and weights.
-struct Corners {
-  std::array<int64_t, 8> row{};
-  std::array<float, 8> weight{};
-  int n = 0;
+// A level's constants, read once per call instead of per point.
+struct LevelConsts {
+  float res = 0;
+  int64_t last = 0;                          // res - 1: the last cell
+  int64_t row_stride = 0, plane_stride = 0;  // dense vertex strides along axes 1 and 2
+  int64_t offset = 0;
+  uint32_t table = 0;
+  bool hashed = false;
 };
 
-Corners corners_of(const float* x, const HashGridLayout& L, int level) {
-  const int d = L.ndim;
-  const int64_t res = L.resolution[level], T = L.table_size[level];
-  std::array<int64_t, 3> base{};
-  std::array<float, 3> frac{};
-  for (int a = 0; a < d; ++a) {
-    const float p = std::clamp((x[a] + 1.0f) * 0.5f, 0.0f, 1.0f) * static_cast<float>(res);
-    base[a] = std::min<int64_t>(static_cast<int64_t>(p), res - 1);
+std::vector<LevelConsts> level_consts(const HashGridLayout& L) {
+  std::vector<LevelConsts> out;
+  for (size_t l = 0; l < L.resolution.size(); ++l) {
+    LevelConsts c;
+    const int64_t res = L.resolution[l];
+    c.res = static_cast<float>(res);
+    c.last = res - 1;
+    c.row_stride = res + 1;
+    c.plane_stride = (res + 1) * (res + 1);
+    c.offset = L.offset[l];
+    c.table = static_cast<uint32_t>(L.table_size[l]);
+    c.hashed = L.hashed(static_cast<int>(l));
+    out.push_back(c);
+  }
+  return out;
+}
+
+// One point's cell at one level: its 2^D vertices' table rows and
+// multilinear weights (vertex k takes axis a's upper side where bit a is set).
+template <int D>
+void corners(const float* x, const LevelConsts& c, int64_t* row, float* weight) {
+  int64_t base[D];
+  float frac[D];
+  for (int a = 0; a < D; ++a) {
+    const float p = std::clamp((x[a] + 1.0f) * 0.5f, 0.0f, 1.0f) * c.res;
+    base[a] = std::min(static_cast<int64_t>(p), c.last);
     frac[a] = p - static_cast<float>(base[a]);
   }
-  Corners c;
-  c.n = 1 << d;
-  const bool hashed = L.hashed(level);
-  for (int k = 0; k < c.n; ++k) {
+  for (int k = 0; k < (1 << D); ++k) {
     float w = 1;
     uint32_t h = 0;
-    int64_t dense = 0, stride = 1;
-    for (int a = 0; a < d; ++a) {
+    int64_t dense = 0;
+    for (int a = 0; a < D; ++a) {
       const int bit = (k >> a) & 1;
       const int64_t v = base[a] + bit;
       w *= bit ? frac[a] : 1 - frac[a];
       h ^= static_cast<uint32_t>(v) * kPrimes[a];
-      dense += v * stride;
-      stride *= res + 1;
+      dense += v * (a == 0 ? 1 : a == 1 ? c.row_stride : c.plane_stride);
     }
-    c.row[k] =
-        L.offset[level] + (hashed ? static_cast<int64_t>(h % static_cast<uint32_t>(T)) : dense);
-    c.weight[k] = w;
+    row[k] = c.offset + (c.hashed ? static_cast<int64_t>(h % c.table) : dense);
+    weight[k] = w;
   }
-  return c;
+}
+
+// Calls f(level, rows, weights, count) for every (point i, active level).
+template <int D, typename F>
+void for_each_cell(const float* xi, const std::vector<LevelConsts>& lc,
+                   const std::vector<double>& level_weight, F&& f) {
+  int64_t row[1 << D];
+  float weight[1 << D];
+  for (size_t l = 0; l < lc.size(); ++l) {
+    const auto lw = static_cast<float>(level_weight[l]);
+    if (lw == 0) continue;
+    corners<D>(xi, lc[l], row, weight);
+    for (int k = 0; k < (1 << D); ++k) weight[k] *= lw;
+    f(static_cast<int>(l), row, weight, 1 << D);
+  }
+}
+
+// for_each_cell at the layout's dimension (a runtime value: 1, 2 or 3).
+template <typename F>
+void for_each_cell(int d, const float* xi, const std::vector<LevelConsts>& lc,
+                   const std::vector<double>& level_weight, F&& f) {
+  if (d == 1) return for_each_cell<1>(xi, lc, level_weight, f);
+  if (d == 2) return for_each_cell<2>(xi, lc, level_weight, f);
+  for_each_cell<3>(xi, lc, level_weight, f);
 }
 
 struct HashGridBackward : fk::autograd::Node {
@@ -74,19 +113,18 @@ struct HashGridBackward : fk::autograd::Node {
     const float* gp = g.data<float>();
     const float* xp = coords.data<float>();
     // One level per thread: each writes only its own table rows.
+    const std::vector<LevelConsts> lc = level_consts(layout);
+    const int d = layout.ndim;
     fk::parallel_for(0, levels, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t l = lo; l < hi; ++l) {
-        const auto lw = static_cast<float>(level_weight[l]);
-        if (lw == 0) continue;
-        for (int64_t i = 0; i < n; ++i) {
-          const Corners c = corners_of(xp + i * layout.ndim, layout, static_cast<int>(l));
-          const float* gi = gp + i * width + l * F;
-          for (int k = 0; k < c.n; ++k) {
-            const float w = c.weight[k] * lw;
-            for (int f = 0; f < F; ++f) dt[c.row[k] * F + f] += w * gi[f];
-          }
-        }
-      }
+      std::vector<double> only(level_weight.size(), 0.0);
+      for (int64_t l = lo; l < hi; ++l) only[l] = level_weight[l];
+      for (int64_t i = 0; i < n; ++i)
+        for_each_cell(d, xp + i * d, lc, only,
+                      [&](int l, const int64_t* row, const float* w, int count) {
+                        const float* gi = gp + i * width + l * F;
+                        for (int k = 0; k < count; ++k)
+                          for (int f = 0; f < F; ++f) dt[row[k] * F + f] += w[k] * gi[f];
+                      });
     });
     return {out};
   }
@@ -164,19 +202,24 @@ fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
   float* yp = y.data<float>();
   const float* xp = x.data<float>();
   const float* tp = t.data<float>();
+  const std::vector<LevelConsts> lc = level_consts(layout);
+  const int d = layout.ndim;
   fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      for (int l = 0; l < levels; ++l) {
-        float* yi = yp + i * width + l * F;
-        std::fill(yi, yi + F, 0.0f);
-        const auto lw = static_cast<float>(level_weight[l]);
-        if (lw == 0) continue;
-        const Corners c = corners_of(xp + i * layout.ndim, layout, l);
-        for (int k = 0; k < c.n; ++k) {
-          const float w = c.weight[k] * lw;
-          for (int f = 0; f < F; ++f) yi[f] += w * tp[c.row[k] * F + f];
-        }
-      }
+    for (int64_t i = lo; i < hi; ++i) {
+      float* yi = yp + i * width;
+      std::fill(yi, yi + width, 0.0f);  // inactive levels stay 0
+      for_each_cell(d, xp + i * d, lc, level_weight,
+                    [&](int l, const int64_t* row, const float* w, int count) {
+                      // Sums in registers: a += into yi would chain every
+                      // corner's add through a store and a reload.
+                      float acc[16] = {};
+                      for (int k = 0; k < count; ++k) {
+                        const float* r = tp + row[k] * F;
+                        for (int f = 0; f < F; ++f) acc[f] += w[k] * r[f];
+                      }
+                      std::copy(acc, acc + F, yi + l * F);
+                    });
+    }
   });
   if (fk::autograd::needs_grad(table)) {
     auto node = std::make_shared<HashGridBackward>();

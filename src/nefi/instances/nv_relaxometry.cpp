@@ -231,6 +231,9 @@ void declare_keys(Params& p) {
   p.declare("grid_l2", 1e-3, "grid baseline Tikhonov weight");
   p.declare("grid_tv", 1e-3, "grid baseline TV weight");
   p.declare("grid_init", 0.35, "grid baseline initial rho");
+  p.declare("init_seed", int64_t{-1},
+            "the field's initialisation seed (-1: the run's seed; the reference's paper config "
+            "fixes 0)");
   p.declare("gate", true,
             "neural rho head: softplus(h) * sigmoid(g), the gated head (false: softplus(h) "
             "alone, the ablation no_gate)");
@@ -356,7 +359,15 @@ class NVRelaxometry : public Instance {
 
   RunOutput run(const Params& p, const std::string& method, uint64_t seed,
                 const SolverOptions& so) const override {
-    return run_method(*this, p, method, seed, so);
+    // The reference's init_seed key: the field starts from that seed whatever
+    // the data's (a run's own run.init_seed still wins).
+    const int64_t init = p.i("init_seed");
+    FK_CHECK(init >= -1, "config key 'init_seed'", "a seed >= 0, or -1 (the run's seed)",
+             std::to_string(init));
+    if (init < 0 || so.init_seed) return run_method(*this, p, method, seed, so);
+    SolverOptions with_init = so;
+    with_init.init_seed = static_cast<uint64_t>(init);
+    return run_method(*this, p, method, seed, with_init);
   }
 
   // The scores against the truth redrawn from out.seed (its sources' sites

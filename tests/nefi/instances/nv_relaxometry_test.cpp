@@ -6,6 +6,7 @@
 
 #include "fk/factory.h"
 #include "fk/random.h"
+#include "fk/test_util.h"
 #include "fk/testing.h"
 #include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
@@ -307,6 +308,23 @@ TEST(NefiNVRelaxometry, ReferenceConfigKeys) {
   EXPECT_EQ(setup->curriculum.stages[0].shape, fk::Dims({8, 8}));  // 24 / 3
   EXPECT_TRUE(setup->curriculum.stages[0].anneal);
   EXPECT_FALSE(setup->curriculum.stages[1].anneal);
+  // init_seed: the field's seed whatever the data's, as run.init_seed gives it.
+  nefi::RunConfig fast = nefi::load_run_config_file(config_path("nv_relaxometry_smoke.yaml"));
+  nefi::apply_set(fast, "steps=[3, 3]");
+  nefi::RunConfig fixed = fast;
+  nefi::apply_set(fixed, "init_seed=3");
+  nefi::SolverOptions by_run;
+  by_run.init_seed = 3;
+  const auto a = inst->run(fixed.config, "neural", 0, {}).reconstruction.to_vector<double>();
+  const auto b = inst->run(fast.config, "neural", 0, by_run).reconstruction.to_vector<double>();
+  const auto c = inst->run(fast.config, "neural", 0, {}).reconstruction.to_vector<double>();
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  nefi::apply_set(fixed, "init_seed=-2");
+  EXPECT_NE(fk::test::error_of([&] {
+              (void)inst->run(fixed.config, "neural", 0, {});
+            }).find("'init_seed'"),
+            std::string::npos);
   // Gaussian sources: the truth has extent (more than one cell per source).
   const auto [meas, gt] = inst->make_measurement(rc.config, 0);
   int64_t lit = 0;
