@@ -160,7 +160,7 @@ class _Model:
         edits its input in place would change what the vjp is taken at)."""
         out = []
         for x in xs:
-            a = np.array(x, dtype=np.float64).reshape(self.shape)
+            a = np.asarray(x, dtype=np.float64).reshape(self.shape)  # a view: no copy
             a.setflags(write=False)
             out.append(a)
         return out

@@ -43,9 +43,10 @@ fk::Tensor owned_f64(const nb::object& r, const std::string& who) {
   if (!nb::try_cast(r, a))
     throw fk::Error(who, "an array (numpy or anything speaking DLPack)",
                     "a " + nb::cast<std::string>(r.type().attr("__name__")));
-  fk::Tensor view = from_dlpack(a);
-  fk::Tensor out = view.to(fk::DType::F64).contiguous().clone();
-  return out;
+  const fk::Tensor view = from_dlpack(a);
+  fk::Tensor out = view.to(fk::DType::F64).contiguous();
+  // Own the values (copied once: a conversion or gather already made new storage).
+  return out.storage() == view.storage() ? out.clone() : out;
 }
 
 // "TypeError: message" of a Python exception (the GIL held).

@@ -14,7 +14,8 @@ namespace {
 // The f64 host copy a model function receives (its own storage: the
 // function may keep or modify it without touching the solve's tensors).
 fk::Tensor host_f64(const fk::Tensor& t) {
-  return t.to(fk::kCPU).to(fk::DType::F64).contiguous().clone();
+  fk::Tensor c = t.to(fk::kCPU).to(fk::DType::F64).contiguous();
+  return c.storage() == t.storage() ? c.clone() : c;  // copy once, only when still shared
 }
 
 // The axes of `d` longer than 1 (a (m, 1) column is an m-vector).
