@@ -24,7 +24,7 @@ namespace nefi::cli {
 namespace {
 
 struct FitRequest {
-  std::string matrix, data, mask, shape, noise = "auto", prior = "unconstrained";
+  std::string matrix, data, mask, support, shape, noise = "auto", prior = "unconstrained";
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::optional<double> lr;
   double tau = 1.0;
@@ -61,6 +61,8 @@ int fit_cmd(const FitRequest& r) {
   const fk::Dims shape = parse_shape(r.shape, a);
   AutoOptions o;
   o.prior = r.prior;
+  if (!r.support.empty())  // its shape and values: auto_problem
+    o.supports["x"] = fk::read_npy(r.support).to(fk::DType::F64);
   o.representation = r.representation;
   o.rank = r.rank;
   o.budget = r.budget;
@@ -112,10 +114,12 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--data", r->data, "the measurement: y.npy, A's rows in C order")->required();
   sub->add_option("--shape", r->shape, "the field's grid, e.g. 64,64 (default: A's columns)");
   sub->add_option("--mask", r->mask, "per-measurement weights in [0, 1] (.npy, the data's shape)");
+  sub->add_option("--support", r->support,
+                  "the field's known support (.npy, the field's shape, 1 inside, 0 outside)");
   sub->add_option("--noise", r->noise, "auto (estimated from the data) or the noise sigma");
   sub->add_option("--prior", r->prior,
-                  "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\" (default "
-                  "unconstrained)");
+                  "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\", \"binary\", "
+                  "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation, "neural | hash | grid | lowrank");
   sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");

@@ -319,7 +319,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward", multiscale=False, rank=8):
+                 name="forward", multiscale=False, rank=8, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
@@ -332,10 +332,12 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       the measurement's shape).
     mask: per-cell weights of the data in [0, 1] (0: unobserved).
     noise: "auto" (estimated from the data), a sigma, or 0 (noise-free).
-    prior: e.g. "nonnegative + smooth", "bounded(0, 1) + tv(0.5)" (see
-      nefi/byop/prior.h: unconstrained | nonnegative | positive | bounded(lo,
-      hi), tv(s) | piecewise_constant(s), smooth(s), sparse(s), zero_mean);
-      or a dict {field name: prior} for a model of several fields on one
+    prior: e.g. "nonnegative + smooth", "bounded(0, 1) + tv(0.5)", "binary",
+      "conserved(1) + symmetric(0)" (see nefi/byop/prior.h: unconstrained |
+      nonnegative | positive | bounded(lo, hi) | binary | two_phase(lo, hi);
+      tv(s) | piecewise_constant(s), smooth(s), sparse(s), increasing(axis,
+      s) | decreasing(axis, s); zero_mean, conserved(M), symmetric(axes),
+      periodic(axes), known_support, scale(v)); or a dict {field name: prior} for a model of several fields on one
       grid: forward then takes a dict {name: array} (torch tensors with
       autograd), vjp returns a dict {name: gradient}, and the result's
       reconstruction is a dict.
@@ -345,6 +347,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       the axes). lr, hidden, depth, n_octaves override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
+    support: the field's known support, an array of its shape in [0, 1] (1
+      inside; the field is 0 outside, or the low bound of a range that
+      excludes 0), or a dict {field name: support}.
     """
     y = np.asarray(measurement)
     complex_data = np.iscomplexobj(y)
@@ -391,6 +396,21 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         sigma = float(noise)
     # The model's output shaped as the data, whatever shape it returned.
     data_shape = data.shape
+    supports = {}
+    if support is not None:
+        if not isinstance(support, dict) and len(names) > 1:
+            raise Error(f"from_forward: expected a dict {{field name: support}} for a model of "
+                        f"several fields ({', '.join(names)}), got one array")
+        given = support if isinstance(support, dict) else {names[0]: support}
+        for field, m in given.items():
+            if field not in names:
+                raise Error(f"from_forward: expected a support for a field of the problem "
+                            f"({', '.join(names)}), got one for {field!r}")
+            m = np.asarray(m, dtype=np.float64)
+            if m.shape != shape:
+                raise Error(f"from_forward: expected a support of the field's shape {shape}, "
+                            f"got {m.shape}")
+            supports[field] = np.ascontiguousarray(m)
     core = _nefi.auto_problem(
         lambda xs: _shaped(model.forward(xs), data_shape),
         lambda xs, g: [v.reshape(shape) for v in model.vjp(xs, g)],
@@ -398,5 +418,5 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale), int(rank))
+        bool(multiscale), int(rank), supports)
     return ForwardProblem(core, model, shape)

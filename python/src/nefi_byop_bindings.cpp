@@ -7,11 +7,13 @@
 // naming the function and carrying the exception's type and message.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -224,7 +226,8 @@ void bind_nefi_byop(nb::module_& m) {
          std::optional<double> noise_std, const std::vector<double>& extent,
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
-         bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank) {
+         bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
+         const std::map<std::string, nb::ndarray<nb::ro>>& supports) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
         if (mask) meas.mask = from_dlpack(*mask).to(fk::DType::F64).contiguous().clone();
@@ -255,6 +258,8 @@ void bind_nefi_byop(nb::module_& m) {
         o.seed = seed;
         o.multiscale = multiscale;
         o.rank = rank;
+        for (const auto& [field, mask] : supports)
+          o.supports[field] = from_dlpack(mask).to(fk::DType::F64).contiguous().clone();
         ForwardProblem p;
         // The GIL stays held: the constant fit calls the model from here.
         p.ap = nefi::auto_problem(op, in, meas, o);
@@ -265,7 +270,8 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("noise_std"), nb::arg("extent"), nb::arg("representation"), nb::arg("budget"),
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
-      nb::arg("multiscale") = false, nb::arg("rank") = 8);
+      nb::arg("multiscale") = false, nb::arg("rank") = 8,
+      nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{});
 }
 
 }  // namespace fkpy

@@ -154,12 +154,12 @@ void DeepDecoderField::reset_parameters(uint64_t seed) {
   params_.flat().bump_version();
 }
 
-FieldMap DeepDecoderField::forward(const Domain& domain, double) {
+FieldMap DeepDecoderField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::DeepDecoderField",
            "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
   const fk::Tensor raw =
       deep_decoder_render(input_, params_.views(), domain.shape()) + head_->init_bias()[0];
-  return apply_heads({head_}, raw, domain.shape());
+  return apply_heads({head_}, raw, domain.shape(), progress);
 }
 
 void declare_deep_decoder_keys(Params& p, int64_t width, int64_t stages, double lr) {

@@ -69,13 +69,13 @@ void GaussianSplatField::reset_parameters(uint64_t seed) {
   params_.flat().bump_version();
 }
 
-FieldMap GaussianSplatField::forward(const Domain& domain, double) {
+FieldMap GaussianSplatField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::GaussianSplatField",
            "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
   const std::vector<fk::Tensor> p = params_.views();
   const fk::Tensor coords = domain.coords(dtype_).reshape({domain.numel(), ndim_});
   const fk::Tensor raw = render_gaussian_splats(coords, p[0], p[1], p[2]) + head_->init_bias()[0];
-  return apply_heads({head_}, raw.unsqueeze(1), domain.shape());
+  return apply_heads({head_}, raw.unsqueeze(1), domain.shape(), progress);
 }
 
 }  // namespace nefi

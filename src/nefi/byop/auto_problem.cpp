@@ -9,6 +9,9 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/join.h"
+#include "fk/ops/reduce.h"
 #include "nefi/byop/noise_estimate.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
@@ -24,6 +27,11 @@ namespace {
 
 constexpr const char* kWhere = "nefi::auto_problem";
 constexpr int kProbeSteps = 25;
+// A ranged field's sigmoid, its slope floored at this (heads.h's leak): the
+// data's best fit often lies on a bound (a deblurred edge overshoots), and a
+// network pushed there saturates cells whose f32 slope is then exactly 0.
+constexpr double kSigmoidLeak = 0.01;
+constexpr double kSharpEps = 0.05;  // a two-phase field's final sharpness
 
 std::string num(double v) {
   std::ostringstream o;
@@ -48,15 +56,28 @@ struct Weighted {
   }
 };
 
+// The fields the constant fit tries: field i is c inside its known support
+// (everywhere without one) and its fill outside.
+struct ConstantFields {
+  fk::Dims shape;
+  std::vector<std::string> names;
+  std::vector<fk::Tensor> support;  // undefined: none
+  std::vector<double> fill;
+  fk::Tensor make(size_t i, double c) const {
+    const fk::Tensor k = fk::full(shape, c, {fk::DType::F64});
+    if (!support[i].defined()) return k;
+    const fk::Tensor m = support[i].to(fk::DType::F64);
+    return fk::add(fk::mul(k, m), fk::mul(fk::sub(fk::ones_like(m), m), fill[i]));
+  }
+};
+
 // The model on constant fields (one value per field name), host values;
 // empty when an output is not finite (a constant the model cannot take).
-std::vector<double> on_constants(const Operator& op, const fk::Dims& shape,
-                                 const std::vector<std::string>& names,
+std::vector<double> on_constants(const Operator& op, const ConstantFields& k,
                                  const std::vector<double>& c) {
   fk::autograd::NoGradGuard ng;
   FieldMap fields;
-  for (size_t i = 0; i < names.size(); ++i)
-    fields[names[i]] = fk::full(shape, c[i], {fk::DType::F64});
+  for (size_t i = 0; i < k.names.size(); ++i) fields[k.names[i]] = k.make(i, c[i]);
   std::vector<double> v = op.forward(fields).to(fk::DType::F64).to_vector<double>();
   for (double e : v)
     if (!std::isfinite(e)) return {};
@@ -64,9 +85,9 @@ std::vector<double> on_constants(const Operator& op, const fk::Dims& shape,
 }
 
 // The misfit of constant fields; infinite where the model's output is not finite.
-double misfit_at(const Operator& op, const fk::Dims& shape, const Weighted& d,
-                 const std::vector<std::string>& names, const std::vector<double>& c) {
-  const std::vector<double> y = on_constants(op, shape, names, c);
+double misfit_at(const Operator& op, const ConstantFields& k, const Weighted& d,
+                 const std::vector<double>& c) {
+  const std::vector<double> y = on_constants(op, k, c);
   return y.empty() ? std::numeric_limits<double>::infinity() : d.misfit(y);
 }
 
@@ -82,7 +103,7 @@ std::vector<double> constant_grid(const PriorSpec& prior) {
   const double hi = prior.hi - 0.05 * (prior.hi - prior.lo);
   const bool positive = prior.head == "nonnegative" || prior.head == "positive";
   std::vector<double> grid;
-  if (prior.head == "bounded") {
+  if (prior.ranged()) {
     for (int j = 0; j < 16; ++j) grid.push_back(lo + (hi - lo) * j / 15.0);
     return grid;
   }
@@ -97,43 +118,55 @@ std::vector<double> constant_grid(const PriorSpec& prior) {
 // Where a head starts before any fit: 0, 1 (positive heads) or the middle
 // of the bounds.
 double neutral_constant(const PriorSpec& prior) {
-  if (prior.head == "bounded") return 0.5 * (prior.lo + prior.hi);
+  if (prior.ranged()) return 0.5 * (prior.lo + prior.hi);
   return prior.head == "unconstrained" ? 0.0 : 1.0;
+}
+
+// The constant a conserved field starts at: its total spread evenly over
+// its support.
+double conserved_constant(const PriorSpec& prior, const ConstantFields& k, size_t i) {
+  const double cells = k.support[i].defined() ? fk::sum(k.support[i].to(fk::DType::F64)).item()
+                                              : static_cast<double>(k.shape.numel());
+  return *prior.mass / cells;
 }
 
 // The constant fields that best explain the data under the heads' ranges:
 // for one field of known homogeneity in closed form, else a search over
 // each field's grid in turn, the others held (one sweep from the neutral
-// starts).
-ConstantFit fit_constants(const Operator& op, const fk::Dims& shape, const Weighted& d,
-                          const std::vector<std::string>& names,
+// starts). A conserved field's constant is its total over its cells.
+ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Weighted& d,
                           const std::vector<PriorSpec>& priors, const std::string& model) {
+  const std::vector<std::string>& names = k.names;
   const PriorSpec& p0 = priors.front();
-  if (const auto p = op.homogeneity(); names.size() == 1 && p && *p != 0) {
+  const bool fill0 = !k.support[0].defined() || k.fill[0] == 0;  // F(c m) = c^p F(m)
+  if (const auto p = op.homogeneity(); names.size() == 1 && p && *p != 0 && !p0.mass && fill0) {
     const bool positive = p0.head == "nonnegative" || p0.head == "positive";
-    const std::vector<double> y1 = on_constants(op, shape, names, {1.0});
+    const std::vector<double> y1 = on_constants(op, k, {1.0});
     const double den = y1.empty() ? 0 : d.dot(y1, y1), ratio = den > 0 ? d.dot(y1, d.y) / den : 0;
     if (den > 0 && (ratio > 0 || *p == 1)) {
       double c = *p == 1 ? ratio : std::pow(ratio, 1.0 / *p);
       if ((!positive || c > 0) && std::isfinite(c)) {
-        if (p0.head == "bounded")
+        if (p0.ranged())
           c = std::clamp(c, p0.lo + 0.05 * (p0.hi - p0.lo), p0.hi - 0.05 * (p0.hi - p0.lo));
-        const double m = misfit_at(op, shape, d, names, {c});
+        const double m = misfit_at(op, k, d, {c});
         if (std::isfinite(m)) return {{c}, m, "closed form (homogeneity " + num(*p) + ")"};
       }
     }
   }
   // Trials whose output is not finite (exp(-A x) at x = -1000) are skipped.
   ConstantFit fit;
-  for (const PriorSpec& pr : priors) fit.c.push_back(neutral_constant(pr));
-  fit.misfit = misfit_at(op, shape, d, names, fit.c);
+  for (size_t i = 0; i < names.size(); ++i)
+    fit.c.push_back(priors[i].mass ? conserved_constant(priors[i], k, i)
+                                   : neutral_constant(priors[i]));
+  fit.misfit = misfit_at(op, k, d, fit.c);
   size_t tried = 0;
   for (size_t i = 0; i < names.size(); ++i) {
+    if (priors[i].mass) continue;
     for (double c : constant_grid(priors[i])) {
       std::vector<double> trial = fit.c;
       trial[i] = c;
       ++tried;
-      if (const double m = misfit_at(op, shape, d, names, trial); m < fit.misfit) {
+      if (const double m = misfit_at(op, k, d, trial); m < fit.misfit) {
         fit.c = trial;
         fit.misfit = m;
       }
@@ -144,8 +177,9 @@ ConstantFit fit_constants(const Operator& op, const fk::Dims& shape, const Weigh
     at += (i ? ", " : "") + names[i] + " = " + num(fit.c[i]);
   FK_CHECK(std::isfinite(fit.misfit), "forward model '" + model + "'",
            "finite outputs on some constant field", "none finite (last tried " + at + ")");
-  fit.how = "search over " + std::to_string(tried) + " constants" +
-            (names.size() > 1 ? " (one field at a time)" : "");
+  fit.how = tried == 0 ? "the conserved total over the field's cells"
+                       : "search over " + std::to_string(tried) + " constants" +
+                             (names.size() > 1 ? " (one field at a time)" : "");
   return fit;
 }
 
@@ -173,20 +207,57 @@ int steps_for(const std::string& budget, int64_t cells) {
   return static_cast<int>(n);
 }
 
-// The head of field `name`: it starts at c, and its O(1) raw output spans
-// O(|c|) (O(1) when c = 0).
-HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c) {
-  const double scale = std::abs(c) > 0 ? std::abs(c) : 1.0;
-  if (prior.head == "nonnegative") return affine_head(softplus_head(name, 1.0), c, 0.0);
-  if (prior.head == "positive") return affine_head(exp_head(name, 1.0), c, 0.0);
-  if (prior.head == "bounded") return bounded_head(name, prior.lo, prior.hi, c);
-  if (prior.zero_mean) return zero_mean_head(affine_head(identity_head(name, 0.0), scale, 0.0));
-  return affine_head(identity_head(name, 0.0), scale, c);
+// A prior's axis list with {-1} (none listed) made every axis of an
+// ndim-D field.
+std::vector<int> resolved_axes(std::vector<int> axes, int ndim) {
+  if (axes == std::vector<int>{-1}) {
+    axes.clear();
+    for (int a = 0; a < ndim; ++a) axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
 }
 
-LossPtr penalty_loss(const std::string& kind, const std::string& field, const std::string& name) {
-  if (kind == "tv") return tv_loss(field, TVOptions{}, name);
-  if (kind == "smooth") return laplacian_loss(field, true, name);
+// The value a known support's outside takes: 0, or the low bound of a
+// ranged field that excludes 0.
+double support_fill(const PriorSpec& prior) {
+  return prior.ranged() && (prior.lo > 0 || prior.hi < 0) ? prior.lo : 0.0;
+}
+
+// The head of field `name`: it starts at c, and its O(1) raw output spans
+// O(|c|) (O(1) when c = 0), or the prior's scale; then the modifiers, in
+// the order that keeps each exact: the mirror images, the support, and the
+// total or the mean.
+HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c,
+                 const fk::Tensor& support, int ndim) {
+  const double s = prior.scale.value_or(std::abs(c) > 0 ? std::abs(c) : 1.0);
+  HeadPtr h;
+  if (prior.mass)
+    h = softplus_head(name, 1.0);  // any positive start: the total is normalized
+  else if (prior.head == "nonnegative" || prior.head == "positive")
+    h = affine_head(prior.head == "positive" ? exp_head(name, c / s) : softplus_head(name, c / s),
+                    s, 0.0);
+  else if (prior.ranged())  // bounded: a level set that never sharpens
+    h = level_set_head(name, prior.lo, prior.hi, c, 1.0, prior.two_valued() ? kSharpEps : 1.0,
+                       kSigmoidLeak);
+  else
+    h = affine_head(identity_head(name, 0.0), s, prior.zero_mean ? 0.0 : c);
+  if (!prior.symmetric.empty()) h = symmetric_head(h, resolved_axes(prior.symmetric, ndim));
+  if (support.defined()) h = masked_head(h, support, support_fill(prior));
+  if (prior.mass) h = mass_normalized_head(h, *prior.mass);
+  if (prior.zero_mean) h = zero_mean_head(h);
+  return h;
+}
+
+LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const std::string& name,
+                     const std::vector<int>& periodic_axes) {
+  if (pen.kind == "tv") {
+    TVOptions tv;
+    tv.periodic_axes = periodic_axes;
+    return tv_loss(field, tv, name);
+  }
+  if (pen.kind == "smooth") return laplacian_loss(field, true, name);
+  if (pen.kind == "monotone") return monotone_loss(pen.axis, pen.sign, field, name);
   return l1_loss(field, name);
 }
 
@@ -246,6 +317,57 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   auto decide = [&](std::string key, std::string value, std::string why) {
     ap.decisions.push_back({std::move(key), std::move(value), std::move(why)});
   };
+  ConstantFields k{shape, ap.fields, std::vector<fk::Tensor>(ap.fields.size()),
+                   std::vector<double>(ap.fields.size(), 0.0)};
+  for (const auto& [name, mask] : o.supports) {
+    std::string names;
+    for (const std::string& f : ap.fields) names += (names.empty() ? "" : ", ") + f;
+    FK_CHECK(std::find(ap.fields.begin(), ap.fields.end(), name) != ap.fields.end(), "supports",
+             "a support for a field of the problem (" + names + ")", "one for '" + name + "'");
+  }
+  for (size_t i = 0; i < ap.fields.size(); ++i) {
+    PriorSpec& pr = ap.priors[i];
+    const std::string where = "prior of field '" + ap.fields[i] + "'";
+    const auto it = o.supports.find(ap.fields[i]);
+    if (it != o.supports.end()) {
+      const fk::Tensor& mask = it->second;
+      FK_CHECK(mask.defined() && mask.shape() == shape && fk::is_floating(mask.dtype()),
+               "support of field '" + ap.fields[i] + "'", "a real mask of shape " + shape.str(),
+               mask.defined() ? mask.shape().str() + " " + fk::name(mask.dtype()) : "none");
+      pr.known_support = true;
+      k.support[i] = mask.to(fk::DType::F64).contiguous();
+      k.fill[i] = support_fill(pr);
+    }
+    FK_CHECK(!pr.known_support || k.support[i].defined(), where,
+             "known_support with a support mask given beside the prior", "no mask");
+    FK_CHECK(!(pr.known_support && pr.zero_mean), where,
+             "zero_mean or known_support (removing the mean moves the outside off 0)", "both");
+    FK_CHECK(!o.multiscale || !(pr.known_support || pr.mass || pr.two_valued()), where,
+             "multiscale without known_support, conserved or a two-phase field (the coarse "
+             "stage's field has other cells, and a level set would anneal twice)",
+             "multiscale with " + pr.str());
+    for (const auto& [term, axes] :
+         {std::pair{"symmetric", &pr.symmetric}, {"periodic", &pr.periodic}})
+      for (int a : *axes)
+        FK_CHECK(a < shape.size(), where,
+                 std::string(term) + " axes of the " + std::to_string(shape.size()) + "-D field",
+                 "axis " + std::to_string(a));
+    if (k.support[i].defined())
+      for (int a : resolved_axes(pr.symmetric, static_cast<int>(shape.size())))
+        FK_CHECK(k.support[i].to_vector<double>() ==
+                     fk::flip(k.support[i], {a}).contiguous().to_vector<double>(),
+                 where, "a support mask symmetric about the middle of each symmetric axis",
+                 "one that is not about axis " + std::to_string(a));
+    FK_CHECK(resolved_axes(pr.periodic, static_cast<int>(shape.size())) ==
+                 resolved_axes(ap.priors[0].periodic, static_cast<int>(shape.size())),
+             where,
+             "the periodic axes of field '" + ap.fields[0] + "' (the fields share one network)",
+             "other axes");
+    for (const PriorPenalty& pen : pr.penalties)
+      FK_CHECK(pen.kind != "monotone" || (pen.axis < shape.size() && shape[pen.axis] >= 2), where,
+               "a monotone axis of the field with >= 2 cells (shape " + shape.str() + ")",
+               "axis " + std::to_string(pen.axis));
+  }
 
   // Domain: isotropic cells, longest axis 1, unless given.
   std::vector<double> extent = o.extent;
@@ -278,7 +400,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   // Head scale: the best constant fields.
   const auto* fop = dynamic_cast<const FunctionOperator*>(op.get());
   const std::string model = fop ? fop->name() : op->kind();
-  const ConstantFit fit = fit_constants(*op, shape, d, ap.fields, ap.priors, model);
+  const ConstantFit fit = fit_constants(*op, k, d, ap.priors, model);
   ap.constant_fits = fit.c;
   const bool several = ap.fields.size() > 1;
   for (size_t i = 0; i < ap.fields.size(); ++i) {
@@ -296,13 +418,23 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   fc.skip_at = fc.depth >= 4 ? fc.depth / 2 : 0;
   const int oct = static_cast<int>(std::ceil(std::log2(longest)));
   fc.n_octaves = o.n_octaves.value_or(std::clamp(oct, 4, 12));
+  const std::vector<int> periodic =
+      resolved_axes(ap.priors[0].periodic, static_cast<int>(shape.size()));
+  FK_CHECK(periodic.empty() || o.representation == "neural", "prior",
+           "periodic with representation neural (its Fourier features take the period)",
+           "periodic with " + o.representation);
+  FK_CHECK(periodic.empty() || fc.n_octaves >= 1, "prior",
+           "periodic with n_octaves >= 1 (without bands the field is constant along the axis)",
+           "n_octaves 0");
+  fc.periodic_axes = periodic;
   FK_CHECK(fc.hidden >= 1 && fc.depth >= 1 && fc.n_octaves >= 0, kWhere,
            "hidden, depth >= 1 and n_octaves >= 0",
            std::to_string(fc.hidden) + ", " + std::to_string(fc.depth) + ", " +
                std::to_string(fc.n_octaves));
   std::vector<HeadPtr> heads;
   for (size_t i = 0; i < ap.fields.size(); ++i)
-    heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i]));
+    heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i], k.support[i],
+                             static_cast<int>(shape.size())));
   InverseProblem& prob = ap.problem;
   prob.name = "from_forward";
   prob.domain = domain;
@@ -313,6 +445,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            o.hidden || o.depth ? "given" : "by cells (" + std::to_string(cells) + ")");
     decide("n_octaves", std::to_string(fc.n_octaves),
            o.n_octaves ? "given" : "clamp(ceil(log2 " + num(longest) + "), 4, 12)");
+    if (!periodic.empty()) {
+      std::string axes;
+      for (int a : periodic) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+      decide("periodic_axes", axes,
+             "the prior: no raw coordinate in the features there, so the domain is a period");
+    }
   } else if (o.representation == "hash") {
     HashGridConfig hc;
     hc.hidden = o.hidden.value_or(64);
@@ -409,24 +547,39 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     const double floor = std::max(ap.noise_std * ap.noise_std, 1e-6 * l0) * data_weight;
     for (size_t i = 0; i < ap.fields.size(); ++i)
       for (const PriorPenalty& pen : ap.priors[i].penalties) {
-        const std::string name = several ? pen.kind + ":" + ap.fields[i] : pen.kind;
-        const LossPtr loss = penalty_loss(pen.kind, ap.fields[i], name);
+        const std::string kind =
+            pen.kind == "monotone" ? "monotone_axis" + std::to_string(pen.axis) : pen.kind;
+        const std::string name = several ? kind + ":" + ap.fields[i] : kind;
+        const LossPtr loss = penalty_loss(pen, ap.fields[i], name, periodic);
         LossContext ctx;
         ctx.fields = &r.fields;
         ctx.domain = &domain;
         ctx.op = op.get();
         ctx.obs = &m;
-        double value = 0;
+        double value = 0, reference = 0;
         {
           fk::autograd::NoGradGuard ng;
           value = loss->forward(ctx).item();
+          // The probe's wrong-way steps are noise the hinge should remove,
+          // not a level it should allow: it weighs as much as the data at
+          // the noise floor when 0.1 % of the field's squared steps go the
+          // wrong way.
+          if (pen.kind == "monotone")
+            reference =
+                1e-3 *
+                (value + monotone_loss(pen.axis, -pen.sign, ap.fields[i])->forward(ctx).item());
         }
-        const double w = pen.strength * floor / std::max(value, 1e-30);
+        const double w =
+            pen.strength * floor / std::max(pen.kind == "monotone" ? reference : value, 1e-30);
         prob.losses.add(loss, w);
+        const std::string probe = std::to_string(kProbeSteps) + "-step probe";
         decide(name + "_weight", num(w),
                "strength " + num(pen.strength) + " x data term at the noise floor (" + num(floor) +
-                   ") / " + pen.kind + " of a " + std::to_string(kProbeSteps) + "-step probe (" +
-                   num(value) + ")");
+                   ") / " +
+                   (pen.kind == "monotone"
+                        ? "0.1 % of the mean squared step of a " + probe + " (" + num(reference) +
+                              "; its wrong-way part " + num(value) + ")"
+                        : pen.kind + " of a " + probe + " (" + num(value) + ")"));
       }
   }
   return ap;

@@ -24,6 +24,7 @@
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
 //   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +43,10 @@ struct AutoOptions {
   // Several fields instead: (name, prior) in the model's input order; each
   // gets its own head, constant fit and penalties (named "<kind>:<field>").
   std::vector<std::pair<std::string, std::string>> field_priors;
+  // Known supports by field name ("x" for one field): masks of the field's
+  // shape, values in [0, 1], 1 inside; a field with one is zero outside, or
+  // the low bound of a range that excludes 0 (prior.h's known_support).
+  std::map<std::string, fk::Tensor> supports;
   std::vector<double> extent;  // empty: isotropic, longest axis 1
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h)
   std::string representation = "neural";

@@ -1,5 +1,6 @@
 #include "nefi/byop/prior.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -13,8 +14,11 @@ namespace {
 
 constexpr const char* kWhere = "prior";
 constexpr const char* kAccepted =
-    "terms joined by '+': unconstrained | nonnegative | positive | bounded(lo, hi), "
-    "piecewise_constant(s) | tv(s), smooth(s), sparse(s), zero_mean";
+    "terms joined by '+': unconstrained | nonnegative | positive | bounded(lo, hi) | binary | "
+    "two_phase(lo, hi), piecewise_constant(s) | tv(s), smooth(s), sparse(s), increasing(axis, s) "
+    "| decreasing(axis, s), zero_mean, conserved(M), symmetric(axes), periodic(axes), "
+    "known_support, "
+    "scale(v)";
 constexpr double kDefaultStrength = 1.0;
 
 std::string trim(const std::string& s) {
@@ -59,6 +63,13 @@ double strength_of(const Term& t) {
   return s;
 }
 
+// A term's axis argument: an integer in 0..2.
+int axis_of(const Term& t, double v) {
+  FK_CHECK(v >= 0 && v <= 2 && v == std::floor(v), kWhere, "axes 0, 1 or 2 in " + t.name,
+           std::to_string(v));
+  return static_cast<int>(v);
+}
+
 void no_args(const Term& t) {
   FK_CHECK(t.args.empty(), kWhere, t.name + " without arguments",
            std::to_string(t.args.size()) + " arguments");
@@ -87,11 +98,11 @@ PriorSpec parse_prior(const std::string& text) {
   PriorSpec p;
   if (trim(text).empty()) return p;  // no terms: unconstrained
   std::string head_term;             // the term that set the head, for the conflict message
-  bool sparse = false;
+  bool positive_implied = false;     // sparse or conserved without a head term
   auto set_head = [&](const Term& t, const std::string& head) {
     FK_CHECK(head_term.empty(), kWhere,
-             "one term that sets the field's values (unconstrained, nonnegative, positive or "
-             "bounded); drop one of them",
+             "one term that sets the field's values (unconstrained, nonnegative, positive, "
+             "bounded or binary); drop one of them",
              "'" + head_term + "' and '" + t.name + "'");
     head_term = t.name;
     p.head = head;
@@ -114,13 +125,53 @@ PriorSpec parse_prior(const std::string& text) {
       set_head(t, "bounded");
       p.lo = t.args[0];
       p.hi = t.args[1];
+    } else if (n == "binary" || n == "two_phase" || n == "level_set") {
+      if (n == "binary") {
+        no_args(t);
+      } else {
+        FK_CHECK(t.args.size() == 2 && t.args[0] < t.args[1], kWhere, n + "(lo, hi) with lo < hi",
+                 "'" + trim(raw) + "'");
+        p.lo = t.args[0];
+        p.hi = t.args[1];
+      }
+      set_head(t, "level_set");
+    } else if (n == "increasing" || n == "monotone" || n == "decreasing") {
+      FK_CHECK(t.args.size() <= 2, kWhere, n + "(axis, strength) with at most two arguments",
+               std::to_string(t.args.size()) + " arguments");
+      PriorPenalty pen{"monotone", kDefaultStrength, 0, n == "decreasing" ? -1 : 1};
+      if (!t.args.empty()) pen.axis = axis_of(t, t.args[0]);
+      if (t.args.size() == 2) pen.strength = strength_of({n, {t.args[1]}});
+      p.penalties.push_back(pen);
+    } else if (n == "conserved" || n == "mass") {
+      FK_CHECK(t.args.size() == 1 && t.args[0] > 0, kWhere, n + "(M) with the field's total M > 0",
+               "'" + trim(raw) + "'");
+      FK_CHECK(!p.mass, kWhere, "one conserved term", "two");
+      p.mass = t.args[0];
+      positive_implied = true;
+    } else if (n == "symmetric" || n == "periodic") {
+      std::vector<int>& axes = n == "symmetric" ? p.symmetric : p.periodic;
+      FK_CHECK(axes.empty(), kWhere, "one " + n + " term", "two");
+      for (double a : t.args) {
+        const int axis = axis_of(t, a);
+        FK_CHECK(std::find(axes.begin(), axes.end(), axis) == axes.end(), kWhere,
+                 "each axis once in " + n, "axis " + std::to_string(axis) + " twice");
+        axes.push_back(axis);
+      }
+      if (axes.empty()) axes = {-1};
+    } else if (n == "known_support") {
+      no_args(t);
+      p.known_support = true;
+    } else if (n == "scale") {
+      FK_CHECK(t.args.size() == 1 && t.args[0] > 0, kWhere, "scale(v) with v > 0",
+               "'" + trim(raw) + "'");
+      p.scale = t.args[0];
     } else if (n == "piecewise_constant" || n == "tv") {
       p.penalties.push_back({"tv", strength_of(t)});
     } else if (n == "smooth") {
       p.penalties.push_back({"smooth", strength_of(t)});
     } else if (n == "sparse") {
       p.penalties.push_back({"sparse", strength_of(t)});
-      sparse = true;
+      positive_implied = true;
     } else if (n == "zero_mean") {
       no_args(t);
       p.zero_mean = true;
@@ -128,11 +179,21 @@ PriorSpec parse_prior(const std::string& text) {
       throw fk::Error(kWhere, kAccepted, "'" + n + "'");
     }
   }
-  if (sparse && head_term.empty()) p.head = "nonnegative";
+  if (positive_implied && head_term.empty()) p.head = "nonnegative";
   for (size_t i = 0; i < p.penalties.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      FK_CHECK(p.penalties[i].kind != p.penalties[j].kind, kWhere, "each penalty once",
-               p.penalties[i].kind + " twice");
+    for (size_t j = 0; j < i; ++j) {
+      const PriorPenalty &a = p.penalties[i], &b = p.penalties[j];
+      const bool monotone = a.kind == "monotone";
+      FK_CHECK(a.kind != b.kind || (monotone && a.axis != b.axis), kWhere,
+               monotone ? "one monotone term per axis" : "each penalty once",
+               monotone ? "two on axis " + std::to_string(a.axis) : a.kind + " twice");
+    }
+  FK_CHECK(!p.mass || p.head == "nonnegative" || p.head == "positive", kWhere,
+           "conserved with a nonnegative or positive field (the total is kept by scaling)",
+           "conserved with " + p.head);
+  FK_CHECK(!(p.scale && p.ranged()), kWhere,
+           "scale with an unbounded field (bounds already set the scale)", "scale with " + p.head);
+  FK_CHECK(!(p.scale && p.mass), kWhere, "scale or conserved (the total sets the scale)", "both");
   FK_CHECK(!(p.zero_mean && p.head != "unconstrained"), kWhere,
            "zero_mean with an unconstrained field (a mean-free field takes negative values)",
            "zero_mean with " + p.head);
@@ -152,10 +213,26 @@ std::string exact(double v) {
 
 std::string PriorSpec::str() const {
   std::ostringstream o;
-  o << head;
-  if (head == "bounded") o << "(" << exact(lo) << ", " << exact(hi) << ")";
-  for (const auto& pen : penalties) o << " + " << pen.kind << "(" << exact(pen.strength) << ")";
+  o << (head == "level_set" ? "two_phase" : head);
+  if (ranged()) o << "(" << exact(lo) << ", " << exact(hi) << ")";
+  for (const auto& pen : penalties) {
+    if (pen.kind == "monotone")
+      o << " + " << (pen.sign > 0 ? "increasing(" : "decreasing(") << pen.axis << ", "
+        << exact(pen.strength) << ")";
+    else
+      o << " + " << pen.kind << "(" << exact(pen.strength) << ")";
+  }
   if (zero_mean) o << " + zero_mean";
+  if (mass) o << " + conserved(" << exact(*mass) << ")";
+  for (const auto& [term, axes] : {std::pair{"symmetric", &symmetric}, {"periodic", &periodic}}) {
+    if (axes->empty()) continue;
+    o << " + " << term << "(";
+    for (size_t i = 0; i < axes->size(); ++i)
+      if ((*axes)[i] >= 0) o << (i ? ", " : "") << (*axes)[i];
+    o << ")";
+  }
+  if (known_support) o << " + known_support";
+  if (scale) o << " + scale(" << exact(*scale) << ")";
   return o.str();
 }
 

@@ -5,32 +5,64 @@
 //   unconstrained | real | signed     any real value
 //   nonnegative | nonneg              >= 0 (a scaled softplus)
 //   positive | log                    > 0, spread over decades (a scaled exp)
-//   bounded(lo, hi) | box | range     in (lo, hi) (a sigmoid)
+//   bounded(lo, hi) | box | range     in (lo, hi) (a sigmoid whose slope is
+//                                     floored, heads.h's level set leak)
+//   binary | two_phase(lo, hi) |      two values, lo or hi (binary: 0 or 1):
+//     level_set(lo, hi)               a sigmoid whose interface sharpens as
+//                                     the fit anneals (heads.h's LevelSet)
 // The others add a penalty of strength s (the penalty's share of the data
 // misfit at the noise floor, so s = 1 weighs them equally; default below):
 //   piecewise_constant | tv (s)       total variation, isotropic
 //   smooth (s)                        squared Laplacian
 //   sparse (s)                        L1; implies nonnegative when no head
 //                                     term is given
-// and one modifier: zero_mean (the field minus its mean: a gauge that data
-// blind to constants cannot fix). Unknown terms, two head terms, a bad
-// argument list or a strength <= 0 are an fk::Error naming the term and
-// listing what is accepted.
+//   increasing | monotone (axis, s)   the field never falls along axis
+//   decreasing (axis, s)              (default 0), never rises (a squared
+//                                     hinge on the differences)
+// and modifiers, which hold exactly whatever the network outputs:
+//   zero_mean          the field minus its mean (a gauge that data blind to
+//                      constants cannot fix)
+//   conserved(M) | mass(M)  the field's sum over its cells is M (a positive
+//                      field scaled to it; implies nonnegative when no head
+//                      term is given)
+//   symmetric(a, ...)  mirror-symmetric about the middle of each axis listed
+//                      (none listed: every axis)
+//   known_support      zero outside a support mask given beside the prior
+//                      (the head's low bound for a bounded field that
+//                      excludes 0); giving the mask implies the term
+//   scale(v)           the field's expected magnitude: the head spans v
+//                      instead of the best constant's magnitude
+//   periodic(a, ...)   the domain's length is a period along each axis
+//                      listed (none listed: every axis): the neural field's
+//                      features are periodic there and tv wraps around
+// Unknown terms, two head terms, a bad argument list, a strength <= 0 or
+// modifiers a head cannot take are an fk::Error naming the term and listing
+// what is accepted.
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace nefi {
 
 struct PriorPenalty {
-  std::string kind;  // tv | smooth | sparse
+  std::string kind;  // tv | smooth | sparse | monotone
   double strength = 0;
+  int axis = 0, sign = 1;  // monotone only: +1 increasing, -1 decreasing
 };
 
 struct PriorSpec {
-  std::string head = "unconstrained";  // unconstrained | nonnegative | positive | bounded
-  double lo = 0, hi = 1;               // bounded only
+  // unconstrained | nonnegative | positive | bounded | level_set
+  std::string head = "unconstrained";
+  double lo = 0, hi = 1;  // bounded and level_set
   bool zero_mean = false;
+  std::optional<double> mass;   // conserved(M)
+  std::vector<int> symmetric;   // mirror axes; {-1}: every axis
+  std::vector<int> periodic;    // periodic axes; {-1}: every axis
+  bool known_support = false;   // the mask comes beside the prior
+  std::optional<double> scale;  // scale(v)
   std::vector<PriorPenalty> penalties;
+  bool two_valued() const { return head == "level_set"; }
+  bool ranged() const { return head == "bounded" || head == "level_set"; }
   std::string str() const;  // canonical text, parses back to the same spec
 };
 

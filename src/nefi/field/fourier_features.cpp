@@ -11,10 +11,20 @@
 
 namespace nefi {
 
-FourierFeatures::FourierFeatures(int in_dim, int n_octaves, bool include_input, bool annealed)
-    : in_dim_(in_dim), n_octaves_(n_octaves), include_input_(include_input), annealed_(annealed) {
+FourierFeatures::FourierFeatures(int in_dim, int n_octaves, bool include_input, bool annealed,
+                                 std::vector<int> periodic_axes)
+    : in_dim_(in_dim),
+      n_octaves_(n_octaves),
+      include_input_(include_input),
+      annealed_(annealed),
+      periodic_(static_cast<size_t>(std::max(in_dim, 0)), false) {
   FK_CHECK(in_dim >= 1 && n_octaves >= 0, "nefi::FourierFeatures", "in_dim >= 1 and n_octaves >= 0",
            std::to_string(in_dim) + ", " + std::to_string(n_octaves));
+  for (int a : periodic_axes) {
+    FK_CHECK(a >= 0 && a < in_dim, "nefi::FourierFeatures periodic_axes",
+             "axes in 0.." + std::to_string(in_dim - 1), std::to_string(a));
+    periodic_[a] = true;
+  }
   FK_CHECK(include_input || n_octaves > 0, "nefi::FourierFeatures",
            "at least one feature (include_input or n_octaves > 0)", "none");
 }
@@ -96,7 +106,7 @@ fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
       double* row = f.data() + i * D;
       int c = 0;
       if (include_input_)
-        for (int a = 0; a < in_dim_; ++a) row[c++] = x[i * in_dim_ + a];
+        for (int a = 0; a < in_dim_; ++a) row[c++] = periodic_[a] ? 0.0 : x[i * in_dim_ + a];
       for (int k = 0; k < n_octaves_; ++k) {
         const double w = std::ldexp(std::numbers::pi, k);
         for (int a = 0; a < in_dim_; ++a) row[c + a] = std::sin(w * x[i * in_dim_ + a]);

@@ -2,6 +2,9 @@
 // FourierFeatures: gamma(x) = [x, w_k sin(2^k pi x), w_k cos(2^k pi x)]_{k<K}
 // with the cosine band gate w_k(beta) = (1 - cos(pi clip(beta - k, 0, 1))) / 2,
 // beta = progress * K (Nerfies; NeTMY Eq. 27, NeFTY Eq. 21).
+// Periodic axes: their raw coordinate's slot holds 0. Cell centres lie in
+// (-1, 1) with the domain 2 long, so every sin / cos feature has the domain
+// as a period along such an axis, and so has any network of the features.
 //
 // Coordinates are fixed per stage, so the ungated features are computed once
 // per coordinate shape and cached. An annealing forward is one multiply by the
@@ -13,6 +16,7 @@
 // CPU's f32 features bit for bit) and kept on the device with the gate row:
 // a forward there is again one multiply, or zero ops.
 #include <memory>
+#include <vector>
 
 #include "fk/tensor.h"
 
@@ -20,7 +24,8 @@ namespace nefi {
 
 class FourierFeatures {
  public:
-  FourierFeatures(int in_dim, int n_octaves, bool include_input = true, bool annealed = true);
+  FourierFeatures(int in_dim, int n_octaves, bool include_input = true, bool annealed = true,
+                  std::vector<int> periodic_axes = {});
 
   int out_dim() const { return (include_input_ ? in_dim_ : 0) + 2 * n_octaves_ * in_dim_; }
   int n_octaves() const { return n_octaves_; }
@@ -42,6 +47,7 @@ class FourierFeatures {
  private:
   int in_dim_, n_octaves_;
   bool include_input_, annealed_;
+  std::vector<bool> periodic_;  // per axis
   fk::Device device_ = fk::kCPU;
   // Cached ungated features and the coordinates they belong to.
   const void* key_ptr_ = nullptr;

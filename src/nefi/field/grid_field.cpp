@@ -90,12 +90,12 @@ void GridField::on_stage_start(const Domain& domain) {
   params_.raw(0).copy_(fk::from_vector(out, params_.shape(0)));
 }
 
-FieldMap GridField::forward(const Domain& domain, double) {
+FieldMap GridField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.shape() == shape_, "nefi::GridField", "the grid shape " + shape_.str(),
            domain.shape().str());
   fk::Tensor v = params_.views()[0];
   // (C, *shape) -> (N, C): a transposed view, no copy.
-  return apply_heads(heads_, v.reshape({n_out_, shape_.numel()}).t(), shape_);
+  return apply_heads(heads_, v.reshape({n_out_, shape_.numel()}).t(), shape_, progress);
 }
 
 }  // namespace nefi

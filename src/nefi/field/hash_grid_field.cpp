@@ -290,7 +290,7 @@ FieldMap HashGridField::forward(const Domain& domain, double progress) {
   for (int i = 0; i < cfg_.depth; ++i)
     h = dense(h, p[1 + 2 * i], p[2 + 2 * i], DenseActivation::Relu);
   h = dense(h, p[1 + 2 * cfg_.depth], p[2 + 2 * cfg_.depth], DenseActivation::None);
-  return apply_heads(heads_, h, domain.shape());
+  return apply_heads(heads_, h, domain.shape(), progress);
 }
 
 }  // namespace nefi

@@ -85,7 +85,7 @@ void LowRankField::on_stage_start(const Domain& domain) {
     params_.raw(a).copy_(fk::from_vector(factors[a], params_.shape(a)).to(fk::DType::F32));
 }
 
-FieldMap LowRankField::forward(const Domain& domain, double) {
+FieldMap LowRankField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.shape() == shape_, "nefi::LowRankField", "the grid shape " + shape_.str(),
            domain.shape().str());
   const std::vector<fk::Tensor> f = params_.views();  // (C, R, n_a) each
@@ -102,7 +102,7 @@ FieldMap LowRankField::forward(const Domain& domain, double) {
     }
     raw = fk::bmm(lead.transpose(1, 2), f.back());  // (C, cells, n_last)
   }
-  return apply_heads(heads_, raw.reshape({C, N}).t(), shape_);
+  return apply_heads(heads_, raw.reshape({C, N}).t(), shape_, progress);
 }
 
 }  // namespace nefi

@@ -22,34 +22,35 @@ namespace {
 constexpr double kSirenW0 = 30.0;
 
 FieldMap heads_on(const std::vector<HeadPtr>& heads, const fk::Tensor& raw, const fk::Dims& shape,
-                  bool rows) {
+                  bool rows, double progress) {
   FieldMap out;
   int c = 0;
   for (const HeadPtr& h : heads) {
     std::vector<fk::Tensor> cols;
     for (int j = 0; j < h->n_in(); ++j, ++c)
       cols.push_back(raw.size(1) == 1 ? raw.reshape(shape) : raw.select(1, c).reshape(shape));
-    out[h->name()] = rows ? h->transform_rows(cols, out) : h->transform(cols, out);
+    out[h->name()] =
+        rows ? h->transform_rows(cols, out, progress) : h->transform(cols, out, progress);
   }
   return out;
 }
 }  // namespace
 
 FieldMap apply_heads(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
-                     const fk::Dims& shape) {
-  return heads_on(heads, raw, shape, false);
+                     const fk::Dims& shape, double progress) {
+  return heads_on(heads, raw, shape, false, progress);
 }
 
 FieldMap apply_heads_rows(const std::vector<HeadPtr>& heads, const fk::Tensor& raw,
-                          const fk::Dims& batch_shape) {
-  return heads_on(heads, raw, batch_shape, true);
+                          const fk::Dims& batch_shape, double progress) {
+  return heads_on(heads, raw, batch_shape, true, progress);
 }
 
 NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig cfg, uint64_t seed)
     : ndim_(ndim),
       heads_(std::move(heads)),
       cfg_(std::move(cfg)),
-      enc_(ndim, cfg_.n_octaves, cfg_.include_input, cfg_.annealed) {
+      enc_(ndim, cfg_.n_octaves, cfg_.include_input, cfg_.annealed, cfg_.periodic_axes) {
   FK_CHECK(!heads_.empty(), "nefi::NeuralField", "at least one head", "none");
   FK_CHECK(cfg_.hidden > 0 && cfg_.depth > 0, "nefi::NeuralField", "hidden > 0 and depth > 0",
            std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
@@ -207,7 +208,7 @@ fk::Tensor NeuralField::trunk_on_device(const fk::Tensor& x,
 }
 
 FieldMap NeuralField::forward(const Domain& domain, double progress) {
-  return apply_heads(heads_, raw(domain, progress), domain.shape());
+  return apply_heads(heads_, raw(domain, progress), domain.shape(), progress);
 }
 
 }  // namespace nefi

@@ -42,6 +42,7 @@ struct NeuralFieldConfig {
   int n_octaves = 12;
   bool annealed = true;
   bool include_input = true;
+  std::vector<int> periodic_axes;  // fourier_features.h: the domain is a period along these
   double out_init_scale = 0.1;
   std::optional<fk::DType> autocast;  // BF16 or F16
 };

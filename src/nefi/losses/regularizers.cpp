@@ -288,6 +288,41 @@ struct RangeLoss : FieldLoss {
   }
 };
 
+// relu(-sign D_a x / h_a)^2 over the forward differences along grid axis a
+// (the grid's axes from x's axis `first`), the mean over differences.
+fk::Tensor monotone_violation(const fk::Tensor& x, int axis, int sign, double h, int first) {
+  const int64_t d = first + axis;
+  FK_CHECK(d < x.dim() && x.size(d) >= 2, "nefi::Monotone",
+           "a field with >= 2 cells along axis " + std::to_string(axis), x.shape().str());
+  const int64_t n = x.size(d);
+  fk::Tensor diff = fk::sub(x.narrow(d, 1, n - 1), x.narrow(d, 0, n - 1));
+  return fk::square(fk::relu(fk::mul(diff, -sign / h)));
+}
+
+struct MonotoneLoss : FieldLoss {
+  int axis, sign;
+  MonotoneLoss(std::string n, std::string f, int a, int s)
+      : FieldLoss(std::move(n), std::move(f)), axis(a), sign(s) {
+    FK_CHECK(a >= 0 && a <= 2 && (s == 1 || s == -1), "nefi::Monotone",
+             "an axis in 0..2 and a direction of +1 (increasing) or -1 (decreasing)",
+             std::to_string(a) + ", " + std::to_string(s));
+  }
+  fk::Tensor forward(const LossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    const double h = axis < x.dim() ? c.domain->spacing(x.shape())[axis] : 1.0;
+    return fk::mean(monotone_violation(x, axis, sign, h, 0));
+  }
+  fk::Tensor forward_rows(const BatchLossContext& c) const override {
+    const fk::Tensor& x = c.field(field);
+    const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
+    const double h = axis < grid.size() ? c.domain->spacing(grid)[axis] : 1.0;
+    return row_means(monotone_violation(x, axis, sign, h, 1));
+  }
+  std::string signature() const override {
+    return signature_of("monotone") + ":" + std::to_string(axis) + ":" + std::to_string(sign);
+  }
+};
+
 // x's values, contiguous and cut from the graph: the TV kernels read them raw
 // and the backward node keeps them.
 fk::Tensor contiguous_values(const fk::Tensor& x) {
@@ -369,6 +404,9 @@ LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n) {
 }
 LossPtr tikhonov_loss(std::string f, std::string n) {
   return std::make_shared<TikhonovLoss>(std::move(n), std::move(f));
+}
+LossPtr monotone_loss(int axis, int sign, std::string f, std::string n) {
+  return std::make_shared<MonotoneLoss>(std::move(n), std::move(f), axis, sign);
 }
 LossPtr range_penalty_loss(double lo, double hi, std::string f, std::string n) {
   return std::make_shared<RangeLoss>(std::move(n), std::move(f), lo, hi);

@@ -12,6 +12,9 @@
 //                       (replicated) edges; h_a = 1 without use_spacing
 //   Tikhonov            mean x^2
 //   RangePenalty(lo,hi) mean relu(lo - x)^2 + relu(x - hi)^2
+//   Monotone(a, sign)   mean relu(-sign D_a x / h_a)^2 over the differences
+//                       along axis a: zero on fields that never decrease
+//                       (sign +1) or never increase (sign -1) along a
 #include <vector>
 
 #include "nefi/losses/loss.h"
@@ -32,6 +35,8 @@ LossPtr laplacian_loss(std::string field = "x", bool use_spacing = true,
 LossPtr tikhonov_loss(std::string field = "x", std::string name = "tikhonov");
 LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
                            std::string name = "range");
+LossPtr monotone_loss(int axis, int sign = 1, std::string field = "x",
+                      std::string name = "monotone");
 
 // The fused total variation of x (shape = grid) with spacing h per axis.
 fk::Tensor total_variation(const fk::Tensor& x, const std::vector<double>& h, const TVOptions& opt);

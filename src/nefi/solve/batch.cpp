@@ -122,7 +122,8 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
       // Grid fields read no features: a bare coordinate encoding stands in.
       enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
-           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed) {
+           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed,
+           run.mlp0 ? run.mlp0->config().periodic_axes : std::vector<int>{}) {
   if (run.grid0) regrid(run, domain_);
   adam_ = detail::adam_options(run.cur.optim);
   const fk::Dims pshape{run.n, run.layout.n_params};
@@ -189,7 +190,8 @@ BatchStage::Eval BatchStage::evaluate(int t, int64_t block, const ActiveMask& ac
     raw2 = batched_mlp(params, features, run_.layout, active).reshape({n * cells, C});
   }
   const std::vector<HeadPtr>& heads = run_.mlp0 ? run_.mlp0->heads() : run_.grid0->heads();
-  const FieldMap fields = apply_heads_rows(heads, raw2, with_batch(n, domain_.shape()));
+  const FieldMap fields =
+      apply_heads_rows(heads, raw2, with_batch(n, domain_.shape()), stage_.progress_at(t));
   const fk::Tensor pred = op_->forward(fields);
   Eval e;
   e.totals.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());

@@ -20,11 +20,13 @@ std::string head_signature(const std::vector<HeadPtr>& heads) {
 
 std::string field_signature(const NeuralField& f) {
   const NeuralFieldConfig& c = f.config();
+  std::string periodic;
+  for (int a : c.periodic_axes) periodic += " periodic " + std::to_string(a);
   return std::to_string(c.hidden) + "x" + std::to_string(c.depth) + " skip " +
          std::to_string(c.skip_at) + " octaves " + std::to_string(c.n_octaves) +
-         (c.annealed ? " annealed" : "") + (c.include_input ? " input" : "") + " " + c.activation +
-         (c.autocast ? std::string(" autocast ") + fk::name(*c.autocast) : "") + " params " +
-         std::to_string(f.n_parameters()) + " heads " + head_signature(f.heads());
+         (c.annealed ? " annealed" : "") + (c.include_input ? " input" : "") + periodic + " " +
+         c.activation + (c.autocast ? std::string(" autocast ") + fk::name(*c.autocast) : "") +
+         " params " + std::to_string(f.n_parameters()) + " heads " + head_signature(f.heads());
 }
 
 std::optional<std::string> field_reason(const InverseProblem& p, const InverseProblem& first,

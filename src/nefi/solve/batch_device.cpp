@@ -104,7 +104,7 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
       enc_(domain_.ndim(), run.mlp0->config().n_octaves, run.mlp0->config().include_input,
-           run.mlp0->config().annealed) {
+           run.mlp0->config().annealed, run.mlp0->config().periodic_axes) {
   const fk::Device dev = run.opt.device;
   enc_.to(dev);
   // The operator's device tables in the parameters' dtype, as a device Solver makes them.
@@ -237,7 +237,8 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
   const fk::Tensor features = enc_.forward(coords_, progress);
   const fk::Tensor raw = grouped_mlp(run_.params, features, run_.layout)
                              .reshape({n * domain_.numel(), run_.layout.n_out});
-  FieldMap fields = apply_heads_rows(run_.mlp0->heads(), raw, with_batch(n, domain_.shape()));
+  FieldMap fields =
+      apply_heads_rows(run_.mlp0->heads(), raw, with_batch(n, domain_.shape()), progress);
   const fk::Tensor pred = op_->forward(fields);
   BatchLossContext ctx;
   ctx.fields = &fields;
@@ -281,7 +282,7 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
 // annealing gate can be rewritten in place.
 int64_t DeviceStage::step_shape(double progress) {
   if (progress != shape_progress_) {
-    if (!enc_.retarget(progress)) ++shape_;
+    if (!enc_.retarget(progress) || heads_read_progress(run_.mlp0->heads())) ++shape_;
     shape_progress_ = progress;
   }
   return shape_;

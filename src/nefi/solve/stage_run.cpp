@@ -249,7 +249,8 @@ void StageRun::enqueue_device_step(int t) {
 int64_t StageRun::step_shape() {
   if (progress_ != shape_progress_) {
     auto* nf = dynamic_cast<NeuralField*>(&field_);
-    if (!(nf && nf->encoding().retarget(progress_))) ++shape_;
+    if (!(nf && nf->encoding().retarget(progress_)) || (nf && heads_read_progress(nf->heads())))
+      ++shape_;
     shape_progress_ = progress_;
   }
   return shape_;

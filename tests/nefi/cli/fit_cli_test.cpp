@@ -76,6 +76,35 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   EXPECT_LT(v[1 * 16 + 14], 0.4);
 }
 
+// --support with an integer mask and a two-phase prior: the field is 0
+// outside the support and takes its two values inside.
+TEST(FitCli, AKnownSupportAndATwoPhasePrior) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_support");
+  write_problem(dir);
+  std::vector<int32_t> support(16 * 16);
+  for (int64_t i = 0; i < 16; ++i)
+    for (int64_t j = 0; j < 16; ++j) support[i * 16 + j] = i >= 1 && i <= 14 && j >= 1 && j <= 13;
+  fk::write_npy((dir / "support.npy").string(), fk::from_vector(support, {16, 16}));
+  const fs::path out = dir / "out";
+  const auto r = nefi_stdout(
+      "fit --matrix " + (dir / "A.npy").string() + " --data " + (dir / "y.npy").string() +
+      " --shape 16,16 --prior \"two_phase(0.2, 1)\"" + " --support " +
+      (dir / "support.npy").string() + " --budget 300 --threads 1 -q --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
+  EXPECT_EQ(j["decisions"]["head"]["value"], "two_phase(0.2, 1) + known_support");
+  const auto v = fk::read_npy((out / "x.npy").string()).to_vector<double>();
+  for (int64_t c = 0; c < 256; ++c) {
+    // Outside: the low phase (0 is outside the range); inside: near a phase.
+    if (support[c] == 0) {
+      EXPECT_NEAR(v[c], 0.2, 1e-6) << c;
+    }
+  }
+  EXPECT_GT(v[7 * 16 + 6], 0.9);
+  EXPECT_LT(v[2 * 16 + 12], 0.3);
+}
+
 TEST(FitCli, BadInputIsOneLineNamingIt) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");
@@ -87,7 +116,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
       {{"fit" + y + o, "--matrix"},
        {"fit" + A + y + " --shape 15,16" + o, "cells (its columns)"},
        {"fit" + A + y + " --shape 16,x" + o, "--shape"},
-       {"fit" + A + y + " --shape 16,16 --prior monotone" + o, "'monotone'"},
+       {"fit" + A + y + " --shape 16,16 --prior wiggly" + o, "'wiggly'"},
        {"fit" + A + y + " --shape 16,16 --noise loud" + o, "--noise"},
        {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
        {"fit" + A + y + " --shape 16,16 --lr 0" + o, "--lr"},
@@ -95,6 +124,9 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
         "neural, grid, hash or lowrank"},
        {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},
+       {"fit" + A + y + " --shape 16,16 --support " + (dir / "mask_bad.npy").string() + o,
+        "support of field 'x'"},
+       {"fit" + A + y + " --shape 16,16 --prior known_support" + o, "a support mask given"},
        {"fit --matrix " + (dir / "missing.npy").string() + y + o, "missing.npy"},
        {"fit --matrix " + (dir / "y.npy").string() + y + " --shape 16" + o,
         "measurements (its rows)"}},

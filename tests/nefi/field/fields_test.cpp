@@ -57,6 +57,41 @@ TEST(NefiFourierFeatures, ValuesGatesAndCache) {
   EXPECT_THROW(enc.forward(fk::zeros({2, 2}), 1.0), fk::Error);
 }
 
+// A periodic axis: its raw slot is 0, so a point and its image one domain
+// length (2) along that axis have the same features; along the other axis
+// they differ. A neural field of them repeats with the domain.
+TEST(NefiFourierFeatures, PeriodicAxesRepeatWithTheDomain) {
+  nefi::FourierFeatures enc(2, 4, true, false, {1});
+  EXPECT_EQ(enc.out_dim(), 2 + 16);
+  const std::vector<double> p{-0.9, 0.7, 0.3, -0.35};
+  auto shifted = [&](int axis) {
+    std::vector<double> q = p;
+    q[axis] += 2.0;
+    q[2 + axis] += 2.0;
+    return fk::from_vector(q, fk::Dims{2, 2});
+  };
+  const auto f = enc.forward(fk::from_vector(p, fk::Dims{2, 2}), 1.0).to_vector<double>();
+  EXPECT_EQ(f[1], 0.0);
+  EXPECT_EQ(f[0], p[0]);
+  nefi::FourierFeatures enc1(2, 4, true, false, {1});
+  const auto g = enc1.forward(shifted(1), 1.0).to_vector<double>();
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_NEAR(g[i], f[i], 1e-12) << i;
+  nefi::FourierFeatures enc0(2, 4, true, false, {1});
+  EXPECT_NE(enc0.forward(shifted(0), 1.0).to_vector<double>()[0], f[0]);
+  EXPECT_THROW(nefi::FourierFeatures(2, 4, true, true, {2}), fk::Error);
+  // The field built on them: the config's axes reach the encoding.
+  nefi::NeuralFieldConfig cfg;
+  cfg.hidden = 8;
+  cfg.depth = 2;
+  cfg.n_octaves = 3;
+  cfg.periodic_axes = {0};
+  nefi::NeuralField field(1, {nefi::identity_head("x")}, cfg, 1);
+  const fk::Tensor at = fk::from_vector(std::vector<float>{-0.75f, 1.25f}, fk::Dims{2, 1});
+  const auto e = field.encoding().forward(at, 1.0).to_vector<float>();
+  EXPECT_EQ(e[0], 0.0f);
+  for (int i = 0; i < 7; ++i) EXPECT_NEAR(e[i], e[7 + i], 1e-6) << i;
+}
+
 // retarget keeps a captured device forward valid; on the host there is no
 // graph to keep, and a later forward computes its own gate as before.
 TEST(NefiFourierFeatures, RetargetIsForDeviceForwardsOnly) {

@@ -47,6 +47,8 @@ inline std::vector<LossCase> every_loss() {
       {"l1", l1_loss("x"), true, false},
       {"tikhonov", tikhonov_loss("x"), true, false},
       {"range", range_penalty_loss(-0.5, 0.5, "x"), true, false},
+      {"monotone_increasing", monotone_loss(0, 1, "x"), true, false},
+      {"monotone_decreasing", monotone_loss(0, -1, "x"), true, false},
       {"laplacian", laplacian_loss("x"), true, false},
       {"laplacian_cells", laplacian_loss("x", false), true, false},
       {"tv_default", tv_loss("x"), true, false},

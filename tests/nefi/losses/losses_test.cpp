@@ -103,6 +103,46 @@ TEST(NefiLosses, LaplacianWithSpacingMatchesLoops) {
   EXPECT_THROW(nefi::laplacian_loss("x")->forward(c1), fk::Error);
 }
 
+// The hinge on wrong-way steps along one axis, written out: (3, 4) cells,
+// spacing 0.5 and 0.25.
+TEST(NefiLosses, MonotoneMatchesLoops) {
+  const fk::Tensor x = rnd({3, 4}, 5);
+  const auto v = x.to_vector<double>();
+  nefi::FieldMap f{{"x", x}};
+  nefi::Measurement m;
+  m.data = x;
+  nefi::Domain d({3, 4}, {1.5, 1.0});
+  nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+  for (int axis : {0, 1})
+    for (int sign : {1, -1}) {
+      const double h = axis == 0 ? 0.5 : 0.25;
+      double want = 0;
+      int count = 0;
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          const int64_t i2 = i + (axis == 0), j2 = j + (axis == 1);
+          if (i2 >= 3 || j2 >= 4) continue;
+          const double step = sign * (v[i2 * 4 + j2] - v[i * 4 + j]) / h;
+          want += step < 0 ? step * step : 0.0;
+          ++count;
+        }
+      want /= count;
+      EXPECT_NEAR(nefi::monotone_loss(axis, sign)->forward(c).item(), want, 1e-12 * want)
+          << axis << " " << sign;
+    }
+  // A field that rises along axis 1 has no increasing penalty there.
+  nefi::FieldMap up{{"x", fk::from_vector(std::vector<double>{0, 1, 1, 3, 0, 0, 2, 2, -1, 0, 5, 6},
+                                          fk::Dims{3, 4})}};
+  nefi::LossContext cu{&up, x, &m, &d, nullptr, 0, 0, 1.0};
+  EXPECT_EQ(nefi::monotone_loss(1, 1)->forward(cu).item(), 0.0);
+  EXPECT_GT(nefi::monotone_loss(1, -1)->forward(cu).item(), 0.0);
+  EXPECT_THROW(nefi::monotone_loss(3, 1), fk::Error);
+  EXPECT_THROW(nefi::monotone_loss(0, 0), fk::Error);
+  nefi::FieldMap flat{{"x", fk::zeros({1, 4}, {fk::DType::F64})}};
+  nefi::LossContext c1{&flat, x, &m, &d, nullptr, 0, 0, 1.0};
+  EXPECT_THROW(nefi::monotone_loss(0, 1)->forward(c1), fk::Error);
+}
+
 TEST(NefiLosses, DataTermsAndLossSet) {
   fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2, 4}),
              obs = fk::from_vector(std::vector<double>{1, 1, 2});
