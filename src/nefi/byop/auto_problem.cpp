@@ -61,12 +61,12 @@ struct Weighted {
 struct ConstantFields {
   fk::Dims shape;
   std::vector<std::string> names;
-  std::vector<fk::Tensor> support;  // undefined: none
+  std::vector<fk::Tensor> support;  // f64; undefined: none
   std::vector<double> fill;
   fk::Tensor make(size_t i, double c) const {
     const fk::Tensor k = fk::full(shape, c, {fk::DType::F64});
     if (!support[i].defined()) return k;
-    const fk::Tensor m = support[i].to(fk::DType::F64);
+    const fk::Tensor& m = support[i];
     return fk::add(fk::mul(k, m), fk::mul(fk::sub(fk::ones_like(m), m), fill[i]));
   }
 };
@@ -125,8 +125,8 @@ double neutral_constant(const PriorSpec& prior) {
 // The constant a conserved field starts at: its total spread evenly over
 // its support.
 double conserved_constant(const PriorSpec& prior, const ConstantFields& k, size_t i) {
-  const double cells = k.support[i].defined() ? fk::sum(k.support[i].to(fk::DType::F64)).item()
-                                              : static_cast<double>(k.shape.numel());
+  const double cells =
+      k.support[i].defined() ? fk::sum(k.support[i]).item() : static_cast<double>(k.shape.numel());
   return *prior.mass / cells;
 }
 
