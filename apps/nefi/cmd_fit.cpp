@@ -1,8 +1,11 @@
-// nefi fit --matrix A.npy --data y.npy [--shape n,m] [--prior P] ...: a
-// bring-your-own problem from the command line (nefi/byop/): the forward
-// model is a dense matrix over the field's cells, every other choice is
-// auto_problem's. Writes the fields, prediction, report.md, fit.json,
-// history and fit.png (byop/fit_output.h) and prints one summary line.
+// nefi fit (--matrix A.npy | --operator KIND ...) --data y.npy [--shape n,m]
+// [--prior P] ...: a bring-your-own problem from the command line
+// (nefi/byop/): the forward model is a dense matrix over the field's cells or
+// one of the built-in operators (operators/sampling.h, intensity.h), every
+// other choice is auto_problem's. Writes the fields, prediction, report.md,
+// fit.json, history and fit.png (byop/fit_output.h) and prints one summary
+// line.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,17 +17,26 @@
 #include "common.h"
 #include "fk/error.h"
 #include "fk/io/npy.h"
+#include "fk/ops/join.h"
+#include "fk/ops/view.h"
 #include "nefi/bench/merge.h"
 #include "nefi/byop/fit_output.h"
 #include "nefi/byop/matrix_model.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/data_fit.h"
+#include "nefi/operators/intensity.h"
+#include "nefi/operators/sampling.h"
 
 namespace nefi::cli {
 namespace {
 
 struct FitRequest {
   std::string matrix, data, mask, support, shape, noise = "auto", prior = "unconstrained";
+  // A built-in operator instead of --matrix, with what it takes.
+  std::string op, pattern, factors;
+  double oversample = 2.0, i0 = 1.0;
+  int axis = 0;
+  bool centered = false;
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::optional<double> lr;
   double tau = 1.0;
@@ -33,32 +45,101 @@ struct FitRequest {
   bool quiet = false;
 };
 
-fk::Dims parse_shape(const std::string& s, const fk::Tensor& a) {
-  if (s.empty()) return fk::Dims{a.size(1)};
-  std::vector<int64_t> dims;
+// "16,16" as integers >= 1 (1 to 3 of them), `flag` naming the option.
+std::vector<int64_t> parse_list(const std::string& s, const char* flag) {
+  std::vector<int64_t> v;
   std::stringstream in(s);
   std::string part;
   while (std::getline(in, part, ',')) {
     char* end = nullptr;
-    const long v = std::strtol(part.c_str(), &end, 10);
-    FK_CHECK(!part.empty() && *end == '\0' && v >= 1, "--shape",
+    const long e = std::strtol(part.c_str(), &end, 10);
+    FK_CHECK(!part.empty() && *end == '\0' && e >= 1, flag,
              "1 to 3 positive integers separated by commas", "'" + s + "'");
-    dims.push_back(v);
+    v.push_back(e);
   }
-  FK_CHECK(dims.size() >= 1 && dims.size() <= 3, "--shape", "1 to 3 axes", "'" + s + "'");
-  return fk::Dims(dims);
+  FK_CHECK(v.size() >= 1 && v.size() <= 3, flag, "1 to 3 axes", "'" + s + "'");
+  return v;
+}
+
+// The field's grid: --shape, else what the model implies (`implied`, empty
+// when it implies none).
+fk::Dims field_shape(const std::string& s, const fk::Dims& implied, const std::string& model) {
+  if (!s.empty()) return fk::Dims(parse_list(s, "--shape"));
+  FK_CHECK(!implied.empty(), "--shape", "the field's grid (" + model + " does not imply one)",
+           "none");
+  return implied;
+}
+
+struct Model {
+  OperatorPtr op;
+  fk::Dims shape;
+};
+
+// The built-in operator --operator names, built from its options; complex
+// k-space data become the (2, m) real and imaginary parts it predicts.
+Model builtin_model(const FitRequest& r, Measurement& m) {
+  const std::string& k = r.op;
+  if (k == "sampling" || k == "fourier_sampling") {
+    FK_CHECK(!r.pattern.empty(), "--pattern", "a mask .npy for --operator " + k, "none");
+    fk::Tensor mask = fk::read_npy(r.pattern).to(fk::DType::F64);
+    if (r.centered) {  // DC in the middle (fftshift's order) -> numpy.fft order
+      std::vector<int64_t> shifts, dims;
+      for (int a = 0; a < mask.dim(); ++a) {
+        shifts.push_back(-(mask.size(a) / 2));
+        dims.push_back(a);
+      }
+      mask = fk::roll(mask, shifts, dims).contiguous();
+    }
+    Model out;
+    if (k == "sampling") {
+      out.op = std::make_shared<SamplingOperator>(mask);
+    } else {
+      out.op = std::make_shared<FourierSamplingOperator>(mask);
+      if (fk::is_complex(m.data.dtype()))
+        m.data = fk::stack({fk::real(m.data), fk::imag(m.data)}, 0).to(fk::DType::F64);
+    }
+    out.shape = field_shape(r.shape, mask.shape(), "--operator " + k);
+    return out;
+  }
+  const fk::Dims shape = field_shape(r.shape, {}, "--operator " + k);
+  if (k == "downsample") {
+    std::vector<int64_t> f = r.factors.empty() ? std::vector<int64_t>(shape.size(), 2)
+                                               : parse_list(r.factors, "--factors");
+    return {std::make_shared<DownsampleOperator>(f), shape};
+  }
+  if (k == "phase_retrieval")
+    return {std::make_shared<PhaseRetrievalOperator>(shape.size(), r.oversample), shape};
+  if (k == "beer_lambert") {
+    // A cell's path length on auto_problem's domain (longest axis 1).
+    const double length = 1.0 / static_cast<double>(*std::max_element(shape.begin(), shape.end()));
+    return {std::make_shared<BeerLambertOperator>(
+                std::make_shared<AxisIntegralOperator>(shape, r.axis, length), r.i0),
+            shape};
+  }
+  throw fk::Error("--operator",
+                  "sampling, fourier_sampling, downsample, phase_retrieval or beer_lambert",
+                  "'" + k + "'");
 }
 
 int fit_cmd(const FitRequest& r) {
   set_threads(r.threads);
-  const fk::Tensor a = fk::read_npy(r.matrix);
+  FK_CHECK(r.matrix.empty() != r.op.empty(), "nefi fit", "one model: --matrix or --operator",
+           r.matrix.empty() ? "neither" : "both");
   Measurement m;
   m.data = fk::read_npy(r.data);
+  Model model;
+  if (r.op.empty()) {
+    const fk::Tensor a = fk::read_npy(r.matrix);
+    FK_CHECK(a.dim() == 2, "--matrix", "a 2-D matrix (measurements, cells)", a.shape().str());
+    model.shape = field_shape(r.shape, fk::Dims{a.size(1)}, "--matrix");
+    model.op = matrix_operator(a, model.shape, m.data.shape());
+  } else {
+    model = builtin_model(r, m);
+  }
+  const fk::Dims& shape = model.shape;
   if (!r.mask.empty()) m.mask = fk::read_npy(r.mask);
   FK_CHECK(!m.mask.defined() || m.mask.shape() == m.data.shape(), "--mask",
            "a mask of the data's shape " + m.data.shape().str(), m.mask.shape().str());
-  FK_CHECK(a.dim() == 2, "--matrix", "a 2-D matrix (measurements, cells)", a.shape().str());
-  const fk::Dims shape = parse_shape(r.shape, a);
   AutoOptions o;
   o.prior = r.prior;
   if (!r.support.empty())  // its shape and values: auto_problem
@@ -80,7 +161,7 @@ int fit_cmd(const FitRequest& r) {
              "'" + r.noise + "'");
     o.noise_std = s;
   }
-  const AutoProblem ap = auto_problem(matrix_operator(a, shape, m.data.shape()), shape, m, o);
+  const AutoProblem ap = auto_problem(model.op, shape, m, o);
   bench::prepare_out_dir(r.out);
   SolverOptions so;
   if (stderr_is_tty() && !r.quiet)
@@ -108,11 +189,25 @@ int fit_cmd(const FitRequest& r) {
 Command add_fit(CLI::App& app, const Context&) {
   auto r = std::make_shared<FitRequest>();
   auto* sub = app.add_subcommand(
-      "fit", "fit a neural field through your own forward model (a matrix) to your data");
-  sub->add_option("--matrix", r->matrix, "the forward model: A.npy of shape (measurements, cells)")
+      "fit",
+      "fit a neural field through your own forward model (a matrix or a built-in) to your data");
+  sub->add_option("--matrix", r->matrix, "the forward model: A.npy of shape (measurements, cells)");
+  sub->add_option("--operator", r->op,
+                  "a built-in forward model instead: sampling | fourier_sampling | downsample | "
+                  "phase_retrieval | beer_lambert");
+  sub->add_option("--pattern", r->pattern,
+                  "sampling / fourier_sampling: the mask .npy (the field's shape; k-space in "
+                  "numpy.fft order, DC first)");
+  sub->add_flag("--centered", r->centered, "fourier_sampling: the mask has DC in the middle");
+  sub->add_option("--factors", r->factors, "downsample: cells per block, e.g. 2,2 (default 2)");
+  sub->add_option("--oversample", r->oversample, "phase_retrieval: padded over field grid (2)");
+  sub->add_option("--axis", r->axis, "beer_lambert: the axis the rays run along (0)");
+  sub->add_option("--i0", r->i0, "beer_lambert: the unattenuated intensity (1)");
+  sub->add_option("--data", r->data,
+                  "the measurement: y.npy (A's rows in C order; complex for fourier_sampling)")
       ->required();
-  sub->add_option("--data", r->data, "the measurement: y.npy, A's rows in C order")->required();
-  sub->add_option("--shape", r->shape, "the field's grid, e.g. 64,64 (default: A's columns)");
+  sub->add_option("--shape", r->shape,
+                  "the field's grid, e.g. 64,64 (default: A's columns, or the pattern's shape)");
   sub->add_option("--mask", r->mask, "per-measurement weights in [0, 1] (.npy, the data's shape)");
   sub->add_option("--support", r->support,
                   "the field's known support (.npy, the field's shape, 1 inside, 0 outside)");
@@ -132,8 +227,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"
       "fit.json, history.csv, history.png and fit.png.\n"
-      "Example:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
-      "tv\"");
+      "Examples:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
+      "tv\"\n  nefi fit --operator fourier_sampling --pattern kmask.npy --data kspace.npy --prior "
+      "\"nonnegative + tv\"");
   return {sub, [r] { return fit_cmd(*r); }};
 }
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._core import Error
 from ._core import nefi as _nefi
+from . import _operators
 
 __all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
@@ -62,6 +63,19 @@ class _Model:
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
         self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
+        if isinstance(forward, _operators.Operator):
+            # Built in: the solve runs it natively; the dry run checks shapes.
+            if self.several:
+                raise Error("from_forward: expected a callable forward for several fields, "
+                            f"got the built-in operator {forward.kind}")
+            if homogeneity is not None and homogeneity != forward.homogeneity:
+                raise Error(f"from_forward: expected no homogeneity for the built-in operator "
+                            f"{forward.kind} (it declares {forward.homogeneity}), got "
+                            f"{homogeneity}")
+            self.kind, self.native = "native", forward
+            self.homogeneity, self.complex_out = forward.homogeneity, forward.complex_out
+            self._f, self._vjp = forward, forward.vjp
+            return
         if hasattr(forward, "shape") and not callable(forward):
             a = np.asarray(forward)
             if a.ndim != 2:
@@ -195,7 +209,7 @@ class _Model:
             if not np.all(np.isfinite(gx)):
                 raise Error("from_forward: expected a finite gradient (adjoint/vjp), "
                             "got NaN or inf")
-        if self.kind == "torch":
+        if self.kind in ("torch", "native"):
             return
         if self.kind in ("matrix", "adjoint"):
             lhs = float(np.vdot(y.ravel(), g.ravel()))
@@ -322,7 +336,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  name="forward", multiscale=False, rank=8, support=None):
     """A solvable problem from a forward model and one measurement.
 
-    forward: a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
+    forward: a built-in operator (``nefi.operators``: sampling, fourier_sampling,
+      downsample, phase_retrieval, axis_integral, beer_lambert; solved with no
+      Python call per step), a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
       arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
       A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),
       or a callable written with torch operations (autograd gives the
@@ -353,7 +369,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     """
     y = np.asarray(measurement)
     complex_data = np.iscomplexobj(y)
-    if shape is None:
+    native = isinstance(forward, _operators.Operator)
+    if shape is None and native and forward.shape is not None:
+        shape = forward.shape
+    elif shape is None:
         shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
             not callable(forward) else y.shape
     shape = tuple(int(s) for s in np.atleast_1d(shape))
@@ -369,8 +388,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if representation in ("grid", "lowrank") and (hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
-    if homogeneity is not None and homogeneity != 1 and (adjoint is not None or
-                                                          hasattr(forward, "shape")):
+    if homogeneity is not None and homogeneity != 1 and not native and (
+            adjoint is not None or hasattr(forward, "shape")):
         raise Error(f"from_forward: expected homogeneity 1 (or none) for a linear model (a "
                     f"matrix or an adjoint), got {homogeneity}")
     model = _Model(forward, shape, names, adjoint, vjp, homogeneity)
@@ -412,7 +431,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                             f"got {m.shape}")
             supports[field] = np.ascontiguousarray(m)
     core = _nefi.auto_problem(
-        lambda xs: _shaped(model.forward(xs), data_shape),
+        model.native._core if model.kind == "native" else
+        (lambda xs: _shaped(model.forward(xs), data_shape)),
         lambda xs, g: [v.reshape(shape) for v in model.vjp(xs, g)],
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],

@@ -13,16 +13,19 @@ fields (numpy arrays), the loss history (dict of numpy columns) and stages.
 ``batch_invert`` solves one problem per seed together in one loop and gives
 the same per-problem results. ``from_forward`` brings your own problem: a
 forward model in Python (numpy, torch or a matrix), one measurement and a
-prior in words, with every other choice made from the problem's size and data.
+prior in words, with every other choice made from the problem's size and data;
+``operators`` holds the built-in forward models it solves natively (MRI's
+fourier_sampling, sampling, downsample, phase_retrieval, beer_lambert).
 """
 import os
 
+from . import _operators as operators
 from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
-           "from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
+           "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators"]
 
 
 def instances():

@@ -185,9 +185,11 @@ nb::list bench(const nefi::bench::CampaignSpec& spec) {
 }  // namespace
 
 void bind_nefi_byop(nb::module_& m);
+void bind_nefi_operators(nb::module_& m);
 
 void bind_nefi(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("nefi", "nefi's inverse solvers, on fk");
+  bind_nefi_operators(m);
   bind_nefi_byop(m);
   m.def("instances", [] {
     nb::dict d;

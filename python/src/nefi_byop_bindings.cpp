@@ -22,6 +22,7 @@
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/operators/function_operator.h"
+#include "nefi_operators.h"
 #include "nefi_result_dict.h"
 #include "tensor_bridge.h"
 
@@ -236,9 +237,14 @@ void bind_nefi_byop(nb::module_& m) {
                  "one prior per field name",
                  std::to_string(names.size()) + " names and " + std::to_string(priors.size()) +
                      " priors");
-        auto op = std::make_shared<nefi::FunctionOperator>(
-            in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity, name,
-            names);
+        // A built-in operator runs as it is; Python code through its functions.
+        nefi::OperatorPtr op;
+        if (nb::isinstance<NativeOperator>(forward))
+          op = nb::cast<const NativeOperator&>(forward).op;
+        else
+          op = std::make_shared<nefi::FunctionOperator>(
+              in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity,
+              name, names);
         nefi::AutoOptions o;
         if (names.size() == 1 && names[0] == "x")
           o.prior = priors[0];

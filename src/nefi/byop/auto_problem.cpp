@@ -21,6 +21,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/function_operator.h"
+#include "nefi/operators/sampling.h"
 
 namespace nefi {
 namespace {
@@ -387,6 +388,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              num(*o.noise_std));
     ap.noise_std = *o.noise_std;
     decide("noise_std", num(ap.noise_std), "given");
+  } else if (const auto sampled = sampled_noise(*op, m.data)) {
+    // Samples of the field or of its spectrum are no smooth signal along
+    // their list: the data-space stencil would read their variation as noise.
+    ap.noise_std = sampled->sigma;
+    ap.noise_estimated = true;
+    decide("noise_std", num(ap.noise_std), sampled->why);
   } else {
     const NoiseEstimate e = estimate_noise(m.data, m.mask);
     ap.noise_std = e.sigma;

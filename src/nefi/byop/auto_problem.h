@@ -13,7 +13,9 @@
 //               else a search over a log grid, one field at a time for
 //               several), so the network starts at c and its O(1) output
 //               spans O(c)
-//   noise       given, else estimated from the data (noise_estimate.h)
+//   noise       given, else estimated from the data (noise_estimate.h; for
+//               a Sampling or FourierSampling model, from neighbouring
+//               samples or the outer frequencies: sampling.h)
 //   weights     data: 1 / (misfit of c), so the loss starts at 1; each
 //               penalty: strength x (the data term at the noise floor) /
 //               (its value on the field of a 25-step data-only probe)

@@ -5,7 +5,9 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/join.h"
 #include "fk/ops/unary.h"
+#include "fk/ops/view.h"
 
 namespace nefi {
 
@@ -231,6 +233,35 @@ std::vector<fk::Tensor> SumOperator::parameters() const {
   for (const auto& op : ops_)
     for (auto& t : op->parameters()) p.push_back(t);
   return p;
+}
+
+StackOperator::StackOperator(std::vector<OperatorPtr> ops, const fk::Dims& shape)
+    : SumOperator(std::move(ops)), shape_(shape) {
+  for (const auto& op : ops_) (void)op->output_shape(shape_);  // each takes the grid
+}
+
+fk::Tensor StackOperator::apply(const fk::Tensor& x) const {
+  const int lead = x.dim() - shape_.size();
+  FK_CHECK(lead >= 0, "nefi::StackOperator", "a field of shape (..., " + shape_.str() + ")",
+           x.shape().str());
+  fk::Dims flat;
+  for (int a = 0; a < lead; ++a) flat.push_back(x.shape()[a]);
+  flat.push_back(-1);
+  std::vector<fk::Tensor> parts;
+  for (const auto& op : ops_) parts.push_back(fk::reshape(op->apply(x), flat));
+  return fk::cat(parts, lead);
+}
+
+std::shared_ptr<Operator> StackOperator::at_resolution(const fk::Dims& shape) const {
+  std::vector<OperatorPtr> ops;
+  for (const auto& op : ops_) ops.push_back(op->at_resolution(shape));
+  return std::make_shared<StackOperator>(ops, shape);
+}
+
+fk::Dims StackOperator::output_shape(const fk::Dims& shape) const {
+  int64_t n = 0;
+  for (const auto& op : ops_) n += op->output_shape(shape).numel();
+  return {n};
 }
 
 }  // namespace nefi

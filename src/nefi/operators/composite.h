@@ -5,6 +5,8 @@
 //     resolution); fixed values model a known detector gain / background.
 //   Sequential(ops): ops applied in order; homogeneity is the product.
 //   Sum(ops): the sum of the ops' outputs on the same field.
+//   Stack(ops, shape): the ops' outputs on the same field, each flattened,
+//     one after another: several views or detectors as one measurement.
 // Each forwards to its parts what a solve asks of an operator as a whole:
 // host-only reasons, device notes, tables, trainable parameters and their
 // move to a device solve's device.
@@ -107,8 +109,23 @@ class SumOperator : public Operator {
   bool parameters_follow_device() const override { return inner_parameters_follow_device(ops_); }
   void parameters_to(fk::Device device) override { inner_parameters_to(ops_, device); }
 
- private:
+ protected:
   std::vector<OperatorPtr> ops_;
+};
+
+// Everything but the output as Sum: the same field, devices, tables and
+// parameters. shape: the field's grid (an input's last dims; the leading
+// ones are a batch). Output (..., sum of the ops' output sizes).
+class StackOperator : public SumOperator {
+ public:
+  StackOperator(std::vector<OperatorPtr> ops, const fk::Dims& shape);
+  fk::Tensor apply(const fk::Tensor& x) const override;
+  std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
+  fk::Dims output_shape(const fk::Dims& shape) const override;
+  std::string kind() const override { return "stack"; }
+
+ private:
+  fk::Dims shape_;
 };
 
 }  // namespace nefi

@@ -1,8 +1,10 @@
-// nefi fit: a matrix model and data from .npy files to the fields, report,
-// fit.json and figures; and its bad input, one line each.
+// nefi fit: a matrix model, or a built-in operator, and data from .npy files
+// to the fields, report, fit.json and figures; and its bad input, one line
+// each.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -105,6 +107,56 @@ TEST(FitCli, AKnownSupportAndATwoPhasePrior) {
   EXPECT_LT(v[2 * 16 + 12], 0.3);
 }
 
+// An undersampled k-space acquisition of a smooth 16 x 16 disc: complex
+// data, a centred pattern, the noise read off the outer frequencies.
+TEST(FitCli, FitsKSpaceThroughTheBuiltInOperator) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_kspace");
+  fs::create_directories(dir);
+  const int64_t n = 16;
+  std::vector<double> gt(n * n), pattern(n * n);
+  std::mt19937_64 g(1);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      gt[i * n + j] = std::exp(-0.5 * (std::pow(i - 7.0, 2) + std::pow(j - 8.5, 2)) / 9.0);
+      pattern[i * n + j] = std::hypot(i - 8.0, j - 8.0) < 3 || u(g) < 0.4 ? 1.0 : 0.0;
+    }
+  // y at the kept frequencies in numpy.fft order: the centred pattern shifted back.
+  std::vector<std::complex<double>> y;
+  std::normal_distribution<double> nd(0, 0.005);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t l = 0; l < n; ++l) {
+      if (pattern[((k + n / 2) % n) * n + (l + n / 2) % n] == 0) continue;
+      std::complex<double> s = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          s += gt[i * n + j] * std::polar(1.0, -2 * M_PI * static_cast<double>(k * i + l * j) / n);
+      y.push_back(s / static_cast<double>(n) + std::complex<double>(nd(g), nd(g)));
+    }
+  fk::write_npy((dir / "pattern.npy").string(), fk::from_vector(pattern, {n, n}));
+  fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, {static_cast<int64_t>(y.size())}));
+  const auto out =
+      nefi_stdout("fit --operator fourier_sampling --centered --pattern " +
+                  (dir / "pattern.npy").string() + " --data " + (dir / "y.npy").string() +
+                  " --prior nonnegative --budget quick -q --out " + (dir / "out").string());
+  ASSERT_EQ(out.status, 0) << out.out;
+  EXPECT_NE(out.out.find("fit  "), std::string::npos) << out.out;
+  const fk::Tensor x = fk::read_npy((dir / "out" / "x.npy").string());
+  ASSERT_EQ(x.shape(), fk::Dims({n, n}));
+  const auto xv = x.to(fk::DType::F64).to_vector<double>();
+  double err = 0, ref = 0;
+  for (int64_t p = 0; p < n * n; ++p) {
+    err += (xv[p] - gt[p]) * (xv[p] - gt[p]);
+    ref += gt[p] * gt[p];
+  }
+  EXPECT_LT(std::sqrt(err / ref), 0.1);
+  const auto j = nlohmann::json::parse(nefi::test::slurp(dir / "out" / "fit.json"));
+  EXPECT_NE(j["decisions"]["noise_std"]["why"].get<std::string>().find("outer quarter"),
+            std::string::npos)
+      << j["decisions"]["noise_std"];
+}
+
 TEST(FitCli, BadInputIsOneLineNamingIt) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");
@@ -129,7 +181,14 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --prior known_support" + o, "a support mask given"},
        {"fit --matrix " + (dir / "missing.npy").string() + y + o, "missing.npy"},
        {"fit --matrix " + (dir / "y.npy").string() + y + " --shape 16" + o,
-        "measurements (its rows)"}},
+        "measurements (its rows)"},
+       {"fit" + A + " --operator sampling" + y + o, "--matrix or --operator"},
+       {"fit --operator tomography" + y + " --shape 16,16" + o, "'tomography'"},
+       {"fit --operator sampling" + y + o, "--pattern"},
+       {"fit --operator downsample" + y + o, "--shape"},
+       {"fit --operator downsample --factors 3,3" + y + " --shape 16,16" + o, "multiple of"},
+       {"fit --operator phase_retrieval --oversample 0.5" + y + " --shape 16,16" + o,
+        "oversample >= 1"}},
       dir);
 }
 

@@ -8,13 +8,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 
 #include "fk/device.h"
+#include "fk/factory.h"
 #include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
+#include "nefi/operators/composite.h"
+#include "nefi/operators/intensity.h"
+#include "nefi/operators/pointwise.h"
+#include "nefi/operators/sampling.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -23,6 +29,33 @@ const nefi::OperatorInfo* row_of(const std::string& kind) {
   for (const auto& o : nefi::operator_catalogue())
     if (o.kind == kind) return &o;
   return nullptr;
+}
+
+// The row's batchability, homogeneity and device support hold for `op`.
+void expect_row_agrees(const nefi::Operator& op, const nefi::OperatorInfo& row,
+                       const std::string& who) {
+  if (row.batchable == "yes") {
+    EXPECT_TRUE(op.batchable()) << row.kind;
+  } else if (row.batchable == "no") {
+    EXPECT_FALSE(op.batchable()) << row.kind;
+  }
+  const auto h = op.homogeneity();
+  if (row.homogeneity == "-") {
+    EXPECT_FALSE(h.has_value()) << row.kind << " declares homogeneity " << *h;
+  } else if (std::isdigit(static_cast<unsigned char>(row.homogeneity[0]))) {  // else a rule
+    ASSERT_TRUE(h.has_value()) << row.kind << " declares no homogeneity";
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", *h);
+    EXPECT_NE(row.homogeneity.find(p), std::string::npos)
+        << row.kind << ": " << *h << " vs " << row.homogeneity;
+  }
+  const std::string refusal = nefi::device_solve_refusal(op, fk::cuda_device(0));
+  if (row.device == "yes") {
+    EXPECT_EQ(refusal, "") << who;
+  } else if (row.device == "no") {
+    EXPECT_NE(refusal.find("operator " + row.kind + " on cuda:0"), std::string::npos)
+        << who << ": " << refusal;
+  }
 }
 
 TEST(NefiOperatorCatalogue, RowsNameRegisteredInstancesOnce) {
@@ -56,28 +89,31 @@ TEST(NefiOperatorCatalogue, AgreesWithEveryInstancesOperator) {
     EXPECT_NE(std::find(row->instances.begin(), row->instances.end(), inst->name()),
               row->instances.end())
         << inst->name() << " is not listed under " << row->kind;
-    if (row->batchable == "yes") {
-      EXPECT_TRUE(op.batchable()) << row->kind;
-    } else if (row->batchable == "no") {
-      EXPECT_FALSE(op.batchable()) << row->kind;
-    }
-    const auto h = op.homogeneity();
-    if (row->homogeneity == "-") {
-      EXPECT_FALSE(h.has_value()) << row->kind << " declares homogeneity " << *h;
-    } else {
-      ASSERT_TRUE(h.has_value()) << row->kind << " declares no homogeneity";
-      char p[32];
-      std::snprintf(p, sizeof p, "%g", *h);
-      EXPECT_NE(row->homogeneity.find(p), std::string::npos)
-          << row->kind << ": " << *h << " vs " << row->homogeneity;
-    }
-    const std::string refusal = nefi::device_solve_refusal(op, fk::cuda_device(0));
-    if (row->device == "yes") {
-      EXPECT_EQ(refusal, "") << inst->name();
-    } else if (row->device == "no") {
-      EXPECT_NE(refusal.find("operator " + row->kind + " on cuda:0"), std::string::npos)
-          << inst->name() << ": " << refusal;
-    }
+    expect_row_agrees(op, *row, inst->name());
+  }
+}
+
+// The operators no instance builds (the zoo from_forward and nefi fit
+// offer) agree with their rows too.
+TEST(NefiOperatorCatalogue, AgreesWithTheOperatorZoo) {
+  const fk::Tensor mask = fk::full({6, 4}, 1.0, {fk::DType::F64});
+  auto path = std::make_shared<nefi::AxisIntegralOperator>(fk::Dims{6, 4}, 0);
+  const std::vector<nefi::OperatorPtr> zoo{
+      std::make_shared<nefi::IdentityOperator>(),
+      std::make_shared<nefi::PointwiseOperator>(mask),
+      std::make_shared<nefi::SaturationOperator>(1.0),
+      std::make_shared<nefi::SamplingOperator>(mask),
+      std::make_shared<nefi::FourierSamplingOperator>(mask),
+      std::make_shared<nefi::DownsampleOperator>(std::vector<int64_t>{2, 2}),
+      std::make_shared<nefi::PhaseRetrievalOperator>(2),
+      path,
+      std::make_shared<nefi::BeerLambertOperator>(path),
+      std::make_shared<nefi::StackOperator>(std::vector<nefi::OperatorPtr>{path, path},
+                                            fk::Dims{6, 4})};
+  for (const auto& op : zoo) {
+    const nefi::OperatorInfo* row = row_of(op->kind());
+    ASSERT_NE(row, nullptr) << op->kind() << " is not catalogued";
+    expect_row_agrees(*op, *row, op->kind());
   }
 }
 

@@ -4,11 +4,13 @@
 #include <complex>
 #include <memory>
 
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/random.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/pointwise.h"
+#include "nefi/operators/sampling.h"
 
 namespace {
 
@@ -146,6 +148,25 @@ TEST(NefiOperators, NuisanceSaturationAndFlags) {
   EXPECT_THROW(nefi::NuisanceOperator(id, -1.0), fk::Error);
   nefi::FieldMap wrong{{"y", fk::zeros({2})}};
   EXPECT_THROW(id->forward(wrong), fk::Error);
+}
+
+TEST(NefiStack, ConcatenatesFlattenedViewsOfOneField) {
+  auto id = std::make_shared<nefi::IdentityOperator>();
+  auto down = std::make_shared<nefi::DownsampleOperator>(std::vector<int64_t>{2, 3});
+  nefi::StackOperator op({id, down}, {4, 6});
+  EXPECT_EQ(op.output_shape({4, 6}), fk::Dims({28}));
+  EXPECT_EQ(*op.homogeneity(), 1.0);
+  const fk::Tensor x = rnd({2, 4, 6}, 5);  // a batch of two
+  const auto xv = x.to_vector<double>(), yv = op.apply(x).to_vector<double>();
+  ASSERT_EQ(yv.size(), 56u);
+  const auto dv = down->apply(x).to_vector<double>();
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 24; ++i) EXPECT_EQ(yv[b * 28 + i], xv[b * 24 + i]);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(yv[b * 28 + 24 + i], dv[b * 4 + i]);
+  }
+  expect_adjoint(op, {4, 6});
+  EXPECT_EQ(op.at_resolution({8, 12})->output_shape({8, 12}), fk::Dims({96 + 16}));
+  EXPECT_THROW(nefi::StackOperator({id, down}, {4, 5}), fk::Error);  // 5 is no multiple of 3
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+"""nefi's built-in forward models (``fieldkit.nefi.operators``).
+
+Each is a native operator (``stack`` joins several into one measurement):
+``from_forward(op, y, shape)`` solves through it
+with no Python call per step, and ``op(x)``, ``op.vjp(x, g)``,
+``op.adjoint(y)`` run the very model the solve uses on numpy arrays (a
+batch in leading axes). Field shapes have 1-3 axes.
+
+    mask = np.random.default_rng(0).random((64, 64)) < 0.3
+    op = nefi.operators.fourier_sampling(mask)        # MRI: k-space samples
+    y = op(x_true) + sigma * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
+    zero_filled = op.adjoint(y)
+    out = nefi.from_forward(op, y, x_true.shape, prior="nonnegative + tv").solve()
+"""
+import numpy as np
+
+from ._core import Error
+from ._core import nefi as _nefi
+
+
+class Operator:
+    """A built-in forward model: ``kind``, ``linear``, ``homogeneity``,
+    ``output_shape(shape)``, ``op(x)``, ``vjp(x, g)``, ``adjoint(y)``
+    (linear ones) and ``estimate_noise(y)`` (sampling, fourier_sampling)."""
+
+    def __init__(self, core, shape=None, complex_out=False):
+        self._core, self.shape, self.complex_out = core, shape, complex_out
+
+    kind = property(lambda self: self._core.kind)
+    linear = property(lambda self: self._core.linear)
+    homogeneity = property(lambda self: self._core.homogeneity)
+
+    def __repr__(self):
+        return f"nefi.operators.{self.kind}(field shape {self.shape})"
+
+    def output_shape(self, shape):
+        """The measurement's shape for a field of `shape` (complex outputs:
+        the complex array's shape)."""
+        out = tuple(self._core.output_shape([int(s) for s in shape]))
+        return out[1:] if self.complex_out else out
+
+    def _stacked(self, g):
+        g = np.asarray(g)
+        return np.stack([g.real, g.imag], axis=-2) if self.complex_out else g
+
+    def __call__(self, x):
+        y = self._core.forward(np.ascontiguousarray(x, dtype=np.float64))
+        return y[..., 0, :] + 1j * y[..., 1, :] if self.complex_out else y
+
+    def vjp(self, x, g):
+        """g^T dF/dx at x (for complex outputs, the real part of F'(x)^H g)."""
+        return self._core.vjp(np.ascontiguousarray(x, dtype=np.float64),
+                              np.ascontiguousarray(self._stacked(g), dtype=np.float64))
+
+    def adjoint(self, y, shape=None):
+        """A^T y for a linear model (for fourier_sampling the zero-filled
+        inverse); `shape` is the field's, needed where the operator does not
+        know it (downsample)."""
+        if not self.linear:
+            raise Error(f"Operator.adjoint: expected a linear operator, got {self.kind}")
+        shape = self.shape if shape is None else tuple(shape)
+        if shape is None:
+            raise Error(f"Operator.adjoint: expected the field's shape for {self.kind}, got none")
+        y = np.asarray(y)
+        lead = y.shape[:y.ndim - len(self.output_shape(shape))]
+        return self.vjp(np.zeros(lead + tuple(shape)), y)
+
+    def estimate_noise(self, y):
+        """The noise sigma of measured data (per real and imaginary part for
+        k-space): from neighbouring samples, or the outer frequencies."""
+        return self._core.estimate_noise(
+            np.ascontiguousarray(self._stacked(y), dtype=np.float64))
+
+
+def sampling(mask):
+    """The field's values where mask > 0, in C order (inpainting, sensors)."""
+    mask = np.asarray(mask, dtype=np.float64)
+    return Operator(_nefi.sampling_operator(np.ascontiguousarray(mask)), mask.shape)
+
+
+def fourier_sampling(mask, centered=False):
+    """MRI: the orthonormal DFT over the field's axes at the frequencies
+    where mask > 0, as complex values. The mask is in numpy.fft order (DC
+    first), or with DC in the middle when ``centered`` (fftshift's order)."""
+    mask = np.asarray(mask, dtype=np.float64)
+    if centered:
+        mask = np.fft.ifftshift(mask)
+    return Operator(_nefi.fourier_sampling_operator(np.ascontiguousarray(mask)), mask.shape,
+                    complex_out=True)
+
+
+def downsample(factors):
+    """The mean over blocks of ``factors`` cells (one per axis): a detector
+    that bins pixels."""
+    factors = [int(f) for f in np.atleast_1d(factors)]
+    return Operator(_nefi.downsample_operator(factors))
+
+
+def phase_retrieval(ndim, oversample=2.0):
+    """|DFT|^2 (orthonormal) of the field zero-padded to ceil(oversample n)
+    per axis: a far-field diffraction pattern. Fix its ambiguities (shift,
+    point reflection) with the prior: nonnegative, a known support."""
+    return Operator(_nefi.phase_retrieval_operator(int(ndim), float(oversample)))
+
+
+def axis_integral(shape, axis=0, length=None):
+    """The integral along ``axis`` (a parallel projection); ``length`` is a
+    cell's path length, by default from_forward's domain (longest axis 1)."""
+    shape = tuple(int(s) for s in shape)
+    length = 1.0 / max(shape) if length is None else float(length)
+    return Operator(_nefi.axis_integral_operator(list(shape), int(axis), length), shape)
+
+
+def beer_lambert(path=None, i0=1.0, *, shape=None, axis=0):
+    """Transmitted intensity i0 exp(-path(x)) through an attenuation map:
+    ``path`` a linear built-in operator, or the integral along ``axis`` of a
+    field of ``shape``."""
+    if path is None:
+        if shape is None:
+            raise Error("beer_lambert: expected a path operator or the field's shape, got neither")
+        path = axis_integral(shape, axis)
+    if not isinstance(path, Operator):
+        raise Error(f"beer_lambert: expected a built-in operator as path, got "
+                    f"{type(path).__name__}")
+    return Operator(_nefi.beer_lambert_operator(path._core, float(i0)), path.shape)
+
+
+def stack(parts, shape=None):
+    """Several built-in operators on the same field, their outputs flattened
+    one after another as one measurement (several views, several
+    detectors). Real-valued parts only; ``shape`` is the field's (default:
+    the first part that knows it)."""
+    parts = list(parts)
+    if not parts or not all(isinstance(p, Operator) for p in parts):
+        raise Error("stack: expected a list of built-in operators, got "
+                    f"{[type(p).__name__ for p in parts]}")
+    if any(p.complex_out for p in parts):
+        raise Error("stack: expected real-valued operators, got "
+                    f"{[p.kind for p in parts if p.complex_out]} (complex output)")
+    if shape is None:
+        shape = next((p.shape for p in parts if p.shape is not None), None)
+    if shape is None:
+        raise Error("stack: expected the field's shape (no part knows it), got none")
+    shape = tuple(int(s) for s in shape)
+    return Operator(_nefi.stack_operator([p._core for p in parts], list(shape)), shape)
+
+
+__all__ = ["Operator", "sampling", "fourier_sampling", "downsample", "phase_retrieval",
+           "axis_integral", "beer_lambert", "stack"]

@@ -1,0 +1,122 @@
+// The built-in operators for Python: factories, and forward / vjp on numpy
+// f64 arrays (a batch in leading dims where the operator is batchable), so
+// a user can simulate data, check an adjoint, or read a zero-filled
+// inverse with the very operator the solve uses.
+#include "nefi_operators.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "nefi/operators/composite.h"
+#include "nefi/operators/intensity.h"
+#include "nefi/operators/sampling.h"
+#include "tensor_bridge.h"
+
+namespace fkpy {
+namespace {
+
+fk::Tensor f64(const nb::ndarray<nb::ro>& a) {
+  return from_dlpack(a).to(fk::DType::F64).contiguous();
+}
+
+nb::object forward(const NativeOperator& o, nb::ndarray<nb::ro> x) {
+  const fk::Tensor in = f64(x);
+  fk::Tensor y;
+  {
+    nb::gil_scoped_release nogil;
+    fk::autograd::NoGradGuard ng;
+    y = o.op->apply(in);
+  }
+  return to_numpy(y);
+}
+
+nb::object vjp(const NativeOperator& o, nb::ndarray<nb::ro> x, nb::ndarray<nb::ro> g) {
+  const fk::Tensor in = f64(x), dy = f64(g);
+  fk::Tensor dx;
+  {
+    nb::gil_scoped_release nogil;
+    dx = o.op->vjp(in, dy);
+  }
+  return to_numpy(dx);
+}
+
+NativeOperator held(nefi::OperatorPtr op) {
+  return NativeOperator{std::move(op)};
+}
+
+}  // namespace
+
+void bind_nefi_operators(nb::module_& m) {
+  nb::class_<NativeOperator>(m, "Operator")
+      .def_prop_ro("kind", [](const NativeOperator& o) { return o.op->kind(); })
+      .def_prop_ro("homogeneity", [](const NativeOperator& o) { return o.op->homogeneity(); })
+      .def_prop_ro("linear", [](const NativeOperator& o) { return o.op->linear(); })
+      .def_prop_ro("batchable", [](const NativeOperator& o) { return o.op->batchable(); })
+      .def("output_shape",
+           [](const NativeOperator& o, const std::vector<int64_t>& shape) {
+             return o.op->output_shape(fk::Dims(shape)).vec();
+           })
+      .def("forward", &forward, nb::arg("x"))
+      .def("vjp", &vjp, nb::arg("x"), nb::arg("g"))
+      .def(
+          "estimate_noise",
+          [](const NativeOperator& o, nb::ndarray<nb::ro> y) {
+            const auto e = nefi::sampled_noise(*o.op, f64(y));
+            if (!e)
+              throw fk::Error("Operator.estimate_noise", "a sampling or fourier_sampling operator",
+                              o.op->kind());
+            return e->sigma;
+          },
+          nb::arg("y"));
+  m.def(
+      "sampling_operator",
+      [](nb::ndarray<nb::ro> mask) {
+        return held(std::make_shared<nefi::SamplingOperator>(f64(mask)));
+      },
+      nb::arg("mask"));
+  m.def(
+      "fourier_sampling_operator",
+      [](nb::ndarray<nb::ro> mask) {
+        return held(std::make_shared<nefi::FourierSamplingOperator>(f64(mask)));
+      },
+      nb::arg("mask"));
+  m.def(
+      "downsample_operator",
+      [](const std::vector<int64_t>& factors) {
+        return held(std::make_shared<nefi::DownsampleOperator>(factors));
+      },
+      nb::arg("factors"));
+  m.def(
+      "phase_retrieval_operator",
+      [](int rank, double oversample) {
+        return held(std::make_shared<nefi::PhaseRetrievalOperator>(rank, oversample));
+      },
+      nb::arg("rank"), nb::arg("oversample"));
+  m.def(
+      "axis_integral_operator",
+      [](const std::vector<int64_t>& shape, int axis, double length) {
+        return held(std::make_shared<nefi::AxisIntegralOperator>(fk::Dims(shape), axis, length));
+      },
+      nb::arg("shape"), nb::arg("axis"), nb::arg("length"));
+  m.def(
+      "stack_operator",
+      [](const std::vector<const NativeOperator*>& parts, const std::vector<int64_t>& shape) {
+        std::vector<nefi::OperatorPtr> ops;
+        for (const NativeOperator* p : parts) ops.push_back(p->op);
+        return held(std::make_shared<nefi::StackOperator>(ops, fk::Dims(shape)));
+      },
+      nb::arg("parts"), nb::arg("shape"));
+  m.def(
+      "beer_lambert_operator",
+      [](const NativeOperator& path, double i0) {
+        return held(std::make_shared<nefi::BeerLambertOperator>(path.op, i0));
+      },
+      nb::arg("path"), nb::arg("i0"));
+}
+
+}  // namespace fkpy

@@ -1,0 +1,146 @@
+"""fieldkit.nefi.operators: the built-in forward models against numpy's own
+transforms and loops, their adjoints, their noise estimates, an MRI solve
+through from_forward with no Python model, and the errors."""
+import numpy as np
+import pytest
+
+import fieldkit
+import fieldkit.nefi as nefi
+
+ops = nefi.operators
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    nefi.set_num_threads(1)
+
+
+def smooth_phantom(n):
+    """Two smooth blobs: a spectrum gone by the grid's outer frequencies."""
+    t = (np.arange(n) + 0.5) / n
+    y, x = np.meshgrid(t, t, indexing="ij")
+    return (np.exp(-((x - 0.35) ** 2 + (y - 0.4) ** 2) / (2 * 0.08 ** 2))
+            + 0.6 * np.exp(-((x - 0.7) ** 2 + (y - 0.65) ** 2) / (2 * 0.12 ** 2)))
+
+
+def psnr(x, gt):
+    return 10 * np.log10(np.ptp(gt) ** 2 / np.mean((x - gt) ** 2))
+
+
+def test_fourier_sampling_is_numpys_orthonormal_fft_at_the_mask():
+    rng = np.random.default_rng(0)
+    mask = rng.random((6, 5)) < 0.5
+    op = ops.fourier_sampling(mask)
+    x = rng.standard_normal((6, 5))
+    y = op(x)
+    assert np.iscomplexobj(y) and y.shape == (mask.sum(),) == op.output_shape((6, 5))
+    np.testing.assert_allclose(y, np.fft.fft2(x, norm="ortho")[mask], atol=1e-12)
+    # The zero-filled inverse is the adjoint.
+    filled = np.zeros((6, 5), complex)
+    filled[mask] = y
+    np.testing.assert_allclose(op.adjoint(y), np.fft.ifft2(filled, norm="ortho").real, atol=1e-12)
+    # A centred mask is the same pattern in fftshift's order; a batch is per row.
+    same = ops.fourier_sampling(np.fft.fftshift(mask), centered=True)
+    np.testing.assert_allclose(same(x), y, atol=1e-12)
+    xb = rng.standard_normal((3, 6, 5))
+    np.testing.assert_allclose(op(xb)[1], op(xb[1]), atol=1e-12)
+
+
+def test_sampling_downsample_phase_retrieval_and_beer_lambert_match_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 4))
+    keep = rng.random((6, 4)) < 0.4
+    s = ops.sampling(keep)
+    np.testing.assert_array_equal(s(x), x[keep])
+    back = np.zeros((6, 4))
+    back[keep] = s(x)
+    np.testing.assert_array_equal(s.adjoint(s(x)), back)
+    d = ops.downsample((2, 2))
+    np.testing.assert_allclose(d(x), x.reshape(3, 2, 2, 2).mean(axis=(1, 3)), atol=1e-14)
+    np.testing.assert_allclose(d.adjoint(np.ones((3, 2)), shape=(6, 4)), np.full((6, 4), 0.25))
+    p = ops.phase_retrieval(2, oversample=2)
+    np.testing.assert_allclose(p(x), np.abs(np.fft.fft2(x, s=(12, 8), norm="ortho")) ** 2,
+                               atol=1e-12)
+    assert p.homogeneity == 2 and not p.linear
+    mu = np.abs(x)
+    b = ops.beer_lambert(i0=3.0, shape=(6, 4), axis=1)
+    np.testing.assert_allclose(b(mu), 3.0 * np.exp(-mu.sum(axis=1) / 6), atol=1e-14)
+    # vjp against central differences.
+    g, dx, eps = rng.standard_normal(6), rng.standard_normal((6, 4)), 1e-6
+    fd = (b(mu + eps * dx) - b(mu - eps * dx)) / (2 * eps)
+    assert np.vdot(fd, g) == pytest.approx(np.vdot(b.vjp(mu, g), dx), rel=1e-6)
+
+
+def test_noise_estimates_read_kspace_and_neighbouring_samples():
+    rng = np.random.default_rng(2)
+    gt = smooth_phantom(48)
+    mask = rng.random((48, 48)) < 0.4
+    op = ops.fourier_sampling(mask)
+    m = int(mask.sum())
+    y = op(gt) + 0.02 * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
+    assert op.estimate_noise(y) == pytest.approx(0.02, rel=0.15)
+    s = ops.sampling(mask)
+    assert s.estimate_noise(s(gt) + 0.02 * rng.standard_normal(m)) == pytest.approx(0.02, rel=0.2)
+    with pytest.raises(fieldkit.Error, match="sampling or fourier_sampling"):
+        ops.downsample(2).estimate_noise(y.real)
+
+
+def test_mri_from_kspace_beats_the_zero_filled_inverse():
+    rng = np.random.default_rng(3)
+    n = 32
+    gt = smooth_phantom(n)
+    f = np.fft.fftfreq(n) * 2
+    radius = np.hypot(f[:, None], f[None, :])
+    mask = (radius < 0.2) | (rng.random((n, n)) < 0.25)  # variable density, ~30 %
+    op = ops.fourier_sampling(mask)
+    m = int(mask.sum())
+    y = op(gt) + 0.01 * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
+    problem = nefi.from_forward(op, y, prior="nonnegative + tv", budget="quick")
+    assert problem.noise_estimated
+    assert problem.noise_std == pytest.approx(0.01, rel=0.3)
+    assert "outer quarter" in problem.decisions["noise_std"]["why"]
+    out = problem.solve()
+    assert out["reconstruction"].shape == (n, n)
+    assert psnr(out["reconstruction"], gt) > psnr(op.adjoint(y), gt) + 3
+
+
+def test_two_transmission_views_stacked_place_a_feature():
+    """One view integrates along its rays; rows and columns together
+    locate a square that neither view alone can."""
+    n = 16
+    gt = np.zeros((n, n))
+    gt[4:8, 9:13] = 2.0
+    views = ops.stack([ops.beer_lambert(shape=(n, n), axis=0),
+                       ops.beer_lambert(shape=(n, n), axis=1)])
+    assert views.output_shape((n, n)) == (2 * n,)
+    y = views(gt)
+    np.testing.assert_allclose(y[:n], np.exp(-gt.sum(0) / n), atol=1e-14)
+    np.testing.assert_allclose(y[n:], np.exp(-gt.sum(1) / n), atol=1e-14)
+    y = y + 0.002 * np.random.default_rng(4).standard_normal(2 * n)
+    out = nefi.from_forward(views, y, prior="nonnegative + tv", budget="quick").solve()
+    x = out["reconstruction"]
+    assert x[4:8, 9:13].mean() > 3 * x[np.ix_(range(10, 16), range(0, 6))].mean()
+    assert out["data_fit"]["discrepancy_ratio"] < 2
+
+
+def test_refusals_name_what_was_expected():
+    mask = np.ones((8, 8))
+    op = ops.fourier_sampling(mask)
+    with pytest.raises(fieldkit.Error, match="linear"):
+        ops.phase_retrieval(2).adjoint(np.ones((16, 16)), shape=(8, 8))
+    with pytest.raises(fieldkit.Error, match="linear path"):
+        ops.beer_lambert(ops.phase_retrieval(2))
+    with pytest.raises(fieldkit.Error, match="path operator or the field's shape"):
+        ops.beer_lambert()
+    with pytest.raises(fieldkit.Error, match="expected complex measurements"):
+        nefi.from_forward(op, np.ones(64))
+    with pytest.raises(fieldkit.Error, match="at least one cell > 0"):
+        ops.sampling(np.zeros((4, 4)))
+    with pytest.raises(fieldkit.Error, match="no homogeneity"):
+        nefi.from_forward(ops.phase_retrieval(2), np.ones((16, 16)), (8, 8), homogeneity=1)
+    with pytest.raises(fieldkit.Error, match=r"\(\.\.\., \[8, 8\]\)"):
+        op(np.ones((4, 4)))
+    with pytest.raises(fieldkit.Error, match="real-valued"):
+        ops.stack([op, ops.sampling(mask)])
+    with pytest.raises(fieldkit.Error, match="field's shape"):
+        ops.stack([ops.downsample(2)])
