@@ -20,12 +20,14 @@ fourier_sampling, sampling, downsample, phase_retrieval, beer_lambert).
 import os
 
 from . import _operators as operators
-from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
+from ._byop import (ForwardProblem, from_forward, lr_range_test, quick_report, register_prior,
+                    unregister_prior)
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
-           "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators"]
+           "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
+           "register_prior", "unregister_prior"]
 
 
 def instances():

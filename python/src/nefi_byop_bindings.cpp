@@ -20,6 +20,7 @@
 
 #include "fk/error.h"
 #include "nefi/byop/auto_problem.h"
+#include "nefi/byop/custom_prior.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/operators/function_operator.h"
 #include "nefi_operators.h"
@@ -147,6 +148,25 @@ nefi::StepCallback python_step_callback(Callable cb) {
   };
 }
 
+// A Python penalty as a registered prior term: called as fn(x, want_grad)
+// with the field as a numpy f64 array, it returns (value, gradient or None).
+nefi::PenaltyFunction python_penalty(Callable fn, const std::string& name) {
+  return [fn, name](const fk::Tensor& x, fk::Tensor* grad) {
+    const std::string who = "prior term '" + name + "'";
+    nb::gil_scoped_acquire gil;
+    try {
+      const nb::tuple r = nb::cast<nb::tuple>((*fn)(to_numpy(x), grad != nullptr));
+      const double v = nb::cast<double>(r[0]);
+      if (grad != nullptr) *grad = owned_f64(r[1], who);
+      return v;
+    } catch (const fk::Error&) {
+      throw;
+    } catch (...) {
+      rethrow_as_model_error(who);
+    }
+  };
+}
+
 fk::Dims dims(const std::vector<int64_t>& v) {
   return fk::Dims(v);
 }
@@ -218,6 +238,14 @@ void bind_nefi_byop(nb::module_& m) {
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
           nb::arg("callback") = nb::none());
 
+  m.def(
+      "register_prior",
+      [](const std::string& name, nb::object fn) {
+        nefi::register_prior_term(name, python_penalty(hold(std::move(fn)), name));
+      },
+      nb::arg("name"), nb::arg("fn"));
+  m.def("unregister_prior", &nefi::unregister_prior_term, nb::arg("name"));
+  m.def("registered_priors", &nefi::registered_prior_terms);
   m.def(
       "auto_problem",
       [](nb::object forward, nb::object vjp, const std::vector<int64_t>& shape,

@@ -373,3 +373,54 @@ def test_exact_priors_and_a_known_support():
         nefi.from_forward(a, y, shape=(h, w), noise=0.01, support={"q": support})
     with pytest.raises(fieldkit.Error, match="known_support with a support mask"):
         nefi.from_forward(a, y, shape=(h, w), noise=0.01, prior="known_support")
+
+
+def test_a_registered_prior_term_is_weighed_and_applied():
+    """A pull toward a template, as numpy with its gradient and as torch:
+    the cells the data never see follow it; without it they do not."""
+    n = 64
+    s = (np.arange(n) + 0.5) / n
+    gt = 1 + 0.5 * np.sin(6 * s)
+    keep = np.arange(n) < n // 2
+    y = gt[keep]
+
+    def fit(prior):
+        p = nefi.from_forward(nefi.operators.sampling(keep), y, prior=prior, noise=0.01,
+                              discrepancy=False)
+        return p, p.solve()["reconstruction"]
+
+    nefi.register_prior("pull", lambda x: float(np.mean((x - gt) ** 2)),
+                        grad=lambda x: 2 * (x - gt) / n)
+    nefi.register_prior("pull_torch", lambda x: torch.mean((x - torch.from_numpy(gt)) ** 2))
+    try:
+        problem, x = fit("nonnegative + pull")
+        assert "pull" in problem.prior
+        assert "pull_weight" in problem.decisions
+        _, xt = fit("nonnegative + pull_torch")
+        _, free = fit("nonnegative")
+    finally:
+        assert nefi.unregister_prior("pull") and nefi.unregister_prior("pull_torch")
+    err = lambda v: np.sqrt(np.mean((v[n // 2:] - gt[n // 2:]) ** 2))  # noqa: E731
+    assert err(x) < 0.1 and err(xt) < 0.1
+    assert err(free) > 3 * err(x)
+    with pytest.raises(fieldkit.Error, match="registered term"):
+        nefi.from_forward(nefi.operators.sampling(keep), y, prior="nonnegative + pull")
+
+
+def test_registered_prior_misuse_is_named():
+    with pytest.raises(fieldkit.Error, match="built in"):
+        nefi.register_prior("tv", lambda x: 0.0, grad=lambda x: 0 * x)
+    nefi.register_prior("plain", lambda x: float(np.sum(x ** 2)))  # numpy without grad=
+    nefi.register_prior("floats", lambda x: float((x ** 2).sum()))  # no torch scalar back
+    nefi.register_prior("raises", lambda x: 1 / 0, grad=lambda x: x)
+    try:
+        a, gt, y = blur_problem(n=32)
+        with pytest.raises(fieldkit.Error, match="write it with torch operations, or pass grad="):
+            nefi.from_forward(a, y, prior="nonnegative + plain")
+        with pytest.raises(fieldkit.Error, match="torch scalar"):
+            nefi.from_forward(a, y, prior="nonnegative + floats").solve(steps=5)
+        with pytest.raises(fieldkit.Error, match="prior term 'raises'.*ZeroDivisionError"):
+            nefi.from_forward(a, y, prior="nonnegative + raises")
+    finally:
+        for name in ("plain", "floats", "raises"):
+            nefi.unregister_prior(name)

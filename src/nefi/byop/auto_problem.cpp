@@ -12,6 +12,7 @@
 #include "fk/ops/binary.h"
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
+#include "nefi/byop/custom_prior.h"
 #include "nefi/byop/noise_estimate.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
@@ -259,6 +260,7 @@ LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const st
   }
   if (pen.kind == "smooth") return laplacian_loss(field, true, name);
   if (pen.kind == "monotone") return monotone_loss(pen.axis, pen.sign, field, name);
+  if (pen.custom) return custom_penalty_loss(pen.kind, field, name);
   return l1_loss(field, name);
 }
 

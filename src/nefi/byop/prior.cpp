@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fk/error.h"
+#include "nefi/byop/custom_prior.h"
 
 namespace nefi {
 namespace {
@@ -18,7 +19,7 @@ constexpr const char* kAccepted =
     "two_phase(lo, hi), piecewise_constant(s) | tv(s), smooth(s), sparse(s), increasing(axis, s) "
     "| decreasing(axis, s), zero_mean, conserved(M), symmetric(axes), periodic(axes), "
     "known_support, "
-    "scale(v)";
+    "scale(v), or a registered term NAME(s)";
 constexpr double kDefaultStrength = 1.0;
 
 std::string trim(const std::string& s) {
@@ -93,6 +94,14 @@ std::vector<std::string> split_terms(const std::string& text) {
 }
 
 }  // namespace
+
+bool is_builtin_prior_term(const std::string& name) {
+  static const std::string kNames =
+      " unconstrained real signed nonnegative nonneg positive log bounded box range binary "
+      "two_phase level_set increasing monotone decreasing conserved mass symmetric periodic "
+      "known_support scale piecewise_constant tv smooth sparse zero_mean ";
+  return !name.empty() && kNames.find(" " + name + " ") != std::string::npos;
+}
 
 PriorSpec parse_prior(const std::string& text) {
   PriorSpec p;
@@ -175,6 +184,9 @@ PriorSpec parse_prior(const std::string& text) {
     } else if (n == "zero_mean") {
       no_args(t);
       p.zero_mean = true;
+    } else if (is_registered_prior_term(n)) {
+      p.penalties.push_back({n, strength_of(t)});
+      p.penalties.back().custom = true;
     } else {
       throw fk::Error(kWhere, kAccepted, "'" + n + "'");
     }

@@ -35,6 +35,9 @@
 //   periodic(a, ...)   the domain's length is a period along each axis
 //                      listed (none listed: every axis): the neural field's
 //                      features are periodic there and tv wraps around
+// and terms registered by name (custom_prior.h: register_prior), each a
+// penalty of strength s:
+//   NAME (s)           the caller's own P(x)
 // Unknown terms, two head terms, a bad argument list, a strength <= 0 or
 // modifiers a head cannot take are an fk::Error naming the term and listing
 // what is accepted.
@@ -45,9 +48,10 @@
 namespace nefi {
 
 struct PriorPenalty {
-  std::string kind;  // tv | smooth | sparse | monotone
+  std::string kind;  // tv | smooth | sparse | monotone | a registered term's name
   double strength = 0;
   int axis = 0, sign = 1;  // monotone only: +1 increasing, -1 decreasing
+  bool custom = false;     // a registered term (custom_prior.h)
 };
 
 struct PriorSpec {
@@ -69,5 +73,8 @@ struct PriorSpec {
 // Default strength 1 for each penalty (calibrated on 1-D deblurring at 1 %
 // noise: tv and smooth gain 7-14 dB over no penalty at 64-256 cells).
 PriorSpec parse_prior(const std::string& text);
+
+// Whether `name` is one of the terms above (a registered term may not take it).
+bool is_builtin_prior_term(const std::string& name);
 
 }  // namespace nefi
