@@ -258,7 +258,7 @@ LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const st
     tv.periodic_axes = periodic_axes;
     return tv_loss(field, tv, name);
   }
-  if (pen.kind == "smooth") return laplacian_loss(field, true, name);
+  if (pen.kind == "smooth") return laplacian_loss(field, true, name, periodic_axes);
   if (pen.kind == "monotone") return monotone_loss(pen.axis, pen.sign, field, name);
   if (pen.custom) return custom_penalty_loss(pen.kind, field, name);
   return l1_loss(field, name);

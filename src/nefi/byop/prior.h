@@ -34,7 +34,7 @@
 //                      instead of the best constant's magnitude
 //   periodic(a, ...)   the domain's length is a period along each axis
 //                      listed (none listed: every axis): the neural field's
-//                      features are periodic there and tv wraps around
+//                      features are periodic there, tv and smooth wrap
 // and terms registered by name (custom_prior.h: register_prior), each a
 // penalty of strength s:
 //   NAME (s)           the caller's own P(x)

@@ -187,16 +187,18 @@ NEFI_HOST_DEVICE inline double tv_cell_gradient(const T* x, const StencilGrid& g
 }
 
 // (L x)_i = sum_a scale_a (x[i - e_a] - 2 x[i] + x[i + e_a]), the missing
-// neighbour at an edge replaced by the cell itself; axes with scale 0 skipped.
+// neighbour at an edge replaced by the cell itself, or by the opposite edge's
+// cell along a periodic axis; axes with scale 0 skipped. L is symmetric
+// either way.
 template <typename T>
 NEFI_HOST_DEVICE inline double laplacian_cell(const T* x, const StencilGrid& g, int64_t i) {
   const double xi = static_cast<double>(x[i]);
   double s = 0;
   for (int a = 0; a < g.ndim; ++a) {
     if (g.scale[a] == 0) continue;
-    const int64_t c = coord(g, i, a);
-    const double lo = static_cast<double>(x[c > 0 ? i - g.stride[a] : i]);
-    const double hi = static_cast<double>(x[c + 1 < g.shape[a] ? i + g.stride[a] : i]);
+    const int64_t before = previous_cell(g, i, a), after = next_cell(g, i, a);
+    const double lo = static_cast<double>(x[before >= 0 ? before : i]);
+    const double hi = static_cast<double>(x[after >= 0 ? after : i]);
     s += (lo - 2 * xi + hi) * g.scale[a];
   }
   return s;

@@ -382,7 +382,8 @@ fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>
   return out;
 }
 
-fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>& h, bool rows) {
+fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>& h, bool rows,
+                                 const std::vector<int>& periodic_axes) {
   fk::profile::OpScope scope("laplacian_loss_device");
   check_input(x, "field");
   const fk::Dims grid = grid_of(x, rows);
@@ -397,7 +398,7 @@ fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&
     }
   FK_CHECK(any, "nefi::Laplacian", "an axis with at least 2 cells", x.shape().str());
   const fk::Tensor xc = operand(x, x);
-  const cuda::StencilGrid g = stencil_grid(grid, scale, {});
+  const cuda::StencilGrid g = stencil_grid(grid, scale, periodic_axes);
   const int64_t R = row_count(x, rows), n = cells_per_row(x, R);
   fk::Tensor lap;
   {

@@ -57,7 +57,9 @@ fk::Tensor normalized_mse_device(const fk::Tensor& p, const fk::Tensor& y, const
 // total_variation (rows: total_variation_rows) of a device field; inv_h = 1 / h per grid axis.
 fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>& inv_h,
                                   const TVOptions& opt, bool rows);
-// The Laplacian loss mean (sum_a D2_a x / h_a^2)^2 of a device field.
-fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>& h, bool rows);
+// The Laplacian loss mean (sum_a D2_a x / h_a^2)^2 of a device field, with
+// wrapped edges on the grid's periodic axes.
+fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>& h, bool rows,
+                                 const std::vector<int>& periodic_axes = {});
 
 }  // namespace nefi

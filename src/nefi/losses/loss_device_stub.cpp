@@ -28,7 +28,8 @@ fk::Tensor total_variation_device(const fk::Tensor& x, const std::vector<double>
                                   bool) {
   refuse(x);
 }
-fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&, bool) {
+fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&, bool,
+                                 const std::vector<int>&) {
   refuse(x);
 }
 

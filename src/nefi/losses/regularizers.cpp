@@ -1,5 +1,6 @@
 #include "nefi/losses/regularizers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -203,16 +204,19 @@ struct TVLoss : FieldLoss {
 };
 
 // sum_a second difference of x along grid axis a / h_a^2 with replicated
-// edges, the grid's axes starting at x's axis `first` (1 for rows (N, *grid)).
-fk::Tensor laplacian(const fk::Tensor& x, const std::vector<double>& h, int first) {
+// edges, wrapped on the periodic grid axes, the grid's axes starting at x's
+// axis `first` (1 for rows (N, *grid)).
+fk::Tensor laplacian(const fk::Tensor& x, const std::vector<double>& h, int first,
+                     const std::vector<int>& periodic) {
   fk::Tensor lap;
   for (int a = first; a < x.dim(); ++a) {
     if (x.size(a) < 2) continue;  // a single cell with replicated edges: exactly 0
-    // Replicate padding: zero flux through the boundary.
+    // Replicate padding: zero flux through the boundary; circular: a period.
+    const bool wraps = std::find(periodic.begin(), periodic.end(), a - first) != periodic.end();
     std::vector<int64_t> pads(2 * x.dim(), 0);
     pads[2 * (x.dim() - 1 - a)] = 1;
     pads[2 * (x.dim() - 1 - a) + 1] = 1;
-    fk::Tensor xp = fk::pad(x, pads, fk::PadMode::Replicate);
+    fk::Tensor xp = fk::pad(x, pads, wraps ? fk::PadMode::Circular : fk::PadMode::Replicate);
     fk::Tensor l =
         fk::add(fk::sub(xp.narrow(a, 0, x.size(a)), fk::mul(x, 2.0)), xp.narrow(a, 2, x.size(a)));
     const double ha = h[a - first];
@@ -225,25 +229,28 @@ fk::Tensor laplacian(const fk::Tensor& x, const std::vector<double>& h, int firs
 
 struct LaplacianLoss : FieldLoss {
   bool use_spacing;
-  LaplacianLoss(std::string n, std::string f, bool sp)
-      : FieldLoss(std::move(n), std::move(f)), use_spacing(sp) {}
+  std::vector<int> periodic;
+  LaplacianLoss(std::string n, std::string f, bool sp, std::vector<int> p)
+      : FieldLoss(std::move(n), std::move(f)), use_spacing(sp), periodic(std::move(p)) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
     std::vector<double> h(x.dim(), 1.0);
     if (use_spacing) h = c.domain->spacing(x.shape());
-    if (on_device(x)) return laplacian_loss_device(x, h, false);
-    return fk::mean(fk::square(laplacian(x, h, 0)));
+    if (on_device(x)) return laplacian_loss_device(x, h, false, periodic);
+    return fk::mean(fk::square(laplacian(x, h, 0, periodic)));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     const fk::Tensor& x = c.field(field);
     const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
     std::vector<double> h(grid.size(), 1.0);
     if (use_spacing) h = c.domain->spacing(grid);
-    if (on_device(x)) return laplacian_loss_device(x, h, true);
-    return row_means(fk::square(laplacian(x, h, 1)));
+    if (on_device(x)) return laplacian_loss_device(x, h, true, periodic);
+    return row_means(fk::square(laplacian(x, h, 1, periodic)));
   }
   std::string signature() const override {
-    return signature_of("laplacian") + (use_spacing ? ":spacing" : "");
+    std::string s = signature_of("laplacian") + (use_spacing ? ":spacing" : "");
+    for (int a : periodic) s += ":p" + std::to_string(a);
+    return s;
   }
 };
 
@@ -399,8 +406,10 @@ LossPtr l1_loss(std::string f, std::string n) {
 LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
   return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
 }
-LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n) {
-  return std::make_shared<LaplacianLoss>(std::move(n), std::move(f), use_spacing);
+LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n,
+                       std::vector<int> periodic_axes) {
+  return std::make_shared<LaplacianLoss>(std::move(n), std::move(f), use_spacing,
+                                         std::move(periodic_axes));
 }
 LossPtr tikhonov_loss(std::string f, std::string n) {
   return std::make_shared<TikhonovLoss>(std::move(n), std::move(f));

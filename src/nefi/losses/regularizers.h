@@ -30,8 +30,10 @@ struct TVOptions {
 
 LossPtr l1_loss(std::string field = "x", std::string name = "l1");
 LossPtr tv_loss(std::string field = "x", TVOptions opt = {}, std::string name = "tv");
+// periodic_axes: grid axes whose edges wrap (the domain's length a period);
+// the others keep zero flux (replicated edges).
 LossPtr laplacian_loss(std::string field = "x", bool use_spacing = true,
-                       std::string name = "laplacian");
+                       std::string name = "laplacian", std::vector<int> periodic_axes = {});
 LossPtr tikhonov_loss(std::string field = "x", std::string name = "tikhonov");
 LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
                            std::string name = "range");

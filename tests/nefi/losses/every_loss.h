@@ -51,6 +51,7 @@ inline std::vector<LossCase> every_loss() {
       {"monotone_decreasing", monotone_loss(0, -1, "x"), true, false},
       {"laplacian", laplacian_loss("x"), true, false},
       {"laplacian_cells", laplacian_loss("x", false), true, false},
+      {"laplacian_periodic", laplacian_loss("x", true, "laplacian", {0}), true, false},
       {"tv_default", tv_loss("x"), true, false},
       {"tv_aniso", tv_loss("x", aniso), true, false},
       {"tv_iso_periodic", tv_loss("x", iso_periodic), true, false},

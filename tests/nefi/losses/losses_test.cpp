@@ -103,6 +103,27 @@ TEST(NefiLosses, LaplacianWithSpacingMatchesLoops) {
   EXPECT_THROW(nefi::laplacian_loss("x")->forward(c1), fk::Error);
 }
 
+// On a periodic axis the Laplacian wraps: a whole period of a sine is an
+// eigenvector, (L x)_i = (2 cos(2 pi / n) - 2) x_i / h^2 at every cell, the
+// ends included; zero-flux edges differ there.
+TEST(NefiLosses, LaplacianWrapsOnPeriodicAxes) {
+  const int64_t n = 16;
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(2 * M_PI * (i + 0.3) / n);
+  const fk::Tensor x = fk::from_vector(v, {n});
+  nefi::FieldMap f{{"x", x}};
+  nefi::Measurement m;
+  m.data = x;
+  nefi::Domain d({n}, {1.0});
+  nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+  const double h = 1.0 / n, lambda = (2 * std::cos(2 * M_PI / n) - 2) / (h * h);
+  double want = 0;
+  for (double e : v) want += lambda * lambda * e * e / n;
+  const double wrapped = nefi::laplacian_loss("x", true, "laplacian", {0})->forward(c).item();
+  EXPECT_NEAR(wrapped, want, 1e-9 * want);
+  EXPECT_GT(nefi::laplacian_loss("x")->forward(c).item(), 1.5 * want);  // the edges' kinks
+}
+
 // The hinge on wrong-way steps along one axis, written out: (3, 4) cells,
 // spacing 0.5 and 0.25.
 TEST(NefiLosses, MonotoneMatchesLoops) {
