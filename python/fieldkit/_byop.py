@@ -65,6 +65,7 @@ class _Model:
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
         self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
+        self.params, self._param_grads = [], []  # a torch module's trainable parameters
         if isinstance(forward, _operators.Operator):
             # Built in: the solve runs it natively; the dry run checks shapes.
             if self.several:
@@ -116,6 +117,9 @@ class _Model:
             self._forward = forward
             self._f = self._torch_forward
             self._vjp = self._torch_vjp
+            torch = _torch()
+            if torch is not None and isinstance(forward, torch.nn.Module):
+                self.params = [p for p in forward.parameters() if p.requires_grad]
         y = self._f(self._packed([np.zeros(self.shape) for _ in self.names]))
         self.complex_out = self.complex_out or np.iscomplexobj(y)
 
@@ -166,10 +170,29 @@ class _Model:
             raise Error("from_forward: expected forward to be differentiable in torch (its "
                         "output to depend on the field through torch operations), got an "
                         "output without a gradient")
-        grads = torch.autograd.grad(y, ts, torch.from_numpy(np.asarray(g)).to(y.dtype),
-                                    allow_unused=True)
-        out = [np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy() for gx in grads]
+        grads = torch.autograd.grad(y, ts + self.params,
+                                    torch.from_numpy(np.asarray(g)).to(y.dtype), allow_unused=True)
+        out = [np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy()
+               for gx in grads[:len(ts)]]
+        self._param_grads = [np.zeros(tuple(p.shape)) if gp is None else
+                             gp.detach().cpu().numpy().astype(np.float64)
+                             for p, gp in zip(self.params, grads[len(ts):])]
         return self._packed(out)
+
+    def load_parameters(self, values):
+        """Writes values (numpy arrays, one per trainable parameter) into
+        the torch module's parameters."""
+        torch = _torch()
+        with torch.no_grad():
+            for p, v in zip(self.params, values):
+                p.copy_(torch.from_numpy(np.asarray(v, dtype=np.float64)).reshape(p.shape))
+
+    def _split(self, xs):
+        """The fields, after loading the parameter values that follow them."""
+        n = len(self.names)
+        if len(xs) > n:
+            self.load_parameters(xs[n:])
+        return xs[:n]
 
     def _inputs(self, xs):
         """The fields as read-only arrays of the grid's shape (a model that
@@ -182,7 +205,7 @@ class _Model:
         return out
 
     def forward(self, xs):
-        y = self._f(self._packed(self._inputs(xs)))
+        y = self._f(self._packed(self._inputs(self._split(xs))))
         if self.kind != "torch":
             self.single_precision = np.asarray(y).dtype in (np.float32, np.complex64)
         return y if self.kind == "torch" else _stack_complex(y)
@@ -191,8 +214,9 @@ class _Model:
         g = np.asarray(g)
         if self.kind != "torch":
             g = _unstack(g, self.complex_out)
-        out = self._vjp(self._packed(self._inputs(xs)), g)
-        return [np.asarray(v, dtype=np.float64) for v in self._unpacked(out, "vjp")]
+        out = self._vjp(self._packed(self._inputs(self._split(xs))), g)
+        return [np.asarray(v, dtype=np.float64) for v in self._unpacked(out, "vjp")] + \
+            list(self._param_grads)
 
     def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model."""
@@ -294,6 +318,8 @@ class ForwardProblem:
         out = self._core.solve(None if seed is None else int(seed), truths,
                                None if steps is None else int(steps),
                                None if lr is None else float(lr), callback)
+        if self._model.params:  # the module keeps what the fit found
+            self._model.load_parameters(out["operator_parameters"])
         if self._model.several:  # one array per field
             out["reconstruction"] = {n: out["fields"][n].reshape(self.shape)
                                      for n in self._model.names}
@@ -408,7 +434,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
       A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),
       or a callable written with torch operations (autograd gives the
-      gradient). Complex outputs are fitted as real and imaginary parts.
+      gradient; a torch.nn.Module's trainable parameters are fitted with the
+      field, left in the module, and returned as
+      result["operator_parameters"]). Complex outputs are fitted as real and
+      imaginary parts.
     measurement: the data (any shape the model returns; complex allowed).
     shape: the field's grid (1-3 axes; default: the matrix's columns, else
       the measurement's shape).
@@ -500,10 +529,12 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     core = _nefi.auto_problem(
         model.native._core if model.kind == "native" else
         (lambda xs: _shaped(model.forward(xs), data_shape)),
-        lambda xs, g: [v.reshape(shape) for v in model.vjp(xs, g)],
+        lambda xs, g: [v.reshape(shape) if i < len(names) else v
+                       for i, v in enumerate(model.vjp(xs, g))],
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale), int(rank), supports)
+        bool(multiscale), int(rank), supports,
+        [p.detach().cpu().numpy().astype(np.float64) for p in model.params])
     return ForwardProblem(core, model, shape)

@@ -231,6 +231,10 @@ void bind_nefi_byop(nb::module_& m) {
             d["reconstruction"] = numpy_or_none(r.fields.at(ap.fields.front()).to(fk::DType::F64));
             d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
             d["data_fit"] = data_fit_dict(ap.problem.measurement, r.prediction);
+            nb::list fitted;  // the model's own parameters, as the solve left them
+            for (const fk::Tensor& t : ap.problem.op->parameters())
+              fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
+            d["operator_parameters"] = fitted;
             d["report"] = report;
             return d;
           },
@@ -256,7 +260,8 @@ void bind_nefi_byop(nb::module_& m) {
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
          bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
-         const std::map<std::string, nb::ndarray<nb::ro>>& supports) {
+         const std::map<std::string, nb::ndarray<nb::ro>>& supports,
+         const std::vector<nb::ndarray<nb::ro>>& parameters) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
         if (mask) meas.mask = from_dlpack(*mask).to(fk::DType::F64).contiguous().clone();
@@ -269,10 +274,14 @@ void bind_nefi_byop(nb::module_& m) {
         nefi::OperatorPtr op;
         if (nb::isinstance<NativeOperator>(forward))
           op = nb::cast<const NativeOperator&>(forward).op;
-        else
+        else {
+          std::vector<fk::Tensor> start;  // a torch module's trainable parameters
+          for (const auto& p : parameters)
+            start.push_back(from_dlpack(p).to(fk::DType::F64).contiguous().clone());
           op = std::make_shared<nefi::FunctionOperator>(
               in, meas.data.shape(), python_model(hold(forward), hold(vjp), name), homogeneity,
-              name, names);
+              name, names, start);
+        }
         nefi::AutoOptions o;
         if (names.size() == 1 && names[0] == "x")
           o.prior = priors[0];
@@ -305,7 +314,8 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
       nb::arg("multiscale") = false, nb::arg("rank") = 8,
-      nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{});
+      nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
+      nb::arg("parameters") = std::vector<nb::ndarray<nb::ro>>{});
 }
 
 }  // namespace fkpy

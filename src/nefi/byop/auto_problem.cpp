@@ -264,10 +264,21 @@ LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const st
   return l1_loss(field, name);
 }
 
+// Writes `values` into the leaves `params` (the model's trainable
+// parameters, trained in place by a solve).
+void set_values(const std::vector<fk::Tensor>& params, const std::vector<fk::Tensor>& values) {
+  fk::autograd::NoGradGuard ng;
+  for (size_t k = 0; k < params.size(); ++k) {
+    fk::Tensor p = params[k];
+    p.copy_(values[k]);
+  }
+}
+
 }  // namespace
 
 Result AutoProblem::solve(SolverOptions so) const {
   so.seed = seed;
+  set_values(problem.op->parameters(), operator_start);
   return Solver(problem, curriculum, std::move(so)).run();
 }
 
@@ -276,6 +287,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   FK_CHECK(op != nullptr, kWhere, "a forward model", "none");
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3 && shape.numel() > 0, kWhere,
            "a 1-, 2- or 3-D field shape", shape.str());
+  std::vector<fk::Tensor> start;  // the model's parameters as given
+  for (const fk::Tensor& p : op->parameters()) start.push_back(p.detach().clone());
   const fk::Dims out_shape = op->output_shape(shape);
   FK_CHECK(m.data.defined() && m.data.shape() == out_shape, kWhere,
            "a measurement of the model's output shape " + out_shape.str(),
@@ -553,6 +566,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     so.seed = o.seed;
     so.stopping_rules = false;
     const Result r = Solver(probe, pc, so).run();
+    set_values(op->parameters(), start);  // the probe trained them too
     const double floor = std::max(ap.noise_std * ap.noise_std, 1e-6 * l0) * data_weight;
     for (size_t i = 0; i < ap.fields.size(); ++i)
       for (const PriorPenalty& pen : ap.priors[i].penalties) {
@@ -591,6 +605,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                         : pen.kind + " of a " + probe + " (" + num(value) + ")"));
       }
   }
+  ap.operator_start = start;
   return ap;
 }
 

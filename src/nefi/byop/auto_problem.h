@@ -80,6 +80,9 @@ struct AutoProblem {
   bool noise_estimated = false;
   uint64_t seed = 0;
   std::vector<AutoDecision> decisions;
+  // The model's trainable parameters as given (Operator::parameters): every
+  // solve starts from them, and trains the model's leaves in place.
+  std::vector<fk::Tensor> operator_start;
   // Solver(problem, curriculum, so).run() with so.seed = seed (always).
   Result solve(SolverOptions so = {}) const;
 };

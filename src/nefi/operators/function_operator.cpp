@@ -57,7 +57,8 @@ struct FunctionBackward : fk::autograd::Node {
 
 FunctionOperator::FunctionOperator(fk::Dims in_shape, fk::Dims out_shape, ForwardModel model,
                                    std::optional<double> homogeneity, std::string name,
-                                   std::vector<std::string> inputs)
+                                   std::vector<std::string> inputs,
+                                   const std::vector<fk::Tensor>& parameters)
     : in_shape_(std::move(in_shape)),
       out_shape_(std::move(out_shape)),
       model_(std::move(model)),
@@ -71,6 +72,13 @@ FunctionOperator::FunctionOperator(fk::Dims in_shape, fk::Dims out_shape, Forwar
            model_.forward ? "no vjp" : "no forward");
   FK_CHECK(!inputs_.empty(), "nefi::FunctionOperator", "at least one input field", "none");
   primary = inputs_.front();
+  for (const fk::Tensor& p : parameters) {
+    FK_CHECK(p.defined() && p.numel() > 0 && fk::is_floating(p.dtype()), "nefi::FunctionOperator",
+             "real, non-empty parameters", p.defined() ? fk::name(p.dtype()) : "none");
+    fk::Tensor leaf = p.detach().to(fk::kCPU).to(fk::DType::F32).contiguous().clone();
+    leaf.set_requires_grad(true);
+    params_.push_back(leaf);
+  }
 }
 
 fk::Tensor FunctionOperator::call_forward(const std::vector<fk::Tensor>& xs64) const {
@@ -81,11 +89,16 @@ std::vector<fk::Tensor> FunctionOperator::call_vjp(const std::vector<fk::Tensor>
                                                    const fk::Tensor& g64) const {
   const std::string where = "vjp of forward model '" + name_ + "'";
   std::vector<fk::Tensor> out = model_.vjp(xs64, g64);
-  FK_CHECK(out.size() == inputs_.size(), where,
-           std::to_string(inputs_.size()) + " gradients (one per field)",
+  FK_CHECK(out.size() == inputs_.size() + params_.size(), where,
+           std::to_string(inputs_.size() + params_.size()) +
+               (params_.empty() ? " gradients (one per field)"
+                                : " gradients (one per field, then one per parameter)"),
            std::to_string(out.size()));
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = checked(out[i], in_shape_, where, "a gradient of field '" + inputs_[i] + "'");
+    out[i] = i < inputs_.size()
+                 ? checked(out[i], in_shape_, where, "a gradient of field '" + inputs_[i] + "'")
+                 : checked(out[i], params_[i - inputs_.size()].shape(), where,
+                           "a gradient of parameter " + std::to_string(i - inputs_.size()));
   return out;
 }
 
@@ -102,18 +115,24 @@ fk::Tensor FunctionOperator::apply_fields(const std::vector<fk::Tensor>& xs) con
     xs64.push_back(host_f64(xs[i]));
     dtypes.push_back(xs[i].dtype());
   }
+  std::vector<fk::Tensor> inputs = xs;
+  for (const fk::Tensor& p : params_) {
+    xs64.push_back(host_f64(p));
+    dtypes.push_back(p.dtype());
+    inputs.push_back(p);
+  }
   fk::Tensor y;
   {
     fk::autograd::NoGradGuard ng;
     fk::profile::OpScope scope("function_operator_forward");
     y = call_forward(xs64).to(xs.front().dtype());
   }
-  if (fk::autograd::any_needs_grad(xs)) {
+  if (fk::autograd::any_needs_grad(inputs)) {
     auto node = std::make_shared<FunctionBackward>();
     node->op = shared_from_this();
     node->xs64 = std::move(xs64);
     node->dtypes = std::move(dtypes);
-    fk::autograd::record(node, xs, y);
+    fk::autograd::record(node, inputs, y);
   }
   return y;
 }
@@ -143,7 +162,9 @@ fk::Tensor FunctionOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const
   FK_CHECK(g.shape() == out_shape_, where, "a cotangent of shape " + out_shape_.str(),
            g.shape().str());
   fk::autograd::NoGradGuard ng;
-  return call_vjp({host_f64(x)}, host_f64(g)).front().to(x.dtype());
+  std::vector<fk::Tensor> xs64{host_f64(x)};
+  for (const fk::Tensor& p : params_) xs64.push_back(host_f64(p));
+  return call_vjp(xs64, host_f64(g)).front().to(x.dtype());
 }
 
 std::shared_ptr<Operator> FunctionOperator::at_resolution(const fk::Dims& shape) const {

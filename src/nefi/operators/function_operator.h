@@ -8,6 +8,12 @@
 // once, on host copies of the fields and the cotangent, so the solve runs
 // on the CPU (host_only_reason) and its steps are never captured as a graph.
 //
+// A model may carry trainable parameters of its own (a torch module's
+// weights, an unknown blur width): f32 leaves that every resolution shares
+// and the solve trains with the field (Operator::parameters). The model's
+// functions receive their f64 values after the fields, and its vjp returns
+// their gradients after the fields'.
+//
 // The model works on its own grid: at_resolution(shape) of a coarser grid
 // is the model seen through a prolongation (prolonged.h), so a multiscale
 // curriculum's coarse stages train a coarse field through the same model;
@@ -25,11 +31,12 @@ namespace nefi {
 
 struct ForwardModel {
   // xs: one f64 tensor per input field (the operator's inputs() order) of
-  // the field's shape, contiguous, on the CPU (copies the function may keep)
-  // -> y: real, of output_shape up to axes of length 1, any floating dtype.
+  // the field's shape, then one per parameter of its shape, contiguous, on
+  // the CPU (copies the function may keep) -> y: real, of output_shape up
+  // to axes of length 1, any floating dtype.
   std::function<fk::Tensor(const std::vector<fk::Tensor>& xs)> forward;
   // (xs, g): g an f64 cotangent of output_shape -> one real gradient per
-  // input, each of the field's shape.
+  // input field, each of the field's shape, then one per parameter.
   std::function<std::vector<fk::Tensor>(const std::vector<fk::Tensor>& xs, const fk::Tensor& g)>
       vjp;
 };
@@ -37,10 +44,12 @@ struct ForwardModel {
 class FunctionOperator : public Operator, public std::enable_shared_from_this<FunctionOperator> {
  public:
   // homogeneity: p with f(c x) = c^p f(x) when the caller knows it (1:
-  // linear); inputs: the field names it reads (the first is its primary).
+  // linear); inputs: the field names it reads (the first is its primary);
+  // parameters: the starting values of its trainable parameters (real).
   FunctionOperator(fk::Dims in_shape, fk::Dims out_shape, ForwardModel model,
                    std::optional<double> homogeneity = std::nullopt, std::string name = "function",
-                   std::vector<std::string> inputs = {"x"});
+                   std::vector<std::string> inputs = {"x"},
+                   const std::vector<fk::Tensor>& parameters = {});
   fk::Tensor forward(const FieldMap& fields) const override;
   fk::Tensor apply(const fk::Tensor& x) const override;                     // one input only
   fk::Tensor vjp(const fk::Tensor& x, const fk::Tensor& g) const override;  // one input only
@@ -54,6 +63,7 @@ class FunctionOperator : public Operator, public std::enable_shared_from_this<Fu
   const fk::Dims& in_shape() const { return in_shape_; }
   const std::string& name() const { return name_; }
   const std::vector<std::string>& inputs() const { return inputs_; }
+  std::vector<fk::Tensor> parameters() const override { return params_; }
 
   // The fields through the model, differentiable in each.
   fk::Tensor apply_fields(const std::vector<fk::Tensor>& xs) const;
@@ -69,6 +79,7 @@ class FunctionOperator : public Operator, public std::enable_shared_from_this<Fu
   std::optional<double> homogeneity_;
   std::string name_;
   std::vector<std::string> inputs_;
+  std::vector<fk::Tensor> params_;  // f32 leaves
 };
 
 }  // namespace nefi

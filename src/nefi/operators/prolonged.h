@@ -29,6 +29,7 @@ class ProlongedOperator : public Operator {
   std::string not_capturable_reason() const override { return inner_->not_capturable_reason(); }
   std::string host_only_reason() const override { return inner_->host_only_reason(); }
   std::string kind() const override { return inner_->kind(); }
+  std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
 
  private:
   std::shared_ptr<const Operator> inner_;

@@ -9,8 +9,10 @@
 
 #include "byop_test_models.h"
 #include "fk/autograd.h"
+#include "fk/ops/reduce.h"
 #include "fk/test_util.h"
 #include "fk/testing.h"
+#include "nefi/byop/auto_problem.h"
 
 namespace {
 
@@ -153,6 +155,81 @@ TEST(NefiFunctionOperator, SeveralNamedFields) {
     y.backward(fk::ones_like(y));
   });
   EXPECT_NE(e.find("2 gradients (one per field)"), std::string::npos) << e;
+}
+
+// y = (x, theta * s): the field seen directly, then a block that only the
+// parameter theta explains (s a known pattern of 6 values).
+ForwardModel with_parameter(int64_t n) {
+  ForwardModel f;
+  f.forward = [n](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> y = xs[0].to_vector<double>();
+    const double theta = xs[1].item();
+    for (int k = 0; k < 6; ++k) y.push_back(theta * (1 + 0.5 * k));
+    return fk::from_vector(y, fk::Dims{n + 6});
+  };
+  f.vjp = [n](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+    const std::vector<double> gv = g.to_vector<double>();
+    double gt = 0;
+    for (int k = 0; k < 6; ++k) gt += gv[n + k] * (1 + 0.5 * k);
+    return std::vector<fk::Tensor>{
+        fk::from_vector(std::vector<double>(gv.begin(), gv.begin() + n), fk::Dims{n}),
+        fk::full({}, gt, {fk::DType::F64})};
+  };
+  return f;
+}
+
+TEST(NefiFunctionOperator, TrainsItsOwnParametersWithTheField) {
+  const int64_t n = 24;
+  auto op = std::make_shared<FunctionOperator>(
+      fk::Dims{n}, fk::Dims{n + 6}, with_parameter(n), std::nullopt, "offset",
+      std::vector<std::string>{"x"}, std::vector<fk::Tensor>{fk::full({}, 0.5, {fk::DType::F64})});
+  ASSERT_EQ(op->parameters().size(), 1u);
+  // The parameter's gradient comes from the vjp's last entry.
+  fk::Tensor x = fk::test::random_tensor({n}, fk::DType::F32, -1, 1, 9);
+  x.set_requires_grad(true);
+  fk::sum(op->apply(x)).backward();
+  EXPECT_NEAR(op->parameters()[0].grad().item(), 1 + 1.5 + 2 + 2.5 + 3 + 3.5, 1e-5);
+  // A fit finds theta = 2 and every solve starts from the 0.5 given.
+  std::vector<double> truth(n), y;
+  for (int64_t i = 0; i < n; ++i) truth[i] = 1 + 0.3 * std::sin(0.4 * i);
+  y = truth;
+  for (int k = 0; k < 6; ++k) y.push_back(2.0 * (1 + 0.5 * k));
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {n + 6});
+  nefi::AutoOptions o;
+  o.prior = "nonnegative";
+  o.noise_std = 0.0;
+  o.budget = "600";
+  const nefi::AutoProblem ap = nefi::auto_problem(op, {n}, m, o);
+  EXPECT_NEAR(op->parameters()[0].item(), 0.5, 1e-7);  // the probe's steps undone
+  (void)ap.solve();
+  const double fitted = op->parameters()[0].item();
+  EXPECT_NEAR(fitted, 2.0, 0.02);
+  (void)ap.solve();
+  EXPECT_NEAR(op->parameters()[0].item(), fitted, 1e-6);  // from 0.5 again: the same fit
+}
+
+TEST(NefiFunctionOperator, ParameterGradientsAreChecked) {
+  ForwardModel f = with_parameter(4);
+  f.vjp = [](const std::vector<fk::Tensor>& xs, const fk::Tensor&) {
+    return std::vector<fk::Tensor>{xs[0]};  // none for the parameter
+  };
+  auto op = std::make_shared<FunctionOperator>(
+      fk::Dims{4}, fk::Dims{10}, f, std::nullopt, "short", std::vector<std::string>{"x"},
+      std::vector<fk::Tensor>{fk::full({}, 1.0, {fk::DType::F64})});
+  fk::Tensor x = fk::zeros({4});
+  x.set_requires_grad(true);
+  try {
+    fk::sum(op->apply(x)).backward();
+    ADD_FAILURE() << "a vjp without the parameter's gradient was taken";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one per field, then one per parameter"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(FunctionOperator(fk::Dims{4}, fk::Dims{10}, with_parameter(4), std::nullopt, "c",
+                                {"x"}, {fk::Tensor{}}),
+               fk::Error);
 }
 
 }  // namespace
