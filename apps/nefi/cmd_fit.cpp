@@ -138,6 +138,10 @@ int fit_cmd(const FitRequest& r) {
   }
   const fk::Dims& shape = model.shape;
   if (!r.mask.empty()) m.mask = fk::read_npy(r.mask);
+  // A weight per k-space sample weighs its real and imaginary parts alike.
+  if (m.mask.defined() && m.data.dim() == 2 && m.data.size(0) == 2 && r.op == "fourier_sampling" &&
+      m.mask.shape() == fk::Dims({m.data.size(1)}))
+    m.mask = fk::stack({m.mask, m.mask}, 0);
   FK_CHECK(!m.mask.defined() || m.mask.shape() == m.data.shape(), "--mask",
            "a mask of the data's shape " + m.data.shape().str(), m.mask.shape().str());
   AutoOptions o;

@@ -6,7 +6,7 @@ the seeds beside the zero-filled / mean-filled inverse (the table in
 docs/performance.md).
 
     PYTHONPATH=python FIELDKIT_CORE_DIR=build/release/python/fieldkit \
-        .venv/bin/python python/examples/from_forward_operators_study.py [--seeds 2]
+        .venv/bin/python python/examples/from_forward_operators_study.py [--seeds 2] [--speed]
 """
 import argparse
 import time
@@ -31,10 +31,15 @@ def psnr(x, gt):
     return 10 * np.log10(np.ptp(gt) ** 2 / np.mean((x - gt) ** 2))
 
 
-def mri(rng, n, sigma):
+def mri_pattern(rng, n):
+    """30 % of k-space: every frequency within 0.15 of DC, the rest at random."""
     f = np.fft.fftfreq(n) * 2
     mask = np.hypot(f[:, None], f[None, :]) < 0.15
-    mask |= rng.random((n, n)) < (0.30 - mask.mean()) / (1 - mask.mean())
+    return mask | (rng.random((n, n)) < (0.30 - mask.mean()) / (1 - mask.mean()))
+
+
+def mri(rng, n, sigma):
+    mask = mri_pattern(rng, n)
     op = nefi.operators.fourier_sampling(mask)
     m = int(mask.sum())
     y = op(shapes(n)) + sigma * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
@@ -48,14 +53,52 @@ def inpainting(rng, n, sigma):
     return op, y, op.adjoint(y - y.mean()) + y.mean()
 
 
+def speed(n, sigma, steps=300):
+    """ms per step of one MRI fit (grid field, so the model's cost shows)
+    with the model built in, as a torch function, and as numpy with its
+    adjoint: the same data, prior and steps."""
+    import torch
+    pattern = mri_pattern(np.random.default_rng(0), n)
+    op = nefi.operators.fourier_sampling(pattern)
+    m = int(pattern.sum())
+    rng = np.random.default_rng(1)
+    y = op(shapes(n)) + sigma * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
+    pt = torch.from_numpy(pattern)
+
+    def zero_filled(g):
+        full = np.zeros(pattern.shape, complex)
+        full[pattern] = g
+        return np.real(np.fft.ifft2(full, norm="ortho"))
+
+    models = {
+        "built in": (op, {}),
+        "torch": (lambda x: torch.fft.fft2(x, norm="ortho")[pt], {}),
+        "numpy + adjoint": (lambda x: np.fft.fft2(x, norm="ortho")[pattern],
+                            {"adjoint": zero_filled}),
+    }
+    print("| model | ms per step |")
+    print("|---|---|")
+    for name, (forward, kw) in models.items():
+        p = nefi.from_forward(forward, y, (n, n), prior="nonnegative + tv", representation="grid",
+                              noise=sigma, budget=str(steps), discrepancy=False, **kw)
+        t0 = time.perf_counter()
+        r = p.solve()
+        ms = 1e3 * (time.perf_counter() - t0) / r["stages"][-1]["steps"]
+        print(f"| {name} | {ms:.2f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--given", action="store_true", help="also solve with the true sigma given")
+    ap.add_argument("--speed", action="store_true",
+                    help="only the per-step cost of the MRI model: built in, torch, numpy")
     args = ap.parse_args()
     nefi.set_num_threads(1)
+    if args.speed:
+        return speed(args.n, args.sigma)
     gt = shapes(args.n)
     print("| problem | baseline dB | representation | noise | PSNR dB | sigma used | s |")
     print("|---|---|---|---|---|---|---|")

@@ -65,7 +65,9 @@ class _Model:
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
         self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
-        self.params, self._param_grads = [], []  # a torch module's trainable parameters
+        # A torch module's trainable parameters, their values as given, and
+        # their last gradients.
+        self.params, self.start, self._param_grads = [], [], []
         if isinstance(forward, _operators.Operator):
             # Built in: the solve runs it natively; the dry run checks shapes.
             if self.several:
@@ -120,6 +122,7 @@ class _Model:
             torch = _torch()
             if torch is not None and isinstance(forward, torch.nn.Module):
                 self.params = [p for p in forward.parameters() if p.requires_grad]
+                self.start = [p.detach().cpu().numpy().astype(np.float64) for p in self.params]
         y = self._f(self._packed([np.zeros(self.shape) for _ in self.names]))
         self.complex_out = self.complex_out or np.iscomplexobj(y)
 
@@ -144,7 +147,9 @@ class _Model:
                         "one), got neither, and torch (for autograd) is not installed")
         if not isinstance(xs, dict):
             xs = {self.names[0]: xs}
-        ts = {n: torch.from_numpy(np.array(x, dtype=np.float64)).requires_grad_(grad)
+        # A module's own dtype (a float32 nn.Linear takes float32 inputs).
+        dtype = self.params[0].dtype if self.params else torch.float64
+        ts = {n: torch.from_numpy(np.array(x, dtype=np.float64)).to(dtype).requires_grad_(grad)
               for n, x in xs.items()}
         y = self._forward(ts if self.several else ts[self.names[0]])
         if not isinstance(y, torch.Tensor):
@@ -315,9 +320,14 @@ class ForwardProblem:
         else:
             truths = {self._model.names[0]: ground_truth}
         truths = {str(k): np.ascontiguousarray(v, dtype=np.float64) for k, v in truths.items()}
-        out = self._core.solve(None if seed is None else int(seed), truths,
-                               None if steps is None else int(steps),
-                               None if lr is None else float(lr), callback)
+        try:
+            out = self._core.solve(None if seed is None else int(seed), truths,
+                                   None if steps is None else int(steps),
+                                   None if lr is None else float(lr), callback)
+        except BaseException:
+            if self._model.params:  # not a mid-solve value
+                self._model.load_parameters(self._model.start)
+            raise
         if self._model.params:  # the module keeps what the fit found
             self._model.load_parameters(out["operator_parameters"])
         if self._model.several:  # one array per field
@@ -388,7 +398,7 @@ def unregister_prior(name):
 @atexit.register
 def _unregister_all():
     # The terms hold Python functions: let them go while Python still runs.
-    for name in list(_registered):
+    for name in list(_registered) + list(_nefi.registered_priors()):
         unregister_prior(name)
 
 
@@ -398,6 +408,7 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
     with the best the lowest finite data loss after `steps` steps (a
     diverged solve counts as inf)."""
     rows = []
+    model = problem._model
     for lr in lrs:
         try:
             r = problem.solve(seed=seed, steps=steps, lr=lr)
@@ -407,6 +418,8 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
                 raise
             loss = float("inf")
         rows.append((float(lr), loss if np.isfinite(loss) else float("inf")))
+    if model.params:  # a probe's fit is no answer: back to the values given
+        model.load_parameters(model.start)
     best = min(rows, key=lambda t: t[1])
     if not np.isfinite(best[1]):
         raise Error(f"lr_range_test: expected a learning rate among {list(lrs)} that trains, "
@@ -466,7 +479,14 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     y = np.asarray(measurement)
     complex_data = np.iscomplexobj(y)
     native = isinstance(forward, _operators.Operator)
-    if shape is None and native and forward.shape is not None:
+    if native and shape is None and forward.shape is None:
+        raise Error(f"from_forward: expected shape= (the field's grid) for the built-in "
+                    f"{forward.kind}, got none (it does not imply one)")
+    if native and shape is not None and forward.shape is not None and \
+            tuple(int(s) for s in np.atleast_1d(shape)) != forward.shape:
+        raise Error(f"from_forward: expected the grid {forward.shape} the built-in {forward.kind} "
+                    f"was made for, got shape {tuple(np.atleast_1d(shape))}")
+    if shape is None and native:
         shape = forward.shape
     elif shape is None:
         shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
@@ -535,6 +555,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale), int(rank), supports,
-        [p.detach().cpu().numpy().astype(np.float64) for p in model.params])
+        bool(multiscale), int(rank), supports, list(model.start) if model.params else [])
+    if model.params:  # the probe moved them
+        model.load_parameters(model.start)
     return ForwardProblem(core, model, shape)

@@ -448,6 +448,7 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
     module = Blur()
     problem = nefi.from_forward(module, y, prior="nonnegative + smooth", support=support,
                                 noise=0.002)
+    assert float(module.b.detach()) == 0.0  # the weighing probe's steps are undone
     out = problem.solve()
     b = float(module.b.detach())
     assert b == pytest.approx(0.3, abs=0.02)

@@ -98,7 +98,7 @@ def test_mri_from_kspace_beats_the_zero_filled_inverse():
     problem = nefi.from_forward(op, y, prior="nonnegative + tv", budget="quick")
     assert problem.noise_estimated
     assert problem.noise_std == pytest.approx(0.01, rel=0.3)
-    assert "outer quarter" in problem.decisions["noise_std"]["why"]
+    assert "conjugate pairs" in problem.decisions["noise_std"]["why"]
     out = problem.solve()
     assert out["reconstruction"].shape == (n, n)
     assert psnr(out["reconstruction"], gt) > psnr(op.adjoint(y), gt) + 3
@@ -142,5 +142,12 @@ def test_refusals_name_what_was_expected():
         op(np.ones((4, 4)))
     with pytest.raises(fieldkit.Error, match="real-valued"):
         ops.stack([op, ops.sampling(mask)])
+    with pytest.raises(fieldkit.Error, match="expected shape="):
+        nefi.from_forward(ops.phase_retrieval(2), np.ones((16, 16)))
+    with pytest.raises(fieldkit.Error, match=r"the grid \(8, 8\)"):
+        nefi.from_forward(ops.sampling(mask), np.ones(64), shape=(16, 4))
+    with pytest.raises(fieldkit.Error, match="built-in operator sampling"):
+        nefi.from_forward(ops.sampling(np.ones((16, 16))), np.ones(256), multiscale=True,
+                          noise=0.1)
     with pytest.raises(fieldkit.Error, match="field's shape"):
         ops.stack([ops.downsample(2)])

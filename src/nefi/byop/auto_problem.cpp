@@ -267,6 +267,9 @@ LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const st
 // Writes `values` into the leaves `params` (the model's trainable
 // parameters, trained in place by a solve).
 void set_values(const std::vector<fk::Tensor>& params, const std::vector<fk::Tensor>& values) {
+  FK_CHECK(params.size() == values.size(), "nefi::AutoProblem",
+           std::to_string(params.size()) + " starting values of the model's parameters",
+           std::to_string(values.size()));
   fk::autograd::NoGradGuard ng;
   for (size_t k = 0; k < params.size(); ++k) {
     fk::Tensor p = params[k];
@@ -362,6 +365,11 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              "multiscale without known_support, conserved or a two-phase field (the coarse "
              "stage's field has other cells, and a level set would anneal twice)",
              "multiscale with " + pr.str());
+    for (const PriorPenalty& pen : pr.penalties)
+      FK_CHECK(!o.multiscale || !pen.custom, where,
+               "multiscale without registered terms (the coarse stage hands them a coarser "
+               "field than they were written for)",
+               "multiscale with " + pen.kind);
     for (const auto& [term, axes] :
          {std::pair{"symmetric", &pr.symmetric}, {"periodic", &pr.periodic}})
       for (int a : *axes)
@@ -403,7 +411,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              num(*o.noise_std));
     ap.noise_std = *o.noise_std;
     decide("noise_std", num(ap.noise_std), "given");
-  } else if (const auto sampled = sampled_noise(*op, m.data)) {
+  } else if (const auto sampled = sampled_noise(*op, m.data, m.mask)) {
     // Samples of the field or of its spectrum are no smooth signal along
     // their list: the data-space stencil would read their variation as noise.
     ap.noise_std = sampled->sigma;
@@ -530,6 +538,14 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   decide("steps", std::to_string(steps), "budget " + o.budget);
   int64_t shortest = shape[0];
   for (int64_t n : shape) shortest = std::min(shortest, n);
+  // A model brought as functions keeps its grid under a coarse stage (the
+  // field is prolonged to it); a built-in operator would be rebuilt on the
+  // coarse grid, and its data resampled with it.
+  FK_CHECK(!o.multiscale || dynamic_cast<const FunctionOperator*>(op.get()) != nullptr,
+           "multiscale",
+           "a model brought as functions or a matrix (it stays on its grid while the field "
+           "trains coarse)",
+           "the built-in operator " + op->kind());
   if (o.multiscale && shortest >= 16 && steps >= 4) {
     // Half the grid for 30 % of the steps, then the native grid at half the
     // lr: the model runs at its grid throughout (a coarse field is prolonged).

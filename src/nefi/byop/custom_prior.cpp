@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -25,6 +26,16 @@ PenaltyFunction find(const std::string& name) {
   const std::lock_guard<std::mutex> lock(g_mu);
   const auto it = registry().find(name);
   return it == registry().end() ? PenaltyFunction{} : it->second;
+}
+
+// The axes of `d` longer than 1: a gradient of the field's shape up to axes
+// of length 1 (a transposed one of the right size is refused, never
+// reordered).
+std::vector<int64_t> long_axes(const fk::Dims& d) {
+  std::vector<int64_t> v;
+  for (int64_t n : d)
+    if (n != 1) v.push_back(n);
+  return v;
 }
 
 struct CustomPenaltyBackward : fk::autograd::Node {
@@ -56,9 +67,11 @@ class CustomPenaltyLoss : public Loss {
     FK_CHECK(std::isfinite(v), who, "a finite value", std::to_string(v));
     fk::Tensor out = fk::full({}, v, {x.dtype()}).to(x.device());
     if (grad) {
-      FK_CHECK(g.defined() && g.numel() == x.numel() && !fk::is_complex(g.dtype()), who,
-               "a real gradient of the field's " + std::to_string(x.numel()) + " cells",
-               g.defined() ? g.shape().str() : std::string("none"));
+      FK_CHECK(
+          g.defined() && long_axes(g.shape()) == long_axes(x.shape()) && fk::is_floating(g.dtype()),
+          who, "a real gradient of the field's shape " + x.shape().str(),
+          g.defined() ? std::string(fk::name(g.dtype())) + " " + g.shape().str()
+                      : std::string("none"));
       auto node = std::make_shared<CustomPenaltyBackward>();
       node->grad = g.to(fk::kCPU).to(x.dtype()).contiguous().reshape(x.shape()).to(x.device());
       fk::autograd::record(node, {x}, out);
@@ -87,12 +100,18 @@ void register_prior_term(const std::string& name, PenaltyFunction f) {
            "'" + name + "' (built in)");
   FK_CHECK(static_cast<bool>(f), "register_prior", "a penalty function", "none");
   const std::lock_guard<std::mutex> lock(g_mu);
-  registry()[name] = std::move(f);
+  std::swap(registry()[name], f);  // a replaced function is destroyed with f, after the lock
 }
 
 bool unregister_prior_term(const std::string& name) {
+  PenaltyFunction gone;  // destroyed after the lock is released (a Python
+                         // function's deleter takes the GIL)
   const std::lock_guard<std::mutex> lock(g_mu);
-  return registry().erase(name) > 0;
+  const auto it = registry().find(name);
+  if (it == registry().end()) return false;
+  gone = std::move(it->second);
+  registry().erase(it);
+  return true;
 }
 
 bool is_registered_prior_term(const std::string& name) {

@@ -259,6 +259,8 @@ std::shared_ptr<Operator> StackOperator::at_resolution(const fk::Dims& shape) co
 }
 
 fk::Dims StackOperator::output_shape(const fk::Dims& shape) const {
+  FK_CHECK(shape == shape_, "nefi::StackOperator",
+           "a field on its grid " + shape_.str() + " (at_resolution for another)", shape.str());
   int64_t n = 0;
   for (const auto& op : ops_) n += op->output_shape(shape).numel();
   return {n};

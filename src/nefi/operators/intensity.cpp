@@ -70,8 +70,9 @@ std::shared_ptr<Operator> AxisIntegralOperator::at_resolution(const fk::Dims& sh
 }
 
 fk::Dims AxisIntegralOperator::output_shape(const fk::Dims& shape) const {
-  FK_CHECK(shape.size() == shape_.size(), "nefi::AxisIntegralOperator",
-           "a field of " + std::to_string(shape_.size()) + " axes", shape.str());
+  // Another grid has another path length per cell: at_resolution builds it.
+  FK_CHECK(shape == shape_, "nefi::AxisIntegralOperator",
+           "a field on its grid " + shape_.str() + " (at_resolution for another)", shape.str());
   fk::Dims out = shape;
   out.erase(axis_);
   if (out.empty()) out.push_back(1);
@@ -82,6 +83,9 @@ fk::Tensor AxisIntegralOperator::apply(const fk::Tensor& x) const {
   const int rank = shape_.size();
   check_real(x, rank, "nefi::AxisIntegralOperator");
   const int lead = x.dim() - rank;
+  for (int a = 0; a < rank; ++a)
+    FK_CHECK(x.shape()[lead + a] == shape_[a], "nefi::AxisIntegralOperator",
+             "a field of shape (..., " + shape_.str() + ")", x.shape().str());
   fk::Tensor y = fk::mul(fk::sum(x, {lead + axis_}), length_);
   // A 1-D field integrates to one value: (..., 1), as output_shape says.
   return rank == 1 ? fk::unsqueeze(y, -1) : y;

@@ -70,11 +70,17 @@ class BeerLambertOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override { return path_->output_shape(shape); }
   bool batchable() const override { return path_->batchable(); }
   bool graph_capturable() const override { return path_->graph_capturable(); }
+  std::string not_capturable_reason() const override { return path_->not_capturable_reason(); }
   std::string host_only_reason() const override { return path_->host_only_reason(); }
+  std::string device_note() const override { return path_->device_note(); }
+  std::string fidelity_tag() const override { return path_->fidelity_tag(); }
   std::string kind() const override { return "beer_lambert"; }
   void prepare_tables(fk::Device device, fk::DType dtype) const override {
     path_->prepare_tables(device, dtype);
   }
+  std::vector<fk::Tensor> parameters() const override { return path_->parameters(); }
+  bool parameters_follow_device() const override { return path_->parameters_follow_device(); }
+  void parameters_to(fk::Device device) override { path_->parameters_to(device); }
   const Operator& path() const { return *path_; }
 
  private:

@@ -90,15 +90,20 @@ fk::Dims SamplingOperator::output_shape(const fk::Dims& shape) const {
   return {samples()};
 }
 
-double SamplingOperator::estimate_noise(const fk::Tensor& y) const {
+SampledNoise SamplingOperator::estimate_noise(const fk::Tensor& y, const fk::Tensor& mask) const {
   const char* who = "nefi::SamplingOperator::estimate_noise";
   FK_CHECK(y.shape() == fk::Dims({samples()}), who,
            "sampled data of shape (" + std::to_string(samples()) + ")", y.shape().str());
+  FK_CHECK(!mask.defined() || mask.shape() == y.shape(), who, "a mask of the data's shape",
+           mask.defined() ? mask.shape().str() : std::string());
   const std::vector<double> v = y.to(fk::kCPU).to_vector<double>();
-  // Each kept cell's sample number, -1 where none.
+  const std::vector<double> w =
+      mask.defined() ? mask.to(fk::kCPU).to_vector<double>() : std::vector<double>(v.size(), 1);
+  // Each kept and observed cell's sample number, -1 where none.
   std::vector<int64_t> at(shape_.numel(), -1);
   const std::vector<int64_t> positions = index_.to_vector<int64_t>();
-  for (size_t k = 0; k < positions.size(); ++k) at[positions[k]] = static_cast<int64_t>(k);
+  for (size_t k = 0; k < positions.size(); ++k)
+    if (w[k] > 0) at[positions[k]] = static_cast<int64_t>(k);
   // |y_p - y_q| / sqrt(2) over kept neighbours, and |y_o - 2 y_p + y_q| /
   // sqrt(6) over kept runs of three (a slope cancels there).
   std::vector<double> pairs, runs;
@@ -106,7 +111,7 @@ double SamplingOperator::estimate_noise(const fk::Tensor& y) const {
   for (int a = shape_.size() - 1; a >= 0; --a) {
     for (int64_t p : positions) {
       const int64_t i = (p / stride) % shape_[a];
-      if (i + 1 >= shape_[a] || at[p + stride] < 0) continue;
+      if (at[p] < 0 || i + 1 >= shape_[a] || at[p + stride] < 0) continue;
       const double here = v[at[p]], next = v[at[p + stride]];
       pairs.push_back(std::abs(here - next) / std::sqrt(2.0));
       if (i >= 1 && at[p - stride] >= 0)
@@ -114,11 +119,16 @@ double SamplingOperator::estimate_noise(const fk::Tensor& y) const {
     }
     stride *= shape_[a];
   }
-  std::vector<double>& d = runs.size() >= 32 ? runs : pairs;
+  const bool use_runs = runs.size() >= 32;
+  std::vector<double>& d = use_runs ? runs : pairs;
   FK_CHECK(d.size() >= 8, who, "at least 8 pairs of kept cells that are grid neighbours",
            std::to_string(d.size()) + " (give the noise sigma instead)");
   std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-  return 1.4826 * d[d.size() / 2];
+  return {1.4826 * d[d.size() / 2],
+          use_runs ? "estimated: 1.4826 median |second difference| / sqrt(6) over " +
+                         std::to_string(d.size()) + " runs of three sampled grid neighbours"
+                   : "estimated: 1.4826 median |difference| / sqrt(2) over " +
+                         std::to_string(d.size()) + " pairs of sampled grid neighbours"};
 }
 
 FourierSamplingOperator::FourierSamplingOperator(const fk::Tensor& mask)
@@ -156,36 +166,76 @@ fk::Dims FourierSamplingOperator::output_shape(const fk::Dims& shape) const {
   return {2, samples()};
 }
 
-double FourierSamplingOperator::estimate_noise(const fk::Tensor& y) const {
+SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
+                                                     const fk::Tensor& mask) const {
   const char* who = "nefi::FourierSamplingOperator::estimate_noise";
   FK_CHECK(y.shape() == fk::Dims({2, samples()}), who,
            "k-space data of shape (2, " + std::to_string(samples()) + ")", y.shape().str());
-  std::vector<double> sorted = radius_;
+  FK_CHECK(!mask.defined() || mask.shape() == y.shape(), who, "a mask of the data's shape",
+           mask.defined() ? mask.shape().str() : std::string());
+  const std::vector<double> v = y.to(fk::kCPU).to_vector<double>();
+  const size_t m = radius_.size();
+  std::vector<bool> seen(m, true);
+  if (mask.defined()) {
+    const std::vector<double> w = mask.to(fk::kCPU).to_vector<double>();
+    for (size_t i = 0; i < m; ++i) seen[i] = w[i] > 0 && w[m + i] > 0;
+  }
+  // A real field's spectrum has y(-k) = conj(y(k)): where both k and -k are
+  // sampled, y(k) - conj(y(-k)) is noise alone, 2 sigma^2 per part.
+  const std::vector<int64_t> positions = index_.to_vector<int64_t>();
+  std::vector<int64_t> at(shape_.numel(), -1);
+  for (size_t i = 0; i < m; ++i)
+    if (seen[i]) at[positions[i]] = static_cast<int64_t>(i);
+  std::vector<double> mags;
+  for (size_t i = 0; i < m; ++i) {
+    if (!seen[i]) continue;
+    int64_t p = positions[i], mirror = 0, scale = 1;
+    for (int a = shape_.size() - 1; a >= 0; --a) {
+      const int64_t n = shape_[a], k = p % n;
+      p /= n;
+      mirror += ((n - k) % n) * scale;
+      scale *= n;
+    }
+    const int64_t j = at[mirror];
+    if (j < 0 || static_cast<size_t>(j) <= i) continue;  // each pair once; DC and Nyquist skipped
+    mags.push_back(std::abs(v[i] - v[j]) / std::sqrt(2.0));
+    mags.push_back(std::abs(v[m + i] + v[m + j]) / std::sqrt(2.0));
+  }
+  if (mags.size() >= 16) {
+    std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
+    return {1.4826 * mags[mags.size() / 2],
+            "estimated: 1.4826 median |y(k) - conj y(-k)| / sqrt(2) over " +
+                std::to_string(mags.size() / 2) +
+                " sampled conjugate pairs (exact for a real field)"};
+  }
+  // Too few pairs: the outer quarter of the sampled frequencies by radius.
+  std::vector<double> sorted;
+  for (size_t i = 0; i < m; ++i)
+    if (seen[i]) sorted.push_back(radius_[i]);
+  FK_CHECK(!sorted.empty(), who, "observed samples", "none");
   std::sort(sorted.begin(), sorted.end());
   const double outer = sorted[(3 * sorted.size()) / 4];
-  const std::vector<double> v = y.to(fk::kCPU).to_vector<double>();
-  std::vector<double> mags;
-  const size_t m = radius_.size();
+  mags.clear();
   for (size_t i = 0; i < m; ++i)
-    if (radius_[i] >= outer && radius_[i] > 0) {
+    if (seen[i] && radius_[i] >= outer && radius_[i] > 0) {
       mags.push_back(std::abs(v[i]));
       mags.push_back(std::abs(v[m + i]));
     }
-  FK_CHECK(mags.size() >= 16, who, "at least 8 sampled frequencies off DC in the outer quarter",
-           std::to_string(mags.size() / 2));
+  FK_CHECK(mags.size() >= 16, who,
+           "at least 8 sampled conjugate pairs, or 8 sampled frequencies off DC in the outer "
+           "quarter",
+           std::to_string(mags.size() / 2) + " (give the noise sigma instead)");
   std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-  return 1.4826 * mags[mags.size() / 2];
+  return {1.4826 * mags[mags.size() / 2],
+          "estimated: 1.4826 median |y| over the outer quarter of the sampled frequencies (too "
+          "few conjugate pairs; edges bias it up)"};
 }
 
-std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& y) {
-  if (const auto* s = dynamic_cast<const SamplingOperator*>(&op))
-    return SampledNoise{s->estimate_noise(y),
-                        "estimated: 1.4826 median |second difference| / sqrt(6) of sampled "
-                        "grid neighbours"};
+std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& y,
+                                          const fk::Tensor& mask) {
+  if (const auto* s = dynamic_cast<const SamplingOperator*>(&op)) return s->estimate_noise(y, mask);
   if (const auto* f = dynamic_cast<const FourierSamplingOperator*>(&op))
-    return SampledNoise{f->estimate_noise(y),
-                        "estimated: 1.4826 median |y| over the outer quarter of the sampled "
-                        "frequencies"};
+    return f->estimate_noise(y, mask);
   return std::nullopt;
 }
 

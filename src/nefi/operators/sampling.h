@@ -12,8 +12,8 @@
 // device. Each is linear (homogeneity 1) with autograd's adjoint: scatter
 // into zeros, the zero-filled inverse DFT, and spreading each mean back over
 // its block. A sampling pattern belongs to one grid: at_resolution to
-// another refuses (from_forward's multiscale fit still works: its coarse
-// stage reaches the model through a prolongation to the native grid).
+// another refuses (and from_forward refuses multiscale with any built-in
+// operator).
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +22,13 @@
 #include "nefi/operators/table_cache.h"
 
 namespace nefi {
+
+// A noise sigma read off sampled data, with how it was read (a report's
+// reason).
+struct SampledNoise {
+  double sigma = 0;
+  std::string why;
+};
 
 // What both mask-driven operators share: the mask's grid, the flat C
 // positions it keeps, and their copies on devices.
@@ -58,9 +65,9 @@ class SamplingOperator : public MaskSampled {
   // three along an axis (a slope cancels), or 1.4826 median |y_p - y_q| /
   // sqrt(2) over pairs when fewer than 32 runs exist. A stencil over the
   // sample list would read the field's variation between far-apart cells as
-  // noise. Edges bias it up. Throws fk::Error when fewer than 8 pairs are
-  // neighbours.
-  double estimate_noise(const fk::Tensor& y) const;
+  // noise. Edges bias it up. mask: the data's weights (samples at 0 are left
+  // out). Throws fk::Error when fewer than 8 pairs are neighbours.
+  SampledNoise estimate_noise(const fk::Tensor& y, const fk::Tensor& mask = {}) const;
 };
 
 class FourierSamplingOperator : public MaskSampled {
@@ -72,25 +79,25 @@ class FourierSamplingOperator : public MaskSampled {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::string kind() const override { return "fourier_sampling"; }
   // The noise sigma of each real and imaginary part of measured k-space
-  // data y (2, m), from the outermost quarter of the sampled frequencies by
-  // radius (|k_a| / (n_a / 2) over the axes), where an image's spectrum has
-  // decayed: 1.4826 median |y| there. Signal left at those frequencies (sharp
-  // edges) biases it up, like the data-space estimate. Throws fk::Error when
-  // fewer than 8 samples lie there.
-  double estimate_noise(const fk::Tensor& y) const;
+  // data y (2, m). A real field's spectrum has y(-k) = conj(y(k)), so where
+  // both k and -k are sampled, y(k) - conj(y(-k)) is noise alone: 1.4826
+  // median of its parts' magnitudes / sqrt(2), exact whatever the image.
+  // With fewer than 8 such pairs, 1.4826 median |y| over the outer quarter
+  // of the sampled frequencies by radius (|k_a| / (n_a / 2) over the axes),
+  // which signal left there (sharp edges) biases up. mask: the data's
+  // weights (samples at 0 left out). Throws fk::Error when neither has 8.
+  SampledNoise estimate_noise(const fk::Tensor& y, const fk::Tensor& mask = {}) const;
 
  private:
   std::vector<double> radius_;  // (m) each kept frequency's normalised radius
 };
 
 // The noise sigma of data measured through `op` when it is a Sampling or a
-// FourierSampling operator (their estimate_noise), with the reason a report
-// gives; none for any other operator (the data-space estimate applies).
-struct SampledNoise {
-  double sigma = 0;
-  std::string why;
-};
-std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& y);
+// FourierSampling operator (their estimate_noise, mask: the data's weights,
+// 0 where unobserved); none for any other operator (the data-space
+// estimate applies).
+std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& y,
+                                          const fk::Tensor& mask = {});
 
 class DownsampleOperator : public Operator {
  public:

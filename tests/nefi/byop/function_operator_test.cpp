@@ -197,7 +197,7 @@ TEST(NefiFunctionOperator, TrainsItsOwnParametersWithTheField) {
   nefi::Measurement m;
   m.data = fk::from_vector(y, {n + 6});
   nefi::AutoOptions o;
-  o.prior = "nonnegative";
+  o.prior = "nonnegative + smooth(0.01)";  // a penalty: the weighing probe runs
   o.noise_std = 0.0;
   o.budget = "600";
   const nefi::AutoProblem ap = nefi::auto_problem(op, {n}, m, o);

@@ -1,6 +1,6 @@
 // from_forward's built-in operators end to end: an undersampled MRI
 // acquisition (FourierSampling) solved from its k-space data with the noise
-// read off the outer frequencies, beating the zero-filled inverse; an
+// read off its conjugate pairs, beating the zero-filled inverse; an
 // inpainting (Sampling) with the noise read off neighbouring samples; a
 // transmission (BeerLambert) fitted to its noise floor.
 #include <gtest/gtest.h>

@@ -108,7 +108,7 @@ TEST(FitCli, AKnownSupportAndATwoPhasePrior) {
 }
 
 // An undersampled k-space acquisition of a smooth 16 x 16 disc: complex
-// data, a centred pattern, the noise read off the outer frequencies.
+// data, a centred pattern, the noise read off its conjugate pairs.
 TEST(FitCli, FitsKSpaceThroughTheBuiltInOperator) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_kspace");
@@ -135,11 +135,14 @@ TEST(FitCli, FitsKSpaceThroughTheBuiltInOperator) {
       y.push_back(s / static_cast<double>(n) + std::complex<double>(nd(g), nd(g)));
     }
   fk::write_npy((dir / "pattern.npy").string(), fk::from_vector(pattern, {n, n}));
+  // One weight per k-space sample (both parts alike).
+  fk::write_npy((dir / "weights.npy").string(),
+                fk::ones({static_cast<int64_t>(y.size())}, {fk::DType::F64}));
   fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, {static_cast<int64_t>(y.size())}));
-  const auto out =
-      nefi_stdout("fit --operator fourier_sampling --centered --pattern " +
-                  (dir / "pattern.npy").string() + " --data " + (dir / "y.npy").string() +
-                  " --prior nonnegative --budget quick -q --out " + (dir / "out").string());
+  const auto out = nefi_stdout(
+      "fit --operator fourier_sampling --centered --pattern " + (dir / "pattern.npy").string() +
+      " --data " + (dir / "y.npy").string() + " --mask " + (dir / "weights.npy").string() +
+      " --prior nonnegative --budget quick -q --out " + (dir / "out").string());
   ASSERT_EQ(out.status, 0) << out.out;
   EXPECT_NE(out.out.find("fit  "), std::string::npos) << out.out;
   const fk::Tensor x = fk::read_npy((dir / "out" / "x.npy").string());
@@ -152,7 +155,7 @@ TEST(FitCli, FitsKSpaceThroughTheBuiltInOperator) {
   }
   EXPECT_LT(std::sqrt(err / ref), 0.1);
   const auto j = nlohmann::json::parse(nefi::test::slurp(dir / "out" / "fit.json"));
-  EXPECT_NE(j["decisions"]["noise_std"]["why"].get<std::string>().find("outer quarter"),
+  EXPECT_NE(j["decisions"]["noise_std"]["why"].get<std::string>().find("conjugate pairs"),
             std::string::npos)
       << j["decisions"]["noise_std"];
 }

@@ -116,9 +116,39 @@ TEST(NefiFourierSampling, EstimatesTheNoiseOfKSpaceData) {
   const fk::Tensor clean = op.apply(fk::from_vector(img, {n, n}));
   const fk::Tensor noisy =
       fk::add(clean, fk::mul(fk::randn(clean.shape(), {fk::DType::F64}, &g), 0.02));
-  EXPECT_NEAR(op.estimate_noise(noisy), 0.02, 0.002);
-  EXPECT_LT(op.estimate_noise(clean), 1e-4);
+  EXPECT_NEAR(op.estimate_noise(noisy).sigma, 0.02, 0.002);
+  EXPECT_NE(op.estimate_noise(noisy).why.find("conjugate pairs"), std::string::npos);
+  EXPECT_LT(op.estimate_noise(clean).sigma, 1e-12);  // exact: a real field's pairs cancel
   EXPECT_THROW(op.estimate_noise(fk::zeros({op.samples()}, {fk::DType::F64})), fk::Error);
+}
+
+// A sharp image leaves signal at every frequency, so the outer quarter reads
+// far above sigma; the conjugate pairs read sigma; a mask without pairs
+// (one half-plane) falls back to the outer quarter and says so.
+TEST(NefiFourierSampling, ConjugatePairsReadTheNoiseOfASharpImage) {
+  const int n = 32;
+  std::vector<double> img(n * n), mask(n * n), half(n * n, 0.0);
+  fk::Generator g(12);
+  const auto u = fk::rand({n * n}, {fk::DType::F64}, &g).to_vector<double>();
+  for (int i = 0; i < n * n; ++i) {
+    img[i] = (i / n) > 9 && (i / n) < 20 && (i % n) > 5 && (i % n) < 27 ? 1.0 : 0.0;
+    mask[i] = u[i] < 0.4 ? 1.0 : 0.0;
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 1; j < n / 2; ++j) half[i * n + j] = 1.0;  // 0 < kx < n/2: no k with its -k
+  for (const auto& [m, pairs] : {std::pair{mask, true}, std::pair{half, false}}) {
+    nefi::FourierSamplingOperator op(fk::from_vector(m, {n, n}));
+    const fk::Tensor clean = op.apply(fk::from_vector(img, {n, n}));
+    const fk::Tensor noisy =
+        fk::add(clean, fk::mul(fk::randn(clean.shape(), {fk::DType::F64}, &g), 0.01));
+    const nefi::SampledNoise e = op.estimate_noise(noisy);
+    if (pairs) {
+      EXPECT_NEAR(e.sigma, 0.01, 0.0015) << e.why;
+    } else {
+      EXPECT_GT(e.sigma, 0.015) << e.why;  // the edges' spectrum
+      EXPECT_NE(e.why.find("too few conjugate pairs"), std::string::npos) << e.why;
+    }
+  }
 }
 
 TEST(NefiSampling, EstimatesTheNoiseFromGridNeighbours) {
@@ -135,8 +165,16 @@ TEST(NefiSampling, EstimatesTheNoiseFromGridNeighbours) {
   const fk::Tensor clean = op.apply(fk::from_vector(img, {n, n}));
   const fk::Tensor noisy =
       fk::add(clean, fk::mul(fk::randn(clean.shape(), {fk::DType::F64}, &g), 0.03));
-  EXPECT_NEAR(op.estimate_noise(noisy), 0.03, 0.004);
-  EXPECT_EQ(nefi::sampled_noise(op, noisy)->sigma, op.estimate_noise(noisy));
+  EXPECT_NEAR(op.estimate_noise(noisy).sigma, 0.03, 0.004);
+  EXPECT_EQ(nefi::sampled_noise(op, noisy)->sigma, op.estimate_noise(noisy).sigma);
+  // Unobserved samples (weight 0) are left out: wild values there change nothing.
+  std::vector<double> w(op.samples(), 1.0), wild = noisy.to_vector<double>();
+  for (size_t k = 0; k < w.size(); k += 3) {
+    w[k] = 0;
+    wild[k] = 1e6;
+  }
+  const fk::Tensor weights = fk::from_vector(w, {op.samples()});
+  EXPECT_NEAR(op.estimate_noise(fk::from_vector(wild, {op.samples()}), weights).sigma, 0.03, 0.006);
   EXPECT_FALSE(nefi::sampled_noise(nefi::DownsampleOperator({2, 2}), noisy).has_value());
   // No two kept cells side by side: nothing to difference.
   std::vector<double> sparse(n * n, 0.0);
@@ -175,7 +213,8 @@ TEST(NefiSampling, RefusesWhatDoesNotFit) {
     EXPECT_EQ(op->at_resolution({5, 4})->output_shape({5, 4}), op->output_shape({5, 4}));
   }
   try {
-    s.at_resolution({3, 2});
+    (void)s.at_resolution({3, 2});
+    ADD_FAILURE() << "at_resolution to another grid was accepted";
   } catch (const fk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("belongs to one grid"), std::string::npos) << e.what();
   }
