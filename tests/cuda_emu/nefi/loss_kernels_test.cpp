@@ -532,7 +532,8 @@ TEST(EmulatedLossKernels, TotalVariationOfNoRowsWritesNothing) {
   EXPECT_EQ(untouched, std::vector<double>(4, kPoison));
 }
 
-// (L x) by nested coordinates: replicated edges, scale-0 axes skipped.
+// (L x) by nested coordinates: replicated edges (wrapped on periodic axes),
+// scale-0 axes skipped.
 template <typename In, typename Out>
 std::vector<Out> laplacian_by_coordinates(const std::vector<In>& x, int64_t rows,
                                           const nc::StencilGrid& g, const double* coef) {
@@ -546,8 +547,9 @@ std::vector<Out> laplacian_by_coordinates(const std::vector<In>& x, int64_t rows
       for (int a = 0; a < g.ndim; ++a) {
         if (g.scale[a] == 0) continue;
         std::vector<int64_t> lo = c, hi = c;
-        lo[at(a)] = std::max<int64_t>(c[at(a)] - 1, 0);
-        hi[at(a)] = std::min<int64_t>(c[at(a)] + 1, g.shape[a] - 1);
+        const int64_t m = g.shape[a];
+        lo[at(a)] = g.periodic[a] ? (c[at(a)] + m - 1) % m : std::max<int64_t>(c[at(a)] - 1, 0);
+        hi[at(a)] = g.periodic[a] ? (c[at(a)] + 1) % m : std::min<int64_t>(c[at(a)] + 1, m - 1);
         s += (static_cast<double>(xr[cell_at(g, lo)]) - 2 * static_cast<double>(xr[i]) +
               static_cast<double>(xr[cell_at(g, hi)])) *
              g.scale[a];
@@ -582,6 +584,8 @@ TEST(EmulatedLossKernels, LaplacianEveryInstantiation) {
   // 3-D with the middle axis skipped (scale 0), and a 1-D row of one cell.
   check_laplacian<double, double>(grid({4, 5, 6}, {false, false, false}, {1.0, 0.0, 9.0}), 2);
   check_laplacian<float, double>(grid({1}, {false}, {1.0}), 3);
+  // Periodic axes wrap (the first, and a two-cell one).
+  check_laplacian<double, double>(grid({7, 2, 5}, {true, true, false}, {1.0, 2.0, 0.5}), 2);
 }
 
 }  // namespace
