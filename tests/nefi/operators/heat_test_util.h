@@ -18,18 +18,14 @@
 #include "fk/test_util.h"
 #include "nefi/operators/heat/heat_operator.h"
 #include "nefi/operators/heat/step_solver.h"
+#include "nefi/operators/operator_checks.h"
 
 namespace heat_test {
 namespace heat = nefi::heat;
 using fk::test::max_abs;
 using fk::test::max_abs_diff;
 
-inline double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
+using nefi::test::dot;
 
 inline double l2(const fk::Tensor& t) {
   return std::sqrt(dot(t, t));

@@ -13,21 +13,13 @@
 #include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/operators/intensity.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/pointwise.h"
 
 namespace {
 
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-void expect_gradcheck(const nefi::Operator& op, const fk::Dims& shape) {
-  fk::Tensor x = rnd(shape, 3);
-  x.set_requires_grad(true);
-  auto fn = [&](const std::vector<fk::Tensor>& in) { return op.apply(in[0]); };
-  EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "") << op.kind();
-}
+using nefi::test::expect_gradcheck;
+using nefi::test::rnd;
 
 TEST(NefiPhaseRetrieval, IsTheSquaredModulusOfTheOversampledDFT) {
   nefi::PhaseRetrievalOperator op(2, 1.5);

@@ -9,31 +9,15 @@
 #include "fk/random.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/operators/sampling.h"
 
 namespace {
 
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
-
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-// <A x, y> == <x, A^T y> with A^T from the operator's vjp.
-void expect_adjoint(const nefi::Operator& op, const fk::Dims& in_shape) {
-  fk::Tensor x = rnd(in_shape, 1);
-  fk::Tensor y = rnd(op.output_shape(in_shape), 2);
-  const double lhs = dot(op.apply(x), y);
-  const double rhs = dot(x, op.vjp(x, y));
-  EXPECT_NEAR(lhs, rhs, 1e-10 * (1 + std::abs(lhs))) << op.kind();
-}
+using nefi::test::dot;
+using nefi::test::expect_adjoint;
+using nefi::test::rnd;
 
 TEST(NefiFFTConvolution, MatchesDirectLinearConvolution) {
   nefi::Domain d({12, 9}, {1.2, 0.9});  // h = 0.1 on both axes

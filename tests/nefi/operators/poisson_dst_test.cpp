@@ -10,21 +10,13 @@
 #include "fk/random.h"
 #include "fk/testing.h"
 #include "nefi/instances/poisson_source_data.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/poisson_dst_device.h"
 
 namespace {
 
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
+using nefi::test::dot;
+using nefi::test::rnd;
 
 TEST(NefiPoissonDST, MatrixIsOrthonormal) {
   for (int64_t n : {1, 5, 8}) {

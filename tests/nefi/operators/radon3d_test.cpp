@@ -11,22 +11,14 @@
 #include "fk/testing.h"
 #include "nefi/baselines/fbp.h"
 #include "nefi/instances/ct3d_data.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/radon.h"
 #include "nefi/solve/metrics.h"
 
 namespace {
 
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
+using nefi::test::dot;
+using nefi::test::rnd;
 
 // Slice k of the 3-D projection is the 2-D operator applied to slice k.
 TEST(NefiRadon3d, EachSliceIsThe2DProjection) {

@@ -11,22 +11,14 @@
 #include "fk/testing.h"
 #include "nefi/baselines/fbp.h"
 #include "nefi/instances/sparse_view_ct_data.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/radon_device.h"
 #include "nefi/solve/metrics.h"
 
 namespace {
 
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
+using nefi::test::dot;
+using nefi::test::rnd;
 
 // At th = 0 (one bin and one sample per pixel) the samples are the cell
 // centres: the projection is the sum over axis 1 times the cell size.

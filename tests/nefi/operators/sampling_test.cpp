@@ -12,34 +12,15 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "fk/testing.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/sampling.h"
 
 namespace {
 
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
-
-void expect_adjoint(const nefi::Operator& op, const fk::Dims& shape) {
-  const fk::Tensor x = rnd(shape, 1), y = rnd(op.output_shape(shape), 2);
-  const double lhs = dot(op.apply(x), y), rhs = dot(x, op.vjp(x, y));
-  EXPECT_NEAR(lhs, rhs, 1e-10 * (1 + std::abs(lhs))) << op.kind();
-}
-
-void expect_gradcheck(const nefi::Operator& op, const fk::Dims& shape) {
-  fk::Tensor x = rnd(shape, 3);
-  x.set_requires_grad(true);
-  auto fn = [&](const std::vector<fk::Tensor>& in) { return op.apply(in[0]); };
-  EXPECT_EQ(fk::testing::gradcheck(fn, {x}), "") << op.kind();
-}
+using nefi::test::dot;
+using nefi::test::expect_adjoint;
+using nefi::test::expect_gradcheck;
+using nefi::test::rnd;
 
 // A mask keeping every third cell, and cell 0.
 fk::Tensor every_third(const fk::Dims& shape) {

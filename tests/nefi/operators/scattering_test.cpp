@@ -12,24 +12,16 @@
 #include "fk/testing.h"
 #include "nefi/baselines/backpropagation.h"
 #include "nefi/operators/lippmann_schwinger.h"
+#include "nefi/operators/operator_checks.h"
 #include "nefi/operators/scattering.h"
 #include "nefi/solve/metrics.h"
 
 namespace {
 
+using nefi::test::dot;
+using nefi::test::rnd;
+
 using c128 = std::complex<double>;
-
-fk::Tensor rnd(const fk::Dims& s, uint64_t seed) {
-  fk::Generator g(seed);
-  return fk::randn(s, {fk::DType::F64}, &g);
-}
-
-double dot(const fk::Tensor& a, const fk::Tensor& b) {
-  auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
-}
 
 // A Gaussian bump of peak `amp` (std 0.45) at (0.3, -0.2) from the centre of
 // [0, D]^2, point-sampled on m x m.
