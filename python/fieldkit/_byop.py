@@ -442,7 +442,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling, fourier_sampling,
-      downsample, phase_retrieval, axis_integral, beer_lambert; solved with no
+      downsample, phase_retrieval, axis_integral, beer_lambert, gaussian_blur,
+      radon, stack; solved with no
       Python call per step), a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
       arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
       A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),

@@ -125,6 +125,22 @@ def beer_lambert(path=None, i0=1.0, *, shape=None, axis=0):
     return Operator(_nefi.beer_lambert_operator(path._core, float(i0)), path.shape)
 
 
+def gaussian_blur(shape, sigma, periodic=False):
+    """A Gaussian blur of ``sigma`` cells (std), its kernel normalised to
+    unit sum; zero-padded (no wrap-around), or circular with ``periodic``."""
+    shape = tuple(int(s) for s in shape)
+    return Operator(_nefi.blur_operator(list(shape), float(sigma), bool(periodic)), shape)
+
+
+def radon(shape, n_views=16, angle_range=np.pi, det_per_pixel=1):
+    """Parallel-beam CT of a square (n, n) image, or of every z slice of an
+    (n, n, nz) volume: ``n_views`` angles over ``angle_range`` radians, line
+    integrals on from_forward's domain (side 1), output (n_views, n_det[, nz])."""
+    shape = tuple(int(s) for s in shape)
+    return Operator(_nefi.radon_operator(list(shape), int(n_views), float(angle_range),
+                                         int(det_per_pixel)), shape)
+
+
 def stack(parts, shape=None):
     """Several built-in operators on the same field, their outputs flattened
     one after another as one measurement (several views, several
@@ -146,4 +162,4 @@ def stack(parts, shape=None):
 
 
 __all__ = ["Operator", "sampling", "fourier_sampling", "downsample", "phase_retrieval",
-           "axis_integral", "beer_lambert", "stack"]
+           "axis_integral", "beer_lambert", "gaussian_blur", "radon", "stack"]

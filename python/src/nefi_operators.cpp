@@ -10,10 +10,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "nefi/operators/composite.h"
+#include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
+#include "nefi/operators/radon.h"
 #include "nefi/operators/sampling.h"
 #include "tensor_bridge.h"
 
@@ -47,6 +51,20 @@ nb::object vjp(const NativeOperator& o, nb::ndarray<nb::ro> x, nb::ndarray<nb::r
 
 NativeOperator held(nefi::OperatorPtr op) {
   return NativeOperator{std::move(op)};
+}
+
+// from_forward's domain for a grid: isotropic cells, the longest axis 1.
+nefi::Domain isotropic(const std::vector<int64_t>& shape) {
+  FK_CHECK(!shape.empty() && shape.size() <= 3, "nefi.operators", "a grid of 1-3 axes",
+           std::to_string(shape.size()) + " axes");
+  int64_t longest = 1;
+  for (int64_t n : shape) {
+    FK_CHECK(n >= 1, "nefi.operators", "a grid of positive sizes", std::to_string(n));
+    longest = std::max(longest, n);
+  }
+  std::vector<double> extent;
+  for (int64_t n : shape) extent.push_back(static_cast<double>(n) / static_cast<double>(longest));
+  return nefi::Domain(fk::Dims(shape), extent);
 }
 
 }  // namespace
@@ -103,6 +121,27 @@ void bind_nefi_operators(nb::module_& m) {
         return held(std::make_shared<nefi::AxisIntegralOperator>(fk::Dims(shape), axis, length));
       },
       nb::arg("shape"), nb::arg("axis"), nb::arg("length"));
+  m.def(
+      "blur_operator",
+      [](const std::vector<int64_t>& shape, double sigma_cells, bool periodic) {
+        const nefi::Domain d = isotropic(shape);
+        FK_CHECK(sigma_cells > 0, "nefi.operators.gaussian_blur", "sigma > 0 cells",
+                 std::to_string(sigma_cells));
+        return held(std::make_shared<nefi::FFTConvolution>(
+            nefi::gaussian_psf(sigma_cells * d.spacing()[0]), d, periodic));
+      },
+      nb::arg("shape"), nb::arg("sigma"), nb::arg("periodic"));
+  m.def(
+      "radon_operator",
+      [](const std::vector<int64_t>& shape, int64_t n_views, double angle_range,
+         int64_t det_per_pixel) {
+        nefi::RadonGeometry g;
+        g.n_views = n_views;
+        g.angle_range = angle_range;
+        g.det_per_pixel = det_per_pixel;
+        return held(std::make_shared<nefi::RadonOperator>(isotropic(shape), g));
+      },
+      nb::arg("shape"), nb::arg("n_views"), nb::arg("angle_range"), nb::arg("det_per_pixel"));
   m.def(
       "stack_operator",
       [](const std::vector<const NativeOperator*>& parts, const std::vector<int64_t>& shape) {
