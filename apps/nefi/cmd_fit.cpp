@@ -24,7 +24,9 @@
 #include "nefi/byop/matrix_model.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/data_fit.h"
+#include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
+#include "nefi/operators/radon.h"
 #include "nefi/operators/sampling.h"
 
 namespace nefi::cli {
@@ -34,9 +36,9 @@ struct FitRequest {
   std::string matrix, data, mask, support, shape, noise = "auto", prior = "unconstrained";
   // A built-in operator instead of --matrix, with what it takes.
   std::string op, pattern, factors;
-  double oversample = 2.0, i0 = 1.0;
-  int axis = 0;
-  bool centered = false;
+  double oversample = 2.0, i0 = 1.0, sigma = 0;
+  int axis = 0, views = 16;
+  bool centered = false, periodic = false;
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::optional<double> lr;
   double tau = 1.0;
@@ -109,6 +111,17 @@ Model builtin_model(const FitRequest& r, Measurement& m) {
   }
   if (k == "phase_retrieval")
     return {std::make_shared<PhaseRetrievalOperator>(shape.size(), r.oversample), shape};
+  if (k == "gaussian_blur") {
+    FK_CHECK(r.sigma > 0, "--sigma", "the blur's std > 0 cells", std::to_string(r.sigma));
+    const Domain d = isotropic_domain(shape);
+    return {std::make_shared<FFTConvolution>(gaussian_psf(r.sigma * d.spacing()[0]), d, r.periodic),
+            shape};
+  }
+  if (k == "radon") {
+    RadonGeometry g;
+    g.n_views = r.views;
+    return {std::make_shared<RadonOperator>(isotropic_domain(shape), g), shape};
+  }
   if (k == "beer_lambert") {
     // A cell's path length on auto_problem's domain (longest axis 1).
     const double length = 1.0 / static_cast<double>(*std::max_element(shape.begin(), shape.end()));
@@ -117,7 +130,8 @@ Model builtin_model(const FitRequest& r, Measurement& m) {
             shape};
   }
   throw fk::Error("--operator",
-                  "sampling, fourier_sampling, downsample, phase_retrieval or beer_lambert",
+                  "sampling, fourier_sampling, downsample, phase_retrieval, beer_lambert, "
+                  "gaussian_blur or radon",
                   "'" + k + "'");
 }
 
@@ -198,7 +212,7 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--matrix", r->matrix, "the forward model: A.npy of shape (measurements, cells)");
   sub->add_option("--operator", r->op,
                   "a built-in forward model instead: sampling | fourier_sampling | downsample | "
-                  "phase_retrieval | beer_lambert");
+                  "phase_retrieval | beer_lambert | gaussian_blur | radon");
   sub->add_option("--pattern", r->pattern,
                   "sampling / fourier_sampling: the mask .npy (the field's shape; k-space in "
                   "numpy.fft order, DC first)");
@@ -207,6 +221,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--oversample", r->oversample, "phase_retrieval: padded over field grid (2)");
   sub->add_option("--axis", r->axis, "beer_lambert: the axis the rays run along (0)");
   sub->add_option("--i0", r->i0, "beer_lambert: the unattenuated intensity (1)");
+  sub->add_option("--sigma", r->sigma, "gaussian_blur: the blur's std in cells");
+  sub->add_flag("--periodic", r->periodic, "gaussian_blur: circular, not zero-padded");
+  sub->add_option("--views", r->views, "radon: projection angles over 180 degrees (16)");
   sub->add_option("--data", r->data,
                   "the measurement: y.npy (A's rows in C order; complex for fourier_sampling)")
       ->required();

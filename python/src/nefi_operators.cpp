@@ -10,10 +10,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <algorithm>
-
 #include "fk/autograd.h"
 #include "fk/error.h"
+#include "nefi/byop/auto_problem.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
@@ -53,18 +52,13 @@ NativeOperator held(nefi::OperatorPtr op) {
   return NativeOperator{std::move(op)};
 }
 
-// from_forward's domain for a grid: isotropic cells, the longest axis 1.
+// from_forward's domain for a grid, its size checked.
 nefi::Domain isotropic(const std::vector<int64_t>& shape) {
   FK_CHECK(!shape.empty() && shape.size() <= 3, "nefi.operators", "a grid of 1-3 axes",
            std::to_string(shape.size()) + " axes");
-  int64_t longest = 1;
-  for (int64_t n : shape) {
+  for (int64_t n : shape)
     FK_CHECK(n >= 1, "nefi.operators", "a grid of positive sizes", std::to_string(n));
-    longest = std::max(longest, n);
-  }
-  std::vector<double> extent;
-  for (int64_t n : shape) extent.push_back(static_cast<double>(n) / static_cast<double>(longest));
-  return nefi::Domain(fk::Dims(shape), extent);
+  return nefi::isotropic_domain(fk::Dims(shape));
 }
 
 }  // namespace

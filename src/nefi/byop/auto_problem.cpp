@@ -279,6 +279,15 @@ void set_values(const std::vector<fk::Tensor>& params, const std::vector<fk::Ten
 
 }  // namespace
 
+Domain isotropic_domain(const fk::Dims& shape) {
+  FK_CHECK(shape.size() >= 1 && shape.size() <= 3 && shape.numel() > 0, kWhere,
+           "a 1-, 2- or 3-D field shape", shape.str());
+  const auto longest = static_cast<double>(*std::max_element(shape.begin(), shape.end()));
+  std::vector<double> extent;
+  for (int64_t n : shape) extent.push_back(static_cast<double>(n) / longest);
+  return Domain(shape, extent);
+}
+
 Result AutoProblem::solve(SolverOptions so) const {
   so.seed = seed;
   set_values(problem.op->parameters(), operator_start);
@@ -397,7 +406,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   std::vector<double> extent = o.extent;
   const auto longest = static_cast<double>(*std::max_element(shape.begin(), shape.end()));
   if (extent.empty()) {
-    for (int64_t n : shape) extent.push_back(static_cast<double>(n) / longest);
+    extent = isotropic_domain(shape).extent();
     decide("extent", fk::Dims(shape).str(), "isotropic cells, longest axis 1");
   } else {
     FK_CHECK(extent.size() == static_cast<size_t>(shape.size()), "extent",

@@ -87,6 +87,10 @@ struct AutoProblem {
   Result solve(SolverOptions so = {}) const;
 };
 
+// from_forward's domain for a grid: isotropic cells, the longest axis 1
+// (where the built-in models a caller builds for it are sampled).
+Domain isotropic_domain(const fk::Dims& shape);
+
 // op: the model at `shape` (its output_shape(shape) is the measurement's
 // shape). Calls the model about 40 times forward (the constant fit) and runs
 // a 25-step probe when the prior has penalties. Throws fk::Error on a

@@ -160,6 +160,22 @@ TEST(FitCli, FitsKSpaceThroughTheBuiltInOperator) {
       << j["decisions"]["noise_std"];
 }
 
+// The same disc through the built-in blur instead of the matrix: no 256 x
+// 256 matrix to write, the same recovery.
+TEST(FitCli, FitsThroughTheBuiltInBlur) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_blur");
+  write_problem(dir);
+  const auto r =
+      nefi_stdout("fit --operator gaussian_blur --sigma 1.2 --data " + (dir / "y.npy").string() +
+                  " --shape 16,16 --prior \"nonnegative + tv\" --budget 300 -q --out " +
+                  (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto v = fk::read_npy((dir / "out" / "x.npy").string()).to_vector<double>();
+  EXPECT_GT(v[7 * 16 + 6], 0.7);  // inside the disc
+  EXPECT_LT(v[1 * 16 + 14], 0.4);
+}
+
 TEST(FitCli, BadInputIsOneLineNamingIt) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");
@@ -191,7 +207,9 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit --operator downsample" + y + o, "--shape"},
        {"fit --operator downsample --factors 3,3" + y + " --shape 16,16" + o, "multiple of"},
        {"fit --operator phase_retrieval --oversample 0.5" + y + " --shape 16,16" + o,
-        "oversample >= 1"}},
+        "oversample >= 1"},
+       {"fit --operator gaussian_blur" + y + " --shape 16,16" + o, "--sigma"},
+       {"fit --operator radon --views 8" + y + " --shape 16,8" + o, "square"}},
       dir);
 }
 
