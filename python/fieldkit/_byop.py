@@ -22,7 +22,8 @@ from ._core import Error
 from ._core import nefi as _nefi
 from . import _operators
 
-__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
+__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test", "register_prior",
+           "unregister_prior"]
 
 
 def _stack_complex(y):
@@ -441,11 +442,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  name="forward", multiscale=False, rank=8, support=None):
     """A solvable problem from a forward model and one measurement.
 
-    forward: a built-in operator (``nefi.operators``: sampling, fourier_sampling,
-      downsample, phase_retrieval, axis_integral, beer_lambert, gaussian_blur,
-      radon, stack; solved with no
-      Python call per step), a matrix (2-D array: y = A x.ravel()), a callable x -> y on numpy
-      arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
+    forward: a built-in operator (``nefi.operators``: sampling,
+      fourier_sampling, downsample, phase_retrieval, axis_integral,
+      beer_lambert, gaussian_blur, radon, stack; solved with no Python call
+      per step), a matrix (2-D array: y = A x.ravel()), a callable x -> y on
+      numpy arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
       A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),
       or a callable written with torch operations (autograd gives the
       gradient; a torch.nn.Module's trainable parameters are fitted with the

@@ -78,7 +78,6 @@ class CustomPenaltyLoss : public Loss {
     }
     return out;
   }
-  std::string signature() const override { return ""; }  // a host function: never shared
 
  private:
   std::string term_;
