@@ -118,13 +118,18 @@ Model builtin_model(const FitRequest& r, Measurement& m) {
             shape};
   }
   if (k == "radon") {
+    FK_CHECK(r.views >= 1, "--views", "at least one projection angle", std::to_string(r.views));
+    FK_CHECK(shape.size() >= 2 && shape[0] == shape[1], "--shape",
+             "a grid square in its first two axes for radon (n,n or n,n,nz)", shape.str());
     RadonGeometry g;
     g.n_views = r.views;
     return {std::make_shared<RadonOperator>(isotropic_domain(shape), g), shape};
   }
   if (k == "beer_lambert") {
-    // A cell's path length on auto_problem's domain (longest axis 1).
-    const double length = 1.0 / static_cast<double>(*std::max_element(shape.begin(), shape.end()));
+    FK_CHECK(r.axis >= 0 && r.axis < shape.size(), "--axis",
+             "an axis of the " + std::to_string(shape.size()) + "-D field", std::to_string(r.axis));
+    // A cell's path length on from_forward's domain (longest axis 1).
+    const double length = isotropic_domain(shape).spacing()[r.axis];
     return {std::make_shared<BeerLambertOperator>(
                 std::make_shared<AxisIntegralOperator>(shape, r.axis, length), r.i0),
             shape};

@@ -1,5 +1,7 @@
 """nefi's built-in forward models (``fieldkit.nefi.operators``).
 
+Their physical scale is from_forward's default domain (cells of
+1 / max(shape)); ``extent=`` changes the field's domain, not theirs.
 Each is a native operator (``stack`` joins several into one measurement):
 ``from_forward(op, y, shape)`` solves through it
 with no Python call per step, and ``op(x)``, ``op.vjp(x, g)``,
@@ -107,7 +109,7 @@ def axis_integral(shape, axis=0, length=None):
     """The integral along ``axis`` (a parallel projection); ``length`` is a
     cell's path length, by default from_forward's domain (longest axis 1)."""
     shape = tuple(int(s) for s in shape)
-    length = 1.0 / max(shape) if length is None else float(length)
+    length = 1.0 / max(shape) if length is None else float(length)  # isotropic_domain's cell
     return Operator(_nefi.axis_integral_operator(list(shape), int(axis), length), shape)
 
 
@@ -126,8 +128,9 @@ def beer_lambert(path=None, i0=1.0, *, shape=None, axis=0):
 
 
 def gaussian_blur(shape, sigma, periodic=False):
-    """A Gaussian blur of ``sigma`` cells (std), its kernel normalised to
-    unit sum; zero-padded (no wrap-around), or circular with ``periodic``."""
+    """A Gaussian blur of ``sigma`` cells (std), its kernel cut at 4 sigma and
+    normalised to unit sum; zero-padded (no wrap-around), or circular with
+    ``periodic``. Its kind is fft_convolution (the deconvolution instances')."""
     shape = tuple(int(s) for s in shape)
     return Operator(_nefi.blur_operator(list(shape), float(sigma), bool(periodic)), shape)
 
@@ -135,7 +138,8 @@ def gaussian_blur(shape, sigma, periodic=False):
 def radon(shape, n_views=16, angle_range=np.pi, det_per_pixel=1):
     """Parallel-beam CT of a square (n, n) image, or of every z slice of an
     (n, n, nz) volume: ``n_views`` angles over ``angle_range`` radians, line
-    integrals on from_forward's domain (side 1), output (n_views, n_det[, nz])."""
+    integrals on from_forward's default domain (cells of 1 / max(shape), so
+    an image's side is 1), output (n_views, n_det[, nz])."""
     shape = tuple(int(s) for s in shape)
     return Operator(_nefi.radon_operator(list(shape), int(n_views), float(angle_range),
                                          int(det_per_pixel)), shape)

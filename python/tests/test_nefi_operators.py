@@ -161,6 +161,8 @@ def test_blur_and_radon_match_their_definitions_and_solve():
     kernel = np.where(np.abs(i) <= 8, np.exp(-0.5 * (i / 2.0) ** 2), 0)  # 4 sigma, 2 cells
     np.testing.assert_allclose(ops.gaussian_blur((n,), 2.0)(delta), kernel / kernel.sum(),
                                atol=1e-12)
+    wrapped = ops.gaussian_blur((n,), 2.0, periodic=True)(np.roll(delta, -16))  # at cell 0
+    np.testing.assert_allclose(wrapped, np.roll(kernel / kernel.sum(), -16), atol=1e-12)
     rng = np.random.default_rng(6)
     x = rng.random((8, 8))
     ct = ops.radon((8, 8), n_views=4)

@@ -81,7 +81,7 @@ struct StencilGrid {
   int ndim = 0;
   int64_t shape[kMaxStencilAxes] = {};
   int64_t stride[kMaxStencilAxes] = {};
-  bool periodic[kMaxStencilAxes] = {};  // TV only: the axis wraps
+  bool periodic[kMaxStencilAxes] = {};  // the axis wraps (TV and Laplacian)
   double scale[kMaxStencilAxes] = {};   // TV: 1 / h_a; Laplacian: 1 / h_a^2 (0: axis skipped)
 };
 
@@ -98,7 +98,8 @@ void launch_tv_grad(const T* x, int64_t rows, const StencilGrid& g, bool isotrop
                     const double* coef, T* out, void* stream);
 
 // out = coef[r] · L x (coef nullable: 1), L = sum_a scale_a · (second
-// difference along a, replicated edges): a symmetric operator, so the
+// difference along a, replicated edges or wrapped on periodic axes): a
+// symmetric operator either way, so the
 // Laplacian loss's gradient is L applied twice.
 template <typename In, typename Out>
 void launch_laplacian(const In* x, int64_t rows, const StencilGrid& g, const double* coef, Out* out,

@@ -15,7 +15,6 @@
 
 namespace {
 
-using nefi::test::dot;
 using nefi::test::expect_adjoint;
 using nefi::test::rnd;
 
