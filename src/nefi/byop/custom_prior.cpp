@@ -12,6 +12,7 @@
 #include "fk/ops/binary.h"
 #include "fk/profile.h"
 #include "nefi/byop/prior.h"
+#include "nefi/operators/function_operator.h"
 
 namespace nefi {
 namespace {
@@ -26,16 +27,6 @@ PenaltyFunction find(const std::string& name) {
   const std::lock_guard<std::mutex> lock(g_mu);
   const auto it = registry().find(name);
   return it == registry().end() ? PenaltyFunction{} : it->second;
-}
-
-// The axes of `d` longer than 1: a gradient of the field's shape up to axes
-// of length 1 (a transposed one of the right size is refused, never
-// reordered).
-std::vector<int64_t> long_axes(const fk::Dims& d) {
-  std::vector<int64_t> v;
-  for (int64_t n : d)
-    if (n != 1) v.push_back(n);
-  return v;
 }
 
 struct CustomPenaltyBackward : fk::autograd::Node {
@@ -67,11 +58,10 @@ class CustomPenaltyLoss : public Loss {
     FK_CHECK(std::isfinite(v), who, "a finite value", std::to_string(v));
     fk::Tensor out = fk::full({}, v, {x.dtype()}).to(x.device());
     if (grad) {
-      FK_CHECK(
-          g.defined() && long_axes(g.shape()) == long_axes(x.shape()) && fk::is_floating(g.dtype()),
-          who, "a real gradient of the field's shape " + x.shape().str(),
-          g.defined() ? std::string(fk::name(g.dtype())) + " " + g.shape().str()
-                      : std::string("none"));
+      FK_CHECK(g.defined() && same_long_axes(g.shape(), x.shape()) && fk::is_floating(g.dtype()),
+               who, "a real gradient of the field's shape " + x.shape().str(),
+               g.defined() ? std::string(fk::name(g.dtype())) + " " + g.shape().str()
+                           : std::string("none"));
       auto node = std::make_shared<CustomPenaltyBackward>();
       node->grad = g.to(fk::kCPU).to(x.dtype()).contiguous().reshape(x.shape()).to(x.device());
       fk::autograd::record(node, {x}, out);

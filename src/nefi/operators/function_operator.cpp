@@ -18,14 +18,6 @@ fk::Tensor host_f64(const fk::Tensor& t) {
   return c.storage() == t.storage() ? c.clone() : c;  // copy once, only when still shared
 }
 
-// The axes of `d` longer than 1 (a (m, 1) column is an m-vector).
-std::vector<int64_t> long_axes(const fk::Dims& d) {
-  std::vector<int64_t> v;
-  for (int64_t n : d)
-    if (n != 1) v.push_back(n);
-  return v;
-}
-
 // A function's output as f64 of `shape`: its shape must be `shape` up to
 // axes of length 1 (a transposed or reshaped array of the right size is
 // refused, never silently reordered).
@@ -34,7 +26,7 @@ fk::Tensor checked(const fk::Tensor& out, const fk::Dims& shape, const std::stri
   FK_CHECK(out.defined(), where, what + " of shape " + shape.str(), "nothing");
   FK_CHECK(fk::is_floating(out.dtype()), where, what + " of real floating-point values",
            fk::name(out.dtype()));
-  FK_CHECK(long_axes(out.shape()) == long_axes(shape), where, what + " of shape " + shape.str(),
+  FK_CHECK(same_long_axes(out.shape(), shape), where, what + " of shape " + shape.str(),
            out.shape().str());
   return out.to(fk::kCPU).to(fk::DType::F64).contiguous().reshape(shape);
 }
@@ -54,6 +46,16 @@ struct FunctionBackward : fk::autograd::Node {
 };
 
 }  // namespace
+
+bool same_long_axes(const fk::Dims& a, const fk::Dims& b) {
+  auto long_axes = [](const fk::Dims& d) {
+    std::vector<int64_t> v;
+    for (int64_t n : d)
+      if (n != 1) v.push_back(n);
+    return v;
+  };
+  return long_axes(a) == long_axes(b);
+}
 
 FunctionOperator::FunctionOperator(fk::Dims in_shape, fk::Dims out_shape, ForwardModel model,
                                    std::optional<double> homogeneity, std::string name,

@@ -29,6 +29,10 @@
 
 namespace nefi {
 
+// Whether shapes a and b agree up to axes of length 1 (a (m, 1) column is an
+// m-vector; a transposed array of the right size is not).
+bool same_long_axes(const fk::Dims& a, const fk::Dims& b);
+
 struct ForwardModel {
   // xs: one f64 tensor per input field (the operator's inputs() order) of
   // the field's shape, then one per parameter of its shape, contiguous, on
