@@ -8,9 +8,8 @@
 #include <memory>
 
 #include "common.h"
-#include "fk/autograd.h"
-#include "fk/error.h"
 #include "nefi/bench/merge.h"
+#include "nefi/diagnostics/diagnose_instance.h"
 #include "nefi/diagnostics/report.h"
 #include "run_request.h"
 
@@ -27,42 +26,14 @@ int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& di
   set_threads(r.run.threads);
   const RunConfig cfg = resolve_config(r.run, dirs);
   const InstancePtr inst = find_instance(cfg.instance);
-  FK_CHECK(cfg.data.empty(), "run.data",
-           "no measured dataset (nefi diagnose studies the instance's synthetic data; nefi run "
-           "solves a measured one)",
-           "'" + cfg.data + "'");
   const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
   if (r.run.smoke) {  // the reference's smoke settings
     r.opt.probes = std::min(r.opt.probes, 8);
     r.opt.k = std::min(r.opt.k, 4);
     r.opt.n_iter = std::min(r.opt.n_iter, 12);
   }
-  r.opt.seed = cfg.seed;
-  std::optional<ProblemSetup> s = inst->setup(cfg.config, method, cfg.seed);
-  FK_CHECK(s.has_value(), "nefi diagnose",
-           "an instance and method that expose their inverse problem (a solver-loop method)",
-           cfg.instance + " " + method + " does not");
-  const InverseProblem& prob = s->problem;
-  fk::Tensor x;
-  {
-    fk::autograd::NoGradGuard ng;
-    x = prob.field->forward(prob.domain, 0.0).at(prob.field->primary()).detach();
-  }
-  std::string at = "initialization";
-  if (r.solve) {
-    const RunOutput out = inst->run(cfg.config, method, cfg.seed, solver_options(cfg));
-    const auto raw = out.result.raw_fields.find(prob.field->primary());
-    FK_CHECK(raw != out.result.raw_fields.end() && raw->second.shape() == x.shape(),
-             "nefi diagnose --solve", "the solved field at the grid " + x.shape().str(),
-             raw == out.result.raw_fields.end() ? "none" : raw->second.shape().str());
-    x = raw->second.to(x.dtype());
-    at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
-  }
-  diagnostics::Diagnostics d = diagnostics::diagnose(*prob.op, x, prob.measurement, r.opt);
-  d.instance = cfg.instance;
-  d.method = method;
-  d.seed = cfg.seed;
-  d.at = at;
+  const diagnostics::Diagnostics d =
+      diagnostics::diagnose_instance(*inst, cfg, method, r.solve, r.opt);
   const std::string out = !r.run.out.empty()
                               ? r.run.out
                               : "runs/" + cfg.instance + "-diagnose-" +

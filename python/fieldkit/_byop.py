@@ -15,6 +15,7 @@ that is not the model's adjoint, or a vjp that disagrees with the model's
 finite differences raise fieldkit.Error saying what to fix.
 """
 import atexit
+import os
 
 import numpy as np
 
@@ -337,6 +338,26 @@ class ForwardProblem:
         else:
             out["reconstruction"] = out["reconstruction"].reshape(self.shape)
         return out
+
+
+    def diagnose(self, at=None, probes=32, k=8, n_iter=24, exact_sensitivity=False, seed=0,
+                 out=None, plot=True):
+        """nefi.diagnose for this problem: the model linearized at ``at`` (None:
+        the field's starting constant; an array of the field's shape; or a
+        result dict of solve(), at its reconstruction). One field only."""
+        if self._model.several:
+            raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
+                        f"linearization is in one field's cells), got {len(self._model.names)} "
+                        f"fields {self._model.names}")
+        if isinstance(at, dict):
+            if "reconstruction" not in at:
+                raise Error("ForwardProblem.diagnose: expected at= to be a field array or a "
+                            f"solve() result, got a dict with keys {sorted(at)}")
+            at = at["reconstruction"]
+        if at is not None:
+            at = np.ascontiguousarray(at, dtype=np.float64)
+        return self._core.diagnose(at, int(probes), int(k), int(n_iter), bool(exact_sensitivity),
+                                   int(seed), "" if out is None else os.fspath(out), bool(plot))
 
 
 _registered = set()

@@ -16,6 +16,11 @@ forward model in Python (numpy, torch or a matrix), one measurement and a
 prior in words, with every other choice made from the problem's size and data;
 ``operators`` holds the built-in forward models it solves natively (MRI's
 fourier_sampling, sampling, downsample, phase_retrieval, beer_lambert).
+``diagnose`` tells what the data can say about a field (the linearized
+operator's singular values, each cell's sensitivity, the null space, the
+misfit against the noise) for an instance or a from_forward problem;
+``autotune`` chooses an instance method's learning rate, regularizer weights
+and budget by pilot solves.
 """
 import os
 
@@ -27,7 +32,7 @@ from ._core import nefi as _nefi
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
-           "register_prior", "unregister_prior"]
+           "register_prior", "unregister_prior", "diagnose", "autotune"]
 
 
 def instances():
@@ -226,6 +231,64 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
     methods = methods if methods is not None else (m or [])
     return _nefi.bench(target, sets, list(methods), list(classes or []), int(n),
                        [int(s) for s in seeds], float(budget_scale), bool(allow_inverse_crime))
+
+
+def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,
+             k=8, n_iter=24, exact_sensitivity=False, out=None, plot=True):
+    """What the data can tell about the field (``nefi diagnose``): the forward
+    operator linearized at the field's start, or with ``solve=True`` at the
+    solution a full run reaches. Returns a dict: ``singular_values`` (the k
+    largest, by n_iter Lanczos steps on J v and J^T u; n_iter >= k),
+    ``condition`` (s1 / s_k; None when s_k is 0), ``sensitivity`` (``map``:
+    each cell's Jacobian column norm squared, a numpy array of the field's
+    shape, by ``probes`` Hutchinson probes or exactly; ``blind_fraction``:
+    the cells the data do not see), ``null_space`` (``dark_fraction``: random
+    directions the data barely see), ``data_fit`` (RMS residual, noise,
+    their ratio and a reading), ``jvp_mode`` and ``report`` (the markdown
+    ``nefi diagnose`` prints). ``out``: a directory for diagnostics.md,
+    .json, sensitivity.npy and, with ``plot``, diagnostics.png.
+
+    ``instance`` is an instance name or YAML path with ``config`` as for
+    invert() (``method`` default the config's first, else the instance's
+    own solver), or a from_forward ForwardProblem: then ``at`` is where to
+    linearize (None: the field's starting constant; an array of the field's
+    shape; or a result dict of problem.solve(), at its reconstruction)."""
+    common = (int(probes), int(k), int(n_iter), bool(exact_sensitivity))
+    out = "" if out is None else os.fspath(out)
+    if isinstance(instance, ForwardProblem):
+        if config is not None or method is not None or solve:
+            raise ValueError("diagnose: expected only at= (and the probe settings) with a "
+                             "from_forward problem, got config/method/solve (solve it and pass "
+                             "the result as at=)")
+        return instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
+                                 plot=plot)
+    if at is not None:
+        raise ValueError("diagnose: expected at= only with a from_forward problem (an "
+                         "instance is diagnosed at its start or, with solve=True, its solution)")
+    target, overrides = _target(instance, config)
+    sets, m, s = _sets(overrides)
+    method = method if method is not None else (m[0] if m else None)
+    return _nefi.diagnose(target, sets, s if seed is None else int(seed), method, bool(solve),
+                          *common, out, bool(plot))
+
+
+def autotune(instance, config=None, seed=None, method=None, *, level="quick", compare=False,
+             out=None):
+    """The learning rate, regularizer weights and (levels standard and
+    thorough) step budget of an instance's method chosen from the data by
+    pilot solves and the discrepancy principle (``nefi autotune``). Returns a
+    dict: ``decisions`` (each key's rule, value before and chosen, reason and
+    pilot evidence), ``noise_std``, ``tuned_config_yaml`` (a config
+    invert() and ``nefi run`` solve as tuned: write it to a file and pass the
+    path), ``report`` (markdown) and, with ``compare``, ``comparison`` (full
+    solves of the default and the tuned config). ``level``: quick, standard
+    or thorough. ``out``: a directory for autotune.md, .json and
+    tuned_config.yaml."""
+    target, overrides = _target(instance, config)
+    sets, m, s = _sets(overrides)
+    method = method if method is not None else (m[0] if m else None)
+    return _nefi.autotune(target, sets, s if seed is None else int(seed), method, str(level),
+                          bool(compare), "" if out is None else os.fspath(out))
 
 
 def set_num_threads(n):

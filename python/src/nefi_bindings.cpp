@@ -15,10 +15,13 @@
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "nefi/bench/campaign.h"
+#include "nefi/bench/merge.h"
+#include "nefi/diagnostics/diagnose_instance.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
 #include "nefi/solve/batch.h"
+#include "nefi/tune/autotune_report.h"
 #include "nefi_result_dict.h"
 #include "tensor_bridge.h"
 
@@ -182,6 +185,68 @@ nb::list bench(const nefi::bench::CampaignSpec& spec) {
   return out;
 }
 
+// The instance's method: the given one (the reference's names allowed), else
+// the config's first, else the instance's default.
+std::string study_method(const nefi::Instance& inst, const nefi::RunConfig& cfg,
+                         const std::optional<std::string>& method, const std::string& who) {
+  if (method) return nefi::canonical_method(inst, *method, who);
+  return cfg.methods.empty() ? nefi::default_method(inst)
+                             : nefi::canonical_method(inst, cfg.methods.front(), who);
+}
+
+struct DiagnoseArgs {
+  std::optional<std::string> method;
+  bool solve = false;
+  nefi::diagnostics::DiagnoseOptions opt;
+  std::string out;
+  bool png = true;
+};
+
+nb::dict diagnose(const std::string& target, const std::vector<std::string>& sets,
+                  std::optional<uint64_t> seed, const DiagnoseArgs& a) {
+  const nefi::RunConfig cfg = resolve(target, sets, seed);
+  const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  const std::string method = study_method(*inst, cfg, a.method, "diagnose method");
+  nefi::diagnostics::Diagnostics d;
+  {
+    nb::gil_scoped_release nogil;
+    d = nefi::diagnostics::diagnose_instance(*inst, cfg, method, a.solve, a.opt);
+  }
+  return diagnostics_dict(d, a.out, a.png);
+}
+
+// autotune.json's numbers as a dict, with `report` (autotune.md's text) and
+// `tuned_config_yaml` (what `nefi run` and invert() reproduce); with a
+// non-empty `out`, the three files of `nefi autotune` are written there too.
+nb::dict autotune(const std::string& target, const std::vector<std::string>& sets,
+                  std::optional<uint64_t> seed, const std::optional<std::string>& method_name,
+                  const std::string& level, bool compare, const std::string& out) {
+  const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level);
+  const nefi::RunConfig cfg = resolve(target, sets, seed);
+  const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset (autotune studies the instance's synthetic data; invert() "
+           "solves a measured one)",
+           "'" + cfg.data + "'");
+  const std::string method = study_method(*inst, cfg, method_name, "autotune method");
+  if (!out.empty()) nefi::bench::prepare_out_dir(out, "autotune out");
+  nefi::tune::AutotuneReport rep;
+  {
+    nb::gil_scoped_release nogil;
+    rep = nefi::tune::autotune(*inst, cfg, method, plan);
+    if (compare) rep.comparison = nefi::tune::compare(*inst, cfg, rep);
+  }
+  nb::dict d = nb::cast<nb::dict>(
+      nb::module_::import_("json").attr("loads")(nefi::tune::autotune_json(rep)));
+  d["report"] = nefi::tune::autotune_md(rep);
+  d["tuned_config_yaml"] = nefi::to_yaml(rep.tuned);
+  if (out.empty())
+    d.attr("pop")("tuned_config");  // no tuned_config.yaml written
+  else
+    d["files"] = nefi::tune::write_autotune(out, rep);
+  return d;
+}
+
 }  // namespace
 
 void bind_nefi_byop(nb::module_& m);
@@ -252,6 +317,21 @@ void bind_nefi(nb::module_& parent) {
       nb::arg("target"), nb::arg("sets"), nb::arg("method"), nb::arg("seeds"),
       nb::arg("data_seeds"), nb::arg("chunk_size"), nb::arg("loss_mode"), nb::arg("raise_on_error"),
       nb::arg("device") = "cpu");
+  m.def(
+      "diagnose",
+      [](const std::string& target, const std::vector<std::string>& sets,
+         std::optional<uint64_t> seed, std::optional<std::string> method, bool solve, int probes,
+         int k, int n_iter, bool exact_sensitivity, const std::string& out, bool png) {
+        return diagnose(
+            target, sets, seed,
+            DiagnoseArgs{
+                std::move(method), solve, {probes, k, n_iter, exact_sensitivity, 0}, out, png});
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(), nb::arg("method").none(),
+      nb::arg("solve"), nb::arg("probes"), nb::arg("k"), nb::arg("n_iter"),
+      nb::arg("exact_sensitivity"), nb::arg("out"), nb::arg("png"));
+  m.def("autotune", &autotune, nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(),
+        nb::arg("method").none(), nb::arg("level"), nb::arg("compare"), nb::arg("out"));
   m.def("set_num_threads", &fk::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &fk::get_num_threads);
 }

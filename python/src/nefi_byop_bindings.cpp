@@ -19,9 +19,11 @@
 #include <optional>
 
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/custom_prior.h"
 #include "nefi/byop/quick_report.h"
+#include "nefi/diagnostics/diagnose.h"
 #include "nefi/operators/function_operator.h"
 #include "nefi_operators.h"
 #include "nefi_result_dict.h"
@@ -240,7 +242,45 @@ void bind_nefi_byop(nb::module_& m) {
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
-          nb::arg("callback") = nb::none());
+          nb::arg("callback") = nb::none())
+      .def(
+          "diagnose",
+          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at, int probes, int k,
+             int n_iter, bool exact_sensitivity, uint64_t seed, const std::string& out, bool png) {
+            const nefi::diagnostics::DiagnoseOptions opt{probes, k, n_iter, exact_sensitivity,
+                                                         seed};
+            const nefi::AutoProblem& ap = p.ap;
+            FK_CHECK(ap.fields.size() == 1, "ForwardProblem.diagnose",
+                     "a problem with one field (the linearization is in one field's cells)",
+                     std::to_string(ap.fields.size()) + " fields");
+            const fk::Dims shape = ap.problem.domain.shape();
+            fk::Tensor x;
+            std::string where;
+            if (at) {
+              x = from_dlpack(*at).to(fk::DType::F64).contiguous().clone();
+              FK_CHECK(x.numel() == shape.numel(), "ForwardProblem.diagnose at",
+                       "a field of shape " + shape.str(), x.shape().str());
+              x = x.reshape(shape);
+              where = "the given field";
+            } else {
+              x = fk::full(shape, ap.constant_fits.front(), {fk::DType::F64});
+              where = "the start (the constant " + std::to_string(ap.constant_fits.front()) + ")";
+            }
+            nefi::diagnostics::Diagnostics d;
+            {  // a Python model takes the GIL for its own calls
+              nb::gil_scoped_release nogil;
+              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
+            }
+            d.instance = "from_forward";
+            d.method = ap.problem.op->kind();
+            d.seed = opt.seed;
+            d.at = where;
+            return diagnostics_dict(d, out, png);
+          },
+          nb::arg("at").none(), nb::arg("probes"), nb::arg("k"), nb::arg("n_iter"),
+          nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
+          nb::arg("png") = true);
 
   m.def(
       "register_prior",

@@ -4,7 +4,9 @@
 #include <nanobind/stl/vector.h>
 
 #include "fk/factory.h"
+#include "nefi/bench/merge.h"
 #include "nefi/diagnostics/data_fit.h"
+#include "nefi/diagnostics/report.h"
 #include "tensor_bridge.h"
 
 namespace fkpy {
@@ -61,6 +63,21 @@ nb::object data_fit_dict(const nefi::Measurement& m, const fk::Tensor& predictio
   f["data_psnr"] = fit->psnr_db;
   f["discrepancy_ratio"] = fit->rmse_over_sigma ? nb::cast(*fit->rmse_over_sigma) : nb::none();
   return f;
+}
+
+nb::dict diagnostics_dict(const nefi::diagnostics::Diagnostics& d, const std::string& out,
+                          bool png) {
+  nb::dict j = nb::cast<nb::dict>(
+      nb::module_::import_("json").attr("loads")(nefi::diagnostics::diagnostics_json(d)));
+  nb::dict sens = nb::cast<nb::dict>(j["sensitivity"]);
+  sens["map"] = to_numpy(fk::from_vector(d.probes.sensitivity, d.field_shape));
+  if (out.empty()) sens.attr("pop")("file");  // no sensitivity.npy written
+  j["report"] = nefi::diagnostics::diagnostics_md(d);
+  if (!out.empty()) {
+    nefi::bench::prepare_out_dir(out, "diagnose out");
+    j["files"] = nefi::diagnostics::write_diagnostics(out, d, png);
+  }
+  return j;
 }
 
 }  // namespace fkpy

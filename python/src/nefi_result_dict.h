@@ -4,6 +4,9 @@
 // timings; and the data fit of a prediction against its measurement.
 #include <nanobind/nanobind.h>
 
+#include <string>
+
+#include "nefi/diagnostics/diagnose.h"
 #include "nefi/measurement.h"
 #include "nefi/solve/result.h"
 
@@ -17,5 +20,11 @@ nb::dict solve_dict(const nefi::Result& r);
 // {rmse, data_psnr, discrepancy_ratio (RMSE / sigma; None: sigma unknown)},
 // or None without a prediction (a direct method).
 nb::object data_fit_dict(const nefi::Measurement& m, const fk::Tensor& prediction);
+// diagnostics.json's numbers as a dict, with the sensitivity map as a numpy
+// array of the field's shape and `report` (diagnostics.md's text); with a
+// non-empty `out`, the four files of `nefi diagnose` are written there too
+// (`files`: their paths).
+nb::dict diagnostics_dict(const nefi::diagnostics::Diagnostics& d, const std::string& out = "",
+                          bool png = true);
 
 }  // namespace fkpy

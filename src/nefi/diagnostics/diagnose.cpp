@@ -23,11 +23,11 @@ double residual_rms(const fk::Tensor& prediction, const Measurement& y) {
 
 Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
                      const DiagnoseOptions& o) {
-  FK_CHECK(o.probes >= 1 && o.probes <= 100000, "--probes", "a probe count in [1, 100000]",
+  FK_CHECK(o.probes >= 1 && o.probes <= 100000, "probes (--probes)", "a probe count in [1, 100000]",
            std::to_string(o.probes));
-  FK_CHECK(o.k >= 1 && o.k <= 1000, "--k", "a count of singular values in [1, 1000]",
+  FK_CHECK(o.k >= 1 && o.k <= 1000, "k (--k)", "a count of singular values in [1, 1000]",
            std::to_string(o.k));
-  FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "--n-iter",
+  FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "n_iter (--n-iter)",
            "bidiagonalisation steps in [k, 10000] (k = " + std::to_string(o.k) + ")",
            std::to_string(o.n_iter));
   Diagnostics d;
@@ -39,9 +39,9 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   d.spectrum = leading_singular_values(L.map, o.k, o.n_iter, o.seed);
   const auto& s = d.spectrum.singular_values;
   d.condition = s.back() > 0 ? s.front() / s.back() : std::numeric_limits<double>::infinity();
-  FK_CHECK(!o.exact_sensitivity || L.map.n <= kMaxExactCells, "--exact-sensitivity",
-           "a field of at most " + std::to_string(kMaxExactCells) + " cells",
-           std::to_string(L.map.n));
+  FK_CHECK(
+      !o.exact_sensitivity || L.map.n <= kMaxExactCells, "exact_sensitivity (--exact-sensitivity)",
+      "a field of at most " + std::to_string(kMaxExactCells) + " cells", std::to_string(L.map.n));
   d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
   {
     fk::autograd::NoGradGuard ng;

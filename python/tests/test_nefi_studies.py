@@ -1,0 +1,147 @@
+"""fieldkit.nefi.diagnose and autotune: an instance's or a from_forward
+problem's linearized operator (singular values against numpy's SVD, the
+exact sensitivity against the Jacobian's column norms, the same numbers as
+`nefi diagnose`), and pilot-solve tuning whose config invert() re-runs."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import fieldkit
+import fieldkit.nefi as nefi
+
+ROOT = os.environ.get("FIELDKIT_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("NEFI_CLI", os.path.join(ROOT, "build", "bin", "nefi"))
+SMOKE = os.path.join(ROOT, "configs", "toy1d_smoke.yaml")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    nefi.set_num_threads(1)
+
+
+def blur(n=32, width=2.0):
+    i = np.arange(n)
+    a = np.exp(-0.5 * ((i[:, None] - i[None, :]) / width) ** 2)
+    return a / a.sum(1, keepdims=True)
+
+
+def box_data(a, seed=0):
+    x = np.zeros(a.shape[1])
+    x[10:20] = 1.0
+    return a @ x + 0.01 * np.random.default_rng(seed).standard_normal(a.shape[0])
+
+
+def test_a_matrix_problem_has_the_matrix_singular_values_and_column_norms():
+    a = blur()
+    p = nefi.from_forward(a, box_data(a), prior="nonnegative")
+    d = nefi.diagnose(p, k=6, n_iter=32, exact_sensitivity=True)
+    s = np.linalg.svd(a, compute_uv=False)
+    np.testing.assert_allclose(d["singular_values"], s[:6], rtol=1e-8)
+    assert d["condition"] == pytest.approx(s[0] / s[5], rel=1e-8)
+    assert d["jvp_mode"].startswith("exact")
+    np.testing.assert_allclose(d["sensitivity"]["map"], (a ** 2).sum(0), rtol=1e-10)
+    assert d["sensitivity"]["exact"] and "file" not in d["sensitivity"]
+    assert d["field_shape"] == [32] and d["data_shape"] == [32]
+    assert d["at"].startswith("the start") and "Singular values" in d["report"]
+
+
+def test_a_nonlinear_model_is_linearized_where_asked():
+    a = blur(24)
+    x0 = np.linspace(0.2, 1.0, 24)
+    y = (a @ x0) ** 2
+
+    def vjp(x, g):
+        return a.T @ (2 * (a @ x) * g)
+
+    p = nefi.from_forward(lambda x: (a @ x) ** 2, y, vjp=vjp, prior="positive")
+    d = p.diagnose(at=x0, k=4, n_iter=24, exact_sensitivity=True)
+    jac = 2 * (a @ x0)[:, None] * a  # J = 2 diag(A x) A
+    np.testing.assert_allclose(d["singular_values"], np.linalg.svd(jac, compute_uv=False)[:4],
+                               rtol=1e-5)  # J v by central differences
+    np.testing.assert_allclose(d["sensitivity"]["map"], (jac ** 2).sum(0), rtol=1e-4)
+    assert d["at"] == "the given field" and "central" in d["jvp_mode"]
+    assert d["data_fit"]["residual_rms"] < 1e-6  # the truth of noiseless data (kept in f32)
+
+
+def test_a_solved_problem_is_diagnosed_at_its_reconstruction(tmp_path):
+    a = blur()
+    p = nefi.from_forward(a, box_data(a), prior="nonnegative")
+    start = p.diagnose()
+    r = p.solve()
+    d = p.diagnose(at=r, out=tmp_path / "d")
+    assert d["data_fit"]["misfit_ratio"] < start["data_fit"]["misfit_ratio"]
+    assert d["data_fit"]["misfit_ratio"] == pytest.approx(r["data_fit"]["discrepancy_ratio"],
+                                                          rel=1e-3)
+    names = sorted(os.listdir(tmp_path / "d"))
+    assert names == ["diagnostics.json", "diagnostics.md", "diagnostics.png", "sensitivity.npy"]
+    np.testing.assert_allclose(np.load(tmp_path / "d" / "sensitivity.npy"),
+                               d["sensitivity"]["map"])
+
+
+def test_an_instance_gives_the_numbers_nefi_diagnose_writes(tmp_path):
+    if not os.path.exists(CLI):
+        pytest.skip("the nefi CLI is not built")
+    d = nefi.diagnose(SMOKE, seed=1, probes=4, k=3, n_iter=8)
+    subprocess.run([CLI, "diagnose", SMOKE, "--seed", "1", "--probes", "4", "--k", "3",
+                    "--n-iter", "8", "--no-plot", "-o", str(tmp_path)], check=True,
+                   capture_output=True)
+    with open(tmp_path / "diagnostics.json") as f:
+        cli = json.load(f)
+    assert d["singular_values"] == pytest.approx(cli["singular_values"], rel=1e-12)
+    assert d["sensitivity"]["blind_fraction"] == cli["sensitivity"]["blind_fraction"]
+    assert d["data_fit"]["residual_rms"] == pytest.approx(cli["data_fit"]["residual_rms"],
+                                                          rel=1e-12)
+    np.testing.assert_allclose(d["sensitivity"]["map"], np.load(tmp_path / "sensitivity.npy"))
+    assert (d["instance"], d["method"], d["seed"]) == ("toy1d", "neural", 1)
+
+
+def test_an_instance_solved_first_fits_its_data_better():
+    start = nefi.diagnose(SMOKE, probes=2, k=2, n_iter=4)
+    solved = nefi.diagnose(SMOKE, {"curriculum": {"time_budget_s": 30}}, solve=True, probes=2,
+                           k=2, n_iter=4)
+    assert solved["at"].startswith("the solution")
+    assert solved["data_fit"]["residual_rms"] < 0.5 * start["data_fit"]["residual_rms"]
+
+
+def test_bad_diagnose_requests_say_what_was_expected():
+    a = blur()
+    p = nefi.from_forward(a, box_data(a), prior="nonnegative")
+    with pytest.raises(fieldkit.Error, match="n_iter"):
+        p.diagnose(k=8, n_iter=4)
+    with pytest.raises(fieldkit.Error, match=r"a field of shape \[32\]"):
+        p.diagnose(at=np.zeros(31))
+    with pytest.raises(fieldkit.Error, match="a field array or a solve"):
+        p.diagnose(at={"fields": {}})
+    with pytest.raises(ValueError, match="at= only with a from_forward"):
+        nefi.diagnose(SMOKE, at=np.zeros(3))
+    with pytest.raises(ValueError, match="expected only at="):
+        nefi.diagnose(p, solve=True)
+    two = nefi.from_forward(lambda f: f["u"] + f["v"], box_data(a), shape=(32,),
+                            vjp=lambda f, g: {"u": g, "v": g},
+                            prior={"u": "nonnegative", "v": "nonnegative"})
+    with pytest.raises(fieldkit.Error, match="one field"):
+        two.diagnose()
+    with pytest.raises(fieldkit.Error, match="method"):
+        nefi.diagnose(SMOKE, method="no_such_method")
+
+
+def test_autotune_chooses_by_pilots_and_its_config_reruns(tmp_path):
+    t = nefi.autotune(SMOKE, level="quick", out=tmp_path / "t")
+    keys = [d["key"] for d in t["decisions"]]
+    assert keys[0] == "lr" and len(keys) >= 2
+    for d in t["decisions"]:
+        assert d["chosen"] in [p["value"] for p in d["evidence"]]
+    assert t["noise_std"] > 0 and "# Autotune" in t["report"]
+    assert sorted(os.listdir(tmp_path / "t")) == ["autotune.json", "autotune.md",
+                                                 "tuned_config.yaml"]
+    with open(tmp_path / "t" / "tuned_config.yaml") as f:
+        assert f.read().endswith(t["tuned_config_yaml"])
+    tuned = nefi.invert(str(tmp_path / "t" / "tuned_config.yaml"))["neural"]
+    lr = next(d["chosen"] for d in t["decisions"] if d["key"] == "lr")
+    assert f"lr: {lr}" in t["tuned_config_yaml"]
+    assert np.isfinite(tuned["metrics"]["psnr"])
+    with pytest.raises(fieldkit.Error, match="thorough"):
+        nefi.autotune(SMOKE, level="fast")

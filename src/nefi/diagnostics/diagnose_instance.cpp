@@ -1,0 +1,45 @@
+#include "nefi/diagnostics/diagnose_instance.h"
+
+#include <optional>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+
+namespace nefi::diagnostics {
+
+Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const std::string& method,
+                              bool solve, DiagnoseOptions opt) {
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset (diagnose studies the instance's synthetic data; a run solves a "
+           "measured one)",
+           "'" + cfg.data + "'");
+  opt.seed = cfg.seed;
+  std::optional<ProblemSetup> s = inst.setup(cfg.config, method, cfg.seed);
+  FK_CHECK(s.has_value(), "diagnose method",
+           "an instance and method that expose their inverse problem (a solver-loop method)",
+           cfg.instance + " " + method + " does not");
+  const InverseProblem& prob = s->problem;
+  fk::Tensor x;
+  {
+    fk::autograd::NoGradGuard ng;
+    x = prob.field->forward(prob.domain, 0.0).at(prob.field->primary()).detach();
+  }
+  std::string at = "initialization";
+  if (solve) {
+    const RunOutput out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
+    const auto raw = out.result.raw_fields.find(prob.field->primary());
+    FK_CHECK(raw != out.result.raw_fields.end() && raw->second.shape() == x.shape(),
+             "diagnose at the solution", "the solved field at the grid " + x.shape().str(),
+             raw == out.result.raw_fields.end() ? "none" : raw->second.shape().str());
+    x = raw->second.to(x.dtype());
+    at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
+  }
+  Diagnostics d = diagnose(*prob.op, x, prob.measurement, opt);
+  d.instance = cfg.instance;
+  d.method = method;
+  d.seed = cfg.seed;
+  d.at = at;
+  return d;
+}
+
+}  // namespace nefi::diagnostics

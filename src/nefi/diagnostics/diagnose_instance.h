@@ -1,0 +1,18 @@
+#pragma once
+// An instance's inverse problem diagnosed as `nefi diagnose` and Python's
+// nefi.diagnose study it: `method`'s problem for the synthetic data of
+// cfg.seed, its operator linearized at the field's start (progress 0) or,
+// with `solve`, at the raw field a full run of the method reaches (the
+// config's solver switches apply). opt.seed is set to cfg.seed.
+#include <string>
+
+#include "nefi/diagnostics/diagnose.h"
+#include "nefi/instances/instance.h"
+#include "nefi/io/run_config.h"
+
+namespace nefi::diagnostics {
+
+Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const std::string& method,
+                              bool solve, DiagnoseOptions opt);
+
+}  // namespace nefi::diagnostics
