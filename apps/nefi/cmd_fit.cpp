@@ -4,9 +4,13 @@
 // one of the built-in operators (operators/sampling.h, intensity.h), every
 // other choice is auto_problem's. Writes the fields, prediction, report.md,
 // fit.json, history and fit.png (byop/fit_output.h) and prints one summary
-// line.
+// line. --autotune LEVEL first chooses the lr, each penalty's strength and
+// (standard, thorough) the budget by pilot solves (tune/fit_autotune.h) and
+// writes autotune.md.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -28,6 +32,7 @@
 #include "nefi/operators/intensity.h"
 #include "nefi/operators/radon.h"
 #include "nefi/operators/sampling.h"
+#include "nefi/tune/fit_autotune.h"
 
 namespace nefi::cli {
 namespace {
@@ -40,6 +45,7 @@ struct FitRequest {
   int axis = 0, views = 16;
   bool centered = false, periodic = false;
   std::string representation = "neural", budget = "default", out = "runs/fit";
+  std::string autotune;  // empty: none; else the level
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
@@ -184,8 +190,22 @@ int fit_cmd(const FitRequest& r) {
              "'" + r.noise + "'");
     o.noise_std = s;
   }
-  const AutoProblem ap = auto_problem(model.op, shape, m, o);
   bench::prepare_out_dir(r.out);
+  if (!r.autotune.empty()) {  // pilot solves choose lr, strengths (and budget)
+    const tune::LevelPlan plan = tune::level_plan(r.autotune, "--autotune");
+    const bool tty = stderr_is_tty() && !r.quiet;
+    const tune::FitTuneReport t =
+        tune::autotune_fit(model.op, shape, m, o, plan, {}, [tty](const std::string& l) {
+          if (tty) std::cerr << "[autotune] " << l << "\n";
+        });
+    std::ofstream(std::filesystem::path(r.out) / "autotune.md") << tune::fit_autotune_md(t);
+    std::string chosen;
+    for (const tune::Decision& d : t.decisions)
+      chosen += fmt::format("{}{} {} -> {}", chosen.empty() ? "" : ", ", d.key, d.before, d.chosen);
+    std::cout << "autotune (" << plan.name << "): " << chosen << "\n";
+    o = t.tuned;
+  }
+  const AutoProblem ap = auto_problem(model.op, shape, m, o);
   SolverOptions so;
   if (stderr_is_tty() && !r.quiet)
     so.callbacks.push_back([](const StepInfo& s) {
@@ -246,6 +266,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
+  sub->add_option("--autotune", r->autotune,
+                  "quick | standard | thorough: choose the lr, each penalty's strength (and the "
+                  "budget) by pilot solves first; writes autotune.md");
   sub->add_option("--seed", r->seed, "the field's initialisation seed");
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");

@@ -7,7 +7,12 @@ docs/performance.md).
 
     PYTHONPATH=python FIELDKIT_CORE_DIR=build/release/python/fieldkit \
         .venv/bin/python python/examples/from_forward_operators_study.py [--seeds 2] [--speed]
-        [--tv-sweep]
+        [--tv-sweep] [--autotune LEVEL]
+
+--autotune LEVEL: seed 0 of each problem with the grid and the neural field,
+solved as decided and after nefi.autotune (the lr and the tv strength by
+pilot solves and the discrepancy principle): PSNR before and after, what was
+chosen and the tuning's seconds.
 """
 import argparse
 import time
@@ -101,6 +106,24 @@ def tv_sweep(n, sigma, strengths=(1, 3, 10, 30)):
         print(f"| {rep} | " + " | ".join(f"{v:.1f}" for v in row) + " |", flush=True)
 
 
+def autotuned(n, sigma, level):
+    gt = shapes(n)
+    print("| problem | representation | default dB | tuned dB | lr | tv | tuning s |")
+    print("|---|---|---|---|---|---|---|")
+    for name, make in (("MRI 30 %", mri), ("inpainting 30 %", inpainting)):
+        op, y, _ = make(np.random.default_rng(0), n, sigma)
+        for rep in ("grid", "neural"):
+            p = nefi.from_forward(op, y, prior="nonnegative + tv", representation=rep, seed=0)
+            t0 = time.perf_counter()
+            t = nefi.autotune(p, level=level)
+            secs = time.perf_counter() - t0
+            chosen = {d["key"]: d["chosen"] for d in t["decisions"]}
+            before = psnr(p.solve()["reconstruction"], gt)
+            after = psnr(t["problem"].solve()["reconstruction"], gt)
+            print(f"| {name} | {rep} | {before:.1f} | {after:.1f} | {chosen['lr']} | "
+                  f"{chosen['tv']} | {secs:.1f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2)
@@ -111,8 +134,12 @@ def main():
                     help="only the per-step cost of the MRI model: built in, torch, numpy")
     ap.add_argument("--tv-sweep", action="store_true",
                     help="only the MRI fit at tv strengths 1, 3, 10, 30 (seed 0)")
+    ap.add_argument("--autotune", metavar="LEVEL",
+                    help="only seed 0 of each problem, as decided and autotuned at LEVEL")
     args = ap.parse_args()
     nefi.set_num_threads(1)
+    if args.autotune:
+        return autotuned(args.n, args.sigma, args.autotune)
     if args.speed:
         return speed(args.n, args.sigma)
     if args.tv_sweep:

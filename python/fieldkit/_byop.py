@@ -360,6 +360,32 @@ class ForwardProblem:
                                    int(seed), "" if out is None else os.fspath(out), bool(plot))
 
 
+    def autotune(self, level="quick", ground_truth=None):
+        """nefi.autotune for this problem: pilot solves choose the learning
+        rate, each penalty's strength (tv, smooth, ...: the strongest whose
+        fit still reaches the noise, Morozov's discrepancy principle) and, at
+        levels standard and thorough, the step budget. Returns a dict:
+        ``decisions`` (each with its rule, value before and chosen, reason
+        and the pilots' residuals), ``noise_std``, ``report`` (markdown) and
+        ``problem``, this problem rebuilt with the chosen values. A
+        ``ground_truth`` is scored for each pilot (PSNR) for the reader; no
+        decision reads it."""
+        if ground_truth is not None:
+            if self._model.several:
+                raise Error("ForwardProblem.autotune: expected no ground_truth for a problem "
+                            f"of several fields, got one for {self._model.names}")
+            ground_truth = np.ascontiguousarray(ground_truth, dtype=np.float64)
+        model = self._model
+        before = [p.detach().cpu().numpy().astype(np.float64) for p in model.params]
+        try:
+            report, core = self._core.autotune(str(level), ground_truth)
+        finally:  # the pilots trained a torch module's parameters: as they were
+            if model.params:
+                model.load_parameters(before)
+        report["problem"] = ForwardProblem(core, model, self.shape)
+        return report
+
+
 _registered = set()
 
 

@@ -273,7 +273,7 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
 
 
 def autotune(instance, config=None, seed=None, method=None, *, level="quick", compare=False,
-             out=None):
+             out=None, ground_truth=None):
     """The learning rate, regularizer weights and (levels standard and
     thorough) step budget of an instance's method chosen from the data by
     pilot solves and the discrepancy principle (``nefi autotune``). Returns a
@@ -283,7 +283,20 @@ def autotune(instance, config=None, seed=None, method=None, *, level="quick", co
     path), ``report`` (markdown) and, with ``compare``, ``comparison`` (full
     solves of the default and the tuned config). ``level``: quick, standard
     or thorough. ``out``: a directory for autotune.md, .json and
-    tuned_config.yaml."""
+    tuned_config.yaml.
+
+    A from_forward ForwardProblem is tuned the same way: its learning rate,
+    each prior penalty's strength and (standard, thorough) budget; the dict
+    then holds ``problem``, the problem rebuilt with the chosen values
+    (ForwardProblem.autotune; ``ground_truth`` is scored for the reader)."""
+    if isinstance(instance, ForwardProblem):
+        if config is not None or method is not None or seed is not None or compare or out:
+            raise ValueError("autotune: expected only level= and ground_truth= with a "
+                             "from_forward problem, got config/method/seed/compare/out")
+        return instance.autotune(level, ground_truth)
+    if ground_truth is not None:
+        raise ValueError("autotune: expected ground_truth= only with a from_forward problem (an "
+                         "instance scores its own)")
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     method = method if method is not None else (m[0] if m else None)

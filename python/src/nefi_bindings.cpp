@@ -221,7 +221,7 @@ nb::dict diagnose(const std::string& target, const std::vector<std::string>& set
 nb::dict autotune(const std::string& target, const std::vector<std::string>& sets,
                   std::optional<uint64_t> seed, const std::optional<std::string>& method_name,
                   const std::string& level, bool compare, const std::string& out) {
-  const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level);
+  const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level, "autotune level");
   const nefi::RunConfig cfg = resolve(target, sets, seed);
   const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   FK_CHECK(cfg.data.empty(), "run.data",

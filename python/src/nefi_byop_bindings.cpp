@@ -25,6 +25,7 @@
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/diagnose.h"
 #include "nefi/operators/function_operator.h"
+#include "nefi/tune/fit_autotune.h"
 #include "nefi_operators.h"
 #include "nefi_result_dict.h"
 #include "tensor_bridge.h"
@@ -91,8 +92,13 @@ fk::Tensor call_python(const std::string& who, F&& f) {
 // parameters and coordinate caches), so a second thread waits here. The
 // lock is taken with the GIL released (the solving thread needs the GIL for
 // the model's calls).
+// What built it is kept so that autotune can rebuild it with other values.
 struct ForwardProblem {
   nefi::AutoProblem ap;
+  nefi::OperatorPtr op;
+  fk::Dims shape;
+  nefi::Measurement measurement;
+  nefi::AutoOptions options;
   std::shared_ptr<std::mutex> solving = std::make_shared<std::mutex>();
 };
 
@@ -279,8 +285,57 @@ void bind_nefi_byop(nb::module_& m) {
             return diagnostics_dict(d, out, png);
           },
           nb::arg("at").none(), nb::arg("probes"), nb::arg("k"), nb::arg("n_iter"),
-          nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
-          nb::arg("png") = true);
+          nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "", nb::arg("png") = true)
+      .def(
+          "autotune",
+          [](const ForwardProblem& p, const std::string& level,
+             std::optional<nb::ndarray<nb::ro>> truth) {
+            const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level, "autotune level");
+            const fk::Tensor gt =
+                truth ? from_dlpack(*truth).to(fk::DType::F64).contiguous().clone() : fk::Tensor();
+            nefi::tune::FitTuneReport rep;
+            ForwardProblem tuned = p;
+            {  // a Python model takes the GIL for its own calls
+              nb::gil_scoped_release nogil;
+              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              p.ap.reset_operator();  // pilots start where every solve does
+              rep = nefi::tune::autotune_fit(p.op, p.shape, p.measurement, p.options, plan, gt);
+              tuned.options = rep.tuned;
+              tuned.ap = nefi::auto_problem(p.op, p.shape, p.measurement, rep.tuned);
+            }
+            tuned.solving = std::make_shared<std::mutex>();
+            nb::dict d;
+            d["level"] = rep.level;
+            d["noise_std"] = rep.noise_std;
+            d["pilot_steps"] = rep.pilot_steps;
+            d["total_steps"] = rep.total_steps;
+            nb::list decisions;
+            for (const nefi::tune::Decision& dec : rep.decisions) {
+              nb::dict e;
+              e["key"] = dec.key;
+              e["rule"] = dec.rule;
+              e["before"] = dec.before;
+              e["chosen"] = dec.chosen;
+              e["reason"] = dec.reason;
+              nb::list pilots;
+              for (const nefi::tune::Pilot& pl : dec.pilots) {
+                nb::dict q;
+                q["value"] = pl.value;
+                q["residual_rms"] = pl.residual_rms;
+                q["misfit_ratio"] = pl.misfit_ratio;
+                q["steps"] = pl.steps;
+                q["error"] = pl.error;
+                q["ground_truth_not_used"] = pl.oracle;
+                pilots.append(q);
+              }
+              e["evidence"] = pilots;
+              decisions.append(e);
+            }
+            d["decisions"] = decisions;
+            d["report"] = nefi::tune::fit_autotune_md(rep);
+            return nb::make_tuple(d, tuned);
+          },
+          nb::arg("level"), nb::arg("truth").none());
 
   m.def(
       "register_prior",
@@ -346,6 +401,10 @@ void bind_nefi_byop(nb::module_& m) {
         ForwardProblem p;
         // The GIL stays held: the constant fit calls the model from here.
         p.ap = nefi::auto_problem(op, in, meas, o);
+        p.op = op;
+        p.shape = in;
+        p.measurement = meas;
+        p.options = o;
         return p;
       },
       nb::arg("forward"), nb::arg("vjp"), nb::arg("shape"), nb::arg("data"), nb::arg("mask"),

@@ -22,6 +22,10 @@ def one_thread():
     nefi.set_num_threads(1)
 
 
+def psnr(x, gt):
+    return 10 * np.log10(np.ptp(gt) ** 2 / np.mean((x - gt) ** 2))
+
+
 def blur(n=32, width=2.0):
     i = np.arange(n)
     a = np.exp(-0.5 * ((i[:, None] - i[None, :]) / width) ** 2)
@@ -145,3 +149,68 @@ def test_autotune_chooses_by_pilots_and_its_config_reruns(tmp_path):
     assert np.isfinite(tuned["metrics"]["psnr"])
     with pytest.raises(fieldkit.Error, match="thorough"):
         nefi.autotune(SMOKE, level="fast")
+
+
+def mri_problem(n=32, seed=3):
+    """30 % of a piecewise-constant phantom's k-space, complex noise 0.01."""
+    t = (np.arange(n) + 0.5) / n
+    yy, xx = np.meshgrid(t, t, indexing="ij")
+    gt = np.zeros((n, n))
+    gt[(yy > 0.15) & (yy < 0.45) & (xx > 0.1) & (xx < 0.55)] = 0.5
+    gt[(xx - 0.65) ** 2 + (yy - 0.65) ** 2 < 0.04] = 1.0
+    rng = np.random.default_rng(seed)
+    f = np.fft.fftfreq(n) * 2
+    mask = (np.hypot(f[:, None], f[None, :]) < 0.15) | (rng.random((n, n)) < 0.25)
+    op = nefi.operators.fourier_sampling(mask)
+    m = int(mask.sum())
+    y = op(gt) + 0.01 * (rng.standard_normal(m) + 1j * rng.standard_normal(m))
+    return op, y, gt
+
+
+def test_a_from_forward_problem_is_tuned_to_the_strength_its_data_allow():
+    op, y, gt = mri_problem()
+    p = nefi.from_forward(op, y, prior="nonnegative + tv", representation="grid")
+    t = nefi.autotune(p, level="quick", ground_truth=gt)
+    assert [d["key"] for d in t["decisions"]] == ["lr", "tv"]
+    tv = t["decisions"][1]
+    assert [q["value"] for q in tv["evidence"]] == ["0.1", "1", "10"]
+    assert all("psnr" in q["ground_truth_not_used"] for q in tv["evidence"])
+    tuned = t["problem"]
+    assert tuned.prior == f"nonnegative + tv({tv['chosen']})"
+    assert p.prior == "nonnegative + tv(1)"  # the problem tuned is left as it was
+    gain = psnr(tuned.solve()["reconstruction"], gt) - psnr(p.solve()["reconstruction"], gt)
+    assert gain > 2.0, t["report"]
+    assert "## tv: 1 -> " in t["report"]
+
+
+def test_a_torch_module_is_left_with_its_given_parameters():
+    torch = pytest.importorskip("torch")
+    n = 24
+
+    class Shifted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.tensor(0.1, dtype=torch.float64))
+
+        def forward(self, x):
+            return x + self.b
+
+    model = Shifted()
+    y = 0.9 + 0.3 * np.sin(0.4 * np.arange(n)) + 0.01 * np.random.default_rng(6).standard_normal(n)
+    p = nefi.from_forward(model, y, shape=(n,), prior="nonnegative + smooth", budget="40")
+    t = p.autotune()
+    assert float(model.b) == pytest.approx(0.1)
+    assert t["problem"].solve()["operator_parameters"][0] != pytest.approx(0.1)
+
+
+def test_bad_autotune_requests_say_what_was_expected():
+    op, y, _ = mri_problem()
+    p = nefi.from_forward(op, y, prior="nonnegative + tv", representation="grid", budget="20")
+    with pytest.raises(fieldkit.Error, match="quick, standard or thorough"):
+        p.autotune(level="fast")
+    with pytest.raises(ValueError, match="only level= and ground_truth="):
+        nefi.autotune(p, compare=True)
+    with pytest.raises(ValueError, match="ground_truth= only with a from_forward"):
+        nefi.autotune(SMOKE, ground_truth=np.zeros(3))
+    with pytest.raises(fieldkit.Error, match="truth"):
+        p.autotune(ground_truth=np.zeros(5))

@@ -145,9 +145,13 @@ Domain isotropic_domain(const fk::Dims& shape) {
   return Domain(shape, extent);
 }
 
+void AutoProblem::reset_operator() const {
+  set_values(problem.op->parameters(), operator_start);
+}
+
 Result AutoProblem::solve(SolverOptions so) const {
   so.seed = seed;
-  set_values(problem.op->parameters(), operator_start);
+  reset_operator();
   return Solver(problem, curriculum, std::move(so)).run();
 }
 

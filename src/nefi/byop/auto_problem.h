@@ -83,7 +83,10 @@ struct AutoProblem {
   // The model's trainable parameters as given (Operator::parameters): every
   // solve starts from them, and trains the model's leaves in place.
   std::vector<fk::Tensor> operator_start;
-  // Solver(problem, curriculum, so).run() with so.seed = seed (always).
+  // Puts the model's trainable parameters back to operator_start.
+  void reset_operator() const;
+  // Solver(problem, curriculum, so).run() with so.seed = seed (always), the
+  // model's parameters reset first.
   Result solve(SolverOptions so = {}) const;
 };
 

@@ -96,9 +96,7 @@ Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method
   const double lr = cfg.config.d(d.key);
   d.before = value_text(lr);
   d.pilots = pilots(inst, cfg, method, steps, d.key, lr, plan.lr_factors, log);
-  const Pilot* best = nullptr;
-  for (const Pilot& p : d.pilots)
-    if (p.error.empty() && (!best || p.residual_rms < best->residual_rms)) best = &p;
+  const Pilot* best = lowest_residual(d.pilots);
   if (!best) {
     d.chosen = d.before;
     d.reason = "every pilot failed; the learning rate is kept";
@@ -126,28 +124,14 @@ Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& me
     return d;
   }
   d.pilots = pilots(inst, cfg, method, steps, key, w, plan.weight_factors, log);
-  const Pilot* lowest = nullptr;
-  for (const Pilot& p : d.pilots)
-    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
-  if (!lowest) {
+  const auto [chosen, reason] = discrepancy_choice(d.pilots, noise);
+  if (!chosen) {
     d.chosen = d.before;
     d.reason = "every pilot failed; the weight is kept";
     return d;
   }
-  // The level the residual can reach: sigma, or the lowest pilot's residual
-  // when model error (or a short pilot) keeps every fit above sigma.
-  const double level = std::max(noise, lowest->residual_rms);
-  const Pilot* chosen = lowest;
-  for (const Pilot& p : d.pilots)  // factors ascend: the last that meets is the largest
-    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * level) chosen = &p;
   d.chosen = chosen->value;
-  d.reason = level > noise
-                 ? fmt::format(
-                       "no pilot reached sigma (the best: {:.3f} sigma); the largest "
-                       "weight within {} x that floor: residual {:.3f} sigma",
-                       lowest->residual_rms / noise, kDiscrepancyTau, chosen->residual_rms / noise)
-                 : fmt::format("residual {:.4e} = {:.3f} sigma", chosen->residual_rms,
-                               chosen->residual_rms / noise);
+  d.reason = reason;
   cfg.config.set(key, d.chosen);
   return d;
 }
@@ -191,31 +175,59 @@ Decision tune_budget(const Instance& inst, RunConfig& cfg, const std::string& me
       log(p.error.empty() ? fmt::format("steps={}: residual {:.4e}", v, p.residual_rms)
                           : fmt::format("steps={}: failed: {}", v, p.error));
   }
-  const Pilot* lowest = nullptr;
-  for (const Pilot& p : d.pilots)
-    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
-  if (!lowest) {
+  const auto [chosen, reason] = budget_choice(d.pilots, noise);
+  if (!chosen) {
     d.chosen = d.before;
     d.reason = "every pilot failed; the budget is kept";
     return d;
   }
-  const double floor = std::max(noise > 0 ? noise : 0.0, lowest->residual_rms);
-  const Pilot* chosen = lowest;
-  for (const Pilot& p : d.pilots)  // factors ascend: the first that meets is the smallest
-    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * floor) {
-      chosen = &p;
-      break;
-    }
   d.chosen = chosen->value;
-  d.reason = fmt::format("residual {:.4e} in {} steps (floor {:.4e})", chosen->residual_rms,
-                         chosen->steps, floor);
+  d.reason = reason;
   cfg.config.set("steps", d.chosen);
   return d;
 }
 
 }  // namespace
 
-LevelPlan level_plan(const std::string& level) {
+const Pilot* lowest_residual(const std::vector<Pilot>& pilots) {
+  const Pilot* lowest = nullptr;
+  for (const Pilot& p : pilots)
+    if (p.error.empty() && (!lowest || p.residual_rms < lowest->residual_rms)) lowest = &p;
+  return lowest;
+}
+
+std::pair<const Pilot*, std::string> discrepancy_choice(const std::vector<Pilot>& pilots,
+                                                        double noise) {
+  const Pilot* lowest = lowest_residual(pilots);
+  if (!lowest) return {nullptr, ""};
+  // The level the residual can reach: sigma, or the lowest pilot's residual
+  // when model error (or a short pilot) keeps every fit above sigma.
+  const double level = std::max(noise, lowest->residual_rms);
+  const Pilot* chosen = lowest;
+  for (const Pilot& p : pilots)  // values ascend: the last that meets is the largest
+    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * level) chosen = &p;
+  return {chosen, level > noise
+                      ? fmt::format("no pilot reached sigma (the best: {:.3f} sigma); the "
+                                    "largest weight within {} x that floor: residual "
+                                    "{:.3f} sigma",
+                                    lowest->residual_rms / noise, kDiscrepancyTau,
+                                    chosen->residual_rms / noise)
+                      : fmt::format("residual {:.4e} = {:.3f} sigma", chosen->residual_rms,
+                                    chosen->residual_rms / noise)};
+}
+
+std::pair<const Pilot*, std::string> budget_choice(const std::vector<Pilot>& pilots, double noise) {
+  const Pilot* lowest = lowest_residual(pilots);
+  if (!lowest) return {nullptr, ""};
+  const double floor = std::max(noise > 0 ? noise : 0.0, lowest->residual_rms);
+  for (const Pilot& p : pilots)  // budgets ascend: the first that meets is the smallest
+    if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * floor)
+      return {&p, fmt::format("residual {:.4e} in {} steps (floor {:.4e})", p.residual_rms, p.steps,
+                              floor)};
+  return {lowest, ""};  // unreachable: the lowest always meets its own floor
+}
+
+LevelPlan level_plan(const std::string& level, const std::string& who) {
   if (level == "quick") return {"quick", {1.0 / 3, 1, 3}, {0.1, 1, 10}, 0.25, {}};
   if (level == "standard")
     return {"standard",
@@ -225,7 +237,7 @@ LevelPlan level_plan(const std::string& level) {
             {0.125, 0.25, 0.5, 1}};
   if (level == "thorough")
     return {"thorough", half_decades(-3, 3), half_decades(-6, 6), 1.0, {0.125, 0.25, 0.5, 1, 2}};
-  throw fk::Error("--level", "quick, standard or thorough", "'" + level + "'");
+  throw fk::Error(who, "quick, standard or thorough", "'" + level + "'");
 }
 
 std::string lr_key(const Params& config, const std::string& method) {

@@ -33,6 +33,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nefi/instances/instance.h"
@@ -47,7 +48,7 @@ struct LevelPlan {
   std::vector<double> budget_factors;  // step-budget pilots (empty: the budget is kept)
 };
 // quick | standard | thorough (an fk::Error names the levels otherwise).
-LevelPlan level_plan(const std::string& level);
+LevelPlan level_plan(const std::string& level, const std::string& who = "--level");
 
 inline constexpr double kDiscrepancyTau = 1.1;
 
@@ -80,6 +81,22 @@ struct AutotuneReport {
   RunConfig tuned;
   std::optional<Comparison> comparison;
 };
+
+// The rules that pick a decision's value from its pilots (tried in
+// ascending order of value), shared by the instance tuner and the
+// from_forward tuner (fit_autotune.h). Each returns nullptr when every pilot
+// failed, else the chosen pilot and the reason.
+//   lowest_residual     the lowest RMS residual (the learning rate)
+//   discrepancy_choice  a penalty weight by Morozov's discrepancy principle:
+//                       the largest value whose residual is <= tau L, L the
+//                       noise sigma or the lowest residual when every pilot
+//                       stays above sigma (noise must be > 0)
+//   budget_choice       the smallest step budget whose residual is within
+//                       tau of the floor (sigma, or the lowest residual above it)
+const Pilot* lowest_residual(const std::vector<Pilot>& pilots);
+std::pair<const Pilot*, std::string> discrepancy_choice(const std::vector<Pilot>& pilots,
+                                                        double noise);
+std::pair<const Pilot*, std::string> budget_choice(const std::vector<Pilot>& pilots, double noise);
 
 // The learning-rate key of a method: grid_lr for grid when declared, else lr.
 std::string lr_key(const Params& config, const std::string& method);

@@ -24,15 +24,9 @@ std::string metrics_text(const std::map<std::string, double>& m) {
 
 }  // namespace
 
-std::string autotune_md(const AutotuneReport& r) {
-  std::string s = fmt::format(
-      "# Autotune: {} ({}, seed {}), level {}\n\n"
-      "Pilot solves of {} steps each (the method's budget: {}); noise sigma {}. "
-      "Decisions read the data residual only; the ground-truth metrics are shown for the "
-      "reader.\n",
-      r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
-      r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
-  for (const Decision& d : r.decisions) {
+std::string decisions_md(const std::vector<Decision>& decisions) {
+  std::string s;
+  for (const Decision& d : decisions) {
     s += fmt::format("\n## {}: {} -> {}\n\nRule: {}. {}.\n", d.key, d.before, d.chosen, d.rule,
                      d.reason);
     if (d.pilots.empty()) continue;
@@ -46,6 +40,18 @@ std::string autotune_md(const AutotuneReport& r) {
                : fmt::format("| {} | failed: {} | | | |\n", p.value, p.error);
     }
   }
+  return s;
+}
+
+std::string autotune_md(const AutotuneReport& r) {
+  std::string s = fmt::format(
+      "# Autotune: {} ({}, seed {}), level {}\n\n"
+      "Pilot solves of {} steps each (the method's budget: {}); noise sigma {}. "
+      "Decisions read the data residual only; the ground-truth metrics are shown for the "
+      "reader.\n",
+      r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
+      r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
+  s += decisions_md(r.decisions);
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     s += fmt::format(

@@ -10,6 +10,9 @@
 namespace nefi::tune {
 
 std::string autotune_md(const AutotuneReport& r);
+// One section per decision: its rule and reason, and a table of its pilots
+// (the chosen value in bold).
+std::string decisions_md(const std::vector<Decision>& decisions);
 std::string autotune_json(const AutotuneReport& r);
 // The three files into `dir` (created); returns their paths.
 std::vector<std::string> write_autotune(const std::string& dir, const AutotuneReport& r);

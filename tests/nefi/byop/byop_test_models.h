@@ -1,8 +1,10 @@
 #pragma once
 // Forward models for the bring-your-own-problem tests, written as host
-// functions on f64 arrays as a caller outside fieldkit would write them.
+// functions on f64 arrays as a caller outside fieldkit would write them,
+// and the scenes they measure.
 #include <cmath>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "fk/factory.h"
@@ -41,6 +43,45 @@ inline std::vector<double> blur_matrix(int64_t n, double sigma) {
     for (int64_t j = 0; j < n; ++j) a[i * n + j] /= s;
   }
   return a;
+}
+
+// Two rectangles and a disc on an n x n grid, values 0, 0.5 and 1; with
+// `blur`, smoothed by a Gaussian of that many cells (an image whose spectrum
+// has decayed by the grid's highest frequencies, as a scan's does).
+inline fk::Tensor shapes_phantom(int64_t n, double blur = 0) {
+  std::vector<double> v(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double y = (i + 0.5) / n, x = (j + 0.5) / n;
+      if (y > 0.15 && y < 0.45 && x > 0.1 && x < 0.55) v[i * n + j] = 0.5;
+      if ((x - 0.65) * (x - 0.65) + (y - 0.65) * (y - 0.65) < 0.04) v[i * n + j] = 1.0;
+      if (y > 0.7 && y < 0.85 && x > 0.15 && x < 0.4) v[i * n + j] = 1.0;
+    }
+  if (blur > 0) {
+    const int r = static_cast<int>(std::ceil(3 * blur));
+    std::vector<double> w(2 * r + 1), tmp(n * n, 0.0), out(n * n, 0.0);
+    double sum = 0;
+    for (int k = -r; k <= r; ++k) sum += w[k + r] = std::exp(-0.5 * k * k / (blur * blur));
+    for (double& e : w) e /= sum;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int k = -r; k <= r; ++k)
+          if (j + k >= 0 && j + k < n) tmp[i * n + j] += w[k + r] * v[i * n + j + k];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int k = -r; k <= r; ++k)
+          if (i + k >= 0 && i + k < n) out[i * n + j] += w[k + r] * tmp[(i + k) * n + j];
+    v = out;
+  }
+  return fk::from_vector(v, {n, n});
+}
+
+inline fk::Tensor with_noise(const fk::Tensor& y, double sigma, unsigned seed) {
+  auto v = y.to_vector<double>();
+  std::mt19937_64 g(seed);
+  std::normal_distribution<double> nd(0, sigma);
+  for (double& e : v) e += nd(g);
+  return fk::from_vector(v, y.shape());
 }
 
 }  // namespace nefi::test

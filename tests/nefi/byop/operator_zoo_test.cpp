@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 
+#include "byop_test_models.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -20,44 +21,8 @@
 
 namespace {
 
-// Two rectangles and a disc on an n x n grid, values 0, 0.5 and 1; with
-// `blur`, smoothed by a Gaussian of that many cells (an image whose spectrum
-// has decayed by the grid's highest frequencies, as a scan's does).
-fk::Tensor shapes_phantom(int64_t n, double blur = 0) {
-  std::vector<double> v(n * n, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const double y = (i + 0.5) / n, x = (j + 0.5) / n;
-      if (y > 0.15 && y < 0.45 && x > 0.1 && x < 0.55) v[i * n + j] = 0.5;
-      if ((x - 0.65) * (x - 0.65) + (y - 0.65) * (y - 0.65) < 0.04) v[i * n + j] = 1.0;
-      if (y > 0.7 && y < 0.85 && x > 0.15 && x < 0.4) v[i * n + j] = 1.0;
-    }
-  if (blur > 0) {
-    const int r = static_cast<int>(std::ceil(3 * blur));
-    std::vector<double> w(2 * r + 1), tmp(n * n, 0.0), out(n * n, 0.0);
-    double sum = 0;
-    for (int k = -r; k <= r; ++k) sum += w[k + r] = std::exp(-0.5 * k * k / (blur * blur));
-    for (double& e : w) e /= sum;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        for (int k = -r; k <= r; ++k)
-          if (j + k >= 0 && j + k < n) tmp[i * n + j] += w[k + r] * v[i * n + j + k];
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        for (int k = -r; k <= r; ++k)
-          if (i + k >= 0 && i + k < n) out[i * n + j] += w[k + r] * tmp[(i + k) * n + j];
-    v = out;
-  }
-  return fk::from_vector(v, {n, n});
-}
-
-fk::Tensor with_noise(const fk::Tensor& y, double sigma, unsigned seed) {
-  auto v = y.to_vector<double>();
-  std::mt19937_64 g(seed);
-  std::normal_distribution<double> nd(0, sigma);
-  for (double& e : v) e += nd(g);
-  return fk::from_vector(v, y.shape());
-}
+using nefi::test::shapes_phantom;
+using nefi::test::with_noise;
 
 nefi::Measurement measured(const fk::Tensor& y) {
   nefi::Measurement m;

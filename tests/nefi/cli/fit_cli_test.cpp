@@ -81,6 +81,29 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   EXPECT_LT(v[1 * 16 + 14], 0.4);
 }
 
+// --autotune: pilot solves choose the lr and the tv strength before the
+// fit, which then runs with them (its report names the tuned strength).
+TEST(FitCli, AutotunesBeforeTheFit) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_autotune");
+  write_problem(dir);
+  const fs::path out = dir / "out";
+  const auto r = nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
+                             (dir / "y.npy").string() +
+                             " --shape 16,16 --prior \"nonnegative + tv\" --representation grid"
+                             " --budget 200 --autotune quick --threads 1 -q --out " +
+                             out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("autotune (quick): lr 0.1 -> ", 0), 0u) << r.out;
+  const std::string md = nefi::test::slurp(out / "autotune.md");
+  const size_t at = md.find("## tv: 1 -> ");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string tv = md.substr(at + 12, md.find('\n', at) - at - 12);
+  EXPECT_NE(r.out.find("tv 1 -> " + tv), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
+  EXPECT_EQ(j["decisions"]["head"]["value"], "nonnegative + tv(" + tv + ")");
+}
+
 // --support with an integer mask and a two-phase prior: the field is 0
 // outside the support and takes its two values inside.
 TEST(FitCli, AKnownSupportAndATwoPhasePrior) {
@@ -225,6 +248,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
        {"fit" + A + y + " --shape 16,16 --lr 0" + o, "--lr"},
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
+       {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
         "neural, grid, hash or lowrank"},
        {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},

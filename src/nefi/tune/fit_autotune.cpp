@@ -1,0 +1,189 @@
+#include "nefi/tune/fit_autotune.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "fk/error.h"
+#include "nefi/byop/prior.h"
+#include "nefi/diagnostics/diagnose.h"
+#include "nefi/solve/metrics.h"
+#include "nefi/tune/autotune_report.h"
+
+namespace nefi::tune {
+namespace {
+
+using Log = std::function<void(const std::string&)>;
+
+// Six significant digits: 3e-4, not 0.00030000000000000003.
+std::string value_text(double v) {
+  return fmt::format("{:.6g}", v);
+}
+
+struct Pilots {
+  const OperatorPtr& op;
+  const fk::Dims& shape;
+  const Measurement& y;
+  const AutoProblem& base;  // its reset_operator puts the model back as given
+  const fk::Tensor& truth;
+  const Log& log;
+
+  // One solve of the problem built with `o`, its stages scaled to `steps`
+  // in all (unscaled when 0).
+  Pilot run(const AutoOptions& o, int steps, const std::string& key,
+            const std::string& value) const {
+    Pilot p;
+    p.value = value;
+    base.reset_operator();
+    try {
+      AutoProblem ap = auto_problem(op, shape, y, o);
+      if (steps > 0) {
+        const double f = static_cast<double>(steps) / ap.curriculum.total_steps();
+        for (Stage& st : ap.curriculum.stages) {
+          st.steps = std::max(1, static_cast<int>(std::lround(st.steps * f)));
+          st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
+        }
+        ap.curriculum.validate();
+      }
+      const Result r = ap.solve();
+      p.steps = r.total_steps();
+      p.residual_rms = diagnostics::residual_rms(r.prediction, ap.problem.measurement);
+      p.misfit_ratio = ap.noise_std > 0 ? p.residual_rms / ap.noise_std
+                                        : std::numeric_limits<double>::quiet_NaN();
+      if (truth.defined()) p.oracle["psnr"] = psnr(r.fields.at(ap.fields.front()), truth);
+      if (!std::isfinite(p.residual_rms)) p.error = "diverged (non-finite residual)";
+    } catch (const std::exception& e) {
+      p.error = e.what();
+    }
+    base.reset_operator();
+    if (log)
+      log(p.error.empty() ? fmt::format("{}={}: residual {:.4e} ({} steps)", key, value,
+                                        p.residual_rms, p.steps)
+                          : fmt::format("{}={}: failed: {}", key, value, p.error));
+    return p;
+  }
+};
+
+// The prior text of field `f` in `o` (the one prior, or the field's own).
+std::string& prior_text(AutoOptions& o, size_t f) {
+  return o.field_priors.empty() ? o.prior : o.field_priors[f].second;
+}
+
+std::string term_name(const PriorPenalty& pen) {
+  if (pen.kind == "monotone")
+    return fmt::format("{}({})", pen.sign > 0 ? "increasing" : "decreasing", pen.axis);
+  return pen.kind;
+}
+
+}  // namespace
+
+FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const Measurement& y,
+                           const AutoOptions& options, const LevelPlan& plan,
+                           const fk::Tensor& truth, const Log& on_log) {
+  const AutoProblem base = auto_problem(op, shape, y, options);
+  FK_CHECK(!truth.defined() || (base.fields.size() == 1 && truth.numel() == shape.numel()),
+           "autotune truth", "one field's truth of shape " + shape.str(),
+           truth.defined() ? truth.shape().str() : "none");
+  const fk::Tensor gt = truth.defined() ? truth.reshape(shape) : truth;
+  const Pilots pilots{op, shape, y, base, gt, on_log};
+  FitTuneReport r;
+  r.level = plan.name;
+  r.representation = options.representation;
+  r.noise_std = base.noise_std;
+  r.noise_estimated = base.noise_estimated;
+  r.total_steps = base.curriculum.total_steps();
+  r.pilot_steps = std::max(2, static_cast<int>(std::lround(plan.pilot_fraction * r.total_steps)));
+  r.tuned = options;
+
+  {  // 1. the learning rate
+    Decision d;
+    d.key = "lr";
+    d.rule = "lowest RMS data residual after a pilot solve";
+    const double lr = base.curriculum.stages.front().lr;
+    d.before = value_text(lr);
+    for (double f : plan.lr_factors) {
+      AutoOptions o = r.tuned;
+      o.lr = std::stod(value_text(lr * f));
+      d.pilots.push_back(pilots.run(o, r.pilot_steps, d.key, value_text(*o.lr)));
+    }
+    const Pilot* best = lowest_residual(d.pilots);
+    d.chosen = best ? best->value : d.before;
+    d.reason = best ? fmt::format("residual {:.4e}, the lowest of {} pilots", best->residual_rms,
+                                  d.pilots.size())
+                    : "every pilot failed; the learning rate is kept";
+    r.tuned.lr = std::stod(d.chosen);
+    r.decisions.push_back(std::move(d));
+  }
+
+  // 2. each penalty's strength
+  const size_t n_fields = options.field_priors.empty() ? 1 : options.field_priors.size();
+  for (size_t f = 0; f < n_fields; ++f) {
+    const size_t n_terms = parse_prior(prior_text(r.tuned, f)).penalties.size();
+    for (size_t t = 0; t < n_terms; ++t) {
+      const PriorSpec spec = parse_prior(prior_text(r.tuned, f));
+      Decision d;
+      d.key = term_name(spec.penalties[t]) +
+              (options.field_priors.empty() ? "" : ":" + options.field_priors[f].first);
+      d.rule = fmt::format("discrepancy principle: the largest strength with residual <= {} sigma",
+                           kDiscrepancyTau);
+      const double s = spec.penalties[t].strength;
+      d.before = value_text(s);
+      if (!(base.noise_std > 0)) {
+        d.chosen = d.before;
+        d.reason = "no noise level (noise-free data); the strength is kept";
+        r.decisions.push_back(std::move(d));
+        continue;
+      }
+      for (double k : plan.weight_factors) {
+        PriorSpec c = spec;
+        c.penalties[t].strength = std::stod(value_text(s * k));
+        AutoOptions o = r.tuned;
+        prior_text(o, f) = c.str();
+        d.pilots.push_back(
+            pilots.run(o, r.pilot_steps, d.key, value_text(c.penalties[t].strength)));
+      }
+      const auto [chosen, reason] = discrepancy_choice(d.pilots, base.noise_std);
+      d.chosen = chosen ? chosen->value : d.before;
+      d.reason = chosen ? reason : "every pilot failed; the strength is kept";
+      PriorSpec c = spec;
+      c.penalties[t].strength = std::stod(d.chosen);
+      prior_text(r.tuned, f) = c.str();
+      r.decisions.push_back(std::move(d));
+    }
+  }
+
+  if (!plan.budget_factors.empty()) {  // 3. the budget
+    Decision d;
+    d.key = "steps";
+    d.rule = fmt::format(
+        "the smallest budget whose residual is within {} x the floor (sigma, or the lowest "
+        "pilot residual)",
+        kDiscrepancyTau);
+    d.before = std::to_string(r.total_steps);
+    for (double k : plan.budget_factors) {
+      AutoOptions o = r.tuned;
+      o.budget = std::to_string(std::max(1L, std::lround(r.total_steps * k)));
+      d.pilots.push_back(pilots.run(o, 0, d.key, o.budget));
+    }
+    const auto [chosen, reason] = budget_choice(d.pilots, base.noise_std);
+    d.chosen = chosen ? chosen->value : d.before;
+    d.reason = chosen ? reason : "every pilot failed; the budget is kept";
+    r.tuned.budget = d.chosen;
+    r.decisions.push_back(std::move(d));
+  }
+  return r;
+}
+
+std::string fit_autotune_md(const FitTuneReport& r) {
+  std::string s = fmt::format(
+      "# Autotune: your forward model ({} field), level {}\n\n"
+      "Pilot solves of {} steps each (the decided budget: {}); noise sigma {:.4e} ({}). "
+      "Decisions read the data residual only.\n",
+      r.representation, r.level, r.pilot_steps, r.total_steps, r.noise_std,
+      r.noise_estimated ? "estimated" : "given");
+  return s + decisions_md(r.decisions);
+}
+
+}  // namespace nefi::tune
