@@ -19,8 +19,10 @@ fourier_sampling, sampling, downsample, phase_retrieval, beer_lambert).
 ``diagnose`` tells what the data can say about a field (the linearized
 operator's singular values, each cell's sensitivity, the null space, the
 misfit against the noise) for an instance or a from_forward problem;
-``autotune`` chooses an instance method's learning rate, regularizer weights
-and budget by pilot solves.
+``autotune`` chooses an instance method's (or a from_forward problem's)
+learning rate, regularizer weights and budget by pilot solves; ``sweep``
+and ``ablate`` run paired campaigns of one setting's values or of parts
+switched off, as ``nefi sweep`` and ``nefi ablate`` do.
 """
 import os
 
@@ -32,7 +34,7 @@ from ._core import nefi as _nefi
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
-           "register_prior", "unregister_prior", "diagnose", "autotune"]
+           "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate"]
 
 
 def instances():
@@ -231,6 +233,45 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
     methods = methods if methods is not None else (m or [])
     return _nefi.bench(target, sets, list(methods), list(classes or []), int(n),
                        [int(s) for s in seeds], float(budget_scale), bool(allow_inverse_crime))
+
+
+def _variants(instance, config, base, kind, axis=None, values=(), modifiers=(),
+              independent=False, classes=None, n=4, seeds=(0, 1, 2), budget_scale=1.0,
+              allow_inverse_crime=False):
+    target, overrides = _target(instance, config)
+    sets, m, _ = _sets(overrides)
+    base = base if base is not None else (m[0] if m else None)
+    return _nefi.variant_campaign(target, sets, base, kind, axis or "", [str(v) for v in values],
+                                  [str(v) for v in modifiers], bool(independent),
+                                  list(classes or []), int(n), [int(s) for s in seeds],
+                                  float(budget_scale), bool(allow_inverse_crime))
+
+
+def sweep(instance, axis, values, config=None, base=None, *, n=4, seeds=(0, 1, 2), classes=None,
+          budget_scale=1.0, allow_inverse_crime=False):
+    """``nefi sweep``: the base method (default the instance's own solver) at
+    each value of one setting: ``axis`` a config key, ``stage.ATTR``,
+    ``optim.ATTR``, ``curriculum.ATTR`` or ``weight.NAME``. Every row is a
+    paired campaign of the same units (class, sample, seed) as bench()
+    runs. Returns {rows (bench's rows, each ``method`` its row's label
+    KEY=V), variants (label, method, sets), summary (the mean ± 95 % CI
+    table as markdown)}."""
+    return _variants(instance, config, base, "sweep", axis=axis, values=values, n=n, seeds=seeds,
+                     classes=classes, budget_scale=budget_scale,
+                     allow_inverse_crime=allow_inverse_crime)
+
+
+def ablate(instance, modifiers, config=None, base=None, *, independent=False, n=4,
+           seeds=(0, 1, 2), classes=None, budget_scale=1.0, allow_inverse_crime=False):
+    """``nefi ablate``: the base method with parts switched off, one row per
+    modifier (no_annealing, no_pe, single_stage, grid_field, drop_loss:NAME,
+    set_weight:NAME=W, set:KEY=V, stage:ATTR=V, optim:ATTR=V), cumulative
+    (row i applies modifiers 1..i) unless ``independent``, each paired with
+    the full method's row ``full`` on the same units. Returns what sweep()
+    returns."""
+    return _variants(instance, config, base, "ablate", modifiers=modifiers,
+                     independent=independent, n=n, seeds=seeds, classes=classes,
+                     budget_scale=budget_scale, allow_inverse_crime=allow_inverse_crime)
 
 
 def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,

@@ -16,6 +16,8 @@
 #include "fk/parallel.h"
 #include "nefi/bench/campaign.h"
 #include "nefi/bench/merge.h"
+#include "nefi/bench/tables.h"
+#include "nefi/bench/variants.h"
 #include "nefi/diagnostics/diagnose_instance.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
@@ -155,14 +157,7 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   return out;
 }
 
-nb::list bench(const nefi::bench::CampaignSpec& spec) {
-  const nefi::bench::Protocol proto = nefi::bench::make_protocol(spec);
-  const nefi::InstancePtr inst = nefi::find_instance(proto.instance);
-  std::vector<nefi::bench::Row> rows;
-  {
-    nb::gil_scoped_release nogil;
-    rows = nefi::bench::run_campaign(*inst, proto, nefi::bench::CampaignOptions{});
-  }
+nb::list rows_list(const std::vector<nefi::bench::Row>& rows) {
   nb::list out;
   for (const auto& r : rows) {
     nb::dict d;
@@ -183,6 +178,58 @@ nb::list bench(const nefi::bench::CampaignSpec& spec) {
     out.append(d);
   }
   return out;
+}
+
+nb::list bench(const nefi::bench::CampaignSpec& spec) {
+  const nefi::bench::Protocol proto = nefi::bench::make_protocol(spec);
+  const nefi::InstancePtr inst = nefi::find_instance(proto.instance);
+  std::vector<nefi::bench::Row> rows;
+  {
+    nb::gil_scoped_release nogil;
+    rows = nefi::bench::run_campaign(*inst, proto, nefi::bench::CampaignOptions{});
+  }
+  return rows_list(rows);
+}
+
+// `nefi ablate` (kind "ablate": modifiers) and `nefi sweep` (kind "sweep":
+// axis and values) as one campaign per row of the base method, paired by
+// unit: {rows (each row's method is its variant's label), variants (label,
+// method, sets, modifiers), summary (summary.md's table)}.
+struct VariantArgs {
+  std::optional<std::string> base;
+  std::string kind, axis;
+  std::vector<std::string> values, modifiers;
+  bool independent = false;
+};
+
+nb::dict variant_campaign(const nefi::bench::CampaignSpec& spec, const VariantArgs& a) {
+  const nefi::RunConfig cfg = resolve(spec.target, spec.sets, std::nullopt);
+  const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+  const std::string method = a.base ? nefi::canonical_method(*inst, *a.base, a.kind + " base")
+                                    : nefi::default_method(*inst);
+  const std::vector<nefi::bench::Variant> variants =
+      a.kind == "sweep"
+          ? nefi::bench::sweep_variants(cfg, method, a.axis, a.values)
+          : nefi::bench::ablation_variants(cfg, *inst, method, a.modifiers, a.independent);
+  nefi::bench::VariantCampaign vc;
+  {
+    nb::gil_scoped_release nogil;
+    vc = nefi::bench::run_variants(spec, variants, nefi::bench::CampaignOptions{});
+  }
+  nb::dict d;
+  d["rows"] = rows_list(vc.rows);
+  nb::list vs;
+  for (const nefi::bench::Variant& v : variants) {
+    nb::dict e;
+    e["label"] = v.label;
+    e["method"] = v.method;
+    e["sets"] = v.sets;
+    e["modifiers"] = v.modifiers;
+    vs.append(e);
+  }
+  d["variants"] = vs;
+  d["summary"] = nefi::bench::summary_md(vc.protocol, vc.rows, {});
+  return d;
 }
 
 // The instance's method: the given one (the reference's names allowed), else
@@ -332,6 +379,27 @@ void bind_nefi(nb::module_& parent) {
       nb::arg("exact_sensitivity"), nb::arg("out"), nb::arg("png"));
   m.def("autotune", &autotune, nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(),
         nb::arg("method").none(), nb::arg("level"), nb::arg("compare"), nb::arg("out"));
+  m.def(
+      "variant_campaign",
+      [](const std::string& target, const std::vector<std::string>& sets,
+         std::optional<std::string> base, const std::string& kind, const std::string& axis,
+         const std::vector<std::string>& values, const std::vector<std::string>& modifiers,
+         bool independent, const std::vector<std::string>& classes, int64_t n,
+         const std::vector<uint64_t>& seeds, double budget_scale, bool allow_inverse_crime) {
+        nefi::bench::CampaignSpec spec;
+        spec.target = target;
+        spec.sets = sets;
+        spec.classes = classes;
+        spec.n_samples = n;
+        spec.seeds = seeds;
+        spec.budget_scale = budget_scale;
+        spec.allow_inverse_crime = allow_inverse_crime;
+        return variant_campaign(
+            spec, VariantArgs{std::move(base), kind, axis, values, modifiers, independent});
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("base").none(), nb::arg("kind"), nb::arg("axis"),
+      nb::arg("values"), nb::arg("modifiers"), nb::arg("independent"), nb::arg("classes"),
+      nb::arg("n"), nb::arg("seeds"), nb::arg("budget_scale"), nb::arg("allow_inverse_crime"));
   m.def("set_num_threads", &fk::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &fk::get_num_threads);
 }

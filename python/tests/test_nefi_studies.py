@@ -214,3 +214,36 @@ def test_bad_autotune_requests_say_what_was_expected():
         nefi.autotune(SMOKE, ground_truth=np.zeros(3))
     with pytest.raises(fieldkit.Error, match="truth"):
         p.autotune(ground_truth=np.zeros(5))
+
+
+def by_unit(rows):
+    return {(r["method"], r["class"], r["sample"], r["seed"]): r["metrics"] for r in rows}
+
+
+def test_a_sweep_row_is_the_campaign_of_its_setting():
+    cfg = {"steps": [20, 20]}
+    s = nefi.sweep(SMOKE, "lr", [0.003, 0.03], config=cfg, n=1, seeds=(0,), classes=["bumps"])
+    assert [v["label"] for v in s["variants"]] == ["lr=0.003", "lr=0.03"]
+    assert sorted(r["method"] for r in s["rows"]) == ["lr=0.003", "lr=0.03"]
+    for lr in (0.003, 0.03):
+        b = nefi.bench(SMOKE, dict(cfg, lr=lr), methods=["neural"], n=1, seeds=(0,),
+                       classes=["bumps"])
+        want = {(f"lr={lr}",) + k[1:]: m for k, m in by_unit(b).items()}
+        got = {k: m for k, m in by_unit(s["rows"]).items() if k[0] == f"lr={lr}"}
+        assert got == want
+    assert "| lr=0.03 |" in s["summary"] and "Paired differences" in s["summary"]
+
+
+def test_an_ablation_pairs_each_row_with_the_full_method():
+    a = nefi.ablate(SMOKE, ["no_annealing", "no_pe"], config={"steps": [20, 20]}, n=1,
+                    seeds=(0,), classes=["bumps"])
+    assert [v["label"] for v in a["variants"]] == ["full", "-annealing", "-pe"]
+    assert a["variants"][2]["modifiers"] == ["no_annealing", "no_pe"]  # cumulative
+    assert all(r["error"] == "" for r in a["rows"])
+    i = nefi.ablate(SMOKE, ["no_annealing", "no_pe"], config={"steps": [20, 20]}, n=1,
+                    seeds=(0,), classes=["bumps"], independent=True)
+    assert i["variants"][2]["modifiers"] == ["no_pe"]
+    with pytest.raises(fieldkit.Error, match="no_such_modifier"):
+        nefi.ablate(SMOKE, ["no_such_modifier"], n=1, seeds=(0,))
+    with pytest.raises(fieldkit.Error, match="no_such_key"):
+        nefi.sweep(SMOKE, "no_such_key", [1, 2], n=1, seeds=(0,))
