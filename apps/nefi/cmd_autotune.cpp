@@ -25,10 +25,6 @@ int autotune_cmd(AutotuneRequest r, const std::vector<std::filesystem::path>& di
   r.run.smoke_steps = 0;  // --smoke: the preset's own budget (the reference does not cap here)
   const RunConfig cfg = resolve_config(r.run, dirs);
   const InstancePtr inst = find_instance(cfg.instance);
-  FK_CHECK(cfg.data.empty(), "run.data",
-           "no measured dataset (nefi autotune studies the instance's synthetic data; nefi run "
-           "solves a measured one)",
-           "'" + cfg.data + "'");
   const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
   const std::string out = !r.run.out.empty() ? r.run.out
                                              : "runs/" + cfg.instance + "-autotune-" +

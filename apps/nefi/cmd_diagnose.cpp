@@ -9,8 +9,8 @@
 
 #include "common.h"
 #include "nefi/bench/merge.h"
-#include "nefi/diagnostics/diagnose_instance.h"
 #include "nefi/diagnostics/report.h"
+#include "nefi/instances/diagnose_instance.h"
 #include "run_request.h"
 
 namespace nefi::cli {

@@ -6,7 +6,7 @@
 // fit.json, history and fit.png (byop/fit_output.h) and prints one summary
 // line. --autotune LEVEL first chooses the lr, each penalty's strength and
 // (standard, thorough) the budget by pilot solves (tune/fit_autotune.h) and
-// writes autotune.md.
+// writes autotune.md and autotune.json.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -190,22 +190,30 @@ int fit_cmd(const FitRequest& r) {
              "'" + r.noise + "'");
     o.noise_std = s;
   }
+  std::optional<tune::LevelPlan> plan;
+  if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
   bench::prepare_out_dir(r.out);
-  if (!r.autotune.empty()) {  // pilot solves choose lr, strengths (and budget)
-    const tune::LevelPlan plan = tune::level_plan(r.autotune, "--autotune");
+  std::optional<tune::FitTuneReport> tuned;
+  if (plan) {  // pilot solves choose lr, strengths (and budget)
     const bool tty = stderr_is_tty() && !r.quiet;
-    const tune::FitTuneReport t =
-        tune::autotune_fit(model.op, shape, m, o, plan, {}, [tty](const std::string& l) {
-          if (tty) std::cerr << "[autotune] " << l << "\n";
-        });
-    std::ofstream(std::filesystem::path(r.out) / "autotune.md") << tune::fit_autotune_md(t);
+    tuned = tune::autotune_fit(model.op, shape, m, o, *plan, {}, [tty](const std::string& l) {
+      if (tty) std::cerr << "[autotune] " << l << "\n";
+    });
+    const std::filesystem::path dir(r.out);
+    for (const auto& [name, text] : {std::pair{"autotune.md", tune::fit_autotune_md(*tuned)},
+                                     {"autotune.json", tune::fit_autotune_json(*tuned)}}) {
+      std::ofstream f(dir / name);
+      f << text;
+      FK_CHECK(f.good(), "nefi fit --autotune", "a writable " + (dir / name).string(),
+               "a failed write");
+    }
     std::string chosen;
-    for (const tune::Decision& d : t.decisions)
+    for (const tune::Decision& d : tuned->decisions)
       chosen += fmt::format("{}{} {} -> {}", chosen.empty() ? "" : ", ", d.key, d.before, d.chosen);
-    std::cout << "autotune (" << plan.name << "): " << chosen << "\n";
-    o = t.tuned;
+    std::cout << "autotune (" << plan->name << "): " << chosen << "\n";
   }
-  const AutoProblem ap = auto_problem(model.op, shape, m, o);
+  const AutoProblem ap =
+      tuned ? tune::tuned_problem(model.op, shape, m, *tuned) : auto_problem(model.op, shape, m, o);
   SolverOptions so;
   if (stderr_is_tty() && !r.quiet)
     so.callbacks.push_back([](const StepInfo& s) {
@@ -268,7 +276,7 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
   sub->add_option("--autotune", r->autotune,
                   "quick | standard | thorough: choose the lr, each penalty's strength (and the "
-                  "budget) by pilot solves first; writes autotune.md");
+                  "budget) by pilot solves first; writes autotune.md and autotune.json");
   sub->add_option("--seed", r->seed, "the field's initialisation seed");
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");

@@ -15,6 +15,7 @@ that is not the model's adjoint, or a vjp that disagrees with the model's
 finite differences raise fieldkit.Error saying what to fix.
 """
 import atexit
+import contextlib
 import os
 
 import numpy as np
@@ -344,20 +345,38 @@ class ForwardProblem:
                  out=None, plot=True):
         """nefi.diagnose for this problem: the model linearized at ``at`` (None:
         the field's starting constant; an array of the field's shape; or a
-        result dict of solve(), at its reconstruction). One field only."""
+        result dict of solve(), at its reconstruction and, for a torch
+        module, its fitted parameters). A module's parameters are otherwise
+        their values as given to from_forward. One field only."""
         if self._model.several:
             raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
                         f"linearization is in one field's cells), got {len(self._model.names)} "
                         f"fields {self._model.names}")
+        fitted = []  # a torch module's fitted parameters, with the result's field
         if isinstance(at, dict):
             if "reconstruction" not in at:
                 raise Error("ForwardProblem.diagnose: expected at= to be a field array or a "
                             f"solve() result, got a dict with keys {sorted(at)}")
+            fitted = [np.array(v, dtype=np.float64) for v in at.get("operator_parameters", [])]
             at = at["reconstruction"]
         if at is not None:
             at = np.ascontiguousarray(at, dtype=np.float64)
-        return self._core.diagnose(at, int(probes), int(k), int(n_iter), bool(exact_sensitivity),
-                                   int(seed), "" if out is None else os.fspath(out), bool(plot))
+        with self._module_kept():
+            return self._core.diagnose(at, fitted, int(probes), int(k), int(n_iter),
+                                       bool(exact_sensitivity), int(seed),
+                                       "" if out is None else os.fspath(out), bool(plot))
+
+    @contextlib.contextmanager
+    def _module_kept(self):
+        """A torch module's parameters as they were before the block (the
+        model's calls load the values each solve or pilot trains)."""
+        model = self._model
+        before = [p.detach().cpu().numpy().astype(np.float64) for p in model.params]
+        try:
+            yield
+        finally:
+            if model.params:
+                model.load_parameters(before)
 
 
     def autotune(self, level="quick", ground_truth=None):
@@ -375,14 +394,9 @@ class ForwardProblem:
                 raise Error("ForwardProblem.autotune: expected no ground_truth for a problem "
                             f"of several fields, got one for {self._model.names}")
             ground_truth = np.ascontiguousarray(ground_truth, dtype=np.float64)
-        model = self._model
-        before = [p.detach().cpu().numpy().astype(np.float64) for p in model.params]
-        try:
+        with self._module_kept():  # the pilots train a module's parameters
             report, core = self._core.autotune(str(level), ground_truth)
-        finally:  # the pilots trained a torch module's parameters: as they were
-            if model.params:
-                model.load_parameters(before)
-        report["problem"] = ForwardProblem(core, model, self.shape)
+        report["problem"] = ForwardProblem(core, self._model, self.shape)
         return report
 
 

@@ -18,7 +18,7 @@
 #include "nefi/bench/merge.h"
 #include "nefi/bench/tables.h"
 #include "nefi/bench/variants.h"
-#include "nefi/diagnostics/diagnose_instance.h"
+#include "nefi/instances/diagnose_instance.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/io/run_config.h"
@@ -271,10 +271,6 @@ nb::dict autotune(const std::string& target, const std::vector<std::string>& set
   const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level, "autotune level");
   const nefi::RunConfig cfg = resolve(target, sets, seed);
   const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
-  FK_CHECK(cfg.data.empty(), "run.data",
-           "no measured dataset (autotune studies the instance's synthetic data; invert() "
-           "solves a measured one)",
-           "'" + cfg.data + "'");
   const std::string method = study_method(*inst, cfg, method_name, "autotune method");
   if (!out.empty()) nefi::bench::prepare_out_dir(out, "autotune out");
   nefi::tune::AutotuneReport rep;

@@ -251,7 +251,8 @@ void bind_nefi_byop(nb::module_& m) {
           nb::arg("callback") = nb::none())
       .def(
           "diagnose",
-          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at, int probes, int k,
+          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
+             const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int probes, int k,
              int n_iter, bool exact_sensitivity, uint64_t seed, const std::string& out, bool png) {
             const nefi::diagnostics::DiagnoseOptions opt{probes, k, n_iter, exact_sensitivity,
                                                          seed};
@@ -272,11 +273,35 @@ void bind_nefi_byop(nb::module_& m) {
               x = fk::full(shape, ap.constant_fits.front(), {fk::DType::F64});
               where = "the start (the constant " + std::to_string(ap.constant_fits.front()) + ")";
             }
+            // The model's own parameters: a solve's fit when given with its
+            // field, else their given values (put back afterwards).
+            nefi::AutoProblem fitted = ap;
+            if (!operator_parameters.empty()) {
+              FK_CHECK(operator_parameters.size() == ap.operator_start.size(),
+                       "ForwardProblem.diagnose operator_parameters",
+                       std::to_string(ap.operator_start.size()) + " (the model's)",
+                       std::to_string(operator_parameters.size()));
+              for (size_t i = 0; i < operator_parameters.size(); ++i) {
+                const fk::Tensor v = from_dlpack(operator_parameters[i]).to(fk::DType::F64);
+                const fk::Dims& want = ap.operator_start[i].shape();
+                FK_CHECK(v.numel() == want.numel(), "ForwardProblem.diagnose operator_parameters",
+                         "parameter " + std::to_string(i) + " of shape " + want.str(),
+                         v.shape().str());
+                fitted.operator_start[i] = v.contiguous().clone().reshape(want);
+              }
+            }
             nefi::diagnostics::Diagnostics d;
             {  // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
-              d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
+              fitted.reset_operator();
+              try {
+                d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
+              } catch (...) {
+                ap.reset_operator();
+                throw;
+              }
+              ap.reset_operator();
             }
             d.instance = "from_forward";
             d.method = ap.problem.op->kind();
@@ -284,8 +309,9 @@ void bind_nefi_byop(nb::module_& m) {
             d.at = where;
             return diagnostics_dict(d, out, png);
           },
-          nb::arg("at").none(), nb::arg("probes"), nb::arg("k"), nb::arg("n_iter"),
-          nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "", nb::arg("png") = true)
+          nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("probes"), nb::arg("k"),
+          nb::arg("n_iter"), nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
+          nb::arg("png") = true)
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,
@@ -294,44 +320,17 @@ void bind_nefi_byop(nb::module_& m) {
             const fk::Tensor gt =
                 truth ? from_dlpack(*truth).to(fk::DType::F64).contiguous().clone() : fk::Tensor();
             nefi::tune::FitTuneReport rep;
-            ForwardProblem tuned = p;
-            {  // a Python model takes the GIL for its own calls
+            ForwardProblem tuned = p;  // shares the model, so its lock too
+            {                          // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               p.ap.reset_operator();  // pilots start where every solve does
               rep = nefi::tune::autotune_fit(p.op, p.shape, p.measurement, p.options, plan, gt);
               tuned.options = rep.tuned;
-              tuned.ap = nefi::auto_problem(p.op, p.shape, p.measurement, rep.tuned);
+              tuned.ap = nefi::tune::tuned_problem(p.op, p.shape, p.measurement, rep);
             }
-            tuned.solving = std::make_shared<std::mutex>();
-            nb::dict d;
-            d["level"] = rep.level;
-            d["noise_std"] = rep.noise_std;
-            d["pilot_steps"] = rep.pilot_steps;
-            d["total_steps"] = rep.total_steps;
-            nb::list decisions;
-            for (const nefi::tune::Decision& dec : rep.decisions) {
-              nb::dict e;
-              e["key"] = dec.key;
-              e["rule"] = dec.rule;
-              e["before"] = dec.before;
-              e["chosen"] = dec.chosen;
-              e["reason"] = dec.reason;
-              nb::list pilots;
-              for (const nefi::tune::Pilot& pl : dec.pilots) {
-                nb::dict q;
-                q["value"] = pl.value;
-                q["residual_rms"] = pl.residual_rms;
-                q["misfit_ratio"] = pl.misfit_ratio;
-                q["steps"] = pl.steps;
-                q["error"] = pl.error;
-                q["ground_truth_not_used"] = pl.oracle;
-                pilots.append(q);
-              }
-              e["evidence"] = pilots;
-              decisions.append(e);
-            }
-            d["decisions"] = decisions;
+            nb::dict d = nb::cast<nb::dict>(
+                nb::module_::import_("json").attr("loads")(nefi::tune::fit_autotune_json(rep)));
             d["report"] = nefi::tune::fit_autotune_md(rep);
             return nb::make_tuple(d, tuned);
           },

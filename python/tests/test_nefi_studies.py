@@ -104,8 +104,7 @@ def test_an_instance_gives_the_numbers_nefi_diagnose_writes(tmp_path):
 
 def test_an_instance_solved_first_fits_its_data_better():
     start = nefi.diagnose(SMOKE, probes=2, k=2, n_iter=4)
-    solved = nefi.diagnose(SMOKE, {"curriculum": {"time_budget_s": 30}}, solve=True, probes=2,
-                           k=2, n_iter=4)
+    solved = nefi.diagnose(SMOKE, solve=True, probes=2, k=2, n_iter=4)
     assert solved["at"].startswith("the solution")
     assert solved["data_fit"]["residual_rms"] < 0.5 * start["data_fit"]["residual_rms"]
 
@@ -247,3 +246,29 @@ def test_an_ablation_pairs_each_row_with_the_full_method():
         nefi.ablate(SMOKE, ["no_such_modifier"], n=1, seeds=(0,))
     with pytest.raises(fieldkit.Error, match="no_such_key"):
         nefi.sweep(SMOKE, "no_such_key", [1, 2], n=1, seeds=(0,))
+
+
+def test_a_torch_module_is_diagnosed_with_the_parameters_of_its_field():
+    torch = pytest.importorskip("torch")
+    n = 16
+
+    class Scaled(torch.nn.Module):  # J = b I: every singular value is b
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.tensor(0.5, dtype=torch.float64))
+
+        def forward(self, x):
+            return self.b * x
+
+    model = Scaled()
+    y = 0.6 + 0.2 * np.cos(0.5 * np.arange(n)) + 0.01 * np.random.default_rng(9).standard_normal(n)
+    p = nefi.from_forward(model, y, shape=(n,), prior="positive", budget="60")
+    r = p.solve()
+    fitted = float(r["operator_parameters"][0])
+    assert fitted != pytest.approx(0.5, abs=1e-3)
+    assert float(model.b) == pytest.approx(fitted)  # the module keeps the fit
+    start = p.diagnose(k=1, n_iter=4)
+    at_fit = p.diagnose(at=r, k=1, n_iter=4)
+    assert start["singular_values"][0] == pytest.approx(0.5, rel=1e-5)
+    assert at_fit["singular_values"][0] == pytest.approx(abs(fitted), rel=1e-4)
+    assert float(model.b) == pytest.approx(fitted)  # and still does

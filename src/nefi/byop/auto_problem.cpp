@@ -433,7 +433,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
          o.lr                           ? "given"
          : o.representation == "neural" ? "1e-2 sqrt(64 / width)"
                                         : o.representation + " field");
-  if (o.budget == "thorough") ap.curriculum.early_stop_patience = 500;
+  if (o.early_stop_patience)
+    ap.curriculum.early_stop_patience = *o.early_stop_patience;
+  else if (o.budget == "thorough")
+    ap.curriculum.early_stop_patience = 500;
   if (o.discrepancy && ap.noise_std > 0) {
     ap.curriculum.discrepancy_tau = o.discrepancy_tau;
     decide("discrepancy_tau", num(o.discrepancy_tau), "stop at RMSE <= tau sigma after annealing");

@@ -55,6 +55,10 @@ struct AutoOptions {
   int rank = 8;                     // lowrank's CP rank
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
+  // Early stop after this many steps without improvement; unset: 500 for
+  // budget "thorough", none otherwise (the autotuner keeps a thorough
+  // budget's stop when it sets a step count).
+  std::optional<int> early_stop_patience;
   std::optional<double> lr;
   std::optional<int> hidden, depth, n_octaves;
   bool discrepancy = true;  // Morozov stop (needs sigma > 0)

@@ -96,15 +96,14 @@ Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method
   const double lr = cfg.config.d(d.key);
   d.before = value_text(lr);
   d.pilots = pilots(inst, cfg, method, steps, d.key, lr, plan.lr_factors, log);
-  const Pilot* best = lowest_residual(d.pilots);
+  const auto [best, reason] = lr_choice(d.pilots);
   if (!best) {
     d.chosen = d.before;
     d.reason = "every pilot failed; the learning rate is kept";
     return d;
   }
   d.chosen = best->value;
-  d.reason =
-      fmt::format("residual {:.4e}, the lowest of {} pilots", best->residual_rms, d.pilots.size());
+  d.reason = reason;
   cfg.config.set(d.key, d.chosen);
   return d;
 }
@@ -189,6 +188,8 @@ Decision tune_budget(const Instance& inst, RunConfig& cfg, const std::string& me
 
 }  // namespace
 
+namespace {
+
 const Pilot* lowest_residual(const std::vector<Pilot>& pilots) {
   const Pilot* lowest = nullptr;
   for (const Pilot& p : pilots)
@@ -196,8 +197,16 @@ const Pilot* lowest_residual(const std::vector<Pilot>& pilots) {
   return lowest;
 }
 
-std::pair<const Pilot*, std::string> discrepancy_choice(const std::vector<Pilot>& pilots,
-                                                        double noise) {
+}  // namespace
+
+Choice lr_choice(const std::vector<Pilot>& pilots) {
+  const Pilot* best = lowest_residual(pilots);
+  if (!best) return {nullptr, ""};
+  return {best, fmt::format("residual {:.4e}, the lowest of {} pilots", best->residual_rms,
+                            pilots.size())};
+}
+
+Choice discrepancy_choice(const std::vector<Pilot>& pilots, double noise, const std::string& what) {
   const Pilot* lowest = lowest_residual(pilots);
   if (!lowest) return {nullptr, ""};
   // The level the residual can reach: sigma, or the lowest pilot's residual
@@ -208,15 +217,15 @@ std::pair<const Pilot*, std::string> discrepancy_choice(const std::vector<Pilot>
     if (p.error.empty() && p.residual_rms <= kDiscrepancyTau * level) chosen = &p;
   return {chosen, level > noise
                       ? fmt::format("no pilot reached sigma (the best: {:.3f} sigma); the "
-                                    "largest weight within {} x that floor: residual "
+                                    "largest {} within {} x that floor: residual "
                                     "{:.3f} sigma",
-                                    lowest->residual_rms / noise, kDiscrepancyTau,
+                                    lowest->residual_rms / noise, what, kDiscrepancyTau,
                                     chosen->residual_rms / noise)
                       : fmt::format("residual {:.4e} = {:.3f} sigma", chosen->residual_rms,
                                     chosen->residual_rms / noise)};
 }
 
-std::pair<const Pilot*, std::string> budget_choice(const std::vector<Pilot>& pilots, double noise) {
+Choice budget_choice(const std::vector<Pilot>& pilots, double noise) {
   const Pilot* lowest = lowest_residual(pilots);
   if (!lowest) return {nullptr, ""};
   const double floor = std::max(noise > 0 ? noise : 0.0, lowest->residual_rms);
@@ -249,6 +258,10 @@ std::string lr_key(const Params& config, const std::string& method) {
 AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::string& method,
                         const LevelPlan& plan,
                         const std::function<void(const std::string&)>& on_log) {
+  FK_CHECK(cfg.data.empty(), "run.data",
+           "no measured dataset (autotune studies the instance's synthetic data; a run solves a "
+           "measured one)",
+           "'" + cfg.data + "'");
   AutotuneReport r;
   r.instance = cfg.instance;
   r.method = method;

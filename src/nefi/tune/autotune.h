@@ -84,25 +84,28 @@ struct AutotuneReport {
 
 // The rules that pick a decision's value from its pilots (tried in
 // ascending order of value), shared by the instance tuner and the
-// from_forward tuner (fit_autotune.h). Each returns nullptr when every pilot
-// failed, else the chosen pilot and the reason.
-//   lowest_residual     the lowest RMS residual (the learning rate)
-//   discrepancy_choice  a penalty weight by Morozov's discrepancy principle:
-//                       the largest value whose residual is <= tau L, L the
-//                       noise sigma or the lowest residual when every pilot
-//                       stays above sigma (noise must be > 0)
+// from_forward tuner (fit_autotune.h). Each returns the chosen pilot and
+// the reason for the report, or nullptr when every pilot failed.
+//   lr_choice           the lowest RMS residual (the learning rate)
+//   discrepancy_choice  a penalty's weight or strength (`what`) by Morozov's
+//                       discrepancy principle: the largest value whose
+//                       residual is <= tau L, L the noise sigma or the lowest
+//                       residual when every pilot stays above sigma (noise
+//                       must be > 0)
 //   budget_choice       the smallest step budget whose residual is within
 //                       tau of the floor (sigma, or the lowest residual above it)
-const Pilot* lowest_residual(const std::vector<Pilot>& pilots);
-std::pair<const Pilot*, std::string> discrepancy_choice(const std::vector<Pilot>& pilots,
-                                                        double noise);
-std::pair<const Pilot*, std::string> budget_choice(const std::vector<Pilot>& pilots, double noise);
+using Choice = std::pair<const Pilot*, std::string>;
+Choice lr_choice(const std::vector<Pilot>& pilots);
+Choice discrepancy_choice(const std::vector<Pilot>& pilots, double noise,
+                          const std::string& what = "weight");
+Choice budget_choice(const std::vector<Pilot>& pilots, double noise);
 
 // The learning-rate key of a method: grid_lr for grid when declared, else lr.
 std::string lr_key(const Params& config, const std::string& method);
 
-// `cfg` is the config to tune (its max_total_steps, if any, caps the solves);
-// on_log gets one line per pilot.
+// `cfg` is the config to tune (its max_total_steps, if any, caps the solves;
+// a measured dataset, run.data, is refused: the pilots need the instance's
+// synthetic data); on_log gets one line per pilot.
 AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::string& method,
                         const LevelPlan& plan,
                         const std::function<void(const std::string&)>& on_log = {});

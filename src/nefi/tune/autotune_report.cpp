@@ -43,6 +43,24 @@ std::string decisions_md(const std::vector<Decision>& decisions) {
   return s;
 }
 
+nlohmann::json decisions_json(const std::vector<Decision>& decisions) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Decision& d : decisions) {
+    nlohmann::json e{{"key", d.key},       {"rule", d.rule},
+                     {"before", d.before}, {"chosen", d.chosen},
+                     {"reason", d.reason}, {"evidence", nlohmann::json::array()}};
+    for (const Pilot& p : d.pilots)
+      e["evidence"].push_back({{"value", p.value},
+                               {"residual_rms", number(p.residual_rms)},
+                               {"misfit_ratio", number(p.misfit_ratio)},
+                               {"steps", p.steps},
+                               {"error", p.error},
+                               {"ground_truth_not_used", p.oracle}});
+    out.push_back(e);
+  }
+  return out;
+}
+
 std::string autotune_md(const AutotuneReport& r) {
   std::string s = fmt::format(
       "# Autotune: {} ({}, seed {}), level {}\n\n"
@@ -74,20 +92,7 @@ std::string autotune_json(const AutotuneReport& r) {
   j["total_steps"] = r.total_steps;
   j["noise_std"] = r.noise_std >= 0 ? nlohmann::json(r.noise_std) : nlohmann::json();
   j["discrepancy_tau"] = kDiscrepancyTau;
-  j["decisions"] = nlohmann::json::array();
-  for (const Decision& d : r.decisions) {
-    nlohmann::json e{{"key", d.key},       {"rule", d.rule},
-                     {"before", d.before}, {"chosen", d.chosen},
-                     {"reason", d.reason}, {"evidence", nlohmann::json::array()}};
-    for (const Pilot& p : d.pilots)
-      e["evidence"].push_back({{"value", p.value},
-                               {"residual_rms", number(p.residual_rms)},
-                               {"misfit_ratio", number(p.misfit_ratio)},
-                               {"steps", p.steps},
-                               {"error", p.error},
-                               {"ground_truth_not_used", p.oracle}});
-    j["decisions"].push_back(e);
-  }
+  j["decisions"] = decisions_json(r.decisions);
   j["applied_in_process"] = nlohmann::json::array();  // no gauge fixes are applied
   if (r.comparison) {
     const Comparison& c = *r.comparison;

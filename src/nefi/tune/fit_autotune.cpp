@@ -1,10 +1,12 @@
 #include "nefi/tune/fit_autotune.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
-#include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fk/error.h"
 #include "nefi/byop/prior.h"
@@ -22,7 +24,8 @@ std::string value_text(double v) {
   return fmt::format("{:.6g}", v);
 }
 
-struct Pilots {
+// Runs one pilot: the problem rebuilt with a candidate's options and solved.
+struct PilotRunner {
   const OperatorPtr& op;
   const fk::Dims& shape;
   const Measurement& y;
@@ -30,8 +33,7 @@ struct Pilots {
   const fk::Tensor& truth;
   const Log& log;
 
-  // One solve of the problem built with `o`, its stages scaled to `steps`
-  // in all (unscaled when 0).
+  // `steps` > 0: the stages capped to that many steps in all.
   Pilot run(const AutoOptions& o, int steps, const std::string& key,
             const std::string& value) const {
     Pilot p;
@@ -39,14 +41,7 @@ struct Pilots {
     base.reset_operator();
     try {
       AutoProblem ap = auto_problem(op, shape, y, o);
-      if (steps > 0) {
-        const double f = static_cast<double>(steps) / ap.curriculum.total_steps();
-        for (Stage& st : ap.curriculum.stages) {
-          st.steps = std::max(1, static_cast<int>(std::lround(st.steps * f)));
-          st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
-        }
-        ap.curriculum.validate();
-      }
+      if (steps > 0) ap.curriculum = ap.curriculum.capped(steps);
       const Result r = ap.solve();
       p.steps = r.total_steps();
       p.residual_rms = diagnostics::residual_rms(r.prediction, ap.problem.measurement);
@@ -77,17 +72,26 @@ std::string term_name(const PriorPenalty& pen) {
   return pen.kind;
 }
 
+// A decision's outcome: the chosen pilot's value and reason, or the value
+// before and `kept` when every pilot failed.
+void settle(Decision& d, const Choice& c, const std::string& kept) {
+  d.chosen = c.first ? c.first->value : d.before;
+  d.reason = c.first ? c.second : kept;
+}
+
 }  // namespace
 
 FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const Measurement& y,
                            const AutoOptions& options, const LevelPlan& plan,
                            const fk::Tensor& truth, const Log& on_log) {
+  const size_t n_fields = options.field_priors.empty() ? 1 : options.field_priors.size();
+  FK_CHECK(!truth.defined() || (n_fields == 1 && truth.numel() == shape.numel()), "autotune truth",
+           "one field's truth of shape " + shape.str(),
+           truth.defined() ? truth.shape().str() + " for " + std::to_string(n_fields) + " field(s)"
+                           : "none");
   const AutoProblem base = auto_problem(op, shape, y, options);
-  FK_CHECK(!truth.defined() || (base.fields.size() == 1 && truth.numel() == shape.numel()),
-           "autotune truth", "one field's truth of shape " + shape.str(),
-           truth.defined() ? truth.shape().str() : "none");
   const fk::Tensor gt = truth.defined() ? truth.reshape(shape) : truth;
-  const Pilots pilots{op, shape, y, base, gt, on_log};
+  const PilotRunner pilots{op, shape, y, base, gt, on_log};
   FitTuneReport r;
   r.level = plan.name;
   r.representation = options.representation;
@@ -108,24 +112,20 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
       o.lr = std::stod(value_text(lr * f));
       d.pilots.push_back(pilots.run(o, r.pilot_steps, d.key, value_text(*o.lr)));
     }
-    const Pilot* best = lowest_residual(d.pilots);
-    d.chosen = best ? best->value : d.before;
-    d.reason = best ? fmt::format("residual {:.4e}, the lowest of {} pilots", best->residual_rms,
-                                  d.pilots.size())
-                    : "every pilot failed; the learning rate is kept";
-    r.tuned.lr = std::stod(d.chosen);
+    const Choice c = lr_choice(d.pilots);
+    settle(d, c, "every pilot failed; the learning rate is kept");
+    if (c.first) r.tuned.lr = std::stod(d.chosen);
     r.decisions.push_back(std::move(d));
   }
 
   // 2. each penalty's strength
-  const size_t n_fields = options.field_priors.empty() ? 1 : options.field_priors.size();
   for (size_t f = 0; f < n_fields; ++f) {
     const size_t n_terms = parse_prior(prior_text(r.tuned, f)).penalties.size();
     for (size_t t = 0; t < n_terms; ++t) {
       const PriorSpec spec = parse_prior(prior_text(r.tuned, f));
       Decision d;
       d.key = term_name(spec.penalties[t]) +
-              (options.field_priors.empty() ? "" : ":" + options.field_priors[f].first);
+              (n_fields > 1 ? ":" + options.field_priors[f].first : std::string());
       d.rule = fmt::format("discrepancy principle: the largest strength with residual <= {} sigma",
                            kDiscrepancyTau);
       const double s = spec.penalties[t].strength;
@@ -144,12 +144,11 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
         d.pilots.push_back(
             pilots.run(o, r.pilot_steps, d.key, value_text(c.penalties[t].strength)));
       }
-      const auto [chosen, reason] = discrepancy_choice(d.pilots, base.noise_std);
-      d.chosen = chosen ? chosen->value : d.before;
-      d.reason = chosen ? reason : "every pilot failed; the strength is kept";
-      PriorSpec c = spec;
-      c.penalties[t].strength = std::stod(d.chosen);
-      prior_text(r.tuned, f) = c.str();
+      const Choice c = discrepancy_choice(d.pilots, base.noise_std, "strength");
+      settle(d, c, "every pilot failed; the strength is kept");
+      PriorSpec chosen = spec;
+      chosen.penalties[t].strength = std::stod(d.chosen);
+      prior_text(r.tuned, f) = chosen.str();
       r.decisions.push_back(std::move(d));
     }
   }
@@ -162,18 +161,32 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
         "pilot residual)",
         kDiscrepancyTau);
     d.before = std::to_string(r.total_steps);
+    AutoOptions counted = r.tuned;  // a step count, with the given budget's early stop
+    counted.early_stop_patience = base.curriculum.early_stop_patience;
     for (double k : plan.budget_factors) {
-      AutoOptions o = r.tuned;
+      AutoOptions o = counted;
       o.budget = std::to_string(std::max(1L, std::lround(r.total_steps * k)));
       d.pilots.push_back(pilots.run(o, 0, d.key, o.budget));
     }
-    const auto [chosen, reason] = budget_choice(d.pilots, base.noise_std);
-    d.chosen = chosen ? chosen->value : d.before;
-    d.reason = chosen ? reason : "every pilot failed; the budget is kept";
-    r.tuned.budget = d.chosen;
+    const Choice c = budget_choice(d.pilots, base.noise_std);
+    settle(d, c, "every pilot failed; the budget is kept");
+    if (c.first && d.chosen != d.before) {
+      r.tuned = counted;
+      r.tuned.budget = d.chosen;
+    }
     r.decisions.push_back(std::move(d));
   }
   return r;
+}
+
+AutoProblem tuned_problem(const OperatorPtr& op, const fk::Dims& shape, const Measurement& y,
+                          const FitTuneReport& r) {
+  AutoProblem ap = auto_problem(op, shape, y, r.tuned);
+  for (const Decision& d : r.decisions)
+    for (AutoDecision& a : ap.decisions)
+      if (a.key == d.key && !d.pilots.empty())
+        a.why = fmt::format("autotune ({}): {} -> {}, {}", r.level, d.before, d.chosen, d.reason);
+  return ap;
 }
 
 std::string fit_autotune_md(const FitTuneReport& r) {
@@ -184,6 +197,19 @@ std::string fit_autotune_md(const FitTuneReport& r) {
       r.representation, r.level, r.pilot_steps, r.total_steps, r.noise_std,
       r.noise_estimated ? "estimated" : "given");
   return s + decisions_md(r.decisions);
+}
+
+std::string fit_autotune_json(const FitTuneReport& r) {
+  nlohmann::json j;
+  j["level"] = r.level;
+  j["representation"] = r.representation;
+  j["noise_std"] = r.noise_std;
+  j["noise_estimated"] = r.noise_estimated;
+  j["pilot_steps"] = r.pilot_steps;
+  j["total_steps"] = r.total_steps;
+  j["discrepancy_tau"] = kDiscrepancyTau;
+  j["decisions"] = decisions_json(r.decisions);
+  return j.dump(2) + "\n";
 }
 
 }  // namespace nefi::tune

@@ -102,6 +102,11 @@ TEST(FitCli, AutotunesBeforeTheFit) {
   EXPECT_NE(r.out.find("tv 1 -> " + tv), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
   EXPECT_EQ(j["decisions"]["head"]["value"], "nonnegative + tv(" + tv + ")");
+  const std::string lr_why = j["decisions"]["lr"]["why"];
+  EXPECT_EQ(lr_why.rfind("autotune (quick): 0.1 -> ", 0), 0u) << lr_why;
+  const auto t = nlohmann::json::parse(nefi::test::slurp(out / "autotune.json"));
+  EXPECT_EQ(t["decisions"][1]["key"], "tv");
+  EXPECT_EQ(t["decisions"][1]["chosen"], tv);
 }
 
 // --support with an integer mask and a two-phase prior: the field is 0

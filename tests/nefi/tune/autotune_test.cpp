@@ -154,5 +154,40 @@ TEST(Autotune, UnknownNoiseKeepsTheWeightAndLevelsAreChecked) {
   EXPECT_THROW(level_plan("fast"), fk::Error);
 }
 
+Pilot pilot(const std::string& value, double residual, const std::string& error = "") {
+  Pilot p;
+  p.value = value;
+  p.residual_rms = residual;
+  p.steps = 10;
+  p.error = error;
+  return p;
+}
+
+TEST(Autotune, TheRulesOnHandMadePilots) {
+  // lr: the lowest residual among pilots that ran.
+  const std::vector<Pilot> lrs{pilot("a", 0.3), pilot("b", 0.1, "diverged"), pilot("c", 0.2)};
+  EXPECT_EQ(lr_choice(lrs).first->value, "c");
+  EXPECT_EQ(lr_choice(lrs).second, "residual 2.0000e-01, the lowest of 3 pilots");
+  EXPECT_EQ(lr_choice({pilot("a", 0.1, "x")}).first, nullptr);
+  // Strength, sigma 0.1: the largest value at <= 0.11 (not the lowest residual).
+  const std::vector<Pilot> ws{pilot("1", 0.08), pilot("2", 0.105), pilot("3", 0.12)};
+  const Choice w = discrepancy_choice(ws, 0.1, "strength");
+  EXPECT_EQ(w.first->value, "2");
+  EXPECT_EQ(w.second, "residual 1.0500e-01 = 1.050 sigma");
+  // Every pilot above sigma: the floor is the lowest residual (0.2), 1.1 x it 0.22.
+  const std::vector<Pilot> above{pilot("1", 0.2), pilot("2", 0.21), pilot("3", 0.3)};
+  const Choice a = discrepancy_choice(above, 0.1, "strength");
+  EXPECT_EQ(a.first->value, "2");
+  EXPECT_EQ(a.second,
+            "no pilot reached sigma (the best: 2.000 sigma); the largest strength within 1.1 x "
+            "that floor: residual 2.100 sigma");
+  // Budget: the smallest within 1.1 x max(sigma, lowest) = 0.11.
+  const std::vector<Pilot> bs{pilot("25", 0.2), pilot("50", 0.108), pilot("100", 0.1)};
+  const Choice b = budget_choice(bs, 0.1);
+  EXPECT_EQ(b.first->value, "50");
+  EXPECT_EQ(b.second, "residual 1.0800e-01 in 10 steps (floor 1.0000e-01)");
+  EXPECT_EQ(budget_choice({pilot("25", NAN, "diverged")}, 0.1).first, nullptr);
+}
+
 }  // namespace
 }  // namespace nefi::tune

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -151,6 +152,45 @@ TEST(NefiFitAutotune, TheModelsOwnParametersComeBackAsGiven) {
   EXPECT_FLOAT_EQ(op->parameters().at(0).to_vector<float>()[0], 0.1f);  // f32 leaves
 }
 
+// A thorough budget keeps its early stop when the tuner sets a step count,
+// and is kept as "thorough" when the decided count wins.
+TEST(NefiFitAutotune, AThoroughBudgetKeepsItsEarlyStop) {
+  const fk::test::ThreadCount one(1);
+  const int64_t n = 32;
+  const auto a = test::blur_matrix(n, 2.0);
+  auto op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{n},
+                                               test::matrix_model(a, n, n), 1.0, "blur");
+  std::vector<double> x(n), y(n, 0.0);
+  for (int64_t i = 0; i < n; ++i) x[i] = i > 10 && i < 20 ? 1.0 : 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) y[i] += a[i * n + j] * x[j];
+  Measurement m;
+  m.data = test::with_noise(fk::from_vector(y, {n}), 0.01, 8);
+  AutoOptions o;
+  o.prior = "nonnegative";
+  o.representation = "grid";
+  o.budget = "thorough";
+  LevelPlan plan = level_plan("standard");
+  plan.lr_factors = {1};
+  const FitTuneReport r = autotune_fit(op, {n}, m, o, plan);
+  const Decision& steps = decision(r, "steps");
+  EXPECT_EQ(steps.before, "5000");
+  if (steps.chosen == steps.before) {
+    EXPECT_EQ(r.tuned.budget, "thorough");
+  } else {
+    EXPECT_EQ(r.tuned.budget, steps.chosen);
+    EXPECT_EQ(r.tuned.early_stop_patience, 500);
+  }
+  EXPECT_EQ(auto_problem(op, {n}, m, r.tuned).curriculum.early_stop_patience, 500);
+  // The tuned problem says where its lr and steps came from.
+  const AutoProblem ap = tuned_problem(op, {n}, m, r);
+  for (const AutoDecision& d : ap.decisions) {
+    if (d.key == "lr" || d.key == "steps") {
+      EXPECT_EQ(d.why.rfind("autotune (standard): ", 0), 0u) << d.key << ": " << d.why;
+    }
+  }
+}
+
 TEST(NefiFitAutotune, SeveralFieldsGetOneDecisionPerTerm) {
   const fk::test::ThreadCount one(1);
   const int64_t n = 16;
@@ -184,6 +224,14 @@ TEST(NefiFitAutotune, SeveralFieldsGetOneDecisionPerTerm) {
             "unconstrained + increasing(0, " + r.decisions[2].chosen + ")");
   // A truth is one field's.
   EXPECT_THROW(autotune_fit(op, {n}, m, o, level_plan("quick"), fk::zeros({n})), fk::Error);
+  // One field given by name: its terms keep the prior's own names, as its losses do.
+  auto named = std::make_shared<FunctionOperator>(
+      fk::Dims{n}, fk::Dims{n}, test::matrix_model(test::blur_matrix(n, 1.0), n, n), 1.0, "blur",
+      std::vector<std::string>{"u"});
+  AutoOptions single;
+  single.field_priors = {{"u", "nonnegative + tv"}};
+  single.budget = "20";
+  EXPECT_EQ(autotune_fit(named, {n}, m, single, level_plan("quick")).decisions[1].key, "tv");
 }
 
 }  // namespace

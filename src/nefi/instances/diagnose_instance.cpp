@@ -1,4 +1,4 @@
-#include "nefi/diagnostics/diagnose_instance.h"
+#include "nefi/instances/diagnose_instance.h"
 
 #include <optional>
 
@@ -15,7 +15,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
            "'" + cfg.data + "'");
   opt.seed = cfg.seed;
   std::optional<ProblemSetup> s = inst.setup(cfg.config, method, cfg.seed);
-  FK_CHECK(s.has_value(), "diagnose method",
+  FK_CHECK(s.has_value(), "diagnose method (--method)",
            "an instance and method that expose their inverse problem (a solver-loop method)",
            cfg.instance + " " + method + " does not");
   const InverseProblem& prob = s->problem;
@@ -29,7 +29,8 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     const RunOutput out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
     const auto raw = out.result.raw_fields.find(prob.field->primary());
     FK_CHECK(raw != out.result.raw_fields.end() && raw->second.shape() == x.shape(),
-             "diagnose at the solution", "the solved field at the grid " + x.shape().str(),
+             "diagnose at the solution (--solve)",
+             "the solved field at the grid " + x.shape().str(),
              raw == out.result.raw_fields.end() ? "none" : raw->second.shape().str());
     x = raw->second.to(x.dtype());
     at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
