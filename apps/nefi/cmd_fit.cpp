@@ -6,7 +6,8 @@
 // fit.json, history and fit.png (byop/fit_output.h) and prints one summary
 // line. --autotune LEVEL first chooses the lr, each penalty's strength and
 // (standard, thorough) the budget by pilot solves (tune/fit_autotune.h) and
-// writes autotune.md and autotune.json.
+// writes autotune.md and autotune.json; --diagnose writes nefi diagnose's
+// files for the model linearized at the fitted field into <out>/diagnostics.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,7 @@
 #include "nefi/byop/matrix_model.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/data_fit.h"
+#include "nefi/diagnostics/report.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
 #include "nefi/operators/radon.h"
@@ -46,6 +48,7 @@ struct FitRequest {
   bool centered = false, periodic = false;
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::string autotune;  // empty: none; else the level
+  bool diagnose = false;
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
@@ -231,6 +234,20 @@ int fit_cmd(const FitRequest& r) {
   std::cout << fmt::format("fit  {} steps ({})  data PSNR {:.2f} dB  {}  {:.2f} s  -> {}\n",
                            res.total_steps(), res.stages.back().stop, fit ? fit->psnr_db : 0.0, chi,
                            res.total_s, r.out);
+  if (r.diagnose) {  // what the data tell about the fitted field
+    diagnostics::Diagnostics d = diagnostics::diagnose(
+        *ap.problem.op, res.fields.at("x").to(fk::DType::F64), ap.problem.measurement, {});
+    d.instance = "nefi fit";
+    d.method = ap.problem.op->kind();
+    d.at = "the fitted field";
+    const std::string dir = (std::filesystem::path(r.out) / "diagnostics").string();
+    diagnostics::write_diagnostics(dir, d);
+    const auto& sv = d.spectrum.singular_values;
+    std::cout << fmt::format(
+        "diagnose  sigma_1 {:.4g}  sigma_{} {:.4g}  condition {:.4g}  blind cells {:.1f} %  -> "
+        "{}\n",
+        sv.front(), sv.size(), sv.back(), d.condition, 100 * d.probes.blind_fraction, dir);
+  }
   if (!r.quiet) std::cout << quick_report(ap, res);
   return 0;
 }
@@ -274,6 +291,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
+  sub->add_flag("--diagnose", r->diagnose,
+                "after the fit, the model linearized there: singular values, sensitivity and "
+                "null space into <out>/diagnostics/ (nefi diagnose's files)");
   sub->add_option("--autotune", r->autotune,
                   "quick | standard | thorough: choose the lr, each penalty's strength (and the "
                   "budget) by pilot solves first; writes autotune.md and autotune.json");

@@ -57,9 +57,10 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   const auto r =
       nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
                   (dir / "y.npy").string() + " --shape 16,16 --prior \"nonnegative + tv\"" +
-                  " --budget 300 --threads 1 -q --out " + out.string());
+                  " --budget 300 --threads 1 -q --diagnose --out " + out.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out.rfind("fit  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\ndiagnose  sigma_1 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("chi "), std::string::npos) << r.out;
   for (const char* f : {"x.npy", "prediction.npy", "report.md", "fit.json", "history.csv",
                         "history.png", "fit.png"})
@@ -75,6 +76,31 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   EXPECT_GT(chi, 0.5);
   EXPECT_LT(chi, 2.0);
   EXPECT_LE(j["total_steps"].get<int>(), 300);
+  // --diagnose: the matrix's largest singular value, s1(B kron B) = s1(B)^2,
+  // B's by power iteration on B^T B.
+  for (const char* f : {"diagnostics.md", "diagnostics.json", "sensitivity.npy", "diagnostics.png"})
+    EXPECT_TRUE(fs::exists(out / "diagnostics" / f)) << f;
+  const auto d = nlohmann::json::parse(nefi::test::slurp(out / "diagnostics" / "diagnostics.json"));
+  const fk::Tensor a = fk::read_npy((dir / "A.npy").string());
+  const auto av = a.to_vector<double>();
+  std::vector<double> b(16 * 16), u(16, 1.0);
+  for (int64_t i = 0; i < 16; ++i)  // row i of B: A's row (i, 0), columns (j, 0), / B[0][0]
+    for (int64_t j = 0; j < 16; ++j) b[i * 16 + j] = av[(i * 16) * 256 + j * 16];
+  double lambda = 0;
+  for (int it = 0; it < 500; ++it) {
+    std::vector<double> bv(16, 0.0), btbv(16, 0.0);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) bv[i] += b[i * 16 + j] * u[j];
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) btbv[j] += b[i * 16 + j] * bv[i];
+    double norm = 0;
+    for (double e : btbv) norm += e * e;
+    lambda = std::sqrt(norm);
+    for (int j = 0; j < 16; ++j) u[j] = btbv[j] / lambda;
+  }
+  const double b00 = std::sqrt(av[0]);          // A[0][0] = B[0][0]^2
+  const double s1_b = std::sqrt(lambda) / b00;  // the rows read above carry a factor B[0][0]
+  EXPECT_NEAR(d["singular_values"][0].get<double>(), s1_b * s1_b, 1e-6 * s1_b * s1_b);
   // The disc is recovered: inside well above outside.
   const auto v = x.to_vector<double>();
   EXPECT_GT(v[7 * 16 + 6], 0.7);
