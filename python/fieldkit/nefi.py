@@ -184,7 +184,7 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     return EnsembleResult(results, seeds)
 
 
-def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_seeds=None,
+def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=None,
                  chunk_size=0, loss_mode="auto", raise_on_error=True, device="cpu"):
     """Solves one problem per seed of `instance` with `config` together, in one
     optimisation loop (nefi's batch_invert): problem b's data come from
@@ -197,7 +197,39 @@ def batch_invert(instance, config=None, seeds=(0, 1, 2), method="neural", data_s
     "cuda:N": where the batch trains (a device batch runs its steps as one
     CUDA graph per stage; results come back as numpy arrays either way); a
     device this process cannot use, or a batch the device path refuses,
-    raises fieldkit.Error naming what was expected and given."""
+    raises fieldkit.Error naming what was expected and given.
+
+    ``instance`` may instead be a list of from_forward problems of one
+    built-in model (``nefi.operators``), one per measurement (slices,
+    frames, repeats), made with the same options: they are solved together
+    in one loop on the CPU, each with its own noise, data weight, penalty
+    weights and stop, all starting from one shared constant (the median of
+    their best constants; the fields then share heads). Returns one result
+    dict per problem, as ForwardProblem.solve() gives, with ``batch_size``
+    and ``error``."""
+    if isinstance(instance, (list, tuple)):
+        if config is not None or seeds is not None or data_seeds is not None or \
+                method != "neural" or device != "cpu":
+            raise ValueError("batch_invert: expected only chunk_size, loss_mode and "
+                             "raise_on_error with from_forward problems (their seeds and data "
+                             "are the problems'; the batch runs on the CPU), got "
+                             "config/seeds/method/data_seeds/device")
+        problems = list(instance)
+        for i, p in enumerate(problems):
+            if not isinstance(p, ForwardProblem):
+                raise ValueError(f"batch_invert: expected from_forward problems, got "
+                                 f"{type(p).__name__} at {i}")
+        out = _nefi.batch_forward([p._core for p in problems], int(chunk_size), str(loss_mode),
+                                  bool(raise_on_error))
+        for p, r in zip(problems, out):
+            if r["error"]:
+                continue
+            if p._model.several:
+                r["reconstruction"] = {n: r["fields"][n].reshape(p.shape) for n in p.fields}
+            else:
+                r["reconstruction"] = r["reconstruction"].reshape(p.shape)
+        return out
+    seeds = (0, 1, 2) if seeds is None else seeds
     target, overrides = _target(instance, config)
     sets, _, _ = _sets(overrides)
     return _nefi.batch_invert(target, sets, str(method), [int(s) for s in seeds],

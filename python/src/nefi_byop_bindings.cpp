@@ -20,6 +20,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/byop/auto_batch.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/custom_prior.h"
 #include "nefi/byop/quick_report.h"
@@ -336,6 +337,61 @@ void bind_nefi_byop(nb::module_& m) {
           },
           nb::arg("level"), nb::arg("truth").none());
 
+  m.def(
+      "batch_forward",
+      [](const nb::list& items, int chunk_size, const std::string& loss_mode, bool raise_on_error) {
+        std::vector<const ForwardProblem*> ps;
+        for (nb::handle h : items) ps.push_back(&nb::cast<const ForwardProblem&>(h));
+        FK_CHECK(!ps.empty(), "batch_invert problems", "at least one from_forward problem", "none");
+        std::vector<nefi::AutoInput> inputs;
+        for (size_t i = 0; i < ps.size(); ++i) {
+          const ForwardProblem& p = *ps[i];
+          FK_CHECK(p.op->batchable() && p.op->parameters().empty(), "batch_invert problems",
+                   "built-in models (nefi.operators) that run N fields in one call",
+                   "problem " + std::to_string(i) + "'s model '" + p.op->kind() +
+                       "' (Python code runs one field per call: solve() each)");
+          inputs.push_back({p.op, p.shape, p.measurement, p.options});
+        }
+        std::vector<nefi::AutoProblem> aps;
+        std::vector<nefi::Result> results;
+        std::vector<std::string> reports;
+        {
+          nb::gil_scoped_release nogil;
+          // Each problem's lock, in one order (two batches sharing problems never deadlock).
+          std::vector<std::mutex*> locks;
+          for (const ForwardProblem* p : ps) locks.push_back(p->solving.get());
+          std::sort(locks.begin(), locks.end());
+          locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
+          std::vector<std::unique_lock<std::mutex>> held;
+          for (std::mutex* l : locks) held.emplace_back(*l);
+          aps = nefi::shared_start_problems(inputs);
+          nefi::BatchOptions bo;
+          bo.chunk_size = chunk_size;
+          bo.loss_mode = loss_mode;
+          bo.raise_on_error = raise_on_error;
+          results = nefi::solve_together(aps, bo);
+          for (size_t i = 0; i < aps.size(); ++i)
+            reports.push_back(results[i].error.empty() ? nefi::quick_report(aps[i], results[i], {})
+                                                       : "");
+        }
+        nb::list out;
+        for (size_t i = 0; i < aps.size(); ++i) {
+          const nefi::Result& r = results[i];
+          nb::dict d = solve_dict(r);
+          d["error"] = r.error;
+          d["batch_size"] = r.batch_size;
+          if (r.error.empty()) {
+            d["reconstruction"] =
+                numpy_or_none(r.fields.at(aps[i].fields.front()).to(fk::DType::F64));
+            d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
+            d["data_fit"] = data_fit_dict(aps[i].problem.measurement, r.prediction);
+          }
+          d["report"] = reports[i];
+          out.append(d);
+        }
+        return out;
+      },
+      nb::arg("problems"), nb::arg("chunk_size"), nb::arg("loss_mode"), nb::arg("raise_on_error"));
   m.def(
       "register_prior",
       [](const std::string& name, nb::object fn) {

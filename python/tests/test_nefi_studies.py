@@ -272,3 +272,32 @@ def test_a_torch_module_is_diagnosed_with_the_parameters_of_its_field():
     assert start["singular_values"][0] == pytest.approx(0.5, rel=1e-5)
     assert at_fit["singular_values"][0] == pytest.approx(abs(fitted), rel=1e-4)
     assert float(model.b) == pytest.approx(fitted)  # and still does
+
+
+def test_from_forward_problems_of_one_model_are_solved_together():
+    op, _, gt = mri_problem(24)
+    rng = np.random.default_rng(4)
+    m = op(gt).size
+    truths = [gt * (1 + 0.3 * k) for k in range(3)]
+    ys = [op(t) + 0.01 * (rng.standard_normal(m) + 1j * rng.standard_normal(m)) for t in truths]
+    ps = [nefi.from_forward(op, y, prior="nonnegative + tv", representation="grid") for y in ys]
+    rs = nefi.batch_invert(ps)
+    assert len(rs) == 3
+    for r, t, p in zip(rs, truths, ps):
+        assert r["error"] == "" and r["batch_size"] == 3
+        assert r["reconstruction"].shape == (24, 24)
+        assert "the batch's shared start" in r["report"]
+        # Not the problem's own solve: the batch starts it at the shared
+        # constant (-1.7 to +0.9 dB here; auto_batch_test.cpp checks that a
+        # batched result is the rebuilt problem's own solve).
+        alone = psnr(p.solve()["reconstruction"], t)
+        zero_filled = psnr(op.adjoint(ys[0] * 0 + op(t)), t)
+        got = psnr(r["reconstruction"], t)
+        assert got > alone - 2.5 and got > zero_filled + 3, (got, alone, zero_filled)
+    with pytest.raises(fieldkit.Error, match="Python code runs one field per call"):
+        a = blur()
+        nefi.batch_invert([nefi.from_forward(a, box_data(a)), nefi.from_forward(a, box_data(a))])
+    with pytest.raises(ValueError, match="only chunk_size"):
+        nefi.batch_invert(ps, seeds=(0, 1, 2))
+    with pytest.raises(ValueError, match="from_forward problems"):
+        nefi.batch_invert([ps[0], "toy1d"])

@@ -300,7 +300,15 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   // Head scale: the best constant fields.
   const auto* fop = dynamic_cast<const FunctionOperator*>(op.get());
   const std::string model = fop ? fop->name() : op->kind();
-  const ConstantFit fit = fit_constants(*op, k, d, ap.priors, model);
+  ConstantFit fit = fit_constants(*op, k, d, ap.priors, model);
+  if (!o.start.empty()) {
+    FK_CHECK(o.start.size() == ap.fields.size(), "start",
+             std::to_string(ap.fields.size()) + " starting constants (one per field)",
+             std::to_string(o.start.size()));
+    for (double c : o.start) FK_CHECK(std::isfinite(c), "start", "finite constants", num(c));
+    fit.c = o.start;
+    fit.how = "given (the batch's shared start; the data weight from the fitted constants)";
+  }
   ap.constant_fits = fit.c;
   const bool several = ap.fields.size() > 1;
   for (size_t i = 0; i < ap.fields.size(); ++i) {

@@ -66,6 +66,11 @@ struct AutoOptions {
   // when every axis has >= 16 cells; the model sees the coarse field through
   // a prolongation (operators/prolonged.h).
   bool multiscale = false;
+  // The fields' starting constants (one per field) instead of the best ones
+  // fitted to the data (empty): a batch starts every problem at one set, so
+  // their fields share heads (auto_batch.h). The data weight stays the
+  // misfit of the fitted constants.
+  std::vector<double> start;
   double discrepancy_tau = 1.0;
   uint64_t seed = 0;
 };

@@ -1,0 +1,136 @@
+// Bring-your-own problems solved together: three k-space measurements of
+// one MRI sampling pattern start from one shared constant (the median of
+// their own), and each batched result is the sequential solve of its
+// rebuilt problem; problems that differ beyond their data, and models that
+// cannot run N fields at once, are refused by name.
+#include "nefi/byop/auto_batch.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "byop_test_models.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/thread_count.h"
+#include "nefi/operators/sampling.h"
+
+namespace nefi {
+namespace {
+
+struct Scans {
+  int64_t n = 24;
+  OperatorPtr op;
+  std::vector<Measurement> ys;
+  Scans() {
+    std::vector<double> mask(n * n);
+    std::mt19937_64 g(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double fi = (i <= n / 2 ? i : i - n) / (0.5 * n),
+                     fj = (j <= n / 2 ? j : j - n) / (0.5 * n);
+        mask[i * n + j] = fi * fi + fj * fj < 0.04 || u(g) < 0.3 ? 1.0 : 0.0;
+      }
+    op = std::make_shared<FourierSamplingOperator>(fk::from_vector(mask, {n, n}));
+    for (int k = 0; k < 3; ++k) {  // the phantom at three contrasts
+      const fk::Tensor gt = fk::from_vector(
+          [&] {
+            auto v = test::shapes_phantom(n).to_vector<double>();
+            for (double& e : v) e *= 1.0 + 0.3 * k;
+            return v;
+          }(),
+          {n, n});
+      Measurement m;
+      m.data = test::with_noise(op->apply(gt), 0.01, 10 + k);
+      ys.push_back(m);
+    }
+  }
+  std::vector<AutoInput> inputs(const AutoOptions& o) const {
+    std::vector<AutoInput> in;
+    for (const Measurement& y : ys) in.push_back({op, {n, n}, y, o});
+    return in;
+  }
+};
+
+double max_diff(const fk::Tensor& a, const fk::Tensor& b) {
+  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
+  double d = 0;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  return d;
+}
+
+TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
+  const fk::test::ThreadCount one(1);
+  const Scans s;
+  for (const std::string rep : {"grid", "neural"}) {
+    AutoOptions o;
+    o.prior = "nonnegative + tv";
+    o.representation = rep;
+    o.budget = "60";
+    if (rep == "neural") {
+      o.hidden = 16;
+      o.depth = 2;
+    }
+    std::vector<double> own;
+    for (const AutoInput& a : s.inputs(o))
+      own.push_back(auto_problem(a.op, a.shape, a.measurement, o).constant_fits[0]);
+    std::vector<double> sorted = own;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_LT(sorted.front(), sorted.back());  // the contrasts differ
+    const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
+    ASSERT_EQ(aps.size(), 3u);
+    for (const AutoProblem& ap : aps) EXPECT_DOUBLE_EQ(ap.constant_fits[0], sorted[1]) << rep;
+    const std::vector<Result> together = solve_together(aps);
+    for (size_t b = 0; b < aps.size(); ++b) {
+      EXPECT_EQ(together[b].batch_size, 3);
+      EXPECT_TRUE(together[b].error.empty()) << together[b].error;
+      const Result alone = aps[b].solve();
+      EXPECT_EQ(together[b].total_steps(), alone.total_steps()) << rep << " problem " << b;
+      EXPECT_LT(max_diff(together[b].fields.at("x"), alone.fields.at("x")), 1e-4)
+          << rep << " problem " << b;
+    }
+  }
+}
+
+TEST(NefiAutoBatch, ProblemsThatDifferBeyondTheirDataAreRefused) {
+  const Scans s;
+  AutoOptions o;
+  o.prior = "nonnegative";
+  o.representation = "grid";
+  o.budget = "10";
+  std::vector<AutoInput> in = s.inputs(o);
+  in[2].options.prior = "nonnegative + tv";
+  try {
+    shared_start_problems(in);
+    FAIL() << "problems of two priors were batched";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("problem 2"), std::string::npos) << e.what();
+  }
+  // A stop for one problem only: their curricula differ.
+  in = s.inputs(o);
+  in[1].options.noise_std = 0.0;
+  try {
+    solve_together(shared_start_problems(in));
+    FAIL() << "a problem without a stop was batched with two with one";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("problem 1's differs"), std::string::npos) << e.what();
+  }
+  // A model of host functions runs one field per call.
+  const int64_t n = 16;
+  auto f = std::make_shared<FunctionOperator>(
+      fk::Dims{n}, fk::Dims{n}, test::matrix_model(test::blur_matrix(n, 1.5), n, n), 1.0, "blur");
+  Measurement y;
+  y.data = test::with_noise(fk::full({n}, 0.5, {fk::DType::F64}), 0.01, 3);
+  AutoOptions g;
+  g.representation = "grid";
+  g.budget = "10";
+  EXPECT_THROW(solve_together(shared_start_problems({{f, {n}, y, g}, {f, {n}, y, g}})), fk::Error);
+  EXPECT_THROW(shared_start_problems({}), fk::Error);
+}
+
+}  // namespace
+}  // namespace nefi
