@@ -186,7 +186,8 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
 
 def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=None,
                  chunk_size=0, loss_mode="auto", raise_on_error=True, device="cpu"):
-    """Solves one problem per seed of `instance` with `config` together, in one
+    """Solves one problem per seed of `instance` (default seeds (0, 1, 2))
+    with `config` together, in one
     optimisation loop (nefi's batch_invert): problem b's data come from
     data_seeds[b] (default seeds[b]) and its field from seeds[b], so it matches
     ``invert(instance, config, seed=seeds[b], methods=method)``. Returns a list
@@ -202,18 +203,22 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
     ``instance`` may instead be a list of from_forward problems of one
     built-in model (``nefi.operators``), one per measurement (slices,
     frames, repeats), made with the same options: they are solved together
-    in one loop on the CPU, each with its own noise, data weight, penalty
-    weights and stop, all starting from one shared constant (the median of
-    their best constants; the fields then share heads). Returns one result
+    in one loop on the CPU, each with its own noise, data weight, stop and
+    seed, all rebuilt to start from one problem's best constants (the
+    medoid's: the fields then share heads; penalty weights are re-weighed
+    from that start). Returns one result
     dict per problem, as ForwardProblem.solve() gives, with ``batch_size``
-    and ``error``."""
+    and ``error`` (a failed problem, raise_on_error False: its fields,
+    prediction and data fit None, its report the error)."""
     if isinstance(instance, (list, tuple)):
-        if config is not None or seeds is not None or data_seeds is not None or \
-                method != "neural" or device != "cpu":
+        given = [k for k, v in (("config", config), ("seeds", seeds), ("data_seeds", data_seeds))
+                 if v is not None] + (["method"] if method != "neural" else []) + \
+            (["device"] if device != "cpu" else [])
+        if given:
             raise ValueError("batch_invert: expected only chunk_size, loss_mode and "
                              "raise_on_error with from_forward problems (their seeds and data "
                              "are the problems'; the batch runs on the CPU), got "
-                             "config/seeds/method/data_seeds/device")
+                             + ", ".join(given))
         problems = list(instance)
         for i, p in enumerate(problems):
             if not isinstance(p, ForwardProblem):
@@ -222,11 +227,7 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
         out = _nefi.batch_forward([p._core for p in problems], int(chunk_size), str(loss_mode),
                                   bool(raise_on_error))
         for p, r in zip(problems, out):
-            if r["error"]:
-                continue
-            if p._model.several:
-                r["reconstruction"] = {n: r["fields"][n].reshape(p.shape) for n in p.fields}
-            else:
+            if r["reconstruction"] is not None:  # built-in models have one field
                 r["reconstruction"] = r["reconstruction"].reshape(p.shape)
         return out
     seeds = (0, 1, 2) if seeds is None else seeds

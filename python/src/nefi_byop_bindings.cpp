@@ -176,6 +176,27 @@ nefi::PenaltyFunction python_penalty(Callable fn, const std::string& name) {
   };
 }
 
+// A solve's result as ForwardProblem.solve returns it: solve_dict with the
+// primary field, prediction, data fit, the model's own parameters as the
+// solve left them, and the report (a failed batch problem: its error).
+nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r,
+                     const std::string& report) {
+  nb::dict d = solve_dict(r);
+  const auto x = r.fields.find(ap.fields.front());
+  d["reconstruction"] =
+      x == r.fields.end() ? nb::none() : numpy_or_none(x->second.to(fk::DType::F64));
+  d["prediction"] =
+      r.prediction.defined() ? numpy_or_none(r.prediction.to(fk::DType::F64)) : nb::none();
+  d["data_fit"] =
+      r.prediction.defined() ? data_fit_dict(ap.problem.measurement, r.prediction) : nb::none();
+  nb::list fitted;
+  for (const fk::Tensor& t : ap.problem.op->parameters())
+    fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
+  d["operator_parameters"] = fitted;
+  d["report"] = r.error.empty() ? report : "failed: " + r.error;
+  return d;
+}
+
 fk::Dims dims(const std::vector<int64_t>& v) {
   return fk::Dims(v);
 }
@@ -236,16 +257,7 @@ void bind_nefi_byop(nb::module_& m) {
               r = ap.solve(so);
               report = nefi::quick_report(ap, r, gt);
             }
-            nb::dict d = solve_dict(r);
-            d["reconstruction"] = numpy_or_none(r.fields.at(ap.fields.front()).to(fk::DType::F64));
-            d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
-            d["data_fit"] = data_fit_dict(ap.problem.measurement, r.prediction);
-            nb::list fitted;  // the model's own parameters, as the solve left them
-            for (const fk::Tensor& t : ap.problem.op->parameters())
-              fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
-            d["operator_parameters"] = fitted;
-            d["report"] = report;
-            return d;
+            return result_dict(ap, r, report);
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
@@ -342,15 +354,11 @@ void bind_nefi_byop(nb::module_& m) {
       [](const nb::list& items, int chunk_size, const std::string& loss_mode, bool raise_on_error) {
         std::vector<const ForwardProblem*> ps;
         for (nb::handle h : items) ps.push_back(&nb::cast<const ForwardProblem&>(h));
-        FK_CHECK(!ps.empty(), "batch_invert problems", "at least one from_forward problem", "none");
         std::vector<nefi::AutoInput> inputs;
-        for (size_t i = 0; i < ps.size(); ++i) {
-          const ForwardProblem& p = *ps[i];
-          FK_CHECK(p.op->batchable() && p.op->parameters().empty(), "batch_invert problems",
-                   "built-in models (nefi.operators) that run N fields in one call",
-                   "problem " + std::to_string(i) + "'s model '" + p.op->kind() +
-                       "' (Python code runs one field per call: solve() each)");
-          inputs.push_back({p.op, p.shape, p.measurement, p.options});
+        std::vector<std::vector<double>> fits;  // each problem's own, from its build
+        for (const ForwardProblem* p : ps) {
+          inputs.push_back({p->op, p->shape, p->measurement, p->options});
+          fits.push_back(p->ap.constant_fits);
         }
         std::vector<nefi::AutoProblem> aps;
         std::vector<nefi::Result> results;
@@ -364,7 +372,7 @@ void bind_nefi_byop(nb::module_& m) {
           locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
           std::vector<std::unique_lock<std::mutex>> held;
           for (std::mutex* l : locks) held.emplace_back(*l);
-          aps = nefi::shared_start_problems(inputs);
+          aps = nefi::shared_start_problems(inputs, fits);
           nefi::BatchOptions bo;
           bo.chunk_size = chunk_size;
           bo.loss_mode = loss_mode;
@@ -376,17 +384,9 @@ void bind_nefi_byop(nb::module_& m) {
         }
         nb::list out;
         for (size_t i = 0; i < aps.size(); ++i) {
-          const nefi::Result& r = results[i];
-          nb::dict d = solve_dict(r);
-          d["error"] = r.error;
-          d["batch_size"] = r.batch_size;
-          if (r.error.empty()) {
-            d["reconstruction"] =
-                numpy_or_none(r.fields.at(aps[i].fields.front()).to(fk::DType::F64));
-            d["prediction"] = numpy_or_none(r.prediction.to(fk::DType::F64));
-            d["data_fit"] = data_fit_dict(aps[i].problem.measurement, r.prediction);
-          }
-          d["report"] = reports[i];
+          nb::dict d = result_dict(aps[i], results[i], reports[i]);
+          d["error"] = results[i].error;
+          d["batch_size"] = results[i].batch_size;
           out.append(d);
         }
         return out;

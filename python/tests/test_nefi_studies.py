@@ -291,13 +291,13 @@ def test_from_forward_problems_of_one_model_are_solved_together():
         # constant (-1.7 to +0.9 dB here; auto_batch_test.cpp checks that a
         # batched result is the rebuilt problem's own solve).
         alone = psnr(p.solve()["reconstruction"], t)
-        zero_filled = psnr(op.adjoint(ys[0] * 0 + op(t)), t)
+        zero_filled = psnr(op.adjoint(op(t)), t)
         got = psnr(r["reconstruction"], t)
         assert got > alone - 2.5 and got > zero_filled + 3, (got, alone, zero_filled)
-    with pytest.raises(fieldkit.Error, match="Python code runs one field per call"):
+    with pytest.raises(fieldkit.Error, match="Python functions runs one field per call"):
         a = blur()
         nefi.batch_invert([nefi.from_forward(a, box_data(a)), nefi.from_forward(a, box_data(a))])
-    with pytest.raises(ValueError, match="only chunk_size"):
-        nefi.batch_invert(ps, seeds=(0, 1, 2))
+    with pytest.raises(ValueError, match="got seeds, device$"):
+        nefi.batch_invert(ps, seeds=(0, 1, 2), device="cuda")
     with pytest.raises(ValueError, match="from_forward problems"):
         nefi.batch_invert([ps[0], "toy1d"])

@@ -1,73 +1,145 @@
 #include "nefi/byop/auto_batch.h"
 
-#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "fk/error.h"
+#include "nefi/operators/function_operator.h"
 
 namespace nefi {
 namespace {
 
 constexpr const char* kWhere = "batch of from_forward problems";
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+template <typename T>
+std::string text(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>)
+    return "'" + v + "'";
+  else if constexpr (std::is_same_v<T, bool>)
+    return v ? "true" : "false";
+  else
+    return std::to_string(v);
+}
+template <typename T>
+std::string text(const std::optional<T>& v) {
+  return v ? text(*v) : "unset";
+}
+std::string text(const std::vector<double>& v) {
+  std::string s;
+  for (double e : v) s += (s.empty() ? "" : ", ") + std::to_string(e);
+  return "[" + s + "]";
+}
+std::string text(const std::vector<std::pair<std::string, std::string>>& v) {
+  std::string s;
+  for (const auto& [k, p] : v) s += (s.empty() ? "" : ", ") + k + ": " + p;
+  return "{" + s + "}";
 }
 
-// What problem i must share with problem 0, beyond its measurement.
+// What problem i must share with problem 0 beyond its measurement, noise
+// level and seed: the first option that differs is named with both values.
 void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
   const std::string who = "problem " + std::to_string(i);
+  auto same = [&](const char* option, const auto& mine, const auto& theirs) {
+    FK_CHECK(mine == theirs, kWhere, std::string(option) + " " + text(theirs) + " (problem 0's)",
+             who + "'s " + text(mine));
+  };
+  FK_CHECK(a.op->kind() == first.op->kind(), kWhere, "problem 0's model '" + first.op->kind() + "'",
+           who + "'s '" + a.op->kind() + "'");
   FK_CHECK(a.shape == first.shape, kWhere, "problem 0's grid " + first.shape.str(),
            who + "'s " + a.shape.str());
   const AutoOptions &o = a.options, &f = first.options;
-  const bool same =
-      o.prior == f.prior && o.field_priors == f.field_priors && o.extent == f.extent &&
-      o.representation == f.representation && o.rank == f.rank && o.budget == f.budget &&
-      o.lr == f.lr && o.hidden == f.hidden && o.depth == f.depth && o.n_octaves == f.n_octaves &&
-      o.discrepancy == f.discrepancy && o.discrepancy_tau == f.discrepancy_tau &&
-      o.multiscale == f.multiscale && o.seed == f.seed &&
-      o.early_stop_patience == f.early_stop_patience && o.supports.size() == f.supports.size();
-  FK_CHECK(same, kWhere,
-           "problems made with one set of options (prior, representation, network, budget, lr, "
-           "stop, seed, supports), their measurements aside",
-           who + " made with other options");
+  same("prior", o.prior, f.prior);
+  same("field priors", o.field_priors, f.field_priors);
+  same("extent", o.extent, f.extent);
+  same("representation", o.representation, f.representation);
+  same("rank", o.rank, f.rank);
+  same("budget", o.budget, f.budget);
+  same("lr", o.lr, f.lr);
+  same("hidden", o.hidden, f.hidden);
+  same("depth", o.depth, f.depth);
+  same("n_octaves", o.n_octaves, f.n_octaves);
+  same("discrepancy", o.discrepancy, f.discrepancy);
+  same("discrepancy_tau", o.discrepancy_tau, f.discrepancy_tau);
+  same("multiscale", o.multiscale, f.multiscale);
+  same("early_stop_patience", o.early_stop_patience, f.early_stop_patience);
+  FK_CHECK(o.supports.size() == f.supports.size(), kWhere,
+           std::to_string(f.supports.size()) + " known supports (problem 0's)",
+           who + "'s " + std::to_string(o.supports.size()));
+  for (const auto& [field, mask] : f.supports) {
+    const auto it = o.supports.find(field);
+    FK_CHECK(it != o.supports.end() && it->second.shape() == mask.shape() &&
+                 it->second.to_vector<double>() == mask.to_vector<double>(),
+             kWhere, "problem 0's support of field '" + field + "'", who + "'s other support");
+  }
 }
 
 }  // namespace
 
-std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs) {
+std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
+                                               std::vector<std::vector<double>> fits) {
   FK_CHECK(!inputs.empty(), kWhere, "at least one problem", "none");
-  for (size_t i = 1; i < inputs.size(); ++i) check_alike(inputs[i], inputs[0], i);
-  std::vector<std::vector<double>> fits;  // per problem, per field
-  for (const AutoInput& a : inputs) {
-    AutoOptions o = a.options;
-    o.start.clear();
-    fits.push_back(auto_problem(a.op, a.shape, a.measurement, o).constant_fits);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Operator& op = *inputs[i].op;
+    FK_CHECK(op.batchable() && op.parameters().empty(), kWhere,
+             "built-in models that run N fields in one call, with no trainable parameters",
+             "problem " + std::to_string(i) + "'s model '" + op.kind() + "'" +
+                 (op.batchable() ? " (it has trainable parameters)"
+                  : dynamic_cast<const FunctionOperator*>(&op)
+                      ? " (a model of host or Python functions runs one field per call: solve "
+                        "each problem)"
+                      : " (not batchable)"));
+    if (i > 0) check_alike(inputs[i], inputs[0], i);
   }
-  std::vector<double> start(fits[0].size());
-  for (size_t f = 0; f < start.size(); ++f) {
-    std::vector<double> c;
-    for (const auto& v : fits) c.push_back(v[f]);
-    start[f] = median(c);
+  FK_CHECK(fits.empty() || fits.size() == inputs.size(), kWhere,
+           std::to_string(inputs.size()) + " sets of fitted constants (one per problem)",
+           std::to_string(fits.size()));
+  auto build = [&](size_t i, const AutoOptions& o) {
+    try {
+      return auto_problem(inputs[i].op, inputs[i].shape, inputs[i].measurement, o);
+    } catch (const fk::Error& e) {
+      throw fk::Error("problem " + std::to_string(i) + " of the batch: " + e.where(), e.expected(),
+                      e.given());
+    }
+  };
+  if (fits.empty())
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      AutoOptions o = inputs[i].options;
+      o.start.clear();
+      fits.push_back(build(i, o).constant_fits);
+    }
+  // The medoid: the problem whose constants are nearest (L1) to all the
+  // others' (with one field, the median one), so that several fields start
+  // at one problem's fit, never at a mix no problem fits.
+  size_t medoid = 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < fits.size(); ++i) {
+    double d = 0;
+    for (const auto& other : fits)
+      for (size_t f = 0; f < other.size(); ++f) d += std::abs(fits[i][f] - other[f]);
+    if (d < best) {
+      best = d;
+      medoid = i;
+    }
   }
   std::vector<AutoProblem> out;
-  for (const AutoInput& a : inputs) {
-    AutoOptions o = a.options;
-    o.start = start;
-    out.push_back(auto_problem(a.op, a.shape, a.measurement, o));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    AutoOptions o = inputs[i].options;
+    o.start = fits[medoid];
+    out.push_back(build(i, o));
   }
   return out;
 }
 
 std::vector<Result> solve_together(const std::vector<AutoProblem>& problems, BatchOptions options) {
   FK_CHECK(!problems.empty(), kWhere, "at least one problem", "none");
+  FK_CHECK(options.seeds.empty(), kWhere, "no BatchOptions::seeds (each problem's seed is used)",
+           std::to_string(options.seeds.size()) + " seeds");
   std::vector<InverseProblem> inverse;
-  options.seeds.clear();
   for (size_t i = 0; i < problems.size(); ++i) {
     const AutoProblem& ap = problems[i];
-    const Curriculum &c = ap.curriculum, &c0 = problems[0].curriculum;
+    const Curriculum& c = ap.curriculum;
+    const Curriculum& c0 = problems[0].curriculum;
     bool same = c.stages.size() == c0.stages.size() && c.discrepancy_tau == c0.discrepancy_tau &&
                 c.early_stop_patience == c0.early_stop_patience;
     for (size_t s = 0; same && s < c.stages.size(); ++s)
@@ -76,7 +148,6 @@ std::vector<Result> solve_together(const std::vector<AutoProblem>& problems, Bat
     FK_CHECK(same, kWhere, "problem 0's curriculum (steps, lr, Morozov stop)",
              "problem " + std::to_string(i) +
                  "'s differs (a noise level of 0 turns the stop off: give every problem one)");
-    ap.reset_operator();
     inverse.push_back(ap.problem);
     options.seeds.push_back(ap.seed);
   }

@@ -1,18 +1,22 @@
 #pragma once
 // Bring-your-own problems solved together: N problems from_forward built
-// for one model (N measurements: slices, frames, repeats of one instrument)
-// solved by batch_invert in one optimisation loop. Each keeps what
-// auto_problem decided from its own data (noise, data weight, penalty
-// weights, Morozov stop); what batch_invert needs them to share is made
-// shared:
-//   start   every problem restarts from one set of constants, per field the
-//           median of the problems' own best constants, so their fields
-//           share heads (the problems are rebuilt with AutoOptions::start)
-//   rest    the same model (kind and map), grid, representation, network,
-//           curriculum and seed, which problems made with one set of options
-//           have; a problem that differs is an fk::Error naming it
+// for one built-in model (N measurements: slices, frames, repeats of one
+// instrument) solved by batch_invert in one optimisation loop. What
+// batch_invert needs them to share is made shared; the rest stays each
+// problem's:
+//   start    every problem is rebuilt to start from one set of constants,
+//            the fitted constants of the medoid problem (with one field,
+//            the median one), so their fields share heads. Its penalty
+//            weights are then re-weighed from that start (auto_problem's
+//            probe), so they match the problem's own only for the medoid
+//   shared   the model (a batchable one without trainable parameters, of
+//            one kind), grid, prior, representation, network, budget, lr
+//            and stop options, supports: a problem that differs is an
+//            fk::Error naming the option and both values
+//   own      the measurement, noise level (estimated or given), data
+//            weight, Morozov stop and seed
 // A problem's result then equals the sequential solve of its rebuilt
-// problem (batch.h: a batched row's updates are the sequential ones).
+// problem to within f32 summation order (NefiAutoBatch checks 1e-4).
 #include <vector>
 
 #include "nefi/byop/auto_problem.h"
@@ -28,12 +32,14 @@ struct AutoInput {
   AutoOptions options;
 };
 
-// The problems rebuilt from one shared start (they must differ in their
-// measurement only).
-std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs);
+// The problems rebuilt from the medoid's start. `fits`: each problem's
+// fitted constants when already known (AutoProblem::constant_fits of a
+// build without a start), else fitted here (a build each).
+std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
+                                               std::vector<std::vector<double>> fits = {});
 
-// batch_invert of the problems (each field seeded with its problem's seed),
-// one Result per problem.
+// batch_invert of the problems, each field seeded with its problem's seed
+// (options.seeds must be empty); one Result per problem.
 std::vector<Result> solve_together(const std::vector<AutoProblem>& problems,
                                    BatchOptions options = {});
 

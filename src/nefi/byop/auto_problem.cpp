@@ -305,9 +305,19 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     FK_CHECK(o.start.size() == ap.fields.size(), "start",
              std::to_string(ap.fields.size()) + " starting constants (one per field)",
              std::to_string(o.start.size()));
-    for (double c : o.start) FK_CHECK(std::isfinite(c), "start", "finite constants", num(c));
+    for (size_t i = 0; i < o.start.size(); ++i) {
+      const PriorSpec& pr = ap.priors[i];
+      const double c = o.start[i];
+      const bool positive = pr.head == "nonnegative" || pr.head == "positive" || pr.mass;
+      FK_CHECK(
+          std::isfinite(c) && (!positive || c > 0) && (!pr.ranged() || (c > pr.lo && c < pr.hi)),
+          "start of field '" + ap.fields[i] + "'",
+          "a finite constant its prior's head can start at (" + pr.str() + ")", num(c));
+    }
+    std::string own;
+    for (double c : fit.c) own += (own.empty() ? "" : ", ") + num(c);
     fit.c = o.start;
-    fit.how = "given (the batch's shared start; the data weight from the fitted constants)";
+    fit.how = "given (the batch's shared start; its own fit " + own + " sets the data weight)";
   }
   ap.constant_fits = fit.c;
   const bool several = ap.fields.size() > 1;

@@ -84,4 +84,20 @@ inline fk::Tensor with_noise(const fk::Tensor& y, double sigma, unsigned seed) {
   return fk::from_vector(v, y.shape());
 }
 
+// An n x n k-space sampling mask in numpy.fft order (DC at index 0): every
+// frequency within `radius` of DC (in units of the Nyquist frequency), and
+// each other one with probability `fraction` (drawn from `seed`).
+inline fk::Tensor variable_density_mask(int64_t n, double radius, double fraction, unsigned seed) {
+  std::vector<double> mask(n * n);
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double fi = (i <= n / 2 ? i : i - n) / (0.5 * n),
+                   fj = (j <= n / 2 ? j : j - n) / (0.5 * n);
+      mask[i * n + j] = fi * fi + fj * fj < radius * radius || u(g) < fraction ? 1.0 : 0.0;
+    }
+  return fk::from_vector(mask, {n, n});
+}
+
 }  // namespace nefi::test

@@ -46,16 +46,8 @@ TEST(NefiOperatorZoo, UndersampledMriBeatsTheZeroFilledInverse) {
   const int64_t n = 32;
   const fk::Tensor gt = shapes_phantom(n, 1.0);
   // Variable density: every frequency within 0.2 of DC, a third of the rest.
-  std::vector<double> mask(n * n);
-  std::mt19937_64 g(1);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const double fi = (i <= n / 2 ? i : i - n) / (0.5 * n),
-                   fj = (j <= n / 2 ? j : j - n) / (0.5 * n);
-      mask[i * n + j] = fi * fi + fj * fj < 0.04 || u(g) < 0.33 ? 1.0 : 0.0;
-    }
-  auto op = std::make_shared<nefi::FourierSamplingOperator>(fk::from_vector(mask, {n, n}));
+  auto op = std::make_shared<nefi::FourierSamplingOperator>(
+      nefi::test::variable_density_mask(n, 0.2, 0.33, 1));
   const double sigma = 0.01;
   const fk::Tensor y = with_noise(op->apply(gt), sigma, 2);
   nefi::AutoProblem ap;

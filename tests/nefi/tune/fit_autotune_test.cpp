@@ -30,17 +30,7 @@ struct Mri {
   OperatorPtr op;
   Measurement y;
   Mri() {
-    const int64_t n = 32;
-    std::vector<double> mask(n * n);
-    std::mt19937_64 g(3);
-    std::uniform_real_distribution<double> u(0, 1);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        const double fi = (i <= n / 2 ? i : i - n) / (0.5 * n),
-                     fj = (j <= n / 2 ? j : j - n) / (0.5 * n);
-        mask[i * n + j] = fi * fi + fj * fj < 0.0225 || u(g) < 0.25 ? 1.0 : 0.0;
-      }
-    op = std::make_shared<FourierSamplingOperator>(fk::from_vector(mask, {n, n}));
+    op = std::make_shared<FourierSamplingOperator>(test::variable_density_mask(32, 0.15, 0.25, 3));
     y.data = test::with_noise(op->apply(gt), 0.01, 4);
   }
 };
