@@ -14,7 +14,6 @@ is solved the model is dry-run: wrong shapes, non-finite values, an adjoint
 that is not the model's adjoint, or a vjp that disagrees with the model's
 finite differences raise fieldkit.Error saying what to fix.
 """
-import atexit
 import contextlib
 import os
 
@@ -398,70 +397,6 @@ class ForwardProblem:
             report, core = self._core.autotune(str(level), ground_truth)
         report["problem"] = ForwardProblem(core, self._model, self.shape)
         return report
-
-
-_registered = set()
-
-
-def register_prior(name, penalty, grad=None):
-    """Adds a prior term of your own under ``name``: the prior text then
-    takes it like a built-in penalty, ``"nonnegative + name(0.5)"``, weighed
-    as tv and smooth are (strength x the data term at the noise floor / its
-    value on a 25-step probe), so ``penalty`` should be >= 0 and grow with
-    what it penalizes.
-
-    penalty: x -> float on the field (a numpy float64 array of its shape),
-      with ``grad`` (x -> dP/dx, the field's shape); or written with torch
-      operations, when autograd gives the gradient.
-    Registering a name again replaces it; ``unregister_prior(name)`` removes
-    it. It is called on the host every step (a device solve copies the
-    field over)."""
-    name = str(name)
-
-    def call(x, want_grad):
-        if grad is not None:
-            return float(penalty(x)), (np.asarray(grad(x), dtype=np.float64) if want_grad
-                                       else None)
-        torch = _torch()
-        if torch is None:
-            raise Error(f"register_prior: expected grad= for {name!r} (torch, for autograd, "
-                        "is not installed)")
-        t = torch.from_numpy(np.array(x, dtype=np.float64)).requires_grad_(want_grad)
-        try:
-            v = penalty(t)
-        except Exception as e:
-            raise Error(f"register_prior: prior {name!r} failed on a torch tensor "
-                        f"({type(e).__name__}: {e}); without grad= it is called with torch "
-                        "tensors: write it with torch operations, or pass grad=") from e
-        if not isinstance(v, torch.Tensor):
-            if want_grad:
-                raise Error(f"register_prior: expected prior {name!r} to return a torch scalar "
-                            f"(its gradient comes from autograd) or grad= to be given, got "
-                            f"{type(v).__name__}")
-            return float(v), None
-        if not want_grad:
-            return float(v.detach()), None
-        if not v.requires_grad:
-            raise Error(f"register_prior: expected prior {name!r} to depend on the field "
-                        "through torch operations, got a value without a gradient")
-        (g,) = torch.autograd.grad(v, t)
-        return float(v.detach()), g.detach().cpu().numpy()
-
-    _nefi.register_prior(name, call)
-    _registered.add(name)
-
-
-def unregister_prior(name):
-    """Removes a term register_prior added; returns whether it was there."""
-    _registered.discard(str(name))
-    return _nefi.unregister_prior(str(name))
-
-
-@atexit.register
-def _unregister_all():
-    # The terms hold Python functions: let them go while Python still runs.
-    for name in list(_registered) + list(_nefi.registered_priors()):
-        unregister_prior(name)
 
 
 def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0):

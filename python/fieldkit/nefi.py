@@ -27,8 +27,8 @@ switched off, as ``nefi sweep`` and ``nefi ablate`` do.
 import os
 
 from . import _operators as operators
-from ._byop import (ForwardProblem, from_forward, lr_range_test, quick_report, register_prior,
-                    unregister_prior)
+from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
+from ._custom_prior import register_prior, unregister_prior
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
