@@ -317,7 +317,9 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     each cell's Jacobian column norm squared, a numpy array of the field's
     shape, by ``probes`` Hutchinson probes or exactly; ``blind_fraction``:
     the cells the data do not see), ``null_space`` (``dark_fraction``: random
-    directions the data barely see), ``data_fit`` (RMS residual, noise,
+    directions the data barely see), ``gauges`` (``constant_visibility``:
+    how well the data see the field's mean, ``constant_is_gauge`` below
+    1e-3 of sigma_1: only the prior fixes it), ``data_fit`` (RMS residual, noise,
     their ratio and a reading), ``jvp_mode`` and ``report`` (the markdown
     ``nefi diagnose`` prints). ``out``: a directory for diagnostics.md,
     .json, sensitivity.npy and, with ``plot``, diagnostics.png.

@@ -281,7 +281,7 @@ nb::dict autotune(const std::string& target, const std::vector<std::string>& set
   }
   nb::dict d = nb::cast<nb::dict>(
       nb::module_::import_("json").attr("loads")(nefi::tune::autotune_json(rep)));
-  d["report"] = nefi::tune::autotune_md(rep);
+  d["report"] = nefi::tune::autotune_md(rep, !out.empty());
   d["tuned_config_yaml"] = nefi::to_yaml(rep.tuned);
   if (out.empty())
     d.attr("pop")("tuned_config");  // no tuned_config.yaml written

@@ -49,6 +49,11 @@ def test_a_matrix_problem_has_the_matrix_singular_values_and_column_norms():
     np.testing.assert_allclose(d["sensitivity"]["map"], (a ** 2).sum(0), rtol=1e-10)
     assert d["sensitivity"]["exact"] and "file" not in d["sensitivity"]
     assert d["field_shape"] == [32] and d["data_shape"] == [32]
+    assert not d["gauges"]["constant_is_gauge"]
+    # Data of first differences do not see the field's mean: a gauge.
+    diff = np.eye(32, k=1)[:31] - np.eye(32)[:31]
+    g = nefi.from_forward(diff, diff @ np.sin(np.arange(32) / 5), noise=0.01).diagnose(k=2)
+    assert g["gauges"]["constant_is_gauge"] and g["gauges"]["constant_visibility"] < 1e-12
     assert d["at"].startswith("the start") and "Singular values" in d["report"]
 
 
@@ -138,6 +143,8 @@ def test_autotune_chooses_by_pilots_and_its_config_reruns(tmp_path):
     for d in t["decisions"]:
         assert d["chosen"] in [p["value"] for p in d["evidence"]]
     assert t["noise_std"] > 0 and "# Autotune" in t["report"]
+    assert "tuned_config.yaml" in t["report"]  # written to out=
+    assert "tuned_config.yaml" not in nefi.autotune(SMOKE, level="quick")["report"]
     assert sorted(os.listdir(tmp_path / "t")) == ["autotune.json", "autotune.md",
                                                  "tuned_config.yaml"]
     with open(tmp_path / "t" / "tuned_config.yaml") as f:

@@ -44,6 +44,12 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
       "a field of at most " + std::to_string(kMaxExactCells) + " cells", std::to_string(L.map.n));
   d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
   {
+    const Vec ones(L.map.n, 1.0 / std::sqrt(static_cast<double>(L.map.n)));
+    double seen = 0;
+    for (double v : L.map.apply(ones)) seen += v * v;
+    d.constant_visibility = s.front() > 0 ? std::sqrt(seen) / s.front() : 0.0;
+  }
+  {
     fk::autograd::NoGradGuard ng;
     d.residual_rms = residual_rms(op.apply(x.detach()), y);
   }

@@ -2,7 +2,9 @@
 // diagnose: what the data can tell about a field at x (nefi.md §2.9, §3.6) —
 // the leading singular values of the forward operator linearized at x
 // (lanczos.h), the Hutchinson sensitivity map and null-space probes
-// (probes.h), and the data misfit against the noise level (the discrepancy
+// (probes.h), whether the data see the field's mean (a constant offset that
+// leaves the data unchanged is a gauge, the reference's detect_gauges
+// first check), and the data misfit against the noise level (the discrepancy
 // principle: an RMS residual / sigma near 1 fits the data to the noise; well
 // below 1 fits the noise; well above leaves signal unexplained). Reports
 // are written by report.h.
@@ -16,6 +18,9 @@
 #include "nefi/operators/operator.h"
 
 namespace nefi::diagnostics {
+
+// The constant direction's visibility below which it is reported a gauge.
+inline constexpr double kGaugeVisibility = 1e-3;
 
 // --exact-sensitivity costs one operator product a cell: up to 64^3.
 inline constexpr int64_t kMaxExactCells = 262144;
@@ -39,6 +44,11 @@ struct Diagnostics {
   Spectrum spectrum;
   double condition = 0;  // s1 / s_k over the values found (inf when s_k is 0)
   ProbeReport probes;
+  // The constant direction (every cell alike, unit norm) as the data see
+  // it: |J 1| / (sigma_1 |1|). Below kGaugeVisibility it is a gauge: the
+  // data do not fix the field's mean, and only the prior can (zero_mean, a
+  // known support or a known value).
+  double constant_visibility = 0;
   // The data fit at x: mask-weighted RMS of F(x) - y, the noise std (< 0:
   // unknown) and their ratio (NaN when the noise is unknown).
   double residual_rms = 0, noise_std = -1, misfit_ratio = 0;

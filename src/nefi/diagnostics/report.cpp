@@ -79,6 +79,15 @@ std::string diagnostics_md(const Diagnostics& d) {
         return m;
       }(),
       100 * d.probes.blind_fraction, d.probes.visible_mean, 100 * d.probes.dark_fraction);
+  s += fmt::format(
+      "## Gauges\n\nThe constant direction (every cell alike) is seen at {:.3e} of sigma_1: "
+      "{}.\n\n",
+      d.constant_visibility,
+      d.constant_visibility < kGaugeVisibility
+          ? "a gauge, the data do not fix the field's mean (only the prior can: zero_mean, a "
+            "known support or a known value)"
+      : d.constant_visibility < 1e-2 ? "barely seen"
+                                     : "seen");
   s += "## Data fit\n\n";
   s += d.noise_std >= 0
            ? fmt::format("RMS residual {:.4e}, noise sigma {:.4e}: RMSE / sigma = {:.3f} ({}).\n",
@@ -107,6 +116,8 @@ std::string diagnostics_json(const Diagnostics& d) {
                       {"min", *std::min_element(sens.begin(), sens.end())},
                       {"blind_fraction", d.probes.blind_fraction},
                       {"file", "sensitivity.npy"}};
+  j["gauges"] = {{"constant_visibility", d.constant_visibility},
+                 {"constant_is_gauge", d.constant_visibility < kGaugeVisibility}};
   j["null_space"] = {{"visible_mean", d.probes.visible_mean},
                      {"dark_fraction", d.probes.dark_fraction}};
   j["data_fit"] = {{"residual_rms", d.residual_rms},

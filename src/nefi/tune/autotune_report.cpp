@@ -61,7 +61,7 @@ nlohmann::json decisions_json(const std::vector<Decision>& decisions) {
   return out;
 }
 
-std::string autotune_md(const AutotuneReport& r) {
+std::string autotune_md(const AutotuneReport& r, bool written) {
   std::string s = fmt::format(
       "# Autotune: {} ({}, seed {}), level {}\n\n"
       "Pilot solves of {} steps each (the method's budget: {}); noise sigma {}. "
@@ -78,7 +78,7 @@ std::string autotune_md(const AutotuneReport& r) {
         c.default_steps, c.default_residual, metrics_text(c.default_metrics), c.tuned_steps,
         c.tuned_residual, metrics_text(c.tuned_metrics));
   }
-  s += "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
+  if (written) s += "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
   return s;
 }
 

@@ -11,7 +11,9 @@
 
 namespace nefi::tune {
 
-std::string autotune_md(const AutotuneReport& r);
+// `written`: the files are written beside it (its last line names
+// tuned_config.yaml).
+std::string autotune_md(const AutotuneReport& r, bool written = true);
 // One section per decision: its rule and reason, and a table of its pilots
 // (the chosen value in bold).
 std::string decisions_md(const std::vector<Decision>& decisions);

@@ -3,7 +3,8 @@
 // where w = 0), a saturating detector (nonlinear, J = diag(sech^2(x / s))
 // through the central-difference JVP), periodic and zero-padded Gaussian
 // blurs against the singular values of their matrix built column by column;
-// the data misfit against a known offset; the written report.
+// the data misfit against a known offset; the field's mean as a gauge of a
+// difference operator; the written report.
 #include <gtest/gtest.h>
 #include <stb/stb_image.h>
 
@@ -17,6 +18,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/byop/byop_test_models.h"
 #include "nefi/diagnostics/linearize.h"
 #include "nefi/diagnostics/report.h"
 #include "nefi/operators/fft_convolution.h"
@@ -70,6 +72,35 @@ TEST(Diagnose, PointwiseGainsGiveTheirSpectrumAndSensitivity) {
   EXPECT_EQ(d.probes.dark_fraction, 0.0);
   EXPECT_NEAR(d.residual_rms, 0.0, 1e-15);
   EXPECT_NEAR(d.misfit_ratio, 0.0, 1e-12);
+}
+
+// The constant direction: seen by gains at |w|_2 / (sqrt(n) max |w|); a
+// difference operator (data of first differences, as a gradient sensor
+// gives) does not see it at all: a gauge the report names.
+TEST(Diagnose, TheFieldsMeanIsAGaugeOfADifferenceOperator) {
+  const int n = 32;
+  const std::vector<double> w = gains(n, 0.0, 2);
+  const PointwiseOperator gain(fk::from_vector(w, {n}));
+  const fk::Tensor x = fk::full({n}, 0.5, {fk::DType::F64});
+  DiagnoseOptions o;
+  o.k = 3;
+  o.n_iter = 32;
+  o.probes = 4;
+  const Diagnostics g = diagnose(gain, x, measured(gain.apply(x), 0.01), o);
+  double norm = 0, peak = 0;
+  for (double v : w) norm += v * v, peak = std::max(peak, std::abs(v));
+  EXPECT_NEAR(g.constant_visibility, std::sqrt(norm / n) / peak, 1e-12);
+  EXPECT_NE(diagnostics_md(g).find("sigma_1: seen."), std::string::npos);
+  std::vector<double> diff((n - 1) * n, 0.0);  // y_i = x_{i+1} - x_i
+  for (int i = 0; i + 1 < n; ++i) diff[i * n + i] = -1, diff[i * n + i + 1] = 1;
+  const FunctionOperator grad(fk::Dims{n}, fk::Dims{n - 1}, test::matrix_model(diff, n - 1, n), 1.0,
+                              "difference");
+  const Diagnostics d = diagnose(grad, x, measured(fk::zeros({n - 1}, {fk::DType::F64}), 0.01), o);
+  EXPECT_LT(d.constant_visibility, 1e-12);
+  EXPECT_NE(diagnostics_md(d).find("a gauge, the data do not fix the field's mean"),
+            std::string::npos)
+      << diagnostics_md(d);
+  EXPECT_TRUE(nlohmann::json::parse(diagnostics_json(d))["gauges"]["constant_is_gauge"]);
 }
 
 TEST(Diagnose, SaturationThroughCentralDifferences) {
