@@ -365,6 +365,27 @@ class ForwardProblem:
                                        bool(exact_sensitivity), int(seed),
                                        "" if out is None else os.fspath(out), bool(plot))
 
+    def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0):
+        """The curvature of the training loss in the field's parameters (the
+        reference's hessian_spectrum): the k largest and smallest eigenvalues
+        of its Hessian by n_iter Lanczos steps on finite-difference
+        Hessian-vector products, at the field's start (None) or at a solve's
+        parameters (``at=result``, or its ``field_parameters``). Returns
+        {largest, smallest, condition (largest / smallest when positive
+        definite, else inf: negative curvature, or eigenvalues within the
+        products' error, about 1e-4 of the largest, of 0), parameters,
+        lanczos_steps}. A network's spectrum against a grid field's says
+        how the parameterization reshapes the fit's curvature."""
+        if isinstance(at, dict):
+            if at.get("field_parameters") is None:
+                raise Error("ForwardProblem.hessian_spectrum: expected at= to be a solve() "
+                            "result with field_parameters, got a dict without them")
+            at = at["field_parameters"]
+        if at is not None:
+            at = np.ascontiguousarray(at, dtype=np.float64)
+        with self._module_kept():
+            return self._core.hessian_spectrum(at, int(k), int(n_iter), int(seed))
+
     @contextlib.contextmanager
     def _module_kept(self):
         """A torch module's parameters as they were before the block (the

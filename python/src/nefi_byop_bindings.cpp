@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 
+#include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/byop/auto_batch.h"
@@ -25,6 +26,7 @@
 #include "nefi/byop/custom_prior.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/diagnose.h"
+#include "nefi/diagnostics/hessian.h"
 #include "nefi/operators/function_operator.h"
 #include "nefi/tune/fit_autotune.h"
 #include "nefi_operators.h"
@@ -193,6 +195,11 @@ nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r,
   for (const fk::Tensor& t : ap.problem.op->parameters())
     fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
   d["operator_parameters"] = fitted;
+  // The field's parameters as the solve left them (hessian_spectrum's `at`).
+  d["field_parameters"] =
+      r.error.empty()
+          ? to_numpy(ap.problem.field->params().flat().detach().to(fk::DType::F64).contiguous())
+          : nb::none();
   d["report"] = r.error.empty() ? report : "failed: " + r.error;
   return d;
 }
@@ -325,6 +332,42 @@ void bind_nefi_byop(nb::module_& m) {
           nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("probes"), nb::arg("k"),
           nb::arg("n_iter"), nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
           nb::arg("png") = true)
+      .def(
+          "hessian_spectrum",
+          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at, int k, int n_iter,
+             uint64_t seed) {
+            nefi::Field& field = *p.ap.problem.field;
+            const fk::Tensor given =
+                at ? from_dlpack(*at).to(fk::DType::F64).contiguous().clone() : fk::Tensor();
+            nefi::diagnostics::HessianSpectrum h;
+            {
+              nb::gil_scoped_release nogil;
+              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              p.ap.reset_operator();
+              // The problem's start, or a solve's parameters.
+              field.on_stage_start(p.ap.problem.domain);
+              field.reset_parameters(p.ap.seed);
+              if (given.defined()) {
+                fk::Tensor& flat = field.params().flat();
+                FK_CHECK(given.numel() == flat.numel(), "ForwardProblem.hessian_spectrum at",
+                         "a solve's field_parameters (" + std::to_string(flat.numel()) + ")",
+                         std::to_string(given.numel()) + " values");
+                fk::autograd::NoGradGuard ng;
+                flat.copy_(given.reshape(flat.shape()).to(flat.dtype()));
+                flat.bump_version();
+              }
+              h = nefi::diagnostics::hessian_spectrum(p.ap.problem, k, n_iter, seed);
+            }
+            nb::dict d;
+            d["largest"] = h.eigenvalues.largest;
+            d["smallest"] = h.eigenvalues.smallest;
+            d["condition"] = h.condition;
+            d["parameters"] = h.parameters;
+            d["lanczos_steps"] = h.eigenvalues.iterations;
+            d["invariant_subspace"] = h.eigenvalues.invariant;
+            return d;
+          },
+          nb::arg("at").none(), nb::arg("k"), nb::arg("n_iter"), nb::arg("seed"))
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,

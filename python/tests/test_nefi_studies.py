@@ -308,3 +308,22 @@ def test_from_forward_problems_of_one_model_are_solved_together():
         nefi.batch_invert(ps, seeds=(0, 1, 2), device="cuda")
     with pytest.raises(ValueError, match="from_forward problems"):
         nefi.batch_invert([ps[0], "toy1d"])
+
+
+def test_the_loss_hessian_of_a_linear_model_on_a_grid_field():
+    # x = s theta + c (unconstrained: s = |c|), L = w mean((A x - y)^2):
+    # H = (2 w / N) s^2 A^T A wherever it is taken.
+    a = blur()
+    p = nefi.from_forward(a, box_data(a), prior="unconstrained", representation="grid")
+    w = float(p.decisions["data_weight"]["value"])
+    s = abs(p.constant_fit)
+    want = 2 * w / 32 * s * s * np.linalg.svd(a, compute_uv=False)[0] ** 2
+    start = p.hessian_spectrum(k=1, n_iter=32)
+    assert start["parameters"] == 32
+    assert start["largest"][0] == pytest.approx(want, rel=1e-3)
+    solved = p.hessian_spectrum(at=p.solve(), k=1, n_iter=32)
+    assert solved["largest"][0] == pytest.approx(want, rel=1e-3)
+    with pytest.raises(fieldkit.Error, match="field_parameters"):
+        p.hessian_spectrum(at={"reconstruction": np.zeros(32)})
+    with pytest.raises(fieldkit.Error, match="a solve's field_parameters"):
+        p.hessian_spectrum(at=np.zeros(5))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -138,6 +139,89 @@ std::vector<double> dense_singular_values(std::vector<double> a, int rows, int c
   for (int p = 0; p < cols; ++p) sv[p] = std::sqrt(col_dot(p, p));
   std::sort(sv.begin(), sv.end(), std::greater<>());
   return sv;
+}
+
+Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64_t seed) {
+  FK_CHECK(H.n >= 1 && H.apply, "nefi::diagnostics::extreme_eigenvalues",
+           "a map with n >= 1 and its product", "n " + std::to_string(H.n));
+  FK_CHECK(k >= 1 && n_iter >= k, "nefi::diagnostics::extreme_eigenvalues",
+           "k >= 1 and n_iter >= k",
+           "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
+  const int steps = static_cast<int>(std::min<int64_t>(n_iter, H.n));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  Vec q(H.n);
+  for (double& x : q) x = normal(rng);
+  const double q_norm = norm(q);
+  for (double& x : q) x /= q_norm;
+  std::vector<Vec> qs{q};
+  std::vector<double> alpha, beta;
+  Eigenvalues out;
+  double scale = 0;
+  for (int j = 0; j < steps; ++j) {
+    Vec w = H.apply(qs.back());
+    FK_CHECK(static_cast<int64_t>(w.size()) == H.n, "nefi::diagnostics::extreme_eigenvalues",
+             "H v of length " + std::to_string(H.n), std::to_string(w.size()));
+    alpha.push_back(dot(w, qs.back()));
+    reorthogonalise(w, qs);
+    const double b = norm(w);
+    scale = std::max({scale, std::abs(alpha.back()), b});
+    out.iterations = j + 1;
+    if (j + 1 == steps) break;
+    if (b <= 1e-13 * scale) {
+      out.invariant = true;
+      break;
+    }
+    beta.push_back(b);
+    for (double& x : w) x /= b;
+    qs.push_back(std::move(w));
+  }
+  const int m = static_cast<int>(alpha.size());
+  std::vector<double> t(static_cast<size_t>(m) * m, 0.0);
+  for (int i = 0; i < m; ++i) {
+    t[i * m + i] = alpha[i];
+    if (i + 1 < m) t[i * m + i + 1] = t[(i + 1) * m + i] = beta[i];
+  }
+  const std::vector<double> ritz = dense_symmetric_eigenvalues(std::move(t), m);  // descending
+  const int shown = std::min(k, m);
+  out.largest.assign(ritz.begin(), ritz.begin() + shown);
+  out.smallest.assign(ritz.rbegin(), ritz.rbegin() + shown);
+  return out;
+}
+
+std::vector<double> dense_symmetric_eigenvalues(std::vector<double> a, int n) {
+  FK_CHECK(n >= 1 && a.size() == static_cast<size_t>(n) * n,
+           "nefi::diagnostics::dense_symmetric_eigenvalues", "an n x n matrix",
+           std::to_string(a.size()) + " entries for n " + std::to_string(n));
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    double off = 0, diag = 0;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) (i == j ? diag : off) += a[i * n + j] * a[i * n + j];
+    if (off <= 1e-30 * std::max(diag, 1e-300)) break;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        const double apq = a[p * n + q];
+        if (apq == 0) continue;
+        // The rotation that zeroes a_pq (Golub & Van Loan, symmetric Schur).
+        const double tau = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+        const double t = (tau >= 0 ? 1.0 : -1.0) / (std::abs(tau) + std::sqrt(1 + tau * tau));
+        const double c = 1 / std::sqrt(1 + t * t), s = t * c;
+        for (int r = 0; r < n; ++r) {  // A <- A J
+          const double arp = a[r * n + p], arq = a[r * n + q];
+          a[r * n + p] = c * arp - s * arq;
+          a[r * n + q] = s * arp + c * arq;
+        }
+        for (int r = 0; r < n; ++r) {  // A <- J^T A
+          const double apr = a[p * n + r], aqr = a[q * n + r];
+          a[p * n + r] = c * apr - s * aqr;
+          a[q * n + r] = s * apr + c * aqr;
+        }
+      }
+  }
+  std::vector<double> ev(n);
+  for (int i = 0; i < n; ++i) ev[i] = a[i * n + i];
+  std::sort(ev.begin(), ev.end(), std::greater<>());
+  return ev;
 }
 
 }  // namespace nefi::diagnostics

@@ -42,4 +42,27 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
 // row-major, by one-sided Jacobi rotations to round-off.
 std::vector<double> dense_singular_values(std::vector<double> a, int rows, int cols);
 
+// A symmetric map known only through its products H v (a Hessian).
+struct SymmetricMap {
+  int64_t n = 0;
+  std::function<Vec(const Vec&)> apply;
+};
+
+struct Eigenvalues {
+  std::vector<double> largest;   // up to k, descending
+  std::vector<double> smallest;  // up to k, ascending
+  int iterations = 0;
+  bool invariant = false;  // ended on a breakdown (the Ritz values are exact)
+};
+
+// The extreme eigenvalues of H by symmetric Lanczos (q1 random unit from
+// seed; b_j q_{j+1} = H q_j - a_j q_j - b_{j-1} q_{j-1}, each new vector
+// re-orthogonalised twice against all earlier ones): the Ritz values of the
+// tridiagonal (a, b), whose ends converge to H's first.
+Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64_t seed);
+
+// All eigenvalues (descending) of a small dense symmetric n x n matrix,
+// row-major, by cyclic Jacobi rotations to round-off.
+std::vector<double> dense_symmetric_eigenvalues(std::vector<double> a, int n);
+
 }  // namespace nefi::diagnostics

@@ -1,0 +1,76 @@
+#include "nefi/diagnostics/hessian.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+
+namespace nefi::diagnostics {
+namespace {
+
+void set_parameters(fk::Tensor& flat, const Vec& theta) {
+  {
+    fk::autograd::NoGradGuard ng;
+    flat.copy_(fk::from_vector(theta, flat.shape()).to(flat.dtype()));
+  }
+  flat.bump_version();
+  flat.set_grad(fk::Tensor());
+}
+
+// The loss gradient at flat parameters theta (written into the field).
+Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
+  set_parameters(flat, theta);
+  FieldMap fields = p.field->forward(p.domain, 1.0);
+  const fk::Tensor pred = p.op->forward(fields);
+  const Measurement obs = p.measurement.data.shape() == pred.shape()
+                              ? p.measurement
+                              : p.measurement.resampled(pred.shape());
+  const LossContext ctx{&fields, pred, &obs, &p.domain, p.op.get(), 0, 0, 1.0};
+  const LossSet::Value v = p.losses.forward(ctx);
+  v.total.backward();
+  const fk::Tensor g = flat.grad();
+  FK_CHECK(g.defined(), "nefi::diagnostics::hessian_spectrum",
+           "a loss that depends on the field's parameters", "no gradient");
+  return g.to(fk::DType::F64).to_vector<double>();
+}
+
+}  // namespace
+
+HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed) {
+  FK_CHECK(problem.field && problem.op, "nefi::diagnostics::hessian_spectrum",
+           "a problem with a field and an operator", "none");
+  fk::Tensor& flat = problem.field->params().flat();
+  const Vec theta = flat.to(fk::DType::F64).to_vector<double>();
+  double theta_max = 0;
+  for (double t : theta) theta_max = std::max(theta_max, std::abs(t));
+  SymmetricMap H;
+  H.n = static_cast<int64_t>(theta.size());
+  H.apply = [&](const Vec& v) {
+    double v_max = 0;
+    for (double x : v) v_max = std::max(v_max, std::abs(x));
+    const double h = v_max > 0 ? 1e-3 * (1 + theta_max) / v_max : 1.0;
+    Vec plus = theta, minus = theta;
+    for (size_t i = 0; i < v.size(); ++i) plus[i] += h * v[i], minus[i] -= h * v[i];
+    const Vec gp = gradient(problem, flat, plus), gm = gradient(problem, flat, minus);
+    Vec out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = (gp[i] - gm[i]) / (2 * h);
+    return out;
+  };
+  HessianSpectrum s;
+  s.parameters = H.n;
+  try {
+    s.eigenvalues = extreme_eigenvalues(H, k, n_iter, seed);
+  } catch (...) {
+    set_parameters(flat, theta);  // the parameters back as they were
+    throw;
+  }
+  set_parameters(flat, theta);
+  const double top = s.eigenvalues.largest.front(), low = s.eigenvalues.smallest.front();
+  s.condition = low > 0 ? top / low : std::numeric_limits<double>::infinity();
+  return s;
+}
+
+}  // namespace nefi::diagnostics

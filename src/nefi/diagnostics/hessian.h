@@ -1,0 +1,36 @@
+#pragma once
+// The curvature of the training loss in the field's parameters (the
+// reference's hessian_spectrum and hessian_condition_number): H =
+// d^2 L / d theta^2 of the problem's own losses on its measurement at its
+// domain, annealing done (progress 1), at the field's current parameters
+// theta (left as they were). H is known through products
+//   H v = (g(theta + h v) - g(theta - h v)) / 2h,  g = dL/dtheta by backward,
+//   h = 1e-3 (1 + max|theta|) / max|v|
+// (the parameters are f32: a smaller step drowns in their rounding; the
+// error is O(h^2) + O(eps_f32 / h), about 1e-4 relative), and symmetric
+// Lanczos (lanczos.h) gives its extreme eigenvalues. A grid field's H is
+// the data term's own curvature in the cells; a network's is that
+// curvature seen through its Jacobian: their conditions compare how well
+// each parameterization suits the fit (NeTMY's preconditioning argument).
+#include <cstdint>
+#include <vector>
+
+#include "nefi/diagnostics/lanczos.h"
+#include "nefi/solve/problem.h"
+
+namespace nefi::diagnostics {
+
+struct HessianSpectrum {
+  Eigenvalues eigenvalues;  // the largest and smallest Ritz values
+  int64_t parameters = 0;
+  // largest / smallest eigenvalue when H is positive definite there (the
+  // spread of curvatures one gradient step has to serve at once); inf when
+  // the smallest is <= 0: negative or zero curvature, or a value within the
+  // products' error of 0 (about 1e-4 of the largest), which f32 parameters
+  // cannot resolve.
+  double condition = 0;
+};
+
+HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed);
+
+}  // namespace nefi::diagnostics
