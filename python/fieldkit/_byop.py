@@ -23,8 +23,7 @@ from ._core import Error
 from ._core import nefi as _nefi
 from . import _operators
 
-__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test", "register_prior",
-           "unregister_prior"]
+__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
 
 def _stack_complex(y):
@@ -370,21 +369,28 @@ class ForwardProblem:
         reference's hessian_spectrum): the k largest and smallest eigenvalues
         of its Hessian by n_iter Lanczos steps on finite-difference
         Hessian-vector products, at the field's start (None) or at a solve's
-        parameters (``at=result``, or its ``field_parameters``). Returns
-        {largest, smallest, condition (largest / smallest when positive
-        definite, else inf: negative curvature, or eigenvalues within the
-        products' error, about 1e-4 of the largest, of 0), parameters,
-        lanczos_steps}. A network's spectrum against a grid field's says
-        how the parameterization reshapes the fit's curvature."""
+        parameters (``at=result`` with its fitted model parameters, or its
+        ``field_parameters``). Returns {largest, smallest, condition
+        (largest / smallest when positive definite, else inf: negative
+        curvature, or eigenvalues within the products' error, about 1e-4 of
+        the largest, of 0; with n_iter below the parameter count a lower
+        bound), parameters, lanczos_steps, invariant_subspace}. At the kinks
+        of a non-smooth prior (tv, sparse) there is no Hessian, and the
+        products come out as the gradient's jump over the step. A network's
+        spectrum against a grid field's says how the parameterization
+        reshapes the fit's curvature."""
+        fitted = []  # a torch module's fitted parameters, with the result's field
         if isinstance(at, dict):
             if at.get("field_parameters") is None:
                 raise Error("ForwardProblem.hessian_spectrum: expected at= to be a solve() "
-                            "result with field_parameters, got a dict without them")
+                            "result with field_parameters, got a dict without them (a batch's "
+                            "results have none: their fields started elsewhere)")
+            fitted = [np.array(v, dtype=np.float64) for v in at.get("operator_parameters", [])]
             at = at["field_parameters"]
         if at is not None:
             at = np.ascontiguousarray(at, dtype=np.float64)
         with self._module_kept():
-            return self._core.hessian_spectrum(at, int(k), int(n_iter), int(seed))
+            return self._core.hessian_spectrum(at, fitted, int(k), int(n_iter), int(seed))
 
     @contextlib.contextmanager
     def _module_kept(self):

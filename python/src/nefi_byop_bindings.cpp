@@ -180,9 +180,10 @@ nefi::PenaltyFunction python_penalty(Callable fn, const std::string& name) {
 
 // A solve's result as ForwardProblem.solve returns it: solve_dict with the
 // primary field, prediction, data fit, the model's own parameters as the
-// solve left them, and the report (a failed batch problem: its error).
-nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r,
-                     const std::string& report) {
+// solve left them, the field's parameters (when given) and the report (a
+// failed batch problem: its error).
+nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r, const std::string& report,
+                     const fk::Tensor& field_parameters) {
   nb::dict d = solve_dict(r);
   const auto x = r.fields.find(ap.fields.front());
   d["reconstruction"] =
@@ -195,13 +196,32 @@ nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r,
   for (const fk::Tensor& t : ap.problem.op->parameters())
     fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
   d["operator_parameters"] = fitted;
-  // The field's parameters as the solve left them (hessian_spectrum's `at`).
-  d["field_parameters"] =
-      r.error.empty()
-          ? to_numpy(ap.problem.field->params().flat().detach().to(fk::DType::F64).contiguous())
-          : nb::none();
+  // The field's parameters as the solve left them (hessian_spectrum's `at`),
+  // copied under the solve's lock; none for a batch (its fields started at
+  // the batch's constants, another parameterization than the problem's).
+  d["field_parameters"] = numpy_or_none(field_parameters);
   d["report"] = r.error.empty() ? report : "failed: " + r.error;
   return d;
+}
+
+// `ap` whose operator_start is `values` (a solve's fitted model parameters;
+// none: as given), so that its reset_operator puts them in place.
+nefi::AutoProblem with_operator_values(const nefi::AutoProblem& ap,
+                                       const std::vector<nb::ndarray<nb::ro>>& values,
+                                       const std::string& who) {
+  nefi::AutoProblem out = ap;
+  if (values.empty()) return out;
+  FK_CHECK(values.size() == ap.operator_start.size(), who + " operator_parameters",
+           std::to_string(ap.operator_start.size()) + " (the model's)",
+           std::to_string(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const fk::Tensor v = from_dlpack(values[i]).to(fk::DType::F64);
+    const fk::Dims& want = ap.operator_start[i].shape();
+    FK_CHECK(v.numel() == want.numel(), who + " operator_parameters",
+             "parameter " + std::to_string(i) + " of shape " + want.str(), v.shape().str());
+    out.operator_start[i] = v.contiguous().clone().reshape(want);
+  }
+  return out;
 }
 
 fk::Dims dims(const std::vector<int64_t>& v) {
@@ -258,13 +278,20 @@ void bind_nefi_byop(nb::module_& m) {
             if (!callback.is_none()) so.callbacks.push_back(python_step_callback(hold(callback)));
             nefi::Result r;
             std::string report;
+            fk::Tensor field_parameters;
             {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               r = ap.solve(so);
               report = nefi::quick_report(ap, r, gt);
+              field_parameters = ap.problem.field->params()
+                                     .flat()
+                                     .detach()
+                                     .to(fk::DType::F64)
+                                     .contiguous()
+                                     .clone();
             }
-            return result_dict(ap, r, report);
+            return result_dict(ap, r, report, field_parameters);
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
@@ -295,21 +322,8 @@ void bind_nefi_byop(nb::module_& m) {
             }
             // The model's own parameters: a solve's fit when given with its
             // field, else their given values (put back afterwards).
-            nefi::AutoProblem fitted = ap;
-            if (!operator_parameters.empty()) {
-              FK_CHECK(operator_parameters.size() == ap.operator_start.size(),
-                       "ForwardProblem.diagnose operator_parameters",
-                       std::to_string(ap.operator_start.size()) + " (the model's)",
-                       std::to_string(operator_parameters.size()));
-              for (size_t i = 0; i < operator_parameters.size(); ++i) {
-                const fk::Tensor v = from_dlpack(operator_parameters[i]).to(fk::DType::F64);
-                const fk::Dims& want = ap.operator_start[i].shape();
-                FK_CHECK(v.numel() == want.numel(), "ForwardProblem.diagnose operator_parameters",
-                         "parameter " + std::to_string(i) + " of shape " + want.str(),
-                         v.shape().str());
-                fitted.operator_start[i] = v.contiguous().clone().reshape(want);
-              }
-            }
+            const nefi::AutoProblem fitted =
+                with_operator_values(ap, operator_parameters, "ForwardProblem.diagnose");
             nefi::diagnostics::Diagnostics d;
             {  // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
@@ -334,16 +348,19 @@ void bind_nefi_byop(nb::module_& m) {
           nb::arg("png") = true)
       .def(
           "hessian_spectrum",
-          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at, int k, int n_iter,
+          [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
+             const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int k, int n_iter,
              uint64_t seed) {
             nefi::Field& field = *p.ap.problem.field;
+            const nefi::AutoProblem fitted =
+                with_operator_values(p.ap, operator_parameters, "ForwardProblem.hessian_spectrum");
             const fk::Tensor given =
                 at ? from_dlpack(*at).to(fk::DType::F64).contiguous().clone() : fk::Tensor();
             nefi::diagnostics::HessianSpectrum h;
             {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
-              p.ap.reset_operator();
+              fitted.reset_operator();
               // The problem's start, or a solve's parameters.
               field.on_stage_start(p.ap.problem.domain);
               field.reset_parameters(p.ap.seed);
@@ -356,7 +373,13 @@ void bind_nefi_byop(nb::module_& m) {
                 flat.copy_(given.reshape(flat.shape()).to(flat.dtype()));
                 flat.bump_version();
               }
-              h = nefi::diagnostics::hessian_spectrum(p.ap.problem, k, n_iter, seed);
+              try {
+                h = nefi::diagnostics::hessian_spectrum(p.ap.problem, k, n_iter, seed);
+              } catch (...) {
+                p.ap.reset_operator();
+                throw;
+              }
+              p.ap.reset_operator();
             }
             nb::dict d;
             d["largest"] = h.eigenvalues.largest;
@@ -367,7 +390,8 @@ void bind_nefi_byop(nb::module_& m) {
             d["invariant_subspace"] = h.eigenvalues.invariant;
             return d;
           },
-          nb::arg("at").none(), nb::arg("k"), nb::arg("n_iter"), nb::arg("seed"))
+          nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("k"), nb::arg("n_iter"),
+          nb::arg("seed"))
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,
@@ -427,7 +451,7 @@ void bind_nefi_byop(nb::module_& m) {
         }
         nb::list out;
         for (size_t i = 0; i < aps.size(); ++i) {
-          nb::dict d = result_dict(aps[i], results[i], reports[i]);
+          nb::dict d = result_dict(aps[i], results[i], reports[i], fk::Tensor());
           d["error"] = results[i].error;
           d["batch_size"] = results[i].batch_size;
           out.append(d);

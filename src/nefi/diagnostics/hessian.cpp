@@ -31,10 +31,16 @@ Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
   const LossContext ctx{&fields, pred, &obs, &p.domain, p.op.get(), 0, 0, 1.0};
   const LossSet::Value v = p.losses.forward(ctx);
   v.total.backward();
+  for (const fk::Tensor& m : p.op->parameters()) m.set_grad(fk::Tensor());  // not piled up
   const fk::Tensor g = flat.grad();
   FK_CHECK(g.defined(), "nefi::diagnostics::hessian_spectrum",
            "a loss that depends on the field's parameters", "no gradient");
-  return g.to(fk::DType::F64).to_vector<double>();
+  Vec out = g.to(fk::DType::F64).to_vector<double>();
+  for (double x : out)
+    FK_CHECK(std::isfinite(x), "nefi::diagnostics::hessian_spectrum",
+             "a finite loss gradient near the parameters (a Hessian-vector product's step)",
+             "a non-finite one");
+  return out;
 }
 
 }  // namespace
@@ -42,6 +48,10 @@ Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
 HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed) {
   FK_CHECK(problem.field && problem.op, "nefi::diagnostics::hessian_spectrum",
            "a problem with a field and an operator", "none");
+  FK_CHECK(k >= 1 && k <= 1000, "hessian_spectrum k", "eigenvalues per end in [1, 1000]",
+           std::to_string(k));
+  FK_CHECK(n_iter >= k && n_iter <= 1000, "hessian_spectrum n_iter",
+           "Lanczos steps in [k, 1000] (k = " + std::to_string(k) + ")", std::to_string(n_iter));
   fk::Tensor& flat = problem.field->params().flat();
   const Vec theta = flat.to(fk::DType::F64).to_vector<double>();
   double theta_max = 0;

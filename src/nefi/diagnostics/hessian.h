@@ -8,10 +8,14 @@
 //   h = 1e-3 (1 + max|theta|) / max|v|
 // (the parameters are f32: a smaller step drowns in their rounding; the
 // error is O(h^2) + O(eps_f32 / h), about 1e-4 relative), and symmetric
-// Lanczos (lanczos.h) gives its extreme eigenvalues. A grid field's H is
-// the data term's own curvature in the cells; a network's is that
-// curvature seen through its Jacobian: their conditions compare how well
-// each parameterization suits the fit (NeTMY's preconditioning argument).
+// Lanczos (lanczos.h) gives its extreme eigenvalues. Cost: n_iter steps of
+// two forward/backward passes each, n_iter vectors of the parameter count
+// kept (reorthogonalisation). A grid field with an affine head x = s theta + c
+// has H = s^2 times the losses' curvature in the cells; a network's is that
+// curvature seen through its Jacobian: their spectra compare how each
+// parameterization shapes the fit (NeTMY's preconditioning argument). At the
+// kinks of a non-smooth loss (tv, l1, a softplus near 0 is smooth) there is
+// no Hessian, and the products measure the gradient's jump over the step.
 #include <cstdint>
 #include <vector>
 
@@ -27,7 +31,9 @@ struct HessianSpectrum {
   // spread of curvatures one gradient step has to serve at once); inf when
   // the smallest is <= 0: negative or zero curvature, or a value within the
   // products' error of 0 (about 1e-4 of the largest), which f32 parameters
-  // cannot resolve.
+  // cannot resolve. With n_iter below the parameter count the smallest
+  // Ritz value bounds the smallest eigenvalue from above, so this is a
+  // lower bound.
   double condition = 0;
 };
 

@@ -15,6 +15,11 @@
 // round-off. A breakdown (a or b below 1e-13 of the largest seen) means an
 // invariant subspace was found and ends the iteration early.
 // Vectors are host f64; the start vector comes from std::mt19937_64(seed).
+// For a symmetric map (a Hessian, hessian.h), extreme_eigenvalues runs the
+// symmetric Lanczos recurrence with the same full reorthogonalisation and
+// reads the Ritz values of its tridiagonal by cyclic Jacobi rotations: both
+// ends of the spectrum converge first. Memory: n_iter vectors of length n
+// (and m) in either.
 #include <cstdint>
 #include <functional>
 #include <vector>

@@ -22,6 +22,7 @@
 #include "nefi/diagnostics/linearize.h"
 #include "nefi/diagnostics/report.h"
 #include "nefi/operators/fft_convolution.h"
+#include "nefi/operators/function_operator.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/test_files.h"
 

@@ -1,7 +1,9 @@
 // Golub–Kahan–Lanczos against spectra known in closed form: diagonal maps
 // (exact once the Krylov space is invariant, fast on a geometric spectrum),
 // and the one-sided Jacobi SVD against invariants of the matrix (Frobenius
-// norm, |det|) and a matrix built from known rotations.
+// norm, |det|) and a matrix built from known rotations; symmetric Lanczos
+// on a diagonal map (both ends exact) and the symmetric Jacobi eigenvalues
+// (a 2 x 2 in closed form, a random matrix's trace and Frobenius norm).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,6 +112,43 @@ TEST(DenseSvd, MatchesInvariantsAndKnownFactors) {
   const std::vector<double> sb = dense_singular_values(b, 3, 3);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(sb[i], S[i], 1e-13);
   EXPECT_THROW(dense_singular_values({1, 2, 3}, 2, 2), fk::Error);
+}
+
+TEST(Lanczos, DenseSymmetricEigenvalues) {
+  const std::vector<double> two = dense_symmetric_eigenvalues({2, 1, 1, 2}, 2);
+  EXPECT_NEAR(two[0], 3, 1e-14);
+  EXPECT_NEAR(two[1], 1, 1e-14);
+  const int n = 7;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal;
+  std::vector<double> a(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = normal(rng);
+  double trace = 0, frobenius = 0;
+  for (int i = 0; i < n; ++i) trace += a[i * n + i];
+  for (double x : a) frobenius += x * x;
+  const std::vector<double> ev = dense_symmetric_eigenvalues(a, n);
+  double sum = 0, squares = 0;
+  for (double e : ev) sum += e, squares += e * e;
+  EXPECT_NEAR(sum, trace, 1e-12);
+  EXPECT_NEAR(squares, frobenius, 1e-11);
+  EXPECT_TRUE(std::is_sorted(ev.rbegin(), ev.rend()));
+}
+
+TEST(Lanczos, SymmetricFindsTheEndsOfADiagonalMap) {
+  SymmetricMap H;
+  H.n = 40;
+  H.apply = [](const Vec& v) {
+    Vec out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = (static_cast<double>(i) - 9.5) * v[i];
+    return out;
+  };
+  const Eigenvalues e = extreme_eigenvalues(H, 2, 40, 1);
+  EXPECT_NEAR(e.largest[0], 29.5, 1e-9);
+  EXPECT_NEAR(e.largest[1], 28.5, 1e-9);
+  EXPECT_NEAR(e.smallest[0], -9.5, 1e-9);
+  EXPECT_NEAR(e.smallest[1], -8.5, 1e-9);
+  EXPECT_THROW(extreme_eigenvalues(H, 3, 2, 1), fk::Error);
 }
 
 }  // namespace
