@@ -157,6 +157,23 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   return out;
 }
 
+// The campaign bench(), sweep() and ablate() run (its methods aside).
+nefi::bench::CampaignSpec campaign_spec(const std::string& target,
+                                        const std::vector<std::string>& sets,
+                                        const std::vector<std::string>& classes, int64_t n,
+                                        const std::vector<uint64_t>& seeds, double budget_scale,
+                                        bool allow_inverse_crime) {
+  nefi::bench::CampaignSpec spec;
+  spec.target = target;
+  spec.sets = sets;
+  spec.classes = classes;
+  spec.n_samples = n;
+  spec.seeds = seeds;
+  spec.budget_scale = budget_scale;
+  spec.allow_inverse_crime = allow_inverse_crime;
+  return spec;
+}
+
 nb::list rows_list(const std::vector<nefi::bench::Row>& rows) {
   nb::list out;
   for (const auto& r : rows) {
@@ -279,8 +296,7 @@ nb::dict autotune(const std::string& target, const std::vector<std::string>& set
     rep = nefi::tune::autotune(*inst, cfg, method, plan);
     if (compare) rep.comparison = nefi::tune::compare(*inst, cfg, rep);
   }
-  nb::dict d = nb::cast<nb::dict>(
-      nb::module_::import_("json").attr("loads")(nefi::tune::autotune_json(rep)));
+  nb::dict d = json_dict(nefi::tune::autotune_json(rep));
   d["report"] = nefi::tune::autotune_md(rep, !out.empty());
   d["tuned_config_yaml"] = nefi::to_yaml(rep.tuned);
   if (out.empty())
@@ -334,15 +350,9 @@ void bind_nefi(nb::module_& parent) {
          const std::vector<std::string>& methods, const std::vector<std::string>& classes,
          int64_t n, const std::vector<uint64_t>& seeds, double budget_scale,
          bool allow_inverse_crime) {
-        nefi::bench::CampaignSpec spec;
-        spec.allow_inverse_crime = allow_inverse_crime;
-        spec.target = target;
-        spec.sets = sets;
+        nefi::bench::CampaignSpec spec =
+            campaign_spec(target, sets, classes, n, seeds, budget_scale, allow_inverse_crime);
         spec.methods = methods;
-        spec.classes = classes;
-        spec.n_samples = n;
-        spec.seeds = seeds;
-        spec.budget_scale = budget_scale;
         return bench(spec);
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("methods"), nb::arg("classes"), nb::arg("n"),
@@ -382,16 +392,9 @@ void bind_nefi(nb::module_& parent) {
          const std::vector<std::string>& values, const std::vector<std::string>& modifiers,
          bool independent, const std::vector<std::string>& classes, int64_t n,
          const std::vector<uint64_t>& seeds, double budget_scale, bool allow_inverse_crime) {
-        nefi::bench::CampaignSpec spec;
-        spec.target = target;
-        spec.sets = sets;
-        spec.classes = classes;
-        spec.n_samples = n;
-        spec.seeds = seeds;
-        spec.budget_scale = budget_scale;
-        spec.allow_inverse_crime = allow_inverse_crime;
         return variant_campaign(
-            spec, VariantArgs{std::move(base), kind, axis, values, modifiers, independent});
+            campaign_spec(target, sets, classes, n, seeds, budget_scale, allow_inverse_crime),
+            VariantArgs{std::move(base), kind, axis, values, modifiers, independent});
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("base").none(), nb::arg("kind"), nb::arg("axis"),
       nb::arg("values"), nb::arg("modifiers"), nb::arg("independent"), nb::arg("classes"),

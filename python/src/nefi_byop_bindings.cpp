@@ -409,8 +409,7 @@ void bind_nefi_byop(nb::module_& m) {
               tuned.options = rep.tuned;
               tuned.ap = nefi::tune::tuned_problem(p.op, p.shape, p.measurement, rep);
             }
-            nb::dict d = nb::cast<nb::dict>(
-                nb::module_::import_("json").attr("loads")(nefi::tune::fit_autotune_json(rep)));
+            nb::dict d = json_dict(nefi::tune::fit_autotune_json(rep));
             d["report"] = nefi::tune::fit_autotune_md(rep);
             return nb::make_tuple(d, tuned);
           },

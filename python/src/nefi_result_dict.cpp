@@ -15,6 +15,10 @@ nb::object numpy_or_none(const fk::Tensor& t) {
   return t.defined() ? to_numpy(t.contiguous()) : nb::none();
 }
 
+nb::dict json_dict(const std::string& text) {
+  return nb::cast<nb::dict>(nb::module_::import_("json").attr("loads")(text));
+}
+
 namespace {
 
 nb::dict history_dict(const nefi::History& h) {
@@ -67,8 +71,7 @@ nb::object data_fit_dict(const nefi::Measurement& m, const fk::Tensor& predictio
 
 nb::dict diagnostics_dict(const nefi::diagnostics::Diagnostics& d, const std::string& out,
                           bool png) {
-  nb::dict j = nb::cast<nb::dict>(
-      nb::module_::import_("json").attr("loads")(nefi::diagnostics::diagnostics_json(d)));
+  nb::dict j = json_dict(nefi::diagnostics::diagnostics_json(d));
   nb::dict sens = nb::cast<nb::dict>(j["sensitivity"]);
   sens["map"] = to_numpy(fk::from_vector(d.probes.sensitivity, d.field_shape));
   if (out.empty()) sens.attr("pop")("file");  // no sensitivity.npy written

@@ -30,6 +30,17 @@ void reorthogonalise(Vec& x, const std::vector<Vec>& basis) {
     }
 }
 
+// A Gaussian vector of length n from std::mt19937_64(seed), normalised.
+Vec random_unit(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  Vec v(n);
+  for (double& x : v) x = normal(rng);
+  const double v_norm = norm(v);
+  for (double& x : v) x /= v_norm;
+  return v;
+}
+
 void check_length(const Vec& v, int64_t want, const char* what) {
   FK_CHECK(static_cast<int64_t>(v.size()) == want, "nefi::diagnostics::leading_singular_values",
            std::string(what) + " of length " + std::to_string(want), std::to_string(v.size()));
@@ -45,17 +56,11 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
            "k >= 1 and n_iter >= k",
            "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
   const int steps = static_cast<int>(std::min<int64_t>({n_iter, J.n, J.m}));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal;
-  Vec v(J.n);
-  for (double& x : v) x = normal(rng);
-  const double v_norm = norm(v);
-  for (double& x : v) x /= v_norm;
-  std::vector<Vec> vs{v}, us;
+  std::vector<Vec> vs{random_unit(J.n, seed)}, us;
   std::vector<double> alpha, beta;
   Spectrum out;
   double scale = 0;
-  Vec p = J.apply(v);
+  Vec p = J.apply(vs.front());
   check_length(p, J.m, "J v");
   for (int j = 0; j < steps; ++j) {
     reorthogonalise(p, us);
@@ -148,13 +153,7 @@ Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64
            "k >= 1 and n_iter >= k",
            "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
   const int steps = static_cast<int>(std::min<int64_t>(n_iter, H.n));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal;
-  Vec q(H.n);
-  for (double& x : q) x = normal(rng);
-  const double q_norm = norm(q);
-  for (double& x : q) x /= q_norm;
-  std::vector<Vec> qs{q};
+  std::vector<Vec> qs{random_unit(H.n, seed)};
   std::vector<double> alpha, beta;
   Eigenvalues out;
   double scale = 0;

@@ -92,7 +92,7 @@ Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method
                  const LevelPlan& plan, const std::function<void(const std::string&)>& log) {
   Decision d;
   d.key = lr_key(cfg.config, method);
-  d.rule = "lowest RMS data residual after a pilot solve";
+  d.rule = lr_rule();
   const double lr = cfg.config.d(d.key);
   d.before = value_text(lr);
   d.pilots = pilots(inst, cfg, method, steps, d.key, lr, plan.lr_factors, log);
@@ -113,8 +113,7 @@ Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& me
                      const std::function<void(const std::string&)>& log) {
   Decision d;
   d.key = key;
-  d.rule = fmt::format("discrepancy principle: the largest weight with residual <= {} sigma",
-                       kDiscrepancyTau);
+  d.rule = discrepancy_rule();
   const double w = cfg.config.d(key);
   d.before = value_text(w);
   if (!(noise > 0)) {
@@ -159,10 +158,7 @@ Decision tune_budget(const Instance& inst, RunConfig& cfg, const std::string& me
                      const std::function<void(const std::string&)>& log) {
   Decision d;
   d.key = "steps";
-  d.rule = fmt::format(
-      "the smallest budget whose residual is within {} x the floor (sigma, or the lowest pilot "
-      "residual)",
-      kDiscrepancyTau);
+  d.rule = budget_rule();
   d.before = scaled_steps(cfg.config, 1.0);
   for (double f : plan.budget_factors) {
     RunConfig c = cfg;
@@ -198,6 +194,22 @@ const Pilot* lowest_residual(const std::vector<Pilot>& pilots) {
 }
 
 }  // namespace
+
+std::string lr_rule() {
+  return "lowest RMS data residual after a pilot solve";
+}
+
+std::string discrepancy_rule(const std::string& what) {
+  return fmt::format("discrepancy principle: the largest {} with residual <= {} sigma", what,
+                     kDiscrepancyTau);
+}
+
+std::string budget_rule() {
+  return fmt::format(
+      "the smallest budget whose residual is within {} x the floor (sigma, or the lowest pilot "
+      "residual)",
+      kDiscrepancyTau);
+}
 
 Choice lr_choice(const std::vector<Pilot>& pilots) {
   const Pilot* best = lowest_residual(pilots);

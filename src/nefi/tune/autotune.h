@@ -99,6 +99,10 @@ Choice lr_choice(const std::vector<Pilot>& pilots);
 Choice discrepancy_choice(const std::vector<Pilot>& pilots, double noise,
                           const std::string& what = "weight");
 Choice budget_choice(const std::vector<Pilot>& pilots, double noise);
+// Each rule in words, for the decision it makes (Decision::rule).
+std::string lr_rule();
+std::string discrepancy_rule(const std::string& what = "weight");
+std::string budget_rule();
 
 // The learning-rate key of a method: grid_lr for grid when declared, else lr.
 std::string lr_key(const Params& config, const std::string& method);

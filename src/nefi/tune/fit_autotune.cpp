@@ -104,7 +104,7 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
   {  // 1. the learning rate
     Decision d;
     d.key = "lr";
-    d.rule = "lowest RMS data residual after a pilot solve";
+    d.rule = lr_rule();
     const double lr = base.curriculum.stages.front().lr;
     d.before = value_text(lr);
     for (double f : plan.lr_factors) {
@@ -126,8 +126,7 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
       Decision d;
       d.key = term_name(spec.penalties[t]) +
               (n_fields > 1 ? ":" + options.field_priors[f].first : std::string());
-      d.rule = fmt::format("discrepancy principle: the largest strength with residual <= {} sigma",
-                           kDiscrepancyTau);
+      d.rule = discrepancy_rule("strength");
       const double s = spec.penalties[t].strength;
       d.before = value_text(s);
       if (!(base.noise_std > 0)) {
@@ -156,10 +155,7 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
   if (!plan.budget_factors.empty()) {  // 3. the budget
     Decision d;
     d.key = "steps";
-    d.rule = fmt::format(
-        "the smallest budget whose residual is within {} x the floor (sigma, or the lowest "
-        "pilot residual)",
-        kDiscrepancyTau);
+    d.rule = budget_rule();
     d.before = std::to_string(r.total_steps);
     AutoOptions counted = r.tuned;  // a step count, with the given budget's early stop
     counted.early_stop_patience = base.curriculum.early_stop_patience;
