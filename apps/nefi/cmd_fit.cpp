@@ -52,7 +52,7 @@ struct FitRequest {
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
-  int threads = 0, rank = 8;
+  int threads = 0, rank = 8, shapes = 4;
   bool quiet = false;
 };
 
@@ -178,6 +178,7 @@ int fit_cmd(const FitRequest& r) {
     o.supports["x"] = fk::read_npy(r.support).to(fk::DType::F64);
   o.representation = r.representation;
   o.rank = r.rank;
+  o.shapes = r.shapes;
   o.budget = r.budget;
   o.seed = r.seed;
   FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
@@ -286,8 +287,10 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--prior", r->prior,
                   "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\", \"binary\", "
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
-  sub->add_option("--representation", r->representation, "neural | hash | grid | lowrank");
+  sub->add_option("--representation", r->representation,
+                  "neural | hash | grid | lowrank | blobs | ellipses");
   sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
+  sub->add_option("--shapes", r->shapes, "blobs, ellipses: shapes per field (default 4)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");

@@ -462,7 +462,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward", multiscale=False, rank=8, support=None):
+                 name="forward", multiscale=False, rank=8, shapes=4, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -494,7 +494,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     budget: quick | default | thorough | a step count. representation: neural
       (Fourier features + MLP) | hash (a multiresolution hash grid + a small
       MLP) | grid (one value per cell) | lowrank (a rank-`rank` CP sum over
-      the axes). lr, hidden, depth, n_octaves override the automatic choices.
+      the axes) | blobs | ellipses (`shapes` gaussian blobs or soft-edged
+      ellipses, each with its own amplitude, centre and rotated axes, on a
+      background: a scene of a few compact objects; about as many shapes as
+      objects: spare shapes can stall the fit, see docs/performance.md). lr, hidden, depth, n_octaves
+      override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
     support: the field's known support, an array of its shape in [0, 1] (1
@@ -526,7 +530,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if representation != "neural" and n_octaves is not None:
         raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
                     f"Fourier features), got it with {representation!r}")
-    if representation in ("grid", "lowrank") and (hidden is not None or depth is not None):
+    if representation in ("grid", "lowrank", "blobs", "ellipses") and (
+            hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
     if homogeneity is not None and homogeneity != 1 and not native and (
@@ -580,7 +585,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale), int(rank), supports, list(model.start) if model.params else [])
+        bool(multiscale), int(rank), int(shapes), supports,
+        list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)
     return ForwardProblem(core, model, shape)

@@ -476,7 +476,7 @@ void bind_nefi_byop(nb::module_& m) {
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
          bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
-         const std::map<std::string, nb::ndarray<nb::ro>>& supports,
+         int shapes, const std::map<std::string, nb::ndarray<nb::ro>>& supports,
          const std::vector<nb::ndarray<nb::ro>>& parameters) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
@@ -517,6 +517,7 @@ void bind_nefi_byop(nb::module_& m) {
         o.seed = seed;
         o.multiscale = multiscale;
         o.rank = rank;
+        o.shapes = shapes;
         for (const auto& [field, mask] : supports)
           o.supports[field] = from_dlpack(mask).to(fk::DType::F64).contiguous().clone();
         ForwardProblem p;
@@ -533,7 +534,7 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("noise_std"), nb::arg("extent"), nb::arg("representation"), nb::arg("budget"),
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
-      nb::arg("multiscale") = false, nb::arg("rank") = 8,
+      nb::arg("multiscale") = false, nb::arg("rank") = 8, nb::arg("shapes") = 4,
       nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
       nb::arg("parameters") = std::vector<nb::ndarray<nb::ro>>{});
 }

@@ -54,6 +54,7 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
   same("extent", o.extent, f.extent);
   same("representation", o.representation, f.representation);
   same("rank", o.rank, f.rank);
+  same("shapes", o.shapes, f.shapes);
   same("budget", o.budget, f.budget);
   same("lr", o.lr, f.lr);
   same("hidden", o.hidden, f.hidden);

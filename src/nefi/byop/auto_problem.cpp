@@ -18,6 +18,7 @@
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/low_rank_field.h"
+#include "nefi/field/parametric_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -168,9 +169,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            m.data.defined() ? m.data.shape().str() : "none");
   FK_CHECK(fk::is_floating(m.data.dtype()), kWhere, "real measured data", fk::name(m.data.dtype()));
   FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
-               o.representation == "hash" || o.representation == "lowrank",
-           "representation", "neural, grid, hash or lowrank", o.representation);
+               o.representation == "hash" || o.representation == "lowrank" ||
+               o.representation == "blobs" || o.representation == "ellipses",
+           "representation", "neural, grid, hash, lowrank, blobs or ellipses", o.representation);
   FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
+  FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
+           std::to_string(o.shapes));
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
   m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
@@ -387,6 +391,24 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     decide("representation", "lowrank",
            "given: a rank-" + std::to_string(o.rank) + " CP sum over the axes, " +
                std::to_string(prob.field->n_parameters()) + " parameters");
+  } else if (o.representation == "blobs" || o.representation == "ellipses") {
+    ParametricConfig pc;
+    pc.family = o.representation;
+    pc.count = o.shapes;
+    auto pf = std::make_shared<ParametricField>(shape, heads, pc, o.seed);
+    // The shapes start where the data pull the constant fields hardest.
+    const std::vector<fk::Tensor> pull = misfit_gradient_at(*op, k, d, fit.c);
+    for (int i = 0, channel = 0; i < static_cast<int>(heads.size()); ++i) {
+      if (heads[i]->n_in() == 1) pf->start_at_extrema(channel, pull[i]);
+      channel += heads[i]->n_in();
+    }
+    pf->reset_parameters(o.seed);
+    prob.field = pf;
+    decide("representation", o.representation,
+           "given: " + std::to_string(o.shapes) + " " +
+               (o.representation == "blobs" ? "gaussian blobs" : "ellipses") +
+               " on a background per field, " + std::to_string(prob.field->n_parameters()) +
+               " parameters, started at the strongest extrema of the misfit's gradient");
   } else {
     prob.field = std::make_shared<GridField>(shape, heads);
     decide("representation", "grid", "given: one value per cell");
@@ -414,7 +436,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   const double lr =
       o.lr.value_or(o.representation == "grid"     ? 1e-1
                     : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
-                                                   : 1e-2);  // hash, lowrank
+                    : o.representation == "blobs" || o.representation == "ellipses"
+                        ? 5e-2    // centres in (-1, 1) and inverse radii of a few
+                        : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
   Stage st;
   st.name = "native";

@@ -50,9 +50,11 @@ struct AutoOptions {
   // the low bound of a range that excludes 0 (prior.h's known_support).
   std::map<std::string, fk::Tensor> supports;
   std::vector<double> extent;  // empty: isotropic, longest axis 1
-  // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h)
+  // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
+  // blobs | ellipses (parametric_field.h: a few shapes on a background)
   std::string representation = "neural";
-  int rank = 8;                     // lowrank's CP rank
+  int rank = 8;    // lowrank's CP rank
+  int shapes = 4;  // blobs' and ellipses' count per field
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
   // Early stop after this many steps without improvement; unset: 500 for

@@ -140,4 +140,27 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
   return fit;
 }
 
+std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
+                                           const Weighted& d, const std::vector<double>& c) {
+  FieldMap fields;
+  std::vector<fk::Tensor> leaves;
+  for (size_t i = 0; i < k.names.size(); ++i) {
+    fk::Tensor x = k.make(i, c[i]).detach().contiguous();
+    x.set_requires_grad(true);
+    leaves.push_back(x);
+    fields[k.names[i]] = x;
+  }
+  const fk::Tensor pred = op.forward(fields);
+  // d misfit / d pred = 2 w (pred - y) / wsum, seeded through <pred, seed>.
+  const std::vector<double> p = pred.detach().to(fk::DType::F64).to_vector<double>();
+  std::vector<double> seed(p.size());
+  for (size_t j = 0; j < p.size(); ++j) seed[j] = 2 * d.w[j] * (p[j] - d.y[j]) / std::max(d.wsum, 1e-300);
+  fk::sum(fk::mul(pred, fk::from_vector(seed, pred.shape()).to(pred.dtype()))).backward();
+  std::vector<fk::Tensor> maps;
+  for (const fk::Tensor& x : leaves)
+    maps.push_back(x.grad().defined() ? x.grad().to(fk::DType::F64).contiguous()
+                                      : fk::zeros(k.shape, {fk::DType::F64}));
+  return maps;
+}
+
 }  // namespace nefi

@@ -46,4 +46,11 @@ struct ConstantFit {
 ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Weighted& d,
                           const std::vector<PriorSpec>& priors, const std::string& model);
 
+// The misfit's gradient in each field (f64 maps of k.shape, by autograd
+// through the model) at the constant fields c: where the data first pull
+// each field up (negative) or down (positive). A parametric field starts its
+// shapes at the strongest extrema.
+std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
+                                           const Weighted& d, const std::vector<double>& c);
+
 }  // namespace nefi

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -13,8 +14,10 @@
 #include "fk/factory.h"
 #include "fk/test_util.h"
 #include "fk/thread_count.h"
+#include "nefi/byop/constant_fit.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/data_fit.h"
+#include "nefi/field/parametric_field.h"
 #include "nefi/solve/metrics.h"
 
 namespace {
@@ -138,6 +141,55 @@ TEST(NefiAutoProblem, SolvesABlurToTheNoiseFloor) {
   EXPECT_NE(report.find("| smooth_weight |"), std::string::npos) << report;
 }
 
+// Blobs: the misfit's gradient at the constant start is 2 A^T (A c - y) / n
+// (a hand adjoint here), the three shapes start at its three strongest pulls
+// (the bumps, 0.3, 0.6 and 0.75 of the axis), and the fit reaches the noise.
+TEST(NefiAutoProblem, BlobsStartWhereTheDataPullAndFitTheBumps) {
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(128, 0.01);
+  const auto a = nefi::test::blur_matrix(128, 2.0);
+  nefi::ConstantFields k;
+  k.shape = {128};
+  k.names = {"x"};
+  k.support = {fk::Tensor()};
+  k.fill = {0.0};
+  nefi::Weighted d;
+  d.y = b.y;
+  d.w.assign(128, 1.0);
+  d.wsum = 128;
+  const double c = 0.2;
+  const auto g = nefi::misfit_gradient_at(*b.op, k, d, {c})[0].to_vector<double>();
+  std::vector<double> r(128, 0.0);
+  for (int64_t i = 0; i < 128; ++i) {
+    double ax = 0;
+    for (int64_t j = 0; j < 128; ++j) ax += a[i * 128 + j] * c;
+    r[i] = 2 * (ax - b.y[i]) / 128;
+  }
+  for (int64_t j = 0; j < 128; ++j) {
+    double want = 0;
+    for (int64_t i = 0; i < 128; ++i) want += a[i * 128 + j] * r[i];
+    EXPECT_NEAR(g[j], want, 1e-12) << j;
+  }
+  AutoOptions o;
+  o.representation = "blobs";
+  o.shapes = 3;
+  o.budget = "2000";
+  const auto ap = auto_problem(b.op, {128}, b.measurement(), o);
+  EXPECT_NE(value_of(ap, "representation").find("blobs"), std::string::npos);
+  const auto* pf = dynamic_cast<const nefi::ParametricField*>(ap.problem.field.get());
+  ASSERT_NE(pf, nullptr);
+  std::vector<double> starts = pf->start_shapes(0, 0).centres;
+  std::sort(starts.begin(), starts.end());
+  const double want[3] = {-0.4, 0.2, 0.5};  // 2 c - 1
+  for (int s = 0; s < 3; ++s) EXPECT_NEAR(starts[s], want[s], 0.05) << s;
+  const nefi::Result res = ap.solve();
+  const auto fit = nefi::diagnostics::data_fit(ap.problem.measurement, res.prediction);
+  const fk::Tensor gt = fk::from_vector(b.gt, {128});
+  const std::string report = nefi::quick_report(ap, res, {{"x", gt}});
+  EXPECT_TRUE(fit && fit->rmse_over_sigma && *fit->rmse_over_sigma < 1.2) << report;
+  EXPECT_GT(nefi::psnr(res.fields.at("x").to(fk::DType::F64), gt), 35.0) << report;
+}
+
 TEST(NefiAutoProblem, MultiscaleTrainsACoarseFieldThroughTheSameModel) {
   const fk::test::ThreadCount one(1);
   const Blur1D b(128, 0.01);
@@ -254,7 +306,12 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o.representation = "octree";
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
-            }).find("neural, grid, hash or lowrank"),
+            }).find("neural, grid, hash, lowrank, blobs or ellipses"),
+            std::string::npos);
+  o = {};
+  o.representation = "blobs";
+  o.shapes = 0;
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("shape count"),
             std::string::npos);
   o = {};
   o.extent = {1, 2};

@@ -236,7 +236,11 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
   const std::vector<std::pair<std::string, nefi::OperatorPtr>> models{
       {"gaussian_blur --sigma 1.2",
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
-      {"radon --views 12", std::make_shared<nefi::RadonOperator>(d, g)}};
+      {"radon --views 12", std::make_shared<nefi::RadonOperator>(d, g)},
+      // The disc is one ellipse: two soft-edged ellipses on a background.
+      {"gaussian_blur --sigma 1.2 --representation ellipses --shapes 2",
+       std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)}};
+  int case_index = 0;
   for (const auto& [args, op] : models) {
     std::vector<double> y = op->apply(gt).to_vector<double>();
     double peak = 0;
@@ -245,7 +249,7 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
     std::normal_distribution<double> nd(0, 0.01 * peak);
     for (double& v : y) v += nd(rng);
     fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, op->output_shape({16, 16})));
-    const fs::path out = dir / ("out_" + args.substr(0, 5));
+    const fs::path out = dir / ("out_" + std::to_string(case_index++));
     // The noise given: the data-space estimate reads a sinogram's edges as noise.
     const auto r = nefi_stdout("fit --operator " + args + " --data " + (dir / "y.npy").string() +
                                " --noise " + std::to_string(0.01 * peak) +
@@ -281,7 +285,8 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
        {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
-        "neural, grid, hash or lowrank"},
+        "neural, grid, hash, lowrank, blobs or ellipses"},
+       {"fit" + A + y + " --shape 16,16 --representation ellipses --shapes 0" + o, "shape count"},
        {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},
        {"fit" + A + y + " --shape 16,16 --support " + (dir / "mask_bad.npy").string() + o,
         "support of field 'x'"},

@@ -1,0 +1,403 @@
+#include "nefi/field/parametric_field.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
+#include "fk/random.h"
+#include "nefi/real_dispatch.h"
+
+namespace nefi {
+namespace {
+
+constexpr const char* kWhere = "nefi::ParametricField";
+
+// The profile g(q) and dg/dq of one family.
+struct Profile {
+  bool ellipse = false;
+  double inv_2eps = 0;  // ellipses: 1 / (2 eps)
+  double value(double q) const {
+    if (!ellipse) return std::exp(-0.5 * q);
+    return 1.0 / (1.0 + std::exp(-(1.0 - q) * inv_2eps));
+  }
+  double slope(double g) const {
+    return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g;
+  }
+};
+
+Profile profile_of(const std::string& family, double eps) {
+  FK_CHECK(family == "blobs" || family == "ellipses", kWhere, "family blobs or ellipses",
+           "'" + family + "'");
+  Profile p;
+  p.ellipse = family == "ellipses";
+  if (p.ellipse) {
+    FK_CHECK(eps > 0 && std::isfinite(eps), kWhere, "an edge width eps > 0", std::to_string(eps));
+    p.inv_2eps = 0.5 / eps;
+  }
+  return p;
+}
+
+// q = |(x - m) M|^2 for one point and one shape; y receives (x - m) M and
+// diff x - m (d entries each).
+inline double quadratic(int d, const double* x, const double* m, const double* M, double* diff,
+                        double* y) {
+  for (int l = 0; l < d; ++l) diff[l] = x[l] - m[l];
+  double q = 0;
+  for (int j = 0; j < d; ++j) {
+    double s = 0;
+    for (int l = 0; l < d; ++l) s += diff[l] * M[l * d + j];
+    y[j] = s;
+    q += s * s;
+  }
+  return q;
+}
+
+// A point's coordinates and every shape's entries, widened to double.
+std::vector<double> as_doubles(const fk::Tensor& t) { return t.contiguous().to_vector<double>(); }
+
+struct ParametricBackward : fk::autograd::Node {
+  fk::autograd::SavedTensor shapes, background;
+  fk::Tensor coords;  // constant
+  Profile profile;
+  const char* name() const override { return "ParametricShapesBackward"; }
+  void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
+    fn(shapes);
+    fn(background);
+  }
+  std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
+    if (!grads[0].defined()) return {fk::Tensor(), fk::Tensor()};
+    fk::autograd::NoGradGuard ng;
+    fk::profile::OpScope scope("parametric_shapes_backward");
+    const fk::Tensor& s = shapes.unpack(name());
+    const fk::Tensor& b = background.unpack(name());
+    const int64_t n = coords.size(0), C = s.size(0), K = s.size(1), P = s.size(2);
+    const int d = static_cast<int>(coords.size(1));
+    const std::vector<double> x = as_doubles(coords), sv = as_doubles(s),
+                              go = as_doubles(grads[0]);
+    std::vector<double> ds(sv.size(), 0.0), db(static_cast<size_t>(C), 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < C; ++c) db[c] += go[i * C + c];
+    // One shape per thread over every point, in point order.
+    fk::parallel_for(0, C * K, 1, [&](int64_t lo, int64_t hi) {
+      double diff[3], y[3];
+      for (int64_t ck = lo; ck < hi; ++ck) {
+        const int64_t c = ck / K;
+        const double* p = sv.data() + ck * P;
+        double* dp = ds.data() + ck * P;
+        const double a = std::sinh(p[0]), da = std::cosh(p[0]);
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = go[i * C + c];
+          if (gi == 0) continue;
+          const double q = quadratic(d, x.data() + i * d, p + 1, p + 1 + d, diff, y);
+          const double g = profile.value(q);
+          dp[0] += gi * g * da;
+          const double dq = gi * a * profile.slope(g);
+          if (dq == 0) continue;
+          for (int l = 0; l < d; ++l) {
+            double dd = 0;  // d q / d diff_l = 2 sum_j y_j M_lj
+            for (int j = 0; j < d; ++j) {
+              dp[1 + d + l * d + j] += 2 * dq * y[j] * diff[l];
+              dd += 2 * y[j] * p[1 + d + l * d + j];
+            }
+            dp[1 + l] -= dq * dd;
+          }
+        }
+      }
+    });
+    return {fk::from_vector(ds, s.shape()).to(s.dtype()),
+            fk::from_vector(db, b.shape()).to(b.dtype())};
+  }
+};
+
+}  // namespace
+
+int parametric_shape_size(int ndim) { return 1 + ndim + ndim * ndim; }
+
+fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
+                             const fk::Tensor& background, const std::string& family,
+                             double eps) {
+  constexpr const char* kOp = "nefi::parametric_shapes";
+  const Profile profile = profile_of(family, eps);
+  FK_CHECK(coords.dim() == 2 && coords.size(1) >= 1 && coords.size(1) <= 3, kOp,
+           "coordinates (N, d) with d in 1..3", coords.shape().str());
+  const int d = static_cast<int>(coords.size(1));
+  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == parametric_shape_size(d), kOp,
+           "shapes (C, K, " + std::to_string(parametric_shape_size(d)) + ")",
+           shapes.shape().str());
+  FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), kOp,
+           "a background of " + std::to_string(shapes.size(0)) + " channels",
+           background.shape().str());
+  const fk::DType dt = shapes.dtype();
+  FK_CHECK((dt == fk::DType::F32 || dt == fk::DType::F64) && coords.dtype() == dt &&
+               background.dtype() == dt,
+           kOp, "coordinates, shapes and background of one real dtype (f32 or f64)",
+           std::string(fk::name(coords.dtype())) + ", " + fk::name(dt) + ", " +
+               fk::name(background.dtype()));
+  FK_CHECK(coords.device().is_cpu() && shapes.device().is_cpu() && background.device().is_cpu(),
+           kOp, "tensors on the cpu", shapes.device().str());
+  fk::profile::OpScope scope("parametric_shapes");
+  const int64_t n = coords.size(0), C = shapes.size(0), K = shapes.size(1), P = shapes.size(2);
+  const fk::Tensor x = coords.contiguous();
+  const std::vector<double> xv = as_doubles(x), sv = as_doubles(shapes.detach()),
+                            bv = as_doubles(background.detach());
+  fk::Tensor y = fk::empty({n, C}, {dt});
+  dispatch_real(dt, [&](auto zero) {
+    using T = decltype(zero);
+    T* out = y.data<T>();
+    fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
+      double diff[3], yy[3];
+      for (int64_t i = lo; i < hi; ++i)
+        for (int64_t c = 0; c < C; ++c) {
+          double r = bv[c];
+          for (int64_t k = 0; k < K; ++k) {
+            const double* p = sv.data() + (c * K + k) * P;
+            r += std::sinh(p[0]) *
+                 profile.value(quadratic(d, xv.data() + i * d, p + 1, p + 1 + d, diff, yy));
+          }
+          out[i * C + c] = static_cast<T>(r);
+        }
+    });
+  });
+  if (fk::autograd::needs_grad(shapes, background)) {
+    auto node = std::make_shared<ParametricBackward>();
+    node->coords = x;
+    node->shapes = shapes;
+    node->background = background;
+    node->profile = profile;
+    fk::autograd::record(node, {shapes, background}, y);
+  }
+  return y;
+}
+
+ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> heads,
+                                 ParametricConfig cfg, uint64_t seed)
+    : heads_(std::move(heads)), cfg_(std::move(cfg)) {
+  FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
+  FK_CHECK(shape.size() >= 1 && shape.size() <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
+  FK_CHECK(cfg_.count >= 1 && cfg_.count <= 256, kWhere, "a shape count in [1, 256]",
+           std::to_string(cfg_.count));
+  profile_of(cfg_.family, cfg_.eps_start);
+  profile_of(cfg_.family, cfg_.eps_end);
+  ndim_ = shape.size();
+  for (const HeadPtr& h : heads_) n_out_ += h->n_in();
+  primary_ = heads_.front()->name();
+  params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_)});
+  params_.add("background", {n_out_});
+  params_.allocate(fk::DType::F32);
+  reset_parameters(seed);
+}
+
+double ParametricField::eps(double progress) const {
+  return cfg_.eps_start * std::pow(cfg_.eps_end / cfg_.eps_start, std::clamp(progress, 0.0, 1.0));
+}
+
+namespace {
+
+// The start lattice: ceil(K^(1/d)) cells per axis over (-1, 1).
+struct Lattice {
+  int per_axis = 1;
+  int64_t cells = 1;
+  double spacing = 2, radius = 1;
+  Lattice(int d, int K) {
+    while (std::pow(per_axis, d) < K) ++per_axis;
+    for (int a = 0; a < d; ++a) cells *= per_axis;
+    spacing = 2.0 / per_axis;
+    radius = spacing / 2;
+  }
+};
+
+// Whether no neighbour of cell `at` (the 3^d - 1 around it) has a larger |v|.
+bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int64_t* at) {
+  const int d = m.dim();
+  int64_t cell = 0;
+  for (int a = 0; a < d; ++a) cell = cell * m.size(a) + at[a];
+  int steps = 1;
+  for (int a = 0; a < d; ++a) steps *= 3;
+  for (int s = 0; s < steps; ++s) {
+    int64_t nb = 0;
+    bool inside = true;
+    for (int a = 0, rest = s; a < d; ++a, rest /= 3) {
+      const int64_t j = at[a] + rest % 3 - 1;
+      inside = inside && j >= 0 && j < m.size(a);
+      nb = nb * m.size(a) + j;
+    }
+    if (inside && std::abs(v[nb]) > std::abs(v[cell])) return false;
+  }
+  return true;
+}
+
+// The map smoothed along every axis by a gaussian as wide as the spacing of
+// its nonzero cells, (cells / nonzero)^(1/d), at most an eighth of the axis
+// (zero beyond the edges: renormalised weights would pull a sparse map's
+// extrema to the edges): a shape's amplitude gradient is the pull summed
+// over the shape, and sparse data (a mask) pull at isolated cells, where
+// one cell's extremum says little. A dense map is left as it is.
+std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
+  const int d = m.dim();
+  const auto nonzero = static_cast<double>(
+      std::count_if(v.begin(), v.end(), [](double e) { return e != 0; }));
+  const double spacing =
+      std::pow(static_cast<double>(v.size()) / std::max(nonzero, 1.0), 1.0 / d);
+  if (spacing < 1.5) return v;
+  for (int a = 0; a < d; ++a) {
+    const int64_t n = m.size(a);
+    const double s = std::min(spacing, static_cast<double>(n) / 8);
+    if (s < 0.5) continue;
+    const auto reach = static_cast<int64_t>(std::ceil(3 * s));
+    std::vector<double> w(2 * reach + 1);
+    for (int64_t t = -reach; t <= reach; ++t) w[t + reach] = std::exp(-0.5 * (t * t) / (s * s));
+    int64_t stride = 1;
+    for (int b = a + 1; b < d; ++b) stride *= m.size(b);
+    const int64_t outer = static_cast<int64_t>(v.size()) / (n * stride);
+    std::vector<double> out(v.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < stride; ++in)
+        for (int64_t i = 0; i < n; ++i) {
+          double acc = 0;
+          for (int64_t j = std::max<int64_t>(0, i - reach); j <= std::min(n - 1, i + reach); ++j)
+            acc += w[j - i + reach] * v[(o * n + j) * stride + in];
+          out[(o * n + i) * stride + in] = acc;
+        }
+    v = std::move(out);
+  }
+  return v;
+}
+
+}  // namespace
+
+void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
+  FK_CHECK(channel >= 0 && channel < n_out_, kWhere,
+           "a channel in [0, " + std::to_string(n_out_) + ")", std::to_string(channel));
+  FK_CHECK(map.dim() == ndim_ && fk::is_floating(map.dtype()), kWhere,
+           "a real " + std::to_string(ndim_) + "-D start map",
+           std::string(fk::name(map.dtype())) + " " + map.shape().str());
+  start_maps_.resize(n_out_);
+  start_maps_[channel] = map.detach().to(fk::DType::F64).contiguous().clone();
+}
+
+ParametricStart ParametricField::start_shapes(int channel, uint64_t seed) const {
+  const int d = ndim_, K = cfg_.count;
+  const Lattice L(d, K);
+  fk::Generator gen(seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(channel + 1)));
+  const std::vector<int64_t> order =
+      fk::randperm(L.cells, {fk::DType::I64}, &gen).to_vector<int64_t>();
+  const std::vector<double> jitter =
+      fk::uniform({K, d}, -0.25, 0.25, {fk::DType::F64}, &gen).to_vector<double>();
+  std::vector<double> centres, radii;
+  // Whether x lies outside every placed shape: its own radii (at least
+  // r / 2), or r.
+  auto far_enough = [&](const double* x, bool own_radii) {
+    for (size_t k = 0; k < centres.size(); k += d) {
+      double q = 0;
+      for (int a = 0; a < d; ++a)
+        q += std::pow((x[a] - centres[k + a]) /
+                          (own_radii ? std::max(radii[k + a], L.radius / 2) : L.radius),
+                      2);
+      if (q < 1) return false;
+    }
+    return true;
+  };
+  const bool mapped = channel < static_cast<int>(start_maps_.size()) &&
+                      start_maps_[channel].defined();
+  if (mapped) {  // the strongest local extrema of |map|, outside each other's radii
+    const fk::Tensor& m = start_maps_[channel];
+    const std::vector<double> v = smoothed(m, m.to_vector<double>());
+    std::vector<int64_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), int64_t{0});
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int64_t i, int64_t j) { return std::abs(v[i]) > std::abs(v[j]); });
+    // Only extrema of the strongest one's sign: the other sign is mostly the
+    // background's pull, which the background value answers.
+    const double sign = v.empty() ? 0.0 : (v[idx[0]] > 0 ? 1.0 : -1.0);
+    for (int64_t cell : idx) {
+      if (static_cast<int>(centres.size()) == K * d || v[cell] == 0 || !std::isfinite(v[cell]))
+        break;
+      if (v[cell] * sign < 0) continue;
+      double x[3];
+      int64_t at[3];
+      for (int a = d - 1, rest = static_cast<int>(cell); a >= 0; --a) {
+        at[a] = rest % m.size(a);
+        x[a] = (2.0 * static_cast<double>(at[a]) + 1.0) / static_cast<double>(m.size(a)) - 1.0;
+        rest /= static_cast<int>(m.size(a));
+      }
+      if (!far_enough(x, true) || !local_extremum(m, v, at)) continue;
+      centres.insert(centres.end(), x, x + d);
+      // Radius along each axis: the extremum's half width at half its
+      // value (cells either side, plus half the centre cell), at most r.
+      for (int a = 0; a < d; ++a) {
+        int64_t stride = 1;
+        for (int b = a + 1; b < d; ++b) stride *= m.size(b);
+        double cells = 0.5;
+        for (int dir : {-1, 1})
+          for (int64_t j = at[a] + dir; j >= 0 && j < m.size(a); j += dir) {
+            if (v[cell + (j - at[a]) * stride] * sign < 0.5 * std::abs(v[cell])) break;
+            cells += 0.5;
+          }
+        // At least r / 4: the pull of sparse data (a mask) is single cells.
+        radii.push_back(
+            std::clamp(cells * 2.0 / static_cast<double>(m.size(a)), L.radius / 4, L.radius));
+      }
+    }
+  }
+  // The lattice: every centre without a map, the rest with one (cells
+  // nearer than r to a placed shape skipped while others remain).
+  std::vector<char> used(L.cells, 0);
+  for (int pass = 0; pass < 2 && static_cast<int>(centres.size()) < K * d; ++pass)
+    for (int k = 0; k < L.cells && static_cast<int>(centres.size()) < K * d; ++k) {
+      if (used[k]) continue;
+      double x[3];
+      int64_t cell = order[k];
+      for (int a = d - 1; a >= 0; --a) {
+        const int64_t i = cell % L.per_axis;
+        cell /= L.per_axis;
+        x[a] = -1.0 + (static_cast<double>(i) + 0.5 +
+                       (k < K ? jitter[k * d + a] : 0.0)) * L.spacing;
+      }
+      if (pass == 1 || far_enough(x, false)) {
+        centres.insert(centres.end(), x, x + d);
+        radii.insert(radii.end(), d, mapped ? L.radius / 4 : L.radius);
+        used[k] = 1;
+      }
+    }
+  return {centres, radii};
+}
+
+void ParametricField::reset_parameters(uint64_t seed) {
+  fk::autograd::NoGradGuard ng;
+  const int d = ndim_, K = cfg_.count, P = parametric_shape_size(d);
+  std::vector<double> v(static_cast<size_t>(n_out_) * K * P, 0.0);
+  for (int c = 0; c < n_out_; ++c) {
+    const ParametricStart start = start_shapes(c, seed);
+    for (int k = 0; k < K; ++k) {
+      double* p = v.data() + (static_cast<size_t>(c) * K + k) * P;
+      for (int a = 0; a < d; ++a) {
+        p[1 + a] = start.centres[k * d + a];
+        p[1 + d + a * d + a] = 1.0 / start.radii[k * d + a];
+      }
+    }
+  }
+  params_.raw(0).copy_(fk::from_vector(v, params_.shape(0)).to(fk::DType::F32));
+  params_.raw(1).copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}).to(fk::DType::F32));
+  params_.flat().bump_version();
+}
+
+FieldMap ParametricField::forward(const Domain& domain, double progress) {
+  FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
+  FK_CHECK(params_.flat().device().is_cpu(), kWhere, "parameters on the cpu",
+           params_.flat().device().str());
+  if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
+    coords_ = domain.coords(fk::DType::F32).reshape({domain.numel(), ndim_}).contiguous();
+    coords_shape_ = domain.shape();
+  }
+  const std::vector<fk::Tensor> p = params_.views();
+  const fk::Tensor raw = parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress));
+  return apply_heads(heads_, raw, domain.shape(), progress);
+}
+
+}  // namespace nefi

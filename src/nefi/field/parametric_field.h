@@ -1,0 +1,100 @@
+#pragma once
+// ParametricField: each raw channel a background plus K shapes, then the
+// heads (the reference's parametric field, families gaussian_blobs and
+// ellipses). Shape k of channel c has an amplitude a, a centre m and a
+// d x d matrix M; at a point x (normalised coordinates, (-1, 1) per axis)
+//   q = |(x - m) M|^2          (M M^T is the shape's inverse covariance:
+//                               rotated and stretched in any direction)
+//   blobs     g = exp(-q / 2)
+//   ellipses  g = sigmoid((1 - q) / (2 eps)), eps = eps_start
+//             (eps_end / eps_start)^progress: the boundary q = 1 is an
+//             edge about eps wide in units of the shape's radius, soft while
+//             the fit anneals (so the centre and the axes feel the data from
+//             far off) and sharp at the end
+//   raw_c(x) = b_c + sum_k a_ck g_ck(x)
+// The amplitude is trained as alpha: an optimizer's steps of a fixed size
+// then take it to either sign and, geometrically, to peaks tens of times the
+// field's starting value (a few bright sources on a dark background) in tens
+// of steps, where steps in a itself would take thousands.
+// It holds C (1 + K (1 + d + d^2)) numbers whatever the grid, so it suits
+// scenes that are a few compact objects (sources, inclusions, cells) and
+// regularises by its count. It reads no grid: a stage change keeps every
+// parameter, and a coarse stage sees the same shapes.
+//   init     b at the heads' initial value and every alpha 0 (the field
+//            starts at that value); M = I / r, r half the spacing of a
+//            ceil(K^(1/d))-per-axis lattice; the centres in distinct cells
+//            of that lattice (a seeded choice, jittered by a quarter cell),
+//            or, given a start map for the channel (start_at_extrema), at
+//            the strongest local extrema of the strongest one's sign of the
+//            map (smoothed, when sparse, by a gaussian as wide as the
+//            spacing of its nonzero cells), each
+//            as wide as its extremum's half width at half value (r / 4 to
+//            r) and outside the ones placed before (their radii, at least
+//            r / 2), and the lattice for the rest (cells within r of a
+//            placed shape last) at r / 4, so that a spare shape on the
+//            background starts with little reach: gradient descent
+//            moves a shape only as far as its own reach, so a shape started
+//            where the data pull hardest finds its object, where one started
+//            on the background, or wider than its object, turns into a wide
+//            negative sheet
+// One op each way: forward in parallel over points, backward one shape per
+// thread over every point (deterministic at any thread count). CPU only (a
+// device solve refuses it: only a NeuralField has a device path).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nefi/field/field.h"
+#include "nefi/field/heads.h"
+
+namespace nefi {
+
+struct ParametricConfig {
+  std::string family = "blobs";  // blobs | ellipses
+  int count = 4;                 // K shapes per channel
+  double eps_start = 1.0, eps_end = 0.02;  // ellipses' edge width (radius units)
+};
+
+// Entries per shape in `shapes`: alpha = asinh(amplitude), centre (d), M
+// (d x d, row major).
+int parametric_shape_size(int ndim);
+
+// coords (N, d) and shapes (C, K, parametric_shape_size(d)) and background
+// (C), one real dtype (f32 or f64), on the CPU. Returns raw (N, C),
+// differentiable in shapes and background. eps is read by ellipses only.
+fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
+                             const fk::Tensor& background, const std::string& family,
+                             double eps);
+
+// Shapes' starting centres and radii along the axes (K x d each, row major).
+struct ParametricStart {
+  std::vector<double> centres, radii;
+};
+
+class ParametricField : public Field {
+ public:
+  // shape: only its dimension is read (the field has no grid).
+  ParametricField(const fk::Dims& shape, std::vector<HeadPtr> heads, ParametricConfig cfg = {},
+                  uint64_t seed = 0);
+  FieldMap forward(const Domain& domain, double progress) override;
+  void reset_parameters(uint64_t seed) override;
+  std::string kind() const override { return cfg_.family; }
+  const ParametricConfig& config() const { return cfg_; }
+  double eps(double progress) const;
+  // Channel c's shapes start at the strongest local extrema of |map| (a map
+  // of any grid of the field's dimension) from now on, reset_parameters
+  // included; lattice cells fill in when there are fewer than K.
+  void start_at_extrema(int channel, const fk::Tensor& map);
+  // Where reset_parameters starts channel c's shapes.
+  ParametricStart start_shapes(int channel, uint64_t seed) const;
+
+ private:
+  std::vector<HeadPtr> heads_;
+  ParametricConfig cfg_;
+  int ndim_ = 0, n_out_ = 0;
+  std::vector<fk::Tensor> start_maps_;  // per channel; undefined: the lattice
+  fk::Dims coords_shape_;
+  fk::Tensor coords_;
+};
+
+}  // namespace nefi

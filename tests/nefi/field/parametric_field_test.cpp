@@ -1,0 +1,249 @@
+// ParametricField: its shapes are the written-out formulas (a rotated
+// ellipse's axes land on q = 1), gradients match finite differences in f64
+// for both families and every dimension, the field starts at the heads'
+// value and keeps its parameters across grids, bad configurations are
+// refused by name, and a scene of two ellipses is recovered from a sixth of
+// its pixels where a grid cannot fill the rest.
+#include "nefi/field/parametric_field.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fk/autograd.h"
+#include "fk/factory.h"
+#include "fk/random.h"
+#include "fk/test_util.h"
+#include "fk/testing.h"
+#include "fk/thread_count.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/losses/data_losses.h"
+#include "nefi/operators/pointwise.h"
+#include "nefi/solve/metrics.h"
+#include "nefi/solve/solver.h"
+
+namespace {
+
+std::vector<nefi::HeadPtr> one_head(double init = 0.0) {
+  return {nefi::identity_head("x", init)};
+}
+
+// One 2-D shape: asinh(amplitude), centre, M = R(theta) diag(1 / ra, 1 / rb),
+// whose columns are the principal axes scaled by the radii.
+std::vector<double> rotated(double amp, double cx, double cy, double ra, double rb,
+                            double theta) {
+  const double c = std::cos(theta), s = std::sin(theta);
+  return {std::asinh(amp), cx, cy, c / ra, -s / rb, s / ra, c / rb};
+}
+
+TEST(NefiParametricShapes, ARotatedShapesAxesLieOnItsUnitLevel) {
+  const double ra = 0.5, rb = 0.2, th = 0.6, cx = 0.1, cy = -0.2;
+  // Points: the centre, the ends of both axes, a far corner.
+  const double ux = std::cos(th), uy = std::sin(th);
+  const std::vector<double> pts = {cx,           cy,           cx + ra * ux, cy + ra * uy,
+                                   cx - rb * uy, cy + rb * ux, 0.95,         0.95};
+  std::vector<double> shapes = rotated(2.0, cx, cy, ra, rb, th);
+  const std::vector<double> second = rotated(-1.0, -0.7, 0.7, 0.1, 0.1, 0.0);
+  shapes.insert(shapes.end(), second.begin(), second.end());  // channel 0, K = 2
+  const fk::Tensor coords = fk::from_vector(pts, {4, 2});
+  const fk::Tensor s = fk::from_vector(shapes, {1, 2, 7});
+  const fk::Tensor b = fk::from_vector(std::vector<double>{0.5}, {1});
+  const auto blob = nefi::parametric_shapes(coords, s, b, "blobs", 0.1).to_vector<double>();
+  auto second_at = [](double x, double y) {  // the second blob
+    return -std::exp(-0.5 * (std::pow(x + 0.7, 2) + std::pow(y - 0.7, 2)) / 0.01);
+  };
+  EXPECT_NEAR(blob[0], 0.5 + 2.0 + second_at(cx, cy), 1e-12);
+  EXPECT_NEAR(blob[1], 0.5 + 2.0 * std::exp(-0.5) + second_at(pts[2], pts[3]), 1e-12);
+  EXPECT_NEAR(blob[2], 0.5 + 2.0 * std::exp(-0.5) + second_at(pts[4], pts[5]), 1e-12);
+  const auto ell = nefi::parametric_shapes(coords, s, b, "ellipses", 0.05).to_vector<double>();
+  const double inside = 1 / (1 + std::exp(-1 / 0.1));
+  EXPECT_NEAR(ell[0], 0.5 + 2.0 * inside, 1e-9);
+  EXPECT_NEAR(ell[1], 0.5 + 1.0, 1e-9);  // the boundary: sigmoid(0)
+  EXPECT_NEAR(ell[2], 0.5 + 1.0, 1e-9);
+  EXPECT_NEAR(ell[3], 0.5, 1e-9);  // outside both
+}
+
+TEST(NefiParametricShapes, GradientsMatchFiniteDifferences) {
+  for (const char* family : {"blobs", "ellipses"})
+    for (int d = 1; d <= 3; ++d) {
+      fk::Generator gen(40 + d);
+      const int P = nefi::parametric_shape_size(d);
+      const fk::Tensor coords = fk::uniform({6, d}, -1, 1, {fk::DType::F64}, &gen);
+      std::vector<double> sv =
+          fk::uniform({2, 2, P}, -0.6, 0.6, {fk::DType::F64}, &gen).to_vector<double>();
+      for (int ck = 0; ck < 4; ++ck)  // M near 2 I: shapes of radius ~0.5
+        for (int a = 0; a < d; ++a) sv[ck * P + 1 + d + a * d + a] += 2.0;
+      fk::Tensor s = fk::from_vector(sv, {2, 2, P});
+      fk::Tensor b = fk::from_vector(std::vector<double>{0.3, -0.2}, {2});
+      s.set_requires_grad(true);
+      b.set_requires_grad(true);
+      const std::string err = fk::testing::gradcheck(
+          [&](const std::vector<fk::Tensor>& in) {
+            return nefi::parametric_shapes(coords, in[0], in[1], family, 0.2);
+          },
+          {s, b});
+      EXPECT_EQ(err, "") << family << " " << d << "-D";
+    }
+}
+
+TEST(NefiParametricField, StartsAtTheHeadsValueOnEveryGridAndKeepsItsShapes) {
+  for (const char* family : {"blobs", "ellipses"}) {
+    nefi::ParametricConfig cfg;
+    cfg.family = family;
+    cfg.count = 5;
+    nefi::ParametricField f({16, 12}, one_head(-0.7), cfg, 3);
+    EXPECT_EQ(f.n_parameters(), 1 * 5 * 7 + 1);
+    EXPECT_EQ(f.kind(), family);
+    for (double v : f.forward(nefi::Domain({16, 12}), 0.0).at("x").to_vector<double>())
+      EXPECT_NEAR(v, -0.7, 1e-6);
+    // Move the shapes off zero amplitude; a coarse grid sees the same
+    // function at its own cell centres (the field has no grid).
+    {
+      fk::autograd::NoGradGuard ng;
+      fk::Tensor s = f.params().raw(0);
+      std::vector<float> v = s.to_vector<float>();
+      for (int k = 0; k < 5; ++k) v[k * 7] = 0.3f * static_cast<float>(k + 1);  // alpha
+      s.copy_(fk::from_vector(v, s.shape()));
+    }
+    const std::vector<float> before = f.params().flat().to_vector<float>();
+    f.on_stage_start(nefi::Domain({8, 6}));
+    EXPECT_EQ(f.params().flat().to_vector<float>(), before);
+    const nefi::Domain coarse({8, 6});
+    const auto got = f.forward(coarse, 0.5).at("x").to_vector<double>();
+    const fk::Tensor pts = coarse.coords(fk::DType::F64).reshape({48, 2});
+    const auto want = nefi::parametric_shapes(pts, f.params().raw(0).to(fk::DType::F64),
+                                              f.params().raw(1).to(fk::DType::F64), family,
+                                              f.eps(0.5))
+                          .to_vector<double>();
+    for (int i = 0; i < 48; ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << family << " " << i;
+  }
+  // The centres start in distinct lattice cells: no two shapes coincide.
+  nefi::ParametricConfig cfg;
+  cfg.count = 9;
+  nefi::ParametricField f({10, 10}, one_head(), cfg, 1);
+  const auto v = f.params().raw(0).to_vector<double>();
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < i; ++j)
+      EXPECT_GT(std::hypot(v[i * 7 + 1] - v[j * 7 + 1], v[i * 7 + 2] - v[j * 7 + 2]), 0.3);
+}
+
+TEST(NefiParametricField, RefusesBadConfigurationsByName) {
+  auto with = [](const char* family, int count, double eps_end, const fk::Dims& shape) {
+    nefi::ParametricConfig cfg;
+    cfg.family = family;
+    cfg.count = count;
+    cfg.eps_end = eps_end;
+    return fk::test::error_of([&] { nefi::ParametricField(shape, one_head(), cfg); });
+  };
+  EXPECT_NE(with("squares", 4, 0.02, {8}).find("family blobs or ellipses"), std::string::npos);
+  EXPECT_NE(with("blobs", 0, 0.02, {8}).find("shape count"), std::string::npos);
+  EXPECT_NE(with("ellipses", 4, 0.0, {8}).find("eps > 0"), std::string::npos);
+  EXPECT_NE(with("blobs", 4, 0.02, {2, 2, 2, 2}).find("1-, 2- or 3-D"), std::string::npos);
+  nefi::ParametricField f({8, 8}, one_head(), {}, 0);
+  EXPECT_NE(fk::test::error_of([&] { f.forward(nefi::Domain({8}), 1.0); }).find("2-D domain"),
+            std::string::npos);
+}
+
+// A start map puts the shapes at its strongest local extrema of the
+// strongest one's sign, each as wide as its extremum (r / 4 .. r); the rest
+// go to distinct lattice cells at r / 4. A sparse map (one spike) is
+// smoothed first, by an eighth of the axis here.
+TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
+  const int64_t n = 32;
+  std::vector<double> map(n * n, 0.0);
+  auto bump = [&](double r0, double c0, double s, double amp) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        map[i * n + j] += amp * std::exp(-0.5 * (std::pow(i - r0, 2) + std::pow(j - c0, 2)) / (s * s));
+  };
+  bump(8, 22, 3.0, -1.0);   // the strongest: negative
+  bump(22, 10, 2.0, -0.6);  // a second of its sign
+  bump(24, 26, 2.0, 0.8);   // the other sign: not a start
+  nefi::ParametricConfig cfg;
+  cfg.count = 4;  // a 2 x 2 lattice, r = 0.5
+  nefi::ParametricField f({n, n}, one_head(), cfg, 0);
+  f.start_at_extrema(0, fk::from_vector(map, {n, n}));
+  const nefi::ParametricStart s = f.start_shapes(0, 0);
+  ASSERT_EQ(s.centres.size(), 8u);
+  auto at = [](int64_t i) { return (2.0 * i + 1) / 32 - 1; };
+  EXPECT_DOUBLE_EQ(s.centres[0], at(8));
+  EXPECT_DOUBLE_EQ(s.centres[1], at(22));
+  EXPECT_DOUBLE_EQ(s.centres[2], at(22));
+  EXPECT_DOUBLE_EQ(s.centres[3], at(10));
+  // Half width at half value of a sigma-3 bump: 3.5 cells (sqrt(2 ln 2) 3 =
+  // 3.53), 2 / 32 each; the sigma-2 one's: 2.5 cells (2.35).
+  EXPECT_NEAR(s.radii[0], 3.5 * 2 / 32, 1e-12);
+  EXPECT_NEAR(s.radii[2], 2.5 * 2 / 32, 1e-12);
+  for (int k = 2; k < 4; ++k) {  // lattice cells at r / 4, distinct, not on the bumps
+    EXPECT_DOUBLE_EQ(s.radii[2 * k], 0.5 / 4);
+    for (int j = 0; j < k; ++j)
+      EXPECT_GT(std::hypot(s.centres[2 * k] - s.centres[2 * j],
+                           s.centres[2 * k + 1] - s.centres[2 * j + 1]),
+                0.2);
+  }
+  std::vector<double> spike(n * n, 0.0);
+  spike[5 * n + 7] = 2.0;
+  f.start_at_extrema(0, fk::from_vector(spike, {n, n}));
+  // Smoothed by 4 cells: half value at 4.7, 4.5 cells.
+  EXPECT_DOUBLE_EQ(f.start_shapes(0, 0).radii[0], 4.5 * 2 / 32);
+  EXPECT_DOUBLE_EQ(f.start_shapes(0, 0).centres[0], at(5));
+  f.start_at_extrema(0, fk::from_vector(map, {n, n}));
+  f.reset_parameters(0);
+  const auto v = f.params().raw(0).to_vector<double>();
+  EXPECT_NEAR(v[1], at(8), 1e-6);
+  EXPECT_NEAR(v[3], 1 / s.radii[0], 1e-4);
+  EXPECT_NE(fk::test::error_of([&] { f.start_at_extrema(1, fk::from_vector(map, {n, n})); })
+                .find("channel in [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] { f.start_at_extrema(0, fk::zeros({n})); }).find("2-D start map"),
+            std::string::npos);
+}
+
+// Two ellipses on a background, observed at a sixth of the pixels (a fixed
+// random mask): the parametric field fills the rest, a grid field cannot.
+TEST(NefiParametricField, RecoversTwoEllipsesFromASixthOfThePixels) {
+  const fk::test::ThreadCount one(1);
+  const int64_t n = 32;
+  const nefi::Domain dom({n, n});
+  const std::vector<double> xy = dom.coords(fk::DType::F64).to_vector<double>();
+  std::vector<double> truth(n * n), mask(n * n);
+  fk::Generator gen(5);
+  const std::vector<double> u = fk::rand({n * n}, {fk::DType::F64}, &gen).to_vector<double>();
+  for (int64_t i = 0; i < n * n; ++i) {
+    const double x = xy[2 * i], y = xy[2 * i + 1];
+    const double xr = std::cos(0.5) * (x - 0.3) + std::sin(0.5) * (y + 0.2);
+    const double yr = -std::sin(0.5) * (x - 0.3) + std::cos(0.5) * (y + 0.2);
+    truth[i] = 0.2;
+    if (std::pow(xr / 0.45, 2) + std::pow(yr / 0.25, 2) < 1) truth[i] += 1.0;
+    if (std::pow((x + 0.5) / 0.2, 2) + std::pow((y - 0.5) / 0.3, 2) < 1) truth[i] += 0.6;
+    mask[i] = u[i] < 1.0 / 6 ? 1.0 : 0.0;
+  }
+  // The share of cells within 0.1 of the truth (PSNR would mostly count
+  // the few cells a boundary crosses).
+  auto fit = [&](std::shared_ptr<nefi::Field> field, double lr, int steps) {
+    nefi::InverseProblem p;
+    p.domain = dom;
+    p.op = std::make_shared<nefi::IdentityOperator>();
+    p.field = std::move(field);
+    p.losses.add(nefi::mse_loss(), 1.0);
+    p.measurement.data = fk::from_vector(truth, {n, n}).to(fk::DType::F32);
+    p.measurement.mask = fk::from_vector(mask, {n, n}).to(fk::DType::F32);
+    nefi::Curriculum cur = nefi::Curriculum::single({n, n}, steps, lr);
+    cur.stages[0].anneal_fraction = 0.5;
+    const std::vector<double> x = nefi::Solver(p, cur).run().fields.at("x").to_vector<double>();
+    int close = 0;
+    for (int64_t i = 0; i < n * n; ++i) close += std::abs(x[i] - truth[i]) < 0.1;
+    return static_cast<double>(close) / static_cast<double>(n * n);
+  };
+  nefi::ParametricConfig cfg;
+  cfg.family = "ellipses";
+  cfg.count = 4;
+  const double shapes =
+      fit(std::make_shared<nefi::ParametricField>(fk::Dims{n, n}, one_head(0.4), cfg, 0), 3e-2, 800);
+  const double grid =
+      fit(std::make_shared<nefi::GridField>(fk::Dims{n, n}, one_head(0.4)), 1e-1, 800);
+  EXPECT_GT(shapes, 0.9);
+  EXPECT_LT(grid, 0.3);
+}
+
+}  // namespace
