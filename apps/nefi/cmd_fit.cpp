@@ -7,7 +7,9 @@
 // line. --autotune LEVEL first chooses the lr, each penalty's strength and
 // (standard, thorough) the budget by pilot solves (tune/fit_autotune.h) and
 // writes autotune.md and autotune.json; --diagnose writes nefi diagnose's
-// files for the model linearized at the fitted field into <out>/diagnostics.
+// files for the model linearized at the fitted field into <out>/diagnostics;
+// --refine MODE sharpens the fit into phases (solve/refine.h) and writes
+// <out>/refine (the field to use, the refit and why it was kept or not).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -34,6 +36,7 @@
 #include "nefi/operators/intensity.h"
 #include "nefi/operators/radon.h"
 #include "nefi/operators/sampling.h"
+#include "nefi/solve/refine.h"
 #include "nefi/tune/fit_autotune.h"
 
 namespace nefi::cli {
@@ -49,10 +52,13 @@ struct FitRequest {
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::string autotune;  // empty: none; else the level
   bool diagnose = false;
+  std::string refine;  // empty: none; else the refine mode
+  int refine_levels = 0;
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
   int threads = 0, rank = 8, shapes = 4;
+  bool rank_given = false, shapes_given = false;
   bool quiet = false;
 };
 
@@ -179,6 +185,11 @@ int fit_cmd(const FitRequest& r) {
   o.representation = r.representation;
   o.rank = r.rank;
   o.shapes = r.shapes;
+  FK_CHECK(!r.rank_given || r.representation == "lowrank", "--rank", "--representation lowrank",
+           "--representation " + r.representation);
+  FK_CHECK(!r.shapes_given || r.representation == "blobs" || r.representation == "ellipses",
+           "--shapes", "--representation blobs or ellipses",
+           "--representation " + r.representation);
   o.budget = r.budget;
   o.seed = r.seed;
   FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
@@ -193,6 +204,13 @@ int fit_cmd(const FitRequest& r) {
     FK_CHECK(!r.noise.empty() && *end == '\0' && s >= 0, "--noise", "auto or a sigma >= 0",
              "'" + r.noise + "'");
     o.noise_std = s;
+  }
+  std::optional<RefineOptions> refine;
+  if (!r.refine.empty()) {  // checked before the fit: names the option ('mode', 'levels')
+    refine.emplace();
+    refine->mode = r.refine;
+    refine->levels = r.refine_levels;
+    refine->validate();
   }
   std::optional<tune::LevelPlan> plan;
   if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
@@ -249,6 +267,19 @@ int fit_cmd(const FitRequest& r) {
         "{}\n",
         sv.front(), sv.size(), sv.back(), d.condition, 100 * d.probes.blind_fraction, dir);
   }
+  if (refine) {  // sharpen into phases, kept only where the data allow
+    SolverOptions rs;
+    rs.seed = r.seed;
+    const RefineReport rep =
+        refine_edges(ap.problem, res.fields.at("x").to(fk::DType::F64), *refine, rs);
+    const std::string dir = (std::filesystem::path(r.out) / "refine").string();
+    write_refine(dir, *refine, rep);
+    std::string levels;
+    for (double v : rep.levels) levels += fmt::format("{}{:.4g}", levels.empty() ? "" : ", ", v);
+    std::cout << fmt::format("refine {}  {}  chi {:.3g} -> {:.3g}  levels [{}]  -> {}\n",
+                             refine->mode, rep.accepted ? "accepted" : "refused: " + rep.reason,
+                             rep.chi_smooth, rep.chi_refined, levels, dir);
+  }
   if (!r.quiet) std::cout << quick_report(ap, res);
   return 0;
 }
@@ -289,8 +320,9 @@ Command add_fit(CLI::App& app, const Context&) {
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation,
                   "neural | hash | grid | lowrank | blobs | ellipses");
-  sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
-  sub->add_option("--shapes", r->shapes, "blobs, ellipses: shapes per field (default 4)");
+  auto* rank = sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
+  auto* shapes =
+      sub->add_option("--shapes", r->shapes, "blobs, ellipses: shapes per field (default 4)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
@@ -300,17 +332,25 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--autotune", r->autotune,
                   "quick | standard | thorough: choose the lr, each penalty's strength (and the "
                   "budget) by pilot solves first; writes autotune.md and autotune.json");
+  sub->add_option("--refine", r->refine,
+                  "levelset | voxels | tv_sharpen | phasefield: after the fit, sharpen it into "
+                  "phases, kept only when the data allow; writes <out>/refine/");
+  sub->add_option("--refine-levels", r->refine_levels, "--refine's phase count (0: auto)");
   sub->add_option("--seed", r->seed, "the field's initialisation seed");
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"
-      "fit.json, history.csv, history.png and fit.png.\n"
+      "fit.json, history.csv, history.png and fit.png; with --refine, <out>/refine/.\n"
       "Examples:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
       "tv\"\n  nefi fit --operator fourier_sampling --pattern kmask.npy --data kspace.npy --prior "
       "\"nonnegative + tv\"");
-  return {sub, [r] { return fit_cmd(*r); }};
+  return {sub, [r, rank, shapes] {
+            r->rank_given = rank->count() > 0;
+            r->shapes_given = shapes->count() > 0;
+            return fit_cmd(*r);
+          }};
 }
 
 }  // namespace nefi::cli

@@ -405,6 +405,53 @@ class ForwardProblem:
                 model.load_parameters(before)
 
 
+    def refine_edges(self, result, mode="levelset", levels="auto", levels_by="separation",
+                     start_levels=None, seed=0, **options):
+        """Sharpens a solve's smooth field into phases (the reference's
+        refine_edges; nefi/solve/refine.h): mode levelset (K levels over one
+        level set started at the field, thresholds by multi-level Otsu),
+        voxels, tv_sharpen or phasefield, refitted to the same data and
+        losses, and kept only when chi stays within chi_factor (1.1) of the
+        smooth fit's, the interfaces stay in its transition band and the
+        refit does not fit the noise. levels: "auto" (by levels_by:
+        separation of the smooth field's histogram, or chi) or K in [2, 8];
+        start_levels: K = 2 given phase values. options: steps, lr,
+        eps_start, eps_end, chi_factor, noise_sigmas, min_chi_smooth,
+        band_fraction, band_width, support_share, max_levels,
+        auto_separation, boundary_weight, boundary_eps, floor, tv_weight,
+        tv_eps, well_weight, phase_width. Returns (result, report): the
+        result with its reconstruction, prediction and data fit the refined
+        field's when accepted (else as given) and the report under "refine";
+        the report says accepted, reason, chi_smooth, chi_refined, levels,
+        thresholds, in_band, support_kept and holds refined (the refit,
+        accepted or not)."""
+        x = result["reconstruction"] if isinstance(result, dict) else result
+        if isinstance(x, dict):
+            raise Error("refine_edges: expected a problem of one field, got a result of "
+                        f"{len(x)} fields")
+        if levels == "auto":
+            levels = 0
+        elif isinstance(levels, str) or int(levels) != levels:
+            raise Error(f"refine_edges: expected levels 'auto' or a phase count, got {levels!r}")
+        numbers = {}
+        for k, v in options.items():
+            try:
+                numbers[str(k)] = float(v)
+            except (TypeError, ValueError):
+                raise Error(f"refine_edges: expected a number for option {k!r}, got {v!r}") \
+                    from None
+        rep = self._core.refine_edges(
+            np.ascontiguousarray(np.asarray(x, dtype=np.float64)), str(mode), int(levels),
+            str(levels_by), [float(v) for v in (start_levels or [])], numbers,
+            int(seed))
+        out = dict(result) if isinstance(result, dict) else {}
+        if rep["accepted"]:
+            out["reconstruction"] = rep["field"]
+            out["prediction"] = rep["prediction"]
+            out["data_fit"] = rep["data_fit"]
+        out["refine"] = rep
+        return out, rep
+
     def autotune(self, level="quick", ground_truth=None):
         """nefi.autotune for this problem: pilot solves choose the learning
         rate, each penalty's strength (tv, smooth, ...: the strongest whose
@@ -462,7 +509,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward", multiscale=False, rank=8, shapes=4, support=None):
+                 name="forward", multiscale=False, rank=None, shapes=None, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -494,10 +541,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     budget: quick | default | thorough | a step count. representation: neural
       (Fourier features + MLP) | hash (a multiresolution hash grid + a small
       MLP) | grid (one value per cell) | lowrank (a rank-`rank` CP sum over
-      the axes) | blobs | ellipses (`shapes` gaussian blobs or soft-edged
+      the axes, default 8) | blobs | ellipses (`shapes` gaussian blobs or soft-edged
       ellipses, each with its own amplitude, centre and rotated axes, on a
-      background: a scene of a few compact objects; about as many shapes as
-      objects: spare shapes can stall the fit, see docs/performance.md). lr, hidden, depth, n_octaves
+      background, default 4: a scene of a few compact objects; about as
+      many shapes as objects: spare shapes can stall the fit, see
+      docs/performance.md). lr, hidden, depth, n_octaves
       override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
@@ -530,6 +578,14 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if representation != "neural" and n_octaves is not None:
         raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
                     f"Fourier features), got it with {representation!r}")
+    for option, value, owners in (("rank", rank, ("lowrank",)),
+                                  ("shapes", shapes, ("blobs", "ellipses"))):
+        if value is not None and representation not in owners:
+            raise Error(f"from_forward: expected {option} only with representation "
+                        f"{' or '.join(repr(o) for o in owners)}, got it with "
+                        f"{representation!r}")
+        if value is not None and (isinstance(value, bool) or int(value) != value):
+            raise Error(f"from_forward: expected an integer {option}, got {value!r}")
     if representation in ("grid", "lowrank", "blobs", "ellipses") and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
@@ -585,7 +641,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
-        bool(multiscale), int(rank), int(shapes), supports,
+        bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
+        supports,
         list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)

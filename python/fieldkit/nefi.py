@@ -34,7 +34,8 @@ from ._core import nefi as _nefi
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
-           "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate"]
+           "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate",
+           "refine_edges"]
 
 
 def instances():
@@ -305,6 +306,18 @@ def ablate(instance, modifiers, config=None, base=None, *, independent=False, n=
     return _variants(instance, config, base, "ablate", modifiers=modifiers,
                      independent=independent, n=n, seeds=seeds, classes=classes,
                      budget_scale=budget_scale, allow_inverse_crime=allow_inverse_crime)
+
+
+def refine_edges(problem, result, mode="levelset", **options):
+    """The reference's refine_edges for a from_forward problem:
+    ``problem.refine_edges(result, mode, **options)`` (see there); returns
+    (result, report). An instance refines through its config keys (refine,
+    refine_mode, refine_levels, ...; the 3-D instances declare them)."""
+    if not isinstance(problem, ForwardProblem):
+        raise ValueError(f"refine_edges: expected a from_forward ForwardProblem (an instance "
+                         f"refines through its config: refine=true), got "
+                         f"{type(problem).__name__}")
+    return problem.refine_edges(result, mode, **options)
 
 
 def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,

@@ -13,6 +13,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,7 @@
 #include "nefi/diagnostics/diagnose.h"
 #include "nefi/diagnostics/hessian.h"
 #include "nefi/operators/function_operator.h"
+#include "nefi/solve/refine.h"
 #include "nefi/tune/fit_autotune.h"
 #include "nefi_operators.h"
 #include "nefi_result_dict.h"
@@ -228,6 +230,72 @@ fk::Dims dims(const std::vector<int64_t>& v) {
   return fk::Dims(v);
 }
 
+// refine_edges' numeric options by name (RefineOptions' fields).
+nefi::RefineOptions refine_options(const std::string& mode, int levels,
+                                   const std::string& levels_by,
+                                   const std::vector<double>& start_levels,
+                                   const std::map<std::string, double>& numbers) {
+  nefi::RefineOptions o;
+  o.mode = mode;
+  o.levels = levels;
+  o.levels_by = levels_by;
+  o.start_levels = start_levels;
+  const std::map<std::string, double*> reals{{"lr", &o.lr},
+                                             {"eps_start", &o.eps_start},
+                                             {"eps_end", &o.eps_end},
+                                             {"chi_factor", &o.chi_factor},
+                                             {"noise_sigmas", &o.noise_sigmas},
+                                             {"min_chi_smooth", &o.min_chi_smooth},
+                                             {"band_fraction", &o.band_fraction},
+                                             {"support_share", &o.support_share},
+                                             {"boundary_weight", &o.boundary_weight},
+                                             {"boundary_eps", &o.boundary_eps},
+                                             {"floor", &o.floor},
+                                             {"tv_weight", &o.tv_weight},
+                                             {"tv_eps", &o.tv_eps},
+                                             {"well_weight", &o.well_weight},
+                                             {"phase_width", &o.phase_width},
+                                             {"auto_separation", &o.auto_separation}};
+  const std::map<std::string, int*> counts{
+      {"steps", &o.steps}, {"max_levels", &o.max_levels}, {"band_width", &o.band_width}};
+  for (const auto& [key, value] : numbers) {
+    if (const auto r = reals.find(key); r != reals.end()) {
+      *r->second = value;
+    } else if (const auto c = counts.find(key); c != counts.end()) {
+      FK_CHECK(value == std::floor(value) && std::abs(value) < 1e9, "refine option '" + key + "'",
+               "an integer", std::to_string(value));
+      *c->second = static_cast<int>(value);
+    } else {
+      std::string known;
+      for (const auto& [k, v] : reals) known += (known.empty() ? "" : ", ") + k;
+      for (const auto& [k, v] : counts) known += ", " + k;
+      throw fk::Error("refine_edges", "an option among " + known, "'" + key + "'");
+    }
+  }
+  FK_CHECK(o.steps >= 1, "refine option 'steps'", ">= 1", std::to_string(o.steps));
+  o.validate();
+  return o;
+}
+
+nb::dict refine_report_dict(const nefi::RefineReport& r) {
+  nb::dict d;
+  d["accepted"] = r.accepted;
+  d["reason"] = r.reason;
+  d["refusal"] = r.refusal;
+  d["thresholds"] = r.thresholds;
+  d["start_levels"] = r.start_levels;
+  d["levels"] = r.levels;
+  d["chi_by_levels"] = r.chi_by_levels;
+  d["chi_smooth"] = r.chi_smooth;
+  d["chi_refined"] = r.chi_refined;
+  d["chi_sigma"] = r.chi_sigma;
+  d["in_band"] = r.in_band;
+  d["support_kept"] = r.support_kept;
+  d["refined"] = numpy_or_none(r.refined);
+  d["field"] = numpy_or_none(r.field);
+  return d;
+}
+
 }  // namespace
 
 void bind_nefi_byop(nb::module_& m) {
@@ -392,6 +460,40 @@ void bind_nefi_byop(nb::module_& m) {
           },
           nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("k"), nb::arg("n_iter"),
           nb::arg("seed"))
+      .def(
+          "refine_edges",
+          [](const ForwardProblem& p, nb::ndarray<nb::ro> smooth, const std::string& mode,
+             int levels, const std::string& levels_by, const std::vector<double>& start_levels,
+             const std::map<std::string, double>& numbers, uint64_t seed) {
+            constexpr const char* kWho = "ForwardProblem.refine_edges";
+            FK_CHECK(p.ap.fields.size() == 1, kWho, "a problem of one field",
+                     std::to_string(p.ap.fields.size()) + " fields");
+            FK_CHECK(p.ap.operator_start.empty(), kWho,
+                     "a model without trainable parameters (the refit would train them too)",
+                     std::to_string(p.ap.operator_start.size()) + " parameters");
+            const nefi::RefineOptions o =
+                refine_options(mode, levels, levels_by, start_levels, numbers);
+            const fk::Tensor x = from_dlpack(smooth).to(fk::DType::F64).contiguous().clone();
+            FK_CHECK(x.shape() == p.shape, kWho, "a field of the problem's shape " + p.shape.str(),
+                     x.shape().str());
+            nefi::SolverOptions so;
+            so.seed = seed;
+            nefi::RefineReport r;
+            fk::Tensor pred;
+            {  // a Python model takes the GIL for its own calls
+              nb::gil_scoped_release nogil;
+              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              r = nefi::refine_edges(p.ap.problem, x, o, so);
+              fk::autograd::NoGradGuard ng;
+              pred = p.ap.problem.op->forward({{p.ap.fields.front(), r.field}});
+            }
+            nb::dict d = refine_report_dict(r);
+            d["prediction"] = numpy_or_none(pred.to(fk::DType::F64));
+            d["data_fit"] = data_fit_dict(p.ap.problem.measurement, pred);
+            return d;
+          },
+          nb::arg("smooth"), nb::arg("mode"), nb::arg("levels"), nb::arg("levels_by"),
+          nb::arg("start_levels"), nb::arg("numbers"), nb::arg("seed"))
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,

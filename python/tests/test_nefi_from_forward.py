@@ -369,6 +369,14 @@ def test_blobs_locate_two_sources_under_a_wide_blur():
     with pytest.raises(fieldkit.Error, match="hidden/depth"):
         nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b,
                           representation="blobs", hidden=32)
+    with pytest.raises(fieldkit.Error, match="shapes only with representation 'blobs' or"):
+        nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b, shapes=3)
+    with pytest.raises(fieldkit.Error, match="rank only with representation 'lowrank'"):
+        nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b,
+                          representation="blobs", rank=3)
+    with pytest.raises(fieldkit.Error, match="an integer shapes"):
+        nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b,
+                          representation="blobs", shapes=2.5)
 
 
 def test_exact_priors_and_a_known_support():

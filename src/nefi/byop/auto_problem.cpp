@@ -18,8 +18,8 @@
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/low_rank_field.h"
-#include "nefi/field/parametric_field.h"
 #include "nefi/field/neural_field.h"
+#include "nefi/field/parametric_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/function_operator.h"
@@ -396,10 +396,21 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     pc.family = o.representation;
     pc.count = o.shapes;
     auto pf = std::make_shared<ParametricField>(shape, heads, pc, o.seed);
-    // The shapes start where the data pull the constant fields hardest.
-    const std::vector<fk::Tensor> pull = misfit_gradient_at(*op, k, d, fit.c);
+    // The shapes start where the data pull the starting fields hardest, as
+    // the heads pass it on: not outside a known support, and less the mean
+    // for a zero-mean field (which starts at 0).
+    std::vector<double> at = fit.c;
+    for (size_t i = 0; i < at.size(); ++i)
+      if (ap.priors[i].zero_mean) at[i] = 0;
+    std::vector<fk::Tensor> pull = misfit_gradient_at(*op, k, d, at);
+    int placed = 0;
     for (int i = 0, channel = 0; i < static_cast<int>(heads.size()); ++i) {
-      if (heads[i]->n_in() == 1) pf->start_at_extrema(channel, pull[i]);
+      if (k.support[i].defined()) pull[i] = fk::mul(pull[i], k.support[i]);
+      if (ap.priors[i].zero_mean) pull[i] = fk::sub(pull[i], fk::mean(pull[i]));
+      if (heads[i]->n_in() == 1) {
+        pf->start_at_extrema(channel, pull[i]);
+        placed += pf->placed_from_map(channel);
+      }
       channel += heads[i]->n_in();
     }
     pf->reset_parameters(o.seed);
@@ -408,7 +419,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "given: " + std::to_string(o.shapes) + " " +
                (o.representation == "blobs" ? "gaussian blobs" : "ellipses") +
                " on a background per field, " + std::to_string(prob.field->n_parameters()) +
-               " parameters, started at the strongest extrema of the misfit's gradient");
+               " parameters; " + std::to_string(placed) +
+               " started at the strongest extrema of the misfit's gradient, the rest on a "
+               "lattice");
   } else {
     prob.field = std::make_shared<GridField>(shape, heads);
     decide("representation", "grid", "given: one value per cell");

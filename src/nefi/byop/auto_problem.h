@@ -53,8 +53,8 @@ struct AutoOptions {
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
   // blobs | ellipses (parametric_field.h: a few shapes on a background)
   std::string representation = "neural";
-  int rank = 8;    // lowrank's CP rank
-  int shapes = 4;  // blobs' and ellipses' count per field
+  int rank = 8;                     // lowrank's CP rank
+  int shapes = 4;                   // blobs' and ellipses' count per field
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
   // Early stop after this many steps without improvement; unset: 500 for

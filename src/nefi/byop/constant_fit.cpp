@@ -142,6 +142,9 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
 
 std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
                                            const Weighted& d, const std::vector<double>& c) {
+  FK_CHECK(c.size() == k.names.size(), "nefi::misfit_gradient_at",
+           std::to_string(k.names.size()) + " constants (one per field)", std::to_string(c.size()));
+  fk::autograd::EnableGradGuard on;  // whatever the caller's mode
   FieldMap fields;
   std::vector<fk::Tensor> leaves;
   for (size_t i = 0; i < k.names.size(); ++i) {
@@ -151,15 +154,27 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
     fields[k.names[i]] = x;
   }
   const fk::Tensor pred = op.forward(fields);
-  // d misfit / d pred = 2 w (pred - y) / wsum, seeded through <pred, seed>.
   const std::vector<double> p = pred.detach().to(fk::DType::F64).to_vector<double>();
-  std::vector<double> seed(p.size());
-  for (size_t j = 0; j < p.size(); ++j) seed[j] = 2 * d.w[j] * (p[j] - d.y[j]) / std::max(d.wsum, 1e-300);
-  fk::sum(fk::mul(pred, fk::from_vector(seed, pred.shape()).to(pred.dtype()))).backward();
-  std::vector<fk::Tensor> maps;
-  for (const fk::Tensor& x : leaves)
-    maps.push_back(x.grad().defined() ? x.grad().to(fk::DType::F64).contiguous()
-                                      : fk::zeros(k.shape, {fk::DType::F64}));
+  FK_CHECK(p.size() == d.y.size() && p.size() == d.w.size(), "nefi::misfit_gradient_at",
+           "a prediction of the data's " + std::to_string(d.y.size()) + " values",
+           std::to_string(p.size()));
+  std::vector<fk::Tensor> maps(leaves.size());
+  if (fk::autograd::tensor_requires_grad(pred)) {
+    // d misfit / d pred = 2 w (pred - y) / wsum; fk::autograd::grad leaves
+    // every .grad (the model's trainable parameters') untouched.
+    std::vector<double> seed(p.size());
+    for (size_t j = 0; j < p.size(); ++j)
+      seed[j] = d.w[j] == 0 ? 0.0 : 2 * d.w[j] * (p[j] - d.y[j]) / std::max(d.wsum, 1e-300);
+    maps =
+        fk::autograd::grad({pred}, {fk::from_vector(seed, pred.shape()).to(pred.dtype())}, leaves);
+  }
+  for (fk::Tensor& g : maps) {  // no gradient: a field the model does not read
+    g = g.defined() ? g.detach().to(fk::DType::F64).contiguous().clone()
+                    : fk::zeros(k.shape, {fk::DType::F64});
+    double* v = g.data<double>();
+    for (int64_t j = 0; j < g.numel(); ++j)
+      if (!std::isfinite(v[j])) v[j] = 0;  // a model's vjp at the edge of its domain
+  }
   return maps;
 }
 

@@ -47,9 +47,11 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
                           const std::vector<PriorSpec>& priors, const std::string& model);
 
 // The misfit's gradient in each field (f64 maps of k.shape, by autograd
-// through the model) at the constant fields c: where the data first pull
-// each field up (negative) or down (positive). A parametric field starts its
-// shapes at the strongest extrema.
+// through the model, grad mode on whatever the caller's; no .grad is
+// touched) at the constant fields c: where the data first pull each field
+// up (negative) or down (positive); 0 where it is not finite, and for a
+// field the model does not read. A parametric field starts its shapes at
+// the strongest extrema.
 std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
                                            const Weighted& d, const std::vector<double>& c);
 

@@ -159,4 +159,25 @@ void write_fit(const std::string& dir, const AutoProblem& ap, const Result& r) {
   write_fit_png(dir + "/fit.png", ap, r);
 }
 
+void write_refine(const std::string& dir, const RefineOptions& o, const RefineReport& r) {
+  std::filesystem::create_directories(dir);
+  fk::write_npy(dir + "/refined.npy", r.refined.to(fk::DType::F64).contiguous());
+  fk::write_npy(dir + "/x.npy", r.field.to(fk::DType::F64).contiguous());
+  nlohmann::json j;
+  j["mode"] = o.mode;
+  j["accepted"] = r.accepted;
+  j["reason"] = r.reason;
+  j["refusal"] = r.refusal;
+  j["chi_smooth"] = r.chi_smooth;
+  j["chi_refined"] = r.chi_refined;
+  j["chi_sigma"] = r.chi_sigma;
+  j["levels"] = r.levels;
+  j["start_levels"] = r.start_levels;
+  j["thresholds"] = r.thresholds;
+  j["chi_by_levels"] = r.chi_by_levels;
+  j["in_band"] = r.in_band;
+  j["support_kept"] = r.support_kept;
+  write_text(dir + "/refine.json", j.dump(2) + "\n");
+}
+
 }  // namespace nefi

@@ -10,15 +10,23 @@
 //                    slice in 3-D), then the data and the residual as images
 //                    (an image-shaped measurement) or the data as dots under
 //                    the prediction
+// and, after an edge refinement (`nefi fit --refine`), into <out>/refine:
+//   refined.npy      the refit, accepted or not
+//   x.npy            the field to use: the refit when accepted, else the fit
+//   refine.json      accepted, the reason, chi before and after, levels,
+//                    thresholds, the band and support shares
 #include <string>
 
 #include "nefi/byop/auto_problem.h"
+#include "nefi/solve/refine.h"
 #include "nefi/solve/result.h"
 
 namespace nefi {
 
 // Throws fk::Error when the folder cannot be written.
 void write_fit(const std::string& dir, const AutoProblem& problem, const Result& result);
+
+void write_refine(const std::string& dir, const RefineOptions& options, const RefineReport& r);
 
 // fit.png alone.
 void write_fit_png(const std::string& path, const AutoProblem& problem, const Result& result);

@@ -17,6 +17,8 @@ namespace nefi {
 namespace {
 
 constexpr const char* kWhere = "nefi::ParametricField";
+// Points per backward chunk (the unit of its deterministic reduction).
+constexpr int64_t kBackwardChunk = 2048;
 
 // The profile g(q) and dg/dq of one family.
 struct Profile {
@@ -26,9 +28,7 @@ struct Profile {
     if (!ellipse) return std::exp(-0.5 * q);
     return 1.0 / (1.0 + std::exp(-(1.0 - q) * inv_2eps));
   }
-  double slope(double g) const {
-    return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g;
-  }
+  double slope(double g) const { return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g; }
 };
 
 Profile profile_of(const std::string& family, double eps) {
@@ -59,7 +59,9 @@ inline double quadratic(int d, const double* x, const double* m, const double* M
 }
 
 // A point's coordinates and every shape's entries, widened to double.
-std::vector<double> as_doubles(const fk::Tensor& t) { return t.contiguous().to_vector<double>(); }
+std::vector<double> as_doubles(const fk::Tensor& t) {
+  return t.contiguous().to_vector<double>();
+}
 
 struct ParametricBackward : fk::autograd::Node {
   fk::autograd::SavedTensor shapes, background;
@@ -78,38 +80,43 @@ struct ParametricBackward : fk::autograd::Node {
     const fk::Tensor& b = background.unpack(name());
     const int64_t n = coords.size(0), C = s.size(0), K = s.size(1), P = s.size(2);
     const int d = static_cast<int>(coords.size(1));
-    const std::vector<double> x = as_doubles(coords), sv = as_doubles(s),
-                              go = as_doubles(grads[0]);
+    const std::vector<double> x = as_doubles(coords), sv = as_doubles(s), go = as_doubles(grads[0]);
     std::vector<double> ds(sv.size(), 0.0), db(static_cast<size_t>(C), 0.0);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t c = 0; c < C; ++c) db[c] += go[i * C + c];
-    // One shape per thread over every point, in point order.
-    fk::parallel_for(0, C * K, 1, [&](int64_t lo, int64_t hi) {
+    // Fixed chunks of points, each summing every shape's partials, then the
+    // chunks added in order: the same bits at any thread count.
+    const int64_t chunks = (n + kBackwardChunk - 1) / kBackwardChunk;
+    std::vector<double> part(static_cast<size_t>(chunks) * sv.size(), 0.0);
+    fk::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
       double diff[3], y[3];
-      for (int64_t ck = lo; ck < hi; ++ck) {
-        const int64_t c = ck / K;
-        const double* p = sv.data() + ck * P;
-        double* dp = ds.data() + ck * P;
-        const double a = std::sinh(p[0]), da = std::cosh(p[0]);
-        for (int64_t i = 0; i < n; ++i) {
-          const double gi = go[i * C + c];
-          if (gi == 0) continue;
-          const double q = quadratic(d, x.data() + i * d, p + 1, p + 1 + d, diff, y);
-          const double g = profile.value(q);
-          dp[0] += gi * g * da;
-          const double dq = gi * a * profile.slope(g);
-          if (dq == 0) continue;
-          for (int l = 0; l < d; ++l) {
-            double dd = 0;  // d q / d diff_l = 2 sum_j y_j M_lj
-            for (int j = 0; j < d; ++j) {
-              dp[1 + d + l * d + j] += 2 * dq * y[j] * diff[l];
-              dd += 2 * y[j] * p[1 + d + l * d + j];
+      for (int64_t ch = lo; ch < hi; ++ch)
+        for (int64_t ck = 0; ck < C * K; ++ck) {
+          const int64_t c = ck / K;
+          const double* p = sv.data() + ck * P;
+          double* dp = part.data() + ch * static_cast<int64_t>(sv.size()) + ck * P;
+          const double a = std::sinh(p[0]), da = std::cosh(p[0]);
+          for (int64_t i = ch * kBackwardChunk; i < std::min(n, (ch + 1) * kBackwardChunk); ++i) {
+            const double gi = go[i * C + c];
+            if (gi == 0) continue;
+            const double q = quadratic(d, x.data() + i * d, p + 1, p + 1 + d, diff, y);
+            const double g = profile.value(q);
+            dp[0] += gi * g * da;
+            const double dq = gi * a * profile.slope(g);
+            if (dq == 0) continue;
+            for (int l = 0; l < d; ++l) {
+              double dd = 0;  // d q / d diff_l = 2 sum_j y_j M_lj
+              for (int j = 0; j < d; ++j) {
+                dp[1 + d + l * d + j] += 2 * dq * y[j] * diff[l];
+                dd += 2 * y[j] * p[1 + d + l * d + j];
+              }
+              dp[1 + l] -= dq * dd;
             }
-            dp[1 + l] -= dq * dd;
           }
         }
-      }
     });
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (size_t e = 0; e < sv.size(); ++e) ds[e] += part[ch * sv.size() + e];
     return {fk::from_vector(ds, s.shape()).to(s.dtype()),
             fk::from_vector(db, b.shape()).to(b.dtype())};
   }
@@ -117,19 +124,19 @@ struct ParametricBackward : fk::autograd::Node {
 
 }  // namespace
 
-int parametric_shape_size(int ndim) { return 1 + ndim + ndim * ndim; }
+int parametric_shape_size(int ndim) {
+  return 1 + ndim + ndim * ndim;
+}
 
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
-                             const fk::Tensor& background, const std::string& family,
-                             double eps) {
+                             const fk::Tensor& background, const std::string& family, double eps) {
   constexpr const char* kOp = "nefi::parametric_shapes";
   const Profile profile = profile_of(family, eps);
   FK_CHECK(coords.dim() == 2 && coords.size(1) >= 1 && coords.size(1) <= 3, kOp,
            "coordinates (N, d) with d in 1..3", coords.shape().str());
   const int d = static_cast<int>(coords.size(1));
   FK_CHECK(shapes.dim() == 3 && shapes.size(2) == parametric_shape_size(d), kOp,
-           "shapes (C, K, " + std::to_string(parametric_shape_size(d)) + ")",
-           shapes.shape().str());
+           "shapes (C, K, " + std::to_string(parametric_shape_size(d)) + ")", shapes.shape().str());
   FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), kOp,
            "a background of " + std::to_string(shapes.size(0)) + " channels",
            background.shape().str());
@@ -240,10 +247,9 @@ bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int
 // one cell's extremum says little. A dense map is left as it is.
 std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
   const int d = m.dim();
-  const auto nonzero = static_cast<double>(
-      std::count_if(v.begin(), v.end(), [](double e) { return e != 0; }));
-  const double spacing =
-      std::pow(static_cast<double>(v.size()) / std::max(nonzero, 1.0), 1.0 / d);
+  const auto nonzero =
+      static_cast<double>(std::count_if(v.begin(), v.end(), [](double e) { return e != 0; }));
+  const double spacing = std::pow(static_cast<double>(v.size()) / std::max(nonzero, 1.0), 1.0 / d);
   if (spacing < 1.5) return v;
   for (int a = 0; a < d; ++a) {
     const int64_t n = m.size(a);
@@ -269,16 +275,79 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
   return v;
 }
 
+// Whether x lies outside every shape of `placed`: its own radii (at least
+// `floor`), or `fixed` (> 0) for all of them.
+bool outside_placed(const ParametricStart& placed, int d, const double* x, double floor,
+                    double fixed = 0) {
+  for (size_t k = 0; k < placed.centres.size(); k += d) {
+    double q = 0;
+    for (int a = 0; a < d; ++a)
+      q += std::pow((x[a] - placed.centres[k + a]) /
+                        (fixed > 0 ? fixed : std::max(placed.radii[k + a], floor)),
+                    2);
+    if (q < 1) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
   FK_CHECK(channel >= 0 && channel < n_out_, kWhere,
            "a channel in [0, " + std::to_string(n_out_) + ")", std::to_string(channel));
-  FK_CHECK(map.dim() == ndim_ && fk::is_floating(map.dtype()), kWhere,
+  FK_CHECK(map.dim() == ndim_ && map.numel() > 0 && fk::is_floating(map.dtype()), kWhere,
            "a real " + std::to_string(ndim_) + "-D start map",
            std::string(fk::name(map.dtype())) + " " + map.shape().str());
-  start_maps_.resize(n_out_);
-  start_maps_[channel] = map.detach().to(fk::DType::F64).contiguous().clone();
+  const fk::Tensor m = map.detach().to(fk::DType::F64).contiguous();
+  std::vector<double> v = m.to_vector<double>();
+  for (double& e : v)
+    if (!std::isfinite(e)) e = 0;  // no pull known there
+  v = smoothed(m, std::move(v));
+  const int d = ndim_, K = cfg_.count;
+  const Lattice L(d, K);
+  ParametricStart placed;
+  std::vector<int64_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), int64_t{0});
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t i, int64_t j) { return std::abs(v[i]) > std::abs(v[j]); });
+  // Only extrema of the strongest one's sign: the other sign is mostly the
+  // background's pull, which the background value answers.
+  const double sign = v[idx[0]] > 0 ? 1.0 : -1.0;
+  for (int64_t cell : idx) {
+    if (static_cast<int>(placed.centres.size()) == K * d || v[cell] == 0) break;
+    if (v[cell] * sign < 0) continue;
+    double x[3];
+    int64_t at[3];
+    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+      at[a] = rest % m.size(a);
+      x[a] = (2.0 * static_cast<double>(at[a]) + 1.0) / static_cast<double>(m.size(a)) - 1.0;
+      rest /= m.size(a);
+    }
+    if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at)) continue;
+    placed.centres.insert(placed.centres.end(), x, x + d);
+    // Radius along each axis: the extremum's half width at half its value
+    // (cells either side, plus half the centre cell), r / 4 to r (a sparse
+    // map's pull is single cells).
+    for (int a = 0; a < d; ++a) {
+      int64_t stride = 1;
+      for (int b = a + 1; b < d; ++b) stride *= m.size(b);
+      double cells = 0.5;
+      for (int dir : {-1, 1})
+        for (int64_t j = at[a] + dir; j >= 0 && j < m.size(a); j += dir) {
+          if (v[cell + (j - at[a]) * stride] * sign < 0.5 * std::abs(v[cell])) break;
+          cells += 0.5;
+        }
+      placed.radii.push_back(
+          std::clamp(cells * 2.0 / static_cast<double>(m.size(a)), L.radius / 4, L.radius));
+    }
+  }
+  placed_.resize(n_out_);
+  placed_[channel] = std::move(placed);
+}
+
+int ParametricField::placed_from_map(int channel) const {
+  if (channel < 0 || channel >= static_cast<int>(placed_.size())) return 0;
+  return static_cast<int>(placed_[channel].centres.size()) / ndim_;
 }
 
 ParametricStart ParametricField::start_shapes(int channel, uint64_t seed) const {
@@ -289,83 +358,31 @@ ParametricStart ParametricField::start_shapes(int channel, uint64_t seed) const 
       fk::randperm(L.cells, {fk::DType::I64}, &gen).to_vector<int64_t>();
   const std::vector<double> jitter =
       fk::uniform({K, d}, -0.25, 0.25, {fk::DType::F64}, &gen).to_vector<double>();
-  std::vector<double> centres, radii;
-  // Whether x lies outside every placed shape: its own radii (at least
-  // r / 2), or r.
-  auto far_enough = [&](const double* x, bool own_radii) {
-    for (size_t k = 0; k < centres.size(); k += d) {
-      double q = 0;
-      for (int a = 0; a < d; ++a)
-        q += std::pow((x[a] - centres[k + a]) /
-                          (own_radii ? std::max(radii[k + a], L.radius / 2) : L.radius),
-                      2);
-      if (q < 1) return false;
-    }
-    return true;
-  };
-  const bool mapped = channel < static_cast<int>(start_maps_.size()) &&
-                      start_maps_[channel].defined();
-  if (mapped) {  // the strongest local extrema of |map|, outside each other's radii
-    const fk::Tensor& m = start_maps_[channel];
-    const std::vector<double> v = smoothed(m, m.to_vector<double>());
-    std::vector<int64_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), int64_t{0});
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](int64_t i, int64_t j) { return std::abs(v[i]) > std::abs(v[j]); });
-    // Only extrema of the strongest one's sign: the other sign is mostly the
-    // background's pull, which the background value answers.
-    const double sign = v.empty() ? 0.0 : (v[idx[0]] > 0 ? 1.0 : -1.0);
-    for (int64_t cell : idx) {
-      if (static_cast<int>(centres.size()) == K * d || v[cell] == 0 || !std::isfinite(v[cell]))
-        break;
-      if (v[cell] * sign < 0) continue;
-      double x[3];
-      int64_t at[3];
-      for (int a = d - 1, rest = static_cast<int>(cell); a >= 0; --a) {
-        at[a] = rest % m.size(a);
-        x[a] = (2.0 * static_cast<double>(at[a]) + 1.0) / static_cast<double>(m.size(a)) - 1.0;
-        rest /= static_cast<int>(m.size(a));
-      }
-      if (!far_enough(x, true) || !local_extremum(m, v, at)) continue;
-      centres.insert(centres.end(), x, x + d);
-      // Radius along each axis: the extremum's half width at half its
-      // value (cells either side, plus half the centre cell), at most r.
-      for (int a = 0; a < d; ++a) {
-        int64_t stride = 1;
-        for (int b = a + 1; b < d; ++b) stride *= m.size(b);
-        double cells = 0.5;
-        for (int dir : {-1, 1})
-          for (int64_t j = at[a] + dir; j >= 0 && j < m.size(a); j += dir) {
-            if (v[cell + (j - at[a]) * stride] * sign < 0.5 * std::abs(v[cell])) break;
-            cells += 0.5;
-          }
-        // At least r / 4: the pull of sparse data (a mask) is single cells.
-        radii.push_back(
-            std::clamp(cells * 2.0 / static_cast<double>(m.size(a)), L.radius / 4, L.radius));
-      }
-    }
-  }
+  ParametricStart start;
+  if (placed_from_map(channel) > 0) start = placed_[channel];
+  const bool mapped = !start.centres.empty();
   // The lattice: every centre without a map, the rest with one (cells
-  // nearer than r to a placed shape skipped while others remain).
+  // nearer than r to a placed shape last; spare shapes start at r / 4, so
+  // one on the background starts with little reach).
   std::vector<char> used(L.cells, 0);
-  for (int pass = 0; pass < 2 && static_cast<int>(centres.size()) < K * d; ++pass)
-    for (int k = 0; k < L.cells && static_cast<int>(centres.size()) < K * d; ++k) {
+  for (int pass = 0; pass < 2 && static_cast<int>(start.centres.size()) < K * d; ++pass)
+    for (int k = 0; k < L.cells && static_cast<int>(start.centres.size()) < K * d; ++k) {
       if (used[k]) continue;
       double x[3];
       int64_t cell = order[k];
       for (int a = d - 1; a >= 0; --a) {
         const int64_t i = cell % L.per_axis;
         cell /= L.per_axis;
-        x[a] = -1.0 + (static_cast<double>(i) + 0.5 +
-                       (k < K ? jitter[k * d + a] : 0.0)) * L.spacing;
+        x[a] =
+            -1.0 + (static_cast<double>(i) + 0.5 + (k < K ? jitter[k * d + a] : 0.0)) * L.spacing;
       }
-      if (pass == 1 || far_enough(x, false)) {
-        centres.insert(centres.end(), x, x + d);
-        radii.insert(radii.end(), d, mapped ? L.radius / 4 : L.radius);
+      if (pass == 1 || outside_placed(start, d, x, L.radius, L.radius)) {
+        start.centres.insert(start.centres.end(), x, x + d);
+        start.radii.insert(start.radii.end(), d, mapped ? L.radius / 4 : L.radius);
         used[k] = 1;
       }
     }
-  return {centres, radii};
+  return start;
 }
 
 void ParametricField::reset_parameters(uint64_t seed) {

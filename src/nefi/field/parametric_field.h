@@ -37,8 +37,8 @@
 //            where the data pull hardest finds its object, where one started
 //            on the background, or wider than its object, turns into a wide
 //            negative sheet
-// One op each way: forward in parallel over points, backward one shape per
-// thread over every point (deterministic at any thread count). CPU only (a
+// One op each way: forward in parallel over points, backward over fixed
+// chunks of points reduced in order (deterministic at any thread count). CPU only (a
 // device solve refuses it: only a NeuralField has a device path).
 #include <cstdint>
 #include <string>
@@ -50,8 +50,8 @@
 namespace nefi {
 
 struct ParametricConfig {
-  std::string family = "blobs";  // blobs | ellipses
-  int count = 4;                 // K shapes per channel
+  std::string family = "blobs";            // blobs | ellipses
+  int count = 4;                           // K shapes per channel
   double eps_start = 1.0, eps_end = 0.02;  // ellipses' edge width (radius units)
 };
 
@@ -63,8 +63,7 @@ int parametric_shape_size(int ndim);
 // (C), one real dtype (f32 or f64), on the CPU. Returns raw (N, C),
 // differentiable in shapes and background. eps is read by ellipses only.
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
-                             const fk::Tensor& background, const std::string& family,
-                             double eps);
+                             const fk::Tensor& background, const std::string& family, double eps);
 
 // Shapes' starting centres and radii along the axes (K x d each, row major).
 struct ParametricStart {
@@ -82,9 +81,13 @@ class ParametricField : public Field {
   const ParametricConfig& config() const { return cfg_; }
   double eps(double progress) const;
   // Channel c's shapes start at the strongest local extrema of |map| (a map
-  // of any grid of the field's dimension) from now on, reset_parameters
-  // included; lattice cells fill in when there are fewer than K.
+  // of any grid of the field's dimension; non-finite values read as 0) from
+  // now on, reset_parameters included; lattice cells fill in when there are
+  // fewer than K (every one for an all-zero map). The placement is found
+  // here, once: it does not depend on the seed, the lattice's shapes do.
   void start_at_extrema(int channel, const fk::Tensor& map);
+  // How many of channel c's shapes start at the map's extrema.
+  int placed_from_map(int channel) const;
   // Where reset_parameters starts channel c's shapes.
   ParametricStart start_shapes(int channel, uint64_t seed) const;
 
@@ -92,7 +95,7 @@ class ParametricField : public Field {
   std::vector<HeadPtr> heads_;
   ParametricConfig cfg_;
   int ndim_ = 0, n_out_ = 0;
-  std::vector<fk::Tensor> start_maps_;  // per channel; undefined: the lattice
+  std::vector<ParametricStart> placed_;  // per channel: the map's extrema
   fk::Dims coords_shape_;
   fk::Tensor coords_;
 };

@@ -3,6 +3,7 @@
 // each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,38 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   const auto v = x.to_vector<double>();
   EXPECT_GT(v[7 * 16 + 6], 0.7);
   EXPECT_LT(v[1 * 16 + 14], 0.4);
+}
+
+// --refine levelset: the blurred disc's fit sharpened into its two levels
+// (1 and 0.2), accepted by chi; <out>/refine holds the field to use, the
+// refit and the report.
+TEST(FitCli, RefinesTheFitIntoItsPhases) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_refine");
+  write_problem(dir);
+  const fs::path out = dir / "out";
+  const auto r = nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
+                             (dir / "y.npy").string() +
+                             " --shape 16,16 --prior \"nonnegative + smooth\" --budget 300 "
+                             "--threads 1 -q --refine levelset --out " +
+                             out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\nrefine levelset  accepted  chi "), std::string::npos) << r.out;
+  for (const char* f : {"x.npy", "refined.npy", "refine.json"})
+    EXPECT_TRUE(fs::exists(out / "refine" / f)) << f;
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "refine" / "refine.json"));
+  EXPECT_TRUE(j["accepted"].get<bool>()) << j.dump();
+  EXPECT_EQ(j["mode"], "levelset");
+  ASSERT_EQ(j["levels"].size(), 2u) << j.dump();
+  EXPECT_NEAR(j["levels"][0].get<double>(), 0.2, 0.1) << j.dump();
+  EXPECT_NEAR(j["levels"][1].get<double>(), 1.0, 0.1) << j.dump();
+  EXPECT_LE(j["chi_refined"].get<double>(),
+            1.1 * std::max(1.0, j["chi_smooth"].get<double>()) + 1e-12);
+  // The field to use is the refit (accepted), a staircase near the levels.
+  const auto x = fk::read_npy((out / "refine" / "x.npy").string()).to_vector<double>();
+  EXPECT_EQ(x, fk::read_npy((out / "refine" / "refined.npy").string()).to_vector<double>());
+  EXPECT_NEAR(x[7 * 16 + 6], 1.0, 0.1);
+  EXPECT_NEAR(x[1 * 16 + 14], 0.2, 0.1);
 }
 
 // --autotune: pilot solves choose the lr and the tv strength before the
@@ -287,6 +320,11 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
         "neural, grid, hash, lowrank, blobs or ellipses"},
        {"fit" + A + y + " --shape 16,16 --representation ellipses --shapes 0" + o, "shape count"},
+       {"fit" + A + y + " --shape 16,16 --refine sharpen" + o, "'sharpen'"},
+       {"fit" + A + y + " --shape 16,16 --shapes 3" + o, "--representation blobs or ellipses"},
+       {"fit" + A + y + " --shape 16,16 --rank 3 --representation grid" + o,
+        "--representation lowrank"},
+       {"fit" + A + y + " --shape 16,16 --refine levelset --refine-levels 9" + o, "'levels'"},
        {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_bad.npy").string() + o, "--mask"},
        {"fit" + A + y + " --shape 16,16 --support " + (dir / "mask_bad.npy").string() + o,
         "support of field 'x'"},

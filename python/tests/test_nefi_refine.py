@@ -1,0 +1,87 @@
+"""ForwardProblem.refine_edges (nefi.refine_edges): a smooth fit of a
+piecewise-constant scene sharpened into its phases under the same data, kept
+only when the data allow it; refusals and bad options named."""
+import numpy as np
+import pytest
+
+import fieldkit
+import fieldkit.nefi as nefi
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    nefi.set_num_threads(1)
+
+
+def blurred(gt, width, noise, seed=0):
+    n = gt.shape[0]
+    i = np.arange(n)
+    b = np.exp(-0.5 * ((i[:, None] - i[None, :]) / width) ** 2)
+    b /= b.sum(1, keepdims=True)
+    y = b @ gt @ b.T + noise * np.random.default_rng(seed).standard_normal(gt.shape)
+    return nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b,
+                             noise=noise, prior="nonnegative + smooth")
+
+
+def disc(n=32):
+    i = np.arange(n)
+    return np.where(np.hypot(i[:, None] - 14.5, i[None, :] - 17.5) < 8, 1.0, 0.2)
+
+
+def test_a_blurred_disc_sharpens_into_its_two_levels():
+    gt = disc()
+    p = blurred(gt, 2.5, 0.01)
+    smooth = p.solve()
+    out, rep = nefi.refine_edges(p, smooth, mode="levelset")
+    assert rep["accepted"], rep["reason"]
+    assert rep["reason"] == "" and rep["refusal"] == 0
+    assert len(rep["levels"]) == 2  # two phases found by the histogram
+    assert abs(rep["levels"][0] - 0.2) < 0.05 and abs(rep["levels"][1] - 1.0) < 0.05
+    assert rep["chi_refined"] <= 1.1 * max(rep["chi_smooth"], 1.0)
+    x = out["reconstruction"]
+    assert x.shape == gt.shape and np.array_equal(x, rep["field"])
+    err = lambda v: np.mean((v - gt) ** 2)  # noqa: E731
+    assert err(x) < 0.6 * err(smooth["reconstruction"])
+    # The result's prediction and data fit are the refined field's.
+    assert out["data_fit"]["discrepancy_ratio"] == pytest.approx(rep["chi_refined"] ** 0.5,
+                                                                 rel=0.05)
+    assert out["refine"] is rep and smooth["reconstruction"] is not x
+    # Every mode runs and is judged by the same test.
+    for mode in ("voxels", "tv_sharpen", "phasefield"):
+        _, r = p.refine_edges(smooth, mode=mode, steps=50)
+        assert r["refined"].shape == gt.shape and r["chi_smooth"] == rep["chi_smooth"]
+
+
+def test_a_smooth_scene_keeps_its_smooth_fit():
+    # One gaussian bump: no phases for a staircase to find, and a two-level
+    # refit cannot explain its data.
+    n = 32
+    i = np.arange(n)
+    gt = np.exp(-0.5 * ((i[:, None] - 15.0) ** 2 + (i[None, :] - 16.0) ** 2) / 5.0 ** 2)
+    p = blurred(gt, 2.0, 0.005)
+    smooth = p.solve()
+    out, rep = p.refine_edges(smooth, levels=2)
+    assert not rep["accepted"] and rep["reason"] and rep["refusal"] > 0
+    assert out["reconstruction"] is smooth["reconstruction"]
+
+
+def test_bad_options_and_problems_are_named():
+    p = blurred(disc(16), 1.5, 0.01)
+    smooth = p.solve(steps=20)
+    with pytest.raises(fieldkit.Error, match="an option among.*'stepz'"):
+        p.refine_edges(smooth, stepz=10)
+    with pytest.raises(fieldkit.Error, match="levels"):
+        p.refine_edges(smooth, levels=1)
+    with pytest.raises(fieldkit.Error, match="'mode'"):
+        p.refine_edges(smooth, mode="sharpen")
+    with pytest.raises(fieldkit.Error, match="integer"):
+        p.refine_edges(smooth, steps=2.5)
+    with pytest.raises(fieldkit.Error, match=r"shape \[16, 16\]"):
+        p.refine_edges(np.zeros((8, 8)))
+    with pytest.raises(ValueError, match="from_forward ForwardProblem"):
+        nefi.refine_edges("toy1d", smooth)
+    two = nefi.from_forward(lambda f: f["u"] + f["v"], np.ones((8, 8)),
+                            vjp=lambda f, g: {"u": g, "v": g},
+                            prior={"u": "unconstrained", "v": "unconstrained"}, noise=0.1)
+    with pytest.raises(fieldkit.Error, match="one field"):
+        two.refine_edges({"reconstruction": np.zeros((8, 8))})
