@@ -1,7 +1,9 @@
-// nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24] [--smoke]:
-// the forward operator linearized at the initial field (or, with --solve, at
-// the solution): leading singular values, sensitivity and null-space probes,
-// data misfit against the noise (nefi/diagnostics/). Writes diagnostics.md,
+// nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24]
+// [--hessian K [--hessian-iter 30]] [--smoke]: the forward operator
+// linearized at the initial field (or, with --solve, at the solution):
+// leading singular values, sensitivity and null-space probes, data misfit
+// against the noise, and with --hessian the training loss's Hessian
+// spectrum in the field's parameters (nefi/diagnostics/). Writes diagnostics.md,
 // diagnostics.json, sensitivity.npy and diagnostics.png; prints the report.
 #include <algorithm>
 #include <iostream>
@@ -62,6 +64,11 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   sub->add_option("--probes", r.opt.probes, "Hutchinson and null-space probes (default 32)");
   sub->add_option("--k", r.opt.k, "singular values to report (default 8)");
   sub->add_option("--n-iter", r.opt.n_iter, "Lanczos bidiagonalisation steps, >= k (default 24)");
+  sub->add_option("--hessian", r.opt.hessian_k,
+                  "also the training loss's Hessian: its K largest and smallest eigenvalues in "
+                  "the field's parameters (default 0: off)");
+  sub->add_option("--hessian-iter", r.opt.hessian_iter,
+                  "Lanczos steps of --hessian, >= K (default 30; two gradients each)");
   sub->add_flag("--exact-sensitivity", r.opt.exact_sensitivity,
                 "every column's norm instead of Hutchinson probes (one product a cell)");
   sub->add_flag(
@@ -79,7 +86,8 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->footer(
       "Examples:\n  nefi diagnose toy1d --smoke\n"
-      "  nefi diagnose deconvolution --smoke --solve --k 6 --n-iter 16");
+      "  nefi diagnose deconvolution --smoke --solve --k 6 --n-iter 16\n"
+      "  nefi diagnose toy1d --smoke --solve --hessian 3");
   return {sub, [o, &ctx] {
             if (o->seed_opt->count()) o->req.run.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.run.smoke_steps = o->smoke_steps;

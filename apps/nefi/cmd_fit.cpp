@@ -30,13 +30,13 @@
 #include "nefi/byop/fit_output.h"
 #include "nefi/byop/matrix_model.h"
 #include "nefi/byop/quick_report.h"
+#include "nefi/byop/refine_fit.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/diagnostics/report.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
 #include "nefi/operators/radon.h"
 #include "nefi/operators/sampling.h"
-#include "nefi/solve/refine.h"
 #include "nefi/tune/fit_autotune.h"
 
 namespace nefi::cli {
@@ -205,12 +205,23 @@ int fit_cmd(const FitRequest& r) {
              "'" + r.noise + "'");
     o.noise_std = s;
   }
-  std::optional<RefineOptions> refine;
-  if (!r.refine.empty()) {  // checked before the fit: names the option ('mode', 'levels')
+  std::optional<FitRefineOptions> refine;
+  FK_CHECK(r.refine_levels == 0 || !r.refine.empty(), "--refine-levels", "--refine MODE beside it",
+           "no --refine");
+  if (!r.refine.empty()) {  // checked before the fit
     refine.emplace();
-    refine->mode = r.refine;
-    refine->levels = r.refine_levels;
-    refine->validate();
+    refine->refine.mode = r.refine;
+    refine->refine.levels = r.refine_levels;
+    refine->seed = r.seed;
+    FK_CHECK(r.refine == "levelset" || r.refine == "voxels" || r.refine == "tv_sharpen" ||
+                 r.refine == "phasefield",
+             "--refine", "levelset, voxels, tv_sharpen or phasefield", "'" + r.refine + "'");
+    FK_CHECK(r.refine_levels == 0 || (r.refine_levels >= 2 && r.refine_levels <= 8),
+             "--refine-levels", "0 (auto) or a phase count in [2, 8]",
+             std::to_string(r.refine_levels));
+    PriorSpec prior = parse_prior(r.prior);
+    prior.known_support = prior.known_support || !r.support.empty();
+    check_refinable(prior);
   }
   std::optional<tune::LevelPlan> plan;
   if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
@@ -268,17 +279,16 @@ int fit_cmd(const FitRequest& r) {
         sv.front(), sv.size(), sv.back(), d.condition, 100 * d.probes.blind_fraction, dir);
   }
   if (refine) {  // sharpen into phases, kept only where the data allow
-    SolverOptions rs;
-    rs.seed = r.seed;
-    const RefineReport rep =
-        refine_edges(ap.problem, res.fields.at("x").to(fk::DType::F64), *refine, rs);
+    RefineOptions used;
+    const RefineReport rep = refine_fit(ap, res.fields.at("x").to(fk::DType::F64), *refine, &used);
     const std::string dir = (std::filesystem::path(r.out) / "refine").string();
-    write_refine(dir, *refine, rep);
+    write_refine(dir, used, rep);
     std::string levels;
     for (double v : rep.levels) levels += fmt::format("{}{:.4g}", levels.empty() ? "" : ", ", v);
-    std::cout << fmt::format("refine {}  {}  chi {:.3g} -> {:.3g}  levels [{}]  -> {}\n",
-                             refine->mode, rep.accepted ? "accepted" : "refused: " + rep.reason,
-                             rep.chi_smooth, rep.chi_refined, levels, dir);
+    std::cout << fmt::format("refine {}  {}  chi^2 {:.3g} -> {:.3g}  levels [{}]  -> {}\n",
+                             refine->refine.mode,
+                             rep.accepted ? "accepted" : "refused: " + rep.reason, rep.chi_smooth,
+                             rep.chi_refined, levels, dir);
   }
   if (!r.quiet) std::cout << quick_report(ap, res);
   return 0;

@@ -406,49 +406,65 @@ class ForwardProblem:
 
 
     def refine_edges(self, result, mode="levelset", levels="auto", levels_by="separation",
-                     start_levels=None, seed=0, **options):
+                     start_levels=None, **options):
         """Sharpens a solve's smooth field into phases (the reference's
-        refine_edges; nefi/solve/refine.h): mode levelset (K levels over one
-        level set started at the field, thresholds by multi-level Otsu),
-        voxels, tv_sharpen or phasefield, refitted to the same data and
-        losses, and kept only when chi stays within chi_factor (1.1) of the
-        smooth fit's, the interfaces stay in its transition band and the
-        refit does not fit the noise. levels: "auto" (by levels_by:
-        separation of the smooth field's histogram, or chi) or K in [2, 8];
-        start_levels: K = 2 given phase values. options: steps, lr,
-        eps_start, eps_end, chi_factor, noise_sigmas, min_chi_smooth,
-        band_fraction, band_width, support_share, max_levels,
-        auto_separation, boundary_weight, boundary_eps, floor, tv_weight,
-        tv_eps, well_weight, phase_width. Returns (result, report): the
-        result with its reconstruction, prediction and data fit the refined
-        field's when accepted (else as given) and the report under "refine";
-        the report says accepted, reason, chi_smooth, chi_refined, levels,
-        thresholds, in_band, support_kept and holds refined (the refit,
-        accepted or not)."""
-        x = result["reconstruction"] if isinstance(result, dict) else result
+        refine_edges; nefi/solve/refine.h, nefi/byop/refine_fit.h): mode
+        levelset (K levels over one level set started at the field,
+        thresholds by multi-level Otsu), voxels, tv_sharpen or phasefield,
+        refitted to the same data and losses, and kept only when its chi
+        (mean squared residual / sigma^2, not RMSE / sigma) stays within
+        chi_factor (1.1) of max(the smooth fit's, 1), the interfaces stay in
+        its transition band, the refit does not fit the noise and its values
+        stay in the prior's range. levels: "auto" (by levels_by: separation
+        of the smooth field's histogram, or chi) or K in [2, 8];
+        start_levels: given phase values (then K is their count). options
+        (numbers): steps, lr (default 1e-2 x the field's spread), eps_start,
+        eps_end, chi_factor, noise_sigmas, min_chi_smooth, band_fraction,
+        band_width, support_share, max_levels, auto_separation,
+        boundary_weight, boundary_eps, floor (default the prior's low
+        bound), tv_weight, tv_eps, well_weight, phase_width. One-field
+        problems whose model has no trainable parameters; priors the refit
+        cannot keep (conserved, zero_mean, symmetric, known_support) are
+        refused. Returns (result, report): a copy of the result (or of
+        {"reconstruction": array}) whose reconstruction, fields, prediction
+        and data_fit are the refined field's when accepted (its
+        field_parameters then None, its report with a refine line), else as
+        given, and the report under "refine"; the report holds accepted,
+        reason, refusal, chi_smooth, chi_refined, levels, thresholds,
+        in_band, support_kept, refined (the refit, accepted or not), field,
+        prediction and data_fit (of the field to use)."""
+        given = result if isinstance(result, dict) else {"reconstruction": np.asarray(result)}
+        x = given["reconstruction"]
         if isinstance(x, dict):
             raise Error("refine_edges: expected a problem of one field, got a result of "
                         f"{len(x)} fields")
-        if levels == "auto":
-            levels = 0
-        elif isinstance(levels, str) or int(levels) != levels:
+        if start_levels is not None:
+            start_levels = [float(v) for v in np.asarray(start_levels, dtype=np.float64).ravel()]
+        if isinstance(levels, str) and levels == "auto":
+            levels = len(start_levels) if start_levels else 0
+        elif isinstance(levels, (bool, str)) or not isinstance(levels, (int, np.integer)):
             raise Error(f"refine_edges: expected levels 'auto' or a phase count, got {levels!r}")
         numbers = {}
         for k, v in options.items():
-            try:
-                numbers[str(k)] = float(v)
-            except (TypeError, ValueError):
-                raise Error(f"refine_edges: expected a number for option {k!r}, got {v!r}") \
-                    from None
+            if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.number)):
+                raise Error(f"refine_edges: expected a number for option {k!r}, got {v!r}")
+            numbers[str(k)] = float(v)
         rep = self._core.refine_edges(
             np.ascontiguousarray(np.asarray(x, dtype=np.float64)), str(mode), int(levels),
-            str(levels_by), [float(v) for v in (start_levels or [])], numbers,
-            int(seed))
-        out = dict(result) if isinstance(result, dict) else {}
+            str(levels_by), start_levels or [], numbers)
+        out = dict(given)
         if rep["accepted"]:
+            name = self._model.names[0]
             out["reconstruction"] = rep["field"]
+            if isinstance(given.get("fields"), dict):
+                out["fields"] = {**given["fields"], name: rep["field"]}
             out["prediction"] = rep["prediction"]
             out["data_fit"] = rep["data_fit"]
+            out["field_parameters"] = None  # the refit is not in the field's parameters
+            if "report" in given:
+                out["report"] = (given["report"] + f"\n- refine {mode}: accepted, chi "
+                                 f"{rep['chi_smooth']:.4g} -> {rep['chi_refined']:.4g}, levels "
+                                 f"{', '.join(f'{v:.4g}' for v in rep['levels'])}\n")
         out["refine"] = rep
         return out, rep
 

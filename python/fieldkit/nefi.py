@@ -321,7 +321,8 @@ def refine_edges(problem, result, mode="levelset", **options):
 
 
 def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,
-             k=8, n_iter=24, exact_sensitivity=False, out=None, plot=True):
+             k=8, n_iter=24, exact_sensitivity=False, out=None, plot=True, hessian=0,
+             hessian_iter=30):
     """What the data can tell about the field (``nefi diagnose``): the forward
     operator linearized at the field's start, or with ``solve=True`` at the
     solution a full run reaches. Returns a dict: ``singular_values`` (the k
@@ -335,7 +336,12 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     1e-3 of sigma_1: only the prior fixes it), ``data_fit`` (RMS residual, noise,
     their ratio and a reading), ``jvp_mode`` and ``report`` (the markdown
     ``nefi diagnose`` prints). ``out``: a directory for diagnostics.md,
-    .json, sensitivity.npy and, with ``plot``, diagnostics.png.
+    .json, sensitivity.npy and, with ``plot``, diagnostics.png. ``hessian``
+    > 0 adds ``hessian``: the training loss's Hessian in the field's
+    parameters at the same point, its ``hessian`` largest and smallest
+    eigenvalues by ``hessian_iter`` Lanczos steps and their ``condition``
+    (``nefi diagnose --hessian K``; with ``solve`` the method's own problem
+    is trained on the CPU so that its parameters are at hand).
 
     ``instance`` is an instance name or YAML path with ``config`` as for
     invert() (``method`` default the config's first, else the instance's
@@ -349,8 +355,16 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
             raise ValueError("diagnose: expected only at= (and the probe settings) with a "
                              "from_forward problem, got config/method/solve (solve it and pass "
                              "the result as at=)")
-        return instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
-                                 plot=plot)
+        d = instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
+                              plot=plot)
+        if hessian:
+            if at is not None and not isinstance(at, dict):
+                raise ValueError("diagnose: expected at= None or a solve() result with hessian= "
+                                 "(the Hessian is in the field's parameters, an array of field "
+                                 "values has none)")
+            d["hessian"] = instance.hessian_spectrum(at, k=int(hessian), n_iter=int(hessian_iter),
+                                                     seed=0 if seed is None else int(seed))
+        return d
     if at is not None:
         raise ValueError("diagnose: expected at= only with a from_forward problem (an "
                          "instance is diagnosed at its start or, with solve=True, its solution)")
@@ -358,7 +372,7 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     sets, m, s = _sets(overrides)
     method = method if method is not None else (m[0] if m else None)
     return _nefi.diagnose(target, sets, s if seed is None else int(seed), method, bool(solve),
-                          *common, out, bool(plot))
+                          *common, out, bool(plot), int(hessian), int(hessian_iter))
 
 
 def autotune(instance, config=None, seed=None, method=None, *, level="quick", compare=False,

@@ -374,15 +374,20 @@ void bind_nefi(nb::module_& parent) {
       "diagnose",
       [](const std::string& target, const std::vector<std::string>& sets,
          std::optional<uint64_t> seed, std::optional<std::string> method, bool solve, int probes,
-         int k, int n_iter, bool exact_sensitivity, const std::string& out, bool png) {
+         int k, int n_iter, bool exact_sensitivity, const std::string& out, bool png, int hessian_k,
+         int hessian_iter) {
         return diagnose(
             target, sets, seed,
-            DiagnoseArgs{
-                std::move(method), solve, {probes, k, n_iter, exact_sensitivity, 0}, out, png});
+            DiagnoseArgs{std::move(method),
+                         solve,
+                         {probes, k, n_iter, exact_sensitivity, 0, hessian_k, hessian_iter},
+                         out,
+                         png});
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(), nb::arg("method").none(),
       nb::arg("solve"), nb::arg("probes"), nb::arg("k"), nb::arg("n_iter"),
-      nb::arg("exact_sensitivity"), nb::arg("out"), nb::arg("png"));
+      nb::arg("exact_sensitivity"), nb::arg("out"), nb::arg("png"), nb::arg("hessian_k") = 0,
+      nb::arg("hessian_iter") = 30);
   m.def("autotune", &autotune, nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(),
         nb::arg("method").none(), nb::arg("level"), nb::arg("compare"), nb::arg("out"));
   m.def(

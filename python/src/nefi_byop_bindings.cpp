@@ -26,10 +26,10 @@
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/custom_prior.h"
 #include "nefi/byop/quick_report.h"
+#include "nefi/byop/refine_fit.h"
 #include "nefi/diagnostics/diagnose.h"
 #include "nefi/diagnostics/hessian.h"
 #include "nefi/operators/function_operator.h"
-#include "nefi/solve/refine.h"
 #include "nefi/tune/fit_autotune.h"
 #include "nefi_operators.h"
 #include "nefi_result_dict.h"
@@ -464,36 +464,32 @@ void bind_nefi_byop(nb::module_& m) {
           "refine_edges",
           [](const ForwardProblem& p, nb::ndarray<nb::ro> smooth, const std::string& mode,
              int levels, const std::string& levels_by, const std::vector<double>& start_levels,
-             const std::map<std::string, double>& numbers, uint64_t seed) {
-            constexpr const char* kWho = "ForwardProblem.refine_edges";
-            FK_CHECK(p.ap.fields.size() == 1, kWho, "a problem of one field",
-                     std::to_string(p.ap.fields.size()) + " fields");
-            FK_CHECK(p.ap.operator_start.empty(), kWho,
-                     "a model without trainable parameters (the refit would train them too)",
-                     std::to_string(p.ap.operator_start.size()) + " parameters");
-            const nefi::RefineOptions o =
-                refine_options(mode, levels, levels_by, start_levels, numbers);
+             const std::map<std::string, double>& numbers) {
+            nefi::FitRefineOptions o;
+            o.refine = refine_options(mode, levels, levels_by, start_levels, numbers);
+            if (const auto lr = numbers.find("lr"); lr != numbers.end()) o.lr = lr->second;
+            if (const auto f = numbers.find("floor"); f != numbers.end()) o.floor = f->second;
             const fk::Tensor x = from_dlpack(smooth).to(fk::DType::F64).contiguous().clone();
-            FK_CHECK(x.shape() == p.shape, kWho, "a field of the problem's shape " + p.shape.str(),
-                     x.shape().str());
-            nefi::SolverOptions so;
-            so.seed = seed;
+            FK_CHECK(x.shape() == p.shape, "ForwardProblem.refine_edges",
+                     "a field of the problem's shape " + p.shape.str(), x.shape().str());
             nefi::RefineReport r;
             fk::Tensor pred;
             {  // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
-              r = nefi::refine_edges(p.ap.problem, x, o, so);
+              r = nefi::refine_fit(p.ap, x, o);
               fk::autograd::NoGradGuard ng;
               pred = p.ap.problem.op->forward({{p.ap.fields.front(), r.field}});
             }
+            // The arrays apart: an accepted report's field is its refit.
+            if (r.refined.defined()) r.refined = r.refined.clone();
             nb::dict d = refine_report_dict(r);
             d["prediction"] = numpy_or_none(pred.to(fk::DType::F64));
             d["data_fit"] = data_fit_dict(p.ap.problem.measurement, pred);
             return d;
           },
           nb::arg("smooth"), nb::arg("mode"), nb::arg("levels"), nb::arg("levels_by"),
-          nb::arg("start_levels"), nb::arg("numbers"), nb::arg("seed"))
+          nb::arg("start_levels"), nb::arg("numbers"))
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,

@@ -114,6 +114,28 @@ def test_an_instance_solved_first_fits_its_data_better():
     assert solved["data_fit"]["residual_rms"] < 0.5 * start["data_fit"]["residual_rms"]
 
 
+def test_diagnose_reports_the_loss_hessian_when_asked():
+    # An instance: the Hessian's ends in the dict and its report; solved
+    # first, at the trained field's parameters (another curvature).
+    start = nefi.diagnose(SMOKE, probes=2, k=2, n_iter=4, hessian=2, hessian_iter=10)
+    assert len(start["hessian"]["largest"]) == 2 and start["hessian"]["largest"][0] > 0
+    assert "## Loss Hessian" in start["report"]
+    solved = nefi.diagnose(SMOKE, solve=True, probes=2, k=2, n_iter=4, hessian=2,
+                           hessian_iter=10)
+    assert solved["hessian"]["largest"] != start["hessian"]["largest"]
+    assert "hessian" not in nefi.diagnose(SMOKE, probes=2, k=2, n_iter=4)
+    # A from_forward problem: its hessian_spectrum at the same point.
+    a = blur()
+    p = nefi.from_forward(a, box_data(a), prior="unconstrained", representation="grid")
+    r = p.solve()
+    d = nefi.diagnose(p, at=r, k=2, n_iter=8, hessian=1, hessian_iter=32)
+    assert d["hessian"]["largest"] == p.hessian_spectrum(at=r, k=1, n_iter=32)["largest"]
+    with pytest.raises(ValueError, match="hessian="):
+        nefi.diagnose(p, at=np.zeros(32), hessian=1)
+    with pytest.raises(fieldkit.Error, match="--hessian"):
+        nefi.diagnose(SMOKE, hessian=4, hessian_iter=2)
+
+
 def test_bad_diagnose_requests_say_what_was_expected():
     a = blur()
     p = nefi.from_forward(a, box_data(a), prior="nonnegative")

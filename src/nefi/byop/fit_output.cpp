@@ -1,5 +1,6 @@
 #include "nefi/byop/fit_output.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -165,6 +166,12 @@ void write_refine(const std::string& dir, const RefineOptions& o, const RefineRe
   fk::write_npy(dir + "/x.npy", r.field.to(fk::DType::F64).contiguous());
   nlohmann::json j;
   j["mode"] = o.mode;
+  j["settings"] = {{"levels", o.levels},
+                   {"levels_by", o.levels_by},
+                   {"steps", o.steps},
+                   {"lr", o.lr},
+                   {"chi_factor", o.chi_factor},
+                   {"floor", std::isfinite(o.floor) ? nlohmann::json(o.floor) : nullptr}};
   j["accepted"] = r.accepted;
   j["reason"] = r.reason;
   j["refusal"] = r.refusal;

@@ -13,7 +13,8 @@
 // and, after an edge refinement (`nefi fit --refine`), into <out>/refine:
 //   refined.npy      the refit, accepted or not
 //   x.npy            the field to use: the refit when accepted, else the fit
-//   refine.json      accepted, the reason, chi before and after, levels,
+//   refine.json      the settings, accepted, the reason, chi (mean squared
+//                    residual / sigma^2) before and after, levels,
 //                    thresholds, the band and support shares
 #include <string>
 

@@ -6,12 +6,15 @@
 // leaves the data unchanged is a gauge, the reference's detect_gauges
 // first check), and the data misfit against the noise level (the discrepancy
 // principle: an RMS residual / sigma near 1 fits the data to the noise; well
-// below 1 fits the noise; well above leaves signal unexplained). Reports
-// are written by report.h.
+// below 1 fits the noise; well above leaves signal unexplained) and, on
+// request, the training loss's Hessian spectrum (hessian.h). Reports are
+// written by report.h.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fk/tensor.h"
+#include "nefi/diagnostics/hessian.h"
 #include "nefi/diagnostics/lanczos.h"
 #include "nefi/diagnostics/probes.h"
 #include "nefi/measurement.h"
@@ -31,6 +34,11 @@ struct DiagnoseOptions {
   int n_iter = 24;                 // bidiagonalisation steps (>= k)
   bool exact_sensitivity = false;  // every column's norm (one J product a cell)
   uint64_t seed = 0;
+  // > 0: also the training loss's Hessian in the field's parameters, its
+  // hessian_k extreme eigenvalues by hessian_iter Lanczos steps (hessian.h;
+  // filled by diagnose_instance, which holds the problem).
+  int hessian_k = 0;
+  int hessian_iter = 30;
 };
 
 struct Diagnostics {
@@ -52,6 +60,9 @@ struct Diagnostics {
   // The data fit at x: mask-weighted RMS of F(x) - y, the noise std (< 0:
   // unknown) and their ratio (NaN when the noise is unknown).
   double residual_rms = 0, noise_std = -1, misfit_ratio = 0;
+  // With options.hessian_k > 0: the loss Hessian's extreme eigenvalues at
+  // the same point, in the field's parameters.
+  std::optional<HessianSpectrum> hessian;
 };
 
 // The mask-weighted RMS of prediction - y, y resampled to the prediction's

@@ -23,6 +23,13 @@ std::string misfit_reading(const Diagnostics& d) {
   return "above the noise: signal left unexplained";
 }
 
+// "a, b, c" of values in %.4e.
+std::string listed(const std::vector<double>& v) {
+  std::string s;
+  for (double x : v) s += fmt::format("{}{:.4e}", s.empty() ? "" : ", ", x);
+  return s;
+}
+
 nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
@@ -88,6 +95,18 @@ std::string diagnostics_md(const Diagnostics& d) {
             "known support or a known value)"
       : d.constant_visibility < 1e-2 ? "barely seen"
                                      : "seen");
+  if (d.hessian) {
+    const HessianSpectrum& h = *d.hessian;
+    s += fmt::format(
+        "## Loss Hessian in the field's {} parameters (Lanczos, {} steps on finite-difference "
+        "products)\n\n| | eigenvalues |\n|---|---|\n| largest | {} |\n| smallest | {} |\n\n"
+        "Condition largest / smallest: {}.\n\n",
+        h.parameters, h.eigenvalues.iterations, listed(h.eigenvalues.largest),
+        listed(h.eigenvalues.smallest),
+        std::isfinite(h.condition)
+            ? fmt::format("{:.3e}", h.condition)
+            : std::string("none (the smallest is <= 0 or within the products' error of 0)"));
+  }
   s += "## Data fit\n\n";
   s += d.noise_std >= 0
            ? fmt::format("RMS residual {:.4e}, noise sigma {:.4e}: RMSE / sigma = {:.3f} ({}).\n",
@@ -103,6 +122,10 @@ std::string diagnostics_json(const Diagnostics& d) {
   j["seed"] = d.seed;
   j["at"] = d.at;
   j["settings"] = {{"probes", d.options.probes}, {"k", d.options.k}, {"n_iter", d.options.n_iter}};
+  if (d.hessian) {
+    j["settings"]["hessian_k"] = d.options.hessian_k;
+    j["settings"]["hessian_iter"] = d.options.hessian_iter;
+  }
   j["jvp_mode"] = d.jvp_mode;
   j["field_shape"] = d.field_shape.vec();
   j["data_shape"] = d.data_shape.vec();
@@ -124,6 +147,13 @@ std::string diagnostics_json(const Diagnostics& d) {
                    {"noise_std", d.noise_std >= 0 ? nlohmann::json(d.noise_std) : nlohmann::json()},
                    {"misfit_ratio", number(d.misfit_ratio)},
                    {"reading", misfit_reading(d)}};
+  if (d.hessian)
+    j["hessian"] = {{"largest", d.hessian->eigenvalues.largest},
+                    {"smallest", d.hessian->eigenvalues.smallest},
+                    {"condition", number(d.hessian->condition)},
+                    {"parameters", d.hessian->parameters},
+                    {"lanczos_steps", d.hessian->eigenvalues.iterations},
+                    {"invariant_subspace", d.hessian->eigenvalues.invariant}};
   return j.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 
 #include "fk/autograd.h"
 #include "fk/error.h"
+#include "nefi/instances/run_method.h"
 
 namespace nefi::diagnostics {
 
@@ -14,6 +15,10 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
            "measured one)",
            "'" + cfg.data + "'");
   opt.seed = cfg.seed;
+  FK_CHECK(opt.hessian_k == 0 ||
+               (opt.hessian_k > 0 && opt.hessian_iter >= opt.hessian_k && opt.hessian_iter <= 1000),
+           "diagnose --hessian / --hessian-iter", "K >= 0 and K <= Lanczos steps <= 1000",
+           std::to_string(opt.hessian_k) + " and " + std::to_string(opt.hessian_iter));
   std::optional<ProblemSetup> s = inst.setup(cfg.config, method, cfg.seed);
   FK_CHECK(s.has_value(), "diagnose method (--method)",
            "an instance and method that expose their inverse problem (a solver-loop method)",
@@ -26,7 +31,15 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
   }
   std::string at = "initialization";
   if (solve) {
-    const RunOutput out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
+    RunOutput out;
+    if (opt.hessian_k > 0) {  // the setup's own field trained: the Hessian's parameters
+      out = start_run_output(method, s->measurement, s->gt);
+      SolverOptions so = method_options(inst, method, solver_options(cfg));
+      so.device = fk::kCPU;
+      solve_and_record(s->problem, s->curriculum, cfg.seed, so, out);
+    } else {
+      out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
+    }
     const auto raw = out.result.raw_fields.find(prob.field->primary());
     FK_CHECK(raw != out.result.raw_fields.end() && raw->second.shape() == x.shape(),
              "diagnose at the solution (--solve)",
@@ -36,6 +49,8 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
   }
   Diagnostics d = diagnose(*prob.op, x, prob.measurement, opt);
+  if (opt.hessian_k > 0)
+    d.hessian = hessian_spectrum(prob, opt.hessian_k, opt.hessian_iter, opt.seed);
   d.instance = cfg.instance;
   d.method = method;
   d.seed = cfg.seed;

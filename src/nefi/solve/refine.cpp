@@ -205,7 +205,11 @@ std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor
   const fk::Dims shape = problem.domain.shape();
   FK_CHECK(smooth.shape() == shape, who, "a smooth field of shape " + shape.str(),
            smooth.shape().str());
-  return smooth.to_vector<double>();
+  std::vector<double> xs = smooth.to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i)  // (multi_otsu bins them by value)
+    FK_CHECK(std::isfinite(xs[i]), who, "a finite smooth field",
+             "a non-finite value at cell " + std::to_string(i));
+  return xs;
 }
 
 double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,

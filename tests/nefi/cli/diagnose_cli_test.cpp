@@ -48,6 +48,19 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   EXPECT_TRUE(
       nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"))["sensitivity"]["exact"]
           .get<bool>());
+  EXPECT_FALSE(s.contains("hessian"));
+  // --hessian K: the loss Hessian's ends in the report and the JSON.
+  const auto h = nefi_stdout(
+      "diagnose toy1d --smoke --solve --hessian 2 --hessian-iter 10 "
+      "--no-plot -o " +
+      b.string());
+  ASSERT_EQ(h.status, 0) << h.out;
+  EXPECT_NE(h.out.find("## Loss Hessian in the field's"), std::string::npos) << h.out;
+  const auto hj = nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"));
+  ASSERT_EQ(hj["hessian"]["largest"].size(), 2u) << hj.dump();
+  EXPECT_GT(hj["hessian"]["largest"][0].get<double>(), 0.0);
+  EXPECT_LE(hj["hessian"]["lanczos_steps"].get<int>(), 10);
+  EXPECT_EQ(hj["settings"]["hessian_k"], 2);
 }
 
 class DiagnoseInstanceCli : public ::testing::TestWithParam<std::string> {};
@@ -82,6 +95,7 @@ TEST(DiagnoseCli, BadInputPrintsOneLine) {
       {{"diagnose toy1d --k 0", "--k"},
        {"diagnose toy1d --k 8 --n-iter 4", "--n-iter"},
        {"diagnose toy1d --probes 0", "--probes"},
+       {"diagnose toy1d --hessian 4 --hessian-iter 2", "--hessian"},
        {"diagnose toy1d --method admm", "admm"},
        {"diagnose deconvolution --method wiener", "wiener"},
        {"diagnose sparse_view_ct --method fbp", "fbp"},

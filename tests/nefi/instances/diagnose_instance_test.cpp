@@ -42,6 +42,43 @@ TEST(DiagnoseInstance, AtTheStartAndAtTheSolution) {
   EXPECT_LT(solved.residual_rms, 0.5 * start.residual_rms);
 }
 
+// --hessian: at the start, the loss Hessian of the method's own problem as
+// hessian_spectrum gives it on a fresh setup; at the solution, the trained
+// field's (the solve fits the data, and the curvature there differs).
+TEST(DiagnoseInstance, TheLossHessianAtTheStartAndAtTheSolution) {
+  const fk::test::ThreadCount one(1);
+  const InstancePtr inst = find_instance("toy1d");
+  DiagnoseOptions o;
+  o.probes = 4;
+  o.k = 3;
+  o.n_iter = 8;
+  o.hessian_k = 2;
+  o.hessian_iter = 12;
+  const Diagnostics start = diagnose_instance(*inst, toy(2), "neural", false, o);
+  ASSERT_TRUE(start.hessian.has_value());
+  std::optional<ProblemSetup> s = inst->setup(toy(2).config, "neural", 2);
+  ASSERT_TRUE(s.has_value());
+  const HessianSpectrum fresh = hessian_spectrum(s->problem, 2, 12, 2);
+  EXPECT_EQ(start.hessian->eigenvalues.largest, fresh.eigenvalues.largest);
+  EXPECT_EQ(start.hessian->parameters, s->problem.field->n_parameters());
+  ASSERT_EQ(start.hessian->eigenvalues.largest.size(), 2u);
+  EXPECT_GT(start.hessian->eigenvalues.largest[0], 0.0);
+  const Diagnostics solved = diagnose_instance(*inst, toy(2), "neural", true, o);
+  ASSERT_TRUE(solved.hessian.has_value());
+  EXPECT_EQ(solved.at, "the solution (120 steps)");
+  EXPECT_LT(solved.residual_rms, 0.5 * start.residual_rms);
+  EXPECT_NE(solved.hessian->eigenvalues.largest, start.hessian->eigenvalues.largest);
+  // Without --hessian there is none; and K above the steps is refused first.
+  EXPECT_FALSE(diagnose_instance(*inst, toy(2), "neural", false, {}).hessian.has_value());
+  o.hessian_iter = 1;
+  try {
+    diagnose_instance(*inst, toy(2), "neural", true, o);
+    FAIL() << "hessian_iter < hessian_k was taken";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--hessian"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DiagnoseInstance, RefusesMeasuredDataAndDirectMethods) {
   const InstancePtr inst = find_instance("toy1d");
   RunConfig measured = toy(0);
