@@ -33,6 +33,8 @@ int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& di
     r.opt.probes = std::min(r.opt.probes, 8);
     r.opt.k = std::min(r.opt.k, 4);
     r.opt.n_iter = std::min(r.opt.n_iter, 12);
+    r.opt.hessian_k = std::min(r.opt.hessian_k, 4);
+    r.opt.hessian_iter = std::min(r.opt.hessian_iter, 12);
   }
   const diagnostics::Diagnostics d =
       diagnostics::diagnose_instance(*inst, cfg, method, r.solve, r.opt);
@@ -73,7 +75,8 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
                 "every column's norm instead of Hutchinson probes (one product a cell)");
   sub->add_flag(
       "--smoke", r.run.smoke,
-      "the smoke config; probes <= 8, k <= 4, n-iter <= 12, solve capped at --smoke-steps");
+      "the smoke config; probes <= 8, k <= 4, n-iter <= 12, hessian <= 4, hessian-iter <= 12, "
+      "solve capped at --smoke-steps");
   o->smoke_steps_opt = sub->add_option("--smoke-steps", o->smoke_steps,
                                        "step cap of --solve under --smoke (default 40; 0: none)");
   sub->add_option("--set", r.run.sets, "override KEY=VALUE (repeatable)");

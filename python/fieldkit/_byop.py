@@ -340,29 +340,44 @@ class ForwardProblem:
 
 
     def diagnose(self, at=None, probes=32, k=8, n_iter=24, exact_sensitivity=False, seed=0,
-                 out=None, plot=True):
+                 out=None, plot=True, hessian=0, hessian_iter=30):
         """nefi.diagnose for this problem: the model linearized at ``at`` (None:
         the field's starting constant; an array of the field's shape; or a
         result dict of solve(), at its reconstruction and, for a torch
         module, its fitted parameters). A module's parameters are otherwise
-        their values as given to from_forward. One field only."""
+        their values as given to from_forward. One field only. ``hessian`` >
+        0 adds the loss Hessian's ends in the field's parameters
+        (hessian_spectrum) to the dict, the report and the files: at the
+        start (at=None) or at a result's field_parameters (not for an
+        array)."""
         if self._model.several:
             raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
                         f"linearization is in one field's cells), got {len(self._model.names)} "
                         f"fields {self._model.names}")
         fitted = []  # a torch module's fitted parameters, with the result's field
+        parameters = None  # the field's, for the Hessian
+        if hessian and at is not None and not isinstance(at, dict):
+            raise Error("ForwardProblem.diagnose: expected at= None or a solve() result with "
+                        "hessian= (the Hessian is in the field's parameters; an array of field "
+                        "values has none)")
         if isinstance(at, dict):
             if "reconstruction" not in at:
                 raise Error("ForwardProblem.diagnose: expected at= to be a field array or a "
                             f"solve() result, got a dict with keys {sorted(at)}")
+            if hessian and at.get("field_parameters") is None:
+                raise Error("ForwardProblem.diagnose: expected a result with field_parameters "
+                            "with hessian= (a batch's or a refined result has none)")
             fitted = [np.array(v, dtype=np.float64) for v in at.get("operator_parameters", [])]
+            if hessian:
+                parameters = np.ascontiguousarray(at["field_parameters"], dtype=np.float64)
             at = at["reconstruction"]
         if at is not None:
             at = np.ascontiguousarray(at, dtype=np.float64)
         with self._module_kept():
             return self._core.diagnose(at, fitted, int(probes), int(k), int(n_iter),
                                        bool(exact_sensitivity), int(seed),
-                                       "" if out is None else os.fspath(out), bool(plot))
+                                       "" if out is None else os.fspath(out), bool(plot),
+                                       int(hessian), int(hessian_iter), parameters)
 
     def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0):
         """The curvature of the training loss in the field's parameters (the
@@ -406,7 +421,7 @@ class ForwardProblem:
 
 
     def refine_edges(self, result, mode="levelset", levels="auto", levels_by="separation",
-                     start_levels=None, **options):
+                     start_levels=None, seed=0, **options):
         """Sharpens a solve's smooth field into phases (the reference's
         refine_edges; nefi/solve/refine.h, nefi/byop/refine_fit.h): mode
         levelset (K levels over one level set started at the field,
@@ -417,7 +432,8 @@ class ForwardProblem:
         its transition band, the refit does not fit the noise and its values
         stay in the prior's range. levels: "auto" (by levels_by: separation
         of the smooth field's histogram, or chi) or K in [2, 8];
-        start_levels: given phase values (then K is their count). options
+        start_levels: two given phase values (K = 2, a mass-matched
+        threshold); seed: the refit's. options
         (numbers): steps, lr (default 1e-2 x the field's spread), eps_start,
         eps_end, chi_factor, noise_sigmas, min_chi_smooth, band_fraction,
         band_width, support_share, max_levels, auto_separation,
@@ -440,9 +456,13 @@ class ForwardProblem:
                         f"{len(x)} fields")
         if start_levels is not None:
             start_levels = [float(v) for v in np.asarray(start_levels, dtype=np.float64).ravel()]
+            if len(start_levels) != 2:
+                raise Error(f"refine_edges: expected two start_levels (a background and an "
+                            f"inclusion value), got {len(start_levels)}")
         if isinstance(levels, str) and levels == "auto":
-            levels = len(start_levels) if start_levels else 0
-        elif isinstance(levels, (bool, str)) or not isinstance(levels, (int, np.integer)):
+            levels = 2 if start_levels else 0
+        elif isinstance(levels, (bool, str)) or not isinstance(
+                levels, (int, float, np.integer, np.floating)) or int(levels) != levels:
             raise Error(f"refine_edges: expected levels 'auto' or a phase count, got {levels!r}")
         numbers = {}
         for k, v in options.items():
@@ -451,7 +471,7 @@ class ForwardProblem:
             numbers[str(k)] = float(v)
         rep = self._core.refine_edges(
             np.ascontiguousarray(np.asarray(x, dtype=np.float64)), str(mode), int(levels),
-            str(levels_by), start_levels or [], numbers)
+            str(levels_by), start_levels or [], numbers, int(seed))
         out = dict(given)
         if rep["accepted"]:
             name = self._model.names[0]

@@ -355,16 +355,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
             raise ValueError("diagnose: expected only at= (and the probe settings) with a "
                              "from_forward problem, got config/method/solve (solve it and pass "
                              "the result as at=)")
-        d = instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
-                              plot=plot)
-        if hessian:
-            if at is not None and not isinstance(at, dict):
-                raise ValueError("diagnose: expected at= None or a solve() result with hessian= "
-                                 "(the Hessian is in the field's parameters, an array of field "
-                                 "values has none)")
-            d["hessian"] = instance.hessian_spectrum(at, k=int(hessian), n_iter=int(hessian_iter),
-                                                     seed=0 if seed is None else int(seed))
-        return d
+        return instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
+                                 plot=plot, hessian=int(hessian), hessian_iter=int(hessian_iter))
     if at is not None:
         raise ValueError("diagnose: expected at= only with a from_forward problem (an "
                          "instance is diagnosed at its start or, with solve=True, its solution)")

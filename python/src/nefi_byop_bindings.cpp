@@ -230,6 +230,27 @@ fk::Dims dims(const std::vector<int64_t>& v) {
   return fk::Dims(v);
 }
 
+// The loss Hessian at the problem's start (`given` undefined) or at a
+// solve's field parameters; the caller holds the solve's lock without the
+// GIL and has put the model's parameters (`fitted`) in place.
+nefi::diagnostics::HessianSpectrum problem_hessian(const nefi::AutoProblem& ap,
+                                                   const fk::Tensor& given, int k, int n_iter,
+                                                   uint64_t seed) {
+  nefi::Field& field = *ap.problem.field;
+  field.on_stage_start(ap.problem.domain);
+  field.reset_parameters(ap.seed);
+  if (given.defined()) {
+    fk::Tensor& flat = field.params().flat();
+    FK_CHECK(given.numel() == flat.numel(), "ForwardProblem.hessian_spectrum at",
+             "a solve's field_parameters (" + std::to_string(flat.numel()) + ")",
+             std::to_string(given.numel()) + " values");
+    fk::autograd::NoGradGuard ng;
+    flat.copy_(given.reshape(flat.shape()).to(flat.dtype()));
+    flat.bump_version();
+  }
+  return nefi::diagnostics::hessian_spectrum(ap.problem, k, n_iter, seed);
+}
+
 // refine_edges' numeric options by name (RefineOptions' fields).
 nefi::RefineOptions refine_options(const std::string& mode, int levels,
                                    const std::string& levels_by,
@@ -368,9 +389,14 @@ void bind_nefi_byop(nb::module_& m) {
           "diagnose",
           [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
              const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int probes, int k,
-             int n_iter, bool exact_sensitivity, uint64_t seed, const std::string& out, bool png) {
-            const nefi::diagnostics::DiagnoseOptions opt{probes, k, n_iter, exact_sensitivity,
-                                                         seed};
+             int n_iter, bool exact_sensitivity, uint64_t seed, const std::string& out, bool png,
+             int hessian_k, int hessian_iter, std::optional<nb::ndarray<nb::ro>> field_parameters) {
+            const nefi::diagnostics::DiagnoseOptions opt{
+                probes, k, n_iter, exact_sensitivity, seed, hessian_k, hessian_iter};
+            const fk::Tensor given_parameters =
+                field_parameters
+                    ? from_dlpack(*field_parameters).to(fk::DType::F64).contiguous().clone()
+                    : fk::Tensor();
             const nefi::AutoProblem& ap = p.ap;
             FK_CHECK(ap.fields.size() == 1, "ForwardProblem.diagnose",
                      "a problem with one field (the linearization is in one field's cells)",
@@ -399,6 +425,8 @@ void bind_nefi_byop(nb::module_& m) {
               fitted.reset_operator();
               try {
                 d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
+                if (hessian_k > 0)  // at the same parameters: the start's or the solve's
+                  d.hessian = problem_hessian(ap, given_parameters, hessian_k, hessian_iter, seed);
               } catch (...) {
                 ap.reset_operator();
                 throw;
@@ -413,13 +441,13 @@ void bind_nefi_byop(nb::module_& m) {
           },
           nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("probes"), nb::arg("k"),
           nb::arg("n_iter"), nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
-          nb::arg("png") = true)
+          nb::arg("png") = true, nb::arg("hessian_k") = 0, nb::arg("hessian_iter") = 30,
+          nb::arg("field_parameters").none() = nb::none())
       .def(
           "hessian_spectrum",
           [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
              const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int k, int n_iter,
              uint64_t seed) {
-            nefi::Field& field = *p.ap.problem.field;
             const nefi::AutoProblem fitted =
                 with_operator_values(p.ap, operator_parameters, "ForwardProblem.hessian_spectrum");
             const fk::Tensor given =
@@ -429,20 +457,8 @@ void bind_nefi_byop(nb::module_& m) {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               fitted.reset_operator();
-              // The problem's start, or a solve's parameters.
-              field.on_stage_start(p.ap.problem.domain);
-              field.reset_parameters(p.ap.seed);
-              if (given.defined()) {
-                fk::Tensor& flat = field.params().flat();
-                FK_CHECK(given.numel() == flat.numel(), "ForwardProblem.hessian_spectrum at",
-                         "a solve's field_parameters (" + std::to_string(flat.numel()) + ")",
-                         std::to_string(given.numel()) + " values");
-                fk::autograd::NoGradGuard ng;
-                flat.copy_(given.reshape(flat.shape()).to(flat.dtype()));
-                flat.bump_version();
-              }
-              try {
-                h = nefi::diagnostics::hessian_spectrum(p.ap.problem, k, n_iter, seed);
+              try {  // the problem's start, or a solve's parameters
+                h = problem_hessian(p.ap, given, k, n_iter, seed);
               } catch (...) {
                 p.ap.reset_operator();
                 throw;
@@ -464,8 +480,9 @@ void bind_nefi_byop(nb::module_& m) {
           "refine_edges",
           [](const ForwardProblem& p, nb::ndarray<nb::ro> smooth, const std::string& mode,
              int levels, const std::string& levels_by, const std::vector<double>& start_levels,
-             const std::map<std::string, double>& numbers) {
+             const std::map<std::string, double>& numbers, uint64_t seed) {
             nefi::FitRefineOptions o;
+            o.seed = seed;
             o.refine = refine_options(mode, levels, levels_by, start_levels, numbers);
             if (const auto lr = numbers.find("lr"); lr != numbers.end()) o.lr = lr->second;
             if (const auto f = numbers.find("floor"); f != numbers.end()) o.floor = f->second;
@@ -489,7 +506,7 @@ void bind_nefi_byop(nb::module_& m) {
             return d;
           },
           nb::arg("smooth"), nb::arg("mode"), nb::arg("levels"), nb::arg("levels_by"),
-          nb::arg("start_levels"), nb::arg("numbers"))
+          nb::arg("start_levels"), nb::arg("numbers"), nb::arg("seed"))
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,

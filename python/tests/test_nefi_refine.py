@@ -48,7 +48,10 @@ def test_a_blurred_disc_sharpens_into_its_two_levels():
     assert "refine levelset: accepted" in out["report"]
     assert smooth["field_parameters"] is not None and "refine" not in smooth
     assert not np.array_equal(smooth["fields"]["x"], x)
-    # The other modes refit and are judged by the same test.
+    # The other modes refit and are judged by the same test; a voxel refit
+    # is held at the nonnegative prior's bound.
+    _, rv = p.refine_edges(smooth, mode="voxels")
+    assert rv["refusal"] != 1 and rv["refined"].min() >= 0
     for mode in ("tv_sharpen", "phasefield"):
         _, r = p.refine_edges(smooth, mode=mode)
         assert r["refusal"] != 1 and not np.array_equal(r["refined"], smooth["reconstruction"])
@@ -91,6 +94,10 @@ def test_bad_options_and_problems_are_named():
         p.refine_edges(smooth, steps=True)
     with pytest.raises(fieldkit.Error, match="levels 'auto' or a phase count"):
         p.refine_edges(smooth, levels=None)
+    with pytest.raises(fieldkit.Error, match="two start_levels"):
+        p.refine_edges(smooth, start_levels=[0.1, 0.5, 0.9])
+    with pytest.raises(fieldkit.Error, match="floor only with mode levelset, voxels"):
+        p.refine_edges(smooth, mode="phasefield", floor=0.0)
     bad = dict(smooth, reconstruction=np.where(np.eye(16) > 0, np.nan, 0.5))
     with pytest.raises(fieldkit.Error, match="non-finite value at cell 0"):
         p.refine_edges(bad)

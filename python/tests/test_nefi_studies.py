@@ -130,7 +130,14 @@ def test_diagnose_reports_the_loss_hessian_when_asked():
     r = p.solve()
     d = nefi.diagnose(p, at=r, k=2, n_iter=8, hessian=1, hessian_iter=32)
     assert d["hessian"]["largest"] == p.hessian_spectrum(at=r, k=1, n_iter=32)["largest"]
-    with pytest.raises(ValueError, match="hessian="):
+    assert "## Loss Hessian" in d["report"]
+    # The start's (a positive field's Hessian moves with its parameters).
+    q = nefi.from_forward(a, box_data(a) + 0.5, prior="positive", representation="grid")
+    s = nefi.diagnose(q, k=2, n_iter=8, hessian=1, hessian_iter=32)
+    assert s["hessian"]["largest"] == q.hessian_spectrum(k=1, n_iter=32)["largest"]
+    assert s["hessian"]["largest"] != nefi.diagnose(q, at=q.solve(), k=2, n_iter=8, hessian=1,
+                                                    hessian_iter=32)["hessian"]["largest"]
+    with pytest.raises(fieldkit.Error, match="hessian="):
         nefi.diagnose(p, at=np.zeros(32), hessian=1)
     with pytest.raises(fieldkit.Error, match="--hessian"):
         nefi.diagnose(SMOKE, hessian=4, hessian_iter=2)

@@ -40,13 +40,16 @@ RefineReport refine_fit(const AutoProblem& ap, const fk::Tensor& smooth, FitRefi
   if (pr.head == "nonnegative" || pr.head == "positive") lo = 0;
   if (pr.ranged()) lo = pr.lo, hi = pr.hi;
   RefineOptions& ro = o.refine;
-  ro.floor = o.floor.value_or(lo);
-  if (o.lr) {
+  const bool floored = ro.mode != "phasefield";
+  FK_CHECK(!o.floor || floored, kWho, "floor only with mode levelset, voxels or tv_sharpen",
+           "floor with mode " + ro.mode);
+  if (floored) ro.floor = o.floor.value_or(lo);
+  const auto [xmn, xmx] = std::minmax_element(xs.begin(), xs.end());
+  const double spread = xs.empty() ? 0.0 : *xmx - *xmn;
+  if (o.lr)
     ro.lr = *o.lr;
-  } else if (!xs.empty()) {
-    const auto [mn, mx] = std::minmax_element(xs.begin(), xs.end());
-    if (*mx > *mn) ro.lr = 1e-2 * (*mx - *mn);
-  }
+  else if (spread > 0)
+    ro.lr = 1e-2 * spread;
   if (used) *used = ro;
   SolverOptions so;
   so.seed = o.seed;
@@ -54,7 +57,11 @@ RefineReport refine_fit(const AutoProblem& ap, const fk::Tensor& smooth, FitRefi
   if (r.accepted && r.refined.defined()) {  // the head's range, which the refit does not hold
     const std::vector<double> v = r.refined.to_vector<double>();
     const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
-    const double slack = 1e-9 * std::max(1.0, std::abs(hi - lo) < 1e300 ? hi - lo : 1.0);
+    // The refits are f32: a value held at a bound comes back rounded to f32.
+    double scale = std::max(1.0, spread);
+    for (double b : {lo, hi})
+      if (std::isfinite(b)) scale = std::max(scale, std::abs(b));
+    const double slack = 1e-6 * scale;
     if (*mn < lo - slack || *mx > hi + slack) {
       r.accepted = false;
       r.refusal = kRefusalOutOfRange;

@@ -5,10 +5,12 @@
 //   refused     several fields, a model with trainable parameters (the refit
 //               would train them), and priors a staircase or a free grid
 //               cannot keep: conserved, zero_mean, symmetric, known_support
-//   range       a nonnegative or positive field's voxels and tv_sharpen
-//               refits are held above 0 (floor, when not given), a bounded
-//               or two-phase field's above its low bound; any refit whose
-//               values leave the prior's range is then refused (refusal 6)
+//   range       a nonnegative or positive field's levelset, voxels and
+//               tv_sharpen refits are held above 0 (floor, when not given),
+//               a bounded or two-phase field's above its low bound; any
+//               refit whose values leave the prior's range (by more than
+//               1e-6 of its scale: the refits are f32) is then refused
+//               (refusal 6): a phasefield refit, or one above a high bound
 //   lr          when not given, 1e-2 times the smooth field's spread (max -
 //               min): the refit moves values and interfaces in the field's
 //               units, and a from_forward field has any scale

@@ -34,9 +34,8 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     RunOutput out;
     if (opt.hessian_k > 0) {  // the setup's own field trained: the Hessian's parameters
       out = start_run_output(method, s->measurement, s->gt);
-      SolverOptions so = method_options(inst, method, solver_options(cfg));
-      so.device = fk::kCPU;
-      solve_and_record(s->problem, s->curriculum, cfg.seed, so, out);
+      solve_and_record(s->problem, s->curriculum, cfg.seed,
+                       method_options(inst, method, solver_options(cfg)), out);
     } else {
       out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
     }
@@ -49,8 +48,14 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     at = "the solution (" + std::to_string(out.result.total_steps()) + " steps)";
   }
   Diagnostics d = diagnose(*prob.op, x, prob.measurement, opt);
-  if (opt.hessian_k > 0)
-    d.hessian = hessian_spectrum(prob, opt.hessian_k, opt.hessian_iter, opt.seed);
+  if (opt.hessian_k > 0 && !s->curriculum.stages.empty()) {
+    // The loss its stage trains there: the first stage's weights at the
+    // start, the last's at the solution.
+    InverseProblem hp = prob;
+    hp.losses = prob.losses.with_weights(solve ? s->curriculum.stages.back().loss_weights
+                                               : s->curriculum.stages.front().loss_weights);
+    d.hessian = hessian_spectrum(hp, opt.hessian_k, opt.hessian_iter, opt.seed);
+  }
   d.instance = cfg.instance;
   d.method = method;
   d.seed = cfg.seed;

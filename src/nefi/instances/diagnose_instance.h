@@ -4,10 +4,11 @@
 // cfg.seed, its operator linearized at the field's start (progress 0) or,
 // with `solve`, at the raw field a full run of the method reaches (the
 // config's solver switches apply). opt.seed is set to cfg.seed. With
-// opt.hessian_k > 0 the training loss's Hessian spectrum at the same point
-// too; its solve then trains the method's own problem on the CPU (the
-// instance's solver loop without its after-solve steps) so that the field's
-// parameters are at hand.
+// opt.hessian_k > 0 the training loss's Hessian spectrum at the same
+// parameters (annealing done; the first stage's loss weights at the start,
+// the last's at the solution) too; its solve then trains the method's own
+// problem (the shared solver loop, without an instance's own run steps or
+// after-solve steps) so that the field's parameters are at hand.
 #include <string>
 
 #include "nefi/diagnostics/diagnose.h"

@@ -22,13 +22,15 @@ class LevelSetField : public Field {
  public:
   LevelSetField(std::string primary, const fk::Dims& shape, std::vector<double> phi0,
                 std::vector<double> thresholds, std::vector<double> levels0, double eps_start,
-                double eps_end)
+                double eps_end, double floor)
       : shape_(shape),
         phi0_(std::move(phi0)),
         t_(std::move(thresholds)),
         c0_(std::move(levels0)),
         eps_start_(eps_start),
-        eps_end_(eps_end) {
+        eps_end_(eps_end),
+        floor_(floor) {
+    for (double& c : c0_) c = std::max(c, floor_);
     primary_ = std::move(primary);
     params_.add("phi", shape_);
     params_.add("levels", {static_cast<int64_t>(c0_.size())});
@@ -41,7 +43,10 @@ class LevelSetField : public Field {
     const double eps = eps_start_ * std::pow(eps_end_ / eps_start_, std::clamp(progress, 0.0, 1.0));
     const std::vector<fk::Tensor> v = params_.views();
     const fk::Tensor& phi = v[0];
-    const fk::Tensor& c = v[1];
+    // Levels below `floor` read as floor: u lies between its levels.
+    const fk::Tensor c = std::isfinite(floor_)
+                             ? fk::clamp(v[1], floor_, std::numeric_limits<double>::infinity())
+                             : v[1];
     fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {phi.dtype()}), c.select(0, 0));
     for (size_t k = 0; k < t_.size(); ++k) {
       const fk::Tensor step = fk::sigmoid(fk::mul(fk::sub(phi, t_[k]), 1.0 / eps));
@@ -56,11 +61,17 @@ class LevelSetField : public Field {
     params_.flat().bump_version();
   }
   std::string kind() const override { return "levelset"; }
+  // The levels as the field reads them (held at the floor).
+  std::vector<double> levels() const {
+    std::vector<double> c = params_.raw(1).to_vector<double>();
+    for (double& e : c) e = std::max(e, floor_);
+    return c;
+  }
 
  private:
   fk::Dims shape_;
   std::vector<double> phi0_, t_, c0_;
-  double eps_start_, eps_end_;
+  double eps_start_, eps_end_, floor_;
 };
 
 // The threshold above which the share (mean(v) − lo)/(hi − lo) of v lies
@@ -414,11 +425,11 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
   InverseProblem p = problem;
   const std::string primary = problem.field->primary();
   auto field = std::make_shared<LevelSetField>(primary, shape, xs, r.thresholds, r.start_levels,
-                                               o.eps_start * gap, o.eps_end * gap);
+                                               o.eps_start * gap, o.eps_end * gap, o.floor);
   p.field = field;
   const Result res = run_refit(std::move(p), o, so);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
-  r.levels = field->params().raw(1).to_vector<double>();
+  r.levels = field->levels();
   judge(problem, xs, field->params().raw(0).to_vector<double>(), o, r);
   return r;
 }

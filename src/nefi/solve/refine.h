@@ -111,7 +111,9 @@ struct RefineOptions {
   // voxels mode only:
   double boundary_weight = 1e-3;
   double boundary_eps = 0.1;
-  double floor = -std::numeric_limits<double>::infinity();  // voxels, tv_sharpen
+  // A value prior's low bound (e.g. p0 >= 0): voxels and tv_sharpen cells,
+  // and levelset levels, below it read as it.
+  double floor = -std::numeric_limits<double>::infinity();
   // tv_sharpen and phasefield weights are in loss units, like
   // boundary_weight: against deconvolution3d's data term (chi x 7.4e-6) the
   // defaults 1e-3 outweigh it and both refits are refused; 1e-4 to 1e-6 are
@@ -134,7 +136,8 @@ struct RefineReport {
   std::string reason;  // why it was refused (empty when accepted)
   // The same as a code (what metrics record): 0 accepted, 1 not refitted (no
   // level structure, or at the noise level), 2 chi, 3 support lost, 4
-  // interfaces outside the transition band, 5 the refit fits the noise.
+  // interfaces outside the transition band, 5 the refit fits the noise (6,
+  // byop/refine_fit.h: the refit leaves the prior's range).
   int refusal = 0;
   std::vector<double> thresholds, start_levels;
   // levels_by "chi": each refit's chi, for K = 2, 3, ..., max_levels (empty otherwise).

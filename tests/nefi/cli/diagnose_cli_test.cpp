@@ -51,7 +51,7 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   EXPECT_FALSE(s.contains("hessian"));
   // --hessian K: the loss Hessian's ends in the report and the JSON.
   const auto h = nefi_stdout(
-      "diagnose toy1d --smoke --solve --hessian 2 --hessian-iter 10 "
+      "diagnose toy1d --smoke --solve --hessian 2 --hessian-iter 30 "
       "--no-plot -o " +
       b.string());
   ASSERT_EQ(h.status, 0) << h.out;
@@ -59,7 +59,7 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   const auto hj = nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"));
   ASSERT_EQ(hj["hessian"]["largest"].size(), 2u) << hj.dump();
   EXPECT_GT(hj["hessian"]["largest"][0].get<double>(), 0.0);
-  EXPECT_LE(hj["hessian"]["lanczos_steps"].get<int>(), 10);
+  EXPECT_LE(hj["hessian"]["lanczos_steps"].get<int>(), 12);  // --smoke's cap
   EXPECT_EQ(hj["settings"]["hessian_k"], 2);
 }
 

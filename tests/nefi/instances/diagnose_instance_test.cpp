@@ -7,6 +7,7 @@
 
 #include "fk/error.h"
 #include "fk/thread_count.h"
+#include "nefi/instances/run_method.h"
 
 namespace nefi::diagnostics {
 namespace {
@@ -68,6 +69,15 @@ TEST(DiagnoseInstance, TheLossHessianAtTheStartAndAtTheSolution) {
   EXPECT_EQ(solved.at, "the solution (120 steps)");
   EXPECT_LT(solved.residual_rms, 0.5 * start.residual_rms);
   EXPECT_NE(solved.hessian->eigenvalues.largest, start.hessian->eigenvalues.largest);
+  // ... and it is the trained field's: the same solve, then the Hessian.
+  std::optional<ProblemSetup> t = inst->setup(toy(2).config, "neural", 2);
+  RunOutput out = start_run_output("neural", t->measurement, t->gt);
+  solve_and_record(t->problem, t->curriculum, 2,
+                   method_options(*inst, "neural", solver_options(toy(2))), out);
+  InverseProblem hp = t->problem;
+  hp.losses = t->problem.losses.with_weights(t->curriculum.stages.back().loss_weights);
+  EXPECT_EQ(solved.hessian->eigenvalues.largest,
+            hessian_spectrum(hp, 2, 12, 2).eigenvalues.largest);
   // Without --hessian there is none; and K above the steps is refused first.
   EXPECT_FALSE(diagnose_instance(*inst, toy(2), "neural", false, {}).hessian.has_value());
   o.hessian_iter = 1;
