@@ -5,7 +5,7 @@ import atexit
 
 import numpy as np
 
-from ._byop import _torch
+from ._forward_model import _torch
 from ._core import Error
 from ._core import nefi as _nefi
 
