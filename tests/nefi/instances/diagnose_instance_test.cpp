@@ -20,13 +20,19 @@ RunConfig toy(uint64_t seed) {
   return cfg;
 }
 
-TEST(DiagnoseInstance, AtTheStartAndAtTheSolution) {
-  const fk::test::ThreadCount one(1);
-  const InstancePtr inst = find_instance("toy1d");
+// A few probes and Lanczos steps: the tests' settings.
+DiagnoseOptions small() {
   DiagnoseOptions o;
   o.probes = 4;
   o.k = 3;
   o.n_iter = 8;
+  return o;
+}
+
+TEST(DiagnoseInstance, AtTheStartAndAtTheSolution) {
+  const fk::test::ThreadCount one(1);
+  const InstancePtr inst = find_instance("toy1d");
+  DiagnoseOptions o = small();
   o.seed = 99;  // replaced by the config's seed
   const Diagnostics start = diagnose_instance(*inst, toy(2), "neural", false, o);
   EXPECT_EQ(start.instance, "toy1d");
@@ -49,10 +55,7 @@ TEST(DiagnoseInstance, AtTheStartAndAtTheSolution) {
 TEST(DiagnoseInstance, TheLossHessianAtTheStartAndAtTheSolution) {
   const fk::test::ThreadCount one(1);
   const InstancePtr inst = find_instance("toy1d");
-  DiagnoseOptions o;
-  o.probes = 4;
-  o.k = 3;
-  o.n_iter = 8;
+  DiagnoseOptions o = small();
   o.hessian_k = 2;
   o.hessian_iter = 12;
   const Diagnostics start = diagnose_instance(*inst, toy(2), "neural", false, o);
