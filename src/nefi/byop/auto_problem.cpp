@@ -23,6 +23,7 @@
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/function_operator.h"
+#include "nefi/operators/prolonged.h"
 #include "nefi/operators/sampling.h"
 
 namespace nefi {
@@ -463,17 +464,14 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   decide("steps", std::to_string(steps), "budget " + o.budget);
   int64_t shortest = shape[0];
   for (int64_t n : shape) shortest = std::min(shortest, n);
-  // A model brought as functions keeps its grid under a coarse stage (the
-  // field is prolonged to it); a built-in operator would be rebuilt on the
-  // coarse grid, and its data resampled with it.
-  FK_CHECK(!o.multiscale || dynamic_cast<const FunctionOperator*>(op.get()) != nullptr,
-           "multiscale",
-           "a model brought as functions or a matrix (it stays on its grid while the field "
-           "trains coarse)",
-           "the built-in operator " + op->kind());
   if (o.multiscale && shortest >= 16 && steps >= 4) {
     // Half the grid for 30 % of the steps, then the native grid at half the
-    // lr: the model runs at its grid throughout (a coarse field is prolonged).
+    // lr: the model runs at its grid throughout (a coarse field is
+    // prolonged). A model brought as functions does so by itself; a built-in
+    // operator would rebuild itself on the coarse grid (and its data be
+    // resampled with it), so it is kept on its grid.
+    if (dynamic_cast<const FunctionOperator*>(op.get()) == nullptr)
+      prob.op = std::make_shared<GridKeptOperator>(op, shape);
     Stage coarse = st;
     coarse.name = "coarse";
     for (int a = 0; a < shape.size(); ++a) coarse.shape[a] = shape[a] / 2;

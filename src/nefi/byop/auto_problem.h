@@ -65,8 +65,9 @@ struct AutoOptions {
   std::optional<int> hidden, depth, n_octaves;
   bool discrepancy = true;  // Morozov stop (needs sigma > 0)
   // Two stages (half the grid for 30 % of the steps, then native at lr / 2)
-  // when every axis has >= 16 cells; the model sees the coarse field through
-  // a prolongation (operators/prolonged.h).
+  // when every axis has >= 16 cells; the model (a built-in one kept on its
+  // grid by GridKeptOperator) sees the coarse field through a prolongation
+  // (operators/prolonged.h).
   bool multiscale = false;
   // The fields' starting constants (one per field) instead of the best ones
   // fitted to the data (empty): a batch starts every problem at one set, so

@@ -86,4 +86,21 @@ fk::Dims ProlongedOperator::output_shape(const fk::Dims& shape) const {
   return inner_->output_shape(fine_);
 }
 
+GridKeptOperator::GridKeptOperator(std::shared_ptr<Operator> inner, fk::Dims grid)
+    : inner_(std::move(inner)), grid_(std::move(grid)) {
+  FK_CHECK(inner_ != nullptr, "nefi::GridKeptOperator", "an inner model", "none");
+  primary = inner_->primary;
+}
+
+std::shared_ptr<Operator> GridKeptOperator::at_resolution(const fk::Dims& shape) const {
+  if (shape == grid_) return std::const_pointer_cast<GridKeptOperator>(shared_from_this());
+  return std::make_shared<ProlongedOperator>(shared_from_this(), grid_, shape);
+}
+
+fk::Dims GridKeptOperator::output_shape(const fk::Dims& shape) const {
+  FK_CHECK(shape == grid_, "model '" + inner_->kind() + "'", "a field of shape " + grid_.str(),
+           shape.str());
+  return inner_->output_shape(shape);
+}
+
 }  // namespace nefi
