@@ -213,12 +213,12 @@ int fit_cmd(const FitRequest& r) {
     refine->refine.mode = r.refine;
     refine->refine.levels = r.refine_levels;
     refine->seed = r.seed;
-    FK_CHECK(r.refine == "levelset" || r.refine == "voxels" || r.refine == "tv_sharpen" ||
-                 r.refine == "phasefield",
-             "--refine", "levelset, voxels, tv_sharpen or phasefield", "'" + r.refine + "'");
-    FK_CHECK(r.refine_levels == 0 || (r.refine_levels >= 2 && r.refine_levels <= 8),
-             "--refine-levels", "0 (auto) or a phase count in [2, 8]",
-             std::to_string(r.refine_levels));
+    try {  // the engine's own checks, named by the flag
+      refine->refine.validate();
+    } catch (const fk::Error& e) {
+      const bool levels = e.where().find("'levels'") != std::string::npos;
+      throw fk::Error(levels ? "--refine-levels" : "--refine", e.expected(), e.given());
+    }
     PriorSpec prior = parse_prior(r.prior);
     prior.known_support = prior.known_support || !r.support.empty();
     check_refinable(prior);
