@@ -300,7 +300,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  noise="auto", prior="unconstrained", extent=None, representation="neural",
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
-                 name="forward", multiscale=False, rank=None, shapes=None, support=None):
+                 name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
+                 support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -332,11 +333,15 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     budget: quick | default | thorough | a step count. representation: neural
       (Fourier features + MLP) | hash (a multiresolution hash grid + a small
       MLP) | grid (one value per cell) | lowrank (a rank-`rank` CP sum over
-      the axes, default 8) | blobs | ellipses (`shapes` gaussian blobs or soft-edged
-      ellipses, each with its own amplitude, centre and rotated axes, on a
-      background, default 4: a scene of a few compact objects; about as
-      many shapes as objects: spare shapes can stall the fit, see
-      docs/performance.md). lr, hidden, depth, n_octaves
+      the axes, default 8) | blobs | ellipses | stars (`shapes` gaussian blobs,
+      soft-edged ellipses, or star-shaped regions, each with its own
+      amplitude, centre and rotated axes, on a background, default 4: a
+      scene of a few compact objects; about as many shapes as objects:
+      spare shapes can stall the fit, see docs/performance.md). A star is
+      an ellipse whose radius along each direction is scaled by exp of its
+      angular harmonics of degrees 3..`harmonics` (default 6, at most 8;
+      2-D and 3-D fields; degrees 1 and 2 are its centre and axes), opened
+      one degree at a time while the fit anneals. lr, hidden, depth, n_octaves
       override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
@@ -370,14 +375,15 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
                     f"Fourier features), got it with {representation!r}")
     for option, value, owners in (("rank", rank, ("lowrank",)),
-                                  ("shapes", shapes, ("blobs", "ellipses"))):
+                                  ("shapes", shapes, ("blobs", "ellipses", "stars")),
+                                  ("harmonics", harmonics, ("stars",))):
         if value is not None and representation not in owners:
             raise Error(f"from_forward: expected {option} only with representation "
                         f"{' or '.join(repr(o) for o in owners)}, got it with "
                         f"{representation!r}")
         if value is not None and (isinstance(value, bool) or int(value) != value):
             raise Error(f"from_forward: expected an integer {option}, got {value!r}")
-    if representation in ("grid", "lowrank", "blobs", "ellipses") and (
+    if representation in ("grid", "lowrank", "blobs", "ellipses", "stars") and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
@@ -433,7 +439,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
-        supports,
+        6 if harmonics is None else int(harmonics), supports,
         list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)

@@ -324,7 +324,7 @@ void bind_nefi_byop(nb::module_& m) {
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
          bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
-         int shapes, const std::map<std::string, nb::ndarray<nb::ro>>& supports,
+         int shapes, int harmonics, const std::map<std::string, nb::ndarray<nb::ro>>& supports,
          const std::vector<nb::ndarray<nb::ro>>& parameters) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
@@ -366,6 +366,7 @@ void bind_nefi_byop(nb::module_& m) {
         o.multiscale = multiscale;
         o.rank = rank;
         o.shapes = shapes;
+        o.harmonics = harmonics;
         for (const auto& [field, mask] : supports)
           o.supports[field] = from_dlpack(mask).to(fk::DType::F64).contiguous().clone();
         ForwardProblem p;
@@ -383,7 +384,7 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
       nb::arg("multiscale") = false, nb::arg("rank") = 8, nb::arg("shapes") = 4,
-      nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
+      nb::arg("harmonics") = 6, nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
       nb::arg("parameters") = std::vector<nb::ndarray<nb::ro>>{});
 }
 

@@ -379,6 +379,44 @@ def test_blobs_locate_two_sources_under_a_wide_blur():
                           representation="blobs", shapes=2.5)
 
 
+def test_a_star_outlines_a_lobed_inclusion():
+    # A three-lobed inclusion behind a 2-cell blur: one star (an ellipse
+    # with an outline of angular degrees 3..6) finds its outline and fits to
+    # the noise; one ellipse cannot bend to it.
+    n = 40
+    c = (2 * np.arange(n) + 1) / n - 1
+    dx, dy = np.meshgrid(c - 0.1, c + 0.05, indexing="ij")
+    edge = 0.5 * (1 + 0.3 * np.cos(3 * (np.arctan2(dy, dx) - 0.4)))
+    gt = np.where(np.hypot(dx, dy) < edge, 1.2, 0.2)
+    i = np.arange(n)
+    b = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 2.0) ** 2)
+    b /= b.sum(1, keepdims=True)
+    y = b @ gt @ b.T + 0.01 * np.random.default_rng(7).standard_normal((n, n))
+
+    def iou(x):
+        a, t = x > 0.7, gt > 0.7
+        return (a & t).sum() / (a | t).sum()
+
+    def fit(representation):
+        p = nefi.from_forward(lambda x: b @ x @ b.T, y, adjoint=lambda g: b.T @ g @ b,
+                              noise=0.01, representation=representation, shapes=1)
+        return p, p.solve()
+
+    p, r = fit("stars")
+    assert "1 stars (outlines of degree 6)" in p.decisions["representation"]["why"]
+    assert r["n_parameters"] == (1 + 2 + 4 + 8) + 1
+    assert iou(r["reconstruction"]) > 0.97, r["report"]
+    assert r["data_fit"]["discrepancy_ratio"] < 1.2, r["report"]
+    assert iou(fit("ellipses")[1]["reconstruction"]) < 0.8
+    model = dict(forward=lambda x: b @ x @ b.T, measurement=y, adjoint=lambda g: b.T @ g @ b)
+    with pytest.raises(fieldkit.Error, match="harmonics only with representation 'stars'"):
+        nefi.from_forward(**model, representation="ellipses", harmonics=4)
+    with pytest.raises(fieldkit.Error, match=r"an outline degree in \[3, 8\]"):
+        nefi.from_forward(**model, representation="stars", harmonics=9)
+    with pytest.raises(fieldkit.Error, match="stars on a 2- or 3-D field"):
+        nefi.from_forward(lambda x: x, np.ones(16), adjoint=lambda g: g, representation="stars")
+
+
 def test_exact_priors_and_a_known_support():
     # A 2-D blob through a separable blur: conserved, symmetric and
     # known_support hold exactly in the reconstruction; the support is an

@@ -20,6 +20,7 @@
 #include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/field/parametric_field.h"
+#include "nefi/field/star_harmonics.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/operators/function_operator.h"
@@ -169,13 +170,21 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "a measurement of the model's output shape " + out_shape.str(),
            m.data.defined() ? m.data.shape().str() : "none");
   FK_CHECK(fk::is_floating(m.data.dtype()), kWhere, "real measured data", fk::name(m.data.dtype()));
-  FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
-               o.representation == "hash" || o.representation == "lowrank" ||
-               o.representation == "blobs" || o.representation == "ellipses",
-           "representation", "neural, grid, hash, lowrank, blobs or ellipses", o.representation);
+  FK_CHECK(
+      o.representation == "neural" || o.representation == "grid" || o.representation == "hash" ||
+          o.representation == "lowrank" || o.representation == "blobs" ||
+          o.representation == "ellipses" || o.representation == "stars",
+      "representation", "neural, grid, hash, lowrank, blobs, ellipses or stars", o.representation);
   FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
   FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
            std::to_string(o.shapes));
+  FK_CHECK(o.harmonics >= kStarMinDegree && o.harmonics <= kStarMaxDegree, "harmonics",
+           "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
+               std::to_string(kStarMaxDegree) + "]",
+           std::to_string(o.harmonics));
+  FK_CHECK(o.representation != "stars" || shape.size() >= 2, "representation",
+           "stars on a 2- or 3-D field (a 1-D star is an interval: ellipses)",
+           "stars on " + shape.str());
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
   m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
@@ -392,10 +401,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     decide("representation", "lowrank",
            "given: a rank-" + std::to_string(o.rank) + " CP sum over the axes, " +
                std::to_string(prob.field->n_parameters()) + " parameters");
-  } else if (o.representation == "blobs" || o.representation == "ellipses") {
+  } else if (o.representation == "blobs" || o.representation == "ellipses" ||
+             o.representation == "stars") {
     ParametricConfig pc;
     pc.family = o.representation;
     pc.count = o.shapes;
+    pc.harmonics = o.harmonics;
     auto pf = std::make_shared<ParametricField>(shape, heads, pc, o.seed);
     // The shapes start where the data pull the starting fields hardest, as
     // the heads pass it on: not outside a known support, and less the mean
@@ -418,7 +429,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     prob.field = pf;
     decide("representation", o.representation,
            "given: " + std::to_string(o.shapes) + " " +
-               (o.representation == "blobs" ? "gaussian blobs" : "ellipses") +
+               (o.representation == "blobs" ? "gaussian blobs"
+                : o.representation == "ellipses"
+                    ? "ellipses"
+                    : "stars (outlines of degree " + std::to_string(o.harmonics) + ")") +
                " on a background per field, " + std::to_string(prob.field->n_parameters()) +
                " parameters; " + std::to_string(placed) +
                " started at the strongest extrema of the misfit's gradient, the rest on a "
@@ -447,12 +461,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Curriculum.
   const int steps = steps_for(o.budget, cells);
-  const double lr =
-      o.lr.value_or(o.representation == "grid"     ? 1e-1
-                    : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
-                    : o.representation == "blobs" || o.representation == "ellipses"
-                        ? 5e-2    // centres in (-1, 1) and inverse radii of a few
-                        : 1e-2);  // hash, lowrank
+  const double lr = o.lr.value_or(
+      o.representation == "grid"     ? 1e-1
+      : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
+      : o.representation == "blobs" || o.representation == "ellipses" || o.representation == "stars"
+          ? 5e-2    // centres in (-1, 1) and inverse radii of a few
+          : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
   Stage st;
   st.name = "native";

@@ -51,10 +51,12 @@ struct AutoOptions {
   std::map<std::string, fk::Tensor> supports;
   std::vector<double> extent;  // empty: isotropic, longest axis 1
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
-  // blobs | ellipses (parametric_field.h: a few shapes on a background)
+  // blobs | ellipses | stars (parametric_field.h: a few shapes on a
+  // background; stars are ellipses with an outline of angular harmonics)
   std::string representation = "neural";
   int rank = 8;                     // lowrank's CP rank
-  int shapes = 4;                   // blobs' and ellipses' count per field
+  int shapes = 4;                   // blobs', ellipses' and stars' count per field
+  int harmonics = 6;                // stars: the outline's highest degree (3..8)
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
   // Early stop after this many steps without improvement; unset: 500 for

@@ -11,6 +11,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "fk/random.h"
+#include "nefi/field/star_harmonics.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi {
@@ -20,10 +21,12 @@ constexpr const char* kWhere = "nefi::ParametricField";
 // Points per backward chunk (the unit of its deterministic reduction).
 constexpr int64_t kBackwardChunk = 2048;
 
-// The profile g(q) and dg/dq of one family.
+// The profile g(q) and dg/dq of one family, and the stars' boundary.
 struct Profile {
-  bool ellipse = false;
-  double inv_2eps = 0;  // ellipses: 1 / (2 eps)
+  bool ellipse = false;  // ellipses and stars
+  double inv_2eps = 0;   // 1 / (2 eps)
+  int degree = 0;        // stars: the boundary's degrees L (0 otherwise)
+  std::vector<double> gates;
   double value(double q) const {
     if (!ellipse) return std::exp(-0.5 * q);
     return 1.0 / (1.0 + std::exp(-(1.0 - q) * inv_2eps));
@@ -31,32 +34,63 @@ struct Profile {
   double slope(double g) const { return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g; }
 };
 
-Profile profile_of(const std::string& family, double eps) {
-  FK_CHECK(family == "blobs" || family == "ellipses", kWhere, "family blobs or ellipses",
-           "'" + family + "'");
+Profile profile_of(const std::string& family, double eps, const std::vector<double>& gates = {}) {
+  FK_CHECK(family == "blobs" || family == "ellipses" || family == "stars", kWhere,
+           "family blobs, ellipses or stars", "'" + family + "'");
   Profile p;
-  p.ellipse = family == "ellipses";
+  p.ellipse = family != "blobs";
   if (p.ellipse) {
     FK_CHECK(eps > 0 && std::isfinite(eps), kWhere, "an edge width eps > 0", std::to_string(eps));
     p.inv_2eps = 0.5 / eps;
   }
+  FK_CHECK(family == "stars" || gates.empty(), kWhere, "degree gates for stars only",
+           std::to_string(gates.size()) + " for " + family);
+  if (family == "stars") {
+    const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
+    FK_CHECK(!gates.empty() && static_cast<int>(gates.size()) <= n_gates, kWhere,
+             "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
+                 std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
+             std::to_string(gates.size()));
+    for (double g : gates)
+      FK_CHECK(g >= 0 && g <= 1, kWhere, "degree gates in [0, 1]", std::to_string(g));
+    p.degree = static_cast<int>(gates.size()) + kStarMinDegree - 1;
+    p.gates = gates;
+  }
   return p;
 }
 
-// q = |(x - m) M|^2 for one point and one shape; y receives (x - m) M and
-// diff x - m (d entries each).
-inline double quadratic(int d, const double* x, const double* m, const double* M, double* diff,
-                        double* y) {
-  for (int l = 0; l < d; ++l) diff[l] = x[l] - m[l];
+// One point against one shape: diff = x - m, u = diff M, and
+//   q = |u|^2 exp(-2 h(u / |u|))   (h = 0 but for stars)
+// with dq/du (d entries) and, for stars, the harmonics Y_j at u / |u|.
+struct ShapePoint {
+  double diff[3], u[3], dq_du[3], basis[(kStarMaxDegree + 1) * (kStarMaxDegree + 1)];
   double q = 0;
-  for (int j = 0; j < d; ++j) {
-    double s = 0;
-    for (int l = 0; l < d; ++l) s += diff[l] * M[l * d + j];
-    y[j] = s;
-    q += s * s;
+  // with_slope: dq_du too (the backward); the forward reads q alone.
+  void at(int d, const Profile& pr, const double* x, const double* p, bool with_slope) {
+    const double* m = p + 1;
+    const double* M = p + 1 + d;
+    for (int l = 0; l < d; ++l) diff[l] = x[l] - m[l];
+    double s2 = 0;
+    for (int j = 0; j < d; ++j) {
+      double s = 0;
+      for (int l = 0; l < d; ++l) s += diff[l] * M[l * d + j];
+      u[j] = s;
+      s2 += s * s;
+    }
+    if (pr.degree == 0) {
+      q = s2;
+      for (int j = 0; j < d; ++j) dq_du[j] = 2 * u[j];
+      return;
+    }
+    double dh_du[3];
+    const double h = star_log_radius(d, pr.degree, u, p + 1 + d + d * d, pr.gates.data(),
+                                     with_slope ? dh_du : nullptr, basis);
+    const double e = std::exp(-2 * h);
+    q = s2 * e;
+    if (with_slope)
+      for (int j = 0; j < d; ++j) dq_du[j] = 2 * e * (u[j] - s2 * dh_du[j]);
   }
-  return q;
-}
+};
 
 // A point's coordinates and every shape's entries, widened to double.
 std::vector<double> as_doubles(const fk::Tensor& t) {
@@ -89,7 +123,11 @@ struct ParametricBackward : fk::autograd::Node {
     const int64_t chunks = (n + kBackwardChunk - 1) / kBackwardChunk;
     std::vector<double> part(static_cast<size_t>(chunks) * sv.size(), 0.0);
     fk::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
-      double diff[3], y[3];
+      ShapePoint sp;
+      const int H = star_harmonic_count(d, profile.degree);
+      std::vector<double> coefficient_gate(static_cast<size_t>(H));
+      for (int j = 0; j < H; ++j)
+        coefficient_gate[j] = profile.gates[star_harmonic_degree(d, j) - kStarMinDegree];
       for (int64_t ch = lo; ch < hi; ++ch)
         for (int64_t ck = 0; ck < C * K; ++ck) {
           const int64_t c = ck / K;
@@ -99,19 +137,22 @@ struct ParametricBackward : fk::autograd::Node {
           for (int64_t i = ch * kBackwardChunk; i < std::min(n, (ch + 1) * kBackwardChunk); ++i) {
             const double gi = go[i * C + c];
             if (gi == 0) continue;
-            const double q = quadratic(d, x.data() + i * d, p + 1, p + 1 + d, diff, y);
-            const double g = profile.value(q);
+            sp.at(d, profile, x.data() + i * d, p, true);
+            const double g = profile.value(sp.q);
             dp[0] += gi * g * da;
             const double dq = gi * a * profile.slope(g);
             if (dq == 0) continue;
             for (int l = 0; l < d; ++l) {
-              double dd = 0;  // d q / d diff_l = 2 sum_j y_j M_lj
+              double dd = 0;  // d q / d diff_l = sum_j dq/du_j M_lj
               for (int j = 0; j < d; ++j) {
-                dp[1 + d + l * d + j] += 2 * dq * y[j] * diff[l];
-                dd += 2 * y[j] * p[1 + d + l * d + j];
+                dp[1 + d + l * d + j] += dq * sp.dq_du[j] * sp.diff[l];
+                dd += sp.dq_du[j] * p[1 + d + l * d + j];
               }
               dp[1 + l] -= dq * dd;
             }
+            // d q / d c_j = -2 q g_l(j) Y_j
+            for (int j = 0; j < H; ++j)
+              dp[1 + d + d * d + j] -= 2 * dq * sp.q * coefficient_gate[j] * sp.basis[j];
           }
         }
     });
@@ -124,19 +165,25 @@ struct ParametricBackward : fk::autograd::Node {
 
 }  // namespace
 
-int parametric_shape_size(int ndim) {
-  return 1 + ndim + ndim * ndim;
+int parametric_shape_size(int ndim, int harmonics) {
+  return 1 + ndim + ndim * ndim + star_harmonic_count(ndim, harmonics);
 }
 
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
-                             const fk::Tensor& background, const std::string& family, double eps) {
+                             const fk::Tensor& background, const std::string& family, double eps,
+                             const std::vector<double>& degree_gates) {
   constexpr const char* kOp = "nefi::parametric_shapes";
-  const Profile profile = profile_of(family, eps);
-  FK_CHECK(coords.dim() == 2 && coords.size(1) >= 1 && coords.size(1) <= 3, kOp,
-           "coordinates (N, d) with d in 1..3", coords.shape().str());
+  const Profile profile = profile_of(family, eps, degree_gates);
+  FK_CHECK(
+      coords.dim() == 2 && coords.size(1) >= (profile.degree > 0 ? 2 : 1) && coords.size(1) <= 3,
+      kOp,
+      profile.degree > 0 ? "coordinates (N, d) with d 2 or 3 for stars"
+                         : "coordinates (N, d) with d in 1..3",
+      coords.shape().str());
   const int d = static_cast<int>(coords.size(1));
-  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == parametric_shape_size(d), kOp,
-           "shapes (C, K, " + std::to_string(parametric_shape_size(d)) + ")", shapes.shape().str());
+  const int P = parametric_shape_size(d, profile.degree);
+  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, kOp,
+           "shapes (C, K, " + std::to_string(P) + ")", shapes.shape().str());
   FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), kOp,
            "a background of " + std::to_string(shapes.size(0)) + " channels",
            background.shape().str());
@@ -149,7 +196,7 @@ fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
   FK_CHECK(coords.device().is_cpu() && shapes.device().is_cpu() && background.device().is_cpu(),
            kOp, "tensors on the cpu", shapes.device().str());
   fk::profile::OpScope scope("parametric_shapes");
-  const int64_t n = coords.size(0), C = shapes.size(0), K = shapes.size(1), P = shapes.size(2);
+  const int64_t n = coords.size(0), C = shapes.size(0), K = shapes.size(1);
   const fk::Tensor x = coords.contiguous();
   const std::vector<double> xv = as_doubles(x), sv = as_doubles(shapes.detach()),
                             bv = as_doubles(background.detach());
@@ -158,14 +205,14 @@ fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
     using T = decltype(zero);
     T* out = y.data<T>();
     fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
-      double diff[3], yy[3];
+      ShapePoint sp;
       for (int64_t i = lo; i < hi; ++i)
         for (int64_t c = 0; c < C; ++c) {
           double r = bv[c];
           for (int64_t k = 0; k < K; ++k) {
             const double* p = sv.data() + (c * K + k) * P;
-            r += std::sinh(p[0]) *
-                 profile.value(quadratic(d, xv.data() + i * d, p + 1, p + 1 + d, diff, yy));
+            sp.at(d, profile, xv.data() + i * d, p, false);
+            r += std::sinh(p[0]) * profile.value(sp.q);
           }
           out[i * C + c] = static_cast<T>(r);
         }
@@ -189,12 +236,20 @@ ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> hea
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
   FK_CHECK(cfg_.count >= 1 && cfg_.count <= 256, kWhere, "a shape count in [1, 256]",
            std::to_string(cfg_.count));
-  profile_of(cfg_.family, cfg_.eps_start);
-  profile_of(cfg_.family, cfg_.eps_end);
+  const bool stars = cfg_.family == "stars";
+  FK_CHECK(!stars || (cfg_.harmonics >= kStarMinDegree && cfg_.harmonics <= kStarMaxDegree), kWhere,
+           "stars with an outline of degree " + std::to_string(kStarMinDegree) + " to " +
+               std::to_string(kStarMaxDegree),
+           std::to_string(cfg_.harmonics));
+  FK_CHECK(!stars || shape.size() >= 2, kWhere,
+           "stars on a 2- or 3-D domain (a 1-D star is an interval: ellipses)", shape.str());
+  degree_ = stars ? cfg_.harmonics : 0;
+  profile_of(cfg_.family, cfg_.eps_start, gates(1.0));
+  profile_of(cfg_.family, cfg_.eps_end, gates(1.0));
   ndim_ = shape.size();
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();
-  params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_)});
+  params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_, degree_)});
   params_.add("background", {n_out_});
   params_.allocate(fk::DType::F32);
   reset_parameters(seed);
@@ -202,6 +257,13 @@ ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> hea
 
 double ParametricField::eps(double progress) const {
   return cfg_.eps_start * std::pow(cfg_.eps_end / cfg_.eps_start, std::clamp(progress, 0.0, 1.0));
+}
+
+std::vector<double> ParametricField::gates(double progress) const {
+  if (degree_ == 0) return {};
+  std::vector<double> g(static_cast<size_t>(degree_ - kStarMinDegree + 1));
+  star_degree_gates(degree_, std::clamp(progress, 0.0, 1.0), g.data());
+  return g;
 }
 
 namespace {
@@ -275,6 +337,48 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
   return v;
 }
 
+// Whether extremum `from` is joined to a cell of `placed` (through any of
+// the 3^d - 1 neighbours) by cells at which the map keeps at least
+// kSameObject of its own value: a shoulder of an object already started
+// rather than an object of its own. An object larger or less round than a
+// shape's start radius (a lobed inclusion) has several local extrema with
+// shallow dips between them; two objects have a deeper valley.
+constexpr double kSameObject = 0.75;
+bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
+                      const std::vector<char>& placed) {
+  const int d = m.dim();
+  int steps = 1;
+  for (int a = 0; a < d; ++a) steps *= 3;
+  const double floor = kSameObject * std::abs(v[from]);
+  std::vector<char> seen(v.size(), 0);
+  std::vector<int64_t> todo = {from};
+  seen[from] = 1;
+  while (!todo.empty()) {
+    const int64_t cell = todo.back();
+    todo.pop_back();
+    if (placed[cell]) return true;
+    int64_t at[3];
+    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+      at[a] = rest % m.size(a);
+      rest /= m.size(a);
+    }
+    for (int s = 0; s < steps; ++s) {
+      int64_t nb = 0;
+      bool inside = true;
+      for (int a = 0, rest = s; a < d; ++a, rest /= 3) {
+        const int64_t j = at[a] + rest % 3 - 1;
+        inside = inside && j >= 0 && j < m.size(a);
+        nb = nb * m.size(a) + j;
+      }
+      if (inside && !seen[nb] && v[nb] * sign >= floor) {
+        seen[nb] = 1;
+        todo.push_back(nb);
+      }
+    }
+  }
+  return false;
+}
+
 // Whether x lies outside every shape of `placed`: its own radii (at least
 // `floor`), or `fixed` (> 0) for all of them.
 bool outside_placed(const ParametricStart& placed, int d, const double* x, double floor,
@@ -313,6 +417,7 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
   // Only extrema of the strongest one's sign: the other sign is mostly the
   // background's pull, which the background value answers.
   const double sign = v[idx[0]] > 0 ? 1.0 : -1.0;
+  std::vector<char> placed_cells(v.size(), 0);
   for (int64_t cell : idx) {
     if (static_cast<int>(placed.centres.size()) == K * d || v[cell] == 0) break;
     if (v[cell] * sign < 0) continue;
@@ -323,7 +428,10 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
       x[a] = (2.0 * static_cast<double>(at[a]) + 1.0) / static_cast<double>(m.size(a)) - 1.0;
       rest /= m.size(a);
     }
-    if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at)) continue;
+    if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at) ||
+        joined_to_placed(m, v, cell, sign, placed_cells))
+      continue;
+    placed_cells[cell] = 1;
     placed.centres.insert(placed.centres.end(), x, x + d);
     // Radius along each axis: the extremum's half width at half its value
     // (cells either side, plus half the centre cell), r / 4 to r (a sparse
@@ -387,7 +495,7 @@ ParametricStart ParametricField::start_shapes(int channel, uint64_t seed) const 
 
 void ParametricField::reset_parameters(uint64_t seed) {
   fk::autograd::NoGradGuard ng;
-  const int d = ndim_, K = cfg_.count, P = parametric_shape_size(d);
+  const int d = ndim_, K = cfg_.count, P = parametric_shape_size(d, degree_);
   std::vector<double> v(static_cast<size_t>(n_out_) * K * P, 0.0);
   for (int c = 0; c < n_out_; ++c) {
     const ParametricStart start = start_shapes(c, seed);
@@ -413,7 +521,8 @@ FieldMap ParametricField::forward(const Domain& domain, double progress) {
     coords_shape_ = domain.shape();
   }
   const std::vector<fk::Tensor> p = params_.views();
-  const fk::Tensor raw = parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress));
+  const fk::Tensor raw =
+      parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress), gates(progress));
   return apply_heads(heads_, raw, domain.shape(), progress);
 }
 

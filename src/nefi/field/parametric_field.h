@@ -1,7 +1,7 @@
 #pragma once
 // ParametricField: each raw channel a background plus K shapes, then the
 // heads (the reference's parametric field, families gaussian_blobs and
-// ellipses). Shape k of channel c has an amplitude a, a centre m and a
+// ellipses, and its star-shape field). Shape k of channel c has an amplitude a, a centre m and a
 // d x d matrix M; at a point x (normalised coordinates, (-1, 1) per axis)
 //   q = |(x - m) M|^2          (M M^T is the shape's inverse covariance:
 //                               rotated and stretched in any direction)
@@ -11,12 +11,20 @@
 //             edge about eps wide in units of the shape's radius, soft while
 //             the fit anneals (so the centre and the axes feel the data from
 //             far off) and sharp at the end
+//   stars     the ellipse's profile of q = |u|^2 exp(-2 h(u / |u|)),
+//             u = (x - m) M: an ellipse whose radius along each direction is
+//             scaled by exp(h), h the outline's angular harmonics of
+//             degrees 3..L (star_harmonics.h; the reference's star-shape
+//             field, 2-D and 3-D), opened one degree after another while
+//             progress goes from 0 to 1, so a star starts as an ellipse and
+//             finds its place and size before its outline
 //   raw_c(x) = b_c + sum_k a_ck g_ck(x)
 // The amplitude is trained as alpha: an optimizer's steps of a fixed size
 // then take it to either sign and, geometrically, to peaks tens of times the
 // field's starting value (a few bright sources on a dark background) in tens
 // of steps, where steps in a itself would take thousands.
-// It holds C (1 + K (1 + d + d^2)) numbers whatever the grid, so it suits
+// It holds C (1 + K (1 + d + d^2 + H)) numbers whatever the grid (H the
+// stars' harmonic coefficients, 0 for the others), so it suits
 // scenes that are a few compact objects (sources, inclusions, cells) and
 // regularises by its count. It reads no grid: a stage change keeps every
 // parameter, and a coarse stage sees the same shapes.
@@ -50,20 +58,25 @@
 namespace nefi {
 
 struct ParametricConfig {
-  std::string family = "blobs";            // blobs | ellipses
+  std::string family = "blobs";            // blobs | ellipses | stars
   int count = 4;                           // K shapes per channel
-  double eps_start = 1.0, eps_end = 0.02;  // ellipses' edge width (radius units)
+  double eps_start = 1.0, eps_end = 0.02;  // ellipses' and stars' edge width (radius units)
+  int harmonics = 6;                       // stars: the outline's highest degree L (3..8)
 };
 
 // Entries per shape in `shapes`: alpha = asinh(amplitude), centre (d), M
-// (d x d, row major).
-int parametric_shape_size(int ndim);
+// (d x d, row major), then (stars, harmonics = L >= 3) the outline's
+// star_harmonic_count(d, L) coefficients.
+int parametric_shape_size(int ndim, int harmonics = 0);
 
-// coords (N, d) and shapes (C, K, parametric_shape_size(d)) and background
-// (C), one real dtype (f32 or f64), on the CPU. Returns raw (N, C),
-// differentiable in shapes and background. eps is read by ellipses only.
+// coords (N, d) and shapes (C, K, parametric_shape_size(d, L)) and
+// background (C), one real dtype (f32 or f64), on the CPU. Returns raw
+// (N, C), differentiable in shapes and background. eps is read by ellipses
+// and stars; degree_gates (L - 2 entries in [0, 1], star_degree_gates) by
+// stars only, which need them and d of 2 or 3.
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
-                             const fk::Tensor& background, const std::string& family, double eps);
+                             const fk::Tensor& background, const std::string& family, double eps,
+                             const std::vector<double>& degree_gates = {});
 
 // Shapes' starting centres and radii along the axes (K x d each, row major).
 struct ParametricStart {
@@ -80,6 +93,8 @@ class ParametricField : public Field {
   std::string kind() const override { return cfg_.family; }
   const ParametricConfig& config() const { return cfg_; }
   double eps(double progress) const;
+  // Stars' degree gates at `progress` (empty for the other families).
+  std::vector<double> gates(double progress) const;
   // Channel c's shapes start at the strongest local extrema of |map| (a map
   // of any grid of the field's dimension; non-finite values read as 0) from
   // now on, reset_parameters included; lattice cells fill in when there are
@@ -94,8 +109,8 @@ class ParametricField : public Field {
  private:
   std::vector<HeadPtr> heads_;
   ParametricConfig cfg_;
-  int ndim_ = 0, n_out_ = 0;
-  std::vector<ParametricStart> placed_;  // per channel: the map's extrema
+  int ndim_ = 0, n_out_ = 0, degree_ = 0;  // degree_: stars' L, else 0
+  std::vector<ParametricStart> placed_;    // per channel: the map's extrema
   fk::Dims coords_shape_;
   fk::Tensor coords_;
 };

@@ -18,6 +18,7 @@
 #include "nefi/byop/quick_report.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/field/parametric_field.h"
+#include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/operators/sampling.h"
 #include "nefi/solve/metrics.h"
@@ -229,6 +230,48 @@ TEST(NefiAutoProblem, OneBlobFindsA3dSourcesCentre) {
   for (int a = 0; a < 3; ++a) EXPECT_NEAR(v[1 + a], c[a], 0.02) << a;
 }
 
+// A three-lobed inclusion seen through a 2-cell blur: one star, started
+// where the data pull, finds its outline; one ellipse cannot bend to it.
+TEST(NefiAutoProblem, AStarFindsALobedInclusionsOutline) {
+  const fk::test::ThreadCount one(1);
+  const int64_t n = 40;
+  const nefi::Domain dom({n, n});
+  const std::vector<double> xy = dom.coords(fk::DType::F64).to_vector<double>();
+  std::vector<double> truth(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    const double dx = xy[2 * i] - 0.1, dy = xy[2 * i + 1] + 0.05;
+    const double edge = 0.5 * (1 + 0.3 * std::cos(3 * (std::atan2(dy, dx) - 0.4)));
+    truth[i] = std::hypot(dx, dy) < edge ? 1.2 : 0.2;
+  }
+  const auto op = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(2.0 / n), dom);
+  std::vector<double> y =
+      op->apply(fk::from_vector(truth, {n, n}).to(fk::DType::F32)).to_vector<double>();
+  std::mt19937_64 g(7);
+  std::normal_distribution<double> nd(0, 0.01);
+  for (double& v : y) v += nd(g);
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {n, n});
+  // Intersection over union of the cells above half the contrast.
+  auto iou = [&](const std::string& representation) {
+    AutoOptions o;
+    o.representation = representation;
+    o.shapes = 1;
+    o.noise_std = 0.01;
+    o.budget = "1500";
+    const auto ap = auto_problem(op, {n, n}, m, o);
+    const std::vector<double> x = ap.solve().fields.at("x").to_vector<double>();
+    int both = 0, either = 0;
+    for (int64_t i = 0; i < n * n; ++i) {
+      both += x[i] > 0.7 && truth[i] > 0.7;
+      either += x[i] > 0.7 || truth[i] > 0.7;
+    }
+    return static_cast<double>(both) / either;
+  };
+  const double star = iou("stars"), ellipse = iou("ellipses");
+  EXPECT_GT(star, 0.93);
+  EXPECT_GT(star, ellipse + 0.05) << ellipse;
+}
+
 TEST(NefiAutoProblem, MultiscaleTrainsACoarseFieldThroughTheSameModel) {
   const fk::test::ThreadCount one(1);
   const Blur1D b(128, 0.01);
@@ -378,12 +421,23 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o.representation = "octree";
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
-            }).find("neural, grid, hash, lowrank, blobs or ellipses"),
+            }).find("neural, grid, hash, lowrank, blobs, ellipses or stars"),
             std::string::npos);
   o = {};
   o.representation = "blobs";
   o.shapes = 0;
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("shape count"),
+            std::string::npos);
+  o = {};
+  o.representation = "stars";  // on a 1-D field
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("stars on a 2- or 3-D field"),
+            std::string::npos);
+  o.harmonics = 9;
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("an outline degree in [3, 8]"),
             std::string::npos);
   o = {};
   o.extent = {1, 2};

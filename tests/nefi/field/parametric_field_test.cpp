@@ -65,10 +65,13 @@ TEST(NefiParametricShapes, ARotatedShapesAxesLieOnItsUnitLevel) {
 }
 
 TEST(NefiParametricShapes, GradientsMatchFiniteDifferences) {
-  for (const char* family : {"blobs", "ellipses"})
-    for (int d = 1; d <= 3; ++d) {
+  for (const std::string family : {"blobs", "ellipses", "stars"})
+    for (int d = family == "stars" ? 2 : 1; d <= 3; ++d) {
       fk::Generator gen(40 + d);
-      const int P = nefi::parametric_shape_size(d);
+      // Stars: degrees 3..5 with their gates part open (their gradient is scaled).
+      const std::vector<double> gates =
+          family == "stars" ? std::vector<double>{1.0, 0.6, 0.3} : std::vector<double>{};
+      const int P = nefi::parametric_shape_size(d, gates.empty() ? 0 : 5);  // L = 5
       const fk::Tensor coords = fk::uniform({6, d}, -1, 1, {fk::DType::F64}, &gen);
       std::vector<double> sv =
           fk::uniform({2, 2, P}, -0.6, 0.6, {fk::DType::F64}, &gen).to_vector<double>();
@@ -80,11 +83,42 @@ TEST(NefiParametricShapes, GradientsMatchFiniteDifferences) {
       b.set_requires_grad(true);
       const std::string err = fk::testing::gradcheck(
           [&](const std::vector<fk::Tensor>& in) {
-            return nefi::parametric_shapes(coords, in[0], in[1], family, 0.2);
+            return nefi::parametric_shapes(coords, in[0], in[1], family, 0.2, gates);
           },
           {s, b});
       EXPECT_EQ(err, "") << family << " " << d << "-D";
     }
+}
+
+// A 2-D star of degree 5 with one harmonic, h = c sqrt(2) cos(3 theta):
+// its edge (g = 1/2) lies at radius r exp(h) along every direction, and with
+// its degrees shut it is the ellipse of the same M.
+TEST(NefiParametricShapes, AStarsEdgeFollowsItsHarmonics) {
+  const double r = 0.4, c = 0.15, cx = 0.1, cy = -0.05;
+  std::vector<double> shape = {std::asinh(2.0), cx, cy, 1 / r, 0, 0, 1 / r};
+  std::vector<double> h(2 * 3, 0.0);
+  h[0] = c;  // degree 3, cos
+  shape.insert(shape.end(), h.begin(), h.end());
+  std::vector<double> pts;
+  for (double th : {0.0, 0.5, 1.3, 2.9, 4.4}) {
+    const double edge = r * std::exp(c * std::sqrt(2.0) * std::cos(3 * th));
+    pts.push_back(cx + edge * std::cos(th));
+    pts.push_back(cy + edge * std::sin(th));
+  }
+  const fk::Tensor coords = fk::from_vector(pts, {5, 2});
+  const fk::Tensor s = fk::from_vector(shape, {1, 1, 13});
+  const fk::Tensor b = fk::from_vector(std::vector<double>{0.5}, {1});
+  for (double v :
+       nefi::parametric_shapes(coords, s, b, "stars", 0.05, {1, 1, 1}).to_vector<double>())
+    EXPECT_NEAR(v, 0.5 + 1.0, 1e-9);
+  const auto shut =
+      nefi::parametric_shapes(coords, s, b, "stars", 0.05, {0, 1, 1}).to_vector<double>();
+  const auto ellipse =
+      nefi::parametric_shapes(
+          coords, fk::from_vector(std::vector<double>(shape.begin(), shape.begin() + 7), {1, 1, 7}),
+          b, "ellipses", 0.05)
+          .to_vector<double>();
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(shut[i], ellipse[i], 1e-14) << i;
 }
 
 // Over several of its point chunks the backward gives the same bits at one
@@ -168,7 +202,33 @@ TEST(NefiParametricField, RefusesBadConfigurationsByName) {
     cfg.eps_end = eps_end;
     return fk::test::error_of([&] { nefi::ParametricField(shape, one_head(), cfg); });
   };
-  EXPECT_NE(with("squares", 4, 0.02, {8}).find("family blobs or ellipses"), std::string::npos);
+  EXPECT_NE(with("squares", 4, 0.02, {8}).find("family blobs, ellipses or stars"),
+            std::string::npos);
+  EXPECT_NE(with("stars", 4, 0.02, {8}).find("stars on a 2- or 3-D domain"), std::string::npos);
+  nefi::ParametricConfig many;
+  many.family = "stars";
+  many.harmonics = 9;
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::ParametricField({8, 8}, one_head(), many);
+            }).find("an outline of degree 3 to 8"),
+            std::string::npos);
+  const fk::Tensor pts = fk::zeros({3, 2}, {fk::DType::F64});
+  const fk::Tensor b1 = fk::zeros({1}, {fk::DType::F64});
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(pts, fk::zeros({1, 1, 7}, {fk::DType::F64}), b1, "ellipses",
+                                      0.1, {1.0});
+            }).find("degree gates for stars only"),
+            std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(pts, fk::zeros({1, 1, 7}, {fk::DType::F64}), b1, "stars", 0.1,
+                                      {1.0});
+            }).find("shapes (C, K, 9)"),
+            std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(pts, fk::zeros({1, 1, 9}, {fk::DType::F64}), b1, "stars", 0.1,
+                                      {1.5});
+            }).find("degree gates in [0, 1]"),
+            std::string::npos);
   EXPECT_NE(with("blobs", 0, 0.02, {8}).find("shape count"), std::string::npos);
   EXPECT_NE(with("ellipses", 4, 0.0, {8}).find("eps > 0"), std::string::npos);
   EXPECT_NE(with("blobs", 4, 0.02, {2, 2, 2, 2}).find("1-, 2- or 3-D"), std::string::npos);
