@@ -57,8 +57,8 @@ struct FitRequest {
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
-  int threads = 0, rank = 8, shapes = 4, harmonics = 6;
-  bool rank_given = false, shapes_given = false, harmonics_given = false;
+  int threads = 0, rank = 8, shapes = 4, harmonics = 6, layers = 3, layer_axis = 0;
+  bool rank_given = false, shapes_given = false, harmonics_given = false, layers_given = false;
   bool quiet = false;
 };
 
@@ -186,14 +186,19 @@ int fit_cmd(const FitRequest& r) {
   o.rank = r.rank;
   o.shapes = r.shapes;
   o.harmonics = r.harmonics;
+  o.layers = r.layers;
+  o.layer_axis = r.layer_axis;
   FK_CHECK(!r.rank_given || r.representation == "lowrank", "--rank", "--representation lowrank",
            "--representation " + r.representation);
   FK_CHECK(!r.shapes_given || r.representation == "blobs" || r.representation == "ellipses" ||
                r.representation == "stars",
            "--shapes", "--representation blobs, ellipses or stars",
            "--representation " + r.representation);
-  FK_CHECK(!r.harmonics_given || r.representation == "stars", "--harmonics",
-           "--representation stars", "--representation " + r.representation);
+  FK_CHECK(!r.harmonics_given || r.representation == "stars" || r.representation == "layers",
+           "--harmonics", "--representation stars or layers",
+           "--representation " + r.representation);
+  FK_CHECK(!r.layers_given || r.representation == "layers", "--layers/--layer-axis",
+           "--representation layers", "--representation " + r.representation);
   o.budget = r.budget;
   o.seed = r.seed;
   FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
@@ -333,12 +338,16 @@ Command add_fit(CLI::App& app, const Context&) {
                   "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\", \"binary\", "
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation,
-                  "neural | hash | grid | lowrank | blobs | ellipses | stars");
+                  "neural | hash | grid | lowrank | blobs | ellipses | stars | layers");
   auto* rank = sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   auto* shapes = sub->add_option("--shapes", r->shapes,
                                  "blobs, ellipses, stars: shapes per field (default 4)");
   auto* harmonics = sub->add_option("--harmonics", r->harmonics,
-                                    "stars: the outline's highest angular degree, 3-8 (default 6)");
+                                    "stars: the outline's highest angular degree, 3-8; layers: the "
+                                    "interfaces' lateral cosine degree, 0-8 (default 6)");
+  auto* layers = sub->add_option("--layers", r->layers, "layers: strata per field (default 3)");
+  auto* layer_axis = sub->add_option("--layer-axis", r->layer_axis,
+                                     "layers: the axis they stack along (default 0)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
@@ -362,10 +371,11 @@ Command add_fit(CLI::App& app, const Context&) {
       "Examples:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
       "tv\"\n  nefi fit --operator fourier_sampling --pattern kmask.npy --data kspace.npy --prior "
       "\"nonnegative + tv\"");
-  return {sub, [r, rank, shapes, harmonics] {
+  return {sub, [r, rank, shapes, harmonics, layers, layer_axis] {
             r->rank_given = rank->count() > 0;
             r->shapes_given = shapes->count() > 0;
             r->harmonics_given = harmonics->count() > 0;
+            r->layers_given = layers->count() + layer_axis->count() > 0;
             return fit_cmd(*r);
           }};
 }

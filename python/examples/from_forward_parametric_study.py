@@ -15,6 +15,11 @@ step calls back into Python.
   40, observed at a random sixth of the pixels (passed as the mask, so chi
   and the discrepancy stop count only those), 1 % noise, budget default.
 
+- strata: three layers (0.3, 1.0, 0.6 down the first axis) meeting at two
+  bent interfaces (-0.6 + 0.12 cos(0.8 pi x + 0.3) and 0.05 + 0.1 sin(2 pi
+  x / 1.5)), 48 x 48, at a random sixth of the pixels (the mask given), 1 %
+  noise; strata_blur: the same behind a 2-cell separable blur.
+
 `--scenes lobed` (comma-separated) runs some of them.
 
     PYTHONPATH=python FIELDKIT_CORE_DIR=build/release/python/fieldkit \\
@@ -72,9 +77,37 @@ def lobed(n=40):
                     adjoint=lambda g: g * mask, noise=0.01, weight=mask)
 
 
-SCENES = {"sources": (sources, "blobs", (2, 4, 8)),
-          "inclusions": (inclusions, "ellipses", (2, 4, 8)),
-          "lobed": (lobed, "stars", (2, 4))}
+def strata(n=48, sparse=True):
+    # Three layers down axis 0 (0.3, 1.0, 0.6) meeting at two bent
+    # interfaces away from the layered field's even start (-1/3, 1/3).
+    c = (2 * np.arange(n) + 1) / n - 1
+    z, x = np.meshgrid(c, c, indexing="ij")
+    z1 = -0.6 + 0.12 * np.cos(np.pi * 0.8 * x + 0.3)
+    z2 = 0.05 + 0.1 * np.sin(2 * np.pi * x / 1.5)
+    gt = np.where(z < z1, 0.3, np.where(z < z2, 1.0, 0.6))
+    if sparse:
+        mask = (np.random.default_rng(5).random((n, n)) < 1 / 6).astype(float)
+        data = gt + 0.01 * np.random.default_rng(2).standard_normal((n, n))
+        return gt, dict(forward=lambda v: v * mask, measurement=data * mask, mask=mask,
+                        adjoint=lambda g: g * mask, noise=0.01, weight=mask)
+    i = np.arange(n)
+    b = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 2.0) ** 2)
+    b /= b.sum(1, keepdims=True)
+    y = b @ gt @ b.T + 0.01 * np.random.default_rng(3).standard_normal((n, n))
+    return gt, dict(forward=lambda v: b @ v @ b.T, measurement=y, adjoint=lambda g: b.T @ g @ b,
+                    noise=0.01, weight=np.ones((n, n)))
+
+
+# Per scene: its maker and the rows (representation, its options) before
+# the networks and the grid.
+SCENES = {"sources": (sources, [("blobs", {"shapes": k}) for k in (2, 4, 8)]),
+          "inclusions": (inclusions, [("ellipses", {"shapes": k}) for k in (2, 4, 8)]),
+          "lobed": (lobed, [("stars", {"shapes": 2}), ("stars", {"shapes": 4}),
+                            ("ellipses", {"shapes": 2})]),
+          "strata": (strata, [("layers", {}), ("layers", {"harmonics": 8}),
+                              ("layers", {"layers": 4}), ("lowrank", {})]),
+          "strata_blur": (lambda: strata(sparse=False),
+                          [("layers", {}), ("layers", {"harmonics": 8}), ("lowrank", {})])}
 
 
 def main():
@@ -85,12 +118,10 @@ def main():
     print("| scene | representation | PSNR dB | within 0.1 | chi | steps | solve s |")
     print("|---|---|---|---|---|---|---|")
     for name in names:
-        make, family, counts = SCENES[name]
+        make, rows = SCENES[name]
         gt, kw = make()
-        # The lobed scene also runs ellipses: what an outline adds.
-        rows = [(family, k) for k in counts] + ([("ellipses", 2)] if family == "stars" else [])
-        for rep, shapes in rows + [("neural", None), ("hash", None), ("grid", None)]:
-            extra = {} if shapes is None else {"shapes": shapes}
+        for rep, options in rows + [("neural", {}), ("hash", {}), ("grid", {})]:
+            extra = dict(options)
             if "mask" in kw:
                 extra["mask"] = kw["mask"]
             p = nefi.from_forward(kw["forward"], kw["measurement"], adjoint=kw["adjoint"],
@@ -103,7 +134,8 @@ def main():
             pred = kw["forward"](x)
             w = kw["weight"]  # chi over the observed cells
             chi = np.sqrt(np.sum(w * (pred - kw["measurement"]) ** 2) / w.sum()) / kw["noise"]
-            label = rep if shapes is None else f"{rep} ({shapes})"
+            label = rep + "".join(f" ({k} {v})" if k != "shapes" else f" ({v})"
+                                  for k, v in options.items())
             print(f"| {name} | {label} | {psnr(x, gt):.1f} | "
                   f"{np.mean(np.abs(x - gt) < 0.1):.3f} | {chi:.2f} | "
                   f"{r['total_steps']} | {s:.2f} |", flush=True)

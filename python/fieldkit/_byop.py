@@ -301,7 +301,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
                  name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
-                 support=None):
+                 layers=None, layer_axis=None, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -341,7 +341,12 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       an ellipse whose radius along each direction is scaled by exp of its
       angular harmonics of degrees 3..`harmonics` (default 6, at most 8;
       2-D and 3-D fields; degrees 1 and 2 are its centre and axes), opened
-      one degree at a time while the fit anneals. lr, hidden, depth, n_octaves
+      one degree at a time while the fit anneals | layers (`layers` strata,
+      default 3, stacked along axis `layer_axis`, default 0, each of one
+      value, meeting at interfaces whose depth varies across the other axes
+      as a cosine series of degree `harmonics`, default 6, 0 for flat
+      layers; they start flat, evenly spaced and without jumps, and bend
+      and sharpen while the fit anneals). lr, hidden, depth, n_octaves
       override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
@@ -376,14 +381,16 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                     f"Fourier features), got it with {representation!r}")
     for option, value, owners in (("rank", rank, ("lowrank",)),
                                   ("shapes", shapes, ("blobs", "ellipses", "stars")),
-                                  ("harmonics", harmonics, ("stars",))):
+                                  ("harmonics", harmonics, ("stars", "layers")),
+                                  ("layers", layers, ("layers",)),
+                                  ("layer_axis", layer_axis, ("layers",))):
         if value is not None and representation not in owners:
             raise Error(f"from_forward: expected {option} only with representation "
                         f"{' or '.join(repr(o) for o in owners)}, got it with "
                         f"{representation!r}")
         if value is not None and (isinstance(value, bool) or int(value) != value):
             raise Error(f"from_forward: expected an integer {option}, got {value!r}")
-    if representation in ("grid", "lowrank", "blobs", "ellipses", "stars") and (
+    if representation in ("grid", "lowrank", "blobs", "ellipses", "stars", "layers") and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
@@ -439,7 +446,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         str(representation), str(budget), None if lr is None else float(lr),
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
-        6 if harmonics is None else int(harmonics), supports,
+        6 if harmonics is None else int(harmonics), 3 if layers is None else int(layers),
+        0 if layer_axis is None else int(layer_axis), supports,
         list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)

@@ -324,7 +324,8 @@ void bind_nefi_byop(nb::module_& m) {
          const std::string& representation, const std::string& budget, std::optional<double> lr,
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
          bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
-         int shapes, int harmonics, const std::map<std::string, nb::ndarray<nb::ro>>& supports,
+         int shapes, int harmonics, int layers, int layer_axis,
+         const std::map<std::string, nb::ndarray<nb::ro>>& supports,
          const std::vector<nb::ndarray<nb::ro>>& parameters) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
@@ -367,6 +368,8 @@ void bind_nefi_byop(nb::module_& m) {
         o.rank = rank;
         o.shapes = shapes;
         o.harmonics = harmonics;
+        o.layers = layers;
+        o.layer_axis = layer_axis;
         for (const auto& [field, mask] : supports)
           o.supports[field] = from_dlpack(mask).to(fk::DType::F64).contiguous().clone();
         ForwardProblem p;
@@ -384,7 +387,8 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("lr"), nb::arg("hidden"), nb::arg("depth"), nb::arg("n_octaves"),
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
       nb::arg("multiscale") = false, nb::arg("rank") = 8, nb::arg("shapes") = 4,
-      nb::arg("harmonics") = 6, nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
+      nb::arg("harmonics") = 6, nb::arg("layers") = 3, nb::arg("layer_axis") = 0,
+      nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
       nb::arg("parameters") = std::vector<nb::ndarray<nb::ro>>{});
 }
 

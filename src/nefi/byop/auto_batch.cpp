@@ -55,6 +55,9 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
   same("representation", o.representation, f.representation);
   same("rank", o.rank, f.rank);
   same("shapes", o.shapes, f.shapes);
+  same("harmonics", o.harmonics, f.harmonics);
+  same("layers", o.layers, f.layers);
+  same("layer_axis", o.layer_axis, f.layer_axis);
   same("budget", o.budget, f.budget);
   same("lr", o.lr, f.lr);
   same("hidden", o.hidden, f.hidden);

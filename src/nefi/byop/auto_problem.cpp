@@ -17,6 +17,7 @@
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
+#include "nefi/field/layered_field.h"
 #include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/field/parametric_field.h"
@@ -170,18 +171,29 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "a measurement of the model's output shape " + out_shape.str(),
            m.data.defined() ? m.data.shape().str() : "none");
   FK_CHECK(fk::is_floating(m.data.dtype()), kWhere, "real measured data", fk::name(m.data.dtype()));
-  FK_CHECK(
-      o.representation == "neural" || o.representation == "grid" || o.representation == "hash" ||
-          o.representation == "lowrank" || o.representation == "blobs" ||
-          o.representation == "ellipses" || o.representation == "stars",
-      "representation", "neural, grid, hash, lowrank, blobs, ellipses or stars", o.representation);
+  FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
+               o.representation == "hash" || o.representation == "lowrank" ||
+               o.representation == "blobs" || o.representation == "ellipses" ||
+               o.representation == "stars" || o.representation == "layers",
+           "representation", "neural, grid, hash, lowrank, blobs, ellipses, stars or layers",
+           o.representation);
   FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
   FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
            std::to_string(o.shapes));
-  FK_CHECK(o.harmonics >= kStarMinDegree && o.harmonics <= kStarMaxDegree, "harmonics",
-           "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
-               std::to_string(kStarMaxDegree) + "]",
-           std::to_string(o.harmonics));
+  if (o.representation == "stars")
+    FK_CHECK(o.harmonics >= kStarMinDegree && o.harmonics <= kStarMaxDegree, "harmonics",
+             "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
+                 std::to_string(kStarMaxDegree) + "]",
+             std::to_string(o.harmonics));
+  else
+    FK_CHECK(o.harmonics >= 0 && o.harmonics <= kStarMaxDegree, "harmonics",
+             "an interface degree in [0, " + std::to_string(kStarMaxDegree) + "]",
+             std::to_string(o.harmonics));
+  FK_CHECK(o.layers >= 2 && o.layers <= 64, "layers", "a layer count in [2, 64]",
+           std::to_string(o.layers));
+  FK_CHECK(o.layer_axis >= 0 && o.layer_axis < shape.size(), "layer_axis",
+           "an axis of the " + std::to_string(shape.size()) + "-D field",
+           std::to_string(o.layer_axis));
   FK_CHECK(o.representation != "stars" || shape.size() >= 2, "representation",
            "stars on a 2- or 3-D field (a 1-D star is an interval: ellipses)",
            "stars on " + shape.str());
@@ -437,6 +449,17 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                " parameters; " + std::to_string(placed) +
                " started at the strongest extrema of the misfit's gradient, the rest on a "
                "lattice");
+  } else if (o.representation == "layers") {
+    LayeredConfig lc;
+    lc.layers = o.layers;
+    lc.axis = o.layer_axis;
+    lc.modes = o.harmonics;
+    prob.field = std::make_shared<LayeredField>(shape, heads, lc);
+    decide("representation", "layers",
+           "given: " + std::to_string(o.layers) + " layers along axis " +
+               std::to_string(o.layer_axis) + " per field, interfaces of lateral degree " +
+               std::to_string(o.harmonics) + ", " + std::to_string(prob.field->n_parameters()) +
+               " parameters; flat, evenly spaced and without jumps at the start");
   } else {
     prob.field = std::make_shared<GridField>(shape, heads);
     decide("representation", "grid", "given: one value per cell");
@@ -461,12 +484,13 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Curriculum.
   const int steps = steps_for(o.budget, cells);
-  const double lr = o.lr.value_or(
-      o.representation == "grid"     ? 1e-1
-      : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
-      : o.representation == "blobs" || o.representation == "ellipses" || o.representation == "stars"
-          ? 5e-2    // centres in (-1, 1) and inverse radii of a few
-          : 1e-2);  // hash, lowrank
+  const double lr =
+      o.lr.value_or(o.representation == "grid"     ? 1e-1
+                    : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
+                    : o.representation == "blobs" || o.representation == "ellipses" ||
+                            o.representation == "stars" || o.representation == "layers"
+                        ? 5e-2    // centres and depths in (-1, 1), inverse radii of a few
+                        : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
   Stage st;
   st.name = "native";

@@ -52,11 +52,16 @@ struct AutoOptions {
   std::vector<double> extent;  // empty: isotropic, longest axis 1
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
   // blobs | ellipses | stars (parametric_field.h: a few shapes on a
-  // background; stars are ellipses with an outline of angular harmonics)
+  // background; stars are ellipses with an outline of angular harmonics) |
+  // layers (layered_field.h: strata along one axis)
   std::string representation = "neural";
-  int rank = 8;                     // lowrank's CP rank
-  int shapes = 4;                   // blobs', ellipses' and stars' count per field
-  int harmonics = 6;                // stars: the outline's highest degree (3..8)
+  int rank = 8;    // lowrank's CP rank
+  int shapes = 4;  // blobs', ellipses' and stars' count per field
+  // stars: the outline's highest angular degree (3..8); layers: the
+  // interfaces' lateral cosine degree (0..8, 0: flat)
+  int harmonics = 6;
+  int layers = 3;                   // layers: K per field
+  int layer_axis = 0;               // layers: the axis they stack along
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
   // Early stop after this many steps without improvement; unset: 500 for

@@ -337,26 +337,31 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
   return v;
 }
 
-// Whether extremum `from` is joined to a cell of `placed` (through any of
-// the 3^d - 1 neighbours) by cells at which the map keeps at least
-// kSameObject of its own value: a shoulder of an object already started
-// rather than an object of its own. An object larger or less round than a
-// shape's start radius (a lobed inclusion) has several local extrema with
-// shallow dips between them; two objects have a deeper valley.
+// Whether extremum `from` (of flood number `flood` > 0) is joined to a shape
+// already placed (through any of the 3^d - 1 neighbours) by cells at which
+// the map keeps at least kSameObject of its own value: a shoulder of an
+// object already started rather than an object of its own. An object larger
+// or less round than a shape's start radius (a lobed inclusion) has several
+// local extrema with shallow dips between them; two objects have a deeper
+// valley. `reached` holds, per cell, the flood that reached it (0: none).
+// Extrema come in order of falling value, so a cell an earlier flood
+// reached is joined to a placed shape at every later (lower) floor: each
+// flood stops at the first such cell and keeps its own, and every cell is
+// flooded at most once over all the extrema (linear in the map; a fresh
+// flood per extremum was quadratic on a flat plateau).
 constexpr double kSameObject = 0.75;
 bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
-                      const std::vector<char>& placed) {
+                      int flood, std::vector<int>& reached) {
+  if (reached[from] != 0) return true;
   const int d = m.dim();
   int steps = 1;
   for (int a = 0; a < d; ++a) steps *= 3;
   const double floor = kSameObject * std::abs(v[from]);
-  std::vector<char> seen(v.size(), 0);
   std::vector<int64_t> todo = {from};
-  seen[from] = 1;
+  reached[from] = flood;
   while (!todo.empty()) {
     const int64_t cell = todo.back();
     todo.pop_back();
-    if (placed[cell]) return true;
     int64_t at[3];
     for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
       at[a] = rest % m.size(a);
@@ -370,10 +375,10 @@ bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t
         inside = inside && j >= 0 && j < m.size(a);
         nb = nb * m.size(a) + j;
       }
-      if (inside && !seen[nb] && v[nb] * sign >= floor) {
-        seen[nb] = 1;
-        todo.push_back(nb);
-      }
+      if (!inside || reached[nb] == flood || v[nb] * sign < floor) continue;
+      if (reached[nb] != 0) return true;
+      reached[nb] = flood;
+      todo.push_back(nb);
     }
   }
   return false;
@@ -417,7 +422,8 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
   // Only extrema of the strongest one's sign: the other sign is mostly the
   // background's pull, which the background value answers.
   const double sign = v[idx[0]] > 0 ? 1.0 : -1.0;
-  std::vector<char> placed_cells(v.size(), 0);
+  std::vector<int> reached(v.size(), 0);  // joined_to_placed's floods
+  int floods = 0;
   for (int64_t cell : idx) {
     if (static_cast<int>(placed.centres.size()) == K * d || v[cell] == 0) break;
     if (v[cell] * sign < 0) continue;
@@ -429,9 +435,8 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
       rest /= m.size(a);
     }
     if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at) ||
-        joined_to_placed(m, v, cell, sign, placed_cells))
+        joined_to_placed(m, v, cell, sign, ++floods, reached))
       continue;
-    placed_cells[cell] = 1;
     placed.centres.insert(placed.centres.end(), x, x + d);
     // Radius along each axis: the extremum's half width at half its value
     // (cells either side, plus half the centre cell), r / 4 to r (a sparse

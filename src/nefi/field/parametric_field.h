@@ -17,7 +17,9 @@
 //             degrees 3..L (star_harmonics.h; the reference's star-shape
 //             field, 2-D and 3-D), opened one degree after another while
 //             progress goes from 0 to 1, so a star starts as an ellipse and
-//             finds its place and size before its outline
+//             finds its place and size before its outline (each stage
+//             anneals anew: a stage change shuts the gates again, as it
+//             softens the ellipses' edges again; the coefficients are kept)
 //   raw_c(x) = b_c + sum_k a_ck g_ck(x)
 // The amplitude is trained as alpha: an optimizer's steps of a fixed size
 // then take it to either sign and, geometrically, to peaks tens of times the
@@ -35,7 +37,10 @@
 //            or, given a start map for the channel (start_at_extrema), at
 //            the strongest local extrema of the strongest one's sign of the
 //            map (smoothed, when sparse, by a gaussian as wide as the
-//            spacing of its nonzero cells), each
+//            spacing of its nonzero cells), one per object (an extremum
+//            joined to a placed one by cells keeping 3/4 of its value is
+//            a shoulder of that object, as the lobes of one inclusion
+//            are), each
 //            as wide as its extremum's half width at half value (r / 4 to
 //            r) and outside the ones placed before (their radii, at least
 //            r / 2), and the lattice for the rest (cells within r of a

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 #include <type_traits>
+
+#include "fk/error.h"
 
 namespace nefi {
 namespace {
@@ -50,6 +53,10 @@ int star_harmonic_count(int ndim, int degree) {
 }
 
 int star_harmonic_degree(int ndim, int j) {
+  FK_CHECK((ndim == 2 || ndim == 3) && j >= 0 && j < star_harmonic_count(ndim, kStarMaxDegree),
+           "nefi::star_harmonic_degree",
+           "a coefficient of a 2- or 3-D outline of degree <= " + std::to_string(kStarMaxDegree),
+           std::to_string(j) + " in " + std::to_string(ndim) + "-D");
   int l = kStarMinDegree;
   while (star_harmonic_count(ndim, l) <= j) ++l;
   return l;
@@ -142,6 +149,10 @@ T gated_sum(int ndim, int degree, const T* y, const double* c, const double* gat
 double star_log_radius(int ndim, int degree, const double* u, const double* c, const double* gates,
                        double* dh_du, double* basis) {
   const int count = star_harmonic_count(ndim, degree);
+  FK_CHECK(ndim >= 1 && ndim <= 3 && degree <= kStarMaxDegree && (count == 0 || basis),
+           "nefi::star_log_radius",
+           "1-3 axes, a degree <= " + std::to_string(kStarMaxDegree) + " and a basis buffer",
+           std::to_string(ndim) + " axes, degree " + std::to_string(degree));
   if (dh_du)
     for (int a = 0; a < ndim; ++a) dh_du[a] = 0;
   std::fill(basis, basis + count, 0.0);

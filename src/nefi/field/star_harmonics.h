@@ -38,7 +38,8 @@ void star_degree_gates(int degree, double progress, double* gates);
 
 // h at u (ndim entries) for coefficients c and degree gates (L - 2
 // entries); dh_du (ndim; null: the value alone, in plain doubles) gets its
-// gradient in u and basis (star_harmonic_count) the values Y_j(n). At u = 0
+// gradient in u and basis (star_harmonic_count entries, required) the
+// values Y_j(n). At u = 0
 // the direction is undefined: h, dh_du and basis are 0 there.
 double star_log_radius(int ndim, int degree, const double* u, const double* c, const double* gates,
                        double* dh_du, double* basis);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <random>
 
 #include "byop_test_models.h"
@@ -272,6 +273,53 @@ TEST(NefiAutoProblem, AStarFindsALobedInclusionsOutline) {
   EXPECT_GT(star, ellipse + 0.05) << ellipse;
 }
 
+// Three layers down the first axis meeting at two bent interfaces, away
+// from the layered field's even start, behind a 2-cell blur: the layers
+// find both interfaces' mean depths and fit to the noise, where a grid
+// (same budget) stays blurred.
+TEST(NefiAutoProblem, LayersFindBentInterfacesBehindABlur) {
+  const fk::test::ThreadCount one(1);
+  const int64_t n = 48;
+  const nefi::Domain dom({n, n});
+  std::vector<double> truth(n * n), mean_depth = {0, 0};
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double z = (2.0 * i + 1) / n - 1, x = (2.0 * j + 1) / n - 1;
+      const double z1 = -0.6 + 0.12 * std::cos(std::numbers::pi * 0.8 * x + 0.3);
+      const double z2 = 0.05 + 0.1 * std::sin(2 * std::numbers::pi * x / 1.5);
+      truth[i * n + j] = z < z1 ? 0.3 : z < z2 ? 1.0 : 0.6;
+      if (i == 0) {
+        mean_depth[0] += z1 / n;
+        mean_depth[1] += z2 / n;
+      }
+    }
+  const auto op = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(2.0 / n), dom);
+  std::vector<double> y =
+      op->apply(fk::from_vector(truth, {n, n}).to(fk::DType::F32)).to_vector<double>();
+  std::mt19937_64 g(3);
+  std::normal_distribution<double> nd(0, 0.01);
+  for (double& v : y) v += nd(g);
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {n, n});
+  const fk::Tensor gt = fk::from_vector(truth, {n, n});
+  auto fit = [&](const std::string& representation) {
+    AutoOptions o;
+    o.representation = representation;
+    o.noise_std = 0.01;
+    const auto ap = auto_problem(op, {n, n}, m, o);
+    const nefi::Result r = ap.solve();
+    const auto f = nefi::diagnostics::data_fit(ap.problem.measurement, r.prediction);
+    return std::tuple{nefi::psnr(r.fields.at("x").to(fk::DType::F64), gt),
+                      f && f->rmse_over_sigma ? *f->rmse_over_sigma : 1e9,
+                      ap.problem.field->params().flat().to_vector<double>()};
+  };
+  const auto [layers_psnr, chi, p] = fit("layers");  // base, 2 jumps, 2 depths, modes
+  EXPECT_LT(chi, 1.2);
+  EXPECT_NEAR(p[3], mean_depth[0], 0.03);
+  EXPECT_NEAR(p[4], mean_depth[1], 0.03);
+  EXPECT_GT(layers_psnr, std::get<0>(fit("grid")) + 5) << layers_psnr;
+}
+
 TEST(NefiAutoProblem, MultiscaleTrainsACoarseFieldThroughTheSameModel) {
   const fk::test::ThreadCount one(1);
   const Blur1D b(128, 0.01);
@@ -421,7 +469,7 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o.representation = "octree";
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
-            }).find("neural, grid, hash, lowrank, blobs, ellipses or stars"),
+            }).find("neural, grid, hash, lowrank, blobs, ellipses, stars or layers"),
             std::string::npos);
   o = {};
   o.representation = "blobs";
@@ -438,6 +486,25 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
             }).find("an outline degree in [3, 8]"),
+            std::string::npos);
+  o = {};
+  o.representation = "layers";
+  o.layers = 1;
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("a layer count in [2, 64]"),
+            std::string::npos);
+  o.layers = 3;
+  o.layer_axis = 1;  // of a 1-D field
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("an axis of the 1-D field"),
+            std::string::npos);
+  o.layer_axis = 0;
+  o.harmonics = -1;
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("an interface degree in [0, 8]"),
             std::string::npos);
   o = {};
   o.extent = {1, 2};

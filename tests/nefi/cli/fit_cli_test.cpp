@@ -274,6 +274,9 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
       // ... and one star of outline degree 4.
       {"gaussian_blur --sigma 1.2 --representation stars --shapes 1 --harmonics 4",
+       std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
+      // ... and as strata across axis 1, the interfaces bending round it.
+      {"gaussian_blur --sigma 1.2 --representation layers --layers 3 --layer-axis 1",
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)}};
   int case_index = 0;
   for (const auto& [args, op] : models) {
@@ -320,16 +323,19 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
        {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
-        "neural, grid, hash, lowrank, blobs, ellipses or stars"},
+        "neural, grid, hash, lowrank, blobs, ellipses, stars or layers"},
        {"fit" + A + y + " --shape 16,16 --representation ellipses --shapes 0" + o, "shape count"},
        {"fit" + A + y + " --shape 16,16 --refine sharpen" + o, "--refine"},
        {"fit" + A + y + " --shape 16,16 --refine-levels 3" + o, "--refine-levels"},
        {"fit" + A + y + " --shape 16,16 --shapes 3" + o,
         "--representation blobs, ellipses or stars"},
        {"fit" + A + y + " --shape 16,16 --harmonics 5 --representation ellipses" + o,
-        "--harmonics: expected --representation stars"},
+        "--harmonics: expected --representation stars or layers"},
        {"fit" + A + y + " --shape 16,16 --representation stars --harmonics 2" + o,
         "an outline degree in [3, 8]"},
+       {"fit" + A + y + " --shape 16,16 --layers 4" + o, "--layers/--layer-axis: expected "},
+       {"fit" + A + y + " --shape 16,16 --representation layers --layer-axis 2" + o,
+        "an axis of the 2-D field"},
        {"fit" + A + y + " --shape 16,16 --rank 3 --representation grid" + o,
         "--representation lowrank"},
        {"fit" + A + y + " --shape 16,16 --refine levelset --refine-levels 9" + o,

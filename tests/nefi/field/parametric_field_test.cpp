@@ -121,7 +121,7 @@ TEST(NefiParametricShapes, AStarsEdgeFollowsItsHarmonics) {
   for (int i = 0; i < 5; ++i) EXPECT_NEAR(shut[i], ellipse[i], 1e-14) << i;
 }
 
-// Over several of its point chunks the backward gives the same bits at one
+// Over several of its point chunks the backward (ellipses, stars) gives the same bits at one
 // and at three threads, and one entry matches a central difference.
 TEST(NefiParametricShapes, TheBackwardIsTheSameAtAnyThreadCount) {
   fk::Generator gen(3);
@@ -151,6 +151,19 @@ TEST(NefiParametricShapes, TheBackwardIsTheSameAtAnyThreadCount) {
                      loss(fk::from_vector(down, {1, 3, 7})).to_vector<double>()[0]) /
                     (2 * h);
   EXPECT_NEAR(one[4], fd, 1e-6 * (1 + std::abs(fd)));
+  // Stars of degree 4 (gates part open): their outline's coefficients too.
+  std::vector<double> st =
+      fk::uniform({1, 3, 11}, -0.3, 0.3, {fk::DType::F64}, &gen).to_vector<double>();
+  for (int k = 0; k < 3; ++k) st[k * 11 + 3] = st[k * 11 + 6] = 3.0;
+  auto star_grad_at = [&](int threads) {
+    const fk::test::ThreadCount t(threads);
+    fk::Tensor s = fk::from_vector(st, {1, 3, 11});
+    s.set_requires_grad(true);
+    const fk::Tensor b = fk::from_vector(std::vector<double>{0.1}, {1});
+    fk::sum(fk::mul(nefi::parametric_shapes(coords, s, b, "stars", 0.2, {1.0, 0.5}), w)).backward();
+    return s.grad().to_vector<double>();
+  };
+  EXPECT_EQ(star_grad_at(1), star_grad_at(3));
 }
 
 TEST(NefiParametricField, StartsAtTheHeadsValueOnEveryGridAndKeepsItsShapes) {
@@ -318,6 +331,44 @@ TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
 
 // Two ellipses on a background, observed at a sixth of the pixels (a fixed
 // random mask): the parametric field fills the rest, a grid field cannot.
+// One object, one start: two bumps joined by a shallow dip (the lobes of
+// one inclusion) give one placed shape; the same bumps with a deep valley
+// between them give two. A flat plateau (every cell a tie, as noise-free
+// data of a constant object give) places one shape and, over a 48^3 map,
+// floods each cell once (this took minutes when every extremum flooded
+// afresh).
+TEST(NefiParametricField, StartsOneShapePerObject) {
+  const int64_t n = 40;
+  auto placed = [&](double dip_width) {
+    std::vector<double> map(n * n, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        auto bump = [&](double c0, double s) {
+          return std::exp(-0.5 * (std::pow(i - 20.0, 2) + std::pow(j - c0, 2)) / (s * s));
+        };
+        map[i * n + j] = std::max(bump(13, dip_width), bump(27, dip_width));
+      }
+    nefi::ParametricConfig cfg;
+    cfg.count = 4;  // r = 0.5: both bumps lie outside a placed shape's radius
+    nefi::ParametricField f({n, n}, one_head(), cfg, 0);
+    f.start_at_extrema(0, fk::from_vector(map, {n, n}));
+    return f.placed_from_map(0);
+  };
+  EXPECT_EQ(placed(12.0), 1);  // the dip between them keeps 0.84 of a peak
+  EXPECT_EQ(placed(3.0), 2);   // the valley falls to 0.004 of a peak
+  const int64_t m = 48;
+  std::vector<double> plateau(m * m * m, 0.0);
+  for (int64_t i = 0; i < m * m * m; ++i) {
+    const int64_t a = i / (m * m), b = i / m % m, c = i % m;
+    if (std::hypot(a - 24.0, b - 24.0, c - 24.0) < 20) plateau[i] = 1.0;
+  }
+  nefi::ParametricConfig cfg;
+  cfg.family = "stars";
+  nefi::ParametricField g({m, m, m}, one_head(), cfg, 0);
+  g.start_at_extrema(0, fk::from_vector(plateau, {m, m, m}));
+  EXPECT_EQ(g.placed_from_map(0), 1);
+}
+
 TEST(NefiParametricField, RecoversTwoEllipsesFromASixthOfThePixels) {
   const fk::test::ThreadCount one(1);
   const int64_t n = 32;

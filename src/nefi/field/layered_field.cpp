@@ -1,0 +1,187 @@
+#include "nefi/field/layered_field.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "fk/autograd.h"
+#include "fk/error.h"
+#include "fk/factory.h"
+#include "fk/ops/binary/binary.h"
+#include "fk/ops/linalg.h"
+#include "fk/ops/reduce/sum.h"
+#include "fk/ops/unary.h"
+
+namespace nefi {
+namespace {
+
+constexpr const char* kWhere = "nefi::LayeredField";
+constexpr int kMaxModeDegree = 16;
+// The interfaces stay where they are until progress reaches this.
+constexpr double kHoldInterfaces = 0.1;
+
+// The lateral modes' degree pairs (k_0, k_1; k_1 = 0 with one lateral
+// axis), by degree max(k) and then in order.
+std::vector<std::pair<int, int>> mode_indices(int lateral, int degree) {
+  std::vector<std::pair<int, int>> k;
+  for (int l = 1; l <= degree && lateral > 0; ++l) {
+    if (lateral == 1) {
+      k.emplace_back(l, 0);
+      continue;
+    }
+    for (int a = 0; a <= l; ++a)
+      for (int b = 0; b <= l; ++b)
+        if (std::max(a, b) == l) k.emplace_back(a, b);
+  }
+  return k;
+}
+
+double gate(int l, int degree, double progress) {
+  const double t = std::clamp(progress * degree - (l - 1), 0.0, 1.0);
+  return 0.5 * (1 - std::cos(std::numbers::pi * t));
+}
+
+}  // namespace
+
+int layered_mode_count(int lateral, int degree) {
+  return static_cast<int>(mode_indices(lateral, degree).size());
+}
+
+fk::Tensor layered_modes(const fk::Dims& lateral_shape, int degree, double progress,
+                         fk::DType dtype) {
+  const int lateral = lateral_shape.size();
+  FK_CHECK(lateral <= 2 && degree >= 0 && degree <= kMaxModeDegree, kWhere,
+           "0 to 2 lateral axes and a mode degree in [0, " + std::to_string(kMaxModeDegree) + "]",
+           std::to_string(lateral) + " axes, degree " + std::to_string(degree));
+  const auto k = mode_indices(lateral, degree);
+  const int64_t cells = lateral_shape.numel(), M = static_cast<int64_t>(k.size());
+  std::vector<double> phi(static_cast<size_t>(cells * M));
+  // cos(pi k (x + 1) / 2) at the cell centres x = (2 i + 1) / n - 1.
+  auto wave = [](int kk, int64_t i, int64_t n) {
+    if (kk == 0) return 1.0;
+    return std::numbers::sqrt2 * std::cos(std::numbers::pi * kk * (static_cast<double>(i) + 0.5) /
+                                          static_cast<double>(n));
+  };
+  const int64_t n0 = lateral > 0 ? lateral_shape[0] : 1, n1 = lateral > 1 ? lateral_shape[1] : 1;
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j)
+      for (int64_t m = 0; m < M; ++m) {
+        const auto [a, b] = k[m];
+        phi[(i * n1 + j) * M + m] =
+            gate(std::max(a, b), degree, progress) * wave(a, i, n0) * wave(b, j, n1);
+      }
+  return fk::from_vector(phi, {cells, M}).to(dtype);
+}
+
+fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::Tensor& base,
+                          const fk::Tensor& jumps, const fk::Tensor& depths,
+                          const fk::Tensor& modes, double eps) {
+  FK_CHECK(
+      z.dim() == 1 && phi.dim() == 2 && base.dim() == 1 && jumps.dim() == 2 &&
+          depths.shape() == jumps.shape() && jumps.size(0) == base.size(0) && jumps.size(1) >= 1,
+      "nefi::layered_values", "z (n), phi (cells, M), base (C), jumps and depths (C, K - 1 >= 1)",
+      z.shape().str() + ", " + phi.shape().str() + ", " + base.shape().str() + ", " +
+          jumps.shape().str() + ", " + depths.shape().str());
+  FK_CHECK(eps > 0 && std::isfinite(eps), "nefi::layered_values", "an interface width eps > 0",
+           std::to_string(eps));
+  const int64_t C = base.size(0), I = jumps.size(1), M = phi.size(1), n = z.size(0);
+  fk::Tensor Z = depths.unsqueeze(1);  // (C, 1 or cells, I)
+  if (M > 0) {
+    FK_CHECK(modes.defined() && modes.shape() == fk::Dims({C, I, M}), "nefi::layered_values",
+             "modes (C, K - 1, M) = " + fk::Dims({C, I, M}).str(),
+             modes.defined() ? modes.shape().str() : "none");
+    const fk::Tensor bend =
+        fk::matmul(phi, modes.reshape({C * I, M}).t()).reshape({phi.size(0), C, I});
+    Z = fk::add(Z, bend.permute({1, 0, 2}));
+  } else {  // flat interfaces, broadcast over the lateral cells
+    Z = fk::add(Z, fk::zeros({1, phi.size(0), 1}, {Z.dtype()}));
+  }
+  const fk::Tensor arg =
+      fk::mul(fk::sub(z.reshape({1, n, 1, 1}), Z.unsqueeze(1)), 1.0 / eps);  // (C, n, cells, I)
+  const fk::Tensor steps = fk::sum(fk::mul(fk::sigmoid(arg), jumps.reshape({C, 1, 1, I})), {3});
+  return fk::add(steps, base.reshape({C, 1, 1})).permute({1, 2, 0});  // (n, cells, C)
+}
+
+LayeredField::LayeredField(const fk::Dims& shape, std::vector<HeadPtr> heads, LayeredConfig cfg)
+    : heads_(std::move(heads)), cfg_(cfg) {
+  FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
+  FK_CHECK(shape.size() >= 1 && shape.size() <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
+  FK_CHECK(cfg_.layers >= 2 && cfg_.layers <= 64, kWhere, "a layer count in [2, 64]",
+           std::to_string(cfg_.layers));
+  FK_CHECK(cfg_.axis >= 0 && cfg_.axis < shape.size(), kWhere,
+           "a layer axis in [0, " + std::to_string(shape.size()) + ")", std::to_string(cfg_.axis));
+  FK_CHECK(cfg_.modes >= 0 && cfg_.modes <= kMaxModeDegree, kWhere,
+           "an interface mode degree in [0, " + std::to_string(kMaxModeDegree) + "]",
+           std::to_string(cfg_.modes));
+  FK_CHECK(cfg_.eps_start > 0 && cfg_.eps_end > 0 && std::isfinite(cfg_.eps_start) &&
+               std::isfinite(cfg_.eps_end),
+           kWhere, "interface widths eps > 0",
+           std::to_string(cfg_.eps_start) + ", " + std::to_string(cfg_.eps_end));
+  ndim_ = shape.size();
+  n_modes_ = layered_mode_count(ndim_ - 1, cfg_.modes);
+  for (const HeadPtr& h : heads_) n_out_ += h->n_in();
+  primary_ = heads_.front()->name();
+  const int64_t I = cfg_.layers - 1;
+  params_.add("base", {n_out_});
+  params_.add("jumps", {n_out_, I});
+  params_.add("depths", {n_out_, I});
+  if (n_modes_ > 0) params_.add("modes", {n_out_, I, n_modes_});
+  params_.allocate(fk::DType::F32);
+  reset_parameters(0);
+}
+
+double LayeredField::eps(double progress) const {
+  return cfg_.eps_start * std::pow(cfg_.eps_end / cfg_.eps_start, std::clamp(progress, 0.0, 1.0));
+}
+
+void LayeredField::reset_parameters(uint64_t seed) {
+  (void)seed;  // the start is the same for every seed: flat, even, no jumps
+  fk::autograd::NoGradGuard ng;
+  const int K = cfg_.layers;
+  params_.raw(0).copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}).to(fk::DType::F32));
+  params_.raw(1).copy_(fk::zeros(params_.shape(1), {fk::DType::F32}));
+  std::vector<double> d;
+  for (int c = 0; c < n_out_; ++c)
+    for (int i = 1; i < K; ++i) d.push_back(-1.0 + 2.0 * i / K);
+  params_.raw(2).copy_(fk::from_vector(d, params_.shape(2)).to(fk::DType::F32));
+  if (n_modes_ > 0) params_.raw(3).copy_(fk::zeros(params_.shape(3), {fk::DType::F32}));
+  params_.flat().bump_version();
+}
+
+FieldMap LayeredField::forward(const Domain& domain, double progress) {
+  FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
+  FK_CHECK(params_.flat().device().is_cpu(), kWhere, "parameters on the cpu",
+           params_.flat().device().str());
+  const fk::Dims& shape = domain.shape();
+  const int a = cfg_.axis;
+  const int64_t n = shape[a];
+  std::vector<int64_t> lateral;
+  for (int b = 0; b < ndim_; ++b)
+    if (b != a) lateral.push_back(shape[b]);
+  const fk::Dims lateral_shape(lateral);
+  std::vector<double> z(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) z[i] = (2.0 * static_cast<double>(i) + 1.0) / n - 1.0;
+  std::vector<fk::Tensor> p = params_.views();
+  if (progress < kHoldInterfaces)  // the values first: see the header
+    for (size_t i = 2; i < p.size(); ++i) p[i] = p[i].detach();
+  const fk::Tensor raw = layered_values(
+      fk::from_vector(z, {n}).to(fk::DType::F32),
+      layered_modes(lateral_shape, cfg_.modes, progress, fk::DType::F32), p[0], p[1], p[2],
+      n_modes_ > 0 ? p[3] : fk::Tensor(), eps(progress));  // (n, lateral cells, C)
+  // Back to the grid's axis order, channels last.
+  std::vector<int64_t> split = {n};
+  split.insert(split.end(), lateral.begin(), lateral.end());
+  split.push_back(n_out_);
+  std::vector<int64_t> order;
+  for (int t = 0, l = 0; t < ndim_; ++t) order.push_back(t == a ? 0 : 1 + l++);
+  order.push_back(ndim_);
+  const fk::Tensor grid = raw.contiguous()
+                              .reshape(fk::Dims(split))
+                              .permute(fk::Dims(order))
+                              .contiguous()
+                              .reshape({shape.numel(), n_out_});
+  return apply_heads(heads_, grid, shape, progress);
+}
+
+}  // namespace nefi

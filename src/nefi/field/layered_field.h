@@ -1,0 +1,78 @@
+#pragma once
+// LayeredField: each raw channel K layers stacked along one axis, then the
+// heads (the reference's layered / layer-cake field: strata, coatings,
+// sediments, tissue layers). Along the axis coordinate z in (-1, 1) the
+// layers meet at K - 1 interfaces whose positions vary across the other
+// axes x' as a cosine series:
+//   z_i(x')  = d_i + sum_k a_ik phi_k(x')
+//   raw(x)   = b + sum_i j_i sigmoid((z - z_i(x')) / eps)
+// so layer 0 (the axis's low end) has value b and layer i the value
+// b + j_1 + ... + j_i. phi_k is the product over the lateral axes of
+// sqrt(2) cos(pi k_a (x'_a + 1) / 2) (a cosine series with free ends,
+// mean square 1), k_a in 0..D not all 0: D modes in 2-D, (D + 1)^2 - 1 in
+// 3-D, none in 1-D (flat layers of a profile). Modes of degree max(k_a) = l
+// open (a raised cosine from 0 to 1) while progress goes from (l - 1) / D
+// to l / D, and eps anneals from eps_start to eps_end (in the axis's
+// normalised units) over the same progress, so the interfaces find their
+// depths on soft, flat steps and bend and sharpen later. Until progress
+// 0.1 the interfaces are held (their gradient cut) while the values fit:
+// with every jump 0 an interface's gradient is 0, and Adam's first steps,
+// which have a full step's size whatever the gradient's, walked the
+// interfaces at random until two merged (half the learning rates tried
+// ended so). Interfaces may cross (a layer pinching out) and are not
+// ordered.
+// It holds C (1 + (K - 1) (2 + modes)) numbers whatever the grid (a stage
+// change keeps them all).
+//   init     b at the heads' initial value, every jump 0 (the field starts
+//            there), the interfaces flat and evenly spaced: d_i = -1 + 2 i / K
+//   forward  fk ops (autograd through them): one matmul for the interfaces,
+//            one sigmoid over (cells, K - 1) per channel
+// CPU only (a device solve refuses it: only a NeuralField has a device path).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nefi/field/field.h"
+#include "nefi/field/heads.h"
+
+namespace nefi {
+
+struct LayeredConfig {
+  int layers = 3;                            // K
+  int axis = 0;                              // the axis the layers stack along
+  int modes = 4;                             // D: the interfaces' lateral cosine degree
+  double eps_start = 0.25, eps_end = 0.005;  // interface width (normalised axis units)
+};
+
+// Lateral cosine modes of degree 1..D over `lateral` axes (0, 1 or 2).
+int layered_mode_count(int lateral, int degree);
+
+// The basis phi (lateral cells, modes) on the lateral grid `lateral_shape`
+// (row major), each column times its mode's gate at `progress`.
+fk::Tensor layered_modes(const fk::Dims& lateral_shape, int degree, double progress,
+                         fk::DType dtype);
+
+// raw (n_axis, lateral cells, C) from z (n_axis), phi (lateral cells, M),
+// base (C), jumps (C, K - 1), depths (C, K - 1), modes (C, K - 1, M) (M may
+// be 0: modes undefined), one real dtype; differentiable in the last four.
+fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::Tensor& base,
+                          const fk::Tensor& jumps, const fk::Tensor& depths,
+                          const fk::Tensor& modes, double eps);
+
+class LayeredField : public Field {
+ public:
+  // shape: only its dimension is read (the field has no grid).
+  LayeredField(const fk::Dims& shape, std::vector<HeadPtr> heads, LayeredConfig cfg = {});
+  FieldMap forward(const Domain& domain, double progress) override;
+  void reset_parameters(uint64_t seed) override;
+  std::string kind() const override { return "layers"; }
+  const LayeredConfig& config() const { return cfg_; }
+  double eps(double progress) const;
+
+ private:
+  std::vector<HeadPtr> heads_;
+  LayeredConfig cfg_;
+  int ndim_ = 0, n_out_ = 0, n_modes_ = 0;
+};
+
+}  // namespace nefi
