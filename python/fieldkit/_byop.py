@@ -345,8 +345,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       default 3, stacked along axis `layer_axis`, default 0, each of one
       value, meeting at interfaces whose depth varies across the other axes
       as a cosine series of degree `harmonics`, default 6, 0 for flat
-      layers; they start flat, evenly spaced and without jumps, and bend
-      and sharpen while the fit anneals). lr, hidden, depth, n_octaves
+      layers; they start flat, evenly spaced and without jumps, the same
+      for every seed, and bend and sharpen while the fit anneals). lr, hidden, depth, n_octaves
       override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).

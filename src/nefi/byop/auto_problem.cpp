@@ -185,9 +185,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
                  std::to_string(kStarMaxDegree) + "]",
              std::to_string(o.harmonics));
-  else
-    FK_CHECK(o.harmonics >= 0 && o.harmonics <= kStarMaxDegree, "harmonics",
-             "an interface degree in [0, " + std::to_string(kStarMaxDegree) + "]",
+  else if (o.representation == "layers")
+    FK_CHECK(o.harmonics >= 0 && o.harmonics <= kLayeredMaxDegree, "harmonics",
+             "an interface degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
              std::to_string(o.harmonics));
   FK_CHECK(o.layers >= 2 && o.layers <= 64, "layers", "a layer count in [2, 64]",
            std::to_string(o.layers));

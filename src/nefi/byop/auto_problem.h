@@ -25,7 +25,8 @@
 //               itself coarser), AdamW, clip 1, cosine lr to 1 %, annealed
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
-//   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1
+//   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1,
+//               blobs, ellipses, stars and layers 5e-2
 #include <map>
 #include <optional>
 #include <string>

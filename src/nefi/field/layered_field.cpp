@@ -17,7 +17,6 @@ namespace nefi {
 namespace {
 
 constexpr const char* kWhere = "nefi::LayeredField";
-constexpr int kMaxModeDegree = 16;
 // The interfaces stay where they are until progress reaches this.
 constexpr double kHoldInterfaces = 0.1;
 
@@ -51,26 +50,32 @@ int layered_mode_count(int lateral, int degree) {
 fk::Tensor layered_modes(const fk::Dims& lateral_shape, int degree, double progress,
                          fk::DType dtype) {
   const int lateral = lateral_shape.size();
-  FK_CHECK(lateral <= 2 && degree >= 0 && degree <= kMaxModeDegree, kWhere,
-           "0 to 2 lateral axes and a mode degree in [0, " + std::to_string(kMaxModeDegree) + "]",
-           std::to_string(lateral) + " axes, degree " + std::to_string(degree));
+  FK_CHECK(
+      lateral <= 2 && degree >= 0 && degree <= kLayeredMaxDegree, kWhere,
+      "0 to 2 lateral axes and a mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
+      std::to_string(lateral) + " axes, degree " + std::to_string(degree));
   const auto k = mode_indices(lateral, degree);
   const int64_t cells = lateral_shape.numel(), M = static_cast<int64_t>(k.size());
-  std::vector<double> phi(static_cast<size_t>(cells * M));
-  // cos(pi k (x + 1) / 2) at the cell centres x = (2 i + 1) / n - 1.
-  auto wave = [](int kk, int64_t i, int64_t n) {
-    if (kk == 0) return 1.0;
-    return std::numbers::sqrt2 * std::cos(std::numbers::pi * kk * (static_cast<double>(i) + 0.5) /
-                                          static_cast<double>(n));
-  };
   const int64_t n0 = lateral > 0 ? lateral_shape[0] : 1, n1 = lateral > 1 ? lateral_shape[1] : 1;
+  // sqrt(2) cos(pi k (x + 1) / 2) at the cell centres x = (2 i + 1) / n - 1,
+  // per axis and degree (degree 0: 1).
+  auto table = [&](int64_t n) {
+    std::vector<double> t(static_cast<size_t>((degree + 1) * n), 1.0);
+    for (int kk = 1; kk <= degree; ++kk)
+      for (int64_t i = 0; i < n; ++i)
+        t[kk * n + i] =
+            std::numbers::sqrt2 * std::cos(std::numbers::pi * kk * (static_cast<double>(i) + 0.5) /
+                                           static_cast<double>(n));
+    return t;
+  };
+  const std::vector<double> w0 = table(n0), w1 = table(n1);
+  std::vector<double> g(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) g[m] = gate(std::max(k[m].first, k[m].second), degree, progress);
+  std::vector<double> phi(static_cast<size_t>(cells * M));
   for (int64_t i = 0; i < n0; ++i)
     for (int64_t j = 0; j < n1; ++j)
-      for (int64_t m = 0; m < M; ++m) {
-        const auto [a, b] = k[m];
-        phi[(i * n1 + j) * M + m] =
-            gate(std::max(a, b), degree, progress) * wave(a, i, n0) * wave(b, j, n1);
-      }
+      for (int64_t m = 0; m < M; ++m)
+        phi[(i * n1 + j) * M + m] = g[m] * w0[k[m].first * n0 + i] * w1[k[m].second * n1 + j];
   return fk::from_vector(phi, {cells, M}).to(dtype);
 }
 
@@ -111,8 +116,8 @@ LayeredField::LayeredField(const fk::Dims& shape, std::vector<HeadPtr> heads, La
            std::to_string(cfg_.layers));
   FK_CHECK(cfg_.axis >= 0 && cfg_.axis < shape.size(), kWhere,
            "a layer axis in [0, " + std::to_string(shape.size()) + ")", std::to_string(cfg_.axis));
-  FK_CHECK(cfg_.modes >= 0 && cfg_.modes <= kMaxModeDegree, kWhere,
-           "an interface mode degree in [0, " + std::to_string(kMaxModeDegree) + "]",
+  FK_CHECK(cfg_.modes >= 0 && cfg_.modes <= kLayeredMaxDegree, kWhere,
+           "an interface mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
            std::to_string(cfg_.modes));
   FK_CHECK(cfg_.eps_start > 0 && cfg_.eps_end > 0 && std::isfinite(cfg_.eps_start) &&
                std::isfinite(cfg_.eps_end),

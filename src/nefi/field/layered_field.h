@@ -22,7 +22,11 @@
 // ended so). Interfaces may cross (a layer pinching out) and are not
 // ordered.
 // It holds C (1 + (K - 1) (2 + modes)) numbers whatever the grid (a stage
-// change keeps them all).
+// change keeps them all; each stage anneals anew, so a stage change
+// softens the interfaces, shuts the mode gates and holds the interfaces
+// again for its first tenth, as the shapes of parametric_field.h re-soften).
+// The start is the same for every seed (restarts and ensembles of a layered
+// problem repeat one run).
 //   init     b at the heads' initial value, every jump 0 (the field starts
 //            there), the interfaces flat and evenly spaced: d_i = -1 + 2 i / K
 //   forward  fk ops (autograd through them): one matmul for the interfaces,
@@ -37,10 +41,13 @@
 
 namespace nefi {
 
+// The highest lateral cosine degree D taken.
+constexpr int kLayeredMaxDegree = 8;
+
 struct LayeredConfig {
   int layers = 3;                            // K
   int axis = 0;                              // the axis the layers stack along
-  int modes = 4;                             // D: the interfaces' lateral cosine degree
+  int modes = 6;                             // D: the interfaces' lateral cosine degree
   double eps_start = 0.25, eps_end = 0.005;  // interface width (normalised axis units)
 };
 

@@ -135,13 +135,25 @@ TEST(NefiLayeredField, StartsAtTheHeadsValueAndStacksAlongItsAxis) {
   const auto cols = g.forward(nefi::Domain({5, 6}), 1.0).at("x").to_vector<double>();
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 5; ++j) EXPECT_NEAR(cols[j * 6 + i], rows[i * 5 + j], 1e-6);
-  // 3-D along the last axis, and 1-D (flat layers of a profile).
-  cfg.axis = 2;
-  nefi::LayeredField h({3, 4, 6}, one_head(), cfg);
-  EXPECT_EQ(h.n_parameters(), 1 + 2 * (2 + 8));
-  EXPECT_EQ(h.forward(nefi::Domain({3, 4, 6}), 1.0).at("x").shape(), fk::Dims({3, 4, 6}));
-  cfg.axis = 0;
-  EXPECT_EQ(nefi::LayeredField({9}, one_head(), cfg).n_parameters(), 1 + 2 * 2);
+  // 1-D (flat layers of a profile) and 3-D along each axis: flat
+  // interfaces give values that read only the coordinate along the axis.
+  for (const fk::Dims& shape : {fk::Dims{9}, fk::Dims{3, 4, 6}})
+    for (int axis = 0; axis < shape.size(); ++axis) {
+      cfg.axis = axis;
+      nefi::LayeredField h(shape, one_head(-0.4), cfg);
+      EXPECT_EQ(h.n_parameters(), 1 + 2 * (2 + (shape.size() == 3 ? 8 : 0)));
+      with_steps(h);
+      const auto v = h.forward(nefi::Domain(shape), 1.0).at("x").to_vector<double>();
+      const double eps = h.eps(1.0);
+      for (int64_t cell = 0; cell < shape.numel(); ++cell) {
+        int64_t at = cell;
+        for (int b = shape.size() - 1; b > axis; --b) at /= shape[b];
+        at %= shape[axis];
+        const double z = (2.0 * at + 1) / shape[axis] - 1;
+        const double want = -0.4 + sigmoid((z + 1.0 / 3) / eps) + 2 * sigmoid((z - 1.0 / 3) / eps);
+        EXPECT_NEAR(v[cell], want, 1e-5) << shape.str() << " axis " << axis << " cell " << cell;
+      }
+    }
 }
 
 TEST(NefiLayeredField, RefusesBadConfigurationsByName) {

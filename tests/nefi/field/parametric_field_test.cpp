@@ -329,8 +329,6 @@ TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
       std::string::npos);
 }
 
-// Two ellipses on a background, observed at a sixth of the pixels (a fixed
-// random mask): the parametric field fills the rest, a grid field cannot.
 // One object, one start: two bumps joined by a shallow dip (the lobes of
 // one inclusion) give one placed shape; the same bumps with a deep valley
 // between them give two. A flat plateau (every cell a tie, as noise-free
@@ -369,6 +367,8 @@ TEST(NefiParametricField, StartsOneShapePerObject) {
   EXPECT_EQ(g.placed_from_map(0), 1);
 }
 
+// Two ellipses on a background, observed at a sixth of the pixels (a fixed
+// random mask): the parametric field fills the rest, a grid field cannot.
 TEST(NefiParametricField, RecoversTwoEllipsesFromASixthOfThePixels) {
   const fk::test::ThreadCount one(1);
   const int64_t n = 32;
