@@ -15,6 +15,8 @@ step calls back into Python.
   40, observed at a random sixth of the pixels (passed as the mask, so chi
   and the discrepancy stop count only those), 1 % noise, budget default.
 
+- mixed: a bright (+0.8) and a dark (-0.4) ellipse on 0.5, 40 x 40, at a
+  random sixth of the pixels (the mask given), 1 % noise.
 - strata: three layers (0.3, 1.0, 0.6 down the first axis) meeting at two
   bent interfaces (-0.6 + 0.12 cos(0.8 pi x + 0.3) and 0.05 + 0.1 sin(2 pi
   x / 1.5)), 48 x 48, at a random sixth of the pixels (the mask given), 1 %
@@ -100,10 +102,23 @@ def strata(n=48, sparse=True):
 
 # Per scene: its maker and the rows (representation, its options) before
 # the networks and the grid.
+def mixed(n=40):
+    c = (2 * np.arange(n) + 1) / n - 1
+    x, y = np.meshgrid(c, c, indexing="ij")
+    gt = (0.5 + 0.8 * (((x - 0.35) / 0.3) ** 2 + ((y + 0.3) / 0.2) ** 2 < 1)
+          - 0.4 * (((x + 0.4) / 0.25) ** 2 + ((y - 0.35) / 0.3) ** 2 < 1))
+    mask = (np.random.default_rng(5).random((n, n)) < 1 / 6).astype(float)
+    data = gt + 0.01 * np.random.default_rng(2).standard_normal((n, n))
+    return gt, dict(forward=lambda v: v * mask, measurement=data * mask, mask=mask,
+                    adjoint=lambda g: g * mask, noise=0.01, weight=mask)
+
+
 SCENES = {"sources": (sources, [("blobs", {"shapes": k}) for k in (2, 4, 8)]),
           "inclusions": (inclusions, [("ellipses", {"shapes": k}) for k in (2, 4, 8)]),
           "lobed": (lobed, [("stars", {"shapes": 2}), ("stars", {"shapes": 4}),
                             ("ellipses", {"shapes": 2})]),
+          "mixed": (mixed, [("ellipses", {"shapes": 2}), ("ellipses", {"shapes": 4}),
+                            ("stars", {"shapes": 2})]),
           "strata": (strata, [("layers", {}), ("layers", {"harmonics": 8}),
                               ("layers", {"layers": 4}), ("lowrank", {})]),
           "strata_blur": (lambda: strata(sparse=False),

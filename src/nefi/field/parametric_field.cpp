@@ -350,6 +350,8 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
 // flooded at most once over all the extrema (linear in the map; a fresh
 // flood per extremum was quadratic on a flat plateau).
 constexpr double kSameObject = 0.75;
+// The other sign's extrema start shapes from this share of the strongest.
+constexpr double kOtherSign = 0.5;
 bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
                       int flood, std::vector<int>& reached) {
   if (reached[from] != 0) return true;
@@ -382,6 +384,56 @@ bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t
     }
   }
   return false;
+}
+
+// Whether an extremum of the other sign than the strongest's reads as an
+// object rather than the background's pull: its region of cells keeping
+// half its value (joined through any of the 3^d - 1 neighbours) stays off
+// the map's edge, off every placed shape's region (`reached`) and off every
+// region rejected before (`rejected`). Rejected floods mark their cells:
+// extrema come in order of falling value, so a later one whose region
+// meets a rejected region contains it and is rejected too; an accepted one
+// is placed (this is the last check before joined_to_placed, which its
+// region cannot meet). Each cell is flooded at most once by a rejected
+// flood and at most K times by accepted ones.
+// `visit` holds, per cell, the last flood (`flood` > 0) that visited it.
+bool background_pull(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
+                     const std::vector<int>& reached, std::vector<char>& rejected, int flood,
+                     std::vector<int>& visit) {
+  const int d = m.dim();
+  int steps = 1;
+  for (int a = 0; a < d; ++a) steps *= 3;
+  const double floor = 0.5 * std::abs(v[from]);
+  std::vector<int64_t> todo = {from}, seen = {from};
+  visit[from] = flood;
+  bool background = reached[from] != 0 || rejected[from] != 0;
+  while (!todo.empty() && !background) {
+    const int64_t cell = todo.back();
+    todo.pop_back();
+    int64_t at[3];
+    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+      at[a] = rest % m.size(a);
+      rest /= m.size(a);
+      background = background || at[a] == 0 || at[a] == m.size(a) - 1;
+    }
+    for (int s = 0; s < steps && !background; ++s) {
+      int64_t nb = 0;
+      bool inside = true;
+      for (int a = 0, rest = s; a < d; ++a, rest /= 3) {
+        const int64_t j = at[a] + rest % 3 - 1;
+        inside = inside && j >= 0 && j < m.size(a);
+        nb = nb * m.size(a) + j;
+      }
+      if (!inside || visit[nb] == flood || v[nb] * sign < floor) continue;
+      if (reached[nb] != 0 || rejected[nb] != 0) background = true;
+      visit[nb] = flood;
+      todo.push_back(nb);
+      seen.push_back(nb);
+    }
+  }
+  if (background)
+    for (int64_t cell : seen) rejected[cell] = 1;
+  return background;
 }
 
 // Whether x lies outside every shape of `placed`: its own radii (at least
@@ -419,14 +471,22 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
   std::iota(idx.begin(), idx.end(), int64_t{0});
   std::stable_sort(idx.begin(), idx.end(),
                    [&](int64_t i, int64_t j) { return std::abs(v[i]) > std::abs(v[j]); });
-  // Only extrema of the strongest one's sign: the other sign is mostly the
-  // background's pull, which the background value answers.
-  const double sign = v[idx[0]] > 0 ? 1.0 : -1.0;
-  std::vector<int> reached(v.size(), 0);  // joined_to_placed's floods
-  int floods = 0;
+  // Extrema of the strongest one's sign, and of the other sign those at
+  // least kOtherSign as strong whose half-value region is an object's: off
+  // the map's edge and apart from the shapes placed (objects both brighter
+  // and darker than the start). The other sign's pull is mostly the
+  // background's (the constant start sits between it and the objects),
+  // which reaches the edge and which the background value answers.
+  const double strongest = v[idx[0]] > 0 ? 1.0 : -1.0;
+  std::vector<int> reached(v.size(), 0);    // joined_to_placed's floods
+  std::vector<char> rejected(v.size(), 0);  // background_pull's
+  std::vector<int> visit(v.size(), 0);
+  int floods = 0, other_floods = 0;
   for (int64_t cell : idx) {
     if (static_cast<int>(placed.centres.size()) == K * d || v[cell] == 0) break;
-    if (v[cell] * sign < 0) continue;
+    const double sign = v[cell] > 0 ? 1.0 : -1.0;
+    const bool other = sign != strongest;
+    if (other && std::abs(v[cell]) < kOtherSign * std::abs(v[idx[0]])) continue;
     double x[3];
     int64_t at[3];
     for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
@@ -435,6 +495,7 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
       rest /= m.size(a);
     }
     if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at) ||
+        (other && background_pull(m, v, cell, sign, reached, rejected, ++other_floods, visit)) ||
         joined_to_placed(m, v, cell, sign, ++floods, reached))
       continue;
     placed.centres.insert(placed.centres.end(), x, x + d);

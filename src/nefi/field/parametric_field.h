@@ -35,9 +35,13 @@
 //            ceil(K^(1/d))-per-axis lattice; the centres in distinct cells
 //            of that lattice (a seeded choice, jittered by a quarter cell),
 //            or, given a start map for the channel (start_at_extrema), at
-//            the strongest local extrema of the strongest one's sign of the
-//            map (smoothed, when sparse, by a gaussian as wide as the
-//            spacing of its nonzero cells), one per object (an extremum
+//            the strongest local extrema of the map (smoothed, when sparse,
+//            by a gaussian as wide as the spacing of its nonzero cells) of
+//            the strongest one's sign, and of the other sign from half its
+//            strength where the cells keeping half the extremum's value stay
+//            off the map's edge (an object darker than the start among
+//            brighter ones; a region reaching the edge is the background's
+//            pull), one per object (an extremum
 //            joined to a placed one by cells keeping 3/4 of its value is
 //            a shoulder of that object, as the lobes of one inclusion
 //            are), each

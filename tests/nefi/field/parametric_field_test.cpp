@@ -251,9 +251,10 @@ TEST(NefiParametricField, RefusesBadConfigurationsByName) {
 }
 
 // A start map puts the shapes at its strongest local extrema of the
-// strongest one's sign, each as wide as its extremum (r / 4 .. r); the rest
-// go to distinct lattice cells at r / 4. A sparse map (one spike) is
-// smoothed first, by an eighth of the axis here.
+// strongest one's sign (and of the other sign at half its strength or more:
+// the next test), each as wide as its extremum (r / 4 .. r); the rest go to
+// distinct lattice cells at r / 4. A sparse map (one spike) is smoothed
+// first, by an eighth of the axis here.
 TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
   const int64_t n = 32;
   std::vector<double> map(n * n, 0.0);
@@ -265,7 +266,7 @@ TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
   };
   bump(8, 22, 3.0, -1.0);   // the strongest: negative
   bump(22, 10, 2.0, -0.6);  // a second of its sign
-  bump(24, 26, 2.0, 0.8);   // the other sign: not a start
+  bump(24, 26, 2.0, 0.4);   // the other sign, under half the strongest: not a start
   nefi::ParametricConfig cfg;
   cfg.count = 4;  // a 2 x 2 lattice, r = 0.5
   nefi::ParametricField f({n, n}, one_head(), cfg, 0);
@@ -327,6 +328,34 @@ TEST(NefiParametricField, StartsItsShapesAtTheMapsStrongestExtrema) {
   EXPECT_NE(
       fk::test::error_of([&] { f.start_at_extrema(0, fk::zeros({n})); }).find("2-D start map"),
       std::string::npos);
+}
+
+// Of the other sign, an object at half the strongest's pull or more starts
+// a shape (a dark and a bright inclusion); a pull as strong that reaches
+// the map's edge (the background's, which the constant start leaves on
+// either side of the objects) does not.
+TEST(NefiParametricField, AnObjectOfTheOtherSignStartsAShapeTheBackgroundDoesNot) {
+  const int64_t n = 32;
+  std::vector<double> map(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      auto bump = [&](double r0, double c0, double amp) {
+        return amp * std::exp(-0.5 * (std::pow(i - r0, 2) + std::pow(j - c0, 2)) / 4.0);
+      };
+      map[i * n + j] = bump(8, 22, -1.0) + bump(22, 12, 0.7) +
+                       0.8 * std::exp(-0.5 * std::pow(j / 3.0, 2));  // a band along j = 0
+    }
+  nefi::ParametricConfig cfg;
+  cfg.count = 4;
+  nefi::ParametricField f({n, n}, one_head(), cfg, 0);
+  f.start_at_extrema(0, fk::from_vector(map, {n, n}));
+  EXPECT_EQ(f.placed_from_map(0), 2);
+  const nefi::ParametricStart s = f.start_shapes(0, 0);
+  auto at = [](int64_t i) { return (2.0 * i + 1) / 32 - 1; };
+  EXPECT_DOUBLE_EQ(s.centres[0], at(8));
+  EXPECT_DOUBLE_EQ(s.centres[1], at(22));
+  EXPECT_DOUBLE_EQ(s.centres[2], at(22));
+  EXPECT_DOUBLE_EQ(s.centres[3], at(12));
 }
 
 // One object, one start: two bumps joined by a shallow dip (the lobes of
