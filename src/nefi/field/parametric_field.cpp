@@ -307,8 +307,10 @@ bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int
 // extrema to the edges): a shape's amplitude gradient is the pull summed
 // over the shape, and sparse data (a mask) pull at isolated cells, where
 // one cell's extremum says little. A dense map is left as it is.
-std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
+// width gets the widest gaussian's sigma in cells (0: left as it is).
+std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v, double& width) {
   const int d = m.dim();
+  width = 0;
   const auto nonzero =
       static_cast<double>(std::count_if(v.begin(), v.end(), [](double e) { return e != 0; }));
   const double spacing = std::pow(static_cast<double>(v.size()) / std::max(nonzero, 1.0), 1.0 / d);
@@ -317,6 +319,7 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
     const int64_t n = m.size(a);
     const double s = std::min(spacing, static_cast<double>(n) / 8);
     if (s < 0.5) continue;
+    width = std::max(width, s);
     const auto reach = static_cast<int64_t>(std::ceil(3 * s));
     std::vector<double> w(2 * reach + 1);
     for (int64_t t = -reach; t <= reach; ++t) w[t + reach] = std::exp(-0.5 * (t * t) / (s * s));
@@ -335,6 +338,56 @@ std::vector<double> smoothed(const fk::Tensor& m, std::vector<double> v) {
     v = std::move(out);
   }
   return v;
+}
+
+// The cells a background's pull reaches and an object's does not: within
+// `margin` cells of the map's edge along an axis of more than 2 cells (a
+// short axis is all edge), or within margin + 1 (through the 3^d - 1
+// neighbours) of a cell outside a known support (support < 1/2: the pull
+// is 0 there, so the background's pull inside ends next to the rim).
+std::vector<char> edge_cells(const fk::Tensor& m, const std::vector<double>& support,
+                             int64_t margin) {
+  const int d = m.dim();
+  const auto n = static_cast<int64_t>(m.numel());
+  auto outside = [&](int64_t cell) { return !support.empty() && support[cell] < 0.5; };
+  std::vector<int64_t> dist(n, -1), todo;
+  for (int64_t cell = 0; cell < n; ++cell) {
+    bool edge = outside(cell);
+    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+      const int64_t len = m.size(a), i = rest % len;
+      rest /= len;
+      edge = edge || (len > 2 && (i <= margin || i >= len - 1 - margin));
+    }
+    if (edge) dist[cell] = 0;
+    if (outside(cell)) todo.push_back(cell);
+  }
+  int steps = 1;
+  for (int a = 0; a < d; ++a) steps *= 3;
+  // Widen the support's outside by margin + 1 cells (breadth first).
+  for (size_t head = 0; head < todo.size(); ++head) {
+    const int64_t cell = todo[head];
+    if (dist[cell] > margin) continue;
+    int64_t at[3];
+    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+      at[a] = rest % m.size(a);
+      rest /= m.size(a);
+    }
+    for (int st = 0; st < steps; ++st) {
+      int64_t nb = 0;
+      bool inside = true;
+      for (int a = 0, rest = st; a < d; ++a, rest /= 3) {
+        const int64_t j = at[a] + rest % 3 - 1;
+        inside = inside && j >= 0 && j < m.size(a);
+        nb = nb * m.size(a) + j;
+      }
+      if (!inside || dist[nb] >= 0) continue;
+      dist[nb] = dist[cell] + 1;
+      todo.push_back(nb);
+    }
+  }
+  std::vector<char> edge(n);
+  for (int64_t cell = 0; cell < n; ++cell) edge[cell] = dist[cell] >= 0;
+  return edge;
 }
 
 // Whether extremum `from` (of flood number `flood` > 0) is joined to a shape
@@ -386,35 +439,38 @@ bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t
   return false;
 }
 
-// Whether an extremum of the other sign than the strongest's reads as an
-// object rather than the background's pull: its region of cells keeping
-// half its value (joined through any of the 3^d - 1 neighbours) stays off
-// the map's edge, off every placed shape's region (`reached`) and off every
+// Whether an extremum of the other sign than the strongest's reads as the
+// background's pull rather than an object: its region of cells keeping
+// kObjectRegion of its value (joined through any of the 3^d - 1
+// neighbours) meets an `edge` cell, a placed shape's region (`reached`:
+// two objects of the other sign need a valley below half the weaker's
+// value to start two shapes, where the strongest's sign needs 3/4) or a
 // region rejected before (`rejected`). Rejected floods mark their cells:
 // extrema come in order of falling value, so a later one whose region
 // meets a rejected region contains it and is rejected too; an accepted one
 // is placed (this is the last check before joined_to_placed, which its
-// region cannot meet). Each cell is flooded at most once by a rejected
-// flood and at most K times by accepted ones.
+// region cannot meet). Accepted regions are disjoint and rejected ones are
+// never flooded again: each cell is flooded at most twice.
 // `visit` holds, per cell, the last flood (`flood` > 0) that visited it.
+constexpr double kObjectRegion = 0.5;  // of the extremum's value
 bool background_pull(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
-                     const std::vector<int>& reached, std::vector<char>& rejected, int flood,
-                     std::vector<int>& visit) {
+                     const std::vector<char>& edge, const std::vector<int>& reached,
+                     std::vector<char>& rejected, int flood, std::vector<int>& visit) {
   const int d = m.dim();
   int steps = 1;
   for (int a = 0; a < d; ++a) steps *= 3;
-  const double floor = 0.5 * std::abs(v[from]);
+  const double floor = kObjectRegion * std::abs(v[from]);
   std::vector<int64_t> todo = {from}, seen = {from};
   visit[from] = flood;
   bool background = reached[from] != 0 || rejected[from] != 0;
   while (!todo.empty() && !background) {
     const int64_t cell = todo.back();
     todo.pop_back();
+    background = edge[cell] != 0;
     int64_t at[3];
     for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
       at[a] = rest % m.size(a);
       rest /= m.size(a);
-      background = background || at[a] == 0 || at[a] == m.size(a) - 1;
     }
     for (int s = 0; s < steps && !background; ++s) {
       int64_t nb = 0;
@@ -453,7 +509,8 @@ bool outside_placed(const ParametricStart& placed, int d, const double* x, doubl
 
 }  // namespace
 
-void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
+void ParametricField::start_at_extrema(int channel, const fk::Tensor& map,
+                                       const fk::Tensor& support) {
   FK_CHECK(channel >= 0 && channel < n_out_, kWhere,
            "a channel in [0, " + std::to_string(n_out_) + ")", std::to_string(channel));
   FK_CHECK(map.dim() == ndim_ && map.numel() > 0 && fk::is_floating(map.dtype()), kWhere,
@@ -463,7 +520,19 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
   std::vector<double> v = m.to_vector<double>();
   for (double& e : v)
     if (!std::isfinite(e)) e = 0;  // no pull known there
-  v = smoothed(m, std::move(v));
+  FK_CHECK(!support.defined() || support.shape() == m.shape(), kWhere,
+           "a support of the map's shape " + m.shape().str(),
+           support.defined() ? support.shape().str() : "");
+  double width = 0;
+  v = smoothed(m, std::move(v), width);
+  // A smoothed map falls towards its edges (zeros beyond them), so the
+  // background's pull there can stop short of the edge by the smoothing's
+  // width.
+  const std::vector<char> edge = edge_cells(
+      m,
+      support.defined() ? support.detach().to(fk::DType::F64).contiguous().to_vector<double>()
+                        : std::vector<double>{},
+      static_cast<int64_t>(std::ceil(width)));
   const int d = ndim_, K = cfg_.count;
   const Lattice L(d, K);
   ParametricStart placed;
@@ -495,7 +564,8 @@ void ParametricField::start_at_extrema(int channel, const fk::Tensor& map) {
       rest /= m.size(a);
     }
     if (!outside_placed(placed, d, x, L.radius / 2) || !local_extremum(m, v, at) ||
-        (other && background_pull(m, v, cell, sign, reached, rejected, ++other_floods, visit)) ||
+        (other &&
+         background_pull(m, v, cell, sign, edge, reached, rejected, ++other_floods, visit)) ||
         joined_to_placed(m, v, cell, sign, ++floods, reached))
       continue;
     placed.centres.insert(placed.centres.end(), x, x + d);

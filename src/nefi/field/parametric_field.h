@@ -39,9 +39,10 @@
 //            by a gaussian as wide as the spacing of its nonzero cells) of
 //            the strongest one's sign, and of the other sign from half its
 //            strength where the cells keeping half the extremum's value stay
-//            off the map's edge (an object darker than the start among
-//            brighter ones; a region reaching the edge is the background's
-//            pull), one per object (an extremum
+//            off the map's edge (by the smoothing's width), off a known
+//            support's rim and apart from the shapes placed (an object
+//            darker than the start among brighter ones; a region reaching
+//            the edge is the background's pull), one per object (an extremum
 //            joined to a placed one by cells keeping 3/4 of its value is
 //            a shoulder of that object, as the lobes of one inclusion
 //            are), each
@@ -109,7 +110,9 @@ class ParametricField : public Field {
   // now on, reset_parameters included; lattice cells fill in when there are
   // fewer than K (every one for an all-zero map). The placement is found
   // here, once: it does not depend on the seed, the lattice's shapes do.
-  void start_at_extrema(int channel, const fk::Tensor& map);
+  // support: the field's known support on the map's grid (cells < 1/2 are
+  // outside), if any: the background's pull ends at its rim.
+  void start_at_extrema(int channel, const fk::Tensor& map, const fk::Tensor& support = {});
   // How many of channel c's shapes start at the map's extrema.
   int placed_from_map(int channel) const;
   // Where reset_parameters starts channel c's shapes.

@@ -358,6 +358,35 @@ TEST(NefiParametricField, AnObjectOfTheOtherSignStartsAShapeTheBackgroundDoesNot
   EXPECT_DOUBLE_EQ(s.centres[3], at(12));
 }
 
+// Inside a known support the background's pull ends at the support's rim,
+// not the map's edge: a ring of it along the rim starts no shape when the
+// support is given (and reads as an object when it is not).
+TEST(NefiParametricField, TheBackgroundsPullEndsAtAKnownSupportsRim) {
+  const int64_t n = 32;
+  std::vector<double> map(n * n, 0.0), support(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double r = std::hypot(i - 15.5, j - 15.5);
+      if (r > 13) continue;  // (a dense map: no smoothing)
+      support[i * n + j] = 1;
+      auto bump = [&](double r0, double c0, double amp) {
+        return amp * std::exp(-0.5 * (std::pow(i - r0, 2) + std::pow(j - c0, 2)) / 4.0);
+      };
+      map[i * n + j] = bump(12, 19, -1.0) + bump(19, 12, 0.7) + (r >= 10 ? 0.6 : 0.0);
+    }
+  nefi::ParametricConfig cfg;
+  cfg.count = 4;
+  nefi::ParametricField f({n, n}, one_head(), cfg, 0);
+  f.start_at_extrema(0, fk::from_vector(map, {n, n}), fk::from_vector(support, {n, n}));
+  EXPECT_EQ(f.placed_from_map(0), 2);
+  f.start_at_extrema(0, fk::from_vector(map, {n, n}));
+  EXPECT_EQ(f.placed_from_map(0), 3);
+  EXPECT_NE(fk::test::error_of([&] {
+              f.start_at_extrema(0, fk::from_vector(map, {n, n}), fk::zeros({n, 2}));
+            }).find("a support of the map's shape"),
+            std::string::npos);
+}
+
 // One object, one start: two bumps joined by a shallow dip (the lobes of
 // one inclusion) give one placed shape; the same bumps with a deep valley
 // between them give two. A flat plateau (every cell a tie, as noise-free
