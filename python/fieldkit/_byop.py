@@ -322,7 +322,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     noise: "auto" (estimated from the data), a sigma, or 0 (noise-free).
     prior: e.g. "nonnegative + smooth", "bounded(0, 1) + tv(0.5)", "binary",
       "conserved(1) + symmetric(0)" (see nefi/byop/prior.h: unconstrained |
-      nonnegative | positive | bounded(lo, hi) | binary | two_phase(lo, hi);
+      nonnegative | positive | bounded(lo, hi) | binary | two_phase(lo, hi) |
+      phases(v1, ..., vK);
       tv(s) | piecewise_constant(s), smooth(s), sparse(s), increasing(axis,
       s) | decreasing(axis, s); zero_mean, conserved(M), symmetric(axes),
       periodic(axes), known_support, scale(v); and terms added by

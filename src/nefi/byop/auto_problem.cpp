@@ -100,6 +100,8 @@ HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c,
   else if (prior.head == "nonnegative" || prior.head == "positive")
     h = affine_head(prior.head == "positive" ? exp_head(name, c / s) : softplus_head(name, c / s),
                     s, 0.0);
+  else if (prior.head == "phases")
+    h = multi_phase_head(name, prior.phases, c, 1.0, kSharpEps);
   else if (prior.ranged())  // bounded: a level set that never sharpens
     h = level_set_head(name, prior.lo, prior.hi, c, 1.0, prior.two_valued() ? kSharpEps : 1.0,
                        kSigmoidLeak);
@@ -257,9 +259,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              "known_support with a support mask given beside the prior", "no mask");
     FK_CHECK(!(pr.known_support && pr.zero_mean), where,
              "zero_mean or known_support (removing the mean moves the outside off 0)", "both");
-    FK_CHECK(!o.multiscale || !(pr.known_support || pr.mass || pr.two_valued()), where,
-             "multiscale without known_support, conserved or a two-phase field (the coarse "
-             "stage's field has other cells, and a level set would anneal twice)",
+    FK_CHECK(!o.multiscale || !(pr.known_support || pr.mass || pr.phased()), where,
+             "multiscale without known_support, conserved or a two-phase or phases field (the "
+             "coarse stage's field has other cells, and a level set would anneal twice)",
              "multiscale with " + pr.str());
     for (const PriorPenalty& pen : pr.penalties)
       FK_CHECK(!o.multiscale || !pen.custom, where,
@@ -432,7 +434,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
       if (k.support[i].defined()) pull[i] = fk::mul(pull[i], k.support[i]);
       if (ap.priors[i].zero_mean) pull[i] = fk::sub(pull[i], fk::mean(pull[i]));
       if (heads[i]->n_in() == 1) {
-        pf->start_at_extrema(channel, pull[i]);
+        pf->start_at_extrema(channel, pull[i], k.support[i]);
         placed += pf->placed_from_map(channel);
       }
       channel += heads[i]->n_in();

@@ -16,7 +16,8 @@ namespace {
 constexpr const char* kWhere = "prior";
 constexpr const char* kAccepted =
     "terms joined by '+': unconstrained | nonnegative | positive | bounded(lo, hi) | binary | "
-    "two_phase(lo, hi), piecewise_constant(s) | tv(s), smooth(s), sparse(s), increasing(axis, s) "
+    "two_phase(lo, hi) | phases(v1, ..., vK), piecewise_constant(s) | tv(s), smooth(s), sparse(s), "
+    "increasing(axis, s) "
     "| decreasing(axis, s), zero_mean, conserved(M), symmetric(axes), periodic(axes), "
     "known_support, "
     "scale(v), or a registered term NAME(s)";
@@ -98,7 +99,7 @@ std::vector<std::string> split_terms(const std::string& text) {
 bool is_builtin_prior_term(const std::string& name) {
   static const std::string kNames =
       " unconstrained real signed nonnegative nonneg positive log bounded box range binary "
-      "two_phase level_set increasing monotone decreasing conserved mass symmetric periodic "
+      "two_phase level_set phases increasing monotone decreasing conserved mass symmetric periodic "
       "known_support scale piecewise_constant tv smooth sparse zero_mean ";
   return !name.empty() && kNames.find(" " + name + " ") != std::string::npos;
 }
@@ -111,7 +112,7 @@ PriorSpec parse_prior(const std::string& text) {
   auto set_head = [&](const Term& t, const std::string& head) {
     FK_CHECK(head_term.empty(), kWhere,
              "one term that sets the field's values (unconstrained, nonnegative, positive, "
-             "bounded or binary); drop one of them",
+             "bounded, binary or phases); drop one of them",
              "'" + head_term + "' and '" + t.name + "'");
     head_term = t.name;
     p.head = head;
@@ -144,6 +145,17 @@ PriorSpec parse_prior(const std::string& text) {
         p.hi = t.args[1];
       }
       set_head(t, "level_set");
+    } else if (n == "phases") {
+      std::vector<double> v = t.args;
+      std::sort(v.begin(), v.end());
+      FK_CHECK(
+          v.size() >= 2 && v.size() <= 8 && std::adjacent_find(v.begin(), v.end()) == v.end() &&
+              std::all_of(v.begin(), v.end(), [](double e) { return std::isfinite(e); }),
+          kWhere, "phases(v1, ..., vK) with 2 to 8 distinct finite values", "'" + trim(raw) + "'");
+      set_head(t, "phases");
+      p.phases = v;
+      p.lo = v.front();
+      p.hi = v.back();
     } else if (n == "increasing" || n == "monotone" || n == "decreasing") {
       FK_CHECK(t.args.size() <= 2, kWhere, n + "(axis, strength) with at most two arguments",
                std::to_string(t.args.size()) + " arguments");
@@ -226,7 +238,13 @@ std::string exact(double v) {
 std::string PriorSpec::str() const {
   std::ostringstream o;
   o << (head == "level_set" ? "two_phase" : head);
-  if (ranged()) o << "(" << exact(lo) << ", " << exact(hi) << ")";
+  if (head == "phases") {
+    o << "(";
+    for (size_t i = 0; i < phases.size(); ++i) o << (i ? ", " : "") << exact(phases[i]);
+    o << ")";
+  } else if (ranged()) {
+    o << "(" << exact(lo) << ", " << exact(hi) << ")";
+  }
   for (const auto& pen : penalties) {
     if (pen.kind == "monotone")
       o << " + " << (pen.sign > 0 ? "increasing(" : "decreasing(") << pen.axis << ", "

@@ -10,6 +10,10 @@
 //   binary | two_phase(lo, hi) |      two values, lo or hi (binary: 0 or 1):
 //     level_set(lo, hi)               a sigmoid whose interface sharpens as
 //                                     the fit anneals (heads.h's LevelSet)
+//   phases(v1, ..., vK)               K known values (2 to 8, distinct, any
+//                                     order): a softmax over K channels whose
+//                                     interfaces sharpen as the fit anneals
+//                                     (heads.h's MultiPhase)
 // The others add a penalty of strength s (the penalty's share of the data
 // misfit at the noise floor, so s = 1 weighs them equally; default below):
 //   piecewise_constant | tv (s)       total variation, isotropic
@@ -55,9 +59,10 @@ struct PriorPenalty {
 };
 
 struct PriorSpec {
-  // unconstrained | nonnegative | positive | bounded | level_set
+  // unconstrained | nonnegative | positive | bounded | level_set | phases
   std::string head = "unconstrained";
-  double lo = 0, hi = 1;  // bounded and level_set
+  double lo = 0, hi = 1;       // bounded, level_set and phases (its extremes)
+  std::vector<double> phases;  // phases: the values, ascending
   bool zero_mean = false;
   std::optional<double> mass;   // conserved(M)
   std::vector<int> symmetric;   // mirror axes; {-1}: every axis
@@ -66,7 +71,9 @@ struct PriorSpec {
   std::optional<double> scale;  // scale(v)
   std::vector<PriorPenalty> penalties;
   bool two_valued() const { return head == "level_set"; }
-  bool ranged() const { return head == "bounded" || head == "level_set"; }
+  // A field of a few known values, whose interfaces anneal.
+  bool phased() const { return head == "level_set" || head == "phases"; }
+  bool ranged() const { return head == "bounded" || head == "level_set" || head == "phases"; }
   std::string str() const;  // canonical text, parses back to the same spec
 };
 

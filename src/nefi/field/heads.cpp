@@ -151,6 +151,68 @@ struct LevelSetHead : Head {
   }
 };
 
+// sum_k v_k softmax(h / eps)_k over K raw channels, eps falling as
+// LevelSet's: K phases whose interfaces sharpen as the fit goes on.
+struct MultiPhaseHead : Head {
+  std::vector<double> values;
+  double v0, eps0, eps1;
+  MultiPhaseHead(std::string n, std::vector<double> v, double init, double e0, double e1)
+      : Head(std::move(n)), values(std::move(v)), v0(init), eps0(e0), eps1(e1) {
+    FK_CHECK(values.size() >= 2 && std::is_sorted(values.begin(), values.end()) &&
+                 std::adjacent_find(values.begin(), values.end()) == values.end() &&
+                 v0 > values.front() && v0 < values.back() && e0 > 0 && e1 > 0,
+             "nefi::MultiPhase head",
+             "2 or more ascending distinct values v_1 < init_value < v_K and eps_start, "
+             "eps_end > 0",
+             std::to_string(values.size()) + " values from " + exact(values.front()) + " to " +
+                 exact(values.back()) + ", init " + exact(v0) + ", eps " + exact(e0) + " -> " +
+                 exact(e1));
+  }
+  int n_in() const override { return static_cast<int>(values.size()); }
+  double eps(double progress) const {
+    return eps0 * std::pow(eps1 / eps0, std::clamp(progress, 0.0, 1.0));
+  }
+  // Shares p of the two values either side of v0 that mix to v0 exactly,
+  // the rest at kOther each; raw = eps_start log p (the softmax at progress 0).
+  std::vector<double> init_bias() const override {
+    constexpr double kOther = 1e-3;
+    const size_t K = values.size();
+    size_t j = 0;
+    while (j + 2 < K && values[j + 1] <= v0) ++j;
+    double rest = 1, target = v0;
+    for (size_t k = 0; k < K; ++k)
+      if (k != j && k != j + 1) {
+        rest -= kOther;
+        target -= kOther * values[k];
+      }
+    const double hi = std::clamp((target - rest * values[j]) / (values[j + 1] - values[j]), kOther,
+                                 rest - kOther);
+    std::vector<double> bias(K, eps0 * std::log(kOther));
+    bias[j] = eps0 * std::log(rest - hi);
+    bias[j + 1] = eps0 * std::log(hi);
+    return bias;
+  }
+  fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap&,
+                       double progress) const override {
+    const int64_t d = r[0].dim();
+    const fk::Tensor p = fk::softmax(fk::mul(fk::stack(r, d), 1.0 / eps(progress)), d);
+    const fk::Tensor v = fk::from_vector(values, {static_cast<int64_t>(values.size())})
+                             .to(r[0].dtype())
+                             .to(r[0].device());
+    return fk::sum(fk::mul(p, v), {d});
+  }
+  bool reads_progress() const override { return eps0 != eps1; }
+  std::string kind() const override { return "multi_phase"; }
+  std::string signature() const override {
+    std::string s = with_constants(*this, {v0, eps0, eps1});
+    for (double v : values) {  // (append: GCC 12 warns on " " + string as a restrict overlap)
+      s.push_back(' ');
+      s.append(exact(v));
+    }
+    return s;
+  }
+};
+
 struct ModifierHead : Head {
   HeadPtr inner;
   explicit ModifierHead(HeadPtr in) : Head(in->name()), inner(std::move(in)) {}
@@ -409,6 +471,10 @@ HeadPtr affine_head(HeadPtr in, double s, double t) {
 HeadPtr level_set_head(std::string n, double lo, double hi, double v, double e0, double e1,
                        double leak) {
   return std::make_shared<LevelSetHead>(std::move(n), lo, hi, v, e0, e1, leak);
+}
+HeadPtr multi_phase_head(std::string n, std::vector<double> values, double v, double e0,
+                         double e1) {
+  return std::make_shared<MultiPhaseHead>(std::move(n), std::move(values), v, e0, e1);
 }
 HeadPtr masked_head(HeadPtr in, fk::Tensor mask, double fill) {
   return std::make_shared<MaskedHead>(std::move(in), std::move(mask), fill);

@@ -89,6 +89,24 @@ TEST(NefiPrior, TwoPhaseMonotoneAndExactModifiers) {
   EXPECT_EQ(t.lo, 0.5);
   EXPECT_EQ(t.hi, 2.5);
   EXPECT_EQ(parse_prior("level_set(-1, 1)").head, "level_set");
+  const auto ph = parse_prior("phases(1, 0.25, 3) + tv(0.5)");
+  EXPECT_EQ(ph.head, "phases");
+  EXPECT_EQ(ph.phases, (std::vector<double>{0.25, 1, 3}));  // ascending
+  EXPECT_EQ(ph.lo, 0.25);
+  EXPECT_EQ(ph.hi, 3);
+  EXPECT_TRUE(ph.phased() && ph.ranged() && !ph.two_valued());
+  EXPECT_EQ(ph.str(), "phases(0.25, 1, 3) + tv(0.5)");
+  EXPECT_EQ(parse_prior(ph.str()).str(), ph.str());
+  for (const char* bad : {"phases(1)", "phases(0, 1, 1)", "phases(0, 1, 2, 3, 4, 5, 6, 7, 8)"})
+    EXPECT_NE(fk::test::error_of([&] {
+                parse_prior(bad);
+              }).find("phases(v1, ..., vK) with 2 to 8 distinct finite values"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(fk::test::error_of([&] {
+              parse_prior("phases(0, 1) + nonnegative");
+            }).find("drop one of them"),
+            std::string::npos);
   const auto m = parse_prior("increasing + decreasing(1, 3) + monotone(2)");
   ASSERT_EQ(m.penalties.size(), 3u);
   EXPECT_EQ(m.penalties[0].kind, "monotone");

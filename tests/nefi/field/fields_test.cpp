@@ -150,6 +150,46 @@ TEST(NefiHeads, TransformsAndInitialValues) {
   EXPECT_THROW(nefi::make_head("nope", "x", 1.0), fk::Error);
 }
 
+// MultiPhase: the start bias mixes the two values either side of v0 to v0
+// exactly; the map is sum_k v_k softmax(h / eps)_k (written out, and its
+// gradient by finite differences in f64); sharp at the end, each cell takes
+// the value of its largest channel; bad values are refused by name.
+TEST(NefiHeads, MultiPhaseMixesItsValuesAndSharpens) {
+  const std::vector<double> values = {0.0, 0.5, 2.0};
+  const nefi::HeadPtr h = nefi::multi_phase_head("x", values, 0.8, 1.0, 0.05);
+  EXPECT_EQ(h->n_in(), 3);
+  EXPECT_TRUE(h->reads_progress());
+  nefi::FieldMap none;
+  std::vector<fk::Tensor> start;
+  for (double b : h->init_bias()) start.push_back(fk::full({2}, b, {fk::DType::F64}));
+  EXPECT_NEAR(h->transform(start, none, 0.0).to_vector<double>()[0], 0.8, 1e-12);
+  const std::vector<double> a = {0.3, -1.0}, b = {1.2, 0.4}, c = {-0.5, 0.9};
+  auto raw = [&] {
+    return std::vector<fk::Tensor>{fk::from_vector(a, {2}), fk::from_vector(b, {2}),
+                                   fk::from_vector(c, {2})};
+  };
+  const double eps = std::sqrt(0.05);  // progress 1/2
+  const auto got = h->transform(raw(), none, 0.5).to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    const double ea = std::exp(a[i] / eps), eb = std::exp(b[i] / eps), ec = std::exp(c[i] / eps);
+    EXPECT_NEAR(got[i], (0.0 * ea + 0.5 * eb + 2.0 * ec) / (ea + eb + ec), 1e-12) << i;
+  }
+  std::vector<fk::Tensor> in = raw();
+  for (fk::Tensor& t : in) t.set_requires_grad(true);
+  EXPECT_EQ(fk::testing::gradcheck(
+                [&](const std::vector<fk::Tensor>& r) { return h->transform(r, none, 0.5); }, in),
+            "");
+  // Sharp: cell 0's largest channel is the second (0.5), cell 1's the third (2).
+  const auto sharp = nefi::multi_phase_head("x", values, 0.8, 1.0, 1e-3)
+                         ->transform(raw(), none, 1.0)
+                         .to_vector<double>();
+  EXPECT_NEAR(sharp[0], 0.5, 1e-9);
+  EXPECT_NEAR(sharp[1], 2.0, 1e-9);
+  EXPECT_THROW(nefi::multi_phase_head("x", {1.0, 0.0}, 0.5), fk::Error);       // not ascending
+  EXPECT_THROW(nefi::multi_phase_head("x", {0.0, 1.0}, 1.0), fk::Error);       // v0 on a value
+  EXPECT_THROW(nefi::multi_phase_head("x", {0.0, 1.0, 1.0}, 0.5), fk::Error);  // repeated
+}
+
 TEST(NefiNeuralField, FlatBufferGradientsAndInit) {
   nefi::NeuralFieldConfig cfg;
   cfg.hidden = 8;
