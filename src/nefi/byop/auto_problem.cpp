@@ -101,7 +101,7 @@ HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c,
     h = affine_head(prior.head == "positive" ? exp_head(name, c / s) : softplus_head(name, c / s),
                     s, 0.0);
   else if (prior.head == "phases")
-    h = multi_phase_head(name, prior.phases, c, 1.0, kSharpEps);
+    h = multi_phase_head(name, prior.phases, c, 1.0, kSharpEps, kSigmoidLeak);
   else if (prior.ranged())  // bounded: a level set that never sharpens
     h = level_set_head(name, prior.lo, prior.hi, c, 1.0, prior.two_valued() ? kSharpEps : 1.0,
                        kSigmoidLeak);

@@ -155,56 +155,78 @@ struct LevelSetHead : Head {
 // LevelSet's: K phases whose interfaces sharpen as the fit goes on.
 struct MultiPhaseHead : Head {
   std::vector<double> values;
-  double v0, eps0, eps1;
-  MultiPhaseHead(std::string n, std::vector<double> v, double init, double e0, double e1)
-      : Head(std::move(n)), values(std::move(v)), v0(init), eps0(e0), eps1(e1) {
+  double v0, eps0, eps1, leak;
+  MultiPhaseHead(std::string n, std::vector<double> v, double init, double e0, double e1, double lk)
+      : Head(std::move(n)), values(std::move(v)), v0(init), eps0(e0), eps1(e1), leak(lk) {
     FK_CHECK(values.size() >= 2 && std::is_sorted(values.begin(), values.end()) &&
                  std::adjacent_find(values.begin(), values.end()) == values.end() &&
-                 v0 > values.front() && v0 < values.back() && e0 > 0 && e1 > 0,
+                 v0 > values.front() && v0 < values.back() && e0 > 0 && e1 > 0 && lk >= 0,
              "nefi::MultiPhase head",
-             "2 or more ascending distinct values v_1 < init_value < v_K and eps_start, "
-             "eps_end > 0",
-             std::to_string(values.size()) + " values from " + exact(values.front()) + " to " +
-                 exact(values.back()) + ", init " + exact(v0) + ", eps " + exact(e0) + " -> " +
-                 exact(e1));
+             "2 or more ascending distinct values v_1 < init_value < v_K, eps_start, eps_end > 0 "
+             "and leak >= 0",
+             values.empty()
+                 ? std::string("no values")
+                 : std::to_string(values.size()) + " values from " + exact(values.front()) +
+                       " to " + exact(values.back()) + ", init " + exact(v0) + ", eps " +
+                       exact(e0) + " -> " + exact(e1) + ", leak " + exact(lk));
   }
   int n_in() const override { return static_cast<int>(values.size()); }
   double eps(double progress) const {
     return eps0 * std::pow(eps1 / eps0, std::clamp(progress, 0.0, 1.0));
   }
-  // Shares p of the two values either side of v0 that mix to v0 exactly,
-  // the rest at kOther each; raw = eps_start log p (the softmax at progress 0).
+  // The most even shares that mix to v0: p_k ~ exp(lambda v_k), lambda
+  // found by bisection (the mix rises with lambda); raw = eps_start lambda
+  // v_k, the softmax's logits at progress 0. Every channel starts with a
+  // share, so each can take cells (a start on two values only left the
+  // others at a slope of exp(-138) by the end, 0 in f32).
   std::vector<double> init_bias() const override {
-    constexpr double kOther = 1e-3;
-    const size_t K = values.size();
-    size_t j = 0;
-    while (j + 2 < K && values[j + 1] <= v0) ++j;
-    double rest = 1, target = v0;
-    for (size_t k = 0; k < K; ++k)
-      if (k != j && k != j + 1) {
-        rest -= kOther;
-        target -= kOther * values[k];
+    const double span = values.back() - values.front();
+    auto mix = [&](double lambda) {
+      double num = 0, den = 0;
+      for (double v : values) {
+        const double w = std::exp(lambda * (v - values.back()));
+        num += w * v;
+        den += w;
       }
-    const double hi = std::clamp((target - rest * values[j]) / (values[j + 1] - values[j]), kOther,
-                                 rest - kOther);
-    std::vector<double> bias(K, eps0 * std::log(kOther));
-    bias[j] = eps0 * std::log(rest - hi);
-    bias[j + 1] = eps0 * std::log(hi);
+      return num / den;
+    };
+    double lo = -700 / span, hi = 700 / span;
+    for (int it = 0; it < 200; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (mix(mid) < v0 ? lo : hi) = mid;
+    }
+    const double lambda = 0.5 * (lo + hi);
+    std::vector<double> bias;
+    for (double v : values) bias.push_back(eps0 * lambda * (v - values.front()));
     return bias;
   }
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap&,
                        double progress) const override {
     const int64_t d = r[0].dim();
-    const fk::Tensor p = fk::softmax(fk::mul(fk::stack(r, d), 1.0 / eps(progress)), d);
-    const fk::Tensor v = fk::from_vector(values, {static_cast<int64_t>(values.size())})
-                             .to(r[0].dtype())
-                             .to(r[0].device());
-    return fk::sum(fk::mul(p, v), {d});
+    const double inv_eps = 1.0 / eps(progress);
+    const fk::Tensor p = fk::softmax(fk::mul(fk::stack(r, d), inv_eps), d);
+    // sum_k v_k p_k with the values as scalars: no host copy (which would
+    // end a CUDA graph capture on a device).
+    fk::Tensor out = fk::mul(p.select(d, 0), values[0]);
+    for (size_t k = 1; k < values.size(); ++k)
+      out = fk::add(out, fk::mul(p.select(d, static_cast<int64_t>(k)), values[k]));
+    if (leak > 0) {
+      // + leak sum_k (v_k - mean v) (z_k - z_k): the same values, and each
+      // channel keeps a slope of leak |v_k - mean v| / eps where the softmax
+      // is flat, so a cell that sharpened into the wrong phase can leave.
+      double mean = 0;
+      for (double v : values) mean += v / static_cast<double>(values.size());
+      for (size_t k = 0; k < values.size(); ++k) {
+        const fk::Tensor z = fk::mul(r[k], inv_eps);
+        out = fk::add(out, fk::mul(fk::sub(z, z.detach()), leak * (values[k] - mean)));
+      }
+    }
+    return out;
   }
   bool reads_progress() const override { return eps0 != eps1; }
   std::string kind() const override { return "multi_phase"; }
   std::string signature() const override {
-    std::string s = with_constants(*this, {v0, eps0, eps1});
+    std::string s = with_constants(*this, {v0, eps0, eps1, leak});
     for (double v : values) {  // (append: GCC 12 warns on " " + string as a restrict overlap)
       s.push_back(' ');
       s.append(exact(v));
@@ -472,9 +494,9 @@ HeadPtr level_set_head(std::string n, double lo, double hi, double v, double e0,
                        double leak) {
   return std::make_shared<LevelSetHead>(std::move(n), lo, hi, v, e0, e1, leak);
 }
-HeadPtr multi_phase_head(std::string n, std::vector<double> values, double v, double e0,
-                         double e1) {
-  return std::make_shared<MultiPhaseHead>(std::move(n), std::move(values), v, e0, e1);
+HeadPtr multi_phase_head(std::string n, std::vector<double> values, double v, double e0, double e1,
+                         double leak) {
+  return std::make_shared<MultiPhaseHead>(std::move(n), std::move(values), v, e0, e1, leak);
 }
 HeadPtr masked_head(HeadPtr in, fk::Tensor mask, double fill) {
   return std::make_shared<MaskedHead>(std::move(in), std::move(mask), fill);

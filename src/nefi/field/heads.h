@@ -15,9 +15,10 @@
 //   MultiPhase(v_1..v_K) sum_k v_k softmax(h / eps(progress))_k over K raw
 //                        channels: a field of K known values (materials of
 //                        known density, tissue classes) whose interfaces
-//                        sharpen as LevelSet's do; it starts at v0 as a mix
-//                        of the two values either side of it (the others at
-//                        a share of 1e-3 each)
+//                        sharpen as LevelSet's do; it starts at v0 as the
+//                        most even mix of the values that gives v0 (shares
+//                        ~ exp(lambda v_k)); leak > 0 floors each channel's
+//                        slope as LevelSet's leak does
 // Modifiers wrap another head:
 //   SupportMasked(inner, depends_on, tau, fill): inner * 1{rho > tau max rho},
 //     rho = an earlier head's field, the mask under stop-gradient (NeTMY Eq. 26)
@@ -94,7 +95,7 @@ HeadPtr level_set_head(std::string name, double lo, double hi, double init_value
                        double eps_start = 1.0, double eps_end = 0.05, double leak = 0.0);
 // values: 2 or more, ascending and distinct; v_1 < init_value < v_K.
 HeadPtr multi_phase_head(std::string name, std::vector<double> values, double init_value,
-                         double eps_start = 1.0, double eps_end = 0.05);
+                         double eps_start = 1.0, double eps_end = 0.05, double leak = 0.0);
 // mask: the field's shape, values in [0, 1] (1 inside the support).
 HeadPtr masked_head(HeadPtr inner, fk::Tensor mask, double fill = 0.0);
 HeadPtr mass_normalized_head(HeadPtr inner, double mass);

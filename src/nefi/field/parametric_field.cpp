@@ -281,11 +281,16 @@ struct Lattice {
   }
 };
 
-// Whether no neighbour of cell `at` (the 3^d - 1 around it) has a larger |v|.
-bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int64_t* at) {
+// Calls fn(nb) for `cell` and each of its 3^d - 1 neighbours inside the map
+// until fn returns false; returns whether it ran through all of them.
+template <class Fn>
+bool each_neighbour(const fk::Tensor& m, int64_t cell, Fn&& fn) {
   const int d = m.dim();
-  int64_t cell = 0;
-  for (int a = 0; a < d; ++a) cell = cell * m.size(a) + at[a];
+  int64_t at[3];
+  for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
+    at[a] = rest % m.size(a);
+    rest /= m.size(a);
+  }
   int steps = 1;
   for (int a = 0; a < d; ++a) steps *= 3;
   for (int s = 0; s < steps; ++s) {
@@ -296,9 +301,16 @@ bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int
       inside = inside && j >= 0 && j < m.size(a);
       nb = nb * m.size(a) + j;
     }
-    if (inside && std::abs(v[nb]) > std::abs(v[cell])) return false;
+    if (inside && !fn(nb)) return false;
   }
   return true;
+}
+
+// Whether no neighbour of cell `at` (the 3^d - 1 around it) has a larger |v|.
+bool local_extremum(const fk::Tensor& m, const std::vector<double>& v, const int64_t* at) {
+  int64_t cell = 0;
+  for (int a = 0; a < m.dim(); ++a) cell = cell * m.size(a) + at[a];
+  return each_neighbour(m, cell, [&](int64_t nb) { return std::abs(v[nb]) <= std::abs(v[cell]); });
 }
 
 // The map smoothed along every axis by a gaussian as wide as the spacing of
@@ -361,29 +373,17 @@ std::vector<char> edge_cells(const fk::Tensor& m, const std::vector<double>& sup
     if (edge) dist[cell] = 0;
     if (outside(cell)) todo.push_back(cell);
   }
-  int steps = 1;
-  for (int a = 0; a < d; ++a) steps *= 3;
   // Widen the support's outside by margin + 1 cells (breadth first).
   for (size_t head = 0; head < todo.size(); ++head) {
     const int64_t cell = todo[head];
     if (dist[cell] > margin) continue;
-    int64_t at[3];
-    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
-      at[a] = rest % m.size(a);
-      rest /= m.size(a);
-    }
-    for (int st = 0; st < steps; ++st) {
-      int64_t nb = 0;
-      bool inside = true;
-      for (int a = 0, rest = st; a < d; ++a, rest /= 3) {
-        const int64_t j = at[a] + rest % 3 - 1;
-        inside = inside && j >= 0 && j < m.size(a);
-        nb = nb * m.size(a) + j;
+    each_neighbour(m, cell, [&](int64_t nb) {
+      if (dist[nb] < 0) {
+        dist[nb] = dist[cell] + 1;
+        todo.push_back(nb);
       }
-      if (!inside || dist[nb] >= 0) continue;
-      dist[nb] = dist[cell] + 1;
-      todo.push_back(nb);
-    }
+      return true;
+    });
   }
   std::vector<char> edge(n);
   for (int64_t cell = 0; cell < n; ++cell) edge[cell] = dist[cell] >= 0;
@@ -408,35 +408,22 @@ constexpr double kOtherSign = 0.5;
 bool joined_to_placed(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
                       int flood, std::vector<int>& reached) {
   if (reached[from] != 0) return true;
-  const int d = m.dim();
-  int steps = 1;
-  for (int a = 0; a < d; ++a) steps *= 3;
   const double floor = kSameObject * std::abs(v[from]);
   std::vector<int64_t> todo = {from};
   reached[from] = flood;
-  while (!todo.empty()) {
+  bool joined = false;
+  while (!todo.empty() && !joined) {
     const int64_t cell = todo.back();
     todo.pop_back();
-    int64_t at[3];
-    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
-      at[a] = rest % m.size(a);
-      rest /= m.size(a);
-    }
-    for (int s = 0; s < steps; ++s) {
-      int64_t nb = 0;
-      bool inside = true;
-      for (int a = 0, rest = s; a < d; ++a, rest /= 3) {
-        const int64_t j = at[a] + rest % 3 - 1;
-        inside = inside && j >= 0 && j < m.size(a);
-        nb = nb * m.size(a) + j;
-      }
-      if (!inside || reached[nb] == flood || v[nb] * sign < floor) continue;
-      if (reached[nb] != 0) return true;
+    joined = !each_neighbour(m, cell, [&](int64_t nb) {
+      if (reached[nb] == flood || v[nb] * sign < floor) return true;
+      if (reached[nb] != 0) return false;  // joined
       reached[nb] = flood;
       todo.push_back(nb);
-    }
+      return true;
+    });
   }
-  return false;
+  return joined;
 }
 
 // Whether an extremum of the other sign than the strongest's reads as the
@@ -456,9 +443,6 @@ constexpr double kObjectRegion = 0.5;  // of the extremum's value
 bool background_pull(const fk::Tensor& m, const std::vector<double>& v, int64_t from, double sign,
                      const std::vector<char>& edge, const std::vector<int>& reached,
                      std::vector<char>& rejected, int flood, std::vector<int>& visit) {
-  const int d = m.dim();
-  int steps = 1;
-  for (int a = 0; a < d; ++a) steps *= 3;
   const double floor = kObjectRegion * std::abs(v[from]);
   std::vector<int64_t> todo = {from}, seen = {from};
   visit[from] = flood;
@@ -466,26 +450,13 @@ bool background_pull(const fk::Tensor& m, const std::vector<double>& v, int64_t 
   while (!todo.empty() && !background) {
     const int64_t cell = todo.back();
     todo.pop_back();
-    background = edge[cell] != 0;
-    int64_t at[3];
-    for (int64_t a = d - 1, rest = cell; a >= 0; --a) {
-      at[a] = rest % m.size(a);
-      rest /= m.size(a);
-    }
-    for (int s = 0; s < steps && !background; ++s) {
-      int64_t nb = 0;
-      bool inside = true;
-      for (int a = 0, rest = s; a < d; ++a, rest /= 3) {
-        const int64_t j = at[a] + rest % 3 - 1;
-        inside = inside && j >= 0 && j < m.size(a);
-        nb = nb * m.size(a) + j;
-      }
-      if (!inside || visit[nb] == flood || v[nb] * sign < floor) continue;
-      if (reached[nb] != 0 || rejected[nb] != 0) background = true;
-      visit[nb] = flood;
-      todo.push_back(nb);
-      seen.push_back(nb);
-    }
+    background = edge[cell] != 0 || !each_neighbour(m, cell, [&](int64_t nb) {
+                   if (visit[nb] == flood || v[nb] * sign < floor) return true;
+                   visit[nb] = flood;
+                   todo.push_back(nb);
+                   seen.push_back(nb);
+                   return reached[nb] == 0 && rejected[nb] == 0;  // false: the background's
+                 });
   }
   if (background)
     for (int64_t cell : seen) rejected[cell] = 1;

@@ -150,10 +150,9 @@ TEST(NefiHeads, TransformsAndInitialValues) {
   EXPECT_THROW(nefi::make_head("nope", "x", 1.0), fk::Error);
 }
 
-// MultiPhase: the start bias mixes the two values either side of v0 to v0
-// exactly; the map is sum_k v_k softmax(h / eps)_k (written out, and its
-// gradient by finite differences in f64); sharp at the end, each cell takes
-// the value of its largest channel; bad values are refused by name.
+// MultiPhase: the start bias mixes the values to v0 exactly; the map is sum_k v_k softmax(h /
+// eps)_k (written out, and its gradient by finite differences in f64); sharp at the end, each cell
+// takes the value of its largest channel; bad values are refused by name.
 TEST(NefiHeads, MultiPhaseMixesItsValuesAndSharpens) {
   const std::vector<double> values = {0.0, 0.5, 2.0};
   const nefi::HeadPtr h = nefi::multi_phase_head("x", values, 0.8, 1.0, 0.05);
@@ -185,6 +184,21 @@ TEST(NefiHeads, MultiPhaseMixesItsValuesAndSharpens) {
                          .to_vector<double>();
   EXPECT_NEAR(sharp[0], 0.5, 1e-9);
   EXPECT_NEAR(sharp[1], 2.0, 1e-9);
+  // The start is the most even mix giving v0: 0.5 of (0, 0.5, 1) is a third
+  // each, so every phase starts with cells' share of the slope.
+  const nefi::HeadPtr even = nefi::multi_phase_head("x", {0.0, 0.5, 1.0}, 0.5);
+  const std::vector<double> eb = even->init_bias();
+  EXPECT_NEAR(eb[0], eb[1], 1e-9);
+  EXPECT_NEAR(eb[1], eb[2], 1e-9);
+  // A leak keeps the values and gives a saturated cell's channels a slope.
+  const nefi::HeadPtr leaky = nefi::multi_phase_head("x", values, 0.8, 1.0, 1e-3, 0.01);
+  std::vector<fk::Tensor> flat = raw();
+  for (fk::Tensor& t : flat) t.set_requires_grad(true);
+  const fk::Tensor out = leaky->transform(flat, none, 1.0);
+  EXPECT_EQ(out.to_vector<double>(), sharp);
+  fk::sum(out).backward();
+  EXPECT_GT(std::abs(flat[0].grad().to_vector<double>()[0]), 1.0);  // 0.01 |0 - 5/6| / 1e-3
+  EXPECT_THROW(nefi::multi_phase_head("x", {}, 0.5), fk::Error);
   EXPECT_THROW(nefi::multi_phase_head("x", {1.0, 0.0}, 0.5), fk::Error);       // not ascending
   EXPECT_THROW(nefi::multi_phase_head("x", {0.0, 1.0}, 1.0), fk::Error);       // v0 on a value
   EXPECT_THROW(nefi::multi_phase_head("x", {0.0, 1.0, 1.0}, 0.5), fk::Error);  // repeated
