@@ -55,6 +55,8 @@
 //            where the data pull hardest finds its object, where one started
 //            on the background, or wider than its object, turns into a wide
 //            negative sheet
+// The starts (the lattice, a map's extrema and their rules) are in
+// parametric_start.cpp.
 // One op each way: forward in parallel over points, backward over fixed
 // chunks of points reduced in order (deterministic at any thread count). CPU only (a
 // device solve refuses it: only a NeuralField has a device path).
