@@ -1,8 +1,8 @@
 // nefi fit (--matrix A.npy | --operator KIND ...) --data y.npy [--shape n,m]
 // [--prior P] ...: a bring-your-own problem from the command line
 // (nefi/byop/): the forward model is a dense matrix over the field's cells or
-// one of the built-in operators (operators/sampling.h, intensity.h), every
-// other choice is auto_problem's. Writes the fields, prediction, report.md,
+// one of the built-in operators (fit_operators.h), every other choice is
+// auto_problem's. Writes the fields, prediction, report.md,
 // fit.json, history and fit.png (byop/fit_output.h) and prints one summary
 // line. --autotune LEVEL first chooses the lr, each penalty's strength and
 // (standard, thorough) the budget by pilot solves (tune/fit_autotune.h) and
@@ -17,15 +17,14 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "common.h"
+#include "fit_operators.h"
 #include "fk/error.h"
 #include "fk/io/npy.h"
 #include "fk/ops/join.h"
-#include "fk/ops/view.h"
 #include "nefi/bench/merge.h"
 #include "nefi/byop/fit_output.h"
 #include "nefi/byop/matrix_model.h"
@@ -33,10 +32,6 @@
 #include "nefi/byop/refine_fit.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/diagnostics/report.h"
-#include "nefi/operators/fft_convolution.h"
-#include "nefi/operators/intensity.h"
-#include "nefi/operators/radon.h"
-#include "nefi/operators/sampling.h"
 #include "nefi/tune/fit_autotune.h"
 
 namespace nefi::cli {
@@ -44,11 +39,7 @@ namespace {
 
 struct FitRequest {
   std::string matrix, data, mask, support, shape, noise = "auto", prior = "unconstrained";
-  // A built-in operator instead of --matrix, with what it takes.
-  std::string op, pattern, factors;
-  double oversample = 2.0, i0 = 1.0, sigma = 0;
-  int axis = 0, views = 16;
-  bool centered = false, periodic = false;
+  OperatorRequest op;  // a built-in operator instead of --matrix, with what it takes
   std::string representation = "neural", budget = "default", out = "runs/fit";
   std::string autotune;  // empty: none; else the level
   bool diagnose = false;
@@ -62,119 +53,26 @@ struct FitRequest {
   bool quiet = false;
 };
 
-// "16,16" as integers >= 1 (1 to 3 of them), `flag` naming the option.
-std::vector<int64_t> parse_list(const std::string& s, const char* flag) {
-  std::vector<int64_t> v;
-  std::stringstream in(s);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    char* end = nullptr;
-    const long e = std::strtol(part.c_str(), &end, 10);
-    FK_CHECK(!part.empty() && *end == '\0' && e >= 1, flag,
-             "1 to 3 positive integers separated by commas", "'" + s + "'");
-    v.push_back(e);
-  }
-  FK_CHECK(v.size() >= 1 && v.size() <= 3, flag, "1 to 3 axes", "'" + s + "'");
-  return v;
-}
-
-// The field's grid: --shape, else what the model implies (`implied`, empty
-// when it implies none).
-fk::Dims field_shape(const std::string& s, const fk::Dims& implied, const std::string& model) {
-  if (!s.empty()) return fk::Dims(parse_list(s, "--shape"));
-  FK_CHECK(!implied.empty(), "--shape", "the field's grid (" + model + " does not imply one)",
-           "none");
-  return implied;
-}
-
-struct Model {
-  OperatorPtr op;
-  fk::Dims shape;
-};
-
-// The built-in operator --operator names, built from its options; complex
-// k-space data become the (2, m) real and imaginary parts it predicts.
-Model builtin_model(const FitRequest& r, Measurement& m) {
-  const std::string& k = r.op;
-  if (k == "sampling" || k == "fourier_sampling") {
-    FK_CHECK(!r.pattern.empty(), "--pattern", "a mask .npy for --operator " + k, "none");
-    fk::Tensor mask = fk::read_npy(r.pattern).to(fk::DType::F64);
-    if (r.centered) {  // DC in the middle (fftshift's order) -> numpy.fft order
-      std::vector<int64_t> shifts, dims;
-      for (int a = 0; a < mask.dim(); ++a) {
-        shifts.push_back(-(mask.size(a) / 2));
-        dims.push_back(a);
-      }
-      mask = fk::roll(mask, shifts, dims).contiguous();
-    }
-    Model out;
-    if (k == "sampling") {
-      out.op = std::make_shared<SamplingOperator>(mask);
-    } else {
-      out.op = std::make_shared<FourierSamplingOperator>(mask);
-      if (fk::is_complex(m.data.dtype()))
-        m.data = fk::stack({fk::real(m.data), fk::imag(m.data)}, 0).to(fk::DType::F64);
-    }
-    out.shape = field_shape(r.shape, mask.shape(), "--operator " + k);
-    return out;
-  }
-  const fk::Dims shape = field_shape(r.shape, {}, "--operator " + k);
-  if (k == "downsample") {
-    std::vector<int64_t> f = r.factors.empty() ? std::vector<int64_t>(shape.size(), 2)
-                                               : parse_list(r.factors, "--factors");
-    return {std::make_shared<DownsampleOperator>(f), shape};
-  }
-  if (k == "phase_retrieval")
-    return {std::make_shared<PhaseRetrievalOperator>(shape.size(), r.oversample), shape};
-  if (k == "gaussian_blur") {
-    FK_CHECK(r.sigma > 0, "--sigma", "the blur's std > 0 cells", std::to_string(r.sigma));
-    const Domain d = isotropic_domain(shape);
-    return {std::make_shared<FFTConvolution>(gaussian_psf(r.sigma * d.spacing()[0]), d, r.periodic),
-            shape};
-  }
-  if (k == "radon") {
-    FK_CHECK(r.views >= 1, "--views", "at least one projection angle", std::to_string(r.views));
-    FK_CHECK(shape.size() >= 2 && shape[0] == shape[1], "--shape",
-             "a grid square in its first two axes for radon (n,n or n,n,nz)", shape.str());
-    RadonGeometry g;
-    g.n_views = r.views;
-    return {std::make_shared<RadonOperator>(isotropic_domain(shape), g), shape};
-  }
-  if (k == "beer_lambert") {
-    FK_CHECK(r.axis >= 0 && r.axis < shape.size(), "--axis",
-             "an axis of the " + std::to_string(shape.size()) + "-D field", std::to_string(r.axis));
-    // A cell's path length on from_forward's domain (longest axis 1).
-    const double length = isotropic_domain(shape).spacing()[r.axis];
-    return {std::make_shared<BeerLambertOperator>(
-                std::make_shared<AxisIntegralOperator>(shape, r.axis, length), r.i0),
-            shape};
-  }
-  throw fk::Error("--operator",
-                  "sampling, fourier_sampling, downsample, phase_retrieval, beer_lambert, "
-                  "gaussian_blur or radon",
-                  "'" + k + "'");
-}
-
 int fit_cmd(const FitRequest& r) {
   set_threads(r.threads);
-  FK_CHECK(r.matrix.empty() != r.op.empty(), "nefi fit", "one model: --matrix or --operator",
+  FK_CHECK(r.matrix.empty() != r.op.kind.empty(), "nefi fit", "one model: --matrix or --operator",
            r.matrix.empty() ? "neither" : "both");
   Measurement m;
   m.data = fk::read_npy(r.data);
   Model model;
-  if (r.op.empty()) {
+  if (r.op.kind.empty()) {
     const fk::Tensor a = fk::read_npy(r.matrix);
     FK_CHECK(a.dim() == 2, "--matrix", "a 2-D matrix (measurements, cells)", a.shape().str());
     model.shape = field_shape(r.shape, fk::Dims{a.size(1)}, "--matrix");
     model.op = matrix_operator(a, model.shape, m.data.shape());
   } else {
-    model = builtin_model(r, m);
+    model = builtin_model(r.op, r.shape, m);
   }
   const fk::Dims& shape = model.shape;
   if (!r.mask.empty()) m.mask = fk::read_npy(r.mask);
   // A weight per k-space sample weighs its real and imaginary parts alike.
-  if (m.mask.defined() && m.data.dim() == 2 && m.data.size(0) == 2 && r.op == "fourier_sampling" &&
-      m.mask.shape() == fk::Dims({m.data.size(1)}))
+  if (m.mask.defined() && m.data.dim() == 2 && m.data.size(0) == 2 &&
+      r.op.kind == "fourier_sampling" && m.mask.shape() == fk::Dims({m.data.size(1)}))
     m.mask = fk::stack({m.mask, m.mask}, 0);
   FK_CHECK(!m.mask.defined() || m.mask.shape() == m.data.shape(), "--mask",
            "a mask of the data's shape " + m.data.shape().str(), m.mask.shape().str());
@@ -311,20 +209,7 @@ Command add_fit(CLI::App& app, const Context&) {
       "fit",
       "fit a neural field through your own forward model (a matrix or a built-in) to your data");
   sub->add_option("--matrix", r->matrix, "the forward model: A.npy of shape (measurements, cells)");
-  sub->add_option("--operator", r->op,
-                  "a built-in forward model instead: sampling | fourier_sampling | downsample | "
-                  "phase_retrieval | beer_lambert | gaussian_blur | radon");
-  sub->add_option("--pattern", r->pattern,
-                  "sampling / fourier_sampling: the mask .npy (the field's shape; k-space in "
-                  "numpy.fft order, DC first)");
-  sub->add_flag("--centered", r->centered, "fourier_sampling: the mask has DC in the middle");
-  sub->add_option("--factors", r->factors, "downsample: cells per block, e.g. 2,2 (default 2)");
-  sub->add_option("--oversample", r->oversample, "phase_retrieval: padded over field grid (2)");
-  sub->add_option("--axis", r->axis, "beer_lambert: the axis the rays run along (0)");
-  sub->add_option("--i0", r->i0, "beer_lambert: the unattenuated intensity (1)");
-  sub->add_option("--sigma", r->sigma, "gaussian_blur: the blur's std in cells");
-  sub->add_flag("--periodic", r->periodic, "gaussian_blur: circular, not zero-padded");
-  sub->add_option("--views", r->views, "radon: projection angles over 180 degrees (16)");
+  add_operator_options(sub, r->op);
   sub->add_option("--data", r->data,
                   "the measurement: y.npy (A's rows in C order; complex for fourier_sampling)")
       ->required();

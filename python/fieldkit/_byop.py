@@ -306,10 +306,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
 
     forward: a built-in operator (``nefi.operators``: sampling,
       fourier_sampling, downsample, phase_retrieval, axis_integral,
-      beer_lambert, gaussian_blur, radon, stack; solved with no Python call
-      per step), a matrix (2-D array: y = A x.ravel()), a callable x -> y on
-      numpy arrays with ``adjoint`` (g -> A^T g, a linear model; for complex data
-      A^H g, of which the real part is used) or ``vjp`` ((x, g) -> g^T dF/dx),
+      beer_lambert, gaussian_blur, radon, advection_diffusion, stack; solved
+      with no Python call per step), a matrix (2-D array: y = A x.ravel()),
+      a callable x -> y on numpy arrays with ``adjoint`` (g -> A^T g, a
+      linear model; for complex data A^H g, of which the real part is used)
+      or ``vjp`` ((x, g) -> g^T dF/dx),
       or a callable written with torch operations (autograd gives the
       gradient; a torch.nn.Module's trainable parameters are fitted with the
       field, left in the module, and returned as

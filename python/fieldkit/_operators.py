@@ -145,6 +145,40 @@ def radon(shape, n_views=16, angle_range=np.pi, det_per_pixel=1):
                                          int(det_per_pixel)), shape)
 
 
+def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="initial",
+                        boundary="closed", sensors=None, courant=0.9):
+    """A tracer (a pollutant, a dye) carried by a known flow ``velocity`` and
+    spreading with ``diffusivity``: c_t + div(v c) = D lap(c) + s on
+    from_forward's domain (cells of 1 / max(shape), so the longest side is
+    1; velocities in those lengths per unit time), observed at ``times``
+    (increasing, > 0) over the whole grid, output (len(times), *shape), or
+    where the ``sensors`` mask is > 0, output (len(times), m) in C order.
+    The field is the release: the ``unknown`` "initial" concentration, or a
+    "source" rate emitting from t = 0. ``velocity``: one entry per axis, a
+    number (a uniform flow) or an array of the grid's shape (per cell);
+    ``boundary``: "closed" (no flux), "open" (outflow leaves, inflow brings
+    none) or "periodic", one for all axes or one per axis. Upwind finite
+    volumes with explicit substeps at ``courant`` times the positivity
+    bound: linear in the field, with its exact transpose as the gradient."""
+    shape = tuple(int(s) for s in shape)
+    if velocity is None:
+        velocity = []
+    if np.isscalar(velocity) or (isinstance(velocity, np.ndarray) and velocity.ndim == 0):
+        raise Error(f"advection_diffusion: expected the velocity as one entry per axis "
+                    f"({len(shape)}), got the single value {velocity!r}")
+    for name, value in [("velocity", v) for v in velocity] + [("sensors", sensors)]:
+        if value is not None and np.iscomplexobj(value):
+            raise Error(f"advection_diffusion: expected real {name}, got complex values")
+    velocity = [np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in velocity]
+    boundary = [boundary] if isinstance(boundary, str) else list(boundary)
+    if sensors is not None:
+        sensors = np.ascontiguousarray(sensors, dtype=np.float64)
+    times = [float(t) for t in np.atleast_1d(times)]
+    return Operator(_nefi.advection_diffusion_operator(
+        list(shape), times, [np.ascontiguousarray(v) for v in velocity], float(diffusivity),
+        str(unknown), [str(b) for b in boundary], sensors, float(courant)), shape)
+
+
 def stack(parts, shape=None):
     """Several built-in operators on the same field, their outputs flattened
     one after another as one measurement (several views, several
@@ -166,4 +200,5 @@ def stack(parts, shape=None):
 
 
 __all__ = ["Operator", "sampling", "fourier_sampling", "downsample", "phase_retrieval",
-           "axis_integral", "beer_lambert", "gaussian_blur", "radon", "stack"]
+           "axis_integral", "beer_lambert", "gaussian_blur", "radon", "advection_diffusion",
+           "stack"]

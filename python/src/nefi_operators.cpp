@@ -13,6 +13,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "nefi/byop/auto_problem.h"
+#include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/intensity.h"
@@ -144,6 +145,26 @@ void bind_nefi_operators(nb::module_& m) {
         return held(std::make_shared<nefi::StackOperator>(ops, fk::Dims(shape)));
       },
       nb::arg("parts"), nb::arg("shape"));
+  m.def(
+      "advection_diffusion_operator",
+      [](const std::vector<int64_t>& shape, const std::vector<double>& times,
+         const std::vector<nb::ndarray<nb::ro>>& velocity, double diffusivity,
+         const std::string& unknown, const std::vector<std::string>& boundary,
+         std::optional<nb::ndarray<nb::ro>> sensors, double courant) {
+        nefi::AdvectionDiffusionOptions o;
+        for (const auto& v : velocity) o.velocity.push_back(f64(v));
+        o.diffusivity = diffusivity;
+        o.times = times;
+        o.unknown = nefi::parse_transport_unknown(unknown);
+        o.boundary.clear();
+        for (const std::string& b : boundary)
+          o.boundary.push_back(nefi::parse_transport_boundary(b));
+        if (sensors) o.sensors = f64(*sensors);
+        o.courant = courant;
+        return held(std::make_shared<nefi::AdvectionDiffusionOperator>(isotropic(shape), o));
+      },
+      nb::arg("shape"), nb::arg("times"), nb::arg("velocity"), nb::arg("diffusivity"),
+      nb::arg("unknown"), nb::arg("boundary"), nb::arg("sensors").none(), nb::arg("courant"));
   m.def(
       "beer_lambert_operator",
       [](const NativeOperator& path, double i0) {

@@ -13,6 +13,7 @@
 #include "fk/io/npy.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/cli/cli_output.h"
+#include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/radon.h"
 #include "nefi/test_files.h"
@@ -305,6 +306,56 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
   }
 }
 
+// A puff released into a flow that is uniform along axis 0 and varies
+// across it along axis 1 (a per-cell .npy), seen by 25 sensors at four
+// times: one blob finds it.
+TEST(FitCli, LocatesAReleaseThroughTheBuiltInAdvectionDiffusion) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_transport");
+  fs::create_directories(dir);
+  const int64_t n = 16;
+  std::vector<double> puff(n * n), w(n * n), sensors(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      puff[i * n + j] = std::exp(-0.5 * (std::pow(i - 4.5, 2) + std::pow(j - 6.5, 2)) / 2.0);
+      w[i * n + j] = 0.3 * std::sin(3.14159 * (i + 0.5) / n);
+      if (i % 3 == 1 && j % 3 == 1) sensors[i * n + j] = 1;
+    }
+  fk::write_npy((dir / "w.npy").string(), fk::from_vector(w, {n, n}));
+  fk::write_npy((dir / "sensors.npy").string(), fk::from_vector(sensors, {n, n}));
+  nefi::AdvectionDiffusionOptions o;
+  o.velocity = {fk::full({1}, 0.5, {fk::DType::F64}), fk::from_vector(w, {n, n})};
+  o.diffusivity = 2e-3;
+  o.times = {0.1, 0.2, 0.3, 0.4};
+  o.boundary = {nefi::TransportBoundary::kOpen};
+  o.sensors = fk::from_vector(sensors, {n, n});
+  const nefi::AdvectionDiffusionOperator op(nefi::isotropic_domain({n, n}), o);
+  std::vector<double> y = op.apply(fk::from_vector(puff, {n, n})).to_vector<double>();
+  double peak = 0;
+  for (double v : y) peak = std::max(peak, std::abs(v));
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> nd(0, 0.01 * peak);
+  for (double& v : y) v += nd(rng);
+  fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, op.output_shape({n, n})));
+  const fs::path out = dir / "out";
+  const auto r =
+      nefi_stdout("fit --operator advection_diffusion --times 0.1,0.2,0.3,0.4 --velocity 0.5," +
+                  (dir / "w.npy").string() + " --diffusivity 2e-3 --boundary open --pattern " +
+                  (dir / "sensors.npy").string() + " --data " + (dir / "y.npy").string() +
+                  " --noise " + std::to_string(0.01 * peak) +
+                  " --shape 16,16 --prior nonnegative --representation blobs --shapes 1 -q --out " +
+                  out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
+  const double chi = j["data_fit"]["discrepancy_ratio"];
+  EXPECT_GT(chi, 0.5);
+  EXPECT_LT(chi, 2.0);
+  const auto x = fk::read_npy((out / "x.npy").string()).to_vector<double>();
+  const auto top = std::max_element(x.begin(), x.end()) - x.begin();
+  EXPECT_LE(std::abs(top / n - 4.5), 1.0) << top;
+  EXPECT_LE(std::abs(top % n - 6.5), 1.0) << top;
+}
+
 TEST(FitCli, BadInputIsOneLineNamingIt) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");
@@ -360,7 +411,20 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit --operator gaussian_blur" + y + " --shape 16,16" + o, "--sigma"},
        {"fit --operator radon --views 8" + y + " --shape 16,8" + o, "--shape"},
        {"fit --operator radon --views 0" + y + " --shape 16,16" + o, "--views"},
-       {"fit --operator beer_lambert --axis 2" + y + " --shape 16,16" + o, "--axis"}},
+       {"fit --operator beer_lambert --axis 2" + y + " --shape 16,16" + o, "--axis"},
+       {"fit --operator advection_diffusion" + y + " --shape 16,16" + o, "--times"},
+       {"fit --operator advection_diffusion --times 0.2,x" + y + " --shape 16,16" + o,
+        "--times: expected numbers"},
+       {"fit --operator advection_diffusion --times 0.2 --boundary wall" + y + " --shape 16,16" + o,
+        "'wall'"},
+       {"fit --operator advection_diffusion --times 0.2 --velocity 1,2,3" + y + " --shape 16,16" +
+            o,
+        "one component per axis"},
+       {"fit --operator advection_diffusion --times 0.2 --velocity 1,nan" + y + " --shape 16,16" +
+            o,
+        "--velocity: expected a finite number or an .npy file"},
+       {"fit --operator advection_diffusion --times 0.2 --courant 2" + y + " --shape 16,16" + o,
+        "courant in (0, 1]"}},
       dir);
 }
 

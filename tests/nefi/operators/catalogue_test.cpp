@@ -17,6 +17,7 @@
 #include "fk/thread_count.h"
 #include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
+#include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/intensity.h"
 #include "nefi/operators/pointwise.h"
@@ -109,7 +110,9 @@ TEST(NefiOperatorCatalogue, AgreesWithTheOperatorZoo) {
       path,
       std::make_shared<nefi::BeerLambertOperator>(path),
       std::make_shared<nefi::StackOperator>(std::vector<nefi::OperatorPtr>{path, path},
-                                            fk::Dims{6, 4})};
+                                            fk::Dims{6, 4}),
+      std::make_shared<nefi::AdvectionDiffusionOperator>(nefi::Domain({6, 4}),
+                                                         nefi::AdvectionDiffusionOptions{})};
   for (const auto& op : zoo) {
     const nefi::OperatorInfo* row = row_of(op->kind());
     ASSERT_NE(row, nullptr) << op->kind() << " is not catalogued";
