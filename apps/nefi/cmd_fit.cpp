@@ -88,15 +88,18 @@ int fit_cmd(const FitRequest& r) {
   o.layer_axis = r.layer_axis;
   FK_CHECK(!r.rank_given || r.representation == "lowrank", "--rank", "--representation lowrank",
            "--representation " + r.representation);
+  const bool over_layers = r.representation.starts_with("layers+");
   FK_CHECK(!r.shapes_given || r.representation == "blobs" || r.representation == "ellipses" ||
-               r.representation == "stars",
-           "--shapes", "--representation blobs, ellipses or stars",
+               r.representation == "stars" || over_layers,
+           "--shapes", "--representation blobs, ellipses, stars or layers+(blobs|ellipses)",
            "--representation " + r.representation);
-  FK_CHECK(!r.harmonics_given || r.representation == "stars" || r.representation == "layers",
-           "--harmonics", "--representation stars or layers",
+  FK_CHECK(!r.harmonics_given || r.representation == "stars" || r.representation == "layers" ||
+               over_layers,
+           "--harmonics", "--representation stars, layers or layers+(blobs|ellipses)",
            "--representation " + r.representation);
-  FK_CHECK(!r.layers_given || r.representation == "layers", "--layers/--layer-axis",
-           "--representation layers", "--representation " + r.representation);
+  FK_CHECK(!r.layers_given || r.representation == "layers" || over_layers, "--layers/--layer-axis",
+           "--representation layers or layers+(blobs|ellipses)",
+           "--representation " + r.representation);
   o.budget = r.budget;
   o.seed = r.seed;
   FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
@@ -223,16 +226,21 @@ Command add_fit(CLI::App& app, const Context&) {
                   "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\", \"binary\", "
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation,
-                  "neural | hash | grid | lowrank | blobs | ellipses | stars | layers");
+                  "neural | hash | grid | lowrank | blobs | ellipses | stars | layers | "
+                  "layers+blobs | layers+ellipses");
   auto* rank = sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   auto* shapes = sub->add_option("--shapes", r->shapes,
-                                 "blobs, ellipses, stars: shapes per field (default 4)");
+                                 "blobs, ellipses, stars, layers+(blobs|ellipses): shapes per "
+                                 "field (default 4)");
   auto* harmonics = sub->add_option("--harmonics", r->harmonics,
-                                    "stars: the outline's highest angular degree, 3-8; layers: the "
-                                    "interfaces' lateral cosine degree, 0-8 (default 6)");
-  auto* layers = sub->add_option("--layers", r->layers, "layers: strata per field (default 3)");
+                                    "stars: the outline's highest angular degree, 3-8; layers and "
+                                    "layers+(blobs|ellipses): the interfaces' lateral cosine "
+                                    "degree, 0-8 (default 6)");
+  auto* layers = sub->add_option("--layers", r->layers,
+                                 "layers, layers+(blobs|ellipses): strata per field (default 3)");
   auto* layer_axis = sub->add_option("--layer-axis", r->layer_axis,
-                                     "layers: the axis they stack along (default 0)");
+                                     "layers, layers+(blobs|ellipses): the axis they stack along "
+                                     "(default 0)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
   sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");

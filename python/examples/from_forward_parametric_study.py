@@ -21,6 +21,9 @@ step calls back into Python.
   bent interfaces (-0.6 + 0.12 cos(0.8 pi x + 0.3) and 0.05 + 0.1 sin(2 pi
   x / 1.5)), 48 x 48, at a random sixth of the pixels (the mask given), 1 %
   noise; strata_blur: the same behind a 2-cell separable blur.
+- strata_inclusion, strata_inclusion_blur: those strata with an elliptic
+  inclusion of 1.6 (centre z 0.55, x -0.25, half axes 0.2 and 0.3) in the
+  lowest layer.
 
 `--scenes lobed` (comma-separated) runs some of them.
 
@@ -100,8 +103,18 @@ def strata(n=48, sparse=True):
                     noise=0.01, weight=np.ones((n, n)))
 
 
-# Per scene: its maker and the rows (representation, its options) before
-# the networks and the grid.
+def strata_inclusion(n=48, sparse=True):
+    gt, kw = strata(n, sparse)
+    c = (2 * np.arange(n) + 1) / n - 1
+    z, x = np.meshgrid(c, c, indexing="ij")
+    gt = np.where(((z - 0.55) / 0.2) ** 2 + ((x + 0.25) / 0.3) ** 2 < 1, 1.6, gt)
+    if sparse:
+        data = gt + 0.01 * np.random.default_rng(2).standard_normal((n, n))
+        return gt, dict(kw, measurement=data * kw["mask"])
+    y = kw["forward"](gt) + 0.01 * np.random.default_rng(3).standard_normal((n, n))
+    return gt, dict(kw, measurement=y)
+
+
 def mixed(n=40):
     c = (2 * np.arange(n) + 1) / n - 1
     x, y = np.meshgrid(c, c, indexing="ij")
@@ -113,6 +126,8 @@ def mixed(n=40):
                     adjoint=lambda g: g * mask, noise=0.01, weight=mask)
 
 
+# Per scene: its maker and the rows (representation, its options) before
+# the networks and the grid.
 SCENES = {"sources": (sources, [("blobs", {"shapes": k}) for k in (2, 4, 8)]),
           "inclusions": (inclusions, [("ellipses", {"shapes": k}) for k in (2, 4, 8)]),
           "lobed": (lobed, [("stars", {"shapes": 2}), ("stars", {"shapes": 4}),
@@ -122,7 +137,13 @@ SCENES = {"sources": (sources, [("blobs", {"shapes": k}) for k in (2, 4, 8)]),
           "strata": (strata, [("layers", {}), ("layers", {"harmonics": 8}),
                               ("layers", {"layers": 4}), ("lowrank", {})]),
           "strata_blur": (lambda: strata(sparse=False),
-                          [("layers", {}), ("layers", {"harmonics": 8}), ("lowrank", {})])}
+                          [("layers", {}), ("layers", {"harmonics": 8}), ("lowrank", {})]),
+          "strata_inclusion": (strata_inclusion, [
+              ("layers+ellipses", {"shapes": 1}), ("layers+ellipses", {"shapes": 2}),
+              ("layers+blobs", {"shapes": 1}), ("layers", {}), ("ellipses", {"shapes": 4})]),
+          "strata_inclusion_blur": (lambda: strata_inclusion(sparse=False), [
+              ("layers+ellipses", {"shapes": 1}), ("layers+ellipses", {"shapes": 2}),
+              ("layers+blobs", {"shapes": 1}), ("layers", {}), ("ellipses", {"shapes": 4})])}
 
 
 def main():

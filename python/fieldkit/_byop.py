@@ -348,8 +348,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       value, meeting at interfaces whose depth varies across the other axes
       as a cosine series of degree `harmonics`, default 6, 0 for flat
       layers; they start flat, evenly spaced and without jumps, the same
-      for every seed, and bend and sharpen while the fit anneals). lr, hidden, depth, n_octaves
-      override the automatic choices.
+      for every seed, and bend and sharpen while the fit anneals) |
+      layers+blobs | layers+ellipses (the shapes over those layers instead
+      of a constant background: inclusions in strata; `harmonics` is the
+      interfaces' degree). lr, hidden, depth, n_octaves override the
+      automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
     support: the field's known support, an array of its shape in [0, 1] (1
@@ -381,18 +384,20 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if representation != "neural" and n_octaves is not None:
         raise Error(f"from_forward: expected n_octaves only with representation='neural' (the "
                     f"Fourier features), got it with {representation!r}")
+    over_layers = ("layers+blobs", "layers+ellipses")
     for option, value, owners in (("rank", rank, ("lowrank",)),
-                                  ("shapes", shapes, ("blobs", "ellipses", "stars")),
-                                  ("harmonics", harmonics, ("stars", "layers")),
-                                  ("layers", layers, ("layers",)),
-                                  ("layer_axis", layer_axis, ("layers",))):
+                                  ("shapes", shapes, ("blobs", "ellipses", "stars") + over_layers),
+                                  ("harmonics", harmonics, ("stars", "layers") + over_layers),
+                                  ("layers", layers, ("layers",) + over_layers),
+                                  ("layer_axis", layer_axis, ("layers",) + over_layers)):
         if value is not None and representation not in owners:
             raise Error(f"from_forward: expected {option} only with representation "
                         f"{' or '.join(repr(o) for o in owners)}, got it with "
                         f"{representation!r}")
         if value is not None and (isinstance(value, bool) or int(value) != value):
             raise Error(f"from_forward: expected an integer {option}, got {value!r}")
-    if representation in ("grid", "lowrank", "blobs", "ellipses", "stars", "layers") and (
+    fixed = ("grid", "lowrank", "blobs", "ellipses", "stars", "layers") + over_layers
+    if representation in fixed and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")

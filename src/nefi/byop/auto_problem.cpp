@@ -176,9 +176,13 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
                o.representation == "hash" || o.representation == "lowrank" ||
                o.representation == "blobs" || o.representation == "ellipses" ||
-               o.representation == "stars" || o.representation == "layers",
-           "representation", "neural, grid, hash, lowrank, blobs, ellipses, stars or layers",
+               o.representation == "stars" || o.representation == "layers" ||
+               o.representation == "layers+blobs" || o.representation == "layers+ellipses",
+           "representation",
+           "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs or "
+           "layers+ellipses",
            o.representation);
+  const bool layered = o.representation.starts_with("layers");
   FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
   FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
            std::to_string(o.shapes));
@@ -187,7 +191,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
                  std::to_string(kStarMaxDegree) + "]",
              std::to_string(o.harmonics));
-  else if (o.representation == "layers")
+  else if (layered)
     FK_CHECK(o.harmonics >= 0 && o.harmonics <= kLayeredMaxDegree, "harmonics",
              "an interface degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
              std::to_string(o.harmonics));
@@ -416,11 +420,17 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "given: a rank-" + std::to_string(o.rank) + " CP sum over the axes, " +
                std::to_string(prob.field->n_parameters()) + " parameters");
   } else if (o.representation == "blobs" || o.representation == "ellipses" ||
-             o.representation == "stars") {
+             o.representation == "stars" || o.representation.starts_with("layers+")) {
     ParametricConfig pc;
-    pc.family = o.representation;
+    pc.family = layered ? o.representation.substr(7) : o.representation;
     pc.count = o.shapes;
     pc.harmonics = o.harmonics;
+    if (layered) {
+      pc.layers.emplace();
+      pc.layers->layers = o.layers;
+      pc.layers->axis = o.layer_axis;
+      pc.layers->modes = o.harmonics;
+    }
     auto pf = std::make_shared<ParametricField>(shape, heads, pc, o.seed);
     // The shapes start where the data pull the starting fields hardest, as
     // the heads pass it on: not outside a known support, and less the mean
@@ -443,12 +453,16 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     prob.field = pf;
     decide("representation", o.representation,
            "given: " + std::to_string(o.shapes) + " " +
-               (o.representation == "blobs" ? "gaussian blobs"
-                : o.representation == "ellipses"
+               (pc.family == "blobs" ? "gaussian blobs"
+                : pc.family == "ellipses"
                     ? "ellipses"
                     : "stars (outlines of degree " + std::to_string(o.harmonics) + ")") +
-               " on a background per field, " + std::to_string(prob.field->n_parameters()) +
-               " parameters; " + std::to_string(placed) +
+               (layered ? " over " + std::to_string(o.layers) + " layers along axis " +
+                              std::to_string(o.layer_axis) + " (interfaces of lateral degree " +
+                              std::to_string(o.harmonics) + ")"
+                        : " on a background") +
+               " per field, " + std::to_string(prob.field->n_parameters()) + " parameters; " +
+               std::to_string(placed) +
                " started at the strongest extrema of the misfit's gradient, the rest on a "
                "lattice");
   } else if (o.representation == "layers") {
@@ -490,7 +504,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
       o.lr.value_or(o.representation == "grid"     ? 1e-1
                     : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
                     : o.representation == "blobs" || o.representation == "ellipses" ||
-                            o.representation == "stars" || o.representation == "layers"
+                            o.representation == "stars" || layered
                         ? 5e-2    // centres and depths in (-1, 1), inverse radii of a few
                         : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));

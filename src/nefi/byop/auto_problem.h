@@ -26,7 +26,7 @@
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
 //   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1,
-//               blobs, ellipses, stars and layers 5e-2
+//               blobs, ellipses, stars, layers and layers+shapes 5e-2
 #include <map>
 #include <optional>
 #include <string>
@@ -54,15 +54,17 @@ struct AutoOptions {
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
   // blobs | ellipses | stars (parametric_field.h: a few shapes on a
   // background; stars are ellipses with an outline of angular harmonics) |
-  // layers (layered_field.h: strata along one axis)
+  // layers (layered_field.h: strata along one axis) | layers+blobs |
+  // layers+ellipses (the shapes over a layered background instead of a
+  // constant one: inclusions in strata)
   std::string representation = "neural";
   int rank = 8;    // lowrank's CP rank
-  int shapes = 4;  // blobs', ellipses' and stars' count per field
-  // stars: the outline's highest angular degree (3..8); layers: the
-  // interfaces' lateral cosine degree (0..8, 0: flat)
+  int shapes = 4;  // blobs', ellipses' and stars' count per field (over layers too)
+  // stars: the outline's highest angular degree (3..8); layers and
+  // layers+shapes: the interfaces' lateral cosine degree (0..8, 0: flat)
   int harmonics = 6;
-  int layers = 3;                   // layers: K per field
-  int layer_axis = 0;               // layers: the axis they stack along
+  int layers = 3;                   // layers (and layers+shapes): K per field
+  int layer_axis = 0;               // layers (and layers+shapes): the axis they stack along
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data
   std::string budget = "default";   // quick | default | thorough | a step count
   // Early stop after this many steps without improvement; unset: 500 for

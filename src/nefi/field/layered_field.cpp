@@ -108,85 +108,111 @@ fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::
   return fk::add(steps, base.reshape({C, 1, 1})).permute({1, 2, 0});  // (n, cells, C)
 }
 
+void check_layered_config(const LayeredConfig& cfg, const fk::Dims& shape, const char* who) {
+  FK_CHECK(shape.size() >= 1 && shape.size() <= 3, who, "a 1-, 2- or 3-D domain", shape.str());
+  FK_CHECK(cfg.layers >= 2 && cfg.layers <= 64, who, "a layer count in [2, 64]",
+           std::to_string(cfg.layers));
+  FK_CHECK(cfg.axis >= 0 && cfg.axis < shape.size(), who,
+           "a layer axis in [0, " + std::to_string(shape.size()) + ")", std::to_string(cfg.axis));
+  FK_CHECK(cfg.modes >= 0 && cfg.modes <= kLayeredMaxDegree, who,
+           "an interface mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
+           std::to_string(cfg.modes));
+  FK_CHECK(cfg.eps_start > 0 && cfg.eps_end > 0 && std::isfinite(cfg.eps_start) &&
+               std::isfinite(cfg.eps_end),
+           who, "interface widths eps > 0",
+           std::to_string(cfg.eps_start) + ", " + std::to_string(cfg.eps_end));
+}
+
+int add_layered_interfaces(FlatParams& params, int64_t channels, const LayeredConfig& cfg,
+                           int ndim) {
+  const int64_t I = cfg.layers - 1, modes = layered_mode_count(ndim - 1, cfg.modes);
+  const int first = params.add("jumps", {channels, I});
+  params.add("depths", {channels, I});
+  if (modes > 0) params.add("modes", {channels, I, modes});
+  return first;
+}
+
+void reset_layered_interfaces(FlatParams& params, int first, const LayeredConfig& cfg) {
+  const int64_t C = params.shape(first)[0];
+  params.raw(first).copy_(fk::zeros(params.shape(first), {fk::DType::F32}));
+  std::vector<double> d;
+  for (int64_t c = 0; c < C; ++c)
+    for (int i = 1; i < cfg.layers; ++i) d.push_back(-1.0 + 2.0 * i / cfg.layers);
+  params.raw(first + 1).copy_(fk::from_vector(d, params.shape(first + 1)).to(fk::DType::F32));
+  if (first + 2 < params.size() && params.name(first + 2) == "modes")
+    params.raw(first + 2).copy_(fk::zeros(params.shape(first + 2), {fk::DType::F32}));
+}
+
 LayeredField::LayeredField(const fk::Dims& shape, std::vector<HeadPtr> heads, LayeredConfig cfg)
     : heads_(std::move(heads)), cfg_(cfg) {
   FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
-  FK_CHECK(shape.size() >= 1 && shape.size() <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
-  FK_CHECK(cfg_.layers >= 2 && cfg_.layers <= 64, kWhere, "a layer count in [2, 64]",
-           std::to_string(cfg_.layers));
-  FK_CHECK(cfg_.axis >= 0 && cfg_.axis < shape.size(), kWhere,
-           "a layer axis in [0, " + std::to_string(shape.size()) + ")", std::to_string(cfg_.axis));
-  FK_CHECK(cfg_.modes >= 0 && cfg_.modes <= kLayeredMaxDegree, kWhere,
-           "an interface mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
-           std::to_string(cfg_.modes));
-  FK_CHECK(cfg_.eps_start > 0 && cfg_.eps_end > 0 && std::isfinite(cfg_.eps_start) &&
-               std::isfinite(cfg_.eps_end),
-           kWhere, "interface widths eps > 0",
-           std::to_string(cfg_.eps_start) + ", " + std::to_string(cfg_.eps_end));
+  check_layered_config(cfg_, shape, kWhere);
   ndim_ = shape.size();
-  n_modes_ = layered_mode_count(ndim_ - 1, cfg_.modes);
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();
-  const int64_t I = cfg_.layers - 1;
   params_.add("base", {n_out_});
-  params_.add("jumps", {n_out_, I});
-  params_.add("depths", {n_out_, I});
-  if (n_modes_ > 0) params_.add("modes", {n_out_, I, n_modes_});
+  add_layered_interfaces(params_, n_out_, cfg_, ndim_);
   params_.allocate(fk::DType::F32);
   reset_parameters(0);
 }
 
+double layered_eps(const LayeredConfig& cfg, double progress) {
+  return cfg.eps_start * std::pow(cfg.eps_end / cfg.eps_start, std::clamp(progress, 0.0, 1.0));
+}
+
 double LayeredField::eps(double progress) const {
-  return cfg_.eps_start * std::pow(cfg_.eps_end / cfg_.eps_start, std::clamp(progress, 0.0, 1.0));
+  return layered_eps(cfg_, progress);
 }
 
 void LayeredField::reset_parameters(uint64_t seed) {
   (void)seed;  // the start is the same for every seed: flat, even, no jumps
   fk::autograd::NoGradGuard ng;
-  const int K = cfg_.layers;
   params_.raw(0).copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}).to(fk::DType::F32));
-  params_.raw(1).copy_(fk::zeros(params_.shape(1), {fk::DType::F32}));
-  std::vector<double> d;
-  for (int c = 0; c < n_out_; ++c)
-    for (int i = 1; i < K; ++i) d.push_back(-1.0 + 2.0 * i / K);
-  params_.raw(2).copy_(fk::from_vector(d, params_.shape(2)).to(fk::DType::F32));
-  if (n_modes_ > 0) params_.raw(3).copy_(fk::zeros(params_.shape(3), {fk::DType::F32}));
+  reset_layered_interfaces(params_, 1, cfg_);
   params_.flat().bump_version();
+}
+
+fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double progress,
+                        std::vector<fk::Tensor> params) {
+  const int nd = shape.size(), a = cfg.axis;
+  FK_CHECK(a >= 0 && a < nd && (params.size() == 3 || params.size() == 4), "nefi::layered_grid",
+           "a layer axis of the grid and (base, jumps, depths[, modes])",
+           "axis " + std::to_string(a) + " of " + shape.str() + " and " +
+               std::to_string(params.size()) + " parameters");
+  const int64_t n = shape[a], C = params[0].size(0);
+  std::vector<int64_t> lateral;
+  for (int b = 0; b < nd; ++b)
+    if (b != a) lateral.push_back(shape[b]);
+  const fk::Dims lateral_shape(lateral);
+  std::vector<double> z(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) z[i] = (2.0 * static_cast<double>(i) + 1.0) / n - 1.0;
+  if (progress < kHoldInterfaces)  // the values first: see the header
+    for (size_t i = 2; i < params.size(); ++i) params[i] = params[i].detach();
+  const fk::Tensor raw =
+      layered_values(fk::from_vector(z, {n}).to(fk::DType::F32),
+                     layered_modes(lateral_shape, cfg.modes, progress, fk::DType::F32), params[0],
+                     params[1], params[2], params.size() > 3 ? params[3] : fk::Tensor(),
+                     layered_eps(cfg, progress));  // (n, lateral cells, C)
+  // Back to the grid's axis order, channels last.
+  std::vector<int64_t> split = {n};
+  split.insert(split.end(), lateral.begin(), lateral.end());
+  split.push_back(C);
+  std::vector<int64_t> order;
+  for (int t = 0, l = 0; t < nd; ++t) order.push_back(t == a ? 0 : 1 + l++);
+  order.push_back(nd);
+  return raw.contiguous()
+      .reshape(fk::Dims(split))
+      .permute(fk::Dims(order))
+      .contiguous()
+      .reshape({shape.numel(), C});
 }
 
 FieldMap LayeredField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
   FK_CHECK(params_.flat().device().is_cpu(), kWhere, "parameters on the cpu",
            params_.flat().device().str());
-  const fk::Dims& shape = domain.shape();
-  const int a = cfg_.axis;
-  const int64_t n = shape[a];
-  std::vector<int64_t> lateral;
-  for (int b = 0; b < ndim_; ++b)
-    if (b != a) lateral.push_back(shape[b]);
-  const fk::Dims lateral_shape(lateral);
-  std::vector<double> z(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) z[i] = (2.0 * static_cast<double>(i) + 1.0) / n - 1.0;
-  std::vector<fk::Tensor> p = params_.views();
-  if (progress < kHoldInterfaces)  // the values first: see the header
-    for (size_t i = 2; i < p.size(); ++i) p[i] = p[i].detach();
-  const fk::Tensor raw = layered_values(
-      fk::from_vector(z, {n}).to(fk::DType::F32),
-      layered_modes(lateral_shape, cfg_.modes, progress, fk::DType::F32), p[0], p[1], p[2],
-      n_modes_ > 0 ? p[3] : fk::Tensor(), eps(progress));  // (n, lateral cells, C)
-  // Back to the grid's axis order, channels last.
-  std::vector<int64_t> split = {n};
-  split.insert(split.end(), lateral.begin(), lateral.end());
-  split.push_back(n_out_);
-  std::vector<int64_t> order;
-  for (int t = 0, l = 0; t < ndim_; ++t) order.push_back(t == a ? 0 : 1 + l++);
-  order.push_back(ndim_);
-  const fk::Tensor grid = raw.contiguous()
-                              .reshape(fk::Dims(split))
-                              .permute(fk::Dims(order))
-                              .contiguous()
-                              .reshape({shape.numel(), n_out_});
-  return apply_heads(heads_, grid, shape, progress);
+  return apply_heads(heads_, layered_grid(domain.shape(), cfg_, progress, params_.views()),
+                     domain.shape(), progress);
 }
 
 }  // namespace nefi

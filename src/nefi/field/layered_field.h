@@ -66,6 +66,29 @@ fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::
                           const fk::Tensor& jumps, const fk::Tensor& depths,
                           const fk::Tensor& modes, double eps);
 
+// Throws fk::Error (naming `who`) unless cfg suits a field of `shape`'s
+// dimension: 2-64 layers, an axis of it, a mode degree in [0,
+// kLayeredMaxDegree], widths > 0.
+void check_layered_config(const LayeredConfig& cfg, const fk::Dims& shape, const char* who);
+
+// Reserves the interfaces of `channels` layered channels in `params` (jumps,
+// depths, then modes when the lateral degree gives any): a layered field's,
+// or a background's under other parameters. Returns the jumps' index.
+int add_layered_interfaces(FlatParams& params, int64_t channels, const LayeredConfig& cfg,
+                           int ndim);
+// The interfaces' start (no jumps, flat and evenly spaced), at `first`.
+void reset_layered_interfaces(FlatParams& params, int first, const LayeredConfig& cfg);
+
+// The interface width at `progress` (eps_start to eps_end, geometrically).
+double layered_eps(const LayeredConfig& cfg, double progress);
+
+// The layers' raw values on the grid `shape` (1-3 axes), (cells, C) in C
+// order, from params = the views (base, jumps, depths[, modes]) as
+// layered_values takes them; before progress 0.1 the interfaces (depths,
+// modes) are held (their gradient cut): see above.
+fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double progress,
+                        std::vector<fk::Tensor> params);
+
 class LayeredField : public Field {
  public:
   // shape: only its dimension is read (the field has no grid).
@@ -79,7 +102,7 @@ class LayeredField : public Field {
  private:
   std::vector<HeadPtr> heads_;
   LayeredConfig cfg_;
-  int ndim_ = 0, n_out_ = 0, n_modes_ = 0;
+  int ndim_ = 0, n_out_ = 0;
 };
 
 }  // namespace nefi

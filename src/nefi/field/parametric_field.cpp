@@ -7,6 +7,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary/binary.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "nefi/field/star_harmonics.h"
@@ -249,6 +250,10 @@ ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> hea
   primary_ = heads_.front()->name();
   params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_, degree_)});
   params_.add("background", {n_out_});
+  if (cfg_.layers) {
+    check_layered_config(*cfg_.layers, shape, kWhere);
+    layers_first_ = add_layered_interfaces(params_, n_out_, *cfg_.layers, ndim_);
+  }
   params_.allocate(fk::DType::F32);
   reset_parameters(seed);
 }
@@ -280,6 +285,7 @@ void ParametricField::reset_parameters(uint64_t seed) {
   }
   params_.raw(0).copy_(fk::from_vector(v, params_.shape(0)).to(fk::DType::F32));
   params_.raw(1).copy_(fk::from_vector(output_bias(heads_), fk::Dims{n_out_}).to(fk::DType::F32));
+  if (cfg_.layers) reset_layered_interfaces(params_, layers_first_, *cfg_.layers);
   params_.flat().bump_version();
 }
 
@@ -292,8 +298,13 @@ FieldMap ParametricField::forward(const Domain& domain, double progress) {
     coords_shape_ = domain.shape();
   }
   const std::vector<fk::Tensor> p = params_.views();
-  const fk::Tensor raw =
+  fk::Tensor raw =
       parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress), gates(progress));
+  if (cfg_.layers) {  // the background's layers: their base is b, already in raw
+    std::vector<fk::Tensor> layers{fk::zeros({n_out_}, {fk::DType::F32})};
+    layers.insert(layers.end(), p.begin() + layers_first_, p.end());
+    raw = fk::add(raw, layered_grid(domain.shape(), *cfg_.layers, progress, layers));
+  }
   return apply_heads(heads_, raw, domain.shape(), progress);
 }
 

@@ -26,7 +26,8 @@
 // field's starting value (a few bright sources on a dark background) in tens
 // of steps, where steps in a itself would take thousands.
 // It holds C (1 + K (1 + d + d^2 + H)) numbers whatever the grid (H the
-// stars' harmonic coefficients, 0 for the others), so it suits
+// stars' harmonic coefficients, 0 for the others; a layered background adds
+// its C (K' - 1) (2 + modes)), so it suits
 // scenes that are a few compact objects (sources, inclusions, cells) and
 // regularises by its count. It reads no grid: a stage change keeps every
 // parameter, and a coarse stage sees the same shapes.
@@ -58,14 +59,19 @@
 // The starts (the lattice, a map's extrema and their rules) are in
 // parametric_start.cpp.
 // One op each way: forward in parallel over points, backward over fixed
-// chunks of points reduced in order (deterministic at any thread count). CPU only (a
-// device solve refuses it: only a NeuralField has a device path).
+// chunks of points reduced in order (deterministic at any thread count); a
+// layered background adds the LayeredField's fk ops (a matmul, a sigmoid and
+// a sum per channel, whose reductions fk orders by chunk, so a given
+// thread count gives the same bits). CPU only (a device solve refuses it:
+// only a NeuralField has a device path).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nefi/field/field.h"
 #include "nefi/field/heads.h"
+#include "nefi/field/layered_field.h"
 
 namespace nefi {
 
@@ -74,6 +80,11 @@ struct ParametricConfig {
   int count = 4;                           // K shapes per channel
   double eps_start = 1.0, eps_end = 0.02;  // ellipses' and stars' edge width (radius units)
   int harmonics = 6;                       // stars: the outline's highest degree L (3..8)
+  // A layered background (the reference's anomaly field over layers):
+  // raw_c = b_c + the layers' steps (layered_field.h, its base b_c) + the
+  // shapes. The layers start flat, evenly spaced and without jumps, as a
+  // LayeredField does, and hold their interfaces until progress 0.1.
+  std::optional<LayeredConfig> layers;
 };
 
 // Entries per shape in `shapes`: alpha = asinh(amplitude), centre (d), M
@@ -102,7 +113,8 @@ class ParametricField : public Field {
                   uint64_t seed = 0);
   FieldMap forward(const Domain& domain, double progress) override;
   void reset_parameters(uint64_t seed) override;
-  std::string kind() const override { return cfg_.family; }
+  // The family, "layers+" before it over a layered background.
+  std::string kind() const override { return (cfg_.layers ? "layers+" : "") + cfg_.family; }
   const ParametricConfig& config() const { return cfg_; }
   double eps(double progress) const;
   // Stars' degree gates at `progress` (empty for the other families).
@@ -124,6 +136,7 @@ class ParametricField : public Field {
   std::vector<HeadPtr> heads_;
   ParametricConfig cfg_;
   int ndim_ = 0, n_out_ = 0, degree_ = 0;  // degree_: stars' L, else 0
+  int layers_first_ = -1;                  // the background layers' jumps in params_
   std::vector<ParametricStart> placed_;    // per channel: the map's extrema
   fk::Dims coords_shape_;
   fk::Tensor coords_;
