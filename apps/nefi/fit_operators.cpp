@@ -66,6 +66,7 @@ OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape)
   for (const std::string& b : split(r.boundary, "--boundary"))
     o.boundary.push_back(parse_transport_boundary(b));
   o.unknown = parse_transport_unknown(r.unknown);
+  o.scheme = parse_transport_scheme(r.scheme);
   if (!r.pattern.empty()) o.sensors = fk::read_npy(r.pattern);
   o.courant = r.courant;
   return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(shape), o);
@@ -96,8 +97,12 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
   sub->add_option("--boundary", r.boundary,
                   "advection_diffusion: closed | open | periodic, one or one per axis (closed)");
   sub->add_option("--courant", r.courant,
-                  "advection_diffusion: each substep's share of the positivity bound, (0, 1] "
+                  "advection_diffusion: each substep's share of the stability bound, (0, 1] "
                   "(0.9)");
+  sub->add_option("--scheme", r.scheme,
+                  "advection_diffusion: lax_wendroff (accurate; wiggles at sharp fronts; with D "
+                  "near 0 in a converging or reversing flow use upwind) | upwind (monotone, "
+                  "first order) (lax_wendroff)");
   sub->add_option("--unknown", r.unknown,
                   "advection_diffusion: the field is the initial release or a source rate "
                   "(initial | source)");

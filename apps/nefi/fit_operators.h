@@ -19,7 +19,7 @@ struct OperatorRequest {
   int axis = 0, views = 16;
   bool centered = false, periodic = false;
   // advection_diffusion
-  std::string times, velocity, boundary = "closed", unknown = "initial";
+  std::string times, velocity, boundary = "closed", unknown = "initial", scheme = "lax_wendroff";
   double diffusivity = 0, courant = 0.9;
 };
 

@@ -5,14 +5,18 @@
 // once and written once (16 B): 84 B. The CSR form reads ~4x a constant
 // coefficient stencil's traffic; what it buys is one kernel for any flow
 // field and boundary mix, and an exact transpose.
-//   BM_AdvectionDiffusionSubstep/n/threads/rows  n x n cells, a swirling
+//   BM_AdvectionDiffusionSubstep/n/threads/rows/scheme  n x n cells, a swirling
 //                                           flow per cell, forward only, a
 //                                           batch of `rows` releases (8 step
 //                                           together, reading the stencil
 //                                           once): GB/s counts 84 B per cell
 //                                           and row, as if each row streamed
 //                                           alone, so rows 8 over rows 1 is
-//                                           what sharing the stencil buys
+//                                           what sharing the stencil buys;
+//                                           scheme 1 Lax-Wendroff (two 1-D
+//                                           factors a substep of 3 entries a
+//                                           row: 120 B a cell), 0 upwind;
+//                                           per_substep compares the two
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -26,6 +30,7 @@ namespace {
 
 void BM_AdvectionDiffusionSubstep(benchmark::State& state) {
   const int64_t n = state.range(0), rows = state.range(2);
+  const bool lax_wendroff = state.range(3) == 1;
   fk::set_num_threads(static_cast<int>(state.range(1)));
   std::vector<double> u(n * n), w(n * n), c(n * n);
   for (int64_t i = 0; i < n; ++i)
@@ -38,6 +43,7 @@ void BM_AdvectionDiffusionSubstep(benchmark::State& state) {
   nefi::AdvectionDiffusionOptions o;
   o.velocity = {fk::from_vector(u, {n, n}), fk::from_vector(w, {n, n})};
   o.diffusivity = 1e-4;
+  o.scheme = lax_wendroff ? nefi::TransportScheme::kLaxWendroff : nefi::TransportScheme::kUpwind;
   // Time for 20 equal substeps, each 0.975 of the bound.
   nefi::AdvectionDiffusionOptions probe = o;
   probe.times = {1.0};
@@ -50,15 +56,22 @@ void BM_AdvectionDiffusionSubstep(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(op.forward_rows(batch, rows).data());
   const double cells = static_cast<double>(n * n) * rows * substeps * state.iterations();
   state.counters["substeps"] = static_cast<double>(substeps);
-  state.counters["GB/s"] = benchmark::Counter(84.0 * cells / 1e9, benchmark::Counter::kIsRate);
+  // Upwind's one pass of 5 entries a row; Lax-Wendroff's two of 3 (8 + 36 +
+  // 16 B each).
+  state.counters["GB/s"] =
+      benchmark::Counter((lax_wendroff ? 120.0 : 84.0) * cells / 1e9, benchmark::Counter::kIsRate);
+  state.counters["per_substep"] =  // printed as a time
+      benchmark::Counter(static_cast<double>(substeps * state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   fk::set_num_threads(1);
 }
 BENCHMARK(BM_AdvectionDiffusionSubstep)
-    ->Args({256, 1, 1})
-    ->Args({256, 1, 8})
-    ->Args({1024, 1, 1})
-    ->Args({1024, 2, 1})
-    ->Args({1024, 1, 8})
+    ->Args({256, 1, 1, 0})
+    ->Args({256, 1, 8, 0})
+    ->Args({1024, 1, 1, 0})
+    ->Args({1024, 2, 1, 0})
+    ->Args({1024, 1, 8, 0})
+    ->Args({1024, 1, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

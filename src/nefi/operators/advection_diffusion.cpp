@@ -13,10 +13,22 @@
 #include "fk/profile.h"
 
 namespace nefi {
+namespace {
+
+// One factor of a substep, c <- c + tau (A + tau T) c: the stencil A, its
+// transpose, and (Lax-Wendroff) T's weights on their patterns.
+struct Factor {
+  SparseRows L, Lt;
+  std::vector<double> per_tau, per_tau_t;
+};
+
+}  // namespace
 
 struct AdvectionDiffusionOperator::Plan {
-  SparseRows L, Lt;     // the stencil and its transpose
-  double max_rate = 0;  // max_i(-L_ii)
+  // The factors of a substep: upwind one for all axes, Lax-Wendroff one per
+  // axis (stepped in order on even substeps, in reverse on odd ones).
+  std::vector<Factor> factors;
+  double stable_tau = 0;  // the substep bound, courant included
   std::vector<int64_t> substeps;
   std::vector<double> tau;
   std::vector<int64_t> sensors;  // flat cells observed; empty: all
@@ -44,23 +56,47 @@ struct Flow {
   }
 };
 
-// The stencil L of dc/dt = L c: for every face, the upwind advective and
-// the central diffusive flux, as entries of the two cells' rows.
-SparseRows assemble(const Domain& domain, const Flow& flow, double D,
-                    const std::vector<TransportBoundary>& boundary) {
+// The stencil of dc/dt = (L + tau T) c, T's weights on L's pattern (empty
+// for upwind), and the largest stable substep before the courant factor.
+struct Stencil {
+  SparseRows L;
+  std::vector<double> per_tau;
+  double stable_tau = std::numeric_limits<double>::infinity();
+};
+
+// For every face, the advective flux (upwind, or Lax-Wendroff's central flux
+// and its v^2 tau / 2 diffusion) and the central diffusive flux, as entries
+// of the two cells' rows.
+// Faces along `only` (-1: every axis).
+Stencil assemble(const Domain& domain, const Flow& flow, double D,
+                 const std::vector<TransportBoundary>& boundary, TransportScheme scheme, int only) {
   const fk::Dims& shape = domain.shape();
   const int nd = shape.size();
   const int64_t n = shape.numel();
   const std::vector<double> h = domain.spacing();
-  std::vector<std::vector<std::pair<int64_t, double>>> rows(static_cast<size_t>(n));
-  auto add = [&](int64_t r, int64_t c, double w) {
-    if (w != 0) rows[r].emplace_back(c, w);
+  const bool lw = scheme == TransportScheme::kLaxWendroff;
+  struct Entry {
+    int64_t col;
+    double w, per_tau;
   };
+  std::vector<std::vector<Entry>> rows(static_cast<size_t>(n));
+  auto add = [&](int64_t r, int64_t c, double w, double per_tau = 0) {
+    if (w != 0 || per_tau != 0) rows[r].push_back({c, w, per_tau});
+  };
+  // Lax-Wendroff's bound per cell: sum_a (nu_a^2 + 2 d_a) <= 1 over the axes
+  // taken (one: a split factor's, or a 1-D grid's) with nu_a = tau
+  // max|v_f| / h_a over the cell's faces, d_a = tau D / h_a^2.
+  std::vector<double> speed2(lw ? n : 0, 0.0);  // sum_a max(v_f / h_a)^2
   int64_t stride = 1;
   for (int a = nd - 1; a >= 0; --a) {
     const int64_t na = shape[a];
+    if (only >= 0 && a != only) {
+      stride *= na;
+      continue;
+    }
     const TransportBoundary b = boundary.size() == 1 ? boundary[0] : boundary[a];
     const double w = D / (h[a] * h[a]);
+    std::vector<double> axis_speed(lw ? n : 0, 0.0);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t k = (i / stride) % na;
       // The face above cell i along a, to j (wrapping on a periodic axis).
@@ -75,7 +111,14 @@ SparseRows assemble(const Domain& domain, const Flow& flow, double D,
         add(j, i, w);
         add(j, j, -w);
         const double v = 0.5 * (flow.at(a, i) + flow.at(a, j)) / h[a];
-        if (v > 0) {  // c_i flows into j
+        if (lw) {  // v (c_i + c_j) / 2 through the face, and v^2 tau / 2 diffusion
+          add(i, i, -v / 2, -v * v / 2);
+          add(i, j, -v / 2, v * v / 2);
+          add(j, i, v / 2, v * v / 2);
+          add(j, j, v / 2, -v * v / 2);
+          axis_speed[i] = std::max(axis_speed[i], v * v);
+          axis_speed[j] = std::max(axis_speed[j], v * v);
+        } else if (v > 0) {  // c_i flows into j
           add(i, i, -v);
           add(j, i, v);
         } else if (v < 0) {  // c_j flows into i
@@ -83,33 +126,52 @@ SparseRows assemble(const Domain& domain, const Flow& flow, double D,
           add(j, j, v);
         }
       }
-      if (b == TransportBoundary::kOpen) {  // outflow through the box's faces
+      if (b == TransportBoundary::kOpen) {  // outflow through the box's faces, upwind
         const double v = flow.at(a, i) / h[a];
-        if (k + 1 == na && v > 0) add(i, i, -v);
-        if (k == 0 && v < 0) add(i, i, v);
+        if ((k + 1 == na && v > 0) || (k == 0 && v < 0)) {
+          add(i, i, -std::abs(v));
+          if (lw) axis_speed[i] = std::max(axis_speed[i], v * v);
+        }
       }
     }
+    for (int64_t i = 0; i < static_cast<int64_t>(speed2.size()); ++i) speed2[i] += axis_speed[i];
     stride *= na;
   }
-  SparseRows L;
+  Stencil st;
+  SparseRows& L = st.L;
   L.n_cols = n;
+  double max_rate = 0;  // upwind: max_i(-L_ii)
   for (int64_t i = 0; i < n; ++i) {
     auto& r = rows[i];
-    r.emplace_back(i, 0.0);  // every row keeps its diagonal (the step bound reads it)
+    r.push_back({i, 0.0, 0.0});  // every row keeps its diagonal (the step bound reads it)
     std::stable_sort(r.begin(), r.end(),
-                     [](const auto& p, const auto& q) { return p.first < q.first; });
+                     [](const Entry& p, const Entry& q) { return p.col < q.col; });
     for (size_t e = 0; e < r.size(); ++e) {
-      if (e > 0 && r[e].first == r[e - 1].first) {
-        L.weight.back() += r[e].second;
+      if (e > 0 && r[e].col == r[e - 1].col) {
+        L.weight.back() += r[e].w;
+        if (lw) st.per_tau.back() += r[e].per_tau;
         continue;
       }
-      L.col.push_back(static_cast<int32_t>(r[e].first));
-      L.weight.push_back(r[e].second);
+      L.col.push_back(static_cast<int32_t>(r[e].col));
+      L.weight.push_back(r[e].w);
+      if (lw) st.per_tau.push_back(r[e].per_tau);
     }
     L.row_start.push_back(static_cast<int64_t>(L.col.size()));
-    std::vector<std::pair<int64_t, double>>().swap(r);
+    for (int64_t e = L.row_start[i]; e < L.row_start[i + 1]; ++e)
+      if (L.col[e] == i) max_rate = std::max(max_rate, -L.weight[e]);
+    std::vector<Entry>().swap(r);
   }
-  return L;
+  if (!lw) {
+    if (max_rate > 0) st.stable_tau = 1 / max_rate;
+    return st;
+  }
+  double q = 0;  // sum_a 2 D / h_a^2 over the axes taken, the same in every cell
+  for (int a = 0; a < nd; ++a)
+    if (only < 0 || a == only) q += 2 * D / (h[a] * h[a]);
+  for (int64_t i = 0; i < n; ++i)  // tau^2 p + tau q <= 1
+    if (speed2[i] > 0 || q > 0)
+      st.stable_tau = std::min(st.stable_tau, 2 / (q + std::sqrt(q * q + 4 * speed2[i])));
+  return st;
 }
 
 // Batch rows stepped together: a block of up to kBlock states is stored
@@ -120,17 +182,18 @@ SparseRows assemble(const Domain& domain, const Flow& flow, double D,
 constexpr int64_t kBlock = 8;
 
 // out = c + tau (M c + s) for B interleaved states (s may be null), cells in
-// parallel. B is a template argument so that the loops over the block unroll
-// (a run-time B made one row 5x slower).
+// parallel, M the pattern of P with the weights w. B is a template argument
+// so that the loops over the block unroll (a run-time B made one row 5x
+// slower).
 template <int64_t B>
-void euler_step_block(const SparseRows& M, double tau, const double* c, const double* s,
-                      double* out) {
+void euler_step_block(const SparseRows& M, const double* weight, double tau, const double* c,
+                      const double* s, double* out) {
   fk::parallel_for(0, M.n_rows(), 8192 / B, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       double acc[B];
       for (int64_t b = 0; b < B; ++b) acc[b] = s ? s[i * B + b] : 0.0;
       for (int64_t e = M.row_start[i]; e < M.row_start[i + 1]; ++e) {
-        const double w = M.weight[e];
+        const double w = weight[e];
         const double* cj = c + static_cast<int64_t>(M.col[e]) * B;
         for (int64_t b = 0; b < B; ++b) acc[b] += w * cj[b];
       }
@@ -139,25 +202,25 @@ void euler_step_block(const SparseRows& M, double tau, const double* c, const do
   });
 }
 
-void euler_step(const SparseRows& M, double tau, int64_t B, const double* c, const double* s,
-                double* out) {
+void euler_step(const SparseRows& M, const double* w, double tau, int64_t B, const double* c,
+                const double* s, double* out) {
   switch (B) {
     case 1:
-      return euler_step_block<1>(M, tau, c, s, out);
+      return euler_step_block<1>(M, w, tau, c, s, out);
     case 2:
-      return euler_step_block<2>(M, tau, c, s, out);
+      return euler_step_block<2>(M, w, tau, c, s, out);
     case 3:
-      return euler_step_block<3>(M, tau, c, s, out);
+      return euler_step_block<3>(M, w, tau, c, s, out);
     case 4:
-      return euler_step_block<4>(M, tau, c, s, out);
+      return euler_step_block<4>(M, w, tau, c, s, out);
     case 5:
-      return euler_step_block<5>(M, tau, c, s, out);
+      return euler_step_block<5>(M, w, tau, c, s, out);
     case 6:
-      return euler_step_block<6>(M, tau, c, s, out);
+      return euler_step_block<6>(M, w, tau, c, s, out);
     case 7:
-      return euler_step_block<7>(M, tau, c, s, out);
+      return euler_step_block<7>(M, w, tau, c, s, out);
     default:
-      return euler_step_block<kBlock>(M, tau, c, s, out);
+      return euler_step_block<kBlock>(M, w, tau, c, s, out);
   }
 }
 
@@ -188,6 +251,12 @@ TransportBoundary parse_transport_boundary(const std::string& name) {
   if (name == "open") return TransportBoundary::kOpen;
   FK_CHECK(name == "periodic", kWhere, "a boundary closed, open or periodic", "'" + name + "'");
   return TransportBoundary::kPeriodic;
+}
+
+TransportScheme parse_transport_scheme(const std::string& name) {
+  if (name == "upwind") return TransportScheme::kUpwind;
+  FK_CHECK(name == "lax_wendroff", kWhere, "a scheme upwind or lax_wendroff", "'" + name + "'");
+  return TransportScheme::kLaxWendroff;
 }
 
 TransportUnknown parse_transport_unknown(const std::string& name) {
@@ -248,20 +317,34 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
   }
   FK_CHECK(plan->cells <= std::numeric_limits<int32_t>::max(), kWhere,
            "at most 2^31 - 1 cells (the stencil stores int32 columns)", shape.str());
-  plan->L = assemble(domain_, flow, o.diffusivity, o.boundary);
-  plan->Lt = transpose(plan->L);
-  for (int64_t i = 0; i < plan->cells; ++i)
-    for (int64_t e = plan->L.row_start[i]; e < plan->L.row_start[i + 1]; ++e)
-      if (plan->L.col[e] == i) plan->max_rate = std::max(plan->max_rate, -plan->L.weight[e]);
+  // Lax-Wendroff without its cross-derivative terms is unstable in 2-D and
+  // 3-D at any step when D = 0 (a diagonal flow's waves grow): its axes are
+  // split, each substep one 1-D factor per axis within its own bound.
+  const bool split = o.scheme == TransportScheme::kLaxWendroff && nd > 1;
+  double stable = std::numeric_limits<double>::infinity();
+  for (int a = split ? 0 : -1; a < (split ? nd : 0); ++a) {
+    Stencil st = assemble(domain_, flow, o.diffusivity, o.boundary, o.scheme, a);
+    Factor f;
+    f.L = std::move(st.L);
+    f.Lt = transpose(f.L);
+    f.per_tau = std::move(st.per_tau);
+    if (!f.per_tau.empty()) {  // T's transpose on Lt's pattern, in its entry order
+      SparseRows T = f.L;
+      T.weight = f.per_tau;
+      f.per_tau_t = transpose(T).weight;
+    }
+    stable = std::min(stable, st.stable_tau);
+    plan->factors.push_back(std::move(f));
+  }
+  plan->stable_tau = o.courant * stable;
   double total = 0, prev = 0;
   for (double t : o.times) {
-    const double steps = std::max(1.0, std::ceil((t - prev) * plan->max_rate / o.courant));
+    const double steps = std::max(1.0, std::ceil((t - prev) / plan->stable_tau));
     total += steps;
-    FK_CHECK(
-        total <= kMaxTransportSubsteps, kWhere,
-        "at most " + std::to_string(kMaxTransportSubsteps) +
-            " explicit substeps (check the units of the velocity, diffusivity and times)",
-        "more, at a stable substep of " + num(o.courant / plan->max_rate) + " up to t = " + num(t));
+    FK_CHECK(total <= kMaxTransportSubsteps, kWhere,
+             "at most " + std::to_string(kMaxTransportSubsteps) +
+                 " explicit substeps (check the units of the velocity, diffusivity and times)",
+             "more, at a stable substep of " + num(plan->stable_tau) + " up to t = " + num(t));
     plan->substeps.push_back(static_cast<int64_t>(steps));
     plan->tau.push_back((t - prev) / steps);
     prev = t;
@@ -269,8 +352,16 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
   plan_ = std::move(plan);
 }
 
-const SparseRows& AdvectionDiffusionOperator::stencil() const {
-  return plan_->L;
+int AdvectionDiffusionOperator::factor_count() const {
+  return static_cast<int>(plan_->factors.size());
+}
+const SparseRows& AdvectionDiffusionOperator::stencil(int factor) const {
+  FK_CHECK(factor >= 0 && factor < factor_count(), std::string(kWhere) + "::stencil",
+           "a factor in [0, " + std::to_string(factor_count()) + ")", std::to_string(factor));
+  return plan_->factors[factor].L;
+}
+std::string AdvectionDiffusionOperator::fidelity_tag() const {
+  return options_.scheme == TransportScheme::kUpwind ? "upwind-euler" : "lax-wendroff-split-euler";
 }
 const std::vector<int64_t>& AdvectionDiffusionOperator::substeps() const {
   return plan_->substeps;
@@ -279,12 +370,50 @@ const std::vector<double>& AdvectionDiffusionOperator::substep_length() const {
   return plan_->tau;
 }
 double AdvectionDiffusionOperator::stable_substep() const {
-  return plan_->max_rate > 0 ? options_.courant / plan_->max_rate
-                             : std::numeric_limits<double>::infinity();
+  return plan_->stable_tau;
 }
 int64_t AdvectionDiffusionOperator::observed() const {
   return plan_->observed();
 }
+
+namespace {
+
+// Each factor's weights for substeps of tau: A's plus tau T's where T is
+// given (a copy set per interval), else A's own. transposed: Lt's.
+class StepWeights {
+ public:
+  StepWeights(const std::vector<Factor>& factors, bool transposed)
+      : factors_(factors), transposed_(transposed), scaled_(factors.size()) {}
+  StepWeights(const StepWeights&) = delete;
+  StepWeights& operator=(const StepWeights&) = delete;
+  void set(double tau) {
+    for (size_t f = 0; f < factors_.size(); ++f) {
+      const std::vector<double>& t = transposed_ ? factors_[f].per_tau_t : factors_[f].per_tau;
+      const std::vector<double>& w = matrix(f).weight;
+      if (t.empty()) continue;
+      scaled_[f].resize(w.size());
+      for (size_t e = 0; e < w.size(); ++e) scaled_[f][e] = w[e] + tau * t[e];
+    }
+  }
+  const SparseRows& matrix(size_t f) const { return transposed_ ? factors_[f].Lt : factors_[f].L; }
+  const double* at(size_t f) const {
+    return scaled_[f].empty() ? matrix(f).weight.data() : scaled_[f].data();
+  }
+
+ private:
+  const std::vector<Factor>& factors_;
+  bool transposed_;
+  std::vector<std::vector<double>> scaled_;
+};
+
+// The factor applied j-th in substep `step`: in order on even substeps, in
+// reverse on odd ones (so that two substeps are a symmetric, second-order
+// split).
+size_t factor_at(int64_t step, size_t j, size_t count) {
+  return step % 2 == 0 ? j : count - 1 - j;
+}
+
+}  // namespace
 
 std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<double>& x,
                                                              int64_t rows) const {
@@ -294,6 +423,8 @@ std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<d
            std::to_string(rows) + " rows of " + std::to_string(n) + " cells",
            std::to_string(x.size()) + " values");
   const int64_t block = std::min(rows, kBlock);
+  StepWeights M(p.factors, false);
+  const size_t nf = p.factors.size();
   std::vector<double> out(static_cast<size_t>(rows * K * m)), c(n * block), next(n * block),
       src(p.source ? n * block : 0);
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
@@ -304,11 +435,15 @@ std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<d
     } else {
       interleave(x.data() + r0 * n, n, B, c.data());
     }
-    for (int64_t k = 0; k < K; ++k) {
-      for (int64_t s = 0; s < p.substeps[k]; ++s) {
-        euler_step(p.L, p.tau[k], B, c.data(), p.source ? src.data() : nullptr, next.data());
-        c.swap(next);
-      }
+    for (int64_t k = 0, step = 0; k < K; ++k) {
+      M.set(p.tau[k]);
+      for (int64_t s = 0; s < p.substeps[k]; ++s, ++step)
+        for (size_t j = 0; j < nf; ++j) {  // the source enters with the last: c' = P c + tau s
+          const size_t f = factor_at(step, j, nf);
+          euler_step(M.matrix(f), M.at(f), p.tau[k], B, c.data(),
+                     p.source && j + 1 == nf ? src.data() : nullptr, next.data());
+          c.swap(next);
+        }
       for (int64_t b = 0; b < B; ++b) {
         double* o = out.data() + ((r0 + b) * K + k) * m;
         for (int64_t q = 0; q < m; ++q) o[q] = c[(p.sensors.empty() ? q : p.sensors[q]) * B + b];
@@ -326,25 +461,33 @@ std::vector<double> AdvectionDiffusionOperator::adjoint_rows(const std::vector<d
            std::to_string(rows) + " rows of " + std::to_string(K * m) + " observed values",
            std::to_string(g.size()) + " values");
   const int64_t block = std::min(rows, kBlock);
+  StepWeights M(p.factors, true);
+  const size_t nf = p.factors.size();
+  int64_t total = 0;  // substeps over all intervals
+  for (int64_t n_k : p.substeps) total += n_k;
   std::vector<double> out(static_cast<size_t>(rows * n)), lam(n * block), next(n * block),
       ds(p.source ? n * block : 0);
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t B = std::min(kBlock, rows - r0);
     std::fill(lam.begin(), lam.end(), 0.0);
     std::fill(ds.begin(), ds.end(), 0.0);
-    for (int64_t k = K - 1; k >= 0; --k) {
+    for (int64_t k = K - 1, step = total - 1; k >= 0; --k) {
       for (int64_t b = 0; b < B; ++b) {
         const double* gk = g.data() + ((r0 + b) * K + k) * m;
         for (int64_t q = 0; q < m; ++q)
           lam[(p.sensors.empty() ? q : p.sensors[q]) * B + b] += gk[q];
       }
-      for (int64_t s = 0; s < p.substeps[k]; ++s) {
-        // c' = c + tau (L c + s): ds += tau lam', lam = (I + tau L)^T lam'.
-        if (p.source)
-          for (int64_t i = 0; i < n * B; ++i) ds[i] += p.tau[k] * lam[i];
-        euler_step(p.Lt, p.tau[k], B, lam.data(), nullptr, next.data());
-        lam.swap(next);
-      }
+      M.set(p.tau[k]);
+      for (int64_t s = 0; s < p.substeps[k]; ++s, --step)
+        for (size_t j = nf; j-- > 0;) {
+          // c' = c + tau (M_f c [+ s in the last]): ds += tau lam',
+          // lam = (I + tau M_f)^T lam'.
+          const size_t f = factor_at(step, j, nf);
+          if (p.source && j + 1 == nf)
+            for (int64_t i = 0; i < n * B; ++i) ds[i] += p.tau[k] * lam[i];
+          euler_step(M.matrix(f), M.at(f), p.tau[k], B, lam.data(), nullptr, next.data());
+          lam.swap(next);
+        }
     }
     const std::vector<double>& grad = p.source ? ds : lam;
     for (int64_t b = 0; b < B; ++b)

@@ -9,33 +9,54 @@
 // emitting from t = 0 on (c(0) = 0). Either way y is linear in the field
 // (homogeneity 1), which is what source identification inverts.
 //
-// Finite volumes: each face between two cells carries the first-order upwind
-// advective flux v_f c_upwind (v_f the mean of the two cells' velocities,
-// positive toward the higher index) and the diffusive flux -D (c_hi - c_lo)
-// / h; the state steps by explicit Euler, dc/dt = L c + s with L that
-// stencil. Boundaries, per axis:
+// Finite volumes: each face between two cells carries an advective flux (v_f
+// the mean of the two cells' velocities, positive toward the higher index)
+// and the diffusive flux -D (c_hi - c_lo) / h; the state steps by explicit
+// Euler, dc/dt = A c + s with A that stencil. The advective flux (scheme):
+//   lax_wendroff  v_f (c_lo + c_hi) / 2 - (v_f^2 tau / 2) (c_hi - c_lo) / h
+//                 (the default): a Gaussian's variance grows by 2 D t
+//                 exactly, and pure advection converges at second order;
+//                 Euler's diffusion and (below) the split are first order in
+//                 tau where D > 0 or the axes' steps do not commute. The
+//                 stencil is A + tau T, T set per interval. In 2-D and 3-D
+//                 the axes are split, one 1-D factor per axis each substep,
+//                 in order on even substeps and in reverse on odd ones (with
+//                 D = 0 an unsplit step without cross-derivative terms grows
+//                 a diagonal flow's waves at any step). Each factor keeps to
+//                 the 1-D von Neumann bound nu_a^2 + 2 d_a <= 1 (nu_a = tau
+//                 max|v_f| / h_a over the cell's faces, d_a = tau D / h_a^2),
+//                 times courant. That bound is a frozen-coefficient one: with
+//                 D near 0 and a per-cell flow that converges or reverses at a
+//                 cell Peclet number |v| h / D well above 2, grid-scale waves
+//                 can grow slowly (a smaller courant does not help); use
+//                 upwind there. Not monotone: small wiggles, and values below
+//                 0, where a front is a cell or two wide
+//   upwind        v_f c_upwind: first order, monotone. Every substep tau <=
+//                 courant / max_i(-A_ii) mixes the old values with
+//                 non-negative weights, so c stays >= 0 for a non-negative
+//                 release, stable whatever the flow; but it spreads the
+//                 tracer as a diffusion of about |v| h / 2 would (at a cell
+//                 Peclet number of 10, five times D's own)
+// Open boundary faces carry the upwind outflow under either scheme. The
+// source enters with the last factor of a substep (c' = P c + tau s).
+// Boundaries, per axis:
 //   closed    no flux through the box's faces (without a source the total
 //             sum c dV is conserved to rounding)
 //   open      outflow carries the tracer out (v_f of the boundary cell),
 //             inflow brings none, no diffusive flux
 //   periodic  the axis wraps
-// Upwinding adds a numerical diffusion of about |v| h / 2: refine the grid
-// (or use the data's own D with that in mind) where it matters. Between two
-// observation times the step is the interval split into the fewest equal
-// substeps tau <= courant / max_i(-L_ii): every Euler update is then a
-// combination of the old values with non-negative weights, so c stays >= 0
-// for a non-negative release and the scheme is stable whatever the flow.
+// Between two observation times the step is the interval split into the
+// fewest equal substeps within the scheme's bound.
 //
-// L is assembled once as a sparse matrix (SparseRows) with its transpose;
-// forward is S sparse products, and the gradient steps the exact transpose
-// backward (L does not depend on the field, so no state is saved: memory
-// O(cells)). Inputs (..., *shape) real f32/f64 (leading dims a batch: each
-// row its own release), computed in f64, returned in the input's dtype.
-// Batch rows step 8 at a time, interleaved, so that a substep reads the
-// stencil once for all of them; each row gets the bits of its own apply.
-// CPU only (host_only_reason). A grid other than the operator's is refused
-// when the flow or sensors are given per cell; with a constant flow and the
-// whole grid observed, at_resolution rebuilds the stencil for the new grid.
+// Each factor is assembled once as a sparse matrix (SparseRows) with its
+// transpose; forward is a sparse product per factor and substep, and the
+// gradient steps the exact transposes backward (they do not depend on the
+// field, so no state is saved: memory O(cells)). Inputs (..., *shape) real f32/f64 (leading dims a
+// batch: each row its own release), computed in f64, returned in the input's dtype. Batch rows step
+// 8 at a time, interleaved, so that a substep reads the stencil once for all of them; each row gets
+// the bits of its own apply. CPU only (host_only_reason). A grid other than the operator's is
+// refused when the flow or sensors are given per cell; with a constant flow and the whole grid
+// observed, at_resolution rebuilds the stencil for the new grid.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -50,6 +71,7 @@ namespace nefi {
 
 enum class TransportUnknown { kInitial, kSource };
 enum class TransportBoundary { kClosed, kOpen, kPeriodic };
+enum class TransportScheme { kUpwind, kLaxWendroff };
 
 struct AdvectionDiffusionOptions {
   // One per axis: the grid's shape (a velocity per cell centre) or a single
@@ -61,7 +83,10 @@ struct AdvectionDiffusionOptions {
   // One for every axis, or one per axis.
   std::vector<TransportBoundary> boundary{TransportBoundary::kClosed};
   fk::Tensor sensors;    // the grid's shape, observed where > 0; undefined: every cell
-  double courant = 0.9;  // the substep's share of the positivity bound, in (0, 1]
+  double courant = 0.9;  // the substep's share of the stability bound, in (0, 1]
+  // Lax-Wendroff by default: on a plume a few cells wide upwind's own
+  // spreading is the larger error (docs/performance.md, "Advection-diffusion").
+  TransportScheme scheme = TransportScheme::kLaxWendroff;
 };
 
 // The most substeps one apply may take (over all observation intervals):
@@ -71,6 +96,7 @@ inline constexpr int64_t kMaxTransportSubsteps = 1000000;
 
 TransportBoundary parse_transport_boundary(const std::string& name);
 TransportUnknown parse_transport_unknown(const std::string& name);
+TransportScheme parse_transport_scheme(const std::string& name);
 
 class AdvectionDiffusionOperator : public Operator {
  public:
@@ -91,17 +117,21 @@ class AdvectionDiffusionOperator : public Operator {
   std::optional<double> homogeneity() const override { return 1.0; }
   bool batchable() const override { return true; }
   std::string host_only_reason() const override;
-  std::string fidelity_tag() const override { return "upwind-euler"; }
+  std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }
 
   const Domain& domain() const { return domain_; }
   const AdvectionDiffusionOptions& options() const { return options_; }
-  // L: (cells, cells), row i the rate of change of c_i.
-  const SparseRows& stencil() const;
+  // The factors of a substep, c <- c + tau A c each: upwind one for every
+  // axis; Lax-Wendroff (2-D, 3-D) one per axis. stencil(f) is factor f's A
+  // (Lax-Wendroff: the part that does not scale with tau), (cells, cells),
+  // row i the rate of change of c_i.
+  int factor_count() const;
+  const SparseRows& stencil(int factor) const;
   // The substeps of each observation interval, and their length.
   const std::vector<int64_t>& substeps() const;
   const std::vector<double>& substep_length() const;
-  // The largest substep the positivity bound allows, courant / max_i(-L_ii)
+  // The largest substep the scheme's bound allows, courant included
   // (infinite without flow or diffusion).
   double stable_substep() const;
   // Observed values per time: the sensors' count, or the grid's cells.
@@ -114,7 +144,7 @@ class AdvectionDiffusionOperator : public Operator {
   std::vector<double> adjoint_rows(const std::vector<double>& g, int64_t rows) const;
 
  private:
-  struct Plan;  // the stencil, its transpose, the schedule and the sensors
+  struct Plan;  // the factors, their transposes, the schedule and the sensors
   // Refuses `shape` unless it is the grid, or has its axis count with a
   // uniform flow and no sensors (then the stencil is rebuilt there).
   void check_grid(const fk::Dims& shape, const char* who) const;

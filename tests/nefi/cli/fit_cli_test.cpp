@@ -311,7 +311,7 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
 
 // A puff released into a flow that is uniform along axis 0 and varies
 // across it along axis 1 (a per-cell .npy), seen by 25 sensors at four
-// times: one blob finds it.
+// times (Lax-Wendroff, the default scheme): one blob finds it.
 TEST(FitCli, LocatesAReleaseThroughTheBuiltInAdvectionDiffusion) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_transport");
@@ -428,7 +428,9 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
             o,
         "--velocity: expected a finite number or an .npy file"},
        {"fit --operator advection_diffusion --times 0.2 --courant 2" + y + " --shape 16,16" + o,
-        "courant in (0, 1]"}},
+        "courant in (0, 1]"},
+       {"fit --operator advection_diffusion --times 0.2 --scheme quick" + y + " --shape 16,16" + o,
+        "upwind or lax_wendroff"}},
       dir);
 }
 
