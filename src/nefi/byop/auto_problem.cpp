@@ -14,6 +14,7 @@
 #include "nefi/byop/constant_fit.h"
 #include "nefi/byop/custom_prior.h"
 #include "nefi/byop/noise_estimate.h"
+#include "nefi/byop/parametric_choice.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
@@ -421,50 +422,9 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                std::to_string(prob.field->n_parameters()) + " parameters");
   } else if (o.representation == "blobs" || o.representation == "ellipses" ||
              o.representation == "stars" || o.representation.starts_with("layers+")) {
-    ParametricConfig pc;
-    pc.family = layered ? o.representation.substr(7) : o.representation;
-    pc.count = o.shapes;
-    pc.harmonics = o.harmonics;
-    if (layered) {
-      pc.layers.emplace();
-      pc.layers->layers = o.layers;
-      pc.layers->axis = o.layer_axis;
-      pc.layers->modes = o.harmonics;
-    }
-    auto pf = std::make_shared<ParametricField>(shape, heads, pc, o.seed);
-    // The shapes start where the data pull the starting fields hardest, as
-    // the heads pass it on: not outside a known support, and less the mean
-    // for a zero-mean field (which starts at 0).
-    std::vector<double> at = fit.c;
-    for (size_t i = 0; i < at.size(); ++i)
-      if (ap.priors[i].zero_mean) at[i] = 0;
-    std::vector<fk::Tensor> pull = misfit_gradient_at(*op, k, d, at);
-    int placed = 0;
-    for (int i = 0, channel = 0; i < static_cast<int>(heads.size()); ++i) {
-      if (k.support[i].defined()) pull[i] = fk::mul(pull[i], k.support[i]);
-      if (ap.priors[i].zero_mean) pull[i] = fk::sub(pull[i], fk::mean(pull[i]));
-      if (heads[i]->n_in() == 1) {
-        pf->start_at_extrema(channel, pull[i], k.support[i]);
-        placed += pf->placed_from_map(channel);
-      }
-      channel += heads[i]->n_in();
-    }
-    pf->reset_parameters(o.seed);
-    prob.field = pf;
-    decide("representation", o.representation,
-           "given: " + std::to_string(o.shapes) + " " +
-               (pc.family == "blobs" ? "gaussian blobs"
-                : pc.family == "ellipses"
-                    ? "ellipses"
-                    : "stars (outlines of degree " + std::to_string(o.harmonics) + ")") +
-               (layered ? " over " + std::to_string(o.layers) + " layers along axis " +
-                              std::to_string(o.layer_axis) + " (interfaces of lateral degree " +
-                              std::to_string(o.harmonics) + ")"
-                        : " on a background") +
-               " per field, " + std::to_string(prob.field->n_parameters()) + " parameters; " +
-               std::to_string(placed) +
-               " started at the strongest extrema of the misfit's gradient, the rest on a "
-               "lattice");
+    ParametricChoice pc = parametric_choice(o, shape, heads, *op, k, d, fit.c, ap.priors);
+    prob.field = std::move(pc.field);
+    decide("representation", o.representation, pc.why);
   } else if (o.representation == "layers") {
     LayeredConfig lc;
     lc.layers = o.layers;
