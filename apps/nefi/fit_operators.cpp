@@ -69,7 +69,11 @@ OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape)
   o.scheme = parse_transport_scheme(r.scheme);
   if (!r.pattern.empty()) o.sensors = fk::read_npy(r.pattern);
   o.courant = r.courant;
-  return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(shape), o);
+  try {  // the operator's checks, named by the command's option set
+    return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(shape), o);
+  } catch (const fk::Error& e) {
+    throw fk::Error("--operator advection_diffusion", e.expected(), e.given());
+  }
 }
 
 }  // namespace

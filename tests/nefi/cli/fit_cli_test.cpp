@@ -423,7 +423,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
         "'wall'"},
        {"fit --operator advection_diffusion --times 0.2 --velocity 1,2,3" + y + " --shape 16,16" +
             o,
-        "one component per axis"},
+        "--operator advection_diffusion: expected no velocity or one component per axis"},
        {"fit --operator advection_diffusion --times 0.2 --velocity 1,nan" + y + " --shape 16,16" +
             o,
         "--velocity: expected a finite number or an .npy file"},
