@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -41,12 +42,6 @@ namespace {
 
 constexpr const char* kWhere = "nefi::AdvectionDiffusionOperator";
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
-
 // Velocity component a at cell i: one value per cell, or one for all.
 struct Flow {
   std::vector<std::vector<double>> v;  // per axis; empty: no flow
@@ -64,10 +59,10 @@ struct Stencil {
   double stable_tau = std::numeric_limits<double>::infinity();
 };
 
-// For every face, the advective flux (upwind, or Lax-Wendroff's central flux
-// and its v^2 tau / 2 diffusion) and the central diffusive flux, as entries
-// of the two cells' rows.
-// Faces along `only` (-1: every axis).
+// For every face along `only` (-1: every axis), the advective flux (upwind,
+// or Lax-Wendroff's central flux and its v^2 tau / 2 diffusion) and the
+// central diffusive flux, as entries of the two cells' rows. Lax-Wendroff's
+// stencils are of one axis (a split factor, or a 1-D grid's).
 Stencil assemble(const Domain& domain, const Flow& flow, double D,
                  const std::vector<TransportBoundary>& boundary, TransportScheme scheme, int only) {
   const fk::Dims& shape = domain.shape();
@@ -83,10 +78,11 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
   auto add = [&](int64_t r, int64_t c, double w, double per_tau = 0) {
     if (w != 0 || per_tau != 0) rows[r].push_back({c, w, per_tau});
   };
-  // Lax-Wendroff's bound per cell: sum_a (nu_a^2 + 2 d_a) <= 1 over the axes
-  // taken (one: a split factor's, or a 1-D grid's) with nu_a = tau
-  // max|v_f| / h_a over the cell's faces, d_a = tau D / h_a^2.
-  std::vector<double> speed2(lw ? n : 0, 0.0);  // sum_a max(v_f / h_a)^2
+  // Lax-Wendroff's bound per cell: nu^2 + 2 d <= 1 with nu = tau max|v_f| / h
+  // over the cell's faces along the axis, d = tau D / h^2.
+  FK_CHECK(!lw || only >= 0 || nd == 1, kWhere, "Lax-Wendroff stencils of one axis",
+           std::to_string(nd) + " axes at once");
+  std::vector<double> speed2(lw ? n : 0, 0.0);  // max(v_f / h)^2
   int64_t stride = 1;
   for (int a = nd - 1; a >= 0; --a) {
     const int64_t na = shape[a];
@@ -96,7 +92,6 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
     }
     const TransportBoundary b = boundary.size() == 1 ? boundary[0] : boundary[a];
     const double w = D / (h[a] * h[a]);
-    std::vector<double> axis_speed(lw ? n : 0, 0.0);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t k = (i / stride) % na;
       // The face above cell i along a, to j (wrapping on a periodic axis).
@@ -116,8 +111,8 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
           add(i, j, -v / 2, v * v / 2);
           add(j, i, v / 2, v * v / 2);
           add(j, j, v / 2, -v * v / 2);
-          axis_speed[i] = std::max(axis_speed[i], v * v);
-          axis_speed[j] = std::max(axis_speed[j], v * v);
+          speed2[i] = std::max(speed2[i], v * v);
+          speed2[j] = std::max(speed2[j], v * v);
         } else if (v > 0) {  // c_i flows into j
           add(i, i, -v);
           add(j, i, v);
@@ -130,11 +125,10 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
         const double v = flow.at(a, i) / h[a];
         if ((k + 1 == na && v > 0) || (k == 0 && v < 0)) {
           add(i, i, -std::abs(v));
-          if (lw) axis_speed[i] = std::max(axis_speed[i], v * v);
+          if (lw) speed2[i] = std::max(speed2[i], v * v);
         }
       }
     }
-    for (int64_t i = 0; i < static_cast<int64_t>(speed2.size()); ++i) speed2[i] += axis_speed[i];
     stride *= na;
   }
   Stencil st;
@@ -165,10 +159,9 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
     if (max_rate > 0) st.stable_tau = 1 / max_rate;
     return st;
   }
-  double q = 0;  // sum_a 2 D / h_a^2 over the axes taken, the same in every cell
-  for (int a = 0; a < nd; ++a)
-    if (only < 0 || a == only) q += 2 * D / (h[a] * h[a]);
-  for (int64_t i = 0; i < n; ++i)  // tau^2 p + tau q <= 1
+  const double ha = h[only < 0 ? 0 : only];
+  const double q = 2 * D / (ha * ha);  // the same in every cell
+  for (int64_t i = 0; i < n; ++i)      // tau^2 p + tau q <= 1
     if (speed2[i] > 0 || q > 0)
       st.stable_tau = std::min(st.stable_tau, 2 / (q + std::sqrt(q * q + 4 * speed2[i])));
   return st;
@@ -182,7 +175,7 @@ Stencil assemble(const Domain& domain, const Flow& flow, double D,
 constexpr int64_t kBlock = 8;
 
 // out = c + tau (M c + s) for B interleaved states (s may be null), cells in
-// parallel, M the pattern of P with the weights w. B is a template argument
+// parallel, with M's pattern and the weights `weight`. B is a template argument
 // so that the loops over the block unroll (a run-time B made one row 5x
 // slower).
 template <int64_t B>
@@ -288,16 +281,18 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
       FK_CHECK(std::isfinite(x), kWhere, "a finite " + which, "a non-finite value");
   }
   FK_CHECK(std::isfinite(o.diffusivity) && o.diffusivity >= 0, kWhere, "a diffusivity >= 0",
-           num(o.diffusivity));
+           fmt::format("{:g}", o.diffusivity));
   FK_CHECK(!o.times.empty(), kWhere, "at least one observation time", "none");
   for (size_t k = 0; k < o.times.size(); ++k)
     FK_CHECK(std::isfinite(o.times[k]) && o.times[k] > (k ? o.times[k - 1] : 0.0), kWhere,
              "increasing observation times > 0",
-             num(o.times[k]) + " after " + (k ? num(o.times[k - 1]) : std::string("t = 0")));
+             fmt::format("{:g}", o.times[k]) + " after " +
+                 (k ? fmt::format("{:g}", o.times[k - 1]) : std::string("t = 0")));
   FK_CHECK(o.boundary.size() == 1 || static_cast<int>(o.boundary.size()) == nd, kWhere,
            "one boundary for every axis or one per axis (" + std::to_string(nd) + ")",
            std::to_string(o.boundary.size()));
-  FK_CHECK(o.courant > 0 && o.courant <= 1, kWhere, "courant in (0, 1]", num(o.courant));
+  FK_CHECK(o.courant > 0 && o.courant <= 1, kWhere, "courant in (0, 1]",
+           fmt::format("{:g}", o.courant));
 
   auto plan = std::make_shared<Plan>();
   plan->cells = shape.numel();
@@ -344,7 +339,8 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
     FK_CHECK(total <= kMaxTransportSubsteps, kWhere,
              "at most " + std::to_string(kMaxTransportSubsteps) +
                  " explicit substeps (check the units of the velocity, diffusivity and times)",
-             "more, at a stable substep of " + num(plan->stable_tau) + " up to t = " + num(t));
+             "more, at a stable substep of " + fmt::format("{:g}", plan->stable_tau) +
+                 " up to t = " + fmt::format("{:g}", t));
     plan->substeps.push_back(static_cast<int64_t>(steps));
     plan->tau.push_back((t - prev) / steps);
     prev = t;
