@@ -48,8 +48,10 @@ struct FitRequest {
   std::optional<double> lr;
   double tau = 1.0;
   uint64_t seed = 0;
-  int threads = 0, rank = 8, shapes = 4, harmonics = 6, layers = 3, layer_axis = 0;
+  int threads = 0, rank = 8, shapes = 4, harmonics = 6, layers = 3, layer_axis = 0, modes = 0;
+  double smoothness = 2.0;
   bool rank_given = false, shapes_given = false, harmonics_given = false, layers_given = false;
+  bool spectral_given = false;
   bool quiet = false;
 };
 
@@ -86,6 +88,10 @@ int fit_cmd(const FitRequest& r) {
   o.harmonics = r.harmonics;
   o.layers = r.layers;
   o.layer_axis = r.layer_axis;
+  o.modes = r.modes;
+  o.smoothness = r.smoothness;
+  FK_CHECK(!r.spectral_given || r.representation == "spectral", "--modes/--smoothness",
+           "--representation spectral", "--representation " + r.representation);
   FK_CHECK(!r.rank_given || r.representation == "lowrank", "--rank", "--representation lowrank",
            "--representation " + r.representation);
   const bool over_layers = r.representation.starts_with("layers+");
@@ -227,7 +233,7 @@ Command add_fit(CLI::App& app, const Context&) {
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation,
                   "neural | hash | grid | lowrank | blobs | ellipses | stars | layers | "
-                  "layers+blobs | layers+ellipses");
+                  "layers+blobs | layers+ellipses | spectral");
   auto* rank = sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   auto* shapes = sub->add_option("--shapes", r->shapes,
                                  "blobs, ellipses, stars, layers+(blobs|ellipses): shapes per "
@@ -241,8 +247,17 @@ Command add_fit(CLI::App& app, const Context&) {
   auto* layer_axis = sub->add_option("--layer-axis", r->layer_axis,
                                      "layers, layers+(blobs|ellipses): the axis they stack along "
                                      "(default 0)");
+  auto* modes =
+      sub->add_option("--modes", r->modes, "spectral: cosines per axis (default 0: one per cell)");
+  auto* smoothness = sub->add_option(
+      "--smoothness", r->smoothness,
+      "spectral: s in the modes' gains (1 + k^2)^(-s/2), k in half periods across the longest "
+      "axis (default 2; 0: every mode alike)");
   sub->add_option("--budget", r->budget, "quick | default | thorough | a step count");
-  sub->add_option("--lr", r->lr, "learning rate (default: decided by the field's size)");
+  sub->add_option(
+      "--lr", r->lr,
+      "learning rate (default: decided by the field's size; spectral: where each L-BFGS "
+      "line search starts, 1)");
   sub->add_option("--tau", r->tau, "Morozov stop at RMSE <= tau sigma (default 1)");
   sub->add_flag("--diagnose", r->diagnose,
                 "after the fit, the model linearized there: singular values, sensitivity and "
@@ -264,11 +279,12 @@ Command add_fit(CLI::App& app, const Context&) {
       "Examples:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
       "tv\"\n  nefi fit --operator fourier_sampling --pattern kmask.npy --data kspace.npy --prior "
       "\"nonnegative + tv\"");
-  return {sub, [r, rank, shapes, harmonics, layers, layer_axis] {
+  return {sub, [r, rank, shapes, harmonics, layers, layer_axis, modes, smoothness] {
             r->rank_given = rank->count() > 0;
             r->shapes_given = shapes->count() > 0;
             r->harmonics_given = harmonics->count() > 0;
             r->layers_given = layers->count() + layer_axis->count() > 0;
+            r->spectral_given = modes->count() + smoothness->count() > 0;
             return fit_cmd(*r);
           }};
 }

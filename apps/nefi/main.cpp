@@ -19,7 +19,7 @@
 //   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
 //   nefi fit --matrix A.npy --data y.npy [--shape n,m] [--prior P] [--noise auto|sigma]
 //            [--mask M.npy] [--representation neural|hash|grid|lowrank|blobs|ellipses|stars|layers
-//            |layers+blobs|layers+ellipses]
+//            |layers+blobs|layers+ellipses|spectral] [--modes M] [--smoothness S]
 //            [--budget B] [--refine levelset|voxels|tv_sharpen|phasefield] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>

@@ -301,7 +301,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
                  name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
-                 layers=None, layer_axis=None, support=None):
+                 layers=None, layer_axis=None, modes=None, smoothness=None, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -351,8 +351,15 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       for every seed, and bend and sharpen while the fit anneals) |
       layers+blobs | layers+ellipses (the shapes over those layers instead
       of a constant background: inclusions in strata; `harmonics` is the
-      interfaces' degree). lr, hidden, depth, n_octaves override the
-      automatic choices.
+      interfaces' degree) | spectral (a cosine series, `modes` cosines per
+      axis, default one per cell, fitted by L-BFGS preconditioned by the
+      gains (1 + k^2)^(-smoothness/2), k in half periods across the
+      longest axis, smoothness default 2: the coarse modes fit first, and
+      the Morozov stop, watching from the first step, ends the fit at the
+      noise floor before the fine ones take up the noise: a smooth field
+      without a penalty; with fewer modes than cells, a band-limited
+      field; lr is where each L-BFGS line search starts, 1). lr, hidden, depth,
+      n_octaves override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
     check: dry-run the model first (shapes, finiteness, adjoint/vjp).
     support: the field's known support, an array of its shape in [0, 1] (1
@@ -389,14 +396,18 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                                   ("shapes", shapes, ("blobs", "ellipses", "stars") + over_layers),
                                   ("harmonics", harmonics, ("stars", "layers") + over_layers),
                                   ("layers", layers, ("layers",) + over_layers),
-                                  ("layer_axis", layer_axis, ("layers",) + over_layers)):
+                                  ("layer_axis", layer_axis, ("layers",) + over_layers),
+                                  ("modes", modes, ("spectral",))):
         if value is not None and representation not in owners:
             raise Error(f"from_forward: expected {option} only with representation "
                         f"{' or '.join(repr(o) for o in owners)}, got it with "
                         f"{representation!r}")
         if value is not None and (isinstance(value, bool) or int(value) != value):
             raise Error(f"from_forward: expected an integer {option}, got {value!r}")
-    fixed = ("grid", "lowrank", "blobs", "ellipses", "stars", "layers") + over_layers
+    if smoothness is not None and representation != "spectral":
+        raise Error(f"from_forward: expected smoothness only with representation 'spectral', "
+                    f"got it with {representation!r}")
+    fixed = ("grid", "lowrank", "blobs", "ellipses", "stars", "layers", "spectral") + over_layers
     if representation in fixed and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
@@ -454,7 +465,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
         6 if harmonics is None else int(harmonics), 3 if layers is None else int(layers),
-        0 if layer_axis is None else int(layer_axis), supports,
+        0 if layer_axis is None else int(layer_axis), 0 if modes is None else int(modes),
+        2.0 if smoothness is None else float(smoothness), supports,
         list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)

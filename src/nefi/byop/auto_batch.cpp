@@ -83,6 +83,12 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
 std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
                                                std::vector<std::vector<double>> fits) {
   FK_CHECK(!inputs.empty(), kWhere, "at least one problem", "none");
+  // Refused before any problem is built (each build runs its model's probes).
+  const std::string& rep = inputs[0].options.representation;
+  FK_CHECK(rep == "neural" || rep == "grid", kWhere,
+           "representation neural or grid (the fields batch_invert batches; solve each problem "
+           "for the others)",
+           "'" + rep + "'");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Operator& op = *inputs[i].op;
     FK_CHECK(op.batchable() && op.parameters().empty(), kWhere,

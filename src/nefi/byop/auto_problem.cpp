@@ -22,6 +22,7 @@
 #include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/field/parametric_field.h"
+#include "nefi/field/spectral_field.h"
 #include "nefi/field/star_harmonics.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -178,13 +179,18 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                o.representation == "hash" || o.representation == "lowrank" ||
                o.representation == "blobs" || o.representation == "ellipses" ||
                o.representation == "stars" || o.representation == "layers" ||
-               o.representation == "layers+blobs" || o.representation == "layers+ellipses",
+               o.representation == "layers+blobs" || o.representation == "layers+ellipses" ||
+               o.representation == "spectral",
            "representation",
-           "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs or "
-           "layers+ellipses",
+           "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
+           "layers+ellipses or spectral",
            o.representation);
   const bool layered = o.representation.starts_with("layers");
   FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
+  FK_CHECK(o.modes >= 0, "modes", "cosines per axis >= 0 (0: one per cell)",
+           std::to_string(o.modes));
+  FK_CHECK(o.smoothness >= 0 && o.smoothness <= 8, "smoothness", "a smoothness in [0, 8]",
+           num(o.smoothness));
   FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
            std::to_string(o.shapes));
   if (o.representation == "stars")
@@ -425,6 +431,17 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     ParametricChoice pc = parametric_choice(o, shape, heads, *op, k, d, fit.c, ap.priors);
     prob.field = std::move(pc.field);
     decide("representation", o.representation, pc.why);
+  } else if (o.representation == "spectral") {
+    SpectralConfig sc;
+    sc.modes = o.modes;
+    sc.smoothness = o.smoothness;
+    auto sf = std::make_shared<SpectralField>(domain, heads, sc);
+    decide("representation", "spectral",
+           "given: cosines " + sf->modes().str() + " per field" +
+               (o.smoothness > 0 ? ", gains (1 + |k|^2)^-" + num(o.smoothness / 2) +
+                                       ": the fine modes move slower"
+                                 : ", every mode alike"));
+    prob.field = std::move(sf);
   } else if (o.representation == "layers") {
     LayeredConfig lc;
     lc.layers = o.layers;
@@ -460,8 +477,22 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Curriculum.
   const int steps = steps_for(o.budget, cells);
+  // The spectral field's gains precondition a method whose steps follow the
+  // gradient: Adam moves a mode the data barely see (a blur's fine ones) as
+  // far as one they pin, and fills the field with them
+  // (docs/performance.md). L-BFGS, one iteration a step (the stop and the
+  // history see each), each line search starting at 1.
+  const bool spectral = o.representation == "spectral";
+  if (spectral) {
+    ap.curriculum.optim.optimizer = "lbfgs";
+    ap.curriculum.optim.lbfgs.max_iter = 1;
+    decide("optimizer", "lbfgs",
+           "spectral field: its gains precondition steps that follow the gradient (Adam's do "
+           "not); one iteration a step, strong Wolfe line search");
+  }
   const double lr =
-      o.lr.value_or(o.representation == "grid"     ? 1e-1
+      o.lr.value_or(spectral                       ? 1.0
+                    : o.representation == "grid"   ? 1e-1
                     : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
                     : o.representation == "blobs" || o.representation == "ellipses" ||
                             o.representation == "stars" || layered
@@ -474,6 +505,13 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   st.steps = steps;
   st.lr = lr;
   st.anneal_fraction = 0.5;
+  if (spectral) {
+    st.lr_schedule = "constant";
+    // Nothing to anneal unless a head sharpens: the Morozov stop watches
+    // from the first step (an iterative method's fit passes the noise
+    // floor on its way to fitting the noise).
+    st.anneal = heads_read_progress(heads);
+  }
   ap.curriculum.stages = {st};
   decide("steps", std::to_string(steps), "budget " + o.budget);
   int64_t shortest = shape[0];
@@ -491,14 +529,16 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     for (int a = 0; a < shape.size(); ++a) coarse.shape[a] = shape[a] / 2;
     coarse.steps = static_cast<int>(std::lround(0.3 * steps));
     st.steps = steps - coarse.steps;
-    st.lr = 0.5 * lr;
+    if (!spectral) st.lr = 0.5 * lr;  // line searches start at lr in both stages
     ap.curriculum.stages = {coarse, st};
     decide("stages", coarse.shape.str() + " then " + shape.str(),
-           "multiscale: half the grid for 30 % of the steps, then native at lr / 2");
+           spectral ? "multiscale: half the grid for 30 % of the steps, then native"
+                    : "multiscale: half the grid for 30 % of the steps, then native at lr / 2");
   }
   decide("lr", num(lr),
          o.lr                           ? "given"
          : o.representation == "neural" ? "1e-2 sqrt(64 / width)"
+         : spectral                     ? "where each L-BFGS line search starts"
                                         : o.representation + " field");
   if (o.early_stop_patience)
     ap.curriculum.early_stop_patience = *o.early_stop_patience;
@@ -518,6 +558,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     InverseProblem probe = prob;
     Curriculum pc = Curriculum::single(shape, kProbeSteps, lr);
     pc.stages[0].anneal_fraction = 0.5;
+    pc.optim = ap.curriculum.optim;
+    pc.stages[0].lr_schedule = st.lr_schedule;
     SolverOptions so;
     so.seed = o.seed;
     so.stopping_rules = false;

@@ -25,8 +25,11 @@
 //               itself coarser), AdamW, clip 1, cosine lr to 1 %, annealed
 //               Fourier features over the first half, a Morozov stop at
 //               RMSE <= tau sigma once annealing is done
+//               (spectral: L-BFGS, one iteration a step, each line search
+//               starting at lr, the stop from the first step unless a
+//               head sharpens)
 //   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1,
-//               blobs, ellipses, stars, layers and layers+shapes 5e-2
+//               spectral 1, blobs, ellipses, stars, layers and layers+shapes 5e-2
 #include <map>
 #include <optional>
 #include <string>
@@ -56,9 +59,14 @@ struct AutoOptions {
   // background; stars are ellipses with an outline of angular harmonics) |
   // layers (layered_field.h: strata along one axis) | layers+blobs |
   // layers+ellipses (the shapes over a layered background instead of a
-  // constant one: inclusions in strata)
+  // constant one: inclusions in strata) | spectral (spectral_field.h: a
+  // cosine series whose fine modes move slower)
   std::string representation = "neural";
-  int rank = 8;    // lowrank's CP rank
+  int rank = 8;  // lowrank's CP rank
+  // spectral: cosines per axis (0: one per cell) and the smoothness s of
+  // its gains (1 + |kappa|^2)^(-s/2)
+  int modes = 0;
+  double smoothness = 2.0;
   int shapes = 4;  // blobs', ellipses' and stars' count per field (over layers too)
   // stars: the outline's highest angular degree (3..8); layers and
   // layers+shapes: the interfaces' lateral cosine degree (0..8, 0: flat)
@@ -74,7 +82,8 @@ struct AutoOptions {
   std::optional<double> lr;
   std::optional<int> hidden, depth, n_octaves;
   bool discrepancy = true;  // Morozov stop (needs sigma > 0)
-  // Two stages (half the grid for 30 % of the steps, then native at lr / 2)
+  // Two stages (half the grid for 30 % of the steps, then native at lr / 2;
+  // spectral: at the same lr)
   // when every axis has >= 16 cells; the model (a built-in one kept on its
   // grid by GridKeptOperator) sees the coarse field through a prolongation
   // (operators/prolonged.h).

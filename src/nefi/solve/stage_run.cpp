@@ -155,7 +155,9 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
 
 void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
   // No NaN guard or clipping here: the line search rejects bad points.
+  std::vector<double> evaluated;  // where v.pred and v.val were last computed
   auto objective = [&](const std::vector<double>& x, std::vector<double>& g) {
+    evaluated = x;
     scatter(params_, x);
     for (auto& p : params_) p.set_grad(fk::Tensor());
     FieldMap fl = field_.forward(domain_, progress_);
@@ -167,7 +169,15 @@ void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
     return scalar_value(v.val.total);
   };
   v.total = lbfgs_.step(objective, xh_, lr);
-  scatter(params_, xh_);  // the line search may have evaluated past the accepted point
+  scatter(params_, xh_);
+  if (evaluated == xh_) return;
+  // The line search's last trial was not the point it accepted: the stop
+  // and the history read the accepted one.
+  fk::autograd::NoGradGuard ng;
+  FieldMap fl = field_.forward(domain_, progress_);
+  v.pred = op_->forward(fl);
+  LossContext c{&fl, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
+  v.val = losses_.forward(c);
 }
 
 bool StageRun::adam_step(int t, double lr, StepValue& v) {

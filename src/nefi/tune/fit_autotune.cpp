@@ -107,13 +107,19 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
     d.rule = lr_rule();
     const double lr = base.curriculum.stages.front().lr;
     d.before = value_text(lr);
-    for (double f : plan.lr_factors) {
+    // L-BFGS's line search sets its steps; the lr is only where each search
+    // starts, and pilots that all stop at the noise floor would pick by noise.
+    const bool line_search = base.curriculum.optim.optimizer == "lbfgs";
+    for (double f : line_search ? std::vector<double>{} : plan.lr_factors) {
       AutoOptions o = r.tuned;
       o.lr = std::stod(value_text(lr * f));
       d.pilots.push_back(pilots.run(o, r.pilot_steps, d.key, value_text(*o.lr)));
     }
     const Choice c = lr_choice(d.pilots);
-    settle(d, c, "every pilot failed; the learning rate is kept");
+    settle(d, c,
+           line_search ? "L-BFGS: its line search sets the steps; the learning rate (each "
+                         "search's first trial) is kept"
+                       : "every pilot failed; the learning rate is kept");
     if (c.first) r.tuned.lr = std::stod(d.chosen);
     r.decisions.push_back(std::move(d));
   }

@@ -126,6 +126,12 @@ TEST(NefiAutoBatch, ProblemsThatDifferBeyondTheirDataAreRefused) {
   EXPECT_NE(e.find("problem 0's model 'function' (a model of host or Python functions runs one"),
             std::string::npos)
       << e;
+  // A field batch_invert does not batch: refused before any build.
+  in = s.inputs(o);
+  for (AutoInput& a : in) a.options.representation = "spectral";
+  e = refusal([&] { shared_start_problems(in); });
+  EXPECT_NE(e.find("representation neural or grid"), std::string::npos) << e;
+  EXPECT_NE(e.find("got 'spectral'"), std::string::npos) << e;
   e = refusal([&] { shared_start_problems({}); });
   EXPECT_NE(e.find("at least one problem"), std::string::npos) << e;
   // Fits given for the wrong number of problems.

@@ -148,6 +148,34 @@ TEST(NefiAutoProblem, SolvesABlurToTheNoiseFloor) {
   EXPECT_NE(report.find("| smooth_weight |"), std::string::npos) << report;
 }
 
+// The same blur with the spectral field and no penalty: its gains keep the
+// modes the blur hides small, where a grid fits the noise into them; with
+// multiscale its coarse stage's modes carry over to the native grid.
+TEST(NefiAutoProblem, ASpectralFieldNeedsNoPenaltyBehindABlur) {
+  const fk::test::ThreadCount one(1);
+  const Blur1D b(128, 0.01);
+  const fk::Tensor gt = fk::from_vector(b.gt, {128});
+  auto solve = [&](const std::string& representation, bool multiscale) {
+    AutoOptions o;
+    o.prior = "nonnegative";
+    o.representation = representation;
+    o.multiscale = multiscale;
+    const auto ap = auto_problem(b.op, {128}, b.measurement(), o);
+    const nefi::Result r = ap.solve();
+    const auto fit = nefi::diagnostics::data_fit(ap.problem.measurement, r.prediction);
+    const std::string report = nefi::quick_report(ap, r, {{"x", gt}});
+    EXPECT_TRUE(fit && fit->rmse_over_sigma && *fit->rmse_over_sigma < 1.5) << report;
+    EXPECT_EQ(r.stages.size(), multiscale ? 2u : 1u) << report;
+    return std::pair{nefi::psnr(r.fields.at("x").to(fk::DType::F64), gt), report};
+  };
+  const auto [grid, grid_report] = solve("grid", false);
+  const auto [spectral, report] = solve("spectral", false);
+  const auto [staged, staged_report] = solve("spectral", true);
+  EXPECT_NE(report.find("cosines [128] per field"), std::string::npos) << report;
+  EXPECT_GT(spectral, grid + 5.0) << grid_report << report;
+  EXPECT_GT(staged, grid + 5.0) << grid_report << staged_report;
+}
+
 // Blobs: the misfit's gradient at the constant start is 2 A^T (A c - y) / n
 // (a hand adjoint here), the three shapes start at its three strongest pulls
 // (the bumps, 0.3, 0.6 and 0.75 of the axis), and the fit reaches the noise.
@@ -498,9 +526,9 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
             std::string::npos);
   o = {};
   o.representation = "octree";
-  EXPECT_NE(err([&] {
-              (void)auto_problem(b.op, {16}, b.measurement(), o);
-            }).find("neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs"),
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); })
+                .find("neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
+                      "layers+ellipses or spectral"),
             std::string::npos);
   o = {};
   o.representation = "blobs";
@@ -536,6 +564,18 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
             }).find("an interface degree in [0, 8]"),
+            std::string::npos);
+  o = {};
+  o.representation = "spectral";
+  o.modes = -1;
+  EXPECT_NE(
+      err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("modes: expected"),
+      std::string::npos);
+  o.modes = 0;
+  o.smoothness = 9;
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("a smoothness in [0, 8]"),
             std::string::npos);
   o = {};
   o.extent = {1, 2};

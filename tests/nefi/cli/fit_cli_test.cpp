@@ -281,7 +281,10 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
       // ... and as strata across axis 1, the interfaces bending round it.
       {"gaussian_blur --sigma 1.2 --representation layers --layers 3 --layer-axis 1",
-       std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)}};
+       std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
+      // ... and as 12 x 12 cosines.
+      {"radon --views 12 --representation spectral --modes 12 --smoothness 2",
+       std::make_shared<nefi::RadonOperator>(d, g)}};
   int case_index = 0;
   for (const auto& [args, op] : models) {
     std::vector<double> y = op->apply(gt).to_vector<double>();
@@ -377,8 +380,8 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
        {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
-        "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs or "
-        "layers+ellipses"},
+        "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
+        "layers+ellipses or spectral"},
        {"fit" + A + y + " --shape 16,16 --representation ellipses --shapes 0" + o, "shape count"},
        {"fit" + A + y + " --shape 16,16 --refine sharpen" + o, "--refine"},
        {"fit" + A + y + " --shape 16,16 --refine-levels 3" + o, "--refine-levels"},
@@ -393,6 +396,10 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
         "an axis of the 2-D field"},
        {"fit" + A + y + " --shape 16,16 --rank 3 --representation grid" + o,
         "--representation lowrank"},
+       {"fit" + A + y + " --shape 16,16 --smoothness 1" + o,
+        "--modes/--smoothness: expected --representation spectral"},
+       {"fit" + A + y + " --shape 16,16 --representation spectral --modes -2" + o,
+        "modes: expected cosines per axis >= 0"},
        {"fit" + A + y + " --shape 16,16 --refine levelset --refine-levels 9" + o,
         "--refine-levels"},
        {"fit" + A + y + " --shape 16,16 --prior \"nonnegative + symmetric(0)\" --refine levelset" +

@@ -3,7 +3,8 @@
 // constant phantom (the default tv strength is too weak there) the tuned
 // problem beats the default by decibels; the decisions follow the level's
 // factors and rules; noise-free data keep their strengths; the model's own
-// parameters come back as given; and several fields get one decision each.
+// parameters come back as given; several fields get one decision each; and
+// an L-BFGS fit keeps its learning rate.
 #include "nefi/tune/fit_autotune.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +106,24 @@ TEST(NefiFitAutotune, StandardTunesTheBudgetAndNoiseFreeDataKeepTheirStrengths) 
   for (auto [i, v] : {std::pair{0, "25"}, {1, "50"}, {2, "100"}, {3, "200"}})
     EXPECT_EQ(steps.pilots[i].value, v);
   EXPECT_EQ(r.tuned.budget, steps.chosen);
+}
+
+// A spectral field's L-BFGS sets its steps by line search: no learning-rate
+// pilots (they would all stop at the noise floor and differ by noise).
+TEST(NefiFitAutotune, AnLbfgsFitKeepsItsLearningRate) {
+  const fk::test::ThreadCount one(1);
+  const Mri m;
+  AutoOptions o;
+  o.prior = "nonnegative";
+  o.representation = "spectral";
+  o.budget = "40";
+  const FitTuneReport r = autotune_fit(m.op, {32, 32}, m.y, o, level_plan("quick"));
+  const Decision& d = decision(r, "lr");
+  EXPECT_TRUE(d.pilots.empty());
+  EXPECT_EQ(std::stod(d.before), 1.0);
+  EXPECT_EQ(d.chosen, d.before);
+  EXPECT_NE(d.reason.find("line search sets the steps"), std::string::npos) << d.reason;
+  EXPECT_FALSE(r.tuned.lr.has_value());
 }
 
 // y = x + b with a trainable background b: each pilot trains b, and the
