@@ -4,7 +4,8 @@
 //   BM_FieldStep/kind   0 neural (6 octaves, 128 x 4 tanh, from_forward's
 //                       network at 4096 cells), 1 hash grid (12 levels x 2
 //                       features, 64 x 2 ReLU), 2 low rank (rank 8),
-//                       3 grid. Compare their times in one run.
+//                       3 grid, 4 spectral (every mode: two 64 x 64 x 64
+//                       products each way). Compare their times in one run.
 //   BM_HashGridEncode/p the encoding alone, p 0 forward, 1 backward; GB/s
 //                       counts the table rows gathered (2^d per level and
 //                       point, F floats) and the encoding written, against
@@ -23,6 +24,7 @@
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
+#include "nefi/field/spectral_field.h"
 
 namespace {
 
@@ -41,6 +43,7 @@ std::shared_ptr<nefi::Field> make_field(int64_t kind) {
   }
   if (kind == 1) return std::make_shared<nefi::HashGridField>(shape, heads);
   if (kind == 2) return std::make_shared<nefi::LowRankField>(shape, heads, 8);
+  if (kind == 4) return std::make_shared<nefi::SpectralField>(nefi::Domain(shape), heads);
   return std::make_shared<nefi::GridField>(shape, heads);
 }
 
@@ -57,7 +60,7 @@ void BM_FieldStep(benchmark::State& state) {
   state.counters["parameters"] = static_cast<double>(field->n_parameters());
   state.SetLabel(field->kind());
 }
-BENCHMARK(BM_FieldStep)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FieldStep)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 void BM_HashGridEncode(benchmark::State& state) {
   fk::set_num_threads(1);
