@@ -4,6 +4,7 @@
 // destroys its input; fk never destroys the caller's) and the 1/N scaling,
 // which raw FFTW leaves out. Goal: fk >= 90 % of raw FFTW's throughput.
 // Run: cmake --build build/h --target fk_bench && build/h/bin/fk_bench --benchmark_filter=Rfft2
+// BM_Dct2RoundtripPaired: fk::dct beside fk's own rfft round trip.
 #include <benchmark/benchmark.h>
 #include <fftw3.h>
 
@@ -20,6 +21,11 @@ namespace {
 // figure least disturbed by other processes (--benchmark_repetitions=N).
 double min_of(const std::vector<double>& v) {
   return *std::min_element(v.begin(), v.end());
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
 }
 
 // A deterministic non-trivial n x n signal.
@@ -94,15 +100,42 @@ void BM_Rfft2RoundtripPaired(benchmark::State& state) {
   }
   fftwf_destroy_plan(fwd);
   fftwf_destroy_plan(inv);
-  auto median = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-  };
   const double fk_us = median(t_fk), raw_us = median(t_raw);
   state.counters["fk_us"] = fk_us;
   state.counters["fftw_us"] = raw_us;
   state.counters["fk_vs_fftw"] = raw_us / fk_us;
 }
 BENCHMARK(BM_Rfft2RoundtripPaired)->Arg(64)->Arg(256);
+
+// fk::dct's round trip (a DCT-II then a DCT-III over both dims: a spectral
+// field's backward and forward) beside fk's rfft round trip on the same n x
+// n f32 signal, timed back to back each iteration. Counters: dct_us, rfft_us
+// (medians), dct_vs_rfft = rfft / dct time. FFTW's REDFT kinds run as real
+// transforms of the same length, so about 1 is the goal.
+void BM_Dct2RoundtripPaired(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  fk::set_num_threads(1);
+  const int64_t n = state.range(0);
+  fk::Tensor x = signal(n);
+  fk::Tensor y = fk::dct(fk::dct(x, fk::DctType::II), fk::DctType::III);
+  y = fk::irfftn(fk::rfftn(x));
+  std::vector<double> t_dct, t_rfft;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    y = fk::dct(fk::dct(x, fk::DctType::II), fk::DctType::III);
+    benchmark::DoNotOptimize(y.data_ptr());
+    const auto t1 = Clock::now();
+    y = fk::irfftn(fk::rfftn(x));
+    benchmark::DoNotOptimize(y.data_ptr());
+    const auto t2 = Clock::now();
+    t_dct.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    t_rfft.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+  }
+  const double dct_us = median(t_dct), rfft_us = median(t_rfft);
+  state.counters["dct_us"] = dct_us;
+  state.counters["rfft_us"] = rfft_us;
+  state.counters["dct_vs_rfft"] = rfft_us / dct_us;
+}
+BENCHMARK(BM_Dct2RoundtripPaired)->Arg(64)->Arg(256)->Arg(512);
 
 }  // namespace

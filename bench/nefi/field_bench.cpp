@@ -4,8 +4,8 @@
 //   BM_FieldStep/kind   0 neural (6 octaves, 128 x 4 tanh, from_forward's
 //                       network at 4096 cells), 1 hash grid (12 levels x 2
 //                       features, 64 x 2 ReLU), 2 low rank (rank 8),
-//                       3 grid, 4 spectral (every mode: two 64 x 64 x 64
-//                       products each way). Compare their times in one run.
+//                       3 grid, 4 spectral (every mode: a DCT-III forward,
+//                       a DCT-II backward). Compare their times in one run.
 //   BM_HashGridEncode/p the encoding alone, p 0 forward, 1 backward; GB/s
 //                       counts the table rows gathered (2^d per level and
 //                       point, F floats) and the encoding written, against

@@ -1,8 +1,8 @@
 #pragma once
 // axis_products: a matrix applied along each spatial axis of a (C, m_0, ...,
 // m_{d-1}) tensor, y = x x_1 M_0 x_2 M_1 ... (the tensor-times-matrix
-// product of every axis). Separable maps of a grid are this: a resize (one
-// interpolation matrix per axis), a cosine series (one basis per axis).
+// product of every axis). Separable maps of a grid are this, e.g. a resize
+// (one interpolation matrix per axis: linear_resize in deep_decoder.h).
 #include <vector>
 
 #include "fk/tensor.h"

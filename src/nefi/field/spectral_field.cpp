@@ -2,28 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
-#include "nefi/field/axis_products.h"
+#include "fk/ops/fft.h"
 
 namespace nefi {
 namespace {
 
 constexpr const char* kWhere = "nefi::SpectralField";
-
-// The cosines of one axis: (n, m), column k sampled at the cell centres.
-fk::Tensor cosine_basis(int64_t n, int64_t m) {
-  std::vector<double> b(n * m);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t k = 0; k < m; ++k)
-      b[i * m + k] = std::cos(std::numbers::pi * static_cast<double>(k) *
-                              (static_cast<double>(i) + 0.5) / static_cast<double>(n));
-  return fk::from_vector(b, fk::Dims{n, m}).to(fk::DType::F32);
-}
 
 // Each mode's index per axis, C order over `modes`.
 std::vector<int64_t> mode_index(int64_t flat, const fk::Dims& modes) {
@@ -81,9 +70,12 @@ void SpectralField::build(const Domain& domain) {
   gains_ = spectral_gains(modes_, domain.extent(), cfg_.smoothness);
   fk::Dims gs = modes_;
   gs.insert(0, 1);
-  gain_tensor_ = fk::from_vector(gains_, gs).to(fk::DType::F32);
-  bases_.clear();
-  for (int a = 0; a < shape_.size(); ++a) bases_.push_back(cosine_basis(shape_[a], modes_[a]));
+  // DCT-III weighs every mode but the first along an axis by 2.
+  std::vector<double> halved = gains_;
+  for (int64_t f = 0; f < modes_.numel(); ++f)
+    for (int64_t k : mode_index(f, modes_))
+      if (k > 0) halved[f] *= 0.5;
+  dct_gains_ = fk::from_vector(halved, gs).to(fk::DType::F32);
   fk::Dims ps = modes_;
   ps.insert(0, n_out_);
   params_.clear();
@@ -132,7 +124,12 @@ FieldMap SpectralField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.shape() == shape_, kWhere, "the grid shape " + shape_.str(),
            domain.shape().str());
   const fk::Tensor theta = params_.views()[0];  // (C, m...)
-  const fk::Tensor raw = axis_products(fk::mul(theta, gain_tensor_), bases_);
+  std::vector<int64_t> sizes, dims;
+  for (int a = 0; a < shape_.size(); ++a) {
+    sizes.push_back(shape_[a]);  // the modes padded with zeros to the cells
+    dims.push_back(a + 1);
+  }
+  const fk::Tensor raw = fk::dct(fk::mul(theta, dct_gains_), fk::DctType::III, sizes, dims);
   return apply_heads(heads_, raw.reshape({n_out_, shape_.numel()}).t(), shape_, progress);
 }
 

@@ -30,9 +30,9 @@
 //          g / g'), new ones start at 0: a refinement keeps the field's
 //          values exactly at the old modes' cosines, a coarsening drops
 //          the modes the new grid cannot hold
-// forward  one matrix per axis (axis_products.h): 2 n_a m_a C prod(others)
-//          flops per axis; at 256^2 with every mode 67 MFLOP, a grid's
-//          forward is free
+// forward  one DCT-III over the spatial axes (fk::dct, FFTW's REDFT01), the
+//          modes zero-padded to the cells: O(N log N). One matrix per axis
+//          was 2.7x its time per step at 256^2 (docs/performance.md).
 // CPU only (a device solve refuses it: only a NeuralField has a device path).
 #include <cstdint>
 #include <string>
@@ -63,14 +63,13 @@ class SpectralField : public Field {
   const fk::Dims& modes() const { return modes_; }
 
  private:
-  void build(const Domain& domain);  // modes_, gains_, bases_ and the parameter
+  void build(const Domain& domain);  // modes_, gains_, dct_gains_ and the parameter
   std::vector<HeadPtr> heads_;
   SpectralConfig cfg_;
   int n_out_ = 0;
   fk::Dims shape_, modes_;
-  std::vector<double> gains_;      // (m...), as spectral_gains
-  fk::Tensor gain_tensor_;         // the same, (1, m...) f32
-  std::vector<fk::Tensor> bases_;  // (n_a, m_a) f32 each
+  std::vector<double> gains_;  // (m...), as spectral_gains
+  fk::Tensor dct_gains_;       // (1, m...) f32: the gains, halved per axis where k_a > 0
 };
 
 }  // namespace nefi

@@ -1,8 +1,8 @@
 // cuFFT and the fk FFT ops on the device (see parity.h): cuda::fft_execute's
 // c2c (both directions), r2c and c2r against a naive DFT; the fk ops against
 // the CPU in every norm, with padding, truncation, odd lengths, strided
-// inputs and more than three transformed dims, with gradients; and the plan
-// cache's reuse.
+// inputs and more than three transformed dims, with gradients; the plan
+// cache's reuse; and fk::dct's refusal (no cuFFT DCT).
 #include "parity.h"
 
 #include <complex>
@@ -307,6 +307,19 @@ TEST(CudaFft, PlansAreReused) {
   execute(t, cuda::kFftC2C, false, x, x.shape(), DType::C64);
   cuda::synchronize(kDev);
   EXPECT_EQ(cuda::fft_plan_cache_size(), cached);
+}
+
+// cuFFT has no real-to-real transforms: fk::dct refuses a device tensor.
+TEST(CudaFft, DctRefusesADeviceTensor) {
+  FK_SKIP_WITHOUT_GPU();
+  const Tensor x = test::random_tensor({8}, DType::F32, -1, 1, 152).to(kGpu);
+  try {
+    (void)dct(x, DctType::II);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuFFT has no real-to-real"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

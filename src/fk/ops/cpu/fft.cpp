@@ -66,9 +66,19 @@ struct Fftw<double> {
                                     static_cast<int>(h.size()), h.data(), static_cast<Complex*>(in),
                                     static_cast<double*>(out), f);
   }
+  static Plan r2r(const IoDims& d, const IoDims& h, void* in, void* out, fftw_r2r_kind kind,
+                  unsigned f) {
+    std::array<fftw_r2r_kind, kMaxDims> kinds;
+    kinds.fill(kind);
+    return fftw_plan_guru64_r2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
+                                h.data(), static_cast<double*>(in), static_cast<double*>(out),
+                                kinds.data(), f);
+  }
   static void execute(Kind k, void* p, void* in, void* out) {
     auto plan = static_cast<Plan>(p);
     switch (k) {
+      case Kind::R2R:
+        return fftw_execute_r2r(plan, static_cast<double*>(in), static_cast<double*>(out));
       case Kind::C2C:
         return fftw_execute_dft(plan, static_cast<Complex*>(in), static_cast<Complex*>(out));
       case Kind::R2C:
@@ -100,9 +110,19 @@ struct Fftw<float> {
                                      static_cast<int>(h.size()), h.data(),
                                      static_cast<Complex*>(in), static_cast<float*>(out), f);
   }
+  static Plan r2r(const IoDims& d, const IoDims& h, void* in, void* out, fftw_r2r_kind kind,
+                  unsigned f) {
+    std::array<fftw_r2r_kind, kMaxDims> kinds;
+    kinds.fill(kind);
+    return fftwf_plan_guru64_r2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
+                                 h.data(), static_cast<float*>(in), static_cast<float*>(out),
+                                 kinds.data(), f);
+  }
   static void execute(Kind k, void* p, void* in, void* out) {
     auto plan = static_cast<Plan>(p);
     switch (k) {
+      case Kind::R2R:
+        return fftwf_execute_r2r(plan, static_cast<float*>(in), static_cast<float*>(out));
       case Kind::C2C:
         return fftwf_execute_dft(plan, static_cast<Complex*>(in), static_cast<Complex*>(out));
       case Kind::R2C:
@@ -199,8 +219,8 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
   // and alignment. Estimating never touches them.
   std::unique_ptr<Scratch> sin, sout;
   if (measure) {
-    const int64_t in_item = kind == Kind::R2C ? sizeof(R) : 2 * sizeof(R);
-    const int64_t out_item = kind == Kind::C2R ? sizeof(R) : 2 * sizeof(R);
+    const int64_t in_item = kind == Kind::R2C || kind == Kind::R2R ? sizeof(R) : 2 * sizeof(R);
+    const int64_t out_item = kind == Kind::C2R || kind == Kind::R2R ? sizeof(R) : 2 * sizeof(R);
     sin = std::make_unique<Scratch>(span_of(d, h, true) * in_item, in);
     in = sin->ptr;
     if (in_place) {
@@ -221,6 +241,9 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
     case Kind::C2R:
       p = Fftw<R>::c2r(d, h, in, out, flags);
       break;
+    case Kind::R2R:  // sign carries the r2r kind
+      p = Fftw<R>::r2r(d, h, in, out, static_cast<fftw_r2r_kind>(sign), flags);
+      break;
   }
   if (p == nullptr) return nullptr;
   return PlanPtr(static_cast<void*>(p), [](void* q) {
@@ -229,7 +252,8 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
   });
 }
 
-// Runs one FFTW transform of `kind` over the strided arrays in -> out.
+// Runs one FFTW transform of `kind` over the strided arrays in -> out (R2R:
+// `sign` is the fftw_r2r_kind).
 template <typename R>
 void execute(Kind kind, int sign, const IoDims& d, const IoDims& h, void* in, void* out) {
   PlanKey key{};
@@ -325,6 +349,15 @@ Tensor run_fftw(const Spec& spec, Tensor x, bool owned) {
   Dims out_shape = x.shape();
   for (int i = 0; i < spec.dims.size(); ++i) out_shape[static_cast<int>(spec.dims[i])] = spec.n[i];
   IoDims d, h;
+
+  if (spec.kind == Kind::R2R) {
+    Tensor out = empty(out_shape, {real_dt});
+    if (out.numel() == 0) return out;
+    layout(x, out, spec.dims, spec.n, d, h);
+    // Unnormalised, like FFTW's (fk::dct has no norm argument).
+    execute<R>(Kind::R2R, static_cast<int>(spec.r2r), d, h, x.data_ptr(), out.data_ptr());
+    return out;
+  }
 
   if (spec.kind != Kind::C2R) {
     if (spec.kind == Kind::R2C) out_shape[last] = n_last / 2 + 1;

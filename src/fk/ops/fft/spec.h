@@ -10,8 +10,9 @@
 
 namespace fk::fft_detail {
 
-// C2C: complex -> complex; R2C: real -> half spectrum; C2R: half spectrum -> real.
-enum class Kind : uint8_t { C2C, R2C, C2R };
+// C2C: complex -> complex; R2C: real -> half spectrum; C2R: half spectrum -> real;
+// R2R: real -> real, FFTW's real-to-real kind `r2r` along every dim (CPU only).
+enum class Kind : uint8_t { C2C, R2C, C2R, R2R };
 
 // What one call computes: the unnormalised transform along `dims` (the last is
 // the halved one for R2C/C2R) of signals of logical lengths `n`, times `scale`.
@@ -25,6 +26,7 @@ struct Spec {
   int sign = FFTW_FORWARD;  // C2C only; R2C is always forward, C2R always backward
   double scale = 1.0;
   double pair_factor = 1.0;
+  fftw_r2r_kind r2r = FFTW_REDFT10;  // R2R only
 };
 
 // The transform of `x` (any strides, on the CPU, already of the dtype the

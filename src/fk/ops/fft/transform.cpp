@@ -10,6 +10,7 @@
 
 #include "fk/autograd.h"
 #include "fk/factory.h"
+#include "fk/ops/binary/binary.h"
 #include "fk/ops/copy.h"
 #include "fk/ops/fft.h"
 #include "fk/ops/fft/spec.h"
@@ -47,7 +48,8 @@ Tensor run(const Spec& spec, const Tensor& input, bool owned) {
   Tensor x = autograd::tensor_requires_grad(input) ? input.detach() : input;
   const DType dt = x.dtype();
   const DType real_dt = is_complex(dt) ? real_type(dt) : (dt == DType::F64 ? dt : DType::F32);
-  const DType want = spec.kind == Kind::R2C ? real_dt : complex_type(real_dt);
+  const bool real_in = spec.kind == Kind::R2C || spec.kind == Kind::R2R;
+  const DType want = real_in ? real_dt : complex_type(real_dt);
   if (dt != want) {
     x = x.to(want);
     owned = true;
@@ -90,6 +92,23 @@ Tensor backward(const Spec& spec, const Dims& in_shape, DType in_dtype, const Te
       adj.pair_factor = 2.0 * spec.pair_factor;
       gx = run(adj, g, false);
       break;
+    case Kind::R2R: {
+      // Per dim, REDFT10^T = REDFT01 diag(2, 1, ..., 1) and REDFT01^T =
+      // diag(1/2, 1, ..., 1) REDFT10: the first entry along each dim
+      // doubled before (II) or halved after (III).
+      const bool second = spec.r2r == FFTW_REDFT10;
+      adj.r2r = second ? FFTW_REDFT01 : FFTW_REDFT10;
+      auto first_entries = [&](Tensor t, double f) {
+        for (int64_t dim : spec.dims) {
+          Tensor first = t.narrow(dim, 0, 1);
+          copy_(first, first * f);
+        }
+        return t;
+      };
+      gx = second ? run(adj, first_entries(g.clone(), 2.0), true)
+                  : first_entries(run(adj, g, false), 0.5);
+      break;
+    }
   }
   Dims sizes;
   for (int64_t dim : spec.dims) sizes.push_back(in_shape[static_cast<int>(dim)]);
@@ -112,6 +131,8 @@ class FftBackward : public autograd::Node {
         return "RfftBackward";
       case Kind::C2R:
         return "IrfftBackward";
+      case Kind::R2R:
+        return "DctBackward";
       default:
         return "FftBackward";
     }
@@ -144,8 +165,10 @@ double norm_scale(FFTNorm norm, bool inverse, const Dims& n) {
 // take the default length; `dims` empty means numpy's default.
 Spec make_spec(const char* op, Kind kind, bool inverse, const Dims& shape, DType dtype,
                const Dims& s, const Dims& dims_in, FFTNorm norm) {
-  if (kind == Kind::R2C) {
-    FK_CHECK(!is_complex(dtype), op, "a real input (use fft for complex input)", name(dtype));
+  if (kind == Kind::R2C || kind == Kind::R2R) {
+    FK_CHECK(!is_complex(dtype), op,
+             kind == Kind::R2R ? "a real input" : "a real input (use fft for complex input)",
+             name(dtype));
   }
   FK_CHECK(dtype != DType::Bool, op, "a numeric input", name(dtype));
   const int rank = shape.size();
@@ -253,6 +276,24 @@ Tensor irfft2(const Tensor& x, const std::vector<int64_t>& s, const std::vector<
               FFTNorm norm) {
   return transform_n("irfft2", Kind::C2R, true, x, s, dims, norm);
 }
+Tensor dct(const Tensor& x, DctType type, const std::vector<int64_t>& s,
+           const std::vector<int64_t>& dims) {
+  const char* op = "dct";
+  profile::OpScope scope(op);
+  FK_CHECK(x.defined(), op, "a defined tensor", "an undefined one");
+  FK_CHECK(!x.device().is_cuda(), op, "a CPU tensor (cuFFT has no real-to-real transforms)",
+           x.device().str());
+  Spec spec = make_spec(op, Kind::R2R, false, x.shape(), x.dtype(), list(op, "signal sizes", s),
+                        list(op, "dims", dims), FFTNorm::Backward);
+  spec.r2r = type == DctType::II ? FFTW_REDFT10 : FFTW_REDFT01;
+  Tensor out = run(spec, x, false);
+  if (autograd::needs_grad(x)) {
+    auto node = std::make_shared<FftBackward>(spec, x.shape(), x.dtype());
+    autograd::record(node, {x}, out);
+  }
+  return out;
+}
+
 Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_dtype,
                     const std::vector<int64_t>& s, const std::vector<int64_t>& dims, FFTNorm norm) {
   const char* op = "fft_backward";
