@@ -13,16 +13,13 @@
 #include "fk/ops/reduce.h"
 #include "nefi/byop/constant_fit.h"
 #include "nefi/byop/custom_prior.h"
+#include "nefi/byop/given_field.h"
 #include "nefi/byop/noise_estimate.h"
 #include "nefi/byop/parametric_choice.h"
-#include "nefi/field/grid_field.h"
-#include "nefi/field/hash_grid_field.h"
 #include "nefi/field/heads.h"
 #include "nefi/field/layered_field.h"
-#include "nefi/field/low_rank_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/field/parametric_field.h"
-#include "nefi/field/spectral_field.h"
 #include "nefi/field/star_harmonics.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -408,54 +405,15 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
       decide("periodic_axes", axes,
              "the prior: no raw coordinate in the features there, so the domain is a period");
     }
-  } else if (o.representation == "hash") {
-    HashGridConfig hc;
-    hc.hidden = o.hidden.value_or(64);
-    hc.depth = o.depth.value_or(2);
-    auto hf = std::make_shared<HashGridField>(shape, heads, hc, o.seed);
-    const HashGridLayout& L = hf->layout();
-    prob.field = hf;
-    decide("representation", "hash",
-           "given: " + std::to_string(hc.levels) + " levels x " + std::to_string(hc.features) +
-               " features, " + std::to_string(L.resolution.front()) + " .. " +
-               std::to_string(L.resolution.back()) + " cells, tables of <= 2^" +
-               std::to_string(hc.log2_table) + ", MLP " + std::to_string(hc.hidden) + " x " +
-               std::to_string(hc.depth));
-  } else if (o.representation == "lowrank") {
-    prob.field = std::make_shared<LowRankField>(shape, heads, o.rank, o.seed);
-    decide("representation", "lowrank",
-           "given: a rank-" + std::to_string(o.rank) + " CP sum over the axes, " +
-               std::to_string(prob.field->n_parameters()) + " parameters");
   } else if (o.representation == "blobs" || o.representation == "ellipses" ||
              o.representation == "stars" || o.representation.starts_with("layers+")) {
     ParametricChoice pc = parametric_choice(o, shape, heads, *op, k, d, fit.c, ap.priors);
     prob.field = std::move(pc.field);
     decide("representation", o.representation, pc.why);
-  } else if (o.representation == "spectral") {
-    SpectralConfig sc;
-    sc.modes = o.modes;
-    sc.smoothness = o.smoothness;
-    auto sf = std::make_shared<SpectralField>(domain, heads, sc);
-    decide("representation", "spectral",
-           "given: cosines " + sf->modes().str() + " per field" +
-               (o.smoothness > 0 ? ", gains (1 + |k|^2)^-" + num(o.smoothness / 2) +
-                                       ": the fine modes move slower"
-                                 : ", every mode alike"));
-    prob.field = std::move(sf);
-  } else if (o.representation == "layers") {
-    LayeredConfig lc;
-    lc.layers = o.layers;
-    lc.axis = o.layer_axis;
-    lc.modes = o.harmonics;
-    prob.field = std::make_shared<LayeredField>(shape, heads, lc);
-    decide("representation", "layers",
-           "given: " + std::to_string(o.layers) + " layers along axis " +
-               std::to_string(o.layer_axis) + " per field, interfaces of lateral degree " +
-               std::to_string(o.harmonics) + ", " + std::to_string(prob.field->n_parameters()) +
-               " parameters; flat, evenly spaced and without jumps at the start");
   } else {
-    prob.field = std::make_shared<GridField>(shape, heads);
-    decide("representation", "grid", "given: one value per cell");
+    GivenField g = given_field(o, domain, heads);
+    prob.field = std::move(g.field);
+    decide("representation", o.representation, g.why);
   }
 
   // Losses: the data term starts at 1.
