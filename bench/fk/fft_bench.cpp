@@ -4,7 +4,8 @@
 // destroys its input; fk never destroys the caller's) and the 1/N scaling,
 // which raw FFTW leaves out. Goal: fk >= 90 % of raw FFTW's throughput.
 // Run: cmake --build build/h --target fk_bench && build/h/bin/fk_bench --benchmark_filter=Rfft2
-// BM_Dct2RoundtripPaired: fk::dct beside fk's own rfft round trip.
+// BM_Dct2RoundtripPaired: fk::dct beside fk's own rfft round trip
+// (build/h/bin/fk_bench --benchmark_filter=Dct2).
 #include <benchmark/benchmark.h>
 #include <fftw3.h>
 

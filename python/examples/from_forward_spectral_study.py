@@ -113,7 +113,9 @@ def main():
                   f"{rows[-1][4]:.2f}  {rows[-1][5]:.0f} steps  {rows[-1][6]:.2f} s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "spectral.md"), "w") as f:
-        f.write(f"{n} x {n}, {args.draws} noise draws\n\n| scene | representation | prior | "
+        shapes = ", ".join(f"{sc} {' x '.join(map(str, ops[sc][1].shape))}"
+                           for sc in args.scenes.split(","))
+        f.write(f"{shapes}; {args.draws} noise draws\n\n| scene | representation | prior | "
                 "PSNR dB | chi | steps | solve s |\n|---|---|---|---|---|---|---|\n")
         for scene, name, prior, p, chi, st, sec in rows:
             f.write(f"| {scene} | {name} | {prior} | {p:.1f} | {chi:.2f} | {st:.0f} | "

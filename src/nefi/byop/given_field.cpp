@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "fk/error.h"
+
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/layered_field.h"
@@ -50,6 +52,8 @@ GivenField given_field(const AutoOptions& o, const Domain& domain,
         "parameters; flat, evenly spaced and without jumps at the start",
         o.layers, o.layer_axis, o.harmonics, g.field->n_parameters());
   } else {
+    FK_CHECK(o.representation == "grid", "representation",
+             "hash, lowrank, spectral, layers or grid", o.representation);
     g.field = std::make_shared<GridField>(shape, heads);
     g.why = "given: one value per cell";
   }

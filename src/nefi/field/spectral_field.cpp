@@ -1,5 +1,7 @@
 #include "nefi/field/spectral_field.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -55,7 +57,7 @@ SpectralField::SpectralField(const Domain& domain, std::vector<HeadPtr> heads, S
   FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
   FK_CHECK(cfg_.modes >= 0, kWhere, "modes >= 0 (0: one per cell)", std::to_string(cfg_.modes));
   FK_CHECK(cfg_.smoothness >= 0 && cfg_.smoothness <= 8, kWhere, "a smoothness in [0, 8]",
-           std::to_string(cfg_.smoothness));
+           fmt::format("{:g}", cfg_.smoothness));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();
   build(domain);
