@@ -11,7 +11,7 @@
 #include "fk/ops/linalg.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
-#include "nefi/field/axis_products.h"
+#include "fk/ops/view.h"
 
 namespace nefi {
 namespace {
@@ -53,11 +53,24 @@ fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes) {
   for (int64_t s : sizes) ok = ok && s >= 1;
   FK_CHECK(ok, "nefi::linear_resize", "x (C, a, b[, c]) and as many sizes >= 1",
            x.shape().str() + " -> " + sizes.str());
-  std::vector<fk::Tensor> mats(nd);
-  for (int a = 0; a < nd; ++a)
-    if (x.size(a + 1) != sizes[a])
-      mats[a] = interpolation_matrix(x.size(a + 1), sizes[a], x.dtype());
-  return axis_products(x, mats);
+  fk::Tensor y = x;
+  for (int a = 1; a <= nd; ++a) {
+    const int64_t m = y.size(a), n = sizes[a - 1];
+    if (m == n) continue;
+    // Move axis a last, interpolate the rows, move it back.
+    fk::Dims order, back = fk::Dims::filled(nd + 1, 0);
+    for (int k = 0; k <= nd; ++k)
+      if (k != a) order.push_back(k);
+    order.push_back(a);
+    for (int k = 0; k <= nd; ++k) back[static_cast<int>(order[k])] = k;
+    const fk::Tensor last = fk::permute(y, order).contiguous();
+    fk::Dims moved = last.shape();
+    moved[nd] = n;
+    const fk::Tensor r =
+        fk::matmul(last.reshape({last.numel() / m, m}), interpolation_matrix(m, n, x.dtype()).t());
+    y = fk::permute(r.reshape(moved), back).contiguous();
+  }
+  return y;
 }
 
 fk::Tensor bilinear_resize(const fk::Tensor& x, int64_t to0, int64_t to1) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "fk/error.h"
-
 #include "nefi/field/grid_field.h"
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/layered_field.h"
