@@ -70,12 +70,14 @@ Tensor rfft2(const Tensor& x, const std::vector<int64_t>& s = {},
 Tensor irfft2(const Tensor& x, const std::vector<int64_t>& s = {},
               const std::vector<int64_t>& dims = {-2, -1}, FFTNorm norm = FFTNorm::Backward);
 
-// FFTW's unnormalised discrete cosine transforms along `dims` (every dim
-// when empty), the input zero-padded or truncated to `s` as fftn's:
+// The unnormalised discrete cosine transforms FFTW calls REDFT10 / REDFT01,
+// along `dims` (every dim when empty), the input zero-padded or truncated to
+// `s` as fftn's:
 //   II  (REDFT10): y_k = 2 sum_j x_j cos(pi k (j + 1/2) / n)
 //   III (REDFT01): y_k = x_0 + 2 sum_{j >= 1} x_j cos(pi j (k + 1/2) / n)
-// per dim; III undoes II up to a factor 2 n per dim. Real input (f64 stays
-// f64, anything else runs in f32), CPU only (cuFFT has none). Differentiable:
+// per dim; III undoes II up to a factor 2 n per dim. Each dim runs as one
+// real FFT of length n (Makhoul's reordering, cpu/fft.cpp). Real input (f64
+// stays f64, anything else runs in f32), CPU only. Differentiable:
 // the adjoint of II is III with the first entry along each dim doubled first,
 // of III it is II with it halved after.
 enum class DctType : uint8_t { II, III };

@@ -1,5 +1,6 @@
 // fk::dct: FFTW's unnormalised DCT-II and DCT-III against their sums written
-// out (1-D, 2-D, a transformed subset of 3 dims, f32 and f64, strided input),
+// out (1-D, 2-D, a transformed subset of 3 dims, f32 and f64, strided input,
+// every length 1-9 and 64),
 // padding and truncation, III undoing II up to 2 n per dim, an adjoint dot
 // test and f64 gradchecks, and the errors. Its own file beside fft_test.cpp
 // (the same source, transform.cpp): another transform family, with its own
@@ -66,6 +67,20 @@ TEST(Dct, MatchesTheSumsWrittenOut) {
     const Tensor bt = b.t();
     expect_close(dct(bt, type, {}, {1}),
                  dct_along(bt.contiguous().to_vector<double>(), {6, 5}, 1, type), 1e-12);
+  }
+}
+
+// Every length 1-9 and 64, along a middle dim and the last: the
+// reordering's odd and even cases (dct runs as one real FFT per dim).
+TEST(Dct, EveryLengthMatchesTheSums) {
+  for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 64}) {
+    for (DctType type : {DctType::II, DctType::III}) {
+      const Tensor a = test::random_tensor({n}, DType::F64, -1, 1, static_cast<uint64_t>(n));
+      expect_close(dct(a, type), dct_along(a.to_vector<double>(), {n}, 0, type), 1e-11 * n);
+      const Tensor b = test::random_tensor({2, n, 3}, DType::F64, -1, 1, 100 + n);
+      expect_close(dct(b, type, {}, {1}), dct_along(b.to_vector<double>(), {2, n, 3}, 1, type),
+                   1e-11 * n);
+    }
   }
 }
 

@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <numbers>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "fk/factory.h"
 #include "fk/knobs.h"
@@ -66,19 +68,11 @@ struct Fftw<double> {
                                     static_cast<int>(h.size()), h.data(), static_cast<Complex*>(in),
                                     static_cast<double*>(out), f);
   }
-  static Plan r2r(const IoDims& d, const IoDims& h, void* in, void* out, fftw_r2r_kind kind,
-                  unsigned f) {
-    std::array<fftw_r2r_kind, kMaxDims> kinds;
-    kinds.fill(kind);
-    return fftw_plan_guru64_r2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
-                                h.data(), static_cast<double*>(in), static_cast<double*>(out),
-                                kinds.data(), f);
-  }
   static void execute(Kind k, void* p, void* in, void* out) {
     auto plan = static_cast<Plan>(p);
     switch (k) {
-      case Kind::R2R:
-        return fftw_execute_r2r(plan, static_cast<double*>(in), static_cast<double*>(out));
+      case Kind::R2R:  // never planned: dct runs as r2c / c2r (dct_along)
+        return;
       case Kind::C2C:
         return fftw_execute_dft(plan, static_cast<Complex*>(in), static_cast<Complex*>(out));
       case Kind::R2C:
@@ -110,19 +104,11 @@ struct Fftw<float> {
                                      static_cast<int>(h.size()), h.data(),
                                      static_cast<Complex*>(in), static_cast<float*>(out), f);
   }
-  static Plan r2r(const IoDims& d, const IoDims& h, void* in, void* out, fftw_r2r_kind kind,
-                  unsigned f) {
-    std::array<fftw_r2r_kind, kMaxDims> kinds;
-    kinds.fill(kind);
-    return fftwf_plan_guru64_r2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
-                                 h.data(), static_cast<float*>(in), static_cast<float*>(out),
-                                 kinds.data(), f);
-  }
   static void execute(Kind k, void* p, void* in, void* out) {
     auto plan = static_cast<Plan>(p);
     switch (k) {
-      case Kind::R2R:
-        return fftwf_execute_r2r(plan, static_cast<float*>(in), static_cast<float*>(out));
+      case Kind::R2R:  // never planned: dct runs as r2c / c2r (dct_along)
+        return;
       case Kind::C2C:
         return fftwf_execute_dft(plan, static_cast<Complex*>(in), static_cast<Complex*>(out));
       case Kind::R2C:
@@ -219,8 +205,8 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
   // and alignment. Estimating never touches them.
   std::unique_ptr<Scratch> sin, sout;
   if (measure) {
-    const int64_t in_item = kind == Kind::R2C || kind == Kind::R2R ? sizeof(R) : 2 * sizeof(R);
-    const int64_t out_item = kind == Kind::C2R || kind == Kind::R2R ? sizeof(R) : 2 * sizeof(R);
+    const int64_t in_item = kind == Kind::R2C ? sizeof(R) : 2 * sizeof(R);
+    const int64_t out_item = kind == Kind::C2R ? sizeof(R) : 2 * sizeof(R);
     sin = std::make_unique<Scratch>(span_of(d, h, true) * in_item, in);
     in = sin->ptr;
     if (in_place) {
@@ -241,8 +227,7 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
     case Kind::C2R:
       p = Fftw<R>::c2r(d, h, in, out, flags);
       break;
-    case Kind::R2R:  // sign carries the r2r kind
-      p = Fftw<R>::r2r(d, h, in, out, static_cast<fftw_r2r_kind>(sign), flags);
+    case Kind::R2R:  // never planned: dct runs as r2c / c2r (dct_along)
       break;
   }
   if (p == nullptr) return nullptr;
@@ -252,8 +237,7 @@ PlanPtr make_plan(Kind kind, int sign, const IoDims& d, const IoDims& h, void* i
   });
 }
 
-// Runs one FFTW transform of `kind` over the strided arrays in -> out (R2R:
-// `sign` is the fftw_r2r_kind).
+// Runs one FFTW transform of `kind` over the strided arrays in -> out.
 template <typename R>
 void execute(Kind kind, int sign, const IoDims& d, const IoDims& h, void* in, void* out) {
   PlanKey key{};
@@ -336,7 +320,103 @@ void scale_bins(Tensor& t, int dim, int64_t n, double scale, double pair_factor)
   }
 }
 
-// x with its `dims` resized to `sizes`: truncation is a view, padding a
+// FFTW's REDFT10 / REDFT01 along one dim of a contiguous real tensor, by
+// Makhoul's reordering (IEEE TASSP 28(1), 1980): a DCT of length n is one real
+// FFT of length n plus a pass each side, where FFTW's own REDFT kinds run 3-4x
+// slower than its r2c (fk_bench --benchmark_filter=Dct2). With x viewed as
+// (outer, n, inner), v the entries along the dim reordered (the even ones in
+// order, then the odd ones reversed), V = rfft(v) and w_k = exp(-i pi k / 2n):
+//   II   y_k = 2 Re(w_k V_k), y_{n-k} = 2 Re(w_{n-k} conj(V_k)) (k <= n/2);
+//   III  V_j = conj(w_j) (x_j - i x_{n-j}) (x_n = 0, j <= n/2) is the half
+//        spectrum of a real v (V_{n-j} = conj(V_j)); v = irfft(V) unscaled,
+//        and y is v put back in the order II took it from.
+// v and V are laid out (outer, inner, n), so that FFTW transforms contiguous
+// rows (its estimated plans for a strided batch ran 4x slower); the passes
+// either side do the transposition, kInnerBlock columns at a time.
+constexpr int64_t kInnerBlock = 16;
+
+template <typename R>
+Tensor dct_along(const Tensor& x, int dim, bool second_kind) {
+  const int64_t n = x.size(dim), half = n / 2 + 1;
+  int64_t outer = 1, inner = 1;
+  for (int a = 0; a < dim; ++a) outer *= x.size(a);
+  for (int a = dim + 1; a < x.dim(); ++a) inner *= x.size(a);
+  const DType real_dt = dtype_of<R>();
+  Tensor rows = empty({outer * inner, n}, {real_dt});
+  Tensor spectrum = empty({outer * inner, half}, {complex_type(real_dt)});
+  Tensor out = empty(x.shape(), {real_dt});
+  IoDims d, h;
+  d.push_back({n, 1, 1});
+  if (outer * inner > 1) h.push_back({outer * inner, n, half});  // r2c; c2r swaps is and os
+  // conj(w_k) = cos + i sin, as two real arrays: a std::complex temporary in
+  // the passes compiled to a store-forwarding stall per entry (3x the time).
+  std::vector<R> cos_k(static_cast<size_t>(half)), sin_k(static_cast<size_t>(half));
+  for (int64_t k = 0; k < half; ++k) {
+    const double t = std::numbers::pi * static_cast<double>(k) / (2.0 * static_cast<double>(n));
+    cos_k[static_cast<size_t>(k)] = static_cast<R>(std::cos(t));
+    sin_k[static_cast<size_t>(k)] = static_cast<R>(std::sin(t));
+  }
+  const R* xp = x.data<R>();
+  R* yp = out.data<R>();
+  R* vp = rows.data<R>();
+  R* sp = static_cast<R*>(spectrum.data_ptr());  // (re, im) pairs
+  const R* cp = cos_k.data();
+  const R* snp = sin_k.data();
+  // Visits f(o, r, i) for r in [r0, r1) and every column i: r innermost when
+  // inner is 1 (then r runs along the contiguous axis of both sides), else i
+  // innermost over blocks of columns, so that x and y are read and written in
+  // runs while v and V (rows of n) are walked kInnerBlock rows at a time.
+  auto sweep = [&](int64_t r0, int64_t r1, auto&& f) {
+    for (int64_t o = 0; o < outer; ++o) {
+      if (inner == 1) {
+        for (int64_t r = r0; r < r1; ++r) f(o, r, int64_t{0});
+        continue;
+      }
+      for (int64_t i0 = 0; i0 < inner; i0 += kInnerBlock) {
+        const int64_t i1 = std::min(inner, i0 + kInnerBlock);
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t i = i0; i < i1; ++i) f(o, r, i);
+        }
+      }
+    }
+  };
+  auto at_x = [&](int64_t o, int64_t j, int64_t i) { return (o * n + j) * inner + i; };
+  auto at_v = [&](int64_t o, int64_t i, int64_t j) { return (o * inner + i) * n + j; };
+  auto at_s = [&](int64_t o, int64_t i, int64_t k) { return 2 * ((o * inner + i) * half + k); };
+  const int64_t n_even = (n + 1) / 2;  // v's first n_even entries are x's even ones
+  if (second_kind) {
+    sweep(0, n_even,
+          [&](int64_t o, int64_t m, int64_t i) { vp[at_v(o, i, m)] = xp[at_x(o, 2 * m, i)]; });
+    sweep(0, n / 2, [&](int64_t o, int64_t m, int64_t i) {
+      vp[at_v(o, i, n - 1 - m)] = xp[at_x(o, 2 * m + 1, i)];
+    });
+    execute<R>(Kind::R2C, FFTW_FORWARD, d, h, vp, sp);
+    sweep(0, half, [&](int64_t o, int64_t k, int64_t i) {
+      const R* v = sp + at_s(o, i, k);
+      yp[at_x(o, k, i)] = 2 * (cp[k] * v[0] + snp[k] * v[1]);
+    });
+    // y_{n-k} for 0 < k < n/2, with w_{n-k} = -i conj(w_k).
+    sweep(1, n_even, [&](int64_t o, int64_t k, int64_t i) {
+      const R* v = sp + at_s(o, i, k);
+      yp[at_x(o, n - k, i)] = 2 * (snp[k] * v[0] - cp[k] * v[1]);
+    });
+    return out;
+  }
+  sweep(0, half, [&](int64_t o, int64_t j, int64_t i) {
+    const R a = xp[at_x(o, j, i)], b = j == 0 ? R(0) : xp[at_x(o, n - j, i)];
+    R* v = sp + at_s(o, i, j);  // conj(w_j) (a - i b)
+    v[0] = cp[j] * a + snp[j] * b;
+    v[1] = snp[j] * a - cp[j] * b;
+  });
+  if (h.size() > 0) std::swap(h.v[0].is, h.v[0].os);
+  execute<R>(Kind::C2R, FFTW_BACKWARD, d, h, sp, vp);  // destroys the scratch spectrum
+  sweep(0, n_even,
+        [&](int64_t o, int64_t m, int64_t i) { yp[at_x(o, 2 * m, i)] = vp[at_v(o, i, m)]; });
+  sweep(0, n / 2, [&](int64_t o, int64_t m, int64_t i) {
+    yp[at_x(o, 2 * m + 1, i)] = vp[at_v(o, i, n - 1 - m)];
+  });
+  return out;
+}
 
 }  // namespace
 
@@ -351,11 +431,12 @@ Tensor run_fftw(const Spec& spec, Tensor x, bool owned) {
   IoDims d, h;
 
   if (spec.kind == Kind::R2R) {
-    Tensor out = empty(out_shape, {real_dt});
-    if (out.numel() == 0) return out;
-    layout(x, out, spec.dims, spec.n, d, h);
-    // Unnormalised, like FFTW's (fk::dct has no norm argument).
-    execute<R>(Kind::R2R, static_cast<int>(spec.r2r), d, h, x.data_ptr(), out.data_ptr());
+    // Unnormalised, like FFTW's (fk::dct has no norm argument); one dim at a time.
+    if (x.numel() == 0) return empty(out_shape, {real_dt});
+    Tensor out = x.contiguous();
+    for (int i = 0; i < spec.dims.size(); ++i) {
+      out = dct_along<R>(out, static_cast<int>(spec.dims[i]), spec.r2r == FFTW_REDFT10);
+    }
     return out;
   }
 
