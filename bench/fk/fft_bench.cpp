@@ -112,8 +112,10 @@ BENCHMARK(BM_Rfft2RoundtripPaired)->Arg(64)->Arg(256);
 // field's backward and forward) beside fk's rfft round trip and beside raw
 // FFTW REDFT10 / REDFT01 plans on the same n x n f32 signal, timed back to
 // back each iteration. Counters: dct_us, rfft_us, redft_us (medians),
-// dct_vs_rfft = rfft / dct time (fk::dct runs one real FFT per dim plus a
-// pass, so 1 is the bound), dct_vs_redft = FFTW's REDFT / dct time.
+// dct_vs_rfft = rfft / dct time (fk::dct runs a 1-D real FFT per dim with a
+// pass either side, where the round trip runs one 2-D plan each way: about
+// 1/2 is this layout's reach), dct_vs_redft = FFTW's REDFT / dct time
+// (estimated plans, as fk's own).
 void BM_Dct2RoundtripPaired(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
   fk::set_num_threads(1);
