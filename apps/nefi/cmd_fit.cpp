@@ -49,9 +49,10 @@ struct FitRequest {
   double tau = 1.0;
   uint64_t seed = 0;
   int threads = 0, rank = 8, shapes = 4, harmonics = 6, layers = 3, layer_axis = 0, modes = 0;
+  int vertices = 6;
   double smoothness = 2.0;
   bool rank_given = false, shapes_given = false, harmonics_given = false, layers_given = false;
-  bool spectral_given = false;
+  bool spectral_given = false, vertices_given = false;
   bool quiet = false;
 };
 
@@ -86,6 +87,7 @@ int fit_cmd(const FitRequest& r) {
   o.rank = r.rank;
   o.shapes = r.shapes;
   o.harmonics = r.harmonics;
+  o.vertices = r.vertices;
   o.layers = r.layers;
   o.layer_axis = r.layer_axis;
   o.modes = r.modes;
@@ -96,9 +98,12 @@ int fit_cmd(const FitRequest& r) {
            "--representation " + r.representation);
   const bool over_layers = r.representation.starts_with("layers+");
   FK_CHECK(!r.shapes_given || r.representation == "blobs" || r.representation == "ellipses" ||
-               r.representation == "stars" || over_layers,
-           "--shapes", "--representation blobs, ellipses, stars or layers+(blobs|ellipses)",
+               r.representation == "stars" || r.representation == "polygons" || over_layers,
+           "--shapes",
+           "--representation blobs, ellipses, stars, polygons or layers+(blobs|ellipses)",
            "--representation " + r.representation);
+  FK_CHECK(!r.vertices_given || r.representation == "polygons", "--vertices",
+           "--representation polygons", "--representation " + r.representation);
   FK_CHECK(!r.harmonics_given || r.representation == "stars" || r.representation == "layers" ||
                over_layers,
            "--harmonics", "--representation stars, layers or layers+(blobs|ellipses)",
@@ -232,16 +237,18 @@ Command add_fit(CLI::App& app, const Context&) {
                   "e.g. \"nonnegative + smooth\", \"bounded(0, 1) + tv(0.5)\", \"binary\", "
                   "\"conserved(1) + increasing(0)\" (default unconstrained)");
   sub->add_option("--representation", r->representation,
-                  "neural | hash | grid | lowrank | blobs | ellipses | stars | layers | "
-                  "layers+blobs | layers+ellipses | spectral");
+                  "neural | hash | grid | lowrank | blobs | ellipses | stars | polygons | "
+                  "layers | layers+blobs | layers+ellipses | spectral");
   auto* rank = sub->add_option("--rank", r->rank, "lowrank: the CP rank (default 8)");
   auto* shapes = sub->add_option("--shapes", r->shapes,
-                                 "blobs, ellipses, stars, layers+(blobs|ellipses): shapes per "
-                                 "field (default 4)");
+                                 "blobs, ellipses, stars, polygons, layers+(blobs|ellipses): "
+                                 "shapes per field (default 4)");
   auto* harmonics = sub->add_option("--harmonics", r->harmonics,
                                     "stars: the outline's highest angular degree, 3-8; layers and "
                                     "layers+(blobs|ellipses): the interfaces' lateral cosine "
                                     "degree, 0-8 (default 6)");
+  auto* vertices = sub->add_option("--vertices", r->vertices,
+                                   "polygons: corners per polygon, 3-16 (default 6; 2-D fields)");
   auto* layers = sub->add_option("--layers", r->layers,
                                  "layers, layers+(blobs|ellipses): strata per field (default 3)");
   auto* layer_axis = sub->add_option("--layer-axis", r->layer_axis,
@@ -279,10 +286,11 @@ Command add_fit(CLI::App& app, const Context&) {
       "Examples:\n  nefi fit --matrix blur.npy --data y.npy --shape 64,64 --prior \"nonnegative + "
       "tv\"\n  nefi fit --operator fourier_sampling --pattern kmask.npy --data kspace.npy --prior "
       "\"nonnegative + tv\"");
-  return {sub, [r, rank, shapes, harmonics, layers, layer_axis, modes, smoothness] {
+  return {sub, [r, rank, shapes, harmonics, vertices, layers, layer_axis, modes, smoothness] {
             r->rank_given = rank->count() > 0;
             r->shapes_given = shapes->count() > 0;
             r->harmonics_given = harmonics->count() > 0;
+            r->vertices_given = vertices->count() > 0;
             r->layers_given = layers->count() + layer_axis->count() > 0;
             r->spectral_given = modes->count() + smoothness->count() > 0;
             return fit_cmd(*r);

@@ -301,7 +301,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
                  name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
-                 layers=None, layer_axis=None, modes=None, smoothness=None, support=None):
+                 vertices=None, layers=None, layer_axis=None, modes=None, smoothness=None, support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -343,7 +343,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       an ellipse whose radius along each direction is scaled by exp of its
       angular harmonics of degrees 3..`harmonics` (default 6, at most 8;
       2-D and 3-D fields; degrees 1 and 2 are its centre and axes), opened
-      one degree at a time while the fit anneals | layers (`layers` strata,
+      one degree at a time while the fit anneals | polygons (2-D: an
+      ellipse turned, over the first half of each stage, into a polygon of
+      `vertices` corners, default 6, at most 16, at fixed angles about its
+      centre, each corner at its own distance: straight sides and corners
+      a star's harmonics round off) | layers (`layers` strata,
       default 3, stacked along axis `layer_axis`, default 0, each of one
       value, meeting at interfaces whose depth varies across the other axes
       as a cosine series of degree `harmonics`, default 6, 0 for flat
@@ -393,8 +397,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                     f"Fourier features), got it with {representation!r}")
     over_layers = ("layers+blobs", "layers+ellipses")
     for option, value, owners in (("rank", rank, ("lowrank",)),
-                                  ("shapes", shapes, ("blobs", "ellipses", "stars") + over_layers),
+                                  ("shapes", shapes,
+                                   ("blobs", "ellipses", "stars", "polygons") + over_layers),
                                   ("harmonics", harmonics, ("stars", "layers") + over_layers),
+                                  ("vertices", vertices, ("polygons",)),
                                   ("layers", layers, ("layers",) + over_layers),
                                   ("layer_axis", layer_axis, ("layers",) + over_layers),
                                   ("modes", modes, ("spectral",))):
@@ -407,7 +413,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if smoothness is not None and representation != "spectral":
         raise Error(f"from_forward: expected smoothness only with representation 'spectral', "
                     f"got it with {representation!r}")
-    fixed = ("grid", "lowrank", "blobs", "ellipses", "stars", "layers", "spectral") + over_layers
+    fixed = ("grid", "lowrank", "blobs", "ellipses", "stars", "polygons", "layers",
+             "spectral") + over_layers
     if representation in fixed and (
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
@@ -466,7 +473,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
         6 if harmonics is None else int(harmonics), 3 if layers is None else int(layers),
         0 if layer_axis is None else int(layer_axis), 0 if modes is None else int(modes),
-        2.0 if smoothness is None else float(smoothness), supports,
+        2.0 if smoothness is None else float(smoothness),
+        6 if vertices is None else int(vertices), supports,
         list(model.start) if model.params else [])
     if model.params:  # the probe moved them
         model.load_parameters(model.start)

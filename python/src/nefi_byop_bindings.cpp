@@ -325,7 +325,7 @@ void bind_nefi_byop(nb::module_& m) {
          std::optional<int> hidden, std::optional<int> depth, std::optional<int> n_octaves,
          bool discrepancy, double discrepancy_tau, uint64_t seed, bool multiscale, int rank,
          int shapes, int harmonics, int layers, int layer_axis, int modes, double smoothness,
-         const std::map<std::string, nb::ndarray<nb::ro>>& supports,
+         int vertices, const std::map<std::string, nb::ndarray<nb::ro>>& supports,
          const std::vector<nb::ndarray<nb::ro>>& parameters) {
         nefi::Measurement meas;
         meas.data = from_dlpack(data).to(fk::DType::F64).contiguous().clone();
@@ -368,6 +368,7 @@ void bind_nefi_byop(nb::module_& m) {
         o.rank = rank;
         o.shapes = shapes;
         o.harmonics = harmonics;
+        o.vertices = vertices;
         o.layers = layers;
         o.layer_axis = layer_axis;
         o.modes = modes;
@@ -390,7 +391,7 @@ void bind_nefi_byop(nb::module_& m) {
       nb::arg("discrepancy"), nb::arg("discrepancy_tau"), nb::arg("seed"),
       nb::arg("multiscale") = false, nb::arg("rank") = 8, nb::arg("shapes") = 4,
       nb::arg("harmonics") = 6, nb::arg("layers") = 3, nb::arg("layer_axis") = 0,
-      nb::arg("modes") = 0, nb::arg("smoothness") = 2.0,
+      nb::arg("modes") = 0, nb::arg("smoothness") = 2.0, nb::arg("vertices") = 6,
       nb::arg("supports") = std::map<std::string, nb::ndarray<nb::ro>>{},
       nb::arg("parameters") = std::vector<nb::ndarray<nb::ro>>{});
 }

@@ -1,7 +1,8 @@
 """fieldkit.nefi.from_forward with the shaped representations and priors:
-gaussian blobs, stars (ellipses with an outlined boundary), layers (strata
-meeting at bent interfaces) and the phases prior (a field of K known
-values), each against the representations that do not know the shape."""
+gaussian blobs, stars (ellipses with an outlined boundary), polygons
+(ellipses that take corners), layers (strata meeting at bent interfaces)
+and the phases prior (a field of K known values), each against the
+representations that do not know the shape."""
 import numpy as np
 import pytest
 
@@ -100,6 +101,45 @@ def test_a_star_outlines_a_lobed_inclusion():
         nefi.from_forward(**model, representation="stars", harmonics=9)
     with pytest.raises(fieldkit.Error, match="stars on a 2- or 3-D field"):
         nefi.from_forward(lambda x: x, np.ones(16), adjoint=lambda g: g, representation="stars")
+
+
+def test_a_polygon_keeps_a_squares_corners():
+    # A square turned by 0.35 rad behind a 2-cell blur: one polygon (an
+    # ellipse that takes 6 corners over the first half of the fit) finds its
+    # corners and fits to the noise; a star's harmonics round them off.
+    # Measured: polygon IoU 0.997, 26.9 dB, chi 1.02 (4 vertices: 26.9 dB);
+    # star 0.945, 22.5 dB, chi 1.28; ellipse 0.849, 17.4 dB.
+    n = 40
+    c = (2 * np.arange(n) + 1) / n - 1
+    x, y = np.meshgrid(c - 0.1, c + 0.05, indexing="ij")
+    u, v = np.cos(0.35) * x + np.sin(0.35) * y, -np.sin(0.35) * x + np.cos(0.35) * y
+    gt = np.where((np.abs(u) < 0.45) & (np.abs(v) < 0.45), 1.2, 0.2)
+    i = np.arange(n)
+    b = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 2.0) ** 2)
+    b /= b.sum(1, keepdims=True)
+    data = b @ gt @ b.T + 0.01 * np.random.default_rng(7).standard_normal((n, n))
+    model = dict(forward=lambda x: b @ x @ b.T, measurement=data, adjoint=lambda g: b.T @ g @ b)
+
+    def iou(x):
+        a, t = x > 0.7, gt > 0.7
+        return (a & t).sum() / (a | t).sum()
+
+    p = nefi.from_forward(**model, noise=0.01, representation="polygons", shapes=1)
+    assert "1 polygons (6 vertices)" in p.decisions["representation"]["why"]
+    r = p.solve()
+    assert r["n_parameters"] == (1 + 2 + 4 + 6) + 1
+    assert iou(r["reconstruction"]) > 0.99, r["report"]
+    assert r["data_fit"]["discrepancy_ratio"] < 1.1, r["report"]
+    star = nefi.from_forward(**model, noise=0.01, representation="stars", shapes=1).solve()
+    assert iou(star["reconstruction"]) < 0.97
+    assert psnr(r["reconstruction"], gt) > psnr(star["reconstruction"], gt) + 3
+    with pytest.raises(fieldkit.Error, match="vertices only with representation 'polygons'"):
+        nefi.from_forward(**model, representation="stars", vertices=4)
+    with pytest.raises(fieldkit.Error, match=r"a vertex count in \[3, 16\]"):
+        nefi.from_forward(**model, representation="polygons", vertices=2)
+    with pytest.raises(fieldkit.Error, match="polygons on a 2-D field"):
+        nefi.from_forward(lambda x: x, np.ones((4, 4, 4)), adjoint=lambda g: g,
+                          representation="polygons")
 
 
 def sparse_strata(inclusion=False, n=48):

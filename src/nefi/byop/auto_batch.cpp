@@ -56,6 +56,9 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
   same("rank", o.rank, f.rank);
   same("shapes", o.shapes, f.shapes);
   same("harmonics", o.harmonics, f.harmonics);
+  same("vertices", o.vertices, f.vertices);
+  same("modes", o.modes, f.modes);
+  same("smoothness", o.smoothness, f.smoothness);
   same("layers", o.layers, f.layers);
   same("layer_axis", o.layer_axis, f.layer_axis);
   same("budget", o.budget, f.budget);

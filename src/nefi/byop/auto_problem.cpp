@@ -20,6 +20,7 @@
 #include "nefi/field/layered_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/field/parametric_field.h"
+#include "nefi/field/polygon_outline.h"
 #include "nefi/field/star_harmonics.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -175,11 +176,11 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
                o.representation == "hash" || o.representation == "lowrank" ||
                o.representation == "blobs" || o.representation == "ellipses" ||
-               o.representation == "stars" || o.representation == "layers" ||
-               o.representation == "layers+blobs" || o.representation == "layers+ellipses" ||
-               o.representation == "spectral",
+               o.representation == "stars" || o.representation == "polygons" ||
+               o.representation == "layers" || o.representation == "layers+blobs" ||
+               o.representation == "layers+ellipses" || o.representation == "spectral",
            "representation",
-           "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
+           "neural, grid, hash, lowrank, blobs, ellipses, stars, polygons, layers, layers+blobs, "
            "layers+ellipses or spectral",
            o.representation);
   const bool layered = o.representation.starts_with("layers");
@@ -207,6 +208,14 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   FK_CHECK(o.representation != "stars" || shape.size() >= 2, "representation",
            "stars on a 2- or 3-D field (a 1-D star is an interval: ellipses)",
            "stars on " + shape.str());
+  if (o.representation == "polygons") {
+    FK_CHECK(o.vertices >= kPolygonMinVertices && o.vertices <= kPolygonMaxVertices, "vertices",
+             "a vertex count in [" + std::to_string(kPolygonMinVertices) + ", " +
+                 std::to_string(kPolygonMaxVertices) + "]",
+             std::to_string(o.vertices));
+    FK_CHECK(shape.size() == 2, "representation", "polygons on a 2-D field",
+             "polygons on " + shape.str());
+  }
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
   m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
@@ -406,7 +415,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
              "the prior: no raw coordinate in the features there, so the domain is a period");
     }
   } else if (o.representation == "blobs" || o.representation == "ellipses" ||
-             o.representation == "stars" || o.representation.starts_with("layers+")) {
+             o.representation == "stars" || o.representation == "polygons" ||
+             o.representation.starts_with("layers+")) {
     ParametricChoice pc = parametric_choice(o, shape, heads, *op, k, d, fit.c, ap.priors);
     prob.field = std::move(pc.field);
     decide("representation", o.representation, pc.why);
@@ -453,7 +463,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                     : o.representation == "grid"   ? 1e-1
                     : o.representation == "neural" ? 1e-2 * std::sqrt(64.0 / fc.hidden)
                     : o.representation == "blobs" || o.representation == "ellipses" ||
-                            o.representation == "stars" || layered
+                            o.representation == "stars" || o.representation == "polygons" || layered
                         ? 5e-2    // centres and depths in (-1, 1), inverse radii of a few
                         : 1e-2);  // hash, lowrank
   FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));

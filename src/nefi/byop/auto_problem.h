@@ -29,7 +29,8 @@
 //               starting at lr, the stop from the first step unless a
 //               head sharpens)
 //   lr          neural 1e-2 x sqrt(64 / width), hash and lowrank 1e-2, grid 1e-1,
-//               spectral 1, blobs, ellipses, stars, layers and layers+shapes 5e-2
+//               spectral 1, blobs, ellipses, stars, polygons, layers and
+//               layers+shapes 5e-2
 #include <map>
 #include <optional>
 #include <string>
@@ -55,8 +56,9 @@ struct AutoOptions {
   std::map<std::string, fk::Tensor> supports;
   std::vector<double> extent;  // empty: isotropic, longest axis 1
   // neural | grid | hash (hash_grid_field.h) | lowrank (low_rank_field.h) |
-  // blobs | ellipses | stars (parametric_field.h: a few shapes on a
-  // background; stars are ellipses with an outline of angular harmonics) |
+  // blobs | ellipses | stars | polygons (parametric_field.h: a few shapes
+  // on a background; stars are ellipses with an outline of angular
+  // harmonics, polygons ellipses turned into polygons of `vertices` corners) |
   // layers (layered_field.h: strata along one axis) | layers+blobs |
   // layers+ellipses (the shapes over a layered background instead of a
   // constant one: inclusions in strata) | spectral (spectral_field.h: a
@@ -67,10 +69,11 @@ struct AutoOptions {
   // its gains (1 + |kappa|^2)^(-s/2)
   int modes = 0;
   double smoothness = 2.0;
-  int shapes = 4;  // blobs', ellipses' and stars' count per field (over layers too)
+  int shapes = 4;  // blobs', ellipses', stars' and polygons' count per field (over layers too)
   // stars: the outline's highest angular degree (3..8); layers and
   // layers+shapes: the interfaces' lateral cosine degree (0..8, 0: flat)
   int harmonics = 6;
+  int vertices = 6;                 // polygons: V (3..16)
   int layers = 3;                   // layers (and layers+shapes): K per field
   int layer_axis = 0;               // layers (and layers+shapes): the axis they stack along
   std::optional<double> noise_std;  // unset: estimated; 0: noise-free data

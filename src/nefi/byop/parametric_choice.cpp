@@ -15,6 +15,7 @@ ParametricChoice parametric_choice(const AutoOptions& o, const fk::Dims& shape,
   pc.family = layered ? o.representation.substr(7) : o.representation;
   pc.count = o.shapes;
   pc.harmonics = o.harmonics;
+  pc.vertices = o.vertices;
   if (layered) {
     pc.layers.emplace();
     pc.layers->layers = o.layers;
@@ -37,9 +38,10 @@ ParametricChoice parametric_choice(const AutoOptions& o, const fk::Dims& shape,
     channel += heads[i]->n_in();
   }
   pf->reset_parameters(o.seed);
-  const std::string family = pc.family == "blobs" ? "gaussian blobs"
-                             : pc.family == "ellipses"
-                                 ? "ellipses"
+  const std::string family = pc.family == "blobs"      ? "gaussian blobs"
+                             : pc.family == "ellipses" ? "ellipses"
+                             : pc.family == "polygons"
+                                 ? "polygons (" + std::to_string(o.vertices) + " vertices)"
                                  : "stars (outlines of degree " + std::to_string(o.harmonics) + ")";
   const std::string background =
       layered ? " over " + std::to_string(o.layers) + " layers along axis " +

@@ -1,6 +1,6 @@
 #pragma once
 // The parametric field from_forward builds for representation blobs,
-// ellipses, stars, layers+blobs or layers+ellipses: the options as a
+// ellipses, stars, polygons, layers+blobs or layers+ellipses: the options as a
 // ParametricConfig, the shapes started where the data pull the starting
 // fields hardest (as the heads pass it on: not outside a known support, and
 // less the mean for a zero-mean field, which starts at 0), and the

@@ -10,6 +10,7 @@
 #include "fk/ops/binary/binary.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/field/polygon_outline.h"
 #include "nefi/field/star_harmonics.h"
 #include "nefi/real_dispatch.h"
 
@@ -20,12 +21,14 @@ constexpr const char* kWhere = "nefi::ParametricField";
 // Points per backward chunk (the unit of its deterministic reduction).
 constexpr int64_t kBackwardChunk = 2048;
 
-// The profile g(q) and dg/dq of one family, and the stars' boundary.
+// The profile g(q) and dg/dq of one family, and the stars' or polygons'
+// boundary.
 struct Profile {
-  bool ellipse = false;  // ellipses and stars
-  double inv_2eps = 0;   // 1 / (2 eps)
-  int degree = 0;        // stars: the boundary's degrees L (0 otherwise)
-  std::vector<double> gates;
+  bool ellipse = false;       // all but blobs
+  double inv_2eps = 0;        // 1 / (2 eps)
+  int degree = 0;             // stars: the boundary's degrees L (0 otherwise)
+  int vertices = 0;           // polygons: V (0 otherwise)
+  std::vector<double> gates;  // stars: per degree; polygons: the outline's one
   double value(double q) const {
     if (!ellipse) return std::exp(-0.5 * q);
     return 1.0 / (1.0 + std::exp(-(1.0 - q) * inv_2eps));
@@ -33,17 +36,32 @@ struct Profile {
   double slope(double g) const { return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g; }
 };
 
-Profile profile_of(const std::string& family, double eps, const std::vector<double>& gates = {}) {
-  FK_CHECK(family == "blobs" || family == "ellipses" || family == "stars", kWhere,
-           "family blobs, ellipses or stars", "'" + family + "'");
+// vertices: the polygons' V (read for polygons only).
+Profile profile_of(const std::string& family, double eps, const std::vector<double>& gates = {},
+                   int vertices = 0) {
+  FK_CHECK(family == "blobs" || family == "ellipses" || family == "stars" || family == "polygons",
+           kWhere, "family blobs, ellipses, stars or polygons", "'" + family + "'");
   Profile p;
   p.ellipse = family != "blobs";
   if (p.ellipse) {
     FK_CHECK(eps > 0 && std::isfinite(eps), kWhere, "an edge width eps > 0", std::to_string(eps));
     p.inv_2eps = 0.5 / eps;
   }
-  FK_CHECK(family == "stars" || gates.empty(), kWhere, "degree gates for stars only",
+  FK_CHECK(family == "stars" || family == "polygons" || gates.empty(), kWhere,
+           "degree gates for stars and polygons only",
            std::to_string(gates.size()) + " for " + family);
+  if (family == "polygons") {
+    FK_CHECK(gates.size() == 1 && gates[0] >= 0 && gates[0] <= 1, kWhere,
+             "polygons with one outline gate in [0, 1]",
+             std::to_string(gates.size()) + " gates" +
+                 (gates.empty() ? "" : ", the first " + std::to_string(gates[0])));
+    FK_CHECK(vertices >= kPolygonMinVertices && vertices <= kPolygonMaxVertices, kWhere,
+             "polygons of " + std::to_string(kPolygonMinVertices) + " to " +
+                 std::to_string(kPolygonMaxVertices) + " vertices",
+             std::to_string(vertices));
+    p.vertices = vertices;
+    p.gates = gates;
+  }
   if (family == "stars") {
     const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
     FK_CHECK(!gates.empty() && static_cast<int>(gates.size()) <= n_gates, kWhere,
@@ -59,11 +77,14 @@ Profile profile_of(const std::string& family, double eps, const std::vector<doub
 }
 
 // One point against one shape: diff = x - m, u = diff M, and
-//   q = |u|^2 exp(-2 h(u / |u|))   (h = 0 but for stars)
-// with dq/du (d entries) and, for stars, the harmonics Y_j at u / |u|.
+//   q = |u|^2 exp(-2 h(u / |u|))   (h = 0 but for stars and polygons)
+// with dq/du (d entries) and dh/dc: for stars the harmonics Y_j at u / |u|,
+// for polygons the two vertices' weights.
 struct ShapePoint {
   double diff[3], u[3], dq_du[3], basis[(kStarMaxDegree + 1) * (kStarMaxDegree + 1)];
   double q = 0;
+  int vertex = 0;                    // polygons: dh/dc is nonzero at vertex and vertex + 1
+  double vertex_weight[2] = {0, 0};  // ... where it is these, times the gate
   // with_slope: dq_du too (the backward); the forward reads q alone.
   void at(int d, const Profile& pr, const double* x, const double* p, bool with_slope) {
     const double* m = p + 1;
@@ -76,14 +97,23 @@ struct ShapePoint {
       u[j] = s;
       s2 += s * s;
     }
-    if (pr.degree == 0) {
+    if (pr.degree == 0 && pr.vertices == 0) {
       q = s2;
       for (int j = 0; j < d; ++j) dq_du[j] = 2 * u[j];
       return;
     }
     double dh_du[3];
-    const double h = star_log_radius(d, pr.degree, u, p + 1 + d + d * d, pr.gates.data(),
-                                     with_slope ? dh_du : nullptr, basis);
+    double h = 0;
+    if (pr.vertices > 0) {
+      const double gate = pr.gates[0];
+      h = gate * polygon_log_radius(pr.vertices, u, p + 1 + d + d * d, with_slope ? dh_du : nullptr,
+                                    &vertex, vertex_weight);
+      if (with_slope)
+        for (int j = 0; j < d; ++j) dh_du[j] *= gate;
+    } else {
+      h = star_log_radius(d, pr.degree, u, p + 1 + d + d * d, pr.gates.data(),
+                          with_slope ? dh_du : nullptr, basis);
+    }
     const double e = std::exp(-2 * h);
     q = s2 * e;
     if (with_slope)
@@ -149,9 +179,16 @@ struct ParametricBackward : fk::autograd::Node {
               }
               dp[1 + l] -= dq * dd;
             }
-            // d q / d c_j = -2 q g_l(j) Y_j
+            // d q / d c_j = -2 q dh/dc_j: stars g_l(j) Y_j, polygons gate times a
+            // vertex weight
             for (int j = 0; j < H; ++j)
               dp[1 + d + d * d + j] -= 2 * dq * sp.q * coefficient_gate[j] * sp.basis[j];
+            if (profile.vertices > 0) {
+              const double f = 2 * dq * sp.q * profile.gates[0];
+              double* dc = dp + 1 + d + d * d;
+              dc[sp.vertex] -= f * sp.vertex_weight[0];
+              dc[(sp.vertex + 1) % profile.vertices] -= f * sp.vertex_weight[1];
+            }
           }
         }
     });
@@ -164,23 +201,33 @@ struct ParametricBackward : fk::autograd::Node {
 
 }  // namespace
 
-int parametric_shape_size(int ndim, int harmonics) {
-  return 1 + ndim + ndim * ndim + star_harmonic_count(ndim, harmonics);
+int parametric_shape_size(int ndim, int harmonics, int vertices) {
+  return 1 + ndim + ndim * ndim + star_harmonic_count(ndim, harmonics) + vertices;
 }
 
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
                              const fk::Tensor& background, const std::string& family, double eps,
                              const std::vector<double>& degree_gates) {
   constexpr const char* kOp = "nefi::parametric_shapes";
-  const Profile profile = profile_of(family, eps, degree_gates);
-  FK_CHECK(
-      coords.dim() == 2 && coords.size(1) >= (profile.degree > 0 ? 2 : 1) && coords.size(1) <= 3,
-      kOp,
-      profile.degree > 0 ? "coordinates (N, d) with d 2 or 3 for stars"
-                         : "coordinates (N, d) with d in 1..3",
-      coords.shape().str());
+  const bool stars = family == "stars", polygons = family == "polygons";
+  FK_CHECK(coords.dim() == 2 && coords.size(1) >= (stars || polygons ? 2 : 1) &&
+               coords.size(1) <= (polygons ? 2 : 3),
+           kOp,
+           stars      ? "coordinates (N, d) with d 2 or 3 for stars"
+           : polygons ? "coordinates (N, 2) for polygons"
+                      : "coordinates (N, d) with d in 1..3",
+           coords.shape().str());
+  // A polygon's V is what its shapes hold past the alpha, centre and matrix.
+  FK_CHECK(!polygons || (shapes.dim() == 3 && shapes.size(2) >= 7 + kPolygonMinVertices &&
+                         shapes.size(2) <= 7 + kPolygonMaxVertices),
+           kOp,
+           "polygons' shapes (C, K, 7 + V) with V in " + std::to_string(kPolygonMinVertices) +
+               ".." + std::to_string(kPolygonMaxVertices),
+           shapes.shape().str());
+  const int vertices = polygons ? static_cast<int>(shapes.size(2)) - 7 : 0;
+  const Profile profile = profile_of(family, eps, degree_gates, vertices);
   const int d = static_cast<int>(coords.size(1));
-  const int P = parametric_shape_size(d, profile.degree);
+  const int P = parametric_shape_size(d, profile.degree, profile.vertices);
   FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, kOp,
            "shapes (C, K, " + std::to_string(P) + ")", shapes.shape().str());
   FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), kOp,
@@ -242,13 +289,16 @@ ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> hea
            std::to_string(cfg_.harmonics));
   FK_CHECK(!stars || shape.size() >= 2, kWhere,
            "stars on a 2- or 3-D domain (a 1-D star is an interval: ellipses)", shape.str());
+  const bool polygons = cfg_.family == "polygons";
+  FK_CHECK(!polygons || shape.size() == 2, kWhere, "polygons on a 2-D domain", shape.str());
   degree_ = stars ? cfg_.harmonics : 0;
-  profile_of(cfg_.family, cfg_.eps_start, gates(1.0));
-  profile_of(cfg_.family, cfg_.eps_end, gates(1.0));
+  vertices_ = polygons ? cfg_.vertices : 0;
+  profile_of(cfg_.family, cfg_.eps_start, gates(1.0), vertices_);
+  profile_of(cfg_.family, cfg_.eps_end, gates(1.0), vertices_);
   ndim_ = shape.size();
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();
-  params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_, degree_)});
+  params_.add("shapes", {n_out_, cfg_.count, parametric_shape_size(ndim_, degree_, vertices_)});
   params_.add("background", {n_out_});
   if (cfg_.layers) {
     check_layered_config(*cfg_.layers, shape, kWhere);
@@ -263,6 +313,7 @@ double ParametricField::eps(double progress) const {
 }
 
 std::vector<double> ParametricField::gates(double progress) const {
+  if (cfg_.family == "polygons") return {polygon_gate(std::clamp(progress, 0.0, 1.0))};
   if (degree_ == 0) return {};
   std::vector<double> g(static_cast<size_t>(degree_ - kStarMinDegree + 1));
   star_degree_gates(degree_, std::clamp(progress, 0.0, 1.0), g.data());
@@ -271,7 +322,7 @@ std::vector<double> ParametricField::gates(double progress) const {
 
 void ParametricField::reset_parameters(uint64_t seed) {
   fk::autograd::NoGradGuard ng;
-  const int d = ndim_, K = cfg_.count, P = parametric_shape_size(d, degree_);
+  const int d = ndim_, K = cfg_.count, P = parametric_shape_size(d, degree_, vertices_);
   std::vector<double> v(static_cast<size_t>(n_out_) * K * P, 0.0);
   for (int c = 0; c < n_out_; ++c) {
     const ParametricStart start = start_shapes(c, seed);
@@ -281,6 +332,8 @@ void ParametricField::reset_parameters(uint64_t seed) {
         p[1 + a] = start.centres[k * d + a];
         p[1 + d + a * d + a] = 1.0 / start.radii[k * d + a];
       }
+      for (int j = 0; j < vertices_; ++j)
+        p[1 + d + d * d + j] = polygon_start_log_radius(vertices_);
     }
   }
   params_.raw(0).copy_(fk::from_vector(v, params_.shape(0)).to(fk::DType::F32));

@@ -1,7 +1,7 @@
 #pragma once
 // ParametricField: each raw channel a background plus K shapes, then the
 // heads (the reference's parametric field, families gaussian_blobs and
-// ellipses, and its star-shape field). Shape k of channel c has an amplitude a, a centre m and a
+// ellipses, and its star-shape and polygon fields). Shape k of channel c has an amplitude a, a centre m and a
 // d x d matrix M; at a point x (normalised coordinates, (-1, 1) per axis)
 //   q = |(x - m) M|^2          (M M^T is the shape's inverse covariance:
 //                               rotated and stretched in any direction)
@@ -20,19 +20,27 @@
 //             finds its place and size before its outline (each stage
 //             anneals anew: a stage change shuts the gates again, as it
 //             softens the ellipses' edges again; the coefficients are kept)
+//   polygons  the same with h the log radius of a star-shaped polygon of V
+//             vertices (polygon_outline.h; 2-D): corners and straight
+//             sides, where a star's harmonics round them off. h enters
+//             gated, gate * h, the gate opening over the first half of
+//             each stage (polygon_gate), so a polygon too starts as an
+//             ellipse
 //   raw_c(x) = b_c + sum_k a_ck g_ck(x)
 // The amplitude is trained as alpha: an optimizer's steps of a fixed size
 // then take it to either sign and, geometrically, to peaks tens of times the
 // field's starting value (a few bright sources on a dark background) in tens
 // of steps, where steps in a itself would take thousands.
 // It holds C (1 + K (1 + d + d^2 + H)) numbers whatever the grid (H the
-// stars' harmonic coefficients, 0 for the others; a layered background adds
+// stars' harmonic coefficients or the polygons' V vertex log radii, 0 for
+// the others; a layered background adds
 // its C (K' - 1) (2 + modes)), so it suits
 // scenes that are a few compact objects (sources, inclusions, cells) and
 // regularises by its count. It reads no grid: a stage change keeps every
 // parameter, and a coarse stage sees the same shapes.
 //   init     b at the heads' initial value and every alpha 0 (the field
-//            starts at that value); M = I / r, r half the spacing of a
+//            starts at that value); polygons' vertices at the regular
+//            polygon of the circle's area (polygon_start_log_radius); M = I / r, r half the spacing of a
 //            ceil(K^(1/d))-per-axis lattice; the centres in distinct cells
 //            of that lattice (a seeded choice, jittered by a quarter cell),
 //            or, given a start map for the channel (start_at_extrema), at
@@ -76,10 +84,11 @@
 namespace nefi {
 
 struct ParametricConfig {
-  std::string family = "blobs";            // blobs | ellipses | stars
+  std::string family = "blobs";            // blobs | ellipses | stars | polygons
   int count = 4;                           // K shapes per channel
-  double eps_start = 1.0, eps_end = 0.02;  // ellipses' and stars' edge width (radius units)
+  double eps_start = 1.0, eps_end = 0.02;  // the edge width but for blobs (radius units)
   int harmonics = 6;                       // stars: the outline's highest degree L (3..8)
+  int vertices = 6;                        // polygons: V (3..16)
   // A layered background (the reference's anomaly field over layers):
   // raw_c = b_c + the layers' steps (layered_field.h, its base b_c) + the
   // shapes. The layers start flat, evenly spaced and without jumps, as a
@@ -88,15 +97,16 @@ struct ParametricConfig {
 };
 
 // Entries per shape in `shapes`: alpha = asinh(amplitude), centre (d), M
-// (d x d, row major), then (stars, harmonics = L >= 3) the outline's
-// star_harmonic_count(d, L) coefficients.
-int parametric_shape_size(int ndim, int harmonics = 0);
+// (d x d, row major), then the outline's coefficients: stars (harmonics = L
+// >= 3) star_harmonic_count(d, L), polygons the V vertices' log radii.
+int parametric_shape_size(int ndim, int harmonics = 0, int vertices = 0);
 
 // coords (N, d) and shapes (C, K, parametric_shape_size(d, L)) and
 // background (C), one real dtype (f32 or f64), on the CPU. Returns raw
-// (N, C), differentiable in shapes and background. eps is read by ellipses
-// and stars; degree_gates (L - 2 entries in [0, 1], star_degree_gates) by
-// stars only, which need them and d of 2 or 3.
+// (N, C), differentiable in shapes and background. eps is read by all but
+// blobs; degree_gates by stars (L - 2 entries in [0, 1], star_degree_gates;
+// d of 2 or 3) and polygons (one, polygon_gate; d = 2, V read from the
+// shapes' size), which need them.
 fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
                              const fk::Tensor& background, const std::string& family, double eps,
                              const std::vector<double>& degree_gates = {});
@@ -117,7 +127,8 @@ class ParametricField : public Field {
   std::string kind() const override { return (cfg_.layers ? "layers+" : "") + cfg_.family; }
   const ParametricConfig& config() const { return cfg_; }
   double eps(double progress) const;
-  // Stars' degree gates at `progress` (empty for the other families).
+  // Stars' degree gates, or the polygons' one gate, at `progress` (empty
+  // for the other families).
   std::vector<double> gates(double progress) const;
   // Channel c's shapes start at the strongest local extrema of |map| (a map
   // of any grid of the field's dimension; non-finite values read as 0) from
@@ -136,6 +147,7 @@ class ParametricField : public Field {
   std::vector<HeadPtr> heads_;
   ParametricConfig cfg_;
   int ndim_ = 0, n_out_ = 0, degree_ = 0;  // degree_: stars' L, else 0
+  int vertices_ = 0;                       // polygons' V, else 0
   int layers_first_ = -1;                  // the background layers' jumps in params_
   std::vector<ParametricStart> placed_;    // per channel: the map's extrema
   fk::Dims coords_shape_;

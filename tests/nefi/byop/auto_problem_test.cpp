@@ -527,8 +527,8 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   o = {};
   o.representation = "octree";
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); })
-                .find("neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
-                      "layers+ellipses or spectral"),
+                .find("neural, grid, hash, lowrank, blobs, ellipses, stars, polygons, layers, "
+                      "layers+blobs, layers+ellipses or spectral"),
             std::string::npos);
   o = {};
   o.representation = "blobs";
@@ -545,6 +545,17 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   EXPECT_NE(err([&] {
               (void)auto_problem(b.op, {16}, b.measurement(), o);
             }).find("an outline degree in [3, 8]"),
+            std::string::npos);
+  o = {};
+  o.representation = "polygons";  // on a 1-D field
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("polygons on a 2-D field"),
+            std::string::npos);
+  o.vertices = 2;
+  EXPECT_NE(err([&] {
+              (void)auto_problem(b.op, {16}, b.measurement(), o);
+            }).find("a vertex count in [3, 16]"),
             std::string::npos);
   o = {};
   o.representation = "layers";

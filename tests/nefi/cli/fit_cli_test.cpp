@@ -276,6 +276,9 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
       // ... and one star of outline degree 4.
       {"gaussian_blur --sigma 1.2 --representation stars --shapes 1 --harmonics 4",
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
+      // ... and one polygon of 8 corners.
+      {"gaussian_blur --sigma 1.2 --representation polygons --shapes 1 --vertices 8",
+       std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
       // ... and as one ellipse over two layers.
       {"gaussian_blur --sigma 1.2 --representation layers+ellipses --shapes 1 --layers 2",
        std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(1.2 * d.spacing()[0]), d)},
@@ -380,13 +383,17 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
        {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,
-        "neural, grid, hash, lowrank, blobs, ellipses, stars, layers, layers+blobs, "
+        "neural, grid, hash, lowrank, blobs, ellipses, stars, polygons, layers, layers+blobs, "
         "layers+ellipses or spectral"},
        {"fit" + A + y + " --shape 16,16 --representation ellipses --shapes 0" + o, "shape count"},
        {"fit" + A + y + " --shape 16,16 --refine sharpen" + o, "--refine"},
        {"fit" + A + y + " --shape 16,16 --refine-levels 3" + o, "--refine-levels"},
        {"fit" + A + y + " --shape 16,16 --shapes 3" + o,
-        "--representation blobs, ellipses, stars or layers+(blobs|ellipses)"},
+        "--representation blobs, ellipses, stars, polygons or layers+(blobs|ellipses)"},
+       {"fit" + A + y + " --shape 16,16 --vertices 4 --representation stars" + o,
+        "--vertices: expected --representation polygons"},
+       {"fit" + A + y + " --shape 16,16 --representation polygons --vertices 17" + o,
+        "a vertex count in [3, 16]"},
        {"fit" + A + y + " --shape 16,16 --harmonics 5 --representation ellipses" + o,
         "--harmonics: expected --representation stars, layers or layers+(blobs|ellipses)"},
        {"fit" + A + y + " --shape 16,16 --representation stars --harmonics 2" + o,

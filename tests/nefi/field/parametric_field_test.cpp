@@ -1,10 +1,12 @@
 // ParametricField: its shapes are the written-out formulas (a rotated
-// ellipse's axes land on q = 1), gradients match finite differences in f64
-// for both families and every dimension, the field starts at the heads'
+// ellipse's axes land on q = 1, a star's edge on its harmonics, a polygon's
+// straight between its vertices), gradients match finite differences in f64
+// for every family and dimension, the field starts at the heads'
 // value and keeps its parameters across grids, bad configurations are
 // refused by name, and a scene of two ellipses is recovered from a sixth of
 // its pixels where a grid cannot fill the rest.
 #include "nefi/field/parametric_field.h"
+#include "nefi/field/polygon_outline.h"
 
 #include <gtest/gtest.h>
 
@@ -65,13 +67,17 @@ TEST(NefiParametricShapes, ARotatedShapesAxesLieOnItsUnitLevel) {
 }
 
 TEST(NefiParametricShapes, GradientsMatchFiniteDifferences) {
-  for (const std::string family : {"blobs", "ellipses", "stars"})
-    for (int d = family == "stars" ? 2 : 1; d <= 3; ++d) {
+  for (const std::string family : {"blobs", "ellipses", "stars", "polygons"})
+    for (int d = family == "stars" || family == "polygons" ? 2 : 1;
+         d <= (family == "polygons" ? 2 : 3); ++d) {
       fk::Generator gen(40 + d);
-      // Stars: degrees 3..5 with their gates part open (their gradient is scaled).
-      const std::vector<double> gates =
-          family == "stars" ? std::vector<double>{1.0, 0.6, 0.3} : std::vector<double>{};
-      const int P = nefi::parametric_shape_size(d, gates.empty() ? 0 : 5);  // L = 5
+      // Stars: degrees 3..5 with their gates part open (their gradient is
+      // scaled); polygons: 5 vertices, the outline's gate part open.
+      const bool stars = family == "stars", polygons = family == "polygons";
+      const std::vector<double> gates = stars      ? std::vector<double>{1.0, 0.6, 0.3}
+                                        : polygons ? std::vector<double>{0.7}
+                                                   : std::vector<double>{};
+      const int P = nefi::parametric_shape_size(d, stars ? 5 : 0, polygons ? 5 : 0);  // L = 5
       const fk::Tensor coords = fk::uniform({6, d}, -1, 1, {fk::DType::F64}, &gen);
       std::vector<double> sv =
           fk::uniform({2, 2, P}, -0.6, 0.6, {fk::DType::F64}, &gen).to_vector<double>();
@@ -119,6 +125,58 @@ TEST(NefiParametricShapes, AStarsEdgeFollowsItsHarmonics) {
           b, "ellipses", 0.05)
           .to_vector<double>();
   for (int i = 0; i < 5; ++i) EXPECT_NEAR(shut[i], ellipse[i], 1e-14) << i;
+}
+
+// A polygon of 4 vertices at log radii c: its edge (g = 1/2) runs straight
+// from vertex to vertex, at every point between them; with its gate shut it
+// is the ellipse of the same M, and at a half-open gate its radius along a
+// direction is the ellipse's times (the polygon's / the ellipse's)^(1/2).
+TEST(NefiParametricShapes, APolygonsEdgeIsStraightBetweenItsVertices) {
+  const double r = 0.4, cx = 0.1, cy = -0.05;
+  const std::vector<double> c = {0.1, -0.2, 0.3, 0.0};
+  std::vector<double> shape = {std::asinh(2.0), cx, cy, 1 / r, 0, 0, 1 / r};
+  shape.insert(shape.end(), c.begin(), c.end());
+  std::vector<double> pts, half_pts;
+  for (int j = 0; j < 4; ++j) {
+    const double a0 = j * M_PI / 2, a1 = (j + 1) * M_PI / 2;
+    const double x0 = r * std::exp(c[j]) * std::cos(a0), y0 = r * std::exp(c[j]) * std::sin(a0);
+    const double x1 = r * std::exp(c[(j + 1) % 4]) * std::cos(a1);
+    const double y1 = r * std::exp(c[(j + 1) % 4]) * std::sin(a1);
+    for (double t : {0.0, 0.3, 0.8}) {
+      const double x = (1 - t) * x0 + t * x1, y = (1 - t) * y0 + t * y1;
+      pts.push_back(cx + x);
+      pts.push_back(cy + y);
+      const double scale = std::pow(std::hypot(x, y) / r, 0.5);  // gate 1/2: exp(h / 2)
+      half_pts.push_back(cx + r * scale * x / std::hypot(x, y));
+      half_pts.push_back(cy + r * scale * y / std::hypot(x, y));
+    }
+  }
+  const fk::Tensor s = fk::from_vector(shape, {1, 1, 11});
+  const fk::Tensor b = fk::from_vector(std::vector<double>{0.5}, {1});
+  const auto at = [&](const std::vector<double>& p, double gate) {
+    return nefi::parametric_shapes(fk::from_vector(p, {12, 2}), s, b, "polygons", 0.05, {gate})
+        .to_vector<double>();
+  };
+  for (double v : at(pts, 1.0)) EXPECT_NEAR(v, 0.5 + 1.0, 1e-9);
+  for (double v : at(half_pts, 0.5)) EXPECT_NEAR(v, 0.5 + 1.0, 1e-9);
+  const fk::Tensor ellipse_shape =
+      fk::from_vector(std::vector<double>(shape.begin(), shape.begin() + 7), {1, 1, 7});
+  const auto shut = at(pts, 0.0);
+  const auto ellipse =
+      nefi::parametric_shapes(fk::from_vector(pts, {12, 2}), ellipse_shape, b, "ellipses", 0.05)
+          .to_vector<double>();
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(shut[i], ellipse[i], 1e-14) << i;
+  // A diverged shape gives NaN, reading no sector.
+  const double nan_u[2] = {std::nan(""), 0.5}, c4[4] = {0, 0, 0, 0};
+  int vertex = -1;
+  double dh_du[2], dh_dc[2];
+  EXPECT_TRUE(std::isnan(nefi::polygon_log_radius(4, nan_u, c4, dh_du, &vertex, dh_dc)));
+  EXPECT_EQ(vertex, 0);
+  // The start: the regular polygon of the unit circle's area.
+  for (int v : {3, 6, 16}) {
+    const double r = std::exp(nefi::polygon_start_log_radius(v));
+    EXPECT_NEAR(0.5 * v * r * r * std::sin(2 * M_PI / v), M_PI, 1e-12) << v;
+  }
 }
 
 // Over several of its point chunks the backward (ellipses, stars) gives the same bits at one
@@ -215,7 +273,16 @@ TEST(NefiParametricField, RefusesBadConfigurationsByName) {
     cfg.eps_end = eps_end;
     return fk::test::error_of([&] { nefi::ParametricField(shape, one_head(), cfg); });
   };
-  EXPECT_NE(with("squares", 4, 0.02, {8}).find("family blobs, ellipses or stars"),
+  EXPECT_NE(with("squares", 4, 0.02, {8}).find("family blobs, ellipses, stars or polygons"),
+            std::string::npos);
+  EXPECT_NE(with("polygons", 4, 0.02, {8, 8, 8}).find("polygons on a 2-D domain"),
+            std::string::npos);
+  nefi::ParametricConfig two;
+  two.family = "polygons";
+  two.vertices = 2;
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::ParametricField({8, 8}, one_head(), two);
+            }).find("polygons of 3 to 16 vertices, got 2"),
             std::string::npos);
   EXPECT_NE(with("stars", 4, 0.02, {8}).find("stars on a 2- or 3-D domain"), std::string::npos);
   nefi::ParametricConfig many;
@@ -230,7 +297,24 @@ TEST(NefiParametricField, RefusesBadConfigurationsByName) {
   EXPECT_NE(fk::test::error_of([&] {
               nefi::parametric_shapes(pts, fk::zeros({1, 1, 7}, {fk::DType::F64}), b1, "ellipses",
                                       0.1, {1.0});
-            }).find("degree gates for stars only"),
+            }).find("degree gates for stars and polygons only"),
+            std::string::npos);
+  // polygons: one gate, coordinates in 2-D.
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(pts, fk::zeros({1, 1, 12}, {fk::DType::F64}), b1, "polygons",
+                                      0.1, {1.0, 1.0});
+            }).find("polygons with one outline gate in [0, 1], got 2 gates"),
+            std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(fk::zeros({3, 3}, {fk::DType::F64}),
+                                      fk::zeros({1, 1, 12}, {fk::DType::F64}), b1, "polygons", 0.1,
+                                      {1.0});
+            }).find("coordinates (N, 2) for polygons"),
+            std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] {
+              nefi::parametric_shapes(pts, fk::zeros({1, 1, 7}, {fk::DType::F64}), b1, "polygons",
+                                      0.1, {1.0});
+            }).find("polygons' shapes (C, K, 7 + V) with V in 3..16, got [1, 1, 7]"),
             std::string::npos);
   EXPECT_NE(fk::test::error_of([&] {
               nefi::parametric_shapes(pts, fk::zeros({1, 1, 7}, {fk::DType::F64}), b1, "stars", 0.1,
