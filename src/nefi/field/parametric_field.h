@@ -1,8 +1,9 @@
 #pragma once
 // ParametricField: each raw channel a background plus K shapes, then the
 // heads (the reference's parametric field, families gaussian_blobs and
-// ellipses, and its star-shape and polygon fields). Shape k of channel c has an amplitude a, a centre m and a
-// d x d matrix M; at a point x (normalised coordinates, (-1, 1) per axis)
+// ellipses, and its star-shape and polygon fields). Shape k of channel c
+// has an amplitude a, a centre m and a d x d matrix M; at a point x
+// (normalised coordinates, (-1, 1) per axis)
 //   q = |(x - m) M|^2          (M M^T is the shape's inverse covariance:
 //                               rotated and stretched in any direction)
 //   blobs     g = exp(-q / 2)
@@ -40,11 +41,12 @@
 // parameter, and a coarse stage sees the same shapes.
 //   init     b at the heads' initial value and every alpha 0 (the field
 //            starts at that value); polygons' vertices at the regular
-//            polygon of the circle's area (polygon_start_log_radius); M = I / r, r half the spacing of a
-//            ceil(K^(1/d))-per-axis lattice; the centres in distinct cells
-//            of that lattice (a seeded choice, jittered by a quarter cell),
-//            or, given a start map for the channel (start_at_extrema), at
-//            the strongest local extrema of the map (smoothed, when sparse,
+//            polygon of the circle's area (polygon_start_log_radius);
+//            M = I / r, r half the spacing of a ceil(K^(1/d))-per-axis
+//            lattice; the centres in distinct cells of that lattice (a
+//            seeded choice, jittered by a quarter cell), or, given a start
+//            map for the channel (start_at_extrema), at the strongest local
+//            extrema of the map (smoothed, when sparse,
 //            by a gaussian as wide as the spacing of its nonzero cells) of
 //            the strongest one's sign, and of the other sign from half its
 //            strength where the cells keeping half the extremum's value stay
