@@ -43,7 +43,8 @@ std::optional<double> finite_number(const std::string& text) {
 }
 
 // advection_diffusion: --times, --velocity (a number or an .npy per axis),
-// --diffusivity, --boundary, --unknown, the sensors as --pattern.
+// --diffusivity, --boundary, --unknown (with diffusivity: --release and
+// --release-is), the sensors as --pattern.
 OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape) {
   AdvectionDiffusionOptions o;
   FK_CHECK(!r.times.empty(), "--times", "the observation times for advection_diffusion", "none");
@@ -66,6 +67,14 @@ OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape)
   for (const std::string& b : split(r.boundary, "--boundary"))
     o.boundary.push_back(parse_transport_boundary(b));
   o.unknown = parse_transport_unknown(r.unknown);
+  FK_CHECK(r.release.empty() || o.unknown == TransportUnknown::kDiffusivity, "--release",
+           "--unknown diffusivity", "--unknown " + r.unknown);
+  if (!r.release.empty()) o.release = fk::read_npy(r.release);
+  FK_CHECK(r.release_is == "initial" || r.release_is == "source", "--release-is",
+           "initial or source", "'" + r.release_is + "'");
+  FK_CHECK(r.release_is == "initial" || o.unknown == TransportUnknown::kDiffusivity, "--release-is",
+           "--unknown diffusivity", "--unknown " + r.unknown);
+  o.release_is_source = r.release_is == "source";
   o.scheme = parse_transport_scheme(r.scheme);
   if (!r.pattern.empty()) o.sensors = fk::read_npy(r.pattern);
   o.courant = r.courant;
@@ -108,8 +117,14 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
                   "near 0 in a converging or reversing flow use upwind) | upwind (monotone, "
                   "first order) (lax_wendroff)");
   sub->add_option("--unknown", r.unknown,
-                  "advection_diffusion: the field is the initial release or a source rate "
-                  "(initial | source)");
+                  "advection_diffusion: the field is the initial release, a source rate, or the "
+                  "diffusivity map with the release given (initial | source | diffusivity)");
+  sub->add_option("--release", r.release,
+                  "advection_diffusion --unknown diffusivity: the known release (.npy, the "
+                  "field's shape); give the fit a bounded prior, e.g. \"bounded(0, 0.02) + tv\"");
+  sub->add_option("--release-is", r.release_is,
+                  "advection_diffusion --unknown diffusivity: the release is the initial "
+                  "concentration or a source rate (initial | source)");
 }
 
 std::vector<int64_t> parse_list(const std::string& s, const char* flag) {

@@ -20,6 +20,7 @@ struct OperatorRequest {
   bool centered = false, periodic = false;
   // advection_diffusion
   std::string times, velocity, boundary = "closed", unknown = "initial", scheme = "lax_wendroff";
+  std::string release, release_is = "initial";  // --unknown diffusivity: the known release
   double diffusivity = 0, courant = 0.9;
 };
 

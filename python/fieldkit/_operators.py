@@ -146,7 +146,8 @@ def radon(shape, n_views=16, angle_range=np.pi, det_per_pixel=1):
 
 
 def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="initial",
-                        boundary="closed", sensors=None, courant=0.9, scheme="lax_wendroff"):
+                        boundary="closed", sensors=None, courant=0.9, scheme="lax_wendroff",
+                        release=None, release_is="initial"):
     """A tracer (a pollutant, a dye) carried by a known flow ``velocity`` and
     spreading with ``diffusivity``: c_t + div(v c) = D lap(c) + s on
     from_forward's domain (cells of 1 / max(shape), so the longest side is
@@ -165,7 +166,19 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     is a cell or two wide; with D near 0 in a per-cell flow that converges
     or reverses, grid-scale waves can grow slowly) or "upwind" (first order,
     never negative for a non-negative release and stable whatever the flow,
-    but it spreads the tracer by about |v| h / 2 more than D does)."""
+    but it spreads the tracer by about |v| h / 2 more than D does).
+
+    ``unknown="diffusivity"``: the field is instead the diffusivity map D(x)
+    >= 0, one value per cell (``diffusivity`` left at 0), and the release
+    is given: ``release``, an array of the grid's shape, an initial
+    concentration (``release_is="initial"``) or a source rate
+    (``release_is="source"``). D lap(c) becomes div(D grad c), each face's D
+    the harmonic mean of its two cells' (a cell of D = 0 blocks the flux
+    through it); nonlinear in D, each call steps as many substeps as D's
+    largest value needs, and the gradient runs the same steps' transposes
+    backward. Give the fit a bounded prior ("bounded(0, D_max) + tv"): with
+    "positive" the start's search of constants tries D up to 1e4, whose
+    explicit substeps are many."""
     shape = tuple(int(s) for s in shape)
     if velocity is None:
         velocity = []
@@ -180,9 +193,17 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     if sensors is not None:
         sensors = np.ascontiguousarray(sensors, dtype=np.float64)
     times = [float(t) for t in np.atleast_1d(times)]
+    if release_is not in ("initial", "source"):
+        raise Error(f"advection_diffusion: expected release_is 'initial' or 'source', got "
+                    f"{release_is!r}")
+    if release is not None:
+        if np.iscomplexobj(release):
+            raise Error("advection_diffusion: expected a real release, got complex values")
+        release = np.ascontiguousarray(release, dtype=np.float64)
     return Operator(_nefi.advection_diffusion_operator(
         list(shape), times, [np.ascontiguousarray(v) for v in velocity], float(diffusivity),
-        str(unknown), [str(b) for b in boundary], sensors, float(courant), str(scheme)), shape)
+        str(unknown), [str(b) for b in boundary], sensors, float(courant), str(scheme),
+        release, release_is == "source"), shape)
 
 
 def stack(parts, shape=None):

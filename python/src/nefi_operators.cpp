@@ -150,7 +150,8 @@ void bind_nefi_operators(nb::module_& m) {
       [](const std::vector<int64_t>& shape, const std::vector<double>& times,
          const std::vector<nb::ndarray<nb::ro>>& velocity, double diffusivity,
          const std::string& unknown, const std::vector<std::string>& boundary,
-         std::optional<nb::ndarray<nb::ro>> sensors, double courant, const std::string& scheme) {
+         std::optional<nb::ndarray<nb::ro>> sensors, double courant, const std::string& scheme,
+         std::optional<nb::ndarray<nb::ro>> release, bool release_is_source) {
         nefi::AdvectionDiffusionOptions o;
         for (const auto& v : velocity) o.velocity.push_back(f64(v));
         o.diffusivity = diffusivity;
@@ -162,11 +163,14 @@ void bind_nefi_operators(nb::module_& m) {
         if (sensors) o.sensors = f64(*sensors);
         o.courant = courant;
         o.scheme = nefi::parse_transport_scheme(scheme);
+        if (release) o.release = f64(*release);
+        o.release_is_source = release_is_source;
         return held(std::make_shared<nefi::AdvectionDiffusionOperator>(isotropic(shape), o));
       },
       nb::arg("shape"), nb::arg("times"), nb::arg("velocity"), nb::arg("diffusivity"),
       nb::arg("unknown"), nb::arg("boundary"), nb::arg("sensors").none(), nb::arg("courant"),
-      nb::arg("scheme"));
+      nb::arg("scheme"), nb::arg("release").none() = nb::none(),
+      nb::arg("release_is_source") = false);
   m.def(
       "beer_lambert_operator",
       [](const NativeOperator& path, double i0) {

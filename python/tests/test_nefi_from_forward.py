@@ -158,6 +158,35 @@ def test_an_exception_inside_the_solve_names_the_model():
         p.solve()
 
 
+def test_the_start_skips_constants_the_model_refuses():
+    # A nonlinear model that raises past 10 (as the diffusivity operator
+    # refuses a D whose explicit steps are too many): the start's search of
+    # constants skips those and fits; one that refuses every constant field
+    # reports its own error, not "none finite".
+    a, gt, y = blur_problem(32)
+
+    def limited(x):
+        if np.abs(x).max() > 10:
+            raise ValueError("beyond the model's range")
+        return a @ np.tanh(x)
+
+    def limited_vjp(x, g):
+        return (1 - np.tanh(x) ** 2) * (a.T @ g)
+
+    data = limited(gt)
+    r = nefi.from_forward(limited, data, vjp=limited_vjp, prior="positive", noise=1e-3,
+                          budget="50").solve()
+    assert np.isfinite(r["reconstruction"]).all()
+
+    def constant_averse(x):  # (zeros pass: the wrapper's first probe)
+        if np.ptp(x) == 0 and x.flat[0] != 0:
+            raise ValueError("a flat field")
+        return a @ x
+
+    with pytest.raises(fieldkit.Error, match="a flat field"):
+        nefi.from_forward(constant_averse, data, vjp=lambda x, g: a.T @ g, prior="positive")
+
+
 def test_hash_grid_and_grid_representations():
     # The multiresolution hash grid (Instant-NGP's encoding + a small MLP) on
     # the 1-D blur: with the smooth prior it beats the MLP field by ~10 dB here.

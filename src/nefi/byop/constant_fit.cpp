@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "fk/autograd.h"
@@ -110,12 +111,29 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
       }
     }
   }
-  // Trials whose output is not finite (exp(-A x) at x = -1000) are skipped.
+  // Trials whose output is not finite (exp(-A x) at x = -1000), or that the
+  // model refuses (a diffusivity of 1e4 would take more explicit substeps
+  // than it allows), are skipped; a model that refuses every trial throws
+  // its own error.
+  std::string refused;
+  std::exception_ptr refusal;
+  bool answered = false;
+  auto trial_misfit = [&](const std::vector<double>& c) {
+    try {
+      const double m = misfit_at(op, k, d, c);
+      answered = true;
+      return m;
+    } catch (const fk::Error& e) {
+      refused = e.what();
+      refusal = std::current_exception();
+      return std::numeric_limits<double>::infinity();
+    }
+  };
   ConstantFit fit;
   for (size_t i = 0; i < names.size(); ++i)
     fit.c.push_back(priors[i].mass ? conserved_constant(priors[i], k, i)
                                    : neutral_constant(priors[i]));
-  fit.misfit = misfit_at(op, k, d, fit.c);
+  fit.misfit = trial_misfit(fit.c);
   size_t tried = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     if (priors[i].mass) continue;
@@ -123,17 +141,20 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
       std::vector<double> trial = fit.c;
       trial[i] = c;
       ++tried;
-      if (const double m = misfit_at(op, k, d, trial); m < fit.misfit) {
+      if (const double m = trial_misfit(trial); m < fit.misfit) {
         fit.c = trial;
         fit.misfit = m;
       }
     }
   }
+  if (!answered && refusal) std::rethrow_exception(refusal);
   std::string at;
   for (size_t i = 0; i < names.size(); ++i)
     at += (i ? ", " : "") + names[i] + " = " + fmt::format("{:.4g}", fit.c[i]);
   FK_CHECK(std::isfinite(fit.misfit), "forward model '" + model + "'",
-           "finite outputs on some constant field", "none finite (last tried " + at + ")");
+           "finite outputs on some constant field",
+           "none finite (last tried " + at + ")" +
+               (refused.empty() ? "" : "; the last it refused: " + refused));
   fit.how = tried == 0 ? "the conserved total over the field's cells"
                        : "search over " + std::to_string(tried) + " constants" +
                              (names.size() > 1 ? " (one field at a time)" : "");

@@ -7,7 +7,13 @@
 // the cells where a sensor mask is > 0, (K, m) in C order. The unknown field
 // is the release: the initial concentration c(0) (s = 0), or a source rate s
 // emitting from t = 0 on (c(0) = 0). Either way y is linear in the field
-// (homogeneity 1), which is what source identification inverts.
+// (homogeneity 1), which is what source identification inverts. Or the
+// unknown is the diffusivity map D(x) >= 0 (one value per cell, the release
+// given): D lap(c) becomes div(D grad c), each face's D the harmonic mean of
+// its two cells' (a flux through two cells in series, so a cell of D = 0
+// blocks it), and y is nonlinear in D; each apply steps a stencil built
+// for the field's D, its substeps set by D's largest value, and the gradient
+// runs the same steps' transposes backward (transport_steps.h).
 //
 // Finite volumes: each face between two cells carries an advective flux (v_f
 // the mean of the two cells' velocities, positive toward the higher index)
@@ -69,7 +75,11 @@
 
 namespace nefi {
 
-enum class TransportUnknown { kInitial, kSource };
+namespace transport {
+struct Plan;
+}  // namespace transport
+
+enum class TransportUnknown { kInitial, kSource, kDiffusivity };
 enum class TransportBoundary { kClosed, kOpen, kPeriodic };
 enum class TransportScheme { kUpwind, kLaxWendroff };
 
@@ -77,7 +87,11 @@ struct AdvectionDiffusionOptions {
   // One per axis: the grid's shape (a velocity per cell centre) or a single
   // value (a uniform flow); empty: no flow. Domain units per unit time.
   std::vector<fk::Tensor> velocity;
-  double diffusivity = 0;  // D >= 0 (domain units^2 per unit time)
+  double diffusivity = 0;  // D >= 0 (domain units^2 per unit time); 0 with kDiffusivity
+  // kDiffusivity: the known release (the grid's shape), an initial
+  // concentration or (release_is_source) a source rate from t = 0 on.
+  fk::Tensor release;
+  bool release_is_source = false;
   std::vector<double> times{0.25, 0.5, 0.75, 1.0};
   TransportUnknown unknown = TransportUnknown::kInitial;
   // One for every axis, or one per axis.
@@ -106,16 +120,20 @@ class AdvectionDiffusionOperator : public Operator {
   // non-finite; D < 0 or not finite; no times, times not increasing and > 0;
   // a boundary list not of size 1 or one per axis; a sensor mask of another
   // shape, complex, non-finite or with no cell > 0; courant outside (0, 1];
-  // more than kMaxTransportSubsteps substeps. apply throws on a field whose
-  // trailing dims are not the grid, not f32/f64, or not on the CPU;
-  // output_shape and at_resolution on another grid where the flow or the
-  // sensors are per cell, or one of another axis count.
+  // more than kMaxTransportSubsteps substeps; for kDiffusivity, a release
+  // missing, of another shape, complex or non-finite, or a diffusivity
+  // option other than 0 (and for the others a release given). apply throws
+  // on a field whose trailing dims are not the grid (kDiffusivity: not
+  // exactly the grid), not f32/f64, or not on the CPU, and (kDiffusivity) on
+  // a negative or non-finite D; output_shape and at_resolution on another
+  // grid where the flow, the sensors or the release are per cell, or one of
+  // another axis count.
   AdvectionDiffusionOperator(Domain domain, AdvectionDiffusionOptions options);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  std::optional<double> homogeneity() const override { return 1.0; }
-  bool batchable() const override { return true; }
+  std::optional<double> homogeneity() const override;  // 1; none for kDiffusivity
+  bool batchable() const override;                     // not for kDiffusivity
   std::string host_only_reason() const override;
   std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }
@@ -137,20 +155,21 @@ class AdvectionDiffusionOperator : public Operator {
   // Observed values per time: the sensors' count, or the grid's cells.
   int64_t observed() const;
 
-  // Forward and its exact transpose on f64 rows: x (rows, cells) ->
-  // y (rows, K observed), and g (rows, K observed) -> (rows, cells). Throw
-  // on a size that is not that.
+  // Forward and its exact transpose on f64 rows of releases: x (rows,
+  // cells) -> y (rows, K observed), and g (rows, K observed) -> (rows,
+  // cells). Throw on a size that is not that, or for kDiffusivity.
   std::vector<double> forward_rows(const std::vector<double>& x, int64_t rows) const;
   std::vector<double> adjoint_rows(const std::vector<double>& g, int64_t rows) const;
 
  private:
-  struct Plan;  // the factors, their transposes, the schedule and the sensors
+  // The factors, their transposes, the schedule and the sensors
+  // (kDiffusivity: for the diffusivity option's D = 0, and the release).
   // Refuses `shape` unless it is the grid, or has its axis count with a
   // uniform flow and no sensors (then the stencil is rebuilt there).
   void check_grid(const fk::Dims& shape, const char* who) const;
   Domain domain_;
   AdvectionDiffusionOptions options_;
-  std::shared_ptr<const Plan> plan_;  // shared by copies and autograd nodes
+  std::shared_ptr<const transport::Plan> plan_;  // shared by copies and autograd nodes
 };
 
 }  // namespace nefi

@@ -201,10 +201,12 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "if its path is"},
       {"advection_diffusion",
        "a tracer carried by a known flow and spreading by diffusion, released at t = 0 or "
-       "emitted by a source, seen over the grid or at sensors",
-       "the stencil's exact transpose stepped backward (no states saved)",
-       "yes",
-       "1",
+       "emitted by a source, seen over the grid or at sensors; or, the release given, its "
+       "diffusivity map",
+       "the stencil's exact transpose stepped backward (a release: no states saved; the "
+       "diffusivity: states recomputed from checkpoints)",
+       "for a release",
+       "1 for a release, none for the diffusivity",
        {},
        "no"},
       {"function",

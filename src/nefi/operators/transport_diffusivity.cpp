@@ -1,0 +1,186 @@
+// The advection-diffusion operator with the diffusivity map as the unknown
+// (transport_steps.h): the forward steps a plan built for the field's D, and
+// the gradient runs the steps' transposes backward, taking at each factor the
+// derivative of its diffusive face fluxes in the faces' diffusivities.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fk/error.h"
+#include "fk/parallel.h"
+#include "nefi/operators/transport_steps.h"
+
+namespace nefi::transport {
+namespace {
+
+constexpr const char* kWhere = "nefi::AdvectionDiffusionOperator (diffusivity)";
+
+Plan plan_for(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
+              const std::vector<double>& D) {
+  FK_CHECK(std::ssize(D) == base.cells, kWhere, std::to_string(base.cells) + " cells' diffusivity",
+           std::to_string(D.size()) + " values");
+  for (size_t i = 0; i < D.size(); ++i)
+    FK_CHECK(std::isfinite(D[i]) && D[i] >= 0, kWhere, "a diffusivity >= 0 in every cell",
+             fmt::format("{:g} at cell {}", D[i], i));
+  Plan p;
+  p.flow = base.flow;
+  p.sensors = base.sensors;
+  p.source = base.source;
+  p.release = base.release;
+  p.cells = base.cells;
+  build_steps(p, domain, D, o);
+  return p;
+}
+
+// Steps c through substeps [s0, s1) of interval k (step0: the global index
+// of its first substep); before each factor, visit(s, j, c) with the
+// factor's input (j its place in the substep).
+template <typename Visit>
+void step_range(const Plan& p, const StepWeights& M, int64_t k, int64_t step0, int64_t s0,
+                int64_t s1, std::vector<double>& c, std::vector<double>& next, Visit&& visit) {
+  const size_t nf = p.factors.size();
+  for (int64_t s = s0; s < s1; ++s)
+    for (size_t j = 0; j < nf; ++j) {
+      visit(s, j, c);
+      const size_t f = factor_at(step0 + s, j, nf);
+      euler_step(M.matrix(f), M.at(f), p.tau[k], 1, c.data(),
+                 p.source && j + 1 == nf ? p.release.data() : nullptr, next.data());
+      c.swap(next);
+    }
+}
+
+// Runs the whole schedule; after each interval observe(k, c).
+template <typename Observe>
+void run(const Plan& p, Observe&& observe) {
+  const int64_t n = p.cells;
+  std::vector<double> c = p.source ? std::vector<double>(n, 0.0) : p.release, next(n);
+  StepWeights M(p.factors, false);
+  for (int64_t k = 0, step = 0; k < std::ssize(p.tau); step += p.substeps[k], ++k) {
+    M.set(p.tau[k]);
+    step_range(p, M, k, step, 0, p.substeps[k], c, next,
+               [](int64_t, size_t, const std::vector<double>&) {});
+    observe(k, c);
+  }
+}
+
+}  // namespace
+
+std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
+                                        const AdvectionDiffusionOptions& o,
+                                        const std::vector<double>& D) {
+  const Plan p = plan_for(base, domain, o, D);
+  const int64_t m = p.observed();
+  std::vector<double> y(static_cast<size_t>(std::ssize(p.tau) * m));
+  run(p, [&](int64_t k, const std::vector<double>& c) {
+    for (int64_t q = 0; q < m; ++q) y[k * m + q] = c[p.sensors.empty() ? q : p.sensors[q]];
+  });
+  return y;
+}
+
+std::vector<double> diffusivity_gradient(const Plan& base, const Domain& domain,
+                                         const AdvectionDiffusionOptions& o,
+                                         const std::vector<double>& D,
+                                         const std::vector<double>& g) {
+  const Plan p = plan_for(base, domain, o, D);
+  const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
+  FK_CHECK(std::ssize(g) == K * m, kWhere, std::to_string(K * m) + " observed values' gradient",
+           std::to_string(g.size()) + " values");
+  // The state at the start of every interval.
+  std::vector<std::vector<double>> start(static_cast<size_t>(K));
+  start[0] = p.source ? std::vector<double>(n, 0.0) : p.release;
+  run(p, [&](int64_t k, const std::vector<double>& c) {
+    if (k + 1 < K) start[k + 1] = c;
+  });
+  const fk::Dims& shape = domain.shape();
+  const int nd = shape.size();
+  const std::vector<double> h = domain.spacing();
+  // Every face (i, j) per axis, and d<lam', c'>/dD_face summed over the
+  // factor applications: a factor's face along axis a adds tau D_f / h_a^2
+  // (c_j - c_i) to c'_i and takes it from c'_j, at its input c.
+  struct Face {
+    int64_t i, j;
+  };
+  std::vector<std::vector<Face>> faces(nd);
+  std::vector<std::vector<double>> dface(nd);
+  for (int a = 0; a < nd; ++a) {
+    int64_t stride = 1;
+    for (int b = a + 1; b < nd; ++b) stride *= shape[b];
+    const TransportBoundary bound = o.boundary.size() == 1 ? o.boundary[0] : o.boundary[a];
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t j = upper_neighbour(i, (i / stride) % shape[a], shape[a], stride, bound);
+      if (j >= 0) faces[a].push_back({i, j});
+    }
+    dface[a].assign(faces[a].size(), 0.0);
+  }
+  auto face_terms = [&](int axis, double tau, const std::vector<double>& c,
+                        const std::vector<double>& lam) {
+    for (int a = 0; a < nd; ++a) {
+      if (axis >= 0 && a != axis) continue;
+      const double w = tau / (h[a] * h[a]);
+      const std::vector<Face>& F = faces[a];
+      double* G = dface[a].data();
+      fk::parallel_for(0, std::ssize(F), 4096, [&](int64_t lo, int64_t hi) {
+        for (int64_t f = lo; f < hi; ++f) {
+          const int64_t i = F[f].i, j = F[f].j;
+          G[f] += w * (c[j] - c[i]) * (lam[i] - lam[j]);
+        }
+      });
+    }
+  };
+  StepWeights M(p.factors, false), Mt(p.factors, true);
+  const size_t nf = p.factors.size();
+  int64_t step_end = 0;
+  for (int64_t s : p.substeps) step_end += s;
+  std::vector<double> lam(static_cast<size_t>(n), 0.0), next(static_cast<size_t>(n)), c;
+  // Within an interval of S substeps: a state every ceil(sqrt(S)) substeps,
+  // then each such run's factor inputs recomputed, last run first: memory
+  // about 3 sqrt(S) states, the forward stepped twice.
+  std::vector<std::vector<double>> marks, inputs;
+  for (int64_t k = K - 1; k >= 0; --k) {
+    for (int64_t q = 0; q < m; ++q) lam[p.sensors.empty() ? q : p.sensors[q]] += g[k * m + q];
+    const int64_t S = p.substeps[k], step0 = step_end - S;
+    const int64_t run_len = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(S))));
+    M.set(p.tau[k]);
+    Mt.set(p.tau[k]);
+    marks.clear();
+    c = start[k];
+    for (int64_t s0 = 0; s0 < S; s0 += run_len) {
+      marks.push_back(c);
+      step_range(p, M, k, step0, s0, std::min(S, s0 + run_len), c, next,
+                 [](int64_t, size_t, const std::vector<double>&) {});
+    }
+    for (int64_t r = std::ssize(marks) - 1; r >= 0; --r) {
+      const int64_t s0 = r * run_len, s1 = std::min(S, s0 + run_len);
+      inputs.resize(static_cast<size_t>(s1 - s0) * nf);
+      c = marks[r];
+      step_range(p, M, k, step0, s0, s1, c, next,
+                 [&](int64_t s, size_t j, const std::vector<double>& in) {
+                   inputs[(s - s0) * nf + j] = in;
+                 });
+      for (int64_t s = s1 - 1; s >= s0; --s)
+        for (size_t j = nf; j-- > 0;) {
+          const size_t f = factor_at(step0 + s, j, nf);
+          face_terms(p.factors[f].axis, p.tau[k], inputs[(s - s0) * nf + j], lam);
+          euler_step(Mt.matrix(f), Mt.at(f), p.tau[k], 1, lam.data(), nullptr, next.data());
+          lam.swap(next);
+        }
+    }
+    step_end = step0;
+  }
+  // Each face's sum through the harmonic mean to its two cells.
+  std::vector<double> dD(static_cast<size_t>(n), 0.0);
+  for (int a = 0; a < nd; ++a)
+    for (size_t f = 0; f < faces[a].size(); ++f) {
+      const int64_t i = faces[a][f].i, j = faces[a][f].j;
+      double da = 0, db = 0;
+      face_diffusivity(D[i], D[j], &da, &db);
+      dD[i] += dface[a][f] * da;
+      dD[j] += dface[a][f] * db;
+    }
+  return dD;
+}
+
+}  // namespace nefi::transport

@@ -1,0 +1,121 @@
+#pragma once
+// The explicit steps behind AdvectionDiffusionOperator (advection_diffusion.h),
+// shared by its two kinds of unknown (a release, or the diffusivity map): each
+// split factor's stencil assembled for a diffusivity per cell (a face takes
+// the harmonic mean of its two cells'), the substep schedule, and the Euler
+// step over blocks of interleaved states.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "nefi/domain.h"
+#include "nefi/operators/advection_diffusion.h"
+#include "nefi/operators/sparse_rows.h"
+
+namespace nefi::transport {
+
+// Velocity component a at cell i: one value per cell, or one for all.
+struct Flow {
+  std::vector<std::vector<double>> v;  // per axis; empty: no flow
+  double at(int a, int64_t i) const {
+    if (v.empty()) return 0;
+    return v[a].size() == 1 ? v[a][0] : v[a][static_cast<size_t>(i)];
+  }
+};
+
+// One factor of a substep, c <- c + tau (A + tau T) c: the stencil A, its
+// transpose, (Lax-Wendroff) T's weights on their patterns, and the axis whose
+// faces it holds (-1: every axis).
+struct Factor {
+  SparseRows L, Lt;
+  std::vector<double> per_tau, per_tau_t;
+  int axis = -1;
+};
+
+// The factors of a substep (upwind one for all axes, Lax-Wendroff one per
+// axis, stepped in order on even substeps and in reverse on odd ones) and
+// the schedule of substeps per observation interval.
+struct Plan {
+  Flow flow;
+  std::vector<Factor> factors;
+  double stable_tau = 0;  // the substep bound, courant included
+  std::vector<int64_t> substeps;
+  std::vector<double> tau;
+  std::vector<int64_t> sensors;  // flat cells observed; empty: all
+  bool source = false;           // the release is a source rate (else c(0))
+  std::vector<double> release;   // the diffusivity unknown's known release (cells)
+  int64_t cells = 0;
+  int64_t observed() const { return sensors.empty() ? cells : std::ssize(sensors); }
+};
+
+// The diffusivity on the face between cells of diffusivity a and b: their
+// harmonic mean 2ab / (a + b) (a flux through two cells in series; 0 when
+// either is), exactly a when a == b. d_da / d_db: its derivatives (1/2 each
+// at a = b, 0 included).
+double face_diffusivity(double a, double b, double* d_da = nullptr, double* d_db = nullptr);
+
+// The cell above cell i (its index k along axis a of na cells, stride the
+// axis's) across a face, wrapping on a periodic axis; -1 at a box face.
+int64_t upper_neighbour(int64_t i, int64_t k, int64_t na, int64_t stride, TransportBoundary b);
+
+// Fills plan's factors and schedule for diffusivity D (one value, or one per
+// cell, >= 0) from the flow, boundaries, scheme, courant and times of o;
+// throws fk::Error past kMaxTransportSubsteps.
+void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
+                 const AdvectionDiffusionOptions& o);
+
+// The diffusivity unknown (transport_diffusivity.cpp): the observations, K
+// times observed() values, of base's release stepped with the diffusivity map
+// D (cells, >= 0; each apply steps a plan built for D: its substeps follow
+// D's largest value); and the gradient in D of <g, those observations>,
+// through the steps' exact transposes and each face's harmonic mean (the
+// substep count held fixed; memory: a state per interval, and within an
+// interval of S substeps one every ceil(sqrt(S)) and one run's factor
+// inputs, about 3 sqrt(S) states).
+std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
+                                        const AdvectionDiffusionOptions& o,
+                                        const std::vector<double>& D);
+std::vector<double> diffusivity_gradient(const Plan& base, const Domain& domain,
+                                         const AdvectionDiffusionOptions& o,
+                                         const std::vector<double>& D,
+                                         const std::vector<double>& g);
+
+// Batch rows stepped together (interleaved: cell i of row b at i B + b).
+constexpr int64_t kBlock = 8;
+
+// out = c + tau (M c + s) for B <= kBlock interleaved states (s may be null),
+// with M's pattern and the weights w.
+void euler_step(const SparseRows& M, const double* w, double tau, int64_t B, const double* c,
+                const double* s, double* out);
+
+// B rows of x (each n long) into `to`, interleaved.
+void interleave(const double* x, int64_t n, int64_t B, double* to);
+
+// Each factor's weights for substeps of tau: A's plus tau T's where T is
+// given (a copy set per interval), else A's own. transposed: Lt's.
+class StepWeights {
+ public:
+  StepWeights(const std::vector<Factor>& factors, bool transposed)
+      : factors_(factors), transposed_(transposed), scaled_(factors.size()) {}
+  StepWeights(const StepWeights&) = delete;
+  StepWeights& operator=(const StepWeights&) = delete;
+  void set(double tau);
+  const SparseRows& matrix(size_t f) const { return transposed_ ? factors_[f].Lt : factors_[f].L; }
+  const double* at(size_t f) const {
+    return scaled_[f].empty() ? matrix(f).weight.data() : scaled_[f].data();
+  }
+
+ private:
+  const std::vector<Factor>& factors_;
+  bool transposed_;
+  std::vector<std::vector<double>> scaled_;
+};
+
+// The factor applied j-th in substep `step`: in order on even substeps, in
+// reverse on odd ones (so that two substeps are a symmetric, second-order
+// split).
+inline size_t factor_at(int64_t step, size_t j, size_t count) {
+  return step % 2 == 0 ? j : count - 1 - j;
+}
+
+}  // namespace nefi::transport
