@@ -25,9 +25,10 @@ using transport::StepWeights;
 
 constexpr const char* kWhere = "nefi::AdvectionDiffusionOperator";
 
-// The diffusivity unknown's backward: the gradient in D at the saved D.
+// The diffusivity unknown's backward: the gradient in D at the saved D, from
+// the forward's plan and interval starts.
 struct DiffusivityBackward : fk::autograd::Node {
-  std::shared_ptr<const Plan> plan;
+  transport::DiffusivityRun run;
   Domain domain;
   AdvectionDiffusionOptions options;
   std::vector<double> D;
@@ -38,7 +39,7 @@ struct DiffusivityBackward : fk::autograd::Node {
     fk::profile::OpScope scope("advection_diffusion_diffusivity_backward");
     const fk::Tensor& g = grads[0];
     const auto d = transport::diffusivity_gradient(
-        *plan, domain, options, D, g.to(fk::DType::F64).contiguous().to_vector<double>());
+        run, domain, options, D, g.to(fk::DType::F64).contiguous().to_vector<double>());
     return {fk::from_vector(d, in_shape).to(g.dtype())};
   }
 };
@@ -285,15 +286,15 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
     FK_CHECK(lead == 0, kWhere,
              "the diffusivity of the grid's shape " + shape.str() + " (no batch)", x.shape().str());
     const std::vector<double> D = x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
+    const bool grad = fk::autograd::needs_grad(x);
+    auto node = grad ? std::make_shared<DiffusivityBackward>() : nullptr;
     std::vector<double> y;
     {
       fk::profile::OpScope scope("advection_diffusion_diffusivity");
-      y = transport::diffusivity_forward(*plan_, domain_, options_, D);
+      y = transport::diffusivity_forward(*plan_, domain_, options_, D, grad ? &node->run : nullptr);
     }
     fk::Tensor out = fk::from_vector(y, output_shape(shape)).to(x.dtype());
-    if (fk::autograd::needs_grad(x)) {
-      auto node = std::make_shared<DiffusivityBackward>();
-      node->plan = plan_;
+    if (grad) {
       node->domain = domain_;
       node->options = options_;
       node->D = D;

@@ -70,30 +70,33 @@ void run(const Plan& p, Observe&& observe) {
 
 std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
                                         const AdvectionDiffusionOptions& o,
-                                        const std::vector<double>& D) {
-  const Plan p = plan_for(base, domain, o, D);
-  const int64_t m = p.observed();
-  std::vector<double> y(static_cast<size_t>(std::ssize(p.tau) * m));
+                                        const std::vector<double>& D, DiffusivityRun* keep) {
+  DiffusivityRun local;
+  DiffusivityRun& r = keep != nullptr ? *keep : local;
+  r.plan = plan_for(base, domain, o, D);
+  const Plan& p = r.plan;
+  const int64_t m = p.observed(), K = std::ssize(p.tau);
+  std::vector<double> y(static_cast<size_t>(K * m));
+  r.start.assign(static_cast<size_t>(keep != nullptr ? K : 0), {});
+  if (keep != nullptr) r.start[0] = p.source ? std::vector<double>(p.cells, 0.0) : p.release;
   run(p, [&](int64_t k, const std::vector<double>& c) {
     for (int64_t q = 0; q < m; ++q) y[k * m + q] = c[p.sensors.empty() ? q : p.sensors[q]];
+    if (keep != nullptr && k + 1 < K) r.start[k + 1] = c;
   });
   return y;
 }
 
-std::vector<double> diffusivity_gradient(const Plan& base, const Domain& domain,
+std::vector<double> diffusivity_gradient(const DiffusivityRun& r, const Domain& domain,
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
                                          const std::vector<double>& g) {
-  const Plan p = plan_for(base, domain, o, D);
+  const Plan& p = r.plan;
+  const std::vector<std::vector<double>>& start = r.start;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
-  FK_CHECK(std::ssize(g) == K * m, kWhere, std::to_string(K * m) + " observed values' gradient",
-           std::to_string(g.size()) + " values");
-  // The state at the start of every interval.
-  std::vector<std::vector<double>> start(static_cast<size_t>(K));
-  start[0] = p.source ? std::vector<double>(n, 0.0) : p.release;
-  run(p, [&](int64_t k, const std::vector<double>& c) {
-    if (k + 1 < K) start[k + 1] = c;
-  });
+  FK_CHECK(std::ssize(g) == K * m && std::ssize(start) == K && std::ssize(D) == n, kWhere,
+           std::to_string(K * m) + " observed values' gradient and the forward's " +
+               std::to_string(K) + " interval starts",
+           std::to_string(g.size()) + " values and " + std::to_string(start.size()) + " starts");
   const fk::Dims& shape = domain.shape();
   const int nd = shape.size();
   const std::vector<double> h = domain.spacing();

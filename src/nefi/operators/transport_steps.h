@@ -72,10 +72,17 @@ void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
 // substep count held fixed; memory: a state per interval, and within an
 // interval of S substeps one every ceil(sqrt(S)) and one run's factor
 // inputs, about 3 sqrt(S) states).
+// What a forward keeps for its gradient: the plan built for D and the state
+// at the start of every observation interval.
+struct DiffusivityRun {
+  Plan plan;
+  std::vector<std::vector<double>> start;
+};
 std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
                                         const AdvectionDiffusionOptions& o,
-                                        const std::vector<double>& D);
-std::vector<double> diffusivity_gradient(const Plan& base, const Domain& domain,
+                                        const std::vector<double>& D,
+                                        DiffusivityRun* keep = nullptr);
+std::vector<double> diffusivity_gradient(const DiffusivityRun& run, const Domain& domain,
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
                                          const std::vector<double>& g);
