@@ -6,6 +6,7 @@ import numpy as np
 
 from ._core import Error
 from . import _operators
+from ._time_stepper import TimeStepper
 
 
 def _stack_complex(y):
@@ -83,6 +84,11 @@ class _Model:
         if not callable(forward):
             raise Error(f"from_forward: expected a callable or a matrix as forward, "
                         f"got {type(forward).__name__}")
+        if isinstance(forward, TimeStepper) and adjoint is None and vjp is None:
+            if self.several:
+                raise Error(f"from_forward: expected one field for a TimeStepper (its step "
+                            f"reads one), got {len(self.names)}: {self.names}")
+            vjp = forward.vjp  # its gradient by blocks, checked by the dry run
         if adjoint is not None and vjp is not None:
             raise Error("from_forward: expected adjoint (a linear model) or vjp (a nonlinear "
                         "one), got both")

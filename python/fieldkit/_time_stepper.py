@@ -1,0 +1,157 @@
+"""TimeStepper: a forward model that is a time loop the caller writes with
+torch operations (the reference's TimeStepper with user dynamics), whose
+gradient replays the loop in blocks so that its memory grows as the square
+root of the step count."""
+import math
+
+import numpy as np
+
+from ._core import Error
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise Error("TimeStepper: expected torch (the steps are torch code), but it is not "
+                    "installed") from None
+    return torch
+
+
+def _as_tuple(state):
+    return tuple(state) if isinstance(state, (tuple, list)) else (state,)
+
+
+def _like(parts, state):
+    """parts in the caller's form of `state` (one tensor or a tuple)."""
+    return parts if isinstance(state, (tuple, list)) else parts[0]
+
+
+class TimeStepper:
+    """A forward model that is a loop of ``n_steps`` steps written with torch:
+    ``step(state, field, k)`` returns the state after step k + 1 (``state``
+    one tensor or a tuple of them, as ``init`` gives it); ``init(field)``
+    gives the state before the first step (default: the field itself);
+    ``observe(state)`` is what is measured (default: the state, or its first
+    tensor), after each step count in ``observe_at`` (default: n_steps
+    alone). Called on a numpy field it returns the observations stacked,
+    (len(observe_at), *observed shape), in the steps' dtype (the field is
+    given to them in float64). Steps must be deterministic and must not
+    change the state they are given in place: the gradient replays them.
+
+    ``vjp(field, g)`` is the gradient of <observations, g> in the field. The
+    loop is replayed in blocks of ``checkpoint_every`` steps (default
+    ceil(sqrt(n_steps))): the forward keeps the state at each block's start,
+    and the backward re-runs one block at a time with autograd, last block
+    first, so it holds about n_steps / checkpoint_every states and one
+    block's graph, where autograd through the whole loop holds every step's
+    graph. Called first at the same field (as a fit does), the gradient
+    reuses that run's block starts, so a fit step runs the loop twice up to
+    the last observation. Pass it to from_forward as the forward (``vjp`` is
+    taken from it); one field only."""
+
+    def __init__(self, step, n_steps, observe=None, observe_at=None, init=None,
+                 checkpoint_every=None):
+        if not callable(step):
+            raise Error(f"TimeStepper: expected a callable step(state, field, k), got "
+                        f"{type(step).__name__}")
+        if isinstance(n_steps, bool) or int(n_steps) != n_steps or n_steps < 1:
+            raise Error(f"TimeStepper: expected n_steps an integer >= 1, got {n_steps!r}")
+        self.n_steps = int(n_steps)
+        at = [self.n_steps] if observe_at is None else [int(k) for k in observe_at]
+        if not at or any(b <= a for a, b in zip(at, at[1:])) or at[0] < 1 or \
+                at[-1] > self.n_steps:
+            raise Error(f"TimeStepper: expected observe_at increasing step counts in [1, "
+                        f"{self.n_steps}], got {observe_at!r}")
+        self.observe_at = at
+        every = math.ceil(math.sqrt(self.n_steps)) if checkpoint_every is None else \
+            checkpoint_every
+        if isinstance(every, bool) or int(every) != every or every < 1:
+            raise Error(f"TimeStepper: expected checkpoint_every an integer >= 1, got "
+                        f"{checkpoint_every!r}")
+        self.checkpoint_every = int(every)
+        self._step, self._init, self._observe = step, init, observe
+        self._last = None  # (field, block length, block starts) of the last call
+
+    def _start(self, field):
+        return field if self._init is None else self._init(field)
+
+    def _measure(self, state):
+        if self._observe is not None:
+            return self._observe(state)
+        return _as_tuple(state)[0]
+
+    def _field(self, x, grad):
+        torch = _torch()
+        return torch.tensor(np.asarray(x, dtype=np.float64), dtype=torch.float64,
+                            requires_grad=grad)
+
+    def _run(self, x):
+        """The observations and the state at each block's start (no graph),
+        up to the last observation."""
+        torch = _torch()
+        B, out, starts = self.checkpoint_every, [], []
+        with torch.no_grad():
+            f = self._field(x, False)
+            state = self._start(f)
+            for k in range(self.observe_at[-1]):
+                if k % B == 0:
+                    starts.append(state)
+                state = self._step(state, f, k)
+                if k + 1 in self.observe_at:
+                    out.append(self._measure(state))
+        return torch.stack(out), starts
+
+    def __call__(self, x):
+        """The observations of field x (numpy), stacked, in the steps' dtype."""
+        y, starts = self._run(x)
+        # A fit asks for the gradient at the field it just ran: keep the starts.
+        self._last = (np.array(x, dtype=np.float64, copy=True), self.checkpoint_every, starts)
+        return y.numpy()
+
+    def vjp(self, x, g):
+        """The gradient of <observations of x, g> in x, by blocks (g in the
+        observations' shape, or the data's: the same values)."""
+        torch = _torch()
+        g = torch.tensor(np.asarray(g, dtype=np.float64),
+                         dtype=torch.float64).reshape(len(self.observe_at), -1)
+        last = self._last
+        if last is not None and last[1] == self.checkpoint_every and \
+                last[0].shape == np.shape(x) and np.array_equal(last[0], x):
+            starts = last[2]
+        else:
+            starts = self._run(x)[1]
+        B = self.checkpoint_every
+        field = self._field(x, True)
+        grad = torch.zeros_like(field)
+        lam = None  # the adjoint of the state at the end of the block being run
+        for b in range(len(starts) - 1, -1, -1):
+            lo, hi = b * B, min(self.observe_at[-1], (b + 1) * B)
+            with torch.enable_grad():
+                # Block 0 replays the field's own path into the start; the
+                # others start from leaves (integer parts of a state take none).
+                parts = () if b == 0 else tuple(
+                    t.detach().requires_grad_(t.is_floating_point())
+                    for t in _as_tuple(starts[b]))
+                state = self._start(field) if b == 0 else _like(parts, starts[b])
+                total = field.new_zeros(())
+                for k in range(lo, hi):
+                    state = self._step(state, field, k)
+                    if k + 1 in self.observe_at:
+                        row = g[self.observe_at.index(k + 1)]
+                        total = total + (self._measure(state).reshape(-1) * row).sum()
+                if lam is not None:
+                    total = total + sum((s * l).sum() for s, l in zip(_as_tuple(state), lam)
+                                        if l is not None)
+                leaves = [t for t in parts if t.requires_grad]
+                if not total.requires_grad:  # nothing observed depends on this block
+                    lam = tuple(torch.zeros_like(t) if t.requires_grad else None for t in parts)
+                    continue
+                d = torch.autograd.grad(total, leaves + [field], allow_unused=True)
+            found, lam = iter(d[:-1]), []
+            for t in parts:
+                v = next(found) if t.requires_grad else None
+                lam.append(torch.zeros_like(t) if t.requires_grad and v is None else v)
+            if d[-1] is not None:
+                grad = grad + d[-1]
+        return grad.numpy()
