@@ -89,6 +89,15 @@ class _Model:
                 raise Error(f"from_forward: expected one field for a TimeStepper (its step "
                             f"reads one), got {len(self.names)}: {self.names}")
             vjp = forward.vjp  # its gradient by blocks, checked by the dry run
+            if forward.params:  # fitted with the field, as a torch module's
+                self.params = forward.params
+                self.start = [p.detach().numpy().astype(np.float64) for p in self.params]
+                stepper = forward
+
+                def vjp(x, g):
+                    dx = stepper.vjp(x, g)
+                    self._param_grads = list(stepper.param_grads)
+                    return dx
         if adjoint is not None and vjp is not None:
             raise Error("from_forward: expected adjoint (a linear model) or vjp (a nonlinear "
                         "one), got both")

@@ -48,10 +48,16 @@ class TimeStepper:
     graph. Called first at the same field (as a fit does), the gradient
     reuses that run's block starts, so a fit step runs the loop twice up to
     the last observation. Pass it to from_forward as the forward (``vjp`` is
-    taken from it); one field only."""
+    taken from it); one field only.
+
+    ``params``: torch tensors (leaves with requires_grad) that the steps read,
+    such as a reaction rate: ``vjp`` also leaves their gradients in
+    ``param_grads``, and from_forward fits them with the field, as it fits a
+    torch module's parameters (the values found in
+    result["operator_parameters"], and left in the tensors)."""
 
     def __init__(self, step, n_steps, observe=None, observe_at=None, init=None,
-                 checkpoint_every=None):
+                 checkpoint_every=None, params=()):
         if not callable(step):
             raise Error(f"TimeStepper: expected a callable step(state, field, k), got "
                         f"{type(step).__name__}")
@@ -71,7 +77,16 @@ class TimeStepper:
                         f"{checkpoint_every!r}")
         self.checkpoint_every = int(every)
         self._step, self._init, self._observe = step, init, observe
-        self._last = None  # (field, block length, block starts) of the last call
+        torch = _torch()
+        self.params = list(params)
+        for p in self.params:
+            if not (isinstance(p, torch.Tensor) and p.is_leaf and p.requires_grad and
+                    p.is_floating_point()):
+                raise Error("TimeStepper: expected params to be floating-point torch tensors "
+                            "with requires_grad=True (leaves the steps read), got "
+                            f"{type(p).__name__}")
+        self.param_grads = [np.zeros(tuple(p.shape)) for p in self.params]
+        self._last = None  # (field, block length, params, block starts) of the last call
 
     def _start(self, field):
         return field if self._init is None else self._init(field)
@@ -102,28 +117,39 @@ class TimeStepper:
                     out.append(self._measure(state))
         return torch.stack(out), starts
 
+    def _key(self, x):
+        """What a run's block starts depend on."""
+        return (np.array(x, dtype=np.float64, copy=True), self.checkpoint_every,
+                [p.detach().numpy().copy() for p in self.params])
+
+    def _same(self, key, x):
+        x0, every, values = key
+        return every == self.checkpoint_every and x0.shape == np.shape(x) and \
+            np.array_equal(x0, x) and \
+            all(np.array_equal(v, p.detach().numpy()) for v, p in zip(values, self.params))
+
     def __call__(self, x):
         """The observations of field x (numpy), stacked, in the steps' dtype."""
         y, starts = self._run(x)
         # A fit asks for the gradient at the field it just ran: keep the starts.
-        self._last = (np.array(x, dtype=np.float64, copy=True), self.checkpoint_every, starts)
+        self._last = (self._key(x), starts)
         return y.numpy()
 
     def vjp(self, x, g):
         """The gradient of <observations of x, g> in x, by blocks (g in the
-        observations' shape, or the data's: the same values)."""
+        observations' shape, or the data's: the same values); the params'
+        gradients go to param_grads."""
         torch = _torch()
         g = torch.tensor(np.asarray(g, dtype=np.float64),
                          dtype=torch.float64).reshape(len(self.observe_at), -1)
-        last = self._last
-        if last is not None and last[1] == self.checkpoint_every and \
-                last[0].shape == np.shape(x) and np.array_equal(last[0], x):
-            starts = last[2]
+        if self._last is not None and self._same(self._last[0], x):
+            starts = self._last[1]
         else:
             starts = self._run(x)[1]
         B = self.checkpoint_every
         field = self._field(x, True)
         grad = torch.zeros_like(field)
+        pgrad = [torch.zeros_like(p) for p in self.params]
         lam = None  # the adjoint of the state at the end of the block being run
         for b in range(len(starts) - 1, -1, -1):
             lo, hi = b * B, min(self.observe_at[-1], (b + 1) * B)
@@ -147,11 +173,17 @@ class TimeStepper:
                 if not total.requires_grad:  # nothing observed depends on this block
                     lam = tuple(torch.zeros_like(t) if t.requires_grad else None for t in parts)
                     continue
-                d = torch.autograd.grad(total, leaves + [field], allow_unused=True)
+                d = torch.autograd.grad(total, leaves + [field] + self.params,
+                                        allow_unused=True)
+            for i, v in enumerate(d[len(leaves) + 1:]):
+                if v is not None:
+                    pgrad[i] = pgrad[i] + v
+            d = d[:len(leaves) + 1]
             found, lam = iter(d[:-1]), []
             for t in parts:
                 v = next(found) if t.requires_grad else None
                 lam.append(torch.zeros_like(t) if t.requires_grad and v is None else v)
             if d[-1] is not None:
                 grad = grad + d[-1]
+        self.param_grads = [v.detach().numpy().astype(np.float64) for v in pgrad]
         return grad.numpy()
