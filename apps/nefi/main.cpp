@@ -18,8 +18,9 @@
 //   nefi autotune TARGET [--level quick|standard|thorough] [--compare] [--smoke]
 //   nefi gallery [--budget 1] [--out runs/gallery] [--instances a,b]
 //   nefi fit --matrix A.npy --data y.npy [--shape n,m] [--prior P] [--noise auto|sigma]
-//            [--mask M.npy] [--representation neural|hash|grid|lowrank|blobs|ellipses|stars|layers
-//            |layers+blobs|layers+ellipses|spectral] [--modes M] [--smoothness S]
+//            [--mask M.npy] [--representation neural|hash|grid|lowrank|blobs|ellipses|stars
+//            |polygons|layers|layers+blobs|layers+ellipses|spectral] [--vertices V] [--modes M]
+//            [--smoothness S]
 //            [--budget B] [--refine levelset|voxels|tv_sharpen|phasefield] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>

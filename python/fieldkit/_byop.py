@@ -301,13 +301,16 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  budget="default", lr=None, homogeneity=None, hidden=None, depth=None,
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
                  name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
-                 vertices=None, layers=None, layer_axis=None, modes=None, smoothness=None, support=None):
+                 vertices=None, layers=None, layer_axis=None, modes=None, smoothness=None,
+                 support=None):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
       fourier_sampling, downsample, phase_retrieval, axis_integral,
       beer_lambert, gaussian_blur, radon, advection_diffusion, stack; solved
-      with no Python call per step), a matrix (2-D array: y = A x.ravel()),
+      with no Python call per step), a ``nefi.TimeStepper`` (a time loop
+      written with torch, its gradient replayed in blocks), a matrix (2-D
+      array: y = A x.ravel()),
       a callable x -> y on numpy arrays with ``adjoint`` (g -> A^T g, a
       linear model; for complex data A^H g, of which the real part is used)
       or ``vjp`` ((x, g) -> g^T dF/dx),

@@ -276,7 +276,7 @@ def test_a_diffusivity_map_is_recovered_from_a_spreading_release():
     bounded(0, 0.02) + tv finds the disc (measured 22.7 dB, the disc's mean
     0.0074, the rest 0.0020, chi 0.96). A bounded prior keeps the start's
     search of constants among diffusivities the explicit steps can take
-    cheaply (with "positive" it tries up to 1e4: 10 x the time here)."""
+    cheaply (with "positive" it tries up to 1e4: 16 x the time here)."""
     n = 32
     c = (np.arange(n) + 0.5) / n
     x, y = np.meshgrid(c, c, indexing="ij")

@@ -26,7 +26,8 @@
 // Plans are single-threaded and execution is deterministic.
 // Memory: the output, plus a scratch copy of the half spectrum for the inverse
 // real transforms (FFTW's complex-to-real transforms destroy their input), plus
-// a padded copy of the input when `n`/`s` pad.
+// a padded copy of the input when `n`/`s` pad; dct per dim a reordered copy,
+// a half spectrum and its output.
 //
 // Autograd (grad = dL/dRe + i dL/dIm): the adjoint of an unnormalised DFT is
 // the opposite-sign DFT, so each backward is the opposite transform with the

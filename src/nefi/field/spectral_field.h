@@ -30,7 +30,7 @@
 //          g / g'), new ones start at 0: a refinement keeps the field's
 //          values exactly at the old modes' cosines, a coarsening drops
 //          the modes the new grid cannot hold
-// forward  one DCT-III over the spatial axes (fk::dct, FFTW's REDFT01), the
+// forward  one DCT-III over the spatial axes (fk::dct, REDFT01's definition), the
 //          modes zero-padded to the cells: O(N log N). One matrix per axis
 //          was 2.7x its time per step at 256^2 (docs/performance.md).
 // CPU only (a device solve refuses it: only a NeuralField has a device path).

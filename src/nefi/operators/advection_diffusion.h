@@ -54,15 +54,21 @@
 // Between two observation times the step is the interval split into the
 // fewest equal substeps within the scheme's bound.
 //
-// Each factor is assembled once as a sparse matrix (SparseRows) with its
-// transpose; forward is a sparse product per factor and substep, and the
-// gradient steps the exact transposes backward (they do not depend on the
-// field, so no state is saved: memory O(cells)). Inputs (..., *shape) real f32/f64 (leading dims a
-// batch: each row its own release), computed in f64, returned in the input's dtype. Batch rows step
-// 8 at a time, interleaved, so that a substep reads the stencil once for all of them; each row gets
-// the bits of its own apply. CPU only (host_only_reason). A grid other than the operator's is
-// refused when the flow or sensors are given per cell; with a constant flow and the whole grid
-// observed, at_resolution rebuilds the stencil for the new grid.
+// A release unknown: each factor is assembled once as a sparse matrix
+// (SparseRows) with its transpose; forward is a sparse product per factor
+// and substep, and the gradient steps the exact transposes backward (they do
+// not depend on the field, so no state is saved: memory O(cells)). Inputs
+// (..., *shape) real f32/f64 (leading dims a batch: each row its own
+// release), computed in f64, returned in the input's dtype. Batch rows step
+// 8 at a time, interleaved, so that a substep reads the stencil once for all
+// of them; each row gets the bits of its own apply. The diffusivity unknown:
+// one map of the grid's shape (no batch); the factors are assembled per
+// apply, and the gradient keeps the state at each observation time and
+// within an interval of S substeps one every ceil(sqrt(S)) (about 3 sqrt(S)
+// states). CPU only (host_only_reason). A grid other than the operator's is
+// refused when the flow, the sensors or the release are given per cell; with
+// a constant flow and the whole grid observed, at_resolution rebuilds the
+// stencil for the new grid.
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -206,7 +206,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "the stencil's exact transpose stepped backward (a release: no states saved; the "
        "diffusivity: states recomputed from checkpoints)",
        "for a release",
-       "1 for a release, none for the diffusivity",
+       "a release: 1; the diffusivity: none",
        {},
        "no"},
       {"function",

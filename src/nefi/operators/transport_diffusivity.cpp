@@ -86,12 +86,12 @@ std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
   return y;
 }
 
-std::vector<double> diffusivity_gradient(const DiffusivityRun& r, const Domain& domain,
+std::vector<double> diffusivity_gradient(const DiffusivityRun& kept, const Domain& domain,
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
                                          const std::vector<double>& g) {
-  const Plan& p = r.plan;
-  const std::vector<std::vector<double>>& start = r.start;
+  const Plan& p = kept.plan;
+  const std::vector<std::vector<double>>& start = kept.start;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(std::ssize(g) == K * m && std::ssize(start) == K && std::ssize(D) == n, kWhere,
            std::to_string(K * m) + " observed values' gradient and the forward's " +

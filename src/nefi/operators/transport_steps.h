@@ -5,7 +5,6 @@
 // the harmonic mean of its two cells'), the substep schedule, and the Euler
 // step over blocks of interleaved states.
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "nefi/domain.h"

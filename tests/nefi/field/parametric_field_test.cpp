@@ -209,19 +209,21 @@ TEST(NefiParametricShapes, TheBackwardIsTheSameAtAnyThreadCount) {
                      loss(fk::from_vector(down, {1, 3, 7})).to_vector<double>()[0]) /
                     (2 * h);
   EXPECT_NEAR(one[4], fd, 1e-6 * (1 + std::abs(fd)));
-  // Stars of degree 4 (gates part open): their outline's coefficients too.
+  // Stars of degree 4 (gates part open) and polygons of 4 vertices (each
+  // point adding to two): their outline's coefficients too, 4 per shape.
   std::vector<double> st =
       fk::uniform({1, 3, 11}, -0.3, 0.3, {fk::DType::F64}, &gen).to_vector<double>();
   for (int k = 0; k < 3; ++k) st[k * 11 + 3] = st[k * 11 + 6] = 3.0;
-  auto star_grad_at = [&](int threads) {
+  auto outline_grad_at = [&](const char* family, const std::vector<double>& gates, int threads) {
     const fk::test::ThreadCount t(threads);
     fk::Tensor s = fk::from_vector(st, {1, 3, 11});
     s.set_requires_grad(true);
     const fk::Tensor b = fk::from_vector(std::vector<double>{0.1}, {1});
-    fk::sum(fk::mul(nefi::parametric_shapes(coords, s, b, "stars", 0.2, {1.0, 0.5}), w)).backward();
+    fk::sum(fk::mul(nefi::parametric_shapes(coords, s, b, family, 0.2, gates), w)).backward();
     return s.grad().to_vector<double>();
   };
-  EXPECT_EQ(star_grad_at(1), star_grad_at(3));
+  EXPECT_EQ(outline_grad_at("stars", {1.0, 0.5}, 1), outline_grad_at("stars", {1.0, 0.5}, 3));
+  EXPECT_EQ(outline_grad_at("polygons", {0.8}, 1), outline_grad_at("polygons", {0.8}, 3));
 }
 
 TEST(NefiParametricField, StartsAtTheHeadsValueOnEveryGridAndKeepsItsShapes) {
