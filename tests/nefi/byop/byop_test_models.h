@@ -2,12 +2,16 @@
 // Forward models for the bring-your-own-problem tests, written as host
 // functions on f64 arrays as a caller outside fieldkit would write them,
 // and the scenes they measure.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "fk/factory.h"
+#include "nefi/byop/auto_problem.h"
 #include "nefi/operators/function_operator.h"
 
 namespace nefi::test {
@@ -99,5 +103,44 @@ inline fk::Tensor variable_density_mask(int64_t n, double radius, double fractio
     }
   return fk::from_vector(mask, {n, n});
 }
+
+// The value auto_problem decided for `key` (empty when it made no such decision).
+inline std::string value_of(const nefi::AutoProblem& ap, const std::string& key) {
+  for (const auto& d : ap.decisions)
+    if (d.key == key) return d.value;
+  return "";
+}
+
+// Bumps on n cells seen through a blur matrix, with noise of `rel` x max.
+struct Blur1D {
+  int64_t n;
+  std::vector<double> gt, y;
+  double sigma;
+  nefi::OperatorPtr op;
+  Blur1D(int64_t n_, double rel, unsigned seed = 1) : n(n_) {
+    const auto a = blur_matrix(n, 2.0);
+    op = std::make_shared<nefi::FunctionOperator>(fk::Dims{n}, fk::Dims{n}, matrix_model(a, n, n),
+                                                  1.0, "blur");
+    gt.assign(n, 0.0);
+    for (auto [c, w, h] : {std::tuple{0.3, 0.05, 1.0}, {0.6, 0.03, 0.6}, {0.75, 0.08, 0.8}})
+      for (int64_t i = 0; i < n; ++i)
+        gt[i] += h * std::exp(-0.5 * std::pow(((i + 0.5) / n - c) / w, 2));
+    y.assign(n, 0.0);
+    double mx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) y[i] += a[i * n + j] * gt[j];
+      mx = std::max(mx, y[i]);
+    }
+    sigma = rel * mx;
+    std::mt19937_64 g(seed);
+    std::normal_distribution<double> nd(0, sigma);
+    for (double& v : y) v += nd(g);
+  }
+  nefi::Measurement measurement() const {
+    nefi::Measurement m;
+    m.data = fk::from_vector(y, {n});
+    return m;
+  }
+};
 
 }  // namespace nefi::test
