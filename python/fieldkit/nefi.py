@@ -115,7 +115,8 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     (results then have no ground truth and no field metrics); `methods`
     takes the reference's names for the instance's own solver (neural, nefi,
     netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
-    config's run.device, else cpu) is where the neural field trains."""
+    config's run.device, else cpu) is where the neural field trains, and
+    the grid baseline's values (the other baselines run on the CPU)."""
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:

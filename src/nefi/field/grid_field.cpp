@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/resample.h"
@@ -56,6 +57,17 @@ void GridField::allocate(const fk::Dims& shape) {
   s.insert(0, n_out_);
   params_.add("values", s);
   params_.allocate(fk::DType::F32);
+  params_.to(device_);
+}
+
+void GridField::to(fk::Device d) {
+  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::GridField::to",
+           fk::cuda::built_with_cuda()
+               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
+               : std::string("cpu (this build has no CUDA backend)"),
+           d.str());
+  params_.to(d);
+  device_ = d;
 }
 
 void GridField::reset_parameters(uint64_t) {
@@ -87,7 +99,7 @@ void GridField::on_stage_start(const Domain& domain) {
   }
   allocate(domain.shape());
   fk::autograd::NoGradGuard ng;
-  params_.raw(0).copy_(fk::from_vector(out, params_.shape(0)));
+  params_.raw(0).copy_(fk::from_vector(out, params_.shape(0)).to(device_));
 }
 
 FieldMap GridField::forward(const Domain& domain, double progress) {

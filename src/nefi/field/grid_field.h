@@ -3,7 +3,8 @@
 // baseline), with the same heads as a neural field. At each stage start the
 // values are carried over to the new grid like the reference does: area means
 // when no axis grows, otherwise (bi/tri)linear interpolation of the cell
-// centres (edge cells clamped).
+// centres (edge cells clamped). The values may live on a CUDA device (to()):
+// the solver trains them there as it does a neural field's weights.
 #include <vector>
 
 #include "nefi/field/field.h"
@@ -20,12 +21,15 @@ class GridField : public Field {
   std::string kind() const override { return "grid"; }
   const fk::Dims& shape() const { return shape_; }
   const std::vector<HeadPtr>& heads() const { return heads_; }
+  // Moves the values to device d; later stages' grids are allocated there.
+  void to(fk::Device d);
 
  private:
   void allocate(const fk::Dims& shape);
   std::vector<HeadPtr> heads_;
   int n_out_ = 0;
   fk::Dims shape_;
+  fk::Device device_ = fk::kCPU;
 };
 
 }  // namespace nefi

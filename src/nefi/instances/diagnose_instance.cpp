@@ -35,7 +35,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     if (opt.hessian_k > 0) {  // the setup's own field trained: the Hessian's parameters
       out = start_run_output(method, s->measurement, s->gt);
       solve_and_record(s->problem, s->curriculum, cfg.seed,
-                       method_options(inst, method, solver_options(cfg)), out);
+                       method_options(inst, method, *prob.field, solver_options(cfg)), out);
     } else {
       out = inst.run(cfg.config, method, cfg.seed, solver_options(cfg));
     }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "fk/error.h"
+#include "nefi/field/grid_field.h"
 
 namespace nefi {
 
@@ -33,8 +34,9 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
 }
 
 SolverOptions method_options(const Instance& instance, const std::string& method,
-                             SolverOptions so) {
-  if (method != default_method(instance)) so.device = fk::kCPU;
+                             const Field& field, SolverOptions so) {
+  if (method != default_method(instance) && !dynamic_cast<const GridField*>(&field))
+    so.device = fk::kCPU;
   return so;
 }
 
@@ -55,7 +57,8 @@ RunOutput run_method(const Instance& instance, const Params& p, const std::strin
            "a setup() for method " + method + " (or a direct runner)", "none");
   const ProblemSetup& s = *setup;
   RunOutput out = start_run_output(method, s.measurement, s.gt);
-  solve_and_record(s.problem, s.curriculum, seed, method_options(instance, method, so), out);
+  solve_and_record(s.problem, s.curriculum, seed,
+                   method_options(instance, method, *s.problem.field, so), out);
   finish_solved_output(instance, p, s.problem, seed, out);
   return out;
 }

@@ -37,10 +37,12 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
-// The options `method` solves with: `so`, on the CPU for any method but the
-// instance's own solver (a run's device is its neural field's; the
-// baselines have no device path).
-SolverOptions method_options(const Instance& instance, const std::string& method, SolverOptions so);
+// The options `method` solves `field` with: `so`, on the CPU for any method
+// but the instance's own solver and the grid baselines (a run's device is
+// where its neural field or grid values train; the other baselines' fields
+// have no device path).
+SolverOptions method_options(const Instance& instance, const std::string& method,
+                             const Field& field, SolverOptions so);
 
 // Checks `method`; runs a method in runners.direct on
 // instance.make_measurement(p, seed) and scores it, and solves any other

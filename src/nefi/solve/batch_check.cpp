@@ -126,7 +126,9 @@ std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>
     if (!p.field || !p.op) return who + " has no field or no operator";
     const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
     if (!f)
-      return who + " has a '" + p.field->kind() + "' field: only neural fields train on a device" +
+      return who + " has a '" + p.field->kind() +
+             "' field: only neural fields train in a device batch (a grid field trains on a device "
+             "alone)" +
              on;
     if (f->config().autocast == fk::DType::F16)
       return who + "'s field has fp16 autocast: loss scaling is not wired for a device solve" + on;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fk/error.h"
+#include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/final_fields.h"
@@ -24,12 +25,15 @@ using detail::solve_parameters;
 using detail::stage_shape;
 using detail::StageRun;
 
-// The field a device solve moves: only a NeuralField has a device path.
-NeuralField& device_field(Field& field) {
-  auto* nf = dynamic_cast<NeuralField*>(&field);
-  FK_CHECK(nf != nullptr, "nefi::Solver (device)", "a neural field (only it trains on a device)",
-           "a " + field.kind() + " field");
-  return *nf;
+// Only a neural field's weights and a grid field's values train on a device.
+bool has_device_path(const Field& field) {
+  return dynamic_cast<const NeuralField*>(&field) || dynamic_cast<const GridField*>(&field);
+}
+
+// Moves a device solve's field (has_device_path) to `d`.
+void move_field(Field& field, fk::Device d) {
+  if (auto* nf = dynamic_cast<NeuralField*>(&field)) return nf->to(d);
+  dynamic_cast<GridField&>(field).to(d);
 }
 
 std::vector<std::string> history_columns(const LossSet& losses) {
@@ -83,7 +87,9 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   check_lr_groups(*problem_.field, *problem_.op, cur_.optim, cur_.stages);
   if (opt_.device.is_cpu()) return;
   const char* where = "nefi::Solver (device)";
-  device_field(*problem_.field);
+  FK_CHECK(has_device_path(*problem_.field), where,
+           "a neural or grid field (only they train on a device)",
+           "a " + problem_.field->kind() + " field");
   // Before any step: a host-only operator would otherwise fail on its first
   // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.
   const std::string op_refusal = device_solve_refusal(*problem_.op, opt_.device);
@@ -118,7 +124,7 @@ Result Solver::run() {
   double best_loss = std::numeric_limits<double>::infinity();
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   if (opt_.device.is_cuda()) {
-    device_field(*problem_.field).to(opt_.device);
+    move_field(*problem_.field, opt_.device);
     // Trainable operator parameters (device_solve_refusal let only movable ones through).
     problem_.op->parameters_to(opt_.device);
   }
@@ -140,7 +146,7 @@ Result Solver::run() {
     restore(params, best.params);
   }
   if (opt_.device.is_cuda()) {
-    device_field(field).to(fk::kCPU);
+    move_field(field, fk::kCPU);
     problem_.op->parameters_to(fk::kCPU);
   }
   Result res = std::move(best.res);

@@ -150,7 +150,7 @@ TEST(BenchBatched, ADeviceBatchRefusesGridFieldsByName) {
   const nefi::Params params = protocol_params(*inst, p);
   const auto grid = batched_method_reason(*inst, p, params, "grid", units(p), fk::cuda_device(0));
   ASSERT_TRUE(grid.has_value());
-  EXPECT_NE(grid->find("only neural fields train on a device"), std::string::npos) << *grid;
+  EXPECT_NE(grid->find("only neural fields train in a device batch"), std::string::npos) << *grid;
   EXPECT_FALSE(batched_method_reason(*inst, p, params, "grid", units(p)));  // the CPU batches it
   EXPECT_FALSE(batched_method_reason(*inst, p, params, "neural", units(p), fk::cuda_device(0)));
 }

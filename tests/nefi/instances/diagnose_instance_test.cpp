@@ -76,7 +76,7 @@ TEST(DiagnoseInstance, TheLossHessianAtTheStartAndAtTheSolution) {
   std::optional<ProblemSetup> t = inst->setup(toy(2).config, "neural", 2);
   RunOutput out = start_run_output("neural", t->measurement, t->gt);
   solve_and_record(t->problem, t->curriculum, 2,
-                   method_options(*inst, "neural", solver_options(toy(2))), out);
+                   method_options(*inst, "neural", *t->problem.field, solver_options(toy(2))), out);
   InverseProblem hp = t->problem;
   hp.losses = t->problem.losses.with_weights(t->curriculum.stages.back().loss_weights);
   EXPECT_EQ(solved.hessian->eigenvalues.largest,

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "fk/error.h"
@@ -143,11 +144,20 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
   EXPECT_TRUE(nefi::solver_options(c).device.is_cuda());
   EXPECT_NE(error_of([&] { nefi::apply_set(c, "run.device=gpu"); }).find("run.device"),
             std::string::npos);
-  // The device trains the instance's own solver; baselines solve on the CPU.
+  // The device trains the instance's own solver and its grid baseline; the
+  // other baselines solve on the CPU.
   const nefi::InstancePtr thermal = nefi::find_instance("thermal_tomography");
   const nefi::SolverOptions so = nefi::solver_options(c);
-  EXPECT_TRUE(nefi::method_options(*thermal, "nefty", so).device.is_cuda());
-  EXPECT_TRUE(nefi::method_options(*thermal, "grid", so).device.is_cpu());
+  auto device_of = [&](const std::string& method) {
+    nefi::Params p = thermal->default_config();
+    p.set_value("grid", std::vector<double>{8, 8, 4});
+    p.set("n_frames", "4");
+    return nefi::method_options(*thermal, method, *thermal->setup(p, method, 0)->problem.field, so)
+        .device;
+  };
+  EXPECT_TRUE(device_of("nefty").is_cuda());
+  EXPECT_TRUE(device_of("grid").is_cuda());
+  EXPECT_TRUE(device_of("pinn_soft").is_cpu());
   // config.yaml names the CPU too: re-run under another NEFI_DEVICE, it stays.
   EXPECT_NE(nefi::to_yaml(cpu).find("  device: cpu"), std::string::npos);
   const fs::path f = nefi::test::scratch() / "device_round_trip.yaml";

@@ -5,11 +5,14 @@
 // itself is tests/nefi/cuda/solver_device_test.cpp.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/field/low_rank_field.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
@@ -24,10 +27,16 @@ nefi::Params small_toy1d() {
   return p;
 }
 
-// The fk::Error message of constructing and running the solve, "" if none.
+// The fk::Error message of constructing and running the solve, "" if none
+// (method "low_rank": the grid method's problem with a rank-4 low-rank field).
 std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
                     fk::Device device) {
-  auto su = nefi::find_instance("toy1d")->setup(small_toy1d(), method, 0);
+  auto su =
+      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "low_rank" ? "grid" : method, 0);
+  if (method == "low_rank") {
+    const auto& grid = dynamic_cast<const nefi::GridField&>(*su->problem.field);
+    su->problem.field = std::make_shared<nefi::LowRankField>(grid.shape(), grid.heads(), 4);
+  }
   if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
   if (ema) su->curriculum.optim.ema = 0.9;
   nefi::SolverOptions so;
@@ -42,7 +51,7 @@ std::string refusal(const std::string& method, const std::string& optimizer, boo
 
 TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   const fk::Device gpu = fk::cuda_device(0);
-  EXPECT_NE(refusal("grid", "", false, gpu).find("a neural field"), std::string::npos);
+  EXPECT_NE(refusal("low_rank", "", false, gpu).find("a neural or grid field"), std::string::npos);
   EXPECT_NE(refusal("neural", "lbfgs", false, gpu).find("L-BFGS"), std::string::npos);
   EXPECT_NE(refusal("neural", "", true, gpu).find("EMA"), std::string::npos);
 }
