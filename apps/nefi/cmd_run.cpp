@@ -207,9 +207,9 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
   run->add_option(
       "--device", r.device,
-      "train the neural field on cpu or cuda[:N] (default: the config's run.device, "
-      "else $NEFI_DEVICE, else cpu; baselines run on the CPU; operators without a device "
-      "path refuse)");
+      "train the neural field (or a grid baseline's values) on cpu or cuda[:N] (default: the "
+      "config's run.device, else $NEFI_DEVICE, else cpu; the other baselines run on the CPU; "
+      "operators without a device path refuse)");
   auto* quiet = run->add_flag(
       "--quiet,-q", r.quiet,
       "no progress line and no summary line: the run folder only (errors still print)");

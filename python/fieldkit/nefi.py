@@ -115,8 +115,8 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     (results then have no ground truth and no field metrics); `methods`
     takes the reference's names for the instance's own solver (neural, nefi,
     netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
-    config's run.device, else cpu) is where the neural field trains, and
-    the grid baseline's values (the other baselines run on the CPU)."""
+    config's run.device, else cpu) is where a method's neural field or grid
+    values train (the baselines with other fields run on the CPU)."""
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:
@@ -345,7 +345,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     parameters at the same point, its ``hessian`` largest and smallest
     eigenvalues by ``hessian_iter`` Lanczos steps and their ``condition``
     (``nefi diagnose --hessian K``; with ``solve`` the method's own problem
-    is trained on the CPU so that its parameters are at hand).
+    is trained in this process, on the config's run.device, the field back
+    on the CPU after, so that its parameters are at hand).
 
     ``instance`` is an instance name or YAML path with ``config`` as for
     invert() (``method`` default the config's first, else the instance's

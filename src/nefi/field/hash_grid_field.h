@@ -20,7 +20,7 @@
 // The encoding is one op each way: forward interpolates in parallel over
 // points; backward scatters into each level's table, one level per thread,
 // points in order (deterministic at any thread count). CPU only (a device
-// solve refuses it: only a NeuralField has a device path).
+// solve refuses it: only a NeuralField or GridField has a device path).
 #include <cstdint>
 #include <vector>
 

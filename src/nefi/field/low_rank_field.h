@@ -13,7 +13,7 @@
 //              axis), the others small (U(-0.1, 0.1) times that root's
 //              scale) so every term has a gradient from the start
 //   stages     each factor is area-resampled along its axis to a new grid
-// CPU only (a device solve refuses it: only a NeuralField has a device path).
+// CPU only (a device solve refuses it: only a NeuralField or GridField has a device path).
 #include <cstdint>
 #include <vector>
 

@@ -33,7 +33,7 @@
 // forward  one DCT-III over the spatial axes (fk::dct, REDFT01's definition), the
 //          modes zero-padded to the cells: O(N log N). One matrix per axis
 //          was 2.7x its time per step at 256^2 (docs/performance.md).
-// CPU only (a device solve refuses it: only a NeuralField has a device path).
+// CPU only (a device solve refuses it: only a NeuralField or GridField has a device path).
 #include <cstdint>
 #include <string>
 #include <vector>

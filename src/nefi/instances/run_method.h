@@ -37,10 +37,9 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
-// The options `method` solves `field` with: `so`, on the CPU for any method
-// but the instance's own solver and the grid baselines (a run's device is
-// where its neural field or grid values train; the other baselines' fields
-// have no device path).
+// The options `method` solves `field` with: `so`, on the CPU for a baseline
+// whose field has no device path (has_device_path: a run's device is where
+// its neural field or grid values train, whichever method builds them).
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so);
 

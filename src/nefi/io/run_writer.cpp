@@ -46,8 +46,8 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                    {"ms_per_step", r.ms_per_step()},
                    {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
-    // The run's device trains the instance's own solver; baselines run on the CPU.
-    m["device"] = o.method == default_method(*find_instance(cfg.instance)) ? cfg.device : "cpu";
+    // Where the method's field trained (method_options: the run's device or the CPU).
+    m["device"] = o.result.device;
     if (const auto fit = diagnostics::data_fit(o.measurement, r.prediction)) {
       m["data_fit"] = {{"rmse", fit->rmse}, {"data_psnr", fit->psnr_db}};
       // The reference's name for RMSE / sigma.

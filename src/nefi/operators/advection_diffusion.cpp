@@ -11,6 +11,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/operators/advection_diffusion_device.h"
 #include "nefi/operators/transport_steps.h"
 
 namespace nefi {
@@ -281,8 +282,9 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
   FK_CHECK(fits, kWhere, "a field of shape (..., " + shape.str() + ")", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
-  FK_CHECK(x.device().is_cpu(), kWhere, "a field on the CPU", x.device().str());
   if (options_.unknown == TransportUnknown::kDiffusivity) {
+    FK_CHECK(x.device().is_cpu(), kWhere, "a diffusivity on the CPU (" + host_only_reason() + ")",
+             x.device().str());
     FK_CHECK(lead == 0, kWhere,
              "the diffusivity of the grid's shape " + shape.str() + " (no batch)", x.shape().str());
     const std::vector<double> D = x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
@@ -303,6 +305,7 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
     }
     return out;
   }
+  if (!x.device().is_cpu()) return advection_diffusion_device(*this, x);
   fk::Dims out_shape;
   int64_t rows = 1;
   for (int a = 0; a < lead; ++a) {
@@ -353,8 +356,57 @@ fk::Dims AdvectionDiffusionOperator::output_shape(const fk::Dims& shape) const {
 }
 
 std::string AdvectionDiffusionOperator::host_only_reason() const {
-  return "the advection-diffusion steps run as sparse products on host vectors (no device "
-         "kernel yet)";
+  if (options_.unknown != TransportUnknown::kDiffusivity) return "";
+  return "the diffusivity unknown's stencil is assembled on the host for each D; a release "
+         "unknown steps on a device";
+}
+
+const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device device) const {
+  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity, std::string(kWhere) + "::tables_on",
+           "a release unknown", "the diffusivity");
+  std::lock_guard<std::mutex> lock(device_cache_->mu);
+  auto it = device_cache_->by_device.find(device.str());
+  if (it != device_cache_->by_device.end()) return it->second;
+  auto upload = [&](const auto& v) {
+    return fk::from_vector(v, {static_cast<int64_t>(v.size())}, device);
+  };
+  auto rows = [&](const SparseRows& m, const std::vector<double>& per_tau) {
+    return TransportTablesOnDevice::Rows{upload(m.row_start), upload(m.col), upload(m.weight),
+                                         per_tau.empty() ? fk::Tensor() : upload(per_tau)};
+  };
+  TransportTablesOnDevice t;
+  for (const transport::Factor& f : plan_->factors) {
+    t.forward.push_back(rows(f.L, f.per_tau));
+    t.transposed.push_back(rows(f.Lt, f.per_tau_t));
+  }
+  if (!plan_->sensors.empty()) t.sensors = upload(plan_->sensors);
+  // std::map keeps its entries' addresses: the reference outlives the lock.
+  return device_cache_->by_device[device.str()] = std::move(t);
+}
+
+int64_t AdvectionDiffusionOperator::device_launches() const {
+  const Plan& p = *plan_;
+  int64_t substeps = 0;
+  for (int64_t n : p.substeps) substeps += n;
+  const int64_t steps = substeps * std::ssize(p.factors), observations = std::ssize(p.tau);
+  // Forward: the steps and a gather per observation; back: the transposed
+  // steps, an inject per observation and (a source) an accumulate per substep.
+  return 2 * (steps + observations) + (p.source ? substeps : 0);
+}
+
+bool AdvectionDiffusionOperator::graph_capturable() const {
+  return device_launches() <= kMaxCapturedTransportLaunches;
+}
+
+std::string AdvectionDiffusionOperator::not_capturable_reason() const {
+  if (graph_capturable()) return "";
+  return std::to_string(device_launches()) + " kernel launches per training step (over " +
+         std::to_string(kMaxCapturedTransportLaunches) + ", a graph of that many nodes)";
+}
+
+// The tables serve every dtype (the steps run in f64).
+void AdvectionDiffusionOperator::prepare_tables(fk::Device device, fk::DType) const {
+  if (device.is_cuda() && options_.unknown != TransportUnknown::kDiffusivity) tables_on(device);
 }
 
 }  // namespace nefi

@@ -65,12 +65,16 @@
 // one map of the grid's shape (no batch); the factors are assembled per
 // apply, and the gradient keeps the state at each observation time and
 // within an interval of S substeps one every ceil(sqrt(S)) (about 3 sqrt(S)
-// states). CPU only (host_only_reason). A grid other than the operator's is
+// states). A release unknown also steps on a CUDA device
+// (advection_diffusion_device.h: the same f64 arithmetic, equal to the bit);
+// the diffusivity unknown is CPU only (host_only_reason). A grid other than the operator's is
 // refused when the flow, the sensors or the release are given per cell; with
 // a constant flow and the whole grid observed, at_resolution rebuilds the
 // stencil for the new grid.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +90,18 @@ struct Plan;
 }  // namespace transport
 
 enum class TransportUnknown { kInitial, kSource, kDiffusivity };
+
+// A release unknown's constant tables on a CUDA device: each factor's stencil
+// and its transpose as sparse rows (f64 weights; per_tau the Lax-Wendroff
+// part that scales with the substep, undefined for upwind), and the observed
+// cells (undefined: every cell).
+struct TransportTablesOnDevice {
+  struct Rows {
+    fk::Tensor row_start, col, weight, per_tau;
+  };
+  std::vector<Rows> forward, transposed;
+  fk::Tensor sensors;
+};
 enum class TransportBoundary { kClosed, kOpen, kPeriodic };
 enum class TransportScheme { kUpwind, kLaxWendroff };
 
@@ -113,6 +129,9 @@ struct AdvectionDiffusionOptions {
 // explicit steps on a fine grid with a large D need ~ D t / h^2 of them,
 // which past this is a sign of the wrong units, not a solve to wait for.
 inline constexpr int64_t kMaxTransportSubsteps = 1000000;
+// The most kernel launches of a device apply and its gradient that a training
+// step captured as one CUDA graph takes (see graph_capturable).
+inline constexpr int64_t kMaxCapturedTransportLaunches = 20000;
 
 TransportBoundary parse_transport_boundary(const std::string& name);
 TransportUnknown parse_transport_unknown(const std::string& name);
@@ -130,8 +149,8 @@ class AdvectionDiffusionOperator : public Operator {
   // missing, of another shape, complex or non-finite, or a diffusivity
   // option other than 0 (and for the others a release given). apply throws
   // on a field whose trailing dims are not the grid (kDiffusivity: not
-  // exactly the grid), not f32/f64, or not on the CPU, and (kDiffusivity) on
-  // a negative or non-finite D; output_shape and at_resolution on another
+  // exactly the grid), not f32/f64, or (kDiffusivity) not on the CPU or
+  // with a negative or non-finite D; output_shape and at_resolution on another
   // grid where the flow, the sensors or the release are per cell, or one of
   // another axis count.
   AdvectionDiffusionOperator(Domain domain, AdvectionDiffusionOptions options);
@@ -141,6 +160,13 @@ class AdvectionDiffusionOperator : public Operator {
   std::optional<double> homogeneity() const override;  // 1; none for kDiffusivity
   bool batchable() const override;                     // not for kDiffusivity
   std::string host_only_reason() const override;
+  // A device step is a kernel launch per factor and substep each way: a
+  // training step over kMaxCapturedTransportLaunches of them runs eagerly
+  // rather than as a captured graph of that many nodes.
+  bool graph_capturable() const override;
+  std::string not_capturable_reason() const override;
+  // Kernel launches of one device apply and its gradient.
+  int64_t device_launches() const;
   std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }
 
@@ -166,6 +192,13 @@ class AdvectionDiffusionOperator : public Operator {
   // cells). Throw on a size that is not that, or for kDiffusivity.
   std::vector<double> forward_rows(const std::vector<double>& x, int64_t rows) const;
   std::vector<double> adjoint_rows(const std::vector<double>& g, int64_t rows) const;
+  // The steps' factors and schedule (transport_steps.h).
+  const transport::Plan& plan() const { return *plan_; }
+  // The release unknown's tables on `device`, uploaded once per device and
+  // shared by copies (prepare_tables makes them at a stage start, before a
+  // captured step could); the reference stays valid with the operator.
+  const TransportTablesOnDevice& tables_on(fk::Device device) const;
+  void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
  private:
   // The factors, their transposes, the schedule and the sensors
@@ -176,6 +209,11 @@ class AdvectionDiffusionOperator : public Operator {
   Domain domain_;
   AdvectionDiffusionOptions options_;
   std::shared_ptr<const transport::Plan> plan_;  // shared by copies and autograd nodes
+  struct DeviceCache {
+    std::mutex mu;
+    std::map<std::string, TransportTablesOnDevice> by_device;
+  };
+  std::shared_ptr<DeviceCache> device_cache_ = std::make_shared<DeviceCache>();
 };
 
 }  // namespace nefi

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -53,25 +54,28 @@ void inner_parameters_to(const std::vector<OperatorPtr>& inner, fk::Device devic
 }
 
 NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset, bool tg, bool to)
-    : inner_(std::move(inner)), train_gain_(tg), train_offset_(to) {
+    : inner_(std::move(inner)),
+      leaves_(std::make_shared<Leaves>()),
+      train_gain_(tg),
+      train_offset_(to) {
   FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");
   FK_CHECK(gain > 0, "nefi::NuisanceOperator", "a positive gain", std::to_string(gain));
   primary = inner_->primary;
-  log_gain_ = fk::scalar_tensor(std::log(gain), {fk::DType::F32});
-  offset_ = fk::scalar_tensor(offset, {fk::DType::F32});
-  if (tg) log_gain_.set_requires_grad(true);
-  if (to) offset_.set_requires_grad(true);
+  leaves_->log_gain = fk::scalar_tensor(std::log(gain), {fk::DType::F32});
+  leaves_->offset = fk::scalar_tensor(offset, {fk::DType::F32});
+  if (tg) leaves_->log_gain.set_requires_grad(true);
+  if (to) leaves_->offset.set_requires_grad(true);
 }
 
 double NuisanceOperator::gain() const {
-  return std::exp(log_gain_.item());
+  return std::exp(leaves_->log_gain.item());
 }
 double NuisanceOperator::offset() const {
-  return offset_.item();
+  return leaves_->offset.item();
 }
 
 std::optional<double> NuisanceOperator::homogeneity() const {
-  if (offset() != 0.0 || train_offset_) return std::nullopt;
+  if (train_offset_ || offset() != 0.0) return std::nullopt;
   return inner_->homogeneity();
 }
 
@@ -81,19 +85,34 @@ std::string NuisanceOperator::host_only_reason() const {
 
 std::vector<fk::Tensor> NuisanceOperator::parameters() const {
   std::vector<fk::Tensor> p = inner_->parameters();
-  if (train_gain_) p.push_back(log_gain_);
-  if (train_offset_) p.push_back(offset_);
+  if (train_gain_) p.push_back(leaves_->log_gain);
+  if (train_offset_) p.push_back(leaves_->offset);
   return p;
 }
 
 bool NuisanceOperator::parameters_follow_device() const {
-  return !train_gain_ && !train_offset_ && inner_->parameters_follow_device();
+  if (!inner_->parameters().empty() && !inner_->parameters_follow_device()) return false;
+  return train_gain_ || train_offset_ || inner_->parameters_follow_device();
+}
+
+void NuisanceOperator::parameters_to(fk::Device device) {
+  if (inner_->parameters_follow_device()) inner_->parameters_to(device);
+  // New leaves on `device`, values kept (the optimizer's state is made for
+  // the leaves it is given at the solve's start).
+  auto move = [&](fk::Tensor& leaf, bool trained) {
+    if (!trained || leaf.device() == device) return;
+    fk::autograd::NoGradGuard ng;
+    leaf = leaf.detach().to(device);
+    leaf.set_requires_grad(true);
+  };
+  move(leaves_->log_gain, train_gain_);
+  move(leaves_->offset, train_offset_);
 }
 
 fk::Tensor NuisanceOperator::finish(const fk::Tensor& y) const {
-  fk::Tensor out = train_gain_ ? fk::mul(y, fk::exp(log_gain_).to(y.dtype()))
+  fk::Tensor out = train_gain_ ? fk::mul(y, fk::exp(leaves_->log_gain).to(y.dtype()))
                                : (gain() == 1.0 ? y : fk::mul(y, gain()));
-  if (train_offset_) return fk::add(out, offset_.to(y.dtype()));
+  if (train_offset_) return fk::add(out, leaves_->offset.to(y.dtype()));
   return offset() == 0.0 ? out : fk::add(out, offset());
 }
 

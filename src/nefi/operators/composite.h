@@ -10,6 +10,7 @@
 // Each forwards to its parts what a solve asks of an operator as a whole:
 // host-only reasons, device notes, tables, trainable parameters and their
 // move to a device solve's device.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,17 +55,22 @@ class NuisanceOperator : public Operator {
     inner_->prepare_tables(device, dtype);
   }
   std::vector<fk::Tensor> parameters() const override;
-  // The inner operator's parameters follow; a trained gain or offset does not
-  // (its leaf is shared by every resolution, so moving it would part them).
+  // A trained gain and offset follow a device solve (every resolution holds
+  // the same leaves, so moving them moves them for all), as do the inner
+  // operator's parameters where they can.
   bool parameters_follow_device() const override;
-  void parameters_to(fk::Device device) override { inner_->parameters_to(device); }
-  double gain() const;
-  double offset() const;
+  void parameters_to(fk::Device device) override;
+  double gain() const;    // a host read of the leaf
+  double offset() const;  // a host read of the leaf
 
  private:
+  // The gain's log and the offset, one pair for every resolution.
+  struct Leaves {
+    fk::Tensor log_gain, offset;
+  };
   fk::Tensor finish(const fk::Tensor& y) const;
   OperatorPtr inner_;
-  fk::Tensor log_gain_, offset_;
+  std::shared_ptr<Leaves> leaves_;
   bool train_gain_, train_offset_;
 };
 

@@ -85,7 +85,7 @@ using OperatorPtr = std::shared_ptr<Operator>;
 
 // Why a solve on `device` cannot train through `op` (empty: it can): a
 // host-only operator (host_only_reason), or trainable operator parameters
-// that do not follow the device (nuisance gains and offsets stay on the CPU
+// that do not follow the device (a part's parameters that stay on the CPU
 // with their optimizer state).
 // Empty for the CPU. A pure function of the operator: checkable anywhere.
 std::string device_solve_refusal(const Operator& op, fk::Device device);

@@ -127,9 +127,7 @@ std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>
     const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
     if (!f)
       return who + " has a '" + p.field->kind() +
-             "' field: only neural fields train in a device batch (a grid field trains on a device "
-             "alone)" +
-             on;
+             "' field: only neural fields train in a device batch" + on;
     if (f->config().autocast == fk::DType::F16)
       return who + "'s field has fp16 autocast: loss scaling is not wired for a device solve" + on;
     const std::string refusal = device_solve_refusal(*p.op, opt.device);

@@ -46,7 +46,8 @@ struct Result {
   std::vector<StageResult> stages;
   std::map<std::string, double> post_info;  // e.g. scale_factor
   uint64_t seed = 0;
-  int restart = 0;  // which restart won
+  int restart = 0;             // which restart won
+  std::string device = "cpu";  // where the field trained (SolverOptions::device)
   double total_s = 0;
   int64_t n_parameters = 0;
   int batch_size = 1;  // > 1: solved by batch_invert with this many problems

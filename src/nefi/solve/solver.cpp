@@ -25,11 +25,6 @@ using detail::solve_parameters;
 using detail::stage_shape;
 using detail::StageRun;
 
-// Only a neural field's weights and a grid field's values train on a device.
-bool has_device_path(const Field& field) {
-  return dynamic_cast<const NeuralField*>(&field) || dynamic_cast<const GridField*>(&field);
-}
-
 // Moves a device solve's field (has_device_path) to `d`.
 void move_field(Field& field, fk::Device d) {
   if (auto* nf = dynamic_cast<NeuralField*>(&field)) return nf->to(d);
@@ -68,6 +63,10 @@ std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_sta
 }
 
 }  // namespace
+
+bool has_device_path(const Field& field) {
+  return dynamic_cast<const NeuralField*>(&field) || dynamic_cast<const GridField*>(&field);
+}
 
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
     : problem_(std::move(problem)), cur_(std::move(curriculum)), opt_(std::move(options)) {
@@ -123,35 +122,46 @@ Result Solver::run() {
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
+  Field& field = *problem_.field;
+  auto to_host = [&] {
+    move_field(field, fk::kCPU);
+    problem_.op->parameters_to(fk::kCPU);
+  };
   if (opt_.device.is_cuda()) {
-    move_field(*problem_.field, opt_.device);
+    move_field(field, opt_.device);
     // Trainable operator parameters (device_solve_refusal let only movable ones through).
     problem_.op->parameters_to(opt_.device);
   }
-  for (int r = 0; r < cur_.restarts; ++r) {
-    Attempt a = run_once(base_seed + r, r == 0, t_run);
-    const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
-                                             : a.res.stages.back().final_data_loss;
-    const bool over = a.run_over;
-    if (r == 0 || loss < best_loss) {
-      best_loss = loss;
-      best_r = r;
-      best = std::move(a);
+  try {
+    for (int r = 0; r < cur_.restarts; ++r) {
+      Attempt a = run_once(base_seed + r, r == 0, t_run);
+      const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
+                                               : a.res.stages.back().final_data_loss;
+      const bool over = a.run_over;
+      if (r == 0 || loss < best_loss) {
+        best_loss = loss;
+        best_r = r;
+        best = std::move(a);
+      }
+      if (over) break;
     }
-    if (over) break;
+    if (cur_.restarts > 1) {
+      // The last attempt may have ended on another grid than the best one
+      // (cut short by the time budget): a grid field goes back to the best's.
+      field.on_stage_start(best.final_domain);
+      std::vector<fk::Tensor> params = solve_parameters(field, *best.final_op);
+      restore(params, best.params);
+    }
+  } catch (...) {
+    // The field and the operator's parameters go back where the caller left them.
+    if (opt_.device.is_cuda()) to_host();
+    throw;
   }
-  Field& field = *problem_.field;
-  if (cur_.restarts > 1) {
-    std::vector<fk::Tensor> params = solve_parameters(field, *best.final_op);
-    restore(params, best.params);
-  }
-  if (opt_.device.is_cuda()) {
-    move_field(field, fk::kCPU);
-    problem_.op->parameters_to(fk::kCPU);
-  }
+  if (opt_.device.is_cuda()) to_host();
   Result res = std::move(best.res);
   res.seed = base_seed + best_r;
   res.restart = best_r;
+  res.device = opt_.device.str();
   const Domain final_domain = best.final_domain;
   const double final_progress = best.final_progress;
   const OperatorPtr final_op = best.final_op;
@@ -193,6 +203,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
     // final grid, where the instances compare it with their ground truth.
     at.final_domain = problem_.domain.at(stage_shape(cur_.stages.back(), problem_.domain));
     at.final_op = problem_.op->at_resolution(at.final_domain.shape());
+    field.on_stage_start(at.final_domain);  // a grid field's values resampled to it
   }
   if (cur_.restarts > 1) at.params = snapshot(solve_parameters(field, *at.final_op));
   return at;

@@ -18,11 +18,14 @@
 //               at the step after a saved one and finishes bit-identical to
 //               an uninterrupted run (its history starts at the checkpoint;
 //               an EMA shadow is not saved and restarts from the parameters)
-//   device      a CUDA device: the run moves the NeuralField, each stage's
+//   device      a CUDA device: the run moves the NeuralField or GridField,
+//               the operator's trainable parameters, each stage's
 //               measurement and the Adam(W) state there; the operator and
 //               losses then run on device tensors (a host-only operator, or
-//               one with trainable parameters, is refused at construction,
-//               device_solve_refusal; nothing is copied back behind its back)
+//               one whose trainable parameters cannot follow, is refused at
+//               construction, device_solve_refusal; nothing is copied back
+//               behind its back; all of it goes back to the CPU at the end,
+//               an error included)
 //               and a step reads nothing back until its end: the loss
 //               total, components and gradient norm come back in one copy
 //               (DeviceStepBlock), clipping and the NaN guard's skip happen
@@ -111,6 +114,10 @@ struct SolverOptions {
   // instance's synthetic measurement (RunConfig::data); no ground truth then.
   std::optional<Measurement> measured;
 };
+
+// Whether a device solve can train `field`: a NeuralField's weights or a
+// GridField's values (the other fields have no device path).
+bool has_device_path(const Field& field);
 
 class Solver {
  public:

@@ -115,6 +115,13 @@ TEST(BenchProfile, SolverSwitches) {
   ASSERT_EQ(out.result.stages.size(), 1u);
   EXPECT_EQ(out.result.stages[0].shape, fk::Dims{32});
   EXPECT_EQ(out.result.stages[0].steps, 4);
+  // A grid field's early stage alone: its values are resampled to the final
+  // grid, where the result lives.
+  const auto grid = inst->run(p, "grid", 0, so);
+  ASSERT_EQ(grid.result.stages.size(), 1u);
+  EXPECT_EQ(grid.result.stages[0].shape, fk::Dims{32});
+  EXPECT_EQ(grid.reconstruction.shape(), out.reconstruction.shape());
+  EXPECT_EQ(grid.reconstruction.shape(), fk::Dims{64});
   // The initialisation seed decouples the field from the data seed.
   so = {};
   so.init_seed = 5;

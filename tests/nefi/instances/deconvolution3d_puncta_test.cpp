@@ -1,4 +1,4 @@
-// The deconvolution3d puncta preset's refinement, seeds 0-2: the preset's
+// The deconvolution3d puncta preset's refinement, seeds 1 and 2: the preset's
 // automatic levels (multi-level Otsu) sharpen the dots or are refused, and the
 // two-phase staircase that used to keep none of them (refined IoU 0,
 // accepted by chi) is refused on its lost support. Figures: docs/performance.md,
@@ -32,9 +32,11 @@ TEST(NefiDeconvolution3dPuncta, PresetRefinesWithOtsuLevelsAndRefusesTwoPhases) 
   // 0.90 / 0.98) IoU 0.333 / 0.488, PSNR 33.28 / 33.73, and seed 2 refused on
   // the band (0.887 < 0.9; its smooth fit marks almost no dot), the neural
   // field kept. Floors a margin below.
+  // Seeds 1 and 2 run here, one accepted and one refused: with seed 0 (the
+  // same branch as seed 1) this test took 155 s of make test's CPU time.
   const double refined_iou_floor[3] = {0.27, 0.42, 0.05};
   const double refined_psnr_floor[3] = {32.6, 33.0, 30.4};
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 1; s < 3; ++s) {
     const nefi::RunOutput out = inst->run(c.config, "neural", s, {});
     const auto& m = out.metrics;
     EXPECT_GT(m.at("refined_iou"), refined_iou_floor[s]) << "seed " << s;

@@ -144,20 +144,22 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
   EXPECT_TRUE(nefi::solver_options(c).device.is_cuda());
   EXPECT_NE(error_of([&] { nefi::apply_set(c, "run.device=gpu"); }).find("run.device"),
             std::string::npos);
-  // The device trains the instance's own solver and its grid baseline; the
-  // other baselines solve on the CPU.
-  const nefi::InstancePtr thermal = nefi::find_instance("thermal_tomography");
+  // The device trains every method whose field has a device path (a neural
+  // field or a grid baseline's values); the other baselines solve on the CPU.
   const nefi::SolverOptions so = nefi::solver_options(c);
-  auto device_of = [&](const std::string& method) {
-    nefi::Params p = thermal->default_config();
-    p.set_value("grid", std::vector<double>{8, 8, 4});
-    p.set("n_frames", "4");
-    return nefi::method_options(*thermal, method, *thermal->setup(p, method, 0)->problem.field, so)
+  auto device_of = [&](const std::string& instance, const std::string& method) {
+    const nefi::InstancePtr inst = nefi::find_instance(instance);
+    const nefi::RunConfig smoke =
+        nefi::load_run_config_file(nefi::test::config_path(instance + "_smoke.yaml"));
+    return nefi::method_options(*inst, method, *inst->setup(smoke.config, method, 0)->problem.field,
+                                so)
         .device;
   };
-  EXPECT_TRUE(device_of("nefty").is_cuda());
-  EXPECT_TRUE(device_of("grid").is_cuda());
-  EXPECT_TRUE(device_of("pinn_soft").is_cpu());
+  EXPECT_TRUE(device_of("thermal_tomography", "nefty").is_cuda());
+  EXPECT_TRUE(device_of("thermal_tomography", "grid").is_cuda());
+  EXPECT_TRUE(device_of("thermal_tomography", "pinn_soft").is_cuda());
+  EXPECT_TRUE(device_of("deconvolution", "deep_decoder").is_cpu());
+  EXPECT_TRUE(device_of("deconvolution", "gaussian_splat").is_cpu());
   // config.yaml names the CPU too: re-run under another NEFI_DEVICE, it stays.
   EXPECT_NE(nefi::to_yaml(cpu).find("  device: cpu"), std::string::npos);
   const fs::path f = nefi::test::scratch() / "device_round_trip.yaml";

@@ -474,4 +474,29 @@ TEST(NefiAdvectionDiffusion, BadInputIsRefusedByName) {
   expect_refused([&] { (void)op.apply(fk::zeros({6, 5}, {fk::DType::I64})); }, "f32/f64");
 }
 
+// A device step is one launch per factor and substep each way: an apply and
+// its gradient under kMaxCapturedTransportLaunches launches are captured as a
+// graph, a longer one runs eagerly, naming the count.
+TEST(NefiAdvectionDiffusion, ManySubstepsAreNotCapturedAsOneGraph) {
+  AdvectionDiffusionOptions o;
+  o.velocity = {fk::from_vector(std::vector<double>{0.5}, {1})};
+  o.diffusivity = 0.01;
+  o.times = {0.5, 1.0};
+  o.unknown = nefi::TransportUnknown::kSource;
+  const AdvectionDiffusionOperator few(nefi::Domain(fk::Dims{16}, {1.0}), o);
+  int64_t substeps = 0;
+  for (int64_t n : few.substeps()) substeps += n;
+  EXPECT_EQ(few.device_launches(), 2 * (substeps + 2) + substeps);  // one factor, two times
+  EXPECT_TRUE(few.graph_capturable());
+  EXPECT_EQ(few.not_capturable_reason(), "");
+  o.diffusivity = 5.0;  // D t / h^2 ~ 1e4 substeps on 256 cells
+  const AdvectionDiffusionOperator many(nefi::Domain(fk::Dims{256}, {1.0}), o);
+  EXPECT_GT(many.device_launches(), nefi::kMaxCapturedTransportLaunches);
+  EXPECT_FALSE(many.graph_capturable());
+  EXPECT_NE(many.not_capturable_reason().find(std::to_string(many.device_launches()) +
+                                              " kernel launches per training step"),
+            std::string::npos)
+      << many.not_capturable_reason();
+}
+
 }  // namespace

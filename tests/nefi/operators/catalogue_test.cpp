@@ -120,6 +120,27 @@ TEST(NefiOperatorCatalogue, AgreesWithTheOperatorZoo) {
   }
 }
 
+// advection_diffusion's condition: a release (initial or source) steps on a
+// device, the diffusivity unknown is refused up front, naming it.
+TEST(NefiOperatorCatalogue, AdvectionDiffusionRunsOnADeviceForARelease) {
+  EXPECT_EQ(row_of("advection_diffusion")->device, "for a release");
+  const nefi::Domain domain({6, 4});
+  for (auto unknown : {nefi::TransportUnknown::kInitial, nefi::TransportUnknown::kSource}) {
+    nefi::AdvectionDiffusionOptions o;
+    o.unknown = unknown;
+    EXPECT_EQ(
+        nefi::device_solve_refusal(nefi::AdvectionDiffusionOperator(domain, o), fk::cuda_device(0)),
+        "");
+  }
+  nefi::AdvectionDiffusionOptions o;
+  o.unknown = nefi::TransportUnknown::kDiffusivity;
+  o.release = fk::ones({6, 4}, {fk::DType::F64});
+  const std::string refusal =
+      nefi::device_solve_refusal(nefi::AdvectionDiffusionOperator(domain, o), fk::cuda_device(0));
+  EXPECT_NE(refusal.find("operator advection_diffusion on cuda:0"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("diffusivity"), std::string::npos) << refusal;
+}
+
 // The elliptic rows' device condition, per instance: darcy_flow (cg,
 // jacobi, ift) solves on a device; dot3d solves there with its default
 // multigrid preconditioner (the device V-cycle) and with precond jacobi,

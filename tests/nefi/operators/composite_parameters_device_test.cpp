@@ -103,19 +103,30 @@ TEST(NefiCompositeParametersDevice, NestedCompositesReachEveryLeaf) {
   EXPECT_EQ(*log, Log({"a " + gpu, "b " + gpu, "c " + gpu}));
 }
 
-TEST(NefiCompositeParametersDevice, ATrainedNuisanceGainOrOffsetStaysOnTheCpu) {
+// A trained gain or offset follows the device (its move is checked on one:
+// tests/nefi/cuda/nuisance_device_test.cpp); it cannot when the inner
+// operator has parameters that stay behind.
+TEST(NefiCompositeParametersDevice, ATrainedNuisanceGainOrOffsetFollowsTheDevice) {
   auto log = std::make_shared<Log>();
   auto a = std::make_shared<RecordingParameters>("a", true, log);
   EXPECT_TRUE(nefi::NuisanceOperator(a, 1.5).parameters_follow_device());
-  nefi::NuisanceOperator gain(a, 1.5, 0.0, true, false);
-  nefi::NuisanceOperator offset(a, 1.5, 0.0, false, true);
-  EXPECT_FALSE(gain.parameters_follow_device());
-  EXPECT_FALSE(offset.parameters_follow_device());
-  const std::string refusal = nefi::device_solve_refusal(gain, kGpu);
+  auto plain = std::make_shared<nefi::IdentityOperator>();
+  for (auto [gain, offset] : {std::pair{true, false}, {false, true}, {true, true}}) {
+    const nefi::NuisanceOperator around_a(a, 1.5, 0.0, gain, offset);
+    const nefi::NuisanceOperator around_plain(plain, 1.5, 0.0, gain, offset);
+    EXPECT_TRUE(around_a.parameters_follow_device());
+    EXPECT_TRUE(around_plain.parameters_follow_device());
+    EXPECT_EQ(nefi::device_solve_refusal(around_plain, kGpu), "");
+    EXPECT_EQ(around_plain.parameters().size(), size_t{gain} + size_t{offset});
+  }
+  auto stays = std::make_shared<RecordingParameters>("s", false, log);
+  const nefi::NuisanceOperator gain_around_stays(stays, 1.5, 0.0, true, false);
+  EXPECT_FALSE(gain_around_stays.parameters_follow_device());
+  const std::string refusal = nefi::device_solve_refusal(gain_around_stays, kGpu);
   EXPECT_NE(refusal.find("2 trainable operator parameter(s)"), std::string::npos) << refusal;
-  // Without parameters inside, a fixed nuisance follows nothing.
-  EXPECT_FALSE(nefi::NuisanceOperator(std::make_shared<nefi::IdentityOperator>(), 2.0)
-                   .parameters_follow_device());
+  // Without parameters inside or its own, a fixed nuisance follows nothing.
+  EXPECT_FALSE(nefi::NuisanceOperator(plain, 2.0).parameters_follow_device());
+  EXPECT_TRUE(log->empty());
 }
 
 TEST(NefiCompositeParametersDevice, DepthCompensatedForwardsToItsInnerOperator) {
